@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs everything searchcrawl needs on a new Debian 12 machine, and nothing that is there
+# already: Debian packages (Java, Maven, PostgreSQL for the tests), the Python venv in .venv with
+# the project and its test tools, and the Maven dependencies of the dev Solr (solr/pom.xml).
+# Safe to run again; used by quickstart.sh, test.sh and CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(openjdk-17-jdk-headless maven postgresql python3-venv)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "bootstrap: installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+fi
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "bootstrap: creating .venv"
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.searchcrawl-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "bootstrap: installing searchcrawl and its dependencies into .venv"
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e '.[test]'
+  touch "$stamp"
+fi
+
+echo "bootstrap: building the dev Solr launcher (Maven dependencies from Maven Central)"
+.venv/bin/python -c 'from searchcrawl.devsolr import DevSolr; import tempfile; DevSolr(tempfile.gettempdir()).build()'

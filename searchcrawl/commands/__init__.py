@@ -1,0 +1,1 @@
+"""searchcrawl's scrapy commands (COMMANDS_MODULE): crawl, solr, search, demo."""

@@ -1,0 +1,74 @@
+"""`scrapy demo`: the quickstart in one command.
+
+Starts the development Solr, serves the packaged example intranet on 127.0.0.1:8765, crawls the
+`example` source into Solr with `scrapy crawl` and prints search results. Solr keeps running
+afterwards, so that `scrapy search` can be tried; `scrapy solr stop` stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.resources
+import os
+import subprocess
+import sys
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+from scrapy.commands import ScrapyCommand
+
+from .. import paths
+from ..devsolr import DevSolr, DevSolrError
+from .search import format_hits, search
+
+SITE_PORT = 8765  # the example source's seeds point here
+QUERIES = ("travel expenses", '"oracle on demand"', "solr")
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's name
+        pass
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    default_settings = {"LOG_ENABLED": False}
+
+    def short_desc(self) -> str:
+        return "Quickstart: start the dev Solr, crawl the example source, print search results"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--port", type=int, default=8983, help="dev Solr port (default 8983)")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        solr = DevSolr(paths.data_dir(self.settings), opts.port)
+        print("Starting the development Solr (the first start builds it with Maven)...", flush=True)
+        try:
+            solr_url = solr.start()
+        except DevSolrError as exc:
+            print(f"searchcrawl: {exc}")
+            self.exitcode = 1
+            return
+        print(f"Solr is up at {solr_url}", flush=True)
+        with importlib.resources.as_file(importlib.resources.files("searchcrawl") / "demo_site") as site:
+            handler = functools.partial(QuietHandler, directory=str(site))
+            server = ThreadingHTTPServer(("127.0.0.1", SITE_PORT), handler)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            print(f"Serving the example intranet at http://127.0.0.1:{SITE_PORT}/ and crawling it...", flush=True)
+            env = dict(os.environ, SOLR_URL=solr_url, SEARCHCRAWL_DATA_DIR=str(paths.data_dir(self.settings)))
+            try:
+                crawl = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "example", "-s", "LOG_LEVEL=WARNING"], env=env)
+            finally:
+                server.shutdown()
+                server.server_close()
+        if crawl.returncode != 0:
+            self.exitcode = crawl.returncode
+            return
+        for query in QUERIES:
+            results = search(solr_url, query, rows=3)
+            print(f"\n$ scrapy search {query!r}\n{results.hits} documents match")
+            print("\n".join(format_hits(results)))
+        print(f"\nSolr keeps running at {solr_url}: try `scrapy search \"<query>\"`; stop it with `scrapy solr stop`.")

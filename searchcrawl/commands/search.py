@@ -1,0 +1,65 @@
+"""`scrapy search "<query>"`: query the index from the shell (title, URL and a snippet a hit)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pysolr
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from .. import paths
+
+
+def format_hits(results: pysolr.Results) -> list[str]:
+    """One block of lines per hit: rank and title, URL, snippet."""
+    lines = []
+    for rank, doc in enumerate(results.docs, start=1):
+        snippets = (results.highlighting or {}).get(doc["id"], {}).get("content") or []
+        snippet = " ".join(re.sub(r"\s+", " ", snippets[0]).split()) if snippets else doc.get("description", "")
+        lines.append(f"{rank}. {doc.get('title') or '(no title)'}")
+        lines.append(f"   {doc.get('display_url') or doc['id']}")
+        if snippet:
+            lines.append(f"   {snippet}")
+    return lines
+
+
+def search(solr_url: str, query: str, rows: int = 10, source: str | None = None) -> pysolr.Results:
+    client = pysolr.Solr(solr_url, timeout=30)
+    params = {"rows": rows, "fl": "id,title,display_url,description", "hl": "true", "hl.fl": "content",
+              "hl.tag.pre": "*", "hl.tag.post": "*"}
+    if source:
+        params["fq"] = f'source:"{source}"'
+    return client.search(query, **params)
+
+
+class Command(ScrapyCommand):
+    requires_project = False
+    default_settings = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return '"<query>" [--rows N] [--source NAME]'
+
+    def short_desc(self) -> str:
+        return "Search the index (SOLR_URL) and print title, URL and a snippet per hit"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--rows", type=int, default=10)
+        parser.add_argument("--source", default=None, help="only documents of this source")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if not args:
+            raise UsageError("a query is needed")
+        assert self.settings is not None
+        url = paths.solr_url(self.settings)
+        try:
+            results = search(url, " ".join(args), opts.rows, opts.source)
+        except (pysolr.SolrError, OSError) as exc:
+            print(f"searchcrawl: Solr at {url} did not answer: {exc}")
+            self.exitcode = 1
+            return
+        print(f"{results.hits} documents match {' '.join(args)!r}")
+        for line in format_hits(results):
+            print(line)

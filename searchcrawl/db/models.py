@@ -1,0 +1,39 @@
+"""SQLAlchemy table definitions. Changes here need an Alembic migration in migrations/versions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import BigInteger, DateTime, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Document(Base):
+    """One URL of one source: what the crawler knows of it and whether it is in the index."""
+
+    __tablename__ = "documents"
+    __table_args__ = (
+        UniqueConstraint("source", "url", name="uq_documents_source_url"),
+        Index("ix_documents_source_state", "source", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    source: Mapped[str] = mapped_column(String(200))
+    url: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(20))
+    status: Mapped[int | None] = mapped_column(Integer)
+    reason: Mapped[str | None] = mapped_column(Text)
+    content_type: Mapped[str | None] = mapped_column(String(200))
+    content_length: Mapped[int | None] = mapped_column(BigInteger)
+    checksum: Mapped[str | None] = mapped_column(String(64))
+    last_modified: Mapped[str | None] = mapped_column(String(64))
+    etag: Mapped[str | None] = mapped_column(String(300))
+    depth: Mapped[int | None] = mapped_column(Integer)
+    first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_fetched: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_changed: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    indexed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -1,0 +1,204 @@
+"""DocumentTable: every read and write of the document table goes through here.
+
+Works on SQLite (the default, in WAL mode so that readers never wait on the crawl) and on
+PostgreSQL. The schema is brought up to date with Alembic whenever a table is opened, so a user's
+data survives upgrades of searchcrawl.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from .models import Document
+
+_migrate_lock = threading.Lock()
+
+
+class State(StrEnum):
+    """Where a URL is in its life: the document table's ``state`` column."""
+
+    EXCLUDED = "excluded"  # a rule keeps it out; never fetched (status says which rule)
+    FETCHED = "fetched"  # fetched, nothing to index (error status, unsupported type, ...)
+    FAILED = "failed"  # fetching failed (timeout, DNS, refused); status says how
+    PENDING = "pending"  # converted and cached, waiting to be pushed to Solr
+    INDEXED = "indexed"  # in Solr
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def create_db_engine(url: str) -> Engine:
+    """An engine for the document table, with the settings each database needs."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    return create_engine(url, pool_pre_ping=True)
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest revision (idempotent)."""
+    config = Config()
+    config.set_main_option("script_location", "searchcrawl.db:migrations")
+    with _migrate_lock, engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+
+
+class DocumentTable:
+    """The document table of all sources, bound to one database."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = create_db_engine(url)
+        migrate(self.engine)
+        self._insert = (postgresql if self.engine.dialect.name == "postgresql" else sqlite).insert
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # --- writes ---------------------------------------------------------------------------
+
+    def _upsert(self, rows: Sequence[dict[str, Any]], update_columns: Iterable[str]) -> None:
+        if not rows:
+            return
+        statement = self._insert(Document)
+        columns = list(update_columns)
+        if columns:
+            statement = statement.on_conflict_do_update(
+                index_elements=["source", "url"], set_={c: statement.excluded[c] for c in columns}
+            )
+        else:
+            statement = statement.on_conflict_do_nothing(index_elements=["source", "url"])
+        with self.engine.begin() as connection:
+            connection.execute(statement, list(rows))
+
+    def record_fetch(
+        self,
+        source: str,
+        url: str,
+        *,
+        state: State,
+        status: int,
+        depth: int | None = None,
+        reason: str | None = None,
+        content_type: str | None = None,
+        content_length: int | None = None,
+        last_modified: str | None = None,
+        etag: str | None = None,
+    ) -> None:
+        """Record the outcome of fetching ``url`` (or trying to)."""
+        when = now()
+        row = {
+            "source": source,
+            "url": url,
+            "state": state.value,
+            "status": status,
+            "reason": reason,
+            "depth": depth,
+            "content_type": content_type,
+            "content_length": content_length,
+            "last_modified": last_modified,
+            "etag": etag,
+            "first_seen": when,
+            "last_fetched": when,
+        }
+        self._upsert([row], [c for c in row if c not in ("source", "url", "first_seen")])
+
+    def record_excluded(self, source: str, rows: Sequence[tuple[str, int, int, str]]) -> None:
+        """Record URLs a rule kept out, as (url, status, depth, reason); known URLs keep their row."""
+        when = now()
+        self._upsert(
+            [
+                {"source": source, "url": url, "state": State.EXCLUDED.value, "status": status,
+                 "depth": depth, "reason": reason, "first_seen": when}
+                for url, status, depth, reason in rows
+            ],
+            [],
+        )
+
+    def mark_pending(self, source: str, url: str, checksum: str) -> None:
+        """The document is in the cache and waits for Solr."""
+        when = now()
+        with self.engine.begin() as connection:
+            previous = connection.execute(
+                select(Document.checksum).where(Document.source == source, Document.url == url)
+            ).scalar_one_or_none()
+            values: dict[str, Any] = {"state": State.PENDING.value, "checksum": checksum}
+            if previous != checksum:
+                values["last_changed"] = when
+            connection.execute(
+                update(Document).where(Document.source == source, Document.url == url).values(**values)
+            )
+
+    def mark_indexed(self, source: str, documents: Sequence[tuple[str, str]]) -> list[str]:
+        """Mark (url, checksum) pairs indexed; returns the URLs whose row still had that checksum.
+
+        A document re-cached with new content while the old one was being pushed stays pending.
+        """
+        when = now()
+        done = []
+        with self.engine.begin() as connection:
+            for url, checksum in documents:
+                result = connection.execute(
+                    update(Document)
+                    .where(
+                        Document.source == source,
+                        Document.url == url,
+                        Document.checksum == checksum,
+                        Document.state == State.PENDING.value,
+                    )
+                    .values(state=State.INDEXED.value, indexed_at=when)
+                )
+                if result.rowcount:
+                    done.append(url)
+        return done
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def pending(self, source: str) -> list[tuple[str, str]]:
+        """(url, checksum) of the documents waiting for Solr, oldest first."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(Document.url, Document.checksum)
+                .where(Document.source == source, Document.state == State.PENDING.value)
+                .order_by(Document.id)
+            )
+            return [(url, checksum) for url, checksum in rows]
+
+    def get(self, source: str, url: str) -> dict[str, Any] | None:
+        with self.engine.connect() as connection:
+            table = Document.__table__
+            row = connection.execute(
+                select(table).where(table.c.source == source, table.c.url == url)
+            ).mappings().first()
+            return dict(row) if row is not None else None
+
+    def count_by(self, source: str, column: str) -> dict[Any, int]:
+        """How many rows of the source per value of ``column`` (state or status)."""
+        field = getattr(Document, column)
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(field, func.count()).where(Document.source == source).group_by(field)
+            )
+            return {value: count for value, count in rows}

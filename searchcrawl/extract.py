@@ -1,0 +1,129 @@
+"""Attributes of a document, from its HTTP headers and its HTML. Plain logic, no Scrapy.
+
+The search attributes (title, author, description, subject, mimetype, language, host,
+last_modified) come from, in order of preference: the HTML's own metadata (``<title>``,
+``<meta name>``, Dublin Core ``dc.*``, ``<html lang>``), then HTTP headers. description comes
+only from a description meta tag: a body-text fallback is a per-source choice (later).
+"""
+
+from __future__ import annotations
+
+import email.utils
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import html_text
+
+META_ATTRIBUTES = {
+    "title": ("dc.title", "dcterms.title"),
+    "description": ("description", "dc.description", "dcterms.description", "dcterms.abstract"),
+    "subject": ("keywords", "dc.subject", "dcterms.subject"),
+    "author": ("author", "dc.creator", "dcterms.creator"),
+    "language": ("dc.language", "dcterms.language", "content-language"),
+}
+
+
+def http_date_to_iso(value: str | None) -> str | None:
+    """An HTTP date (Last-Modified) as Solr's ISO-8601 UTC form, or None if unparseable."""
+    if not value:
+        return None
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def solr_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+
+
+def mimetype_of(content_type: str | None) -> str | None:
+    if not content_type:
+        return None
+    return content_type.split(";", 1)[0].strip().lower() or None
+
+
+def _clean(value: str | None) -> str | None:
+    if value is None:
+        return None
+    value = " ".join(value.split())
+    return value or None
+
+
+def meta_tags(root: Any) -> dict[str, str]:
+    """``<meta name|http-equiv|property=... content=...>`` as a dict of lower-case names (first wins)."""
+    tags: dict[str, str] = {}
+    for meta in root.iter("meta"):
+        name = meta.get("name") or meta.get("http-equiv") or meta.get("property")
+        content = meta.get("content")
+        if name and content is not None:
+            tags.setdefault(name.strip().lower(), content)
+    return tags
+
+
+def split_keywords(value: str | None) -> list[str]:
+    if not value:
+        return []
+    separator = ";" if ";" in value and "," not in value else ","
+    return [word for word in (_clean(part) for part in value.split(separator)) if word]
+
+
+def _body(root: Any) -> Any:
+    body = root.find("body")
+    return body if body is not None else root
+
+
+def html_attributes(root: Any, headers: dict[str, str]) -> dict[str, Any]:
+    """Search attributes of an HTML page, from its parsed tree (lxml) and its response headers."""
+    tags = meta_tags(root)
+
+    def first(names: tuple[str, ...]) -> str | None:
+        for name in names:
+            value = _clean(tags.get(name))
+            if value:
+                return value
+        return None
+
+    title_element = root.find(".//title")
+    title = _clean(title_element.text_content() if title_element is not None else None) or first(META_ATTRIBUTES["title"])
+    language = _clean(root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang"))
+    language = language or first(META_ATTRIBUTES["language"]) or _clean(headers.get("content-language"))
+    subjects: list[str] = []
+    for name in META_ATTRIBUTES["subject"]:
+        subjects.extend(s for s in split_keywords(tags.get(name)) if s not in subjects)
+    return {
+        "title": title,
+        "description": first(META_ATTRIBUTES["description"]),
+        "subject": subjects,
+        "author": first(META_ATTRIBUTES["author"]),
+        "language": language.split(",")[0].strip().lower() if language else None,
+        "content": html_text.extract_text(_body(root), guess_layout=False),
+    }
+
+
+def text_attributes(text: str, url: str, headers: dict[str, str]) -> dict[str, Any]:
+    """Search attributes of a plain-text document: its file name stands in for a title."""
+    name = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] or url
+    language = _clean(headers.get("content-language"))
+    return {"title": name, "content": text.strip(), "language": language.lower() if language else None}
+
+
+def solr_document(source: str, url: str, attributes: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    """The Solr document for one page: identity fields, header fields, then its attributes."""
+    document: dict[str, Any] = {
+        "id": url,
+        "url": url,
+        "display_url": url,
+        "source": source,
+        "host": (urlsplit(url).hostname or "").lower() or None,
+        "mimetype": mimetype_of(headers.get("content-type")),
+        "last_modified": http_date_to_iso(headers.get("last-modified")),
+        "crawled_at": solr_now(),
+    }
+    document.update(attributes)
+    return {key: value for key, value in document.items() if value not in (None, "", [])}
+

@@ -1,0 +1,148 @@
+"""Pushing cached documents to Solr in bounded batches. Plain logic and pysolr, no Scrapy.
+
+Every call here blocks; the Scrapy pipeline runs it in a worker thread so the reactor never
+waits on Solr. Batches are bounded by document count and by bytes, so one request never grows
+past what Solr (or a proxy in front of it) accepts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pysolr
+
+from .cache import DocumentCache
+from .db import DocumentTable
+
+logger = logging.getLogger(__name__)
+# pysolr logs every failed request with a traceback at ERROR; we report failures ourselves, once.
+logging.getLogger("pysolr").setLevel(logging.CRITICAL)
+
+
+class IndexingError(Exception):
+    """Solr could not take a batch; the documents stay pending."""
+
+
+def batches(documents: Iterable[tuple[dict[str, Any], int]], max_docs: int, max_bytes: int) -> Iterator[list[dict[str, Any]]]:
+    """Group (document, size) pairs into batches of at most max_docs and max_bytes (one oversize
+    document still goes alone)."""
+    batch: list[dict[str, Any]] = []
+    size = 0
+    for document, document_size in documents:
+        if batch and (len(batch) >= max_docs or size + document_size > max_bytes):
+            yield batch
+            batch, size = [], 0
+        batch.append(document)
+        size += document_size
+    if batch:
+        yield batch
+
+
+@dataclass
+class SolrIndex:
+    """One Solr core or collection, reached through pysolr."""
+
+    url: str
+    timeout: float = 60
+    commit_within_ms: int = 2000
+
+    def __post_init__(self) -> None:
+        self.client = pysolr.Solr(self.url, timeout=self.timeout, always_commit=False)
+
+    def add(self, documents: list[dict[str, Any]]) -> None:
+        try:
+            self.client.add(documents, commitWithin=str(self.commit_within_ms), overwrite=True)
+        except (pysolr.SolrError, OSError) as exc:
+            raise IndexingError(f"Solr at {self.url} refused {len(documents)} documents: {exc}") from exc
+
+    def commit(self) -> None:
+        """Make everything pushed so far searchable now (soft commit)."""
+        try:
+            self.client.commit(softCommit=True)
+        except (pysolr.SolrError, OSError) as exc:
+            raise IndexingError(f"Solr at {self.url} did not commit: {exc}") from exc
+
+    def ping(self) -> bool:
+        try:
+            self.client.ping()
+            return True
+        except (pysolr.SolrError, OSError):
+            return False
+
+
+@dataclass
+class PushResult:
+    indexed: int = 0
+    pending: int = 0
+    error: str | None = None
+
+
+def push_pending(
+    source: str,
+    table: DocumentTable,
+    cache: DocumentCache,
+    index: SolrIndex,
+    *,
+    max_docs: int,
+    max_bytes: int,
+    preserve_cache: bool = False,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> PushResult:
+    """Push every pending document of ``source`` to Solr, batch by batch.
+
+    A batch is marked indexed only after Solr acknowledged it (Solr writes its update log before
+    it answers, so an acknowledged document survives a Solr crash). A crash between the
+    acknowledgement and the mark re-pushes the same document next time: Solr's uniqueKey makes
+    that an overwrite, never a second copy.
+    """
+    pending = table.pending(source)
+    result = PushResult(pending=len(pending))
+    checksums: dict[str, str] = {}
+
+    def documents() -> Iterator[tuple[dict[str, Any], int]]:
+        for url, checksum in pending:
+            document = cache.get(url)
+            if document is None or document.get("checksum") != checksum:
+                logger.warning("Cached document of %s is missing or stale; it will be fetched again", url)
+                continue
+            checksums[url] = checksum
+            yield document, len(json.dumps(document, ensure_ascii=False).encode("utf-8"))
+
+    for batch in batches(documents(), max_docs, max_bytes):
+        if should_stop():
+            break
+        try:
+            index.add(batch)
+        except IndexingError as exc:
+            result.error = str(exc)
+            break
+        done = table.mark_indexed(source, [(d["id"], checksums[d["id"]]) for d in batch])
+        if not preserve_cache:
+            for url in done:
+                cache.remove(url)
+        result.indexed += len(done)
+        result.pending -= len(done)
+        logger.debug("Pushed %d documents of %s to Solr", len(batch), source)
+    return result
+
+
+def push_with_retries(attempt: Callable[[], PushResult], times: int, backoff: float, sleep: Callable[[float], None] = time.sleep) -> PushResult:
+    """Call ``attempt`` until nothing is pending or ``times`` attempts failed, doubling the wait."""
+    total = PushResult()
+    delay = backoff
+    for number in range(1, times + 1):
+        result = attempt()
+        total.indexed += result.indexed
+        total.pending, total.error = result.pending, result.error
+        if result.error is None:
+            return total
+        if number < times:
+            logger.warning("Solr push failed (attempt %d of %d, next in %.1fs): %s", number, times, delay, result.error)
+            sleep(delay)
+            delay *= 2
+    return total

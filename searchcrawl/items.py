@@ -1,0 +1,24 @@
+"""Items that flow from the source spider through the pipelines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class CrawledDocument:
+    """A fetched document on its way to the index.
+
+    The spider fills what it saw on the wire; the pipelines add ``fields`` (the Solr document:
+    attributes, then checksum) and cache it. ``tree`` is the parsed HTML, shared with the link
+    extraction so that a page is parsed once; it never leaves the process.
+    """
+
+    source: str
+    url: str
+    depth: int
+    headers: dict[str, str]
+    tree: Any | None = None
+    text: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""Scrapy middlewares of searchcrawl, one component per module."""

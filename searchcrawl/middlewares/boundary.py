@@ -1,0 +1,29 @@
+"""Downloader middleware: the last boundary check before the network.
+
+Links were checked by ScopeMiddleware already; this catches what did not come from a page:
+seeds and redirect targets (Scrapy's RedirectMiddleware schedules those itself). Nothing outside
+a source's boundary is ever fetched.
+"""
+
+from __future__ import annotations
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
+
+from ..context import CrawlContext
+
+
+class BoundaryMiddleware:
+    def __init__(self, context: CrawlContext) -> None:
+        self.context = context
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> BoundaryMiddleware:
+        return cls(CrawlContext.of(crawler))
+
+    def process_request(self, request: Request) -> None:
+        decision = self.context.admit(request.url, request.meta.get("depth", 0))
+        if not decision.allowed:
+            self.context.flush_exclusions()
+            raise IgnoreRequest(f"outside the boundary ({decision.rule}): {request.url}")

@@ -1,0 +1,1 @@
+"""Item pipelines: attributes -> checksum -> cache -> Solr."""

@@ -1,0 +1,102 @@
+"""Pushes the document cache to Solr: when it reaches its threshold, and when the crawl ends.
+
+Documents left pending by an earlier run (Solr was down, the crawl was killed) are pushed first,
+when the spider opens. A failed push leaves everything cached and pending; during the crawl it
+is retried with growing pauses, at the end a few times more, and then the next crawl takes over.
+Solr calls block, so they run in a worker thread: the crawl never waits on Solr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from scrapy.crawler import Crawler
+
+from ..context import CrawlContext
+from ..indexer import IndexingError, PushResult, push_pending, push_with_retries
+from ..items import CrawledDocument
+
+logger = logging.getLogger(__name__)
+
+MAX_PAUSE = 300.0  # seconds: the longest wait between push attempts during a crawl
+
+
+class SolrPipeline:
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        self.context = CrawlContext.of(crawler)
+        self.stats = crawler.stats
+        self.threshold = settings.getint("SEARCHCRAWL_CACHE_MAX_BYTES")
+        self.max_docs = settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS")
+        self.max_bytes = settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES")
+        self.retry_times = max(1, settings.getint("SEARCHCRAWL_SOLR_RETRY_TIMES"))
+        self.backoff = settings.getfloat("SEARCHCRAWL_SOLR_RETRY_BACKOFF")
+        self.flushing: asyncio.Future[None] | None = None
+        self.failures = 0
+        self.retry_after = 0.0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SolrPipeline:
+        return cls(crawler)
+
+    def push_once(self) -> PushResult:
+        """One pass over the pending documents (blocking; runs in a worker thread)."""
+        source = self.context.source
+        return push_pending(
+            source.name, self.context.table, self.context.cache, self.context.index,
+            max_docs=self.max_docs, max_bytes=self.max_bytes, preserve_cache=source.settings.preserve_cache,
+        )
+
+    def _account(self, result: PushResult) -> None:
+        self.stats.inc_value("searchcrawl/indexed", result.indexed)
+        if result.error is None:
+            self.failures = 0
+            return
+        self.failures += 1
+        self.stats.inc_value("searchcrawl/solr_failures")
+        pause = min(MAX_PAUSE, self.backoff * 2 ** (self.failures - 1))
+        self.retry_after = time.monotonic() + pause
+        logger.warning(
+            "Solr push failed; %d documents stay cached and pending, next attempt in %.0fs: %s",
+            result.pending, pause, result.error,
+        )
+
+    async def open_spider(self) -> None:
+        result = await asyncio.to_thread(self.push_once)
+        if result.indexed:
+            logger.info("Pushed %d documents left pending by an earlier crawl", result.indexed)
+        self._account(result)
+
+    def process_item(self, item: CrawledDocument) -> CrawledDocument:
+        due = time.monotonic() >= self.retry_after
+        idle = self.flushing is None or self.flushing.done()
+        if due and idle and self.context.cache.size_bytes >= self.threshold:
+            self.flushing = asyncio.ensure_future(self._flush())
+        return item
+
+    async def _flush(self) -> None:
+        try:
+            self._account(await asyncio.to_thread(self.push_once))
+        except Exception:  # a bug here must not kill the crawl; the documents stay pending
+            logger.exception("Solr push crashed; documents stay pending")
+
+    async def close_spider(self) -> None:
+        if self.flushing is not None:
+            await self.flushing
+        result = await asyncio.to_thread(push_with_retries, self.push_once, self.retry_times, self.backoff)
+        self.stats.inc_value("searchcrawl/indexed", result.indexed)
+        self.stats.set_value("searchcrawl/pending", result.pending)
+        if result.error is not None:
+            logger.error(
+                "Solr unavailable: %d documents of %s stay cached and pending; the next crawl pushes them first (%s)",
+                result.pending, self.context.source.name, result.error,
+            )
+            return
+        try:
+            await asyncio.to_thread(self.context.index.commit)
+        except IndexingError as exc:
+            logger.warning("%s (documents become searchable with Solr's next automatic commit)", exc)
+        total = self.stats.get_value("searchcrawl/indexed", 0)
+        logger.info("Indexing done: %d documents of %s pushed to Solr in this crawl", total, self.context.source.name)

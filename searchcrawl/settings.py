@@ -1,0 +1,70 @@
+"""Scrapy settings for searchcrawl.
+
+Every searchcrawl setting has a documented default here (see the README's settings table).
+The ones that name places (data directory, database, Solr, sources folder) can also come from
+environment variables of the same name, so that a scrapyd server or a CI job can set them
+without editing files; ``-s NAME=value`` on the command line wins over both.
+"""
+
+import os
+
+BOT_NAME = "searchcrawl"
+
+SPIDER_LOADER_CLASS = "searchcrawl.spiderloader.SourceSpiderLoader"
+COMMANDS_MODULE = "searchcrawl.commands"
+
+# --- Places -------------------------------------------------------------------------------
+# Document table, document cache and dev Solr data live here; never inside the repository.
+SEARCHCRAWL_DATA_DIR = os.environ.get("SEARCHCRAWL_DATA_DIR", "")  # "" = ~/.local/share/searchcrawl
+# Any SQLAlchemy URL; "" = SQLite file documents.sqlite3 in the data directory.
+SEARCHCRAWL_DB_URL = os.environ.get("SEARCHCRAWL_DB_URL", "")
+# Extra source files (*.toml), beside the ones packaged in searchcrawl/sources/.
+SEARCHCRAWL_SOURCES_DIR = os.environ.get("SEARCHCRAWL_SOURCES_DIR", "")
+SOLR_URL = os.environ.get("SOLR_URL", "http://127.0.0.1:8983/solr/searchcrawl")
+
+# --- Document cache and indexing ------------------------------------------------------------
+SEARCHCRAWL_CACHE_MAX_BYTES = 20 * 1024 * 1024  # push to Solr when the cache holds this much
+SEARCHCRAWL_SOLR_BATCH_DOCS = 500  # at most this many documents per update request
+SEARCHCRAWL_SOLR_BATCH_BYTES = 10 * 1024 * 1024  # and at most this many bytes of JSON
+SEARCHCRAWL_SOLR_TIMEOUT = 60  # seconds per Solr request
+SEARCHCRAWL_SOLR_COMMIT_WITHIN = 2000  # ms: documents are searchable this soon after a push
+SEARCHCRAWL_SOLR_RETRY_TIMES = 4  # attempts per push before documents are left pending
+SEARCHCRAWL_SOLR_RETRY_BACKOFF = 1.0  # seconds before the first retry, doubled each time
+
+# --- Crawling -------------------------------------------------------------------------------
+USER_AGENT = "searchcrawl/0.1 (+https://github.com/searchcrawl/searchcrawl)"
+ROBOTSTXT_OBEY = False  # robots.txt is handled by searchcrawl itself (per source)
+HTTPERROR_ALLOW_ALL = True  # every response reaches the spider, which records its status
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 8
+DOWNLOAD_DELAY = 0
+DOWNLOAD_TIMEOUT = 30
+DOWNLOAD_MAXSIZE = 50 * 1024 * 1024
+RETRY_TIMES = 2
+DEPTH_LIMIT = 0  # depth is a source rule, enforced (and recorded) by ScopeMiddleware
+DEPTH_PRIORITY = 1  # breadth-first: pages near the seeds first
+TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False  # Scrapy's code-execution HTTP server: never on a crawler by default
+# Scrapy would follow a meta refresh before the page reaches the spider (and past the boundary);
+# the source spider follows refresh targets itself, as links, through the boundary check.
+METAREFRESH_ENABLED = False
+LOG_LEVEL = "INFO"
+LOGSTATS_INTERVAL = 30.0
+TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+FEED_EXPORT_ENCODING = "utf-8"
+
+SPIDER_MIDDLEWARES = {
+    "searchcrawl.middlewares.scope.ScopeMiddleware": 550,
+}
+
+DOWNLOADER_MIDDLEWARES = {
+    # Last check before the network: seeds and redirect targets never leave the boundary.
+    "searchcrawl.middlewares.boundary.BoundaryMiddleware": 50,
+}
+
+ITEM_PIPELINES = {
+    "searchcrawl.pipelines.attributes.AttributesPipeline": 100,
+    "searchcrawl.pipelines.checksum.ChecksumPipeline": 200,
+    "searchcrawl.pipelines.cache.CachePipeline": 300,
+    "searchcrawl.pipelines.solr.SolrPipeline": 400,
+}

@@ -1,0 +1,164 @@
+"""Source files: one TOML file per source, validated before anything is fetched.
+
+A source file is the whole configuration of one crawl (seeds, scope, politeness, mapping). It is
+validated strictly, because a typo in a key (``max_dept``) that silently does nothing would cost a
+user a night's crawl: every error names the file, the key and what was expected.
+
+Packaged sources live in ``searchcrawl/sources/`` (read with ``importlib.resources`` so they also
+work from a scrapyd egg); more come from the folder named by ``SEARCHCRAWL_SOURCES_DIR``. A
+source in that folder overrides a packaged source of the same name.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import re
+import tomllib
+from dataclasses import dataclass
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+SEED_SCHEMES = ("http", "https", "file")
+
+
+class SourceError(Exception):
+    """A source file that cannot be used; the message names the file, the key and the fix."""
+
+
+def check_seed_url(url: str) -> str:
+    """Return the seed URL, or raise ValueError saying what a seed must be."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in SEED_SCHEMES:
+        raise ValueError(f"expected an http(s) or file URL, got {url!r}")
+    if parts.scheme in ("http", "https") and not parts.hostname:
+        raise ValueError(f"expected an http(s) URL with a host, got {url!r}")
+    return url.strip()
+
+
+class SourceSettings(BaseModel):
+    """The keys a source file may hold, with their defaults (documented in the README)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    description: str = ""
+    seeds: list[str] = Field(default_factory=list)
+    seed_files: list[str] = Field(default_factory=list)
+    max_depth: int = Field(default=10, ge=0)
+    spider_class: str | None = None
+    preserve_cache: bool = False
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_are_urls(cls, seeds: list[str]) -> list[str]:
+        return [check_seed_url(seed) for seed in seeds]
+
+    @field_validator("spider_class")
+    @classmethod
+    def _dotted_path(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[\w.]+\.\w+", value):
+            raise ValueError(f"expected a dotted path such as 'mypackage.spiders.MySpider', got {value!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class Source:
+    """A validated source: its name, where it came from, its settings and all its seed URLs."""
+
+    name: str
+    origin: str
+    settings: SourceSettings
+    seed_urls: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A source file found on disk or in the package, not yet validated."""
+
+    name: str
+    origin: str
+    resource: Traversable
+
+
+def _describe_error(error: dict[str, Any]) -> str:
+    key = ".".join(str(part) for part in error["loc"]) or "(file)"
+    if error["type"] == "extra_forbidden":
+        known = ", ".join(SourceSettings.model_fields)
+        return f"key '{key}': unknown key (known keys: {known})"
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] != "value_error":
+        message = f"expected {message[0].lower()}{message[1:]}".replace("expected input should be", "expected")
+        message += f" (got {error['input']!r})"
+    return f"key '{key}': {message}"
+
+
+def _read_seed_file(source_file: SourceFile, name: str) -> list[str]:
+    target = Path(name).expanduser()
+    seed_file = target if target.is_absolute() else _sibling(source_file.resource, name)
+    lines = seed_file.read_text(encoding="utf-8").splitlines()
+    seeds = []
+    for number, line in enumerate(lines, start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            seeds.append(check_seed_url(line))
+        except ValueError as exc:
+            raise SourceError(f"{source_file.origin}: key 'seed_files': {name}, line {number}: {exc}") from None
+    return seeds
+
+
+def _sibling(resource: Traversable, name: str) -> Traversable:
+    """The file ``name`` next to a source file, whether on disk or inside the package."""
+    if isinstance(resource, Path):
+        return resource.parent / name
+    parent = importlib.resources.files("searchcrawl.sources")
+    return parent.joinpath(name)
+
+
+def load_source(source_file: SourceFile) -> Source:
+    """Parse and validate one source file; raise SourceError with a precise message."""
+    origin = source_file.origin
+    if not SOURCE_NAME.match(source_file.name):
+        raise SourceError(f"{origin}: the file name must be a source name (letters, digits, '_', '-', '.')")
+    try:
+        data = tomllib.loads(source_file.resource.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SourceError(f"{origin}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError(f"{origin}: cannot be read: {exc}") from None
+    try:
+        settings = SourceSettings.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(_describe_error(error) for error in exc.errors())
+        raise SourceError(f"{origin}: {problems}") from None
+    seeds = list(settings.seeds)
+    for name in settings.seed_files:
+        try:
+            seeds.extend(_read_seed_file(source_file, name))
+        except OSError as exc:
+            raise SourceError(f"{origin}: key 'seed_files': cannot read {name}: {exc.strerror or exc}") from None
+    if not seeds:
+        raise SourceError(f"{origin}: key 'seeds': expected at least one seed URL (in 'seeds' or 'seed_files')")
+    return Source(name=source_file.name, origin=origin, settings=settings, seed_urls=tuple(dict.fromkeys(seeds)))
+
+
+def find_source_files(sources_dir: Path | None) -> dict[str, SourceFile]:
+    """All source files by name: packaged ones, then the sources folder's (which override)."""
+    found: dict[str, SourceFile] = {}
+    packaged = importlib.resources.files("searchcrawl.sources")
+    for resource in sorted(packaged.iterdir(), key=lambda r: r.name):
+        if resource.name.endswith(".toml"):
+            name = resource.name.removesuffix(".toml")
+            found[name] = SourceFile(name, f"searchcrawl/sources/{resource.name}", resource)
+    if sources_dir is not None:
+        if not sources_dir.is_dir():
+            raise SourceError(f"SEARCHCRAWL_SOURCES_DIR: {sources_dir} is not a directory")
+        for path in sorted(sources_dir.glob("*.toml")):
+            name = path.stem
+            found[name] = SourceFile(name, str(path), path)
+    return found

@@ -1,0 +1,70 @@
+"""Makes every source file a spider, so that `scrapy list` and `scrapy crawl <source>` just work."""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy import Request, Spider
+from scrapy.settings import BaseSettings
+from scrapy.utils.misc import load_object
+
+from . import paths
+from .source import Source, SourceError, SourceFile, find_source_files, load_source
+from .spiders.source import SourceSpider
+
+logger = logging.getLogger(__name__)
+
+
+def spider_class_for(source: Source) -> type[SourceSpider]:
+    """A SourceSpider subclass bound to ``source`` (its own class if the source names one)."""
+    base: type = SourceSpider
+    if source.settings.spider_class:
+        try:
+            base = load_object(source.settings.spider_class)
+        except (ImportError, NameError, ValueError, AttributeError) as exc:
+            raise SourceError(f"{source.origin}: key 'spider_class': cannot import {source.settings.spider_class!r}: {exc}") from None
+        if not (isinstance(base, type) and issubclass(base, SourceSpider)):
+            raise SourceError(
+                f"{source.origin}: key 'spider_class': expected a subclass of "
+                f"searchcrawl.spiders.source.SourceSpider, got {source.settings.spider_class!r}"
+            )
+    return type(f"{base.__name__}[{source.name}]", (base,), {"name": source.name, "source": source, "__module__": base.__module__})
+
+
+class SourceSpiderLoader:
+    """Scrapy's spider loader interface over source files."""
+
+    def __init__(self, settings: BaseSettings) -> None:
+        self.sources_dir = paths.sources_dir(settings)
+        self._loaded: dict[str, type[Spider]] = {}
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> SourceSpiderLoader:
+        return cls(settings)
+
+    def _files(self) -> dict[str, SourceFile]:
+        return find_source_files(self.sources_dir)
+
+    def load(self, spider_name: str) -> type[Spider]:
+        """The spider of one source; SourceError if its file is broken, KeyError if unknown."""
+        if spider_name not in self._loaded:
+            files = self._files()
+            if spider_name not in files:
+                raise KeyError(f"Spider not found: {spider_name}")
+            self._loaded[spider_name] = spider_class_for(load_source(files[spider_name]))
+        return self._loaded[spider_name]
+
+    def list(self) -> list[str]:
+        """The names of the usable sources; each broken one is named in an error log line."""
+        names = []
+        for name in self._files():
+            try:
+                self.load(name)
+            except SourceError as exc:
+                logger.error("Broken source %s (not listed): %s", name, exc)
+            else:
+                names.append(name)
+        return names
+
+    def find_by_request(self, request: Request) -> list[str]:
+        return [name for name, spider in self._loaded.items() if spider.handles_request(request)]

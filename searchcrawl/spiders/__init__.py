@@ -1,0 +1,1 @@
+"""Source spiders. Every source file becomes a subclass of SourceSpider (see spiderloader)."""

@@ -1,0 +1,97 @@
+"""Status codes: the HTTP code of a fetched URL, or a crawler code for what HTTP cannot say.
+
+Crawler codes are in the 900s so that one integer column holds both and a user can sort and
+count them together. The README's status table is generated from ``CRAWLER_CODES``; keep the
+descriptions user-facing.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Status(IntEnum):
+    OK = 200
+
+    EXCLUDED_DOMAIN = 901
+    EXCLUDED_PORT = 902
+    EXCLUDED_PATH = 903
+    EXCLUDED_PATTERN = 904
+    EXCLUDED_DEPTH = 905
+    EXCLUDED_DYNAMIC = 906
+    EXCLUDED_ROBOTS = 907
+    EXCLUDED_FILTER = 908
+
+    NOINDEX = 910
+    DUPLICATE = 911
+    UNCHANGED = 912
+
+    UNSUPPORTED_TYPE = 920
+    CONVERSION_FAILED = 921
+    TOO_LARGE = 922
+    EMPTY = 923
+
+    TIMEOUT = 930
+    DNS_FAILURE = 931
+    CONNECTION_REFUSED = 932
+    CONNECTION_FAILED = 933
+
+    REDIRECT_LOOP = 940
+    UNSAFE_REDIRECT = 941
+
+
+CRAWLER_CODES: dict[Status, str] = {
+    Status.EXCLUDED_DOMAIN: "excluded: the host is outside the source's domains (default: the seeds' hosts)",
+    Status.EXCLUDED_PORT: "excluded: the port is not allowed for this host",
+    Status.EXCLUDED_PATH: "excluded: the path is outside the host's path rules",
+    Status.EXCLUDED_PATTERN: "excluded by a URL pattern rule",
+    Status.EXCLUDED_DEPTH: "excluded: more than max_depth links from a seed",
+    Status.EXCLUDED_DYNAMIC: "excluded: a query-string URL and index_dynamic_pages is false",
+    Status.EXCLUDED_ROBOTS: "excluded by robots.txt",
+    Status.EXCLUDED_FILTER: "excluded by a scope filter",
+    Status.NOINDEX: "fetched, kept out of the index by robots noindex",
+    Status.DUPLICATE: "same content as another URL of the source, indexed there",
+    Status.UNCHANGED: "unchanged since the last crawl (304 or same checksum)",
+    Status.UNSUPPORTED_TYPE: "fetched, but its content type is not indexed",
+    Status.CONVERSION_FAILED: "the document could not be converted to text",
+    Status.TOO_LARGE: "larger than the source's maximum download size",
+    Status.EMPTY: "no text to index",
+    Status.TIMEOUT: "the server did not answer in time",
+    Status.DNS_FAILURE: "the host name does not resolve",
+    Status.CONNECTION_REFUSED: "the server refused the connection",
+    Status.CONNECTION_FAILED: "the connection failed (reset, TLS error, aborted)",
+    Status.REDIRECT_LOOP: "redirect loop, or chain longer than allowed",
+    Status.UNSAFE_REDIRECT: "a redirect out of the boundary towards a loopback, private or link-local address",
+}
+
+
+def describe(code: int | None) -> str:
+    """A short human description of any status code, HTTP or crawler."""
+    if code is None:
+        return "not fetched yet"
+    try:
+        return CRAWLER_CODES[Status(code)]
+    except (ValueError, KeyError):
+        from http import HTTPStatus
+
+        try:
+            return f"HTTP {HTTPStatus(code).phrase}"
+        except ValueError:
+            return f"HTTP {code}"
+
+
+def status_for_exception(error: BaseException) -> Status:
+    """The crawler code for a download that failed with ``error`` (Scrapy's or Twisted's)."""
+    from scrapy import exceptions as scrapy_errors
+    from twisted.internet import error as net
+
+    kinds: list[tuple[tuple[type[BaseException], ...], Status]] = [
+        ((scrapy_errors.DownloadTimeoutError, net.TimeoutError, net.TCPTimedOutError, TimeoutError), Status.TIMEOUT),
+        ((scrapy_errors.CannotResolveHostError, net.DNSLookupError), Status.DNS_FAILURE),
+        ((scrapy_errors.DownloadConnectionRefusedError, net.ConnectionRefusedError, ConnectionRefusedError),
+         Status.CONNECTION_REFUSED),
+    ]
+    for types, status in kinds:
+        if isinstance(error, types):
+            return status
+    return Status.CONNECTION_FAILED

@@ -1,0 +1,10 @@
+"""URL canonicalisation: one canonical form per document, before any scope decision or lookup."""
+
+from __future__ import annotations
+
+from w3lib.url import canonicalize_url
+
+
+def canonical(url: str) -> str:
+    """w3lib's canonical form (sorted query, normalised escapes, no fragment)."""
+    return canonicalize_url(url, keep_fragments=False)

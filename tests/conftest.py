@@ -1,0 +1,231 @@
+"""Shared fixtures: a real dev Solr, real HTTP servers on 127.0.0.1, a real PostgreSQL, and a way
+to run `scrapy` as a user does (a subprocess in the project directory)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pysolr
+import pytest
+
+from searchcrawl.devsolr import DevSolr
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+CORPORA = SHARED / "corpora"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def corpus(name: str) -> Path:
+    """A file of ../shared/corpora, or skip the test saying why."""
+    path = CORPORA / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent (../shared/corpora is not beside this checkout)")
+    return path
+
+
+def unpack(name: str, target: Path) -> Path:
+    with tarfile.open(corpus(name)) as archive:
+        archive.extractall(target, filter="data")
+    return target
+
+
+# --- HTTP servers -------------------------------------------------------------------------------
+
+
+@dataclass
+class Site:
+    """A real HTTP server on 127.0.0.1 serving a folder, with an access log the test can read."""
+
+    root: Path
+    port: int = 0
+    requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, host header, path)
+    server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def paths(self) -> list[str]:
+        return [path for _method, _host, path in self.requests]
+
+    def start(self) -> Site:
+        site = self
+
+        class Handler(SimpleHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+            def send_head(self):  # type: ignore[no-untyped-def]
+                site.requests.append((self.command, self.headers.get("Host", ""), self.path))
+                return super().send_head()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), partial(Handler, directory=str(self.root)))
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+@pytest.fixture
+def serve() -> Iterator:
+    """serve(folder) starts a Site for the test; all are stopped afterwards."""
+    started: list[Site] = []
+
+    def start(root: Path, port: int = 0) -> Site:
+        site = Site(root, port).start()
+        started.append(site)
+        return site
+
+    yield start
+    for site in started:
+        site.stop()
+
+
+# --- Solr ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def solr_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("solr-data")
+
+
+@pytest.fixture(scope="session")
+def dev_solr(solr_data: Path) -> Iterator[DevSolr]:
+    """The dev Solr, started once for the session with the project's own launcher."""
+    solr = DevSolr(solr_data, free_port())
+    solr.start(timeout=600)
+    yield solr
+    solr.stop()
+
+
+@pytest.fixture(scope="session")
+def solr_url(dev_solr: DevSolr) -> str:
+    return dev_solr.url
+
+
+@pytest.fixture
+def solr(solr_url: str) -> pysolr.Solr:
+    return pysolr.Solr(solr_url, always_commit=True, timeout=30)
+
+
+def solr_docs(client: pysolr.Solr, source: str, **params: object) -> list[dict]:
+    client.commit(softCommit=True)
+    return list(client.search(f'source:"{source}"', rows=100000, fl="*", **params))
+
+
+# --- scrapy as a user runs it ---------------------------------------------------------------------
+
+
+@dataclass
+class Project:
+    """A place to run `scrapy` commands: its own data dir and sources dir."""
+
+    data_dir: Path
+    sources_dir: Path
+    solr_url: str
+    db_url: str = ""
+
+    def source(self, name: str, text: str) -> Path:
+        path = self.sources_dir / f"{name}.toml"
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            SEARCHCRAWL_DATA_DIR=str(self.data_dir),
+            SEARCHCRAWL_SOURCES_DIR=str(self.sources_dir),
+            SOLR_URL=self.solr_url,
+            SEARCHCRAWL_DB_URL=self.db_url,
+            PYTHONPATH=str(ROOT),
+        )
+        env.update(extra)
+        return env
+
+    def scrapy(self, *args: str, timeout: float = 600, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "scrapy", *args], cwd=ROOT, env=self.env(**env),
+            capture_output=True, text=True, timeout=timeout,
+        )
+
+    def popen(self, *args: str, **env: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "scrapy", *args], cwd=ROOT, env=self.env(**env),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+
+
+@pytest.fixture
+def project(tmp_path: Path, solr_url: str) -> Project:
+    (tmp_path / "sources").mkdir()
+    return Project(tmp_path / "data", tmp_path / "sources", solr_url)
+
+
+@pytest.fixture
+def offline_project(tmp_path: Path) -> Project:
+    """A project whose SOLR_URL points nowhere: for tests that must not need Solr."""
+    (tmp_path / "sources").mkdir()
+    return Project(tmp_path / "data", tmp_path / "sources", f"http://127.0.0.1:{free_port()}/solr/none")
+
+
+# --- PostgreSQL -----------------------------------------------------------------------------------
+
+
+def _pg_bin(name: str) -> str:
+    for candidate in sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), reverse=True):
+        return str(candidate)
+    found = shutil.which(name)
+    if not found:
+        pytest.skip(f"PostgreSQL's {name} is not installed (apt-get install postgresql)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server on 127.0.0.1, started from Debian's package for the session."""
+    base = Path(tempfile.mkdtemp(prefix="searchcrawl-pg-"))  # pytest's own temp dirs are root-only
+    data = base / "data"
+    port = free_port()
+    as_postgres: list[str] = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        shutil.chown(base, "postgres")
+        os.chmod(base, 0o700)
+        as_postgres = ["runuser", "-u", "postgres", "--"]
+    run = partial(subprocess.run, check=True, capture_output=True, text=True)
+    run([*as_postgres, _pg_bin("initdb"), "-D", str(data), "-U", "searchcrawl", "--auth=trust", "-E", "UTF8"])
+    run([*as_postgres, _pg_bin("pg_ctl"), "-D", str(data), "-l", str(base / "pg.log"), "-w", "-t", "60",
+         "-o", f"-h 127.0.0.1 -p {port} -k {base}", "start"])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+        yield f"postgresql+psycopg://searchcrawl@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_postgres, _pg_bin("pg_ctl"), "-D", str(data), "-m", "fast", "stop"], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)

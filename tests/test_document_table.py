@@ -1,0 +1,45 @@
+"""The document table on SQLite and on a real PostgreSQL, and its Alembic migrations."""
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+
+from searchcrawl.db import DocumentTable, State
+from searchcrawl.db.models import Base
+
+
+def exercise(table: DocumentTable) -> None:
+    table.record_fetch("s", "http://h/a", state=State.FETCHED, status=200, depth=0,
+                       last_modified="Wed, 21 Oct 2015 07:28:00 GMT", etag='"x"', content_length=10)
+    table.record_excluded("s", [("http://h/a", 901, 1, "ignored: row exists"), ("http://other/", 901, 1, "off-site")])
+    table.mark_pending("s", "http://h/a", "sum1")
+    assert table.pending("s") == [("http://h/a", "sum1")]
+    assert table.mark_indexed("s", [("http://h/a", "stale")]) == []
+    assert table.mark_indexed("s", [("http://h/a", "sum1")]) == ["http://h/a"]
+    row = table.get("s", "http://h/a")
+    assert row is not None
+    assert (row["state"], row["status"], row["etag"], row["checksum"]) == ("indexed", 200, '"x"', "sum1")
+    assert row["first_seen"] and row["last_fetched"] and row["last_changed"] and row["indexed_at"]
+    assert table.get("s", "http://other/")["reason"] == "off-site"
+    assert table.count_by("s", "state") == {"indexed": 1, "excluded": 1}
+    assert table.count_by("other-source", "state") == {}
+
+
+def test_sqlite(tmp_path) -> None:
+    url = f"sqlite:///{tmp_path / 'documents.sqlite3'}"
+    exercise(DocumentTable(url))
+    DocumentTable(url)  # reopening migrates nothing and keeps the data
+    assert DocumentTable(url).count_by("s", "state") == {"indexed": 1, "excluded": 1}
+
+
+def test_postgresql(postgres_url: str) -> None:
+    exercise(DocumentTable(postgres_url))
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_migrations_match_the_models(backend: str, tmp_path, request) -> None:
+    url = f"sqlite:///{tmp_path / 'm.sqlite3'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    table = DocumentTable(url)
+    with table.engine.connect() as connection:
+        diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+    assert diff == []

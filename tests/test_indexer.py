@@ -1,0 +1,40 @@
+"""Batching, and pushing the cache to a real Solr."""
+
+import pysolr
+
+from searchcrawl.cache import DocumentCache
+from searchcrawl.db import DocumentTable, State
+from searchcrawl.indexer import SolrIndex, batches, push_pending, push_with_retries, PushResult
+
+
+def test_batches_bounded_by_count_and_bytes() -> None:
+    docs = [({"id": str(i)}, 10) for i in range(7)]
+    assert [len(b) for b in batches(docs, max_docs=3, max_bytes=1000)] == [3, 3, 1]
+    assert [len(b) for b in batches(docs, max_docs=100, max_bytes=25)] == [2, 2, 2, 1]
+    assert [len(b) for b in batches([({"id": "big"}, 500)], max_docs=10, max_bytes=100)] == [1]
+
+
+def test_retries_back_off_and_stop_when_done() -> None:
+    outcomes = [PushResult(pending=3, error="down"), PushResult(pending=3, error="down"), PushResult(indexed=3)]
+    pauses: list[float] = []
+    result = push_with_retries(lambda: outcomes.pop(0), times=5, backoff=0.5, sleep=pauses.append)
+    assert (result.indexed, result.error, pauses) == (3, None, [0.5, 1.0])
+
+
+def test_push_pending_to_real_solr(tmp_path, solr_url: str, solr: pysolr.Solr) -> None:
+    table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    cache = DocumentCache(tmp_path / "cache")
+    for i in range(25):
+        url = f"http://push.test/{i}"
+        table.record_fetch("push", url, state=State.FETCHED, status=200)
+        cache.put({"id": url, "url": url, "source": "push", "title": f"doc {i}", "checksum": f"c{i}"})
+        table.mark_pending("push", url, f"c{i}")
+    assert cache.size_bytes > 0
+    down = push_pending("push", table, cache, SolrIndex("http://127.0.0.1:9/solr/none", timeout=2), max_docs=10, max_bytes=10**6)
+    assert (down.indexed, down.pending) == (0, 25) and down.error
+    result = push_pending("push", table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6)
+    assert (result.indexed, result.pending, result.error) == (25, 0, None)
+    assert cache.size_bytes == 0 and not list((tmp_path / "cache").glob("*.json"))
+    assert table.count_by("push", "state") == {"indexed": 25}
+    solr.commit()
+    assert solr.search('source:"push"', rows=0).hits == 25

@@ -1,0 +1,62 @@
+"""Source files: `scrapy list`, and broken files stopping `scrapy crawl` with one clear message."""
+
+import pytest
+
+from searchcrawl.source import SourceError, SourceFile, load_source
+
+BROKEN = {
+    "toml-syntax": ('seeds = ["{url}"\nmax_depth = 2\n', ["not valid TOML", "line"]),
+    "unknown-key": ('seeds = ["{url}"]\nmax_dept = 2\n', ["key 'max_dept'", "unknown key", "max_depth"]),
+    "wrong-type": ('seeds = ["{url}"]\nmax_depth = "two"\n', ["key 'max_depth'", "expected a valid integer", "'two'"]),
+    "negative-depth": ('seeds = ["{url}"]\nmax_depth = -1\n', ["key 'max_depth'", "greater than or equal to 0"]),
+    "no-seeds": ("max_depth = 2\n", ["key 'seeds'", "at least one seed"]),
+    "bad-seed": ('seeds = ["ftp://127.0.0.1/x", "{url}"]\n', ["key 'seeds'", "http(s) or file URL", "ftp://"]),
+    "seeds-not-list": ('seeds = "{url}"\n', ["key 'seeds'", "expected a valid list"]),
+    "bad-seed-file": ('seed_files = ["seeds.txt"]\n', ["key 'seed_files'", "seeds.txt, line 2", "gopher://"]),
+    "missing-seed-file": ('seed_files = ["absent.txt"]\n', ["key 'seed_files'", "absent.txt"]),
+    "bad-spider-class": ('seeds = ["{url}"]\nspider_class = "os.path.join"\n', ["key 'spider_class'", "SourceSpider"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_broken_source_stops_the_crawl_with_a_clear_message(name, offline_project, serve, tmp_path) -> None:
+    site = serve(tmp_path)
+    (tmp_path / "index.html").write_text("<a href='x.html'>x</a>")
+    (offline_project.sources_dir / "seeds.txt").write_text(f"# seeds\ngopher://127.0.0.1/\n{site.url}\n")
+    text, expected = BROKEN[name]
+    path = offline_project.source(name, text.replace("{url}", site.url + "index.html"))
+    result = offline_project.scrapy("crawl", name)
+    assert result.returncode != 0
+    message = [line for line in result.stderr.splitlines() if line.startswith("searchcrawl:")]
+    assert len(message) == 1, result.stderr
+    assert str(path) in message[0]
+    for fragment in expected:
+        assert fragment in message[0], message[0]
+    assert "Traceback" not in result.stderr
+    assert site.requests == []  # nothing fetched
+
+
+def test_list_names_good_sources_and_the_broken_one(offline_project) -> None:
+    offline_project.source("good", 'seeds = ["http://127.0.0.1:9/"]\n')
+    offline_project.source("broken", 'seeds = ["http://127.0.0.1:9/"]\nmax_dept = 1\n')
+    result = offline_project.scrapy("list")
+    assert result.returncode == 0
+    assert result.stdout.split() == ["example", "good"]  # the packaged example source too
+    assert "broken" in result.stderr and "max_dept" in result.stderr
+
+
+def test_unknown_source(offline_project) -> None:
+    result = offline_project.scrapy("crawl", "nosuchsource")
+    assert result.returncode == 2
+    assert "no source named 'nosuchsource'" in result.stderr
+
+
+def test_sources_dir_overrides_packaged_and_seed_files_merge(tmp_path) -> None:
+    (tmp_path / "more.txt").write_text("http://a.test/1\n\n# comment\nhttp://a.test/2\nhttp://a.test/1\n")
+    path = tmp_path / "s.toml"
+    path.write_text('seeds = ["http://a.test/1"]\nseed_files = ["more.txt"]\nmax_depth = 0\npreserve_cache = true\n')
+    source = load_source(SourceFile("s", str(path), path))
+    assert source.seed_urls == ("http://a.test/1", "http://a.test/2")
+    assert source.settings.max_depth == 0 and source.settings.preserve_cache
+    with pytest.raises(SourceError, match="file name must be a source name"):
+        load_source(SourceFile("bad name", str(path), path))
