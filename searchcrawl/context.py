@@ -16,6 +16,8 @@ from . import paths
 from .boundary import Boundary, Decision
 from .cache import DocumentCache
 from .db import DocumentTable
+from .display import DisplayUrls
+from .rewriter import UrlRewriter, load_rewriter
 from .indexer import SolrIndex
 from .source import Source
 
@@ -30,6 +32,8 @@ class CrawlContext:
     cache: DocumentCache
     index: SolrIndex
     boundary: Boundary
+    rewriter: UrlRewriter
+    display_urls: DisplayUrls
     crawler: Crawler
     excluded: list[tuple[str, int, int, str]] = field(default_factory=list)
     recorded: set[str] = field(default_factory=set)
@@ -58,7 +62,9 @@ class CrawlContext:
                 timeout=settings.getfloat("SEARCHCRAWL_SOLR_TIMEOUT"),
                 commit_within_ms=settings.getint("SEARCHCRAWL_SOLR_COMMIT_WITHIN"),
             ),
-            boundary=Boundary(source.seed_urls, source.settings.max_depth),
+            boundary=Boundary(source.seed_urls, source.settings),
+            rewriter=load_rewriter(source.settings.url_rewriter),
+            display_urls=DisplayUrls(source.settings.display_urls),
             crawler=crawler,
         )
 

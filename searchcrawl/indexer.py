@@ -60,6 +60,12 @@ class SolrIndex:
         except (pysolr.SolrError, OSError) as exc:
             raise IndexingError(f"Solr at {self.url} refused {len(documents)} documents: {exc}") from exc
 
+    def delete(self, ids: list[str]) -> None:
+        try:
+            self.client.delete(id=ids, commit=False)
+        except (pysolr.SolrError, OSError) as exc:
+            raise IndexingError(f"Solr at {self.url} did not delete {len(ids)} documents: {exc}") from exc
+
     def commit(self) -> None:
         """Make everything pushed so far searchable now (soft commit)."""
         try:
@@ -79,6 +85,7 @@ class SolrIndex:
 class PushResult:
     indexed: int = 0
     pending: int = 0
+    removed: int = 0
     error: str | None = None
 
 
@@ -93,15 +100,31 @@ def push_pending(
     preserve_cache: bool = False,
     should_stop: Callable[[], bool] = lambda: False,
 ) -> PushResult:
-    """Push every pending document of ``source`` to Solr, batch by batch.
+    """Remove what must leave the index, then push every pending document of ``source`` to Solr,
+    batch by batch.
 
     A batch is marked indexed only after Solr acknowledged it (Solr writes its update log before
     it answers, so an acknowledged document survives a Solr crash). A crash between the
     acknowledgement and the mark re-pushes the same document next time: Solr's uniqueKey makes
     that an overwrite, never a second copy.
     """
+    result = PushResult()
+    removals = table.removals(source)
+    for start in range(0, len(removals), max_docs):
+        chunk = removals[start:start + max_docs]
+        try:
+            index.delete(chunk)
+        except IndexingError as exc:
+            result.error = str(exc)
+            result.pending = len(table.pending(source))
+            return result
+        table.mark_removed(source, chunk)
+        for url in chunk:
+            cache.remove(url)
+        result.removed += len(chunk)
+        logger.debug("Removed %d documents of %s from Solr", len(chunk), source)
     pending = table.pending(source)
-    result = PushResult(pending=len(pending))
+    result.pending = len(pending)
     checksums: dict[str, str] = {}
 
     def documents() -> Iterator[tuple[dict[str, Any], int]]:
@@ -138,6 +161,7 @@ def push_with_retries(attempt: Callable[[], PushResult], times: int, backoff: fl
     for number in range(1, times + 1):
         result = attempt()
         total.indexed += result.indexed
+        total.removed += result.removed
         total.pending, total.error = result.pending, result.error
         if result.error is None:
             return total

@@ -31,6 +31,10 @@ SEARCHCRAWL_SOLR_COMMIT_WITHIN = 2000  # ms: documents are searchable this soon 
 SEARCHCRAWL_SOLR_RETRY_TIMES = 4  # attempts per push before documents are left pending
 SEARCHCRAWL_SOLR_RETRY_BACKOFF = 1.0  # seconds before the first retry, doubled each time
 
+# --- Scope ------------------------------------------------------------------------------------
+SEARCHCRAWL_MAX_REDIRECTS = 10  # a longer chain ends with status 940 (redirect loop)
+SEARCHCRAWL_ROBOTS_RETRY_AFTER = 300  # seconds before a 5xx/unreachable robots.txt is fetched again
+
 # --- Crawling -------------------------------------------------------------------------------
 USER_AGENT = "searchcrawl/0.1 (+https://github.com/searchcrawl/searchcrawl)"
 ROBOTSTXT_OBEY = False  # robots.txt is handled by searchcrawl itself (per source)
@@ -58,8 +62,12 @@ SPIDER_MIDDLEWARES = {
 }
 
 DOWNLOADER_MIDDLEWARES = {
-    # Last check before the network: seeds and redirect targets never leave the boundary.
+    # Last check before the network: seeds and redirect targets never leave the boundary
+    # (except a temporary redirect's target, which the redirect policy lets out once).
     "searchcrawl.middlewares.boundary.BoundaryMiddleware": 50,
+    "searchcrawl.middlewares.robots.RobotsMiddleware": 60,
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "searchcrawl.middlewares.redirect.RedirectPolicyMiddleware": 600,
 }
 
 ITEM_PIPELINES = {

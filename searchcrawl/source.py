@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
+
+from .boundary import ScopeRules
+from .display import DisplayUrlRule
 
 SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 SEED_SCHEMES = ("http", "https", "file")
@@ -40,28 +43,43 @@ def check_seed_url(url: str) -> str:
     return url.strip()
 
 
-class SourceSettings(BaseModel):
-    """The keys a source file may hold, with their defaults (documented in the README)."""
+class SourceSettings(ScopeRules):
+    """The keys a source file may hold, with their defaults (documented in the README).
+
+    The scope keys (domains, ports, paths, patterns, max_depth, index_dynamic_pages) come from
+    ScopeRules, next to the logic that applies them.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     description: str = ""
     seeds: list[str] = Field(default_factory=list)
     seed_files: list[str] = Field(default_factory=list)
-    max_depth: int = Field(default=10, ge=0)
     spider_class: str | None = None
     preserve_cache: bool = False
+    obey_robots: bool = True
+    robots_agent: str = "searchcrawl"
+    obey_robots_meta: bool = True
+    url_rewriter: str | None = None
+    display_urls: list[DisplayUrlRule] = Field(default_factory=list)
+
+    @field_validator("robots_agent")
+    @classmethod
+    def _product_token(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_-]+", value):
+            raise ValueError(f"expected a product token of letters, '_' and '-' (RFC 9309), got {value!r}")
+        return value
 
     @field_validator("seeds")
     @classmethod
     def _seeds_are_urls(cls, seeds: list[str]) -> list[str]:
         return [check_seed_url(seed) for seed in seeds]
 
-    @field_validator("spider_class")
+    @field_validator("spider_class", "url_rewriter")
     @classmethod
     def _dotted_path(cls, value: str | None) -> str | None:
         if value is not None and not re.fullmatch(r"[\w.]+\.\w+", value):
-            raise ValueError(f"expected a dotted path such as 'mypackage.spiders.MySpider', got {value!r}")
+            raise ValueError(f"expected a dotted path such as 'mypackage.module.name', got {value!r}")
         return value
 
 

@@ -9,6 +9,7 @@ from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
 from . import paths
+from .rewriter import load_rewriter
 from .source import Source, SourceError, SourceFile, find_source_files, load_source
 from .spiders.source import SourceSpider
 
@@ -28,6 +29,10 @@ def spider_class_for(source: Source) -> type[SourceSpider]:
                 f"{source.origin}: key 'spider_class': expected a subclass of "
                 f"searchcrawl.spiders.source.SourceSpider, got {source.settings.spider_class!r}"
             )
+    try:
+        load_rewriter(source.settings.url_rewriter)
+    except (ImportError, NameError, ValueError, AttributeError, TypeError) as exc:
+        raise SourceError(f"{source.origin}: key 'url_rewriter': cannot use {source.settings.url_rewriter!r}: {exc}") from None
     return type(f"{base.__name__}[{source.name}]", (base,), {"name": source.name, "source": source, "__module__": base.__module__})
 
 

@@ -21,10 +21,12 @@ class Status(IntEnum):
     EXCLUDED_DYNAMIC = 906
     EXCLUDED_ROBOTS = 907
     EXCLUDED_FILTER = 908
+    EXCLUDED_REWRITER = 909
 
     NOINDEX = 910
     DUPLICATE = 911
     UNCHANGED = 912
+    DISPLAY_URL_CONFLICT = 913
 
     UNSUPPORTED_TYPE = 920
     CONVERSION_FAILED = 921
@@ -49,9 +51,11 @@ CRAWLER_CODES: dict[Status, str] = {
     Status.EXCLUDED_DYNAMIC: "excluded: a query-string URL and index_dynamic_pages is false",
     Status.EXCLUDED_ROBOTS: "excluded by robots.txt",
     Status.EXCLUDED_FILTER: "excluded by a scope filter",
+    Status.EXCLUDED_REWRITER: "dropped by the source's URL rewriter",
     Status.NOINDEX: "fetched, kept out of the index by robots noindex",
     Status.DUPLICATE: "same content as another URL of the source, indexed there",
     Status.UNCHANGED: "unchanged since the last crawl (304 or same checksum)",
+    Status.DISPLAY_URL_CONFLICT: "its display URL belongs to another URL of the source, indexed there",
     Status.UNSUPPORTED_TYPE: "fetched, but its content type is not indexed",
     Status.CONVERSION_FAILED: "the document could not be converted to text",
     Status.TOO_LARGE: "larger than the source's maximum download size",

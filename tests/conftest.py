@@ -3,6 +3,7 @@ to run `scrapy` as a user does (a subprocess in the project directory)."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import socket
@@ -21,6 +22,7 @@ from pathlib import Path
 import pysolr
 import pytest
 
+from searchcrawl.db import DocumentTable
 from searchcrawl.devsolr import DevSolr
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,12 +59,18 @@ class Site:
 
     root: Path
     port: int = 0
+    host: str = "127.0.0.1"
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, host header, path)
+    # path -> (status, headers, body): answered instead of a file (redirects, special headers)
+    responses: dict[str, tuple[int, dict[str, str], bytes]] = field(default_factory=dict)
     server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
+        return f"http://{self.host}:{self.port}/"
+
+    def redirect(self, path: str, status: int, location: str) -> None:
+        self.responses[path] = (status, {"Location": location}, b"")
 
     def paths(self) -> list[str]:
         return [path for _method, _host, path in self.requests]
@@ -76,9 +84,17 @@ class Site:
 
             def send_head(self):  # type: ignore[no-untyped-def]
                 site.requests.append((self.command, self.headers.get("Host", ""), self.path))
+                if self.path in site.responses:
+                    status, headers, body = site.responses[self.path]
+                    self.send_response(status)
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    return io.BytesIO(body)
                 return super().send_head()
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), partial(Handler, directory=str(self.root)))
+        self.server = ThreadingHTTPServer((self.host, self.port), partial(Handler, directory=str(self.root)))
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
@@ -94,8 +110,8 @@ def serve() -> Iterator:
     """serve(folder) starts a Site for the test; all are stopped afterwards."""
     started: list[Site] = []
 
-    def start(root: Path, port: int = 0) -> Site:
-        site = Site(root, port).start()
+    def start(root: Path, port: int = 0, host: str = "127.0.0.1") -> Site:
+        site = Site(root, port, host).start()
         started.append(site)
         return site
 
@@ -147,6 +163,9 @@ class Project:
     sources_dir: Path
     solr_url: str
     db_url: str = ""
+
+    def table(self) -> DocumentTable:
+        return DocumentTable(self.db_url or f"sqlite:///{self.data_dir / 'documents.sqlite3'}")
 
     def source(self, name: str, text: str) -> Path:
         path = self.sources_dir / f"{name}.toml"

@@ -1,32 +1,638 @@
-"""The default boundary: the seeds' hosts and ports, and max_depth."""
+"""The crawl boundary: scope rules (domains, ports, paths, patterns, depth, dynamic pages), their
+validation messages, and the default boundary of the seeds' hosts and ports."""
 
-from searchcrawl.boundary import Boundary
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from searchcrawl.boundary import Boundary, Decision, ScopeRules, host_port
 from searchcrawl.status import Status
 
 
+def rules(**data: Any) -> ScopeRules:
+    return ScopeRules.model_validate(data)
+
+
+def boundary(seeds: list[str], toml: str = "", **data: Any) -> Boundary:
+    return Boundary(seeds, ScopeRules.model_validate({**tomllib.loads(toml), **data}))
+
+
+def verdict(b: Boundary, url: str, depth: int = 0) -> tuple[bool, Status | None]:
+    decision = b.check(url, depth)
+    return decision.allowed, decision.status
+
+
+def errors(data: dict[str, Any]) -> list[str]:
+    """The validation errors as a user sees them: the key path, then the message."""
+    with pytest.raises(ValidationError) as info:
+        ScopeRules.model_validate(data)
+    return [
+        f"{'.'.join(str(part) for part in error['loc'])}: {error['msg'].removeprefix('Value error, ')}"
+        for error in info.value.errors()
+    ]
+
+
+ALLOWED = (True, None)
+DOMAIN = (False, Status.EXCLUDED_DOMAIN)
+PORT = (False, Status.EXCLUDED_PORT)
+PATH = (False, Status.EXCLUDED_PATH)
+PATTERN = (False, Status.EXCLUDED_PATTERN)
+DEPTH = (False, Status.EXCLUDED_DEPTH)
+DYNAMIC = (False, Status.EXCLUDED_DYNAMIC)
+
+ORACLE_TOML = """
+[domains]
+include = ["www.oracle.com", "otn.oracle.com"]
+
+[paths."otn.oracle.com"]
+include = ["/products/database/", "/products/ias/"]
+exclude = ["/products/ias/web_cache/"]
+"""
+
+
+# -- the default boundary: the seeds' hosts and ports ------------------------------------------
+
+
 def test_seed_hosts_and_ports_only() -> None:
-    boundary = Boundary(["http://intranet.example.com/start", "https://docs.example.com:8443/"], max_depth=2)
-    assert boundary.check("http://intranet.example.com/a/b.html").allowed
-    assert boundary.check("http://INTRANET.example.com:80/x").allowed
-    assert boundary.check("https://docs.example.com:8443/x").allowed
-    decision = boundary.check("http://www.example.com/")
-    assert (decision.allowed, decision.status) == (False, Status.EXCLUDED_DOMAIN)
+    b = Boundary(["http://intranet.example.com/start", "https://docs.example.com:8443/"], ScopeRules(max_depth=2))
+    assert b.check("http://intranet.example.com/a/b.html").allowed
+    assert b.check("http://INTRANET.example.com:80/x").allowed
+    assert b.check("https://docs.example.com:8443/x").allowed
+    decision = b.check("http://www.example.com/")
+    assert (decision.allowed, decision.status) == DOMAIN
     assert "www.example.com" in decision.rule
-    decision = boundary.check("http://intranet.example.com:8080/")
-    assert (decision.allowed, decision.status) == (False, Status.EXCLUDED_PORT)
-    assert boundary.check("https://docs.example.com/").status == Status.EXCLUDED_PORT
-    assert boundary.check("mailto:someone@intranet.example.com").status == Status.EXCLUDED_DOMAIN
+    decision = b.check("http://intranet.example.com:8080/")
+    assert (decision.allowed, decision.status) == PORT
+    assert decision.rule == "port 8080 is not a seed port of intranet.example.com (seed ports: 80)"
+    assert b.check("https://docs.example.com/").status == Status.EXCLUDED_PORT
+    assert b.check("mailto:someone@intranet.example.com").status == Status.EXCLUDED_DOMAIN
+    # Subdomains of a seed host are other hosts.
+    assert verdict(b, "http://www.intranet.example.com/") == DOMAIN
+
+
+def test_seed_host_texts() -> None:
+    b = Boundary(["http://127.0.0.1:8080/"], ScopeRules())
+    assert [d.rule for d in b.explain("http://127.0.0.1:8080/a")] == [
+        'scheme "http"',
+        "seed host 127.0.0.1",
+        "seed host 127.0.0.1:8080",
+        "no path rule for 127.0.0.1: every path allowed",
+        "no pattern rules",
+        "depth 0 <= max_depth 10",
+        "no query string",
+    ]
+    assert b.check("http://localhost:8080/").rule == (
+        "host localhost is not a seed host (no domain include rule; seed hosts: 127.0.0.1)"
+    )
+
+
+def test_seed_ports_give_way_to_port_rules() -> None:
+    # A port rule for a seed host replaces the seed-port default; the other hosts keep it.
+    b = boundary(["http://a.example.com/", "http://b.example.com/"], ports={"a.example.com": {"exclude": [8443]}})
+    assert verdict(b, "http://a.example.com:8080/") == ALLOWED
+    assert verdict(b, "http://a.example.com:8443/") == PORT
+    assert verdict(b, "http://b.example.com:8080/") == PORT
+    # A "*" rule applies to every host.
+    b = boundary(["http://a.example.com/"], ports={"*": {"include": [80, 8080]}})
+    assert verdict(b, "http://a.example.com:8080/") == ALLOWED
+    assert verdict(b, "http://a.example.com:9090/") == PORT
+
+
+def test_domain_exclusion_overrides_seed_hosts() -> None:
+    b = boundary(["http://www.example.com/", "http://test.example.com/"], domains={"exclude_prefix": ["test."]})
+    assert verdict(b, "http://www.example.com/") == ALLOWED
+    decision = b.check("http://test.example.com/")
+    assert decision == Decision(False, 'domain exclude_prefix "test."', Status.EXCLUDED_DOMAIN)
 
 
 def test_depth_limit() -> None:
-    boundary = Boundary(["http://h/"], max_depth=2)
-    assert boundary.check("http://h/a", depth=2).allowed
-    decision = boundary.check("http://h/a", depth=3)
-    assert (decision.allowed, decision.status) == (False, Status.EXCLUDED_DEPTH)
+    b = Boundary(["http://h/"], ScopeRules(max_depth=2))
+    assert b.max_depth == 2
+    assert b.check("http://h/a", depth=2).allowed
+    decision = b.check("http://h/a", depth=3)
+    assert (decision.allowed, decision.status) == DEPTH
+    assert decision.rule == "depth 3 > max_depth 2"
+    assert Boundary(["http://h/"], ScopeRules()).max_depth == 10
+    assert verdict(Boundary(["http://h/"], ScopeRules(max_depth=0)), "http://h/a", 1) == DEPTH
 
 
 def test_file_seeds_stay_below_their_folder() -> None:
-    boundary = Boundary(["file:///srv/docs/index.html"], max_depth=5)
-    assert boundary.check("file:///srv/docs/sub/page.html").allowed
-    assert boundary.check("file:///srv/other/page.html").status == Status.EXCLUDED_PATH
-    assert boundary.check("http://h/").status == Status.EXCLUDED_DOMAIN
+    b = Boundary(["file:///srv/docs/index.html"], ScopeRules(max_depth=5))
+    assert b.check("file:///srv/docs/sub/page.html").allowed
+    assert b.check("file:///srv/other/page.html").status == Status.EXCLUDED_PATH
+    assert b.check("file:///srv/docs/../other/page.html").status == Status.EXCLUDED_PATH
+    assert b.check("file:///srv/docsx/page.html").status == Status.EXCLUDED_PATH
+    assert b.check("http://h/").status == Status.EXCLUDED_DOMAIN
+    assert b.check("file:///srv/docs/sub/page.html", depth=6).status == Status.EXCLUDED_DEPTH
+    assert [d.rule for d in b.explain("file:///srv/docs/a.txt")][:2] == [
+        'scheme "file"',
+        'file path below seed folder "/srv/docs/"',
+    ]
+    assert b.check("file:///etc/passwd").rule == "file URL outside the seeds' folders (seed folders: /srv/docs/)"
+    # A web source never reads local files.
+    web = Boundary(["http://h/"], ScopeRules())
+    assert web.check("file:///etc/passwd").rule == "file URL outside the seeds' folders (no file seeds)"
+
+
+def test_file_patterns_apply() -> None:
+    b = Boundary(["file:///srv/docs/"], rules(patterns={"exclude_glob": ["*.tmp"]}))
+    assert verdict(b, "file:///srv/docs/a.txt") == ALLOWED
+    assert verdict(b, "file:///srv/docs/a.tmp") == PATTERN
+
+
+def test_schemes() -> None:
+    b = Boundary(["http://h/"], ScopeRules())
+    for url in ("ftp://h/x", "javascript:alert(1)", "mailto:a@h", "data:text/plain,x", "/relative"):
+        assert verdict(b, url) == DOMAIN, url
+    assert b.check("ftp://h/x").rule.startswith('scheme "ftp" is not crawled')
+    assert verdict(b, "HTTP://H/x") == ALLOWED
+    assert b.check("http://[::1/x") == Decision(False, "not a valid URL: Invalid IPv6 URL", Status.EXCLUDED_DOMAIN)
+    assert b.explain("http://[::1/x") == [b.check("http://[::1/x")]
+
+
+def test_host_port_helper() -> None:
+    assert host_port("HTTP://Example.COM/x") == ("http", "example.com", 80)
+    assert host_port("https://example.com/") == ("https", "example.com", 443)
+    assert host_port("https://example.com:8443/") == ("https", "example.com", 8443)
+    assert host_port("http://example.com:99999/") == ("http", "example.com", 80)
+
+
+def test_boundary_rejects_the_old_constructor() -> None:
+    with pytest.raises(TypeError, match="ScopeRules"):
+        Boundary(["http://h/"], 10)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="sequence"):
+        Boundary("http://h/", ScopeRules())
+
+
+# -- domains -----------------------------------------------------------------------------------
+
+
+def test_domain_suffix_on_a_label_boundary() -> None:
+    # The seed's example: include domain oracle.com.
+    b = boundary(["http://www.oracle.com/"], domains={"include": ["oracle.com"]})
+    assert verdict(b, "http://www.oracle.com/") == ALLOWED
+    assert verdict(b, "http://oracle.com/") == ALLOWED
+    assert verdict(b, "http://otn.oracle.com/") == ALLOWED
+    assert verdict(b, "http://WWW.ORACLE.COM./x") == ALLOWED
+    assert verdict(b, "http://www.oracle.com.tw/") == DOMAIN
+    assert verdict(b, "http://myoracle.com/") == DOMAIN
+    assert verdict(b, "http://oracle.com.evil.example/") == DOMAIN
+    assert b.check("http://www.oracle.com.tw/").rule == (
+        "no domain include rule matches www.oracle.com.tw (include: oracle.com)"
+    )
+    assert b.check("http://www.oracle.com/").rule == "no query string"
+    assert b.explain("http://www.oracle.com/")[1] == Decision(True, 'domain include "oracle.com"')
+
+
+def test_domain_include_replaces_the_seed_hosts() -> None:
+    # Changing the include domain to someurl.com drops every oracle.com URL, seeds included.
+    b = boundary(["http://www.someurl.com/", "http://www.oracle.com/"], domains={"include": ["someurl.com"]})
+    assert verdict(b, "http://www.someurl.com/") == ALLOWED
+    assert verdict(b, "http://www.oracle.com/") == DOMAIN
+
+
+def test_domain_exclusion_overrides_inclusion() -> None:
+    b = boundary(["http://www.oracle.com/"], domains={"include": ["oracle.com"], "exclude": ["uk.oracle.com"]})
+    assert verdict(b, "http://www.oracle.com/") == ALLOWED
+    assert verdict(b, "http://uk.oracle.com/") == DOMAIN
+    assert verdict(b, "http://www.uk.oracle.com/") == DOMAIN
+    assert verdict(b, "http://ukx.oracle.com/") == ALLOWED
+    assert b.check("http://www.uk.oracle.com/").rule == 'domain exclude "uk.oracle.com"'
+    # The most specific matching suffix is named.
+    b = boundary(["http://a.b.c/"], domains={"include": ["c"], "exclude": ["c", "b.c"]})
+    assert b.check("http://a.b.c/").rule == 'domain exclude "b.c"'
+
+
+def test_domain_prefixes() -> None:
+    b = boundary(
+        ["http://intranet.example.com/"],
+        domains={"include_prefix": ["intranet."], "exclude_prefix": ["intranet.test"]},
+    )
+    assert verdict(b, "http://intranet.example.com/") == ALLOWED
+    assert verdict(b, "http://Intranet.Other.Org/") == ALLOWED
+    assert verdict(b, "http://www.intranet.example.com/") == DOMAIN
+    assert b.check("http://intranet.test-1.example.com/").rule == 'domain exclude_prefix "intranet.test"'
+    assert b.check("http://www.example.com/").rule == (
+        "no domain include rule matches www.example.com (include_prefix: intranet.)"
+    )
+    assert b.explain("http://intranet.x/")[1].rule == 'domain include_prefix "intranet."'
+
+
+def test_domain_include_allows_every_port() -> None:
+    b = boundary(["http://www.example.com/"], domains={"include": ["example.com"]})
+    assert verdict(b, "http://www.example.com:8080/") == ALLOWED
+    assert verdict(b, "https://docs.example.com:8443/") == ALLOWED
+    assert b.explain("http://www.example.com:8080/")[2].rule == "no port rule for www.example.com: every port allowed"
+
+
+def test_domain_ip_addresses_match_exactly() -> None:
+    b = boundary(["http://10.0.0.1/"], domains={"include": ["10.0.0.1", "0.1", "::1"]})
+    assert verdict(b, "http://10.0.0.1:8080/") == ALLOWED
+    assert verdict(b, "http://10.0.1.1/") == DOMAIN
+    assert verdict(b, "http://[::1]:8080/") == ALLOWED
+
+
+def test_domain_entries_are_normalised() -> None:
+    r = rules(domains={"include": [" .Oracle.COM", "oracle.com.", "[::1]"], "include_prefix": ["Intranet."]})
+    assert r.domains.include == ["oracle.com", "::1"]
+    assert r.domains.include_prefix == ["intranet."]
+    assert rules(domains={"include": ["bücher.de"]}).domains.include == ["xn--bcher-kva.de"]
+    b = boundary(["http://xn--bcher-kva.de/"], domains={"include": ["bücher.de"]})
+    assert verdict(b, "http://www.xn--bcher-kva.de/") == ALLOWED
+    assert verdict(b, "http://www.bücher.de/") == ALLOWED
+
+
+def test_domain_entry_errors() -> None:
+    assert errors({"domains": {"include": [""]}}) == [
+        "domains.include: expected a domain or host name such as 'example.com', got ''"
+    ]
+    assert errors({"domains": {"include": ["*.example.com"]}}) == [
+        "domains.include: expected a domain or host name such as 'example.com' without wildcards "
+        "(it already admits every host below it), got '*.example.com'"
+    ]
+    assert errors({"domains": {"exclude": ["http://example.com/"]}}) == [
+        "domains.exclude: expected a domain or host name such as 'example.com', not a URL or path, "
+        "got 'http://example.com/'"
+    ]
+    assert errors({"domains": {"include": ["example.com:8080"]}}) == [
+        "domains.include: expected a domain or host name such as 'example.com' without a port "
+        "(ports go in [ports]), got 'example.com:8080'"
+    ]
+    assert errors({"domains": {"include_prefix": ["intra*"]}}) == [
+        "domains.include_prefix: expected a host name prefix such as 'intranet.' without wildcards "
+        "(it is a plain prefix), got 'intra*'"
+    ]
+    assert errors({"domains": {"include": "oracle.com"}}) == ["domains.include: Input should be a valid list"]
+    assert errors({"domains": {"inclde": ["oracle.com"]}}) == [
+        "domains: unknown key 'inclde' (known keys: include, exclude, include_prefix, exclude_prefix)"
+    ]
+
+
+def test_explicitly_includes() -> None:
+    b = boundary(
+        ["http://www.example.com/"],
+        domains={"include": ["example.com", "10.0.0.5"], "include_prefix": ["intranet."], "exclude": ["x.example.com"]},
+    )
+    assert b.explicitly_includes("www.example.com")
+    assert b.explicitly_includes("WWW.Example.com.")
+    assert b.explicitly_includes("10.0.0.5")
+    assert b.explicitly_includes("intranet.corp")
+    assert not b.explicitly_includes("a.x.example.com")  # excluded
+    assert not b.explicitly_includes("127.0.0.1")
+    assert not b.explicitly_includes("example.org")
+    # The seeds' hosts are the default inclusion, not an explicit one.
+    seeds_only = Boundary(["http://127.0.0.1:8080/"], ScopeRules())
+    assert seeds_only.check("http://127.0.0.1:8080/").allowed
+    assert not seeds_only.explicitly_includes("127.0.0.1")
+
+
+# -- ports -------------------------------------------------------------------------------------
+
+
+PORTS_TOML = """
+[domains]
+include = ["example.com"]
+
+[ports]
+"www.example.com" = { include = [80, 8080] }
+"*" = { exclude = [8443] }
+"""
+
+
+def test_port_rules_per_host_then_every_host() -> None:
+    b = boundary(["http://www.example.com/"], PORTS_TOML)
+    assert verdict(b, "http://www.example.com/") == ALLOWED
+    assert verdict(b, "http://www.example.com:8080/") == ALLOWED
+    assert verdict(b, "https://www.example.com/") == PORT  # 443
+    assert verdict(b, "http://WWW.example.com:9000/") == PORT
+    assert verdict(b, "https://docs.example.com/") == ALLOWED
+    assert verdict(b, "https://docs.example.com:9000/") == ALLOWED
+    assert verdict(b, "https://docs.example.com:8443/") == PORT
+    assert b.check("http://www.example.com:9000/").rule == (
+        "port 9000 is not in the port include list of www.example.com (include: 80, 8080)"
+    )
+    assert b.check("https://docs.example.com:8443/").rule == 'port exclude 8443 on every host ("*")'
+    assert b.explain("http://www.example.com:8080/")[2].rule == "port include 8080 on www.example.com"
+    assert b.explain("https://docs.example.com/")[2].rule == 'port 443 is not excluded on every host ("*")'
+
+
+def test_host_port_rule_replaces_every_host_rule() -> None:
+    b = boundary(
+        ["http://a.example.com/"],
+        domains={"include": ["example.com"]},
+        ports={"*": {"exclude": [8443]}, "a.example.com": {"include": [8443]}},
+    )
+    assert verdict(b, "https://a.example.com:8443/") == ALLOWED
+    assert verdict(b, "https://b.example.com:8443/") == PORT
+
+
+def test_invalid_url_port() -> None:
+    b = boundary(["http://example.com/"], domains={"include": ["example.com"]})
+    assert verdict(b, "http://example.com:99999/") == PORT
+
+
+def test_port_rule_errors() -> None:
+    assert errors({"ports": {"www.example.com": {"include": [80], "exclude": [8080]}}}) == [
+        "ports.www.example.com: expected an include list or an exclude list, not both"
+    ]
+    assert errors({"ports": {"www.example.com": {}}}) == [
+        "ports.www.example.com: expected an include list or an exclude list, e.g. { include = [80, 8080] }"
+    ]
+    assert errors({"ports": {"h": {"include": []}}}) == [
+        "ports.h: expected at least one port in the include list (an empty one allows no port)"
+    ]
+    assert errors({"ports": {"h": {"include": [0]}}}) == [
+        "ports.h.include: expected port numbers from 1 to 65535, got 0"
+    ]
+    assert errors({"ports": {"h": {"exclude": [65536]}}}) == [
+        "ports.h.exclude: expected port numbers from 1 to 65535, got 65536"
+    ]
+    assert errors({"ports": {"h": {"include": ["80"]}}}) == ["ports.h.include.0: Input should be a valid integer"]
+    assert errors({"ports": {"h": {"include": [True]}}}) == ["ports.h.include.0: Input should be a valid integer"]
+    assert errors({"ports": {"h": {"incude": [80]}}}) == [
+        "ports.h: unknown key 'incude' (known keys: include, exclude)"
+    ]
+    assert errors({"ports": {"h": [80]}}) == ["ports.h: Input should be a valid dictionary or instance of PortRule"]
+
+
+@pytest.mark.parametrize("host", [".example.com", "*.example.com", "example.com:8080", "http://example.com", "a b", ""])
+def test_per_host_table_keys_are_exact_hosts(host: str) -> None:
+    for table, rule in (("ports", {"include": [80]}), ("paths", {"exclude": ["/x/"]})):
+        [message] = errors({table: {host: rule}})
+        what = table[:-1]
+        assert message == (
+            f"{table}: host {host!r}: expected an exact host name such as 'www.example.com', or '*' for every host "
+            f"({what} rules are per host, not per domain; no scheme, port or path)"
+        )
+
+
+def test_per_host_table_keys_are_normalised() -> None:
+    r = rules(ports={"WWW.Example.COM": {"include": [80]}, "[::1]": {"include": [80]}}, paths={"Otn.Oracle.com.": {}})
+    assert list(r.ports) == ["www.example.com", "::1"]
+    assert list(r.paths) == ["otn.oracle.com"]
+    assert errors({"ports": {"A.example.com": {"include": [80]}, "a.example.com": {"include": [81]}}}) == [
+        "ports: host 'a.example.com' is given twice (host names are compared in lower case)"
+    ]
+
+
+# -- paths -------------------------------------------------------------------------------------
+
+
+def test_seed_example_path_rules() -> None:
+    b = boundary(["http://www.oracle.com/", "http://otn.oracle.com/"], ORACLE_TOML)
+    assert verdict(b, "http://otn.oracle.com/products/database/x") == ALLOWED
+    assert verdict(b, "http://otn.oracle.com/products/ias/x") == ALLOWED
+    assert verdict(b, "http://otn.oracle.com/products/ias/web_cache/x") == PATH
+    assert verdict(b, "http://otn.oracle.com/other/") == PATH
+    assert verdict(b, "http://otn.oracle.com/") == PATH
+    assert verdict(b, "http://otn.oracle.com/products/ias") == PATH  # a prefix, not a folder name
+    assert verdict(b, "http://otn.oracle.com/products/ias/x/../web_cache/y") == PATH
+    assert verdict(b, "http://otn.oracle.com/products/ias/%2e%2e/../secret") == PATH
+    # www.oracle.com has no path rules; other oracle.com hosts are outside the domains.
+    assert verdict(b, "http://www.oracle.com/other/") == ALLOWED
+    assert verdict(b, "http://www.oracle.com/products/ias/web_cache/x") == ALLOWED
+    assert verdict(b, "http://docs.oracle.com/products/database/") == DOMAIN
+    assert b.check("http://otn.oracle.com/products/ias/web_cache/x").rule == (
+        'path exclude "/products/ias/web_cache/" on otn.oracle.com'
+    )
+    assert b.check("http://otn.oracle.com/other/").rule == (
+        "path /other/ is not below a path include prefix on otn.oracle.com "
+        "(include: /products/database/, /products/ias/)"
+    )
+    assert b.explain("http://otn.oracle.com/products/ias/x")[3] == Decision(
+        True, 'path include "/products/ias/" on otn.oracle.com'
+    )
+
+
+def test_path_rules_for_every_host() -> None:
+    b = boundary(
+        ["http://a.example.com/"],
+        domains={"include": ["example.com"]},
+        paths={
+            "*": {"include": ["/docs/"], "exclude": ["/docs/private/"]},
+            "b.example.com": {"include": ["/wiki/"], "exclude": ["/wiki/drafts/"]},
+            "c.example.com": {"exclude": ["/tmp/"]},
+        },
+    )
+    # Hosts without rules of their own: the "*" rules.
+    assert verdict(b, "http://a.example.com/docs/x") == ALLOWED
+    assert verdict(b, "http://a.example.com/other") == PATH
+    assert b.check("http://a.example.com/docs/private/x").rule == 'path exclude "/docs/private/" on every host ("*")'
+    # A host's include list replaces the "*" one; the exclusions of both apply.
+    assert verdict(b, "http://b.example.com/wiki/x") == ALLOWED
+    assert verdict(b, "http://b.example.com/docs/x") == PATH
+    assert b.check("http://b.example.com/wiki/drafts/x").rule == 'path exclude "/wiki/drafts/" on b.example.com'
+    # A host with only exclusions keeps the "*" include list.
+    assert verdict(b, "http://c.example.com/docs/x") == ALLOWED
+    assert verdict(b, "http://c.example.com/tmp/x") == PATH
+    assert verdict(b, "http://c.example.com/wiki/x") == PATH
+    assert verdict(b, "http://c.example.com/docs/private/x") == PATH
+
+
+def test_path_exclusion_only_allows_the_rest() -> None:
+    b = boundary(["http://h.example/"], paths={"h.example": {"exclude": ["/private/"]}})
+    assert verdict(b, "http://h.example/") == ALLOWED
+    assert verdict(b, "http://h.example/x") == ALLOWED
+    assert verdict(b, "http://h.example") == ALLOWED
+    assert verdict(b, "http://h.example/private/x") == PATH
+    assert b.explain("http://h.example/x")[3].rule == "path /x is not excluded on h.example (no path include rule)"
+
+
+def test_path_prefixes_are_case_sensitive_and_percent_encoded() -> None:
+    r = rules(paths={"h": {"include": ["/Docs/über uns/"]}})
+    assert r.paths["h"].include == ["/Docs/%C3%BCber%20uns/"]
+    b = Boundary(["http://h/"], r)
+    assert verdict(b, "http://h/Docs/%C3%BCber%20uns/x") == ALLOWED
+    assert verdict(b, "http://h/docs/%C3%BCber%20uns/x") == PATH
+
+
+def test_path_rule_errors() -> None:
+    assert errors({"paths": {"h": {"include": ["products/"]}}}) == [
+        "paths.h.include: expected path prefixes starting with '/', got 'products/'"
+    ]
+    assert errors({"paths": {"h": {"exclude": ["http://h/x/"]}}}) == [
+        "paths.h.exclude: expected path prefixes starting with '/', got 'http://h/x/'"
+    ]
+    assert errors({"paths": {"h": {"include": "/x/"}}}) == ["paths.h.include: Input should be a valid list"]
+    assert errors({"paths": {"h": {"inclue": ["/x/"]}}}) == [
+        "paths.h: unknown key 'inclue' (known keys: include, exclude)"
+    ]
+
+
+# -- patterns ----------------------------------------------------------------------------------
+
+
+PATTERNS_TOML = r"""
+[patterns]
+include_regex = ['^https://docs\.example\.com/v\d+/']
+exclude_regex = ['/print/']
+include_glob = ["*/manual/*"]
+exclude_glob = ["*.zip"]
+"""
+
+
+def test_patterns() -> None:
+    b = boundary(["https://docs.example.com/"], PATTERNS_TOML, domains={"include": ["example.com"]})
+    assert verdict(b, "https://docs.example.com/v2/intro.html") == ALLOWED
+    assert verdict(b, "https://www.example.com/x/manual/y.html") == ALLOWED
+    assert verdict(b, "https://docs.example.com/latest/") == PATTERN
+    assert verdict(b, "https://docs.example.com/v2/print/intro.html") == PATTERN
+    assert verdict(b, "https://docs.example.com/v2/all.zip") == PATTERN
+    assert verdict(b, "https://www.example.com/x/MANUAL/y.html") == PATTERN  # globs are case-sensitive
+    assert b.check("https://docs.example.com/v2/print/a").rule == 'pattern exclude_regex "/print/"'
+    assert b.check("https://docs.example.com/v2/all.zip").rule == 'pattern exclude_glob "*.zip"'
+    assert b.check("https://docs.example.com/latest/").rule == (
+        "no include pattern matches the URL (include_regex: ^https://docs\\.example\\.com/v\\d+/; "
+        "include_glob: */manual/*)"
+    )
+    assert b.explain("https://docs.example.com/v3/")[4].rule == (
+        'pattern include_regex "^https://docs\\.example\\.com/v\\d+/"'
+    )
+    assert b.explain("https://www.example.com/manual/")[4].rule == 'pattern include_glob "*/manual/*"'
+
+
+def test_exclusion_patterns_alone() -> None:
+    b = boundary(["http://h/"], patterns={"exclude_glob": ["*.zip", "*/tmp/*"]})
+    assert verdict(b, "http://h/a.html") == ALLOWED
+    assert verdict(b, "http://h/tmp/a.html") == PATTERN
+    assert verdict(b, "http://h/a.zip") == PATTERN
+    assert b.explain("http://h/a.html")[4].rule == "no pattern rule excludes the URL"
+
+
+def test_glob_matches_the_whole_url() -> None:
+    b = boundary(["http://h/"], patterns={"exclude_glob": ["*.zip"]}, index_dynamic_pages=True)
+    assert verdict(b, "http://h/a.zip?download=1") == ALLOWED
+    assert verdict(b, "http://h/a.zip") == PATTERN
+
+
+def test_pattern_errors() -> None:
+    [message] = errors({"patterns": {"exclude_regex": ["/print/", "(unclosed"]}})
+    assert message.startswith("patterns.exclude_regex: '(unclosed' is not a valid regular expression: missing )")
+    assert errors({"patterns": {"include_regex": [""]}}) == [
+        "patterns.include_regex: expected a non-empty regular expression (an empty one matches every URL)"
+    ]
+    assert errors({"patterns": {"include_glob": [""]}}) == [
+        "patterns.include_glob: expected a non-empty glob such as '*.zip'"
+    ]
+    assert errors({"patterns": {"regex": ["x"]}}) == [
+        "patterns: unknown key 'regex' (known keys: include_regex, exclude_regex, include_glob, exclude_glob)"
+    ]
+
+
+# -- dynamic pages, depth, order ---------------------------------------------------------------
+
+
+def test_dynamic_pages() -> None:
+    b = Boundary(["http://h/"], ScopeRules())
+    decision = b.check("http://h/search?q=x")
+    assert (decision.allowed, decision.status, decision.rule) == (
+        False, Status.EXCLUDED_DYNAMIC, "query string and index_dynamic_pages is false"
+    )
+    assert verdict(b, "http://h/page?") == ALLOWED  # an empty query string
+    dynamic = Boundary(["http://h/"], ScopeRules(index_dynamic_pages=True))
+    assert dynamic.check("http://h/search?q=x") == Decision(True, "query string allowed (index_dynamic_pages is true)")
+
+
+def test_order_of_checks() -> None:
+    b = boundary(
+        ["http://www.example.com/"],
+        r"""
+        max_depth = 1
+        [domains]
+        include = ["example.com"]
+        exclude = ["bad.example.com"]
+        [ports]
+        "*" = { exclude = [8443] }
+        [paths."*"]
+        exclude = ["/private/"]
+        [patterns]
+        exclude_regex = ['\.zip\b']
+        """,
+    )
+    # Each URL breaks every rule from some point on; the first check decides.
+    assert verdict(b, "https://bad.example.com:8443/private/a.zip?x", 2) == DOMAIN
+    assert verdict(b, "https://www.example.com:8443/private/a.zip?x", 2) == PORT
+    assert verdict(b, "https://www.example.com/private/a.zip?x", 2) == PATH
+    assert verdict(b, "https://www.example.com/a.zip?x", 2) == PATTERN
+    assert verdict(b, "https://www.example.com/a?x", 2) == DEPTH
+    assert verdict(b, "https://www.example.com/a?x", 1) == DYNAMIC
+    assert verdict(b, "https://www.example.com/a", 1) == ALLOWED
+
+
+def test_explain_lists_every_check_until_the_first_exclusion() -> None:
+    b = boundary(["http://www.oracle.com/", "http://otn.oracle.com/"], ORACLE_TOML, max_depth=3)
+    steps = b.explain("http://otn.oracle.com/products/ias/x.html", depth=2)
+    assert steps == [
+        Decision(True, 'scheme "http"'),
+        Decision(True, 'domain include "otn.oracle.com"'),
+        Decision(True, "no port rule for otn.oracle.com: every port allowed"),
+        Decision(True, 'path include "/products/ias/" on otn.oracle.com'),
+        Decision(True, "no pattern rules"),
+        Decision(True, "depth 2 <= max_depth 3"),
+        Decision(True, "no query string"),
+    ]
+    assert steps[-1] == b.check("http://otn.oracle.com/products/ias/x.html", depth=2)
+    steps = b.explain("http://otn.oracle.com/products/ias/web_cache/x", depth=2)
+    assert [d.allowed for d in steps] == [True, True, True, False]
+    assert steps[-1] == Decision(
+        False, 'path exclude "/products/ias/web_cache/" on otn.oracle.com', Status.EXCLUDED_PATH
+    )
+    assert steps[-1] == b.check("http://otn.oracle.com/products/ias/web_cache/x", depth=2)
+    assert b.explain("gopher://x/") == [b.check("gopher://x/")]
+    assert len(b.explain("http://uk.example.com/")) == 2
+    for url in ("http://www.oracle.com/a?b", "http://otn.oracle.com/other", "https://www.oracle.com:8443/"):
+        assert b.explain(url, 5)[-1] == b.check(url, 5)
+        assert all(d.allowed and d.status is None for d in b.explain(url, 5)[:-1])
+
+
+# -- the source file shape --------------------------------------------------------------------
+
+
+def test_full_toml_example() -> None:
+    r = ScopeRules.model_validate(
+        tomllib.loads(
+            r"""
+            max_depth = 10
+            index_dynamic_pages = false
+
+            [domains]
+            include = ["oracle.com"]
+            exclude = ["uk.oracle.com"]
+            include_prefix = ["intranet."]
+            exclude_prefix = ["test-"]
+
+            [ports]
+            "www.example.com" = { include = [80, 8080] }
+            "*" = { exclude = [8443] }
+
+            [paths."otn.oracle.com"]
+            include = ["/products/database/", "/products/ias/"]
+            exclude = ["/products/ias/web_cache/"]
+
+            [patterns]
+            include_regex = ['^https://docs\.example\.com/v\d+/']
+            exclude_regex = ['/print/']
+            include_glob = ["*/manual/*"]
+            exclude_glob = ["*.zip"]
+            """
+        )
+    )
+    assert r.ports["*"].exclude == [8443]
+    assert r.paths["otn.oracle.com"].exclude == ["/products/ias/web_cache/"]
+    assert ScopeRules() == ScopeRules.model_validate({})
+    with pytest.raises(ValidationError, match="frozen"):
+        r.max_depth = 3  # type: ignore[misc]
+
+
+def test_top_level_errors() -> None:
+    assert errors({"max_depth": -1}) == ["max_depth: Input should be greater than or equal to 0"]
+    assert errors({"max_depth": "3"}) == ["max_depth: Input should be a valid integer"]
+    assert errors({"index_dynamic_pages": "yes"}) == ["index_dynamic_pages: Input should be a valid boolean"]
+    assert errors({"domain": {}}) == ["domain: Extra inputs are not permitted"]
+    assert errors({"domains": ["oracle.com"]}) == [
+        "domains: Input should be a valid dictionary or instance of DomainRules"
+    ]

@@ -19,11 +19,13 @@ class Document(Base):
     __table_args__ = (
         UniqueConstraint("source", "url", name="uq_documents_source_url"),
         Index("ix_documents_source_state", "source", "state"),
+        Index("ix_documents_source_display_url", "source", "display_url"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     source: Mapped[str] = mapped_column(String(200))
     url: Mapped[str] = mapped_column(Text)
+    display_url: Mapped[str | None] = mapped_column(Text)
     state: Mapped[str] = mapped_column(String(20))
     status: Mapped[int | None] = mapped_column(Integer)
     reason: Mapped[str | None] = mapped_column(Text)

@@ -8,14 +8,14 @@ data survives upgrades of searchcrawl.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, func, select, update
+from sqlalchemy import Engine, case, create_engine, event, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from .models import Document
@@ -31,6 +31,11 @@ class State(StrEnum):
     FAILED = "failed"  # fetching failed (timeout, DNS, refused); status says how
     PENDING = "pending"  # converted and cached, waiting to be pushed to Solr
     INDEXED = "indexed"  # in Solr
+    REMOVING = "removing"  # in Solr, but must leave it (moved, excluded by changed rules, ...)
+    REMOVED = "removed"  # was in Solr and has been removed; status says why
+
+
+IN_INDEX = (State.PENDING.value, State.INDEXED.value)
 
 
 def now() -> datetime:
@@ -79,15 +84,21 @@ class DocumentTable:
 
     # --- writes ---------------------------------------------------------------------------
 
-    def _upsert(self, rows: Sequence[dict[str, Any]], update_columns: Iterable[str]) -> None:
+    def _upsert(self, rows: Sequence[dict[str, Any]], update_columns: Iterable[str], keep_index_state: bool = False) -> None:
+        """Insert rows, or update ``update_columns`` of existing ones. With ``keep_index_state``, a
+        row whose document is in the index (or must leave it) keeps its state."""
         if not rows:
             return
         statement = self._insert(Document)
         columns = list(update_columns)
         if columns:
-            statement = statement.on_conflict_do_update(
-                index_elements=["source", "url"], set_={c: statement.excluded[c] for c in columns}
-            )
+            values: dict[str, Any] = {c: statement.excluded[c] for c in columns}
+            if keep_index_state and "state" in values:
+                current = Document.__table__.c.state
+                values["state"] = case(
+                    (current.in_([*IN_INDEX, State.REMOVING.value]), current), else_=statement.excluded.state
+                )
+            statement = statement.on_conflict_do_update(index_elements=["source", "url"], set_=values)
         else:
             statement = statement.on_conflict_do_nothing(index_elements=["source", "url"])
         with self.engine.begin() as connection:
@@ -107,7 +118,9 @@ class DocumentTable:
         last_modified: str | None = None,
         etag: str | None = None,
     ) -> None:
-        """Record the outcome of fetching ``url`` (or trying to)."""
+        """Record the outcome of fetching ``url`` (or trying to). A document in the index stays
+        there (a failed fetch is not a deletion; whether it is one is the maintenance crawl's
+        decision): use ``record_outcome`` for what must leave the index."""
         when = now()
         row = {
             "source": source,
@@ -123,7 +136,34 @@ class DocumentTable:
             "first_seen": when,
             "last_fetched": when,
         }
-        self._upsert([row], [c for c in row if c not in ("source", "url", "first_seen")])
+        self._upsert([row], [c for c in row if c not in ("source", "url", "first_seen")], keep_index_state=True)
+
+    def record_outcome(self, source: str, url: str, *, status: int, reason: str, depth: int | None = None,
+                       fetched: bool = True) -> None:
+        """Record a URL that will not be (or no longer is) indexed: a redirect, a refusal, an
+        exclusion found at fetch time. If it is in the index, it is marked for removal."""
+        when = now()
+        with self.engine.begin() as connection:
+            state = connection.execute(
+                select(Document.state).where(Document.source == source, Document.url == url)
+            ).scalar_one_or_none()
+            if state in IN_INDEX or state == State.REMOVING.value:
+                new_state = State.REMOVING
+            elif fetched:
+                new_state = State.FETCHED
+            else:
+                new_state = State.EXCLUDED
+            values: dict[str, Any] = {"state": new_state.value, "status": status, "reason": reason}
+            if fetched:
+                values["last_fetched"] = when
+            if depth is not None:
+                values["depth"] = depth
+            if state is None:
+                connection.execute(self._insert(Document).values(source=source, url=url, first_seen=when, **values))
+            else:
+                connection.execute(
+                    update(Document).where(Document.source == source, Document.url == url).values(**values)
+                )
 
     def record_excluded(self, source: str, rows: Sequence[tuple[str, int, int, str]]) -> None:
         """Record URLs a rule kept out, as (url, status, depth, reason); known URLs keep their row."""
@@ -137,14 +177,14 @@ class DocumentTable:
             [],
         )
 
-    def mark_pending(self, source: str, url: str, checksum: str) -> None:
+    def mark_pending(self, source: str, url: str, checksum: str, display_url: str | None = None) -> None:
         """The document is in the cache and waits for Solr."""
         when = now()
         with self.engine.begin() as connection:
             previous = connection.execute(
                 select(Document.checksum).where(Document.source == source, Document.url == url)
             ).scalar_one_or_none()
-            values: dict[str, Any] = {"state": State.PENDING.value, "checksum": checksum}
+            values: dict[str, Any] = {"state": State.PENDING.value, "checksum": checksum, "display_url": display_url}
             if previous != checksum:
                 values["last_changed"] = when
             connection.execute(
@@ -174,6 +214,34 @@ class DocumentTable:
                     done.append(url)
         return done
 
+    def mark_removed(self, source: str, urls: Sequence[str]) -> None:
+        """These URLs have left Solr."""
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(Document)
+                .where(Document.source == source, Document.url.in_(list(urls)), Document.state == State.REMOVING.value)
+                .values(state=State.REMOVED.value, indexed_at=None)
+            )
+
+    def exclude_known(self, source: str, decide: Callable[[str, int], tuple[int, str] | None]) -> int:
+        """Apply changed rules to every URL the table knows for the source: ``decide(url, depth)``
+        returns (status, reason) for a URL the rules now exclude. Indexed ones are marked for
+        removal. Returns how many rows changed."""
+        changed = 0
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(Document.url, Document.depth, Document.state, Document.status).where(
+                    Document.source == source, Document.state != State.REMOVED.value
+                )
+            ).all()
+        for url, depth, state, status in rows:
+            verdict = decide(url, depth or 0)
+            if verdict is None or (state == State.EXCLUDED.value and status == verdict[0]):
+                continue
+            self.record_outcome(source, url, status=verdict[0], reason=verdict[1], fetched=False)
+            changed += 1
+        return changed
+
     # --- reads ----------------------------------------------------------------------------
 
     def pending(self, source: str) -> list[tuple[str, str]]:
@@ -185,6 +253,24 @@ class DocumentTable:
                 .order_by(Document.id)
             )
             return [(url, checksum) for url, checksum in rows]
+
+    def removals(self, source: str) -> list[str]:
+        """URLs that must leave Solr."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(Document.url).where(Document.source == source, Document.state == State.REMOVING.value)
+            )
+            return [url for (url,) in rows]
+
+    def display_url_owner(self, source: str, display_url: str) -> str | None:
+        """The URL already indexed (or about to be) under ``display_url``, if any."""
+        with self.engine.connect() as connection:
+            return connection.execute(
+                select(Document.url)
+                .where(Document.source == source, Document.display_url == display_url, Document.state.in_(IN_INDEX))
+                .order_by(Document.id)
+                .limit(1)
+            ).scalar_one_or_none()
 
     def get(self, source: str, url: str) -> dict[str, Any] | None:
         with self.engine.connect() as connection:

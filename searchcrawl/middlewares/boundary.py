@@ -12,6 +12,8 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 
 from ..context import CrawlContext
+from .redirect import LEAVES_BOUNDARY
+from .robots import ROBOTS_REQUEST
 
 
 class BoundaryMiddleware:
@@ -23,6 +25,10 @@ class BoundaryMiddleware:
         return cls(CrawlContext.of(crawler))
 
     def process_request(self, request: Request) -> None:
+        if request.meta.get(ROBOTS_REQUEST):
+            return  # robots.txt of a site the crawl visits
+        if request.meta.get(LEAVES_BOUNDARY) == request.url:
+            return  # a temporary redirect's target, allowed out once by the redirect policy
         decision = self.context.admit(request.url, request.meta.get("depth", 0))
         if not decision.allowed:
             self.context.flush_exclusions()

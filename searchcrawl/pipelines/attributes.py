@@ -8,7 +8,6 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
 from ..context import CrawlContext
-from ..db import State
 from ..extract import html_attributes, solr_document, text_attributes
 from ..items import CrawledDocument
 from ..status import Status
@@ -32,10 +31,10 @@ class AttributesPipeline:
             attributes = text_attributes(item.text or "", item.url, item.headers)
             item.text = None
         if not attributes.get("content") and not attributes.get("title"):
-            self.context.table.record_fetch(
-                item.source, item.url, state=State.FETCHED, status=Status.EMPTY, depth=item.depth,
-                content_type=item.headers.get("content-type"), reason="no text to index",
+            self.context.table.record_outcome(
+                item.source, item.url, status=Status.EMPTY, reason="no text to index", depth=item.depth
             )
             raise DropItem(f"No text to index: {item.url}")
         item.fields = solr_document(item.source, item.url, attributes, item.headers)
+        item.fields["display_url"] = self.context.display_urls.display_url(item.url)
         return item

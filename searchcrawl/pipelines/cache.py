@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+
 from scrapy.crawler import Crawler
+from scrapy.exceptions import DropItem
 
 from ..context import CrawlContext
 from ..items import CrawledDocument
+from ..status import Status
+
+logger = logging.getLogger(__name__)
 
 
 class CachePipeline:
@@ -18,8 +24,17 @@ class CachePipeline:
         return cls(crawler)
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
+        table = self.context.table
+        display_url = item.fields["display_url"]
+        owner = table.display_url_owner(item.source, display_url)
+        if owner is not None and owner != item.url:
+            reason = f"display URL {display_url} is already {owner}'s"
+            table.record_outcome(item.source, item.url, status=Status.DISPLAY_URL_CONFLICT, reason=reason, depth=item.depth)
+            self.stats.inc_value("searchcrawl/display_url_conflicts")
+            logger.warning("Display URL conflict, not indexed: %s: %s", item.url, reason)
+            raise DropItem(reason)
         size = self.context.cache.put(item.fields)
-        self.context.table.mark_pending(item.source, item.url, item.fields["checksum"])
+        table.mark_pending(item.source, item.url, item.fields["checksum"], display_url)
         self.stats.inc_value("searchcrawl/cached")
         self.stats.inc_value("searchcrawl/cached_bytes", size)
         return item

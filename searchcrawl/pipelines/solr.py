@@ -51,6 +51,7 @@ class SolrPipeline:
 
     def _account(self, result: PushResult) -> None:
         self.stats.inc_value("searchcrawl/indexed", result.indexed)
+        self.stats.inc_value("searchcrawl/removed", result.removed)
         if result.error is None:
             self.failures = 0
             return
@@ -87,6 +88,7 @@ class SolrPipeline:
             await self.flushing
         result = await asyncio.to_thread(push_with_retries, self.push_once, self.retry_times, self.backoff)
         self.stats.inc_value("searchcrawl/indexed", result.indexed)
+        self.stats.inc_value("searchcrawl/removed", result.removed)
         self.stats.set_value("searchcrawl/pending", result.pending)
         if result.error is not None:
             logger.error(
@@ -98,5 +100,8 @@ class SolrPipeline:
             await asyncio.to_thread(self.context.index.commit)
         except IndexingError as exc:
             logger.warning("%s (documents become searchable with Solr's next automatic commit)", exc)
-        total = self.stats.get_value("searchcrawl/indexed", 0)
-        logger.info("Indexing done: %d documents of %s pushed to Solr in this crawl", total, self.context.source.name)
+        logger.info(
+            "Indexing done: %d documents of %s pushed to Solr and %d removed in this crawl",
+            self.stats.get_value("searchcrawl/indexed", 0), self.context.source.name,
+            self.stats.get_value("searchcrawl/removed", 0),
+        )

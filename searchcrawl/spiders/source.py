@@ -3,6 +3,7 @@ gives every URL it meets a status in the document table."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import mimetypes
 from collections.abc import AsyncIterator, Iterator
@@ -11,21 +12,23 @@ from typing import Any, ClassVar
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
-from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.response import get_meta_refresh
 from twisted.python.failure import Failure
 
 from ..context import CrawlContext
 from ..db import State
-from ..extract import mimetype_of
+from ..extract import meta_tags, mimetype_of
 from ..items import CrawledDocument
+from ..robots_meta import robots_directives
 from ..source import Source
 from ..status import Status, status_for_exception
 from ..urls import canonical
 
 logger = logging.getLogger(__name__)
 
+GONE = (404, 410)  # the document no longer exists: it leaves the index
 INDEXED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 RECORDED_HEADERS = ("content-type", "content-language", "last-modified", "etag", "content-length")
 
@@ -46,8 +49,18 @@ class SourceSpider(Spider):
         return spider
 
     async def start(self) -> AsyncIterator[Request]:
+        changed = await asyncio.to_thread(self.table.exclude_known, self.source.name, self._now_excluded)
+        if changed:
+            logger.info("%d known URLs of %s are outside the source's rules now; they leave the index", changed, self.source.name)
         for url in self.source.seed_urls:
             yield self.request(canonical(url), depth=0)
+
+    def _now_excluded(self, url: str, depth: int) -> tuple[int, str] | None:
+        """For URLs the table knows: (status, rule) if the source's current rules exclude them."""
+        decision = self.context.boundary.check(url, depth)
+        if decision.allowed or decision.status is None:
+            return None
+        return int(decision.status), decision.rule
 
     def request(self, url: str, depth: int) -> Request:
         return Request(url, callback=self.parse, errback=self.failed, meta={"depth": depth})
@@ -56,7 +69,6 @@ class SourceSpider(Spider):
 
     def parse(self, response: Response) -> Iterator[Any]:
         depth = response.meta.get("depth", 0)
-        self._record_redirects(response, depth)
         headers = {
             name: response.headers.get(name).decode("latin-1")
             for name in RECORDED_HEADERS
@@ -73,28 +85,58 @@ class SourceSpider(Spider):
             "last_modified": headers.get("last-modified"),
             "etag": headers.get("etag"),
         }
+        name = self.source.name
+        if response.status in GONE:
+            self.table.record_outcome(name, response.url, status=response.status, reason="gone", depth=depth)
+            return
         if response.status != 200:
-            self.table.record_fetch(self.source.name, response.url, state=State.FETCHED, status=response.status, **record)
+            self.table.record_fetch(name, response.url, state=State.FETCHED, status=response.status, **record)
             logger.debug("Not indexed (HTTP %d): %s", response.status, response.url)
             return
+        self.table.record_fetch(name, response.url, state=State.FETCHED, status=200, **record)
         if mimetype not in INDEXED_TYPES or not isinstance(response, TextResponse):
-            self.table.record_fetch(
-                self.source.name, response.url, state=State.FETCHED, status=Status.UNSUPPORTED_TYPE,
-                reason=f"content type {mimetype or 'unknown'} is not indexed", **record,
-            )
-            logger.debug("Not indexed (type %s): %s", mimetype, response.url)
+            reason = f"content type {mimetype or 'unknown'} is not indexed"
+            self.table.record_outcome(name, response.url, status=Status.UNSUPPORTED_TYPE, reason=reason, depth=depth)
+            logger.debug("Not indexed (%s): %s", reason, response.url)
             return
-        self.table.record_fetch(self.source.name, response.url, state=State.FETCHED, status=200, **record)
         yield from self.parse_document(response, depth, headers)
 
     def parse_document(self, response: TextResponse, depth: int, headers: dict[str, str]) -> Iterator[Any]:
-        """Yield the document's item and the requests for its links."""
-        if isinstance(response, HtmlResponse) or mimetype_of(headers.get("content-type")) != "text/plain":
-            yield CrawledDocument(self.source.name, response.url, depth, headers, tree=response.selector.root)
-            for url in self.links(response):
-                yield self.request(canonical(url), depth + 1)
-        else:
+        """Yield the document's item and the requests for its links, as its robots directives allow."""
+        if mimetype_of(headers.get("content-type")) == "text/plain":
             yield CrawledDocument(self.source.name, response.url, depth, headers, text=response.text)
+            return
+        directives = self.robots_directives(response)
+        if "noindex" in directives:
+            self.table.record_outcome(
+                self.source.name, response.url, status=Status.NOINDEX, reason="robots noindex", depth=depth
+            )
+        else:
+            yield CrawledDocument(self.source.name, response.url, depth, headers, tree=response.selector.root)
+        if "nofollow" in directives:
+            logger.debug("Links not followed (robots nofollow): %s", response.url)
+            return
+        for url in self.links(response):
+            request = self.link_request(url, depth + 1)
+            if request is not None:
+                yield request
+
+    def robots_directives(self, response: TextResponse) -> frozenset[str]:
+        if not self.source.settings.obey_robots_meta:
+            return frozenset()
+        headers = [value.decode("latin-1") for value in response.headers.getlist("X-Robots-Tag")]
+        return robots_directives(meta_tags(response.selector.root), headers, self.source.settings.robots_agent)
+
+    def link_request(self, url: str, depth: int) -> Request | None:
+        """A request for a link: canonicalised, then passed through the source's URL rewriter."""
+        url = canonical(url)
+        rewritten = self.context.rewriter(url)
+        if rewritten is None:
+            self.table.record_excluded(
+                self.source.name, [(url, int(Status.EXCLUDED_REWRITER), depth, "dropped by the URL rewriter")]
+            )
+            return None
+        return self.request(canonical(rewritten) if rewritten != url else url, depth)
 
     def links(self, response: TextResponse) -> Iterator[str]:
         """The page's links (a, area, frame, iframe; <base href> honoured) and its meta refresh target."""
@@ -114,17 +156,6 @@ class SourceSpider(Spider):
             depth=request.meta.get("depth", 0), reason=f"{type(failure.value).__name__}: {failure.value}",
         )
         logger.info("Failed (%s): %s: %s", status.name, request.url, failure.value)
-
-    def _record_redirects(self, response: Response, depth: int) -> None:
-        """Redirected URLs get their own row with the redirect's status (301, 302, ...)."""
-        redirected = response.meta.get("redirect_urls") or []
-        reasons = response.meta.get("redirect_reasons") or []
-        for url, reason in zip(redirected, reasons):
-            status = reason if isinstance(reason, int) else Status.OK
-            self.table.record_fetch(
-                self.source.name, url, state=State.FETCHED, status=status, depth=depth,
-                reason=f"redirected to {response.url}",
-            )
 
     @property
     def table(self):  # noqa: ANN201 - the DocumentTable, shortened for the calls above

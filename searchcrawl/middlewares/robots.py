@@ -1,0 +1,120 @@
+"""Downloader middleware: robots.txt, fetched once per site and applied to every request.
+
+The decision is ``searchcrawl.robots`` (RFC 9309); this module only fetches. A robots.txt that
+answers 4xx means no restrictions; 5xx or no answer disallows the whole site for now and is
+fetched again after ``SEARCHCRAWL_ROBOTS_RETRY_AFTER`` seconds; redirects are followed (up to 5,
+to any host); only the first 500 KiB are downloaded and parsed. Sources whose owner runs the
+site can set ``obey_robots = false``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest, StopDownload
+
+from ..context import CrawlContext
+from ..robots import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response
+from ..status import Status
+
+logger = logging.getLogger(__name__)
+
+ROBOTS_REQUEST = "searchcrawl_robots"  # meta: this request fetches a robots.txt
+MAX_ROBOTS_REDIRECTS = 5
+
+
+def site_of(url: str) -> str | None:
+    """scheme://host:port, the unit a robots.txt applies to (None for file: URLs)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        return None
+    return f"{parts.scheme}://{parts.netloc.lower()}"
+
+
+class RobotsMiddleware:
+    def __init__(self, crawler: Crawler, context: CrawlContext) -> None:
+        self.crawler = crawler
+        self.context = context
+        settings = context.source.settings
+        self.obey = settings.obey_robots
+        self.agent = settings.robots_agent
+        self.retry_after = crawler.settings.getfloat("SEARCHCRAWL_ROBOTS_RETRY_AFTER")
+        self.sites: dict[str, tuple[RobotsTxt, float | None]] = {}
+        self.fetching: dict[str, asyncio.Future[tuple[RobotsTxt, float | None]]] = {}
+        crawler.signals.connect(self.bytes_received, signal=signals.bytes_received)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:
+        return cls(crawler, CrawlContext.of(crawler))
+
+    async def process_request(self, request: Request) -> None:
+        if not self.obey or request.meta.get(ROBOTS_REQUEST):
+            return
+        site = site_of(request.url)
+        if site is None:
+            return
+        robots = await self.robots_txt(site)
+        decision = robots.decide(self.agent, request.url)
+        if decision.allowed:
+            return
+        reason = f"robots.txt of {site}: {decision.group or 'no group'}: {decision.line}"
+        self.crawler.stats.inc_value("searchcrawl/excluded/excluded_robots")
+        self.context.table.record_outcome(
+            self.context.source.name, request.url, status=Status.EXCLUDED_ROBOTS, reason=reason,
+            depth=request.meta.get("depth", 0), fetched=False,
+        )
+        logger.debug("Excluded (%s): %s", reason, request.url)
+        raise IgnoreRequest(reason)
+
+    async def robots_txt(self, site: str) -> RobotsTxt:
+        """The site's robots rules, fetched once (concurrent requests wait for the same fetch)."""
+        cached = self.sites.get(site)
+        if cached is not None and (cached[1] is None or time.monotonic() < cached[1]):
+            return cached[0]
+        if site not in self.fetching:
+            self.fetching[site] = asyncio.ensure_future(self._fetch(site))
+            self.fetching[site].add_done_callback(lambda _f: self.fetching.pop(site, None))
+        robots, expires = await asyncio.shield(self.fetching[site])
+        self.sites[site] = (robots, expires)
+        return robots
+
+    async def _fetch(self, site: str) -> tuple[RobotsTxt, float | None]:
+        url = f"{site}/robots.txt"
+        for _hop in range(MAX_ROBOTS_REDIRECTS + 1):
+            request = Request(
+                url, priority=1000, dont_filter=True,
+                meta={ROBOTS_REQUEST: True, "dont_redirect": True, "handle_httpstatus_all": True},
+            )
+            try:
+                response = await self.crawler.engine.download_async(request)
+            except Exception as exc:  # unreachable: DNS, refused, timeout, ...
+                logger.info("robots.txt of %s unreachable (%s): the site is disallowed for now", site, exc)
+                return robots_for_response(None, None), time.monotonic() + self.retry_after
+            location = response.headers.get(b"Location")
+            if 300 <= response.status < 400 and location:
+                url = urljoin(url, location.decode("latin-1"))
+                continue
+            robots = robots_for_response(response.status, response.body)
+            transient = response.status >= 500 or response.status == 429  # "come back later"
+            if transient:
+                logger.info("robots.txt of %s answered %d: the site is disallowed for now", site, response.status)
+            else:
+                logger.debug("robots.txt of %s: HTTP %d, %d bytes", site, response.status, len(response.body))
+            return robots, (time.monotonic() + self.retry_after) if transient else None
+        logger.info("robots.txt of %s: more than %d redirects; the site is disallowed for now", site, MAX_ROBOTS_REDIRECTS)
+        return robots_for_response(None, None), time.monotonic() + self.retry_after
+
+    def bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
+        """Stop a robots.txt download after 500 KiB: the rest would not be parsed anyway."""
+        if not request.meta.get(ROBOTS_REQUEST):
+            return
+        received = request.meta.get("_robots_bytes", 0) + len(data)
+        request.meta["_robots_bytes"] = received
+        if received > MAX_ROBOTS_BYTES:
+            raise StopDownload(fail=False)

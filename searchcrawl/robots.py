@@ -1,0 +1,289 @@
+"""robots.txt decisions (RFC 9309), as plain logic: no Scrapy, no I/O.
+
+Where RFC 9309 leaves room, this follows Google's reference parser (google/robotstxt), because the
+conformance cases in ../shared/corpora/robots-cases.json are its decisions. Protego gets 192 of
+those 200 right, and it cannot say which group and which line decided, which `scrapy explain`
+needs; hence this small parser of our own.
+
+Notable reference-parser behaviour kept here on purpose:
+
+* A URL is compared as the caller gives it: it must already be percent-encoded (Scrapy's
+  ``request.url`` always is). Only the *rules* get their non-ASCII characters UTF-8
+  percent-encoded, and escapes are never decoded (``%62`` does not match ``b``).
+* ``/robots.txt`` is *not* implicitly allowed: the middleware fetches robots.txt itself and never
+  needs to ask.
+* A ``user-agent`` value in robots.txt counts up to its first character that is not a letter,
+  ``_`` or ``-`` (``Googlebot/2.1`` and ``Googlebot-News`` stay apart; ``AB42bot`` means ``AB``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+__all__ = [
+    "MAX_ROBOTS_BYTES",
+    "RobotsDecision",
+    "RobotsTxt",
+    "is_allowed",
+    "product_token",
+    "robots_for_response",
+]
+
+MAX_ROBOTS_BYTES = 500 * 1024
+"""Only this much of a robots.txt is parsed (RFC 9309 §2.5 asks for at least 500 KiB)."""
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+# Characters that may never appear raw in a URL: encoded on both sides so that "/a b" and "/a%20b"
+# compare equal. Non-ASCII is encoded in rules only (see the module docstring).
+_UNSAFE_IN_URL = re.compile(r'[\x00-\x20"<>\\^`{|}\x7f]')
+_UNSAFE_IN_RULE = re.compile(r'[\x00-\x20"<>\\^`{|}\x7f-\U0010ffff]')
+_ROBOTS_AGENT = re.compile(r"[A-Za-z_-]*")
+_CRAWLER_TOKEN = re.compile(r"[^\s/;()]*")
+
+
+def _percent_encode(match: re.Match[str]) -> str:
+    return "".join(f"%{byte:02X}" for byte in match.group().encode("utf-8", "surrogatepass"))
+
+
+def _upper_escape(match: re.Match[str]) -> str:
+    return match.group().upper()
+
+
+def _normalise_rule(value: str) -> str:
+    """A rule's path pattern in the form URLs are compared in: %XX upper-cased, non-ASCII encoded."""
+    return _UNSAFE_IN_RULE.sub(_percent_encode, _ESCAPE.sub(_upper_escape, value))
+
+
+def _path_of(url: str) -> str:
+    """Path, params and query of ``url`` (what rules match against), without the fragment."""
+    url = url.partition("#")[0]
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. an unbalanced "[" in the host: such a URL is never fetched anyway
+        return "/"
+    path = parts.path or "/"
+    if not path.startswith("/"):
+        path = "/" + path
+    if "?" in url:  # a bare trailing "?" is still part of what rules see
+        path += "?" + parts.query
+    return _UNSAFE_IN_URL.sub(_percent_encode, _ESCAPE.sub(_upper_escape, path))
+
+
+def product_token(user_agent: str) -> str:
+    """The crawler's product token, lower-cased: ``"searchcrawl/1.0 (+https://…)"`` -> ``"searchcrawl"``.
+
+    Give the crawler's own name (e.g. ``"searchcrawl/1.0"``), not a browser-like User-Agent
+    header: for ``"Mozilla/5.0 (compatible; searchcrawl/1.0)"`` this returns ``"mozilla"``.
+    Digits are kept, so ``"XYZ123bot"`` does not match a ``User-agent: XYZ123bot`` line (which
+    means ``XYZ``), as in the reference parser.
+    """
+    return _CRAWLER_TOKEN.match(user_agent.strip()).group().lower()
+
+
+def _robots_agent(value: str) -> str:
+    """The token a ``user-agent`` value in robots.txt names: ``"*"`` or letters, ``_``, ``-``."""
+    if value[:1] == "*" and (len(value) == 1 or value[1].isspace()):
+        return "*"
+    return _ROBOTS_AGENT.match(value).group().lower()
+
+
+@dataclass(frozen=True)
+class _Rule:
+    allow: bool
+    pattern: str  # normalised; "*" is a wildcard and a final "$" anchors at the end
+    line: str  # "line 7: Disallow: /private/"
+
+    @property
+    def specificity(self) -> int:
+        """RFC 9309 §2.2.2: the most specific match is the one with the most octets."""
+        return len(self.pattern)
+
+    def matches(self, path: str) -> bool:
+        """Glob matching by greedy leftmost search: linear time, so hostile patterns cannot hang us."""
+        pattern, anchored = self.pattern, self.pattern.endswith("$")
+        if anchored:
+            pattern = pattern[:-1]
+        if "*" not in pattern:
+            return path == pattern if anchored else path.startswith(pattern)
+        first, *middle, last = pattern.split("*")
+        if not path.startswith(first):
+            return False
+        pos = len(first)
+        for part in middle:
+            pos = path.find(part, pos)
+            if pos < 0:
+                return False
+            pos += len(part)
+        if anchored:
+            return len(path) - len(last) >= pos and path.endswith(last)
+        return path.find(last, pos) >= 0
+
+
+@dataclass
+class _Group:
+    agent_lines: list[str] = field(default_factory=list)
+    agents: set[str] = field(default_factory=set)  # lower-cased tokens, "*" for the global group
+    rules: list[_Rule] = field(default_factory=list)
+    crawl_delays: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RobotsDecision:
+    """One decision and why: for logs and ``scrapy explain``."""
+
+    allowed: bool
+    group: str | None  # e.g. "User-agent: searchcrawl"; None if no group applied
+    line: str | None  # e.g. "line 7: Disallow: /private/"; None if no rule matched
+
+
+class RobotsTxt:
+    """A parsed robots.txt, or a blanket verdict when none could be used (see robots_for_response)."""
+
+    def __init__(
+        self,
+        groups: list[_Group] | None = None,
+        sitemaps: list[str] | None = None,
+        *,
+        verdict: RobotsDecision | None = None,
+    ) -> None:
+        self._groups = groups or []
+        self._sitemaps = sitemaps or []
+        self._verdict = verdict
+        self._selected: dict[str, list[_Group]] = {}
+
+    # Constructors -------------------------------------------------------------------------------
+
+    @classmethod
+    def allow_all(cls, reason: str = "no robots.txt: no restrictions") -> RobotsTxt:
+        return cls(verdict=RobotsDecision(True, None, reason))
+
+    @classmethod
+    def disallow_all(cls, reason: str) -> RobotsTxt:
+        return cls(verdict=RobotsDecision(False, None, reason))
+
+    @classmethod
+    def parse(cls, robots_txt: str | bytes) -> RobotsTxt:
+        """Parse the first MAX_ROBOTS_BYTES of a robots.txt (UTF-8; invalid bytes replaced)."""
+        data = robots_txt.encode("utf-8", "surrogatepass") if isinstance(robots_txt, str) else robots_txt
+        if len(data) > MAX_ROBOTS_BYTES:
+            cut = data[:MAX_ROBOTS_BYTES]
+            if data[MAX_ROBOTS_BYTES : MAX_ROBOTS_BYTES + 1] not in (b"\r", b"\n"):
+                # Drop the line cut in two: "Allow: /private/page" cut to "Allow: /p" allows too much.
+                cut = cut[: max(cut.rfind(b"\n"), cut.rfind(b"\r")) + 1]
+            data = cut
+        text = data.decode("utf-8", "replace").removeprefix("\ufeff")
+
+        groups: list[_Group] = []
+        sitemaps: list[str] = []
+        group: _Group | None = None
+        in_agent_lines = False  # a user-agent line joins the current group until a rule is seen
+        for number, raw in enumerate(_LINE_BREAK.split(text), start=1):
+            line = raw.partition("#")[0].strip()
+            key, colon, value = line.partition(":")
+            if not colon:
+                continue
+            key, value = key.strip().lower(), value.strip()
+            if key == "user-agent":
+                if not in_agent_lines:
+                    group = _Group()
+                    groups.append(group)
+                    in_agent_lines = True
+                group.agent_lines.append(line)
+                if agent := _robots_agent(value):
+                    group.agents.add(agent)
+            elif key in ("allow", "disallow"):
+                if group is None:
+                    continue  # rules before any user-agent line belong to no group
+                in_agent_lines = False
+                if value:  # "Disallow:" with nothing means nothing is disallowed
+                    rule = _Rule(key == "allow", _normalise_rule(value), f"line {number}: {line}")
+                    group.rules.append(rule)
+            elif key == "crawl-delay":
+                # Like the reference parser, this does not end the user-agent lines of a group.
+                try:
+                    delay = float(value)
+                except ValueError:
+                    continue
+                if group is not None and math.isfinite(delay) and delay >= 0:
+                    group.crawl_delays.append(delay)
+            elif key == "sitemap" and value and value not in sitemaps:
+                sitemaps.append(value)
+        return cls(groups, sitemaps)
+
+    # Queries ------------------------------------------------------------------------------------
+
+    def _groups_for(self, user_agent: str) -> list[_Group]:
+        """RFC 9309 §2.2.1: every group naming our token (merged), else every ``*`` group."""
+        token = product_token(user_agent)
+        if token not in self._selected:
+            own = [g for g in self._groups if token and token != "*" and token in g.agents]
+            self._selected[token] = own or [g for g in self._groups if "*" in g.agents]
+        return self._selected[token]
+
+    def decide(self, user_agent: str, url: str) -> RobotsDecision:
+        """Allowed or not, with the group and the rule line that decided."""
+        if self._verdict is not None:
+            return self._verdict
+        groups = self._groups_for(user_agent)
+        if not groups:
+            return RobotsDecision(True, None, None)
+        label = "; ".join(line for g in groups for line in g.agent_lines)
+        path = _path_of(url)
+        best: _Rule | None = None
+        for group in groups:
+            for rule in group.rules:
+                if rule.matches(path) and (
+                    best is None
+                    or rule.specificity > best.specificity
+                    # On equal length the least restrictive rule (allow) wins.
+                    or (rule.specificity == best.specificity and rule.allow and not best.allow)
+                ):
+                    best = rule
+        if best is None:
+            return RobotsDecision(True, label, None)
+        return RobotsDecision(best.allow, label, best.line)
+
+    def crawl_delay(self, user_agent: str) -> float | None:
+        """Seconds between requests asked of us (not part of RFC 9309); the largest if several."""
+        if self._verdict is not None:
+            return None
+        delays = [d for g in self._groups_for(user_agent) for d in g.crawl_delays]
+        return max(delays) if delays else None
+
+    def sitemaps(self) -> list[str]:
+        """``Sitemap:`` URLs in file order (they belong to no group)."""
+        return list(self._sitemaps)
+
+
+def is_allowed(robots_txt: str | bytes, user_agent: str, url: str) -> bool:
+    """The one decision function the crawler uses (parse once and use RobotsTxt.decide for many URLs)."""
+    return RobotsTxt.parse(robots_txt).decide(user_agent, url).allowed
+
+
+def robots_for_response(status: int | None, body: bytes | None) -> RobotsTxt:
+    """The rules to obey after fetching /robots.txt (RFC 9309 §2.3.1).
+
+    ``status`` is the final status after the caller followed redirects (up to 5), or None when the
+    server was unreachable (DNS failure, connection refused, timeout).
+
+    * 2xx: the body's rules.
+    * 4xx ("unavailable"): no restrictions, except 429, which asks us to come back later and so is
+      treated like 5xx (as Google does).
+    * 5xx, 429, unreachable, and anything else (an unfollowed 3xx, 1xx): the whole site is
+      disallowed for now; the caller retries later.
+    """
+    if status is None:
+        return RobotsTxt.disallow_all("robots.txt unreachable: the whole site is disallowed for now")
+    if 200 <= status < 300:
+        return RobotsTxt.parse(body or b"")
+    if 400 <= status < 500 and status != 429:
+        return RobotsTxt.allow_all(f"robots.txt answered {status}: no restrictions")
+    if 300 <= status < 400:
+        return RobotsTxt.disallow_all(
+            f"robots.txt answered {status} (redirect not followed): the whole site is disallowed for now"
+        )
+    return RobotsTxt.disallow_all(f"robots.txt answered {status}: the whole site is disallowed for now")
