@@ -115,3 +115,32 @@ paths = {{ "127.0.0.1" = {{ exclude = ["/other/"] }} }}
     expected = {site.url + p for p in ["index.html", "other/landing.html", "refresh-in.html", "refresh-out.html"]}
     expected |= {f"{site.url}docs/{n}.html" for n in ["t301", "t302", "t303", "t307", "t308", "refreshed"]}
     assert indexed == expected
+
+
+def test_redirect_to_127_0_0_2_from_an_out_of_boundary_host(project, serve, tmp_path, solr) -> None:
+    """in-boundary page -302-> 127.0.0.3 (outside by a path rule, host admitted: followed)
+    -302-> 127.0.0.2 (outside, not admitted, loopback): refused by the guard."""
+    roots = {name: tmp_path / name for name in ("seed", "hop", "target")}
+    for root in roots.values():
+        root.mkdir()
+    seed = serve(roots["seed"])
+    hop = serve(roots["hop"], host="127.0.0.3")
+    target = serve(roots["target"], host="127.0.0.2")
+    (roots["target"] / "secret.html").write_text(page("secret"))
+    (roots["seed"] / "index.html").write_text(page("home", ["/go"]))
+    seed.redirect("/go", 302, f"{hop.url}elsewhere")
+    hop.redirect("/elsewhere", 302, f"{target.url}secret.html")
+    name = f"ssrf-{uuid.uuid4().hex[:8]}"
+    project.source(name, f"""seeds = ["{seed.url}index.html"]
+domains = {{ include = ["127.0.0.1", "127.0.0.3"] }}
+paths = {{ "127.0.0.3" = {{ include = ["/docs/"] }} }}
+""")
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = project.table()
+    assert table.get(name, f"{seed.url}go")["status"] == 302
+    assert hop.paths() == ["/robots.txt", "/elsewhere"]  # followed out of the boundary (robots.txt checked first)
+    row = table.get(name, f"{hop.url}elsewhere")
+    assert row["status"] == Status.UNSAFE_REDIRECT and "127.0.0.2" in row["reason"]
+    assert target.requests == []
+    assert {doc["id"] for doc in solr_docs(solr, name)} == {f"{seed.url}index.html"}
