@@ -166,20 +166,24 @@ def _host_keys(table: dict[str, Any], what: str) -> dict[str, Any]:
     return hosts
 
 
-class DomainRules(BaseModel):
-    """``[domains]``: host suffix and host prefix rules; exclusion overrides inclusion."""
+class _RuleTable(BaseModel):
+    """A table of rules in a source file; an unknown key is named with the table's known keys."""
 
     model_config = _CONFIG
-
-    include: list[str] = Field(default_factory=list)
-    exclude: list[str] = Field(default_factory=list)
-    include_prefix: list[str] = Field(default_factory=list)
-    exclude_prefix: list[str] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
     def _keys(cls, data: Any) -> Any:
         return _known_keys(cls, data)
+
+
+class DomainRules(_RuleTable):
+    """``[domains]``: host suffix and host prefix rules; exclusion overrides inclusion."""
+
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    include_prefix: list[str] = Field(default_factory=list)
+    exclude_prefix: list[str] = Field(default_factory=list)
 
     @field_validator("include", "exclude")
     @classmethod
@@ -192,18 +196,11 @@ class DomainRules(BaseModel):
         return _domain_entries(entries, prefix=True)
 
 
-class PortRule(BaseModel):
+class PortRule(_RuleTable):
     """One host's ``[ports]`` rule: an include list or an exclude list, never both."""
-
-    model_config = _CONFIG
 
     include: list[int] | None = None
     exclude: list[int] | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _keys(cls, data: Any) -> Any:
-        return _known_keys(cls, data)
 
     @field_validator("include", "exclude")
     @classmethod
@@ -226,18 +223,11 @@ class PortRule(BaseModel):
         return self
 
 
-class PathRule(BaseModel):
+class PathRule(_RuleTable):
     """One host's ``[paths]`` rule: path prefix include and exclude lists."""
-
-    model_config = _CONFIG
 
     include: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _keys(cls, data: Any) -> Any:
-        return _known_keys(cls, data)
 
     @field_validator("include", "exclude")
     @classmethod
@@ -266,20 +256,13 @@ def _globs(patterns: list[str]) -> list[str]:
     return patterns
 
 
-class PatternRules(BaseModel):
+class PatternRules(_RuleTable):
     """``[patterns]``: regular expressions and globs on the whole URL."""
-
-    model_config = _CONFIG
 
     include_regex: list[str] = Field(default_factory=list)
     exclude_regex: list[str] = Field(default_factory=list)
     include_glob: list[str] = Field(default_factory=list)
     exclude_glob: list[str] = Field(default_factory=list)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _keys(cls, data: Any) -> Any:
-        return _known_keys(cls, data)
 
     @field_validator("include_regex", "exclude_regex")
     @classmethod
