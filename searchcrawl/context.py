@@ -7,7 +7,9 @@ per crawler (built on first use) instead of each opening its own database connec
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -16,6 +18,8 @@ from . import paths
 from .boundary import Boundary, Decision
 from .cache import DocumentCache
 from .db import DocumentTable
+from .db.frontier import Frontier
+from .db.runs import Runs
 from .display import DisplayUrls
 from .rewriter import UrlRewriter, load_rewriter
 from .indexer import SolrIndex
@@ -23,6 +27,23 @@ from .source import Source
 
 _ATTRIBUTE = "_searchcrawl_context"
 logger = logging.getLogger(__name__)
+
+
+class BoundedSet:
+    """A set that forgets its oldest members beyond ``size``: memory stays flat on huge crawls
+    (forgetting only costs a repeated, idempotent write)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: OrderedDict[str, None] = OrderedDict()
+
+    def __contains__(self, item: str) -> bool:
+        return item in self.items
+
+    def add(self, item: str) -> None:
+        self.items[item] = None
+        if len(self.items) > self.size:
+            self.items.popitem(last=False)
 
 
 @dataclass
@@ -36,7 +57,10 @@ class CrawlContext:
     display_urls: DisplayUrls
     crawler: Crawler
     excluded: list[tuple[str, int, int, str]] = field(default_factory=list)
-    recorded: set[str] = field(default_factory=set)
+    recorded: BoundedSet = field(default_factory=lambda: BoundedSet(100_000))
+    run_id: int | None = None
+    frontier: Frontier | None = None
+    runs: Runs | None = None
 
     @classmethod
     def of(cls, crawler: Crawler) -> CrawlContext:
@@ -85,6 +109,29 @@ class CrawlContext:
         if self.excluded:
             self.table.record_excluded(self.source.name, self.excluded)
             self.excluded = []
+
+    def attach_run(self, run_id: int, frontier: Frontier, runs: Runs) -> None:
+        """The crawl's run has started (or resumed): outcomes now finish frontier entries."""
+        self.run_id, self.frontier, self.runs = run_id, frontier, runs
+        self.table.run_id = run_id
+
+    def counters(self) -> dict[str, Any]:
+        """The run's counters, as kept in the runs table and shown by `scrapy status`."""
+        stats = self.crawler.stats
+        counters: dict[str, Any] = {
+            "pages": stats.get_value("response_received_count", 0),
+            "cached": stats.get_value("searchcrawl/cached", 0),
+            "indexed": stats.get_value("searchcrawl/indexed", 0),
+            "removed": stats.get_value("searchcrawl/removed", 0),
+            "excluded": sum(v for k, v in stats.get_stats().items() if k.startswith("searchcrawl/excluded/")),
+        }
+        if self.frontier is not None:
+            counters.update(self.frontier.counts())
+        return counters
+
+    def end_run(self, state: str, reason: str) -> None:
+        if self.runs is not None and self.run_id is not None:
+            self.runs.end(self.run_id, state, self.counters(), reason)
 
     def close(self) -> None:
         self.table.close()

@@ -35,6 +35,17 @@ SEARCHCRAWL_SOLR_RETRY_BACKOFF = 1.0  # seconds before the first retry, doubled 
 SEARCHCRAWL_MAX_REDIRECTS = 10  # a longer chain ends with status 940 (redirect loop)
 SEARCHCRAWL_ROBOTS_RETRY_AFTER = 300  # seconds before a 5xx/unreachable robots.txt is fetched again
 
+# --- Frontier and runs ---------------------------------------------------------------------------
+SCHEDULER = "searchcrawl.scheduler.FrontierScheduler"  # the durable frontier in the document table
+SEARCHCRAWL_FRONTIER_BATCH = 0  # URLs leased at a time (0: twice CONCURRENT_REQUESTS)
+SEARCHCRAWL_LEASE_SECONDS = 600  # a lease not finished by then goes back to the queue (dead nodes)
+SEARCHCRAWL_PROGRESS_INTERVAL = 30.0  # seconds between progress lines / run counter saves / control checks
+
+EXTENSIONS = {
+    "scrapy.extensions.logstats.LogStats": None,  # replaced by RunMonitor's progress line
+    "searchcrawl.extensions.run.RunMonitor": 500,
+}
+
 # --- Crawling -------------------------------------------------------------------------------
 USER_AGENT = "searchcrawl/0.1 (+https://github.com/searchcrawl/searchcrawl)"
 ROBOTSTXT_OBEY = False  # robots.txt is handled by searchcrawl itself (per source)
@@ -53,7 +64,6 @@ REMOTE_CONTROL_ENABLED = False  # Scrapy's code-execution HTTP server: never on 
 # the source spider follows refresh targets itself, as links, through the boundary check.
 METAREFRESH_ENABLED = False
 LOG_LEVEL = "INFO"
-LOGSTATS_INTERVAL = 30.0
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
 

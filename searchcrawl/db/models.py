@@ -20,6 +20,7 @@ class Document(Base):
         UniqueConstraint("source", "url", name="uq_documents_source_url"),
         Index("ix_documents_source_state", "source", "state"),
         Index("ix_documents_source_display_url", "source", "display_url"),
+        Index("ix_documents_frontier", "source", "run_id", "frontier", "depth", "id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -39,3 +40,30 @@ class Document(Base):
     last_fetched: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_changed: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     indexed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # The frontier: the run that last queued the URL, and where it is in that run
+    # (queued, leased, done); a lease expires so that a dead node's URLs go back to the queue.
+    run_id: Mapped[int | None] = mapped_column(Integer)
+    frontier: Mapped[str | None] = mapped_column(String(10))
+    lease_owner: Mapped[str | None] = mapped_column(String(100))
+    lease_expires: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    request: Mapped[str | None] = mapped_column(Text)  # JSON: the request data that must survive a restart
+
+
+class Run(Base):
+    """One `scrapy crawl <source>`: resumed until it finishes or is stopped."""
+
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_source", "source", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    source: Mapped[str] = mapped_column(String(200))
+    state: Mapped[str] = mapped_column(String(20))
+    control: Mapped[str | None] = mapped_column(String(20))  # suspend / stop, asked from outside
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    host: Mapped[str | None] = mapped_column(String(200))
+    pid: Mapped[int | None] = mapped_column(Integer)
+    sessions: Mapped[int] = mapped_column(Integer)  # how many processes have worked on it
+    counters: Mapped[str | None] = mapped_column(Text)  # JSON
+    reason: Mapped[str | None] = mapped_column(Text)

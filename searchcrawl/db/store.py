@@ -26,6 +26,7 @@ _migrate_lock = threading.Lock()
 class State(StrEnum):
     """Where a URL is in its life: the document table's ``state`` column."""
 
+    QUEUED = "queued"  # met, waiting to be fetched for the first time
     EXCLUDED = "excluded"  # a rule keeps it out; never fetched (status says which rule)
     FETCHED = "fetched"  # fetched, nothing to index (error status, unsupported type, ...)
     FAILED = "failed"  # fetching failed (timeout, DNS, refused); status says how
@@ -77,7 +78,14 @@ class DocumentTable:
         self.url = url
         self.engine = create_db_engine(url)
         migrate(self.engine)
-        self._insert = (postgresql if self.engine.dialect.name == "postgresql" else sqlite).insert
+        self.insert = (postgresql if self.engine.dialect.name == "postgresql" else sqlite).insert
+        self.run_id: int | None = None  # set during a crawl: outcomes then finish the URL's frontier entry
+
+    def _finished(self) -> dict[str, Any]:
+        """Columns that take a URL out of the current run's frontier (it is done)."""
+        if self.run_id is None:
+            return {}
+        return {"run_id": self.run_id, "frontier": "done", "lease_owner": None, "lease_expires": None}
 
     def close(self) -> None:
         self.engine.dispose()
@@ -89,7 +97,7 @@ class DocumentTable:
         row whose document is in the index (or must leave it) keeps its state."""
         if not rows:
             return
-        statement = self._insert(Document)
+        statement = self.insert(Document)
         columns = list(update_columns)
         if columns:
             values: dict[str, Any] = {c: statement.excluded[c] for c in columns}
@@ -117,6 +125,7 @@ class DocumentTable:
         content_length: int | None = None,
         last_modified: str | None = None,
         etag: str | None = None,
+        done: bool = True,
     ) -> None:
         """Record the outcome of fetching ``url`` (or trying to). A document in the index stays
         there (a failed fetch is not a deletion; whether it is one is the maintenance crawl's
@@ -136,6 +145,8 @@ class DocumentTable:
             "first_seen": when,
             "last_fetched": when,
         }
+        if done:
+            row.update(self._finished())
         self._upsert([row], [c for c in row if c not in ("source", "url", "first_seen")], keep_index_state=True)
 
     def record_outcome(self, source: str, url: str, *, status: int, reason: str, depth: int | None = None,
@@ -153,20 +164,23 @@ class DocumentTable:
                 new_state = State.FETCHED
             else:
                 new_state = State.EXCLUDED
-            values: dict[str, Any] = {"state": new_state.value, "status": status, "reason": reason}
+            values: dict[str, Any] = {"state": new_state.value, "status": status, "reason": reason, **self._finished()}
             if fetched:
                 values["last_fetched"] = when
             if depth is not None:
                 values["depth"] = depth
             if state is None:
-                connection.execute(self._insert(Document).values(source=source, url=url, first_seen=when, **values))
+                connection.execute(self.insert(Document).values(source=source, url=url, first_seen=when, **values))
             else:
                 connection.execute(
                     update(Document).where(Document.source == source, Document.url == url).values(**values)
                 )
 
     def record_excluded(self, source: str, rows: Sequence[tuple[str, int, int, str]]) -> None:
-        """Record URLs a rule kept out, as (url, status, depth, reason); known URLs keep their row."""
+        """Record URLs a rule kept out, as (url, status, depth, reason); known URLs keep their row.
+
+        The frontier is not touched: the same URL may still be queued by another route (a
+        temporary redirect may lead out of the boundary)."""
         when = now()
         self._upsert(
             [
@@ -184,7 +198,9 @@ class DocumentTable:
             previous = connection.execute(
                 select(Document.checksum).where(Document.source == source, Document.url == url)
             ).scalar_one_or_none()
-            values: dict[str, Any] = {"state": State.PENDING.value, "checksum": checksum, "display_url": display_url}
+            values: dict[str, Any] = {
+                "state": State.PENDING.value, "checksum": checksum, "display_url": display_url, **self._finished()
+            }
             if previous != checksum:
                 values["last_changed"] = when
             connection.execute(
@@ -213,6 +229,15 @@ class DocumentTable:
                 if result.rowcount:
                     done.append(url)
         return done
+
+    def mark_done(self, source: str, url: str) -> None:
+        """The URL is finished in the current run (its outcome was recorded elsewhere, or needs none)."""
+        finished = self._finished()
+        if finished:
+            with self.engine.begin() as connection:
+                connection.execute(
+                    update(Document).where(Document.source == source, Document.url == url).values(**finished)
+                )
 
     def mark_removed(self, source: str, urls: Sequence[str]) -> None:
         """These URLs have left Solr."""

@@ -32,4 +32,5 @@ class BoundaryMiddleware:
         decision = self.context.admit(request.url, request.meta.get("depth", 0))
         if not decision.allowed:
             self.context.flush_exclusions()
+            self.context.table.mark_done(self.context.source.name, request.url)
             raise IgnoreRequest(f"outside the boundary ({decision.rule}): {request.url}")

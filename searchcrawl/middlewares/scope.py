@@ -1,8 +1,11 @@
-"""Spider middleware that keeps a crawl's links inside its source's boundary.
+"""Spider middleware: a page's links go into the durable frontier, inside the source's boundary.
 
 Links are checked here, as the spider yields them, so that an excluded link never takes a place
-in the scheduler; each excluded URL gets a row with its crawler code. Requests need
-``meta['depth']`` (set by Scrapy's DepthMiddleware, which runs before this one).
+in the frontier; each excluded URL gets a row with its crawler code. The admitted links of a
+page are queued in one batch *before* its document goes on to the pipelines: a page is marked
+done only when both its links and its document are safe, so a crash in between loses nothing
+(the page is simply fetched again). Requests need ``meta['depth']`` (set by Scrapy's
+DepthMiddleware, which runs before this one).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from ..context import CrawlContext
+from ..items import CrawledDocument
+from ..scheduler import entry_from_request
 
 
 class ScopeMiddleware:
@@ -26,8 +31,22 @@ class ScopeMiddleware:
         return cls(CrawlContext.of(crawler))
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        links = []
+        held = []
+        for_frontier = self.context.frontier is not None
         async for output in result:
-            if isinstance(output, Request) and not self.context.admit(output.url, output.meta.get("depth", 0)).allowed:
-                continue
-            yield output
+            if isinstance(output, Request):
+                if not self.context.admit(output.url, output.meta.get("depth", 0)).allowed:
+                    continue
+                if for_frontier:
+                    links.append(entry_from_request(output))
+                    continue
+            held.append(output)
         self.context.flush_exclusions()
+        if links:
+            assert self.context.frontier is not None
+            self.context.frontier.add(links)
+        if not any(isinstance(output, CrawledDocument) for output in held):
+            self.context.table.mark_done(self.context.source.name, response.request.url if response.request else response.url)
+        for output in held:
+            yield output

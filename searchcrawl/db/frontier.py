@@ -1,0 +1,132 @@
+"""The durable frontier: the crawl queue, kept in the document table.
+
+Following SAP's xcrawler, a URL moves through persisted sets: queued (todo), leased (being
+retrieved), done. Leases expire, and a resumed run puts its leased URLs back in the queue, so a
+crash, a kill -9 or a dead node loses nothing. Dequeuing leases a batch in breadth-first order
+(by depth, then discovery order); on PostgreSQL with ``FOR UPDATE SKIP LOCKED``, so that several
+crawler processes can share one frontier.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, update
+
+from .models import Document
+from .store import DocumentTable, State, now
+
+QUEUED, LEASED, DONE = "queued", "leased", "done"
+
+
+@dataclass
+class Entry:
+    """A URL in the frontier, with the request data that must survive a restart (JSON-able)."""
+
+    url: str
+    depth: int
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class Frontier:
+    def __init__(self, table: DocumentTable, source: str, run_id: int, owner: str, lease_seconds: float = 600) -> None:
+        self.table = table
+        self.engine = table.engine
+        self.source = source
+        self.run_id = run_id
+        self.owner = owner
+        self.lease_duration = timedelta(seconds=lease_seconds)
+        self.additions = 0  # URLs queued by this process: lets a scheduler know new work arrived
+
+    def add(self, entries: Sequence[Entry]) -> int:
+        """Queue URLs not yet queued in this run (others are discarded, as the seeds say).
+
+        Returns how many were queued. A URL known from earlier runs is queued again; its
+        document state (indexed, ...) is kept.
+        """
+        if not entries:
+            return 0
+        when = now()
+        unique = {entry.url: entry for entry in reversed(entries)}  # first occurrence wins
+        rows = [
+            {
+                "source": self.source, "url": entry.url, "state": State.QUEUED.value, "depth": entry.depth,
+                "first_seen": when, "run_id": self.run_id, "frontier": QUEUED,
+                "request": json.dumps(entry.data, separators=(",", ":")) if entry.data else None,
+            }
+            for entry in unique.values()
+        ]
+        statement = self.table.insert(Document)
+        current = Document.__table__.c
+        statement = statement.on_conflict_do_update(
+            index_elements=["source", "url"],
+            set_={
+                "run_id": statement.excluded.run_id,
+                "frontier": QUEUED,
+                "depth": statement.excluded.depth,
+                "request": statement.excluded.request,
+                "lease_owner": None,
+                "lease_expires": None,
+            },
+            where=or_(current.run_id.is_(None), current.run_id != self.run_id),
+        )
+        with self.engine.begin() as connection:
+            result = connection.execute(statement, rows)
+        added = result.rowcount if result.rowcount is not None and result.rowcount >= 0 else len(rows)
+        self.additions += added
+        return added
+
+    def lease(self, count: int) -> list[Entry]:
+        """Take up to ``count`` queued URLs (shallowest first) for this owner."""
+        table = Document.__table__
+        when = now()
+        with self.engine.begin() as connection:
+            query = (
+                select(table.c.id, table.c.url, table.c.depth, table.c.request)
+                .where(table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == QUEUED)
+                .order_by(table.c.depth, table.c.id)
+                .limit(count)
+            )
+            if self.engine.dialect.name == "postgresql":
+                query = query.with_for_update(skip_locked=True)
+            rows = connection.execute(query).all()
+            if not rows:
+                return []
+            connection.execute(
+                update(table)
+                .where(table.c.id.in_([row.id for row in rows]))
+                .values(frontier=LEASED, lease_owner=self.owner, lease_expires=when + self.lease_duration)
+            )
+        return [Entry(row.url, row.depth or 0, json.loads(row.request) if row.request else {}) for row in rows]
+
+    def requeue_leased(self, owner: str | None = None, expired_only: bool = False) -> int:
+        """Put leased URLs back in the queue: all of the run's (a resumed run), one owner's
+        (a process that stops), or those whose lease expired (a dead node's)."""
+        table = Document.__table__
+        conditions = [table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == LEASED]
+        if owner is not None:
+            conditions.append(table.c.lease_owner == owner)
+        if expired_only:
+            conditions.append(table.c.lease_expires < now())
+        with self.engine.begin() as connection:
+            result = connection.execute(
+                update(table).where(and_(*conditions)).values(frontier=QUEUED, lease_owner=None, lease_expires=None)
+            )
+        return result.rowcount or 0
+
+    def counts(self) -> dict[str, int]:
+        """How many URLs of this run are queued, leased and done."""
+        table = Document.__table__
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(table.c.frontier, func.count())
+                .where(table.c.source == self.source, table.c.run_id == self.run_id)
+                .group_by(table.c.frontier)
+            )
+            counts = {QUEUED: 0, LEASED: 0, DONE: 0}
+            counts.update({state: number for state, number in rows if state in counts})
+            return counts

@@ -1,0 +1,144 @@
+"""Crawl runs: each `scrapy crawl <source>` starts a run or resumes the unfinished one.
+
+A run is ``running`` while a process works on it, ``suspended`` when it was interrupted
+(Ctrl-C, SIGTERM, `scrapy control <source> suspend`) or its process died, and ``finished``,
+``stopped`` (for good) or ``failed`` at its end. The next crawl of a source resumes a running
+(dead) or suspended run; a finished, stopped or failed one is followed by a new run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, update
+
+from .models import Run
+from .store import DocumentTable, now
+
+RUNNING, SUSPENDED, FINISHED, STOPPED, FAILED = "running", "suspended", "finished", "stopped", "failed"
+RESUMABLE = (RUNNING, SUSPENDED)
+CONTROLS = ("suspend", "stop")
+
+
+class RunConflict(Exception):
+    """Another live process is crawling this source."""
+
+
+@dataclass
+class RunInfo:
+    id: int
+    source: str
+    state: str
+    resumed: bool
+    sessions: int
+
+
+def _alive(host: str | None, pid: int | None) -> bool:
+    """Is the process that owns a run still alive? (Only knowable on the same host.)"""
+    if not pid or host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+class Runs:
+    def __init__(self, table: DocumentTable) -> None:
+        self.engine = table.engine
+
+    def latest(self, source: str) -> dict[str, Any] | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(Run.__table__).where(Run.source == source).order_by(Run.id.desc()).limit(1)
+            ).mappings().first()
+            return dict(row) if row else None
+
+    def recent(self, source: str | None, limit: int = 5) -> list[dict[str, Any]]:
+        query = select(Run.__table__).order_by(Run.id.desc()).limit(limit)
+        if source:
+            query = query.where(Run.source == source)
+        with self.engine.connect() as connection:
+            return [dict(row) for row in connection.execute(query).mappings()]
+
+    def start(self, source: str, fresh: bool = False, allow_shared: bool = False) -> RunInfo:
+        """Resume the source's unfinished run, or start a new one (``fresh`` abandons the old).
+
+        Refuses (RunConflict) while another live process on this host crawls the source, unless
+        ``allow_shared`` (several nodes crawling one source together).
+        """
+        when = now()
+        host, pid = socket.gethostname(), os.getpid()
+        runs = Run.__table__
+        with self.engine.begin() as connection:
+            row = connection.execute(
+                select(runs).where(runs.c.source == source).order_by(runs.c.id.desc()).limit(1)
+            ).mappings().first()
+            if row is not None and row["state"] == RUNNING and _alive(row["host"], row["pid"]) and not allow_shared:
+                raise RunConflict(
+                    f"source {source} is being crawled by process {row['pid']} on {row['host']} (run {row['id']})"
+                )
+            if row is not None and row["state"] in RESUMABLE:
+                if not fresh:
+                    sessions = row["sessions"] + 1
+                    connection.execute(
+                        update(runs).where(runs.c.id == row["id"]).values(
+                            state=RUNNING, control=None, host=host, pid=pid, updated_at=when, sessions=sessions
+                        )
+                    )
+                    return RunInfo(row["id"], source, RUNNING, True, sessions)
+                connection.execute(
+                    update(runs).where(runs.c.id == row["id"]).values(
+                        state=STOPPED, ended_at=when, reason="abandoned for a fresh run (-a fresh=1)"
+                    )
+                )
+            result = connection.execute(
+                runs.insert().values(
+                    source=source, state=RUNNING, started_at=when, updated_at=when, host=host, pid=pid, sessions=1
+                )
+            )
+            return RunInfo(result.inserted_primary_key[0], source, RUNNING, False, 1)
+
+    def update(self, run_id: int, counters: dict[str, Any]) -> str | None:
+        """Save the run's counters; returns a pending control request (suspend/stop), if any."""
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(Run).where(Run.id == run_id).values(counters=json.dumps(counters, default=str), updated_at=now())
+            )
+            return connection.execute(select(Run.control).where(Run.id == run_id)).scalar_one_or_none()
+
+    def end(self, run_id: int, state: str, counters: dict[str, Any], reason: str) -> None:
+        when = now()
+        values: dict[str, Any] = {"state": state, "counters": json.dumps(counters, default=str), "updated_at": when,
+                                  "reason": reason, "control": None}
+        if state not in RESUMABLE:
+            values["ended_at"] = when
+        with self.engine.begin() as connection:
+            connection.execute(update(Run).where(Run.id == run_id).values(**values))
+
+    def control(self, source: str, action: str) -> dict[str, Any] | None:
+        """Ask the source's running crawl to suspend or stop; a suspended run is stopped directly."""
+        if action not in CONTROLS:
+            raise ValueError(f"expected one of {', '.join(CONTROLS)}")
+        run = self.latest(source)
+        if run is None or run["state"] not in RESUMABLE:
+            return None
+        if run["state"] == RUNNING and _alive(run["host"], run["pid"]):
+            with self.engine.begin() as connection:
+                connection.execute(update(Run).where(Run.id == run["id"]).values(control=action))
+        elif action == "stop":
+            self.end(run["id"], STOPPED, json.loads(run["counters"] or "{}"), "stopped by hand")
+        else:
+            self.end(run["id"], SUSPENDED, json.loads(run["counters"] or "{}"), "suspended by hand")
+        return self.latest(source)

@@ -1,0 +1,143 @@
+"""A Scrapy scheduler backed by the durable frontier (searchcrawl/db/frontier.py).
+
+It replaces Scrapy's in-memory queue and dupefilter: enqueuing inserts the URL into the
+frontier (a URL already queued in this run is discarded), dequeuing leases a small batch, and
+only that batch lives in memory, so a frontier of millions of URLs does not grow the process.
+Each `scrapy crawl <source>` is a run (searchcrawl/db/runs.py): an interrupted run is resumed by
+the next crawl, with the URLs that were in flight back in the queue. JOBDIR is not needed.
+
+Requests are persisted as data, never pickled: the URL, its depth, and the meta keys in
+``PERSISTED_META`` (plus the callback's name when it is not ``parse``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections import deque
+from typing import Any
+
+from scrapy import Request, Spider
+from scrapy.crawler import Crawler
+from scrapy.exceptions import CloseSpider
+
+from .context import CrawlContext
+from .db.frontier import Entry, Frontier
+from .db.runs import FAILED, FINISHED, STOPPED, SUSPENDED, RunConflict, RunInfo, Runs
+
+logger = logging.getLogger(__name__)
+
+# Request meta that must survive a restart (JSON-able values only).
+PERSISTED_META = (
+    "redirect_urls", "redirect_reasons", "redirect_times", "searchcrawl_leaves_boundary", "searchcrawl_render",
+)
+RUN_STATE_FOR_REASON = {"finished": FINISHED, "stopped": STOPPED, "failed": FAILED}  # anything else: suspended
+IDLE_RECHECK = 0.5  # seconds between frontier look-ups while it is empty
+
+
+def entry_from_request(request: Request) -> Entry:
+    data: dict[str, Any] = {key: request.meta[key] for key in PERSISTED_META if request.meta.get(key) is not None}
+    callback = getattr(request.callback, "__name__", None)
+    if callback and callback != "parse":
+        data["callback"] = callback
+    if request.priority:
+        data["priority"] = request.priority
+    return Entry(request.url, request.meta.get("depth", 0), data)
+
+
+def request_from_entry(entry: Entry, spider: Spider) -> Request:
+    data = dict(entry.data)
+    callback = getattr(spider, data.pop("callback", "parse"))
+    meta = {"depth": entry.depth, **{k: v for k, v in data.items() if k in PERSISTED_META}}
+    return Request(entry.url, callback=callback, errback=getattr(spider, "failed", None), meta=meta,
+                   priority=data.get("priority", 0), dont_filter=True)
+
+
+class FrontierScheduler:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.context = CrawlContext.of(crawler)
+        settings = crawler.settings
+        self.batch = settings.getint("SEARCHCRAWL_FRONTIER_BATCH") or 2 * settings.getint("CONCURRENT_REQUESTS")
+        self.lease_seconds = settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self.buffer: deque[Entry] = deque()
+        self.frontier: Frontier | None = None
+        self.run: RunInfo | None = None
+        self.spider: Spider | None = None
+        self.last_empty = 0.0
+        self.additions_at_empty = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
+        return cls(crawler)
+
+    def open(self, spider: Spider) -> None:
+        self.spider = spider
+        source = self.context.source.name
+        runs = Runs(self.context.table)
+        fresh = str(getattr(spider, "fresh", "")).lower() in ("1", "true", "yes")
+        try:
+            self.run = runs.start(source, fresh=fresh)
+        except RunConflict as exc:
+            logger.error("%s; not starting a second crawl", exc)
+            raise CloseSpider("already_running") from None
+        self.frontier = Frontier(self.context.table, source, self.run.id, self.owner, self.lease_seconds)
+        self.context.attach_run(self.run.id, self.frontier, runs)
+        if self.run.resumed:
+            requeued = self.frontier.requeue_leased()
+            counts = self.frontier.counts()
+            logger.info(
+                "Resuming run %d of %s (session %d): %d URLs done, %d queued (%d were in flight)",
+                self.run.id, source, self.run.sessions, counts["done"], counts["queued"], requeued,
+            )
+        else:
+            logger.info("Starting run %d of %s", self.run.id, source)
+
+    def close(self, reason: str) -> None:
+        if self.run is None or self.frontier is None:
+            return
+        self.frontier.requeue_leased(owner=self.owner)  # what was leased but not fetched
+        self.buffer.clear()
+        state = RUN_STATE_FOR_REASON.get(reason, SUSPENDED)
+        if state == FINISHED and self.frontier.counts()["queued"]:
+            state = SUSPENDED  # closed while work remained (e.g. a limit): resumable
+        self.context.end_run(state, reason)
+        logger.info("Run %d of %s is %s (%s)", self.run.id, self.context.source.name, state, reason)
+
+    def enqueue_request(self, request: Request) -> bool:
+        assert self.frontier is not None
+        return bool(self.frontier.add([entry_from_request(request)]))
+
+    def _refill(self) -> None:
+        if self.buffer or self.frontier is None:
+            return
+        self.buffer.extend(self.frontier.lease(self.batch))
+        if not self.buffer:
+            self.last_empty = time.monotonic()
+            self.additions_at_empty = self.frontier.additions
+
+    def next_request(self) -> Request | None:
+        if (
+            not self.buffer
+            and self.frontier is not None
+            and self.frontier.additions == self.additions_at_empty
+            and time.monotonic() - self.last_empty < IDLE_RECHECK
+        ):
+            return None  # nothing new since the frontier was last found empty
+        self._refill()
+        if not self.buffer:
+            return None
+        assert self.spider is not None
+        request = request_from_entry(self.buffer.popleft(), self.spider)
+        self.crawler.stats.inc_value("scheduler/dequeued")
+        return request
+
+    def has_pending_requests(self) -> bool:
+        self._refill()
+        return bool(self.buffer)
+
+    def __len__(self) -> int:
+        return len(self.buffer)
