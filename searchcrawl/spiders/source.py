@@ -93,7 +93,8 @@ class SourceSpider(Spider):
             self.table.record_fetch(name, response.url, state=State.FETCHED, status=response.status, **record)
             logger.debug("Not indexed (HTTP %d): %s", response.status, response.url)
             return
-        self.table.record_fetch(name, response.url, state=State.FETCHED, status=200, **record)
+        # Not done yet: the page is finished once its links are queued and its document cached.
+        self.table.record_fetch(name, response.url, state=State.FETCHED, status=200, done=False, **record)
         if mimetype not in INDEXED_TYPES or not isinstance(response, TextResponse):
             reason = f"content type {mimetype or 'unknown'} is not indexed"
             self.table.record_outcome(name, response.url, status=Status.UNSUPPORTED_TYPE, reason=reason, depth=depth)

@@ -1,0 +1,55 @@
+"""`scrapy status [source]`: the document table by state and status, the last runs with their
+counters, the cache fill and what waits to be indexed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from scrapy.commands import ScrapyCommand
+
+from .. import paths
+from ..db import DocumentTable, State
+from ..db.runs import Runs
+from ..status import describe
+
+
+def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_files: int) -> list[str]:
+    lines = [f"== {name}"]
+    states = table.count_by(name, "state")
+    lines.append("documents: " + (", ".join(f"{state} {count}" for state, count in sorted(states.items())) or "none"))
+    for status, count in sorted(table.count_by(name, "status").items(), key=lambda item: (item[0] is None, item[0] or 0)):
+        lines.append(f"  {status if status is not None else '-':>5}  {count:>8}  {describe(status)}")
+    lines.append(f"cache: {cache_files} files, {cache_bytes / 1e6:.1f} MB; waiting for Solr: "
+                 f"{states.get(State.PENDING.value, 0)} to add, {states.get(State.REMOVING.value, 0)} to remove")
+    for run in Runs(table).recent(name):
+        counters = json.loads(run["counters"] or "{}")
+        shown = ", ".join(f"{key} {value}" for key, value in counters.items())
+        started = run["started_at"].strftime("%Y-%m-%d %H:%M:%S")
+        lines.append(f"run {run['id']}: {run['state']}, started {started}, {run['sessions']} session(s)"
+                     + (f", {run['reason']}" if run["reason"] else "") + (f"; {shown}" if shown else ""))
+    return lines
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    default_settings = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "[source]"
+
+    def short_desc(self) -> str:
+        return "Show the document table by state and status, recent runs, cache and pending documents"
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None and self.crawler_process is not None
+        names = args or sorted(self.crawler_process.spider_loader.list())
+        table = DocumentTable(paths.db_url(self.settings))
+        try:
+            for name in names:
+                directory = paths.data_dir(self.settings) / "cache" / name
+                files = list(directory.glob("*.json")) if directory.is_dir() else []
+                size = sum(path.stat().st_size for path in files)
+                print("\n".join(source_report(table, name, size, len(files))))
+        finally:
+            table.close()
