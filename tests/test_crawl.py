@@ -146,3 +146,39 @@ def test_solr_outage_loses_nothing_and_indexes_nothing_twice(project, serve, tmp
     client.commit()
     ids = [doc["id"] for doc in client.search("*:*", rows=1000, fl="id")]
     assert sorted(ids) == sorted(site.url + path for path in pages)  # each page exactly once
+
+
+def test_network_failures_get_their_status(project, serve, tmp_path) -> None:
+    """Connection refused and a server that never answers: a status each, and the crawl goes on."""
+    import socket as socketlib
+
+    from scrapy.exceptions import CannotResolveHostError
+    from twisted.internet.error import DNSLookupError
+
+    from searchcrawl.status import Status, status_for_exception
+
+    assert status_for_exception(CannotResolveHostError("x")) == status_for_exception(DNSLookupError()) == Status.DNS_FAILURE
+    silent = socketlib.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # accepts connections, never answers
+    refused_port = free_port()
+    root = tmp_path / "site"
+    root.mkdir()
+    site = serve(root)
+    silent_url = f"http://127.0.0.1:{silent.getsockname()[1]}/slow.html"
+    refused_url = f"http://127.0.0.1:{refused_port}/none.html"
+    (root / "index.html").write_text(f'<html><body><a href="{silent_url}">slow</a> <a href="{refused_url}">refused</a></body></html>')
+    name = f"failures-{uuid.uuid4().hex[:8]}"
+    project.source(name, f"""seeds = ["{site.url}index.html"]
+domains = {{ include = ["127.0.0.1"] }}
+obey_robots = false  # with robots.txt obeyed, an unreachable robots.txt excludes the site first (907)
+""")
+    try:
+        result = project.scrapy("crawl", name, "-s", "DOWNLOAD_TIMEOUT=2", "-s", "RETRY_TIMES=0")
+    finally:
+        silent.close()
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = project.table()
+    assert table.get(name, silent_url)["status"] == Status.TIMEOUT
+    assert table.get(name, refused_url)["status"] == Status.CONNECTION_REFUSED
+    assert table.get(name, site.url + "index.html")["state"] == "indexed"
