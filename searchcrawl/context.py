@@ -23,6 +23,7 @@ from .db.runs import Runs
 from .display import DisplayUrls
 from .rewriter import UrlRewriter, load_rewriter
 from .indexer import SolrIndex
+from .maintenance import recrawl_reasons, settings_fingerprint
 from .source import Source
 
 _ATTRIBUTE = "_searchcrawl_context"
@@ -61,6 +62,11 @@ class CrawlContext:
     run_id: int | None = None
     frontier: Frontier | None = None
     runs: Runs | None = None
+    # What this crawl is (spider arguments, and what the run decides at its start)
+    forced: bool = False  # -a recrawl=force, or a settings change: validators and checksums ignored
+    test_mode: bool = False  # -a test_mode=1: report only, nothing sent to Solr, index state untouched
+    force_delete: bool = False  # -a delete=force: confirm deletions beyond max_delete_share
+    mode: str = "initial"
 
     @classmethod
     def of(cls, crawler: Crawler) -> CrawlContext:
@@ -110,10 +116,45 @@ class CrawlContext:
             self.table.record_excluded(self.source.name, self.excluded)
             self.excluded = []
 
-    def attach_run(self, run_id: int, frontier: Frontier, runs: Runs) -> None:
-        """The crawl's run has started (or resumed): outcomes now finish frontier entries."""
+    def configure(self, arguments: dict[str, Any]) -> None:
+        """Take the crawl's spider arguments (`scrapy crawl <source> -a name=value`)."""
+        yes = ("1", "true", "yes", "force")
+        self.forced = str(arguments.get("recrawl", "")).lower() == "force"
+        self.test_mode = str(arguments.get("test_mode", "")).lower() in yes
+        self.force_delete = str(arguments.get("delete", "")).lower() == "force"
+        self.table.test_mode = self.test_mode
+
+    def attach_run(self, run_id: int, resumed: bool, frontier: Frontier, runs: Runs) -> None:
+        """The crawl's run has started (or resumed): outcomes now finish frontier entries. A new
+        run of a source crawled before is a maintenance crawl: every known URL is queued; a
+        change of the settings that documents depend on forces a full recrawl."""
         self.run_id, self.frontier, self.runs = run_id, frontier, runs
         self.table.run_id = run_id
+        source = self.source.name
+        if resumed:
+            self.mode = (runs.latest(source) or {}).get("mode") or "initial"
+            self.forced = self.forced or self.mode == "forced"
+            self.test_mode = self.test_mode or self.mode == "test"
+            self.table.test_mode = self.test_mode
+            return
+        reasons = recrawl_reasons(runs.fingerprint(source), self.fingerprint())
+        if reasons and not self.forced:
+            logger.info("Forced recrawl of %s: %s", source, "; ".join(reasons))
+            self.forced = True
+        known = self.table.queue_known(source)
+        if self.test_mode:
+            self.mode = "test"
+        elif self.forced:
+            self.mode = "forced"
+        else:
+            self.mode = "maintenance" if known else "initial"
+        runs.set_mode(run_id, self.mode)
+        if known:
+            logger.info("%s crawl of %s: %d known URLs queued with the seeds", self.mode.title(), source, known)
+
+    def fingerprint(self) -> dict[str, Any]:
+        settings = self.source.settings
+        return settings_fingerprint(settings.index_dynamic_pages, settings.attributes)
 
     def counters(self) -> dict[str, Any]:
         """The run's counters, as kept in the runs table and shown by `scrapy status`."""
@@ -129,9 +170,18 @@ class CrawlContext:
             counters.update(self.frontier.counts())
         return counters
 
-    def end_run(self, state: str, reason: str) -> None:
-        if self.runs is not None and self.run_id is not None:
-            self.runs.end(self.run_id, state, self.counters(), reason)
+    def end_run(self, state: str, reason: str) -> dict[str, list[str]]:
+        """Record the run's end and keep its delta report; returns the report."""
+        if self.runs is None or self.run_id is None:
+            return {}
+        source = self.source.name
+        self.table.keep_deltas(source, self.run_id)
+        report = self.table.deltas(source, self.run_id)
+        counters = {**self.counters(), "delta": {kind: len(urls) for kind, urls in sorted(report.items())}}
+        self.runs.end(self.run_id, state, counters, reason)
+        if state == "finished" and not self.test_mode:
+            self.runs.save_fingerprint(source, self.fingerprint())
+        return report
 
     def close(self) -> None:
         self.table.close()

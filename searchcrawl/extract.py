@@ -105,6 +105,21 @@ def html_attributes(root: Any, headers: dict[str, str]) -> dict[str, Any]:
     }
 
 
+DEFAULT_ATTRIBUTES = frozenset({"title", "author", "description", "subject", "language"})
+
+
+def mapped_attributes(meta: dict[str, str], mapping: dict[str, str]) -> dict[str, str]:
+    """The source's own attributes (``attributes = { revision = "version" }``: the ``revision``
+    meta tag), under their search attribute names. Beyond the defaults they are strings, indexed
+    as Solr dynamic fields (``version_s``), so that sources can be queried by one attribute."""
+    found = {}
+    for name, target in mapping.items():
+        value = _clean(meta.get(name))
+        if value:
+            found[target if target in DEFAULT_ATTRIBUTES else f"{target}_s"] = value
+    return found
+
+
 def text_attributes(text: str, url: str, headers: dict[str, str]) -> dict[str, Any]:
     """Search attributes of a plain-text document: its file name stands in for a title."""
     name = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] or url

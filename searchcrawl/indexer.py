@@ -98,10 +98,11 @@ def push_pending(
     max_docs: int,
     max_bytes: int,
     preserve_cache: bool = False,
+    remove: bool = True,
     should_stop: Callable[[], bool] = lambda: False,
 ) -> PushResult:
-    """Remove what must leave the index, then push every pending document of ``source`` to Solr,
-    batch by batch.
+    """Remove what must leave the index (if ``remove``), then push every pending document of
+    ``source`` to Solr, batch by batch.
 
     A batch is marked indexed only after Solr acknowledged it (Solr writes its update log before
     it answers, so an acknowledged document survives a Solr crash). A crash between the
@@ -109,7 +110,7 @@ def push_pending(
     that an overwrite, never a second copy.
     """
     result = PushResult()
-    removals = table.removals(source)
+    removals = table.removals(source) if remove else []
     for start in range(0, len(removals), max_docs):
         chunk = removals[start:start + max_docs]
         try:

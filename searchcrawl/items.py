@@ -22,3 +22,6 @@ class CrawledDocument:
     tree: Any | None = None
     text: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
+    previous: dict[str, Any] | None = None  # what the index holds for this URL (maintenance crawls)
+    canonical_url: str | None = None  # the page's rel=canonical target
+    delta: str = "new"  # new or changed, decided by ChangePipeline

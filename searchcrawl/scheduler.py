@@ -31,9 +31,11 @@ logger = logging.getLogger(__name__)
 
 # Request meta that must survive a restart (JSON-able values only).
 PERSISTED_META = (
-    "redirect_urls", "redirect_reasons", "redirect_times", "searchcrawl_leaves_boundary", "searchcrawl_render",
+    "redirect_urls", "redirect_reasons", "redirect_times", "retry_times", "searchcrawl_leaves_boundary",
+    "searchcrawl_render",
 )
 RUN_STATE_FOR_REASON = {"finished": FINISHED, "stopped": STOPPED, "failed": FAILED}  # anything else: suspended
+DELTA_KINDS = ("new", "changed", "unchanged", "not_modified", "deleted", "failed", "excluded", "duplicate")
 IDLE_RECHECK = 0.5  # seconds between frontier look-ups while it is empty
 
 
@@ -52,7 +54,7 @@ def request_from_entry(entry: Entry, spider: Spider) -> Request:
     callback = getattr(spider, data.pop("callback", "parse"))
     meta = {"depth": entry.depth, **{k: v for k, v in data.items() if k in PERSISTED_META}}
     return Request(entry.url, callback=callback, errback=getattr(spider, "failed", None), meta=meta,
-                   priority=data.get("priority", 0), dont_filter=True)
+                   priority=data.get("priority", 0))
 
 
 class FrontierScheduler:
@@ -85,7 +87,7 @@ class FrontierScheduler:
             logger.error("%s; not starting a second crawl", exc)
             raise CloseSpider("already_running") from None
         self.frontier = Frontier(self.context.table, source, self.run.id, self.owner, self.lease_seconds)
-        self.context.attach_run(self.run.id, self.frontier, runs)
+        self.context.attach_run(self.run.id, self.run.resumed, self.frontier, runs)
         if self.run.resumed:
             requeued = self.frontier.requeue_leased()
             counts = self.frontier.counts()
@@ -104,12 +106,17 @@ class FrontierScheduler:
         state = RUN_STATE_FOR_REASON.get(reason, SUSPENDED)
         if state == FINISHED and self.frontier.counts()["queued"]:
             state = SUSPENDED  # closed while work remained (e.g. a limit): resumable
-        self.context.end_run(state, reason)
+        report = self.context.end_run(state, reason)
         logger.info("Run %d of %s is %s (%s)", self.run.id, self.context.source.name, state, reason)
+        summary = ", ".join(f"{kind} {len(report.get(kind, []))}" for kind in DELTA_KINDS)
+        logger.info("Delta of run %d (%s%s): %s; `scrapy report %s` lists the URLs", self.run.id, self.context.mode,
+                    ", test mode: nothing sent to Solr" if self.context.test_mode else "", summary,
+                    self.context.source.name)
 
     def enqueue_request(self, request: Request) -> bool:
         assert self.frontier is not None
-        return bool(self.frontier.add([entry_from_request(request)]))
+        # dont_filter: a retry (RetryMiddleware) of a URL this run has leased already
+        return bool(self.frontier.add([entry_from_request(request)], again=request.dont_filter))
 
     def _refill(self) -> None:
         if self.buffer or self.frontier is None:

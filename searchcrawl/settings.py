@@ -76,6 +76,7 @@ DOWNLOADER_MIDDLEWARES = {
     # (except a temporary redirect's target, which the redirect policy lets out once).
     "searchcrawl.middlewares.boundary.BoundaryMiddleware": 50,
     "searchcrawl.middlewares.robots.RobotsMiddleware": 60,
+    "searchcrawl.middlewares.conditional.ConditionalGetMiddleware": 70,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "searchcrawl.middlewares.redirect.RedirectPolicyMiddleware": 600,
 }
@@ -83,6 +84,7 @@ DOWNLOADER_MIDDLEWARES = {
 ITEM_PIPELINES = {
     "searchcrawl.pipelines.attributes.AttributesPipeline": 100,
     "searchcrawl.pipelines.checksum.ChecksumPipeline": 200,
+    "searchcrawl.pipelines.changes.ChangePipeline": 250,
     "searchcrawl.pipelines.cache.CachePipeline": 300,
     "searchcrawl.pipelines.solr.SolrPipeline": 400,
 }

@@ -17,7 +17,7 @@ import tomllib
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
@@ -62,6 +62,26 @@ class SourceSettings(ScopeRules):
     obey_robots_meta: bool = True
     url_rewriter: str | None = None
     display_urls: list[DisplayUrlRule] = Field(default_factory=list)
+    attributes: dict[str, str] = Field(default_factory=dict)
+    modified_when: list[Literal["date", "etag", "checksum"]] = Field(default_factory=lambda: ["date", "etag", "checksum"])
+    max_failures: int = Field(default=3, ge=1)
+    max_delete_share: float = Field(default=0.3, ge=0, le=1)
+    orphans: Literal["keep", "delete"] = "keep"
+
+    @field_validator("attributes")
+    @classmethod
+    def _search_attribute_names(cls, mapping: dict[str, str]) -> dict[str, str]:
+        for name, target in mapping.items():
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", target):
+                raise ValueError(f"{name!r}: expected a search attribute name of lower-case letters, digits and '_', got {target!r}")
+        return {name.lower(): target for name, target in mapping.items()}
+
+    @field_validator("modified_when")
+    @classmethod
+    def _some_signal(cls, signals: list[str]) -> list[str]:
+        if not signals:
+            raise ValueError("expected at least one of 'date', 'etag', 'checksum'")
+        return signals
 
     @field_validator("robots_agent")
     @classmethod

@@ -27,6 +27,7 @@ class Status(IntEnum):
     DUPLICATE = 911
     UNCHANGED = 912
     DISPLAY_URL_CONFLICT = 913
+    ORPHAN = 914
 
     UNSUPPORTED_TYPE = 920
     CONVERSION_FAILED = 921
@@ -56,6 +57,7 @@ CRAWLER_CODES: dict[Status, str] = {
     Status.DUPLICATE: "same content as another URL of the source, indexed there",
     Status.UNCHANGED: "unchanged since the last crawl (304 or same checksum)",
     Status.DISPLAY_URL_CONFLICT: "its display URL belongs to another URL of the source, indexed there",
+    Status.ORPHAN: "no page links to it any more (and the source deletes orphans)",
     Status.UNSUPPORTED_TYPE: "fetched, but its content type is not indexed",
     Status.CONVERSION_FAILED: "the document could not be converted to text",
     Status.TOO_LARGE: "larger than the source's maximum download size",

@@ -3,6 +3,7 @@ to run `scrapy` as a user does (a subprocess in the project directory)."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import shutil
@@ -63,6 +64,7 @@ class Site:
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, host header, path)
     # path -> (status, headers, body): answered instead of a file (redirects, special headers)
     responses: dict[str, tuple[int, dict[str, str], bytes]] = field(default_factory=dict)
+    conditional: list[str] = field(default_factory=list)  # paths requested with If-Modified-Since/If-None-Match
     server: ThreadingHTTPServer | None = None
 
     @property
@@ -84,15 +86,36 @@ class Site:
 
             def send_head(self):  # type: ignore[no-untyped-def]
                 site.requests.append((self.command, self.headers.get("Host", ""), self.path))
+                if self.headers.get("If-Modified-Since") or self.headers.get("If-None-Match"):
+                    site.conditional.append(self.path)
                 if self.path in site.responses:
                     status, headers, body = site.responses[self.path]
-                    self.send_response(status)
-                    for name, value in headers.items():
-                        self.send_header(name, value)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    return io.BytesIO(body)
-                return super().send_head()
+                    return self.answer(status, headers, body)
+                if self.path.startswith(("/etag/", "/plain/")):
+                    return self.without_last_modified()
+                return super().send_head()  # files, with Last-Modified and If-Modified-Since
+
+            def answer(self, status: int, headers: dict[str, str], body: bytes):  # type: ignore[no-untyped-def]
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                return io.BytesIO(body)
+
+            def without_last_modified(self):  # type: ignore[no-untyped-def]
+                """/etag/: an ETag (and If-None-Match) instead of Last-Modified; /plain/: no validator."""
+                path = Path(self.translate_path(self.path))
+                if not path.is_file():
+                    return self.answer(404, {"Content-Type": "text/html"}, b"<html><body>not found</body></html>")
+                body = path.read_bytes()
+                headers = {"Content-Type": "text/html"}
+                if self.path.startswith("/etag/"):
+                    etag = '"' + hashlib.sha1(body).hexdigest()[:16] + '"'
+                    headers["ETag"] = etag
+                    if self.headers.get("If-None-Match") == etag:
+                        return self.answer(304, {"ETag": etag}, b"")
+                return self.answer(200, headers, body)
 
         self.server = ThreadingHTTPServer((self.host, self.port), partial(Handler, directory=str(self.root)))
         self.port = self.server.server_address[1]

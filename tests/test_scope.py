@@ -102,7 +102,7 @@ def test_changed_rules_remove_documents_from_the_index(project, serve, tmp_path,
     for path in ["keep/1.html", "drop/1.html", "drop/2.html"]:
         (root / path).write_text(page(path))
     name = f"rules-{uuid.uuid4().hex[:8]}"
-    seeds = f'seeds = ["{site.url}index.html"]\n'
+    seeds = f'seeds = ["{site.url}index.html"]\nmax_delete_share = 0.9\n'  # half of this small site goes
     project.source(name, seeds)
     assert project.scrapy("crawl", name).returncode == 0
     assert len(solr_docs(solr, name)) == 4

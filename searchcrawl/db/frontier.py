@@ -42,8 +42,9 @@ class Frontier:
         self.lease_duration = timedelta(seconds=lease_seconds)
         self.additions = 0  # URLs queued by this process: lets a scheduler know new work arrived
 
-    def add(self, entries: Sequence[Entry]) -> int:
-        """Queue URLs not yet queued in this run (others are discarded, as the seeds say).
+    def add(self, entries: Sequence[Entry], again: bool = False) -> int:
+        """Queue URLs not yet queued in this run (others are discarded, as the seeds say), or
+        with ``again`` whatever their state in the run (a retry of a failed download).
 
         Returns how many were queued. A URL known from earlier runs is queued again; its
         document state (indexed, ...) is kept.
@@ -51,7 +52,9 @@ class Frontier:
         if not entries:
             return 0
         when = now()
-        unique = {entry.url: entry for entry in reversed(entries)}  # first occurrence wins
+        unique: dict[str, Entry] = {}
+        for entry in entries:  # the first occurrence wins, and discovery order is kept (row ids)
+            unique.setdefault(entry.url, entry)
         rows = [
             {
                 "source": self.source, "url": entry.url, "state": State.QUEUED.value, "depth": entry.depth,
@@ -72,7 +75,7 @@ class Frontier:
                 "lease_owner": None,
                 "lease_expires": None,
             },
-            where=or_(current.run_id.is_(None), current.run_id != self.run_id),
+            where=None if again else or_(current.run_id.is_(None), current.run_id != self.run_id),
         )
         with self.engine.begin() as connection:
             result = connection.execute(statement, rows)

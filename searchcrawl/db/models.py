@@ -21,6 +21,8 @@ class Document(Base):
         Index("ix_documents_source_state", "source", "state"),
         Index("ix_documents_source_display_url", "source", "display_url"),
         Index("ix_documents_frontier", "source", "run_id", "frontier", "depth", "id"),
+        Index("ix_documents_source_checksum", "source", "checksum"),
+        Index("ix_documents_delta", "source", "delta_run", "delta"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -47,6 +49,14 @@ class Document(Base):
     lease_owner: Mapped[str | None] = mapped_column(String(100))
     lease_expires: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     request: Mapped[str | None] = mapped_column(Text)  # JSON: the request data that must survive a restart
+    # Maintenance crawls: consecutive transient failures, duplicates, canonical link, and what
+    # the last run found (delta: new, changed, unchanged, not_modified, deleted, failed, ...).
+    failures: Mapped[int | None] = mapped_column(Integer)
+    duplicate_of: Mapped[str | None] = mapped_column(Text)
+    canonical_url: Mapped[str | None] = mapped_column(Text)
+    delta: Mapped[str | None] = mapped_column(String(20))
+    delta_run: Mapped[int | None] = mapped_column(Integer)
+    linked_run: Mapped[int | None] = mapped_column(Integer)
 
 
 class Run(Base):
@@ -67,3 +77,26 @@ class Run(Base):
     sessions: Mapped[int] = mapped_column(Integer)  # how many processes have worked on it
     counters: Mapped[str | None] = mapped_column(Text)  # JSON
     reason: Mapped[str | None] = mapped_column(Text)
+    mode: Mapped[str | None] = mapped_column(String(20))  # initial, maintenance, forced, test
+
+
+class RunDelta(Base):
+    """What one run found for each URL it met: the delta report, kept per run."""
+
+    __tablename__ = "run_deltas"
+    __table_args__ = (Index("ix_run_deltas_run", "run_id", "kind"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(Integer)
+    url: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(20))
+
+
+class SourceState(Base):
+    """Per source: the fingerprint of the settings whose change forces a recrawl."""
+
+    __tablename__ = "source_states"
+
+    source: Mapped[str] = mapped_column(String(200), primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from .models import Run
+from .models import Run, SourceState
 from .store import DocumentTable, now
 
 RUNNING, SUSPENDED, FINISHED, STOPPED, FAILED = "running", "suspended", "finished", "stopped", "failed"
@@ -126,6 +126,24 @@ class Runs:
             values["ended_at"] = when
         with self.engine.begin() as connection:
             connection.execute(update(Run).where(Run.id == run_id).values(**values))
+
+    def fingerprint(self, source: str) -> dict[str, Any] | None:
+        with self.engine.connect() as connection:
+            value = connection.execute(
+                select(SourceState.fingerprint).where(SourceState.source == source)
+            ).scalar_one_or_none()
+            return json.loads(value) if value else None
+
+    def save_fingerprint(self, source: str, fingerprint: dict[str, Any]) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(SourceState.__table__.delete().where(SourceState.source == source))
+            connection.execute(
+                SourceState.__table__.insert().values(source=source, fingerprint=json.dumps(fingerprint), updated_at=now())
+            )
+
+    def set_mode(self, run_id: int, mode: str) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(update(Run).where(Run.id == run_id).values(mode=mode))
 
     def control(self, source: str, action: str) -> dict[str, Any] | None:
         """Ask the source's running crawl to suspend or stop; a suspended run is stopped directly."""

@@ -15,12 +15,13 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, case, create_engine, event, func, select, update
+from sqlalchemy import Engine, case, create_engine, event, func, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from .models import Document
+from .models import Document, RunDelta
 
 _migrate_lock = threading.Lock()
+UNCHANGED, DUPLICATE = 912, 911  # crawler status codes (searchcrawl.status), kept here as plain numbers
 
 
 class State(StrEnum):
@@ -37,6 +38,7 @@ class State(StrEnum):
 
 
 IN_INDEX = (State.PENDING.value, State.INDEXED.value)
+RUN_COLUMNS = frozenset({"run_id", "frontier", "lease_owner", "lease_expires", "request", "delta", "delta_run", "linked_run"})
 
 
 def now() -> datetime:
@@ -80,12 +82,27 @@ class DocumentTable:
         migrate(self.engine)
         self.insert = (postgresql if self.engine.dialect.name == "postgresql" else sqlite).insert
         self.run_id: int | None = None  # set during a crawl: outcomes then finish the URL's frontier entry
+        # Test mode: the crawl reports what it finds but leaves every document's indexed state as
+        # it was; only the run's own columns (frontier, delta) of existing rows are written.
+        self.test_mode = False
 
     def _finished(self) -> dict[str, Any]:
         """Columns that take a URL out of the current run's frontier (it is done)."""
         if self.run_id is None:
             return {}
         return {"run_id": self.run_id, "frontier": "done", "lease_owner": None, "lease_expires": None}
+
+    def _delta(self, kind: str | None) -> dict[str, Any]:
+        """Columns that say what the current run found for a URL (the delta report)."""
+        if self.run_id is None or kind is None:
+            return {}
+        return {"delta": kind, "delta_run": self.run_id}
+
+    def _restrict(self, values: dict[str, Any]) -> dict[str, Any]:
+        """In test mode, only the run's own columns of an existing row may change."""
+        if not self.test_mode:
+            return values
+        return {key: value for key, value in values.items() if key in RUN_COLUMNS}
 
     def close(self) -> None:
         self.engine.dispose()
@@ -99,6 +116,7 @@ class DocumentTable:
             return
         statement = self.insert(Document)
         columns = list(update_columns)
+        columns = [c for c in columns if not self.test_mode or c in RUN_COLUMNS]
         if columns:
             values: dict[str, Any] = {c: statement.excluded[c] for c in columns}
             if keep_index_state and "state" in values:
@@ -126,6 +144,7 @@ class DocumentTable:
         last_modified: str | None = None,
         etag: str | None = None,
         done: bool = True,
+        delta: str | None = None,
     ) -> None:
         """Record the outcome of fetching ``url`` (or trying to). A document in the index stays
         there (a failed fetch is not a deletion; whether it is one is the maintenance crawl's
@@ -147,24 +166,30 @@ class DocumentTable:
         }
         if done:
             row.update(self._finished())
+        row.update(self._delta(delta))
         self._upsert([row], [c for c in row if c not in ("source", "url", "first_seen")], keep_index_state=True)
 
     def record_outcome(self, source: str, url: str, *, status: int, reason: str, depth: int | None = None,
-                       fetched: bool = True) -> None:
-        """Record a URL that will not be (or no longer is) indexed: a redirect, a refusal, an
-        exclusion found at fetch time. If it is in the index, it is marked for removal."""
+                       fetched: bool = True, kind: str = "excluded", extra: dict[str, Any] | None = None) -> None:
+        """Record a URL that will not be (or no longer is) indexed: gone, moved, refused, kept out
+        by a rule. If it is in the index, it is marked for removal (delta ``deleted``), and its
+        duplicates, if any, are queued again to take its place; otherwise its delta is ``kind``."""
         when = now()
         with self.engine.begin() as connection:
             state = connection.execute(
                 select(Document.state).where(Document.source == source, Document.url == url)
             ).scalar_one_or_none()
-            if state in IN_INDEX or state == State.REMOVING.value:
+            leaves_index = state in IN_INDEX or state == State.REMOVING.value
+            was_searchable = state in (State.INDEXED.value, State.REMOVING.value)  # pending: never pushed yet
+            if leaves_index:
                 new_state = State.REMOVING
             elif fetched:
                 new_state = State.FETCHED
             else:
                 new_state = State.EXCLUDED
-            values: dict[str, Any] = {"state": new_state.value, "status": status, "reason": reason, **self._finished()}
+            values: dict[str, Any] = {"state": new_state.value, "status": status, "reason": reason, "failures": 0,
+                                      **(extra or {}), **self._finished(),
+                                      **self._delta("deleted" if was_searchable else kind)}
             if fetched:
                 values["last_fetched"] = when
             if depth is not None:
@@ -173,8 +198,149 @@ class DocumentTable:
                 connection.execute(self.insert(Document).values(source=source, url=url, first_seen=when, **values))
             else:
                 connection.execute(
-                    update(Document).where(Document.source == source, Document.url == url).values(**values)
+                    update(Document).where(Document.source == source, Document.url == url).values(**self._restrict(values))
                 )
+            if leaves_index and state != State.REMOVING.value and not self.test_mode:
+                self._promote_duplicates(connection, source, url)
+
+    def _promote_duplicates(self, connection: Any, source: str, url: str) -> None:
+        """The indexed copy of some content leaves: its duplicates are fetched again, and the
+        first to arrive takes its place."""
+        values: dict[str, Any] = {"duplicate_of": None}
+        if self.run_id is not None:
+            values.update(run_id=self.run_id, frontier="queued", lease_owner=None, lease_expires=None)
+        connection.execute(
+            update(Document).where(Document.source == source, Document.duplicate_of == url).values(**values)
+        )
+
+    def record_failure(self, source: str, url: str, *, status: int, reason: str, depth: int | None, limit: int) -> bool:
+        """A transient failure (5xx, timeout, refused): counted; a document in the index leaves it
+        only after ``limit`` consecutive failing crawls. Returns whether it leaves."""
+        with self.engine.connect() as connection:
+            failures = connection.execute(
+                select(Document.failures).where(Document.source == source, Document.url == url)
+            ).scalar_one_or_none() or 0
+        failures += 1
+        if failures >= limit:
+            self.record_outcome(source, url, status=status, depth=depth, kind="failed",
+                                reason=f"{reason} ({failures} consecutive failing crawls)")
+            return True
+        when = now()
+        row = {"source": source, "url": url, "state": State.FAILED.value, "status": status, "depth": depth,
+               "reason": f"{reason} (failing crawl {failures} of {limit})", "failures": failures,
+               "first_seen": when, "last_fetched": when, **self._finished(), **self._delta("failed")}
+        self._upsert([row], [c for c in row if c not in ("source", "url", "first_seen")], keep_index_state=True)
+        return False
+
+    def record_unchanged(self, source: str, url: str, *, not_modified: bool, depth: int | None = None) -> None:
+        """The document in the index is current (304 Not Modified, or the same content)."""
+        values: dict[str, Any] = {
+            "status": int(UNCHANGED), "failures": 0, "last_fetched": now(), "depth": depth,
+            "reason": "304 Not Modified" if not_modified else "same content as indexed",
+            **self._finished(), **self._delta("not_modified" if not_modified else "unchanged"),
+        }
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(Document).where(Document.source == source, Document.url == url).values(**self._restrict(values))
+            )
+
+    def mark_duplicate(self, source: str, url: str, of: str, depth: int | None = None) -> None:
+        """``url`` has the same content as ``of``, which is (or will be) the indexed one."""
+        self.record_outcome(source, url, status=int(DUPLICATE), reason=f"duplicate of {of}", depth=depth,
+                            kind="duplicate", extra={"duplicate_of": of})
+
+    def find_duplicate(self, source: str, checksum: str, url: str) -> dict[str, Any] | None:
+        """Another document of the source with this content, in the index (id, url, canonical_url),
+        and ``first_seen_id``: the row id of ``url`` (ids follow discovery order)."""
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(Document.id, Document.url, Document.canonical_url)
+                .where(Document.source == source, Document.checksum == checksum, Document.url != url,
+                       Document.state.in_(IN_INDEX), Document.duplicate_of.is_(None))
+                .order_by(Document.id)
+                .limit(1)
+            ).mappings().first()
+            if row is None:
+                return None
+            own_id = connection.execute(
+                select(Document.id).where(Document.source == source, Document.url == url)
+            ).scalar_one_or_none()
+            return {**row, "first_seen_id": own_id}
+
+    def queue_known(self, source: str) -> int:
+        """A maintenance crawl: every URL the table knows for the source (but those a rule keeps
+        out or that left the index) joins the current run's queue."""
+        assert self.run_id is not None
+        table = Document.__table__
+        with self.engine.begin() as connection:
+            result = connection.execute(
+                update(table)
+                .where(
+                    table.c.source == source,
+                    table.c.state.notin_([State.EXCLUDED.value, State.REMOVED.value]),
+                    or_(table.c.run_id.is_(None), table.c.run_id != self.run_id),
+                )
+                .values(run_id=self.run_id, frontier="queued", lease_owner=None, lease_expires=None)
+            )
+            return result.rowcount or 0
+
+    def mark_linked(self, source: str, urls: Sequence[str]) -> None:
+        """These URLs were linked from a page (or are seeds) in the current run: not orphans."""
+        if self.run_id is None or not urls:
+            return
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(Document)
+                .where(Document.source == source, Document.url.in_(list(urls)))
+                .values(linked_run=self.run_id)
+            )
+
+    def orphans(self, source: str) -> list[str]:
+        """Indexed documents that no page linked to in the current run (and no seed is)."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(Document.url).where(
+                    Document.source == source, Document.state.in_(IN_INDEX),
+                    or_(Document.linked_run.is_(None), Document.linked_run != self.run_id),
+                )
+            )
+            return [url for (url,) in rows]
+
+    def count_in_index(self, source: str) -> int:
+        with self.engine.connect() as connection:
+            return connection.execute(
+                select(func.count()).where(
+                    Document.source == source, Document.state.in_([*IN_INDEX, State.REMOVING.value])
+                )
+            ).scalar_one()
+
+    def deltas(self, source: str, run_id: int) -> dict[str, list[str]]:
+        """What a run found, by kind: kept per run once the run has ended, else read live."""
+        report: dict[str, list[str]] = {}
+        with self.engine.connect() as connection:
+            rows = connection.execute(select(RunDelta.kind, RunDelta.url).where(RunDelta.run_id == run_id)).all()
+            if not rows:
+                rows = connection.execute(
+                    select(Document.delta, Document.url).where(Document.source == source, Document.delta_run == run_id)
+                ).all()
+        for kind, url in rows:
+            report.setdefault(kind, []).append(url)
+        for urls in report.values():
+            urls.sort()
+        return report
+
+    def keep_deltas(self, source: str, run_id: int) -> None:
+        """Copy the run's deltas into run_deltas: the report survives later runs."""
+        with self.engine.begin() as connection:
+            connection.execute(RunDelta.__table__.delete().where(RunDelta.run_id == run_id))
+            connection.execute(
+                RunDelta.__table__.insert().from_select(
+                    ["run_id", "url", "kind"],
+                    select(literal(run_id), Document.url, Document.delta).where(
+                        Document.source == source, Document.delta_run == run_id, Document.delta.is_not(None)
+                    ),
+                )
+            )
 
     def record_excluded(self, source: str, rows: Sequence[tuple[str, int, int, str]]) -> None:
         """Record URLs a rule kept out, as (url, status, depth, reason); known URLs keep their row.
@@ -185,26 +351,28 @@ class DocumentTable:
         self._upsert(
             [
                 {"source": source, "url": url, "state": State.EXCLUDED.value, "status": status,
-                 "depth": depth, "reason": reason, "first_seen": when}
+                 "depth": depth, "reason": reason, "first_seen": when, **self._delta("excluded")}
                 for url, status, depth, reason in rows
             ],
-            [],
+            list(self._delta("excluded")),
         )
 
-    def mark_pending(self, source: str, url: str, checksum: str, display_url: str | None = None) -> None:
-        """The document is in the cache and waits for Solr."""
+    def mark_pending(self, source: str, url: str, checksum: str, display_url: str | None = None,
+                     delta: str = "new", canonical_url: str | None = None) -> None:
+        """The document is in the cache and waits for Solr (delta ``new`` or ``changed``)."""
         when = now()
         with self.engine.begin() as connection:
             previous = connection.execute(
                 select(Document.checksum).where(Document.source == source, Document.url == url)
             ).scalar_one_or_none()
             values: dict[str, Any] = {
-                "state": State.PENDING.value, "checksum": checksum, "display_url": display_url, **self._finished()
+                "state": State.PENDING.value, "checksum": checksum, "display_url": display_url, "failures": 0,
+                "duplicate_of": None, "canonical_url": canonical_url, **self._finished(), **self._delta(delta),
             }
             if previous != checksum:
                 values["last_changed"] = when
             connection.execute(
-                update(Document).where(Document.source == source, Document.url == url).values(**values)
+                update(Document).where(Document.source == source, Document.url == url).values(**self._restrict(values))
             )
 
     def mark_indexed(self, source: str, documents: Sequence[tuple[str, str]]) -> list[str]:

@@ -46,6 +46,8 @@ class ScopeMiddleware:
         if links:
             assert self.context.frontier is not None
             self.context.frontier.add(links)
+            if self.context.source.settings.orphans == "delete":
+                self.context.table.mark_linked(self.context.source.name, [link.url for link in links])
         if not any(isinstance(output, CrawledDocument) for output in held):
             self.context.table.mark_done(self.context.source.name, response.request.url if response.request else response.url)
         for output in held:

@@ -8,7 +8,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
 from ..context import CrawlContext
-from ..extract import html_attributes, solr_document, text_attributes
+from ..extract import html_attributes, mapped_attributes, meta_tags, solr_document, text_attributes
 from ..items import CrawledDocument
 from ..status import Status
 
@@ -26,6 +26,7 @@ class AttributesPipeline:
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
         if item.tree is not None:
             attributes = html_attributes(item.tree, item.headers)
+            attributes.update(mapped_attributes(meta_tags(item.tree), self.context.source.settings.attributes))
             item.tree = None  # the tree can be large; nothing after this needs it
         else:
             attributes = text_attributes(item.text or "", item.url, item.headers)

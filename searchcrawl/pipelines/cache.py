@@ -33,8 +33,8 @@ class CachePipeline:
             self.stats.inc_value("searchcrawl/display_url_conflicts")
             logger.warning("Display URL conflict, not indexed: %s: %s", item.url, reason)
             raise DropItem(reason)
-        size = self.context.cache.put(item.fields)
-        table.mark_pending(item.source, item.url, item.fields["checksum"], display_url)
+        size = 0 if self.context.test_mode else self.context.cache.put(item.fields)
+        table.mark_pending(item.source, item.url, item.fields["checksum"], display_url, item.delta, item.canonical_url)
         self.stats.inc_value("searchcrawl/cached")
         self.stats.inc_value("searchcrawl/cached_bytes", size)
         return item

@@ -17,6 +17,8 @@ from scrapy.crawler import Crawler
 from ..context import CrawlContext
 from ..indexer import IndexingError, PushResult, push_pending, push_with_retries
 from ..items import CrawledDocument
+from ..maintenance import deletion_guard
+from ..status import Status
 
 logger = logging.getLogger(__name__)
 
@@ -41,13 +43,34 @@ class SolrPipeline:
     def from_crawler(cls, crawler: Crawler) -> SolrPipeline:
         return cls(crawler)
 
-    def push_once(self) -> PushResult:
-        """One pass over the pending documents (blocking; runs in a worker thread)."""
+    def push_once(self, remove: bool = False) -> PushResult:
+        """One pass over the pending documents (blocking; runs in a worker thread). Removals wait
+        for the end of the crawl, where the mass-deletion guard sees them all."""
         source = self.context.source
         return push_pending(
             source.name, self.context.table, self.context.cache, self.context.index,
             max_docs=self.max_docs, max_bytes=self.max_bytes, preserve_cache=source.settings.preserve_cache,
+            remove=remove,
         )
+
+    def removals_allowed(self) -> bool:
+        """Orphans (if the source deletes them), then the mass-deletion guard (blocking)."""
+        context = self.context
+        source = context.source
+        table = context.table
+        complete = context.frontier is None or context.frontier.counts()["queued"] == 0
+        if source.settings.orphans == "delete" and complete and context.run_id is not None:
+            seeds = set(source.seed_urls)
+            for url in table.orphans(source.name):
+                if url not in seeds:
+                    table.record_outcome(source.name, url, status=int(Status.ORPHAN), reason="no longer linked")
+        refusal = deletion_guard(len(table.removals(source.name)), table.count_in_index(source.name),
+                                 source.settings.max_delete_share, context.force_delete)
+        if refusal is not None:
+            logger.error("Mass-deletion guard for %s: %s", source.name, refusal)
+            self.stats.set_value("searchcrawl/deletions_held", len(table.removals(source.name)))
+            return False
+        return True
 
     def _account(self, result: PushResult) -> None:
         self.stats.inc_value("searchcrawl/indexed", result.indexed)
@@ -65,12 +88,16 @@ class SolrPipeline:
         )
 
     async def open_spider(self) -> None:
+        if self.context.test_mode:
+            return
         result = await asyncio.to_thread(self.push_once)
         if result.indexed:
             logger.info("Pushed %d documents left pending by an earlier crawl", result.indexed)
         self._account(result)
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
+        if self.context.test_mode:
+            return item
         due = time.monotonic() >= self.retry_after
         idle = self.flushing is None or self.flushing.done()
         if due and idle and self.context.cache.size_bytes >= self.threshold:
@@ -84,9 +111,13 @@ class SolrPipeline:
             logger.exception("Solr push crashed; documents stay pending")
 
     async def close_spider(self) -> None:
+        if self.context.test_mode:
+            logger.info("Test mode: nothing was sent to Solr")
+            return
         if self.flushing is not None:
             await self.flushing
-        result = await asyncio.to_thread(push_with_retries, self.push_once, self.retry_times, self.backoff)
+        remove = await asyncio.to_thread(self.removals_allowed)
+        result = await asyncio.to_thread(push_with_retries, lambda: self.push_once(remove), self.retry_times, self.backoff)
         self.stats.inc_value("searchcrawl/indexed", result.indexed)
         self.stats.inc_value("searchcrawl/removed", result.removed)
         self.stats.set_value("searchcrawl/pending", result.pending)

@@ -21,6 +21,7 @@ from ..context import CrawlContext
 from ..db import State
 from ..extract import meta_tags, mimetype_of
 from ..items import CrawledDocument
+from ..middlewares.conditional import PREVIOUS
 from ..robots_meta import robots_directives
 from ..source import Source
 from ..status import Status, status_for_exception
@@ -46,6 +47,7 @@ class SourceSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SourceSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.context = CrawlContext.of(crawler)
+        spider.context.configure(kwargs)
         return spider
 
     async def start(self) -> AsyncIterator[Request]:
@@ -87,7 +89,15 @@ class SourceSpider(Spider):
         }
         name = self.source.name
         if response.status in GONE:
-            self.table.record_outcome(name, response.url, status=response.status, reason="gone", depth=depth)
+            self.table.record_outcome(name, response.url, status=response.status, reason="gone", depth=depth, kind="failed")
+            return
+        if response.status == 304 and response.meta.get(PREVIOUS):
+            self.table.record_unchanged(name, response.url, not_modified=True, depth=depth)
+            logger.debug("Unchanged (304): %s", response.url)
+            return
+        if response.status >= 500 or response.status == 429:
+            self.table.record_failure(name, response.url, status=response.status, reason=f"HTTP {response.status}",
+                                      depth=depth, limit=self.source.settings.max_failures)
             return
         if response.status != 200:
             self.table.record_fetch(name, response.url, state=State.FETCHED, status=response.status, **record)
@@ -104,8 +114,9 @@ class SourceSpider(Spider):
 
     def parse_document(self, response: TextResponse, depth: int, headers: dict[str, str]) -> Iterator[Any]:
         """Yield the document's item and the requests for its links, as its robots directives allow."""
+        previous = response.meta.get(PREVIOUS)
         if mimetype_of(headers.get("content-type")) == "text/plain":
-            yield CrawledDocument(self.source.name, response.url, depth, headers, text=response.text)
+            yield CrawledDocument(self.source.name, response.url, depth, headers, text=response.text, previous=previous)
             return
         directives = self.robots_directives(response)
         if "noindex" in directives:
@@ -113,7 +124,11 @@ class SourceSpider(Spider):
                 self.source.name, response.url, status=Status.NOINDEX, reason="robots noindex", depth=depth
             )
         else:
-            yield CrawledDocument(self.source.name, response.url, depth, headers, tree=response.selector.root)
+            canonical_href = response.css('link[rel~="canonical"]::attr(href)').get()
+            yield CrawledDocument(
+                self.source.name, response.url, depth, headers, tree=response.selector.root, previous=previous,
+                canonical_url=canonical(response.urljoin(canonical_href.strip())) if canonical_href else None,
+            )
         if "nofollow" in directives:
             logger.debug("Links not followed (robots nofollow): %s", response.url)
             return
@@ -152,10 +167,13 @@ class SourceSpider(Spider):
             return  # a rule kept it out; the rule recorded why
         request = failure.request  # type: ignore[attr-defined]
         status = status_for_exception(failure.value)
-        self.table.record_fetch(
-            self.source.name, request.url, state=State.FAILED, status=status,
-            depth=request.meta.get("depth", 0), reason=f"{type(failure.value).__name__}: {failure.value}",
-        )
+        reason = f"{type(failure.value).__name__}: {failure.value}"
+        depth = request.meta.get("depth", 0)
+        if status == Status.DNS_FAILURE:  # the host is gone: the document leaves the index
+            self.table.record_outcome(self.source.name, request.url, status=status, reason=reason, depth=depth, kind="failed")
+        else:
+            self.table.record_failure(self.source.name, request.url, status=status, reason=reason, depth=depth,
+                                      limit=self.source.settings.max_failures)
         logger.info("Failed (%s): %s: %s", status.name, request.url, failure.value)
 
     @property

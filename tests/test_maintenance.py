@@ -1,0 +1,210 @@
+"""Maintenance crawls against a local server whose pages the tests change between runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+
+import pysolr
+import pytest
+
+from searchcrawl.db.runs import Runs
+from searchcrawl.status import Status
+
+KINDS = ("lm", "etag", "plain")  # Last-Modified (If-Modified-Since), ETag (If-None-Match), no validator
+
+
+def page(title: str, text: str, links: list[str] = (), head: str = "") -> str:
+    anchors = "".join(f'<a href="{href}">{href}</a> ' for href in links)
+    return f"<html><head><title>{title}</title>{head}</head><body><p>{text}</p>{anchors}</body></html>"
+
+
+def write(path: Path, html: str, bump: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(html)
+    if bump:  # a new Last-Modified, surely different from the old one (HTTP dates have 1 s resolution)
+        later = time.time() + 5
+        os.utime(path, (later, later))
+
+
+def versions(client: pysolr.Solr, source: str) -> dict[str, int]:
+    client.commit()
+    return {doc["id"]: doc["_version_"] for doc in client.search(f'source:"{source}"', rows=1000, fl="id,_version_")}
+
+
+@pytest.fixture
+def site(serve, tmp_path):
+    root = tmp_path / "site"
+    links = [f"/{kind}/p{i}.html" for kind in KINDS for i in range(10)]
+    write(root / "index.html", page("home", "the index", links))
+    for kind in KINDS:
+        for i in range(10):
+            write(root / kind / f"p{i}.html", page(f"{kind} {i}", f"page {i} served with {kind} validators"))
+    served = serve(root)
+    served.root_dir = root
+    return served
+
+
+def report(project, name: str) -> dict:
+    result = project.scrapy("report", name, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_maintenance_crawl(project, site, solr) -> None:
+    root: Path = site.root_dir
+    name = f"maint-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    assert project.scrapy("crawl", name).returncode == 0
+    before = versions(solr, name)
+    assert len(before) == 31
+    assert report(project, name)["counts"]["new"] == 31
+
+    # k = 3 changed (one of each kind; lm/p0 now also links to the n = 2 new pages),
+    # d = 2 deleted, one answers 500, one redirects permanently.
+    write(root / "lm" / "p0.html", page("lm 0", "changed lm text", ["/new/a.html", "/new/b.html"]), bump=True)
+    write(root / "etag" / "p0.html", page("etag 0", "changed etag text"))
+    write(root / "plain" / "p0.html", page("plain 0", "changed plain text"))
+    write(root / "new" / "a.html", page("new a", "a new page"))
+    write(root / "new" / "b.html", page("new b", "another new page"))
+    (root / "lm" / "p1.html").unlink()
+    (root / "plain" / "p1.html").unlink()
+    site.responses["/plain/p2.html"] = (500, {"Content-Type": "text/html"}, b"<html>oops</html>")
+    site.redirect("/etag/p2.html", 301, "/etag/p3.html")
+    site.requests.clear()
+
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0, result.stderr[-3000:]
+    after = versions(solr, name)
+    url = lambda path: site.url + path.lstrip("/")  # noqa: E731
+    changed = {url(f"/{kind}/p0.html") for kind in KINDS}
+    new = {url("/new/a.html"), url("/new/b.html")}
+    gone = {url("/lm/p1.html"), url("/plain/p1.html"), url("/etag/p2.html")}
+    assert set(after) == (set(before) - gone) | new
+    assert {u for u in after if after[u] != before.get(u)} == changed | new  # exactly n new and k changed written
+    assert url("/plain/p2.html") in after  # the 500 page is kept for now
+
+    delta = report(project, name)
+    counts = delta["counts"]
+    row = project.table().get(name, url("/plain/p2.html"))
+    assert (counts["new"], counts["changed"], counts["deleted"], counts["failed"]) == (2, 3, 3, 1), (row, delta)
+    assert counts["not_modified"] == 8 + 8 + 1  # lm and etag pages (and the index) answered 304
+    assert counts["unchanged"] == 7  # plain pages: compared by checksum
+    assert set(delta["urls"]["deleted"]) == gone
+    assert "Delta of run" in result.stderr and "new 2, changed 3" in result.stderr
+    table = project.table()
+    assert table.get(name, url("/etag/p2.html"))["status"] == 301
+    assert table.get(name, url("/lm/p4.html"))["status"] == Status.UNCHANGED
+    assert "failing crawl 1 of 3" in table.get(name, url("/plain/p2.html"))["reason"]
+
+    # the 500 page leaves the index on its third failing crawl, not before
+    assert project.scrapy("crawl", name).returncode == 0
+    assert url("/plain/p2.html") in versions(solr, name)
+    assert project.scrapy("crawl", name).returncode == 0
+    assert url("/plain/p2.html") not in versions(solr, name)
+    assert "3 consecutive failing crawls" in table.get(name, url("/plain/p2.html"))["reason"]
+    # an unchanged site: nothing written to Solr
+    steady = versions(solr, name)
+    assert project.scrapy("crawl", name).returncode == 0
+    assert versions(solr, name) == steady
+
+
+def test_mass_deletion_guard(project, site, solr) -> None:
+    root: Path = site.root_dir
+    name = f"guard-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    assert project.scrapy("crawl", name).returncode == 0
+    for kind in KINDS:
+        for i in range(4):
+            (root / kind / f"p{i}.html").unlink()  # 12 of 31: 39% > 30%
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0
+    assert "Mass-deletion guard" in result.stderr and "refusing to delete 12 of 31" in result.stderr
+    assert len(versions(solr, name)) == 31  # nothing deleted
+    assert project.table().count_by(name, "state")["removing"] == 12
+    confirmed = project.scrapy("crawl", name, "-a", "delete=force")
+    assert confirmed.returncode == 0
+    assert len(versions(solr, name)) == 19
+
+
+def test_forced_recrawl_by_hand_and_by_settings(project, site, solr) -> None:
+    name = f"forced-{uuid.uuid4().hex[:8]}"
+    base = f'seeds = ["{site.url}index.html"]\n'
+    project.source(name, base + 'attributes = { author = "creator", revision = "version" }\n')
+    assert project.scrapy("crawl", name).returncode == 0
+    last = versions(solr, name)
+
+    def recrawl(*args: str, why: str | None = None) -> None:
+        nonlocal last
+        site.conditional.clear()
+        result = project.scrapy("crawl", name, *args)
+        assert result.returncode == 0, result.stderr[-3000:]
+        if why is not None:
+            assert f"Forced recrawl of {name}: {why}" in result.stderr
+        now = versions(solr, name)
+        assert set(now) == set(last) and all(now[u] != last[u] for u in now)  # every document re-indexed
+        assert site.conditional == []  # no validators sent
+        assert Runs(project.table()).latest(name)["mode"] == "forced"
+        last = now
+
+    recrawl("-a", "recrawl=force")
+    project.source(name, base + 'attributes = { author = "creator" }\n')
+    recrawl(why="attribute 'revision' was removed from the attribute mapping")
+    project.source(name, base + 'attributes = { author = "writer" }\n')
+    recrawl(why="attribute 'author' was remapped from 'creator' to 'writer'")
+    project.source(name, base + 'attributes = { author = "writer" }\nindex_dynamic_pages = true\n')
+    recrawl(why="index_dynamic_pages went from false to true")
+    result = project.scrapy("crawl", name)  # nothing changed since: a maintenance crawl
+    assert "Forced recrawl" not in result.stderr
+    assert versions(solr, name) == last
+
+
+def test_duplicates_and_canonical_handover(project, serve, tmp_path, solr) -> None:
+    root = tmp_path / "site"
+    same = "the same words on several pages"
+    write(root / "index.html", page("home", "index", ["/a.html", "/b.html", "/x.html", "/y.html"]))
+    write(root / "a.html", page("A", same))
+    write(root / "b.html", page("B", same))
+    write(root / "x.html", page("X", "canonical content", head='<link rel="canonical" href="/y.html">'))
+    write(root / "y.html", page("Y", "canonical content"))
+    site = serve(root)
+    name = f"dups-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    assert project.scrapy("crawl", name).returncode == 0
+    url = lambda path: site.url + path  # noqa: E731
+    assert set(versions(solr, name)) == {url("index.html"), url("a.html"), url("y.html")}
+    table = project.table()
+    assert (table.get(name, url("b.html"))["status"], table.get(name, url("b.html"))["duplicate_of"]) == (
+        Status.DUPLICATE, url("a.html"))
+    assert table.get(name, url("x.html"))["duplicate_of"] == url("y.html")  # the canonical target won
+    assert report(project, name)["counts"]["duplicate"] == 2
+    (root / "a.html").unlink()  # the indexed copy disappears: its duplicate takes its place
+    result = project.scrapy("crawl", name, "-a", "delete=force")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert set(versions(solr, name)) == {url("index.html"), url("b.html"), url("y.html")}
+
+
+def test_test_mode_reports_and_changes_nothing(project, site, solr) -> None:
+    root: Path = site.root_dir
+    name = f"testmode-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    assert project.scrapy("crawl", name).returncode == 0
+    before = versions(solr, name)
+    states = project.table().count_by(name, "state")
+    write(root / "plain" / "p3.html", page("plain 3", "edited"))
+    (root / "plain" / "p4.html").unlink()
+    result = project.scrapy("crawl", name, "-a", "test_mode=1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "test mode: nothing sent to Solr" in result.stderr
+    counts = report(project, name)["counts"]
+    assert (counts["changed"], counts["deleted"]) == (1, 1)
+    assert versions(solr, name) == before
+    assert project.table().count_by(name, "state") == states
+    assert not list((project.data_dir / "cache" / name).glob("*.json"))
+    result = project.scrapy("crawl", name)  # the real crawl still sees both
+    counts = report(project, name)["counts"]
+    assert (counts["changed"], counts["deleted"]) == (1, 1)
+    assert len(versions(solr, name)) == 30
