@@ -208,3 +208,25 @@ def test_test_mode_reports_and_changes_nothing(project, site, solr) -> None:
     counts = report(project, name)["counts"]
     assert (counts["changed"], counts["deleted"]) == (1, 1)
     assert len(versions(solr, name)) == 30
+
+
+def test_orphans_are_kept_or_deleted(project, serve, tmp_path, solr) -> None:
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "index", ["/a.html", "/b.html", "/c.html"]))
+    for name_ in "abc":
+        write(root / f"{name_}.html", page(name_, f"page {name_}"))
+    site = serve(root)
+    name = f"orphans-{uuid.uuid4().hex[:8]}"
+    base = f'seeds = ["{site.url}index.html"]\nmax_delete_share = 0.5\n'
+    project.source(name, base)
+    assert project.scrapy("crawl", name).returncode == 0
+    write(root / "index.html", page("home", "index, no link to c any more", ["/a.html", "/b.html"]))
+    site.requests.clear()
+    assert project.scrapy("crawl", name).returncode == 0  # orphans = "keep": re-checked and kept
+    assert "/c.html" in site.paths()
+    assert site.url + "c.html" in versions(solr, name)
+    project.source(name, base + 'orphans = "delete"\n')
+    assert project.scrapy("crawl", name).returncode == 0
+    assert set(versions(solr, name)) == {site.url + p for p in ("index.html", "a.html", "b.html")}
+    row = project.table().get(name, site.url + "c.html")
+    assert (row["state"], row["status"], row["reason"]) == ("removed", Status.ORPHAN, "no longer linked")

@@ -2,7 +2,8 @@
 
 If-Modified-Since carries the stored Last-Modified, If-None-Match the stored ETag; a 304 reaches
 the spider, which records the document as unchanged. Scrapy's HttpCache is not used for this: it
-hides 304s and stores whole bodies. A forced recrawl sends no validators.
+hides 304s and stores whole bodies. A forced recrawl sends no validators, nor does a source that
+deletes orphans (a 304 has no links, and finding orphans needs every page's links).
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ class ConditionalGetMiddleware:
         if row is None or row["state"] not in IN_INDEX:
             return
         request.meta[PREVIOUS] = {key: row[key] for key in ("checksum", "last_modified", "etag", "state")}
-        if self.context.forced:
-            return
+        if self.context.forced or self.context.source.settings.orphans == "delete":
+            return  # a forced recrawl ignores validators; orphan detection needs every page's links
         if row["last_modified"]:
             request.headers.setdefault(b"If-Modified-Since", row["last_modified"].encode("latin-1"))
         if row["etag"]:
