@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(openjdk-17-jdk-headless maven postgresql python3-venv)
+# antiword and catdoc (catdoc, catppt) convert legacy .doc and .ppt files
+packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

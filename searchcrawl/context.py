@@ -16,7 +16,10 @@ from scrapy.crawler import Crawler
 
 from . import paths
 from .boundary import Boundary, Decision
+from .filters import FilterSet
+from .status import Status
 from .cache import DocumentCache
+from .convert import Converter
 from .db import DocumentTable
 from .db.frontier import Frontier
 from .db.runs import Runs
@@ -67,6 +70,14 @@ class CrawlContext:
     test_mode: bool = False  # -a test_mode=1: report only, nothing sent to Solr, index state untouched
     force_delete: bool = False  # -a delete=force: confirm deletions beyond max_delete_share
     mode: str = "initial"
+    _converter: Any = None
+    scope_filter: FilterSet | None = None
+    result_filter: FilterSet | None = None
+
+    def __post_init__(self) -> None:
+        filters = self.source.settings.filters
+        self.scope_filter = FilterSet(filters.scope, "scope")
+        self.result_filter = FilterSet(filters.result, "result")
 
     @classmethod
     def of(cls, crawler: Crawler) -> CrawlContext:
@@ -102,6 +113,11 @@ class CrawlContext:
         """The boundary's decision on a URL about to be requested; exclusions are remembered for
         the document table (written by ``flush_exclusions``) and counted per crawler code."""
         decision = self.boundary.check(url, depth)
+        if decision.allowed:
+            assert self.scope_filter is not None
+            filtered = self.scope_filter.check_url(url)
+            if not filtered.passed:
+                decision = Decision(False, filtered.rule, Status.EXCLUDED_FILTER)
         if not decision.allowed:
             assert decision.status is not None
             self.crawler.stats.inc_value(f"searchcrawl/excluded/{decision.status.name.lower()}")
@@ -183,5 +199,19 @@ class CrawlContext:
             self.runs.save_fingerprint(source, self.fingerprint())
         return report
 
+    @property
+    def converter(self) -> Converter:
+        """Worker processes converting PDF and office files, started on first use."""
+        if self._converter is None:
+            settings = self.crawler.settings
+            self._converter = Converter(
+                workers=settings.getint("SEARCHCRAWL_CONVERT_WORKERS"),
+                timeout=settings.getfloat("SEARCHCRAWL_CONVERT_TIMEOUT"),
+                memory_mb=settings.getint("SEARCHCRAWL_CONVERT_MEMORY_MB"),
+            )
+        return self._converter
+
     def close(self) -> None:
+        if self._converter is not None:
+            self._converter.close()
         self.table.close()

@@ -24,17 +24,21 @@ META_ATTRIBUTES = {
 }
 
 
-def http_date_to_iso(value: str | None) -> str | None:
-    """An HTTP date (Last-Modified) as Solr's ISO-8601 UTC form, or None if unparseable."""
+def http_date(value: str | None) -> datetime | None:
+    """An HTTP date (Last-Modified) as an aware datetime, or None if absent or unparseable."""
     if not value:
         return None
     try:
         parsed = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
         return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def http_date_to_iso(value: str | None) -> str | None:
+    """An HTTP date (Last-Modified) as Solr's ISO-8601 UTC form, or None if unparseable."""
+    parsed = http_date(value)
+    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if parsed else None
 
 
 def solr_now() -> str:
@@ -106,18 +110,76 @@ def html_attributes(root: Any, headers: dict[str, str]) -> dict[str, Any]:
 
 
 DEFAULT_ATTRIBUTES = frozenset({"title", "author", "description", "subject", "language"})
+# Search attributes beyond the defaults are Solr dynamic fields: their type gives the suffix.
+TYPE_SUFFIXES = {"string": "_s", "strings": "_ss", "text": "_t", "int": "_i", "long": "_l", "double": "_d",
+                 "date": "_dt", "boolean": "_b"}
 
 
-def mapped_attributes(meta: dict[str, str], mapping: dict[str, str]) -> dict[str, str]:
+def typed_value(value: str, kind: str) -> Any:
+    """A source attribute's text as a value of its search attribute's type (ValueError if it is not one)."""
+    if kind in ("string", "text"):
+        return value
+    if kind == "strings":
+        return split_keywords(value)
+    if kind in ("int", "long"):
+        return int(value.strip())
+    if kind == "double":
+        return float(value.strip())
+    if kind == "boolean":
+        lowered = value.strip().lower()
+        if lowered not in ("true", "false", "yes", "no", "1", "0"):
+            raise ValueError(f"not a boolean: {value!r}")
+        return lowered in ("true", "yes", "1")
+    if kind == "date":
+        iso = http_date_to_iso(value) or _iso_date(value)
+        if iso is None:
+            raise ValueError(f"not a date: {value!r}")
+        return iso
+    raise ValueError(f"unknown type {kind!r}")
+
+
+def _iso_date(value: str) -> str | None:
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def mapped_attributes(found: dict[str, str], mapping: dict[str, str], types: dict[str, str]) -> dict[str, Any]:
     """The source's own attributes (``attributes = { revision = "version" }``: the ``revision``
-    meta tag), under their search attribute names. Beyond the defaults they are strings, indexed
-    as Solr dynamic fields (``version_s``), so that sources can be queried by one attribute."""
-    found = {}
+    meta tag, or a converted file's own ``revision`` property) under their search attribute
+    names. Beyond the defaults they are Solr dynamic fields of their declared type
+    (``search_attributes = { version = "string" }`` -> ``version_s``; string when undeclared), so
+    documents from different sources are queried by one attribute. Values that are not of the
+    type are left out."""
+    result: dict[str, Any] = {}
     for name, target in mapping.items():
-        value = _clean(meta.get(name))
-        if value:
-            found[target if target in DEFAULT_ATTRIBUTES else f"{target}_s"] = value
-    return found
+        value = _clean(found.get(name))
+        if not value:
+            continue
+        if target in DEFAULT_ATTRIBUTES:
+            result[target] = split_keywords(value) if target == "subject" else value
+            continue
+        kind = types.get(target, "string")
+        try:
+            result[target + TYPE_SUFFIXES[kind]] = typed_value(value, kind)
+        except ValueError:
+            continue
+    return result
+
+
+def main_text(root: Any) -> str | None:
+    """The page's main text without navigation, footers and other boilerplate (trafilatura)."""
+    import trafilatura
+
+    from lxml import html as lxml_html
+
+    extracted = trafilatura.extract(lxml_html.tostring(root, encoding="unicode"), include_comments=False,
+                                    include_tables=True, favor_recall=True)
+    return extracted.strip() if extracted else None
 
 
 def text_attributes(text: str, url: str, headers: dict[str, str]) -> dict[str, Any]:

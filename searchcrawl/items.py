@@ -21,6 +21,8 @@ class CrawledDocument:
     headers: dict[str, str]
     tree: Any | None = None
     text: str | None = None
+    body: bytes | None = None  # a document to convert (PDF, office, ...), or the raw body for checksum_of = "raw"
+    checksum_basis: str | bytes = ""  # what the checksum is taken over (source's checksum_of)
     fields: dict[str, Any] = field(default_factory=dict)
     previous: dict[str, Any] | None = None  # what the index holds for this URL (maintenance crawls)
     canonical_url: str | None = None  # the page's rel=canonical target

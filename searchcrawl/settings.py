@@ -31,6 +31,11 @@ SEARCHCRAWL_SOLR_COMMIT_WITHIN = 2000  # ms: documents are searchable this soon 
 SEARCHCRAWL_SOLR_RETRY_TIMES = 4  # attempts per push before documents are left pending
 SEARCHCRAWL_SOLR_RETRY_BACKOFF = 1.0  # seconds before the first retry, doubled each time
 
+# --- Conversion of PDF, office and other files (worker processes) ------------------------------
+SEARCHCRAWL_CONVERT_WORKERS = 2  # processes converting at once
+SEARCHCRAWL_CONVERT_TIMEOUT = 60  # seconds per document; a slower one gets status 921
+SEARCHCRAWL_CONVERT_MEMORY_MB = 1024  # address-space limit of a worker; a document needing more: 922
+
 # --- Scope ------------------------------------------------------------------------------------
 SEARCHCRAWL_MAX_REDIRECTS = 10  # a longer chain ends with status 940 (redirect loop)
 SEARCHCRAWL_ROBOTS_RETRY_AFTER = 300  # seconds before a 5xx/unreachable robots.txt is fetched again

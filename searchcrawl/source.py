@@ -11,6 +11,7 @@ source in that folder overrides a packaged source of the same name.
 
 from __future__ import annotations
 
+import codecs
 import importlib.resources
 import re
 import tomllib
@@ -24,6 +25,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from .boundary import ScopeRules
 from .display import DisplayUrlRule
+from .filters import Filters
 
 SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 SEED_SCHEMES = ("http", "https", "file")
@@ -63,6 +65,16 @@ class SourceSettings(ScopeRules):
     url_rewriter: str | None = None
     display_urls: list[DisplayUrlRule] = Field(default_factory=list)
     attributes: dict[str, str] = Field(default_factory=dict)
+    search_attributes: dict[str, Literal["string", "strings", "text", "int", "long", "double", "date", "boolean"]] = Field(
+        default_factory=dict
+    )
+    description_fallback: bool = False
+    main_text: bool = False
+    checksum_of: Literal["main_text", "text", "raw"] = "text"
+    detect_language: bool = True
+    default_charset: str | None = None
+    max_download_bytes: int | None = Field(default=None, ge=1)
+    filters: Filters = Field(default_factory=Filters)
     modified_when: list[Literal["date", "etag", "checksum"]] = Field(default_factory=lambda: ["date", "etag", "checksum"])
     max_failures: int = Field(default=3, ge=1)
     max_delete_share: float = Field(default=0.3, ge=0, le=1)
@@ -75,6 +87,16 @@ class SourceSettings(ScopeRules):
             if not re.fullmatch(r"[a-z][a-z0-9_]*", target):
                 raise ValueError(f"{name!r}: expected a search attribute name of lower-case letters, digits and '_', got {target!r}")
         return {name.lower(): target for name, target in mapping.items()}
+
+    @field_validator("default_charset")
+    @classmethod
+    def _known_charset(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                codecs.lookup(value)
+            except LookupError:
+                raise ValueError(f"expected a character set Python knows, such as 'windows-1252', got {value!r}") from None
+        return value
 
     @field_validator("modified_when")
     @classmethod

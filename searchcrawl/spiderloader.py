@@ -33,7 +33,13 @@ def spider_class_for(source: Source) -> type[SourceSpider]:
         load_rewriter(source.settings.url_rewriter)
     except (ImportError, NameError, ValueError, AttributeError, TypeError) as exc:
         raise SourceError(f"{source.origin}: key 'url_rewriter': cannot use {source.settings.url_rewriter!r}: {exc}") from None
-    return type(f"{base.__name__}[{source.name}]", (base,), {"name": source.name, "source": source, "__module__": base.__module__})
+    custom_settings = dict(getattr(base, "custom_settings", None) or {})
+    if source.settings.max_download_bytes:
+        custom_settings["DOWNLOAD_MAXSIZE"] = source.settings.max_download_bytes
+    return type(
+        f"{base.__name__}[{source.name}]", (base,),
+        {"name": source.name, "source": source, "__module__": base.__module__, "custom_settings": custom_settings},
+    )
 
 
 class SourceSpiderLoader:

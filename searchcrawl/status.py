@@ -91,6 +91,8 @@ def status_for_exception(error: BaseException) -> Status:
     from scrapy import exceptions as scrapy_errors
     from twisted.internet import error as net
 
+    if isinstance(error, scrapy_errors.DownloadCancelledError) and "max size" in str(error):
+        return Status.TOO_LARGE
     kinds: list[tuple[tuple[type[BaseException], ...], Status]] = [
         ((scrapy_errors.DownloadTimeoutError, net.TimeoutError, net.TCPTimedOutError, TimeoutError), Status.TIMEOUT),
         ((scrapy_errors.CannotResolveHostError, net.DNSLookupError), Status.DNS_FAILURE),

@@ -16,14 +16,15 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from .. import paths
-from ..boundary import Boundary
+from ..boundary import Boundary, Decision
+from ..filters import FilterSet
 from ..db import DocumentTable
 from ..display import DisplayUrls
 from ..middlewares.robots import site_of
 from ..rewriter import load_rewriter
 from ..robots import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response
 from ..source import Source, SourceError
-from ..status import describe
+from ..status import Status, describe
 from ..urls import canonical
 
 
@@ -67,6 +68,11 @@ def explain(source: Source, url: str, depth: int | None, table: DocumentTable | 
     for step in steps:
         lines.append(f"  {'ok ' if step.allowed else 'NO '} {step.rule}")
     verdict = steps[-1]
+    if verdict.allowed:
+        filtered = FilterSet(settings.filters.scope, "scope").check_url(current)
+        lines.append(f"  {'ok ' if filtered.passed else 'NO '} {filtered.rule}")
+        if not filtered.passed:
+            verdict = Decision(False, filtered.rule, Status.EXCLUDED_FILTER)
     allowed = verdict.allowed
     if not allowed:
         assert verdict.status is not None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import mimetypes
+from urllib.parse import urlsplit
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, ClassVar
 
@@ -13,13 +14,15 @@ from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
-from scrapy.linkextractors import LinkExtractor
+from scrapy.linkextractors import IGNORED_EXTENSIONS, LinkExtractor
 from scrapy.utils.response import get_meta_refresh
 from twisted.python.failure import Failure
 
+from ..charsets import choose_encoding
 from ..context import CrawlContext
+from ..convert import detect_kind
 from ..db import State
-from ..extract import meta_tags, mimetype_of
+from ..extract import http_date, meta_tags, mimetype_of
 from ..items import CrawledDocument
 from ..middlewares.conditional import PREVIOUS
 from ..robots_meta import robots_directives
@@ -29,6 +32,7 @@ from ..urls import canonical
 
 logger = logging.getLogger(__name__)
 
+DOCUMENT_EXTENSIONS = {"pdf", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "odt", "ods", "odp", "rtf", "txt"}
 GONE = (404, 410)  # the document no longer exists: it leaves the index
 INDEXED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 RECORDED_HEADERS = ("content-type", "content-language", "last-modified", "etag", "content-length")
@@ -40,7 +44,8 @@ class SourceSpider(Spider):
 
     source: ClassVar[Source]
     link_extractor = LinkExtractor(
-        tags=("a", "area", "frame", "iframe"), attrs=("href", "src"), canonicalize=False, unique=True
+        tags=("a", "area", "frame", "iframe"), attrs=("href", "src"), canonicalize=False, unique=True,
+        deny_extensions=[ext for ext in IGNORED_EXTENSIONS if ext not in DOCUMENT_EXTENSIONS],
     )
 
     @classmethod
@@ -105,21 +110,51 @@ class SourceSpider(Spider):
             return
         # Not done yet: the page is finished once its links are queued and its document cached.
         self.table.record_fetch(name, response.url, state=State.FETCHED, status=200, done=False, **record)
-        if mimetype not in INDEXED_TYPES or not isinstance(response, TextResponse):
-            reason = f"content type {mimetype or 'unknown'} is not indexed"
-            self.table.record_outcome(name, response.url, status=Status.UNSUPPORTED_TYPE, reason=reason, depth=depth)
-            logger.debug("Not indexed (%s): %s", reason, response.url)
+        modified = http_date(headers.get("last-modified"))
+        scope = self.context.scope_filter.check_document(response.url, mimetype, len(response.body), modified)
+        if not scope.passed:
+            self.table.record_outcome(name, response.url, status=Status.EXCLUDED_FILTER, reason=scope.rule, depth=depth)
+            logger.debug("Excluded (%s): %s", scope.rule, response.url)
             return
-        yield from self.parse_document(response, depth, headers)
+        result = self.context.result_filter.check_document(response.url, mimetype, len(response.body), modified)
+        if not result.passed:  # crawled (its links followed) but kept out of the index
+            self.table.record_outcome(name, response.url, status=Status.EXCLUDED_FILTER, reason=result.rule, depth=depth)
+            logger.debug("Not indexed (%s): %s", result.rule, response.url)
+        if mimetype in INDEXED_TYPES and isinstance(response, TextResponse):
+            raw_type = response.headers.get("Content-Type")
+            encoding = choose_encoding(raw_type.decode("latin-1") if raw_type else None, response.body,
+                                       self.source.settings.default_charset)
+            if encoding and encoding != response.encoding:
+                logger.debug("Decoding %s as %s (declared: %s)", response.url, encoding, response.encoding)
+                response = response.replace(encoding=encoding)
+            yield from self.parse_document(response, depth, headers, index=result.passed)
+            return
+        if not result.passed:
+            return
+        file_name = urlsplit(response.url).path.rsplit("/", 1)[-1]
+        if detect_kind(response.body, mimetype, file_name) is not None:
+            # PDF, office and other files: converted by AttributesPipeline; no links are followed out of them
+            yield CrawledDocument(name, response.url, depth, headers, body=response.body,
+                                  previous=response.meta.get(PREVIOUS))
+            return
+        reason = f"content type {mimetype or 'unknown'} is not indexed"
+        self.table.record_outcome(name, response.url, status=Status.UNSUPPORTED_TYPE, reason=reason, depth=depth)
+        logger.debug("Not indexed (%s): %s", reason, response.url)
 
-    def parse_document(self, response: TextResponse, depth: int, headers: dict[str, str]) -> Iterator[Any]:
-        """Yield the document's item and the requests for its links, as its robots directives allow."""
+    def parse_document(self, response: TextResponse, depth: int, headers: dict[str, str],
+                       index: bool = True) -> Iterator[Any]:
+        """Yield the document's item (unless a result filter keeps it out: ``index``) and the
+        requests for its links, as its robots directives allow."""
         previous = response.meta.get(PREVIOUS)
         if mimetype_of(headers.get("content-type")) == "text/plain":
+            if not index:
+                return
             yield CrawledDocument(self.source.name, response.url, depth, headers, text=response.text, previous=previous)
             return
         directives = self.robots_directives(response)
-        if "noindex" in directives:
+        if not index:
+            pass
+        elif "noindex" in directives:
             self.table.record_outcome(
                 self.source.name, response.url, status=Status.NOINDEX, reason="robots noindex", depth=depth
             )

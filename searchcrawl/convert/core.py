@@ -1,0 +1,276 @@
+"""Kind detection, the result/error types and in-process conversion.
+
+Plain logic, no Scrapy: the crawler hands us a response body and gets text plus the document's own
+metadata back, or a ConversionError whose `status` it can record.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import zipfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+#: Bodies larger than this are refused ('too_large') before any parsing.
+MAX_BYTES = 100 * 2**20
+#: Zip-based formats: refuse when the members' declared uncompressed sizes add up to more than
+#: this, or when a big member inflates more than MAX_ZIP_RATIO times (a zip bomb). Python's
+#: zipfile never inflates a member past its declared size, so checking declared sizes is sound.
+MAX_ZIP_UNCOMPRESSED = 512 * 2**20
+MAX_ZIP_RATIO = 200
+#: Time limit for helper programs (antiword, catppt) when converting in-process.
+SUBPROCESS_TIMEOUT = 60
+
+STATUSES = ("unsupported", "encrypted", "corrupt", "timeout", "too_large", "no_text")
+KINDS = ("pdf", "docx", "xlsx", "pptx", "odt", "ods", "odp", "rtf", "doc", "xls", "ppt", "txt")
+ZIP_KINDS = {"docx", "xlsx", "pptx", "odt", "ods", "odp"}
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+
+MIMETYPES = {
+    "application/pdf": "pdf",
+    "application/x-pdf": "pdf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
+    "application/vnd.oasis.opendocument.text": "odt",
+    "application/vnd.oasis.opendocument.spreadsheet": "ods",
+    "application/vnd.oasis.opendocument.presentation": "odp",
+    "application/rtf": "rtf",
+    "text/rtf": "rtf",
+    "application/msword": "doc",
+    "application/vnd.ms-excel": "xls",
+    "application/vnd.ms-powerpoint": "ppt",
+    "text/plain": "txt",
+}
+EXTENSIONS = {k: k for k in KINDS} | {"text": "txt", "pdf": "pdf"}
+
+
+@dataclass
+class Converted:
+    text: str
+    metadata: dict[str, str | list[str]] = field(default_factory=dict)
+    kind: str = ""
+
+
+class ConversionError(Exception):
+    """A document we cannot turn into text; `status` says why (one of STATUSES)."""
+
+    def __init__(self, status: str, message: str = "") -> None:
+        assert status in STATUSES, status
+        super().__init__(message or status)
+        self.status = status
+
+    def __reduce__(self):  # picklable across the worker pipe
+        return (ConversionError, (self.status, str(self)))
+
+
+def _zip_kind(body: bytes) -> str | None:
+    try:
+        with zipfile.ZipFile(io.BytesIO(body)) as zf:
+            names = set(zf.namelist())
+            if "mimetype" in names:
+                info = zf.getinfo("mimetype")
+                if info.file_size < 200:
+                    kind = MIMETYPES.get(zf.read(info).decode("ascii", "replace").strip())
+                    if kind in ("odt", "ods", "odp"):
+                        return kind
+            for member, kind in (
+                ("word/document.xml", "docx"),
+                ("xl/workbook.xml", "xlsx"),
+                ("ppt/presentation.xml", "pptx"),
+            ):
+                if member in names:
+                    return kind
+    except (zipfile.BadZipFile, OSError, ValueError, KeyError, EOFError):
+        pass
+    return None
+
+
+def _ole_kind(body: bytes) -> str | None:
+    import olefile
+
+    try:
+        with olefile.OleFileIO(body) as ole:
+            if ole.exists("WordDocument"):
+                return "doc"
+            if ole.exists("PowerPoint Document"):
+                return "ppt"
+            if ole.exists("Workbook") or ole.exists("Book"):
+                return "xls"
+    except Exception:  # olefile raises assorted errors on damaged files
+        pass
+    return None
+
+
+def _magic_kind(body: bytes) -> str | None:
+    if b"%PDF-" in body[:1024]:
+        return "pdf"
+    if body.startswith(b"PK\x03\x04"):
+        return _zip_kind(body)
+    if body.lstrip()[:5] == b"{\\rtf":
+        return "rtf"
+    if body.startswith(OLE_MAGIC):
+        return _ole_kind(body)
+    if body.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):  # a text BOM
+        return "txt"
+    return None
+
+
+def detect_kind(body: bytes, mimetype: str | None, filename: str | None) -> str | None:
+    """'pdf','docx',... or None; by magic bytes first, then MIME type, then extension."""
+    kind = _magic_kind(body)
+    if kind:
+        return kind
+    if mimetype:
+        kind = MIMETYPES.get(mimetype.split(";")[0].strip().lower())
+        if kind:
+            return kind
+    if filename:
+        name = filename.split("?")[0].split("#")[0].rsplit("/", 1)[-1]
+        if "." in name:
+            return EXTENSIONS.get(name.rsplit(".", 1)[1].lower())
+    return None
+
+
+def check_zip(body: bytes) -> None:
+    """Refuse zip bombs by the members' declared sizes, before any library inflates them."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(body)) as zf:
+            infos = zf.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise ConversionError("corrupt", f"not a valid zip container: {exc}") from None
+    total = sum(i.file_size for i in infos)
+    if total > MAX_ZIP_UNCOMPRESSED:
+        raise ConversionError("too_large", f"zip members inflate to {total} bytes (zip bomb?)")
+    for info in infos:
+        if info.flag_bits & 0x1:
+            raise ConversionError("encrypted", f"zip member {info.filename} is encrypted")
+        if info.file_size > 2**20 and info.file_size > MAX_ZIP_RATIO * max(info.compress_size, 1):
+            raise ConversionError(
+                "too_large",
+                f"zip member {info.filename} inflates"
+                f" {info.file_size // max(info.compress_size, 1)} times (zip bomb?)",
+            )
+
+
+def check_ole_encrypted(body: bytes) -> None:
+    """Password-protected OOXML files are OLE containers holding an EncryptedPackage stream."""
+    if not body.startswith(OLE_MAGIC):
+        return
+    import olefile
+
+    try:
+        with olefile.OleFileIO(body) as ole:
+            if ole.exists("EncryptedPackage") or ole.exists("EncryptionInfo"):
+                raise ConversionError("encrypted", "password-protected Office document")
+    except ConversionError:
+        raise
+    except Exception:
+        pass
+
+
+def iso_utc(value) -> str | None:
+    """datetime or ISO-like string -> 'YYYY-MM-DDTHH:MM:SSZ'; naive values are taken as UTC."""
+    if isinstance(value, str):
+        value = value.strip()
+        if not value:
+            return None
+        try:
+            value = datetime.fromisoformat(value)  # 3.11+ reads "Z"
+        except ValueError:
+            return None
+    if not isinstance(value, datetime):
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC)
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def split_keywords(value) -> list[str]:
+    if isinstance(value, (list, tuple)):
+        parts = [str(v) for v in value]
+    else:
+        parts = str(value or "").replace(";", ",").split(",")
+    return [p.strip() for p in parts if p and p.strip()]
+
+
+def clean_metadata(raw: dict) -> dict[str, str | list[str]]:
+    """Keep the documented keys with non-empty values, in their documented shapes."""
+    out: dict[str, str | list[str]] = {}
+    for key in ("title", "author", "subject", "language"):
+        value = raw.get(key)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if value is not None and str(value).strip():
+            out[key] = str(value).strip().replace("\x00", "")
+    keywords = split_keywords(raw.get("keywords"))
+    if keywords:
+        out["keywords"] = keywords
+    for key in ("created", "modified"):
+        value = iso_utc(raw.get(key))
+        if value:
+            out[key] = value
+    return out
+
+
+def convert(body: bytes, mimetype: str | None = None, filename: str | None = None) -> Converted:
+    """In-process conversion (raises ConversionError). Use Converter to bound time and memory."""
+    from . import formats
+
+    if len(body) > MAX_BYTES:
+        raise ConversionError("too_large", f"{len(body)} bytes is over the {MAX_BYTES} byte limit")
+    kind = detect_kind(body, mimetype, filename)
+    if kind is None:
+        check_ole_encrypted(body)
+        raise ConversionError("unsupported", f"unsupported document type ({mimetype}, {filename})")
+    check_ole_encrypted(body)
+    if kind in ZIP_KINDS:
+        check_zip(body)
+    try:
+        text, meta = formats.EXTRACTORS[kind](body)
+    except ConversionError:
+        raise
+    except MemoryError:
+        raise ConversionError("too_large", "out of memory while converting") from None
+    except Exception as exc:  # the parsers raise all sorts of errors on damaged input
+        raise ConversionError(
+            "corrupt", f"cannot parse {kind}: {type(exc).__name__}: {exc}"
+        ) from None
+    return Converted(text=normalize_space(text), metadata=clean_metadata(meta), kind=kind)
+
+
+def normalize_space(text: str) -> str:
+    """Lone CRs, NBSPs and runs of spaces become one space; tabs (cell separators) stay one tab."""
+    text = re.sub(r"[^\S\n\t]+", " ", text.replace("\r\n", "\n").replace("\x00", ""))
+    text = re.sub(r" *\t[ \t]*", "\t", text)
+    text = "\n".join(line.rstrip() for line in text.split("\n")).strip()
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+def run_tool(args: list[str], body: bytes, suffix: str) -> tuple[int, str, str]:
+    """Run a helper program on the body (written to a temp file) with a time limit."""
+    import subprocess
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=suffix) as tmp:
+        tmp.write(body)
+        tmp.flush()
+        try:
+            proc = subprocess.run(
+                [*args, tmp.name],
+                check=False,
+                capture_output=True,
+                timeout=SUBPROCESS_TIMEOUT,
+                env={**os.environ, "LC_ALL": "C.UTF-8"},
+            )
+        except FileNotFoundError:
+            raise ConversionError("unsupported", f"{args[0]} is not installed") from None
+        except subprocess.TimeoutExpired:
+            raise ConversionError("timeout", f"{args[0]} took over {SUBPROCESS_TIMEOUT}s") from None
+    return (
+        proc.returncode,
+        proc.stdout.decode("utf-8", "replace"),
+        proc.stderr.decode("utf-8", "replace"),
+    )
