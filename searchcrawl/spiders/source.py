@@ -127,7 +127,9 @@ class SourceSpider(Spider):
             if encoding and encoding != response.encoding:
                 logger.debug("Decoding %s as %s (declared: %s)", response.url, encoding, response.encoding)
                 response = response.replace(encoding=encoding)
-            yield from self.parse_document(response, depth, headers, index=result.passed)
+            for output in self.parse_document(response, depth, headers):
+                if result.passed or not isinstance(output, CrawledDocument):  # result-filtered: links only
+                    yield output
             return
         if not result.passed:
             return
@@ -141,20 +143,14 @@ class SourceSpider(Spider):
         self.table.record_outcome(name, response.url, status=Status.UNSUPPORTED_TYPE, reason=reason, depth=depth)
         logger.debug("Not indexed (%s): %s", reason, response.url)
 
-    def parse_document(self, response: TextResponse, depth: int, headers: dict[str, str],
-                       index: bool = True) -> Iterator[Any]:
-        """Yield the document's item (unless a result filter keeps it out: ``index``) and the
-        requests for its links, as its robots directives allow."""
+    def parse_document(self, response: TextResponse, depth: int, headers: dict[str, str]) -> Iterator[Any]:
+        """Yield the document's item and the requests for its links, as its robots directives allow."""
         previous = response.meta.get(PREVIOUS)
         if mimetype_of(headers.get("content-type")) == "text/plain":
-            if not index:
-                return
             yield CrawledDocument(self.source.name, response.url, depth, headers, text=response.text, previous=previous)
             return
         directives = self.robots_directives(response)
-        if not index:
-            pass
-        elif "noindex" in directives:
+        if "noindex" in directives:
             self.table.record_outcome(
                 self.source.name, response.url, status=Status.NOINDEX, reason="robots noindex", depth=depth
             )
