@@ -36,6 +36,21 @@ SEARCHCRAWL_CONVERT_WORKERS = 2  # processes converting at once
 SEARCHCRAWL_CONVERT_TIMEOUT = 60  # seconds per document; a slower one gets status 921
 SEARCHCRAWL_CONVERT_MEMORY_MB = 1024  # address-space limit of a worker; a document needing more: 922
 
+# --- JavaScript rendering (sources with render_js or render_rules) ------------------------------
+# Debian's Chromium; Playwright never downloads a browser. /usr/bin/chromium is a noisy wrapper.
+SEARCHCRAWL_CHROMIUM_PATH = os.environ.get("SEARCHCRAWL_CHROMIUM_PATH", "/usr/lib/chromium/chromium")
+PLAYWRIGHT_BROWSER_TYPE = "chromium"
+PLAYWRIGHT_LAUNCH_OPTIONS = {
+    "executable_path": SEARCHCRAWL_CHROMIUM_PATH,
+    "headless": True,
+    "args": ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+}
+PLAYWRIGHT_MAX_CONTEXTS = 1
+PLAYWRIGHT_MAX_PAGES_PER_CONTEXT = 4  # pages rendered at once (per source: render_pages)
+PLAYWRIGHT_ABORT_REQUEST = "searchcrawl.rendering.abort_heavy_request"  # no images, fonts, media
+PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER = True  # a crashed or killed browser is replaced
+
 # --- Scope ------------------------------------------------------------------------------------
 SEARCHCRAWL_MAX_REDIRECTS = 10  # a longer chain ends with status 940 (redirect loop)
 SEARCHCRAWL_ROBOTS_RETRY_AFTER = 300  # seconds before a 5xx/unreachable robots.txt is fetched again
@@ -82,6 +97,7 @@ DOWNLOADER_MIDDLEWARES = {
     "searchcrawl.middlewares.boundary.BoundaryMiddleware": 50,
     "searchcrawl.middlewares.robots.RobotsMiddleware": 60,
     "searchcrawl.middlewares.conditional.ConditionalGetMiddleware": 70,
+    "searchcrawl.middlewares.render.RenderMiddleware": 80,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "searchcrawl.middlewares.redirect.RedirectPolicyMiddleware": 600,
 }

@@ -26,6 +26,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from .boundary import ScopeRules
 from .display import DisplayUrlRule
 from .filters import Filters
+from .rendering import RenderMode, RenderRule
 
 SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 SEED_SCHEMES = ("http", "https", "file")
@@ -75,6 +76,14 @@ class SourceSettings(ScopeRules):
     default_charset: str | None = None
     max_download_bytes: int | None = Field(default=None, ge=1)
     filters: Filters = Field(default_factory=Filters)
+    render_js: RenderMode = False
+    render_rules: list[RenderRule] = Field(default_factory=list)
+    render_wait: Literal["load", "domcontentloaded", "networkidle"] = "load"
+    render_selector: str | None = None
+    render_delay_ms: int = Field(default=0, ge=0)
+    render_timeout: float = Field(default=30.0, gt=0)
+    render_min_text: int = Field(default=200, ge=0)
+    render_pages: int = Field(default=4, ge=1)
     modified_when: list[Literal["date", "etag", "checksum"]] = Field(default_factory=lambda: ["date", "etag", "checksum"])
     max_failures: int = Field(default=3, ge=1)
     max_delete_share: float = Field(default=0.3, ge=0, le=1)

@@ -36,6 +36,11 @@ def spider_class_for(source: Source) -> type[SourceSpider]:
     custom_settings = dict(getattr(base, "custom_settings", None) or {})
     if source.settings.max_download_bytes:
         custom_settings["DOWNLOAD_MAXSIZE"] = source.settings.max_download_bytes
+    if source.settings.render_js or source.settings.render_rules:
+        # Only sources that render start Playwright (and, on first use, Chromium).
+        handler = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+        custom_settings["DOWNLOAD_HANDLERS"] = {"http": handler, "https": handler}
+        custom_settings["PLAYWRIGHT_MAX_PAGES_PER_CONTEXT"] = source.settings.render_pages
     return type(
         f"{base.__name__}[{source.name}]", (base,),
         {"name": source.name, "source": source, "__module__": base.__module__, "custom_settings": custom_settings},

@@ -102,4 +102,6 @@ def status_for_exception(error: BaseException) -> Status:
     for types, status in kinds:
         if isinstance(error, types):
             return status
+    if type(error).__name__ == "TimeoutError" and type(error).__module__.startswith("playwright"):
+        return Status.TIMEOUT  # a page that did not finish rendering in time
     return Status.CONNECTION_FAILED

@@ -57,6 +57,7 @@ class Document(Base):
     delta: Mapped[str | None] = mapped_column(String(20))
     delta_run: Mapped[int | None] = mapped_column(Integer)
     linked_run: Mapped[int | None] = mapped_column(Integer)
+    fetched_with: Mapped[str | None] = mapped_column(String(10))  # static or browser (rendered)
 
 
 class Run(Base):

@@ -145,6 +145,7 @@ class DocumentTable:
         etag: str | None = None,
         done: bool = True,
         delta: str | None = None,
+        fetched_with: str | None = None,
     ) -> None:
         """Record the outcome of fetching ``url`` (or trying to). A document in the index stays
         there (a failed fetch is not a deletion; whether it is one is the maintenance crawl's
@@ -163,6 +164,7 @@ class DocumentTable:
             "etag": etag,
             "first_seen": when,
             "last_fetched": when,
+            "fetched_with": fetched_with,
         }
         if done:
             row.update(self._finished())

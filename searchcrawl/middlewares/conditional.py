@@ -33,8 +33,9 @@ class ConditionalGetMiddleware:
         if row is None or row["state"] not in IN_INDEX:
             return
         request.meta[PREVIOUS] = {key: row[key] for key in ("checksum", "last_modified", "etag", "state")}
-        if self.context.forced or self.context.source.settings.orphans == "delete":
-            return  # a forced recrawl ignores validators; orphan detection needs every page's links
+        if self.context.forced or self.context.source.settings.orphans == "delete" or request.meta.get("searchcrawl_render") == "browser":
+            return  # a forced recrawl ignores validators; orphan detection needs every page's links;
+            # a page that may be rendered needs its body (a browser cannot render a 304)
         if row["last_modified"]:
             request.headers.setdefault(b"If-Modified-Since", row["last_modified"].encode("latin-1"))
         if row["etag"]:

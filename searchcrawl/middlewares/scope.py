@@ -21,6 +21,8 @@ from ..context import CrawlContext
 from ..items import CrawledDocument
 from ..scheduler import entry_from_request
 
+SAME_DEPTH = "searchcrawl_same_depth"  # meta: the page itself once more (rendered), not a link
+
 
 class ScopeMiddleware:
     def __init__(self, context: CrawlContext) -> None:
@@ -32,23 +34,29 @@ class ScopeMiddleware:
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         links = []
+        again = []  # dont_filter: the same URL once more in this run (a render after a static fetch)
         held = []
         for_frontier = self.context.frontier is not None
         async for output in result:
             if isinstance(output, Request):
+                if output.meta.pop(SAME_DEPTH, False):  # DepthMiddleware counted it as a link
+                    output.meta["depth"] = response.meta.get("depth", 0)
                 if not self.context.admit(output.url, output.meta.get("depth", 0)).allowed:
                     continue
                 if for_frontier:
-                    links.append(entry_from_request(output))
+                    (again if output.dont_filter else links).append(entry_from_request(output))
                     continue
             held.append(output)
         self.context.flush_exclusions()
+        if again:
+            assert self.context.frontier is not None
+            self.context.frontier.add(again, again=True)
         if links:
             assert self.context.frontier is not None
             self.context.frontier.add(links)
             if self.context.source.settings.orphans == "delete":
                 self.context.table.mark_linked(self.context.source.name, [link.url for link in links])
-        if not any(isinstance(output, CrawledDocument) for output in held):
+        if not again and not any(isinstance(output, CrawledDocument) for output in held):
             self.context.table.mark_done(self.context.source.name, response.request.url if response.request else response.url)
         for output in held:
             yield output

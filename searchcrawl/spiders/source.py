@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
-from scrapy.http import Response, TextResponse
+from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.linkextractors import IGNORED_EXTENSIONS, LinkExtractor
 from scrapy.utils.response import get_meta_refresh
 from twisted.python.failure import Failure
@@ -24,6 +24,9 @@ from ..convert import detect_kind
 from ..db import State
 from ..extract import http_date, meta_tags, mimetype_of
 from ..items import CrawledDocument
+from ..middlewares.render import RENDER
+from ..middlewares.scope import SAME_DEPTH
+from ..rendering import empty_shell, render_mode
 from ..middlewares.conditional import PREVIOUS
 from ..robots_meta import robots_directives
 from ..source import Source
@@ -70,7 +73,12 @@ class SourceSpider(Spider):
         return int(decision.status), decision.rule
 
     def request(self, url: str, depth: int) -> Request:
-        return Request(url, callback=self.parse, errback=self.failed, meta={"depth": depth})
+        meta: dict[str, Any] = {"depth": depth}
+        settings = self.source.settings
+        mode = render_mode(url, settings.render_js, settings.render_rules)
+        if mode != "static":
+            meta[RENDER] = mode
+        return Request(url, callback=self.parse, errback=self.failed, meta=meta)
 
     # --- responses ------------------------------------------------------------------------
 
@@ -108,8 +116,18 @@ class SourceSpider(Spider):
             self.table.record_fetch(name, response.url, state=State.FETCHED, status=response.status, **record)
             logger.debug("Not indexed (HTTP %d): %s", response.status, response.url)
             return
+        rendered = bool(response.meta.get("playwright"))
+        if response.meta.get(RENDER) == "auto" and not rendered and isinstance(response, HtmlResponse):
+            shell = empty_shell(response.selector.root, self.source.settings.render_min_text,
+                                self.source.settings.render_selector)
+            if shell:  # render it: the browser's fetch finishes this URL
+                logger.debug("Rendering %s: the static page looks like a JavaScript shell (%s)", response.url, shell)
+                yield response.request.replace(meta={**response.meta, RENDER: "browser", SAME_DEPTH: True},
+                                               dont_filter=True)
+                return
         # Not done yet: the page is finished once its links are queued and its document cached.
-        self.table.record_fetch(name, response.url, state=State.FETCHED, status=200, done=False, **record)
+        self.table.record_fetch(name, response.url, state=State.FETCHED, status=200, done=False,
+                                fetched_with="browser" if rendered else "static", **record)
         modified = http_date(headers.get("last-modified"))
         scope = self.context.scope_filter.check_document(response.url, mimetype, len(response.body), modified)
         if not scope.passed:
