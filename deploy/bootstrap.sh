@@ -6,8 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# antiword and catdoc (catdoc, catppt) convert legacy .doc and .ppt files
-packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc)
+# antiword and catdoc (catdoc, catppt) convert legacy .doc and .ppt files, LibreOffice Impress
+# the .ppt files catppt cannot read; chromium renders JavaScript-heavy pages (Playwright never
+# downloads a browser of its own here)
+packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc libreoffice-impress-nogui chromium)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -16,7 +18,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   echo "bootstrap: installing Debian packages: ${missing[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
 PYTHON=${PYTHON:-python3}

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import re
 import warnings
 import zipfile
+from pathlib import Path
 
 from lxml import etree
 
-from .core import ConversionError, run_tool
+from .core import SUBPROCESS_TIMEOUT, ConversionError, run_tool
 
 # Parsers for untrusted XML: no entity expansion, no network, no huge trees.
 _XML = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False, recover=False)
@@ -329,11 +331,37 @@ def doc(body: bytes):
 
 
 def ppt(body: bytes):
-    """catppt (Debian package catdoc)."""
+    """catppt (Debian package catdoc) when it can; it reads only some PowerPoint 97 files, so the
+    others are turned into PPTX by LibreOffice (headless) and read like one."""
     code, out, err = run_tool(["catppt", "-d", "utf-8"], body, ".ppt")
-    if code != 0:
-        raise ConversionError("corrupt", f"catppt: {err.strip()[:200]}")
-    return out, _ole_meta(body)
+    if code == 0 and out.strip():
+        return out, _ole_meta(body)
+    text, _meta = pptx(soffice_convert(body, ".ppt", "pptx"))
+    return text, _ole_meta(body)
+
+
+def soffice_convert(body: bytes, suffix: str, target: str) -> bytes:
+    """Convert a legacy office file with LibreOffice, in a profile of its own (so that workers
+    converting at once do not share one)."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="searchcrawl-soffice-") as work:
+        source = Path(work) / f"document{suffix}"
+        source.write_bytes(body)
+        command = ["soffice", "--headless", "--norestore", f"-env:UserInstallation=file://{work}/profile",
+                   "--convert-to", target, "--outdir", f"{work}/out", str(source)]
+        try:
+            subprocess.run(command, check=False, capture_output=True, timeout=SUBPROCESS_TIMEOUT,
+                           env={**os.environ, "LC_ALL": "C.UTF-8"})
+        except FileNotFoundError:
+            raise ConversionError("unsupported", "LibreOffice (soffice) is not installed") from None
+        except subprocess.TimeoutExpired:
+            raise ConversionError("timeout", f"LibreOffice took over {SUBPROCESS_TIMEOUT}s") from None
+        converted = Path(work) / "out" / f"document.{target}"
+        if not converted.exists():
+            raise ConversionError("corrupt", f"LibreOffice could not read this {suffix} file")
+        return converted.read_bytes()
 
 
 def xls(body: bytes):
