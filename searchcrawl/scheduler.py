@@ -50,11 +50,18 @@ def entry_from_request(request: Request) -> Entry:
 
 
 def request_from_entry(entry: Entry, spider: Spider) -> Request:
+    """The request for a frontier entry: built by the spider (so the source's current settings,
+    e.g. its render mode, apply), then the persisted request data on top."""
     data = dict(entry.data)
-    callback = getattr(spider, data.pop("callback", "parse"))
-    meta = {"depth": entry.depth, **{k: v for k, v in data.items() if k in PERSISTED_META}}
-    return Request(entry.url, callback=callback, errback=getattr(spider, "failed", None), meta=meta,
-                   priority=data.get("priority", 0))
+    build = getattr(spider, "request", None)
+    request = build(entry.url, entry.depth) if callable(build) else Request(entry.url, meta={"depth": entry.depth})
+    request.meta.update({key: value for key, value in data.items() if key in PERSISTED_META})
+    callback = data.pop("callback", None)
+    if callback:
+        request = request.replace(callback=getattr(spider, callback))
+    if data.get("priority"):
+        request = request.replace(priority=data["priority"])
+    return request
 
 
 class FrontierScheduler:

@@ -140,3 +140,16 @@ def test_a_killed_browser_is_replaced(project, quotes_site, solr) -> None:
     text = indexed_text(solr, name)
     missing = [quote for quote in quotes_site.quotes if quote not in text]
     assert missing == [], f"{len(missing)} quotes missing"
+
+
+def test_maintenance_crawl_of_an_auto_source_uses_conditional_gets(project, quotes_site, solr) -> None:
+    name = f"automaint-{uuid.uuid4().hex[:8]}"
+    quotes_source(project, quotes_site, name, '"auto"', ["", "js/"], pages=PAGES)
+    assert project.scrapy("crawl", name).returncode == 0
+    before = {doc["id"]: doc["_version_"] for doc in solr_docs(solr, name)}
+    quotes_site.conditional.clear()
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "/js/page/5/" in quotes_site.conditional and "/page/5/" in quotes_site.conditional
+    assert {doc["id"]: doc["_version_"] for doc in solr_docs(solr, name)} == before  # nothing re-indexed
+    # (the one duplicate, /js/ = /js/page/1/, is not in the index: fetched and rendered again)

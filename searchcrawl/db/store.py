@@ -282,7 +282,8 @@ class DocumentTable:
                     table.c.state.notin_([State.EXCLUDED.value, State.REMOVED.value]),
                     or_(table.c.run_id.is_(None), table.c.run_id != self.run_id),
                 )
-                .values(run_id=self.run_id, frontier="queued", lease_owner=None, lease_expires=None)
+                # request data of an earlier run (a redirect chain, a render) does not carry over
+                .values(run_id=self.run_id, frontier="queued", lease_owner=None, lease_expires=None, request=None)
             )
             return result.rowcount or 0
 
