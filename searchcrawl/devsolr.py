@@ -40,6 +40,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .processes import process_alive
+
 try:  # Serialises concurrent builds/starts on POSIX; without it we simply do not lock.
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
@@ -440,17 +442,7 @@ class DevSolr:
         """Whether pid is running; reaps our own child so an exited JVM is not a zombie."""
         if self._proc is not None and self._proc.pid == pid:
             return self._proc.poll() is None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        try:  # a zombie (exited, parent has not reaped it) is not running
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            return stat.rsplit(")", 1)[1].split()[0] != "Z"
-        except (OSError, IndexError):
-            return True
+        return process_alive(pid)
 
     def _log_tail(self, offset: int | None, lines: int = 40) -> str:
         try:

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from ..processes import process_alive
 from .models import Run, SourceState
 from .store import DocumentTable, now
 
@@ -39,19 +40,7 @@ class RunInfo:
 
 def _alive(host: str | None, pid: int | None) -> bool:
     """Is the process that owns a run still alive? (Only knowable on the same host.)"""
-    if not pid or host != socket.gethostname():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().split(") ", 1)[1][0] != "Z"
-    except (OSError, IndexError):
-        return True
+    return bool(pid) and host == socket.gethostname() and process_alive(pid)
 
 
 class Runs:

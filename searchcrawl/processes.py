@@ -1,0 +1,20 @@
+"""Is a process alive? Used for dev Solr's pid file and for crawl runs. Standard library only."""
+
+from __future__ import annotations
+
+import os
+
+
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` runs on this host; a zombie (exited, not yet reaped) does not."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
