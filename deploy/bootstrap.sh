@@ -30,7 +30,7 @@ stamp=.venv/.searchcrawl-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "bootstrap: installing searchcrawl and its dependencies into .venv"
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e '.[test]'
+  .venv/bin/pip install -q -e '.[test,server,deploy]'
   touch "$stamp"
 fi
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.resources
 import os
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from scrapy.commands import ScrapyCommand
 
 from .. import paths
 from ..devsolr import DevSolr, DevSolrError
+from ..resources import package_dir
 from .search import format_hits, search
 
 SITE_PORT = 8765  # the example source's seeds point here
@@ -53,7 +53,7 @@ class Command(ScrapyCommand):
             self.exitcode = 1
             return
         print(f"Solr is up at {solr_url}", flush=True)
-        with importlib.resources.as_file(importlib.resources.files("searchcrawl") / "demo_site") as site:
+        with package_dir("searchcrawl", "demo_site") as site:
             handler = functools.partial(QuietHandler, directory=str(site))
             server = ThreadingHTTPServer(("127.0.0.1", SITE_PORT), handler)
             threading.Thread(target=server.serve_forever, daemon=True).start()

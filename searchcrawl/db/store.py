@@ -18,6 +18,7 @@ from alembic.config import Config
 from sqlalchemy import Engine, case, create_engine, event, func, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from ..resources import package_dir
 from .models import Document, RunDelta
 
 _migrate_lock = threading.Lock()
@@ -67,8 +68,8 @@ def create_db_engine(url: str) -> Engine:
 def migrate(engine: Engine) -> None:
     """Bring the schema to the newest revision (idempotent)."""
     config = Config()
-    config.set_main_option("script_location", "searchcrawl.db:migrations")
-    with _migrate_lock, engine.begin() as connection:
+    with _migrate_lock, package_dir("searchcrawl.db", "migrations") as scripts, engine.begin() as connection:
+        config.set_main_option("script_location", str(scripts))
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
 
