@@ -102,6 +102,7 @@ class CrawlContext:
                 paths.solr_url(settings),
                 timeout=settings.getfloat("SEARCHCRAWL_SOLR_TIMEOUT"),
                 commit_within_ms=settings.getint("SEARCHCRAWL_SOLR_COMMIT_WITHIN"),
+                auth=paths.solr_auth(settings),
             ),
             boundary=Boundary(source.seed_urls, source.settings),
             rewriter=load_rewriter(source.settings.url_rewriter),
@@ -208,6 +209,7 @@ class CrawlContext:
                 workers=settings.getint("SEARCHCRAWL_CONVERT_WORKERS"),
                 timeout=settings.getfloat("SEARCHCRAWL_CONVERT_TIMEOUT"),
                 memory_mb=settings.getint("SEARCHCRAWL_CONVERT_MEMORY_MB"),
+                temp_dir=settings.get("SEARCHCRAWL_TEMP_DIR") or None,
             )
         return self._converter
 

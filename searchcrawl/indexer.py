@@ -11,7 +11,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pysolr
@@ -50,9 +50,10 @@ class SolrIndex:
     url: str
     timeout: float = 60
     commit_within_ms: int = 2000
+    auth: tuple[str, str] | None = field(default=None, repr=False)  # HTTP basic auth
 
     def __post_init__(self) -> None:
-        self.client = pysolr.Solr(self.url, timeout=self.timeout, always_commit=False)
+        self.client = pysolr.Solr(self.url, timeout=self.timeout, always_commit=False, auth=self.auth)
 
     def add(self, documents: list[dict[str, Any]]) -> None:
         try:

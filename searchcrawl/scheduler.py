@@ -37,6 +37,7 @@ PERSISTED_META = (
 RUN_STATE_FOR_REASON = {"finished": FINISHED, "stopped": STOPPED, "failed": FAILED}  # anything else: suspended
 DELTA_KINDS = ("new", "changed", "unchanged", "not_modified", "deleted", "failed", "excluded", "duplicate")
 IDLE_RECHECK = 0.5  # seconds between frontier look-ups while it is empty
+HELD_LIMIT_BATCHES = 4  # with SEARCHCRAWL_MAX_SITES: at most this many batches wait for a free site
 
 
 def entry_from_request(request: Request) -> Entry:
@@ -73,6 +74,8 @@ class FrontierScheduler:
         self.lease_seconds = settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
         self.buffer: deque[Entry] = deque()
+        self.max_sites = settings.getint("SEARCHCRAWL_MAX_SITES")
+        self.held: deque[Request] = deque()  # waiting for a free site (SEARCHCRAWL_MAX_SITES)
         self.frontier: Frontier | None = None
         self.run: RunInfo | None = None
         self.spider: Spider | None = None
@@ -89,7 +92,7 @@ class FrontierScheduler:
         runs = Runs(self.context.table)
         fresh = str(getattr(spider, "fresh", "")).lower() in ("1", "true", "yes")
         try:
-            self.run = runs.start(source, fresh=fresh)
+            self.run = runs.start(source, fresh=fresh, job=getattr(spider, "_job", None))
         except RunConflict as exc:
             logger.error("%s; not starting a second crawl", exc)
             raise CloseSpider("already_running") from None
@@ -110,6 +113,7 @@ class FrontierScheduler:
             return
         self.frontier.requeue_leased(owner=self.owner)  # what was leased but not fetched
         self.buffer.clear()
+        self.held.clear()
         state = RUN_STATE_FOR_REASON.get(reason, SUSPENDED)
         if state == FINISHED and self.frontier.counts()["queued"]:
             state = SUSPENDED  # closed while work remained (e.g. a limit): resumable
@@ -134,6 +138,11 @@ class FrontierScheduler:
             self.additions_at_empty = self.frontier.additions
 
     def next_request(self) -> Request | None:
+        if self.max_sites:
+            return self._next_within_sites()
+        return self._next()
+
+    def _next(self) -> Request | None:
         if (
             not self.buffer
             and self.frontier is not None
@@ -149,9 +158,33 @@ class FrontierScheduler:
         self.crawler.stats.inc_value("scheduler/dequeued")
         return request
 
+    def _next_within_sites(self) -> Request | None:
+        """The next request whose site is being crawled already, or a new site's while fewer
+        than SEARCHCRAWL_MAX_SITES are; others wait (held) until a site finishes."""
+        assert self.crawler.engine is not None
+        downloader = self.crawler.engine.downloader
+        # downloader.active holds a request from the moment the engine hands it over until its
+        # download ends (also when a downloader middleware drops it)
+        active = {downloader.get_slot_key(request) for request in downloader.active}
+        for _ in range(len(self.held)):
+            request = self.held.popleft()
+            if downloader.get_slot_key(request) in active or len(active) < self.max_sites:
+                return request
+            self.held.append(request)
+        while len(self.held) < HELD_LIMIT_BATCHES * self.batch:
+            request = self._next()
+            if request is None:
+                return None
+            if downloader.get_slot_key(request) in active or len(active) < self.max_sites:
+                return request
+            self.held.append(request)
+        return None
+
     def has_pending_requests(self) -> bool:
+        if self.held:
+            return True
         self._refill()
         return bool(self.buffer)
 
     def __len__(self) -> int:
-        return len(self.buffer)
+        return len(self.buffer) + len(self.held)

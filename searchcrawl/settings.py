@@ -8,6 +8,12 @@ without editing files; ``-s NAME=value`` on the command line wins over both.
 
 import os
 
+from searchcrawl.secrets import install_log_redaction
+
+# Secrets (Solr and scrapyd passwords, database password) come from the environment or files,
+# never from settings; they, and any URL's password, are masked in every log line.
+install_log_redaction()
+
 BOT_NAME = "searchcrawl"
 
 SPIDER_LOADER_CLASS = "searchcrawl.spiderloader.SourceSpiderLoader"
@@ -61,9 +67,18 @@ SEARCHCRAWL_FRONTIER_BATCH = 0  # URLs leased at a time (0: twice CONCURRENT_REQ
 SEARCHCRAWL_LEASE_SECONDS = 600  # a lease not finished by then goes back to the queue (dead nodes)
 SEARCHCRAWL_PROGRESS_INTERVAL = 30.0  # seconds between progress lines / run counter saves / control checks
 
+# --- Operations: schedules and scrapyd --------------------------------------------------------
+# scrapyd that `scrapy scheduler` and `scrapy control <source> resume` start crawls on
+# ("": local `scrapy crawl` processes). Its credentials: SEARCHCRAWL_SCRAPYD_USERNAME and
+# SEARCHCRAWL_SCRAPYD_PASSWORD(_FILE) in the environment.
+SEARCHCRAWL_SCRAPYD_URL = os.environ.get("SEARCHCRAWL_SCRAPYD_URL", "")
+SEARCHCRAWL_SCRAPYD_PROJECT = "searchcrawl"  # the project name the egg was deployed under
+SEARCHCRAWL_SCHEDULER_TICK = 30.0  # seconds between the scheduler's checks for due sources
+
 EXTENSIONS = {
     "scrapy.extensions.logstats.LogStats": None,  # replaced by RunMonitor's progress line
     "searchcrawl.extensions.run.RunMonitor": 500,
+    "searchcrawl.extensions.politeness.DelaySchedule": 510,  # sources with delay_rules
 }
 
 # --- Crawling -------------------------------------------------------------------------------
@@ -72,7 +87,10 @@ ROBOTSTXT_OBEY = False  # robots.txt is handled by searchcrawl itself (per sourc
 HTTPERROR_ALLOW_ALL = True  # every response reaches the spider, which records its status
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
-DOWNLOAD_DELAY = 0
+DOWNLOAD_DELAY = 0  # seconds between requests to one site (per source: delay, delay_rules)
+SEARCHCRAWL_MAX_SITES = 0  # sites crawled at once (0: no limit; per source: concurrent_sites)
+SEARCHCRAWL_TEMP_DIR = ""  # temporary files of conversions ("": the system's; per source: temp_dir)
+AUTOTHROTTLE_ENABLED = False  # per source: autothrottle, autothrottle_target
 DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_MAXSIZE = 50 * 1024 * 1024
 RETRY_TIMES = 2

@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .boundary import ScopeRules
 from .display import DisplayUrlRule
 from .filters import Filters
+from .politeness import DelayRule
 from .rendering import RenderMode, RenderRule
+from .schedules import Schedule, check_cron, parse_interval
 
 SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 SEED_SCHEMES = ("http", "https", "file")
@@ -43,6 +45,10 @@ def check_seed_url(url: str) -> str:
         raise ValueError(f"expected an http(s) or file URL, got {url!r}")
     if parts.scheme in ("http", "https") and not parts.hostname:
         raise ValueError(f"expected an http(s) URL with a host, got {url!r}")
+    if parts.username or parts.password:
+        # never echo the URL: it holds a password
+        raise ValueError("expected a URL without user name and password: credentials do not belong in a source "
+                         "file, which may be committed to a repository")
     return url.strip()
 
 
@@ -88,6 +94,48 @@ class SourceSettings(ScopeRules):
     max_failures: int = Field(default=3, ge=1)
     max_delete_share: float = Field(default=0.3, ge=0, le=1)
     orphans: Literal["keep", "delete"] = "keep"
+    # schedule (`scrapy scheduler`): one of the two, or neither (crawled by hand only)
+    refresh_interval: str | None = None
+    schedule: str | None = None
+    # politeness
+    delay: float = Field(default=0.0, ge=0)
+    delay_rules: list[DelayRule] = Field(default_factory=list)
+    concurrent_per_site: int | None = Field(default=None, ge=1)
+    concurrent_sites: int | None = Field(default=None, ge=1)
+    autothrottle: bool = False
+    autothrottle_target: float | None = Field(default=None, gt=0)
+    # crawler settings
+    concurrent_requests: int | None = Field(default=None, ge=1)
+    download_timeout: float | None = Field(default=None, gt=0)
+    log_file: str | None = None
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] | None = None
+    temp_dir: str | None = None
+
+    @field_validator("refresh_interval")
+    @classmethod
+    def _interval(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_interval(value)
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        return None if value is None else check_cron(value)
+
+    @model_validator(mode="after")
+    def _one_schedule(self) -> SourceSettings:
+        if self.refresh_interval is not None and self.schedule is not None:
+            raise ValueError("give either 'refresh_interval' or 'schedule', not both")
+        return self
+
+    @property
+    def crawl_schedule(self) -> Schedule | None:
+        if self.refresh_interval is not None:
+            return Schedule(interval=parse_interval(self.refresh_interval))
+        if self.schedule is not None:
+            return Schedule(cron=self.schedule)
+        return None
 
     @field_validator("attributes")
     @classmethod
@@ -154,7 +202,7 @@ class SourceFile:
 
 
 def _describe_error(error: dict[str, Any]) -> str:
-    key = ".".join(str(part) for part in error["loc"]) or "(file)"
+    key = ".".join(str(part) for part in error["loc"])
     if error["type"] == "extra_forbidden":
         known = ", ".join(SourceSettings.model_fields)
         return f"key '{key}': unknown key (known keys: {known})"
@@ -162,7 +210,7 @@ def _describe_error(error: dict[str, Any]) -> str:
     if error["type"] != "value_error":
         message = f"expected {message[0].lower()}{message[1:]}".replace("expected input should be", "expected")
         message += f" (got {error['input']!r})"
-    return f"key '{key}': {message}"
+    return f"key '{key}': {message}" if key else message
 
 
 def _read_seed_file(source_file: SourceFile, name: str) -> list[str]:

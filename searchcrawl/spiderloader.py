@@ -15,6 +15,22 @@ from .spiders.source import SourceSpider
 
 logger = logging.getLogger(__name__)
 
+# Source keys that are Scrapy settings under another name; applied as the spider's
+# custom_settings, so `-s NAME=value` on the command line still wins.
+SETTINGS_OF_KEYS = {
+    "max_download_bytes": "DOWNLOAD_MAXSIZE",
+    "delay": "DOWNLOAD_DELAY",
+    "concurrent_requests": "CONCURRENT_REQUESTS",
+    "concurrent_per_site": "CONCURRENT_REQUESTS_PER_DOMAIN",
+    "concurrent_sites": "SEARCHCRAWL_MAX_SITES",
+    "autothrottle": "AUTOTHROTTLE_ENABLED",
+    "autothrottle_target": "AUTOTHROTTLE_TARGET_CONCURRENCY",
+    "download_timeout": "DOWNLOAD_TIMEOUT",
+    "log_file": "LOG_FILE",
+    "log_level": "LOG_LEVEL",
+    "temp_dir": "SEARCHCRAWL_TEMP_DIR",
+}
+
 
 def spider_class_for(source: Source) -> type[SourceSpider]:
     """A SourceSpider subclass bound to ``source`` (its own class if the source names one)."""
@@ -34,8 +50,9 @@ def spider_class_for(source: Source) -> type[SourceSpider]:
     except (ImportError, NameError, ValueError, AttributeError, TypeError) as exc:
         raise SourceError(f"{source.origin}: key 'url_rewriter': cannot use {source.settings.url_rewriter!r}: {exc}") from None
     custom_settings = dict(getattr(base, "custom_settings", None) or {})
-    if source.settings.max_download_bytes:
-        custom_settings["DOWNLOAD_MAXSIZE"] = source.settings.max_download_bytes
+    for key, setting in SETTINGS_OF_KEYS.items():
+        if key in source.settings.model_fields_set and getattr(source.settings, key) is not None:
+            custom_settings[setting] = getattr(source.settings, key)
     if source.settings.render_js or source.settings.render_rules:
         # Only sources that render start Playwright (and, on first use, Chromium).
         handler = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
@@ -69,6 +86,10 @@ class SourceSpiderLoader:
                 raise KeyError(f"Spider not found: {spider_name}")
             self._loaded[spider_name] = spider_class_for(load_source(files[spider_name]))
         return self._loaded[spider_name]
+
+    def reload(self) -> None:
+        """Forget loaded sources, so that edited source files are read again (long-lived processes)."""
+        self._loaded.clear()
 
     def list(self) -> list[str]:
         """The names of the usable sources; each broken one is named in an error log line."""

@@ -1,5 +1,11 @@
-"""`scrapy control <source> suspend|stop`: suspend a running crawl (the next `scrapy crawl
-<source>` resumes it) or stop it for good (the next crawl starts a new run)."""
+"""`scrapy control <source> suspend|resume|stop`: suspend a running crawl (resumable), resume a
+suspended one, or stop one for good (the next crawl starts a new run).
+
+suspend and stop go through the runs table, so they reach the crawl wherever it runs (a
+terminal, a scrapyd job); the crawl closes within SEARCHCRAWL_PROGRESS_INTERVAL seconds and its
+scrapyd job finishes. resume starts a crawl the way the scheduler does: a scrapyd job when
+SEARCHCRAWL_SCRAPYD_URL is set, else a local process; the crawl picks up the suspended run.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,10 @@ from scrapy.exceptions import UsageError
 
 from .. import paths
 from ..db import DocumentTable
-from ..db.runs import CONTROLS, Runs
+from ..db.runs import CONTROLS, RESUMABLE, Runs
+from ..launchers import LaunchError, launcher_for
+
+ACTIONS = (*CONTROLS, "resume")
 
 
 class Command(ScrapyCommand):
@@ -18,25 +27,48 @@ class Command(ScrapyCommand):
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "<source> suspend|stop"
+        return "<source> suspend|resume|stop"
 
     def short_desc(self) -> str:
-        return "Suspend (resumable) or stop (for good) the running crawl of a source"
+        return "Suspend (resumable), resume, or stop (for good) the crawl of a source"
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if len(args) != 2 or args[1] not in CONTROLS:
-            raise UsageError("expected a source name and suspend or stop")
+        if len(args) != 2 or args[1] not in ACTIONS:
+            raise UsageError(f"expected a source name and one of {', '.join(ACTIONS)}")
         assert self.settings is not None
+        source, action = args
         table = DocumentTable(paths.db_url(self.settings))
         try:
-            run = Runs(table).control(args[0], args[1])
+            if action == "resume":
+                self.resume(Runs(table), source)
+                return
+            run = Runs(table).control(source, action)
         finally:
             table.close()
         if run is None:
-            print(f"{args[0]}: no running or suspended crawl")
+            print(f"{source}: no running or suspended crawl")
             self.exitcode = 1
         elif run["control"]:
-            print(f"{args[0]}: run {run['id']} asked to {args[1]}; the crawl will close within "
+            print(f"{source}: run {run['id']} asked to {action}; the crawl will close within "
                   f"SEARCHCRAWL_PROGRESS_INTERVAL seconds")
         else:
-            print(f"{args[0]}: run {run['id']} is {run['state']}")
+            print(f"{source}: run {run['id']} is {run['state']}")
+
+    def resume(self, runs: Runs, source: str) -> None:
+        assert self.settings is not None
+        run = runs.latest(source)
+        if run is None or run["state"] not in RESUMABLE:
+            print(f"{source}: no suspended crawl to resume")
+            self.exitcode = 1
+            return
+        if runs.live(source, self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")):
+            print(f"{source}: run {run['id']} is running already")
+            self.exitcode = 1
+            return
+        try:
+            job = launcher_for(self.settings).start(source)
+        except LaunchError as exc:
+            print(f"searchcrawl: {exc}")
+            self.exitcode = 1
+            return
+        print(f"{source}: resuming run {run['id']} as job {job}")

@@ -25,8 +25,9 @@ def format_hits(results: pysolr.Results) -> list[str]:
     return lines
 
 
-def search(solr_url: str, query: str, rows: int = 10, source: str | None = None) -> pysolr.Results:
-    client = pysolr.Solr(solr_url, timeout=30)
+def search(solr_url: str, query: str, rows: int = 10, source: str | None = None,
+           auth: tuple[str, str] | None = None) -> pysolr.Results:
+    client = pysolr.Solr(solr_url, timeout=30, auth=auth)
     params = {"rows": rows, "fl": "id,title,display_url,description", "hl": "true", "hl.fl": "content",
               "hl.tag.pre": "*", "hl.tag.post": "*"}
     if source:
@@ -55,7 +56,7 @@ class Command(ScrapyCommand):
         assert self.settings is not None
         url = paths.solr_url(self.settings)
         try:
-            results = search(url, " ".join(args), opts.rows, opts.source)
+            results = search(url, " ".join(args), opts.rows, opts.source, paths.solr_auth(self.settings))
         except (pysolr.SolrError, OSError) as exc:
             print(f"searchcrawl: Solr at {url} did not answer: {exc}")
             self.exitcode = 1

@@ -27,6 +27,7 @@ def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_files
         shown = ", ".join(f"{key} {value}" for key, value in counters.items())
         started = run["started_at"].strftime("%Y-%m-%d %H:%M:%S")
         lines.append(f"run {run['id']}: {run['state']}, started {started}, {run['sessions']} session(s)"
+                     + (f", scrapyd job {run['job']}" if run["job"] else "")
                      + (f", {run['reason']}" if run["reason"] else "") + (f"; {shown}" if shown else ""))
     return lines
 

@@ -21,11 +21,15 @@ from .core import MAX_BYTES, ConversionError, Converted
 _TARGET = "searchcrawl.convert.core:convert"
 
 
-def _worker_main(conn, memory_mb: int, target: str) -> None:
+def _worker_main(conn, memory_mb: int, target: str, temp_dir: str | None) -> None:
     """Worker loop: receive (mimetype, filename), then the body; reply Converted or an error."""
     import resource
+    import tempfile
 
     os.setsid()
+    if temp_dir:  # the source's temp_dir: for our temporary files and the helper programs'
+        os.makedirs(temp_dir, exist_ok=True)
+        os.environ["TMPDIR"] = tempfile.tempdir = temp_dir
     limit = memory_mb * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     module, name = target.split(":")
@@ -52,10 +56,10 @@ def _worker_main(conn, memory_mb: int, target: str) -> None:
 
 
 class _Worker:
-    def __init__(self, ctx, memory_mb: int, target: str) -> None:
+    def __init__(self, ctx, memory_mb: int, target: str, temp_dir: str | None) -> None:
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(
-            target=_worker_main, args=(child, memory_mb, target), daemon=True, name="convert-worker"
+            target=_worker_main, args=(child, memory_mb, target, temp_dir), daemon=True, name="convert-worker"
         )
         self.proc.start()
         child.close()
@@ -80,12 +84,14 @@ class Converter:
         workers: int = 2,
         timeout: float = 60,
         memory_mb: int = 1024,
+        temp_dir: str | None = None,
         *,
         max_bytes: int = MAX_BYTES,
         _target: str = _TARGET,  # tests: a "module:function" to run instead of convert
     ) -> None:
         self.timeout = timeout
         self.memory_mb = memory_mb
+        self.temp_dir = temp_dir
         self.max_bytes = max_bytes
         self._target = _target
         self._ctx = multiprocessing.get_context("spawn")
@@ -104,7 +110,7 @@ class Converter:
         if worker is None or not worker.proc.is_alive():
             if worker is not None:
                 self._discard(worker)
-            worker = _Worker(self._ctx, self.memory_mb, self._target)
+            worker = _Worker(self._ctx, self.memory_mb, self._target, self.temp_dir)
             with self._lock:
                 self._all.add(worker)
         return worker

@@ -79,6 +79,7 @@ class Run(Base):
     counters: Mapped[str | None] = mapped_column(Text)  # JSON
     reason: Mapped[str | None] = mapped_column(Text)
     mode: Mapped[str | None] = mapped_column(String(20))  # initial, maintenance, forced, test
+    job: Mapped[str | None] = mapped_column(String(200))  # the scrapyd job of the latest session
 
 
 class RunDelta(Base):
@@ -101,3 +102,15 @@ class SourceState(Base):
     source: Mapped[str] = mapped_column(String(200), primary_key=True)
     fingerprint: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ScheduleMark(Base):
+    """Per scheduled source: the slot `scrapy scheduler` last started (or skipped), and how."""
+
+    __tablename__ = "schedule_marks"
+
+    source: Mapped[str] = mapped_column(String(200), primary_key=True)
+    mark: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # None: due at once
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    job: Mapped[str | None] = mapped_column(String(200))  # scrapyd job id or local pid
+    outcome: Mapped[str | None] = mapped_column(Text)  # started / skipped: why

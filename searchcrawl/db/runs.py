@@ -12,6 +12,7 @@ import json
 import os
 import socket
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select, update
@@ -43,6 +44,14 @@ def _alive(host: str | None, pid: int | None) -> bool:
     return bool(pid) and host == socket.gethostname() and process_alive(pid)
 
 
+def _recent(moment: datetime | None, seconds: float) -> bool:
+    if moment is None:
+        return False
+    if moment.tzinfo is None:  # SQLite hands back naive UTC
+        moment = moment.replace(tzinfo=UTC)
+    return (now() - moment).total_seconds() < seconds
+
+
 class Runs:
     def __init__(self, table: DocumentTable) -> None:
         self.engine = table.engine
@@ -61,11 +70,22 @@ class Runs:
         with self.engine.connect() as connection:
             return [dict(row) for row in connection.execute(query).mappings()]
 
-    def start(self, source: str, fresh: bool = False, allow_shared: bool = False) -> RunInfo:
+    def live(self, source: str, stale_after: float = 600) -> bool:
+        """Is a crawl of ``source`` running now? On this host: its process is alive; on another
+        host: its run was updated within ``stale_after`` seconds (progress ticks update it)."""
+        run = self.latest(source)
+        if run is None or run["state"] != RUNNING:
+            return False
+        if run["host"] == socket.gethostname():
+            return _alive(run["host"], run["pid"])
+        return _recent(run["updated_at"], stale_after)
+
+    def start(self, source: str, fresh: bool = False, allow_shared: bool = False, job: str | None = None) -> RunInfo:
         """Resume the source's unfinished run, or start a new one (``fresh`` abandons the old).
 
         Refuses (RunConflict) while another live process on this host crawls the source, unless
-        ``allow_shared`` (several nodes crawling one source together).
+        ``allow_shared`` (several nodes crawling one source together). ``job``: the scrapyd job
+        of this session, shown by `scrapy status`.
         """
         when = now()
         host, pid = socket.gethostname(), os.getpid()
@@ -83,7 +103,7 @@ class Runs:
                     sessions = row["sessions"] + 1
                     connection.execute(
                         update(runs).where(runs.c.id == row["id"]).values(
-                            state=RUNNING, control=None, host=host, pid=pid, updated_at=when, sessions=sessions
+                            state=RUNNING, control=None, host=host, pid=pid, updated_at=when, sessions=sessions, job=job
                         )
                     )
                     return RunInfo(row["id"], source, RUNNING, True, sessions)
@@ -94,7 +114,8 @@ class Runs:
                 )
             result = connection.execute(
                 runs.insert().values(
-                    source=source, state=RUNNING, started_at=when, updated_at=when, host=host, pid=pid, sessions=1
+                    source=source, state=RUNNING, started_at=when, updated_at=when, host=host, pid=pid, sessions=1,
+                    job=job,
                 )
             )
             return RunInfo(result.inserted_primary_key[0], source, RUNNING, False, 1)

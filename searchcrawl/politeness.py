@@ -1,0 +1,68 @@
+"""Politeness as plain logic: the delay between requests to one site at a given moment.
+
+The FAST seed lets the delay vary by time of day and day of week (gentle during office hours,
+faster at night). A source lists ``[[delay_rules]]``; the first rule whose days and hours contain
+the moment wins, otherwise the source's ``delay`` applies. Times are the crawler host's local time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Day = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+DAYS: tuple[Day, ...] = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+HOURS = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-4]):([0-5]\d)$")
+
+
+def _minutes(hours: str) -> tuple[int, int]:
+    match = HOURS.match(hours)
+    if not match:
+        raise ValueError(f"expected 'HH:MM-HH:MM' such as '08:00-18:00', got {hours!r}")
+    start = int(match[1]) * 60 + int(match[2])
+    end = int(match[3]) * 60 + int(match[4])
+    if end > 24 * 60 or start == end:
+        raise ValueError(f"expected a time range of some length within 00:00-24:00, got {hours!r}")
+    return start, end
+
+
+class DelayRule(BaseModel):
+    """``[[delay_rules]] days = ["mon", "fri"] hours = "08:00-18:00" delay = 5.0``.
+
+    ``hours`` may wrap past midnight ("22:00-06:00"); then the part after midnight belongs to the
+    next day, so ``days = ["fri"]`` with "22:00-06:00" covers Friday night into Saturday morning.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    days: list[Day] = Field(default_factory=lambda: list(DAYS))
+    hours: str = "00:00-24:00"
+    delay: float = Field(ge=0)
+
+    @field_validator("hours")
+    @classmethod
+    def _range(cls, value: str) -> str:
+        _minutes(value)
+        return value
+
+    def applies(self, moment: datetime) -> bool:
+        start, end = _minutes(self.hours)
+        minute = moment.hour * 60 + moment.minute
+        today = DAYS[moment.weekday()]
+        if start < end:
+            return today in self.days and start <= minute < end
+        yesterday = DAYS[(moment.weekday() - 1) % 7]
+        return (today in self.days and minute >= start) or (yesterday in self.days and minute < end)
+
+
+def delay_at(moment: datetime, default: float, rules: Sequence[DelayRule]) -> float:
+    """Seconds between two requests to one site at ``moment``: the first matching rule's delay."""
+    for rule in rules:
+        if rule.applies(moment):
+            return rule.delay
+    return default
+
