@@ -24,6 +24,7 @@ Standard library only: it runs before (and without) any crawl machinery.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import json
@@ -108,6 +109,7 @@ class DevSolr:
         build_dir: str | os.PathLike[str] | None = None,
         java: str | None = None,
         heap: str = "1g",
+        auth: tuple[str, str] | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).expanduser().resolve()
         self.port = int(port)
@@ -123,6 +125,7 @@ class DevSolr:
         self.url = f"{self.base_url}/{CORE_NAME}"
         self.java = java or _default_java()
         self.heap = heap
+        self.auth = auth  # basic auth required of every client (Solr's BasicAuthPlugin)
         self.start_seconds: float | None = None
         self.build_seconds: float | None = None
         self.launched = False  # whether the last start() launched a JVM (vs found one running)
@@ -265,7 +268,7 @@ class DevSolr:
         num_docs: int | None = None
         if ready:
             try:
-                body = _get_json(f"{self.url}/select?q=*:*&rows=0&hl=false&wt=json", timeout=5)
+                body = _get_json(f"{self.url}/select?q=*:*&rows=0&hl=false&wt=json", timeout=5, auth=self.auth)
                 num_docs = int(body["response"]["numFound"])
             except (OSError, ValueError, KeyError, TypeError):
                 num_docs = None
@@ -326,6 +329,12 @@ class DevSolr:
             f"# Written by searchcrawl/devsolr.py on every start.\nname={CORE_NAME}\n",
             encoding="utf-8",
         )
+        security = self.home / "security.json"
+        if self.auth:
+            security.write_text(json.dumps(security_json(*self.auth)), encoding="utf-8")
+            security.chmod(0o600)
+        else:
+            security.unlink(missing_ok=True)
         conf = self.core_dir / "conf"
         shutil.rmtree(conf, ignore_errors=True)
         shutil.copytree(configset, conf, ignore=shutil.ignore_patterns("*~", ".*"))
@@ -383,7 +392,7 @@ class DevSolr:
 
     def _ping(self) -> bool:
         try:
-            body = _get_json(f"{self.url}/admin/ping?wt=json", timeout=2)
+            body = _get_json(f"{self.url}/admin/ping?wt=json", timeout=2, auth=self.auth)
         except (OSError, ValueError):  # refused, 503 while the core loads, not JSON yet
             return False
         return isinstance(body, dict) and body.get("status") == "OK"
@@ -462,10 +471,27 @@ def _default_java() -> str:
     return "java"
 
 
-def _get_json(url: str, timeout: float) -> Any:
+def _get_json(url: str, timeout: float, auth: tuple[str, str] | None = None) -> Any:
     """GET a local Solr URL and decode JSON; HTTP errors raise (urllib's HTTPError is OSError)."""
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - 127.0.0.1 only
+    request = urllib.request.Request(url)
+    if auth:
+        token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode("ascii")
+        request.add_header("Authorization", f"Basic {token}")
+    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - 127.0.0.1 only
         return json.loads(response.read().decode("utf-8"))
+
+
+def security_json(user: str, password: str) -> dict[str, Any]:
+    """Solr's security.json requiring basic auth of ``user`` (Sha256AuthenticationProvider's
+    salted double SHA-256)."""
+    salt = os.urandom(32)
+    digest = hashlib.sha256(hashlib.sha256(salt + password.encode("utf-8")).digest()).digest()
+    credential = f"{base64.b64encode(digest).decode()} {base64.b64encode(salt).decode()}"
+    return {
+        "authentication": {"class": "solr.BasicAuthPlugin", "blockUnknown": True, "credentials": {user: credential}},
+        "authorization": {"class": "solr.RuleBasedAuthorizationPlugin", "user-role": {user: "admin"},
+                          "permissions": [{"name": "all", "role": "admin"}]},
+    }
 
 
 def _cmdline(pid: int) -> str | None:

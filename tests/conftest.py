@@ -54,6 +54,26 @@ def unpack(name: str, target: Path) -> Path:
 # --- HTTP servers -------------------------------------------------------------------------------
 
 
+class InFlight:
+    """Counts requests being answered per host, across sites; remembers the most hosts at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.current: dict[str, int] = {}
+        self.max_hosts = 0
+
+    def enter(self, host: str) -> None:
+        with self.lock:
+            self.current[host] = self.current.get(host, 0) + 1
+            self.max_hosts = max(self.max_hosts, len(self.current))
+
+    def leave(self, host: str) -> None:
+        with self.lock:
+            self.current[host] -= 1
+            if not self.current[host]:
+                del self.current[host]
+
+
 @dataclass
 class Site:
     """A real HTTP server on 127.0.0.1 serving a folder, with an access log the test can read."""
@@ -66,6 +86,8 @@ class Site:
     responses: dict[str, tuple[int, dict[str, str], bytes]] = field(default_factory=dict)
     conditional: list[str] = field(default_factory=list)  # paths requested with If-Modified-Since/If-None-Match
     server: ThreadingHTTPServer | None = None
+    in_flight: InFlight | None = None  # shared by sites: which hosts are being served at once
+    slow: float = 0.0  # seconds each answer takes
 
     @property
     def url(self) -> str:
@@ -83,6 +105,16 @@ class Site:
         class Handler(SimpleHTTPRequestHandler):
             def log_message(self, format: str, *args: object) -> None:  # noqa: A002
                 pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                if site.in_flight is None:
+                    return super().do_GET()
+                site.in_flight.enter(site.host)
+                try:
+                    time.sleep(site.slow)
+                    return super().do_GET()
+                finally:
+                    site.in_flight.leave(site.host)
 
             def send_head(self):  # type: ignore[no-untyped-def]
                 site.requests.append((self.command, self.headers.get("Host", ""), self.path))
@@ -133,8 +165,8 @@ def serve() -> Iterator:
     """serve(folder) starts a Site for the test; all are stopped afterwards."""
     started: list[Site] = []
 
-    def start(root: Path, port: int = 0, host: str = "127.0.0.1") -> Site:
-        site = Site(root, port, host).start()
+    def start(root: Path, port: int = 0, host: str = "127.0.0.1", **options: object) -> Site:
+        site = Site(root, port, host, **options).start()  # type: ignore[arg-type]
         started.append(site)
         return site
 
