@@ -20,6 +20,7 @@ from searchcrawl.db.runs import Runs
 
 from .conftest import ROOT, Project, free_port, solr_docs
 from .sites import build_intranet
+from .test_rendering import indexed_text, quotes_site, quotes_source  # noqa: F401 - quotes_site is a fixture
 
 pytestmark = pytest.mark.slow
 
@@ -196,3 +197,15 @@ def test_scheduler_starts_due_sources_through_scrapyd(scrapyd: Scrapyd, ops_proj
     scrapyd.wait_finished(job["id"])
     assert sorted(doc["id"] for doc in solr_docs(solr, "opsb")) == sorted(site.url + path for path in pages)
     assert json.loads(Runs(ops_project.table()).latest("opsb")["counters"])["pages"] >= len(pages)
+
+
+def test_rendering_under_scrapyd(scrapyd: Scrapyd, ops_project: Project, quotes_site, solr) -> None:
+    """A JavaScript source as a scrapyd job: Chromium through scrapy-playwright, all 100 quotes."""
+    quotes_source(ops_project, quotes_site, "opsjs", "true", ["js/"])
+    deploy(scrapyd)
+    job = scrapyd.post("schedule.json", spider="opsjs")["jobid"]
+    log = scrapyd.job_log(scrapyd.wait_finished(job, timeout=300))
+    assert "Spider closed (finished)" in log, log[-3000:]
+    text = indexed_text(solr, "opsjs")
+    assert [quote for quote in quotes_site.quotes if quote not in text] == []
+    assert ops_project.table().get("opsjs", quotes_site.url + "js/page/7/")["fetched_with"] == "browser"
