@@ -3,6 +3,7 @@ delay by time of day, and the per-source crawler settings applied to real crawls
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from searchcrawl.schedules import Schedule, parse_interval
 from searchcrawl.source import SourceError, SourceFile, load_source
 from searchcrawl.spiderloader import spider_class_for
 
-from .conftest import InFlight
+from .conftest import InFlight, solr_docs
 from .sites import build_intranet
 
 UTC = timezone.utc
@@ -203,10 +204,29 @@ def test_per_source_log_file_level_and_delay_rules(project, serve, tmp_path: Pat
     log_file.parent.mkdir()
     project.source("polite", "\n".join([
         f'seeds = ["{site.url}index.html"]', f'log_file = "{log_file}"', 'log_level = "INFO"',
+        "autothrottle = true",
         "[[delay_rules]]", "delay = 0.2",  # every day, all day
     ]))
     crawl = project.scrapy("crawl", "polite")
     assert crawl.returncode == 0, crawl.stderr[-3000:]
     log = log_file.read_text()
-    assert "Delay between requests to one site is now 0.20 s (delay_rules, fixed)" in log
+    assert "Delay between requests to one site is now 0.20 s (delay_rules, AutoThrottle floor)" in log
     assert "Spider closed (finished)" in log and "DEBUG" not in log
+
+
+def test_scheduler_starts_a_local_crawl_without_scrapyd(project, serve, tmp_path: Path, solr) -> None:
+    (tmp_path / "site").mkdir()
+    pages = build_intranet(tmp_path / "site", sections=1, per_section=2)
+    site = serve(tmp_path / "site")
+    project.source("local", f'seeds = ["{site.url}index.html"]\nrefresh_interval = "1d"\n')
+    result = project.scrapy("scheduler", "--once", SEARCHCRAWL_SCRAPYD_URL="")
+    assert result.returncode == 0 and "Schedule of local (every 1 day, 0:00:00): started crawl" in result.stderr, result.stderr
+    table = project.table()
+    deadline = time.monotonic() + 120
+    while (Runs(table).latest("local") or {}).get("state") != "finished":
+        assert time.monotonic() < deadline, "the local crawl did not finish"
+        time.sleep(0.5)
+    assert {doc["id"] for doc in solr_docs(solr, "local")} == {site.url + path for path in pages}
+    logs = list((project.data_dir / "logs" / "local").glob("*.log"))
+    assert logs and "Spider closed (finished)" in logs[0].read_text()
+    table.close()
