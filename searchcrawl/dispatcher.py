@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import select
 
 from .db import DocumentTable
 from .db.models import ScheduleMark
+from .db.store import as_utc
 from .db.runs import Runs
 from .launchers import LaunchError, Launcher
 from .schedules import Schedule
@@ -34,12 +35,6 @@ class Decision:
     source: str
     action: str  # started, skipped, failed, waiting
     detail: str
-
-
-def _aware(moment: datetime | None) -> datetime | None:
-    if moment is not None and moment.tzinfo is None:  # SQLite hands back naive UTC
-        return moment.replace(tzinfo=UTC)
-    return moment
 
 
 class ScheduleMarks:
@@ -55,7 +50,7 @@ class ScheduleMarks:
             ).mappings().first()
         if row is None:
             return None
-        return {**row, "mark": _aware(row["mark"]), "started_at": _aware(row["started_at"])}
+        return {**row, "mark": as_utc(row["mark"]), "started_at": as_utc(row["started_at"])}
 
     def save(self, source: str, **values: object) -> None:
         marks = ScheduleMark.__table__

@@ -37,6 +37,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def wait_for(condition, timeout: float = 120, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.3)
+
+
 def corpus(name: str) -> Path:
     """A file of ../shared/corpora, or skip the test saying why."""
     path = CORPORA / name

@@ -18,7 +18,7 @@ import requests
 
 from searchcrawl.db.runs import Runs
 
-from .conftest import ROOT, Project, free_port, solr_docs
+from .conftest import ROOT, Project, free_port, solr_docs, wait_for
 from .sites import build_intranet
 from .test_rendering import indexed_text, quotes_site, quotes_source  # noqa: F401 - quotes_site is a fixture
 
@@ -110,13 +110,6 @@ def deploy(server: Scrapyd) -> subprocess.CompletedProcess[str]:
     assert result.returncode == 0, result.stdout + result.stderr
     assert not (ROOT / "setup.py").exists() and not (ROOT / "build").exists(), "deploy.sh left build output"
     return result
-
-
-def wait_for(condition, timeout: float = 120, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
 
 
 def test_deploy_schedule_suspend_resume(scrapyd: Scrapyd, ops_project: Project, serve, solr) -> None:

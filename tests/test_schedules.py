@@ -3,7 +3,6 @@ delay by time of day, and the per-source crawler settings applied to real crawls
 
 from __future__ import annotations
 
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from searchcrawl.schedules import Schedule, parse_interval
 from searchcrawl.source import SourceError, SourceFile, load_source
 from searchcrawl.spiderloader import spider_class_for
 
-from .conftest import InFlight, solr_docs
+from .conftest import InFlight, solr_docs, wait_for
 from .sites import build_intranet
 
 UTC = timezone.utc
@@ -222,10 +221,7 @@ def test_scheduler_starts_a_local_crawl_without_scrapyd(project, serve, tmp_path
     result = project.scrapy("scheduler", "--once", SEARCHCRAWL_SCRAPYD_URL="")
     assert result.returncode == 0 and "Schedule of local (every 1 day, 0:00:00): started crawl" in result.stderr, result.stderr
     table = project.table()
-    deadline = time.monotonic() + 120
-    while (Runs(table).latest("local") or {}).get("state") != "finished":
-        assert time.monotonic() < deadline, "the local crawl did not finish"
-        time.sleep(0.5)
+    wait_for(lambda: (Runs(table).latest("local") or {}).get("state") == "finished", what="the local crawl")
     assert {doc["id"] for doc in solr_docs(solr, "local")} == {site.url + path for path in pages}
     logs = list((project.data_dir / "logs" / "local").glob("*.log"))
     assert logs and "Spider closed (finished)" in logs[0].read_text()

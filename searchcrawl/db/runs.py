@@ -12,14 +12,14 @@ import json
 import os
 import socket
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
 
 from ..processes import process_alive
 from .models import Run, SourceState
-from .store import DocumentTable, now
+from .store import DocumentTable, as_utc, now
 
 RUNNING, SUSPENDED, FINISHED, STOPPED, FAILED = "running", "suspended", "finished", "stopped", "failed"
 RESUMABLE = (RUNNING, SUSPENDED)
@@ -45,11 +45,8 @@ def _alive(host: str | None, pid: int | None) -> bool:
 
 
 def _recent(moment: datetime | None, seconds: float) -> bool:
-    if moment is None:
-        return False
-    if moment.tzinfo is None:  # SQLite hands back naive UTC
-        moment = moment.replace(tzinfo=UTC)
-    return (now() - moment).total_seconds() < seconds
+    moment = as_utc(moment)
+    return moment is not None and (now() - moment).total_seconds() < seconds
 
 
 class Runs:

@@ -46,6 +46,13 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+def as_utc(moment: datetime | None) -> datetime | None:
+    """A timestamp read from the table, timezone-aware (SQLite hands back naive UTC)."""
+    if moment is not None and moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
