@@ -19,6 +19,10 @@ Instances on different ports (or with different data dirs) are independent and c
 same time. Tests should use a fresh data dir and :func:`free_port` for a clean index; :meth:`wipe`
 exists for resetting a long-lived one. Solr only ever listens on 127.0.0.1.
 
+:class:`DevSolrCloud` runs the same launcher in SolrCloud mode instead (embedded ZooKeeper and
+several nodes in one JVM, for multi-node tests); it keeps its files apart, under
+``<data_dir>/solr/<port>-cloud`` (see its docstring).
+
 Standard library only: it runs before (and without) any crawl machinery.
 """
 
@@ -48,15 +52,15 @@ try:  # Serialises concurrent builds/starts on POSIX; without it we simply do no
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["CORE_NAME", "SOLR_DIR", "DevSolr", "DevSolrError", "free_port"]
+__all__ = ["CORE_NAME", "SOLR_DIR", "DevSolr", "DevSolrCloud", "DevSolrError", "free_port", "free_port_range"]
 
 CORE_NAME = "searchcrawl"
 SOLR_DIR = Path(__file__).resolve().parents[1] / "solr"
 MAIN_CLASS = "searchcrawl.solr.DevSolr"
 HOST = "127.0.0.1"
 
-# Solr home configuration. Standalone mode; the solrcloud section only matters for a later
-# --cloud mode and then keeps the node on 127.0.0.1.
+# Solr home configuration of the standalone mode (its solrcloud section is unused there).
+# DevSolrCloud's nodes get MiniSolrCloudCluster's own solr.xml, through ZooKeeper.
 SOLR_XML = """\
 <?xml version="1.0" encoding="UTF-8"?>
 <!-- Written by searchcrawl/devsolr.py on every start; edits here are overwritten. -->
@@ -88,6 +92,27 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def free_port_range(count: int, attempts: int = 50) -> int:
+    """The first of ``count`` consecutive TCP ports on 127.0.0.1 that are free right now (a local
+    SolrCloud's nodes listen on port, port + 1, ...)."""
+    for _ in range(attempts):
+        first = free_port()
+        if first + count - 1 > 65535:
+            continue
+        if all(_port_free(first + offset) for offset in range(1, count)):
+            return first
+    raise DevSolrError(f"found no {count} consecutive free ports on {HOST}")
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
 def default_build_dir() -> Path:
     cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(cache) / "searchcrawl" / "solr-build"
@@ -116,7 +141,7 @@ class DevSolr:
         self.solr_dir = SOLR_DIR
         # One build serves every data dir and port: it depends only on solr/ in this checkout.
         self.build_dir = Path(build_dir).expanduser().resolve() if build_dir else default_build_dir()
-        self.run_dir = self.data_dir / "solr" / str(self.port)
+        self.run_dir = self.data_dir / "solr" / self._run_dir_name()
         self.home = self.run_dir / "home"
         self.core_dir = self.home / CORE_NAME
         self.log_path = self.run_dir / "solr.log"
@@ -132,7 +157,10 @@ class DevSolr:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def __repr__(self) -> str:
-        return f"DevSolr(data_dir={str(self.data_dir)!r}, port={self.port})"
+        return f"{type(self).__name__}(data_dir={str(self.data_dir)!r}, port={self.port})"
+
+    def _run_dir_name(self) -> str:
+        return str(self.port)
 
     # -- build ------------------------------------------------------------------------------
 
@@ -385,10 +413,14 @@ class DevSolr:
                 return
             if time.monotonic() >= deadline:
                 raise DevSolrError(
-                    f"Solr on port {self.port} did not answer {self.url}/admin/ping in time. "
+                    f"Solr on port {self.port} did not answer {self._readiness_check()} in time. "
                     f"Last lines of {self.log_path}:\n{self._log_tail(log_offset)}"
                 )
             time.sleep(0.25)
+
+    def _readiness_check(self) -> str:
+        """What ``_ping`` asks, for error messages."""
+        return f"{self.url}/admin/ping"
 
     def _ping(self) -> bool:
         try:
@@ -397,15 +429,20 @@ class DevSolr:
             return False
         return isinstance(body, dict) and body.get("status") == "OK"
 
+    def _ports(self) -> list[int]:
+        """The ports this instance listens on."""
+        return [self.port]
+
     def _check_port_free(self) -> None:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.settimeout(1)
-            in_use = sock.connect_ex((HOST, self.port)) == 0
-        if in_use:
-            raise DevSolrError(
-                f"port {self.port} on {HOST} is already in use by another process "
-                f"(not the dev Solr of {self.data_dir}); stop it or choose another port"
-            )
+        for port in self._ports():
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.settimeout(1)
+                in_use = sock.connect_ex((HOST, port)) == 0
+            if in_use:
+                raise DevSolrError(
+                    f"port {port} on {HOST} is already in use by another process "
+                    f"(not the dev Solr of {self.data_dir}); stop it or choose another port"
+                )
 
     def _terminate(self, pid: int, timeout: float) -> None:
         """SIGTERM the JVM's process group, wait, then SIGKILL."""
@@ -463,6 +500,172 @@ class DevSolr:
             return "(no log)"
         return _tail(text, lines) or "(log is empty)"
 
+
+
+class DevSolrCloud(DevSolr):
+    """A local SolrCloud for multi-node tests: ZooKeeper plus ``nodes`` Solr nodes in one JVM.
+
+    The launcher's ``--cloud`` mode (MiniSolrCloudCluster). Node ``i`` listens on
+    ``http://127.0.0.1:<port + i>/solr`` (``nodes`` holds these base URLs); ZooKeeper picks a
+    free port. No collection exists after ``start()``: create one with
+    :func:`searchcrawl.solrcloud.upload_configset` and :func:`~searchcrawl.solrcloud.create_collection`
+    (``scrapy solr collection``), as against a production cluster.
+
+    A local cloud starts afresh every time: ``start()`` deletes the previous cluster's ZooKeeper
+    data and indexes, because ZooKeeper comes up on a new port. No basic auth (the standalone
+    ``auth`` option is not supported here). Its files::
+
+        <data_dir>/solr/<port>-cloud/home/           node0/, node1/, ... and zookeeper/
+        <data_dir>/solr/<port>-cloud/cloud.json      node URLs, their states ("up"/"down"), ZooKeeper
+        <data_dir>/solr/<port>-cloud/control/        stop-<i>/start-<i> requests (see stop_node)
+        <data_dir>/solr/<port>-cloud/solr.log, solr.pid
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        port: int = 8983,
+        *,
+        nodes: int = 2,
+        build_dir: str | os.PathLike[str] | None = None,
+        java: str | None = None,
+        heap: str = "1g",
+    ) -> None:
+        if int(nodes) < 1:
+            raise ValueError("a SolrCloud needs at least one node")
+        self.node_count = int(nodes)
+        super().__init__(data_dir, port, build_dir=build_dir, java=java, heap=heap)
+        self.state_path = self.run_dir / "cloud.json"
+        self.control_dir = self.run_dir / "control"
+        self.nodes = [f"http://{HOST}:{port}/solr" for port in self._ports()]
+        self.url = self.base_url  # node 0; there is no core to point at
+
+    def _run_dir_name(self) -> str:
+        return f"{self.port}-cloud"
+
+    def _ports(self) -> list[int]:
+        return [self.port + index for index in range(self.node_count)]
+
+    def start(self, timeout: float = 180) -> list[str]:  # type: ignore[override]
+        """Start the cluster unless it is running; return the node base URLs once all answer.
+
+        An already running cluster is reused as it is (its node count wins over ``nodes``).
+        """
+        super().start(timeout)
+        return list(self.nodes)
+
+    def status(self) -> dict[str, Any]:
+        """Running state, pid, node URLs and states (``up`` = answers its health check), ZooKeeper."""
+        pid = self._running_pid()
+        state = self._state() if pid is not None else None
+        if state is not None:
+            self.nodes = list(state["nodes"])
+        node_states = ["up" if pid is not None and self._healthy(url) else "down" for url in self.nodes]
+        return {
+            "running": pid is not None,
+            "ready": state is not None and all(s == "up" for s in node_states),
+            "pid": pid,
+            "url": self.url,
+            "port": self.port,
+            "nodes": list(self.nodes),
+            "states": node_states,
+            "zk": state.get("zk") if state else None,
+            "log": str(self.log_path),
+            "data_dir": str(self.data_dir),
+            "start_seconds": self.start_seconds,
+        }
+
+    def wipe(self) -> None:
+        """Stop the cluster and delete its ZooKeeper data and indexes."""
+        self.stop()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    def stop_node(self, index: int, timeout: float = 60) -> None:
+        """Stop node ``index`` while the others (and ZooKeeper) keep running: a node failure.
+
+        Returns once the node's Jetty is stopped; its replicas are then gone from the live nodes.
+        """
+        self._control("stop", index, timeout)
+
+    def start_node(self, index: int, timeout: float = 120) -> None:
+        """Restart node ``index`` on its old port; returns once it is a live node again and
+        answers its health check. Its replicas recover from the leaders afterwards (see
+        :func:`searchcrawl.solrcloud.wait_for_collection`)."""
+        self._control("start", index, timeout)
+        deadline = time.monotonic() + timeout
+        while not self._healthy(self.nodes[index]):
+            if time.monotonic() >= deadline:
+                raise DevSolrError(f"node {index} ({self.nodes[index]}) did not answer its health check in time")
+            time.sleep(0.2)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def java_command(self, classpath: list[str]) -> list[str]:
+        return [*super().java_command(classpath), "--cloud", "--nodes", str(self.node_count)]
+
+    def _prepare_home(self) -> None:
+        """An empty home, no control requests and no cloud.json from a previous cluster."""
+        shutil.rmtree(self.home, ignore_errors=True)
+        shutil.rmtree(self.control_dir, ignore_errors=True)
+        self.state_path.unlink(missing_ok=True)
+        self.home.mkdir(parents=True)
+        self.control_dir.mkdir()
+
+    def _readiness_check(self) -> str:
+        return f"the health checks of {', '.join(self.nodes)} (/admin/info/health)"
+
+    def _ping(self) -> bool:
+        """Ready: the launcher wrote cloud.json (every node is live in ZooKeeper) and each node
+        that should be up answers its health check."""
+        state = self._state()
+        if state is None:
+            return False
+        if not all(self._healthy(url) for url, up in zip(state["nodes"], state["states"]) if up == "up"):
+            return False
+        self.nodes = list(state["nodes"])
+        return True
+
+    @staticmethod
+    def _healthy(node_url: str) -> bool:
+        try:
+            body = _get_json(f"{node_url}/admin/info/health?wt=json", timeout=2)
+        except (OSError, ValueError):
+            return False
+        return isinstance(body, dict) and body.get("status") == "OK"
+
+    def _state(self) -> dict[str, Any] | None:
+        """cloud.json (written atomically by the launcher), or None before it exists."""
+        try:
+            state = json.loads(self.state_path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+        return state if isinstance(state, dict) and "nodes" in state else None
+
+    def _control(self, action: str, index: int, timeout: float) -> None:
+        """Ask the launcher to stop or start a node: it polls control/ for ``<action>-<index>``,
+        acts, updates cloud.json and deletes the file."""
+        pid = self._running_pid()
+        if pid is None:
+            raise DevSolrError(f"the local SolrCloud on port {self.port} is not running")
+        if not 0 <= index < len(self.nodes):
+            raise DevSolrError(f"no node {index}: the local SolrCloud has nodes 0..{len(self.nodes) - 1}")
+        self.control_dir.mkdir(parents=True, exist_ok=True)
+        request = self.control_dir / f"{action}-{index}"
+        request.touch()
+        deadline = time.monotonic() + timeout
+        while request.exists():
+            if not self._alive(pid):
+                raise DevSolrError(f"the local SolrCloud exited; last lines of {self.log_path}:\n{self._log_tail(None)}")
+            if time.monotonic() >= deadline:
+                raise DevSolrError(
+                    f"node {index} did not {action} within {timeout:.0f}s; "
+                    f"last lines of {self.log_path}:\n{self._log_tail(None)}"
+                )
+            time.sleep(0.1)
+        state = self._state()
+        expected = "down" if action == "stop" else "up"
+        if state is None or state["states"][index] != expected:
+            raise DevSolrError(f"node {index} failed to {action}; see {self.log_path}")
 
 def _default_java() -> str:
     java_home = os.environ.get("JAVA_HOME")
