@@ -2,16 +2,22 @@
 
 One JSON file per document (the Solr document itself), named by a hash of the URL, written
 atomically so that a crash never leaves half a document. The document table says which cached
-documents are pending; the cache only stores them and tracks its size.
+documents are pending, and which cache holds each (``cached_by``, this cache's ``id``): in a
+shared crawl each machine pushes the documents its own cache holds. Processes on one machine
+share the cache and take turns pushing it (``push_lock``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import tempfile
 import threading
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +28,40 @@ class DocumentCache:
         directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()  # the pipeline writes while a worker thread removes
         self.size_bytes = sum(p.stat().st_size for p in directory.glob("*.json"))
+        self.id = self._identity()
+
+    def _identity(self) -> str:
+        """A name for this cache directory, made once and kept in it (survives host renames)."""
+        path = self.directory / ".cache-id"
+        try:
+            return path.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            pass
+        handle, temporary = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="ascii") as stream:
+            stream.write(uuid.uuid4().hex)
+        try:
+            os.link(temporary, path)  # first writer wins; the others read its name
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(temporary)
+        return path.read_text(encoding="ascii").strip()
+
+    @contextlib.contextmanager
+    def push_lock(self, wait: bool) -> Iterator[bool]:
+        """Hold the right to push this cache (one process of the machine at a time); yields
+        False at once, without ``wait``, when another process is pushing it."""
+        with open(self.directory / ".push.lock", "a+b") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def path(self, url: str) -> Path:
         return self.directory / (hashlib.sha256(url.encode("utf-8")).hexdigest()[:40] + ".json")

@@ -7,6 +7,8 @@ per crawler (built on first use) instead of each opening its own database connec
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +72,12 @@ class CrawlContext:
     test_mode: bool = False  # -a test_mode=1: report only, nothing sent to Solr, index state untouched
     force_delete: bool = False  # -a delete=force: confirm deletions beyond max_delete_share
     mode: str = "initial"
+    # A shared crawl (SEARCHCRAWL_SHARED_CRAWL): several processes work on one run; ``owner``
+    # names this one in leases and node rows.
+    shared: bool = False
+    owner: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+    site_delay: float = 0.0  # seconds between requests to one site (DOWNLOAD_DELAY, delay_rules)
+    _ends_run: bool | None = None
     _converter: Any = None
     scope_filter: FilterSet | None = None
     result_filter: FilterSet | None = None
@@ -108,6 +116,8 @@ class CrawlContext:
             rewriter=load_rewriter(source.settings.url_rewriter),
             display_urls=DisplayUrls(source.settings.display_urls),
             crawler=crawler,
+            shared=settings.getbool("SEARCHCRAWL_SHARED_CRAWL"),
+            site_delay=settings.getfloat("DOWNLOAD_DELAY"),
         )
 
     def admit(self, url: str, depth: int) -> Decision:
@@ -186,6 +196,18 @@ class CrawlContext:
         if self.frontier is not None:
             counters.update(self.frontier.counts())
         return counters
+
+    def ends_run(self) -> bool:
+        """Whether this process does the run's end (removals, delta report). Always, alone; in a
+        shared crawl, only the node that finds the frontier empty and claims the end first."""
+        if not self.shared:
+            return True
+        if self._ends_run is None:
+            if self.frontier is None or self.runs is None or self.run_id is None:
+                return False
+            counts = self.frontier.counts()
+            self._ends_run = not counts["queued"] and not counts["leased"] and self.runs.claim_finish(self.run_id)
+        return self._ends_run
 
     def end_run(self, state: str, reason: str) -> dict[str, list[str]]:
         """Record the run's end and keep its delta report; returns the report."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -43,9 +44,21 @@ def batches(documents: Iterable[tuple[dict[str, Any], int]], max_docs: int, max_
         yield batch
 
 
+def _node_failed(error: Exception) -> bool:
+    """Is this a failure of the node (unreachable, 5xx) rather than of the request (4xx)?
+    Only then is another node of a SolrCloud collection worth trying."""
+    return not re.search(r"\(HTTP 4\d\d\)", str(error))
+
+
 @dataclass
 class SolrIndex:
-    """One Solr core or collection, reached through pysolr."""
+    """One Solr core or SolrCloud collection, reached through pysolr.
+
+    ``url`` may list several comma-separated URLs of one collection (one per SolrCloud node):
+    a request goes to the node that answered last, and on to the next when a node is down or
+    failing; any node routes updates to the shard leaders. Crawler machines need plain HTTP to
+    Solr, no ZooKeeper client.
+    """
 
     url: str
     timeout: float = 60
@@ -53,32 +66,50 @@ class SolrIndex:
     auth: tuple[str, str] | None = field(default=None, repr=False)  # HTTP basic auth
 
     def __post_init__(self) -> None:
-        self.client = pysolr.Solr(self.url, timeout=self.timeout, always_commit=False, auth=self.auth)
+        self.urls = [part.strip().rstrip("/") for part in self.url.split(",") if part.strip()]
+        self.clients = [pysolr.Solr(url, timeout=self.timeout, always_commit=False, auth=self.auth) for url in self.urls]
+        self.current = 0
+
+    @property
+    def client(self) -> pysolr.Solr:
+        return self.clients[self.current]
+
+    def _call(self, what: str, call: Callable[[pysolr.Solr], Any]) -> Any:
+        """``call`` on the current node, then on each other node while nodes fail."""
+        failures = []
+        for step in range(len(self.clients)):
+            number = (self.current + step) % len(self.clients)
+            try:
+                result = call(self.clients[number])
+            except (pysolr.SolrError, OSError) as exc:
+                failures.append(f"{self.urls[number]}: {exc}")
+                if not _node_failed(exc):
+                    break
+                if len(self.clients) > 1:
+                    logger.debug("Solr node %s failed (%s); trying the next", self.urls[number], exc)
+                continue
+            if number != self.current:
+                logger.info("Solr node %s failed; now using %s", self.urls[self.current], self.urls[number])
+                self.current = number
+            return result
+        raise IndexingError(f"Solr {what}: {'; '.join(failures)}")
 
     def add(self, documents: list[dict[str, Any]]) -> None:
-        try:
-            self.client.add(documents, commitWithin=str(self.commit_within_ms), overwrite=True)
-        except (pysolr.SolrError, OSError) as exc:
-            raise IndexingError(f"Solr at {self.url} refused {len(documents)} documents: {exc}") from exc
+        self._call(f"refused {len(documents)} documents",
+                   lambda client: client.add(documents, commitWithin=str(self.commit_within_ms), overwrite=True))
 
     def delete(self, ids: list[str]) -> None:
-        try:
-            self.client.delete(id=ids, commit=False)
-        except (pysolr.SolrError, OSError) as exc:
-            raise IndexingError(f"Solr at {self.url} did not delete {len(ids)} documents: {exc}") from exc
+        self._call(f"did not delete {len(ids)} documents", lambda client: client.delete(id=ids, commit=False))
 
     def commit(self) -> None:
         """Make everything pushed so far searchable now (soft commit)."""
-        try:
-            self.client.commit(softCommit=True)
-        except (pysolr.SolrError, OSError) as exc:
-            raise IndexingError(f"Solr at {self.url} did not commit: {exc}") from exc
+        self._call("did not commit", lambda client: client.commit(softCommit=True))
 
     def ping(self) -> bool:
         try:
-            self.client.ping()
+            self._call("did not answer ping", lambda client: client.ping())
             return True
-        except (pysolr.SolrError, OSError):
+        except IndexingError:
             return False
 
 
@@ -118,14 +149,14 @@ def push_pending(
             index.delete(chunk)
         except IndexingError as exc:
             result.error = str(exc)
-            result.pending = len(table.pending(source))
+            result.pending = len(table.pending(source, cache.id))
             return result
         table.mark_removed(source, chunk)
         for url in chunk:
             cache.remove(url)
         result.removed += len(chunk)
         logger.debug("Removed %d documents of %s from Solr", len(chunk), source)
-    pending = table.pending(source)
+    pending = table.pending(source, cache.id)  # what this cache holds: other machines push theirs
     result.pending = len(pending)
     checksums: dict[str, str] = {}
 

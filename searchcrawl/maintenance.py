@@ -3,7 +3,7 @@ recrawled in full because its settings changed?"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -20,6 +20,22 @@ def has_changed(previous: dict[str, Any], last_modified: str | None, etag: str |
     if "checksum" in signals and previous.get("checksum") != checksum:
         reasons.append("checksum")
     return bool(reasons), ", ".join(reasons) or "same " + " and ".join(sorted(signals))
+
+
+def original_of(a: Mapping[str, Any], b: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Of two documents with the same content (``url``, ``canonical_url``, row ``id``), the one
+    the index keeps: the one the other names canonical, else the one naming itself canonical,
+    else the one discovered first (lower row id). Symmetric, so every node of a fleet that meets
+    the pair decides the same."""
+    if b.get("canonical_url") == a["url"] and a.get("canonical_url") != b["url"]:
+        return a
+    if a.get("canonical_url") == b["url"] and b.get("canonical_url") != a["url"]:
+        return b
+    a_names_itself, b_names_itself = a.get("canonical_url") == a["url"], b.get("canonical_url") == b["url"]
+    if a_names_itself != b_names_itself:
+        return a if a_names_itself else b
+    never = float("inf")
+    return a if (a.get("id") or never, a["url"]) <= (b.get("id") or never, b["url"]) else b
 
 
 def settings_fingerprint(index_dynamic_pages: bool, attributes: dict[str, str]) -> dict[str, Any]:

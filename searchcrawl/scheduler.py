@@ -8,13 +8,18 @@ the next crawl, with the URLs that were in flight back in the queue. JOBDIR is n
 
 Requests are persisted as data, never pickled: the URL, its depth, and the meta keys in
 ``PERSISTED_META`` (plus the callback's name when it is not ``parse``).
+
+Leases are renewed every third of ``SEARCHCRAWL_LEASE_SECONDS`` while the process lives. In a
+shared crawl (``SEARCHCRAWL_SHARED_CRAWL``, source key ``shared``) several processes, on one
+machine or many, join the same run over PostgreSQL: each leases its own batches (``FOR UPDATE
+SKIP LOCKED``), takes back leases that expired (a node died), and waits while other nodes still
+hold leases, since their pages may add links. The node whose close finds the frontier empty
+claims the run's end (removals, delta report); the others just leave.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
 from collections import deque
 from typing import Any
@@ -22,6 +27,7 @@ from typing import Any
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider
+from twisted.internet import task
 
 from .context import CrawlContext
 from .db.frontier import Entry, Frontier
@@ -72,7 +78,11 @@ class FrontierScheduler:
         settings = crawler.settings
         self.batch = settings.getint("SEARCHCRAWL_FRONTIER_BATCH") or 2 * settings.getint("CONCURRENT_REQUESTS")
         self.lease_seconds = settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")
-        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self.shared = self.context.shared
+        self.owner = self.context.owner
+        self.renewal: task.LoopingCall | None = None
+        self.others_checked = 0.0
+        self.others_working = False
         self.buffer: deque[Entry] = deque()
         self.max_sites = settings.getint("SEARCHCRAWL_MAX_SITES")
         self.held: deque[Request] = deque()  # waiting for a free site (SEARCHCRAWL_MAX_SITES)
@@ -92,31 +102,67 @@ class FrontierScheduler:
         runs = Runs(self.context.table)
         fresh = str(getattr(spider, "fresh", "")).lower() in ("1", "true", "yes")
         try:
-            self.run = runs.start(source, fresh=fresh, job=getattr(spider, "_job", None))
+            self.run = runs.start(source, fresh=fresh, allow_shared=self.shared, job=getattr(spider, "_job", None),
+                                  stale_after=self.lease_seconds)
         except RunConflict as exc:
-            logger.error("%s; not starting a second crawl", exc)
+            logger.error("%s; not starting a second crawl (a shared crawl joins: SEARCHCRAWL_SHARED_CRAWL)", exc)
             raise CloseSpider("already_running") from None
         self.frontier = Frontier(self.context.table, source, self.run.id, self.owner, self.lease_seconds)
+        others = runs.nodes(self.run.id, self.lease_seconds, but=self.owner)
+        runs.join(self.run.id, self.owner)
         self.context.attach_run(self.run.id, self.run.resumed, self.frontier, runs)
         if self.run.resumed:
-            requeued = self.frontier.requeue_leased()
+            # a shared run's live nodes keep their leases; a dead node's are taken back
+            requeued = self.frontier.requeue_leased(keep_owners=others)
             counts = self.frontier.counts()
             logger.info(
-                "Resuming run %d of %s (session %d): %d URLs done, %d queued (%d were in flight)",
-                self.run.id, source, self.run.sessions, counts["done"], counts["queued"], requeued,
+                "%s run %d of %s (session %d%s): %d URLs done, %d queued (%d were in flight)",
+                "Joining" if others else "Resuming", self.run.id, source, self.run.sessions,
+                f", with {len(others)} other node(s)" if others else "", counts["done"], counts["queued"], requeued,
             )
         else:
-            logger.info("Starting run %d of %s", self.run.id, source)
+            logger.info("Starting run %d of %s%s", self.run.id, source, " (shared crawl)" if self.shared else "")
+        if self.shared and self.crawler.engine is not None:
+            # Scrapy polls a scheduler that has pending requests but returns none every 5 s; a
+            # node waiting for the others' links should look sooner.
+            self.crawler.engine._SLOT_HEARTBEAT_INTERVAL = IDLE_RECHECK  # type: ignore[misc]
+        self.renewal = task.LoopingCall(self._renew)
+        self.renewal.start(max(1.0, min(60.0, self.lease_seconds / 3)), now=False)
+
+    def _renew(self) -> None:
+        """Keep this node's leases and node row alive; take back leases that expired elsewhere."""
+        if self.frontier is None or self.run is None:
+            return
+        try:
+            self.frontier.renew()
+            self.context.runs.heartbeat(self.run.id, self.owner)  # type: ignore[union-attr]
+            taken = self.frontier.requeue_leased(expired_only=True)
+        except Exception:  # a database hiccup: the next renewal tries again, well before expiry
+            logger.exception("Renewing the leases of run %d failed", self.run.id)
+            return
+        if taken:
+            logger.info("Took back %d URLs whose lease expired (a node stopped working on run %d)", taken, self.run.id)
 
     def close(self, reason: str) -> None:
         if self.run is None or self.frontier is None:
             return
+        if self.renewal is not None and self.renewal.running:
+            self.renewal.stop()
         self.frontier.requeue_leased(owner=self.owner)  # what was leased but not fetched
         self.buffer.clear()
         self.held.clear()
+        runs = self.context.runs
+        assert runs is not None
+        runs.leave(self.run.id, self.owner)
         state = RUN_STATE_FOR_REASON.get(reason, SUSPENDED)
         if state == FINISHED and self.frontier.counts()["queued"]:
             state = SUSPENDED  # closed while work remained (e.g. a limit): resumable
+        if self.shared and not (state == FINISHED and self.context.ends_run()):
+            others = runs.nodes(self.run.id, self.lease_seconds)
+            if others or state == FINISHED:  # the others go on, or one of them ends the run
+                logger.info("Node %s leaves run %d of %s (%s)%s", self.owner, self.run.id, self.context.source.name,
+                            reason, f"; {len(others)} node(s) go on" if others else "")
+                return
         report = self.context.end_run(state, reason)
         logger.info("Run %d of %s is %s (%s)", self.run.id, self.context.source.name, state, reason)
         summary = ", ".join(f"{kind} {len(report.get(kind, []))}" for kind in DELTA_KINDS)
@@ -184,7 +230,23 @@ class FrontierScheduler:
         if self.held:
             return True
         self._refill()
-        return bool(self.buffer)
+        return bool(self.buffer) or (self.shared and self._others_working())
+
+    def _others_working(self) -> bool:
+        """In a shared crawl: do other nodes still hold leases (their pages may add links), or is
+        the run just being set up by another node (nothing queued or done yet)?"""
+        if time.monotonic() - self.others_checked < IDLE_RECHECK:
+            return self.others_working
+        assert self.frontier is not None and self.run is not None and self.context.runs is not None
+        self.others_checked = time.monotonic()
+        if self.frontier.requeue_leased(expired_only=True):
+            self.others_working = True  # a dead node's URLs are queued again
+            return True
+        counts = self.frontier.counts()
+        self.others_working = bool(counts["queued"] or counts["leased"]) or (
+            not counts["done"] and bool(self.context.runs.nodes(self.run.id, self.lease_seconds, but=self.owner))
+        )
+        return self.others_working
 
     def __len__(self) -> int:
         return len(self.buffer) + len(self.held)

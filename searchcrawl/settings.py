@@ -64,7 +64,10 @@ SEARCHCRAWL_ROBOTS_RETRY_AFTER = 300  # seconds before a 5xx/unreachable robots.
 # --- Frontier and runs ---------------------------------------------------------------------------
 SCHEDULER = "searchcrawl.scheduler.FrontierScheduler"  # the durable frontier in the document table
 SEARCHCRAWL_FRONTIER_BATCH = 0  # URLs leased at a time (0: twice CONCURRENT_REQUESTS)
-SEARCHCRAWL_LEASE_SECONDS = 600  # a lease not finished by then goes back to the queue (dead nodes)
+SEARCHCRAWL_LEASE_SECONDS = 600  # leases are renewed every third of this; a dead node's expire after it
+# Several processes or machines crawl one source together (one run, over PostgreSQL); per source:
+# shared = true. Per-site delay and concurrency then hold for the whole fleet.
+SEARCHCRAWL_SHARED_CRAWL = False
 SEARCHCRAWL_PROGRESS_INTERVAL = 30.0  # seconds between progress lines / run counter saves / control checks
 
 # --- Operations: schedules and scrapyd --------------------------------------------------------
@@ -118,6 +121,8 @@ DOWNLOADER_MIDDLEWARES = {
     "searchcrawl.middlewares.render.RenderMiddleware": 80,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "searchcrawl.middlewares.redirect.RedirectPolicyMiddleware": 600,
+    # Shared crawls only: the per-site delay and concurrency hold for the whole fleet.
+    "searchcrawl.middlewares.fleet.FleetPolitenessMiddleware": 950,
 }
 
 ITEM_PIPELINES = {

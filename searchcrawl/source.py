@@ -110,6 +110,8 @@ class SourceSettings(ScopeRules):
     log_file: str | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] | None = None
     temp_dir: str | None = None
+    # scale-out: several processes or machines crawl this source together (PostgreSQL)
+    shared: bool = False
 
     @field_validator("refresh_interval")
     @classmethod
@@ -127,6 +129,9 @@ class SourceSettings(ScopeRules):
     def _one_schedule(self) -> SourceSettings:
         if self.refresh_interval is not None and self.schedule is not None:
             raise ValueError("give either 'refresh_interval' or 'schedule', not both")
+        if self.shared and self.autothrottle:
+            raise ValueError("'autothrottle' adjusts each process's own delay; a shared crawl spaces requests for "
+                             "the whole fleet with 'delay' (and 'delay_rules'): drop one of 'shared' and 'autothrottle'")
         return self
 
     @property

@@ -29,6 +29,7 @@ SETTINGS_OF_KEYS = {
     "log_file": "LOG_FILE",
     "log_level": "LOG_LEVEL",
     "temp_dir": "SEARCHCRAWL_TEMP_DIR",
+    "shared": "SEARCHCRAWL_SHARED_CRAWL",
 }
 
 

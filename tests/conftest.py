@@ -3,6 +3,7 @@ to run `scrapy` as a user does (a subprocess in the project directory)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -63,17 +64,20 @@ def unpack(name: str, target: Path) -> Path:
 
 
 class InFlight:
-    """Counts requests being answered per host, across sites; remembers the most hosts at once."""
+    """Counts requests being answered per host, across sites; remembers the most hosts at once,
+    and the most requests to one host at once."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.current: dict[str, int] = {}
         self.max_hosts = 0
+        self.max_per_host = 0
 
     def enter(self, host: str) -> None:
         with self.lock:
             self.current[host] = self.current.get(host, 0) + 1
             self.max_hosts = max(self.max_hosts, len(self.current))
+            self.max_per_host = max(self.max_per_host, self.current[host])
 
     def leave(self, host: str) -> None:
         with self.lock:
@@ -90,6 +94,7 @@ class Site:
     port: int = 0
     host: str = "127.0.0.1"
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, host header, path)
+    arrivals: list[float] = field(default_factory=list)  # time.monotonic() of each request, in order
     # path -> (status, headers, body): answered instead of a file (redirects, special headers)
     responses: dict[str, tuple[int, dict[str, str], bytes]] = field(default_factory=dict)
     conditional: list[str] = field(default_factory=list)  # paths requested with If-Modified-Since/If-None-Match
@@ -125,6 +130,7 @@ class Site:
                     site.in_flight.leave(site.host)
 
             def send_head(self):  # type: ignore[no-untyped-def]
+                site.arrivals.append(time.monotonic())
                 site.requests.append((self.command, self.headers.get("Host", ""), self.path))
                 if self.headers.get("If-Modified-Since") or self.headers.get("If-None-Match"):
                     site.conditional.append(self.path)
@@ -285,9 +291,9 @@ def _pg_bin(name: str) -> str:
     return found
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A real PostgreSQL server on 127.0.0.1, started from Debian's package for the session."""
+@contextlib.contextmanager
+def postgres_server() -> Iterator[str]:
+    """A real PostgreSQL server on 127.0.0.1 from Debian's package, in a temp dir; yields its URL."""
     base = Path(tempfile.mkdtemp(prefix="searchcrawl-pg-"))  # pytest's own temp dirs are root-only
     data = base / "data"
     port = free_port()
@@ -311,3 +317,80 @@ def postgres_url() -> Iterator[str]:
     finally:
         subprocess.run([*as_postgres, _pg_bin("pg_ctl"), "-D", str(data), "-m", "fast", "stop"], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server for the test session."""
+    with postgres_server() as url:
+        yield url
+
+
+# --- SolrCloud: several nodes, collections created through the Collections API --------------------
+# (A self-contained block, appended: it only adds names.)
+
+from searchcrawl import solrcloud  # noqa: E402
+from searchcrawl.devsolr import DevSolrCloud, DevSolrError, free_port_range  # noqa: E402
+
+
+class LocalSolrCloud:
+    """A local SolrCloud (DevSolrCloud: ZooKeeper + ``node_count`` nodes in one JVM) for tests:
+    ``nodes`` are the node base URLs; collections are made by name; nodes can fail and return."""
+
+    configset = "searchcrawl"
+
+    def __init__(self, data_dir: Path, node_count: int = 2) -> None:
+        self.data_dir = data_dir
+        self.node_count = node_count
+        self.cloud = DevSolrCloud(data_dir, free_port_range(node_count), nodes=node_count)
+
+    @property
+    def nodes(self) -> list[str]:
+        return list(self.cloud.nodes)
+
+    def start(self, timeout: float = 600) -> LocalSolrCloud:
+        for attempt in range(3):  # the free ports may be taken before the JVM binds them
+            try:
+                self.cloud.start(timeout=timeout)
+                return self
+            except DevSolrError as exc:
+                if "already in use" not in str(exc) or attempt == 2:
+                    raise
+                self.cloud = DevSolrCloud(self.data_dir, free_port_range(self.node_count), nodes=self.node_count)
+        return self
+
+    def stop(self) -> None:
+        self.cloud.stop()
+
+    def create_collection(self, name: str, shards: int = 2, replicas: int = 2) -> list[str]:
+        """Upload the project's configset, create collection ``name`` (or reload it when it
+        exists); return its URL on every node (comma-join them for SOLR_URL)."""
+        node = solrcloud.live_node(self.nodes)
+        solrcloud.upload_configset(node, self.configset)
+        solrcloud.create_collection(node, name, self.configset, shards, replicas)
+        return solrcloud.collection_urls(self.nodes, name)
+
+    def status(self, name: str) -> dict:
+        """The collection's shards and replicas with their states (solrcloud.collection_status)."""
+        return solrcloud.collection_status(solrcloud.live_node(self.nodes), name)
+
+    def wait_active(self, name: str, timeout: float = 120) -> dict:
+        """Wait until every replica of ``name`` is active on a live node (e.g. after start_node)."""
+        return solrcloud.wait_for_collection(solrcloud.live_node(self.nodes), name, timeout=timeout)
+
+    def stop_node(self, index: int) -> None:
+        """Node ``index`` goes down (its Jetty stops; ZooKeeper and the other nodes keep running)."""
+        self.cloud.stop_node(index)
+
+    def start_node(self, index: int) -> None:
+        """Node ``index`` comes back on its port; its replicas then recover (see wait_active)."""
+        self.cloud.start_node(index)
+
+
+@pytest.fixture(scope="session")
+def solr_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSolrCloud]:
+    """A local two-node SolrCloud for the session, without collections:
+    ``solr_cloud.create_collection(name)`` returns the collection's URLs, one per node."""
+    cloud = LocalSolrCloud(tmp_path_factory.mktemp("solr-cloud")).start()
+    yield cloud
+    cloud.stop()

@@ -14,7 +14,8 @@ from ..db.runs import Runs
 from ..status import describe
 
 
-def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_files: int) -> list[str]:
+def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_files: int,
+                  lease_seconds: float = 600) -> list[str]:
     lines = [f"== {name}"]
     states = table.count_by(name, "state")
     lines.append("documents: " + (", ".join(f"{state} {count}" for state, count in sorted(states.items())) or "none"))
@@ -22,13 +23,18 @@ def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_files
         lines.append(f"  {status if status is not None else '-':>5}  {count:>8}  {describe(status)}")
     lines.append(f"cache: {cache_files} files, {cache_bytes / 1e6:.1f} MB; waiting for Solr: "
                  f"{states.get(State.PENDING.value, 0)} to add, {states.get(State.REMOVING.value, 0)} to remove")
-    for run in Runs(table).recent(name):
+    runs = Runs(table)
+    for run in runs.recent(name):
         counters = json.loads(run["counters"] or "{}")
         shown = ", ".join(f"{key} {value}" for key, value in counters.items())
         started = run["started_at"].strftime("%Y-%m-%d %H:%M:%S")
         lines.append(f"run {run['id']}: {run['state']}, started {started}, {run['sessions']} session(s)"
                      + (f", scrapyd job {run['job']}" if run["job"] else "")
                      + (f", {run['reason']}" if run["reason"] else "") + (f"; {shown}" if shown else ""))
+        if run["state"] == "running":
+            nodes = runs.nodes(run["id"], within=lease_seconds)  # heartbeats: every third of it
+            if nodes:
+                lines.append(f"  nodes working on it: {', '.join(nodes)}")
     return lines
 
 
@@ -51,6 +57,7 @@ class Command(ScrapyCommand):
                 directory = paths.data_dir(self.settings) / "cache" / name
                 files = list(directory.glob("*.json")) if directory.is_dir() else []
                 size = sum(path.stat().st_size for path in files)
-                print("\n".join(source_report(table, name, size, len(files))))
+                print("\n".join(source_report(table, name, size, len(files),
+                                               self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))))
         finally:
             table.close()

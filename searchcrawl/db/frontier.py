@@ -1,8 +1,9 @@
 """The durable frontier: the crawl queue, kept in the document table.
 
 Following SAP's xcrawler, a URL moves through persisted sets: queued (todo), leased (being
-retrieved), done. Leases expire, and a resumed run puts its leased URLs back in the queue, so a
-crash, a kill -9 or a dead node loses nothing. Dequeuing leases a batch in breadth-first order
+retrieved), done. Leases are renewed while their process is alive and expire when it is not;
+a resumed run puts its leased URLs back in the queue, and in a shared crawl the other nodes take
+back expired leases, so a crash, a kill -9 or a dead node loses nothing. Dequeuing leases a batch in breadth-first order
 (by depth, then discovery order); on PostgreSQL with ``FOR UPDATE SKIP LOCKED``, so that several
 crawler processes can share one frontier.
 """
@@ -106,18 +107,35 @@ class Frontier:
             )
         return [Entry(row.url, row.depth or 0, json.loads(row.request) if row.request else {}) for row in rows]
 
-    def requeue_leased(self, owner: str | None = None, expired_only: bool = False) -> int:
-        """Put leased URLs back in the queue: all of the run's (a resumed run), one owner's
-        (a process that stops), or those whose lease expired (a dead node's)."""
+    def requeue_leased(self, owner: str | None = None, expired_only: bool = False,
+                       keep_owners: Sequence[str] = ()) -> int:
+        """Put leased URLs back in the queue: all of the run's (a resumed run) but those of
+        ``keep_owners`` (live nodes of a shared run), one owner's (a process that stops), or
+        those whose lease expired (a dead node's)."""
         table = Document.__table__
         conditions = [table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == LEASED]
         if owner is not None:
             conditions.append(table.c.lease_owner == owner)
+        if keep_owners:
+            conditions.append(or_(table.c.lease_owner.is_(None), table.c.lease_owner.notin_(list(keep_owners))))
         if expired_only:
             conditions.append(table.c.lease_expires < now())
         with self.engine.begin() as connection:
             result = connection.execute(
                 update(table).where(and_(*conditions)).values(frontier=QUEUED, lease_owner=None, lease_expires=None)
+            )
+        return result.rowcount or 0
+
+    def renew(self) -> int:
+        """Extend this owner's leases: work in flight (or waiting in its buffer) is not expired
+        and handed to another node while this one is alive. Returns how many were renewed."""
+        table = Document.__table__
+        with self.engine.begin() as connection:
+            result = connection.execute(
+                update(table)
+                .where(table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == LEASED,
+                       table.c.lease_owner == self.owner)
+                .values(lease_expires=now() + self.lease_duration)
             )
         return result.rowcount or 0
 

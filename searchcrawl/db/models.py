@@ -58,6 +58,7 @@ class Document(Base):
     delta_run: Mapped[int | None] = mapped_column(Integer)
     linked_run: Mapped[int | None] = mapped_column(Integer)
     fetched_with: Mapped[str | None] = mapped_column(String(10))  # static or browser (rendered)
+    cached_by: Mapped[str | None] = mapped_column(String(40))  # the document cache holding it (DocumentCache.id)
 
 
 class Run(Base):
@@ -114,3 +115,37 @@ class ScheduleMark(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     job: Mapped[str | None] = mapped_column(String(200))  # scrapyd job id or local pid
     outcome: Mapped[str | None] = mapped_column(Text)  # started / skipped: why
+
+
+class CrawlNode(Base):
+    """A process working on a run: several when a source is crawled by a fleet (shared crawl)."""
+
+    __tablename__ = "crawl_nodes"
+
+    run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner: Mapped[str] = mapped_column(String(100), primary_key=True)  # host:pid, as in lease_owner
+    host: Mapped[str | None] = mapped_column(String(200))
+    pid: Mapped[int | None] = mapped_column(Integer)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    heartbeat: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class SiteSlot(Base):
+    """Per site (host): the earliest moment the fleet may start its next request there."""
+
+    __tablename__ = "site_slots"
+
+    site: Mapped[str] = mapped_column(String(300), primary_key=True)
+    next_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class SiteLease(Base):
+    """A request in flight to a site, anywhere in the fleet: counted against its concurrency."""
+
+    __tablename__ = "site_leases"
+    __table_args__ = (Index("ix_site_leases_site", "site", "expires"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    site: Mapped[str | None] = mapped_column(String(300))
+    owner: Mapped[str | None] = mapped_column(String(100))
+    expires: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -15,15 +15,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from datetime import timedelta
+
+from sqlalchemy import Connection, delete, func, select, text, update
 
 from ..processes import process_alive
-from .models import Run, SourceState
+from .models import CrawlNode, Run, SourceState
 from .store import DocumentTable, as_utc, now
 
 RUNNING, SUSPENDED, FINISHED, STOPPED, FAILED = "running", "suspended", "finished", "stopped", "failed"
 RESUMABLE = (RUNNING, SUSPENDED)
 CONTROLS = ("suspend", "stop")
+FINISHING = "finishing"  # runs.control: a node of a shared crawl has claimed the run's end
 
 
 class RunConflict(Exception):
@@ -77,24 +80,40 @@ class Runs:
             return _alive(run["host"], run["pid"])
         return _recent(run["updated_at"], stale_after)
 
-    def start(self, source: str, fresh: bool = False, allow_shared: bool = False, job: str | None = None) -> RunInfo:
+    def _lock_source(self, connection: Connection, source: str) -> None:
+        """Serialise run starts of one source across processes (three nodes starting at once
+        must join one run, not start three)."""
+        if self.engine.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"searchcrawl-run:{source}"})
+        else:  # SQLite: the first write statement takes the database's write lock
+            connection.execute(update(Run).where(Run.id == -1).values(state=RUNNING))
+
+    def start(self, source: str, fresh: bool = False, allow_shared: bool = False, job: str | None = None,
+              stale_after: float = 600) -> RunInfo:
         """Resume the source's unfinished run, or start a new one (``fresh`` abandons the old).
 
-        Refuses (RunConflict) while another live process on this host crawls the source, unless
-        ``allow_shared`` (several nodes crawling one source together). ``job``: the scrapyd job
-        of this session, shown by `scrapy status`.
+        Refuses (RunConflict) while another live process crawls the source (on this host: its
+        process is alive; elsewhere: its node row had a heartbeat within ``stale_after``
+        seconds), unless ``allow_shared``: then this process joins the run (a shared crawl).
+        ``job``: the scrapyd job of this session, shown by `scrapy status`.
         """
         when = now()
         host, pid = socket.gethostname(), os.getpid()
         runs = Run.__table__
         with self.engine.begin() as connection:
+            self._lock_source(connection, source)
             row = connection.execute(
                 select(runs).where(runs.c.source == source).order_by(runs.c.id.desc()).limit(1)
             ).mappings().first()
-            if row is not None and row["state"] == RUNNING and _alive(row["host"], row["pid"]) and not allow_shared:
-                raise RunConflict(
-                    f"source {source} is being crawled by process {row['pid']} on {row['host']} (run {row['id']})"
-                )
+            if row is not None and row["state"] == RUNNING and not allow_shared:
+                owner = f"process {row['pid']} on {row['host']}"
+                others = self._live_nodes(connection, row["id"], stale_after)
+                if others and not _alive(row["host"], row["pid"]):
+                    owner = f"{len(others)} node(s) ({', '.join(others)})"
+                if _alive(row["host"], row["pid"]) or others:
+                    raise RunConflict(f"source {source} is being crawled by {owner} (run {row['id']})")
+            if row is not None and row["state"] in RESUMABLE and allow_shared and row["state"] == RUNNING:
+                fresh = False  # joining the fleet's run, never abandoning it
             if row is not None and row["state"] in RESUMABLE:
                 if not fresh:
                     sessions = row["sessions"] + 1
@@ -116,6 +135,56 @@ class Runs:
                 )
             )
             return RunInfo(result.inserted_primary_key[0], source, RUNNING, False, 1)
+
+    # --- nodes of a run (shared crawls) ----------------------------------------------------------
+
+    @staticmethod
+    def _live_nodes(connection: Connection, run_id: int, within: float, but: str | None = None) -> list[str]:
+        """A node is live if its heartbeat is recent and, on this host, its process is alive."""
+        since = now() - timedelta(seconds=within)
+        rows = connection.execute(
+            select(CrawlNode.owner, CrawlNode.host, CrawlNode.pid)
+            .where(CrawlNode.run_id == run_id, CrawlNode.heartbeat >= since)
+        )
+        here = socket.gethostname()
+        return [owner for owner, host, pid in rows
+                if owner != but and (host != here or _alive(host, pid))]
+
+    def join(self, run_id: int, owner: str) -> None:
+        """This process works on the run (one row per node, kept alive by ``heartbeat``)."""
+        when = now()
+        host, pid = socket.gethostname(), os.getpid()
+        with self.engine.begin() as connection:
+            connection.execute(delete(CrawlNode).where(CrawlNode.run_id == run_id, CrawlNode.owner == owner))
+            connection.execute(CrawlNode.__table__.insert().values(
+                run_id=run_id, owner=owner, host=host, pid=pid, started_at=when, heartbeat=when))
+
+    def heartbeat(self, run_id: int, owner: str) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(CrawlNode).where(CrawlNode.run_id == run_id, CrawlNode.owner == owner).values(heartbeat=now())
+            )
+
+    def leave(self, run_id: int, owner: str) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(delete(CrawlNode).where(CrawlNode.run_id == run_id, CrawlNode.owner == owner))
+
+    def nodes(self, run_id: int, within: float, but: str | None = None) -> list[str]:
+        """Owners (host:pid) of the nodes working on the run, seen within ``within`` seconds."""
+        with self.engine.connect() as connection:
+            return self._live_nodes(connection, run_id, within, but)
+
+    def node_count(self, run_id: int) -> int:
+        with self.engine.connect() as connection:
+            return connection.execute(select(func.count()).where(CrawlNode.run_id == run_id)).scalar_one()
+
+    def claim_finish(self, run_id: int) -> bool:
+        """Claim the end of a shared run (removals, delta report): exactly one node wins."""
+        with self.engine.begin() as connection:
+            result = connection.execute(
+                update(Run).where(Run.id == run_id, Run.state == RUNNING, Run.control.is_(None)).values(control=FINISHING)
+            )
+            return bool(result.rowcount)
 
     def update(self, run_id: int, counters: dict[str, Any]) -> str | None:
         """Save the run's counters; returns a pending control request (suspend/stop), if any."""

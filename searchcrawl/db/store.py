@@ -7,15 +7,17 @@ data survives upgrades of searchcrawl.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, case, create_engine, event, func, literal, or_, select, update
+from sqlalchemy import Connection, Engine, case, create_engine, event, func, literal, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..resources import package_dir
@@ -72,10 +74,31 @@ def create_db_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
+@contextlib.contextmanager
+def _across_processes(engine: Engine, connection: Connection) -> Iterator[None]:
+    """Several crawler processes opening a new database at once migrate it one after the other
+    (PostgreSQL: an advisory lock for the transaction; SQLite: a lock file beside the database)."""
+    if engine.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('searchcrawl-migrate'))"))
+        yield
+        return
+    database = engine.url.database
+    if not database or database == ":memory:":
+        yield
+        return
+    with open(f"{database}.migrate-lock", "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def migrate(engine: Engine) -> None:
     """Bring the schema to the newest revision (idempotent)."""
     config = Config()
-    with _migrate_lock, package_dir("searchcrawl.db", "migrations") as scripts, engine.begin() as connection:
+    with (_migrate_lock, package_dir("searchcrawl.db", "migrations") as scripts, engine.begin() as connection,
+          _across_processes(engine, connection)):
         config.set_main_option("script_location", str(scripts))
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
@@ -259,6 +282,29 @@ class DocumentTable:
         self.record_outcome(source, url, status=int(DUPLICATE), reason=f"duplicate of {of}", depth=depth,
                             kind="duplicate", extra={"duplicate_of": of})
 
+    def settle_duplicates(self, source: str, url: str, checksum: str,
+                          original_of: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]) -> str | None:
+        """``url`` has just joined the index with ``checksum``. If other nodes put the same content
+        in at the same moment (each checked before the other had written), keep one: every node
+        makes the same choice with ``original_of``, so their marks agree. Returns the original
+        when ``url`` is one of its duplicates."""
+        with self.engine.connect() as connection:
+            rows = [dict(row) for row in connection.execute(
+                select(Document.id, Document.url, Document.canonical_url)
+                .where(Document.source == source, Document.checksum == checksum, Document.state.in_(IN_INDEX),
+                       Document.duplicate_of.is_(None))
+                .order_by(Document.id)
+            ).mappings()]
+        if len(rows) < 2:
+            return None
+        original = rows[0]
+        for row in rows[1:]:
+            original = original_of(original, row)
+        for row in rows:
+            if row is not original:
+                self.mark_duplicate(source, row["url"], of=original["url"])
+        return original["url"] if original["url"] != url else None
+
     def find_duplicate(self, source: str, checksum: str, url: str) -> dict[str, Any] | None:
         """Another document of the source with this content, in the index (id, url, canonical_url),
         and ``first_seen_id``: the row id of ``url`` (ids follow discovery order)."""
@@ -369,8 +415,8 @@ class DocumentTable:
         )
 
     def mark_pending(self, source: str, url: str, checksum: str, display_url: str | None = None,
-                     delta: str = "new", canonical_url: str | None = None) -> None:
-        """The document is in the cache and waits for Solr (delta ``new`` or ``changed``)."""
+                     delta: str = "new", canonical_url: str | None = None, cached_by: str | None = None) -> None:
+        """The document is in the cache ``cached_by`` and waits for Solr (delta ``new`` or ``changed``)."""
         when = now()
         with self.engine.begin() as connection:
             previous = connection.execute(
@@ -378,7 +424,8 @@ class DocumentTable:
             ).scalar_one_or_none()
             values: dict[str, Any] = {
                 "state": State.PENDING.value, "checksum": checksum, "display_url": display_url, "failures": 0,
-                "duplicate_of": None, "canonical_url": canonical_url, **self._finished(), **self._delta(delta),
+                "duplicate_of": None, "canonical_url": canonical_url, "cached_by": cached_by,
+                **self._finished(), **self._delta(delta),
             }
             if previous != checksum:
                 values["last_changed"] = when
@@ -448,14 +495,16 @@ class DocumentTable:
 
     # --- reads ----------------------------------------------------------------------------
 
-    def pending(self, source: str) -> list[tuple[str, str]]:
-        """(url, checksum) of the documents waiting for Solr, oldest first."""
+    def pending(self, source: str, cached_by: str | None = None) -> list[tuple[str, str]]:
+        """(url, checksum) of the documents waiting for Solr, oldest first; with ``cached_by``,
+        only those that cache holds (or that no cache claims: rows from before scale-out)."""
+        query = select(Document.url, Document.checksum).where(
+            Document.source == source, Document.state == State.PENDING.value
+        )
+        if cached_by is not None:
+            query = query.where(or_(Document.cached_by == cached_by, Document.cached_by.is_(None)))
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                select(Document.url, Document.checksum)
-                .where(Document.source == source, Document.state == State.PENDING.value)
-                .order_by(Document.id)
-            )
+            rows = connection.execute(query.order_by(Document.id))
             return [(url, checksum) for url, checksum in rows]
 
     def removals(self, source: str) -> list[str]:

@@ -52,6 +52,11 @@ class DelaySchedule:
         if delay == self.current:
             return delay
         self.current = delay
+        context = CrawlContext.of(self.crawler)
+        context.site_delay = delay
+        if context.shared:  # the fleet reservation applies it (middlewares/fleet.py)
+            logger.info("Delay between requests to one site is now %.2f s for the fleet (delay_rules)", delay)
+            return delay
         assert self.crawler.engine is not None
         downloader = self.crawler.engine.downloader
         throttle = next((ext for ext in self.crawler.extensions.middlewares if isinstance(ext, AutoThrottle)), None)

@@ -9,7 +9,9 @@ from scrapy.exceptions import DropItem
 
 from ..context import CrawlContext
 from ..items import CrawledDocument
+from ..maintenance import original_of
 from ..status import Status
+from .changes import Skipped
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +36,13 @@ class CachePipeline:
             logger.warning("Display URL conflict, not indexed: %s: %s", item.url, reason)
             raise DropItem(reason)
         size = 0 if self.context.test_mode else self.context.cache.put(item.fields)
-        table.mark_pending(item.source, item.url, item.fields["checksum"], display_url, item.delta, item.canonical_url)
+        table.mark_pending(item.source, item.url, item.fields["checksum"], display_url, item.delta, item.canonical_url,
+                           cached_by=self.context.cache.id)
+        if self.context.shared:  # another node may have cached the same content at this moment
+            original = table.settle_duplicates(item.source, item.url, item.fields["checksum"], original_of)
+            if original is not None:
+                self.context.cache.remove(item.url)
+                raise Skipped(f"Duplicate of {original} (cached by another node at the same time): {item.url}")
         self.stats.inc_value("searchcrawl/cached")
         self.stats.inc_value("searchcrawl/cached_bytes", size)
         return item

@@ -17,7 +17,7 @@ from scrapy.exceptions import DropItem
 
 from ..context import CrawlContext
 from ..items import CrawledDocument
-from ..maintenance import has_changed
+from ..maintenance import has_changed, original_of
 
 logger = logging.getLogger(__name__)
 
@@ -51,11 +51,8 @@ class ChangePipeline:
         item.delta = "changed" if previous is not None else "new"
         duplicate = table.find_duplicate(item.source, checksum, item.url)
         if duplicate is not None:
-            named_by_other = duplicate["canonical_url"] == item.url
-            names_itself = item.canonical_url == item.url and duplicate["canonical_url"] != duplicate["url"]
-            other_is_canonical = duplicate["canonical_url"] == duplicate["url"] or item.canonical_url == duplicate["url"]
-            seen_first = (duplicate["first_seen_id"] or 0) < duplicate["id"] and not other_is_canonical
-            if named_by_other or names_itself or seen_first:  # this URL takes the place in the index
+            this = {"url": item.url, "canonical_url": item.canonical_url, "id": duplicate["first_seen_id"]}
+            if original_of(this, duplicate) is this:  # this URL takes the place in the index
                 table.mark_duplicate(item.source, duplicate["url"], of=item.url)
                 logger.debug("Canonical copy replaces %s: %s", duplicate["url"], item.url)
             else:

@@ -43,19 +43,27 @@ class SolrPipeline:
     def from_crawler(cls, crawler: Crawler) -> SolrPipeline:
         return cls(crawler)
 
-    def push_once(self, remove: bool = False) -> PushResult:
+    def push_once(self, remove: bool = False, wait: bool = True) -> PushResult:
         """One pass over the pending documents (blocking; runs in a worker thread). Removals wait
-        for the end of the crawl, where the mass-deletion guard sees them all."""
+        for the end of the crawl, where the mass-deletion guard sees them all. Processes sharing
+        the cache push it in turn; without ``wait``, one finding another pushing skips its turn
+        (the other pushes its documents too)."""
         source = self.context.source
-        return push_pending(
-            source.name, self.context.table, self.context.cache, self.context.index,
-            max_docs=self.max_docs, max_bytes=self.max_bytes, preserve_cache=source.settings.preserve_cache,
-            remove=remove,
-        )
+        cache = self.context.cache
+        with cache.push_lock(wait) as mine:
+            if not mine:
+                return PushResult()
+            return push_pending(
+                source.name, self.context.table, cache, self.context.index,
+                max_docs=self.max_docs, max_bytes=self.max_bytes, preserve_cache=source.settings.preserve_cache,
+                remove=remove,
+            )
 
     def removals_allowed(self) -> bool:
         """Orphans (if the source deletes them), then the mass-deletion guard (blocking)."""
         context = self.context
+        if not context.ends_run():
+            return False  # a shared crawl: the node that ends the run removes
         source = context.source
         table = context.table
         complete = context.frontier is None or context.frontier.counts()["queued"] == 0
@@ -106,7 +114,7 @@ class SolrPipeline:
 
     async def _flush(self) -> None:
         try:
-            self._account(await asyncio.to_thread(self.push_once))
+            self._account(await asyncio.to_thread(self.push_once, False, False))
         except Exception:  # a bug here must not kill the crawl; the documents stay pending
             logger.exception("Solr push crashed; documents stay pending")
 
