@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 
 # antiword and catdoc (catdoc, catppt) convert legacy .doc and .ppt files, LibreOffice Impress
 # the .ppt files catppt cannot read; chromium renders JavaScript-heavy pages (Playwright never
-# downloads a browser of its own here)
-packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc libreoffice-impress-nogui chromium)
+# downloads a browser of its own here); nginx-light serves the benchmark's synthetic site and wrk
+# measures that server's capacity
+packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc libreoffice-impress-nogui chromium
+          nginx-light wrk)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -30,7 +32,7 @@ stamp=.venv/.searchcrawl-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "bootstrap: installing searchcrawl and its dependencies into .venv"
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e '.[test,server,deploy]'
+  .venv/bin/pip install -q -e '.[test,server,deploy,bench]'
   touch "$stamp"
 fi
 

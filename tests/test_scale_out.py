@@ -167,7 +167,11 @@ def test_per_site_delay_and_concurrency_hold_for_the_fleet(fleet_project, serve,
     logs = finish(start_nodes(project, "fleetdelay"))
     gaps = [later - earlier for earlier, later in zip(site.arrivals, site.arrivals[1:])]
     assert len(site.arrivals) >= 34
-    assert min(gaps) >= delay - 0.03, sorted(gaps)[:5]  # measured at the server: never two within the delay
+    # Measured at the server. Starts are reserved exactly `delay` apart, fleet-wide; a node whose
+    # event loop is busy may send one a little late, never early (Scrapy's own delay jitters by
+    # +-50%). Three uncoordinated nodes would often arrive at once.
+    assert sum(gaps) / len(gaps) >= delay * 0.98, sum(gaps) / len(gaps)
+    assert min(gaps) >= delay * 0.75, sorted(gaps)[:5]
     assert sum(1 for log in logs if re.search(r"'response_received_count': [1-9]", log)) >= 2  # shared work
 
     in_flight = InFlight()

@@ -1,0 +1,278 @@
+"""The crawl benchmark: one command, one run, on a synthetic site served by nginx.
+
+    .venv/bin/python -m tests.benchmarks.crawl --pages 10000 [--out DIR] [--solr-url URL]
+    .venv/bin/python -m tests.benchmarks.crawl --pages 1000,10000,100000 --phases a,b   # scaling curve
+
+Phases, each a separate process measured from outside (wall time, CPU seconds of the process and
+its children, peak RSS) and from the server (requests per second in nginx's access log):
+
+    a  bare Scrapy fetching the site and following its links (the baseline)
+    b  the full searchcrawl pipeline into the dev Solr (SQLite document table)
+    e  the Solr batch push alone: documents/s of the indexer pushing cached documents
+    c  a maintenance crawl of the unchanged site
+    d  a maintenance crawl after 5% of the pages changed
+
+Writes results.json, results.md and pages_per_second.png to --out. The targets (issue 10):
+b/a >= 0.8; c/b (wall time) <= 0.35 with 0 Solr updates; Solr push >= 2,000 documents/s; peak
+RSS <= 400 MB at N = 100,000. Not part of the test suite (tests/test_benchmark.py runs a smoke
+run with a tiny N): timings on a shared machine are for ratios measured in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from searchcrawl.cache import DocumentCache
+from searchcrawl.db import DocumentTable, State
+from searchcrawl.devsolr import DevSolr, free_port
+from searchcrawl.indexer import SolrIndex, push_pending
+from tests.benchmarks.synthetic import Nginx, SyntheticSite, nginx, page_path
+from tests.conftest import ROOT
+
+PHASES = {
+    "a": "bare Scrapy (baseline)",
+    "b": "searchcrawl, full pipeline",
+    "e": "Solr batch push alone",
+    "c": "maintenance, unchanged",
+    "d": "maintenance, 5% changed",
+}
+PUSH_DOCUMENTS = 10_000  # documents pushed in phase e (at most N)
+TARGETS = {"b/a": (">=", 0.8), "c/b": ("<=", 0.35), "push_docs_per_s": (">=", 2000.0)}
+RSS_TARGET_MB, RSS_TARGET_PAGES = 400.0, 100_000
+
+
+@dataclass
+class Measured:
+    seconds: float
+    cpu_seconds: float
+    peak_rss_bytes: int
+
+
+RUNNER = ("import json, resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+          "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+          "print(json.dumps([u.ru_utime + u.ru_stime, u.ru_maxrss])); sys.exit(r.returncode)")
+
+
+def run_measured(args: list[str], cwd: Path, env: dict[str, str]) -> Measured:
+    """Run a process under a small runner, so that its CPU time and peak RSS (with its children's)
+    are exactly this process's."""
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", RUNNER, *args], cwd=cwd, env=env, capture_output=True, text=True)
+    seconds = time.monotonic() - started
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(args[:4])} failed:\n{result.stderr[-4000:]}")
+    cpu, rss_kb = json.loads(result.stdout.strip().splitlines()[-1])
+    return Measured(seconds, cpu, rss_kb * 1024)
+
+
+def solr_updates(core_url: str) -> int:
+    """Documents added or deleted by id since the core started (Solr's update handler statistics)."""
+    with urllib.request.urlopen(f"{core_url}/admin/mbeans?cat=UPDATE&stats=true&wt=json", timeout=30) as response:  # noqa: S310
+        beans = json.load(response)["solr-mbeans"]
+    stats = dict(zip(beans[::2], beans[1::2]))["UPDATE"]["updateHandler"]["stats"]
+    return int(stats["UPDATE.updateHandler.cumulativeAdds.count"]) + int(stats["UPDATE.updateHandler.cumulativeDeletesById.count"])
+
+
+class Bench:
+    def __init__(self, pages: int, work: Path, solr_url: str, server: Nginx, site: SyntheticSite) -> None:
+        self.pages, self.work, self.solr_url, self.server, self.site = pages, work, solr_url, server, site
+        self.source = f"bench{pages}"
+        self.sources = work / "sources"
+        self.sources.mkdir(parents=True, exist_ok=True)
+        (self.sources / f"{self.source}.toml").write_text(
+            f'seeds = ["{server.url}{page_path(0)}"]\nmax_depth = 10\n', encoding="utf-8")
+        self.env = dict(os.environ, SEARCHCRAWL_SOURCES_DIR=str(self.sources), SEARCHCRAWL_DATA_DIR=str(work / "data"),
+                        SOLR_URL=solr_url, PYTHONPATH=str(ROOT), SEARCHCRAWL_DB_URL="")
+
+    def measure(self, label: str, args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
+        since, before = time.time(), solr_updates(self.solr_url)
+        measured = run_measured(args, cwd, env)
+        arrivals = [moment for moment, _status in self.server.arrivals(since)]
+        fetched = len(arrivals)
+        timeline = [0] * (int(measured.seconds) + 1)
+        for moment in arrivals:
+            timeline[min(len(timeline) - 1, max(0, int(moment - since)))] += 1
+        return {
+            "phase": label, "what": PHASES[label], "requests": fetched, "seconds": round(measured.seconds, 2),
+            "pages_per_s": round(fetched / measured.seconds, 1),
+            "cpu_s_per_1000_pages": round(measured.cpu_seconds * 1000 / max(fetched, 1), 2),
+            "peak_rss_mb": round(measured.peak_rss_bytes / 2**20, 1),
+            "solr_updates": solr_updates(self.solr_url) - before, "timeline": timeline,
+        }
+
+    def bare(self) -> dict[str, Any]:
+        env = {key: value for key, value in self.env.items() if key != "SCRAPY_SETTINGS_MODULE"}
+        outside = self.work / "bare"  # no scrapy.cfg above it: Scrapy's own defaults
+        outside.mkdir(exist_ok=True)
+        spider = Path(__file__).with_name("bare_spider.py")
+        return self.measure("a", [sys.executable, "-m", "scrapy", "runspider", str(spider), "-a",
+                                  f"start_url={self.server.url}{page_path(0)}", "-s", "LOG_LEVEL=WARNING",
+                                  "-s", "DEPTH_PRIORITY=1"], outside, env)
+
+    def crawl(self, label: str) -> dict[str, Any]:
+        return self.measure(label, [sys.executable, "-m", "scrapy", "crawl", self.source, "-s", "LOG_LEVEL=WARNING"],
+                            ROOT, self.env)
+
+    def push(self) -> dict[str, Any]:
+        """Phase e: cache up to PUSH_DOCUMENTS documents made from the site's pages, then time
+        push_pending (cache files read, batches of 500, Solr adds, rows marked indexed)."""
+        count = min(self.pages, PUSH_DOCUMENTS)
+        table = DocumentTable(f"sqlite:///{self.work / 'push.sqlite3'}")
+        cache = DocumentCache(self.work / "push-cache")
+        source = f"{self.source}-push"
+        for number in range(count):
+            url = f"{self.server.url}{page_path(number)}"
+            html = (self.site.root / page_path(number)).read_text(encoding="utf-8")
+            text = re.sub(r"<[^>]+>", " ", html)
+            checksum = hashlib.sha256(text.encode()).hexdigest()
+            cache.put({"id": url, "url": url, "display_url": url, "source": source, "title": f"page {number}",
+                       "content": text, "checksum": checksum, "mimetype": "text/html"})
+            table.record_fetch(source, url, state=State.FETCHED, status=200)
+            table.mark_pending(source, url, checksum, cached_by=cache.id)
+        index = SolrIndex(self.solr_url, timeout=120)
+        before = solr_updates(self.solr_url)
+        started = time.monotonic()
+        result = push_pending(source, table, cache, index, max_docs=500, max_bytes=10 * 2**20)
+        seconds = time.monotonic() - started
+        assert result.error is None and result.indexed == count, result
+        index.client.delete(q=f'source:"{source}"', commit=True)
+        table.close()
+        return {"phase": "e", "what": PHASES["e"], "documents": count, "seconds": round(seconds, 2),
+                "docs_per_s": round(count / seconds, 1), "solr_updates": solr_updates(self.solr_url) - before - 0}
+
+    def run(self, phases: str) -> dict[str, Any]:
+        results: dict[str, Any] = {"pages": self.pages, "documents": self.site.documents}
+        for label in phases:
+            if label == "a":
+                results["a"] = self.bare()
+            elif label == "e":
+                results["e"] = self.push()
+            elif label == "d":
+                results["changed_pages"] = self.site.change()
+                results["d"] = self.crawl("d")
+            else:
+                results[label] = self.crawl(label)
+        return results
+
+
+def ratios(results: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    if "a" in results and "b" in results:
+        found["b/a"] = round(results["b"]["pages_per_s"] / results["a"]["pages_per_s"], 3)
+    if "b" in results and "c" in results:
+        found["c/b"] = round(results["c"]["seconds"] / results["b"]["seconds"], 3)
+        found["c_solr_updates"] = results["c"]["solr_updates"]
+    if "e" in results:
+        found["push_docs_per_s"] = results["e"]["docs_per_s"]
+    verdicts = {}
+    for key, (how, target) in TARGETS.items():
+        if key in found:
+            value = found[key]
+            verdicts[key] = {"value": value, "target": f"{how} {target}",
+                             "met": value >= target if how == ">=" else value <= target}
+    if "c_solr_updates" in found:
+        verdicts["c_solr_updates"] = {"value": found["c_solr_updates"], "target": "== 0", "met": found["c_solr_updates"] == 0}
+    if results["pages"] >= RSS_TARGET_PAGES and "b" in results:
+        rss = results["b"]["peak_rss_mb"]
+        verdicts["peak_rss_mb"] = {"value": rss, "target": f"<= {RSS_TARGET_MB}", "met": rss <= RSS_TARGET_MB}
+    return verdicts
+
+
+def markdown(runs: list[dict[str, Any]], capacity: float | None) -> str:
+    lines = [f"nginx capacity (wrk, one 20-60 KB page, 2 threads, 32 connections): "
+             f"{capacity:.0f} requests/s" if capacity else "nginx capacity: wrk not installed", ""]
+    lines += ["| N | phase | requests | seconds | pages/s | CPU s / 1,000 pages | peak RSS MB | Solr updates |",
+              "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for run in runs:
+        for label in PHASES:
+            phase = run.get(label)
+            if phase is None:
+                continue
+            if label == "e":
+                lines.append(f"| {run['pages']:,} | e: {phase['what']} | {phase['documents']:,} docs | {phase['seconds']} | "
+                             f"{phase['docs_per_s']:,} docs/s | | | {phase['solr_updates']:,} |")
+            else:
+                lines.append(f"| {run['pages']:,} | {label}: {phase['what']} | {phase['requests']:,} | {phase['seconds']} | "
+                             f"{phase['pages_per_s']} | {phase['cpu_s_per_1000_pages']} | {phase['peak_rss_mb']} | "
+                             f"{phase['solr_updates']:,} |")
+    lines.append("")
+    for run in runs:
+        for key, verdict in run.get("targets", {}).items():
+            lines.append(f"- N = {run['pages']:,}: {key} = {verdict['value']} (target {verdict['target']}): "
+                         f"{'met' if verdict['met'] else 'NOT met'}")
+    return "\n".join(lines) + "\n"
+
+
+def plot(runs: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(len(runs), 1, figsize=(9, 3.2 * len(runs)), squeeze=False)
+    for axis, run in zip(axes[:, 0], runs):
+        for label in ("a", "b", "c", "d"):
+            if label in run:
+                axis.plot(run[label]["timeline"], label=f"{label}: {PHASES[label]}")
+        axis.set_title(f"N = {run['pages']:,} pages")
+        axis.set_xlabel("seconds since the phase started")
+        axis.set_ylabel("requests/s at the server")
+        axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", default="10000", help="N, or several: 1000,10000,100000")
+    parser.add_argument("--phases", default="abecd", help="which phases, in order (default abecd)")
+    parser.add_argument("--out", default="", help="folder for results.json, results.md, pages_per_second.png")
+    parser.add_argument("--solr-url", default="", help="a Solr core to use (default: a dev Solr of its own)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="searchcrawl-bench-"))
+    out = Path(args.out or work / "results")
+    out.mkdir(parents=True, exist_ok=True)
+    solr = None
+    solr_url = args.solr_url
+    if not solr_url:
+        solr = DevSolr(work / "solr", free_port(), heap="2g")
+        solr_url = solr.start(timeout=600)
+    runs: list[dict[str, Any]] = []
+    capacity = None
+    try:
+        for pages in [int(n) for n in args.pages.split(",")]:
+            started = time.monotonic()
+            site = SyntheticSite(work / f"site{pages}", pages).build()
+            print(f"built a site of {pages:,} pages in {time.monotonic() - started:.0f}s", file=sys.stderr)
+            with nginx(site.root, work / f"nginx{pages}") as server:
+                capacity = capacity or server.capacity(page_path(1))
+                run = Bench(pages, work / f"run{pages}", solr_url, server, site).run(args.phases.replace(",", ""))
+            run["targets"] = ratios(run)
+            runs.append(run)
+            print(json.dumps({k: v for k, v in run.items()}, default=str)[:2000], file=sys.stderr)
+    finally:
+        if solr is not None:
+            solr.stop()
+    report = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "nginx_capacity_rps": capacity,
+              "runs": runs}
+    (out / "results.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    (out / "results.md").write_text(markdown(runs, capacity), encoding="utf-8")
+    plot(runs, out / "pages_per_second.png")
+    print(markdown(runs, capacity))
+    print(f"results in {out}")
+
+
+if __name__ == "__main__":
+    main()
