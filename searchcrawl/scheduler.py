@@ -31,6 +31,7 @@ from twisted.internet import task
 
 from .context import CrawlContext
 from .db.frontier import Entry, Frontier
+from .middlewares.conditional import KNOWN_ROW
 from .db.runs import FAILED, FINISHED, STOPPED, SUSPENDED, RunConflict, RunInfo, Runs
 
 logger = logging.getLogger(__name__)
@@ -68,6 +69,8 @@ def request_from_entry(entry: Entry, spider: Spider) -> Request:
         request = request.replace(callback=getattr(spider, callback))
     if data.get("priority"):
         request = request.replace(priority=data["priority"])
+    if entry.row is not None:
+        request.meta[KNOWN_ROW] = entry.row
     return request
 
 

@@ -31,6 +31,9 @@ class Entry:
     url: str
     depth: int
     data: dict[str, Any] = field(default_factory=dict)
+    # As leased: the URL's row as it stood (state, checksum, validators), read with the lease so
+    # that a conditional GET needs no lookup of its own.
+    row: dict[str, Any] | None = None
 
 
 class Frontier:
@@ -90,7 +93,8 @@ class Frontier:
         when = now()
         with self.engine.begin() as connection:
             query = (
-                select(table.c.id, table.c.url, table.c.depth, table.c.request)
+                select(table.c.id, table.c.url, table.c.depth, table.c.request, table.c.state, table.c.checksum,
+                       table.c.last_modified, table.c.etag)
                 .where(table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == QUEUED)
                 .order_by(table.c.depth, table.c.id)
                 .limit(count)
@@ -105,7 +109,11 @@ class Frontier:
                 .where(table.c.id.in_([row.id for row in rows]))
                 .values(frontier=LEASED, lease_owner=self.owner, lease_expires=when + self.lease_duration)
             )
-        return [Entry(row.url, row.depth or 0, json.loads(row.request) if row.request else {}) for row in rows]
+        return [
+            Entry(row.url, row.depth or 0, json.loads(row.request) if row.request else {},
+                  {"state": row.state, "checksum": row.checksum, "last_modified": row.last_modified, "etag": row.etag})
+            for row in rows
+        ]
 
     def requeue_leased(self, owner: str | None = None, expired_only: bool = False,
                        keep_owners: Sequence[str] = ()) -> int:

@@ -13,9 +13,9 @@ held by a node that died expires (``hold`` seconds after its start).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from sqlalchemy import Connection, delete, func, select, update
+from sqlalchemy import bindparam, delete, func, select, update
 
 from .models import SiteLease, SiteSlot
 from .store import DocumentTable, as_utc, now
@@ -38,25 +38,29 @@ class SitePoliteness:
         self.engine = table.engine
         self.owner = owner
         self.postgres = self.engine.dialect.name == "postgresql"
-
-    def _clock(self, connection: Connection) -> datetime:
-        if self.postgres:
-            return as_utc(connection.execute(select(func.clock_timestamp())).scalar_one())  # type: ignore[return-value]
-        return now()
+        self.known: set[str] = set()  # sites whose row exists
+        # lock the site's row and read its next start and the database's clock, in one statement
+        clock = func.clock_timestamp() if self.postgres else func.current_timestamp()
+        self.lock = (update(SiteSlot).where(SiteSlot.site == bindparam("key")).values(site=SiteSlot.site)
+                     .returning(SiteSlot.next_at, clock))
 
     def acquire(self, site: str, delay: float, concurrency: int, hold: float) -> Grant:
         """Reserve the site's next start (``delay`` after the previous one, fleet-wide) and one of
-        its ``concurrency`` in-flight slots, kept for at most ``hold`` seconds after the start."""
+        its ``concurrency`` in-flight slots, kept for at most ``hold`` seconds after the start.
+        Four statements in one transaction: the site's row lock serialises the fleet."""
         with self.engine.begin() as connection:
-            connection.execute(self.table.insert(SiteSlot).values(site=site).on_conflict_do_nothing(index_elements=["site"]))
-            connection.execute(update(SiteSlot).where(SiteSlot.site == site).values(site=site))  # lock the site
-            clock = self._clock(connection)
-            connection.execute(delete(SiteLease).where(SiteLease.site == site, SiteLease.expires < clock))
-            in_flight = connection.execute(select(func.count()).where(SiteLease.site == site)).scalar_one()
+            if site not in self.known:
+                connection.execute(
+                    self.table.insert(SiteSlot).values(site=site).on_conflict_do_nothing(index_elements=["site"]))
+                self.known.add(site)
+            next_at, clock = connection.execute(self.lock, {"key": site}).one()
+            clock = as_utc(clock) if self.postgres else now()  # SQLite's clock has whole seconds only
+            in_flight = connection.execute(
+                select(func.count()).where(SiteLease.site == site, SiteLease.expires >= clock)).scalar_one()
             if in_flight >= concurrency:
+                connection.execute(delete(SiteLease).where(SiteLease.site == site, SiteLease.expires < clock))
                 return Grant(None, FULL_RETRY)
-            next_at = as_utc(connection.execute(select(SiteSlot.next_at).where(SiteSlot.site == site)).scalar_one())
-            start = max(next_at or clock, clock)
+            start = max(as_utc(next_at) or clock, clock)
             connection.execute(update(SiteSlot).where(SiteSlot.site == site).values(next_at=start + timedelta(seconds=delay)))
             lease_id = connection.execute(
                 SiteLease.__table__.insert().values(site=site, owner=self.owner, expires=start + timedelta(seconds=hold))

@@ -17,7 +17,8 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Engine, case, create_engine, event, func, literal, or_, select, text, update
+from sqlalchemy import (Connection, Engine, case, create_engine, event, func, literal, or_, select, text, tuple_,
+                        update)
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..resources import package_dir
@@ -116,6 +117,7 @@ class DocumentTable:
         # Test mode: the crawl reports what it finds but leaves every document's indexed state as
         # it was; only the run's own columns (frontier, delta) of existing rows are written.
         self.test_mode = False
+        self._upserts: dict[tuple[Any, ...], Any] = {}
 
     def _finished(self) -> dict[str, Any]:
         """Columns that take a URL out of the current run's frontier (it is done)."""
@@ -145,19 +147,22 @@ class DocumentTable:
         row whose document is in the index (or must leave it) keeps its state."""
         if not rows:
             return
-        statement = self.insert(Document)
-        columns = list(update_columns)
-        columns = [c for c in columns if not self.test_mode or c in RUN_COLUMNS]
-        if columns:
-            values: dict[str, Any] = {c: statement.excluded[c] for c in columns}
-            if keep_index_state and "state" in values:
-                current = Document.__table__.c.state
-                values["state"] = case(
-                    (current.in_([*IN_INDEX, State.REMOVING.value]), current), else_=statement.excluded.state
-                )
-            statement = statement.on_conflict_do_update(index_elements=["source", "url"], set_=values)
-        else:
-            statement = statement.on_conflict_do_nothing(index_elements=["source", "url"])
+        columns = tuple(c for c in update_columns if not self.test_mode or c in RUN_COLUMNS)
+        key = (columns, keep_index_state)
+        statement = self._upserts.get(key)
+        if statement is None:  # built once per shape: building it costs more than running it
+            statement = self.insert(Document)
+            if columns:
+                values: dict[str, Any] = {c: statement.excluded[c] for c in columns}
+                if keep_index_state and "state" in values:
+                    current = Document.__table__.c.state
+                    values["state"] = case(
+                        (current.in_([*IN_INDEX, State.REMOVING.value]), current), else_=statement.excluded.state
+                    )
+                statement = statement.on_conflict_do_update(index_elements=["source", "url"], set_=values)
+            else:
+                statement = statement.on_conflict_do_nothing(index_elements=["source", "url"])
+            self._upserts[key] = statement
         with self.engine.begin() as connection:
             connection.execute(statement, list(rows))
 
@@ -417,18 +422,14 @@ class DocumentTable:
     def mark_pending(self, source: str, url: str, checksum: str, display_url: str | None = None,
                      delta: str = "new", canonical_url: str | None = None, cached_by: str | None = None) -> None:
         """The document is in the cache ``cached_by`` and waits for Solr (delta ``new`` or ``changed``)."""
-        when = now()
+        values: dict[str, Any] = {
+            "state": State.PENDING.value, "checksum": checksum, "display_url": display_url, "failures": 0,
+            "duplicate_of": None, "canonical_url": canonical_url, "cached_by": cached_by,
+            "last_changed": case((or_(Document.checksum.is_(None), Document.checksum != checksum), now()),
+                                 else_=Document.last_changed),
+            **self._finished(), **self._delta(delta),
+        }
         with self.engine.begin() as connection:
-            previous = connection.execute(
-                select(Document.checksum).where(Document.source == source, Document.url == url)
-            ).scalar_one_or_none()
-            values: dict[str, Any] = {
-                "state": State.PENDING.value, "checksum": checksum, "display_url": display_url, "failures": 0,
-                "duplicate_of": None, "canonical_url": canonical_url, "cached_by": cached_by,
-                **self._finished(), **self._delta(delta),
-            }
-            if previous != checksum:
-                values["last_changed"] = when
             connection.execute(
                 update(Document).where(Document.source == source, Document.url == url).values(**self._restrict(values))
             )
@@ -439,21 +440,20 @@ class DocumentTable:
         A document re-cached with new content while the old one was being pushed stays pending.
         """
         when = now()
-        done = []
+        done: list[str] = []
         with self.engine.begin() as connection:
-            for url, checksum in documents:
-                result = connection.execute(
+            for start in range(0, len(documents), 500):  # one statement per batch, not per document
+                chunk = list(documents[start:start + 500])
+                done += connection.execute(
                     update(Document)
                     .where(
                         Document.source == source,
-                        Document.url == url,
-                        Document.checksum == checksum,
                         Document.state == State.PENDING.value,
+                        tuple_(Document.url, Document.checksum).in_(chunk),
                     )
                     .values(state=State.INDEXED.value, indexed_at=when)
-                )
-                if result.rowcount:
-                    done.append(url)
+                    .returning(Document.url)
+                ).scalars().all()
         return done
 
     def mark_done(self, source: str, url: str) -> None:

@@ -16,6 +16,7 @@ from ..db.store import IN_INDEX
 from .robots import ROBOTS_REQUEST
 
 PREVIOUS = "searchcrawl_previous"  # meta: what the index holds for this URL (checksum, validators)
+KNOWN_ROW = "searchcrawl_known_row"  # meta: the URL's row, read by the frontier with its lease
 
 
 class ConditionalGetMiddleware:
@@ -29,7 +30,8 @@ class ConditionalGetMiddleware:
     def process_request(self, request: Request) -> None:
         if request.meta.get(ROBOTS_REQUEST):
             return
-        row = self.context.table.get(self.context.source.name, request.url)
+        row = request.meta.pop(KNOWN_ROW, None) if KNOWN_ROW in request.meta else (
+            self.context.table.get(self.context.source.name, request.url))
         if row is None or row["state"] not in IN_INDEX:
             return
         request.meta[PREVIOUS] = {key: row[key] for key in ("checksum", "last_modified", "etag", "state")}

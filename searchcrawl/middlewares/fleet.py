@@ -72,8 +72,8 @@ class FleetPolitenessMiddleware:
 
     def _release(self, request: Request) -> None:
         lease_id = request.meta.pop(SITE_LEASE, None)
-        if lease_id is not None:
-            self.sites.release(lease_id)
+        if lease_id is not None:  # in a worker thread: the download is done, nothing waits on it
+            asyncio.get_running_loop().run_in_executor(None, self.sites.release, lease_id)
 
     def process_response(self, request: Request, response: Response) -> Response:
         self._release(request)

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -202,8 +203,10 @@ def nginx(root: Path, work: Path) -> Iterator[Nginx]:
         deadline = time.monotonic() + 20
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/robots.txt", timeout=2):  # noqa: S310 - loopback
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2):  # noqa: S310 - loopback
                     break
+            except urllib.error.HTTPError:  # it answers (403: no index page)
+                break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit(f"nginx did not start: {(work / 'error.log').read_text(errors='replace')[-2000:]}")
