@@ -10,6 +10,7 @@ crawler processes can share one frontier.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -67,9 +68,17 @@ class Frontier:
             }
             for entry in unique.values()
         ]
+        with self.engine.begin() as connection:
+            result = connection.execute(self._insert(again), rows)
+        added = result.rowcount if result.rowcount is not None and result.rowcount >= 0 else len(rows)
+        self.additions += added
+        return added
+
+    @functools.cache  # noqa: B019 - two statements per frontier, built once: building costs more than running
+    def _insert(self, again: bool) -> Any:
         statement = self.table.insert(Document)
         current = Document.__table__.c
-        statement = statement.on_conflict_do_update(
+        return statement.on_conflict_do_update(
             index_elements=["source", "url"],
             set_={
                 "run_id": statement.excluded.run_id,
@@ -81,11 +90,6 @@ class Frontier:
             },
             where=None if again else or_(current.run_id.is_(None), current.run_id != self.run_id),
         )
-        with self.engine.begin() as connection:
-            result = connection.execute(statement, rows)
-        added = result.rowcount if result.rowcount is not None and result.rowcount >= 0 else len(rows)
-        self.additions += added
-        return added
 
     def lease(self, count: int) -> list[Entry]:
         """Take up to ``count`` queued URLs (shallowest first) for this owner."""
