@@ -17,7 +17,7 @@ from typing import Any
 
 from datetime import timedelta
 
-from sqlalchemy import Connection, delete, func, select, text, update
+from sqlalchemy import Connection, delete, select, text, update
 
 from ..processes import process_alive
 from .models import CrawlNode, Run, SourceState
@@ -112,7 +112,7 @@ class Runs:
                     owner = f"{len(others)} node(s) ({', '.join(others)})"
                 if _alive(row["host"], row["pid"]) or others:
                     raise RunConflict(f"source {source} is being crawled by {owner} (run {row['id']})")
-            if row is not None and row["state"] in RESUMABLE and allow_shared and row["state"] == RUNNING:
+            if row is not None and row["state"] == RUNNING and allow_shared:
                 fresh = False  # joining the fleet's run, never abandoning it
             if row is not None and row["state"] in RESUMABLE:
                 if not fresh:
@@ -173,10 +173,6 @@ class Runs:
         """Owners (host:pid) of the nodes working on the run, seen within ``within`` seconds."""
         with self.engine.connect() as connection:
             return self._live_nodes(connection, run_id, within, but)
-
-    def node_count(self, run_id: int) -> int:
-        with self.engine.connect() as connection:
-            return connection.execute(select(func.count()).where(CrawlNode.run_id == run_id)).scalar_one()
 
     def claim_finish(self, run_id: int) -> bool:
         """Claim the end of a shared run (removals, delta report): exactly one node wins."""

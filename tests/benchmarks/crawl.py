@@ -25,12 +25,9 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +35,7 @@ from searchcrawl.cache import DocumentCache
 from searchcrawl.db import DocumentTable, State
 from searchcrawl.devsolr import DevSolr, free_port
 from searchcrawl.indexer import SolrIndex, push_pending
+from tests.benchmarks.measure import run_measured, solr_updates
 from tests.benchmarks.synthetic import Nginx, SyntheticSite, nginx, page_path
 from tests.conftest import ROOT
 
@@ -51,38 +49,6 @@ PHASES = {
 PUSH_DOCUMENTS = 10_000  # documents pushed in phase e (at most N)
 TARGETS = {"b/a": (">=", 0.8), "c/b": ("<=", 0.35), "push_docs_per_s": (">=", 2000.0)}
 RSS_TARGET_MB, RSS_TARGET_PAGES = 400.0, 100_000
-
-
-@dataclass
-class Measured:
-    seconds: float
-    cpu_seconds: float
-    peak_rss_bytes: int
-
-
-RUNNER = ("import json, resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
-          "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
-          "print(json.dumps([u.ru_utime + u.ru_stime, u.ru_maxrss])); sys.exit(r.returncode)")
-
-
-def run_measured(args: list[str], cwd: Path, env: dict[str, str]) -> Measured:
-    """Run a process under a small runner, so that its CPU time and peak RSS (with its children's)
-    are exactly this process's."""
-    started = time.monotonic()
-    result = subprocess.run([sys.executable, "-c", RUNNER, *args], cwd=cwd, env=env, capture_output=True, text=True)
-    seconds = time.monotonic() - started
-    if result.returncode != 0:
-        raise SystemExit(f"{' '.join(args[:4])} failed:\n{result.stderr[-4000:]}")
-    cpu, rss_kb = json.loads(result.stdout.strip().splitlines()[-1])
-    return Measured(seconds, cpu, rss_kb * 1024)
-
-
-def solr_updates(core_url: str) -> int:
-    """Documents added or deleted by id since the core started (Solr's update handler statistics)."""
-    with urllib.request.urlopen(f"{core_url}/admin/mbeans?cat=UPDATE&stats=true&wt=json", timeout=30) as response:  # noqa: S310
-        beans = json.load(response)["solr-mbeans"]
-    stats = dict(zip(beans[::2], beans[1::2]))["UPDATE"]["updateHandler"]["stats"]
-    return int(stats["UPDATE.updateHandler.cumulativeAdds.count"]) + int(stats["UPDATE.updateHandler.cumulativeDeletesById.count"])
 
 
 class Bench:
@@ -150,7 +116,7 @@ class Bench:
         index.client.delete(q=f'source:"{source}"', commit=True)
         table.close()
         return {"phase": "e", "what": PHASES["e"], "documents": count, "seconds": round(seconds, 2),
-                "docs_per_s": round(count / seconds, 1), "solr_updates": solr_updates(self.solr_url) - before - 0}
+                "docs_per_s": round(count / seconds, 1), "solr_updates": solr_updates(self.solr_url) - before}
 
     def run(self, phases: str) -> dict[str, Any]:
         results: dict[str, Any] = {"pages": self.pages, "documents": self.site.documents}
@@ -261,7 +227,7 @@ def main() -> None:
                 run = Bench(pages, work / f"run{pages}", solr_url, server, site).run(args.phases.replace(",", ""))
             run["targets"] = ratios(run)
             runs.append(run)
-            print(json.dumps({k: v for k, v in run.items()}, default=str)[:2000], file=sys.stderr)
+            print(json.dumps(run, default=str)[:2000], file=sys.stderr)
     finally:
         if solr is not None:
             solr.stop()

@@ -12,15 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import tempfile
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from tests.benchmarks.measure import run_measured
 from tests.conftest import ROOT, Site
 from tests.sites import build_intranet
 
@@ -58,15 +56,8 @@ def crawl(name: str, sources: Path, data: Path, solr_url: str, *settings: str) -
         args += ["-s", setting]
     env = dict(os.environ, SEARCHCRAWL_SOURCES_DIR=str(sources), SEARCHCRAWL_DATA_DIR=str(data), SOLR_URL=solr_url,
                PYTHONPATH=str(ROOT))
-    started = time.monotonic()
-    # Each crawl in its own child of a small runner, so that RUSAGE_CHILDREN is this crawl's peak.
-    runner = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
-              "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r.returncode)")
-    result = subprocess.run([sys.executable, "-c", runner, *args], cwd=ROOT, env=env, capture_output=True, text=True)
-    elapsed = time.monotonic() - started
-    if result.returncode != 0:
-        raise SystemExit(f"crawl {name} failed:\n{result.stderr[-3000:]}")
-    return elapsed, int(result.stdout.strip().splitlines()[-1]) * 1024
+    measured = run_measured(args, ROOT, env)
+    return measured.seconds, measured.peak_rss_bytes
 
 
 def main() -> None:

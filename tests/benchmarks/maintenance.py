@@ -10,21 +10,12 @@ import argparse
 import json
 import os
 import tempfile
-import urllib.request
 from pathlib import Path
 
 from tests.benchmarks.frontier import crawl
+from tests.benchmarks.measure import solr_updates
 from tests.conftest import Site
 from tests.sites import build_intranet
-
-
-def solr_adds(solr_url: str) -> int:
-    """Documents added to the core since it started (Solr's update handler statistics)."""
-    url = f"{solr_url}/admin/mbeans?cat=UPDATE&stats=true&wt=json"
-    with urllib.request.urlopen(url, timeout=30) as response:
-        beans = json.load(response)["solr-mbeans"]
-    handler = dict(zip(beans[::2], beans[1::2]))["UPDATE"]["updateHandler"]["stats"]
-    return int(handler["UPDATE.updateHandler.cumulativeAdds.count"])
 
 
 def main() -> None:
@@ -38,12 +29,12 @@ def main() -> None:
     site = Site(work / "site").start()
     (work / "sources" / "bench-maintenance.toml").write_text(f'seeds = ["{site.url}index.html"]\nmax_depth = 3\n')
     results: dict[str, object] = {"pages": len(pages)}
-    adds = solr_adds(args.solr_url)
+    adds = solr_updates(args.solr_url)
     for label in ("initial", "maintenance"):
         seconds, rss = crawl("bench-maintenance", work / "sources", work / "data", args.solr_url)
-        now = solr_adds(args.solr_url)
+        now = solr_updates(args.solr_url)
         results[label] = {"seconds": round(seconds, 2), "pages_per_s": round(len(pages) / seconds, 1),
-                          "peak_rss_mb": round(rss / 2**20, 1), "solr_adds": now - adds}
+                          "peak_rss_mb": round(rss / 2**20, 1), "solr_updates": now - adds}
         adds = now
     results["maintenance_vs_initial"] = round(results["maintenance"]["seconds"] / results["initial"]["seconds"], 2)
     print(json.dumps(results, indent=2))

@@ -122,30 +122,20 @@ public final class DevSolr {
       runCloud(homeDir, port, nodes, log);
       return;
     }
-    // Our own shutdown hook instead of Jetty's stopAtShutdown: one stopper, in a known order
-    // (Solr cores closed, then Jetty, then logging flushed), rather than two racing hooks.
+    // stopAtShutdown(false): our own hook stops it (onShutdown)
     JettyConfig config =
         JettyConfig.builder().setPort(port).setContext("/solr").stopAtShutdown(false).build();
     JettySolrRunner runner = new JettySolrRunner(homeDir.toString(), config);
-    CountDownLatch stopped = new CountDownLatch(1);
-    Runtime.getRuntime()
-        .addShutdownHook(
-            new Thread(
-                () -> {
-                  try {
-                    if (runner.isRunning()) {
-                      log.info("DevSolr stopping");
-                      runner.stop();
-                      log.info("DevSolr stopped");
-                    }
-                  } catch (Exception e) {
-                    log.error("DevSolr: error while stopping", e);
-                  } finally {
-                    stopped.countDown();
-                    org.apache.logging.log4j.LogManager.shutdown();
-                  }
-                },
-                "devsolr-shutdown"));
+    CountDownLatch stopped =
+        onShutdown(
+            log,
+            () -> {
+              if (runner.isRunning()) {
+                log.info("DevSolr stopping");
+                runner.stop();
+                log.info("DevSolr stopped");
+              }
+            });
 
     long t0 = System.nanoTime();
     try {
@@ -199,29 +189,20 @@ public final class DevSolr {
     Object lock = new Object(); // node starts/stops (control thread) vs. shutdown hook
     MiniSolrCloudCluster[] holder = new MiniSolrCloudCluster[1];
     JettySolrRunner[] nodes = new JettySolrRunner[nodeCount];
-    CountDownLatch stopped = new CountDownLatch(1);
-    Runtime.getRuntime()
-        .addShutdownHook(
-            new Thread(
-                () -> {
-                  try {
-                    synchronized (lock) {
-                      if (holder[0] != null) {
-                        log.info("DevSolr stopping the SolrCloud cluster");
-                        MiniSolrCloudCluster cluster = holder[0];
-                        holder[0] = null;
-                        cluster.shutdown();
-                        log.info("DevSolr stopped");
-                      }
-                    }
-                  } catch (Exception e) {
-                    log.error("DevSolr: error while stopping", e);
-                  } finally {
-                    stopped.countDown();
-                    org.apache.logging.log4j.LogManager.shutdown();
-                  }
-                },
-                "devsolr-shutdown"));
+    CountDownLatch stopped =
+        onShutdown(
+            log,
+            () -> {
+              synchronized (lock) {
+                if (holder[0] != null) {
+                  log.info("DevSolr stopping the SolrCloud cluster");
+                  MiniSolrCloudCluster cluster = holder[0];
+                  holder[0] = null;
+                  cluster.shutdown();
+                  log.info("DevSolr stopped");
+                }
+              }
+            });
 
     long t0 = System.nanoTime();
     try {
@@ -347,6 +328,36 @@ public final class DevSolr {
     Path tmp = stateFile.resolveSibling(stateFile.getFileName() + ".tmp");
     Files.write(tmp, Utils.toJSONString(state).getBytes(StandardCharsets.UTF_8));
     Files.move(tmp, stateFile, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  /** What stops Solr; it may throw (the error is logged). */
+  @FunctionalInterface
+  private interface Stopper {
+    void stop() throws Exception;
+  }
+
+  /**
+   * Our own shutdown hook (SIGTERM, Ctrl-C) instead of Jetty's stopAtShutdown: one stopper, in a
+   * known order (Solr, then logging flushed), rather than two racing hooks. The returned latch
+   * opens once it has run; main parks on it.
+   */
+  private static CountDownLatch onShutdown(Logger log, Stopper stopper) {
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  try {
+                    stopper.stop();
+                  } catch (Exception e) {
+                    log.error("DevSolr: error while stopping", e);
+                  } finally {
+                    stopped.countDown();
+                    org.apache.logging.log4j.LogManager.shutdown();
+                  }
+                },
+                "devsolr-shutdown"));
+    return stopped;
   }
 
   /** The exception's message, plus its root cause's when the message does not include it. */

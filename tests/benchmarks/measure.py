@@ -1,0 +1,43 @@
+"""How the benchmarks measure: a process's wall time, CPU and peak RSS, and Solr's update count."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Measured:
+    seconds: float
+    cpu_seconds: float
+    peak_rss_bytes: int
+
+
+# The measured process runs as the only child of this small runner, so that RUSAGE_CHILDREN is
+# exactly its CPU time and peak RSS (its own children, e.g. conversion workers, included).
+RUNNER = ("import json, resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+          "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+          "print(json.dumps([u.ru_utime + u.ru_stime, u.ru_maxrss])); sys.exit(r.returncode)")
+
+
+def run_measured(args: list[str], cwd: Path, env: dict[str, str]) -> Measured:
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", RUNNER, *args], cwd=cwd, env=env, capture_output=True, text=True)
+    seconds = time.monotonic() - started
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(args[:4])} failed:\n{result.stderr[-4000:]}")
+    cpu, rss_kb = json.loads(result.stdout.strip().splitlines()[-1])
+    return Measured(seconds, cpu, rss_kb * 1024)
+
+
+def solr_updates(core_url: str) -> int:
+    """Documents added or deleted by id since the core started (Solr's update handler statistics)."""
+    with urllib.request.urlopen(f"{core_url}/admin/mbeans?cat=UPDATE&stats=true&wt=json", timeout=30) as response:  # noqa: S310
+        beans = json.load(response)["solr-mbeans"]
+    stats = dict(zip(beans[::2], beans[1::2]))["UPDATE"]["updateHandler"]["stats"]
+    return int(stats["UPDATE.updateHandler.cumulativeAdds.count"]) + int(stats["UPDATE.updateHandler.cumulativeDeletesById.count"])
