@@ -45,7 +45,7 @@ def choose_encoding(content_type: str | None, body: bytes, default: str | None) 
         return _name(default)
     if read_bom(body)[0]:
         return declared  # a BOM is never wrong
-    non_ascii = any(byte > 0x7F for byte in body)
+    non_ascii = not body.isascii()
     if declared in SINGLE_BYTE_WESTERN and non_ascii and _is_utf8(body):
         return "utf-8"  # UTF-8 bytes labelled Latin-1: valid UTF-8 is almost never Latin-1 text
     if declared == "utf-8" and not _is_utf8(body):

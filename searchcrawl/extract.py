@@ -9,11 +9,12 @@ only from a description meta tag: a body-text fallback is a per-source choice (l
 from __future__ import annotations
 
 import email.utils
+import re
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-import html_text
+from lxml import etree
 
 META_ATTRIBUTES = {
     "title": ("dc.title", "dcterms.title"),
@@ -76,6 +77,37 @@ def split_keywords(value: str | None) -> list[str]:
     return [word for word in (_clean(part) for part in value.split(separator)) if word]
 
 
+# The text of a page as html-text's extract_text(guess_layout=False) gives it (the tests compare
+# the two on the shared corpora), but in C: html-text walks every element in Python, 5-7 ms for a
+# 40 KB page of 800 elements, a fifth of a crawl's CPU. Here libxml2's XPath collects the visible
+# text nodes (script, style, applets and frames dropped with their content, as html-text's cleaner
+# does), then one join and four regular expressions put them together: a space between two text
+# nodes unless the first ends in "(" or the second starts with closing punctuation, whitespace
+# collapsed. Script and style hold only text, so their text nodes are found by their parent; the
+# slower ancestor test is for the rare page with applets or frames.
+_HIDDEN_WITH_CHILDREN = ("applet", "frame", "frameset", "noframes")
+_TEXT_NODES = etree.XPath("descendant-or-self::text()[not(parent::script or parent::style)]", smart_strings=False)
+_TEXT_NODES_CAREFUL = etree.XPath(
+    "descendant-or-self::text()[not(ancestor::script or ancestor::style or ancestor::applet or ancestor::frame"
+    " or ancestor::frameset or ancestor::noframes)]", smart_strings=False)
+_SEP = "\ue000"  # a private-use character between text nodes (taken out of the nodes first)
+_GAP_AFTER_SPACE = re.compile(rf"\s+{_SEP}[\s{_SEP}]*")
+_GAP_WITHOUT_SPACE = re.compile(rf'(?<=\(){_SEP}[\s{_SEP}]*|{_SEP}[\s{_SEP}]*(?=[,:;.!?")])')
+_GAP = re.compile(rf"{_SEP}[\s{_SEP}]*")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def visible_text(element: Any) -> str:
+    """The element's visible text on one line, words separated as a reader sees them."""
+    careful = next(element.iter(*_HIDDEN_WITH_CHILDREN), None) is not None
+    nodes = (_TEXT_NODES_CAREFUL if careful else _TEXT_NODES)(element)
+    joined = _SEP.join(node.replace(_SEP, "") for node in nodes)
+    joined = _GAP_AFTER_SPACE.sub(" ", joined)
+    joined = _GAP_WITHOUT_SPACE.sub("", joined)
+    joined = _GAP.sub(" ", joined)
+    return _WHITESPACE.sub(" ", joined).strip()
+
+
 def _body(root: Any) -> Any:
     body = root.find("body")
     return body if body is not None else root
@@ -105,7 +137,7 @@ def html_attributes(root: Any, headers: dict[str, str]) -> dict[str, Any]:
         "subject": subjects,
         "author": first(META_ATTRIBUTES["author"]),
         "language": language.split(",")[0].strip().lower() if language else None,
-        "content": html_text.extract_text(_body(root), guess_layout=False),
+        "content": visible_text(_body(root)),
     }
 
 

@@ -1,9 +1,15 @@
 """Attributes from HTML and headers (plain functions, real lxml parsing)."""
 
+import tarfile
+from pathlib import Path
+
+import html_text
+import pytest
 from lxml import html
 
-from searchcrawl.extract import html_attributes, http_date_to_iso, solr_document, split_keywords, text_attributes
+from searchcrawl.extract import html_attributes, http_date_to_iso, solr_document, split_keywords, text_attributes, visible_text
 from searchcrawl.pipelines.checksum import text_checksum
+from tests.conftest import corpus
 
 PAGE = b"""<!DOCTYPE html><html lang="en-GB"><head>
 <title>  Travel
@@ -48,3 +54,29 @@ def test_small_helpers() -> None:
     assert split_keywords("a;b") == ["a", "b"]
     assert text_attributes("hello\n", "http://h/docs/notes.txt", {})["title"] == "notes.txt"
     assert text_checksum("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+@pytest.mark.parametrize("archive", ["scipy-lectures-site.tar.xz", "nutch-site.tar.xz"])
+def test_visible_text_is_html_texts_text(archive: str, tmp_path: Path) -> None:
+    """Our C-speed extraction gives exactly html-text's guess_layout=False text on real sites."""
+    with tarfile.open(corpus(archive)) as tar:
+        tar.extractall(tmp_path, filter="data")
+    pages = sorted(tmp_path.rglob("*.html"))
+    assert len(pages) > 200
+    for page in pages:
+        body = html.document_fromstring(page.read_bytes()).find("body")
+        if body is not None:
+            assert visible_text(body) == html_text.extract_text(body, guess_layout=False), page
+
+
+@pytest.mark.parametrize(("markup", "text"), [
+    ("<p>Hello<b>world</b>, and <i>more</i>!</p><div>(<span>x</span>)</div>", "Hello world, and more! (x)"),
+    ("<p>one </p>  <p> two</p><script>var x;</script><style>p {}</style><!-- note -->three", "one two three"),
+    ("<p>a<applet>x<b>y</b></applet>b</p><noframes><p>hidden</p></noframes><frameset><frame>f</frame></frameset>.",
+     "a b."),
+    ("<ul><li>\u00a0first\u00a0</li><li>second</li></ul>", "first second"),
+    ("<p>x\ue000y</p>", "xy"),
+])
+def test_visible_text(markup: str, text: str) -> None:
+    body = html.document_fromstring(f"<html><body>{markup}</body></html>").find("body")
+    assert visible_text(body) == text

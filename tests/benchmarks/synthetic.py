@@ -46,6 +46,55 @@ def page_path(number: int) -> str:
     return f"p/{number // 1000}/{number}.html"
 
 
+# Real pages of this size are mostly markup: in the shared corpora, the Sphinx site's and the Nutch
+# site's pages of 20-60 KB carry 12.3% and 13.6% visible text (lxml, scripts and styles dropped)
+# and 20.4 and 18.4 elements per KB. Pages here are alike (12.6% text, 20.2 elements per KB): a
+# head with inline CSS and JavaScript, a sidebar of links, and sections whose prose alternates with
+# syntax-highlighted code (a span per token) and member tables, as Sphinx and Javadoc write them.
+# The crawler's parsing and extraction and Solr's indexing all depend on this.
+TEXT_SHARE = 0.11  # prose and code text; sidebar and headings bring the page to about 13%
+HEAD = (
+    '<link rel="stylesheet" href="/_static/basic.css" type="text/css"><link rel="stylesheet" '
+    'href="/_static/pygments.css" type="text/css"><link rel="index" title="Index" href="/genindex.html">'
+    "<style>" + "".join(
+        f".rst-content .section-{n} > .highlight pre, div.body .toctree-l{n % 4} a.reference.internal"
+        f"{{margin:0 0 {n % 7}px {n % 5}em;padding:.{n % 9}em 1em;border-left:{n % 3}px solid #e1e4e5;"
+        f"font-family:SFMono-Regular,Menlo,Monaco,Consolas,monospace;color:#{n * 2654435761 % 0xFFFFFF:06x}}}"
+        for n in range(24)) + "</style>"
+    '<script>var DOCUMENTATION_OPTIONS={URL_ROOT:"../",VERSION:"2026.11",LANGUAGE:"en",COLLAPSE_INDEX:false,'
+    'BUILDER:"html",FILE_SUFFIX:".html",LINK_SUFFIX:".html",HAS_SOURCE:true,SOURCELINK_SUFFIX:".txt",'
+    'NAVIGATION_WITH_KEYS:false};document.addEventListener("DOMContentLoaded",function(){var t=document.'
+    'querySelectorAll("div.highlight pre");for(var i=0;i<t.length;i++){t[i].setAttribute("tabindex","0")}});'
+    "</script>")
+TOKEN_CLASSES = ("n", "o", "p", "k", "nb", "mi", "s1", "nf", "kn", "nn", "w")
+
+
+def code_block(rng: random.Random, lines: int) -> tuple[str, int]:
+    """A Pygments-style highlighted block (every token in its own span) and its length in text."""
+    rows, text = [], 0
+    for _ in range(lines):
+        words = [rng.choice(WORDS)[: rng.randint(1, 6)] for _ in range(rng.randint(3, 8))]
+        text += 4 + sum(len(word) + 1 for word in words)
+        rows.append('<span class="gp">&gt;&gt;&gt; </span>' + '<span class="o">.</span>'.join(
+            f'<span class="{rng.choice(TOKEN_CLASSES)}">{word}</span>' for word in words))
+    return ('<div class="highlight-python notranslate"><div class="highlight"><pre><span></span>'
+            + "\n".join(rows) + "</pre></div></div>"), text
+
+
+def member_table(rng: random.Random, rows: int) -> tuple[str, int]:
+    """A Javadoc-style member summary: long ids and titles, few elements, little text."""
+    cells, text = [], 0
+    for _ in range(rows):
+        name = "".join(word.title() for word in rng.sample(WORDS, 2))
+        package = ".".join(rng.sample(WORDS, 4))
+        text += 12 + 2 * len(name)
+        cells.append(f'<tr class="altColor" id="i{rng.randrange(10**6)}"><td class="colFirst"><code>static {name}</code>'
+                     f'</td><th class="colSecond" scope="row"><code><span class="memberNameLink" title="method in '
+                     f'class org.example.{package}.{name}" id="{package}.{name}-java.lang.String-int-">{name}</span>'
+                     f'</code></th></tr>')
+    return '<table class="memberSummary" summary="Method Summary table">' + "".join(cells) + "</table>", text
+
+
 def page_html(number: int, total: int, pool: list[str], rng: random.Random, revision: int = 0) -> str:
     links = [child for child in range(BRANCHING * number + 1, BRANCHING * number + BRANCHING + 1) if child < total]
     wanted = rng.randint(20, 50)
@@ -54,20 +103,37 @@ def page_html(number: int, total: int, pool: list[str], rng: random.Random, revi
         if other != number:
             links.append(other)
     size = rng.randint(20_000, 60_000)
-    body: list[str] = [f"<p>Page {number}, revision {revision}: {' '.join(rng.choice(WORDS) for _ in range(30))}.</p>"]
-    length = len(body[0])
-    while length < size - 3000:
-        paragraph = rng.choice(pool)
-        body.append(f"<p>{paragraph}</p>")
-        length += len(paragraph) + 7
-    anchors = "".join(f'<li><a href="/{page_path(link)}">{WORDS[link % len(WORDS)]} {link}</a></li>' for link in links)
-    if number % PDF_EVERY == 0:
-        anchors += f'<li><a href="/pdf/{number // PDF_EVERY}.pdf">report {number // PDF_EVERY}</a></li>'
     title = f"{WORDS[number % len(WORDS)].title()} page {number}"
+    anchors = "".join(f'<li class="toctree-l{1 + link % 3}"><a class="reference internal" href="/{page_path(link)}">'
+                      f"{WORDS[link % len(WORDS)]} {link}</a></li>" for link in links)
+    if number % PDF_EVERY == 0:
+        anchors += (f'<li class="toctree-l1"><a class="reference download internal" download="" '
+                    f'href="/pdf/{number // PDF_EVERY}.pdf">report {number // PDF_EVERY}</a></li>')
+    body = [f'<p>Page {number}, revision {revision}: {" ".join(rng.choice(WORDS) for _ in range(30))}.</p>']
+    text, length, section = len(body[0]), len(body[0]) + len(HEAD) + len(anchors) + 1200, 0
+    while length < size:
+        if text < TEXT_SHARE * length:  # prose until the page has its share of text, then code
+            paragraph = rng.choice(pool)[: rng.randint(200, 1000)]
+            section += 1
+            block = (f'<div class="section" id="s{section}"><h2>{paragraph[:24]}<a class="headerlink" '
+                     f'href="#s{section}" title="Permalink to this headline">¶</a></h2><p>{paragraph}</p></div>')
+            text += len(paragraph) + 25
+        else:
+            block, code_text = (code_block if rng.random() < 0.5 else member_table)(rng, rng.randint(4, 12))
+            text += code_text
+        body.append(block)
+        length += len(block)
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1.0">'
             f'<meta name="description" content="Synthetic page {number} for the searchcrawl benchmark">'
-            f'<meta name="keywords" content="benchmark,{WORDS[number % len(WORDS)]}"></head>'
-            f"<body><h1>{title}</h1><nav><ul>{anchors}</ul></nav>{''.join(body)}</body></html>")
+            f'<meta name="keywords" content="benchmark,{WORDS[number % len(WORDS)]}">{HEAD}</head>'
+            f'<body><div class="document"><div class="sphinxsidebar" role="navigation"><h3>Contents</h3>'
+            f'<ul class="current">{anchors}</ul><div id="searchbox" role="search"><form class="search" '
+            f'action="/search.html" method="get"><input type="text" name="q" aria-labelledby="searchlabel">'
+            f'<input type="submit" value="Go"></form></div></div><div class="body" role="main">'
+            f'<h1>{title}<a class="headerlink" href="#top" title="Permalink to this headline">¶</a></h1>'
+            f"{''.join(body)}</div></div><div class=\"footer\">&#169; 2026 searchcrawl benchmark. "
+            f'Created using <a href="https://www.sphinx-doc.org/">Sphinx</a>.</div></body></html>')
 
 
 def pdf_bytes(text: str) -> bytes:
