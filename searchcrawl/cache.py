@@ -71,9 +71,10 @@ class DocumentCache:
         data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         target = self.path(document["id"])
         previous = target.stat().st_size if target.exists() else 0
-        handle, temporary = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+        # A name of this process and thread (mkstemp's random names cost more than the write).
+        temporary = target.with_name(f"{target.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
-            with os.fdopen(handle, "wb") as stream:
+            with open(temporary, "wb") as stream:
                 stream.write(data)
             os.replace(temporary, target)
         except BaseException:

@@ -76,6 +76,15 @@ def redact(text: str) -> str:
     return text
 
 
+class RedactingLogRecord(logging.LogRecord):
+    """A log record whose message is masked when a handler formats it. Most records (DEBUG ones
+    under LOG_LEVEL=INFO, such as Scrapy's "Scraped from" with the whole item) are never
+    formatted, so they cost no masking."""
+
+    def getMessage(self) -> str:  # noqa: N802 - logging's name
+        return redact(super().getMessage())
+
+
 def install_log_redaction() -> None:
     """Mask secrets in every log record, whichever handler (console, file, scrapyd's log) writes
     it. Idempotent. Reads the configured secrets first, so they are masked from the first line."""
@@ -90,13 +99,16 @@ def install_log_redaction() -> None:
 
     def factory(*args: object, **kwargs: object) -> logging.LogRecord:
         record = previous(*args, **kwargs)
-        try:
-            message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a broken format string is logging's business
-            return record
-        clean = redact(message)
-        if clean != message:
-            record.msg, record.args = clean, ()
+        if type(record) is logging.LogRecord:
+            record.__class__ = RedactingLogRecord  # same layout; masks at format time
+        else:  # another factory's record class: mask now
+            try:
+                message = record.getMessage()
+            except Exception:  # noqa: BLE001 - a broken format string is logging's business
+                return record
+            clean = redact(message)
+            if clean != message:
+                record.msg, record.args = clean, ()
         if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
             record.exc_text = redact("".join(traceback.format_exception(*record.exc_info)).rstrip("\n"))
         return record

@@ -17,7 +17,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import (Connection, Engine, case, create_engine, event, func, literal, or_, select, text, tuple_,
+from sqlalchemy import (Connection, Engine, bindparam, case, create_engine, event, func, literal, or_, select, text, tuple_,
                         update)
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -117,7 +117,7 @@ class DocumentTable:
         # Test mode: the crawl reports what it finds but leaves every document's indexed state as
         # it was; only the run's own columns (frontier, delta) of existing rows are written.
         self.test_mode = False
-        self._upserts: dict[tuple[Any, ...], Any] = {}
+        self._statements: dict[Any, Any] = {}
 
     def _finished(self) -> dict[str, Any]:
         """Columns that take a URL out of the current run's frontier (it is done)."""
@@ -148,21 +148,20 @@ class DocumentTable:
         if not rows:
             return
         columns = tuple(c for c in update_columns if not self.test_mode or c in RUN_COLUMNS)
-        key = (columns, keep_index_state)
-        statement = self._upserts.get(key)
-        if statement is None:  # built once per shape: building it costs more than running it
+
+        def build() -> Any:
             statement = self.insert(Document)
-            if columns:
-                values: dict[str, Any] = {c: statement.excluded[c] for c in columns}
-                if keep_index_state and "state" in values:
-                    current = Document.__table__.c.state
-                    values["state"] = case(
-                        (current.in_([*IN_INDEX, State.REMOVING.value]), current), else_=statement.excluded.state
-                    )
-                statement = statement.on_conflict_do_update(index_elements=["source", "url"], set_=values)
-            else:
-                statement = statement.on_conflict_do_nothing(index_elements=["source", "url"])
-            self._upserts[key] = statement
+            if not columns:
+                return statement.on_conflict_do_nothing(index_elements=["source", "url"])
+            values: dict[str, Any] = {c: statement.excluded[c] for c in columns}
+            if keep_index_state and "state" in values:
+                current = Document.__table__.c.state
+                values["state"] = case(
+                    (current.in_([*IN_INDEX, State.REMOVING.value]), current), else_=statement.excluded.state
+                )
+            return statement.on_conflict_do_update(index_elements=["source", "url"], set_=values)
+
+        statement = self._statement(("upsert", columns, keep_index_state), build)
         with self.engine.begin() as connection:
             connection.execute(statement, list(rows))
 
@@ -310,23 +309,34 @@ class DocumentTable:
                 self.mark_duplicate(source, row["url"], of=original["url"])
         return original["url"] if original["url"] != url else None
 
+    def _statement(self, key: Any, build: Callable[[], Any]) -> Any:
+        """A statement built once and run with bound parameters: on the per-page path, building
+        a statement (and SQLAlchemy's ORM handling of it) costs more than running it."""
+        statement = self._statements.get(key)
+        if statement is None:
+            statement = self._statements[key] = build()
+        return statement
+
     def find_duplicate(self, source: str, checksum: str, url: str) -> dict[str, Any] | None:
         """Another document of the source with this content, in the index (id, url, canonical_url),
         and ``first_seen_id``: the row id of ``url`` (ids follow discovery order)."""
+        table = Document.__table__
+        same_content = self._statement("same_content", lambda: (
+            select(table.c.id, table.c.url, table.c.canonical_url)
+            .where(table.c.source == bindparam("source"), table.c.checksum == bindparam("checksum"),
+                   table.c.url != bindparam("url"), table.c.state.in_(IN_INDEX), table.c.duplicate_of.is_(None))
+            .order_by(table.c.id).limit(1)))
         with self.engine.connect() as connection:
-            row = connection.execute(
-                select(Document.id, Document.url, Document.canonical_url)
-                .where(Document.source == source, Document.checksum == checksum, Document.url != url,
-                       Document.state.in_(IN_INDEX), Document.duplicate_of.is_(None))
-                .order_by(Document.id)
-                .limit(1)
-            ).mappings().first()
+            row = connection.execute(same_content, {"source": source, "checksum": checksum, "url": url}).mappings().first()
             if row is None:
                 return None
-            own_id = connection.execute(
-                select(Document.id).where(Document.source == source, Document.url == url)
-            ).scalar_one_or_none()
+            own_id = connection.execute(self._row_id(), {"source": source, "url": url}).scalar_one_or_none()
             return {**row, "first_seen_id": own_id}
+
+    def _row_id(self) -> Any:
+        table = Document.__table__
+        return self._statement("row_id", lambda: select(table.c.id).where(
+            table.c.source == bindparam("source"), table.c.url == bindparam("url")))
 
     def queue_known(self, source: str) -> int:
         """A maintenance crawl: every URL the table knows for the source (but those a rule keeps
@@ -422,17 +432,26 @@ class DocumentTable:
     def mark_pending(self, source: str, url: str, checksum: str, display_url: str | None = None,
                      delta: str = "new", canonical_url: str | None = None, cached_by: str | None = None) -> None:
         """The document is in the cache ``cached_by`` and waits for Solr (delta ``new`` or ``changed``)."""
-        values: dict[str, Any] = {
+        when = now()
+        values = self._restrict({
             "state": State.PENDING.value, "checksum": checksum, "display_url": display_url, "failures": 0,
-            "duplicate_of": None, "canonical_url": canonical_url, "cached_by": cached_by,
-            "last_changed": case((or_(Document.checksum.is_(None), Document.checksum != checksum), now()),
-                                 else_=Document.last_changed),
+            "duplicate_of": None, "canonical_url": canonical_url, "cached_by": cached_by, "last_changed": when,
             **self._finished(), **self._delta(delta),
-        }
+        })
+        table = Document.__table__
+
+        def build() -> Any:
+            assignments: dict[str, Any] = {column: bindparam(f"v_{column}") for column in values}
+            if "last_changed" in assignments:  # when the content changed, not when it was last seen
+                assignments["last_changed"] = case(
+                    (or_(table.c.checksum.is_(None), table.c.checksum != bindparam("new_checksum")), bindparam("v_last_changed")),
+                    else_=table.c.last_changed)
+            return update(table).where(table.c.source == bindparam("w_source"), table.c.url == bindparam("w_url")).values(assignments)
+
+        statement = self._statement(("mark_pending", tuple(values)), build)
+        parameters = {f"v_{column}": value for column, value in values.items()}
         with self.engine.begin() as connection:
-            connection.execute(
-                update(Document).where(Document.source == source, Document.url == url).values(**self._restrict(values))
-            )
+            connection.execute(statement, {**parameters, "new_checksum": checksum, "w_source": source, "w_url": url})
 
     def mark_indexed(self, source: str, documents: Sequence[tuple[str, str]]) -> list[str]:
         """Mark (url, checksum) pairs indexed; returns the URLs whose row still had that checksum.
@@ -517,13 +536,14 @@ class DocumentTable:
 
     def display_url_owner(self, source: str, display_url: str) -> str | None:
         """The URL already indexed (or about to be) under ``display_url``, if any."""
+        table = Document.__table__
+        statement = self._statement("display_url_owner", lambda: (
+            select(table.c.url)
+            .where(table.c.source == bindparam("source"), table.c.display_url == bindparam("display_url"),
+                   table.c.state.in_(IN_INDEX))
+            .order_by(table.c.id).limit(1)))
         with self.engine.connect() as connection:
-            return connection.execute(
-                select(Document.url)
-                .where(Document.source == source, Document.display_url == display_url, Document.state.in_(IN_INDEX))
-                .order_by(Document.id)
-                .limit(1)
-            ).scalar_one_or_none()
+            return connection.execute(statement, {"source": source, "display_url": display_url}).scalar_one_or_none()
 
     def get(self, source: str, url: str) -> dict[str, Any] | None:
         with self.engine.connect() as connection:
