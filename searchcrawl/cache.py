@@ -85,8 +85,13 @@ class DocumentCache:
         return len(data)
 
     def get(self, url: str) -> dict[str, Any] | None:
+        data = self.get_json(url)
+        return None if data is None else json.loads(data)
+
+    def get_json(self, url: str) -> bytes | None:
+        """The cached Solr document as its JSON text."""
         try:
-            return json.loads(self.path(url).read_bytes())
+            return self.path(url).read_bytes()
         except FileNotFoundError:
             return None
 

@@ -27,7 +27,8 @@ def test_push_pending_to_real_solr(tmp_path, solr_url: str, solr: pysolr.Solr) -
     for i in range(25):
         url = f"http://push.test/{i}"
         table.record_fetch("push", url, state=State.FETCHED, status=200)
-        cache.put({"id": url, "url": url, "source": "push", "title": f"doc {i}", "checksum": f"c{i}"})
+        cache.put({"id": url, "url": url, "source": "push", "title": f"doc {i}", "checksum": f"c{i}",
+                   "content": f"Grüße \u00a0\x07\x00 «{i}» \U0001f600 \"quoted\""})  # sent as cached: JSON, escaped
         table.mark_pending("push", url, f"c{i}")
     assert cache.size_bytes > 0
     down = push_pending("push", table, cache, SolrIndex("http://127.0.0.1:9/solr/none", timeout=2), max_docs=10, max_bytes=10**6)
@@ -38,3 +39,4 @@ def test_push_pending_to_real_solr(tmp_path, solr_url: str, solr: pysolr.Solr) -
     assert table.count_by("push", "state") == {"indexed": 25}
     solr.commit()
     assert solr.search('source:"push"', rows=0).hits == 25
+    assert solr.search('id:"http://push.test/3"', fl="content").docs[0]["content"] == "Grüße \u00a0\x07\x00 «3» \U0001f600 \"quoted\""

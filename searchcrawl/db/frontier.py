@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -23,6 +23,7 @@ from .models import Document
 from .store import DocumentTable, State, now
 
 QUEUED, LEASED, DONE = "queued", "leased", "done"
+IN_RUN_LIMIT = 1_000_000  # URLs remembered as in the run (about 100 MB at most), then forgotten
 
 
 @dataclass
@@ -46,6 +47,19 @@ class Frontier:
         self.owner = owner
         self.lease_duration = timedelta(seconds=lease_seconds)
         self.additions = 0  # URLs queued by this process: lets a scheduler know new work arrived
+        self._in_run: set[str] = set()  # URLs this process knows are in the run's frontier already
+
+    def in_run(self, url: str) -> bool:
+        """Is ``url`` known to be queued or done in this run? Queuing it again would change
+        nothing (the table keeps the first occurrence), so a link to it need not become a
+        request at all. Most links of a site lead to pages already queued: this saves them the
+        request, the boundary check and the database. A cache: False only means "not known here"."""
+        return url in self._in_run
+
+    def _remember(self, urls: Iterable[str]) -> None:
+        if len(self._in_run) >= IN_RUN_LIMIT:
+            self._in_run.clear()  # bounded memory; the table still discards repeats
+        self._in_run.update(urls)
 
     def add(self, entries: Sequence[Entry], again: bool = False) -> int:
         """Queue URLs not yet queued in this run (others are discarded, as the seeds say), or
@@ -70,6 +84,7 @@ class Frontier:
         ]
         with self.engine.begin() as connection:
             result = connection.execute(self._insert(again), rows)
+        self._remember(unique)
         added = result.rowcount if result.rowcount is not None and result.rowcount >= 0 else len(rows)
         self.additions += added
         return added
@@ -113,6 +128,7 @@ class Frontier:
                 .where(table.c.id.in_([row.id for row in rows]))
                 .values(frontier=LEASED, lease_owner=self.owner, lease_expires=when + self.lease_duration)
             )
+        self._remember(row.url for row in rows)
         return [
             Entry(row.url, row.depth or 0, json.loads(row.request) if row.request else {},
                   {"state": row.state, "checksum": row.checksum, "last_modified": row.last_modified, "etag": row.etag})

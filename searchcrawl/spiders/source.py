@@ -201,7 +201,12 @@ class SourceSpider(Spider):
                 self.source.name, [(url, int(Status.EXCLUDED_REWRITER), depth, "dropped by the URL rewriter")]
             )
             return None
-        return self.request(canonical(rewritten) if rewritten != url else url, depth)
+        if rewritten != url:
+            url = canonical(rewritten)
+        frontier = self.context.frontier
+        if frontier is not None and frontier.in_run(url) and self.source.settings.orphans != "delete":
+            return None  # queued already (orphans = "delete" needs every link seen, to mark it linked)
+        return self.request(url, depth)
 
     def links(self, response: TextResponse) -> Iterator[str]:
         """The page's links (a, area, frame, iframe; <base href> honoured) and its meta refresh target."""
