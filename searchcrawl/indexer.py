@@ -11,7 +11,9 @@ import json
 import logging
 import re
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -139,6 +141,7 @@ def push_pending(
     preserve_cache: bool = False,
     remove: bool = True,
     should_stop: Callable[[], bool] = lambda: False,
+    requests_at_once: int = 1,
 ) -> PushResult:
     """Remove what must leave the index (if ``remove``), then push every pending document of
     ``source`` to Solr, batch by batch.
@@ -175,14 +178,12 @@ def push_pending(
                 continue
             yield (url, data), len(data)
 
-    for batch in batches(documents(), max_docs, max_bytes):
-        if should_stop():
-            break
+    def settle(batch: list[tuple[str, bytes]], sent: Future[None]) -> None:
         try:
-            index.add_json([data for _url, data in batch])
+            sent.result()
         except IndexingError as exc:
-            result.error = str(exc)
-            break
+            result.error = result.error or str(exc)
+            return
         done = table.mark_indexed(source, [(url, checksums[url]) for url, _data in batch])
         if not preserve_cache:
             for url in done:
@@ -190,6 +191,20 @@ def push_pending(
         result.indexed += len(done)
         result.pending -= len(done)
         logger.debug("Pushed %d documents of %s to Solr", len(batch), source)
+
+    # Solr indexes each update request on one thread: with ``requests_at_once`` > 1 it uses more
+    # cores, and this thread reads the next batch and marks the last one meanwhile. A batch is
+    # marked indexed only once its own request succeeded, whatever happened to the others.
+    in_flight: deque[tuple[list[tuple[str, bytes]], Future[None]]] = deque()
+    with ThreadPoolExecutor(max(1, requests_at_once), thread_name_prefix="solr-push") as senders:
+        for batch in batches(documents(), max_docs, max_bytes):
+            if should_stop() or result.error is not None:
+                break
+            in_flight.append((batch, senders.submit(index.add_json, [data for _url, data in batch])))
+            if len(in_flight) >= requests_at_once:
+                settle(*in_flight.popleft())
+        while in_flight:
+            settle(*in_flight.popleft())
     return result
 
 

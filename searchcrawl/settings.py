@@ -32,6 +32,7 @@ SOLR_URL = os.environ.get("SOLR_URL", "http://127.0.0.1:8983/solr/searchcrawl")
 SEARCHCRAWL_CACHE_MAX_BYTES = 20 * 1024 * 1024  # push to Solr when the cache holds this much
 SEARCHCRAWL_SOLR_BATCH_DOCS = 500  # at most this many documents per update request
 SEARCHCRAWL_SOLR_BATCH_BYTES = 10 * 1024 * 1024  # and at most this many bytes of JSON
+SEARCHCRAWL_SOLR_PUSH_REQUESTS = 2  # update requests in flight at once (Solr indexes each on one thread)
 SEARCHCRAWL_SOLR_TIMEOUT = 60  # seconds per Solr request
 SEARCHCRAWL_SOLR_COMMIT_WITHIN = 2000  # ms: documents are searchable this soon after a push
 SEARCHCRAWL_SOLR_RETRY_TIMES = 4  # attempts per push before documents are left pending

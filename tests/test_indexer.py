@@ -31,12 +31,39 @@ def test_push_pending_to_real_solr(tmp_path, solr_url: str, solr: pysolr.Solr) -
                    "content": f"Grüße \u00a0\x07\x00 «{i}» \U0001f600 \"quoted\""})  # sent as cached: JSON, escaped
         table.mark_pending("push", url, f"c{i}")
     assert cache.size_bytes > 0
-    down = push_pending("push", table, cache, SolrIndex("http://127.0.0.1:9/solr/none", timeout=2), max_docs=10, max_bytes=10**6)
+    down = push_pending("push", table, cache, SolrIndex("http://127.0.0.1:9/solr/none", timeout=2), max_docs=10, max_bytes=10**6,
+                        requests_at_once=2)
     assert (down.indexed, down.pending) == (0, 25) and down.error
-    result = push_pending("push", table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6)
+    result = push_pending("push", table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6, requests_at_once=2)
     assert (result.indexed, result.pending, result.error) == (25, 0, None)
     assert cache.size_bytes == 0 and not list((tmp_path / "cache").glob("*.json"))
     assert table.count_by("push", "state") == {"indexed": 25}
     solr.commit()
     assert solr.search('source:"push"', rows=0).hits == 25
     assert solr.search('id:"http://push.test/3"', fl="content").docs[0]["content"] == "Grüße \u00a0\x07\x00 «3» \U0001f600 \"quoted\""
+
+
+def test_a_refused_batch_stays_pending_while_the_others_in_flight_land(tmp_path, solr_url: str, solr: pysolr.Solr) -> None:
+    """Two update requests in flight: the batch Solr refuses (a bad date) stays pending, with
+    exactly its own documents; batches sent beside it are marked indexed."""
+    table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    cache = DocumentCache(tmp_path / "cache")
+    for i in range(30):
+        url = f"http://inflight.test/{i:02d}"
+        table.record_fetch("inflight", url, state=State.FETCHED, status=200)
+        document = {"id": url, "url": url, "source": "inflight", "title": f"doc {i}", "checksum": f"c{i}"}
+        if i == 14:
+            document["last_modified"] = "not a date"  # Solr answers 400 for the whole batch
+        cache.put(document)
+        table.mark_pending("inflight", url, f"c{i}")
+    result = push_pending("inflight", table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6, requests_at_once=2)
+    assert result.error and "400" in result.error
+    pending = sorted(url for url, _checksum in table.pending("inflight"))
+    assert pending == [f"http://inflight.test/{i:02d}" for i in range(10, 20)]
+    assert (result.indexed, result.pending) == (20, 10)
+    solr.commit()
+    in_solr = {document["id"] for document in solr.search('source:"inflight"', rows=100, fl="id").docs}
+    # Solr keeps the refused batch's documents before the bad one; they stay pending here and a
+    # later push overwrites them (uniqueKey), so nothing is indexed twice.
+    assert {f"http://inflight.test/{i:02d}" for i in [*range(10), *range(20, 30)]} <= in_solr
+    assert not in_solr & {f"http://inflight.test/{i:02d}" for i in range(14, 20)}

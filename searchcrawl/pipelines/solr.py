@@ -33,6 +33,7 @@ class SolrPipeline:
         self.threshold = settings.getint("SEARCHCRAWL_CACHE_MAX_BYTES")
         self.max_docs = settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS")
         self.max_bytes = settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES")
+        self.requests_at_once = max(1, settings.getint("SEARCHCRAWL_SOLR_PUSH_REQUESTS"))
         self.retry_times = max(1, settings.getint("SEARCHCRAWL_SOLR_RETRY_TIMES"))
         self.backoff = settings.getfloat("SEARCHCRAWL_SOLR_RETRY_BACKOFF")
         self.flushing: asyncio.Future[None] | None = None
@@ -56,7 +57,7 @@ class SolrPipeline:
             return push_pending(
                 source.name, self.context.table, cache, self.context.index,
                 max_docs=self.max_docs, max_bytes=self.max_bytes, preserve_cache=source.settings.preserve_cache,
-                remove=remove,
+                remove=remove, requests_at_once=self.requests_at_once,
             )
 
     def removals_allowed(self) -> bool:

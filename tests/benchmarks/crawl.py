@@ -32,6 +32,7 @@ from typing import Any
 
 import lxml.html
 
+from searchcrawl import settings as defaults
 from searchcrawl.cache import DocumentCache
 from searchcrawl.db import DocumentTable, State
 from searchcrawl.devsolr import DevSolr, free_port
@@ -96,8 +97,8 @@ class Bench:
 
     def push(self) -> dict[str, Any]:
         """Phase e: cache up to PUSH_DOCUMENTS documents made from the site's pages by the crawler's
-        own extraction, then time push_pending (cache files read, batches of 500, Solr adds, rows
-        marked indexed)."""
+        own extraction, then time push_pending with the default settings (cache files read, batches
+        of 500, two update requests in flight, rows marked indexed)."""
         count = min(self.pages, PUSH_DOCUMENTS)
         table = DocumentTable(f"sqlite:///{self.work / 'push.sqlite3'}")
         cache = DocumentCache(self.work / "push-cache")
@@ -113,7 +114,9 @@ class Bench:
         index = SolrIndex(self.solr_url, timeout=120)
         before = solr_updates(self.solr_url)
         started = time.monotonic()
-        result = push_pending(source, table, cache, index, max_docs=500, max_bytes=10 * 2**20)
+        result = push_pending(source, table, cache, index, max_docs=defaults.SEARCHCRAWL_SOLR_BATCH_DOCS,
+                              max_bytes=defaults.SEARCHCRAWL_SOLR_BATCH_BYTES,
+                              requests_at_once=defaults.SEARCHCRAWL_SOLR_PUSH_REQUESTS)
         seconds = time.monotonic() - started
         assert result.error is None and result.indexed == count, result
         index.client.delete(q=f'source:"{source}"', commit=True)
