@@ -234,9 +234,7 @@ class DocumentTable:
             if state is None:
                 connection.execute(self.insert(Document).values(source=source, url=url, first_seen=when, **values))
             else:
-                connection.execute(
-                    update(Document).where(Document.source == source, Document.url == url).values(**self._restrict(values))
-                )
+                self._update_row(connection, source, url, values)
             if leaves_index and state != State.REMOVING.value and not self.test_mode:
                 self._promote_duplicates(connection, source, url)
 
@@ -277,9 +275,7 @@ class DocumentTable:
             **self._finished(), **self._delta("not_modified" if not_modified else "unchanged"),
         }
         with self.engine.begin() as connection:
-            connection.execute(
-                update(Document).where(Document.source == source, Document.url == url).values(**self._restrict(values))
-            )
+            self._update_row(connection, source, url, values)
 
     def mark_duplicate(self, source: str, url: str, of: str, depth: int | None = None) -> None:
         """``url`` has the same content as ``of``, which is (or will be) the indexed one."""
@@ -432,26 +428,38 @@ class DocumentTable:
     def mark_pending(self, source: str, url: str, checksum: str, display_url: str | None = None,
                      delta: str = "new", canonical_url: str | None = None, cached_by: str | None = None) -> None:
         """The document is in the cache ``cached_by`` and waits for Solr (delta ``new`` or ``changed``)."""
-        when = now()
-        values = self._restrict({
-            "state": State.PENDING.value, "checksum": checksum, "display_url": display_url, "failures": 0,
-            "duplicate_of": None, "canonical_url": canonical_url, "cached_by": cached_by, "last_changed": when,
-            **self._finished(), **self._delta(delta),
-        })
+        with self.engine.begin() as connection:
+            self._update_row(connection, source, url, {
+                "state": State.PENDING.value, "checksum": checksum, "display_url": display_url, "failures": 0,
+                "duplicate_of": None, "canonical_url": canonical_url, "cached_by": cached_by, "last_changed": now(),
+                **self._finished(), **self._delta(delta),
+            }, new_checksum=checksum)
+
+    def _update_row(self, connection: Connection, source: str, url: str, values: dict[str, Any],
+                    new_checksum: str | None = None) -> None:
+        """Set ``values`` on the row of ``url`` (restricted in test mode), with a statement built
+        once per set of columns. With ``new_checksum``, ``last_changed`` is set only when the
+        row's checksum differs: it says when the content changed, not when it was last seen."""
+        values = self._restrict(values)
+        if not values:
+            return
         table = Document.__table__
+        track_change = new_checksum is not None and "last_changed" in values
 
         def build() -> Any:
             assignments: dict[str, Any] = {column: bindparam(f"v_{column}") for column in values}
-            if "last_changed" in assignments:  # when the content changed, not when it was last seen
+            if track_change:
                 assignments["last_changed"] = case(
-                    (or_(table.c.checksum.is_(None), table.c.checksum != bindparam("new_checksum")), bindparam("v_last_changed")),
+                    (or_(table.c.checksum.is_(None), table.c.checksum != bindparam("new_checksum")),
+                     bindparam("v_last_changed")),
                     else_=table.c.last_changed)
             return update(table).where(table.c.source == bindparam("w_source"), table.c.url == bindparam("w_url")).values(assignments)
 
-        statement = self._statement(("mark_pending", tuple(values)), build)
+        statement = self._statement(("update_row", tuple(values), track_change), build)
         parameters = {f"v_{column}": value for column, value in values.items()}
-        with self.engine.begin() as connection:
-            connection.execute(statement, {**parameters, "new_checksum": checksum, "w_source": source, "w_url": url})
+        if track_change:
+            parameters["new_checksum"] = new_checksum
+        connection.execute(statement, {**parameters, "w_source": source, "w_url": url})
 
     def mark_indexed(self, source: str, documents: Sequence[tuple[str, str]]) -> list[str]:
         """Mark (url, checksum) pairs indexed; returns the URLs whose row still had that checksum.
@@ -480,9 +488,7 @@ class DocumentTable:
         finished = self._finished()
         if finished:
             with self.engine.begin() as connection:
-                connection.execute(
-                    update(Document).where(Document.source == source, Document.url == url).values(**finished)
-                )
+                self._update_row(connection, source, url, finished)
 
     def mark_removed(self, source: str, urls: Sequence[str]) -> None:
         """These URLs have left Solr."""
