@@ -43,3 +43,24 @@ def test_migrations_match_the_models(backend: str, tmp_path, request) -> None:
     with table.engine.connect() as connection:
         diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
     assert diff == []
+
+
+def test_the_frontier_knows_what_is_in_its_run_and_says_so_only_when_sure(tmp_path, monkeypatch) -> None:
+    """in_run spares links to queued pages their request; it must never claim a URL the table
+    would still queue (another run's, or one it has not seen)."""
+    from searchcrawl.db import frontier as frontier_module
+    from searchcrawl.db.frontier import Entry, Frontier
+    from searchcrawl.db.runs import Runs
+
+    table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    run = Runs(table).start("known")
+    frontier = Frontier(table, "known", run.id, "node:1")
+    assert frontier.add([Entry("http://h/a", 0), Entry("http://h/b", 1)]) == 2
+    assert frontier.in_run("http://h/a") and not frontier.in_run("http://h/c")
+    assert frontier.add([Entry("http://h/a", 2)]) == 0  # what in_run spares: the table discards it too
+    other = Frontier(table, "known", run.id, "node:2")  # another process learns from its leases
+    assert not other.in_run("http://h/b")
+    assert {entry.url for entry in other.lease(5)} == {"http://h/a", "http://h/b"} and other.in_run("http://h/b")
+    monkeypatch.setattr(frontier_module, "IN_RUN_LIMIT", 2)  # bounded: past the limit it starts again
+    frontier.add([Entry("http://h/c", 1), Entry("http://h/d", 1)])
+    assert frontier.in_run("http://h/d") and not frontier.in_run("http://h/a")
