@@ -32,6 +32,7 @@ def test_benchmark_smoke_run(tmp_path, solr_url) -> None:
     assert run["c"]["solr_updates"] == 0  # the unchanged site: nothing re-indexed
     assert run["d"]["solr_updates"] == run["changed_pages"] == 3  # 5% of 60 pages
     assert run["e"]["documents"] == 60 and run["e"]["docs_per_s"] > 0
+    assert len(run["e"]["passes"]) == 3 and run["e"]["solr_updates"] == 3 * 60  # new documents, each once
     assert set(run["targets"]) >= {"b/a", "c/b", "push_docs_per_s", "c_solr_updates"}
     assert "| 60 | b: searchcrawl, full pipeline |" in (out / "results.md").read_text()
     assert (out / "pages_per_second.png").read_bytes()[:4] == b"\x89PNG"
