@@ -25,6 +25,7 @@ from typing import Any
 class DocumentCache:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self._directory = os.fspath(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()  # the pipeline writes while a worker thread removes
         self.size_bytes = sum(p.stat().st_size for p in directory.glob("*.json"))
@@ -63,22 +64,27 @@ class DocumentCache:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def path(self, url: str) -> Path:
-        return self.directory / (hashlib.sha256(url.encode("utf-8")).hexdigest()[:40] + ".json")
+    def path(self, url: str) -> str:
+        # A str, not a Path: the push builds one per document, and pathlib costs more than the read.
+        return os.path.join(self._directory, hashlib.sha256(url.encode("utf-8")).hexdigest()[:40] + ".json")
 
     def put(self, document: dict[str, Any]) -> int:
         """Store a Solr document (keyed by its ``id``); returns its size in bytes."""
         data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         target = self.path(document["id"])
-        previous = target.stat().st_size if target.exists() else 0
+        try:
+            previous = os.stat(target).st_size
+        except FileNotFoundError:
+            previous = 0
         # A name of this process and thread (mkstemp's random names cost more than the write).
-        temporary = target.with_name(f"{target.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
+        temporary = f"{target[:-len('.json')]}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
             with open(temporary, "wb") as stream:
                 stream.write(data)
             os.replace(temporary, target)
         except BaseException:
-            Path(temporary).unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
             raise
         with self._lock:
             self.size_bytes += len(data) - previous
@@ -91,15 +97,29 @@ class DocumentCache:
     def get_json(self, url: str) -> bytes | None:
         """The cached Solr document as its JSON text."""
         try:
-            return self.path(url).read_bytes()
+            with open(self.path(url), "rb") as stream:
+                return stream.read()
         except FileNotFoundError:
             return None
+
+    def get_json_if(self, url: str, checksum: str) -> bytes | None:
+        """The cached document's JSON text if it is the version with ``checksum``, else None
+        (missing, or stale: the table moved on since the file was written)."""
+        data = self.get_json(url)
+        if data is None:
+            return None
+        # ``put`` writes compact JSON, where '":"' occurs only between a key and a string value
+        # (inside a string every quote is escaped): finding the pair is exact, and spares the
+        # push decoding every document. Anything written otherwise is decoded to be sure.
+        if f'"checksum":"{checksum}"'.encode("utf-8") in data:
+            return data
+        return data if json.loads(data).get("checksum") == checksum else None
 
     def remove(self, url: str) -> None:
         path = self.path(url)
         try:
-            size = path.stat().st_size
-            path.unlink()
+            size = os.stat(path).st_size
+            os.unlink(path)
         except FileNotFoundError:
             return
         with self._lock:

@@ -172,8 +172,8 @@ def push_pending(
 
     def documents() -> Iterator[tuple[tuple[str, bytes], int]]:
         for url, checksum in pending:
-            data = cache.get_json(url)
-            if data is None or json.loads(data).get("checksum") != checksum:
+            data = cache.get_json_if(url, checksum)
+            if data is None:
                 logger.warning("Cached document of %s is missing or stale; it will be fetched again", url)
                 continue
             yield (url, data), len(data)
@@ -193,16 +193,22 @@ def push_pending(
         logger.debug("Pushed %d documents of %s to Solr", len(batch), source)
 
     # Solr indexes each update request on one thread: with ``requests_at_once`` > 1 it uses more
-    # cores, and this thread reads the next batch and marks the last one meanwhile. A batch is
-    # marked indexed only once its own request succeeded, whatever happened to the others.
+    # cores. This thread keeps it busy: it reads the next batch while the requests are in flight,
+    # sends it the moment the oldest request is answered, and only then marks (and removes from
+    # the cache) what that request indexed. A batch is marked indexed only once its own request
+    # succeeded, whatever happened to the others.
     in_flight: deque[tuple[list[tuple[str, bytes]], Future[None]]] = deque()
     with ThreadPoolExecutor(max(1, requests_at_once), thread_name_prefix="solr-push") as senders:
         for batch in batches(documents(), max_docs, max_bytes):
-            if should_stop() or result.error is not None:
+            if should_stop():
+                break
+            answered = in_flight.popleft() if len(in_flight) >= max(1, requests_at_once) else None
+            if answered is not None and answered[1].exception() is not None:  # waits for the answer
+                settle(*answered)
                 break
             in_flight.append((batch, senders.submit(index.add_json, [data for _url, data in batch])))
-            if len(in_flight) >= requests_at_once:
-                settle(*in_flight.popleft())
+            if answered is not None:
+                settle(*answered)
         while in_flight:
             settle(*in_flight.popleft())
     return result
