@@ -43,6 +43,15 @@ class SitePoliteness:
         clock = func.clock_timestamp() if self.postgres else func.current_timestamp()
         self.lock = (update(SiteSlot).where(SiteSlot.site == bindparam("key")).values(site=SiteSlot.site)
                      .returning(SiteSlot.next_at, clock))
+        # The rest built once too: they run while the site's row is locked, for every request of
+        # the fleet, so the Python that builds a statement would hold up every node.
+        leases = SiteLease.__table__
+        self.in_flight = select(func.count()).where(leases.c.site == bindparam("key"), leases.c.expires >= bindparam("clock"))
+        self.expire = delete(leases).where(leases.c.site == bindparam("key"), leases.c.expires < bindparam("clock"))
+        self.advance = update(SiteSlot.__table__).where(SiteSlot.__table__.c.site == bindparam("key")).values(
+            next_at=bindparam("next_at"))
+        self.take = leases.insert().values(site=bindparam("key"), owner=bindparam("owner"), expires=bindparam("expires"))
+        self.free = delete(leases).where(leases.c.id == bindparam("lease_id"))
 
     def acquire(self, site: str, delay: float, concurrency: int, hold: float) -> Grant:
         """Reserve the site's next start (``delay`` after the previous one, fleet-wide) and one of
@@ -55,21 +64,19 @@ class SitePoliteness:
                 self.known.add(site)
             next_at, clock = connection.execute(self.lock, {"key": site}).one()
             clock = as_utc(clock) if self.postgres else now()  # SQLite's clock has whole seconds only
-            in_flight = connection.execute(
-                select(func.count()).where(SiteLease.site == site, SiteLease.expires >= clock)).scalar_one()
-            if in_flight >= concurrency:
-                connection.execute(delete(SiteLease).where(SiteLease.site == site, SiteLease.expires < clock))
+            if connection.execute(self.in_flight, {"key": site, "clock": clock}).scalar_one() >= concurrency:
+                connection.execute(self.expire, {"key": site, "clock": clock})
                 return Grant(None, FULL_RETRY)
             start = max(as_utc(next_at) or clock, clock)
-            connection.execute(update(SiteSlot).where(SiteSlot.site == site).values(next_at=start + timedelta(seconds=delay)))
+            connection.execute(self.advance, {"key": site, "next_at": start + timedelta(seconds=delay)})
             lease_id = connection.execute(
-                SiteLease.__table__.insert().values(site=site, owner=self.owner, expires=start + timedelta(seconds=hold))
+                self.take, {"key": site, "owner": self.owner, "expires": start + timedelta(seconds=hold)}
             ).inserted_primary_key[0]
         return Grant(lease_id, (start - clock).total_seconds())
 
     def release(self, lease_id: int) -> None:
         with self.engine.begin() as connection:
-            connection.execute(delete(SiteLease).where(SiteLease.id == lease_id))
+            connection.execute(self.free, {"lease_id": lease_id})
 
     def release_all(self) -> int:
         """Free every slot this process holds (it is closing)."""
