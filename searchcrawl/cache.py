@@ -1,35 +1,154 @@
-"""The document cache: converted documents as files, waiting to be pushed to Solr.
+"""The document cache: converted documents waiting to be pushed to Solr, in spool files.
 
-One JSON file per document (the Solr document itself), named by a hash of the URL, written
-atomically so that a crash never leaves half a document. The document table says which cached
-documents are pending, and which cache holds each (``cached_by``, this cache's ``id``): in a
-shared crawl each machine pushes the documents its own cache holds. Processes on one machine
-share the cache and take turns pushing it (``push_lock``).
+Each ``DocumentCache`` (one a crawling process) appends the documents it converts to a spool
+file of its own, ``<creation time>-<pid>-<random>.spool``. A record is a header line,
+``["<url>","<checksum>",<length>]``, then the Solr document as compact JSON and a newline,
+written with one ``write()``: a killed process leaves at most one incomplete record at the end
+of its spool, which readers skip. The writer holds an exclusive ``flock`` on its open spool;
+once it lets go (the spool reached ``SPOOL_BYTES``, the crawl ended, the process died), the
+spool is sealed for good.
+
+Why spools rather than one file per document: a push deletes what Solr acknowledged, and
+deleting a file costs the same whatever its size (on ext4 with online discard about 60 us of CPU
+and 200 us of I/O): one file per document made deletion a fifth of the push's CPU and slowed
+Solr's own writes by 15-25 % (measured). A spool is deleted whole, by a push, once it is sealed
+and none of its records is still waiting for Solr.
+
+The document table says which documents are pending, with which checksum, and which cache holds
+them (``cached_by``, this cache's ``id``). A push takes, for each, the newest record with that
+checksum, and ignores every other record (older versions, duplicates, removed pages). In a
+shared crawl each machine pushes what its own cache holds; processes on one machine share the
+cache directory and take turns pushing it (``push_lock``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
+import logging
 import os
 import tempfile
 import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+logger = logging.getLogger(__name__)
+
+SPOOL_BYTES = 8 * 1024 * 1024  # a spool is sealed (and a new one begun) past this size
+SPOOL_SUFFIX = ".spool"
+
+
+def _compact(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def spool_records(path: str) -> Iterator[tuple[str, str, int, int]]:
+    """(url, checksum, offset of the JSON, its length) of each complete record in a spool."""
+    try:
+        stream = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with stream:
+        size = os.fstat(stream.fileno()).st_size  # a live spool grows: what is there now
+        offset = 0
+        while offset < size:
+            header = stream.readline()
+            try:
+                url, checksum, length = json.loads(header)
+            except (ValueError, TypeError):
+                if offset + len(header) < size:  # not merely the end of a killed writer's record
+                    logger.warning("Document cache spool %s is damaged at byte %d; the rest is skipped", path, offset)
+                return
+            start = offset + len(header)
+            offset = start + length + 1
+            if offset > size:
+                return
+            yield url, checksum, start, length
+            stream.seek(offset)
+
+
+def _sealed(path: str) -> bool:
+    """Whether no writer holds the spool (its own writer, if alive, holds it exclusively)."""
+    try:
+        handle = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(handle)  # closing drops the shared lock
+
+
+class CacheScan:
+    """One push's view of the cache: the spools that were sealed when it began (only these
+    may be deleted afterwards), the record each pending document is sent from, and which
+    records Solr has acknowledged."""
+
+    def __init__(self, directory: str, sealed: dict[str, int]) -> None:
+        self.directory = directory
+        self.sealed = sealed  # spool name -> size
+        self.records: dict[str, tuple[str, int, int]] = {}  # url -> (spool, offset, length)
+        self.waiting: Counter[str] = Counter()  # spool -> records chosen and not yet acknowledged
+
+    def select(self, checksums: Mapping[str, str]) -> set[str]:
+        """Choose, for each URL, the newest complete record with the checksum the table
+        expects (live spools included); returns the URLs found."""
+        names = sorted(name for name in os.listdir(self.directory) if name.endswith(SPOOL_SUFFIX))
+        for name in names:
+            for url, checksum, offset, length in spool_records(os.path.join(self.directory, name)):
+                if checksums.get(url) == checksum:
+                    self.records[url] = (name, offset, length)
+        self.waiting = Counter(name for name, _offset, _length in self.records.values())
+        return set(self.records)
+
+    def documents(self) -> Iterator[tuple[str, bytes]]:
+        """The chosen records' JSON, spool by spool, in the order they were written."""
+        by_spool: dict[str, list[tuple[int, int, str]]] = {}
+        for url, (name, offset, length) in self.records.items():
+            by_spool.setdefault(name, []).append((offset, length, url))
+        for name in sorted(by_spool):
+            try:
+                handle = os.open(os.path.join(self.directory, name), os.O_RDONLY)
+            except FileNotFoundError:
+                logger.warning("Document cache spool %s vanished during the push", name)
+                continue
+            try:
+                for offset, length, url in sorted(by_spool[name]):
+                    data = os.pread(handle, length + 1, offset)
+                    if len(data) == length + 1 and data.endswith(b"\n"):
+                        yield url, data[:-1]
+            finally:
+                os.close(handle)
+
+    def acknowledged(self, urls: list[str]) -> None:
+        for url in urls:
+            self.waiting[self.records[url][0]] -= 1
+
+    def spent(self) -> dict[str, int]:
+        """The sealed spools none of whose records still waits for Solr, with their sizes."""
+        return {name: size for name, size in self.sealed.items() if self.waiting[name] <= 0}
+
 
 class DocumentCache:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, spool_bytes: int = SPOOL_BYTES) -> None:
         self.directory = directory
         self._directory = os.fspath(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()  # the pipeline writes while a worker thread removes
-        self.size_bytes = sum(p.stat().st_size for p in directory.glob("*.json"))
+        self.spool_bytes = spool_bytes
+        self._lock = threading.Lock()  # the pipeline appends while a worker thread pushes
+        self._spool: int | None = None  # this cache's open spool (a file descriptor)
+        self._spool_size = 0
         self.id = self._identity()
+        self.size_bytes = sum(os.path.getsize(path) for path in self._spool_paths())
+        self._adopt_document_files()
 
     def _identity(self) -> str:
         """A name for this cache directory, made once and kept in it (survives host renames)."""
@@ -49,6 +168,19 @@ class DocumentCache:
             os.unlink(temporary)
         return path.read_text(encoding="ascii").strip()
 
+    def _spool_paths(self) -> list[str]:
+        return [os.path.join(self._directory, name) for name in os.listdir(self._directory)
+                if name.endswith(SPOOL_SUFFIX)]
+
+    def _adopt_document_files(self) -> None:
+        """Documents cached by searchcrawl before spools (one ``<hash>.json`` file each) are
+        copied into a spool, so that an upgrade loses nothing that was waiting for Solr."""
+        for path in self.directory.glob("*.json"):
+            with contextlib.suppress(FileNotFoundError, ValueError):
+                self.put(json.loads(path.read_bytes()))
+                path.unlink()
+        self.seal()
+
     @contextlib.contextmanager
     def push_lock(self, wait: bool) -> Iterator[bool]:
         """Hold the right to push this cache (one process of the machine at a time); yields
@@ -64,63 +196,73 @@ class DocumentCache:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def path(self, url: str) -> str:
-        # A str, not a Path: the push builds one per document, and pathlib costs more than the read.
-        return os.path.join(self._directory, hashlib.sha256(url.encode("utf-8")).hexdigest()[:40] + ".json")
-
     def put(self, document: dict[str, Any]) -> int:
-        """Store a Solr document (keyed by its ``id``); returns its size in bytes."""
-        data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        target = self.path(document["id"])
-        try:
-            previous = os.stat(target).st_size
-        except FileNotFoundError:
-            previous = 0
-        # A name of this process and thread (mkstemp's random names cost more than the write).
-        temporary = f"{target[:-len('.json')]}.{os.getpid()}.{threading.get_ident()}.tmp"
-        try:
-            with open(temporary, "wb") as stream:
-                stream.write(data)
-            os.replace(temporary, target)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary)
-            raise
+        """Append a Solr document (keyed by its ``id``); returns its size in bytes."""
+        data = _compact(document)
+        record = b"%s\n%s\n" % (_compact([document["id"], document.get("checksum", ""), len(data)]), data)
         with self._lock:
-            self.size_bytes += len(data) - previous
+            # A full spool is sealed here, before the next document, never right after a write:
+            # the caller marks the document pending only after ``put`` returns, and a push
+            # deletes sealed spools whose records the table does not expect.
+            if self._spool is None or self._spool_size >= self.spool_bytes:
+                self._begin_spool()
+            assert self._spool is not None
+            view = memoryview(record)
+            while view:
+                view = view[os.write(self._spool, view):]
+            self._spool_size += len(record)
+            self.size_bytes += len(record)
         return len(data)
 
-    def get(self, url: str) -> dict[str, Any] | None:
-        data = self.get_json(url)
-        return None if data is None else json.loads(data)
+    def _begin_spool(self) -> None:
+        self._seal()
+        name = f"{time.time_ns():019d}-{os.getpid()}-{uuid.uuid4().hex[:8]}{SPOOL_SUFFIX}"
+        path = os.path.join(self._directory, name)
+        # Locked before it has its name: a spool without a writer's lock is sealed.
+        handle = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        os.rename(path + ".tmp", path)
+        self._spool, self._spool_size = handle, 0
 
-    def get_json(self, url: str) -> bytes | None:
-        """The cached Solr document as its JSON text."""
-        try:
-            with open(self.path(url), "rb") as stream:
-                return stream.read()
-        except FileNotFoundError:
-            return None
+    def _seal(self) -> None:
+        if self._spool is not None:
+            os.close(self._spool)
+            self._spool = None
 
-    def get_json_if(self, url: str, checksum: str) -> bytes | None:
-        """The cached document's JSON text if it is the version with ``checksum``, else None
-        (missing, or stale: the table moved on since the file was written)."""
-        data = self.get_json(url)
-        if data is None:
-            return None
-        # ``put`` writes compact JSON, where '":"' occurs only between a key and a string value
-        # (inside a string every quote is escaped): finding the pair is exact, and spares the
-        # push decoding every document. Anything written otherwise is decoded to be sure.
-        if f'"checksum":"{checksum}"'.encode("utf-8") in data:
-            return data
-        return data if json.loads(data).get("checksum") == checksum else None
-
-    def remove(self, url: str) -> None:
-        path = self.path(url)
-        try:
-            size = os.stat(path).st_size
-            os.unlink(path)
-        except FileNotFoundError:
-            return
+    def seal(self) -> None:
+        """Close this cache's spool for good (call once every document put is marked pending),
+        so that a push may delete it once Solr has it all."""
         with self._lock:
-            self.size_bytes -= size
+            self._seal()
+
+    close = seal
+
+    def scan(self) -> CacheScan:
+        """Begin a push: notes which spools are sealed. Call it before reading the table's
+        pending documents, so that every sealed spool's documents are in what the table says."""
+        sealed = {}
+        for path in self._spool_paths():
+            with contextlib.suppress(FileNotFoundError):
+                if _sealed(path):
+                    sealed[os.path.basename(path)] = os.path.getsize(path)
+        return CacheScan(self._directory, sealed)
+
+    def release(self, scan: CacheScan) -> int:
+        """Delete the spools the push has finished with; returns how many."""
+        spent = scan.spent()
+        for name, size in spent.items():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(self._directory, name))
+                with self._lock:  # other processes' spools too: what it counts is an estimate
+                    self.size_bytes = max(0, self.size_bytes - size)
+        return len(spent)
+
+    def documents(self) -> dict[str, dict[str, Any]]:
+        """Every URL's newest cached document (for inspection and tests; a push reads less)."""
+        found: dict[str, dict[str, Any]] = {}
+        for path in sorted(self._spool_paths()):
+            with open(path, "rb") as stream:
+                for url, _checksum, offset, length in spool_records(path):
+                    stream.seek(offset)
+                    found[url] = json.loads(stream.read(length))
+        return found

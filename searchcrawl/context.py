@@ -236,6 +236,7 @@ class CrawlContext:
         return self._converter
 
     def close(self) -> None:
+        self.cache.close()
         if self._converter is not None:
             self._converter.close()
         self.table.close()

@@ -152,6 +152,7 @@ def push_pending(
     that an overwrite, never a second copy.
     """
     result = PushResult()
+    scan = cache.scan()  # before the table is read: see DocumentCache.scan
     removals = table.removals(source) if remove else []
     for start in range(0, len(removals), max_docs):
         chunk = removals[start:start + max_docs]
@@ -162,20 +163,16 @@ def push_pending(
             result.pending = len(table.pending(source, cache.id))
             return result
         table.mark_removed(source, chunk)
-        for url in chunk:
-            cache.remove(url)
         result.removed += len(chunk)
         logger.debug("Removed %d documents of %s from Solr", len(chunk), source)
     pending = table.pending(source, cache.id)  # what this cache holds: other machines push theirs
     result.pending = len(pending)
     checksums = dict(pending)
+    for url in checksums.keys() - scan.select(checksums):
+        logger.warning("Cached document of %s is missing or stale; it will be fetched again", url)
 
     def documents() -> Iterator[tuple[tuple[str, bytes], int]]:
-        for url, checksum in pending:
-            data = cache.get_json_if(url, checksum)
-            if data is None:
-                logger.warning("Cached document of %s is missing or stale; it will be fetched again", url)
-                continue
+        for url, data in scan.documents():
             yield (url, data), len(data)
 
     def settle(batch: list[tuple[str, bytes]], sent: Future[None]) -> None:
@@ -184,19 +181,18 @@ def push_pending(
         except IndexingError as exc:
             result.error = result.error or str(exc)
             return
-        done = table.mark_indexed(source, [(url, checksums[url]) for url, _data in batch])
-        if not preserve_cache:
-            for url in done:
-                cache.remove(url)
+        urls = [url for url, _data in batch]
+        done = table.mark_indexed(source, [(url, checksums[url]) for url in urls])
+        scan.acknowledged(urls)
         result.indexed += len(done)
         result.pending -= len(done)
         logger.debug("Pushed %d documents of %s to Solr", len(batch), source)
 
     # Solr indexes each update request on one thread: with ``requests_at_once`` > 1 it uses more
     # cores. This thread keeps it busy: it reads the next batch while the requests are in flight,
-    # sends it the moment the oldest request is answered, and only then marks (and removes from
-    # the cache) what that request indexed. A batch is marked indexed only once its own request
-    # succeeded, whatever happened to the others.
+    # sends it the moment the oldest request is answered, and only then marks what that request
+    # indexed. A batch is marked indexed only once its own request succeeded, whatever happened
+    # to the others; the cache's spools are deleted at the end, those whose documents Solr has.
     in_flight: deque[tuple[list[tuple[str, bytes]], Future[None]]] = deque()
     with ThreadPoolExecutor(max(1, requests_at_once), thread_name_prefix="solr-push") as senders:
         for batch in batches(documents(), max_docs, max_bytes):
@@ -211,6 +207,8 @@ def push_pending(
                 settle(*answered)
         while in_flight:
             settle(*in_flight.popleft())
+    if not preserve_cache:
+        cache.release(scan)
     return result
 
 

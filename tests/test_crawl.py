@@ -9,6 +9,7 @@ import uuid
 import pysolr
 import pytest
 
+from searchcrawl.cache import DocumentCache
 from searchcrawl.db import DocumentTable
 from searchcrawl.devsolr import DevSolr
 
@@ -66,7 +67,7 @@ def test_crawl_puts_exactly_the_in_scope_pages_into_solr(project, serve, tmp_pat
     assert table.count_by(name, "status") == {200: 57, 905: 48, 901: 1, 902: 1}
     row = table.get(name, offsite[0])
     assert row["status"] == 901 and "localhost" in row["reason"]
-    assert not list((project.data_dir / "cache" / name).glob("*.json"))  # cache emptied after indexing
+    assert not list((project.data_dir / "cache" / name).glob("*.spool"))  # cache emptied after indexing
 
 
 def test_file_seeds_custom_spider_and_preserve_cache(project, tmp_path, solr) -> None:
@@ -82,7 +83,7 @@ def test_file_seeds_custom_spider_and_preserve_cache(project, tmp_path, solr) ->
     assert result.returncode == 0, result.stderr[-3000:]
     expected = {(site_root / path).as_uri() for path, page in pages.items() if page.depth == 2}
     assert {doc["id"] for doc in solr_docs(solr, name)} == expected
-    assert len(list((project.data_dir / "cache" / name).glob("*.json"))) == len(expected)
+    assert DocumentCache(project.data_dir / "cache" / name).documents().keys() == expected
 
 
 def test_document_table_on_postgresql(project, serve, tmp_path, solr, postgres_url) -> None:

@@ -1,7 +1,5 @@
 """Batching, and pushing the cache to a real Solr."""
 
-from pathlib import Path
-
 import pysolr
 
 from searchcrawl.cache import DocumentCache
@@ -24,14 +22,47 @@ def test_retries_back_off_and_stop_when_done() -> None:
 
 
 def test_cache_returns_only_the_version_the_table_expects(tmp_path) -> None:
-    cache = DocumentCache(tmp_path / "cache")
-    # The text quotes a checksum field: JSON escapes its quotes, so it is not taken for the field.
+    cache = DocumentCache(tmp_path / "cache", spool_bytes=200)  # a new spool every other document
+    cache.put({"id": "u", "checksum": "old", "content": "first"})
     cache.put({"id": "u", "checksum": "new", "content": 'says "checksum":"old"'})
-    assert cache.get_json_if("u", "new") == cache.get_json("u")
-    assert cache.get_json_if("u", "old") is None
-    assert cache.get_json_if("missing", "new") is None
-    Path(cache.path("w")).write_text('{"id": "w", "checksum": "x"}')  # not put's compact form: decoded
-    assert cache.get_json_if("w", "x") is not None and cache.get_json_if("w", "y") is None
+    cache.put({"id": "u", "checksum": "old", "content": "again"})
+    cache.put({"id": "v", "checksum": "c", "content": "v\nline"})
+    scan = cache.scan()
+    assert scan.select({"u": "new", "v": "c", "missing": "c"}) == {"u", "v"}
+    assert dict(scan.documents()) == {"u": b'{"id":"u","checksum":"new","content":"says \\"checksum\\":\\"old\\""}',
+                                      "v": b'{"id":"v","checksum":"c","content":"v\\nline"}'}
+    assert cache.documents()["u"]["content"] == "again"  # the newest record, whatever its checksum
+
+
+def test_spools_are_deleted_once_sealed_and_pushed_and_a_killed_writers_tail_is_skipped(tmp_path) -> None:
+    cache = DocumentCache(tmp_path / "cache", spool_bytes=100)
+    for number in range(4):
+        cache.put({"id": f"d{number}", "checksum": "c", "content": "x" * 50})
+    spools = sorted((tmp_path / "cache").glob("*.spool"))
+    assert len(spools) == 4 and cache.size_bytes == sum(path.stat().st_size for path in spools)
+    with open(spools[-1], "ab") as stream:  # what a writer killed in the middle of a record leaves
+        stream.write(b'["d9","c",500]\n{"id":"d9"')
+    scan = cache.scan()
+    assert len(scan.sealed) == 3  # the last spool is still this cache's open one
+    assert scan.select({"d0": "c", "d1": "c", "d3": "c", "d9": "c"}) == {"d0", "d1", "d3"}
+    assert [url for url, _data in scan.documents()] == ["d0", "d1", "d3"]
+    scan.acknowledged(["d0", "d3"])
+    assert cache.release(scan) == 2  # d1 still waits; d2's spool holds nothing the table expects
+    assert sorted((tmp_path / "cache").glob("*.spool")) == [spools[1], spools[3]]
+    cache.seal()
+    scan = cache.scan()
+    scan.select({})
+    assert cache.release(scan) == 2 and cache.size_bytes == 0
+
+
+def test_documents_cached_one_file_each_by_an_earlier_version_are_adopted(tmp_path) -> None:
+    directory = tmp_path / "cache"
+    directory.mkdir()
+    (directory / "0123abcd.json").write_text('{"id": "http://old/", "checksum": "c", "content": "kept"}')
+    cache = DocumentCache(directory)
+    assert not list(directory.glob("*.json"))
+    scan = cache.scan()
+    assert scan.select({"http://old/": "c"}) == {"http://old/"} and len(scan.sealed) == 1
 
 
 def test_push_pending_to_real_solr(tmp_path, solr_url: str, solr: pysolr.Solr) -> None:
@@ -44,12 +75,13 @@ def test_push_pending_to_real_solr(tmp_path, solr_url: str, solr: pysolr.Solr) -
                    "content": f"Grüße \u00a0\x07\x00 «{i}» \U0001f600 \"quoted\""})  # sent as cached: JSON, escaped
         table.mark_pending("push", url, f"c{i}")
     assert cache.size_bytes > 0
+    cache.seal()  # as at the end of a crawl: then the push deletes the spool it empties
     down = push_pending("push", table, cache, SolrIndex("http://127.0.0.1:9/solr/none", timeout=2), max_docs=10, max_bytes=10**6,
                         requests_at_once=2)
     assert (down.indexed, down.pending) == (0, 25) and down.error
     result = push_pending("push", table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6, requests_at_once=2)
     assert (result.indexed, result.pending, result.error) == (25, 0, None)
-    assert cache.size_bytes == 0 and not list((tmp_path / "cache").glob("*.json"))
+    assert cache.size_bytes == 0 and not list((tmp_path / "cache").glob("*.spool"))
     assert table.count_by("push", "state") == {"indexed": 25}
     solr.commit()
     assert solr.search('source:"push"', rows=0).hits == 25

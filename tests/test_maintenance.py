@@ -203,7 +203,7 @@ def test_test_mode_reports_and_changes_nothing(project, site, solr) -> None:
     assert (counts["changed"], counts["deleted"]) == (1, 1)
     assert versions(solr, name) == before
     assert project.table().count_by(name, "state") == states
-    assert not list((project.data_dir / "cache" / name).glob("*.json"))
+    assert not list((project.data_dir / "cache" / name).glob("*.spool"))
     result = project.scrapy("crawl", name)  # the real crawl still sees both
     counts = report(project, name)["counts"]
     assert (counts["changed"], counts["deleted"]) == (1, 1)

@@ -9,19 +9,20 @@ import json
 from scrapy.commands import ScrapyCommand
 
 from .. import paths
+from ..cache import SPOOL_SUFFIX
 from ..db import DocumentTable, State
 from ..db.runs import Runs
 from ..status import describe
 
 
-def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_files: int,
+def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spools: int,
                   lease_seconds: float = 600) -> list[str]:
     lines = [f"== {name}"]
     states = table.count_by(name, "state")
     lines.append("documents: " + (", ".join(f"{state} {count}" for state, count in sorted(states.items())) or "none"))
     for status, count in sorted(table.count_by(name, "status").items(), key=lambda item: (item[0] is None, item[0] or 0)):
         lines.append(f"  {status if status is not None else '-':>5}  {count:>8}  {describe(status)}")
-    lines.append(f"cache: {cache_files} files, {cache_bytes / 1e6:.1f} MB; waiting for Solr: "
+    lines.append(f"cache: {cache_spools} spool files, {cache_bytes / 1e6:.1f} MB; waiting for Solr: "
                  f"{states.get(State.PENDING.value, 0)} to add, {states.get(State.REMOVING.value, 0)} to remove")
     runs = Runs(table)
     for run in runs.recent(name):
@@ -55,7 +56,7 @@ class Command(ScrapyCommand):
         try:
             for name in names:
                 directory = paths.data_dir(self.settings) / "cache" / name
-                files = list(directory.glob("*.json")) if directory.is_dir() else []
+                files = list(directory.glob("*" + SPOOL_SUFFIX)) if directory.is_dir() else []
                 size = sum(path.stat().st_size for path in files)
                 print("\n".join(source_report(table, name, size, len(files),
                                                self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))))

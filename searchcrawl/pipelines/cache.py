@@ -40,8 +40,7 @@ class CachePipeline:
                            cached_by=self.context.cache.id)
         if self.context.shared:  # another node may have cached the same content at this moment
             original = table.settle_duplicates(item.source, item.url, item.fields["checksum"], original_of)
-            if original is not None:
-                self.context.cache.remove(item.url)
+            if original is not None:  # its cached record is left to the push, which skips it
                 raise Skipped(f"Duplicate of {original} (cached by another node at the same time): {item.url}")
         self.stats.inc_value("searchcrawl/cached")
         self.stats.inc_value("searchcrawl/cached_bytes", size)

@@ -125,6 +125,7 @@ class SolrPipeline:
             return
         if self.flushing is not None:
             await self.flushing
+        self.context.cache.seal()  # every document is marked pending now: its spool may go once pushed
         remove = await asyncio.to_thread(self.removals_allowed)
         result = await asyncio.to_thread(push_with_retries, lambda: self.push_once(remove), self.retry_times, self.backoff)
         self.stats.inc_value("searchcrawl/indexed", result.indexed)

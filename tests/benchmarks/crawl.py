@@ -99,7 +99,7 @@ class Bench:
 
     def push(self) -> dict[str, Any]:
         """Phase e: cache up to PUSH_DOCUMENTS documents made from the site's pages by the crawler's
-        own extraction, then time push_pending with the default settings (cache files read, batches
+        own extraction, then time push_pending with the default settings (cache spools read, batches
         of 500, SEARCHCRAWL_SOLR_PUSH_REQUESTS update requests in flight, rows marked indexed).
 
         PUSH_PASSES passes, each of new documents (ids of their own under /push<pass>/, as in a
