@@ -209,8 +209,14 @@ def test_two_nodes_caching_the_same_content_at_once_keep_one(postgres_url: str) 
     assert node_a.pending(source, "a") == [("http://h/first", "same")] and node_a.pending(source, "b") == []
 
 
-def test_sites_are_spaced_and_limited_across_nodes(postgres_url: str) -> None:
-    table = DocumentTable(postgres_url)
+@pytest.fixture(params=["postgresql", "sqlite"])
+def politeness_db(request: pytest.FixtureRequest, tmp_path) -> str:
+    """Both reservation paths: one function call on PostgreSQL, one transaction on SQLite."""
+    return request.getfixturevalue("postgres_url") if request.param == "postgresql" else f"sqlite:///{tmp_path / 'sites.sqlite3'}"
+
+
+def test_sites_are_spaced_and_limited_across_nodes(politeness_db: str) -> None:
+    table = DocumentTable(politeness_db)
     nodes = [SitePoliteness(table, f"node{n}") for n in range(3)]
     grants = [nodes[n % 3].acquire("spaced.test", 0.5, 10, 30) for n in range(6)]
     waits = [grant.wait for grant in grants]
