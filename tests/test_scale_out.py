@@ -9,12 +9,15 @@ import re
 import signal
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pysolr
 import pytest
+from sqlalchemy import event, text
 
 from searchcrawl.db import DocumentTable, State
+from searchcrawl.db.store import POOL_SIZE
 from searchcrawl.db.frontier import Entry, Frontier
 from searchcrawl.db.runs import RunConflict, Runs
 from searchcrawl.db.sites import SitePoliteness
@@ -263,3 +266,23 @@ def test_indexing_goes_on_through_another_node(solr_url: str) -> None:
     assert index.urls[index.current] == solr_url
     index.commit()
     assert pysolr.Solr(solr_url).search('source:"failover"').hits == 1
+
+
+def test_threads_share_pooled_connections_without_reopening_them(postgres_url: str) -> None:
+    """A crawler process uses the table from many threads at once, in bursts: connections
+    beyond the pool would be closed after each burst and opened again for the next, a new
+    PostgreSQL backend each time (SQLAlchemy's default pool keeps 5)."""
+    table = DocumentTable(postgres_url)
+    opened: list[object] = []
+    event.listen(table.engine, "connect", lambda *args: opened.append(args))
+
+    def work(thread: int, burst: int) -> None:
+        with table.engine.connect() as connection:  # held a moment, so that all overlap
+            connection.execute(text("SELECT pg_sleep(0.05)"))
+        table.record_fetch("pool", f"http://pool.test/{burst}/{thread}", state=State.FETCHED, status=200)
+
+    for burst in range(4):
+        with ThreadPoolExecutor(POOL_SIZE) as threads:
+            list(threads.map(work, range(POOL_SIZE), [burst] * POOL_SIZE))
+    assert 0 < len(opened) <= POOL_SIZE
+    assert table.count_by("pool", "state") == {"fetched": 4 * POOL_SIZE}
