@@ -1,6 +1,6 @@
 """The document cache: converted documents waiting to be pushed to Solr, in spool files.
 
-Each ``DocumentCache`` (one a crawling process) appends the documents it converts to a spool
+Each ``DocumentCache`` (one per crawling process) appends the documents it converts to a spool
 file of its own, ``<creation time>-<pid>-<random>.spool``. A record is a header line,
 ``["<url>","<checksum>",<length>]``, then the Solr document as compact JSON and a newline,
 written with one ``write()``: a killed process leaves at most one incomplete record at the end

@@ -194,11 +194,12 @@ def push_pending(
     # indexed. A batch is marked indexed only once its own request succeeded, whatever happened
     # to the others; the cache's spools are deleted at the end, those whose documents Solr has.
     in_flight: deque[tuple[list[tuple[str, bytes]], Future[None]]] = deque()
-    with ThreadPoolExecutor(max(1, requests_at_once), thread_name_prefix="solr-push") as senders:
+    at_once = max(1, requests_at_once)
+    with ThreadPoolExecutor(at_once, thread_name_prefix="solr-push") as senders:
         for batch in batches(documents(), max_docs, max_bytes):
             if should_stop():
                 break
-            answered = in_flight.popleft() if len(in_flight) >= max(1, requests_at_once) else None
+            answered = in_flight.popleft() if len(in_flight) >= at_once else None
             if answered is not None and answered[1].exception() is not None:  # waits for the answer
                 settle(*answered)
                 break
