@@ -32,7 +32,18 @@ def test_benchmark_smoke_run(tmp_path, solr_url) -> None:
     assert run["c"]["solr_updates"] == 0  # the unchanged site: nothing re-indexed
     assert run["d"]["solr_updates"] == run["changed_pages"] == 3  # 5% of 60 pages
     assert run["e"]["documents"] == 60 and run["e"]["docs_per_s"] > 0
-    assert len(run["e"]["passes"]) == 3 and run["e"]["solr_updates"] == 3 * 60  # new documents, each once
+    passes = run["e"]["passes"]  # warm-up passes first, then the measured ones (their median counts)
+    assert [each["warm_up"] for each in passes] == [True] * 5 + [False] * 3
+    assert run["e"]["solr_updates"] == 8 * 60  # new documents, each once
     assert set(run["targets"]) >= {"b/a", "c/b", "push_docs_per_s", "c_solr_updates"}
     assert "| 60 | b: searchcrawl, full pipeline |" in (out / "results.md").read_text()
     assert (out / "pages_per_second.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_jvm_cpu_reads_solr_and_its_jit_compilers(dev_solr) -> None:
+    """Phase e reports Solr's CPU per document and its JIT compilers' share, read from /proc."""
+    from tests.benchmarks.measure import jvm_cpu
+
+    measured = jvm_cpu(dev_solr.status()["pid"])
+    assert measured.seconds > 0
+    assert 0 < measured.compiler_seconds < measured.seconds  # started Solr has compiled its hot code
