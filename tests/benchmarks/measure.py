@@ -54,17 +54,21 @@ def jvm_cpu(pid: int) -> JvmCpu:
     """CPU seconds of a JVM so far, and how much of it its JIT compilers took (Linux /proc).
 
     Why: a fresh Solr JVM spends a third of its CPU compiling its indexing code for its first tens
-    of thousands of documents; this shows, pass by pass, when the push meets a warm Solr."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = compiler = 0.0
+    of thousands of documents; this shows, pass by pass, when the push meets a warm Solr. The total
+    comes from the process's own line, which keeps the time of threads that have ended (Lucene's
+    merge threads end after each merge); the compilers' from their threads' lines."""
+    total = _cpu_seconds(Path(f"/proc/{pid}/stat").read_text())
+    compiler = 0.0
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             stat = (task / "stat").read_text()
         except OSError:  # the thread ended meanwhile
             continue
-        name, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat.rsplit(")", 1)[1].split()
-        seconds = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
-        total += seconds
-        if "CompilerThre" in name:
-            compiler += seconds
+        if "CompilerThre" in stat[stat.index("(") + 1:stat.rindex(")")]:
+            compiler += _cpu_seconds(stat)
     return JvmCpu(total, compiler)
+
+
+def _cpu_seconds(stat: str) -> float:
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
