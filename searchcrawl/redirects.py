@@ -89,6 +89,6 @@ def decide_redirect(
             return RedirectVerdict(
                 False,
                 f"{status} to {target}: outside the boundary and {host} is an internal address ({internal[0]})",
-                Status.UNSAFE_REDIRECT,
+                Status.INTERNAL_ADDRESS,
             )
     return RedirectVerdict(True, f"{status} to {target} (outside the boundary: {decision.rule})", leaves_boundary=True)

@@ -13,6 +13,7 @@ from enum import IntEnum
 class Status(IntEnum):
     OK = 200
 
+    EXCLUDED_SCHEME = 900
     EXCLUDED_DOMAIN = 901
     EXCLUDED_PORT = 902
     EXCLUDED_PATH = 903
@@ -38,12 +39,16 @@ class Status(IntEnum):
     DNS_FAILURE = 931
     CONNECTION_REFUSED = 932
     CONNECTION_FAILED = 933
+    DROPPED = 934
+
 
     REDIRECT_LOOP = 940
-    UNSAFE_REDIRECT = 941
+    INTERNAL_ADDRESS = 941
+    URL_TOO_LONG = 942
 
 
 CRAWLER_CODES: dict[Status, str] = {
+    Status.EXCLUDED_SCHEME: "excluded: not an http(s) URL (file URLs only below a file source's seed folders)",
     Status.EXCLUDED_DOMAIN: "excluded: the host is outside the source's domains (default: the seeds' hosts)",
     Status.EXCLUDED_PORT: "excluded: the port is not allowed for this host",
     Status.EXCLUDED_PATH: "excluded: the path is outside the host's path rules",
@@ -66,8 +71,11 @@ CRAWLER_CODES: dict[Status, str] = {
     Status.DNS_FAILURE: "the host name does not resolve",
     Status.CONNECTION_REFUSED: "the server refused the connection",
     Status.CONNECTION_FAILED: "the connection failed (reset, TLS error, aborted)",
+    Status.DROPPED: "the response was dropped by one of Scrapy's safety middlewares (the reason says which)",
     Status.REDIRECT_LOOP: "redirect loop, or chain longer than allowed",
-    Status.UNSAFE_REDIRECT: "a redirect out of the boundary towards a loopback, private or link-local address",
+    Status.INTERNAL_ADDRESS: "refused: the host is (or resolves to) a loopback, private or link-local address "
+    "that the source's domain and port rules do not admit",
+    Status.URL_TOO_LONG: "the URL is longer than SEARCHCRAWL_MAX_URL_LENGTH; never requested",
 }
 
 

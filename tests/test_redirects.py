@@ -37,9 +37,9 @@ def test_policy_decisions() -> None:
         assert temporary_out.follow and temporary_out.leaves_boundary
     assert not decide_redirect(308, "http://other.example.org/", 1, chain, boundary, 10, PUBLIC).follow
     unsafe = decide_redirect(302, "http://metadata.internal/", 1, chain, boundary, 10, lambda h: ["169.254.169.254"])
-    assert (unsafe.follow, unsafe.status) == (False, Status.UNSAFE_REDIRECT)
+    assert (unsafe.follow, unsafe.status) == (False, Status.INTERNAL_ADDRESS)
     literal = decide_redirect(307, "http://127.0.0.2:8080/", 1, chain, boundary, 10)
-    assert literal.status == Status.UNSAFE_REDIRECT
+    assert literal.status == Status.INTERNAL_ADDRESS
     loop = decide_redirect(302, "http://www.example.com/a", 1, chain, boundary, 10, PUBLIC)
     assert loop.status == Status.REDIRECT_LOOP
     long_chain = [f"http://www.example.com/{i}" for i in range(11)]
@@ -103,7 +103,7 @@ paths = {{ "127.0.0.1" = {{ exclude = ["/other/"] }} }}
     assert status("/other302") == 302  # temporary: followed although /other/ is excluded
     assert status("/other/landing.html") == 200, {k: v for k, v in table.get(name, site.url + "other/landing.html").items() if k in ("reason", "state", "frontier", "request")}
     assert table.get(name, site.url + "other/deeper.html")["status"] == Status.EXCLUDED_PATH  # its links: boundary as usual
-    assert status("/unsafe302") == Status.UNSAFE_REDIRECT
+    assert status("/unsafe302") == Status.INTERNAL_ADDRESS
     assert status("/loop1") == Status.REDIRECT_LOOP or status("/loop2") == Status.REDIRECT_LOOP
     chain = [table.get(name, site.url + f"chain{i}") for i in range(15)]
     assert [row["status"] for row in chain if row] == [302] * 10 + [Status.REDIRECT_LOOP]  # bounded at 10
@@ -141,6 +141,6 @@ paths = {{ "127.0.0.3" = {{ include = ["/docs/"] }} }}
     assert table.get(name, f"{seed.url}go")["status"] == 302
     assert hop.paths() == ["/robots.txt", "/elsewhere"]  # followed out of the boundary (robots.txt checked first)
     row = table.get(name, f"{hop.url}elsewhere")
-    assert row["status"] == Status.UNSAFE_REDIRECT and "127.0.0.2" in row["reason"]
+    assert row["status"] == Status.INTERNAL_ADDRESS and "127.0.0.2" in row["reason"]
     assert target.requests == []
     assert {doc["id"] for doc in solr_docs(solr, name)} == {f"{seed.url}index.html"}
