@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -66,3 +67,20 @@ def delay_at(moment: datetime, default: float, rules: Sequence[DelayRule]) -> fl
             return rule.delay
     return default
 
+
+
+def retry_after_seconds(value: str | bytes | None, now: datetime) -> float | None:
+    """Seconds a ``Retry-After`` header asks us to wait (RFC 9110 §10.2.3: delay-seconds or an
+    HTTP date; ``now`` is an aware UTC datetime); None when absent or unreadable."""
+    if value is None:
+        return None
+    text = (value.decode("latin-1") if isinstance(value, bytes) else value).strip()
+    if text.isdigit():
+        return float(int(text[:12]))
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - now).total_seconds())

@@ -68,3 +68,44 @@ def empty_shell(root: Any, min_text: int, selector: str | None) -> str | None:
 def abort_heavy_request(request: Any) -> bool:
     """PLAYWRIGHT_ABORT_REQUEST: images, fonts and media are not needed for text and links."""
     return request.resource_type in HEAVY_RESOURCES
+
+
+class BrowserRequestGuard:
+    """PLAYWRIGHT_ABORT_REQUEST of a rendering source: what the browser loads for a page (its
+    scripts' fetch and XHR, frames, stylesheets, and the page's own redirects) passes the same
+    internal-address rule as every request of the crawl (searchcrawl/addresses.py), through
+    scrapy-playwright's request routing; only http(s), data and blob URLs are loaded; heavy
+    resources (images, fonts, media) are not loaded at all.
+
+    The browser resolves names itself, so this check is made on the name's addresses just before
+    the browser connects, not on the connection (a DNS answer that changes in between is the
+    remaining window for rendered pages; the crawler's own requests have none)."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy  # an AddressPolicy
+
+    async def __call__(self, request: Any) -> bool:
+        import asyncio
+        import socket
+
+        from .addresses import SAFE_SCHEMES, ip_of, site_of_url
+
+        if abort_heavy_request(request):
+            return True
+        scheme, host, port = site_of_url(request.url)
+        if scheme in ("data", "blob", "about"):
+            return False  # nothing leaves the browser
+        if scheme not in SAFE_SCHEMES:
+            return True
+        if self.policy.admits(host, port):
+            return False
+        literal = ip_of(host)
+        if literal is not None:
+            addresses = [str(literal)]
+        else:
+            try:
+                infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            except (OSError, UnicodeError):
+                return True  # a name that does not resolve is not loaded
+            addresses = [str(info[4][0]) for info in infos]
+        return self.policy.refusal(host, port, addresses) is not None

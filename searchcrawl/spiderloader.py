@@ -9,6 +9,9 @@ from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
 from . import paths
+from .addresses import AddressPolicy
+from .boundary import Boundary
+from .rendering import BrowserRequestGuard
 from .rewriter import load_rewriter
 from .source import Source, SourceError, SourceFile, find_source_files, load_source
 from .spiders.source import SourceSpider
@@ -33,6 +36,20 @@ SETTINGS_OF_KEYS = {
 }
 
 
+def download_handlers(source: Source) -> dict[str, str | None]:
+    """Scrapy's DOWNLOAD_HANDLERS for a source: http and https only (through Playwright when the
+    source renders pages), plus ``file`` when its own seeds are file URLs. The file, FTP, S3 and
+    data handlers are off otherwise, so no redirect or link can make the crawler read them."""
+    handlers: dict[str, str | None] = {"file": None, "ftp": None, "s3": None, "data": None}
+    if any(seed.lower().startswith("file:") for seed in source.seed_urls):
+        handlers["file"] = "scrapy.core.downloader.handlers.file.FileDownloadHandler"
+    if source.settings.render_js or source.settings.render_rules:
+        # Only sources that render start Playwright (and, on first use, Chromium).
+        handler = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+        handlers.update(http=handler, https=handler)
+    return handlers
+
+
 def spider_class_for(source: Source) -> type[SourceSpider]:
     """A SourceSpider subclass bound to ``source`` (its own class if the source names one)."""
     base: type = SourceSpider
@@ -54,11 +71,11 @@ def spider_class_for(source: Source) -> type[SourceSpider]:
     for key, setting in SETTINGS_OF_KEYS.items():
         if key in source.settings.model_fields_set and getattr(source.settings, key) is not None:
             custom_settings[setting] = getattr(source.settings, key)
+    custom_settings["DOWNLOAD_HANDLERS"] = download_handlers(source)
     if source.settings.render_js or source.settings.render_rules:
-        # Only sources that render start Playwright (and, on first use, Chromium).
-        handler = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
-        custom_settings["DOWNLOAD_HANDLERS"] = {"http": handler, "https": handler}
         custom_settings["PLAYWRIGHT_MAX_PAGES_PER_CONTEXT"] = source.settings.render_pages
+        policy = AddressPolicy(Boundary(source.seed_urls, source.settings), source.seed_urls)
+        custom_settings["PLAYWRIGHT_ABORT_REQUEST"] = BrowserRequestGuard(policy)
     return type(
         f"{base.__name__}[{source.name}]", (base,),
         {"name": source.name, "source": source, "__module__": base.__module__, "custom_settings": custom_settings},

@@ -94,12 +94,27 @@ def describe(code: int | None) -> str:
             return f"HTTP {code}"
 
 
+def status_for_ignored(error: BaseException) -> Status:
+    """The crawler code for a response one of Scrapy's own middlewares dropped (IgnoreRequest):
+    too large (a decompression bomb: larger than DOWNLOAD_MAXSIZE once decompressed), or
+    dropped for another reason its message gives."""
+    message = str(error)
+    if "MAXSIZE" in message or "max size" in message:
+        return Status.TOO_LARGE
+    return Status.DROPPED
+
+
 def status_for_exception(error: BaseException) -> Status:
     """The crawler code for a download that failed with ``error`` (Scrapy's or Twisted's)."""
     from scrapy import exceptions as scrapy_errors
     from twisted.internet import error as net
 
-    if isinstance(error, scrapy_errors.DownloadCancelledError) and "max size" in str(error):
+    from twisted.internet.defer import CancelledError
+
+    if isinstance(error, (scrapy_errors.DownloadCancelledError, CancelledError)):
+        # Scrapy cancels a download whose Content-Length, or whose body so far when it sent none,
+        # exceeds DOWNLOAD_MAXSIZE (with an empty message in the second case); a timeout raises
+        # an error of its own
         return Status.TOO_LARGE
     kinds: list[tuple[tuple[type[BaseException], ...], Status]] = [
         ((scrapy_errors.DownloadTimeoutError, net.TimeoutError, net.TCPTimedOutError, TimeoutError), Status.TIMEOUT),

@@ -69,7 +69,7 @@ def test_seed_hosts_and_ports_only() -> None:
     assert (decision.allowed, decision.status) == PORT
     assert decision.rule == "port 8080 is not a seed port of intranet.example.com (seed ports: 80)"
     assert b.check("https://docs.example.com/").status == Status.EXCLUDED_PORT
-    assert b.check("mailto:someone@intranet.example.com").status == Status.EXCLUDED_DOMAIN
+    assert b.check("mailto:someone@intranet.example.com").status == Status.EXCLUDED_SCHEME
     # Subdomains of a seed host are other hosts.
     assert verdict(b, "http://www.intranet.example.com/") == DOMAIN
 
@@ -135,7 +135,8 @@ def test_file_seeds_stay_below_their_folder() -> None:
     assert b.check("file:///etc/passwd").rule == "file URL outside the seeds' folders (seed folders: /srv/docs/)"
     # A web source never reads local files.
     web = Boundary(["http://h/"], ScopeRules())
-    assert web.check("file:///etc/passwd").rule == "file URL outside the seeds' folders (no file seeds)"
+    assert web.check("file:///etc/passwd").rule == 'scheme "file" is crawled only by sources with file seeds'
+    assert web.check("file:///etc/passwd").status == Status.EXCLUDED_SCHEME
 
 
 def test_file_patterns_apply() -> None:
@@ -147,7 +148,7 @@ def test_file_patterns_apply() -> None:
 def test_schemes() -> None:
     b = Boundary(["http://h/"], ScopeRules())
     for url in ("ftp://h/x", "javascript:alert(1)", "mailto:a@h", "data:text/plain,x", "/relative"):
-        assert verdict(b, url) == DOMAIN, url
+        assert verdict(b, url) == (False, Status.EXCLUDED_SCHEME), url
     assert b.check("ftp://h/x").rule.startswith('scheme "ftp" is not crawled')
     assert verdict(b, "HTTP://H/x") == ALLOWED
     assert b.check("http://[::1/x") == Decision(False, "not a valid URL: Invalid IPv6 URL", Status.EXCLUDED_DOMAIN)

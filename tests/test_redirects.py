@@ -5,12 +5,11 @@ from __future__ import annotations
 import uuid
 
 from searchcrawl.boundary import Boundary, ScopeRules
-from searchcrawl.redirects import decide_redirect, is_internal_address
+from searchcrawl.addresses import AddressPolicy, is_internal_address
+from searchcrawl.redirects import decide_redirect
 from searchcrawl.status import Status
 
 from .conftest import solr_docs
-
-PUBLIC = lambda host: ["93.184.216.34"]  # noqa: E731 - a resolver standing in for public DNS
 
 
 def rules(**keys) -> ScopeRules:
@@ -28,28 +27,42 @@ def test_internal_addresses() -> None:
 def test_policy_decisions() -> None:
     boundary = Boundary(["http://www.example.com/"], rules(max_depth=3))
     chain = ["http://www.example.com/a"]
-    inside = decide_redirect(301, "http://www.example.com/b", 1, chain, boundary, 10, PUBLIC)
+    inside = decide_redirect(301, "http://www.example.com/b", 1, chain, boundary)
     assert inside.follow and not inside.leaves_boundary
-    permanent_out = decide_redirect(301, "http://other.example.org/", 1, chain, boundary, 10, PUBLIC)
+    permanent_out = decide_redirect(301, "http://other.example.org/", 1, chain, boundary)
     assert not permanent_out.follow and permanent_out.target_status == Status.EXCLUDED_DOMAIN
     for status in (302, 303, 307):
-        temporary_out = decide_redirect(status, "http://other.example.org/", 1, chain, boundary, 10, PUBLIC)
+        temporary_out = decide_redirect(status, "http://other.example.org/", 1, chain, boundary)
         assert temporary_out.follow and temporary_out.leaves_boundary
-    assert not decide_redirect(308, "http://other.example.org/", 1, chain, boundary, 10, PUBLIC).follow
-    unsafe = decide_redirect(302, "http://metadata.internal/", 1, chain, boundary, 10, lambda h: ["169.254.169.254"])
-    assert (unsafe.follow, unsafe.status) == (False, Status.INTERNAL_ADDRESS)
-    literal = decide_redirect(307, "http://127.0.0.2:8080/", 1, chain, boundary, 10)
-    assert literal.status == Status.INTERNAL_ADDRESS
-    loop = decide_redirect(302, "http://www.example.com/a", 1, chain, boundary, 10, PUBLIC)
+    assert not decide_redirect(308, "http://other.example.org/", 1, chain, boundary).follow
+    loop = decide_redirect(302, "http://www.example.com/a", 1, chain, boundary)
     assert loop.status == Status.REDIRECT_LOOP
-    long_chain = [f"http://www.example.com/{i}" for i in range(11)]
-    assert decide_redirect(302, "http://www.example.com/z", 1, long_chain, boundary, 10, PUBLIC).status == Status.REDIRECT_LOOP
-    # explicitly included hosts may be internal; still outside the boundary by a path rule
+    # another port of the seed host is outside the boundary, whatever the status code
+    for status in (301, 302, 303, 307, 308):
+        other_port = decide_redirect(status, "http://www.example.com:8080/admin", 1, chain, boundary)
+        assert not other_port.follow, status
+    assert decide_redirect(302, "http://www.example.com:8080/", 1, chain, boundary).status == Status.EXCLUDED_PORT
+    ported = Boundary(["http://www.example.com/"], rules(ports={"*": {"include": [80, 443]}}))
+    assert not decide_redirect(307, "http://other.example.org:8080/", 1, chain, ported).follow
+    assert decide_redirect(307, "https://other.example.org/", 1, chain, ported).follow
+
+
+def test_internal_address_policy() -> None:
+    """Internal addresses only for a host and port the domain and port rules admit, or a seed's."""
+    policy = AddressPolicy(Boundary(["http://www.example.com/"], rules()), ["http://www.example.com/"])
+    assert policy.refusal("www.example.com", 80, ["10.0.0.5"]) is None  # the seed's site
+    assert policy.refusal("WWW.Example.com.", 80, ["10.0.0.5"]) is None  # spellings normalise
+    assert policy.refusal("www.example.com", 8080, ["10.0.0.5"]) is not None  # another port of it
+    assert policy.refusal("metadata.internal", 80, ["169.254.169.254"]) is not None
+    assert policy.refusal("mixed.example.org", 80, ["93.184.216.34", "127.0.0.1"]) is not None
+    assert policy.refusal("public.example.org", 80, ["93.184.216.34"]) is None
     included = Boundary(["http://www.example.com/"], rules(domains={"include": ["www.example.com", "intranet.local"]},
-                                                          paths={"intranet.local": {"include": ["/docs/"]}}))
-    private = lambda host: ["10.0.0.5"]  # noqa: E731
-    assert decide_redirect(302, "http://intranet.local/other/", 1, chain, included, 10, private).follow
-    assert not decide_redirect(301, "http://intranet.local/other/", 1, chain, included, 10, private).follow
+                                                          ports={"intranet.local": {"include": [80]}}))
+    policy = AddressPolicy(included, ["http://www.example.com/"])
+    assert policy.refusal("intranet.local", 80, ["10.0.0.5"]) is None
+    assert policy.refusal("intranet.local", 8443, ["10.0.0.5"]) is not None
+    for spelling in ("::ffff:127.0.0.1", "0.0.0.0", "::", "fd00::1", "100.64.0.1"):
+        assert policy.refusal("x.example.org", 80, [spelling]) is not None, spelling
 
 
 def page(text: str, links: list[str] = (), head: str = "") -> str:
@@ -91,7 +104,7 @@ def test_redirects_against_a_real_server(project, serve, tmp_path, solr) -> None
 max_depth = 3
 paths = {{ "127.0.0.1" = {{ exclude = ["/other/"] }} }}
 """)
-    result = project.scrapy("crawl", name, "-s", "SEARCHCRAWL_MAX_REDIRECTS=10")
+    result = project.scrapy("crawl", name, "-s", "REDIRECT_MAX_TIMES=10")
     assert result.returncode == 0, result.stderr[-3000:]
     table = project.table()
     status = lambda path: table.get(name, site.url + path.lstrip("/"))["status"]  # noqa: E731
@@ -103,12 +116,12 @@ paths = {{ "127.0.0.1" = {{ exclude = ["/other/"] }} }}
     assert status("/other302") == 302  # temporary: followed although /other/ is excluded
     assert status("/other/landing.html") == 200, {k: v for k, v in table.get(name, site.url + "other/landing.html").items() if k in ("reason", "state", "frontier", "request")}
     assert table.get(name, site.url + "other/deeper.html")["status"] == Status.EXCLUDED_PATH  # its links: boundary as usual
-    assert status("/unsafe302") == Status.INTERNAL_ADDRESS
+    assert status("/unsafe302") == 302  # followed by the policy; its target refused by the guard:
+    assert table.get(name, f"{unsafe_site.url}secret.html")["status"] == Status.INTERNAL_ADDRESS
     assert status("/loop1") == Status.REDIRECT_LOOP or status("/loop2") == Status.REDIRECT_LOOP
     chain = [table.get(name, site.url + f"chain{i}") for i in range(15)]
     assert [row["status"] for row in chain if row] == [302] * 10 + [Status.REDIRECT_LOOP]  # bounded at 10
     assert status("/docs/refreshed.html") == 200
-    assert table.get(name, f"{unsafe_site.url}secret.html")["status"] == Status.EXCLUDED_DOMAIN
     assert unsafe_site.requests == []  # the guard held: nothing reached 127.0.0.2
     assert not [host for _m, host, _p in site.requests if host.startswith("localhost")]
     indexed = {doc["id"] for doc in solr_docs(solr, name)}
@@ -140,7 +153,8 @@ paths = {{ "127.0.0.3" = {{ include = ["/docs/"] }} }}
     table = project.table()
     assert table.get(name, f"{seed.url}go")["status"] == 302
     assert hop.paths() == ["/robots.txt", "/elsewhere"]  # followed out of the boundary (robots.txt checked first)
-    row = table.get(name, f"{hop.url}elsewhere")
+    assert table.get(name, f"{hop.url}elsewhere")["status"] == 302
+    row = table.get(name, f"{target.url}secret.html")
     assert row["status"] == Status.INTERNAL_ADDRESS and "127.0.0.2" in row["reason"]
     assert target.requests == []
     assert {doc["id"] for doc in solr_docs(solr, name)} == {f"{seed.url}index.html"}

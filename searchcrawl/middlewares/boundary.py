@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest
 
 from ..context import CrawlContext
+from ..exceptions import RequestRefused
 from .redirect import LEAVES_BOUNDARY
 from .robots import ROBOTS_REQUEST
 
@@ -33,4 +33,5 @@ class BoundaryMiddleware:
         if not decision.allowed:
             self.context.flush_exclusions()
             self.context.table.mark_done(self.context.source.name, request.url)
-            raise IgnoreRequest(f"outside the boundary ({decision.rule}): {request.url}")
+            assert decision.status is not None
+            raise RequestRefused(decision.status, f"outside the boundary ({decision.rule})", recorded=True)

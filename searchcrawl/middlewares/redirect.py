@@ -1,8 +1,17 @@
-"""Downloader middleware applying searchcrawl's redirect policy (searchcrawl/redirects.py).
+"""Downloader middleware: searchcrawl's redirect policy (searchcrawl/redirects.py) on top of
+Scrapy's own RedirectMiddleware.
 
-It replaces Scrapy's RedirectMiddleware, which follows every redirect the same way. Each
-redirecting URL gets a row with its redirect status (301, 302, ...) or the crawler code that
-refused it (redirect loop, unsafe target); a URL that moved permanently leaves the index.
+Scrapy's middleware still does everything it does for safety: it follows only http and https
+targets, drops ``Cookie`` and ``Authorization`` when a redirect changes scheme or host (and the
+proxy credentials when it changes scheme), drops the ``Content-*`` headers when a 303 (or a
+301/302 after POST) turns the request into a GET, bounds the chain (``REDIRECT_MAX_TIMES``) and
+keeps the ``redirect_*`` meta. This subclass only decides whether the request Scrapy built is
+followed, and gives the redirecting URL its row: its redirect status (301, 302, ...) with the
+target, or the crawler code that refused it (redirect loop, target outside the boundary, a
+scheme other than http(s)). A URL that moved permanently leaves the index.
+
+Whether the target's *address* may be reached is not decided here: the target is a request like
+any other and passes the internal-address guard (middlewares/address_guard.py) on its way out.
 """
 
 from __future__ import annotations
@@ -13,13 +22,16 @@ from urllib.parse import urljoin
 
 from scrapy import Request
 from scrapy.crawler import Crawler
+from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from w3lib.url import safe_url_string
 
 from ..context import CrawlContext
 from ..db import State
-from ..redirects import PERMANENT, REDIRECTS, decide_redirect, resolve_host
+from ..exceptions import RequestRefused
+from ..redirects import PERMANENT, REDIRECTS, decide_redirect
+from ..status import Status
 from ..urls import canonical
 
 logger = logging.getLogger(__name__)
@@ -27,54 +39,50 @@ logger = logging.getLogger(__name__)
 LEAVES_BOUNDARY = "searchcrawl_leaves_boundary"  # meta: this URL may be fetched outside the boundary
 
 
-class RedirectPolicyMiddleware:
-    def __init__(self, context: CrawlContext, max_redirects: int) -> None:
-        self.context = context
-        self.max_redirects = max_redirects
+class RedirectPolicyMiddleware(RedirectMiddleware):
+    context: CrawlContext
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedirectPolicyMiddleware:
-        return cls(CrawlContext.of(crawler), crawler.settings.getint("SEARCHCRAWL_MAX_REDIRECTS"))
+        middleware = super().from_crawler(crawler)
+        middleware.context = CrawlContext.of(crawler)
+        return middleware
 
-    async def process_response(self, request: Request, response: Response) -> Request | Response:
-        if (
-            request.meta.get("dont_redirect")
-            or response.status not in REDIRECTS
-            or b"Location" not in response.headers
-        ):
+    async def process_response(self, request: Request, response: Response) -> Request | Response:  # type: ignore[override]
+        try:
+            redirected = super().process_response(request, response)
+        except IgnoreRequest:  # Scrapy's chain bound (REDIRECT_MAX_TIMES)
+            raise RequestRefused(Status.REDIRECT_LOOP, f"more than {self.max_redirect_times} redirects in a row") from None
+        if not isinstance(redirected, Request):
+            if response.status in REDIRECTS and b"Location" in response.headers and not request.meta.get("dont_redirect"):
+                # Scrapy built no request: the target is not an http(s) URL (file:, ftp:, ...)
+                location = safe_url_string(response.headers[b"Location"].decode("latin-1"))
+                target = urljoin(request.url, location).split(":", 1)[0]
+                raise RequestRefused(Status.EXCLUDED_SCHEME, f"{response.status} to a {target}: URL, never fetched")
             return response
-        location = safe_url_string(response.headers[b"Location"].decode("latin-1"))
-        target = canonical(urljoin(request.url, location))
+        return await self._apply_policy(request, response, redirected)
+
+    async def _apply_policy(self, request: Request, response: Response, redirected: Request) -> Request:
+        target = canonical(redirected.url)
         depth = request.meta.get("depth", 0)
-        chain = [*request.meta.get("redirect_urls", []), request.url]
-        boundary = self.context.boundary
-        verdict = await asyncio.to_thread(
-            decide_redirect, response.status, target, depth, chain, boundary, self.max_redirects, resolve_host
-        )
-        source = self.context.source.name
-        table = self.context.table
+        chain = redirected.meta["redirect_urls"]
+        verdict = decide_redirect(response.status, target, depth, chain, self.context.boundary)
+        source, table = self.context.source.name, self.context.table
         if not verdict.follow:
-            table.record_outcome(source, request.url, status=verdict.status or response.status, reason=verdict.reason, depth=depth)
-            if verdict.target_status is not None:
-                self.context.admit(target, depth)  # records the target's exclusion
-                self.context.flush_exclusions()
             logger.info("Redirect not followed: %s: %s", request.url, verdict.reason)
-            raise IgnoreRequest(verdict.reason)
+            if verdict.target_status is not None:  # a permanent redirect out of the boundary
+                self.context.admit(target, depth)  # the target's row, with the rule that excludes it
+                await asyncio.to_thread(self.context.flush_exclusions)
+                # the old URL keeps its redirect status: it moved, and leaves the index
+                table.record_outcome(source, request.url, status=response.status, reason=verdict.reason, depth=depth)
+                raise RequestRefused(verdict.target_status, verdict.reason, recorded=True)
+            assert verdict.status is not None
+            raise RequestRefused(verdict.status, verdict.reason)
         if response.status in PERMANENT:
             table.record_outcome(source, request.url, status=response.status, reason=f"moved to {target}", depth=depth)
         else:
             table.record_fetch(source, request.url, state=State.FETCHED, status=response.status, depth=depth,
                                reason=f"redirected to {target}")
         logger.debug("Redirect followed: %s: %s", request.url, verdict.reason)
-        meta = {
-            **request.meta,
-            "redirect_urls": chain,
-            "redirect_reasons": [*request.meta.get("redirect_reasons", []), response.status],
-            "redirect_times": len(chain),
-            LEAVES_BOUNDARY: target if verdict.leaves_boundary else None,
-        }
-        see_other = response.status == 303 or (response.status in (301, 302) and request.method == "POST")
-        if see_other:
-            return request.replace(url=target, method="GET", body=b"", meta=meta)
-        return request.replace(url=target, meta=meta)
-
+        redirected.meta[LEAVES_BOUNDARY] = target if verdict.leaves_boundary else None
+        return redirected.replace(url=target) if target != redirected.url else redirected

@@ -1,9 +1,10 @@
 """Downloader middleware: robots.txt, fetched once per site and applied to every request.
 
 The decision is ``searchcrawl.robots`` (RFC 9309); this module only fetches. A robots.txt that
-answers 4xx means no restrictions; 5xx or no answer disallows the whole site for now and is
-fetched again after ``SEARCHCRAWL_ROBOTS_RETRY_AFTER`` seconds; redirects are followed (up to 5,
-to any host); only the first 500 KiB are downloaded and parsed. Sources whose owner runs the
+answers 4xx means no restrictions; 5xx or no answer disallows the whole site for now, and is
+fetched once per crawl (again after ``SEARCHCRAWL_ROBOTS_RETRY_AFTER`` seconds if that is set);
+redirects are followed (up to 5, http and https only, each one a request that passes the
+internal-address guard like any other); only the first 500 KiB are downloaded and parsed. Sources whose owner runs the
 site can set ``obey_robots = false``.
 """
 
@@ -17,11 +18,14 @@ from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest, StopDownload
+from scrapy.exceptions import StopDownload
+from w3lib.url import safe_url_string
 
 from ..context import CrawlContext
+from ..exceptions import RequestRefused
 from ..robots import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response
 from ..status import Status
+from ..urls import canonical
 
 logger = logging.getLogger(__name__)
 
@@ -65,12 +69,7 @@ class RobotsMiddleware:
             return
         reason = f"robots.txt of {site}: {decision.group or 'no group'}: {decision.line}"
         self.crawler.stats.inc_value("searchcrawl/excluded/excluded_robots")
-        self.context.table.record_outcome(
-            self.context.source.name, request.url, status=Status.EXCLUDED_ROBOTS, reason=reason,
-            depth=request.meta.get("depth", 0), fetched=False,
-        )
-        logger.debug("Excluded (%s): %s", reason, request.url)
-        raise IgnoreRequest(reason)
+        raise RequestRefused(Status.EXCLUDED_ROBOTS, reason)
 
     async def robots_txt(self, site: str) -> RobotsTxt:
         """The site's robots rules, fetched once (concurrent requests wait for the same fetch)."""
@@ -89,16 +88,21 @@ class RobotsMiddleware:
         for _hop in range(MAX_ROBOTS_REDIRECTS + 1):
             request = Request(
                 url, priority=1000, dont_filter=True,
-                meta={ROBOTS_REQUEST: True, "dont_redirect": True, "handle_httpstatus_all": True},
+                # fetched once: RetryMiddleware would turn an outage into a burst of fetches
+                meta={ROBOTS_REQUEST: True, "dont_redirect": True, "handle_httpstatus_all": True, "dont_retry": True},
             )
             try:
+                # through every downloader middleware, the internal-address guard included
                 response = await self.crawler.engine.download_async(request)
-            except Exception as exc:  # unreachable: DNS, refused, timeout, ...
+            except Exception as exc:  # unreachable: DNS, refused, timeout, an internal address, ...
                 logger.info("robots.txt of %s unreachable (%s): the site is disallowed for now", site, exc)
-                return robots_for_response(None, None), time.monotonic() + self.retry_after
+                return robots_for_response(None, None), self._expiry()
             location = response.headers.get(b"Location")
             if 300 <= response.status < 400 and location:
-                url = urljoin(url, location.decode("latin-1"))
+                url = canonical(urljoin(url, safe_url_string(location.decode("latin-1"))))
+                if urlsplit(url).scheme not in ("http", "https"):
+                    logger.info("robots.txt of %s redirects to a non-http(s) URL: the site is disallowed for now", site)
+                    return robots_for_response(None, None), self._expiry()
                 continue
             robots = robots_for_response(response.status, response.body)
             transient = response.status >= 500 or response.status == 429  # "come back later"
@@ -106,9 +110,13 @@ class RobotsMiddleware:
                 logger.info("robots.txt of %s answered %d: the site is disallowed for now", site, response.status)
             else:
                 logger.debug("robots.txt of %s: HTTP %d, %d bytes", site, response.status, len(response.body))
-            return robots, (time.monotonic() + self.retry_after) if transient else None
+            return robots, self._expiry() if transient else None
         logger.info("robots.txt of %s: more than %d redirects; the site is disallowed for now", site, MAX_ROBOTS_REDIRECTS)
-        return robots_for_response(None, None), time.monotonic() + self.retry_after
+        return robots_for_response(None, None), self._expiry()
+
+    def _expiry(self) -> float | None:
+        """When a failed robots.txt is fetched again: never in this crawl (None) by default."""
+        return time.monotonic() + self.retry_after if self.retry_after > 0 else None
 
     def bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
         """Stop a robots.txt download after 500 KiB: the rest would not be parsed anyway."""
