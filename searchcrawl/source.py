@@ -38,18 +38,41 @@ class SourceError(Exception):
     """A source file that cannot be used; the message names the file, the key and the fix."""
 
 
-def check_seed_url(url: str) -> str:
-    """Return the seed URL, or raise ValueError saying what a seed must be."""
-    parts = urlsplit(url.strip())
+CREDENTIALS_IN_SEED = ("expected a URL without user name and password: credentials do not belong in a source "
+                       "file, which may be committed to a repository")
+
+
+def seed_url_problem(url: str) -> str | None:
+    """What a seed URL lacks, or None if it is a good seed. The answer never quotes the URL: a
+    seed file may be any file (``seed_files = ["/etc/shadow"]``), and errors are printed."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # its message may quote the URL
+        return "expected a URL such as 'https://intranet.example/'"
     if parts.scheme not in SEED_SCHEMES:
-        raise ValueError(f"expected an http(s) or file URL, got {url!r}")
+        return "expected an http(s) or file URL"
     if parts.scheme in ("http", "https") and not parts.hostname:
-        raise ValueError(f"expected an http(s) URL with a host, got {url!r}")
+        return "expected an http(s) URL with a host"
     if parts.username or parts.password:
-        # never echo the URL: it holds a password
-        raise ValueError("expected a URL without user name and password: credentials do not belong in a source "
-                         "file, which may be committed to a repository")
-    return url.strip()
+        return CREDENTIALS_IN_SEED
+    try:
+        port = parts.port  # ValueError when out of range or not a number
+    except ValueError:
+        port = 0
+    if port == 0:  # else the crawl would fail on it, after it started
+        return "expected a port from 1 to 65535"
+    return None
+
+
+def check_seed_url(url: str) -> str:
+    """Return the seed URL, or raise ValueError saying what a seed must be (quoting it, for the
+    ``seeds`` the source file's author wrote, unless it holds a password)."""
+    problem = seed_url_problem(url)
+    if problem is None:
+        return url.strip()
+    if problem == CREDENTIALS_IN_SEED:
+        raise ValueError(problem)  # never echo the URL: it holds a password
+    raise ValueError(f"{problem}, got {url!r}")
 
 
 class SourceSettings(ScopeRules):
@@ -221,16 +244,20 @@ def _describe_error(error: dict[str, Any]) -> str:
 def _read_seed_file(source_file: SourceFile, name: str) -> list[str]:
     target = Path(name).expanduser()
     seed_file = target if target.is_absolute() else _sibling(source_file.resource, name)
-    lines = seed_file.read_text(encoding="utf-8").splitlines()
+    where = f"{source_file.origin}: key 'seed_files': {name}"
+    try:
+        lines = seed_file.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise SourceError(f"{where}: expected UTF-8 text, one URL a line") from None  # the message quotes bytes
     seeds = []
     for number, line in enumerate(lines, start=1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        try:
-            seeds.append(check_seed_url(line))
-        except ValueError as exc:
-            raise SourceError(f"{source_file.origin}: key 'seed_files': {name}, line {number}: {exc}") from None
+        problem = seed_url_problem(line)
+        if problem is not None:  # named by its line, never quoted: the file may be anything
+            raise SourceError(f"{where}, line {number}: {problem}")
+        seeds.append(line)
     return seeds
 
 
@@ -251,6 +278,8 @@ def load_source(source_file: SourceFile) -> Source:
         data = tomllib.loads(source_file.resource.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise SourceError(f"{origin}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib has no nesting limit
+        raise SourceError(f"{origin}: not valid TOML: nested too deeply") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"{origin}: cannot be read: {exc}") from None
     try:
@@ -264,6 +293,8 @@ def load_source(source_file: SourceFile) -> Source:
             seeds.extend(_read_seed_file(source_file, name))
         except OSError as exc:
             raise SourceError(f"{origin}: key 'seed_files': cannot read {name}: {exc.strerror or exc}") from None
+        except ValueError:  # a file name with a NUL character
+            raise SourceError(f"{origin}: key 'seed_files': {name!r} is not a valid file name") from None
     if not seeds:
         raise SourceError(f"{origin}: key 'seeds': expected at least one seed URL (in 'seeds' or 'seed_files')")
     return Source(name=source_file.name, origin=origin, settings=settings, seed_urls=tuple(dict.fromkeys(seeds)))

@@ -9,5 +9,25 @@ from w3lib.url import canonicalize_url
 
 @functools.lru_cache(maxsize=65_536)  # the same links recur on page after page of a site
 def canonical(url: str) -> str:
-    """w3lib's canonical form (sorted query, normalised escapes, no fragment)."""
-    return canonicalize_url(url, keep_fragments=False)
+    """w3lib's canonical form (sorted query, normalised escapes, no fragment), without user info:
+    a link such as ``http://user:pw@host/`` must not carry its password into the document table,
+    the logs, the reports or the index. Idempotent."""
+    return without_userinfo(canonicalize_url(url, keep_fragments=False))
+
+
+def without_userinfo(url: str) -> str:
+    """``url`` without the ``user:password@`` of its authority. Expects a canonical URL, whose
+    authority holds no ``@`` but the one ending the user info (w3lib percent-encodes the others)."""
+    if "@" not in url:  # nearly every URL: no parsing
+        return url
+    start = url.find("://")
+    if start < 0:
+        return url  # no authority (mailto:, data:, ...)
+    start += 3
+    end = len(url)
+    for delimiter in "/?#":
+        found = url.find(delimiter, start)
+        if 0 <= found < end:
+            end = found
+    at = url.rfind("@", start, end)
+    return url if at < 0 else url[:start] + url[at + 1:]

@@ -12,7 +12,7 @@ BROKEN = {
     "no-seeds": ("max_depth = 2\n", ["key 'seeds'", "at least one seed"]),
     "bad-seed": ('seeds = ["ftp://127.0.0.1/x", "{url}"]\n', ["key 'seeds'", "http(s) or file URL", "ftp://"]),
     "seeds-not-list": ('seeds = "{url}"\n', ["key 'seeds'", "expected a valid list"]),
-    "bad-seed-file": ('seed_files = ["seeds.txt"]\n', ["key 'seed_files'", "seeds.txt, line 2", "gopher://"]),
+    "bad-seed-file": ('seed_files = ["seeds.txt"]\n', ["key 'seed_files'", "seeds.txt, line 2", "http(s) or file URL"]),
     "missing-seed-file": ('seed_files = ["absent.txt"]\n', ["key 'seed_files'", "absent.txt"]),
     "bad-spider-class": ('seeds = ["{url}"]\nspider_class = "os.path.join"\n', ["key 'spider_class'", "SourceSpider"]),
 }

@@ -13,6 +13,7 @@ from .. import paths
 from ..db import DocumentTable
 from ..db.runs import Runs
 from ..scheduler import DELTA_KINDS
+from ..terminal import printable
 
 
 class Command(ScrapyCommand):
@@ -56,4 +57,4 @@ class Command(ScrapyCommand):
             urls = report.get(kind, [])
             print(f"{kind:>13}: {len(urls)}")
             for url in urls:
-                print(f"               {url}")
+                print(f"               {printable(url)}")

@@ -10,6 +10,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from .. import paths
+from ..terminal import printable
 
 
 def format_hits(results: pysolr.Results) -> list[str]:
@@ -63,4 +64,4 @@ class Command(ScrapyCommand):
             return
         print(f"{results.hits} documents match {' '.join(args)!r}")
         for line in format_hits(results):
-            print(line)
+            print(printable(line))  # titles and snippets come from the sites

@@ -13,6 +13,7 @@ from ..cache import SPOOL_SUFFIX
 from ..db import DocumentTable, State
 from ..db.runs import Runs
 from ..status import describe
+from ..terminal import printable
 
 
 def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spools: int,
@@ -58,7 +59,7 @@ class Command(ScrapyCommand):
                 directory = paths.data_dir(self.settings) / "cache" / name
                 files = list(directory.glob("*" + SPOOL_SUFFIX)) if directory.is_dir() else []
                 size = sum(path.stat().st_size for path in files)
-                print("\n".join(source_report(table, name, size, len(files),
-                                               self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))))
+                lines = source_report(table, name, size, len(files), self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))
+                print("\n".join(printable(line) for line in lines))  # run reasons quote the sites
         finally:
             table.close()
