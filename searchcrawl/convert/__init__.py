@@ -4,7 +4,7 @@
 memory, which is what the crawler should use for untrusted documents.
 """
 
-from .core import ConversionError, Converted, convert, detect_kind
+from .core import ConversionError, Converted, convert, detect_kind, sniff_kind
 from .pool import Converter
 
-__all__ = ["ConversionError", "Converted", "Converter", "convert", "detect_kind"]
+__all__ = ["ConversionError", "Converted", "Converter", "convert", "detect_kind", "sniff_kind"]

@@ -9,7 +9,10 @@ from __future__ import annotations
 import io
 import os
 import re
+import struct
 import zipfile
+import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -66,25 +69,68 @@ class ConversionError(Exception):
         return (ConversionError, (self.status, str(self)))
 
 
+# --- sniffing: the kind from the first bytes alone ------------------------------------------
+# sniff_kind() may run on every response, HTML pages included, so it reads a bounded amount of
+# the body, inflates nothing, and returns None rather than raise on hostile input.
+
+#: A PDF header in the first KiB, at the start of a line (readers accept junk before it, such as
+#: a script's warnings; a page that merely mentions "%PDF-1.4" mid-line is not a PDF).
+_PDF_HEADER = re.compile(rb"(?:\A(?:\xef\xbb\xbf)?|[\r\n])[ \t]*%PDF-\d")
+_LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")  # a zip local file header, before the name
+_ZIP_LOCAL = b"PK\x03\x04"
+#: sniff_kind() reads at most this many zip local headers, and looks this far for the next one
+#: when an entry's size is not in its header (streamed zips put it after the data).
+ZIP_SNIFF_ENTRIES = 64
+ZIP_SNIFF_GAP = 64 * 1024
+_OOXML_FOLDERS = {"word": "docx", "xl": "xlsx", "ppt": "pptx"}
+_ODF_KINDS = {"odt", "ods", "odp"}
+
+
+def _zip_entries(body: bytes) -> Iterator[tuple[str, bytes]]:
+    """(name, first bytes of the stored data) of the zip's first entries, from the local headers:
+    no central directory (a truncated download still has its first entries) and no inflating."""
+    offset = 0
+    for _ in range(ZIP_SNIFF_ENTRIES):
+        if len(body) < offset + _LOCAL_HEADER.size:
+            return
+        signature, _version, flags, method, _time, _date, _crc, size, _usize, name_length, extra_length = (
+            _LOCAL_HEADER.unpack_from(body, offset)
+        )
+        if signature != _ZIP_LOCAL:
+            return
+        name_start = offset + _LOCAL_HEADER.size
+        name = body[name_start : name_start + name_length].decode("utf-8" if flags & 0x800 else "cp437", "replace")
+        data = name_start + name_length + extra_length
+        head = body[data : data + min(size, 256)]
+        if method == 8:  # deflated (an ODF 'mimetype' should be stored, but some are not)
+            try:
+                head = zlib.decompressobj(-15).decompress(head, 256)
+            except zlib.error:
+                head = b""
+        yield name, head
+        if size == 0xFFFFFFFF or (flags & 0x08 and size == 0):  # zip64, or size after the data
+            offset = body.find(_ZIP_LOCAL, data, data + ZIP_SNIFF_GAP)
+            if offset < 0:
+                return
+        else:
+            offset = data + size
+
+
 def _zip_kind(body: bytes) -> str | None:
-    try:
-        with zipfile.ZipFile(io.BytesIO(body)) as zf:
-            names = set(zf.namelist())
-            if "mimetype" in names:
-                info = zf.getinfo("mimetype")
-                if info.file_size < 200:
-                    kind = MIMETYPES.get(zf.read(info).decode("ascii", "replace").strip())
-                    if kind in ("odt", "ods", "odp"):
-                        return kind
-            for member, kind in (
-                ("word/document.xml", "docx"),
-                ("xl/workbook.xml", "xlsx"),
-                ("ppt/presentation.xml", "pptx"),
-            ):
-                if member in names:
-                    return kind
-    except (zipfile.BadZipFile, OSError, ValueError, KeyError, EOFError):
-        pass
+    """ODF by its 'mimetype' entry; OOXML by [Content_Types].xml and a word/, xl/ or ppt/ part."""
+    content_types = False
+    ooxml = None
+    for name, head in _zip_entries(body):
+        if name == "mimetype":
+            kind = MIMETYPES.get(head.decode("ascii", "replace").strip())
+            if kind in _ODF_KINDS:
+                return kind
+        elif name == "[Content_Types].xml":
+            content_types = True
+        elif ooxml is None:
+            ooxml = _OOXML_FOLDERS.get(name.partition("/")[0])
+        if content_types and ooxml:
+            return ooxml
     return None
 
 
@@ -92,7 +138,7 @@ def _ole_kind(body: bytes) -> str | None:
     import olefile
 
     try:
-        with olefile.OleFileIO(body) as ole:
+        with olefile.OleFileIO(io.BytesIO(body)) as ole:  # bytes under 1536 would be a file name
             if ole.exists("WordDocument"):
                 return "doc"
             if ole.exists("PowerPoint Document"):
@@ -104,25 +150,35 @@ def _ole_kind(body: bytes) -> str | None:
     return None
 
 
-def _magic_kind(body: bytes) -> str | None:
-    if b"%PDF-" in body[:1024]:
-        return "pdf"
-    if body.startswith(b"PK\x03\x04"):
-        return _zip_kind(body)
-    if body.lstrip()[:5] == b"{\\rtf":
-        return "rtf"
-    if body.startswith(OLE_MAGIC):
-        return _ole_kind(body)
-    if body.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):  # a text BOM
-        return "txt"
+def sniff_kind(body: bytes) -> str | None:
+    """The document kind ('pdf', 'docx', 'doc', 'odt', 'rtf', ...) by magic bytes alone, or None.
+
+    Strict enough to run on pages served as text/html (to catch a PDF or an Office file served
+    under the wrong type): never 'txt', and never raises.
+    """
+    try:
+        if body.startswith(_ZIP_LOCAL):
+            return _zip_kind(body)
+        if body.startswith(OLE_MAGIC):
+            return _ole_kind(body)
+        prefix = body[:1024]
+        if _PDF_HEADER.search(prefix):
+            return "pdf"
+        if prefix.lstrip().startswith(b"{\\rtf"):
+            return "rtf"
+    except Exception:  # hostile input: whatever it is, it is not a document we recognise
+        return None
     return None
 
 
 def detect_kind(body: bytes, mimetype: str | None, filename: str | None) -> str | None:
-    """'pdf','docx',... or None; by magic bytes first, then MIME type, then extension."""
-    kind = _magic_kind(body)
+    """'pdf','docx',... or None; by magic bytes first (a text BOM: 'txt'), then MIME type, then
+    extension."""
+    kind = sniff_kind(body)
     if kind:
         return kind
+    if body.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+        return "txt"
     if mimetype:
         kind = MIMETYPES.get(mimetype.split(";")[0].strip().lower())
         if kind:
@@ -162,7 +218,7 @@ def check_ole_encrypted(body: bytes) -> None:
     import olefile
 
     try:
-        with olefile.OleFileIO(body) as ole:
+        with olefile.OleFileIO(io.BytesIO(body)) as ole:
             if ole.exists("EncryptedPackage") or ole.exists("EncryptionInfo"):
                 raise ConversionError("encrypted", "password-protected Office document")
     except ConversionError:

@@ -290,7 +290,7 @@ def _ole_meta(body: bytes) -> dict:
     import olefile
 
     try:
-        with olefile.OleFileIO(body) as ole:
+        with olefile.OleFileIO(io.BytesIO(body)) as ole:  # bytes under 1536 would be a file name
             m = ole.get_metadata()
     except Exception:
         return {}

@@ -18,9 +18,9 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS, LinkExtractor
 from scrapy.utils.response import get_meta_refresh
 from twisted.python.failure import Failure
 
-from ..charsets import choose_encoding
+from ..charsets import choose_encoding, looks_binary
 from ..context import CrawlContext
-from ..convert import detect_kind
+from ..convert import detect_kind, sniff_kind
 from ..db import State
 from ..extract import http_date, meta_tags, mimetype_of
 from ..items import CrawledDocument
@@ -30,7 +30,8 @@ from ..rendering import empty_shell, render_mode
 from ..middlewares.conditional import PREVIOUS
 from ..robots_meta import robots_directives
 from ..source import Source
-from ..status import Status, status_for_exception
+from ..exceptions import RequestRefused
+from ..status import Status, status_for_exception, status_for_ignored
 from ..urls import canonical
 
 logger = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ class SourceSpider(Spider):
     override ``parse_document`` and keep calling ``super()`` for the bookkeeping."""
 
     source: ClassVar[Source]
+    max_parse_bytes: int = 4 * 1024 * 1024
     link_extractor = LinkExtractor(
         tags=("a", "area", "frame", "iframe"), attrs=("href", "src"), canonicalize=False, unique=True,
         deny_extensions=[ext for ext in IGNORED_EXTENSIONS if ext not in DOCUMENT_EXTENSIONS],
@@ -55,6 +57,7 @@ class SourceSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SourceSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.context = CrawlContext.of(crawler)
+        spider.max_parse_bytes = crawler.settings.getint("SEARCHCRAWL_MAX_PARSE_BYTES")
         spider.context.configure(kwargs)
         return spider
 
@@ -125,8 +128,15 @@ class SourceSpider(Spider):
                 yield response.request.replace(meta={**response.meta, RENDER: "browser", SAME_DEPTH: True},
                                                dont_filter=True)
                 return
+        truncated = None
+        if mimetype in INDEXED_TYPES and isinstance(response, TextResponse) and len(response.body) > self.max_parse_bytes:
+            # lxml's tree of a page costs many times its size: only the first max_parse_bytes
+            # are parsed, so the crawler's memory stays bounded whatever a page holds
+            truncated = f"truncated: the first {self.max_parse_bytes} of {len(response.body)} bytes were parsed"
+            logger.info("Page %s is %d bytes: %s", response.url, len(response.body), truncated)
+            response = response.replace(body=response.body[: self.max_parse_bytes])
         # Not done yet: the page is finished once its links are queued and its document cached.
-        self.table.record_fetch(name, response.url, state=State.FETCHED, status=200, done=False,
+        self.table.record_fetch(name, response.url, state=State.FETCHED, status=200, done=False, reason=truncated,
                                 fetched_with="browser" if rendered else "static", **record)
         modified = http_date(headers.get("last-modified"))
         scope = self.context.scope_filter.check_document(response.url, mimetype, len(response.body), modified)
@@ -139,6 +149,16 @@ class SourceSpider(Spider):
             self.table.record_outcome(name, response.url, status=Status.EXCLUDED_FILTER, reason=result.rule, depth=depth)
             logger.debug("Not indexed (%s): %s", result.rule, response.url)
         if mimetype in INDEXED_TYPES and isinstance(response, TextResponse):
+            if sniff_kind(response.body):
+                # a PDF or office file served as text: its magic bytes say what it is
+                yield CrawledDocument(name, response.url, depth, headers, body=response.body,
+                                      previous=response.meta.get(PREVIOUS))
+                return
+            if looks_binary(response.body):
+                reason = f"binary content served as {mimetype}"
+                self.table.record_outcome(name, response.url, status=Status.UNSUPPORTED_TYPE, reason=reason, depth=depth)
+                logger.debug("Not indexed (%s): %s", reason, response.url)
+                return
             raw_type = response.headers.get("Content-Type")
             encoding = choose_encoding(raw_type.decode("latin-1") if raw_type else None, response.body,
                                        self.source.settings.default_charset)
@@ -194,7 +214,12 @@ class SourceSpider(Spider):
 
     def link_request(self, url: str, depth: int) -> Request | None:
         """A request for a link: canonicalised, then passed through the source's URL rewriter."""
-        url = canonical(url)
+        try:
+            url = canonical(url)
+        except ValueError as exc:  # e.g. a port out of range: the page's other links go on
+            self.table.record_excluded(self.source.name, [(url[:2000], int(Status.EXCLUDED_PORT), depth,
+                                                           f"not a valid URL: {exc}")])
+            return None
         rewritten = self.context.rewriter(url)
         if rewritten is None:
             self.table.record_excluded(
@@ -217,18 +242,33 @@ class SourceSpider(Spider):
             yield link.url
 
     def failed(self, failure: Failure) -> None:
-        if failure.check(IgnoreRequest):
-            return  # a rule kept it out; the rule recorded why
+        """Every request that ends without a response ends here, and its URL gets a status: a
+        rule's refusal (RequestRefused), a response one of Scrapy's safety middlewares dropped,
+        or a download failure."""
         request = failure.request  # type: ignore[attr-defined]
-        status = status_for_exception(failure.value)
-        reason = f"{type(failure.value).__name__}: {failure.value}"
         depth = request.meta.get("depth", 0)
-        if status == Status.DNS_FAILURE:  # the host is gone: the document leaves the index
-            self.table.record_outcome(self.source.name, request.url, status=status, reason=reason, depth=depth, kind="failed")
+        name = self.source.name
+        error = failure.value
+        if isinstance(error, RequestRefused):
+            if not error.recorded:
+                self.table.record_outcome(name, request.url, status=error.status, reason=error.reason, depth=depth,
+                                          fetched=False)
+            logger.debug("Refused (%s): %s: %s", error.status.name, request.url, error.reason)
+            return
+        if isinstance(error, IgnoreRequest):  # from one of Scrapy's own middlewares
+            status = status_for_ignored(error)
+            self.table.record_outcome(name, request.url, status=status, reason=f"dropped by Scrapy: {error}",
+                                      depth=depth)
+            logger.info("Dropped (%s): %s: %s", status.name, request.url, error)
+            return
+        status = status_for_exception(error)
+        reason = f"{type(error).__name__}: {error}"
+        if status in (Status.DNS_FAILURE, Status.TOO_LARGE):  # gone, or never indexable: not transient
+            self.table.record_outcome(name, request.url, status=status, reason=reason, depth=depth, kind="failed")
         else:
-            self.table.record_failure(self.source.name, request.url, status=status, reason=reason, depth=depth,
+            self.table.record_failure(name, request.url, status=status, reason=reason, depth=depth,
                                       limit=self.source.settings.max_failures)
-        logger.info("Failed (%s): %s: %s", status.name, request.url, failure.value)
+        logger.info("Failed (%s): %s: %s", status.name, request.url, error)
 
     @property
     def table(self):  # noqa: ANN201 - the DocumentTable, shortened for the calls above
