@@ -17,8 +17,9 @@ The scope keys of a source file (``ScopeRules``) follow Oracle Ultra Search's UR
 - ``max_depth``: links followed at most this many hops from a seed.
 - ``index_dynamic_pages``: URLs with a query string are excluded unless true.
 
-File URLs stay below the seeds' folders. Every decision says which rule made it, so that the
-document table and ``scrapy explain`` can tell a user why.
+File URLs stay below the seeds' folders. Before all of these, a URL longer than the maximum URL
+length (``SEARCHCRAWL_MAX_URL_LENGTH``) is excluded. Every decision says which rule made it, so
+that the document table and ``scrapy explain`` can tell a user why.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ from .status import Status
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 EVERY_HOST = "*"
+# SEARCHCRAWL_MAX_URL_LENGTH's default: Scrapy's URLLENGTH_LIMIT (the old Internet Explorer limit),
+# so no URL Scrapy would have requested is refused. Longer URLs are kept out as a scope rule.
+MAX_URL_LENGTH = 2083
 
 _CONFIG = ConfigDict(extra="forbid", frozen=True, strict=True)
 # Characters left as they are in a path prefix; anything else (non-ASCII, spaces) is
@@ -358,12 +362,13 @@ class Boundary:
     ``check`` runs for every link of every page, so everything is compiled here once.
     """
 
-    def __init__(self, seeds: Sequence[str], rules: ScopeRules) -> None:
+    def __init__(self, seeds: Sequence[str], rules: ScopeRules, max_url_length: int = MAX_URL_LENGTH) -> None:
         if isinstance(seeds, str):
             raise TypeError("seeds must be a sequence of URLs, not one string")
         if not isinstance(rules, ScopeRules):
             raise TypeError(f"Boundary(seeds, rules) takes ScopeRules (which holds max_depth), got {rules!r}")
         self.rules = rules
+        self._max_url_length = max_url_length
         self._max_depth = rules.max_depth
         self._dynamic = rules.index_dynamic_pages
 
@@ -427,8 +432,9 @@ class Boundary:
 
     def explain(self, url: str, depth: int = 0) -> list[Decision]:
         """Every check in order (scheme, domain, port, path, pattern, depth, dynamic page; file
-        URLs: scheme, folder, pattern, depth, dynamic page), up to the first exclusion. The last
-        element is ``check(url, depth)``."""
+        URLs: scheme, folder, pattern, depth, dynamic page), up to the first exclusion; a URL
+        over the maximum length is excluded before them all. The last element is
+        ``check(url, depth)``."""
         trace: list[Decision] = []
         trace.append(self._evaluate(url, depth, trace.append))
         return trace
@@ -453,6 +459,18 @@ class Boundary:
         if self._include or self._include_prefix:
             return self._domain_inclusion(host) is not None
         return host in self._seed_ports
+
+    def port_decision(self, host: str, port: int) -> Decision:
+        """The port rules' decision on ``host:port`` alone (no domain, path or pattern rule)."""
+        host = normalize_host(host)
+        seed_ports = self._seed_ports.get(host) if self._seed_default else None
+        return self._port_decision(host, port, seed_ports)
+
+    def admits_site(self, host: str, port: int) -> bool:
+        """Do the domain rules admit ``host`` (as ``includes_host``) and the port rules ``port``
+        on it? The internal-address guard (searchcrawl/addresses.py) asks this: path and pattern
+        rules say nothing about which machines a source may connect to."""
+        return self.includes_host(host) and self.port_decision(host, port).allowed
 
     # -- the checks -----------------------------------------------------------------------------
 
@@ -485,15 +503,58 @@ class Boundary:
                 return f'pattern include_glob "{source}"'
         return None
 
+    def _port_decision(self, host: str, port: int, seed_ports: set[int | None] | None) -> Decision:
+        """The port rules on ``host:port``: the host's own rule, else the ``"*"`` rule, else the
+        seeds' ports (``seed_ports``, default inclusion only), else every port."""
+        port_rule = self._ports.get(host, self._port_default)
+        if port_rule is not None:
+            where = _where(host if host in self._ports else EVERY_HOST)
+            if port_rule.include is not None:
+                if port not in port_rule.include:
+                    return Decision(
+                        False,
+                        f"port {port} is not in the port include list of {where} "
+                        f"(include: {_listing(port_rule.include)})",
+                        Status.EXCLUDED_PORT,
+                    )
+                return Decision(True, f"port include {port} on {where}")
+            assert port_rule.exclude is not None
+            if port in port_rule.exclude:
+                return Decision(False, f"port exclude {port} on {where}", Status.EXCLUDED_PORT)
+            return Decision(True, f"port {port} is not excluded on {where}")
+        if seed_ports is not None:
+            if port not in seed_ports:
+                ports = _listing(sorted(p for p in seed_ports if p is not None))
+                return Decision(
+                    False, f"port {port} is not a seed port of {host} (seed ports: {ports})", Status.EXCLUDED_PORT
+                )
+            return Decision(True, f"seed host {host}:{port}")
+        return Decision(True, f"no port rule for {host}: every port allowed")
+
     def _evaluate(self, url: str, depth: int, passed: Callable[[Decision], None] | None) -> Decision:
         """The decision on ``url``; each check passed before it is given to ``passed``."""
+        # First, before any parsing: a hostile page's megabyte-long link costs one comparison.
+        # It still gets a row (the document table keys URLs by hash, whatever their length).
+        if len(url) > self._max_url_length:
+            return Decision(
+                False,
+                f"URL is {len(url)} characters long (more than SEARCHCRAWL_MAX_URL_LENGTH {self._max_url_length})",
+                Status.URL_TOO_LONG,
+            )
         try:
             parts = urlsplit(url)
+            if "\\" in url and parts.scheme.lower() in DEFAULT_PORTS:
+                # As browsers and Scrapy (w3lib) read it: "\" is "/" before the query, so that
+                # http://evil.com\@www.example.com/ is judged as the evil.com it is fetched from.
+                end = len(url.split("?", 1)[0].split("#", 1)[0])
+                parts = urlsplit(url[:end].replace("\\", "/") + url[end:])
         except ValueError as exc:  # e.g. an unclosed IPv6 bracket
             return Decision(False, f"not a valid URL: {exc}", Status.EXCLUDED_DOMAIN)
         scheme = parts.scheme.lower()
 
         if scheme == "file":
+            if not self._folders:
+                return Decision(False, 'scheme "file" is crawled only by sources with file seeds', Status.EXCLUDED_SCHEME)
             if passed:
                 passed(Decision(True, 'scheme "file"'))
             path = parts.path
@@ -547,35 +608,11 @@ class Boundary:
                 port = parts.port or DEFAULT_PORTS[scheme]
             except ValueError:
                 return Decision(False, f"invalid port in {url}", Status.EXCLUDED_PORT)
-            port_rule = self._ports.get(host, self._port_default)
-            if port_rule is not None:
-                where = _where(host if host in self._ports else EVERY_HOST)
-                if port_rule.include is not None:
-                    if port not in port_rule.include:
-                        return Decision(
-                            False,
-                            f"port {port} is not in the port include list of {where} "
-                            f"(include: {_listing(port_rule.include)})",
-                            Status.EXCLUDED_PORT,
-                        )
-                    if passed:
-                        passed(Decision(True, f"port include {port} on {where}"))
-                else:
-                    assert port_rule.exclude is not None
-                    if port in port_rule.exclude:
-                        return Decision(False, f"port exclude {port} on {where}", Status.EXCLUDED_PORT)
-                    if passed:
-                        passed(Decision(True, f"port {port} is not excluded on {where}"))
-            elif seed_ports is not None:
-                if port not in seed_ports:
-                    ports = _listing(sorted(p for p in seed_ports if p is not None))
-                    return Decision(
-                        False, f"port {port} is not a seed port of {host} (seed ports: {ports})", Status.EXCLUDED_PORT
-                    )
-                if passed:
-                    passed(Decision(True, f"seed host {host}:{port}"))
-            elif passed:
-                passed(Decision(True, f"no port rule for {host}: every port allowed"))
+            port_decision = self._port_decision(host, port, seed_ports)
+            if not port_decision.allowed:
+                return port_decision
+            if passed:
+                passed(port_decision)
 
             # Path: the host's rules and the "*" rules.
             path_check = self._paths.get(host, self._path_default)
@@ -606,7 +643,7 @@ class Boundary:
             return Decision(
                 False,
                 f'scheme "{scheme}" is not crawled (http, https, and file below the seeds\' folders)',
-                Status.EXCLUDED_DOMAIN,
+                Status.EXCLUDED_SCHEME,
             )
 
         # Patterns, on the whole URL.

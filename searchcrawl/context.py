@@ -112,7 +112,7 @@ class CrawlContext:
                 commit_within_ms=settings.getint("SEARCHCRAWL_SOLR_COMMIT_WITHIN"),
                 auth=paths.solr_auth(settings),
             ),
-            boundary=Boundary(source.seed_urls, source.settings),
+            boundary=Boundary(source.seed_urls, source.settings, settings.getint("SEARCHCRAWL_MAX_URL_LENGTH")),
             rewriter=load_rewriter(source.settings.url_rewriter),
             display_urls=DisplayUrls(source.settings.display_urls),
             crawler=crawler,

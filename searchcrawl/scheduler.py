@@ -32,7 +32,7 @@ from twisted.internet import task
 from .context import CrawlContext
 from .db.frontier import Entry, Frontier
 from .middlewares.conditional import KNOWN_ROW
-from .db.runs import FAILED, FINISHED, STOPPED, SUSPENDED, RunConflict, RunInfo, Runs
+from .db.runs import ALREADY_RUNNING, FAILED, FINISHED, STOPPED, SUSPENDED, RunConflict, RunInfo, Runs
 
 logger = logging.getLogger(__name__)
 
@@ -108,8 +108,10 @@ class FrontierScheduler:
             self.run = runs.start(source, fresh=fresh, allow_shared=self.shared, job=getattr(spider, "_job", None),
                                   stale_after=self.lease_seconds)
         except RunConflict as exc:
-            logger.error("%s; not starting a second crawl (a shared crawl joins: SEARCHCRAWL_SHARED_CRAWL)", exc)
-            raise CloseSpider("already_running") from None
+            # `scrapy crawl` refuses before the crawl opens (Runs.conflict); this is the race of
+            # two starting at the same moment, which the source's lock in Runs.start settles
+            logger.error("%s", exc)
+            raise CloseSpider(ALREADY_RUNNING) from None
         self.frontier = Frontier(self.context.table, source, self.run.id, self.owner, self.lease_seconds)
         others = runs.nodes(self.run.id, self.lease_seconds, but=self.owner)
         runs.join(self.run.id, self.owner)

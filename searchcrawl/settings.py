@@ -59,8 +59,19 @@ PLAYWRIGHT_ABORT_REQUEST = "searchcrawl.rendering.abort_heavy_request"  # no ima
 PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER = True  # a crashed or killed browser is replaced
 
 # --- Scope ------------------------------------------------------------------------------------
-SEARCHCRAWL_MAX_REDIRECTS = 10  # a longer chain ends with status 940 (redirect loop)
-SEARCHCRAWL_ROBOTS_RETRY_AFTER = 300  # seconds before a 5xx/unreachable robots.txt is fetched again
+# A longer URL gets a row with status 942 (URL too long) and is never requested. Indexed URLs are
+# also display URLs, which PostgreSQL indexes: keep this under 2,600 (a btree entry holds ~2,700 bytes).
+SEARCHCRAWL_MAX_URL_LENGTH = 2083
+URLLENGTH_LIMIT = 0  # Scrapy's UrlLengthMiddleware would drop longer links silently: no row, no status
+REDIRECT_MAX_TIMES = 10  # Scrapy's bound on a redirect chain; a longer one ends with status 940
+# seconds before a robots.txt that answered 5xx/429 or nothing is fetched again; 0: not again in
+# this crawl (the site's URLs wait for the next crawl instead of sending a burst of fetches)
+SEARCHCRAWL_ROBOTS_RETRY_AFTER = 0
+# Only http and https reach the network; a file source's own file: seeds switch "file" back on
+# (searchcrawl/spiderloader.py). A redirect or link never reaches a local file, FTP, S3 or data URL.
+DOWNLOAD_HANDLERS = {"file": None, "ftp": None, "s3": None, "data": None}
+# Scrapy's caching resolver, applying the internal-address rule to the addresses connected to
+TWISTED_DNS_RESOLVER = "searchcrawl.resolver.GuardedHostnameResolver"
 
 # --- Frontier and runs ---------------------------------------------------------------------------
 SCHEDULER = "searchcrawl.scheduler.FrontierScheduler"  # the durable frontier in the document table
@@ -80,6 +91,8 @@ SEARCHCRAWL_SCRAPYD_PROJECT = "searchcrawl"  # the project name the egg was depl
 SEARCHCRAWL_SCHEDULER_TICK = 30.0  # seconds between the scheduler's checks for due sources
 
 EXTENSIONS = {
+    # first, before any extension could log a setting: secret-ish settings' values are masked
+    "searchcrawl.extensions.secret_settings.SecretSettings": -1000,
     "scrapy.extensions.logstats.LogStats": None,  # replaced by RunMonitor's progress line
     "searchcrawl.extensions.run.RunMonitor": 500,
     "searchcrawl.extensions.politeness.DelaySchedule": 510,  # sources with delay_rules
@@ -97,7 +110,13 @@ SEARCHCRAWL_TEMP_DIR = ""  # temporary files of conversions ("": the system's; p
 AUTOTHROTTLE_ENABLED = False  # per source: autothrottle, autothrottle_target
 DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_MAXSIZE = 50 * 1024 * 1024
+# HTML and text pages are parsed up to this many bytes (the rest is cut, said in the log and the
+# row's reason): lxml's tree costs many times a page's size, and a 45 MB page must not take GBs
+SEARCHCRAWL_MAX_PARSE_BYTES = 4 * 1024 * 1024
 RETRY_TIMES = 2
+# Retry-After on 429 and 503 is honoured up to this many seconds (the site waits, then the URL is
+# retried); a longer wait leaves the URL with its 429/503 status for the next crawl
+SEARCHCRAWL_RETRY_AFTER_MAX = 120
 DEPTH_LIMIT = 0  # depth is a source rule, enforced (and recorded) by ScopeMiddleware
 DEPTH_PRIORITY = 1  # breadth-first: pages near the seeds first
 TELNETCONSOLE_ENABLED = False
@@ -121,11 +140,18 @@ DOWNLOADER_MIDDLEWARES = {
     # Last check before the network: seeds and redirect targets never leave the boundary
     # (except a temporary redirect's target, which the redirect policy lets out once).
     "searchcrawl.middlewares.boundary.BoundaryMiddleware": 50,
+    # Every request, whatever made it (robots.txt fetches and redirect targets too): no internal
+    # address the source's domain and port rules do not admit (searchcrawl/addresses.py).
+    "searchcrawl.middlewares.address_guard.AddressGuardMiddleware": 55,
     "searchcrawl.middlewares.robots.RobotsMiddleware": 60,
     "searchcrawl.middlewares.conditional.ConditionalGetMiddleware": 70,
     "searchcrawl.middlewares.render.RenderMiddleware": 80,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "searchcrawl.middlewares.redirect.RedirectPolicyMiddleware": 600,
+    "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+    "searchcrawl.middlewares.retry.RetryAfterMiddleware": 550,
+    # Requests in flight per site (CONCURRENT_REQUESTS_PER_DOMAIN), held here: see the module
+    "searchcrawl.middlewares.site_concurrency.SiteConcurrencyMiddleware": 900,
     # Shared crawls only: the per-site delay and concurrency hold for the whole fleet.
     "searchcrawl.middlewares.fleet.FleetPolitenessMiddleware": 950,
 }

@@ -1,32 +1,102 @@
-"""`scrapy crawl <source>`: Scrapy's crawl command, with a clear error for a broken source."""
+"""`scrapy crawl <source>`: Scrapy's crawl command, with a clear error for a broken source, a
+clean refusal while the source is being crawled, and an exit code that says how the crawl ended
+(``ExitCode``; Scrapy's own exits 0 whenever the spider could be opened)."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+from enum import IntEnum
 
+from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.crawler import Crawler
 
+from .. import paths
+from ..db import DocumentTable
+from ..db.runs import ALREADY_RUNNING, Runs
 from ..source import SourceError
+
+logger = logging.getLogger(__name__)
+
+
+class ExitCode(IntEnum):
+    FINISHED = 0  # the crawl ended as it should: finished, or suspended or stopped when asked
+    FAILED = 1  # it could not start, or ended for another reason (start error, ...): the run is unfinished
+    BROKEN_SOURCE = 2  # no such source, or its file is broken: nothing crawled
+    ALREADY_RUNNING = 3  # another live process crawls the source: nothing crawled
+    NOT_INDEXED = 4  # crawled, but documents are left cached and pending (Solr was down or refused them)
+
+
+# Close reasons of a crawl that ended as asked: its end, a suspend or stop (scrapy control, Ctrl-C,
+# SIGTERM), or a limit the user set (Scrapy's CloseSpider extension).
+REQUESTED_ENDS = frozenset({
+    "finished", "suspended", "stopped", "shutdown",
+    "closespider_timeout", "closespider_timeout_no_item", "closespider_itemcount", "closespider_pagecount",
+})
+
+
+def exit_code(*, started: bool, finish_reason: str | None, not_indexed: int) -> ExitCode:
+    """What a crawl's process exits with: refused or failed first, since then nothing (or not
+    everything) was crawled; then whether Solr has every document the crawl cached."""
+    if finish_reason == ALREADY_RUNNING:  # two crawls started at the same moment; the other won
+        return ExitCode.ALREADY_RUNNING
+    if not started or finish_reason not in REQUESTED_ENDS:
+        return ExitCode.FAILED
+    if not_indexed:
+        return ExitCode.NOT_INDEXED
+    return ExitCode.FINISHED
 
 
 class Command(ScrapyCrawlCommand):
+    finish_reason: str | None = None
+
     def short_desc(self) -> str:
         return "Crawl one source into the index"
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if len(args) == 1:
-            assert self.crawler_process is not None
-            loader = self.crawler_process.spider_loader
-            try:
-                loader.load(args[0])
-            except SourceError as exc:
-                print(f"searchcrawl: broken source, nothing crawled: {exc}", file=sys.stderr)
-                self.exitcode = 2
-                return
-            except KeyError:
-                known = ", ".join(sorted(loader.list())) or "none"
-                print(f"searchcrawl: no source named {args[0]!r} (sources: {known})", file=sys.stderr)
-                self.exitcode = 2
-                return
-        super().run(args, opts)
+        if len(args) != 1:
+            super().run(args, opts)  # Scrapy's usage errors
+            return
+        assert self.crawler_process is not None
+        loader = self.crawler_process.spider_loader
+        try:
+            loader.load(args[0])
+        except SourceError as exc:
+            print(f"searchcrawl: broken source, nothing crawled: {exc}", file=sys.stderr)
+            self.exitcode = ExitCode.BROKEN_SOURCE
+            return
+        except KeyError:
+            known = ", ".join(sorted(loader.list())) or "none"
+            print(f"searchcrawl: no source named {args[0]!r} (sources: {known})", file=sys.stderr)
+            self.exitcode = ExitCode.BROKEN_SOURCE
+            return
+        crawler = self.crawler_process.create_crawler(args[0])
+        refusal = self.conflict(crawler, args[0])
+        if refusal is not None:
+            logger.error("%s", refusal)
+            self.exitcode = ExitCode.ALREADY_RUNNING
+            return
+        crawler.signals.connect(self.closed, signal=signals.spider_closed)
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        self.crawler_process.start()
+        started = not self.crawler_process.bootstrap_failed
+        self.exitcode = exit_code(
+            started=started, finish_reason=self.finish_reason,
+            not_indexed=crawler.stats.get_value("searchcrawl/not_indexed", 0) if started else 0,
+        )
+
+    @staticmethod
+    def conflict(crawler: Crawler, source: str) -> str | None:
+        """Runs.conflict with the crawler's settings (the source's own ``shared`` included)."""
+        settings = crawler.settings
+        table = DocumentTable(paths.db_url(settings))
+        try:
+            return Runs(table).conflict(source, allow_shared=settings.getbool("SEARCHCRAWL_SHARED_CRAWL"),
+                                        stale_after=settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))
+        finally:
+            table.close()
+
+    def closed(self, reason: str) -> None:
+        self.finish_reason = reason

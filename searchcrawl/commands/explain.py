@@ -16,7 +16,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from .. import paths
-from ..boundary import Boundary, Decision
+from ..boundary import MAX_URL_LENGTH, Boundary, Decision
 from ..filters import FilterSet
 from ..db import DocumentTable
 from ..display import DisplayUrls
@@ -25,6 +25,7 @@ from ..rewriter import load_rewriter
 from ..robots import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response
 from ..source import Source, SourceError
 from ..status import Status, describe
+from ..terminal import printable
 from ..urls import canonical
 
 
@@ -43,7 +44,7 @@ def fetch_robots_txt(site: str, user_agent: str, timeout: float = 15) -> tuple[R
 
 
 def explain(source: Source, url: str, depth: int | None, table: DocumentTable | None, user_agent: str,
-            check_robots: bool = True) -> tuple[list[str], bool]:
+            check_robots: bool = True, max_url_length: int = MAX_URL_LENGTH) -> tuple[list[str], bool]:
     """The report's lines, and whether the URL would be crawled."""
     lines = [f"source:        {source.name} ({source.origin})", f"URL:           {url}"]
     settings = source.settings
@@ -63,7 +64,7 @@ def explain(source: Source, url: str, depth: int | None, table: DocumentTable | 
         lines.append(f"depth:         {depth} ({'as recorded' if row else 'assumed; use --depth'})")
     else:
         lines.append(f"depth:         {depth}")
-    boundary = Boundary(source.seed_urls, settings)
+    boundary = Boundary(source.seed_urls, settings, max_url_length)
     steps = boundary.explain(current, depth)
     for step in steps:
         lines.append(f"  {'ok ' if step.allowed else 'NO '} {step.rule}")
@@ -137,8 +138,9 @@ class Command(ScrapyCommand):
         table = DocumentTable(paths.db_url(self.settings))
         try:
             lines, _crawled = explain(
-                spider.source, args[1], opts.depth, table, self.settings.get("USER_AGENT"), not opts.no_robots
+                spider.source, args[1], opts.depth, table, self.settings.get("USER_AGENT"), not opts.no_robots,
+                self.settings.getint("SEARCHCRAWL_MAX_URL_LENGTH"),
             )
         finally:
             table.close()
-        print("\n".join(lines))
+        print("\n".join(printable(line) for line in lines))  # robots.txt lines and reasons: the sites' words

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select, update
 
 from .models import Document
-from .store import DocumentTable, State, now
+from .store import ROW_KEY, DocumentTable, State, keyed, now
 
 QUEUED, LEASED, DONE = "queued", "leased", "done"
 IN_RUN_LIMIT = 1_000_000  # URLs remembered as in the run (about 100 MB at most), then forgotten
@@ -75,11 +75,11 @@ class Frontier:
         for entry in entries:  # the first occurrence wins, and discovery order is kept (row ids)
             unique.setdefault(entry.url, entry)
         rows = [
-            {
+            keyed({
                 "source": self.source, "url": entry.url, "state": State.QUEUED.value, "depth": entry.depth,
                 "first_seen": when, "run_id": self.run_id, "frontier": QUEUED,
                 "request": json.dumps(entry.data, separators=(",", ":")) if entry.data else None,
-            }
+            })
             for entry in unique.values()
         ]
         with self.engine.begin() as connection:
@@ -94,7 +94,7 @@ class Frontier:
         statement = self.table.insert(Document)
         current = Document.__table__.c
         return statement.on_conflict_do_update(
-            index_elements=["source", "url"],
+            index_elements=ROW_KEY,
             set_={
                 "run_id": statement.excluded.run_id,
                 "frontier": QUEUED,

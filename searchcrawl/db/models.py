@@ -17,7 +17,7 @@ class Document(Base):
 
     __tablename__ = "documents"
     __table_args__ = (
-        UniqueConstraint("source", "url", name="uq_documents_source_url"),
+        UniqueConstraint("source", "url_hash", name="uq_documents_source_url_hash"),
         Index("ix_documents_source_state", "source", "state"),
         Index("ix_documents_source_display_url", "source", "display_url"),
         Index("ix_documents_frontier", "source", "run_id", "frontier", "depth", "id"),
@@ -28,6 +28,9 @@ class Document(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     source: Mapped[str] = mapped_column(String(200))
     url: Mapped[str] = mapped_column(Text)
+    # SHA-256 of the URL (hex): the row's key with the source. A URL can be longer than a btree
+    # index entry holds (about 2,700 bytes on PostgreSQL); its hash never is. See store.url_hash.
+    url_hash: Mapped[str] = mapped_column(String(64))
     display_url: Mapped[str | None] = mapped_column(Text)
     state: Mapped[str] = mapped_column(String(20))
     status: Mapped[int | None] = mapped_column(Integer)

@@ -17,7 +17,7 @@ from typing import Any
 
 from datetime import timedelta
 
-from sqlalchemy import Connection, delete, select, text, update
+from sqlalchemy import Connection, RowMapping, delete, select, text, update
 
 from ..processes import process_alive
 from .models import CrawlNode, Run, SourceState
@@ -27,6 +27,7 @@ RUNNING, SUSPENDED, FINISHED, STOPPED, FAILED = "running", "suspended", "finishe
 RESUMABLE = (RUNNING, SUSPENDED)
 CONTROLS = ("suspend", "stop")
 FINISHING = "finishing"  # runs.control: a node of a shared crawl has claimed the run's end
+ALREADY_RUNNING = "already_running"  # the close reason of a crawl refused by RunConflict
 
 
 class RunConflict(Exception):
@@ -70,6 +71,37 @@ class Runs:
         with self.engine.connect() as connection:
             return [dict(row) for row in connection.execute(query).mappings()]
 
+    def conflict(self, source: str, allow_shared: bool = False, stale_after: float = 600) -> str | None:
+        """Why a crawl of ``source`` would be refused now (``start``'s rule), or None. Read-only:
+        `scrapy crawl` asks before it opens anything, so a refusal is one line, not a crawl that
+        closes at once."""
+        if allow_shared:
+            return None
+        with self.engine.connect() as connection:
+            return self._conflict(connection, source, self._latest(connection, source), stale_after)
+
+    def _conflict(self, connection: Connection, source: str, row: RowMapping | None, stale_after: float) -> str | None:
+        """The refusal of a second process while ``row``, the source's latest run, is worked on
+        by a live one (on this host: its process is alive; elsewhere: a node row had a heartbeat
+        within ``stale_after`` seconds)."""
+        if row is None or row["state"] != RUNNING:
+            return None
+        owner = f"process {row['pid']} on {row['host']}"
+        others = self._live_nodes(connection, row["id"], stale_after)
+        if others and not _alive(row["host"], row["pid"]):
+            owner = f"{len(others)} node(s) ({', '.join(others)})"
+        if not (_alive(row["host"], row["pid"]) or others):
+            return None
+        return (f"source {source} is being crawled by {owner} (run {row['id']}); not starting a second crawl "
+                "(a shared crawl joins: SEARCHCRAWL_SHARED_CRAWL)")
+
+    @staticmethod
+    def _latest(connection: Connection, source: str) -> RowMapping | None:
+        runs = Run.__table__
+        return connection.execute(
+            select(runs).where(runs.c.source == source).order_by(runs.c.id.desc()).limit(1)
+        ).mappings().first()
+
     def live(self, source: str, stale_after: float = 600) -> bool:
         """Is a crawl of ``source`` running now? On this host: its process is alive; on another
         host: its run was updated within ``stale_after`` seconds (progress ticks update it)."""
@@ -92,9 +124,8 @@ class Runs:
               stale_after: float = 600) -> RunInfo:
         """Resume the source's unfinished run, or start a new one (``fresh`` abandons the old).
 
-        Refuses (RunConflict) while another live process crawls the source (on this host: its
-        process is alive; elsewhere: its node row had a heartbeat within ``stale_after``
-        seconds), unless ``allow_shared``: then this process joins the run (a shared crawl).
+        Refuses (RunConflict, see ``conflict``) while another live process crawls the source,
+        unless ``allow_shared``: then this process joins the run (a shared crawl).
         ``job``: the scrapyd job of this session, shown by `scrapy status`.
         """
         when = now()
@@ -102,16 +133,10 @@ class Runs:
         runs = Run.__table__
         with self.engine.begin() as connection:
             self._lock_source(connection, source)
-            row = connection.execute(
-                select(runs).where(runs.c.source == source).order_by(runs.c.id.desc()).limit(1)
-            ).mappings().first()
-            if row is not None and row["state"] == RUNNING and not allow_shared:
-                owner = f"process {row['pid']} on {row['host']}"
-                others = self._live_nodes(connection, row["id"], stale_after)
-                if others and not _alive(row["host"], row["pid"]):
-                    owner = f"{len(others)} node(s) ({', '.join(others)})"
-                if _alive(row["host"], row["pid"]) or others:
-                    raise RunConflict(f"source {source} is being crawled by {owner} (run {row['id']})")
+            row = self._latest(connection, source)
+            refusal = None if allow_shared else self._conflict(connection, source, row, stale_after)
+            if refusal is not None:
+                raise RunConflict(refusal)
             if row is not None and row["state"] == RUNNING and allow_shared:
                 fresh = False  # joining the fleet's run, never abandoning it
             if row is not None and row["state"] in RESUMABLE:

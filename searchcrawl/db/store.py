@@ -3,12 +3,17 @@
 Works on SQLite (the default, in WAL mode so that readers never wait on the crawl) and on
 PostgreSQL. The schema is brought up to date with Alembic whenever a table is opened, so a user's
 data survives upgrades of searchcrawl.
+
+A row is keyed by its source and the SHA-256 of its URL (``url_hash``), not by the URL, which
+may be longer than an index entry holds: every write here adds the key (``keyed``) and every
+look-up by URL goes through ``url_hash``. Callers only ever see and pass whole URLs.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -44,6 +49,19 @@ class State(StrEnum):
 
 IN_INDEX = (State.PENDING.value, State.INDEXED.value)
 RUN_COLUMNS = frozenset({"run_id", "frontier", "lease_owner", "lease_expires", "request", "delta", "delta_run", "linked_run"})
+ROW_KEY = ["source", "url_hash"]  # the unique key of a row: inserts conflict on it
+
+
+def url_hash(url: str) -> str:
+    """The document table's key for ``url``: rows are found and kept unique by it, never by the
+    URL itself. A btree index entry holds about 2,700 bytes (PostgreSQL refuses a longer one,
+    and the crawler meets URLs of any length); a SHA-256 is 64 characters whatever the URL."""
+    return hashlib.sha256(url.encode("utf-8")).hexdigest()
+
+
+def keyed(row: dict[str, Any]) -> dict[str, Any]:
+    """A row to insert, with its key."""
+    return {**row, "url_hash": url_hash(row["url"])}
 
 
 def now() -> datetime:
@@ -104,14 +122,15 @@ def _across_processes(engine: Engine, connection: Connection) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest revision (idempotent)."""
+def migrate(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema to the newest revision (idempotent); tests of a migration ask for an
+    older ``revision`` first."""
     config = Config()
     with (_migrate_lock, package_dir("searchcrawl.db", "migrations") as scripts, engine.begin() as connection,
           _across_processes(engine, connection)):
         config.set_main_option("script_location", str(scripts))
         config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+        command.upgrade(config, revision)
 
 
 class DocumentTable:
@@ -165,18 +184,18 @@ class DocumentTable:
         def build() -> Any:
             statement = self.insert(Document)
             if not columns:
-                return statement.on_conflict_do_nothing(index_elements=["source", "url"])
+                return statement.on_conflict_do_nothing(index_elements=ROW_KEY)
             values: dict[str, Any] = {c: statement.excluded[c] for c in columns}
             if keep_index_state and "state" in values:
                 current = Document.__table__.c.state
                 values["state"] = case(
                     (current.in_([*IN_INDEX, State.REMOVING.value]), current), else_=statement.excluded.state
                 )
-            return statement.on_conflict_do_update(index_elements=["source", "url"], set_=values)
+            return statement.on_conflict_do_update(index_elements=ROW_KEY, set_=values)
 
         statement = self._statement(("upsert", columns, keep_index_state), build)
         with (self.single.connect() if len(rows) == 1 else self.engine.begin()) as connection:
-            connection.execute(statement, list(rows))
+            connection.execute(statement, [keyed(row) for row in rows])
 
     def record_fetch(
         self,
@@ -227,7 +246,7 @@ class DocumentTable:
         when = now()
         with self.engine.begin() as connection:
             state = connection.execute(
-                select(Document.state).where(Document.source == source, Document.url == url)
+                select(Document.state).where(Document.source == source, Document.url_hash == url_hash(url))
             ).scalar_one_or_none()
             leaves_index = state in IN_INDEX or state == State.REMOVING.value
             was_searchable = state in (State.INDEXED.value, State.REMOVING.value)  # pending: never pushed yet
@@ -245,7 +264,8 @@ class DocumentTable:
             if depth is not None:
                 values["depth"] = depth
             if state is None:
-                connection.execute(self.insert(Document).values(source=source, url=url, first_seen=when, **values))
+                row = keyed({"source": source, "url": url, "first_seen": when, **values})
+                connection.execute(self.insert(Document).values(row))
             else:
                 self._update_row(connection, source, url, values)
             if leaves_index and state != State.REMOVING.value and not self.test_mode:
@@ -266,7 +286,7 @@ class DocumentTable:
         only after ``limit`` consecutive failing crawls. Returns whether it leaves."""
         with self.engine.connect() as connection:
             failures = connection.execute(
-                select(Document.failures).where(Document.source == source, Document.url == url)
+                select(Document.failures).where(Document.source == source, Document.url_hash == url_hash(url))
             ).scalar_one_or_none() or 0
         failures += 1
         if failures >= limit:
@@ -333,19 +353,22 @@ class DocumentTable:
         same_content = self._statement("same_content", lambda: (
             select(table.c.id, table.c.url, table.c.canonical_url)
             .where(table.c.source == bindparam("source"), table.c.checksum == bindparam("checksum"),
-                   table.c.url != bindparam("url"), table.c.state.in_(IN_INDEX), table.c.duplicate_of.is_(None))
+                   table.c.url_hash != bindparam("url_hash"), table.c.state.in_(IN_INDEX),
+                   table.c.duplicate_of.is_(None))
             .order_by(table.c.id).limit(1)))
         with self.single.connect() as connection:
-            row = connection.execute(same_content, {"source": source, "checksum": checksum, "url": url}).mappings().first()
+            key = url_hash(url)
+            row = connection.execute(
+                same_content, {"source": source, "checksum": checksum, "url_hash": key}).mappings().first()
             if row is None:
                 return None
-            own_id = connection.execute(self._row_id(), {"source": source, "url": url}).scalar_one_or_none()
+            own_id = connection.execute(self._row_id(), {"source": source, "url_hash": key}).scalar_one_or_none()
             return {**row, "first_seen_id": own_id}
 
     def _row_id(self) -> Any:
         table = Document.__table__
         return self._statement("row_id", lambda: select(table.c.id).where(
-            table.c.source == bindparam("source"), table.c.url == bindparam("url")))
+            table.c.source == bindparam("source"), table.c.url_hash == bindparam("url_hash")))
 
     def queue_known(self, source: str) -> int:
         """A maintenance crawl: every URL the table knows for the source (but those a rule keeps
@@ -372,7 +395,7 @@ class DocumentTable:
         with self.engine.begin() as connection:
             connection.execute(
                 update(Document)
-                .where(Document.source == source, Document.url.in_(list(urls)))
+                .where(Document.source == source, Document.url_hash.in_([url_hash(url) for url in urls]))
                 .values(linked_run=self.run_id)
             )
 
@@ -466,13 +489,14 @@ class DocumentTable:
                     (or_(table.c.checksum.is_(None), table.c.checksum != bindparam("new_checksum")),
                      bindparam("v_last_changed")),
                     else_=table.c.last_changed)
-            return update(table).where(table.c.source == bindparam("w_source"), table.c.url == bindparam("w_url")).values(assignments)
+            return update(table).where(
+                table.c.source == bindparam("w_source"), table.c.url_hash == bindparam("w_url_hash")).values(assignments)
 
         statement = self._statement(("update_row", tuple(values), track_change), build)
         parameters = {f"v_{column}": value for column, value in values.items()}
         if track_change:
             parameters["new_checksum"] = new_checksum
-        connection.execute(statement, {**parameters, "w_source": source, "w_url": url})
+        connection.execute(statement, {**parameters, "w_source": source, "w_url_hash": url_hash(url)})
 
     def mark_indexed(self, source: str, documents: Sequence[tuple[str, str]]) -> list[str]:
         """Mark (url, checksum) pairs indexed; returns the URLs whose row still had that checksum.
@@ -483,13 +507,13 @@ class DocumentTable:
         done: list[str] = []
         with self.engine.begin() as connection:
             for start in range(0, len(documents), 500):  # one statement per batch, not per document
-                chunk = list(documents[start:start + 500])
+                chunk = [(url_hash(url), checksum) for url, checksum in documents[start:start + 500]]
                 done += connection.execute(
                     update(Document)
                     .where(
                         Document.source == source,
                         Document.state == State.PENDING.value,
-                        tuple_(Document.url, Document.checksum).in_(chunk),
+                        tuple_(Document.url_hash, Document.checksum).in_(chunk),
                     )
                     .values(state=State.INDEXED.value, indexed_at=when)
                     .returning(Document.url)
@@ -508,7 +532,8 @@ class DocumentTable:
         with self.engine.begin() as connection:
             connection.execute(
                 update(Document)
-                .where(Document.source == source, Document.url.in_(list(urls)), Document.state == State.REMOVING.value)
+                .where(Document.source == source, Document.url_hash.in_([url_hash(url) for url in urls]),
+                       Document.state == State.REMOVING.value)
                 .values(state=State.REMOVED.value, indexed_at=None)
             )
 
@@ -568,7 +593,7 @@ class DocumentTable:
         with self.engine.connect() as connection:
             table = Document.__table__
             row = connection.execute(
-                select(table).where(table.c.source == source, table.c.url == url)
+                select(table).where(table.c.source == source, table.c.url_hash == url_hash(url))
             ).mappings().first()
             return dict(row) if row is not None else None
 

@@ -132,6 +132,8 @@ class SolrPipeline:
         self.stats.inc_value("searchcrawl/removed", result.removed)
         self.stats.set_value("searchcrawl/pending", result.pending)
         if result.error is not None:
+            # what `scrapy crawl` exits with 4 for: documents this crawl could not get into Solr
+            self.stats.set_value("searchcrawl/not_indexed", result.pending)
             logger.error(
                 "Solr unavailable: %d documents of %s stay cached and pending; the next crawl pushes them first (%s)",
                 result.pending, self.context.source.name, result.error,
