@@ -131,7 +131,7 @@ def test_solr_outage_loses_nothing_and_indexes_nothing_twice(project, serve, tmp
         time.sleep(0.2)
     outage_solr.stop()
     output, _ = crawl.communicate(timeout=600)
-    assert crawl.returncode == 0, output[-3000:]
+    assert crawl.returncode == 4, output[-3000:]  # exit 4: documents left cached and pending (README)
     assert "stay cached and pending" in output
 
     table = DocumentTable(f"sqlite:///{project.data_dir / 'documents.sqlite3'}")

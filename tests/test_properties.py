@@ -29,6 +29,7 @@ from searchcrawl.convert import detect_kind, sniff_kind
 from searchcrawl.convert.core import KINDS, OLE_MAGIC
 from searchcrawl.robots import RobotsTxt, product_token, robots_for_response
 from searchcrawl.source import SourceError, SourceFile, SourceSettings, load_source
+from searchcrawl.status import Status
 from searchcrawl.urls import canonical
 
 settings.register_profile("ci", database=None, derandomize=True, deadline=None, print_blob=False)
@@ -244,12 +245,15 @@ def test_boundary_never_raises_and_is_deterministic(url: str, depth: int) -> Non
 @example(url="http://www.example.com/%7Euser/", depth=0)
 @example(url="http://www.example.com\\@evil.com/", depth=0)
 def test_excluded_stays_excluded_after_canonicalisation(url: str, depth: int) -> None:
-    """Canonicalising a URL never lets it through a boundary that excluded it."""
+    """Canonicalising a URL never lets it through a boundary that excluded it by its scheme,
+    host, port, path, depth or query. Pattern rules are left out: they match the URL's text, which
+    canonicalisation rightly changes (``/calendar/..`` is ``/``, ``HTTP:`` is ``http:``), and the
+    crawler only ever matches them against canonical URLs."""
     once = canonical_or_none(url)
     assume(once is not None)
     for index, boundary in enumerate(BOUNDARIES):
         decision = boundary.check(url, depth)
-        if not decision.allowed:
+        if not decision.allowed and decision.status != Status.EXCLUDED_PATTERN:
             after = boundary.check(once, depth)
             assert not after.allowed, (index, url, decision.rule, once, after.rule)
 

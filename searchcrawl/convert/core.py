@@ -70,8 +70,9 @@ class ConversionError(Exception):
 
 
 # --- sniffing: the kind from the first bytes alone ------------------------------------------
-# sniff_kind() may run on every response, HTML pages included, so it reads a bounded amount of
-# the body, inflates nothing, and returns None rather than raise on hostile input.
+# sniff_kind() may run on every response, HTML pages included, so it looks at the first KiB, a
+# zip's first local headers (never its central directory, never inflating a member) or an OLE
+# file's directory, and returns None rather than raise on hostile input.
 
 #: A PDF header in the first KiB, at the start of a line (readers accept junk before it, such as
 #: a script's warnings; a page that merely mentions "%PDF-1.4" mid-line is not a PDF).
