@@ -42,6 +42,8 @@ def decide_redirect(status: int, target: str, depth: int, chain: Sequence[str], 
     decision = boundary.check(target, depth)
     if decision.allowed:
         return RedirectVerdict(True, f"{status} to {target}")
+    if decision.status == Status.URL_TOO_LONG:  # never requested, whatever the status code
+        return RedirectVerdict(False, f"{status} to a URL that is too long ({decision.rule})", Status.URL_TOO_LONG)
     if status in PERMANENT:
         return RedirectVerdict(
             False, f"{status} to {target}, outside the boundary ({decision.rule})", target_status=decision.status

@@ -42,6 +42,8 @@ def test_policy_decisions() -> None:
         other_port = decide_redirect(status, "http://www.example.com:8080/admin", 1, chain, boundary)
         assert not other_port.follow, status
     assert decide_redirect(302, "http://www.example.com:8080/", 1, chain, boundary).status == Status.EXCLUDED_PORT
+    too_long = "http://other.example.org/" + "a" * 3000
+    assert decide_redirect(302, too_long, 1, chain, boundary).status == Status.URL_TOO_LONG
     ported = Boundary(["http://www.example.com/"], rules(ports={"*": {"include": [80, 443]}}))
     assert not decide_redirect(307, "http://other.example.org:8080/", 1, chain, ported).follow
     assert decide_redirect(307, "https://other.example.org/", 1, chain, ported).follow
