@@ -11,7 +11,7 @@ from scrapy.utils.misc import load_object
 from . import paths
 from .addresses import AddressPolicy
 from .boundary import Boundary
-from .rendering import BrowserRequestGuard
+from .middlewares.address_guard import BrowserRequestGuard
 from .rewriter import load_rewriter
 from .source import Source, SourceError, SourceFile, find_source_files, load_source
 from .spiders.source import SourceSpider

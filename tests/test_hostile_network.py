@@ -7,7 +7,11 @@ and must not happen: the canary never read, the status recorded, the crawl finis
 from __future__ import annotations
 
 import gzip
+import os
+import resource
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -17,7 +21,7 @@ import pytest
 
 from searchcrawl.status import Status
 
-from .conftest import solr_docs
+from .conftest import ROOT, InFlight, solr_docs, unpack
 
 CANARY = "canary-" + uuid.uuid4().hex
 
@@ -148,11 +152,6 @@ def test_a_45_mb_page_is_parsed_up_to_max_parse_bytes_in_bounded_memory(project,
     name = f"huge-{uuid.uuid4().hex[:8]}"
     source = f'seeds = ["{site.url}huge.html"]\n'
     project.source(name, source)
-    import resource
-    import subprocess
-    import sys
-
-    from .conftest import ROOT
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     result = subprocess.run([sys.executable, "-m", "scrapy", "crawl", name], cwd=ROOT, env=project.env(),
                             capture_output=True, text=True, timeout=600)
@@ -241,8 +240,6 @@ def test_an_oversize_body_without_content_length_is_too_large_not_a_transient_fa
 
 
 def test_concurrent_per_site_is_enforced(project, serve, tmp_path, solr) -> None:
-    from .conftest import InFlight
-
     root = tmp_path / "site"
     root.mkdir()
     in_flight = InFlight()
@@ -315,10 +312,6 @@ def test_the_rendering_browser_loads_nothing_internal(project, serve, tmp_path, 
 def test_what_a_response_really_is(project, serve, tmp_path, solr) -> None:
     """A PDF served as text/html is converted (magic bytes); binary garbage served as text is
     refused with 920; one invalid byte in a UTF-8 page does not turn it into mojibake."""
-    import os
-
-    from .conftest import unpack
-
     corpus = unpack("textract-tests.tar.xz", tmp_path / "corpus")
     pdf = next(corpus.rglob("standardized_text.pdf")).read_bytes()
     root = tmp_path / "site"

@@ -21,6 +21,7 @@ import asyncio
 import logging
 import os
 import socket
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from scrapy import Request, signals
@@ -30,6 +31,7 @@ from twisted.internet.error import DNSLookupError
 from ..addresses import SAFE_SCHEMES, AddressPolicy, ip_of, site_of_url
 from ..context import CrawlContext
 from ..exceptions import RequestRefused
+from ..rendering import abort_heavy_request
 from ..resolver import GuardedHostnameResolver
 from ..status import Status
 
@@ -77,25 +79,14 @@ class AddressGuardMiddleware:
             self.resolver.remove_policy(self.policy)
 
     async def process_request(self, request: Request) -> None:
-        scheme, host, port = site_of_url(request.url)
+        scheme, _host, _port = site_of_url(request.url)
         if scheme == "file" and self.folders:
             self._check_file(request.url)
             return
-        if scheme not in SAFE_SCHEMES:
-            raise RequestRefused(Status.EXCLUDED_SCHEME, f'scheme "{scheme}" is never fetched: {request.url}')
-        if self.policy.admits(host, port):
-            return
-        literal = ip_of(host)
-        if literal is not None:
-            addresses = [str(literal)]
-        else:
-            addresses = await self._resolve(host, port)
-            if not addresses:
-                raise RequestRefused(Status.DNS_FAILURE, f"{host} does not resolve: not requested")
-        refusal = self.policy.refusal(host, port, addresses)
-        if refusal is not None:
-            logger.debug("Refused (%s): %s", refusal, request.url)
-            raise RequestRefused(Status.INTERNAL_ADDRESS, refusal)
+        refused = await check_url(self.policy, request.url)
+        if refused is not None:
+            logger.debug("Refused (%s): %s", refused[1], request.url)
+            raise RequestRefused(*refused)
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         """A connection the resolver refused fails as a DNS error: give it the guard's status."""
@@ -110,10 +101,46 @@ class AddressGuardMiddleware:
         if not any(path.startswith(folder) or path + "/" == folder for folder in self.folders):
             raise RequestRefused(Status.EXCLUDED_PATH, f"{url} is (or links to) a file outside the seeds' folders")
 
-    @staticmethod
-    async def _resolve(host: str, port: int | None) -> list[str]:
+
+async def check_url(policy: AddressPolicy, url: str) -> tuple[Status, str] | None:
+    """(status, reason) when ``url`` may not be requested under ``policy``, else None: a scheme
+    other than http(s), a name that does not resolve, or an internal address the policy does
+    not admit. Names are resolved only for a host and port the policy does not admit anyway."""
+    scheme, host, port = site_of_url(url)
+    if scheme not in SAFE_SCHEMES:
+        return Status.EXCLUDED_SCHEME, f'scheme "{scheme}" is never fetched: {url}'
+    if policy.admits(host, port):
+        return None
+    literal = ip_of(host)
+    if literal is not None:
+        addresses = [str(literal)]
+    else:
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except (OSError, UnicodeError):
-            return []
-        return sorted({str(info[4][0]) for info in infos})
+            return Status.DNS_FAILURE, f"{host} does not resolve: not requested"
+        addresses = sorted({str(info[4][0]) for info in infos})
+    refusal = policy.refusal(host, port, addresses)
+    return None if refusal is None else (Status.INTERNAL_ADDRESS, refusal)
+
+
+class BrowserRequestGuard:
+    """PLAYWRIGHT_ABORT_REQUEST of a rendering source: what the browser loads for a page (its
+    scripts' fetch and XHR, frames, stylesheets, and the page's own redirects) passes the same
+    rule as every request of the crawl (``check_url``), through scrapy-playwright's request
+    routing; data, blob and about URLs never leave the browser; heavy resources (images, fonts,
+    media) are not loaded at all.
+
+    The browser resolves names itself, so this check is made on the name's addresses just before
+    the browser connects, not on the connection (a DNS answer that changes in between is the
+    remaining window for rendered pages; the crawler's own requests have none)."""
+
+    def __init__(self, policy: AddressPolicy) -> None:
+        self.policy = policy
+
+    async def __call__(self, request: Any) -> bool:
+        if abort_heavy_request(request):
+            return True
+        if site_of_url(request.url)[0] in ("data", "blob", "about"):
+            return False
+        return await check_url(self.policy, request.url) is not None
