@@ -34,13 +34,15 @@ class Status(IntEnum):
     CONVERSION_FAILED = 921
     TOO_LARGE = 922
     EMPTY = 923
+    SOLR_REFUSED = 924
+    PROCESSING_ERROR = 925
 
     TIMEOUT = 930
     DNS_FAILURE = 931
     CONNECTION_REFUSED = 932
     CONNECTION_FAILED = 933
     DROPPED = 934
-
+    ROBOTS_UNAVAILABLE = 935
 
     REDIRECT_LOOP = 940
     INTERNAL_ADDRESS = 941
@@ -67,11 +69,16 @@ CRAWLER_CODES: dict[Status, str] = {
     Status.CONVERSION_FAILED: "the document could not be converted to text",
     Status.TOO_LARGE: "larger than the source's maximum download size",
     Status.EMPTY: "no text to index",
+    Status.SOLR_REFUSED: "Solr refused the document (the reason quotes Solr); the source's other documents are indexed",
+    Status.PROCESSING_ERROR: "processing the response raised an error (the reason names it); nothing indexed, "
+    "tried again in the next crawl",
     Status.TIMEOUT: "the server did not answer in time",
     Status.DNS_FAILURE: "the host name does not resolve",
     Status.CONNECTION_REFUSED: "the server refused the connection",
     Status.CONNECTION_FAILED: "the connection failed (reset, TLS error, aborted)",
     Status.DROPPED: "the response was dropped by one of Scrapy's safety middlewares (the reason says which)",
+    Status.ROBOTS_UNAVAILABLE: "the site's robots.txt could not be fetched (5xx, 429, no answer): a transient "
+    "failure, counted toward max_failures; nothing is removed for it alone",
     Status.REDIRECT_LOOP: "redirect loop, or chain longer than allowed",
     Status.INTERNAL_ADDRESS: "refused: the host is (or resolves to) a loopback, private or link-local address "
     "that the source's domain and port rules do not admit",

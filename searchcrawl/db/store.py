@@ -520,6 +520,16 @@ class DocumentTable:
                 ).scalars().all()
         return done
 
+    def mark_refused(self, source: str, refused: Sequence[tuple[str, str, str]]) -> None:
+        """Solr refused these documents, as (url, checksum, Solr's reason): each leaves the
+        pending state with status 924 (SOLR_REFUSED) and the reason; the others are unaffected.
+        A row re-cached with other content meanwhile (another checksum) stays pending."""
+        for url, checksum, reason in refused:
+            row = self.get(source, url)
+            if row is None or row["state"] != State.PENDING.value or row["checksum"] != checksum:
+                continue
+            self.record_outcome(source, url, status=924, reason=f"refused by Solr: {reason}", kind="refused")
+
     def mark_done(self, source: str, url: str) -> None:
         """The URL is finished in the current run (its outcome was recorded elsewhere, or needs none)."""
         finished = self._finished()
