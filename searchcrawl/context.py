@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from datetime import timedelta
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,8 @@ from .status import Status
 from .cache import DocumentCache
 from .convert import Converter
 from .db import DocumentTable
+from .db.store import now
+from .ledger import Event, Outcome
 from .db.frontier import Frontier
 from .db.runs import Runs
 from .display import DisplayUrls
@@ -168,16 +171,70 @@ class CrawlContext:
         if reasons and not self.forced:
             logger.info("Forced recrawl of %s: %s", source, "; ".join(reasons))
             self.forced = True
-        known = self.table.queue_known(source)
+        days = self.source.settings.recheck_gone_days
+        known, excluded = self.table.plan_maintenance(
+            source, self.rule_excluding, now() - timedelta(days=days) if days > 0 else None)
         if self.test_mode:
             self.mode = "test"
         elif self.forced:
             self.mode = "forced"
         else:
-            self.mode = "maintenance" if known else "initial"
+            self.mode = "maintenance" if known or excluded else "initial"
         runs.set_mode(run_id, self.mode)
+        if excluded:
+            logger.info("%d known URLs of %s are outside the source's rules now; they leave the index", excluded, source)
         if known:
             logger.info("%s crawl of %s: %d known URLs queued with the seeds", self.mode.title(), source, known)
+
+    def rule_excluding(self, url: str, depth: int) -> tuple[int, str] | None:
+        """(status, rule) when the source's rules keep ``url`` out now (the URL rewriter, the
+        boundary, the scope filter), else None; robots.txt and the address guard decide when it
+        is requested. What a maintenance crawl applies to every known URL."""
+        try:
+            rewritten = self.rewriter(url)
+        except Exception as exc:  # a user's rewriter: one bad URL must not stop the crawl
+            return int(Status.EXCLUDED_REWRITER), f"the URL rewriter raised {type(exc).__name__}"
+        if rewritten is None:
+            return int(Status.EXCLUDED_REWRITER), "dropped by the URL rewriter"
+        if rewritten != url:
+            return int(Status.EXCLUDED_REWRITER), f"the URL rewriter makes it {rewritten}"
+        try:
+            decision = self.boundary.check(url, depth)
+        except ValueError as exc:
+            return int(Status.EXCLUDED_PORT), f"not a valid URL: {exc}"
+        if not decision.allowed and decision.status is not None:
+            return int(decision.status), decision.rule
+        assert self.scope_filter is not None
+        filtered = self.scope_filter.check_url(url)
+        if not filtered.passed:
+            return int(Status.EXCLUDED_FILTER), filtered.rule
+        return None
+
+    def exclude_link(self, url: str, status: Status, depth: int, reason: str) -> None:
+        """A link a rule keeps out before it becomes a request (an invalid URL, the rewriter)."""
+        if url not in self.recorded:
+            self.recorded.add(url)
+            self.excluded.append((url, int(status), depth, reason))
+        self.crawler.stats.inc_value(f"searchcrawl/excluded/{status.name.lower()}")
+        self.flush_exclusions()
+
+    def settle_run(self) -> None:
+        """The end of a complete run, before removals go to Solr (blocking): a temporary
+        redirect's target outside the boundary leaves once no URL of the source redirects to it;
+        with ``orphans = "delete"``, documents no page linked to in this run leave too."""
+        complete = self.frontier is None or self.frontier.counts()["queued"] == 0
+        if not complete or self.run_id is None or self.test_mode:
+            return
+        source = self.source.name
+        gone = self.table.drop_stale_targets(source, self.rule_excluding)
+        if gone:
+            logger.info("%d redirect targets of %s outside its boundary leave the index: nothing redirects to them now",
+                        gone, source)
+        if self.source.settings.orphans == "delete":
+            seeds = set(self.source.seed_urls)
+            for url in self.table.orphans(source):
+                if url not in seeds:
+                    self.table.record(source, url, Outcome(Event.GONE, int(Status.ORPHAN), "no longer linked"))
 
     def fingerprint(self) -> dict[str, Any]:
         settings = self.source.settings

@@ -26,4 +26,7 @@ class CrawledDocument:
     fields: dict[str, Any] = field(default_factory=dict)
     previous: dict[str, Any] | None = None  # what the index holds for this URL (maintenance crawls)
     canonical_url: str | None = None  # the page's rel=canonical target
-    delta: str = "new"  # new or changed, decided by ChangePipeline
+    # What the fetch learned (content type and length, validators, how it was fetched, the
+    # temporary redirect that led here from outside the boundary): written with its outcome.
+    record: dict[str, Any] = field(default_factory=dict)
+    note: str | None = None  # the reason kept with its row when indexed (e.g. "truncated: ...")

@@ -30,6 +30,9 @@ from scrapy.exceptions import CloseSpider
 from twisted.internet import task
 
 from .context import CrawlContext
+from .ledger import Event, Outcome
+from .signals import url_outcome
+from .status import Status
 from .db.frontier import Entry, Frontier
 from .middlewares.conditional import KNOWN_ROW
 from .db.runs import ALREADY_RUNNING, FAILED, FINISHED, STOPPED, SUSPENDED, RunConflict, RunInfo, Runs
@@ -42,7 +45,8 @@ PERSISTED_META = (
     "searchcrawl_render",
 )
 RUN_STATE_FOR_REASON = {"finished": FINISHED, "stopped": STOPPED, "failed": FAILED}  # anything else: suspended
-DELTA_KINDS = ("new", "changed", "unchanged", "not_modified", "deleted", "failed", "excluded", "duplicate")
+DELTA_KINDS = ("new", "changed", "unchanged", "not_modified", "deleted", "held", "refused", "failed", "excluded",
+               "duplicate")
 IDLE_RECHECK = 0.5  # seconds between frontier look-ups while it is empty
 HELD_LIMIT_BATCHES = 4  # with SEARCHCRAWL_MAX_SITES: at most this many batches wait for a free site
 
@@ -153,6 +157,8 @@ class FrontierScheduler:
             return
         if self.renewal is not None and self.renewal.running:
             self.renewal.stop()
+        if reason == "finished":
+            self._finish_lost()
         self.frontier.requeue_leased(owner=self.owner)  # what was leased but not fetched
         self.buffer.clear()
         self.held.clear()
@@ -174,6 +180,19 @@ class FrontierScheduler:
         logger.info("Delta of run %d (%s%s): %s; `scrapy report %s` lists the URLs", self.run.id, self.context.mode,
                     ", test mode: nothing sent to Solr" if self.context.test_mode else "", summary,
                     self.context.source.name)
+
+    def _finish_lost(self) -> None:
+        """The crawl finished (nothing queued, nothing in flight), yet URLs this process leased
+        have no outcome: something on their way raised without a trace Scrapy reports (a
+        middleware, a signal handler). Each gets status 925, counted like a transient failure;
+        without it the run would end "suspended" and every later crawl would resume it."""
+        assert self.frontier is not None
+        for url, depth in self.frontier.leased_by(self.owner):
+            if any(entry.url == url for entry in self.buffer):
+                continue  # leased, never requested: back to the queue
+            logger.warning("No outcome was recorded for %s; it gets status 925 and is fetched again next crawl", url)
+            outcome = Outcome(Event.FAILED, int(Status.PROCESSING_ERROR), "processing ended without an outcome", depth)
+            self.crawler.signals.send_catch_log(url_outcome, url=url, outcome=outcome)
 
     def enqueue_request(self, request: Request) -> bool:
         assert self.frontier is not None

@@ -117,6 +117,9 @@ class SourceSettings(ScopeRules):
     max_failures: int = Field(default=3, ge=1)
     max_delete_share: float = Field(default=0.3, ge=0, le=1)
     orphans: Literal["keep", "delete"] = "keep"
+    # URLs without a document (404, 410, moved, redirected ...) are requested again by a
+    # maintenance crawl once this many days passed since they were last fetched (0: every crawl)
+    recheck_gone_days: float = Field(default=0.0, ge=0)
     # schedule (`scrapy scheduler`): one of the two, or neither (crawled by hand only)
     refresh_interval: str | None = None
     schedule: str | None = None

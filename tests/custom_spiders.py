@@ -11,3 +11,12 @@ class TopicsOnlySpider(SourceSpider):
             if hasattr(output, "url") and not hasattr(output, "callback") and "topic" not in output.url:
                 continue
             yield output
+
+
+class RaisingSpider(SourceSpider):
+    """Raises on one page as a bad XPath on a huge page would (lxml's XPathEvalError)."""
+
+    def parse_document(self, response, depth, headers):
+        if response.url.endswith("/boom.html"):
+            response.xpath("//p[")  # raises
+        yield from super().parse_document(response, depth, headers)

@@ -4,15 +4,15 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from searchcrawl.db import DocumentTable, State
+from searchcrawl.db import DocumentTable
 from searchcrawl.db.models import Base
+from searchcrawl.ledger import Event, Outcome
 
 
 def exercise(table: DocumentTable) -> None:
-    table.record_fetch("s", "http://h/a", state=State.FETCHED, status=200, depth=0,
-                       last_modified="Wed, 21 Oct 2015 07:28:00 GMT", etag='"x"', content_length=10)
+    table.record("s", "http://h/a", Outcome(Event.CACHED, 200, depth=0, columns={
+        "last_modified": "Wed, 21 Oct 2015 07:28:00 GMT", "etag": '"x"', "content_length": 10, "checksum": "sum1"}))
     table.record_excluded("s", [("http://h/a", 901, 1, "ignored: row exists"), ("http://other/", 901, 1, "off-site")])
-    table.mark_pending("s", "http://h/a", "sum1")
     assert table.pending("s") == [("http://h/a", "sum1")]
     assert table.mark_indexed("s", [("http://h/a", "stale")]) == []
     assert table.mark_indexed("s", [("http://h/a", "sum1")]) == ["http://h/a"]

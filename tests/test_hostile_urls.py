@@ -14,7 +14,8 @@ from sqlalchemy import create_engine, text
 
 from searchcrawl import settings as project_settings
 from searchcrawl.boundary import MAX_URL_LENGTH, Boundary, Decision, ScopeRules
-from searchcrawl.db import DocumentTable, State
+from searchcrawl.db import DocumentTable
+from searchcrawl.ledger import Event, Outcome
 from searchcrawl.db.frontier import Entry, Frontier
 from searchcrawl.db.runs import Runs
 from searchcrawl.db.store import create_db_engine, migrate, url_hash
@@ -108,14 +109,13 @@ def test_a_long_url_through_a_documents_whole_life(table) -> None:
     frontier.add([Entry(url, 1)])  # the same URL again: the same row
     assert table.count_by("life", "state") == {"queued": 1}
     assert [entry.url for entry in frontier.lease(5)] == [url]
-    table.record_fetch("life", url, state=State.FETCHED, status=200, depth=1, done=False)
-    table.mark_pending("life", url, "sum1", display_url=None)
+    table.record("life", url, Outcome(Event.CACHED, 200, depth=1, columns={"checksum": "sum1"}))
     assert table.pending("life") == [(url, "sum1")]
     assert table.mark_indexed("life", [(url, "sum1")]) == [url]
     assert table.find_duplicate("life", "sum1", url) is None
     table.mark_linked("life", [url])
-    table.record_failure("life", url, status=500, reason="HTTP 500", depth=1, limit=3)
-    table.record_outcome("life", url, status=404, reason="gone")
+    table.record("life", url, Outcome(Event.FAILED, 500, "HTTP 500", 1))
+    table.record("life", url, Outcome(Event.GONE, 404, "gone"))
     assert table.removals("life") == [url]
     table.mark_removed("life", [url])
     row = table.get("life", url)

@@ -30,10 +30,13 @@ def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spool
         counters = json.loads(run["counters"] or "{}")
         shown = ", ".join(f"{key} {value}" for key, value in counters.items())
         started = run["started_at"].strftime("%Y-%m-%d %H:%M:%S")
-        lines.append(f"run {run['id']}: {run['state']}, started {started}, {run['sessions']} session(s)"
+        state = run["state"]
+        if runs.dead(run, lease_seconds):
+            state = f"dead (marked running, but process {run['pid']} on {run['host']} is gone; the next crawl resumes it)"
+        lines.append(f"run {run['id']}: {state}, started {started}, {run['sessions']} session(s)"
                      + (f", scrapyd job {run['job']}" if run["job"] else "")
                      + (f", {run['reason']}" if run["reason"] else "") + (f"; {shown}" if shown else ""))
-        if run["state"] == "running":
+        if run["state"] == "running" and not state.startswith("dead"):
             nodes = runs.nodes(run["id"], within=lease_seconds)  # heartbeats: every third of it
             if nodes:
                 lines.append(f"  nodes working on it: {', '.join(nodes)}")

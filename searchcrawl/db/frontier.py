@@ -154,6 +154,17 @@ class Frontier:
             )
         return result.rowcount or 0
 
+    def leased_by(self, owner: str) -> list[tuple[str, int]]:
+        """(url, depth) of the URLs ``owner`` holds leased in this run."""
+        table = Document.__table__
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(table.c.url, table.c.depth).where(
+                    table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == LEASED,
+                    table.c.lease_owner == owner)
+            )
+            return [(url, depth or 0) for url, depth in rows]
+
     def renew(self) -> int:
         """Extend this owner's leases: work in flight (or waiting in its buffer) is not expired
         and handed to another node while this one is alive. Returns how many were renewed."""

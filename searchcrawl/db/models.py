@@ -62,6 +62,10 @@ class Document(Base):
     linked_run: Mapped[int | None] = mapped_column(Integer)
     fetched_with: Mapped[str | None] = mapped_column(String(10))  # static or browser (rendered)
     cached_by: Mapped[str | None] = mapped_column(String(40))  # the document cache holding it (DocumentCache.id)
+    # Temporary redirects: where this URL redirects to (target), and, on a target outside the
+    # boundary, the URL of the source that redirects to it (via): it is indexed while that stands.
+    target: Mapped[str | None] = mapped_column(Text)
+    via: Mapped[str | None] = mapped_column(Text)
 
 
 class Run(Base):

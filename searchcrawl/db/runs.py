@@ -112,6 +112,19 @@ class Runs:
             return _alive(run["host"], run["pid"])
         return _recent(run["updated_at"], stale_after)
 
+    def dead(self, run: dict[str, Any], stale_after: float = 600) -> bool:
+        """Is ``run`` marked running although nothing works on it any more (its process was
+        killed, its machine lost)? On this host: its process is gone; elsewhere: no update and no
+        node heartbeat within ``stale_after`` seconds. The next crawl resumes it."""
+        if run["state"] != RUNNING:
+            return False
+        with self.engine.connect() as connection:
+            if self._live_nodes(connection, run["id"], stale_after):
+                return False
+        if run["host"] == socket.gethostname():
+            return not _alive(run["host"], run["pid"])
+        return not _recent(run["updated_at"], stale_after)
+
     def _lock_source(self, connection: Connection, source: str) -> None:
         """Serialise run starts of one source across processes (three nodes starting at once
         must join one run, not start three)."""

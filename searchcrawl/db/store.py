@@ -14,11 +14,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from alembic import command
@@ -27,24 +27,13 @@ from sqlalchemy import (Connection, Engine, bindparam, case, create_engine, even
                         update)
 from sqlalchemy.dialects import postgresql, sqlite
 
+from ..ledger import FETCHED_EVENTS, Event, Outcome, Row, State, TransitionRefused, decide, sources_of
 from ..resources import package_dir
 from .models import Document, RunDelta
 
 _migrate_lock = threading.Lock()
-UNCHANGED, DUPLICATE = 912, 911  # crawler status codes (searchcrawl.status), kept here as plain numbers
-
-
-class State(StrEnum):
-    """Where a URL is in its life: the document table's ``state`` column."""
-
-    QUEUED = "queued"  # met, waiting to be fetched for the first time
-    EXCLUDED = "excluded"  # a rule keeps it out; never fetched (status says which rule)
-    FETCHED = "fetched"  # fetched, nothing to index (error status, unsupported type, ...)
-    FAILED = "failed"  # fetching failed (timeout, DNS, refused); status says how
-    PENDING = "pending"  # converted and cached, waiting to be pushed to Solr
-    INDEXED = "indexed"  # in Solr
-    REMOVING = "removing"  # in Solr, but must leave it (moved, excluded by changed rules, ...)
-    REMOVED = "removed"  # was in Solr and has been removed; status says why
+logger = logging.getLogger(__name__)
+DUPLICATE = 911  # crawler status code (searchcrawl.status), kept here as a plain number
 
 
 IN_INDEX = (State.PENDING.value, State.INDEXED.value)
@@ -62,6 +51,13 @@ def url_hash(url: str) -> str:
 def keyed(row: dict[str, Any]) -> dict[str, Any]:
     """A row to insert, with its key."""
     return {**row, "url_hash": url_hash(row["url"])}
+
+
+def _bulk(event: Event) -> tuple[str, str]:
+    """(from, to) of an event the ledger allows from exactly one state: applied in bulk."""
+    (before,) = sources_of(event)
+    assert before is not None
+    return before.value, decide(Row(before), Outcome(event)).state.value
 
 
 def now() -> datetime:
@@ -174,102 +170,59 @@ class DocumentTable:
 
     # --- writes ---------------------------------------------------------------------------
 
-    def _upsert(self, rows: Sequence[dict[str, Any]], update_columns: Iterable[str], keep_index_state: bool = False) -> None:
-        """Insert rows, or update ``update_columns`` of existing ones. With ``keep_index_state``, a
-        row whose document is in the index (or must leave it) keeps its state."""
+    def _insert_new(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert rows for URLs the table does not know; known URLs keep their row."""
         if not rows:
             return
-        columns = tuple(c for c in update_columns if not self.test_mode or c in RUN_COLUMNS)
-
-        def build() -> Any:
-            statement = self.insert(Document)
-            if not columns:
-                return statement.on_conflict_do_nothing(index_elements=ROW_KEY)
-            values: dict[str, Any] = {c: statement.excluded[c] for c in columns}
-            if keep_index_state and "state" in values:
-                current = Document.__table__.c.state
-                values["state"] = case(
-                    (current.in_([*IN_INDEX, State.REMOVING.value]), current), else_=statement.excluded.state
-                )
-            return statement.on_conflict_do_update(index_elements=ROW_KEY, set_=values)
-
-        statement = self._statement(("upsert", columns, keep_index_state), build)
+        statement = self._statement("insert_new", lambda: self.insert(Document).on_conflict_do_nothing(index_elements=ROW_KEY))
         with (self.single.connect() if len(rows) == 1 else self.engine.begin()) as connection:
             connection.execute(statement, [keyed(row) for row in rows])
 
-    def record_fetch(
-        self,
-        source: str,
-        url: str,
-        *,
-        state: State,
-        status: int,
-        depth: int | None = None,
-        reason: str | None = None,
-        content_type: str | None = None,
-        content_length: int | None = None,
-        last_modified: str | None = None,
-        etag: str | None = None,
-        done: bool = True,
-        delta: str | None = None,
-        fetched_with: str | None = None,
-    ) -> None:
-        """Record the outcome of fetching ``url`` (or trying to). A document in the index stays
-        there (a failed fetch is not a deletion; whether it is one is the maintenance crawl's
-        decision): use ``record_outcome`` for what must leave the index."""
-        when = now()
-        row = {
-            "source": source,
-            "url": url,
-            "state": state.value,
-            "status": status,
-            "reason": reason,
-            "depth": depth,
-            "content_type": content_type,
-            "content_length": content_length,
-            "last_modified": last_modified,
-            "etag": etag,
-            "first_seen": when,
-            "last_fetched": when,
-            "fetched_with": fetched_with,
-        }
-        if done:
-            row.update(self._finished())
-        row.update(self._delta(delta))
-        self._upsert([row], [c for c in row if c not in ("source", "url", "first_seen")], keep_index_state=True)
-
-    def record_outcome(self, source: str, url: str, *, status: int, reason: str, depth: int | None = None,
-                       fetched: bool = True, kind: str = "excluded", extra: dict[str, Any] | None = None) -> None:
-        """Record a URL that will not be (or no longer is) indexed: gone, moved, refused, kept out
-        by a rule. If it is in the index, it is marked for removal (delta ``deleted``), and its
-        duplicates, if any, are queued again to take its place; otherwise its delta is ``kind``."""
+    def record(self, source: str, url: str, outcome: Outcome, max_failures: int = 3) -> State | None:
+        """Record what happened to ``url``: the ledger (searchcrawl/ledger.py) decides the row's
+        next state, status and delta; this writes it, finishes the URL in the current run's
+        frontier, and, when a document leaves the index, queues its duplicates again to take its
+        place. The one writer of a URL's state. Returns the new state (None: refused, logged)."""
         when = now()
         with self.engine.begin() as connection:
-            state = connection.execute(
-                select(Document.state).where(Document.source == source, Document.url_hash == url_hash(url))
-            ).scalar_one_or_none()
-            leaves_index = state in IN_INDEX or state == State.REMOVING.value
-            was_searchable = state in (State.INDEXED.value, State.REMOVING.value)  # pending: never pushed yet
-            if leaves_index:
-                new_state = State.REMOVING
-            elif fetched:
-                new_state = State.FETCHED
-            else:
-                new_state = State.EXCLUDED
-            values: dict[str, Any] = {"state": new_state.value, "status": status, "reason": reason, "failures": 0,
-                                      **(extra or {}), **self._finished(),
-                                      **self._delta("deleted" if was_searchable else kind)}
-            if fetched:
+            current = connection.execute(self._row_state(), {"source": source, "url_hash": url_hash(url)}).first()
+            row = None if current is None else Row(State(current.state), current.status, current.failures or 0,
+                                                   current.indexed_at is not None)
+            try:
+                change = decide(row, outcome, max_failures)
+            except TransitionRefused as exc:
+                logger.warning("Not recorded for %s: %s", url, exc)
+                return None
+            values: dict[str, Any] = {"state": change.state.value, "status": change.status, "reason": change.reason,
+                                      "failures": change.failures, **outcome.columns, **self._finished(),
+                                      **self._delta(change.delta)}
+            if outcome.depth is not None:
+                values["depth"] = outcome.depth
+            if outcome.event in FETCHED_EVENTS:
                 values["last_fetched"] = when
-            if depth is not None:
-                values["depth"] = depth
-            if state is None:
-                row = keyed({"source": source, "url": url, "first_seen": when, **values})
-                connection.execute(self.insert(Document).values(row))
+            if outcome.event == Event.CACHED:
+                values.update(last_changed=when, duplicate_of=None)
+            if current is None:
+                connection.execute(self.insert(Document).values(keyed({"source": source, "url": url, "first_seen": when,
+                                                                        **self._restrict_new(values)})))
             else:
-                self._update_row(connection, source, url, values)
-            if leaves_index and state != State.REMOVING.value and not self.test_mode:
+                self._update_row(connection, source, url, values,
+                                 new_checksum=outcome.columns.get("checksum") if outcome.event == Event.CACHED else None)
+            if change.leaves_index and not self.test_mode:
                 self._promote_duplicates(connection, source, url)
+        return change.state
+
+    def _restrict_new(self, values: dict[str, Any]) -> dict[str, Any]:
+        """A new row in test mode: only what the report needs (a test crawl indexes nothing)."""
+        if not self.test_mode or values.get("state") not in (State.PENDING.value, State.REMOVING.value):
+            return values
+        return {**values, "state": State.FETCHED.value}
+
+    def _row_state(self) -> Any:
+        table = Document.__table__
+        return self._statement("row_state", lambda: select(
+            table.c.state, table.c.status, table.c.failures, table.c.indexed_at
+        ).where(table.c.source == bindparam("source"), table.c.url_hash == bindparam("url_hash")))
 
     def _promote_duplicates(self, connection: Any, source: str, url: str) -> None:
         """The indexed copy of some content leaves: its duplicates are fetched again, and the
@@ -281,39 +234,10 @@ class DocumentTable:
             update(Document).where(Document.source == source, Document.duplicate_of == url).values(**values)
         )
 
-    def record_failure(self, source: str, url: str, *, status: int, reason: str, depth: int | None, limit: int) -> bool:
-        """A transient failure (5xx, timeout, refused): counted; a document in the index leaves it
-        only after ``limit`` consecutive failing crawls. Returns whether it leaves."""
-        with self.engine.connect() as connection:
-            failures = connection.execute(
-                select(Document.failures).where(Document.source == source, Document.url_hash == url_hash(url))
-            ).scalar_one_or_none() or 0
-        failures += 1
-        if failures >= limit:
-            self.record_outcome(source, url, status=status, depth=depth, kind="failed",
-                                reason=f"{reason} ({failures} consecutive failing crawls)")
-            return True
-        when = now()
-        row = {"source": source, "url": url, "state": State.FAILED.value, "status": status, "depth": depth,
-               "reason": f"{reason} (failing crawl {failures} of {limit})", "failures": failures,
-               "first_seen": when, "last_fetched": when, **self._finished(), **self._delta("failed")}
-        self._upsert([row], [c for c in row if c not in ("source", "url", "first_seen")], keep_index_state=True)
-        return False
-
-    def record_unchanged(self, source: str, url: str, *, not_modified: bool, depth: int | None = None) -> None:
-        """The document in the index is current (304 Not Modified, or the same content)."""
-        values: dict[str, Any] = {
-            "status": int(UNCHANGED), "failures": 0, "last_fetched": now(), "depth": depth,
-            "reason": "304 Not Modified" if not_modified else "same content as indexed",
-            **self._finished(), **self._delta("not_modified" if not_modified else "unchanged"),
-        }
-        with self.single.connect() as connection:
-            self._update_row(connection, source, url, values)
-
     def mark_duplicate(self, source: str, url: str, of: str, depth: int | None = None) -> None:
         """``url`` has the same content as ``of``, which is (or will be) the indexed one."""
-        self.record_outcome(source, url, status=int(DUPLICATE), reason=f"duplicate of {of}", depth=depth,
-                            kind="duplicate", extra={"duplicate_of": of})
+        self.record(source, url, Outcome(Event.GONE, DUPLICATE, f"duplicate of {of}", depth, kind="duplicate",
+                                         columns={"duplicate_of": of}))
 
     def settle_duplicates(self, source: str, url: str, checksum: str,
                           original_of: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]) -> str | None:
@@ -370,23 +294,79 @@ class DocumentTable:
         return self._statement("row_id", lambda: select(table.c.id).where(
             table.c.source == bindparam("source"), table.c.url_hash == bindparam("url_hash")))
 
-    def queue_known(self, source: str) -> int:
-        """A maintenance crawl: every URL the table knows for the source (but those a rule keeps
-        out or that left the index) joins the current run's queue."""
+    def plan_maintenance(self, source: str, excluding: Callable[[str, int], tuple[int, str] | None],
+                         recheck_before: datetime | None = None) -> tuple[int, int]:
+        """The start of a maintenance crawl, in one pass over the source's rows. ``excluding(url,
+        depth)`` is the source's rules now: (status, rule) for a URL they exclude, else None.
+
+        - A URL the rules now exclude is recorded excluded (it leaves the index if it was in),
+          except a temporary redirect's target outside the boundary (``via``): it is fetched
+          through its redirect, and stays while the redirect stands (``drop_stale_targets``).
+        - A URL a rule excluded but the rules admit now is queued (robots.txt and the address
+          guard decide again when it is requested).
+        - A URL that left the index, or never entered it (404, moved, ...), is queued again when
+          it was last fetched before ``recheck_before`` (None: in every maintenance crawl).
+        - Every other known URL is queued, linked or not: a page whose linking page answers 304
+          is still checked.
+
+        Returns (queued, newly excluded)."""
         assert self.run_id is not None
         table = Document.__table__
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(table.c.id, table.c.url, table.c.depth, table.c.state, table.c.status, table.c.via,
+                       table.c.last_fetched).where(table.c.source == source)
+            ).all()
+        queue: list[int] = []
+        excluded = 0
+        since = as_utc(recheck_before)
+        for row in rows:
+            verdict = excluding(row.url, row.depth or 0)
+            if verdict is not None:
+                if row.via is None and not (row.state == State.EXCLUDED.value and row.status == verdict[0]):
+                    self.record(source, row.url, Outcome(Event.EXCLUDED, verdict[0], verdict[1]))
+                    excluded += 1
+                continue
+            if row.state in (State.REMOVED.value, State.FETCHED.value) and since is not None:
+                fetched = as_utc(row.last_fetched)
+                if fetched is not None and fetched >= since:
+                    continue
+            queue.append(row.id)
         with self.engine.begin() as connection:
-            result = connection.execute(
-                update(table)
-                .where(
-                    table.c.source == source,
-                    table.c.state.notin_([State.EXCLUDED.value, State.REMOVED.value]),
-                    or_(table.c.run_id.is_(None), table.c.run_id != self.run_id),
+            for start in range(0, len(queue), 500):
+                connection.execute(
+                    update(table).where(table.c.id.in_(queue[start:start + 500]))
+                    # request data of an earlier run (a redirect chain, a render) does not carry over
+                    .values(run_id=self.run_id, frontier="queued", lease_owner=None, lease_expires=None, request=None)
                 )
-                # request data of an earlier run (a redirect chain, a render) does not carry over
-                .values(run_id=self.run_id, frontier="queued", lease_owner=None, lease_expires=None, request=None)
-            )
-            return result.rowcount or 0
+        return len(queue), excluded
+
+    def drop_stale_targets(self, source: str, excluding: Callable[[str, int], tuple[int, str] | None]) -> int:
+        """The end of a complete run: a temporary redirect's target outside the boundary leaves
+        the index once the URL that redirected to it was fetched in this run and redirects there
+        no more (it answers 200, 404, another target ...). While that URL fails transiently, or
+        was not fetched, the target stays. Returns how many leave."""
+        table = Document.__table__
+        with self.engine.connect() as connection:
+            targets = connection.execute(
+                select(table.c.url, table.c.via, table.c.depth).where(
+                    table.c.source == source, table.c.via.is_not(None), table.c.state.in_(IN_INDEX))
+            ).all()
+        gone = 0
+        for url, via, depth in targets:
+            verdict = excluding(url, depth or 0)
+            origin = self.get(source, via)
+            if verdict is None or origin is None:
+                continue
+            fetched_now = origin["run_id"] == self.run_id and origin["frontier"] == "done"
+            transient = origin["state"] == State.FAILED.value or (origin["status"] or 0) >= 500 or origin["status"] == 429
+            stands = origin["target"] == url and origin["status"] in (302, 303, 307)
+            if not fetched_now or transient or stands:
+                continue
+            reason = f"{verdict[1]}; {via} no longer redirects to it (it answered {origin['status']})"
+            self.record(source, url, Outcome(Event.EXCLUDED, verdict[0], reason, columns={"via": None}))
+            gone += 1
+        return gone
 
     def mark_linked(self, source: str, urls: Sequence[str]) -> None:
         """These URLs were linked from a page (or are seeds) in the current run: not orphans."""
@@ -447,29 +427,16 @@ class DocumentTable:
             )
 
     def record_excluded(self, source: str, rows: Sequence[tuple[str, int, int, str]]) -> None:
-        """Record URLs a rule kept out, as (url, status, depth, reason); known URLs keep their row.
-
-        The frontier is not touched: the same URL may still be queued by another route (a
-        temporary redirect may lead out of the boundary)."""
+        """URLs a rule kept out when a page linked to them, as (url, status, depth, reason). Only
+        URLs the table does not know get a row (delta ``excluded``): a link to a known URL changes
+        nothing, since the rules are applied to every known URL at the start of a maintenance
+        crawl (``plan_maintenance``), and the same URL may be a temporary redirect's target."""
         when = now()
-        self._upsert(
-            [
-                {"source": source, "url": url, "state": State.EXCLUDED.value, "status": status,
-                 "depth": depth, "reason": reason, "first_seen": when, **self._delta("excluded")}
-                for url, status, depth, reason in rows
-            ],
-            list(self._delta("excluded")),
-        )
-
-    def mark_pending(self, source: str, url: str, checksum: str, display_url: str | None = None,
-                     delta: str = "new", canonical_url: str | None = None, cached_by: str | None = None) -> None:
-        """The document is in the cache ``cached_by`` and waits for Solr (delta ``new`` or ``changed``)."""
-        with self.single.connect() as connection:
-            self._update_row(connection, source, url, {
-                "state": State.PENDING.value, "checksum": checksum, "display_url": display_url, "failures": 0,
-                "duplicate_of": None, "canonical_url": canonical_url, "cached_by": cached_by, "last_changed": now(),
-                **self._finished(), **self._delta(delta),
-            }, new_checksum=checksum)
+        self._insert_new([
+            {"source": source, "url": url, "state": State.EXCLUDED.value, "status": status,
+             "depth": depth, "reason": reason, "first_seen": when, **self._delta("excluded")}
+            for url, status, depth, reason in rows
+        ])
 
     def _update_row(self, connection: Connection, source: str, url: str, values: dict[str, Any],
                     new_checksum: str | None = None) -> None:
@@ -499,12 +466,12 @@ class DocumentTable:
         connection.execute(statement, {**parameters, "w_source": source, "w_url_hash": url_hash(url)})
 
     def mark_indexed(self, source: str, documents: Sequence[tuple[str, str]]) -> list[str]:
-        """Mark (url, checksum) pairs indexed; returns the URLs whose row still had that checksum.
-
-        A document re-cached with new content while the old one was being pushed stays pending.
-        """
+        """Solr acknowledged these (url, checksum) pairs: the ledger's INDEXED event, in bulk.
+        Returns the URLs whose row still had that checksum: a document re-cached with new
+        content while the old one was being pushed stays pending."""
         when = now()
         done: list[str] = []
+        before, after = _bulk(Event.INDEXED)
         with self.engine.begin() as connection:
             for start in range(0, len(documents), 500):  # one statement per batch, not per document
                 chunk = [(url_hash(url), checksum) for url, checksum in documents[start:start + 500]]
@@ -512,23 +479,23 @@ class DocumentTable:
                     update(Document)
                     .where(
                         Document.source == source,
-                        Document.state == State.PENDING.value,
+                        Document.state == before,
                         tuple_(Document.url_hash, Document.checksum).in_(chunk),
                     )
-                    .values(state=State.INDEXED.value, indexed_at=when)
+                    .values(state=after, indexed_at=when)
                     .returning(Document.url)
                 ).scalars().all()
         return done
 
     def mark_refused(self, source: str, refused: Sequence[tuple[str, str, str]]) -> None:
-        """Solr refused these documents, as (url, checksum, Solr's reason): each leaves the
-        pending state with status 924 (SOLR_REFUSED) and the reason; the others are unaffected.
-        A row re-cached with other content meanwhile (another checksum) stays pending."""
+        """Solr refused these documents, as (url, checksum, Solr's reason): each gets status 924
+        (SOLR_REFUSED) with the reason and leaves the index (an older version Solr may hold goes
+        too); the others are unaffected. A row re-cached meanwhile (another checksum) stays pending."""
         for url, checksum, reason in refused:
             row = self.get(source, url)
             if row is None or row["state"] != State.PENDING.value or row["checksum"] != checksum:
                 continue
-            self.record_outcome(source, url, status=924, reason=f"refused by Solr: {reason}", kind="refused")
+            self.record(source, url, Outcome(Event.REFUSED, 924, f"refused by Solr: {reason}"))
 
     def mark_done(self, source: str, url: str) -> None:
         """The URL is finished in the current run (its outcome was recorded elsewhere, or needs none)."""
@@ -538,33 +505,30 @@ class DocumentTable:
                 self._update_row(connection, source, url, finished)
 
     def mark_removed(self, source: str, urls: Sequence[str]) -> None:
-        """These URLs have left Solr."""
+        """Solr acknowledged the deletion of these URLs: the ledger's REMOVED event, in bulk."""
+        before, after = _bulk(Event.REMOVED)
         with self.engine.begin() as connection:
             connection.execute(
                 update(Document)
                 .where(Document.source == source, Document.url_hash.in_([url_hash(url) for url in urls]),
-                       Document.state == State.REMOVING.value)
-                .values(state=State.REMOVED.value, indexed_at=None)
+                       Document.state == before)
+                .values(state=after, indexed_at=None)
             )
 
-    def exclude_known(self, source: str, decide: Callable[[str, int], tuple[int, str] | None]) -> int:
-        """Apply changed rules to every URL the table knows for the source: ``decide(url, depth)``
-        returns (status, reason) for a URL the rules now exclude. Indexed ones are marked for
-        removal. Returns how many rows changed."""
-        changed = 0
-        with self.engine.connect() as connection:
-            rows = connection.execute(
-                select(Document.url, Document.depth, Document.state, Document.status).where(
-                    Document.source == source, Document.state != State.REMOVED.value
-                )
-            ).all()
-        for url, depth, state, status in rows:
-            verdict = decide(url, depth or 0)
-            if verdict is None or (state == State.EXCLUDED.value and status == verdict[0]):
-                continue
-            self.record_outcome(source, url, status=verdict[0], reason=verdict[1], fetched=False)
-            changed += 1
-        return changed
+    def hold_removals(self, source: str) -> int:
+        """The mass-deletion guard refused this run's deletions: the ledger's HELD event, in bulk.
+        They stay ``removing``; the delta report says ``held``, not ``deleted``."""
+        if self.run_id is None:
+            return 0
+        before, _after = _bulk(Event.HELD)
+        with self.engine.begin() as connection:
+            result = connection.execute(
+                update(Document)
+                .where(Document.source == source, Document.state == before, Document.delta_run == self.run_id,
+                       Document.delta == "deleted")
+                .values(delta="held")
+            )
+        return result.rowcount or 0
 
     # --- reads ----------------------------------------------------------------------------
 

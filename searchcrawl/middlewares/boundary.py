@@ -32,6 +32,5 @@ class BoundaryMiddleware:
         decision = self.context.admit(request.url, request.meta.get("depth", 0))
         if not decision.allowed:
             self.context.flush_exclusions()
-            self.context.table.mark_done(self.context.source.name, request.url)
             assert decision.status is not None
-            raise RequestRefused(decision.status, f"outside the boundary ({decision.rule})", recorded=True)
+            raise RequestRefused(decision.status, f"outside the boundary ({decision.rule})")

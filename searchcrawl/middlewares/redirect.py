@@ -28,8 +28,9 @@ from scrapy.http import Response
 from w3lib.url import safe_url_string
 
 from ..context import CrawlContext
-from ..db import State
 from ..exceptions import RequestRefused
+from ..ledger import Event, Outcome
+from ..signals import url_outcome
 from ..redirects import PERMANENT, REDIRECTS, decide_redirect
 from ..status import Status
 from ..urls import canonical
@@ -46,6 +47,7 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
     def from_crawler(cls, crawler: Crawler) -> RedirectPolicyMiddleware:
         middleware = super().from_crawler(crawler)
         middleware.context = CrawlContext.of(crawler)
+        middleware.crawler = crawler
         return middleware
 
     async def process_response(self, request: Request, response: Response) -> Request | Response:  # type: ignore[override]
@@ -67,22 +69,21 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
         depth = request.meta.get("depth", 0)
         chain = redirected.meta["redirect_urls"]
         verdict = decide_redirect(response.status, target, depth, chain, self.context.boundary)
-        source, table = self.context.source.name, self.context.table
         if not verdict.follow:
             logger.info("Redirect not followed: %s: %s", request.url, verdict.reason)
             if verdict.target_status is not None:  # a permanent redirect out of the boundary
                 self.context.admit(target, depth)  # the target's row, with the rule that excludes it
                 await asyncio.to_thread(self.context.flush_exclusions)
                 # the old URL keeps its redirect status: it moved, and leaves the index
-                table.record_outcome(source, request.url, status=response.status, reason=verdict.reason, depth=depth)
-                raise RequestRefused(verdict.target_status, verdict.reason, recorded=True)
+                raise RequestRefused(response.status, verdict.reason, event=Event.GONE)
             assert verdict.status is not None
             raise RequestRefused(verdict.status, verdict.reason)
         if response.status in PERMANENT:
-            table.record_outcome(source, request.url, status=response.status, reason=f"moved to {target}", depth=depth)
-        else:
-            table.record_fetch(source, request.url, state=State.FETCHED, status=response.status, depth=depth,
-                               reason=f"redirected to {target}")
+            outcome = Outcome(Event.GONE, response.status, f"moved to {target}", depth, "excluded")
+        else:  # no document of its own while it redirects; its target is indexed
+            outcome = Outcome(Event.REDIRECTED, response.status, f"redirected to {target}", depth,
+                              columns={"target": target})
+        self.crawler.signals.send_catch_log(url_outcome, url=request.url, outcome=outcome)
         logger.debug("Redirect followed: %s: %s", request.url, verdict.reason)
         redirected.meta[LEAVES_BOUNDARY] = target if verdict.leaves_boundary else None
         return redirected.replace(url=target) if target != redirected.url else redirected

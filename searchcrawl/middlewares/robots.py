@@ -1,8 +1,9 @@
 """Downloader middleware: robots.txt, fetched once per site and applied to every request.
 
 The decision is ``searchcrawl.robots`` (RFC 9309); this module only fetches. A robots.txt that
-answers 4xx means no restrictions; 5xx or no answer disallows the whole site for now, and is
-fetched once per crawl (again after ``SEARCHCRAWL_ROBOTS_RETRY_AFTER`` seconds if that is set);
+answers 4xx means no restrictions; 5xx, 429 or no answer disallows the whole site for now (its
+URLs fail transiently: status 935, counted toward ``max_failures``, nothing removed for it
+alone), and is fetched once per crawl (again after ``SEARCHCRAWL_ROBOTS_RETRY_AFTER`` seconds if that is set);
 redirects are followed (up to 5, http and https only, each one a request that passes the
 internal-address guard like any other); only the first 500 KiB are downloaded and parsed. Sources whose owner runs the
 site can set ``obey_robots = false``.
@@ -23,6 +24,7 @@ from w3lib.url import safe_url_string
 
 from ..context import CrawlContext
 from ..exceptions import RequestRefused
+from ..ledger import Event
 from ..robots import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response
 from ..status import Status
 from ..urls import canonical
@@ -50,6 +52,7 @@ class RobotsMiddleware:
         self.agent = settings.robots_agent
         self.retry_after = crawler.settings.getfloat("SEARCHCRAWL_ROBOTS_RETRY_AFTER")
         self.sites: dict[str, tuple[RobotsTxt, float | None]] = {}
+        self.unavailable: dict[str, str] = {}  # site -> why its robots.txt could not be fetched
         self.fetching: dict[str, asyncio.Future[tuple[RobotsTxt, float | None]]] = {}
         crawler.signals.connect(self.bytes_received, signal=signals.bytes_received)
 
@@ -64,6 +67,12 @@ class RobotsMiddleware:
         if site is None:
             return
         robots = await self.robots_txt(site)
+        unavailable = self.unavailable.get(site)
+        if unavailable is not None:
+            self.crawler.stats.inc_value("searchcrawl/robots_unavailable")
+            # not a rule: a failure that may pass. The URL counts a failing crawl, and nothing
+            # leaves the index for it alone (README, "robots.txt and robots meta")
+            raise RequestRefused(Status.ROBOTS_UNAVAILABLE, f"robots.txt of {site} {unavailable}", event=Event.FAILED)
         decision = robots.decide(self.agent, request.url)
         if decision.allowed:
             return
@@ -83,6 +92,13 @@ class RobotsMiddleware:
         self.sites[site] = (robots, expires)
         return robots
 
+    def _unavailable(self, site: str, why: str) -> tuple[RobotsTxt, float | None]:
+        """No robots.txt could be had: the site is disallowed for now (RFC 9309), and its URLs
+        fail transiently (status 935) instead of being excluded."""
+        logger.info("robots.txt of %s %s: the site's URLs fail for now (a transient failure)", site, why)
+        self.unavailable[site] = why
+        return robots_for_response(None, None), self._expiry()
+
     async def _fetch(self, site: str) -> tuple[RobotsTxt, float | None]:
         url = f"{site}/robots.txt"
         for _hop in range(MAX_ROBOTS_REDIRECTS + 1):
@@ -95,24 +111,19 @@ class RobotsMiddleware:
                 # through every downloader middleware, the internal-address guard included
                 response = await self.crawler.engine.download_async(request)
             except Exception as exc:  # unreachable: DNS, refused, timeout, an internal address, ...
-                logger.info("robots.txt of %s unreachable (%s): the site is disallowed for now", site, exc)
-                return robots_for_response(None, None), self._expiry()
+                return self._unavailable(site, f"is unreachable ({type(exc).__name__}: {exc})")
             location = response.headers.get(b"Location")
             if 300 <= response.status < 400 and location:
                 url = canonical(urljoin(url, safe_url_string(location.decode("latin-1"))))
                 if urlsplit(url).scheme not in ("http", "https"):
-                    logger.info("robots.txt of %s redirects to a non-http(s) URL: the site is disallowed for now", site)
-                    return robots_for_response(None, None), self._expiry()
+                    return self._unavailable(site, "redirects to a non-http(s) URL")
                 continue
-            robots = robots_for_response(response.status, response.body)
-            transient = response.status >= 500 or response.status == 429  # "come back later"
-            if transient:
-                logger.info("robots.txt of %s answered %d: the site is disallowed for now", site, response.status)
-            else:
-                logger.debug("robots.txt of %s: HTTP %d, %d bytes", site, response.status, len(response.body))
-            return robots, self._expiry() if transient else None
-        logger.info("robots.txt of %s: more than %d redirects; the site is disallowed for now", site, MAX_ROBOTS_REDIRECTS)
-        return robots_for_response(None, None), self._expiry()
+            if response.status >= 500 or response.status == 429:  # "come back later"
+                return self._unavailable(site, f"answered {response.status}")
+            self.unavailable.pop(site, None)
+            logger.debug("robots.txt of %s: HTTP %d, %d bytes", site, response.status, len(response.body))
+            return robots_for_response(response.status, response.body), None
+        return self._unavailable(site, f"redirects more than {MAX_ROBOTS_REDIRECTS} times")
 
     def _expiry(self) -> float | None:
         """When a failed robots.txt is fetched again: never in this crawl (None) by default."""

@@ -14,12 +14,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DropItem
 
 from ..context import CrawlContext
 from ..convert import ConversionError
 from ..extract import html_attributes, main_text, mapped_attributes, meta_tags, mimetype_of, solr_document, split_keywords, text_attributes
+from ..exceptions import NotIndexed
 from ..items import CrawledDocument
+from ..ledger import Event, Outcome
 from ..language import detect_language
 from ..status import Status
 
@@ -63,8 +64,9 @@ class AttributesPipeline:
         if settings.detect_language and not attributes.get("language"):
             attributes["language"] = detect_language(content)
         if settings.checksum_of == "raw" and item.body is not None:
-            basis = item.body
-        item.checksum_basis = basis or content
+            item.checksum_basis = item.body
+        else:  # what is indexed about it: two pages are duplicates only if title and text are the same
+            item.checksum_basis = f"{attributes.get('title') or ''}\n{basis or content}"
         item.body = None
         item.fields = solr_document(item.source, item.url, attributes, item.headers)
         item.fields["display_url"] = self.context.display_urls.display_url(item.url)
@@ -99,5 +101,5 @@ class AttributesPipeline:
         return found, attributes
 
     def drop(self, item: CrawledDocument, status: Status, reason: str) -> None:
-        self.context.table.record_outcome(item.source, item.url, status=status, reason=reason, depth=item.depth)
-        raise DropItem(f"Not indexed ({reason}): {item.url}")
+        raise NotIndexed(Outcome(Event.GONE, int(status), reason, item.depth, columns=item.record),
+                         f"Not indexed ({reason}): {item.url}")

@@ -13,29 +13,32 @@ from __future__ import annotations
 import logging
 
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DropItem
 
 from ..context import CrawlContext
+from ..exceptions import NotIndexed
 from ..items import CrawledDocument
+from ..ledger import Event, Outcome
 from ..maintenance import has_changed, original_of
+from ..signals import url_outcome
+from ..status import Status
 
 logger = logging.getLogger(__name__)
 
 
-class Skipped(DropItem):
-    """An item that needs no indexing (unchanged, duplicate): logged at DEBUG, not as a warning."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, log_level="DEBUG")
+def duplicate_of(original: str, depth: int | None = None) -> Outcome:
+    """The outcome of a URL whose content is indexed at ``original``."""
+    return Outcome(Event.GONE, int(Status.DUPLICATE), f"duplicate of {original}", depth, "duplicate",
+                   {"duplicate_of": original})
 
 
 class ChangePipeline:
-    def __init__(self, context: CrawlContext) -> None:
-        self.context = context
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.context = CrawlContext.of(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ChangePipeline:
-        return cls(CrawlContext.of(crawler))
+        return cls(crawler)
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
         table = self.context.table
@@ -45,17 +48,15 @@ class ChangePipeline:
             changed, why = has_changed(previous, item.headers.get("last-modified"), item.headers.get("etag"), checksum,
                                        self.context.source.settings.modified_when)
             if not changed:
-                table.record_unchanged(item.source, item.url, not_modified=False, depth=item.depth)
-                raise Skipped(f"Unchanged ({why}): {item.url}")
+                raise NotIndexed(Outcome(Event.UNCHANGED, int(Status.UNCHANGED), "same content as indexed", item.depth,
+                                         "unchanged"), f"Unchanged ({why}): {item.url}")
             logger.debug("Changed (%s): %s", why, item.url)
-        item.delta = "changed" if previous is not None else "new"
         duplicate = table.find_duplicate(item.source, checksum, item.url)
         if duplicate is not None:
             this = {"url": item.url, "canonical_url": item.canonical_url, "id": duplicate["first_seen_id"]}
             if original_of(this, duplicate) is this:  # this URL takes the place in the index
-                table.mark_duplicate(item.source, duplicate["url"], of=item.url)
+                self.crawler.signals.send_catch_log(url_outcome, url=duplicate["url"], outcome=duplicate_of(item.url))
                 logger.debug("Canonical copy replaces %s: %s", duplicate["url"], item.url)
             else:
-                table.mark_duplicate(item.source, item.url, of=duplicate["url"], depth=item.depth)
-                raise Skipped(f"Duplicate of {duplicate['url']}: {item.url}")
+                raise NotIndexed(duplicate_of(duplicate["url"], item.depth), f"Duplicate of {duplicate['url']}: {item.url}")
         return item

@@ -3,7 +3,6 @@ gives every URL it meets a status in the document table."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import mimetypes
 from urllib.parse import urlsplit
@@ -21,9 +20,9 @@ from twisted.python.failure import Failure
 from ..charsets import choose_encoding, looks_binary
 from ..context import CrawlContext
 from ..convert import detect_kind, sniff_kind
-from ..db import State
 from ..extract import http_date, meta_tags, mimetype_of
 from ..items import CrawledDocument
+from ..middlewares.redirect import LEAVES_BOUNDARY
 from ..middlewares.render import RENDER
 from ..middlewares.scope import SAME_DEPTH
 from ..rendering import empty_shell, render_mode
@@ -31,6 +30,8 @@ from ..middlewares.conditional import PREVIOUS
 from ..robots_meta import robots_directives
 from ..source import Source
 from ..exceptions import RequestRefused
+from ..ledger import Event, Outcome
+from ..signals import url_outcome
 from ..status import Status, status_for_exception, status_for_ignored
 from ..urls import canonical
 
@@ -38,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 DOCUMENT_EXTENSIONS = {"pdf", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "odt", "ods", "odp", "rtf", "txt"}
 GONE = (404, 410)  # the document no longer exists: it leaves the index
+TRANSIENT = (408, 429)  # come back later: counted toward max_failures (as 5xx are)
 INDEXED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 RECORDED_HEADERS = ("content-type", "content-language", "last-modified", "etag", "content-length")
 
@@ -62,18 +64,14 @@ class SourceSpider(Spider):
         return spider
 
     async def start(self) -> AsyncIterator[Request]:
-        changed = await asyncio.to_thread(self.table.exclude_known, self.source.name, self._now_excluded)
-        if changed:
-            logger.info("%d known URLs of %s are outside the source's rules now; they leave the index", changed, self.source.name)
         for url in self.source.seed_urls:
             yield self.request(canonical(url), depth=0)
 
-    def _now_excluded(self, url: str, depth: int) -> tuple[int, str] | None:
-        """For URLs the table knows: (status, rule) if the source's current rules exclude them."""
-        decision = self.context.boundary.check(url, depth)
-        if decision.allowed or decision.status is None:
-            return None
-        return int(decision.status), decision.rule
+    def report(self, url: str, event: Event, status: int, reason: str | None = None, depth: int | None = None,
+               kind: str | None = None, **columns: Any) -> None:
+        """What happened to ``url``: sent to the ledger writer (extensions/ledger.py)."""
+        outcome = Outcome(event, int(status), reason, depth, kind, columns)
+        self.crawler.signals.send_catch_log(url_outcome, url=url, outcome=outcome)
 
     def request(self, url: str, depth: int) -> Request:
         meta: dict[str, Any] = {"depth": depth}
@@ -96,27 +94,24 @@ class SourceSpider(Spider):
         mimetype = mimetype_of(content_type)
         if content_type:
             headers["content-type"] = content_type
-        record = {
-            "depth": depth,
+        record: dict[str, Any] = {
             "content_type": content_type,
             "content_length": len(response.body),
             "last_modified": headers.get("last-modified"),
             "etag": headers.get("etag"),
         }
-        name = self.source.name
-        if response.status in GONE:
-            self.table.record_outcome(name, response.url, status=response.status, reason="gone", depth=depth, kind="failed")
-            return
         if response.status == 304 and response.meta.get(PREVIOUS):
-            self.table.record_unchanged(name, response.url, not_modified=True, depth=depth)
+            self.report(response.url, Event.UNCHANGED, Status.UNCHANGED, "304 Not Modified", depth, "not_modified")
             logger.debug("Unchanged (304): %s", response.url)
             return
-        if response.status >= 500 or response.status == 429:
-            self.table.record_failure(name, response.url, status=response.status, reason=f"HTTP {response.status}",
-                                      depth=depth, limit=self.source.settings.max_failures)
+        if response.status >= 500 or response.status in TRANSIENT:
+            self.report(response.url, Event.FAILED, response.status, f"HTTP {response.status}", depth)
             return
         if response.status != 200:
-            self.table.record_fetch(name, response.url, state=State.FETCHED, status=response.status, **record)
+            # 404 and 410, and any other answer without a document (401, 403, 204, a redirect
+            # not followed ...): the URL has no document now, and leaves the index if it was in
+            reason = "gone" if response.status in GONE else f"HTTP {response.status}: no document"
+            self.report(response.url, Event.GONE, response.status, reason, depth, "failed", **record)
             logger.debug("Not indexed (HTTP %d): %s", response.status, response.url)
             return
         rendered = bool(response.meta.get("playwright"))
@@ -135,28 +130,29 @@ class SourceSpider(Spider):
             truncated = f"truncated: the first {self.max_parse_bytes} of {len(response.body)} bytes were parsed"
             logger.info("Page %s is %d bytes: %s", response.url, len(response.body), truncated)
             response = response.replace(body=response.body[: self.max_parse_bytes])
-        # Not done yet: the page is finished once its links are queued and its document cached.
-        self.table.record_fetch(name, response.url, state=State.FETCHED, status=200, done=False, reason=truncated,
-                                fetched_with="browser" if rendered else "static", **record)
+        # The page is finished once its links are queued and its document cached (or its outcome
+        # reported); what was fetched goes with the document (CrawledDocument.record).
+        leads_out = response.meta.get(LEAVES_BOUNDARY) == response.url and response.meta.get("redirect_urls")
+        record.update(fetched_with="browser" if rendered else "static",
+                      via=response.meta["redirect_urls"][-1] if leads_out else None)
         modified = http_date(headers.get("last-modified"))
         scope = self.context.scope_filter.check_document(response.url, mimetype, len(response.body), modified)
         if not scope.passed:
-            self.table.record_outcome(name, response.url, status=Status.EXCLUDED_FILTER, reason=scope.rule, depth=depth)
+            self.report(response.url, Event.GONE, Status.EXCLUDED_FILTER, scope.rule, depth, **record)
             logger.debug("Excluded (%s): %s", scope.rule, response.url)
             return
         result = self.context.result_filter.check_document(response.url, mimetype, len(response.body), modified)
         if not result.passed:  # crawled (its links followed) but kept out of the index
-            self.table.record_outcome(name, response.url, status=Status.EXCLUDED_FILTER, reason=result.rule, depth=depth)
+            self.report(response.url, Event.GONE, Status.EXCLUDED_FILTER, result.rule, depth, **record)
             logger.debug("Not indexed (%s): %s", result.rule, response.url)
         if mimetype in INDEXED_TYPES and isinstance(response, TextResponse):
             if sniff_kind(response.body):
                 # a PDF or office file served as text: its magic bytes say what it is
-                yield CrawledDocument(name, response.url, depth, headers, body=response.body,
-                                      previous=response.meta.get(PREVIOUS))
+                yield self.document(response, depth, headers, record, body=response.body)
                 return
             if looks_binary(response.body):
                 reason = f"binary content served as {mimetype}"
-                self.table.record_outcome(name, response.url, status=Status.UNSUPPORTED_TYPE, reason=reason, depth=depth)
+                self.report(response.url, Event.GONE, Status.UNSUPPORTED_TYPE, reason, depth, **record)
                 logger.debug("Not indexed (%s): %s", reason, response.url)
                 return
             raw_type = response.headers.get("Content-Type")
@@ -166,19 +162,21 @@ class SourceSpider(Spider):
                 logger.debug("Decoding %s as %s (declared: %s)", response.url, encoding, response.encoding)
                 response = response.replace(encoding=encoding)
             for output in self.parse_document(response, depth, headers):
-                if result.passed or not isinstance(output, CrawledDocument):  # result-filtered: links only
-                    yield output
+                if isinstance(output, CrawledDocument):
+                    if not result.passed:  # result-filtered: links only
+                        continue
+                    output.record, output.note = {**record, **output.record}, truncated
+                yield output
             return
         if not result.passed:
             return
         file_name = urlsplit(response.url).path.rsplit("/", 1)[-1]
         if detect_kind(response.body, mimetype, file_name) is not None:
             # PDF, office and other files: converted by AttributesPipeline; no links are followed out of them
-            yield CrawledDocument(name, response.url, depth, headers, body=response.body,
-                                  previous=response.meta.get(PREVIOUS))
+            yield self.document(response, depth, headers, record, body=response.body)
             return
         reason = f"content type {mimetype or 'unknown'} is not indexed"
-        self.table.record_outcome(name, response.url, status=Status.UNSUPPORTED_TYPE, reason=reason, depth=depth)
+        self.report(response.url, Event.GONE, Status.UNSUPPORTED_TYPE, reason, depth, **record)
         logger.debug("Not indexed (%s): %s", reason, response.url)
 
     def parse_document(self, response: TextResponse, depth: int, headers: dict[str, str]) -> Iterator[Any]:
@@ -189,9 +187,7 @@ class SourceSpider(Spider):
             return
         directives = self.robots_directives(response)
         if "noindex" in directives:
-            self.table.record_outcome(
-                self.source.name, response.url, status=Status.NOINDEX, reason="robots noindex", depth=depth
-            )
+            self.report(response.url, Event.GONE, Status.NOINDEX, "robots noindex", depth)
         else:
             canonical_href = response.css('link[rel~="canonical"]::attr(href)').get()
             yield CrawledDocument(
@@ -217,14 +213,11 @@ class SourceSpider(Spider):
         try:
             url = canonical(url)
         except ValueError as exc:  # e.g. a port out of range: the page's other links go on
-            self.table.record_excluded(self.source.name, [(url[:2000], int(Status.EXCLUDED_PORT), depth,
-                                                           f"not a valid URL: {exc}")])
+            self.context.exclude_link(url[:2000], Status.EXCLUDED_PORT, depth, f"not a valid URL: {exc}")
             return None
         rewritten = self.context.rewriter(url)
         if rewritten is None:
-            self.table.record_excluded(
-                self.source.name, [(url, int(Status.EXCLUDED_REWRITER), depth, "dropped by the URL rewriter")]
-            )
+            self.context.exclude_link(url, Status.EXCLUDED_REWRITER, depth, "dropped by the URL rewriter")
             return None
         if rewritten != url:
             url = canonical(rewritten)
@@ -241,35 +234,34 @@ class SourceSpider(Spider):
         for link in self.link_extractor.extract_links(response):
             yield link.url
 
+    def document(self, response: Response, depth: int, headers: dict[str, str], record: dict[str, Any],
+                 **content: Any) -> CrawledDocument:
+        """The item of a fetched document, with what the fetch learned (validators, type, size)."""
+        return CrawledDocument(self.source.name, response.url, depth, headers, previous=response.meta.get(PREVIOUS),
+                               record=record, **content)
+
     def failed(self, failure: Failure) -> None:
         """Every request that ends without a response ends here, and its URL gets a status: a
         rule's refusal (RequestRefused), a response one of Scrapy's safety middlewares dropped,
         or a download failure."""
         request = failure.request  # type: ignore[attr-defined]
         depth = request.meta.get("depth", 0)
-        name = self.source.name
         error = failure.value
         if isinstance(error, RequestRefused):
-            if not error.recorded:
-                self.table.record_outcome(name, request.url, status=error.status, reason=error.reason, depth=depth,
-                                          fetched=False)
-            logger.debug("Refused (%s): %s: %s", error.status.name, request.url, error.reason)
+            outcome = error.outcome
+            self.crawler.signals.send_catch_log(url_outcome, url=request.url, outcome=Outcome(
+                outcome.event, outcome.status, outcome.reason, depth))
+            logger.debug("Refused (%s): %s: %s", error.status, request.url, error.reason)
             return
         if isinstance(error, IgnoreRequest):  # from one of Scrapy's own middlewares
             status = status_for_ignored(error)
-            self.table.record_outcome(name, request.url, status=status, reason=f"dropped by Scrapy: {error}",
-                                      depth=depth)
+            self.report(request.url, Event.GONE, status, f"dropped by Scrapy: {error}", depth)
             logger.info("Dropped (%s): %s: %s", status.name, request.url, error)
             return
         status = status_for_exception(error)
         reason = f"{type(error).__name__}: {error}"
         if status in (Status.DNS_FAILURE, Status.TOO_LARGE):  # gone, or never indexable: not transient
-            self.table.record_outcome(name, request.url, status=status, reason=reason, depth=depth, kind="failed")
+            self.report(request.url, Event.GONE, status, reason, depth, "failed")
         else:
-            self.table.record_failure(name, request.url, status=status, reason=reason, depth=depth,
-                                      limit=self.source.settings.max_failures)
+            self.report(request.url, Event.FAILED, status, reason, depth)
         logger.info("Failed (%s): %s: %s", status.name, request.url, error)
-
-    @property
-    def table(self):  # noqa: ANN201 - the DocumentTable, shortened for the calls above
-        return self.context.table

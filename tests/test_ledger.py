@@ -1,0 +1,108 @@
+"""The ledger: every pair of state and event, against the README's rules (searchcrawl/ledger.py)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from searchcrawl.ledger import (IN_INDEX, TRANSITIONS, Event, Outcome, Row, State, TransitionRefused, decide,
+                                sources_of)
+
+STATES: list[State | None] = [None, *State]
+OUT = [None, State.QUEUED, State.EXCLUDED, State.FETCHED, State.FAILED, State.REMOVED]
+
+# The whole table, written out as the README states it: (state, event) -> next state.
+EXPECTED: dict[tuple[State | None, Event], State] = {}
+for _state in OUT:
+    EXPECTED.update({
+        (_state, Event.EXCLUDED): State.EXCLUDED,
+        (_state, Event.GONE): State.REMOVED if _state == State.REMOVED else State.FETCHED,
+        (_state, Event.REDIRECTED): State.REMOVED if _state == State.REMOVED else State.FETCHED,
+        (_state, Event.FAILED): State.FAILED,
+        (_state, Event.CACHED): State.PENDING,
+    })
+for _state in (State.PENDING, State.INDEXED, State.REMOVING):
+    EXPECTED.update({
+        (_state, Event.EXCLUDED): State.REMOVING,
+        (_state, Event.GONE): State.REMOVING,
+        (_state, Event.REDIRECTED): State.REMOVING,
+        (_state, Event.FAILED): _state,
+        (_state, Event.CACHED): State.PENDING,
+    })
+EXPECTED.update({
+    (State.INDEXED, Event.UNCHANGED): State.INDEXED,
+    (State.PENDING, Event.UNCHANGED): State.PENDING,
+    (State.PENDING, Event.INDEXED): State.INDEXED,
+    (State.PENDING, Event.REFUSED): State.REMOVING,
+    (State.REMOVING, Event.REMOVED): State.REMOVED,
+    (State.REMOVING, Event.HELD): State.REMOVING,
+})
+
+
+def test_the_transition_table_is_the_documented_one() -> None:
+    assert dict(TRANSITIONS) == EXPECTED
+
+
+@pytest.mark.parametrize(("state", "event"), list(itertools.product(STATES, Event)))
+def test_every_pair_of_state_and_event(state: State | None, event: Event) -> None:
+    row = None if state is None else Row(state, 200, 0, state in (State.INDEXED, State.REMOVING))
+    outcome = Outcome(event, 404 if event in (Event.GONE, Event.EXCLUDED) else 503, "why")
+    if (state, event) not in EXPECTED:
+        with pytest.raises(TransitionRefused):
+            decide(row, outcome)
+        return
+    change = decide(row, outcome, max_failures=3)
+    assert change.state == EXPECTED[state, event]
+    assert change.leaves_index == (state in IN_INDEX and change.state == State.REMOVING)
+    if event == Event.FAILED:
+        assert change.failures == 1
+    elif event not in (Event.INDEXED, Event.REMOVED, Event.HELD):
+        assert change.failures == 0  # anything but a failure resets the count
+
+
+def test_a_failing_document_stays_until_max_failures_then_leaves() -> None:
+    row = Row(State.INDEXED, 200, 0, True)
+    for number in (1, 2):
+        change = decide(row, Outcome(Event.FAILED, 503, "HTTP 503"), max_failures=3)
+        assert (change.state, change.failures, change.delta) == (State.INDEXED, number, "failed")
+        assert change.reason == f"HTTP 503 (failing crawl {number} of 3)"
+        row = Row(change.state, change.status, change.failures, True)
+    change = decide(row, Outcome(Event.FAILED, 503, "HTTP 503"), max_failures=3)
+    assert (change.state, change.delta, change.leaves_index) == (State.REMOVING, "deleted", True)
+    assert change.reason == "HTTP 503 (3 consecutive failing crawls)"
+
+
+def test_the_delta_reports_changes_only() -> None:
+    gone = Outcome(Event.GONE, 404, "gone", kind="failed")
+    # a 404 removed long ago is not news in every later crawl
+    assert decide(Row(State.REMOVED, 404), gone).delta is None
+    assert decide(Row(State.FETCHED, 404), gone).delta is None
+    assert decide(Row(State.FETCHED, 410), gone).delta == "failed"  # a different status is
+    assert decide(None, gone).delta == "failed"
+    # leaving the index is a deletion, whatever removed it (a rule change included)
+    assert decide(Row(State.INDEXED, 200, 0, True), Outcome(Event.EXCLUDED, 904, "pattern")).delta == "deleted"
+    # a document cached but never in Solr that goes is not a deletion for a searcher
+    assert decide(Row(State.PENDING, 200, 0, False), gone).delta == "failed"
+    assert decide(Row(State.PENDING, 200, 0, True), gone).delta == "deleted"
+    # new: enters the index; changed: Solr held a version of it
+    assert decide(None, Outcome(Event.CACHED, 200)).delta == "new"
+    assert decide(Row(State.REMOVED, 404), Outcome(Event.CACHED, 200)).delta == "new"
+    assert decide(Row(State.PENDING, 200, 0, False), Outcome(Event.CACHED, 200)).delta == "new"
+    assert decide(Row(State.INDEXED, 200, 0, True), Outcome(Event.CACHED, 200)).delta == "changed"
+    assert decide(Row(State.REMOVING, 200, 0, True), Outcome(Event.HELD)).delta == "held"
+    assert decide(Row(State.PENDING, 200, 0, True), Outcome(Event.REFUSED, 924, "immense term")).delta == "refused"
+    # Solr's acknowledgements change nothing the report says
+    assert decide(Row(State.PENDING, 200), Outcome(Event.INDEXED)).delta is None
+    assert decide(Row(State.REMOVING, 404), Outcome(Event.REMOVED)).delta is None
+
+
+def test_acknowledgements_keep_the_status() -> None:
+    assert decide(Row(State.REMOVING, 404, 0, True), Outcome(Event.REMOVED)).status == 404
+    assert decide(Row(State.PENDING, 200), Outcome(Event.INDEXED)).status == 200
+
+
+def test_bulk_events_come_from_one_state() -> None:
+    assert sources_of(Event.INDEXED) == {State.PENDING}
+    assert sources_of(Event.REMOVED) == {State.REMOVING}
+    assert sources_of(Event.HELD) == {State.REMOVING}

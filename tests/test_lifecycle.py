@@ -1,0 +1,205 @@
+"""A URL's life over several crawls of a changing site: each test is a defect of the first round
+(issue 21), reproduced with real crawls, a real HTTP server and the real Solr."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, InFlight, solr_docs, wait_for
+from searchcrawl.status import Status
+
+pytestmark = pytest.mark.usefixtures("solr")
+
+
+def page(title: str, text: str, links: list[str] = (), head: str = "") -> str:
+    anchors = "".join(f'<a href="{href}">{href}</a> ' for href in links)
+    return f"<html><head><title>{title}</title>{head}</head><body><p>{text}</p>{anchors}</body></html>"
+
+
+def write(path: Path, html: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(html)
+
+
+def indexed(solr, name: str) -> set[str]:
+    return {doc["url"] for doc in solr_docs(solr, name)}
+
+
+def crawl(project, name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    result = project.scrapy("crawl", name, *args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def report(project, name: str) -> dict:
+    result = project.scrapy("report", name, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def source(project, site, **extra: str) -> str:
+    name = f"life-{uuid.uuid4().hex[:8]}"
+    lines = [f'seeds = ["{site.url}index.html"]', "max_delete_share = 1.0", *(f"{k} = {v}" for k, v in extra.items())]
+    project.source(name, "\n".join(lines) + "\n")
+    return name
+
+
+def test_a_temporary_redirect_target_outside_the_boundary_stays_while_the_redirect_stands(project, serve, tmp_path, solr):
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", ["/docs/moving.html"]))
+    write(root / "docs" / "moving.html", page("moving", "a page that will move"))
+    write(root / "other" / "landing.html", page("landing", "outside the source's paths"))
+    site = serve(root)
+    name = source(project, site, paths='{ "127.0.0.1" = { include = ["/index.html", "/docs/"] } }')
+    target, moving = site.url + "other/landing.html", site.url + "docs/moving.html"
+    crawl(project, name)
+    assert moving in indexed(solr, name)
+    site.redirect("/docs/moving.html", 302, "/other/landing.html")
+    for number in range(3):  # crawl after crawl, nothing changes: the target stays
+        crawl(project, name)
+        assert target in indexed(solr, name), f"crawl {number + 2}"
+        assert moving not in indexed(solr, name)
+    del site.responses["/docs/moving.html"]  # the redirect goes
+    crawl(project, name)
+    assert indexed(solr, name) == {site.url + "index.html", moving}
+    row = project.table().get(name, target)
+    assert row["status"] == Status.EXCLUDED_PATH and "no longer redirects to it" in row["reason"]
+    assert target in report(project, name)["urls"]["deleted"]
+    crawl(project, name)
+    assert target not in indexed(solr, name)
+
+
+def test_a_page_that_answered_404_comes_back_when_its_linking_page_answers_304(project, serve, tmp_path, solr):
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", ["/a.html"]))
+    write(root / "a.html", page("a", "page a"))
+    site = serve(root)
+    name = source(project, site)
+    crawl(project, name)
+    site.responses["/a.html"] = (404, {"Content-Type": "text/html"}, b"<html>not here</html>")
+    crawl(project, name)
+    assert site.url + "a.html" not in indexed(solr, name)
+    del site.responses["/a.html"]
+    site.requests.clear()
+    crawl(project, name)
+    assert "/index.html" in site.conditional  # the linking page answered 304: its links were not read
+    assert site.url + "a.html" in indexed(solr, name)
+    assert report(project, name)["urls"]["new"] == [site.url + "a.html"]
+
+
+def test_a_robots_txt_outage_removes_nothing_and_counts_as_a_failure(project, serve, tmp_path, solr):
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", ["/a.html", "/b.html"]))
+    write(root / "a.html", page("a", "page a"))
+    write(root / "b.html", page("b", "page b"))
+    write(root / "robots.txt", "User-agent: *\nDisallow: /private/\n")
+    site = serve(root)
+    name = source(project, site, max_failures="2")
+    crawl(project, name)
+    everything = indexed(solr, name)
+    assert len(everything) == 3
+    site.responses["/robots.txt"] = (503, {"Content-Type": "text/plain"}, b"maintenance")
+    crawl(project, name)
+    assert indexed(solr, name) == everything
+    row = project.table().get(name, site.url + "a.html")
+    assert (row["status"], row["failures"], row["state"]) == (Status.ROBOTS_UNAVAILABLE, 1, "indexed")
+    assert not report(project, name)["urls"].get("deleted")
+    del site.responses["/robots.txt"]
+    crawl(project, name)
+    assert indexed(solr, name) == everything
+    assert project.table().get(name, site.url + "a.html")["failures"] == 0
+
+
+def test_duplicates_need_the_same_title_and_text(project, serve, tmp_path, solr):
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", ["/a.html", "/b.html", "/c.html", "/d.html"]))
+    write(root / "a.html", "<html><head><title>Alpha</title></head><body></body></html>")
+    write(root / "b.html", "<html><head><title>Beta</title></head><body></body></html>")
+    write(root / "c.html", page("Same", "same words"))
+    write(root / "d.html", page("Same", "same words"))
+    site = serve(root)
+    name = source(project, site)
+    crawl(project, name)
+    urls = indexed(solr, name)
+    assert {site.url + "a.html", site.url + "b.html"} <= urls
+    assert len(urls & {site.url + "c.html", site.url + "d.html"}) == 1
+
+
+def test_the_delta_report_says_what_happened(project, serve, tmp_path, solr):
+    root = tmp_path / "site"
+    links = ["/a.html", "/gone.html", "/rule/x.html", *(f"/p{i}.html" for i in range(4))]
+    write(root / "index.html", page("home", "the index", links))
+    for path in links:
+        write(root / path.lstrip("/"), page(path, f"text of {path}"))
+    site = serve(root)
+    name = source(project, site)
+    crawl(project, name)
+    (root / "gone.html").unlink()
+    crawl(project, name)
+    assert report(project, name)["urls"]["deleted"] == [site.url + "gone.html"]
+    crawl(project, name)  # a 404 removed long ago is not news
+    urls = report(project, name)["urls"]
+    assert not urls["failed"] and not urls["deleted"] and not urls["excluded"]
+    # a rule change: its removals are deletions, with the rule as their reason
+    rule = 'patterns = { exclude_regex = ["/rule/"] }'
+    project.source(name, f'seeds = ["{site.url}index.html"]\nmax_delete_share = 1.0\n{rule}\n')
+    crawl(project, name)
+    urls = report(project, name)["urls"]
+    assert urls["deleted"] == [site.url + "rule/x.html"] and not urls["excluded"]
+    assert "rule" in project.table().get(name, site.url + "rule/x.html")["reason"]
+    # the mass-deletion guard refuses: held, not deleted
+    project.source(name, f'seeds = ["{site.url}index.html"]\nmax_delete_share = 0.3\n{rule}\n')
+    for i in range(4):
+        (root / f"p{i}.html").unlink()
+    result = crawl(project, name)
+    assert "Mass-deletion guard" in result.stderr
+    urls = report(project, name)["urls"]
+    assert sorted(urls["held"]) == [site.url + f"p{i}.html" for i in range(4)] and not urls["deleted"]
+
+
+def test_a_url_whose_processing_raised_gets_a_status_and_the_run_finishes(project, serve, tmp_path, solr):
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", ["/boom.html", "/fine.html"]))
+    write(root / "boom.html", page("boom", "this page makes the spider raise"))
+    write(root / "fine.html", page("fine", "a fine page"))
+    site = serve(root)
+    name = f"life-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\nspider_class = "tests.custom_spiders.RaisingSpider"\n')
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0, result.stderr[-3000:]
+    row = project.table().get(name, site.url + "boom.html")
+    assert row["status"] == Status.PROCESSING_ERROR and "XPath error" in row["reason"]
+    assert row["frontier"] == "done"
+    status = project.scrapy("status", name)
+    assert "finished" in status.stdout and "suspended" not in status.stdout
+    assert site.url + "fine.html" in indexed(solr, name)
+    again = project.scrapy("crawl", name)  # a new maintenance run, not a resumed one
+    assert "Maintenance crawl" in again.stderr and "Resuming" not in again.stderr
+
+
+def test_a_killed_run_shows_as_dead(project, serve, tmp_path):
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", [f"/p{i}.html" for i in range(50)]))
+    for i in range(50):
+        write(root / f"p{i}.html", page(f"p{i}", f"page {i}"))
+    site = serve(root, slow=0.2, in_flight=InFlight())
+    name = source(project, site)
+    process = subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", name], cwd=ROOT, env=project.env(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: len(site.requests) > 5, timeout=120, what="the crawl to fetch pages")
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    time.sleep(0.5)
+    status = project.scrapy("status", name)
+    assert f"dead (marked running, but process {process.pid}" in status.stdout, status.stdout
