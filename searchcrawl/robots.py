@@ -264,6 +264,12 @@ def is_allowed(robots_txt: str | bytes, user_agent: str, url: str) -> bool:
     return RobotsTxt.parse(robots_txt).decide(user_agent, url).allowed
 
 
+def robots_unreachable(status: int | None) -> bool:
+    """Is a robots.txt that answered ``status`` (None: no answer) unavailable for now? Then its
+    site's URLs fail transiently (status 935): a failure that may pass, not a rule."""
+    return status is None or status >= 500 or status == 429
+
+
 def robots_for_response(status: int | None, body: bytes | None) -> RobotsTxt:
     """The rules to obey after fetching /robots.txt (RFC 9309 §2.3.1).
 

@@ -22,25 +22,27 @@ from ..db import DocumentTable
 from ..display import DisplayUrls
 from ..middlewares.robots import site_of
 from ..rewriter import load_rewriter
-from ..robots import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response
+from ..robots import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
 from ..source import Source, SourceError
 from ..status import Status, describe
 from ..terminal import printable
 from ..urls import canonical
 
 
-def fetch_robots_txt(site: str, user_agent: str, timeout: float = 15) -> tuple[RobotsTxt, str]:
-    """The site's robots rules as the crawler would get them, and what the fetch answered."""
+def fetch_robots_txt(site: str, user_agent: str, timeout: float = 15) -> tuple[RobotsTxt, str, bool]:
+    """The site's robots rules as the crawler would get them, what the fetch answered, and
+    whether it is unavailable for now (robots_unreachable)."""
     url = f"{site}/robots.txt"
     request = urllib.request.Request(url, headers={"User-Agent": user_agent})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # follows redirects
             body = response.read(MAX_ROBOTS_BYTES)
-            return robots_for_response(response.status, body), f"{url}: HTTP {response.status}, {len(body)} bytes"
+            return (robots_for_response(response.status, body), f"{url}: HTTP {response.status}, {len(body)} bytes",
+                    robots_unreachable(response.status))
     except urllib.error.HTTPError as exc:
-        return robots_for_response(exc.code, b""), f"{url}: HTTP {exc.code}"
+        return robots_for_response(exc.code, b""), f"{url}: HTTP {exc.code}", robots_unreachable(exc.code)
     except (urllib.error.URLError, OSError) as exc:
-        return robots_for_response(None, None), f"{url}: unreachable ({getattr(exc, 'reason', exc)})"
+        return robots_for_response(None, None), f"{url}: unreachable ({getattr(exc, 'reason', exc)})", True
 
 
 def explain(source: Source, url: str, depth: int | None, table: DocumentTable | None, user_agent: str,
@@ -85,9 +87,13 @@ def explain(source: Source, url: str, depth: int | None, table: DocumentTable | 
     elif site is None or not check_robots:
         lines.append("robots.txt:    not applicable")
     else:
-        robots, fetched = fetch_robots_txt(site, user_agent)
+        robots, fetched, unavailable = fetch_robots_txt(site, user_agent)
         decision = robots.decide(settings.robots_agent, current)
         lines.append(f"robots.txt:    {fetched}")
+        if unavailable:
+            lines.append("verdict:       FAILS FOR NOW (935 robots_unavailable): a transient failure, counted "
+                         "toward max_failures; nothing is removed for it alone")
+            return lines, False
         lines.append(f"  agent token  {settings.robots_agent}; group: {decision.group or 'none applies'}")
         lines.append(f"  {'ok ' if decision.allowed else 'NO '} {decision.line or 'no rule matches: allowed'}")
         if not decision.allowed:

@@ -432,11 +432,12 @@ class DocumentTable:
         nothing, since the rules are applied to every known URL at the start of a maintenance
         crawl (``plan_maintenance``), and the same URL may be a temporary redirect's target."""
         when = now()
-        self._insert_new([
-            {"source": source, "url": url, "state": State.EXCLUDED.value, "status": status,
-             "depth": depth, "reason": reason, "first_seen": when, **self._delta("excluded")}
-            for url, status, depth, reason in rows
-        ])
+        inserted = []
+        for url, status, depth, reason in rows:
+            change = decide(None, Outcome(Event.EXCLUDED, status, reason))  # a new URL, excluded
+            inserted.append({"source": source, "url": url, "state": change.state.value, "status": status,
+                             "depth": depth, "reason": reason, "first_seen": when, **self._delta(change.delta)})
+        self._insert_new(inserted)
 
     def _update_row(self, connection: Connection, source: str, url: str, values: dict[str, Any],
                     new_checksum: str | None = None) -> None:

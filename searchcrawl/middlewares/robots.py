@@ -25,7 +25,7 @@ from w3lib.url import safe_url_string
 from ..context import CrawlContext
 from ..exceptions import RequestRefused
 from ..ledger import Event
-from ..robots import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response
+from ..robots import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
 from ..status import Status
 from ..urls import canonical
 
@@ -118,7 +118,7 @@ class RobotsMiddleware:
                 if urlsplit(url).scheme not in ("http", "https"):
                     return self._unavailable(site, "redirects to a non-http(s) URL")
                 continue
-            if response.status >= 500 or response.status == 429:  # "come back later"
+            if robots_unreachable(response.status):  # "come back later"
                 return self._unavailable(site, f"answered {response.status}")
             self.unavailable.pop(site, None)
             logger.debug("robots.txt of %s: HTTP %d, %d bytes", site, response.status, len(response.body))
