@@ -20,3 +20,13 @@ class RaisingSpider(SourceSpider):
         if response.url.endswith("/boom.html"):
             response.xpath("//p[")  # raises
         yield from super().parse_document(response, depth, headers)
+
+
+class LosingSpider(SourceSpider):
+    """Loses one page's outcome, as a middleware that swallows a response (or a failed write of
+    its row) would: the page is fetched and nothing is reported for it."""
+
+    def parse(self, response):
+        if response.url.endswith("/lost.html"):
+            return
+        yield from super().parse(response)

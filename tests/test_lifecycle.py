@@ -186,6 +186,22 @@ def test_a_url_whose_processing_raised_gets_a_status_and_the_run_finishes(projec
     assert "Maintenance crawl" in again.stderr and "Resuming" not in again.stderr
 
 
+def test_a_url_whose_outcome_got_lost_gets_a_status_when_the_crawl_finishes(project, serve, tmp_path, solr):
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", ["/lost.html", "/fine.html"]))
+    write(root / "lost.html", page("lost", "nothing is reported for this page"))
+    write(root / "fine.html", page("fine", "a fine page"))
+    site = serve(root)
+    name = f"life-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\nspider_class = "tests.custom_spiders.LosingSpider"\n')
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"No outcome was recorded for {site.url}lost.html" in result.stderr
+    row = project.table().get(name, site.url + "lost.html")
+    assert (row["status"], row["frontier"], row["failures"]) == (Status.PROCESSING_ERROR, "done", 1)
+    assert "finished" in project.scrapy("status", name).stdout
+
+
 def test_a_killed_run_shows_as_dead(project, serve, tmp_path):
     root = tmp_path / "site"
     write(root / "index.html", page("home", "the index", [f"/p{i}.html" for i in range(50)]))

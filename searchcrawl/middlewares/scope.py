@@ -3,8 +3,9 @@
 Links are checked here, as the spider yields them, so that an excluded link never takes a place
 in the frontier; each excluded URL gets a row with its crawler code. The admitted links of a
 page are queued in one batch *before* its document goes on to the pipelines: a page is marked
-done only when both its links and its document are safe, so a crash in between loses nothing
-(the page is simply fetched again). Requests need ``meta['depth']`` (set by Scrapy's
+done by its outcome (its document cached, or why it has none: searchcrawl/ledger.py), so a crash
+before that loses nothing (the page is simply fetched again), and a page without an outcome is
+never quietly done. Requests need ``meta['depth']`` (set by Scrapy's
 DepthMiddleware, which runs before this one).
 """
 
@@ -18,7 +19,6 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from ..context import CrawlContext
-from ..items import CrawledDocument
 from ..scheduler import entry_from_request
 
 SAME_DEPTH = "searchcrawl_same_depth"  # meta: the page itself once more (rendered), not a link
@@ -56,7 +56,5 @@ class ScopeMiddleware:
             self.context.frontier.add(links)
             if self.context.source.settings.orphans == "delete":
                 self.context.table.mark_linked(self.context.source.name, [link.url for link in links])
-        if not again and not any(isinstance(output, CrawledDocument) for output in held):
-            self.context.table.mark_done(self.context.source.name, response.request.url if response.request else response.url)
         for output in held:
             yield output

@@ -18,7 +18,7 @@ from scrapy.utils.response import get_meta_refresh
 from twisted.python.failure import Failure
 
 from ..charsets import choose_encoding, looks_binary
-from ..context import CrawlContext
+from ..context import BoundedSet, CrawlContext
 from ..convert import detect_kind, sniff_kind
 from ..extract import http_date, meta_tags, mimetype_of
 from ..items import CrawledDocument
@@ -61,6 +61,7 @@ class SourceSpider(Spider):
         spider.context = CrawlContext.of(crawler)
         spider.max_parse_bytes = crawler.settings.getint("SEARCHCRAWL_MAX_PARSE_BYTES")
         spider.context.configure(kwargs)
+        spider.reported = BoundedSet(10_000)  # URLs whose outcome this spider reported lately
         return spider
 
     async def start(self) -> AsyncIterator[Request]:
@@ -71,6 +72,7 @@ class SourceSpider(Spider):
                kind: str | None = None, **columns: Any) -> None:
         """What happened to ``url``: sent to the ledger writer (extensions/ledger.py)."""
         outcome = Outcome(event, int(status), reason, depth, kind, columns)
+        self.reported.add(url)
         self.crawler.signals.send_catch_log(url_outcome, url=url, outcome=outcome)
 
     def request(self, url: str, depth: int) -> Request:
@@ -161,12 +163,18 @@ class SourceSpider(Spider):
             if encoding and encoding != response.encoding:
                 logger.debug("Decoding %s as %s (declared: %s)", response.url, encoding, response.encoding)
                 response = response.replace(encoding=encoding)
+            documents = 0
             for output in self.parse_document(response, depth, headers):
                 if isinstance(output, CrawledDocument):
+                    documents += 1
                     if not result.passed:  # result-filtered: links only
                         continue
                     output.record, output.note = {**record, **output.record}, truncated
                 yield output
+            if not documents and response.url not in self.reported:
+                # a custom parse_document chose not to index the page: that is its outcome
+                self.report(response.url, Event.GONE, 200, "fetched; the spider yielded no document", depth,
+                            **record)
             return
         if not result.passed:
             return
