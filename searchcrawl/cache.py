@@ -14,6 +14,11 @@ and 200 us of I/O): one file per document made deletion a fifth of the push's CP
 Solr's own writes by 15-25 % (measured). A spool is deleted whole, by a push, once it is sealed
 and none of its records is still waiting for Solr.
 
+The cache is keyed by URL, like the document table, not by the document's Solr id (which is
+``<source>!<url>``, see ``extract.solr_id``): a record's header names its ``url`` field. Spools
+written by earlier versions, whose documents had the URL as their id, have the same headers;
+the push gives their documents the current id (``indexer.push_pending``).
+
 The document table says which documents are pending, with which checksum, and which cache holds
 them (``cached_by``, this cache's ``id``). A push takes, for each, the newest record with that
 checksum, and ignores every other record (older versions, duplicates, removed pages). In a
@@ -148,6 +153,7 @@ class DocumentCache:
         self._spool_size = 0
         self.id = self._identity()
         self.size_bytes = sum(os.path.getsize(path) for path in self._spool_paths())
+        self.bytes_put = 0  # bytes this object appended since it was opened (only ever grows)
         self._adopt_document_files()
 
     def _identity(self) -> str:
@@ -176,8 +182,10 @@ class DocumentCache:
         """Documents cached by searchcrawl before spools (one ``<hash>.json`` file each) are
         copied into a spool, so that an upgrade loses nothing that was waiting for Solr."""
         for path in self.directory.glob("*.json"):
-            with contextlib.suppress(FileNotFoundError, ValueError):
-                self.put(json.loads(path.read_bytes()))
+            with contextlib.suppress(FileNotFoundError, ValueError, KeyError, TypeError):
+                document = json.loads(path.read_bytes())
+                document.setdefault("url", document["id"])  # their id was the URL
+                self.put(document)
                 path.unlink()
         self.seal()
 
@@ -197,9 +205,9 @@ class DocumentCache:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def put(self, document: dict[str, Any]) -> int:
-        """Append a Solr document (keyed by its ``id``); returns its size in bytes."""
+        """Append a Solr document (keyed by its ``url``); returns its size in bytes."""
         data = _compact(document)
-        record = b"%s\n%s\n" % (_compact([document["id"], document.get("checksum", ""), len(data)]), data)
+        record = b"%s\n%s\n" % (_compact([document["url"], document.get("checksum", ""), len(data)]), data)
         with self._lock:
             # A full spool is sealed here, before the next document, never right after a write:
             # the caller marks the document pending only after ``put`` returns, and a push
@@ -212,6 +220,7 @@ class DocumentCache:
                 view = view[os.write(self._spool, view):]
             self._spool_size += len(record)
             self.size_bytes += len(record)
+            self.bytes_put += len(record)
         return len(data)
 
     def _begin_spool(self) -> None:

@@ -221,10 +221,21 @@ def text_attributes(text: str, url: str, headers: dict[str, str]) -> dict[str, A
     return {"title": name, "content": text.strip(), "language": language.lower() if language else None}
 
 
+def solr_id(source: str, url: str) -> str:
+    """The Solr uniqueKey of ``source``'s document at ``url``: ``<source>!<url>``.
+
+    Sources are independent in Solr: two sources crawling one URL hold two documents, and one
+    source's updates and deletions never touch the other's (the ``url`` field is the URL for
+    both). The ``!`` is SolrCloud's compositeId separator, so a collection routes a source's
+    documents by the source name. Everything that refers to a document in Solr by id uses this.
+    """
+    return f"{source}!{url}"
+
+
 def solr_document(source: str, url: str, attributes: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
     """The Solr document for one page: identity fields, header fields, then its attributes."""
     document: dict[str, Any] = {
-        "id": url,
+        "id": solr_id(source, url),
         "url": url,
         "display_url": url,
         "source": source,
@@ -234,5 +245,6 @@ def solr_document(source: str, url: str, attributes: dict[str, Any], headers: di
         "crawled_at": solr_now(),
     }
     document.update(attributes)
+    document["id"] = solr_id(source, url)  # never an attribute's; still the first key, as the push expects
     return {key: value for key, value in document.items() if value not in (None, "", [])}
 

@@ -7,6 +7,7 @@ past what Solr (or a proxy in front of it) accepts.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import logging
 import re
@@ -21,15 +22,36 @@ import pysolr
 
 from .cache import DocumentCache
 from .db import DocumentTable
+from .extract import solr_id
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 # pysolr logs every failed request with a traceback at ERROR; we report failures ourselves, once.
 logging.getLogger("pysolr").setLevel(logging.CRITICAL)
 
+# Answers by which Solr refuses a document of an update request (a value it cannot index: a bad
+# date, an immense term, an unknown field; a body too large). Other 4xx answers (401, 403, 404,
+# ...) refuse the request whatever it carries: its documents stay pending.
+DOCUMENT_REFUSALS = frozenset({400, 409, 413})
+MAX_REASON = 300  # characters of Solr's message kept in logs and in the document table
+
 
 class IndexingError(Exception):
-    """Solr could not take a batch; the documents stay pending."""
+    """Solr did not take a request. ``refused``: Solr answered and refused the request (HTTP 4xx,
+    ``status``), so the node works and another node would answer the same; otherwise the node
+    failed (unreachable, timed out, 5xx). ``reason`` is Solr's message, trimmed to something
+    readable and never carrying a document's body."""
+
+    def __init__(self, message: str, *, refused: bool = False, status: int | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.refused = refused
+        self.status = status
+        self.reason = reason or message
+
+    @property
+    def documents_refused(self) -> bool:
+        """Whether Solr refused a document of the request (rather than the request itself)."""
+        return self.refused and self.status in DOCUMENT_REFUSALS
 
 
 def batches(documents: Iterable[tuple[T, int]], max_docs: int, max_bytes: int) -> Iterator[list[T]]:
@@ -47,10 +69,52 @@ def batches(documents: Iterable[tuple[T, int]], max_docs: int, max_bytes: int) -
         yield batch
 
 
+def _http_status(error: Exception | str) -> int | None:
+    """The HTTP status of a Solr answer pysolr raised an error for (None: no answer)."""
+    match = re.search(r"\(HTTP (\d{3})\)", str(error))
+    return int(match.group(1)) if match else None
+
+
 def _node_failed(error: Exception) -> bool:
     """Is this a failure of the node (unreachable, 5xx) rather than of the request (4xx)?
     Only then is another node of a SolrCloud collection worth trying."""
-    return not re.search(r"\(HTTP 4\d\d\)", str(error))
+    status = _http_status(error)
+    return status is None or not 400 <= status < 500
+
+
+def readable(reason: str) -> str:
+    """Solr's message made fit for a log line: the immense term's bytes and long quoted values
+    (pieces of the document) left out, whitespace collapsed, at most MAX_REASON characters."""
+    reason = re.sub(r"The prefix of the first immense term is: '\[[\d, ]*\]\.*',?\s*", "", reason)
+    reason = re.sub(r",? all of which were skipped\.\s*Please correct the analyzer to not produce such terms\.", ".", reason)
+    reason = re.sub(r"'([^'\n]{40})[^'\n]{40,}'", r"'\1...'", reason)
+    reason = " ".join(reason.split())
+    return reason if len(reason) <= MAX_REASON else reason[:MAX_REASON - 3].rstrip() + "..."
+
+
+def describe(error: Exception) -> str:
+    """What went wrong with a Solr request, briefly: ``HTTP 400: <Solr's reason>``, ``cannot
+    connect (Connection refused)``, ``timed out``."""
+    text = str(error)
+    status = _http_status(text)
+    if status is not None:
+        reason = text.split("[Reason: ", 1)[1] if "[Reason: " in text else text
+        if reason.startswith("None]"):  # no message: pysolr appends the answer's body
+            reason = re.sub(r"<[^>]+>", " ", reason[len("None]"):]) or "no message"
+        else:
+            reason = reason.rstrip().removesuffix("]")
+        return f"HTTP {status}: {readable(reason)}"
+    errno = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
+    if errno:
+        return f"cannot connect ({errno.group(1).strip()})"
+    if "timed out" in text:
+        return "timed out"
+    return readable(text)
+
+
+def escape_query(text: str) -> str:
+    """``text`` as one term of Solr's standard query syntax (every special character escaped)."""
+    return re.sub(r'([+\-&|!(){}\[\]^"~*?:\\/\s])', r"\\\1", text)
 
 
 @dataclass
@@ -78,24 +142,27 @@ class SolrIndex:
         return self.clients[self.current]
 
     def _call(self, what: str, call: Callable[[pysolr.Solr], Any]) -> Any:
-        """``call`` on the current node, then on each other node while nodes fail."""
+        """``call`` on the current node, then on each other node while nodes fail. Raises
+        IndexingError saying ``what`` failed, on which node, and why."""
         failures = []
         for step in range(len(self.clients)):
             number = (self.current + step) % len(self.clients)
             try:
                 result = call(self.clients[number])
             except (pysolr.SolrError, OSError) as exc:
-                failures.append(f"{self.urls[number]}: {exc}")
+                failures.append(f"{self.urls[number]}: {describe(exc)}")
                 if not _node_failed(exc):
-                    break
+                    status = _http_status(exc)
+                    raise IndexingError(f"Solr {what}: {'; '.join(failures)}", refused=True, status=status,
+                                        reason=describe(exc).removeprefix(f"HTTP {status}: ")) from None
                 if len(self.clients) > 1:
-                    logger.debug("Solr node %s failed (%s); trying the next", self.urls[number], exc)
+                    logger.debug("Solr node %s failed (%s); trying the next", self.urls[number], describe(exc))
                 continue
             if number != self.current:
                 logger.info("Solr node %s failed; now using %s", self.urls[self.current], self.urls[number])
                 self.current = number
             return result
-        raise IndexingError(f"Solr {what}: {'; '.join(failures)}")
+        raise IndexingError(f"Solr {what}: {'; '.join(failures)}", reason="; ".join(failures))
 
     def add(self, documents: list[dict[str, Any]]) -> None:
         self.add_json([json.dumps(document, ensure_ascii=False).encode("utf-8") for document in documents])
@@ -104,11 +171,37 @@ class SolrIndex:
         """Add documents given as JSON objects, sent as they are: the document cache already holds
         each as Solr's JSON, so nothing is decoded and encoded again on the way."""
         body = b"[" + b",".join(documents) + b"]"  # pysolr 3.11's _update (pinned): Solr's JSON update API
-        self._call(f"refused {len(documents)} documents", lambda client: client._update(
+        self._call(f"did not take {len(documents)} documents", lambda client: client._update(
             body, clean_ctrl_chars=False, commitWithin=self.commit_within_ms, overwrite=True, solrapi="JSON"))
 
+    def add_new(self, documents: list[dict[str, Any]]) -> None:
+        """Add only those of ``documents`` whose id Solr does not hold yet; the others are skipped,
+        silently (optimistic concurrency: ``_version_`` -1 means "must not exist", and
+        ``failOnVersionConflicts=false`` skips a conflict instead of refusing the request)."""
+        body = json.dumps([{**document, "_version_": -1} for document in documents], ensure_ascii=False).encode("utf-8")
+        path = f"update?commitWithin={int(self.commit_within_ms)}&failOnVersionConflicts=false&wt=json"
+        self._call(f"did not take {len(documents)} documents", lambda client: client._send_request(
+            "post", path, body, {"Content-type": "application/json; charset=utf-8"}))
+
     def delete(self, ids: list[str]) -> None:
+        """Delete documents by Solr id (``extract.solr_id``: a source's id of a URL)."""
         self._call(f"did not delete {len(ids)} documents", lambda client: client.delete(id=ids, commit=False))
+
+    def search(self, query: str, **params: Any) -> pysolr.Results:
+        return self._call("did not answer a query", lambda client: client.search(query, **params))
+
+    def copy_field_targets(self) -> list[str]:
+        """The schema's copyField destinations (names or globs): Solr fills them itself."""
+        answer = self._call("did not list its copyFields", lambda client: client._send_request(
+            "get", "schema/copyfields?wt=json"))
+        return sorted({rule["dest"] for rule in json.loads(answer).get("copyFields", [])})
+
+    def sources(self) -> list[str]:
+        """The sources that have documents in the index."""
+        results = self.search("*:*", rows=0, facet="true", **{"facet.field": "source", "facet.limit": -1,
+                                                               "facet.mincount": 1})
+        counts = results.facets.get("facet_fields", {}).get("source", [])
+        return sorted(counts[::2])
 
     def commit(self) -> None:
         """Make everything pushed so far searchable now (soft commit)."""
@@ -125,9 +218,23 @@ class SolrIndex:
 @dataclass
 class PushResult:
     indexed: int = 0
-    pending: int = 0
+    pending: int = 0  # documents left waiting for Solr
     removed: int = 0
-    error: str | None = None
+    refused: int = 0  # documents Solr refused, one by one: status 924, no longer pending
+    error: str | None = None  # why documents were left pending
+    request_refused: bool = False  # the error is Solr refusing the requests (4xx), not a node failing
+
+
+def _with_id(data: bytes, document_id: str) -> bytes:
+    """A cached document's JSON with ``document_id`` as its id. Documents cached by this version
+    begin with it and are sent as they are; those cached by versions whose id was the URL are
+    given the current one."""
+    head = b'{"id":' + json.dumps(document_id, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if data.startswith(head) and data[len(head):len(head) + 1] in (b",", b"}"):
+        return data
+    document = json.loads(data)
+    document = {"id": document_id, **{key: value for key, value in document.items() if key != "id"}}
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def push_pending(
@@ -144,12 +251,20 @@ def push_pending(
     requests_at_once: int = 1,
 ) -> PushResult:
     """Remove what must leave the index (if ``remove``), then push every pending document of
-    ``source`` to Solr, batch by batch.
+    ``source`` to Solr, batch by batch. Documents are addressed in Solr by ``solr_id(source, url)``.
 
     A batch is marked indexed only after Solr acknowledged it (Solr writes its update log before
     it answers, so an acknowledged document survives a Solr crash). A crash between the
     acknowledgement and the mark re-pushes the same document next time: Solr's uniqueKey makes
     that an overwrite, never a second copy.
+
+    A batch Solr refuses because of a document in it (HTTP 400: a value it cannot index) is
+    pushed again in halves, recursively, until each refused document is alone: the others are
+    indexed, and each refused one is marked refused (status 924, with Solr's reason) and leaves
+    the pending state; its cache record is spent. (Solr may have applied the documents before the
+    refused one: sending them again overwrites them.) When a node fails (unreachable, 5xx), or
+    Solr refuses the request itself (401, 404, ...), the push stops and the documents not yet
+    acknowledged stay pending, for a later push.
     """
     result = PushResult()
     scan = cache.scan()  # before the table is read: see DocumentCache.scan
@@ -157,9 +272,9 @@ def push_pending(
     for start in range(0, len(removals), max_docs):
         chunk = removals[start:start + max_docs]
         try:
-            index.delete(chunk)
+            index.delete([solr_id(source, url) for url in chunk])
         except IndexingError as exc:
-            result.error = str(exc)
+            result.error, result.request_refused = str(exc), exc.refused
             result.pending = len(table.pending(source, cache.id))
             return result
         table.mark_removed(source, chunk)
@@ -173,14 +288,18 @@ def push_pending(
 
     def documents() -> Iterator[tuple[tuple[str, bytes], int]]:
         for url, data in scan.documents():
+            data = _with_id(data, solr_id(source, url))
             yield (url, data), len(data)
 
-    def settle(batch: list[tuple[str, bytes]], sent: Future[None]) -> None:
-        try:
-            sent.result()
-        except IndexingError as exc:
-            result.error = result.error or str(exc)
-            return
+    node_failed = False  # once a node failed, nothing more is sent: what is left stays pending
+
+    def failed(exc: IndexingError) -> None:
+        nonlocal node_failed
+        node_failed = node_failed or not exc.refused
+        if result.error is None:
+            result.error, result.request_refused = str(exc), exc.refused
+
+    def indexed(batch: list[tuple[str, bytes]]) -> None:
         urls = [url for url, _data in batch]
         done = table.mark_indexed(source, [(url, checksums[url]) for url in urls])
         scan.acknowledged(urls)
@@ -188,24 +307,70 @@ def push_pending(
         result.pending -= len(done)
         logger.debug("Pushed %d documents of %s to Solr", len(batch), source)
 
+    def refused(url: str, exc: IndexingError) -> None:
+        table.mark_refused(source, [(url, checksums[url], f"HTTP {exc.status}: {exc.reason}")])
+        scan.acknowledged([url])  # its record is spent: it is not sent again
+        result.refused += 1
+        result.pending -= 1
+        logger.warning("Solr refused document %s of %s (status 924, not indexed): HTTP %s: %s",
+                       url, source, exc.status, exc.reason)
+
+    def isolate(batch: list[tuple[str, bytes]], exc: IndexingError) -> bool:
+        """Solr refused ``batch`` for a document in it: push its halves, recursively, until each
+        refused document is alone. False when a node failed meanwhile (the rest stays pending)."""
+        if len(batch) == 1:
+            refused(batch[0][0], exc)
+            return True
+        middle = len(batch) // 2
+        for part in (batch[:middle], batch[middle:]):
+            try:
+                index.add_json([data for _url, data in part])
+            except IndexingError as part_exc:
+                if part_exc.documents_refused:
+                    if not isolate(part, part_exc):
+                        return False
+                    continue
+                failed(part_exc)
+                return False
+            indexed(part)
+        return True
+
+    def settle(batch: list[tuple[str, bytes]], sent: Future[None]) -> bool:
+        """Mark what an answered request did; False when nothing more is to be sent."""
+        try:
+            sent.result()
+        except IndexingError as exc:
+            if not exc.documents_refused or node_failed:
+                failed(exc)
+                return False
+            logger.info("Solr refused a batch of %d documents of %s (HTTP %s: %s); pushing it in halves "
+                        "to find the refused documents", len(batch), source, exc.status, exc.reason)
+            return isolate(batch, exc)
+        indexed(batch)
+        return True
+
     # Solr indexes each update request on one thread: with ``requests_at_once`` > 1 it uses more
     # cores. This thread keeps it busy: it reads the next batch while the requests are in flight,
     # sends it the moment the oldest request is answered, and only then marks what that request
-    # indexed. A batch is marked indexed only once its own request succeeded, whatever happened
-    # to the others; the cache's spools are deleted at the end, those whose documents Solr has.
+    # indexed (or, when Solr refused a document of it, finds that document, while the other
+    # requests stay in flight). A batch is marked indexed only once its own request succeeded,
+    # whatever happened to the others; the cache's spools are deleted at the end, those whose
+    # documents Solr has (or refused).
     in_flight: deque[tuple[list[tuple[str, bytes]], Future[None]]] = deque()
     at_once = max(1, requests_at_once)
     with ThreadPoolExecutor(at_once, thread_name_prefix="solr-push") as senders:
         for batch in batches(documents(), max_docs, max_bytes):
-            if should_stop():
+            if should_stop() or node_failed:
                 break
             answered = in_flight.popleft() if len(in_flight) >= at_once else None
-            if answered is not None and answered[1].exception() is not None:  # waits for the answer
-                settle(*answered)
-                break
-            in_flight.append((batch, senders.submit(index.add_json, [data for _url, data in batch])))
             if answered is not None:
-                settle(*answered)
+                error = answered[1].exception()  # waits for the answer
+                if error is not None and not (isinstance(error, IndexingError) and error.documents_refused):
+                    settle(*answered)
+                    break
+            in_flight.append((batch, senders.submit(index.add_json, [data for _url, data in batch])))
+            if answered is not None and not settle(*answered):
+                break
         while in_flight:
             settle(*in_flight.popleft())
     if not preserve_cache:
@@ -221,7 +386,8 @@ def push_with_retries(attempt: Callable[[], PushResult], times: int, backoff: fl
         result = attempt()
         total.indexed += result.indexed
         total.removed += result.removed
-        total.pending, total.error = result.pending, result.error
+        total.refused += result.refused
+        total.pending, total.error, total.request_refused = result.pending, result.error, result.request_refused
         if result.error is None:
             return total
         if number < times:
@@ -229,3 +395,43 @@ def push_with_retries(attempt: Callable[[], PushResult], times: int, backoff: fl
             sleep(delay)
             delay *= 2
     return total
+
+
+def migrate_ids(index: SolrIndex, source: str, *, max_docs: int = 200, max_bytes: int = 10 * 1024 * 1024) -> int:
+    """Give ``source``'s documents written by searchcrawl before ids were per source (their id was
+    the URL) the id ``solr_id(source, url)``; returns how many were migrated (0 when none is left).
+
+    Finds them with ``source:<name> AND -id:<name>!*``, a page of ``max_docs`` at a time (a
+    cursorMark, so deleting as it goes skips nothing), re-adds each with every stored field but
+    ``_version_`` and the schema's copyField targets (Solr fills those again) under its new id,
+    then deletes the old ids: a document is never missing from the index, and is in it twice only
+    for the moment between the two requests. A new id Solr already holds (a crawl pushed a newer
+    version meanwhile) is not overwritten. Idempotent: run it again after a failure, it goes on.
+    Raises IndexingError when Solr fails or refuses.
+    """
+    filters = [f"{{!term f=source}}{source}", f"-id:{escape_query(solr_id(source, ''))}*"]
+    targets = index.copy_field_targets()
+    migrated = 0
+    cursor = "*"
+    while True:
+        page = index.search("*:*", fq=filters, fl="*", sort="id asc", rows=max_docs, cursorMark=cursor)
+        old = list(page.docs)
+        if old:
+            renamed = []
+            for document in old:
+                fields = {name: value for name, value in document.items()
+                          if name != "_version_" and not any(fnmatch.fnmatchcase(name, target) for target in targets)}
+                fields["id"] = solr_id(source, document.get("url") or document["id"])
+                data = json.dumps(fields, ensure_ascii=False).encode("utf-8")
+                renamed.append((fields, len(data)))
+            for batch in batches(renamed, max_docs, max_bytes):
+                index.add_new(batch)
+            index.delete([document["id"] for document in old])
+            migrated += len(old)
+            logger.debug("Migrated %d Solr documents of %s to per-source ids", len(old), source)
+        cursor, previous = page.nextCursorMark, cursor
+        if not old or cursor is None or cursor == previous:
+            break
+    if migrated:
+        index.commit()  # searchable now, and a second run at once finds nothing left to do
+    return migrated

@@ -110,6 +110,10 @@ def create_collection(
     """Create collection ``name`` from ``configset`` with ``shards`` x ``replicas`` cores spread
     over the live nodes; return True when it was created, False when it existed already.
 
+    The collection uses the compositeId router: a document's id ``<source>!<url>``
+    (``extract.solr_id``) places it by the hash of its source prefix (the upper 16 bits of its
+    hash), so the documents of a source lie together, on one shard as a rule.
+
     Idempotent, so deployment scripts and several crawler nodes can all run it: an existing
     collection is left as it is (its shard and replica counts are not changed) and, with
     ``reload``, reloaded so a just re-uploaded configset applies. Returns only once every replica
@@ -123,6 +127,7 @@ def create_collection(
     params = {
         "action": "CREATE",
         "name": name,
+        "router.name": "compositeId",
         "numShards": str(shards),
         "replicationFactor": str(replicas),
         "collection.configName": configset,
@@ -140,7 +145,8 @@ def create_collection(
 def collection_status(node_url: str, name: str, auth: Auth = None, timeout: float = 30) -> dict[str, Any]:
     """Shards and replicas of collection ``name`` with their states, from CLUSTERSTATUS::
 
-        {"name": ..., "configset": ..., "health": "GREEN", "live_nodes": ["127.0.0.1:8983_solr", ...],
+        {"name": ..., "configset": ..., "router": "compositeId", "health": "GREEN",
+         "live_nodes": ["127.0.0.1:8983_solr", ...],
          "shards": {"shard1": {"state": "active", "replicas": [
              {"name": "core_node3", "core": ..., "node": ..., "base_url": ..., "state": "active",
               "leader": True, "live": True}, ...]}, ...}}
@@ -173,6 +179,7 @@ def collection_status(node_url: str, name: str, auth: Auth = None, timeout: floa
     return {
         "name": name,
         "configset": collection.get("configName"),
+        "router": (collection.get("router") or {}).get("name"),
         "health": collection.get("health"),
         "live_nodes": live_nodes,
         "shards": shards,

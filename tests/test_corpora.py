@@ -23,12 +23,12 @@ def test_scipy_lectures_site_is_crawled_whole(project, serve, tmp_path, solr) ->
     elapsed = time.monotonic() - started
     assert result.returncode == 0, result.stderr[-3000:]
     docs = solr_docs(solr, "scipy")
-    pages = {doc["id"] for doc in docs if doc.get("mimetype") == "text/html"}
+    pages = {doc["url"] for doc in docs if doc.get("mimetype") == "text/html"}
     html_files = {p for p in root.rglob("*.html")}
     reachable = len(pages)
     # Every page the crawl reached is in Solr once, and the crawl reached nearly the whole site.
     assert reachable >= 0.9 * len(html_files), (reachable, len(html_files))
-    assert len({doc["id"] for doc in docs}) == len(docs)
+    assert len({doc["url"] for doc in docs}) == len(docs)
     table = DocumentTable(f"sqlite:///{project.data_dir / 'documents.sqlite3'}")
     states = table.count_by("scipy", "state")
     assert states.get("pending", 0) == 0
@@ -62,7 +62,7 @@ def test_nutch_site_with_its_robots_txt(project, serve, tmp_path, solr) -> None:
     docs = solr_docs(solr, "nutch")
     html = {p for p in (root / NUTCH_API).rglob("*.html")}
     assert len(docs) >= 0.9 * len(html), (len(docs), len(html))
-    assert len({doc["id"] for doc in docs}) == len(docs)
+    assert len({doc["url"] for doc in docs}) == len(docs)
     print(f"\nnutch javadoc: {len(docs)} documents of {len(html)} HTML files in {elapsed:.1f}s")
 
 
@@ -82,7 +82,7 @@ def test_nutch_site_robots_group_for_our_agent_and_override(project, serve, tmp_
 
     project.source("nutch-obeyed", scope)
     assert project.scrapy("crawl", "nutch-obeyed").returncode == 0
-    ids = {doc["id"] for doc in solr_docs(solr, "nutch-obeyed")}
+    ids = {doc["url"] for doc in solr_docs(solr, "nutch-obeyed")}
     assert ids and not ids & crawl_pages
     assert not [p for p in site.paths() if p.startswith(f"/{CRAWL_PKG}")]  # never fetched
     row = project.table().get("nutch-obeyed", f"{site.url}{CRAWL_PKG}package-summary.html")
@@ -91,11 +91,11 @@ def test_nutch_site_robots_group_for_our_agent_and_override(project, serve, tmp_
 
     project.source("nutch-other-agent", scope + 'robots_agent = "otherbot"\n')  # falls to the '*' group
     assert project.scrapy("crawl", "nutch-other-agent").returncode == 0
-    assert crawl_pages & {doc["id"] for doc in solr_docs(solr, "nutch-other-agent")}
+    assert crawl_pages & {doc["url"] for doc in solr_docs(solr, "nutch-other-agent")}
 
     (root / "robots.txt").write_text("User-agent: *\nDisallow: /\n")
     project.source("nutch-override", scope + "obey_robots = false\n")
     assert project.scrapy("crawl", "nutch-override").returncode == 0
-    overridden = {doc["id"] for doc in solr_docs(solr, "nutch-override")}
+    overridden = {doc["url"] for doc in solr_docs(solr, "nutch-override")}
     assert crawl_pages <= overridden | {u for u in crawl_pages if "class-use" in u or "-tree" in u}
     assert len(overridden & crawl_pages) > 10

@@ -12,6 +12,7 @@ import pytest
 from searchcrawl.cache import DocumentCache
 from searchcrawl.db import DocumentTable
 from searchcrawl.devsolr import DevSolr
+from searchcrawl.extract import solr_id
 
 from .conftest import free_port, solr_docs
 from .sites import build_intranet
@@ -41,7 +42,7 @@ def test_crawl_puts_exactly_the_in_scope_pages_into_solr(project, serve, tmp_pat
 
     in_scope = {site.url + path for path, page in pages.items() if page.depth <= 2}
     assert len(in_scope) == 57
-    docs = {doc["id"]: doc for doc in solr_docs(solr, name)}
+    docs = {doc["url"]: doc for doc in solr_docs(solr, name)}
     assert set(docs) == in_scope
     # off-site links were not followed; depth was honoured
     assert other.requests == []
@@ -57,9 +58,9 @@ def test_crawl_puts_exactly_the_in_scope_pages_into_solr(project, serve, tmp_pat
     assert doc["author"] == page.author
     assert doc["language"] == "en"
     assert (doc["host"], doc["mimetype"], doc["source"]) == ("127.0.0.1", "text/html", name)
-    assert doc["url"] == doc["display_url"] == doc["id"]
+    assert doc["url"] == doc["display_url"] and doc["id"] == solr_id(name, doc["url"])
     assert page.text.split(".")[0] in doc["content"]
-    assert doc["checksum"] == hashlib.sha256(doc["content"].encode()).hexdigest()
+    assert doc["checksum"] == hashlib.sha256(f"{doc['title']}\n{doc['content']}".encode()).hexdigest()
     assert doc["last_modified"].endswith("Z") and doc["crawled_at"].endswith("Z")
 
     table = DocumentTable(f"sqlite:///{project.data_dir / 'documents.sqlite3'}")
@@ -82,7 +83,7 @@ def test_file_seeds_custom_spider_and_preserve_cache(project, tmp_path, solr) ->
     result = project.scrapy("crawl", name)
     assert result.returncode == 0, result.stderr[-3000:]
     expected = {(site_root / path).as_uri() for path, page in pages.items() if page.depth == 2}
-    assert {doc["id"] for doc in solr_docs(solr, name)} == expected
+    assert {doc["url"] for doc in solr_docs(solr, name)} == expected
     assert DocumentCache(project.data_dir / "cache" / name).documents().keys() == expected
 
 
@@ -145,7 +146,7 @@ def test_solr_outage_loses_nothing_and_indexes_nothing_twice(project, serve, tmp
     assert "left pending by an earlier crawl" in result.stderr
     assert table.count_by(name, "state") == {"indexed": len(pages)}
     client.commit()
-    ids = [doc["id"] for doc in client.search("*:*", rows=1000, fl="id")]
+    ids = [doc["url"] for doc in client.search("*:*", rows=1000, fl="url")]
     assert sorted(ids) == sorted(site.url + path for path in pages)  # each page exactly once
 
 

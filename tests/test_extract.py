@@ -41,7 +41,8 @@ def test_headers_fill_in_and_documents_are_clean() -> None:
     assert attributes["language"] == "de"
     assert attributes["description"] is None  # no body-text fallback by default
     document = solr_document("s", "http://Host.example.com:81/a", attributes, headers)
-    assert document["id"] == document["url"] == document["display_url"] == "http://Host.example.com:81/a"
+    assert document["url"] == document["display_url"] == "http://Host.example.com:81/a"
+    assert document["id"] == "s!http://Host.example.com:81/a"  # solr_id: the source, then the URL
     assert document["host"] == "host.example.com"
     assert document["mimetype"] == "text/html"
     assert document["last_modified"] == "2015-10-21T07:28:00Z"

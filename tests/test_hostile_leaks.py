@@ -99,7 +99,7 @@ def test_user_info_of_links_is_dropped(project: Project, serve, tmp_path: Path, 
             assert canary.encode() not in path.read_bytes(), path
 
     docs = solr_docs(solr, name)
-    assert sorted(doc["id"] for doc in docs) == [f"{site.url}index.html", f"{site.url}x.html"]
+    assert sorted(doc["url"] for doc in docs) == [f"{site.url}index.html", f"{site.url}x.html"]
     assert canary not in repr(docs) and "intruder" not in repr(docs)
 
 

@@ -68,7 +68,7 @@ def test_redirects_to_local_files_and_other_schemes_are_never_fetched(project, s
         assert row["status"] == Status.EXCLUDED_SCHEME, (path, row)
     assert CANARY not in result.stderr
     assert all(CANARY not in str(doc) for doc in solr_docs(solr, name))
-    assert {doc["id"] for doc in solr_docs(solr, name)} == {f"{site.url}index.html"}
+    assert {doc["url"] for doc in solr_docs(solr, name)} == {f"{site.url}index.html"}
 
 
 def test_a_file_source_reads_only_below_its_seed_folders(project, tmp_path, canary_file, solr) -> None:
@@ -305,7 +305,7 @@ def test_the_rendering_browser_loads_nothing_internal(project, serve, tmp_path, 
     assert result.returncode == 0, result.stderr[-3000:]
     assert internal.requests == [] and other.requests == []
     docs = solr_docs(solr, name)
-    assert [doc["id"] for doc in docs] == [f"{site.url}index.html"]
+    assert [doc["url"] for doc in docs] == [f"{site.url}index.html"]
     assert CANARY not in str(docs)
 
 
@@ -327,6 +327,6 @@ def test_what_a_response_really_is(project, serve, tmp_path, solr) -> None:
     assert result.returncode == 0
     table = project.table()
     assert table.get(name, f"{site.url}garbage.html")["status"] == Status.UNSUPPORTED_TYPE
-    docs = {doc["id"]: doc for doc in solr_docs(solr, name)}
+    docs = {doc["url"]: doc for doc in solr_docs(solr, name)}
     assert "quick brown fox" in " ".join(docs[f"{site.url}doc.html"]["content"].lower().split())
     assert "na\u00efve caf\u00e9 \u2014 Stra\u00dfe" in docs[f"{site.url}utf8.html"]["content"]

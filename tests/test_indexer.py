@@ -1,10 +1,30 @@
-"""Batching, and pushing the cache to a real Solr."""
+"""Batching, pushing the cache to a real Solr, documents Solr refuses, and when a crawl pushes."""
+
+import json
+import urllib.request
+import uuid
 
 import pysolr
 
 from searchcrawl.cache import DocumentCache
-from searchcrawl.db import DocumentTable, State
-from searchcrawl.indexer import SolrIndex, batches, push_pending, push_with_retries, PushResult
+from searchcrawl.db import DocumentTable
+from searchcrawl.extract import solr_id
+from searchcrawl.indexer import SolrIndex, batches, describe, push_pending, push_with_retries, PushResult
+
+from .conftest import solr_docs
+from .sites import build_intranet
+
+
+def cache_pending(table: DocumentTable, source: str, url: str, checksum: str) -> None:
+    """Mark ``url`` cached and pending with ``checksum``, as the cache pipeline does."""
+    try:
+        from searchcrawl.ledger import Event, Outcome
+    except ImportError:  # the table's API before the ledger
+        from searchcrawl.db import State
+        table.record_fetch(source, url, state=State.FETCHED, status=200)
+        table.mark_pending(source, url, checksum)
+        return
+    table.record(source, url, Outcome(Event.CACHED, 200, columns={"checksum": checksum}))
 
 
 def test_batches_bounded_by_count_and_bytes() -> None:
@@ -15,29 +35,31 @@ def test_batches_bounded_by_count_and_bytes() -> None:
 
 
 def test_retries_back_off_and_stop_when_done() -> None:
-    outcomes = [PushResult(pending=3, error="down"), PushResult(pending=3, error="down"), PushResult(indexed=3)]
+    outcomes = [PushResult(pending=3, error="down"), PushResult(pending=3, error="down"), PushResult(indexed=3, refused=1)]
     pauses: list[float] = []
     result = push_with_retries(lambda: outcomes.pop(0), times=5, backoff=0.5, sleep=pauses.append)
-    assert (result.indexed, result.error, pauses) == (3, None, [0.5, 1.0])
+    assert (result.indexed, result.refused, result.error, pauses) == (3, 1, None, [0.5, 1.0])
 
 
 def test_cache_returns_only_the_version_the_table_expects(tmp_path) -> None:
     cache = DocumentCache(tmp_path / "cache", spool_bytes=200)  # a new spool every other document
-    cache.put({"id": "u", "checksum": "old", "content": "first"})
-    cache.put({"id": "u", "checksum": "new", "content": 'says "checksum":"old"'})
-    cache.put({"id": "u", "checksum": "old", "content": "again"})
-    cache.put({"id": "v", "checksum": "c", "content": "v\nline"})
+    cache.put({"id": "s!u", "url": "u", "checksum": "old", "content": "first"})  # keyed by url, not by id
+    cache.put({"id": "s!u", "url": "u", "checksum": "new", "content": 'says "checksum":"old"'})
+    cache.put({"id": "s!u", "url": "u", "checksum": "old", "content": "again"})
+    cache.put({"id": "s!v", "url": "v", "checksum": "c", "content": "v\nline"})
     scan = cache.scan()
     assert scan.select({"u": "new", "v": "c", "missing": "c"}) == {"u", "v"}
-    assert dict(scan.documents()) == {"u": b'{"id":"u","checksum":"new","content":"says \\"checksum\\":\\"old\\""}',
-                                      "v": b'{"id":"v","checksum":"c","content":"v\\nline"}'}
+    assert dict(scan.documents()) == {
+        "u": b'{"id":"s!u","url":"u","checksum":"new","content":"says \\"checksum\\":\\"old\\""}',
+        "v": b'{"id":"s!v","url":"v","checksum":"c","content":"v\\nline"}',
+    }
     assert cache.documents()["u"]["content"] == "again"  # the newest record, whatever its checksum
 
 
 def test_spools_are_deleted_once_sealed_and_pushed_and_a_killed_writers_tail_is_skipped(tmp_path) -> None:
     cache = DocumentCache(tmp_path / "cache", spool_bytes=100)
     for number in range(4):
-        cache.put({"id": f"d{number}", "checksum": "c", "content": "x" * 50})
+        cache.put({"id": f"s!d{number}", "url": f"d{number}", "checksum": "c", "content": "x" * 50})
     spools = sorted((tmp_path / "cache").glob("*.spool"))
     assert len(spools) == 4 and cache.size_bytes == sum(path.stat().st_size for path in spools)
     with open(spools[-1], "ab") as stream:  # what a writer killed in the middle of a record leaves
@@ -70,45 +92,140 @@ def test_push_pending_to_real_solr(tmp_path, solr_url: str, solr: pysolr.Solr) -
     cache = DocumentCache(tmp_path / "cache")
     for i in range(25):
         url = f"http://push.test/{i}"
-        table.record_fetch("push", url, state=State.FETCHED, status=200)
-        cache.put({"id": url, "url": url, "source": "push", "title": f"doc {i}", "checksum": f"c{i}",
+        cache.put({"id": solr_id("push", url), "url": url, "source": "push", "title": f"doc {i}", "checksum": f"c{i}",
                    "content": f"Grüße \u00a0\x07\x00 «{i}» \U0001f600 \"quoted\""})  # sent as cached: JSON, escaped
-        table.mark_pending("push", url, f"c{i}")
+        cache_pending(table, "push", url, f"c{i}")
     assert cache.size_bytes > 0
     cache.seal()  # as at the end of a crawl: then the push deletes the spool it empties
     down = push_pending("push", table, cache, SolrIndex("http://127.0.0.1:9/solr/none", timeout=2), max_docs=10, max_bytes=10**6,
                         requests_at_once=2)
-    assert (down.indexed, down.pending) == (0, 25) and down.error
+    assert (down.indexed, down.pending, down.refused, down.request_refused) == (0, 25, 0, False)
+    assert "cannot connect (Connection refused)" in down.error  # a node failure: everything stays pending
     result = push_pending("push", table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6, requests_at_once=2)
     assert (result.indexed, result.pending, result.error) == (25, 0, None)
     assert cache.size_bytes == 0 and not list((tmp_path / "cache").glob("*.spool"))
     assert table.count_by("push", "state") == {"indexed": 25}
     solr.commit()
     assert solr.search('source:"push"', rows=0).hits == 25
-    assert solr.search('id:"http://push.test/3"', fl="content").docs[0]["content"] == "Grüße \u00a0\x07\x00 «3» \U0001f600 \"quoted\""
+    assert solr.search('url:"http://push.test/3"', fl="content").docs[0]["content"] == "Grüße \u00a0\x07\x00 «3» \U0001f600 \"quoted\""
 
 
-def test_a_refused_batch_stays_pending_while_the_others_in_flight_land(tmp_path, solr_url: str, solr: pysolr.Solr) -> None:
-    """Two update requests in flight: the batch Solr refuses (a bad date) stays pending, with
-    exactly its own documents; batches sent beside it are marked indexed."""
+def test_a_document_solr_refuses_is_isolated_and_every_other_one_indexed(tmp_path, solr_url: str, solr: pysolr.Solr) -> None:
+    """Two update requests in flight, batches of 10. Solr refuses two documents (a 40 KB author:
+    an immense term in a string field; a bad date), which makes it refuse their whole requests
+    after applying the documents before them. Each refused batch is pushed again in halves until
+    the refused document is alone: it gets status 924 with Solr's reason and leaves the pending
+    state, its record is spent, and every other document is indexed."""
+    source = f"refuse-{uuid.uuid4().hex[:8]}"
     table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
     cache = DocumentCache(tmp_path / "cache")
-    for i in range(30):
-        url = f"http://inflight.test/{i:02d}"
-        table.record_fetch("inflight", url, state=State.FETCHED, status=200)
-        document = {"id": url, "url": url, "source": "inflight", "title": f"doc {i}", "checksum": f"c{i}"}
+    urls = [f"http://refuse.test/{i:02d}" for i in range(30)]
+    huge_author = "Quincy " * 6000  # 42,000 bytes: more than a string field's term may hold (32,766)
+    for i, url in enumerate(urls):
+        document = {"id": solr_id(source, url), "url": url, "source": source, "title": f"doc {i}", "checksum": f"c{i}"}
         if i == 14:
-            document["last_modified"] = "not a date"  # Solr answers 400 for the whole batch
+            document["author"] = huge_author
+        if i == 27:
+            document["last_modified"] = "not a date"
         cache.put(document)
-        table.mark_pending("inflight", url, f"c{i}")
-    result = push_pending("inflight", table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6, requests_at_once=2)
-    assert result.error and "400" in result.error
-    pending = sorted(url for url, _checksum in table.pending("inflight"))
-    assert pending == [f"http://inflight.test/{i:02d}" for i in range(10, 20)]
-    assert (result.indexed, result.pending) == (20, 10)
-    solr.commit()
-    in_solr = {document["id"] for document in solr.search('source:"inflight"', rows=100, fl="id").docs}
-    # Solr keeps the refused batch's documents before the bad one; they stay pending here and a
-    # later push overwrites them (uniqueKey), so nothing is indexed twice.
-    assert {f"http://inflight.test/{i:02d}" for i in [*range(10), *range(20, 30)]} <= in_solr
-    assert not in_solr & {f"http://inflight.test/{i:02d}" for i in range(14, 20)}
+        cache_pending(table, source, url, f"c{i}")
+    cache.seal()
+    result = push_pending(source, table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6, requests_at_once=2)
+
+    assert (result.indexed, result.refused, result.pending, result.error) == (28, 2, 0, None)
+    assert table.pending(source) == []
+    refused = {url: table.get(source, url) for url in (urls[14], urls[27])}
+    assert {row["status"] for row in refused.values()} == {924}
+    assert "immense term" in refused[urls[14]]["reason"] and 'field="author"' in refused[urls[14]]["reason"]
+    assert "Invalid Date String" in refused[urls[27]]["reason"]
+    for row in refused.values():  # Solr's reason, readable, never the document
+        assert row["reason"].startswith("refused by Solr: HTTP 400: ") and len(row["reason"]) < 400
+        assert "Quincy" not in row["reason"] and "120, 120" not in row["reason"]
+    assert table.count_by(source, "status").get(924) == 2
+    assert not list((tmp_path / "cache").glob("*.spool"))  # the refused records are spent too
+    in_solr = {doc["url"]: doc["id"] for doc in solr_docs(solr, source)}
+    assert set(in_solr) == set(urls) - {urls[14], urls[27]}
+    assert all(doc_id == solr_id(source, url) for url, doc_id in in_solr.items())
+
+
+def test_a_request_solr_refuses_whatever_it_carries_keeps_the_documents_pending(tmp_path, solr_url: str) -> None:
+    """A 404 (no such core) refuses the request, not a document: nothing is marked refused."""
+    table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    cache = DocumentCache(tmp_path / "cache")
+    for i in range(5):
+        url = f"http://nocore.test/{i}"
+        cache.put({"id": solr_id("nocore", url), "url": url, "source": "nocore", "checksum": "c"})
+        cache_pending(table, "nocore", url, "c")
+    missing = solr_url.rsplit("/", 1)[0] + "/no-such-core"
+    result = push_pending("nocore", table, cache, SolrIndex(missing), max_docs=2, max_bytes=10**6, requests_at_once=2)
+    assert (result.indexed, result.refused, result.pending, result.request_refused) == (0, 0, 5, True)
+    assert "HTTP 404" in result.error
+    assert len(table.pending("nocore")) == 5
+
+
+def test_solr_messages_are_made_readable() -> None:
+    immense = pysolr.SolrError(
+        "Solr responded with an error (HTTP 400): [Reason: Exception writing document id s!http://a/ to the index; "
+        'possible analysis error: Document contains at least one immense term in field="author" (whose UTF8 encoding '
+        "is longer than the max length 32766), all of which were skipped.  Please correct the analyzer to not produce "
+        "such terms.  The prefix of the first immense term is: '[81, 117, 105, 110, 99, 121]...', original message: "
+        "bytes can be at most 32766 in length; got 42000. Perhaps the document has an indexed string field "
+        "(solr.StrField) which is too large]")
+    text = describe(immense)
+    assert text.startswith('HTTP 400: Exception writing document id s!http://a/ to the index; possible analysis error: '
+                           'Document contains at least one immense term in field="author"')
+    assert "81, 117" not in text and len(text) <= 310
+    value = pysolr.SolrError("Solr responded with an error (HTTP 400): [Reason: ERROR: [doc=s!u] Error adding field "
+                             f"'title'='{'very long title ' * 20}' msg=too long]")
+    assert "very long title " * 4 not in describe(value)
+
+
+def solr_update_requests(core_url: str) -> int:
+    """Update requests the core has answered since it started (Solr's handler statistics)."""
+    with urllib.request.urlopen(f"{core_url}/admin/mbeans?cat=UPDATE&key=/update&stats=true&wt=json", timeout=30) as answer:
+        beans = json.load(answer)["solr-mbeans"]
+    return int(dict(zip(beans[::2], beans[1::2]))["UPDATE"]["/update"]["stats"]["UPDATE./update.requests"])
+
+
+def test_a_crawl_pushes_in_batches_of_the_threshold_even_with_preserve_cache(project, serve, tmp_path, solr_url, solr) -> None:
+    """preserve_cache keeps every pushed spool, so the cache stays over a small threshold: a push
+    must still wait for another threshold's worth of documents, not start with every one."""
+    site_root = tmp_path / "site"
+    site_root.mkdir()
+    site = serve(site_root)
+    pages = build_intranet(site_root, sections=6, per_section=8)  # 103 pages of about 1.2 KB
+    name = f"batches-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 3\npreserve_cache = true\n')
+    before = solr_update_requests(solr_url)
+    result = project.scrapy("crawl", name, "-s", "SEARCHCRAWL_CACHE_MAX_BYTES=20000", "-s", "CONCURRENT_REQUESTS=2")
+    requests_made = solr_update_requests(solr_url) - before
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(solr_docs(solr, name)) == len(pages)
+    cached = sum(path.stat().st_size for path in (project.data_dir / "cache" / name).glob("*.spool"))
+    assert cached > 5 * 20000  # the cache was over the threshold for most of the crawl
+    # about one push per 20 KB cached (each a request or two), a commit, nothing per document
+    assert requests_made <= 2 * cached // 20000 + 4, (requests_made, len(pages))
+
+
+def test_a_crawl_with_a_document_solr_refuses_indexes_the_rest_and_exits_0(project, serve, tmp_path, solr) -> None:
+    site_root = tmp_path / "site"
+    site_root.mkdir()
+    site = serve(site_root)
+    pages = build_intranet(site_root, sections=2, per_section=3)
+    poisoned = site_root / "section1" / "topic2.html"
+    html = poisoned.read_text(encoding="utf-8")
+    author = html.split('<meta name="author" content="', 1)[1].split('"', 1)[0]
+    poisoned.write_text(html.replace(f'content="{author}"', f'content="{"Quincy " * 6000}"'), encoding="utf-8")
+    name = f"poison-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 3\n')
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0, result.stderr[-3000:]  # refused documents are not "left pending" (exit 4)
+    log = result.stderr
+    bad = f"{site.url}section1/topic2.html"
+    assert f"Solr refused document {bad} of {name} (status 924, not indexed): HTTP 400: " in log
+    assert "immense term" in log and "Quincy Quincy" not in log
+    assert "Solr unavailable" not in log and "stay cached and pending" not in log
+    assert "1 refused by Solr" in log
+    assert {doc["url"] for doc in solr_docs(solr, name)} == {site.url + path for path in pages} - {bad}
+    row = project.table().get(name, bad)
+    assert row["status"] == 924 and row["state"] != "pending"

@@ -32,7 +32,7 @@ def write(path: Path, html: str, bump: bool = False) -> None:
 
 def versions(client: pysolr.Solr, source: str) -> dict[str, int]:
     client.commit()
-    return {doc["id"]: doc["_version_"] for doc in client.search(f'source:"{source}"', rows=1000, fl="id,_version_")}
+    return {doc["url"]: doc["_version_"] for doc in client.search(f'source:"{source}"', rows=1000, fl="url,_version_")}
 
 
 @pytest.fixture
@@ -166,10 +166,10 @@ def test_duplicates_and_canonical_handover(project, serve, tmp_path, solr) -> No
     root = tmp_path / "site"
     same = "the same words on several pages"
     write(root / "index.html", page("home", "index", ["/a.html", "/b.html", "/x.html", "/y.html"]))
-    write(root / "a.html", page("A", same))
-    write(root / "b.html", page("B", same))
-    write(root / "x.html", page("X", "canonical content", head='<link rel="canonical" href="/y.html">'))
-    write(root / "y.html", page("Y", "canonical content"))
+    write(root / "a.html", page("Same", same))  # duplicates: the same title and text
+    write(root / "b.html", page("Same", same))
+    write(root / "x.html", page("Canon", "canonical content", head='<link rel="canonical" href="/y.html">'))
+    write(root / "y.html", page("Canon", "canonical content"))
     site = serve(root)
     name = f"dups-{uuid.uuid4().hex[:8]}"
     project.source(name, f'seeds = ["{site.url}index.html"]\n')

@@ -157,7 +157,7 @@ def test_deploy_schedule_suspend_resume(scrapyd: Scrapyd, ops_project: Project, 
     run = runs.latest("opsa")
     assert run["state"] == "finished" and run["sessions"] == 3, log[-3000:]
     docs = solr_docs(solr, "opsa")
-    assert sorted(doc["id"] for doc in docs) == sorted(site.url + path for path in pages)
+    assert sorted(doc["url"] for doc in docs) == sorted(site.url + path for path in pages)
     gets = [path for method, _host, path in site.requests if method == "GET" and path != "/robots.txt"]
     # each page fetched once, except the few in flight at each suspension (fetched again)
     assert len(gets) - len(set(gets)) <= 2 * 16
@@ -188,7 +188,7 @@ def test_scheduler_starts_due_sources_through_scrapyd(scrapyd: Scrapyd, ops_proj
 
     job = next(job for job in jobs if job["spider"] == "opsb")
     scrapyd.wait_finished(job["id"])
-    assert sorted(doc["id"] for doc in solr_docs(solr, "opsb")) == sorted(site.url + path for path in pages)
+    assert sorted(doc["url"] for doc in solr_docs(solr, "opsb")) == sorted(site.url + path for path in pages)
     assert json.loads(Runs(ops_project.table()).latest("opsb")["counters"])["pages"] >= len(pages)
 
 

@@ -112,7 +112,8 @@ paths = {{ "127.0.0.1" = {{ exclude = ["/other/"] }} }}
     status = lambda path: table.get(name, site.url + path.lstrip("/"))["status"]  # noqa: E731
     assert [status(f"/p{s}") for s in (301, 302, 303, 307, 308)] == [301, 302, 303, 307, 308]
     assert table.get(name, site.url + "p301")["reason"] == f"moved to {site.url}docs/t301.html"
-    assert status("/out301") == 301 and "outside the boundary" in table.get(name, site.url + "out301")["reason"]
+    out301 = table.get(name, site.url + "out301")
+    assert out301["status"] == 301 and "outside the boundary" in out301["reason"], out301["reason"]
     assert table.get(name, f"http://localhost:{site.port}/docs/t301.html")["status"] == Status.EXCLUDED_DOMAIN
     assert status("/other301") == 301  # permanent: not followed out of the path rules
     assert status("/other302") == 302  # temporary: followed although /other/ is excluded
@@ -126,7 +127,7 @@ paths = {{ "127.0.0.1" = {{ exclude = ["/other/"] }} }}
     assert status("/docs/refreshed.html") == 200
     assert unsafe_site.requests == []  # the guard held: nothing reached 127.0.0.2
     assert not [host for _m, host, _p in site.requests if host.startswith("localhost")]
-    indexed = {doc["id"] for doc in solr_docs(solr, name)}
+    indexed = {doc["url"] for doc in solr_docs(solr, name)}
     expected = {site.url + p for p in ["index.html", "other/landing.html", "refresh-in.html", "refresh-out.html"]}
     expected |= {f"{site.url}docs/{n}.html" for n in ["t301", "t302", "t303", "t307", "t308", "refreshed"]}
     assert indexed == expected
@@ -159,4 +160,4 @@ paths = {{ "127.0.0.3" = {{ include = ["/docs/"] }} }}
     row = table.get(name, f"{target.url}secret.html")
     assert row["status"] == Status.INTERNAL_ADDRESS and "127.0.0.2" in row["reason"]
     assert target.requests == []
-    assert {doc["id"] for doc in solr_docs(solr, name)} == {f"{seed.url}index.html"}
+    assert {doc["url"] for doc in solr_docs(solr, name)} == {f"{seed.url}index.html"}

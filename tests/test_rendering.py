@@ -98,7 +98,7 @@ def test_a_script_that_never_finishes_times_out(project, serve, tmp_path, solr) 
     assert time.monotonic() - started < 120
     table = project.table()
     assert table.get(name, site.url + "hang.html")["status"] == 930  # a status, not a stuck crawl
-    assert {doc["id"] for doc in solr_docs(solr, name)} == {site.url + "index.html", site.url + "ok.html"}
+    assert {doc["url"] for doc in solr_docs(solr, name)} == {site.url + "index.html", site.url + "ok.html"}
 
 
 def descendants(pid: int) -> list[int]:
@@ -146,10 +146,10 @@ def test_maintenance_crawl_of_an_auto_source_uses_conditional_gets(project, quot
     name = f"automaint-{uuid.uuid4().hex[:8]}"
     quotes_source(project, quotes_site, name, '"auto"', ["", "js/"], pages=PAGES)
     assert project.scrapy("crawl", name).returncode == 0
-    before = {doc["id"]: doc["_version_"] for doc in solr_docs(solr, name)}
+    before = {doc["url"]: doc["_version_"] for doc in solr_docs(solr, name)}
     quotes_site.conditional.clear()
     result = project.scrapy("crawl", name)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "/js/page/5/" in quotes_site.conditional and "/page/5/" in quotes_site.conditional
-    assert {doc["id"]: doc["_version_"] for doc in solr_docs(solr, name)} == before  # nothing re-indexed
+    assert {doc["url"]: doc["_version_"] for doc in solr_docs(solr, name)} == before  # nothing re-indexed
     # (the one duplicate, /js/ = /js/page/1/, is not in the index: fetched and rendered again)

@@ -55,7 +55,7 @@ def wait_for_requests(site, count: int, process, timeout: float = 300) -> None:
 def check_complete(project, name, site, pages, solr_url, kills: int) -> None:
     client = pysolr.Solr(solr_url, timeout=30)
     client.commit()
-    ids = [doc["id"] for doc in client.search(f'source:"{name}"', rows=5000, fl="id")]
+    ids = [doc["url"] for doc in client.search(f'source:"{name}"', rows=5000, fl="url")]
     assert len(ids) == len(set(ids))
     expected = {site.url + path for path in pages}
     table = project.table()

@@ -16,7 +16,8 @@ import pysolr
 import pytest
 from sqlalchemy import event, text
 
-from searchcrawl.db import DocumentTable, State
+from searchcrawl.db import DocumentTable
+from searchcrawl.ledger import Event, Outcome
 from searchcrawl.db.store import POOL_SIZE
 from searchcrawl.db.frontier import Entry, Frontier
 from searchcrawl.db.runs import RunConflict, Runs
@@ -82,7 +83,7 @@ def fetched(site: Site) -> collections.Counter[str]:
 def solr_ids(urls: str, name: str) -> list[str]:
     client = pysolr.Solr(urls.split(",")[0], timeout=60)
     client.commit()
-    return [doc["id"] for doc in client.search(f'source:"{name}"', rows=10000, fl="id")]
+    return [doc["url"] for doc in client.search(f'source:"{name}"', rows=10000, fl="url")]
 
 
 @pytest.fixture
@@ -201,11 +202,11 @@ def test_the_original_of_two_copies_is_the_same_whichever_node_asks() -> None:
 def test_two_nodes_caching_the_same_content_at_once_keep_one(postgres_url: str) -> None:
     source = "settle"
     node_a, node_b = DocumentTable(postgres_url), DocumentTable(postgres_url)
-    for url in ("http://h/first", "http://h/second"):
-        node_a.record_fetch(source, url, state=State.FETCHED, status=200)
+    for url in ("http://h/first", "http://h/second"):  # discovered in this order
+        node_a.record(source, url, Outcome(Event.FAILED, 503, "HTTP 503"))
     # each checked for a duplicate before the other wrote its row: both went on to cache
-    node_b.mark_pending(source, "http://h/second", "same", cached_by="b")
-    node_a.mark_pending(source, "http://h/first", "same", cached_by="a")
+    node_b.record(source, "http://h/second", Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "b"}))
+    node_a.record(source, "http://h/first", Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "a"}))
     assert node_b.settle_duplicates(source, "http://h/second", "same", original_of) == "http://h/first"
     assert node_a.settle_duplicates(source, "http://h/first", "same", original_of) is None
     assert node_a.get(source, "http://h/second")["duplicate_of"] == "http://h/first"
@@ -279,7 +280,7 @@ def test_threads_share_pooled_connections_without_reopening_them(postgres_url: s
     def work(thread: int, burst: int) -> None:
         with table.engine.connect() as connection:  # held a moment, so that all overlap
             connection.execute(text("SELECT pg_sleep(0.05)"))
-        table.record_fetch("pool", f"http://pool.test/{burst}/{thread}", state=State.FETCHED, status=200)
+        table.record("pool", f"http://pool.test/{burst}/{thread}", Outcome(Event.GONE, 404, "gone"))
 
     for burst in range(4):
         with ThreadPoolExecutor(POOL_SIZE) as threads:

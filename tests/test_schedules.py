@@ -222,7 +222,7 @@ def test_scheduler_starts_a_local_crawl_without_scrapyd(project, serve, tmp_path
     assert result.returncode == 0 and "Schedule of local (every 1 day, 0:00:00): started crawl" in result.stderr, result.stderr
     table = project.table()
     wait_for(lambda: (Runs(table).latest("local") or {}).get("state") == "finished", what="the local crawl")
-    assert {doc["id"] for doc in solr_docs(solr, "local")} == {site.url + path for path in pages}
+    assert {doc["url"] for doc in solr_docs(solr, "local")} == {site.url + path for path in pages}
     logs = list((project.data_dir / "logs" / "local").glob("*.log"))
     assert logs and "Spider closed (finished)" in logs[0].read_text()
     table.close()

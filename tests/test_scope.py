@@ -74,7 +74,7 @@ replace = "https://docs.example.com/"
 """)
     result = project.scrapy("crawl", name)
     assert result.returncode == 0, result.stderr[-3000:]
-    docs = {doc["id"]: doc for doc in solr_docs(solr, name)}
+    docs = {doc["url"]: doc for doc in solr_docs(solr, name)}
     table = project.table()
     assert f"{site.url}a/page.html" in docs and f"{site.url}a/page.html?sessionid=123" not in docs
     assert table.get(name, f"{site.url}print/page.html")["status"] == Status.EXCLUDED_REWRITER
@@ -110,7 +110,7 @@ def test_changed_rules_remove_documents_from_the_index(project, serve, tmp_path,
     result = project.scrapy("crawl", name)
     assert result.returncode == 0
     assert "2 known URLs of" in result.stderr and "outside the source's rules now" in result.stderr
-    assert {doc["id"] for doc in solr_docs(solr, name)} == {f"{site.url}index.html", f"{site.url}keep/1.html"}
+    assert {doc["url"] for doc in solr_docs(solr, name)} == {f"{site.url}index.html", f"{site.url}keep/1.html"}
     row = project.table().get(name, f"{site.url}drop/1.html")
     assert (row["state"], row["status"]) == ("removed", Status.EXCLUDED_PATH)
     assert 'path exclude "/drop/"' in row["reason"]

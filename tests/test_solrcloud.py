@@ -1,5 +1,6 @@
 """SolrCloud: the local two-node cloud of the dev launcher, `scrapy solr collection` (configset
-upload + Collections API), indexing through any node, and surviving one node going down."""
+upload + Collections API), indexing through any node, routing by source (compositeId), migrating
+ids, and surviving one node going down."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ import pysolr
 import pytest
 
 from searchcrawl import solrcloud
+from searchcrawl.commands.search import format_hits, search
+from searchcrawl.extract import solr_id
+from searchcrawl.indexer import SolrIndex, migrate_ids
 
 from .conftest import ROOT, LocalSolrCloud, wait_for
 
@@ -39,8 +43,9 @@ def scrapy_solr(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def docs(prefix: str, count: int) -> list[dict]:
-    return [{"id": f"http://cloud.test/{prefix}/{i}", "url": f"http://cloud.test/{prefix}/{i}", "source": prefix,
-             "title": f"Cloud document {i}", "content": f"Replicated text number {i}."} for i in range(count)]
+    return [{"id": solr_id(prefix, f"http://cloud.test/{prefix}/{i}"), "url": f"http://cloud.test/{prefix}/{i}",
+             "source": prefix, "title": f"Cloud document {i}", "content": f"Replicated text number {i}."}
+            for i in range(count)]
 
 
 def found(url: str, source: str) -> int:
@@ -70,6 +75,7 @@ def test_collection_command_creates_shards_and_replicas_on_both_nodes(cloud: Loc
     assert result.stdout.strip() == ",".join(f"{node}/cmd" for node in cloud.nodes)
     status = solrcloud.collection_status(cloud.nodes[1], "cmd")
     assert status["configset"] == "searchcrawl"
+    assert status["router"] == "compositeId"  # ids <source>!<url> place documents by source
     assert sorted(status["shards"]) == ["shard1", "shard2"]
     for shard in status["shards"].values():
         replicas = shard["replicas"]
@@ -96,6 +102,41 @@ def test_documents_added_through_one_node_are_found_through_the_other(cloud: Loc
     pysolr.Solr(urls[0], always_commit=True, timeout=30).add(docs(source, 20))
     assert found(urls[1], source) == 20
     assert found(urls[0], source) == 20
+
+
+def test_a_sources_documents_lie_on_one_shard_and_search_shows_a_url_once(cloud: LocalSolrCloud) -> None:
+    """compositeId routing by the source prefix of <source>!<url> (URLs with "!" too). Collapsing
+    works within a shard, so a URL two sources hold on two shards comes back twice from Solr:
+    `scrapy search` shows it once."""
+    urls = cloud.create_collection("routed")
+    assert cloud.status("routed")["router"] == "compositeId"
+    client = pysolr.Solr(urls[0], always_commit=True, timeout=30)
+    sources = [f"routed-{number}" for number in range(12)]  # fixed names: a fixed placement
+    pages = [f"http://routed.test/{i}" for i in range(5)] + ["http://routed.test/#!/app", "http://routed.test/a!b!c"]
+    client.add([{"id": solr_id(source, url), "url": url, "display_url": url, "source": source,
+                 "title": "Routed page", "content": "Routed capybara text."} for source in sources for url in pages])
+    shards: dict[str, set[str]] = {}
+    for shard in ("shard1", "shard2"):
+        for doc in pysolr.Solr(urls[1], timeout=30).search("capybara", fl="source", rows=1000, shards=shard):
+            shards.setdefault(doc["source"], set()).add(shard)
+    assert set(shards) == set(sources)
+    assert all(len(placed) == 1 for placed in shards.values()), shards
+    assert set().union(*shards.values()) == {"shard1", "shard2"}
+    results = search(urls[0], "capybara", rows=100)
+    assert len(results.docs) == 2 * len(pages)  # one copy per shard
+    assert sorted(line.strip() for line in format_hits(results) if line.startswith("   http")) == sorted(pages)
+
+
+def test_migrating_ids_in_a_collection(cloud: LocalSolrCloud) -> None:
+    urls = cloud.create_collection("migrated")
+    source = f"cloudmig-{uuid.uuid4().hex[:8]}"
+    old = [{**doc, "id": doc["url"]} for doc in docs(source, 12)]
+    pysolr.Solr(urls[0], always_commit=True, timeout=30).add(old)
+    index = SolrIndex(",".join(urls))
+    assert migrate_ids(index, source, max_docs=5) == 12
+    found_ids = {doc["id"] for doc in pysolr.Solr(urls[1], timeout=30).search(f'source:"{source}"', rows=100, fl="id")}
+    assert found_ids == {solr_id(source, doc["url"]) for doc in old}
+    assert migrate_ids(index, source) == 0
 
 
 def test_collection_survives_a_node_going_down(cloud: LocalSolrCloud) -> None:

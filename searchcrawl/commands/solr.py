@@ -1,6 +1,8 @@
 """`scrapy solr start|stop|status [--port N] [--cloud [--nodes N]]`: the development Solr (see solr/
 and devsolr.py), standalone or as a local SolrCloud; `scrapy solr collection NAME`: a SolrCloud
-collection for the crawlers (configset upload + Collections API, see solrcloud.py)."""
+collection for the crawlers (configset upload + Collections API, see solrcloud.py);
+`scrapy solr migrate-ids [source ...]`: documents indexed by an earlier searchcrawl (id = URL)
+get their per-source id (``<source>!<url>``) in SOLR_URL (see indexer.migrate_ids)."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ from scrapy.exceptions import UsageError
 
 from .. import paths, solrcloud
 from ..devsolr import DevSolr, DevSolrCloud, DevSolrError
+from ..indexer import IndexingError, SolrIndex, migrate_ids
 
-ACTIONS = ("start", "stop", "status", "collection")
+ACTIONS = ("start", "stop", "status", "collection", "migrate-ids")
 DEFAULT_CLOUD_NODES = 2
 
 
@@ -26,7 +29,8 @@ class Command(ScrapyCommand):
     def syntax(self) -> str:
         return (
             "start|stop|status [--port N] [--cloud [--nodes N]]\n"
-            "       collection NAME [--nodes URL[,URL...]] [--shards 2] [--replicas 2] [--configset NAME]"
+            "       collection NAME [--nodes URL[,URL...]] [--shards 2] [--replicas 2] [--configset NAME]\n"
+            "       migrate-ids [SOURCE ...]"
         )
 
     def short_desc(self) -> str:
@@ -39,7 +43,10 @@ class Command(ScrapyCommand):
             "collection NAME uploads the project's configset (solr/configset/conf) and creates the "
             "collection through any live node of --nodes (default: the local SolrCloud on --port); it "
             "is idempotent (an existing collection is reloaded). It prints progress on stderr and, on "
-            "stdout, the collection's URL on every node, comma-separated, for SOLR_URL."
+            "stdout, the collection's URL on every node, comma-separated, for SOLR_URL. "
+            "migrate-ids gives the documents that an earlier searchcrawl indexed into SOLR_URL with the "
+            "URL as their id the id SOURCE!URL, for the sources named (default: every source in the "
+            "index); a crawl does it for its own source when it starts. It is safe to run again."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -58,12 +65,14 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if not args or args[0] not in ACTIONS:
             raise UsageError(f"expected one of {', '.join(ACTIONS)}")
-        if len(args) != (2 if args[0] == "collection" else 1):
+        if args[0] != "migrate-ids" and len(args) != (2 if args[0] == "collection" else 1):
             raise UsageError("collection needs a NAME" if args[0] == "collection" else f"{args[0]} takes no arguments")
         assert self.settings is not None
         data_dir = paths.data_dir(self.settings)
         try:
-            if args[0] == "start":
+            if args[0] == "migrate-ids":
+                self._migrate_ids(args[1:])
+            elif args[0] == "start":
                 self._start(data_dir, opts)
             elif args[0] == "stop":
                 cloud_stopped = DevSolrCloud(data_dir, opts.port).stop()
@@ -82,6 +91,22 @@ class Command(ScrapyCommand):
         except solrcloud.SolrCloudError as exc:
             print(f"searchcrawl: {exc}", file=sys.stderr)
             self.exitcode = 1
+        except IndexingError as exc:
+            print(f"searchcrawl: {exc}", file=sys.stderr)
+            self.exitcode = 1
+
+    def _migrate_ids(self, sources: list[str]) -> None:
+        """Per source: how many documents got their per-source id (stdout), then the total."""
+        assert self.settings is not None
+        index = SolrIndex(paths.solr_url(self.settings), timeout=self.settings.getfloat("SEARCHCRAWL_SOLR_TIMEOUT", 60),
+                          auth=paths.solr_auth(self.settings))
+        total = 0
+        for source in sources or index.sources():
+            migrated = migrate_ids(index, source, max_docs=min(self.settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS", 500), 200),
+                                   max_bytes=self.settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES", 10 * 1024 * 1024))
+            total += migrated
+            print(f"{source}: {migrated} documents migrated to ids {source}!<url>")
+        print(f"{total} documents migrated in all")
 
     def _start(self, data_dir: Path, opts: argparse.Namespace) -> None:
         if not opts.cloud:

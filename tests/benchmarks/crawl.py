@@ -36,10 +36,11 @@ import lxml.html
 
 from searchcrawl import settings as defaults
 from searchcrawl.cache import DocumentCache
-from searchcrawl.db import DocumentTable, State
+from searchcrawl.db import DocumentTable
 from searchcrawl.devsolr import DevSolr, free_port
 from searchcrawl.extract import html_attributes, solr_document
 from searchcrawl.indexer import SolrIndex, push_pending
+from searchcrawl.ledger import Event, Outcome
 from tests.benchmarks.measure import jvm_cpu, run_measured, solr_updates
 from tests.benchmarks.synthetic import Nginx, SyntheticSite, nginx, page_path
 from tests.conftest import ROOT
@@ -130,8 +131,7 @@ class Bench:
                 document = solr_document(source, url, attributes, HEADERS)
                 checksum = document["checksum"] = hashlib.sha256(document["content"].encode()).hexdigest()
                 cache.put(document)
-                table.record_fetch(source, url, state=State.FETCHED, status=200)
-                table.mark_pending(source, url, checksum, cached_by=cache.id)
+                table.record(source, url, Outcome(Event.CACHED, 200, columns={"checksum": checksum, "cached_by": cache.id}))
             index.client.commit(waitSearcher=True)
             time.sleep(min(PUSH_SETTLE_SECONDS, self.pages / 1000))
             solr_before = jvm_cpu(self.solr_pid) if self.solr_pid else None

@@ -1,0 +1,195 @@
+"""Solr ids per source (``<source>!<url>``): sources crawling one URL are independent in Solr,
+`scrapy search` shows a page once, and indexes written with the URL as id are migrated."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pysolr
+
+from searchcrawl.cache import DocumentCache
+from searchcrawl.commands.search import format_hits, search
+from searchcrawl.db import DocumentTable
+from searchcrawl.extract import solr_document, solr_id
+from searchcrawl.indexer import SolrIndex, migrate_ids, push_pending
+
+from .conftest import solr_docs
+from .test_indexer import cache_pending
+
+
+def unique(name: str) -> str:
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+def page(title: str, text: str, links: list[str] = ()) -> str:
+    anchors = "".join(f'<a href="{href}">{href}</a> ' for href in links)
+    return f"<html><head><title>{title}</title></head><body><p>{text}</p>{anchors}</body></html>"
+
+
+def small_site(root: Path, count: int = 6) -> list[str]:
+    """index.html linking to p0.html ... p<count-1>.html; returns the paths."""
+    paths = [f"p{i}.html" for i in range(count)]
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "index.html").write_text(page("home", "the index of the shared pages", paths))
+    for i, path in enumerate(paths):
+        (root / path).write_text(page(f"Shared page {i}", f"Page {i} about the walrus migration handbook."))
+    return ["index.html", *paths]
+
+
+def test_the_solr_id_is_the_source_then_the_url() -> None:
+    assert solr_id("handbook", "http://h.test/a!b?c") == "handbook!http://h.test/a!b?c"
+    document = solr_document("handbook", "http://h.test/a", {"title": "A", "id": "not this"}, {})
+    assert (document["id"], document["url"], document["source"]) == ("handbook!http://h.test/a", "http://h.test/a", "handbook")
+    assert next(iter(document)) == "id"  # first: the push sends a cached document as it is
+
+
+def test_two_sources_crawling_one_site_keep_their_own_documents(project, serve, tmp_path, solr) -> None:
+    root = tmp_path / "site"
+    paths = small_site(root)
+    site = serve(root)
+    first, second = unique("ids-a"), unique("ids-b")
+    for name in (first, second):
+        project.source(name, f'seeds = ["{site.url}index.html"]\n')
+        result = project.scrapy("crawl", name)
+        assert result.returncode == 0, result.stderr[-3000:]
+    urls = {site.url + path for path in paths}
+    for name in (first, second):
+        docs = solr_docs(solr, name)
+        assert {doc["url"] for doc in docs} == urls
+        assert {doc["id"] for doc in docs} == {solr_id(name, url) for url in urls}
+
+    # A page gone from the site leaves the first source's index; the second's copy stays.
+    (root / "p3.html").unlink()
+    result = project.scrapy("crawl", first)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert {doc["url"] for doc in solr_docs(solr, first)} == urls - {site.url + "p3.html"}
+    assert {doc["url"] for doc in solr_docs(solr, second)} == urls
+
+    # `scrapy search` shows each page once, whichever source holds it.
+    shown = project.scrapy("search", "walrus migration handbook", "--rows", "50")
+    assert shown.returncode == 0, shown.stderr
+    listed = [line.strip() for line in shown.stdout.splitlines() if line.startswith("   http")]
+    ours = [url for url in listed if url.startswith(site.url)]
+    assert sorted(ours) == sorted(site.url + f"p{i}.html" for i in range(6))  # p3 too: the second source has it
+    only = project.scrapy("search", "walrus migration handbook", "--source", first, "--rows", "50")
+    assert sorted(line.strip() for line in only.stdout.splitlines() if line.startswith("   http")) == sorted(
+        site.url + f"p{i}.html" for i in range(6) if i != 3)
+
+
+def test_search_collapses_the_copies_of_a_url_and_keeps_their_snippets(solr_url: str, solr: pysolr.Solr) -> None:
+    url = f"http://collapse.test/{uuid.uuid4().hex[:8]}"
+    sources = [unique("col-a"), unique("col-b")]
+    solr.add([{"id": solr_id(source, url), "url": url, "display_url": url, "source": source, "title": "Okapi report",
+               "content": f"The okapi census of {source}."} for source in sources])
+    results = search(solr_url, "okapi census")
+    mine = [doc for doc in results.docs if doc["url"] == url]
+    assert len(mine) == 1 and mine[0]["id"] in {solr_id(source, url) for source in sources}
+    lines = format_hits(results)
+    assert lines.count(f"   {url}") == 1
+    assert any("*okapi*" in line for line in lines[lines.index(f"   {url}"):][:2])  # highlighting found by the Solr id
+    assert search(solr_url, "okapi census", source=sources[1]).docs[0]["id"] == solr_id(sources[1], url)
+
+
+def old_documents(source: str, count: int, host: str = "old.test") -> list[dict]:
+    """Documents as searchcrawl indexed them before ids were per source: the id is the URL."""
+    docs = []
+    for i in range(count):
+        url = f"http://{host}/{source}/{i}"
+        docs.append({"id": url, "url": url, "display_url": url, "source": source, "host": host,
+                     "title": f"Old document {i}", "content": f"Kept text {i}.", "subject": ["alpha", f"s{i}"],
+                     "author": "Ann", "language": "en", "mimetype": "text/html", "checksum": f"c{i}",
+                     "last_modified": "2023-04-05T06:07:08Z", "crawled_at": "2024-01-02T03:04:05Z",
+                     "version_i": i, "tags_ss": ["x", "y"]})
+    return docs
+
+
+def without(document: dict, *names: str) -> dict:
+    return {name: value for name, value in document.items() if name not in names}
+
+
+def test_migrate_ids_gives_old_documents_their_per_source_ids(solr_url: str, solr: pysolr.Solr) -> None:
+    source, other = unique("mig"), unique("mig-other")
+    old = old_documents(source, 7)
+    solr.add(old)
+    solr.add(old_documents(other, 3))
+    kept = {**old_documents(source, 9)[8]}  # already migrated (or pushed by this version)
+    kept["id"] = solr_id(source, kept["url"])
+    newer = {**old[6], "id": solr_id(source, old[6]["url"]), "title": "Pushed by a crawl meanwhile"}
+    solr.add([kept, newer])
+
+    assert migrate_ids(SolrIndex(solr_url), source, max_docs=3) == 7  # three pages of the cursor
+    docs = {doc["id"]: doc for doc in solr_docs(solr, source)}
+    assert set(docs) == {solr_id(source, doc["url"]) for doc in [*old, kept]}  # 8: no old id left, no copy
+    for document in old[:6]:
+        assert without(docs[solr_id(source, document["url"])], "_version_", "id") == without(document, "id")
+    assert docs[newer["id"]]["title"] == "Pushed by a crawl meanwhile"  # not overwritten with the old copy
+    assert {doc["id"] for doc in solr_docs(solr, other)} == {doc["url"] for doc in old_documents(other, 3)}
+    assert migrate_ids(SolrIndex(solr_url), source) == 0
+
+
+def test_scrapy_solr_migrate_ids_for_named_sources_then_all(project, solr) -> None:
+    first, second = unique("cmd-a"), unique("cmd-b")
+    solr.add(old_documents(first, 4) + old_documents(second, 2))
+    named = project.scrapy("solr", "migrate-ids", first)
+    assert named.returncode == 0, named.stdout + named.stderr
+    assert f"{first}: 4 documents migrated" in named.stdout
+    assert {doc["id"] for doc in solr_docs(solr, first)} == {solr_id(first, doc["url"]) for doc in old_documents(first, 4)}
+    assert {doc["id"] for doc in solr_docs(solr, second)} == {doc["url"] for doc in old_documents(second, 2)}
+    everything = project.scrapy("solr", "migrate-ids")
+    assert everything.returncode == 0, everything.stdout + everything.stderr
+    assert f"{second}: 2 documents migrated" in everything.stdout and f"{first}: 0 documents migrated" in everything.stdout
+    assert {doc["id"] for doc in solr_docs(solr, second)} == {solr_id(second, doc["url"]) for doc in old_documents(second, 2)}
+
+
+def test_migrate_ids_reports_an_unreachable_solr(offline_project) -> None:
+    result = offline_project.scrapy("solr", "migrate-ids", "x")
+    assert result.returncode == 1 and "cannot connect" in result.stderr
+
+
+def test_a_crawl_migrates_its_old_documents_before_pushing(project, serve, tmp_path, solr) -> None:
+    """An index written by the earlier version (id = URL) and a maintenance crawl that finds
+    nothing changed: the crawl gives the documents their new ids, and later removals find them."""
+    root = tmp_path / "site"
+    paths = small_site(root)
+    site = serve(root)
+    name = unique("mig-crawl")
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    assert project.scrapy("crawl", name).returncode == 0
+    current = solr_docs(solr, name)
+    assert len(current) == len(paths)
+    solr.add([{**without(doc, "_version_"), "id": doc["url"]} for doc in current])  # as the old version had them
+    solr.delete(id=[doc["id"] for doc in current])
+    assert {doc["id"] for doc in solr_docs(solr, name)} == {site.url + path for path in paths}
+
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Migrated {len(paths)} Solr documents of {name}" in result.stderr
+    docs = solr_docs(solr, name)
+    assert sorted(doc["id"] for doc in docs) == sorted(solr_id(name, site.url + path) for path in paths)
+    assert [without(doc, "_version_", "id") for doc in sorted(docs, key=lambda d: d["url"])] == [
+        without(doc, "_version_", "id") for doc in sorted(current, key=lambda d: d["url"])]  # not re-indexed, moved
+
+    (root / "p1.html").unlink()
+    again = project.scrapy("crawl", name)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Migrated" not in again.stderr
+    assert {doc["url"] for doc in solr_docs(solr, name)} == {site.url + path for path in paths} - {site.url + "p1.html"}
+
+
+def test_documents_cached_by_the_earlier_version_are_pushed_with_their_new_id(tmp_path, solr_url, solr) -> None:
+    source = unique("old-spool")
+    table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    directory = tmp_path / "cache"
+    directory.mkdir()
+    url = f"http://spool.test/{source}"
+    document = json.dumps({"id": url, "url": url, "source": source, "title": "cached before", "checksum": "c"},
+                          separators=(",", ":")).encode()
+    header = json.dumps([url, "c", len(document)], separators=(",", ":")).encode()
+    (directory / "0000000000000000001-1-abcdefgh.spool").write_bytes(header + b"\n" + document + b"\n")
+    cache = DocumentCache(directory)
+    cache_pending(table, source, url, "c")
+    result = push_pending(source, table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6)
+    assert (result.indexed, result.error) == (1, None)
+    assert [(doc["id"], doc["title"]) for doc in solr_docs(solr, source)] == [(solr_id(source, url), "cached before")]
