@@ -26,6 +26,7 @@ from .convert import Converter
 from .db import DocumentTable
 from .db.store import now
 from .ledger import Event, Outcome
+from .signals import url_outcome
 from .db.frontier import Frontier
 from .db.runs import Runs
 from .display import DisplayUrls
@@ -234,7 +235,8 @@ class CrawlContext:
             seeds = set(self.source.seed_urls)
             for url in self.table.orphans(source):
                 if url not in seeds:
-                    self.table.record(source, url, Outcome(Event.GONE, int(Status.ORPHAN), "no longer linked"))
+                    self.crawler.signals.send_catch_log(
+                        url_outcome, url=url, outcome=Outcome(Event.GONE, int(Status.ORPHAN), "no longer linked"))
 
     def fingerprint(self) -> dict[str, Any]:
         settings = self.source.settings

@@ -106,3 +106,41 @@ def test_bulk_events_come_from_one_state() -> None:
     assert sources_of(Event.INDEXED) == {State.PENDING}
     assert sources_of(Event.REMOVED) == {State.REMOVING}
     assert sources_of(Event.HELD) == {State.REMOVING}
+
+
+def test_the_ledger_writer_alone_records_what_components_report(tmp_path) -> None:
+    """LedgerWriter built with Scrapy's get_crawler: the signal, a NotIndexed drop, a plain
+    DropItem of a custom pipeline and a pipeline error each give the URL its row."""
+    from scrapy import signals
+    from scrapy.exceptions import DropItem
+    from scrapy.utils.test import get_crawler
+    from twisted.python.failure import Failure
+
+    from searchcrawl.exceptions import NotIndexed
+    from searchcrawl.extensions.ledger import LedgerWriter
+    from searchcrawl.items import CrawledDocument
+    from searchcrawl.signals import url_outcome
+    from searchcrawl.source import SourceFile, load_source
+    from searchcrawl.spiderloader import spider_class_for
+
+    path = tmp_path / "unit.toml"
+    path.write_text('seeds = ["http://h.test/"]\n')
+    spidercls = spider_class_for(load_source(SourceFile("unit", str(path), path)))
+    crawler = get_crawler(spidercls, settings_dict={"SEARCHCRAWL_DATA_DIR": str(tmp_path), "SOLR_URL": "http://127.0.0.1:9/solr/x"})
+    writer = LedgerWriter.from_crawler(crawler)  # kept: signal receivers are weak references
+    send = crawler.signals.send_catch_log
+    item = lambda url: CrawledDocument("unit", url, 1, {})  # noqa: E731
+    send(url_outcome, url="http://h.test/a", outcome=Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+    send(signals.item_dropped, item=item("http://h.test/a"), response=None, spider=None,
+         exception=NotIndexed(Outcome(Event.GONE, 404, "gone"), "gone"))
+    send(signals.item_dropped, item=item("http://h.test/b"), response=None, spider=None, exception=DropItem("mine"))
+    send(signals.item_error, item=item("http://h.test/c"), response=None, spider=None, failure=Failure(ValueError("bad")))
+    from searchcrawl.context import CrawlContext
+
+    table = CrawlContext.of(crawler).table
+    rows = {url: table.get("unit", url) for url in ("http://h.test/a", "http://h.test/b", "http://h.test/c")}
+    assert (rows["http://h.test/a"]["state"], rows["http://h.test/a"]["status"]) == ("removing", 404)
+    assert (rows["http://h.test/b"]["status"], rows["http://h.test/b"]["reason"]) == (934, "dropped by a pipeline: mine")
+    assert (rows["http://h.test/c"]["state"], rows["http://h.test/c"]["status"]) == ("failed", 925)
+    assert "ValueError: bad" in rows["http://h.test/c"]["reason"] and rows["http://h.test/c"]["failures"] == 1
+    assert writer.max_failures == 3
