@@ -224,5 +224,7 @@ def test_scheduler_starts_a_local_crawl_without_scrapyd(project, serve, tmp_path
     wait_for(lambda: (Runs(table).latest("local") or {}).get("state") == "finished", what="the local crawl")
     assert {doc["url"] for doc in solr_docs(solr, "local")} == {site.url + path for path in pages}
     logs = list((project.data_dir / "logs" / "local").glob("*.log"))
-    assert logs and "Spider closed (finished)" in logs[0].read_text()
+    assert logs
+    # the run is marked finished a moment before Scrapy logs its last line
+    wait_for(lambda: "Spider closed (finished)" in logs[0].read_text(), timeout=30, what="the crawl's last log line")
     table.close()
