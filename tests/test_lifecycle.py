@@ -166,40 +166,38 @@ def test_the_delta_report_says_what_happened(project, serve, tmp_path, solr):
     assert sorted(urls["held"]) == [site.url + f"p{i}.html" for i in range(4)] and not urls["deleted"]
 
 
-def test_a_url_whose_processing_raised_gets_a_status_and_the_run_finishes(project, serve, tmp_path, solr):
+def crawl_with_spider(project, serve, tmp_path, spider: str, special: str):
+    """A crawl of a two-page site by ``spider`` (tests/custom_spiders.py), which mistreats the
+    page ``special``; returns the site, the source's name and the crawl's result."""
     root = tmp_path / "site"
-    write(root / "index.html", page("home", "the index", ["/boom.html", "/fine.html"]))
-    write(root / "boom.html", page("boom", "this page makes the spider raise"))
+    write(root / "index.html", page("home", "the index", [f"/{special}", "/fine.html"]))
+    write(root / special, page("special", "the spider mistreats this page"))
     write(root / "fine.html", page("fine", "a fine page"))
     site = serve(root)
     name = f"life-{uuid.uuid4().hex[:8]}"
-    project.source(name, f'seeds = ["{site.url}index.html"]\nspider_class = "tests.custom_spiders.RaisingSpider"\n')
+    project.source(name, f'seeds = ["{site.url}index.html"]\nspider_class = "tests.custom_spiders.{spider}"\n')
     result = project.scrapy("crawl", name)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "finished" in project.scrapy("status", name).stdout
+    return site, name, result
+
+
+def test_a_url_whose_processing_raised_gets_a_status_and_the_run_finishes(project, serve, tmp_path, solr):
+    site, name, _result = crawl_with_spider(project, serve, tmp_path, "RaisingSpider", "boom.html")
     row = project.table().get(name, site.url + "boom.html")
     assert row["status"] == Status.PROCESSING_ERROR and "XPath error" in row["reason"]
     assert row["frontier"] == "done"
-    status = project.scrapy("status", name)
-    assert "finished" in status.stdout and "suspended" not in status.stdout
+    assert "suspended" not in project.scrapy("status", name).stdout
     assert site.url + "fine.html" in indexed(solr, name)
     again = project.scrapy("crawl", name)  # a new maintenance run, not a resumed one
     assert "Maintenance crawl" in again.stderr and "Resuming" not in again.stderr
 
 
 def test_a_url_whose_outcome_got_lost_gets_a_status_when_the_crawl_finishes(project, serve, tmp_path, solr):
-    root = tmp_path / "site"
-    write(root / "index.html", page("home", "the index", ["/lost.html", "/fine.html"]))
-    write(root / "lost.html", page("lost", "nothing is reported for this page"))
-    write(root / "fine.html", page("fine", "a fine page"))
-    site = serve(root)
-    name = f"life-{uuid.uuid4().hex[:8]}"
-    project.source(name, f'seeds = ["{site.url}index.html"]\nspider_class = "tests.custom_spiders.LosingSpider"\n')
-    result = project.scrapy("crawl", name)
-    assert result.returncode == 0, result.stderr[-3000:]
+    site, name, result = crawl_with_spider(project, serve, tmp_path, "LosingSpider", "lost.html")
     assert f"No outcome was recorded for {site.url}lost.html" in result.stderr
     row = project.table().get(name, site.url + "lost.html")
     assert (row["status"], row["frontier"], row["failures"]) == (Status.PROCESSING_ERROR, "done", 1)
-    assert "finished" in project.scrapy("status", name).stdout
 
 
 def test_a_killed_run_shows_as_dead(project, serve, tmp_path):
