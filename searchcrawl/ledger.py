@@ -169,8 +169,8 @@ def decide(row: Row | None, outcome: Outcome, max_failures: int = 3) -> Change:
         delta = "deleted"
     elif row.state in IN_INDEX and event == Event.FAILED:
         delta = "failed"  # still in the index, failing: news in every crawl it fails
-    elif (row.state, row.status) == (state, status):
-        delta = None  # out of the index as before, for the same reason
+    elif row.state in OUT_OF_INDEX and state in OUT_OF_INDEX and row.status == status:
+        delta = None  # out of the index as before, for the same reason (a 404 removed long ago)
     else:
         delta = kind
     return Change(state, status, reason, failures, delta, leaves)

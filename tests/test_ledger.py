@@ -79,6 +79,10 @@ def test_the_delta_reports_changes_only() -> None:
     assert decide(Row(State.REMOVED, 404), gone).delta is None
     assert decide(Row(State.FETCHED, 404), gone).delta is None
     assert decide(Row(State.FETCHED, 410), gone).delta == "failed"  # a different status is
+    # out of the index before and after, for the same reason: removed, then excluded or failing again
+    assert decide(Row(State.REMOVED, 907), Outcome(Event.EXCLUDED, 907, "robots.txt")).delta is None
+    assert decide(Row(State.REMOVED, 503), Outcome(Event.FAILED, 503, "HTTP 503")).delta is None
+    assert decide(Row(State.REMOVED, 503), Outcome(Event.FAILED, 503, "HTTP 503")).state == State.FAILED
     assert decide(None, gone).delta == "failed"
     # leaving the index is a deletion, whatever removed it (a rule change included)
     assert decide(Row(State.INDEXED, 200, 0, True), Outcome(Event.EXCLUDED, 904, "pattern")).delta == "deleted"

@@ -27,13 +27,14 @@ from sqlalchemy import (Connection, Engine, bindparam, case, create_engine, even
                         update)
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..ledger import FETCHED_EVENTS, Event, Outcome, Row, State, TransitionRefused, decide, sources_of
+from ..ledger import FETCHED_EVENTS, OUT_OF_INDEX, Event, Outcome, Row, State, TransitionRefused, decide, sources_of
 from ..resources import package_dir
 from .models import Document, RunDelta
 
 _migrate_lock = threading.Lock()
 logger = logging.getLogger(__name__)
 DUPLICATE = 911  # crawler status code (searchcrawl.status), kept here as a plain number
+TEMPORARY_REDIRECTS = (302, 303, 307)  # as searchcrawl.redirects.TEMPORARY
 
 
 IN_INDEX = (State.PENDING.value, State.INDEXED.value)
@@ -202,6 +203,8 @@ class DocumentTable:
                 values["last_fetched"] = when
             if outcome.event == Event.CACHED:
                 values.update(last_changed=when, duplicate_of=None)
+            if outcome.event in (Event.GONE, Event.EXCLUDED, Event.UNCHANGED, Event.CACHED):
+                values.setdefault("target", None)  # it redirects no more (a failure says nothing of it)
             if current is None:
                 connection.execute(self.insert(Document).values(keyed({"source": source, "url": url, "first_seen": when,
                                                                         **self._restrict_new(values)})))
@@ -317,13 +320,20 @@ class DocumentTable:
                 select(table.c.id, table.c.url, table.c.depth, table.c.state, table.c.status, table.c.via,
                        table.c.last_fetched).where(table.c.source == source)
             ).all()
+            # temporary redirects that stood at their last fetch: their targets are fetched through them
+            targets = set(connection.execute(
+                select(table.c.target).where(table.c.source == source, table.c.target.is_not(None),
+                                             table.c.status.in_(TEMPORARY_REDIRECTS))
+            ).scalars())
         queue: list[int] = []
         excluded = 0
         since = as_utc(recheck_before)
+        out_of_index = {state.value for state in OUT_OF_INDEX if state is not None}
         for row in rows:
             verdict = excluding(row.url, row.depth or 0)
             if verdict is not None:
-                if row.via is None and not (row.state == State.EXCLUDED.value and row.status == verdict[0]):
+                through_redirect = row.via is not None or row.url in targets
+                if not through_redirect and not (row.state in out_of_index and row.status == verdict[0]):
                     self.record(source, row.url, Outcome(Event.EXCLUDED, verdict[0], verdict[1]))
                     excluded += 1
                 continue
@@ -360,7 +370,7 @@ class DocumentTable:
                 continue
             fetched_now = origin["run_id"] == self.run_id and origin["frontier"] == "done"
             transient = origin["state"] == State.FAILED.value or (origin["status"] or 0) >= 500 or origin["status"] == 429
-            stands = origin["target"] == url and origin["status"] in (302, 303, 307)
+            stands = origin["target"] == url and origin["status"] in TEMPORARY_REDIRECTS
             if not fetched_now or transient or stands:
                 continue
             reason = f"{verdict[1]}; {via} no longer redirects to it (it answered {origin['status']})"
