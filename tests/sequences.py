@@ -1,0 +1,1142 @@
+"""A model-based test over sequences of crawls.
+
+A small local site (about 15-30 pages) is changed between crawls by a generator driven by
+``random.Random(seed)``; an oracle written from the rules below says, after every crawl, what the
+Solr index of each source must hold and what the run's delta report must say. Everything is real:
+an HTTP server on 127.0.0.1 (``tests.conftest.Site``), ``scrapy crawl`` subprocesses, SQLite, the
+dev Solr. Now and then (seeded) a crawl is killed with SIGKILL in the middle and resumed, or runs
+while Solr is down (it must exit 4). Two sources crawl the same site in the same steps:
+
+- ``A``: seed ``/index.html``, the whole site but ``/out/`` (a path exclusion of the source);
+- ``B``: seed ``/sub/index.html``, only ``/sub/`` (a path inclusion): a subtree of ``A``.
+
+Run it on its own (it starts its own dev Solr and temporary data dir)::
+
+    .venv/bin/python -m tests.sequences --seeds 1,2,3 --crawls 300
+
+``tests/test_sequences.py`` runs one short sequence under pytest.
+
+The rules the oracle follows (the crawler's contract)
+-----------------------------------------------------
+1. A URL becomes *known* to a source when a crawl meets it (a seed, a link of a fetched page inside
+   the boundary, a redirect target). Every later crawl requests every known URL again, whether or
+   not a page still links to it (``orphans = "keep"``).
+2. After a finished crawl the source's documents are exactly the known URLs that in that crawl
+   answered 200 with an HTML page, are inside the boundary (or are the target of a 302/307 from a
+   URL of the source that still redirects there in that crawl), carry no robots noindex, are
+   allowed by robots.txt and are not a duplicate; each with the title and text served in that crawl.
+3. 404, 410: removed. 301/308: the old URL is removed, the target indexed if inside the boundary.
+   302/307: the redirecting URL has no document, the target is indexed even outside the boundary
+   while the redirect stands; when it goes away an outside target leaves in that crawl.
+4. Transient failures (503): the document stays with its old content and leaves after
+   ``max_failures`` (3) consecutive failing crawls. robots.txt answering 503 is a transient failure
+   of every URL of the site. A robots.txt Disallow removes a URL; Allow brings it back next crawl.
+5. Same title AND same text: duplicates, exactly one of the group indexed (whichever). When the
+   indexed one leaves, another takes its place in that crawl or the next one.
+6. noindex on: removed in that crawl; off: indexed again in that crawl.
+7. Sources are independent: Solr id ``<source>!<url>``, field ``source``, field ``url``.
+8. A Solr outage (exit 4) changes nothing in Solr; the next finished crawl makes the index equal
+   the oracle. A crawl killed with -9 is resumed by the next ``scrapy crawl``; then the index
+   equals the oracle.
+9. Delta report: ``new`` exactly the URLs that entered the index in the run, ``deleted`` exactly
+   those that left it, ``changed`` those in the index before and after whose content changed. A URL
+   that stays out of the index with the same status as before is not listed as failed, deleted or
+   excluded again. Checked loosely (at most those URLs) for a crawl that was killed and resumed, for
+   the crawl that ran while Solr was down, and for the crawl right after it.
+
+Decisions where the rules leave a case open (each marked ``DECISION`` where the code makes it)
+----------------------------------------------------------------------------------------------
+D1 "A link of a fetched page inside the boundary" is read as "a link, inside the boundary, of any
+   fetched page": links of a noindex page, of a duplicate and of a 302 target outside the boundary
+   count (README: a temporary target's "own links are then checked against the boundary as usual").
+D2 A 302/307 target outside the boundary is *not* a known URL of its own: it is requested only
+   through the redirect (README, maintenance crawls: known URLs "but those a rule keeps out").
+D3 A redirect "goes away" when its URL answers anything but that redirect (200, 404, 410, 301, a
+   302 elsewhere), or when robots.txt disallows the redirecting URL (the redirect is then not met
+   in that crawl). A transient failure of the redirecting URL (its own 503, or robots.txt 503) is
+   not the redirect going away: the outside target keeps its document with its old content, and
+   that crawl counts as a failing crawl of the target too (it leaves after max_failures of them).
+D4 robots.txt answering 503 counts as one failing crawl of every URL the source knows (and of the
+   outside targets it holds); with the failing crawls before it, a document can reach
+   max_failures and leave in that crawl ("nothing is removed for it alone").
+D5 "text" is the page's visible body text, which is what Solr's ``content`` holds. The generator
+   writes links with empty anchor text, so a page's links never change its text: two pages with
+   the same title and paragraph are duplicates whatever they link to. An empty paragraph is a
+   valid page: title only, no ``content`` field.
+D6 A document kept through a transient failure takes part in duplicate groups with its old
+   content; a group is one title+text, whoever holds it.
+D7 Lag (rule 5) is allowed for a group when, after the source's previous crawl, the index held
+   that title+text at a URL that is not in the group any more; then zero or one member may be
+   indexed. Otherwise exactly one. Which member is indexed is read back from Solr (not pinned).
+D8 ``changed`` must list every URL indexed before and after whose title or content in Solr
+   differs, and may list one whose served HTML changed without a change of title or text (a new
+   Last-Modified/ETag: ``modified_when`` includes ``date`` and ``etag``); nothing else.
+D9 "Same status" (rule 9) compares the oracle's outcome of the URL in the two crawls: 404, 410,
+   503, 301, 302, 307, 308, noindex, duplicate, robots (disallowed), excluded (outside the
+   boundary, not reached through a redirect), robots503. ``new``/``deleted`` are compared with
+   what actually entered and left Solr around the crawl (the Solr check itself compares Solr with
+   the oracle).
+D10 Rule 9's "crawl right after a Solr outage" is read as both the outage crawl (its run finished,
+   only Solr lagged) and the crawl after it; both are checked loosely.
+D11 The depth rule is not modelled: the sources set ``max_depth = 100``, deeper than any path of
+   this site, so depth never excludes a URL.
+D12 To keep the model exact the generator never builds redirect chains: a page that is a redirect
+   target never becomes a redirect, and a redirect only ever points at a page that is not one.
+D13 Rule 9's "same status" is applied literally to every status, transient ones included: a URL
+   out of the index that answers 503 in two crawls in a row (say, after max_failures took it out)
+   is not listed as failed again in the second; a URL robots.txt keeps disallowing is not listed
+   as excluded again; a 302 target outside the boundary that keeps answering 410 (or keeps being a
+   duplicate) through a standing redirect is not listed as excluded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pysolr
+
+from tests.conftest import ROOT, InFlight, Project, Site, free_port
+
+MAX_FAILURES = 3  # the sources' default max_failures
+REDIRECTS = (301, 302, 307, 308)
+TEMPORARY = (302, 307)
+PERMANENT = (301, 308)
+CRAWL_TIMEOUT = 300  # seconds for one scrapy command
+
+WORDS = (
+    "budget travel policy holiday pension laptop printer network badge parking canteen training "
+    "security password backup server invoice contract meeting calendar project release roadmap "
+    "handbook safety office desk visitor payroll expense receipt vendor license archive manual "
+    "upgrade ticket helpdesk wiki intranet report quarter forecast audit review design planning"
+).split()
+
+# The site: paths served from folders whose validators differ (tests.conftest.Site): /lm/, /sub/,
+# /out/ and /index.html send Last-Modified (If-Modified-Since -> 304), /etag/ an ETag
+# (If-None-Match -> 304), /plain/ no validator at all (the crawler compares checksums).
+INITIAL = (
+    ["/index.html"]
+    + [f"/lm/p{i:02d}.html" for i in range(5)]
+    + [f"/etag/p{i:02d}.html" for i in range(3)]
+    + [f"/plain/p{i:02d}.html" for i in range(3)]
+    + ["/sub/index.html"] + [f"/sub/p{i:02d}.html" for i in range(4)]
+    + [f"/out/p{i:02d}.html" for i in range(3)]
+)
+POOL = (  # pages a "new page" mutation adds, in this order
+    [f"/lm/p{i:02d}.html" for i in range(5, 9)] + [f"/sub/p{i:02d}.html" for i in range(4, 7)]
+    + ["/etag/p03.html", "/plain/p03.html", "/out/p03.html"]
+)
+ROBOTS_DIRS = ("/lm/", "/etag/", "/plain/", "/sub/", "/out/")
+
+
+def norm(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+Key = tuple[str, str]  # (title, text), normalised
+
+
+# --- the site model ---------------------------------------------------------------------------
+
+
+@dataclass
+class Page:
+    path: str
+    title: str
+    text: str
+    links: list[str] = field(default_factory=list)
+    status: int = 200  # 200, 404, 410, 503, 301, 302, 307, 308
+    target: str | None = None  # redirect target (a path)
+    noindex: bool = False
+
+    @property
+    def key(self) -> Key:
+        return (norm(self.title), norm(self.text))
+
+    def html(self) -> str:
+        head = '<meta name="robots" content="noindex">' if self.noindex else ""
+        # DECISION D5: links with empty anchor text, so that they are not part of the page's text
+        anchors = "".join(f'<a href="{href}"></a>' for href in self.links)
+        return (f"<html><head><title>{self.title}</title>{head}</head>"
+                f"<body><p>{self.text}</p>{anchors}</body></html>")
+
+    def describe(self) -> str:
+        if self.status in REDIRECTS:
+            return f"{self.status} to {self.target}"
+        if self.status != 200:
+            return str(self.status)
+        return "200 noindex" if self.noindex else "200"
+
+
+class SiteModel:
+    """What the site serves: pages (by path), robots.txt rules, robots.txt answering 503."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.pages: dict[str, Page] = {}
+        self.pool = list(POOL)
+        self.robots: list[tuple[str, str]] = []  # ("Disallow" | "Allow", path prefix)
+        self.robots_503 = False
+        self.written: dict[str, bytes] = {}  # path -> bytes on disk
+        self.mtimes: dict[str, float] = {}
+        self.robots_written: bytes | None = None
+        self.words_used: set[str] = set()
+        for path in INITIAL:
+            self.pages[path] = Page(path, self.new_title(path), self.new_text())
+        self.initial_links()
+
+    # content
+    def new_title(self, path: str) -> str:
+        name = path.strip("/").replace(".html", "").replace("/", " ")
+        return f"{name} {self.rng.choice(WORDS)}"
+
+    def new_text(self) -> str:
+        while True:  # never a text that was served before: a change is always a change
+            text = " ".join(self.rng.sample(WORDS, 6))
+            if text not in self.words_used:
+                self.words_used.add(text)
+                return text
+
+    def initial_links(self) -> None:
+        inner = [p for p in INITIAL if p.startswith(("/lm/", "/etag/", "/plain/"))]
+        self.pages["/index.html"].links = inner + ["/sub/index.html", "/out/p00.html"]
+        self.pages["/sub/index.html"].links = [p for p in INITIAL if p.startswith("/sub/p")] + ["/lm/p00.html"]
+        for path, page in self.pages.items():
+            if path.endswith("index.html") or path.startswith("/out/"):
+                continue
+            page.links = self.rng.sample([p for p in INITIAL if p != path], 2)
+        for path in INITIAL:
+            if path.startswith("/out/"):
+                self.pages[path].links = [self.rng.choice(inner)]
+
+    # queries
+    def live(self) -> list[str]:
+        return sorted(self.pages)
+
+    def redirect_targets(self) -> set[str]:
+        return {p.target for p in self.pages.values() if p.status in REDIRECTS and p.target}
+
+    def allowed(self, path: str) -> bool:
+        """RFC 9309 for plain prefixes: the longest match wins, Allow wins a tie."""
+        best: tuple[int, bool] | None = None
+        for kind, prefix in self.robots:
+            if path.startswith(prefix):
+                candidate = (len(prefix), kind == "Allow")
+                best = candidate if best is None else max(best, candidate)
+        return best is None or best[1]
+
+    def robots_txt(self) -> bytes | None:
+        if not self.robots:
+            return None
+        lines = ["User-agent: *"] + [f"{kind}: {prefix}" for kind, prefix in self.robots]
+        return ("\n".join(lines) + "\n").encode()
+
+    def describe(self) -> str:
+        lines = [f"  {path}: {page.describe()} title={page.title!r} text={page.text!r} links={page.links}"
+                 for path, page in sorted(self.pages.items())]
+        robots = "503" if self.robots_503 else (self.robots_txt() or b"(none: 404)").decode().replace("\n", " | ")
+        return "\n".join(lines + [f"  robots.txt: {robots}"])
+
+    # serving
+    def write(self, root: Path, site: Site) -> None:
+        """Bring the folder and ``site.responses`` to the model's state. Files are rewritten only
+        when their bytes change, each time with a later modification time (Last-Modified)."""
+        site.responses.clear()
+        for path, page in self.pages.items():
+            file = root / path.lstrip("/")
+            if page.status == 404:
+                if file.exists():
+                    file.unlink()
+                self.written.pop(path, None)
+                continue
+            body = page.html().encode()
+            if self.written.get(path) != body:
+                self.touch(file, body, path)
+            if page.status == 410:
+                site.responses[path] = (410, {"Content-Type": "text/html"}, b"<html><body>gone</body></html>")
+            elif page.status == 503:
+                site.responses[path] = (503, {"Content-Type": "text/html"}, b"<html><body>busy</body></html>")
+            elif page.status in REDIRECTS:
+                assert page.target
+                site.redirect(path, page.status, site.url + page.target.lstrip("/"))
+        robots = root / "robots.txt"
+        text = self.robots_txt()
+        if text is None:
+            if robots.exists():
+                robots.unlink()
+            self.written.pop("/robots.txt", None)
+        elif self.written.get("/robots.txt") != text:
+            self.touch(robots, text, "/robots.txt")
+        if self.robots_503:
+            site.responses["/robots.txt"] = (503, {"Content-Type": "text/plain"}, b"busy")
+
+    def touch(self, file: Path, body: bytes, path: str) -> None:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_bytes(body)
+        # HTTP dates have 1 s resolution: every version of a file gets a later Last-Modified
+        mtime = max(self.mtimes.get(path, 0) + 2, time.time() + 2)
+        os.utime(file, (mtime, mtime))
+        self.mtimes[path] = mtime
+        self.written[path] = body
+
+
+# --- the mutation generator -----------------------------------------------------------------------
+
+
+class Mutator:
+    """Seeded changes to the site between two crawls; each returns a readable line, or None when
+    it does not apply to the site as it is."""
+
+    def __init__(self, model: SiteModel, rng: random.Random) -> None:
+        self.model = model
+        self.rng = rng
+        self.kinds: list[tuple[Callable[[], str | None], float]] = [
+            (self.edit_text, 3), (self.edit_title, 1), (self.empty_text, 0.5),
+            (self.add_link, 1.5), (self.remove_link, 1.5), (self.new_page, 1),
+            (lambda: self.set_status(404), 1.5), (lambda: self.set_status(410), 1),
+            (lambda: self.set_status(503), 1.5), (self.restore, 3.5),
+            (lambda: self.redirect(301), 0.7), (lambda: self.redirect(308), 0.3),
+            (lambda: self.redirect(302), 1.2), (lambda: self.redirect(307), 0.5),
+            (self.noindex_on, 1), (self.noindex_off, 1), (self.duplicate, 1.5),
+            (self.robots_disallow, 1), (self.robots_allow, 0.5), (self.robots_remove, 1.2),
+        ]
+
+    def step(self, count: int) -> list[str]:
+        done: list[str] = []
+        attempts = 0
+        while len(done) < count and attempts < 100:
+            attempts += 1
+            kind = self.rng.choices([k for k, _ in self.kinds], [w for _, w in self.kinds])[0]
+            line = kind()
+            if line:
+                done.append(line)
+        return done
+
+    def pick(self, paths: list[str]) -> str | None:
+        return self.rng.choice(sorted(paths)) if paths else None
+
+    def page(self, condition: Callable[[Page], bool] = lambda page: True) -> Page | None:
+        path = self.pick([p for p, page in self.model.pages.items() if condition(page)])
+        return self.model.pages[path] if path else None
+
+    def edit_text(self, page: Page | None = None) -> str | None:
+        page = page or self.page()
+        if page is None:
+            return None
+        page.text = self.model.new_text()
+        return f"{page.path}: new text {page.text!r}"
+
+    def edit_title(self) -> str | None:
+        page = self.page()
+        if page is None:
+            return None
+        old = page.title
+        while page.title == old:
+            page.title = self.model.new_title(page.path)
+        return f"{page.path}: new title {page.title!r}"
+
+    def empty_text(self) -> str | None:
+        page = self.page(lambda page: page.text != "")
+        if page is None:
+            return None
+        page.text = ""
+        return f"{page.path}: empty text (title {page.title!r} only)"
+
+    def add_link(self) -> str | None:
+        page = self.page()
+        if page is None:
+            return None
+        target = self.pick([p for p in self.model.pages if p != page.path and p not in page.links])
+        if target is None:
+            return None
+        page.links.append(target)
+        return f"{page.path}: new link to {target}"
+
+    def remove_link(self) -> str | None:
+        page = self.page(lambda page: bool(page.links))
+        if page is None:
+            return None
+        target = self.rng.choice(page.links)
+        page.links.remove(target)
+        return f"{page.path}: link to {target} removed"
+
+    def new_page(self) -> str | None:
+        if not self.model.pool:
+            return None
+        path = self.model.pool.pop(0)
+        page = Page(path, self.model.new_title(path), self.model.new_text())
+        page.links = self.rng.sample(sorted(self.model.pages), 2)
+        self.model.pages[path] = page
+        if path.startswith("/sub/"):
+            parent = self.page(lambda other: other.path.startswith("/sub/"))
+        else:
+            parent = self.page(lambda other: not other.path.startswith("/out/"))
+        assert parent is not None
+        parent.links.append(path)
+        return f"{path}: new page {page.title!r} linked from {parent.path} (its links: {page.links})"
+
+    def set_status(self, status: int) -> str | None:
+        page = self.page(lambda page: page.status != status)
+        if page is None:
+            return None
+        before = page.describe()
+        page.status, page.target = status, None
+        return f"{page.path}: {before} -> {status}"
+
+    def restore(self) -> str | None:
+        page = self.page(lambda page: page.status != 200)
+        if page is None:
+            return None
+        before = page.describe()
+        page.status, page.target = 200, None
+        return f"{page.path}: {before} -> 200"
+
+    def redirect(self, status: int) -> str | None:
+        targets = self.model.redirect_targets()
+        # DECISION D12: no chains: a redirect target never redirects, a redirect never points at one
+        page = self.page(lambda page: page.path not in targets)
+        if page is None:
+            return None
+        candidates = [p for p, other in self.model.pages.items() if other.status not in REDIRECTS and p != page.path]
+        if status in TEMPORARY and self.rng.random() < 0.5:  # out of the boundary: of A (/out/) or of B
+            outside = [p for p in candidates if p.startswith("/out/")
+                       or (page.path.startswith("/sub/") and not p.startswith("/sub/"))]
+            candidates = outside or candidates
+        target = self.pick(candidates)
+        if target is None:
+            return None
+        before = page.describe()
+        page.status, page.target = status, target
+        return f"{page.path}: {before} -> {status} to {target}"
+
+    def noindex_on(self) -> str | None:
+        page = self.page(lambda page: not page.noindex)
+        if page is None:
+            return None
+        page.noindex = True
+        return f"{page.path}: noindex on ({page.describe()})"
+
+    def noindex_off(self) -> str | None:
+        page = self.page(lambda page: page.noindex)
+        if page is None:
+            return None
+        page.noindex = False
+        return f"{page.path}: noindex off ({page.describe()})"
+
+    def duplicate(self) -> str | None:
+        page = self.page()
+        if page is None:
+            return None
+        original = self.pick([p for p in self.model.pages if p != page.path and self.model.pages[p].key != page.key])
+        if original is None:
+            return None
+        source = self.model.pages[original]
+        page.title, page.text = source.title, source.text
+        return f"{page.path}: now a duplicate of {original} (title {page.title!r}, text {page.text!r})"
+
+    def robots_disallow(self) -> str | None:
+        if self.rng.random() < 0.3:
+            prefix = self.rng.choice(ROBOTS_DIRS)
+        else:
+            prefix = self.pick(list(self.model.pages))
+        if prefix is None or ("Disallow", prefix) in self.model.robots:
+            return None
+        self.model.robots.append(("Disallow", prefix))
+        return f"robots.txt: Disallow: {prefix} added"
+
+    def robots_allow(self) -> str | None:
+        dirs = [prefix for kind, prefix in self.model.robots if kind == "Disallow" and prefix.endswith("/")]
+        if not dirs:
+            return None
+        folder = self.rng.choice(dirs)
+        path = self.pick([p for p in self.model.pages if p.startswith(folder)])
+        if path is None or ("Allow", path) in self.model.robots:
+            return None
+        self.model.robots.append(("Allow", path))
+        return f"robots.txt: Allow: {path} added"
+
+    def robots_remove(self) -> str | None:
+        if not self.model.robots:
+            return None
+        rule = self.rng.choice(self.model.robots)
+        self.model.robots.remove(rule)
+        return f"robots.txt: {rule[0]}: {rule[1]} removed"
+
+
+# --- sources and the oracle -----------------------------------------------------------------------
+
+
+@dataclass
+class SourceSpec:
+    label: str  # "A" or "B"
+    name: str  # the source's name (unique per sequence)
+    seeds: list[str]
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    def inside(self, path: str) -> bool:
+        if any(path.startswith(prefix) for prefix in self.exclude):
+            return False
+        return not self.include or any(path.startswith(prefix) for prefix in self.include)
+
+    def toml(self, site_url: str) -> str:
+        seeds = ", ".join(f'"{site_url}{seed.lstrip("/")}"' for seed in self.seeds)
+        lines = [f'description = "sequence test, source {self.label}"', f"seeds = [{seeds}]",
+                 "max_depth = 100  # DECISION D11: depth never excludes a URL of this site",
+                 "max_delete_share = 1.0", '', '[paths."*"]']
+        if self.include:
+            lines.append("include = [" + ", ".join(f'"{p}"' for p in self.include) + "]")
+        if self.exclude:
+            lines.append("exclude = [" + ", ".join(f'"{p}"' for p in self.exclude) + "]")
+        return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Group:
+    key: Key
+    members: set[str]
+    lag: bool  # zero members indexed is acceptable in this crawl (rule 5, DECISION D7)
+
+
+@dataclass
+class Expectation:
+    """What one crawl of a source must leave in Solr."""
+
+    required: dict[str, Key]  # these documents, with this title and text
+    groups: list[Group]  # exactly one member of each (or none, with lag)
+    statuses: dict[str, str]  # the oracle's outcome of each URL met (DECISION D9)
+    kept: set[str]  # documents kept through a transient failure
+    html_changed: set[str]  # served with other HTML than when this source last fetched it (D8)
+
+    def allowed(self) -> set[str]:
+        return set(self.required) | {m for g in self.groups for m in g.members}
+
+    def describe(self, path: str) -> str:
+        if path in self.required:
+            return f"required {self.required[path]}" + (" (kept: transient failure)" if path in self.kept else "")
+        for group in self.groups:
+            if path in group.members:
+                return f"one of duplicate group {sorted(group.members)} {group.key}" + (" (lag allowed)" if group.lag else "")
+        return f"absent (oracle status {self.statuses.get(path, 'never met')})"
+
+
+class SourceOracle:
+    """The rules, applied to the site model crawl after crawl, for one source."""
+
+    def __init__(self, spec: SourceSpec) -> None:
+        self.spec = spec
+        self.known: set[str] = set()
+        self.failures: Counter[str] = Counter()
+        self.redirected_to: dict[str, str] = {}  # redirecting URL -> outside target it last redirected to
+        self.index: dict[str, Key] = {}  # the index after the last crawl (duplicates: as Solr chose)
+        self.statuses: dict[str, str] = {}  # outcome of each URL in the last crawl
+        self.fetched_html: dict[str, bytes] = {}  # the HTML each URL answered 200 with, last time (D8)
+
+    def crawl(self, model: SiteModel) -> Expectation:
+        spec = self.spec
+        previous = dict(self.index)
+        statuses: dict[str, str] = {}
+        candidates: dict[str, Key] = {}
+        kept: dict[str, Key] = {}
+        html_changed: set[str] = set()
+
+        def transient(path: str, status: str) -> None:
+            statuses[path] = status
+            self.failures[path] += 1
+            if path in previous and self.failures[path] < MAX_FAILURES:
+                kept[path] = previous[path]
+
+        if model.robots_503:
+            # rule 4, DECISION D4: every URL of the site failed transiently; nothing is fetched
+            for path in sorted(self.known | set(spec.seeds) | {p for p in previous if not spec.inside(p)}):
+                transient(path, "robots503")
+            self.known |= set(spec.seeds)
+        else:
+            queue = deque(spec.seeds + sorted(self.known))
+            seen: set[str] = set()
+            met_outside: set[str] = set()
+            reached_outside: set[str] = set()
+
+            def fetch(path: str) -> None:
+                page = model.pages.get(path)
+                status = page.status if page is not None else 404
+                if page is None or status == 200:
+                    self.redirected_to.pop(path, None)
+                if page is None or status in (404, 410):
+                    statuses[path] = str(status)
+                    self.failures[path] = 0
+                    self.redirected_to.pop(path, None)
+                    return
+                if status == 503:
+                    transient(path, "503")  # a redirect it answered before still stands (D3)
+                    return
+                self.failures[path] = 0
+                if status == 200:
+                    html = page.html().encode()
+                    if self.fetched_html.get(path, html) != html:
+                        html_changed.add(path)
+                    self.fetched_html[path] = html
+                    if page.noindex:
+                        statuses[path] = "noindex"
+                    else:
+                        statuses[path] = "ok"
+                        candidates[path] = page.key
+                    for link in page.links:  # DECISION D1: links of every fetched page
+                        if spec.inside(link):
+                            queue.append(link)
+                        else:
+                            met_outside.add(link)
+                    return
+                statuses[path] = str(status)
+                target = page.target
+                assert target is not None
+                if spec.inside(target):
+                    self.redirected_to.pop(path, None)
+                    queue.append(target)  # known from now on (rule 1)
+                elif status in PERMANENT:
+                    self.redirected_to.pop(path, None)
+                    met_outside.add(target)  # not followed
+                else:  # temporary, outside the boundary: followed (rule 3), not known (D2)
+                    self.redirected_to[path] = target
+                    if target in reached_outside:
+                        return
+                    reached_outside.add(target)
+                    if not model.allowed(target):
+                        statuses[target] = "robots"
+                        return
+                    fetch(target)
+
+            while queue:
+                path = queue.popleft()
+                if path in seen:
+                    continue
+                seen.add(path)
+                self.known.add(path)
+                if not model.allowed(path):
+                    statuses[path] = "robots"
+                    self.failures[path] = 0
+                    self.redirected_to.pop(path, None)  # DECISION D3: the redirect is not met
+                    continue
+                fetch(path)
+
+            for path in sorted(met_outside - reached_outside):
+                statuses.setdefault(path, "excluded")
+            for path in sorted(set(previous) - reached_outside):
+                if spec.inside(path):
+                    continue
+                held = any(target == path and statuses.get(source) == "503"
+                           for source, target in self.redirected_to.items())
+                if held:  # DECISION D3: the redirecting URL failed transiently: so does its target
+                    transient(path, "held")
+                else:
+                    statuses[path] = "excluded"  # the redirect went away: it leaves (rule 3)
+
+        # duplicates (rule 5): groups of one title+text among fetched pages and kept documents (D6)
+        by_key: dict[Key, set[str]] = {}
+        for path, key in {**candidates, **kept}.items():
+            by_key.setdefault(key, set()).add(path)
+        required: dict[str, Key] = {}
+        groups: list[Group] = []
+        for key, members in sorted(by_key.items()):
+            holders = {path for path, k in previous.items() if k == key}
+            lag = bool(holders) and not (holders & members)  # DECISION D7
+            if len(members) == 1 and not lag:
+                required[next(iter(members))] = key
+            else:
+                groups.append(Group(key, members, lag))
+        return Expectation(required, groups, statuses, set(kept), html_changed)
+
+    def adopt(self, expectation: Expectation, actual: dict[str, Key] | None) -> None:
+        """The oracle's index after the crawl: what it required, and for each duplicate group the
+        member Solr holds (``actual``; None when Solr could not be read back: an outage)."""
+        index = dict(expectation.required)
+        statuses = dict(expectation.statuses)
+        for group in expectation.groups:
+            if actual is not None:
+                present = sorted(m for m in group.members if m in actual)
+            else:
+                present = sorted(m for m in group.members if m in self.index and self.index[m] == group.key)
+                if not present and not group.lag:
+                    present = sorted(group.members)[:1]
+            chosen = present[0] if present else None
+            if chosen is not None:
+                index[chosen] = group.key
+            for member in group.members:
+                if member != chosen and statuses.get(member) == "ok":
+                    statuses[member] = "duplicate"
+        self.index = index
+        self.statuses = statuses
+
+
+# --- running a sequence ---------------------------------------------------------------------------
+
+
+@dataclass
+class Mismatch:
+    seed: int
+    crawl: int
+    source: str
+    kind: str
+    detail: str
+    mutations: list[str]
+    event: str
+    log: str = ""
+
+    def text(self) -> str:
+        changes = "\n".join(f"      - {m}" for m in self.mutations) or "      (none)"
+        log = f"\n    log: {self.log}" if self.log else ""
+        return (f"[seed {self.seed}, crawl {self.crawl}, source {self.source}{', ' + self.event if self.event else ''}] "
+                f"{self.kind}\n    {self.detail}\n    mutations of this step:\n{changes}{log}")
+
+
+@dataclass
+class Result:
+    seed: int
+    crawls: int = 0
+    checks: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        kinds = Counter(m.kind for m in self.mismatches)
+        first = {}
+        for mismatch in self.mismatches:
+            first.setdefault(mismatch.kind, mismatch)
+        lines = [f"seed {self.seed}: {self.crawls} crawls, {self.checks} checks, {len(self.mismatches)} mismatches"
+                 f" (events: {', '.join(self.events) or 'none'})"]
+        lines += [f"    {count:4d} x {kind} (first: crawl {first[kind].crawl}, source {first[kind].source})"
+                  for kind, count in kinds.most_common()]
+        return "\n".join(lines)
+
+
+class Sequence:
+    """One seeded sequence of crawls of two sources over one site.
+
+    ``events`` forces special crawls: {crawl number: "kill" | "outage" | "robots503"}, optionally
+    with the source (``"kill:A"``); other crawls draw their events from the seed."""
+
+    def __init__(self, seed: int, crawls: int, project: Project, site: Site, root: Path, solr_url: str,
+                 events: dict[int, str] | None = None, log_dir: Path | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
+        self.seed = seed
+        self.crawls = crawls
+        self.project = project
+        self.site = site
+        self.root = root
+        self.solr = pysolr.Solr(solr_url, always_commit=False, timeout=30)
+        self.events = events or {}
+        self.log_dir = log_dir or (project.data_dir.parent / "sequence-logs")
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.progress = progress or (lambda line: None)
+        self.rng = random.Random(f"{seed}-site")  # the site and its mutations
+        self.event_rng = random.Random(f"{seed}-events")  # which crawls are special, kill points
+        self.model = SiteModel(self.rng)
+        self.mutator = Mutator(self.model, self.rng)
+        tag = uuid.uuid4().hex[:6]
+        self.specs = [
+            SourceSpec("A", f"seq{seed}-a-{tag}", ["/index.html"], exclude=("/out/",)),
+            SourceSpec("B", f"seq{seed}-b-{tag}", ["/sub/index.html"], include=("/sub/",)),
+        ]
+        self.oracles = {spec.label: SourceOracle(spec) for spec in self.specs}
+        self.loose_next: dict[str, list[dict[str, Key]]] = {}  # after an outage: the indexes to compare with
+        self.result = Result(seed)
+        for spec in self.specs:
+            project.source(spec.name, spec.toml(site.url))
+
+    # helpers
+    def url(self, path: str) -> str:
+        return self.site.url + path.lstrip("/")
+
+    def path(self, url: str) -> str | None:
+        return "/" + url[len(self.site.url):] if url.startswith(self.site.url) else None
+
+    def snapshot(self, spec: SourceSpec) -> tuple[dict[str, Key], list[dict]]:
+        self.solr.commit(softCommit=True)
+        docs = list(self.solr.search(f'source:"{spec.name}"', rows=100000, fl="id,url,source,title,content"))
+        index: dict[str, Key] = {}
+        for doc in docs:
+            url = doc.get("url") or doc.get("id")
+            if isinstance(url, list):
+                url = url[0]
+            path = self.path(str(url))
+            if path is None:
+                continue
+
+            def text(value: object) -> str:
+                return norm(" ".join(value) if isinstance(value, list) else str(value or ""))
+
+            index[path] = (text(doc.get("title")), text(doc.get("content")))
+        return index, docs
+
+    def plan(self, crawl: int) -> tuple[str, str]:
+        """This crawl's event ("", "kill", "outage", "robots503") and the source it concerns."""
+        forced = self.events.get(crawl)
+        draw = self.event_rng.random()
+        label = self.event_rng.choice(["A", "B"])
+        if forced:
+            event, _, chosen = forced.partition(":")
+            return event, "" if event == "robots503" else (chosen or label)
+        if crawl < 3:
+            return "", ""
+        if draw < 0.07:
+            return "kill", label
+        if draw < 0.14:
+            return "outage", label
+        if draw < 0.18:
+            return "robots503", ""
+        return "", ""
+
+    # one step
+    def step(self, crawl: int) -> None:
+        event, label = self.plan(crawl)
+        mutations: list[str] = []
+        self.model.robots_503 = False
+        if crawl > 1:
+            mutations = self.mutator.step(self.rng.choice([1, 1, 2, 2, 2, 3, 3, 4]))
+            if event == "outage":
+                mutations += self.outage_change(label)
+        if event == "robots503":
+            self.model.robots_503 = True
+            mutations.append("robots.txt answers 503 (this crawl only)")
+        self.model.write(self.root, self.site)
+        if event:
+            self.result.events.append(f"{event}{':' + label if label else ''}@{crawl}")
+        described = f"{event} of {label}" if label else event
+        self.progress(f"seed {self.seed} crawl {crawl}{' (' + described + ')' if event else ''}: "
+                      + ("; ".join(mutations) or "initial site"))
+        for spec in self.specs:
+            self.crawl_source(crawl, spec, event if label in ("", spec.label) else "", mutations)
+        self.result.crawls = crawl
+
+    def outage_change(self, label: str) -> list[str]:
+        """A crawl while Solr is down must have something to push: an indexed page gets new text."""
+        oracle = self.oracles[label]
+        keys = Counter(oracle.index.values())
+        paths = [p for p, key in oracle.index.items() if oracle.spec.inside(p) and keys[key] == 1
+                 and p in self.model.pages and self.model.pages[p].status == 200
+                 and not self.model.pages[p].noindex and self.model.allowed(p)]
+        if not paths:
+            return []
+        page = self.model.pages[self.rng.choice(sorted(paths))]
+        return ["(for the outage) " + (self.mutator.edit_text(page) or "")]
+
+    def crawl_source(self, crawl: int, spec: SourceSpec, event: str, mutations: list[str]) -> None:
+        oracle = self.oracles[spec.label]
+        before, _ = self.snapshot(spec)
+        log = self.log_dir / f"seed{self.seed}-crawl{crawl:03d}-{spec.label}.log"
+        shown_event = event if event in ("kill", "outage") else ("robots.txt 503" if event else "")
+
+        def mismatch(kind: str, detail: str) -> None:
+            self.result.mismatches.append(
+                Mismatch(self.seed, crawl, f"{spec.label} ({spec.name})", kind, detail, mutations, shown_event, str(log)))
+
+        def check(ok: bool, kind: str, detail: Callable[[], str]) -> None:
+            self.result.checks += 1
+            if not ok:
+                mismatch(kind, detail())
+
+        killed_note = ""
+        if event == "kill":
+            code, killed_note = self.killed_crawl(spec, log)
+            if killed_note.startswith("too late"):
+                self.result.events[-1] += " (too late: not killed)"
+            check(code is None or code == 0, "crawl exit code",
+                  lambda: f"the crawl to be killed ended on its own with exit code {code} (expected 0)")
+            result = self.scrapy_crawl(spec, log, append=True)
+            check(result == 0, "crawl exit code", lambda: f"resumed crawl exited {result}, expected 0")
+        elif event == "outage":
+            dead = f"http://127.0.0.1:{free_port()}/solr/searchcrawl"
+            result = self.scrapy_crawl(spec, log, "-s", "SEARCHCRAWL_SOLR_RETRY_TIMES=1",
+                                       "-s", "SEARCHCRAWL_SOLR_RETRY_BACKOFF=0.1", SOLR_URL=dead)
+            check(result == 4, "crawl exit code", lambda: f"crawl with Solr down exited {result}, expected 4")
+        else:
+            result = self.scrapy_crawl(spec, log)
+            check(result == 0, "crawl exit code", lambda: f"crawl exited {result}, expected 0")
+
+        previous_index = dict(oracle.index)
+        previous_statuses = dict(oracle.statuses)
+        expectation = oracle.crawl(self.model)
+        after, docs = self.snapshot(spec)
+
+        if event == "outage":
+            check(after == before, "Solr changed during an outage", lambda: self.diff(before, after))
+            oracle.adopt(expectation, None)
+            self.loose_next[spec.label] = [previous_index, dict(oracle.index)]
+            report = self.report(spec, check)
+            if report is not None:
+                # Solr was down: what the run did to the index is not visible yet (None)
+                self.check_report_loose(report, expectation, [previous_index], before, None, check)
+            return
+
+        self.check_index(spec, expectation, after, docs, check)
+        report = self.report(spec, check)
+        oracle.adopt(expectation, after)
+        if report is None:
+            return
+        check(report.get("state") == "finished", "run not finished",
+              lambda: f"run {report.get('run')} is {report.get('state')!r} after the crawl")
+        loose = self.loose_next.pop(spec.label, None)
+        if loose is not None:
+            self.check_report_loose(report, expectation, loose, before, after, check)
+        elif event == "kill" and not killed_note.startswith("too late"):
+            self.check_report_loose(report, expectation, [previous_index], before, after, check)
+        else:
+            self.check_report(report, expectation, before, after, previous_statuses, oracle.statuses, check)
+
+    # crawls
+    def scrapy_crawl(self, spec: SourceSpec, log: Path, *args: str, append: bool = False, **env: str) -> int:
+        with open(log, "a" if append else "w") as out:
+            out.write(f"$ scrapy crawl {spec.name} {' '.join(args)} {env}\n")
+            out.flush()
+            try:
+                return subprocess.run([sys.executable, "-m", "scrapy", "crawl", spec.name, *args], cwd=ROOT,
+                                      env=self.project.env(**env), stdout=out, stderr=subprocess.STDOUT,
+                                      timeout=CRAWL_TIMEOUT).returncode
+            except subprocess.TimeoutExpired:
+                return -999
+
+    def killed_crawl(self, spec: SourceSpec, log: Path) -> tuple[int | None, str]:
+        """Start the crawl, wait until some pages were requested, SIGKILL it. Returns (exit code
+        if it ended by itself, else None; a note)."""
+        site = self.site
+        known = max(2, len(self.oracles[spec.label].known))
+        kill_at = self.event_rng.randint(1, max(1, known // 2))
+        site.in_flight, site.slow = InFlight(), 0.25  # slow answers: the kill lands mid-crawl
+        start = len(site.requests)
+        try:
+            with open(log, "w") as out:
+                out.write(f"$ scrapy crawl {spec.name}  (to be killed after {kill_at} page requests)\n")
+                out.flush()
+                process = subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", spec.name], cwd=ROOT,
+                                           env=self.project.env(), stdout=out, stderr=subprocess.STDOUT)
+                deadline = time.monotonic() + CRAWL_TIMEOUT
+                while process.poll() is None and time.monotonic() < deadline:
+                    pages = [p for _m, _h, p in site.requests[start:] if p != "/robots.txt"]
+                    if len(pages) >= kill_at:
+                        break
+                    time.sleep(0.01)
+                if process.poll() is None:
+                    process.send_signal(signal.SIGKILL)
+                    process.wait()
+                    out.write(f"\n--- killed with SIGKILL after {kill_at} page requests ---\n\n")
+                    return None, f"killed after {kill_at} page requests"
+                return process.returncode, f"too late: the crawl ended before {kill_at} page requests"
+        finally:
+            site.in_flight, site.slow = None, 0.0
+
+    def report(self, spec: SourceSpec, check: Callable) -> dict | None:
+        result = self.project.scrapy("report", spec.name, "--json", timeout=CRAWL_TIMEOUT)
+        try:
+            report = json.loads(result.stdout)
+        except ValueError:
+            check(False, "report unreadable",
+                  lambda: f"scrapy report exited {result.returncode}: {result.stdout[-500:]} {result.stderr[-1500:]}")
+            return None
+        return report
+
+    # checks
+    def diff(self, expected: dict[str, Key], actual: dict[str, Key]) -> str:
+        lines = []
+        for path in sorted(set(expected) | set(actual)):
+            if expected.get(path) != actual.get(path):
+                lines.append(f"{path}: expected {expected.get(path)}, actual {actual.get(path)}")
+        return "; ".join(lines)
+
+    def row(self, spec: SourceSpec, path: str) -> str:
+        """The document table's row of the URL, for the engineers reading a mismatch."""
+        with contextlib.suppress(Exception):
+            table = self.project.table()
+            try:
+                row = table.get(spec.name, self.url(path))
+            finally:
+                with contextlib.suppress(Exception):
+                    table.close()
+            if row is None:
+                return "table: no row"
+            return "table: " + ", ".join(f"{k}={row.get(k)!r}" for k in ("state", "status", "reason", "duplicate_of")
+                                         if row.get(k) is not None)
+        return "table: unreadable"
+
+    def page_state(self, path: str) -> str:
+        page = self.model.pages.get(path)
+        site = "robots.txt 503" if self.model.robots_503 else ("robots allowed" if self.model.allowed(path) else "robots DISALLOWED")
+        return f"site: {page.describe() if page else 'no such page'}, {site}"
+
+    def check_index(self, spec: SourceSpec, exp: Expectation, actual: dict[str, Key], docs: list[dict],
+                    check: Callable) -> None:
+        def about(path: str) -> str:
+            return f"{self.page_state(path)}; {self.row(spec, path)}"
+
+        for path, key in sorted(exp.required.items()):
+            check(path in actual, "missing document",
+                  lambda: f"{path}: expected in the index with {key}"
+                          f"{' (kept through a transient failure)' if path in exp.kept else ''}, "
+                          f"but Solr has no document; oracle status {exp.statuses.get(path)}; {about(path)}")
+            if path in actual:
+                check(actual[path] == key, "wrong title/content",
+                      lambda: f"{path}: expected {key}{' (old content, kept through a transient failure)' if path in exp.kept else ''},"
+                              f" Solr has {actual[path]}; {about(path)}")
+        for group in exp.groups:
+            present = sorted(m for m in group.members if m in actual)
+            check(len(present) <= 1, "duplicates indexed twice",
+                  lambda: f"group {sorted(group.members)} with {group.key}: expected one indexed, Solr has {present}; "
+                          + "; ".join(f"{p}: {self.row(spec, p)}" for p in present))
+            check(len(present) >= 1 or group.lag, "duplicate group not indexed",
+                  lambda: f"group {sorted(group.members)} with {group.key}: expected one indexed (no lag allowed), "
+                          f"Solr has none; " + "; ".join(f"{p}: {self.row(spec, p)}" for p in sorted(group.members)))
+            for path in present:
+                check(actual[path] == group.key, "wrong title/content",
+                      lambda: f"{path}: expected {group.key}, Solr has {actual[path]}; {about(path)}")
+        allowed = exp.allowed()
+        for path in sorted(set(actual) - allowed):
+            check(False, "unexpected document",
+                  lambda: f"{path}: Solr has {actual[path]}, expected no document (oracle status "
+                          f"{exp.statuses.get(path, 'never met')}); {about(path)}")
+        self.result.checks += 1
+        urls = Counter(str(doc.get("url") or doc.get("id")) for doc in docs)
+        twice = [u for u, n in urls.items() if n > 1]
+        if twice:
+            check(False, "URL indexed twice in a source", lambda: f"{twice}")
+        wrong_ids = [(doc.get("id"), doc.get("url")) for doc in docs
+                     if doc.get("id") != f"{spec.name}!{doc.get('url')}" or doc.get("source") != spec.name]
+        check(not wrong_ids, "Solr id not <source>!<url>",
+              lambda: f"{len(wrong_ids)} of {len(docs)} documents, e.g. id={wrong_ids[0][0]!r} url={wrong_ids[0][1]!r}"
+                      f" (expected id '{spec.name}!<url>')")
+
+    def report_paths(self, report: dict, kind: str) -> set[str]:
+        urls = (report.get("urls") or {}).get(kind) or []
+        return {p for p in (self.path(u) for u in urls) if p is not None}
+
+    def check_report(self, report: dict, exp: Expectation, before: dict[str, Key], after: dict[str, Key],
+                     old_statuses: dict[str, str], new_statuses: dict[str, str], check: Callable) -> None:
+        new, deleted, changed = (self.report_paths(report, k) for k in ("new", "deleted", "changed"))
+        entered, left = set(after) - set(before), set(before) - set(after)
+        check(new == entered, "report: new",
+              lambda: f"report lists new {sorted(new)}, but the URLs that entered the index are {sorted(entered)}"
+                      f" (extra: {sorted(new - entered)}, missing: {sorted(entered - new)})")
+        check(deleted == left, "report: deleted",
+              lambda: f"report lists deleted {sorted(deleted)}, but the URLs that left the index are {sorted(left)}"
+                      f" (extra: {sorted(deleted - left)}, missing: {sorted(left - deleted)})")
+        both = set(before) & set(after)
+        must = {p for p in both if before[p] != after[p]}
+        may = both & exp.html_changed  # DECISION D8
+        check(must <= changed <= must | may, "report: changed",
+              lambda: f"report lists changed {sorted(changed)}; content changed in Solr: {sorted(must)}, "
+                      f"served HTML changed (may be listed): {sorted(may - must)}"
+                      f" (missing: {sorted(must - changed)}, extra: {sorted(changed - must - may)})")
+        # rule 9: a URL out of the index with the same status as before is not listed again
+        again = {kind: self.report_paths(report, kind) for kind in ("failed", "deleted", "excluded")}
+        for path in sorted(set(old_statuses) & set(new_statuses)):
+            status = new_statuses[path]
+            if status == "ok" or status != old_statuses[path] or path in before or path in after:
+                continue
+            listed = [kind for kind, paths in again.items() if path in paths]
+            check(not listed, "report: listed again",
+                  lambda: f"{path} stays out of the index with status {status} as in the crawl before, "
+                          f"but the report lists it as {'/'.join(listed)}")
+
+    def check_report_loose(self, report: dict, exp: Expectation, previous: list[dict[str, Key]],
+                           before: dict[str, Key], after: dict[str, Key] | None, check: Callable) -> None:
+        """After a kill, and around an outage: each list holds at most the URLs it could hold.
+        ``after`` is Solr after the crawl, None when Solr was down during it."""
+        new, deleted, changed = (self.report_paths(report, k) for k in ("new", "deleted", "changed"))
+        allowed_after = exp.allowed() | set(after or ())
+        earlier = set(before).union(*previous)
+        steady = set(exp.required) & set(before).intersection(*previous)
+        gone = earlier - set(exp.required) - set(after or ())
+        check(new <= allowed_after - steady, "report: new (loose)",
+              lambda: f"report lists new {sorted(new)}; at most {sorted(allowed_after - steady)}")
+        check(deleted <= gone, "report: deleted (loose)",
+              lambda: f"report lists deleted {sorted(deleted)}; at most {sorted(gone)}")
+        check(changed <= allowed_after & earlier, "report: changed (loose)",
+              lambda: f"report lists changed {sorted(changed)}; at most {sorted(allowed_after & earlier)}")
+
+    def run(self) -> Result:
+        for crawl in range(1, self.crawls + 1):
+            self.step(crawl)
+        return self.result
+
+
+# --- the command --------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def dev_solr(base: Path) -> Iterator[str]:
+    from searchcrawl.devsolr import DevSolr
+
+    solr = DevSolr(base / "solr-data", free_port())
+    solr.start(timeout=600)
+    try:
+        yield solr.url
+    finally:
+        solr.stop()
+
+
+def run_seed(seed: int, crawls: int, base: Path, solr_url: str, events: dict[int, str] | None = None,
+             progress: Callable[[str], None] | None = None) -> Result:
+    """One sequence in its own folders under ``base``: site, data dir, sources, logs."""
+    work = base / f"seed-{seed}"
+    (work / "sources").mkdir(parents=True, exist_ok=True)
+    (work / "site").mkdir(parents=True, exist_ok=True)
+    project = Project(work / "data", work / "sources", solr_url)
+    site = Site(work / "site").start()
+    try:
+        sequence = Sequence(seed, crawls, project, site, work / "site", solr_url, events=events,
+                            log_dir=work / "logs", progress=progress)
+        return sequence.run()
+    finally:
+        site.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.sequences", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", default="1", help="comma-separated seeds (default: 1)")
+    parser.add_argument("--crawls", type=int, default=30, help="crawls per seed (default: 30)")
+    parser.add_argument("--solr-url", default="", help="use this Solr instead of starting a dev Solr")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, sites, data)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    args = parser.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    base = Path(tempfile.mkdtemp(prefix="searchcrawl-sequences-"))
+    progress = None if args.quiet else (lambda line: print(line, flush=True))
+    results: list[Result] = []
+    started = time.monotonic()
+    try:
+        with contextlib.ExitStack() as stack:
+            solr_url = args.solr_url or stack.enter_context(dev_solr(base))
+            for seed in seeds:
+                results.append(run_seed(seed, args.crawls, base, solr_url, progress=progress))
+    finally:
+        print()
+        for result in results:
+            for mismatch in result.mismatches:
+                print(mismatch.text())
+                print()
+        print(f"Summary: seeds {','.join(map(str, seeds))}, crawls {sum(r.crawls for r in results)}, "
+              f"checks {sum(r.checks for r in results)}, mismatches {sum(len(r.mismatches) for r in results)}"
+              f" ({time.monotonic() - started:.0f} s)")
+        for result in results:
+            print(result.summary())
+        if args.keep:
+            print(f"files kept in {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+    return 1 if any(r.mismatches for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
