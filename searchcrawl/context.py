@@ -227,7 +227,7 @@ class CrawlContext:
         if not complete or self.run_id is None or self.test_mode:
             return
         source = self.source.name
-        gone = self.table.drop_stale_targets(source, self.rule_excluding)
+        gone = self.table.drop_stale_targets(source, self.rule_excluding, self.source.settings.max_failures)
         if gone:
             logger.info("%d redirect targets of %s outside its boundary leave the index: nothing redirects to them now",
                         gone, source)

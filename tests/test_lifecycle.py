@@ -78,6 +78,24 @@ def test_a_temporary_redirect_target_outside_the_boundary_stays_while_the_redire
     assert target not in indexed(solr, name)
 
 
+def test_a_redirect_target_outside_the_boundary_fails_with_its_redirecting_url(project, serve, tmp_path, solr):
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", ["/docs/moving.html"]))
+    write(root / "other" / "landing.html", page("landing", "outside the source's paths"))
+    site = serve(root)
+    name = source(project, site, paths='{ "127.0.0.1" = { include = ["/index.html", "/docs/"] } }', max_failures="2")
+    target = site.url + "other/landing.html"
+    site.redirect("/docs/moving.html", 302, "/other/landing.html")
+    crawl(project, name)
+    assert target in indexed(solr, name)
+    site.responses["/docs/moving.html"] = (503, {"Content-Type": "text/html"}, b"<html>later</html>")
+    crawl(project, name)  # unknown whether it still redirects: the target stays, one failing crawl
+    assert target in indexed(solr, name)
+    assert project.table().get(name, target)["failures"] == 1
+    crawl(project, name)  # max_failures consecutive failing crawls: it leaves
+    assert target not in indexed(solr, name)
+
+
 def test_a_page_that_answered_404_comes_back_when_its_linking_page_answers_304(project, serve, tmp_path, solr):
     root = tmp_path / "site"
     write(root / "index.html", page("home", "the index", ["/a.html"]))

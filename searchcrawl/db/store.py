@@ -351,11 +351,13 @@ class DocumentTable:
                 )
         return len(queue), excluded
 
-    def drop_stale_targets(self, source: str, excluding: Callable[[str, int], tuple[int, str] | None]) -> int:
+    def drop_stale_targets(self, source: str, excluding: Callable[[str, int], tuple[int, str] | None],
+                           max_failures: int = 3) -> int:
         """The end of a complete run: a temporary redirect's target outside the boundary leaves
         the index once the URL that redirected to it was fetched in this run and redirects there
-        no more (it answers 200, 404, another target ...). While that URL fails transiently, or
-        was not fetched, the target stays. Returns how many leave."""
+        no more (it answers 200, 404, another target, robots.txt disallows it ...). A transient
+        failure of that URL (its own, or its robots.txt's) is one of the target's too: it stays,
+        and leaves after ``max_failures`` such crawls. Returns how many leave."""
         table = Document.__table__
         with self.engine.connect() as connection:
             targets = connection.execute(
@@ -371,7 +373,12 @@ class DocumentTable:
             fetched_now = origin["run_id"] == self.run_id and origin["frontier"] == "done"
             transient = origin["state"] == State.FAILED.value or (origin["status"] or 0) >= 500 or origin["status"] == 429
             stands = origin["target"] == url and origin["status"] in TEMPORARY_REDIRECTS
-            if not fetched_now or transient or stands:
+            if fetched_now and transient:
+                failure = Outcome(Event.FAILED, origin["status"], f"{via}, which redirects to it, failed: {origin['reason']}")
+                if self.record(source, url, failure, max_failures) == State.REMOVING:
+                    gone += 1
+                continue
+            if not fetched_now or stands:
                 continue
             reason = f"{verdict[1]}; {via} no longer redirects to it (it answered {origin['status']})"
             self.record(source, url, Outcome(Event.EXCLUDED, verdict[0], reason, columns={"via": None}))
