@@ -29,6 +29,8 @@ T = TypeVar("T")
 # pysolr logs every failed request with a traceback at ERROR; we report failures ourselves, once.
 logging.getLogger("pysolr").setLevel(logging.CRITICAL)
 
+REFUSAL_FLOOR = 10  # refused documents of one batch that may be bad documents, whatever its size
+
 # Answers by which Solr refuses a document of an update request (a value it cannot index: a bad
 # date, an immense term, an unknown field; a body too large). Other 4xx answers (401, 403, 404,
 # ...) refuse the request whatever it carries: its documents stay pending.
@@ -315,25 +317,45 @@ def push_pending(
         logger.warning("Solr refused document %s of %s (status 924, not indexed): HTTP %s: %s",
                        url, source, exc.status, exc.reason)
 
-    def isolate(batch: list[tuple[str, bytes]], exc: IndexingError) -> bool:
+    def isolate(batch: list[tuple[str, bytes]], exc: IndexingError, found: list[tuple[str, IndexingError]],
+                limit: int) -> bool:
         """Solr refused ``batch`` for a document in it: push its halves, recursively, until each
-        refused document is alone. False when a node failed meanwhile (the rest stays pending)."""
+        refused document is alone (collected in ``found``). False when a node failed meanwhile,
+        or when more than ``limit`` documents are refused (the rest stays pending)."""
         if len(batch) == 1:
-            refused(batch[0][0], exc)
-            return True
+            found.append((batch[0][0], exc))
+            return len(found) <= limit
         middle = len(batch) // 2
         for part in (batch[:middle], batch[middle:]):
             try:
                 index.add_json([data for _url, data in part])
             except IndexingError as part_exc:
                 if part_exc.documents_refused:
-                    if not isolate(part, part_exc):
+                    if not isolate(part, part_exc, found, limit):
                         return False
                     continue
                 failed(part_exc)
                 return False
             indexed(part)
         return True
+
+    def isolate_refused(batch: list[tuple[str, bytes]], exc: IndexingError) -> bool:
+        """Find the documents of ``batch`` Solr refuses, and mark them refused. A circuit breaker:
+        when more than a twentieth of the batch (at least REFUSAL_FLOOR) is refused, it is not bad
+        documents but Solr's configuration (an unknown field, a schema not deployed): the search
+        stops, nothing is marked refused, and everything not yet indexed stays pending."""
+        found: list[tuple[str, IndexingError]] = []
+        limit = max(REFUSAL_FLOOR, len(batch) // 20)
+        whole = isolate(batch, exc, found, limit)
+        if len(found) > limit:
+            failed(IndexingError(
+                f"Solr refuses more than {limit} documents of a batch of {len(batch)} of {source} "
+                f"(HTTP {exc.status}: {exc.reason}): a schema or configuration problem? They stay pending",
+                refused=True, status=exc.status, reason=exc.reason))
+            return False
+        for url, refusal in found:
+            refused(url, refusal)
+        return whole
 
     def settle(batch: list[tuple[str, bytes]], sent: Future[None]) -> bool:
         """Mark what an answered request did; False when nothing more is to be sent."""
@@ -345,7 +367,7 @@ def push_pending(
                 return False
             logger.info("Solr refused a batch of %d documents of %s (HTTP %s: %s); pushing it in halves "
                         "to find the refused documents", len(batch), source, exc.status, exc.reason)
-            return isolate(batch, exc)
+            return isolate_refused(batch, exc)
         indexed(batch)
         return True
 

@@ -10,6 +10,7 @@ from searchcrawl.cache import DocumentCache
 from searchcrawl.db import DocumentTable
 from searchcrawl.extract import solr_id
 from searchcrawl.indexer import SolrIndex, batches, describe, push_pending, push_with_retries, PushResult
+from searchcrawl.ledger import Event, Outcome
 
 from .conftest import solr_docs
 from .sites import build_intranet
@@ -17,13 +18,6 @@ from .sites import build_intranet
 
 def cache_pending(table: DocumentTable, source: str, url: str, checksum: str) -> None:
     """Mark ``url`` cached and pending with ``checksum``, as the cache pipeline does."""
-    try:
-        from searchcrawl.ledger import Event, Outcome
-    except ImportError:  # the table's API before the ledger
-        from searchcrawl.db import State
-        table.record_fetch(source, url, state=State.FETCHED, status=200)
-        table.mark_pending(source, url, checksum)
-        return
     table.record(source, url, Outcome(Event.CACHED, 200, columns={"checksum": checksum}))
 
 
@@ -146,6 +140,28 @@ def test_a_document_solr_refuses_is_isolated_and_every_other_one_indexed(tmp_pat
     in_solr = {doc["url"]: doc["id"] for doc in solr_docs(solr, source)}
     assert set(in_solr) == set(urls) - {urls[14], urls[27]}
     assert all(doc_id == solr_id(source, url) for url, doc_id in in_solr.items())
+
+
+def test_when_solr_refuses_most_documents_it_is_its_configuration_and_nothing_is_marked_refused(
+        tmp_path, solr_url: str, solr: pysolr.Solr) -> None:
+    """A circuit breaker: every document refused alike (here a bad date in each, as an attribute
+    mapping onto a field of the wrong type would do) is not 60 bad documents. The search for them
+    stops after REFUSAL_FLOOR, none is marked refused or loses its cache record, all stay pending."""
+    source = f"breaker-{uuid.uuid4().hex[:8]}"
+    table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    cache = DocumentCache(tmp_path / "cache")
+    for i in range(60):
+        url = f"http://breaker.test/{i:02d}"
+        cache.put({"id": solr_id(source, url), "url": url, "source": source, "checksum": "c",
+                   "last_modified": "not a date"})
+        cache_pending(table, source, url, "c")
+    before = solr_update_requests(solr_url)
+    result = push_pending(source, table, cache, SolrIndex(solr_url), max_docs=30, max_bytes=10**6)
+    assert (result.indexed, result.refused, result.pending, result.request_refused) == (0, 0, 60, True)
+    assert "a schema or configuration problem?" in result.error and "Invalid Date String" in result.error
+    assert len(table.pending(source)) == 60 and table.count_by(source, "status").get(924) is None
+    # bounded: the search stopped after 11 refusals (isolating all 60 would take 2 * 60 - 2 requests)
+    assert solr_update_requests(solr_url) - before < 58
 
 
 def test_a_request_solr_refuses_whatever_it_carries_keeps_the_documents_pending(tmp_path, solr_url: str) -> None:
