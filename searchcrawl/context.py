@@ -26,7 +26,6 @@ from .convert import Converter
 from .db import DocumentTable
 from .db.store import now
 from .ledger import Event, Outcome
-from .signals import url_outcome
 from .db.frontier import Frontier
 from .db.runs import Runs
 from .display import DisplayUrls
@@ -223,7 +222,8 @@ class CrawlContext:
         """The end of a complete run, before removals go to Solr (blocking): a temporary
         redirect's target outside the boundary leaves once no URL of the source redirects to it;
         with ``orphans = "delete"``, documents no page linked to in this run leave too."""
-        complete = self.frontier is None or self.frontier.counts()["queued"] == 0
+        counts = self.frontier.counts() if self.frontier is not None else {"queued": 0, "leased": 0}
+        complete = not counts["queued"] and not counts["leased"]  # a shutdown leaves URLs leased
         if not complete or self.run_id is None or self.test_mode:
             return
         source = self.source.name
@@ -235,8 +235,8 @@ class CrawlContext:
             seeds = set(self.source.seed_urls)
             for url in self.table.orphans(source):
                 if url not in seeds:
-                    self.crawler.signals.send_catch_log(
-                        url_outcome, url=url, outcome=Outcome(Event.GONE, int(Status.ORPHAN), "no longer linked"))
+                    # on the Solr push's worker thread: written directly, not through a signal
+                    self.table.record(source, url, Outcome(Event.GONE, int(Status.ORPHAN), "no longer linked"))
 
     def fingerprint(self) -> dict[str, Any]:
         settings = self.source.settings

@@ -85,6 +85,7 @@ def _transitions() -> dict[tuple[State | None, Event], State]:
         table[state, Event.CACHED] = State.PENDING
     table[State.INDEXED, Event.UNCHANGED] = State.INDEXED
     table[State.PENDING, Event.UNCHANGED] = State.PENDING
+    table[State.REMOVING, Event.UNCHANGED] = State.REMOVING  # read in the index, marked to leave since
     table[State.PENDING, Event.INDEXED] = State.INDEXED
     table[State.PENDING, Event.REFUSED] = State.REMOVING
     table[State.REMOVING, Event.REMOVED] = State.REMOVED

@@ -24,9 +24,9 @@ import time
 from collections import deque
 from typing import Any
 
-from scrapy import Request, Spider
+from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import CloseSpider
+from scrapy.exceptions import CloseSpider, DontCloseSpider
 from twisted.internet import task
 
 from .context import CrawlContext
@@ -135,6 +135,7 @@ class FrontierScheduler:
             # Scrapy polls a scheduler that has pending requests but returns none every 5 s; a
             # node waiting for the others' links should look sooner.
             self.crawler.engine._SLOT_HEARTBEAT_INTERVAL = IDLE_RECHECK  # type: ignore[misc]
+        self.crawler.signals.connect(self._finish_lost, signal=signals.spider_idle)
         self.renewal = task.LoopingCall(self._renew)
         self.renewal.start(max(1.0, min(60.0, self.lease_seconds / 3)), now=False)
 
@@ -157,8 +158,6 @@ class FrontierScheduler:
             return
         if self.renewal is not None and self.renewal.running:
             self.renewal.stop()
-        if reason == "finished":
-            self._finish_lost()
         self.frontier.requeue_leased(owner=self.owner)  # what was leased but not fetched
         self.buffer.clear()
         self.held.clear()
@@ -182,17 +181,20 @@ class FrontierScheduler:
                     self.context.source.name)
 
     def _finish_lost(self) -> None:
-        """The crawl finished (nothing queued, nothing in flight), yet URLs this process leased
-        have no outcome: something on their way raised without a trace Scrapy reports (a
-        middleware, a signal handler). Each gets status 925, counted like a transient failure;
-        without it the run would end "suspended" and every later crawl would resume it."""
-        assert self.frontier is not None
-        for url, depth in self.frontier.leased_by(self.owner):
-            if any(entry.url == url for entry in self.buffer):
-                continue  # leased, never requested: back to the queue
+        """spider_idle: nothing queued, nothing in flight, yet URLs this process leased have no
+        outcome: something on their way raised without a trace Scrapy reports (a middleware, a
+        signal handler). Each gets status 925, counted like a transient failure, before the
+        pipelines close (the end of the run's removals sees them); without it the run would end
+        "suspended" and every later crawl would resume it."""
+        if self.frontier is None or self.buffer or self.held:
+            return
+        lost = self.frontier.leased_by(self.owner)
+        for url, depth in lost:
             logger.warning("No outcome was recorded for %s; it gets status 925 and is fetched again next crawl", url)
             outcome = Outcome(Event.FAILED, int(Status.PROCESSING_ERROR), "processing ended without an outcome", depth)
             self.crawler.signals.send_catch_log(url_outcome, url=url, outcome=outcome)
+        if lost and self.frontier.counts()["queued"]:
+            raise DontCloseSpider  # an outcome queued work (a duplicate to take a place)
 
     def enqueue_request(self, request: Request) -> bool:
         assert self.frontier is not None

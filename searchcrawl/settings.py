@@ -94,7 +94,6 @@ EXTENSIONS = {
     # first, before any extension could log a setting: secret-ish settings' values are masked
     "searchcrawl.extensions.secret_settings.SecretSettings": -1000,
     "scrapy.extensions.logstats.LogStats": None,  # replaced by RunMonitor's progress line
-    "searchcrawl.extensions.ledger.LedgerWriter": 400,  # the one writer of URL states (searchcrawl/ledger.py)
     "searchcrawl.extensions.run.RunMonitor": 500,
     "searchcrawl.extensions.politeness.DelaySchedule": 510,  # sources with delay_rules
 }

@@ -33,6 +33,7 @@ for _state in (State.PENDING, State.INDEXED, State.REMOVING):
 EXPECTED.update({
     (State.INDEXED, Event.UNCHANGED): State.INDEXED,
     (State.PENDING, Event.UNCHANGED): State.PENDING,
+    (State.REMOVING, Event.UNCHANGED): State.REMOVING,
     (State.PENDING, Event.INDEXED): State.INDEXED,
     (State.PENDING, Event.REFUSED): State.REMOVING,
     (State.REMOVING, Event.REMOVED): State.REMOVED,

@@ -23,6 +23,7 @@ class Document(Base):
         Index("ix_documents_frontier", "source", "run_id", "frontier", "depth", "id"),
         Index("ix_documents_source_checksum", "source", "checksum"),
         Index("ix_documents_delta", "source", "delta_run", "delta"),
+        Index("ix_documents_duplicate_of", "duplicate_of", postgresql_using="hash"),  # long URLs: a hash
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

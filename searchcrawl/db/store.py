@@ -54,6 +54,13 @@ def keyed(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "url_hash": url_hash(row["url"])}
 
 
+def _linkless(status: int | None) -> bool:
+    """An answer without a page or links that ``recheck_gone_days`` may space out: gone, moved
+    for good, refused, a host that does not resolve. Not a temporary redirect (its target is
+    fetched through it) nor a page kept out of the index whose links are followed (noindex)."""
+    return status is not None and (status in (301, 308, 931) or 400 <= status < 500)
+
+
 def _bulk(event: Event) -> tuple[str, str]:
     """(from, to) of an event the ledger allows from exactly one state: applied in bulk."""
     (before,) = sources_of(event)
@@ -183,36 +190,55 @@ class DocumentTable:
         """Record what happened to ``url``: the ledger (searchcrawl/ledger.py) decides the row's
         next state, status and delta; this writes it, finishes the URL in the current run's
         frontier, and, when a document leaves the index, queues its duplicates again to take its
-        place. The one writer of a URL's state. Returns the new state (None: refused, logged)."""
+        place. The one writer of a URL's state. Returns the new state (None: refused, logged).
+
+        The write is conditional on the state the decision was made from: when another thread
+        changed the row in between (the Solr push marking it indexed), it is read and decided
+        again, so neither write is lost."""
+        for _attempt in range(5):
+            with self.engine.begin() as connection:
+                written = self._record(connection, source, url, outcome, max_failures)
+            if written is not False:
+                return written
+        logger.warning("Not recorded for %s: its row kept changing under the write", url)
+        return None
+
+    def _record(self, connection: Connection, source: str, url: str, outcome: Outcome,
+                max_failures: int) -> State | None | bool:
+        """One attempt of ``record``: False when the row changed since it was read."""
         when = now()
-        with self.engine.begin() as connection:
-            current = connection.execute(self._row_state(), {"source": source, "url_hash": url_hash(url)}).first()
-            row = None if current is None else Row(State(current.state), current.status, current.failures or 0,
-                                                   current.indexed_at is not None)
-            try:
-                change = decide(row, outcome, max_failures)
-            except TransitionRefused as exc:
-                logger.warning("Not recorded for %s: %s", url, exc)
-                return None
-            values: dict[str, Any] = {"state": change.state.value, "status": change.status, "reason": change.reason,
-                                      "failures": change.failures, **outcome.columns, **self._finished(),
-                                      **self._delta(change.delta)}
-            if outcome.depth is not None:
-                values["depth"] = outcome.depth
-            if outcome.event in FETCHED_EVENTS:
-                values["last_fetched"] = when
-            if outcome.event == Event.CACHED:
-                values.update(last_changed=when, duplicate_of=None)
-            if outcome.event in (Event.GONE, Event.EXCLUDED, Event.UNCHANGED, Event.CACHED):
-                values.setdefault("target", None)  # it redirects no more (a failure says nothing of it)
-            if current is None:
-                connection.execute(self.insert(Document).values(keyed({"source": source, "url": url, "first_seen": when,
-                                                                        **self._restrict_new(values)})))
-            else:
-                self._update_row(connection, source, url, values,
-                                 new_checksum=outcome.columns.get("checksum") if outcome.event == Event.CACHED else None)
-            if change.leaves_index and not self.test_mode:
-                self._promote_duplicates(connection, source, url)
+        current = connection.execute(self._row_state(), {"source": source, "url_hash": url_hash(url)}).first()
+        row = None if current is None else Row(State(current.state), current.status, current.failures or 0,
+                                               current.indexed_at is not None)
+        try:
+            change = decide(row, outcome, max_failures)
+        except TransitionRefused as exc:
+            logger.warning("Not recorded for %s: %s", url, exc)
+            if current is not None:  # still finished in this run: it must not wait for a lost outcome
+                self._update_row(connection, source, url, self._finished())
+            return None
+        values: dict[str, Any] = {"state": change.state.value, "status": change.status, "reason": change.reason,
+                                  "failures": change.failures, **outcome.columns, **self._finished(),
+                                  **self._delta(change.delta)}
+        if outcome.depth is not None:
+            values["depth"] = outcome.depth
+        if outcome.event in FETCHED_EVENTS:
+            values["last_fetched"] = when
+        if outcome.event == Event.CACHED:
+            values.update(last_changed=when, duplicate_of=None)
+        if outcome.event in (Event.GONE, Event.EXCLUDED, Event.UNCHANGED, Event.CACHED):
+            values.setdefault("target", None)  # it redirects no more (a failure says nothing of it)
+        if current is None:
+            inserted = connection.execute(
+                self.insert(Document).values(keyed({"source": source, "url": url, "first_seen": when,
+                                                    **self._restrict_new(values)})).on_conflict_do_nothing(index_elements=ROW_KEY))
+            if not inserted.rowcount:
+                return False  # inserted by another thread meanwhile
+        elif not self._update_row(connection, source, url, values, expect_state=current.state,
+                                  new_checksum=outcome.columns.get("checksum") if outcome.event == Event.CACHED else None):
+            return False
+        if change.leaves_index and not self.test_mode:
+            self._promote_duplicates(connection, source, url)
         return change.state
 
     def _restrict_new(self, values: dict[str, Any]) -> dict[str, Any]:
@@ -337,7 +363,7 @@ class DocumentTable:
                     self.record(source, row.url, Outcome(Event.EXCLUDED, verdict[0], verdict[1]))
                     excluded += 1
                 continue
-            if row.state in (State.REMOVED.value, State.FETCHED.value) and since is not None:
+            if since is not None and row.state in (State.REMOVED.value, State.FETCHED.value) and _linkless(row.status):
                 fetched = as_utc(row.last_fetched)
                 if fetched is not None and fetched >= since:
                     continue
@@ -371,7 +397,8 @@ class DocumentTable:
             if verdict is None or origin is None:
                 continue
             fetched_now = origin["run_id"] == self.run_id and origin["frontier"] == "done"
-            transient = origin["state"] == State.FAILED.value or (origin["status"] or 0) >= 500 or origin["status"] == 429
+            status = origin["status"] or 0
+            transient = origin["state"] == State.FAILED.value or 500 <= status < 600 or status == 429
             stands = origin["target"] == url and origin["status"] in TEMPORARY_REDIRECTS
             if fetched_now and transient:
                 failure = Outcome(Event.FAILED, origin["status"], f"{via}, which redirects to it, failed: {origin['reason']}")
@@ -457,15 +484,17 @@ class DocumentTable:
         self._insert_new(inserted)
 
     def _update_row(self, connection: Connection, source: str, url: str, values: dict[str, Any],
-                    new_checksum: str | None = None) -> None:
+                    new_checksum: str | None = None, expect_state: str | None = None) -> bool:
         """Set ``values`` on the row of ``url`` (restricted in test mode), with a statement built
         once per set of columns. With ``new_checksum``, ``last_changed`` is set only when the
-        row's checksum differs: it says when the content changed, not when it was last seen."""
+        row's checksum differs: it says when the content changed, not when it was last seen.
+        With ``expect_state``, only while the row is in that state. Returns whether it wrote."""
         values = self._restrict(values)
         if not values:
-            return
+            return True
         table = Document.__table__
         track_change = new_checksum is not None and "last_changed" in values
+        guarded = expect_state is not None
 
         def build() -> Any:
             assignments: dict[str, Any] = {column: bindparam(f"v_{column}") for column in values}
@@ -474,14 +503,20 @@ class DocumentTable:
                     (or_(table.c.checksum.is_(None), table.c.checksum != bindparam("new_checksum")),
                      bindparam("v_last_changed")),
                     else_=table.c.last_changed)
-            return update(table).where(
-                table.c.source == bindparam("w_source"), table.c.url_hash == bindparam("w_url_hash")).values(assignments)
+            statement = update(table).where(
+                table.c.source == bindparam("w_source"), table.c.url_hash == bindparam("w_url_hash"))
+            if guarded:
+                statement = statement.where(table.c.state == bindparam("w_state"))
+            return statement.values(assignments)
 
-        statement = self._statement(("update_row", tuple(values), track_change), build)
+        statement = self._statement(("update_row", tuple(values), track_change, guarded), build)
         parameters = {f"v_{column}": value for column, value in values.items()}
         if track_change:
             parameters["new_checksum"] = new_checksum
-        connection.execute(statement, {**parameters, "w_source": source, "w_url_hash": url_hash(url)})
+        if guarded:
+            parameters["w_state"] = expect_state
+        result = connection.execute(statement, {**parameters, "w_source": source, "w_url_hash": url_hash(url)})
+        return not guarded or bool(result.rowcount)
 
     def mark_indexed(self, source: str, documents: Sequence[tuple[str, str]]) -> list[str]:
         """Solr acknowledged these (url, checksum) pairs: the ledger's INDEXED event, in bulk.

@@ -1,4 +1,5 @@
-"""LedgerWriter: the one writer of URL states during a crawl.
+"""LedgerWriter: the one writer of URL states during a crawl (built by the source spider's
+``from_crawler``, which keeps it: signal receivers are weak references).
 
 Spider, middlewares and pipelines report what happened to a URL; this extension records it
 through the document table, whose every state change the ledger (searchcrawl/ledger.py) decides.

@@ -30,6 +30,7 @@ from ..middlewares.conditional import PREVIOUS
 from ..robots_meta import robots_directives
 from ..source import Source
 from ..exceptions import RequestRefused
+from ..extensions.ledger import LedgerWriter
 from ..ledger import Event, Outcome
 from ..signals import url_outcome
 from ..status import Status, status_for_exception, status_for_ignored
@@ -62,6 +63,9 @@ class SourceSpider(Spider):
         spider.max_parse_bytes = crawler.settings.getint("SEARCHCRAWL_MAX_PARSE_BYTES")
         spider.context.configure(kwargs)
         spider.reported = BoundedSet(10_000)  # URLs whose outcome this spider reported lately
+        # the one writer of URL states: built with the spider, so that no settings change
+        # (EXTENSIONS overridden with -s or by scrapyd) can leave a crawl without it
+        spider.ledger = LedgerWriter.from_crawler(crawler)
         return spider
 
     async def start(self) -> AsyncIterator[Request]:
