@@ -120,14 +120,15 @@ class Site:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802
-                if site.in_flight is None:
+                in_flight = site.in_flight  # a test may reset it while this request is answered
+                if in_flight is None:
                     return super().do_GET()
-                site.in_flight.enter(site.host)
+                in_flight.enter(site.host)
                 try:
                     time.sleep(site.slow)
                     return super().do_GET()
                 finally:
-                    site.in_flight.leave(site.host)
+                    in_flight.leave(site.host)
 
             def send_head(self):  # type: ignore[no-untyped-def]
                 site.arrivals.append(time.monotonic())
