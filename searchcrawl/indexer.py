@@ -419,7 +419,8 @@ def push_with_retries(attempt: Callable[[], PushResult], times: int, backoff: fl
     return total
 
 
-def migrate_ids(index: SolrIndex, source: str, *, max_docs: int = 200, max_bytes: int = 10 * 1024 * 1024) -> int:
+def migrate_ids(index: SolrIndex, source: str, *, max_docs: int = 200, max_bytes: int = 10 * 1024 * 1024,
+                holders: Callable[[list[str]], dict[str, set[str]]] | None = None) -> int:
     """Give ``source``'s documents written by searchcrawl before ids were per source (their id was
     the URL) the id ``solr_id(source, url)``; returns how many were migrated (0 when none is left).
 
@@ -430,6 +431,12 @@ def migrate_ids(index: SolrIndex, source: str, *, max_docs: int = 200, max_bytes
     for the moment between the two requests. A new id Solr already holds (a crawl pushed a newer
     version meanwhile) is not overwritten. Idempotent: run it again after a failure, it goes on.
     Raises IndexingError when Solr fails or refuses.
+
+    ``holders(urls)``: the sources whose document table rows hold each URL in the index (the
+    table's word, DocumentTable.holders). Under the old ids two sources crawling one page shared
+    one document: each holder gets its own copy (its ``source`` field set), and a document no
+    source holds any more (removed, but under the new id only) is deleted, not migrated. Without
+    ``holders`` every document is migrated to its own source.
     """
     filters = [f"{{!term f=source}}{source}", f"-id:{escape_query(solr_id(source, ''))}*"]
     targets = index.copy_field_targets()
@@ -440,12 +447,14 @@ def migrate_ids(index: SolrIndex, source: str, *, max_docs: int = 200, max_bytes
         old = list(page.docs)
         if old:
             renamed = []
-            for document in old:
+            urls = [document.get("url") or document["id"] for document in old]
+            owners = holders(urls) if holders is not None else {url: {source} for url in urls}
+            for url, document in zip(urls, old):
                 fields = {name: value for name, value in document.items()
                           if name != "_version_" and not any(fnmatch.fnmatchcase(name, target) for target in targets)}
-                fields["id"] = solr_id(source, document.get("url") or document["id"])
-                data = json.dumps(fields, ensure_ascii=False).encode("utf-8")
-                renamed.append((fields, len(data)))
+                for holder in sorted(owners.get(url, ())):
+                    copy = {**fields, "id": solr_id(holder, url), "source": holder}
+                    renamed.append((copy, len(json.dumps(copy, ensure_ascii=False).encode("utf-8"))))
             for batch in batches(renamed, max_docs, max_bytes):
                 index.add_new(batch)
             index.delete([document["id"] for document in old])

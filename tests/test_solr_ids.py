@@ -14,6 +14,7 @@ from searchcrawl.commands.search import format_hits, search
 from searchcrawl.db import DocumentTable
 from searchcrawl.extract import solr_document, solr_id
 from searchcrawl.indexer import SolrIndex, migrate_ids, push_pending
+from searchcrawl.ledger import Event, Outcome
 
 from .conftest import solr_docs
 from .test_indexer import cache_pending
@@ -127,6 +128,23 @@ def test_migrate_ids_gives_old_documents_their_per_source_ids(solr_url: str, sol
     assert docs[newer["id"]]["title"] == "Pushed by a crawl meanwhile"  # not overwritten with the old copy
     assert {doc["id"] for doc in solr_docs(solr, other)} == {doc["url"] for doc in old_documents(other, 3)}
     assert migrate_ids(SolrIndex(solr_url), source) == 0
+
+
+def test_migration_follows_the_document_table(tmp_path, solr_url: str, solr: pysolr.Solr) -> None:
+    """Under the old ids two sources crawling one page shared one document: each source holding
+    it in its table gets its own copy; a document no source holds any more is deleted."""
+    source, other = unique("held"), unique("held-other")
+    old = old_documents(source, 3)
+    solr.add(old)
+    table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    shared, removed, kept = (document["url"] for document in old)
+    for holder, url in ((source, shared), (other, shared), (source, kept)):
+        table.record(holder, url, Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+        table.mark_indexed(holder, [(url, "c")])
+    table.record(source, removed, Outcome(Event.GONE, 404, "gone"))
+    assert migrate_ids(SolrIndex(solr_url), source, holders=table.holders) == 3
+    assert {doc["id"] for doc in solr_docs(solr, source)} == {solr_id(source, shared), solr_id(source, kept)}
+    assert [doc["id"] for doc in solr_docs(solr, other)] == [solr_id(other, shared)]
 
 
 def test_scrapy_solr_migrate_ids_for_named_sources_then_all(project, solr) -> None:

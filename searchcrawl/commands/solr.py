@@ -16,6 +16,7 @@ from scrapy.exceptions import UsageError
 
 from .. import paths, solrcloud
 from ..devsolr import DevSolr, DevSolrCloud, DevSolrError
+from ..db import DocumentTable
 from ..indexer import IndexingError, SolrIndex, migrate_ids
 
 ACTIONS = ("start", "stop", "status", "collection", "migrate-ids")
@@ -101,11 +102,18 @@ class Command(ScrapyCommand):
         index = SolrIndex(paths.solr_url(self.settings), timeout=self.settings.getfloat("SEARCHCRAWL_SOLR_TIMEOUT", 60),
                           auth=paths.solr_auth(self.settings))
         total = 0
-        for source in sources or index.sources():
-            migrated = migrate_ids(index, source, max_docs=min(self.settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS", 500), 200),
-                                   max_bytes=self.settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES", 10 * 1024 * 1024))
-            total += migrated
-            print(f"{source}: {migrated} documents migrated to ids {source}!<url>")
+        table = DocumentTable(paths.db_url(self.settings))
+        try:
+            for source in sources or index.sources():
+                # the document table's word on who holds each URL, when it knows the source
+                holders = table.holders if table.count_by(source, "state") else None
+                migrated = migrate_ids(index, source, holders=holders,
+                                       max_docs=min(self.settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS", 500), 200),
+                                       max_bytes=self.settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES", 10 * 1024 * 1024))
+                total += migrated
+                print(f"{source}: {migrated} documents migrated to ids {source}!<url>")
+        finally:
+            table.close()
         print(f"{total} documents migrated in all")
 
     def _start(self, data_dir: Path, opts: argparse.Namespace) -> None:

@@ -605,6 +605,18 @@ class DocumentTable:
             )
             return [url for (url,) in rows]
 
+    def holders(self, urls: Sequence[str]) -> dict[str, set[str]]:
+        """For each URL, the sources whose rows hold it in the index (pending or indexed)."""
+        found: dict[str, set[str]] = {}
+        with self.engine.connect() as connection:
+            for start in range(0, len(urls), 500):
+                hashes = [url_hash(url) for url in urls[start:start + 500]]
+                for source, url in connection.execute(
+                    select(Document.source, Document.url).where(Document.url_hash.in_(hashes), Document.state.in_(IN_INDEX))
+                ):
+                    found.setdefault(url, set()).add(source)
+        return found
+
     def display_url_owner(self, source: str, display_url: str) -> str | None:
         """The URL already indexed (or about to be) under ``display_url``, if any."""
         table = Document.__table__

@@ -74,7 +74,9 @@ class SolrPipeline:
             return
         name = self.context.source.name
         try:
-            migrated = migrate_ids(self.context.index, name, max_docs=min(self.max_docs, 200), max_bytes=self.max_bytes)
+            table = self.context.table
+            migrated = migrate_ids(self.context.index, name, max_docs=min(self.max_docs, 200), max_bytes=self.max_bytes,
+                                   holders=table.holders if table.count_by(name, "state") else None)
         except IndexingError as exc:
             self.ids_migrated = exc.refused
             logger.warning("Could not give the Solr documents of %s indexed by an earlier searchcrawl their ids "
