@@ -398,12 +398,7 @@ class Mutator:
         return f"{page.path}: {before} -> {status}"
 
     def restore(self) -> str | None:
-        page = self.page(lambda page: page.status != 200)
-        if page is None:
-            return None
-        before = page.describe()
-        page.status, page.target = 200, None
-        return f"{page.path}: {before} -> 200"
+        return self.set_status(200)
 
     def redirect(self, status: int) -> str | None:
         targets = self.model.redirect_targets()
