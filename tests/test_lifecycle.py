@@ -72,7 +72,7 @@ def test_a_temporary_redirect_target_outside_the_boundary_stays_while_the_redire
     crawl(project, name)
     assert indexed(solr, name) == {site.url + "index.html", moving}
     row = project.table().get(name, target)
-    assert row["status"] == Status.EXCLUDED_PATH and "no longer redirects to it" in row["reason"]
+    assert row["status"] == Status.EXCLUDED_PATH and "no URL of the source redirects to it any more" in row["reason"]
     assert target in report(project, name)["urls"]["deleted"]
     crawl(project, name)
     assert target not in indexed(solr, name)
@@ -94,6 +94,28 @@ def test_a_redirect_target_outside_the_boundary_fails_with_its_redirecting_url(p
     assert project.table().get(name, target)["failures"] == 1
     crawl(project, name)  # max_failures consecutive failing crawls: it leaves
     assert target not in indexed(solr, name)
+
+
+def test_a_redirect_target_outside_the_boundary_stays_while_any_redirect_to_it_stands(project, serve, tmp_path, solr):
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", ["/docs/one.html", "/docs/two.html"]))
+    write(root / "other" / "landing.html", page("landing", "outside the source's paths"))
+    site = serve(root)
+    name = source(project, site, paths='{ "127.0.0.1" = { include = ["/index.html", "/docs/"] } }')
+    target = site.url + "other/landing.html"
+    site.redirect("/docs/one.html", 302, "/other/landing.html")
+    site.redirect("/docs/two.html", 307, "/other/landing.html")
+    crawl(project, name)
+    assert target in indexed(solr, name)
+    write(root / "docs" / "one.html", page("one", "no longer redirects"))
+    del site.responses["/docs/one.html"]
+    crawl(project, name)  # the redirect from two.html still stands, whichever one it was reached by
+    assert target in indexed(solr, name)
+    write(root / "docs" / "two.html", page("two", "no longer redirects either"))
+    del site.responses["/docs/two.html"]
+    crawl(project, name)
+    assert target not in indexed(solr, name)
+    assert indexed(solr, name) == {site.url + path for path in ("index.html", "docs/one.html", "docs/two.html")}
 
 
 def test_a_page_that_answered_404_comes_back_when_its_linking_page_answers_304(project, serve, tmp_path, solr):

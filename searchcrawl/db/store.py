@@ -377,13 +377,27 @@ class DocumentTable:
                 )
         return len(queue), excluded
 
+    def _redirect_now(self, origin: dict[str, Any], target: str) -> str:
+        """Whether ``origin`` redirects to ``target`` as of this run: ``stands`` (its last answer
+        was that temporary redirect), ``failing`` (fetched in this run, failed transiently),
+        ``unknown`` (not fetched in this run), or ``gone``."""
+        status = origin["status"] or 0
+        if origin["target"] == target and status in TEMPORARY_REDIRECTS:
+            return "stands"
+        if origin["run_id"] != self.run_id or origin["frontier"] != "done":
+            return "unknown"
+        if origin["state"] == State.FAILED.value or 500 <= status < 600 or status == 429:
+            return "failing"
+        return "gone"
+
     def drop_stale_targets(self, source: str, excluding: Callable[[str, int], tuple[int, str] | None],
                            max_failures: int = 3) -> int:
         """The end of a complete run: a temporary redirect's target outside the boundary leaves
-        the index once the URL that redirected to it was fetched in this run and redirects there
-        no more (it answers 200, 404, another target, robots.txt disallows it ...). A transient
-        failure of that URL (its own, or its robots.txt's) is one of the target's too: it stays,
-        and leaves after ``max_failures`` such crawls. Returns how many leave."""
+        the index once every URL of the source that redirected to it was fetched in this run and
+        redirects there no more (it answers 200, 404, another target, robots.txt disallows it
+        ...). While one still does, or was not fetched, it stays. A transient failure of such a
+        URL (its own, or its robots.txt's) is one of the target's too: it stays, and leaves after
+        ``max_failures`` such crawls. Returns how many leave."""
         table = Document.__table__
         with self.engine.connect() as connection:
             targets = connection.execute(
@@ -393,21 +407,27 @@ class DocumentTable:
         gone = 0
         for url, via, depth in targets:
             verdict = excluding(url, depth or 0)
-            origin = self.get(source, via)
-            if verdict is None or origin is None:
+            if verdict is None:
                 continue
-            fetched_now = origin["run_id"] == self.run_id and origin["frontier"] == "done"
-            status = origin["status"] or 0
-            transient = origin["state"] == State.FAILED.value or 500 <= status < 600 or status == 429
-            stands = origin["target"] == url and origin["status"] in TEMPORARY_REDIRECTS
-            if fetched_now and transient:
-                failure = Outcome(Event.FAILED, origin["status"], f"{via}, which redirects to it, failed: {origin['reason']}")
+            # every URL that led to it: the one it was last reached through, and any whose last
+            # answer (or the one before a failure) was a temporary redirect to it
+            with self.engine.connect() as connection:
+                origins = [dict(row) for row in connection.execute(
+                    select(table.c.url, table.c.state, table.c.status, table.c.reason, table.c.target, table.c.run_id,
+                           table.c.frontier).where(table.c.source == source,
+                                                   or_(table.c.url_hash == url_hash(via), table.c.target == url))
+                ).mappings()]
+            verdicts = [self._redirect_now(origin, url) for origin in origins]
+            if not verdicts or "stands" in verdicts or "unknown" in verdicts:
+                continue
+            if "failing" in verdicts:
+                origin = origins[verdicts.index("failing")]
+                failure = Outcome(Event.FAILED, origin["status"],
+                                  f"{origin['url']}, which redirects to it, failed: {origin['reason']}")
                 if self.record(source, url, failure, max_failures) == State.REMOVING:
                     gone += 1
                 continue
-            if not fetched_now or stands:
-                continue
-            reason = f"{verdict[1]}; {via} no longer redirects to it (it answered {origin['status']})"
+            reason = f"{verdict[1]}; no URL of the source redirects to it any more ({via} answered {origins[0]['status']})"
             self.record(source, url, Outcome(Event.EXCLUDED, verdict[0], reason, columns={"via": None}))
             gone += 1
         return gone
