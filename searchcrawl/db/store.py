@@ -35,6 +35,7 @@ _migrate_lock = threading.Lock()
 logger = logging.getLogger(__name__)
 DUPLICATE = 911  # crawler status code (searchcrawl.status), kept here as a plain number
 TEMPORARY_REDIRECTS = (302, 303, 307)  # as searchcrawl.redirects.TEMPORARY
+LASTING_DELTAS = ("deleted", "held")  # what a later outcome of the same run (failed, excluded ...) does not hide
 
 
 IN_INDEX = (State.PENDING.value, State.INDEXED.value)
@@ -217,9 +218,13 @@ class DocumentTable:
             if current is not None:  # still finished in this run: it must not wait for a lost outcome
                 self._update_row(connection, source, url, self._finished())
             return None
+        delta = change.delta
+        if (current is not None and self.run_id is not None and current.delta_run == self.run_id
+                and current.delta in LASTING_DELTAS and delta not in (None, "new", "changed")):
+            delta = None  # it left (or its removal was held) in this run: that is what the run reports
         values: dict[str, Any] = {"state": change.state.value, "status": change.status, "reason": change.reason,
                                   "failures": change.failures, **outcome.columns, **self._finished(),
-                                  **self._delta(change.delta)}
+                                  **self._delta(delta)}
         if outcome.depth is not None:
             values["depth"] = outcome.depth
         if outcome.event in FETCHED_EVENTS:
@@ -250,7 +255,7 @@ class DocumentTable:
     def _row_state(self) -> Any:
         table = Document.__table__
         return self._statement("row_state", lambda: select(
-            table.c.state, table.c.status, table.c.failures, table.c.indexed_at
+            table.c.state, table.c.status, table.c.failures, table.c.indexed_at, table.c.delta, table.c.delta_run
         ).where(table.c.source == bindparam("source"), table.c.url_hash == bindparam("url_hash")))
 
     def _promote_duplicates(self, connection: Any, source: str, url: str) -> None:
