@@ -37,4 +37,4 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
 fi
 
 echo "bootstrap: building the dev Solr launcher (Maven dependencies from Maven Central)"
-.venv/bin/python -c 'from searchcrawl.devsolr import DevSolr; import tempfile; DevSolr(tempfile.gettempdir()).build()'
+.venv/bin/python -c 'from searchcrawl.dev.solr_runner import DevSolr; import tempfile; DevSolr(tempfile.gettempdir()).build()'

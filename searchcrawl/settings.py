@@ -8,7 +8,7 @@ without editing files; ``-s NAME=value`` on the command line wins over both.
 
 import os
 
-from searchcrawl.secrets import install_log_redaction
+from searchcrawl.ops.secrets import install_log_redaction
 
 # Secrets (Solr and scrapyd passwords, database password) come from the environment or files,
 # never from settings; they, and any URL's password, are masked in every log line.
@@ -16,7 +16,7 @@ install_log_redaction()
 
 BOT_NAME = "searchcrawl"
 
-SPIDER_LOADER_CLASS = "searchcrawl.spiderloader.SourceSpiderLoader"
+SPIDER_LOADER_CLASS = "searchcrawl.config.spiderloader.SourceSpiderLoader"
 COMMANDS_MODULE = "searchcrawl.commands"
 
 # --- Places -------------------------------------------------------------------------------
@@ -55,7 +55,7 @@ PLAYWRIGHT_LAUNCH_OPTIONS = {
 }
 PLAYWRIGHT_MAX_CONTEXTS = 1
 PLAYWRIGHT_MAX_PAGES_PER_CONTEXT = 4  # pages rendered at once (per source: render_pages)
-PLAYWRIGHT_ABORT_REQUEST = "searchcrawl.rendering.abort_heavy_request"  # no images, fonts, media
+PLAYWRIGHT_ABORT_REQUEST = "searchcrawl.rules.rendering.abort_heavy_request"  # no images, fonts, media
 PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER = True  # a crashed or killed browser is replaced
 
 # --- Scope ------------------------------------------------------------------------------------
@@ -68,13 +68,13 @@ REDIRECT_MAX_TIMES = 10  # Scrapy's bound on a redirect chain; a longer one ends
 # this crawl (the site's URLs wait for the next crawl instead of sending a burst of fetches)
 SEARCHCRAWL_ROBOTS_RETRY_AFTER = 0
 # Only http and https reach the network; a file source's own file: seeds switch "file" back on
-# (searchcrawl/spiderloader.py). A redirect or link never reaches a local file, FTP, S3 or data URL.
+# (searchcrawl/config/spiderloader.py). A redirect or link never reaches a local file, FTP, S3 or data URL.
 DOWNLOAD_HANDLERS = {"file": None, "ftp": None, "s3": None, "data": None}
 # Scrapy's caching resolver, applying the internal-address rule to the addresses connected to
-TWISTED_DNS_RESOLVER = "searchcrawl.resolver.GuardedHostnameResolver"
+TWISTED_DNS_RESOLVER = "searchcrawl.crawl.resolver.GuardedHostnameResolver"
 
 # --- Frontier and runs ---------------------------------------------------------------------------
-SCHEDULER = "searchcrawl.scheduler.FrontierScheduler"  # the durable frontier in the document table
+SCHEDULER = "searchcrawl.crawl.frontier_scheduler.FrontierScheduler"  # the durable frontier in the document table
 SEARCHCRAWL_FRONTIER_BATCH = 0  # URLs leased at a time (0: twice CONCURRENT_REQUESTS)
 SEARCHCRAWL_LEASE_SECONDS = 600  # leases are renewed every third of this; a dead node's expire after it
 # Several processes or machines crawl one source together (one run, over PostgreSQL); per source:
@@ -92,10 +92,10 @@ SEARCHCRAWL_SCHEDULER_TICK = 30.0  # seconds between the scheduler's checks for 
 
 EXTENSIONS = {
     # first, before any extension could log a setting: secret-ish settings' values are masked
-    "searchcrawl.extensions.secret_settings.SecretSettings": -1000,
+    "searchcrawl.crawl.extensions.secret_settings.SecretSettings": -1000,
     "scrapy.extensions.logstats.LogStats": None,  # replaced by RunMonitor's progress line
-    "searchcrawl.extensions.run.RunMonitor": 500,
-    "searchcrawl.extensions.politeness.DelaySchedule": 510,  # sources with delay_rules
+    "searchcrawl.crawl.extensions.run_monitor.RunMonitor": 500,
+    "searchcrawl.crawl.extensions.delay_schedule.DelaySchedule": 510,  # sources with delay_rules
 }
 
 # --- Crawling -------------------------------------------------------------------------------
@@ -133,33 +133,33 @@ TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
 
 SPIDER_MIDDLEWARES = {
-    "searchcrawl.middlewares.scope.ScopeMiddleware": 550,
+    "searchcrawl.crawl.middlewares.scope.ScopeMiddleware": 550,
 }
 
 DOWNLOADER_MIDDLEWARES = {
     # Last check before the network: seeds and redirect targets never leave the boundary
     # (except a temporary redirect's target, which the redirect policy lets out once).
-    "searchcrawl.middlewares.boundary.BoundaryMiddleware": 50,
+    "searchcrawl.crawl.middlewares.boundary_check.BoundaryMiddleware": 50,
     # Every request, whatever made it (robots.txt fetches and redirect targets too): no internal
-    # address the source's domain and port rules do not admit (searchcrawl/addresses.py).
-    "searchcrawl.middlewares.address_guard.AddressGuardMiddleware": 55,
-    "searchcrawl.middlewares.robots.RobotsMiddleware": 60,
-    "searchcrawl.middlewares.conditional.ConditionalGetMiddleware": 70,
-    "searchcrawl.middlewares.render.RenderMiddleware": 80,
+    # address the source's domain and port rules do not admit (searchcrawl/rules/addresses.py).
+    "searchcrawl.crawl.middlewares.address_guard.AddressGuardMiddleware": 55,
+    "searchcrawl.crawl.middlewares.robots.RobotsMiddleware": 60,
+    "searchcrawl.crawl.middlewares.conditional.ConditionalGetMiddleware": 70,
+    "searchcrawl.crawl.middlewares.render.RenderMiddleware": 80,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
-    "searchcrawl.middlewares.redirect.RedirectPolicyMiddleware": 600,
+    "searchcrawl.crawl.middlewares.redirect.RedirectPolicyMiddleware": 600,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
-    "searchcrawl.middlewares.retry.RetryAfterMiddleware": 550,
+    "searchcrawl.crawl.middlewares.retry.RetryAfterMiddleware": 550,
     # Requests in flight per site (CONCURRENT_REQUESTS_PER_DOMAIN), held here: see the module
-    "searchcrawl.middlewares.site_concurrency.SiteConcurrencyMiddleware": 900,
+    "searchcrawl.crawl.middlewares.site_concurrency.SiteConcurrencyMiddleware": 900,
     # Shared crawls only: the per-site delay and concurrency hold for the whole fleet.
-    "searchcrawl.middlewares.fleet.FleetPolitenessMiddleware": 950,
+    "searchcrawl.crawl.middlewares.fleet.FleetPolitenessMiddleware": 950,
 }
 
 ITEM_PIPELINES = {
-    "searchcrawl.pipelines.attributes.AttributesPipeline": 100,
-    "searchcrawl.pipelines.checksum.ChecksumPipeline": 200,
-    "searchcrawl.pipelines.changes.ChangePipeline": 250,
-    "searchcrawl.pipelines.cache.CachePipeline": 300,
-    "searchcrawl.pipelines.solr.SolrPipeline": 400,
+    "searchcrawl.crawl.pipelines.attributes.AttributesPipeline": 100,
+    "searchcrawl.crawl.pipelines.checksum.ChecksumPipeline": 200,
+    "searchcrawl.crawl.pipelines.changes.ChangePipeline": 250,
+    "searchcrawl.crawl.pipelines.cache_writer.CachePipeline": 300,
+    "searchcrawl.crawl.pipelines.solr_push.SolrPipeline": 400,
 }

@@ -24,8 +24,8 @@ from pathlib import Path
 import pysolr
 import pytest
 
-from searchcrawl.db import DocumentTable
-from searchcrawl.devsolr import DevSolr
+from searchcrawl.store import DocumentTable
+from searchcrawl.dev.solr_runner import DevSolr
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -330,8 +330,8 @@ def postgres_url() -> Iterator[str]:
 # --- SolrCloud: several nodes, collections created through the Collections API --------------------
 # (A self-contained block, appended: it only adds names.)
 
-from searchcrawl import solrcloud  # noqa: E402
-from searchcrawl.devsolr import DevSolrCloud, DevSolrError, free_port_range  # noqa: E402
+from searchcrawl.index import solrcloud  # noqa: E402
+from searchcrawl.dev.solr_runner import DevSolrCloud, DevSolrError, free_port_range  # noqa: E402
 
 
 class LocalSolrCloud:

@@ -1,6 +1,6 @@
 """A source's own spider class, as a user would write one (used by test_crawl)."""
 
-from searchcrawl.spiders.source import SourceSpider
+from searchcrawl.crawl.spider import SourceSpider
 
 
 class TopicsOnlySpider(SourceSpider):

@@ -1071,7 +1071,7 @@ class Sequence:
 
 @contextlib.contextmanager
 def dev_solr(base: Path) -> Iterator[str]:
-    from searchcrawl.devsolr import DevSolr
+    from searchcrawl.dev.solr_runner import DevSolr
 
     solr = DevSolr(base / "solr-data", free_port())
     solr.start(timeout=600)

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from searchcrawl.boundary import Boundary, Decision, ScopeRules, host_port
-from searchcrawl.status import Status
+from searchcrawl.rules.boundary import Boundary, Decision, ScopeRules, host_port
+from searchcrawl.rules.status_codes import Status
 
 
 def rules(**data: Any) -> ScopeRules:

@@ -2,7 +2,7 @@
 
 import uuid
 
-from searchcrawl.devsolr import DevSolr
+from searchcrawl.dev.solr_runner import DevSolr
 
 
 def test_search_prints_title_url_and_snippet(project, solr) -> None:

@@ -1,4 +1,4 @@
-"""searchcrawl.convert: text quality on the textract test corpus, robustness of the worker pool
+"""searchcrawl.content.convert: text quality on the textract test corpus, robustness of the worker pool
 (corrupt, encrypted, zip bombs, hangs, memory, huge inputs) and kind detection."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from searchcrawl.convert import ConversionError, Converter, convert, detect_kind
+from searchcrawl.content.convert import ConversionError, Converter, convert, detect_kind
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "textract-tests.tar.xz"
 FORMATS = ["pdf", "docx", "doc", "xlsx", "xls", "pptx", "odt", "ods", "rtf", "txt"]

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from searchcrawl.db import DocumentTable
+from searchcrawl.store import DocumentTable
 
 from .conftest import solr_docs, unpack
 

@@ -9,10 +9,10 @@ import uuid
 import pysolr
 import pytest
 
-from searchcrawl.cache import DocumentCache
-from searchcrawl.db import DocumentTable
-from searchcrawl.devsolr import DevSolr
-from searchcrawl.extract import solr_id
+from searchcrawl.index.cache import DocumentCache
+from searchcrawl.store import DocumentTable
+from searchcrawl.dev.solr_runner import DevSolr
+from searchcrawl.content.extract import solr_id
 
 from .conftest import free_port, solr_docs
 from .sites import build_intranet
@@ -157,7 +157,7 @@ def test_network_failures_get_their_status(project, serve, tmp_path) -> None:
     from scrapy.exceptions import CannotResolveHostError
     from twisted.internet.error import DNSLookupError
 
-    from searchcrawl.status import Status, status_for_exception
+    from searchcrawl.rules.status_codes import Status, status_for_exception
 
     assert status_for_exception(CannotResolveHostError("x")) == status_for_exception(DNSLookupError()) == Status.DNS_FAILURE
     silent = socketlib.socket()

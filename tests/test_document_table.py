@@ -4,9 +4,9 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from searchcrawl.db import DocumentTable
-from searchcrawl.db.models import Base
-from searchcrawl.ledger import Event, Outcome
+from searchcrawl.store import DocumentTable
+from searchcrawl.store.models import Base
+from searchcrawl.rules.lifecycle import Event, Outcome
 
 
 def exercise(table: DocumentTable) -> None:
@@ -48,9 +48,9 @@ def test_migrations_match_the_models(backend: str, tmp_path, request) -> None:
 def test_the_frontier_knows_what_is_in_its_run_and_says_so_only_when_sure(tmp_path, monkeypatch) -> None:
     """in_run spares links to queued pages their request; it must never claim a URL the table
     would still queue (another run's, or one it has not seen)."""
-    from searchcrawl.db import frontier as frontier_module
-    from searchcrawl.db.frontier import Entry, Frontier
-    from searchcrawl.db.runs import Runs
+    from searchcrawl.store import frontier as frontier_module
+    from searchcrawl.store.frontier import Entry, Frontier
+    from searchcrawl.store.runs import Runs
 
     table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
     run = Runs(table).start("known")

@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from searchcrawl.charsets import choose_encoding
-from searchcrawl.extract import mapped_attributes, typed_value
-from searchcrawl.language import detect_language
+from searchcrawl.content.charsets import choose_encoding
+from searchcrawl.content.extract import mapped_attributes, typed_value
+from searchcrawl.content.language import detect_language
 
 from .conftest import solr_docs
 

@@ -7,8 +7,8 @@ import uuid
 import pytest
 
 from searchcrawl.commands.crawl import ExitCode, exit_code
-from searchcrawl.db.runs import Runs
-from searchcrawl.spiders.source import SourceSpider
+from searchcrawl.store.runs import Runs
+from searchcrawl.crawl.spider import SourceSpider
 
 from .conftest import InFlight, wait_for
 

@@ -7,8 +7,8 @@ import html_text
 import pytest
 from lxml import html
 
-from searchcrawl.extract import html_attributes, http_date_to_iso, solr_document, split_keywords, text_attributes, visible_text
-from searchcrawl.pipelines.checksum import text_checksum
+from searchcrawl.content.extract import html_attributes, http_date_to_iso, solr_document, split_keywords, text_attributes, visible_text
+from searchcrawl.crawl.pipelines.checksum import text_checksum
 from tests.conftest import corpus
 
 PAGE = b"""<!DOCTYPE html><html lang="en-GB"><head>

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from searchcrawl.filters import NO_FILTER, FilterDecision, FilterRules, Filters, FilterSet, file_name, mime_type
+from searchcrawl.rules.filters import NO_FILTER, FilterDecision, FilterRules, Filters, FilterSet, file_name, mime_type
 
 NOW = datetime(2026, 11, 21, 9, 0, tzinfo=timezone.utc)
 URL = "http://h/docs/report.pdf"

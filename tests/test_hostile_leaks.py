@@ -9,7 +9,7 @@ from pathlib import Path
 
 import sqlalchemy
 
-from searchcrawl.terminal import printable
+from searchcrawl.ops.terminal import printable
 
 from .conftest import Project, solr_docs
 

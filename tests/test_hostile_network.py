@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from searchcrawl.status import Status
+from searchcrawl.rules.status_codes import Status
 
 from .conftest import ROOT, InFlight, solr_docs, unpack
 

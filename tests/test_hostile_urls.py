@@ -13,13 +13,13 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from searchcrawl import settings as project_settings
-from searchcrawl.boundary import MAX_URL_LENGTH, Boundary, Decision, ScopeRules
-from searchcrawl.db import DocumentTable
-from searchcrawl.ledger import Event, Outcome
-from searchcrawl.db.frontier import Entry, Frontier
-from searchcrawl.db.runs import Runs
-from searchcrawl.db.store import create_db_engine, migrate, url_hash
-from searchcrawl.status import Status
+from searchcrawl.rules.boundary import MAX_URL_LENGTH, Boundary, Decision, ScopeRules
+from searchcrawl.store import DocumentTable
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.runs import Runs
+from searchcrawl.store.documents import create_db_engine, migrate, url_hash
+from searchcrawl.rules.status_codes import Status
 
 LONG = 12_000
 

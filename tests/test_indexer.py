@@ -6,11 +6,11 @@ import uuid
 
 import pysolr
 
-from searchcrawl.cache import DocumentCache
-from searchcrawl.db import DocumentTable
-from searchcrawl.extract import solr_id
-from searchcrawl.indexer import SolrIndex, batches, describe, push_pending, push_with_retries, PushResult
-from searchcrawl.ledger import Event, Outcome
+from searchcrawl.index.cache import DocumentCache
+from searchcrawl.store import DocumentTable
+from searchcrawl.content.extract import solr_id
+from searchcrawl.index.indexer import SolrIndex, batches, describe, push_pending, push_with_retries, PushResult
+from searchcrawl.rules.lifecycle import Event, Outcome
 
 from .conftest import solr_docs
 from .sites import build_intranet

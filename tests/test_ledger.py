@@ -1,4 +1,4 @@
-"""The ledger: every pair of state and event, against the README's rules (searchcrawl/ledger.py)."""
+"""The ledger: every pair of state and event, against the README's rules (searchcrawl/rules/lifecycle.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from searchcrawl.ledger import (IN_INDEX, TRANSITIONS, Event, Outcome, Row, State, TransitionRefused, decide,
+from searchcrawl.rules.lifecycle import (IN_INDEX, TRANSITIONS, Event, Outcome, Row, State, TransitionRefused, decide,
                                 sources_of)
 
 STATES: list[State | None] = [None, *State]
@@ -121,12 +121,12 @@ def test_the_ledger_writer_alone_records_what_components_report(tmp_path) -> Non
     from scrapy.utils.test import get_crawler
     from twisted.python.failure import Failure
 
-    from searchcrawl.exceptions import NotIndexed
-    from searchcrawl.extensions.ledger import LedgerWriter
-    from searchcrawl.items import CrawledDocument
-    from searchcrawl.signals import url_outcome
-    from searchcrawl.source import SourceFile, load_source
-    from searchcrawl.spiderloader import spider_class_for
+    from searchcrawl.crawl.exceptions import NotIndexed
+    from searchcrawl.crawl.extensions.ledger import LedgerWriter
+    from searchcrawl.crawl.items import CrawledDocument
+    from searchcrawl.crawl.signals import url_outcome
+    from searchcrawl.config.source import SourceFile, load_source
+    from searchcrawl.config.spiderloader import spider_class_for
 
     path = tmp_path / "unit.toml"
     path.write_text('seeds = ["http://h.test/"]\n')
@@ -140,7 +140,7 @@ def test_the_ledger_writer_alone_records_what_components_report(tmp_path) -> Non
          exception=NotIndexed(Outcome(Event.GONE, 404, "gone"), "gone"))
     send(signals.item_dropped, item=item("http://h.test/b"), response=None, spider=None, exception=DropItem("mine"))
     send(signals.item_error, item=item("http://h.test/c"), response=None, spider=None, failure=Failure(ValueError("bad")))
-    from searchcrawl.context import CrawlContext
+    from searchcrawl.crawl.run_context import CrawlContext
 
     table = CrawlContext.of(crawler).table
     rows = {url: table.get("unit", url) for url in ("http://h.test/a", "http://h.test/b", "http://h.test/c")}
@@ -154,8 +154,8 @@ def test_the_ledger_writer_alone_records_what_components_report(tmp_path) -> Non
 def test_a_deletion_stays_the_runs_word_whatever_comes_after_it_in_the_run(tmp_path) -> None:
     """Found by the long sequence: a URL that left the index, then failed or was excluded later in
     the same run, was reported as failed or excluded instead of deleted."""
-    from searchcrawl.db import DocumentTable
-    from searchcrawl.db.runs import Runs
+    from searchcrawl.store import DocumentTable
+    from searchcrawl.store.runs import Runs
 
     table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
     table.run_id = Runs(table).start("run").id

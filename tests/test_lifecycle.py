@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, InFlight, solr_docs, wait_for
-from searchcrawl.status import Status
+from searchcrawl.rules.status_codes import Status
 
 pytestmark = pytest.mark.usefixtures("solr")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pysolr
 import pytest
 
-from searchcrawl.db.runs import Runs
-from searchcrawl.status import Status
+from searchcrawl.store.runs import Runs
+from searchcrawl.rules.status_codes import Status
 
 KINDS = ("lm", "etag", "plain")  # Last-Modified (If-Modified-Since), ETag (If-None-Match), no validator
 

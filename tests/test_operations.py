@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from searchcrawl.db.runs import Runs
+from searchcrawl.store.runs import Runs
 
 from .conftest import ROOT, Project, free_port, solr_docs, wait_for
 from .sites import build_intranet

@@ -23,14 +23,14 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from searchcrawl.boundary import Boundary, ScopeRules
-from searchcrawl.charsets import choose_encoding, declared_encoding, looks_binary
-from searchcrawl.convert import detect_kind, sniff_kind
-from searchcrawl.convert.core import KINDS, OLE_MAGIC
-from searchcrawl.robots import RobotsTxt, product_token, robots_for_response
-from searchcrawl.source import SourceError, SourceFile, SourceSettings, load_source
-from searchcrawl.status import Status
-from searchcrawl.urls import canonical
+from searchcrawl.rules.boundary import Boundary, ScopeRules
+from searchcrawl.content.charsets import choose_encoding, declared_encoding, looks_binary
+from searchcrawl.content.convert import detect_kind, sniff_kind
+from searchcrawl.content.convert.core import KINDS, OLE_MAGIC
+from searchcrawl.rules.robots_txt import RobotsTxt, product_token, robots_for_response
+from searchcrawl.config.source import SourceError, SourceFile, SourceSettings, load_source
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.rules.urls import canonical
 
 settings.register_profile("ci", database=None, derandomize=True, deadline=None, print_blob=False)
 settings.load_profile("ci")

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from searchcrawl.source import SourceSettings
-from searchcrawl.status import CRAWLER_CODES
+from searchcrawl.config.source import SourceSettings
+from searchcrawl.rules.status_codes import CRAWLER_CODES
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 

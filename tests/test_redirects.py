@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import uuid
 
-from searchcrawl.boundary import Boundary, ScopeRules
-from searchcrawl.addresses import AddressPolicy, is_internal_address
-from searchcrawl.redirects import decide_redirect
-from searchcrawl.status import Status
+from searchcrawl.rules.boundary import Boundary, ScopeRules
+from searchcrawl.rules.addresses import AddressPolicy, is_internal_address
+from searchcrawl.rules.redirect_policy import decide_redirect
+from searchcrawl.rules.status_codes import Status
 
 from .conftest import solr_docs
 

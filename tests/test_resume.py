@@ -12,8 +12,8 @@ import uuid
 import pysolr
 import pytest
 
-from searchcrawl.db.runs import Runs
-from searchcrawl.devsolr import DevSolr
+from searchcrawl.store.runs import Runs
+from searchcrawl.dev.solr_runner import DevSolr
 
 from .conftest import free_port
 from .sites import build_intranet

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from searchcrawl.robots import (
+from searchcrawl.rules.robots_txt import (
     MAX_ROBOTS_BYTES,
     RobotsDecision,
     RobotsTxt,

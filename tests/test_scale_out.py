@@ -16,14 +16,14 @@ import pysolr
 import pytest
 from sqlalchemy import event, text
 
-from searchcrawl.db import DocumentTable
-from searchcrawl.ledger import Event, Outcome
-from searchcrawl.db.store import POOL_SIZE
-from searchcrawl.db.frontier import Entry, Frontier
-from searchcrawl.db.runs import RunConflict, Runs
-from searchcrawl.db.sites import SitePoliteness
-from searchcrawl.indexer import SolrIndex
-from searchcrawl.maintenance import original_of
+from searchcrawl.store import DocumentTable
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.store.documents import POOL_SIZE
+from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.runs import RunConflict, Runs
+from searchcrawl.store.sites import SitePoliteness
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.rules.maintenance import original_of
 
 from .conftest import InFlight, Project, Site, wait_for
 from .sites import build_intranet

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from searchcrawl.db import DocumentTable
-from searchcrawl.db.runs import Runs
-from searchcrawl.dispatcher import Dispatcher
-from searchcrawl.launchers import LaunchError
-from searchcrawl.politeness import DelayRule, delay_at
-from searchcrawl.schedules import Schedule, parse_interval
-from searchcrawl.source import SourceError, SourceFile, load_source
-from searchcrawl.spiderloader import spider_class_for
+from searchcrawl.store import DocumentTable
+from searchcrawl.store.runs import Runs
+from searchcrawl.ops.dispatcher import Dispatcher
+from searchcrawl.ops.launchers import LaunchError
+from searchcrawl.rules.politeness import DelayRule, delay_at
+from searchcrawl.rules.schedules import Schedule, parse_interval
+from searchcrawl.config.source import SourceError, SourceFile, load_source
+from searchcrawl.config.spiderloader import spider_class_for
 
 from .conftest import InFlight, solr_docs, wait_for
 from .sites import build_intranet

@@ -6,10 +6,10 @@ import uuid
 
 from lxml import html
 
-from searchcrawl.display import DisplayUrlRule, DisplayUrls
-from searchcrawl.extract import meta_tags
-from searchcrawl.robots_meta import robots_directives
-from searchcrawl.status import Status
+from searchcrawl.rules.display_urls import DisplayUrlRule, DisplayUrls
+from searchcrawl.content.extract import meta_tags
+from searchcrawl.rules.robots_meta import robots_directives
+from searchcrawl.rules.status_codes import Status
 
 from .conftest import solr_docs
 

@@ -17,11 +17,13 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-from searchcrawl import paths, secrets
-from searchcrawl.devsolr import DevSolr
-from searchcrawl.extensions.secret_settings import SecretSettings
-from searchcrawl.source import SourceError, SourceFile, check_seed_url, load_source
-from searchcrawl.urls import canonical
+from searchcrawl.config import paths
+
+from searchcrawl.ops import secrets
+from searchcrawl.dev.solr_runner import DevSolr
+from searchcrawl.crawl.extensions.secret_settings import SecretSettings
+from searchcrawl.config.source import SourceError, SourceFile, check_seed_url, load_source
+from searchcrawl.rules.urls import canonical
 
 from .conftest import Project, free_port
 from .sites import build_intranet

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from w3lib.encoding import html_to_unicode
 
-from searchcrawl.charsets import SAMPLE_BYTES, choose_encoding, declared_encoding, looks_binary
-from searchcrawl.convert import detect_kind, sniff_kind
-from searchcrawl.convert.core import ZIP_SNIFF_GAP
+from searchcrawl.content.charsets import SAMPLE_BYTES, choose_encoding, declared_encoding, looks_binary
+from searchcrawl.content.convert import detect_kind, sniff_kind
+from searchcrawl.content.convert.core import ZIP_SNIFF_GAP
 from tests.conftest import unpack
 
 ODT_MIMETYPE = b"application/vnd.oasis.opendocument.text"

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pysolr
 
-from searchcrawl.cache import DocumentCache
+from searchcrawl.index.cache import DocumentCache
 from searchcrawl.commands.search import format_hits, search
-from searchcrawl.db import DocumentTable
-from searchcrawl.extract import solr_document, solr_id
-from searchcrawl.indexer import SolrIndex, migrate_ids, push_pending
-from searchcrawl.ledger import Event, Outcome
+from searchcrawl.store import DocumentTable
+from searchcrawl.content.extract import solr_document, solr_id
+from searchcrawl.index.indexer import SolrIndex, migrate_ids, push_pending
+from searchcrawl.rules.lifecycle import Event, Outcome
 
 from .conftest import solr_docs
 from .test_indexer import cache_pending

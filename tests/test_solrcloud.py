@@ -16,10 +16,10 @@ from pathlib import Path
 import pysolr
 import pytest
 
-from searchcrawl import solrcloud
+from searchcrawl.index import solrcloud
 from searchcrawl.commands.search import format_hits, search
-from searchcrawl.extract import solr_id
-from searchcrawl.indexer import SolrIndex, migrate_ids
+from searchcrawl.content.extract import solr_id
+from searchcrawl.index.indexer import SolrIndex, migrate_ids
 
 from .conftest import ROOT, LocalSolrCloud, wait_for
 

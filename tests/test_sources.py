@@ -2,7 +2,7 @@
 
 import pytest
 
-from searchcrawl.source import SourceError, SourceFile, load_source
+from searchcrawl.config.source import SourceError, SourceFile, load_source
 
 BROKEN = {
     "toml-syntax": ('seeds = ["{url}"\nmax_depth = 2\n', ["not valid TOML", "line"]),

@@ -14,10 +14,10 @@ import argparse
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from .. import paths
-from ..db import DocumentTable
-from ..db.runs import CONTROLS, RESUMABLE, Runs
-from ..launchers import LaunchError, launcher_for
+from searchcrawl.config import paths
+from searchcrawl.store import DocumentTable
+from searchcrawl.store.runs import CONTROLS, RESUMABLE, Runs
+from searchcrawl.ops.launchers import LaunchError, launcher_for
 
 ACTIONS = (*CONTROLS, "resume")
 

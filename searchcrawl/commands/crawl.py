@@ -13,10 +13,10 @@ from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
 
-from .. import paths
-from ..db import DocumentTable
-from ..db.runs import ALREADY_RUNNING, Runs
-from ..source import SourceError
+from searchcrawl.config import paths
+from searchcrawl.store import DocumentTable
+from searchcrawl.store.runs import ALREADY_RUNNING, Runs
+from searchcrawl.config.source import SourceError
 
 logger = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 from scrapy.commands import ScrapyCommand
 
-from .. import paths
-from ..devsolr import DevSolr, DevSolrError
-from ..resources import package_dir
-from .search import format_hits, search
+from searchcrawl.config import paths
+from searchcrawl.dev.solr_runner import DevSolr, DevSolrError
+from searchcrawl.config.resources import package_dir
+from searchcrawl.commands.search import format_hits, search
 
 SITE_PORT = 8765  # the example source's seeds point here
 QUERIES = ("travel expenses", '"oracle on demand"', "solr")
@@ -53,7 +53,7 @@ class Command(ScrapyCommand):
             self.exitcode = 1
             return
         print(f"Solr is up at {solr_url}", flush=True)
-        with package_dir("searchcrawl", "demo_site") as site:
+        with package_dir("searchcrawl.dev", "demo_site") as site:
             handler = functools.partial(QuietHandler, directory=str(site))
             server = ThreadingHTTPServer(("127.0.0.1", SITE_PORT), handler)
             threading.Thread(target=server.serve_forever, daemon=True).start()

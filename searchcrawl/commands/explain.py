@@ -15,18 +15,18 @@ import urllib.request
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from .. import paths
-from ..boundary import MAX_URL_LENGTH, Boundary, Decision
-from ..filters import FilterSet
-from ..db import DocumentTable
-from ..display import DisplayUrls
-from ..middlewares.robots import site_of
-from ..rewriter import load_rewriter
-from ..robots import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
-from ..source import Source, SourceError
-from ..status import Status, describe
-from ..terminal import printable
-from ..urls import canonical
+from searchcrawl.config import paths
+from searchcrawl.rules.boundary import MAX_URL_LENGTH, Boundary, Decision
+from searchcrawl.rules.filters import FilterSet
+from searchcrawl.store import DocumentTable
+from searchcrawl.rules.display_urls import DisplayUrls
+from searchcrawl.crawl.middlewares.robots import site_of
+from searchcrawl.rules.url_rewriter import load_rewriter
+from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
+from searchcrawl.config.source import Source, SourceError
+from searchcrawl.rules.status_codes import Status, describe
+from searchcrawl.ops.terminal import printable
+from searchcrawl.rules.urls import canonical
 
 
 def fetch_robots_txt(site: str, user_agent: str, timeout: float = 15) -> tuple[RobotsTxt, str, bool]:

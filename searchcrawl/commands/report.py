@@ -9,11 +9,11 @@ import json
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from .. import paths
-from ..db import DocumentTable
-from ..db.runs import Runs
-from ..scheduler import DELTA_KINDS
-from ..terminal import printable
+from searchcrawl.config import paths
+from searchcrawl.store import DocumentTable
+from searchcrawl.store.runs import Runs
+from searchcrawl.crawl.frontier_scheduler import DELTA_KINDS
+from searchcrawl.ops.terminal import printable
 
 
 class Command(ScrapyCommand):

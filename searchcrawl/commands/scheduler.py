@@ -3,7 +3,7 @@
 Runs until SIGTERM or Ctrl-C, checking every SEARCHCRAWL_SCHEDULER_TICK seconds (a systemd
 unit is in deploy/). Starts crawls through scrapyd when SEARCHCRAWL_SCRAPYD_URL is set, else as
 local `scrapy crawl` processes. Source files are read again on every tick, so a new or edited
-source needs no restart. The decisions are in searchcrawl/dispatcher.py.
+source needs no restart. The decisions are in searchcrawl/ops/dispatcher.py.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from datetime import datetime
 
 from scrapy.commands import ScrapyCommand
 
-from .. import paths
-from ..db import DocumentTable
-from ..dispatcher import Dispatcher
-from ..launchers import launcher_for
-from ..schedules import Schedule
-from ..source import SourceError
+from searchcrawl.config import paths
+from searchcrawl.store import DocumentTable
+from searchcrawl.ops.dispatcher import Dispatcher
+from searchcrawl.ops.launchers import launcher_for
+from searchcrawl.rules.schedules import Schedule
+from searchcrawl.config.source import SourceError
 
 logger = logging.getLogger(__name__)
 

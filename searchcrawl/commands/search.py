@@ -14,8 +14,8 @@ import pysolr
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from .. import paths
-from ..terminal import printable
+from searchcrawl.config import paths
+from searchcrawl.ops.terminal import printable
 
 
 def format_hits(results: pysolr.Results) -> list[str]:

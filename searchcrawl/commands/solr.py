@@ -14,10 +14,12 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from .. import paths, solrcloud
-from ..devsolr import DevSolr, DevSolrCloud, DevSolrError
-from ..db import DocumentTable
-from ..indexer import IndexingError, SolrIndex, migrate_ids
+from searchcrawl.config import paths
+
+from searchcrawl.index import solrcloud
+from searchcrawl.dev.solr_runner import DevSolr, DevSolrCloud, DevSolrError
+from searchcrawl.store import DocumentTable
+from searchcrawl.index.indexer import IndexingError, SolrIndex, migrate_ids
 
 ACTIONS = ("start", "stop", "status", "collection", "migrate-ids")
 DEFAULT_CLOUD_NODES = 2

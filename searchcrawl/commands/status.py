@@ -8,12 +8,12 @@ import json
 
 from scrapy.commands import ScrapyCommand
 
-from .. import paths
-from ..cache import SPOOL_SUFFIX
-from ..db import DocumentTable, State
-from ..db.runs import Runs
-from ..status import describe
-from ..terminal import printable
+from searchcrawl.config import paths
+from searchcrawl.index.cache import SPOOL_SUFFIX
+from searchcrawl.store import DocumentTable, State
+from searchcrawl.store.runs import Runs
+from searchcrawl.rules.status_codes import describe
+from searchcrawl.ops.terminal import printable
 
 
 def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spools: int,

@@ -35,12 +35,12 @@ from typing import Any
 import lxml.html
 
 from searchcrawl import settings as defaults
-from searchcrawl.cache import DocumentCache
-from searchcrawl.db import DocumentTable
-from searchcrawl.devsolr import DevSolr, free_port
-from searchcrawl.extract import html_attributes, solr_document
-from searchcrawl.indexer import SolrIndex, push_pending
-from searchcrawl.ledger import Event, Outcome
+from searchcrawl.index.cache import DocumentCache
+from searchcrawl.store import DocumentTable
+from searchcrawl.dev.solr_runner import DevSolr, free_port
+from searchcrawl.content.extract import html_attributes, solr_document
+from searchcrawl.index.indexer import SolrIndex, push_pending
+from searchcrawl.rules.lifecycle import Event, Outcome
 from tests.benchmarks.measure import jvm_cpu, run_measured, solr_updates
 from tests.benchmarks.synthetic import Nginx, SyntheticSite, nginx, page_path
 from tests.conftest import ROOT

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from searchcrawl.devsolr import DevSolr, free_port
+from searchcrawl.dev.solr_runner import DevSolr, free_port
 from tests.benchmarks.synthetic import nginx
 from tests.conftest import ROOT, postgres_server
 from tests.sites import build_intranet

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from searchcrawl.devsolr import free_port
+from searchcrawl.dev.solr_runner import free_port
 
 WORDS = ("search index crawler document intranet policy report budget project meeting customer product "
          "service network server storage backup release support contract invoice training safety quality "

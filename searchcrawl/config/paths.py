@@ -1,0 +1,64 @@
+"""Where searchcrawl keeps its state: resolved once from settings, used by every component."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from scrapy.settings import BaseSettings
+from sqlalchemy.engine import make_url
+
+from searchcrawl.ops import secrets
+
+
+def data_dir(settings: BaseSettings) -> Path:
+    """The data directory (document table, cache, dev Solr); created on first use."""
+    configured = settings.get("SEARCHCRAWL_DATA_DIR") or os.environ.get("SEARCHCRAWL_DATA_DIR")
+    if configured:
+        path = Path(configured).expanduser()
+    else:
+        base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+        path = Path(base) / "searchcrawl"
+    path.mkdir(parents=True, exist_ok=True)
+    return path.resolve()
+
+
+def db_url(settings: BaseSettings) -> str:
+    """The document table's SQLAlchemy URL; SQLite in the data directory unless configured.
+    The password comes from SEARCHCRAWL_DB_PASSWORD(_FILE) unless the URL holds one."""
+    configured = settings.get("SEARCHCRAWL_DB_URL") or os.environ.get("SEARCHCRAWL_DB_URL")
+    if not configured:
+        return f"sqlite:///{data_dir(settings) / 'documents.sqlite3'}"
+    password = secrets.secret(secrets.DB_PASSWORD)
+    url = make_url(configured)
+    if password and not url.password:
+        return url.set(password=password).render_as_string(hide_password=False)
+    secrets.split_credentials(configured)  # a password in the URL is masked in logs too
+    return configured
+
+
+def cache_dir(settings: BaseSettings, source: str) -> Path:
+    """The document cache of one source."""
+    path = data_dir(settings) / "cache" / source
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def solr_url(settings: BaseSettings) -> str:
+    """The Solr core or collection URL, without credentials (see solr_auth)."""
+    url = (settings.get("SOLR_URL") or os.environ.get("SOLR_URL") or "").rstrip("/")
+    return secrets.split_credentials(url)[0]
+
+
+def solr_auth(settings: BaseSettings) -> tuple[str, str] | None:
+    """Basic-auth credentials for Solr: SEARCHCRAWL_SOLR_USERNAME and SEARCHCRAWL_SOLR_PASSWORD
+    (or _FILE) from the environment, else user and password written into SOLR_URL."""
+    from_environment = secrets.credentials(secrets.SOLR_USERNAME, secrets.SOLR_PASSWORD)
+    if from_environment:
+        return from_environment
+    return secrets.split_credentials(settings.get("SOLR_URL") or os.environ.get("SOLR_URL") or "")[1]
+
+
+def sources_dir(settings: BaseSettings) -> Path | None:
+    configured = settings.get("SEARCHCRAWL_SOURCES_DIR") or os.environ.get("SEARCHCRAWL_SOURCES_DIR")
+    return Path(configured).expanduser() if configured else None

@@ -1,0 +1,320 @@
+"""Source files: one TOML file per source, validated before anything is fetched.
+
+A source file is the whole configuration of one crawl (seeds, scope, politeness, mapping). It is
+validated strictly, because a typo in a key (``max_dept``) that silently does nothing would cost a
+user a night's crawl: every error names the file, the key and what was expected.
+
+Packaged sources live in ``searchcrawl/sources/`` (read with ``importlib.resources`` so they also
+work from a scrapyd egg); more come from the folder named by ``SEARCHCRAWL_SOURCES_DIR``. A
+source in that folder overrides a packaged source of the same name.
+"""
+
+from __future__ import annotations
+
+import codecs
+import importlib.resources
+import re
+import tomllib
+from dataclasses import dataclass
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from searchcrawl.rules.boundary import ScopeRules
+from searchcrawl.rules.display_urls import DisplayUrlRule
+from searchcrawl.rules.filters import Filters
+from searchcrawl.rules.politeness import DelayRule
+from searchcrawl.rules.rendering import RenderMode, RenderRule
+from searchcrawl.rules.schedules import Schedule, check_cron, parse_interval
+
+SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+SEED_SCHEMES = ("http", "https", "file")
+
+
+class SourceError(Exception):
+    """A source file that cannot be used; the message names the file, the key and the fix."""
+
+
+CREDENTIALS_IN_SEED = ("expected a URL without user name and password: credentials do not belong in a source "
+                       "file, which may be committed to a repository")
+
+
+def seed_url_problem(url: str) -> str | None:
+    """What a seed URL lacks, or None if it is a good seed. The answer never quotes the URL: a
+    seed file may be any file (``seed_files = ["/etc/shadow"]``), and errors are printed."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # its message may quote the URL
+        return "expected a URL such as 'https://intranet.example/'"
+    if parts.scheme not in SEED_SCHEMES:
+        return "expected an http(s) or file URL"
+    if parts.scheme in ("http", "https") and not parts.hostname:
+        return "expected an http(s) URL with a host"
+    if parts.username or parts.password:
+        return CREDENTIALS_IN_SEED
+    try:
+        port = parts.port  # ValueError when out of range or not a number
+    except ValueError:
+        port = 0
+    if port == 0:  # else the crawl would fail on it, after it started
+        return "expected a port from 1 to 65535"
+    return None
+
+
+def check_seed_url(url: str) -> str:
+    """Return the seed URL, or raise ValueError saying what a seed must be (quoting it, for the
+    ``seeds`` the source file's author wrote, unless it holds a password)."""
+    problem = seed_url_problem(url)
+    if problem is None:
+        return url.strip()
+    if problem == CREDENTIALS_IN_SEED:
+        raise ValueError(problem)  # never echo the URL: it holds a password
+    raise ValueError(f"{problem}, got {url!r}")
+
+
+class SourceSettings(ScopeRules):
+    """The keys a source file may hold, with their defaults (documented in the README).
+
+    The scope keys (domains, ports, paths, patterns, max_depth, index_dynamic_pages) come from
+    ScopeRules, next to the logic that applies them.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    description: str = ""
+    seeds: list[str] = Field(default_factory=list)
+    seed_files: list[str] = Field(default_factory=list)
+    spider_class: str | None = None
+    preserve_cache: bool = False
+    obey_robots: bool = True
+    robots_agent: str = "searchcrawl"
+    obey_robots_meta: bool = True
+    url_rewriter: str | None = None
+    display_urls: list[DisplayUrlRule] = Field(default_factory=list)
+    attributes: dict[str, str] = Field(default_factory=dict)
+    search_attributes: dict[str, Literal["string", "strings", "text", "int", "long", "double", "date", "boolean"]] = Field(
+        default_factory=dict
+    )
+    description_fallback: bool = False
+    main_text: bool = False
+    checksum_of: Literal["main_text", "text", "raw"] = "text"
+    detect_language: bool = True
+    default_charset: str | None = None
+    max_download_bytes: int | None = Field(default=None, ge=1)
+    filters: Filters = Field(default_factory=Filters)
+    render_js: RenderMode = False
+    render_rules: list[RenderRule] = Field(default_factory=list)
+    render_wait: Literal["load", "domcontentloaded", "networkidle"] = "load"
+    render_selector: str | None = None
+    render_delay_ms: int = Field(default=0, ge=0)
+    render_timeout: float = Field(default=30.0, gt=0)
+    render_min_text: int = Field(default=200, ge=0)
+    render_pages: int = Field(default=4, ge=1)
+    modified_when: list[Literal["date", "etag", "checksum"]] = Field(default_factory=lambda: ["date", "etag", "checksum"])
+    max_failures: int = Field(default=3, ge=1)
+    max_delete_share: float = Field(default=0.3, ge=0, le=1)
+    orphans: Literal["keep", "delete"] = "keep"
+    # URLs without a document (404, 410, moved, redirected ...) are requested again by a
+    # maintenance crawl once this many days passed since they were last fetched (0: every crawl)
+    recheck_gone_days: float = Field(default=0.0, ge=0)
+    # schedule (`scrapy scheduler`): one of the two, or neither (crawled by hand only)
+    refresh_interval: str | None = None
+    schedule: str | None = None
+    # politeness
+    delay: float = Field(default=0.0, ge=0)
+    delay_rules: list[DelayRule] = Field(default_factory=list)
+    concurrent_per_site: int | None = Field(default=None, ge=1)
+    concurrent_sites: int | None = Field(default=None, ge=1)
+    autothrottle: bool = False
+    autothrottle_target: float | None = Field(default=None, gt=0)
+    # crawler settings
+    concurrent_requests: int | None = Field(default=None, ge=1)
+    download_timeout: float | None = Field(default=None, gt=0)
+    log_file: str | None = None
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] | None = None
+    temp_dir: str | None = None
+    # scale-out: several processes or machines crawl this source together (PostgreSQL)
+    shared: bool = False
+
+    @field_validator("refresh_interval")
+    @classmethod
+    def _interval(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_interval(value)
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        return None if value is None else check_cron(value)
+
+    @model_validator(mode="after")
+    def _one_schedule(self) -> SourceSettings:
+        if self.refresh_interval is not None and self.schedule is not None:
+            raise ValueError("give either 'refresh_interval' or 'schedule', not both")
+        if self.shared and self.autothrottle:
+            raise ValueError("'autothrottle' adjusts each process's own delay; a shared crawl spaces requests for "
+                             "the whole fleet with 'delay' (and 'delay_rules'): drop one of 'shared' and 'autothrottle'")
+        return self
+
+    @property
+    def crawl_schedule(self) -> Schedule | None:
+        if self.refresh_interval is not None:
+            return Schedule(interval=parse_interval(self.refresh_interval))
+        if self.schedule is not None:
+            return Schedule(cron=self.schedule)
+        return None
+
+    @field_validator("attributes")
+    @classmethod
+    def _search_attribute_names(cls, mapping: dict[str, str]) -> dict[str, str]:
+        for name, target in mapping.items():
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", target):
+                raise ValueError(f"{name!r}: expected a search attribute name of lower-case letters, digits and '_', got {target!r}")
+        return {name.lower(): target for name, target in mapping.items()}
+
+    @field_validator("default_charset")
+    @classmethod
+    def _known_charset(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                codecs.lookup(value)
+            except LookupError:
+                raise ValueError(f"expected a character set Python knows, such as 'windows-1252', got {value!r}") from None
+        return value
+
+    @field_validator("modified_when")
+    @classmethod
+    def _some_signal(cls, signals: list[str]) -> list[str]:
+        if not signals:
+            raise ValueError("expected at least one of 'date', 'etag', 'checksum'")
+        return signals
+
+    @field_validator("robots_agent")
+    @classmethod
+    def _product_token(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_-]+", value):
+            raise ValueError(f"expected a product token of letters, '_' and '-' (RFC 9309), got {value!r}")
+        return value
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_are_urls(cls, seeds: list[str]) -> list[str]:
+        return [check_seed_url(seed) for seed in seeds]
+
+    @field_validator("spider_class", "url_rewriter")
+    @classmethod
+    def _dotted_path(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[\w.]+\.\w+", value):
+            raise ValueError(f"expected a dotted path such as 'mypackage.module.name', got {value!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class Source:
+    """A validated source: its name, where it came from, its settings and all its seed URLs."""
+
+    name: str
+    origin: str
+    settings: SourceSettings
+    seed_urls: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A source file found on disk or in the package, not yet validated."""
+
+    name: str
+    origin: str
+    resource: Traversable
+
+
+def _describe_error(error: dict[str, Any]) -> str:
+    key = ".".join(str(part) for part in error["loc"])
+    if error["type"] == "extra_forbidden":
+        known = ", ".join(SourceSettings.model_fields)
+        return f"key '{key}': unknown key (known keys: {known})"
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] != "value_error":
+        message = f"expected {message[0].lower()}{message[1:]}".replace("expected input should be", "expected")
+        message += f" (got {error['input']!r})"
+    return f"key '{key}': {message}" if key else message
+
+
+def _read_seed_file(source_file: SourceFile, name: str) -> list[str]:
+    target = Path(name).expanduser()
+    seed_file = target if target.is_absolute() else _sibling(source_file.resource, name)
+    where = f"{source_file.origin}: key 'seed_files': {name}"
+    try:
+        lines = seed_file.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise SourceError(f"{where}: expected UTF-8 text, one URL a line") from None  # the message quotes bytes
+    seeds = []
+    for number, line in enumerate(lines, start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        problem = seed_url_problem(line)
+        if problem is not None:  # named by its line, never quoted: the file may be anything
+            raise SourceError(f"{where}, line {number}: {problem}")
+        seeds.append(line)
+    return seeds
+
+
+def _sibling(resource: Traversable, name: str) -> Traversable:
+    """The file ``name`` next to a source file, whether on disk or inside the package."""
+    if isinstance(resource, Path):
+        return resource.parent / name
+    parent = importlib.resources.files("searchcrawl.sources")
+    return parent.joinpath(name)
+
+
+def load_source(source_file: SourceFile) -> Source:
+    """Parse and validate one source file; raise SourceError with a precise message."""
+    origin = source_file.origin
+    if not SOURCE_NAME.match(source_file.name):
+        raise SourceError(f"{origin}: the file name must be a source name (letters, digits, '_', '-', '.')")
+    try:
+        data = tomllib.loads(source_file.resource.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SourceError(f"{origin}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib has no nesting limit
+        raise SourceError(f"{origin}: not valid TOML: nested too deeply") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError(f"{origin}: cannot be read: {exc}") from None
+    try:
+        settings = SourceSettings.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(_describe_error(error) for error in exc.errors())
+        raise SourceError(f"{origin}: {problems}") from None
+    seeds = list(settings.seeds)
+    for name in settings.seed_files:
+        try:
+            seeds.extend(_read_seed_file(source_file, name))
+        except OSError as exc:
+            raise SourceError(f"{origin}: key 'seed_files': cannot read {name}: {exc.strerror or exc}") from None
+        except ValueError:  # a file name with a NUL character
+            raise SourceError(f"{origin}: key 'seed_files': {name!r} is not a valid file name") from None
+    if not seeds:
+        raise SourceError(f"{origin}: key 'seeds': expected at least one seed URL (in 'seeds' or 'seed_files')")
+    return Source(name=source_file.name, origin=origin, settings=settings, seed_urls=tuple(dict.fromkeys(seeds)))
+
+
+def find_source_files(sources_dir: Path | None) -> dict[str, SourceFile]:
+    """All source files by name: packaged ones, then the sources folder's (which override)."""
+    found: dict[str, SourceFile] = {}
+    packaged = importlib.resources.files("searchcrawl.sources")
+    for resource in sorted(packaged.iterdir(), key=lambda r: r.name):
+        if resource.name.endswith(".toml"):
+            name = resource.name.removesuffix(".toml")
+            found[name] = SourceFile(name, f"searchcrawl/sources/{resource.name}", resource)
+    if sources_dir is not None:
+        if not sources_dir.is_dir():
+            raise SourceError(f"SEARCHCRAWL_SOURCES_DIR: {sources_dir} is not a directory")
+        for path in sorted(sources_dir.glob("*.toml")):
+            name = path.stem
+            found[name] = SourceFile(name, str(path), path)
+    return found

@@ -1,0 +1,80 @@
+"""LedgerWriter: the one writer of URL states during a crawl (built by the source spider's
+``from_crawler``, which keeps it: signal receivers are weak references).
+
+Spider, middlewares and pipelines report what happened to a URL; this extension records it
+through the document table, whose every state change the ledger (searchcrawl/rules/lifecycle.py) decides.
+What it listens to:
+
+- ``url_outcome`` (searchcrawl/crawl/signals.py): an ``Outcome`` sent by a component;
+- ``item_dropped``: a ``NotIndexed`` carries its outcome; any other ``DropItem`` (a custom
+  pipeline's) gives the URL status 934 with the pipeline's message;
+- ``item_error`` and ``spider_error``: processing raised. The URL gets status 925 with the
+  error, counted like a transient failure (its document, if any, stays until ``max_failures``),
+  and the run goes on and finishes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from twisted.python.failure import Failure
+
+from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.rules.status_codes import Status
+
+logger = logging.getLogger(__name__)
+
+MAX_REASON = 500  # characters of an error message kept in a row's reason
+
+
+def processing_error(error: BaseException, depth: int | None = None) -> Outcome:
+    """The outcome of a URL whose processing raised ``error``."""
+    reason = f"processing raised {type(error).__name__}: {error}"[:MAX_REASON]
+    return Outcome(Event.FAILED, int(Status.PROCESSING_ERROR), reason, depth)
+
+
+class LedgerWriter:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.context = CrawlContext.of(crawler)
+        self.max_failures = self.context.source.settings.max_failures
+        crawler.signals.connect(self.url_outcome, signal=url_outcome)
+        crawler.signals.connect(self.item_dropped, signal=signals.item_dropped)
+        crawler.signals.connect(self.item_error, signal=signals.item_error)
+        crawler.signals.connect(self.spider_error, signal=signals.spider_error)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> LedgerWriter:
+        if getattr(crawler.spidercls, "source", None) is None:
+            raise NotConfigured("not a searchcrawl source spider")
+        return cls(crawler)
+
+    def url_outcome(self, url: str, outcome: Outcome) -> None:
+        self.context.table.record(self.context.source.name, url, outcome, self.max_failures)
+        self.crawler.stats.inc_value(f"searchcrawl/outcome/{outcome.event.value}")
+
+    def item_dropped(self, item: Any, response: Any, exception: BaseException, spider: Any = None) -> None:
+        url = getattr(item, "url", None)
+        if url is None:
+            return
+        outcome = getattr(exception, "outcome", None) or Outcome(
+            Event.GONE, int(Status.DROPPED), f"dropped by a pipeline: {exception}"[:MAX_REASON], getattr(item, "depth", None))
+        self.url_outcome(url, outcome)
+
+    def item_error(self, item: Any, response: Any, spider: Any, failure: Failure) -> None:
+        url = getattr(item, "url", None)
+        if url is not None:
+            self.url_outcome(url, processing_error(failure.value, getattr(item, "depth", None)))
+
+    def spider_error(self, failure: Failure, response: Any, spider: Any = None) -> None:
+        request = getattr(response, "request", None)
+        url = request.url if request is not None else getattr(response, "url", None)
+        if url is not None:
+            depth = request.meta.get("depth") if request is not None else None
+            self.url_outcome(url, processing_error(failure.value, depth))

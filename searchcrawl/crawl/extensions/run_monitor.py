@@ -1,0 +1,73 @@
+"""RunMonitor: the crawl's progress line, its run counters, and control from outside.
+
+Every ``SEARCHCRAWL_PROGRESS_INTERVAL`` seconds it logs one INFO line (pages/min, queue, cache
+fill, documents waiting for Solr), saves the run's counters in the runs table (what `scrapy
+status` shows), and looks for a control request (`scrapy control <source> suspend|stop`), which
+it honours by closing the spider: a suspended run is resumed by the next `scrapy crawl`, a
+stopped one is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from twisted.internet import task
+
+from searchcrawl.crawl.run_context import CrawlContext
+
+logger = logging.getLogger(__name__)
+
+CLOSE_REASONS = {"suspend": "suspended", "stop": "stopped"}
+
+
+class RunMonitor:
+    def __init__(self, crawler: Crawler, interval: float) -> None:
+        self.crawler = crawler
+        self.interval = interval
+        self.context = CrawlContext.of(crawler)
+        self.loop: task.LoopingCall | None = None
+        self.last_pages = 0
+        self.last_time = time.monotonic()
+        crawler.signals.connect(self.opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RunMonitor:
+        interval = crawler.settings.getfloat("SEARCHCRAWL_PROGRESS_INTERVAL")
+        if interval <= 0:
+            raise NotConfigured
+        return cls(crawler, interval)
+
+    def opened(self) -> None:
+        self.loop = task.LoopingCall(self.tick)
+        self.loop.start(self.interval, now=False)
+
+    def closed(self) -> None:
+        if self.loop is not None and self.loop.running:
+            self.loop.stop()
+
+    def tick(self) -> None:
+        context = self.context
+        if context.runs is None or context.run_id is None:
+            return
+        counters = context.counters()
+        now = time.monotonic()
+        rate = (counters["pages"] - self.last_pages) * 60 / max(now - self.last_time, 1e-6)
+        self.last_pages, self.last_time = counters["pages"], now
+        threshold = self.crawler.settings.getint("SEARCHCRAWL_CACHE_MAX_BYTES")
+        pending = len(context.table.pending(context.source.name))
+        logger.info(
+            "Progress of %s: %d pages (%.0f pages/min), queue %d (+%d in flight), %d done; "
+            "cache %.1f of %.1f MB, %d documents waiting for Solr, %d indexed",
+            context.source.name, counters["pages"], rate, counters["queued"], counters["leased"], counters["done"],
+            context.cache.size_bytes / 1e6, threshold / 1e6, pending, counters["indexed"],
+        )
+        control = context.runs.update(context.run_id, counters)
+        if control in CLOSE_REASONS and self.crawler.engine is not None:
+            logger.info("Run %d of %s: %s requested", context.run_id, context.source.name, control)
+            asyncio.ensure_future(self.crawler.engine.close_spider_async(reason=CLOSE_REASONS[control]))

@@ -1,0 +1,278 @@
+"""A Scrapy scheduler backed by the durable frontier (searchcrawl/store/frontier.py).
+
+It replaces Scrapy's in-memory queue and dupefilter: enqueuing inserts the URL into the
+frontier (a URL already queued in this run is discarded), dequeuing leases a small batch, and
+only that batch lives in memory, so a frontier of millions of URLs does not grow the process.
+Each `scrapy crawl <source>` is a run (searchcrawl/store/runs.py): an interrupted run is resumed by
+the next crawl, with the URLs that were in flight back in the queue. JOBDIR is not needed.
+
+Requests are persisted as data, never pickled: the URL, its depth, and the meta keys in
+``PERSISTED_META`` (plus the callback's name when it is not ``parse``).
+
+Leases are renewed every third of ``SEARCHCRAWL_LEASE_SECONDS`` while the process lives. In a
+shared crawl (``SEARCHCRAWL_SHARED_CRAWL``, source key ``shared``) several processes, on one
+machine or many, join the same run over PostgreSQL: each leases its own batches (``FOR UPDATE
+SKIP LOCKED``), takes back leases that expired (a node died), and waits while other nodes still
+hold leases, since their pages may add links. The node whose close finds the frontier empty
+claims the run's end (removals, delta report); the others just leave.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from typing import Any
+
+from scrapy import Request, Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import CloseSpider, DontCloseSpider
+from twisted.internet import task
+
+from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.crawl.middlewares.conditional import KNOWN_ROW
+from searchcrawl.store.runs import ALREADY_RUNNING, FAILED, FINISHED, STOPPED, SUSPENDED, RunConflict, RunInfo, Runs
+
+logger = logging.getLogger(__name__)
+
+# Request meta that must survive a restart (JSON-able values only).
+PERSISTED_META = (
+    "redirect_urls", "redirect_reasons", "redirect_times", "retry_times", "searchcrawl_leaves_boundary",
+    "searchcrawl_render",
+)
+RUN_STATE_FOR_REASON = {"finished": FINISHED, "stopped": STOPPED, "failed": FAILED}  # anything else: suspended
+DELTA_KINDS = ("new", "changed", "unchanged", "not_modified", "deleted", "held", "refused", "failed", "excluded",
+               "duplicate")
+IDLE_RECHECK = 0.5  # seconds between frontier look-ups while it is empty
+HELD_LIMIT_BATCHES = 4  # with SEARCHCRAWL_MAX_SITES: at most this many batches wait for a free site
+
+
+def entry_from_request(request: Request) -> Entry:
+    data: dict[str, Any] = {key: request.meta[key] for key in PERSISTED_META if request.meta.get(key) is not None}
+    callback = getattr(request.callback, "__name__", None)
+    if callback and callback != "parse":
+        data["callback"] = callback
+    if request.priority:
+        data["priority"] = request.priority
+    return Entry(request.url, request.meta.get("depth", 0), data)
+
+
+def request_from_entry(entry: Entry, spider: Spider) -> Request:
+    """The request for a frontier entry: built by the spider (so the source's current settings,
+    e.g. its render mode, apply), then the persisted request data on top."""
+    data = dict(entry.data)
+    build = getattr(spider, "request", None)
+    request = build(entry.url, entry.depth) if callable(build) else Request(entry.url, meta={"depth": entry.depth})
+    request.meta.update({key: value for key, value in data.items() if key in PERSISTED_META})
+    callback = data.pop("callback", None)
+    if callback:
+        request = request.replace(callback=getattr(spider, callback))
+    if data.get("priority"):
+        request = request.replace(priority=data["priority"])
+    if entry.row is not None:
+        request.meta[KNOWN_ROW] = entry.row
+    return request
+
+
+class FrontierScheduler:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.context = CrawlContext.of(crawler)
+        settings = crawler.settings
+        self.batch = settings.getint("SEARCHCRAWL_FRONTIER_BATCH") or 2 * settings.getint("CONCURRENT_REQUESTS")
+        self.lease_seconds = settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")
+        self.shared = self.context.shared
+        self.owner = self.context.owner
+        self.renewal: task.LoopingCall | None = None
+        self.others_checked = 0.0
+        self.others_working = False
+        self.buffer: deque[Entry] = deque()
+        self.max_sites = settings.getint("SEARCHCRAWL_MAX_SITES")
+        self.held: deque[Request] = deque()  # waiting for a free site (SEARCHCRAWL_MAX_SITES)
+        self.frontier: Frontier | None = None
+        self.run: RunInfo | None = None
+        self.spider: Spider | None = None
+        self.last_empty = 0.0
+        self.additions_at_empty = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
+        return cls(crawler)
+
+    def open(self, spider: Spider) -> None:
+        self.spider = spider
+        source = self.context.source.name
+        runs = Runs(self.context.table)
+        fresh = str(getattr(spider, "fresh", "")).lower() in ("1", "true", "yes")
+        try:
+            self.run = runs.start(source, fresh=fresh, allow_shared=self.shared, job=getattr(spider, "_job", None),
+                                  stale_after=self.lease_seconds)
+        except RunConflict as exc:
+            # `scrapy crawl` refuses before the crawl opens (Runs.conflict); this is the race of
+            # two starting at the same moment, which the source's lock in Runs.start settles
+            logger.error("%s", exc)
+            raise CloseSpider(ALREADY_RUNNING) from None
+        self.frontier = Frontier(self.context.table, source, self.run.id, self.owner, self.lease_seconds)
+        others = runs.nodes(self.run.id, self.lease_seconds, but=self.owner)
+        runs.join(self.run.id, self.owner)
+        self.context.attach_run(self.run.id, self.run.resumed, self.frontier, runs)
+        if self.run.resumed:
+            # a shared run's live nodes keep their leases; a dead node's are taken back
+            requeued = self.frontier.requeue_leased(keep_owners=others)
+            counts = self.frontier.counts()
+            logger.info(
+                "%s run %d of %s (session %d%s): %d URLs done, %d queued (%d were in flight)",
+                "Joining" if others else "Resuming", self.run.id, source, self.run.sessions,
+                f", with {len(others)} other node(s)" if others else "", counts["done"], counts["queued"], requeued,
+            )
+        else:
+            logger.info("Starting run %d of %s%s", self.run.id, source, " (shared crawl)" if self.shared else "")
+        if self.shared and self.crawler.engine is not None:
+            # Scrapy polls a scheduler that has pending requests but returns none every 5 s; a
+            # node waiting for the others' links should look sooner.
+            self.crawler.engine._SLOT_HEARTBEAT_INTERVAL = IDLE_RECHECK  # type: ignore[misc]
+        self.crawler.signals.connect(self._finish_lost, signal=signals.spider_idle)
+        self.renewal = task.LoopingCall(self._renew)
+        self.renewal.start(max(1.0, min(60.0, self.lease_seconds / 3)), now=False)
+
+    def _renew(self) -> None:
+        """Keep this node's leases and node row alive; take back leases that expired elsewhere."""
+        if self.frontier is None or self.run is None:
+            return
+        try:
+            self.frontier.renew()
+            self.context.runs.heartbeat(self.run.id, self.owner)  # type: ignore[union-attr]
+            taken = self.frontier.requeue_leased(expired_only=True)
+        except Exception:  # a database hiccup: the next renewal tries again, well before expiry
+            logger.exception("Renewing the leases of run %d failed", self.run.id)
+            return
+        if taken:
+            logger.info("Took back %d URLs whose lease expired (a node stopped working on run %d)", taken, self.run.id)
+
+    def close(self, reason: str) -> None:
+        if self.run is None or self.frontier is None:
+            return
+        if self.renewal is not None and self.renewal.running:
+            self.renewal.stop()
+        self.frontier.requeue_leased(owner=self.owner)  # what was leased but not fetched
+        self.buffer.clear()
+        self.held.clear()
+        runs = self.context.runs
+        assert runs is not None
+        runs.leave(self.run.id, self.owner)
+        state = RUN_STATE_FOR_REASON.get(reason, SUSPENDED)
+        if state == FINISHED and self.frontier.counts()["queued"]:
+            state = SUSPENDED  # closed while work remained (e.g. a limit): resumable
+        if self.shared and not (state == FINISHED and self.context.ends_run()):
+            others = runs.nodes(self.run.id, self.lease_seconds)
+            if others or state == FINISHED:  # the others go on, or one of them ends the run
+                logger.info("Node %s leaves run %d of %s (%s)%s", self.owner, self.run.id, self.context.source.name,
+                            reason, f"; {len(others)} node(s) go on" if others else "")
+                return
+        report = self.context.end_run(state, reason)
+        logger.info("Run %d of %s is %s (%s)", self.run.id, self.context.source.name, state, reason)
+        summary = ", ".join(f"{kind} {len(report.get(kind, []))}" for kind in DELTA_KINDS)
+        logger.info("Delta of run %d (%s%s): %s; `scrapy report %s` lists the URLs", self.run.id, self.context.mode,
+                    ", test mode: nothing sent to Solr" if self.context.test_mode else "", summary,
+                    self.context.source.name)
+
+    def _finish_lost(self) -> None:
+        """spider_idle: nothing queued, nothing in flight, yet URLs this process leased have no
+        outcome: something on their way raised without a trace Scrapy reports (a middleware, a
+        signal handler). Each gets status 925, counted like a transient failure, before the
+        pipelines close (the end of the run's removals sees them); without it the run would end
+        "suspended" and every later crawl would resume it."""
+        if self.frontier is None or self.buffer or self.held:
+            return
+        lost = self.frontier.leased_by(self.owner)
+        for url, depth in lost:
+            logger.warning("No outcome was recorded for %s; it gets status 925 and is fetched again next crawl", url)
+            outcome = Outcome(Event.FAILED, int(Status.PROCESSING_ERROR), "processing ended without an outcome", depth)
+            self.crawler.signals.send_catch_log(url_outcome, url=url, outcome=outcome)
+        if lost and self.frontier.counts()["queued"]:
+            raise DontCloseSpider  # an outcome queued work (a duplicate to take a place)
+
+    def enqueue_request(self, request: Request) -> bool:
+        assert self.frontier is not None
+        # dont_filter: a retry (RetryMiddleware) of a URL this run has leased already
+        return bool(self.frontier.add([entry_from_request(request)], again=request.dont_filter))
+
+    def _refill(self) -> None:
+        if self.buffer or self.frontier is None:
+            return
+        self.buffer.extend(self.frontier.lease(self.batch))
+        if not self.buffer:
+            self.last_empty = time.monotonic()
+            self.additions_at_empty = self.frontier.additions
+
+    def next_request(self) -> Request | None:
+        if self.max_sites:
+            return self._next_within_sites()
+        return self._next()
+
+    def _next(self) -> Request | None:
+        if (
+            not self.buffer
+            and self.frontier is not None
+            and self.frontier.additions == self.additions_at_empty
+            and time.monotonic() - self.last_empty < IDLE_RECHECK
+        ):
+            return None  # nothing new since the frontier was last found empty
+        self._refill()
+        if not self.buffer:
+            return None
+        assert self.spider is not None
+        request = request_from_entry(self.buffer.popleft(), self.spider)
+        self.crawler.stats.inc_value("scheduler/dequeued")
+        return request
+
+    def _next_within_sites(self) -> Request | None:
+        """The next request whose site is being crawled already, or a new site's while fewer
+        than SEARCHCRAWL_MAX_SITES are; others wait (held) until a site finishes."""
+        assert self.crawler.engine is not None
+        downloader = self.crawler.engine.downloader
+        # downloader.active holds a request from the moment the engine hands it over until its
+        # download ends (also when a downloader middleware drops it)
+        active = {downloader.get_slot_key(request) for request in downloader.active}
+        for _ in range(len(self.held)):
+            request = self.held.popleft()
+            if downloader.get_slot_key(request) in active or len(active) < self.max_sites:
+                return request
+            self.held.append(request)
+        while len(self.held) < HELD_LIMIT_BATCHES * self.batch:
+            request = self._next()
+            if request is None:
+                return None
+            if downloader.get_slot_key(request) in active or len(active) < self.max_sites:
+                return request
+            self.held.append(request)
+        return None
+
+    def has_pending_requests(self) -> bool:
+        if self.held:
+            return True
+        self._refill()
+        return bool(self.buffer) or (self.shared and self._others_working())
+
+    def _others_working(self) -> bool:
+        """In a shared crawl: do other nodes still hold leases (their pages may add links), or is
+        the run just being set up by another node (nothing queued or done yet)?"""
+        if time.monotonic() - self.others_checked < IDLE_RECHECK:
+            return self.others_working
+        assert self.frontier is not None and self.run is not None and self.context.runs is not None
+        self.others_checked = time.monotonic()
+        if self.frontier.requeue_leased(expired_only=True):
+            self.others_working = True  # a dead node's URLs are queued again
+            return True
+        counts = self.frontier.counts()
+        self.others_working = bool(counts["queued"] or counts["leased"]) or (
+            not counts["done"] and bool(self.context.runs.nodes(self.run.id, self.lease_seconds, but=self.owner))
+        )
+        return self.others_working
+
+    def __len__(self) -> int:
+        return len(self.buffer) + len(self.held)

@@ -1,0 +1,146 @@
+"""Downloader middleware: the internal-address guard, for every request the crawl makes.
+
+Every request passes here on its way to the network, whatever made it: a link, a seed, a
+redirect of any kind, a meta refresh target, a robots.txt fetch or its redirects. The rule is
+``searchcrawl.rules.addresses.AddressPolicy``: an internal address only for a host and port the
+source's domain and port rules admit (or a seed's). A request to a host:port the rules admit
+passes without a DNS look-up; any other host is resolved here and refused (status 941) when one
+of its addresses is internal, or when it does not resolve at all. The connection itself then
+goes through ``GuardedHostnameResolver`` (searchcrawl/crawl/resolver.py), which applies the same rule
+to the addresses it connects to, so an answer that changes between this check and the connection
+(DNS rebinding) gets no connection either.
+
+Schemes: only http and https reach the network. ``file:`` URLs (file sources only; the download
+handler is off otherwise) are read only when the real path, links resolved, is below a seed's
+folder. Anything else is refused with status 900.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from twisted.internet.error import DNSLookupError
+
+from searchcrawl.rules.addresses import SAFE_SCHEMES, AddressPolicy, ip_of, site_of_url
+from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.rules.rendering import abort_heavy_request
+from searchcrawl.crawl.resolver import GuardedHostnameResolver
+from searchcrawl.rules.status_codes import Status
+
+logger = logging.getLogger(__name__)
+
+
+def file_folders(seeds: list[str]) -> list[str]:
+    """The real folders (links resolved) below which a file source may read."""
+    folders = []
+    for seed in seeds:
+        parts = urlsplit(seed)
+        if parts.scheme.lower() == "file":
+            path = unquote(parts.path)
+            folder = path if path.endswith("/") else os.path.dirname(path)
+            folders.append(os.path.join(os.path.realpath(folder), ""))
+    return folders
+
+
+class AddressGuardMiddleware:
+    def __init__(self, crawler: Crawler, context: CrawlContext) -> None:
+        self.crawler = crawler
+        self.policy = AddressPolicy(context.boundary, context.source.seed_urls)
+        self.folders = file_folders(context.source.seed_urls)
+        self.resolver: GuardedHostnameResolver | None = None
+        crawler.signals.connect(self.engine_started, signal=signals.engine_started)
+        crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> AddressGuardMiddleware:
+        return cls(crawler, CrawlContext.of(crawler))
+
+    def engine_started(self) -> None:
+        from twisted.internet import reactor
+
+        resolver = getattr(reactor, "nameResolver", None)
+        if isinstance(resolver, GuardedHostnameResolver):
+            self.resolver = resolver
+            resolver.add_policy(self.policy)
+        else:
+            logger.warning("TWISTED_DNS_RESOLVER is not searchcrawl.crawl.resolver.GuardedHostnameResolver: internal "
+                           "addresses are checked when a request is made, not again when it connects")
+
+    def engine_stopped(self) -> None:
+        if self.resolver is not None:
+            self.resolver.remove_policy(self.policy)
+
+    async def process_request(self, request: Request) -> None:
+        scheme, _host, _port = site_of_url(request.url)
+        if scheme == "file" and self.folders:
+            self._check_file(request.url)
+            return
+        refused = await check_url(self.policy, request.url)
+        if refused is not None:
+            logger.debug("Refused (%s): %s", refused[1], request.url)
+            raise RequestRefused(*refused)
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        """A connection the resolver refused fails as a DNS error: give it the guard's status."""
+        if isinstance(exception, DNSLookupError) and self.resolver is not None:
+            host = (urlsplit(request.url).hostname or "").lower()
+            reason = self.resolver.refused.get(host)
+            if reason is not None:
+                raise RequestRefused(Status.INTERNAL_ADDRESS, reason)
+
+    def _check_file(self, url: str) -> None:
+        path = os.path.realpath(unquote(urlsplit(url).path))
+        if not any(path.startswith(folder) or path + "/" == folder for folder in self.folders):
+            raise RequestRefused(Status.EXCLUDED_PATH, f"{url} is (or links to) a file outside the seeds' folders")
+
+
+async def check_url(policy: AddressPolicy, url: str) -> tuple[Status, str] | None:
+    """(status, reason) when ``url`` may not be requested under ``policy``, else None: a scheme
+    other than http(s), a name that does not resolve, or an internal address the policy does
+    not admit. Names are resolved only for a host and port the policy does not admit anyway."""
+    scheme, host, port = site_of_url(url)
+    if scheme not in SAFE_SCHEMES:
+        return Status.EXCLUDED_SCHEME, f'scheme "{scheme}" is never fetched: {url}'
+    if policy.admits(host, port):
+        return None
+    literal = ip_of(host)
+    if literal is not None:
+        addresses = [str(literal)]
+    else:
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            return Status.DNS_FAILURE, f"{host} does not resolve: not requested"
+        addresses = sorted({str(info[4][0]) for info in infos})
+    refusal = policy.refusal(host, port, addresses)
+    return None if refusal is None else (Status.INTERNAL_ADDRESS, refusal)
+
+
+class BrowserRequestGuard:
+    """PLAYWRIGHT_ABORT_REQUEST of a rendering source: what the browser loads for a page (its
+    scripts' fetch and XHR, frames, stylesheets, and the page's own redirects) passes the same
+    rule as every request of the crawl (``check_url``), through scrapy-playwright's request
+    routing; data, blob and about URLs never leave the browser; heavy resources (images, fonts,
+    media) are not loaded at all.
+
+    The browser resolves names itself, so this check is made on the name's addresses just before
+    the browser connects, not on the connection (a DNS answer that changes in between is the
+    remaining window for rendered pages; the crawler's own requests have none)."""
+
+    def __init__(self, policy: AddressPolicy) -> None:
+        self.policy = policy
+
+    async def __call__(self, request: Any) -> bool:
+        if abort_heavy_request(request):
+            return True
+        if site_of_url(request.url)[0] in ("data", "blob", "about"):
+            return False
+        return await check_url(self.policy, request.url) is not None

@@ -1,0 +1,36 @@
+"""Downloader middleware: the last boundary check before the network.
+
+Links were checked by ScopeMiddleware already; this catches what did not come from a page:
+seeds and redirect targets (Scrapy's RedirectMiddleware schedules those itself). Nothing outside
+a source's boundary is ever fetched.
+"""
+
+from __future__ import annotations
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+
+from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.middlewares.redirect import LEAVES_BOUNDARY
+from searchcrawl.crawl.middlewares.robots import ROBOTS_REQUEST
+
+
+class BoundaryMiddleware:
+    def __init__(self, context: CrawlContext) -> None:
+        self.context = context
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> BoundaryMiddleware:
+        return cls(CrawlContext.of(crawler))
+
+    def process_request(self, request: Request) -> None:
+        if request.meta.get(ROBOTS_REQUEST):
+            return  # robots.txt of a site the crawl visits
+        if request.meta.get(LEAVES_BOUNDARY) == request.url:
+            return  # a temporary redirect's target, allowed out once by the redirect policy
+        decision = self.context.admit(request.url, request.meta.get("depth", 0))
+        if not decision.allowed:
+            self.context.flush_exclusions()
+            assert decision.status is not None
+            raise RequestRefused(decision.status, f"outside the boundary ({decision.rule})")

@@ -1,0 +1,44 @@
+"""Downloader middleware: conditional GETs for documents already in the index.
+
+If-Modified-Since carries the stored Last-Modified, If-None-Match the stored ETag; a 304 reaches
+the spider, which records the document as unchanged. Scrapy's HttpCache is not used for this: it
+hides 304s and stores whole bodies. A forced recrawl sends no validators, nor does a source that
+deletes orphans (a 304 has no links, and finding orphans needs every page's links).
+"""
+
+from __future__ import annotations
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+
+from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.store.documents import IN_INDEX
+from searchcrawl.crawl.middlewares.robots import ROBOTS_REQUEST
+
+PREVIOUS = "searchcrawl_previous"  # meta: what the index holds for this URL (checksum, validators)
+KNOWN_ROW = "searchcrawl_known_row"  # meta: the URL's row, read by the frontier with its lease
+
+
+class ConditionalGetMiddleware:
+    def __init__(self, context: CrawlContext) -> None:
+        self.context = context
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ConditionalGetMiddleware:
+        return cls(CrawlContext.of(crawler))
+
+    def process_request(self, request: Request) -> None:
+        if request.meta.get(ROBOTS_REQUEST):
+            return
+        row = request.meta.pop(KNOWN_ROW, None) if KNOWN_ROW in request.meta else (
+            self.context.table.get(self.context.source.name, request.url))
+        if row is None or row["state"] not in IN_INDEX:
+            return
+        request.meta[PREVIOUS] = {key: row[key] for key in ("checksum", "last_modified", "etag", "state")}
+        if self.context.forced or self.context.source.settings.orphans == "delete" or request.meta.get("searchcrawl_render") == "browser":
+            return  # a forced recrawl ignores validators; orphan detection needs every page's links;
+            # a page that may be rendered needs its body (a browser cannot render a 304)
+        if row["last_modified"]:
+            request.headers.setdefault(b"If-Modified-Since", row["last_modified"].encode("latin-1"))
+        if row["etag"]:
+            request.headers.setdefault(b"If-None-Match", row["etag"].encode("latin-1"))

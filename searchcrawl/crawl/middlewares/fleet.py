@@ -1,0 +1,83 @@
+"""Downloader middleware: per-site delay and concurrency for the whole fleet of a shared crawl.
+
+Scrapy's downloader slots space and limit requests per process. In a shared crawl
+(SEARCHCRAWL_SHARED_CRAWL) the site would see the sum of every node's, so before each download
+this middleware reserves the site's next start and one in-flight slot in the database
+(searchcrawl/store/sites.py), waits for the reserved moment, and frees the slot when the download
+ends. The local slots then keep no delay of their own (a local delay would push a reserved start
+back, into the next node's turn); their concurrency stays, at least the fleet's limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.utils.httpobj import urlparse_cached
+
+from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.store.sites import SitePoliteness
+
+logger = logging.getLogger(__name__)
+
+SITE_LEASE = "searchcrawl_site_lease"  # meta: the fleet slot this request holds
+HOLD_MARGIN = 30.0  # seconds a slot outlives the download timeout (then a dead node's slot frees)
+
+
+class FleetPolitenessMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.context = CrawlContext.of(crawler)
+        settings = crawler.settings
+        self.sites = SitePoliteness(self.context.table, self.context.owner)
+        self.concurrency = max(1, settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"))
+        self.hold = settings.getfloat("DOWNLOAD_TIMEOUT") + HOLD_MARGIN
+        crawler.signals.connect(self.opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FleetPolitenessMiddleware:
+        if not crawler.settings.getbool("SEARCHCRAWL_SHARED_CRAWL"):
+            raise NotConfigured
+        return cls(crawler)
+
+    def opened(self) -> None:
+        assert self.crawler.engine is not None
+        downloader = self.crawler.engine.downloader
+        downloader._delay, downloader._jitter = 0.0, 0.0  # the fleet reservation spaces requests
+        for slot in downloader.slots.values():
+            slot.delay, slot.jitter = 0.0, 0.0
+        logger.info("Shared crawl: %.2f s between requests to a site and at most %d at once, for the whole fleet",
+                    self.context.site_delay, self.concurrency)
+
+    def closed(self) -> None:
+        self.sites.release_all()
+
+    async def process_request(self, request: Request) -> None:
+        site = urlparse_cached(request).hostname or ""
+        while True:
+            grant = await asyncio.to_thread(self.sites.acquire, site, self.context.site_delay, self.concurrency,
+                                            self.hold)
+            if grant.lease_id is not None:
+                break
+            await asyncio.sleep(grant.wait)  # the site has its fleet-wide limit of requests in flight
+        request.meta[SITE_LEASE] = grant.lease_id
+        if grant.wait > 0:
+            logger.debug("Fleet delay: %.2f s before %s", grant.wait, request.url)
+            await asyncio.sleep(grant.wait)
+
+    def _release(self, request: Request) -> None:
+        lease_id = request.meta.pop(SITE_LEASE, None)
+        if lease_id is not None:  # in a worker thread: the download is done, nothing waits on it
+            asyncio.get_running_loop().run_in_executor(None, self.sites.release, lease_id)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        self._release(request)
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        self._release(request)

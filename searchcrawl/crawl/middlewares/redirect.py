@@ -1,0 +1,89 @@
+"""Downloader middleware: searchcrawl's redirect policy (searchcrawl/rules/redirect_policy.py) on top of
+Scrapy's own RedirectMiddleware.
+
+Scrapy's middleware still does everything it does for safety: it follows only http and https
+targets, drops ``Cookie`` and ``Authorization`` when a redirect changes scheme or host (and the
+proxy credentials when it changes scheme), drops the ``Content-*`` headers when a 303 (or a
+301/302 after POST) turns the request into a GET, bounds the chain (``REDIRECT_MAX_TIMES``) and
+keeps the ``redirect_*`` meta. This subclass only decides whether the request Scrapy built is
+followed, and gives the redirecting URL its row: its redirect status (301, 302, ...) with the
+target, or the crawler code that refused it (redirect loop, target outside the boundary, a
+scheme other than http(s)). A URL that moved permanently leaves the index.
+
+Whether the target's *address* may be reached is not decided here: the target is a request like
+any other and passes the internal-address guard (middlewares/address_guard.py) on its way out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from urllib.parse import urljoin
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Response
+from w3lib.url import safe_url_string
+
+from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.rules.redirect_policy import PERMANENT, REDIRECTS, decide_redirect
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.rules.urls import canonical
+
+logger = logging.getLogger(__name__)
+
+LEAVES_BOUNDARY = "searchcrawl_leaves_boundary"  # meta: this URL may be fetched outside the boundary
+
+
+class RedirectPolicyMiddleware(RedirectMiddleware):
+    context: CrawlContext
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RedirectPolicyMiddleware:
+        middleware = super().from_crawler(crawler)
+        middleware.context = CrawlContext.of(crawler)
+        middleware.crawler = crawler
+        return middleware
+
+    async def process_response(self, request: Request, response: Response) -> Request | Response:  # type: ignore[override]
+        try:
+            redirected = super().process_response(request, response)
+        except IgnoreRequest:  # Scrapy's chain bound (REDIRECT_MAX_TIMES)
+            raise RequestRefused(Status.REDIRECT_LOOP, f"more than {self.max_redirect_times} redirects in a row") from None
+        if not isinstance(redirected, Request):
+            if response.status in REDIRECTS and b"Location" in response.headers and not request.meta.get("dont_redirect"):
+                # Scrapy built no request: the target is not an http(s) URL (file:, ftp:, ...)
+                location = safe_url_string(response.headers[b"Location"].decode("latin-1"))
+                target = urljoin(request.url, location).split(":", 1)[0]
+                raise RequestRefused(Status.EXCLUDED_SCHEME, f"{response.status} to a {target}: URL, never fetched")
+            return response
+        return await self._apply_policy(request, response, redirected)
+
+    async def _apply_policy(self, request: Request, response: Response, redirected: Request) -> Request:
+        target = canonical(redirected.url)
+        depth = request.meta.get("depth", 0)
+        chain = redirected.meta["redirect_urls"]
+        verdict = decide_redirect(response.status, target, depth, chain, self.context.boundary)
+        if not verdict.follow:
+            logger.info("Redirect not followed: %s: %s", request.url, verdict.reason)
+            if verdict.target_status is not None:  # a permanent redirect out of the boundary
+                self.context.admit(target, depth)  # the target's row, with the rule that excludes it
+                await asyncio.to_thread(self.context.flush_exclusions)
+                # the old URL keeps its redirect status: it moved, and leaves the index
+                raise RequestRefused(response.status, verdict.reason, event=Event.GONE)
+            assert verdict.status is not None
+            raise RequestRefused(verdict.status, verdict.reason)
+        if response.status in PERMANENT:
+            outcome = Outcome(Event.GONE, response.status, f"moved to {target}", depth, "excluded")
+        else:  # no document of its own while it redirects; its target is indexed
+            outcome = Outcome(Event.REDIRECTED, response.status, f"redirected to {target}", depth,
+                              columns={"target": target})
+        self.crawler.signals.send_catch_log(url_outcome, url=request.url, outcome=outcome)
+        logger.debug("Redirect followed: %s: %s", request.url, verdict.reason)
+        redirected.meta[LEAVES_BOUNDARY] = target if verdict.leaves_boundary else None
+        return redirected.replace(url=target) if target != redirected.url else redirected

@@ -1,0 +1,139 @@
+"""Downloader middleware: robots.txt, fetched once per site and applied to every request.
+
+The decision is ``searchcrawl.rules.robots_txt`` (RFC 9309); this module only fetches. A robots.txt that
+answers 4xx means no restrictions; 5xx, 429 or no answer disallows the whole site for now (its
+URLs fail transiently: status 935, counted toward ``max_failures``, nothing removed for it
+alone), and is fetched once per crawl (again after ``SEARCHCRAWL_ROBOTS_RETRY_AFTER`` seconds if that is set);
+redirects are followed (up to 5, http and https only, each one a request that passes the
+internal-address guard like any other); only the first 500 KiB are downloaded and parsed. Sources whose owner runs the
+site can set ``obey_robots = false``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import StopDownload
+from w3lib.url import safe_url_string
+
+from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.rules.lifecycle import Event
+from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.rules.urls import canonical
+
+logger = logging.getLogger(__name__)
+
+ROBOTS_REQUEST = "searchcrawl_robots"  # meta: this request fetches a robots.txt
+MAX_ROBOTS_REDIRECTS = 5
+
+
+def site_of(url: str) -> str | None:
+    """scheme://host:port, the unit a robots.txt applies to (None for file: URLs)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        return None
+    return f"{parts.scheme}://{parts.netloc.lower()}"
+
+
+class RobotsMiddleware:
+    def __init__(self, crawler: Crawler, context: CrawlContext) -> None:
+        self.crawler = crawler
+        self.context = context
+        settings = context.source.settings
+        self.obey = settings.obey_robots
+        self.agent = settings.robots_agent
+        self.retry_after = crawler.settings.getfloat("SEARCHCRAWL_ROBOTS_RETRY_AFTER")
+        self.sites: dict[str, tuple[RobotsTxt, float | None]] = {}
+        self.unavailable: dict[str, str] = {}  # site -> why its robots.txt could not be fetched
+        self.fetching: dict[str, asyncio.Future[tuple[RobotsTxt, float | None]]] = {}
+        crawler.signals.connect(self.bytes_received, signal=signals.bytes_received)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:
+        return cls(crawler, CrawlContext.of(crawler))
+
+    async def process_request(self, request: Request) -> None:
+        if not self.obey or request.meta.get(ROBOTS_REQUEST):
+            return
+        site = site_of(request.url)
+        if site is None:
+            return
+        robots = await self.robots_txt(site)
+        unavailable = self.unavailable.get(site)
+        if unavailable is not None:
+            self.crawler.stats.inc_value("searchcrawl/robots_unavailable")
+            # not a rule: a failure that may pass. The URL counts a failing crawl, and nothing
+            # leaves the index for it alone (README, "robots.txt and robots meta")
+            raise RequestRefused(Status.ROBOTS_UNAVAILABLE, f"robots.txt of {site} {unavailable}", event=Event.FAILED)
+        decision = robots.decide(self.agent, request.url)
+        if decision.allowed:
+            return
+        reason = f"robots.txt of {site}: {decision.group or 'no group'}: {decision.line}"
+        self.crawler.stats.inc_value("searchcrawl/excluded/excluded_robots")
+        raise RequestRefused(Status.EXCLUDED_ROBOTS, reason)
+
+    async def robots_txt(self, site: str) -> RobotsTxt:
+        """The site's robots rules, fetched once (concurrent requests wait for the same fetch)."""
+        cached = self.sites.get(site)
+        if cached is not None and (cached[1] is None or time.monotonic() < cached[1]):
+            return cached[0]
+        if site not in self.fetching:
+            self.fetching[site] = asyncio.ensure_future(self._fetch(site))
+            self.fetching[site].add_done_callback(lambda _f: self.fetching.pop(site, None))
+        robots, expires = await asyncio.shield(self.fetching[site])
+        self.sites[site] = (robots, expires)
+        return robots
+
+    def _unavailable(self, site: str, why: str) -> tuple[RobotsTxt, float | None]:
+        """No robots.txt could be had: the site is disallowed for now (RFC 9309), and its URLs
+        fail transiently (status 935) instead of being excluded."""
+        logger.info("robots.txt of %s %s: the site's URLs fail for now (a transient failure)", site, why)
+        self.unavailable[site] = why
+        return robots_for_response(None, None), self._expiry()
+
+    async def _fetch(self, site: str) -> tuple[RobotsTxt, float | None]:
+        url = f"{site}/robots.txt"
+        for _hop in range(MAX_ROBOTS_REDIRECTS + 1):
+            request = Request(
+                url, priority=1000, dont_filter=True,
+                # fetched once: RetryMiddleware would turn an outage into a burst of fetches
+                meta={ROBOTS_REQUEST: True, "dont_redirect": True, "handle_httpstatus_all": True, "dont_retry": True},
+            )
+            try:
+                # through every downloader middleware, the internal-address guard included
+                response = await self.crawler.engine.download_async(request)
+            except Exception as exc:  # unreachable: DNS, refused, timeout, an internal address, ...
+                return self._unavailable(site, f"is unreachable ({type(exc).__name__}: {exc})")
+            location = response.headers.get(b"Location")
+            if 300 <= response.status < 400 and location:
+                url = canonical(urljoin(url, safe_url_string(location.decode("latin-1"))))
+                if urlsplit(url).scheme not in ("http", "https"):
+                    return self._unavailable(site, "redirects to a non-http(s) URL")
+                continue
+            if robots_unreachable(response.status):  # "come back later"
+                return self._unavailable(site, f"answered {response.status}")
+            self.unavailable.pop(site, None)
+            logger.debug("robots.txt of %s: HTTP %d, %d bytes", site, response.status, len(response.body))
+            return robots_for_response(response.status, response.body), None
+        return self._unavailable(site, f"redirects more than {MAX_ROBOTS_REDIRECTS} times")
+
+    def _expiry(self) -> float | None:
+        """When a failed robots.txt is fetched again: never in this crawl (None) by default."""
+        return time.monotonic() + self.retry_after if self.retry_after > 0 else None
+
+    def bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
+        """Stop a robots.txt download after 500 KiB: the rest would not be parsed anyway."""
+        if not request.meta.get(ROBOTS_REQUEST):
+            return
+        received = request.meta.get("_robots_bytes", 0) + len(data)
+        request.meta["_robots_bytes"] = received
+        if received > MAX_ROBOTS_BYTES:
+            raise StopDownload(fail=False)

@@ -1,0 +1,105 @@
+"""Turns a fetched document into its Solr document: text and search attributes.
+
+HTML pages are read from their parsed tree; PDF, office and other files are converted to text in
+worker processes (searchcrawl/content/convert), with their own metadata as attributes. Then the source's
+attribute mapping, the description fallback, language detection when nothing declares a
+language, and the text the checksum is taken over (``checksum_of``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+from scrapy.crawler import Crawler
+
+from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.content.convert import ConversionError
+from searchcrawl.content.extract import html_attributes, main_text, mapped_attributes, meta_tags, mimetype_of, solr_document, split_keywords, text_attributes
+from searchcrawl.crawl.exceptions import NotIndexed
+from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.content.language import detect_language
+from searchcrawl.rules.status_codes import Status
+
+logger = logging.getLogger(__name__)
+
+DESCRIPTION_FALLBACK_CHARS = 300
+CONVERSION_STATUS = {"too_large": Status.TOO_LARGE, "no_text": Status.EMPTY}  # else CONVERSION_FAILED
+
+
+class AttributesPipeline:
+    def __init__(self, context: CrawlContext) -> None:
+        self.context = context
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> AttributesPipeline:
+        return cls(CrawlContext.of(crawler))
+
+    async def process_item(self, item: CrawledDocument) -> CrawledDocument:
+        settings = self.context.source.settings
+        basis: str | bytes | None = None
+        if item.tree is not None:
+            found = meta_tags(item.tree)
+            attributes = html_attributes(item.tree, item.headers)
+            if settings.main_text or settings.checksum_of == "main_text":
+                main = main_text(item.tree)
+                if main and settings.main_text:
+                    attributes["content"] = main
+                basis = main if settings.checksum_of == "main_text" else None
+            item.tree = None  # the tree can be large; nothing after this needs it
+        elif item.body is not None:
+            found, attributes = await self.converted(item)
+        else:
+            found, attributes = {}, text_attributes(item.text or "", item.url, item.headers)
+            item.text = None
+        attributes.update(mapped_attributes(found, settings.attributes, settings.search_attributes))
+        content = attributes.get("content") or ""
+        if not content and not attributes.get("title"):
+            self.drop(item, Status.EMPTY, "no text to index")
+        if settings.description_fallback and not attributes.get("description") and content:
+            attributes["description"] = content[:DESCRIPTION_FALLBACK_CHARS].rsplit(" ", 1)[0]
+        if settings.detect_language and not attributes.get("language"):
+            attributes["language"] = detect_language(content)
+        if settings.checksum_of == "raw" and item.body is not None:
+            item.checksum_basis = item.body
+        else:  # what is indexed about it: two pages are duplicates only if title and text are the same
+            item.checksum_basis = f"{attributes.get('title') or ''}\n{basis or content}"
+        item.body = None
+        item.fields = solr_document(item.source, item.url, attributes, item.headers)
+        item.fields["display_url"] = self.context.display_urls.display_url(item.url)
+        return item
+
+    async def converted(self, item: CrawledDocument) -> tuple[dict[str, str], dict[str, Any]]:
+        """Text and attributes of a PDF, office or other file (in a worker process)."""
+        assert item.body is not None
+        name = urlsplit(item.url).path.rstrip("/").rsplit("/", 1)[-1]
+        mimetype = mimetype_of(item.headers.get("content-type"))
+        try:
+            document = await asyncio.to_thread(self.context.converter.convert, item.body, mimetype, name)
+        except ConversionError as exc:
+            status = CONVERSION_STATUS.get(exc.status, Status.CONVERSION_FAILED)
+            self.drop(item, status, f"{exc.status}: {exc}")
+        metadata = document.metadata
+        found = {key.lower(): value if isinstance(value, str) else ", ".join(value) for key, value in metadata.items()}
+        keywords = metadata.get("keywords") or []
+        subjects = split_keywords(keywords) if isinstance(keywords, str) else list(keywords)
+        if isinstance(metadata.get("subject"), str) and metadata["subject"] not in subjects:
+            subjects.append(metadata["subject"])
+        attributes = {
+            "title": metadata.get("title") or name,
+            "author": metadata.get("author"),
+            "subject": subjects,
+            "language": metadata.get("language"),
+            "content": document.text.strip(),
+            "document_kind_s": document.kind,
+        }
+        if metadata.get("modified") and not item.headers.get("last-modified"):
+            attributes["last_modified"] = metadata["modified"]  # the file's own date, when HTTP gives none
+        return found, attributes
+
+    def drop(self, item: CrawledDocument, status: Status, reason: str) -> None:
+        raise NotIndexed(Outcome(Event.GONE, int(status), reason, item.depth, columns=item.record),
+                         f"Not indexed ({reason}): {item.url}")

@@ -1,0 +1,62 @@
+"""Change detection and duplicates: what reaches the cache is new or changed, and indexed once.
+
+- A document in the index is compared with what was indexed on the source's ``modified_when``
+  signals (Last-Modified, ETag, checksum; any differs: changed). Unchanged: no cache write, no
+  Solr update, its Solr ``_version_`` does not move. A forced recrawl re-indexes everything.
+- The same content at several URLs of a source is indexed once: the ``rel=canonical`` target
+  if it is among them, else the first seen (discovered first, whatever order the concurrent
+  downloads finish in); the others are recorded as its duplicates.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy.crawler import Crawler
+
+from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.crawl.exceptions import NotIndexed
+from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.maintenance import has_changed, original_of
+from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.rules.status_codes import Status
+
+logger = logging.getLogger(__name__)
+
+
+def duplicate_of(original: str, depth: int | None = None) -> Outcome:
+    """The outcome of a URL whose content is indexed at ``original``."""
+    return Outcome(Event.GONE, int(Status.DUPLICATE), f"duplicate of {original}", depth, "duplicate",
+                   {"duplicate_of": original})
+
+
+class ChangePipeline:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.context = CrawlContext.of(crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ChangePipeline:
+        return cls(crawler)
+
+    def process_item(self, item: CrawledDocument) -> CrawledDocument:
+        table = self.context.table
+        checksum = item.fields["checksum"]
+        previous = item.previous
+        if previous is not None and not self.context.forced:
+            changed, why = has_changed(previous, item.headers.get("last-modified"), item.headers.get("etag"), checksum,
+                                       self.context.source.settings.modified_when)
+            if not changed:
+                raise NotIndexed(Outcome(Event.UNCHANGED, int(Status.UNCHANGED), "same content as indexed", item.depth,
+                                         "unchanged"), f"Unchanged ({why}): {item.url}")
+            logger.debug("Changed (%s): %s", why, item.url)
+        duplicate = table.find_duplicate(item.source, checksum, item.url)
+        if duplicate is not None:
+            this = {"url": item.url, "canonical_url": item.canonical_url, "id": duplicate["first_seen_id"]}
+            if original_of(this, duplicate) is this:  # this URL takes the place in the index
+                self.crawler.signals.send_catch_log(url_outcome, url=duplicate["url"], outcome=duplicate_of(item.url))
+                logger.debug("Canonical copy replaces %s: %s", duplicate["url"], item.url)
+            else:
+                raise NotIndexed(duplicate_of(duplicate["url"], item.depth), f"Duplicate of {duplicate['url']}: {item.url}")
+        return item

@@ -1,0 +1,191 @@
+"""Pushes the document cache to Solr: whenever another threshold's worth has been cached, and
+when the crawl ends.
+
+Documents left pending by an earlier run (Solr was down, the crawl was killed) are pushed first,
+when the spider opens; before them, the source's documents that an earlier searchcrawl indexed
+with the URL as their id get their per-source id (``indexer.migrate_ids``). A failed push leaves
+everything cached and pending; during the crawl it is retried with growing pauses, at the end a
+few times more, and then the next crawl takes over. Documents Solr refuses one by one are not
+pending: they get status 924 (``indexer.push_pending``). Solr calls block, so they run in a
+worker thread: the crawl never waits on Solr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from scrapy.crawler import Crawler
+
+from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.index.indexer import IndexingError, PushResult, migrate_ids, push_pending, push_with_retries
+from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.rules.maintenance import deletion_guard
+
+logger = logging.getLogger(__name__)
+
+MAX_PAUSE = 300.0  # seconds: the longest wait between push attempts during a crawl
+
+
+class SolrPipeline:
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        self.context = CrawlContext.of(crawler)
+        self.stats = crawler.stats
+        self.threshold = settings.getint("SEARCHCRAWL_CACHE_MAX_BYTES")
+        self.max_docs = settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS")
+        self.max_bytes = settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES")
+        self.requests_at_once = max(1, settings.getint("SEARCHCRAWL_SOLR_PUSH_REQUESTS"))
+        self.retry_times = max(1, settings.getint("SEARCHCRAWL_SOLR_RETRY_TIMES"))
+        self.backoff = settings.getfloat("SEARCHCRAWL_SOLR_RETRY_BACKOFF")
+        self.flushing: asyncio.Future[None] | None = None
+        self.failures = 0
+        self.retry_after = 0.0
+        self.pushed_at = 0  # the cache's bytes_put when the last push during the crawl began
+        self.ids_migrated = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SolrPipeline:
+        return cls(crawler)
+
+    def push_once(self, remove: bool = False, wait: bool = True) -> PushResult:
+        """One pass over the pending documents (blocking; runs in a worker thread). Removals wait
+        for the end of the crawl, where the mass-deletion guard sees them all. Processes sharing
+        the cache push it in turn; without ``wait``, one finding another pushing skips its turn
+        (the other pushes its documents too)."""
+        source = self.context.source
+        cache = self.context.cache
+        with cache.push_lock(wait) as mine:
+            if not mine:
+                return PushResult()
+            self.migrate_ids()
+            return push_pending(
+                source.name, self.context.table, cache, self.context.index,
+                max_docs=self.max_docs, max_bytes=self.max_bytes, preserve_cache=source.settings.preserve_cache,
+                remove=remove, requests_at_once=self.requests_at_once,
+            )
+
+    def migrate_ids(self) -> None:
+        """Once a crawl, before its first push: documents of the source indexed by an earlier
+        searchcrawl, whose id is the URL, get their per-source id (blocking). A node failure is
+        tried again with the next push; a refusal would be the same every time."""
+        if self.ids_migrated:
+            return
+        name = self.context.source.name
+        try:
+            table = self.context.table
+            migrated = migrate_ids(self.context.index, name, max_docs=min(self.max_docs, 200), max_bytes=self.max_bytes,
+                                   holders=table.holders if table.count_by(name, "state") else None)
+        except IndexingError as exc:
+            self.ids_migrated = exc.refused
+            logger.warning("Could not give the Solr documents of %s indexed by an earlier searchcrawl their ids "
+                           "of the form %s!<url> (`scrapy solr migrate-ids %s` does it too): %s", name, name, name, exc)
+            return
+        self.ids_migrated = True
+        if migrated:
+            logger.info("Migrated %d Solr documents of %s from the URL as id to %s!<url>", migrated, name, name)
+
+    def removals_allowed(self) -> bool:
+        """The end of the run's removals (orphans, redirect targets: CrawlContext.settle_run),
+        then the mass-deletion guard (blocking). Refused deletions are held: they stay in the
+        index, and the delta report says so."""
+        context = self.context
+        if not context.ends_run():
+            return False  # a shared crawl: the node that ends the run removes
+        source = context.source
+        table = context.table
+        context.settle_run()
+        refusal = deletion_guard(len(table.removals(source.name)), table.count_in_index(source.name),
+                                 source.settings.max_delete_share, context.force_delete)
+        if refusal is not None:
+            logger.error("Mass-deletion guard for %s: %s", source.name, refusal)
+            self.stats.set_value("searchcrawl/deletions_held", len(table.removals(source.name)))
+            table.hold_removals(source.name)
+            return False
+        return True
+
+    def _account(self, result: PushResult) -> None:
+        self.stats.inc_value("searchcrawl/indexed", result.indexed)
+        self.stats.inc_value("searchcrawl/removed", result.removed)
+        self.stats.inc_value("searchcrawl/solr_refused", result.refused)
+        if result.error is None:
+            self.failures = 0
+            return
+        self.failures += 1
+        self.stats.inc_value("searchcrawl/solr_failures")
+        pause = min(MAX_PAUSE, self.backoff * 2 ** (self.failures - 1))
+        self.retry_after = time.monotonic() + pause
+        logger.warning(
+            "Solr push failed; %d documents stay cached and pending, next attempt in %.0fs: %s",
+            result.pending, pause, result.error,
+        )
+
+    async def open_spider(self) -> None:
+        if self.context.test_mode:
+            return
+        result = await asyncio.to_thread(self.push_once)
+        if result.indexed:
+            logger.info("Pushed %d documents left pending by an earlier crawl", result.indexed)
+        self._account(result)
+
+    def process_item(self, item: CrawledDocument) -> CrawledDocument:
+        if self.context.test_mode:
+            return item
+        # A push starts once SEARCHCRAWL_CACHE_MAX_BYTES have been cached since the last push
+        # began, so that pushes go in batches of about that much. Not "while the cache holds that
+        # much": with preserve_cache pushed spools stay, and while a push runs or Solr is down
+        # the cache stays full, and every new document would then start a push of itself. After
+        # a failed push, a full cache is tried again when the pause is over (retry_after).
+        cache = self.context.cache
+        due = time.monotonic() >= self.retry_after
+        idle = self.flushing is None or self.flushing.done()
+        fresh = cache.bytes_put - self.pushed_at >= self.threshold
+        retry = self.failures > 0 and cache.size_bytes >= self.threshold
+        if due and idle and (fresh or retry):
+            self.pushed_at = cache.bytes_put
+            self.flushing = asyncio.ensure_future(self._flush())
+        return item
+
+    async def _flush(self) -> None:
+        try:
+            self._account(await asyncio.to_thread(self.push_once, False, False))
+        except Exception:  # a bug here must not kill the crawl; the documents stay pending
+            logger.exception("Solr push crashed; documents stay pending")
+
+    async def close_spider(self) -> None:
+        if self.context.test_mode:
+            logger.info("Test mode: nothing was sent to Solr")
+            return
+        if self.flushing is not None:
+            await self.flushing
+        self.context.cache.seal()  # every document is marked pending now: its spool may go once pushed
+        remove = await asyncio.to_thread(self.removals_allowed)
+        result = await asyncio.to_thread(push_with_retries, lambda: self.push_once(remove), self.retry_times, self.backoff)
+        self.stats.inc_value("searchcrawl/indexed", result.indexed)
+        self.stats.inc_value("searchcrawl/removed", result.removed)
+        self.stats.inc_value("searchcrawl/solr_refused", result.refused)
+        self.stats.set_value("searchcrawl/pending", result.pending)
+        refused = self.stats.get_value("searchcrawl/solr_refused", 0)
+        if result.error is not None:
+            # what `scrapy crawl` exits with 4 for: documents this crawl could not get into Solr
+            # (documents Solr refused one by one are not pending: they have status 924)
+            self.stats.set_value("searchcrawl/not_indexed", result.pending)
+            logger.error(
+                "%s: %d documents of %s stay cached and pending; the next crawl pushes them first (%s)%s",
+                "Solr refused the push" if result.request_refused else "Solr unavailable",
+                result.pending, self.context.source.name, result.error,
+                f"; {refused} documents were refused by Solr (status 924)" if refused else "",
+            )
+            return
+        try:
+            await asyncio.to_thread(self.context.index.commit)
+        except IndexingError as exc:
+            logger.warning("%s (documents become searchable with Solr's next automatic commit)", exc)
+        logger.log(
+            logging.WARNING if refused else logging.INFO,
+            "Indexing done: %d documents of %s pushed to Solr and %d removed in this crawl%s",
+            self.stats.get_value("searchcrawl/indexed", 0), self.context.source.name,
+            self.stats.get_value("searchcrawl/removed", 0),
+            f"; {refused} refused by Solr (status 924, not indexed; the log says why)" if refused else "",
+        )

@@ -1,0 +1,279 @@
+"""The generic source spider: fetches a source's seeds, follows links within its boundary and
+gives every URL it meets a status in the document table."""
+
+from __future__ import annotations
+
+import logging
+import mimetypes
+from urllib.parse import urlsplit
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, ClassVar
+
+from scrapy import Request, Spider
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.linkextractors import IGNORED_EXTENSIONS, LinkExtractor
+from scrapy.utils.response import get_meta_refresh
+from twisted.python.failure import Failure
+
+from searchcrawl.content.charsets import choose_encoding, looks_binary
+from searchcrawl.crawl.run_context import BoundedSet, CrawlContext
+from searchcrawl.content.convert import detect_kind, sniff_kind
+from searchcrawl.content.extract import http_date, meta_tags, mimetype_of
+from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.middlewares.redirect import LEAVES_BOUNDARY
+from searchcrawl.crawl.middlewares.render import RENDER
+from searchcrawl.crawl.middlewares.scope import SAME_DEPTH
+from searchcrawl.rules.rendering import empty_shell, render_mode
+from searchcrawl.crawl.middlewares.conditional import PREVIOUS
+from searchcrawl.rules.robots_meta import robots_directives
+from searchcrawl.config.source import Source
+from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.extensions.ledger import LedgerWriter
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.rules.status_codes import Status, status_for_exception, status_for_ignored
+from searchcrawl.rules.urls import canonical
+
+logger = logging.getLogger(__name__)
+
+DOCUMENT_EXTENSIONS = {"pdf", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "odt", "ods", "odp", "rtf", "txt"}
+GONE = (404, 410)  # the document no longer exists: it leaves the index
+TRANSIENT = (408, 429)  # come back later: counted toward max_failures (as 5xx are)
+INDEXED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
+RECORDED_HEADERS = ("content-type", "content-language", "last-modified", "etag", "content-length")
+
+
+class SourceSpider(Spider):
+    """Crawl one source. Subclass it (``spider_class`` in the source file) for custom parsing:
+    override ``parse_document`` and keep calling ``super()`` for the bookkeeping."""
+
+    source: ClassVar[Source]
+    max_parse_bytes: int = 4 * 1024 * 1024
+    link_extractor = LinkExtractor(
+        tags=("a", "area", "frame", "iframe"), attrs=("href", "src"), canonicalize=False, unique=True,
+        deny_extensions=[ext for ext in IGNORED_EXTENSIONS if ext not in DOCUMENT_EXTENSIONS],
+    )
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SourceSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.context = CrawlContext.of(crawler)
+        spider.max_parse_bytes = crawler.settings.getint("SEARCHCRAWL_MAX_PARSE_BYTES")
+        spider.context.configure(kwargs)
+        spider.reported = BoundedSet(10_000)  # URLs whose outcome this spider reported lately
+        # the one writer of URL states: built with the spider, so that no settings change
+        # (EXTENSIONS overridden with -s or by scrapyd) can leave a crawl without it
+        spider.ledger = LedgerWriter.from_crawler(crawler)
+        return spider
+
+    async def start(self) -> AsyncIterator[Request]:
+        for url in self.source.seed_urls:
+            yield self.request(canonical(url), depth=0)
+
+    def report(self, url: str, event: Event, status: int, reason: str | None = None, depth: int | None = None,
+               kind: str | None = None, **columns: Any) -> None:
+        """What happened to ``url``: sent to the ledger writer (extensions/ledger.py)."""
+        outcome = Outcome(event, int(status), reason, depth, kind, columns)
+        self.reported.add(url)
+        self.crawler.signals.send_catch_log(url_outcome, url=url, outcome=outcome)
+
+    def request(self, url: str, depth: int) -> Request:
+        meta: dict[str, Any] = {"depth": depth}
+        settings = self.source.settings
+        mode = render_mode(url, settings.render_js, settings.render_rules)
+        if mode != "static":
+            meta[RENDER] = mode
+        return Request(url, callback=self.parse, errback=self.failed, meta=meta)
+
+    # --- responses ------------------------------------------------------------------------
+
+    def parse(self, response: Response) -> Iterator[Any]:
+        depth = response.meta.get("depth", 0)
+        headers = {
+            name: response.headers.get(name).decode("latin-1")
+            for name in RECORDED_HEADERS
+            if response.headers.get(name) is not None
+        }
+        content_type = headers.get("content-type") or mimetypes.guess_type(response.url)[0]
+        mimetype = mimetype_of(content_type)
+        if content_type:
+            headers["content-type"] = content_type
+        record: dict[str, Any] = {
+            "content_type": content_type,
+            "content_length": len(response.body),
+            "last_modified": headers.get("last-modified"),
+            "etag": headers.get("etag"),
+        }
+        if response.status == 304 and response.meta.get(PREVIOUS):
+            self.report(response.url, Event.UNCHANGED, Status.UNCHANGED, "304 Not Modified", depth, "not_modified")
+            logger.debug("Unchanged (304): %s", response.url)
+            return
+        if response.status >= 500 or response.status in TRANSIENT:
+            self.report(response.url, Event.FAILED, response.status, f"HTTP {response.status}", depth)
+            return
+        if response.status != 200:
+            # 404 and 410, and any other answer without a document (401, 403, 204, a redirect
+            # not followed ...): the URL has no document now, and leaves the index if it was in
+            reason = "gone" if response.status in GONE else f"HTTP {response.status}: no document"
+            self.report(response.url, Event.GONE, response.status, reason, depth, "failed", **record)
+            logger.debug("Not indexed (HTTP %d): %s", response.status, response.url)
+            return
+        rendered = bool(response.meta.get("playwright"))
+        if response.meta.get(RENDER) == "auto" and not rendered and isinstance(response, HtmlResponse):
+            shell = empty_shell(response.selector.root, self.source.settings.render_min_text,
+                                self.source.settings.render_selector)
+            if shell:  # render it: the browser's fetch finishes this URL
+                logger.debug("Rendering %s: the static page looks like a JavaScript shell (%s)", response.url, shell)
+                yield response.request.replace(meta={**response.meta, RENDER: "browser", SAME_DEPTH: True},
+                                               dont_filter=True)
+                return
+        truncated = None
+        if mimetype in INDEXED_TYPES and isinstance(response, TextResponse) and len(response.body) > self.max_parse_bytes:
+            # lxml's tree of a page costs many times its size: only the first max_parse_bytes
+            # are parsed, so the crawler's memory stays bounded whatever a page holds
+            truncated = f"truncated: the first {self.max_parse_bytes} of {len(response.body)} bytes were parsed"
+            logger.info("Page %s is %d bytes: %s", response.url, len(response.body), truncated)
+            response = response.replace(body=response.body[: self.max_parse_bytes])
+        # The page is finished once its links are queued and its document cached (or its outcome
+        # reported); what was fetched goes with the document (CrawledDocument.record).
+        leads_out = response.meta.get(LEAVES_BOUNDARY) == response.url and response.meta.get("redirect_urls")
+        record.update(fetched_with="browser" if rendered else "static",
+                      via=response.meta["redirect_urls"][-1] if leads_out else None)
+        modified = http_date(headers.get("last-modified"))
+        scope = self.context.scope_filter.check_document(response.url, mimetype, len(response.body), modified)
+        if not scope.passed:
+            self.report(response.url, Event.GONE, Status.EXCLUDED_FILTER, scope.rule, depth, **record)
+            logger.debug("Excluded (%s): %s", scope.rule, response.url)
+            return
+        result = self.context.result_filter.check_document(response.url, mimetype, len(response.body), modified)
+        if not result.passed:  # crawled (its links followed) but kept out of the index
+            self.report(response.url, Event.GONE, Status.EXCLUDED_FILTER, result.rule, depth, **record)
+            logger.debug("Not indexed (%s): %s", result.rule, response.url)
+        if mimetype in INDEXED_TYPES and isinstance(response, TextResponse):
+            if sniff_kind(response.body):
+                # a PDF or office file served as text: its magic bytes say what it is
+                yield self.document(response, depth, headers, record, body=response.body)
+                return
+            if looks_binary(response.body):
+                reason = f"binary content served as {mimetype}"
+                self.report(response.url, Event.GONE, Status.UNSUPPORTED_TYPE, reason, depth, **record)
+                logger.debug("Not indexed (%s): %s", reason, response.url)
+                return
+            raw_type = response.headers.get("Content-Type")
+            encoding = choose_encoding(raw_type.decode("latin-1") if raw_type else None, response.body,
+                                       self.source.settings.default_charset)
+            if encoding and encoding != response.encoding:
+                logger.debug("Decoding %s as %s (declared: %s)", response.url, encoding, response.encoding)
+                response = response.replace(encoding=encoding)
+            documents = 0
+            for output in self.parse_document(response, depth, headers):
+                if isinstance(output, CrawledDocument):
+                    documents += 1
+                    if not result.passed:  # result-filtered: links only
+                        continue
+                    output.record, output.note = {**record, **output.record}, truncated
+                yield output
+            if not documents and response.url not in self.reported:
+                # a custom parse_document chose not to index the page: that is its outcome
+                self.report(response.url, Event.GONE, 200, "fetched; the spider yielded no document", depth,
+                            **record)
+            return
+        if not result.passed:
+            return
+        file_name = urlsplit(response.url).path.rsplit("/", 1)[-1]
+        if detect_kind(response.body, mimetype, file_name) is not None:
+            # PDF, office and other files: converted by AttributesPipeline; no links are followed out of them
+            yield self.document(response, depth, headers, record, body=response.body)
+            return
+        reason = f"content type {mimetype or 'unknown'} is not indexed"
+        self.report(response.url, Event.GONE, Status.UNSUPPORTED_TYPE, reason, depth, **record)
+        logger.debug("Not indexed (%s): %s", reason, response.url)
+
+    def parse_document(self, response: TextResponse, depth: int, headers: dict[str, str]) -> Iterator[Any]:
+        """Yield the document's item and the requests for its links, as its robots directives allow."""
+        previous = response.meta.get(PREVIOUS)
+        if mimetype_of(headers.get("content-type")) == "text/plain":
+            yield CrawledDocument(self.source.name, response.url, depth, headers, text=response.text, previous=previous)
+            return
+        directives = self.robots_directives(response)
+        if "noindex" in directives:
+            self.report(response.url, Event.GONE, Status.NOINDEX, "robots noindex", depth)
+        else:
+            canonical_href = response.css('link[rel~="canonical"]::attr(href)').get()
+            yield CrawledDocument(
+                self.source.name, response.url, depth, headers, tree=response.selector.root, previous=previous,
+                canonical_url=canonical(response.urljoin(canonical_href.strip())) if canonical_href else None,
+            )
+        if "nofollow" in directives:
+            logger.debug("Links not followed (robots nofollow): %s", response.url)
+            return
+        for url in self.links(response):
+            request = self.link_request(url, depth + 1)
+            if request is not None:
+                yield request
+
+    def robots_directives(self, response: TextResponse) -> frozenset[str]:
+        if not self.source.settings.obey_robots_meta:
+            return frozenset()
+        headers = [value.decode("latin-1") for value in response.headers.getlist("X-Robots-Tag")]
+        return robots_directives(meta_tags(response.selector.root), headers, self.source.settings.robots_agent)
+
+    def link_request(self, url: str, depth: int) -> Request | None:
+        """A request for a link: canonicalised, then passed through the source's URL rewriter."""
+        try:
+            url = canonical(url)
+        except ValueError as exc:  # e.g. a port out of range: the page's other links go on
+            self.context.exclude_link(url[:2000], Status.EXCLUDED_PORT, depth, f"not a valid URL: {exc}")
+            return None
+        rewritten = self.context.rewriter(url)
+        if rewritten is None:
+            self.context.exclude_link(url, Status.EXCLUDED_REWRITER, depth, "dropped by the URL rewriter")
+            return None
+        if rewritten != url:
+            url = canonical(rewritten)
+        frontier = self.context.frontier
+        if frontier is not None and frontier.in_run(url) and self.source.settings.orphans != "delete":
+            return None  # queued already (orphans = "delete" needs every link seen, to mark it linked)
+        return self.request(url, depth)
+
+    def links(self, response: TextResponse) -> Iterator[str]:
+        """The page's links (a, area, frame, iframe; <base href> honoured) and its meta refresh target."""
+        _interval, refresh = get_meta_refresh(response)
+        if refresh:
+            yield refresh
+        for link in self.link_extractor.extract_links(response):
+            yield link.url
+
+    def document(self, response: Response, depth: int, headers: dict[str, str], record: dict[str, Any],
+                 **content: Any) -> CrawledDocument:
+        """The item of a fetched document, with what the fetch learned (validators, type, size)."""
+        return CrawledDocument(self.source.name, response.url, depth, headers, previous=response.meta.get(PREVIOUS),
+                               record=record, **content)
+
+    def failed(self, failure: Failure) -> None:
+        """Every request that ends without a response ends here, and its URL gets a status: a
+        rule's refusal (RequestRefused), a response one of Scrapy's safety middlewares dropped,
+        or a download failure."""
+        request = failure.request  # type: ignore[attr-defined]
+        depth = request.meta.get("depth", 0)
+        error = failure.value
+        if isinstance(error, RequestRefused):
+            outcome = error.outcome
+            self.crawler.signals.send_catch_log(url_outcome, url=request.url, outcome=Outcome(
+                outcome.event, outcome.status, outcome.reason, depth))
+            logger.debug("Refused (%s): %s: %s", error.status, request.url, error.reason)
+            return
+        if isinstance(error, IgnoreRequest):  # from one of Scrapy's own middlewares
+            status = status_for_ignored(error)
+            self.report(request.url, Event.GONE, status, f"dropped by Scrapy: {error}", depth)
+            logger.info("Dropped (%s): %s: %s", status.name, request.url, error)
+            return
+        status = status_for_exception(error)
+        reason = f"{type(error).__name__}: {error}"
+        if status in (Status.DNS_FAILURE, Status.TOO_LARGE):  # gone, or never indexable: not transient
+            self.report(request.url, Event.GONE, status, reason, depth, "failed")
+        else:
+            self.report(request.url, Event.FAILED, status, reason, depth)
+        logger.info("Failed (%s): %s: %s", status.name, request.url, error)

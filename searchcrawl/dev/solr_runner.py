@@ -1,0 +1,728 @@
+"""A development Solr: the real Solr core, started locally for crawling, demos and tests.
+
+Maven Central has no Solr server distribution, so the launcher in ``solr/launcher`` runs Solr
+through ``JettySolrRunner`` (solr-test-framework) in its own JVM, with one core, ``searchcrawl``,
+built from ``solr/configset/conf``. This module builds that launcher with Maven, starts it
+detached, waits until the core answers its ping, and stops it again.
+
+Everything it writes lives under ``<data_dir>/solr``, never in the source tree::
+
+    ~/.cache/searchcrawl/solr-build/             launcher classes + classpath.txt (Maven output,
+                                                 shared by every data dir; $XDG_CACHE_HOME honoured)
+    <data_dir>/solr/<port>/home/solr.xml         Solr home of the instance on <port>
+    <data_dir>/solr/<port>/home/searchcrawl/     the core: core.properties, conf/ (copied from
+                                                 the configset on every start), data/ (the index)
+    <data_dir>/solr/<port>/solr.log              JVM output, appended
+    <data_dir>/solr/<port>/solr.pid              pid of the running JVM
+
+Instances on different ports (or with different data dirs) are independent and can run at the
+same time. Tests should use a fresh data dir and :func:`free_port` for a clean index; :meth:`wipe`
+exists for resetting a long-lived one. Solr only ever listens on 127.0.0.1.
+
+:class:`DevSolrCloud` runs the same launcher in SolrCloud mode instead (embedded ZooKeeper and
+several nodes in one JVM, for multi-node tests); it keeps its files apart, under
+``<data_dir>/solr/<port>-cloud`` (see its docstring).
+
+Standard library only: it runs before (and without) any crawl machinery.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from searchcrawl.ops.processes import process_alive
+
+try:  # Serialises concurrent builds/starts on POSIX; without it we simply do not lock.
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["CORE_NAME", "SOLR_DIR", "DevSolr", "DevSolrCloud", "DevSolrError", "free_port", "free_port_range"]
+
+CORE_NAME = "searchcrawl"
+SOLR_DIR = Path(__file__).resolve().parents[2] / "solr"
+MAIN_CLASS = "searchcrawl.solr.DevSolr"
+HOST = "127.0.0.1"
+
+# Solr home configuration of the standalone mode (its solrcloud section is unused there).
+# DevSolrCloud's nodes get MiniSolrCloudCluster's own solr.xml, through ZooKeeper.
+SOLR_XML = """\
+<?xml version="1.0" encoding="UTF-8"?>
+<!-- Written by searchcrawl/dev/solr_runner.py on every start; edits here are overwritten. -->
+<solr>
+  <int name="maxBooleanClauses">${solr.max.booleanClauses:1024}</int>
+  <solrcloud>
+    <str name="host">${host:127.0.0.1}</str>
+    <int name="hostPort">${hostPort:8983}</int>
+    <str name="hostContext">${hostContext:solr}</str>
+    <bool name="genericCoreNodeNames">${genericCoreNodeNames:true}</bool>
+    <int name="zkClientTimeout">${zkClientTimeout:30000}</int>
+  </solrcloud>
+  <shardHandlerFactory name="shardHandlerFactory" class="HttpShardHandlerFactory">
+    <int name="socketTimeout">${socketTimeout:600000}</int>
+    <int name="connTimeout">${connTimeout:60000}</int>
+  </shardHandlerFactory>
+</solr>
+"""
+
+
+class DevSolrError(RuntimeError):
+    """The development Solr could not be built, started or stopped; the message says why."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now (for tests that start their own Solr)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def free_port_range(count: int, attempts: int = 50) -> int:
+    """The first of ``count`` consecutive TCP ports on 127.0.0.1 that are free right now (a local
+    SolrCloud's nodes listen on port, port + 1, ...)."""
+    for _ in range(attempts):
+        first = free_port()
+        if first + count - 1 > 65535:
+            continue
+        if all(_port_free(first + offset) for offset in range(1, count)):
+            return first
+    raise DevSolrError(f"found no {count} consecutive free ports on {HOST}")
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def default_build_dir() -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "searchcrawl" / "solr-build"
+
+
+class DevSolr:
+    """One development Solr instance: a data dir plus a port.
+
+    ``start()`` returns the core URL (``http://127.0.0.1:<port>/solr/searchcrawl``) for pysolr.
+    After it, ``start_seconds`` holds how long the call took (build included) and
+    ``build_seconds`` the Maven part of it (0.0 when the build was up to date).
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        port: int = 8983,
+        *,
+        build_dir: str | os.PathLike[str] | None = None,
+        java: str | None = None,
+        heap: str = "1g",
+        auth: tuple[str, str] | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir).expanduser().resolve()
+        self.port = int(port)
+        self.solr_dir = SOLR_DIR
+        # One build serves every data dir and port: it depends only on solr/ in this checkout.
+        self.build_dir = Path(build_dir).expanduser().resolve() if build_dir else default_build_dir()
+        self.run_dir = self.data_dir / "solr" / self._run_dir_name()
+        self.home = self.run_dir / "home"
+        self.core_dir = self.home / CORE_NAME
+        self.log_path = self.run_dir / "solr.log"
+        self.pid_path = self.run_dir / "solr.pid"
+        self.base_url = f"http://{HOST}:{self.port}/solr"
+        self.url = f"{self.base_url}/{CORE_NAME}"
+        self.java = java or _default_java()
+        self.heap = heap
+        self.auth = auth  # basic auth required of every client (Solr's BasicAuthPlugin)
+        self.start_seconds: float | None = None
+        self.build_seconds: float | None = None
+        self.launched = False  # whether the last start() launched a JVM (vs found one running)
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(data_dir={str(self.data_dir)!r}, port={self.port})"
+
+    def _run_dir_name(self) -> str:
+        return str(self.port)
+
+    # -- build ------------------------------------------------------------------------------
+
+    def build(self, force: bool = False) -> list[str]:
+        """Compile the launcher if needed; return the JVM classpath (classes dir, then jars).
+
+        Maven runs only when the output is missing or older than the pom or the launcher
+        sources, because even an up-to-date ``mvn package`` costs several seconds.
+        """
+        classes = self.build_dir / "classes"
+        with _locked(self.build_dir.parent / f".{self.build_dir.name}.lock"):
+            if force or self._build_needed():
+                started = time.monotonic()
+                self._run_maven()
+                (self.build_dir / ".devsolr-built").write_text(self._sources_digest())
+                self.build_seconds = time.monotonic() - started
+            else:
+                self.build_seconds = 0.0
+            return [str(classes), *self._dependency_jars()]
+
+    def _build_needed(self) -> bool:
+        stamp = self.build_dir / ".devsolr-built"
+        outputs = [
+            stamp,
+            self.build_dir / "classpath.txt",
+            self.build_dir / "classes" / "searchcrawl" / "solr" / "DevSolr.class",
+        ]
+        if not all(p.is_file() for p in outputs):
+            return True
+        # Missing jars: the Maven repository was cleaned since the last build.
+        if not all(Path(jar).exists() for jar in self._dependency_jars()):
+            return True
+        return stamp.read_text() != self._sources_digest()
+
+    def _sources_digest(self) -> str:
+        """A hash of the pom and launcher sources: a build is reused while they are the same."""
+        digest = hashlib.sha256()
+        sources = [self.solr_dir / "pom.xml"]
+        sources += sorted(p for p in (self.solr_dir / "launcher").rglob("*") if p.is_file())
+        for path in sources:
+            digest.update(path.relative_to(self.solr_dir).as_posix().encode())
+            digest.update(path.read_bytes())
+        return digest.hexdigest()
+
+    def _dependency_jars(self) -> list[str]:
+        try:
+            text = (self.build_dir / "classpath.txt").read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return []
+        return [entry for entry in text.split(os.pathsep) if entry]
+
+    def _run_maven(self) -> None:
+        pom = self.solr_dir / "pom.xml"
+        if not pom.is_file():
+            raise DevSolrError(f"Solr launcher sources not found: {pom} is missing")
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise DevSolrError("Maven ('mvn') is not on PATH; it is needed to build the dev Solr")
+        self.build_dir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "SEARCHCRAWL_SOLR_BUILD_DIR": str(self.build_dir)}
+        try:
+            result = subprocess.run(
+                [mvn, "-B", "-q", "-f", str(pom), "package"],
+                cwd=self.build_dir,  # keep anything Maven drops in cwd out of the source tree
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=1800,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise DevSolrError(f"Maven build of the dev Solr launcher timed out ({pom})") from exc
+        if result.returncode != 0:
+            output = _strip_ansi(result.stdout.decode("utf-8", "replace"))
+            raise DevSolrError(
+                f"Maven build of the dev Solr launcher failed (exit {result.returncode}):\n"
+                + _tail(output, 40)
+            )
+
+    # -- start / stop -----------------------------------------------------------------------
+
+    def start(self, timeout: float = 180) -> str:
+        """Start Solr unless it is already running; return the core URL once it answers ping.
+
+        ``timeout`` bounds the wait for Solr to come up, not the Maven build (which has its
+        own, generous limit). On failure the JVM is stopped and the error quotes its log.
+        """
+        started = time.monotonic()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        with _locked(self.run_dir / ".lock"):
+            pid = self._running_pid()
+            if pid is not None:
+                self.launched = False
+                self.build_seconds = 0.0
+                self._wait_ready(pid, time.monotonic() + timeout, log_offset=None)
+                self.start_seconds = time.monotonic() - started
+                return self.url
+            self.pid_path.unlink(missing_ok=True)  # stale
+            self._check_port_free()
+            classpath = self.build()
+            self._prepare_home()
+            pid, log_offset = self._launch(classpath)
+            self.launched = True
+            try:
+                self._wait_ready(pid, time.monotonic() + timeout, log_offset)
+            except BaseException:  # includes Ctrl-C: do not leave a half-started JVM behind
+                self._terminate(pid, 10)
+                self.pid_path.unlink(missing_ok=True)
+                raise
+            self.start_seconds = time.monotonic() - started
+            return self.url
+
+    def stop(self, timeout: float = 30) -> bool:
+        """Stop Solr (SIGTERM, then SIGKILL after ``timeout``); return whether it was running.
+
+        SIGTERM lets the JVM's shutdown hook close the core, which commits pending updates.
+        """
+        pid = self._running_pid()
+        if pid is not None:
+            self._terminate(pid, timeout)
+        self.pid_path.unlink(missing_ok=True)
+        self._proc = None
+        return pid is not None
+
+    def status(self) -> dict[str, Any]:
+        """Running state, pid, URL, port, document count and log path (for CLI status output).
+
+        ``running`` means the JVM is alive; ``ready`` that the core answers its ping.
+        """
+        pid = self._running_pid()
+        ready = pid is not None and self._ping()
+        num_docs: int | None = None
+        if ready:
+            try:
+                body = _get_json(f"{self.url}/select?q=*:*&rows=0&hl=false&wt=json", timeout=5, auth=self.auth)
+                num_docs = int(body["response"]["numFound"])
+            except (OSError, ValueError, KeyError, TypeError):
+                num_docs = None
+        return {
+            "running": pid is not None,
+            "ready": ready,
+            "pid": pid,
+            "url": self.url,
+            "port": self.port,
+            "num_docs": num_docs,
+            "log": str(self.log_path),
+            "data_dir": str(self.data_dir),
+            "index_dir": str(self.core_dir / "data"),
+            "start_seconds": self.start_seconds,
+        }
+
+    def wipe(self) -> None:
+        """Stop Solr and delete the core's index and transaction log (config is kept).
+
+        For a clean slate in a long-lived data dir; tests are better off with a fresh data dir.
+        """
+        self.stop()
+        shutil.rmtree(self.core_dir / "data", ignore_errors=True)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def java_command(self, classpath: list[str]) -> list[str]:
+        """The JVM command line (exposed so it can be shown or run by hand)."""
+        return [
+            self.java,
+            "-Xms256m",
+            f"-Xmx{self.heap}",
+            "-XX:+ExitOnOutOfMemoryError",  # die visibly rather than limp on
+            "-Dfile.encoding=UTF-8",
+            f"-Dsolr.log.dir={self.run_dir}",
+            f"-Dsolr.install.dir={self.home}",
+            "-cp",
+            os.pathsep.join(classpath),
+            MAIN_CLASS,
+            "--home",
+            str(self.home),
+            "--port",
+            str(self.port),
+        ]
+
+    def _prepare_home(self) -> None:
+        """Write solr.xml and core.properties and refresh the core's conf/ from the configset.
+
+        conf/ is replaced on every start so schema and config edits in the repo apply; the
+        index (data/) is left alone.
+        """
+        configset = self.solr_dir / "configset" / "conf"
+        if not (configset / "solrconfig.xml").is_file():
+            raise DevSolrError(f"Solr configset not found: {configset / 'solrconfig.xml'}")
+        self.core_dir.mkdir(parents=True, exist_ok=True)
+        (self.home / "solr.xml").write_text(SOLR_XML, encoding="utf-8")
+        (self.core_dir / "core.properties").write_text(
+            f"# Written by searchcrawl/dev/solr_runner.py on every start.\nname={CORE_NAME}\n",
+            encoding="utf-8",
+        )
+        security = self.home / "security.json"
+        if self.auth:
+            security.write_text(json.dumps(security_json(*self.auth)), encoding="utf-8")
+            security.chmod(0o600)
+        else:
+            security.unlink(missing_ok=True)
+        conf = self.core_dir / "conf"
+        shutil.rmtree(conf, ignore_errors=True)
+        shutil.copytree(configset, conf, ignore=shutil.ignore_patterns("*~", ".*"))
+
+    def _launch(self, classpath: list[str]) -> tuple[int, int]:
+        """Start the JVM detached (own session, output appended to the log).
+
+        Returns its pid and the log offset where its output starts (for error messages).
+        """
+        command = self.java_command(classpath)
+        with open(self.log_path, "ab") as log:
+            log.write(
+                f"\n=== devsolr: starting on {HOST}:{self.port} at "
+                f"{time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode()
+            )
+            log.flush()
+            offset = log.tell()
+            try:
+                proc = subprocess.Popen(
+                    command,
+                    cwd=self.run_dir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # survives Ctrl-C in the caller; own process group
+                    close_fds=True,
+                )
+            except OSError as exc:
+                raise DevSolrError(f"cannot run Java ({self.java}): {exc}") from exc
+        self._proc = proc  # kept to reap the JVM and read its exit code
+        self.pid_path.write_text(f"{proc.pid}\n", encoding="utf-8")
+        return proc.pid, offset
+
+    def _wait_ready(self, pid: int, deadline: float, log_offset: int | None) -> None:
+        while True:
+            if not self._alive(pid):
+                code = self._proc.returncode if self._proc and self._proc.pid == pid else None
+                how = f" with exit code {code}" if code is not None else ""
+                tail = self._log_tail(log_offset)
+                # The launcher's own summary ("DevSolr: giving up ...: <root cause>"), if any.
+                reasons = [line for line in tail.splitlines() if "DevSolr: giving up" in line]
+                reason = reasons[-1].split("DevSolr: ", 1)[1] if reasons else "see the log"
+                raise DevSolrError(
+                    f"Solr on port {self.port} exited{how} during startup ({reason}). "
+                    f"Last lines of {self.log_path}:\n{tail}"
+                )
+            if self._ping():
+                return
+            if time.monotonic() >= deadline:
+                raise DevSolrError(
+                    f"Solr on port {self.port} did not answer {self._readiness_check()} in time. "
+                    f"Last lines of {self.log_path}:\n{self._log_tail(log_offset)}"
+                )
+            time.sleep(0.25)
+
+    def _readiness_check(self) -> str:
+        """What ``_ping`` asks, for error messages."""
+        return f"{self.url}/admin/ping"
+
+    def _ping(self) -> bool:
+        try:
+            body = _get_json(f"{self.url}/admin/ping?wt=json", timeout=2, auth=self.auth)
+        except (OSError, ValueError):  # refused, 503 while the core loads, not JSON yet
+            return False
+        return isinstance(body, dict) and body.get("status") == "OK"
+
+    def _ports(self) -> list[int]:
+        """The ports this instance listens on."""
+        return [self.port]
+
+    def _check_port_free(self) -> None:
+        for port in self._ports():
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.settimeout(1)
+                in_use = sock.connect_ex((HOST, port)) == 0
+            if in_use:
+                raise DevSolrError(
+                    f"port {port} on {HOST} is already in use by another process "
+                    f"(not the dev Solr of {self.data_dir}); stop it or choose another port"
+                )
+
+    def _terminate(self, pid: int, timeout: float) -> None:
+        """SIGTERM the JVM's process group, wait, then SIGKILL."""
+        self._signal(pid, signal.SIGTERM)
+        if self._wait_dead(pid, timeout):
+            return
+        self._signal(pid, signal.SIGKILL)
+        if not self._wait_dead(pid, 10):
+            raise DevSolrError(f"Solr (pid {pid}) did not die even after SIGKILL")
+
+    @staticmethod
+    def _signal(pid: int, sig: signal.Signals) -> None:
+        try:
+            if os.getpgid(pid) == pid:  # our JVM leads its own session/process group
+                os.killpg(pid, sig)
+            else:
+                os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def _wait_dead(self, pid: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self._alive(pid):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+    def _running_pid(self) -> int | None:
+        """The pid from the pidfile if that process is alive and is our Solr; else None."""
+        try:
+            pid = int(self.pid_path.read_text(encoding="utf-8").strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        if not self._alive(pid):
+            return None
+        cmdline = _cmdline(pid)
+        if cmdline is not None and (MAIN_CLASS not in cmdline or str(self.home) not in cmdline):
+            return None  # pid reused by an unrelated process
+        return pid
+
+    def _alive(self, pid: int) -> bool:
+        """Whether pid is running; reaps our own child so an exited JVM is not a zombie."""
+        if self._proc is not None and self._proc.pid == pid:
+            return self._proc.poll() is None
+        return process_alive(pid)
+
+    def _log_tail(self, offset: int | None, lines: int = 40) -> str:
+        try:
+            with open(self.log_path, "rb") as log:
+                if offset:
+                    log.seek(offset)
+                text = log.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return "(no log)"
+        return _tail(text, lines) or "(log is empty)"
+
+
+
+class DevSolrCloud(DevSolr):
+    """A local SolrCloud for multi-node tests: ZooKeeper plus ``nodes`` Solr nodes in one JVM.
+
+    The launcher's ``--cloud`` mode (MiniSolrCloudCluster). Node ``i`` listens on
+    ``http://127.0.0.1:<port + i>/solr`` (``nodes`` holds these base URLs); ZooKeeper picks a
+    free port. No collection exists after ``start()``: create one with
+    :func:`searchcrawl.index.solrcloud.upload_configset` and :func:`~searchcrawl.index.solrcloud.create_collection`
+    (``scrapy solr collection``), as against a production cluster.
+
+    A local cloud starts afresh every time: ``start()`` deletes the previous cluster's ZooKeeper
+    data and indexes, because ZooKeeper comes up on a new port. No basic auth (the standalone
+    ``auth`` option is not supported here). Its files::
+
+        <data_dir>/solr/<port>-cloud/home/           node0/, node1/, ... and zookeeper/
+        <data_dir>/solr/<port>-cloud/cloud.json      node URLs, their states ("up"/"down"), ZooKeeper
+        <data_dir>/solr/<port>-cloud/control/        stop-<i>/start-<i> requests (see stop_node)
+        <data_dir>/solr/<port>-cloud/solr.log, solr.pid
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        port: int = 8983,
+        *,
+        nodes: int = 2,
+        build_dir: str | os.PathLike[str] | None = None,
+        java: str | None = None,
+        heap: str = "1g",
+    ) -> None:
+        if int(nodes) < 1:
+            raise ValueError("a SolrCloud needs at least one node")
+        self.node_count = int(nodes)
+        super().__init__(data_dir, port, build_dir=build_dir, java=java, heap=heap)
+        self.state_path = self.run_dir / "cloud.json"
+        self.control_dir = self.run_dir / "control"
+        self.nodes = [f"http://{HOST}:{port}/solr" for port in self._ports()]
+        self.url = self.base_url  # node 0; there is no core to point at
+
+    def _run_dir_name(self) -> str:
+        return f"{self.port}-cloud"
+
+    def _ports(self) -> list[int]:
+        return [self.port + index for index in range(self.node_count)]
+
+    def start(self, timeout: float = 180) -> list[str]:  # type: ignore[override]
+        """Start the cluster unless it is running; return the node base URLs once all answer.
+
+        An already running cluster is reused as it is (its node count wins over ``nodes``).
+        """
+        super().start(timeout)
+        return list(self.nodes)
+
+    def status(self) -> dict[str, Any]:
+        """Running state, pid, node URLs and states (``up`` = answers its health check), ZooKeeper."""
+        pid = self._running_pid()
+        state = self._state() if pid is not None else None
+        if state is not None:
+            self.nodes = list(state["nodes"])
+        node_states = ["up" if pid is not None and self._healthy(url) else "down" for url in self.nodes]
+        return {
+            "running": pid is not None,
+            "ready": state is not None and all(s == "up" for s in node_states),
+            "pid": pid,
+            "url": self.url,
+            "port": self.port,
+            "nodes": list(self.nodes),
+            "states": node_states,
+            "zk": state.get("zk") if state else None,
+            "log": str(self.log_path),
+            "data_dir": str(self.data_dir),
+            "start_seconds": self.start_seconds,
+        }
+
+    def wipe(self) -> None:
+        """Stop the cluster and delete its ZooKeeper data and indexes."""
+        self.stop()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    def stop_node(self, index: int, timeout: float = 60) -> None:
+        """Stop node ``index`` while the others (and ZooKeeper) keep running: a node failure.
+
+        Returns once the node's Jetty is stopped; its replicas are then gone from the live nodes.
+        """
+        self._control("stop", index, timeout)
+
+    def start_node(self, index: int, timeout: float = 120) -> None:
+        """Restart node ``index`` on its old port; returns once it is a live node again and
+        answers its health check. Its replicas recover from the leaders afterwards (see
+        :func:`searchcrawl.index.solrcloud.wait_for_collection`)."""
+        self._control("start", index, timeout)
+        deadline = time.monotonic() + timeout
+        while not self._healthy(self.nodes[index]):
+            if time.monotonic() >= deadline:
+                raise DevSolrError(f"node {index} ({self.nodes[index]}) did not answer its health check in time")
+            time.sleep(0.2)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def java_command(self, classpath: list[str]) -> list[str]:
+        return [*super().java_command(classpath), "--cloud", "--nodes", str(self.node_count)]
+
+    def _prepare_home(self) -> None:
+        """An empty home, no control requests and no cloud.json from a previous cluster."""
+        shutil.rmtree(self.home, ignore_errors=True)
+        shutil.rmtree(self.control_dir, ignore_errors=True)
+        self.state_path.unlink(missing_ok=True)
+        self.home.mkdir(parents=True)
+        self.control_dir.mkdir()
+
+    def _readiness_check(self) -> str:
+        return f"the health checks of {', '.join(self.nodes)} (/admin/info/health)"
+
+    def _ping(self) -> bool:
+        """Ready: the launcher wrote cloud.json (every node is live in ZooKeeper) and each node
+        that should be up answers its health check."""
+        state = self._state()
+        if state is None:
+            return False
+        if not all(self._healthy(url) for url, up in zip(state["nodes"], state["states"]) if up == "up"):
+            return False
+        self.nodes = list(state["nodes"])
+        return True
+
+    @staticmethod
+    def _healthy(node_url: str) -> bool:
+        try:
+            body = _get_json(f"{node_url}/admin/info/health?wt=json", timeout=2)
+        except (OSError, ValueError):
+            return False
+        return isinstance(body, dict) and body.get("status") == "OK"
+
+    def _state(self) -> dict[str, Any] | None:
+        """cloud.json (written atomically by the launcher), or None before it exists."""
+        try:
+            state = json.loads(self.state_path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+        return state if isinstance(state, dict) and "nodes" in state else None
+
+    def _control(self, action: str, index: int, timeout: float) -> None:
+        """Ask the launcher to stop or start a node: it polls control/ for ``<action>-<index>``,
+        acts, updates cloud.json and deletes the file."""
+        pid = self._running_pid()
+        if pid is None:
+            raise DevSolrError(f"the local SolrCloud on port {self.port} is not running")
+        if not 0 <= index < len(self.nodes):
+            raise DevSolrError(f"no node {index}: the local SolrCloud has nodes 0..{len(self.nodes) - 1}")
+        self.control_dir.mkdir(parents=True, exist_ok=True)
+        request = self.control_dir / f"{action}-{index}"
+        request.touch()
+        deadline = time.monotonic() + timeout
+        while request.exists():
+            if not self._alive(pid):
+                raise DevSolrError(f"the local SolrCloud exited; last lines of {self.log_path}:\n{self._log_tail(None)}")
+            if time.monotonic() >= deadline:
+                raise DevSolrError(
+                    f"node {index} did not {action} within {timeout:.0f}s; "
+                    f"last lines of {self.log_path}:\n{self._log_tail(None)}"
+                )
+            time.sleep(0.1)
+        state = self._state()
+        expected = "down" if action == "stop" else "up"
+        if state is None or state["states"][index] != expected:
+            raise DevSolrError(f"node {index} failed to {action}; see {self.log_path}")
+
+def _default_java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return str(Path(java_home) / "bin" / "java")
+    return "java"
+
+
+def _get_json(url: str, timeout: float, auth: tuple[str, str] | None = None) -> Any:
+    """GET a local Solr URL and decode JSON; HTTP errors raise (urllib's HTTPError is OSError)."""
+    request = urllib.request.Request(url)
+    if auth:
+        token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode("ascii")
+        request.add_header("Authorization", f"Basic {token}")
+    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - 127.0.0.1 only
+        return json.loads(response.read().decode("utf-8"))
+
+
+def security_json(user: str, password: str) -> dict[str, Any]:
+    """Solr's security.json requiring basic auth of ``user`` (Sha256AuthenticationProvider's
+    salted double SHA-256)."""
+    salt = os.urandom(32)
+    digest = hashlib.sha256(hashlib.sha256(salt + password.encode("utf-8")).digest()).digest()
+    credential = f"{base64.b64encode(digest).decode()} {base64.b64encode(salt).decode()}"
+    return {
+        "authentication": {"class": "solr.BasicAuthPlugin", "blockUnknown": True, "credentials": {user: credential}},
+        "authorization": {"class": "solr.RuleBasedAuthorizationPlugin", "user-role": {user: "admin"},
+                          "permissions": [{"name": "all", "role": "admin"}]},
+    }
+
+
+def _cmdline(pid: int) -> str | None:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return raw.replace(b"\0", b" ").decode("utf-8", "replace")
+
+
+def _tail(text: str, lines: int) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def _strip_ansi(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock on path (created if needed), so concurrent callers queue up."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

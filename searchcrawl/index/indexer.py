@@ -1,0 +1,468 @@
+"""Pushing cached documents to Solr in bounded batches. Plain logic and pysolr, no Scrapy.
+
+Every call here blocks; the Scrapy pipeline runs it in a worker thread so the reactor never
+waits on Solr. Batches are bounded by document count and by bytes, so one request never grows
+past what Solr (or a proxy in front of it) accepts.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+import re
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import pysolr
+
+from searchcrawl.index.cache import DocumentCache
+from searchcrawl.store import DocumentTable
+from searchcrawl.content.extract import solr_id
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+# pysolr logs every failed request with a traceback at ERROR; we report failures ourselves, once.
+logging.getLogger("pysolr").setLevel(logging.CRITICAL)
+
+REFUSAL_FLOOR = 10  # refused documents of one batch that may be bad documents, whatever its size
+
+# Answers by which Solr refuses a document of an update request (a value it cannot index: a bad
+# date, an immense term, an unknown field; a body too large). Other 4xx answers (401, 403, 404,
+# ...) refuse the request whatever it carries: its documents stay pending.
+DOCUMENT_REFUSALS = frozenset({400, 409, 413})
+MAX_REASON = 300  # characters of Solr's message kept in logs and in the document table
+
+
+class IndexingError(Exception):
+    """Solr did not take a request. ``refused``: Solr answered and refused the request (HTTP 4xx,
+    ``status``), so the node works and another node would answer the same; otherwise the node
+    failed (unreachable, timed out, 5xx). ``reason`` is Solr's message, trimmed to something
+    readable and never carrying a document's body."""
+
+    def __init__(self, message: str, *, refused: bool = False, status: int | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.refused = refused
+        self.status = status
+        self.reason = reason or message
+
+    @property
+    def documents_refused(self) -> bool:
+        """Whether Solr refused a document of the request (rather than the request itself)."""
+        return self.refused and self.status in DOCUMENT_REFUSALS
+
+
+def batches(documents: Iterable[tuple[T, int]], max_docs: int, max_bytes: int) -> Iterator[list[T]]:
+    """Group (document, size) pairs into batches of at most max_docs and max_bytes (one oversize
+    document still goes alone)."""
+    batch: list[T] = []
+    size = 0
+    for document, document_size in documents:
+        if batch and (len(batch) >= max_docs or size + document_size > max_bytes):
+            yield batch
+            batch, size = [], 0
+        batch.append(document)
+        size += document_size
+    if batch:
+        yield batch
+
+
+def _http_status(error: Exception | str) -> int | None:
+    """The HTTP status of a Solr answer pysolr raised an error for (None: no answer)."""
+    match = re.search(r"\(HTTP (\d{3})\)", str(error))
+    return int(match.group(1)) if match else None
+
+
+def _node_failed(error: Exception) -> bool:
+    """Is this a failure of the node (unreachable, 5xx) rather than of the request (4xx)?
+    Only then is another node of a SolrCloud collection worth trying."""
+    status = _http_status(error)
+    return status is None or not 400 <= status < 500
+
+
+def readable(reason: str) -> str:
+    """Solr's message made fit for a log line: the immense term's bytes and long quoted values
+    (pieces of the document) left out, whitespace collapsed, at most MAX_REASON characters."""
+    reason = re.sub(r"The prefix of the first immense term is: '\[[\d, ]*\]\.*',?\s*", "", reason)
+    reason = re.sub(r",? all of which were skipped\.\s*Please correct the analyzer to not produce such terms\.", ".", reason)
+    reason = re.sub(r"'([^'\n]{40})[^'\n]{40,}'", r"'\1...'", reason)
+    reason = " ".join(reason.split())
+    return reason if len(reason) <= MAX_REASON else reason[:MAX_REASON - 3].rstrip() + "..."
+
+
+def describe(error: Exception) -> str:
+    """What went wrong with a Solr request, briefly: ``HTTP 400: <Solr's reason>``, ``cannot
+    connect (Connection refused)``, ``timed out``."""
+    text = str(error)
+    status = _http_status(text)
+    if status is not None:
+        reason = text.split("[Reason: ", 1)[1] if "[Reason: " in text else text
+        if reason.startswith("None]"):  # no message: pysolr appends the answer's body
+            reason = re.sub(r"<[^>]+>", " ", reason[len("None]"):]) or "no message"
+        else:
+            reason = reason.rstrip().removesuffix("]")
+        return f"HTTP {status}: {readable(reason)}"
+    errno = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
+    if errno:
+        return f"cannot connect ({errno.group(1).strip()})"
+    if "timed out" in text:
+        return "timed out"
+    return readable(text)
+
+
+def escape_query(text: str) -> str:
+    """``text`` as one term of Solr's standard query syntax (every special character escaped)."""
+    return re.sub(r'([+\-&|!(){}\[\]^"~*?:\\/\s])', r"\\\1", text)
+
+
+@dataclass
+class SolrIndex:
+    """One Solr core or SolrCloud collection, reached through pysolr.
+
+    ``url`` may list several comma-separated URLs of one collection (one per SolrCloud node):
+    a request goes to the node that answered last, and on to the next when a node is down or
+    failing; any node routes updates to the shard leaders. Crawler machines need plain HTTP to
+    Solr, no ZooKeeper client.
+    """
+
+    url: str
+    timeout: float = 60
+    commit_within_ms: int = 2000
+    auth: tuple[str, str] | None = field(default=None, repr=False)  # HTTP basic auth
+
+    def __post_init__(self) -> None:
+        self.urls = [part.strip().rstrip("/") for part in self.url.split(",") if part.strip()]
+        self.clients = [pysolr.Solr(url, timeout=self.timeout, always_commit=False, auth=self.auth) for url in self.urls]
+        self.current = 0
+
+    @property
+    def client(self) -> pysolr.Solr:
+        return self.clients[self.current]
+
+    def _call(self, what: str, call: Callable[[pysolr.Solr], Any]) -> Any:
+        """``call`` on the current node, then on each other node while nodes fail. Raises
+        IndexingError saying ``what`` failed, on which node, and why."""
+        failures = []
+        for step in range(len(self.clients)):
+            number = (self.current + step) % len(self.clients)
+            try:
+                result = call(self.clients[number])
+            except (pysolr.SolrError, OSError) as exc:
+                failures.append(f"{self.urls[number]}: {describe(exc)}")
+                if not _node_failed(exc):
+                    status = _http_status(exc)
+                    raise IndexingError(f"Solr {what}: {'; '.join(failures)}", refused=True, status=status,
+                                        reason=describe(exc).removeprefix(f"HTTP {status}: ")) from None
+                if len(self.clients) > 1:
+                    logger.debug("Solr node %s failed (%s); trying the next", self.urls[number], describe(exc))
+                continue
+            if number != self.current:
+                logger.info("Solr node %s failed; now using %s", self.urls[self.current], self.urls[number])
+                self.current = number
+            return result
+        raise IndexingError(f"Solr {what}: {'; '.join(failures)}", reason="; ".join(failures))
+
+    def add(self, documents: list[dict[str, Any]]) -> None:
+        self.add_json([json.dumps(document, ensure_ascii=False).encode("utf-8") for document in documents])
+
+    def add_json(self, documents: list[bytes]) -> None:
+        """Add documents given as JSON objects, sent as they are: the document cache already holds
+        each as Solr's JSON, so nothing is decoded and encoded again on the way."""
+        body = b"[" + b",".join(documents) + b"]"  # pysolr 3.11's _update (pinned): Solr's JSON update API
+        self._call(f"did not take {len(documents)} documents", lambda client: client._update(
+            body, clean_ctrl_chars=False, commitWithin=self.commit_within_ms, overwrite=True, solrapi="JSON"))
+
+    def add_new(self, documents: list[dict[str, Any]]) -> None:
+        """Add only those of ``documents`` whose id Solr does not hold yet; the others are skipped,
+        silently (optimistic concurrency: ``_version_`` -1 means "must not exist", and
+        ``failOnVersionConflicts=false`` skips a conflict instead of refusing the request)."""
+        body = json.dumps([{**document, "_version_": -1} for document in documents], ensure_ascii=False).encode("utf-8")
+        path = f"update?commitWithin={int(self.commit_within_ms)}&failOnVersionConflicts=false&wt=json"
+        self._call(f"did not take {len(documents)} documents", lambda client: client._send_request(
+            "post", path, body, {"Content-type": "application/json; charset=utf-8"}))
+
+    def delete(self, ids: list[str]) -> None:
+        """Delete documents by Solr id (``extract.solr_id``: a source's id of a URL)."""
+        self._call(f"did not delete {len(ids)} documents", lambda client: client.delete(id=ids, commit=False))
+
+    def search(self, query: str, **params: Any) -> pysolr.Results:
+        return self._call("did not answer a query", lambda client: client.search(query, **params))
+
+    def copy_field_targets(self) -> list[str]:
+        """The schema's copyField destinations (names or globs): Solr fills them itself."""
+        answer = self._call("did not list its copyFields", lambda client: client._send_request(
+            "get", "schema/copyfields?wt=json"))
+        return sorted({rule["dest"] for rule in json.loads(answer).get("copyFields", [])})
+
+    def sources(self) -> list[str]:
+        """The sources that have documents in the index."""
+        results = self.search("*:*", rows=0, facet="true", **{"facet.field": "source", "facet.limit": -1,
+                                                               "facet.mincount": 1})
+        counts = results.facets.get("facet_fields", {}).get("source", [])
+        return sorted(counts[::2])
+
+    def commit(self) -> None:
+        """Make everything pushed so far searchable now (soft commit)."""
+        self._call("did not commit", lambda client: client.commit(softCommit=True))
+
+    def ping(self) -> bool:
+        try:
+            self._call("did not answer ping", lambda client: client.ping())
+            return True
+        except IndexingError:
+            return False
+
+
+@dataclass
+class PushResult:
+    indexed: int = 0
+    pending: int = 0  # documents left waiting for Solr
+    removed: int = 0
+    refused: int = 0  # documents Solr refused, one by one: status 924, no longer pending
+    error: str | None = None  # why documents were left pending
+    request_refused: bool = False  # the error is Solr refusing the requests (4xx), not a node failing
+
+
+def _with_id(data: bytes, document_id: str) -> bytes:
+    """A cached document's JSON with ``document_id`` as its id. Documents cached by this version
+    begin with it and are sent as they are; those cached by versions whose id was the URL are
+    given the current one."""
+    head = b'{"id":' + json.dumps(document_id, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if data.startswith(head) and data[len(head):len(head) + 1] in (b",", b"}"):
+        return data
+    document = json.loads(data)
+    document = {"id": document_id, **{key: value for key, value in document.items() if key != "id"}}
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def push_pending(
+    source: str,
+    table: DocumentTable,
+    cache: DocumentCache,
+    index: SolrIndex,
+    *,
+    max_docs: int,
+    max_bytes: int,
+    preserve_cache: bool = False,
+    remove: bool = True,
+    should_stop: Callable[[], bool] = lambda: False,
+    requests_at_once: int = 1,
+) -> PushResult:
+    """Remove what must leave the index (if ``remove``), then push every pending document of
+    ``source`` to Solr, batch by batch. Documents are addressed in Solr by ``solr_id(source, url)``.
+
+    A batch is marked indexed only after Solr acknowledged it (Solr writes its update log before
+    it answers, so an acknowledged document survives a Solr crash). A crash between the
+    acknowledgement and the mark re-pushes the same document next time: Solr's uniqueKey makes
+    that an overwrite, never a second copy.
+
+    A batch Solr refuses because of a document in it (HTTP 400: a value it cannot index) is
+    pushed again in halves, recursively, until each refused document is alone: the others are
+    indexed, and each refused one is marked refused (status 924, with Solr's reason) and leaves
+    the pending state; its cache record is spent. (Solr may have applied the documents before the
+    refused one: sending them again overwrites them.) When a node fails (unreachable, 5xx), or
+    Solr refuses the request itself (401, 404, ...), the push stops and the documents not yet
+    acknowledged stay pending, for a later push.
+    """
+    result = PushResult()
+    scan = cache.scan()  # before the table is read: see DocumentCache.scan
+    removals = table.removals(source) if remove else []
+    for start in range(0, len(removals), max_docs):
+        chunk = removals[start:start + max_docs]
+        try:
+            index.delete([solr_id(source, url) for url in chunk])
+        except IndexingError as exc:
+            result.error, result.request_refused = str(exc), exc.refused
+            result.pending = len(table.pending(source, cache.id))
+            return result
+        table.mark_removed(source, chunk)
+        result.removed += len(chunk)
+        logger.debug("Removed %d documents of %s from Solr", len(chunk), source)
+    pending = table.pending(source, cache.id)  # what this cache holds: other machines push theirs
+    result.pending = len(pending)
+    checksums = dict(pending)
+    for url in checksums.keys() - scan.select(checksums):
+        logger.warning("Cached document of %s is missing or stale; it will be fetched again", url)
+
+    def documents() -> Iterator[tuple[tuple[str, bytes], int]]:
+        for url, data in scan.documents():
+            data = _with_id(data, solr_id(source, url))
+            yield (url, data), len(data)
+
+    node_failed = False  # once a node failed, nothing more is sent: what is left stays pending
+
+    def failed(exc: IndexingError) -> None:
+        nonlocal node_failed
+        node_failed = node_failed or not exc.refused
+        if result.error is None:
+            result.error, result.request_refused = str(exc), exc.refused
+
+    def indexed(batch: list[tuple[str, bytes]]) -> None:
+        urls = [url for url, _data in batch]
+        done = table.mark_indexed(source, [(url, checksums[url]) for url in urls])
+        scan.acknowledged(urls)
+        result.indexed += len(done)
+        result.pending -= len(done)
+        logger.debug("Pushed %d documents of %s to Solr", len(batch), source)
+
+    def refused(url: str, exc: IndexingError) -> None:
+        table.mark_refused(source, [(url, checksums[url], f"HTTP {exc.status}: {exc.reason}")])
+        scan.acknowledged([url])  # its record is spent: it is not sent again
+        result.refused += 1
+        result.pending -= 1
+        logger.warning("Solr refused document %s of %s (status 924, not indexed): HTTP %s: %s",
+                       url, source, exc.status, exc.reason)
+
+    def isolate(batch: list[tuple[str, bytes]], exc: IndexingError, found: list[tuple[str, IndexingError]],
+                limit: int) -> bool:
+        """Solr refused ``batch`` for a document in it: push its halves, recursively, until each
+        refused document is alone (collected in ``found``). False when a node failed meanwhile,
+        or when more than ``limit`` documents are refused (the rest stays pending)."""
+        if len(batch) == 1:
+            found.append((batch[0][0], exc))
+            return len(found) <= limit
+        middle = len(batch) // 2
+        for part in (batch[:middle], batch[middle:]):
+            try:
+                index.add_json([data for _url, data in part])
+            except IndexingError as part_exc:
+                if part_exc.documents_refused:
+                    if not isolate(part, part_exc, found, limit):
+                        return False
+                    continue
+                failed(part_exc)
+                return False
+            indexed(part)
+        return True
+
+    def isolate_refused(batch: list[tuple[str, bytes]], exc: IndexingError) -> bool:
+        """Find the documents of ``batch`` Solr refuses, and mark them refused. A circuit breaker:
+        when more than a twentieth of the batch (at least REFUSAL_FLOOR) is refused, it is not bad
+        documents but Solr's configuration (an unknown field, a schema not deployed): the search
+        stops, nothing is marked refused, and everything not yet indexed stays pending."""
+        found: list[tuple[str, IndexingError]] = []
+        limit = max(REFUSAL_FLOOR, len(batch) // 20)
+        whole = isolate(batch, exc, found, limit)
+        if len(found) > limit:
+            failed(IndexingError(
+                f"Solr refuses more than {limit} documents of a batch of {len(batch)} of {source} "
+                f"(HTTP {exc.status}: {exc.reason}): a schema or configuration problem? They stay pending",
+                refused=True, status=exc.status, reason=exc.reason))
+            return False
+        for url, refusal in found:
+            refused(url, refusal)
+        return whole
+
+    def settle(batch: list[tuple[str, bytes]], sent: Future[None]) -> bool:
+        """Mark what an answered request did; False when nothing more is to be sent."""
+        try:
+            sent.result()
+        except IndexingError as exc:
+            if not exc.documents_refused or node_failed:
+                failed(exc)
+                return False
+            logger.info("Solr refused a batch of %d documents of %s (HTTP %s: %s); pushing it in halves "
+                        "to find the refused documents", len(batch), source, exc.status, exc.reason)
+            return isolate_refused(batch, exc)
+        indexed(batch)
+        return True
+
+    # Solr indexes each update request on one thread: with ``requests_at_once`` > 1 it uses more
+    # cores. This thread keeps it busy: it reads the next batch while the requests are in flight,
+    # sends it the moment the oldest request is answered, and only then marks what that request
+    # indexed (or, when Solr refused a document of it, finds that document, while the other
+    # requests stay in flight). A batch is marked indexed only once its own request succeeded,
+    # whatever happened to the others; the cache's spools are deleted at the end, those whose
+    # documents Solr has (or refused).
+    in_flight: deque[tuple[list[tuple[str, bytes]], Future[None]]] = deque()
+    at_once = max(1, requests_at_once)
+    with ThreadPoolExecutor(at_once, thread_name_prefix="solr-push") as senders:
+        for batch in batches(documents(), max_docs, max_bytes):
+            if should_stop() or node_failed:
+                break
+            answered = in_flight.popleft() if len(in_flight) >= at_once else None
+            if answered is not None:
+                error = answered[1].exception()  # waits for the answer
+                if error is not None and not (isinstance(error, IndexingError) and error.documents_refused):
+                    settle(*answered)
+                    break
+            in_flight.append((batch, senders.submit(index.add_json, [data for _url, data in batch])))
+            if answered is not None and not settle(*answered):
+                break
+        while in_flight:
+            settle(*in_flight.popleft())
+    if not preserve_cache:
+        cache.release(scan)
+    return result
+
+
+def push_with_retries(attempt: Callable[[], PushResult], times: int, backoff: float, sleep: Callable[[float], None] = time.sleep) -> PushResult:
+    """Call ``attempt`` until nothing is pending or ``times`` attempts failed, doubling the wait."""
+    total = PushResult()
+    delay = backoff
+    for number in range(1, times + 1):
+        result = attempt()
+        total.indexed += result.indexed
+        total.removed += result.removed
+        total.refused += result.refused
+        total.pending, total.error, total.request_refused = result.pending, result.error, result.request_refused
+        if result.error is None:
+            return total
+        if number < times:
+            logger.warning("Solr push failed (attempt %d of %d, next in %.1fs): %s", number, times, delay, result.error)
+            sleep(delay)
+            delay *= 2
+    return total
+
+
+def migrate_ids(index: SolrIndex, source: str, *, max_docs: int = 200, max_bytes: int = 10 * 1024 * 1024,
+                holders: Callable[[list[str]], dict[str, set[str]]] | None = None) -> int:
+    """Give ``source``'s documents written by searchcrawl before ids were per source (their id was
+    the URL) the id ``solr_id(source, url)``; returns how many were migrated (0 when none is left).
+
+    Finds them with ``source:<name> AND -id:<name>!*``, a page of ``max_docs`` at a time (a
+    cursorMark, so deleting as it goes skips nothing), re-adds each with every stored field but
+    ``_version_`` and the schema's copyField targets (Solr fills those again) under its new id,
+    then deletes the old ids: a document is never missing from the index, and is in it twice only
+    for the moment between the two requests. A new id Solr already holds (a crawl pushed a newer
+    version meanwhile) is not overwritten. Idempotent: run it again after a failure, it goes on.
+    Raises IndexingError when Solr fails or refuses.
+
+    ``holders(urls)``: the sources whose document table rows hold each URL in the index (the
+    table's word, DocumentTable.holders). Under the old ids two sources crawling one page shared
+    one document: each holder gets its own copy (its ``source`` field set), and a document no
+    source holds any more (removed, but under the new id only) is deleted, not migrated. Without
+    ``holders`` every document is migrated to its own source.
+    """
+    filters = [f"{{!term f=source}}{source}", f"-id:{escape_query(solr_id(source, ''))}*"]
+    targets = index.copy_field_targets()
+    migrated = 0
+    cursor = "*"
+    while True:
+        page = index.search("*:*", fq=filters, fl="*", sort="id asc", rows=max_docs, cursorMark=cursor)
+        old = list(page.docs)
+        if old:
+            renamed = []
+            urls = [document.get("url") or document["id"] for document in old]
+            owners = holders(urls) if holders is not None else {url: {source} for url in urls}
+            for url, document in zip(urls, old):
+                fields = {name: value for name, value in document.items()
+                          if name != "_version_" and not any(fnmatch.fnmatchcase(name, target) for target in targets)}
+                for holder in sorted(owners.get(url, ())):
+                    copy = {**fields, "id": solr_id(holder, url), "source": holder}
+                    renamed.append((copy, len(json.dumps(copy, ensure_ascii=False).encode("utf-8"))))
+            for batch in batches(renamed, max_docs, max_bytes):
+                index.add_new(batch)
+            index.delete([document["id"] for document in old])
+            migrated += len(old)
+            logger.debug("Migrated %d Solr documents of %s to per-source ids", len(old), source)
+        cursor, previous = page.nextCursorMark, cursor
+        if not old or cursor is None or cursor == previous:
+            break
+    if migrated:
+        index.commit()  # searchable now, and a second run at once finds nothing left to do
+    return migrated

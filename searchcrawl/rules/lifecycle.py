@@ -1,0 +1,182 @@
+"""A URL's life in a source: its states, what can happen to it, and every allowed transition.
+
+This module is the one owner of those rules. The document table (db/store.py) applies what
+``decide`` returns and nothing else; the spider, the middlewares and the pipelines only report
+what happened, through Scrapy's own channels (the ``url_outcome`` signal, ``RequestRefused``
+and ``NotIndexed``, subclasses of ``IgnoreRequest`` and ``DropItem`` carrying an ``Outcome``),
+and the ledger writer (extensions/ledger.py) records it. Plain code, no Scrapy, no database:
+``tests/test_ledger.py`` walks every pair of state and event.
+
+The rules (README, "A URL's life"):
+
+- A URL in the index (``pending`` or ``indexed``) that is excluded, gone, redirected, refused by
+  Solr or failing for ``max_failures`` consecutive crawls goes to ``removing``; Solr's
+  acknowledgement of the deletion makes it ``removed``. A ``pending`` document may already be in
+  Solr (a push acknowledged but not yet marked), so it is removed too: deleting an id Solr does
+  not hold is harmless.
+- A transient failure of an indexed URL keeps it in the index and counts; anything else resets
+  the count.
+- Solr's acknowledgement moves ``pending`` to ``indexed``, and only that.
+- The delta report says what changed for a searcher: ``new`` (enters the index), ``changed``,
+  ``deleted`` (leaves it; the reason says why), ``held`` (the mass-deletion guard kept it),
+  ``refused`` (Solr refused it), and for URLs outside the index only a *change* of state or
+  status (``excluded``, ``failed``, ``duplicate``): a 404 removed long ago is not reported
+  again by every later crawl.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class State(StrEnum):
+    """Where a URL is in its life: the document table's ``state`` column."""
+
+    QUEUED = "queued"  # met, waiting to be fetched for the first time
+    EXCLUDED = "excluded"  # a rule keeps it out; never fetched (status says which rule)
+    FETCHED = "fetched"  # fetched, nothing to index (gone, redirected, unsupported type, ...)
+    FAILED = "failed"  # fetching failed (timeout, DNS, refused); status says how
+    PENDING = "pending"  # converted and cached, waiting to be pushed to Solr
+    INDEXED = "indexed"  # in Solr
+    REMOVING = "removing"  # in Solr, but must leave it (moved, excluded by changed rules, ...)
+    REMOVED = "removed"  # was in Solr and has been removed; status says why
+
+
+class Event(StrEnum):
+    """What can happen to a URL."""
+
+    EXCLUDED = "excluded"  # a rule keeps it out (boundary, robots.txt, filter, address guard); not fetched
+    GONE = "gone"  # fetched: there is no document to index at this URL (404, 410, moved, noindex, duplicate, ...)
+    REDIRECTED = "redirected"  # answered with a temporary redirect, which was followed
+    FAILED = "failed"  # a transient failure (5xx, 429, timeout, robots.txt unavailable, processing error)
+    UNCHANGED = "unchanged"  # 304, or the same content as indexed
+    CACHED = "cached"  # converted and cached: waits for Solr
+    INDEXED = "indexed"  # Solr acknowledged the document
+    REFUSED = "refused"  # Solr refused the document
+    REMOVED = "removed"  # Solr acknowledged its deletion
+    HELD = "held"  # the mass-deletion guard refused its deletion in this run
+
+
+IN_INDEX = frozenset({State.PENDING, State.INDEXED})
+SEARCHABLE = frozenset({State.INDEXED, State.REMOVING})  # Solr holds a version of it
+OUT_OF_INDEX = frozenset({None, State.QUEUED, State.EXCLUDED, State.FETCHED, State.FAILED, State.REMOVED})
+LEAVING = (Event.EXCLUDED, Event.GONE, Event.REDIRECTED)
+FETCHED_EVENTS = frozenset({Event.GONE, Event.REDIRECTED, Event.FAILED, Event.UNCHANGED, Event.CACHED})
+
+
+def _transitions() -> dict[tuple[State | None, Event], State]:
+    """Every allowed (state, event) -> next state. ``None``: a URL the table does not know yet.
+    FAILED on an indexed URL is listed with its state kept; ``decide`` sends it to removing once
+    the failures reach ``max_failures``."""
+    table: dict[tuple[State | None, Event], State] = {}
+    for state in OUT_OF_INDEX:
+        table[state, Event.EXCLUDED] = State.EXCLUDED
+        table[state, Event.GONE] = State.REMOVED if state == State.REMOVED else State.FETCHED
+        table[state, Event.REDIRECTED] = State.REMOVED if state == State.REMOVED else State.FETCHED
+        table[state, Event.FAILED] = State.FAILED
+        table[state, Event.CACHED] = State.PENDING
+    for state in (*IN_INDEX, State.REMOVING):
+        for event in LEAVING:
+            table[state, event] = State.REMOVING
+        table[state, Event.FAILED] = state
+        table[state, Event.CACHED] = State.PENDING
+    table[State.INDEXED, Event.UNCHANGED] = State.INDEXED
+    table[State.PENDING, Event.UNCHANGED] = State.PENDING
+    table[State.REMOVING, Event.UNCHANGED] = State.REMOVING  # read in the index, marked to leave since
+    table[State.PENDING, Event.INDEXED] = State.INDEXED
+    table[State.PENDING, Event.REFUSED] = State.REMOVING
+    table[State.REMOVING, Event.REMOVED] = State.REMOVED
+    table[State.REMOVING, Event.HELD] = State.REMOVING
+    return table
+
+
+TRANSITIONS: Mapping[tuple[State | None, Event], State] = _transitions()
+
+DEFAULT_KIND = {Event.EXCLUDED: "excluded", Event.GONE: "excluded", Event.REDIRECTED: "excluded",
+                Event.FAILED: "failed", Event.UNCHANGED: "unchanged", Event.REFUSED: "refused", Event.HELD: "held"}
+
+
+class TransitionRefused(ValueError):
+    """An event that cannot happen to a URL in its state (a bug, or a stale report)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to a URL, as a component reports it."""
+
+    event: Event
+    status: int | None = None  # HTTP status or crawler code (searchcrawl.rules.status_codes)
+    reason: str | None = None
+    depth: int | None = None
+    kind: str | None = None  # the delta kind when the URL is not (and was not) in the index
+    columns: Mapping[str, Any] = field(default_factory=dict)  # validators, checksum, duplicate_of, ...
+
+
+@dataclass(frozen=True)
+class Row:
+    """What the ledger needs to know of a URL's row."""
+
+    state: State | None = None
+    status: int | None = None
+    failures: int = 0
+    in_solr: bool = False  # Solr acknowledged a version of it (indexed_at is set)
+
+
+@dataclass(frozen=True)
+class Change:
+    """What ``decide`` tells the table to write."""
+
+    state: State
+    status: int | None
+    reason: str | None
+    failures: int
+    delta: str | None  # None: the delta report has nothing to say about it
+    leaves_index: bool  # it was in the index and must leave it: its duplicates may take its place
+
+
+def decide(row: Row | None, outcome: Outcome, max_failures: int = 3) -> Change:
+    """The next state of a URL whose row is ``row`` (None: unknown) after ``outcome``."""
+    row = row or Row()
+    event = outcome.event
+    state = TRANSITIONS.get((row.state, event))
+    if state is None:
+        raise TransitionRefused(f"{event.value} cannot happen to a URL that is {row.state or 'unknown'}")
+    searchable = row.state in SEARCHABLE or (row.state == State.PENDING and row.in_solr)
+    status, reason, failures = outcome.status, outcome.reason, 0
+    kind = outcome.kind or DEFAULT_KIND.get(event)
+    delta: str | None
+    if event == Event.FAILED:
+        failures = row.failures + 1
+        if row.state in IN_INDEX:
+            if failures >= max_failures:
+                state = State.REMOVING
+                reason = f"{reason} ({failures} consecutive failing crawls)"
+            else:
+                reason = f"{reason} (failing crawl {failures} of {max_failures})"
+    elif event in (Event.INDEXED, Event.REMOVED, Event.HELD):
+        failures = row.failures
+        status = row.status if status is None else status
+    leaves = row.state in IN_INDEX and state == State.REMOVING
+    if event == Event.CACHED:
+        delta = "changed" if searchable else "new"
+    elif event in (Event.INDEXED, Event.REMOVED):
+        delta = None
+    elif event in (Event.HELD, Event.REFUSED, Event.UNCHANGED):
+        delta = kind
+    elif state == State.REMOVING and searchable:
+        delta = "deleted"
+    elif row.state in IN_INDEX and event == Event.FAILED:
+        delta = "failed"  # still in the index, failing: news in every crawl it fails
+    elif row.state in OUT_OF_INDEX and state in OUT_OF_INDEX and row.status == status:
+        delta = None  # out of the index as before, for the same reason (a 404 removed long ago)
+    else:
+        delta = kind
+    return Change(state, status, reason, failures, delta, leaves)
+
+
+def sources_of(event: Event) -> frozenset[State | None]:
+    """The states from which ``event`` is allowed (for the table's bulk updates)."""
+    return frozenset(state for (state, happened) in TRANSITIONS if happened == event)

@@ -1,1 +1,0 @@
-"""Source spiders. Every source file becomes a subclass of SourceSpider (see spiderloader)."""

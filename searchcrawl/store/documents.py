@@ -1,0 +1,671 @@
+"""DocumentTable: every read and write of the document table goes through here.
+
+Works on SQLite (the default, in WAL mode so that readers never wait on the crawl) and on
+PostgreSQL. The schema is brought up to date with Alembic whenever a table is opened, so a user's
+data survives upgrades of searchcrawl.
+
+A row is keyed by its source and the SHA-256 of its URL (``url_hash``), not by the URL, which
+may be longer than an index entry holds: every write here adds the key (``keyed``) and every
+look-up by URL goes through ``url_hash``. Callers only ever see and pass whole URLs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import (Connection, Engine, bindparam, case, create_engine, event, func, literal, or_, select, text, tuple_,
+                        update)
+from sqlalchemy.dialects import postgresql, sqlite
+
+from searchcrawl.rules.lifecycle import FETCHED_EVENTS, OUT_OF_INDEX, Event, Outcome, Row, State, TransitionRefused, decide, sources_of
+from searchcrawl.config.resources import package_dir
+from searchcrawl.store.models import Document, RunDelta
+
+_migrate_lock = threading.Lock()
+logger = logging.getLogger(__name__)
+DUPLICATE = 911  # crawler status code (searchcrawl.rules.status_codes), kept here as a plain number
+TEMPORARY_REDIRECTS = (302, 303, 307)  # as searchcrawl.rules.redirect_policy.TEMPORARY
+LASTING_DELTAS = ("deleted", "held")  # what a later outcome of the same run (failed, excluded ...) does not hide
+
+
+IN_INDEX = (State.PENDING.value, State.INDEXED.value)
+RUN_COLUMNS = frozenset({"run_id", "frontier", "lease_owner", "lease_expires", "request", "delta", "delta_run", "linked_run"})
+ROW_KEY = ["source", "url_hash"]  # the unique key of a row: inserts conflict on it
+
+
+def url_hash(url: str) -> str:
+    """The document table's key for ``url``: rows are found and kept unique by it, never by the
+    URL itself. A btree index entry holds about 2,700 bytes (PostgreSQL refuses a longer one,
+    and the crawler meets URLs of any length); a SHA-256 is 64 characters whatever the URL."""
+    return hashlib.sha256(url.encode("utf-8")).hexdigest()
+
+
+def keyed(row: dict[str, Any]) -> dict[str, Any]:
+    """A row to insert, with its key."""
+    return {**row, "url_hash": url_hash(row["url"])}
+
+
+def _linkless(status: int | None) -> bool:
+    """An answer without a page or links that ``recheck_gone_days`` may space out: gone, moved
+    for good, refused, a host that does not resolve. Not a temporary redirect (its target is
+    fetched through it) nor a page kept out of the index whose links are followed (noindex)."""
+    return status is not None and (status in (301, 308, 931) or 400 <= status < 500)
+
+
+def _bulk(event: Event) -> tuple[str, str]:
+    """(from, to) of an event the ledger allows from exactly one state: applied in bulk."""
+    (before,) = sources_of(event)
+    assert before is not None
+    return before.value, decide(Row(before), Outcome(event)).state.value
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def as_utc(moment: datetime | None) -> datetime | None:
+    """A timestamp read from the table, timezone-aware (SQLite hands back naive UTC)."""
+    if moment is not None and moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+# Connections a crawler process keeps open to PostgreSQL. It uses up to one a thread: the reactor,
+# asyncio's worker threads (min(32, cpus + 4): fleet reservations and releases), the Solr push,
+# lease renewal. SQLAlchemy keeps 5 by default and opens and closes any beyond them on every use:
+# a 2,021-page crawl started 312 PostgreSQL backends, and two processes crawled 1.3 times as fast
+# as one instead of 1.9 (tests/benchmarks/README.md). Only what is used at once is ever opened.
+POOL_SIZE = min(32, (os.cpu_count() or 1) + 4) + 4
+
+
+def create_db_engine(url: str) -> Engine:
+    """An engine for the document table, with the settings each database needs."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_SIZE)
+
+
+@contextlib.contextmanager
+def _across_processes(engine: Engine, connection: Connection) -> Iterator[None]:
+    """Several crawler processes opening a new database at once migrate it one after the other
+    (PostgreSQL: an advisory lock for the transaction; SQLite: a lock file beside the database)."""
+    if engine.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('searchcrawl-migrate'))"))
+        yield
+        return
+    database = engine.url.database
+    if not database or database == ":memory:":
+        yield
+        return
+    with open(f"{database}.migrate-lock", "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def migrate(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema to the newest revision (idempotent); tests of a migration ask for an
+    older ``revision`` first."""
+    config = Config()
+    with (_migrate_lock, package_dir("searchcrawl.store", "migrations") as scripts, engine.begin() as connection,
+          _across_processes(engine, connection)):
+        config.set_main_option("script_location", str(scripts))
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+
+class DocumentTable:
+    """The document table of all sources, bound to one database."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = create_db_engine(url)
+        # For work that is one statement: the statement is its own transaction, so no BEGIN and
+        # no COMMIT or ROLLBACK go to the server. On PostgreSQL that is one round trip instead of
+        # three, for calls made once or more per page on the reactor thread.
+        self.single = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        migrate(self.engine)
+        self.insert = (postgresql if self.engine.dialect.name == "postgresql" else sqlite).insert
+        self.run_id: int | None = None  # set during a crawl: outcomes then finish the URL's frontier entry
+        # Test mode: the crawl reports what it finds but leaves every document's indexed state as
+        # it was; only the run's own columns (frontier, delta) of existing rows are written.
+        self.test_mode = False
+        self._statements: dict[Any, Any] = {}
+
+    def _finished(self) -> dict[str, Any]:
+        """Columns that take a URL out of the current run's frontier (it is done)."""
+        if self.run_id is None:
+            return {}
+        return {"run_id": self.run_id, "frontier": "done", "lease_owner": None, "lease_expires": None}
+
+    def _delta(self, kind: str | None) -> dict[str, Any]:
+        """Columns that say what the current run found for a URL (the delta report)."""
+        if self.run_id is None or kind is None:
+            return {}
+        return {"delta": kind, "delta_run": self.run_id}
+
+    def _restrict(self, values: dict[str, Any]) -> dict[str, Any]:
+        """In test mode, only the run's own columns of an existing row may change."""
+        if not self.test_mode:
+            return values
+        return {key: value for key, value in values.items() if key in RUN_COLUMNS}
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # --- writes ---------------------------------------------------------------------------
+
+    def _insert_new(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert rows for URLs the table does not know; known URLs keep their row."""
+        if not rows:
+            return
+        statement = self._statement("insert_new", lambda: self.insert(Document).on_conflict_do_nothing(index_elements=ROW_KEY))
+        with (self.single.connect() if len(rows) == 1 else self.engine.begin()) as connection:
+            connection.execute(statement, [keyed(row) for row in rows])
+
+    def record(self, source: str, url: str, outcome: Outcome, max_failures: int = 3) -> State | None:
+        """Record what happened to ``url``: the ledger (searchcrawl/rules/lifecycle.py) decides the row's
+        next state, status and delta; this writes it, finishes the URL in the current run's
+        frontier, and, when a document leaves the index, queues its duplicates again to take its
+        place. The one writer of a URL's state. Returns the new state (None: refused, logged).
+
+        The write is conditional on the state the decision was made from: when another thread
+        changed the row in between (the Solr push marking it indexed), it is read and decided
+        again, so neither write is lost."""
+        for _attempt in range(5):
+            with self.engine.begin() as connection:
+                written = self._record(connection, source, url, outcome, max_failures)
+            if written is not False:
+                return written
+        logger.warning("Not recorded for %s: its row kept changing under the write", url)
+        return None
+
+    def _record(self, connection: Connection, source: str, url: str, outcome: Outcome,
+                max_failures: int) -> State | None | bool:
+        """One attempt of ``record``: False when the row changed since it was read."""
+        when = now()
+        current = connection.execute(self._row_state(), {"source": source, "url_hash": url_hash(url)}).first()
+        row = None if current is None else Row(State(current.state), current.status, current.failures or 0,
+                                               current.indexed_at is not None)
+        try:
+            change = decide(row, outcome, max_failures)
+        except TransitionRefused as exc:
+            logger.warning("Not recorded for %s: %s", url, exc)
+            if current is not None:  # still finished in this run: it must not wait for a lost outcome
+                self._update_row(connection, source, url, self._finished())
+            return None
+        delta = change.delta
+        if (current is not None and self.run_id is not None and current.delta_run == self.run_id
+                and current.delta in LASTING_DELTAS and delta not in (None, "new", "changed")):
+            delta = None  # it left (or its removal was held) in this run: that is what the run reports
+        values: dict[str, Any] = {"state": change.state.value, "status": change.status, "reason": change.reason,
+                                  "failures": change.failures, **outcome.columns, **self._finished(),
+                                  **self._delta(delta)}
+        if outcome.depth is not None:
+            values["depth"] = outcome.depth
+        if outcome.event in FETCHED_EVENTS:
+            values["last_fetched"] = when
+        if outcome.event == Event.CACHED:
+            values.update(last_changed=when, duplicate_of=None)
+        if outcome.event in (Event.GONE, Event.EXCLUDED, Event.UNCHANGED, Event.CACHED):
+            values.setdefault("target", None)  # it redirects no more (a failure says nothing of it)
+        if current is None:
+            inserted = connection.execute(
+                self.insert(Document).values(keyed({"source": source, "url": url, "first_seen": when,
+                                                    **self._restrict_new(values)})).on_conflict_do_nothing(index_elements=ROW_KEY))
+            if not inserted.rowcount:
+                return False  # inserted by another thread meanwhile
+        elif not self._update_row(connection, source, url, values, expect_state=current.state,
+                                  new_checksum=outcome.columns.get("checksum") if outcome.event == Event.CACHED else None):
+            return False
+        if change.leaves_index and not self.test_mode:
+            self._promote_duplicates(connection, source, url)
+        return change.state
+
+    def _restrict_new(self, values: dict[str, Any]) -> dict[str, Any]:
+        """A new row in test mode: only what the report needs (a test crawl indexes nothing)."""
+        if not self.test_mode or values.get("state") not in (State.PENDING.value, State.REMOVING.value):
+            return values
+        return {**values, "state": State.FETCHED.value}
+
+    def _row_state(self) -> Any:
+        table = Document.__table__
+        return self._statement("row_state", lambda: select(
+            table.c.state, table.c.status, table.c.failures, table.c.indexed_at, table.c.delta, table.c.delta_run
+        ).where(table.c.source == bindparam("source"), table.c.url_hash == bindparam("url_hash")))
+
+    def _promote_duplicates(self, connection: Any, source: str, url: str) -> None:
+        """The indexed copy of some content leaves: its duplicates are fetched again, and the
+        first to arrive takes its place."""
+        values: dict[str, Any] = {"duplicate_of": None}
+        if self.run_id is not None:
+            values.update(run_id=self.run_id, frontier="queued", lease_owner=None, lease_expires=None)
+        connection.execute(
+            update(Document).where(Document.source == source, Document.duplicate_of == url).values(**values)
+        )
+
+    def mark_duplicate(self, source: str, url: str, of: str, depth: int | None = None) -> None:
+        """``url`` has the same content as ``of``, which is (or will be) the indexed one."""
+        self.record(source, url, Outcome(Event.GONE, DUPLICATE, f"duplicate of {of}", depth, kind="duplicate",
+                                         columns={"duplicate_of": of}))
+
+    def settle_duplicates(self, source: str, url: str, checksum: str,
+                          original_of: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]) -> str | None:
+        """``url`` has just joined the index with ``checksum``. If other nodes put the same content
+        in at the same moment (each checked before the other had written), keep one: every node
+        makes the same choice with ``original_of``, so their marks agree. Returns the original
+        when ``url`` is one of its duplicates."""
+        with self.single.connect() as connection:
+            rows = [dict(row) for row in connection.execute(
+                select(Document.id, Document.url, Document.canonical_url)
+                .where(Document.source == source, Document.checksum == checksum, Document.state.in_(IN_INDEX),
+                       Document.duplicate_of.is_(None))
+                .order_by(Document.id)
+            ).mappings()]
+        if len(rows) < 2:
+            return None
+        original = rows[0]
+        for row in rows[1:]:
+            original = original_of(original, row)
+        for row in rows:
+            if row is not original:
+                self.mark_duplicate(source, row["url"], of=original["url"])
+        return original["url"] if original["url"] != url else None
+
+    def _statement(self, key: Any, build: Callable[[], Any]) -> Any:
+        """A statement built once and run with bound parameters: on the per-page path, building
+        a statement (and SQLAlchemy's ORM handling of it) costs more than running it."""
+        statement = self._statements.get(key)
+        if statement is None:
+            statement = self._statements[key] = build()
+        return statement
+
+    def find_duplicate(self, source: str, checksum: str, url: str) -> dict[str, Any] | None:
+        """Another document of the source with this content, in the index (id, url, canonical_url),
+        and ``first_seen_id``: the row id of ``url`` (ids follow discovery order)."""
+        table = Document.__table__
+        same_content = self._statement("same_content", lambda: (
+            select(table.c.id, table.c.url, table.c.canonical_url)
+            .where(table.c.source == bindparam("source"), table.c.checksum == bindparam("checksum"),
+                   table.c.url_hash != bindparam("url_hash"), table.c.state.in_(IN_INDEX),
+                   table.c.duplicate_of.is_(None))
+            .order_by(table.c.id).limit(1)))
+        with self.single.connect() as connection:
+            key = url_hash(url)
+            row = connection.execute(
+                same_content, {"source": source, "checksum": checksum, "url_hash": key}).mappings().first()
+            if row is None:
+                return None
+            own_id = connection.execute(self._row_id(), {"source": source, "url_hash": key}).scalar_one_or_none()
+            return {**row, "first_seen_id": own_id}
+
+    def _row_id(self) -> Any:
+        table = Document.__table__
+        return self._statement("row_id", lambda: select(table.c.id).where(
+            table.c.source == bindparam("source"), table.c.url_hash == bindparam("url_hash")))
+
+    def plan_maintenance(self, source: str, excluding: Callable[[str, int], tuple[int, str] | None],
+                         recheck_before: datetime | None = None) -> tuple[int, int]:
+        """The start of a maintenance crawl, in one pass over the source's rows. ``excluding(url,
+        depth)`` is the source's rules now: (status, rule) for a URL they exclude, else None.
+
+        - A URL the rules now exclude is recorded excluded (it leaves the index if it was in),
+          except a temporary redirect's target outside the boundary (``via``): it is fetched
+          through its redirect, and stays while the redirect stands (``drop_stale_targets``).
+        - A URL a rule excluded but the rules admit now is queued (robots.txt and the address
+          guard decide again when it is requested).
+        - A URL that left the index, or never entered it (404, moved, ...), is queued again when
+          it was last fetched before ``recheck_before`` (None: in every maintenance crawl).
+        - Every other known URL is queued, linked or not: a page whose linking page answers 304
+          is still checked.
+
+        Returns (queued, newly excluded)."""
+        assert self.run_id is not None
+        table = Document.__table__
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(table.c.id, table.c.url, table.c.depth, table.c.state, table.c.status, table.c.via,
+                       table.c.last_fetched).where(table.c.source == source)
+            ).all()
+            # temporary redirects that stood at their last fetch: their targets are fetched through them
+            targets = set(connection.execute(
+                select(table.c.target).where(table.c.source == source, table.c.target.is_not(None),
+                                             table.c.status.in_(TEMPORARY_REDIRECTS))
+            ).scalars())
+        queue: list[int] = []
+        excluded = 0
+        since = as_utc(recheck_before)
+        out_of_index = {state.value for state in OUT_OF_INDEX if state is not None}
+        for row in rows:
+            verdict = excluding(row.url, row.depth or 0)
+            if verdict is not None:
+                through_redirect = row.via is not None or row.url in targets
+                if not through_redirect and not (row.state in out_of_index and row.status == verdict[0]):
+                    self.record(source, row.url, Outcome(Event.EXCLUDED, verdict[0], verdict[1]))
+                    excluded += 1
+                continue
+            if since is not None and row.state in (State.REMOVED.value, State.FETCHED.value) and _linkless(row.status):
+                fetched = as_utc(row.last_fetched)
+                if fetched is not None and fetched >= since:
+                    continue
+            queue.append(row.id)
+        with self.engine.begin() as connection:
+            for start in range(0, len(queue), 500):
+                connection.execute(
+                    update(table).where(table.c.id.in_(queue[start:start + 500]))
+                    # request data of an earlier run (a redirect chain, a render) does not carry over
+                    .values(run_id=self.run_id, frontier="queued", lease_owner=None, lease_expires=None, request=None)
+                )
+        return len(queue), excluded
+
+    def _redirect_now(self, origin: dict[str, Any], target: str) -> str:
+        """Whether ``origin`` redirects to ``target`` as of this run: ``stands`` (its last answer
+        was that temporary redirect), ``failing`` (fetched in this run, failed transiently),
+        ``unknown`` (not fetched in this run), or ``gone``."""
+        status = origin["status"] or 0
+        if origin["target"] == target and status in TEMPORARY_REDIRECTS:
+            return "stands"
+        if origin["run_id"] != self.run_id or origin["frontier"] != "done":
+            return "unknown"
+        if origin["state"] == State.FAILED.value or 500 <= status < 600 or status == 429:
+            return "failing"
+        return "gone"
+
+    def drop_stale_targets(self, source: str, excluding: Callable[[str, int], tuple[int, str] | None],
+                           max_failures: int = 3) -> int:
+        """The end of a complete run: a temporary redirect's target outside the boundary leaves
+        the index once every URL of the source that redirected to it was fetched in this run and
+        redirects there no more (it answers 200, 404, another target, robots.txt disallows it
+        ...). While one still does, or was not fetched, it stays. A transient failure of such a
+        URL (its own, or its robots.txt's) is one of the target's too: it stays, and leaves after
+        ``max_failures`` such crawls. Returns how many leave."""
+        table = Document.__table__
+        with self.engine.connect() as connection:
+            targets = connection.execute(
+                select(table.c.url, table.c.via, table.c.depth).where(
+                    table.c.source == source, table.c.via.is_not(None), table.c.state.in_(IN_INDEX))
+            ).all()
+        gone = 0
+        for url, via, depth in targets:
+            verdict = excluding(url, depth or 0)
+            if verdict is None:
+                continue
+            # every URL that led to it: the one it was last reached through, and any whose last
+            # answer (or the one before a failure) was a temporary redirect to it
+            with self.engine.connect() as connection:
+                origins = [dict(row) for row in connection.execute(
+                    select(table.c.url, table.c.state, table.c.status, table.c.reason, table.c.target, table.c.run_id,
+                           table.c.frontier).where(table.c.source == source,
+                                                   or_(table.c.url_hash == url_hash(via), table.c.target == url))
+                ).mappings()]
+            verdicts = [self._redirect_now(origin, url) for origin in origins]
+            if not verdicts or "stands" in verdicts or "unknown" in verdicts:
+                continue
+            if "failing" in verdicts:
+                origin = origins[verdicts.index("failing")]
+                failure = Outcome(Event.FAILED, origin["status"],
+                                  f"{origin['url']}, which redirects to it, failed: {origin['reason']}")
+                if self.record(source, url, failure, max_failures) == State.REMOVING:
+                    gone += 1
+                continue
+            reason = f"{verdict[1]}; no URL of the source redirects to it any more ({via} answered {origins[0]['status']})"
+            self.record(source, url, Outcome(Event.EXCLUDED, verdict[0], reason, columns={"via": None}))
+            gone += 1
+        return gone
+
+    def mark_linked(self, source: str, urls: Sequence[str]) -> None:
+        """These URLs were linked from a page (or are seeds) in the current run: not orphans."""
+        if self.run_id is None or not urls:
+            return
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(Document)
+                .where(Document.source == source, Document.url_hash.in_([url_hash(url) for url in urls]))
+                .values(linked_run=self.run_id)
+            )
+
+    def orphans(self, source: str) -> list[str]:
+        """Indexed documents that no page linked to in the current run (and no seed is)."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(Document.url).where(
+                    Document.source == source, Document.state.in_(IN_INDEX),
+                    or_(Document.linked_run.is_(None), Document.linked_run != self.run_id),
+                )
+            )
+            return [url for (url,) in rows]
+
+    def count_in_index(self, source: str) -> int:
+        with self.engine.connect() as connection:
+            return connection.execute(
+                select(func.count()).where(
+                    Document.source == source, Document.state.in_([*IN_INDEX, State.REMOVING.value])
+                )
+            ).scalar_one()
+
+    def deltas(self, source: str, run_id: int) -> dict[str, list[str]]:
+        """What a run found, by kind: kept per run once the run has ended, else read live."""
+        report: dict[str, list[str]] = {}
+        with self.engine.connect() as connection:
+            rows = connection.execute(select(RunDelta.kind, RunDelta.url).where(RunDelta.run_id == run_id)).all()
+            if not rows:
+                rows = connection.execute(
+                    select(Document.delta, Document.url).where(Document.source == source, Document.delta_run == run_id)
+                ).all()
+        for kind, url in rows:
+            report.setdefault(kind, []).append(url)
+        for urls in report.values():
+            urls.sort()
+        return report
+
+    def keep_deltas(self, source: str, run_id: int) -> None:
+        """Copy the run's deltas into run_deltas: the report survives later runs."""
+        with self.engine.begin() as connection:
+            connection.execute(RunDelta.__table__.delete().where(RunDelta.run_id == run_id))
+            connection.execute(
+                RunDelta.__table__.insert().from_select(
+                    ["run_id", "url", "kind"],
+                    select(literal(run_id), Document.url, Document.delta).where(
+                        Document.source == source, Document.delta_run == run_id, Document.delta.is_not(None)
+                    ),
+                )
+            )
+
+    def record_excluded(self, source: str, rows: Sequence[tuple[str, int, int, str]]) -> None:
+        """URLs a rule kept out when a page linked to them, as (url, status, depth, reason). Only
+        URLs the table does not know get a row (delta ``excluded``): a link to a known URL changes
+        nothing, since the rules are applied to every known URL at the start of a maintenance
+        crawl (``plan_maintenance``), and the same URL may be a temporary redirect's target."""
+        when = now()
+        inserted = []
+        for url, status, depth, reason in rows:
+            change = decide(None, Outcome(Event.EXCLUDED, status, reason))  # a new URL, excluded
+            inserted.append({"source": source, "url": url, "state": change.state.value, "status": status,
+                             "depth": depth, "reason": reason, "first_seen": when, **self._delta(change.delta)})
+        self._insert_new(inserted)
+
+    def _update_row(self, connection: Connection, source: str, url: str, values: dict[str, Any],
+                    new_checksum: str | None = None, expect_state: str | None = None) -> bool:
+        """Set ``values`` on the row of ``url`` (restricted in test mode), with a statement built
+        once per set of columns. With ``new_checksum``, ``last_changed`` is set only when the
+        row's checksum differs: it says when the content changed, not when it was last seen.
+        With ``expect_state``, only while the row is in that state. Returns whether it wrote."""
+        values = self._restrict(values)
+        if not values:
+            return True
+        table = Document.__table__
+        track_change = new_checksum is not None and "last_changed" in values
+        guarded = expect_state is not None
+
+        def build() -> Any:
+            assignments: dict[str, Any] = {column: bindparam(f"v_{column}") for column in values}
+            if track_change:
+                assignments["last_changed"] = case(
+                    (or_(table.c.checksum.is_(None), table.c.checksum != bindparam("new_checksum")),
+                     bindparam("v_last_changed")),
+                    else_=table.c.last_changed)
+            statement = update(table).where(
+                table.c.source == bindparam("w_source"), table.c.url_hash == bindparam("w_url_hash"))
+            if guarded:
+                statement = statement.where(table.c.state == bindparam("w_state"))
+            return statement.values(assignments)
+
+        statement = self._statement(("update_row", tuple(values), track_change, guarded), build)
+        parameters = {f"v_{column}": value for column, value in values.items()}
+        if track_change:
+            parameters["new_checksum"] = new_checksum
+        if guarded:
+            parameters["w_state"] = expect_state
+        result = connection.execute(statement, {**parameters, "w_source": source, "w_url_hash": url_hash(url)})
+        return not guarded or bool(result.rowcount)
+
+    def mark_indexed(self, source: str, documents: Sequence[tuple[str, str]]) -> list[str]:
+        """Solr acknowledged these (url, checksum) pairs: the ledger's INDEXED event, in bulk.
+        Returns the URLs whose row still had that checksum: a document re-cached with new
+        content while the old one was being pushed stays pending."""
+        when = now()
+        done: list[str] = []
+        before, after = _bulk(Event.INDEXED)
+        with self.engine.begin() as connection:
+            for start in range(0, len(documents), 500):  # one statement per batch, not per document
+                chunk = [(url_hash(url), checksum) for url, checksum in documents[start:start + 500]]
+                done += connection.execute(
+                    update(Document)
+                    .where(
+                        Document.source == source,
+                        Document.state == before,
+                        tuple_(Document.url_hash, Document.checksum).in_(chunk),
+                    )
+                    .values(state=after, indexed_at=when)
+                    .returning(Document.url)
+                ).scalars().all()
+        return done
+
+    def mark_refused(self, source: str, refused: Sequence[tuple[str, str, str]]) -> None:
+        """Solr refused these documents, as (url, checksum, Solr's reason): each gets status 924
+        (SOLR_REFUSED) with the reason and leaves the index (an older version Solr may hold goes
+        too); the others are unaffected. A row re-cached meanwhile (another checksum) stays pending."""
+        for url, checksum, reason in refused:
+            row = self.get(source, url)
+            if row is None or row["state"] != State.PENDING.value or row["checksum"] != checksum:
+                continue
+            self.record(source, url, Outcome(Event.REFUSED, 924, f"refused by Solr: {reason}"))
+
+    def mark_done(self, source: str, url: str) -> None:
+        """The URL is finished in the current run (its outcome was recorded elsewhere, or needs none)."""
+        finished = self._finished()
+        if finished:
+            with self.single.connect() as connection:
+                self._update_row(connection, source, url, finished)
+
+    def mark_removed(self, source: str, urls: Sequence[str]) -> None:
+        """Solr acknowledged the deletion of these URLs: the ledger's REMOVED event, in bulk."""
+        before, after = _bulk(Event.REMOVED)
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(Document)
+                .where(Document.source == source, Document.url_hash.in_([url_hash(url) for url in urls]),
+                       Document.state == before)
+                .values(state=after, indexed_at=None)
+            )
+
+    def hold_removals(self, source: str) -> int:
+        """The mass-deletion guard refused this run's deletions: the ledger's HELD event, in bulk.
+        They stay ``removing``; the delta report says ``held``, not ``deleted``."""
+        if self.run_id is None:
+            return 0
+        before, _after = _bulk(Event.HELD)
+        with self.engine.begin() as connection:
+            result = connection.execute(
+                update(Document)
+                .where(Document.source == source, Document.state == before, Document.delta_run == self.run_id,
+                       Document.delta == "deleted")
+                .values(delta="held")
+            )
+        return result.rowcount or 0
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def pending(self, source: str, cached_by: str | None = None) -> list[tuple[str, str]]:
+        """(url, checksum) of the documents waiting for Solr, oldest first; with ``cached_by``,
+        only those that cache holds (or that no cache claims: rows from before scale-out)."""
+        query = select(Document.url, Document.checksum).where(
+            Document.source == source, Document.state == State.PENDING.value
+        )
+        if cached_by is not None:
+            query = query.where(or_(Document.cached_by == cached_by, Document.cached_by.is_(None)))
+        with self.engine.connect() as connection:
+            rows = connection.execute(query.order_by(Document.id))
+            return [(url, checksum) for url, checksum in rows]
+
+    def removals(self, source: str) -> list[str]:
+        """URLs that must leave Solr."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(Document.url).where(Document.source == source, Document.state == State.REMOVING.value)
+            )
+            return [url for (url,) in rows]
+
+    def holders(self, urls: Sequence[str]) -> dict[str, set[str]]:
+        """For each URL, the sources whose rows hold it in the index (pending or indexed)."""
+        found: dict[str, set[str]] = {}
+        with self.engine.connect() as connection:
+            for start in range(0, len(urls), 500):
+                hashes = [url_hash(url) for url in urls[start:start + 500]]
+                for source, url in connection.execute(
+                    select(Document.source, Document.url).where(Document.url_hash.in_(hashes), Document.state.in_(IN_INDEX))
+                ):
+                    found.setdefault(url, set()).add(source)
+        return found
+
+    def display_url_owner(self, source: str, display_url: str) -> str | None:
+        """The URL already indexed (or about to be) under ``display_url``, if any."""
+        table = Document.__table__
+        statement = self._statement("display_url_owner", lambda: (
+            select(table.c.url)
+            .where(table.c.source == bindparam("source"), table.c.display_url == bindparam("display_url"),
+                   table.c.state.in_(IN_INDEX))
+            .order_by(table.c.id).limit(1)))
+        with self.single.connect() as connection:
+            return connection.execute(statement, {"source": source, "display_url": display_url}).scalar_one_or_none()
+
+    def get(self, source: str, url: str) -> dict[str, Any] | None:
+        with self.engine.connect() as connection:
+            table = Document.__table__
+            row = connection.execute(
+                select(table).where(table.c.source == source, table.c.url_hash == url_hash(url))
+            ).mappings().first()
+            return dict(row) if row is not None else None
+
+    def count_by(self, source: str, column: str) -> dict[Any, int]:
+        """How many rows of the source per value of ``column`` (state or status)."""
+        field = getattr(Document, column)
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(field, func.count()).where(Document.source == source).group_by(field)
+            )
+            return {value: count for value, count in rows}

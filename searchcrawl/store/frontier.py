@@ -1,0 +1,192 @@
+"""The durable frontier: the crawl queue, kept in the document table.
+
+Following SAP's xcrawler, a URL moves through persisted sets: queued (todo), leased (being
+retrieved), done. Leases are renewed while their process is alive and expire when it is not;
+a resumed run puts its leased URLs back in the queue, and in a shared crawl the other nodes take
+back expired leases, so a crash, a kill -9 or a dead node loses nothing. Dequeuing leases a batch in breadth-first order
+(by depth, then discovery order); on PostgreSQL with ``FOR UPDATE SKIP LOCKED``, so that several
+crawler processes can share one frontier.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, update
+
+from searchcrawl.store.models import Document
+from searchcrawl.store.documents import ROW_KEY, DocumentTable, State, keyed, now
+
+QUEUED, LEASED, DONE = "queued", "leased", "done"
+IN_RUN_LIMIT = 1_000_000  # URLs remembered as in the run (about 100 MB at most), then forgotten
+
+
+@dataclass
+class Entry:
+    """A URL in the frontier, with the request data that must survive a restart (JSON-able)."""
+
+    url: str
+    depth: int
+    data: dict[str, Any] = field(default_factory=dict)
+    # As leased: the URL's row as it stood (state, checksum, validators), read with the lease so
+    # that a conditional GET needs no lookup of its own.
+    row: dict[str, Any] | None = None
+
+
+class Frontier:
+    def __init__(self, table: DocumentTable, source: str, run_id: int, owner: str, lease_seconds: float = 600) -> None:
+        self.table = table
+        self.engine = table.engine
+        self.source = source
+        self.run_id = run_id
+        self.owner = owner
+        self.lease_duration = timedelta(seconds=lease_seconds)
+        self.additions = 0  # URLs queued by this process: lets a scheduler know new work arrived
+        self._in_run: set[str] = set()  # URLs this process knows are in the run's frontier already
+
+    def in_run(self, url: str) -> bool:
+        """Is ``url`` known to be queued or done in this run? Queuing it again would change
+        nothing (the table keeps the first occurrence), so a link to it need not become a
+        request at all. Most links of a site lead to pages already queued: this saves them the
+        request, the boundary check and the database. A cache: False only means "not known here"."""
+        return url in self._in_run
+
+    def _remember(self, urls: Iterable[str]) -> None:
+        if len(self._in_run) >= IN_RUN_LIMIT:
+            self._in_run.clear()  # bounded memory; the table still discards repeats
+        self._in_run.update(urls)
+
+    def add(self, entries: Sequence[Entry], again: bool = False) -> int:
+        """Queue URLs not yet queued in this run (others are discarded, as the seeds say), or
+        with ``again`` whatever their state in the run (a retry of a failed download).
+
+        Returns how many were queued. A URL known from earlier runs is queued again; its
+        document state (indexed, ...) is kept.
+        """
+        if not entries:
+            return 0
+        when = now()
+        unique: dict[str, Entry] = {}
+        for entry in entries:  # the first occurrence wins, and discovery order is kept (row ids)
+            unique.setdefault(entry.url, entry)
+        rows = [
+            keyed({
+                "source": self.source, "url": entry.url, "state": State.QUEUED.value, "depth": entry.depth,
+                "first_seen": when, "run_id": self.run_id, "frontier": QUEUED,
+                "request": json.dumps(entry.data, separators=(",", ":")) if entry.data else None,
+            })
+            for entry in unique.values()
+        ]
+        with self.engine.begin() as connection:
+            result = connection.execute(self._insert(again), rows)
+        self._remember(unique)
+        added = result.rowcount if result.rowcount is not None and result.rowcount >= 0 else len(rows)
+        self.additions += added
+        return added
+
+    @functools.cache  # noqa: B019 - two statements per frontier, built once: building costs more than running
+    def _insert(self, again: bool) -> Any:
+        statement = self.table.insert(Document)
+        current = Document.__table__.c
+        return statement.on_conflict_do_update(
+            index_elements=ROW_KEY,
+            set_={
+                "run_id": statement.excluded.run_id,
+                "frontier": QUEUED,
+                "depth": statement.excluded.depth,
+                "request": statement.excluded.request,
+                "lease_owner": None,
+                "lease_expires": None,
+            },
+            where=None if again else or_(current.run_id.is_(None), current.run_id != self.run_id),
+        )
+
+    def lease(self, count: int) -> list[Entry]:
+        """Take up to ``count`` queued URLs (shallowest first) for this owner."""
+        table = Document.__table__
+        when = now()
+        with self.engine.begin() as connection:
+            query = (
+                select(table.c.id, table.c.url, table.c.depth, table.c.request, table.c.state, table.c.checksum,
+                       table.c.last_modified, table.c.etag)
+                .where(table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == QUEUED)
+                .order_by(table.c.depth, table.c.id)
+                .limit(count)
+            )
+            if self.engine.dialect.name == "postgresql":
+                query = query.with_for_update(skip_locked=True)
+            rows = connection.execute(query).all()
+            if not rows:
+                return []
+            connection.execute(
+                update(table)
+                .where(table.c.id.in_([row.id for row in rows]))
+                .values(frontier=LEASED, lease_owner=self.owner, lease_expires=when + self.lease_duration)
+            )
+        self._remember(row.url for row in rows)
+        return [
+            Entry(row.url, row.depth or 0, json.loads(row.request) if row.request else {},
+                  {"state": row.state, "checksum": row.checksum, "last_modified": row.last_modified, "etag": row.etag})
+            for row in rows
+        ]
+
+    def requeue_leased(self, owner: str | None = None, expired_only: bool = False,
+                       keep_owners: Sequence[str] = ()) -> int:
+        """Put leased URLs back in the queue: all of the run's (a resumed run) but those of
+        ``keep_owners`` (live nodes of a shared run), one owner's (a process that stops), or
+        those whose lease expired (a dead node's)."""
+        table = Document.__table__
+        conditions = [table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == LEASED]
+        if owner is not None:
+            conditions.append(table.c.lease_owner == owner)
+        if keep_owners:
+            conditions.append(or_(table.c.lease_owner.is_(None), table.c.lease_owner.notin_(list(keep_owners))))
+        if expired_only:
+            conditions.append(table.c.lease_expires < now())
+        with self.engine.begin() as connection:
+            result = connection.execute(
+                update(table).where(and_(*conditions)).values(frontier=QUEUED, lease_owner=None, lease_expires=None)
+            )
+        return result.rowcount or 0
+
+    def leased_by(self, owner: str) -> list[tuple[str, int]]:
+        """(url, depth) of the URLs ``owner`` holds leased in this run."""
+        table = Document.__table__
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(table.c.url, table.c.depth).where(
+                    table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == LEASED,
+                    table.c.lease_owner == owner)
+            )
+            return [(url, depth or 0) for url, depth in rows]
+
+    def renew(self) -> int:
+        """Extend this owner's leases: work in flight (or waiting in its buffer) is not expired
+        and handed to another node while this one is alive. Returns how many were renewed."""
+        table = Document.__table__
+        with self.engine.begin() as connection:
+            result = connection.execute(
+                update(table)
+                .where(table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == LEASED,
+                       table.c.lease_owner == self.owner)
+                .values(lease_expires=now() + self.lease_duration)
+            )
+        return result.rowcount or 0
+
+    def counts(self) -> dict[str, int]:
+        """How many URLs of this run are queued, leased and done."""
+        table = Document.__table__
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(table.c.frontier, func.count())
+                .where(table.c.source == self.source, table.c.run_id == self.run_id)
+                .group_by(table.c.frontier)
+            )
+            counts = {QUEUED: 0, LEASED: 0, DONE: 0}
+            counts.update({state: number for state, number in rows if state in counts})
+            return counts

@@ -1,0 +1,272 @@
+"""Crawl runs: each `scrapy crawl <source>` starts a run or resumes the unfinished one.
+
+A run is ``running`` while a process works on it, ``suspended`` when it was interrupted
+(Ctrl-C, SIGTERM, `scrapy control <source> suspend`) or its process died, and ``finished``,
+``stopped`` (for good) or ``failed`` at its end. The next crawl of a source resumes a running
+(dead) or suspended run; a finished, stopped or failed one is followed by a new run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from datetime import timedelta
+
+from sqlalchemy import Connection, RowMapping, delete, select, text, update
+
+from searchcrawl.ops.processes import process_alive
+from searchcrawl.store.models import CrawlNode, Run, SourceState
+from searchcrawl.store.documents import DocumentTable, as_utc, now
+
+RUNNING, SUSPENDED, FINISHED, STOPPED, FAILED = "running", "suspended", "finished", "stopped", "failed"
+RESUMABLE = (RUNNING, SUSPENDED)
+CONTROLS = ("suspend", "stop")
+FINISHING = "finishing"  # runs.control: a node of a shared crawl has claimed the run's end
+ALREADY_RUNNING = "already_running"  # the close reason of a crawl refused by RunConflict
+
+
+class RunConflict(Exception):
+    """Another live process is crawling this source."""
+
+
+@dataclass
+class RunInfo:
+    id: int
+    source: str
+    state: str
+    resumed: bool
+    sessions: int
+
+
+def _alive(host: str | None, pid: int | None) -> bool:
+    """Is the process that owns a run still alive? (Only knowable on the same host.)"""
+    return bool(pid) and host == socket.gethostname() and process_alive(pid)
+
+
+def _recent(moment: datetime | None, seconds: float) -> bool:
+    moment = as_utc(moment)
+    return moment is not None and (now() - moment).total_seconds() < seconds
+
+
+class Runs:
+    def __init__(self, table: DocumentTable) -> None:
+        self.engine = table.engine
+
+    def latest(self, source: str) -> dict[str, Any] | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(Run.__table__).where(Run.source == source).order_by(Run.id.desc()).limit(1)
+            ).mappings().first()
+            return dict(row) if row else None
+
+    def recent(self, source: str | None, limit: int = 5) -> list[dict[str, Any]]:
+        query = select(Run.__table__).order_by(Run.id.desc()).limit(limit)
+        if source:
+            query = query.where(Run.source == source)
+        with self.engine.connect() as connection:
+            return [dict(row) for row in connection.execute(query).mappings()]
+
+    def conflict(self, source: str, allow_shared: bool = False, stale_after: float = 600) -> str | None:
+        """Why a crawl of ``source`` would be refused now (``start``'s rule), or None. Read-only:
+        `scrapy crawl` asks before it opens anything, so a refusal is one line, not a crawl that
+        closes at once."""
+        if allow_shared:
+            return None
+        with self.engine.connect() as connection:
+            return self._conflict(connection, source, self._latest(connection, source), stale_after)
+
+    def _conflict(self, connection: Connection, source: str, row: RowMapping | None, stale_after: float) -> str | None:
+        """The refusal of a second process while ``row``, the source's latest run, is worked on
+        by a live one (on this host: its process is alive; elsewhere: a node row had a heartbeat
+        within ``stale_after`` seconds)."""
+        if row is None or row["state"] != RUNNING:
+            return None
+        owner = f"process {row['pid']} on {row['host']}"
+        others = self._live_nodes(connection, row["id"], stale_after)
+        if others and not _alive(row["host"], row["pid"]):
+            owner = f"{len(others)} node(s) ({', '.join(others)})"
+        if not (_alive(row["host"], row["pid"]) or others):
+            return None
+        return (f"source {source} is being crawled by {owner} (run {row['id']}); not starting a second crawl "
+                "(a shared crawl joins: SEARCHCRAWL_SHARED_CRAWL)")
+
+    @staticmethod
+    def _latest(connection: Connection, source: str) -> RowMapping | None:
+        runs = Run.__table__
+        return connection.execute(
+            select(runs).where(runs.c.source == source).order_by(runs.c.id.desc()).limit(1)
+        ).mappings().first()
+
+    def live(self, source: str, stale_after: float = 600) -> bool:
+        """Is a crawl of ``source`` running now? On this host: its process is alive; on another
+        host: its run was updated within ``stale_after`` seconds (progress ticks update it)."""
+        run = self.latest(source)
+        if run is None or run["state"] != RUNNING:
+            return False
+        if run["host"] == socket.gethostname():
+            return _alive(run["host"], run["pid"])
+        return _recent(run["updated_at"], stale_after)
+
+    def dead(self, run: dict[str, Any], stale_after: float = 600) -> bool:
+        """Is ``run`` marked running although nothing works on it any more (its process was
+        killed, its machine lost)? On this host: its process is gone; elsewhere: no update and no
+        node heartbeat within ``stale_after`` seconds. The next crawl resumes it."""
+        if run["state"] != RUNNING:
+            return False
+        with self.engine.connect() as connection:
+            if self._live_nodes(connection, run["id"], stale_after):
+                return False
+        if run["host"] == socket.gethostname():
+            return not _alive(run["host"], run["pid"])
+        return not _recent(run["updated_at"], stale_after)
+
+    def _lock_source(self, connection: Connection, source: str) -> None:
+        """Serialise run starts of one source across processes (three nodes starting at once
+        must join one run, not start three)."""
+        if self.engine.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"searchcrawl-run:{source}"})
+        else:  # SQLite: the first write statement takes the database's write lock
+            connection.execute(update(Run).where(Run.id == -1).values(state=RUNNING))
+
+    def start(self, source: str, fresh: bool = False, allow_shared: bool = False, job: str | None = None,
+              stale_after: float = 600) -> RunInfo:
+        """Resume the source's unfinished run, or start a new one (``fresh`` abandons the old).
+
+        Refuses (RunConflict, see ``conflict``) while another live process crawls the source,
+        unless ``allow_shared``: then this process joins the run (a shared crawl).
+        ``job``: the scrapyd job of this session, shown by `scrapy status`.
+        """
+        when = now()
+        host, pid = socket.gethostname(), os.getpid()
+        runs = Run.__table__
+        with self.engine.begin() as connection:
+            self._lock_source(connection, source)
+            row = self._latest(connection, source)
+            refusal = None if allow_shared else self._conflict(connection, source, row, stale_after)
+            if refusal is not None:
+                raise RunConflict(refusal)
+            if row is not None and row["state"] == RUNNING and allow_shared:
+                fresh = False  # joining the fleet's run, never abandoning it
+            if row is not None and row["state"] in RESUMABLE:
+                if not fresh:
+                    sessions = row["sessions"] + 1
+                    connection.execute(
+                        update(runs).where(runs.c.id == row["id"]).values(
+                            state=RUNNING, control=None, host=host, pid=pid, updated_at=when, sessions=sessions, job=job
+                        )
+                    )
+                    return RunInfo(row["id"], source, RUNNING, True, sessions)
+                connection.execute(
+                    update(runs).where(runs.c.id == row["id"]).values(
+                        state=STOPPED, ended_at=when, reason="abandoned for a fresh run (-a fresh=1)"
+                    )
+                )
+            result = connection.execute(
+                runs.insert().values(
+                    source=source, state=RUNNING, started_at=when, updated_at=when, host=host, pid=pid, sessions=1,
+                    job=job,
+                )
+            )
+            return RunInfo(result.inserted_primary_key[0], source, RUNNING, False, 1)
+
+    # --- nodes of a run (shared crawls) ----------------------------------------------------------
+
+    @staticmethod
+    def _live_nodes(connection: Connection, run_id: int, within: float, but: str | None = None) -> list[str]:
+        """A node is live if its heartbeat is recent and, on this host, its process is alive."""
+        since = now() - timedelta(seconds=within)
+        rows = connection.execute(
+            select(CrawlNode.owner, CrawlNode.host, CrawlNode.pid)
+            .where(CrawlNode.run_id == run_id, CrawlNode.heartbeat >= since)
+        )
+        here = socket.gethostname()
+        return [owner for owner, host, pid in rows
+                if owner != but and (host != here or _alive(host, pid))]
+
+    def join(self, run_id: int, owner: str) -> None:
+        """This process works on the run (one row per node, kept alive by ``heartbeat``)."""
+        when = now()
+        host, pid = socket.gethostname(), os.getpid()
+        with self.engine.begin() as connection:
+            connection.execute(delete(CrawlNode).where(CrawlNode.run_id == run_id, CrawlNode.owner == owner))
+            connection.execute(CrawlNode.__table__.insert().values(
+                run_id=run_id, owner=owner, host=host, pid=pid, started_at=when, heartbeat=when))
+
+    def heartbeat(self, run_id: int, owner: str) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(CrawlNode).where(CrawlNode.run_id == run_id, CrawlNode.owner == owner).values(heartbeat=now())
+            )
+
+    def leave(self, run_id: int, owner: str) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(delete(CrawlNode).where(CrawlNode.run_id == run_id, CrawlNode.owner == owner))
+
+    def nodes(self, run_id: int, within: float, but: str | None = None) -> list[str]:
+        """Owners (host:pid) of the nodes working on the run, seen within ``within`` seconds."""
+        with self.engine.connect() as connection:
+            return self._live_nodes(connection, run_id, within, but)
+
+    def claim_finish(self, run_id: int) -> bool:
+        """Claim the end of a shared run (removals, delta report): exactly one node wins."""
+        with self.engine.begin() as connection:
+            result = connection.execute(
+                update(Run).where(Run.id == run_id, Run.state == RUNNING, Run.control.is_(None)).values(control=FINISHING)
+            )
+            return bool(result.rowcount)
+
+    def update(self, run_id: int, counters: dict[str, Any]) -> str | None:
+        """Save the run's counters; returns a pending control request (suspend/stop), if any."""
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(Run).where(Run.id == run_id).values(counters=json.dumps(counters, default=str), updated_at=now())
+            )
+            return connection.execute(select(Run.control).where(Run.id == run_id)).scalar_one_or_none()
+
+    def end(self, run_id: int, state: str, counters: dict[str, Any], reason: str) -> None:
+        when = now()
+        values: dict[str, Any] = {"state": state, "counters": json.dumps(counters, default=str), "updated_at": when,
+                                  "reason": reason, "control": None}
+        if state not in RESUMABLE:
+            values["ended_at"] = when
+        with self.engine.begin() as connection:
+            connection.execute(update(Run).where(Run.id == run_id).values(**values))
+
+    def fingerprint(self, source: str) -> dict[str, Any] | None:
+        with self.engine.connect() as connection:
+            value = connection.execute(
+                select(SourceState.fingerprint).where(SourceState.source == source)
+            ).scalar_one_or_none()
+            return json.loads(value) if value else None
+
+    def save_fingerprint(self, source: str, fingerprint: dict[str, Any]) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(SourceState.__table__.delete().where(SourceState.source == source))
+            connection.execute(
+                SourceState.__table__.insert().values(source=source, fingerprint=json.dumps(fingerprint), updated_at=now())
+            )
+
+    def set_mode(self, run_id: int, mode: str) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(update(Run).where(Run.id == run_id).values(mode=mode))
+
+    def control(self, source: str, action: str) -> dict[str, Any] | None:
+        """Ask the source's running crawl to suspend or stop; a suspended run is stopped directly."""
+        if action not in CONTROLS:
+            raise ValueError(f"expected one of {', '.join(CONTROLS)}")
+        run = self.latest(source)
+        if run is None or run["state"] not in RESUMABLE:
+            return None
+        if run["state"] == RUNNING and _alive(run["host"], run["pid"]):
+            with self.engine.begin() as connection:
+                connection.execute(update(Run).where(Run.id == run["id"]).values(control=action))
+        elif action == "stop":
+            self.end(run["id"], STOPPED, json.loads(run["counters"] or "{}"), "stopped by hand")
+        else:
+            self.end(run["id"], SUSPENDED, json.loads(run["counters"] or "{}"), "suspended by hand")
+        return self.latest(source)

@@ -1,0 +1,94 @@
+"""Fleet-wide politeness: per site, one next-allowed start time and one in-flight count, shared
+by every crawler process through the document table's database.
+
+Scrapy's own per-site delay and concurrency hold per process; when several processes (or
+machines) crawl together, each would keep its own and the site would see their sum. Here a
+process reserves a start time and an in-flight slot before each request: the row of the site is
+locked for the reservation (``UPDATE`` takes a row lock on PostgreSQL, the write lock on SQLite),
+so reservations are strictly spaced by the delay whichever node makes them. Times come from the
+database server's clock on PostgreSQL, so clock skew between machines does not matter. A slot
+held by a node that died expires (``hold`` seconds after its start).
+
+On PostgreSQL the reservation is one call of the function ``searchcrawl_site_acquire``
+(migration 0008), which holds the row lock for microseconds instead of four round trips; on
+SQLite (one machine) the same steps run from here, in one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import bindparam, delete, func, select, text, update
+
+from searchcrawl.store.models import SiteLease, SiteSlot
+from searchcrawl.store.documents import DocumentTable, as_utc, now
+
+FULL_RETRY = 0.1  # seconds before asking again when a site is at its concurrency limit
+
+
+@dataclass
+class Grant:
+    """The answer to a reservation: a lease to release after the download and how long to wait
+    before starting it; or, with no lease, how long to wait before asking again."""
+
+    lease_id: int | None
+    wait: float
+
+
+class SitePoliteness:
+    def __init__(self, table: DocumentTable, owner: str) -> None:
+        self.table = table
+        self.engine = table.engine
+        self.owner = owner
+        self.postgres = self.engine.dialect.name == "postgresql"
+        self.known: set[str] = set()  # sites whose row exists
+        # SQLite: lock the site's row (the database's write lock) and read its next start
+        self.lock = (update(SiteSlot).where(SiteSlot.site == bindparam("key")).values(site=SiteSlot.site)
+                     .returning(SiteSlot.next_at))
+        # The rest built once too: they run while the site's row is locked, for every request of
+        # the fleet, so the Python that builds a statement would hold up every node.
+        leases = SiteLease.__table__
+        self.in_flight = select(func.count()).where(leases.c.site == bindparam("key"), leases.c.expires >= bindparam("clock"))
+        self.expire = delete(leases).where(leases.c.site == bindparam("key"), leases.c.expires < bindparam("clock"))
+        self.advance = update(SiteSlot.__table__).where(SiteSlot.__table__.c.site == bindparam("key")).values(
+            next_at=bindparam("next_at"))
+        self.take = leases.insert().values(site=bindparam("key"), owner=bindparam("owner"), expires=bindparam("expires"))
+        self.free = delete(leases).where(leases.c.id == bindparam("lease_id"))
+        self.acquire_call = text(
+            "SELECT lease_id, wait FROM searchcrawl_site_acquire(:site, :delay, :concurrency, :hold, :owner)")
+
+    def acquire(self, site: str, delay: float, concurrency: int, hold: float) -> Grant:
+        """Reserve the site's next start (``delay`` after the previous one, fleet-wide) and one of
+        its ``concurrency`` in-flight slots, kept for at most ``hold`` seconds after the start.
+        The site's row lock serialises the fleet."""
+        if self.postgres:
+            with self.table.single.connect() as connection:  # one statement: autocommit
+                lease_id, wait = connection.execute(self.acquire_call, {
+                    "site": site, "delay": delay, "concurrency": concurrency, "hold": hold, "owner": self.owner}).one()
+            return Grant(lease_id, FULL_RETRY if lease_id is None else max(0.0, wait))
+        with self.engine.begin() as connection:
+            if site not in self.known:
+                connection.execute(
+                    self.table.insert(SiteSlot).values(site=site).on_conflict_do_nothing(index_elements=["site"]))
+                self.known.add(site)
+            next_at = connection.execute(self.lock, {"key": site}).scalar_one()
+            clock = now()  # one machine: its clock (SQLite's has whole seconds only)
+            if connection.execute(self.in_flight, {"key": site, "clock": clock}).scalar_one() >= concurrency:
+                connection.execute(self.expire, {"key": site, "clock": clock})
+                return Grant(None, FULL_RETRY)
+            start = max(as_utc(next_at) or clock, clock)
+            connection.execute(self.advance, {"key": site, "next_at": start + timedelta(seconds=delay)})
+            lease_id = connection.execute(
+                self.take, {"key": site, "owner": self.owner, "expires": start + timedelta(seconds=hold)}
+            ).inserted_primary_key[0]
+        return Grant(lease_id, (start - clock).total_seconds())
+
+    def release(self, lease_id: int) -> None:
+        with self.table.single.connect() as connection:  # one statement: autocommit
+            connection.execute(self.free, {"lease_id": lease_id})
+
+    def release_all(self) -> int:
+        """Free every slot this process holds (it is closing)."""
+        with self.engine.begin() as connection:
+            return connection.execute(delete(SiteLease).where(SiteLease.owner == self.owner)).rowcount or 0
