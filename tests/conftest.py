@@ -24,8 +24,8 @@ from pathlib import Path
 import pysolr
 import pytest
 
-from searchcrawl.store import DocumentTable
 from searchcrawl.dev.solr_runner import DevSolr
+from searchcrawl.store import DocumentTable
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -256,14 +256,22 @@ class Project:
 
     def scrapy(self, *args: str, timeout: float = 600, **env: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "scrapy", *args], cwd=ROOT, env=self.env(**env),
-            capture_output=True, text=True, timeout=timeout,
+            [sys.executable, "-m", "scrapy", *args],
+            cwd=ROOT,
+            env=self.env(**env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
 
     def popen(self, *args: str, **env: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [sys.executable, "-m", "scrapy", *args], cwd=ROOT, env=self.env(**env),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [sys.executable, "-m", "scrapy", *args],
+            cwd=ROOT,
+            env=self.env(**env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
 
 
@@ -305,8 +313,22 @@ def postgres_server() -> Iterator[str]:
         as_postgres = ["runuser", "-u", "postgres", "--"]
     run = partial(subprocess.run, check=True, capture_output=True, text=True)
     run([*as_postgres, _pg_bin("initdb"), "-D", str(data), "-U", "searchcrawl", "--auth=trust", "-E", "UTF8"])
-    run([*as_postgres, _pg_bin("pg_ctl"), "-D", str(data), "-l", str(base / "pg.log"), "-w", "-t", "60",
-         "-o", f"-h 127.0.0.1 -p {port} -k {base}", "start"])
+    run(
+        [
+            *as_postgres,
+            _pg_bin("pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(base / "pg.log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-h 127.0.0.1 -p {port} -k {base}",
+            "start",
+        ]
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -330,8 +352,8 @@ def postgres_url() -> Iterator[str]:
 # --- SolrCloud: several nodes, collections created through the Collections API --------------------
 # (A self-contained block, appended: it only adds names.)
 
-from searchcrawl.index import solrcloud  # noqa: E402
 from searchcrawl.dev.solr_runner import DevSolrCloud, DevSolrError, free_port_range  # noqa: E402
+from searchcrawl.index import solrcloud  # noqa: E402
 
 
 class LocalSolrCloud:

@@ -133,11 +133,13 @@ INITIAL = (
     + [f"/lm/p{i:02d}.html" for i in range(5)]
     + [f"/etag/p{i:02d}.html" for i in range(3)]
     + [f"/plain/p{i:02d}.html" for i in range(3)]
-    + ["/sub/index.html"] + [f"/sub/p{i:02d}.html" for i in range(4)]
+    + ["/sub/index.html"]
+    + [f"/sub/p{i:02d}.html" for i in range(4)]
     + [f"/out/p{i:02d}.html" for i in range(3)]
 )
 POOL = (  # pages a "new page" mutation adds, in this order
-    [f"/lm/p{i:02d}.html" for i in range(5, 9)] + [f"/sub/p{i:02d}.html" for i in range(4, 7)]
+    [f"/lm/p{i:02d}.html" for i in range(5, 9)]
+    + [f"/sub/p{i:02d}.html" for i in range(4, 7)]
     + ["/etag/p03.html", "/plain/p03.html", "/out/p03.html"]
 )
 ROBOTS_DIRS = ("/lm/", "/etag/", "/plain/", "/sub/", "/out/")
@@ -171,8 +173,7 @@ class Page:
         head = '<meta name="robots" content="noindex">' if self.noindex else ""
         # DECISION D5: links with empty anchor text, so that they are not part of the page's text
         anchors = "".join(f'<a href="{href}"></a>' for href in self.links)
-        return (f"<html><head><title>{self.title}</title>{head}</head>"
-                f"<body><p>{self.text}</p>{anchors}</body></html>")
+        return f"<html><head><title>{self.title}</title>{head}</head><body><p>{self.text}</p>{anchors}</body></html>"
 
     def describe(self) -> str:
         if self.status in REDIRECTS:
@@ -246,8 +247,10 @@ class SiteModel:
         return ("\n".join(lines) + "\n").encode()
 
     def describe(self) -> str:
-        lines = [f"  {path}: {page.describe()} title={page.title!r} text={page.text!r} links={page.links}"
-                 for path, page in sorted(self.pages.items())]
+        lines = [
+            f"  {path}: {page.describe()} title={page.title!r} text={page.text!r} links={page.links}"
+            for path, page in sorted(self.pages.items())
+        ]
         robots = "503" if self.robots_503 else (self.robots_txt() or b"(none: 404)").decode().replace("\n", " | ")
         return "\n".join(lines + [f"  robots.txt: {robots}"])
 
@@ -305,14 +308,26 @@ class Mutator:
         self.model = model
         self.rng = rng
         self.kinds: list[tuple[Callable[[], str | None], float]] = [
-            (self.edit_text, 3), (self.edit_title, 1), (self.empty_text, 0.5),
-            (self.add_link, 1.5), (self.remove_link, 1.5), (self.new_page, 1),
-            (lambda: self.set_status(404), 1.5), (lambda: self.set_status(410), 1),
-            (lambda: self.set_status(503), 1.5), (self.restore, 3.5),
-            (lambda: self.redirect(301), 0.7), (lambda: self.redirect(308), 0.3),
-            (lambda: self.redirect(302), 1.2), (lambda: self.redirect(307), 0.5),
-            (self.noindex_on, 1), (self.noindex_off, 1), (self.duplicate, 1.5),
-            (self.robots_disallow, 1), (self.robots_allow, 0.5), (self.robots_remove, 1.2),
+            (self.edit_text, 3),
+            (self.edit_title, 1),
+            (self.empty_text, 0.5),
+            (self.add_link, 1.5),
+            (self.remove_link, 1.5),
+            (self.new_page, 1),
+            (lambda: self.set_status(404), 1.5),
+            (lambda: self.set_status(410), 1),
+            (lambda: self.set_status(503), 1.5),
+            (self.restore, 3.5),
+            (lambda: self.redirect(301), 0.7),
+            (lambda: self.redirect(308), 0.3),
+            (lambda: self.redirect(302), 1.2),
+            (lambda: self.redirect(307), 0.5),
+            (self.noindex_on, 1),
+            (self.noindex_off, 1),
+            (self.duplicate, 1.5),
+            (self.robots_disallow, 1),
+            (self.robots_allow, 0.5),
+            (self.robots_remove, 1.2),
         ]
 
     def step(self, count: int) -> list[str]:
@@ -408,8 +423,9 @@ class Mutator:
             return None
         candidates = [p for p, other in self.model.pages.items() if other.status not in REDIRECTS and p != page.path]
         if status in TEMPORARY and self.rng.random() < 0.5:  # out of the boundary: of A (/out/) or of B
-            outside = [p for p in candidates if p.startswith("/out/")
-                       or (page.path.startswith("/sub/") and not p.startswith("/sub/"))]
+            outside = [
+                p for p in candidates if p.startswith("/out/") or (page.path.startswith("/sub/") and not p.startswith("/sub/"))
+            ]
             candidates = outside or candidates
         target = self.pick(candidates)
         if target is None:
@@ -490,9 +506,14 @@ class SourceSpec:
 
     def toml(self, site_url: str) -> str:
         seeds = ", ".join(f'"{site_url}{seed.lstrip("/")}"' for seed in self.seeds)
-        lines = [f'description = "sequence test, source {self.label}"', f"seeds = [{seeds}]",
-                 "max_depth = 100  # DECISION D11: depth never excludes a URL of this site",
-                 "max_delete_share = 1.0", '', '[paths."*"]']
+        lines = [
+            f'description = "sequence test, source {self.label}"',
+            f"seeds = [{seeds}]",
+            "max_depth = 100  # DECISION D11: depth never excludes a URL of this site",
+            "max_delete_share = 1.0",
+            "",
+            '[paths."*"]',
+        ]
         if self.include:
             lines.append("include = [" + ", ".join(f'"{p}"' for p in self.include) + "]")
         if self.exclude:
@@ -633,8 +654,7 @@ class SourceOracle:
             for path in sorted(set(previous) - reached_outside):
                 if spec.inside(path):
                     continue
-                held = any(target == path and statuses.get(source) == "503"
-                           for source, target in self.redirected_to.items())
+                held = any(target == path and statuses.get(source) == "503" for source, target in self.redirected_to.items())
                 if held:  # DECISION D3: the redirecting URL failed transiently: so does its target
                     transient(path, "held")
                 else:
@@ -694,8 +714,10 @@ class Mismatch:
     def text(self) -> str:
         changes = "\n".join(f"      - {m}" for m in self.mutations) or "      (none)"
         log = f"\n    log: {self.log}" if self.log else ""
-        return (f"[seed {self.seed}, crawl {self.crawl}, source {self.source}{', ' + self.event if self.event else ''}] "
-                f"{self.kind}\n    {self.detail}\n    mutations of this step:\n{changes}{log}")
+        return (
+            f"[seed {self.seed}, crawl {self.crawl}, source {self.source}{', ' + self.event if self.event else ''}] "
+            f"{self.kind}\n    {self.detail}\n    mutations of this step:\n{changes}{log}"
+        )
 
 
 @dataclass
@@ -711,10 +733,14 @@ class Result:
         first = {}
         for mismatch in self.mismatches:
             first.setdefault(mismatch.kind, mismatch)
-        lines = [f"seed {self.seed}: {self.crawls} crawls, {self.checks} checks, {len(self.mismatches)} mismatches"
-                 f" (events: {', '.join(self.events) or 'none'})"]
-        lines += [f"    {count:4d} x {kind} (first: crawl {first[kind].crawl}, source {first[kind].source})"
-                  for kind, count in kinds.most_common()]
+        lines = [
+            f"seed {self.seed}: {self.crawls} crawls, {self.checks} checks, {len(self.mismatches)} mismatches"
+            f" (events: {', '.join(self.events) or 'none'})"
+        ]
+        lines += [
+            f"    {count:4d} x {kind} (first: crawl {first[kind].crawl}, source {first[kind].source})"
+            for kind, count in kinds.most_common()
+        ]
         return "\n".join(lines)
 
 
@@ -724,9 +750,18 @@ class Sequence:
     ``events`` forces special crawls: {crawl number: "kill" | "outage" | "robots503"}, optionally
     with the source (``"kill:A"``); other crawls draw their events from the seed."""
 
-    def __init__(self, seed: int, crawls: int, project: Project, site: Site, root: Path, solr_url: str,
-                 events: dict[int, str] | None = None, log_dir: Path | None = None,
-                 progress: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        seed: int,
+        crawls: int,
+        project: Project,
+        site: Site,
+        root: Path,
+        solr_url: str,
+        events: dict[int, str] | None = None,
+        log_dir: Path | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
         self.seed = seed
         self.crawls = crawls
         self.project = project
@@ -757,7 +792,7 @@ class Sequence:
         return self.site.url + path.lstrip("/")
 
     def path(self, url: str) -> str | None:
-        return "/" + url[len(self.site.url):] if url.startswith(self.site.url) else None
+        return "/" + url[len(self.site.url) :] if url.startswith(self.site.url) else None
 
     def snapshot(self, spec: SourceSpec) -> tuple[dict[str, Key], list[dict]]:
         self.solr.commit(softCommit=True)
@@ -811,8 +846,10 @@ class Sequence:
         if event:
             self.result.events.append(f"{event}{':' + label if label else ''}@{crawl}")
         described = f"{event} of {label}" if label else event
-        self.progress(f"seed {self.seed} crawl {crawl}{' (' + described + ')' if event else ''}: "
-                      + ("; ".join(mutations) or "initial site"))
+        self.progress(
+            f"seed {self.seed} crawl {crawl}{' (' + described + ')' if event else ''}: "
+            + ("; ".join(mutations) or "initial site")
+        )
         for spec in self.specs:
             self.crawl_source(crawl, spec, event if label in ("", spec.label) else "", mutations)
         self.result.crawls = crawl
@@ -821,9 +858,16 @@ class Sequence:
         """A crawl while Solr is down must have something to push: an indexed page gets new text."""
         oracle = self.oracles[label]
         keys = Counter(oracle.index.values())
-        paths = [p for p, key in oracle.index.items() if oracle.spec.inside(p) and keys[key] == 1
-                 and p in self.model.pages and self.model.pages[p].status == 200
-                 and not self.model.pages[p].noindex and self.model.allowed(p)]
+        paths = [
+            p
+            for p, key in oracle.index.items()
+            if oracle.spec.inside(p)
+            and keys[key] == 1
+            and p in self.model.pages
+            and self.model.pages[p].status == 200
+            and not self.model.pages[p].noindex
+            and self.model.allowed(p)
+        ]
         if not paths:
             return []
         page = self.model.pages[self.rng.choice(sorted(paths))]
@@ -837,7 +881,8 @@ class Sequence:
 
         def mismatch(kind: str, detail: str) -> None:
             self.result.mismatches.append(
-                Mismatch(self.seed, crawl, f"{spec.label} ({spec.name})", kind, detail, mutations, shown_event, str(log)))
+                Mismatch(self.seed, crawl, f"{spec.label} ({spec.name})", kind, detail, mutations, shown_event, str(log))
+            )
 
         def check(ok: bool, kind: str, detail: Callable[[], str]) -> None:
             self.result.checks += 1
@@ -849,14 +894,18 @@ class Sequence:
             code, killed_note = self.killed_crawl(spec, log)
             if killed_note.startswith("too late"):
                 self.result.events[-1] += " (too late: not killed)"
-            check(code is None or code == 0, "crawl exit code",
-                  lambda: f"the crawl to be killed ended on its own with exit code {code} (expected 0)")
+            check(
+                code is None or code == 0,
+                "crawl exit code",
+                lambda: f"the crawl to be killed ended on its own with exit code {code} (expected 0)",
+            )
             result = self.scrapy_crawl(spec, log, append=True)
             check(result == 0, "crawl exit code", lambda: f"resumed crawl exited {result}, expected 0")
         elif event == "outage":
             dead = f"http://127.0.0.1:{free_port()}/solr/searchcrawl"
-            result = self.scrapy_crawl(spec, log, "-s", "SEARCHCRAWL_SOLR_RETRY_TIMES=1",
-                                       "-s", "SEARCHCRAWL_SOLR_RETRY_BACKOFF=0.1", SOLR_URL=dead)
+            result = self.scrapy_crawl(
+                spec, log, "-s", "SEARCHCRAWL_SOLR_RETRY_TIMES=1", "-s", "SEARCHCRAWL_SOLR_RETRY_BACKOFF=0.1", SOLR_URL=dead
+            )
             check(result == 4, "crawl exit code", lambda: f"crawl with Solr down exited {result}, expected 4")
         else:
             result = self.scrapy_crawl(spec, log)
@@ -882,8 +931,11 @@ class Sequence:
         oracle.adopt(expectation, after)
         if report is None:
             return
-        check(report.get("state") == "finished", "run not finished",
-              lambda: f"run {report.get('run')} is {report.get('state')!r} after the crawl")
+        check(
+            report.get("state") == "finished",
+            "run not finished",
+            lambda: f"run {report.get('run')} is {report.get('state')!r} after the crawl",
+        )
         loose = self.loose_next.pop(spec.label, None)
         if loose is not None:
             self.check_report_loose(report, expectation, loose, before, after, check)
@@ -898,9 +950,14 @@ class Sequence:
             out.write(f"$ scrapy crawl {spec.name} {' '.join(args)} {env}\n")
             out.flush()
             try:
-                return subprocess.run([sys.executable, "-m", "scrapy", "crawl", spec.name, *args], cwd=ROOT,
-                                      env=self.project.env(**env), stdout=out, stderr=subprocess.STDOUT,
-                                      timeout=CRAWL_TIMEOUT).returncode
+                return subprocess.run(
+                    [sys.executable, "-m", "scrapy", "crawl", spec.name, *args],
+                    cwd=ROOT,
+                    env=self.project.env(**env),
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    timeout=CRAWL_TIMEOUT,
+                ).returncode
             except subprocess.TimeoutExpired:
                 return -999
 
@@ -916,8 +973,13 @@ class Sequence:
             with open(log, "w") as out:
                 out.write(f"$ scrapy crawl {spec.name}  (to be killed after {kill_at} page requests)\n")
                 out.flush()
-                process = subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", spec.name], cwd=ROOT,
-                                           env=self.project.env(), stdout=out, stderr=subprocess.STDOUT)
+                process = subprocess.Popen(
+                    [sys.executable, "-m", "scrapy", "crawl", spec.name],
+                    cwd=ROOT,
+                    env=self.project.env(),
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )
                 deadline = time.monotonic() + CRAWL_TIMEOUT
                 while process.poll() is None and time.monotonic() < deadline:
                     pages = [p for _m, _h, p in site.requests[start:] if p != "/robots.txt"]
@@ -938,8 +1000,11 @@ class Sequence:
         try:
             report = json.loads(result.stdout)
         except ValueError:
-            check(False, "report unreadable",
-                  lambda: f"scrapy report exited {result.returncode}: {result.stdout[-500:]} {result.stderr[-1500:]}")
+            check(
+                False,
+                "report unreadable",
+                lambda: f"scrapy report exited {result.returncode}: {result.stdout[-500:]} {result.stderr[-1500:]}",
+            )
             return None
         return report
 
@@ -962,77 +1027,138 @@ class Sequence:
                     table.close()
             if row is None:
                 return "table: no row"
-            return "table: " + ", ".join(f"{k}={row.get(k)!r}" for k in ("state", "status", "reason", "duplicate_of")
-                                         if row.get(k) is not None)
+            return "table: " + ", ".join(
+                f"{k}={row.get(k)!r}" for k in ("state", "status", "reason", "duplicate_of") if row.get(k) is not None
+            )
         return "table: unreadable"
 
     def page_state(self, path: str) -> str:
         page = self.model.pages.get(path)
-        site = "robots.txt 503" if self.model.robots_503 else ("robots allowed" if self.model.allowed(path) else "robots DISALLOWED")
+        site = (
+            "robots.txt 503" if self.model.robots_503 else ("robots allowed" if self.model.allowed(path) else "robots DISALLOWED")
+        )
         return f"site: {page.describe() if page else 'no such page'}, {site}"
 
-    def check_index(self, spec: SourceSpec, exp: Expectation, actual: dict[str, Key], docs: list[dict],
-                    check: Callable) -> None:
+    def check_index(self, spec: SourceSpec, exp: Expectation, actual: dict[str, Key], docs: list[dict], check: Callable) -> None:
         def about(path: str) -> str:
             return f"{self.page_state(path)}; {self.row(spec, path)}"
 
         for path, key in sorted(exp.required.items()):
-            check(path in actual, "missing document",
-                  lambda: f"{path}: expected in the index with {key}"
-                          f"{' (kept through a transient failure)' if path in exp.kept else ''}, "
-                          f"but Solr has no document; oracle status {exp.statuses.get(path)}; {about(path)}")
+            check(
+                path in actual,
+                "missing document",
+                lambda: (
+                    f"{path}: expected in the index with {key}"
+                    f"{' (kept through a transient failure)' if path in exp.kept else ''}, "
+                    f"but Solr has no document; oracle status {exp.statuses.get(path)}; {about(path)}"
+                ),
+            )
             if path in actual:
-                check(actual[path] == key, "wrong title/content",
-                      lambda: f"{path}: expected {key}{' (old content, kept through a transient failure)' if path in exp.kept else ''},"
-                              f" Solr has {actual[path]}; {about(path)}")
+                check(
+                    actual[path] == key,
+                    "wrong title/content",
+                    lambda: (
+                        f"{path}: expected {key}{' (old content, kept through a transient failure)' if path in exp.kept else ''},"
+                        f" Solr has {actual[path]}; {about(path)}"
+                    ),
+                )
         for group in exp.groups:
             present = sorted(m for m in group.members if m in actual)
-            check(len(present) <= 1, "duplicates indexed twice",
-                  lambda: f"group {sorted(group.members)} with {group.key}: expected one indexed, Solr has {present}; "
-                          + "; ".join(f"{p}: {self.row(spec, p)}" for p in present))
-            check(len(present) >= 1 or group.lag, "duplicate group not indexed",
-                  lambda: f"group {sorted(group.members)} with {group.key}: expected one indexed (no lag allowed), "
-                          f"Solr has none; " + "; ".join(f"{p}: {self.row(spec, p)}" for p in sorted(group.members)))
+            check(
+                len(present) <= 1,
+                "duplicates indexed twice",
+                lambda: (
+                    f"group {sorted(group.members)} with {group.key}: expected one indexed, Solr has {present}; "
+                    + "; ".join(f"{p}: {self.row(spec, p)}" for p in present)
+                ),
+            )
+            check(
+                len(present) >= 1 or group.lag,
+                "duplicate group not indexed",
+                lambda: (
+                    f"group {sorted(group.members)} with {group.key}: expected one indexed (no lag allowed), "
+                    f"Solr has none; " + "; ".join(f"{p}: {self.row(spec, p)}" for p in sorted(group.members))
+                ),
+            )
             for path in present:
-                check(actual[path] == group.key, "wrong title/content",
-                      lambda: f"{path}: expected {group.key}, Solr has {actual[path]}; {about(path)}")
+                check(
+                    actual[path] == group.key,
+                    "wrong title/content",
+                    lambda: f"{path}: expected {group.key}, Solr has {actual[path]}; {about(path)}",
+                )
         allowed = exp.allowed()
         for path in sorted(set(actual) - allowed):
-            check(False, "unexpected document",
-                  lambda: f"{path}: Solr has {actual[path]}, expected no document (oracle status "
-                          f"{exp.statuses.get(path, 'never met')}); {about(path)}")
+            check(
+                False,
+                "unexpected document",
+                lambda: (
+                    f"{path}: Solr has {actual[path]}, expected no document (oracle status "
+                    f"{exp.statuses.get(path, 'never met')}); {about(path)}"
+                ),
+            )
         self.result.checks += 1
         urls = Counter(str(doc.get("url") or doc.get("id")) for doc in docs)
         twice = [u for u, n in urls.items() if n > 1]
         if twice:
             check(False, "URL indexed twice in a source", lambda: f"{twice}")
-        wrong_ids = [(doc.get("id"), doc.get("url")) for doc in docs
-                     if doc.get("id") != f"{spec.name}!{doc.get('url')}" or doc.get("source") != spec.name]
-        check(not wrong_ids, "Solr id not <source>!<url>",
-              lambda: f"{len(wrong_ids)} of {len(docs)} documents, e.g. id={wrong_ids[0][0]!r} url={wrong_ids[0][1]!r}"
-                      f" (expected id '{spec.name}!<url>')")
+        wrong_ids = [
+            (doc.get("id"), doc.get("url"))
+            for doc in docs
+            if doc.get("id") != f"{spec.name}!{doc.get('url')}" or doc.get("source") != spec.name
+        ]
+        check(
+            not wrong_ids,
+            "Solr id not <source>!<url>",
+            lambda: (
+                f"{len(wrong_ids)} of {len(docs)} documents, e.g. id={wrong_ids[0][0]!r} url={wrong_ids[0][1]!r}"
+                f" (expected id '{spec.name}!<url>')"
+            ),
+        )
 
     def report_paths(self, report: dict, kind: str) -> set[str]:
         urls = (report.get("urls") or {}).get(kind) or []
         return {p for p in (self.path(u) for u in urls) if p is not None}
 
-    def check_report(self, report: dict, exp: Expectation, before: dict[str, Key], after: dict[str, Key],
-                     old_statuses: dict[str, str], new_statuses: dict[str, str], check: Callable) -> None:
+    def check_report(
+        self,
+        report: dict,
+        exp: Expectation,
+        before: dict[str, Key],
+        after: dict[str, Key],
+        old_statuses: dict[str, str],
+        new_statuses: dict[str, str],
+        check: Callable,
+    ) -> None:
         new, deleted, changed = (self.report_paths(report, k) for k in ("new", "deleted", "changed"))
         entered, left = set(after) - set(before), set(before) - set(after)
-        check(new == entered, "report: new",
-              lambda: f"report lists new {sorted(new)}, but the URLs that entered the index are {sorted(entered)}"
-                      f" (extra: {sorted(new - entered)}, missing: {sorted(entered - new)})")
-        check(deleted == left, "report: deleted",
-              lambda: f"report lists deleted {sorted(deleted)}, but the URLs that left the index are {sorted(left)}"
-                      f" (extra: {sorted(deleted - left)}, missing: {sorted(left - deleted)})")
+        check(
+            new == entered,
+            "report: new",
+            lambda: (
+                f"report lists new {sorted(new)}, but the URLs that entered the index are {sorted(entered)}"
+                f" (extra: {sorted(new - entered)}, missing: {sorted(entered - new)})"
+            ),
+        )
+        check(
+            deleted == left,
+            "report: deleted",
+            lambda: (
+                f"report lists deleted {sorted(deleted)}, but the URLs that left the index are {sorted(left)}"
+                f" (extra: {sorted(deleted - left)}, missing: {sorted(left - deleted)})"
+            ),
+        )
         both = set(before) & set(after)
         must = {p for p in both if before[p] != after[p]}
         may = both & exp.html_changed  # DECISION D8
-        check(must <= changed <= must | may, "report: changed",
-              lambda: f"report lists changed {sorted(changed)}; content changed in Solr: {sorted(must)}, "
-                      f"served HTML changed (may be listed): {sorted(may - must)}"
-                      f" (missing: {sorted(must - changed)}, extra: {sorted(changed - must - may)})")
+        check(
+            must <= changed <= must | may,
+            "report: changed",
+            lambda: (
+                f"report lists changed {sorted(changed)}; content changed in Solr: {sorted(must)}, "
+                f"served HTML changed (may be listed): {sorted(may - must)}"
+                f" (missing: {sorted(must - changed)}, extra: {sorted(changed - must - may)})"
+            ),
+        )
         # rule 9: a URL out of the index with the same status as before is not listed again
         again = {kind: self.report_paths(report, kind) for kind in ("failed", "deleted", "excluded")}
         for path in sorted(set(old_statuses) & set(new_statuses)):
@@ -1040,12 +1166,24 @@ class Sequence:
             if status == "ok" or status != old_statuses[path] or path in before or path in after:
                 continue
             listed = [kind for kind, paths in again.items() if path in paths]
-            check(not listed, "report: listed again",
-                  lambda: f"{path} stays out of the index with status {status} as in the crawl before, "
-                          f"but the report lists it as {'/'.join(listed)}")
+            check(
+                not listed,
+                "report: listed again",
+                lambda: (
+                    f"{path} stays out of the index with status {status} as in the crawl before, "
+                    f"but the report lists it as {'/'.join(listed)}"
+                ),
+            )
 
-    def check_report_loose(self, report: dict, exp: Expectation, previous: list[dict[str, Key]],
-                           before: dict[str, Key], after: dict[str, Key] | None, check: Callable) -> None:
+    def check_report_loose(
+        self,
+        report: dict,
+        exp: Expectation,
+        previous: list[dict[str, Key]],
+        before: dict[str, Key],
+        after: dict[str, Key] | None,
+        check: Callable,
+    ) -> None:
         """After a kill, and around an outage: each list holds at most the URLs it could hold.
         ``after`` is Solr after the crawl, None when Solr was down during it."""
         new, deleted, changed = (self.report_paths(report, k) for k in ("new", "deleted", "changed"))
@@ -1053,12 +1191,19 @@ class Sequence:
         earlier = set(before).union(*previous)
         steady = set(exp.required) & set(before).intersection(*previous)
         gone = earlier - set(exp.required) - set(after or ())
-        check(new <= allowed_after - steady, "report: new (loose)",
-              lambda: f"report lists new {sorted(new)}; at most {sorted(allowed_after - steady)}")
-        check(deleted <= gone, "report: deleted (loose)",
-              lambda: f"report lists deleted {sorted(deleted)}; at most {sorted(gone)}")
-        check(changed <= allowed_after & earlier, "report: changed (loose)",
-              lambda: f"report lists changed {sorted(changed)}; at most {sorted(allowed_after & earlier)}")
+        check(
+            new <= allowed_after - steady,
+            "report: new (loose)",
+            lambda: f"report lists new {sorted(new)}; at most {sorted(allowed_after - steady)}",
+        )
+        check(
+            deleted <= gone, "report: deleted (loose)", lambda: f"report lists deleted {sorted(deleted)}; at most {sorted(gone)}"
+        )
+        check(
+            changed <= allowed_after & earlier,
+            "report: changed (loose)",
+            lambda: f"report lists changed {sorted(changed)}; at most {sorted(allowed_after & earlier)}",
+        )
 
     def run(self) -> Result:
         for crawl in range(1, self.crawls + 1):
@@ -1081,8 +1226,14 @@ def dev_solr(base: Path) -> Iterator[str]:
         solr.stop()
 
 
-def run_seed(seed: int, crawls: int, base: Path, solr_url: str, events: dict[int, str] | None = None,
-             progress: Callable[[str], None] | None = None) -> Result:
+def run_seed(
+    seed: int,
+    crawls: int,
+    base: Path,
+    solr_url: str,
+    events: dict[int, str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Result:
     """One sequence in its own folders under ``base``: site, data dir, sources, logs."""
     work = base / f"seed-{seed}"
     (work / "sources").mkdir(parents=True, exist_ok=True)
@@ -1090,8 +1241,9 @@ def run_seed(seed: int, crawls: int, base: Path, solr_url: str, events: dict[int
     project = Project(work / "data", work / "sources", solr_url)
     site = Site(work / "site").start()
     try:
-        sequence = Sequence(seed, crawls, project, site, work / "site", solr_url, events=events,
-                            log_dir=work / "logs", progress=progress)
+        sequence = Sequence(
+            seed, crawls, project, site, work / "site", solr_url, events=events, log_dir=work / "logs", progress=progress
+        )
         return sequence.run()
     finally:
         site.stop()
@@ -1121,9 +1273,11 @@ def main(argv: list[str] | None = None) -> int:
             for mismatch in result.mismatches:
                 print(mismatch.text())
                 print()
-        print(f"Summary: seeds {','.join(map(str, seeds))}, crawls {sum(r.crawls for r in results)}, "
-              f"checks {sum(r.checks for r in results)}, mismatches {sum(len(r.mismatches) for r in results)}"
-              f" ({time.monotonic() - started:.0f} s)")
+        print(
+            f"Summary: seeds {','.join(map(str, seeds))}, crawls {sum(r.crawls for r in results)}, "
+            f"checks {sum(r.checks for r in results)}, mismatches {sum(len(r.mismatches) for r in results)}"
+            f" ({time.monotonic() - started:.0f} s)"
+        )
         for result in results:
             print(result.summary())
         if args.keep:

@@ -31,7 +31,7 @@ def page_html(page: Page, links: list[str], lang: str = "en") -> str:
 <meta charset="utf-8">
 <title>{page.title}</title>
 <meta name="description" content="{page.description}">
-<meta name="keywords" content="{', '.join(page.keywords)}">
+<meta name="keywords" content="{", ".join(page.keywords)}">
 <meta name="author" content="{page.author}">
 </head>
 <body>

@@ -18,8 +18,13 @@ def test_benchmark_smoke_run(tmp_path, solr_url) -> None:
     if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
         pytest.skip("nginx is not installed (deploy/bootstrap.sh installs nginx-light)")
     out = tmp_path / "results"
-    result = subprocess.run([sys.executable, "-m", "tests.benchmarks.crawl", "--pages", "60", "--out", str(out),
-                             "--solr-url", solr_url], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.benchmarks.crawl", "--pages", "60", "--out", str(out), "--solr-url", solr_url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((out / "results.json").read_text())
     run = report["runs"][0]

@@ -182,9 +182,7 @@ def test_domain_suffix_on_a_label_boundary() -> None:
     assert verdict(b, "http://www.oracle.com.tw/") == DOMAIN
     assert verdict(b, "http://myoracle.com/") == DOMAIN
     assert verdict(b, "http://oracle.com.evil.example/") == DOMAIN
-    assert b.check("http://www.oracle.com.tw/").rule == (
-        "no domain include rule matches www.oracle.com.tw (include: oracle.com)"
-    )
+    assert b.check("http://www.oracle.com.tw/").rule == ("no domain include rule matches www.oracle.com.tw (include: oracle.com)")
     assert b.check("http://www.oracle.com/").rule == "no query string"
     assert b.explain("http://www.oracle.com/")[1] == Decision(True, 'domain include "oracle.com"')
 
@@ -256,8 +254,7 @@ def test_domain_entry_errors() -> None:
         "(it already admits every host below it), got '*.example.com'"
     ]
     assert errors({"domains": {"exclude": ["http://example.com/"]}}) == [
-        "domains.exclude: expected a domain or host name such as 'example.com', not a URL or path, "
-        "got 'http://example.com/'"
+        "domains.exclude: expected a domain or host name such as 'example.com', not a URL or path, got 'http://example.com/'"
     ]
     assert errors({"domains": {"include": ["example.com:8080"]}}) == [
         "domains.include: expected a domain or host name such as 'example.com' without a port "
@@ -346,17 +343,11 @@ def test_port_rule_errors() -> None:
     assert errors({"ports": {"h": {"include": []}}}) == [
         "ports.h: expected at least one port in the include list (an empty one allows no port)"
     ]
-    assert errors({"ports": {"h": {"include": [0]}}}) == [
-        "ports.h.include: expected port numbers from 1 to 65535, got 0"
-    ]
-    assert errors({"ports": {"h": {"exclude": [65536]}}}) == [
-        "ports.h.exclude: expected port numbers from 1 to 65535, got 65536"
-    ]
+    assert errors({"ports": {"h": {"include": [0]}}}) == ["ports.h.include: expected port numbers from 1 to 65535, got 0"]
+    assert errors({"ports": {"h": {"exclude": [65536]}}}) == ["ports.h.exclude: expected port numbers from 1 to 65535, got 65536"]
     assert errors({"ports": {"h": {"include": ["80"]}}}) == ["ports.h.include.0: Input should be a valid integer"]
     assert errors({"ports": {"h": {"include": [True]}}}) == ["ports.h.include.0: Input should be a valid integer"]
-    assert errors({"ports": {"h": {"incude": [80]}}}) == [
-        "ports.h: unknown key 'incude' (known keys: include, exclude)"
-    ]
+    assert errors({"ports": {"h": {"incude": [80]}}}) == ["ports.h: unknown key 'incude' (known keys: include, exclude)"]
     assert errors({"ports": {"h": [80]}}) == ["ports.h: Input should be a valid dictionary or instance of PortRule"]
 
 
@@ -401,8 +392,7 @@ def test_seed_example_path_rules() -> None:
         'path exclude "/products/ias/web_cache/" on otn.oracle.com'
     )
     assert b.check("http://otn.oracle.com/other/").rule == (
-        "path /other/ is not below a path include prefix on otn.oracle.com "
-        "(include: /products/database/, /products/ias/)"
+        "path /other/ is not below a path include prefix on otn.oracle.com (include: /products/database/, /products/ias/)"
     )
     assert b.explain("http://otn.oracle.com/products/ias/x")[3] == Decision(
         True, 'path include "/products/ias/" on otn.oracle.com'
@@ -459,9 +449,7 @@ def test_path_rule_errors() -> None:
         "paths.h.exclude: expected path prefixes starting with '/', got 'http://h/x/'"
     ]
     assert errors({"paths": {"h": {"include": "/x/"}}}) == ["paths.h.include: Input should be a valid list"]
-    assert errors({"paths": {"h": {"inclue": ["/x/"]}}}) == [
-        "paths.h: unknown key 'inclue' (known keys: include, exclude)"
-    ]
+    assert errors({"paths": {"h": {"inclue": ["/x/"]}}}) == ["paths.h: unknown key 'inclue' (known keys: include, exclude)"]
 
 
 # -- patterns ----------------------------------------------------------------------------------
@@ -487,12 +475,9 @@ def test_patterns() -> None:
     assert b.check("https://docs.example.com/v2/print/a").rule == 'pattern exclude_regex "/print/"'
     assert b.check("https://docs.example.com/v2/all.zip").rule == 'pattern exclude_glob "*.zip"'
     assert b.check("https://docs.example.com/latest/").rule == (
-        "no include pattern matches the URL (include_regex: ^https://docs\\.example\\.com/v\\d+/; "
-        "include_glob: */manual/*)"
+        "no include pattern matches the URL (include_regex: ^https://docs\\.example\\.com/v\\d+/; include_glob: */manual/*)"
     )
-    assert b.explain("https://docs.example.com/v3/")[4].rule == (
-        'pattern include_regex "^https://docs\\.example\\.com/v\\d+/"'
-    )
+    assert b.explain("https://docs.example.com/v3/")[4].rule == ('pattern include_regex "^https://docs\\.example\\.com/v\\d+/"')
     assert b.explain("https://www.example.com/manual/")[4].rule == 'pattern include_glob "*/manual/*"'
 
 
@@ -516,9 +501,7 @@ def test_pattern_errors() -> None:
     assert errors({"patterns": {"include_regex": [""]}}) == [
         "patterns.include_regex: expected a non-empty regular expression (an empty one matches every URL)"
     ]
-    assert errors({"patterns": {"include_glob": [""]}}) == [
-        "patterns.include_glob: expected a non-empty glob such as '*.zip'"
-    ]
+    assert errors({"patterns": {"include_glob": [""]}}) == ["patterns.include_glob: expected a non-empty glob such as '*.zip'"]
     assert errors({"patterns": {"regex": ["x"]}}) == [
         "patterns: unknown key 'regex' (known keys: include_regex, exclude_regex, include_glob, exclude_glob)"
     ]
@@ -531,7 +514,9 @@ def test_dynamic_pages() -> None:
     b = Boundary(["http://h/"], ScopeRules())
     decision = b.check("http://h/search?q=x")
     assert (decision.allowed, decision.status, decision.rule) == (
-        False, Status.EXCLUDED_DYNAMIC, "query string and index_dynamic_pages is false"
+        False,
+        Status.EXCLUDED_DYNAMIC,
+        "query string and index_dynamic_pages is false",
     )
     assert verdict(b, "http://h/page?") == ALLOWED  # an empty query string
     dynamic = Boundary(["http://h/"], ScopeRules(index_dynamic_pages=True))
@@ -579,9 +564,7 @@ def test_explain_lists_every_check_until_the_first_exclusion() -> None:
     assert steps[-1] == b.check("http://otn.oracle.com/products/ias/x.html", depth=2)
     steps = b.explain("http://otn.oracle.com/products/ias/web_cache/x", depth=2)
     assert [d.allowed for d in steps] == [True, True, True, False]
-    assert steps[-1] == Decision(
-        False, 'path exclude "/products/ias/web_cache/" on otn.oracle.com', Status.EXCLUDED_PATH
-    )
+    assert steps[-1] == Decision(False, 'path exclude "/products/ias/web_cache/" on otn.oracle.com', Status.EXCLUDED_PATH)
     assert steps[-1] == b.check("http://otn.oracle.com/products/ias/web_cache/x", depth=2)
     assert b.explain("gopher://x/") == [b.check("gopher://x/")]
     assert len(b.explain("http://uk.example.com/")) == 2
@@ -634,6 +617,4 @@ def test_top_level_errors() -> None:
     assert errors({"max_depth": "3"}) == ["max_depth: Input should be a valid integer"]
     assert errors({"index_dynamic_pages": "yes"}) == ["index_dynamic_pages: Input should be a valid boolean"]
     assert errors({"domain": {}}) == ["domain: Extra inputs are not permitted"]
-    assert errors({"domains": ["oracle.com"]}) == [
-        "domains: Input should be a valid dictionary or instance of DomainRules"
-    ]
+    assert errors({"domains": ["oracle.com"]}) == ["domains: Input should be a valid dictionary or instance of DomainRules"]

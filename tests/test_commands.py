@@ -7,9 +7,18 @@ from searchcrawl.dev.solr_runner import DevSolr
 
 def test_search_prints_title_url_and_snippet(project, solr) -> None:
     source = f"search-{uuid.uuid4().hex[:8]}"
-    solr.add([{"id": f"http://s.test/{source}", "url": f"http://s.test/{source}", "display_url": f"http://s.test/{source}",
-               "source": source, "title": "Quarterly zebrafish report",
-               "content": "The quarterly report on zebrafish husbandry in the laboratory."}])
+    solr.add(
+        [
+            {
+                "id": f"http://s.test/{source}",
+                "url": f"http://s.test/{source}",
+                "display_url": f"http://s.test/{source}",
+                "source": source,
+                "title": "Quarterly zebrafish report",
+                "content": "The quarterly report on zebrafish husbandry in the laboratory.",
+            }
+        ]
+    )
     result = project.scrapy("search", "zebrafish husbandry", "--source", source)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()

@@ -50,10 +50,7 @@ def test_raw_text_words_found(corpus, fmt):
     got = Counter(words(result.text))
     found = sum(min(n, got[w]) for w, n in expected.items())
     ratio = found / sum(expected.values())
-    print(
-        f"\n{fmt}: {ratio:.1%} of {sum(expected.values())} expected words found;"
-        f" metadata {result.metadata}"
-    )
+    print(f"\n{fmt}: {ratio:.1%} of {sum(expected.values())} expected words found; metadata {result.metadata}")
     assert ratio >= 0.95, (expected - got).most_common(20)
 
 
@@ -71,13 +68,9 @@ def test_metadata_is_read(corpus):
     assert meta["subject"] == "Excel 2007 Bible"
     assert isinstance(meta["keywords"], list) and meta["keywords"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", meta["created"])
-    assert convert((corpus / "pptx" / "raw_text.pptx").read_bytes()).metadata["title"] == (
-        "I love PowerPoint. A lot."
-    )
+    assert convert((corpus / "pptx" / "raw_text.pptx").read_bytes()).metadata["title"] == ("I love PowerPoint. A lot.")
     assert convert((corpus / "odt" / "raw_text.odt").read_bytes()).metadata["author"] == "evan"
-    assert (
-        convert((corpus / "pdf" / "raw_text.pdf").read_bytes()).metadata["title"] == "i_heart_word"
-    )
+    assert convert((corpus / "pdf" / "raw_text.pdf").read_bytes()).metadata["title"] == "i_heart_word"
 
 
 def _odf(mimetype: str, body: str, encrypted: bool = False) -> bytes:
@@ -328,12 +321,22 @@ def test_legacy_ppt_and_odp_made_by_libreoffice(corpus, tmp_path, target):
 
     for name in ("raw_text", "standardized_text"):
         subprocess.run(
-            ["soffice", "--headless", "--norestore", f"-env:UserInstallation=file://{tmp_path}/profile",
-             "--convert-to", target, "--outdir", str(tmp_path), str(corpus / "pptx" / f"{name}.pptx")],
-            check=True, capture_output=True, timeout=120,
+            [
+                "soffice",
+                "--headless",
+                "--norestore",
+                f"-env:UserInstallation=file://{tmp_path}/profile",
+                "--convert-to",
+                target,
+                "--outdir",
+                str(tmp_path),
+                str(corpus / "pptx" / f"{name}.pptx"),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
         )
-    result = Converter(workers=1, timeout=120).convert((tmp_path / f"raw_text.{target}").read_bytes(), None,
-                                                       f"raw_text.{target}")
+    result = Converter(workers=1, timeout=120).convert((tmp_path / f"raw_text.{target}").read_bytes(), None, f"raw_text.{target}")
     assert result.kind == target
     expected = Counter(words((corpus / "pptx" / "raw_text.txt").read_text(encoding="utf-8")))
     got = Counter(words(result.text))

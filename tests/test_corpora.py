@@ -33,8 +33,10 @@ def test_scipy_lectures_site_is_crawled_whole(project, serve, tmp_path, solr) ->
     states = table.count_by("scipy", "state")
     assert states.get("pending", 0) == 0
     assert states["indexed"] == len(docs)
-    print(f"\nscipy-lectures: {len(docs)} documents indexed ({reachable} HTML of {len(html_files)} files) "
-          f"in {elapsed:.1f}s = {len(docs) / elapsed:.1f} documents/s including indexing")
+    print(
+        f"\nscipy-lectures: {len(docs)} documents indexed ({reachable} HTML of {len(html_files)} files) "
+        f"in {elapsed:.1f}s = {len(docs) / elapsed:.1f} documents/s including indexing"
+    )
     assert not re.search(r"Traceback", result.stderr)
 
 
@@ -77,8 +79,9 @@ def test_nutch_site_robots_group_for_our_agent_and_override(project, serve, tmp_
         f'seeds = ["{site.url}{CRAWL_PKG}package-summary.html", "{site.url}{COLLECTION_PKG}package-summary.html"]\n'
         f'max_depth = 5\npaths = {{ "127.0.0.1" = {{ include = ["/{CRAWL_PKG}", "/{COLLECTION_PKG}"] }} }}\n'
     )
-    crawl_pages = {f"{site.url}{CRAWL_PKG}{p.relative_to(root / CRAWL_PKG).as_posix()}"
-                   for p in (root / CRAWL_PKG).rglob("*.html")}
+    crawl_pages = {
+        f"{site.url}{CRAWL_PKG}{p.relative_to(root / CRAWL_PKG).as_posix()}" for p in (root / CRAWL_PKG).rglob("*.html")
+    }
 
     project.source("nutch-obeyed", scope)
     assert project.scrapy("crawl", "nutch-obeyed").returncode == 0

@@ -9,10 +9,10 @@ import uuid
 import pysolr
 import pytest
 
+from searchcrawl.content.extract import solr_id
+from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.store import DocumentTable
-from searchcrawl.dev.solr_runner import DevSolr
-from searchcrawl.content.extract import solr_id
 
 from .conftest import free_port, solr_docs
 from .sites import build_intranet
@@ -76,10 +76,14 @@ def test_file_seeds_custom_spider_and_preserve_cache(project, tmp_path, solr) ->
     site_root.mkdir()
     pages = build_intranet(site_root, sections=2, per_section=3)
     name = unique("files")
-    project.source(name, source_text(
-        (site_root / "index.html").as_uri(), max_depth=2,
-        extra='spider_class = "tests.custom_spiders.TopicsOnlySpider"\npreserve_cache = true\n',
-    ))
+    project.source(
+        name,
+        source_text(
+            (site_root / "index.html").as_uri(),
+            max_depth=2,
+            extra='spider_class = "tests.custom_spiders.TopicsOnlySpider"\npreserve_cache = true\n',
+        ),
+    )
     result = project.scrapy("crawl", name)
     assert result.returncode == 0, result.stderr[-3000:]
     expected = {(site_root / path).as_uri() for path, page in pages.items() if page.depth == 2}
@@ -121,8 +125,18 @@ def test_solr_outage_loses_nothing_and_indexes_nothing_twice(project, serve, tmp
 
     # A slow crawl that pushes after every document; Solr is stopped once the first ones are in.
     crawl = project.popen(
-        "crawl", name, "-s", "SEARCHCRAWL_CACHE_MAX_BYTES=1", "-s", "DOWNLOAD_DELAY=0.1",
-        "-s", "CONCURRENT_REQUESTS=1", "-s", "SEARCHCRAWL_SOLR_RETRY_TIMES=2", "-s", "SEARCHCRAWL_SOLR_RETRY_BACKOFF=0.5",
+        "crawl",
+        name,
+        "-s",
+        "SEARCHCRAWL_CACHE_MAX_BYTES=1",
+        "-s",
+        "DOWNLOAD_DELAY=0.1",
+        "-s",
+        "CONCURRENT_REQUESTS=1",
+        "-s",
+        "SEARCHCRAWL_SOLR_RETRY_TIMES=2",
+        "-s",
+        "SEARCHCRAWL_SOLR_RETRY_BACKOFF=0.5",
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -169,12 +183,17 @@ def test_network_failures_get_their_status(project, serve, tmp_path) -> None:
     site = serve(root)
     silent_url = f"http://127.0.0.1:{silent.getsockname()[1]}/slow.html"
     refused_url = f"http://127.0.0.1:{refused_port}/none.html"
-    (root / "index.html").write_text(f'<html><body><a href="{silent_url}">slow</a> <a href="{refused_url}">refused</a></body></html>')
+    (root / "index.html").write_text(
+        f'<html><body><a href="{silent_url}">slow</a> <a href="{refused_url}">refused</a></body></html>'
+    )
     name = f"failures-{uuid.uuid4().hex[:8]}"
-    project.source(name, f"""seeds = ["{site.url}index.html"]
+    project.source(
+        name,
+        f"""seeds = ["{site.url}index.html"]
 domains = {{ include = ["127.0.0.1"] }}
 obey_robots = false  # with robots.txt obeyed, an unreachable robots.txt excludes the site first (907)
-""")
+""",
+    )
     try:
         result = project.scrapy("crawl", name, "-s", "DOWNLOAD_TIMEOUT=2", "-s", "RETRY_TIMES=0")
     finally:

@@ -4,14 +4,22 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
+from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import DocumentTable
 from searchcrawl.store.models import Base
-from searchcrawl.rules.lifecycle import Event, Outcome
 
 
 def exercise(table: DocumentTable) -> None:
-    table.record("s", "http://h/a", Outcome(Event.CACHED, 200, depth=0, columns={
-        "last_modified": "Wed, 21 Oct 2015 07:28:00 GMT", "etag": '"x"', "content_length": 10, "checksum": "sum1"}))
+    table.record(
+        "s",
+        "http://h/a",
+        Outcome(
+            Event.CACHED,
+            200,
+            depth=0,
+            columns={"last_modified": "Wed, 21 Oct 2015 07:28:00 GMT", "etag": '"x"', "content_length": 10, "checksum": "sum1"},
+        ),
+    )
     table.record_excluded("s", [("http://h/a", 901, 1, "ignored: row exists"), ("http://other/", 901, 1, "off-site")])
     assert table.pending("s") == [("http://h/a", "sum1")]
     assert table.mark_indexed("s", [("http://h/a", "stale")]) == []

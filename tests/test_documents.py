@@ -14,14 +14,17 @@ from searchcrawl.content.language import detect_language
 from .conftest import solr_docs
 
 
-@pytest.mark.parametrize(("content_type", "body", "default", "expected"), [
-    ("text/html", "café".encode("cp1252"), "windows-1252", "cp1252"),  # nothing declared: the source's default
-    ("text/html", "café".encode("utf-8"), None, None),  # nothing declared, no default: Scrapy detects
-    ("text/html; charset=iso-8859-1", "café".encode("utf-8"), None, "utf-8"),  # UTF-8 labelled Latin-1
-    ("text/html; charset=utf-8", "café".encode("cp1252"), None, "cp1252"),  # Latin-1 labelled UTF-8
-    ("text/html; charset=iso-8859-1", b"\xef\xbb\xbf" + "café".encode("utf-8"), None, "utf-8"),  # the BOM wins
-    ("text/html; charset=koi8-r", "привет".encode("koi8-r"), "windows-1252", None),  # declared and right
-])
+@pytest.mark.parametrize(
+    ("content_type", "body", "default", "expected"),
+    [
+        ("text/html", "café".encode("cp1252"), "windows-1252", "cp1252"),  # nothing declared: the source's default
+        ("text/html", "café".encode(), None, None),  # nothing declared, no default: Scrapy detects
+        ("text/html; charset=iso-8859-1", "café".encode(), None, "utf-8"),  # UTF-8 labelled Latin-1
+        ("text/html; charset=utf-8", "café".encode("cp1252"), None, "cp1252"),  # Latin-1 labelled UTF-8
+        ("text/html; charset=iso-8859-1", b"\xef\xbb\xbf" + "café".encode(), None, "utf-8"),  # the BOM wins
+        ("text/html; charset=koi8-r", "привет".encode("koi8-r"), "windows-1252", None),  # declared and right
+    ],
+)
 def test_choose_encoding(content_type, body, default, expected) -> None:
     assert choose_encoding(content_type, body, default) == expected
 
@@ -32,9 +35,11 @@ def test_language_detection_and_typed_attributes() -> None:
     assert typed_value("42", "int") == 42 and typed_value("yes", "boolean") is True
     assert typed_value("2024-05-01", "date") == "2024-05-01T00:00:00Z"
     assert typed_value("a, b", "strings") == ["a", "b"]
-    found = mapped_attributes({"revision": "7", "dept": "Legal", "writer": "Ann", "pages": "many"},
-                              {"revision": "version", "dept": "department", "writer": "author", "pages": "pages"},
-                              {"version": "int", "pages": "int"})
+    found = mapped_attributes(
+        {"revision": "7", "dept": "Legal", "writer": "Ann", "pages": "many"},
+        {"revision": "version", "dept": "department", "writer": "author", "pages": "pages"},
+        {"version": "int", "pages": "int"},
+    )
     assert found == {"version_i": 7, "department_s": "Legal", "author": "Ann"}  # 'many' is not an int: left out
 
 
@@ -45,26 +50,44 @@ def page(title: str, body: str, head: str = "") -> str:
 def test_charsets_mapping_fallback_and_main_text(project, serve, tmp_path, solr) -> None:
     root = tmp_path / "site"
     root.mkdir()
-    links = "".join(f'<a href="{p}">{p}</a> ' for p in ["latin.html", "bom.html", "mislabelled.html", "deutsch.html", "noisy.html"])
+    links = "".join(
+        f'<a href="{p}">{p}</a> ' for p in ["latin.html", "bom.html", "mislabelled.html", "deutsch.html", "noisy.html"]
+    )
     (root / "index.html").write_text(page("home", links))
     (root / "latin.html").write_bytes(page("Crème brûlée", "<p>Café crème, déjà vu.</p>").encode("cp1252"))
     (root / "bom.html").write_bytes(b"\xef\xbb\xbf" + page("BOM", "<p>Smörgåsbord</p>").encode("utf-8"))
-    (root / "deutsch.html").write_text(page("Wetter", "<p>Dies ist ein deutscher Satz über das Wetter in Berlin und München.</p>",
-                                            head='<meta name="revision" content="12"><meta name="dept" content="Legal">'))
-    (root / "noisy.html").write_text(page("Noisy", "<nav>Home | Products | About us | Contact</nav><article><p>"
-                                          + "The actual article text about enterprise search crawling. " * 12
-                                          + "</p></article><footer>Last updated 21 November 2026</footer>"))
+    (root / "deutsch.html").write_text(
+        page(
+            "Wetter",
+            "<p>Dies ist ein deutscher Satz über das Wetter in Berlin und München.</p>",
+            head='<meta name="revision" content="12"><meta name="dept" content="Legal">',
+        )
+    )
+    (root / "noisy.html").write_text(
+        page(
+            "Noisy",
+            "<nav>Home | Products | About us | Contact</nav><article><p>"
+            + "The actual article text about enterprise search crawling. " * 12
+            + "</p></article><footer>Last updated 21 November 2026</footer>",
+        )
+    )
     site = serve(root)
-    site.responses["/mislabelled.html"] = (200, {"Content-Type": "text/html; charset=iso-8859-1"},
-                                           page("Mislabelled", "<p>naïve façade</p>").encode("utf-8"))
+    site.responses["/mislabelled.html"] = (
+        200,
+        {"Content-Type": "text/html; charset=iso-8859-1"},
+        page("Mislabelled", "<p>naïve façade</p>").encode("utf-8"),
+    )
     first = f"docs-{uuid.uuid4().hex[:8]}"
-    project.source(first, f'''seeds = ["{site.url}index.html"]
+    project.source(
+        first,
+        f'''seeds = ["{site.url}index.html"]
 default_charset = "windows-1252"
 description_fallback = true
 main_text = true
 attributes = {{ revision = "version", dept = "department" }}
 search_attributes = {{ version = "int" }}
-''')
+''',
+    )
     assert project.scrapy("crawl", first).returncode == 0
     docs = {doc["id"].rsplit("/", 1)[1]: doc for doc in solr_docs(solr, first)}
     assert docs["latin.html"]["title"] == "Crème brûlée" and "déjà vu" in docs["latin.html"]["content"]
@@ -82,8 +105,11 @@ search_attributes = {{ version = "int" }}
     (other_root / "index.html").write_text(page("Other", "<p>Another source</p>", head='<meta name="rev" content="12">'))
     other_site = serve(other_root)
     second = f"docs2-{uuid.uuid4().hex[:8]}"
-    project.source(second, f'seeds = ["{other_site.url}index.html"]\nattributes = {{ rev = "version" }}\n'
-                           'search_attributes = { version = "int" }\n')
+    project.source(
+        second,
+        f'seeds = ["{other_site.url}index.html"]\nattributes = {{ rev = "version" }}\n'
+        'search_attributes = { version = "int" }\n',
+    )
     assert project.scrapy("crawl", second).returncode == 0
     hits = solr.search("version_i:12", fq=f'source:("{first}" OR "{second}")', rows=10, fl="id,source")
     assert {doc["source"] for doc in hits} == {first, second}
@@ -116,7 +142,9 @@ def test_scope_and_result_filters_in_a_crawl(project, serve, tmp_path, solr) -> 
     (root / "index.html").write_text(page("home", "<p>" + "the home page of this small site " * 5 + "</p>" + links))
     site = serve(root)
     name = f"filters-{uuid.uuid4().hex[:8]}"
-    project.source(name, f'''seeds = ["{site.url}index.html"]
+    project.source(
+        name,
+        f'''seeds = ["{site.url}index.html"]
 
 [filters.scope]
 exclude_urls = ["*/print/*"]
@@ -125,7 +153,8 @@ exclude_file_names = ["*.zip"]
 [filters.result]
 exclude_urls = ["*/hub.html"]
 min_length = 120
-''')
+''',
+    )
     result = project.scrapy("crawl", name)
     assert result.returncode == 0, result.stderr[-3000:]
     indexed = {doc["id"].rsplit("/", 1)[1] for doc in solr_docs(solr, name)}

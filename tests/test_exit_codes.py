@@ -7,8 +7,8 @@ import uuid
 import pytest
 
 from searchcrawl.commands.crawl import ExitCode, exit_code
-from searchcrawl.store.runs import Runs
 from searchcrawl.crawl.spider import SourceSpider
+from searchcrawl.store.runs import Runs
 
 from .conftest import InFlight, wait_for
 
@@ -84,14 +84,16 @@ def test_documents_left_unindexed_exit_4(offline_project, serve, tmp_path) -> No
     root = tmp_path / "site"
     root.mkdir()
     (root / "index.html").write_text(
-        '<html><head><title>Home</title></head><body><p>Home.</p><a href="a.html">a</a></body></html>')
+        '<html><head><title>Home</title></head><body><p>Home.</p><a href="a.html">a</a></body></html>'
+    )
     (root / "a.html").write_text("<html><head><title>A</title></head><body><p>Page a.</p></body></html>")
     site = serve(root)
     name = unique("unindexed")
     offline_project.source(name, f'seeds = ["{site.url}index.html"]\n')
 
-    crawl = offline_project.scrapy("crawl", name, "-s", "SEARCHCRAWL_SOLR_RETRY_TIMES=1",
-                                   "-s", "SEARCHCRAWL_SOLR_RETRY_BACKOFF=0.1")
+    crawl = offline_project.scrapy(
+        "crawl", name, "-s", "SEARCHCRAWL_SOLR_RETRY_TIMES=1", "-s", "SEARCHCRAWL_SOLR_RETRY_BACKOFF=0.1"
+    )
 
     assert crawl.returncode == ExitCode.NOT_INDEXED, crawl.stderr[-3000:]
     assert "2 documents of" in crawl.stderr and "stay cached and pending" in crawl.stderr

@@ -7,7 +7,14 @@ import html_text
 import pytest
 from lxml import html
 
-from searchcrawl.content.extract import html_attributes, http_date_to_iso, solr_document, split_keywords, text_attributes, visible_text
+from searchcrawl.content.extract import (
+    html_attributes,
+    http_date_to_iso,
+    solr_document,
+    split_keywords,
+    text_attributes,
+    visible_text,
+)
 from searchcrawl.crawl.pipelines.checksum import text_checksum
 from tests.conftest import corpus
 
@@ -35,8 +42,11 @@ def test_html_attributes() -> None:
 
 def test_headers_fill_in_and_documents_are_clean() -> None:
     tree = html.document_fromstring(b"<html><body><p>x</p></body></html>")
-    headers = {"content-type": "text/html; charset=utf-8", "content-language": "de, en",
-               "last-modified": "Wed, 21 Oct 2015 07:28:00 GMT"}
+    headers = {
+        "content-type": "text/html; charset=utf-8",
+        "content-language": "de, en",
+        "last-modified": "Wed, 21 Oct 2015 07:28:00 GMT",
+    }
     attributes = html_attributes(tree, headers)
     assert attributes["language"] == "de"
     assert attributes["description"] is None  # no body-text fallback by default
@@ -70,14 +80,16 @@ def test_visible_text_is_html_texts_text(archive: str, tmp_path: Path) -> None:
             assert visible_text(body) == html_text.extract_text(body, guess_layout=False), page
 
 
-@pytest.mark.parametrize(("markup", "text"), [
-    ("<p>Hello<b>world</b>, and <i>more</i>!</p><div>(<span>x</span>)</div>", "Hello world, and more! (x)"),
-    ("<p>one </p>  <p> two</p><script>var x;</script><style>p {}</style><!-- note -->three", "one two three"),
-    ("<p>a<applet>x<b>y</b></applet>b</p><noframes><p>hidden</p></noframes><frameset><frame>f</frame></frameset>.",
-     "a b."),
-    ("<ul><li>\u00a0first\u00a0</li><li>second</li></ul>", "first second"),
-    ("<p>x\ue000y</p>", "xy"),
-])
+@pytest.mark.parametrize(
+    ("markup", "text"),
+    [
+        ("<p>Hello<b>world</b>, and <i>more</i>!</p><div>(<span>x</span>)</div>", "Hello world, and more! (x)"),
+        ("<p>one </p>  <p> two</p><script>var x;</script><style>p {}</style><!-- note -->three", "one two three"),
+        ("<p>a<applet>x<b>y</b></applet>b</p><noframes><p>hidden</p></noframes><frameset><frame>f</frame></frameset>.", "a b."),
+        ("<ul><li>\u00a0first\u00a0</li><li>second</li></ul>", "first second"),
+        ("<p>x\ue000y</p>", "xy"),
+    ],
+)
 def test_visible_text(markup: str, text: str) -> None:
     body = html.document_fromstring(f"<html><body>{markup}</body></html>").find("body")
     assert visible_text(body) == text

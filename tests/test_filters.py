@@ -4,7 +4,7 @@ handling of unknown values, and the validation messages."""
 from __future__ import annotations
 
 import tomllib
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from searchcrawl.rules.filters import NO_FILTER, FilterDecision, FilterRules, Filters, FilterSet, file_name, mime_type
 
-NOW = datetime(2026, 11, 21, 9, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
 URL = "http://h/docs/report.pdf"
 
 
@@ -69,9 +69,7 @@ def test_toml_source_example() -> None:
     assert scope.check_url("http://h/a/index.html") == FilterDecision(True, "scope filters passed")
     assert doc(scope, "http://h/a/x.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document")
     assert doc(scope, mimetype="application/pdf", length=52428800).passed
-    assert doc(scope, mimetype="application/pdf", length=52428801).rule == (
-        "scope filter max_length 52428800 (length 52428801)"
-    )
+    assert doc(scope, mimetype="application/pdf", length=52428801).rule == ("scope filter max_length 52428800 (length 52428801)")
     assert not doc(scope, "http://h/a/logo.png", "image/png").passed
 
     # The result filter keeps the PNG out of the index, but the scope filter above already
@@ -164,9 +162,7 @@ def test_folder_urls_pass_file_name_rules() -> None:
     assert f.check_url("http://h").passed
     assert not f.check_url("http://h/a/b.pdf").passed  # exclude "*" overrides the inclusion
     f = filters(include_file_names=["*.pdf"])
-    assert f.check_url("http://h/a/b.zip?x=a.pdf").rule == (
-        'scope filter include_file_names: "b.zip" matches none of "*.pdf"'
-    )
+    assert f.check_url("http://h/a/b.zip?x=a.pdf").rule == ('scope filter include_file_names: "b.zip" matches none of "*.pdf"')
     assert f.check_url("http://h/a/b.pdf?x=1").passed
     assert f.check_url("http://h/a/my%20report.pdf").passed
     assert filters(exclude_file_names=["my report.pdf"]).check_url("http://h/my%20report.pdf").passed is False
@@ -175,12 +171,8 @@ def test_folder_urls_pass_file_name_rules() -> None:
 @pytest.mark.parametrize("name", ["scope", "result"])
 def test_mime_type_wildcards(name: str) -> None:
     f = filters(name, exclude_mime_types=["image/*", "application/x-msdownload"])
-    assert doc(f, mimetype="image/png") == FilterDecision(
-        False, f'{name} filter exclude_mime_types "image/*" (image/png)'
-    )
-    assert doc(f, mimetype="IMAGE/SVG+XML; charset=utf-8").rule == (
-        f'{name} filter exclude_mime_types "image/*" (image/svg+xml)'
-    )
+    assert doc(f, mimetype="image/png") == FilterDecision(False, f'{name} filter exclude_mime_types "image/*" (image/png)')
+    assert doc(f, mimetype="IMAGE/SVG+XML; charset=utf-8").rule == (f'{name} filter exclude_mime_types "image/*" (image/svg+xml)')
     assert not doc(f, mimetype="application/x-msdownload").passed
     assert doc(f, mimetype="text/html").passed
 
@@ -191,8 +183,7 @@ def test_mime_type_wildcards(name: str) -> None:
     assert doc(f, mimetype="application/vnd.ms-excel").passed
     assert doc(f, mimetype="application/zip") == FilterDecision(
         False,
-        f'{name} filter include_mime_types: "application/zip" matches none of "text/*", "application/vnd.*", '
-        '"application/pdf"',
+        f'{name} filter include_mime_types: "application/zip" matches none of "text/*", "application/vnd.*", "application/pdf"',
     )
     # "text/*" is about the type: "text" alone or another type does not match.
     assert not doc(f, mimetype="application/text").passed
@@ -238,7 +229,7 @@ def test_modified_within_days(name: str) -> None:
     assert doc(f, last_modified=datetime(2026, 10, 22, 12, 0, tzinfo=plus_two)).passed  # 10:00 UTC: 29 d 23 h
     assert not doc(f, last_modified=datetime(2026, 10, 22, 10, 0, tzinfo=plus_two)).passed  # 08:00 UTC: 30 d 1 h
     # now defaults to the clock.
-    assert f.check_document(URL, None, None, datetime.now(timezone.utc) - timedelta(days=1)).passed
+    assert f.check_document(URL, None, None, datetime.now(UTC) - timedelta(days=1)).passed
     assert not f.check_document(URL, None, None, datetime(2000, 1, 1)).passed
     assert f.check_url(URL) == FilterDecision(True, NO_FILTER)
 
@@ -271,9 +262,7 @@ def test_exclusion_overrides_inclusion() -> None:
     assert f.check_url("http://h/draft-1.pdf").rule == 'result filter exclude_file_names "draft-*"'
     f = filters(include_mime_types=["application/*"], exclude_mime_types=["application/zip"])
     assert doc(f, mimetype="application/pdf").passed
-    assert doc(f, mimetype="application/zip").rule == (
-        'scope filter exclude_mime_types "application/zip" (application/zip)'
-    )
+    assert doc(f, mimetype="application/zip").rule == ('scope filter exclude_mime_types "application/zip" (application/zip)')
 
 
 def test_kinds_combine_with_and() -> None:
@@ -309,9 +298,7 @@ def test_pattern_errors() -> None:
         "exclude_file_names: expected a file name pattern such as '*.zip' without '/' (it matches the last "
         "segment of the URL path; use include_urls/exclude_urls for paths), got '/downloads/*.zip'"
     ]
-    assert errors({"include_mime_types": [""]}) == [
-        "include_mime_types: expected a non-empty pattern such as 'text/*', got ''"
-    ]
+    assert errors({"include_mime_types": [""]}) == ["include_mime_types: expected a non-empty pattern such as 'text/*', got ''"]
     assert errors({"include_mime_types": ["pdf"]}) == [
         "include_mime_types: expected a MIME type 'type/subtype' such as 'application/pdf' or 'image/*', got 'pdf'"
     ]
@@ -323,9 +310,7 @@ def test_pattern_errors() -> None:
 
 
 def test_patterns_normalised() -> None:
-    rules = FilterRules(
-        exclude_urls=[" */print/* ", "*/print/*"], include_mime_types=["Text/HTML", "text/html", "image/*"]
-    )
+    rules = FilterRules(exclude_urls=[" */print/* ", "*/print/*"], include_mime_types=["Text/HTML", "text/html", "image/*"])
     assert rules.exclude_urls == ["*/print/*"]
     assert rules.include_mime_types == ["text/html", "image/*"]
 

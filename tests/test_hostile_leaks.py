@@ -28,8 +28,7 @@ def table_text(project: Project) -> str:
         metadata = sqlalchemy.MetaData()
         metadata.reflect(table.engine)
         with table.engine.connect() as connection:
-            return "\n".join(repr(row) for name in metadata.tables
-                             for row in connection.execute(metadata.tables[name].select()))
+            return "\n".join(repr(row) for name in metadata.tables for row in connection.execute(metadata.tables[name].select()))
     finally:
         table.close()
 
@@ -44,8 +43,7 @@ def test_secret_settings_never_reach_the_log(project: Project, serve, tmp_path: 
     password, token = "Pass-canary-9d1e", "Token-canary-47c2"
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "index.html").write_text(
-        f"<html><head><title>Index</title></head><body><p>The token {token} in a page.</p>"
-        "<a href='a.html'>a</a></body></html>"
+        f"<html><head><title>Index</title></head><body><p>The token {token} in a page.</p><a href='a.html'>a</a></body></html>"
     )
     (tmp_path / "site" / "a.html").write_text("<html><head><title>A</title></head><body>a page</body></html>")
     site = serve(tmp_path / "site")
@@ -53,8 +51,18 @@ def test_secret_settings_never_reach_the_log(project: Project, serve, tmp_path: 
     project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 1\n')
 
     crawl = project.scrapy(
-        "crawl", name, "-s", "LOG_LEVEL=DEBUG", "-s", f"HTTPAUTH_PASS={password}", "-s", "HTTPAUTH_USER=crawler-user",
-        "-s", "HTTPAUTH_DOMAIN=127.0.0.1", "-s", f"SOME_API_TOKEN={token}",
+        "crawl",
+        name,
+        "-s",
+        "LOG_LEVEL=DEBUG",
+        "-s",
+        f"HTTPAUTH_PASS={password}",
+        "-s",
+        "HTTPAUTH_USER=crawler-user",
+        "-s",
+        "HTTPAUTH_DOMAIN=127.0.0.1",
+        "-s",
+        f"SOME_API_TOKEN={token}",
     )
     assert crawl.returncode == 0, crawl.stderr[-3000:]
     logs = crawl.stdout + crawl.stderr
@@ -73,7 +81,9 @@ def test_user_info_of_links_is_dropped(project: Project, serve, tmp_path: Path, 
         "<html><head><title>Index</title></head><body>"
         f"<a href='http://intruder:{canary}@127.0.0.1:{site.port}/x.html'>the x page</a></body></html>"
     )
-    (tmp_path / "site" / "x.html").write_text("<html><head><title>X</title></head><body>Exactly what the x page says.</body></html>")
+    (tmp_path / "site" / "x.html").write_text(
+        "<html><head><title>X</title></head><body>Exactly what the x page says.</body></html>"
+    )
     name = unique("userinfo")
     project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 1\n')
 

@@ -54,8 +54,12 @@ def test_redirects_to_local_files_and_other_schemes_are_never_fetched(project, s
     root = tmp_path / "site"
     root.mkdir()
     site = serve(root)
-    targets = {"/file302": f"file://{canary_file}", "/file301": f"file://{canary_file}",
-               "/ftp307": "ftp://127.0.0.1/etc/passwd", "/data303": f"data:text/html,{CANARY}"}
+    targets = {
+        "/file302": f"file://{canary_file}",
+        "/file301": f"file://{canary_file}",
+        "/ftp307": "ftp://127.0.0.1/etc/passwd",
+        "/data303": f"data:text/html,{CANARY}",
+    }
     site.responses["/index.html"] = html(page("home", list(targets)))
     for path, location in targets.items():
         site.redirect(path, int(path[-3:]), location)
@@ -74,8 +78,9 @@ def test_redirects_to_local_files_and_other_schemes_are_never_fetched(project, s
 def test_a_file_source_reads_only_below_its_seed_folders(project, tmp_path, canary_file, solr) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "index.html").write_text(f'<html><title>docs</title><body>docs <a href="escape.html">x</a> '
-                                     f'<a href="file://{canary_file}">y</a></body></html>')
+    (docs / "index.html").write_text(
+        f'<html><title>docs</title><body>docs <a href="escape.html">x</a> <a href="file://{canary_file}">y</a></body></html>'
+    )
     (docs / "escape.html").symlink_to(canary_file)  # a link inside the folder pointing out of it
     name = f"filesrc-{uuid.uuid4().hex[:8]}"
     result = crawl(project, name, f'seeds = ["file://{docs}/index.html"]\n')
@@ -128,9 +133,11 @@ def test_dns_names_that_resolve_to_internal_addresses_are_refused(project, serve
     site = serve(root)
     internal = serve(internal_root)
     internal.responses["/secret.html"] = html(page(CANARY))
-    spellings = {"/a": f"http://localhost.:{internal.port}/secret.html",
-                 "/b": f"http://2130706433:{internal.port}/secret.html",
-                 "/c": f"http://[::ffff:127.0.0.1]:{internal.port}/secret.html"}
+    spellings = {
+        "/a": f"http://localhost.:{internal.port}/secret.html",
+        "/b": f"http://2130706433:{internal.port}/secret.html",
+        "/c": f"http://[::ffff:127.0.0.1]:{internal.port}/secret.html",
+    }
     site.responses["/index.html"] = html(page("home", list(spellings)))
     for path, location in spellings.items():
         site.redirect(path, 302, location)
@@ -146,15 +153,19 @@ def test_a_45_mb_page_is_parsed_up_to_max_parse_bytes_in_bounded_memory(project,
     root.mkdir()
     site = serve(root)
     paragraph = "<div><p>padding words for the parser " + "x" * 60 + "</p></div>\n"
-    body = ("<html><head><title>huge</title></head><body><p>start of the huge page</p>"
-            + paragraph * (45 * 1024 * 1024 // len(paragraph)) + "<p>end of the huge page</p></body></html>").encode()
+    body = (
+        "<html><head><title>huge</title></head><body><p>start of the huge page</p>"
+        + paragraph * (45 * 1024 * 1024 // len(paragraph))
+        + "<p>end of the huge page</p></body></html>"
+    ).encode()
     (root / "huge.html").write_bytes(body)
     name = f"huge-{uuid.uuid4().hex[:8]}"
     source = f'seeds = ["{site.url}huge.html"]\n'
     project.source(name, source)
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    result = subprocess.run([sys.executable, "-m", "scrapy", "crawl", name], cwd=ROOT, env=project.env(),
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", name], cwd=ROOT, env=project.env(), capture_output=True, text=True, timeout=600
+    )
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     assert result.returncode == 0, result.stderr[-3000:]
     print(f"peak RSS of the crawl (45 MB page): {peak_mb:.0f} MB (before: {before / 1024:.0f} MB)")
@@ -210,8 +221,10 @@ class EndlessBody:
                 return
             if b"/index.html" in request.split(b"\r\n", 1)[0]:
                 body = b'<html><body><a href="/endless.html">x</a></body></html>'
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n"
-                             b"Connection: close\r\n\r\n%s" % (len(body), body))
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n"
+                    b"Connection: close\r\n\r\n%s" % (len(body), body)
+                )
                 return
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n")
             deadline = time.monotonic() + 60
@@ -230,8 +243,7 @@ def test_an_oversize_body_without_content_length_is_too_large_not_a_transient_fa
     server = EndlessBody()
     try:
         name = f"endless-{uuid.uuid4().hex[:8]}"
-        result = crawl(project, name, f'seeds = ["http://127.0.0.1:{server.port}/index.html"]\n'
-                                      "max_download_bytes = 2000000\n")
+        result = crawl(project, name, f'seeds = ["http://127.0.0.1:{server.port}/index.html"]\nmax_download_bytes = 2000000\n')
     finally:
         server.close()
     assert result.returncode == 0
@@ -265,7 +277,7 @@ def test_retry_after_is_honoured(project, serve, tmp_path, solr) -> None:
     name = f"retry-{uuid.uuid4().hex[:8]}"
     result = crawl(project, name, f'seeds = ["{site.url}index.html"]\n', "-s", "RETRY_TIMES=1")
     assert result.returncode == 0
-    busy = [t for (_m, _h, path), t in zip(site.requests, site.arrivals) if path == "/busy.html"]
+    busy = [t for (_m, _h, path), t in zip(site.requests, site.arrivals, strict=False) if path == "/busy.html"]
     assert len(busy) == 2 and busy[1] - busy[0] >= 1.9, busy  # retried once, after the asked 2 s
     later = [path for _m, _h, path in site.requests if path == "/later.html"]
     assert later == ["/later.html"]  # a day is beyond SEARCHCRAWL_RETRY_AFTER_MAX: next crawl
@@ -298,10 +310,12 @@ def test_the_rendering_browser_loads_nothing_internal(project, serve, tmp_path, 
         f'<iframe src="{other.url}frame.html"></iframe><img src="{other.url}pixel.png">'
         f"<script>fetch('{internal.url}secret').then(r => r.text()).then(t => "
         "document.getElementById('out').textContent += t).catch(() => {});"
-        f"var x = new XMLHttpRequest(); x.open('GET', '{other.url}xhr'); x.send();</script></body></html>")
+        f"var x = new XMLHttpRequest(); x.open('GET', '{other.url}xhr'); x.send();</script></body></html>"
+    )
     name = f"browser-{uuid.uuid4().hex[:8]}"
-    result = crawl(project, name, f'seeds = ["{site.url}index.html"]\nrender_js = true\nrender_wait = "networkidle"\n',
-                   timeout=300)
+    result = crawl(
+        project, name, f'seeds = ["{site.url}index.html"]\nrender_js = true\nrender_wait = "networkidle"\n', timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert internal.requests == [] and other.requests == []
     docs = solr_docs(solr, name)
@@ -320,8 +334,10 @@ def test_what_a_response_really_is(project, serve, tmp_path, solr) -> None:
     site.responses["/index.html"] = html(page("home", ["/doc.html", "/garbage.html", "/utf8.html"]))
     site.responses["/doc.html"] = html(pdf)
     site.responses["/garbage.html"] = html(os.urandom(20000))
-    site.responses["/utf8.html"] = html("<html><title>Gr\u00fc\u00dfe</title><body><p>na\u00efve caf\u00e9 "
-                                        "\u2014 Stra\u00dfe</p>".encode() + b"\xff</body></html>")
+    site.responses["/utf8.html"] = html(
+        "<html><title>Gr\u00fc\u00dfe</title><body><p>na\u00efve caf\u00e9 \u2014 Stra\u00dfe</p>".encode()
+        + b"\xff</body></html>"
+    )
     name = f"sniff-{uuid.uuid4().hex[:8]}"
     result = crawl(project, name, f'seeds = ["{site.url}index.html"]\n')
     assert result.returncode == 0

@@ -14,12 +14,12 @@ from sqlalchemy import create_engine, text
 
 from searchcrawl import settings as project_settings
 from searchcrawl.rules.boundary import MAX_URL_LENGTH, Boundary, Decision, ScopeRules
-from searchcrawl.store import DocumentTable
 from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.store import DocumentTable
+from searchcrawl.store.documents import create_db_engine, migrate, url_hash
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.runs import Runs
-from searchcrawl.store.documents import create_db_engine, migrate, url_hash
-from searchcrawl.rules.status_codes import Status
 
 LONG = 12_000
 
@@ -43,8 +43,12 @@ def test_a_url_longer_than_the_maximum_is_excluded_with_942() -> None:
 
 def test_the_length_rule_comes_before_every_other_rule() -> None:
     boundary = Boundary(["http://h/"], ScopeRules(max_depth=0), max_url_length=100)
-    for url in (url_of_length("gopher://h/", 101), url_of_length("http://elsewhere/", 101),
-                url_of_length("http://h/?q=", 101), url_of_length("http://[::1/", 101)):
+    for url in (
+        url_of_length("gopher://h/", 101),
+        url_of_length("http://elsewhere/", 101),
+        url_of_length("http://h/?q=", 101),
+        url_of_length("http://[::1/", 101),
+    ):
         assert boundary.check(url, depth=5).status == Status.URL_TOO_LONG, url
         assert boundary.explain(url, depth=5) == [boundary.check(url, depth=5)]  # nothing checked before it
 
@@ -129,10 +133,13 @@ def test_an_existing_database_migrates_and_its_rows_are_found(backend, request, 
     engine = create_db_engine(url)
     migrate(engine, "0008")  # the schema before rows were keyed by hash
     with engine.begin() as connection:
-        connection.execute(text(
-            "INSERT INTO documents (source, url, state, status, first_seen) VALUES "
-            "('old', 'http://h/a', 'indexed', 200, CURRENT_TIMESTAMP), "
-            "('old', 'http://h/caf%C3%A9?q=%E2%82%AC', 'excluded', 906, CURRENT_TIMESTAMP)"))
+        connection.execute(
+            text(
+                "INSERT INTO documents (source, url, state, status, first_seen) VALUES "
+                "('old', 'http://h/a', 'indexed', 200, CURRENT_TIMESTAMP), "
+                "('old', 'http://h/caf%C3%A9?q=%E2%82%AC', 'excluded', 906, CURRENT_TIMESTAMP)"
+            )
+        )
     engine.dispose()
     table = DocumentTable(url)
     try:
@@ -159,7 +166,8 @@ def test_a_crawl_records_long_links_with_942(backend, project, serve, tmp_path, 
     anchors = "".join(f'<a href="{link}">link</a>' for link in long_links)
     (root / "index.html").write_text(
         f"<html><head><title>Links</title></head><body><p>Two long links.</p>{anchors}"
-        '<a href="short.html">short</a></body></html>')
+        '<a href="short.html">short</a></body></html>'
+    )
     (root / "short.html").write_text("<html><head><title>Short</title></head><body><p>A short one.</p></body></html>")
     name = f"long-{backend}-{uuid.uuid4().hex[:8]}"
     project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 2\n')

@@ -6,11 +6,11 @@ import uuid
 
 import pysolr
 
-from searchcrawl.index.cache import DocumentCache
-from searchcrawl.store import DocumentTable
 from searchcrawl.content.extract import solr_id
-from searchcrawl.index.indexer import SolrIndex, batches, describe, push_pending, push_with_retries, PushResult
+from searchcrawl.index.cache import DocumentCache
+from searchcrawl.index.indexer import PushResult, SolrIndex, batches, describe, push_pending, push_with_retries
 from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.store import DocumentTable
 
 from .conftest import solr_docs
 from .sites import build_intranet
@@ -86,13 +86,28 @@ def test_push_pending_to_real_solr(tmp_path, solr_url: str, solr: pysolr.Solr) -
     cache = DocumentCache(tmp_path / "cache")
     for i in range(25):
         url = f"http://push.test/{i}"
-        cache.put({"id": solr_id("push", url), "url": url, "source": "push", "title": f"doc {i}", "checksum": f"c{i}",
-                   "content": f"Grüße \u00a0\x07\x00 «{i}» \U0001f600 \"quoted\""})  # sent as cached: JSON, escaped
+        cache.put(
+            {
+                "id": solr_id("push", url),
+                "url": url,
+                "source": "push",
+                "title": f"doc {i}",
+                "checksum": f"c{i}",
+                "content": f'Grüße \u00a0\x07\x00 «{i}» \U0001f600 "quoted"',
+            }
+        )  # sent as cached: JSON, escaped
         cache_pending(table, "push", url, f"c{i}")
     assert cache.size_bytes > 0
     cache.seal()  # as at the end of a crawl: then the push deletes the spool it empties
-    down = push_pending("push", table, cache, SolrIndex("http://127.0.0.1:9/solr/none", timeout=2), max_docs=10, max_bytes=10**6,
-                        requests_at_once=2)
+    down = push_pending(
+        "push",
+        table,
+        cache,
+        SolrIndex("http://127.0.0.1:9/solr/none", timeout=2),
+        max_docs=10,
+        max_bytes=10**6,
+        requests_at_once=2,
+    )
     assert (down.indexed, down.pending, down.refused, down.request_refused) == (0, 25, 0, False)
     assert "cannot connect (Connection refused)" in down.error  # a node failure: everything stays pending
     result = push_pending("push", table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6, requests_at_once=2)
@@ -101,7 +116,9 @@ def test_push_pending_to_real_solr(tmp_path, solr_url: str, solr: pysolr.Solr) -
     assert table.count_by("push", "state") == {"indexed": 25}
     solr.commit()
     assert solr.search('source:"push"', rows=0).hits == 25
-    assert solr.search('url:"http://push.test/3"', fl="content").docs[0]["content"] == "Grüße \u00a0\x07\x00 «3» \U0001f600 \"quoted\""
+    assert (
+        solr.search('url:"http://push.test/3"', fl="content").docs[0]["content"] == 'Grüße \u00a0\x07\x00 «3» \U0001f600 "quoted"'
+    )
 
 
 def test_a_document_solr_refuses_is_isolated_and_every_other_one_indexed(tmp_path, solr_url: str, solr: pysolr.Solr) -> None:
@@ -143,7 +160,8 @@ def test_a_document_solr_refuses_is_isolated_and_every_other_one_indexed(tmp_pat
 
 
 def test_when_solr_refuses_most_documents_it_is_its_configuration_and_nothing_is_marked_refused(
-        tmp_path, solr_url: str, solr: pysolr.Solr) -> None:
+    tmp_path, solr_url: str, solr: pysolr.Solr
+) -> None:
     """A circuit breaker: every document refused alike (here a bad date in each, as an attribute
     mapping onto a field of the wrong type would do) is not 60 bad documents. The search for them
     stops after REFUSAL_FLOOR, none is marked refused or loses its cache record, all stay pending."""
@@ -152,8 +170,7 @@ def test_when_solr_refuses_most_documents_it_is_its_configuration_and_nothing_is
     cache = DocumentCache(tmp_path / "cache")
     for i in range(60):
         url = f"http://breaker.test/{i:02d}"
-        cache.put({"id": solr_id(source, url), "url": url, "source": source, "checksum": "c",
-                   "last_modified": "not a date"})
+        cache.put({"id": solr_id(source, url), "url": url, "source": source, "checksum": "c", "last_modified": "not a date"})
         cache_pending(table, source, url, "c")
     before = solr_update_requests(solr_url)
     result = push_pending(source, table, cache, SolrIndex(solr_url), max_docs=30, max_bytes=10**6)
@@ -186,13 +203,18 @@ def test_solr_messages_are_made_readable() -> None:
         "is longer than the max length 32766), all of which were skipped.  Please correct the analyzer to not produce "
         "such terms.  The prefix of the first immense term is: '[81, 117, 105, 110, 99, 121]...', original message: "
         "bytes can be at most 32766 in length; got 42000. Perhaps the document has an indexed string field "
-        "(solr.StrField) which is too large]")
+        "(solr.StrField) which is too large]"
+    )
     text = describe(immense)
-    assert text.startswith('HTTP 400: Exception writing document id s!http://a/ to the index; possible analysis error: '
-                           'Document contains at least one immense term in field="author"')
+    assert text.startswith(
+        "HTTP 400: Exception writing document id s!http://a/ to the index; possible analysis error: "
+        'Document contains at least one immense term in field="author"'
+    )
     assert "81, 117" not in text and len(text) <= 310
-    value = pysolr.SolrError("Solr responded with an error (HTTP 400): [Reason: ERROR: [doc=s!u] Error adding field "
-                             f"'title'='{'very long title ' * 20}' msg=too long]")
+    value = pysolr.SolrError(
+        "Solr responded with an error (HTTP 400): [Reason: ERROR: [doc=s!u] Error adding field "
+        f"'title'='{'very long title ' * 20}' msg=too long]"
+    )
     assert "very long title " * 4 not in describe(value)
 
 
@@ -200,7 +222,7 @@ def solr_update_requests(core_url: str) -> int:
     """Update requests the core has answered since it started (Solr's handler statistics)."""
     with urllib.request.urlopen(f"{core_url}/admin/mbeans?cat=UPDATE&key=/update&stats=true&wt=json", timeout=30) as answer:
         beans = json.load(answer)["solr-mbeans"]
-    return int(dict(zip(beans[::2], beans[1::2]))["UPDATE"]["/update"]["stats"]["UPDATE./update.requests"])
+    return int(dict(zip(beans[::2], beans[1::2], strict=False))["UPDATE"]["/update"]["stats"]["UPDATE./update.requests"])
 
 
 def test_a_crawl_pushes_in_batches_of_the_threshold_even_with_preserve_cache(project, serve, tmp_path, solr_url, solr) -> None:

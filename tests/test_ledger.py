@@ -6,8 +6,7 @@ import itertools
 
 import pytest
 
-from searchcrawl.rules.lifecycle import (IN_INDEX, TRANSITIONS, Event, Outcome, Row, State, TransitionRefused, decide,
-                                sources_of)
+from searchcrawl.rules.lifecycle import IN_INDEX, TRANSITIONS, Event, Outcome, Row, State, TransitionRefused, decide, sources_of
 
 STATES: list[State | None] = [None, *State]
 OUT = [None, State.QUEUED, State.EXCLUDED, State.FETCHED, State.FAILED, State.REMOVED]
@@ -15,30 +14,36 @@ OUT = [None, State.QUEUED, State.EXCLUDED, State.FETCHED, State.FAILED, State.RE
 # The whole table, written out as the README states it: (state, event) -> next state.
 EXPECTED: dict[tuple[State | None, Event], State] = {}
 for _state in OUT:
-    EXPECTED.update({
-        (_state, Event.EXCLUDED): State.EXCLUDED,
-        (_state, Event.GONE): State.REMOVED if _state == State.REMOVED else State.FETCHED,
-        (_state, Event.REDIRECTED): State.REMOVED if _state == State.REMOVED else State.FETCHED,
-        (_state, Event.FAILED): State.FAILED,
-        (_state, Event.CACHED): State.PENDING,
-    })
+    EXPECTED.update(
+        {
+            (_state, Event.EXCLUDED): State.EXCLUDED,
+            (_state, Event.GONE): State.REMOVED if _state == State.REMOVED else State.FETCHED,
+            (_state, Event.REDIRECTED): State.REMOVED if _state == State.REMOVED else State.FETCHED,
+            (_state, Event.FAILED): State.FAILED,
+            (_state, Event.CACHED): State.PENDING,
+        }
+    )
 for _state in (State.PENDING, State.INDEXED, State.REMOVING):
-    EXPECTED.update({
-        (_state, Event.EXCLUDED): State.REMOVING,
-        (_state, Event.GONE): State.REMOVING,
-        (_state, Event.REDIRECTED): State.REMOVING,
-        (_state, Event.FAILED): _state,
-        (_state, Event.CACHED): State.PENDING,
-    })
-EXPECTED.update({
-    (State.INDEXED, Event.UNCHANGED): State.INDEXED,
-    (State.PENDING, Event.UNCHANGED): State.PENDING,
-    (State.REMOVING, Event.UNCHANGED): State.REMOVING,
-    (State.PENDING, Event.INDEXED): State.INDEXED,
-    (State.PENDING, Event.REFUSED): State.REMOVING,
-    (State.REMOVING, Event.REMOVED): State.REMOVED,
-    (State.REMOVING, Event.HELD): State.REMOVING,
-})
+    EXPECTED.update(
+        {
+            (_state, Event.EXCLUDED): State.REMOVING,
+            (_state, Event.GONE): State.REMOVING,
+            (_state, Event.REDIRECTED): State.REMOVING,
+            (_state, Event.FAILED): _state,
+            (_state, Event.CACHED): State.PENDING,
+        }
+    )
+EXPECTED.update(
+    {
+        (State.INDEXED, Event.UNCHANGED): State.INDEXED,
+        (State.PENDING, Event.UNCHANGED): State.PENDING,
+        (State.REMOVING, Event.UNCHANGED): State.REMOVING,
+        (State.PENDING, Event.INDEXED): State.INDEXED,
+        (State.PENDING, Event.REFUSED): State.REMOVING,
+        (State.REMOVING, Event.REMOVED): State.REMOVED,
+        (State.REMOVING, Event.HELD): State.REMOVING,
+    }
+)
 
 
 def test_the_transition_table_is_the_documented_one() -> None:
@@ -121,23 +126,30 @@ def test_the_ledger_writer_alone_records_what_components_report(tmp_path) -> Non
     from scrapy.utils.test import get_crawler
     from twisted.python.failure import Failure
 
+    from searchcrawl.config.source import SourceFile, load_source
+    from searchcrawl.config.spiderloader import spider_class_for
     from searchcrawl.crawl.exceptions import NotIndexed
     from searchcrawl.crawl.extensions.ledger import LedgerWriter
     from searchcrawl.crawl.items import CrawledDocument
     from searchcrawl.crawl.signals import url_outcome
-    from searchcrawl.config.source import SourceFile, load_source
-    from searchcrawl.config.spiderloader import spider_class_for
 
     path = tmp_path / "unit.toml"
     path.write_text('seeds = ["http://h.test/"]\n')
     spidercls = spider_class_for(load_source(SourceFile("unit", str(path), path)))
-    crawler = get_crawler(spidercls, settings_dict={"SEARCHCRAWL_DATA_DIR": str(tmp_path), "SOLR_URL": "http://127.0.0.1:9/solr/x"})
+    crawler = get_crawler(
+        spidercls, settings_dict={"SEARCHCRAWL_DATA_DIR": str(tmp_path), "SOLR_URL": "http://127.0.0.1:9/solr/x"}
+    )
     writer = LedgerWriter.from_crawler(crawler)  # kept: signal receivers are weak references
     send = crawler.signals.send_catch_log
     item = lambda url: CrawledDocument("unit", url, 1, {})  # noqa: E731
     send(url_outcome, url="http://h.test/a", outcome=Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
-    send(signals.item_dropped, item=item("http://h.test/a"), response=None, spider=None,
-         exception=NotIndexed(Outcome(Event.GONE, 404, "gone"), "gone"))
+    send(
+        signals.item_dropped,
+        item=item("http://h.test/a"),
+        response=None,
+        spider=None,
+        exception=NotIndexed(Outcome(Event.GONE, 404, "gone"), "gone"),
+    )
     send(signals.item_dropped, item=item("http://h.test/b"), response=None, spider=None, exception=DropItem("mine"))
     send(signals.item_error, item=item("http://h.test/c"), response=None, spider=None, failure=Failure(ValueError("bad")))
     from searchcrawl.crawl.run_context import CrawlContext

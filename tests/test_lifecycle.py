@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, InFlight, solr_docs, wait_for
 from searchcrawl.rules.status_codes import Status
+from tests.conftest import ROOT, InFlight, solr_docs, wait_for
 
 pytestmark = pytest.mark.usefixtures("solr")
 
@@ -247,8 +247,14 @@ def test_a_killed_run_shows_as_dead(project, serve, tmp_path):
         write(root / f"p{i}.html", page(f"p{i}", f"page {i}"))
     site = serve(root, slow=0.2, in_flight=InFlight())
     name = source(project, site)
-    process = subprocess.Popen([sys.executable, "-m", "scrapy", "crawl", name], cwd=ROOT, env=project.env(),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "crawl", name],
+        cwd=ROOT,
+        env=project.env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         wait_for(lambda: len(site.requests) > 5, timeout=120, what="the crawl to fetch pages")
     finally:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pysolr
 import pytest
 
-from searchcrawl.store.runs import Runs
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.runs import Runs
 
 KINDS = ("lm", "etag", "plain")  # Last-Modified (If-Modified-Since), ETag (If-None-Match), no validator
 
@@ -178,7 +178,9 @@ def test_duplicates_and_canonical_handover(project, serve, tmp_path, solr) -> No
     assert set(versions(solr, name)) == {url("index.html"), url("a.html"), url("y.html")}
     table = project.table()
     assert (table.get(name, url("b.html"))["status"], table.get(name, url("b.html"))["duplicate_of"]) == (
-        Status.DUPLICATE, url("a.html"))
+        Status.DUPLICATE,
+        url("a.html"),
+    )
     assert table.get(name, url("x.html"))["duplicate_of"] == url("y.html")  # the canonical target won
     assert report(project, name)["counts"]["duplicate"] == 2
     (root / "a.html").unlink()  # the indexed copy disappears: its duplicate takes its place

@@ -20,7 +20,7 @@ from searchcrawl.store.runs import Runs
 
 from .conftest import ROOT, Project, free_port, solr_docs, wait_for
 from .sites import build_intranet
-from .test_rendering import indexed_text, quotes_site, quotes_source  # noqa: F401 - quotes_site is a fixture
+from .test_rendering import indexed_text, quotes_site, quotes_source  # noqa: F401,F811 - quotes_site is a fixture
 
 pytestmark = pytest.mark.slow
 
@@ -33,8 +33,11 @@ class Scrapyd:
         config = configparser.ConfigParser()
         config.read(ROOT / "deploy" / "scrapyd.conf")  # the shipped configuration, with test places
         config["scrapyd"].update(
-            http_port=str(self.port), eggs_dir=str(workdir / "eggs"), dbs_dir=str(workdir / "dbs"),
-            logs_dir=str(workdir / "logs"), poll_interval="0.5",
+            http_port=str(self.port),
+            eggs_dir=str(workdir / "eggs"),
+            dbs_dir=str(workdir / "dbs"),
+            logs_dir=str(workdir / "logs"),
+            poll_interval="0.5",
         )
         with open(workdir / "scrapyd.conf", "w") as handle:
             config.write(handle)
@@ -42,7 +45,11 @@ class Scrapyd:
         env.pop("PYTHONPATH")  # jobs must run the deployed egg's code and sources
         self.log = open(workdir / "scrapyd.out", "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [str(Path(sys.executable).parent / "scrapyd")], cwd=workdir, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+            [str(Path(sys.executable).parent / "scrapyd")],
+            cwd=workdir,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60
         while True:
@@ -105,8 +112,9 @@ def scrapyd(tmp_path_factory: pytest.TempPathFactory, ops_project: Project) -> I
 def deploy(server: Scrapyd) -> subprocess.CompletedProcess[str]:
     """deploy/deploy.sh, as an operator runs it, against the test's scrapyd."""
     env = dict(os.environ, SEARCHCRAWL_SCRAPYD_URL=server.url)
-    result = subprocess.run(["bash", "deploy/deploy.sh", "--version", "1"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        ["bash", "deploy/deploy.sh", "--version", "1"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert not (ROOT / "setup.py").exists() and not (ROOT / "build").exists(), "deploy.sh left build output"
     return result
@@ -142,8 +150,10 @@ def test_deploy_schedule_suspend_resume(scrapyd: Scrapyd, ops_project: Project, 
     resumed = ops_project.scrapy("control", "opsa", "resume", SEARCHCRAWL_SCRAPYD_URL=scrapyd.url)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     job2 = resumed.stdout.strip().rsplit(" ", 1)[-1]
-    wait_for(lambda: scrapyd.job(job2)[0] == "running" and (runs.latest("opsa") or {}).get("job") == job2,
-             what="the resumed job to run")
+    wait_for(
+        lambda: scrapyd.job(job2)[0] == "running" and (runs.latest("opsa") or {}).get("job") == job2,
+        what="the resumed job to run",
+    )
     fetched = len(site.requests)
     wait_for(lambda: len(site.requests) >= fetched + 5, what="the resumed job to fetch")
     assert scrapyd.post("cancel.json", job=job2)["status"] == "ok"
@@ -192,7 +202,7 @@ def test_scheduler_starts_due_sources_through_scrapyd(scrapyd: Scrapyd, ops_proj
     assert json.loads(Runs(ops_project.table()).latest("opsb")["counters"])["pages"] >= len(pages)
 
 
-def test_rendering_under_scrapyd(scrapyd: Scrapyd, ops_project: Project, quotes_site, solr) -> None:
+def test_rendering_under_scrapyd(scrapyd: Scrapyd, ops_project: Project, quotes_site, solr) -> None:  # noqa: F811 - the fixture
     """A JavaScript source as a scrapyd job: Chromium through scrapy-playwright, all 100 quotes."""
     quotes_source(ops_project, quotes_site, "opsjs", "true", ["js/"])
     deploy(scrapyd)

@@ -23,12 +23,12 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from searchcrawl.rules.boundary import Boundary, ScopeRules
+from searchcrawl.config.source import SourceError, SourceFile, SourceSettings, load_source
 from searchcrawl.content.charsets import choose_encoding, declared_encoding, looks_binary
 from searchcrawl.content.convert import detect_kind, sniff_kind
 from searchcrawl.content.convert.core import KINDS, OLE_MAGIC
+from searchcrawl.rules.boundary import Boundary, ScopeRules
 from searchcrawl.rules.robots_txt import RobotsTxt, product_token, robots_for_response
-from searchcrawl.config.source import SourceError, SourceFile, SourceSettings, load_source
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical
 
@@ -54,14 +54,42 @@ HOSTILE_PATHS = ["/" + "a" * 5000, "/" + "ab" * 2000 + "c", "/" + "*" * 100, "/%
 path_chars = st.sampled_from([*"abcXYZ019-._~!&'()+,;=:@/", "%2F", "%2f", "%41", "%E9", "%", "*"])
 url_paths = st.lists(path_chars, max_size=20).map(lambda chars: "/" + "".join(chars))
 robots_keys = st.sampled_from(
-    ["User-agent", "user-agent", "USER-AGENT ", "Allow", "allow", "Disallow", "DISALLOW", "Crawl-delay",
-     "crawl-delay", "Sitemap", "Host", "Noindex", ""]
+    [
+        "User-agent",
+        "user-agent",
+        "USER-AGENT ",
+        "Allow",
+        "allow",
+        "Disallow",
+        "DISALLOW",
+        "Crawl-delay",
+        "crawl-delay",
+        "Sitemap",
+        "Host",
+        "Noindex",
+        "",
+    ]
 )
 robots_values = st.one_of(
     st.text(max_size=30),
     url_paths,
-    st.sampled_from([*HOSTILE_PATTERNS, "searchcrawl", "SearchCrawl/2.1", "*bot", "1e309", "nan", "-1", "inf",
-                     "0.5", "\ufeff/x", "/%zz", "/é", "http://example.com/sitemap.xml"]),
+    st.sampled_from(
+        [
+            *HOSTILE_PATTERNS,
+            "searchcrawl",
+            "SearchCrawl/2.1",
+            "*bot",
+            "1e309",
+            "nan",
+            "-1",
+            "inf",
+            "0.5",
+            "\ufeff/x",
+            "/%zz",
+            "/é",
+            "http://example.com/sitemap.xml",
+        ]
+    ),
 )
 robots_lines = st.tuples(
     robots_keys, st.sampled_from([":", " :", ": ", "::"]), robots_values, st.sampled_from(["", " # note", "#"])
@@ -71,8 +99,9 @@ robots_texts = st.tuples(st.lists(robots_lines, max_size=25), st.sampled_from(["
 )
 robots_urls = st.one_of(
     st.text(max_size=60),
-    st.builds(lambda path, query: "http://example.com" + path + query, url_paths,
-              st.sampled_from(["", "?", "?a=1", "#frag", "?q=é"])),
+    st.builds(
+        lambda path, query: "http://example.com" + path + query, url_paths, st.sampled_from(["", "?", "?a=1", "#frag", "?q=é"])
+    ),
     st.sampled_from(["http://example.com" + path for path in HOSTILE_PATHS]),
 )
 user_agents = st.one_of(st.just(AGENT), st.text(max_size=20), st.sampled_from(["*", "", "Googlebot/2.1", "SEARCHCRAWL"]))
@@ -101,8 +130,7 @@ def test_robots_parse_and_decide_never_raise_and_are_deterministic(robots: str |
 
 
 @settings(max_examples=200)
-@given(status=st.none() | st.integers(-1000, 1000), body=st.none() | st.binary() | robots_texts.map(str.encode),
-       url=robots_urls)
+@given(status=st.none() | st.integers(-1000, 1000), body=st.none() | st.binary() | robots_texts.map(str.encode), url=robots_urls)
 def test_robots_for_response_never_raises(status: int | None, body: bytes | None, url: str) -> None:
     decision = robots_for_response(status, body).decide(AGENT, url)
     assert decision == robots_for_response(status, body).decide(AGENT, url)
@@ -121,13 +149,19 @@ def test_disallow_all_in_own_group_disallows_every_url(before: str, after: str, 
 
 
 @settings(max_examples=300)
-@given(others=robots_texts.map(other_groups), path=url_paths, query=st.sampled_from(["", "?a=1", "?"]),
-       allow_first=st.booleans(), disallow_root=st.booleans())
+@given(
+    others=robots_texts.map(other_groups),
+    path=url_paths,
+    query=st.sampled_from(["", "?a=1", "?"]),
+    allow_first=st.booleans(),
+    disallow_root=st.booleans(),
+)
 @example(others="", path="/", query="", allow_first=False, disallow_root=True)
 @example(others="", path="/a*", query="", allow_first=False, disallow_root=False)
 @example(others="", path="/%e9/%2f", query="?x", allow_first=False, disallow_root=True)
-def test_allow_of_the_same_length_wins_the_tie(others: str, path: str, query: str, allow_first: bool,
-                                               disallow_root: bool) -> None:
+def test_allow_of_the_same_length_wins_the_tie(
+    others: str, path: str, query: str, allow_first: bool, disallow_root: bool
+) -> None:
     rules = [f"Disallow: {path}{query}", f"Allow: {path}{query}"]
     if allow_first:
         rules.reverse()
@@ -142,25 +176,72 @@ def test_allow_of_the_same_length_wins_the_tie(others: str, path: str, query: st
 
 SCHEMES = ["http", "https", "HTTP", "file", "ftp", "javascript", "mailto", ""]
 HOSTS = [
-    "www.example.com", "WWW.Example.COM", "www.example.com.", "docs.example.com", "example.com",
-    "www.example.com.evil", "evil.com", "wwwexample.com", "private.example.com", "intranet.example.com",
-    "straße.example.com", "xn--strae-oqa.example.com", "bücher.example.com", "127.0.0.1", "[::1]", "[::1",
-    "user:pw@www.example.com", "www.example.com@evil.com", "evil.com@www.example.com", "a%40b@www.example.com",
-    "www.example.com\\@evil.com", "www.ex%61mple.com", "", " www.example.com",
+    "www.example.com",
+    "WWW.Example.COM",
+    "www.example.com.",
+    "docs.example.com",
+    "example.com",
+    "www.example.com.evil",
+    "evil.com",
+    "wwwexample.com",
+    "private.example.com",
+    "intranet.example.com",
+    "straße.example.com",
+    "xn--strae-oqa.example.com",
+    "bücher.example.com",
+    "127.0.0.1",
+    "[::1]",
+    "[::1",
+    "user:pw@www.example.com",
+    "www.example.com@evil.com",
+    "evil.com@www.example.com",
+    "a%40b@www.example.com",
+    "www.example.com\\@evil.com",
+    "www.ex%61mple.com",
+    "",
+    " www.example.com",
 ]
 PORTS = ["", ":", ":80", ":443", ":8080", ":8443", ":0", ":65536", ":abc", ":080"]
 SEGMENTS = [
-    "docs", "private", "Private", "cgi-bin", "guide", "..", ".", "%2e%2e", "%2E.", ".%2e", "%2e", "a b",
-    "%70rivate", "%2F", "%2f..%2f", "x.zip", "calendar", "é", "%", "%zz", "~user", "%7Euser", ";p=1", "",
-    "index.html", "a\\..", "..\\private",
+    "docs",
+    "private",
+    "Private",
+    "cgi-bin",
+    "guide",
+    "..",
+    ".",
+    "%2e%2e",
+    "%2E.",
+    ".%2e",
+    "%2e",
+    "a b",
+    "%70rivate",
+    "%2F",
+    "%2f..%2f",
+    "x.zip",
+    "calendar",
+    "é",
+    "%",
+    "%zz",
+    "~user",
+    "%7Euser",
+    ";p=1",
+    "",
+    "index.html",
+    "a\\..",
+    "..\\private",
 ]
 QUERIES = ["", "?", "?a=1", "?b=2&a=1", "?%41=%42", "?q=é", "?a=1#x"]
 FRAGMENTS = ["", "#", "#top", "#/private/"]
 
 grammar_urls = st.builds(
     lambda scheme, host, port, segments, query, fragment: f"{scheme}://{host}{port}/{'/'.join(segments)}{query}{fragment}",
-    st.sampled_from(SCHEMES), st.sampled_from(HOSTS), st.sampled_from(PORTS),
-    st.lists(st.sampled_from(SEGMENTS), max_size=6), st.sampled_from(QUERIES), st.sampled_from(FRAGMENTS),
+    st.sampled_from(SCHEMES),
+    st.sampled_from(HOSTS),
+    st.sampled_from(PORTS),
+    st.lists(st.sampled_from(SEGMENTS), max_size=6),
+    st.sampled_from(QUERIES),
+    st.sampled_from(FRAGMENTS),
 )
 any_urls = st.one_of(grammar_urls, st.text(max_size=60), st.text(max_size=20).map(lambda tail: "http://" + tail))
 
@@ -205,22 +286,37 @@ def test_canonical_never_holds_userinfo(url: str) -> None:
 SEEDS = ["http://www.example.com/", "https://docs.example.com:8443/guide/", "file:///srv/share/docs/index.html"]
 BOUNDARIES = [
     Boundary(SEEDS, ScopeRules.model_validate({})),
-    Boundary(SEEDS, ScopeRules.model_validate({
-        "max_depth": 3,
-        "index_dynamic_pages": True,
-        "domains": {"include": ["example.com"], "exclude": ["private.example.com", "straße.example.com"],
-                    "exclude_prefix": ["intranet."]},
-        "ports": {"*": {"exclude": [8080]}, "docs.example.com": {"include": [8443]}},
-        "paths": {"*": {"exclude": ["/private/", "/cgi-bin/", "/~user/", "/é/"]},
-                  "www.example.com": {"include": ["/docs/", "/guide/", "/index.html"]}},
-        "patterns": {"exclude_glob": ["*.zip"], "exclude_regex": ["/calendar/"]},
-    })),
-    Boundary(SEEDS, ScopeRules.model_validate({
-        "max_depth": 1,
-        "domains": {"include_prefix": ["www."], "exclude": ["evil"]},
-        "paths": {"www.example.com": {"exclude": ["/Private/"]}},
-        "patterns": {"include_regex": ["(?i)^https?://"], "exclude_glob": ["*/cgi-bin/*"]},
-    })),
+    Boundary(
+        SEEDS,
+        ScopeRules.model_validate(
+            {
+                "max_depth": 3,
+                "index_dynamic_pages": True,
+                "domains": {
+                    "include": ["example.com"],
+                    "exclude": ["private.example.com", "straße.example.com"],
+                    "exclude_prefix": ["intranet."],
+                },
+                "ports": {"*": {"exclude": [8080]}, "docs.example.com": {"include": [8443]}},
+                "paths": {
+                    "*": {"exclude": ["/private/", "/cgi-bin/", "/~user/", "/é/"]},
+                    "www.example.com": {"include": ["/docs/", "/guide/", "/index.html"]},
+                },
+                "patterns": {"exclude_glob": ["*.zip"], "exclude_regex": ["/calendar/"]},
+            }
+        ),
+    ),
+    Boundary(
+        SEEDS,
+        ScopeRules.model_validate(
+            {
+                "max_depth": 1,
+                "domains": {"include_prefix": ["www."], "exclude": ["evil"]},
+                "paths": {"www.example.com": {"exclude": ["/Private/"]}},
+                "patterns": {"include_regex": ["(?i)^https?://"], "exclude_glob": ["*/cgi-bin/*"]},
+            }
+        ),
+    ),
 ]
 
 
@@ -258,8 +354,14 @@ def test_excluded_stays_excluded_after_canonicalisation(url: str, depth: int) ->
             assert not after.allowed, (index, url, decision.rule, once, after.rule)
 
 
-@pytest.mark.parametrize("url", ["http://evil.com\\@www.example.com/", "http:\\\\evil.com\\www.example.com/",
-                                 "https://evil.com\\.www.example.com@www.example.com/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://evil.com\\@www.example.com/",
+        "http:\\\\evil.com\\www.example.com/",
+        "https://evil.com\\.www.example.com@www.example.com/",
+    ],
+)
 def test_boundary_judges_the_host_that_is_fetched(url: str) -> None:
     """Browsers and Scrapy read "\\" as "/" in an http(s) URL: these go to evil.com (found by
     test_excluded_stays_excluded_after_canonicalisation, whose failing example is kept there)."""
@@ -270,17 +372,39 @@ def test_boundary_judges_the_host_that_is_fetched(url: str) -> None:
 
 # -- character sets and document kinds ---------------------------------------------------------------
 
-CHARSETS = ["utf-8", "UTF8", "iso-8859-1", "latin1", "windows-1252", "us-ascii", "koi8-r", "shift_jis", "utf-16",
-            "gb18030", "x-user-defined", "nonsense", "", "utf-8\x00", "../../etc", "base64", "rot13", "hex"]
+CHARSETS = [
+    "utf-8",
+    "UTF8",
+    "iso-8859-1",
+    "latin1",
+    "windows-1252",
+    "us-ascii",
+    "koi8-r",
+    "shift_jis",
+    "utf-16",
+    "gb18030",
+    "x-user-defined",
+    "nonsense",
+    "",
+    "utf-8\x00",
+    "../../etc",
+    "base64",
+    "rot13",
+    "hex",
+]
 content_types = st.one_of(
     st.none(),
     st.text(max_size=40),
-    st.builds(lambda mime, charset, quote: f"{mime}; charset={quote}{charset}{quote}",
-              st.sampled_from(["text/html", "text/plain", "application/xhtml+xml", ""]), st.sampled_from(CHARSETS),
-              st.sampled_from(["", '"', "'"])),
+    st.builds(
+        lambda mime, charset, quote: f"{mime}; charset={quote}{charset}{quote}",
+        st.sampled_from(["text/html", "text/plain", "application/xhtml+xml", ""]),
+        st.sampled_from(CHARSETS),
+        st.sampled_from(["", '"', "'"]),
+    ),
 )
-defaults = st.sampled_from([None, "windows-1252", "utf-8", "latin-1", "shift_jis", "koi8-r", "utf-16", "cp1252", "a\x00b", "\ud800",
-                            "base64", "rot13"])
+defaults = st.sampled_from(
+    [None, "windows-1252", "utf-8", "latin-1", "shift_jis", "koi8-r", "utf-16", "cp1252", "a\x00b", "\ud800", "base64", "rot13"]
+)
 
 
 def zip_of(entries: list[tuple[str, bytes]]) -> bytes:
@@ -291,16 +415,43 @@ def zip_of(entries: list[tuple[str, bytes]]) -> bytes:
     return buffer.getvalue()
 
 
-zip_names = st.sampled_from(["mimetype", "[Content_Types].xml", "_rels/.rels", "word/document.xml", "xl/workbook.xml",
-                             "ppt/slides/slide1.xml", "content.xml", "docProps/core.xml", "word", "x/y"])
+zip_names = st.sampled_from(
+    [
+        "mimetype",
+        "[Content_Types].xml",
+        "_rels/.rels",
+        "word/document.xml",
+        "xl/workbook.xml",
+        "ppt/slides/slide1.xml",
+        "content.xml",
+        "docProps/core.xml",
+        "word",
+        "x/y",
+    ]
+)
 zip_data = st.sampled_from([b"", b"application/vnd.oasis.opendocument.text", b"application/epub+zip", b"<x/>"])
 bodies = st.one_of(
     st.binary(max_size=600),
-    st.tuples(st.sampled_from([b"%PDF-", b"\n%PDF-1.7", OLE_MAGIC, b"PK\x03\x04", b"{\\rtf1", b"\xef\xbb\xbf",
-                               b"\xff\xfe", b"\xfe\xff", b"<html><head><meta charset=utf-8>"]),
-              st.binary(max_size=2000)).map(b"".join),
+    st.tuples(
+        st.sampled_from(
+            [
+                b"%PDF-",
+                b"\n%PDF-1.7",
+                OLE_MAGIC,
+                b"PK\x03\x04",
+                b"{\\rtf1",
+                b"\xef\xbb\xbf",
+                b"\xff\xfe",
+                b"\xfe\xff",
+                b"<html><head><meta charset=utf-8>",
+            ]
+        ),
+        st.binary(max_size=2000),
+    ).map(b"".join),
     st.lists(st.tuples(zip_names, zip_data), max_size=5, unique_by=lambda entry: entry[0]).map(zip_of),
-    st.binary(min_size=1, max_size=2000).map(lambda tail: zip_of([("mimetype", b"application/vnd.oasis.opendocument.text")])[:40] + tail),
+    st.binary(min_size=1, max_size=2000).map(
+        lambda tail: zip_of([("mimetype", b"application/vnd.oasis.opendocument.text")])[:40] + tail
+    ),
     st.text(max_size=300).map(lambda text: text.encode("utf-8")),
 )
 
@@ -364,18 +515,41 @@ def _field_names() -> list[str]:
 
 
 FIELD_NAMES = _field_names()
-keys = st.one_of(st.sampled_from(FIELD_NAMES), st.sampled_from(["*", "www.example.com", "max_dept", "", "Seeds"]),
-                 st.text(max_size=8))
+keys = st.one_of(
+    st.sampled_from(FIELD_NAMES), st.sampled_from(["*", "www.example.com", "max_dept", "", "Seeds"]), st.text(max_size=8)
+)
 scalars = st.one_of(
     st.booleans(),
     st.integers(),
     st.integers(-2, 70_000),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=20),
-    st.sampled_from(["http://www.example.com/", "file:///srv/x/", "ftp://x/", "example.com", "/private/", "*",
-                     "[a-z", "1h", "*/5 * * * *", "utf-8", "nonsense", "static", "auto", "date", "text", "string",
-                     "os.path.join", "^https?://", "DEBUG"]),
-    st.dates(), st.times(), st.datetimes(),
+    st.sampled_from(
+        [
+            "http://www.example.com/",
+            "file:///srv/x/",
+            "ftp://x/",
+            "example.com",
+            "/private/",
+            "*",
+            "[a-z",
+            "1h",
+            "*/5 * * * *",
+            "utf-8",
+            "nonsense",
+            "static",
+            "auto",
+            "date",
+            "text",
+            "string",
+            "os.path.join",
+            "^https?://",
+            "DEBUG",
+        ]
+    ),
+    st.dates(),
+    st.times(),
+    st.datetimes(),
     st.datetimes(timezones=st.just(datetime.UTC)),
 )
 toml_values = st.recursive(
@@ -426,10 +600,28 @@ def toml_literal(value: Any) -> str:
 toml_documents = st.one_of(
     source_dicts.map(lambda data: "\n".join(f"{json.dumps(k, ensure_ascii=False)} = {toml_literal(v)}" for k, v in data.items())),
     st.text(max_size=200),
-    st.lists(st.sampled_from(['seeds = ["http://www.example.com/"]', "max_depth = 2", "[domains]", 'include = ["example.com"]',
-                              "[ports.'*']", "include = [80]", "[[display_urls]]", 'seed_files = ["seeds.txt"]',
-                              'seed_files = ["binary.txt"]', 'seed_files = ["folder"]', "[paths.www.example.com]",
-                              "max_depth = 1979-05-27", "seeds = [", "= 1", "a.b.c = 1"]), max_size=8).map("\n".join),
+    st.lists(
+        st.sampled_from(
+            [
+                'seeds = ["http://www.example.com/"]',
+                "max_depth = 2",
+                "[domains]",
+                'include = ["example.com"]',
+                "[ports.'*']",
+                "include = [80]",
+                "[[display_urls]]",
+                'seed_files = ["seeds.txt"]',
+                'seed_files = ["binary.txt"]',
+                'seed_files = ["folder"]',
+                "[paths.www.example.com]",
+                "max_depth = 1979-05-27",
+                "seeds = [",
+                "= 1",
+                "a.b.c = 1",
+            ]
+        ),
+        max_size=8,
+    ).map("\n".join),
 )
 
 
@@ -461,10 +653,14 @@ def test_load_source_raises_only_source_errors(source_dir: Path, text: str) -> N
 
 
 # Regressions found by the property above: both escaped load_source (a traceback, not a message)
-@pytest.mark.parametrize("text", [
-    "seeds = " + "[" * 5000 + "]" * 5000,  # RecursionError from tomllib (no nesting limit)
-    'seeds = ["http://www.example.com/"]\nseed_files = ["a\\u0000b"]',  # ValueError: embedded null byte
-], ids=["deep-nesting", "nul-in-seed-file-name"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "seeds = " + "[" * 5000 + "]" * 5000,  # RecursionError from tomllib (no nesting limit)
+        'seeds = ["http://www.example.com/"]\nseed_files = ["a\\u0000b"]',  # ValueError: embedded null byte
+    ],
+    ids=["deep-nesting", "nul-in-seed-file-name"],
+)
 def test_load_source_raises_source_error_only(source_dir: Path, text: str) -> None:
     path = source_dir / "known-bug.toml"
     path.write_text(text, encoding="utf-8")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from searchcrawl.rules.boundary import Boundary, ScopeRules
 from searchcrawl.rules.addresses import AddressPolicy, is_internal_address
+from searchcrawl.rules.boundary import Boundary, ScopeRules
 from searchcrawl.rules.redirect_policy import decide_redirect
 from searchcrawl.rules.status_codes import Status
 
@@ -17,8 +17,18 @@ def rules(**keys) -> ScopeRules:
 
 
 def test_internal_addresses() -> None:
-    for address in ["127.0.0.2", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "::1", "fe80::1",
-                    "0.0.0.0", "::ffff:127.0.0.1", "fd00::1"]:
+    for address in [
+        "127.0.0.2",
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.1.1",
+        "169.254.169.254",
+        "::1",
+        "fe80::1",
+        "0.0.0.0",
+        "::ffff:127.0.0.1",
+        "fd00::1",
+    ]:
         assert is_internal_address(address), address
     assert not is_internal_address("93.184.216.34")
     assert not is_internal_address("2606:2800:220:1:248:1893:25c7:1946")
@@ -58,8 +68,10 @@ def test_internal_address_policy() -> None:
     assert policy.refusal("metadata.internal", 80, ["169.254.169.254"]) is not None
     assert policy.refusal("mixed.example.org", 80, ["93.184.216.34", "127.0.0.1"]) is not None
     assert policy.refusal("public.example.org", 80, ["93.184.216.34"]) is None
-    included = Boundary(["http://www.example.com/"], rules(domains={"include": ["www.example.com", "intranet.local"]},
-                                                          ports={"intranet.local": {"include": [80]}}))
+    included = Boundary(
+        ["http://www.example.com/"],
+        rules(domains={"include": ["www.example.com", "intranet.local"]}, ports={"intranet.local": {"include": [80]}}),
+    )
     policy = AddressPolicy(included, ["http://www.example.com/"])
     assert policy.refusal("intranet.local", 80, ["10.0.0.5"]) is None
     assert policy.refusal("intranet.local", 8443, ["10.0.0.5"]) is not None
@@ -81,8 +93,21 @@ def test_redirects_against_a_real_server(project, serve, tmp_path, solr) -> None
     site = serve(root)
     unsafe_site = serve(second, host="127.0.0.2")  # another loopback address: outside the boundary
     (second / "secret.html").write_text(page("secret"))
-    links = ["/p301", "/p302", "/p303", "/p307", "/p308", "/out301", "/other302", "/other301", "/unsafe302",
-             "/loop1", "/chain0", "/refresh-in.html", "/refresh-out.html"]
+    links = [
+        "/p301",
+        "/p302",
+        "/p303",
+        "/p307",
+        "/p308",
+        "/out301",
+        "/other302",
+        "/other301",
+        "/unsafe302",
+        "/loop1",
+        "/chain0",
+        "/refresh-in.html",
+        "/refresh-out.html",
+    ]
     (root / "index.html").write_text(page("home", links))
     for name in ["t301", "t302", "t303", "t307", "t308", "refreshed"]:
         (root / "docs" / f"{name}.html").write_text(page(f"target {name}"))
@@ -98,14 +123,21 @@ def test_redirects_against_a_real_server(project, serve, tmp_path, solr) -> None
     site.redirect("/loop2", 302, "/loop1")
     for i in range(15):
         site.redirect(f"/chain{i}", 302, f"/chain{i + 1}")
-    (root / "refresh-in.html").write_text(page("refresh in", head='<meta http-equiv="refresh" content="0; url=/docs/refreshed.html">'))
-    (root / "refresh-out.html").write_text(page("refresh out", head=f'<meta http-equiv="refresh" content="0; url={unsafe_site.url}secret.html">'))
+    (root / "refresh-in.html").write_text(
+        page("refresh in", head='<meta http-equiv="refresh" content="0; url=/docs/refreshed.html">')
+    )
+    (root / "refresh-out.html").write_text(
+        page("refresh out", head=f'<meta http-equiv="refresh" content="0; url={unsafe_site.url}secret.html">')
+    )
 
     name = f"redirects-{uuid.uuid4().hex[:8]}"
-    project.source(name, f"""seeds = ["{site.url}index.html"]
+    project.source(
+        name,
+        f"""seeds = ["{site.url}index.html"]
 max_depth = 3
 paths = {{ "127.0.0.1" = {{ exclude = ["/other/"] }} }}
-""")
+""",
+    )
     result = project.scrapy("crawl", name, "-s", "REDIRECT_MAX_TIMES=10")
     assert result.returncode == 0, result.stderr[-3000:]
     table = project.table()
@@ -117,7 +149,11 @@ paths = {{ "127.0.0.1" = {{ exclude = ["/other/"] }} }}
     assert table.get(name, f"http://localhost:{site.port}/docs/t301.html")["status"] == Status.EXCLUDED_DOMAIN
     assert status("/other301") == 301  # permanent: not followed out of the path rules
     assert status("/other302") == 302  # temporary: followed although /other/ is excluded
-    assert status("/other/landing.html") == 200, {k: v for k, v in table.get(name, site.url + "other/landing.html").items() if k in ("reason", "state", "frontier", "request")}
+    assert status("/other/landing.html") == 200, {
+        k: v
+        for k, v in table.get(name, site.url + "other/landing.html").items()
+        if k in ("reason", "state", "frontier", "request")
+    }
     assert table.get(name, site.url + "other/deeper.html")["status"] == Status.EXCLUDED_PATH  # its links: boundary as usual
     assert status("/unsafe302") == 302  # followed by the policy; its target refused by the guard:
     assert table.get(name, f"{unsafe_site.url}secret.html")["status"] == Status.INTERNAL_ADDRESS
@@ -147,10 +183,13 @@ def test_redirect_to_127_0_0_2_from_an_out_of_boundary_host(project, serve, tmp_
     seed.redirect("/go", 302, f"{hop.url}elsewhere")
     hop.redirect("/elsewhere", 302, f"{target.url}secret.html")
     name = f"ssrf-{uuid.uuid4().hex[:8]}"
-    project.source(name, f"""seeds = ["{seed.url}index.html"]
+    project.source(
+        name,
+        f"""seeds = ["{seed.url}index.html"]
 domains = {{ include = ["127.0.0.1", "127.0.0.3"] }}
 paths = {{ "127.0.0.3" = {{ include = ["/docs/"] }} }}
-""")
+""",
+    )
     result = project.scrapy("crawl", name)
     assert result.returncode == 0, result.stderr[-3000:]
     table = project.table()

@@ -38,11 +38,9 @@ def indexed_text(solr, name: str) -> str:
     return " ".join(" ".join(doc.get("content", "").split()) for doc in solr_docs(solr, name))
 
 
-def quotes_source(project, site, name: str, render_js: str, seeds: list[str], extra: str = "",
-                  pages: str = JS_PAGES) -> None:
+def quotes_source(project, site, name: str, render_js: str, seeds: list[str], extra: str = "", pages: str = JS_PAGES) -> None:
     seed_list = ", ".join(f'"{site.url}{seed}"' for seed in seeds)
-    project.source(name, f"seeds = [{seed_list}]\nrender_js = {render_js}\n"
-                         f"patterns = {{ include_regex = ['{pages}'] }}\n{extra}")
+    project.source(name, f"seeds = [{seed_list}]\nrender_js = {render_js}\npatterns = {{ include_regex = ['{pages}'] }}\n{extra}")
 
 
 def test_rendering_puts_every_quote_into_solr(project, quotes_site, solr) -> None:
@@ -75,7 +73,9 @@ def test_auto_renders_only_the_javascript_pages(project, quotes_site, solr) -> N
     table = project.table()
     for number in range(2, 11):
         row = table.get(name, f"{quotes_site.url}js/page/{number}/")
-        assert row["fetched_with"] == "browser", {k: row[k] for k in ("state", "status", "reason", "frontier", "request", "delta")}
+        assert row["fetched_with"] == "browser", {
+            k: row[k] for k in ("state", "status", "reason", "frontier", "request", "delta")
+        }
         assert table.get(name, f"{quotes_site.url}page/{number}/")["fetched_with"] == "static"
     text = indexed_text(solr, name)
     assert [quote for quote in quotes_site.quotes if quote not in text] == []
@@ -84,10 +84,13 @@ def test_auto_renders_only_the_javascript_pages(project, quotes_site, solr) -> N
 def test_a_script_that_never_finishes_times_out(project, serve, tmp_path, solr) -> None:
     root = tmp_path / "site"
     root.mkdir()
-    (root / "index.html").write_text('<html><head><title>home</title></head><body><p>home page text</p>'
-                                     '<a href="hang.html">hang</a> <a href="ok.html">ok</a></body></html>')
-    (root / "hang.html").write_text("<html><head><title>hang</title></head><body><p>x</p>"
-                                    "<script>while (true) {}</script></body></html>")
+    (root / "index.html").write_text(
+        "<html><head><title>home</title></head><body><p>home page text</p>"
+        '<a href="hang.html">hang</a> <a href="ok.html">ok</a></body></html>'
+    )
+    (root / "hang.html").write_text(
+        "<html><head><title>hang</title></head><body><p>x</p><script>while (true) {}</script></body></html>"
+    )
     (root / "ok.html").write_text("<html><head><title>ok</title></head><body><p>rendered fine</p></body></html>")
     site = serve(root)
     name = f"hang-{uuid.uuid4().hex[:8]}"
@@ -126,8 +129,11 @@ def test_a_killed_browser_is_replaced(project, quotes_site, solr) -> None:
     while len([p for p in quotes_site.paths() if p.startswith("/js/page/")]) < 3:
         assert crawl.poll() is None and time.monotonic() < deadline
         time.sleep(0.1)
-    browsers = [pid for pid in descendants(crawl.pid)
-                if "chromium" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[0]]
+    browsers = [
+        pid
+        for pid in descendants(crawl.pid)
+        if "chromium" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[0]
+    ]
     assert browsers
     for pid in browsers:
         try:

@@ -12,8 +12,8 @@ import uuid
 import pysolr
 import pytest
 
-from searchcrawl.store.runs import Runs
 from searchcrawl.dev.solr_runner import DevSolr
+from searchcrawl.store.runs import Runs
 
 from .conftest import free_port
 from .sites import build_intranet
@@ -59,8 +59,14 @@ def check_complete(project, name, site, pages, solr_url, kills: int) -> None:
     assert len(ids) == len(set(ids))
     expected = {site.url + path for path in pages}
     table = project.table()
-    missing = {url: {k: v for k, v in (table.get(name, url) or {}).items() if k in ("state", "status", "frontier", "run_id", "checksum", "reason")}
-               for url in expected - set(ids)}
+    missing = {
+        url: {
+            k: v
+            for k, v in (table.get(name, url) or {}).items()
+            if k in ("state", "status", "frontier", "run_id", "checksum", "reason")
+        }
+        for url in expected - set(ids)
+    }
     assert set(ids) == expected, repr(missing)  # the final index equals the full site
     states = project.table().count_by(name, "state")
     assert states == {"indexed": len(pages)}, states  # each page indexed, nothing pending
@@ -71,8 +77,16 @@ def check_complete(project, name, site, pages, solr_url, kills: int) -> None:
 
 
 def crawl_args(name: str) -> list[str]:
-    return ["crawl", name, "-s", f"CONCURRENT_REQUESTS={CONCURRENT}", "-s", "SEARCHCRAWL_PROGRESS_INTERVAL=1",
-            "-s", "SEARCHCRAWL_CACHE_MAX_BYTES=50000"]
+    return [
+        "crawl",
+        name,
+        "-s",
+        f"CONCURRENT_REQUESTS={CONCURRENT}",
+        "-s",
+        "SEARCHCRAWL_PROGRESS_INTERVAL=1",
+        "-s",
+        "SEARCHCRAWL_CACHE_MAX_BYTES=50000",
+    ]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])

@@ -277,9 +277,7 @@ def test_robots_for_response_4xx_allows_everything(status: int) -> None:
 @pytest.mark.parametrize("status", [500, 503, 429])
 def test_robots_for_response_5xx_disallows_everything_for_now(status: int) -> None:
     decision = robots_for_response(status, b"").decide("searchcrawl", "http://h/x")
-    assert decision == RobotsDecision(
-        False, None, f"robots.txt answered {status}: the whole site is disallowed for now"
-    )
+    assert decision == RobotsDecision(False, None, f"robots.txt answered {status}: the whole site is disallowed for now")
     assert robots_for_response(status, b"").crawl_delay("searchcrawl") is None
 
 

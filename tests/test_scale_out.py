@@ -16,14 +16,14 @@ import pysolr
 import pytest
 from sqlalchemy import event, text
 
-from searchcrawl.store import DocumentTable
+from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.maintenance import original_of
+from searchcrawl.store import DocumentTable
 from searchcrawl.store.documents import POOL_SIZE
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.runs import RunConflict, Runs
 from searchcrawl.store.sites import SitePoliteness
-from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.rules.maintenance import original_of
 
 from .conftest import InFlight, Project, Site, wait_for
 from .sites import build_intranet
@@ -54,8 +54,19 @@ def shared_source(project: Project, name: str, site: Site, extra: str = "") -> N
 
 
 def node_args(name: str, *extra: str) -> list[str]:
-    return ["crawl", name, "-s", f"CONCURRENT_REQUESTS={CONCURRENT}", "-s", f"SEARCHCRAWL_LEASE_SECONDS={LEASE_SECONDS}",
-            "-s", "SEARCHCRAWL_PROGRESS_INTERVAL=1", "-s", "SEARCHCRAWL_CACHE_MAX_BYTES=100000", *extra]
+    return [
+        "crawl",
+        name,
+        "-s",
+        f"CONCURRENT_REQUESTS={CONCURRENT}",
+        "-s",
+        f"SEARCHCRAWL_LEASE_SECONDS={LEASE_SECONDS}",
+        "-s",
+        "SEARCHCRAWL_PROGRESS_INTERVAL=1",
+        "-s",
+        "SEARCHCRAWL_CACHE_MAX_BYTES=100000",
+        *extra,
+    ]
 
 
 def start_nodes(project: Project, name: str, count: int = NODES, *extra: str) -> list[subprocess.Popen[str]]:
@@ -109,7 +120,7 @@ def test_three_nodes_crawl_one_source_into_solrcloud(fleet_project, serve, tmp_p
     assert nodes and len(nodes.group(1).split(", ")) == NODES, status.stdout
     solr_cloud.stop_node(1)  # one Solr node goes down mid-crawl; its replicas' twins carry on
     logs = finish(processes)
-    for log, process in zip(logs, processes):
+    for log, process in zip(logs, processes, strict=False):
         assert process.returncode == 0, log[-3000:]
     solr_cloud.start_node(1)
 
@@ -144,7 +155,7 @@ def test_a_killed_node_is_replaced_after_its_leases_expire(fleet_project, serve,
     processes[0].send_signal(signal.SIGKILL)
     killed_at = time.monotonic()
     logs = finish(processes[1:])
-    for log, process in zip(logs, processes[1:]):
+    for log, process in zip(logs, processes[1:], strict=False):
         assert process.returncode == 0, log[-3000:]
     processes[0].wait()
 
@@ -169,7 +180,7 @@ def test_per_site_delay_and_concurrency_hold_for_the_fleet(fleet_project, serve,
     site = serve(root)
     shared_source(project, "fleetdelay", site, f"delay = {delay}")
     logs = finish(start_nodes(project, "fleetdelay"))
-    gaps = [later - earlier for earlier, later in zip(site.arrivals, site.arrivals[1:])]
+    gaps = [later - earlier for earlier, later in zip(site.arrivals, site.arrivals[1:], strict=False)]
     assert len(site.arrivals) >= 34
     # Measured at the server. Starts are reserved exactly `delay` apart, fleet-wide; a node whose
     # event loop is busy may send one a little late, never early (Scrapy's own delay jitters by
@@ -224,7 +235,7 @@ def test_sites_are_spaced_and_limited_across_nodes(politeness_db: str) -> None:
     nodes = [SitePoliteness(table, f"node{n}") for n in range(3)]
     grants = [nodes[n % 3].acquire("spaced.test", 0.5, 10, 30) for n in range(6)]
     waits = [grant.wait for grant in grants]
-    assert all(later - earlier > 0.45 for earlier, later in zip(waits, waits[1:])), waits  # one start per 0.5 s
+    assert all(later - earlier > 0.45 for earlier, later in zip(waits, waits[1:], strict=False)), waits  # one start per 0.5 s
     limited = [nodes[n % 3].acquire("limited.test", 0.0, 2, 30) for n in range(3)]
     assert [grant.lease_id is not None for grant in limited] == [True, True, False]  # 2 in flight, fleet-wide
     nodes[0].release(limited[0].lease_id)

@@ -3,24 +3,24 @@ delay by time of day, and the per-source crawler settings applied to real crawls
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from searchcrawl.store import DocumentTable
-from searchcrawl.store.runs import Runs
+from searchcrawl.config.source import SourceError, SourceFile, load_source
+from searchcrawl.config.spiderloader import spider_class_for
 from searchcrawl.ops.dispatcher import Dispatcher
 from searchcrawl.ops.launchers import LaunchError
 from searchcrawl.rules.politeness import DelayRule, delay_at
 from searchcrawl.rules.schedules import Schedule, parse_interval
-from searchcrawl.config.source import SourceError, SourceFile, load_source
-from searchcrawl.config.spiderloader import spider_class_for
+from searchcrawl.store import DocumentTable
+from searchcrawl.store.runs import Runs
 
 from .conftest import InFlight, solr_docs, wait_for
 from .sites import build_intranet
 
-UTC = timezone.utc
+UTC = UTC
 
 
 def at(day: int, hour: int, minute: int = 0) -> datetime:
@@ -65,14 +65,17 @@ def load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
     return load_source(SourceFile("s", str(path), path))
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ('schedule = "0 25 * * *"', "key 'schedule': expected a cron expression"),
-    ('refresh_interval = "soon"', "key 'refresh_interval': expected a positive number and a unit"),
-    ('refresh_interval = "1h"\nschedule = "0 3 * * *"', "give either 'refresh_interval' or 'schedule', not both"),
-    ('[[delay_rules]]\nhours = "8-18"\ndelay = 1.0', "key 'delay_rules.0.hours': expected 'HH:MM-HH:MM'"),
-    ('[[delay_rules]]\ndays = ["monday"]\ndelay = 1.0', "key 'delay_rules.0.days.0'"),
-    ('log_level = "LOUD"', "key 'log_level'"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('schedule = "0 25 * * *"', "key 'schedule': expected a cron expression"),
+        ('refresh_interval = "soon"', "key 'refresh_interval': expected a positive number and a unit"),
+        ('refresh_interval = "1h"\nschedule = "0 3 * * *"', "give either 'refresh_interval' or 'schedule', not both"),
+        ('[[delay_rules]]\nhours = "8-18"\ndelay = 1.0', "key 'delay_rules.0.hours': expected 'HH:MM-HH:MM'"),
+        ('[[delay_rules]]\ndays = ["monday"]\ndelay = 1.0', "key 'delay_rules.0.days.0'"),
+        ('log_level = "LOUD"', "key 'log_level'"),
+    ],
+)
 def test_schedule_and_politeness_keys_are_validated(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(SourceError, match=message.replace("(", r"\(").replace(".", r"\.")):
         load(tmp_path, text)
@@ -152,11 +155,23 @@ def test_delay_by_time_of_day_and_day_of_week() -> None:
 
 
 def test_source_keys_become_crawler_settings(tmp_path: Path) -> None:
-    source = load(tmp_path, "\n".join([
-        "delay = 2.5", "concurrent_requests = 4", "concurrent_per_site = 2", "concurrent_sites = 3",
-        "autothrottle = true", "autothrottle_target = 1.5", "download_timeout = 12.0",
-        f'log_file = "{tmp_path / "s.log"}"', 'log_level = "WARNING"', f'temp_dir = "{tmp_path / "tmp"}"',
-    ]))
+    source = load(
+        tmp_path,
+        "\n".join(
+            [
+                "delay = 2.5",
+                "concurrent_requests = 4",
+                "concurrent_per_site = 2",
+                "concurrent_sites = 3",
+                "autothrottle = true",
+                "autothrottle_target = 1.5",
+                "download_timeout = 12.0",
+                f'log_file = "{tmp_path / "s.log"}"',
+                'log_level = "WARNING"',
+                f'temp_dir = "{tmp_path / "tmp"}"',
+            ]
+        ),
+    )
     settings = spider_class_for(source).custom_settings
     assert settings["DOWNLOAD_DELAY"] == 2.5
     assert settings["CONCURRENT_REQUESTS"] == 4
@@ -201,11 +216,19 @@ def test_per_source_log_file_level_and_delay_rules(project, serve, tmp_path: Pat
     site = serve(tmp_path / "site")
     log_file = tmp_path / "logs" / "polite.log"
     log_file.parent.mkdir()
-    project.source("polite", "\n".join([
-        f'seeds = ["{site.url}index.html"]', f'log_file = "{log_file}"', 'log_level = "INFO"',
-        "autothrottle = true",
-        "[[delay_rules]]", "delay = 0.2",  # every day, all day
-    ]))
+    project.source(
+        "polite",
+        "\n".join(
+            [
+                f'seeds = ["{site.url}index.html"]',
+                f'log_file = "{log_file}"',
+                'log_level = "INFO"',
+                "autothrottle = true",
+                "[[delay_rules]]",
+                "delay = 0.2",  # every day, all day
+            ]
+        ),
+    )
     crawl = project.scrapy("crawl", "polite")
     assert crawl.returncode == 0, crawl.stderr[-3000:]
     log = log_file.read_text()

@@ -6,8 +6,8 @@ import uuid
 
 from lxml import html
 
-from searchcrawl.rules.display_urls import DisplayUrlRule, DisplayUrls
 from searchcrawl.content.extract import meta_tags
+from searchcrawl.rules.display_urls import DisplayUrlRule, DisplayUrls
 from searchcrawl.rules.robots_meta import robots_directives
 from searchcrawl.rules.status_codes import Status
 
@@ -30,10 +30,12 @@ def test_robots_directives() -> None:
 
 
 def test_display_url_rules() -> None:
-    rules = DisplayUrls([
-        DisplayUrlRule(prefix="http://mirror.internal/", replace="https://docs.example.com/"),
-        DisplayUrlRule(regex=r"^http://([a-z]+)\.internal/", replace=r"https://\1.example.com/"),
-    ])
+    rules = DisplayUrls(
+        [
+            DisplayUrlRule(prefix="http://mirror.internal/", replace="https://docs.example.com/"),
+            DisplayUrlRule(regex=r"^http://([a-z]+)\.internal/", replace=r"https://\1.example.com/"),
+        ]
+    )
     assert rules.display_url("http://mirror.internal/a?b=1") == "https://docs.example.com/a?b=1"
     assert rules.display_url("http://wiki.internal/x") == "https://wiki.example.com/x"
     assert rules.display_url("http://other/x") == "http://other/x"
@@ -45,23 +47,39 @@ def test_rewriter_display_urls_and_robots_meta(project, serve, tmp_path, solr) -
     (root / "b").mkdir()
     (root / "print").mkdir()
     site = serve(root)
-    (root / "index.html").write_text(page("home", [
-        "a/page.html?sessionid=123", "print/page.html", "a/same.html", "b/same.html",
-        "noindex.html", "nofollow.html", "header-noindex.html",
-    ]))
+    (root / "index.html").write_text(
+        page(
+            "home",
+            [
+                "a/page.html?sessionid=123",
+                "print/page.html",
+                "a/same.html",
+                "b/same.html",
+                "noindex.html",
+                "nofollow.html",
+                "header-noindex.html",
+            ],
+        )
+    )
     (root / "a" / "page.html").write_text(page("a page"))
     (root / "print" / "page.html").write_text(page("print"))
     (root / "a" / "same.html").write_text(page("same a"))
     (root / "b" / "same.html").write_text(page("same b"))
-    (root / "noindex.html").write_text(page("noindex", ["linked-from-noindex.html"],
-                                            head='<meta name="robots" content="noindex">'))
+    (root / "noindex.html").write_text(
+        page("noindex", ["linked-from-noindex.html"], head='<meta name="robots" content="noindex">')
+    )
     (root / "linked-from-noindex.html").write_text(page("reached through a noindex page"))
     (root / "nofollow.html").write_text(page("nofollow", ["hidden.html"], head='<meta name="searchcrawl" content="nofollow">'))
     (root / "hidden.html").write_text(page("hidden"))
-    site.responses["/header-noindex.html"] = (200, {"Content-Type": "text/html", "X-Robots-Tag": "noindex"},
-                                              page("header noindex").encode())
+    site.responses["/header-noindex.html"] = (
+        200,
+        {"Content-Type": "text/html", "X-Robots-Tag": "noindex"},
+        page("header noindex").encode(),
+    )
     name = f"scope-{uuid.uuid4().hex[:8]}"
-    project.source(name, f"""seeds = ["{site.url}index.html"]
+    project.source(
+        name,
+        f"""seeds = ["{site.url}index.html"]
 url_rewriter = "tests.rewriters.strip_session"
 
 [[display_urls]]
@@ -71,7 +89,8 @@ replace = 'https://docs.example.com/'
 [[display_urls]]
 prefix = "{site.url}"
 replace = "https://docs.example.com/"
-""")
+""",
+    )
     result = project.scrapy("crawl", name)
     assert result.returncode == 0, result.stderr[-3000:]
     docs = {doc["url"]: doc for doc in solr_docs(solr, name)}
@@ -121,12 +140,15 @@ def test_explain(project, serve, tmp_path) -> None:
     root.mkdir()
     site = serve(root)
     (root / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n\nUser-agent: searchcrawl\nDisallow: /secret/\n")
-    project.source("explained", f"""seeds = ["{site.url}"]
+    project.source(
+        "explained",
+        f"""seeds = ["{site.url}"]
 max_depth = 2
 url_rewriter = "tests.rewriters.strip_session"
 paths = {{ "127.0.0.1" = {{ exclude = ["/internal/"] }} }}
 display_urls = [{{ prefix = "{site.url}", replace = "https://www.example.com/" }}]
-""")
+""",
+    )
 
     def explain(url: str, *options: str) -> str:
         result = project.scrapy("explain", "explained", url, *options)
@@ -144,7 +166,7 @@ display_urls = [{{ prefix = "{site.url}", replace = "https://www.example.com/" }
     assert "CRAWLED" in out.splitlines()[-1]
     out = explain(f"{site.url}internal/x.html")
     assert 'EXCLUDED (903 excluded_path): path exclude "/internal/" on 127.0.0.1' in out
-    out = explain(f"http://other.example.org/")
+    out = explain("http://other.example.org/")
     assert "EXCLUDED (901 excluded_domain)" in out
     out = explain(f"{site.url}a.html", "--depth", "3")
     assert "EXCLUDED (905 excluded_depth): depth 3 > max_depth 2" in out

@@ -18,11 +18,10 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from searchcrawl.config import paths
-
-from searchcrawl.ops import secrets
-from searchcrawl.dev.solr_runner import DevSolr
-from searchcrawl.crawl.extensions.secret_settings import SecretSettings
 from searchcrawl.config.source import SourceError, SourceFile, check_seed_url, load_source
+from searchcrawl.crawl.extensions.secret_settings import SecretSettings
+from searchcrawl.dev.solr_runner import DevSolr
+from searchcrawl.ops import secrets
 from searchcrawl.rules.urls import canonical
 
 from .conftest import Project, free_port
@@ -81,9 +80,7 @@ def test_source_file_refuses_credentials(tmp_path: Path) -> None:
     assert "Seed-pw-1" not in str(error.value)
 
 
-def test_crawl_with_solr_basic_auth_logs_no_secret(
-    tmp_path: Path, serve, auth_solr: DevSolr, postgres_url: str
-) -> None:
+def test_crawl_with_solr_basic_auth_logs_no_secret(tmp_path: Path, serve, auth_solr: DevSolr, postgres_url: str) -> None:
     (tmp_path / "site").mkdir()
     pages = build_intranet(tmp_path / "site", sections=2, per_section=3)
     site = serve(tmp_path / "site")
@@ -103,8 +100,14 @@ def test_crawl_with_solr_basic_auth_logs_no_secret(
     # with them (user from the environment, password from a file), at DEBUG, on PostgreSQL
     # with the database password from the environment
     crawl = project.scrapy(
-        "crawl", "secured", "-s", "LOG_LEVEL=DEBUG", "-s", f"LOG_FILE={log_file}",
-        SEARCHCRAWL_SOLR_USERNAME=SOLR_USER, SEARCHCRAWL_SOLR_PASSWORD_FILE=str(password_file),
+        "crawl",
+        "secured",
+        "-s",
+        "LOG_LEVEL=DEBUG",
+        "-s",
+        f"LOG_FILE={log_file}",
+        SEARCHCRAWL_SOLR_USERNAME=SOLR_USER,
+        SEARCHCRAWL_SOLR_PASSWORD_FILE=str(password_file),
         SEARCHCRAWL_DB_PASSWORD=DB_PASSWORD,
     )
     assert crawl.returncode == 0, crawl.stderr[-3000:]
@@ -114,7 +117,12 @@ def test_crawl_with_solr_basic_auth_logs_no_secret(
 
     # a password written into SOLR_URL works too, and is masked like the others
     url_crawl = project.scrapy(
-        "crawl", "secured", "-a", "recrawl=force", "-s", "LOG_LEVEL=DEBUG",
+        "crawl",
+        "secured",
+        "-a",
+        "recrawl=force",
+        "-s",
+        "LOG_LEVEL=DEBUG",
         SOLR_URL=auth_solr.url.replace("http://", f"http://{SOLR_USER}:{SOLR_PASSWORD}@"),
     )
     assert url_crawl.returncode == 0, url_crawl.stderr[-3000:]
@@ -130,31 +138,54 @@ def test_crawl_with_solr_basic_auth_logs_no_secret(
 
 def overridden_settings_line(settings: dict[str, object]) -> str:
     """What Scrapy logs once the crawler is built (scrapy/crawler.py)."""
-    return "Overridden settings:\n%(settings)s" % {"settings": pprint.pformat(settings)}
+    return f"Overridden settings:\n{pprint.pformat(settings)}"
 
 
 def test_secret_settings_are_masked_next_to_their_names() -> None:
-    assert [name for name in ("HTTPAUTH_PASS", "FTP_PASSWORD", "MAIL_PASS", "AWS_SECRET_ACCESS_KEY",
-                              "AWS_SESSION_TOKEN", "some_api_token", "PrivateKey", "GOOGLE_CREDENTIALS")
-            if not secrets.is_secret_name(name)] == []
-    assert [name for name in ("HTTPAUTH_USER", "HTTPPROXY_AUTH_ENCODING", "FTP_PASSIVE_MODE", "LOG_LEVEL")
-            if secrets.is_secret_name(name)] == []
-    text = overridden_settings_line({
-        "BOT_NAME": "searchcrawl",
-        "FTP_PASSIVE_MODE": False,
-        "HTTPAUTH_PASS": "Pass-canary-0a",
-        "HTTPAUTH_USER": "crawler-user",
-        "LOG_LEVEL": "DEBUG",
-        "LONG_PASSWORD": "long canary words " * 12,  # pprint splits it over lines
-        "SERVICES": {"api_token": "Nested-canary-0b", "timeout": 5},
-        "SOME_API_TOKEN": "Token-canary-0c",
-        "SIGNING_KEYS": ["Key-canary-0d", "Key-canary-0e"],
-    })
+    assert [
+        name
+        for name in (
+            "HTTPAUTH_PASS",
+            "FTP_PASSWORD",
+            "MAIL_PASS",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "some_api_token",
+            "PrivateKey",
+            "GOOGLE_CREDENTIALS",
+        )
+        if not secrets.is_secret_name(name)
+    ] == []
+    assert [
+        name
+        for name in ("HTTPAUTH_USER", "HTTPPROXY_AUTH_ENCODING", "FTP_PASSIVE_MODE", "LOG_LEVEL")
+        if secrets.is_secret_name(name)
+    ] == []
+    text = overridden_settings_line(
+        {
+            "BOT_NAME": "searchcrawl",
+            "FTP_PASSIVE_MODE": False,
+            "HTTPAUTH_PASS": "Pass-canary-0a",
+            "HTTPAUTH_USER": "crawler-user",
+            "LOG_LEVEL": "DEBUG",
+            "LONG_PASSWORD": "long canary words " * 12,  # pprint splits it over lines
+            "SERVICES": {"api_token": "Nested-canary-0b", "timeout": 5},
+            "SOME_API_TOKEN": "Token-canary-0c",
+            "SIGNING_KEYS": ["Key-canary-0d", "Key-canary-0e"],
+        }
+    )
     assert "long '\n" in text  # pprint split it: the masking must see through that
     masked = secrets.redact(text)
     assert "canary" not in masked, masked
-    for kept in ("'BOT_NAME': 'searchcrawl'", "'FTP_PASSIVE_MODE': False", "'HTTPAUTH_USER': 'crawler-user'",
-                 "'LOG_LEVEL': 'DEBUG'", "'timeout': 5", "'HTTPAUTH_PASS': ***", "'SOME_API_TOKEN': ***"):
+    for kept in (
+        "'BOT_NAME': 'searchcrawl'",
+        "'FTP_PASSIVE_MODE': False",
+        "'HTTPAUTH_USER': 'crawler-user'",
+        "'LOG_LEVEL': 'DEBUG'",
+        "'timeout': 5",
+        "'HTTPAUTH_PASS': ***",
+        "'SOME_API_TOKEN': ***",
+    ):
         assert kept in masked, masked
     assert secrets.redact(masked) == masked
     assert secrets.redact('{"api_key": 12345, "rows": 10}') == '{"api_key": ***, "rows": 10}'
@@ -186,8 +217,7 @@ def test_secret_settings_values_are_masked_in_any_later_line() -> None:
         SecretSettings.from_crawler(crawler)  # the extension: remembers, then gets out of the way
     assert crawler.settings["FTP_PASSWORD"] == "guest"  # Scrapy's default: no secret
     assert secrets.redact("anonymous FTP: guest") == "anonymous FTP: guest"
-    line = ("auth Remembered-canary-2a, token Remembered-canary-2b for crawler-user-2c; abc True "
-            "Remembered-but-not-secret-2d")
+    line = "auth Remembered-canary-2a, token Remembered-canary-2b for crawler-user-2c; abc True Remembered-but-not-secret-2d"
     assert secrets.redact(line) == "auth ***, token *** for crawler-user-2c; abc True Remembered-but-not-secret-2d"
 
 
@@ -200,27 +230,37 @@ def test_a_secret_holding_another_is_masked_whole() -> None:
 # --- user info in crawled URLs ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("url", "expected"), [
-    ("http://user:Url-canary-4@127.0.0.1:8080/x.html", "http://127.0.0.1:8080/x.html"),
-    ("HTTPS://User@Example.COM/a/../b?z=1&a=2#top", "https://example.com/b?a=2&z=1"),
-    ("http://a%40b:p%3Aq@host/p@q?mail=me@example.com", "http://host/p@q?mail=me%40example.com"),
-    ("http://u:p@w@[::1]:8080/", "http://[::1]:8080/"),
-    ("http://@host/", "http://host/"),
-    ("file://user@host/srv/share/doc.txt", "file://host/srv/share/doc.txt"),
-    ("http://host/path?next=http://u:p@other/", "http://host/path?next=http%3A%2F%2Fu%3Ap%40other%2F"),
-    ("mailto:someone@example.com", "mailto:someone@example.com"),
-])
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://user:Url-canary-4@127.0.0.1:8080/x.html", "http://127.0.0.1:8080/x.html"),
+        ("HTTPS://User@Example.COM/a/../b?z=1&a=2#top", "https://example.com/b?a=2&z=1"),
+        ("http://a%40b:p%3Aq@host/p@q?mail=me@example.com", "http://host/p@q?mail=me%40example.com"),
+        ("http://u:p@w@[::1]:8080/", "http://[::1]:8080/"),
+        ("http://@host/", "http://host/"),
+        ("file://user@host/srv/share/doc.txt", "file://host/srv/share/doc.txt"),
+        ("http://host/path?next=http://u:p@other/", "http://host/path?next=http%3A%2F%2Fu%3Ap%40other%2F"),
+        ("mailto:someone@example.com", "mailto:someone@example.com"),
+    ],
+)
 def test_canonical_urls_hold_no_user_info(url: str, expected: str) -> None:
     assert canonical(url) == expected
     assert canonical(expected) == expected
 
 
-@given(st.builds(
-    "{}://{}{}:{}@{}{}/{}?{}".format,
-    st.sampled_from(["http", "https", "HTTP"]), st.text(max_size=8), st.sampled_from(["", "@"]), st.text(max_size=8),
-    st.sampled_from(["host.test", "Host.Test:8080", "127.0.0.1", "[::1]"]), st.sampled_from(["", ":443"]),
-    st.text(max_size=12), st.text(max_size=12),
-))
+@given(
+    st.builds(
+        "{}://{}{}:{}@{}{}/{}?{}".format,
+        st.sampled_from(["http", "https", "HTTP"]),
+        st.text(max_size=8),
+        st.sampled_from(["", "@"]),
+        st.text(max_size=8),
+        st.sampled_from(["host.test", "Host.Test:8080", "127.0.0.1", "[::1]"]),
+        st.sampled_from(["", ":443"]),
+        st.text(max_size=12),
+        st.text(max_size=12),
+    )
+)
 def test_canonical_is_idempotent_and_drops_user_info(url: str) -> None:
     try:
         once = canonical(url)

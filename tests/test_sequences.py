@@ -20,13 +20,15 @@ def test_short_sequence_matches_the_oracle(project, serve, tmp_path, solr_url) -
     root.mkdir()
     site = serve(root)
     lines: list[str] = []
-    sequence = Sequence(SEED, CRAWLS, project, site, root, solr_url, events=EVENTS, log_dir=tmp_path / "logs",
-                        progress=lines.append)
+    sequence = Sequence(
+        SEED, CRAWLS, project, site, root, solr_url, events=EVENTS, log_dir=tmp_path / "logs", progress=lines.append
+    )
     result = sequence.run()
     assert result.crawls == CRAWLS
     assert {event.split("@")[0].split(":")[0] for event in result.events} >= {"kill", "outage", "robots503"}
     assert not result.mismatches, (
         f"{len(result.mismatches)} mismatches with the oracle\n{result.summary()}\n\n"
         + "\n\n".join(m.text() for m in result.mismatches)
-        + "\n\nsteps:\n" + "\n".join(lines)
+        + "\n\nsteps:\n"
+        + "\n".join(lines)
     )

@@ -28,22 +28,25 @@ def textract(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # -- sniff_kind -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("path", "kind"), [
-    ("pdf/raw_text.pdf", "pdf"),
-    ("pdf/two_column.pdf", "pdf"),
-    ("docx/raw_text.docx", "docx"),
-    ("docx/paragraphs_and_tables.docx", "docx"),
-    ("xlsx/raw_text.xlsx", "xlsx"),
-    ("pptx/raw_text.pptx", "pptx"),
-    ("pptx/standardized_text.pptx", "pptx"),
-    ("odt/raw_text.odt", "odt"),
-    ("ods/raw_text.ods", "ods"),
-    ("doc/raw_text.doc", "doc"),
-    ("xls/raw_text.xls", "xls"),
-    ("rtf/raw_text.rtf", "rtf"),
-    ("no_ext/pdf_standardized_text", "pdf"),
-    ("no_ext/docx_paragraphs_and_tables", "docx"),
-])
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("pdf/raw_text.pdf", "pdf"),
+        ("pdf/two_column.pdf", "pdf"),
+        ("docx/raw_text.docx", "docx"),
+        ("docx/paragraphs_and_tables.docx", "docx"),
+        ("xlsx/raw_text.xlsx", "xlsx"),
+        ("pptx/raw_text.pptx", "pptx"),
+        ("pptx/standardized_text.pptx", "pptx"),
+        ("odt/raw_text.odt", "odt"),
+        ("ods/raw_text.ods", "ods"),
+        ("doc/raw_text.doc", "doc"),
+        ("xls/raw_text.xls", "xls"),
+        ("rtf/raw_text.rtf", "rtf"),
+        ("no_ext/pdf_standardized_text", "pdf"),
+        ("no_ext/docx_paragraphs_and_tables", "docx"),
+    ],
+)
 def test_documents_are_sniffed_from_bytes_alone(textract: Path, path: str, kind: str) -> None:
     body = (textract / path).read_bytes()
     assert sniff_kind(body) == kind
@@ -51,16 +54,19 @@ def test_documents_are_sniffed_from_bytes_alone(textract: Path, path: str, kind:
     assert detect_kind(body, "text/html; charset=utf-8", "index.html") == kind
 
 
-@pytest.mark.parametrize("path", [
-    "epub/raw_text.epub",  # a zip, but no kind of ours
-    "msg/raw_text.msg",  # an OLE file, but an Outlook message
-    "no_ext/msg_standardized_text",
-    "html/raw_text.html",
-    "txt/raw_text.txt",
-    "png/raw_text.png",
-    "jpg/raw_text.jpg",
-    "csv/raw_text.csv",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "epub/raw_text.epub",  # a zip, but no kind of ours
+        "msg/raw_text.msg",  # an OLE file, but an Outlook message
+        "no_ext/msg_standardized_text",
+        "html/raw_text.html",
+        "txt/raw_text.txt",
+        "png/raw_text.png",
+        "jpg/raw_text.jpg",
+        "csv/raw_text.csv",
+    ],
+)
 def test_other_files_are_not_documents(textract: Path, path: str) -> None:
     assert sniff_kind((textract / path).read_bytes()) is None
 
@@ -71,8 +77,7 @@ def test_a_truncated_download_is_still_sniffed(textract: Path) -> None:
         assert sniff_kind((textract / path).read_bytes()[:4096]) == kind
 
 
-def zip_bytes(entries: list[tuple[str, bytes]], *, streamed: bool = False,
-              compression: int = zipfile.ZIP_DEFLATED) -> bytes:
+def zip_bytes(entries: list[tuple[str, bytes]], *, streamed: bool = False, compression: int = zipfile.ZIP_DEFLATED) -> bytes:
     """A zip; ``streamed``: written to an unseekable stream, so sizes follow the data."""
 
     class Unseekable(io.RawIOBase):
@@ -100,12 +105,25 @@ def test_zip_kinds() -> None:
     # Entries whose sizes are only after their data (streaming writers): found by their signature.
     assert sniff_kind(zip_bytes([*ooxml, ("ppt/presentation.xml", b"<p/>")], streamed=True)) == "pptx"
     # A big entry first is jumped over by its size, without reading it.
-    assert sniff_kind(zip_bytes([*ooxml, ("docProps/thumbnail.jpeg", random_bytes), ("word/document.xml", b"<w/>")],
-                                compression=zipfile.ZIP_STORED)) == "docx"
+    assert (
+        sniff_kind(
+            zip_bytes(
+                [*ooxml, ("docProps/thumbnail.jpeg", random_bytes), ("word/document.xml", b"<w/>")],
+                compression=zipfile.ZIP_STORED,
+            )
+        )
+        == "docx"
+    )
     # ... unless its size is not in its header and the next entry is too far to look for.
     assert len(random_bytes) > ZIP_SNIFF_GAP
-    assert sniff_kind(zip_bytes([*ooxml, ("a.bin", random_bytes), ("word/document.xml", b"<w/>")],
-                                streamed=True, compression=zipfile.ZIP_STORED)) is None
+    assert (
+        sniff_kind(
+            zip_bytes(
+                [*ooxml, ("a.bin", random_bytes), ("word/document.xml", b"<w/>")], streamed=True, compression=zipfile.ZIP_STORED
+            )
+        )
+        is None
+    )
     # OOXML needs its [Content_Types].xml; ODF its mimetype (even deflated, against the spec).
     assert sniff_kind(zip_bytes([("word/document.xml", b"<w/>")])) is None
     assert sniff_kind(zip_bytes([("mimetype", ODT_MIMETYPE)], compression=zipfile.ZIP_DEFLATED)) == "odt"
@@ -113,20 +131,23 @@ def test_zip_kinds() -> None:
     assert sniff_kind(zip_bytes([("notes.txt", b"hello")])) is None
 
 
-@pytest.mark.parametrize(("body", "kind"), [
-    (b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n", "pdf"),
-    (b"<br />\n<b>Warning</b>: session_start() failed\n%PDF-1.4\n", "pdf"),  # a script's warning first
-    (b"\xef\xbb\xbf%PDF-1.4\n", "pdf"),
-    (b"<html><body><p>Every PDF starts with %PDF-1.4, then objects.</p>", None),  # mentions it
-    (b"%PDF", None),
-    (b"  {\\rtf1\\ansi hello}", "rtf"),
-    (b"{\\rt", None),
-    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1 too short for OLE", None),  # not taken for a file name
-    (b"PK\x03\x04", None),
-    (b"PK\x03\x04" + b"\xff" * 26 + b"x" * 100, None),
-    (b"\xef\xbb\xbfhello", None),  # a text BOM is not a document kind (detect_kind says 'txt')
-    (b"", None),
-])
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        (b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n", "pdf"),
+        (b"<br />\n<b>Warning</b>: session_start() failed\n%PDF-1.4\n", "pdf"),  # a script's warning first
+        (b"\xef\xbb\xbf%PDF-1.4\n", "pdf"),
+        (b"<html><body><p>Every PDF starts with %PDF-1.4, then objects.</p>", None),  # mentions it
+        (b"%PDF", None),
+        (b"  {\\rtf1\\ansi hello}", "rtf"),
+        (b"{\\rt", None),
+        (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1 too short for OLE", None),  # not taken for a file name
+        (b"PK\x03\x04", None),
+        (b"PK\x03\x04" + b"\xff" * 26 + b"x" * 100, None),
+        (b"\xef\xbb\xbfhello", None),  # a text BOM is not a document kind (detect_kind says 'txt')
+        (b"", None),
+    ],
+)
 def test_sniff_kind_on_small_bodies(body: bytes, kind: str | None) -> None:
     assert sniff_kind(body) == kind
 
@@ -153,20 +174,23 @@ def test_images_look_binary_and_pages_do_not(textract: Path) -> None:
         assert not looks_binary((textract / path).read_bytes()), path
 
 
-@pytest.mark.parametrize(("body", "binary"), [
-    (b"", False),
-    ("<p>Grüße, 東京 — \t\f\r\n</p>".encode(), False),
-    ("<p>Grüße</p>".encode("cp1252"), False),
-    ("\ufeff<p>UTF-16 text</p>".encode("utf-16-le"), False),  # with its BOM
-    ("\ufeff<p>UTF-16 text</p>".encode("utf-16-be"), False),
-    ("<p>UTF-16 text, no BOM</p>".encode("utf-16-le"), True),  # a NUL every other byte
-    (b"\xef\xbb\xbf" + b"<p>text</p>" * 20, False),
-    ("<p>日本語のテキスト</p>".encode("iso-2022-jp") * 20, False),  # ESC sequences are text
-    (b"<html>" + b"x" * 4000 + b"\x00" + b"</html>", False),  # one stray NUL: damage, not binary
-    (b"\x00" * 10, True),
-    (b"\x1f\x8b\x08\x00" + bytes(range(256)) * 4, True),  # gzip bytes served as text
-    (b"\x01\x02\x03 abc", True),
-])
+@pytest.mark.parametrize(
+    ("body", "binary"),
+    [
+        (b"", False),
+        ("<p>Grüße, 東京 — \t\f\r\n</p>".encode(), False),
+        ("<p>Grüße</p>".encode("cp1252"), False),
+        ("\ufeff<p>UTF-16 text</p>".encode("utf-16-le"), False),  # with its BOM
+        ("\ufeff<p>UTF-16 text</p>".encode("utf-16-be"), False),
+        ("<p>UTF-16 text, no BOM</p>".encode("utf-16-le"), True),  # a NUL every other byte
+        (b"\xef\xbb\xbf" + b"<p>text</p>" * 20, False),
+        ("<p>日本語のテキスト</p>".encode("iso-2022-jp") * 20, False),  # ESC sequences are text
+        (b"<html>" + b"x" * 4000 + b"\x00" + b"</html>", False),  # one stray NUL: damage, not binary
+        (b"\x00" * 10, True),
+        (b"\x1f\x8b\x08\x00" + bytes(range(256)) * 4, True),  # gzip bytes served as text
+        (b"\x01\x02\x03 abc", True),
+    ],
+)
 def test_looks_binary(body: bytes, binary: bool) -> None:
     assert looks_binary(body) is binary
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pysolr
 
-from searchcrawl.index.cache import DocumentCache
 from searchcrawl.commands.search import format_hits, search
-from searchcrawl.store import DocumentTable
 from searchcrawl.content.extract import solr_document, solr_id
+from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex, migrate_ids, push_pending
 from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.store import DocumentTable
 
 from .conftest import solr_docs
 from .test_indexer import cache_pending
@@ -76,20 +76,32 @@ def test_two_sources_crawling_one_site_keep_their_own_documents(project, serve, 
     assert sorted(ours) == sorted(site.url + f"p{i}.html" for i in range(6))  # p3 too: the second source has it
     only = project.scrapy("search", "walrus migration handbook", "--source", first, "--rows", "50")
     assert sorted(line.strip() for line in only.stdout.splitlines() if line.startswith("   http")) == sorted(
-        site.url + f"p{i}.html" for i in range(6) if i != 3)
+        site.url + f"p{i}.html" for i in range(6) if i != 3
+    )
 
 
 def test_search_collapses_the_copies_of_a_url_and_keeps_their_snippets(solr_url: str, solr: pysolr.Solr) -> None:
     url = f"http://collapse.test/{uuid.uuid4().hex[:8]}"
     sources = [unique("col-a"), unique("col-b")]
-    solr.add([{"id": solr_id(source, url), "url": url, "display_url": url, "source": source, "title": "Okapi report",
-               "content": f"The okapi census of {source}."} for source in sources])
+    solr.add(
+        [
+            {
+                "id": solr_id(source, url),
+                "url": url,
+                "display_url": url,
+                "source": source,
+                "title": "Okapi report",
+                "content": f"The okapi census of {source}.",
+            }
+            for source in sources
+        ]
+    )
     results = search(solr_url, "okapi census")
     mine = [doc for doc in results.docs if doc["url"] == url]
     assert len(mine) == 1 and mine[0]["id"] in {solr_id(source, url) for source in sources}
     lines = format_hits(results)
     assert lines.count(f"   {url}") == 1
-    assert any("*okapi*" in line for line in lines[lines.index(f"   {url}"):][:2])  # highlighting found by the Solr id
+    assert any("*okapi*" in line for line in lines[lines.index(f"   {url}") :][:2])  # highlighting found by the Solr id
     assert search(solr_url, "okapi census", source=sources[1]).docs[0]["id"] == solr_id(sources[1], url)
 
 
@@ -98,11 +110,26 @@ def old_documents(source: str, count: int, host: str = "old.test") -> list[dict]
     docs = []
     for i in range(count):
         url = f"http://{host}/{source}/{i}"
-        docs.append({"id": url, "url": url, "display_url": url, "source": source, "host": host,
-                     "title": f"Old document {i}", "content": f"Kept text {i}.", "subject": ["alpha", f"s{i}"],
-                     "author": "Ann", "language": "en", "mimetype": "text/html", "checksum": f"c{i}",
-                     "last_modified": "2023-04-05T06:07:08Z", "crawled_at": "2024-01-02T03:04:05Z",
-                     "version_i": i, "tags_ss": ["x", "y"]})
+        docs.append(
+            {
+                "id": url,
+                "url": url,
+                "display_url": url,
+                "source": source,
+                "host": host,
+                "title": f"Old document {i}",
+                "content": f"Kept text {i}.",
+                "subject": ["alpha", f"s{i}"],
+                "author": "Ann",
+                "language": "en",
+                "mimetype": "text/html",
+                "checksum": f"c{i}",
+                "last_modified": "2023-04-05T06:07:08Z",
+                "crawled_at": "2024-01-02T03:04:05Z",
+                "version_i": i,
+                "tags_ss": ["x", "y"],
+            }
+        )
     return docs
 
 
@@ -187,7 +214,8 @@ def test_a_crawl_migrates_its_old_documents_before_pushing(project, serve, tmp_p
     docs = solr_docs(solr, name)
     assert sorted(doc["id"] for doc in docs) == sorted(solr_id(name, site.url + path) for path in paths)
     assert [without(doc, "_version_", "id") for doc in sorted(docs, key=lambda d: d["url"])] == [
-        without(doc, "_version_", "id") for doc in sorted(current, key=lambda d: d["url"])]  # not re-indexed, moved
+        without(doc, "_version_", "id") for doc in sorted(current, key=lambda d: d["url"])
+    ]  # not re-indexed, moved
 
     (root / "p1.html").unlink()
     again = project.scrapy("crawl", name)
@@ -202,8 +230,9 @@ def test_documents_cached_by_the_earlier_version_are_pushed_with_their_new_id(tm
     directory = tmp_path / "cache"
     directory.mkdir()
     url = f"http://spool.test/{source}"
-    document = json.dumps({"id": url, "url": url, "source": source, "title": "cached before", "checksum": "c"},
-                          separators=(",", ":")).encode()
+    document = json.dumps(
+        {"id": url, "url": url, "source": source, "title": "cached before", "checksum": "c"}, separators=(",", ":")
+    ).encode()
     header = json.dumps([url, "c", len(document)], separators=(",", ":")).encode()
     (directory / "0000000000000000001-1-abcdefgh.spool").write_bytes(header + b"\n" + document + b"\n")
     cache = DocumentCache(directory)

@@ -22,14 +22,37 @@ def test_stopwords_keep_positions_in_phrases(solr: pysolr.Solr, query: str, cont
 
 def test_search_attributes_are_facetable(solr: pysolr.Solr) -> None:
     source = f"facets-{uuid.uuid4().hex[:8]}"
-    solr.add([
-        {"id": f"http://f.test/{source}/{i}", "url": "x", "source": source, "host": "f.test", "author": "Ann",
-         "language": "en", "mimetype": "text/html", "title": "facet", "content": "facet", "version_s": "2.1"}
-        for i in range(3)
-    ])
-    results = solr.search("*:*", fq=f'source:"{source}"', rows=0, facet="true",
-                          **{"facet.field": ["host", "author", "language", "mimetype", "source", "version_s"]})
+    solr.add(
+        [
+            {
+                "id": f"http://f.test/{source}/{i}",
+                "url": "x",
+                "source": source,
+                "host": "f.test",
+                "author": "Ann",
+                "language": "en",
+                "mimetype": "text/html",
+                "title": "facet",
+                "content": "facet",
+                "version_s": "2.1",
+            }
+            for i in range(3)
+        ]
+    )
+    results = solr.search(
+        "*:*",
+        fq=f'source:"{source}"',
+        rows=0,
+        facet="true",
+        **{"facet.field": ["host", "author", "language", "mimetype", "source", "version_s"]},
+    )
     fields = results.facets["facet_fields"]
-    for name, value in [("host", "f.test"), ("author", "Ann"), ("language", "en"), ("mimetype", "text/html"),
-                        ("source", source), ("version_s", "2.1")]:
+    for name, value in [
+        ("host", "f.test"),
+        ("author", "Ann"),
+        ("language", "en"),
+        ("mimetype", "text/html"),
+        ("source", source),
+        ("version_s", "2.1"),
+    ]:
         assert fields[name][:2] == [value, 3]

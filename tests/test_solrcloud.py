@@ -16,9 +16,9 @@ from pathlib import Path
 import pysolr
 import pytest
 
-from searchcrawl.index import solrcloud
 from searchcrawl.commands.search import format_hits, search
 from searchcrawl.content.extract import solr_id
+from searchcrawl.index import solrcloud
 from searchcrawl.index.indexer import SolrIndex, migrate_ids
 
 from .conftest import ROOT, LocalSolrCloud, wait_for
@@ -30,22 +30,29 @@ def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSolrCloud]:
     local = LocalSolrCloud(tmp_path_factory.mktemp("solrcloud"))
     local.start()
     dev = local.cloud
-    print(f"\nlocal SolrCloud: JVM up in {dev.start_seconds - dev.build_seconds:.1f}s "
-          f"(Maven {dev.build_seconds:.1f}s)")
+    print(f"\nlocal SolrCloud: JVM up in {dev.start_seconds - dev.build_seconds:.1f}s (Maven {dev.build_seconds:.1f}s)")
     yield local
     local.stop()
 
 
 def scrapy_solr(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), SEARCHCRAWL_DATA_DIR=str(data_dir))
-    return subprocess.run([sys.executable, "-m", "scrapy", "solr", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "solr", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def docs(prefix: str, count: int) -> list[dict]:
-    return [{"id": solr_id(prefix, f"http://cloud.test/{prefix}/{i}"), "url": f"http://cloud.test/{prefix}/{i}",
-             "source": prefix, "title": f"Cloud document {i}", "content": f"Replicated text number {i}."}
-            for i in range(count)]
+    return [
+        {
+            "id": solr_id(prefix, f"http://cloud.test/{prefix}/{i}"),
+            "url": f"http://cloud.test/{prefix}/{i}",
+            "source": prefix,
+            "title": f"Cloud document {i}",
+            "content": f"Replicated text number {i}.",
+        }
+        for i in range(count)
+    ]
 
 
 def found(url: str, source: str) -> int:
@@ -113,8 +120,20 @@ def test_a_sources_documents_lie_on_one_shard_and_search_shows_a_url_once(cloud:
     client = pysolr.Solr(urls[0], always_commit=True, timeout=30)
     sources = [f"routed-{number}" for number in range(12)]  # fixed names: a fixed placement
     pages = [f"http://routed.test/{i}" for i in range(5)] + ["http://routed.test/#!/app", "http://routed.test/a!b!c"]
-    client.add([{"id": solr_id(source, url), "url": url, "display_url": url, "source": source,
-                 "title": "Routed page", "content": "Routed capybara text."} for source in sources for url in pages])
+    client.add(
+        [
+            {
+                "id": solr_id(source, url),
+                "url": url,
+                "display_url": url,
+                "source": source,
+                "title": "Routed page",
+                "content": "Routed capybara text.",
+            }
+            for source in sources
+            for url in pages
+        ]
+    )
     shards: dict[str, set[str]] = {}
     for shard in ("shard1", "shard2"):
         for doc in pysolr.Solr(urls[1], timeout=30).search("capybara", fl="source", rows=1000, shards=shard):
@@ -144,8 +163,7 @@ def test_collection_survives_a_node_going_down(cloud: LocalSolrCloud) -> None:
     source = f"failover-{uuid.uuid4().hex[:8]}"
     pysolr.Solr(urls[0], always_commit=True, timeout=30).add(docs(source, 10))
     # Stop node 1, or node 0 if node 1 leads no shard: a leader must fail for this to mean much.
-    leaders = {r["base_url"] for shard in cloud.status("failover")["shards"].values()
-               for r in shard["replicas"] if r["leader"]}
+    leaders = {r["base_url"] for shard in cloud.status("failover")["shards"].values() for r in shard["replicas"] if r["leader"]}
     down = 1 if cloud.nodes[1] in leaders else 0
     up = 1 - down
     started = time.monotonic()
@@ -169,8 +187,10 @@ def test_collection_survives_a_node_going_down(cloud: LocalSolrCloud) -> None:
         wait_for(write_accepted, timeout=60, what="writes through the surviving node")
         writable = time.monotonic()
         assert found(urls[up], source) == 30
-        print(f"\nnode {down} (leader of a shard) stopped in {stopped - started:.1f}s; writes accepted "
-              f"again {writable - stopped:.1f}s later ({len(failures)} failed attempts)")
+        print(
+            f"\nnode {down} (leader of a shard) stopped in {stopped - started:.1f}s; writes accepted "
+            f"again {writable - stopped:.1f}s later ({len(failures)} failed attempts)"
+        )
     finally:
         back = time.monotonic()
         cloud.start_node(down)

@@ -15,9 +15,9 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.config import paths
+from searchcrawl.ops.launchers import LaunchError, launcher_for
 from searchcrawl.store import DocumentTable
 from searchcrawl.store.runs import CONTROLS, RESUMABLE, Runs
-from searchcrawl.ops.launchers import LaunchError, launcher_for
 
 ACTIONS = (*CONTROLS, "resume")
 
@@ -49,8 +49,9 @@ class Command(ScrapyCommand):
             print(f"{source}: no running or suspended crawl")
             self.exitcode = 1
         elif run["control"]:
-            print(f"{source}: run {run['id']} asked to {action}; the crawl will close within "
-                  f"SEARCHCRAWL_PROGRESS_INTERVAL seconds")
+            print(
+                f"{source}: run {run['id']} asked to {action}; the crawl will close within SEARCHCRAWL_PROGRESS_INTERVAL seconds"
+            )
         else:
             print(f"{source}: run {run['id']} is {run['state']}")
 

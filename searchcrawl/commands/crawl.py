@@ -14,9 +14,9 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
 
 from searchcrawl.config import paths
+from searchcrawl.config.source import SourceError
 from searchcrawl.store import DocumentTable
 from searchcrawl.store.runs import ALREADY_RUNNING, Runs
-from searchcrawl.config.source import SourceError
 
 logger = logging.getLogger(__name__)
 
@@ -31,10 +31,18 @@ class ExitCode(IntEnum):
 
 # Close reasons of a crawl that ended as asked: its end, a suspend or stop (scrapy control, Ctrl-C,
 # SIGTERM), or a limit the user set (Scrapy's CloseSpider extension).
-REQUESTED_ENDS = frozenset({
-    "finished", "suspended", "stopped", "shutdown",
-    "closespider_timeout", "closespider_timeout_no_item", "closespider_itemcount", "closespider_pagecount",
-})
+REQUESTED_ENDS = frozenset(
+    {
+        "finished",
+        "suspended",
+        "stopped",
+        "shutdown",
+        "closespider_timeout",
+        "closespider_timeout_no_item",
+        "closespider_itemcount",
+        "closespider_pagecount",
+    }
+)
 
 
 def exit_code(*, started: bool, finish_reason: str | None, not_indexed: int) -> ExitCode:
@@ -83,7 +91,8 @@ class Command(ScrapyCrawlCommand):
         self.crawler_process.start()
         started = not self.crawler_process.bootstrap_failed
         self.exitcode = exit_code(
-            started=started, finish_reason=self.finish_reason,
+            started=started,
+            finish_reason=self.finish_reason,
             not_indexed=crawler.stats.get_value("searchcrawl/not_indexed", 0) if started else 0,
         )
 
@@ -93,8 +102,11 @@ class Command(ScrapyCrawlCommand):
         settings = crawler.settings
         table = DocumentTable(paths.db_url(settings))
         try:
-            return Runs(table).conflict(source, allow_shared=settings.getbool("SEARCHCRAWL_SHARED_CRAWL"),
-                                        stale_after=settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))
+            return Runs(table).conflict(
+                source,
+                allow_shared=settings.getbool("SEARCHCRAWL_SHARED_CRAWL"),
+                stale_after=settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"),
+            )
         finally:
             table.close()
 

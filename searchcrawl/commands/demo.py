@@ -17,10 +17,10 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 from scrapy.commands import ScrapyCommand
 
-from searchcrawl.config import paths
-from searchcrawl.dev.solr_runner import DevSolr, DevSolrError
-from searchcrawl.config.resources import package_dir
 from searchcrawl.commands.search import format_hits, search
+from searchcrawl.config import paths
+from searchcrawl.config.resources import package_dir
+from searchcrawl.dev.solr_runner import DevSolr, DevSolrError
 
 SITE_PORT = 8765  # the example source's seeds point here
 QUERIES = ("travel expenses", '"oracle on demand"', "solr")
@@ -71,4 +71,4 @@ class Command(ScrapyCommand):
             results = search(solr_url, query, rows=3)
             print(f"\n$ scrapy search {query!r}\n{results.hits} documents match")
             print("\n".join(format_hits(results)))
-        print(f"\nSolr keeps running at {solr_url}: try `scrapy search \"<query>\"`; stop it with `scrapy solr stop`.")
+        print(f'\nSolr keeps running at {solr_url}: try `scrapy search "<query>"`; stop it with `scrapy solr stop`.')

@@ -16,17 +16,17 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.config import paths
-from searchcrawl.rules.boundary import MAX_URL_LENGTH, Boundary, Decision
-from searchcrawl.rules.filters import FilterSet
-from searchcrawl.store import DocumentTable
-from searchcrawl.rules.display_urls import DisplayUrls
-from searchcrawl.crawl.middlewares.robots import site_of
-from searchcrawl.rules.url_rewriter import load_rewriter
-from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
 from searchcrawl.config.source import Source, SourceError
-from searchcrawl.rules.status_codes import Status, describe
+from searchcrawl.crawl.middlewares.robots import site_of
 from searchcrawl.ops.terminal import printable
+from searchcrawl.rules.boundary import MAX_URL_LENGTH, Boundary, Decision
+from searchcrawl.rules.display_urls import DisplayUrls
+from searchcrawl.rules.filters import FilterSet
+from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
+from searchcrawl.rules.status_codes import Status, describe
+from searchcrawl.rules.url_rewriter import load_rewriter
 from searchcrawl.rules.urls import canonical
+from searchcrawl.store import DocumentTable
 
 
 def fetch_robots_txt(site: str, user_agent: str, timeout: float = 15) -> tuple[RobotsTxt, str, bool]:
@@ -37,16 +37,26 @@ def fetch_robots_txt(site: str, user_agent: str, timeout: float = 15) -> tuple[R
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # follows redirects
             body = response.read(MAX_ROBOTS_BYTES)
-            return (robots_for_response(response.status, body), f"{url}: HTTP {response.status}, {len(body)} bytes",
-                    robots_unreachable(response.status))
+            return (
+                robots_for_response(response.status, body),
+                f"{url}: HTTP {response.status}, {len(body)} bytes",
+                robots_unreachable(response.status),
+            )
     except urllib.error.HTTPError as exc:
         return robots_for_response(exc.code, b""), f"{url}: HTTP {exc.code}", robots_unreachable(exc.code)
     except (urllib.error.URLError, OSError) as exc:
         return robots_for_response(None, None), f"{url}: unreachable ({getattr(exc, 'reason', exc)})", True
 
 
-def explain(source: Source, url: str, depth: int | None, table: DocumentTable | None, user_agent: str,
-            check_robots: bool = True, max_url_length: int = MAX_URL_LENGTH) -> tuple[list[str], bool]:
+def explain(
+    source: Source,
+    url: str,
+    depth: int | None,
+    table: DocumentTable | None,
+    user_agent: str,
+    check_robots: bool = True,
+    max_url_length: int = MAX_URL_LENGTH,
+) -> tuple[list[str], bool]:
     """The report's lines, and whether the URL would be crawled."""
     lines = [f"source:        {source.name} ({source.origin})", f"URL:           {url}"]
     settings = source.settings
@@ -91,8 +101,10 @@ def explain(source: Source, url: str, depth: int | None, table: DocumentTable | 
         decision = robots.decide(settings.robots_agent, current)
         lines.append(f"robots.txt:    {fetched}")
         if unavailable:
-            lines.append("verdict:       FAILS FOR NOW (935 robots_unavailable): a transient failure, counted "
-                         "toward max_failures; nothing is removed for it alone")
+            lines.append(
+                "verdict:       FAILS FOR NOW (935 robots_unavailable): a transient failure, counted "
+                "toward max_failures; nothing is removed for it alone"
+            )
             return lines, False
         lines.append(f"  agent token  {settings.robots_agent}; group: {decision.group or 'none applies'}")
         lines.append(f"  {'ok ' if decision.allowed else 'NO '} {decision.line or 'no rule matches: allowed'}")
@@ -107,8 +119,10 @@ def explain(source: Source, url: str, depth: int | None, table: DocumentTable | 
         )
     else:
         lines.append("document table: not met by a crawl yet")
-    lines.append("verdict:       CRAWLED: inside the boundary and allowed by robots.txt "
-                 "(indexed if it answers 200 with indexable content and no noindex)")
+    lines.append(
+        "verdict:       CRAWLED: inside the boundary and allowed by robots.txt "
+        "(indexed if it answers 200 with indexable content and no noindex)"
+    )
     return lines, True
 
 
@@ -144,7 +158,12 @@ class Command(ScrapyCommand):
         table = DocumentTable(paths.db_url(self.settings))
         try:
             lines, _crawled = explain(
-                spider.source, args[1], opts.depth, table, self.settings.get("USER_AGENT"), not opts.no_robots,
+                spider.source,
+                args[1],
+                opts.depth,
+                table,
+                self.settings.get("USER_AGENT"),
+                not opts.no_robots,
                 self.settings.getint("SEARCHCRAWL_MAX_URL_LENGTH"),
             )
         finally:

@@ -10,10 +10,10 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.config import paths
-from searchcrawl.store import DocumentTable
-from searchcrawl.store.runs import Runs
 from searchcrawl.crawl.frontier_scheduler import DELTA_KINDS
 from searchcrawl.ops.terminal import printable
+from searchcrawl.store import DocumentTable
+from searchcrawl.store.runs import Runs
 
 
 class Command(ScrapyCommand):
@@ -48,9 +48,19 @@ class Command(ScrapyCommand):
             table.close()
         run = runs[run_id]
         if opts.json:
-            print(json.dumps({"source": args[0], "run": run_id, "state": run["state"], "mode": run["mode"],
-                              "counts": {kind: len(report.get(kind, [])) for kind in DELTA_KINDS},
-                              "urls": {kind: report.get(kind, []) for kind in DELTA_KINDS}}, indent=2))
+            print(
+                json.dumps(
+                    {
+                        "source": args[0],
+                        "run": run_id,
+                        "state": run["state"],
+                        "mode": run["mode"],
+                        "counts": {kind: len(report.get(kind, [])) for kind in DELTA_KINDS},
+                        "urls": {kind: report.get(kind, []) for kind in DELTA_KINDS},
+                    },
+                    indent=2,
+                )
+            )
             return
         print(f"Run {run_id} of {args[0]}: {run['state']} ({run['mode']}), started {run['started_at']:%Y-%m-%d %H:%M:%S}")
         for kind in DELTA_KINDS:

@@ -17,11 +17,11 @@ from datetime import datetime
 from scrapy.commands import ScrapyCommand
 
 from searchcrawl.config import paths
-from searchcrawl.store import DocumentTable
+from searchcrawl.config.source import SourceError
 from searchcrawl.ops.dispatcher import Dispatcher
 from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule
-from searchcrawl.config.source import SourceError
+from searchcrawl.store import DocumentTable
 
 logger = logging.getLogger(__name__)
 

@@ -39,16 +39,24 @@ def format_hits(results: pysolr.Results) -> list[str]:
     return lines
 
 
-def search(solr_url: str, query: str, rows: int = 10, source: str | None = None,
-           auth: tuple[str, str] | None = None) -> pysolr.Results:
+def search(
+    solr_url: str, query: str, rows: int = 10, source: str | None = None, auth: tuple[str, str] | None = None
+) -> pysolr.Results:
     """One hit per URL: Solr's collapse query parser keeps the best-scoring document of each
     ``url`` (``nullPolicy=expand``: a document without one is kept as it is)."""
     client = pysolr.Solr(solr_url, timeout=30, auth=auth)
     filters = ["{!collapse field=url nullPolicy=expand}"]
     if source:
         filters.append(f'source:"{source}"')
-    params = {"rows": rows, "fl": "id,url,source,title,display_url,description", "hl": "true", "hl.fl": "content",
-              "hl.tag.pre": "*", "hl.tag.post": "*", "fq": filters}
+    params = {
+        "rows": rows,
+        "fl": "id,url,source,title,display_url,description",
+        "hl": "true",
+        "hl.fl": "content",
+        "hl.tag.pre": "*",
+        "hl.tag.post": "*",
+        "fq": filters,
+    }
     return client.search(query, **params)
 
 

@@ -15,11 +15,10 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.config import paths
-
-from searchcrawl.index import solrcloud
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrCloud, DevSolrError
-from searchcrawl.store import DocumentTable
+from searchcrawl.index import solrcloud
 from searchcrawl.index.indexer import IndexingError, SolrIndex, migrate_ids
+from searchcrawl.store import DocumentTable
 
 ACTIONS = ("start", "stop", "status", "collection", "migrate-ids")
 DEFAULT_CLOUD_NODES = 2
@@ -54,16 +53,22 @@ class Command(ScrapyCommand):
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
-        parser.add_argument("--port", type=int, default=8983, help="port on 127.0.0.1 (default 8983); "
-                            "a local SolrCloud uses PORT, PORT+1, ...")
+        parser.add_argument(
+            "--port", type=int, default=8983, help="port on 127.0.0.1 (default 8983); a local SolrCloud uses PORT, PORT+1, ..."
+        )
         parser.add_argument("--timeout", type=float, default=300, help="seconds to wait for Solr to answer")
         parser.add_argument("--cloud", action="store_true", help="start: a local SolrCloud instead of one core")
-        parser.add_argument("--nodes", metavar="N|URLS", help="start --cloud: number of nodes (default 2); "
-                            "collection: comma-separated node base URLs (http://host:8983/solr,...)")
+        parser.add_argument(
+            "--nodes",
+            metavar="N|URLS",
+            help="start --cloud: number of nodes (default 2); "
+            "collection: comma-separated node base URLs (http://host:8983/solr,...)",
+        )
         parser.add_argument("--shards", type=int, default=2, help="collection: number of shards (default 2)")
         parser.add_argument("--replicas", type=int, default=2, help="collection: replicas per shard (default 2)")
-        parser.add_argument("--configset", default="searchcrawl",
-                            help="collection: name of the configset in ZooKeeper (default searchcrawl)")
+        parser.add_argument(
+            "--configset", default="searchcrawl", help="collection: name of the configset in ZooKeeper (default searchcrawl)"
+        )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if not args or args[0] not in ACTIONS:
@@ -101,17 +106,24 @@ class Command(ScrapyCommand):
     def _migrate_ids(self, sources: list[str]) -> None:
         """Per source: how many documents got their per-source id (stdout), then the total."""
         assert self.settings is not None
-        index = SolrIndex(paths.solr_url(self.settings), timeout=self.settings.getfloat("SEARCHCRAWL_SOLR_TIMEOUT", 60),
-                          auth=paths.solr_auth(self.settings))
+        index = SolrIndex(
+            paths.solr_url(self.settings),
+            timeout=self.settings.getfloat("SEARCHCRAWL_SOLR_TIMEOUT", 60),
+            auth=paths.solr_auth(self.settings),
+        )
         total = 0
         table = DocumentTable(paths.db_url(self.settings))
         try:
             for source in sources or index.sources():
                 # the document table's word on who holds each URL, when it knows the source
                 holders = table.holders if table.count_by(source, "state") else None
-                migrated = migrate_ids(index, source, holders=holders,
-                                       max_docs=min(self.settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS", 500), 200),
-                                       max_bytes=self.settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES", 10 * 1024 * 1024))
+                migrated = migrate_ids(
+                    index,
+                    source,
+                    holders=holders,
+                    max_docs=min(self.settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS", 500), 200),
+                    max_bytes=self.settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES", 10 * 1024 * 1024),
+                )
                 total += migrated
                 print(f"{source}: {migrated} documents migrated to ids {source}!<url>")
         finally:
@@ -134,14 +146,16 @@ class Command(ScrapyCommand):
             raise UsageError("--nodes must be at least 1")
         cloud = DevSolrCloud(data_dir, opts.port, nodes=count)
         nodes = cloud.start(timeout=opts.timeout)
-        print(f"SolrCloud is up: {len(nodes)} nodes at {','.join(nodes)} "
-              f"(started in {cloud.start_seconds:.1f}s; log: {cloud.log_path})")
+        print(
+            f"SolrCloud is up: {len(nodes)} nodes at {','.join(nodes)} "
+            f"(started in {cloud.start_seconds:.1f}s; log: {cloud.log_path})"
+        )
         print(f"Create a collection with: scrapy solr collection NAME --port {opts.port}")
 
     def _status(self, data_dir: Path, opts: argparse.Namespace) -> None:
         cloud = DevSolrCloud(data_dir, opts.port).status()
         if cloud["running"]:
-            nodes = ", ".join(f"{url} ({state})" for url, state in zip(cloud["nodes"], cloud["states"]))
+            nodes = ", ".join(f"{url} ({state})" for url, state in zip(cloud["nodes"], cloud["states"], strict=False))
             print(f"SolrCloud is running: {nodes} (pid {cloud['pid']}, ZooKeeper {cloud['zk']}, log: {cloud['log']})")
             return
         state = DevSolr(data_dir, opts.port).status()
@@ -170,8 +184,10 @@ class Command(ScrapyCommand):
         shards = status["shards"]
         replicas = sum(len(shard["replicas"]) for shard in shards.values())
         if created:
-            log(f"Created collection {name}: {len(shards)} shards, {replicas} replicas, "
-                f"configset {opts.configset} ({seconds:.1f}s)")
+            log(
+                f"Created collection {name}: {len(shards)} shards, {replicas} replicas, "
+                f"configset {opts.configset} ({seconds:.1f}s)"
+            )
         else:
             log(f"Collection {name} exists already ({len(shards)} shards, {replicas} replicas); reloaded it")
             if status["configset"] != opts.configset:

@@ -10,21 +10,22 @@ from scrapy.commands import ScrapyCommand
 
 from searchcrawl.config import paths
 from searchcrawl.index.cache import SPOOL_SUFFIX
+from searchcrawl.ops.terminal import printable
+from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import DocumentTable, State
 from searchcrawl.store.runs import Runs
-from searchcrawl.rules.status_codes import describe
-from searchcrawl.ops.terminal import printable
 
 
-def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spools: int,
-                  lease_seconds: float = 600) -> list[str]:
+def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spools: int, lease_seconds: float = 600) -> list[str]:
     lines = [f"== {name}"]
     states = table.count_by(name, "state")
     lines.append("documents: " + (", ".join(f"{state} {count}" for state, count in sorted(states.items())) or "none"))
     for status, count in sorted(table.count_by(name, "status").items(), key=lambda item: (item[0] is None, item[0] or 0)):
         lines.append(f"  {status if status is not None else '-':>5}  {count:>8}  {describe(status)}")
-    lines.append(f"cache: {cache_spools} spool files, {cache_bytes / 1e6:.1f} MB; waiting for Solr: "
-                 f"{states.get(State.PENDING.value, 0)} to add, {states.get(State.REMOVING.value, 0)} to remove")
+    lines.append(
+        f"cache: {cache_spools} spool files, {cache_bytes / 1e6:.1f} MB; waiting for Solr: "
+        f"{states.get(State.PENDING.value, 0)} to add, {states.get(State.REMOVING.value, 0)} to remove"
+    )
     runs = Runs(table)
     for run in runs.recent(name):
         counters = json.loads(run["counters"] or "{}")
@@ -33,9 +34,12 @@ def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spool
         state = run["state"]
         if runs.dead(run, lease_seconds):
             state = f"dead (marked running, but process {run['pid']} on {run['host']} is gone; the next crawl resumes it)"
-        lines.append(f"run {run['id']}: {state}, started {started}, {run['sessions']} session(s)"
-                     + (f", scrapyd job {run['job']}" if run["job"] else "")
-                     + (f", {run['reason']}" if run["reason"] else "") + (f"; {shown}" if shown else ""))
+        lines.append(
+            f"run {run['id']}: {state}, started {started}, {run['sessions']} session(s)"
+            + (f", scrapyd job {run['job']}" if run["job"] else "")
+            + (f", {run['reason']}" if run["reason"] else "")
+            + (f"; {shown}" if shown else "")
+        )
         if run["state"] == "running" and not state.startswith("dead"):
             nodes = runs.nodes(run["id"], within=lease_seconds)  # heartbeats: every third of it
             if nodes:

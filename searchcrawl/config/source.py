@@ -38,8 +38,10 @@ class SourceError(Exception):
     """A source file that cannot be used; the message names the file, the key and the fix."""
 
 
-CREDENTIALS_IN_SEED = ("expected a URL without user name and password: credentials do not belong in a source "
-                       "file, which may be committed to a repository")
+CREDENTIALS_IN_SEED = (
+    "expected a URL without user name and password: credentials do not belong in a source "
+    "file, which may be committed to a repository"
+)
 
 
 def seed_url_problem(url: str) -> str | None:
@@ -156,8 +158,10 @@ class SourceSettings(ScopeRules):
         if self.refresh_interval is not None and self.schedule is not None:
             raise ValueError("give either 'refresh_interval' or 'schedule', not both")
         if self.shared and self.autothrottle:
-            raise ValueError("'autothrottle' adjusts each process's own delay; a shared crawl spaces requests for "
-                             "the whole fleet with 'delay' (and 'delay_rules'): drop one of 'shared' and 'autothrottle'")
+            raise ValueError(
+                "'autothrottle' adjusts each process's own delay; a shared crawl spaces requests for "
+                "the whole fleet with 'delay' (and 'delay_rules'): drop one of 'shared' and 'autothrottle'"
+            )
         return self
 
     @property
@@ -173,7 +177,9 @@ class SourceSettings(ScopeRules):
     def _search_attribute_names(cls, mapping: dict[str, str]) -> dict[str, str]:
         for name, target in mapping.items():
             if not re.fullmatch(r"[a-z][a-z0-9_]*", target):
-                raise ValueError(f"{name!r}: expected a search attribute name of lower-case letters, digits and '_', got {target!r}")
+                raise ValueError(
+                    f"{name!r}: expected a search attribute name of lower-case letters, digits and '_', got {target!r}"
+                )
         return {name.lower(): target for name, target in mapping.items()}
 
     @field_validator("default_charset")

@@ -9,12 +9,12 @@ from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
 from searchcrawl.config import paths
+from searchcrawl.config.source import Source, SourceError, SourceFile, find_source_files, load_source
+from searchcrawl.crawl.middlewares.address_guard import BrowserRequestGuard
+from searchcrawl.crawl.spider import SourceSpider
 from searchcrawl.rules.addresses import AddressPolicy
 from searchcrawl.rules.boundary import Boundary
-from searchcrawl.crawl.middlewares.address_guard import BrowserRequestGuard
 from searchcrawl.rules.url_rewriter import load_rewriter
-from searchcrawl.config.source import Source, SourceError, SourceFile, find_source_files, load_source
-from searchcrawl.crawl.spider import SourceSpider
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,9 @@ def spider_class_for(source: Source) -> type[SourceSpider]:
         try:
             base = load_object(source.settings.spider_class)
         except (ImportError, NameError, ValueError, AttributeError) as exc:
-            raise SourceError(f"{source.origin}: key 'spider_class': cannot import {source.settings.spider_class!r}: {exc}") from None
+            raise SourceError(
+                f"{source.origin}: key 'spider_class': cannot import {source.settings.spider_class!r}: {exc}"
+            ) from None
         if not (isinstance(base, type) and issubclass(base, SourceSpider)):
             raise SourceError(
                 f"{source.origin}: key 'spider_class': expected a subclass of "
@@ -77,7 +79,8 @@ def spider_class_for(source: Source) -> type[SourceSpider]:
         policy = AddressPolicy(Boundary(source.seed_urls, source.settings), source.seed_urls)
         custom_settings["PLAYWRIGHT_ABORT_REQUEST"] = BrowserRequestGuard(policy)
     return type(
-        f"{base.__name__}[{source.name}]", (base,),
+        f"{base.__name__}[{source.name}]",
+        (base,),
         {"name": source.name, "source": source, "__module__": base.__module__, "custom_settings": custom_settings},
     )
 

@@ -89,7 +89,9 @@ _HIDDEN_WITH_CHILDREN = ("applet", "frame", "frameset", "noframes")
 _TEXT_NODES = etree.XPath("descendant-or-self::text()[not(parent::script or parent::style)]", smart_strings=False)
 _TEXT_NODES_CAREFUL = etree.XPath(
     "descendant-or-self::text()[not(ancestor::script or ancestor::style or ancestor::applet or ancestor::frame"
-    " or ancestor::frameset or ancestor::noframes)]", smart_strings=False)
+    " or ancestor::frameset or ancestor::noframes)]",
+    smart_strings=False,
+)
 _SEP = "\ue000"  # a private-use character between text nodes (taken out of the nodes first)
 _GAP_AFTER_SPACE = re.compile(rf"\s+{_SEP}[\s{_SEP}]*")
 _GAP_WITHOUT_SPACE = re.compile(rf'(?<=\(){_SEP}[\s{_SEP}]*|{_SEP}[\s{_SEP}]*(?=[,:;.!?")])')
@@ -143,8 +145,16 @@ def html_attributes(root: Any, headers: dict[str, str]) -> dict[str, Any]:
 
 DEFAULT_ATTRIBUTES = frozenset({"title", "author", "description", "subject", "language"})
 # Search attributes beyond the defaults are Solr dynamic fields: their type gives the suffix.
-TYPE_SUFFIXES = {"string": "_s", "strings": "_ss", "text": "_t", "int": "_i", "long": "_l", "double": "_d",
-                 "date": "_dt", "boolean": "_b"}
+TYPE_SUFFIXES = {
+    "string": "_s",
+    "strings": "_ss",
+    "text": "_t",
+    "int": "_i",
+    "long": "_l",
+    "double": "_d",
+    "date": "_dt",
+    "boolean": "_b",
+}
 
 
 def typed_value(value: str, kind: str) -> Any:
@@ -206,11 +216,11 @@ def mapped_attributes(found: dict[str, str], mapping: dict[str, str], types: dic
 def main_text(root: Any) -> str | None:
     """The page's main text without navigation, footers and other boilerplate (trafilatura)."""
     import trafilatura
-
     from lxml import html as lxml_html
 
-    extracted = trafilatura.extract(lxml_html.tostring(root, encoding="unicode"), include_comments=False,
-                                    include_tables=True, favor_recall=True)
+    extracted = trafilatura.extract(
+        lxml_html.tostring(root, encoding="unicode"), include_comments=False, include_tables=True, favor_recall=True
+    )
     return extracted.strip() if extracted else None
 
 
@@ -247,4 +257,3 @@ def solr_document(source: str, url: str, attributes: dict[str, Any], headers: di
     document.update(attributes)
     document["id"] = solr_id(source, url)  # never an attribute's; still the first key, as the push expects
     return {key: value for key, value in document.items() if value not in (None, "", [])}
-

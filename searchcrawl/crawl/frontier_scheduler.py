@@ -29,24 +29,27 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from twisted.internet import task
 
+from searchcrawl.crawl.middlewares.conditional import KNOWN_ROW
 from searchcrawl.crawl.run_context import CrawlContext
-from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Entry, Frontier
-from searchcrawl.crawl.middlewares.conditional import KNOWN_ROW
 from searchcrawl.store.runs import ALREADY_RUNNING, FAILED, FINISHED, STOPPED, SUSPENDED, RunConflict, RunInfo, Runs
 
 logger = logging.getLogger(__name__)
 
 # Request meta that must survive a restart (JSON-able values only).
 PERSISTED_META = (
-    "redirect_urls", "redirect_reasons", "redirect_times", "retry_times", "searchcrawl_leaves_boundary",
+    "redirect_urls",
+    "redirect_reasons",
+    "redirect_times",
+    "retry_times",
+    "searchcrawl_leaves_boundary",
     "searchcrawl_render",
 )
 RUN_STATE_FOR_REASON = {"finished": FINISHED, "stopped": STOPPED, "failed": FAILED}  # anything else: suspended
-DELTA_KINDS = ("new", "changed", "unchanged", "not_modified", "deleted", "held", "refused", "failed", "excluded",
-               "duplicate")
+DELTA_KINDS = ("new", "changed", "unchanged", "not_modified", "deleted", "held", "refused", "failed", "excluded", "duplicate")
 IDLE_RECHECK = 0.5  # seconds between frontier look-ups while it is empty
 HELD_LIMIT_BATCHES = 4  # with SEARCHCRAWL_MAX_SITES: at most this many batches wait for a free site
 
@@ -109,8 +112,9 @@ class FrontierScheduler:
         runs = Runs(self.context.table)
         fresh = str(getattr(spider, "fresh", "")).lower() in ("1", "true", "yes")
         try:
-            self.run = runs.start(source, fresh=fresh, allow_shared=self.shared, job=getattr(spider, "_job", None),
-                                  stale_after=self.lease_seconds)
+            self.run = runs.start(
+                source, fresh=fresh, allow_shared=self.shared, job=getattr(spider, "_job", None), stale_after=self.lease_seconds
+            )
         except RunConflict as exc:
             # `scrapy crawl` refuses before the crawl opens (Runs.conflict); this is the race of
             # two starting at the same moment, which the source's lock in Runs.start settles
@@ -126,8 +130,14 @@ class FrontierScheduler:
             counts = self.frontier.counts()
             logger.info(
                 "%s run %d of %s (session %d%s): %d URLs done, %d queued (%d were in flight)",
-                "Joining" if others else "Resuming", self.run.id, source, self.run.sessions,
-                f", with {len(others)} other node(s)" if others else "", counts["done"], counts["queued"], requeued,
+                "Joining" if others else "Resuming",
+                self.run.id,
+                source,
+                self.run.sessions,
+                f", with {len(others)} other node(s)" if others else "",
+                counts["done"],
+                counts["queued"],
+                requeued,
             )
         else:
             logger.info("Starting run %d of %s%s", self.run.id, source, " (shared crawl)" if self.shared else "")
@@ -170,15 +180,26 @@ class FrontierScheduler:
         if self.shared and not (state == FINISHED and self.context.ends_run()):
             others = runs.nodes(self.run.id, self.lease_seconds)
             if others or state == FINISHED:  # the others go on, or one of them ends the run
-                logger.info("Node %s leaves run %d of %s (%s)%s", self.owner, self.run.id, self.context.source.name,
-                            reason, f"; {len(others)} node(s) go on" if others else "")
+                logger.info(
+                    "Node %s leaves run %d of %s (%s)%s",
+                    self.owner,
+                    self.run.id,
+                    self.context.source.name,
+                    reason,
+                    f"; {len(others)} node(s) go on" if others else "",
+                )
                 return
         report = self.context.end_run(state, reason)
         logger.info("Run %d of %s is %s (%s)", self.run.id, self.context.source.name, state, reason)
         summary = ", ".join(f"{kind} {len(report.get(kind, []))}" for kind in DELTA_KINDS)
-        logger.info("Delta of run %d (%s%s): %s; `scrapy report %s` lists the URLs", self.run.id, self.context.mode,
-                    ", test mode: nothing sent to Solr" if self.context.test_mode else "", summary,
-                    self.context.source.name)
+        logger.info(
+            "Delta of run %d (%s%s): %s; `scrapy report %s` lists the URLs",
+            self.run.id,
+            self.context.mode,
+            ", test mode: nothing sent to Solr" if self.context.test_mode else "",
+            summary,
+            self.context.source.name,
+        )
 
     def _finish_lost(self) -> None:
         """spider_idle: nothing queued, nothing in flight, yet URLs this process leased have no

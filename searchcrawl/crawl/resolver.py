@@ -37,8 +37,7 @@ REFUSED_MEMORY = 1024  # hosts whose refusal reason is kept for the request's st
 class _FilteringReceiver:
     """Passes on the addresses the policies allow; remembers why the others were refused."""
 
-    def __init__(self, resolver: GuardedHostnameResolver, receiver: IResolutionReceiver, host: str,
-                 port: int) -> None:
+    def __init__(self, resolver: GuardedHostnameResolver, receiver: IResolutionReceiver, host: str, port: int) -> None:
         self.resolver, self.receiver, self.host, self.port = resolver, receiver, host, port
         self.refusals: list[str] = []
 

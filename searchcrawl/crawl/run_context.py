@@ -9,30 +9,30 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from datetime import timedelta
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler
 
 from searchcrawl.config import paths
-from searchcrawl.rules.boundary import Boundary, Decision
-from searchcrawl.rules.filters import FilterSet
-from searchcrawl.rules.status_codes import Status
-from searchcrawl.index.cache import DocumentCache
+from searchcrawl.config.source import Source
 from searchcrawl.content.convert import Converter
+from searchcrawl.index.cache import DocumentCache
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.rules.boundary import Boundary, Decision
+from searchcrawl.rules.display_urls import DisplayUrls
+from searchcrawl.rules.filters import FilterSet
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.maintenance import recrawl_reasons, settings_fingerprint
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.rules.url_rewriter import UrlRewriter, load_rewriter
 from searchcrawl.store import DocumentTable
 from searchcrawl.store.documents import now
-from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store.frontier import Frontier
 from searchcrawl.store.runs import Runs
-from searchcrawl.rules.display_urls import DisplayUrls
-from searchcrawl.rules.url_rewriter import UrlRewriter, load_rewriter
-from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.rules.maintenance import recrawl_reasons, settings_fingerprint
-from searchcrawl.config.source import Source
 
 _ATTRIBUTE = "_searchcrawl_context"
 logger = logging.getLogger(__name__)
@@ -173,7 +173,8 @@ class CrawlContext:
             self.forced = True
         days = self.source.settings.recheck_gone_days
         known, excluded = self.table.plan_maintenance(
-            source, self.rule_excluding, now() - timedelta(days=days) if days > 0 else None)
+            source, self.rule_excluding, now() - timedelta(days=days) if days > 0 else None
+        )
         if self.test_mode:
             self.mode = "test"
         elif self.forced:
@@ -229,8 +230,9 @@ class CrawlContext:
         source = self.source.name
         gone = self.table.drop_stale_targets(source, self.rule_excluding, self.source.settings.max_failures)
         if gone:
-            logger.info("%d redirect targets of %s outside its boundary leave the index: nothing redirects to them now",
-                        gone, source)
+            logger.info(
+                "%d redirect targets of %s outside its boundary leave the index: nothing redirects to them now", gone, source
+            )
         if self.source.settings.orphans == "delete":
             seeds = set(self.source.seed_urls)
             for url in self.table.orphans(source):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import logging
 import mimetypes
-from urllib.parse import urlsplit
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
@@ -17,22 +17,22 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS, LinkExtractor
 from scrapy.utils.response import get_meta_refresh
 from twisted.python.failure import Failure
 
+from searchcrawl.config.source import Source
 from searchcrawl.content.charsets import choose_encoding, looks_binary
-from searchcrawl.crawl.run_context import BoundedSet, CrawlContext
 from searchcrawl.content.convert import detect_kind, sniff_kind
 from searchcrawl.content.extract import http_date, meta_tags, mimetype_of
+from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.extensions.ledger import LedgerWriter
 from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.middlewares.conditional import PREVIOUS
 from searchcrawl.crawl.middlewares.redirect import LEAVES_BOUNDARY
 from searchcrawl.crawl.middlewares.render import RENDER
 from searchcrawl.crawl.middlewares.scope import SAME_DEPTH
-from searchcrawl.rules.rendering import empty_shell, render_mode
-from searchcrawl.crawl.middlewares.conditional import PREVIOUS
-from searchcrawl.rules.robots_meta import robots_directives
-from searchcrawl.config.source import Source
-from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.ledger import LedgerWriter
-from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.crawl.run_context import BoundedSet, CrawlContext
 from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.rendering import empty_shell, render_mode
+from searchcrawl.rules.robots_meta import robots_directives
 from searchcrawl.rules.status_codes import Status, status_for_exception, status_for_ignored
 from searchcrawl.rules.urls import canonical
 
@@ -52,7 +52,10 @@ class SourceSpider(Spider):
     source: ClassVar[Source]
     max_parse_bytes: int = 4 * 1024 * 1024
     link_extractor = LinkExtractor(
-        tags=("a", "area", "frame", "iframe"), attrs=("href", "src"), canonicalize=False, unique=True,
+        tags=("a", "area", "frame", "iframe"),
+        attrs=("href", "src"),
+        canonicalize=False,
+        unique=True,
         deny_extensions=[ext for ext in IGNORED_EXTENSIONS if ext not in DOCUMENT_EXTENSIONS],
     )
 
@@ -72,8 +75,16 @@ class SourceSpider(Spider):
         for url in self.source.seed_urls:
             yield self.request(canonical(url), depth=0)
 
-    def report(self, url: str, event: Event, status: int, reason: str | None = None, depth: int | None = None,
-               kind: str | None = None, **columns: Any) -> None:
+    def report(
+        self,
+        url: str,
+        event: Event,
+        status: int,
+        reason: str | None = None,
+        depth: int | None = None,
+        kind: str | None = None,
+        **columns: Any,
+    ) -> None:
         """What happened to ``url``: sent to the ledger writer (extensions/ledger.py)."""
         outcome = Outcome(event, int(status), reason, depth, kind, columns)
         self.reported.add(url)
@@ -122,12 +133,12 @@ class SourceSpider(Spider):
             return
         rendered = bool(response.meta.get("playwright"))
         if response.meta.get(RENDER) == "auto" and not rendered and isinstance(response, HtmlResponse):
-            shell = empty_shell(response.selector.root, self.source.settings.render_min_text,
-                                self.source.settings.render_selector)
+            shell = empty_shell(
+                response.selector.root, self.source.settings.render_min_text, self.source.settings.render_selector
+            )
             if shell:  # render it: the browser's fetch finishes this URL
                 logger.debug("Rendering %s: the static page looks like a JavaScript shell (%s)", response.url, shell)
-                yield response.request.replace(meta={**response.meta, RENDER: "browser", SAME_DEPTH: True},
-                                               dont_filter=True)
+                yield response.request.replace(meta={**response.meta, RENDER: "browser", SAME_DEPTH: True}, dont_filter=True)
                 return
         truncated = None
         if mimetype in INDEXED_TYPES and isinstance(response, TextResponse) and len(response.body) > self.max_parse_bytes:
@@ -139,8 +150,9 @@ class SourceSpider(Spider):
         # The page is finished once its links are queued and its document cached (or its outcome
         # reported); what was fetched goes with the document (CrawledDocument.record).
         leads_out = response.meta.get(LEAVES_BOUNDARY) == response.url and response.meta.get("redirect_urls")
-        record.update(fetched_with="browser" if rendered else "static",
-                      via=response.meta["redirect_urls"][-1] if leads_out else None)
+        record.update(
+            fetched_with="browser" if rendered else "static", via=response.meta["redirect_urls"][-1] if leads_out else None
+        )
         modified = http_date(headers.get("last-modified"))
         scope = self.context.scope_filter.check_document(response.url, mimetype, len(response.body), modified)
         if not scope.passed:
@@ -162,8 +174,9 @@ class SourceSpider(Spider):
                 logger.debug("Not indexed (%s): %s", reason, response.url)
                 return
             raw_type = response.headers.get("Content-Type")
-            encoding = choose_encoding(raw_type.decode("latin-1") if raw_type else None, response.body,
-                                       self.source.settings.default_charset)
+            encoding = choose_encoding(
+                raw_type.decode("latin-1") if raw_type else None, response.body, self.source.settings.default_charset
+            )
             if encoding and encoding != response.encoding:
                 logger.debug("Decoding %s as %s (declared: %s)", response.url, encoding, response.encoding)
                 response = response.replace(encoding=encoding)
@@ -177,8 +190,7 @@ class SourceSpider(Spider):
                 yield output
             if not documents and response.url not in self.reported:
                 # a custom parse_document chose not to index the page: that is its outcome
-                self.report(response.url, Event.GONE, 200, "fetched; the spider yielded no document", depth,
-                            **record)
+                self.report(response.url, Event.GONE, 200, "fetched; the spider yielded no document", depth, **record)
             return
         if not result.passed:
             return
@@ -203,7 +215,12 @@ class SourceSpider(Spider):
         else:
             canonical_href = response.css('link[rel~="canonical"]::attr(href)').get()
             yield CrawledDocument(
-                self.source.name, response.url, depth, headers, tree=response.selector.root, previous=previous,
+                self.source.name,
+                response.url,
+                depth,
+                headers,
+                tree=response.selector.root,
+                previous=previous,
                 canonical_url=canonical(response.urljoin(canonical_href.strip())) if canonical_href else None,
             )
         if "nofollow" in directives:
@@ -246,11 +263,13 @@ class SourceSpider(Spider):
         for link in self.link_extractor.extract_links(response):
             yield link.url
 
-    def document(self, response: Response, depth: int, headers: dict[str, str], record: dict[str, Any],
-                 **content: Any) -> CrawledDocument:
+    def document(
+        self, response: Response, depth: int, headers: dict[str, str], record: dict[str, Any], **content: Any
+    ) -> CrawledDocument:
         """The item of a fetched document, with what the fetch learned (validators, type, size)."""
-        return CrawledDocument(self.source.name, response.url, depth, headers, previous=response.meta.get(PREVIOUS),
-                               record=record, **content)
+        return CrawledDocument(
+            self.source.name, response.url, depth, headers, previous=response.meta.get(PREVIOUS), record=record, **content
+        )
 
     def failed(self, failure: Failure) -> None:
         """Every request that ends without a response ends here, and its URL gets a status: a
@@ -261,8 +280,9 @@ class SourceSpider(Spider):
         error = failure.value
         if isinstance(error, RequestRefused):
             outcome = error.outcome
-            self.crawler.signals.send_catch_log(url_outcome, url=request.url, outcome=Outcome(
-                outcome.event, outcome.status, outcome.reason, depth))
+            self.crawler.signals.send_catch_log(
+                url_outcome, url=request.url, outcome=Outcome(outcome.event, outcome.status, outcome.reason, depth)
+            )
             logger.debug("Refused (%s): %s: %s", error.status, request.url, error.reason)
             return
         if isinstance(error, IgnoreRequest):  # from one of Scrapy's own middlewares

@@ -236,10 +236,7 @@ class DevSolr:
             raise DevSolrError(f"Maven build of the dev Solr launcher timed out ({pom})") from exc
         if result.returncode != 0:
             output = _strip_ansi(result.stdout.decode("utf-8", "replace"))
-            raise DevSolrError(
-                f"Maven build of the dev Solr launcher failed (exit {result.returncode}):\n"
-                + _tail(output, 40)
-            )
+            raise DevSolrError(f"Maven build of the dev Solr launcher failed (exit {result.returncode}):\n" + _tail(output, 40))
 
     # -- start / stop -----------------------------------------------------------------------
 
@@ -374,10 +371,7 @@ class DevSolr:
         """
         command = self.java_command(classpath)
         with open(self.log_path, "ab") as log:
-            log.write(
-                f"\n=== devsolr: starting on {HOST}:{self.port} at "
-                f"{time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode()
-            )
+            log.write(f"\n=== devsolr: starting on {HOST}:{self.port} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode())
             log.flush()
             offset = log.tell()
             try:
@@ -406,8 +400,7 @@ class DevSolr:
                 reasons = [line for line in tail.splitlines() if "DevSolr: giving up" in line]
                 reason = reasons[-1].split("DevSolr: ", 1)[1] if reasons else "see the log"
                 raise DevSolrError(
-                    f"Solr on port {self.port} exited{how} during startup ({reason}). "
-                    f"Last lines of {self.log_path}:\n{tail}"
+                    f"Solr on port {self.port} exited{how} during startup ({reason}). Last lines of {self.log_path}:\n{tail}"
                 )
             if self._ping():
                 return
@@ -499,7 +492,6 @@ class DevSolr:
         except FileNotFoundError:
             return "(no log)"
         return _tail(text, lines) or "(log is empty)"
-
 
 
 class DevSolrCloud(DevSolr):
@@ -620,7 +612,7 @@ class DevSolrCloud(DevSolr):
         state = self._state()
         if state is None:
             return False
-        if not all(self._healthy(url) for url, up in zip(state["nodes"], state["states"]) if up == "up"):
+        if not all(self._healthy(url) for url, up in zip(state["nodes"], state["states"], strict=False) if up == "up"):
             return False
         self.nodes = list(state["nodes"])
         return True
@@ -658,14 +650,14 @@ class DevSolrCloud(DevSolr):
                 raise DevSolrError(f"the local SolrCloud exited; last lines of {self.log_path}:\n{self._log_tail(None)}")
             if time.monotonic() >= deadline:
                 raise DevSolrError(
-                    f"node {index} did not {action} within {timeout:.0f}s; "
-                    f"last lines of {self.log_path}:\n{self._log_tail(None)}"
+                    f"node {index} did not {action} within {timeout:.0f}s; last lines of {self.log_path}:\n{self._log_tail(None)}"
                 )
             time.sleep(0.1)
         state = self._state()
         expected = "down" if action == "stop" else "up"
         if state is None or state["states"][index] != expected:
             raise DevSolrError(f"node {index} failed to {action}; see {self.log_path}")
+
 
 def _default_java() -> str:
     java_home = os.environ.get("JAVA_HOME")
@@ -692,8 +684,11 @@ def security_json(user: str, password: str) -> dict[str, Any]:
     credential = f"{base64.b64encode(digest).decode()} {base64.b64encode(salt).decode()}"
     return {
         "authentication": {"class": "solr.BasicAuthPlugin", "blockUnknown": True, "credentials": {user: credential}},
-        "authorization": {"class": "solr.RuleBasedAuthorizationPlugin", "user-role": {user: "admin"},
-                          "permissions": [{"name": "all", "role": "admin"}]},
+        "authorization": {
+            "class": "solr.RuleBasedAuthorizationPlugin",
+            "user-role": {user: "admin"},
+            "permissions": [{"name": "all", "role": "admin"}],
+        },
     }
 
 

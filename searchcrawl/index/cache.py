@@ -175,8 +175,7 @@ class DocumentCache:
         return path.read_text(encoding="ascii").strip()
 
     def _spool_paths(self) -> list[str]:
-        return [os.path.join(self._directory, name) for name in os.listdir(self._directory)
-                if name.endswith(SPOOL_SUFFIX)]
+        return [os.path.join(self._directory, name) for name in os.listdir(self._directory) if name.endswith(SPOOL_SUFFIX)]
 
     def _adopt_document_files(self) -> None:
         """Documents cached by searchcrawl before spools (one ``<hash>.json`` file each) are
@@ -217,7 +216,7 @@ class DocumentCache:
             assert self._spool is not None
             view = memoryview(record)
             while view:
-                view = view[os.write(self._spool, view):]
+                view = view[os.write(self._spool, view) :]
             self._spool_size += len(record)
             self.size_bytes += len(record)
             self.bytes_put += len(record)

@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 
 import pysolr
 
+from searchcrawl.content.extract import solr_id
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.store import DocumentTable
-from searchcrawl.content.extract import solr_id
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -91,7 +91,7 @@ def readable(reason: str) -> str:
     reason = re.sub(r",? all of which were skipped\.\s*Please correct the analyzer to not produce such terms\.", ".", reason)
     reason = re.sub(r"'([^'\n]{40})[^'\n]{40,}'", r"'\1...'", reason)
     reason = " ".join(reason.split())
-    return reason if len(reason) <= MAX_REASON else reason[:MAX_REASON - 3].rstrip() + "..."
+    return reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 3].rstrip() + "..."
 
 
 def describe(error: Exception) -> str:
@@ -102,7 +102,7 @@ def describe(error: Exception) -> str:
     if status is not None:
         reason = text.split("[Reason: ", 1)[1] if "[Reason: " in text else text
         if reason.startswith("None]"):  # no message: pysolr appends the answer's body
-            reason = re.sub(r"<[^>]+>", " ", reason[len("None]"):]) or "no message"
+            reason = re.sub(r"<[^>]+>", " ", reason[len("None]") :]) or "no message"
         else:
             reason = reason.rstrip().removesuffix("]")
         return f"HTTP {status}: {readable(reason)}"
@@ -155,8 +155,12 @@ class SolrIndex:
                 failures.append(f"{self.urls[number]}: {describe(exc)}")
                 if not _node_failed(exc):
                     status = _http_status(exc)
-                    raise IndexingError(f"Solr {what}: {'; '.join(failures)}", refused=True, status=status,
-                                        reason=describe(exc).removeprefix(f"HTTP {status}: ")) from None
+                    raise IndexingError(
+                        f"Solr {what}: {'; '.join(failures)}",
+                        refused=True,
+                        status=status,
+                        reason=describe(exc).removeprefix(f"HTTP {status}: "),
+                    ) from None
                 if len(self.clients) > 1:
                     logger.debug("Solr node %s failed (%s); trying the next", self.urls[number], describe(exc))
                 continue
@@ -173,8 +177,12 @@ class SolrIndex:
         """Add documents given as JSON objects, sent as they are: the document cache already holds
         each as Solr's JSON, so nothing is decoded and encoded again on the way."""
         body = b"[" + b",".join(documents) + b"]"  # pysolr 3.11's _update (pinned): Solr's JSON update API
-        self._call(f"did not take {len(documents)} documents", lambda client: client._update(
-            body, clean_ctrl_chars=False, commitWithin=self.commit_within_ms, overwrite=True, solrapi="JSON"))
+        self._call(
+            f"did not take {len(documents)} documents",
+            lambda client: client._update(
+                body, clean_ctrl_chars=False, commitWithin=self.commit_within_ms, overwrite=True, solrapi="JSON"
+            ),
+        )
 
     def add_new(self, documents: list[dict[str, Any]]) -> None:
         """Add only those of ``documents`` whose id Solr does not hold yet; the others are skipped,
@@ -182,8 +190,10 @@ class SolrIndex:
         ``failOnVersionConflicts=false`` skips a conflict instead of refusing the request)."""
         body = json.dumps([{**document, "_version_": -1} for document in documents], ensure_ascii=False).encode("utf-8")
         path = f"update?commitWithin={int(self.commit_within_ms)}&failOnVersionConflicts=false&wt=json"
-        self._call(f"did not take {len(documents)} documents", lambda client: client._send_request(
-            "post", path, body, {"Content-type": "application/json; charset=utf-8"}))
+        self._call(
+            f"did not take {len(documents)} documents",
+            lambda client: client._send_request("post", path, body, {"Content-type": "application/json; charset=utf-8"}),
+        )
 
     def delete(self, ids: list[str]) -> None:
         """Delete documents by Solr id (``extract.solr_id``: a source's id of a URL)."""
@@ -194,14 +204,14 @@ class SolrIndex:
 
     def copy_field_targets(self) -> list[str]:
         """The schema's copyField destinations (names or globs): Solr fills them itself."""
-        answer = self._call("did not list its copyFields", lambda client: client._send_request(
-            "get", "schema/copyfields?wt=json"))
+        answer = self._call(
+            "did not list its copyFields", lambda client: client._send_request("get", "schema/copyfields?wt=json")
+        )
         return sorted({rule["dest"] for rule in json.loads(answer).get("copyFields", [])})
 
     def sources(self) -> list[str]:
         """The sources that have documents in the index."""
-        results = self.search("*:*", rows=0, facet="true", **{"facet.field": "source", "facet.limit": -1,
-                                                               "facet.mincount": 1})
+        results = self.search("*:*", rows=0, facet="true", **{"facet.field": "source", "facet.limit": -1, "facet.mincount": 1})
         counts = results.facets.get("facet_fields", {}).get("source", [])
         return sorted(counts[::2])
 
@@ -232,7 +242,7 @@ def _with_id(data: bytes, document_id: str) -> bytes:
     begin with it and are sent as they are; those cached by versions whose id was the URL are
     given the current one."""
     head = b'{"id":' + json.dumps(document_id, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    if data.startswith(head) and data[len(head):len(head) + 1] in (b",", b"}"):
+    if data.startswith(head) and data[len(head) : len(head) + 1] in (b",", b"}"):
         return data
     document = json.loads(data)
     document = {"id": document_id, **{key: value for key, value in document.items() if key != "id"}}
@@ -272,7 +282,7 @@ def push_pending(
     scan = cache.scan()  # before the table is read: see DocumentCache.scan
     removals = table.removals(source) if remove else []
     for start in range(0, len(removals), max_docs):
-        chunk = removals[start:start + max_docs]
+        chunk = removals[start : start + max_docs]
         try:
             index.delete([solr_id(source, url) for url in chunk])
         except IndexingError as exc:
@@ -314,11 +324,11 @@ def push_pending(
         scan.acknowledged([url])  # its record is spent: it is not sent again
         result.refused += 1
         result.pending -= 1
-        logger.warning("Solr refused document %s of %s (status 924, not indexed): HTTP %s: %s",
-                       url, source, exc.status, exc.reason)
+        logger.warning(
+            "Solr refused document %s of %s (status 924, not indexed): HTTP %s: %s", url, source, exc.status, exc.reason
+        )
 
-    def isolate(batch: list[tuple[str, bytes]], exc: IndexingError, found: list[tuple[str, IndexingError]],
-                limit: int) -> bool:
+    def isolate(batch: list[tuple[str, bytes]], exc: IndexingError, found: list[tuple[str, IndexingError]], limit: int) -> bool:
         """Solr refused ``batch`` for a document in it: push its halves, recursively, until each
         refused document is alone (collected in ``found``). False when a node failed meanwhile,
         or when more than ``limit`` documents are refused (the rest stays pending)."""
@@ -348,10 +358,15 @@ def push_pending(
         limit = max(REFUSAL_FLOOR, len(batch) // 20)
         whole = isolate(batch, exc, found, limit)
         if len(found) > limit:
-            failed(IndexingError(
-                f"Solr refuses more than {limit} documents of a batch of {len(batch)} of {source} "
-                f"(HTTP {exc.status}: {exc.reason}): a schema or configuration problem? They stay pending",
-                refused=True, status=exc.status, reason=exc.reason))
+            failed(
+                IndexingError(
+                    f"Solr refuses more than {limit} documents of a batch of {len(batch)} of {source} "
+                    f"(HTTP {exc.status}: {exc.reason}): a schema or configuration problem? They stay pending",
+                    refused=True,
+                    status=exc.status,
+                    reason=exc.reason,
+                )
+            )
             return False
         for url, refusal in found:
             refused(url, refusal)
@@ -365,8 +380,13 @@ def push_pending(
             if not exc.documents_refused or node_failed:
                 failed(exc)
                 return False
-            logger.info("Solr refused a batch of %d documents of %s (HTTP %s: %s); pushing it in halves "
-                        "to find the refused documents", len(batch), source, exc.status, exc.reason)
+            logger.info(
+                "Solr refused a batch of %d documents of %s (HTTP %s: %s); pushing it in halves to find the refused documents",
+                len(batch),
+                source,
+                exc.status,
+                exc.reason,
+            )
             return isolate_refused(batch, exc)
         indexed(batch)
         return True
@@ -400,7 +420,9 @@ def push_pending(
     return result
 
 
-def push_with_retries(attempt: Callable[[], PushResult], times: int, backoff: float, sleep: Callable[[float], None] = time.sleep) -> PushResult:
+def push_with_retries(
+    attempt: Callable[[], PushResult], times: int, backoff: float, sleep: Callable[[float], None] = time.sleep
+) -> PushResult:
     """Call ``attempt`` until nothing is pending or ``times`` attempts failed, doubling the wait."""
     total = PushResult()
     delay = backoff
@@ -419,8 +441,14 @@ def push_with_retries(attempt: Callable[[], PushResult], times: int, backoff: fl
     return total
 
 
-def migrate_ids(index: SolrIndex, source: str, *, max_docs: int = 200, max_bytes: int = 10 * 1024 * 1024,
-                holders: Callable[[list[str]], dict[str, set[str]]] | None = None) -> int:
+def migrate_ids(
+    index: SolrIndex,
+    source: str,
+    *,
+    max_docs: int = 200,
+    max_bytes: int = 10 * 1024 * 1024,
+    holders: Callable[[list[str]], dict[str, set[str]]] | None = None,
+) -> int:
     """Give ``source``'s documents written by searchcrawl before ids were per source (their id was
     the URL) the id ``solr_id(source, url)``; returns how many were migrated (0 when none is left).
 
@@ -449,9 +477,12 @@ def migrate_ids(index: SolrIndex, source: str, *, max_docs: int = 200, max_bytes
             renamed = []
             urls = [document.get("url") or document["id"] for document in old]
             owners = holders(urls) if holders is not None else {url: {source} for url in urls}
-            for url, document in zip(urls, old):
-                fields = {name: value for name, value in document.items()
-                          if name != "_version_" and not any(fnmatch.fnmatchcase(name, target) for target in targets)}
+            for url, document in zip(urls, old, strict=False):
+                fields = {
+                    name: value
+                    for name, value in document.items()
+                    if name != "_version_" and not any(fnmatch.fnmatchcase(name, target) for target in targets)
+                }
                 for holder in sorted(owners.get(url, ())):
                     copy = {**fields, "id": solr_id(holder, url), "source": holder}
                     renamed.append((copy, len(json.dumps(copy, ensure_ascii=False).encode("utf-8"))))

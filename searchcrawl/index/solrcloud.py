@@ -22,8 +22,8 @@ from typing import Any
 
 import requests
 
-from searchcrawl.ops import secrets
 from searchcrawl.dev.solr_runner import SOLR_DIR
+from searchcrawl.ops import secrets
 
 __all__ = [
     "CONFIGSET_DIR",
@@ -86,8 +86,14 @@ def upload_configset(
     if overwrite:
         params.update(overwrite="true", cleanup="true")
     _call(
-        node_url, "admin/configs", params, auth, timeout, f"uploading configset {name!r}",
-        data=_zip(conf), headers={"Content-Type": "application/octet-stream"},
+        node_url,
+        "admin/configs",
+        params,
+        auth,
+        timeout,
+        f"uploading configset {name!r}",
+        data=_zip(conf),
+        headers={"Content-Type": "application/octet-stream"},
     )
 
 
@@ -121,8 +127,9 @@ def create_collection(
     """
     if name in list_collections(node_url, auth):
         if reload:
-            _call(node_url, "admin/collections", {"action": "RELOAD", "name": name}, auth, timeout,
-                  f"reloading collection {name!r}")
+            _call(
+                node_url, "admin/collections", {"action": "RELOAD", "name": name}, auth, timeout, f"reloading collection {name!r}"
+            )
         return False
     params = {
         "action": "CREATE",
@@ -154,8 +161,14 @@ def collection_status(node_url: str, name: str, auth: Auth = None, timeout: floa
     A replica's ``state`` is what ZooKeeper last recorded; ``live`` says whether its node is up
     (a replica on a stopped node may still read "active").
     """
-    body = _call(node_url, "admin/collections", {"action": "CLUSTERSTATUS", "collection": name}, auth, timeout,
-                 f"status of collection {name!r}")
+    body = _call(
+        node_url,
+        "admin/collections",
+        {"action": "CLUSTERSTATUS", "collection": name},
+        auth,
+        timeout,
+        f"status of collection {name!r}",
+    )
     cluster = body.get("cluster") or {}
     collection = (cluster.get("collections") or {}).get(name)
     if collection is None:
@@ -253,8 +266,13 @@ def _call(
     base, url_auth = secrets.split_credentials(node_url.rstrip("/"))
     try:
         response = requests.request(
-            "POST" if data is not None else "GET", f"{base}/{path}", params={**params, "wt": "json"},
-            data=data, headers=headers, auth=auth or url_auth, timeout=timeout,
+            "POST" if data is not None else "GET",
+            f"{base}/{path}",
+            params={**params, "wt": "json"},
+            data=data,
+            headers=headers,
+            auth=auth or url_auth,
+            timeout=timeout,
         )
     except requests.RequestException as exc:
         raise SolrCloudError(f"{what}: cannot reach {base}: {_reason(exc)}") from None

@@ -20,12 +20,12 @@ from datetime import datetime
 
 from sqlalchemy import select
 
-from searchcrawl.store import DocumentTable
-from searchcrawl.store.models import ScheduleMark
-from searchcrawl.store.documents import as_utc
-from searchcrawl.store.runs import Runs
-from searchcrawl.ops.launchers import LaunchError, Launcher
+from searchcrawl.ops.launchers import Launcher, LaunchError
 from searchcrawl.rules.schedules import Schedule
+from searchcrawl.store import DocumentTable
+from searchcrawl.store.documents import as_utc
+from searchcrawl.store.models import ScheduleMark
+from searchcrawl.store.runs import Runs
 
 logger = logging.getLogger(__name__)
 
@@ -45,9 +45,7 @@ class ScheduleMarks:
 
     def get(self, source: str) -> dict | None:
         with self.engine.connect() as connection:
-            row = connection.execute(
-                select(ScheduleMark.__table__).where(ScheduleMark.source == source)
-            ).mappings().first()
+            row = connection.execute(select(ScheduleMark.__table__).where(ScheduleMark.source == source)).mappings().first()
         if row is None:
             return None
         return {**row, "mark": as_utc(row["mark"]), "started_at": as_utc(row["started_at"])}

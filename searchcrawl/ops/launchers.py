@@ -21,7 +21,6 @@ from scrapy.settings import BaseSettings
 from scrapy.utils.conf import closest_scrapy_cfg
 
 from searchcrawl.config import paths
-
 from searchcrawl.ops import secrets
 
 logger = logging.getLogger(__name__)
@@ -68,8 +67,10 @@ class ScrapydLauncher:
 
     def jobs(self, source: str) -> dict[str, list[dict]]:
         answer = self._call("GET", "listjobs.json", project=self.project)
-        return {state: [job for job in answer.get(state, []) if job.get("spider") == source]
-                for state in ("pending", "running", "finished")}
+        return {
+            state: [job for job in answer.get(state, []) if job.get("spider") == source]
+            for state in ("pending", "running", "finished")
+        }
 
     def active(self, source: str) -> bool:
         jobs = self.jobs(source)
@@ -97,8 +98,12 @@ class LocalLauncher:
         try:
             with open(log_path, "ab") as log:
                 process = subprocess.Popen(
-                    [sys.executable, "-m", "scrapy", "crawl", source], cwd=self.project_dir, stdout=log,
-                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                    [sys.executable, "-m", "scrapy", "crawl", source],
+                    cwd=self.project_dir,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
                 )
         except OSError as exc:
             raise LaunchError(f"cannot start a crawl of {source}: {exc}") from None

@@ -146,7 +146,7 @@ def _mask_secret_pairs(text: str) -> str:
             continue  # inside a value masked already
         end = _value_end(text, match.end())
         if end > match.end():
-            parts += [text[done:match.end()], MASK]
+            parts += [text[done : match.end()], MASK]
             done = end
     return "".join(parts) + text[done:] if parts else text
 

@@ -44,8 +44,15 @@ def is_internal_address(address: str) -> bool:
     ip = ip_of(address)
     if ip is None:
         return False
-    return (ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified or ip.is_reserved
-            or ip.is_multicast or not ip.is_global)
+    return (
+        ip.is_loopback
+        or ip.is_private
+        or ip.is_link_local
+        or ip.is_unspecified
+        or ip.is_reserved
+        or ip.is_multicast
+        or not ip.is_global
+    )
 
 
 class AddressPolicy:
@@ -76,8 +83,7 @@ class AddressPolicy:
         if not internal or self.admits(host, port):
             return None
         where = normalize_host(host)
-        return (f"{where}:{port} is an internal address ({internal[0]}) and the source's domain and port rules "
-                f"do not admit it")
+        return f"{where}:{port} is an internal address ({internal[0]}) and the source's domain and port rules do not admit it"
 
 
 def _port(scheme: str, parts: object) -> int | None:

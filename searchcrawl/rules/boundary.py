@@ -413,9 +413,7 @@ class Boundary:
         self._exclude_glob = _compile_globs(patterns.exclude_glob)
         self._include_regex = tuple((re.compile(rx), rx) for rx in patterns.include_regex)
         self._include_glob = _compile_globs(patterns.include_glob)
-        self._has_patterns = bool(
-            self._exclude_regex or self._exclude_glob or self._include_regex or self._include_glob
-        )
+        self._has_patterns = bool(self._exclude_regex or self._exclude_glob or self._include_regex or self._include_glob)
         include_patterns = [f"include_regex: {_listing(patterns.include_regex)}"] if patterns.include_regex else []
         if patterns.include_glob:
             include_patterns.append(f"include_glob: {_listing(patterns.include_glob)}")
@@ -513,8 +511,7 @@ class Boundary:
                 if port not in port_rule.include:
                     return Decision(
                         False,
-                        f"port {port} is not in the port include list of {where} "
-                        f"(include: {_listing(port_rule.include)})",
+                        f"port {port} is not in the port include list of {where} (include: {_listing(port_rule.include)})",
                         Status.EXCLUDED_PORT,
                     )
                 return Decision(True, f"port include {port} on {where}")
@@ -525,9 +522,7 @@ class Boundary:
         if seed_ports is not None:
             if port not in seed_ports:
                 ports = _listing(sorted(p for p in seed_ports if p is not None))
-                return Decision(
-                    False, f"port {port} is not a seed port of {host} (seed ports: {ports})", Status.EXCLUDED_PORT
-                )
+                return Decision(False, f"port {port} is not a seed port of {host} (seed ports: {ports})", Status.EXCLUDED_PORT)
             return Decision(True, f"seed host {host}:{port}")
         return Decision(True, f"no port rule for {host}: every port allowed")
 

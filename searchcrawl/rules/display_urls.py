@@ -52,5 +52,5 @@ class DisplayUrls:
                 if count:
                     return rewritten
             elif rule.prefix is not None and url.startswith(rule.prefix):
-                return rule.replace + url[len(rule.prefix):]
+                return rule.replace + url[len(rule.prefix) :]
         return url

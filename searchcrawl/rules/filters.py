@@ -39,7 +39,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from urllib.parse import unquote, urlsplit
 
 from pydantic import Field, field_validator, model_validator
@@ -101,14 +101,10 @@ class FilterRules(_RuleTable):
         for pattern in _patterns(patterns, "text/*"):
             value = pattern.lower()
             if ";" in value:
-                raise ValueError(
-                    f"expected a MIME type without parameters (they are ignored when matching), got {pattern!r}"
-                )
+                raise ValueError(f"expected a MIME type without parameters (they are ignored when matching), got {pattern!r}")
             value = value.replace(" ", "")
             if not _MIME_PATTERN.match(value):
-                raise ValueError(
-                    f"expected a MIME type 'type/subtype' such as 'application/pdf' or 'image/*', got {pattern!r}"
-                )
+                raise ValueError(f"expected a MIME type 'type/subtype' such as 'application/pdf' or 'image/*', got {pattern!r}")
             result.append(value)
         return list(dict.fromkeys(result))
 
@@ -222,9 +218,7 @@ class FilterSet:
                     if matched is not None:
                         return self._fail(f'exclude_file_names "{matched}"')
                 if self._include_names and _first(self._include_names, name) is None:
-                    return self._fail(
-                        f'include_file_names: "{name}" matches none of {_listing(self.rules.include_file_names)}'
-                    )
+                    return self._fail(f'include_file_names: "{name}" matches none of {_listing(self.rules.include_file_names)}')
         return None
 
     def check_document(
@@ -252,9 +246,7 @@ class FilterSet:
                 if matched is not None:
                     return self._fail(f'exclude_mime_types "{matched}" ({mime})')
             if self._include_mimes and _first(self._include_mimes, mime) is None:
-                return self._fail(
-                    f'include_mime_types: "{mime}" matches none of {_listing(rules.include_mime_types)}'
-                )
+                return self._fail(f'include_mime_types: "{mime}" matches none of {_listing(rules.include_mime_types)}')
 
         if length is not None:
             if rules.min_length is not None and length < rules.min_length:
@@ -263,7 +255,7 @@ class FilterSet:
                 return self._fail(f"max_length {rules.max_length} (length {length})")
 
         if last_modified is not None and rules.modified_within_days is not None:
-            now = _utc(now or datetime.now(timezone.utc))
+            now = _utc(now or datetime.now(UTC))
             age = now - _utc(last_modified)
             if age > timedelta(days=rules.modified_within_days):
                 return self._fail(
@@ -274,4 +266,4 @@ class FilterSet:
 
 
 def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

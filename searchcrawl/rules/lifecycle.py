@@ -95,8 +95,15 @@ def _transitions() -> dict[tuple[State | None, Event], State]:
 
 TRANSITIONS: Mapping[tuple[State | None, Event], State] = _transitions()
 
-DEFAULT_KIND = {Event.EXCLUDED: "excluded", Event.GONE: "excluded", Event.REDIRECTED: "excluded",
-                Event.FAILED: "failed", Event.UNCHANGED: "unchanged", Event.REFUSED: "refused", Event.HELD: "held"}
+DEFAULT_KIND = {
+    Event.EXCLUDED: "excluded",
+    Event.GONE: "excluded",
+    Event.REDIRECTED: "excluded",
+    Event.FAILED: "failed",
+    Event.UNCHANGED: "unchanged",
+    Event.REFUSED: "refused",
+    Event.HELD: "held",
+}
 
 
 class TransitionRefused(ValueError):

@@ -7,8 +7,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 
-def has_changed(previous: dict[str, Any], last_modified: str | None, etag: str | None, checksum: str,
-                signals: Iterable[str]) -> tuple[bool, str]:
+def has_changed(
+    previous: dict[str, Any], last_modified: str | None, etag: str | None, checksum: str, signals: Iterable[str]
+) -> tuple[bool, str]:
     """Compare a fetched document with what is indexed, on the configured signals (any differs:
     changed). A signal the server does not send (no Last-Modified, no ETag) never differs."""
     reasons = []
@@ -69,6 +70,8 @@ def deletion_guard(to_remove: int, in_index: int, max_share: float, confirmed: b
     share = to_remove / in_index
     if share <= max_share:
         return None
-    return (f"refusing to delete {to_remove} of {in_index} documents ({share:.0%} > max_delete_share "
-            f"{max_share:.0%}); they stay in the index, marked for removal. If this is right, confirm with "
-            f"`scrapy crawl <source> -a delete=force`")
+    return (
+        f"refusing to delete {to_remove} of {in_index} documents ({share:.0%} > max_delete_share "
+        f"{max_share:.0%}); they stay in the index, marked for removal. If this is right, confirm with "
+        f"`scrapy crawl <source> -a delete=force`"
+    )

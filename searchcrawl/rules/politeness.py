@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Literal
 
@@ -68,7 +68,6 @@ def delay_at(moment: datetime, default: float, rules: Sequence[DelayRule]) -> fl
     return default
 
 
-
 def retry_after_seconds(value: str | bytes | None, now: datetime) -> float | None:
     """Seconds a ``Retry-After`` header asks us to wait (RFC 9110 §10.2.3: delay-seconds or an
     HTTP date; ``now`` is an aware UTC datetime); None when absent or unreadable."""
@@ -82,5 +81,5 @@ def retry_after_seconds(value: str | bytes | None, now: datetime) -> float | Non
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return max(0.0, (when - now).total_seconds())

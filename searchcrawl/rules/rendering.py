@@ -68,4 +68,3 @@ def empty_shell(root: Any, min_text: int, selector: str | None) -> str | None:
 def abort_heavy_request(request: Any) -> bool:
     """PLAYWRIGHT_ABORT_REQUEST: images, fonts and media are not needed for text and links."""
     return request.resource_type in HEAVY_RESOURCES
-

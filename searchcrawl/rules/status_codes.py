@@ -115,7 +115,6 @@ def status_for_exception(error: BaseException) -> Status:
     """The crawler code for a download that failed with ``error`` (Scrapy's or Twisted's)."""
     from scrapy import exceptions as scrapy_errors
     from twisted.internet import error as net
-
     from twisted.internet.defer import CancelledError
 
     if isinstance(error, (scrapy_errors.DownloadCancelledError, CancelledError)):
@@ -126,8 +125,10 @@ def status_for_exception(error: BaseException) -> Status:
     kinds: list[tuple[tuple[type[BaseException], ...], Status]] = [
         ((scrapy_errors.DownloadTimeoutError, net.TimeoutError, net.TCPTimedOutError, TimeoutError), Status.TIMEOUT),
         ((scrapy_errors.CannotResolveHostError, net.DNSLookupError), Status.DNS_FAILURE),
-        ((scrapy_errors.DownloadConnectionRefusedError, net.ConnectionRefusedError, ConnectionRefusedError),
-         Status.CONNECTION_REFUSED),
+        (
+            (scrapy_errors.DownloadConnectionRefusedError, net.ConnectionRefusedError, ConnectionRefusedError),
+            Status.CONNECTION_REFUSED,
+        ),
     ]
     for types, status in kinds:
         if isinstance(error, types):

@@ -30,4 +30,4 @@ def without_userinfo(url: str) -> str:
         if 0 <= found < end:
             end = found
     at = url.rfind("@", start, end)
-    return url if at < 0 else url[:start] + url[at + 1:]
+    return url if at < 0 else url[:start] + url[at + 1 :]

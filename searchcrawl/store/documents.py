@@ -23,12 +23,21 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import (Connection, Engine, bindparam, case, create_engine, event, func, literal, or_, select, text, tuple_,
-                        update)
+from sqlalchemy import Connection, Engine, bindparam, case, create_engine, event, func, literal, or_, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from searchcrawl.rules.lifecycle import FETCHED_EVENTS, OUT_OF_INDEX, Event, Outcome, Row, State, TransitionRefused, decide, sources_of
 from searchcrawl.config.resources import package_dir
+from searchcrawl.rules.lifecycle import (
+    FETCHED_EVENTS,
+    OUT_OF_INDEX,
+    Event,
+    Outcome,
+    Row,
+    State,
+    TransitionRefused,
+    decide,
+    sources_of,
+)
 from searchcrawl.store.models import Document, RunDelta
 
 _migrate_lock = threading.Lock()
@@ -131,8 +140,12 @@ def migrate(engine: Engine, revision: str = "head") -> None:
     """Bring the schema to the newest revision (idempotent); tests of a migration ask for an
     older ``revision`` first."""
     config = Config()
-    with (_migrate_lock, package_dir("searchcrawl.store", "migrations") as scripts, engine.begin() as connection,
-          _across_processes(engine, connection)):
+    with (
+        _migrate_lock,
+        package_dir("searchcrawl.store", "migrations") as scripts,
+        engine.begin() as connection,
+        _across_processes(engine, connection),
+    ):
         config.set_main_option("script_location", str(scripts))
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
@@ -184,7 +197,7 @@ class DocumentTable:
         if not rows:
             return
         statement = self._statement("insert_new", lambda: self.insert(Document).on_conflict_do_nothing(index_elements=ROW_KEY))
-        with (self.single.connect() if len(rows) == 1 else self.engine.begin()) as connection:
+        with self.single.connect() if len(rows) == 1 else self.engine.begin() as connection:
             connection.execute(statement, [keyed(row) for row in rows])
 
     def record(self, source: str, url: str, outcome: Outcome, max_failures: int = 3) -> State | None:
@@ -204,13 +217,15 @@ class DocumentTable:
         logger.warning("Not recorded for %s: its row kept changing under the write", url)
         return None
 
-    def _record(self, connection: Connection, source: str, url: str, outcome: Outcome,
-                max_failures: int) -> State | None | bool:
+    def _record(self, connection: Connection, source: str, url: str, outcome: Outcome, max_failures: int) -> State | None | bool:
         """One attempt of ``record``: False when the row changed since it was read."""
         when = now()
         current = connection.execute(self._row_state(), {"source": source, "url_hash": url_hash(url)}).first()
-        row = None if current is None else Row(State(current.state), current.status, current.failures or 0,
-                                               current.indexed_at is not None)
+        row = (
+            None
+            if current is None
+            else Row(State(current.state), current.status, current.failures or 0, current.indexed_at is not None)
+        )
         try:
             change = decide(row, outcome, max_failures)
         except TransitionRefused as exc:
@@ -219,12 +234,23 @@ class DocumentTable:
                 self._update_row(connection, source, url, self._finished())
             return None
         delta = change.delta
-        if (current is not None and self.run_id is not None and current.delta_run == self.run_id
-                and current.delta in LASTING_DELTAS and delta not in (None, "new", "changed")):
+        if (
+            current is not None
+            and self.run_id is not None
+            and current.delta_run == self.run_id
+            and current.delta in LASTING_DELTAS
+            and delta not in (None, "new", "changed")
+        ):
             delta = None  # it left (or its removal was held) in this run: that is what the run reports
-        values: dict[str, Any] = {"state": change.state.value, "status": change.status, "reason": change.reason,
-                                  "failures": change.failures, **outcome.columns, **self._finished(),
-                                  **self._delta(delta)}
+        values: dict[str, Any] = {
+            "state": change.state.value,
+            "status": change.status,
+            "reason": change.reason,
+            "failures": change.failures,
+            **outcome.columns,
+            **self._finished(),
+            **self._delta(delta),
+        }
         if outcome.depth is not None:
             values["depth"] = outcome.depth
         if outcome.event in FETCHED_EVENTS:
@@ -235,12 +261,20 @@ class DocumentTable:
             values.setdefault("target", None)  # it redirects no more (a failure says nothing of it)
         if current is None:
             inserted = connection.execute(
-                self.insert(Document).values(keyed({"source": source, "url": url, "first_seen": when,
-                                                    **self._restrict_new(values)})).on_conflict_do_nothing(index_elements=ROW_KEY))
+                self.insert(Document)
+                .values(keyed({"source": source, "url": url, "first_seen": when, **self._restrict_new(values)}))
+                .on_conflict_do_nothing(index_elements=ROW_KEY)
+            )
             if not inserted.rowcount:
                 return False  # inserted by another thread meanwhile
-        elif not self._update_row(connection, source, url, values, expect_state=current.state,
-                                  new_checksum=outcome.columns.get("checksum") if outcome.event == Event.CACHED else None):
+        elif not self._update_row(
+            connection,
+            source,
+            url,
+            values,
+            expect_state=current.state,
+            new_checksum=outcome.columns.get("checksum") if outcome.event == Event.CACHED else None,
+        ):
             return False
         if change.leaves_index and not self.test_mode:
             self._promote_duplicates(connection, source, url)
@@ -254,9 +288,12 @@ class DocumentTable:
 
     def _row_state(self) -> Any:
         table = Document.__table__
-        return self._statement("row_state", lambda: select(
-            table.c.state, table.c.status, table.c.failures, table.c.indexed_at, table.c.delta, table.c.delta_run
-        ).where(table.c.source == bindparam("source"), table.c.url_hash == bindparam("url_hash")))
+        return self._statement(
+            "row_state",
+            lambda: select(
+                table.c.state, table.c.status, table.c.failures, table.c.indexed_at, table.c.delta, table.c.delta_run
+            ).where(table.c.source == bindparam("source"), table.c.url_hash == bindparam("url_hash")),
+        )
 
     def _promote_duplicates(self, connection: Any, source: str, url: str) -> None:
         """The indexed copy of some content leaves: its duplicates are fetched again, and the
@@ -264,28 +301,37 @@ class DocumentTable:
         values: dict[str, Any] = {"duplicate_of": None}
         if self.run_id is not None:
             values.update(run_id=self.run_id, frontier="queued", lease_owner=None, lease_expires=None)
-        connection.execute(
-            update(Document).where(Document.source == source, Document.duplicate_of == url).values(**values)
-        )
+        connection.execute(update(Document).where(Document.source == source, Document.duplicate_of == url).values(**values))
 
     def mark_duplicate(self, source: str, url: str, of: str, depth: int | None = None) -> None:
         """``url`` has the same content as ``of``, which is (or will be) the indexed one."""
-        self.record(source, url, Outcome(Event.GONE, DUPLICATE, f"duplicate of {of}", depth, kind="duplicate",
-                                         columns={"duplicate_of": of}))
+        self.record(
+            source,
+            url,
+            Outcome(Event.GONE, DUPLICATE, f"duplicate of {of}", depth, kind="duplicate", columns={"duplicate_of": of}),
+        )
 
-    def settle_duplicates(self, source: str, url: str, checksum: str,
-                          original_of: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]) -> str | None:
+    def settle_duplicates(
+        self, source: str, url: str, checksum: str, original_of: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
+    ) -> str | None:
         """``url`` has just joined the index with ``checksum``. If other nodes put the same content
         in at the same moment (each checked before the other had written), keep one: every node
         makes the same choice with ``original_of``, so their marks agree. Returns the original
         when ``url`` is one of its duplicates."""
         with self.single.connect() as connection:
-            rows = [dict(row) for row in connection.execute(
-                select(Document.id, Document.url, Document.canonical_url)
-                .where(Document.source == source, Document.checksum == checksum, Document.state.in_(IN_INDEX),
-                       Document.duplicate_of.is_(None))
-                .order_by(Document.id)
-            ).mappings()]
+            rows = [
+                dict(row)
+                for row in connection.execute(
+                    select(Document.id, Document.url, Document.canonical_url)
+                    .where(
+                        Document.source == source,
+                        Document.checksum == checksum,
+                        Document.state.in_(IN_INDEX),
+                        Document.duplicate_of.is_(None),
+                    )
+                    .order_by(Document.id)
+                ).mappings()
+            ]
         if len(rows) < 2:
             return None
         original = rows[0]
@@ -308,16 +354,24 @@ class DocumentTable:
         """Another document of the source with this content, in the index (id, url, canonical_url),
         and ``first_seen_id``: the row id of ``url`` (ids follow discovery order)."""
         table = Document.__table__
-        same_content = self._statement("same_content", lambda: (
-            select(table.c.id, table.c.url, table.c.canonical_url)
-            .where(table.c.source == bindparam("source"), table.c.checksum == bindparam("checksum"),
-                   table.c.url_hash != bindparam("url_hash"), table.c.state.in_(IN_INDEX),
-                   table.c.duplicate_of.is_(None))
-            .order_by(table.c.id).limit(1)))
+        same_content = self._statement(
+            "same_content",
+            lambda: (
+                select(table.c.id, table.c.url, table.c.canonical_url)
+                .where(
+                    table.c.source == bindparam("source"),
+                    table.c.checksum == bindparam("checksum"),
+                    table.c.url_hash != bindparam("url_hash"),
+                    table.c.state.in_(IN_INDEX),
+                    table.c.duplicate_of.is_(None),
+                )
+                .order_by(table.c.id)
+                .limit(1)
+            ),
+        )
         with self.single.connect() as connection:
             key = url_hash(url)
-            row = connection.execute(
-                same_content, {"source": source, "checksum": checksum, "url_hash": key}).mappings().first()
+            row = connection.execute(same_content, {"source": source, "checksum": checksum, "url_hash": key}).mappings().first()
             if row is None:
                 return None
             own_id = connection.execute(self._row_id(), {"source": source, "url_hash": key}).scalar_one_or_none()
@@ -325,11 +379,14 @@ class DocumentTable:
 
     def _row_id(self) -> Any:
         table = Document.__table__
-        return self._statement("row_id", lambda: select(table.c.id).where(
-            table.c.source == bindparam("source"), table.c.url_hash == bindparam("url_hash")))
+        return self._statement(
+            "row_id",
+            lambda: select(table.c.id).where(table.c.source == bindparam("source"), table.c.url_hash == bindparam("url_hash")),
+        )
 
-    def plan_maintenance(self, source: str, excluding: Callable[[str, int], tuple[int, str] | None],
-                         recheck_before: datetime | None = None) -> tuple[int, int]:
+    def plan_maintenance(
+        self, source: str, excluding: Callable[[str, int], tuple[int, str] | None], recheck_before: datetime | None = None
+    ) -> tuple[int, int]:
         """The start of a maintenance crawl, in one pass over the source's rows. ``excluding(url,
         depth)`` is the source's rules now: (status, rule) for a URL they exclude, else None.
 
@@ -348,14 +405,18 @@ class DocumentTable:
         table = Document.__table__
         with self.engine.connect() as connection:
             rows = connection.execute(
-                select(table.c.id, table.c.url, table.c.depth, table.c.state, table.c.status, table.c.via,
-                       table.c.last_fetched).where(table.c.source == source)
+                select(
+                    table.c.id, table.c.url, table.c.depth, table.c.state, table.c.status, table.c.via, table.c.last_fetched
+                ).where(table.c.source == source)
             ).all()
             # temporary redirects that stood at their last fetch: their targets are fetched through them
-            targets = set(connection.execute(
-                select(table.c.target).where(table.c.source == source, table.c.target.is_not(None),
-                                             table.c.status.in_(TEMPORARY_REDIRECTS))
-            ).scalars())
+            targets = set(
+                connection.execute(
+                    select(table.c.target).where(
+                        table.c.source == source, table.c.target.is_not(None), table.c.status.in_(TEMPORARY_REDIRECTS)
+                    )
+                ).scalars()
+            )
         queue: list[int] = []
         excluded = 0
         since = as_utc(recheck_before)
@@ -376,7 +437,8 @@ class DocumentTable:
         with self.engine.begin() as connection:
             for start in range(0, len(queue), 500):
                 connection.execute(
-                    update(table).where(table.c.id.in_(queue[start:start + 500]))
+                    update(table)
+                    .where(table.c.id.in_(queue[start : start + 500]))
                     # request data of an earlier run (a redirect chain, a render) does not carry over
                     .values(run_id=self.run_id, frontier="queued", lease_owner=None, lease_expires=None, request=None)
                 )
@@ -395,8 +457,9 @@ class DocumentTable:
             return "failing"
         return "gone"
 
-    def drop_stale_targets(self, source: str, excluding: Callable[[str, int], tuple[int, str] | None],
-                           max_failures: int = 3) -> int:
+    def drop_stale_targets(
+        self, source: str, excluding: Callable[[str, int], tuple[int, str] | None], max_failures: int = 3
+    ) -> int:
         """The end of a complete run: a temporary redirect's target outside the boundary leaves
         the index once every URL of the source that redirected to it was fetched in this run and
         redirects there no more (it answers 200, 404, another target, robots.txt disallows it
@@ -407,7 +470,8 @@ class DocumentTable:
         with self.engine.connect() as connection:
             targets = connection.execute(
                 select(table.c.url, table.c.via, table.c.depth).where(
-                    table.c.source == source, table.c.via.is_not(None), table.c.state.in_(IN_INDEX))
+                    table.c.source == source, table.c.via.is_not(None), table.c.state.in_(IN_INDEX)
+                )
             ).all()
         gone = 0
         for url, via, depth in targets:
@@ -417,18 +481,28 @@ class DocumentTable:
             # every URL that led to it: the one it was last reached through, and any whose last
             # answer (or the one before a failure) was a temporary redirect to it
             with self.engine.connect() as connection:
-                origins = [dict(row) for row in connection.execute(
-                    select(table.c.url, table.c.state, table.c.status, table.c.reason, table.c.target, table.c.run_id,
-                           table.c.frontier).where(table.c.source == source,
-                                                   or_(table.c.url_hash == url_hash(via), table.c.target == url))
-                ).mappings()]
+                origins = [
+                    dict(row)
+                    for row in connection.execute(
+                        select(
+                            table.c.url,
+                            table.c.state,
+                            table.c.status,
+                            table.c.reason,
+                            table.c.target,
+                            table.c.run_id,
+                            table.c.frontier,
+                        ).where(table.c.source == source, or_(table.c.url_hash == url_hash(via), table.c.target == url))
+                    ).mappings()
+                ]
             verdicts = [self._redirect_now(origin, url) for origin in origins]
             if not verdicts or "stands" in verdicts or "unknown" in verdicts:
                 continue
             if "failing" in verdicts:
                 origin = origins[verdicts.index("failing")]
-                failure = Outcome(Event.FAILED, origin["status"],
-                                  f"{origin['url']}, which redirects to it, failed: {origin['reason']}")
+                failure = Outcome(
+                    Event.FAILED, origin["status"], f"{origin['url']}, which redirects to it, failed: {origin['reason']}"
+                )
                 if self.record(source, url, failure, max_failures) == State.REMOVING:
                     gone += 1
                 continue
@@ -453,7 +527,8 @@ class DocumentTable:
         with self.engine.connect() as connection:
             rows = connection.execute(
                 select(Document.url).where(
-                    Document.source == source, Document.state.in_(IN_INDEX),
+                    Document.source == source,
+                    Document.state.in_(IN_INDEX),
                     or_(Document.linked_run.is_(None), Document.linked_run != self.run_id),
                 )
             )
@@ -462,9 +537,7 @@ class DocumentTable:
     def count_in_index(self, source: str) -> int:
         with self.engine.connect() as connection:
             return connection.execute(
-                select(func.count()).where(
-                    Document.source == source, Document.state.in_([*IN_INDEX, State.REMOVING.value])
-                )
+                select(func.count()).where(Document.source == source, Document.state.in_([*IN_INDEX, State.REMOVING.value]))
             ).scalar_one()
 
     def deltas(self, source: str, run_id: int) -> dict[str, list[str]]:
@@ -504,12 +577,29 @@ class DocumentTable:
         inserted = []
         for url, status, depth, reason in rows:
             change = decide(None, Outcome(Event.EXCLUDED, status, reason))  # a new URL, excluded
-            inserted.append({"source": source, "url": url, "state": change.state.value, "status": status,
-                             "depth": depth, "reason": reason, "first_seen": when, **self._delta(change.delta)})
+            inserted.append(
+                {
+                    "source": source,
+                    "url": url,
+                    "state": change.state.value,
+                    "status": status,
+                    "depth": depth,
+                    "reason": reason,
+                    "first_seen": when,
+                    **self._delta(change.delta),
+                }
+            )
         self._insert_new(inserted)
 
-    def _update_row(self, connection: Connection, source: str, url: str, values: dict[str, Any],
-                    new_checksum: str | None = None, expect_state: str | None = None) -> bool:
+    def _update_row(
+        self,
+        connection: Connection,
+        source: str,
+        url: str,
+        values: dict[str, Any],
+        new_checksum: str | None = None,
+        expect_state: str | None = None,
+    ) -> bool:
         """Set ``values`` on the row of ``url`` (restricted in test mode), with a statement built
         once per set of columns. With ``new_checksum``, ``last_changed`` is set only when the
         row's checksum differs: it says when the content changed, not when it was last seen.
@@ -525,11 +615,10 @@ class DocumentTable:
             assignments: dict[str, Any] = {column: bindparam(f"v_{column}") for column in values}
             if track_change:
                 assignments["last_changed"] = case(
-                    (or_(table.c.checksum.is_(None), table.c.checksum != bindparam("new_checksum")),
-                     bindparam("v_last_changed")),
-                    else_=table.c.last_changed)
-            statement = update(table).where(
-                table.c.source == bindparam("w_source"), table.c.url_hash == bindparam("w_url_hash"))
+                    (or_(table.c.checksum.is_(None), table.c.checksum != bindparam("new_checksum")), bindparam("v_last_changed")),
+                    else_=table.c.last_changed,
+                )
+            statement = update(table).where(table.c.source == bindparam("w_source"), table.c.url_hash == bindparam("w_url_hash"))
             if guarded:
                 statement = statement.where(table.c.state == bindparam("w_state"))
             return statement.values(assignments)
@@ -552,17 +641,21 @@ class DocumentTable:
         before, after = _bulk(Event.INDEXED)
         with self.engine.begin() as connection:
             for start in range(0, len(documents), 500):  # one statement per batch, not per document
-                chunk = [(url_hash(url), checksum) for url, checksum in documents[start:start + 500]]
-                done += connection.execute(
-                    update(Document)
-                    .where(
-                        Document.source == source,
-                        Document.state == before,
-                        tuple_(Document.url_hash, Document.checksum).in_(chunk),
+                chunk = [(url_hash(url), checksum) for url, checksum in documents[start : start + 500]]
+                done += (
+                    connection.execute(
+                        update(Document)
+                        .where(
+                            Document.source == source,
+                            Document.state == before,
+                            tuple_(Document.url_hash, Document.checksum).in_(chunk),
+                        )
+                        .values(state=after, indexed_at=when)
+                        .returning(Document.url)
                     )
-                    .values(state=after, indexed_at=when)
-                    .returning(Document.url)
-                ).scalars().all()
+                    .scalars()
+                    .all()
+                )
         return done
 
     def mark_refused(self, source: str, refused: Sequence[tuple[str, str, str]]) -> None:
@@ -588,8 +681,9 @@ class DocumentTable:
         with self.engine.begin() as connection:
             connection.execute(
                 update(Document)
-                .where(Document.source == source, Document.url_hash.in_([url_hash(url) for url in urls]),
-                       Document.state == before)
+                .where(
+                    Document.source == source, Document.url_hash.in_([url_hash(url) for url in urls]), Document.state == before
+                )
                 .values(state=after, indexed_at=None)
             )
 
@@ -602,8 +696,12 @@ class DocumentTable:
         with self.engine.begin() as connection:
             result = connection.execute(
                 update(Document)
-                .where(Document.source == source, Document.state == before, Document.delta_run == self.run_id,
-                       Document.delta == "deleted")
+                .where(
+                    Document.source == source,
+                    Document.state == before,
+                    Document.delta_run == self.run_id,
+                    Document.delta == "deleted",
+                )
                 .values(delta="held")
             )
         return result.rowcount or 0
@@ -613,9 +711,7 @@ class DocumentTable:
     def pending(self, source: str, cached_by: str | None = None) -> list[tuple[str, str]]:
         """(url, checksum) of the documents waiting for Solr, oldest first; with ``cached_by``,
         only those that cache holds (or that no cache claims: rows from before scale-out)."""
-        query = select(Document.url, Document.checksum).where(
-            Document.source == source, Document.state == State.PENDING.value
-        )
+        query = select(Document.url, Document.checksum).where(Document.source == source, Document.state == State.PENDING.value)
         if cached_by is not None:
             query = query.where(or_(Document.cached_by == cached_by, Document.cached_by.is_(None)))
         with self.engine.connect() as connection:
@@ -635,7 +731,7 @@ class DocumentTable:
         found: dict[str, set[str]] = {}
         with self.engine.connect() as connection:
             for start in range(0, len(urls), 500):
-                hashes = [url_hash(url) for url in urls[start:start + 500]]
+                hashes = [url_hash(url) for url in urls[start : start + 500]]
                 for source, url in connection.execute(
                     select(Document.source, Document.url).where(Document.url_hash.in_(hashes), Document.state.in_(IN_INDEX))
                 ):
@@ -645,27 +741,35 @@ class DocumentTable:
     def display_url_owner(self, source: str, display_url: str) -> str | None:
         """The URL already indexed (or about to be) under ``display_url``, if any."""
         table = Document.__table__
-        statement = self._statement("display_url_owner", lambda: (
-            select(table.c.url)
-            .where(table.c.source == bindparam("source"), table.c.display_url == bindparam("display_url"),
-                   table.c.state.in_(IN_INDEX))
-            .order_by(table.c.id).limit(1)))
+        statement = self._statement(
+            "display_url_owner",
+            lambda: (
+                select(table.c.url)
+                .where(
+                    table.c.source == bindparam("source"),
+                    table.c.display_url == bindparam("display_url"),
+                    table.c.state.in_(IN_INDEX),
+                )
+                .order_by(table.c.id)
+                .limit(1)
+            ),
+        )
         with self.single.connect() as connection:
             return connection.execute(statement, {"source": source, "display_url": display_url}).scalar_one_or_none()
 
     def get(self, source: str, url: str) -> dict[str, Any] | None:
         with self.engine.connect() as connection:
             table = Document.__table__
-            row = connection.execute(
-                select(table).where(table.c.source == source, table.c.url_hash == url_hash(url))
-            ).mappings().first()
+            row = (
+                connection.execute(select(table).where(table.c.source == source, table.c.url_hash == url_hash(url)))
+                .mappings()
+                .first()
+            )
             return dict(row) if row is not None else None
 
     def count_by(self, source: str, column: str) -> dict[Any, int]:
         """How many rows of the source per value of ``column`` (state or status)."""
         field = getattr(Document, column)
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                select(field, func.count()).where(Document.source == source).group_by(field)
-            )
+            rows = connection.execute(select(field, func.count()).where(Document.source == source).group_by(field))
             return {value: count for value, count in rows}

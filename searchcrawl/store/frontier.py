@@ -19,8 +19,8 @@ from typing import Any
 
 from sqlalchemy import and_, func, or_, select, update
 
-from searchcrawl.store.models import Document
 from searchcrawl.store.documents import ROW_KEY, DocumentTable, State, keyed, now
+from searchcrawl.store.models import Document
 
 QUEUED, LEASED, DONE = "queued", "leased", "done"
 IN_RUN_LIMIT = 1_000_000  # URLs remembered as in the run (about 100 MB at most), then forgotten
@@ -75,11 +75,18 @@ class Frontier:
         for entry in entries:  # the first occurrence wins, and discovery order is kept (row ids)
             unique.setdefault(entry.url, entry)
         rows = [
-            keyed({
-                "source": self.source, "url": entry.url, "state": State.QUEUED.value, "depth": entry.depth,
-                "first_seen": when, "run_id": self.run_id, "frontier": QUEUED,
-                "request": json.dumps(entry.data, separators=(",", ":")) if entry.data else None,
-            })
+            keyed(
+                {
+                    "source": self.source,
+                    "url": entry.url,
+                    "state": State.QUEUED.value,
+                    "depth": entry.depth,
+                    "first_seen": when,
+                    "run_id": self.run_id,
+                    "frontier": QUEUED,
+                    "request": json.dumps(entry.data, separators=(",", ":")) if entry.data else None,
+                }
+            )
             for entry in unique.values()
         ]
         with self.engine.begin() as connection:
@@ -112,8 +119,16 @@ class Frontier:
         when = now()
         with self.engine.begin() as connection:
             query = (
-                select(table.c.id, table.c.url, table.c.depth, table.c.request, table.c.state, table.c.checksum,
-                       table.c.last_modified, table.c.etag)
+                select(
+                    table.c.id,
+                    table.c.url,
+                    table.c.depth,
+                    table.c.request,
+                    table.c.state,
+                    table.c.checksum,
+                    table.c.last_modified,
+                    table.c.etag,
+                )
                 .where(table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == QUEUED)
                 .order_by(table.c.depth, table.c.id)
                 .limit(count)
@@ -130,13 +145,16 @@ class Frontier:
             )
         self._remember(row.url for row in rows)
         return [
-            Entry(row.url, row.depth or 0, json.loads(row.request) if row.request else {},
-                  {"state": row.state, "checksum": row.checksum, "last_modified": row.last_modified, "etag": row.etag})
+            Entry(
+                row.url,
+                row.depth or 0,
+                json.loads(row.request) if row.request else {},
+                {"state": row.state, "checksum": row.checksum, "last_modified": row.last_modified, "etag": row.etag},
+            )
             for row in rows
         ]
 
-    def requeue_leased(self, owner: str | None = None, expired_only: bool = False,
-                       keep_owners: Sequence[str] = ()) -> int:
+    def requeue_leased(self, owner: str | None = None, expired_only: bool = False, keep_owners: Sequence[str] = ()) -> int:
         """Put leased URLs back in the queue: all of the run's (a resumed run) but those of
         ``keep_owners`` (live nodes of a shared run), one owner's (a process that stops), or
         those whose lease expired (a dead node's)."""
@@ -160,8 +178,11 @@ class Frontier:
         with self.engine.connect() as connection:
             rows = connection.execute(
                 select(table.c.url, table.c.depth).where(
-                    table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == LEASED,
-                    table.c.lease_owner == owner)
+                    table.c.source == self.source,
+                    table.c.run_id == self.run_id,
+                    table.c.frontier == LEASED,
+                    table.c.lease_owner == owner,
+                )
             )
             return [(url, depth or 0) for url, depth in rows]
 
@@ -172,8 +193,12 @@ class Frontier:
         with self.engine.begin() as connection:
             result = connection.execute(
                 update(table)
-                .where(table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == LEASED,
-                       table.c.lease_owner == self.owner)
+                .where(
+                    table.c.source == self.source,
+                    table.c.run_id == self.run_id,
+                    table.c.frontier == LEASED,
+                    table.c.lease_owner == self.owner,
+                )
                 .values(lease_expires=now() + self.lease_duration)
             )
         return result.rowcount or 0

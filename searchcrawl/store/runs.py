@@ -12,16 +12,14 @@ import json
 import os
 import socket
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
-
-from datetime import timedelta
 
 from sqlalchemy import Connection, RowMapping, delete, select, text, update
 
 from searchcrawl.ops.processes import process_alive
-from searchcrawl.store.models import CrawlNode, Run, SourceState
 from searchcrawl.store.documents import DocumentTable, as_utc, now
+from searchcrawl.store.models import CrawlNode, Run, SourceState
 
 RUNNING, SUSPENDED, FINISHED, STOPPED, FAILED = "running", "suspended", "finished", "stopped", "failed"
 RESUMABLE = (RUNNING, SUSPENDED)
@@ -59,9 +57,11 @@ class Runs:
 
     def latest(self, source: str) -> dict[str, Any] | None:
         with self.engine.connect() as connection:
-            row = connection.execute(
-                select(Run.__table__).where(Run.source == source).order_by(Run.id.desc()).limit(1)
-            ).mappings().first()
+            row = (
+                connection.execute(select(Run.__table__).where(Run.source == source).order_by(Run.id.desc()).limit(1))
+                .mappings()
+                .first()
+            )
             return dict(row) if row else None
 
     def recent(self, source: str | None, limit: int = 5) -> list[dict[str, Any]]:
@@ -92,15 +92,17 @@ class Runs:
             owner = f"{len(others)} node(s) ({', '.join(others)})"
         if not (_alive(row["host"], row["pid"]) or others):
             return None
-        return (f"source {source} is being crawled by {owner} (run {row['id']}); not starting a second crawl "
-                "(a shared crawl joins: SEARCHCRAWL_SHARED_CRAWL)")
+        return (
+            f"source {source} is being crawled by {owner} (run {row['id']}); not starting a second crawl "
+            "(a shared crawl joins: SEARCHCRAWL_SHARED_CRAWL)"
+        )
 
     @staticmethod
     def _latest(connection: Connection, source: str) -> RowMapping | None:
         runs = Run.__table__
-        return connection.execute(
-            select(runs).where(runs.c.source == source).order_by(runs.c.id.desc()).limit(1)
-        ).mappings().first()
+        return (
+            connection.execute(select(runs).where(runs.c.source == source).order_by(runs.c.id.desc()).limit(1)).mappings().first()
+        )
 
     def live(self, source: str, stale_after: float = 600) -> bool:
         """Is a crawl of ``source`` running now? On this host: its process is alive; on another
@@ -133,8 +135,9 @@ class Runs:
         else:  # SQLite: the first write statement takes the database's write lock
             connection.execute(update(Run).where(Run.id == -1).values(state=RUNNING))
 
-    def start(self, source: str, fresh: bool = False, allow_shared: bool = False, job: str | None = None,
-              stale_after: float = 600) -> RunInfo:
+    def start(
+        self, source: str, fresh: bool = False, allow_shared: bool = False, job: str | None = None, stale_after: float = 600
+    ) -> RunInfo:
         """Resume the source's unfinished run, or start a new one (``fresh`` abandons the old).
 
         Refuses (RunConflict, see ``conflict``) while another live process crawls the source,
@@ -156,19 +159,25 @@ class Runs:
                 if not fresh:
                     sessions = row["sessions"] + 1
                     connection.execute(
-                        update(runs).where(runs.c.id == row["id"]).values(
-                            state=RUNNING, control=None, host=host, pid=pid, updated_at=when, sessions=sessions, job=job
-                        )
+                        update(runs)
+                        .where(runs.c.id == row["id"])
+                        .values(state=RUNNING, control=None, host=host, pid=pid, updated_at=when, sessions=sessions, job=job)
                     )
                     return RunInfo(row["id"], source, RUNNING, True, sessions)
                 connection.execute(
-                    update(runs).where(runs.c.id == row["id"]).values(
-                        state=STOPPED, ended_at=when, reason="abandoned for a fresh run (-a fresh=1)"
-                    )
+                    update(runs)
+                    .where(runs.c.id == row["id"])
+                    .values(state=STOPPED, ended_at=when, reason="abandoned for a fresh run (-a fresh=1)")
                 )
             result = connection.execute(
                 runs.insert().values(
-                    source=source, state=RUNNING, started_at=when, updated_at=when, host=host, pid=pid, sessions=1,
+                    source=source,
+                    state=RUNNING,
+                    started_at=when,
+                    updated_at=when,
+                    host=host,
+                    pid=pid,
+                    sessions=1,
                     job=job,
                 )
             )
@@ -181,12 +190,10 @@ class Runs:
         """A node is live if its heartbeat is recent and, on this host, its process is alive."""
         since = now() - timedelta(seconds=within)
         rows = connection.execute(
-            select(CrawlNode.owner, CrawlNode.host, CrawlNode.pid)
-            .where(CrawlNode.run_id == run_id, CrawlNode.heartbeat >= since)
+            select(CrawlNode.owner, CrawlNode.host, CrawlNode.pid).where(CrawlNode.run_id == run_id, CrawlNode.heartbeat >= since)
         )
         here = socket.gethostname()
-        return [owner for owner, host, pid in rows
-                if owner != but and (host != here or _alive(host, pid))]
+        return [owner for owner, host, pid in rows if owner != but and (host != here or _alive(host, pid))]
 
     def join(self, run_id: int, owner: str) -> None:
         """This process works on the run (one row per node, kept alive by ``heartbeat``)."""
@@ -194,8 +201,11 @@ class Runs:
         host, pid = socket.gethostname(), os.getpid()
         with self.engine.begin() as connection:
             connection.execute(delete(CrawlNode).where(CrawlNode.run_id == run_id, CrawlNode.owner == owner))
-            connection.execute(CrawlNode.__table__.insert().values(
-                run_id=run_id, owner=owner, host=host, pid=pid, started_at=when, heartbeat=when))
+            connection.execute(
+                CrawlNode.__table__.insert().values(
+                    run_id=run_id, owner=owner, host=host, pid=pid, started_at=when, heartbeat=when
+                )
+            )
 
     def heartbeat(self, run_id: int, owner: str) -> None:
         with self.engine.begin() as connection:
@@ -230,8 +240,13 @@ class Runs:
 
     def end(self, run_id: int, state: str, counters: dict[str, Any], reason: str) -> None:
         when = now()
-        values: dict[str, Any] = {"state": state, "counters": json.dumps(counters, default=str), "updated_at": when,
-                                  "reason": reason, "control": None}
+        values: dict[str, Any] = {
+            "state": state,
+            "counters": json.dumps(counters, default=str),
+            "updated_at": when,
+            "reason": reason,
+            "control": None,
+        }
         if state not in RESUMABLE:
             values["ended_at"] = when
         with self.engine.begin() as connection:
@@ -239,9 +254,7 @@ class Runs:
 
     def fingerprint(self, source: str) -> dict[str, Any] | None:
         with self.engine.connect() as connection:
-            value = connection.execute(
-                select(SourceState.fingerprint).where(SourceState.source == source)
-            ).scalar_one_or_none()
+            value = connection.execute(select(SourceState.fingerprint).where(SourceState.source == source)).scalar_one_or_none()
             return json.loads(value) if value else None
 
     def save_fingerprint(self, source: str, fingerprint: dict[str, Any]) -> None:

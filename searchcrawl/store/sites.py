@@ -21,8 +21,8 @@ from datetime import timedelta
 
 from sqlalchemy import bindparam, delete, func, select, text, update
 
-from searchcrawl.store.models import SiteLease, SiteSlot
 from searchcrawl.store.documents import DocumentTable, as_utc, now
+from searchcrawl.store.models import SiteLease, SiteSlot
 
 FULL_RETRY = 0.1  # seconds before asking again when a site is at its concurrency limit
 
@@ -44,19 +44,22 @@ class SitePoliteness:
         self.postgres = self.engine.dialect.name == "postgresql"
         self.known: set[str] = set()  # sites whose row exists
         # SQLite: lock the site's row (the database's write lock) and read its next start
-        self.lock = (update(SiteSlot).where(SiteSlot.site == bindparam("key")).values(site=SiteSlot.site)
-                     .returning(SiteSlot.next_at))
+        self.lock = (
+            update(SiteSlot).where(SiteSlot.site == bindparam("key")).values(site=SiteSlot.site).returning(SiteSlot.next_at)
+        )
         # The rest built once too: they run while the site's row is locked, for every request of
         # the fleet, so the Python that builds a statement would hold up every node.
         leases = SiteLease.__table__
         self.in_flight = select(func.count()).where(leases.c.site == bindparam("key"), leases.c.expires >= bindparam("clock"))
         self.expire = delete(leases).where(leases.c.site == bindparam("key"), leases.c.expires < bindparam("clock"))
-        self.advance = update(SiteSlot.__table__).where(SiteSlot.__table__.c.site == bindparam("key")).values(
-            next_at=bindparam("next_at"))
+        self.advance = (
+            update(SiteSlot.__table__).where(SiteSlot.__table__.c.site == bindparam("key")).values(next_at=bindparam("next_at"))
+        )
         self.take = leases.insert().values(site=bindparam("key"), owner=bindparam("owner"), expires=bindparam("expires"))
         self.free = delete(leases).where(leases.c.id == bindparam("lease_id"))
         self.acquire_call = text(
-            "SELECT lease_id, wait FROM searchcrawl_site_acquire(:site, :delay, :concurrency, :hold, :owner)")
+            "SELECT lease_id, wait FROM searchcrawl_site_acquire(:site, :delay, :concurrency, :hold, :owner)"
+        )
 
     def acquire(self, site: str, delay: float, concurrency: int, hold: float) -> Grant:
         """Reserve the site's next start (``delay`` after the previous one, fleet-wide) and one of
@@ -64,13 +67,14 @@ class SitePoliteness:
         The site's row lock serialises the fleet."""
         if self.postgres:
             with self.table.single.connect() as connection:  # one statement: autocommit
-                lease_id, wait = connection.execute(self.acquire_call, {
-                    "site": site, "delay": delay, "concurrency": concurrency, "hold": hold, "owner": self.owner}).one()
+                lease_id, wait = connection.execute(
+                    self.acquire_call,
+                    {"site": site, "delay": delay, "concurrency": concurrency, "hold": hold, "owner": self.owner},
+                ).one()
             return Grant(lease_id, FULL_RETRY if lease_id is None else max(0.0, wait))
         with self.engine.begin() as connection:
             if site not in self.known:
-                connection.execute(
-                    self.table.insert(SiteSlot).values(site=site).on_conflict_do_nothing(index_elements=["site"]))
+                connection.execute(self.table.insert(SiteSlot).values(site=site).on_conflict_do_nothing(index_elements=["site"]))
                 self.known.add(site)
             next_at = connection.execute(self.lock, {"key": site}).scalar_one()
             clock = now()  # one machine: its clock (SQLite's has whole seconds only)

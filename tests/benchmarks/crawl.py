@@ -35,12 +35,12 @@ from typing import Any
 import lxml.html
 
 from searchcrawl import settings as defaults
-from searchcrawl.index.cache import DocumentCache
-from searchcrawl.store import DocumentTable
-from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.content.extract import html_attributes, solr_document
+from searchcrawl.dev.solr_runner import DevSolr, free_port
+from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex, push_pending
 from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.store import DocumentTable
 from tests.benchmarks.measure import jvm_cpu, run_measured, solr_updates
 from tests.benchmarks.synthetic import Nginx, SyntheticSite, nginx, page_path
 from tests.conftest import ROOT
@@ -62,17 +62,25 @@ HEADERS = {"content-type": "text/html; charset=utf-8", "last-modified": "Sat, 21
 
 
 class Bench:
-    def __init__(self, pages: int, work: Path, solr_url: str, server: Nginx, site: SyntheticSite,
-                 solr_pid: int | None = None) -> None:
+    def __init__(
+        self, pages: int, work: Path, solr_url: str, server: Nginx, site: SyntheticSite, solr_pid: int | None = None
+    ) -> None:
         self.pages, self.work, self.solr_url, self.server, self.site = pages, work, solr_url, server, site
         self.solr_pid = solr_pid  # known when the benchmark started the Solr itself
         self.source = f"bench{pages}"
         self.sources = work / "sources"
         self.sources.mkdir(parents=True, exist_ok=True)
         (self.sources / f"{self.source}.toml").write_text(
-            f'seeds = ["{server.url}{page_path(0)}"]\nmax_depth = 10\n', encoding="utf-8")
-        self.env = dict(os.environ, SEARCHCRAWL_SOURCES_DIR=str(self.sources), SEARCHCRAWL_DATA_DIR=str(work / "data"),
-                        SOLR_URL=solr_url, PYTHONPATH=str(ROOT), SEARCHCRAWL_DB_URL="")
+            f'seeds = ["{server.url}{page_path(0)}"]\nmax_depth = 10\n', encoding="utf-8"
+        )
+        self.env = dict(
+            os.environ,
+            SEARCHCRAWL_SOURCES_DIR=str(self.sources),
+            SEARCHCRAWL_DATA_DIR=str(work / "data"),
+            SOLR_URL=solr_url,
+            PYTHONPATH=str(ROOT),
+            SEARCHCRAWL_DB_URL="",
+        )
 
     def measure(self, label: str, args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
         since, before = time.time(), solr_updates(self.solr_url)
@@ -83,11 +91,15 @@ class Bench:
         for moment in arrivals:
             timeline[min(len(timeline) - 1, max(0, int(moment - since)))] += 1
         return {
-            "phase": label, "what": PHASES[label], "requests": fetched, "seconds": round(measured.seconds, 2),
+            "phase": label,
+            "what": PHASES[label],
+            "requests": fetched,
+            "seconds": round(measured.seconds, 2),
             "pages_per_s": round(fetched / measured.seconds, 1),
             "cpu_s_per_1000_pages": round(measured.cpu_seconds * 1000 / max(fetched, 1), 2),
             "peak_rss_mb": round(measured.peak_rss_bytes / 2**20, 1),
-            "solr_updates": solr_updates(self.solr_url) - before, "timeline": timeline,
+            "solr_updates": solr_updates(self.solr_url) - before,
+            "timeline": timeline,
         }
 
     def bare(self) -> dict[str, Any]:
@@ -95,13 +107,29 @@ class Bench:
         outside = self.work / "bare"  # no scrapy.cfg above it: Scrapy's own defaults
         outside.mkdir(exist_ok=True)
         spider = Path(__file__).with_name("bare_spider.py")
-        return self.measure("a", [sys.executable, "-m", "scrapy", "runspider", str(spider), "-a",
-                                  f"start_url={self.server.url}{page_path(0)}", "-s", "LOG_LEVEL=WARNING",
-                                  "-s", "DEPTH_PRIORITY=1"], outside, env)
+        return self.measure(
+            "a",
+            [
+                sys.executable,
+                "-m",
+                "scrapy",
+                "runspider",
+                str(spider),
+                "-a",
+                f"start_url={self.server.url}{page_path(0)}",
+                "-s",
+                "LOG_LEVEL=WARNING",
+                "-s",
+                "DEPTH_PRIORITY=1",
+            ],
+            outside,
+            env,
+        )
 
     def crawl(self, label: str) -> dict[str, Any]:
-        return self.measure(label, [sys.executable, "-m", "scrapy", "crawl", self.source, "-s", "LOG_LEVEL=WARNING"],
-                            ROOT, self.env)
+        return self.measure(
+            label, [sys.executable, "-m", "scrapy", "crawl", self.source, "-s", "LOG_LEVEL=WARNING"], ROOT, self.env
+        )
 
     def push(self) -> dict[str, Any]:
         """Phase e: cache up to PUSH_DOCUMENTS documents made from the site's pages by the crawler's
@@ -120,8 +148,10 @@ class Bench:
         table = DocumentTable(f"sqlite:///{self.work / 'push.sqlite3'}")
         cache = DocumentCache(self.work / "push-cache")
         source = f"{self.source}-push"
-        pages = [html_attributes(lxml.html.fromstring((self.site.root / page_path(number)).read_bytes()), {})
-                 for number in range(count)]
+        pages = [
+            html_attributes(lxml.html.fromstring((self.site.root / page_path(number)).read_bytes()), {})
+            for number in range(count)
+        ]
         index = SolrIndex(self.solr_url, timeout=120)
         before = solr_updates(self.solr_url)
         passes = []
@@ -136,26 +166,43 @@ class Bench:
             time.sleep(min(PUSH_SETTLE_SECONDS, self.pages / 1000))
             solr_before = jvm_cpu(self.solr_pid) if self.solr_pid else None
             started = time.monotonic()
-            result = push_pending(source, table, cache, index, max_docs=defaults.SEARCHCRAWL_SOLR_BATCH_DOCS,
-                                  max_bytes=defaults.SEARCHCRAWL_SOLR_BATCH_BYTES,
-                                  requests_at_once=defaults.SEARCHCRAWL_SOLR_PUSH_REQUESTS)
+            result = push_pending(
+                source,
+                table,
+                cache,
+                index,
+                max_docs=defaults.SEARCHCRAWL_SOLR_BATCH_DOCS,
+                max_bytes=defaults.SEARCHCRAWL_SOLR_BATCH_BYTES,
+                requests_at_once=defaults.SEARCHCRAWL_SOLR_PUSH_REQUESTS,
+            )
             seconds = time.monotonic() - started
             assert result.error is None and result.indexed == count, result
-            measured = {"warm_up": number < PUSH_WARMUP_PASSES, "seconds": round(seconds, 2),
-                        "docs_per_s": round(count / seconds, 1)}
+            measured = {
+                "warm_up": number < PUSH_WARMUP_PASSES,
+                "seconds": round(seconds, 2),
+                "docs_per_s": round(count / seconds, 1),
+            }
             if solr_before is not None:
                 solr_after = jvm_cpu(self.solr_pid)
                 solr_seconds = solr_after.seconds - solr_before.seconds
                 measured["solr_cpu_ms_per_doc"] = round(solr_seconds * 1000 / count, 3)
                 measured["solr_jit_share"] = round(
-                    (solr_after.compiler_seconds - solr_before.compiler_seconds) / max(solr_seconds, 1e-9), 3)
+                    (solr_after.compiler_seconds - solr_before.compiler_seconds) / max(solr_seconds, 1e-9), 3
+                )
             passes.append(measured)
         updates = solr_updates(self.solr_url) - before
         index.client.delete(q=f'source:"{source}"', commit=True)
         table.close()
         rate = statistics.median(each["docs_per_s"] for each in passes if not each["warm_up"])
-        return {"phase": "e", "what": PHASES["e"], "documents": count, "docs_per_s": rate,
-                "seconds": round(count / rate, 2), "passes": passes, "solr_updates": updates}
+        return {
+            "phase": "e",
+            "what": PHASES["e"],
+            "documents": count,
+            "docs_per_s": rate,
+            "seconds": round(count / rate, 2),
+            "passes": passes,
+            "solr_updates": updates,
+        }
 
     def run(self, phases: str) -> dict[str, Any]:
         results: dict[str, Any] = {"pages": self.pages, "documents": self.site.documents}
@@ -185,8 +232,11 @@ def ratios(results: dict[str, Any]) -> dict[str, Any]:
     for key, (how, target) in TARGETS.items():
         if key in found:
             value = found[key]
-            verdicts[key] = {"value": value, "target": f"{how} {target}",
-                             "met": value >= target if how == ">=" else value <= target}
+            verdicts[key] = {
+                "value": value,
+                "target": f"{how} {target}",
+                "met": value >= target if how == ">=" else value <= target,
+            }
     if "c_solr_updates" in found:
         verdicts["c_solr_updates"] = {"value": found["c_solr_updates"], "target": "== 0", "met": found["c_solr_updates"] == 0}
     if results["pages"] >= RSS_TARGET_PAGES and "b" in results:
@@ -196,10 +246,16 @@ def ratios(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def markdown(runs: list[dict[str, Any]], capacity: float | None) -> str:
-    lines = [f"nginx capacity (wrk, one 20-60 KB page, 2 threads, 32 connections): "
-             f"{capacity:.0f} requests/s" if capacity else "nginx capacity: wrk not installed", ""]
-    lines += ["| N | phase | requests | seconds | pages/s | CPU s / 1,000 pages | peak RSS MB | Solr updates |",
-              "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"nginx capacity (wrk, one 20-60 KB page, 2 threads, 32 connections): {capacity:.0f} requests/s"
+        if capacity
+        else "nginx capacity: wrk not installed",
+        "",
+    ]
+    lines += [
+        "| N | phase | requests | seconds | pages/s | CPU s / 1,000 pages | peak RSS MB | Solr updates |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for run in runs:
         for label in PHASES:
             phase = run.get(label)
@@ -208,18 +264,24 @@ def markdown(runs: list[dict[str, Any]], capacity: float | None) -> str:
             if label == "e":
                 warm = ", ".join(f"{each['docs_per_s']:,}" for each in phase["passes"] if not each["warm_up"])
                 warming = ", ".join(f"{each['docs_per_s']:,}" for each in phase["passes"] if each["warm_up"])
-                lines.append(f"| {run['pages']:,} | e: {phase['what']} | {phase['documents']:,} docs | {phase['seconds']} | "
-                             f"{phase['docs_per_s']:,} docs/s (median of {warm}; warm-up passes before: {warming}) "
-                             f"| | | {phase['solr_updates']:,} |")
+                lines.append(
+                    f"| {run['pages']:,} | e: {phase['what']} | {phase['documents']:,} docs | {phase['seconds']} | "
+                    f"{phase['docs_per_s']:,} docs/s (median of {warm}; warm-up passes before: {warming}) "
+                    f"| | | {phase['solr_updates']:,} |"
+                )
             else:
-                lines.append(f"| {run['pages']:,} | {label}: {phase['what']} | {phase['requests']:,} | {phase['seconds']} | "
-                             f"{phase['pages_per_s']} | {phase['cpu_s_per_1000_pages']} | {phase['peak_rss_mb']} | "
-                             f"{phase['solr_updates']:,} |")
+                lines.append(
+                    f"| {run['pages']:,} | {label}: {phase['what']} | {phase['requests']:,} | {phase['seconds']} | "
+                    f"{phase['pages_per_s']} | {phase['cpu_s_per_1000_pages']} | {phase['peak_rss_mb']} | "
+                    f"{phase['solr_updates']:,} |"
+                )
     lines.append("")
     for run in runs:
         for key, verdict in run.get("targets", {}).items():
-            lines.append(f"- N = {run['pages']:,}: {key} = {verdict['value']} (target {verdict['target']}): "
-                         f"{'met' if verdict['met'] else 'NOT met'}")
+            lines.append(
+                f"- N = {run['pages']:,}: {key} = {verdict['value']} (target {verdict['target']}): "
+                f"{'met' if verdict['met'] else 'NOT met'}"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -230,7 +292,7 @@ def plot(runs: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(len(runs), 1, figsize=(9, 3.2 * len(runs)), squeeze=False)
-    for axis, run in zip(axes[:, 0], runs):
+    for axis, run in zip(axes[:, 0], runs, strict=False):
         for label in ("a", "b", "c", "d"):
             if label in run:
                 axis.plot(run[label]["timeline"], label=f"{label}: {PHASES[label]}")
@@ -274,8 +336,7 @@ def main() -> None:
     finally:
         if solr is not None:
             solr.stop()
-    report = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "nginx_capacity_rps": capacity,
-              "runs": runs}
+    report = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "nginx_capacity_rps": capacity, "runs": runs}
     (out / "results.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     (out / "results.md").write_text(markdown(runs, capacity), encoding="utf-8")
     plot(runs, out / "pages_per_second.png")

@@ -54,8 +54,9 @@ def crawl(name: str, sources: Path, data: Path, solr_url: str, *settings: str) -
     args = [sys.executable, "-m", "scrapy", "crawl", name, "-s", "LOG_LEVEL=WARNING"]
     for setting in settings:
         args += ["-s", setting]
-    env = dict(os.environ, SEARCHCRAWL_SOURCES_DIR=str(sources), SEARCHCRAWL_DATA_DIR=str(data), SOLR_URL=solr_url,
-               PYTHONPATH=str(ROOT))
+    env = dict(
+        os.environ, SEARCHCRAWL_SOURCES_DIR=str(sources), SEARCHCRAWL_DATA_DIR=str(data), SOLR_URL=solr_url, PYTHONPATH=str(ROOT)
+    )
     measured = run_measured(args, ROOT, env)
     return measured.seconds, measured.peak_rss_bytes
 
@@ -75,21 +76,24 @@ def main() -> None:
     threading.Thread(target=wide.serve_forever, daemon=True).start()
     results: dict[str, object] = {"pages": len(pages)}
 
-    for label, extra in [("frontier", []), ("memory", ["SCHEDULER=scrapy.core.scheduler.Scheduler"]),
-                         ("frontier_again", [])]:
+    for label, extra in [("frontier", []), ("memory", ["SCHEDULER=scrapy.core.scheduler.Scheduler"]), ("frontier_again", [])]:
         name = f"bench-{label}"
         (sources / f"{name}.toml").write_text(f'seeds = ["{site.url}index.html"]\nmax_depth = 3\n')
         seconds, rss = crawl(name, sources, work / f"data-{label}", args.solr_url, *extra)
-        results[label] = {"seconds": round(seconds, 2), "pages_per_s": round(len(pages) / seconds, 1),
-                          "peak_rss_mb": round(rss / 2**20, 1)}
+        results[label] = {
+            "seconds": round(seconds, 2),
+            "pages_per_s": round(len(pages) / seconds, 1),
+            "peak_rss_mb": round(rss / 2**20, 1),
+        }
     results["frontier_vs_memory"] = round(results["frontier"]["pages_per_s"] / results["memory"]["pages_per_s"], 2)
 
     port = wide.server_address[1]
     for label, extra in [("wide_frontier", []), ("wide_memory", ["SCHEDULER=scrapy.core.scheduler.Scheduler"])]:
         name = f"bench-{label}"
         (sources / f"{name}.toml").write_text(f'seeds = ["http://127.0.0.1:{port}/"]\nmax_depth = 2\n')
-        seconds, rss = crawl(name, sources, work / f"data-{label}", args.solr_url,
-                             "CLOSESPIDER_PAGECOUNT=1500", "DEPTH_PRIORITY=1", *extra)
+        seconds, rss = crawl(
+            name, sources, work / f"data-{label}", args.solr_url, "CLOSESPIDER_PAGECOUNT=1500", "DEPTH_PRIORITY=1", *extra
+        )
         results[label] = {"seconds": round(seconds, 2), "peak_rss_mb": round(rss / 2**20, 1)}
     print(json.dumps(results, indent=2))
     site.stop()

@@ -33,8 +33,12 @@ def main() -> None:
     for label in ("initial", "maintenance"):
         seconds, rss = crawl("bench-maintenance", work / "sources", work / "data", args.solr_url)
         now = solr_updates(args.solr_url)
-        results[label] = {"seconds": round(seconds, 2), "pages_per_s": round(len(pages) / seconds, 1),
-                          "peak_rss_mb": round(rss / 2**20, 1), "solr_updates": now - adds}
+        results[label] = {
+            "seconds": round(seconds, 2),
+            "pages_per_s": round(len(pages) / seconds, 1),
+            "peak_rss_mb": round(rss / 2**20, 1),
+            "solr_updates": now - adds,
+        }
         adds = now
     results["maintenance_vs_initial"] = round(results["maintenance"]["seconds"] / results["initial"]["seconds"], 2)
     print(json.dumps(results, indent=2))

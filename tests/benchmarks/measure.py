@@ -21,9 +21,11 @@ class Measured:
 
 # The measured process runs as the only child of this small runner, so that RUSAGE_CHILDREN is
 # exactly its CPU time and peak RSS (its own children, e.g. conversion workers, included).
-RUNNER = ("import json, resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
-          "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
-          "print(json.dumps([u.ru_utime + u.ru_stime, u.ru_maxrss])); sys.exit(r.returncode)")
+RUNNER = (
+    "import json, resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+    "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+    "print(json.dumps([u.ru_utime + u.ru_stime, u.ru_maxrss])); sys.exit(r.returncode)"
+)
 
 
 def run_measured(args: list[str], cwd: Path, env: dict[str, str]) -> Measured:
@@ -40,8 +42,10 @@ def solr_updates(core_url: str) -> int:
     """Documents added or deleted by id since the core started (Solr's update handler statistics)."""
     with urllib.request.urlopen(f"{core_url}/admin/mbeans?cat=UPDATE&stats=true&wt=json", timeout=30) as response:  # noqa: S310
         beans = json.load(response)["solr-mbeans"]
-    stats = dict(zip(beans[::2], beans[1::2]))["UPDATE"]["updateHandler"]["stats"]
-    return int(stats["UPDATE.updateHandler.cumulativeAdds.count"]) + int(stats["UPDATE.updateHandler.cumulativeDeletesById.count"])
+    stats = dict(zip(beans[::2], beans[1::2], strict=False))["UPDATE"]["updateHandler"]["stats"]
+    return int(stats["UPDATE.updateHandler.cumulativeAdds.count"]) + int(
+        stats["UPDATE.updateHandler.cumulativeDeletesById.count"]
+    )
 
 
 @dataclass
@@ -64,7 +68,7 @@ def jvm_cpu(pid: int) -> JvmCpu:
             stat = (task / "stat").read_text()
         except OSError:  # the thread ended meanwhile
             continue
-        if "CompilerThre" in stat[stat.index("(") + 1:stat.rindex(")")]:
+        if "CompilerThre" in stat[stat.index("(") + 1 : stat.rindex(")")]:
             compiler += _cpu_seconds(stat)
     return JvmCpu(total, compiler)
 

@@ -43,7 +43,7 @@ class JsSite(BaseHTTPRequestHandler):
             return
         n = int(match.group(1))
         children = [c for c in (2 * n + 1, 2 * n + 2) if c < self.pages]
-        links = " + ".join(f'\'<a href="/p/{c}">next</a> \'' for c in children) or "''"
+        links = " + ".join(f"'<a href=\"/p/{c}\">next</a> '" for c in children) or "''"
         body = TEMPLATE.format(n=n, links=links).encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
@@ -58,10 +58,28 @@ def run(work: Path, port: int, solr_url: str, name: str, pages_at_once: int, lim
     (sources / f"{name}.toml").write_text(
         f'seeds = ["http://127.0.0.1:{port}/p/0"]\nrender_js = true\nrender_pages = {pages_at_once}\nmax_depth = 20\n'
     )
-    env = dict(os.environ, SEARCHCRAWL_SOURCES_DIR=str(sources), SEARCHCRAWL_DATA_DIR=str(work / f"data-{name}"),
-               SOLR_URL=solr_url, PYTHONPATH=str(ROOT))
-    args = [sys.executable, "-m", "scrapy", "crawl", name, "-s", "LOG_LEVEL=INFO", "-s", f"CLOSESPIDER_PAGECOUNT={limit}",
-            "-s", "SEARCHCRAWL_PROGRESS_INTERVAL=5", "-s", f"CONCURRENT_REQUESTS={max(pages_at_once, 2)}"]
+    env = dict(
+        os.environ,
+        SEARCHCRAWL_SOURCES_DIR=str(sources),
+        SEARCHCRAWL_DATA_DIR=str(work / f"data-{name}"),
+        SOLR_URL=solr_url,
+        PYTHONPATH=str(ROOT),
+    )
+    args = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "crawl",
+        name,
+        "-s",
+        "LOG_LEVEL=INFO",
+        "-s",
+        f"CLOSESPIDER_PAGECOUNT={limit}",
+        "-s",
+        "SEARCHCRAWL_PROGRESS_INTERVAL=5",
+        "-s",
+        f"CONCURRENT_REQUESTS={max(pages_at_once, 2)}",
+    ]
     started = time.monotonic()
     process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     rss_at: dict[int, float] = {}
@@ -92,8 +110,13 @@ def run(work: Path, port: int, solr_url: str, name: str, pages_at_once: int, lim
     stats = "".join(output_lines)
     count = re.search(r"'response_received_count': (\d+)", stats)
     total = int(count.group(1)) if count else crawled
-    return {"pages_at_once": pages_at_once, "pages": total, "seconds": round(seconds, 1),
-            "pages_per_s": round(total / seconds, 2), "rss_mb_at": rss_at}
+    return {
+        "pages_at_once": pages_at_once,
+        "pages": total,
+        "seconds": round(seconds, 1),
+        "pages_per_s": round(total / seconds, 2),
+        "rss_mb_at": rss_at,
+    }
 
 
 def main() -> None:

@@ -28,12 +28,20 @@ from tests.sites import build_intranet
 
 def shared_crawl(name: str, nodes: int, work: Path, solr_url: str, db_url: str) -> float:
     """Seconds from starting ``nodes`` processes on one source until the last has finished."""
-    env = dict(os.environ, SEARCHCRAWL_SOURCES_DIR=str(work / "sources"), SEARCHCRAWL_DATA_DIR=str(work / "data"),
-               SOLR_URL=solr_url, SEARCHCRAWL_DB_URL=db_url, PYTHONPATH=str(ROOT))
+    env = dict(
+        os.environ,
+        SEARCHCRAWL_SOURCES_DIR=str(work / "sources"),
+        SEARCHCRAWL_DATA_DIR=str(work / "data"),
+        SOLR_URL=solr_url,
+        SEARCHCRAWL_DB_URL=db_url,
+        PYTHONPATH=str(ROOT),
+    )
     args = [sys.executable, "-m", "scrapy", "crawl", name, "-s", "LOG_LEVEL=WARNING"]
     started = time.monotonic()
-    processes = [subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                 for _ in range(nodes)]
+    processes = [
+        subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for _ in range(nodes)
+    ]
     for process in processes:
         _, errors = process.communicate()
         if process.returncode != 0:
@@ -63,7 +71,8 @@ def main() -> None:
                 # the site's fleet-wide concurrency must not be what limits the fleet (the default 8 would:
                 # politeness caps a single site, however many nodes there are)
                 (work / "sources" / f"{name}.toml").write_text(
-                    f'seeds = ["{site.url}index.html"]\nshared = true\nconcurrent_per_site = 32\n')
+                    f'seeds = ["{site.url}index.html"]\nshared = true\nconcurrent_per_site = 32\n'
+                )
                 seconds = shared_crawl(name, nodes, work, solr_url, db_url)
                 results[f"{nodes}_processes"] = {"seconds": round(seconds, 2), "pages_per_s": round(len(pages) / seconds, 1)}
         one = results.get("1_processes")

@@ -24,10 +24,12 @@ from pathlib import Path
 
 from searchcrawl.dev.solr_runner import free_port
 
-WORDS = ("search index crawler document intranet policy report budget project meeting customer product "
-         "service network server storage backup release support contract invoice training safety quality "
-         "engineering design review schedule planning analysis research finance marketing sales legal "
-         "security access account manual guide handbook process standard template archive library").split()
+WORDS = (
+    "search index crawler document intranet policy report budget project meeting customer product "
+    "service network server storage backup release support contract invoice training safety quality "
+    "engineering design review schedule planning analysis research finance marketing sales legal "
+    "security access account manual guide handbook process standard template archive library"
+).split()
 BRANCHING = 20
 PDF_EVERY = 500  # one PDF per this many pages
 CHANGED_SHARE = 0.05
@@ -56,16 +58,20 @@ TEXT_SHARE = 0.11  # prose and code text; sidebar and headings bring the page to
 HEAD = (
     '<link rel="stylesheet" href="/_static/basic.css" type="text/css"><link rel="stylesheet" '
     'href="/_static/pygments.css" type="text/css"><link rel="index" title="Index" href="/genindex.html">'
-    "<style>" + "".join(
+    "<style>"
+    + "".join(
         f".rst-content .section-{n} > .highlight pre, div.body .toctree-l{n % 4} a.reference.internal"
         f"{{margin:0 0 {n % 7}px {n % 5}em;padding:.{n % 9}em 1em;border-left:{n % 3}px solid #e1e4e5;"
         f"font-family:SFMono-Regular,Menlo,Monaco,Consolas,monospace;color:#{n * 2654435761 % 0xFFFFFF:06x}}}"
-        for n in range(24)) + "</style>"
+        for n in range(24)
+    )
+    + "</style>"
     '<script>var DOCUMENTATION_OPTIONS={URL_ROOT:"../",VERSION:"2026.11",LANGUAGE:"en",COLLAPSE_INDEX:false,'
     'BUILDER:"html",FILE_SUFFIX:".html",LINK_SUFFIX:".html",HAS_SOURCE:true,SOURCELINK_SUFFIX:".txt",'
     'NAVIGATION_WITH_KEYS:false};document.addEventListener("DOMContentLoaded",function(){var t=document.'
     'querySelectorAll("div.highlight pre");for(var i=0;i<t.length;i++){t[i].setAttribute("tabindex","0")}});'
-    "</script>")
+    "</script>"
+)
 TOKEN_CLASSES = ("n", "o", "p", "k", "nb", "mi", "s1", "nf", "kn", "nn", "w")
 
 
@@ -75,10 +81,15 @@ def code_block(rng: random.Random, lines: int) -> tuple[str, int]:
     for _ in range(lines):
         words = [rng.choice(WORDS)[: rng.randint(1, 6)] for _ in range(rng.randint(3, 8))]
         text += 4 + sum(len(word) + 1 for word in words)
-        rows.append('<span class="gp">&gt;&gt;&gt; </span>' + '<span class="o">.</span>'.join(
-            f'<span class="{rng.choice(TOKEN_CLASSES)}">{word}</span>' for word in words))
-    return ('<div class="highlight-python notranslate"><div class="highlight"><pre><span></span>'
-            + "\n".join(rows) + "</pre></div></div>"), text
+        rows.append(
+            '<span class="gp">&gt;&gt;&gt; </span>'
+            + '<span class="o">.</span>'.join(f'<span class="{rng.choice(TOKEN_CLASSES)}">{word}</span>' for word in words)
+        )
+    return (
+        '<div class="highlight-python notranslate"><div class="highlight"><pre><span></span>'
+        + "\n".join(rows)
+        + "</pre></div></div>"
+    ), text
 
 
 def member_table(rng: random.Random, rows: int) -> tuple[str, int]:
@@ -88,10 +99,12 @@ def member_table(rng: random.Random, rows: int) -> tuple[str, int]:
         name = "".join(word.title() for word in rng.sample(WORDS, 2))
         package = ".".join(rng.sample(WORDS, 4))
         text += 12 + 2 * len(name)
-        cells.append(f'<tr class="altColor" id="i{rng.randrange(10**6)}"><td class="colFirst"><code>static {name}</code>'
-                     f'</td><th class="colSecond" scope="row"><code><span class="memberNameLink" title="method in '
-                     f'class org.example.{package}.{name}" id="{package}.{name}-java.lang.String-int-">{name}</span>'
-                     f'</code></th></tr>')
+        cells.append(
+            f'<tr class="altColor" id="i{rng.randrange(10**6)}"><td class="colFirst"><code>static {name}</code>'
+            f'</td><th class="colSecond" scope="row"><code><span class="memberNameLink" title="method in '
+            f'class org.example.{package}.{name}" id="{package}.{name}-java.lang.String-int-">{name}</span>'
+            f"</code></th></tr>"
+        )
     return '<table class="memberSummary" summary="Method Summary table">' + "".join(cells) + "</table>", text
 
 
@@ -104,36 +117,45 @@ def page_html(number: int, total: int, pool: list[str], rng: random.Random, revi
             links.append(other)
     size = rng.randint(20_000, 60_000)
     title = f"{WORDS[number % len(WORDS)].title()} page {number}"
-    anchors = "".join(f'<li class="toctree-l{1 + link % 3}"><a class="reference internal" href="/{page_path(link)}">'
-                      f"{WORDS[link % len(WORDS)]} {link}</a></li>" for link in links)
+    anchors = "".join(
+        f'<li class="toctree-l{1 + link % 3}"><a class="reference internal" href="/{page_path(link)}">'
+        f"{WORDS[link % len(WORDS)]} {link}</a></li>"
+        for link in links
+    )
     if number % PDF_EVERY == 0:
-        anchors += (f'<li class="toctree-l1"><a class="reference download internal" download="" '
-                    f'href="/pdf/{number // PDF_EVERY}.pdf">report {number // PDF_EVERY}</a></li>')
-    body = [f'<p>Page {number}, revision {revision}: {" ".join(rng.choice(WORDS) for _ in range(30))}.</p>']
+        anchors += (
+            f'<li class="toctree-l1"><a class="reference download internal" download="" '
+            f'href="/pdf/{number // PDF_EVERY}.pdf">report {number // PDF_EVERY}</a></li>'
+        )
+    body = [f"<p>Page {number}, revision {revision}: {' '.join(rng.choice(WORDS) for _ in range(30))}.</p>"]
     text, length, section = len(body[0]), len(body[0]) + len(HEAD) + len(anchors) + 1200, 0
     while length < size:
         if text < TEXT_SHARE * length:  # prose until the page has its share of text, then code
             paragraph = rng.choice(pool)[: rng.randint(200, 1000)]
             section += 1
-            block = (f'<div class="section" id="s{section}"><h2>{paragraph[:24]}<a class="headerlink" '
-                     f'href="#s{section}" title="Permalink to this headline">¶</a></h2><p>{paragraph}</p></div>')
+            block = (
+                f'<div class="section" id="s{section}"><h2>{paragraph[:24]}<a class="headerlink" '
+                f'href="#s{section}" title="Permalink to this headline">¶</a></h2><p>{paragraph}</p></div>'
+            )
             text += len(paragraph) + 25
         else:
             block, code_text = (code_block if rng.random() < 0.5 else member_table)(rng, rng.randint(4, 12))
             text += code_text
         body.append(block)
         length += len(block)
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1.0">'
-            f'<meta name="description" content="Synthetic page {number} for the searchcrawl benchmark">'
-            f'<meta name="keywords" content="benchmark,{WORDS[number % len(WORDS)]}">{HEAD}</head>'
-            f'<body><div class="document"><div class="sphinxsidebar" role="navigation"><h3>Contents</h3>'
-            f'<ul class="current">{anchors}</ul><div id="searchbox" role="search"><form class="search" '
-            f'action="/search.html" method="get"><input type="text" name="q" aria-labelledby="searchlabel">'
-            f'<input type="submit" value="Go"></form></div></div><div class="body" role="main">'
-            f'<h1>{title}<a class="headerlink" href="#top" title="Permalink to this headline">¶</a></h1>'
-            f"{''.join(body)}</div></div><div class=\"footer\">&#169; 2026 searchcrawl benchmark. "
-            f'Created using <a href="https://www.sphinx-doc.org/">Sphinx</a>.</div></body></html>')
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1.0">'
+        f'<meta name="description" content="Synthetic page {number} for the searchcrawl benchmark">'
+        f'<meta name="keywords" content="benchmark,{WORDS[number % len(WORDS)]}">{HEAD}</head>'
+        f'<body><div class="document"><div class="sphinxsidebar" role="navigation"><h3>Contents</h3>'
+        f'<ul class="current">{anchors}</ul><div id="searchbox" role="search"><form class="search" '
+        f'action="/search.html" method="get"><input type="text" name="q" aria-labelledby="searchlabel">'
+        f'<input type="submit" value="Go"></form></div></div><div class="body" role="main">'
+        f'<h1>{title}<a class="headerlink" href="#top" title="Permalink to this headline">¶</a></h1>'
+        f'{"".join(body)}</div></div><div class="footer">&#169; 2026 searchcrawl benchmark. '
+        f'Created using <a href="https://www.sphinx-doc.org/">Sphinx</a>.</div></body></html>'
+    )
 
 
 def pdf_bytes(text: str) -> bytes:
@@ -247,8 +269,9 @@ class Nginx:
         wrk = shutil.which("wrk")
         if wrk is None:
             return None
-        output = subprocess.run([wrk, "-t2", "-c32", f"-d{seconds}s", self.url + path], capture_output=True,
-                                text=True, check=True).stdout
+        output = subprocess.run(
+            [wrk, "-t2", "-c32", f"-d{seconds}s", self.url + path], capture_output=True, text=True, check=True
+        ).stdout
         found = re.search(r"Requests/sec:\s+([\d.]+)", output)
         return float(found.group(1)) if found else None
 
@@ -263,8 +286,11 @@ def nginx(root: Path, work: Path) -> Iterator[Nginx]:
     port = free_port()
     user = "user root;" if os.geteuid() == 0 else ""  # files under root-only temp dirs
     (work / "nginx.conf").write_text(NGINX_CONF.format(work=work, root=root, port=port, user=user), encoding="utf-8")
-    process = subprocess.Popen([binary, "-c", str(work / "nginx.conf"), "-p", str(work), "-e", str(work / "error.log")],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [binary, "-c", str(work / "nginx.conf"), "-p", str(work), "-e", str(work / "error.log")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -275,7 +301,7 @@ def nginx(root: Path, work: Path) -> Iterator[Nginx]:
                 break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"nginx did not start: {(work / 'error.log').read_text(errors='replace')[-2000:]}")
+                    raise SystemExit(f"nginx did not start: {(work / 'error.log').read_text(errors='replace')[-2000:]}") from None
                 time.sleep(0.1)
         yield Nginx(process, port, work / "access.log")
     finally:

@@ -207,8 +207,7 @@ def check_zip(body: bytes) -> None:
         if info.file_size > 2**20 and info.file_size > MAX_ZIP_RATIO * max(info.compress_size, 1):
             raise ConversionError(
                 "too_large",
-                f"zip member {info.filename} inflates"
-                f" {info.file_size // max(info.compress_size, 1)} times (zip bomb?)",
+                f"zip member {info.filename} inflates {info.file_size // max(info.compress_size, 1)} times (zip bomb?)",
             )
 
 
@@ -292,9 +291,7 @@ def convert(body: bytes, mimetype: str | None = None, filename: str | None = Non
     except MemoryError:
         raise ConversionError("too_large", "out of memory while converting") from None
     except Exception as exc:  # the parsers raise all sorts of errors on damaged input
-        raise ConversionError(
-            "corrupt", f"cannot parse {kind}: {type(exc).__name__}: {exc}"
-        ) from None
+        raise ConversionError("corrupt", f"cannot parse {kind}: {type(exc).__name__}: {exc}") from None
     return Converted(text=normalize_space(text), metadata=clean_metadata(meta), kind=kind)
 
 

@@ -60,9 +60,7 @@ def pdf(body: bytes):
         raise ConversionError("corrupt", "PDF has no pages")
     text = "\n\n".join(page.extract_text() or "" for page in pages)
     if not re.search(r"\w", text):
-        raise ConversionError(
-            "no_text", "PDF has no text layer (a scanned image?); OCR is not supported"
-        )
+        raise ConversionError("no_text", "PDF has no text layer (a scanned image?); OCR is not supported")
     meta: dict = {}
     info = reader.metadata
     if info:
@@ -260,9 +258,7 @@ def rtf(body: bytes):
     text = rtf_to_text(body.decode("latin-1"), errors="replace")
     meta: dict = {}
     for key, value in _RTF_INFO.findall(body[:65536]):
-        meta[key.decode()] = rtf_to_text(
-            "{\\rtf1 " + value.decode("latin-1") + "}", errors="replace"
-        )
+        meta[key.decode()] = rtf_to_text("{\\rtf1 " + value.decode("latin-1") + "}", errors="replace")
     for key, value in _RTF_DATE.findall(body[:65536]):
         parts = dict(re.findall(r"\\([a-z]+)(\d+)", value.decode()))
         try:
@@ -323,9 +319,7 @@ def doc(body: bytes):
             raise ConversionError("encrypted", "password-protected Word document")
         code2, out2, err2 = run_tool(["catdoc", "-d", "utf-8", "-w"], body, ".doc")
         if code2 != 0:
-            raise ConversionError(
-                "corrupt", f"antiword: {err.strip()[:200]}; catdoc: {err2.strip()[:200]}"
-            )
+            raise ConversionError("corrupt", f"antiword: {err.strip()[:200]}; catdoc: {err2.strip()[:200]}")
         out = out2
     return out, _ole_meta(body)
 
@@ -349,11 +343,21 @@ def soffice_convert(body: bytes, suffix: str, target: str) -> bytes:
     with tempfile.TemporaryDirectory(prefix="searchcrawl-soffice-") as work:
         source = Path(work) / f"document{suffix}"
         source.write_bytes(body)
-        command = ["soffice", "--headless", "--norestore", f"-env:UserInstallation=file://{work}/profile",
-                   "--convert-to", target, "--outdir", f"{work}/out", str(source)]
+        command = [
+            "soffice",
+            "--headless",
+            "--norestore",
+            f"-env:UserInstallation=file://{work}/profile",
+            "--convert-to",
+            target,
+            "--outdir",
+            f"{work}/out",
+            str(source),
+        ]
         try:
-            subprocess.run(command, check=False, capture_output=True, timeout=SUBPROCESS_TIMEOUT,
-                           env={**os.environ, "LC_ALL": "C.UTF-8"})
+            subprocess.run(
+                command, check=False, capture_output=True, timeout=SUBPROCESS_TIMEOUT, env={**os.environ, "LC_ALL": "C.UTF-8"}
+            )
         except FileNotFoundError:
             raise ConversionError("unsupported", "LibreOffice (soffice) is not installed") from None
         except subprocess.TimeoutExpired:

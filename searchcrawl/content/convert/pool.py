@@ -120,14 +120,10 @@ class Converter:
         with self._lock:
             self._all.discard(worker)
 
-    def convert(
-        self, body: bytes, mimetype: str | None = None, filename: str | None = None
-    ) -> Converted:
+    def convert(self, body: bytes, mimetype: str | None = None, filename: str | None = None) -> Converted:
         """Blocking; raises ConversionError ('timeout', 'too_large' for memory, or the parser's)."""
         if len(body) > self.max_bytes:
-            raise ConversionError(
-                "too_large", f"{len(body)} bytes is over the {self.max_bytes} limit"
-            )
+            raise ConversionError("too_large", f"{len(body)} bytes is over the {self.max_bytes} limit")
         worker = self._acquire()
         keep = False
         try:

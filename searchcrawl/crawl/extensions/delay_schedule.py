@@ -67,6 +67,9 @@ class DelaySchedule:
             downloader._delay = delay
         for slot in downloader.slots.values():
             slot.delay = max(slot.delay, delay) if throttle is not None else delay
-        logger.info("Delay between requests to one site is now %.2f s (delay_rules, %s)", delay,
-                    "AutoThrottle floor" if throttle is not None else "fixed")
+        logger.info(
+            "Delay between requests to one site is now %.2f s (delay_rules, %s)",
+            delay,
+            "AutoThrottle floor" if throttle is not None else "fixed",
+        )
         return delay

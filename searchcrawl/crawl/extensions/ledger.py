@@ -24,8 +24,8 @@ from scrapy.exceptions import NotConfigured
 from twisted.python.failure import Failure
 
 from searchcrawl.crawl.run_context import CrawlContext
-from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 
 logger = logging.getLogger(__name__)
@@ -64,7 +64,8 @@ class LedgerWriter:
         if url is None:
             return
         outcome = getattr(exception, "outcome", None) or Outcome(
-            Event.GONE, int(Status.DROPPED), f"dropped by a pipeline: {exception}"[:MAX_REASON], getattr(item, "depth", None))
+            Event.GONE, int(Status.DROPPED), f"dropped by a pipeline: {exception}"[:MAX_REASON], getattr(item, "depth", None)
+        )
         self.url_outcome(url, outcome)
 
     def item_error(self, item: Any, response: Any, spider: Any, failure: Failure) -> None:

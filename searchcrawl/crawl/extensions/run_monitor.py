@@ -64,8 +64,16 @@ class RunMonitor:
         logger.info(
             "Progress of %s: %d pages (%.0f pages/min), queue %d (+%d in flight), %d done; "
             "cache %.1f of %.1f MB, %d documents waiting for Solr, %d indexed",
-            context.source.name, counters["pages"], rate, counters["queued"], counters["leased"], counters["done"],
-            context.cache.size_bytes / 1e6, threshold / 1e6, pending, counters["indexed"],
+            context.source.name,
+            counters["pages"],
+            rate,
+            counters["queued"],
+            counters["leased"],
+            counters["done"],
+            context.cache.size_bytes / 1e6,
+            threshold / 1e6,
+            pending,
+            counters["indexed"],
         )
         control = context.runs.update(context.run_id, counters)
         if control in CLOSE_REASONS and self.crawler.engine is not None:

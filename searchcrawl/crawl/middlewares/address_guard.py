@@ -28,11 +28,11 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from twisted.internet.error import DNSLookupError
 
-from searchcrawl.rules.addresses import SAFE_SCHEMES, AddressPolicy, ip_of, site_of_url
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.rules.rendering import abort_heavy_request
 from searchcrawl.crawl.resolver import GuardedHostnameResolver
+from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.rules.addresses import SAFE_SCHEMES, AddressPolicy, ip_of, site_of_url
+from searchcrawl.rules.rendering import abort_heavy_request
 from searchcrawl.rules.status_codes import Status
 
 logger = logging.getLogger(__name__)
@@ -71,8 +71,10 @@ class AddressGuardMiddleware:
             self.resolver = resolver
             resolver.add_policy(self.policy)
         else:
-            logger.warning("TWISTED_DNS_RESOLVER is not searchcrawl.crawl.resolver.GuardedHostnameResolver: internal "
-                           "addresses are checked when a request is made, not again when it connects")
+            logger.warning(
+                "TWISTED_DNS_RESOLVER is not searchcrawl.crawl.resolver.GuardedHostnameResolver: internal "
+                "addresses are checked when a request is made, not again when it connects"
+            )
 
     def engine_stopped(self) -> None:
         if self.resolver is not None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from scrapy import Request
 from scrapy.crawler import Crawler
 
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.middlewares.redirect import LEAVES_BOUNDARY
 from searchcrawl.crawl.middlewares.robots import ROBOTS_REQUEST
+from searchcrawl.crawl.run_context import CrawlContext
 
 
 class BoundaryMiddleware:

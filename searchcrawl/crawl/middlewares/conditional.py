@@ -11,9 +11,9 @@ from __future__ import annotations
 from scrapy import Request
 from scrapy.crawler import Crawler
 
+from searchcrawl.crawl.middlewares.robots import ROBOTS_REQUEST
 from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.store.documents import IN_INDEX
-from searchcrawl.crawl.middlewares.robots import ROBOTS_REQUEST
 
 PREVIOUS = "searchcrawl_previous"  # meta: what the index holds for this URL (checksum, validators)
 KNOWN_ROW = "searchcrawl_known_row"  # meta: the URL's row, read by the frontier with its lease
@@ -30,12 +30,19 @@ class ConditionalGetMiddleware:
     def process_request(self, request: Request) -> None:
         if request.meta.get(ROBOTS_REQUEST):
             return
-        row = request.meta.pop(KNOWN_ROW, None) if KNOWN_ROW in request.meta else (
-            self.context.table.get(self.context.source.name, request.url))
+        row = (
+            request.meta.pop(KNOWN_ROW, None)
+            if KNOWN_ROW in request.meta
+            else (self.context.table.get(self.context.source.name, request.url))
+        )
         if row is None or row["state"] not in IN_INDEX:
             return
         request.meta[PREVIOUS] = {key: row[key] for key in ("checksum", "last_modified", "etag", "state")}
-        if self.context.forced or self.context.source.settings.orphans == "delete" or request.meta.get("searchcrawl_render") == "browser":
+        if (
+            self.context.forced
+            or self.context.source.settings.orphans == "delete"
+            or request.meta.get("searchcrawl_render") == "browser"
+        ):
             return  # a forced recrawl ignores validators; orphan detection needs every page's links;
             # a page that may be rendered needs its body (a browser cannot render a 304)
         if row["last_modified"]:

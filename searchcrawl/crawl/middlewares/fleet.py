@@ -51,8 +51,11 @@ class FleetPolitenessMiddleware:
         downloader._delay, downloader._jitter = 0.0, 0.0  # the fleet reservation spaces requests
         for slot in downloader.slots.values():
             slot.delay, slot.jitter = 0.0, 0.0
-        logger.info("Shared crawl: %.2f s between requests to a site and at most %d at once, for the whole fleet",
-                    self.context.site_delay, self.concurrency)
+        logger.info(
+            "Shared crawl: %.2f s between requests to a site and at most %d at once, for the whole fleet",
+            self.context.site_delay,
+            self.concurrency,
+        )
 
     def closed(self) -> None:
         self.sites.release_all()
@@ -60,8 +63,7 @@ class FleetPolitenessMiddleware:
     async def process_request(self, request: Request) -> None:
         site = urlparse_cached(request).hostname or ""
         while True:
-            grant = await asyncio.to_thread(self.sites.acquire, site, self.context.site_delay, self.concurrency,
-                                            self.hold)
+            grant = await asyncio.to_thread(self.sites.acquire, site, self.context.site_delay, self.concurrency, self.hold)
             if grant.lease_id is not None:
                 break
             await asyncio.sleep(grant.wait)  # the site has its fleet-wide limit of requests in flight

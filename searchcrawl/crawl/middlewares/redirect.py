@@ -27,10 +27,10 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from w3lib.url import safe_url_string
 
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.redirect_policy import PERMANENT, REDIRECTS, decide_redirect
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical
@@ -81,8 +81,7 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
         if response.status in PERMANENT:
             outcome = Outcome(Event.GONE, response.status, f"moved to {target}", depth, "excluded")
         else:  # no document of its own while it redirects; its target is indexed
-            outcome = Outcome(Event.REDIRECTED, response.status, f"redirected to {target}", depth,
-                              columns={"target": target})
+            outcome = Outcome(Event.REDIRECTED, response.status, f"redirected to {target}", depth, columns={"target": target})
         self.crawler.signals.send_catch_log(url_outcome, url=request.url, outcome=outcome)
         logger.debug("Redirect followed: %s: %s", request.url, verdict.reason)
         redirected.meta[LEAVES_BOUNDARY] = target if verdict.leaves_boundary else None

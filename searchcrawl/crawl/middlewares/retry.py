@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from scrapy import Request
 from scrapy.downloadermiddlewares.retry import RetryMiddleware, get_retry_request
@@ -48,17 +48,29 @@ class RetryAfterMiddleware(RetryMiddleware):
         header = response.headers.get(b"Retry-After")
         if response.status not in RETRY_AFTER_CODES or header is None or request.meta.get("dont_retry"):
             return super().process_response(request, response)
-        wait = retry_after_seconds(header, datetime.now(timezone.utc))
+        wait = retry_after_seconds(header, datetime.now(UTC))
         if wait is None:
             return super().process_response(request, response)
         if wait > self.max_wait:
-            logger.info("%s answered %d with Retry-After %.0f s (more than SEARCHCRAWL_RETRY_AFTER_MAX %.0f s): "
-                        "fetched again by the next crawl", request.url, response.status, wait, self.max_wait)
+            logger.info(
+                "%s answered %d with Retry-After %.0f s (more than SEARCHCRAWL_RETRY_AFTER_MAX %.0f s): "
+                "fetched again by the next crawl",
+                request.url,
+                response.status,
+                wait,
+                self.max_wait,
+            )
             return response
         site = urlparse_cached(request).netloc
         self.resume_at[site] = max(self.resume_at.get(site, 0.0), time.monotonic() + wait)
-        logger.debug("%s answered %d with Retry-After %.1f s: the site waits, then the URL is retried",
-                     request.url, response.status, wait)
-        retry = get_retry_request(request, spider=self.crawler.spider, reason=f"{response.status} Retry-After {wait:.0f}s",
-                                  max_retry_times=self.max_retry_times, priority_adjust=self.priority_adjust)
+        logger.debug(
+            "%s answered %d with Retry-After %.1f s: the site waits, then the URL is retried", request.url, response.status, wait
+        )
+        retry = get_retry_request(
+            request,
+            spider=self.crawler.spider,
+            reason=f"{response.status} Retry-After {wait:.0f}s",
+            max_retry_times=self.max_retry_times,
+            priority_adjust=self.priority_adjust,
+        )
         return retry or response

@@ -22,8 +22,8 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import StopDownload
 from w3lib.url import safe_url_string
 
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
 from searchcrawl.rules.status_codes import Status
@@ -103,7 +103,9 @@ class RobotsMiddleware:
         url = f"{site}/robots.txt"
         for _hop in range(MAX_ROBOTS_REDIRECTS + 1):
             request = Request(
-                url, priority=1000, dont_filter=True,
+                url,
+                priority=1000,
+                dont_filter=True,
                 # fetched once: RetryMiddleware would turn an outage into a burst of fetches
                 meta={ROBOTS_REQUEST: True, "dont_redirect": True, "handle_httpstatus_all": True, "dont_retry": True},
             )

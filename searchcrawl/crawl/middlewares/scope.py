@@ -18,8 +18,8 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.crawl.frontier_scheduler import entry_from_request
+from searchcrawl.crawl.run_context import CrawlContext
 
 SAME_DEPTH = "searchcrawl_same_depth"  # meta: the page itself once more (rendered), not a link
 

@@ -15,13 +15,22 @@ from urllib.parse import urlsplit
 
 from scrapy.crawler import Crawler
 
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.content.convert import ConversionError
-from searchcrawl.content.extract import html_attributes, main_text, mapped_attributes, meta_tags, mimetype_of, solr_document, split_keywords, text_attributes
+from searchcrawl.content.extract import (
+    html_attributes,
+    main_text,
+    mapped_attributes,
+    meta_tags,
+    mimetype_of,
+    solr_document,
+    split_keywords,
+    text_attributes,
+)
+from searchcrawl.content.language import detect_language
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.rules.lifecycle import Event, Outcome
-from searchcrawl.content.language import detect_language
 from searchcrawl.rules.status_codes import Status
 
 logger = logging.getLogger(__name__)
@@ -101,5 +110,6 @@ class AttributesPipeline:
         return found, attributes
 
     def drop(self, item: CrawledDocument, status: Status, reason: str) -> None:
-        raise NotIndexed(Outcome(Event.GONE, int(status), reason, item.depth, columns=item.record),
-                         f"Not indexed ({reason}): {item.url}")
+        raise NotIndexed(
+            Outcome(Event.GONE, int(status), reason, item.depth, columns=item.record), f"Not indexed ({reason}): {item.url}"
+        )

@@ -6,14 +6,14 @@ import logging
 
 from scrapy.crawler import Crawler
 
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.pipelines.changes import duplicate_of
+from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.maintenance import original_of
-from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.crawl.pipelines.changes import duplicate_of
 
 logger = logging.getLogger(__name__)
 
@@ -35,18 +35,36 @@ class CachePipeline:
         if owner is not None and owner != item.url:
             reason = f"display URL {display_url} is already {owner}'s"
             self.stats.inc_value("searchcrawl/display_url_conflicts")
-            raise NotIndexed(Outcome(Event.GONE, int(Status.DISPLAY_URL_CONFLICT), reason, item.depth),
-                             f"Display URL conflict, not indexed: {item.url}: {reason}", log_level="WARNING")
+            raise NotIndexed(
+                Outcome(Event.GONE, int(Status.DISPLAY_URL_CONFLICT), reason, item.depth),
+                f"Display URL conflict, not indexed: {item.url}: {reason}",
+                log_level="WARNING",
+            )
         size = 0 if self.context.test_mode else self.context.cache.put(item.fields)
-        self.crawler.signals.send_catch_log(url_outcome, url=item.url, outcome=Outcome(
-            Event.CACHED, 200, item.note, item.depth, columns={
-                **item.record, "checksum": item.fields["checksum"], "display_url": display_url,
-                "canonical_url": item.canonical_url, "cached_by": self.context.cache.id}))
+        self.crawler.signals.send_catch_log(
+            url_outcome,
+            url=item.url,
+            outcome=Outcome(
+                Event.CACHED,
+                200,
+                item.note,
+                item.depth,
+                columns={
+                    **item.record,
+                    "checksum": item.fields["checksum"],
+                    "display_url": display_url,
+                    "canonical_url": item.canonical_url,
+                    "cached_by": self.context.cache.id,
+                },
+            ),
+        )
         if self.context.shared:  # another node may have cached the same content at this moment
             original = table.settle_duplicates(item.source, item.url, item.fields["checksum"], original_of)
             if original is not None:  # its cached record is left to the push, which skips it
-                raise NotIndexed(duplicate_of(original, item.depth),
-                                 f"Duplicate of {original} (cached by another node at the same time): {item.url}")
+                raise NotIndexed(
+                    duplicate_of(original, item.depth),
+                    f"Duplicate of {original} (cached by another node at the same time): {item.url}",
+                )
         self.stats.inc_value("searchcrawl/cached")
         self.stats.inc_value("searchcrawl/cached_bytes", size)
         return item

@@ -14,12 +14,12 @@ import logging
 
 from scrapy.crawler import Crawler
 
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.maintenance import has_changed, original_of
-from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.status_codes import Status
 
 logger = logging.getLogger(__name__)
@@ -27,8 +27,7 @@ logger = logging.getLogger(__name__)
 
 def duplicate_of(original: str, depth: int | None = None) -> Outcome:
     """The outcome of a URL whose content is indexed at ``original``."""
-    return Outcome(Event.GONE, int(Status.DUPLICATE), f"duplicate of {original}", depth, "duplicate",
-                   {"duplicate_of": original})
+    return Outcome(Event.GONE, int(Status.DUPLICATE), f"duplicate of {original}", depth, "duplicate", {"duplicate_of": original})
 
 
 class ChangePipeline:
@@ -45,11 +44,18 @@ class ChangePipeline:
         checksum = item.fields["checksum"]
         previous = item.previous
         if previous is not None and not self.context.forced:
-            changed, why = has_changed(previous, item.headers.get("last-modified"), item.headers.get("etag"), checksum,
-                                       self.context.source.settings.modified_when)
+            changed, why = has_changed(
+                previous,
+                item.headers.get("last-modified"),
+                item.headers.get("etag"),
+                checksum,
+                self.context.source.settings.modified_when,
+            )
             if not changed:
-                raise NotIndexed(Outcome(Event.UNCHANGED, int(Status.UNCHANGED), "same content as indexed", item.depth,
-                                         "unchanged"), f"Unchanged ({why}): {item.url}")
+                raise NotIndexed(
+                    Outcome(Event.UNCHANGED, int(Status.UNCHANGED), "same content as indexed", item.depth, "unchanged"),
+                    f"Unchanged ({why}): {item.url}",
+                )
             logger.debug("Changed (%s): %s", why, item.url)
         duplicate = table.find_duplicate(item.source, checksum, item.url)
         if duplicate is not None:

@@ -18,9 +18,9 @@ import time
 
 from scrapy.crawler import Crawler
 
+from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.index.indexer import IndexingError, PushResult, migrate_ids, push_pending, push_with_retries
-from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.rules.maintenance import deletion_guard
 
 logger = logging.getLogger(__name__)
@@ -61,9 +61,15 @@ class SolrPipeline:
                 return PushResult()
             self.migrate_ids()
             return push_pending(
-                source.name, self.context.table, cache, self.context.index,
-                max_docs=self.max_docs, max_bytes=self.max_bytes, preserve_cache=source.settings.preserve_cache,
-                remove=remove, requests_at_once=self.requests_at_once,
+                source.name,
+                self.context.table,
+                cache,
+                self.context.index,
+                max_docs=self.max_docs,
+                max_bytes=self.max_bytes,
+                preserve_cache=source.settings.preserve_cache,
+                remove=remove,
+                requests_at_once=self.requests_at_once,
             )
 
     def migrate_ids(self) -> None:
@@ -75,12 +81,23 @@ class SolrPipeline:
         name = self.context.source.name
         try:
             table = self.context.table
-            migrated = migrate_ids(self.context.index, name, max_docs=min(self.max_docs, 200), max_bytes=self.max_bytes,
-                                   holders=table.holders if table.count_by(name, "state") else None)
+            migrated = migrate_ids(
+                self.context.index,
+                name,
+                max_docs=min(self.max_docs, 200),
+                max_bytes=self.max_bytes,
+                holders=table.holders if table.count_by(name, "state") else None,
+            )
         except IndexingError as exc:
             self.ids_migrated = exc.refused
-            logger.warning("Could not give the Solr documents of %s indexed by an earlier searchcrawl their ids "
-                           "of the form %s!<url> (`scrapy solr migrate-ids %s` does it too): %s", name, name, name, exc)
+            logger.warning(
+                "Could not give the Solr documents of %s indexed by an earlier searchcrawl their ids "
+                "of the form %s!<url> (`scrapy solr migrate-ids %s` does it too): %s",
+                name,
+                name,
+                name,
+                exc,
+            )
             return
         self.ids_migrated = True
         if migrated:
@@ -96,8 +113,12 @@ class SolrPipeline:
         source = context.source
         table = context.table
         context.settle_run()
-        refusal = deletion_guard(len(table.removals(source.name)), table.count_in_index(source.name),
-                                 source.settings.max_delete_share, context.force_delete)
+        refusal = deletion_guard(
+            len(table.removals(source.name)),
+            table.count_in_index(source.name),
+            source.settings.max_delete_share,
+            context.force_delete,
+        )
         if refusal is not None:
             logger.error("Mass-deletion guard for %s: %s", source.name, refusal)
             self.stats.set_value("searchcrawl/deletions_held", len(table.removals(source.name)))
@@ -118,7 +139,9 @@ class SolrPipeline:
         self.retry_after = time.monotonic() + pause
         logger.warning(
             "Solr push failed; %d documents stay cached and pending, next attempt in %.0fs: %s",
-            result.pending, pause, result.error,
+            result.pending,
+            pause,
+            result.error,
         )
 
     async def open_spider(self) -> None:
@@ -174,7 +197,9 @@ class SolrPipeline:
             logger.error(
                 "%s: %d documents of %s stay cached and pending; the next crawl pushes them first (%s)%s",
                 "Solr refused the push" if result.request_refused else "Solr unavailable",
-                result.pending, self.context.source.name, result.error,
+                result.pending,
+                self.context.source.name,
+                result.error,
                 f"; {refused} documents were refused by Solr (status 924)" if refused else "",
             )
             return
@@ -185,7 +210,8 @@ class SolrPipeline:
         logger.log(
             logging.WARNING if refused else logging.INFO,
             "Indexing done: %d documents of %s pushed to Solr and %d removed in this crawl%s",
-            self.stats.get_value("searchcrawl/indexed", 0), self.context.source.name,
+            self.stats.get_value("searchcrawl/indexed", 0),
+            self.context.source.name,
             self.stats.get_value("searchcrawl/removed", 0),
             f"; {refused} refused by Solr (status 924, not indexed; the log says why)" if refused else "",
         )
