@@ -123,23 +123,16 @@ def test_the_ledger_writer_alone_records_what_components_report(tmp_path) -> Non
     DropItem of a custom pipeline and a pipeline error each give the URL its row."""
     from scrapy import signals
     from scrapy.exceptions import DropItem
-    from scrapy.utils.test import get_crawler
     from twisted.python.failure import Failure
 
-    from searchcrawl.config.source import SourceFile, load_source
-    from searchcrawl.config.spiderloader import spider_class_for
     from searchcrawl.crawl.exceptions import NotIndexed
-    from searchcrawl.crawl.extensions.ledger import LedgerWriter
     from searchcrawl.crawl.items import CrawledDocument
     from searchcrawl.crawl.signals import url_outcome
 
-    path = tmp_path / "unit.toml"
-    path.write_text('seeds = ["http://h.test/"]\n')
-    spidercls = spider_class_for(load_source(SourceFile("unit", str(path), path)))
-    crawler = get_crawler(
-        spidercls, settings_dict={"SEARCHCRAWL_DATA_DIR": str(tmp_path), "SOLR_URL": "http://127.0.0.1:9/solr/x"}
-    )
-    writer = LedgerWriter.from_crawler(crawler)  # kept: signal receivers are weak references
+    from .components import source_crawler, state_of
+
+    crawler = source_crawler(tmp_path)
+    writer = state_of(crawler).ledger
     send = crawler.signals.send_catch_log
     item = lambda url: CrawledDocument("unit", url, 1, {})  # noqa: E731
     send(url_outcome, url="http://h.test/a", outcome=Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
@@ -152,9 +145,7 @@ def test_the_ledger_writer_alone_records_what_components_report(tmp_path) -> Non
     )
     send(signals.item_dropped, item=item("http://h.test/b"), response=None, spider=None, exception=DropItem("mine"))
     send(signals.item_error, item=item("http://h.test/c"), response=None, spider=None, failure=Failure(ValueError("bad")))
-    from searchcrawl.crawl.run_context import CrawlContext
-
-    table = CrawlContext.of(crawler).table
+    table = state_of(crawler).table
     rows = {url: table.get("unit", url) for url in ("http://h.test/a", "http://h.test/b", "http://h.test/c")}
     assert (rows["http://h.test/a"]["state"], rows["http://h.test/a"]["status"]) == ("removing", 404)
     assert (rows["http://h.test/b"]["status"], rows["http://h.test/b"]["reason"]) == (934, "dropped by a pipeline: mine")

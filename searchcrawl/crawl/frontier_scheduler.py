@@ -29,8 +29,8 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from twisted.internet import task
 
+from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.middlewares.conditional import KNOWN_ROW
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
@@ -84,7 +84,7 @@ def request_from_entry(entry: Entry, spider: Spider) -> Request:
 class FrontierScheduler:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.context = CrawlContext.of(crawler)
+        self.context = crawl_state(crawler)
         settings = crawler.settings
         self.batch = settings.getint("SEARCHCRAWL_FRONTIER_BATCH") or 2 * settings.getint("CONCURRENT_REQUESTS")
         self.lease_seconds = settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import mimetypes
 from collections.abc import AsyncIterator, Iterator
+from functools import cached_property
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
@@ -22,13 +23,12 @@ from searchcrawl.content.charsets import choose_encoding, looks_binary
 from searchcrawl.content.convert import detect_kind, sniff_kind
 from searchcrawl.content.extract import http_date, meta_tags, mimetype_of
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.ledger import LedgerWriter
+from searchcrawl.crawl.extensions.crawl_state import BoundedSet, CrawlState, crawl_state
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.middlewares.conditional import PREVIOUS
 from searchcrawl.crawl.middlewares.redirect import LEAVES_BOUNDARY
 from searchcrawl.crawl.middlewares.render import RENDER
 from searchcrawl.crawl.middlewares.scope import SAME_DEPTH
-from searchcrawl.crawl.run_context import BoundedSet, CrawlContext
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.rendering import empty_shell, render_mode
@@ -62,14 +62,15 @@ class SourceSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SourceSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.context = CrawlContext.of(crawler)
+        spider.arguments = dict(kwargs)  # the crawl's arguments: CrawlState reads them
         spider.max_parse_bytes = crawler.settings.getint("SEARCHCRAWL_MAX_PARSE_BYTES")
-        spider.context.configure(kwargs)
         spider.reported = BoundedSet(10_000)  # URLs whose outcome this spider reported lately
-        # the one writer of URL states: built with the spider, so that no settings change
-        # (EXTENSIONS overridden with -s or by scrapyd) can leave a crawl without it
-        spider.ledger = LedgerWriter.from_crawler(crawler)
         return spider
+
+    @cached_property
+    def context(self) -> CrawlState:
+        """The crawl's state (extensions/crawl_state.py): built after the spider, so found on use."""
+        return crawl_state(self.crawler)
 
     async def start(self) -> AsyncIterator[Request]:
         for url in self.source.seed_urls:

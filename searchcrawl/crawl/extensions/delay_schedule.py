@@ -16,7 +16,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.extensions.throttle import AutoThrottle
 from twisted.internet import task
 
-from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.rules.politeness import delay_at
 
 logger = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ CHECK_SECONDS = 60.0
 class DelaySchedule:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.settings = CrawlContext.of(crawler).source.settings
+        self.settings = crawler.spidercls.source.settings  # the source spider's class attribute
         if not self.settings.delay_rules:
             raise NotConfigured
         self.current: float | None = None
@@ -37,6 +37,8 @@ class DelaySchedule:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DelaySchedule:
+        if getattr(crawler.spidercls, "source", None) is None:
+            raise NotConfigured("not a searchcrawl source spider")
         return cls(crawler)
 
     def opened(self) -> None:
@@ -52,7 +54,7 @@ class DelaySchedule:
         if delay == self.current:
             return delay
         self.current = delay
-        context = CrawlContext.of(self.crawler)
+        context = crawl_state(self.crawler)
         context.site_delay = delay
         if context.shared:  # the fleet reservation applies it (middlewares/fleet.py)
             logger.info("Delay between requests to one site is now %.2f s for the fleet (delay_rules)", delay)

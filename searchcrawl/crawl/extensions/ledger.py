@@ -1,5 +1,6 @@
-"""LedgerWriter: the one writer of URL states during a crawl (built by the source spider's
-``from_crawler``, which keeps it: signal receivers are weak references).
+"""LedgerWriter: the one writer of URL states during a crawl (built and kept by the CrawlState
+extension, so a source's crawl never runs without it; kept, since signal receivers are weak
+references).
 
 Spider, middlewares and pipelines report what happened to a URL; this extension records it
 through the document table, whose every state change the ledger (searchcrawl/rules/lifecycle.py) decides.
@@ -16,17 +17,18 @@ What it listens to:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 from twisted.python.failure import Failure
 
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
+
+if TYPE_CHECKING:
+    from searchcrawl.crawl.extensions.crawl_state import CrawlState
 
 logger = logging.getLogger(__name__)
 
@@ -40,20 +42,14 @@ def processing_error(error: BaseException, depth: int | None = None) -> Outcome:
 
 
 class LedgerWriter:
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, context: CrawlState) -> None:
         self.crawler = crawler
-        self.context = CrawlContext.of(crawler)
+        self.context = context
         self.max_failures = self.context.source.settings.max_failures
         crawler.signals.connect(self.url_outcome, signal=url_outcome)
         crawler.signals.connect(self.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(self.item_error, signal=signals.item_error)
         crawler.signals.connect(self.spider_error, signal=signals.spider_error)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> LedgerWriter:
-        if getattr(crawler.spidercls, "source", None) is None:
-            raise NotConfigured("not a searchcrawl source spider")
-        return cls(crawler)
 
     def url_outcome(self, url: str, outcome: Outcome) -> None:
         self.context.table.record(self.context.source.name, url, outcome, self.max_failures)

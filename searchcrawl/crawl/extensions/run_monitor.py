@@ -18,7 +18,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
-from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class RunMonitor:
     def __init__(self, crawler: Crawler, interval: float) -> None:
         self.crawler = crawler
         self.interval = interval
-        self.context = CrawlContext.of(crawler)
+        self.context: CrawlState | None = None  # found when the spider opens (extensions are built together)
         self.loop: task.LoopingCall | None = None
         self.last_pages = 0
         self.last_time = time.monotonic()
@@ -44,6 +44,7 @@ class RunMonitor:
         return cls(crawler, interval)
 
     def opened(self) -> None:
+        self.context = crawl_state(self.crawler)
         self.loop = task.LoopingCall(self.tick)
         self.loop.start(self.interval, now=False)
 
@@ -53,7 +54,7 @@ class RunMonitor:
 
     def tick(self) -> None:
         context = self.context
-        if context.runs is None or context.run_id is None:
+        if context is None or context.runs is None or context.run_id is None:
             return
         counters = context.counters()
         now = time.monotonic()

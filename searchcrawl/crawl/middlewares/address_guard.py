@@ -29,8 +29,8 @@ from scrapy.crawler import Crawler
 from twisted.internet.error import DNSLookupError
 
 from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.resolver import GuardedHostnameResolver
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.rules.addresses import SAFE_SCHEMES, AddressPolicy, ip_of, site_of_url
 from searchcrawl.rules.rendering import abort_heavy_request
 from searchcrawl.rules.status_codes import Status
@@ -51,7 +51,7 @@ def file_folders(seeds: list[str]) -> list[str]:
 
 
 class AddressGuardMiddleware:
-    def __init__(self, crawler: Crawler, context: CrawlContext) -> None:
+    def __init__(self, crawler: Crawler, context: CrawlState) -> None:
         self.crawler = crawler
         self.policy = AddressPolicy(context.boundary, context.source.seed_urls)
         self.folders = file_folders(context.source.seed_urls)
@@ -61,7 +61,7 @@ class AddressGuardMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AddressGuardMiddleware:
-        return cls(crawler, CrawlContext.of(crawler))
+        return cls(crawler, crawl_state(crawler))
 
     def engine_started(self) -> None:
         from twisted.internet import reactor

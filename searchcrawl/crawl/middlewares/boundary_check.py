@@ -11,18 +11,18 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.middlewares.redirect import LEAVES_BOUNDARY
 from searchcrawl.crawl.middlewares.robots import ROBOTS_REQUEST
-from searchcrawl.crawl.run_context import CrawlContext
 
 
 class BoundaryMiddleware:
-    def __init__(self, context: CrawlContext) -> None:
+    def __init__(self, context: CrawlState) -> None:
         self.context = context
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BoundaryMiddleware:
-        return cls(CrawlContext.of(crawler))
+        return cls(crawl_state(crawler))
 
     def process_request(self, request: Request) -> None:
         if request.meta.get(ROBOTS_REQUEST):

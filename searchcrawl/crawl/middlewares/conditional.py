@@ -11,8 +11,8 @@ from __future__ import annotations
 from scrapy import Request
 from scrapy.crawler import Crawler
 
+from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.middlewares.robots import ROBOTS_REQUEST
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.store.documents import IN_INDEX
 
 PREVIOUS = "searchcrawl_previous"  # meta: what the index holds for this URL (checksum, validators)
@@ -20,12 +20,12 @@ KNOWN_ROW = "searchcrawl_known_row"  # meta: the URL's row, read by the frontier
 
 
 class ConditionalGetMiddleware:
-    def __init__(self, context: CrawlContext) -> None:
+    def __init__(self, context: CrawlState) -> None:
         self.context = context
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ConditionalGetMiddleware:
-        return cls(CrawlContext.of(crawler))
+        return cls(crawl_state(crawler))
 
     def process_request(self, request: Request) -> None:
         if request.meta.get(ROBOTS_REQUEST):

@@ -19,7 +19,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
-from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.store.sites import SitePoliteness
 
 logger = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ HOLD_MARGIN = 30.0  # seconds a slot outlives the download timeout (then a dead 
 class FleetPolitenessMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.context = CrawlContext.of(crawler)
+        self.context = crawl_state(crawler)
         settings = crawler.settings
         self.sites = SitePoliteness(self.context.table, self.context.owner)
         self.concurrency = max(1, settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"))

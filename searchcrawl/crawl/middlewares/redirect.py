@@ -28,7 +28,7 @@ from scrapy.http import Response
 from w3lib.url import safe_url_string
 
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.redirect_policy import PERMANENT, REDIRECTS, decide_redirect
@@ -41,12 +41,12 @@ LEAVES_BOUNDARY = "searchcrawl_leaves_boundary"  # meta: this URL may be fetched
 
 
 class RedirectPolicyMiddleware(RedirectMiddleware):
-    context: CrawlContext
+    context: CrawlState
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedirectPolicyMiddleware:
         middleware = super().from_crawler(crawler)
-        middleware.context = CrawlContext.of(crawler)
+        middleware.context = crawl_state(crawler)
         middleware.crawler = crawler
         return middleware
 

@@ -11,18 +11,18 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy_playwright.page import PageMethod
 
-from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 
 RENDER = "searchcrawl_render"  # meta: 'browser' (render now) or 'auto' (static first, render a shell)
 
 
 class RenderMiddleware:
-    def __init__(self, context: CrawlContext) -> None:
+    def __init__(self, context: CrawlState) -> None:
         self.context = context
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RenderMiddleware:
-        return cls(CrawlContext.of(crawler))
+        return cls(crawl_state(crawler))
 
     def process_request(self, request: Request) -> None:
         if request.meta.get(RENDER) != "browser" or request.meta.get("playwright"):

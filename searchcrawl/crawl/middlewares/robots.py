@@ -23,7 +23,7 @@ from scrapy.exceptions import StopDownload
 from w3lib.url import safe_url_string
 
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.run_context import CrawlContext
+from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
 from searchcrawl.rules.status_codes import Status
@@ -44,7 +44,7 @@ def site_of(url: str) -> str | None:
 
 
 class RobotsMiddleware:
-    def __init__(self, crawler: Crawler, context: CrawlContext) -> None:
+    def __init__(self, crawler: Crawler, context: CrawlState) -> None:
         self.crawler = crawler
         self.context = context
         settings = context.source.settings
@@ -58,7 +58,7 @@ class RobotsMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:
-        return cls(crawler, CrawlContext.of(crawler))
+        return cls(crawler, crawl_state(crawler))
 
     async def process_request(self, request: Request) -> None:
         if not self.obey or request.meta.get(ROBOTS_REQUEST):

@@ -18,19 +18,19 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
+from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.frontier_scheduler import entry_from_request
-from searchcrawl.crawl.run_context import CrawlContext
 
 SAME_DEPTH = "searchcrawl_same_depth"  # meta: the page itself once more (rendered), not a link
 
 
 class ScopeMiddleware:
-    def __init__(self, context: CrawlContext) -> None:
+    def __init__(self, context: CrawlState) -> None:
         self.context = context
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ScopeMiddleware:
-        return cls(CrawlContext.of(crawler))
+        return cls(crawl_state(crawler))
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         links = []

@@ -28,8 +28,8 @@ from searchcrawl.content.extract import (
 )
 from searchcrawl.content.language import detect_language
 from searchcrawl.crawl.exceptions import NotIndexed
+from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.items import CrawledDocument
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 
@@ -40,12 +40,12 @@ CONVERSION_STATUS = {"too_large": Status.TOO_LARGE, "no_text": Status.EMPTY}  # 
 
 
 class AttributesPipeline:
-    def __init__(self, context: CrawlContext) -> None:
+    def __init__(self, context: CrawlState) -> None:
         self.context = context
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AttributesPipeline:
-        return cls(CrawlContext.of(crawler))
+        return cls(crawl_state(crawler))
 
     async def process_item(self, item: CrawledDocument) -> CrawledDocument:
         settings = self.context.source.settings

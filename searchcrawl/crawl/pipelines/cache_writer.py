@@ -7,9 +7,9 @@ import logging
 from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.exceptions import NotIndexed
+from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.pipelines.changes import duplicate_of
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.maintenance import original_of
@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 class CachePipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.context = CrawlContext.of(crawler)
+        self.context = crawl_state(crawler)
         self.stats = crawler.stats
 
     @classmethod

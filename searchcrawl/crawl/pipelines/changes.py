@@ -15,8 +15,8 @@ import logging
 from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.exceptions import NotIndexed
+from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.items import CrawledDocument
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.maintenance import has_changed, original_of
@@ -33,7 +33,7 @@ def duplicate_of(original: str, depth: int | None = None) -> Outcome:
 class ChangePipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.context = CrawlContext.of(crawler)
+        self.context = crawl_state(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ChangePipeline:

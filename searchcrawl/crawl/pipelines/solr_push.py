@@ -18,8 +18,8 @@ import time
 
 from scrapy.crawler import Crawler
 
+from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.items import CrawledDocument
-from searchcrawl.crawl.run_context import CrawlContext
 from searchcrawl.index.indexer import IndexingError, PushResult, migrate_ids, push_pending, push_with_retries
 from searchcrawl.rules.maintenance import deletion_guard
 
@@ -31,7 +31,7 @@ MAX_PAUSE = 300.0  # seconds: the longest wait between push attempts during a cr
 class SolrPipeline:
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
-        self.context = CrawlContext.of(crawler)
+        self.context = crawl_state(crawler)
         self.stats = crawler.stats
         self.threshold = settings.getint("SEARCHCRAWL_CACHE_MAX_BYTES")
         self.max_docs = settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS")
@@ -104,7 +104,7 @@ class SolrPipeline:
             logger.info("Migrated %d Solr documents of %s from the URL as id to %s!<url>", migrated, name, name)
 
     def removals_allowed(self) -> bool:
-        """The end of the run's removals (orphans, redirect targets: CrawlContext.settle_run),
+        """The end of the run's removals (orphans, redirect targets: CrawlState.settle_run),
         then the mass-deletion guard (blocking). Refused deletions are held: they stay in the
         index, and the delta report says so."""
         context = self.context

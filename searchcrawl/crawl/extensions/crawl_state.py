@@ -1,7 +1,13 @@
-"""Per-crawl shared state: the source, its document table, cache and index.
+"""CrawlState: the crawl's shared state, a Scrapy extension built before every other component.
 
-Spider, middlewares and pipelines are separate Scrapy components; they share one CrawlContext
-per crawler (built on first use) instead of each opening its own database connection pool.
+Spider, middlewares, pipelines and the scheduler are separate Scrapy components that work on one
+source, one document table, one cache and one index. They share this extension (found with
+Scrapy's public ``crawler.get_extension``) instead of each opening its own database connection
+pool. It is built in a known order: EXTENSIONS puts it first after SecretSettings, extensions
+are built after the spider and before the engine (downloader middlewares, pipelines, scheduler),
+so those find it in their ``from_crawler``; the spider and other extensions find it when the
+spider opens. It opens (and migrates) the document table and builds the ledger writer, the one
+writer of URL states: a source spider never runs without it (``crawl_state`` fails loudly).
 """
 
 from __future__ import annotations
@@ -16,10 +22,12 @@ from typing import Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
 
 from searchcrawl.config import paths
 from searchcrawl.config.source import Source
 from searchcrawl.content.convert import Converter
+from searchcrawl.crawl.extensions.ledger import LedgerWriter
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.rules.boundary import Boundary, Decision
@@ -34,7 +42,6 @@ from searchcrawl.store.documents import now
 from searchcrawl.store.frontier import Frontier
 from searchcrawl.store.runs import Runs
 
-_ATTRIBUTE = "_searchcrawl_context"
 logger = logging.getLogger(__name__)
 
 
@@ -56,7 +63,7 @@ class BoundedSet:
 
 
 @dataclass
-class CrawlContext:
+class CrawlState:
     source: Source
     table: DocumentTable
     cache: DocumentCache
@@ -82,6 +89,7 @@ class CrawlContext:
     site_delay: float = 0.0  # seconds between requests to one site (DOWNLOAD_DELAY, delay_rules)
     _ends_run: bool | None = None
     _converter: Any = None
+    ledger: Any = None  # the LedgerWriter (kept here: signal receivers are weak references)
     scope_filter: FilterSet | None = None
     result_filter: FilterSet | None = None
 
@@ -91,16 +99,18 @@ class CrawlContext:
         self.result_filter = FilterSet(filters.result, "result")
 
     @classmethod
-    def of(cls, crawler: Crawler) -> CrawlContext:
-        context = getattr(crawler, _ATTRIBUTE, None)
-        if context is None:
-            context = cls.build(crawler)
-            setattr(crawler, _ATTRIBUTE, context)
-            crawler.signals.connect(context.close, signal=signals.spider_closed)
-        return context
+    def from_crawler(cls, crawler: Crawler) -> CrawlState:
+        if getattr(crawler.spidercls, "source", None) is None:
+            raise NotConfigured("not a searchcrawl source spider")
+        state = cls.build(crawler)
+        spider = getattr(crawler, "spider", None)  # absent when a test builds components alone
+        state.configure(getattr(spider, "arguments", {}))
+        state.ledger = LedgerWriter(crawler, state)
+        crawler.signals.connect(state.close, signal=signals.spider_closed)
+        return state
 
     @classmethod
-    def build(cls, crawler: Crawler) -> CrawlContext:
+    def build(cls, crawler: Crawler) -> CrawlState:
         source: Source | None = getattr(crawler.spidercls, "source", None)
         if source is None:
             raise TypeError(f"{crawler.spidercls.__name__} is not a searchcrawl source spider")
@@ -301,3 +311,17 @@ class CrawlContext:
         if self._converter is not None:
             self._converter.close()
         self.table.close()
+
+
+def crawl_state(crawler: Crawler) -> CrawlState:
+    """The crawl's state, for a component of a source spider's crawl. Other spiders' crawls have
+    none: the component is then not configured. A source spider's crawl without it (EXTENSIONS
+    overridden) is refused, since nothing would record what happens to its URLs."""
+    state = crawler.get_extension(CrawlState)
+    if state is not None:
+        return state
+    if getattr(crawler.spidercls, "source", None) is None:
+        raise NotConfigured("not a searchcrawl source spider")
+    raise RuntimeError(
+        "searchcrawl.crawl.extensions.crawl_state.CrawlState is not enabled (EXTENSIONS): a source's crawl needs it"
+    )

@@ -1,0 +1,42 @@
+"""Building searchcrawl's Scrapy components alone, with Scrapy's own ``get_crawler``.
+
+``source_crawler`` gives a crawler of a source spider with the project's settings (and a data
+dir of the test's own), its extensions built as Scrapy builds them; a component is then built
+with ``build_from_crawler`` exactly as Scrapy would, and no crawl or subprocess is needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from scrapy.crawler import Crawler
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler, get_reactor_settings
+
+from searchcrawl import settings as project_settings
+from searchcrawl.config.source import SourceFile, load_source
+from searchcrawl.config.spiderloader import spider_class_for
+from searchcrawl.crawl.extensions.crawl_state import CrawlState
+
+UNREACHABLE_SOLR = "http://127.0.0.1:9/solr/unit"  # a component that must not talk to Solr
+
+
+def source_crawler(tmp_path: Path, source: str = 'seeds = ["http://h.test/"]\n', name: str = "unit", **settings: Any) -> Crawler:
+    """A crawler of the source file ``source`` (TOML text), built by ``get_crawler``."""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(source)
+    spidercls = spider_class_for(load_source(SourceFile(name, str(path), path)))
+    values = Settings()
+    values.setmodule(project_settings)
+    values.update({"SEARCHCRAWL_DATA_DIR": str(tmp_path), "SOLR_URL": UNREACHABLE_SOLR, **settings})
+    values = values.copy_to_dict()
+    for key in get_reactor_settings():  # the reactor the test runs on, as get_crawler chooses it
+        values.pop(key, None)
+    return get_crawler(spidercls, settings_dict=values)
+
+
+def state_of(crawler: Crawler) -> CrawlState:
+    state = crawler.get_extension(CrawlState)
+    assert state is not None
+    return state
