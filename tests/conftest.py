@@ -25,7 +25,7 @@ import pysolr
 import pytest
 
 from searchcrawl.dev.solr_runner import DevSolr
-from searchcrawl.store import DocumentTable
+from searchcrawl.store import Database, DocumentTable
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -235,7 +235,7 @@ class Project:
     db_url: str = ""
 
     def table(self) -> DocumentTable:
-        return DocumentTable(self.db_url or f"sqlite:///{self.data_dir / 'documents.sqlite3'}")
+        return DocumentTable(Database(self.db_url or f"sqlite:///{self.data_dir / 'documents.sqlite3'}"))
 
     def source(self, name: str, text: str) -> Path:
         path = self.sources_dir / f"{name}.toml"

@@ -1024,7 +1024,7 @@ class Sequence:
                 row = table.get(spec.name, self.url(path))
             finally:
                 with contextlib.suppress(Exception):
-                    table.close()
+                    table.database.close()
             if row is None:
                 return "table: no row"
             return "table: " + ", ".join(

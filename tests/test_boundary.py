@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from searchcrawl.rules.boundary import Boundary, Decision, ScopeRules, host_port
+from searchcrawl.config.source import ScopeRules
+from searchcrawl.rules.boundary import Boundary, ScopeDecision, host_port
 from searchcrawl.rules.status_codes import Status
 
 
@@ -106,7 +107,7 @@ def test_domain_exclusion_overrides_seed_hosts() -> None:
     b = boundary(["http://www.example.com/", "http://test.example.com/"], domains={"exclude_prefix": ["test."]})
     assert verdict(b, "http://www.example.com/") == ALLOWED
     decision = b.check("http://test.example.com/")
-    assert decision == Decision(False, 'domain exclude_prefix "test."', Status.EXCLUDED_DOMAIN)
+    assert decision == ScopeDecision(False, 'domain exclude_prefix "test."', Status.EXCLUDED_DOMAIN)
 
 
 def test_depth_limit() -> None:
@@ -151,7 +152,7 @@ def test_schemes() -> None:
         assert verdict(b, url) == (False, Status.EXCLUDED_SCHEME), url
     assert b.check("ftp://h/x").rule.startswith('scheme "ftp" is not crawled')
     assert verdict(b, "HTTP://H/x") == ALLOWED
-    assert b.check("http://[::1/x") == Decision(False, "not a valid URL: Invalid IPv6 URL", Status.EXCLUDED_DOMAIN)
+    assert b.check("http://[::1/x") == ScopeDecision(False, "not a valid URL: Invalid IPv6 URL", Status.EXCLUDED_DOMAIN)
     assert b.explain("http://[::1/x") == [b.check("http://[::1/x")]
 
 
@@ -184,7 +185,7 @@ def test_domain_suffix_on_a_label_boundary() -> None:
     assert verdict(b, "http://oracle.com.evil.example/") == DOMAIN
     assert b.check("http://www.oracle.com.tw/").rule == ("no domain include rule matches www.oracle.com.tw (include: oracle.com)")
     assert b.check("http://www.oracle.com/").rule == "no query string"
-    assert b.explain("http://www.oracle.com/")[1] == Decision(True, 'domain include "oracle.com"')
+    assert b.explain("http://www.oracle.com/")[1] == ScopeDecision(True, 'domain include "oracle.com"')
 
 
 def test_domain_include_replaces_the_seed_hosts() -> None:
@@ -394,7 +395,7 @@ def test_seed_example_path_rules() -> None:
     assert b.check("http://otn.oracle.com/other/").rule == (
         "path /other/ is not below a path include prefix on otn.oracle.com (include: /products/database/, /products/ias/)"
     )
-    assert b.explain("http://otn.oracle.com/products/ias/x")[3] == Decision(
+    assert b.explain("http://otn.oracle.com/products/ias/x")[3] == ScopeDecision(
         True, 'path include "/products/ias/" on otn.oracle.com'
     )
 
@@ -520,7 +521,7 @@ def test_dynamic_pages() -> None:
     )
     assert verdict(b, "http://h/page?") == ALLOWED  # an empty query string
     dynamic = Boundary(["http://h/"], ScopeRules(index_dynamic_pages=True))
-    assert dynamic.check("http://h/search?q=x") == Decision(True, "query string allowed (index_dynamic_pages is true)")
+    assert dynamic.check("http://h/search?q=x") == ScopeDecision(True, "query string allowed (index_dynamic_pages is true)")
 
 
 def test_order_of_checks() -> None:
@@ -553,18 +554,18 @@ def test_explain_lists_every_check_until_the_first_exclusion() -> None:
     b = boundary(["http://www.oracle.com/", "http://otn.oracle.com/"], ORACLE_TOML, max_depth=3)
     steps = b.explain("http://otn.oracle.com/products/ias/x.html", depth=2)
     assert steps == [
-        Decision(True, 'scheme "http"'),
-        Decision(True, 'domain include "otn.oracle.com"'),
-        Decision(True, "no port rule for otn.oracle.com: every port allowed"),
-        Decision(True, 'path include "/products/ias/" on otn.oracle.com'),
-        Decision(True, "no pattern rules"),
-        Decision(True, "depth 2 <= max_depth 3"),
-        Decision(True, "no query string"),
+        ScopeDecision(True, 'scheme "http"'),
+        ScopeDecision(True, 'domain include "otn.oracle.com"'),
+        ScopeDecision(True, "no port rule for otn.oracle.com: every port allowed"),
+        ScopeDecision(True, 'path include "/products/ias/" on otn.oracle.com'),
+        ScopeDecision(True, "no pattern rules"),
+        ScopeDecision(True, "depth 2 <= max_depth 3"),
+        ScopeDecision(True, "no query string"),
     ]
     assert steps[-1] == b.check("http://otn.oracle.com/products/ias/x.html", depth=2)
     steps = b.explain("http://otn.oracle.com/products/ias/web_cache/x", depth=2)
     assert [d.allowed for d in steps] == [True, True, True, False]
-    assert steps[-1] == Decision(False, 'path exclude "/products/ias/web_cache/" on otn.oracle.com', Status.EXCLUDED_PATH)
+    assert steps[-1] == ScopeDecision(False, 'path exclude "/products/ias/web_cache/" on otn.oracle.com', Status.EXCLUDED_PATH)
     assert steps[-1] == b.check("http://otn.oracle.com/products/ias/web_cache/x", depth=2)
     assert b.explain("gopher://x/") == [b.check("gopher://x/")]
     assert len(b.explain("http://uk.example.com/")) == 2

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from searchcrawl.store import DocumentTable
+from searchcrawl.store import Database, DocumentTable
 
 from .conftest import solr_docs, unpack
 
@@ -29,7 +29,7 @@ def test_scipy_lectures_site_is_crawled_whole(project, serve, tmp_path, solr) ->
     # Every page the crawl reached is in Solr once, and the crawl reached nearly the whole site.
     assert reachable >= 0.9 * len(html_files), (reachable, len(html_files))
     assert len({doc["url"] for doc in docs}) == len(docs)
-    table = DocumentTable(f"sqlite:///{project.data_dir / 'documents.sqlite3'}")
+    table = DocumentTable(Database(f"sqlite:///{project.data_dir / 'documents.sqlite3'}"))
     states = table.count_by("scipy", "state")
     assert states.get("pending", 0) == 0
     assert states["indexed"] == len(docs)

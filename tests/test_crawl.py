@@ -12,7 +12,7 @@ import pytest
 from searchcrawl.content.extract import solr_id
 from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.index.cache import DocumentCache
-from searchcrawl.store import DocumentTable
+from searchcrawl.store import Database, DocumentTable
 
 from .conftest import free_port, solr_docs
 from .sites import build_intranet
@@ -63,7 +63,7 @@ def test_crawl_puts_exactly_the_in_scope_pages_into_solr(project, serve, tmp_pat
     assert doc["checksum"] == hashlib.sha256(f"{doc['title']}\n{doc['content']}".encode()).hexdigest()
     assert doc["last_modified"].endswith("Z") and doc["crawled_at"].endswith("Z")
 
-    table = DocumentTable(f"sqlite:///{project.data_dir / 'documents.sqlite3'}")
+    table = DocumentTable(Database(f"sqlite:///{project.data_dir / 'documents.sqlite3'}"))
     assert table.count_by(name, "state") == {"indexed": 57, "excluded": 48 + 2}
     assert table.count_by(name, "status") == {200: 57, 905: 48, 901: 1, 902: 1}
     row = table.get(name, offsite[0])
@@ -102,7 +102,7 @@ def test_document_table_on_postgresql(project, serve, tmp_path, solr, postgres_u
     result = project.scrapy("crawl", name)
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(solr_docs(solr, name)) == len(pages)
-    assert DocumentTable(postgres_url).count_by(name, "state") == {"indexed": len(pages)}
+    assert DocumentTable(Database(postgres_url)).count_by(name, "state") == {"indexed": len(pages)}
 
 
 @pytest.fixture
@@ -149,7 +149,7 @@ def test_solr_outage_loses_nothing_and_indexes_nothing_twice(project, serve, tmp
     assert crawl.returncode == 4, output[-3000:]  # exit 4: documents left cached and pending (README)
     assert "stay cached and pending" in output
 
-    table = DocumentTable(f"sqlite:///{project.data_dir / 'documents.sqlite3'}")
+    table = DocumentTable(Database(f"sqlite:///{project.data_dir / 'documents.sqlite3'}"))
     states = table.count_by(name, "state")
     assert states.get("pending", 0) > 0 and states.get("indexed", 0) > 0
     assert sum(states.get(s, 0) for s in ("pending", "indexed")) == len(pages)

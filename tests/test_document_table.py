@@ -5,7 +5,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from searchcrawl.rules.lifecycle import Event, Outcome
-from searchcrawl.store import DocumentTable
+from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.models import Base
 
 
@@ -35,19 +35,19 @@ def exercise(table: DocumentTable) -> None:
 
 def test_sqlite(tmp_path) -> None:
     url = f"sqlite:///{tmp_path / 'documents.sqlite3'}"
-    exercise(DocumentTable(url))
-    DocumentTable(url)  # reopening migrates nothing and keeps the data
-    assert DocumentTable(url).count_by("s", "state") == {"indexed": 1, "excluded": 1}
+    exercise(DocumentTable(Database(url)))
+    DocumentTable(Database(url))  # reopening migrates nothing and keeps the data
+    assert DocumentTable(Database(url)).count_by("s", "state") == {"indexed": 1, "excluded": 1}
 
 
 def test_postgresql(postgres_url: str) -> None:
-    exercise(DocumentTable(postgres_url))
+    exercise(DocumentTable(Database(postgres_url)))
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_migrations_match_the_models(backend: str, tmp_path, request) -> None:
     url = f"sqlite:///{tmp_path / 'm.sqlite3'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
-    table = DocumentTable(url)
+    table = DocumentTable(Database(url))
     with table.engine.connect() as connection:
         diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
     assert diff == []
@@ -60,13 +60,13 @@ def test_the_frontier_knows_what_is_in_its_run_and_says_so_only_when_sure(tmp_pa
     from searchcrawl.store.frontier import Entry, Frontier
     from searchcrawl.store.runs import Runs
 
-    table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
-    run = Runs(table).start("known")
-    frontier = Frontier(table, "known", run.id, "node:1")
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
+    run = Runs(table.database).start("known")
+    frontier = Frontier(table.database, "known", run.id, "node:1")
     assert frontier.add([Entry("http://h/a", 0), Entry("http://h/b", 1)]) == 2
     assert frontier.in_run("http://h/a") and not frontier.in_run("http://h/c")
     assert frontier.add([Entry("http://h/a", 2)]) == 0  # what in_run spares: the table discards it too
-    other = Frontier(table, "known", run.id, "node:2")  # another process learns from its leases
+    other = Frontier(table.database, "known", run.id, "node:2")  # another process learns from its leases
     assert not other.in_run("http://h/b")
     assert {entry.url for entry in other.lease(5)} == {"http://h/a", "http://h/b"} and other.in_run("http://h/b")
     monkeypatch.setattr(frontier_module, "IN_RUN_LIMIT", 2)  # bounded: past the limit it starts again

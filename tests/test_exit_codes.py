@@ -77,7 +77,7 @@ def test_a_second_crawl_of_a_source_being_crawled_exits_3_and_a_normal_crawl_0(p
     finally:
         output, _ = first.communicate(timeout=300)
     assert first.returncode == ExitCode.FINISHED, output[-3000:]
-    assert Runs(project.table()).latest(name)["state"] == "finished"
+    assert Runs(project.table().database).latest(name)["state"] == "finished"
 
 
 def test_documents_left_unindexed_exit_4(offline_project, serve, tmp_path) -> None:
@@ -98,7 +98,7 @@ def test_documents_left_unindexed_exit_4(offline_project, serve, tmp_path) -> No
     assert crawl.returncode == ExitCode.NOT_INDEXED, crawl.stderr[-3000:]
     assert "2 documents of" in crawl.stderr and "stay cached and pending" in crawl.stderr
     assert offline_project.table().count_by(name, "state") == {"pending": 2}
-    assert Runs(offline_project.table()).latest(name)["state"] == "finished"  # crawled; only Solr is behind
+    assert Runs(offline_project.table().database).latest(name)["state"] == "finished"  # crawled; only Solr is behind
 
 
 def test_a_start_error_exits_1_and_leaves_the_run_unfinished(offline_project, serve, tmp_path) -> None:
@@ -111,4 +111,4 @@ def test_a_start_error_exits_1_and_leaves_the_run_unfinished(offline_project, se
 
     assert crawl.returncode == ExitCode.FAILED, crawl.stderr[-3000:]
     assert "the seeds could not be read" in crawl.stderr
-    assert Runs(offline_project.table()).latest(name)["state"] == "suspended"
+    assert Runs(offline_project.table().database).latest(name)["state"] == "suspended"

@@ -30,7 +30,7 @@ def table_text(project: Project) -> str:
         with table.engine.connect() as connection:
             return "\n".join(repr(row) for name in metadata.tables for row in connection.execute(metadata.tables[name].select()))
     finally:
-        table.close()
+        table.database.close()
 
 
 def test_printable_escapes_control_and_bidi_characters() -> None:
@@ -99,7 +99,7 @@ def test_user_info_of_links_is_dropped(project: Project, serve, tmp_path: Path, 
     try:
         row = table.get(name, f"{site.url}x.html")
     finally:
-        table.close()
+        table.database.close()
     assert row is not None and row["status"] == 200
     rows = table_text(project)
     assert f"{site.url}x.html" in rows

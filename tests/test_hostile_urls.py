@@ -13,11 +13,13 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from searchcrawl import settings as project_settings
-from searchcrawl.rules.boundary import MAX_URL_LENGTH, Boundary, Decision, ScopeRules
+from searchcrawl.config.source import ScopeRules
+from searchcrawl.rules.boundary import MAX_URL_LENGTH, Boundary
+from searchcrawl.rules.boundary import ScopeDecision as Decision
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.store import DocumentTable
-from searchcrawl.store.documents import create_db_engine, migrate, url_hash
+from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.database import create_db_engine, upgrade_schema, url_hash
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.runs import Runs
 
@@ -79,9 +81,9 @@ def fresh_database(backend: str, request: pytest.FixtureRequest, tmp_path) -> st
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def table(request, tmp_path) -> Iterator[DocumentTable]:
-    table = DocumentTable(fresh_database(request.param, request, tmp_path))
+    table = DocumentTable(Database(fresh_database(request.param, request, tmp_path)))
     yield table
-    table.close()
+    table.database.close()
 
 
 def test_a_12000_character_url_gets_its_row(table) -> None:
@@ -106,9 +108,9 @@ def test_a_long_url_through_a_documents_whole_life(table) -> None:
     """Queued, leased, fetched, cached, indexed, removed: every write and look-up by URL finds
     the one row (the length rule keeps such URLs out of a crawl; the table must not care)."""
     url = url_of_length("http://h/", LONG)
-    run = Runs(table).start("life")
+    run = Runs(table.database).start("life")
     table.run_id = run.id
-    frontier = Frontier(table, "life", run.id, "node:1")
+    frontier = Frontier(table.database, "life", run.id, "node:1")
     frontier.add([Entry(url, 1)])
     frontier.add([Entry(url, 1)])  # the same URL again: the same row
     assert table.count_by("life", "state") == {"queued": 1}
@@ -131,7 +133,7 @@ def test_a_long_url_through_a_documents_whole_life(table) -> None:
 def test_an_existing_database_migrates_and_its_rows_are_found(backend, request, tmp_path) -> None:
     url = fresh_database(backend, request, tmp_path)
     engine = create_db_engine(url)
-    migrate(engine, "0008")  # the schema before rows were keyed by hash
+    upgrade_schema(engine, "0008")  # the schema before rows were keyed by hash
     with engine.begin() as connection:
         connection.execute(
             text(
@@ -141,7 +143,7 @@ def test_an_existing_database_migrates_and_its_rows_are_found(backend, request, 
             )
         )
     engine.dispose()
-    table = DocumentTable(url)
+    table = DocumentTable(Database(url))
     try:
         for known in ("http://h/a", "http://h/caf%C3%A9?q=%E2%82%AC"):
             row = table.get("old", known)
@@ -149,7 +151,7 @@ def test_an_existing_database_migrates_and_its_rows_are_found(backend, request, 
         table.record_excluded("old", [("http://h/a", 901, 1, "known: the row stays")])
         assert table.count_by("old", "state") == {"indexed": 1, "excluded": 1}
     finally:
-        table.close()
+        table.database.close()
 
 
 # --- a crawl ------------------------------------------------------------------------------------------
@@ -183,5 +185,5 @@ def test_a_crawl_records_long_links_with_942(backend, project, serve, tmp_path, 
         assert (row["state"], row["status"]) == ("excluded", 942)
         assert row["reason"] == f"URL is {len(link)} characters long (more than SEARCHCRAWL_MAX_URL_LENGTH 2083)"
     assert table.count_by(name, "status") == {200: 2, 942: 2}
-    assert Runs(table).latest(name)["state"] == "finished"
+    assert Runs(table.database).latest(name)["state"] == "finished"
     assert sorted(site.paths()) == ["/index.html", "/robots.txt", "/short.html"]  # never requested

@@ -10,7 +10,7 @@ from searchcrawl.content.extract import solr_id
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import PushResult, SolrIndex, batches, describe, push_pending, push_with_retries
 from searchcrawl.rules.lifecycle import Event, Outcome
-from searchcrawl.store import DocumentTable
+from searchcrawl.store import Database, DocumentTable
 
 from .conftest import solr_docs
 from .sites import build_intranet
@@ -82,7 +82,7 @@ def test_documents_cached_one_file_each_by_an_earlier_version_are_adopted(tmp_pa
 
 
 def test_push_pending_to_real_solr(tmp_path, solr_url: str, solr: pysolr.Solr) -> None:
-    table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
     cache = DocumentCache(tmp_path / "cache")
     for i in range(25):
         url = f"http://push.test/{i}"
@@ -128,7 +128,7 @@ def test_a_document_solr_refuses_is_isolated_and_every_other_one_indexed(tmp_pat
     the refused document is alone: it gets status 924 with Solr's reason and leaves the pending
     state, its record is spent, and every other document is indexed."""
     source = f"refuse-{uuid.uuid4().hex[:8]}"
-    table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
     cache = DocumentCache(tmp_path / "cache")
     urls = [f"http://refuse.test/{i:02d}" for i in range(30)]
     huge_author = "Quincy " * 6000  # 42,000 bytes: more than a string field's term may hold (32,766)
@@ -166,7 +166,7 @@ def test_when_solr_refuses_most_documents_it_is_its_configuration_and_nothing_is
     mapping onto a field of the wrong type would do) is not 60 bad documents. The search for them
     stops after REFUSAL_FLOOR, none is marked refused or loses its cache record, all stay pending."""
     source = f"breaker-{uuid.uuid4().hex[:8]}"
-    table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
     cache = DocumentCache(tmp_path / "cache")
     for i in range(60):
         url = f"http://breaker.test/{i:02d}"
@@ -183,7 +183,7 @@ def test_when_solr_refuses_most_documents_it_is_its_configuration_and_nothing_is
 
 def test_a_request_solr_refuses_whatever_it_carries_keeps_the_documents_pending(tmp_path, solr_url: str) -> None:
     """A 404 (no such core) refuses the request, not a document: nothing is marked refused."""
-    table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
     cache = DocumentCache(tmp_path / "cache")
     for i in range(5):
         url = f"http://nocore.test/{i}"

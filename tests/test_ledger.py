@@ -157,15 +157,15 @@ def test_the_ledger_writer_alone_records_what_components_report(tmp_path) -> Non
 def test_a_deletion_stays_the_runs_word_whatever_comes_after_it_in_the_run(tmp_path) -> None:
     """Found by the long sequence: a URL that left the index, then failed or was excluded later in
     the same run, was reported as failed or excluded instead of deleted."""
-    from searchcrawl.store import DocumentTable
+    from searchcrawl.store import Database, Deltas, DocumentTable
     from searchcrawl.store.runs import Runs
 
-    table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
-    table.run_id = Runs(table).start("run").id
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
+    table.run_id = Runs(table.database).start("run").id
     table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
     table.mark_indexed("run", [("http://h/a", "c")])
     table.run_id = table.run_id + 100  # a later run
     table.record("run", "http://h/a", Outcome(Event.GONE, 410, "gone", kind="failed"))
     table.mark_removed("run", ["http://h/a"])
     table.record("run", "http://h/a", Outcome(Event.FAILED, 503, "HTTP 503"))
-    assert table.deltas("run", table.run_id) == {"deleted": ["http://h/a"]}
+    assert Deltas(table.database).report("run", table.run_id) == {"deleted": ["http://h/a"]}

@@ -147,7 +147,7 @@ def test_forced_recrawl_by_hand_and_by_settings(project, site, solr) -> None:
         now = versions(solr, name)
         assert set(now) == set(last) and all(now[u] != last[u] for u in now)  # every document re-indexed
         assert site.conditional == []  # no validators sent
-        assert Runs(project.table()).latest(name)["mode"] == "forced"
+        assert Runs(project.table().database).latest(name)["mode"] == "forced"
         last = now
 
     recrawl("-a", "recrawl=force")

@@ -136,7 +136,7 @@ def test_deploy_schedule_suspend_resume(scrapyd: Scrapyd, ops_project: Project, 
     # 1. a job, suspended through the runs table (`scrapy control opsa suspend`)
     job1 = scrapyd.post("schedule.json", spider="opsa", setting="SEARCHCRAWL_PROGRESS_INTERVAL=0.5")["jobid"]
     table = ops_project.table()
-    runs = Runs(table)
+    runs = Runs(table.database)
     wait_for(lambda: len(site.requests) >= 10, what="the first job to fetch pages")
     control = ops_project.scrapy("control", "opsa", "suspend")
     assert control.returncode == 0, control.stdout + control.stderr
@@ -171,7 +171,7 @@ def test_deploy_schedule_suspend_resume(scrapyd: Scrapyd, ops_project: Project, 
     gets = [path for method, _host, path in site.requests if method == "GET" and path != "/robots.txt"]
     # each page fetched once, except the few in flight at each suspension (fetched again)
     assert len(gets) - len(set(gets)) <= 2 * 16
-    table.close()
+    table.database.close()
 
 
 def test_scheduler_starts_due_sources_through_scrapyd(scrapyd: Scrapyd, ops_project: Project, serve, solr) -> None:
@@ -199,7 +199,7 @@ def test_scheduler_starts_due_sources_through_scrapyd(scrapyd: Scrapyd, ops_proj
     job = next(job for job in jobs if job["spider"] == "opsb")
     scrapyd.wait_finished(job["id"])
     assert sorted(doc["url"] for doc in solr_docs(solr, "opsb")) == sorted(site.url + path for path in pages)
-    assert json.loads(Runs(ops_project.table()).latest("opsb")["counters"])["pages"] >= len(pages)
+    assert json.loads(Runs(ops_project.table().database).latest("opsb")["counters"])["pages"] >= len(pages)
 
 
 def test_rendering_under_scrapyd(scrapyd: Scrapyd, ops_project: Project, quotes_site, solr) -> None:  # noqa: F811 - the fixture

@@ -23,11 +23,11 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from searchcrawl.config.source import SourceError, SourceFile, SourceSettings, load_source
+from searchcrawl.config.source import ScopeRules, SourceError, SourceFile, SourceSettings, load_source
 from searchcrawl.content.charsets import choose_encoding, declared_encoding, looks_binary
 from searchcrawl.content.convert import detect_kind, sniff_kind
 from searchcrawl.content.convert.core import KINDS, OLE_MAGIC
-from searchcrawl.rules.boundary import Boundary, ScopeRules
+from searchcrawl.rules.boundary import Boundary
 from searchcrawl.rules.robots_txt import RobotsTxt, product_token, robots_for_response
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import uuid
 
+from searchcrawl.config.source import ScopeRules
 from searchcrawl.rules.addresses import AddressPolicy, is_internal_address
-from searchcrawl.rules.boundary import Boundary, ScopeRules
+from searchcrawl.rules.boundary import Boundary
 from searchcrawl.rules.redirect_policy import decide_redirect
 from searchcrawl.rules.status_codes import Status
 

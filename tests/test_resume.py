@@ -99,7 +99,7 @@ def test_killed_crawl_resumes_without_loss(project, backend, serve, tmp_path, so
     wait_for_requests(site, kill_at, crawl)
     crawl.send_signal(signum)
     output, _ = crawl.communicate(timeout=300)
-    run = Runs(project.table()).latest(name)
+    run = Runs(project.table().database).latest(name)
     if signum == signal.SIGTERM:
         assert run["state"] == "suspended", output[-2000:]
     else:
@@ -107,7 +107,7 @@ def test_killed_crawl_resumes_without_loss(project, backend, serve, tmp_path, so
     result = project.scrapy(*crawl_args(name))
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Resuming run {run['id']}" in result.stderr
-    assert Runs(project.table()).latest(name)["state"] == "finished"
+    assert Runs(project.table().database).latest(name)["state"] == "finished"
     check_complete(project, name, site, pages, solr_url, kills=1)
 
 
@@ -143,7 +143,7 @@ def test_status_suspend_stop_and_fresh(project, serve, tmp_path) -> None:
     assert suspend.returncode == 0 and "asked to suspend" in suspend.stdout
     output, _ = crawl.communicate(timeout=120)
     assert crawl.returncode == 0, output[-2000:]
-    runs = Runs(project.table())
+    runs = Runs(project.table().database)
     assert runs.latest(name)["state"] == "suspended"
     status = project.scrapy("status", name)
     assert status.returncode == 0

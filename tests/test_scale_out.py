@@ -19,8 +19,8 @@ from sqlalchemy import event, text
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.maintenance import original_of
-from searchcrawl.store import DocumentTable
-from searchcrawl.store.documents import POOL_SIZE
+from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.database import POOL_SIZE
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.runs import RunConflict, Runs
 from searchcrawl.store.sites import SitePoliteness
@@ -137,7 +137,7 @@ def test_three_nodes_crawl_one_source_into_solrcloud(fleet_project, serve, tmp_p
         assert (row["status"], row["duplicate_of"]) == (911, site.url + original)
     per_node = [log.count("Joining run") for log in logs]
     assert sum(per_node) == NODES - 1  # one node started the run, the others joined it
-    run = Runs(table).latest(name)
+    run = Runs(table.database).latest(name)
     assert (run["state"], run["sessions"]) == ("finished", NODES)
     assert all(re.search(r"'response_received_count': (\d+)", log) for log in logs)  # every node fetched pages
 
@@ -168,7 +168,7 @@ def test_a_killed_node_is_replaced_after_its_leases_expire(fleet_project, serve,
     ids = solr_ids(solr_url, name)
     assert len(ids) == len(set(ids)) and set(ids) == {site.url + path for path in pages}  # nothing missing
     assert project.table().count_by(name, "state") == {"indexed": len(pages)}
-    assert Runs(project.table()).latest(name)["state"] == "finished"
+    assert Runs(project.table().database).latest(name)["state"] == "finished"
 
 
 def test_per_site_delay_and_concurrency_hold_for_the_fleet(fleet_project, serve, tmp_path) -> None:
@@ -212,7 +212,7 @@ def test_the_original_of_two_copies_is_the_same_whichever_node_asks() -> None:
 
 def test_two_nodes_caching_the_same_content_at_once_keep_one(postgres_url: str) -> None:
     source = "settle"
-    node_a, node_b = DocumentTable(postgres_url), DocumentTable(postgres_url)
+    node_a, node_b = DocumentTable(Database(postgres_url)), DocumentTable(Database(postgres_url))
     for url in ("http://h/first", "http://h/second"):  # discovered in this order
         node_a.record(source, url, Outcome(Event.FAILED, 503, "HTTP 503"))
     # each checked for a duplicate before the other wrote its row: both went on to cache
@@ -231,8 +231,8 @@ def politeness_db(request: pytest.FixtureRequest, tmp_path) -> str:
 
 
 def test_sites_are_spaced_and_limited_across_nodes(politeness_db: str) -> None:
-    table = DocumentTable(politeness_db)
-    nodes = [SitePoliteness(table, f"node{n}") for n in range(3)]
+    table = DocumentTable(Database(politeness_db))
+    nodes = [SitePoliteness(table.database, f"node{n}") for n in range(3)]
     grants = [nodes[n % 3].acquire("spaced.test", 0.5, 10, 30) for n in range(6)]
     waits = [grant.wait for grant in grants]
     assert all(later - earlier > 0.45 for earlier, later in zip(waits, waits[1:], strict=False)), waits  # one start per 0.5 s
@@ -246,10 +246,10 @@ def test_sites_are_spaced_and_limited_across_nodes(politeness_db: str) -> None:
 
 
 def test_leases_are_renewed_kept_for_live_nodes_and_taken_back_when_expired(postgres_url: str) -> None:
-    table = DocumentTable(postgres_url)
-    run = Runs(table).start("leases", allow_shared=True)
-    alive = Frontier(table, "leases", run.id, "alive:1", lease_seconds=60)
-    dead = Frontier(table, "leases", run.id, "dead:2", lease_seconds=0.2)
+    table = DocumentTable(Database(postgres_url))
+    run = Runs(table.database).start("leases", allow_shared=True)
+    alive = Frontier(table.database, "leases", run.id, "alive:1", lease_seconds=60)
+    dead = Frontier(table.database, "leases", run.id, "dead:2", lease_seconds=0.2)
     alive.add([Entry(f"http://h/{n}", 0) for n in range(6)])
     assert len(alive.lease(3)) == 3 and len(dead.lease(3)) == 3
     assert alive.requeue_leased(keep_owners=["alive:1", "dead:2"]) == 0  # a joining node keeps live nodes' leases
@@ -260,8 +260,8 @@ def test_leases_are_renewed_kept_for_live_nodes_and_taken_back_when_expired(post
 
 
 def test_one_run_for_nodes_starting_together_and_one_node_ends_it(postgres_url: str) -> None:
-    table = DocumentTable(postgres_url)
-    runs = Runs(table)
+    table = DocumentTable(Database(postgres_url))
+    runs = Runs(table.database)
     first = runs.start("together", allow_shared=True)
     runs.join(first.id, "here:1")
     second = runs.start("together", allow_shared=True)
@@ -284,7 +284,7 @@ def test_threads_share_pooled_connections_without_reopening_them(postgres_url: s
     """A crawler process uses the table from many threads at once, in bursts: connections
     beyond the pool would be closed after each burst and opened again for the next, a new
     PostgreSQL backend each time (SQLAlchemy's default pool keeps 5)."""
-    table = DocumentTable(postgres_url)
+    table = DocumentTable(Database(postgres_url))
     opened: list[object] = []
     event.listen(table.engine, "connect", lambda *args: opened.append(args))
 

@@ -14,7 +14,7 @@ from searchcrawl.ops.dispatcher import Dispatcher
 from searchcrawl.ops.launchers import LaunchError
 from searchcrawl.rules.politeness import DelayRule, delay_at
 from searchcrawl.rules.schedules import Schedule, parse_interval
-from searchcrawl.store import DocumentTable
+from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.runs import Runs
 
 from .conftest import InFlight, solr_docs, wait_for
@@ -100,9 +100,9 @@ class FakeLauncher:
 
 
 def test_dispatcher_no_overlap_missed_runs_and_retries(tmp_path: Path) -> None:
-    table = DocumentTable(f"sqlite:///{tmp_path / 'd.sqlite3'}")
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'd.sqlite3'}"))
     launcher = FakeLauncher()
-    dispatcher = Dispatcher(table, launcher)
+    dispatcher = Dispatcher(table.database, launcher)
     schedules = {"hourly": Schedule(interval=timedelta(hours=1)), "nightly": Schedule(cron="0 3 * * *")}
 
     assert [d.action for d in dispatcher.tick(schedules, at(16, 10))] == ["started"]  # hourly only
@@ -114,11 +114,11 @@ def test_dispatcher_no_overlap_missed_runs_and_retries(tmp_path: Path) -> None:
     launcher.busy.clear()
     assert [d.action for d in dispatcher.tick(schedules, at(16, 11, 6))] == ["started"]
     # a run in the runs table (e.g. started by hand) counts as running too
-    Runs(table).start("nightly")
+    Runs(table.database).start("nightly")
     decisions = dispatcher.tick(schedules, at(17, 3, 1))
     assert ("nightly", "skipped") in [(d.source, d.action) for d in decisions]
     assert launcher.started.count("nightly") == 0
-    Runs(table).end(Runs(table).latest("nightly")["id"], "finished", {}, "done")
+    Runs(table.database).end(Runs(table.database).latest("nightly")["id"], "finished", {}, "done")
     # the skipped 03:00 slot is not made up; the scheduler was down for three nights: one run
     assert "nightly" not in [d.source for d in dispatcher.tick(schedules, at(17, 4))]
     launcher.started.clear()
@@ -133,7 +133,7 @@ def test_dispatcher_no_overlap_missed_runs_and_retries(tmp_path: Path) -> None:
     assert [d.action for d in dispatcher.tick(schedules, at(21, 10, 31))] == ["started"]
     lines = dispatcher.describe(schedules, at(21, 11))
     assert lines[1].startswith("nightly: cron '0 3 * * *'; last started") and "next due" in lines[1]
-    table.close()
+    table.database.close()
 
 
 # --- politeness -------------------------------------------------------------------------------------
@@ -244,10 +244,10 @@ def test_scheduler_starts_a_local_crawl_without_scrapyd(project, serve, tmp_path
     result = project.scrapy("scheduler", "--once", SEARCHCRAWL_SCRAPYD_URL="")
     assert result.returncode == 0 and "Schedule of local (every 1 day, 0:00:00): started crawl" in result.stderr, result.stderr
     table = project.table()
-    wait_for(lambda: (Runs(table).latest("local") or {}).get("state") == "finished", what="the local crawl")
+    wait_for(lambda: (Runs(table.database).latest("local") or {}).get("state") == "finished", what="the local crawl")
     assert {doc["url"] for doc in solr_docs(solr, "local")} == {site.url + path for path in pages}
     logs = list((project.data_dir / "logs" / "local").glob("*.log"))
     assert logs
     # the run is marked finished a moment before Scrapy logs its last line
     wait_for(lambda: "Spider closed (finished)" in logs[0].read_text(), timeout=30, what="the crawl's last log line")
-    table.close()
+    table.database.close()

@@ -14,7 +14,7 @@ from searchcrawl.content.extract import solr_document, solr_id
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex, migrate_ids, push_pending
 from searchcrawl.rules.lifecycle import Event, Outcome
-from searchcrawl.store import DocumentTable
+from searchcrawl.store import Database, DocumentTable
 
 from .conftest import solr_docs
 from .test_indexer import cache_pending
@@ -163,7 +163,7 @@ def test_migration_follows_the_document_table(tmp_path, solr_url: str, solr: pys
     source, other = unique("held"), unique("held-other")
     old = old_documents(source, 3)
     solr.add(old)
-    table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
     shared, removed, kept = (document["url"] for document in old)
     for holder, url in ((source, shared), (other, shared), (source, kept)):
         table.record(holder, url, Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
@@ -226,7 +226,7 @@ def test_a_crawl_migrates_its_old_documents_before_pushing(project, serve, tmp_p
 
 def test_documents_cached_by_the_earlier_version_are_pushed_with_their_new_id(tmp_path, solr_url, solr) -> None:
     source = unique("old-spool")
-    table = DocumentTable(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
     directory = tmp_path / "cache"
     directory.mkdir()
     url = f"http://spool.test/{source}"

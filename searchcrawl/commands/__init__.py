@@ -1,1 +1,23 @@
-"""searchcrawl's scrapy commands (COMMANDS_MODULE): crawl, solr, search, demo."""
+"""searchcrawl's scrapy commands (COMMANDS_MODULE): one module a command, named as the command."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from scrapy.settings import BaseSettings
+
+from searchcrawl.config import paths
+from searchcrawl.store import Database
+
+
+@contextmanager
+def open_database(settings: BaseSettings, migrate: bool = False) -> Iterator[Database]:
+    """The document table's database for a command: read-only commands (status, report,
+    explain, solr migrate-ids) never migrate it; commands that write (control, scheduler, the
+    crawl's own checks) bring it up to date as a crawl would."""
+    database = Database(paths.db_url(settings), migrate=migrate)
+    try:
+        yield database
+    finally:
+        database.close()

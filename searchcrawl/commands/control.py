@@ -14,9 +14,8 @@ import argparse
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from searchcrawl.config import paths
+from searchcrawl.commands import open_database
 from searchcrawl.ops.launchers import LaunchError, launcher_for
-from searchcrawl.store import DocumentTable
 from searchcrawl.store.runs import CONTROLS, RESUMABLE, Runs
 
 ACTIONS = (*CONTROLS, "resume")
@@ -37,14 +36,11 @@ class Command(ScrapyCommand):
             raise UsageError(f"expected a source name and one of {', '.join(ACTIONS)}")
         assert self.settings is not None
         source, action = args
-        table = DocumentTable(paths.db_url(self.settings))
-        try:
+        with open_database(self.settings, migrate=True) as database:
             if action == "resume":
-                self.resume(Runs(table), source)
+                self.resume(Runs(database), source)
                 return
-            run = Runs(table).control(source, action)
-        finally:
-            table.close()
+            run = Runs(database).control(source, action)
         if run is None:
             print(f"{source}: no running or suspended crawl")
             self.exitcode = 1

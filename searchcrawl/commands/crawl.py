@@ -15,7 +15,7 @@ from scrapy.crawler import Crawler
 
 from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
-from searchcrawl.store import DocumentTable
+from searchcrawl.store import Database
 from searchcrawl.store.runs import ALREADY_RUNNING, Runs
 
 logger = logging.getLogger(__name__)
@@ -100,15 +100,15 @@ class Command(ScrapyCrawlCommand):
     def conflict(crawler: Crawler, source: str) -> str | None:
         """Runs.conflict with the crawler's settings (the source's own ``shared`` included)."""
         settings = crawler.settings
-        table = DocumentTable(paths.db_url(settings))
+        database = Database(paths.db_url(settings))  # the crawl migrates it anyway
         try:
-            return Runs(table).conflict(
+            return Runs(database).conflict(
                 source,
                 allow_shared=settings.getbool("SEARCHCRAWL_SHARED_CRAWL"),
                 stale_after=settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"),
             )
         finally:
-            table.close()
+            database.close()
 
     def closed(self, reason: str) -> None:
         self.finish_reason = reason

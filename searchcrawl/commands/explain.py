@@ -15,11 +15,12 @@ import urllib.request
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from searchcrawl.config import paths
+from searchcrawl.commands import open_database
 from searchcrawl.config.source import Source, SourceError
 from searchcrawl.crawl.middlewares.robots import site_of
 from searchcrawl.ops.terminal import printable
-from searchcrawl.rules.boundary import MAX_URL_LENGTH, Boundary, Decision
+from searchcrawl.rules.boundary import MAX_URL_LENGTH, Boundary
+from searchcrawl.rules.boundary import ScopeDecision as Decision
 from searchcrawl.rules.display_urls import DisplayUrls
 from searchcrawl.rules.filters import FilterSet
 from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
@@ -155,17 +156,14 @@ class Command(ScrapyCommand):
             print(f"searchcrawl: no source named {args[0]!r}")
             self.exitcode = 2
             return
-        table = DocumentTable(paths.db_url(self.settings))
-        try:
+        with open_database(self.settings) as database:
             lines, _crawled = explain(
                 spider.source,
                 args[1],
                 opts.depth,
-                table,
+                DocumentTable(database),
                 self.settings.get("USER_AGENT"),
                 not opts.no_robots,
                 self.settings.getint("SEARCHCRAWL_MAX_URL_LENGTH"),
             )
-        finally:
-            table.close()
         print("\n".join(printable(line) for line in lines))  # robots.txt lines and reasons: the sites' words

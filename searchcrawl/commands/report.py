@@ -9,10 +9,10 @@ import json
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from searchcrawl.config import paths
+from searchcrawl.commands import open_database
 from searchcrawl.crawl.frontier_scheduler import DELTA_KINDS
 from searchcrawl.ops.terminal import printable
-from searchcrawl.store import DocumentTable
+from searchcrawl.store import Deltas
 from searchcrawl.store.runs import Runs
 
 
@@ -35,17 +35,14 @@ class Command(ScrapyCommand):
         if len(args) != 1:
             raise UsageError("expected a source name")
         assert self.settings is not None
-        table = DocumentTable(paths.db_url(self.settings))
-        try:
-            runs = {run["id"]: run for run in Runs(table).recent(args[0], limit=1000)}
+        with open_database(self.settings) as database:
+            runs = {run["id"]: run for run in Runs(database).recent(args[0], limit=1000)}
             run_id = opts.run or (max(runs) if runs else None)
             if run_id is None or run_id not in runs:
                 print(f"{args[0]}: no such run")
                 self.exitcode = 1
                 return
-            report = table.deltas(args[0], run_id)
-        finally:
-            table.close()
+            report = Deltas(database).report(args[0], run_id)
         run = runs[run_id]
         if opts.json:
             print(

@@ -21,7 +21,7 @@ from searchcrawl.config.source import SourceError
 from searchcrawl.ops.dispatcher import Dispatcher
 from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule
-from searchcrawl.store import DocumentTable
+from searchcrawl.store import Database
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +55,9 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None and self.crawler_process is not None
-        table = DocumentTable(paths.db_url(self.settings))
+        database = Database(paths.db_url(self.settings))
         launcher = launcher_for(self.settings)
-        dispatcher = Dispatcher(table, launcher, self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))
+        dispatcher = Dispatcher(database, launcher, self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))
         try:
             if opts.list:
                 print("\n".join(dispatcher.describe(self.schedules(), datetime.now().astimezone())) or "no scheduled sources")
@@ -75,4 +75,4 @@ class Command(ScrapyCommand):
                     break
             logger.info("Scheduler stopped")
         finally:
-            table.close()
+            database.close()

@@ -18,7 +18,7 @@ from searchcrawl.config import paths
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrCloud, DevSolrError
 from searchcrawl.index import solrcloud
 from searchcrawl.index.indexer import IndexingError, SolrIndex, migrate_ids
-from searchcrawl.store import DocumentTable
+from searchcrawl.store import Database, DocumentTable
 
 ACTIONS = ("start", "stop", "status", "collection", "migrate-ids")
 DEFAULT_CLOUD_NODES = 2
@@ -112,7 +112,8 @@ class Command(ScrapyCommand):
             auth=paths.solr_auth(self.settings),
         )
         total = 0
-        table = DocumentTable(paths.db_url(self.settings))
+        database = Database(paths.db_url(self.settings), migrate=False)  # read only
+        table = DocumentTable(database)
         try:
             for source in sources or index.sources():
                 # the document table's word on who holds each URL, when it knows the source
@@ -127,7 +128,7 @@ class Command(ScrapyCommand):
                 total += migrated
                 print(f"{source}: {migrated} documents migrated to ids {source}!<url>")
         finally:
-            table.close()
+            database.close()
         print(f"{total} documents migrated in all")
 
     def _start(self, data_dir: Path, opts: argparse.Namespace) -> None:

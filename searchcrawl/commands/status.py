@@ -8,6 +8,7 @@ import json
 
 from scrapy.commands import ScrapyCommand
 
+from searchcrawl.commands import open_database
 from searchcrawl.config import paths
 from searchcrawl.index.cache import SPOOL_SUFFIX
 from searchcrawl.ops.terminal import printable
@@ -26,7 +27,7 @@ def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spool
         f"cache: {cache_spools} spool files, {cache_bytes / 1e6:.1f} MB; waiting for Solr: "
         f"{states.get(State.PENDING.value, 0)} to add, {states.get(State.REMOVING.value, 0)} to remove"
     )
-    runs = Runs(table)
+    runs = Runs(table.database)
     for run in runs.recent(name):
         counters = json.loads(run["counters"] or "{}")
         shown = ", ".join(f"{key} {value}" for key, value in counters.items())
@@ -60,13 +61,11 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None and self.crawler_process is not None
         names = args or sorted(self.crawler_process.spider_loader.list())
-        table = DocumentTable(paths.db_url(self.settings))
-        try:
+        with open_database(self.settings) as database:
+            table = DocumentTable(database)
             for name in names:
                 directory = paths.data_dir(self.settings) / "cache" / name
                 files = list(directory.glob("*" + SPOOL_SUFFIX)) if directory.is_dir() else []
                 size = sum(path.stat().st_size for path in files)
                 lines = source_report(table, name, size, len(files), self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))
                 print("\n".join(printable(line) for line in lines))  # run reasons quote the sites
-        finally:
-            table.close()

@@ -109,7 +109,7 @@ class FrontierScheduler:
     def open(self, spider: Spider) -> None:
         self.spider = spider
         source = self.context.source.name
-        runs = Runs(self.context.table)
+        runs = Runs(self.context.table.database)
         fresh = str(getattr(spider, "fresh", "")).lower() in ("1", "true", "yes")
         try:
             self.run = runs.start(
@@ -120,7 +120,7 @@ class FrontierScheduler:
             # two starting at the same moment, which the source's lock in Runs.start settles
             logger.error("%s", exc)
             raise CloseSpider(ALREADY_RUNNING) from None
-        self.frontier = Frontier(self.context.table, source, self.run.id, self.owner, self.lease_seconds)
+        self.frontier = Frontier(self.context.table.database, source, self.run.id, self.owner, self.lease_seconds)
         others = runs.nodes(self.run.id, self.lease_seconds, but=self.owner)
         runs.join(self.run.id, self.owner)
         self.context.attach_run(self.run.id, self.run.resumed, self.frontier, runs)

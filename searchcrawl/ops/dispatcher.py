@@ -22,8 +22,7 @@ from sqlalchemy import select
 
 from searchcrawl.ops.launchers import Launcher, LaunchError
 from searchcrawl.rules.schedules import Schedule
-from searchcrawl.store import DocumentTable
-from searchcrawl.store.documents import as_utc
+from searchcrawl.store.database import Database, as_utc
 from searchcrawl.store.models import ScheduleMark
 from searchcrawl.store.runs import Runs
 
@@ -40,8 +39,8 @@ class Decision:
 class ScheduleMarks:
     """The ``schedule_marks`` table: one row per scheduled source."""
 
-    def __init__(self, table: DocumentTable) -> None:
-        self.engine = table.engine
+    def __init__(self, database: Database) -> None:
+        self.engine = database.engine
 
     def get(self, source: str) -> dict | None:
         with self.engine.connect() as connection:
@@ -60,9 +59,9 @@ class ScheduleMarks:
 
 
 class Dispatcher:
-    def __init__(self, table: DocumentTable, launcher: Launcher, stale_after: float = 600) -> None:
-        self.marks = ScheduleMarks(table)
-        self.runs = Runs(table)
+    def __init__(self, database: Database, launcher: Launcher, stale_after: float = 600) -> None:
+        self.marks = ScheduleMarks(database)
+        self.runs = Runs(database)
         self.launcher = launcher
         self.stale_after = stale_after
 

@@ -1,8 +1,8 @@
-"""DocumentTable: every read and write of the document table goes through here.
+"""DocumentTable: every URL of every source, and its state in the ledger's terms.
 
-Works on SQLite (the default, in WAL mode so that readers never wait on the crawl) and on
-PostgreSQL. The schema is brought up to date with Alembic whenever a table is opened, so a user's
-data survives upgrades of searchcrawl.
+The one place a URL's state is written (``record``, and the bulk writes the ledger allows from
+exactly one state). The frontier (frontier.py), the runs (runs.py) and the delta reports
+(deltas.py) are other stores over the same database (database.py).
 
 A row is keyed by its source and the SHA-256 of its URL (``url_hash``), not by the URL, which
 may be longer than an index entry holds: every write here adds the key (``keyed``) and every
@@ -11,22 +11,13 @@ look-up by URL goes through ``url_hash``. Callers only ever see and pass whole U
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
 import logging
-import os
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import Connection, Engine, bindparam, case, create_engine, event, func, literal, or_, select, text, tuple_, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, bindparam, case, func, or_, select, tuple_, update
 
-from searchcrawl.config.resources import package_dir
 from searchcrawl.rules.lifecycle import (
     FETCHED_EVENTS,
     OUT_OF_INDEX,
@@ -38,30 +29,18 @@ from searchcrawl.rules.lifecycle import (
     decide,
     sources_of,
 )
-from searchcrawl.store.models import Document, RunDelta
+from searchcrawl.rules.redirect_policy import TEMPORARY as TEMPORARY_REDIRECTS
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.database import Database, as_utc, keyed, now, url_hash
+from searchcrawl.store.models import Document
 
-_migrate_lock = threading.Lock()
 logger = logging.getLogger(__name__)
-DUPLICATE = 911  # crawler status code (searchcrawl.rules.status_codes), kept here as a plain number
-TEMPORARY_REDIRECTS = (302, 303, 307)  # as searchcrawl.rules.redirect_policy.TEMPORARY
 LASTING_DELTAS = ("deleted", "held")  # what a later outcome of the same run (failed, excluded ...) does not hide
 
 
 IN_INDEX = (State.PENDING.value, State.INDEXED.value)
 RUN_COLUMNS = frozenset({"run_id", "frontier", "lease_owner", "lease_expires", "request", "delta", "delta_run", "linked_run"})
 ROW_KEY = ["source", "url_hash"]  # the unique key of a row: inserts conflict on it
-
-
-def url_hash(url: str) -> str:
-    """The document table's key for ``url``: rows are found and kept unique by it, never by the
-    URL itself. A btree index entry holds about 2,700 bytes (PostgreSQL refuses a longer one,
-    and the crawler meets URLs of any length); a SHA-256 is 64 characters whatever the URL."""
-    return hashlib.sha256(url.encode("utf-8")).hexdigest()
-
-
-def keyed(row: dict[str, Any]) -> dict[str, Any]:
-    """A row to insert, with its key."""
-    return {**row, "url_hash": url_hash(row["url"])}
 
 
 def _linkless(status: int | None) -> bool:
@@ -78,96 +57,19 @@ def _bulk(event: Event) -> tuple[str, str]:
     return before.value, decide(Row(before), Outcome(event)).state.value
 
 
-def now() -> datetime:
-    return datetime.now(UTC)
-
-
-def as_utc(moment: datetime | None) -> datetime | None:
-    """A timestamp read from the table, timezone-aware (SQLite hands back naive UTC)."""
-    if moment is not None and moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment
-
-
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.close()
-
-
-# Connections a crawler process keeps open to PostgreSQL. It uses up to one a thread: the reactor,
-# asyncio's worker threads (min(32, cpus + 4): fleet reservations and releases), the Solr push,
-# lease renewal. SQLAlchemy keeps 5 by default and opens and closes any beyond them on every use:
-# a 2,021-page crawl started 312 PostgreSQL backends, and two processes crawled 1.3 times as fast
-# as one instead of 1.9 (tests/benchmarks/README.md). Only what is used at once is ever opened.
-POOL_SIZE = min(32, (os.cpu_count() or 1) + 4) + 4
-
-
-def create_db_engine(url: str) -> Engine:
-    """An engine for the document table, with the settings each database needs."""
-    if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
-        event.listen(engine, "connect", _sqlite_pragmas)
-        return engine
-    if url.startswith("postgresql://") or url.startswith("postgres://"):
-        url = "postgresql+psycopg://" + url.split("://", 1)[1]
-    return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_SIZE)
-
-
-@contextlib.contextmanager
-def _across_processes(engine: Engine, connection: Connection) -> Iterator[None]:
-    """Several crawler processes opening a new database at once migrate it one after the other
-    (PostgreSQL: an advisory lock for the transaction; SQLite: a lock file beside the database)."""
-    if engine.dialect.name == "postgresql":
-        connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('searchcrawl-migrate'))"))
-        yield
-        return
-    database = engine.url.database
-    if not database or database == ":memory:":
-        yield
-        return
-    with open(f"{database}.migrate-lock", "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def migrate(engine: Engine, revision: str = "head") -> None:
-    """Bring the schema to the newest revision (idempotent); tests of a migration ask for an
-    older ``revision`` first."""
-    config = Config()
-    with (
-        _migrate_lock,
-        package_dir("searchcrawl.store", "migrations") as scripts,
-        engine.begin() as connection,
-        _across_processes(engine, connection),
-    ):
-        config.set_main_option("script_location", str(scripts))
-        config.attributes["connection"] = connection
-        command.upgrade(config, revision)
-
-
 class DocumentTable:
-    """The document table of all sources, bound to one database."""
+    """The documents of all sources: each URL's state in its source, as the ledger decides it."""
 
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.engine = create_db_engine(url)
-        # For work that is one statement: the statement is its own transaction, so no BEGIN and
-        # no COMMIT or ROLLBACK go to the server. On PostgreSQL that is one round trip instead of
-        # three, for calls made once or more per page on the reactor thread.
-        self.single = self.engine.execution_options(isolation_level="AUTOCOMMIT")
-        migrate(self.engine)
-        self.insert = (postgresql if self.engine.dialect.name == "postgresql" else sqlite).insert
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.engine = database.engine
+        self.single = database.single
+        self.insert = database.insert
+        self._statement = database.statement
         self.run_id: int | None = None  # set during a crawl: outcomes then finish the URL's frontier entry
         # Test mode: the crawl reports what it finds but leaves every document's indexed state as
         # it was; only the run's own columns (frontier, delta) of existing rows are written.
         self.test_mode = False
-        self._statements: dict[Any, Any] = {}
 
     def _finished(self) -> dict[str, Any]:
         """Columns that take a URL out of the current run's frontier (it is done)."""
@@ -186,9 +88,6 @@ class DocumentTable:
         if not self.test_mode:
             return values
         return {key: value for key, value in values.items() if key in RUN_COLUMNS}
-
-    def close(self) -> None:
-        self.engine.dispose()
 
     # --- writes ---------------------------------------------------------------------------
 
@@ -308,7 +207,9 @@ class DocumentTable:
         self.record(
             source,
             url,
-            Outcome(Event.GONE, DUPLICATE, f"duplicate of {of}", depth, kind="duplicate", columns={"duplicate_of": of}),
+            Outcome(
+                Event.GONE, int(Status.DUPLICATE), f"duplicate of {of}", depth, kind="duplicate", columns={"duplicate_of": of}
+            ),
         )
 
     def settle_duplicates(
@@ -341,14 +242,6 @@ class DocumentTable:
             if row is not original:
                 self.mark_duplicate(source, row["url"], of=original["url"])
         return original["url"] if original["url"] != url else None
-
-    def _statement(self, key: Any, build: Callable[[], Any]) -> Any:
-        """A statement built once and run with bound parameters: on the per-page path, building
-        a statement (and SQLAlchemy's ORM handling of it) costs more than running it."""
-        statement = self._statements.get(key)
-        if statement is None:
-            statement = self._statements[key] = build()
-        return statement
 
     def find_duplicate(self, source: str, checksum: str, url: str) -> dict[str, Any] | None:
         """Another document of the source with this content, in the index (id, url, canonical_url),
@@ -413,7 +306,7 @@ class DocumentTable:
             targets = set(
                 connection.execute(
                     select(table.c.target).where(
-                        table.c.source == source, table.c.target.is_not(None), table.c.status.in_(TEMPORARY_REDIRECTS)
+                        table.c.source == source, table.c.target.is_not(None), table.c.status.in_(sorted(TEMPORARY_REDIRECTS))
                     )
                 ).scalars()
             )
@@ -539,34 +432,6 @@ class DocumentTable:
             return connection.execute(
                 select(func.count()).where(Document.source == source, Document.state.in_([*IN_INDEX, State.REMOVING.value]))
             ).scalar_one()
-
-    def deltas(self, source: str, run_id: int) -> dict[str, list[str]]:
-        """What a run found, by kind: kept per run once the run has ended, else read live."""
-        report: dict[str, list[str]] = {}
-        with self.engine.connect() as connection:
-            rows = connection.execute(select(RunDelta.kind, RunDelta.url).where(RunDelta.run_id == run_id)).all()
-            if not rows:
-                rows = connection.execute(
-                    select(Document.delta, Document.url).where(Document.source == source, Document.delta_run == run_id)
-                ).all()
-        for kind, url in rows:
-            report.setdefault(kind, []).append(url)
-        for urls in report.values():
-            urls.sort()
-        return report
-
-    def keep_deltas(self, source: str, run_id: int) -> None:
-        """Copy the run's deltas into run_deltas: the report survives later runs."""
-        with self.engine.begin() as connection:
-            connection.execute(RunDelta.__table__.delete().where(RunDelta.run_id == run_id))
-            connection.execute(
-                RunDelta.__table__.insert().from_select(
-                    ["run_id", "url", "kind"],
-                    select(literal(run_id), Document.url, Document.delta).where(
-                        Document.source == source, Document.delta_run == run_id, Document.delta.is_not(None)
-                    ),
-                )
-            )
 
     def record_excluded(self, source: str, rows: Sequence[tuple[str, int, int, str]]) -> None:
         """URLs a rule kept out when a page linked to them, as (url, status, depth, reason). Only

@@ -19,7 +19,9 @@ from typing import Any
 
 from sqlalchemy import and_, func, or_, select, update
 
-from searchcrawl.store.documents import ROW_KEY, DocumentTable, State, keyed, now
+from searchcrawl.rules.lifecycle import State
+from searchcrawl.store.database import Database, keyed, now
+from searchcrawl.store.documents import ROW_KEY
 from searchcrawl.store.models import Document
 
 QUEUED, LEASED, DONE = "queued", "leased", "done"
@@ -39,9 +41,9 @@ class Entry:
 
 
 class Frontier:
-    def __init__(self, table: DocumentTable, source: str, run_id: int, owner: str, lease_seconds: float = 600) -> None:
-        self.table = table
-        self.engine = table.engine
+    def __init__(self, database: Database, source: str, run_id: int, owner: str, lease_seconds: float = 600) -> None:
+        self.database = database
+        self.engine = database.engine
         self.source = source
         self.run_id = run_id
         self.owner = owner
@@ -98,7 +100,7 @@ class Frontier:
 
     @functools.cache  # noqa: B019 - two statements per frontier, built once: building costs more than running
     def _insert(self, again: bool) -> Any:
-        statement = self.table.insert(Document)
+        statement = self.database.insert(Document)
         current = Document.__table__.c
         return statement.on_conflict_do_update(
             index_elements=ROW_KEY,

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping, delete, select, text, update
 
 from searchcrawl.ops.processes import process_alive
-from searchcrawl.store.documents import DocumentTable, as_utc, now
+from searchcrawl.store.database import Database, as_utc, now
 from searchcrawl.store.models import CrawlNode, Run, SourceState
 
 RUNNING, SUSPENDED, FINISHED, STOPPED, FAILED = "running", "suspended", "finished", "stopped", "failed"
@@ -52,8 +52,8 @@ def _recent(moment: datetime | None, seconds: float) -> bool:
 
 
 class Runs:
-    def __init__(self, table: DocumentTable) -> None:
-        self.engine = table.engine
+    def __init__(self, database: Database) -> None:
+        self.engine = database.engine
 
     def latest(self, source: str) -> dict[str, Any] | None:
         with self.engine.connect() as connection:

@@ -21,7 +21,7 @@ from datetime import timedelta
 
 from sqlalchemy import bindparam, delete, func, select, text, update
 
-from searchcrawl.store.documents import DocumentTable, as_utc, now
+from searchcrawl.store.database import Database, as_utc, now
 from searchcrawl.store.models import SiteLease, SiteSlot
 
 FULL_RETRY = 0.1  # seconds before asking again when a site is at its concurrency limit
@@ -37,9 +37,9 @@ class Grant:
 
 
 class SitePoliteness:
-    def __init__(self, table: DocumentTable, owner: str) -> None:
-        self.table = table
-        self.engine = table.engine
+    def __init__(self, database: Database, owner: str) -> None:
+        self.database = database
+        self.engine = database.engine
         self.owner = owner
         self.postgres = self.engine.dialect.name == "postgresql"
         self.known: set[str] = set()  # sites whose row exists
@@ -66,7 +66,7 @@ class SitePoliteness:
         its ``concurrency`` in-flight slots, kept for at most ``hold`` seconds after the start.
         The site's row lock serialises the fleet."""
         if self.postgres:
-            with self.table.single.connect() as connection:  # one statement: autocommit
+            with self.database.single.connect() as connection:  # one statement: autocommit
                 lease_id, wait = connection.execute(
                     self.acquire_call,
                     {"site": site, "delay": delay, "concurrency": concurrency, "hold": hold, "owner": self.owner},
@@ -74,7 +74,9 @@ class SitePoliteness:
             return Grant(lease_id, FULL_RETRY if lease_id is None else max(0.0, wait))
         with self.engine.begin() as connection:
             if site not in self.known:
-                connection.execute(self.table.insert(SiteSlot).values(site=site).on_conflict_do_nothing(index_elements=["site"]))
+                connection.execute(
+                    self.database.insert(SiteSlot).values(site=site).on_conflict_do_nothing(index_elements=["site"])
+                )
                 self.known.add(site)
             next_at = connection.execute(self.lock, {"key": site}).scalar_one()
             clock = now()  # one machine: its clock (SQLite's has whole seconds only)
@@ -89,7 +91,7 @@ class SitePoliteness:
         return Grant(lease_id, (start - clock).total_seconds())
 
     def release(self, lease_id: int) -> None:
-        with self.table.single.connect() as connection:  # one statement: autocommit
+        with self.database.single.connect() as connection:  # one statement: autocommit
             connection.execute(self.free, {"lease_id": lease_id})
 
     def release_all(self) -> int:

@@ -40,7 +40,7 @@ from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex, push_pending
 from searchcrawl.rules.lifecycle import Event, Outcome
-from searchcrawl.store import DocumentTable
+from searchcrawl.store import Database, DocumentTable
 from tests.benchmarks.measure import jvm_cpu, run_measured, solr_updates
 from tests.benchmarks.synthetic import Nginx, SyntheticSite, nginx, page_path
 from tests.conftest import ROOT
@@ -145,7 +145,7 @@ class Bench:
         Solr (its pid known). Before each pass, a hard commit and a short pause let Solr flush and
         merge what came before."""
         count = min(self.pages, PUSH_DOCUMENTS)
-        table = DocumentTable(f"sqlite:///{self.work / 'push.sqlite3'}")
+        table = DocumentTable(Database(f"sqlite:///{self.work / 'push.sqlite3'}"))
         cache = DocumentCache(self.work / "push-cache")
         source = f"{self.source}-push"
         pages = [
@@ -192,7 +192,7 @@ class Bench:
             passes.append(measured)
         updates = solr_updates(self.solr_url) - before
         index.client.delete(q=f'source:"{source}"', commit=True)
-        table.close()
+        table.database.close()
         rate = statistics.median(each["docs_per_s"] for each in passes if not each["warm_up"])
         return {
             "phase": "e",

@@ -30,15 +30,16 @@ from searchcrawl.content.convert import Converter
 from searchcrawl.crawl.extensions.ledger import LedgerWriter
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.rules.boundary import Boundary, Decision
+from searchcrawl.rules.boundary import Boundary
+from searchcrawl.rules.boundary import ScopeDecision as Decision
 from searchcrawl.rules.display_urls import DisplayUrls
 from searchcrawl.rules.filters import FilterSet
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.maintenance import recrawl_reasons, settings_fingerprint
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.url_rewriter import UrlRewriter, load_rewriter
-from searchcrawl.store import DocumentTable
-from searchcrawl.store.documents import now
+from searchcrawl.store import Database, Deltas, DocumentTable
+from searchcrawl.store.database import now
 from searchcrawl.store.frontier import Frontier
 from searchcrawl.store.runs import Runs
 
@@ -117,7 +118,7 @@ class CrawlState:
         settings = crawler.settings
         return cls(
             source=source,
-            table=DocumentTable(paths.db_url(settings)),
+            table=DocumentTable(Database(paths.db_url(settings))),
             cache=DocumentCache(paths.cache_dir(settings, source.name)),
             index=SolrIndex(
                 paths.solr_url(settings),
@@ -285,8 +286,9 @@ class CrawlState:
         if self.runs is None or self.run_id is None:
             return {}
         source = self.source.name
-        self.table.keep_deltas(source, self.run_id)
-        report = self.table.deltas(source, self.run_id)
+        deltas = Deltas(self.table.database)
+        deltas.keep(source, self.run_id)
+        report = deltas.report(source, self.run_id)
         counters = {**self.counters(), "delta": {kind: len(urls) for kind, urls in sorted(report.items())}}
         self.runs.end(self.run_id, state, counters, reason)
         if state == "finished" and not self.test_mode:
@@ -310,7 +312,7 @@ class CrawlState:
         self.cache.close()
         if self._converter is not None:
             self._converter.close()
-        self.table.close()
+        self.table.database.close()
 
 
 def crawl_state(crawler: Crawler) -> CrawlState:

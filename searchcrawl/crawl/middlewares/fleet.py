@@ -33,7 +33,7 @@ class FleetPolitenessMiddleware:
         self.crawler = crawler
         self.context = crawl_state(crawler)
         settings = crawler.settings
-        self.sites = SitePoliteness(self.context.table, self.context.owner)
+        self.sites = SitePoliteness(self.context.table.database, self.context.owner)
         self.concurrency = max(1, settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"))
         self.hold = settings.getfloat("DOWNLOAD_TIMEOUT") + HOLD_MARGIN
         crawler.signals.connect(self.opened, signal=signals.spider_opened)

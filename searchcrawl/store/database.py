@@ -1,0 +1,178 @@
+"""The database of the document table: its engine, its schema version, and what every store shares.
+
+Works on SQLite (the default, in WAL mode so that readers never wait on the crawl) and on
+PostgreSQL. A crawl opens it with ``migrate=True``: the schema is brought up to date with
+Alembic, so a user's data survives upgrades of searchcrawl. Read-only commands (status, report,
+explain, search) open it without migrating: they never write the schema, and say so when it is
+older than this searchcrawl (run a crawl, or `scrapy db upgrade`, to bring it up to date).
+
+Each store takes a ``Database``: documents (documents.py), the frontier (frontier.py), the
+runs (runs.py), the delta reports (deltas.py) and the sites' politeness (sites.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.dialects import postgresql, sqlite
+
+from searchcrawl.config.resources import package_dir
+
+_migrate_lock = threading.Lock()
+logger = logging.getLogger(__name__)
+
+
+class SchemaOutdated(Exception):
+    """The database's schema is older (or newer) than this searchcrawl's, and we may not migrate."""
+
+
+def url_hash(url: str) -> str:
+    """The document table's key for ``url``: rows are found and kept unique by it, never by the
+    URL itself. A btree index entry holds about 2,700 bytes (PostgreSQL refuses a longer one,
+    and the crawler meets URLs of any length); a SHA-256 is 64 characters whatever the URL."""
+    return hashlib.sha256(url.encode("utf-8")).hexdigest()
+
+
+def keyed(row: dict[str, Any]) -> dict[str, Any]:
+    """A row to insert, with its key."""
+    return {**row, "url_hash": url_hash(row["url"])}
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def as_utc(moment: datetime | None) -> datetime | None:
+    """A timestamp read from the table, timezone-aware (SQLite hands back naive UTC)."""
+    if moment is not None and moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+# Connections a crawler process keeps open to PostgreSQL. It uses up to one a thread: the reactor,
+# asyncio's worker threads (min(32, cpus + 4): fleet reservations and releases), the Solr push,
+# lease renewal. SQLAlchemy keeps 5 by default and opens and closes any beyond them on every use:
+# a 2,021-page crawl started 312 PostgreSQL backends, and two processes crawled 1.3 times as fast
+# as one instead of 1.9 (tests/benchmarks/README.md). Only what is used at once is ever opened.
+POOL_SIZE = min(32, (os.cpu_count() or 1) + 4) + 4
+
+
+def create_db_engine(url: str) -> Engine:
+    """An engine for the document table, with the settings each database needs."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_SIZE)
+
+
+@contextlib.contextmanager
+def _across_processes(engine: Engine, connection: Connection) -> Iterator[None]:
+    """Several crawler processes opening a new database at once migrate it one after the other
+    (PostgreSQL: an advisory lock for the transaction; SQLite: a lock file beside the database)."""
+    if engine.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('searchcrawl-migrate'))"))
+        yield
+        return
+    database = engine.url.database
+    if not database or database == ":memory:":
+        yield
+        return
+    with open(f"{database}.migrate-lock", "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def upgrade_schema(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema to the newest revision (idempotent); tests of a migration ask for an
+    older ``revision`` first."""
+    config = Config()
+    with (
+        _migrate_lock,
+        package_dir("searchcrawl.store", "migrations") as scripts,
+        engine.begin() as connection,
+        _across_processes(engine, connection),
+    ):
+        config.set_main_option("script_location", str(scripts))
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+
+def schema_revisions(engine: Engine) -> tuple[str | None, str]:
+    """(the database's schema revision, this searchcrawl's newest), read without writing."""
+    with package_dir("searchcrawl.store", "migrations") as scripts, engine.connect() as connection:
+        config = Config()
+        config.set_main_option("script_location", str(scripts))
+        head = ScriptDirectory.from_config(config).get_current_head()
+        current = MigrationContext.configure(connection).get_current_revision()
+    assert head is not None
+    return current, head
+
+
+class Database:
+    """One database of searchcrawl, opened once per process and shared by its stores."""
+
+    def __init__(self, url: str, migrate: bool = True) -> None:
+        self.url = url
+        self.engine = create_db_engine(url)
+        # For work that is one statement: the statement is its own transaction, so no BEGIN and
+        # no COMMIT or ROLLBACK go to the server. On PostgreSQL that is one round trip instead of
+        # three, for calls made once or more per page on the reactor thread.
+        self.single = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        self.insert = (postgresql if self.engine.dialect.name == "postgresql" else sqlite).insert
+        self._statements: dict[Any, Any] = {}
+        if migrate:
+            upgrade_schema(self.engine)
+        else:
+            self.check_schema()
+
+    def check_schema(self) -> None:
+        """Without migrating: a new (empty) database gets the current schema, as it holds no
+        one's data; an existing one of another revision is refused, never changed."""
+        current, head = schema_revisions(self.engine)
+        if current is None:
+            upgrade_schema(self.engine)
+        elif current != head:
+            self.engine.dispose()
+            found = f"at revision {current}" if current else "empty"
+            raise SchemaOutdated(
+                f"the document table ({self.engine.url.render_as_string(hide_password=True)}) is {found}, "
+                f"this searchcrawl needs {head}: run a crawl or `scrapy db upgrade` first"
+            )
+
+    def statement(self, key: Any, build: Callable[[], Any]) -> Any:
+        """A statement built once and run with bound parameters: on the per-page path, building
+        a statement (and SQLAlchemy's ORM handling of it) costs more than running it."""
+        statement = self._statements.get(key)
+        if statement is None:
+            statement = self._statements[key] = build()
+        return statement
+
+    def close(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,46 @@
+"""The delta report of a run: what it found new, changed, deleted, excluded or failed, per URL.
+
+While a run goes, a URL's delta lives in its document row (written with its state by
+DocumentTable.record, in the same statement); when the run ends they are copied into
+``run_deltas``, so a run's report survives later runs.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import literal, select
+
+from searchcrawl.store.database import Database
+from searchcrawl.store.models import Document, RunDelta
+
+
+class Deltas:
+    def __init__(self, database: Database) -> None:
+        self.engine = database.engine
+
+    def report(self, source: str, run_id: int) -> dict[str, list[str]]:
+        """What a run found, by kind: kept per run once the run has ended, else read live."""
+        report: dict[str, list[str]] = {}
+        with self.engine.connect() as connection:
+            rows = connection.execute(select(RunDelta.kind, RunDelta.url).where(RunDelta.run_id == run_id)).all()
+            if not rows:
+                rows = connection.execute(
+                    select(Document.delta, Document.url).where(Document.source == source, Document.delta_run == run_id)
+                ).all()
+        for kind, url in rows:
+            report.setdefault(kind, []).append(url)
+        for urls in report.values():
+            urls.sort()
+        return report
+
+    def keep(self, source: str, run_id: int) -> None:
+        """Copy the run's deltas into run_deltas: the report survives later runs."""
+        with self.engine.begin() as connection:
+            connection.execute(RunDelta.__table__.delete().where(RunDelta.run_id == run_id))
+            connection.execute(
+                RunDelta.__table__.insert().from_select(
+                    ["run_id", "url", "kind"],
+                    select(literal(run_id), Document.url, Document.delta).where(
+                        Document.source == source, Document.delta_run == run_id, Document.delta.is_not(None)
+                    ),
+                )
+            )
