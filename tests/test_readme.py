@@ -1,18 +1,207 @@
-"""The README is the user's manual: it must document every status code and source key."""
+"""The README is the user's manual: it must document every status code and source key, name only
+files and modules that exist, and link only to headings that exist."""
 
+from __future__ import annotations
+
+import importlib
+import re
 from pathlib import Path
 
+import pytest
+
 from searchcrawl.config.source import SourceSettings
-from searchcrawl.rules.status_codes import CRAWLER_CODES
+from searchcrawl.rules.status_codes import CRAWLER_CODES, describe
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+# the manuals whose links are checked (the main README links into the others, and back)
+MANUALS = ("README.md", "deploy/README.md", "tests/benchmarks/README.md", "solr/README.md")
+
+FENCE = re.compile(r"^```.*?^```[^\n]*$", re.M | re.S)
+HEADING = re.compile(r"^(#{1,6}) +(.+?) *#*$", re.M)
 
 
-def test_every_crawler_code_is_in_the_status_table() -> None:
-    for status in CRAWLER_CODES:
-        assert f"| {int(status)} | `{status.name.lower()}` |" in README
+def prose(text: str) -> str:
+    """The text without its fenced code blocks (a ``# comment`` in a shell block is no heading)."""
+    return FENCE.sub("", text)
+
+
+def section(text: str, heading: str) -> str:
+    """The body of the section under ``heading`` (a whole heading line), up to the next heading
+    of the same or a higher level."""
+    level = len(heading) - len(heading.lstrip("#"))
+    lines = text.splitlines()
+    start = lines.index(heading) + 1
+    for end in range(start, len(lines)):
+        found = re.match(r"(#+) ", lines[end])
+        if found and len(found.group(1)) <= level:
+            return "\n".join(lines[start:end])
+    return "\n".join(lines[start:])
+
+
+# ---------------------------------------------------------------------------------------------
+# status codes
+
+
+def status_rows() -> dict[int, list[str]]:
+    """The rows of the README's status-code table: code -> its other cells."""
+    body = section(README, "## Status codes")
+    table = [line for line in body.splitlines() if line.startswith("|")]
+    assert table[:2] == ["| code | name | meaning |", "|---|---|---|"], table[:2]
+    rows: dict[int, list[str]] = {}
+    for line in table[2:]:
+        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        assert cells[0].isdigit(), f"not a status row: {line}"
+        assert int(cells[0]) not in rows, f"status {cells[0]} is listed twice"
+        rows[int(cells[0])] = cells[1:]
+    return rows
+
+
+def test_every_crawler_code_has_its_row_with_the_codes_description() -> None:
+    """Each row is exactly ``| <code> | `<name>` | <description from the code> |``, so the table
+    says what `scrapy status` and `scrapy explain` print (``describe``)."""
+    rows = status_rows()
+    for status, description in CRAWLER_CODES.items():
+        assert int(status) in rows, f"crawler code {int(status)} ({status.name}) is not in the README's table"
+        assert rows[int(status)] == [f"`{status.name.lower()}`", description], (
+            f"README row of {int(status)} differs from the code (searchcrawl/rules/status_codes.py)"
+        )
+        assert describe(int(status)) == description
+
+
+def test_the_status_table_lists_no_code_the_crawler_does_not_have() -> None:
+    unknown = set(status_rows()) - {int(status) for status in CRAWLER_CODES}
+    assert not unknown, f"the README lists crawler codes the code does not have: {sorted(unknown)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# source keys
 
 
 def test_every_source_key_is_in_the_reference() -> None:
+    reference = section(README, "### Source file reference")
     for key in SourceSettings.model_fields:
-        assert f"| `{key}` |" in README
+        assert f"| `{key}` |" in reference, f"source key {key!r} is not in the source file reference"
+
+
+# ---------------------------------------------------------------------------------------------
+# paths and modules named in the README
+
+# A path of the tree: a file (with a suffix) or a folder (with a trailing slash), under one of the
+# project's top-level folders, not part of a longer path (`~/.cache/searchcrawl/...`) or a URL.
+PATH = re.compile(r"(?<![\w/.~<>-])((?:searchcrawl|solr|deploy|tests)/[\w./-]*)")
+MODULE = re.compile(r"\bsearchcrawl(?:\.\w+)+")
+
+
+def named_paths() -> set[str]:
+    paths = set()
+    for match in PATH.finditer(README):
+        path = match.group(1).rstrip(".")
+        if path.endswith("/") or Path(path).suffix:
+            paths.add(path)
+    return paths
+
+
+def test_the_readme_names_paths() -> None:
+    """The check below has something to check: the code map names the packages and modules."""
+    paths = named_paths()
+    assert "searchcrawl/rules/" in paths and "searchcrawl/rules/lifecycle.py" in paths
+
+
+@pytest.mark.parametrize("path", sorted(named_paths()))
+def test_every_path_in_the_readme_exists(path: str) -> None:
+    target = ROOT / path
+    assert target.is_dir() if path.endswith("/") else target.is_file(), f"README.md names {path}, which does not exist"
+
+
+def test_every_module_path_in_the_code_map_exists() -> None:
+    """A module named by its file name alone in the code map (`spider.py` under `searchcrawl/crawl/`)
+    exists in that package (or one of its subpackages)."""
+    code_map = section(README, "### Code map")
+    for entry in re.findall(r"^- \*\*`(searchcrawl/[\w/]+/)`\*\*(.*?)(?=^- |\Z)", code_map, re.M | re.S):
+        package, text = entry
+        for name in re.findall(r"`([\w/]+(?:\.py|/))`", text):
+            if name.startswith(("searchcrawl/", "solr/")):
+                continue  # a full path, checked above
+            found = list((ROOT / package).rglob(name.rstrip("/")))
+            assert found, f"the code map names {name} under {package}, which has no such module"
+
+
+def dotted_names() -> set[str]:
+    names = set()
+    for span in re.findall(r"`([^`\n]+)`", prose(README)):
+        names.update(MODULE.findall(span))
+    return names
+
+
+@pytest.mark.parametrize("name", sorted(dotted_names()))
+def test_every_dotted_name_in_the_readme_exists(name: str) -> None:
+    """`searchcrawl.crawl.spider.SourceSpider`: the longest importable prefix, then attributes."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            assert hasattr(target, attribute), f"README.md names {name}: {attribute!r} not found"
+            target = getattr(target, attribute)
+        return
+    pytest.fail(f"README.md names {name}, which cannot be imported")
+
+
+# ---------------------------------------------------------------------------------------------
+# links
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link's text
+    text = text.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    found: set[str] = set()
+    for heading in HEADING.findall(prose(path.read_text(encoding="utf-8"))):
+        anchor = base = slug(heading[1])
+        number = 0
+        while anchor in found:  # a repeated heading gets -1, -2, ...
+            number += 1
+            anchor = f"{base}-{number}"
+        found.add(anchor)
+    return found
+
+
+def links() -> list[tuple[str, str]]:
+    found = []
+    for manual in MANUALS:
+        text = prose((ROOT / manual).read_text(encoding="utf-8"))
+        found += [(manual, target) for target in re.findall(r"\]\(([^)\s]+)\)", text)]
+    return found
+
+
+@pytest.mark.parametrize(("manual", "target"), links())
+def test_every_link_between_the_manuals_resolves(manual: str, target: str) -> None:
+    if re.match(r"[a-z]+:", target):
+        return  # a web address
+    file, _, anchor = target.partition("#")
+    path = (ROOT / manual).parent / file if file else ROOT / manual
+    assert path.exists(), f"{manual} links to {target}: {path.relative_to(ROOT)} does not exist"
+    if anchor:
+        assert anchor in anchors(path), f"{manual} links to {target}: no such heading"
+
+
+def test_every_readme_anchor_named_in_the_tree_resolves() -> None:
+    """A link into a manual by file and anchor, written anywhere in the project's code, tests or
+    deploy files (docstrings, systemd units, scripts), names a heading that exists."""
+    for path in [*ROOT.glob("searchcrawl/**/*.py"), *ROOT.glob("tests/**/*.py"), *ROOT.glob("deploy/*")]:
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for file, anchor in re.findall(r"((?:[\w.-]+/)*README\.md)#([\w-]+)", text):
+            target = ROOT / file
+            if not target.exists():
+                target = path.parent / file
+            assert anchor in anchors(target), f"{path.relative_to(ROOT)} names {file}#{anchor}: no such heading"

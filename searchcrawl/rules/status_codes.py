@@ -50,10 +50,10 @@ class Status(IntEnum):
 
 
 CRAWLER_CODES: dict[Status, str] = {
-    Status.EXCLUDED_SCHEME: "excluded: not an http(s) URL (file URLs only below a file source's seed folders)",
+    Status.EXCLUDED_SCHEME: "excluded: not an http(s) URL (file URLs only in a source with file seeds)",
     Status.EXCLUDED_DOMAIN: "excluded: the host is outside the source's domains (default: the seeds' hosts)",
     Status.EXCLUDED_PORT: "excluded: the port is not allowed for this host",
-    Status.EXCLUDED_PATH: "excluded: the path is outside the host's path rules",
+    Status.EXCLUDED_PATH: "excluded: the path is outside the host's path rules (file URLs: outside the seeds' folders)",
     Status.EXCLUDED_PATTERN: "excluded by a URL pattern rule",
     Status.EXCLUDED_DEPTH: "excluded: more than max_depth links from a seed",
     Status.EXCLUDED_DYNAMIC: "excluded: a query-string URL and index_dynamic_pages is false",
@@ -68,15 +68,16 @@ CRAWLER_CODES: dict[Status, str] = {
     Status.UNSUPPORTED_TYPE: "fetched, but its content type is not indexed",
     Status.CONVERSION_FAILED: "the document could not be converted to text",
     Status.TOO_LARGE: "larger than the source's maximum download size",
-    Status.EMPTY: "no text to index",
+    Status.EMPTY: "fetched, but there is no text to index (a scanned PDF without a text layer, too)",
     Status.SOLR_REFUSED: "Solr refused the document (the reason quotes Solr); the source's other documents are indexed",
-    Status.PROCESSING_ERROR: "processing the response raised an error (the reason names it); nothing indexed, "
-    "tried again in the next crawl",
+    Status.PROCESSING_ERROR: "processing the response raised an error (the reason names it); counted like a transient "
+    "failure, tried again in the next crawl",
     Status.TIMEOUT: "the server did not answer in time",
     Status.DNS_FAILURE: "the host name does not resolve",
     Status.CONNECTION_REFUSED: "the server refused the connection",
     Status.CONNECTION_FAILED: "the connection failed (reset, TLS error, aborted)",
-    Status.DROPPED: "the response was dropped by one of Scrapy's safety middlewares (the reason says which)",
+    Status.DROPPED: "the response was dropped by one of Scrapy's safety middlewares, or by a pipeline of a "
+    "custom spider (the reason says which)",
     Status.ROBOTS_UNAVAILABLE: "the site's robots.txt could not be fetched (5xx, 429, no answer): a transient "
     "failure, counted toward max_failures; nothing is removed for it alone",
     Status.REDIRECT_LOOP: "redirect loop, or chain longer than allowed",

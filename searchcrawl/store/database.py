@@ -4,7 +4,7 @@ Works on SQLite (the default, in WAL mode so that readers never wait on the craw
 PostgreSQL. A crawl opens it with ``migrate=True``: the schema is brought up to date with
 Alembic, so a user's data survives upgrades of searchcrawl. Read-only commands (status, report,
 explain, search) open it without migrating: they never write the schema, and say so when it is
-older than this searchcrawl (run a crawl, or `scrapy db upgrade`, to bring it up to date).
+older than this searchcrawl (a crawl of any source brings it up to date).
 
 Each store takes a ``Database``: documents (documents.py), the frontier (frontier.py), the
 runs (runs.py), the delta reports (deltas.py) and the sites' politeness (sites.py).
@@ -163,7 +163,7 @@ class Database:
             found = f"at revision {current}" if current else "empty"
             raise SchemaOutdated(
                 f"the document table ({self.engine.url.render_as_string(hide_password=True)}) is {found}, "
-                f"this searchcrawl needs {head}: run a crawl or `scrapy db upgrade` first"
+                f"this searchcrawl needs {head}: a crawl of any source brings it up to date"
             )
 
     def statement(self, key: Any, build: Callable[[], Any]) -> Any:
