@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything searchcrawl needs on a new Debian 12 machine, and nothing that is there
 # already: Debian packages (Java, Maven, PostgreSQL for the tests), the Python venv in .venv with
-# the project and its test tools, and the Maven dependencies of the dev Solr (solr/pom.xml).
+# the project and its test tools, and the Maven dependencies of the dev Solr (solr/launcher/pom.xml).
 # Safe to run again; used by quickstart.sh, test.sh and CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."

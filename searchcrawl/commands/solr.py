@@ -1,5 +1,5 @@
 """`scrapy solr start|stop|status [--port N] [--cloud [--nodes N]]`: the development Solr (see solr/
-and devsolr.py), standalone or as a local SolrCloud; `scrapy solr collection NAME`: a SolrCloud
+and dev/solr_runner.py), standalone or as a local SolrCloud; `scrapy solr collection NAME`: a SolrCloud
 collection for the crawlers (configset upload + Collections API, see solrcloud.py);
 `scrapy solr migrate-ids [source ...]`: documents indexed by an earlier searchcrawl (id = URL)
 get their per-source id (``<source>!<url>``) in SOLR_URL (see indexer.migrate_ids)."""
@@ -178,7 +178,7 @@ class Command(ScrapyCommand):
         auth = paths.solr_auth(self.settings)
         node = solrcloud.live_node(nodes, auth)
         started = time.monotonic()
-        solrcloud.upload_configset(node, opts.configset, solrcloud.CONFIGSET_DIR, auth)
+        solrcloud.upload_configset(node, opts.configset, auth=auth)
         created = solrcloud.create_collection(node, name, opts.configset, opts.shards, opts.replicas, auth)
         seconds = time.monotonic() - started
         status = solrcloud.collection_status(node, name, auth)

@@ -1,14 +1,20 @@
 """A development Solr: the real Solr core, started locally for crawling, demos and tests.
 
-Maven Central has no Solr server distribution, so the launcher in ``solr/launcher`` runs Solr
-through ``JettySolrRunner`` (solr-test-framework) in its own JVM, with one core, ``searchcrawl``,
-built from ``solr/configset/conf``. This module builds that launcher with Maven, starts it
-detached, waits until the core answers its ping, and stops it again.
+Maven Central has no Solr server distribution, so the launcher (the Maven project in
+``solr/launcher``, package data ``searchcrawl.dev.solr_launcher``) runs Solr through
+``JettySolrRunner`` (solr-test-framework) in its own JVM, with one core, ``searchcrawl``, built
+from the configset (``solr/configset/conf``, package data ``searchcrawl.index.configset``). Both
+are read through :func:`searchcrawl.config.resources.package_dir`, so this works the same from
+the checkout, from an installed wheel and from a zipped egg. This module builds that launcher with
+Maven, starts it detached, waits until the core answers its ping, and stops it again.
 
-Everything it writes lives under ``<data_dir>/solr``, never in the source tree::
+It writes nothing beside its sources (they may be installed read-only): the build goes to a cache
+directory, everything else under ``<data_dir>/solr``::
 
-    ~/.cache/searchcrawl/solr-build/             launcher classes + classpath.txt (Maven output,
-                                                 shared by every data dir; $XDG_CACHE_HOME honoured)
+    ~/.cache/searchcrawl/solr-build/<digest>/    launcher classes + classpath.txt (Maven output,
+                                                 one per version of the launcher sources, shared
+                                                 by every data dir and installation with that
+                                                 version; $XDG_CACHE_HOME honoured)
     <data_dir>/solr/<port>/home/solr.xml         Solr home of the instance on <port>
     <data_dir>/solr/<port>/home/searchcrawl/     the core: core.properties, conf/ (copied from
                                                  the configset on every start), data/ (the index)
@@ -45,6 +51,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from searchcrawl.config.resources import package_dir
 from searchcrawl.ops.processes import process_alive
 
 try:  # Serialises concurrent builds/starts on POSIX; without it we simply do not lock.
@@ -52,10 +59,21 @@ try:  # Serialises concurrent builds/starts on POSIX; without it we simply do no
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["CORE_NAME", "SOLR_DIR", "DevSolr", "DevSolrCloud", "DevSolrError", "free_port", "free_port_range"]
+__all__ = [
+    "CONFIGSET_PACKAGE",
+    "CORE_NAME",
+    "LAUNCHER_PACKAGE",
+    "DevSolr",
+    "DevSolrCloud",
+    "DevSolrError",
+    "free_port",
+    "free_port_range",
+]
 
 CORE_NAME = "searchcrawl"
-SOLR_DIR = Path(__file__).resolve().parents[2] / "solr"
+# Package data (pyproject.toml maps them to solr/launcher and solr/configset of the checkout).
+LAUNCHER_PACKAGE = "searchcrawl.dev.solr_launcher"  # pom.xml, src/
+CONFIGSET_PACKAGE = "searchcrawl.index.configset"  # conf/; the same as solrcloud.CONFIGSET_PACKAGE
 MAIN_CLASS = "searchcrawl.solr.DevSolr"
 HOST = "127.0.0.1"
 
@@ -114,6 +132,9 @@ def _port_free(port: int) -> bool:
 
 
 def default_build_dir() -> Path:
+    """Where Maven builds the launcher: under a cache directory, one build per version of the
+    launcher sources (see :meth:`DevSolr.build`); never beside the sources, which may be installed
+    read-only."""
     cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(cache) / "searchcrawl" / "solr-build"
 
@@ -138,9 +159,11 @@ class DevSolr:
     ) -> None:
         self.data_dir = Path(data_dir).expanduser().resolve()
         self.port = int(port)
-        self.solr_dir = SOLR_DIR
-        # One build serves every data dir and port: it depends only on solr/ in this checkout.
-        self.build_dir = Path(build_dir).expanduser().resolve() if build_dir else default_build_dir()
+        # Maven's output: build_dir if given, else default_build_dir()/<digest of the launcher
+        # sources>, so one build serves every data dir, port and installation with those sources,
+        # and installations with other sources neither share nor rebuild it. Set by build().
+        self._build_dir = Path(build_dir).expanduser().resolve() if build_dir else None
+        self.build_dir: Path | None = self._build_dir
         self.run_dir = self.data_dir / "solr" / self._run_dir_name()
         self.home = self.run_dir / "home"
         self.core_dir = self.home / CORE_NAME
@@ -167,76 +190,22 @@ class DevSolr:
     def build(self, force: bool = False) -> list[str]:
         """Compile the launcher if needed; return the JVM classpath (classes dir, then jars).
 
-        Maven runs only when the output is missing or older than the pom or the launcher
-        sources, because even an up-to-date ``mvn package`` costs several seconds.
+        Maven runs only when the output is missing or was built from other launcher sources
+        (pom and src/, by digest), because even an up-to-date ``mvn package`` costs several seconds.
         """
-        classes = self.build_dir / "classes"
-        with _locked(self.build_dir.parent / f".{self.build_dir.name}.lock"):
-            if force or self._build_needed():
-                started = time.monotonic()
-                self._run_maven()
-                (self.build_dir / ".devsolr-built").write_text(self._sources_digest())
-                self.build_seconds = time.monotonic() - started
-            else:
-                self.build_seconds = 0.0
-            return [str(classes), *self._dependency_jars()]
-
-    def _build_needed(self) -> bool:
-        stamp = self.build_dir / ".devsolr-built"
-        outputs = [
-            stamp,
-            self.build_dir / "classpath.txt",
-            self.build_dir / "classes" / "searchcrawl" / "solr" / "DevSolr.class",
-        ]
-        if not all(p.is_file() for p in outputs):
-            return True
-        # Missing jars: the Maven repository was cleaned since the last build.
-        if not all(Path(jar).exists() for jar in self._dependency_jars()):
-            return True
-        return stamp.read_text() != self._sources_digest()
-
-    def _sources_digest(self) -> str:
-        """A hash of the pom and launcher sources: a build is reused while they are the same."""
-        digest = hashlib.sha256()
-        sources = [self.solr_dir / "pom.xml"]
-        sources += sorted(p for p in (self.solr_dir / "launcher").rglob("*") if p.is_file())
-        for path in sources:
-            digest.update(path.relative_to(self.solr_dir).as_posix().encode())
-            digest.update(path.read_bytes())
-        return digest.hexdigest()
-
-    def _dependency_jars(self) -> list[str]:
-        try:
-            text = (self.build_dir / "classpath.txt").read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            return []
-        return [entry for entry in text.split(os.pathsep) if entry]
-
-    def _run_maven(self) -> None:
-        pom = self.solr_dir / "pom.xml"
-        if not pom.is_file():
-            raise DevSolrError(f"Solr launcher sources not found: {pom} is missing")
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise DevSolrError("Maven ('mvn') is not on PATH; it is needed to build the dev Solr")
-        self.build_dir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "SEARCHCRAWL_SOLR_BUILD_DIR": str(self.build_dir)}
-        try:
-            result = subprocess.run(
-                [mvn, "-B", "-q", "-f", str(pom), "package"],
-                cwd=self.build_dir,  # keep anything Maven drops in cwd out of the source tree
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                timeout=1800,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise DevSolrError(f"Maven build of the dev Solr launcher timed out ({pom})") from exc
-        if result.returncode != 0:
-            output = _strip_ansi(result.stdout.decode("utf-8", "replace"))
-            raise DevSolrError(f"Maven build of the dev Solr launcher failed (exit {result.returncode}):\n" + _tail(output, 40))
+        with package_dir(LAUNCHER_PACKAGE) as launcher:
+            digest = _sources_digest(launcher)
+            build_dir = self._build_dir or default_build_dir() / digest[:16]
+            self.build_dir = build_dir
+            with _locked(build_dir.parent / f".{build_dir.name}.lock"):
+                if force or _build_needed(build_dir, digest):
+                    started = time.monotonic()
+                    _run_maven(launcher, build_dir)
+                    (build_dir / ".devsolr-built").write_text(digest)
+                    self.build_seconds = time.monotonic() - started
+                else:
+                    self.build_seconds = 0.0
+                return [str(build_dir / "classes"), *_dependency_jars(build_dir)]
 
     # -- start / stop -----------------------------------------------------------------------
 
@@ -345,9 +314,6 @@ class DevSolr:
         conf/ is replaced on every start so schema and config edits in the repo apply; the
         index (data/) is left alone.
         """
-        configset = self.solr_dir / "configset" / "conf"
-        if not (configset / "solrconfig.xml").is_file():
-            raise DevSolrError(f"Solr configset not found: {configset / 'solrconfig.xml'}")
         self.core_dir.mkdir(parents=True, exist_ok=True)
         (self.home / "solr.xml").write_text(SOLR_XML, encoding="utf-8")
         (self.core_dir / "core.properties").write_text(
@@ -362,7 +328,10 @@ class DevSolr:
             security.unlink(missing_ok=True)
         conf = self.core_dir / "conf"
         shutil.rmtree(conf, ignore_errors=True)
-        shutil.copytree(configset, conf, ignore=shutil.ignore_patterns("*~", ".*"))
+        with package_dir(CONFIGSET_PACKAGE, "conf") as configset:
+            if not (configset / "solrconfig.xml").is_file():
+                raise DevSolrError(f"Solr configset not found: {configset / 'solrconfig.xml'}")
+            shutil.copytree(configset, conf, ignore=shutil.ignore_patterns("*~", ".*"))
 
     def _launch(self, classpath: list[str]) -> tuple[int, int]:
         """Start the JVM detached (own session, output appended to the log).
@@ -657,6 +626,68 @@ class DevSolrCloud(DevSolr):
         expected = "down" if action == "stop" else "up"
         if state is None or state["states"][index] != expected:
             raise DevSolrError(f"node {index} failed to {action}; see {self.log_path}")
+
+
+def _build_needed(build_dir: Path, digest: str) -> bool:
+    stamp = build_dir / ".devsolr-built"
+    outputs = [
+        stamp,
+        build_dir / "classpath.txt",
+        build_dir / "classes" / "searchcrawl" / "solr" / "DevSolr.class",
+    ]
+    if not all(p.is_file() for p in outputs):
+        return True
+    # Missing jars: the Maven repository was cleaned since the last build.
+    if not all(Path(jar).exists() for jar in _dependency_jars(build_dir)):
+        return True
+    return stamp.read_text() != digest
+
+
+def _dependency_jars(build_dir: Path) -> list[str]:
+    try:
+        text = (build_dir / "classpath.txt").read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return []
+    return [entry for entry in text.split(os.pathsep) if entry]
+
+
+def _run_maven(launcher: Path, build_dir: Path) -> None:
+    pom = launcher / "pom.xml"
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise DevSolrError("Maven ('mvn') is not on PATH; it is needed to build the dev Solr")
+    build_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "SEARCHCRAWL_SOLR_BUILD_DIR": str(build_dir)}
+    try:
+        result = subprocess.run(
+            [mvn, "-B", "-q", "-f", str(pom), "package"],
+            cwd=build_dir,  # keep anything Maven drops in cwd away from the sources
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=1800,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise DevSolrError(f"Maven build of the dev Solr launcher timed out ({pom})") from exc
+    if result.returncode != 0:
+        output = _strip_ansi(result.stdout.decode("utf-8", "replace"))
+        raise DevSolrError(f"Maven build of the dev Solr launcher failed (exit {result.returncode}):\n" + _tail(output, 40))
+
+
+def _sources_digest(launcher: Path) -> str:
+    """A hash of the launcher's pom and sources (paths relative to ``launcher``, so a checkout and
+    an installed wheel with the same sources share one build): a build is reused while it is the same."""
+    if not (launcher / "pom.xml").is_file():
+        raise DevSolrError(f"Solr launcher sources not found: {launcher / 'pom.xml'} is missing")
+    digest = hashlib.sha256()
+    sources = [launcher / "pom.xml"]
+    sources += sorted(p for p in (launcher / "src").rglob("*") if p.is_file())
+    for path in sources:
+        digest.update(path.relative_to(launcher).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def _default_java() -> str:

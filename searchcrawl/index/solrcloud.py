@@ -3,7 +3,9 @@
 In SolrCloud the schema and solrconfig.xml live in ZooKeeper as a named configset, and a
 collection (shards x replicas spread over the nodes) is created from it through the Collections
 API of any node, so that no node is special. `scrapy solr collection` uses these functions; tests
-use them against the local SolrCloud of :class:`searchcrawl.dev.solr_runner.DevSolrCloud`.
+use them against the local SolrCloud of :class:`searchcrawl.dev.solr_runner.DevSolrCloud`. The
+configset is package data of this package (``searchcrawl.index.configset``), so an installed wheel
+uploads the same one as the checkout.
 
 Every function takes the base URL of one node (``http://host:8983/solr``, credentials in it are
 used and never shown) and raises :class:`SolrCloudError` with Solr's own reason when a call fails.
@@ -17,19 +19,21 @@ import re
 import time
 import zipfile
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import requests
 
-from searchcrawl.dev.solr_runner import SOLR_DIR
+from searchcrawl.config.resources import package_dir
 from searchcrawl.ops import secrets
 
 __all__ = [
-    "CONFIGSET_DIR",
+    "CONFIGSET_PACKAGE",
     "SolrCloudError",
     "collection_status",
     "collection_urls",
+    "configset_dir",
     "create_collection",
     "list_collections",
     "live_node",
@@ -37,7 +41,9 @@ __all__ = [
     "wait_for_collection",
 ]
 
-CONFIGSET_DIR = SOLR_DIR / "configset" / "conf"
+# The project's configset: package data (solr/configset of the checkout, see pyproject.toml), its
+# files in conf/. Read it with configset_dir(): a real directory also from a zipped egg.
+CONFIGSET_PACKAGE = "searchcrawl.index.configset"
 
 Auth = tuple[str, str] | None
 
@@ -65,23 +71,32 @@ def live_node(node_urls: Iterable[str], auth: Auth = None, timeout: float = 5) -
     raise SolrCloudError("no Solr node answers: " + "; ".join(failures))
 
 
+def configset_dir() -> AbstractContextManager[Path]:
+    """The project's configset (the directory holding solrconfig.xml and schema.xml), on disk for
+    the duration of the ``with`` block."""
+    return package_dir(CONFIGSET_PACKAGE, "conf")
+
+
 def upload_configset(
     node_url: str,
     name: str,
-    conf_dir: str | Path = CONFIGSET_DIR,
+    conf_dir: str | Path | None = None,
     auth: Auth = None,
     overwrite: bool = True,
     timeout: float = 60,
 ) -> None:
-    """Upload ``conf_dir`` (solrconfig.xml, schema.xml, ...) to ZooKeeper as configset ``name``.
+    """Upload ``conf_dir`` (solrconfig.xml, schema.xml, ...; default: the project's configset,
+    :func:`configset_dir`) to ZooKeeper as configset ``name``.
 
     With ``overwrite`` an existing configset is replaced, files missing from ``conf_dir`` included
-    (``cleanup``), so the cluster gets exactly the configuration of this checkout; collections
+    (``cleanup``), so the cluster gets exactly the configuration of this searchcrawl; collections
     using it pick it up when reloaded (:func:`create_collection` does that).
     """
-    conf = Path(conf_dir)
-    if not (conf / "solrconfig.xml").is_file():
-        raise SolrCloudError(f"not a configset directory (no solrconfig.xml): {conf}")
+    if conf_dir is None:
+        with configset_dir() as conf:
+            data = _configset_zip(conf)
+    else:
+        data = _configset_zip(Path(conf_dir))
     params = {"action": "UPLOAD", "name": name}
     if overwrite:
         params.update(overwrite="true", cleanup="true")
@@ -92,7 +107,7 @@ def upload_configset(
         auth,
         timeout,
         f"uploading configset {name!r}",
-        data=_zip(conf),
+        data=data,
         headers={"Content-Type": "application/octet-stream"},
     )
 
@@ -237,8 +252,10 @@ def _not_active(status: dict[str, Any]) -> str | None:
     return None
 
 
-def _zip(conf: Path) -> bytes:
+def _configset_zip(conf: Path) -> bytes:
     """The configset as the Configsets API wants it: its files at the root of a zip."""
+    if not (conf / "solrconfig.xml").is_file():
+        raise SolrCloudError(f"not a configset directory (no solrconfig.xml): {conf}")
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in sorted(conf.rglob("*")):
