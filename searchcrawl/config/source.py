@@ -13,25 +13,31 @@ from __future__ import annotations
 
 import codecs
 import importlib.resources
+import ipaddress
 import re
 import tomllib
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
-from searchcrawl.rules.boundary import ScopeRules
+from searchcrawl.rules.boundary import EVERY_HOST, normalize_host
 from searchcrawl.rules.display_urls import DisplayUrlRule
 from searchcrawl.rules.filters import Filters
 from searchcrawl.rules.politeness import DelayRule
 from searchcrawl.rules.rendering import RenderMode, RenderRule
 from searchcrawl.rules.schedules import Schedule, check_cron, parse_interval
+from searchcrawl.rules.tables import RuleTable
 
 SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 SEED_SCHEMES = ("http", "https", "file")
+# what tells that a document was modified (``modified_when``; default: all of them)
+ModifiedSignal = Literal["date", "etag", "checksum"]
+MODIFIED_SIGNALS: tuple[ModifiedSignal, ...] = ("date", "etag", "checksum")
 
 
 class SourceError(Exception):
@@ -77,11 +83,201 @@ def check_seed_url(url: str) -> str:
     raise ValueError(f"{problem}, got {url!r}")
 
 
+# Characters left as they are in a path prefix; anything else (non-ASCII, spaces) is
+# percent-encoded as UTF-8, the way w3lib canonicalises the URLs the prefix is compared with.
+_PATH_SAFE = "/:@!$&'()*+,;=-._~%"
+
+
+# -- the scope keys of a source file ------------------------------------------------------------
+# Validated and normalised here; searchcrawl.rules.boundary.Boundary applies them (it reads a
+# ScopeRules as its Scope protocol: the rules take plain values, never the configuration).
+
+
+def _is_ipv6(value: str) -> bool:
+    try:
+        return isinstance(ipaddress.ip_address(value), ipaddress.IPv6Address)
+    except ValueError:
+        return False
+
+
+def _domain_entry(entry: str, prefix: bool) -> str:
+    """One ``[domains]`` entry: lower case, no leading dot, punycode; or ValueError."""
+    value = entry.strip().lower().lstrip(".")
+    what = "a host name prefix such as 'intranet.'" if prefix else "a domain or host name such as 'example.com'"
+    if not value:
+        raise ValueError(f"expected {what}, got {entry!r}")
+    if "*" in value or "?" in value:
+        hint = "it is a plain prefix" if prefix else "it already admits every host below it"
+        raise ValueError(f"expected {what} without wildcards ({hint}), got {entry!r}")
+    if "/" in value or any(char.isspace() for char in value):
+        raise ValueError(f"expected {what}, not a URL or path, got {entry!r}")
+    if not prefix:
+        bare = value.strip("[]")
+        if ":" in value and not _is_ipv6(bare):
+            raise ValueError(f"expected {what} without a port (ports go in [ports]), got {entry!r}")
+        value = bare.removesuffix(".")
+        if not value.isascii():
+            try:
+                value = value.encode("idna").decode("ascii")
+            except UnicodeError as exc:
+                raise ValueError(f"not a valid host name: {entry!r} ({exc})") from None
+    return value
+
+
+def _domain_entries(entries: list[str], prefix: bool) -> list[str]:
+    return list(dict.fromkeys(_domain_entry(entry, prefix) for entry in entries))
+
+
+def _host_keys(table: dict[str, Any], what: str) -> dict[str, Any]:
+    """The hosts of a per-host table (``[ports]``, ``[paths]``), normalised; or ValueError."""
+    hosts: dict[str, Any] = {}
+    for key, rule in table.items():
+        if key.strip() == EVERY_HOST:
+            host = EVERY_HOST
+        else:
+            host = normalize_host(key)
+            bare = host.replace(".", "").replace("-", "").replace("_", "")
+            if not host or not (bare.isalnum() or _is_ipv6(host)) or key.strip().startswith("."):
+                raise ValueError(
+                    f"host {key!r}: expected an exact host name such as 'www.example.com', or '*' for every host "
+                    f"({what} rules are per host, not per domain; no scheme, port or path)"
+                )
+        if host in hosts:
+            raise ValueError(f"host {key!r} is given twice (host names are compared in lower case)")
+        hosts[host] = rule
+    return hosts
+
+
+class DomainRules(RuleTable):
+    """``[domains]``: host suffix and host prefix rules; exclusion overrides inclusion."""
+
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    include_prefix: list[str] = Field(default_factory=list)
+    exclude_prefix: list[str] = Field(default_factory=list)
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _suffixes(cls, entries: list[str]) -> list[str]:
+        return _domain_entries(entries, prefix=False)
+
+    @field_validator("include_prefix", "exclude_prefix")
+    @classmethod
+    def _prefixes(cls, entries: list[str]) -> list[str]:
+        return _domain_entries(entries, prefix=True)
+
+
+class PortRule(RuleTable):
+    """One host's ``[ports]`` rule: an include list or an exclude list, never both."""
+
+    include: list[int] | None = None
+    exclude: list[int] | None = None
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _port_numbers(cls, ports: list[int] | None) -> list[int] | None:
+        if ports is None:
+            return None
+        for port in ports:
+            if not 1 <= port <= 65535:
+                raise ValueError(f"expected port numbers from 1 to 65535, got {port}")
+        return list(dict.fromkeys(ports))
+
+    @model_validator(mode="after")
+    def _one_list(self) -> PortRule:
+        if self.include is not None and self.exclude is not None:
+            raise ValueError("expected an include list or an exclude list, not both")
+        if self.include is None and self.exclude is None:
+            raise ValueError("expected an include list or an exclude list, e.g. { include = [80, 8080] }")
+        if self.include == []:
+            raise ValueError("expected at least one port in the include list (an empty one allows no port)")
+        return self
+
+
+class PathRule(RuleTable):
+    """One host's ``[paths]`` rule: path prefix include and exclude lists."""
+
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _path_prefixes(cls, prefixes: list[str]) -> list[str]:
+        for prefix in prefixes:
+            if not prefix.startswith("/"):
+                raise ValueError(f"expected path prefixes starting with '/', got {prefix!r}")
+        return list(dict.fromkeys(quote(prefix, safe=_PATH_SAFE) for prefix in prefixes))
+
+
+def _regexes(patterns: list[str]) -> list[str]:
+    for pattern in patterns:
+        if not pattern:
+            raise ValueError("expected a non-empty regular expression (an empty one matches every URL)")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from None
+    return patterns
+
+
+def _globs(patterns: list[str]) -> list[str]:
+    for pattern in patterns:
+        if not pattern:
+            raise ValueError("expected a non-empty glob such as '*.zip'")
+    return patterns
+
+
+class PatternRules(RuleTable):
+    """``[patterns]``: regular expressions and globs on the whole URL."""
+
+    include_regex: list[str] = Field(default_factory=list)
+    exclude_regex: list[str] = Field(default_factory=list)
+    include_glob: list[str] = Field(default_factory=list)
+    exclude_glob: list[str] = Field(default_factory=list)
+
+    @field_validator("include_regex", "exclude_regex")
+    @classmethod
+    def _valid_regexes(cls, patterns: list[str]) -> list[str]:
+        return _regexes(patterns)
+
+    @field_validator("include_glob", "exclude_glob")
+    @classmethod
+    def _valid_globs(cls, patterns: list[str]) -> list[str]:
+        return _globs(patterns)
+
+
+class ScopeRules(BaseModel):
+    """The scope keys of a source file, with their defaults (top-level keys of the TOML file);
+    what each means: the checks of searchcrawl/rules/boundary.py, which apply them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    max_depth: int = Field(default=10, ge=0)
+    index_dynamic_pages: bool = False
+    domains: DomainRules = Field(default_factory=DomainRules)
+    ports: dict[str, PortRule] = Field(default_factory=dict)
+    paths: dict[str, PathRule] = Field(default_factory=dict)
+    patterns: PatternRules = Field(default_factory=PatternRules)
+
+    @field_validator("ports")
+    @classmethod
+    def _port_hosts(cls, ports: dict[str, PortRule]) -> dict[str, PortRule]:
+        return _host_keys(ports, "port")
+
+    @field_validator("paths")
+    @classmethod
+    def _path_hosts(cls, paths: dict[str, PathRule]) -> dict[str, PathRule]:
+        return _host_keys(paths, "path")
+
+
+# -- the whole source file ----------------------------------------------------------------------
+
+
 class SourceSettings(ScopeRules):
     """The keys a source file may hold, with their defaults (documented in the README).
 
     The scope keys (domains, ports, paths, patterns, max_depth, index_dynamic_pages) come from
-    ScopeRules, next to the logic that applies them.
+    ScopeRules, above.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -115,7 +311,7 @@ class SourceSettings(ScopeRules):
     render_timeout: float = Field(default=30.0, gt=0)
     render_min_text: int = Field(default=200, ge=0)
     render_pages: int = Field(default=4, ge=1)
-    modified_when: list[Literal["date", "etag", "checksum"]] = Field(default_factory=lambda: ["date", "etag", "checksum"])
+    modified_when: list[ModifiedSignal] = Field(default_factory=lambda: list(MODIFIED_SIGNALS))
     max_failures: int = Field(default=3, ge=1)
     max_delete_share: float = Field(default=0.3, ge=0, le=1)
     orphans: Literal["keep", "delete"] = "keep"
@@ -194,7 +390,7 @@ class SourceSettings(ScopeRules):
 
     @field_validator("modified_when")
     @classmethod
-    def _some_signal(cls, signals: list[str]) -> list[str]:
+    def _some_signal(cls, signals: list[ModifiedSignal]) -> list[ModifiedSignal]:
         if not signals:
             raise ValueError("expected at least one of 'date', 'etag', 'checksum'")
         return signals
@@ -238,7 +434,7 @@ class SourceFile:
     resource: Traversable
 
 
-def _describe_error(error: dict[str, Any]) -> str:
+def _describe_error(error: ErrorDetails) -> str:
     key = ".".join(str(part) for part in error["loc"])
     if error["type"] == "extra_forbidden":
         known = ", ".join(SourceSettings.model_fields)

@@ -13,5 +13,6 @@ def detect_language(text: str) -> str | None:
         return None
     import py3langid  # loads its model on first use (about a second)
 
+    language: str
     language, _score = py3langid.classify(sample)
     return language

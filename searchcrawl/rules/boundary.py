@@ -1,39 +1,46 @@
 """Crawl boundary: which URLs belong to a source. Plain logic, no Scrapy.
 
-The scope keys of a source file (``ScopeRules``) follow Oracle Ultra Search's URL boundary rules:
+The boundary of a source is a chain of small checks, built once per source from its seeds and its
+scope keys (validated and normalised by ``searchcrawl.config.source.ScopeRules``), and run in
+order on every link: the first check that refuses a URL decides. Every decision says which rule
+made it, so that the document table and ``scrapy explain`` can tell a user why. The checks
+(``Boundary.checks``, each named by the setting it applies) follow Oracle Ultra Search's URL
+boundary rules:
 
-- ``[domains]``: host suffix rules (``include``/``exclude``; ``oracle.com`` admits
-  ``www.oracle.com`` and ``oracle.com``, not ``www.oracle.com.tw`` nor ``myoracle.com``) and host
-  prefix rules (``include_prefix``/``exclude_prefix``). Exclusion always overrides inclusion.
-  With no include rule at all, a source stays on its seeds' hosts *and ports*.
-- ``[ports]``: per exact host (``"*"``: every host without a rule of its own), an include list
-  or an exclude list, never both. A host's own rule replaces the ``"*"`` rule.
-- ``[paths]``: per exact host (``"*"``: every host), path prefix include/exclude lists. The
-  exclusions of the host and of ``"*"`` both apply; the include list is the host's if it has
-  one, else the ``"*"`` one; with no include list every path not excluded is allowed.
-- ``[patterns]``: regular expressions (searched anywhere in the URL; anchor with ``^``) and
-  globs (fnmatch-style, case-sensitive, matching the whole URL). Exclusion overrides inclusion;
-  if any include pattern is given, a URL must match one.
-- ``max_depth``: links followed at most this many hops from a seed.
-- ``index_dynamic_pages``: URLs with a query string are excluded unless true.
+1. ``max_url_length``: a URL longer than the maximum URL length (``SEARCHCRAWL_MAX_URL_LENGTH``)
+   is excluded, before any parsing.
+2. ``url``: a URL that cannot be parsed (an unclosed IPv6 bracket) is excluded.
+3. ``scheme``: http and https; file only for a source with file seeds.
+4. ``seed_folders``: file URLs stay below the seeds' folders.
+5. ``domains``: host suffix rules (``include``/``exclude``; ``oracle.com`` admits
+   ``www.oracle.com`` and ``oracle.com``, not ``www.oracle.com.tw`` nor ``myoracle.com``) and host
+   prefix rules (``include_prefix``/``exclude_prefix``). Exclusion always overrides inclusion.
+   With no include rule at all, a source stays on its seeds' hosts *and ports*.
+6. ``ports``: per exact host (``"*"``: every host without a rule of its own), an include list
+   or an exclude list, never both. A host's own rule replaces the ``"*"`` rule.
+7. ``paths``: per exact host (``"*"``: every host), path prefix include/exclude lists. The
+   exclusions of the host and of ``"*"`` both apply; the include list is the host's if it has
+   one, else the ``"*"`` one; with no include list every path not excluded is allowed.
+8. ``patterns``: regular expressions (searched anywhere in the URL; anchor with ``^``) and
+   globs (fnmatch-style, case-sensitive, matching the whole URL). Exclusion overrides inclusion;
+   if any include pattern is given, a URL must match one.
+9. ``max_depth``: links followed at most this many hops from a seed.
+10. ``index_dynamic_pages``: URLs with a query string are excluded unless true. The last check:
+    its decision is the verdict on an allowed URL.
 
-File URLs stay below the seeds' folders. Before all of these, a URL longer than the maximum URL
-length (``SEARCHCRAWL_MAX_URL_LENGTH``) is excluded. Every decision says which rule made it, so
-that the document table and ``scrapy explain`` can tell a user why.
+Checks 4 to 7 apply to the URLs of their scheme only (file, or http and https).
 """
 
 from __future__ import annotations
 
 import fnmatch
-import ipaddress
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import quote, urlsplit
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from typing import ClassVar, Protocol, runtime_checkable
+from urllib.parse import SplitResult, urlsplit
 
 from searchcrawl.rules.status_codes import Status
 
@@ -43,14 +50,12 @@ EVERY_HOST = "*"
 # so no URL Scrapy would have requested is refused. Longer URLs are kept out as a scope rule.
 MAX_URL_LENGTH = 2083
 
-_CONFIG = ConfigDict(extra="forbid", frozen=True, strict=True)
-# Characters left as they are in a path prefix; anything else (non-ASCII, spaces) is
-# percent-encoded as UTF-8, the way w3lib canonicalises the URLs the prefix is compared with.
-_PATH_SAFE = "/:@!$&'()*+,;=-._~%"
-
 
 @dataclass(frozen=True)
-class Decision:
+class ScopeDecision:
+    """A scope decision on one URL: allowed or not, the rule that made it (the text the document
+    table keeps and ``scrapy explain`` shows), and the crawler status when excluded."""
+
     allowed: bool
     rule: str
     status: Status | None = None  # the crawler code when excluded
@@ -102,217 +107,217 @@ def remove_dot_segments(path: str) -> str:
     return resolved or "/"
 
 
-# -- the scope keys of a source file ------------------------------------------------------------
+# -- what the boundary reads of a source's settings ---------------------------------------------
+# searchcrawl.config.source.ScopeRules (the scope keys of a source file) is one: it validates and
+# normalises the entries (host names in lower case and punycode, path prefixes percent-encoded,
+# ports in range, regular expressions compiling), which the checks rely on.
 
 
-def _known_keys(model: type[BaseModel], data: Any) -> Any:
-    """Reject an unknown key with a message listing the known ones (nested tables)."""
-    if isinstance(data, dict):
-        unknown = [key for key in data if key not in model.model_fields]
-        if unknown:
-            known = ", ".join(model.model_fields)
-            raise ValueError(f"unknown key {unknown[0]!r} (known keys: {known})")
-    return data
+class DomainScope(Protocol):
+    """``[domains]``: host suffixes and host prefixes, in lower case, suffixes in punycode."""
+
+    @property
+    def include(self) -> Sequence[str]: ...
+    @property
+    def exclude(self) -> Sequence[str]: ...
+    @property
+    def include_prefix(self) -> Sequence[str]: ...
+    @property
+    def exclude_prefix(self) -> Sequence[str]: ...
 
 
-def _is_ipv6(value: str) -> bool:
-    try:
-        return isinstance(ipaddress.ip_address(value), ipaddress.IPv6Address)
-    except ValueError:
-        return False
+class PortScope(Protocol):
+    """One host's ``[ports]`` rule: exactly one of the two lists is given."""
+
+    @property
+    def include(self) -> Sequence[int] | None: ...
+    @property
+    def exclude(self) -> Sequence[int] | None: ...
 
 
-def _domain_entry(entry: str, prefix: bool) -> str:
-    """One ``[domains]`` entry: lower case, no leading dot, punycode; or ValueError."""
-    value = entry.strip().lower().lstrip(".")
-    what = "a host name prefix such as 'intranet.'" if prefix else "a domain or host name such as 'example.com'"
-    if not value:
-        raise ValueError(f"expected {what}, got {entry!r}")
-    if "*" in value or "?" in value:
-        hint = "it is a plain prefix" if prefix else "it already admits every host below it"
-        raise ValueError(f"expected {what} without wildcards ({hint}), got {entry!r}")
-    if "/" in value or any(char.isspace() for char in value):
-        raise ValueError(f"expected {what}, not a URL or path, got {entry!r}")
-    if not prefix:
-        bare = value.strip("[]")
-        if ":" in value and not _is_ipv6(bare):
-            raise ValueError(f"expected {what} without a port (ports go in [ports]), got {entry!r}")
-        value = bare.removesuffix(".")
-        if not value.isascii():
-            try:
-                value = value.encode("idna").decode("ascii")
-            except UnicodeError as exc:
-                raise ValueError(f"not a valid host name: {entry!r} ({exc})") from None
-    return value
+class PathScope(Protocol):
+    """One host's ``[paths]`` rule: percent-encoded path prefixes."""
+
+    @property
+    def include(self) -> Sequence[str]: ...
+    @property
+    def exclude(self) -> Sequence[str]: ...
 
 
-def _domain_entries(entries: list[str], prefix: bool) -> list[str]:
-    return list(dict.fromkeys(_domain_entry(entry, prefix) for entry in entries))
-
-
-def _host_keys(table: dict[str, Any], what: str) -> dict[str, Any]:
-    """The hosts of a per-host table (``[ports]``, ``[paths]``), normalised; or ValueError."""
-    hosts: dict[str, Any] = {}
-    for key, rule in table.items():
-        if key.strip() == EVERY_HOST:
-            host = EVERY_HOST
-        else:
-            host = normalize_host(key)
-            bare = host.replace(".", "").replace("-", "").replace("_", "")
-            if not host or not (bare.isalnum() or _is_ipv6(host)) or key.strip().startswith("."):
-                raise ValueError(
-                    f"host {key!r}: expected an exact host name such as 'www.example.com', or '*' for every host "
-                    f"({what} rules are per host, not per domain; no scheme, port or path)"
-                )
-        if host in hosts:
-            raise ValueError(f"host {key!r} is given twice (host names are compared in lower case)")
-        hosts[host] = rule
-    return hosts
-
-
-class _RuleTable(BaseModel):
-    """A table of rules in a source file; an unknown key is named with the table's known keys."""
-
-    model_config = _CONFIG
-
-    @model_validator(mode="before")
-    @classmethod
-    def _keys(cls, data: Any) -> Any:
-        return _known_keys(cls, data)
-
-
-class DomainRules(_RuleTable):
-    """``[domains]``: host suffix and host prefix rules; exclusion overrides inclusion."""
-
-    include: list[str] = Field(default_factory=list)
-    exclude: list[str] = Field(default_factory=list)
-    include_prefix: list[str] = Field(default_factory=list)
-    exclude_prefix: list[str] = Field(default_factory=list)
-
-    @field_validator("include", "exclude")
-    @classmethod
-    def _suffixes(cls, entries: list[str]) -> list[str]:
-        return _domain_entries(entries, prefix=False)
-
-    @field_validator("include_prefix", "exclude_prefix")
-    @classmethod
-    def _prefixes(cls, entries: list[str]) -> list[str]:
-        return _domain_entries(entries, prefix=True)
-
-
-class PortRule(_RuleTable):
-    """One host's ``[ports]`` rule: an include list or an exclude list, never both."""
-
-    include: list[int] | None = None
-    exclude: list[int] | None = None
-
-    @field_validator("include", "exclude")
-    @classmethod
-    def _port_numbers(cls, ports: list[int] | None) -> list[int] | None:
-        if ports is None:
-            return None
-        for port in ports:
-            if not 1 <= port <= 65535:
-                raise ValueError(f"expected port numbers from 1 to 65535, got {port}")
-        return list(dict.fromkeys(ports))
-
-    @model_validator(mode="after")
-    def _one_list(self) -> PortRule:
-        if self.include is not None and self.exclude is not None:
-            raise ValueError("expected an include list or an exclude list, not both")
-        if self.include is None and self.exclude is None:
-            raise ValueError("expected an include list or an exclude list, e.g. { include = [80, 8080] }")
-        if self.include == []:
-            raise ValueError("expected at least one port in the include list (an empty one allows no port)")
-        return self
-
-
-class PathRule(_RuleTable):
-    """One host's ``[paths]`` rule: path prefix include and exclude lists."""
-
-    include: list[str] = Field(default_factory=list)
-    exclude: list[str] = Field(default_factory=list)
-
-    @field_validator("include", "exclude")
-    @classmethod
-    def _path_prefixes(cls, prefixes: list[str]) -> list[str]:
-        for prefix in prefixes:
-            if not prefix.startswith("/"):
-                raise ValueError(f"expected path prefixes starting with '/', got {prefix!r}")
-        return list(dict.fromkeys(quote(prefix, safe=_PATH_SAFE) for prefix in prefixes))
-
-
-def _regexes(patterns: list[str]) -> list[str]:
-    for pattern in patterns:
-        if not pattern:
-            raise ValueError("expected a non-empty regular expression (an empty one matches every URL)")
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from None
-    return patterns
-
-
-def _globs(patterns: list[str]) -> list[str]:
-    for pattern in patterns:
-        if not pattern:
-            raise ValueError("expected a non-empty glob such as '*.zip'")
-    return patterns
-
-
-class PatternRules(_RuleTable):
+class PatternScope(Protocol):
     """``[patterns]``: regular expressions and globs on the whole URL."""
 
-    include_regex: list[str] = Field(default_factory=list)
-    exclude_regex: list[str] = Field(default_factory=list)
-    include_glob: list[str] = Field(default_factory=list)
-    exclude_glob: list[str] = Field(default_factory=list)
-
-    @field_validator("include_regex", "exclude_regex")
-    @classmethod
-    def _valid_regexes(cls, patterns: list[str]) -> list[str]:
-        return _regexes(patterns)
-
-    @field_validator("include_glob", "exclude_glob")
-    @classmethod
-    def _valid_globs(cls, patterns: list[str]) -> list[str]:
-        return _globs(patterns)
+    @property
+    def include_regex(self) -> Sequence[str]: ...
+    @property
+    def exclude_regex(self) -> Sequence[str]: ...
+    @property
+    def include_glob(self) -> Sequence[str]: ...
+    @property
+    def exclude_glob(self) -> Sequence[str]: ...
 
 
-class ScopeRules(BaseModel):
-    """The scope keys of a source file, with their defaults (top-level keys of the TOML file)."""
+@runtime_checkable
+class Scope(Protocol):
+    """The scope keys of a source; ``ports`` and ``paths`` are keyed by normalised host or ``"*"``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    max_depth: int = Field(default=10, ge=0)
-    index_dynamic_pages: bool = False
-    domains: DomainRules = Field(default_factory=DomainRules)
-    ports: dict[str, PortRule] = Field(default_factory=dict)
-    paths: dict[str, PathRule] = Field(default_factory=dict)
-    patterns: PatternRules = Field(default_factory=PatternRules)
-
-    @field_validator("ports")
-    @classmethod
-    def _port_hosts(cls, ports: dict[str, PortRule]) -> dict[str, PortRule]:
-        return _host_keys(ports, "port")
-
-    @field_validator("paths")
-    @classmethod
-    def _path_hosts(cls, paths: dict[str, PathRule]) -> dict[str, PathRule]:
-        return _host_keys(paths, "path")
+    @property
+    def max_depth(self) -> int: ...
+    @property
+    def index_dynamic_pages(self) -> bool: ...
+    @property
+    def domains(self) -> DomainScope: ...
+    @property
+    def ports(self) -> Mapping[str, PortScope]: ...
+    @property
+    def paths(self) -> Mapping[str, PathScope]: ...
+    @property
+    def patterns(self) -> PatternScope: ...
 
 
-# -- the boundary -------------------------------------------------------------------------------
+# -- the checks ---------------------------------------------------------------------------------
 
 
 def _listing(items: Iterable[object], limit: int = 5) -> str:
-    items = [str(item) for item in items]
-    shown = ", ".join(items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+    texts = [str(item) for item in items]
+    shown = ", ".join(texts[:limit])
+    return shown + (f" and {len(texts) - limit} more" if len(texts) > limit else "")
 
 
 def _where(host: str) -> str:
     return 'every host ("*")' if host == EVERY_HOST else host
+
+
+class ScopeUrl:
+    """One URL as the checks read it: its text, then (once the ``url`` check has parsed it) its
+    parts, lower-case scheme and, for http(s), normalised host. The ``max_url_length`` check
+    comes first and reads the text only, so that a megabyte-long link is never parsed."""
+
+    __slots__ = ("text", "parts", "scheme", "host")
+    parts: SplitResult
+    scheme: str
+    host: str  # "" but for http(s) URLs
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def parse(self) -> None:
+        """Parse the text as browsers and Scrapy (w3lib) read it; ValueError if it cannot be."""
+        url = self.text
+        parts = urlsplit(url)
+        if "\\" in url and parts.scheme.lower() in DEFAULT_PORTS:
+            # "\" is "/" before the query, so that http://evil.com\@www.example.com/ is judged
+            # as the evil.com it is fetched from.
+            end = len(url.split("?", 1)[0].split("#", 1)[0])
+            parts = urlsplit(url[:end].replace("\\", "/") + url[end:])
+        self.parts = parts
+        self.scheme = parts.scheme.lower()
+        host = ""
+        if self.scheme in DEFAULT_PORTS:
+            host = parts.hostname or ""
+            if host.endswith(".") or not host.isascii():
+                host = normalize_host(host)
+        self.host = host
+
+
+class BoundaryCheck(ABC):
+    """One concern of the boundary, named by the setting it applies (``scrapy explain`` shows it).
+
+    ``check`` returns a refusal (the first one decides), or the reason the URL passes; or None:
+    the check does not apply to the URL (another scheme's), or it passes the URL and ``explain``
+    is false (reasons are only needed to explain; the last check always gives one, its verdict).
+    """
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def check(self, url: ScopeUrl, depth: int, explain: bool) -> ScopeDecision | None:
+        """The decision on ``url``, found ``depth`` links from a seed."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+class UrlLengthCheck(BoundaryCheck):
+    """A URL longer than ``max_length`` is excluded; it still gets a row (the document table keys
+    URLs by hash, whatever their length)."""
+
+    name = "max_url_length"
+
+    def __init__(self, max_length: int) -> None:
+        self.max_length = max_length
+
+    def check(self, url: ScopeUrl, depth: int, explain: bool) -> ScopeDecision | None:
+        if len(url.text) > self.max_length:
+            return ScopeDecision(
+                False,
+                f"URL is {len(url.text)} characters long (more than SEARCHCRAWL_MAX_URL_LENGTH {self.max_length})",
+                Status.URL_TOO_LONG,
+            )
+        return None
+
+
+class UrlSyntaxCheck(BoundaryCheck):
+    """A URL that cannot be parsed is excluded; the checks after this one read its parts."""
+
+    name = "url"
+
+    def check(self, url: ScopeUrl, depth: int, explain: bool) -> ScopeDecision | None:
+        try:
+            url.parse()
+        except ValueError as exc:  # e.g. an unclosed IPv6 bracket
+            return ScopeDecision(False, f"not a valid URL: {exc}", Status.EXCLUDED_DOMAIN)
+        return None
+
+
+_WEB_SCHEMES = {scheme: ScopeDecision(True, f'scheme "{scheme}"') for scheme in DEFAULT_PORTS}
+_FILE_SCHEME = ScopeDecision(True, 'scheme "file"')
+_NO_FILE_SEEDS = ScopeDecision(False, 'scheme "file" is crawled only by sources with file seeds', Status.EXCLUDED_SCHEME)
+
+
+class SchemeCheck(BoundaryCheck):
+    """http and https; file URLs only for a source with file seeds."""
+
+    name = "scheme"
+
+    def __init__(self, file_seeds: bool) -> None:
+        self.file_seeds = file_seeds
+
+    def check(self, url: ScopeUrl, depth: int, explain: bool) -> ScopeDecision | None:
+        scheme = url.scheme
+        web = _WEB_SCHEMES.get(scheme)
+        if web is not None:
+            return web if explain else None
+        if scheme == "file":
+            if not self.file_seeds:
+                return _NO_FILE_SEEDS
+            return _FILE_SCHEME if explain else None
+        return ScopeDecision(
+            False,
+            f'scheme "{scheme}" is not crawled (http, https, and file below the seeds\' folders)',
+            Status.EXCLUDED_SCHEME,
+        )
+
+
+class SeedFolderCheck(BoundaryCheck):
+    """File URLs stay below the folders of the file seeds."""
+
+    name = "seed_folders"
+
+    def __init__(self, folders: Sequence[str]) -> None:
+        self.folders = tuple(folders)
+
+    def check(self, url: ScopeUrl, depth: int, explain: bool) -> ScopeDecision | None:
+        if url.scheme != "file":
+            return None
+        path = url.parts.path
+        if "/." in path or "%2" in path:
+            path = remove_dot_segments(path)
+        folder = next((folder for folder in self.folders if path.startswith(folder)), None)
+        if folder is None:
+            folders = f"seed folders: {_listing(self.folders)}" if self.folders else "no file seeds"
+            return ScopeDecision(False, f"file URL outside the seeds' folders ({folders})", Status.EXCLUDED_PATH)
+        return ScopeDecision(True, f'file path below seed folder "{folder}"') if explain else None
 
 
 def _match_suffix(host: str, suffixes: frozenset[str]) -> str | None:
@@ -330,8 +335,132 @@ def _match_suffix(host: str, suffixes: frozenset[str]) -> str | None:
     return None
 
 
+class DomainCheck(BoundaryCheck):
+    """The host of an http(s) URL: exclusion first; then the include rules, or with none, the
+    seeds' hosts (``seed_ports``: the ports of each seed host)."""
+
+    name = "domains"
+
+    def __init__(self, domains: DomainScope, seed_ports: Mapping[str, set[int | None]]) -> None:
+        self._include = frozenset(domains.include)
+        self._exclude = frozenset(domains.exclude)
+        self._include_prefix = tuple(domains.include_prefix)
+        self._exclude_prefix = tuple(domains.exclude_prefix)
+        self.seed_default = not (self._include or self._include_prefix)
+        self.seed_ports = seed_ports
+        include_listing = [f"include: {_listing(domains.include)}"] if domains.include else []
+        if domains.include_prefix:
+            include_listing.append(f"include_prefix: {_listing(domains.include_prefix)}")
+        self._include_listing = "; ".join(include_listing)
+
+    def exclusion(self, host: str) -> str | None:
+        """The domain exclusion rule that ``host`` (normalised) meets, or None."""
+        if self._exclude:
+            suffix = _match_suffix(host, self._exclude)
+            if suffix is not None:
+                return f'domain exclude "{suffix}"'
+        if self._exclude_prefix and host.startswith(self._exclude_prefix):
+            prefix = next(prefix for prefix in self._exclude_prefix if host.startswith(prefix))
+            return f'domain exclude_prefix "{prefix}"'
+        return None
+
+    def inclusion(self, host: str) -> str | None:
+        """The domain include rule that admits ``host`` (normalised), or None."""
+        if self._include:
+            suffix = _match_suffix(host, self._include)
+            if suffix is not None:
+                return f'domain include "{suffix}"'
+        if self._include_prefix and host.startswith(self._include_prefix):
+            prefix = next(prefix for prefix in self._include_prefix if host.startswith(prefix))
+            return f'domain include_prefix "{prefix}"'
+        return None
+
+    def includes_host(self, host: str) -> bool:
+        """Do the domain rules admit ``host`` (normalised): an include rule, or with none, a seed host?"""
+        if self.exclusion(host) is not None:
+            return False
+        if self.seed_default:
+            return host in self.seed_ports
+        return self.inclusion(host) is not None
+
+    def check(self, url: ScopeUrl, depth: int, explain: bool) -> ScopeDecision | None:
+        if url.scheme not in DEFAULT_PORTS:
+            return None
+        host = url.host
+        if self._exclude or self._exclude_prefix:
+            excluded = self.exclusion(host)
+            if excluded is not None:
+                return ScopeDecision(False, excluded, Status.EXCLUDED_DOMAIN)
+        if self.seed_default:
+            if host not in self.seed_ports:
+                seeds = _listing(self.seed_ports) if self.seed_ports else "none"
+                return ScopeDecision(
+                    False,
+                    f"host {host or '(none)'} is not a seed host (no domain include rule; seed hosts: {seeds})",
+                    Status.EXCLUDED_DOMAIN,
+                )
+            return ScopeDecision(True, f"seed host {host}") if explain else None
+        included = self.inclusion(host)
+        if included is None:
+            return ScopeDecision(
+                False,
+                f"no domain include rule matches {host or '(no host)'} ({self._include_listing})",
+                Status.EXCLUDED_DOMAIN,
+            )
+        return ScopeDecision(True, included) if explain else None
+
+
+class PortCheck(BoundaryCheck):
+    """The port of an http(s) URL (the scheme's default if none): the host's own rule, else the
+    ``"*"`` rule, else the seeds' ports (``seed_ports``: only when the domain rules have no
+    include rule, so that a source stays on its seeds' sites), else every port."""
+
+    name = "ports"
+
+    def __init__(self, ports: Mapping[str, PortScope], seed_ports: Mapping[str, set[int | None]] | None) -> None:
+        self._ports = dict(ports)
+        self._port_default = self._ports.pop(EVERY_HOST, None)
+        self._seed_ports = seed_ports
+
+    def decide(self, host: str, port: int) -> ScopeDecision:
+        """The port rules' decision on ``host:port`` (``host`` normalised)."""
+        port_rule = self._ports.get(host, self._port_default)
+        if port_rule is not None:
+            where = _where(host if host in self._ports else EVERY_HOST)
+            if port_rule.include is not None:
+                if port not in port_rule.include:
+                    return ScopeDecision(
+                        False,
+                        f"port {port} is not in the port include list of {where} (include: {_listing(port_rule.include)})",
+                        Status.EXCLUDED_PORT,
+                    )
+                return ScopeDecision(True, f"port include {port} on {where}")
+            assert port_rule.exclude is not None  # validated: one of the two lists
+            if port in port_rule.exclude:
+                return ScopeDecision(False, f"port exclude {port} on {where}", Status.EXCLUDED_PORT)
+            return ScopeDecision(True, f"port {port} is not excluded on {where}")
+        seed_ports = self._seed_ports.get(host) if self._seed_ports is not None else None
+        if seed_ports is not None:
+            if port not in seed_ports:
+                ports = _listing(sorted(p for p in seed_ports if p is not None))
+                return ScopeDecision(
+                    False, f"port {port} is not a seed port of {host} (seed ports: {ports})", Status.EXCLUDED_PORT
+                )
+            return ScopeDecision(True, f"seed host {host}:{port}")
+        return ScopeDecision(True, f"no port rule for {host}: every port allowed")
+
+    def check(self, url: ScopeUrl, depth: int, explain: bool) -> ScopeDecision | None:
+        if url.scheme not in DEFAULT_PORTS:
+            return None
+        try:
+            port = url.parts.port or DEFAULT_PORTS[url.scheme]
+        except ValueError:
+            return ScopeDecision(False, f"invalid port in {url.text}", Status.EXCLUDED_PORT)
+        return self.decide(url.host, port)
+
+
 @dataclass(frozen=True)
-class _PathCheck:
+class _HostPaths:
     """The path rules that apply to one host: its own and the ``"*"`` ones, merged."""
 
     exclude: tuple[tuple[str, str], ...]  # (prefix, host the rule was given for)
@@ -340,7 +469,7 @@ class _PathCheck:
     include_host: str
 
 
-def _path_check(own: PathRule | None, every: PathRule | None, host: str) -> _PathCheck:
+def _host_paths(own: PathScope | None, every: PathScope | None, host: str) -> _HostPaths:
     exclude = [(prefix, host) for prefix in own.exclude] if own else []
     exclude += [(prefix, EVERY_HOST) for prefix in every.exclude] if every else []
     if own and own.include:
@@ -349,66 +478,62 @@ def _path_check(own: PathRule | None, every: PathRule | None, host: str) -> _Pat
         include, include_host = tuple(every.include), EVERY_HOST
     else:
         include, include_host = (), ""
-    return _PathCheck(tuple(exclude), tuple(prefix for prefix, _ in exclude), include, include_host)
+    return _HostPaths(tuple(exclude), tuple(prefix for prefix, _ in exclude), include, include_host)
 
 
-def _compile_globs(globs: list[str]) -> tuple[tuple[re.Pattern[str], str], ...]:
+class PathCheck(BoundaryCheck):
+    """The path of an http(s) URL, dot segments resolved: the host's rules and the ``"*"`` rules."""
+
+    name = "paths"
+
+    def __init__(self, paths: Mapping[str, PathScope]) -> None:
+        rules = dict(paths)
+        every = rules.pop(EVERY_HOST, None)
+        self._hosts = {host: _host_paths(rule, every, host) for host, rule in rules.items()}
+        self._default = _host_paths(None, every, EVERY_HOST) if every else None
+
+    def check(self, url: ScopeUrl, depth: int, explain: bool) -> ScopeDecision | None:
+        if url.scheme not in DEFAULT_PORTS:
+            return None
+        host = url.host
+        rules = self._hosts.get(host, self._default)
+        if rules is None:
+            return ScopeDecision(True, f"no path rule for {host}: every path allowed") if explain else None
+        path = url.parts.path or "/"
+        if "/." in path or "%2" in path:
+            path = remove_dot_segments(path)
+        if rules.exclude_prefixes and path.startswith(rules.exclude_prefixes):
+            prefix, rule_host = next(rule for rule in rules.exclude if path.startswith(rule[0]))
+            return ScopeDecision(False, f'path exclude "{prefix}" on {_where(rule_host)}', Status.EXCLUDED_PATH)
+        if not rules.include:
+            return ScopeDecision(True, f"path {path} is not excluded on {host} (no path include rule)") if explain else None
+        if not path.startswith(rules.include):
+            return ScopeDecision(
+                False,
+                f"path {path} is not below a path include prefix on {_where(rules.include_host)} "
+                f"(include: {_listing(rules.include)})",
+                Status.EXCLUDED_PATH,
+            )
+        if not explain:
+            return None
+        prefix = next(prefix for prefix in rules.include if path.startswith(prefix))
+        return ScopeDecision(True, f'path include "{prefix}" on {_where(rules.include_host)}')
+
+
+def _compile_globs(globs: Sequence[str]) -> tuple[tuple[re.Pattern[str], str], ...]:
     return tuple((re.compile(fnmatch.translate(glob)), glob) for glob in globs)
 
 
-class Boundary:
-    """The scope of one source: its seeds and its ``ScopeRules``.
+_NO_PATTERN_RULES = ScopeDecision(True, "no pattern rules")
+_NO_PATTERN_EXCLUDES = ScopeDecision(True, "no pattern rule excludes the URL")
 
-    ``check`` runs for every link of every page, so everything is compiled here once.
-    """
 
-    def __init__(self, seeds: Sequence[str], rules: ScopeRules, max_url_length: int = MAX_URL_LENGTH) -> None:
-        if isinstance(seeds, str):
-            raise TypeError("seeds must be a sequence of URLs, not one string")
-        if not isinstance(rules, ScopeRules):
-            raise TypeError(f"Boundary(seeds, rules) takes ScopeRules (which holds max_depth), got {rules!r}")
-        self.rules = rules
-        self._max_url_length = max_url_length
-        self._max_depth = rules.max_depth
-        self._dynamic = rules.index_dynamic_pages
+class PatternCheck(BoundaryCheck):
+    """Regular expressions and globs on the whole URL, as found; exclusion overrides inclusion."""
 
-        # File seeds: their folders. Web seeds: their hosts and ports (the default inclusion).
-        self._folders: list[str] = []
-        self._seed_ports: dict[str, set[int | None]] = {}
-        for seed in seeds:
-            parts = urlsplit(seed)
-            scheme = parts.scheme.lower()
-            if scheme == "file":
-                path = parts.path
-                self._folders.append(path if path.endswith("/") else posixpath.dirname(path).rstrip("/") + "/")
-            else:
-                try:
-                    port = parts.port or DEFAULT_PORTS.get(scheme)
-                except ValueError:
-                    port = None
-                self._seed_ports.setdefault(normalize_host(parts.hostname or ""), set()).add(port)
-        self._folders = list(dict.fromkeys(self._folders))
+    name = "patterns"
 
-        domains = rules.domains
-        self._include = frozenset(domains.include)
-        self._exclude = frozenset(domains.exclude)
-        self._include_prefix = tuple(domains.include_prefix)
-        self._exclude_prefix = tuple(domains.exclude_prefix)
-        self._seed_default = not (self._include or self._include_prefix)
-        include_listing = [f"include: {_listing(domains.include)}"] if domains.include else []
-        if domains.include_prefix:
-            include_listing.append(f"include_prefix: {_listing(domains.include_prefix)}")
-        self._include_listing = "; ".join(include_listing)
-
-        self._ports = dict(rules.ports)
-        self._port_default = self._ports.pop(EVERY_HOST, None)
-
-        paths = dict(rules.paths)
-        every = paths.pop(EVERY_HOST, None)
-        self._paths = {host: _path_check(rule, every, host) for host, rule in paths.items()}
-        self._path_default = _path_check(None, every, EVERY_HOST) if every else None
-
-        patterns = rules.patterns
+    def __init__(self, patterns: PatternScope) -> None:
         self._exclude_regex = tuple((re.compile(rx), rx) for rx in patterns.exclude_regex)
         self._exclude_glob = _compile_globs(patterns.exclude_glob)
         self._include_regex = tuple((re.compile(rx), rx) for rx in patterns.include_regex)
@@ -419,80 +544,7 @@ class Boundary:
             include_patterns.append(f"include_glob: {_listing(patterns.include_glob)}")
         self._include_patterns = "; ".join(include_patterns)
 
-    @property
-    def max_depth(self) -> int:
-        return self._max_depth
-
-    def check(self, url: str, depth: int = 0) -> Decision:
-        """Is ``url``, found ``depth`` links from a seed, inside the boundary? The decision names
-        the rule that excluded it (or, when allowed, the last check passed, as in ``explain``)."""
-        return self._evaluate(url, depth, None)
-
-    def explain(self, url: str, depth: int = 0) -> list[Decision]:
-        """Every check in order (scheme, domain, port, path, pattern, depth, dynamic page; file
-        URLs: scheme, folder, pattern, depth, dynamic page), up to the first exclusion; a URL
-        over the maximum length is excluded before them all. The last element is
-        ``check(url, depth)``."""
-        trace: list[Decision] = []
-        trace.append(self._evaluate(url, depth, trace.append))
-        return trace
-
-    def explicitly_includes(self, host: str) -> bool:
-        """Does a ``domains.include``/``include_prefix`` rule (not the seeds' default) admit
-        ``host``, with no domain exclusion overriding it?"""
-        host = normalize_host(host)
-        if self._domain_exclusion(host) is not None:
-            return False
-        return self._domain_inclusion(host) is not None
-
-    def includes_host(self, host: str) -> bool:
-        """Do the domain rules admit ``host``: an include rule, or with none, a seed host?
-
-        The redirect guard lets a temporary redirect reach such a host even when it is internal
-        (and outside the boundary by a port, path or pattern rule): the source's owner named it.
-        """
-        host = normalize_host(host)
-        if self._domain_exclusion(host) is not None:
-            return False
-        if self._include or self._include_prefix:
-            return self._domain_inclusion(host) is not None
-        return host in self._seed_ports
-
-    def port_decision(self, host: str, port: int) -> Decision:
-        """The port rules' decision on ``host:port`` alone (no domain, path or pattern rule)."""
-        host = normalize_host(host)
-        seed_ports = self._seed_ports.get(host) if self._seed_default else None
-        return self._port_decision(host, port, seed_ports)
-
-    def admits_site(self, host: str, port: int) -> bool:
-        """Do the domain rules admit ``host`` (as ``includes_host``) and the port rules ``port``
-        on it? The internal-address guard (searchcrawl/rules/addresses.py) asks this: path and pattern
-        rules say nothing about which machines a source may connect to."""
-        return self.includes_host(host) and self.port_decision(host, port).allowed
-
-    # -- the checks -----------------------------------------------------------------------------
-
-    def _domain_exclusion(self, host: str) -> str | None:
-        if self._exclude:
-            suffix = _match_suffix(host, self._exclude)
-            if suffix is not None:
-                return f'domain exclude "{suffix}"'
-        if self._exclude_prefix and host.startswith(self._exclude_prefix):
-            prefix = next(prefix for prefix in self._exclude_prefix if host.startswith(prefix))
-            return f'domain exclude_prefix "{prefix}"'
-        return None
-
-    def _domain_inclusion(self, host: str) -> str | None:
-        if self._include:
-            suffix = _match_suffix(host, self._include)
-            if suffix is not None:
-                return f'domain include "{suffix}"'
-        if self._include_prefix and host.startswith(self._include_prefix):
-            prefix = next(prefix for prefix in self._include_prefix if host.startswith(prefix))
-            return f'domain include_prefix "{prefix}"'
-        return None
-
-    def _pattern_inclusion(self, url: str) -> str | None:
+    def _inclusion(self, url: str) -> str | None:
         for regex, source in self._include_regex:
             if regex.search(url):
                 return f'pattern include_regex "{source}"'
@@ -501,176 +553,168 @@ class Boundary:
                 return f'pattern include_glob "{source}"'
         return None
 
-    def _port_decision(self, host: str, port: int, seed_ports: set[int | None] | None) -> Decision:
-        """The port rules on ``host:port``: the host's own rule, else the ``"*"`` rule, else the
-        seeds' ports (``seed_ports``, default inclusion only), else every port."""
-        port_rule = self._ports.get(host, self._port_default)
-        if port_rule is not None:
-            where = _where(host if host in self._ports else EVERY_HOST)
-            if port_rule.include is not None:
-                if port not in port_rule.include:
-                    return Decision(
-                        False,
-                        f"port {port} is not in the port include list of {where} (include: {_listing(port_rule.include)})",
-                        Status.EXCLUDED_PORT,
-                    )
-                return Decision(True, f"port include {port} on {where}")
-            assert port_rule.exclude is not None
-            if port in port_rule.exclude:
-                return Decision(False, f"port exclude {port} on {where}", Status.EXCLUDED_PORT)
-            return Decision(True, f"port {port} is not excluded on {where}")
-        if seed_ports is not None:
-            if port not in seed_ports:
-                ports = _listing(sorted(p for p in seed_ports if p is not None))
-                return Decision(False, f"port {port} is not a seed port of {host} (seed ports: {ports})", Status.EXCLUDED_PORT)
-            return Decision(True, f"seed host {host}:{port}")
-        return Decision(True, f"no port rule for {host}: every port allowed")
+    def check(self, url: ScopeUrl, depth: int, explain: bool) -> ScopeDecision | None:
+        if not self._has_patterns:
+            return _NO_PATTERN_RULES if explain else None
+        text = url.text
+        for regex, source in self._exclude_regex:
+            if regex.search(text):
+                return ScopeDecision(False, f'pattern exclude_regex "{source}"', Status.EXCLUDED_PATTERN)
+        for glob, source in self._exclude_glob:
+            if glob.match(text):
+                return ScopeDecision(False, f'pattern exclude_glob "{source}"', Status.EXCLUDED_PATTERN)
+        if not (self._include_regex or self._include_glob):
+            return _NO_PATTERN_EXCLUDES if explain else None
+        matched = self._inclusion(text)
+        if matched is None:
+            return ScopeDecision(False, f"no include pattern matches the URL ({self._include_patterns})", Status.EXCLUDED_PATTERN)
+        return ScopeDecision(True, matched) if explain else None
 
-    def _evaluate(self, url: str, depth: int, passed: Callable[[Decision], None] | None) -> Decision:
-        """The decision on ``url``; each check passed before it is given to ``passed``."""
-        # First, before any parsing: a hostile page's megabyte-long link costs one comparison.
-        # It still gets a row (the document table keys URLs by hash, whatever their length).
-        if len(url) > self._max_url_length:
-            return Decision(
-                False,
-                f"URL is {len(url)} characters long (more than SEARCHCRAWL_MAX_URL_LENGTH {self._max_url_length})",
-                Status.URL_TOO_LONG,
-            )
-        try:
-            parts = urlsplit(url)
-            if "\\" in url and parts.scheme.lower() in DEFAULT_PORTS:
-                # As browsers and Scrapy (w3lib) read it: "\" is "/" before the query, so that
-                # http://evil.com\@www.example.com/ is judged as the evil.com it is fetched from.
-                end = len(url.split("?", 1)[0].split("#", 1)[0])
-                parts = urlsplit(url[:end].replace("\\", "/") + url[end:])
-        except ValueError as exc:  # e.g. an unclosed IPv6 bracket
-            return Decision(False, f"not a valid URL: {exc}", Status.EXCLUDED_DOMAIN)
+
+class DepthCheck(BoundaryCheck):
+    """Links followed at most ``max_depth`` hops from a seed."""
+
+    name = "max_depth"
+
+    def __init__(self, max_depth: int) -> None:
+        self.max_depth = max_depth
+
+    def check(self, url: ScopeUrl, depth: int, explain: bool) -> ScopeDecision | None:
+        if depth > self.max_depth:
+            return ScopeDecision(False, f"depth {depth} > max_depth {self.max_depth}", Status.EXCLUDED_DEPTH)
+        return ScopeDecision(True, f"depth {depth} <= max_depth {self.max_depth}") if explain else None
+
+
+_DYNAMIC_EXCLUDED = ScopeDecision(False, "query string and index_dynamic_pages is false", Status.EXCLUDED_DYNAMIC)
+_DYNAMIC_ALLOWED = ScopeDecision(True, "query string allowed (index_dynamic_pages is true)")
+_NO_QUERY = ScopeDecision(True, "no query string")
+
+
+class DynamicPageCheck(BoundaryCheck):
+    """URLs with a query string only if ``index_dynamic_pages``. The last check: it always decides,
+    and its decision is the verdict on an allowed URL."""
+
+    name = "index_dynamic_pages"
+
+    def __init__(self, index_dynamic_pages: bool) -> None:
+        self.index_dynamic_pages = index_dynamic_pages
+
+    def check(self, url: ScopeUrl, depth: int, explain: bool) -> ScopeDecision:
+        if url.parts.query:
+            return _DYNAMIC_ALLOWED if self.index_dynamic_pages else _DYNAMIC_EXCLUDED
+        return _NO_QUERY
+
+
+# -- the boundary -------------------------------------------------------------------------------
+
+
+def _seed_sites(seeds: Iterable[str]) -> tuple[list[str], dict[str, set[int | None]]]:
+    """File seeds: their folders. Web seeds: their hosts and ports (the default inclusion)."""
+    folders: list[str] = []
+    seed_ports: dict[str, set[int | None]] = {}
+    for seed in seeds:
+        parts = urlsplit(seed)
         scheme = parts.scheme.lower()
-
         if scheme == "file":
-            if not self._folders:
-                return Decision(False, 'scheme "file" is crawled only by sources with file seeds', Status.EXCLUDED_SCHEME)
-            if passed:
-                passed(Decision(True, 'scheme "file"'))
             path = parts.path
-            if "/." in path or "%2" in path:
-                path = remove_dot_segments(path)
-            folder = next((folder for folder in self._folders if path.startswith(folder)), None)
-            if folder is None:
-                folders = f"seed folders: {_listing(self._folders)}" if self._folders else "no file seeds"
-                return Decision(False, f"file URL outside the seeds' folders ({folders})", Status.EXCLUDED_PATH)
-            if passed:
-                passed(Decision(True, f'file path below seed folder "{folder}"'))
-
-        elif scheme in DEFAULT_PORTS:
-            if passed:
-                passed(Decision(True, f'scheme "{scheme}"'))
-            host = parts.hostname or ""
-            if host.endswith(".") or not host.isascii():
-                host = normalize_host(host)
-
-            # Domain: exclusion first; then the include rules, or the seeds' hosts.
-            if self._exclude or self._exclude_prefix:
-                excluded = self._domain_exclusion(host)
-                if excluded is not None:
-                    return Decision(False, excluded, Status.EXCLUDED_DOMAIN)
-            seed_ports = None
-            if self._seed_default:
-                seed_ports = self._seed_ports.get(host)
-                if seed_ports is None:
-                    seeds = _listing(self._seed_ports) if self._seed_ports else "none"
-                    return Decision(
-                        False,
-                        f"host {host or '(none)'} is not a seed host (no domain include rule; seed hosts: {seeds})",
-                        Status.EXCLUDED_DOMAIN,
-                    )
-                if passed:
-                    passed(Decision(True, f"seed host {host}"))
-            else:
-                included = self._domain_inclusion(host)
-                if included is None:
-                    return Decision(
-                        False,
-                        f"no domain include rule matches {host or '(no host)'} ({self._include_listing})",
-                        Status.EXCLUDED_DOMAIN,
-                    )
-                if passed:
-                    passed(Decision(True, included))
-
-            # Port: the host's own rule, else the "*" rule, else the seeds' ports (default
-            # inclusion only), else every port.
-            try:
-                port = parts.port or DEFAULT_PORTS[scheme]
-            except ValueError:
-                return Decision(False, f"invalid port in {url}", Status.EXCLUDED_PORT)
-            port_decision = self._port_decision(host, port, seed_ports)
-            if not port_decision.allowed:
-                return port_decision
-            if passed:
-                passed(port_decision)
-
-            # Path: the host's rules and the "*" rules.
-            path_check = self._paths.get(host, self._path_default)
-            if path_check is not None:
-                path = parts.path or "/"
-                if "/." in path or "%2" in path:
-                    path = remove_dot_segments(path)
-                if path_check.exclude_prefixes and path.startswith(path_check.exclude_prefixes):
-                    prefix, rule_host = next(rule for rule in path_check.exclude if path.startswith(rule[0]))
-                    return Decision(False, f'path exclude "{prefix}" on {_where(rule_host)}', Status.EXCLUDED_PATH)
-                if path_check.include:
-                    if not path.startswith(path_check.include):
-                        return Decision(
-                            False,
-                            f"path {path} is not below a path include prefix on {_where(path_check.include_host)} "
-                            f"(include: {_listing(path_check.include)})",
-                            Status.EXCLUDED_PATH,
-                        )
-                    if passed:
-                        prefix = next(prefix for prefix in path_check.include if path.startswith(prefix))
-                        passed(Decision(True, f'path include "{prefix}" on {_where(path_check.include_host)}'))
-                elif passed:
-                    passed(Decision(True, f"path {path} is not excluded on {host} (no path include rule)"))
-            elif passed:
-                passed(Decision(True, f"no path rule for {host}: every path allowed"))
-
+            folders.append(path if path.endswith("/") else posixpath.dirname(path).rstrip("/") + "/")
         else:
-            return Decision(
-                False,
-                f'scheme "{scheme}" is not crawled (http, https, and file below the seeds\' folders)',
-                Status.EXCLUDED_SCHEME,
-            )
+            try:
+                port = parts.port or DEFAULT_PORTS.get(scheme)
+            except ValueError:
+                port = None
+            seed_ports.setdefault(normalize_host(parts.hostname or ""), set()).add(port)
+    return list(dict.fromkeys(folders)), seed_ports
 
-        # Patterns, on the whole URL.
-        if self._has_patterns:
-            for regex, source in self._exclude_regex:
-                if regex.search(url):
-                    return Decision(False, f'pattern exclude_regex "{source}"', Status.EXCLUDED_PATTERN)
-            for glob, source in self._exclude_glob:
-                if glob.match(url):
-                    return Decision(False, f'pattern exclude_glob "{source}"', Status.EXCLUDED_PATTERN)
-            if self._include_regex or self._include_glob:
-                matched = self._pattern_inclusion(url)
-                if matched is None:
-                    return Decision(
-                        False, f"no include pattern matches the URL ({self._include_patterns})", Status.EXCLUDED_PATTERN
-                    )
-                if passed:
-                    passed(Decision(True, matched))
-            elif passed:
-                passed(Decision(True, "no pattern rule excludes the URL"))
-        elif passed:
-            passed(Decision(True, "no pattern rules"))
 
-        # Depth.
-        if depth > self._max_depth:
-            return Decision(False, f"depth {depth} > max_depth {self._max_depth}", Status.EXCLUDED_DEPTH)
-        if passed:
-            passed(Decision(True, f"depth {depth} <= max_depth {self._max_depth}"))
+class Boundary:
+    """The scope of one source: its seeds and its scope keys (``ScopeRules``), as a chain of checks.
 
-        # Dynamic pages: the last check, so its decision is the verdict on an allowed URL.
-        if parts.query:
-            if not self._dynamic:
-                return Decision(False, "query string and index_dynamic_pages is false", Status.EXCLUDED_DYNAMIC)
-            return Decision(True, "query string allowed (index_dynamic_pages is true)")
-        return Decision(True, "no query string")
+    ``check`` runs for every link of every page, so the chain (``checks``) is built, and
+    everything in it compiled, here once.
+    """
+
+    def __init__(self, seeds: Sequence[str], scope: Scope, max_url_length: int = MAX_URL_LENGTH) -> None:
+        if isinstance(seeds, str):
+            raise TypeError("seeds must be a sequence of URLs, not one string")
+        if not isinstance(scope, Scope):
+            raise TypeError(f"Boundary(seeds, scope) takes ScopeRules (which holds max_depth), got {scope!r}")
+        self.scope = scope
+        folders, seed_ports = _seed_sites(seeds)
+        self._domains = DomainCheck(scope.domains, seed_ports)
+        self._ports = PortCheck(scope.ports, seed_ports if self._domains.seed_default else None)
+        self.checks: tuple[BoundaryCheck, ...] = (
+            UrlLengthCheck(max_url_length),
+            UrlSyntaxCheck(),
+            SchemeCheck(file_seeds=bool(folders)),
+            SeedFolderCheck(folders),
+            self._domains,
+            self._ports,
+            PathCheck(scope.paths),
+            PatternCheck(scope.patterns),
+            DepthCheck(scope.max_depth),
+            DynamicPageCheck(scope.index_dynamic_pages),
+        )
+
+    @property
+    def max_depth(self) -> int:
+        return self.scope.max_depth
+
+    def check(self, url: str, depth: int = 0) -> ScopeDecision:
+        """Is ``url``, found ``depth`` links from a seed, inside the boundary? The decision names
+        the rule that excluded it (or, when allowed, the last check passed, as in ``explain``)."""
+        target = ScopeUrl(url)
+        verdict = None
+        for check in self.checks:
+            verdict = check.check(target, depth, False)
+            if verdict is not None and not verdict.allowed:
+                return verdict
+        assert verdict is not None  # the last check always decides
+        return verdict
+
+    def trace(self, url: str, depth: int = 0) -> list[tuple[BoundaryCheck, ScopeDecision]]:
+        """Each check that said something about ``url``, with what it said, in order, up to the
+        first exclusion (a URL over the maximum length: that check alone). The last decision is
+        ``check(url, depth)``."""
+        target = ScopeUrl(url)
+        steps: list[tuple[BoundaryCheck, ScopeDecision]] = []
+        for check in self.checks:
+            decision = check.check(target, depth, True)
+            if decision is not None:
+                steps.append((check, decision))
+                if not decision.allowed:
+                    break
+        return steps
+
+    def explain(self, url: str, depth: int = 0) -> list[ScopeDecision]:
+        """Every check in order (scheme, domain, port, path, pattern, depth, dynamic page; file
+        URLs: scheme, folder, pattern, depth, dynamic page), up to the first exclusion; a URL
+        over the maximum length is excluded before them all. The last element is
+        ``check(url, depth)``."""
+        return [decision for _check, decision in self.trace(url, depth)]
+
+    def explicitly_includes(self, host: str) -> bool:
+        """Does a ``domains.include``/``include_prefix`` rule (not the seeds' default) admit
+        ``host``, with no domain exclusion overriding it?"""
+        host = normalize_host(host)
+        if self._domains.exclusion(host) is not None:
+            return False
+        return self._domains.inclusion(host) is not None
+
+    def includes_host(self, host: str) -> bool:
+        """Do the domain rules admit ``host``: an include rule, or with none, a seed host?
+
+        The redirect guard lets a temporary redirect reach such a host even when it is internal
+        (and outside the boundary by a port, path or pattern rule): the source's owner named it.
+        """
+        return self._domains.includes_host(normalize_host(host))
+
+    def port_decision(self, host: str, port: int) -> ScopeDecision:
+        """The port rules' decision on ``host:port`` alone (no domain, path or pattern rule)."""
+        return self._ports.decide(normalize_host(host), port)
+
+    def admits_site(self, host: str, port: int) -> bool:
+        """Do the domain rules admit ``host`` (as ``includes_host``) and the port rules ``port``
+        on it? The internal-address guard (searchcrawl/rules/addresses.py) asks this: path and pattern
+        rules say nothing about which machines a source may connect to."""
+        return self.includes_host(host) and self.port_decision(host, port).allowed

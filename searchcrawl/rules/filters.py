@@ -44,7 +44,7 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from searchcrawl.rules.boundary import _RuleTable
+from searchcrawl.rules.tables import RuleTable
 
 FILTER_NAMES = ("scope", "result")
 NO_FILTER = "no filter applies"
@@ -64,7 +64,7 @@ def _patterns(patterns: list[str], example: str) -> list[str]:
     return list(dict.fromkeys(result))
 
 
-class FilterRules(_RuleTable):
+class FilterRules(RuleTable):
     """One filter set (``[filters.scope]`` or ``[filters.result]``); every key is optional."""
 
     include_urls: list[str] = Field(default_factory=list)
@@ -115,7 +115,7 @@ class FilterRules(_RuleTable):
         return self
 
 
-class Filters(_RuleTable):
+class Filters(RuleTable):
     """The ``[filters]`` table of a source: ``scope`` narrows the crawl, ``result`` the index."""
 
     scope: FilterRules = Field(default_factory=FilterRules)

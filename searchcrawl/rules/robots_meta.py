@@ -14,7 +14,7 @@ KNOWN = frozenset({"noindex", "nofollow"})
 
 
 def _directives(value: str) -> set[str]:
-    found = set()
+    found: set[str] = set()
     for part in value.split(","):
         word = part.strip().lower()
         if word == "none":

@@ -73,6 +73,13 @@ def _path_of(url: str) -> str:
     return _UNSAFE_IN_URL.sub(_percent_encode, _ESCAPE.sub(_upper_escape, path))
 
 
+def _leading(pattern: re.Pattern[str], text: str) -> str:
+    """What ``pattern``, which matches the empty string too, matches at the start of ``text``."""
+    match = pattern.match(text)
+    assert match is not None  # a pattern of the form [...]* always matches
+    return match.group()
+
+
 def product_token(user_agent: str) -> str:
     """The crawler's product token, lower-cased: ``"searchcrawl/1.0 (+https://…)"`` -> ``"searchcrawl"``.
 
@@ -81,14 +88,14 @@ def product_token(user_agent: str) -> str:
     Digits are kept, so ``"XYZ123bot"`` does not match a ``User-agent: XYZ123bot`` line (which
     means ``XYZ``), as in the reference parser.
     """
-    return _CRAWLER_TOKEN.match(user_agent.strip()).group().lower()
+    return _leading(_CRAWLER_TOKEN, user_agent.strip()).lower()
 
 
 def _robots_agent(value: str) -> str:
     """The token a ``user-agent`` value in robots.txt names: ``"*"`` or letters, ``_``, ``-``."""
     if value[:1] == "*" and (len(value) == 1 or value[1].isspace()):
         return "*"
-    return _ROBOTS_AGENT.match(value).group().lower()
+    return _leading(_ROBOTS_AGENT, value).lower()
 
 
 @dataclass(frozen=True)
@@ -188,7 +195,7 @@ class RobotsTxt:
                 continue
             key, value = key.strip().lower(), value.strip()
             if key == "user-agent":
-                if not in_agent_lines:
+                if group is None or not in_agent_lines:  # (in_agent_lines: a group is open)
                     group = _Group()
                     groups.append(group)
                     in_agent_lines = True

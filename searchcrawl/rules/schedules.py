@@ -49,7 +49,8 @@ class Schedule:
             return now
         if croniter.match(self.cron, now.replace(second=0, microsecond=0)) and now.second == 0 and not now.microsecond:
             return now
-        return croniter(self.cron, now).get_prev(datetime)
+        previous: datetime = croniter(self.cron, now).get_prev(datetime)
+        return previous
 
     def initial_mark(self, now: datetime) -> datetime | None:
         """The mark of a source the scheduler sees for the first time: an interval source is due
@@ -71,7 +72,8 @@ class Schedule:
             assert mark is not None
             return mark + self.interval
         assert self.cron is not None
-        return croniter(self.cron, now).get_next(datetime)
+        following: datetime = croniter(self.cron, now).get_next(datetime)
+        return following
 
     def describe(self) -> str:
         return f"every {self.interval}" if self.interval is not None else f"cron {self.cron!r}"

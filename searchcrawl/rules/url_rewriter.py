@@ -5,8 +5,7 @@ every extracted link after canonicalisation and returns it, a rewritten URL, or 
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from scrapy.utils.misc import load_object
+from importlib import import_module
 
 UrlRewriter = Callable[[str], "str | None"]
 
@@ -16,10 +15,17 @@ def identity(url: str) -> str:
 
 
 def load_rewriter(path: str | None) -> UrlRewriter:
-    """The callable at a dotted path (``package.module.function``); ImportError/TypeError if unusable."""
+    """The callable at a dotted path (``package.module.function``); ImportError/TypeError if unusable
+    (ValueError: not a dotted path; NameError: the module has no such name, as Scrapy's load_object)."""
     if not path:
         return identity
-    rewriter = load_object(path)
+    module, dot, name = path.rpartition(".")
+    if not dot:
+        raise ValueError(f"Error loading object '{path}': not a full path")
+    try:
+        rewriter: object = getattr(import_module(module), name)
+    except AttributeError:
+        raise NameError(f"Module '{module}' doesn't define any object named '{name}'") from None
     if not callable(rewriter):
         raise TypeError(f"{path} is not callable")
     return rewriter
