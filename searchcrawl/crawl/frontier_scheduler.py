@@ -51,6 +51,10 @@ PERSISTED_META = (
 RUN_STATE_FOR_REASON = {"finished": FINISHED, "stopped": STOPPED, "failed": FAILED}  # anything else: suspended
 DELTA_KINDS = ("new", "changed", "unchanged", "not_modified", "deleted", "held", "refused", "failed", "excluded", "duplicate")
 IDLE_RECHECK = 0.5  # seconds between frontier look-ups while it is empty
+# meta of the request _wake hands to engine.crawl() only to make the engine ask the scheduler again
+# (enqueue_request keeps it out of the queue: it is never fetched)
+WAKE = "searchcrawl_wake"
+WAKE_URL = "data:,"
 HELD_LIMIT_BATCHES = 4  # with SEARCHCRAWL_MAX_SITES: at most this many batches wait for a free site
 
 
@@ -91,6 +95,8 @@ class FrontierScheduler:
         self.shared = self.context.shared
         self.owner = self.context.owner
         self.renewal: task.LoopingCall | None = None
+        self.waker: task.LoopingCall | None = None  # a shared crawl's _wake
+        self.starved = False  # the engine's last next_request() got no request
         self.others_checked = 0.0
         self.others_working = False
         self.buffer: deque[Entry] = deque()
@@ -141,10 +147,12 @@ class FrontierScheduler:
             )
         else:
             logger.info("Starting run %d of %s%s", self.run.id, source, " (shared crawl)" if self.shared else "")
-        if self.shared and self.crawler.engine is not None:
-            # Scrapy polls a scheduler that has pending requests but returns none every 5 s; a
-            # node waiting for the others' links should look sooner.
-            self.crawler.engine._SLOT_HEARTBEAT_INTERVAL = IDLE_RECHECK  # type: ignore[misc]
+        if self.shared:
+            # Scrapy asks a scheduler that has pending requests but returned none again only at its
+            # heartbeat, every 5 s, which no public setting changes; a node waiting for the other
+            # nodes' links (or for their end) looks every IDLE_RECHECK instead (_wake).
+            self.waker = task.LoopingCall(self._wake)
+            self.waker.start(IDLE_RECHECK, now=False)
         self.crawler.signals.connect(self._finish_lost, signal=signals.spider_idle)
         self.renewal = task.LoopingCall(self._renew)
         self.renewal.start(max(1.0, min(60.0, self.lease_seconds / 3)), now=False)
@@ -168,6 +176,8 @@ class FrontierScheduler:
             return
         if self.renewal is not None and self.renewal.running:
             self.renewal.stop()
+        if self.waker is not None and self.waker.running:
+            self.waker.stop()
         self.frontier.requeue_leased(owner=self.owner)  # what was leased but not fetched
         self.buffer.clear()
         self.held.clear()
@@ -217,7 +227,27 @@ class FrontierScheduler:
         if lost and self.frontier.counts()["queued"]:
             raise DontCloseSpider  # an outcome queued work (a duplicate to take a place)
 
+    def _wake(self) -> None:
+        """A shared crawl, every IDLE_RECHECK while the engine has found no request to send: once
+        the frontier has URLs again, or nothing is pending any more (the run's end), the engine is
+        made to ask at once, through its public crawl(): a request handed to it makes it look at
+        the scheduler, and enqueue_request keeps this one (meta WAKE) out of the queue."""
+        engine = self.crawler.engine
+        if not self.starved or engine is None or engine.spider is None or self.frontier is None:
+            return
+        try:
+            self._refill()
+            ready = bool(self.buffer) or not self.has_pending_requests()
+        except Exception:  # a database hiccup: the next look, or Scrapy's heartbeat, tries again
+            logger.exception("Looking for URLs of run %s failed", self.run.id if self.run else "?")
+            return
+        if ready:
+            self.starved = False
+            engine.crawl(Request(WAKE_URL, dont_filter=True, meta={WAKE: True}))
+
     def enqueue_request(self, request: Request) -> bool:
+        if request.meta.get(WAKE):
+            return True  # _wake's request: it only made the engine look here (accepted, so never "dropped")
         assert self.frontier is not None
         # dont_filter: a retry (RetryMiddleware) of a URL this run has leased already
         return bool(self.frontier.add([entry_from_request(request)], again=request.dont_filter))
@@ -231,9 +261,9 @@ class FrontierScheduler:
             self.additions_at_empty = self.frontier.additions
 
     def next_request(self) -> Request | None:
-        if self.max_sites:
-            return self._next_within_sites()
-        return self._next()
+        request = self._next_within_sites() if self.max_sites else self._next()
+        self.starved = request is None
+        return request
 
     def _next(self) -> Request | None:
         if (

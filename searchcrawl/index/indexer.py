@@ -16,9 +16,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from http.client import HTTPException
 from typing import Any, TypeVar
+from xml.etree import ElementTree
 
 import pysolr
+import requests
 
 from searchcrawl.content.extract import solr_id
 from searchcrawl.index.cache import DocumentCache
@@ -36,6 +39,7 @@ REFUSAL_FLOOR = 10  # refused documents of one batch that may be bad documents, 
 # ...) refuse the request whatever it carries: its documents stay pending.
 DOCUMENT_REFUSALS = frozenset({400, 409, 413})
 MAX_REASON = 300  # characters of Solr's message kept in logs and in the document table
+JSON_BODY = {"Content-type": "application/json; charset=utf-8"}
 
 
 class IndexingError(Exception):
@@ -119,6 +123,43 @@ def escape_query(text: str) -> str:
     return re.sub(r'([+\-&|!(){}\[\]^"~*?:\\/\s])', r"\\\1", text)
 
 
+def _error_page(answer: requests.Response) -> tuple[str | None, str]:
+    """The message of an error answer that is not JSON: Solr's XML error, or the title of a
+    servlet container's or a proxy's HTML page (None, and the page, when it has none)."""
+    page = answer.content.decode("utf-8", "replace")
+    server = answer.headers.get("server", "").lower()
+    if "coyote" in server:  # Tomcat's pages are no XML
+        heading = re.search(r"<(h1)[^>]*>\s*(.+?)\s*</\1>", page, re.IGNORECASE)
+        return (heading.group(2), "") if heading else (None, page)
+    try:
+        tree = ElementTree.fromstring(page)
+    except ElementTree.ParseError:
+        return None, page
+    node = tree.find('lst[@name="error"]/str[@name="msg"]')
+    if node is None:
+        node = tree.find("body/pre" if "jetty" in server else "head/title")
+    if node is not None and node.text and node.text.strip():
+        return node.text.strip(), ""
+    return None, page
+
+
+def _solr_error(answer: requests.Response) -> pysolr.SolrError:
+    """The error for an answer other than 200, worded as pysolr words its own (``Solr responded
+    with an error (HTTP 400): [Reason: <Solr's message>]``, the body after it when there is no
+    message), so that _call and describe() treat both alike."""
+    reason = answer.headers.get("reason")
+    page = ""
+    if reason is None:
+        try:
+            reason = answer.json()["error"]["msg"]
+        except (KeyError, TypeError):
+            page = answer.content.decode("utf-8", "replace")
+        except ValueError:  # not JSON
+            reason, page = _error_page(answer)
+    message = f"[Reason: {reason}]" + (f"\n{page}" if reason is None else "")
+    return pysolr.SolrError(f"Solr responded with an error (HTTP {answer.status_code}): {message}")
+
+
 @dataclass
 class SolrIndex:
     """One Solr core or SolrCloud collection, reached through pysolr.
@@ -136,7 +177,12 @@ class SolrIndex:
 
     def __post_init__(self) -> None:
         self.urls = [part.strip().rstrip("/") for part in self.url.split(",") if part.strip()]
-        self.clients = [pysolr.Solr(url, timeout=self.timeout, always_commit=False, auth=self.auth) for url in self.urls]
+        # one HTTP session (connection pool) per node, for pysolr's requests and ours (_request)
+        self.sessions = [requests.Session() for _url in self.urls]
+        self.clients = [
+            pysolr.Solr(url, timeout=self.timeout, always_commit=False, auth=self.auth, session=session)
+            for url, session in zip(self.urls, self.sessions, strict=True)
+        ]
         self.current = 0
 
     @property
@@ -170,19 +216,36 @@ class SolrIndex:
             return result
         raise IndexingError(f"Solr {what}: {'; '.join(failures)}", reason="; ".join(failures))
 
+    def _request(self, client: pysolr.Solr, method: str, path: str, body: bytes | None = None) -> str:
+        """A request to ``client``'s node that pysolr has no public method for (Solr's JSON update
+        API with the body as it is, the schema API), made as pysolr makes its own: the node's
+        session, ``timeout`` and ``auth``; a failure raised as the pysolr.SolrError pysolr would
+        raise, so _call classifies it alike (refused, status, reason). Returns the answer's text."""
+        number = self.clients.index(client)
+        url = f"{self.urls[number]}/{path}"
+        try:
+            answer = self.sessions[number].request(
+                method, url, data=body, headers=JSON_BODY if body is not None else {}, timeout=self.timeout, auth=self.auth
+            )
+        except requests.exceptions.Timeout as exc:
+            raise pysolr.SolrError(f"Connection to server '{url}' timed out: {exc}") from None
+        except requests.exceptions.ConnectionError as exc:
+            raise pysolr.SolrError(f"Failed to connect to server at {url}: {exc}") from None
+        except HTTPException as exc:
+            raise pysolr.SolrError(f"Unhandled error: {method} {url}: {exc}") from None
+        if answer.status_code != 200:
+            raise _solr_error(answer)
+        return answer.content.decode("utf-8", "replace")
+
     def add(self, documents: list[dict[str, Any]]) -> None:
         self.add_json([json.dumps(document, ensure_ascii=False).encode("utf-8") for document in documents])
 
     def add_json(self, documents: list[bytes]) -> None:
         """Add documents given as JSON objects, sent as they are: the document cache already holds
         each as Solr's JSON, so nothing is decoded and encoded again on the way."""
-        body = b"[" + b",".join(documents) + b"]"  # pysolr 3.11's _update (pinned): Solr's JSON update API
-        self._call(
-            f"did not take {len(documents)} documents",
-            lambda client: client._update(
-                body, clean_ctrl_chars=False, commitWithin=self.commit_within_ms, overwrite=True, solrapi="JSON"
-            ),
-        )
+        body = b"[" + b",".join(documents) + b"]"  # Solr's JSON update API: an array of documents
+        path = f"update/?commitWithin={int(self.commit_within_ms)}&overwrite=true"
+        self._call(f"did not take {len(documents)} documents", lambda client: self._request(client, "post", path, body))
 
     def add_new(self, documents: list[dict[str, Any]]) -> None:
         """Add only those of ``documents`` whose id Solr does not hold yet; the others are skipped,
@@ -190,10 +253,7 @@ class SolrIndex:
         ``failOnVersionConflicts=false`` skips a conflict instead of refusing the request)."""
         body = json.dumps([{**document, "_version_": -1} for document in documents], ensure_ascii=False).encode("utf-8")
         path = f"update?commitWithin={int(self.commit_within_ms)}&failOnVersionConflicts=false&wt=json"
-        self._call(
-            f"did not take {len(documents)} documents",
-            lambda client: client._send_request("post", path, body, {"Content-type": "application/json; charset=utf-8"}),
-        )
+        self._call(f"did not take {len(documents)} documents", lambda client: self._request(client, "post", path, body))
 
     def delete(self, ids: list[str]) -> None:
         """Delete documents by Solr id (``extract.solr_id``: a source's id of a URL)."""
@@ -205,7 +265,7 @@ class SolrIndex:
     def copy_field_targets(self) -> list[str]:
         """The schema's copyField destinations (names or globs): Solr fills them itself."""
         answer = self._call(
-            "did not list its copyFields", lambda client: client._send_request("get", "schema/copyfields?wt=json")
+            "did not list its copyFields", lambda client: self._request(client, "get", "schema/copyfields?wt=json")
         )
         return sorted({rule["dest"] for rule in json.loads(answer).get("copyFields", [])})
 

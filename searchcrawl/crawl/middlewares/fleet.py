@@ -5,7 +5,9 @@ Scrapy's downloader slots space and limit requests per process. In a shared craw
 this middleware reserves the site's next start and one in-flight slot in the database
 (searchcrawl/store/sites.py), waits for the reserved moment, and frees the slot when the download
 ends. The local slots then keep no delay of their own (a local delay would push a reserved start
-back, into the next node's turn); their concurrency stays, at least the fleet's limit.
+back, into the next node's turn): each slot's delay and jitter are set to 0 as a request reaches
+it (request_reached_downloader, before Scrapy waits out the slot's delay; a new slot starts with
+DOWNLOAD_DELAY). Their concurrency stays, at least the fleet's limit.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class FleetPolitenessMiddleware:
         self.hold = settings.getfloat("DOWNLOAD_TIMEOUT") + HOLD_MARGIN
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.reached, signal=signals.request_reached_downloader)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FleetPolitenessMiddleware:
@@ -47,10 +50,8 @@ class FleetPolitenessMiddleware:
 
     def opened(self) -> None:
         assert self.crawler.engine is not None
-        downloader = self.crawler.engine.downloader
-        downloader._delay, downloader._jitter = 0.0, 0.0  # the fleet reservation spaces requests
-        for slot in downloader.slots.values():
-            slot.delay, slot.jitter = 0.0, 0.0
+        for slot in self.crawler.engine.downloader.slots.values():
+            slot.delay, slot.jitter = 0.0, 0.0  # the fleet reservation spaces requests
         logger.info(
             "Shared crawl: %.2f s between requests to a site and at most %d at once, for the whole fleet",
             self.context.site_delay,
@@ -59,6 +60,16 @@ class FleetPolitenessMiddleware:
 
     def closed(self) -> None:
         self.sites.release_all()
+
+    def reached(self, request: Request) -> None:
+        """request_reached_downloader: the request's slot is taken (made, if it is new), and its
+        delay not yet waited: no local delay, the reservation has spaced the request already."""
+        if self.crawler.engine is None:
+            return
+        downloader = self.crawler.engine.downloader
+        slot = downloader.slots.get(downloader.get_slot_key(request))
+        if slot is not None:
+            slot.delay, slot.jitter = 0.0, 0.0
 
     async def process_request(self, request: Request) -> None:
         site = urlparse_cached(request).hostname or ""
