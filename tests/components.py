@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from scrapy.crawler import Crawler
-from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler, get_reactor_settings
 
 from searchcrawl import settings as project_settings
@@ -27,10 +26,9 @@ def source_crawler(tmp_path: Path, source: str = 'seeds = ["http://h.test/"]\n',
     path = tmp_path / f"{name}.toml"
     path.write_text(source)
     spidercls = spider_class_for(load_source(SourceFile(name, str(path), path)))
-    values = Settings()
-    values.setmodule(project_settings)
+    # the project's own settings module, as `scrapy crawl` gives it (Scrapy's defaults stay defaults)
+    values = {key: getattr(project_settings, key) for key in dir(project_settings) if key.isupper()}
     values.update({"SEARCHCRAWL_DATA_DIR": str(tmp_path), "SOLR_URL": UNREACHABLE_SOLR, **settings})
-    values = values.copy_to_dict()
     for key in get_reactor_settings():  # the reactor the test runs on, as get_crawler chooses it
         values.pop(key, None)
     return get_crawler(spidercls, settings_dict=values)

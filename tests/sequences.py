@@ -14,7 +14,7 @@ Run it on its own (it starts its own dev Solr and temporary data dir)::
 
     .venv/bin/python -m tests.sequences --seeds 1,2,3 --crawls 300
 
-``tests/test_sequences.py`` runs one short sequence under pytest.
+``tests/e2e/test_sequences.py`` runs one short sequence under pytest.
 
 The rules the oracle follows (the crawler's contract)
 -----------------------------------------------------

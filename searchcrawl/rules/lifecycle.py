@@ -1,11 +1,11 @@
 """A URL's life in a source: its states, what can happen to it, and every allowed transition.
 
-This module is the one owner of those rules. The document table (db/store.py) applies what
+This module is the one owner of those rules. The document table (searchcrawl/store/documents.py) applies what
 ``decide`` returns and nothing else; the spider, the middlewares and the pipelines only report
 what happened, through Scrapy's own channels (the ``url_outcome`` signal, ``RequestRefused``
 and ``NotIndexed``, subclasses of ``IgnoreRequest`` and ``DropItem`` carrying an ``Outcome``),
 and the ledger writer (extensions/ledger.py) records it. Plain code, no Scrapy, no database:
-``tests/test_ledger.py`` walks every pair of state and event.
+``tests/rules/test_lifecycle.py`` walks every pair of state and event.
 
 The rules (README, "A URL's life"):
 

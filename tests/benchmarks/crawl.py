@@ -15,7 +15,7 @@ its children, peak RSS) and from the server (requests per second in nginx's acce
 
 Writes results.json, results.md and pages_per_second.png to --out. The targets (issue 10):
 b/a >= 0.8; c/b (wall time) <= 0.35 with 0 Solr updates; Solr push >= 2,000 documents/s; peak
-RSS <= 400 MB at N = 100,000. Not part of the test suite (tests/test_benchmark.py runs a smoke
+RSS <= 400 MB at N = 100,000. Not part of the test suite (tests/e2e/test_benchmark.py runs a smoke
 run with a tiny N): timings on a shared machine are for ratios measured in one run.
 """
 

@@ -1,0 +1,29 @@
+"""Source files: `scrapy list`, and broken files stopping `scrapy crawl` with one clear message."""
+
+import pytest
+
+from searchcrawl.config.source import SourceError, SourceFile, load_source
+
+BROKEN = {
+    "toml-syntax": ('seeds = ["{url}"\nmax_depth = 2\n', ["not valid TOML", "line"]),
+    "unknown-key": ('seeds = ["{url}"]\nmax_dept = 2\n', ["key 'max_dept'", "unknown key", "max_depth"]),
+    "wrong-type": ('seeds = ["{url}"]\nmax_depth = "two"\n', ["key 'max_depth'", "expected a valid integer", "'two'"]),
+    "negative-depth": ('seeds = ["{url}"]\nmax_depth = -1\n', ["key 'max_depth'", "greater than or equal to 0"]),
+    "no-seeds": ("max_depth = 2\n", ["key 'seeds'", "at least one seed"]),
+    "bad-seed": ('seeds = ["ftp://127.0.0.1/x", "{url}"]\n', ["key 'seeds'", "http(s) or file URL", "ftp://"]),
+    "seeds-not-list": ('seeds = "{url}"\n', ["key 'seeds'", "expected a valid list"]),
+    "bad-seed-file": ('seed_files = ["seeds.txt"]\n', ["key 'seed_files'", "seeds.txt, line 2", "http(s) or file URL"]),
+    "missing-seed-file": ('seed_files = ["absent.txt"]\n', ["key 'seed_files'", "absent.txt"]),
+    "bad-spider-class": ('seeds = ["{url}"]\nspider_class = "os.path.join"\n', ["key 'spider_class'", "SourceSpider"]),
+}
+
+
+def test_sources_dir_overrides_packaged_and_seed_files_merge(tmp_path) -> None:
+    (tmp_path / "more.txt").write_text("http://a.test/1\n\n# comment\nhttp://a.test/2\nhttp://a.test/1\n")
+    path = tmp_path / "s.toml"
+    path.write_text('seeds = ["http://a.test/1"]\nseed_files = ["more.txt"]\nmax_depth = 0\npreserve_cache = true\n')
+    source = load_source(SourceFile("s", str(path), path))
+    assert source.seed_urls == ("http://a.test/1", "http://a.test/2")
+    assert source.settings.max_depth == 0 and source.settings.preserve_cache
+    with pytest.raises(SourceError, match="file name must be a source name"):
+        load_source(SourceFile("bad name", str(path), path))

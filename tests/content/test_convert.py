@@ -1,0 +1,313 @@
+"""searchcrawl.content.convert: text quality on the textract test corpus, robustness of the worker pool
+(corrupt, encrypted, zip bombs, hangs, memory, huge inputs) and kind detection."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import resource
+import tarfile
+import time
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from searchcrawl.content.convert import ConversionError, Converter, convert, detect_kind
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "textract-tests.tar.xz"
+FORMATS = ["pdf", "docx", "doc", "xlsx", "xls", "pptx", "odt", "ods", "rtf", "txt"]
+SENTENCE = "the quick brown fox jumps over the lazy dog"
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    if not CORPUS.exists():
+        pytest.skip(f"test corpus {CORPUS} is absent")
+    dest = tmp_path_factory.mktemp("textract")
+    with tarfile.open(CORPUS) as tar:
+        tar.extractall(dest, filter="data")
+    return dest / "textract-tests" / "tests"
+
+
+# --- 1. quality on real documents -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_raw_text_words_found(corpus, fmt):
+    """>= 95% of the expected words are found, comparing lower-cased word *multisets* (a word
+    expected 3 times counts as found 3 times only if we produce it 3 times)."""
+    folder = corpus / fmt
+    result = convert((folder / f"raw_text.{fmt}").read_bytes(), None, f"raw_text.{fmt}")
+    assert result.kind == fmt
+    expected = Counter(words((folder / "raw_text.txt").read_text(encoding="utf-8")))
+    got = Counter(words(result.text))
+    found = sum(min(n, got[w]) for w, n in expected.items())
+    ratio = found / sum(expected.values())
+    print(f"\n{fmt}: {ratio:.1%} of {sum(expected.values())} expected words found; metadata {result.metadata}")
+    assert ratio >= 0.95, (expected - got).most_common(20)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_standardized_sentence_in_order(corpus, fmt):
+    folder = corpus / fmt
+    name = "standardized_text.txt" if fmt == "txt" else f"standardized_text.{fmt}"
+    result = convert((folder / name).read_bytes(), None, name)
+    assert SENTENCE in " ".join(words(result.text)), result.text[:300]
+
+
+def test_metadata_is_read(corpus):
+    meta = convert((corpus / "xlsx" / "raw_text.xlsx").read_bytes()).metadata
+    assert meta["author"] == "John Walkenbach"
+    assert meta["subject"] == "Excel 2007 Bible"
+    assert isinstance(meta["keywords"], list) and meta["keywords"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", meta["created"])
+    assert convert((corpus / "pptx" / "raw_text.pptx").read_bytes()).metadata["title"] == ("I love PowerPoint. A lot.")
+    assert convert((corpus / "odt" / "raw_text.odt").read_bytes()).metadata["author"] == "evan"
+    assert convert((corpus / "pdf" / "raw_text.pdf").read_bytes()).metadata["title"] == "i_heart_word"
+
+
+def _odf(mimetype: str, body: str, encrypted: bool = False) -> bytes:
+    ns = (
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+        'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+        'xmlns:meta="urn:oasis:names:tc:opendocument:xmlns:meta:1.0" '
+        'xmlns:dc="http://purl.org/dc/elements/1.1/"'
+    )
+    enc = "<manifest:encryption-data/>" if encrypted else ""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(zipfile.ZipInfo("mimetype"), mimetype)
+        zf.writestr(
+            "META-INF/manifest.xml",
+            '<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0">'
+            f'<manifest:file-entry manifest:full-path="content.xml">{enc}</manifest:file-entry>'
+            "</manifest:manifest>",
+        )
+        zf.writestr(
+            "content.xml",
+            f"<office:document-content {ns}><office:body>{body}</office:body></office:document-content>",
+        )
+        zf.writestr(
+            "meta.xml",
+            f"<office:document-meta {ns}><office:meta><dc:title>Deck</dc:title><dc:creator>Ann</dc:creator>"
+            "<meta:keyword>alpha</meta:keyword><meta:keyword>beta</meta:keyword>"
+            "<meta:creation-date>2024-05-06T07:08:09.123</meta:creation-date><dc:language>en-GB</dc:language>"
+            "</office:meta></office:document-meta>",
+        )
+    return buf.getvalue()
+
+
+def test_generated_odp_and_docx_metadata(tmp_path):
+    """ODP has no corpus sample: a generated one, plus DOCX metadata written by python-docx."""
+    body = (
+        '<office:presentation><draw:page><draw:frame><draw:text-box><text:p>Hello<text:s text:c="2"/>'
+        "slides</text:p></draw:text-box></draw:frame></draw:page></office:presentation>"
+    )
+    odp = _odf("application/vnd.oasis.opendocument.presentation", body)
+    result = convert(odp)
+    assert (result.kind, result.text) == ("odp", "Hello slides")
+    assert result.metadata == {
+        "title": "Deck",
+        "author": "Ann",
+        "keywords": ["alpha", "beta"],
+        "created": "2024-05-06T07:08:09Z",
+        "language": "en-GB",
+    }
+    with pytest.raises(ConversionError) as err:
+        convert(_odf("application/vnd.oasis.opendocument.presentation", body, encrypted=True))
+    assert err.value.status == "encrypted"
+
+    import datetime
+
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("Hello docx")
+    props = document.core_properties
+    props.title, props.author, props.keywords = "T", "A", "one; two"
+    props.created = datetime.datetime(2020, 1, 2, 3, 4, 5)
+    document.save(tmp_path / "m.docx")
+    result = convert((tmp_path / "m.docx").read_bytes())
+    assert result.text == "Hello docx"
+    assert result.metadata["keywords"] == ["one", "two"]
+    assert (result.metadata["title"], result.metadata["created"]) == ("T", "2020-01-02T03:04:05Z")
+
+
+def test_scanned_pdf_has_no_text(corpus):
+    with pytest.raises(ConversionError) as err:
+        convert((corpus / "pdf" / "ocr_text.pdf").read_bytes())
+    assert err.value.status == "no_text"
+    assert "text layer" in str(err.value)
+
+
+def test_unsupported():
+    with pytest.raises(ConversionError) as err:
+        convert(b"\x89PNG\r\n\x1a\n....", "image/png", "x.png")
+    assert err.value.status == "unsupported"
+
+
+# --- 2. robustness through worker processes -------------------------------------------------
+
+
+def _hook(body: bytes, mimetype, filename):
+    """Runs in the worker instead of convert() (Converter(_target=...)), to misbehave on demand."""
+    if filename == "hang":
+        while True:
+            time.sleep(1)
+    if filename == "hog":
+        return bytearray(4 * 2**30)  # over the memory limit: MemoryError in the worker
+    if filename == "die":
+        os._exit(3)
+    return convert(body, mimetype, filename)
+
+
+@pytest.fixture(scope="module")
+def converter():
+    conv = Converter(workers=2, timeout=20, memory_mb=1024)
+    yield conv
+    conv.close()
+
+
+@pytest.fixture(scope="module")
+def pdf_bytes(corpus) -> bytes:
+    return (corpus / "pdf" / "raw_text.pdf").read_bytes()
+
+
+def test_worker_converts(converter, pdf_bytes):
+    result = converter.convert(pdf_bytes, "application/pdf", "a.pdf")
+    assert result.kind == "pdf" and "i love word documents" in " ".join(words(result.text))
+
+
+def test_corrupt_pdf(converter, pdf_bytes):
+    with pytest.raises(ConversionError) as err:
+        converter.convert(pdf_bytes[: len(pdf_bytes) // 2])
+    assert err.value.status == "corrupt"
+
+
+def test_encrypted_pdf(converter, pdf_bytes):
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdf_bytes)))
+    writer.encrypt("secret", algorithm="AES-256")
+    out = io.BytesIO()
+    writer.write(out)
+    with pytest.raises(ConversionError) as err:
+        converter.convert(out.getvalue())
+    assert err.value.status == "encrypted"
+
+
+def _zip_bomb(member: str, size_mb: int) -> bytes:
+    """A zip whose one XML member inflates to size_mb MB of spaces, built in 1 MB chunks."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        with zf.open(member, "w", force_zip64=True) as f:
+            f.write(b'<?xml version="1.0"?><root>')
+            chunk = b" " * 2**20
+            for _ in range(size_mb):
+                f.write(chunk)
+            f.write(b"</root>")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("member", ["word/document.xml", "xl/workbook.xml"])
+def test_zip_bomb(converter, member):
+    bomb = _zip_bomb(member, 300)
+    assert len(bomb) < 5 * 2**20
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.monotonic()
+    with pytest.raises(ConversionError) as err:
+        converter.convert(bomb)
+    assert time.monotonic() - start < 10
+    assert err.value.status == "too_large"
+    assert "zip bomb" in str(err.value)
+    grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+    assert grew_mb < 50, f"parent peak memory grew by {grew_mb:.0f} MB"
+
+
+@pytest.fixture
+def hooked():
+    conv = Converter(workers=1, timeout=3, memory_mb=512, _target="tests.content.test_convert:_hook")
+    yield conv
+    conv.close()
+
+
+def test_hang_times_out_and_worker_is_replaced(hooked, pdf_bytes):
+    assert hooked.convert(pdf_bytes).kind == "pdf"  # warm the single worker
+    start = time.monotonic()
+    with pytest.raises(ConversionError) as err:
+        hooked.convert(b"x", None, "hang")
+    assert err.value.status == "timeout"
+    assert time.monotonic() - start < 6
+    assert hooked.convert(b"the next one works", None, "ok.txt").text == "the next one works"
+
+
+def test_memory_limit_and_dead_worker(hooked):
+    with pytest.raises(ConversionError) as err:
+        hooked.convert(b"x", None, "hog")
+    assert err.value.status == "too_large"
+    with pytest.raises(ConversionError) as err:
+        hooked.convert(b"x", None, "die")
+    assert err.value.status == "too_large" and "died" in str(err.value)
+    assert hooked.convert(b"still alive", None, "ok.txt").text == "still alive"
+
+
+def test_large_inputs(converter):
+    """A 200 MB PDF-looking blob is refused up front without copies in the parent; a 30 MB text
+    is converted in a worker."""
+    huge = bytearray(200 * 2**20)
+    huge[:9] = b"%PDF-1.4\n"
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(ConversionError) as err:
+        converter.convert(huge, "application/pdf", "huge.pdf")
+    assert err.value.status == "too_large"
+    grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+    assert grew_mb < 20, f"parent peak memory grew by {grew_mb:.0f} MB"
+    del huge
+    text = b"lorem ipsum dolor sit amet\n" * (30 * 2**20 // 27)
+    result = converter.convert(text, "text/plain", "big.txt")
+    assert result.kind == "txt" and len(result.text) > 29 * 2**20
+
+
+# --- 3. detect_kind by magic bytes ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["pdf", "docx", "doc", "xlsx", "xls", "pptx", "odt", "ods", "rtf"])
+def test_detect_kind_by_magic(corpus, fmt):
+    body = (corpus / fmt / f"raw_text.{fmt}").read_bytes()
+    # Magic bytes win over a wrong MIME type and extension.
+    assert detect_kind(body, "text/plain", "file.bin") == fmt
+    assert detect_kind(body, None, None) == fmt
+
+
+def test_detect_kind_generated():
+    """Kinds without a corpus sample: ODP and PPT-style OLE, plain text."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("mimetype", "application/vnd.oasis.opendocument.presentation")
+        zf.writestr("content.xml", "<x/>")
+    assert detect_kind(buf.getvalue(), None, None) == "odp"
+    assert detect_kind(b"\xef\xbb\xbfhello", None, None) == "txt"
+    assert detect_kind(b"hello", "text/plain; charset=utf-8", None) == "txt"
+    assert detect_kind(b"hello", None, "https://x/a/notes.TXT?x=1") == "txt"
+    assert detect_kind(b"hello", None, "x.ppt") == "ppt"
+    assert detect_kind(b"hello", None, None) is None
+    assert detect_kind(b"PK\x03\x04 broken", None, "a.docx") == "docx"
+
+
+def test_converter_is_thread_safe(converter, corpus):
+    """The crawler may call from several threads: calls queue for the two workers."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = [corpus / fmt / f"raw_text.{fmt}" for fmt in FORMATS] * 2
+    with ThreadPoolExecutor(4) as pool:
+        kinds = list(pool.map(lambda p: converter.convert(p.read_bytes(), None, p.name).kind, jobs))
+    assert kinds == [p.suffix[1:] for p in jobs]

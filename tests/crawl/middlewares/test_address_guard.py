@@ -1,0 +1,128 @@
+"""AddressGuardMiddleware built alone (``build_from_crawler`` on a ``get_crawler`` crawler of a
+source), request level only: ``process_request``, a coroutine awaiting only asyncio's own
+``getaddrinfo``, run with ``asyncio.run``. Nothing connects anywhere: the guard decides before
+the network.
+
+What it checks: a loopback, private or link-local address (literal, or a name resolving to one:
+``localhost``, a decimal IPv4 spelling, an IPv4-mapped IPv6 address) is refused with 941 unless
+the source's seeds or domain and port rules admit that host *and port*; a host:port the rules
+admit passes without a DNS look-up (a name that does not even resolve passes); a name that does
+not resolve is refused with 931; public addresses pass; schemes other than http(s) get 900, and
+a file source reads only below its seeds' folders (903), links resolved. Robots.txt fetches pass
+the same guard. (The resolver hook, ``engine_started``/``process_exception``, is not covered.)"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from scrapy import Request
+from scrapy.utils.misc import build_from_crawler
+
+from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware
+from searchcrawl.crawl.middlewares.robots import ROBOTS_REQUEST
+from searchcrawl.rules.lifecycle import Event
+from searchcrawl.rules.status_codes import Status
+from tests.components import source_crawler
+
+SEED = "http://127.0.0.1:8765/"  # a site on a loopback address: the source's own, admitted
+INTERNAL = [
+    "http://127.0.0.2:8765/",
+    "http://[::1]:8765/",
+    "http://10.0.0.5/",
+    "http://192.168.1.1/admin",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://[::ffff:127.0.0.1]:8765/",
+    "http://localhost:8765/",  # names are resolved: these resolve to 127.0.0.1
+    "http://localhost.:8765/",
+    "http://2130706433:8765/",
+]
+
+
+def guard(tmp_path: Path, source: str) -> AddressGuardMiddleware:
+    return build_from_crawler(AddressGuardMiddleware, source_crawler(tmp_path, source))
+
+
+def check(middleware: AddressGuardMiddleware, url: str, **meta: object) -> Status | None:
+    """None when the request may go on to the network, else the status it is refused with."""
+    try:
+        assert asyncio.run(middleware.process_request(Request(url, meta=meta))) is None
+    except RequestRefused as refused:
+        assert refused.outcome.event == Event.EXCLUDED
+        return Status(refused.status)
+    return None
+
+
+@pytest.fixture
+def seeded(tmp_path: Path) -> AddressGuardMiddleware:
+    """A source of one site on 127.0.0.1:8765, no domain include rule: only the seed's site is admitted."""
+    return guard(tmp_path, f'seeds = ["{SEED}"]\n')
+
+
+def test_the_seeds_site_may_be_internal(seeded: AddressGuardMiddleware) -> None:
+    assert check(seeded, SEED + "docs/a.html") is None
+
+
+def test_internal_addresses_the_source_does_not_admit_are_refused(seeded: AddressGuardMiddleware) -> None:
+    refused = {url: check(seeded, url) for url in [*INTERNAL, "http://127.0.0.1:8766/", "http://127.0.0.1/"]}
+    assert refused == dict.fromkeys(refused, Status.INTERNAL_ADDRESS)  # another port of the seed's host too
+
+
+def test_the_reason_names_the_address(seeded: AddressGuardMiddleware) -> None:
+    with pytest.raises(RequestRefused) as refused:
+        asyncio.run(seeded.process_request(Request("http://localhost:8765/")))
+    assert refused.value.reason == (
+        "localhost:8765 is an internal address (127.0.0.1) and the source's domain and port rules do not admit it"
+    )
+
+
+def test_a_robots_txt_fetch_passes_the_same_guard(seeded: AddressGuardMiddleware) -> None:
+    assert check(seeded, "http://127.0.0.2:8765/robots.txt", **{ROBOTS_REQUEST: True}) == Status.INTERNAL_ADDRESS
+    assert check(seeded, SEED + "robots.txt", **{ROBOTS_REQUEST: True}) is None
+
+
+def test_public_addresses_pass_and_names_that_do_not_resolve_are_refused(seeded: AddressGuardMiddleware) -> None:
+    assert check(seeded, "http://93.184.216.34/") is None  # a literal public address: no look-up
+    assert check(seeded, "http://no-such-host.invalid/") == Status.DNS_FAILURE
+
+
+def test_only_http_and_https_reach_the_network(seeded: AddressGuardMiddleware) -> None:
+    for url in ("ftp://127.0.0.1:8765/", "file:///etc/passwd", "s3://bucket/key", "data:text/plain,x"):
+        assert check(seeded, url) == Status.EXCLUDED_SCHEME, url
+
+
+def test_hosts_and_ports_the_rules_admit_may_be_internal_and_are_not_looked_up(tmp_path: Path) -> None:
+    middleware = guard(
+        tmp_path,
+        f"""seeds = ["{SEED}"]
+domains = {{ include = ["127.0.0.1", "intranet.test"] }}
+ports = {{ "intranet.test" = {{ include = [8080] }} }}
+""",
+    )
+    assert check(middleware, "http://127.0.0.1:8766/") is None  # every port of an included host
+    assert check(middleware, "http://127.0.0.1/") is None
+    # admitted: passes without a look-up (this name resolves nowhere) ...
+    assert check(middleware, "http://intranet.test:8080/") is None
+    # ... but on a port the rules do not admit it is looked up like any other name
+    assert check(middleware, "http://intranet.test:9090/") == Status.DNS_FAILURE
+    assert check(middleware, "http://127.0.0.2:8765/") == Status.INTERNAL_ADDRESS
+
+
+def test_a_file_source_reads_only_below_its_seeds_folders(tmp_path: Path) -> None:
+    docs, secret = tmp_path / "docs", tmp_path / "secret"
+    docs.mkdir()
+    secret.mkdir()
+    (docs / "index.html").write_text("<html>docs</html>")
+    (docs / "sub").mkdir()
+    (docs / "sub" / "page.html").write_text("<html>page</html>")
+    (secret / "passwd.html").write_text("<html>secret</html>")
+    (docs / "escape.html").symlink_to(secret / "passwd.html")  # inside the folder, pointing out
+    middleware = guard(tmp_path, f'seeds = ["file://{docs}/index.html"]\n')
+    assert check(middleware, f"file://{docs}/index.html") is None
+    assert check(middleware, f"file://{docs}/sub/page.html") is None
+    assert check(middleware, f"file://{secret}/passwd.html") == Status.EXCLUDED_PATH
+    assert check(middleware, f"file://{docs}/escape.html") == Status.EXCLUDED_PATH
+    assert check(middleware, f"file://{docs}/../secret/passwd.html") == Status.EXCLUDED_PATH
+    assert check(middleware, "http://127.0.0.2/") == Status.INTERNAL_ADDRESS  # http requests: the guard as usual

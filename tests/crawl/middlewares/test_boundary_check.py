@@ -1,0 +1,111 @@
+"""BoundaryMiddleware built alone (``build_from_crawler`` on a ``get_crawler`` crawler of a source):
+a request outside the source's boundary is refused with the boundary's crawler code, and the
+refused URL gets its row in the (real, SQLite) document table; robots.txt fetches and a
+temporary redirect's target that the redirect policy let out pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.misc import build_from_crawler
+
+from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.middlewares.boundary_check import BoundaryMiddleware
+from searchcrawl.crawl.middlewares.redirect import LEAVES_BOUNDARY
+from searchcrawl.crawl.middlewares.robots import ROBOTS_REQUEST
+from searchcrawl.rules.lifecycle import Event
+from searchcrawl.rules.status_codes import Status
+from tests.components import source_crawler, state_of
+
+SOURCE = """seeds = ["http://h.test/docs/"]
+max_depth = 2
+paths = { "h.test" = { exclude = ["/docs/private/"] } }
+patterns = { exclude_glob = ["*.zip"] }
+"""
+
+
+@pytest.fixture
+def crawler(tmp_path: Path):  # type: ignore[no-untyped-def]
+    return source_crawler(tmp_path, SOURCE, SEARCHCRAWL_MAX_URL_LENGTH=200)
+
+
+@pytest.fixture
+def middleware(crawler) -> BoundaryMiddleware:  # type: ignore[no-untyped-def]
+    return build_from_crawler(BoundaryMiddleware, crawler)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://h.test/docs/", "http://h.test/docs/a.html", "http://h.test/elsewhere/page.html", "http://H.TEST:80/docs/b.html"],
+)
+def test_a_request_inside_the_boundary_passes(middleware: BoundaryMiddleware, url: str) -> None:
+    request = Request(url, meta={"depth": 1})
+    before = (request.url, dict(request.meta), request.headers.to_unicode_dict())
+    assert middleware.process_request(request) is None
+    assert (request.url, dict(request.meta), request.headers.to_unicode_dict()) == before  # nothing changes
+
+
+@pytest.mark.parametrize(
+    ("url", "depth", "status"),
+    [
+        ("ftp://h.test/docs/file.txt", 0, Status.EXCLUDED_SCHEME),
+        ("http://other.test/docs/", 0, Status.EXCLUDED_DOMAIN),
+        ("http://h.test:8080/docs/", 0, Status.EXCLUDED_PORT),
+        ("https://h.test/docs/", 0, Status.EXCLUDED_PORT),  # another port of the seed host
+        ("http://h.test/docs/private/salaries.html", 0, Status.EXCLUDED_PATH),
+        ("http://h.test/docs/archive.zip", 0, Status.EXCLUDED_PATTERN),
+        ("http://h.test/docs/deep.html", 3, Status.EXCLUDED_DEPTH),
+        ("http://h.test/docs/search?q=x", 0, Status.EXCLUDED_DYNAMIC),
+        ("http://h.test/docs/" + "a" * 300, 0, Status.URL_TOO_LONG),
+    ],
+)
+def test_a_request_outside_the_boundary_is_refused_with_the_rules_code(
+    crawler, middleware: BoundaryMiddleware, url: str, depth: int, status: Status
+) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(RequestRefused) as refused:
+        middleware.process_request(Request(url, meta={"depth": depth}))
+    assert isinstance(refused.value, IgnoreRequest)  # Scrapy treats it as any refusal
+    assert refused.value.status == status
+    assert refused.value.reason.startswith("outside the boundary (")
+    assert (refused.value.outcome.event, refused.value.outcome.status) == (Event.EXCLUDED, int(status))
+    # the refused URL has its row already: the exclusions were flushed to the document table
+    state = state_of(crawler)
+    row = state.table.get(state.source.name, url)
+    assert row is not None
+    assert (row["state"], row["status"], row["depth"]) == ("excluded", int(status), depth)
+    assert row["reason"] and row["reason"] in refused.value.reason
+    assert crawler.stats.get_value(f"searchcrawl/excluded/{status.name.lower()}") == 1
+
+
+def test_the_depth_defaults_to_a_seeds(middleware: BoundaryMiddleware) -> None:
+    """A request without ``depth`` meta (a seed) is judged at depth 0."""
+    assert middleware.process_request(Request("http://h.test/docs/")) is None
+
+
+def test_a_robots_txt_fetch_passes_whatever_its_site(middleware: BoundaryMiddleware) -> None:
+    request = Request("http://other.test/robots.txt", meta={ROBOTS_REQUEST: True})
+    assert middleware.process_request(request) is None
+
+
+def test_a_temporary_redirects_target_passes_once_let_out(middleware: BoundaryMiddleware) -> None:
+    """The redirect policy marks the one URL it lets out of the boundary; only that URL passes."""
+    target = "http://other.test/landing.html"
+    assert middleware.process_request(Request(target, meta={LEAVES_BOUNDARY: target, "depth": 1})) is None
+    with pytest.raises(RequestRefused) as refused:
+        middleware.process_request(Request(target, meta={LEAVES_BOUNDARY: "http://other.test/else.html", "depth": 1}))
+    assert refused.value.status == Status.EXCLUDED_DOMAIN
+    with pytest.raises(RequestRefused):
+        middleware.process_request(Request(target, meta={LEAVES_BOUNDARY: None, "depth": 1}))
+
+
+def test_a_url_refused_twice_gets_one_row_and_two_counts(crawler, middleware: BoundaryMiddleware) -> None:  # type: ignore[no-untyped-def]
+    url = "http://other.test/x.html"
+    for _ in range(2):
+        with pytest.raises(RequestRefused):
+            middleware.process_request(Request(url))
+    state = state_of(crawler)
+    assert state.table.count_by(state.source.name, "status") == {int(Status.EXCLUDED_DOMAIN): 1}
+    assert crawler.stats.get_value("searchcrawl/excluded/excluded_domain") == 2

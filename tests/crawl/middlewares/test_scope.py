@@ -1,0 +1,182 @@
+"""ScopeMiddleware (a spider middleware) built alone (``build_from_crawler`` on a ``get_crawler``
+crawler of a source), its ``process_spider_output`` run with ``asyncio.run`` on a page's output.
+
+With a run attached to the crawl state, as the frontier scheduler attaches it when the spider
+opens (``Runs(database).start(source)``, ``Frontier(...)``, ``CrawlState.attach_run``), a page's
+links inside the boundary go into the durable frontier (the real SQLite document table) with
+their depth and persisted request data, in one batch before the page's item moves on, and are
+not handed back to Scrapy; links outside are dropped and recorded with their crawler code; a
+``dont_filter`` request is queued again; a render of the same page keeps the page's depth; a
+source deleting orphans marks its links as linked in this run. Without a run, admitted requests
+go on to Scrapy's scheduler."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import Request
+from scrapy.http import HtmlResponse, Response
+from scrapy.utils.misc import build_from_crawler
+
+from searchcrawl.crawl.middlewares.render import RENDER
+from searchcrawl.crawl.middlewares.scope import SAME_DEPTH, ScopeMiddleware
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.frontier import Frontier
+from searchcrawl.store.runs import Runs
+from tests.components import source_crawler, state_of
+
+SOURCE = """seeds = ["http://h.test/"]
+max_depth = 2
+paths = { "h.test" = { exclude = ["/private/"] } }
+"""
+PAGE = "http://h.test/docs/index.html"
+
+
+def start_run(crawler) -> tuple[int, Frontier]:  # type: ignore[no-untyped-def]
+    """Start the source's run and attach it to the crawl state, as FrontierScheduler.open does."""
+    state = state_of(crawler)
+    runs = Runs(state.table.database)
+    run = runs.start(state.source.name)
+    frontier = Frontier(state.table.database, state.source.name, run.id, state.owner)
+    state.attach_run(run.id, run.resumed, frontier, runs)
+    return run.id, frontier
+
+
+def page(url: str = PAGE, depth: int = 1) -> Response:
+    return HtmlResponse(url, body=b"<html><body>page</body></html>", request=Request(url, meta={"depth": depth}))
+
+
+def link(url: str, depth: int = 2, **kwargs: Any) -> Request:
+    """A link as the spider yields it, after Scrapy's DepthMiddleware counted its depth."""
+    meta = kwargs.pop("meta", {})
+    return Request(url, meta={"depth": depth, **meta}, **kwargs)
+
+
+def run_output(
+    middleware: ScopeMiddleware, response: Response, outputs: list[Any], each: Callable[[Any], None] | None = None
+) -> list[Any]:
+    """What the middleware hands on for the spider's ``outputs``; ``each`` sees every one as it comes."""
+
+    async def spider_output() -> AsyncIterator[Any]:
+        for output in outputs:
+            yield output
+
+    async def collect() -> list[Any]:
+        handed_on = []
+        async for output in middleware.process_spider_output(response, spider_output()):
+            if each is not None:
+                each(output)
+            handed_on.append(output)
+        return handed_on
+
+    return asyncio.run(collect())
+
+
+def queued(frontier: Frontier) -> dict[str, tuple[int, dict[str, Any]]]:
+    """The run's queued URLs (leased to read them) with their depth and request data."""
+    return {entry.url: (entry.depth, entry.data) for entry in frontier.lease(1000)}
+
+
+@pytest.fixture
+def crawler(tmp_path: Path):  # type: ignore[no-untyped-def]
+    return source_crawler(tmp_path, SOURCE)
+
+
+@pytest.fixture
+def middleware(crawler) -> ScopeMiddleware:  # type: ignore[no-untyped-def]
+    return build_from_crawler(ScopeMiddleware, crawler)
+
+
+def parse_feed(response: Response) -> None:  # a callback other than parse: its name is persisted
+    pass
+
+
+def test_a_pages_links_go_into_the_frontier_and_its_item_goes_on(crawler, middleware: ScopeMiddleware) -> None:  # type: ignore[no-untyped-def]
+    _run_id, frontier = start_run(crawler)
+    item = {"url": PAGE}
+    frontier_when_the_item_came: list[dict[str, int]] = []
+    handed_on = run_output(
+        middleware,
+        page(),
+        [
+            item,  # the spider may yield its document first: it waits for the links
+            link("http://h.test/docs/a.html"),
+            link("http://h.test/docs/b.html", meta={RENDER: "auto"}, priority=-2),
+            link("http://h.test/feed.xml", callback=parse_feed),
+            link("http://h.test/docs/a.html"),  # twice on the page: queued once
+        ],
+        each=lambda output: frontier_when_the_item_came.append(frontier.counts()),
+    )
+    assert handed_on == [item]  # requests are the frontier's, not Scrapy's scheduler's
+    assert frontier_when_the_item_came == [{"queued": 3, "leased": 0, "done": 0}]  # links first
+    assert queued(frontier) == {
+        "http://h.test/docs/a.html": (2, {}),
+        "http://h.test/docs/b.html": (2, {RENDER: "auto", "priority": -2}),
+        "http://h.test/feed.xml": (2, {"callback": "parse_feed"}),
+    }
+
+
+def test_links_outside_the_boundary_are_dropped_and_recorded(crawler, middleware: ScopeMiddleware) -> None:  # type: ignore[no-untyped-def]
+    _run_id, frontier = start_run(crawler)
+    excluded = {
+        "http://other.test/x.html": Status.EXCLUDED_DOMAIN,
+        "http://h.test/private/pay.html": Status.EXCLUDED_PATH,
+        "http://h.test/docs/search?q=1": Status.EXCLUDED_DYNAMIC,
+        "ftp://h.test/docs/file.txt": Status.EXCLUDED_SCHEME,
+    }
+    too_deep = link("http://h.test/docs/deeper.html", depth=3)  # max_depth = 2
+    outputs = [link(url) for url in excluded] + [too_deep, link("http://h.test/docs/ok.html")]
+    assert run_output(middleware, page(), outputs) == []
+    assert list(queued(frontier)) == ["http://h.test/docs/ok.html"]
+    state = state_of(crawler)
+    rows = {url: state.table.get(state.source.name, url) for url in [*excluded, too_deep.url]}
+    assert {url: (row["state"], row["status"]) for url, row in rows.items()} == {
+        **{url: ("excluded", int(status)) for url, status in excluded.items()},
+        too_deep.url: ("excluded", int(Status.EXCLUDED_DEPTH)),
+    }
+    assert rows[too_deep.url]["depth"] == 3
+    assert crawler.stats.get_value("searchcrawl/excluded/excluded_domain") == 1
+
+
+def test_a_dont_filter_request_is_queued_again_in_the_same_run(crawler, middleware: ScopeMiddleware) -> None:  # type: ignore[no-untyped-def]
+    _run_id, frontier = start_run(crawler)
+    url = "http://h.test/docs/a.html"
+    run_output(middleware, page(), [link(url)])
+    assert list(queued(frontier)) == [url]  # now leased: being fetched
+    run_output(middleware, page("http://h.test/docs/other.html"), [link(url)])
+    assert frontier.counts() == {"queued": 0, "leased": 1, "done": 0}  # a plain link: already in the run
+    run_output(middleware, page("http://h.test/docs/other.html"), [link(url, dont_filter=True)])
+    assert frontier.counts() == {"queued": 1, "leased": 0, "done": 0}  # once more in this run
+
+
+def test_a_render_of_the_page_itself_keeps_the_pages_depth(crawler, middleware: ScopeMiddleware) -> None:  # type: ignore[no-untyped-def]
+    """The spider asks for a browser render of an empty shell (``SAME_DEPTH``): DepthMiddleware
+    counted it as a link, one deeper, which could take it past max_depth."""
+    _run_id, frontier = start_run(crawler)
+    deepest = page("http://h.test/docs/app.html", depth=2)
+    again = link(deepest.url, depth=3, dont_filter=True, meta={RENDER: "browser", SAME_DEPTH: True})
+    assert run_output(middleware, deepest, [again]) == []
+    assert SAME_DEPTH not in again.meta
+    assert queued(frontier) == {deepest.url: (2, {RENDER: "browser"})}
+
+
+def test_without_a_run_admitted_requests_go_on_to_scrapy(crawler, middleware: ScopeMiddleware) -> None:  # type: ignore[no-untyped-def]
+    assert state_of(crawler).frontier is None
+    inside, outside, item = link("http://h.test/docs/a.html"), link("http://other.test/"), {"url": PAGE}
+    assert run_output(middleware, page(), [inside, item, outside]) == [inside, item]
+    state = state_of(crawler)
+    assert state.table.get(state.source.name, outside.url)["status"] == Status.EXCLUDED_DOMAIN
+
+
+def test_a_source_deleting_orphans_marks_its_links_as_linked(tmp_path: Path) -> None:
+    crawler = source_crawler(tmp_path, SOURCE + 'orphans = "delete"\n')
+    middleware = build_from_crawler(ScopeMiddleware, crawler)
+    run_id, _frontier = start_run(crawler)
+    run_output(middleware, page(), [link("http://h.test/docs/a.html"), link("http://other.test/")])
+    state = state_of(crawler)
+    assert state.table.get(state.source.name, "http://h.test/docs/a.html")["linked_run"] == run_id
+    assert state.table.get(state.source.name, "http://other.test/")["linked_run"] is None

@@ -1,0 +1,54 @@
+"""A smoke run of the crawl benchmark (tests/benchmarks/crawl.py) with a tiny site: every phase
+runs, and the results are written as JSON, Markdown and a PNG plot. The real runs are not tests."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+def test_benchmark_smoke_run(tmp_path, solr_url) -> None:
+    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
+        pytest.skip("nginx is not installed (deploy/bootstrap.sh installs nginx-light)")
+    out = tmp_path / "results"
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.benchmarks.crawl", "--pages", "60", "--out", str(out), "--solr-url", solr_url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((out / "results.json").read_text())
+    run = report["runs"][0]
+    documents = run["documents"]  # 60 pages and one PDF
+    assert documents == 61
+    for phase in ("a", "b", "c", "d"):
+        assert run[phase]["requests"] >= documents  # every page fetched (and robots.txt)
+        assert run[phase]["pages_per_s"] > 0 and run[phase]["peak_rss_mb"] > 0
+    assert run["b"]["solr_updates"] == documents  # each document indexed once
+    assert run["c"]["solr_updates"] == 0  # the unchanged site: nothing re-indexed
+    assert run["d"]["solr_updates"] == run["changed_pages"] == 3  # 5% of 60 pages
+    assert run["e"]["documents"] == 60 and run["e"]["docs_per_s"] > 0
+    passes = run["e"]["passes"]  # warm-up passes first, then the measured ones (their median counts)
+    assert [each["warm_up"] for each in passes] == [True] * 5 + [False] * 3
+    assert run["e"]["solr_updates"] == 8 * 60  # new documents, each once
+    assert set(run["targets"]) >= {"b/a", "c/b", "push_docs_per_s", "c_solr_updates"}
+    assert "| 60 | b: searchcrawl, full pipeline |" in (out / "results.md").read_text()
+    assert (out / "pages_per_second.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_jvm_cpu_reads_solr_and_its_jit_compilers(dev_solr) -> None:
+    """Phase e reports Solr's CPU per document and its JIT compilers' share, read from /proc."""
+    from tests.benchmarks.measure import jvm_cpu
+
+    measured = jvm_cpu(dev_solr.status()["pid"])
+    assert measured.seconds > 0
+    assert 0 < measured.compiler_seconds < measured.seconds  # started Solr has compiled its hot code

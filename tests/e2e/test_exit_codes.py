@@ -1,0 +1,113 @@
+"""`scrapy crawl <source>` exits with a code that says how the crawl ended (README: Exit codes)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from searchcrawl.commands.crawl import ExitCode, exit_code
+from searchcrawl.crawl.spider import SourceSpider
+from searchcrawl.store.runs import Runs
+from tests.conftest import InFlight, wait_for
+
+
+def unique(name: str) -> str:
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+class FailingStartSpider(SourceSpider):
+    """A source's own spider whose start fails (used through `spider_class`)."""
+
+    async def start(self):  # noqa: ANN201
+        raise RuntimeError("the seeds could not be read")
+        yield  # an async generator, as Scrapy expects
+
+
+# --- the decision ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reason", ["finished", "suspended", "stopped", "shutdown", "closespider_pagecount"])
+def test_a_crawl_that_ended_as_asked_exits_0(reason) -> None:
+    assert exit_code(started=True, finish_reason=reason, not_indexed=0) == ExitCode.FINISHED == 0
+
+
+@pytest.mark.parametrize("reason", ["start_error", "cancelled", "failed", "closespider_errorcount", None])
+def test_a_crawl_that_failed_or_did_not_start_exits_1(reason) -> None:
+    assert exit_code(started=True, finish_reason=reason, not_indexed=0) == ExitCode.FAILED == 1
+    assert exit_code(started=False, finish_reason="finished", not_indexed=0) == ExitCode.FAILED
+
+
+def test_refused_and_unindexed_crawls() -> None:
+    assert exit_code(started=True, finish_reason="already_running", not_indexed=0) == ExitCode.ALREADY_RUNNING == 3
+    assert exit_code(started=True, finish_reason="finished", not_indexed=7) == ExitCode.NOT_INDEXED == 4
+    assert exit_code(started=True, finish_reason="suspended", not_indexed=7) == ExitCode.NOT_INDEXED
+    assert exit_code(started=True, finish_reason="start_error", not_indexed=7) == ExitCode.FAILED  # failure first
+    assert ExitCode.BROKEN_SOURCE == 2
+
+
+# --- scrapy crawl ------------------------------------------------------------------------------------
+
+
+def test_a_second_crawl_of_a_source_being_crawled_exits_3_and_a_normal_crawl_0(project, serve, tmp_path) -> None:
+    root = tmp_path / "site"
+    root.mkdir()
+    pages = [f"p{number}.html" for number in range(6)]
+    links = "".join(f'<a href="{page}">{page}</a>' for page in pages)
+    (root / "index.html").write_text(f"<html><head><title>Home</title></head><body><p>Home.</p>{links}</body></html>")
+    for page in pages:
+        (root / page).write_text(f"<html><head><title>{page}</title></head><body><p>Page {page}.</p></body></html>")
+    site = serve(root, slow=0.5, in_flight=InFlight())
+    name = unique("busy")
+    project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 1\nconcurrent_per_site = 1\n')
+    first = project.popen("crawl", name)
+    try:
+        wait_for(lambda: site.requests, timeout=120, what="the first crawl's first request")
+
+        second = project.scrapy("crawl", name)
+
+        assert second.returncode == ExitCode.ALREADY_RUNNING, second.stderr[-3000:]
+        assert "is being crawled by process" in second.stderr
+        assert "Traceback" not in second.stderr, second.stderr[-3000:]
+        assert [line for line in second.stderr.splitlines() if " ERROR: " in line] == [
+            line for line in second.stderr.splitlines() if "is being crawled by process" in line
+        ]
+        assert "Spider opened" not in second.stderr  # refused before anything was opened
+    finally:
+        output, _ = first.communicate(timeout=300)
+    assert first.returncode == ExitCode.FINISHED, output[-3000:]
+    assert Runs(project.table().database).latest(name)["state"] == "finished"
+
+
+def test_documents_left_unindexed_exit_4(offline_project, serve, tmp_path) -> None:
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text(
+        '<html><head><title>Home</title></head><body><p>Home.</p><a href="a.html">a</a></body></html>'
+    )
+    (root / "a.html").write_text("<html><head><title>A</title></head><body><p>Page a.</p></body></html>")
+    site = serve(root)
+    name = unique("unindexed")
+    offline_project.source(name, f'seeds = ["{site.url}index.html"]\n')
+
+    crawl = offline_project.scrapy(
+        "crawl", name, "-s", "SEARCHCRAWL_SOLR_RETRY_TIMES=1", "-s", "SEARCHCRAWL_SOLR_RETRY_BACKOFF=0.1"
+    )
+
+    assert crawl.returncode == ExitCode.NOT_INDEXED, crawl.stderr[-3000:]
+    assert "2 documents of" in crawl.stderr and "stay cached and pending" in crawl.stderr
+    assert offline_project.table().count_by(name, "state") == {"pending": 2}
+    assert Runs(offline_project.table().database).latest(name)["state"] == "finished"  # crawled; only Solr is behind
+
+
+def test_a_start_error_exits_1_and_leaves_the_run_unfinished(offline_project, serve, tmp_path) -> None:
+    (tmp_path / "site").mkdir()
+    site = serve(tmp_path / "site")
+    name = unique("start-error")
+    offline_project.source(name, f'seeds = ["{site.url}"]\nspider_class = "tests.e2e.test_exit_codes.FailingStartSpider"\n')
+
+    crawl = offline_project.scrapy("crawl", name)
+
+    assert crawl.returncode == ExitCode.FAILED, crawl.stderr[-3000:]
+    assert "the seeds could not be read" in crawl.stderr
+    assert Runs(offline_project.table().database).latest(name)["state"] == "suspended"

@@ -1,0 +1,155 @@
+"""Resumable crawls: killed (SIGKILL, SIGTERM, with Solr down), then resumed, nothing is lost and
+nothing is indexed twice; on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import collections
+import random
+import signal
+import time
+import uuid
+
+import pysolr
+import pytest
+
+from searchcrawl.dev.solr_runner import DevSolr
+from searchcrawl.store.runs import Runs
+from tests.conftest import free_port
+from tests.sites import build_intranet
+
+CONCURRENT = 8
+
+
+@pytest.fixture(scope="module")
+def resume_solr(tmp_path_factory) -> DevSolr:
+    """A Solr of its own: one test stops and starts it."""
+    solr = DevSolr(tmp_path_factory.mktemp("resume-solr"), free_port())
+    solr.start(timeout=600)
+    yield solr
+    solr.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request, project) -> str:
+    if request.param == "postgresql":
+        project.db_url = request.getfixturevalue("postgres_url")
+    return request.param
+
+
+def crawl_site(tmp_path, serve):
+    root = tmp_path / "site"
+    root.mkdir()
+    pages = build_intranet(root, sections=10, per_section=50)  # 1,011 pages within depth 3
+    return serve(root), pages
+
+
+def wait_for_requests(site, count: int, process, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while len(site.requests) < count:
+        assert process.poll() is None, "the crawl ended before the kill"
+        assert time.monotonic() < deadline, "the crawl did not make progress"
+        time.sleep(0.02)
+
+
+def check_complete(project, name, site, pages, solr_url, kills: int) -> None:
+    client = pysolr.Solr(solr_url, timeout=30)
+    client.commit()
+    ids = [doc["url"] for doc in client.search(f'source:"{name}"', rows=5000, fl="url")]
+    assert len(ids) == len(set(ids))
+    expected = {site.url + path for path in pages}
+    table = project.table()
+    missing = {
+        url: {
+            k: v
+            for k, v in (table.get(name, url) or {}).items()
+            if k in ("state", "status", "frontier", "run_id", "checksum", "reason")
+        }
+        for url in expected - set(ids)
+    }
+    assert set(ids) == expected, repr(missing)  # the final index equals the full site
+    states = project.table().count_by(name, "state")
+    assert states == {"indexed": len(pages)}, states  # each page indexed, nothing pending
+    fetched = collections.Counter(path for _m, _h, path in site.requests if path != "/robots.txt")
+    again = {path: n for path, n in fetched.items() if n > 1}
+    assert len(again) <= CONCURRENT * kills, again  # only what was in flight at the kill
+    assert set(fetched) == {"/" + path for path in pages}
+
+
+def crawl_args(name: str) -> list[str]:
+    return [
+        "crawl",
+        name,
+        "-s",
+        f"CONCURRENT_REQUESTS={CONCURRENT}",
+        "-s",
+        "SEARCHCRAWL_PROGRESS_INTERVAL=1",
+        "-s",
+        "SEARCHCRAWL_CACHE_MAX_BYTES=50000",
+    ]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_killed_crawl_resumes_without_loss(project, backend, serve, tmp_path, solr_url, signum) -> None:
+    site, pages = crawl_site(tmp_path, serve)
+    name = f"resume-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 3\n')
+    kill_at = random.Random().randint(100, 800)
+    crawl = project.popen(*crawl_args(name))
+    wait_for_requests(site, kill_at, crawl)
+    crawl.send_signal(signum)
+    output, _ = crawl.communicate(timeout=300)
+    run = Runs(project.table().database).latest(name)
+    if signum == signal.SIGTERM:
+        assert run["state"] == "suspended", output[-2000:]
+    else:
+        assert run["state"] == "running"  # its process died: the next crawl resumes it
+    result = project.scrapy(*crawl_args(name))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Resuming run {run['id']}" in result.stderr
+    assert Runs(project.table().database).latest(name)["state"] == "finished"
+    check_complete(project, name, site, pages, solr_url, kills=1)
+
+
+def test_killed_while_solr_is_down(project, backend, serve, tmp_path, resume_solr) -> None:
+    site, pages = crawl_site(tmp_path, serve)
+    name = f"resume-solr-{uuid.uuid4().hex[:8]}"
+    project.solr_url = resume_solr.url
+    project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 3\n')
+    crawl = project.popen(*crawl_args(name), "-s", "SEARCHCRAWL_SOLR_RETRY_BACKOFF=0.2")
+    wait_for_requests(site, random.Random().randint(100, 400), crawl)
+    resume_solr.stop()
+    wait_for_requests(site, len(site.requests) + 100, crawl)
+    crawl.kill()
+    crawl.communicate(timeout=300)
+    assert project.table().count_by(name, "state").get("pending", 0) > 0
+    resume_solr.start(timeout=600)
+    result = project.scrapy(*crawl_args(name))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "left pending by an earlier crawl" in result.stderr
+    check_complete(project, name, site, pages, resume_solr.url, kills=1)
+
+
+def test_status_suspend_stop_and_fresh(project, serve, tmp_path) -> None:
+    site, pages = crawl_site(tmp_path, serve)
+    name = f"control-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 3\n')
+    slow = [*crawl_args(name), "-s", "DOWNLOAD_DELAY=0.05", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=1"]
+    crawl = project.popen(*slow)
+    wait_for_requests(site, 30, crawl)
+    second = project.scrapy("crawl", name)  # never two runs of one source at once
+    assert "is being crawled by process" in second.stderr and "searchcrawl/pages" not in second.stderr
+    suspend = project.scrapy("control", name, "suspend")
+    assert suspend.returncode == 0 and "asked to suspend" in suspend.stdout
+    output, _ = crawl.communicate(timeout=120)
+    assert crawl.returncode == 0, output[-2000:]
+    runs = Runs(project.table().database)
+    assert runs.latest(name)["state"] == "suspended"
+    status = project.scrapy("status", name)
+    assert status.returncode == 0
+    assert f"== {name}" in status.stdout and "suspended" in status.stdout and "queued" in status.stdout
+    assert "waiting for Solr" in status.stdout
+    assert project.scrapy("control", name, "stop").stdout.strip().endswith("is stopped")
+    fresh = project.scrapy("crawl", name, "-a", "fresh=1", "-s", "CLOSESPIDER_PAGECOUNT=5")
+    assert fresh.returncode == 0
+    assert f"Starting run {runs.latest(name)['id']}" in fresh.stderr
+    assert runs.latest(name)["id"] > 1

@@ -1,0 +1,299 @@
+"""Scale-out: several crawler processes share one run of a source over PostgreSQL, index into a
+SolrCloud collection, take over the work of a node killed with SIGKILL, and keep the per-site
+delay and concurrency for the whole fleet."""
+
+from __future__ import annotations
+
+import collections
+import re
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pysolr
+import pytest
+from sqlalchemy import event, text
+
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.maintenance import original_of
+from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.database import POOL_SIZE
+from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.runs import RunConflict, Runs
+from searchcrawl.store.sites import SitePoliteness
+from tests.conftest import InFlight, Project, Site, wait_for
+from tests.sites import build_intranet
+
+NODES = 3
+CONCURRENT = 8
+LEASE_SECONDS = 6
+
+
+def duplicate_pages(root: Path, groups: int = 5) -> dict[str, str]:
+    """Pairs of pages with the same content, both linked from the home page (a before b):
+    returns duplicate path -> the path that must stay in the index."""
+    folder = root / "dup"
+    folder.mkdir()
+    links = []
+    for group in range(groups):
+        body = f"<html><head><title>Copy {group}</title></head><body><p>Same text {group} twice.</p></body></html>"
+        for copy in ("a", "b"):
+            (folder / f"{copy}{group}.html").write_text(body, encoding="utf-8")
+            links.append(f'<a href="dup/{copy}{group}.html">copy</a>')
+    home = root / "index.html"
+    home.write_text(home.read_text(encoding="utf-8").replace("</body>", "".join(links) + "</body>"), encoding="utf-8")
+    return {f"dup/b{group}.html": f"dup/a{group}.html" for group in range(groups)}
+
+
+def shared_source(project: Project, name: str, site: Site, extra: str = "") -> None:
+    project.source(name, f'seeds = ["{site.url}index.html"]\nshared = true\n{extra}\n')
+
+
+def node_args(name: str, *extra: str) -> list[str]:
+    return [
+        "crawl",
+        name,
+        "-s",
+        f"CONCURRENT_REQUESTS={CONCURRENT}",
+        "-s",
+        f"SEARCHCRAWL_LEASE_SECONDS={LEASE_SECONDS}",
+        "-s",
+        "SEARCHCRAWL_PROGRESS_INTERVAL=1",
+        "-s",
+        "SEARCHCRAWL_CACHE_MAX_BYTES=100000",
+        *extra,
+    ]
+
+
+def start_nodes(project: Project, name: str, count: int = NODES, *extra: str) -> list[subprocess.Popen[str]]:
+    return [project.popen(*node_args(name, *extra)) for _ in range(count)]
+
+
+def finish(processes: list[subprocess.Popen[str]], timeout: float = 600) -> list[str]:
+    logs = []
+    for process in processes:
+        output, _ = process.communicate(timeout=timeout)
+        logs.append(output)
+    return logs
+
+
+def indexed_by(log: str) -> int:
+    """Documents this node pushed to Solr (Scrapy's stats dump at the end of its log)."""
+    found = re.search(r"'searchcrawl/indexed': (\d+)", log)
+    return int(found.group(1)) if found else 0
+
+
+def fetched(site: Site) -> collections.Counter[str]:
+    return collections.Counter(path for _method, _host, path in site.requests if path != "/robots.txt")
+
+
+def solr_ids(urls: str, name: str) -> list[str]:
+    client = pysolr.Solr(urls.split(",")[0], timeout=60)
+    client.commit()
+    return [doc["url"] for doc in client.search(f'source:"{name}"', rows=10000, fl="url")]
+
+
+@pytest.fixture
+def fleet_project(project: Project, postgres_url: str) -> Project:
+    project.db_url = postgres_url
+    return project
+
+
+def test_three_nodes_crawl_one_source_into_solrcloud(fleet_project, serve, tmp_path, solr_cloud) -> None:
+    project = fleet_project
+    name = "fleet"
+    root = tmp_path / "site"
+    root.mkdir()
+    pages = build_intranet(root, sections=20, per_section=50)  # 2,021 pages
+    duplicates = duplicate_pages(root)
+    site = serve(root)
+    project.solr_url = ",".join(solr_cloud.create_collection("fleet_docs"))
+    shared_source(project, name, site)
+    processes = start_nodes(project, name)
+    wait_for(lambda: len(site.requests) > 700, timeout=300, what="the crawl to get going")
+    status = project.scrapy("status", name)
+    nodes = re.search(r"nodes working on it: (.*)", status.stdout)
+    assert nodes and len(nodes.group(1).split(", ")) == NODES, status.stdout
+    solr_cloud.stop_node(1)  # one Solr node goes down mid-crawl; its replicas' twins carry on
+    logs = finish(processes)
+    for log, process in zip(logs, processes, strict=False):
+        assert process.returncode == 0, log[-3000:]
+    solr_cloud.start_node(1)
+
+    expected = {site.url + path for path in [*pages, *duplicates.values()]}
+    counts = fetched(site)
+    assert set(counts) == {"/" + path for path in [*pages, *duplicates, *duplicates.values()]}
+    assert max(counts.values()) == 1, {path: n for path, n in counts.items() if n > 1}  # every page fetched once
+    ids = solr_ids(project.solr_url, name)
+    assert len(ids) == len(set(ids)) and set(ids) == expected  # duplicates kept out, fleet-wide
+    assert sum(indexed_by(log) for log in logs) == len(expected)  # every document pushed once
+    table = project.table()
+    for duplicate, original in duplicates.items():
+        row = table.get(name, site.url + duplicate)
+        assert (row["status"], row["duplicate_of"]) == (911, site.url + original)
+    per_node = [log.count("Joining run") for log in logs]
+    assert sum(per_node) == NODES - 1  # one node started the run, the others joined it
+    run = Runs(table.database).latest(name)
+    assert (run["state"], run["sessions"]) == ("finished", NODES)
+    assert all(re.search(r"'response_received_count': (\d+)", log) for log in logs)  # every node fetched pages
+
+
+def test_a_killed_node_is_replaced_after_its_leases_expire(fleet_project, serve, tmp_path, solr_url) -> None:
+    project = fleet_project
+    name = "fleetkill"
+    root = tmp_path / "site"
+    root.mkdir()
+    pages = build_intranet(root, sections=20, per_section=50)
+    site = serve(root)
+    shared_source(project, name, site)
+    processes = start_nodes(project, name)
+    wait_for(lambda: len(site.requests) > 600, timeout=300, what="the crawl to get going")
+    processes[0].send_signal(signal.SIGKILL)
+    killed_at = time.monotonic()
+    logs = finish(processes[1:])
+    for log, process in zip(logs, processes[1:], strict=False):
+        assert process.returncode == 0, log[-3000:]
+    processes[0].wait()
+
+    assert any("whose lease expired" in log for log in logs), "no node took back the killed node's leases"
+    assert time.monotonic() - killed_at > LEASE_SECONDS
+    counts = fetched(site)
+    assert set(counts) == {"/" + path for path in pages}
+    again = {path: n for path, n in counts.items() if n > 1}
+    assert len(again) <= 2 * CONCURRENT, again  # at most the killed node's leased batch
+    ids = solr_ids(solr_url, name)
+    assert len(ids) == len(set(ids)) and set(ids) == {site.url + path for path in pages}  # nothing missing
+    assert project.table().count_by(name, "state") == {"indexed": len(pages)}
+    assert Runs(project.table().database).latest(name)["state"] == "finished"
+
+
+def test_per_site_delay_and_concurrency_hold_for_the_fleet(fleet_project, serve, tmp_path) -> None:
+    project = fleet_project
+    root = tmp_path / "site"
+    root.mkdir()
+    build_intranet(root, sections=3, per_section=5)  # 34 pages
+    delay = 0.3
+    site = serve(root)
+    shared_source(project, "fleetdelay", site, f"delay = {delay}")
+    logs = finish(start_nodes(project, "fleetdelay"))
+    gaps = [later - earlier for earlier, later in zip(site.arrivals, site.arrivals[1:], strict=False)]
+    assert len(site.arrivals) >= 34
+    # Measured at the server. Starts are reserved exactly `delay` apart, fleet-wide; a node whose
+    # event loop is busy may send one a little late, never early (Scrapy's own delay jitters by
+    # +-50%). Three uncoordinated nodes would often arrive at once.
+    assert sum(gaps) / len(gaps) >= delay * 0.98, sum(gaps) / len(gaps)
+    assert min(gaps) >= delay * 0.75, sorted(gaps)[:5]
+    assert sum(1 for log in logs if re.search(r"'response_received_count': [1-9]", log)) >= 2  # shared work
+
+    in_flight = InFlight()
+    slow = serve(root, in_flight=in_flight, slow=0.2)
+    shared_source(project, "fleetconc", slow, "concurrent_per_site = 2")
+    logs = finish(start_nodes(project, "fleetconc"))
+    assert len(fetched(slow)) >= 34
+    assert in_flight.max_per_host == 2, in_flight.max_per_host  # 3 nodes x 8 requests, 2 at once fleet-wide
+
+
+# --- the decisions underneath, tested directly ------------------------------------------------------
+
+
+def test_the_original_of_two_copies_is_the_same_whichever_node_asks() -> None:
+    a = {"id": 1, "url": "http://h/a", "canonical_url": None}
+    b = {"id": 2, "url": "http://h/b", "canonical_url": None}
+    named = {"id": 3, "url": "http://h/c", "canonical_url": None}
+    namer = {"id": 4, "url": "http://h/d", "canonical_url": "http://h/c"}
+    itself = {"id": 5, "url": "http://h/e", "canonical_url": "http://h/e"}
+    for first, second, original in [(a, b, a), (named, namer, named), (a, itself, itself), (namer, itself, itself)]:
+        assert original_of(first, second) is original and original_of(second, first) is original
+
+
+def test_two_nodes_caching_the_same_content_at_once_keep_one(postgres_url: str) -> None:
+    source = "settle"
+    node_a, node_b = DocumentTable(Database(postgres_url)), DocumentTable(Database(postgres_url))
+    for url in ("http://h/first", "http://h/second"):  # discovered in this order
+        node_a.record(source, url, Outcome(Event.FAILED, 503, "HTTP 503"))
+    # each checked for a duplicate before the other wrote its row: both went on to cache
+    node_b.record(source, "http://h/second", Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "b"}))
+    node_a.record(source, "http://h/first", Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "a"}))
+    assert node_b.settle_duplicates(source, "http://h/second", "same", original_of) == "http://h/first"
+    assert node_a.settle_duplicates(source, "http://h/first", "same", original_of) is None
+    assert node_a.get(source, "http://h/second")["duplicate_of"] == "http://h/first"
+    assert node_a.pending(source, "a") == [("http://h/first", "same")] and node_a.pending(source, "b") == []
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def politeness_db(request: pytest.FixtureRequest, tmp_path) -> str:
+    """Both reservation paths: one function call on PostgreSQL, one transaction on SQLite."""
+    return request.getfixturevalue("postgres_url") if request.param == "postgresql" else f"sqlite:///{tmp_path / 'sites.sqlite3'}"
+
+
+def test_sites_are_spaced_and_limited_across_nodes(politeness_db: str) -> None:
+    table = DocumentTable(Database(politeness_db))
+    nodes = [SitePoliteness(table.database, f"node{n}") for n in range(3)]
+    grants = [nodes[n % 3].acquire("spaced.test", 0.5, 10, 30) for n in range(6)]
+    waits = [grant.wait for grant in grants]
+    assert all(later - earlier > 0.45 for earlier, later in zip(waits, waits[1:], strict=False)), waits  # one start per 0.5 s
+    limited = [nodes[n % 3].acquire("limited.test", 0.0, 2, 30) for n in range(3)]
+    assert [grant.lease_id is not None for grant in limited] == [True, True, False]  # 2 in flight, fleet-wide
+    nodes[0].release(limited[0].lease_id)
+    assert nodes[2].acquire("limited.test", 0.0, 2, 30).lease_id is not None
+    assert nodes[1].release_all() >= 1
+    expired = nodes[0].acquire("expiring.test", 0.0, 1, -1)  # a dead node's slot, already past its hold
+    assert expired.lease_id is not None and nodes[1].acquire("expiring.test", 0.0, 1, 30).lease_id is not None
+
+
+def test_leases_are_renewed_kept_for_live_nodes_and_taken_back_when_expired(postgres_url: str) -> None:
+    table = DocumentTable(Database(postgres_url))
+    run = Runs(table.database).start("leases", allow_shared=True)
+    alive = Frontier(table.database, "leases", run.id, "alive:1", lease_seconds=60)
+    dead = Frontier(table.database, "leases", run.id, "dead:2", lease_seconds=0.2)
+    alive.add([Entry(f"http://h/{n}", 0) for n in range(6)])
+    assert len(alive.lease(3)) == 3 and len(dead.lease(3)) == 3
+    assert alive.requeue_leased(keep_owners=["alive:1", "dead:2"]) == 0  # a joining node keeps live nodes' leases
+    time.sleep(0.3)
+    assert alive.renew() == 3
+    assert alive.requeue_leased(expired_only=True) == 3  # only the dead node's
+    assert alive.counts() == {"queued": 3, "leased": 3, "done": 0}
+
+
+def test_one_run_for_nodes_starting_together_and_one_node_ends_it(postgres_url: str) -> None:
+    table = DocumentTable(Database(postgres_url))
+    runs = Runs(table.database)
+    first = runs.start("together", allow_shared=True)
+    runs.join(first.id, "here:1")
+    second = runs.start("together", allow_shared=True)
+    assert (second.id, second.resumed) == (first.id, True)
+    with pytest.raises(RunConflict):  # a crawl that does not share is refused while the fleet works
+        runs.start("together")
+    assert runs.claim_finish(first.id) and not runs.claim_finish(first.id)
+
+
+def test_indexing_goes_on_through_another_node(solr_url: str) -> None:
+    dead = "http://127.0.0.1:9/solr/searchcrawl"  # nothing listens on the discard port
+    index = SolrIndex(f"{dead},{solr_url}", timeout=5)
+    index.add([{"id": "http://failover.test/", "url": "http://failover.test/", "source": "failover"}])
+    assert index.urls[index.current] == solr_url
+    index.commit()
+    assert pysolr.Solr(solr_url).search('source:"failover"').hits == 1
+
+
+def test_threads_share_pooled_connections_without_reopening_them(postgres_url: str) -> None:
+    """A crawler process uses the table from many threads at once, in bursts: connections
+    beyond the pool would be closed after each burst and opened again for the next, a new
+    PostgreSQL backend each time (SQLAlchemy's default pool keeps 5)."""
+    table = DocumentTable(Database(postgres_url))
+    opened: list[object] = []
+    event.listen(table.engine, "connect", lambda *args: opened.append(args))
+
+    def work(thread: int, burst: int) -> None:
+        with table.engine.connect() as connection:  # held a moment, so that all overlap
+            connection.execute(text("SELECT pg_sleep(0.05)"))
+        table.record("pool", f"http://pool.test/{burst}/{thread}", Outcome(Event.GONE, 404, "gone"))
+
+    for burst in range(4):
+        with ThreadPoolExecutor(POOL_SIZE) as threads:
+            list(threads.map(work, range(POOL_SIZE), [burst] * POOL_SIZE))
+    assert 0 < len(opened) <= POOL_SIZE
+    assert table.count_by("pool", "state") == {"fetched": 4 * POOL_SIZE}

@@ -1,0 +1,200 @@
+"""SolrCloud: the local two-node cloud of the dev launcher, `scrapy solr collection` (configset
+upload + Collections API), indexing through any node, routing by source (compositeId), migrating
+ids, and surviving one node going down."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pysolr
+import pytest
+
+from searchcrawl.commands.search import format_hits, search
+from searchcrawl.content.extract import solr_id
+from searchcrawl.index import solrcloud
+from searchcrawl.index.indexer import SolrIndex, migrate_ids
+from tests.conftest import ROOT, LocalSolrCloud, wait_for
+
+
+@pytest.fixture(scope="module")
+def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSolrCloud]:
+    """Its own cloud, not the session's solr_cloud: these tests stop and restart a node."""
+    local = LocalSolrCloud(tmp_path_factory.mktemp("solrcloud"))
+    local.start()
+    dev = local.cloud
+    print(f"\nlocal SolrCloud: JVM up in {dev.start_seconds - dev.build_seconds:.1f}s (Maven {dev.build_seconds:.1f}s)")
+    yield local
+    local.stop()
+
+
+def scrapy_solr(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), SEARCHCRAWL_DATA_DIR=str(data_dir))
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "solr", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+def docs(prefix: str, count: int) -> list[dict]:
+    return [
+        {
+            "id": solr_id(prefix, f"http://cloud.test/{prefix}/{i}"),
+            "url": f"http://cloud.test/{prefix}/{i}",
+            "source": prefix,
+            "title": f"Cloud document {i}",
+            "content": f"Replicated text number {i}.",
+        }
+        for i in range(count)
+    ]
+
+
+def found(url: str, source: str) -> int:
+    return pysolr.Solr(url, timeout=30).search(f'source:"{source}"', rows=0).hits
+
+
+def test_local_cloud_nodes_answer_and_keep_data_in_the_data_dir(cloud: LocalSolrCloud) -> None:
+    dev = cloud.cloud
+    assert cloud.nodes == [f"http://127.0.0.1:{dev.port + i}/solr" for i in range(2)]
+    state = json.loads(dev.state_path.read_text())
+    assert state["nodes"] == cloud.nodes and state["states"] == ["up", "up"]
+    assert state["zk"].startswith("127.0.0.1:")
+    status = dev.status()
+    assert status["running"] and status["ready"] and status["states"] == ["up", "up"]
+    assert {p.name for p in dev.home.iterdir()} >= {"node0", "node1", "zookeeper"}
+    assert dev.run_dir.is_relative_to(cloud.data_dir)
+    listed = scrapy_solr(cloud.data_dir, "status", "--port", str(dev.port))
+    assert listed.returncode == 0 and "SolrCloud is running" in listed.stdout, listed.stdout + listed.stderr
+
+
+def test_collection_command_creates_shards_and_replicas_on_both_nodes(cloud: LocalSolrCloud, tmp_path: Path) -> None:
+    nodes = ",".join(cloud.nodes)
+    started = time.monotonic()
+    result = scrapy_solr(tmp_path, "collection", "cmd", "--nodes", nodes, "--shards", "2", "--replicas", "2")
+    print(f"\nscrapy solr collection: {time.monotonic() - started:.1f}s ({result.stderr.strip()})")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == ",".join(f"{node}/cmd" for node in cloud.nodes)
+    status = solrcloud.collection_status(cloud.nodes[1], "cmd")
+    assert status["configset"] == "searchcrawl"
+    assert status["router"] == "compositeId"  # ids <source>!<url> place documents by source
+    assert sorted(status["shards"]) == ["shard1", "shard2"]
+    for shard in status["shards"].values():
+        replicas = shard["replicas"]
+        assert len(replicas) == 2 and all(r["state"] == "active" and r["live"] for r in replicas)
+        assert sum(r["leader"] for r in replicas) == 1
+        assert {r["base_url"] for r in replicas} == set(cloud.nodes)  # one copy per node
+    again = scrapy_solr(tmp_path, "collection", "cmd", "--nodes", nodes)
+    assert again.returncode == 0 and "exists already" in again.stderr, again.stdout + again.stderr
+    assert again.stdout.strip() == result.stdout.strip()
+
+
+def test_collection_command_reports_solr_errors_without_credentials(cloud: LocalSolrCloud, tmp_path: Path) -> None:
+    invalid = scrapy_solr(tmp_path, "collection", "no/slash", "--nodes", cloud.nodes[0])
+    assert invalid.returncode == 1 and "Invalid collection" in invalid.stderr, invalid.stdout + invalid.stderr
+    down = scrapy_solr(tmp_path, "collection", "x", "--nodes", "http://crawler:s3cr3t-pw@127.0.0.1:1/solr")
+    assert down.returncode == 1 and "no Solr node answers" in down.stderr
+    assert "s3cr3t-pw" not in down.stdout + down.stderr
+
+
+def test_documents_added_through_one_node_are_found_through_the_other(cloud: LocalSolrCloud) -> None:
+    urls = cloud.create_collection("spread")
+    assert urls == [f"{node}/spread" for node in cloud.nodes]
+    source = f"spread-{uuid.uuid4().hex[:8]}"
+    pysolr.Solr(urls[0], always_commit=True, timeout=30).add(docs(source, 20))
+    assert found(urls[1], source) == 20
+    assert found(urls[0], source) == 20
+
+
+def test_a_sources_documents_lie_on_one_shard_and_search_shows_a_url_once(cloud: LocalSolrCloud) -> None:
+    """compositeId routing by the source prefix of <source>!<url> (URLs with "!" too). Collapsing
+    works within a shard, so a URL two sources hold on two shards comes back twice from Solr:
+    `scrapy search` shows it once."""
+    urls = cloud.create_collection("routed")
+    assert cloud.status("routed")["router"] == "compositeId"
+    client = pysolr.Solr(urls[0], always_commit=True, timeout=30)
+    sources = [f"routed-{number}" for number in range(12)]  # fixed names: a fixed placement
+    pages = [f"http://routed.test/{i}" for i in range(5)] + ["http://routed.test/#!/app", "http://routed.test/a!b!c"]
+    client.add(
+        [
+            {
+                "id": solr_id(source, url),
+                "url": url,
+                "display_url": url,
+                "source": source,
+                "title": "Routed page",
+                "content": "Routed capybara text.",
+            }
+            for source in sources
+            for url in pages
+        ]
+    )
+    shards: dict[str, set[str]] = {}
+    for shard in ("shard1", "shard2"):
+        for doc in pysolr.Solr(urls[1], timeout=30).search("capybara", fl="source", rows=1000, shards=shard):
+            shards.setdefault(doc["source"], set()).add(shard)
+    assert set(shards) == set(sources)
+    assert all(len(placed) == 1 for placed in shards.values()), shards
+    assert set().union(*shards.values()) == {"shard1", "shard2"}
+    results = search(urls[0], "capybara", rows=100)
+    assert len(results.docs) == 2 * len(pages)  # one copy per shard
+    assert sorted(line.strip() for line in format_hits(results) if line.startswith("   http")) == sorted(pages)
+
+
+def test_migrating_ids_in_a_collection(cloud: LocalSolrCloud) -> None:
+    urls = cloud.create_collection("migrated")
+    source = f"cloudmig-{uuid.uuid4().hex[:8]}"
+    old = [{**doc, "id": doc["url"]} for doc in docs(source, 12)]
+    pysolr.Solr(urls[0], always_commit=True, timeout=30).add(old)
+    index = SolrIndex(",".join(urls))
+    assert migrate_ids(index, source, max_docs=5) == 12
+    found_ids = {doc["id"] for doc in pysolr.Solr(urls[1], timeout=30).search(f'source:"{source}"', rows=100, fl="id")}
+    assert found_ids == {solr_id(source, doc["url"]) for doc in old}
+    assert migrate_ids(index, source) == 0
+
+
+def test_collection_survives_a_node_going_down(cloud: LocalSolrCloud) -> None:
+    urls = cloud.create_collection("failover")
+    source = f"failover-{uuid.uuid4().hex[:8]}"
+    pysolr.Solr(urls[0], always_commit=True, timeout=30).add(docs(source, 10))
+    # Stop node 1, or node 0 if node 1 leads no shard: a leader must fail for this to mean much.
+    leaders = {r["base_url"] for shard in cloud.status("failover")["shards"].values() for r in shard["replicas"] if r["leader"]}
+    down = 1 if cloud.nodes[1] in leaders else 0
+    up = 1 - down
+    started = time.monotonic()
+    cloud.stop_node(down)
+    stopped = time.monotonic()
+    try:
+        with pytest.raises(pysolr.SolrError):
+            pysolr.Solr(urls[down], timeout=5).search("*:*")
+
+        survivor = pysolr.Solr(urls[up], always_commit=True, timeout=30)
+        failures: list[str] = []
+
+        def write_accepted() -> bool:
+            try:
+                survivor.add(docs(source, 30))  # 10 updated, 20 new: both shards must take writes
+            except pysolr.SolrError as exc:
+                failures.append(str(exc)[:200])
+                return False
+            return True
+
+        wait_for(write_accepted, timeout=60, what="writes through the surviving node")
+        writable = time.monotonic()
+        assert found(urls[up], source) == 30
+        print(
+            f"\nnode {down} (leader of a shard) stopped in {stopped - started:.1f}s; writes accepted "
+            f"again {writable - stopped:.1f}s later ({len(failures)} failed attempts)"
+        )
+    finally:
+        back = time.monotonic()
+        cloud.start_node(down)
+    restarted = time.monotonic()
+    status = cloud.wait_active("failover")
+    print(f"node {down} back in {restarted - back:.1f}s, all replicas active {time.monotonic() - restarted:.1f}s later")
+    assert all(r["live"] for shard in status["shards"].values() for r in shard["replicas"])
+    assert found(urls[down], source) == 30

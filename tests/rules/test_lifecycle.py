@@ -1,0 +1,170 @@
+"""The ledger: every pair of state and event, against the README's rules (searchcrawl/rules/lifecycle.py)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from searchcrawl.rules.lifecycle import IN_INDEX, TRANSITIONS, Event, Outcome, Row, State, TransitionRefused, decide, sources_of
+
+STATES: list[State | None] = [None, *State]
+OUT = [None, State.QUEUED, State.EXCLUDED, State.FETCHED, State.FAILED, State.REMOVED]
+
+# The whole table, written out as the README states it: (state, event) -> next state.
+EXPECTED: dict[tuple[State | None, Event], State] = {}
+for _state in OUT:
+    EXPECTED.update(
+        {
+            (_state, Event.EXCLUDED): State.EXCLUDED,
+            (_state, Event.GONE): State.REMOVED if _state == State.REMOVED else State.FETCHED,
+            (_state, Event.REDIRECTED): State.REMOVED if _state == State.REMOVED else State.FETCHED,
+            (_state, Event.FAILED): State.FAILED,
+            (_state, Event.CACHED): State.PENDING,
+        }
+    )
+for _state in (State.PENDING, State.INDEXED, State.REMOVING):
+    EXPECTED.update(
+        {
+            (_state, Event.EXCLUDED): State.REMOVING,
+            (_state, Event.GONE): State.REMOVING,
+            (_state, Event.REDIRECTED): State.REMOVING,
+            (_state, Event.FAILED): _state,
+            (_state, Event.CACHED): State.PENDING,
+        }
+    )
+EXPECTED.update(
+    {
+        (State.INDEXED, Event.UNCHANGED): State.INDEXED,
+        (State.PENDING, Event.UNCHANGED): State.PENDING,
+        (State.REMOVING, Event.UNCHANGED): State.REMOVING,
+        (State.PENDING, Event.INDEXED): State.INDEXED,
+        (State.PENDING, Event.REFUSED): State.REMOVING,
+        (State.REMOVING, Event.REMOVED): State.REMOVED,
+        (State.REMOVING, Event.HELD): State.REMOVING,
+    }
+)
+
+
+def test_the_transition_table_is_the_documented_one() -> None:
+    assert dict(TRANSITIONS) == EXPECTED
+
+
+@pytest.mark.parametrize(("state", "event"), list(itertools.product(STATES, Event)))
+def test_every_pair_of_state_and_event(state: State | None, event: Event) -> None:
+    row = None if state is None else Row(state, 200, 0, state in (State.INDEXED, State.REMOVING))
+    outcome = Outcome(event, 404 if event in (Event.GONE, Event.EXCLUDED) else 503, "why")
+    if (state, event) not in EXPECTED:
+        with pytest.raises(TransitionRefused):
+            decide(row, outcome)
+        return
+    change = decide(row, outcome, max_failures=3)
+    assert change.state == EXPECTED[state, event]
+    assert change.leaves_index == (state in IN_INDEX and change.state == State.REMOVING)
+    if event == Event.FAILED:
+        assert change.failures == 1
+    elif event not in (Event.INDEXED, Event.REMOVED, Event.HELD):
+        assert change.failures == 0  # anything but a failure resets the count
+
+
+def test_a_failing_document_stays_until_max_failures_then_leaves() -> None:
+    row = Row(State.INDEXED, 200, 0, True)
+    for number in (1, 2):
+        change = decide(row, Outcome(Event.FAILED, 503, "HTTP 503"), max_failures=3)
+        assert (change.state, change.failures, change.delta) == (State.INDEXED, number, "failed")
+        assert change.reason == f"HTTP 503 (failing crawl {number} of 3)"
+        row = Row(change.state, change.status, change.failures, True)
+    change = decide(row, Outcome(Event.FAILED, 503, "HTTP 503"), max_failures=3)
+    assert (change.state, change.delta, change.leaves_index) == (State.REMOVING, "deleted", True)
+    assert change.reason == "HTTP 503 (3 consecutive failing crawls)"
+
+
+def test_the_delta_reports_changes_only() -> None:
+    gone = Outcome(Event.GONE, 404, "gone", kind="failed")
+    # a 404 removed long ago is not news in every later crawl
+    assert decide(Row(State.REMOVED, 404), gone).delta is None
+    assert decide(Row(State.FETCHED, 404), gone).delta is None
+    assert decide(Row(State.FETCHED, 410), gone).delta == "failed"  # a different status is
+    # out of the index before and after, for the same reason: removed, then excluded or failing again
+    assert decide(Row(State.REMOVED, 907), Outcome(Event.EXCLUDED, 907, "robots.txt")).delta is None
+    assert decide(Row(State.REMOVED, 503), Outcome(Event.FAILED, 503, "HTTP 503")).delta is None
+    assert decide(Row(State.REMOVED, 503), Outcome(Event.FAILED, 503, "HTTP 503")).state == State.FAILED
+    assert decide(None, gone).delta == "failed"
+    # leaving the index is a deletion, whatever removed it (a rule change included)
+    assert decide(Row(State.INDEXED, 200, 0, True), Outcome(Event.EXCLUDED, 904, "pattern")).delta == "deleted"
+    # a document cached but never in Solr that goes is not a deletion for a searcher
+    assert decide(Row(State.PENDING, 200, 0, False), gone).delta == "failed"
+    assert decide(Row(State.PENDING, 200, 0, True), gone).delta == "deleted"
+    # new: enters the index; changed: Solr held a version of it
+    assert decide(None, Outcome(Event.CACHED, 200)).delta == "new"
+    assert decide(Row(State.REMOVED, 404), Outcome(Event.CACHED, 200)).delta == "new"
+    assert decide(Row(State.PENDING, 200, 0, False), Outcome(Event.CACHED, 200)).delta == "new"
+    assert decide(Row(State.INDEXED, 200, 0, True), Outcome(Event.CACHED, 200)).delta == "changed"
+    assert decide(Row(State.REMOVING, 200, 0, True), Outcome(Event.HELD)).delta == "held"
+    assert decide(Row(State.PENDING, 200, 0, True), Outcome(Event.REFUSED, 924, "immense term")).delta == "refused"
+    # Solr's acknowledgements change nothing the report says
+    assert decide(Row(State.PENDING, 200), Outcome(Event.INDEXED)).delta is None
+    assert decide(Row(State.REMOVING, 404), Outcome(Event.REMOVED)).delta is None
+
+
+def test_acknowledgements_keep_the_status() -> None:
+    assert decide(Row(State.REMOVING, 404, 0, True), Outcome(Event.REMOVED)).status == 404
+    assert decide(Row(State.PENDING, 200), Outcome(Event.INDEXED)).status == 200
+
+
+def test_bulk_events_come_from_one_state() -> None:
+    assert sources_of(Event.INDEXED) == {State.PENDING}
+    assert sources_of(Event.REMOVED) == {State.REMOVING}
+    assert sources_of(Event.HELD) == {State.REMOVING}
+
+
+def test_the_ledger_writer_alone_records_what_components_report(tmp_path) -> None:
+    """LedgerWriter built with Scrapy's get_crawler: the signal, a NotIndexed drop, a plain
+    DropItem of a custom pipeline and a pipeline error each give the URL its row."""
+    from scrapy import signals
+    from scrapy.exceptions import DropItem
+    from twisted.python.failure import Failure
+
+    from searchcrawl.crawl.exceptions import NotIndexed
+    from searchcrawl.crawl.items import CrawledDocument
+    from searchcrawl.crawl.signals import url_outcome
+    from tests.components import source_crawler, state_of
+
+    crawler = source_crawler(tmp_path)
+    writer = state_of(crawler).ledger
+    send = crawler.signals.send_catch_log
+    item = lambda url: CrawledDocument("unit", url, 1, {})  # noqa: E731
+    send(url_outcome, url="http://h.test/a", outcome=Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+    send(
+        signals.item_dropped,
+        item=item("http://h.test/a"),
+        response=None,
+        spider=None,
+        exception=NotIndexed(Outcome(Event.GONE, 404, "gone"), "gone"),
+    )
+    send(signals.item_dropped, item=item("http://h.test/b"), response=None, spider=None, exception=DropItem("mine"))
+    send(signals.item_error, item=item("http://h.test/c"), response=None, spider=None, failure=Failure(ValueError("bad")))
+    table = state_of(crawler).table
+    rows = {url: table.get("unit", url) for url in ("http://h.test/a", "http://h.test/b", "http://h.test/c")}
+    assert (rows["http://h.test/a"]["state"], rows["http://h.test/a"]["status"]) == ("removing", 404)
+    assert (rows["http://h.test/b"]["status"], rows["http://h.test/b"]["reason"]) == (934, "dropped by a pipeline: mine")
+    assert (rows["http://h.test/c"]["state"], rows["http://h.test/c"]["status"]) == ("failed", 925)
+    assert "ValueError: bad" in rows["http://h.test/c"]["reason"] and rows["http://h.test/c"]["failures"] == 1
+    assert writer.max_failures == 3
+
+
+def test_a_deletion_stays_the_runs_word_whatever_comes_after_it_in_the_run(tmp_path) -> None:
+    """Found by the long sequence: a URL that left the index, then failed or was excluded later in
+    the same run, was reported as failed or excluded instead of deleted."""
+    from searchcrawl.store import Database, Deltas, DocumentTable
+    from searchcrawl.store.runs import Runs
+
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
+    table.run_id = Runs(table.database).start("run").id
+    table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+    table.mark_indexed("run", [("http://h/a", "c")])
+    table.run_id = table.run_id + 100  # a later run
+    table.record("run", "http://h/a", Outcome(Event.GONE, 410, "gone", kind="failed"))
+    table.mark_removed("run", ["http://h/a"])
+    table.record("run", "http://h/a", Outcome(Event.FAILED, 503, "HTTP 503"))
+    assert Deltas(table.database).report("run", table.run_id) == {"deleted": ["http://h/a"]}
