@@ -1,0 +1,127 @@
+"""RunMonitor alone: not configured without a progress interval; each ``tick`` logs the progress
+line, saves the run's counters in the runs table and honours a control request read from it.
+
+What is not run here: ``opened`` (the spider_opened receiver). It starts a
+``twisted.internet.task.LoopingCall``, which needs a Twisted reactor, while ``get_crawler`` builds
+the crawler reactorless when none is installed (as in this test process); calling it would install
+Twisted's default reactor for the whole test session. So these tests hand the monitor the crawl's
+state as ``opened`` does (its ``context``), and a spider the engine is crawling is a stand-in
+that records ``close_spider_async`` (the crawler's ``engine`` only exists in a crawl)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.misc import build_from_crawler
+
+from searchcrawl.crawl.extensions.crawl_state import CrawlState
+from searchcrawl.crawl.extensions.run_monitor import RunMonitor
+from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.runs import Runs
+from tests.components import source_crawler, state_of
+
+LOGGER = "searchcrawl.crawl.extensions.run_monitor"
+
+
+@pytest.fixture
+def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
+    made: list[Crawler] = []
+
+    def make(**settings: object) -> Crawler:
+        made.append(source_crawler(tmp_path, **settings))
+        return made[-1]
+
+    yield make
+    for crawler in made:
+        state_of(crawler).close()
+
+
+class Engine:
+    """Stands in for the crawl's ExecutionEngine: records the close requests."""
+
+    def __init__(self) -> None:
+        self.closed: list[str] = []
+
+    async def close_spider_async(self, *, reason: str = "cancelled") -> None:
+        self.closed.append(reason)
+
+
+def with_run(crawler: Crawler) -> tuple[RunMonitor, CrawlState, Runs]:
+    """A monitor of a crawl whose run has started (as FrontierScheduler starts it)."""
+    state = state_of(crawler)
+    runs = Runs(state.table.database)
+    run = runs.start("unit")
+    frontier = Frontier(state.table.database, "unit", run.id, state.owner)
+    state.attach_run(run.id, run.resumed, frontier, runs)
+    monitor = build_from_crawler(RunMonitor, crawler)
+    monitor.context = state  # what ``opened`` finds when the spider opens
+    return monitor, state, runs
+
+
+@pytest.mark.parametrize("interval", [0, -1])
+def test_no_progress_interval_no_monitor(crawler_of, interval: float) -> None:
+    crawler = crawler_of(SEARCHCRAWL_PROGRESS_INTERVAL=interval)
+    assert crawler.get_extension(RunMonitor) is None  # the extension manager left it out
+    with pytest.raises(NotConfigured):
+        build_from_crawler(RunMonitor, crawler)
+
+
+def test_it_is_built_with_the_interval(crawler_of) -> None:
+    crawler = crawler_of(SEARCHCRAWL_PROGRESS_INTERVAL=2.5)
+    assert crawler.get_extension(RunMonitor).interval == 2.5
+    monitor = build_from_crawler(RunMonitor, crawler)
+    assert (monitor.interval, monitor.context, monitor.loop) == (2.5, None, None)
+    monitor.closed()  # a crawl that never opened: nothing to stop
+
+
+def test_a_tick_before_the_run_has_started_does_nothing(crawler_of, caplog: pytest.LogCaptureFixture) -> None:
+    crawler = crawler_of()
+    monitor = build_from_crawler(RunMonitor, crawler)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        monitor.tick()  # not opened
+        monitor.context = state_of(crawler)
+        monitor.tick()  # opened, but no run attached (the scheduler attaches it)
+    assert [record for record in caplog.records if record.name == LOGGER] == []
+
+
+def test_a_tick_logs_progress_and_saves_the_runs_counters(crawler_of, caplog: pytest.LogCaptureFixture) -> None:
+    crawler = crawler_of(SEARCHCRAWL_CACHE_MAX_BYTES=2_000_000)
+    monitor, state, runs = with_run(crawler)
+    state.frontier.add([Entry("http://h.test/a.html", 1), Entry("http://h.test/b.html", 1)])
+    crawler.stats.set_value("response_received_count", 7)
+    crawler.stats.set_value("searchcrawl/indexed", 3)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        monitor.tick()
+    (line,) = [record.getMessage() for record in caplog.records if record.name == LOGGER]
+    assert line.startswith("Progress of unit: 7 pages (")
+    assert "queue 2 (+0 in flight), 0 done; cache 0.0 of 2.0 MB, 0 documents waiting for Solr, 3 indexed" in line
+    counters = json.loads(runs.latest("unit")["counters"])  # what `scrapy status` shows
+    assert counters == {"pages": 7, "cached": 0, "indexed": 3, "removed": 0, "excluded": 0, "queued": 2, "leased": 0, "done": 0}
+    assert monitor.last_pages == 7
+
+
+@pytest.mark.parametrize(("action", "reason"), [("stop", "stopped"), ("suspend", "suspended")])
+def test_a_control_request_closes_the_spider(crawler_of, caplog: pytest.LogCaptureFixture, action: str, reason: str) -> None:
+    crawler = crawler_of()
+    monitor, _state, runs = with_run(crawler)
+    crawler.engine = engine = Engine()  # type: ignore[assignment]
+
+    async def ticks() -> None:
+        monitor.tick()
+        await asyncio.sleep(0)
+        assert engine.closed == []  # nobody asked
+        runs.control("unit", action)  # `scrapy control unit <action>`, from another process
+        with caplog.at_level(logging.INFO, logger=LOGGER):
+            monitor.tick()
+        await asyncio.sleep(0)
+
+    asyncio.run(ticks())
+    assert engine.closed == [reason]
+    assert f"Run {runs.latest('unit')['id']} of unit: {action} requested" in caplog.text

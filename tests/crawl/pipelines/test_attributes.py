@@ -1,0 +1,164 @@
+"""AttributesPipeline alone: a fetched document becomes its Solr document's fields.
+
+Built as Scrapy builds it (``build_from_crawler``) on a crawler of ``tests.components``; items are
+what the spider yields, made from public Scrapy responses."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import docx
+import pytest
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.http import HtmlResponse
+from scrapy.utils.misc import build_from_crawler
+
+from searchcrawl.crawl.exceptions import NotIndexed
+from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
+from searchcrawl.crawl.pipelines.checksum import text_checksum
+from searchcrawl.rules.lifecycle import Event
+from searchcrawl.rules.status_codes import Status
+from tests.components import source_crawler, state_of
+
+SOURCE = 'seeds = ["http://h.test/"]\n'
+PAGE = b"""<html lang="en"><head><title> Cats  and dogs </title>
+<meta name="keywords" content="cats, dogs">
+<meta name="author" content="Ann Writer">
+<meta name="revision" content="7">
+</head><body><header><nav><a href="/">Home</a> <a href="/about.html">About us</a></nav></header>
+<main><article><h1>Cats</h1>
+<p>Cats and dogs have lived with people for thousands of years, and they still do today. Many families love them.</p>
+<p>A second paragraph tells how cats and dogs came to live in houses, long ago, near the first farms.</p>
+</article></main><footer><p>Page generated on 2024-05-01 12:00 by the CMS</p></footer></body></html>"""
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+@pytest.fixture
+def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
+    """crawler_of(source_toml, **settings): a crawler of source ``unit``; closed afterwards."""
+    made: list[Crawler] = []
+
+    def make(source: str = SOURCE, **settings: object) -> Crawler:
+        made.append(source_crawler(tmp_path, source, **settings))
+        return made[-1]
+
+    yield make
+    for crawler in made:
+        state_of(crawler).close()  # the document table, and the converter's workers if started
+
+
+def page(url: str, body: bytes = PAGE, **headers: str) -> CrawledDocument:
+    """The spider's item of an HTML page: its parsed tree (shared with link extraction)."""
+    response = HtmlResponse(url, body=body, headers={"Content-Type": "text/html", **headers}, request=Request(url))
+    return CrawledDocument("unit", url, 2, {"content-type": "text/html"}, tree=response.selector.root, record={"etag": '"e1"'})
+
+
+def run(pipeline: AttributesPipeline, item: CrawledDocument) -> CrawledDocument:
+    return asyncio.run(pipeline.process_item(item))
+
+
+def test_an_html_page_becomes_a_solr_document(crawler_of) -> None:
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of())
+    item = run(pipeline, page("http://h.test/pets.html"))
+    fields = item.fields
+    assert fields["id"] == "unit!http://h.test/pets.html"
+    assert (fields["url"], fields["display_url"], fields["source"], fields["host"]) == (
+        "http://h.test/pets.html",
+        "http://h.test/pets.html",
+        "unit",
+        "h.test",
+    )
+    assert (fields["mimetype"], fields["title"], fields["author"], fields["language"]) == (
+        "text/html",
+        "Cats and dogs",
+        "Ann Writer",
+        "en",
+    )
+    assert fields["subject"] == ["cats", "dogs"]
+    assert "thousands of years" in fields["content"] and "crawled_at" in fields
+    assert "description" not in fields  # no description fallback unless the source asks for it
+    assert "revision_s" not in fields  # not in the source's attribute mapping
+    # what the checksum is taken over: title and text; the tree is let go
+    assert item.checksum_basis == f"Cats and dogs\n{fields['content']}"
+    assert item.tree is None and item.body is None
+
+
+def test_the_sources_attribute_mapping_description_fallback_and_display_urls(crawler_of) -> None:
+    source = (
+        'seeds = ["http://h.test/"]\n'
+        'attributes = { revision = "version" }\n'
+        'search_attributes = { version = "int" }\n'
+        "description_fallback = true\n"
+        "detect_language = false\n"
+        'display_urls = [{ prefix = "http://h.test/", replace = "https://www.h.test/" }]\n'
+    )
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(source))
+    body = PAGE.replace(b' lang="en"', b"")
+    fields = run(pipeline, page("http://h.test/pets.html", body)).fields
+    assert fields["version_i"] == 7
+    # the text's first 300 characters, cut at a word
+    assert fields["content"].startswith(fields["description"]) and 200 < len(fields["description"]) <= 300
+    assert "language" not in fields  # none declared, and detection is off
+    assert fields["display_url"] == "https://www.h.test/pets.html" and fields["url"] == "http://h.test/pets.html"
+
+
+def test_main_text_is_the_checksum_basis_when_the_source_says_so(crawler_of) -> None:
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(SOURCE + 'checksum_of = "main_text"\n'))
+    item = run(pipeline, page("http://h.test/pets.html"))
+    assert item.checksum_basis.startswith("Cats and dogs\n")
+    # navigation and footer (a generation date) are not what a change is judged on ...
+    assert "About us" not in item.checksum_basis and "2024-05-01" not in item.checksum_basis
+    assert "thousands of years" in item.checksum_basis
+    # ... while the indexed text is still the whole page (main_text = false)
+    assert "About us" in item.fields["content"] and "2024-05-01" in item.fields["content"]
+
+
+def test_a_plain_text_document(crawler_of) -> None:
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of())
+    item = CrawledDocument(
+        "unit",
+        "http://h.test/notes/readme.txt",
+        1,
+        {"content-type": "text/plain", "content-language": "DE"},
+        text="  Hallo Welt  ",
+    )
+    item = run(pipeline, item)
+    assert (item.fields["title"], item.fields["content"], item.fields["language"]) == ("readme.txt", "Hallo Welt", "de")
+    assert item.text is None and item.checksum_basis == "readme.txt\nHallo Welt"
+
+
+def test_a_page_without_text_or_title_is_not_indexed_with_its_outcome(crawler_of) -> None:
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of())
+    with pytest.raises(NotIndexed) as raised:
+        run(pipeline, page("http://h.test/empty.html", b"<html><body><script>x()</script></body></html>"))
+    outcome = raised.value.outcome
+    assert (outcome.event, outcome.status, outcome.reason, outcome.depth) == (Event.GONE, Status.EMPTY, "no text to index", 2)
+    assert outcome.columns == {"etag": '"e1"'}  # what the fetch learned goes with the outcome
+
+
+def test_office_files_are_converted_in_workers_and_raw_checksums_take_the_bytes(crawler_of) -> None:
+    document = docx.Document()
+    document.core_properties.title = "Quarterly report"
+    document.core_properties.author = "Ann Writer"
+    document.add_paragraph("Revenue grew in every region this quarter.")
+    data = io.BytesIO()
+    document.save(data)
+    crawler = crawler_of(SOURCE + 'checksum_of = "raw"\n', SEARCHCRAWL_CONVERT_WORKERS=1)
+    pipeline = build_from_crawler(AttributesPipeline, crawler)
+    item = run(pipeline, CrawledDocument("unit", "http://h.test/q.docx", 1, {"content-type": DOCX}, body=data.getvalue()))
+    fields = item.fields
+    assert (fields["title"], fields["author"], fields["document_kind_s"]) == ("Quarterly report", "Ann Writer", "docx")
+    assert fields["content"] == "Revenue grew in every region this quarter." and fields["mimetype"] == DOCX
+    assert item.checksum_basis == data.getvalue() and item.body is None
+    assert text_checksum(item.checksum_basis) != text_checksum(f"Quarterly report\n{fields['content']}")
+
+    broken = CrawledDocument("unit", "http://h.test/broken.pdf", 1, {"content-type": "application/pdf"}, body=b"%PDF-1.4 no more")
+    with pytest.raises(NotIndexed) as raised:
+        run(pipeline, broken)
+    assert (raised.value.outcome.event, raised.value.outcome.status) == (Event.GONE, Status.CONVERSION_FAILED)
+    assert raised.value.outcome.reason.startswith("corrupt: ")

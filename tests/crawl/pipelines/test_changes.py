@@ -1,0 +1,169 @@
+"""ChangePipeline alone: unchanged documents and duplicates do not reach the cache, and the
+``NotIndexed`` drops carry their outcomes.
+
+Built with ``build_from_crawler`` on a crawler of ``tests.components``; what the document table
+holds is reported the way the crawl reports it (``url_outcome``, recorded by the ledger writer)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.utils.misc import build_from_crawler
+
+from searchcrawl.crawl.exceptions import NotIndexed
+from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.pipelines.changes import ChangePipeline
+from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.status_codes import Status
+from tests.components import source_crawler, state_of
+
+SOURCE = 'seeds = ["http://h.test/"]\n'
+DATE = "Wed, 01 May 2024 10:00:00 GMT"
+
+
+@pytest.fixture
+def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
+    made: list[Crawler] = []
+
+    def make(source: str = SOURCE, **settings: object) -> Crawler:
+        made.append(source_crawler(tmp_path, source, **settings))
+        return made[-1]
+
+    yield make
+    for crawler in made:
+        state_of(crawler).close()
+
+
+def item(
+    url: str, checksum: str, previous: dict[str, Any] | None = None, source: str = "unit", **options: Any
+) -> CrawledDocument:
+    headers = {key: value for key, value in (("last-modified", options.pop("last_modified", None)),) if value}
+    return CrawledDocument(source, url, 3, headers, fields={"checksum": checksum}, previous=previous, **options)
+
+
+def cached(crawler: Crawler, url: str, checksum: str) -> None:
+    """``url`` was cached with ``checksum`` (as CachePipeline reports it): pending, in the index."""
+    crawler.signals.send_catch_log(url_outcome, url=url, outcome=Outcome(Event.CACHED, 200, columns={"checksum": checksum}))
+
+
+def outcomes(crawler: Crawler) -> list[tuple[str, Outcome]]:
+    """What the pipeline reports through ``url_outcome`` from now on."""
+    seen: list[tuple[str, Outcome]] = []
+
+    def receive(url: str, outcome: Outcome) -> None:
+        seen.append((url, outcome))
+
+    crawler.signals.connect(receive, signal=url_outcome, weak=False)
+    return seen
+
+
+def test_a_new_document_goes_on(crawler_of) -> None:
+    crawler = crawler_of()
+    pipeline = build_from_crawler(ChangePipeline, crawler)
+    document = item("http://h.test/new.html", "c1")
+    assert pipeline.process_item(document) is document
+    assert state_of(crawler).table.get("unit", "http://h.test/new.html") is None  # the pipeline writes nothing itself
+
+
+def test_an_unchanged_document_is_dropped_with_its_outcome_and_stays_indexed(crawler_of) -> None:
+    crawler = crawler_of()
+    pipeline = build_from_crawler(ChangePipeline, crawler)
+    cached(crawler, "http://h.test/a.html", "c1")
+    previous = {"checksum": "c1", "last_modified": DATE, "etag": None, "state": "pending"}
+    document = item("http://h.test/a.html", "c1", previous, last_modified=DATE)
+    with pytest.raises(NotIndexed) as raised:
+        pipeline.process_item(document)
+    outcome = raised.value.outcome
+    assert (outcome.event, outcome.status, outcome.reason, outcome.depth, outcome.kind) == (
+        Event.UNCHANGED,
+        Status.UNCHANGED,
+        "same content as indexed",
+        3,
+        "unchanged",
+    )
+    # Scrapy's item_dropped hands the outcome to the ledger writer: the row keeps its state
+    crawler.signals.send_catch_log(signals.item_dropped, item=document, response=None, spider=None, exception=raised.value)
+    row = state_of(crawler).table.get("unit", "http://h.test/a.html")
+    assert (row["state"], row["status"]) == ("pending", Status.UNCHANGED)
+
+
+def test_any_signal_that_differs_is_a_change(crawler_of) -> None:
+    pipeline = build_from_crawler(ChangePipeline, crawler_of())
+    previous = {"checksum": "c1", "last_modified": DATE, "etag": None}
+    newer = item("http://h.test/a.html", "c1", previous, last_modified="Thu, 02 May 2024 10:00:00 GMT")
+    assert pipeline.process_item(newer) is newer
+    other_text = item("http://h.test/a.html", "c2", previous, last_modified=DATE)
+    assert pipeline.process_item(other_text) is other_text
+
+
+def test_only_the_sources_modified_when_signals_count(crawler_of) -> None:
+    pipeline = build_from_crawler(ChangePipeline, crawler_of(SOURCE + 'modified_when = ["checksum"]\n'))
+    previous = {"checksum": "c1", "last_modified": DATE, "etag": '"x"'}
+    with pytest.raises(NotIndexed):  # a new date alone is no change for this source
+        pipeline.process_item(item("http://h.test/a.html", "c1", previous, last_modified="Thu, 02 May 2024 10:00:00 GMT"))
+
+
+def test_a_forced_recrawl_reindexes_unchanged_documents(crawler_of) -> None:
+    crawler = crawler_of()
+    state_of(crawler).configure({"recrawl": "force"})  # `-a recrawl=force`
+    pipeline = build_from_crawler(ChangePipeline, crawler)
+    document = item("http://h.test/a.html", "c1", {"checksum": "c1", "last_modified": None, "etag": None})
+    assert pipeline.process_item(document) is document
+
+
+def test_a_duplicate_of_an_indexed_document_is_dropped(crawler_of) -> None:
+    crawler = crawler_of()
+    pipeline = build_from_crawler(ChangePipeline, crawler)
+    cached(crawler, "http://h.test/a.html", "same")
+    with pytest.raises(NotIndexed) as raised:
+        pipeline.process_item(item("http://h.test/copy.html", "same"))
+    outcome = raised.value.outcome
+    assert (outcome.event, outcome.status, outcome.reason, outcome.kind, outcome.depth) == (
+        Event.GONE,
+        Status.DUPLICATE,
+        "duplicate of http://h.test/a.html",
+        "duplicate",
+        3,
+    )
+    assert outcome.columns == {"duplicate_of": "http://h.test/a.html"}
+    crawler.signals.send_catch_log(
+        signals.item_dropped, item=item("http://h.test/copy.html", "same"), response=None, spider=None, exception=raised.value
+    )
+    row = state_of(crawler).table.get("unit", "http://h.test/copy.html")
+    assert (row["status"], row["duplicate_of"]) == (Status.DUPLICATE, "http://h.test/a.html")
+    # another source's document with the same content is no duplicate
+    other = build_from_crawler(ChangePipeline, crawler_of(name="other"))
+    assert other.process_item(item("http://h.test/copy.html", "same", source="other")) is not None
+
+
+def test_the_canonical_copy_takes_the_place_and_the_other_becomes_its_duplicate(crawler_of) -> None:
+    crawler = crawler_of()
+    pipeline = build_from_crawler(ChangePipeline, crawler)
+    cached(crawler, "http://h.test/b.html", "same")
+    reported = outcomes(crawler)
+    canonical = item("http://h.test/canonical.html", "same", canonical_url="http://h.test/canonical.html")
+    assert pipeline.process_item(canonical) is canonical
+    assert [(url, outcome.status, outcome.columns) for url, outcome in reported] == [
+        ("http://h.test/b.html", Status.DUPLICATE, {"duplicate_of": "http://h.test/canonical.html"})
+    ]
+    row = state_of(crawler).table.get("unit", "http://h.test/b.html")  # it was pending: it leaves the index
+    assert (row["state"], row["status"], row["duplicate_of"]) == ("removing", Status.DUPLICATE, "http://h.test/canonical.html")
+
+
+def test_the_copy_discovered_first_is_kept_whatever_order_downloads_finish_in(crawler_of) -> None:
+    crawler = crawler_of()
+    pipeline = build_from_crawler(ChangePipeline, crawler)
+    send = crawler.signals.send_catch_log
+    # /first.html was met first (its row is older: here a failed fetch), /later.html cached first
+    send(url_outcome, url="http://h.test/first.html", outcome=Outcome(Event.FAILED, 503, "HTTP 503"))
+    cached(crawler, "http://h.test/later.html", "same")
+    reported = outcomes(crawler)
+    first = item("http://h.test/first.html", "same")
+    assert pipeline.process_item(first) is first
+    assert [(url, outcome.status) for url, outcome in reported] == [("http://h.test/later.html", Status.DUPLICATE)]

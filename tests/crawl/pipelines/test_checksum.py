@@ -1,0 +1,52 @@
+"""ChecksumPipeline alone: the SHA-256 that change and duplicate detection compare.
+
+It has no ``from_crawler``; ``build_from_crawler`` builds it as Scrapy does (``cls()``)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from scrapy.utils.misc import build_from_crawler
+
+from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.pipelines.checksum import ChecksumPipeline
+from tests.components import source_crawler, state_of
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path) -> Iterator[ChecksumPipeline]:
+    crawler = source_crawler(tmp_path)
+    yield build_from_crawler(ChecksumPipeline, crawler)
+    state_of(crawler).close()
+
+
+def item(basis: str | bytes = "", **fields: object) -> CrawledDocument:
+    return CrawledDocument("unit", "http://h.test/a.html", 0, {}, checksum_basis=basis, fields=dict(fields))
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_the_checksum_is_taken_over_the_basis_the_attributes_pipeline_chose(pipeline: ChecksumPipeline) -> None:
+    done = pipeline.process_item(item("Title\nSome text é", content="other"))
+    assert done.fields["checksum"] == sha256("Title\nSome text é".encode())
+    assert done.checksum_basis == ""  # not kept with the item once used
+    assert done.fields["content"] == "other"
+
+
+def test_raw_bytes_are_taken_as_they_are(pipeline: ChecksumPipeline) -> None:
+    assert pipeline.process_item(item(b"%PDF-1.7 \x00\xff")).fields["checksum"] == sha256(b"%PDF-1.7 \x00\xff")
+
+
+def test_without_a_basis_the_content_or_nothing(pipeline: ChecksumPipeline) -> None:
+    assert pipeline.process_item(item(content="only text")).fields["checksum"] == sha256(b"only text")
+    assert pipeline.process_item(item()).fields["checksum"] == sha256(b"")
+
+
+def test_same_basis_same_checksum_different_basis_different(pipeline: ChecksumPipeline) -> None:
+    first, again, changed = (pipeline.process_item(item(text)).fields["checksum"] for text in ("a\nb", "a\nb", "a\nc"))
+    assert first == again != changed

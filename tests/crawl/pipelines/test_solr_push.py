@@ -1,0 +1,183 @@
+"""SolrPipeline alone, against the real dev Solr: the cache is pushed past a threshold and when
+the spider closes (after what an earlier crawl left pending, when it opens); removals, the
+mass-deletion guard, test mode, and a Solr that cannot be reached.
+
+Built with ``build_from_crawler`` on a crawler of ``tests.components``; documents reach the
+cache through CachePipeline, as in a crawl. Each test has a source of its own in the shared Solr."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pysolr
+import pytest
+from scrapy.crawler import Crawler
+from scrapy.utils.misc import build_from_crawler
+
+from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.pipelines.cache_writer import CachePipeline
+from searchcrawl.crawl.pipelines.solr_push import SolrPipeline
+from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.store.frontier import Frontier
+from searchcrawl.store.runs import Runs
+from tests.components import source_crawler, state_of
+from tests.conftest import solr_docs
+
+SOURCE = 'seeds = ["http://h.test/"]\n'
+FAST_RETRIES = {"SEARCHCRAWL_SOLR_RETRY_TIMES": 1, "SEARCHCRAWL_SOLR_RETRY_BACKOFF": 0}
+
+
+@pytest.fixture
+def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
+    """crawler_of(source_toml, **settings): a crawler of a source named for this test alone."""
+    made: list[Crawler] = []
+
+    def make(source: str = SOURCE, **settings: object) -> Crawler:
+        made.append(source_crawler(tmp_path, source, name=f"push-{uuid.uuid4().hex[:8]}", **settings))
+        return made[-1]
+
+    yield make
+    for crawler in made:
+        state_of(crawler).close()
+
+
+def cache(crawler: Crawler, *paths: str, version: str = "") -> list[CrawledDocument]:
+    """Documents at ``paths`` of h.test, cached and marked pending by CachePipeline."""
+    name = state_of(crawler).source.name
+    writer = build_from_crawler(CachePipeline, crawler)
+    items = []
+    for path in paths:
+        url = f"http://h.test/{path}"
+        fields = {
+            "id": f"{name}!{url}",
+            "url": url,
+            "display_url": url,
+            "source": name,
+            "title": f"Page {path}{version}",
+            "content": f"The text of {path}{version}",
+            "checksum": f"sum-{path}{version}",
+        }
+        items.append(writer.process_item(CrawledDocument(name, url, 1, {}, fields=fields)))
+    return items
+
+
+def in_solr(solr: pysolr.Solr, crawler: Crawler) -> dict[str, str]:
+    """url -> title of the source's documents in Solr."""
+    return {doc["url"]: doc["title"] for doc in solr_docs(solr, state_of(crawler).source.name)}
+
+
+def states(crawler: Crawler) -> dict[str, str]:
+    state = state_of(crawler)
+    return state.table.count_by(state.source.name, "state")
+
+
+def test_documents_left_pending_are_pushed_when_the_spider_opens(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
+    crawler = crawler_of(SOLR_URL=solr_url)
+    cache(crawler, "a.html", "b.html")  # an earlier crawl cached them; Solr was down
+    pipeline = build_from_crawler(SolrPipeline, crawler)
+    asyncio.run(pipeline.open_spider())
+    assert in_solr(solr, crawler) == {"http://h.test/a.html": "Page a.html", "http://h.test/b.html": "Page b.html"}
+    assert states(crawler) == {"indexed": 2}
+    assert state_of(crawler).table.pending(state_of(crawler).source.name) == []
+    assert crawler.stats.get_value("searchcrawl/indexed") == 2
+
+
+def test_a_push_starts_once_the_threshold_has_been_cached(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
+    crawler = crawler_of(SOLR_URL=solr_url, SEARCHCRAWL_CACHE_MAX_BYTES=600)
+    pipeline = build_from_crawler(SolrPipeline, crawler)
+
+    async def crawl() -> None:
+        (first,) = cache(crawler, "a.html")  # about 250 bytes: below the threshold
+        assert pipeline.process_item(first) is first
+        assert pipeline.flushing is None and in_solr(solr, crawler) == {}
+        for item in cache(crawler, "b.html", "c.html"):  # past it: a push, in a worker thread
+            pipeline.process_item(item)
+        assert pipeline.flushing is not None
+        await pipeline.flushing
+        assert set(in_solr(solr, crawler)) == {"http://h.test/a.html", "http://h.test/b.html", "http://h.test/c.html"}
+        assert states(crawler) == {"indexed": 3}
+        (late,) = cache(crawler, "d.html")  # after the push: below the threshold again
+        pipeline.process_item(late)
+        assert pipeline.flushing.done() and states(crawler) == {"indexed": 3, "pending": 1}
+        await pipeline.close_spider()  # the rest goes at the end
+
+    asyncio.run(crawl())
+    assert len(in_solr(solr, crawler)) == 4 and states(crawler) == {"indexed": 4}
+    assert crawler.stats.get_value("searchcrawl/indexed") == 4
+    assert state_of(crawler).cache.documents() == {}  # pushed and sealed: the spools are gone
+
+
+def test_the_end_of_the_crawl_pushes_and_removes(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
+    crawler = crawler_of(SOURCE + "max_delete_share = 1.0\n", SOLR_URL=solr_url)
+    pipeline = build_from_crawler(SolrPipeline, crawler)
+    cache(crawler, "a.html", "b.html")
+    asyncio.run(pipeline.open_spider())
+    # the next crawl: a.html is gone, b.html changed
+    crawler.signals.send_catch_log(url_outcome, url="http://h.test/a.html", outcome=Outcome(Event.GONE, 404, "gone"))
+    cache(crawler, "b.html", version=" v2")
+    asyncio.run(pipeline.close_spider())
+    assert in_solr(solr, crawler) == {"http://h.test/b.html": "Page b.html v2"}
+    table, name = state_of(crawler).table, state_of(crawler).source.name
+    assert (table.get(name, "http://h.test/a.html")["state"], table.get(name, "http://h.test/b.html")["state"]) == (
+        "removed",
+        "indexed",
+    )
+    assert crawler.stats.get_value("searchcrawl/removed") == 1
+    assert crawler.stats.get_value("searchcrawl/pending") == 0
+
+
+def test_the_mass_deletion_guard_holds_removals_unless_confirmed(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
+    crawler = crawler_of(SOLR_URL=solr_url)  # max_delete_share: 30 % by default
+    cache(crawler, "a.html", "b.html")
+    asyncio.run(build_from_crawler(SolrPipeline, crawler).open_spider())
+    state = state_of(crawler)
+    runs, name = Runs(state.table.database), state.source.name
+    run = runs.start(name)  # the next crawl's run (what FrontierScheduler starts): its delta report
+    state.attach_run(run.id, run.resumed, Frontier(state.table.database, name, run.id, state.owner), runs)
+    for path in ("a.html", "b.html"):  # the whole site answers 404 tonight
+        crawler.signals.send_catch_log(url_outcome, url=f"http://h.test/{path}", outcome=Outcome(Event.GONE, 404, "gone"))
+    asyncio.run(build_from_crawler(SolrPipeline, crawler).close_spider())
+    assert len(in_solr(solr, crawler)) == 2  # held: still searchable
+    assert crawler.stats.get_value("searchcrawl/deletions_held") == 2
+    assert state.table.get(name, "http://h.test/a.html")["delta"] == "held" and states(crawler) == {"removing": 2}
+
+    state.configure({"delete": "force"})  # `-a delete=force`
+    asyncio.run(build_from_crawler(SolrPipeline, crawler).close_spider())
+    assert in_solr(solr, crawler) == {} and states(crawler) == {"removed": 2}
+
+
+def test_test_mode_sends_nothing_to_solr(crawler_of, solr_url: str, solr: pysolr.Solr, caplog: pytest.LogCaptureFixture) -> None:
+    crawler = crawler_of(SOLR_URL=solr_url, SEARCHCRAWL_CACHE_MAX_BYTES=1)
+    state_of(crawler).configure({"test_mode": "1"})
+    pipeline = build_from_crawler(SolrPipeline, crawler)
+    item = CrawledDocument("x", "http://h.test/a.html", 0, {}, fields={"url": "http://h.test/a.html"})
+
+    async def crawl() -> None:
+        await pipeline.open_spider()
+        assert pipeline.process_item(item) is item and pipeline.flushing is None
+        with caplog.at_level(logging.INFO, logger="searchcrawl.crawl.pipelines.solr_push"):
+            await pipeline.close_spider()
+
+    asyncio.run(crawl())
+    assert "Test mode: nothing was sent to Solr" in caplog.text
+    assert in_solr(solr, crawler) == {} and crawler.stats.get_value("searchcrawl/indexed") is None
+
+
+def test_without_solr_documents_stay_cached_and_pending(crawler_of, caplog: pytest.LogCaptureFixture) -> None:
+    crawler = crawler_of(**FAST_RETRIES)  # tests.components.UNREACHABLE_SOLR
+    cache(crawler, "a.html")
+    pipeline = build_from_crawler(SolrPipeline, crawler)
+    with caplog.at_level(logging.WARNING, logger="searchcrawl.crawl.pipelines.solr_push"):
+        asyncio.run(pipeline.open_spider())
+        assert pipeline.failures == 1 and crawler.stats.get_value("searchcrawl/solr_failures") == 1
+        asyncio.run(pipeline.close_spider())
+    assert "Solr push failed; 1 documents stay cached and pending" in caplog.text
+    assert "Solr unavailable: 1 documents of" in caplog.text
+    assert crawler.stats.get_value("searchcrawl/not_indexed") == 1  # what `scrapy crawl` exits with 4 for
+    assert states(crawler) == {"pending": 1}
+    assert list(state_of(crawler).cache.documents()) == ["http://h.test/a.html"]  # for the next crawl

@@ -1,0 +1,303 @@
+"""SourceSpider alone: built through the crawler (``spidercls.from_crawler``) of
+``tests.components``, fed public Scrapy responses; what it reports goes through ``url_outcome``
+(a receiver of the test's own, and the ledger writer into the document table)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import HtmlResponse, Response, TextResponse
+from twisted.internet.error import DNSLookupError, TCPTimedOutError
+from twisted.python.failure import Failure
+
+from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.middlewares.conditional import PREVIOUS
+from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.crawl.spider import SourceSpider
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.status_codes import Status
+from tests.components import source_crawler, state_of
+
+SOURCE = """seeds = ["http://h.test/", "http://h.test/docs/"]
+url_rewriter = "tests.rewriters.strip_session"
+"""
+PAGE = b"""<html><head><title>Home</title>
+<link rel="canonical" href="/index.html">
+<meta http-equiv="refresh" content="5; url=/refreshed.html">
+</head><body>
+<a href="/a.html">A</a> <a href="b.html#part">B</a> <a href="/a.html">A again</a>
+<a href="/q?sessionid=42&x=1">session</a> <a href="/print/a.html">print</a>
+<a href="/report.pdf">report</a> <a href="/logo.png">logo</a> <a href="http://other.test/">elsewhere</a>
+<map><area href="/area.html"></map> <iframe src="/frame.html"></iframe>
+<p>Welcome to the home page.</p>
+</body></html>"""
+
+
+@pytest.fixture
+def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
+    made: list[Crawler] = []
+
+    def make(source: str = SOURCE, **settings: object) -> Crawler:
+        made.append(source_crawler(tmp_path, source, **settings))
+        return made[-1]
+
+    yield make
+    for crawler in made:
+        state_of(crawler).close()
+
+
+class Reports:
+    """What the spider reports through url_outcome (connected like the ledger writer)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.seen: list[tuple[str, Outcome]] = []
+        crawler.signals.connect(self.receive, signal=url_outcome)
+
+    def receive(self, url: str, outcome: Outcome) -> None:
+        self.seen.append((url, outcome))
+
+
+def spider_of(crawler: Crawler, **arguments: Any) -> SourceSpider:
+    spider = crawler.spidercls.from_crawler(crawler, **arguments)
+    assert isinstance(spider, SourceSpider)
+    return spider
+
+
+def request(url: str, depth: int = 1, **meta: Any) -> Request:
+    return Request(url, meta={"depth": depth, **meta})
+
+
+def html(url: str, body: bytes = PAGE, status: int = 200, depth: int = 1, **headers: str) -> HtmlResponse:
+    return HtmlResponse(
+        url,
+        status=status,
+        body=body,
+        headers={"Content-Type": "text/html; charset=utf-8", **headers},
+        request=request(url, depth),
+    )
+
+
+def split(outputs: list[Any]) -> tuple[list[CrawledDocument], list[Request]]:
+    return [o for o in outputs if isinstance(o, CrawledDocument)], [o for o in outputs if isinstance(o, Request)]
+
+
+def test_it_is_built_by_the_crawler_with_the_crawls_arguments(crawler_of) -> None:
+    crawler = crawler_of(SEARCHCRAWL_MAX_PARSE_BYTES=1000)
+    spider = spider_of(crawler, recrawl="force", test_mode="1")
+    assert spider.name == "unit" and spider.source.name == "unit"
+    assert spider.arguments == {"recrawl": "force", "test_mode": "1"}  # what CrawlState.configure reads
+    assert spider.max_parse_bytes == 1000 and spider.crawler is crawler
+    assert spider.context is state_of(crawler)
+
+
+def test_the_seeds_are_the_first_requests(crawler_of) -> None:
+    spider = spider_of(crawler_of())
+
+    async def start() -> list[Request]:
+        return [request async for request in spider.start()]
+
+    requests = asyncio.run(start())
+    assert [(r.url, r.meta["depth"]) for r in requests] == [("http://h.test/", 0), ("http://h.test/docs/", 0)]
+    assert all(r.callback == spider.parse and r.errback == spider.failed for r in requests)
+
+
+def test_an_html_page_gives_its_document_and_its_links(crawler_of) -> None:
+    crawler = crawler_of()
+    spider = spider_of(crawler)
+    reports = Reports(crawler)
+    response = html("http://h.test/", depth=1, **{"Last-Modified": "Wed, 01 May 2024 10:00:00 GMT", "ETag": '"v1"'})
+    documents, requests = split(list(spider.parse(response)))
+    (document,) = documents
+    assert (document.source, document.url, document.depth) == ("unit", "http://h.test/", 1)
+    assert document.tree is not None and document.text is None and document.body is None
+    assert document.canonical_url == "http://h.test/index.html"
+    assert document.headers == {
+        "content-type": "text/html; charset=utf-8",
+        "last-modified": "Wed, 01 May 2024 10:00:00 GMT",
+        "etag": '"v1"',
+    }
+    assert document.record == {
+        "content_type": "text/html; charset=utf-8",
+        "content_length": len(PAGE),
+        "last_modified": "Wed, 01 May 2024 10:00:00 GMT",
+        "etag": '"v1"',
+        "fetched_with": "static",
+        "via": None,
+    }
+    # canonical links, once each, one level deeper, through the URL rewriter; the boundary is
+    # the scope middleware's job (other.test is requested here, refused there)
+    assert [r.url for r in requests] == [
+        "http://h.test/refreshed.html",
+        "http://h.test/a.html",
+        "http://h.test/b.html",
+        "http://h.test/q?x=1",
+        "http://h.test/report.pdf",
+        "http://other.test/",
+        "http://h.test/area.html",
+        "http://h.test/frame.html",
+    ]
+    assert {r.meta["depth"] for r in requests} == {2} and all(r.callback == spider.parse for r in requests)
+    assert reports.seen == []  # the page's outcome comes with its document (the pipelines)
+    # the print version the rewriter drops is recorded at once
+    row = state_of(crawler).table.get("unit", "http://h.test/print/a.html")
+    assert (row["state"], row["status"], row["depth"]) == ("excluded", Status.EXCLUDED_REWRITER, 2)
+
+
+def test_robots_meta_noindex_and_nofollow(crawler_of) -> None:
+    crawler = crawler_of()
+    spider = spider_of(crawler)
+    reports = Reports(crawler)
+    noindex = PAGE.replace(b"<title>", b'<meta name="robots" content="noindex"><title>')
+    documents, requests = split(list(spider.parse(html("http://h.test/n.html", noindex))))
+    assert documents == [] and len(requests) == 8  # its links are still followed
+    assert [(url, o.event, o.status, o.reason) for url, o in reports.seen] == [
+        ("http://h.test/n.html", Event.GONE, Status.NOINDEX, "robots noindex")
+    ]
+    nofollow = html("http://h.test/f.html", **{"X-Robots-Tag": "nofollow"})
+    documents, requests = split(list(spider.parse(nofollow)))
+    assert len(documents) == 1 and requests == []
+
+
+def test_a_plain_text_document(crawler_of) -> None:
+    spider = spider_of(crawler_of())
+    url = "http://h.test/notes.txt"
+    response = TextResponse(
+        url, body=b"Some notes\nsee http://h.test/x.html", headers={"Content-Type": "text/plain"}, request=request(url)
+    )
+    (document,) = list(spider.parse(response))
+    assert document.text == "Some notes\nsee http://h.test/x.html" and document.tree is None
+
+
+def test_a_pdf_is_handed_to_the_pipelines_as_bytes_without_links(crawler_of) -> None:
+    spider = spider_of(crawler_of())
+    url = "http://h.test/report.pdf"
+    body = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj <<>> endobj\n"
+    response = Response(url, body=body, headers={"Content-Type": "application/pdf"}, request=request(url, 2))
+    (document,) = list(spider.parse(response))
+    assert (document.body, document.tree, document.depth) == (body, None, 2)
+    assert document.record["content_type"] == "application/pdf" and document.record["content_length"] == len(body)
+
+
+def test_a_pdf_served_as_html_is_still_a_pdf(crawler_of) -> None:
+    spider = spider_of(crawler_of())
+    body = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj <<>> endobj\n"
+    (document,) = list(spider.parse(html("http://h.test/report", body)))
+    assert document.body == body and document.tree is None
+
+
+@pytest.mark.parametrize(
+    ("url", "content_type", "body", "reason"),
+    [
+        ("http://h.test/logo.png", "image/png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "content type image/png is not indexed"),
+        ("http://h.test/blob", "text/html", b"\x00\x01\x02\x03\xff\xfe" * 50, "binary content served as text/html"),
+        ("http://h.test/data.bin", None, b"\x00\x01\x02\x03", "content type application/octet-stream is not indexed"),
+    ],
+)
+def test_binary_content_is_not_indexed(crawler_of, url: str, content_type: str | None, body: bytes, reason: str) -> None:
+    crawler = crawler_of()
+    spider = spider_of(crawler)
+    reports = Reports(crawler)
+    headers = {"Content-Type": content_type} if content_type else {}
+    response_class = HtmlResponse if content_type == "text/html" else Response
+    response = response_class(url, body=body, headers=headers, request=request(url))
+    assert list(spider.parse(response)) == []
+    ((reported, outcome),) = reports.seen
+    assert (reported, outcome.event, outcome.status, outcome.reason) == (url, Event.GONE, Status.UNSUPPORTED_TYPE, reason)
+    assert outcome.columns["content_length"] == len(body)
+
+
+def test_a_404_reports_gone(crawler_of) -> None:
+    crawler = crawler_of()
+    spider = spider_of(crawler)
+    reports = Reports(crawler)
+    gone = b"<html><body>Not found <a href='/x.html'>x</a></body></html>"
+    assert list(spider.parse(html("http://h.test/old.html", gone, status=404, depth=3))) == []  # no document, no links
+    ((url, outcome),) = reports.seen
+    assert (url, outcome.event, outcome.status, outcome.reason, outcome.depth, outcome.kind) == (
+        "http://h.test/old.html",
+        Event.GONE,
+        404,
+        "gone",
+        3,
+        "failed",
+    )
+    assert outcome.columns["content_type"] == "text/html; charset=utf-8"
+    row = state_of(crawler).table.get("unit", "http://h.test/old.html")  # and the ledger writer's row
+    assert (row["state"], row["status"], row["reason"]) == ("fetched", 404, "gone")
+
+
+@pytest.mark.parametrize(
+    ("status", "event", "reason"),
+    [
+        (410, Event.GONE, "gone"),
+        (403, Event.GONE, "HTTP 403: no document"),
+        (503, Event.FAILED, "HTTP 503"),
+        (429, Event.FAILED, "HTTP 429"),
+    ],
+)
+def test_other_answers_without_a_document(crawler_of, status: int, event: Event, reason: str) -> None:
+    crawler = crawler_of()
+    spider = spider_of(crawler)
+    reports = Reports(crawler)
+    assert list(spider.parse(html("http://h.test/p.html", b"<html></html>", status=status))) == []
+    assert [(o.event, o.status, o.reason) for _url, o in reports.seen] == [(event, status, reason)]
+
+
+def test_a_304_of_an_indexed_document_is_unchanged(crawler_of) -> None:
+    crawler = crawler_of()
+    spider = spider_of(crawler)
+    reports = Reports(crawler)
+    url = "http://h.test/same.html"
+    response = HtmlResponse(
+        url, status=304, body=b"", request=request(url, 1, **{PREVIOUS: {"checksum": "c", "state": "indexed"}})
+    )
+    assert list(spider.parse(response)) == []
+    assert [(o.event, o.status, o.kind) for _url, o in reports.seen] == [(Event.UNCHANGED, Status.UNCHANGED, "not_modified")]
+
+
+def test_a_page_beyond_max_parse_bytes_is_cut_and_says_so(crawler_of) -> None:
+    spider = spider_of(crawler_of(SEARCHCRAWL_MAX_PARSE_BYTES=200))
+    body = b"<html><head><title>Long</title></head><body><p>" + b"word " * 200 + b"</p><a href='/late.html'>x</a></body></html>"
+    documents, requests = split(list(spider.parse(html("http://h.test/long.html", body))))
+    assert documents[0].note == f"truncated: the first 200 of {len(body)} bytes were parsed"
+    assert documents[0].record["content_length"] == len(body) and requests == []  # the cut link is not seen
+
+
+def test_a_result_filtered_page_is_crawled_for_its_links_only(crawler_of) -> None:
+    crawler = crawler_of(SOURCE + '[filters.result]\nexclude_urls = ["*/index/*"]\n')
+    spider = spider_of(crawler)
+    reports = Reports(crawler)
+    documents, requests = split(list(spider.parse(html("http://h.test/index/all.html"))))
+    assert documents == [] and len(requests) == 8
+    assert [(o.event, o.status) for _url, o in reports.seen] == [(Event.GONE, Status.EXCLUDED_FILTER)]
+
+
+def test_requests_that_end_without_a_response(crawler_of) -> None:
+    crawler = crawler_of()
+    spider = spider_of(crawler)
+    reports = Reports(crawler)
+
+    def fail(url: str, error: BaseException) -> None:
+        failure = Failure(error)
+        failure.request = request(url, 2)  # type: ignore[attr-defined]  # as Scrapy hands it to an errback
+        spider.failed(failure)
+
+    fail("http://h.test/robots-says-no.html", RequestRefused(Status.EXCLUDED_ROBOTS, "robots.txt: Disallow: /"))
+    fail("http://h.test/bomb.gz", IgnoreRequest("decompressed size exceeds DOWNLOAD_MAXSIZE"))
+    fail("http://nowhere.test/", DNSLookupError("nowhere.test"))
+    fail("http://h.test/slow.html", TCPTimedOutError())
+    found = {url: (o.event, o.status, o.depth) for url, o in reports.seen}
+    assert found["http://h.test/robots-says-no.html"] == (Event.EXCLUDED, Status.EXCLUDED_ROBOTS, 2)
+    assert found["http://h.test/bomb.gz"][0] == Event.GONE and found["http://h.test/bomb.gz"][2] == 2
+    assert found["http://nowhere.test/"] == (Event.GONE, Status.DNS_FAILURE, 2)  # gone, not transient
+    assert found["http://h.test/slow.html"] == (Event.FAILED, Status.TIMEOUT, 2)
+    row = state_of(crawler).table.get("unit", "http://h.test/slow.html")
+    assert (row["state"], row["failures"]) == ("failed", 1)
