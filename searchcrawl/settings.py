@@ -89,6 +89,10 @@ SEARCHCRAWL_LEASE_SECONDS = 600  # leases are renewed every third of this; a dea
 # shared = true. Per-site delay and concurrency then hold for the whole fleet.
 SEARCHCRAWL_SHARED_CRAWL = False
 SEARCHCRAWL_PROGRESS_INTERVAL = 30.0  # seconds between progress lines / run counter saves / control checks
+# A read-only crawl (what `scrapy explain` runs, with Scrapy's own SCHEDULER: no run): the document
+# table is opened without migrating (an outdated schema is refused) and nothing is written to it,
+# no outcome, no exclusion, no document cache
+SEARCHCRAWL_READ_ONLY = False
 
 # --- Operations: schedules and scrapyd --------------------------------------------------------
 # scrapyd that `scrapy scheduler` and `scrapy control <source> resume` start crawls on

@@ -1,118 +1,168 @@
 """`scrapy explain <source> <url>`: why a URL is (or is not) crawled and indexed, without crawling.
 
 Prints every decision in the order the crawler takes them: the canonical form, the URL
-rewriter, each boundary rule, robots.txt (fetched now, with the group and line that matched),
-the display URL, what the document table knows, and the verdict. It uses the same objects as
-the crawl, so its answer is the crawl's answer.
+rewriter, each boundary rule and the scope filter, the internal-address guard, robots.txt
+(fetched now, with the group and line that matched), the display URL, what the document table
+knows, and the verdict.
+
+Its answer is the crawl's answer because it is a crawl: the source's own spider class, with the
+project's settings and the source's, built by Scrapy as `scrapy crawl` builds it, read-only
+(``READ_ONLY_CRAWL``) and fetching nothing but robots.txt. Its spider (``explain_spider``) makes
+no request: its ``start`` runs the crawl's rule chain (``CrawlState.steps``), asks the
+internal-address guard, and gets robots.txt from the crawl's ``RobotsMiddleware``, which fetches
+it through the crawl's downloader (every downloader middleware, the address guard included; its
+redirect limit, size cap and timeouts) and decides with the same code.
 """
 
 from __future__ import annotations
 
 import argparse
-import urllib.error
-import urllib.request
+import asyncio
+import sys
+import traceback
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
 
+from scrapy import Request
 from scrapy.commands import ScrapyCommand
+from scrapy.crawler import Crawler
 from scrapy.exceptions import UsageError
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
 
-from searchcrawl.commands import open_database
-from searchcrawl.config.source import Source, SourceError
-from searchcrawl.crawl.middlewares.robots import site_of
+from searchcrawl.config.source import SourceError
+from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware
+from searchcrawl.crawl.middlewares.robots import RobotsMiddleware, site_of
+from searchcrawl.crawl.spider import SourceSpider
 from searchcrawl.ops.terminal import printable
-from searchcrawl.rules.boundary import MAX_URL_LENGTH, Boundary
-from searchcrawl.rules.boundary import ScopeDecision as Decision
-from searchcrawl.rules.display_urls import DisplayUrls
-from searchcrawl.rules.filters import FilterSet
-from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
+from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status, describe
-from searchcrawl.rules.url_rewriter import load_rewriter
 from searchcrawl.rules.urls import canonical
-from searchcrawl.store import DocumentTable
+from searchcrawl.store import SchemaOutdated
+
+# The settings explain's crawl runs with, over the project's and the source's: read-only (the
+# document table opened without migrating, nothing written: SEARCHCRAWL_READ_ONLY), Scrapy's own
+# scheduler (the durable frontier would start a run), no item pipeline (nothing reaches Solr), no
+# progress line, no fleet reservations of a shared crawl, no log file of the source's.
+READ_ONLY_CRAWL: dict[str, Any] = {
+    "SEARCHCRAWL_READ_ONLY": True,
+    "SCHEDULER": "scrapy.core.scheduler.Scheduler",
+    "JOBDIR": None,
+    "ITEM_PIPELINES": {},
+    "SEARCHCRAWL_PROGRESS_INTERVAL": 0,
+    "SEARCHCRAWL_SHARED_CRAWL": False,
+    "LOG_FILE": None,
+}
+
+ROBOTS_UNAVAILABLE = (
+    "verdict:       FAILS FOR NOW (935 robots_unavailable): a transient failure, counted "
+    "toward max_failures; nothing is removed for it alone"
+)
 
 
-def fetch_robots_txt(site: str, user_agent: str, timeout: float = 15) -> tuple[RobotsTxt, str, bool]:
-    """The site's robots rules as the crawler would get them, what the fetch answered, and
-    whether it is unavailable for now (robots_unreachable)."""
-    url = f"{site}/robots.txt"
-    request = urllib.request.Request(url, headers={"User-Agent": user_agent})
+@dataclass
+class Explanation:
+    """What explain's crawl found: the report's lines, whether the URL would be crawled, or the
+    error that kept it from finding out."""
+
+    lines: list[str] = field(default_factory=list)
+    crawled: bool = False
+    error: BaseException | None = None
+
+
+def code_name(status: int) -> str:
+    """``907 excluded_robots``: a crawler code with its name (an HTTP code with its phrase)."""
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # follows redirects
-            body = response.read(MAX_ROBOTS_BYTES)
-            return (
-                robots_for_response(response.status, body),
-                f"{url}: HTTP {response.status}, {len(body)} bytes",
-                robots_unreachable(response.status),
-            )
-    except urllib.error.HTTPError as exc:
-        return robots_for_response(exc.code, b""), f"{url}: HTTP {exc.code}", robots_unreachable(exc.code)
-    except (urllib.error.URLError, OSError) as exc:
-        return robots_for_response(None, None), f"{url}: unreachable ({getattr(exc, 'reason', exc)})", True
+        return f"{status} {Status(status).name.lower()}"
+    except ValueError:
+        return f"{status} {describe(status)}"
 
 
-def explain(
-    source: Source,
-    url: str,
-    depth: int | None,
-    table: DocumentTable | None,
-    user_agent: str,
-    check_robots: bool = True,
-    max_url_length: int = MAX_URL_LENGTH,
-) -> tuple[list[str], bool]:
-    """The report's lines, and whether the URL would be crawled."""
-    lines = [f"source:        {source.name} ({source.origin})", f"URL:           {url}"]
+def refused_verdict(refused: RequestRefused) -> str:
+    """The verdict on a request a downloader middleware refused, as its row would say it."""
+    verdict = "FAILS FOR NOW" if refused.outcome.event is Event.FAILED else "EXCLUDED"
+    return f"verdict:       {verdict} ({code_name(refused.status)}): {refused.reason}"
+
+
+async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: bool = True) -> tuple[list[str], bool]:
+    """The report's lines on ``url``, and whether it would be crawled, from a (running) crawl of
+    its source: its CrawlState, address guard and robots middleware decide."""
+    state = crawl_state(crawler)
+    source = state.source
     settings = source.settings
-    current = canonical(url)
+    lines = [f"source:        {source.name} ({source.origin})", f"URL:           {url}"]
+    try:
+        current = canonical(url)
+    except ValueError as exc:  # as the spider takes such a link (a port out of range, ...)
+        lines.append(f"verdict:       EXCLUDED ({code_name(Status.EXCLUDED_PORT)}): not a valid URL: {exc}")
+        return lines, False
     lines.append(f"canonical:     {current}" + ("" if current != url else "  (unchanged)"))
-    if settings.url_rewriter:
-        rewritten = load_rewriter(settings.url_rewriter)(current)
-        if rewritten is None:
-            lines.append(f"rewriter:      {settings.url_rewriter} drops it")
-            lines.append("verdict:       EXCLUDED (909 excluded_rewriter): dropped by the URL rewriter")
-            return lines, False
-        lines.append(f"rewriter:      {settings.url_rewriter} -> {rewritten}")
-        current = canonical(rewritten)
-    row = table.get(source.name, current) if table is not None else None
+
+    # The rule chain, as for a link: the rewriter first, then the rules on what it makes of it.
+    steps = state.steps(current, depth or 0, rewrite="link", every=True)
+    rewriting = steps[0]  # with every step asked for, the rewriter's always comes first
+    row = state.table.get(source.name, rewriting.url) if rewriting.allowed else None
+    recorded = ""
     if depth is None:
         depth = row["depth"] if row and row["depth"] is not None else 0
-        lines.append(f"depth:         {depth} ({'as recorded' if row else 'assumed; use --depth'})")
-    else:
-        lines.append(f"depth:         {depth}")
-    boundary = Boundary(source.seed_urls, settings, max_url_length)
-    steps = boundary.explain(current, depth)
-    for step in steps:
+        recorded = " (as recorded)" if row else " (assumed; use --depth)"
+        if depth:  # the chain again, at the depth the document table records
+            steps = state.steps(current, depth, rewrite="link", every=True)
+    if settings.url_rewriter:
+        if rewriting.allowed:
+            lines.append(f"rewriter:      {settings.url_rewriter} -> {rewriting.url}")
+        elif rewriting.rule == "dropped by the URL rewriter":
+            lines.append(f"rewriter:      {settings.url_rewriter} drops it")
+        else:
+            lines.append(f"rewriter:      {settings.url_rewriter}: {rewriting.rule}")
+    if rewriting.allowed:
+        lines.append(f"depth:         {depth}{recorded}")
+    for step in steps[1:]:
         lines.append(f"  {'ok ' if step.allowed else 'NO '} {step.rule}")
     verdict = steps[-1]
-    if verdict.allowed:
-        filtered = FilterSet(settings.filters.scope, "scope").check_url(current)
-        lines.append(f"  {'ok ' if filtered.passed else 'NO '} {filtered.rule}")
-        if not filtered.passed:
-            verdict = Decision(False, filtered.rule, Status.EXCLUDED_FILTER)
-    allowed = verdict.allowed
-    if not allowed:
+    if not verdict.allowed:
         assert verdict.status is not None
-        lines.append(f"verdict:       EXCLUDED ({int(verdict.status)} {verdict.status.name.lower()}): {verdict.rule}")
+        lines.append(f"verdict:       EXCLUDED ({code_name(verdict.status)}): {verdict.rule}")
         return lines, False
+    current = rewriting.url
+
+    # The downloader middlewares a request of the URL meets, in their order: the address guard
+    # (it runs before RobotsMiddleware: a refused host's robots.txt is never fetched), robots.txt.
+    guard = crawler.get_downloader_middleware(AddressGuardMiddleware)
+    if guard is not None:
+        try:
+            await guard.process_request(Request(current))
+        except RequestRefused as refused:
+            lines.append(f"address guard: NO  {refused.reason}")
+            lines.append(refused_verdict(refused))
+            return lines, False
+    robots = crawler.get_downloader_middleware(RobotsMiddleware)
     site = site_of(current)
     if not settings.obey_robots:
         lines.append("robots.txt:    not obeyed by this source (obey_robots = false)")
-    elif site is None or not check_robots:
+    elif robots is None:
+        lines.append("robots.txt:    not obeyed: RobotsMiddleware is not in DOWNLOADER_MIDDLEWARES")
+    elif site is None:
         lines.append("robots.txt:    not applicable")
+    elif not check_robots:
+        lines.append("robots.txt:    not fetched (--no-robots)")
     else:
-        robots, fetched, unavailable = fetch_robots_txt(site, user_agent)
-        decision = robots.decide(settings.robots_agent, current)
-        lines.append(f"robots.txt:    {fetched}")
-        if unavailable:
-            lines.append(
-                "verdict:       FAILS FOR NOW (935 robots_unavailable): a transient failure, counted "
-                "toward max_failures; nothing is removed for it alone"
-            )
+        rules = await robots.robots_txt(site)
+        lines.append(f"robots.txt:    {robots.answers.get(site, f'{site}/robots.txt')}")
+        if site in robots.unavailable:
+            lines.append(ROBOTS_UNAVAILABLE)
             return lines, False
-        lines.append(f"  agent token  {settings.robots_agent}; group: {decision.group or 'none applies'}")
+        decision = rules.decide(robots.agent, current)
+        lines.append(f"  agent token  {robots.agent}; group: {decision.group or 'none applies'}")
         lines.append(f"  {'ok ' if decision.allowed else 'NO '} {decision.line or 'no rule matches: allowed'}")
         if not decision.allowed:
-            lines.append(f"verdict:       EXCLUDED (907 excluded_robots): {decision.line}")
+            lines.append(f"verdict:       EXCLUDED ({code_name(Status.EXCLUDED_ROBOTS)}): {decision.line}")
             return lines, False
-    lines.append(f"display URL:   {DisplayUrls(settings.display_urls).display_url(current)}")
+
+    lines.append(f"display URL:   {state.display_urls.display_url(current)}")
     if row:
         lines.append(
             f"document table: state {row['state']}, status {row['status']} ({describe(row['status'])})"
@@ -125,6 +175,49 @@ def explain(
         "(indexed if it answers 200 with indexable content and no noindex)"
     )
     return lines, True
+
+
+def explain_spider(
+    spidercls: type[SourceSpider], url: str, depth: int | None, check_robots: bool, explanation: Explanation
+) -> type[SourceSpider]:
+    """A subclass of the source's spider class for explain's crawl: the same source, components
+    and settings (with ``READ_ONLY_CRAWL`` over them); its ``start`` explains ``url`` into
+    ``explanation`` and requests nothing, so the crawl ends once it has."""
+
+    async def start(self: SourceSpider) -> AsyncIterator[Request]:
+        try:
+            explanation.lines, explanation.crawled = await explain(self.crawler, url, depth, check_robots)
+        except Exception as exc:  # reported by the command, after the crawl
+            explanation.error = exc
+        return
+        yield  # an async generator that yields nothing: no request
+
+    custom_settings = {**(getattr(spidercls, "custom_settings", None) or {}), **READ_ONLY_CRAWL}
+    return type(
+        f"Explain[{spidercls.__name__}]",
+        (spidercls,),
+        {"start": start, "custom_settings": custom_settings, "__module__": spidercls.__module__},
+    )
+
+
+def on_failure(running: Any, report: Callable[[BaseException], None]) -> None:
+    """``report`` the error a crawl started by a crawler process ends with (its Deferred or
+    asyncio Task), instead of the process logging it."""
+    if isinstance(running, Deferred):
+
+        def failed(failure: Failure) -> None:
+            if failure.value is not None:
+                report(failure.value)
+
+        running.addErrback(failed)
+    elif isinstance(running, asyncio.Future):
+
+        def done(task: asyncio.Future[Any]) -> None:
+            error = None if task.cancelled() else task.exception()
+            if error is not None:
+                report(error)
+
+        running.add_done_callback(done)
 
 
 class Command(ScrapyCommand):
@@ -147,7 +240,7 @@ class Command(ScrapyCommand):
             raise UsageError("expected a source name and a URL")
         assert self.settings is not None and self.crawler_process is not None
         try:
-            spider = self.crawler_process.spider_loader.load(args[0])
+            spidercls = self.crawler_process.spider_loader.load(args[0])
         except SourceError as exc:
             print(f"searchcrawl: broken source: {exc}")
             self.exitcode = 2
@@ -156,14 +249,26 @@ class Command(ScrapyCommand):
             print(f"searchcrawl: no source named {args[0]!r}")
             self.exitcode = 2
             return
-        with open_database(self.settings) as database:
-            lines, _crawled = explain(
-                spider.source,
-                args[1],
-                opts.depth,
-                DocumentTable(database),
-                self.settings.get("USER_AGENT"),
-                not opts.no_robots,
-                self.settings.getint("SEARCHCRAWL_MAX_URL_LENGTH"),
-            )
-        print("\n".join(printable(line) for line in lines))  # robots.txt lines and reasons: the sites' words
+        assert issubclass(spidercls, SourceSpider)
+        explanation = Explanation()
+        crawler = self.crawler_process.create_crawler(
+            explain_spider(spidercls, args[1], opts.depth, not opts.no_robots, explanation)
+        )
+        errors: list[BaseException] = []
+        on_failure(self.crawler_process.crawl(crawler), errors.append)
+        self.crawler_process.start()
+        error = explanation.error or (errors[0] if errors else None)
+        if isinstance(error, SchemaOutdated):  # read-only: explain never migrates
+            print(f"searchcrawl: {error}", file=sys.stderr)
+            self.exitcode = 1
+            return
+        if error is not None:
+            print("searchcrawl: explain failed:", file=sys.stderr)
+            traceback.print_exception(error, file=sys.stderr)
+            self.exitcode = 1
+            return
+        if not explanation.lines:  # the crawl ended before its spider could explain
+            print("searchcrawl: explain failed: the crawl ended before the URL was explained", file=sys.stderr)
+            self.exitcode = 1
+            return
+        print("\n".join(printable(line) for line in explanation.lines))  # robots.txt lines and reasons: the sites' words

@@ -8,6 +8,12 @@ are built after the spider and before the engine (downloader middlewares, pipeli
 so those find it in their ``from_crawler``; the spider and other extensions find it when the
 spider opens. It opens (and migrates) the document table and builds the ledger writer, the one
 writer of URL states: a source spider never runs without it (``crawl_state`` fails loudly).
+
+The source's rules on a URL (the URL rewriter, the boundary's checks, the scope filter) are one
+chain, ``CrawlState.steps``: the crawl takes its first refusal (``admit``, ``rule_excluding``) and
+`scrapy explain` prints every step of it. A read-only crawl (``SEARCHCRAWL_READ_ONLY``, what
+`scrapy explain` runs) opens the document table without migrating it and writes nothing: no
+ledger writer, no exclusions recorded, no document cache opened.
 """
 
 from __future__ import annotations
@@ -18,11 +24,12 @@ import socket
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.misc import load_object
 
 from searchcrawl.config import paths
 from searchcrawl.config.source import Source
@@ -33,11 +40,12 @@ from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.rules.boundary import Boundary
 from searchcrawl.rules.boundary import ScopeDecision as Decision
 from searchcrawl.rules.display_urls import DisplayUrls
-from searchcrawl.rules.filters import FilterSet
+from searchcrawl.rules.filters import FilterRules, FilterSet
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.maintenance import recrawl_reasons, settings_fingerprint
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.url_rewriter import UrlRewriter, load_rewriter
+from searchcrawl.rules.urls import canonical
 from searchcrawl.store import Database, Deltas, DocumentTable
 from searchcrawl.store.database import now
 from searchcrawl.store.frontier import Frontier
@@ -63,11 +71,51 @@ class BoundedSet:
             self.items.popitem(last=False)
 
 
+class RuleStep(NamedTuple):  # a tuple: made for every URL the crawl meets, it must cost little
+    """One decision of a source's rules on a URL (``CrawlState.steps``).
+
+    ``name``: the rule: ``url_rewriter``, a boundary check's name (``Boundary.checks``: ``domains``,
+    ``paths``, ...; ``boundary`` for the boundary's verdict when only the decisive steps were asked
+    for), ``scope_filter``. ``decision``: allowed or not, the rule's words (what the document table
+    keeps and `scrapy explain` prints), the crawler status when not. ``url``: the URL the rules
+    after this one judge (the rewriter's result, for a link; else the URL judged)."""
+
+    name: str
+    decision: Decision
+    url: str
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision.allowed
+
+    @property
+    def rule(self) -> str:
+        return self.decision.rule
+
+    @property
+    def status(self) -> Status | None:
+        return self.decision.status
+
+
+# What ``admit`` answers for a URL the source's rules let in (the crawl reads only ``allowed``).
+ADMITTED = Decision(True, "inside the source's boundary and scope filter")
+# RuleStep(...) without its Python-level __new__, for the steps the crawl's hot path makes
+_new_step = tuple.__new__
+# The crawl's stats key of each exclusion status (Enum.name costs a property call a link)
+_EXCLUDED_STAT = {status: f"searchcrawl/excluded/{status.name.lower()}" for status in Status}
+
+# CrawlState.steps' ``rewrite``: how the URL rewriter applies to the URL judged
+#   "link":  a link found on a page: judged as the rewriter makes it (what the spider requests)
+#   "known": a URL the document table knows (a maintenance crawl): the rewriter must leave it as it is
+#   None:    a request's URL: the rewriter has had it already (links), or never does (seeds)
+Rewrite = Literal["link", "known"] | None
+
+
 @dataclass
 class CrawlState:
     source: Source
     table: DocumentTable
-    cache: DocumentCache
+    document_cache: DocumentCache | None  # None in a read-only crawl (``cache``)
     index: SolrIndex
     boundary: Boundary
     rewriter: UrlRewriter
@@ -88,25 +136,38 @@ class CrawlState:
     shared: bool = False
     owner: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
     site_delay: float = 0.0  # seconds between requests to one site (DOWNLOAD_DELAY, delay_rules)
+    # SEARCHCRAWL_READ_ONLY (`scrapy explain`): the document table is read, never written
+    read_only: bool = False
     _ends_run: bool | None = None
     _converter: Any = None
     ledger: Any = None  # the LedgerWriter (kept here: signal receivers are weak references)
     scope_filter: FilterSet | None = None
     result_filter: FilterSet | None = None
+    # whether the scope filter has a rule: one with every key at its default passes every URL,
+    # and the crawl's hot path (``steps`` without ``every``) need not ask it
+    _scope_filtering: bool = field(default=True, init=False, repr=False)
 
     def __post_init__(self) -> None:
         filters = self.source.settings.filters
         self.scope_filter = FilterSet(filters.scope, "scope")
         self.result_filter = FilterSet(filters.result, "result")
+        self._scope_filtering = filters.scope != FilterRules()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlState:
         if getattr(crawler.spidercls, "source", None) is None:
             raise NotConfigured("not a searchcrawl source spider")
         state = cls.build(crawler)
+        if state.read_only:
+            from searchcrawl.crawl.frontier_scheduler import FrontierScheduler  # it imports this module
+
+            if issubclass(load_object(crawler.settings["SCHEDULER"]), FrontierScheduler):
+                state.table.database.close()
+                raise RuntimeError("a read-only crawl (SEARCHCRAWL_READ_ONLY) starts no run: use Scrapy's SCHEDULER")
         spider = getattr(crawler, "spider", None)  # absent when a test builds components alone
         state.configure(getattr(spider, "arguments", {}))
-        state.ledger = LedgerWriter(crawler, state)
+        if not state.read_only:  # a read-only crawl records no outcome
+            state.ledger = LedgerWriter(crawler, state)
         crawler.signals.connect(state.close, signal=signals.spider_closed)
         return state
 
@@ -116,10 +177,12 @@ class CrawlState:
         if source is None:
             raise TypeError(f"{crawler.spidercls.__name__} is not a searchcrawl source spider")
         settings = crawler.settings
+        read_only = settings.getbool("SEARCHCRAWL_READ_ONLY")
         return cls(
             source=source,
-            table=DocumentTable(Database(paths.db_url(settings))),
-            cache=DocumentCache(paths.cache_dir(settings, source.name)),
+            # read-only: an outdated schema is refused (SchemaOutdated), never migrated
+            table=DocumentTable(Database(paths.db_url(settings), migrate=not read_only)),
+            document_cache=None if read_only else DocumentCache(paths.cache_dir(settings, source.name)),
             index=SolrIndex(
                 paths.solr_url(settings),
                 timeout=settings.getfloat("SEARCHCRAWL_SOLR_TIMEOUT"),
@@ -132,20 +195,92 @@ class CrawlState:
             crawler=crawler,
             shared=settings.getbool("SEARCHCRAWL_SHARED_CRAWL"),
             site_delay=settings.getfloat("DOWNLOAD_DELAY"),
+            read_only=read_only,
         )
 
+    @property
+    def cache(self) -> DocumentCache:
+        """The source's document cache (a read-only crawl opens none: opening one writes)."""
+        if self.document_cache is None:
+            raise RuntimeError("a read-only crawl (SEARCHCRAWL_READ_ONLY) has no document cache")
+        return self.document_cache
+
+    def steps(self, url: str, depth: int, *, rewrite: Rewrite = None, every: bool = False) -> list[RuleStep]:
+        """The source's rules on ``url``, found ``depth`` links from a seed, in the crawl's order:
+        the URL rewriter (``rewrite``, see ``Rewrite``), each boundary check, the scope filter.
+        They stop at the first refusal, which is then the last step. The crawl decides with them
+        (``admit``, ``rule_excluding``) and `scrapy explain` prints them: one chain for both.
+
+        With ``every``, each rule that has something to say about the URL gives a step, passed
+        ones with the reason they pass (what explain prints). Without it (the crawl's hot path:
+        every link, every known URL), only the steps that change the outcome: the rewriter's when
+        it refuses or rewrites a link, and the first refusal (from the boundary's verdict, named
+        ``boundary``); no step, or no refusal, is an allowed URL. The URL is expected in canonical
+        form; robots.txt and the internal-address guard decide when it is requested (downloader
+        middlewares)."""
+        steps: list[RuleStep] = []
+        if rewrite is not None:
+            try:
+                rewritten: str | Exception | None = self.rewriter(url)
+            except Exception as exc:  # a user's rewriter: one bad URL must not stop the crawl
+                rewritten = exc
+            if every or rewritten != url:
+                step = self._rewrite_step(url, rewritten, rewrite == "link")
+                steps.append(step)
+                if not step.decision.allowed:
+                    return steps
+                url = step.url
+        if every:
+            for check, decision in self.boundary.trace(url, depth):
+                steps.append(RuleStep(check.name, decision, url))
+            if not steps[-1].decision.allowed:
+                return steps
+        else:
+            verdict = self.boundary.check(url, depth)
+            if not verdict.allowed:
+                steps.append(_new_step(RuleStep, ("boundary", verdict, url)))
+                return steps
+        if not (every or self._scope_filtering):
+            return steps
+        assert self.scope_filter is not None
+        filtered = self.scope_filter.check_url(url)
+        if not filtered.passed:
+            steps.append(RuleStep("scope_filter", Decision(False, filtered.rule, Status.EXCLUDED_FILTER), url))
+        elif every:
+            steps.append(RuleStep("scope_filter", Decision(True, filtered.rule), url))
+        return steps
+
+    @staticmethod
+    def _rewrite_step(url: str, rewritten: str | Exception | None, link: bool) -> RuleStep:
+        """The URL rewriter's step: what it made of ``url`` (or raised). A link is judged as the
+        rewriter makes it; a known URL it changes is excluded (its rewritten form is a URL of its own)."""
+        if isinstance(rewritten, Exception):
+            refusal = Decision(False, f"the URL rewriter raised {type(rewritten).__name__}", Status.EXCLUDED_REWRITER)
+            return RuleStep("url_rewriter", refusal, url)
+        if rewritten is None:
+            return RuleStep("url_rewriter", Decision(False, "dropped by the URL rewriter", Status.EXCLUDED_REWRITER), url)
+        if rewritten == url:
+            return RuleStep("url_rewriter", Decision(True, "the URL rewriter leaves it as it is"), url)
+        if not link:
+            refusal = Decision(False, f"the URL rewriter makes it {rewritten}", Status.EXCLUDED_REWRITER)
+            return RuleStep("url_rewriter", refusal, url)
+        try:
+            target = canonical(rewritten)
+        except ValueError as exc:  # e.g. a port out of range
+            return RuleStep("url_rewriter", Decision(False, f"not a valid URL: {exc}", Status.EXCLUDED_PORT), rewritten)
+        return RuleStep("url_rewriter", Decision(True, f"the URL rewriter makes it {target}"), target)
+
     def admit(self, url: str, depth: int) -> Decision:
-        """The boundary's decision on a URL about to be requested; exclusions are remembered for
-        the document table (written by ``flush_exclusions``) and counted per crawler code."""
-        decision = self.boundary.check(url, depth)
-        if decision.allowed:
-            assert self.scope_filter is not None
-            filtered = self.scope_filter.check_url(url)
-            if not filtered.passed:
-                decision = Decision(False, filtered.rule, Status.EXCLUDED_FILTER)
+        """The rules' decision on a URL about to be requested: ``steps``' first refusal, else
+        ``ADMITTED``; exclusions are remembered for the document table (written by
+        ``flush_exclusions``) and counted per crawler code."""
+        steps = self.steps(url, depth)
+        if not steps:
+            return ADMITTED
+        decision = steps[-1].decision
         if not decision.allowed:
             assert decision.status is not None
-            self.crawler.stats.inc_value(f"searchcrawl/excluded/{decision.status.name.lower()}")
+            self.crawler.stats.inc_value(_EXCLUDED_STAT[decision.status])
             if url not in self.recorded:
                 self.recorded.add(url)
                 self.excluded.append((url, int(decision.status), depth, decision.rule))
@@ -153,6 +288,9 @@ class CrawlState:
         return decision
 
     def flush_exclusions(self) -> None:
+        if self.read_only:  # nothing is written
+            self.excluded = []
+            return
         if self.excluded:
             self.table.record_excluded(self.source.name, self.excluded)
             self.excluded = []
@@ -201,26 +339,15 @@ class CrawlState:
     def rule_excluding(self, url: str, depth: int) -> tuple[int, str] | None:
         """(status, rule) when the source's rules keep ``url`` out now (the URL rewriter, the
         boundary, the scope filter), else None; robots.txt and the address guard decide when it
-        is requested. What a maintenance crawl applies to every known URL."""
+        is requested. What a maintenance crawl applies to every known URL (``steps``' first refusal)."""
         try:
-            rewritten = self.rewriter(url)
-        except Exception as exc:  # a user's rewriter: one bad URL must not stop the crawl
-            return int(Status.EXCLUDED_REWRITER), f"the URL rewriter raised {type(exc).__name__}"
-        if rewritten is None:
-            return int(Status.EXCLUDED_REWRITER), "dropped by the URL rewriter"
-        if rewritten != url:
-            return int(Status.EXCLUDED_REWRITER), f"the URL rewriter makes it {rewritten}"
-        try:
-            decision = self.boundary.check(url, depth)
+            steps = self.steps(url, depth, rewrite="known")
         except ValueError as exc:
             return int(Status.EXCLUDED_PORT), f"not a valid URL: {exc}"
-        if not decision.allowed and decision.status is not None:
-            return int(decision.status), decision.rule
-        assert self.scope_filter is not None
-        filtered = self.scope_filter.check_url(url)
-        if not filtered.passed:
-            return int(Status.EXCLUDED_FILTER), filtered.rule
-        return None
+        if not steps:
+            return None
+        decision = steps[-1].decision  # a known URL's steps (without ``every``) are refusals only
+        return (int(decision.status), decision.rule) if decision.status is not None else None
 
     def exclude_link(self, url: str, status: Status, depth: int, reason: str) -> None:
         """A link a rule keeps out before it becomes a request (an invalid URL, the rewriter)."""
@@ -309,7 +436,8 @@ class CrawlState:
         return self._converter
 
     def close(self) -> None:
-        self.cache.close()
+        if self.document_cache is not None:
+            self.document_cache.close()
         if self._converter is not None:
             self._converter.close()
         self.table.database.close()

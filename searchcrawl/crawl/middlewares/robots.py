@@ -53,6 +53,7 @@ class RobotsMiddleware:
         self.retry_after = crawler.settings.getfloat("SEARCHCRAWL_ROBOTS_RETRY_AFTER")
         self.sites: dict[str, tuple[RobotsTxt, float | None]] = {}
         self.unavailable: dict[str, str] = {}  # site -> why its robots.txt could not be fetched
+        self.answers: dict[str, str] = {}  # site -> what its robots.txt fetch answered (`scrapy explain` shows it)
         self.fetching: dict[str, asyncio.Future[tuple[RobotsTxt, float | None]]] = {}
         crawler.signals.connect(self.bytes_received, signal=signals.bytes_received)
 
@@ -97,11 +98,12 @@ class RobotsMiddleware:
         fail transiently (status 935) instead of being excluded."""
         logger.info("robots.txt of %s %s: the site's URLs fail for now (a transient failure)", site, why)
         self.unavailable[site] = why
+        self.answers[site] = f"{site}/robots.txt {why}"
         return robots_for_response(None, None), self._expiry()
 
     async def _fetch(self, site: str) -> tuple[RobotsTxt, float | None]:
         url = f"{site}/robots.txt"
-        for _hop in range(MAX_ROBOTS_REDIRECTS + 1):
+        for hop in range(MAX_ROBOTS_REDIRECTS + 1):
             request = Request(
                 url,
                 priority=1000,
@@ -124,6 +126,8 @@ class RobotsMiddleware:
                 return self._unavailable(site, f"answered {response.status}")
             self.unavailable.pop(site, None)
             logger.debug("robots.txt of %s: HTTP %d, %d bytes", site, response.status, len(response.body))
+            redirects = f" (after {hop} redirect{'s' if hop > 1 else ''})" if hop else ""
+            self.answers[site] = f"{url}: HTTP {response.status}, {len(response.body)} bytes{redirects}"
             return robots_for_response(response.status, response.body), None
         return self._unavailable(site, f"redirects more than {MAX_ROBOTS_REDIRECTS} times")
 

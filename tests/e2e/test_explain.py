@@ -1,0 +1,312 @@
+"""`scrapy explain` says what the crawl says: it runs the crawl's own rule chain
+(``CrawlState.steps``, shared with ``admit`` and ``rule_excluding``), and gets robots.txt from the
+crawl's RobotsMiddleware, through the crawl's downloader (the internal-address guard, at most 5
+redirects). And it is read-only: the document table is opened without migrating, nothing is
+written, no run is started.
+
+The `scrapy explain` tests run it as a user does (a subprocess) against real servers on
+127.0.0.1; none needs Solr."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from pathlib import Path
+
+import pytest
+
+from searchcrawl.crawl.extensions.crawl_state import ADMITTED
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.database import create_db_engine, schema_revisions, upgrade_schema
+from tests.components import source_crawler, state_of
+from tests.conftest import Project, Site
+
+ROBOTS = b"User-agent: *\nDisallow: /private/\n"
+DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def text(body: bytes) -> tuple[int, dict[str, str], bytes]:
+    return 200, {"Content-Type": "text/plain"}, body
+
+
+def explain(project: Project, name: str, url: str, *options: str) -> str:
+    result = project.scrapy("explain", name, url, *options)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.stdout
+
+
+def verdict(out: str) -> str:
+    return out.rstrip().splitlines()[-1]
+
+
+def db_path(project: Project) -> Path:
+    return project.data_dir / "documents.sqlite3"
+
+
+def dump(project: Project) -> list[str]:
+    """Every row of every table of the project's SQLite document table, as SQL."""
+    with sqlite3.connect(db_path(project)) as connection:
+        return list(connection.iterdump())
+
+
+# --- one rule chain for the crawl and explain --------------------------------------------------
+
+SOURCE = """seeds = ["http://h.test/", "http://h.test:8080/"]
+max_depth = 2
+url_rewriter = "tests.rewriters.strip_session"
+paths = { "*" = { exclude = ["/private/"] } }
+patterns = { exclude_glob = ["*.zip"] }
+[filters.scope]
+exclude_urls = ["*/drafts/*"]
+"""
+URLS = [
+    "http://h.test/a.html",
+    "http://h.test/private/a.html",
+    "http://h.test/drafts/a.html",
+    "http://h.test/a.zip",
+    "http://h.test/q?x=1",
+    "http://h.test/q?sessionid=1",
+    "http://h.test/print/a.html",
+    "http://h.test:8080/a.html",
+    "http://h.test:9090/a.html",
+    "http://other.test/a.html",
+    "ftp://h.test/a.html",
+    "http://[::1/a",
+    "http://h.test/" + "x" * 3000,
+]
+
+
+@pytest.mark.parametrize("depth", [0, 2, 3])
+def test_admit_and_rule_excluding_take_the_first_refusal_of_the_explained_chain(tmp_path: Path, depth: int) -> None:
+    state = state_of(source_crawler(tmp_path, SOURCE))
+    for url in URLS:
+        every = state.steps(url, depth, every=True)
+        assert [step.allowed for step in every[:-1]] == [True] * (len(every) - 1), (url, every)
+        decisive = state.steps(url, depth)
+        assert [step for step in decisive if not step.allowed] == ([] if every[-1].allowed else [decisive[-1]])
+        if every[-1].allowed:
+            assert decisive == [] and every[-1].name == "scope_filter"
+        else:  # the same refusal, named by its check when every step is asked for
+            assert decisive[-1].decision == every[-1].decision, url
+        admitted = state.admit(url, depth)
+        assert admitted == (ADMITTED if every[-1].allowed else every[-1].decision), url
+
+        known = state.steps(url, depth, rewrite="known", every=True)
+        assert known[0].name == "url_rewriter"
+        refusal = next((step for step in known if not step.allowed), None)
+        expected = None if refusal is None or refusal.status is None else (int(refusal.status), refusal.rule)
+        assert state.rule_excluding(url, depth) == expected, url
+
+
+def test_steps_of_a_link_follow_the_rewriter(tmp_path: Path) -> None:
+    state = state_of(source_crawler(tmp_path, SOURCE))
+    steps = state.steps("http://h.test/q?sessionid=1&x=2", 0, rewrite="link", every=True)
+    assert steps[0].name == "url_rewriter" and steps[0].url == "http://h.test/q?x=2"
+    assert steps[0].rule == "the URL rewriter makes it http://h.test/q?x=2"
+    assert {step.url for step in steps[1:]} == {"http://h.test/q?x=2"}
+    assert steps[-1].rule == "query string and index_dynamic_pages is false"
+    dropped = state.steps("http://h.test/print/a.html", 0, rewrite="link")
+    assert [(step.name, step.status, step.rule) for step in dropped] == [
+        ("url_rewriter", Status.EXCLUDED_REWRITER, "dropped by the URL rewriter")
+    ]
+    known = state.rule_excluding("http://h.test/q?sessionid=1&x=2", 0)
+    assert known == (int(Status.EXCLUDED_REWRITER), "the URL rewriter makes it http://h.test/q?x=2")
+
+
+def test_the_crawl_records_exclusions_from_the_chain(tmp_path: Path) -> None:
+    crawler = source_crawler(tmp_path, SOURCE)
+    state = state_of(crawler)
+    assert not state.admit("http://h.test/drafts/a.html", 1).allowed
+    assert not state.admit("http://other.test/", 1).allowed
+    assert state.admit("http://h.test/a.html", 1).allowed
+    assert crawler.stats.get_value("searchcrawl/excluded/excluded_filter") == 1
+    assert crawler.stats.get_value("searchcrawl/excluded/excluded_domain") == 1
+    assert [(url, status) for url, status, _depth, _rule in state.excluded] == [
+        ("http://h.test/drafts/a.html", Status.EXCLUDED_FILTER),
+        ("http://other.test/", Status.EXCLUDED_DOMAIN),
+    ]
+    state.flush_exclusions()
+    row = state.table.get("unit", "http://other.test/")
+    assert row is not None and row["status"] == Status.EXCLUDED_DOMAIN
+
+
+def test_a_read_only_crawl_state_writes_nothing(tmp_path: Path) -> None:
+    crawler = source_crawler(tmp_path, SOURCE, SEARCHCRAWL_READ_ONLY=True, SCHEDULER="scrapy.core.scheduler.Scheduler")
+    state = state_of(crawler)
+    assert state.read_only and state.ledger is None
+    assert not (tmp_path / "cache").exists()  # no document cache opened
+    with pytest.raises(RuntimeError, match="read-only"):
+        _ = state.cache
+    assert not state.admit("http://other.test/", 1).allowed
+    state.flush_exclusions()
+    assert state.excluded == []
+    assert state.table.get("unit", "http://other.test/") is None
+    state.close()
+
+
+def test_a_read_only_crawl_refuses_the_durable_frontier(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="starts no run"):
+        source_crawler(tmp_path, SOURCE, SEARCHCRAWL_READ_ONLY=True)
+
+
+# --- robots.txt: fetched through the crawl's downloader -------------------------------------------
+
+
+def robots_source(offline_project: Project, site: Site) -> str:
+    name = unique("explain")
+    offline_project.source(name, f'seeds = ["{site.url}"]\nmax_depth = 2\n')
+    return name
+
+
+@pytest.mark.parametrize("internal_host", ["127.0.0.1", "127.0.0.2"])  # another port; another address
+def test_a_robots_txt_redirecting_to_an_internal_address_is_not_followed(
+    offline_project: Project, serve, tmp_path: Path, internal_host: str
+) -> None:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "internal").mkdir()
+    site = serve(tmp_path / "site")
+    internal = serve(tmp_path / "internal", host=internal_host)  # an internal service the source does not admit
+    internal.responses["/robots.txt"] = text(ROBOTS)
+    site.redirect("/robots.txt", 302, f"{internal.url}robots.txt")
+    name = robots_source(offline_project, site)
+
+    out = explain(offline_project, name, f"{site.url}private/a.html")
+    assert internal.requests == []  # the guard held, as in the crawl (the old urllib fetch followed it)
+    assert f"robots.txt:    {site.url}robots.txt is unreachable (RequestRefused: " in out, out
+    assert "is an internal address" in out
+    assert verdict(out).startswith("verdict:       FAILS FOR NOW (935 robots_unavailable)"), out
+    assert site.paths() == ["/robots.txt"]
+
+
+def test_a_robots_txt_redirecting_more_than_5_times_is_unavailable(offline_project: Project, serve, tmp_path: Path) -> None:
+    (tmp_path / "site").mkdir()
+    site = serve(tmp_path / "site")
+    hops = ["/robots.txt", *(f"/hop{number}.txt" for number in range(1, 7))]
+    for source, target in zip(hops, hops[1:], strict=False):
+        site.redirect(source, 301, f"{site.url}{target.lstrip('/')}")
+    site.responses[hops[-1]] = text(DISALLOW_ALL)  # 6 redirects away: the crawl never reads it
+    name = robots_source(offline_project, site)
+
+    out = explain(offline_project, name, f"{site.url}a.html")
+    assert f"robots.txt:    {site.url}robots.txt redirects more than 5 times" in out, out
+    assert verdict(out).startswith("verdict:       FAILS FOR NOW (935 robots_unavailable)"), out
+    assert site.paths() == hops[:-1]  # 6 fetches, 5 redirects followed, the 6th not
+
+    site.requests.clear()
+    site.redirect("/hop1.txt", 301, f"{site.url}hop6.txt")  # now 2 redirects: followed, and obeyed
+    out = explain(offline_project, name, f"{site.url}a.html")
+    assert f"robots.txt:    {site.url}hop6.txt: HTTP 200, {len(DISALLOW_ALL)} bytes (after 2 redirects)" in out, out
+    assert verdict(out) == "verdict:       EXCLUDED (907 excluded_robots): line 2: Disallow: /"
+
+
+def test_explain_and_the_crawl_agree_on_an_unavailable_robots_txt(offline_project: Project, serve, tmp_path: Path) -> None:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "internal").mkdir()
+    site = serve(tmp_path / "site")
+    internal = serve(tmp_path / "internal", host="127.0.0.2")
+    internal.responses["/robots.txt"] = text(b"User-agent: *\nAllow: /\n")
+    site.redirect("/robots.txt", 302, f"{internal.url}robots.txt")
+    site.responses["/index.html"] = 200, {"Content-Type": "text/html"}, b"<html><body><p>home</p></body></html>"
+    name = unique("agree")
+    offline_project.source(name, f'seeds = ["{site.url}index.html"]\n')
+
+    out = explain(offline_project, name, f"{site.url}index.html")
+    crawl = offline_project.scrapy("crawl", name)
+    assert "Traceback" not in crawl.stderr, crawl.stderr[-3000:]
+    row = offline_project.table().get(name, f"{site.url}index.html")
+    assert row is not None and row["status"] == Status.ROBOTS_UNAVAILABLE, row
+    assert verdict(out).startswith(f"verdict:       FAILS FOR NOW ({int(Status.ROBOTS_UNAVAILABLE)} robots_unavailable)")
+    assert internal.requests == []
+
+
+# --- read-only: no migration, nothing written ---------------------------------------------------
+
+
+def test_explain_refuses_an_outdated_schema_and_leaves_it_as_it_is(offline_project: Project, serve, tmp_path: Path) -> None:
+    (tmp_path / "site").mkdir()
+    site = serve(tmp_path / "site")
+    name = robots_source(offline_project, site)
+    offline_project.data_dir.mkdir(parents=True)
+    engine = create_db_engine(f"sqlite:///{db_path(offline_project)}")
+    upgrade_schema(engine, "0009")  # a document table of an older searchcrawl
+    before = dump(offline_project)
+
+    result = offline_project.scrapy("explain", name, f"{site.url}a.html")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "is at revision 0009, this searchcrawl needs" in result.stderr, result.stderr
+    assert "a crawl of any source brings it up to date" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+    assert schema_revisions(engine)[0] == "0009"  # not migrated
+    assert dump(offline_project) == before
+    assert site.requests == []  # refused before anything was fetched
+    engine.dispose()
+
+
+def test_explain_writes_nothing(offline_project: Project, serve, tmp_path: Path) -> None:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "internal").mkdir()
+    site = serve(tmp_path / "site")
+    other = serve(tmp_path / "internal", host="127.0.0.2")
+    site.responses["/robots.txt"] = text(ROBOTS)
+    other.redirect("/robots.txt", 302, f"{site.url}robots.txt")
+    name = unique("readonly")
+    offline_project.source(
+        name,
+        f'seeds = ["{site.url}"]\nmax_depth = 1\n'
+        f'domains = {{ include = ["127.0.0.1", "127.0.0.2"] }}\npaths = {{ "*" = {{ exclude = ["/internal/"] }} }}\n',
+    )
+    offline_project.data_dir.mkdir(parents=True)
+    table = DocumentTable(Database(f"sqlite:///{db_path(offline_project)}"))  # a crawled source's table
+    table.record(name, f"{site.url}failed.html", Outcome(Event.FAILED, 503, "answered 503", depth=1))
+    table.record_excluded(name, [(f"{site.url}internal/x.html", int(Status.EXCLUDED_PATH), 1, "path rule")])
+    table.database.close()
+    before = dump(offline_project)
+
+    outs = [
+        explain(offline_project, name, f"{site.url}failed.html"),  # crawled
+        explain(offline_project, name, f"{site.url}private/x.html"),  # robots.txt: a crawl records 907
+        explain(offline_project, name, f"{site.url}internal/x.html", "--depth", "1"),  # the boundary: 903
+        explain(offline_project, name, f"{site.url}a.html", "--depth", "2"),  # 905, not met before
+        explain(offline_project, name, f"{other.url}x.html"),  # robots.txt redirects to another site
+    ]
+    assert "depth:         1 (as recorded)" in outs[0] and verdict(outs[0]).startswith("verdict:       CRAWLED")
+    assert "document table: state failed, status 503" in outs[0]
+    assert verdict(outs[1]).startswith("verdict:       EXCLUDED (907 excluded_robots)")
+    assert verdict(outs[2]).startswith("verdict:       EXCLUDED (903 excluded_path)")
+    assert verdict(outs[3]).startswith("verdict:       EXCLUDED (905 excluded_depth)")
+    assert f"robots.txt:    {site.url}robots.txt: HTTP 200, {len(ROBOTS)} bytes (after 1 redirect)" in outs[4], outs[4]
+    assert dump(offline_project) == before  # no row, no exclusion, no run
+    assert not (offline_project.data_dir / "cache").exists()  # no document cache opened
+    with sqlite3.connect(db_path(offline_project)) as connection:
+        assert connection.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+
+
+def test_explain_asks_the_internal_address_guard(offline_project: Project, tmp_path: Path) -> None:
+    """A link inside a file source's seed folder to a file outside it: the boundary sees a path
+    below the folder, the guard (as in the crawl) the real path outside it."""
+    docs, secret = tmp_path / "docs", tmp_path / "secret"
+    docs.mkdir()
+    secret.mkdir()
+    (docs / "index.html").write_text("<html><body>docs</body></html>")
+    (secret / "passwd.html").write_text("<html><body>secret</body></html>")
+    (docs / "escape.html").symlink_to(secret / "passwd.html")
+    name = unique("guard")
+    offline_project.source(name, f'seeds = ["file://{docs}/index.html"]\n')
+
+    out = explain(offline_project, name, f"file://{docs}/escape.html")
+    assert f'  ok  file path below seed folder "{docs}/"' in out, out
+    assert f"address guard: NO  file://{docs}/escape.html is (or links to) a file outside the seeds' folders" in out
+    assert verdict(out) == (
+        f"verdict:       EXCLUDED (903 excluded_path): file://{docs}/escape.html is (or links to) a file outside the seeds' folders"
+    )
+    out = explain(offline_project, name, f"file://{docs}/index.html")
+    assert "robots.txt:    not applicable" in out
+    assert verdict(out).startswith("verdict:       CRAWLED")
