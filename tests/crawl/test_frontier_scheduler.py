@@ -1,0 +1,505 @@
+"""FrontierScheduler (Scrapy's SCHEDULER) built alone: ``build_from_crawler`` on a ``get_crawler``
+crawler of a source (``tests.components``), on the real document table: SQLite in the test's data
+dir; for a shared crawl's two nodes, the session's real PostgreSQL server (the code also runs a
+shared crawl on SQLite, on one machine; a fleet of machines shares PostgreSQL).
+
+What is not called here: ``open()``. Besides starting the run, it starts two
+``twisted.internet.task.LoopingCall`` (lease renewal; in a shared crawl, ``_wake``), and a
+LoopingCall imports ``twisted.internet.reactor`` when it is built, which installs Twisted's
+default reactor for the whole test session (pytest runs without one; ``get_crawler`` then builds
+reactorless crawlers). So ``opened`` below leaves the scheduler as ``open()`` leaves it, through
+the same public stores: the source's run started, resumed or joined (``Runs.start``), this node
+joined (``Runs.join``), the run's ``Frontier``, the run attached to the crawl's state
+(``CrawlState.attach_run``), the spider; the logic the loops call (``_renew``, ``_wake``) is
+called directly, and so is ``_finish_lost``, the spider_idle receiver ``open()`` connects.
+``open()``'s own steps (its requeue of a resumed run's leases, the CloseSpider on a RunConflict,
+``-a fresh=1``) are therefore not covered here.
+
+``_next_within_sites`` reads the real downloader of ``crawler.engine``: an ``ExecutionEngine``
+built the public way and never started (as in middlewares/test_site_concurrency.py), without
+downloader middlewares (these tests are about its slots). A request holds a site in
+``downloader.active`` while it waits out its slot's delay (``waiting_in``). ``_wake`` hands a
+request to a running engine (``engine.crawl``, which needs an open spider, i.e.
+``open_spider_async``, which calls ``open()``): it gets a stand-in engine that records ``crawl``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import Request, Spider, signals
+from scrapy.core.engine import ExecutionEngine
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DontCloseSpider, NotSupported
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.misc import build_from_crawler
+
+from searchcrawl.crawl.frontier_scheduler import IDLE_RECHECK, WAKE, WAKE_URL, FrontierScheduler
+from searchcrawl.crawl.middlewares.conditional import KNOWN_ROW
+from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.deltas import Deltas
+from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.runs import Runs
+from tests.components import source_crawler, state_of
+
+SOURCE = 'seeds = ["http://h.test/"]\n'
+# A downloader without middlewares (the engine's slots are what matters here), no memory
+# watchdog (it expects engine_started before engine_stopped).
+BARE_DOWNLOADER = {"DOWNLOADER_MIDDLEWARES_BASE": {}, "DOWNLOADER_MIDDLEWARES": {}, "MEMUSAGE_ENABLED": False}
+
+
+@pytest.fixture
+def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
+    """crawler_of(source, node=..., **settings): a crawler of the source in a data dir of its own
+    (``node``); two crawlers of one source on one database are two nodes."""
+    made: list[Crawler] = []
+
+    def make(source: str = SOURCE, node: str = "a", name: str = "unit", **settings: Any) -> Crawler:
+        data_dir = tmp_path / node
+        data_dir.mkdir(exist_ok=True)
+        crawler = source_crawler(data_dir, source, name=name, **settings)
+        state_of(crawler).owner += f"/{node}"  # host:pid names a process; two nodes share this one
+        made.append(crawler)
+        return crawler
+
+    yield make
+    for crawler in made:
+        state_of(crawler).close()
+
+
+def opened(crawler: Crawler) -> FrontierScheduler:
+    """The scheduler as ``open()`` leaves it, without its LoopingCalls (see the module docstring)."""
+    scheduler = build_from_crawler(FrontierScheduler, crawler)
+    state = scheduler.context
+    runs = Runs(state.table.database)
+    run = runs.start(state.source.name, allow_shared=scheduler.shared, stale_after=scheduler.lease_seconds)
+    frontier = Frontier(state.table.database, state.source.name, run.id, scheduler.owner, scheduler.lease_seconds)
+    runs.join(run.id, scheduler.owner)
+    state.attach_run(run.id, run.resumed, frontier, runs)
+    scheduler.spider = crawler.spidercls.from_crawler(crawler)
+    scheduler.run, scheduler.frontier = run, frontier
+    return scheduler
+
+
+def spider_of(scheduler: FrontierScheduler) -> Spider:
+    assert scheduler.spider is not None
+    return scheduler.spider
+
+
+def link(scheduler: FrontierScheduler, url: str, depth: int = 1, **meta: Any) -> Request:
+    """A request as the source spider makes it."""
+    request = spider_of(scheduler).request(url, depth)  # type: ignore[attr-defined]
+    request.meta.update(meta)
+    return request
+
+
+def fetched(crawler: Crawler, url: str, event: Event = Event.CACHED, status: int = 200) -> None:
+    """``url``'s outcome, reported as the crawl reports it (recorded by the ledger writer)."""
+    crawler.signals.send_catch_log(url_outcome, url=url, outcome=Outcome(event, status, "unit test"))
+
+
+def counts(scheduler: FrontierScheduler) -> dict[str, int]:
+    assert scheduler.frontier is not None
+    return scheduler.frontier.counts()
+
+
+def drain(scheduler: FrontierScheduler) -> list[str]:
+    """The URLs next_request hands out until it has none."""
+    urls = []
+    while (request := scheduler.next_request()) is not None:
+        urls.append(request.url)
+    return urls
+
+
+# --- built alone ---------------------------------------------------------------------------------
+
+
+def test_it_is_built_from_the_crawls_settings_and_state(crawler_of) -> None:
+    crawler = crawler_of()
+    scheduler = build_from_crawler(FrontierScheduler, crawler)
+    state = state_of(crawler)
+    assert scheduler.context is state and scheduler.owner == state.owner
+    assert scheduler.batch == 2 * crawler.settings.getint("CONCURRENT_REQUESTS") == 32  # SEARCHCRAWL_FRONTIER_BATCH = 0
+    assert (scheduler.lease_seconds, scheduler.shared, scheduler.max_sites) == (600, False, 0)
+    assert (scheduler.run, scheduler.frontier, len(scheduler)) == (None, None, 0)
+    scheduler.close("finished")  # never opened: nothing to end
+    assert Runs(state.table.database).latest("unit") is None
+
+    crawler = crawler_of(
+        'seeds = ["http://h.test/"]\nconcurrent_sites = 3\n',
+        node="b",
+        SEARCHCRAWL_FRONTIER_BATCH=5,
+        SEARCHCRAWL_LEASE_SECONDS=90,
+    )
+    scheduler = build_from_crawler(FrontierScheduler, crawler)
+    assert (scheduler.batch, scheduler.lease_seconds, scheduler.max_sites) == (5, 90, 3)
+
+
+def test_the_wake_placeholder_is_accepted_and_never_queued(crawler_of) -> None:
+    crawler = crawler_of()
+    wake = Request(WAKE_URL, dont_filter=True, meta={WAKE: True})
+    assert build_from_crawler(FrontierScheduler, crawler).enqueue_request(wake)  # not even a frontier needed
+    scheduler = opened(crawler)
+    assert scheduler.enqueue_request(wake)  # accepted: the engine reports no dropped request
+    assert counts(scheduler) == {"queued": 0, "leased": 0, "done": 0}
+    assert scheduler.next_request() is None
+
+
+# --- the durable frontier ------------------------------------------------------------------------
+
+
+def test_requests_go_into_the_frontier_and_come_back_as_the_spiders(crawler_of) -> None:
+    crawler = crawler_of()
+    scheduler = opened(crawler)
+    spider = spider_of(scheduler)
+    deep = link(scheduler, "http://h.test/deep.html", 2, redirect_urls=["http://h.test/old.html"], retry_times=1)
+    deep = deep.replace(callback=spider.parse_document, priority=-2)  # type: ignore[attr-defined]
+    assert scheduler.enqueue_request(deep)
+    assert scheduler.enqueue_request(link(scheduler, "http://h.test/", 0, unpersisted="x"))
+    assert not scheduler.enqueue_request(link(scheduler, "http://h.test/", 0))  # queued in this run already
+    assert counts(scheduler) == {"queued": 2, "leased": 0, "done": 0}
+    assert scheduler.has_pending_requests()  # leases the batch
+    assert len(scheduler) == 2 and counts(scheduler) == {"queued": 0, "leased": 2, "done": 0}
+
+    seed, again = scheduler.next_request(), scheduler.next_request()
+    assert seed is not None and again is not None
+    # breadth-first; the spider's request (callback, errback), no meta beyond the persisted keys
+    assert (seed.url, seed.meta["depth"], seed.callback, seed.errback) == ("http://h.test/", 0, spider.parse, spider.failed)  # type: ignore[attr-defined]
+    assert "unpersisted" not in seed.meta
+    assert seed.meta[KNOWN_ROW]["state"] == "queued"  # the URL's row, read with the lease
+    assert (again.url, again.meta["depth"], again.priority) == ("http://h.test/deep.html", 2, -2)
+    assert (again.meta["redirect_urls"], again.meta["retry_times"]) == (["http://h.test/old.html"], 1)
+    assert again.callback == spider.parse_document  # type: ignore[attr-defined]
+    assert crawler.stats.get_value("scheduler/dequeued") == 2
+    assert scheduler.next_request() is None and len(scheduler) == 0
+    assert sorted(scheduler.frontier.leased_by(scheduler.owner)) == [("http://h.test/", 0), ("http://h.test/deep.html", 2)]  # type: ignore[union-attr]
+
+    assert not scheduler.enqueue_request(link(scheduler, "http://h.test/deep.html", 2))
+    retry = link(scheduler, "http://h.test/deep.html", 2).replace(dont_filter=True)  # RetryMiddleware's
+    assert scheduler.enqueue_request(retry)  # queued again, whatever its state in the run
+    assert drain(scheduler) == ["http://h.test/deep.html"]
+
+
+def test_the_frontier_is_leased_a_batch_at_a_time(crawler_of) -> None:
+    scheduler = opened(crawler_of(SEARCHCRAWL_FRONTIER_BATCH=2))
+    for n in range(5):
+        scheduler.enqueue_request(link(scheduler, f"http://h.test/{n}.html"))
+    first = scheduler.next_request()
+    assert first is not None and first.url == "http://h.test/0.html"  # discovery order at one depth
+    assert len(scheduler) == 1 and counts(scheduler) == {"queued": 3, "leased": 2, "done": 0}
+    assert drain(scheduler) == [f"http://h.test/{n}.html" for n in range(1, 5)]
+
+
+def test_an_empty_frontier_is_asked_again_at_once_only_for_this_nodes_additions(crawler_of) -> None:
+    scheduler = opened(crawler_of())
+    assert scheduler.next_request() is None and scheduler.starved
+    scheduler.enqueue_request(link(scheduler, "http://h.test/a.html"))  # this node's page added a link
+    assert drain(scheduler) == ["http://h.test/a.html"] and scheduler.starved
+    run = scheduler.run
+    assert run is not None
+    # an outcome or another process adds one: asked again after IDLE_RECHECK, not on every call
+    elsewhere = Frontier(scheduler.context.table.database, "unit", run.id, "elsewhere")
+    elsewhere.add([Entry("http://h.test/b.html", 1)])
+    assert scheduler.next_request() is None
+    time.sleep(IDLE_RECHECK)
+    assert drain(scheduler) == ["http://h.test/b.html"]
+
+
+# --- at most SEARCHCRAWL_MAX_SITES sites at once ---------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def engine_of(crawler: Crawler) -> AsyncIterator[ExecutionEngine]:
+    """A real engine (never started) on the crawler, closed as Scrapy closes it."""
+    engine = ExecutionEngine(crawler, lambda _spider: None)
+    crawler.engine = engine
+    try:
+        yield engine
+    finally:
+        await engine.close_async()
+        await crawler.signals.send_catch_log_async(signal=signals.engine_stopped)
+        crawler.engine = None
+
+
+async def waiting_in(engine: ExecutionEngine, site: str) -> asyncio.Future[Any]:
+    """A request that holds ``site`` in the real downloader (``downloader.active``) while it waits
+    out its slot's delay: the site's first request goes at once (and fails: a source crawl has no
+    handler for data: URLs), the next waits DOWNLOAD_DELAY behind it."""
+    downloader = engine.downloader
+    with pytest.raises(NotSupported):
+        await maybe_deferred_to_future(downloader.fetch(Request("data:,first", meta={"download_slot": site})))
+    waiting = asyncio.ensure_future(
+        maybe_deferred_to_future(downloader.fetch(Request("data:,next", meta={"download_slot": site})))
+    )
+    await asyncio.sleep(0)
+    assert {downloader.get_slot_key(request) for request in downloader.active} >= {site}
+    return waiting
+
+
+def test_at_most_max_sites_are_crawled_at_once(crawler_of) -> None:
+    source = 'seeds = ["http://a.test/"]\nconcurrent_sites = 1\ndelay = 0.5\n'
+    crawler = crawler_of(source, SEARCHCRAWL_FRONTIER_BATCH=1, DOWNLOAD_DELAY_JITTER=0, **BARE_DOWNLOADER)
+
+    async def scenario() -> None:
+        async with engine_of(crawler) as engine:
+            assert engine.scheduler_cls is FrontierScheduler  # Scrapy takes it as its scheduler
+            scheduler = opened(crawler)
+            for url in ("http://a.test/1", "http://b.test/1", "http://a.test/2", *(f"http://b.test/{n}" for n in range(2, 7))):
+                scheduler.enqueue_request(link(scheduler, url))
+            waiting = await waiting_in(engine, "a.test")  # a.test is being crawled: the one site
+            assert drain(scheduler) == ["http://a.test/1", "http://a.test/2"]
+            # b.test's requests wait, at most HELD_LIMIT_BATCHES batches of them: the rest stays queued
+            assert len(scheduler.held) == 4 and len(scheduler) == 4 and scheduler.has_pending_requests()
+            assert counts(scheduler) == {"queued": 2, "leased": 6, "done": 0}
+            with pytest.raises(NotSupported):
+                await waiting  # a.test's download ends: no site is being crawled
+            assert not engine.downloader.active
+            assert drain(scheduler) == [f"http://b.test/{n}" for n in range(1, 7)]
+            assert not scheduler.held and not scheduler.has_pending_requests()
+
+    asyncio.run(scenario())
+
+
+# --- close: the run's end -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reason", "left", "state"),
+    [
+        ("finished", False, "finished"),
+        ("finished", True, "suspended"),  # closed while work remained (e.g. a limit): resumable
+        ("shutdown", False, "suspended"),  # Ctrl-C, SIGTERM
+        ("stopped", False, "stopped"),
+        ("failed", False, "failed"),
+    ],
+)
+def test_close_ends_the_run_with_its_delta_report(crawler_of, reason: str, left: bool, state: str) -> None:
+    crawler = crawler_of()
+    scheduler = opened(crawler)
+    context = state_of(crawler)
+    for path in ("new.html", "gone.html"):
+        scheduler.enqueue_request(link(scheduler, f"http://h.test/{path}"))
+    assert drain(scheduler) == ["http://h.test/new.html", "http://h.test/gone.html"]
+    fetched(crawler, "http://h.test/new.html")
+    fetched(crawler, "http://h.test/gone.html", Event.GONE, 404)
+    if left:
+        scheduler.enqueue_request(link(scheduler, "http://h.test/later.html"))
+    run = scheduler.run
+    assert run is not None and context.runs is not None
+    scheduler.close(reason)
+    latest = context.runs.latest("unit")
+    assert latest is not None
+    assert (latest["id"], latest["state"], latest["reason"]) == (run.id, state, reason)
+    assert context.runs.nodes(run.id, 600) == []  # this node left the run
+    report = {"excluded": ["http://h.test/gone.html"], "new": ["http://h.test/new.html"]}
+    assert Deltas(context.table.database).report("unit", run.id) == report  # kept in run_deltas
+    assert json.loads(latest["counters"])["delta"] == {"excluded": 1, "new": 1}
+    assert (latest["ended_at"] is None) == (state == "suspended")
+
+
+def test_a_closed_session_leaves_its_leases_queued_and_the_next_resumes_the_run(crawler_of) -> None:
+    crawler = crawler_of(SEARCHCRAWL_FRONTIER_BATCH=3)
+    scheduler = opened(crawler)
+    for n in range(3):
+        scheduler.enqueue_request(link(scheduler, f"http://h.test/{n}.html"))
+    first = scheduler.next_request()
+    assert first is not None and len(scheduler) == 2  # two leased, waiting in the buffer
+    fetched(crawler, first.url)
+    run = scheduler.run
+    assert run is not None
+    scheduler.close("shutdown")
+    assert counts(scheduler) == {"queued": 2, "leased": 0, "done": 1}  # what was leased but not fetched
+    assert len(scheduler) == 0
+    state_of(crawler).close()
+
+    again = opened(crawler_of())  # the next `scrapy crawl unit`, same data dir
+    assert again.run is not None and again.run.resumed
+    assert (again.run.id, again.run.sessions) == (run.id, 2)
+    assert drain(again) == ["http://h.test/1.html", "http://h.test/2.html"]
+
+
+# --- spider_idle: URLs leased without an outcome ---------------------------------------------------
+
+
+def test_leased_urls_without_an_outcome_get_status_925_when_the_spider_is_idle(crawler_of) -> None:
+    crawler = crawler_of()
+    scheduler = opened(crawler)
+    for path in ("done.html", "lost.html"):
+        scheduler.enqueue_request(link(scheduler, f"http://h.test/{path}"))
+    assert scheduler.next_request() is not None
+    scheduler._finish_lost()  # a URL still waits in the buffer: not lost, nothing happens
+    assert counts(scheduler)["leased"] == 2
+    assert drain(scheduler) == ["http://h.test/lost.html"]
+    fetched(crawler, "http://h.test/done.html")
+
+    scheduler._finish_lost()  # spider_idle: nothing queued or in flight, one URL without outcome
+    row = state_of(crawler).table.get("unit", "http://h.test/lost.html")
+    assert row is not None
+    assert (row["status"], row["state"], row["frontier"]) == (Status.PROCESSING_ERROR, "failed", "done")
+    assert row["reason"] == "processing ended without an outcome"
+    assert counts(scheduler) == {"queued": 0, "leased": 0, "done": 2}
+    scheduler.close("finished")
+    assert state_of(crawler).runs.latest("unit")["state"] == "finished"  # type: ignore[union-attr]
+
+
+def test_the_spider_stays_open_when_the_lost_urls_outcomes_queue_work(crawler_of) -> None:
+    source = 'seeds = ["http://h.test/"]\nmax_failures = 1\n'
+    crawler = crawler_of(source)
+    scheduler = opened(crawler)  # a first run: lost.html indexed, dup.html a duplicate of it
+    for path in ("lost.html", "dup.html"):
+        scheduler.enqueue_request(link(scheduler, f"http://h.test/{path}"))
+    drain(scheduler)
+    fetched(crawler, "http://h.test/lost.html")
+    duplicate(crawler, "http://h.test/dup.html", of="http://h.test/lost.html")
+    scheduler.close("finished")
+    state_of(crawler).close()
+
+    crawler = crawler_of(source)
+    scheduler = opened(crawler)  # the maintenance run: both queued again
+    assert drain(scheduler) == ["http://h.test/lost.html", "http://h.test/dup.html"]
+    duplicate(crawler, "http://h.test/dup.html", of="http://h.test/lost.html")
+    with pytest.raises(DontCloseSpider):  # lost.html fails (925) and leaves: its duplicate takes its place
+        scheduler._finish_lost()
+    row = state_of(crawler).table.get("unit", "http://h.test/lost.html")
+    assert row is not None and (row["status"], row["state"]) == (Status.PROCESSING_ERROR, "removing")
+    assert scheduler.has_pending_requests()  # what the engine asks next: dup.html is queued again
+    assert drain(scheduler) == ["http://h.test/dup.html"]
+
+
+def duplicate(crawler: Crawler, url: str, of: str) -> None:
+    """``url`` has the content of ``of`` (as ChangePipeline reports a duplicate)."""
+    outcome = Outcome(Event.GONE, int(Status.DUPLICATE), f"duplicate of {of}", kind="duplicate", columns={"duplicate_of": of})
+    crawler.signals.send_catch_log(url_outcome, url=url, outcome=outcome)
+
+
+# --- a shared crawl: two nodes on one PostgreSQL database --------------------------------------------
+
+
+@pytest.fixture
+def two_nodes(crawler_of, postgres_url: str) -> Callable[..., tuple[Crawler, Crawler]]:
+    """two_nodes(b={...}, **settings): two crawlers of one shared source (``shared = true``) on the
+    session's PostgreSQL database: two nodes of a fleet (``b``: settings of the second only).
+    The source's name is the test's own (the database is the session's)."""
+
+    def make(b: dict[str, Any] | None = None, **settings: Any) -> tuple[Crawler, Crawler]:
+        name = f"shared-{uuid.uuid4().hex[:8]}"
+        source = 'seeds = ["http://h.test/"]\nshared = true\n'
+        settings["SEARCHCRAWL_DB_URL"] = postgres_url
+        return (
+            crawler_of(source, node="a", name=name, **settings),
+            crawler_of(source, node="b", name=name, **{**settings, **(b or {})}),
+        )
+
+    return make
+
+
+class RunningEngine:
+    """Stands in for a running ExecutionEngine in ``_wake``'s decision: a spider is open and
+    ``crawl`` records what it is handed (a real engine has an open spider only after
+    ``open_spider_async``, which calls the scheduler's ``open()``)."""
+
+    def __init__(self, spider: Spider) -> None:
+        self.spider = spider
+        self.crawled: list[Request] = []
+
+    def crawl(self, request: Request) -> None:
+        self.crawled.append(request)
+
+
+def test_nodes_join_one_run_and_a_starved_node_is_woken_by_the_others_links_and_the_runs_end(two_nodes) -> None:
+    a, b = two_nodes()
+    node_a, node_b = opened(a), opened(b)
+    assert node_a.shared and node_b.shared
+    run = node_a.run
+    assert run is not None and node_b.run is not None
+    assert (node_b.run.id, node_b.run.resumed) == (run.id, True)  # joined, not a second run
+    runs = node_a.context.runs
+    assert runs is not None and sorted(runs.nodes(run.id, 600)) == sorted([node_a.owner, node_b.owner])
+
+    engine = RunningEngine(spider_of(node_b))
+    b.engine = engine  # type: ignore[assignment]
+    node_a.enqueue_request(link(node_a, "http://h.test/", 0))
+    assert drain(node_a) == ["http://h.test/"]
+    assert node_b.next_request() is None and node_b.starved
+    assert node_b.has_pending_requests()  # node a holds a lease: its page may add links
+    node_b._wake()
+    assert engine.crawled == []  # nothing to hand out yet
+
+    node_a.enqueue_request(link(node_a, "http://h.test/page.html"))  # node a's page has a link
+    fetched(a, "http://h.test/")
+    node_b._wake()  # node b leases it and makes its engine ask
+    assert [(request.url, request.meta.get(WAKE)) for request in engine.crawled] == [(WAKE_URL, True)]
+    assert not node_b.starved
+    node_b._wake()
+    assert len(engine.crawled) == 1  # not starved any more: no second wake
+    assert node_b.enqueue_request(engine.crawled[0])  # the engine schedules the wake request: never queued
+    assert drain(node_b) == ["http://h.test/page.html"]
+    fetched(b, "http://h.test/page.html")
+
+    assert node_b.starved
+    time.sleep(IDLE_RECHECK)  # the other nodes' work is looked up again after IDLE_RECHECK
+    node_b._wake()  # nothing pending anywhere: the run's end, the engine asks and may close
+    assert len(engine.crawled) == 2 and not node_b.has_pending_requests()
+
+    node_a.close("finished")  # the first node finding the frontier empty claims the run's end
+    assert runs.latest(node_a.context.source.name)["state"] == "finished"  # type: ignore[index]
+    node_b.close("finished")  # the other leaves
+    latest = runs.latest(node_a.context.source.name)
+    assert latest is not None and (latest["state"], latest["reason"]) == ("finished", "finished")
+    assert runs.nodes(run.id, 600) == []
+
+
+def test_a_node_leaving_a_shared_run_leaves_its_urls_and_the_runs_end_to_the_others(two_nodes) -> None:
+    a, b = two_nodes()
+    node_a, node_b = opened(a), opened(b)
+    name = node_a.context.source.name
+    runs = node_a.context.runs
+    assert runs is not None
+    for path in ("", "a.html"):
+        node_a.enqueue_request(link(node_a, f"http://h.test/{path}"))
+    assert node_a.has_pending_requests() and counts(node_a)["leased"] == 2
+    node_a.close("shutdown")  # Ctrl-C on node a: node b goes on
+    assert runs.latest(name)["state"] == "running"  # type: ignore[index]
+    assert counts(node_b) == {"queued": 2, "leased": 0, "done": 0}  # its leases back in the queue
+    assert drain(node_b) == ["http://h.test/", "http://h.test/a.html"]
+    fetched(b, "http://h.test/")
+    fetched(b, "http://h.test/a.html")
+    node_b.close("finished")
+    latest = runs.latest(name)
+    assert latest is not None and latest["state"] == "finished"
+    assert Deltas(node_b.context.table.database).report(name, latest["id"]) == {"new": ["http://h.test/", "http://h.test/a.html"]}
+
+
+def test_renewal_keeps_a_nodes_leases_and_takes_back_a_dead_nodes(two_nodes) -> None:
+    """``_renew`` is what the renewal LoopingCall calls every third of the lease."""
+    a, b = two_nodes(b={"SEARCHCRAWL_LEASE_SECONDS": 0.5}, SEARCHCRAWL_FRONTIER_BATCH=1)  # node b's leases: 0.5 s
+    node_a, node_b = opened(a), opened(b)
+    table = node_a.context.table
+    name = node_a.context.source.name
+    runs = node_a.context.runs
+    run = node_a.run
+    assert runs is not None and run is not None
+    for path in ("a.html", "b.html"):
+        node_a.enqueue_request(link(node_a, f"http://h.test/{path}"))
+    kept = node_a.next_request()
+    assert kept is not None and kept.url == "http://h.test/a.html"
+    assert drain(node_b) == ["http://h.test/b.html"]
+    expires = table.get(name, "http://h.test/a.html")["lease_expires"]  # type: ignore[index]
+
+    time.sleep(0.6)  # node b stops: no renewal
+    assert node_a.owner not in runs.nodes(run.id, 0.5)  # nor has node a had a heartbeat since
+    node_a._renew()
+    assert table.get(name, "http://h.test/a.html")["lease_expires"] > expires  # type: ignore[index]
+    assert node_a.owner in runs.nodes(run.id, 0.5)
+    assert table.get(name, "http://h.test/b.html")["frontier"] == "queued"  # type: ignore[index]
+    assert drain(node_a) == ["http://h.test/b.html"]
