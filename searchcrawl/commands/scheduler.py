@@ -18,6 +18,7 @@ from scrapy.commands import ScrapyCommand
 
 from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
+from searchcrawl.config.spiderloader import SourceSpiderLoader
 from searchcrawl.ops.dispatcher import Dispatcher
 from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule
@@ -40,9 +41,14 @@ class Command(ScrapyCommand):
         parser.add_argument("--once", action="store_true", help="check once, start what is due, and exit")
         parser.add_argument("--list", action="store_true", help="print each scheduled source's next due time and exit")
 
-    def schedules(self) -> dict[str, Schedule]:
+    def loader(self) -> SourceSpiderLoader:
         assert self.crawler_process is not None
         loader = self.crawler_process.spider_loader
+        assert isinstance(loader, SourceSpiderLoader)  # SPIDER_LOADER_CLASS (searchcrawl/settings.py)
+        return loader
+
+    def schedules(self) -> dict[str, Schedule]:
+        loader = self.loader()
         found = {}
         for name in loader.list():  # broken sources are logged (ERROR) and left out
             try:
@@ -68,7 +74,7 @@ class Command(ScrapyCommand):
             tick = self.settings.getfloat("SEARCHCRAWL_SCHEDULER_TICK")
             logger.info("Scheduler started (%s, checking every %.0f s)", type(launcher).__name__, tick)
             while True:
-                self.crawler_process.spider_loader.reload()  # edited source files apply
+                self.loader().reload()  # edited source files apply
                 schedules = self.schedules()
                 dispatcher.tick(schedules, datetime.now().astimezone())
                 if opts.once or stop.wait(tick):

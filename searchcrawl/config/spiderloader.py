@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import builtins
 import logging
 
-from scrapy import Request, Spider
+from scrapy import Request
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
@@ -90,7 +91,7 @@ class SourceSpiderLoader:
 
     def __init__(self, settings: BaseSettings) -> None:
         self.sources_dir = paths.sources_dir(settings)
-        self._loaded: dict[str, type[Spider]] = {}
+        self._loaded: dict[str, type[SourceSpider]] = {}
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> SourceSpiderLoader:
@@ -99,7 +100,7 @@ class SourceSpiderLoader:
     def _files(self) -> dict[str, SourceFile]:
         return find_source_files(self.sources_dir)
 
-    def load(self, spider_name: str) -> type[Spider]:
+    def load(self, spider_name: str) -> type[SourceSpider]:
         """The spider of one source; SourceError if its file is broken, KeyError if unknown."""
         if spider_name not in self._loaded:
             files = self._files()
@@ -124,5 +125,5 @@ class SourceSpiderLoader:
                 names.append(name)
         return names
 
-    def find_by_request(self, request: Request) -> list[str]:
+    def find_by_request(self, request: Request) -> builtins.list[str]:  # in this class, list is the method above
         return [name for name, spider in self._loaded.items() if spider.handles_request(request)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import email.utils
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -190,7 +191,7 @@ def _iso_date(value: str) -> str | None:
     return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def mapped_attributes(found: dict[str, str], mapping: dict[str, str], types: dict[str, str]) -> dict[str, Any]:
+def mapped_attributes(found: Mapping[str, str], mapping: Mapping[str, str], types: Mapping[str, str]) -> dict[str, Any]:
     """The source's own attributes (``attributes = { revision = "version" }``: the ``revision``
     meta tag, or a converted file's own ``revision`` property) under their search attribute
     names. Beyond the defaults they are Solr dynamic fields of their declared type

@@ -295,12 +295,12 @@ class FrontierScheduler:
                 return request
             self.held.append(request)
         while len(self.held) < HELD_LIMIT_BATCHES * self.batch:
-            request = self._next()
-            if request is None:
+            queued = self._next()
+            if queued is None:
                 return None
-            if downloader.get_slot_key(request) in active or len(active) < self.max_sites:
-                return request
-            self.held.append(request)
+            if downloader.get_slot_key(queued) in active or len(active) < self.max_sites:
+                return queued
+            self.held.append(queued)
         return None
 
     def has_pending_requests(self) -> bool:

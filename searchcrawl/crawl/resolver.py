@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from scrapy.resolver import CachingHostnameResolver
 from twisted.internet.interfaces import IAddress, IHostResolution, IResolutionReceiver
@@ -33,11 +33,23 @@ logger = logging.getLogger(__name__)
 REFUSED_MEMORY = 1024  # hosts whose refusal reason is kept for the request's status
 
 
+class _Receiver(Protocol):
+    """IResolutionReceiver as mypy can read it: zope declares an interface's methods without
+    ``self``, which mypy (without the mypy-zope plugin) takes for methods missing it; nor does
+    it see that ``@implementer`` makes a class provide an interface."""
+
+    def resolutionBegan(self, resolution: IHostResolution) -> None: ...  # noqa: N802 - Twisted's names
+
+    def addressResolved(self, address: IAddress) -> None: ...  # noqa: N802
+
+    def resolutionComplete(self) -> None: ...  # noqa: N802
+
+
 @implementer(IResolutionReceiver)
 class _FilteringReceiver:
     """Passes on the addresses the policies allow; remembers why the others were refused."""
 
-    def __init__(self, resolver: GuardedHostnameResolver, receiver: IResolutionReceiver, host: str, port: int) -> None:
+    def __init__(self, resolver: GuardedHostnameResolver, receiver: _Receiver, host: str, port: int) -> None:
         self.resolver, self.receiver, self.host, self.port = resolver, receiver, host, port
         self.refusals: list[str] = []
 
@@ -96,4 +108,10 @@ class GuardedHostnameResolver(CachingHostnameResolver):
         transportSemantics: str = "TCP",  # noqa: N803
     ) -> IHostResolution:
         receiver = _FilteringReceiver(self, resolutionReceiver, hostName, portNumber)
-        return super().resolveHostName(receiver, hostName, portNumber, addressTypes, transportSemantics)
+        return super().resolveHostName(
+            receiver,  # type: ignore[arg-type]  # provides IResolutionReceiver (@implementer): mypy does not see it
+            hostName,
+            portNumber,
+            addressTypes,
+            transportSemantics,
+        )

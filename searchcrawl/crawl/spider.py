@@ -51,6 +51,8 @@ class SourceSpider(Spider):
 
     source: ClassVar[Source]
     max_parse_bytes: int = 4 * 1024 * 1024
+    arguments: dict[str, Any]  # the crawl's arguments (-a name=value): CrawlState reads them
+    reported: BoundedSet  # URLs whose outcome this spider reported lately
     link_extractor = LinkExtractor(
         tags=("a", "area", "frame", "iframe"),
         attrs=("href", "src"),
@@ -62,9 +64,9 @@ class SourceSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SourceSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.arguments = dict(kwargs)  # the crawl's arguments: CrawlState reads them
+        spider.arguments = dict(kwargs)
         spider.max_parse_bytes = crawler.settings.getint("SEARCHCRAWL_MAX_PARSE_BYTES")
-        spider.reported = BoundedSet(10_000)  # URLs whose outcome this spider reported lately
+        spider.reported = BoundedSet(10_000)
         return spider
 
     @cached_property
@@ -104,9 +106,7 @@ class SourceSpider(Spider):
     def parse(self, response: Response) -> Iterator[Any]:
         depth = response.meta.get("depth", 0)
         headers = {
-            name: response.headers.get(name).decode("latin-1")
-            for name in RECORDED_HEADERS
-            if response.headers.get(name) is not None
+            name: value.decode("latin-1") for name in RECORDED_HEADERS if (value := response.headers.get(name)) is not None
         }
         content_type = headers.get("content-type") or mimetypes.guess_type(response.url)[0]
         mimetype = mimetype_of(content_type)
@@ -139,6 +139,7 @@ class SourceSpider(Spider):
             )
             if shell:  # render it: the browser's fetch finishes this URL
                 logger.debug("Rendering %s: the static page looks like a JavaScript shell (%s)", response.url, shell)
+                assert response.request is not None  # a response reaching a callback has its request
                 yield response.request.replace(meta={**response.meta, RENDER: "browser", SAME_DEPTH: True}, dont_filter=True)
                 return
         truncated = None
@@ -155,12 +156,14 @@ class SourceSpider(Spider):
             fetched_with="browser" if rendered else "static", via=response.meta["redirect_urls"][-1] if leads_out else None
         )
         modified = http_date(headers.get("last-modified"))
-        scope = self.context.scope_filter.check_document(response.url, mimetype, len(response.body), modified)
+        scope_filter, result_filter = self.context.scope_filter, self.context.result_filter
+        assert scope_filter is not None and result_filter is not None  # set when CrawlState is built
+        scope = scope_filter.check_document(response.url, mimetype, len(response.body), modified)
         if not scope.passed:
             self.report(response.url, Event.GONE, Status.EXCLUDED_FILTER, scope.rule, depth, **record)
             logger.debug("Excluded (%s): %s", scope.rule, response.url)
             return
-        result = self.context.result_filter.check_document(response.url, mimetype, len(response.body), modified)
+        result = result_filter.check_document(response.url, mimetype, len(response.body), modified)
         if not result.passed:  # crawled (its links followed) but kept out of the index
             self.report(response.url, Event.GONE, Status.EXCLUDED_FILTER, result.rule, depth, **record)
             logger.debug("Not indexed (%s): %s", result.rule, response.url)
@@ -279,6 +282,7 @@ class SourceSpider(Spider):
         request = failure.request  # type: ignore[attr-defined]
         depth = request.meta.get("depth", 0)
         error = failure.value
+        assert error is not None  # Twisted types it Optional: None only while a Failure is being built
         if isinstance(error, RequestRefused):
             outcome = error.outcome
             self.crawler.signals.send_catch_log(

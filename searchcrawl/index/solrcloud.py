@@ -218,11 +218,12 @@ def wait_for_collection(node_url: str, name: str, auth: Auth = None, timeout: fl
     """Wait until every shard has a leader and every replica is active on a live node (e.g. after a
     node came back and its replicas recovered); return the final :func:`collection_status`."""
     deadline = time.monotonic() + timeout
+    problem: str | None
     while True:
         try:
             status = collection_status(node_url, name, auth)
         except SolrCloudError as exc:
-            status, problem = None, str(exc)
+            problem = str(exc)
         else:
             problem = _not_active(status)
             if problem is None:

@@ -7,6 +7,8 @@ DocumentTable.record, in the same statement); when the run ends they are copied 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import literal, select
 
 from searchcrawl.store.database import Database
@@ -21,13 +23,16 @@ class Deltas:
         """What a run found, by kind: kept per run once the run has ended, else read live."""
         report: dict[str, list[str]] = {}
         with self.engine.connect() as connection:
-            rows = connection.execute(select(RunDelta.kind, RunDelta.url).where(RunDelta.run_id == run_id)).all()
+            rows: Sequence[tuple[str | None, str]] = connection.execute(
+                select(RunDelta.kind, RunDelta.url).where(RunDelta.run_id == run_id)
+            ).all()
             if not rows:
                 rows = connection.execute(
                     select(Document.delta, Document.url).where(Document.source == source, Document.delta_run == run_id)
                 ).all()
         for kind, url in rows:
-            report.setdefault(kind, []).append(url)
+            if kind is not None:  # as ``keep`` copies them (a run's rows always have one)
+                report.setdefault(kind, []).append(url)
         for urls in report.values():
             urls.sort()
         return report

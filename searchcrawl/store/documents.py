@@ -12,11 +12,12 @@ look-up by URL goes through ``url_hash``. Callers only ever see and pass whole U
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Connection, bindparam, case, func, or_, select, tuple_, update
+from sqlalchemy import Row as SqlRow
 
 from searchcrawl.rules.lifecycle import (
     FETCHED_EVENTS,
@@ -116,8 +117,11 @@ class DocumentTable:
         logger.warning("Not recorded for %s: its row kept changing under the write", url)
         return None
 
-    def _record(self, connection: Connection, source: str, url: str, outcome: Outcome, max_failures: int) -> State | None | bool:
-        """One attempt of ``record``: False when the row changed since it was read."""
+    def _record(
+        self, connection: Connection, source: str, url: str, outcome: Outcome, max_failures: int
+    ) -> State | None | Literal[False]:
+        """One attempt of ``record``: the new state, None when the ledger refused the outcome, or
+        False when the row changed since it was read (``record`` tries again)."""
         when = now()
         current = connection.execute(self._row_state(), {"source": source, "url_hash": url_hash(url)}).first()
         row = (
@@ -213,7 +217,11 @@ class DocumentTable:
         )
 
     def settle_duplicates(
-        self, source: str, url: str, checksum: str, original_of: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
+        self,
+        source: str,
+        url: str,
+        checksum: str,
+        original_of: Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]],
     ) -> str | None:
         """``url`` has just joined the index with ``checksum``. If other nodes put the same content
         in at the same moment (each checked before the other had written), keep one: every node
@@ -235,7 +243,7 @@ class DocumentTable:
             ]
         if len(rows) < 2:
             return None
-        original = rows[0]
+        original: Mapping[str, Any] = rows[0]
         for row in rows[1:]:
             original = original_of(original, row)
         for row in rows:
@@ -303,7 +311,7 @@ class DocumentTable:
                 ).where(table.c.source == source)
             ).all()
             # temporary redirects that stood at their last fetch: their targets are fetched through them
-            targets = set(
+            targets: set[str] = set(
                 connection.execute(
                     select(table.c.target).where(
                         table.c.source == source, table.c.target.is_not(None), table.c.status.in_(sorted(TEMPORARY_REDIRECTS))
@@ -361,7 +369,7 @@ class DocumentTable:
         ``max_failures`` such crawls. Returns how many leave."""
         table = Document.__table__
         with self.engine.connect() as connection:
-            targets = connection.execute(
+            targets: Sequence[SqlRow[str, str, int | None]] = connection.execute(
                 select(table.c.url, table.c.via, table.c.depth).where(
                     table.c.source == source, table.c.via.is_not(None), table.c.state.in_(IN_INDEX)
                 )
@@ -581,7 +589,8 @@ class DocumentTable:
             query = query.where(or_(Document.cached_by == cached_by, Document.cached_by.is_(None)))
         with self.engine.connect() as connection:
             rows = connection.execute(query.order_by(Document.id))
-            return [(url, checksum) for url, checksum in rows]
+            # a pending row has its checksum: CACHED, the one event that leads to pending, writes it
+            return [(url, checksum) for url, checksum in rows if checksum is not None]
 
     def removals(self, source: str) -> list[str]:
         """URLs that must leave Solr."""
@@ -636,5 +645,7 @@ class DocumentTable:
         """How many rows of the source per value of ``column`` (state or status)."""
         field = getattr(Document, column)
         with self.engine.connect() as connection:
-            rows = connection.execute(select(field, func.count()).where(Document.source == source).group_by(field))
+            rows: Sequence[SqlRow[Any, int]] = connection.execute(
+                select(field, func.count()).where(Document.source == source).group_by(field)
+            ).all()
             return {value: count for value, count in rows}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import Row, and_, func, or_, select, update
 
 from searchcrawl.rules.lifecycle import State
 from searchcrawl.store.database import Database, keyed, now
@@ -178,14 +178,14 @@ class Frontier:
         """(url, depth) of the URLs ``owner`` holds leased in this run."""
         table = Document.__table__
         with self.engine.connect() as connection:
-            rows = connection.execute(
+            rows: Sequence[Row[str, int | None]] = connection.execute(
                 select(table.c.url, table.c.depth).where(
                     table.c.source == self.source,
                     table.c.run_id == self.run_id,
                     table.c.frontier == LEASED,
                     table.c.lease_owner == owner,
                 )
-            )
+            ).all()
             return [(url, depth or 0) for url, depth in rows]
 
     def renew(self) -> int:
@@ -209,11 +209,11 @@ class Frontier:
         """How many URLs of this run are queued, leased and done."""
         table = Document.__table__
         with self.engine.connect() as connection:
-            rows = connection.execute(
+            rows: Sequence[Row[str | None, int]] = connection.execute(
                 select(table.c.frontier, func.count())
                 .where(table.c.source == self.source, table.c.run_id == self.run_id)
                 .group_by(table.c.frontier)
-            )
+            ).all()
             counts = {QUEUED: 0, LEASED: 0, DONE: 0}
             counts.update({state: number for state, number in rows if state in counts})
             return counts

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import ClassVar
 
-from sqlalchemy import BigInteger, DateTime, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, DateTime, Index, Integer, String, Table, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
 class Base(DeclarativeBase):
-    pass
+    # DeclarativeBase types it FromClause (a class may be mapped to a join or a select); every
+    # class here is mapped to a Table, and the stores use it as one (insert, update, delete).
+    __table__: ClassVar[Table]
 
 
 class Document(Base):

@@ -43,7 +43,9 @@ class RunInfo:
 
 def _alive(host: str | None, pid: int | None) -> bool:
     """Is the process that owns a run still alive? (Only knowable on the same host.)"""
-    return bool(pid) and host == socket.gethostname() and process_alive(pid)
+    if not pid:  # none recorded
+        return False
+    return host == socket.gethostname() and process_alive(pid)
 
 
 def _recent(moment: datetime | None, seconds: float) -> bool:
@@ -181,7 +183,9 @@ class Runs:
                     job=job,
                 )
             )
-            return RunInfo(result.inserted_primary_key[0], source, RUNNING, False, 1)
+            key = result.inserted_primary_key
+            assert key is not None  # one row inserted (not executemany): its key is known
+            return RunInfo(key[0], source, RUNNING, False, 1)
 
     # --- nodes of a run (shared crawls) ----------------------------------------------------------
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import bindparam, delete, func, select, text, update
+from sqlalchemy import Row, bindparam, delete, func, select, text, update
 
 from searchcrawl.store.database import Database, as_utc, now
 from searchcrawl.store.models import SiteLease, SiteSlot
@@ -67,10 +67,11 @@ class SitePoliteness:
         The site's row lock serialises the fleet."""
         if self.postgres:
             with self.database.single.connect() as connection:  # one statement: autocommit
-                lease_id, wait = connection.execute(
+                row: Row[int | None, float] = connection.execute(
                     self.acquire_call,
                     {"site": site, "delay": delay, "concurrency": concurrency, "hold": hold, "owner": self.owner},
                 ).one()
+            lease_id, wait = row
             return Grant(lease_id, FULL_RETRY if lease_id is None else max(0.0, wait))
         with self.engine.begin() as connection:
             if site not in self.known:
@@ -85,10 +86,11 @@ class SitePoliteness:
                 return Grant(None, FULL_RETRY)
             start = max(as_utc(next_at) or clock, clock)
             connection.execute(self.advance, {"key": site, "next_at": start + timedelta(seconds=delay)})
-            lease_id = connection.execute(
+            key = connection.execute(
                 self.take, {"key": site, "owner": self.owner, "expires": start + timedelta(seconds=hold)}
-            ).inserted_primary_key[0]
-        return Grant(lease_id, (start - clock).total_seconds())
+            ).inserted_primary_key
+            assert key is not None  # one row inserted (not executemany): its key is known
+        return Grant(key[0], (start - clock).total_seconds())
 
     def release(self, lease_id: int) -> None:
         with self.database.single.connect() as connection:  # one statement: autocommit

@@ -18,6 +18,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.extensions.throttle import AutoThrottle
 from twisted.internet import task
 
+from searchcrawl.config.source import Source
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.rules.politeness import delay_at
 
@@ -32,7 +33,10 @@ CHECK_SECONDS = 60.0
 class DelaySchedule:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.settings = crawler.spidercls.source.settings  # the source spider's class attribute
+        source: Source | None = getattr(crawler.spidercls, "source", None)  # the source spider's class attribute
+        if source is None:
+            raise NotConfigured("not a searchcrawl source spider")
+        self.settings = source.settings
         if not self.settings.delay_rules:
             raise NotConfigured
         self.current: float | None = None
@@ -45,8 +49,6 @@ class DelaySchedule:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DelaySchedule:
-        if getattr(crawler.spidercls, "source", None) is None:
-            raise NotConfigured("not a searchcrawl source spider")
         return cls(crawler)
 
     def opened(self) -> None:

@@ -41,6 +41,13 @@ def processing_error(error: BaseException, depth: int | None = None) -> Outcome:
     return Outcome(Event.FAILED, int(Status.PROCESSING_ERROR), reason, depth)
 
 
+def _raised(failure: Failure) -> BaseException:
+    """The exception of ``failure``: Twisted types ``Failure.value`` Optional, None only while a
+    Failure is being built."""
+    assert failure.value is not None
+    return failure.value
+
+
 class LedgerWriter:
     def __init__(self, crawler: Crawler, context: CrawlState) -> None:
         self.crawler = crawler
@@ -67,11 +74,11 @@ class LedgerWriter:
     def item_error(self, item: Any, response: Any, spider: Any, failure: Failure) -> None:
         url = getattr(item, "url", None)
         if url is not None:
-            self.url_outcome(url, processing_error(failure.value, getattr(item, "depth", None)))
+            self.url_outcome(url, processing_error(_raised(failure), getattr(item, "depth", None)))
 
     def spider_error(self, failure: Failure, response: Any, spider: Any = None) -> None:
         request = getattr(response, "request", None)
         url = request.url if request is not None else getattr(response, "url", None)
         if url is not None:
             depth = request.meta.get("depth") if request is not None else None
-            self.url_outcome(url, processing_error(failure.value, depth))
+            self.url_outcome(url, processing_error(_raised(failure), depth))

@@ -21,6 +21,7 @@ import asyncio
 import logging
 import os
 import socket
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -38,7 +39,7 @@ from searchcrawl.rules.status_codes import Status
 logger = logging.getLogger(__name__)
 
 
-def file_folders(seeds: list[str]) -> list[str]:
+def file_folders(seeds: Sequence[str]) -> list[str]:
     """The real folders (links resolved) below which a file source may read."""
     folders = []
     for seed in seeds:

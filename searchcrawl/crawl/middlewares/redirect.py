@@ -56,9 +56,10 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
         except IgnoreRequest:  # Scrapy's chain bound (REDIRECT_MAX_TIMES)
             raise RequestRefused(Status.REDIRECT_LOOP, f"more than {self.max_redirect_times} redirects in a row") from None
         if not isinstance(redirected, Request):
-            if response.status in REDIRECTS and b"Location" in response.headers and not request.meta.get("dont_redirect"):
+            header = response.headers.get(b"Location")
+            if response.status in REDIRECTS and header is not None and not request.meta.get("dont_redirect"):
                 # Scrapy built no request: the target is not an http(s) URL (file:, ftp:, ...)
-                location = safe_url_string(response.headers[b"Location"].decode("latin-1"))
+                location = safe_url_string(header.decode("latin-1"))
                 target = urljoin(request.url, location).split(":", 1)[0]
                 raise RequestRefused(Status.EXCLUDED_SCHEME, f"{response.status} to a {target}: URL, never fetched")
             return response

@@ -66,9 +66,11 @@ class RetryAfterMiddleware(RetryMiddleware):
         logger.debug(
             "%s answered %d with Retry-After %.1f s: the site waits, then the URL is retried", request.url, response.status, wait
         )
+        spider = self.crawler.spider
+        assert spider is not None  # a response is only downloaded for the crawler's open spider
         retry = get_retry_request(
             request,
-            spider=self.crawler.spider,
+            spider=spider,
             reason=f"{response.status} Retry-After {wait:.0f}s",
             max_retry_times=self.max_retry_times,
             priority_adjust=self.priority_adjust,

@@ -20,6 +20,7 @@ from scrapy.http import Response
 
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.frontier_scheduler import entry_from_request
+from searchcrawl.store.frontier import Entry
 
 SAME_DEPTH = "searchcrawl_same_depth"  # meta: the page itself once more (rendered), not a link
 
@@ -33,9 +34,9 @@ class ScopeMiddleware:
         return cls(crawl_state(crawler))
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        links = []
-        again = []  # dont_filter: the same URL once more in this run (a render after a static fetch)
-        held = []
+        links: list[Entry] = []
+        again: list[Entry] = []  # dont_filter: the same URL once more in this run (a render after a static fetch)
+        held: list[Any] = []
         for_frontier = self.context.frontier is not None
         async for output in result:
             if isinstance(output, Request):

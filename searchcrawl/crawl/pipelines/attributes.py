@@ -49,7 +49,7 @@ class AttributesPipeline:
 
     async def process_item(self, item: CrawledDocument) -> CrawledDocument:
         settings = self.context.source.settings
-        basis: str | bytes | None = None
+        basis: str | None = None  # the main text, when the checksum is taken over it
         if item.tree is not None:
             found = meta_tags(item.tree)
             attributes = html_attributes(item.tree, item.headers)
@@ -95,8 +95,9 @@ class AttributesPipeline:
         found = {key.lower(): value if isinstance(value, str) else ", ".join(value) for key, value in metadata.items()}
         keywords = metadata.get("keywords") or []
         subjects = split_keywords(keywords) if isinstance(keywords, str) else list(keywords)
-        if isinstance(metadata.get("subject"), str) and metadata["subject"] not in subjects:
-            subjects.append(metadata["subject"])
+        subject = metadata.get("subject")
+        if isinstance(subject, str) and subject not in subjects:
+            subjects.append(subject)
         attributes = {
             "title": metadata.get("title") or name,
             "author": metadata.get("author"),

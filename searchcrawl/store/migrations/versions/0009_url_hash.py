@@ -31,7 +31,9 @@ def upgrade() -> None:
     if bind.dialect.name == "postgresql":
         op.execute("UPDATE documents SET url_hash = encode(sha256(convert_to(url, 'UTF8')), 'hex')")
     else:  # SQLite has no SHA-256 of its own: the same function, from Python, for this connection
-        bind.connection.driver_connection.create_function("searchcrawl_sha256", 1, _sha256_hex, deterministic=True)
+        sqlite3_connection = bind.connection.driver_connection
+        assert sqlite3_connection is not None  # None only once the connection is closed or invalidated
+        sqlite3_connection.create_function("searchcrawl_sha256", 1, _sha256_hex, deterministic=True)
         op.execute("UPDATE documents SET url_hash = searchcrawl_sha256(url)")
     with op.batch_alter_table("documents") as batch:
         batch.alter_column("url_hash", existing_type=sa.String(64), nullable=False)
