@@ -7,7 +7,7 @@ Each `scrapy crawl <source>` is a run (searchcrawl/store/runs.py): an interrupte
 the next crawl, with the URLs that were in flight back in the queue. JOBDIR is not needed.
 
 Requests are persisted as data, never pickled: the URL, its depth, and the meta keys in
-``PERSISTED_META`` (plus the callback's name when it is not ``parse``).
+``searchcrawl.crawl.meta.PERSISTED`` (plus the callback's name when it is not ``parse``).
 
 Leases are renewed every third of ``SEARCHCRAWL_LEASE_SECONDS`` while the process lives. In a
 shared crawl (``SEARCHCRAWL_SHARED_CRAWL``, source key ``shared``) several processes, on one
@@ -30,7 +30,7 @@ from scrapy.exceptions import CloseSpider, DontCloseSpider
 from twisted.internet import task
 
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
-from searchcrawl.crawl.middlewares.conditional import KNOWN_ROW
+from searchcrawl.crawl.meta import DEPTH, KNOWN_ROW, PERSISTED, WAKE
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
@@ -39,33 +39,21 @@ from searchcrawl.store.runs import ALREADY_RUNNING, FAILED, FINISHED, STOPPED, S
 
 logger = logging.getLogger(__name__)
 
-# Request meta that must survive a restart (JSON-able values only).
-PERSISTED_META = (
-    "redirect_urls",
-    "redirect_reasons",
-    "redirect_times",
-    "retry_times",
-    "searchcrawl_leaves_boundary",
-    "searchcrawl_render",
-)
 RUN_STATE_FOR_REASON = {"finished": FINISHED, "stopped": STOPPED, "failed": FAILED}  # anything else: suspended
 DELTA_KINDS = ("new", "changed", "unchanged", "not_modified", "deleted", "held", "refused", "failed", "excluded", "duplicate")
 IDLE_RECHECK = 0.5  # seconds between frontier look-ups while it is empty
-# meta of the request _wake hands to engine.crawl() only to make the engine ask the scheduler again
-# (enqueue_request keeps it out of the queue: it is never fetched)
-WAKE = "searchcrawl_wake"
 WAKE_URL = "data:,"
 HELD_LIMIT_BATCHES = 4  # with SEARCHCRAWL_MAX_SITES: at most this many batches wait for a free site
 
 
 def entry_from_request(request: Request) -> Entry:
-    data: dict[str, Any] = {key: request.meta[key] for key in PERSISTED_META if request.meta.get(key) is not None}
+    data: dict[str, Any] = {key: request.meta[key] for key in PERSISTED if request.meta.get(key) is not None}
     callback = getattr(request.callback, "__name__", None)
     if callback and callback != "parse":
         data["callback"] = callback
     if request.priority:
         data["priority"] = request.priority
-    return Entry(request.url, request.meta.get("depth", 0), data)
+    return Entry(request.url, request.meta.get(DEPTH, 0), data)
 
 
 def request_from_entry(entry: Entry, spider: Spider) -> Request:
@@ -73,8 +61,8 @@ def request_from_entry(entry: Entry, spider: Spider) -> Request:
     e.g. its render mode, apply), then the persisted request data on top."""
     data = dict(entry.data)
     build = getattr(spider, "request", None)
-    request = build(entry.url, entry.depth) if callable(build) else Request(entry.url, meta={"depth": entry.depth})
-    request.meta.update({key: value for key, value in data.items() if key in PERSISTED_META})
+    request = build(entry.url, entry.depth) if callable(build) else Request(entry.url, meta={DEPTH: entry.depth})
+    request.meta.update({key: value for key, value in data.items() if key in PERSISTED})
     callback = data.pop("callback", None)
     if callback:
         request = request.replace(callback=getattr(spider, callback))

@@ -25,10 +25,7 @@ from searchcrawl.content.extract import http_date, meta_tags, mimetype_of
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import BoundedSet, CrawlState, crawl_state
 from searchcrawl.crawl.items import CrawledDocument
-from searchcrawl.crawl.middlewares.conditional import PREVIOUS
-from searchcrawl.crawl.middlewares.redirect import LEAVES_BOUNDARY
-from searchcrawl.crawl.middlewares.render import RENDER
-from searchcrawl.crawl.middlewares.scope import SAME_DEPTH
+from searchcrawl.crawl.meta import DEPTH, LEAVES_BOUNDARY, PLAYWRIGHT, PREVIOUS, REDIRECT_URLS, RENDER, SAME_DEPTH
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.rendering import empty_shell, render_mode
@@ -94,7 +91,7 @@ class SourceSpider(Spider):
         self.crawler.signals.send_catch_log(url_outcome, url=url, outcome=outcome)
 
     def request(self, url: str, depth: int) -> Request:
-        meta: dict[str, Any] = {"depth": depth}
+        meta: dict[str, Any] = {DEPTH: depth}
         settings = self.source.settings
         mode = render_mode(url, settings.render_js, settings.render_rules)
         if mode != "static":
@@ -104,7 +101,7 @@ class SourceSpider(Spider):
     # --- responses ------------------------------------------------------------------------
 
     def parse(self, response: Response) -> Iterator[Any]:
-        depth = response.meta.get("depth", 0)
+        depth = response.meta.get(DEPTH, 0)
         headers = {
             name: value.decode("latin-1") for name in RECORDED_HEADERS if (value := response.headers.get(name)) is not None
         }
@@ -132,7 +129,7 @@ class SourceSpider(Spider):
             self.report(response.url, Event.GONE, response.status, reason, depth, "failed", **record)
             logger.debug("Not indexed (HTTP %d): %s", response.status, response.url)
             return
-        rendered = bool(response.meta.get("playwright"))
+        rendered = bool(response.meta.get(PLAYWRIGHT))
         if response.meta.get(RENDER) == "auto" and not rendered and isinstance(response, HtmlResponse):
             shell = empty_shell(
                 response.selector.root, self.source.settings.render_min_text, self.source.settings.render_selector
@@ -151,9 +148,9 @@ class SourceSpider(Spider):
             response = response.replace(body=response.body[: self.max_parse_bytes])
         # The page is finished once its links are queued and its document cached (or its outcome
         # reported); what was fetched goes with the document (CrawledDocument.record).
-        leads_out = response.meta.get(LEAVES_BOUNDARY) == response.url and response.meta.get("redirect_urls")
+        leads_out = response.meta.get(LEAVES_BOUNDARY) == response.url and response.meta.get(REDIRECT_URLS)
         record.update(
-            fetched_with="browser" if rendered else "static", via=response.meta["redirect_urls"][-1] if leads_out else None
+            fetched_with="browser" if rendered else "static", via=response.meta[REDIRECT_URLS][-1] if leads_out else None
         )
         modified = http_date(headers.get("last-modified"))
         scope_filter, result_filter = self.context.scope_filter, self.context.result_filter
@@ -280,7 +277,7 @@ class SourceSpider(Spider):
         rule's refusal (RequestRefused), a response one of Scrapy's safety middlewares dropped,
         or a download failure."""
         request = failure.request  # type: ignore[attr-defined]
-        depth = request.meta.get("depth", 0)
+        depth = request.meta.get(DEPTH, 0)
         error = failure.value
         assert error is not None  # Twisted types it Optional: None only while a Failure is being built
         if isinstance(error, RequestRefused):

@@ -42,8 +42,8 @@ from scrapy.exceptions import DontCloseSpider, NotSupported
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import build_from_crawler
 
-from searchcrawl.crawl.frontier_scheduler import IDLE_RECHECK, WAKE, WAKE_URL, FrontierScheduler
-from searchcrawl.crawl.middlewares.conditional import KNOWN_ROW
+from searchcrawl.crawl.frontier_scheduler import IDLE_RECHECK, WAKE_URL, FrontierScheduler
+from searchcrawl.crawl.meta import KNOWN_ROW, WAKE
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status

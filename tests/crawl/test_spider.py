@@ -19,7 +19,7 @@ from twisted.python.failure import Failure
 
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.items import CrawledDocument
-from searchcrawl.crawl.middlewares.conditional import PREVIOUS
+from searchcrawl.crawl.meta import PREVIOUS
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.crawl.spider import SourceSpider
 from searchcrawl.rules.lifecycle import Event, Outcome

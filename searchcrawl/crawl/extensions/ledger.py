@@ -23,6 +23,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from twisted.python.failure import Failure
 
+from searchcrawl.crawl.meta import DEPTH
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
@@ -80,5 +81,5 @@ class LedgerWriter:
         request = getattr(response, "request", None)
         url = request.url if request is not None else getattr(response, "url", None)
         if url is not None:
-            depth = request.meta.get("depth") if request is not None else None
+            depth = request.meta.get(DEPTH) if request is not None else None
             self.url_outcome(url, processing_error(_raised(failure), depth))

@@ -12,8 +12,7 @@ from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
-from searchcrawl.crawl.middlewares.redirect import LEAVES_BOUNDARY
-from searchcrawl.crawl.middlewares.robots import ROBOTS_REQUEST
+from searchcrawl.crawl.meta import DEPTH, LEAVES_BOUNDARY, ROBOTS_REQUEST
 
 
 class BoundaryMiddleware:
@@ -29,7 +28,7 @@ class BoundaryMiddleware:
             return  # robots.txt of a site the crawl visits
         if request.meta.get(LEAVES_BOUNDARY) == request.url:
             return  # a temporary redirect's target, allowed out once by the redirect policy
-        decision = self.context.admit(request.url, request.meta.get("depth", 0))
+        decision = self.context.admit(request.url, request.meta.get(DEPTH, 0))
         if not decision.allowed:
             self.context.flush_exclusions()
             assert decision.status is not None

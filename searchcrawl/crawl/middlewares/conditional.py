@@ -12,11 +12,8 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
-from searchcrawl.crawl.middlewares.robots import ROBOTS_REQUEST
+from searchcrawl.crawl.meta import KNOWN_ROW, PREVIOUS, RENDER, ROBOTS_REQUEST
 from searchcrawl.store.documents import IN_INDEX
-
-PREVIOUS = "searchcrawl_previous"  # meta: what the index holds for this URL (checksum, validators)
-KNOWN_ROW = "searchcrawl_known_row"  # meta: the URL's row, read by the frontier with its lease
 
 
 class ConditionalGetMiddleware:
@@ -38,11 +35,7 @@ class ConditionalGetMiddleware:
         if row is None or row["state"] not in IN_INDEX:
             return
         request.meta[PREVIOUS] = {key: row[key] for key in ("checksum", "last_modified", "etag", "state")}
-        if (
-            self.context.forced
-            or self.context.source.settings.orphans == "delete"
-            or request.meta.get("searchcrawl_render") == "browser"
-        ):
+        if self.context.forced or self.context.source.settings.orphans == "delete" or request.meta.get(RENDER) == "browser":
             return  # a forced recrawl ignores validators; orphan detection needs every page's links;
             # a page that may be rendered needs its body (a browser cannot render a 304)
         if row["last_modified"]:

@@ -22,11 +22,11 @@ from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.crawl.meta import SITE_LEASE
 from searchcrawl.store.sites import SitePoliteness
 
 logger = logging.getLogger(__name__)
 
-SITE_LEASE = "searchcrawl_site_lease"  # meta: the fleet slot this request holds
 HOLD_MARGIN = 30.0  # seconds a slot outlives the download timeout (then a dead node's slot frees)
 
 

@@ -29,6 +29,7 @@ from w3lib.url import safe_url_string
 
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
+from searchcrawl.crawl.meta import DEPTH, DONT_REDIRECT, LEAVES_BOUNDARY, REDIRECT_URLS
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.redirect_policy import PERMANENT, REDIRECTS, decide_redirect
@@ -36,8 +37,6 @@ from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical
 
 logger = logging.getLogger(__name__)
-
-LEAVES_BOUNDARY = "searchcrawl_leaves_boundary"  # meta: this URL may be fetched outside the boundary
 
 
 class RedirectPolicyMiddleware(RedirectMiddleware):
@@ -57,7 +56,7 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
             raise RequestRefused(Status.REDIRECT_LOOP, f"more than {self.max_redirect_times} redirects in a row") from None
         if not isinstance(redirected, Request):
             header = response.headers.get(b"Location")
-            if response.status in REDIRECTS and header is not None and not request.meta.get("dont_redirect"):
+            if response.status in REDIRECTS and header is not None and not request.meta.get(DONT_REDIRECT):
                 # Scrapy built no request: the target is not an http(s) URL (file:, ftp:, ...)
                 location = safe_url_string(header.decode("latin-1"))
                 target = urljoin(request.url, location).split(":", 1)[0]
@@ -67,8 +66,8 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
 
     async def _apply_policy(self, request: Request, response: Response, redirected: Request) -> Request:
         target = canonical(redirected.url)
-        depth = request.meta.get("depth", 0)
-        chain = redirected.meta["redirect_urls"]
+        depth = request.meta.get(DEPTH, 0)
+        chain = redirected.meta[REDIRECT_URLS]
         verdict = decide_redirect(response.status, target, depth, chain, self.context.boundary)
         if not verdict.follow:
             logger.info("Redirect not followed: %s: %s", request.url, verdict.reason)

@@ -12,8 +12,7 @@ from scrapy.crawler import Crawler
 from scrapy_playwright.page import PageMethod
 
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
-
-RENDER = "searchcrawl_render"  # meta: 'browser' (render now) or 'auto' (static first, render a shell)
+from searchcrawl.crawl.meta import PLAYWRIGHT, RENDER
 
 
 class RenderMiddleware:
@@ -25,7 +24,7 @@ class RenderMiddleware:
         return cls(crawl_state(crawler))
 
     def process_request(self, request: Request) -> None:
-        if request.meta.get(RENDER) != "browser" or request.meta.get("playwright"):
+        if request.meta.get(RENDER) != "browser" or request.meta.get(PLAYWRIGHT):
             return
         settings = self.context.source.settings
         methods = []

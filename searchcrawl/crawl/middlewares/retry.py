@@ -21,6 +21,7 @@ from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.utils.httpobj import urlparse_cached
 
+from searchcrawl.crawl.meta import DONT_RETRY
 from searchcrawl.rules.politeness import retry_after_seconds
 
 logger = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ class RetryAfterMiddleware(RetryMiddleware):
 
     def process_response(self, request: Request, response: Response) -> Request | Response:  # type: ignore[override]
         header = response.headers.get(b"Retry-After")
-        if response.status not in RETRY_AFTER_CODES or header is None or request.meta.get("dont_retry"):
+        if response.status not in RETRY_AFTER_CODES or header is None or request.meta.get(DONT_RETRY):
             return super().process_response(request, response)
         wait = retry_after_seconds(header, datetime.now(UTC))
         if wait is None:

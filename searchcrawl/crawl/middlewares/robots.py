@@ -24,6 +24,7 @@ from w3lib.url import safe_url_string
 
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
+from searchcrawl.crawl.meta import DONT_REDIRECT, DONT_RETRY, HANDLE_HTTPSTATUS_ALL, ROBOTS_BYTES, ROBOTS_REQUEST
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
 from searchcrawl.rules.status_codes import Status
@@ -31,7 +32,6 @@ from searchcrawl.rules.urls import canonical
 
 logger = logging.getLogger(__name__)
 
-ROBOTS_REQUEST = "searchcrawl_robots"  # meta: this request fetches a robots.txt
 MAX_ROBOTS_REDIRECTS = 5
 
 
@@ -109,7 +109,7 @@ class RobotsMiddleware:
                 priority=1000,
                 dont_filter=True,
                 # fetched once: RetryMiddleware would turn an outage into a burst of fetches
-                meta={ROBOTS_REQUEST: True, "dont_redirect": True, "handle_httpstatus_all": True, "dont_retry": True},
+                meta={ROBOTS_REQUEST: True, DONT_REDIRECT: True, HANDLE_HTTPSTATUS_ALL: True, DONT_RETRY: True},
             )
             try:
                 # through every downloader middleware, the internal-address guard included
@@ -139,7 +139,7 @@ class RobotsMiddleware:
         """Stop a robots.txt download after 500 KiB: the rest would not be parsed anyway."""
         if not request.meta.get(ROBOTS_REQUEST):
             return
-        received = request.meta.get("_robots_bytes", 0) + len(data)
-        request.meta["_robots_bytes"] = received
+        received = request.meta.get(ROBOTS_BYTES, 0) + len(data)
+        request.meta[ROBOTS_BYTES] = received
         if received > MAX_ROBOTS_BYTES:
             raise StopDownload(fail=False)

@@ -20,9 +20,8 @@ from scrapy.http import Response
 
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.frontier_scheduler import entry_from_request
+from searchcrawl.crawl.meta import DEPTH, SAME_DEPTH
 from searchcrawl.store.frontier import Entry
-
-SAME_DEPTH = "searchcrawl_same_depth"  # meta: the page itself once more (rendered), not a link
 
 
 class ScopeMiddleware:
@@ -41,8 +40,8 @@ class ScopeMiddleware:
         async for output in result:
             if isinstance(output, Request):
                 if output.meta.pop(SAME_DEPTH, False):  # DepthMiddleware counted it as a link
-                    output.meta["depth"] = response.meta.get("depth", 0)
-                if not self.context.admit(output.url, output.meta.get("depth", 0)).allowed:
+                    output.meta[DEPTH] = response.meta.get(DEPTH, 0)
+                if not self.context.admit(output.url, output.meta.get(DEPTH, 0)).allowed:
                     continue
                 if for_frontier:
                     (again if output.dont_filter else links).append(entry_from_request(output))

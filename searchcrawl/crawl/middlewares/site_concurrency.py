@@ -18,7 +18,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-HELD = "searchcrawl_site_slot"  # meta: the slot key whose semaphore this request holds
+from searchcrawl.crawl.meta import SITE_SLOT
 
 
 class _Site:
@@ -51,7 +51,7 @@ class SiteConcurrencyMiddleware:
         except BaseException:  # cancelled while waiting (the crawl is closing)
             self._leave(key, site)
             raise
-        request.meta[HELD] = key
+        request.meta[SITE_SLOT] = key
 
     def _leave(self, key: str, site: _Site) -> None:
         site.users -= 1
@@ -59,7 +59,7 @@ class SiteConcurrencyMiddleware:
             del self.sites[key]  # idle: a long crawl of many sites keeps no semaphore per site
 
     def _release(self, request: Request) -> None:
-        key = request.meta.pop(HELD, None)
+        key = request.meta.pop(SITE_SLOT, None)
         site = self.sites.get(key) if key is not None else None
         if site is not None:
             site.semaphore.release()

@@ -21,8 +21,8 @@ from scrapy import Request
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.meta import ROBOTS_REQUEST
 from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware
-from searchcrawl.crawl.middlewares.robots import ROBOTS_REQUEST
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
 from tests.components import source_crawler

@@ -13,9 +13,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.meta import LEAVES_BOUNDARY, ROBOTS_REQUEST
 from searchcrawl.crawl.middlewares.boundary_check import BoundaryMiddleware
-from searchcrawl.crawl.middlewares.redirect import LEAVES_BOUNDARY
-from searchcrawl.crawl.middlewares.robots import ROBOTS_REQUEST
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
 from tests.components import source_crawler, state_of

@@ -13,9 +13,8 @@ import pytest
 from scrapy import Request
 from scrapy.utils.misc import build_from_crawler
 
-from searchcrawl.crawl.middlewares.conditional import KNOWN_ROW, PREVIOUS, ConditionalGetMiddleware
-from searchcrawl.crawl.middlewares.render import RENDER
-from searchcrawl.crawl.middlewares.robots import ROBOTS_REQUEST
+from searchcrawl.crawl.meta import KNOWN_ROW, PREVIOUS, RENDER, ROBOTS_REQUEST
+from searchcrawl.crawl.middlewares.conditional import ConditionalGetMiddleware
 from searchcrawl.rules.lifecycle import Event, Outcome
 from tests.components import source_crawler, state_of
 

@@ -37,7 +37,8 @@ from scrapy.utils.misc import build_from_crawler
 from sqlalchemy import func, select
 
 from searchcrawl.crawl.extensions.delay_schedule import DelaySchedule
-from searchcrawl.crawl.middlewares.fleet import HOLD_MARGIN, SITE_LEASE, FleetPolitenessMiddleware
+from searchcrawl.crawl.meta import SITE_LEASE
+from searchcrawl.crawl.middlewares.fleet import HOLD_MARGIN, FleetPolitenessMiddleware
 from searchcrawl.store.models import SiteLease
 from tests.components import source_crawler, state_of
 

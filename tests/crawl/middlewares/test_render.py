@@ -13,7 +13,8 @@ from pathlib import Path
 from scrapy import Request
 from scrapy.utils.misc import build_from_crawler
 
-from searchcrawl.crawl.middlewares.render import RENDER, RenderMiddleware
+from searchcrawl.crawl.meta import RENDER
+from searchcrawl.crawl.middlewares.render import RenderMiddleware
 from tests.components import source_crawler
 
 URL = "http://h.test/app/page.html"

@@ -22,8 +22,8 @@ from scrapy import Request
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.misc import build_from_crawler
 
-from searchcrawl.crawl.middlewares.render import RENDER
-from searchcrawl.crawl.middlewares.scope import SAME_DEPTH, ScopeMiddleware
+from searchcrawl.crawl.meta import RENDER, SAME_DEPTH
+from searchcrawl.crawl.middlewares.scope import ScopeMiddleware
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Frontier
 from searchcrawl.store.runs import Runs

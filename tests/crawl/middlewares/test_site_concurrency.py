@@ -26,7 +26,8 @@ from scrapy.core.engine import ExecutionEngine
 from scrapy.http import HtmlResponse
 from scrapy.utils.misc import build_from_crawler
 
-from searchcrawl.crawl.middlewares.site_concurrency import HELD, SiteConcurrencyMiddleware
+from searchcrawl.crawl.meta import SITE_SLOT
+from searchcrawl.crawl.middlewares.site_concurrency import SiteConcurrencyMiddleware
 from tests.components import source_crawler
 
 
@@ -65,15 +66,15 @@ def test_at_most_concurrent_per_site_requests_hold_a_site(tmp_path: Path) -> Non
         elsewhere = Request("http://other.test/")
         for request in (first, second):
             assert (await start(middleware, request)).done()
-            assert request.meta[HELD] == "h.test"
+            assert request.meta[SITE_SLOT] == "h.test"
         waiting = await start(middleware, third)
         assert not waiting.done()  # two in flight: the third waits
         assert (await start(middleware, elsewhere)).done()  # another site does not
         returned = response(first)
         assert middleware.process_response(first, returned) is returned
         await asyncio.sleep(0)
-        assert waiting.done() and third.meta[HELD] == "h.test"  # a response gave its place
-        assert HELD not in first.meta
+        assert waiting.done() and third.meta[SITE_SLOT] == "h.test"  # a response gave its place
+        assert SITE_SLOT not in first.meta
         waiting = await start(middleware, fourth)
         assert not waiting.done()
         assert middleware.process_exception(second, ConnectionResetError()) is None
@@ -111,7 +112,7 @@ def test_a_request_cancelled_while_waiting_leaves_the_line(tmp_path: Path) -> No
         waiting = await start(middleware, cancelled)
         waiting.cancel()  # the crawl closes
         await asyncio.sleep(0)
-        assert waiting.cancelled() and HELD not in cancelled.meta
+        assert waiting.cancelled() and SITE_SLOT not in cancelled.meta
         middleware.process_response(holder, response(holder))
         assert middleware.sites == {}
         middleware.process_exception(cancelled, ConnectionResetError())  # never held: nothing to give back

@@ -1,0 +1,84 @@
+"""Every ``Request.meta`` key searchcrawl reads or writes, declared once.
+
+A request carries what the components that meet it need to know about it; the keys are named
+here so that a reader finds each one's meaning, writer and readers in one place, and so that a
+typo is a NameError instead of a silently missing value. Keys of Scrapy and scrapy-playwright
+that searchcrawl sets or reads are listed too (their meaning is theirs).
+
+Which keys survive in the durable frontier (a request queued in one process, fetched by another
+or after a restart) is ``PERSISTED`` at the end; everything else lives for one request only.
+"""
+
+from __future__ import annotations
+
+# --- searchcrawl's own ------------------------------------------------------------------------
+
+RENDER = "searchcrawl_render"
+"""'browser' (render through Chromium now) or 'auto' (static first, render if the page is an
+empty shell). Set by the spider from the source's render rules (rules/rendering.py); read by
+middlewares/render.py and middlewares/conditional.py. Persisted in the frontier."""
+
+SAME_DEPTH = "searchcrawl_same_depth"
+"""True: the page itself once more (rendered after a static fetch showed an empty shell), not a
+link: it keeps its depth. Set by the spider; read by middlewares/scope.py."""
+
+PREVIOUS = "searchcrawl_previous"
+"""What the index holds for the URL (checksum, Last-Modified, ETag, state): set by
+middlewares/conditional.py with the conditional GET's validators; read by the spider (a 304, a
+changed document) and by pipelines/changes.py."""
+
+KNOWN_ROW = "searchcrawl_known_row"
+"""The URL's document-table row as the frontier leased it (so a conditional GET needs no lookup
+of its own): set by frontier_scheduler.py; read (and consumed) by middlewares/conditional.py."""
+
+ROBOTS_REQUEST = "searchcrawl_robots"
+"""True: this request fetches a robots.txt (middlewares/robots.py); the boundary check and the
+conditional GET let it pass, the robots middleware does not check it against itself."""
+
+ROBOTS_BYTES = "searchcrawl_robots_bytes"
+"""Bytes of a robots.txt received so far: middlewares/robots.py stops the download past
+MAX_ROBOTS_BYTES."""
+
+LEAVES_BOUNDARY = "searchcrawl_leaves_boundary"
+"""The one URL this request may fetch outside the boundary: the target of a temporary redirect
+the redirect policy let out (middlewares/redirect.py); read by middlewares/boundary_check.py and
+by the spider (the target is recorded with the URL it was reached through)."""
+
+SITE_SLOT = "searchcrawl_site_slot"
+"""The download slot whose per-site semaphore this request holds: middlewares/site_concurrency.py."""
+
+SITE_LEASE = "searchcrawl_site_lease"
+"""The fleet-wide site slot this request holds in a shared crawl: middlewares/fleet.py."""
+
+WAKE = "searchcrawl_wake"
+"""True on the placeholder request a shared crawl's scheduler hands to ``engine.crawl()`` only
+to make the engine ask the scheduler again; the scheduler never queues it (frontier_scheduler.py)."""
+
+# --- Scrapy's and scrapy-playwright's, as searchcrawl uses them ------------------------------
+
+DEPTH = "depth"
+"""Links from a seed (Scrapy's DepthMiddleware key): set by the spider and the scope middleware,
+read by every boundary decision."""
+
+REDIRECT_URLS = "redirect_urls"
+"""The URLs a redirected request came through (Scrapy's RedirectMiddleware)."""
+
+REDIRECT_REASONS = "redirect_reasons"
+REDIRECT_TIMES = "redirect_times"
+RETRY_TIMES = "retry_times"
+"""Scrapy's counters of a request's redirects and retries: kept through the frontier, so that a
+resumed crawl does not start a redirect chain's or a retry's count again."""
+
+DONT_REDIRECT = "dont_redirect"
+DONT_RETRY = "dont_retry"
+HANDLE_HTTPSTATUS_ALL = "handle_httpstatus_all"
+"""Scrapy's switches: robots.txt fetches set all three (they follow redirects themselves, are
+fetched once, and read any status)."""
+
+PLAYWRIGHT = "playwright"
+"""True: scrapy-playwright downloads the request through Chromium (set by middlewares/render.py
+with ``playwright_page_methods`` and ``playwright_page_goto_kwargs``)."""
+
+PERSISTED = (REDIRECT_URLS, REDIRECT_REASONS, REDIRECT_TIMES, RETRY_TIMES, LEAVES_BOUNDARY, RENDER)
+"""The keys a request keeps through the durable frontier, besides its URL and depth (JSON-able
+values only: requests are stored as data, never pickled)."""
