@@ -27,7 +27,8 @@ from typing import Any
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
-from twisted.internet import task
+from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
+from twisted.internet.task import LoopingCall
 
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.meta import DEPTH, KNOWN_ROW, PERSISTED, WAKE
@@ -82,8 +83,8 @@ class FrontierScheduler:
         self.lease_seconds = settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")
         self.shared = self.context.shared
         self.owner = self.context.owner
-        self.renewal: task.LoopingCall | None = None
-        self.waker: task.LoopingCall | None = None  # a shared crawl's _wake
+        self.renewal: AsyncioLoopingCall | LoopingCall | None = None
+        self.waker: AsyncioLoopingCall | LoopingCall | None = None  # a shared crawl's _wake
         self.starved = False  # the engine's last next_request() got no request
         self.others_checked = 0.0
         self.others_working = False
@@ -139,10 +140,10 @@ class FrontierScheduler:
             # Scrapy asks a scheduler that has pending requests but returned none again only at its
             # heartbeat, every 5 s, which no public setting changes; a node waiting for the other
             # nodes' links (or for their end) looks every IDLE_RECHECK instead (_wake).
-            self.waker = task.LoopingCall(self._wake)
+            self.waker = create_looping_call(self._wake)
             self.waker.start(IDLE_RECHECK, now=False)
         self.crawler.signals.connect(self._finish_lost, signal=signals.spider_idle)
-        self.renewal = task.LoopingCall(self._renew)
+        self.renewal = create_looping_call(self._renew)
         self.renewal.start(max(1.0, min(60.0, self.lease_seconds / 3)), now=False)
 
     def _renew(self) -> None:

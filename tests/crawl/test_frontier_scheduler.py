@@ -3,17 +3,12 @@ crawler of a source (``tests.components``), on the real document table: SQLite i
 dir; for a shared crawl's two nodes, the session's real PostgreSQL server (the code also runs a
 shared crawl on SQLite, on one machine; a fleet of machines shares PostgreSQL).
 
-What is not called here: ``open()``. Besides starting the run, it starts two
-``twisted.internet.task.LoopingCall`` (lease renewal; in a shared crawl, ``_wake``), and a
-LoopingCall imports ``twisted.internet.reactor`` when it is built, which installs Twisted's
-default reactor for the whole test session (pytest runs without one; ``get_crawler`` then builds
-reactorless crawlers). So ``opened`` below leaves the scheduler as ``open()`` leaves it, through
-the same public stores: the source's run started, resumed or joined (``Runs.start``), this node
-joined (``Runs.join``), the run's ``Frontier``, the run attached to the crawl's state
-(``CrawlState.attach_run``), the spider; the logic the loops call (``_renew``, ``_wake``) is
-called directly, and so is ``_finish_lost``, the spider_idle receiver ``open()`` connects.
-``open()``'s own steps (its requeue of a resumed run's leases, the CloseSpider on a RunConflict,
-``-a fresh=1``) are therefore not covered here.
+``open()`` itself runs inside a running asyncio loop (its loops are Scrapy's
+``create_looping_call``, asyncio ones there): see ``test_open_itself_...``. Most tests use
+``opened`` below instead, a synchronous stand-in that leaves the scheduler as ``open()`` leaves it
+through the same public stores (``Runs.start``, ``Runs.join``, the run's ``Frontier``,
+``CrawlState.attach_run``), without its loops; the logic the loops call (``_renew``, ``_wake``)
+is called directly, and so is ``_finish_lost``, the spider_idle receiver ``open()`` connects.
 
 ``_next_within_sites`` reads the real downloader of ``crawler.engine``: an ``ExecutionEngine``
 built the public way and never started (as in middlewares/test_site_concurrency.py), without
@@ -78,7 +73,7 @@ def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
 
 
 def opened(crawler: Crawler) -> FrontierScheduler:
-    """The scheduler as ``open()`` leaves it, without its LoopingCalls (see the module docstring)."""
+    """The scheduler as ``open()`` leaves it, without its looping calls (see the module docstring)."""
     scheduler = build_from_crawler(FrontierScheduler, crawler)
     state = scheduler.context
     runs = Runs(state.table.database)
@@ -503,3 +498,33 @@ def test_renewal_keeps_a_nodes_leases_and_takes_back_a_dead_nodes(two_nodes) -> 
     assert node_a.owner in runs.nodes(run.id, 0.5)
     assert table.get(name, "http://h.test/b.html")["frontier"] == "queued"  # type: ignore[index]
     assert drain(node_a) == ["http://h.test/b.html"]
+
+
+def test_open_itself_starts_resumes_and_closes_the_run_on_asyncio(crawler_of: Callable[..., Crawler]) -> None:
+    """``open()`` as Scrapy calls it, inside a running asyncio loop (its loops are Scrapy's
+    ``create_looping_call``: asyncio ones, so no Twisted reactor is needed): a new run, lease
+    renewal running; a second session resumes the same run and gets back what the first had
+    leased but not fetched; ``-a fresh=1`` starts a new run instead."""
+    from scrapy.utils.asyncio import AsyncioLoopingCall
+
+    crawler = crawler_of()
+
+    async def session(**arguments: str) -> tuple[int, bool, list[str]]:
+        scheduler = build_from_crawler(FrontierScheduler, crawler)
+        spider = crawler.spidercls.from_crawler(crawler, **arguments)
+        scheduler.open(spider)
+        assert isinstance(scheduler.renewal, AsyncioLoopingCall) and scheduler.renewal.running
+        assert scheduler.run is not None
+        run_id, resumed = scheduler.run.id, scheduler.run.resumed
+        scheduler.enqueue_request(link(scheduler, "http://h.test/a"))
+        leased = [request.url for request in [scheduler.next_request()] if request is not None]
+        scheduler.close("shutdown")  # leaves the run unfinished, its leases queued again
+        assert not scheduler.renewal.running
+        return run_id, resumed, leased
+
+    first, resumed, leased = asyncio.run(session())
+    assert not resumed and leased
+    again, resumed, leased_again = asyncio.run(session())
+    assert (again, resumed) == (first, True) and leased_again == leased  # the same run, nothing lost
+    fresh, resumed, _ = asyncio.run(session(fresh="1"))
+    assert fresh != first and not resumed

@@ -16,7 +16,8 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.extensions.throttle import AutoThrottle
-from twisted.internet import task
+from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
+from twisted.internet.task import LoopingCall
 
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
@@ -42,7 +43,7 @@ class DelaySchedule:
         self.current: float | None = None
         self.slot_delay: float | None = None  # what every slot gets (None: the fleet reservation spaces requests)
         self.throttle: AutoThrottle | None = None
-        self.loop: task.LoopingCall | None = None
+        self.loop: AsyncioLoopingCall | LoopingCall | None = None
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
         crawler.signals.connect(self.reached, signal=signals.request_reached_downloader)
@@ -52,7 +53,7 @@ class DelaySchedule:
         return cls(crawler)
 
     def opened(self) -> None:
-        self.loop = task.LoopingCall(self.apply)
+        self.loop = create_looping_call(self.apply)
         self.loop.start(CHECK_SECONDS, now=True)
 
     def closed(self) -> None:

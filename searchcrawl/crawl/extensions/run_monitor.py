@@ -16,7 +16,8 @@ import time
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
-from twisted.internet import task
+from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
+from twisted.internet.task import LoopingCall
 
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 
@@ -30,7 +31,7 @@ class RunMonitor:
         self.crawler = crawler
         self.interval = interval
         self.context: CrawlState | None = None  # found when the spider opens (extensions are built together)
-        self.loop: task.LoopingCall | None = None
+        self.loop: AsyncioLoopingCall | LoopingCall | None = None
         self.last_pages = 0
         self.last_time = time.monotonic()
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
@@ -45,7 +46,7 @@ class RunMonitor:
 
     def opened(self) -> None:
         self.context = crawl_state(self.crawler)
-        self.loop = task.LoopingCall(self.tick)
+        self.loop = create_looping_call(self.tick)
         self.loop.start(self.interval, now=False)
 
     def closed(self) -> None:
