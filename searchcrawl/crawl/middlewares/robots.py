@@ -55,6 +55,9 @@ class RobotsMiddleware:
         self.unavailable: dict[str, str] = {}  # site -> why its robots.txt could not be fetched
         self.answers: dict[str, str] = {}  # site -> what its robots.txt fetch answered (`scrapy explain` shows it)
         self.fetching: dict[str, asyncio.Future[tuple[RobotsTxt, float | None]]] = {}
+        # this instance's robots.txt downloads in flight: the size cap counts only these (the
+        # bytes_received signal reaches every instance, e.g. a test's second one)
+        self.downloading: set[Request] = set()
         crawler.signals.connect(self.bytes_received, signal=signals.bytes_received)
 
     @classmethod
@@ -111,11 +114,14 @@ class RobotsMiddleware:
                 # fetched once: RetryMiddleware would turn an outage into a burst of fetches
                 meta={ROBOTS_REQUEST: True, DONT_REDIRECT: True, HANDLE_HTTPSTATUS_ALL: True, DONT_RETRY: True},
             )
+            self.downloading.add(request)
             try:
                 # through every downloader middleware, the internal-address guard included
                 response = await self.crawler.engine.download_async(request)
             except Exception as exc:  # unreachable: DNS, refused, timeout, an internal address, ...
                 return self._unavailable(site, f"is unreachable ({type(exc).__name__}: {exc})")
+            finally:
+                self.downloading.discard(request)
             location = response.headers.get(b"Location")
             if 300 <= response.status < 400 and location:
                 url = canonical(urljoin(url, safe_url_string(location.decode("latin-1"))))
@@ -137,7 +143,7 @@ class RobotsMiddleware:
 
     def bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
         """Stop a robots.txt download after 500 KiB: the rest would not be parsed anyway."""
-        if not request.meta.get(ROBOTS_REQUEST):
+        if request not in self.downloading:
             return
         received = request.meta.get(ROBOTS_BYTES, 0) + len(data)
         request.meta[ROBOTS_BYTES] = received

@@ -1,0 +1,509 @@
+"""RobotsMiddleware built alone (``build_from_crawler`` on a ``get_crawler`` crawler of a source),
+fetching real robots.txt files from HTTP servers on 127.0.0.1 through a real, unstarted engine.
+
+The middleware fetches robots.txt with ``crawler.engine.download_async``: through the crawl's
+downloader and every downloader middleware (the internal-address guard included). So these tests
+build an engine the public way (``ExecutionEngine(crawler, spider_closed_callback)``, set as
+``crawler.engine``, the spider made with the spider class's ``from_crawler``, as
+``Crawler.crawl()`` does), open the spider with ``open_spider_async`` (``close_if_idle=False``)
+and never start the engine: nothing is scheduled, only ``download_async`` is used. The engine is
+closed afterwards (``close_async``, which closes the spider, and the ``engine_stopped`` signal,
+on which Scrapy closes its download handlers).
+
+This test process runs without a Twisted reactor, so ``get_crawler`` builds the crawler
+reactorless and Scrapy downloads http(s) with its asyncio ``AiohttpDownloadHandler``, not the
+Twisted HTTP/1.1 handler of a real crawl: the same downloader middlewares and signals
+(``bytes_received``, ``StopDownload``), another client library. The crawl's settings differ from
+the project's in what opening the spider would otherwise do: Scrapy's own in-memory scheduler (no
+durable run), no item pipelines (nothing talks to Solr), no RunMonitor
+(``SEARCHCRAWL_PROGRESS_INTERVAL = 0``: its Twisted ``LoopingCall`` would install Twisted's default
+reactor for the whole test session) and no memory watchdog (it expects ``engine_started``).
+And the engine's downloader gets every downloader middleware of the project but its own
+RobotsMiddleware, so that the one under test is the crawl's only one, as in a real crawl: the
+engine's would let robots.txt fetches through anyway, but it too counts the bytes of every
+robots.txt download (``bytes_received``, into one key of the request's meta): with two counting
+instances a download stops after about 250 KiB.
+
+What it checks: a disallowed URL is refused (907, group and line in the reason), an allowed one
+passes; robots.txt is fetched once per site (scheme, host and port) for many requests, and
+concurrent requests wait for the same fetch (one of them cancelled does not cancel it); 4xx means
+no restrictions; 5xx, 429 and no answer make the site's URLs fail for now (935, event FAILED),
+and robots.txt is not fetched again in the crawl unless ``SEARCHCRAWL_ROBOTS_RETRY_AFTER`` is set;
+redirects are followed up to 5 (relative ones and to another site too; the sixth target is never
+fetched: 935), never to a non-http(s) URL or past the internal-address guard (935); the source's
+``robots_agent`` group is used before ``*``; ``obey_robots = false`` fetches nothing; only about
+the first 500 KiB of a robots.txt are downloaded (the server sees the connection closed early) and
+parsed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import Request, signals
+from scrapy.core.engine import ExecutionEngine
+from scrapy.crawler import Crawler
+from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.reactor import is_reactor_installed
+
+from searchcrawl import settings as project_settings
+from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.meta import ROBOTS_REQUEST
+from searchcrawl.crawl.middlewares.robots import MAX_ROBOTS_REDIRECTS, RobotsMiddleware
+from searchcrawl.rules.lifecycle import Event
+from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES
+from searchcrawl.rules.status_codes import Status
+from tests.components import source_crawler
+from tests.conftest import InFlight, Site
+
+ROBOTS_MIDDLEWARE = f"{RobotsMiddleware.__module__}.{RobotsMiddleware.__qualname__}"
+# What opening the spider of an unstarted engine needs, and the middleware under test as the
+# crawl's only RobotsMiddleware (see the module docstring).
+ENGINE_SETTINGS: dict[str, Any] = {
+    "SCHEDULER": "scrapy.core.scheduler.Scheduler",
+    "ITEM_PIPELINES": {},
+    "SEARCHCRAWL_PROGRESS_INTERVAL": 0,
+    "MEMUSAGE_ENABLED": False,
+    "DOWNLOADER_MIDDLEWARES": {**project_settings.DOWNLOADER_MIDDLEWARES, ROBOTS_MIDDLEWARE: None},
+}
+ROBOTS = b"User-agent: *\nDisallow: /private/\n"
+DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
+
+
+def text(body: bytes, status: int = 200) -> tuple[int, dict[str, str], bytes]:
+    return status, {"Content-Type": "text/plain"}, body
+
+
+def crawler_of(tmp_path: Path, *sites: str, keys: str = "", **settings: Any) -> Crawler:
+    """A crawler of a source whose seeds are ``sites`` (so the guard admits their host:port)."""
+    seeds = ", ".join(f'"{site}"' for site in sites)
+    return source_crawler(tmp_path, f"seeds = [{seeds}]\n{keys}", **{**ENGINE_SETTINGS, **settings})
+
+
+def run(crawler: Crawler, scenario: Callable[[RobotsMiddleware], Awaitable[None]]) -> None:
+    """Run ``scenario`` on the middleware, with an engine (opened, never started) on the crawler."""
+
+    async def main() -> None:
+        crawler.spider = crawler.spidercls.from_crawler(crawler)  # what Crawler.crawl() does first
+        engine = ExecutionEngine(crawler, lambda _spider: None)
+        crawler.engine = engine
+        try:
+            await engine.open_spider_async(close_if_idle=False)
+            await scenario(build_from_crawler(RobotsMiddleware, crawler))
+        finally:
+            await engine.close_async()
+            await crawler.signals.send_catch_log_async(signal=signals.engine_stopped)
+
+    asyncio.run(main())
+    assert not is_reactor_installed()  # nothing installed a reactor for the tests that follow
+
+
+async def refused(middleware: RobotsMiddleware, url: str) -> RequestRefused:
+    with pytest.raises(RequestRefused) as caught:
+        await middleware.process_request(Request(url))
+    return caught.value
+
+
+def site_of(site: Site) -> str:
+    return site.url.rstrip("/")
+
+
+def robots_fetches(site: Site) -> int:
+    return site.paths().count("/robots.txt")
+
+
+@pytest.fixture
+def site(serve, tmp_path: Path) -> Site:
+    (tmp_path / "site").mkdir()
+    return serve(tmp_path / "site")
+
+
+# --- the rules ------------------------------------------------------------------------------------
+
+
+def test_a_disallowed_url_is_refused_and_an_allowed_one_passes(tmp_path: Path, site: Site) -> None:
+    site.responses["/robots.txt"] = text(ROBOTS)
+    crawler = crawler_of(tmp_path, site.url)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        assert await middleware.process_request(Request(f"{site.url}a.html")) is None
+        refusal = await refused(middleware, f"{site.url}private/x.html")
+        assert refusal.status == Status.EXCLUDED_ROBOTS and int(refusal.status) == 907
+        assert refusal.outcome.event == Event.EXCLUDED
+        assert refusal.reason == f"robots.txt of {site_of(site)}: User-agent: *: line 2: Disallow: /private/"
+        assert crawler.stats.get_value("searchcrawl/excluded/excluded_robots") == 1
+        assert middleware.answers == {site_of(site): f"{site.url}robots.txt: HTTP 200, {len(ROBOTS)} bytes"}
+
+    run(crawler, scenario)
+    assert site.paths() == ["/robots.txt"]  # only robots.txt: the pages are the test's own requests
+
+
+def test_the_sources_robots_agent_group_is_used_before_the_star_group(tmp_path: Path, site: Site) -> None:
+    site.responses["/robots.txt"] = text(
+        b"User-agent: *\nDisallow: /\n\nUser-agent: otherbot\nDisallow: /other/\n\n"
+        b"User-agent: MyBot/2.0\nDisallow: /mine/\nAllow: /mine/open/\n"
+    )
+    crawler = crawler_of(tmp_path, site.url, keys='robots_agent = "mybot"\n')
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        assert await middleware.process_request(Request(f"{site.url}a.html")) is None  # "*" would refuse it
+        assert await middleware.process_request(Request(f"{site.url}other/a.html")) is None
+        assert await middleware.process_request(Request(f"{site.url}mine/open/a.html")) is None  # longest match
+        refusal = await refused(middleware, f"{site.url}mine/a.html")
+        assert refusal.reason == f"robots.txt of {site_of(site)}: User-agent: MyBot/2.0: line 8: Disallow: /mine/"
+
+    run(crawler, scenario)
+
+
+def test_without_a_group_of_its_own_the_default_agent_obeys_the_star_group(tmp_path: Path, site: Site) -> None:
+    site.responses["/robots.txt"] = text(b"User-agent: otherbot\nDisallow: /\n\nUser-agent: *\nDisallow: /private/\n")
+    crawler = crawler_of(tmp_path, site.url)  # robots_agent = "searchcrawl"
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        assert await middleware.process_request(Request(f"{site.url}a.html")) is None
+        refusal = await refused(middleware, f"{site.url}private/a.html")
+        assert refusal.reason == f"robots.txt of {site_of(site)}: User-agent: *: line 5: Disallow: /private/"
+
+    run(crawler, scenario)
+
+
+def test_obey_robots_false_fetches_nothing(tmp_path: Path, site: Site) -> None:
+    site.responses["/robots.txt"] = text(DISALLOW_ALL)
+    crawler = crawler_of(tmp_path, site.url, keys="obey_robots = false\n")
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        for path in ("", "a.html", "private/x.html"):
+            assert await middleware.process_request(Request(f"{site.url}{path}")) is None
+        assert middleware.sites == {} and middleware.answers == {}
+
+    run(crawler, scenario)
+    assert site.requests == []
+
+
+def test_robots_fetches_and_non_http_urls_are_not_checked(tmp_path: Path, site: Site) -> None:
+    site.responses["/robots.txt"] = text(DISALLOW_ALL)
+    crawler = crawler_of(tmp_path, site.url)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        own = Request(f"{site.url}robots.txt", meta={ROBOTS_REQUEST: True})
+        assert await middleware.process_request(own) is None
+        assert await middleware.process_request(Request("file:///tmp/a.html")) is None
+
+    run(crawler, scenario)
+    assert site.requests == []
+
+
+# --- fetched once per site ------------------------------------------------------------------------
+
+
+def test_robots_txt_is_fetched_once_per_site_for_many_requests(tmp_path: Path, serve) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, second = serve(tmp_path / "a"), serve(tmp_path / "b")  # one host, two ports: two sites
+    first.responses["/robots.txt"] = text(ROBOTS)
+    second.responses["/robots.txt"] = text(DISALLOW_ALL)
+    crawler = crawler_of(tmp_path, first.url, second.url)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        for number in range(20):
+            assert await middleware.process_request(Request(f"{first.url}p{number}.html")) is None
+            await refused(middleware, f"{first.url}private/p{number}.html")
+            await refused(middleware, f"{second.url}p{number}.html")  # the other port's rules
+        assert crawler.stats.get_value("searchcrawl/excluded/excluded_robots") == 40
+        assert set(middleware.sites) == {site_of(first), site_of(second)}
+
+    run(crawler, scenario)
+    assert first.paths() == ["/robots.txt"]
+    assert second.paths() == ["/robots.txt"]
+
+
+def test_concurrent_requests_wait_for_the_same_fetch(tmp_path: Path, serve) -> None:
+    (tmp_path / "site").mkdir()
+    site = serve(tmp_path / "site", in_flight=InFlight(), slow=0.5)  # robots.txt takes half a second
+    site.responses["/robots.txt"] = text(ROBOTS)
+    crawler = crawler_of(tmp_path, site.url)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        urls = [f"{site.url}p{number}.html" for number in range(10)] + [f"{site.url}private/x.html"]
+        tasks = [asyncio.ensure_future(middleware.process_request(Request(url))) for url in urls]
+        cancelled = asyncio.ensure_future(middleware.process_request(Request(f"{site.url}gone.html")))
+        await asyncio.sleep(0.2)
+        assert not any(task.done() for task in [*tasks, cancelled])  # all wait for the one fetch
+        assert list(middleware.fetching) == [site_of(site)]
+        cancelled.cancel()  # e.g. the crawl closing: the others' fetch goes on
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        assert results[:-1] == [None] * 10
+        assert isinstance(results[-1], RequestRefused) and results[-1].status == Status.EXCLUDED_ROBOTS
+        assert cancelled.cancelled()
+        assert middleware.fetching == {}  # the finished fetch is forgotten; its rules are kept
+        assert await middleware.process_request(Request(f"{site.url}later.html")) is None
+
+    run(crawler, scenario)
+    assert site.paths() == ["/robots.txt"]
+
+
+# --- answers other than 200 -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [401, 403, 404, 410])
+def test_a_4xx_robots_txt_means_no_restrictions(tmp_path: Path, site: Site, status: int) -> None:
+    site.responses["/robots.txt"] = text(DISALLOW_ALL, status)  # the body of an error page is not rules
+    crawler = crawler_of(tmp_path, site.url)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        for path in ("", "a.html", "private/x.html"):
+            assert await middleware.process_request(Request(f"{site.url}{path}")) is None
+        assert middleware.unavailable == {}
+        assert middleware.answers[site_of(site)] == f"{site.url}robots.txt: HTTP {status}, {len(DISALLOW_ALL)} bytes"
+
+    run(crawler, scenario)
+    assert site.paths() == ["/robots.txt"]
+
+
+@pytest.mark.parametrize("status", [500, 503, 429])
+def test_a_5xx_or_429_robots_txt_fails_the_sites_urls_and_is_not_fetched_again(tmp_path: Path, site: Site, status: int) -> None:
+    site.responses["/robots.txt"] = text(b"busy", status)
+    crawler = crawler_of(tmp_path, site.url)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        for path in ("a.html", "b.html", "private/x.html"):
+            refusal = await refused(middleware, f"{site.url}{path}")
+            assert refusal.status == Status.ROBOTS_UNAVAILABLE and int(refusal.status) == 935
+            assert refusal.outcome.event == Event.FAILED  # a failure that may pass, not a rule
+            assert refusal.reason == f"robots.txt of {site_of(site)} answered {status}"
+        site.responses["/robots.txt"] = text(b"User-agent: *\nAllow: /\n")  # back, but not for this crawl
+        await asyncio.sleep(0.3)
+        assert (await refused(middleware, f"{site.url}c.html")).status == Status.ROBOTS_UNAVAILABLE
+        assert crawler.stats.get_value("searchcrawl/robots_unavailable") == 4
+        assert crawler.stats.get_value("searchcrawl/excluded/excluded_robots") is None
+        assert middleware.answers[site_of(site)] == f"{site.url}robots.txt answered {status}"
+
+    run(crawler, scenario)
+    assert site.paths() == ["/robots.txt"]
+
+
+def test_an_unreachable_robots_txt_fails_the_sites_urls_and_is_not_fetched_again(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nothing listens on (the source admits it: its seed)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    crawler = crawler_of(tmp_path, f"http://127.0.0.1:{port}/")
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        started = time.monotonic()
+        refusal = await refused(middleware, f"http://127.0.0.1:{port}/a.html")
+        assert refusal.status == Status.ROBOTS_UNAVAILABLE and refusal.outcome.event == Event.FAILED
+        assert refusal.reason.startswith(f"robots.txt of http://127.0.0.1:{port} is unreachable ("), refusal.reason
+        assert time.monotonic() - started < 5  # refused at once: not retried by RetryMiddleware
+        fetching = asyncio.ensure_future(middleware.process_request(Request(f"http://127.0.0.1:{port}/b.html")))
+        await asyncio.sleep(0)
+        assert fetching.done()  # the answer is kept: no second fetch
+        assert isinstance(fetching.exception(), RequestRefused)
+
+    run(crawler, scenario)
+
+
+def test_with_robots_retry_after_an_unavailable_robots_txt_is_fetched_again(tmp_path: Path, site: Site) -> None:
+    site.responses["/robots.txt"] = text(b"down", 503)
+    crawler = crawler_of(tmp_path, site.url, SEARCHCRAWL_ROBOTS_RETRY_AFTER=0.5)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        assert (await refused(middleware, f"{site.url}a.html")).status == Status.ROBOTS_UNAVAILABLE
+        site.responses["/robots.txt"] = text(ROBOTS)
+        assert (await refused(middleware, f"{site.url}a.html")).status == Status.ROBOTS_UNAVAILABLE  # not yet
+        assert robots_fetches(site) == 1
+        await asyncio.sleep(0.6)
+        assert await middleware.process_request(Request(f"{site.url}a.html")) is None  # fetched again: 200
+        assert (await refused(middleware, f"{site.url}private/a.html")).status == Status.EXCLUDED_ROBOTS
+        assert middleware.unavailable == {}
+        await asyncio.sleep(0.6)
+        assert await middleware.process_request(Request(f"{site.url}b.html")) is None  # a 200 is kept for good
+
+    run(crawler, scenario)
+    assert site.paths() == ["/robots.txt", "/robots.txt"]
+
+
+# --- redirects ------------------------------------------------------------------------------------
+
+
+def chain(site: Site, redirects: int) -> list[str]:
+    """/robots.txt redirecting ``redirects`` times (301, 302, 307, 308; some Locations relative)
+    to /hopN.txt, which disallows everything; the paths of the chain."""
+    hops = ["/robots.txt", *(f"/hop{number}.txt" for number in range(1, redirects + 1))]
+    for number, (source, target) in enumerate(zip(hops, hops[1:], strict=False)):
+        location = target if number % 2 else f"{site.url}{target.lstrip('/')}"
+        site.redirect(source, (301, 302, 307, 308)[number % 4], location)
+    site.responses[hops[-1]] = text(DISALLOW_ALL)
+    return hops
+
+
+def test_redirects_are_followed_up_to_5(tmp_path: Path, site: Site) -> None:
+    hops = chain(site, MAX_ROBOTS_REDIRECTS)
+    crawler = crawler_of(tmp_path, site.url)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        refusal = await refused(middleware, f"{site.url}a.html")
+        assert refusal.status == Status.EXCLUDED_ROBOTS  # the rules at the end of the chain
+        assert refusal.reason == f"robots.txt of {site_of(site)}: User-agent: *: line 2: Disallow: /"
+        answer = f"{site.url}hop5.txt: HTTP 200, {len(DISALLOW_ALL)} bytes (after 5 redirects)"
+        assert middleware.answers[site_of(site)] == answer
+
+    run(crawler, scenario)
+    assert site.paths() == hops
+
+
+def test_a_sixth_redirect_is_not_followed(tmp_path: Path, site: Site) -> None:
+    hops = chain(site, MAX_ROBOTS_REDIRECTS + 1)
+    crawler = crawler_of(tmp_path, site.url)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        refusal = await refused(middleware, f"{site.url}a.html")
+        assert refusal.status == Status.ROBOTS_UNAVAILABLE and refusal.outcome.event == Event.FAILED
+        assert refusal.reason == f"robots.txt of {site_of(site)} redirects more than 5 times"
+        await refused(middleware, f"{site.url}b.html")
+
+    run(crawler, scenario)
+    assert site.paths() == hops[:-1]  # 6 fetches, 5 redirects followed, the sixth target never fetched
+
+
+def test_a_redirect_to_another_site_gives_that_sites_rules(tmp_path: Path, serve) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    site, other = serve(tmp_path / "a"), serve(tmp_path / "b")
+    site.redirect("/robots.txt", 302, f"{other.url}rules.txt")
+    other.responses["/rules.txt"] = text(ROBOTS)
+    crawler = crawler_of(tmp_path, site.url, other.url)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        assert await middleware.process_request(Request(f"{site.url}a.html")) is None
+        assert (await refused(middleware, f"{site.url}private/a.html")).status == Status.EXCLUDED_ROBOTS
+        answer = f"{other.url}rules.txt: HTTP 200, {len(ROBOTS)} bytes (after 1 redirect)"
+        assert middleware.answers[site_of(site)] == answer
+
+    run(crawler, scenario)
+    assert site.paths() == ["/robots.txt"] and other.paths() == ["/rules.txt"]
+
+
+@pytest.mark.parametrize("location", ["ftp://127.0.0.1/robots.txt", "file:///etc/passwd", "data:text/plain,Allow:%20/"])
+def test_a_redirect_to_a_non_http_url_is_not_followed(tmp_path: Path, site: Site, location: str) -> None:
+    site.redirect("/robots.txt", 302, location)
+    crawler = crawler_of(tmp_path, site.url)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        refusal = await refused(middleware, f"{site.url}a.html")
+        assert refusal.status == Status.ROBOTS_UNAVAILABLE and refusal.outcome.event == Event.FAILED
+        assert refusal.reason == f"robots.txt of {site_of(site)} redirects to a non-http(s) URL"
+
+    run(crawler, scenario)
+    assert site.paths() == ["/robots.txt"]
+
+
+def test_a_redirect_to_an_internal_address_is_stopped_by_the_guard(tmp_path: Path, site: Site, serve) -> None:
+    (tmp_path / "internal").mkdir()
+    internal = serve(tmp_path / "internal", host="127.0.0.2")  # not admitted by the source
+    internal.responses["/robots.txt"] = text(b"User-agent: *\nAllow: /\n")
+    site.redirect("/robots.txt", 302, f"{internal.url}robots.txt")
+    crawler = crawler_of(tmp_path, site.url)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        refusal = await refused(middleware, f"{site.url}a.html")
+        assert refusal.status == Status.ROBOTS_UNAVAILABLE
+        assert refusal.reason.startswith(f"robots.txt of {site_of(site)} is unreachable (RequestRefused: ")
+        assert "is an internal address" in refusal.reason
+
+    run(crawler, scenario)
+    assert internal.requests == []  # through the crawl's downloader middlewares: the guard held
+    assert site.paths() == ["/robots.txt"]
+
+
+# --- the size cap ---------------------------------------------------------------------------------
+
+
+def huge_robots_txt() -> tuple[bytes, bytes]:
+    """The first 500 KiB of a huge robots.txt, and what follows: a ``*`` group disallowing
+    /early/, a long comment line, a line disallowing /edge/ that ends 13 bytes before the cap,
+    then "Disallow: /late/" cut in two by the cap after "/la" (a cut line is dropped: "Disallow:
+    /la" would disallow too much)."""
+    head = b"User-agent: *\nDisallow: /early/\n"
+    edge = b"Disallow: /edge/\n"
+    filler = MAX_ROBOTS_BYTES - 13 - len(head) - len(edge)
+    first = head + b"#" + b"x" * (filler - 2) + b"\n" + edge + b"Disallow: /la"
+    return first, b"te/\n"
+
+
+class HugeRobots:
+    """A server whose /robots.txt (no Content-Length) is ``huge_robots_txt`` followed by comment
+    lines, ``size`` bytes in all. Remembers how much it could send before the client went away."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.sent = 0
+        self.complete = False
+        self.done = threading.Event()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/"
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def body(self) -> Iterator[bytes]:
+        first, rest = huge_robots_txt()
+        yield first
+        yield rest
+        filler = (b"#" + b"x" * 1022 + b"\n") * 64  # 64 KiB of comment lines
+        while True:
+            yield filler
+
+    def serve(self) -> None:
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n")
+            try:
+                for chunk in self.body():
+                    chunk = chunk[: self.size - self.sent]
+                    if not chunk:
+                        self.complete = True
+                        break
+                    conn.sendall(chunk)
+                    self.sent += len(chunk)
+            except OSError:  # the client closed the connection
+                pass
+            finally:
+                self.done.set()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_only_the_first_500_kib_are_downloaded_and_parsed(tmp_path: Path) -> None:
+    first, rest = huge_robots_txt()
+    assert len(first) == MAX_ROBOTS_BYTES and first.endswith(b"\nDisallow: /la") and rest.startswith(b"te/\n")
+    server = HugeRobots(size=64 * 1024 * 1024)  # far more than socket buffers hold
+    crawler = crawler_of(tmp_path, server.url)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        assert (await refused(middleware, f"{server.url}early/a.html")).status == Status.EXCLUDED_ROBOTS
+        edge = await refused(middleware, f"{server.url}edge/a.html")  # the last whole line before the cap
+        assert edge.reason.endswith(": line 4: Disallow: /edge/"), edge.reason
+        assert await middleware.process_request(Request(f"{server.url}late/a.html")) is None  # past the cap
+        assert await middleware.process_request(Request(f"{server.url}lab.html")) is None  # the cut line dropped
+        answer = middleware.answers[server.url.rstrip("/")]
+        received = int(answer.split(", ")[1].split()[0])
+        assert MAX_ROBOTS_BYTES < received < 2 * MAX_ROBOTS_BYTES, answer  # stopped just past the cap
+
+    try:
+        run(crawler, scenario)
+        assert server.done.wait(10)
+    finally:
+        server.close()
+    assert not server.complete and server.sent < 16 * 1024 * 1024  # the connection was closed early
