@@ -7,9 +7,13 @@ with ``build_from_crawler`` exactly as Scrapy would, and no crawl or subprocess 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from scrapy import signals
+from scrapy.core.engine import ExecutionEngine
 from scrapy.crawler import Crawler
 from scrapy.utils.test import get_crawler, get_reactor_settings
 
@@ -19,9 +23,13 @@ from searchcrawl.config.spiderloader import spider_class_for
 from searchcrawl.crawl.extensions.crawl_state import CrawlState
 
 UNREACHABLE_SOLR = "http://127.0.0.1:9/solr/unit"  # a component that must not talk to Solr
+DEFAULT_SOURCE = 'seeds = ["http://h.test/"]\n'
+# A downloader without middlewares (its slots are what a test looks at), and no memory watchdog
+# (it expects engine_started before engine_stopped, and an unstarted engine sends neither)
+BARE_DOWNLOADER = {"DOWNLOADER_MIDDLEWARES_BASE": {}, "DOWNLOADER_MIDDLEWARES": {}, "MEMUSAGE_ENABLED": False}
 
 
-def source_crawler(tmp_path: Path, source: str = 'seeds = ["http://h.test/"]\n', name: str = "unit", **settings: Any) -> Crawler:
+def source_crawler(tmp_path: Path, source: str = DEFAULT_SOURCE, name: str = "unit", **settings: Any) -> Crawler:
     """A crawler of the source file ``source`` (TOML text), built by ``get_crawler``."""
     path = tmp_path / f"{name}.toml"
     path.write_text(source)
@@ -38,3 +46,17 @@ def state_of(crawler: Crawler) -> CrawlState:
     state = crawler.get_extension(CrawlState)
     assert state is not None
     return state
+
+
+@contextlib.asynccontextmanager
+async def engine_of(crawler: Crawler) -> AsyncIterator[ExecutionEngine]:
+    """A real engine (built the public way, never started) on the crawler, closed as Scrapy
+    closes it: for components that read ``crawler.engine`` (download slots, the downloader)."""
+    engine = ExecutionEngine(crawler, lambda _spider: None)
+    crawler.engine = engine
+    try:
+        yield engine
+    finally:
+        await engine.close_async()
+        await crawler.signals.send_catch_log_async(signal=signals.engine_stopped)
+        crawler.engine = None

@@ -21,16 +21,15 @@ request to a running engine (``engine.crawl``, which needs an open spider, i.e.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from scrapy import Request, Spider, signals
+from scrapy import Request, Spider
 from scrapy.core.engine import ExecutionEngine
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider, NotSupported
@@ -45,12 +44,9 @@ from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.deltas import Deltas
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.runs import Runs
-from tests.components import source_crawler, state_of
+from tests.components import BARE_DOWNLOADER, engine_of, source_crawler, state_of
 
 SOURCE = 'seeds = ["http://h.test/"]\n'
-# A downloader without middlewares (the engine's slots are what matters here), no memory
-# watchdog (it expects engine_started before engine_stopped).
-BARE_DOWNLOADER = {"DOWNLOADER_MIDDLEWARES_BASE": {}, "DOWNLOADER_MIDDLEWARES": {}, "MEMUSAGE_ENABLED": False}
 
 
 @pytest.fixture
@@ -211,19 +207,6 @@ def test_an_empty_frontier_is_asked_again_at_once_only_for_this_nodes_additions(
 
 
 # --- at most SEARCHCRAWL_MAX_SITES sites at once ---------------------------------------------------
-
-
-@contextlib.asynccontextmanager
-async def engine_of(crawler: Crawler) -> AsyncIterator[ExecutionEngine]:
-    """A real engine (never started) on the crawler, closed as Scrapy closes it."""
-    engine = ExecutionEngine(crawler, lambda _spider: None)
-    crawler.engine = engine
-    try:
-        yield engine
-    finally:
-        await engine.close_async()
-        await crawler.signals.send_catch_log_async(signal=signals.engine_stopped)
-        crawler.engine = None
 
 
 async def waiting_in(engine: ExecutionEngine, site: str) -> asyncio.Future[Any]:

@@ -5,8 +5,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +22,7 @@ from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.crawl.spider import SourceSpider
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
-from tests.components import source_crawler, state_of
+from tests.components import state_of
 
 SOURCE = """seeds = ["http://h.test/", "http://h.test/docs/"]
 url_rewriter = "tests.rewriters.strip_session"
@@ -39,19 +37,6 @@ PAGE = b"""<html><head><title>Home</title>
 <map><area href="/area.html"></map> <iframe src="/frame.html"></iframe>
 <p>Welcome to the home page.</p>
 </body></html>"""
-
-
-@pytest.fixture
-def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
-    made: list[Crawler] = []
-
-    def make(source: str = SOURCE, **settings: object) -> Crawler:
-        made.append(source_crawler(tmp_path, source, **settings))
-        return made[-1]
-
-    yield make
-    for crawler in made:
-        state_of(crawler).close()
 
 
 class Reports:

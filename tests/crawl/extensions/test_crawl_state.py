@@ -7,7 +7,6 @@ The read-only mode and ``steps`` are being reworked elsewhere and are left to th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from searchcrawl.crawl.extensions.crawl_state import ADMITTED, CrawlState, crawl
 from searchcrawl.crawl.extensions.ledger import LedgerWriter
 from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
 from searchcrawl.rules.status_codes import Status
-from tests.components import source_crawler, state_of
+from tests.components import state_of
 
 CRAWL_STATE = "searchcrawl.crawl.extensions.crawl_state.CrawlState"
 SOURCE = """seeds = ["http://h.test/"]
@@ -32,21 +31,6 @@ paths = { "*" = { exclude = ["/private/"] } }
 [filters.scope]
 exclude_urls = ["*/drafts/*"]
 """
-
-
-@pytest.fixture
-def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
-    made: list[Crawler] = []
-
-    def make(source: str = SOURCE, **settings: object) -> Crawler:
-        made.append(source_crawler(tmp_path, source, **settings))
-        return made[-1]
-
-    yield make
-    for crawler in made:
-        state = crawler.get_extension(CrawlState)
-        if state is not None:
-            state.close()
 
 
 class OtherSpider(Spider):

@@ -20,15 +20,11 @@ through ``Downloader.fetch`` (the slot is made, the signal sent) and its downloa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime
-from pathlib import Path
-from typing import Any
 
 import pytest
-from scrapy import Request, Spider, signals
+from scrapy import Request, Spider
 from scrapy.core.engine import ExecutionEngine
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured, NotSupported
@@ -38,7 +34,7 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from searchcrawl.crawl.extensions.delay_schedule import DelaySchedule
-from tests.components import source_crawler, state_of
+from tests.components import BARE_DOWNLOADER, engine_of, state_of
 
 RULES = """delay = 1.0
 [[delay_rules]]
@@ -60,23 +56,8 @@ def source(keys: str) -> str:
 OFFICE_HOURS = datetime(2024, 5, 6, 10, 0)  # a Monday
 EVENING = datetime(2024, 5, 6, 20, 0)  # no rule: the source's delay
 WEEKEND = datetime(2024, 5, 11, 12, 0)  # a Saturday
-# A downloader without middlewares (its slots are what matters), no memory watchdog (it expects
-# engine_started before engine_stopped).
-BARE_DOWNLOADER = {"DOWNLOADER_MIDDLEWARES_BASE": {}, "DOWNLOADER_MIDDLEWARES": {}, "MEMUSAGE_ENABLED": False}
+CRAWLER_SETTINGS = BARE_DOWNLOADER  # the crawler_of fixture's defaults (tests/crawl/conftest.py)
 LOGGER = "searchcrawl.crawl.extensions.delay_schedule"
-
-
-@pytest.fixture
-def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
-    made: list[Crawler] = []
-
-    def make(source: str = SOURCE, **settings: Any) -> Crawler:
-        made.append(source_crawler(tmp_path, source, **{**BARE_DOWNLOADER, **settings}))
-        return made[-1]
-
-    yield make
-    for crawler in made:
-        state_of(crawler).close()
 
 
 def schedule_of(crawler: Crawler) -> DelaySchedule:
@@ -84,19 +65,6 @@ def schedule_of(crawler: Crawler) -> DelaySchedule:
     schedule = crawler.get_extension(DelaySchedule)
     assert schedule is not None
     return schedule
-
-
-@contextlib.asynccontextmanager
-async def engine_of(crawler: Crawler) -> AsyncIterator[ExecutionEngine]:
-    """A real engine (never started) on the crawler, closed as Scrapy closes it."""
-    engine = ExecutionEngine(crawler, lambda _spider: None)
-    crawler.engine = engine
-    try:
-        yield engine
-    finally:
-        await engine.close_async()
-        await crawler.signals.send_catch_log_async(signal=signals.engine_stopped)
-        crawler.engine = None
 
 
 async def reach(engine: ExecutionEngine, slot: str) -> None:

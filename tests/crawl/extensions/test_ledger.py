@@ -9,10 +9,7 @@ max_failures, and that the writer outlives a garbage collection."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
-import pytest
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
@@ -24,22 +21,9 @@ from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
-from tests.components import source_crawler, state_of
+from tests.components import state_of
 
 SOURCE = 'seeds = ["http://h.test/"]\nmax_failures = 2\n'
-
-
-@pytest.fixture
-def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
-    made: list[Crawler] = []
-
-    def make(source: str = SOURCE, **settings: object) -> Crawler:
-        made.append(source_crawler(tmp_path, source, **settings))
-        return made[-1]
-
-    yield make
-    for crawler in made:
-        state_of(crawler).close()
 
 
 def row(crawler: Crawler, url: str) -> dict | None:

@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from scrapy.crawler import Crawler
@@ -25,22 +23,9 @@ from searchcrawl.crawl.extensions.crawl_state import CrawlState
 from searchcrawl.crawl.extensions.run_monitor import RunMonitor
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.runs import Runs
-from tests.components import source_crawler, state_of
+from tests.components import state_of
 
 LOGGER = "searchcrawl.crawl.extensions.run_monitor"
-
-
-@pytest.fixture
-def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
-    made: list[Crawler] = []
-
-    def make(**settings: object) -> Crawler:
-        made.append(source_crawler(tmp_path, **settings))
-        return made[-1]
-
-    yield make
-    for crawler in made:
-        state_of(crawler).close()
 
 
 class Engine:

@@ -18,16 +18,15 @@ Each test has sites of its own: the database, and its site rows, are the session
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.core.engine import ExecutionEngine
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured, NotSupported
@@ -40,11 +39,8 @@ from searchcrawl.crawl.extensions.delay_schedule import DelaySchedule
 from searchcrawl.crawl.meta import SITE_LEASE
 from searchcrawl.crawl.middlewares.fleet import HOLD_MARGIN, FleetPolitenessMiddleware
 from searchcrawl.store.models import SiteLease
-from tests.components import source_crawler, state_of
+from tests.components import BARE_DOWNLOADER, engine_of, source_crawler, state_of
 
-# A downloader without middlewares (its slots are what matters), no memory watchdog (it expects
-# engine_started before engine_stopped).
-BARE_DOWNLOADER = {"DOWNLOADER_MIDDLEWARES_BASE": {}, "DOWNLOADER_MIDDLEWARES": {}, "MEMUSAGE_ENABLED": False}
 SLACK = 0.02  # seconds an asyncio timer may fire early
 
 
@@ -212,19 +208,6 @@ def test_delay_rules_set_the_delay_the_fleet_spaces_requests_by(nodes) -> None:
 
 
 # --- local slots --------------------------------------------------------------------------------------
-
-
-@contextlib.asynccontextmanager
-async def engine_of(crawler: Crawler) -> AsyncIterator[ExecutionEngine]:
-    """A real engine (never started) on the crawler, closed as Scrapy closes it."""
-    engine = ExecutionEngine(crawler, lambda _spider: None)
-    crawler.engine = engine
-    try:
-        yield engine
-    finally:
-        await engine.close_async()
-        await crawler.signals.send_catch_log_async(signal=signals.engine_stopped)
-        crawler.engine = None
 
 
 async def reach(engine: ExecutionEngine, slot: str) -> None:

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import io
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import docx
 import pytest
 from scrapy import Request
-from scrapy.crawler import Crawler
 from scrapy.http import HtmlResponse
 from scrapy.utils.misc import build_from_crawler
 
@@ -23,7 +20,6 @@ from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
 from searchcrawl.crawl.pipelines.checksum import text_checksum
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
-from tests.components import source_crawler, state_of
 
 SOURCE = 'seeds = ["http://h.test/"]\n'
 PAGE = b"""<html lang="en"><head><title> Cats  and dogs </title>
@@ -36,20 +32,6 @@ PAGE = b"""<html lang="en"><head><title> Cats  and dogs </title>
 <p>A second paragraph tells how cats and dogs came to live in houses, long ago, near the first farms.</p>
 </article></main><footer><p>Page generated on 2024-05-01 12:00 by the CMS</p></footer></body></html>"""
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-
-
-@pytest.fixture
-def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
-    """crawler_of(source_toml, **settings): a crawler of source ``unit``; closed afterwards."""
-    made: list[Crawler] = []
-
-    def make(source: str = SOURCE, **settings: object) -> Crawler:
-        made.append(source_crawler(tmp_path, source, **settings))
-        return made[-1]
-
-    yield make
-    for crawler in made:
-        state_of(crawler).close()  # the document table, and the converter's workers if started
 
 
 def page(url: str, body: bytes = PAGE, **headers: str) -> CrawledDocument:

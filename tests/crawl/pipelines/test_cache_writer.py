@@ -6,11 +6,7 @@ table are the real ones, in the test's data dir."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
-
 import pytest
-from scrapy.crawler import Crawler
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import NotIndexed
@@ -19,20 +15,7 @@ from searchcrawl.crawl.pipelines.cache_writer import CachePipeline
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
-from tests.components import source_crawler, state_of
-
-
-@pytest.fixture
-def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
-    made: list[Crawler] = []
-
-    def make(**settings: object) -> Crawler:
-        made.append(source_crawler(tmp_path, **settings))
-        return made[-1]
-
-    yield make
-    for crawler in made:
-        state_of(crawler).close()
+from tests.components import state_of
 
 
 def document(url: str, checksum: str = "c1", display_url: str | None = None, **options: object) -> CrawledDocument:

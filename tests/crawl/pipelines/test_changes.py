@@ -6,8 +6,6 @@ holds is reported the way the crawl reports it (``url_outcome``, recorded by the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,23 +19,10 @@ from searchcrawl.crawl.pipelines.changes import ChangePipeline
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
-from tests.components import source_crawler, state_of
+from tests.components import state_of
 
 SOURCE = 'seeds = ["http://h.test/"]\n'
 DATE = "Wed, 01 May 2024 10:00:00 GMT"
-
-
-@pytest.fixture
-def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
-    made: list[Crawler] = []
-
-    def make(source: str = SOURCE, **settings: object) -> Crawler:
-        made.append(source_crawler(tmp_path, source, **settings))
-        return made[-1]
-
-    yield make
-    for crawler in made:
-        state_of(crawler).close()
 
 
 def item(
