@@ -105,9 +105,9 @@ SEARCHCRAWL_SCHEDULER_TICK = 30.0  # seconds between the scheduler's checks for 
 EXTENSIONS = {
     # first, before any extension could log a setting: secret-ish settings' values are masked
     "searchcrawl.crawl.extensions.secret_settings.SecretSettings": -1000,
-    # the crawl's shared state (source, document table, cache, index, ledger writer): built
-    # before the other extensions and before the engine's components, which find it with
-    # crawler.get_extension; a source's crawl refuses to run without it
+    # the crawl's shared state (source, document table, cache, index, ledger writer): the
+    # engine's components find it with crawler.get_extension, the spider and other extensions
+    # when the spider opens; a source's crawl refuses to run without it
     "searchcrawl.crawl.extensions.crawl_state.CrawlState": -900,
     "scrapy.extensions.logstats.LogStats": None,  # replaced by RunMonitor's progress line
     "searchcrawl.crawl.extensions.run_monitor.RunMonitor": 500,

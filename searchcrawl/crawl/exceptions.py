@@ -3,7 +3,7 @@
 A downloader middleware that refuses a request raises ``RequestRefused`` (an ``IgnoreRequest``,
 so Scrapy treats it as any refusal); a pipeline that keeps an item out of the index raises
 ``NotIndexed`` (a ``DropItem``). Both carry an ``Outcome`` (searchcrawl/rules/lifecycle.py), which the
-ledger writer (extensions/ledger.py) records: the spider's errback hands it the refusals,
+ledger writer (crawl/ledger_writer.py) records: the spider's errback hands it the refusals,
 Scrapy's ``item_dropped`` signal the dropped items. Any other ``IgnoreRequest`` comes from one of
 Scrapy's own safety middlewares (a decompression bomb, ...) and gets a status too: no URL is
 left without one.

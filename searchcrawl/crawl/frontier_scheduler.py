@@ -25,6 +25,7 @@ from collections import deque
 from typing import Any
 
 from scrapy import Request, Spider, signals
+from scrapy.core.scheduler import BaseScheduler, Scheduler
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
@@ -74,7 +75,7 @@ def request_from_entry(entry: Entry, spider: Spider) -> Request:
     return request
 
 
-class FrontierScheduler:
+class FrontierScheduler(BaseScheduler):
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.context = crawl_state(crawler)
@@ -98,11 +99,18 @@ class FrontierScheduler:
         self.additions_at_empty = 0
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
+    def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]  # Scrapy's for other spiders
+        if getattr(crawler.spidercls, "source", None) is None:
+            # another spider of the project (scrapy shell, scrapy fetch, a spider of one's own):
+            # Scrapy's own scheduler (SCHEDULER names this one for the whole project)
+            return Scheduler.from_crawler(crawler)
         return cls(crawler)
 
     def open(self, spider: Spider) -> None:
         self.spider = spider
+        # the crawl's arguments (-a recrawl=force, test_mode, delete): CrawlState took them when
+        # it was built, after the spider; taken again here, where Scrapy hands the spider over
+        self.context.configure(getattr(spider, "arguments", {}))
         source = self.context.source.name
         runs = Runs(self.context.table.database)
         fresh = str(getattr(spider, "fresh", "")).lower() in ("1", "true", "yes")
@@ -236,10 +244,16 @@ class FrontierScheduler:
 
     def enqueue_request(self, request: Request) -> bool:
         if request.meta.get(WAKE):
-            return True  # _wake's request: it only made the engine look here (accepted, so never "dropped")
+            # _wake's request: it only made the engine look here. Accepted, so that it is never
+            # reported as dropped, and not stored: BaseScheduler's "True if stored" bent on
+            # purpose (the engine has no public way to be asked to look at the scheduler again)
+            return True
         assert self.frontier is not None
         # dont_filter: a retry (RetryMiddleware) of a URL this run has leased already
-        return bool(self.frontier.add([entry_from_request(request)], again=request.dont_filter))
+        stored = bool(self.frontier.add([entry_from_request(request)], again=request.dont_filter))
+        if stored:
+            self.crawler.stats.inc_value("scheduler/enqueued")
+        return stored
 
     def _refill(self) -> None:
         if self.buffer or self.frontier is None:

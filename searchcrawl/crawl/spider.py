@@ -85,7 +85,7 @@ class SourceSpider(Spider):
         kind: str | None = None,
         **columns: Any,
     ) -> None:
-        """What happened to ``url``: sent to the ledger writer (extensions/ledger.py)."""
+        """What happened to ``url``: sent to the ledger writer (crawl/ledger_writer.py)."""
         outcome = Outcome(event, int(status), reason, depth, kind, columns)
         self.reported.add(url)
         self.crawler.signals.send_catch_log(url_outcome, url=url, outcome=outcome)

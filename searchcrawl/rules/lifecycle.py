@@ -4,7 +4,7 @@ This module is the one owner of those rules. The document table (searchcrawl/sto
 ``decide`` returns and nothing else; the spider, the middlewares and the pipelines only report
 what happened, through Scrapy's own channels (the ``url_outcome`` signal, ``RequestRefused``
 and ``NotIndexed``, subclasses of ``IgnoreRequest`` and ``DropItem`` carrying an ``Outcome``),
-and the ledger writer (extensions/ledger.py) records it. Plain code, no Scrapy, no database:
+and the ledger writer (crawl/ledger_writer.py) records it. Plain code, no Scrapy, no database:
 ``tests/rules/test_lifecycle.py`` walks every pair of state and event.
 
 The rules (README, "A URL's life"):

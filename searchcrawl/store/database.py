@@ -3,8 +3,10 @@
 Works on SQLite (the default, in WAL mode so that readers never wait on the crawl) and on
 PostgreSQL. A crawl opens it with ``migrate=True``: the schema is brought up to date with
 Alembic, so a user's data survives upgrades of searchcrawl. Read-only commands (status, report,
-explain, search) open it without migrating: they never write the schema, and say so when it is
-older than this searchcrawl (a crawl of any source brings it up to date).
+explain, solr migrate-ids) open it without migrating: they never write the schema, and say so
+when it is of another revision than this searchcrawl's (a crawl of any source brings it up to
+date) or has no searchcrawl tables; a SQLite file no crawl has made yet reads as empty (an
+in-memory stand-in), and nothing is created for them.
 
 Each store takes a ``Database``: documents (documents.py), the frontier (frontier.py), the
 runs (runs.py), the delta reports (deltas.py) and the sites' politeness (sites.py).
@@ -20,14 +22,16 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.pool import StaticPool
 
 from searchcrawl.config.resources import package_dir
 
@@ -78,8 +82,22 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 POOL_SIZE = min(32, (os.cpu_count() or 1) + 4) + 4
 
 
+MEMORY = "sqlite://"  # an in-memory SQLite database, one for every connection of its engine
+
+
+def _no_sqlite_file(url: str) -> bool:
+    """A SQLite URL whose file does not exist yet (or is empty): no crawl has made it."""
+    parsed = make_url(url)
+    if not parsed.drivername.startswith("sqlite") or not parsed.database or parsed.database == ":memory:":
+        return False
+    path = Path(parsed.database)
+    return not path.exists() or path.stat().st_size == 0
+
+
 def create_db_engine(url: str) -> Engine:
     """An engine for the document table, with the settings each database needs."""
+    if url == MEMORY:
+        return create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool)
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
         event.listen(engine, "connect", _sqlite_pragmas)
@@ -140,6 +158,10 @@ class Database:
 
     def __init__(self, url: str, migrate: bool = True) -> None:
         self.url = url
+        if not migrate and _no_sqlite_file(url):
+            # nothing crawled yet: read-only users see an empty table, kept in memory, and no
+            # file (nor folder) is made for them
+            url = MEMORY
         self.engine = create_db_engine(url)
         # For work that is one statement: the statement is its own transaction, so no BEGIN and
         # no COMMIT or ROLLBACK go to the server. On PostgreSQL that is one round trip instead of
@@ -153,14 +175,15 @@ class Database:
             self.check_schema()
 
     def check_schema(self) -> None:
-        """Without migrating: a new (empty) database gets the current schema, as it holds no
-        one's data; an existing one of another revision is refused, never changed."""
+        """Without migrating: a database of another revision, or one without searchcrawl's
+        tables (another application's PostgreSQL database, a mistyped URL), is refused, never
+        changed. Only the empty in-memory stand-in for a SQLite file not made yet gets tables."""
         current, head = schema_revisions(self.engine)
-        if current is None:
+        if current is None and self.engine.url.database in (None, "", ":memory:"):
             upgrade_schema(self.engine)
         elif current != head:
             self.engine.dispose()
-            found = f"at revision {current}" if current else "empty"
+            found = f"at revision {current}" if current else "without searchcrawl's tables"
             raise SchemaOutdated(
                 f"the document table ({self.engine.url.render_as_string(hide_password=True)}) is {found}, "
                 f"this searchcrawl needs {head}: a crawl of any source brings it up to date"

@@ -72,3 +72,44 @@ def test_the_frontier_knows_what_is_in_its_run_and_says_so_only_when_sure(tmp_pa
     monkeypatch.setattr(frontier_module, "IN_RUN_LIMIT", 2)  # bounded: past the limit it starts again
     frontier.add([Entry("http://h/c", 1), Entry("http://h/d", 1)])
     assert frontier.in_run("http://h/d") and not frontier.in_run("http://h/a")
+
+
+def test_a_read_only_open_creates_and_changes_nothing(tmp_path, postgres_url: str) -> None:
+    """Read-only commands never write the schema: a SQLite file no crawl has made reads as empty
+    (and is not made, nor its folder); a database without searchcrawl's tables (another
+    application's, a mistyped URL) or of another revision is refused, untouched."""
+    import sqlite3
+
+    import pytest
+    from sqlalchemy import inspect
+
+    from searchcrawl.store import SchemaOutdated
+    from searchcrawl.store.database import create_db_engine, upgrade_schema
+
+    missing = tmp_path / "not-yet" / "documents.sqlite3"
+    table = DocumentTable(Database(f"sqlite:///{missing}", migrate=False))
+    assert table.get("s", "http://h/a") is None and table.count_by("s", "state") == {}
+    table.database.close()
+    assert not missing.parent.exists()
+
+    foreign = tmp_path / "foreign.sqlite3"
+    with sqlite3.connect(foreign) as connection:
+        connection.execute("CREATE TABLE theirs (x INTEGER)")
+    with pytest.raises(SchemaOutdated, match="without searchcrawl's tables"):
+        Database(f"sqlite:///{foreign}", migrate=False)
+    with sqlite3.connect(foreign) as connection:
+        assert [row[0] for row in connection.execute("SELECT name FROM sqlite_master")] == ["theirs"]
+
+    old = tmp_path / "old.sqlite3"
+    upgrade_schema(create_db_engine(f"sqlite:///{old}"), "0009")
+    with pytest.raises(SchemaOutdated, match="at revision 0009"):
+        Database(f"sqlite:///{old}", migrate=False)
+
+    schema = f"readonly_{tmp_path.name[-8:].replace('-', '_')}".lower()
+    engine = create_db_engine(postgres_url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
+    url = f"{postgres_url}?options=-csearch_path%3D{schema}"
+    with pytest.raises(SchemaOutdated):
+        Database(url, migrate=False)
+    assert inspect(create_db_engine(url)).get_table_names(schema=schema) == []

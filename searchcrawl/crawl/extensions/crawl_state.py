@@ -1,13 +1,15 @@
-"""CrawlState: the crawl's shared state, a Scrapy extension built before every other component.
+"""CrawlState: the crawl's shared state, a Scrapy extension found by every other component.
 
 Spider, middlewares, pipelines and the scheduler are separate Scrapy components that work on one
 source, one document table, one cache and one index. They share this extension (found with
 Scrapy's public ``crawler.get_extension``) instead of each opening its own database connection
-pool. It is built in a known order: EXTENSIONS puts it first after SecretSettings, extensions
-are built after the spider and before the engine (downloader middlewares, pipelines, scheduler),
-so those find it in their ``from_crawler``; the spider and other extensions find it when the
-spider opens. It opens (and migrates) the document table and builds the ledger writer, the one
-writer of URL states: a source spider never runs without it (``crawl_state`` fails loudly).
+pool. The order is Scrapy's: the extensions are built after the spider and before the engine
+(downloader and spider middlewares, pipelines, scheduler), so those find it in their
+``from_crawler``; the spider and the other extensions (built in the same step, when
+``get_extension`` cannot answer yet) find it when the spider opens. It opens (and migrates) the
+document table and builds the ledger writer, the one writer of URL states: a source spider
+never runs without it (``crawl_state`` fails loudly). It closes the table when the engine has
+stopped, after every ``spider_closed`` receiver.
 
 The source's rules on a URL (the URL rewriter, the boundary's checks, the scope filter) are one
 chain, ``CrawlState.steps``: the crawl takes its first refusal (``admit``, ``rule_excluding``) and
@@ -34,7 +36,7 @@ from scrapy.utils.misc import load_object
 from searchcrawl.config import paths
 from searchcrawl.config.source import Source
 from searchcrawl.content.convert import Converter
-from searchcrawl.crawl.extensions.ledger import LedgerWriter
+from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.rules.boundary import Boundary
@@ -168,7 +170,9 @@ class CrawlState:
         state.configure(getattr(spider, "arguments", {}))
         if not state.read_only:  # a read-only crawl records no outcome
             state.ledger = LedgerWriter(crawler, state)
-        crawler.signals.connect(state.close, signal=signals.spider_closed)
+        # closed once the engine has stopped: after every spider_closed receiver (the fleet's
+        # release of its site slots, the run's end) that may still use the database
+        crawler.signals.connect(state.close, signal=signals.engine_stopped)
         return state
 
     @classmethod

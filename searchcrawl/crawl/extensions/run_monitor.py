@@ -42,6 +42,8 @@ class RunMonitor:
         interval = crawler.settings.getfloat("SEARCHCRAWL_PROGRESS_INTERVAL")
         if interval <= 0:
             raise NotConfigured
+        if getattr(crawler.spidercls, "source", None) is None:
+            raise NotConfigured("not a searchcrawl source spider")
         return cls(crawler, interval)
 
     def opened(self) -> None:

@@ -43,7 +43,11 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
     context: CrawlState
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> RedirectPolicyMiddleware:
+    def from_crawler(cls, crawler: Crawler) -> RedirectMiddleware:  # type: ignore[override]  # Scrapy's for other spiders
+        if getattr(crawler.spidercls, "source", None) is None:
+            # another spider of the project (scrapy shell, scrapy fetch, a spider of one's own):
+            # Scrapy's own redirects, since this one replaces Scrapy's in DOWNLOADER_MIDDLEWARES
+            return RedirectMiddleware.from_crawler(crawler)
         middleware = super().from_crawler(crawler)
         middleware.context = crawl_state(crawler)
         middleware.crawler = crawler

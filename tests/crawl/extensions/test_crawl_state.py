@@ -18,7 +18,7 @@ from scrapy.utils.test import get_crawler
 
 from searchcrawl import settings as project_settings
 from searchcrawl.crawl.extensions.crawl_state import ADMITTED, CrawlState, crawl_state
-from searchcrawl.crawl.extensions.ledger import LedgerWriter
+from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
 from searchcrawl.rules.status_codes import Status
 from tests.components import state_of
@@ -104,13 +104,13 @@ def test_a_source_crawl_without_it_is_refused_loudly(crawler_of) -> None:
         build_from_crawler(AttributesPipeline, crawler)
 
 
-def test_it_closes_with_the_spider(crawler_of) -> None:
+def test_it_closes_when_the_engine_stops(crawler_of) -> None:
     from scrapy import signals
 
     crawler = crawler_of()
     state = state_of(crawler)
     state.cache.put({"url": "http://h.test/a.html", "checksum": "c"})
-    crawler.signals.send_catch_log(signals.spider_closed, spider=None, reason="finished")
+    crawler.signals.send_catch_log(signals.engine_stopped)
     assert state.cache.scan().sealed  # the cache's spool is sealed: a push may delete it once sent
 
 
@@ -190,3 +190,18 @@ def test_counters_are_read_from_the_crawls_stats(crawler_of) -> None:
     crawler.stats.set_value("searchcrawl/excluded/excluded_robots", 1)  # RobotsMiddleware's
     state_of(crawler).admit("http://other.test/", 1)
     assert state_of(crawler).counters() == {"pages": 5, "cached": 2, "indexed": 0, "removed": 0, "excluded": 2}
+
+
+def test_the_table_is_closed_when_the_engine_has_stopped_not_before(crawler_of) -> None:
+    """spider_closed receivers (the fleet releasing its site slots, the run's end) may still use
+    the database: the state closes it on engine_stopped, which comes after all of them."""
+    from scrapy import signals
+
+    crawler = crawler_of()
+    state = state_of(crawler)
+    closed: list[bool] = []
+    state.table.database.close = lambda: closed.append(True)  # type: ignore[method-assign]
+    crawler.signals.send_catch_log(signals.spider_closed, spider=None, reason="finished")
+    assert not closed
+    crawler.signals.send_catch_log(signals.engine_stopped)
+    assert closed

@@ -2,7 +2,7 @@
 extension, so a source's crawl never runs without it; kept, since signal receivers are weak
 references).
 
-Spider, middlewares and pipelines report what happened to a URL; this extension records it
+Spider, middlewares and pipelines report what happened to a URL; this component (not an extension of its own: CrawlState builds it) records it
 through the document table, whose every state change the ledger (searchcrawl/rules/lifecycle.py) decides.
 What it listens to:
 

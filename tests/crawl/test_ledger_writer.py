@@ -16,8 +16,8 @@ from scrapy.exceptions import DropItem
 from scrapy.http import HtmlResponse, Response
 from twisted.python.failure import Failure
 
-from searchcrawl.crawl.extensions.ledger import MAX_REASON, LedgerWriter
 from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.ledger_writer import MAX_REASON, LedgerWriter
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
