@@ -190,6 +190,25 @@ def serve() -> Iterator:
         site.stop()
 
 
+# --- Order: the longest first ------------------------------------------------------------------
+
+LONGEST = ("tests/e2e/test_sequences.py", "tests/e2e/test_scale_out.py", "tests/e2e/test_wheel.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """End-to-end crawls first, the longest of them at the very front, then the unit layer: with
+    several workers (pytest-xdist, as deploy/test.sh runs the suite) the long crawls overlap and
+    the short tests fill in at the end, instead of one long test running alone last."""
+
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        if path in LONGEST:
+            return LONGEST.index(path)
+        return len(LONGEST) + (0 if path.startswith("tests/e2e/") else 1)
+
+    items.sort(key=rank)  # stable: the files keep their order within a rank
+
+
 # --- Solr ---------------------------------------------------------------------------------------
 
 
