@@ -13,9 +13,9 @@ from searchcrawl.store import Database
 
 @contextmanager
 def open_database(settings: BaseSettings, migrate: bool = False) -> Iterator[Database]:
-    """The document table's database for a command: read-only commands (status, report,
-    explain, solr migrate-ids) never migrate it; commands that write (control, scheduler, the
-    crawl's own checks) bring it up to date as a crawl would."""
+    """The document table's database for a command: read-only commands (status, report, solr
+    migrate-ids) never migrate it (explain reads it through its read-only crawl's CrawlState);
+    commands that write (control) bring it up to date as a crawl would."""
     database = Database(paths.db_url(settings), migrate=migrate)
     try:
         yield database

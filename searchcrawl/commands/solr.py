@@ -14,11 +14,12 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from searchcrawl.commands import open_database
 from searchcrawl.config import paths
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrCloud, DevSolrError
 from searchcrawl.index import solrcloud
 from searchcrawl.index.indexer import IndexingError, SolrIndex, migrate_ids
-from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store import DocumentTable
 
 ACTIONS = ("start", "stop", "status", "collection", "migrate-ids")
 DEFAULT_CLOUD_NODES = 2
@@ -108,13 +109,12 @@ class Command(ScrapyCommand):
         assert self.settings is not None
         index = SolrIndex(
             paths.solr_url(self.settings),
-            timeout=self.settings.getfloat("SEARCHCRAWL_SOLR_TIMEOUT", 60),
+            timeout=self.settings.getfloat("SEARCHCRAWL_SOLR_TIMEOUT"),
             auth=paths.solr_auth(self.settings),
         )
         total = 0
-        database = Database(paths.db_url(self.settings), migrate=False)  # read only
-        table = DocumentTable(database)
-        try:
+        with open_database(self.settings) as database:  # read only
+            table = DocumentTable(database)
             for source in sources or index.sources():
                 # the document table's word on who holds each URL, when it knows the source
                 holders = table.holders if table.count_by(source, "state") else None
@@ -122,13 +122,11 @@ class Command(ScrapyCommand):
                     index,
                     source,
                     holders=holders,
-                    max_docs=min(self.settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS", 500), 200),
-                    max_bytes=self.settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES", 10 * 1024 * 1024),
+                    max_docs=min(self.settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS"), 200),
+                    max_bytes=self.settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES"),
                 )
                 total += migrated
                 print(f"{source}: {migrated} documents migrated to ids {source}!<url>")
-        finally:
-            database.close()
         print(f"{total} documents migrated in all")
 
     def _start(self, data_dir: Path, opts: argparse.Namespace) -> None:
