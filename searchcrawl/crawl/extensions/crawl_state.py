@@ -163,7 +163,9 @@ class CrawlState:
         if state.read_only:
             from searchcrawl.crawl.frontier_scheduler import FrontierScheduler  # it imports this module
 
-            if issubclass(load_object(crawler.settings["SCHEDULER"]), FrontierScheduler):
+            # the class itself, in its MRO: issubclass() on Scrapy's schedulers is duck-typed
+            # (BaseSchedulerMeta), and says True of any scheduler
+            if FrontierScheduler in load_object(crawler.settings["SCHEDULER"]).__mro__:
                 state.table.database.close()
                 raise RuntimeError("a read-only crawl (SEARCHCRAWL_READ_ONLY) starts no run: use Scrapy's SCHEDULER")
         spider = getattr(crawler, "spider", None)  # absent when a test builds components alone
