@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from datetime import datetime
+from typing import Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -12,7 +14,7 @@ from scrapy.exceptions import UsageError
 from searchcrawl.commands import open_database
 from searchcrawl.crawl.frontier_scheduler import DELTA_KINDS
 from searchcrawl.ops.terminal import printable
-from searchcrawl.store import Deltas
+from searchcrawl.store import Database, Deltas
 from searchcrawl.store.runs import Runs
 
 
@@ -36,32 +38,39 @@ class Command(ScrapyCommand):
             raise UsageError("expected a source name")
         assert self.settings is not None
         with open_database(self.settings) as database:
-            runs = {run["id"]: run for run in Runs(database).recent(args[0], limit=1000)}
-            run_id = opts.run or (max(runs) if runs else None)
-            if run_id is None or run_id not in runs:
-                print(f"{args[0]}: no such run")
-                self.exitcode = 1
-                return
-            report = Deltas(database).report(args[0], run_id)
-        run = runs[run_id]
-        if opts.json:
-            print(
-                json.dumps(
-                    {
-                        "source": args[0],
-                        "run": run_id,
-                        "state": run["state"],
-                        "mode": run["mode"],
-                        "counts": {kind: len(report.get(kind, [])) for kind in DELTA_KINDS},
-                        "urls": {kind: report.get(kind, []) for kind in DELTA_KINDS},
-                    },
-                    indent=2,
-                )
-            )
+            report = run_report(database, args[0], opts.run)
+        if report is None:
+            print(f"{args[0]}: no such run")
+            self.exitcode = 1
             return
-        print(f"Run {run_id} of {args[0]}: {run['state']} ({run['mode']}), started {run['started_at']:%Y-%m-%d %H:%M:%S}")
+        if opts.json:
+            print(json.dumps(report, indent=2))
+            return
+        started = datetime.fromisoformat(report["started_at"])
+        print(f"Run {report['run']} of {args[0]}: {report['state']} ({report['mode']}), started {started:%Y-%m-%d %H:%M:%S}")
         for kind in DELTA_KINDS:
-            urls = report.get(kind, [])
+            urls = report["urls"][kind]
             print(f"{kind:>13}: {len(urls)}")
             for url in urls:
                 print(f"               {printable(url)}")
+
+
+def run_report(database: Database, source: str, run_id: int | None = None) -> dict[str, Any] | None:
+    """The delta report of one run of ``source`` (the last by default) as ``--json`` prints it:
+    the run's id, state, mode and start, and each kind of change with its count and URLs; None
+    when there is no such run."""
+    runs = {run["id"]: run for run in Runs(database).recent(source, limit=1000)}
+    run_id = run_id or (max(runs) if runs else None)
+    if run_id is None or run_id not in runs:
+        return None
+    deltas = Deltas(database).report(source, run_id)
+    run = runs[run_id]
+    return {
+        "source": source,
+        "run": run_id,
+        "state": run["state"],
+        "mode": run["mode"],
+        "started_at": run["started_at"].isoformat(),
+        "counts": {kind: len(deltas.get(kind, [])) for kind in DELTA_KINDS},
+        "urls": {kind: deltas.get(kind, []) for kind in DELTA_KINDS},
+    }
