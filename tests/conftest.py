@@ -4,6 +4,7 @@ to run `scrapy` as a user does (a subprocess in the project directory)."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import io
 import os
@@ -15,6 +16,8 @@ import tarfile
 import tempfile
 import threading
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -212,23 +215,60 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # --- Solr ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def solr_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("solr-data")
+# One dev Solr for the whole run, whatever the number of pytest-xdist workers: a JVM costs some
+# 20 s of CPU to start and the suite is CPU-bound on 2 cores. The controlling pytest process makes a
+# folder for it (SHARED_SOLR_DIR, inherited by the workers); the first worker to need Solr starts
+# it there, the others find it running (DevSolr.start, under a lock); the controlling process stops
+# it at the very end. Each worker has a core of its own, so that no test sees another's documents.
+SHARED_SOLR_DIR = "SEARCHCRAWL_TEST_SOLR_DIR"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controlling process (or the only one)
+        os.environ[SHARED_SOLR_DIR] = tempfile.mkdtemp(prefix="searchcrawl-test-solr-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    shared = Path(os.environ.pop(SHARED_SOLR_DIR, ""))
+    port = shared / "port"
+    if shared.name and port.exists():
+        DevSolr(shared / "data", int(port.read_text())).stop()
+    if shared.name:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def add_core(solr: DevSolr, name: str) -> str:
+    """A core ``name`` with the project's configset in ``solr`` (running); returns its URL."""
+    instance = solr.home / name
+    if not (instance / "core.properties").exists():
+        shutil.rmtree(instance, ignore_errors=True)
+        shutil.copytree(solr.core_dir / "conf", instance / "conf")
+        query = urllib.parse.urlencode({"action": "CREATE", "name": name, "instanceDir": name, "wt": "json"})
+        with urllib.request.urlopen(f"{solr.base_url}/admin/cores?{query}", timeout=120) as answer:
+            answer.read()
+    return f"{solr.base_url}/{name}"
 
 
 @pytest.fixture(scope="session")
-def dev_solr(solr_data: Path) -> Iterator[DevSolr]:
-    """The dev Solr, started once for the session with the project's own launcher."""
-    solr = DevSolr(solr_data, free_port())
-    solr.start(timeout=600)
-    yield solr
-    solr.stop()
+def dev_solr() -> DevSolr:
+    """The run's dev Solr, started with the project's own launcher by the first worker to ask."""
+    shared = Path(os.environ[SHARED_SOLR_DIR])
+    with open(shared / "lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        port = shared / "port"
+        if not port.exists():
+            port.write_text(str(free_port()))
+        solr = DevSolr(shared / "data", int(port.read_text()))
+        solr.start(timeout=600)
+    return solr
 
 
 @pytest.fixture(scope="session")
 def solr_url(dev_solr: DevSolr) -> str:
-    return dev_solr.url
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return add_core(dev_solr, f"searchcrawl_{worker}") if worker else dev_solr.url
 
 
 @pytest.fixture

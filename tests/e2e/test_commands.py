@@ -34,8 +34,8 @@ def test_search_reports_an_unreachable_solr(offline_project) -> None:
     assert "did not answer" in result.stdout
 
 
-def test_solr_status_and_demo(project, dev_solr: DevSolr, solr_data) -> None:
-    port = str(dev_solr.port)
+def test_solr_status_and_demo(project, dev_solr: DevSolr) -> None:
+    port, solr_data = str(dev_solr.port), dev_solr.data_dir
     status = project.scrapy("solr", "status", "--port", port, SEARCHCRAWL_DATA_DIR=str(solr_data))
     assert status.returncode == 0 and "Solr is running" in status.stdout
     missing = project.scrapy("solr", "status", "--port", "1")
