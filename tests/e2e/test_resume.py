@@ -110,6 +110,7 @@ def test_killed_crawl_resumes_without_loss(project, backend, serve, tmp_path, so
     check_complete(project, name, site, pages, solr_url, kills=1)
 
 
+@pytest.mark.xdist_group("resume-solr")  # one worker starts the Solr it stops and starts
 def test_killed_while_solr_is_down(project, backend, serve, tmp_path, resume_solr) -> None:
     site, pages = crawl_site(tmp_path, serve)
     name = f"resume-solr-{uuid.uuid4().hex[:8]}"

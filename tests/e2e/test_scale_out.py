@@ -102,6 +102,7 @@ def fleet_project(project: Project, postgres_url: str) -> Project:
     return project
 
 
+@pytest.mark.xdist_group("solrcloud")  # the session's one SolrCloud, with tests/e2e/test_solrcloud.py
 def test_three_nodes_crawl_one_source_into_solrcloud(fleet_project, serve, tmp_path, solr_cloud) -> None:
     project = fleet_project
     name = "fleet"

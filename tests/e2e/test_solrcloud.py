@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pysolr
@@ -22,16 +21,17 @@ from searchcrawl.index import solrcloud
 from searchcrawl.index.indexer import SolrIndex, migrate_ids
 from tests.conftest import ROOT, LocalSolrCloud, wait_for
 
+# With the session's one SolrCloud, on one pytest-xdist worker (--dist loadgroup): a cluster
+# (two Solr nodes and ZooKeeper) costs some 30 s of CPU to start. Tests that stop a node start it again.
+pytestmark = pytest.mark.xdist_group("solrcloud")
 
-@pytest.fixture(scope="module")
-def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSolrCloud]:
-    """Its own cloud, not the session's solr_cloud: these tests stop and restart a node."""
-    local = LocalSolrCloud(tmp_path_factory.mktemp("solrcloud"))
-    local.start()
-    dev = local.cloud
-    print(f"\nlocal SolrCloud: JVM up in {dev.start_seconds - dev.build_seconds:.1f}s (Maven {dev.build_seconds:.1f}s)")
-    yield local
-    local.stop()
+
+@pytest.fixture
+def cloud(solr_cloud: LocalSolrCloud) -> LocalSolrCloud:
+    dev = solr_cloud.cloud
+    if dev.start_seconds is not None and dev.build_seconds is not None:
+        print(f"\nlocal SolrCloud: JVM up in {dev.start_seconds - dev.build_seconds:.1f}s (Maven {dev.build_seconds:.1f}s)")
+    return solr_cloud
 
 
 def scrapy_solr(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
