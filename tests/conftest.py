@@ -169,7 +169,8 @@ class Site:
 
         self.server = ThreadingHTTPServer((self.host, self.port), partial(Handler, directory=str(self.root)))
         self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # shutdown() waits for the loop's next poll: 0.5 s by default, after every test
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
     def stop(self) -> None:
