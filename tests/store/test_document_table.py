@@ -1,11 +1,15 @@
 """The document table on SQLite and on a real PostgreSQL, and its Alembic migrations."""
 
+import subprocess
+import sys
+
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.database import SCHEMA_REVISION, alembic_head
 from searchcrawl.store.models import Base
 
 
@@ -51,6 +55,15 @@ def test_migrations_match_the_models(backend: str, tmp_path, request) -> None:
     with table.engine.connect() as connection:
         diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
     assert diff == []
+
+
+def test_schema_revision_is_alembics_head_and_an_open_at_it_loads_no_alembic(tmp_path) -> None:
+    assert alembic_head() == SCHEMA_REVISION  # a new migration without its SCHEMA_REVISION fails here
+    url = f"sqlite:///{tmp_path / 'r.sqlite3'}"
+    Database(url).close()
+    code = f"import sys; from searchcrawl.store import Database; Database({url!r}); print('alembic' in sys.modules)"
+    opened = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert opened.stdout.strip() == "False"
 
 
 def test_the_frontier_knows_what_is_in_its_run_and_says_so_only_when_sure(tmp_path, monkeypatch) -> None:
