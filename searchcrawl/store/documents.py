@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, bindparam, case, func, or_, select, tuple_, update
+from sqlalchemy import Connection, bindparam, case, exists, func, or_, select, tuple_, update
 from sqlalchemy import Row as SqlRow
 
 from searchcrawl.rules.lifecycle import (
@@ -40,6 +40,7 @@ LASTING_DELTAS = ("deleted", "held")  # what a later outcome of the same run (fa
 
 
 IN_INDEX = (State.PENDING.value, State.INDEXED.value)
+LEFT_INDEX = (State.REMOVING.value, State.REMOVED.value)
 RUN_COLUMNS = frozenset({"run_id", "frontier", "lease_owner", "lease_expires", "request", "delta", "delta_run", "linked_run"})
 ROW_KEY = ["source", "url_hash"]  # the unique key of a row: inserts conflict on it
 
@@ -129,6 +130,14 @@ class DocumentTable:
             if current is None
             else Row(State(current.state), current.status, current.failures or 0, current.indexed_at is not None)
         )
+        original = outcome.columns.get("duplicate_of") if self.run_id is not None and not self.test_mode else None
+        if original is not None and current is not None and self._has_left(connection, source, original):
+            # The original left the index after the pipeline compared them, and queued its
+            # duplicates again (_promote_duplicates): this URL is fetched once more in this run to
+            # take its place, instead of being marked the duplicate of a document that is gone.
+            self._update_row(connection, source, url, {"duplicate_of": None, **self._queued()})
+            logger.debug("Fetched again, its original %s left the index: %s", original, url)
+            return State(current.state)
         try:
             change = decide(row, outcome, max_failures)
         except TransitionRefused as exc:
@@ -177,6 +186,7 @@ class DocumentTable:
             values,
             expect_state=current.state,
             new_checksum=outcome.columns.get("checksum") if outcome.event == Event.CACHED else None,
+            original=original,
         ):
             return False
         if change.leaves_index and not self.test_mode:
@@ -198,13 +208,38 @@ class DocumentTable:
             ).where(table.c.source == bindparam("source"), table.c.url_hash == bindparam("url_hash")),
         )
 
+    def _queued(self) -> dict[str, Any]:
+        """Columns that put a URL back in the current run's frontier (to be fetched again)."""
+        if self.run_id is None:
+            return {}
+        return {"run_id": self.run_id, "frontier": "queued", "lease_owner": None, "lease_expires": None}
+
     def _promote_duplicates(self, connection: Any, source: str, url: str) -> None:
         """The indexed copy of some content leaves: its duplicates are fetched again, and the
         first to arrive takes its place."""
-        values: dict[str, Any] = {"duplicate_of": None}
-        if self.run_id is not None:
-            values.update(run_id=self.run_id, frontier="queued", lease_owner=None, lease_expires=None)
+        values: dict[str, Any] = {"duplicate_of": None, **self._queued()}
         connection.execute(update(Document).where(Document.source == source, Document.duplicate_of == url).values(**values))
+
+    def _has_left(self, connection: Connection, source: str, url: str) -> bool:
+        """Whether ``url`` left the index in this run (removing, removed, with this run's delta).
+        The original a duplicate is about to be marked against may be in the index or on its way
+        in (a canonical copy coming back), but not gone since the pipeline compared them. On
+        PostgreSQL its row stays locked until the caller commits, so that it cannot leave (and
+        promote its duplicates) between this answer and the caller's write; SQLite writes one at
+        a time, and _update_row repeats the check in its statement."""
+        table = Document.__table__
+        row = connection.execute(
+            self._statement(
+                "row_state_locked",
+                lambda: (
+                    select(table.c.state, table.c.delta_run)
+                    .where(table.c.source == bindparam("source"), table.c.url_hash == bindparam("url_hash"))
+                    .with_for_update(read=True)
+                ),
+            ),
+            {"source": source, "url_hash": url_hash(url)},
+        ).first()
+        return row is not None and row.state in LEFT_INDEX and row.delta_run == self.run_id
 
     def mark_duplicate(self, source: str, url: str, of: str, depth: int | None = None) -> None:
         """``url`` has the same content as ``of``, which is (or will be) the indexed one."""
@@ -472,17 +507,21 @@ class DocumentTable:
         values: dict[str, Any],
         new_checksum: str | None = None,
         expect_state: str | None = None,
+        original: str | None = None,
     ) -> bool:
         """Set ``values`` on the row of ``url`` (restricted in test mode), with a statement built
         once per set of columns. With ``new_checksum``, ``last_changed`` is set only when the
         row's checksum differs: it says when the content changed, not when it was last seen.
-        With ``expect_state``, only while the row is in that state. Returns whether it wrote."""
+        With ``expect_state``, only while the row is in that state, and with ``original``, only
+        while that URL has not left the index in this run (_has_left, in the same statement).
+        Returns whether it wrote."""
         values = self._restrict(values)
         if not values:
             return True
         table = Document.__table__
         track_change = new_checksum is not None and "last_changed" in values
         guarded = expect_state is not None
+        kept = guarded and original is not None
 
         def build() -> Any:
             assignments: dict[str, Any] = {column: bindparam(f"v_{column}") for column in values}
@@ -494,14 +533,26 @@ class DocumentTable:
             statement = update(table).where(table.c.source == bindparam("w_source"), table.c.url_hash == bindparam("w_url_hash"))
             if guarded:
                 statement = statement.where(table.c.state == bindparam("w_state"))
+            if kept:
+                holder = table.alias("holder")
+                statement = statement.where(
+                    ~exists().where(
+                        holder.c.source == bindparam("w_source"),
+                        holder.c.url_hash == bindparam("w_original"),
+                        holder.c.state.in_(LEFT_INDEX),
+                        holder.c.delta_run == bindparam("w_run"),
+                    )
+                )
             return statement.values(assignments)
 
-        statement = self._statement(("update_row", tuple(values), track_change, guarded), build)
+        statement = self._statement(("update_row", tuple(values), track_change, guarded, kept), build)
         parameters = {f"v_{column}": value for column, value in values.items()}
         if track_change:
             parameters["new_checksum"] = new_checksum
         if guarded:
             parameters["w_state"] = expect_state
+        if kept:
+            parameters.update(w_original=url_hash(original or ""), w_run=self.run_id)
         result = connection.execute(statement, {**parameters, "w_source": source, "w_url_hash": url_hash(url)})
         return not guarded or bool(result.rowcount)
 

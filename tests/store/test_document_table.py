@@ -11,6 +11,7 @@ from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import SCHEMA_REVISION, alembic_head
 from searchcrawl.store.models import Base
+from searchcrawl.store.runs import Runs
 
 
 def exercise(table: DocumentTable) -> None:
@@ -126,3 +127,33 @@ def test_a_read_only_open_creates_and_changes_nothing(tmp_path, postgres_url: st
     with pytest.raises(SchemaOutdated):
         Database(url, migrate=False)
     assert inspect(create_db_engine(url)).get_table_names(schema=schema) == []
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_duplicate_whose_original_left_meanwhile_is_fetched_again_not_marked(backend: str, tmp_path, request) -> None:
+    """Found by the suite under load (tests/e2e/test_maintenance.py, duplicates): b was compared
+    with a while a was indexed, a's 404 was recorded before b's outcome, and b ended marked the
+    duplicate of a document no longer in the index, for a whole crawl."""
+    url = f"sqlite:///{tmp_path / 'd.sqlite3'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    table = DocumentTable(Database(url))
+    source = f"dups-{backend}-{tmp_path.name}"
+    a, b, x, y = (f"http://h/{name}" for name in "abxy")
+    table.run_id = Runs(table.database).start(source).id
+    for page in (a, x, y):
+        table.record(source, page, Outcome(Event.CACHED, 200, columns={"checksum": f"sum-{page[-1]}"}))
+    table.mark_indexed(source, [(a, "sum-a"), (x, "sum-x"), (y, "sum-y")])
+    table.mark_duplicate(source, b, of=a)
+    table.record(source, x, Outcome(Event.GONE, 404, "HTTP 404"))  # x leaves in that first run
+    table.mark_removed(source, [x])
+
+    table.run_id += 1  # the next crawl: the pipeline compares b with a (indexed), then a answers 404
+    table.record(source, a, Outcome(Event.GONE, 404, "HTTP 404"))
+    table.mark_duplicate(source, b, of=a)
+    row = table.get(source, b)
+    assert row is not None
+    assert (row["duplicate_of"], row["frontier"], row["run_id"]) == (None, "queued", table.run_id)
+    # an original that left in an earlier run and comes back (a canonical copy) is no such case
+    table.mark_duplicate(source, y, of=x)
+    row = table.get(source, y)
+    assert row is not None
+    assert (row["duplicate_of"], row["frontier"], row["status"]) == (x, "done", 911)
