@@ -249,7 +249,9 @@ def test_a_shared_crawl_keeps_no_local_delay(shared_project: Project, serve, tmp
     assert crawl.returncode == 0, crawl.stderr[-3000:]
     assert (probed(crawl.stderr, "slot_delay_max"), probed(crawl.stderr, "slot_jitter_max")) == (0.0, 0.0)
     gaps = [later - earlier for earlier, later in zip(site.arrivals, site.arrivals[1:], strict=False)]
-    assert min(gaps) >= 0.3 * 0.75, sorted(gaps)[:5]  # the reservation still spaces them
+    # the reservation still spaces them (without it: gaps of milliseconds); one request sent late
+    # by a busy event loop shortens the gap after it, so a gap is held to half the delay
+    assert min(gaps) >= 0.3 * 0.5, sorted(gaps)[:5]
 
 
 # --- a shared crawl: nodes look at the frontier every IDLE_RECHECK ------------------------------------
