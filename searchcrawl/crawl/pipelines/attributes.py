@@ -2,8 +2,9 @@
 
 HTML pages are read from their parsed tree; PDF, office and other files are converted to text in
 worker processes (searchcrawl/content/convert), with their own metadata as attributes. Then the source's
-attribute mapping, the description fallback, language detection when nothing declares a
-language, and the text the checksum is taken over (``checksum_of``).
+attribute mapping, every field cleaned (searchcrawl/content/clean_text.py), the description
+fallback, language detection when nothing declares a language, and the text the checksum is taken
+over (``checksum_of``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from urllib.parse import urlsplit
 
 from scrapy.crawler import Crawler
 
+from searchcrawl.content.clean_text import clean_fields, clean_text
 from searchcrawl.content.convert import ConversionError
 from searchcrawl.content.extract import (
     html_attributes,
@@ -65,6 +67,8 @@ class AttributesPipeline:
             found, attributes = {}, text_attributes(item.text or "", item.url, item.headers)
             item.text = None
         attributes.update(mapped_attributes(found, settings.attributes, settings.search_attributes))
+        attributes = clean_fields(attributes)  # before anything reads it: the checksum, Solr
+        basis = clean_text(basis) if basis else basis
         content = attributes.get("content") or ""
         if not content and not attributes.get("title"):
             self.drop(item, Status.EMPTY, "no text to index")

@@ -14,6 +14,7 @@ from scrapy import Request
 from scrapy.http import HtmlResponse
 from scrapy.utils.misc import build_from_crawler
 
+from searchcrawl.content.clean_text import MAX_TERM_BYTES
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
@@ -144,3 +145,25 @@ def test_office_files_are_converted_in_workers_and_raw_checksums_take_the_bytes(
         run(pipeline, broken)
     assert (raised.value.outcome.event, raised.value.outcome.status) == (Event.GONE, Status.CONVERSION_FAILED)
     assert raised.value.outcome.reason.startswith("corrupt: ")
+
+
+def test_surrogates_controls_and_a_40_kb_author_reach_solr_clean(crawler_of, solr) -> None:
+    """An RTF file with a character beyond the BMP written as two escapes, a lone surrogate, a
+    control character and a 40 KB author: before, the checksum raised UnicodeEncodeError (the
+    document was lost) and Solr would refuse the immense author term."""
+    author = "A" * 40_000
+    body = (
+        rb"{\rtf1\ansi{\info{\title Odd text}{\author " + author.encode() + rb"}}"
+        rb"Smile \u-10179?\u-8704? here, a lone \u-10179? there, a bell \u7? too.\par}"
+    )
+    crawler = crawler_of(SEARCHCRAWL_CONVERT_WORKERS=1)
+    item = run(
+        build_from_crawler(AttributesPipeline, crawler), CrawledDocument("unit", "http://h.test/odd.rtf", 1, {}, body=body)
+    )
+    fields = item.fields
+    assert "Smile \U0001f600 here, a lone \ufffd there, a bell  too." in fields["content"]
+    assert fields["author"] == author[:MAX_TERM_BYTES]
+    text_checksum(item.checksum_basis)  # raised UnicodeEncodeError before
+    solr.add([fields])
+    found = solr.search(f'id:"{fields["id"]}"', fl="author,content")
+    assert found.hits == 1 and "\U0001f600" in found.docs[0]["content"]
