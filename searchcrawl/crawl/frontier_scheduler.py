@@ -116,7 +116,12 @@ class FrontierScheduler(BaseScheduler):
         fresh = str(getattr(spider, "fresh", "")).lower() in ("1", "true", "yes")
         try:
             self.run = runs.start(
-                source, fresh=fresh, allow_shared=self.shared, job=getattr(spider, "_job", None), stale_after=self.lease_seconds
+                source,
+                fresh=fresh,
+                allow_shared=self.shared,
+                job=getattr(spider, "_job", None),
+                stale_after=self.lease_seconds,
+                owner=self.owner,
             )
         except RunConflict as exc:
             # `scrapy crawl` refuses before the crawl opens (Runs.conflict); this is the race of
@@ -124,8 +129,7 @@ class FrontierScheduler(BaseScheduler):
             logger.error("%s", exc)
             raise CloseSpider(ALREADY_RUNNING) from None
         self.frontier = Frontier(self.context.table.database, source, self.run.id, self.owner, self.lease_seconds)
-        others = runs.nodes(self.run.id, self.lease_seconds, but=self.owner)
-        runs.join(self.run.id, self.owner)
+        others = list(self.run.others)
         self.context.attach_run(self.run.id, self.run.resumed, self.frontier, runs)
         if self.run.resumed:
             # a shared run's live nodes keep their leases; a dead node's are taken back

@@ -39,6 +39,7 @@ class RunInfo:
     state: str
     resumed: bool
     sessions: int
+    others: tuple[str, ...] = ()  # the other live nodes of the run when this one joined it
 
 
 def _alive(host: str | None, pid: int | None) -> bool:
@@ -138,13 +139,22 @@ class Runs:
             connection.execute(update(Run).where(Run.id == -1).values(state=RUNNING))
 
     def start(
-        self, source: str, fresh: bool = False, allow_shared: bool = False, job: str | None = None, stale_after: float = 600
+        self,
+        source: str,
+        fresh: bool = False,
+        allow_shared: bool = False,
+        job: str | None = None,
+        stale_after: float = 600,
+        owner: str | None = None,
     ) -> RunInfo:
         """Resume the source's unfinished run, or start a new one (``fresh`` abandons the old).
 
         Refuses (RunConflict, see ``conflict``) while another live process crawls the source,
         unless ``allow_shared``: then this process joins the run (a shared crawl).
-        ``job``: the scrapyd job of this session, shown by `scrapy status`.
+        ``job``: the scrapyd job of this session, shown by `scrapy status`. ``owner``: this
+        node, registered as working on the run under the same lock, so that of three nodes
+        starting at once each sees the ones before it (RunInfo.others): registered later, a node
+        took the run for an abandoned one and gave back the leases of a node already at work.
         """
         when = now()
         host, pid = socket.gethostname(), os.getpid()
@@ -165,7 +175,8 @@ class Runs:
                         .where(runs.c.id == row["id"])
                         .values(state=RUNNING, control=None, host=host, pid=pid, updated_at=when, sessions=sessions, job=job)
                     )
-                    return RunInfo(row["id"], source, RUNNING, True, sessions)
+                    others = self._join(connection, row["id"], owner, stale_after)
+                    return RunInfo(row["id"], source, RUNNING, True, sessions, others)
                 connection.execute(
                     update(runs)
                     .where(runs.c.id == row["id"])
@@ -185,7 +196,7 @@ class Runs:
             )
             key = result.inserted_primary_key
             assert key is not None  # one row inserted (not executemany): its key is known
-            return RunInfo(key[0], source, RUNNING, False, 1)
+            return RunInfo(key[0], source, RUNNING, False, 1, self._join(connection, key[0], owner, stale_after))
 
     # --- nodes of a run (shared crawls) ----------------------------------------------------------
 
@@ -199,17 +210,20 @@ class Runs:
         here = socket.gethostname()
         return [owner for owner, host, pid in rows if owner != but and (host != here or _alive(host, pid))]
 
-    def join(self, run_id: int, owner: str) -> None:
-        """This process works on the run (one row per node, kept alive by ``heartbeat``)."""
+    def _join(self, connection: Connection, run_id: int, owner: str | None, within: float) -> tuple[str, ...]:
+        """This process works on the run (one row per node, kept alive by ``heartbeat``); returns
+        the run's other live nodes. Without ``owner``, registers nothing."""
+        if owner is None:
+            return ()
+        others = tuple(self._live_nodes(connection, run_id, within, but=owner))
         when = now()
-        host, pid = socket.gethostname(), os.getpid()
-        with self.engine.begin() as connection:
-            connection.execute(delete(CrawlNode).where(CrawlNode.run_id == run_id, CrawlNode.owner == owner))
-            connection.execute(
-                CrawlNode.__table__.insert().values(
-                    run_id=run_id, owner=owner, host=host, pid=pid, started_at=when, heartbeat=when
-                )
+        connection.execute(delete(CrawlNode).where(CrawlNode.run_id == run_id, CrawlNode.owner == owner))
+        connection.execute(
+            CrawlNode.__table__.insert().values(
+                run_id=run_id, owner=owner, host=socket.gethostname(), pid=os.getpid(), started_at=when, heartbeat=when
             )
+        )
+        return others
 
     def heartbeat(self, run_id: int, owner: str) -> None:
         with self.engine.begin() as connection:

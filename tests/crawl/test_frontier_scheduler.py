@@ -73,9 +73,8 @@ def opened(crawler: Crawler) -> FrontierScheduler:
     scheduler = build_from_crawler(FrontierScheduler, crawler)
     state = scheduler.context
     runs = Runs(state.table.database)
-    run = runs.start(state.source.name, allow_shared=scheduler.shared, stale_after=scheduler.lease_seconds)
+    run = runs.start(state.source.name, allow_shared=scheduler.shared, stale_after=scheduler.lease_seconds, owner=scheduler.owner)
     frontier = Frontier(state.table.database, state.source.name, run.id, scheduler.owner, scheduler.lease_seconds)
-    runs.join(run.id, scheduler.owner)
     state.attach_run(run.id, run.resumed, frontier, runs)
     scheduler.spider = crawler.spidercls.from_crawler(crawler)
     scheduler.run, scheduler.frontier = run, frontier
