@@ -18,7 +18,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -240,12 +240,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(shared, ignore_errors=True)
 
 
-def add_core(solr: DevSolr, name: str) -> str:
-    """A core ``name`` with the project's configset in ``solr`` (running); returns its URL."""
+def add_core(solr: DevSolr, name: str, schema: Callable[[str], str] | None = None) -> str:
+    """A core ``name`` with the project's configset in ``solr`` (running), its schema.xml first
+    passed through ``schema`` when given; returns its URL."""
     instance = solr.home / name
     if not (instance / "core.properties").exists():
         shutil.rmtree(instance, ignore_errors=True)
         shutil.copytree(solr.core_dir / "conf", instance / "conf")
+        if schema is not None:
+            path = instance / "conf" / "schema.xml"
+            edited = schema(path.read_text(encoding="utf-8"))
+            assert edited != path.read_text(encoding="utf-8"), "the schema edit changed nothing"
+            path.write_text(edited, encoding="utf-8")
         query = urllib.parse.urlencode({"action": "CREATE", "name": name, "instanceDir": name, "wt": "json"})
         with urllib.request.urlopen(f"{solr.base_url}/admin/cores?{query}", timeout=120) as answer:
             answer.read()

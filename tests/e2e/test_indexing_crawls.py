@@ -2,9 +2,13 @@
 
 import uuid
 
-from tests.conftest import solr_docs
+import pysolr
+
+from tests.conftest import add_core, solr_docs
 from tests.index.test_indexer import solr_update_requests  # noqa: F401 - helpers and fixtures
 from tests.sites import build_intranet
+
+BOOLEAN_FIELDS = '<dynamicField name="*_b" type="boolean" indexed="true" stored="true"/>'
 
 
 def test_a_crawl_pushes_in_batches_of_the_threshold_even_with_preserve_cache(project, serve, tmp_path, solr_url, solr) -> None:
@@ -27,23 +31,32 @@ def test_a_crawl_pushes_in_batches_of_the_threshold_even_with_preserve_cache(pro
     assert requests_made <= 2 * cached // 20000 + 4, (requests_made, len(pages))
 
 
-def test_a_crawl_with_a_document_solr_refuses_indexes_the_rest_and_exits_0(project, serve, tmp_path, solr) -> None:
+def test_a_crawl_with_a_document_solr_refuses_indexes_the_rest_and_exits_0(project, serve, tmp_path, dev_solr) -> None:
+    """One page carries an attribute the index's schema has no field for (a Solr whose schema
+    lags behind the sources: Solr answers 400 "unknown field"). Before text cleaning, a 40 KB
+    author (an immense term) was the poison; clean_text now cuts it (tests/content)."""
+    name = f"poison-{uuid.uuid4().hex[:8]}"
+    core = add_core(dev_solr, name.replace("-", "_"), schema=lambda text: text.replace(BOOLEAN_FIELDS, ""))
+    project.solr_url = core
+    solr = pysolr.Solr(core, always_commit=True, timeout=30)
     site_root = tmp_path / "site"
     site_root.mkdir()
     site = serve(site_root)
     pages = build_intranet(site_root, sections=2, per_section=3)
     poisoned = site_root / "section1" / "topic2.html"
     html = poisoned.read_text(encoding="utf-8")
-    author = html.split('<meta name="author" content="', 1)[1].split('"', 1)[0]
-    poisoned.write_text(html.replace(f'content="{author}"', f'content="{"Quincy " * 6000}"'), encoding="utf-8")
-    name = f"poison-{uuid.uuid4().hex[:8]}"
-    project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 3\n')
+    poisoned.write_text(html.replace("<head>", '<head><meta name="flagged" content="yes">', 1), encoding="utf-8")
+    project.source(
+        name,
+        f'seeds = ["{site.url}index.html"]\nmax_depth = 3\n'
+        'attributes = { flagged = "flagged" }\nsearch_attributes = { flagged = "boolean" }\n',
+    )
     result = project.scrapy("crawl", name)
     assert result.returncode == 0, result.stderr[-3000:]  # refused documents are not "left pending" (exit 4)
     log = result.stderr
     bad = f"{site.url}section1/topic2.html"
     assert f"Solr refused document {bad} of {name} (status 924, not indexed): HTTP 400: " in log
-    assert "immense term" in log and "Quincy Quincy" not in log
+    assert "unknown field" in log
     assert "Solr unavailable" not in log and "stay cached and pending" not in log
     assert "1 refused by Solr" in log
     assert {doc["url"] for doc in solr_docs(solr, name)} == {site.url + path for path in pages} - {bad}
