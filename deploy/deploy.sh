@@ -4,6 +4,10 @@
 # Extra arguments go to scrapyd-deploy (e.g. --version 1.2, or --build-egg FILE to only build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One deploy at a time per checkout: scrapyd-deploy writes setup.py and build/ into it, and a
+# second deploy's cleanup would delete them under the first one's bdist_egg (CI saw it fail so)
+exec 9<deploy/deploy.sh
+flock 9
 # scrapyd-deploy runs setuptools' bdist_egg in this environment: the `deploy` extra brings
 # scrapyd-client and setuptools<81 (bootstrap.sh installs it into .venv)
 [ -x .venv/bin/scrapyd-deploy ] || bash deploy/bootstrap.sh

@@ -21,7 +21,8 @@ from tests.conftest import ROOT, Project, free_port, solr_docs, wait_for
 from tests.e2e.test_rendering import indexed_text, quotes_site, quotes_source  # noqa: F401,F811 - quotes_site is a fixture
 from tests.sites import build_intranet
 
-pytestmark = pytest.mark.slow
+# one group: the tests deploy from the same checkout, and each checks that no build output is left
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("scrapyd")]
 
 
 class Scrapyd:
@@ -117,6 +118,22 @@ def deploy(server: Scrapyd) -> subprocess.CompletedProcess[str]:
     assert result.returncode == 0, result.stdout + result.stderr
     assert not (ROOT / "setup.py").exists() and not (ROOT / "build").exists(), "deploy.sh left build output"
     return result
+
+
+def test_concurrent_deploys_take_turns(tmp_path: Path) -> None:
+    """Two operators (or two CI jobs) deploying from one checkout at once: each deploy's cleanup
+    removed the setup.py the other's bdist_egg was reading, and one failed with exit status 2."""
+    eggs = [tmp_path / f"{n}.egg" for n in range(3)]
+    runs = []
+    for egg in eggs:  # staggered: each starts while the one before is building
+        command = ["bash", "deploy/deploy.sh", "--build-egg", str(egg)]
+        runs.append(subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        time.sleep(0.4)
+    for run in runs:
+        output, _ = run.communicate(timeout=300)
+        assert run.returncode == 0, output
+    assert all(egg.stat().st_size > 0 for egg in eggs)
+    assert not (ROOT / "setup.py").exists() and not (ROOT / "build").exists(), "deploy.sh left build output"
 
 
 def test_deploy_schedule_suspend_resume(scrapyd: Scrapyd, ops_project: Project, serve, solr) -> None:
