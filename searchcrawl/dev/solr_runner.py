@@ -35,29 +35,26 @@ Standard library only: it runs before (and without) any crawl machinery.
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import json
 import os
-import re
 import shutil
-import signal
-import socket
-import subprocess
 import time
-import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from searchcrawl.config.resources import package_dir
-from searchcrawl.ops.processes import process_alive
-
-try:  # Serialises concurrent builds/starts on POSIX; without it we simply do not lock.
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX
-    fcntl = None  # type: ignore[assignment]
+from searchcrawl.dev.jvm_server import (
+    HOST,
+    JvmServer,
+    JvmServerError,
+    cache_dir,
+    free_port,
+    free_port_range,
+    locked,
+    run_maven,
+)
 
 __all__ = [
     "CONFIGSET_PACKAGE",
@@ -75,7 +72,6 @@ CORE_NAME = "searchcrawl"
 LAUNCHER_PACKAGE = "searchcrawl.dev.solr_launcher"  # pom.xml, src/
 CONFIGSET_PACKAGE = "searchcrawl.index.configset"  # conf/; the same as solrcloud.CONFIGSET_PACKAGE
 MAIN_CLASS = "searchcrawl.solr.DevSolr"
-HOST = "127.0.0.1"
 
 # Solr home configuration of the standalone mode (its solrcloud section is unused there).
 # DevSolrCloud's nodes get MiniSolrCloudCluster's own solr.xml, through ZooKeeper.
@@ -99,53 +95,28 @@ SOLR_XML = """\
 """
 
 
-class DevSolrError(RuntimeError):
+class DevSolrError(JvmServerError):
     """The development Solr could not be built, started or stopped; the message says why."""
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now (for tests that start their own Solr)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def free_port_range(count: int, attempts: int = 50) -> int:
-    """The first of ``count`` consecutive TCP ports on 127.0.0.1 that are free right now (a local
-    SolrCloud's nodes listen on port, port + 1, ...)."""
-    for _ in range(attempts):
-        first = free_port()
-        if first + count - 1 > 65535:
-            continue
-        if all(_port_free(first + offset) for offset in range(1, count)):
-            return first
-    raise DevSolrError(f"found no {count} consecutive free ports on {HOST}")
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((HOST, port))
-        except OSError:
-            return False
-    return True
 
 
 def default_build_dir() -> Path:
     """Where Maven builds the launcher: under a cache directory, one build per version of the
     launcher sources (see :meth:`DevSolr.build`); never beside the sources, which may be installed
     read-only."""
-    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache) / "searchcrawl" / "solr-build"
+    return cache_dir() / "solr-build"
 
 
-class DevSolr:
+class DevSolr(JvmServer):
     """One development Solr instance: a data dir plus a port.
 
     ``start()`` returns the core URL (``http://127.0.0.1:<port>/solr/searchcrawl``) for pysolr.
     After it, ``start_seconds`` holds how long the call took (build included) and
     ``build_seconds`` the Maven part of it (0.0 when the build was up to date).
     """
+
+    kind = "solr"
+    label = "Solr"
+    error = DevSolrError
 
     def __init__(
         self,
@@ -157,33 +128,19 @@ class DevSolr:
         heap: str = "1g",
         auth: tuple[str, str] | None = None,
     ) -> None:
-        self.data_dir = Path(data_dir).expanduser().resolve()
-        self.port = int(port)
+        super().__init__(data_dir, port, java=java)
         # Maven's output: build_dir if given, else default_build_dir()/<digest of the launcher
         # sources>, so one build serves every data dir, port and installation with those sources,
         # and installations with other sources neither share nor rebuild it. Set by build().
         self._build_dir = Path(build_dir).expanduser().resolve() if build_dir else None
         self.build_dir: Path | None = self._build_dir
-        self.run_dir = self.data_dir / "solr" / self._run_dir_name()
         self.home = self.run_dir / "home"
         self.core_dir = self.home / CORE_NAME
-        self.log_path = self.run_dir / "solr.log"
-        self.pid_path = self.run_dir / "solr.pid"
         self.base_url = f"http://{HOST}:{self.port}/solr"
         self.url = f"{self.base_url}/{CORE_NAME}"
-        self.java = java or _default_java()
         self.heap = heap
         self.auth = auth  # basic auth required of every client (Solr's BasicAuthPlugin)
-        self.start_seconds: float | None = None
         self.build_seconds: float | None = None
-        self.launched = False  # whether the last start() launched a JVM (vs found one running)
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(data_dir={str(self.data_dir)!r}, port={self.port})"
-
-    def _run_dir_name(self) -> str:
-        return str(self.port)
 
     # -- build ------------------------------------------------------------------------------
 
@@ -197,7 +154,7 @@ class DevSolr:
             digest = _sources_digest(launcher)
             build_dir = self._build_dir or default_build_dir() / digest[:16]
             self.build_dir = build_dir
-            with _locked(build_dir.parent / f".{build_dir.name}.lock"):
+            with locked(build_dir.parent / f".{build_dir.name}.lock"):
                 if force or _build_needed(build_dir, digest):
                     started = time.monotonic()
                     _run_maven(launcher, build_dir)
@@ -209,48 +166,17 @@ class DevSolr:
 
     # -- start / stop -----------------------------------------------------------------------
 
-    def start(self, timeout: float = 180) -> str:
-        """Start Solr unless it is already running; return the core URL once it answers ping.
+    def prepare(self) -> list[str]:
+        """Build the launcher if needed, write the Solr home; the JVM command."""
+        classpath = self.build()
+        self._prepare_home()
+        return self.java_command(classpath)
 
-        ``timeout`` bounds the wait for Solr to come up, not the Maven build (which has its
-        own, generous limit). On failure the JVM is stopped and the error quotes its log.
-        """
-        started = time.monotonic()
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        with _locked(self.run_dir / ".lock"):
-            pid = self._running_pid()
-            if pid is not None:
-                self.launched = False
-                self.build_seconds = 0.0
-                self._wait_ready(pid, time.monotonic() + timeout, log_offset=None)
-                self.start_seconds = time.monotonic() - started
-                return self.url
-            self.pid_path.unlink(missing_ok=True)  # stale
-            self._check_port_free()
-            classpath = self.build()
-            self._prepare_home()
-            pid, log_offset = self._launch(classpath)
-            self.launched = True
-            try:
-                self._wait_ready(pid, time.monotonic() + timeout, log_offset)
-            except BaseException:  # includes Ctrl-C: do not leave a half-started JVM behind
-                self._terminate(pid, 10)
-                self.pid_path.unlink(missing_ok=True)
-                raise
-            self.start_seconds = time.monotonic() - started
-            return self.url
+    def _found_running(self) -> None:
+        self.build_seconds = 0.0
 
-    def stop(self, timeout: float = 30) -> bool:
-        """Stop Solr (SIGTERM, then SIGKILL after ``timeout``); return whether it was running.
-
-        SIGTERM lets the JVM's shutdown hook close the core, which commits pending updates.
-        """
-        pid = self._running_pid()
-        if pid is not None:
-            self._terminate(pid, timeout)
-        self.pid_path.unlink(missing_ok=True)
-        self._proc = None
-        return pid is not None
+    def _owns(self, cmdline: str) -> bool:
+        return MAIN_CLASS in cmdline and str(self.home) in cmdline
 
     def status(self) -> dict[str, Any]:
         """Running state, pid, URL, port, document count and log path (for CLI status output).
@@ -333,52 +259,10 @@ class DevSolr:
                 raise DevSolrError(f"Solr configset not found: {configset / 'solrconfig.xml'}")
             shutil.copytree(configset, conf, ignore=shutil.ignore_patterns("*~", ".*"))
 
-    def _launch(self, classpath: list[str]) -> tuple[int, int]:
-        """Start the JVM detached (own session, output appended to the log).
-
-        Returns its pid and the log offset where its output starts (for error messages).
-        """
-        command = self.java_command(classpath)
-        with open(self.log_path, "ab") as log:
-            log.write(f"\n=== devsolr: starting on {HOST}:{self.port} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode())
-            log.flush()
-            offset = log.tell()
-            try:
-                proc = subprocess.Popen(
-                    command,
-                    cwd=self.run_dir,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # survives Ctrl-C in the caller; own process group
-                    close_fds=True,
-                )
-            except OSError as exc:
-                raise DevSolrError(f"cannot run Java ({self.java}): {exc}") from exc
-        self._proc = proc  # kept to reap the JVM and read its exit code
-        self.pid_path.write_text(f"{proc.pid}\n", encoding="utf-8")
-        return proc.pid, offset
-
-    def _wait_ready(self, pid: int, deadline: float, log_offset: int | None) -> None:
-        while True:
-            if not self._alive(pid):
-                code = self._proc.returncode if self._proc and self._proc.pid == pid else None
-                how = f" with exit code {code}" if code is not None else ""
-                tail = self._log_tail(log_offset)
-                # The launcher's own summary ("DevSolr: giving up ...: <root cause>"), if any.
-                reasons = [line for line in tail.splitlines() if "DevSolr: giving up" in line]
-                reason = reasons[-1].split("DevSolr: ", 1)[1] if reasons else "see the log"
-                raise DevSolrError(
-                    f"Solr on port {self.port} exited{how} during startup ({reason}). Last lines of {self.log_path}:\n{tail}"
-                )
-            if self._ping():
-                return
-            if time.monotonic() >= deadline:
-                raise DevSolrError(
-                    f"Solr on port {self.port} did not answer {self._readiness_check()} in time. "
-                    f"Last lines of {self.log_path}:\n{self._log_tail(log_offset)}"
-                )
-            time.sleep(0.25)
+    def _startup_failure(self, log_tail: str) -> str:
+        # The launcher's own summary ("DevSolr: giving up ...: <root cause>"), if any.
+        reasons = [line for line in log_tail.splitlines() if "DevSolr: giving up" in line]
+        return reasons[-1].split("DevSolr: ", 1)[1] if reasons else "see the log"
 
     def _readiness_check(self) -> str:
         """What ``_ping`` asks, for error messages."""
@@ -390,77 +274,6 @@ class DevSolr:
         except (OSError, ValueError):  # refused, 503 while the core loads, not JSON yet
             return False
         return isinstance(body, dict) and body.get("status") == "OK"
-
-    def _ports(self) -> list[int]:
-        """The ports this instance listens on."""
-        return [self.port]
-
-    def _check_port_free(self) -> None:
-        for port in self._ports():
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-                sock.settimeout(1)
-                in_use = sock.connect_ex((HOST, port)) == 0
-            if in_use:
-                raise DevSolrError(
-                    f"port {port} on {HOST} is already in use by another process "
-                    f"(not the dev Solr of {self.data_dir}); stop it or choose another port"
-                )
-
-    def _terminate(self, pid: int, timeout: float) -> None:
-        """SIGTERM the JVM's process group, wait, then SIGKILL."""
-        self._signal(pid, signal.SIGTERM)
-        if self._wait_dead(pid, timeout):
-            return
-        self._signal(pid, signal.SIGKILL)
-        if not self._wait_dead(pid, 10):
-            raise DevSolrError(f"Solr (pid {pid}) did not die even after SIGKILL")
-
-    @staticmethod
-    def _signal(pid: int, sig: signal.Signals) -> None:
-        try:
-            if os.getpgid(pid) == pid:  # our JVM leads its own session/process group
-                os.killpg(pid, sig)
-            else:
-                os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
-    def _wait_dead(self, pid: int, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while self._alive(pid):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.1)
-        return True
-
-    def _running_pid(self) -> int | None:
-        """The pid from the pidfile if that process is alive and is our Solr; else None."""
-        try:
-            pid = int(self.pid_path.read_text(encoding="utf-8").strip())
-        except (FileNotFoundError, ValueError):
-            return None
-        if not self._alive(pid):
-            return None
-        cmdline = _cmdline(pid)
-        if cmdline is not None and (MAIN_CLASS not in cmdline or str(self.home) not in cmdline):
-            return None  # pid reused by an unrelated process
-        return pid
-
-    def _alive(self, pid: int) -> bool:
-        """Whether pid is running; reaps our own child so an exited JVM is not a zombie."""
-        if self._proc is not None and self._proc.pid == pid:
-            return self._proc.poll() is None
-        return process_alive(pid)
-
-    def _log_tail(self, offset: int | None, lines: int = 40) -> str:
-        try:
-            with open(self.log_path, "rb") as log:
-                if offset:
-                    log.seek(offset)
-                text = log.read().decode("utf-8", "replace")
-        except FileNotFoundError:
-            return "(no log)"
-        return _tail(text, lines) or "(log is empty)"
 
 
 class DevSolrCloud(DevSolr):
@@ -652,28 +465,8 @@ def _dependency_jars(build_dir: Path) -> list[str]:
 
 
 def _run_maven(launcher: Path, build_dir: Path) -> None:
-    pom = launcher / "pom.xml"
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise DevSolrError("Maven ('mvn') is not on PATH; it is needed to build the dev Solr")
-    build_dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "SEARCHCRAWL_SOLR_BUILD_DIR": str(build_dir)}
-    try:
-        result = subprocess.run(
-            [mvn, "-B", "-q", "-f", str(pom), "package"],
-            cwd=build_dir,  # keep anything Maven drops in cwd away from the sources
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            timeout=1800,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise DevSolrError(f"Maven build of the dev Solr launcher timed out ({pom})") from exc
-    if result.returncode != 0:
-        output = _strip_ansi(result.stdout.decode("utf-8", "replace"))
-        raise DevSolrError(f"Maven build of the dev Solr launcher failed (exit {result.returncode}):\n" + _tail(output, 40))
+    env = {"SEARCHCRAWL_SOLR_BUILD_DIR": str(build_dir)}
+    run_maven(["-f", str(launcher / "pom.xml"), "package"], build_dir, "the dev Solr launcher", DevSolrError, env)
 
 
 def _sources_digest(launcher: Path) -> str:
@@ -688,13 +481,6 @@ def _sources_digest(launcher: Path) -> str:
         digest.update(path.relative_to(launcher).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
-
-
-def _default_java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").exists():
-        return str(Path(java_home) / "bin" / "java")
-    return "java"
 
 
 def _get_json(url: str, timeout: float, auth: tuple[str, str] | None = None) -> Any:
@@ -721,34 +507,3 @@ def security_json(user: str, password: str) -> dict[str, Any]:
             "permissions": [{"name": "all", "role": "admin"}],
         },
     }
-
-
-def _cmdline(pid: int) -> str | None:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return None
-    return raw.replace(b"\0", b" ").decode("utf-8", "replace")
-
-
-def _tail(text: str, lines: int) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
-
-
-def _strip_ansi(text: str) -> str:
-    return re.sub(r"\x1b\[[0-9;]*m", "", text)
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock on path (created if needed), so concurrent callers queue up."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fcntl is None:  # pragma: no cover
-        yield
-        return
-    with open(path, "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
