@@ -38,7 +38,15 @@ SEARCHCRAWL_SOLR_COMMIT_WITHIN = 2000  # ms: documents are searchable this soon 
 SEARCHCRAWL_SOLR_RETRY_TIMES = 4  # attempts per push before documents are left pending
 SEARCHCRAWL_SOLR_RETRY_BACKOFF = 1.0  # seconds before the first retry, doubled each time
 
-# --- Conversion of PDF, office and other files (worker processes) ------------------------------
+# --- Conversion of PDF, office and other files ---------------------------------------------------
+# An Apache Tika server converts them when this is set (`scrapy tika start` starts one and prints
+# its URL); without it, the project's Python converters do, in worker processes (below).
+SEARCHCRAWL_TIKA_URL = os.environ.get("SEARCHCRAWL_TIKA_URL", "")
+SEARCHCRAWL_TIKA_CONCURRENCY = 2  # documents in Tika at once, per crawl process
+SEARCHCRAWL_TIKA_TIMEOUT = 120  # seconds per document; a slower one gets status 921
+SEARCHCRAWL_TIKA_WRITE_LIMIT = 10_000_000  # characters of text kept per document, embedded ones included
+SEARCHCRAWL_TIKA_MAX_EMBEDDED = 1000  # embedded documents (attachments, OLE objects) parsed per document
+# The Python converters, without Tika:
 SEARCHCRAWL_CONVERT_WORKERS = 2  # processes converting at once
 SEARCHCRAWL_CONVERT_TIMEOUT = 60  # seconds per document; a slower one gets status 921
 SEARCHCRAWL_CONVERT_MEMORY_MB = 1024  # address-space limit of a worker; a document needing more: 922

@@ -27,7 +27,9 @@ from pathlib import Path
 import pysolr
 import pytest
 
+from searchcrawl.dev.jvm_server import JvmServer
 from searchcrawl.dev.solr_runner import DevSolr
+from searchcrawl.dev.tika_runner import DevTika
 from searchcrawl.store import Database, DocumentTable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -213,31 +215,49 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=rank)  # stable: the files keep their order within a rank
 
 
-# --- Solr ---------------------------------------------------------------------------------------
+# --- Solr and Tika -------------------------------------------------------------------------------
 
 
-# One dev Solr for the whole run, whatever the number of pytest-xdist workers: a JVM costs some
-# 20 s of CPU to start and the suite is CPU-bound on 2 cores. The controlling pytest process makes a
-# folder for it (SHARED_SOLR_DIR, inherited by the workers); the first worker to need Solr starts
-# it there, the others find it running (DevSolr.start, under a lock); the controlling process stops
-# it at the very end. Each worker has a core of its own, so that no test sees another's documents.
-SHARED_SOLR_DIR = "SEARCHCRAWL_TEST_SOLR_DIR"
+# One dev Solr and one Tika server for the whole run, whatever the number of pytest-xdist workers: a
+# JVM costs some 20 s of CPU to start and the suite is CPU-bound on 2 cores. The controlling pytest
+# process makes a folder for them (SHARED_SERVERS_DIR, inherited by the workers); the first worker
+# to need one starts it there, the others find it running (JvmServer.start, under a lock); the
+# controlling process stops them at the very end. Each worker has a Solr core of its own, so that
+# no test sees another's documents.
+SHARED_SERVERS_DIR = "SEARCHCRAWL_TEST_SERVERS_DIR"
+SHARED_SERVERS: dict[str, type[JvmServer]] = {"solr": DevSolr, "tika": DevTika}
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the controlling process (or the only one)
-        os.environ[SHARED_SOLR_DIR] = tempfile.mkdtemp(prefix="searchcrawl-test-solr-")
+        os.environ[SHARED_SERVERS_DIR] = tempfile.mkdtemp(prefix="searchcrawl-test-servers-")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return
-    shared = Path(os.environ.pop(SHARED_SOLR_DIR, ""))
-    port = shared / "port"
-    if shared.name and port.exists():
-        DevSolr(shared / "data", int(port.read_text())).stop()
-    if shared.name:
-        shutil.rmtree(shared, ignore_errors=True)
+    shared = Path(os.environ.pop(SHARED_SERVERS_DIR, ""))
+    if not shared.name:
+        return
+    for kind, server in SHARED_SERVERS.items():
+        port = shared / kind / "port"
+        if port.exists():
+            server(shared / kind / "data", int(port.read_text())).stop()
+    shutil.rmtree(shared, ignore_errors=True)
+
+
+def shared_server(kind: str) -> JvmServer:
+    """The run's server of ``kind`` (solr, tika), started by the first worker to ask."""
+    folder = Path(os.environ[SHARED_SERVERS_DIR]) / kind
+    folder.mkdir(exist_ok=True)
+    with open(folder / "lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        port = folder / "port"
+        if not port.exists():
+            port.write_text(str(free_port()))
+        server = SHARED_SERVERS[kind](folder / "data", int(port.read_text()))
+        server.start(timeout=600)
+    return server
 
 
 def add_core(solr: DevSolr, name: str, schema: Callable[[str], str] | None = None) -> str:
@@ -261,15 +281,15 @@ def add_core(solr: DevSolr, name: str, schema: Callable[[str], str] | None = Non
 @pytest.fixture(scope="session")
 def dev_solr() -> DevSolr:
     """The run's dev Solr, started with the project's own launcher by the first worker to ask."""
-    shared = Path(os.environ[SHARED_SOLR_DIR])
-    with open(shared / "lock", "a+b") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        port = shared / "port"
-        if not port.exists():
-            port.write_text(str(free_port()))
-        solr = DevSolr(shared / "data", int(port.read_text()))
-        solr.start(timeout=600)
+    solr = shared_server("solr")
+    assert isinstance(solr, DevSolr)
     return solr
+
+
+@pytest.fixture(scope="session")
+def tika_url() -> str:
+    """The run's Tika server (scrapy tika start's), started by the first worker to ask."""
+    return shared_server("tika").url
 
 
 @pytest.fixture(scope="session")

@@ -120,6 +120,9 @@ class Outcome:
     depth: int | None = None
     kind: str | None = None  # the delta kind when the URL is not (and was not) in the index
     columns: Mapping[str, Any] = field(default_factory=dict)  # validators, checksum, duplicate_of, ...
+    # whether a FAILED outcome counts toward max_failures: not when the fault is the crawler's own
+    # (its document converter unreachable), which must never remove a site's documents
+    counted: bool = True
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,9 @@ def decide(row: Row | None, outcome: Outcome, max_failures: int = 3) -> Change:
     status, reason, failures = outcome.status, outcome.reason, 0
     kind = outcome.kind or DEFAULT_KIND.get(event)
     delta: str | None
-    if event == Event.FAILED:
+    if event == Event.FAILED and not outcome.counted:
+        failures = row.failures
+    elif event == Event.FAILED:
         failures = row.failures + 1
         if row.state in IN_INDEX:
             if failures >= max_failures:

@@ -36,6 +36,7 @@ class Status(IntEnum):
     EMPTY = 923
     SOLR_REFUSED = 924
     PROCESSING_ERROR = 925
+    CONVERTER_UNAVAILABLE = 926
 
     TIMEOUT = 930
     DNS_FAILURE = 931
@@ -72,6 +73,8 @@ CRAWLER_CODES: dict[Status, str] = {
     Status.SOLR_REFUSED: "Solr refused the document (the reason quotes Solr); the source's other documents are indexed",
     Status.PROCESSING_ERROR: "processing the response raised an error (the reason names it); counted like a transient "
     "failure, tried again in the next crawl",
+    Status.CONVERTER_UNAVAILABLE: "the document converter (the Tika server) could not be reached or failed: "
+    "tried again in the next crawl; the indexed version stays, and it does not count toward max_failures",
     Status.TIMEOUT: "the server did not answer in time",
     Status.DNS_FAILURE: "the host name does not resolve",
     Status.CONNECTION_REFUSED: "the server refused the connection",

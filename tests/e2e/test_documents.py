@@ -3,14 +3,19 @@ main text; and a site linking to documents of every supported kind, crawled into
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 import uuid
+from pathlib import Path
 
 import pytest
 
 from searchcrawl.content.charsets import choose_encoding
 from searchcrawl.content.extract import mapped_attributes, typed_value
 from searchcrawl.content.language import detect_language
-from tests.conftest import solr_docs
+from searchcrawl.dev.tika_runner import DevTika
+from tests.conftest import ROOT, free_port, solr_docs, wait_for
 
 
 @pytest.mark.parametrize(
@@ -170,9 +175,11 @@ min_length = 120
 FORMATS = ("pdf", "docx", "xlsx", "pptx", "odt", "ods", "odp", "rtf", "doc", "xls", "ppt")
 
 
-def test_a_site_of_office_documents(project, serve, tmp_path, solr) -> None:
-    """Every supported kind, from the textract corpus, crawled into Solr and searchable; a corrupt
-    PDF, an encrypted one and a 200 MB file get their status and the crawl goes on."""
+@pytest.mark.parametrize("converter", ["python", "tika"])
+def test_a_site_of_office_documents(project, serve, tmp_path, solr, request, converter: str) -> None:
+    """Every supported kind, from the textract corpus, crawled into Solr and searchable, by the
+    Python converters and by a Tika server; a corrupt PDF and a 200 MB file get their status and
+    the crawl goes on."""
     from tests.conftest import unpack
 
     corpus = unpack("textract-tests.tar.xz", tmp_path / "corpus")
@@ -195,7 +202,8 @@ def test_a_site_of_office_documents(project, serve, tmp_path, solr) -> None:
     # The files all hold the same sentence: with the checksum over their text they would be
     # duplicates of one another (indexed once); over their raw bytes each is its own document.
     project.source(name, f'seeds = ["{site.url}index.html"]\nmax_download_bytes = 52428800\nchecksum_of = "raw"\n')
-    result = project.scrapy("crawl", name)
+    tika = {"SEARCHCRAWL_TIKA_URL": request.getfixturevalue("tika_url")} if converter == "tika" else {}
+    result = project.scrapy("crawl", name, **tika)
     assert result.returncode == 0, result.stderr[-3000:]
     docs = {doc["id"].rsplit("/", 1)[1]: doc for doc in solr_docs(solr, name)}
     for fmt, path in files.items():
@@ -205,7 +213,83 @@ def test_a_site_of_office_documents(project, serve, tmp_path, solr) -> None:
         assert doc is not None, f"{fmt} not indexed: {project.table().get(name, site.url + 'fox.' + fmt)}"
         assert "quick brown fox" in " ".join(doc["content"].lower().split()), fmt
     hits = solr.search('"quick brown fox"', fq=f'source:"{name}"', rows=50, fl="id")
-    assert len(hits) == len([p for p in files.values() if p is not None])
+    indexed = len([p for p in files.values() if p is not None])
     table = project.table()
-    assert table.get(name, site.url + "corrupt.pdf")["status"] == 921
     assert table.get(name, site.url + "huge.txt")["status"] == 922
+    pdf = docs["fox.pdf"]  # the document's own metadata, as attributes
+    assert (pdf["title"], pdf["document_kind_s"]) == ("standardized_text", "pdf")
+    corrupt = table.get(name, site.url + "corrupt.pdf")
+    if converter == "python":
+        assert corrupt["status"] == 921
+        assert len(hits) == indexed
+    else:  # Tika (PDFBox) recovers the text of the PDF's first third, silently: indexed
+        assert corrupt["state"] == "indexed", corrupt
+        assert "corrupt.pdf" in docs and len(hits) == 1 + indexed
+        assert (pdf["author"], pdf["page_count_i"]) == ("Dean Malmgren", 1) and pdf["created_dt"].startswith("2014-08-25")
+
+
+def write_docx(path: Path, text: str) -> None:
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph(text)
+    document.save(str(path))
+
+
+@pytest.mark.slow
+def test_tika_stopped_in_the_middle_of_a_crawl_and_started_again(project, serve, tmp_path, solr) -> None:
+    """Documents whose converter went away mid-crawl: status 926, their indexed version kept, no
+    failure counted; the crawl finishes; with Tika back, the next crawl indexes them."""
+    tika = DevTika(tmp_path / "tika", free_port())  # its own: the run's Tika serves other tests
+    tika_env = {"SEARCHCRAWL_TIKA_URL": tika.start()}
+    try:
+        root = tmp_path / "site"
+        root.mkdir()
+        names = [f"doc{n:02}.docx" for n in range(12)]
+        for n, doc in enumerate(names):
+            write_docx(root / doc, f"first version of document {n}")
+        (root / "index.html").write_text(page("docs", "".join(f'<a href="{doc}">{doc}</a> ' for doc in names)))
+        site = serve(root)
+        name = f"tikaout-{uuid.uuid4().hex[:8]}"
+        project.source(name, f'seeds = ["{site.url}index.html"]\ndelay = 0.5\nconcurrent_per_site = 1\n')
+        assert project.scrapy("crawl", name, **tika_env).returncode == 0
+        assert {doc["content"] for doc in solr_docs(solr, name) if doc["url"].endswith(".docx")} == {
+            f"first version of document {n}" for n in range(12)
+        }
+        time.sleep(1.1)  # a new Last-Modified second
+        for n, doc in enumerate(names):
+            write_docx(root / doc, f"second version of document {n}")
+        site.requests.clear()
+        crawl = subprocess.Popen(
+            [sys.executable, "-m", "scrapy", "crawl", name],
+            cwd=ROOT,
+            env=project.env(**tika_env),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        wait_for(lambda: sum(path.endswith(".docx") for path in site.paths()) >= 4, what="four documents fetched")
+        tika.stop()  # in the middle of the crawl
+        _out, err = crawl.communicate(timeout=300)
+        assert crawl.returncode == 0, err[-3000:]
+        table = project.table()
+        rows = {doc: table.get(name, site.url + doc) for doc in names}
+        content = {doc["url"].rsplit("/", 1)[1]: doc["content"] for doc in solr_docs(solr, name)}
+        unavailable = [doc for doc, row in rows.items() if row["status"] == 926]
+        assert unavailable and len(unavailable) < len(names), {doc: row["status"] for doc, row in rows.items()}
+        for doc in unavailable:  # nothing lost: the first version stays searchable, nothing counted
+            assert (rows[doc]["state"], rows[doc]["failures"]) == ("indexed", 0), rows[doc]
+            assert content[doc].startswith("first version"), content[doc]
+            assert rows[doc]["reason"].startswith("Tika unreachable")
+        for doc in set(names) - set(unavailable):
+            assert content[doc].startswith("second version"), content[doc]
+        tika.start()
+        assert project.scrapy("crawl", name, **tika_env).returncode == 0
+        table = project.table()
+        assert {table.get(name, site.url + doc)["status"] for doc in unavailable} == {200}  # converted now
+        assert {table.get(name, site.url + doc)["status"] for doc in set(names) - set(unavailable)} == {912}
+        assert {doc["content"] for doc in solr_docs(solr, name) if doc["url"].endswith(".docx")} == {
+            f"second version of document {n}" for n in range(12)
+        }
+    finally:
+        tika.stop()

@@ -79,6 +79,18 @@ def test_a_failing_document_stays_until_max_failures_then_leaves() -> None:
     assert change.reason == "HTTP 503 (3 consecutive failing crawls)"
 
 
+def test_a_failure_of_the_crawlers_own_converter_never_counts() -> None:
+    """Tika down for many crawls: the document stays indexed, its failures where the site left them."""
+    row = Row(State.INDEXED, 200, 2, True)
+    for _ in range(10):
+        change = decide(row, Outcome(Event.FAILED, 926, "Tika unreachable", counted=False), max_failures=3)
+        assert (change.state, change.status, change.failures, change.delta) == (State.INDEXED, 926, 2, "failed")
+        assert change.reason == "Tika unreachable"
+        row = Row(change.state, change.status, change.failures, True)
+    new = decide(None, Outcome(Event.FAILED, 926, "Tika unreachable", counted=False))
+    assert (new.state, new.failures) == (State.FAILED, 0)
+
+
 def test_the_delta_reports_changes_only() -> None:
     gone = Outcome(Event.GONE, 404, "gone", kind="failed")
     # a 404 removed long ago is not news in every later crawl

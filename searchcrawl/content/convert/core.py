@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Protocol
 
 #: Bodies larger than this are refused ('too_large') before any parsing.
 MAX_BYTES = 100 * 2**20
@@ -52,9 +53,25 @@ EXTENSIONS = {k: k for k in KINDS} | {"text": "txt", "pdf": "pdf"}
 
 @dataclass
 class Converted:
+    """A converted document: its text; the documented metadata (title, author, subject, keywords,
+    language, created, modified, pages), cleaned; its kind; every property the converter found,
+    by the converter's own name in lower case, for a source's attribute mapping; and, when only
+    part of it could be read (a damaged file whose text was partly recovered), what went wrong."""
+
     text: str
     metadata: dict[str, str | list[str]] = field(default_factory=dict)
     kind: str = ""
+    properties: dict[str, str] = field(default_factory=dict)
+    warning: str | None = None  # converted in part: what went wrong (kept as the row's reason)
+
+
+class DocumentConverter(Protocol):
+    """What the crawl converts documents with: a Tika server's client, or the Python converters'
+    worker pool. Thread-safe; ``convert`` blocks."""
+
+    def convert(self, body: bytes, mimetype: str | None = None, filename: str | None = None) -> Converted: ...
+
+    def close(self) -> None: ...
 
 
 class ConversionError(Exception):

@@ -35,7 +35,7 @@ from scrapy.utils.misc import load_object
 
 from searchcrawl.config import paths
 from searchcrawl.config.source import Source
-from searchcrawl.content.convert import Converter
+from searchcrawl.content.convert import Converter, DocumentConverter, TikaConverter
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex
@@ -429,16 +429,27 @@ class CrawlState:
         return report
 
     @property
-    def converter(self) -> Converter:
-        """Worker processes converting PDF and office files, started on first use."""
+    def converter(self) -> DocumentConverter:
+        """What converts PDF, office and other files, made on first use: the Tika server at
+        SEARCHCRAWL_TIKA_URL when one is set, else the Python converters' worker processes."""
         if self._converter is None:
             settings = self.crawler.settings
-            self._converter = Converter(
-                workers=settings.getint("SEARCHCRAWL_CONVERT_WORKERS"),
-                timeout=settings.getfloat("SEARCHCRAWL_CONVERT_TIMEOUT"),
-                memory_mb=settings.getint("SEARCHCRAWL_CONVERT_MEMORY_MB"),
-                temp_dir=settings.get("SEARCHCRAWL_TEMP_DIR") or None,
-            )
+            tika_url = settings.get("SEARCHCRAWL_TIKA_URL")
+            if tika_url:
+                self._converter = TikaConverter(
+                    tika_url,
+                    timeout=settings.getfloat("SEARCHCRAWL_TIKA_TIMEOUT"),
+                    concurrency=settings.getint("SEARCHCRAWL_TIKA_CONCURRENCY"),
+                    write_limit=settings.getint("SEARCHCRAWL_TIKA_WRITE_LIMIT"),
+                    max_embedded=settings.getint("SEARCHCRAWL_TIKA_MAX_EMBEDDED"),
+                )
+            else:
+                self._converter = Converter(
+                    workers=settings.getint("SEARCHCRAWL_CONVERT_WORKERS"),
+                    timeout=settings.getfloat("SEARCHCRAWL_CONVERT_TIMEOUT"),
+                    memory_mb=settings.getint("SEARCHCRAWL_CONVERT_MEMORY_MB"),
+                    temp_dir=settings.get("SEARCHCRAWL_TEMP_DIR") or None,
+                )
         return self._converter
 
     def close(self) -> None:

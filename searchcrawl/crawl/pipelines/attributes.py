@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from scrapy.crawler import Crawler
 
 from searchcrawl.content.clean_text import clean_fields, clean_text
-from searchcrawl.content.convert import ConversionError
+from searchcrawl.content.convert import ConversionError, ConverterUnavailable
 from searchcrawl.content.extract import (
     html_attributes,
     main_text,
@@ -95,8 +95,16 @@ class AttributesPipeline:
         except ConversionError as exc:
             status = CONVERSION_STATUS.get(exc.status, Status.CONVERSION_FAILED)
             self.drop(item, status, f"{exc.status}: {exc}")
+        except ConverterUnavailable as exc:
+            # not the document's fault: no validators or checksum of this fetch are kept, so the
+            # next crawl fetches and converts it again; the indexed version stays meanwhile
+            outcome = Outcome(Event.FAILED, int(Status.CONVERTER_UNAVAILABLE), str(exc), item.depth, counted=False)
+            raise NotIndexed(outcome, f"Not converted ({exc}): {item.url}", log_level="WARNING") from None
+        if document.warning:
+            item.note = f"{item.note}; {document.warning}" if item.note else document.warning
         metadata = document.metadata
         found = {key.lower(): value if isinstance(value, str) else ", ".join(value) for key, value in metadata.items()}
+        found = {**document.properties, **found}  # a converter's own names (Tika's dc:creator, ...) too
         keywords = metadata.get("keywords") or []
         subjects = split_keywords(keywords) if isinstance(keywords, str) else list(keywords)
         subject = metadata.get("subject")
@@ -109,6 +117,8 @@ class AttributesPipeline:
             "language": metadata.get("language"),
             "content": document.text.strip(),
             "document_kind_s": document.kind,
+            "page_count_i": int(pages) if isinstance(pages := metadata.get("pages"), str) else None,
+            "created_dt": metadata.get("created"),
         }
         if metadata.get("modified") and not item.headers.get("last-modified"):
             attributes["last_modified"] = metadata["modified"]  # the file's own date, when HTTP gives none

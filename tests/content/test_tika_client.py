@@ -1,0 +1,229 @@
+"""searchcrawl.content.convert.tika_client: documents through a real Tika server (the run's, started
+by scrapy tika start's code): text of every format of the textract corpus, metadata, embedded
+documents, limits; and what a failing server does (unreachable, 5xx, too slow, busy)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from email.message import EmailMessage
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from searchcrawl.content.convert import ConversionError, ConverterUnavailable, TikaConverter
+from searchcrawl.content.convert.tika_client import converted_from_rmeta
+from tests.benchmarks.converters import CORPUS, FORMATS, share_found, unpack
+from tests.conftest import free_port
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    if not CORPUS.exists():
+        pytest.skip(f"test corpus {CORPUS} is absent")
+    return unpack(tmp_path_factory.mktemp("textract"))
+
+
+@pytest.fixture(scope="module")
+def tika(tika_url: str) -> TikaConverter:
+    return TikaConverter(tika_url)
+
+
+# --- the answer of /rmeta, as plain logic -------------------------------------------------------
+
+
+def test_rmeta_text_metadata_and_embedded_parts() -> None:
+    parts = [
+        {
+            "Content-Type": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            "dc:title": "Report",
+            "dc:creator": ["Ann", "Bob"],
+            "meta:keyword": "alpha; beta",
+            "dcterms:created": "2024-05-06T07:08:09Z",
+            "xmpTPg:NPages": "12",
+            "custom:Department": "Legal",
+            "X-TIKA:parse_time_millis": "5",
+            "X-TIKA:content": "\n\nBody text\n\nattached.txt\n\n/docProps/thumbnail.jpeg\n",
+        },
+        {"resourceName": "attached.txt", "X-TIKA:content": "attachment words\n"},
+        {"resourceName": "/docProps/thumbnail.jpeg", "embeddedResourceType": "THUMBNAIL", "X-TIKA:content": "thumb"},
+    ]
+    converted = converted_from_rmeta(parts)
+    assert converted.text == "Body text\n\nattachment words"  # names of embedded parts and thumbnails left out
+    assert converted.kind == "docx"
+    assert converted.metadata == {
+        "title": "Report",
+        "author": "Ann",
+        "keywords": ["alpha", "beta"],
+        "created": "2024-05-06T07:08:09Z",
+        "pages": "12",
+    }
+    assert converted.properties["custom:department"] == "Legal"
+    assert converted.properties["dc:creator"] == "Ann, Bob"
+    assert "x-tika:parse_time_millis" not in converted.properties
+
+
+@pytest.mark.parametrize(
+    ("exception", "status"),
+    [
+        ("org.apache.tika.exception.EncryptedDocumentException: bad password", "encrypted"),
+        ("java.io.IOException: Error: End-of-File, expected line", "corrupt"),
+        ("org.apache.tika.exception.TikaMemoryLimitException: too much", "too_large"),
+    ],
+)
+def test_a_container_that_failed_without_text(exception: str, status: str) -> None:
+    with pytest.raises(ConversionError) as raised:
+        converted_from_rmeta([{"X-TIKA:EXCEPTION:container_exception": exception + "\n\tat x.y(z.java:1)"}])
+    assert raised.value.status == status
+    assert "\n" not in str(raised.value)
+
+
+def test_a_container_that_failed_after_some_text_is_kept_with_a_warning() -> None:
+    parts = [
+        {
+            "X-TIKA:EXCEPTION:container_exception": "java.io.IOException: truncated\n\tat a.b(c.java:1)",
+            "X-TIKA:content": "the start",
+        }
+    ]
+    converted = converted_from_rmeta(parts)
+    assert (converted.text, converted.warning) == ("the start", "partly converted: java.io.IOException: truncated")
+
+
+def test_hostile_page_counts_are_left_out() -> None:
+    assert "pages" not in converted_from_rmeta([{"xmpTPg:NPages": "99999999999", "X-TIKA:content": "x"}]).metadata
+    assert "pages" not in converted_from_rmeta([{"xmpTPg:NPages": "-3", "X-TIKA:content": "x"}]).metadata
+
+
+# --- a real Tika server -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_of_the_textract_corpus(corpus: Path, tika: TikaConverter, fmt: str) -> None:
+    """The expected words of each format's raw_text document (as multisets, as test_convert does)."""
+    source = corpus / fmt / f"raw_text.{fmt}"
+    converted = tika.convert(source.read_bytes(), None, source.name)
+    share = share_found((corpus / fmt / "raw_text.txt").read_text(encoding="utf-8"), converted.text)
+    # xls: Tika writes numbers as Excel displays them ("1.5E+7"), the expected text as stored
+    assert share >= (0.9 if fmt == "xls" else 0.99), (fmt, share, converted.text[:300])
+
+
+def test_metadata_of_real_documents(corpus: Path, tika: TikaConverter) -> None:
+    xlsx = tika.convert((corpus / "xlsx" / "raw_text.xlsx").read_bytes())
+    assert xlsx.metadata["author"] == "John Walkenbach"
+    assert xlsx.metadata["subject"] == "Excel 2007 Bible"
+    assert xlsx.properties["dc:creator"] == "John Walkenbach"
+    pdf = tika.convert((corpus / "pdf" / "raw_text.pdf").read_bytes(), "application/pdf", "raw_text.pdf")
+    assert (pdf.kind, pdf.metadata["title"], pdf.metadata["pages"]) == ("pdf", "i_heart_word", "2")
+
+
+def test_an_attachment_is_converted_with_its_message(tika: TikaConverter) -> None:
+    message = EmailMessage()
+    message["Subject"] = "Quarterly figures"
+    message["From"] = "ann@example.com"
+    message.set_content("See the attached note.")
+    message.add_attachment(b"the attachment says zanzibar", maintype="text", subtype="plain", filename="note.txt")
+    converted = tika.convert(message.as_bytes(), "message/rfc822", "figures.eml")
+    assert "See the attached note." in converted.text
+    assert "the attachment says zanzibar" in converted.text
+    assert converted.metadata["title"] == "Quarterly figures"
+
+
+def test_the_write_limit_keeps_the_start(tika_url: str) -> None:
+    text = " ".join(f"word{n}" for n in range(20000)).encode()
+    converted = TikaConverter(tika_url, write_limit=1000).convert(text, "text/plain", "long.txt")
+    assert converted.text.startswith("word0 word1")
+    assert 900 <= len(converted.text) <= 1000
+
+
+def test_a_body_over_the_limit_is_refused_before_sending() -> None:
+    converter = TikaConverter(f"http://127.0.0.1:{free_port()}/", max_bytes=10)
+    with pytest.raises(ConversionError) as raised:
+        converter.convert(b"x" * 11)
+    assert raised.value.status == "too_large"
+
+
+def test_corrupt_and_unreadable_documents(tika: TikaConverter) -> None:
+    with pytest.raises(ConversionError) as raised:
+        tika.convert(b"%PDF-1.4\n" + bytes(range(256)) * 8, "application/pdf", "broken.pdf")
+    assert raised.value.status == "corrupt"
+
+
+# --- a failing server ---------------------------------------------------------------------------
+
+
+class _Fake(BaseHTTPRequestHandler):
+    """A Tika that answers ``status`` after ``delay`` seconds, and counts requests in flight."""
+
+    status = 200
+    delay = 0.0
+    lock = threading.Lock()
+    in_flight = 0
+    most = 0
+
+    def do_PUT(self) -> None:  # noqa: N802 - http.server's name
+        cls = type(self)
+        with cls.lock:
+            cls.in_flight += 1
+            cls.most = max(cls.most, cls.in_flight)
+        try:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            time.sleep(cls.delay)
+            body = b'[{"X-TIKA:content": "fake text", "Content-Type": "text/plain"}]'
+            self.send_response(cls.status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (the time-limit test)
+        finally:
+            with cls.lock:
+                cls.in_flight -= 1
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_tika():
+    def start(status: int = 200, delay: float = 0.0) -> str:
+        handler = type("Handler", (_Fake,), {"status": status, "delay": delay, "lock": threading.Lock()})
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        servers.append(server)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        start.handler = handler  # type: ignore[attr-defined]
+        return f"http://127.0.0.1:{server.server_address[1]}/"
+
+    servers: list[ThreadingHTTPServer] = []
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_unreachable_server_is_unavailable_not_a_bad_document() -> None:
+    with pytest.raises(ConverterUnavailable, match="unreachable"):
+        TikaConverter(f"http://127.0.0.1:{free_port()}/").convert(b"%PDF-1.4 x", "application/pdf")
+
+
+@pytest.mark.parametrize("status", [500, 503])
+def test_a_failing_server_is_unavailable(fake_tika, status: int) -> None:
+    with pytest.raises(ConverterUnavailable, match=str(status)):
+        TikaConverter(fake_tika(status=status)).convert(b"data")
+
+
+def test_a_document_slower_than_the_time_limit_times_out(fake_tika) -> None:
+    with pytest.raises(ConversionError) as raised:
+        TikaConverter(fake_tika(delay=2), timeout=0.5).convert(b"data")
+    assert raised.value.status == "timeout"
+
+
+def test_at_most_concurrency_documents_in_tika_at_once(fake_tika) -> None:
+    url = fake_tika(delay=0.3)
+    converter = TikaConverter(url, concurrency=2)
+    threads = [threading.Thread(target=converter.convert, args=(b"data",)) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert fake_tika.handler.most == 2
