@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything searchcrawl needs on a new Debian 12 machine, and nothing that is there
 # already: Debian packages (Java, Maven, PostgreSQL for the tests), the Python venv in .venv with
-# the project and its test tools, and the Maven dependencies of the dev Solr (solr/launcher/pom.xml).
+# the project and its test tools, the Maven dependencies of the dev Solr (solr/launcher/pom.xml)
+# and the Tika server's jar (tika-server-standard, from Maven Central).
 # Safe to run again; used by quickstart.sh, test.sh and CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,3 +39,5 @@ fi
 
 echo "bootstrap: building the dev Solr launcher (Maven dependencies from Maven Central)"
 .venv/bin/python -c 'from searchcrawl.dev.solr_runner import DevSolr; import tempfile; DevSolr(tempfile.gettempdir()).build()'
+echo "bootstrap: fetching the Tika server (Maven Central, once)"
+.venv/bin/python -c 'from searchcrawl.dev.tika_runner import fetch_jar; fetch_jar()'
