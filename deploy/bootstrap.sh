@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 # antiword and catdoc (catdoc, catppt) convert legacy .doc and .ppt files, LibreOffice Impress
 # the .ppt files catppt cannot read; chromium renders JavaScript-heavy pages (Playwright never
 # downloads a browser of its own here); nginx-light serves the benchmark's synthetic site and wrk
-# measures that server's capacity
+# measures that server's capacity; Tesseract (English and German) is the OCR of Tika for sources with ocr = true
 packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc libreoffice-impress-nogui chromium
+          tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
           nginx-light wrk)
 missing=()
 for package in "${packages[@]}"; do

@@ -19,10 +19,10 @@ import tomllib
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import quote, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from searchcrawl.rules.boundary import EVERY_HOST, normalize_host
@@ -300,6 +300,13 @@ class SourceSettings(ScopeRules):
     main_text: bool = False
     checksum_of: Literal["main_text", "text", "raw"] = "text"
     detect_language: bool = True
+    # documents (through Tika): OCR of images and scanned PDFs; documents without text
+    ocr: bool = False
+    ocr_languages: list[Annotated[str, StringConstraints(pattern=r"^[a-z]{3}(_[a-z]{2,8})?$")]] = Field(
+        default_factory=lambda: ["eng"], min_length=1
+    )
+    ocr_timeout: float = Field(default=300.0, gt=0)
+    index_without_text: bool = True
     default_charset: str | None = None
     max_download_bytes: int | None = Field(default=None, ge=1)
     filters: Filters = Field(default_factory=Filters)

@@ -23,7 +23,7 @@ from searchcrawl.content.charsets import choose_encoding, looks_binary
 from searchcrawl.content.convert import detect_kind, sniff_kind
 from searchcrawl.content.extract import http_date, meta_tags, mimetype_of
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.crawl_state import BoundedSet, CrawlState, crawl_state
+from searchcrawl.crawl.extensions.crawl_state import BoundedSet, CrawlState, crawl_state, tika_configured
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.meta import DEPTH, LEAVES_BOUNDARY, PLAYWRIGHT, PREVIOUS, REDIRECT_URLS, RENDER, SAME_DEPTH
 from searchcrawl.crawl.signals import url_outcome
@@ -36,6 +36,28 @@ from searchcrawl.rules.urls import canonical
 logger = logging.getLogger(__name__)
 
 DOCUMENT_EXTENSIONS = {"pdf", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "odt", "ods", "odp", "rtf", "txt"}
+# Links to these are followed too when a Tika server converts: the office variants, images (read
+# by OCR when the source asks, else indexed by name and metadata) and archives (their members are
+# embedded documents). Audio, video, executables, scripts and disk images stay unfollowed.
+TIKA_EXTENSIONS = {
+    *("docb", "docm", "dotm", "dotx", "xlsm", "xltm", "xltx", "pps", "pptm", "potm", "potx", "odg"),
+    *("bmp", "gif", "jpeg", "jpg", "png", "tif", "tiff", "webp"),
+    *("7z", "bz2", "rar", "tar", "tar.gz", "xz", "zip"),
+}
+
+
+def document_link_extractor(followed: set[str]) -> LinkExtractor:
+    """Links in a, area, frame and iframe elements, not to files of Scrapy's ignored extensions
+    other than ``followed``."""
+    return LinkExtractor(
+        tags=("a", "area", "frame", "iframe"),
+        attrs=("href", "src"),
+        canonicalize=False,
+        unique=True,
+        deny_extensions=[ext for ext in IGNORED_EXTENSIONS if ext not in followed],
+    )
+
+
 GONE = (404, 410)  # the document no longer exists: it leaves the index
 TRANSIENT = (408, 429)  # come back later: counted toward max_failures (as 5xx are)
 INDEXED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
@@ -50,13 +72,7 @@ class SourceSpider(Spider):
     max_parse_bytes: int = 4 * 1024 * 1024
     arguments: dict[str, Any]  # the crawl's arguments (-a name=value): CrawlState reads them
     reported: BoundedSet  # URLs whose outcome this spider reported lately
-    link_extractor = LinkExtractor(
-        tags=("a", "area", "frame", "iframe"),
-        attrs=("href", "src"),
-        canonicalize=False,
-        unique=True,
-        deny_extensions=[ext for ext in IGNORED_EXTENSIONS if ext not in DOCUMENT_EXTENSIONS],
-    )
+    link_extractor = document_link_extractor(DOCUMENT_EXTENSIONS)  # with Tika: TIKA_EXTENSIONS too (from_crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SourceSpider:
@@ -64,6 +80,8 @@ class SourceSpider(Spider):
         spider.arguments = dict(kwargs)
         spider.max_parse_bytes = crawler.settings.getint("SEARCHCRAWL_MAX_PARSE_BYTES")
         spider.reported = BoundedSet(10_000)
+        if tika_configured(crawler.settings):
+            spider.link_extractor = document_link_extractor(DOCUMENT_EXTENSIONS | TIKA_EXTENSIONS)
         return spider
 
     @cached_property
@@ -196,7 +214,7 @@ class SourceSpider(Spider):
         if not result.passed:
             return
         file_name = urlsplit(response.url).path.rsplit("/", 1)[-1]
-        if detect_kind(response.body, mimetype, file_name) is not None:
+        if self.context.converts_any_type or detect_kind(response.body, mimetype, file_name) is not None:
             # PDF, office and other files: converted by AttributesPipeline; no links are followed out of them
             yield self.document(response, depth, headers, record, body=response.body)
             return

@@ -96,7 +96,7 @@ class DevTika(JvmServer):
         version: str = TIKA_VERSION,
         java: str | None = None,
         heap: str = "1g",
-        task_timeout: float = 120,
+        task_timeout: float = 330,  # over SEARCHCRAWL_TIKA_TIMEOUT and the default ocr_timeout (300 s)
     ) -> None:
         super().__init__(data_dir, port, java=java)
         self.version = version

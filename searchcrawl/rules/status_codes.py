@@ -69,7 +69,7 @@ CRAWLER_CODES: dict[Status, str] = {
     Status.UNSUPPORTED_TYPE: "fetched, but its content type is not indexed",
     Status.CONVERSION_FAILED: "the document could not be converted to text",
     Status.TOO_LARGE: "larger than the source's maximum download size",
-    Status.EMPTY: "fetched, but there is no text to index (a scanned PDF without a text layer, too)",
+    Status.EMPTY: "fetched, but there is no text to index (a converted document: only with index_without_text = false)",
     Status.SOLR_REFUSED: "Solr refused the document (the reason quotes Solr); the source's other documents are indexed",
     Status.PROCESSING_ERROR: "processing the response raised an error (the reason names it); counted like a transient "
     "failure, tried again in the next crawl",

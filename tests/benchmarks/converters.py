@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import tarfile
 import tempfile
 import time
 from collections import Counter
@@ -23,8 +22,9 @@ from pathlib import Path
 from searchcrawl.content.convert import ConversionError, Converted, Converter, TikaConverter
 from searchcrawl.dev.jvm_server import free_port
 from searchcrawl.dev.tika_runner import DevTika
+from tests.conftest import CORPORA, unpack
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "textract-tests.tar.xz"
+CORPUS = CORPORA / "textract-tests.tar.xz"
 #: the formats a crawl converts (HTML and plain text are the crawl's own; audio is out of scope)
 FORMATS = ["pdf", "docx", "doc", "xlsx", "xls", "pptx", "odt", "ods", "rtf", "epub", "eml", "msg", "csv", "tsv", "json"]
 COMMON = ["pdf", "docx", "xlsx", "pptx", "doc", "odt"]
@@ -39,12 +39,6 @@ def share_found(expected: str, got: str) -> float:
     want, have = words(expected), words(got)
     total = sum(want.values())
     return sum(min(n, have[w]) for w, n in want.items()) / total if total else 1.0
-
-
-def unpack(dest: Path) -> Path:
-    with tarfile.open(CORPUS) as tar:
-        tar.extractall(dest, filter="data")
-    return dest / "textract-tests" / "tests"
 
 
 def convert_or_empty(convert: Callable[..., Converted], body: bytes, name: str) -> str:
@@ -70,7 +64,7 @@ def main() -> None:
     if not CORPUS.exists():
         raise SystemExit(f"{CORPUS} is absent")
     with tempfile.TemporaryDirectory() as temp:
-        corpus = unpack(Path(temp))
+        corpus = unpack(CORPUS.name, Path(temp)) / "textract-tests" / "tests"
         tika_server = None
         url = args.tika_url
         if not url:

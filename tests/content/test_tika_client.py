@@ -4,6 +4,7 @@ documents, limits; and what a failing server does (unreachable, 5xx, too slow, b
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from email.message import EmailMessage
@@ -14,15 +15,13 @@ import pytest
 
 from searchcrawl.content.convert import ConversionError, ConverterUnavailable, TikaConverter
 from searchcrawl.content.convert.tika_client import converted_from_rmeta
-from tests.benchmarks.converters import CORPUS, FORMATS, share_found, unpack
-from tests.conftest import free_port
+from tests.benchmarks.converters import CORPUS, FORMATS, share_found
+from tests.conftest import free_port, unpack
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    if not CORPUS.exists():
-        pytest.skip(f"test corpus {CORPUS} is absent")
-    return unpack(tmp_path_factory.mktemp("textract"))
+    return unpack(CORPUS.name, tmp_path_factory.mktemp("textract")) / "textract-tests" / "tests"
 
 
 @pytest.fixture(scope="module")
@@ -153,23 +152,42 @@ def test_corrupt_and_unreadable_documents(tika: TikaConverter) -> None:
 
 
 class _Fake(BaseHTTPRequestHandler):
-    """A Tika that answers ``status`` after ``delay`` seconds, and counts requests in flight."""
+    """A Tika that answers ``status`` after ``delay`` seconds (or drops the first connection),
+    answers /version when ``version``, and counts requests, and requests in flight."""
 
     status = 200
     delay = 0.0
+    version = False
+    drop_first = False
+    answer = b'[{"X-TIKA:content": "fake text", "Content-Type": "text/plain"}]'
     lock = threading.Lock()
     in_flight = 0
     most = 0
+    puts = 0
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        if not type(self).version:
+            self.send_error(501)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", "16")
+        self.end_headers()
+        self.wfile.write(b"Apache Tika fake")
 
     def do_PUT(self) -> None:  # noqa: N802 - http.server's name
         cls = type(self)
         with cls.lock:
             cls.in_flight += 1
             cls.most = max(cls.most, cls.in_flight)
+            cls.puts += 1
+            drop = cls.drop_first and cls.puts == 1
         try:
             self.rfile.read(int(self.headers["Content-Length"]))
+            if drop:  # the parser died under it
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
             time.sleep(cls.delay)
-            body = b'[{"X-TIKA:content": "fake text", "Content-Type": "text/plain"}]'
+            body = cls.answer
             self.send_response(cls.status)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -186,8 +204,8 @@ class _Fake(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def fake_tika():
-    def start(status: int = 200, delay: float = 0.0) -> str:
-        handler = type("Handler", (_Fake,), {"status": status, "delay": delay, "lock": threading.Lock()})
+    def start(status: int = 200, delay: float = 0.0, **options: object) -> str:
+        handler = type("Handler", (_Fake,), {"status": status, "delay": delay, "lock": threading.Lock(), **options})
         server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         servers.append(server)
         threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -207,9 +225,34 @@ def test_an_unreachable_server_is_unavailable_not_a_bad_document() -> None:
 
 
 @pytest.mark.parametrize("status", [500, 503])
-def test_a_failing_server_is_unavailable(fake_tika, status: int) -> None:
-    with pytest.raises(ConverterUnavailable, match=str(status)):
-        TikaConverter(fake_tika(status=status)).convert(b"data")
+def test_a_failing_server_that_does_not_come_back_is_unavailable(fake_tika, status: int) -> None:
+    with pytest.raises(ConverterUnavailable, match=f"HTTP {status}, and not back in 1s"):
+        TikaConverter(fake_tika(status=status), recovery_wait=1).convert(b"data")
+
+
+def test_a_document_that_fails_tika_twice_is_the_documents_fault(fake_tika) -> None:
+    """Tika answers (its parser restarted) but fails on the document again: 921, not an outage."""
+    url = fake_tika(status=500, version=True)
+    with pytest.raises(ConversionError, match=r"failed on it twice \(HTTP 500, then HTTP 500\)") as raised:
+        TikaConverter(url, recovery_wait=5).convert(b"data")
+    assert raised.value.status == "corrupt" and fake_tika.handler.puts == 2
+
+
+def test_a_connection_dropped_once_is_tried_again(fake_tika) -> None:
+    url = fake_tika(drop_first=True, version=True)
+    assert TikaConverter(url, recovery_wait=5).convert(b"data").text == "fake text"
+    assert fake_tika.handler.puts == 2
+
+
+def test_an_empty_answer_is_the_servers_fault(fake_tika) -> None:
+    with pytest.raises(ConverterUnavailable, match="empty list"):
+        TikaConverter(fake_tika(answer=b"[]")).convert(b"data")
+
+
+def test_no_password_of_the_tikas_url_in_a_reason() -> None:
+    with pytest.raises(ConverterUnavailable) as raised:
+        TikaConverter(f"http://user:s3cret@127.0.0.1:{free_port()}/").convert(b"data")
+    assert "s3cret" not in str(raised.value) and "user" not in str(raised.value)
 
 
 def test_a_document_slower_than_the_time_limit_times_out(fake_tika) -> None:

@@ -183,7 +183,8 @@ def test_a_site_of_office_documents(project, serve, tmp_path, solr, request, con
     from tests.conftest import unpack
 
     corpus = unpack("textract-tests.tar.xz", tmp_path / "corpus")
-    files = {fmt: next(corpus.rglob(f"standardized_text.{fmt}"), None) for fmt in FORMATS}
+    formats = FORMATS + (("epub", "eml", "msg") if converter == "tika" else ())  # formats only Tika reads
+    files = {fmt: next(corpus.rglob(f"standardized_text.{fmt}"), None) for fmt in formats}
     root = tmp_path / "site"
     root.mkdir()
     links = []
@@ -293,3 +294,45 @@ def test_tika_stopped_in_the_middle_of_a_crawl_and_started_again(project, serve,
         }
     finally:
         tika.stop()
+
+
+@pytest.mark.slow
+def test_ocr_of_a_scanned_pdf_and_images_in_a_crawl(project, serve, tmp_path, solr, tika_url) -> None:
+    """A source with ocr = true: the textract corpus's scanned PDF and its images are searchable
+    by their text; the same files in a source without OCR are indexed by name, not as duplicates
+    of one another for their empty text."""
+    from tests.benchmarks.converters import share_found
+    from tests.conftest import unpack
+
+    corpus = unpack("textract-tests.tar.xz", tmp_path / "corpus") / "textract-tests" / "tests"
+    root = tmp_path / "site"
+    root.mkdir()
+    files = {
+        "scan.pdf": corpus / "pdf" / "ocr_text.pdf",
+        "fox.png": corpus / "png" / "standardized_text.png",
+        "fox.jpg": corpus / "jpg" / "standardized_text.jpg",
+    }
+    for name, path in files.items():
+        (root / name).write_bytes(path.read_bytes())
+    (root / "index.html").write_text(page("scans", "".join(f'<a href="{name}">{name}</a> ' for name in files)))
+    site = serve(root)
+    with_ocr, without = f"ocr-{uuid.uuid4().hex[:8]}", f"noocr-{uuid.uuid4().hex[:8]}"
+    project.source(with_ocr, f'seeds = ["{site.url}index.html"]\nocr = true\nocr_languages = ["eng", "deu"]\n')
+    project.source(without, f'seeds = ["{site.url}index.html"]\n')
+    for name in (with_ocr, without):
+        result = project.scrapy("crawl", name, SEARCHCRAWL_TIKA_URL=tika_url)
+        assert result.returncode == 0, result.stderr[-3000:]
+    read = {doc["url"].rsplit("/", 1)[1]: doc.get("content", "") for doc in solr_docs(solr, with_ocr)}
+    expected = (corpus / "pdf" / "ocr_text.txt").read_text(encoding="utf-8")
+    share = share_found(expected, read["scan.pdf"])
+    print(f"\nOCR of the scanned PDF: {share:.1%} of the expected words")
+    assert share >= 0.8, read["scan.pdf"][:500]
+    rows = {name: project.table().get(with_ocr, site.url + name) for name in files}
+    assert set(read) == set(files) | {"index.html"}, {name: (row["status"], row["reason"]) for name, row in rows.items()}
+    for image in ("fox.png", "fox.jpg"):
+        assert "quick brown fox" in " ".join(read[image].lower().split()), read[image]
+    unread = {doc["url"].rsplit("/", 1)[1]: doc for doc in solr_docs(solr, without)}
+    assert set(unread) == set(files) | {"index.html"}  # none is a duplicate of another
+    assert all("content" not in unread[name] for name in ("fox.png", "fox.jpg"))
+    table = project.table()
+    assert table.get(without, site.url + "fox.png")["reason"] == "indexed without text: its metadata and file name"

@@ -60,7 +60,7 @@ def pdf(body: bytes):
         raise ConversionError("corrupt", "PDF has no pages")
     text = "\n\n".join(page.extract_text() or "" for page in pages)
     if not re.search(r"\w", text):
-        raise ConversionError("no_text", "PDF has no text layer (a scanned image?); OCR is not supported")
+        text = ""  # no text layer (a scanned image?): OCR needs Tika; its metadata is still read
     meta: dict = {}
     info = reader.metadata
     if info:

@@ -12,16 +12,19 @@ embedded documents; the HTTP request has a time limit, and the server its own pe
 ``taskTimeoutMillis`` (after which it restarts its parser JVM). At most ``concurrency``
 documents are in Tika at once, per converter: callers block while all are taken.
 
-A server that cannot be reached, or that fails as a server (5xx, a parser JVM restarting), raises
-:class:`ConverterUnavailable`: the document is not at fault and is tried again in a later crawl. A
-document Tika cannot parse raises :class:`ConversionError` with its status, as the Python
-converters do.
+A server that cannot be reached raises :class:`ConverterUnavailable`: the document is not at fault
+and is tried again in a later crawl. A document Tika cannot parse raises :class:`ConversionError`
+with its status, as the Python converters do; so does one that kills Tika's parser twice (see
+:meth:`TikaConverter.convert`). OCR (Tesseract, in Tika) runs only when asked for: images and PDF
+pages without a text layer, in the given languages, under a time limit of its own.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
@@ -72,13 +75,22 @@ class TikaConverter:
         write_limit: int = 10_000_000,
         max_embedded: int = 1000,
         ocr: bool = False,
+        ocr_languages: tuple[str, ...] = ("eng",),
+        ocr_timeout: float = 300,
+        recovery_wait: float = 20,
     ) -> None:
-        self.endpoint = url.rstrip("/") + "/rmeta/text"
+        base = url.rstrip("/")
+        self.endpoint = base + "/rmeta/text"
+        self.version_url = base + "/version"
+        self.shown = _without_userinfo(base)  # for reasons and logs: never a password
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.write_limit = write_limit
         self.max_embedded = max_embedded
         self.ocr = ocr
+        self.ocr_languages = ocr_languages
+        self.ocr_timeout = ocr_timeout
+        self.recovery_wait = recovery_wait
         self._slots = threading.BoundedSemaphore(concurrency)
         self._session = requests.Session()
         adapter = requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=concurrency)
@@ -86,42 +98,101 @@ class TikaConverter:
         self._session.mount("https://", adapter)
 
     def convert(self, body: bytes, mimetype: str | None = None, filename: str | None = None) -> Converted:
-        """Blocking; raises ConversionError (the document) or ConverterUnavailable (the server)."""
+        """Blocking; raises ConversionError (the document) or ConverterUnavailable (the server).
+
+        Tika's parser runs in a JVM that its server restarts when a document kills it (out of
+        memory, a timeout): a connection dropped during the request, or a 5xx, is tried once more
+        once Tika answers again. Twice, and it is the document's fault (921); Tika not back within
+        ``recovery_wait`` seconds, or refusing the connection, is an outage (926)."""
         if len(body) > self.max_bytes:
             raise ConversionError("too_large", f"{len(body)} bytes is over the {self.max_bytes} limit")
+        limit = self.ocr_timeout if self.ocr else self.timeout
         headers = {
             "Accept": "application/json",
             # the server's type is a hint only: Tika detects by content, then by the name
             "Content-Type": mimetype or "application/octet-stream",
             "writeLimit": str(self.write_limit),
             "maxEmbeddedResources": str(self.max_embedded),
+            # no X-Tika-Timeout-Millis: Tika refuses one over its taskTimeoutMillis (answering an
+            # empty list), so the server's own setting bounds a document there, and ``limit`` here
         }
         if filename:
             headers["Content-Disposition"] = f'attachment; filename="{_header_safe(filename)}"'
-        if not self.ocr:
+        if self.ocr:  # images, and PDF pages without a text layer
+            headers["X-Tika-OCRLanguage"] = "+".join(self.ocr_languages)
+            headers["X-Tika-OCRtimeoutSeconds"] = str(int(limit))
+            headers["X-Tika-PDFocrStrategy"] = "auto"
+        else:
             headers["X-Tika-OCRskipOcr"] = "true"
         with self._slots:
-            try:
-                response = self._session.put(self.endpoint, data=body, headers=headers, timeout=self.timeout)
-            except requests.Timeout:
-                raise ConversionError("timeout", f"Tika took over {self.timeout:g}s") from None
-            except requests.RequestException as exc:
-                raise ConverterUnavailable(f"Tika unreachable at {self.endpoint}: {type(exc).__name__}") from None
+            response = self._put(body, headers, limit)
+            if response is None or response.status_code >= 500:
+                first = "the connection dropped" if response is None else f"HTTP {response.status_code}"
+                self._await_recovery(first)
+                response = self._put(body, headers, limit)
+                if response is None or response.status_code >= 500:
+                    again = "the connection dropped" if response is None else f"HTTP {response.status_code}"
+                    raise ConversionError("corrupt", f"Tika failed on it twice ({first}, then {again})")
         if response.status_code in (415, 422):  # unsupported type; a parse failure (some versions)
             status = "unsupported" if response.status_code == 415 else "corrupt"
             raise ConversionError(status, f"Tika answered {response.status_code}")
         if response.status_code != 200:
-            raise ConverterUnavailable(f"Tika answered {response.status_code} {response.reason}")
+            raise ConverterUnavailable(f"Tika at {self.shown} answered {response.status_code} {response.reason}")
         try:
             parts = response.json()
         except ValueError:
-            raise ConverterUnavailable("Tika's answer is not JSON") from None
-        if not isinstance(parts, list) or not parts or not all(isinstance(part, dict) for part in parts):
-            raise ConverterUnavailable("Tika's answer is not a list of metadata maps")
+            raise ConverterUnavailable(f"Tika's answer is not JSON ({self.shown})") from None
+        if parts == []:  # how Tika answers a request it refused (its log says why)
+            raise ConverterUnavailable(f"Tika at {self.shown} answered an empty list (its log says why)")
+        if not isinstance(parts, list) or not all(isinstance(part, dict) for part in parts):
+            raise ConverterUnavailable(f"Tika's answer is not a list of metadata maps ({self.shown})")
         return converted_from_rmeta(parts)
+
+    def _put(self, body: bytes, headers: dict[str, str], limit: float) -> requests.Response | None:
+        """Tika's answer; None when the connection dropped during the request."""
+        try:
+            return self._session.put(self.endpoint, data=body, headers=headers, timeout=(10, limit))
+        except requests.Timeout:
+            raise ConversionError("timeout", f"Tika took over {limit:g}s") from None
+        except requests.ConnectionError as exc:
+            if _refused(exc):
+                raise ConverterUnavailable(f"Tika unreachable at {self.shown}: connection refused") from None
+            return None
+        except requests.RequestException as exc:
+            raise ConverterUnavailable(f"Tika unreachable at {self.shown}: {type(exc).__name__}") from None
+
+    def _await_recovery(self, what: str) -> None:
+        """Wait until Tika answers again, or raise ConverterUnavailable."""
+        deadline = time.monotonic() + self.recovery_wait
+        while True:
+            try:
+                if self._session.get(self.version_url, timeout=5).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            if time.monotonic() >= deadline:
+                raise ConverterUnavailable(f"Tika unreachable at {self.shown}: {what}, and not back in {self.recovery_wait:g}s")
+            time.sleep(0.5)
 
     def close(self) -> None:
         self._session.close()
+
+
+def _refused(error: requests.ConnectionError) -> bool:
+    """Whether the connection was never made (refused, no route, no such host), as opposed to
+    dropped during the request."""
+    import urllib3.exceptions
+
+    reason = error.args[0] if error.args else None
+    inner = getattr(reason, "reason", reason)
+    return isinstance(inner, urllib3.exceptions.NewConnectionError | urllib3.exceptions.ConnectTimeoutError)
+
+
+def _without_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def converted_from_rmeta(parts: list[dict[str, Any]]) -> Converted:
@@ -175,6 +246,8 @@ def properties(container: dict[str, Any]) -> dict[str, str]:
 
 
 def _failure_status(failure: str) -> str:
+    if "timeout" in failure.split("\n", 1)[0].lower():  # TesseractOCRParser timeout, a task timeout
+        return "timeout"
     if "EncryptedDocumentException" in failure:
         return "encrypted"
     if "ZeroByteFileException" in failure:

@@ -31,6 +31,7 @@ from typing import Any, Literal, NamedTuple
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
 from searchcrawl.config import paths
@@ -54,6 +55,11 @@ from searchcrawl.store.frontier import Frontier
 from searchcrawl.store.runs import Runs
 
 logger = logging.getLogger(__name__)
+
+
+def tika_configured(settings: BaseSettings) -> bool:
+    """Whether a Tika server converts this crawl's documents (else the Python converters do)."""
+    return bool(settings.get("SEARCHCRAWL_TIKA_URL"))
 
 
 class BoundedSet:
@@ -429,21 +435,36 @@ class CrawlState:
         return report
 
     @property
+    def converts_any_type(self) -> bool:
+        """Whether documents of every type go to the converter (a Tika server reads over a thousand
+        formats), not only the kinds the Python converters read (``detect_kind``)."""
+        return tika_configured(self.crawler.settings)
+
+    @property
     def converter(self) -> DocumentConverter:
         """What converts PDF, office and other files, made on first use: the Tika server at
         SEARCHCRAWL_TIKA_URL when one is set, else the Python converters' worker processes."""
         if self._converter is None:
             settings = self.crawler.settings
-            tika_url = settings.get("SEARCHCRAWL_TIKA_URL")
-            if tika_url:
+            source = self.source.settings
+            if self.converts_any_type:
                 self._converter = TikaConverter(
-                    tika_url,
+                    settings.get("SEARCHCRAWL_TIKA_URL"),
                     timeout=settings.getfloat("SEARCHCRAWL_TIKA_TIMEOUT"),
                     concurrency=settings.getint("SEARCHCRAWL_TIKA_CONCURRENCY"),
                     write_limit=settings.getint("SEARCHCRAWL_TIKA_WRITE_LIMIT"),
                     max_embedded=settings.getint("SEARCHCRAWL_TIKA_MAX_EMBEDDED"),
+                    ocr=source.ocr,
+                    ocr_languages=tuple(source.ocr_languages),
+                    ocr_timeout=source.ocr_timeout,
                 )
             else:
+                if source.ocr:
+                    logger.warning(
+                        "Source %s asks for OCR, which needs a Tika server (SEARCHCRAWL_TIKA_URL): "
+                        "scanned documents are indexed without their text",
+                        self.source.name,
+                    )
                 self._converter = Converter(
                     workers=settings.getint("SEARCHCRAWL_CONVERT_WORKERS"),
                     timeout=settings.getfloat("SEARCHCRAWL_CONVERT_TIMEOUT"),

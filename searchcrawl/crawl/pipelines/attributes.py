@@ -72,11 +72,20 @@ class AttributesPipeline:
         content = attributes.get("content") or ""
         if not content and not attributes.get("title"):
             self.drop(item, Status.EMPTY, "no text to index")
+        # a converted document without text (an image, an empty sheet, a scan without OCR): its
+        # metadata and file name, when the source indexes such documents
+        without_text = item.body is not None and not content
+        if without_text and not settings.index_without_text:
+            self.drop(item, Status.EMPTY, "no text to index (index_without_text is false)")
+        if without_text:
+            note = "indexed without text: its metadata and file name"
+            item.note = f"{item.note}; {note}" if item.note else note
         if settings.description_fallback and not attributes.get("description") and content:
             attributes["description"] = content[:DESCRIPTION_FALLBACK_CHARS].rsplit(" ", 1)[0]
         if settings.detect_language and not attributes.get("language"):
             attributes["language"] = detect_language(content)
-        if settings.checksum_of == "raw" and item.body is not None:
+        if (settings.checksum_of == "raw" or without_text) and item.body is not None:
+            # without text, only the same bytes make a duplicate: never two files of one empty text
             item.checksum_basis = item.body
         else:  # what is indexed about it: two pages are duplicates only if title and text are the same
             item.checksum_basis = f"{attributes.get('title') or ''}\n{basis or content}"

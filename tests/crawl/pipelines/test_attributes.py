@@ -167,3 +167,79 @@ def test_surrogates_controls_and_a_40_kb_author_reach_solr_clean(crawler_of, sol
     solr.add([fields])
     found = solr.search(f'id:"{fields["id"]}"', fl="author,content")
     assert found.hits == 1 and "\U0001f600" in found.docs[0]["content"]
+
+
+def test_the_same_odd_document_through_tika(crawler_of, solr, tika_url) -> None:
+    """The RTF above (with the font table Tika's parser needs), converted by a real Tika server:
+    as clean when it reaches Solr."""
+    author = "A" * 40_000
+    body = (
+        rb"{\rtf1\ansi\ansicpg1252\deff0{\fonttbl{\f0 Arial;}}{\info{\title Odd text}{\author " + author.encode() + rb"}}"
+        rb"\f0 Smile \u-10179?\u-8704? here, a lone \u-10179? there, a bell \u7? too.\par}"
+    )
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
+    fields = run(pipeline, CrawledDocument("unit", "http://h.test/odd-tika.rtf", 1, {}, body=body)).fields
+    assert "Smile \U0001f600 here, a lone \ufffd there" in fields["content"] and "\x07" not in fields["content"]
+    assert all(not 0xD800 <= ord(ch) <= 0xDFFF for ch in fields["content"])
+    assert fields["author"] == author[:MAX_TERM_BYTES] and fields["title"] == "Odd text"
+    solr.add([fields])
+    assert solr.search(f'id:"{fields["id"]}"').hits == 1
+
+
+def textract(path: str) -> bytes:
+    """A file of the textract corpus (the test is skipped when the corpus is absent)."""
+    import tarfile
+
+    from tests.conftest import corpus
+
+    with tarfile.open(corpus("textract-tests.tar.xz")) as tar:
+        member = tar.extractfile(f"textract-tests/tests/{path}")
+        assert member is not None
+        return member.read()
+
+
+def test_a_document_without_text_is_indexed_with_its_metadata_and_name(crawler_of) -> None:
+    """A scan without OCR (and any file without text): its title and file name, and a checksum over
+    its bytes, so that two such files are never duplicates for their empty text alone."""
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_CONVERT_WORKERS=1))
+    body = textract("pdf/ocr_text.pdf")  # a scan: no text layer
+    item = run(pipeline, CrawledDocument("unit", "http://h.test/a/scan.pdf", 1, {"content-type": "application/pdf"}, body=body))
+    assert item.fields["title"] == "00463065.tif" and "content" not in item.fields
+    assert item.note == "indexed without text: its metadata and file name" and item.checksum_basis == body
+    other = run(pipeline, CrawledDocument("unit", "http://h.test/b/scan.pdf", 1, {}, body=body + b"\n%%EOF\n"))
+    assert text_checksum(other.checksum_basis) != text_checksum(item.checksum_basis)
+
+    strict = build_from_crawler(AttributesPipeline, crawler_of(SOURCE + "index_without_text = false\n"))
+    with pytest.raises(NotIndexed) as raised:
+        run(strict, CrawledDocument("unit", "http://h.test/scan.pdf", 1, {}, body=body))
+    assert raised.value.outcome.status == Status.EMPTY
+
+
+def test_ocr_through_tika_reads_an_image_when_the_source_asks(crawler_of, tika_url) -> None:
+    """(The scanned PDF, slower, is read in tests/e2e/test_documents.py.)"""
+    body = textract("png/standardized_text.png")
+    source = SOURCE + 'ocr = true\nocr_languages = ["eng"]\n'
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(source, SEARCHCRAWL_TIKA_URL=tika_url))
+    item = run(pipeline, CrawledDocument("unit", "http://h.test/fox.png", 1, {"content-type": "image/png"}, body=body))
+    assert "quick brown fox" in item.fields["content"] and item.note is None
+    without = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))  # ocr is off by default
+    item = run(without, CrawledDocument("unit", "http://h.test/fox.png", 1, {"content-type": "image/png"}, body=body))
+    assert "content" not in item.fields and item.fields["title"] == "fox.png"
+    assert item.note == "indexed without text: its metadata and file name"
+
+
+def test_an_unreachable_tika_fails_the_url_without_counting_or_keeping_the_fetch(crawler_of) -> None:
+    from tests.conftest import free_port
+
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=f"http://127.0.0.1:{free_port()}/"))
+    item = CrawledDocument("unit", "http://h.test/q.pdf", 1, {}, body=b"%PDF-1.4 x", record={"etag": '"new"'})
+    with pytest.raises(NotIndexed) as raised:
+        run(pipeline, item)
+    outcome = raised.value.outcome
+    assert (outcome.event, outcome.status, outcome.counted, dict(outcome.columns)) == (
+        Event.FAILED,
+        Status.CONVERTER_UNAVAILABLE,
+        False,
+        {},  # no validators of this fetch: the next crawl fetches it again
+    )
+    assert outcome.reason.startswith("Tika unreachable at http://127.0.0.1:")
