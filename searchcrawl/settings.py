@@ -44,7 +44,7 @@ SEARCHCRAWL_SOLR_RETRY_BACKOFF = 1.0  # seconds before the first retry, doubled 
 SEARCHCRAWL_TIKA_URL = os.environ.get("SEARCHCRAWL_TIKA_URL", "")
 SEARCHCRAWL_TIKA_CONCURRENCY = 2  # documents in Tika at once, per crawl process
 SEARCHCRAWL_TIKA_TIMEOUT = 120  # seconds per document; a slower one gets status 921
-SEARCHCRAWL_TIKA_WRITE_LIMIT = 10_000_000  # characters of text kept per document, embedded ones included
+SEARCHCRAWL_TIKA_WRITE_LIMIT = 5_000_000  # characters of text kept per document, embedded ones included
 SEARCHCRAWL_TIKA_MAX_EMBEDDED = 1000  # embedded documents (attachments, OLE objects) parsed per document
 # The Python converters, without Tika:
 SEARCHCRAWL_CONVERT_WORKERS = 2  # processes converting at once

@@ -39,6 +39,17 @@ CONFIG_XML = """\
 <?xml version="1.0" encoding="UTF-8"?>
 <!-- Written by searchcrawl/dev/tika_runner.py on every start; edits here are overwritten. -->
 <properties>
+  <autoDetectParserConfig>
+    <!-- metadata is bounded too: a small file can carry hundreds of MB of properties -->
+    <metadataWriteFilterFactory class="org.apache.tika.metadata.writefilter.StandardWriteFilterFactory">
+      <params>
+        <maxKeySize>1024</maxKeySize>
+        <maxFieldSize>65536</maxFieldSize>
+        <maxTotalEstimatedBytes>4194304</maxTotalEstimatedBytes>
+        <maxValuesPerField>100</maxValuesPerField>
+      </params>
+    </metadataWriteFilterFactory>
+  </autoDetectParserConfig>
   <server>
     <params>
       <!-- the forked parser JVM is restarted when one document takes longer than this -->
@@ -96,7 +107,7 @@ class DevTika(JvmServer):
         version: str = TIKA_VERSION,
         java: str | None = None,
         heap: str = "1g",
-        task_timeout: float = 330,  # over SEARCHCRAWL_TIKA_TIMEOUT and the default ocr_timeout (300 s)
+        task_timeout: float = 300,  # SEARCHCRAWL_TIKA_TIMEOUT's and the default ocr_timeout's longest
     ) -> None:
         super().__init__(data_dir, port, java=java)
         self.version = version

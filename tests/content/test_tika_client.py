@@ -40,6 +40,7 @@ def test_rmeta_text_metadata_and_embedded_parts() -> None:
             "dc:creator": ["Ann", "Bob"],
             "meta:keyword": "alpha; beta",
             "dcterms:created": "2024-05-06T07:08:09Z",
+            "dcterms:modified": "0001-01-01T00:00:00Z",  # .NET's empty date: no date, not year 1
             "xmpTPg:NPages": "12",
             "custom:Department": "Legal",
             "X-TIKA:parse_time_millis": "5",
@@ -92,6 +93,7 @@ def test_a_container_that_failed_after_some_text_is_kept_with_a_warning() -> Non
 def test_hostile_page_counts_are_left_out() -> None:
     assert "pages" not in converted_from_rmeta([{"xmpTPg:NPages": "99999999999", "X-TIKA:content": "x"}]).metadata
     assert "pages" not in converted_from_rmeta([{"xmpTPg:NPages": "-3", "X-TIKA:content": "x"}]).metadata
+    assert "pages" not in converted_from_rmeta([{"xmpTPg:NPages": "\u00b2", "X-TIKA:content": "x"}]).metadata
 
 
 # --- a real Tika server -------------------------------------------------------------------------
@@ -164,6 +166,7 @@ class _Fake(BaseHTTPRequestHandler):
     in_flight = 0
     most = 0
     puts = 0
+    headers_seen: list[dict[str, str]] = []
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         if not type(self).version:
@@ -180,6 +183,7 @@ class _Fake(BaseHTTPRequestHandler):
             cls.in_flight += 1
             cls.most = max(cls.most, cls.in_flight)
             cls.puts += 1
+            cls.headers_seen.append(dict(self.headers))
             drop = cls.drop_first and cls.puts == 1
         try:
             self.rfile.read(int(self.headers["Content-Length"]))
@@ -205,7 +209,9 @@ class _Fake(BaseHTTPRequestHandler):
 @pytest.fixture
 def fake_tika():
     def start(status: int = 200, delay: float = 0.0, **options: object) -> str:
-        handler = type("Handler", (_Fake,), {"status": status, "delay": delay, "lock": threading.Lock(), **options})
+        handler = type(
+            "Handler", (_Fake,), {"status": status, "delay": delay, "lock": threading.Lock(), "headers_seen": [], **options}
+        )
         server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         servers.append(server)
         threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -235,7 +241,40 @@ def test_a_document_that_fails_tika_twice_is_the_documents_fault(fake_tika) -> N
     url = fake_tika(status=500, version=True)
     with pytest.raises(ConversionError, match=r"failed on it twice \(HTTP 500, then HTTP 500\)") as raised:
         TikaConverter(url, recovery_wait=5).convert(b"data")
-    assert raised.value.status == "corrupt" and fake_tika.handler.puts == 2
+    assert raised.value.status == "crashed" and fake_tika.handler.puts == 2  # a counted, transient failure
+
+
+def test_documents_failing_twice_in_a_row_are_taken_for_an_outage(fake_tika) -> None:
+    converter = TikaConverter(fake_tika(status=500, version=True), recovery_wait=5)
+    for _ in range(4):
+        with pytest.raises(ConversionError):
+            converter.convert(b"data")
+    with pytest.raises(ConverterUnavailable, match="failed on 5 documents in a row"):
+        converter.convert(b"data")
+
+
+@pytest.mark.parametrize(("code", "status"), [(413, "too_large"), (415, "unsupported"), (400, "corrupt"), (422, "corrupt")])
+def test_a_refused_request_is_the_documents(fake_tika, code: int, status: str) -> None:
+    with pytest.raises(ConversionError) as raised:
+        TikaConverter(fake_tika(status=code)).convert(b"data")
+    assert raised.value.status == status
+
+
+def test_the_sites_content_type_is_not_sent(fake_tika) -> None:
+    """Tika would take it over its own detection; a hostile one (a CR inside) made requests raise."""
+    url = fake_tika()
+    TikaConverter(url).convert(b"%PDF-1.4", "application/x\ry", 'evil"\r\nX-Injected: 1.pdf')
+    headers = fake_tika.handler.headers_seen[-1]
+    assert headers["Content-Type"] == "application/octet-stream" and "X-Injected" not in headers
+    assert headers["Content-Disposition"] == 'attachment; filename="evil___X-Injected: 1.pdf"'
+
+
+def test_an_immense_answer_is_refused_while_it_is_read(fake_tika) -> None:
+    converter = TikaConverter(fake_tika(answer=b'[{"X-TIKA:content": "' + b"x" * 300_000 + b'"}]'))
+    converter.max_answer_bytes = 100_000
+    with pytest.raises(ConversionError) as raised:
+        converter.convert(b"data")
+    assert raised.value.status == "too_large"
 
 
 def test_a_connection_dropped_once_is_tried_again(fake_tika) -> None:
@@ -246,7 +285,7 @@ def test_a_connection_dropped_once_is_tried_again(fake_tika) -> None:
 
 def test_an_empty_answer_is_the_servers_fault(fake_tika) -> None:
     with pytest.raises(ConverterUnavailable, match="empty list"):
-        TikaConverter(fake_tika(answer=b"[]")).convert(b"data")
+        TikaConverter(fake_tika(answer=b"[]"), recovery_wait=1).convert(b"data")
 
 
 def test_no_password_of_the_tikas_url_in_a_reason() -> None:

@@ -311,6 +311,8 @@ def test_ocr_of_a_scanned_pdf_and_images_in_a_crawl(project, serve, tmp_path, so
         "scan.pdf": corpus / "pdf" / "ocr_text.pdf",
         "fox.png": corpus / "png" / "standardized_text.png",
         "fox.jpg": corpus / "jpg" / "standardized_text.jpg",
+        "fox.gif": corpus / "gif" / "standardized_text.gif",
+        "fox.tiff": corpus / "tiff" / "standardized_text.tiff",
     }
     for name, path in files.items():
         (root / name).write_bytes(path.read_bytes())
@@ -329,10 +331,10 @@ def test_ocr_of_a_scanned_pdf_and_images_in_a_crawl(project, serve, tmp_path, so
     assert share >= 0.8, read["scan.pdf"][:500]
     rows = {name: project.table().get(with_ocr, site.url + name) for name in files}
     assert set(read) == set(files) | {"index.html"}, {name: (row["status"], row["reason"]) for name, row in rows.items()}
-    for image in ("fox.png", "fox.jpg"):
+    for image in ("fox.png", "fox.jpg", "fox.gif", "fox.tiff"):
         assert "quick brown fox" in " ".join(read[image].lower().split()), read[image]
     unread = {doc["url"].rsplit("/", 1)[1]: doc for doc in solr_docs(solr, without)}
     assert set(unread) == set(files) | {"index.html"}  # none is a duplicate of another
-    assert all("content" not in unread[name] for name in ("fox.png", "fox.jpg"))
+    assert all("content" not in unread[name] for name in ("fox.png", "fox.jpg", "fox.gif", "fox.tiff"))
     table = project.table()
     assert table.get(without, site.url + "fox.png")["reason"] == "indexed without text: its metadata and file name"

@@ -27,7 +27,10 @@ MAX_ZIP_RATIO = 200
 #: Time limit for helper programs (antiword, catppt) when converting in-process.
 SUBPROCESS_TIMEOUT = 60
 
-STATUSES = ("unsupported", "encrypted", "corrupt", "timeout", "too_large", "no_text")
+#: 'timeout' and 'crashed' (the converter died on it twice) may be the converter's load as much
+#: as the document: they count as transient failures; the others are the document's for good
+STATUSES = ("unsupported", "encrypted", "corrupt", "timeout", "too_large", "no_text", "crashed")
+TRANSIENT_STATUSES = frozenset({"timeout", "crashed"})
 KINDS = ("pdf", "docx", "xlsx", "pptx", "odt", "ods", "odp", "rtf", "doc", "xls", "ppt", "txt")
 ZIP_KINDS = {"docx", "xlsx", "pptx", "odt", "ods", "odp"}
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -67,7 +70,9 @@ class Converted:
 
 class DocumentConverter(Protocol):
     """What the crawl converts documents with: a Tika server's client, or the Python converters'
-    worker pool. Thread-safe; ``convert`` blocks."""
+    worker pool. Thread-safe; ``convert`` blocks; at most ``concurrency`` conversions at once."""
+
+    concurrency: int
 
     def convert(self, body: bytes, mimetype: str | None = None, filename: str | None = None) -> Converted: ...
 
@@ -257,7 +262,12 @@ def iso_utc(value) -> str | None:
     if not isinstance(value, datetime):
         return None
     if value.tzinfo is not None:
-        value = value.astimezone(UTC)
+        try:
+            value = value.astimezone(UTC)
+        except OverflowError:  # year 1 or 9999 with an offset
+            return None
+    if not 1000 <= value.year <= 9999:  # .NET's empty date (0001-01-01) and the like: no date
+        return None
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -89,6 +89,7 @@ class Converter:
         max_bytes: int = MAX_BYTES,
         _target: str = _TARGET,  # tests: a "module:function" to run instead of convert
     ) -> None:
+        self.concurrency = workers
         self.timeout = timeout
         self.memory_mb = memory_mb
         self.temp_dir = temp_dir

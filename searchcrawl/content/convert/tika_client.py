@@ -21,6 +21,7 @@ pages without a text layer, in the given languages, under a time limit of its ow
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -57,6 +58,11 @@ _SKIPPED_PREFIXES = ("X-TIKA:", "access_permission:", "pdf:charsPerPage", "pdf:u
 MAX_PROPERTY_CHARS = 32 * 1024
 
 
+#: this many documents in a row failing twice is Tika's trouble, not theirs: an outage (926), so a
+#: broken Tika that still answers /version cannot remove a source's documents crawl after crawl
+CRASHES_FOR_AN_OUTAGE = 5
+
+
 class ConverterUnavailable(Exception):
     """The converter (a Tika server) could not be reached or failed as a server: the document is
     not at fault, and is tried again in a later crawl."""
@@ -72,7 +78,7 @@ class TikaConverter:
         timeout: float = 120,
         concurrency: int = 2,
         max_bytes: int = MAX_BYTES,
-        write_limit: int = 10_000_000,
+        write_limit: int = 5_000_000,
         max_embedded: int = 1000,
         ocr: bool = False,
         ocr_languages: tuple[str, ...] = ("eng",),
@@ -91,7 +97,12 @@ class TikaConverter:
         self.ocr_languages = ocr_languages
         self.ocr_timeout = ocr_timeout
         self.recovery_wait = recovery_wait
+        # the text (UTF-8, escaped: up to 4 bytes a character) and 16 MiB for the metadata
+        self.max_answer_bytes = 4 * write_limit + 16 * 2**20
+        self.concurrency = concurrency
         self._slots = threading.BoundedSemaphore(concurrency)
+        self._retrying = threading.Lock()
+        self._crashes = 0  # documents in a row that failed twice
         self._session = requests.Session()
         adapter = requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=concurrency)
         self._session.mount("http://", adapter)
@@ -101,16 +112,20 @@ class TikaConverter:
         """Blocking; raises ConversionError (the document) or ConverterUnavailable (the server).
 
         Tika's parser runs in a JVM that its server restarts when a document kills it (out of
-        memory, a timeout): a connection dropped during the request, or a 5xx, is tried once more
-        once Tika answers again. Twice, and it is the document's fault (921); Tika not back within
-        ``recovery_wait`` seconds, or refusing the connection, is an outage (926)."""
+        memory, its task timeout): a connection dropped during the request, a 5xx, a cut or
+        unreadable answer, is tried once more when Tika answers again, and alone (so that a
+        document that kills the parser does not take another with it twice). Twice, and it is
+        'crashed' (a counted, transient failure); Tika not back within ``recovery_wait`` seconds,
+        or refusing the connection, is an outage (926).
+
+        The site's Content-Type is not sent (``mimetype`` is unused): Tika would take it over its
+        own detection by the bytes and the file name, and a site's type can be wrong or hostile."""
         if len(body) > self.max_bytes:
             raise ConversionError("too_large", f"{len(body)} bytes is over the {self.max_bytes} limit")
         limit = self.ocr_timeout if self.ocr else self.timeout
         headers = {
             "Accept": "application/json",
-            # the server's type is a hint only: Tika detects by content, then by the name
-            "Content-Type": mimetype or "application/octet-stream",
+            "Content-Type": "application/octet-stream",
             "writeLimit": str(self.write_limit),
             "maxEmbeddedResources": str(self.max_embedded),
             # no X-Tika-Timeout-Millis: Tika refuses one over its taskTimeoutMillis (answering an
@@ -125,41 +140,71 @@ class TikaConverter:
         else:
             headers["X-Tika-OCRskipOcr"] = "true"
         with self._slots:
-            response = self._put(body, headers, limit)
-            if response is None or response.status_code >= 500:
-                first = "the connection dropped" if response is None else f"HTTP {response.status_code}"
-                self._await_recovery(first)
-                response = self._put(body, headers, limit)
-                if response is None or response.status_code >= 500:
-                    again = "the connection dropped" if response is None else f"HTTP {response.status_code}"
-                    raise ConversionError("corrupt", f"Tika failed on it twice ({first}, then {again})")
-        if response.status_code in (415, 422):  # unsupported type; a parse failure (some versions)
-            status = "unsupported" if response.status_code == 415 else "corrupt"
-            raise ConversionError(status, f"Tika answered {response.status_code}")
-        if response.status_code != 200:
-            raise ConverterUnavailable(f"Tika at {self.shown} answered {response.status_code} {response.reason}")
-        try:
-            parts = response.json()
-        except ValueError:
-            raise ConverterUnavailable(f"Tika's answer is not JSON ({self.shown})") from None
-        if parts == []:  # how Tika answers a request it refused (its log says why)
-            raise ConverterUnavailable(f"Tika at {self.shown} answered an empty list (its log says why)")
-        if not isinstance(parts, list) or not all(isinstance(part, dict) for part in parts):
-            raise ConverterUnavailable(f"Tika's answer is not a list of metadata maps ({self.shown})")
+            parts = self._attempt(body, headers, limit)
+            if isinstance(parts, str):
+                self._await_recovery(parts)
+                with self._retrying:
+                    again = self._attempt(body, headers, limit)
+                if isinstance(again, str):
+                    self._crashes += 1
+                    if self._crashes >= CRASHES_FOR_AN_OUTAGE:
+                        raise ConverterUnavailable(
+                            f"Tika at {self.shown} failed on {self._crashes} documents in a row ({parts}, then {again}): "
+                            "taken for an outage, not the documents' fault"
+                        )
+                    raise ConversionError("crashed", f"Tika failed on it twice ({parts}, then {again})")
+                parts = again
+        self._crashes = 0
         return converted_from_rmeta(parts)
 
-    def _put(self, body: bytes, headers: dict[str, str], limit: float) -> requests.Response | None:
-        """Tika's answer; None when the connection dropped during the request."""
+    def _attempt(self, body: bytes, headers: dict[str, str], limit: float) -> list[dict[str, Any]] | str:
+        """Tika's answer, or what went wrong on the server's side (worth one more try)."""
+        deadline = time.monotonic() + limit
         try:
-            return self._session.put(self.endpoint, data=body, headers=headers, timeout=(10, limit))
+            response = self._session.put(self.endpoint, data=body, headers=headers, timeout=(10, limit), stream=True)
+        except requests.ConnectTimeout:  # before Timeout: it is one, but no document was sent
+            raise ConverterUnavailable(f"Tika unreachable at {self.shown}: no answer to connect") from None
         except requests.Timeout:
             raise ConversionError("timeout", f"Tika took over {limit:g}s") from None
         except requests.ConnectionError as exc:
             if _refused(exc):
                 raise ConverterUnavailable(f"Tika unreachable at {self.shown}: connection refused") from None
-            return None
-        except requests.RequestException as exc:
-            raise ConverterUnavailable(f"Tika unreachable at {self.shown}: {type(exc).__name__}") from None
+            return "the connection dropped"
+        except requests.RequestException as exc:  # what we would send is refused by requests itself
+            raise ConversionError("corrupt", f"cannot be sent to Tika: {type(exc).__name__}") from None
+        with response:
+            code = response.status_code
+            if 400 <= code < 500:  # the request, hence the document: too large, unsupported, unparsable
+                status = {413: "too_large", 415: "unsupported"}.get(code, "corrupt")
+                raise ConversionError(status, f"Tika answered {code}")
+            if code != 200:
+                return f"HTTP {code}"
+            try:
+                raw = self._read(response, deadline)
+            except requests.Timeout:
+                raise ConversionError("timeout", f"Tika took over {limit:g}s") from None
+            except requests.RequestException:
+                return "its answer was cut"
+        try:
+            parts = json.loads(raw)
+        except ValueError:
+            return "an answer that is not JSON"
+        if parts == []:  # how Tika answers a request it refused
+            return "an empty list (Tika's log says why)"
+        if not isinstance(parts, list) or not all(isinstance(part, dict) for part in parts):
+            return "an answer that is not a list of metadata maps"
+        return parts
+
+    def _read(self, response: requests.Response, deadline: float) -> bytes:
+        """The answer's body, at most ``max_answer_bytes`` of it, by ``deadline``."""
+        raw = bytearray()
+        for chunk in response.iter_content(64 * 1024):
+            raw += chunk
+            if len(raw) > self.max_answer_bytes:
+                raise ConversionError("too_large", f"Tika's answer is over {self.max_answer_bytes} bytes (its metadata?)")
+            if time.monotonic() > deadline:
+                raise requests.Timeout("the answer took too long")
+        return bytes(raw)
 
     def _await_recovery(self, what: str) -> None:
         """Wait until Tika answers again, or raise ConverterUnavailable."""
@@ -211,8 +256,9 @@ def converted_from_rmeta(parts: list[dict[str, Any]]) -> Converted:
                 break
     metadata = clean_metadata(raw)
     pages = next((_first(container[key]) for key in PAGE_KEYS if key in container), None)
-    if pages and pages.strip().isdigit() and len(pages.strip()) <= 9:  # a Solr int; hostile values are left out
-        metadata["pages"] = pages.strip()
+    pages = (pages or "").strip()
+    if pages.isascii() and pages.isdigit() and len(pages) <= 9:  # a Solr int; hostile values are left out
+        metadata["pages"] = pages
     content_type = (_first(container.get("Content-Type")) or "").split(";")[0].strip().lower()
     kind = MIMETYPES.get(content_type, content_type)
     warning = f"partly converted: {failure.splitlines()[0][:300]}" if failure else None

@@ -18,6 +18,7 @@ from scrapy.crawler import Crawler
 
 from searchcrawl.content.clean_text import clean_fields, clean_text
 from searchcrawl.content.convert import ConversionError, ConverterUnavailable
+from searchcrawl.content.convert.core import TRANSIENT_STATUSES
 from searchcrawl.content.extract import (
     html_attributes,
     main_text,
@@ -44,6 +45,7 @@ CONVERSION_STATUS = {"too_large": Status.TOO_LARGE, "no_text": Status.EMPTY}  # 
 class AttributesPipeline:
     def __init__(self, context: CrawlState) -> None:
         self.context = context
+        self._converting: asyncio.Semaphore | None = None  # made in the reactor's loop, on first use
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AttributesPipeline:
@@ -99,10 +101,19 @@ class AttributesPipeline:
         assert item.body is not None
         name = urlsplit(item.url).path.rstrip("/").rsplit("/", 1)[-1]
         mimetype = mimetype_of(item.headers.get("content-type"))
+        converter = self.context.converter
+        if self._converting is None:
+            self._converting = asyncio.Semaphore(converter.concurrency)
         try:
-            document = await asyncio.to_thread(self.context.converter.convert, item.body, mimetype, name)
+            # documents wait for the converter here, in the event loop, not in threads: the
+            # default thread pool also serves the Solr push and the fleet's leases
+            async with self._converting:
+                document = await asyncio.to_thread(converter.convert, item.body, mimetype, name)
         except ConversionError as exc:
             status = CONVERSION_STATUS.get(exc.status, Status.CONVERSION_FAILED)
+            if exc.status in TRANSIENT_STATUSES:  # perhaps the converter's load: counted, tried again
+                outcome = Outcome(Event.FAILED, int(status), f"{exc.status}: {exc}", item.depth)
+                raise NotIndexed(outcome, f"Not converted ({exc.status}: {exc}): {item.url}", log_level="WARNING") from None
             self.drop(item, status, f"{exc.status}: {exc}")
         except ConverterUnavailable as exc:
             # not the document's fault: no validators or checksum of this fetch are kept, so the

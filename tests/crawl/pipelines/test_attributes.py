@@ -21,6 +21,7 @@ from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
 from searchcrawl.crawl.pipelines.checksum import text_checksum
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
+from tests.content.test_tika_client import fake_tika  # noqa: F401,F811 - a fixture
 
 SOURCE = 'seeds = ["http://h.test/"]\n'
 PAGE = b"""<html lang="en"><head><title> Cats  and dogs </title>
@@ -243,3 +244,44 @@ def test_an_unreachable_tika_fails_the_url_without_counting_or_keeping_the_fetch
         {},  # no validators of this fetch: the next crawl fetches it again
     )
     assert outcome.reason.startswith("Tika unreachable at http://127.0.0.1:")
+
+
+def picture_deck(image: bytes) -> bytes:
+    """A PowerPoint deck of one slide holding only a picture."""
+    import pptx
+    from pptx.util import Inches
+
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])  # the blank layout
+    slide.shapes.add_picture(io.BytesIO(image), Inches(1), Inches(1))
+    data = io.BytesIO()
+    deck.save(data)
+    return data.getvalue()
+
+
+def test_an_image_only_deck_through_tika_is_indexed_by_name(crawler_of, tika_url) -> None:
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
+    image = textract("png/raw_text.png")
+    deck = picture_deck(image)
+    item = run(pipeline, CrawledDocument("unit", "http://h.test/a/deck.pptx", 1, {}, body=deck))
+    assert "content" not in item.fields, item.fields.get("content")
+    assert (item.fields["title"], item.fields["document_kind_s"]) == ("deck.pptx", "pptx")
+    assert item.note == "indexed without text: its metadata and file name" and item.checksum_basis == deck
+
+
+def test_a_document_that_crashes_the_converter_twice_counts_as_a_transient_failure(crawler_of, fake_tika) -> None:  # noqa: F811
+    """Not removed at once (it may be the converter's trouble as much as the document's): a
+    counted failure, the document leaves only after max_failures crawls."""
+    url = fake_tika(status=500, version=True)
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=url))
+    item = CrawledDocument("unit", "http://h.test/q.pdf", 1, {}, body=b"%PDF-1.4 x", record={"etag": '"new"'})
+    with pytest.raises(NotIndexed) as raised:
+        run(pipeline, item)
+    outcome = raised.value.outcome
+    assert (outcome.event, outcome.status, outcome.counted, dict(outcome.columns)) == (
+        Event.FAILED,
+        Status.CONVERSION_FAILED,
+        True,
+        {},
+    )
+    assert outcome.reason.startswith("crashed: Tika failed on it twice")
