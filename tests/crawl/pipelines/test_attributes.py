@@ -229,19 +229,25 @@ def test_ocr_through_tika_reads_an_image_when_the_source_asks(crawler_of, tika_u
     assert item.note == "indexed without text: its metadata and file name"
 
 
-def test_an_unreachable_tika_fails_the_url_without_counting_or_keeping_the_fetch(crawler_of) -> None:
-    from tests.conftest import free_port
-
-    pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=f"http://127.0.0.1:{free_port()}/"))
+def converter_failure(crawler_of, tika_url: str):  # type: ignore[no-untyped-def]
+    """The outcome of a PDF whose fetch learned a new ETag, when its conversion by ``tika_url`` fails."""
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
     item = CrawledDocument("unit", "http://h.test/q.pdf", 1, {}, body=b"%PDF-1.4 x", record={"etag": '"new"'})
     with pytest.raises(NotIndexed) as raised:
         run(pipeline, item)
-    outcome = raised.value.outcome
+    return raised.value.outcome
+
+
+def test_an_unreachable_tika_fails_the_url_without_counting_or_keeping_the_fetch(crawler_of) -> None:
+    from tests.conftest import free_port
+
+    outcome = converter_failure(crawler_of, f"http://127.0.0.1:{free_port()}/")
+    # no validators of this fetch (columns): the next crawl fetches it again
     assert (outcome.event, outcome.status, outcome.counted, dict(outcome.columns)) == (
         Event.FAILED,
         Status.CONVERTER_UNAVAILABLE,
         False,
-        {},  # no validators of this fetch: the next crawl fetches it again
+        {},
     )
     assert outcome.reason.startswith("Tika unreachable at http://127.0.0.1:")
 
@@ -272,16 +278,6 @@ def test_an_image_only_deck_through_tika_is_indexed_by_name(crawler_of, tika_url
 def test_a_document_that_crashes_the_converter_twice_counts_as_a_transient_failure(crawler_of, fake_tika) -> None:  # noqa: F811
     """Not removed at once (it may be the converter's trouble as much as the document's): a
     counted failure, the document leaves only after max_failures crawls."""
-    url = fake_tika(status=500, version=True)
-    pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=url))
-    item = CrawledDocument("unit", "http://h.test/q.pdf", 1, {}, body=b"%PDF-1.4 x", record={"etag": '"new"'})
-    with pytest.raises(NotIndexed) as raised:
-        run(pipeline, item)
-    outcome = raised.value.outcome
-    assert (outcome.event, outcome.status, outcome.counted, dict(outcome.columns)) == (
-        Event.FAILED,
-        Status.CONVERSION_FAILED,
-        True,
-        {},
-    )
-    assert outcome.reason.startswith("crashed: Tika failed on it twice")
+    outcome = converter_failure(crawler_of, fake_tika(status=500, version=True))
+    assert (outcome.event, outcome.status, outcome.counted) == (Event.FAILED, Status.CONVERSION_FAILED, True)
+    assert outcome.reason.startswith("crashed: Tika failed on it twice") and not outcome.columns
