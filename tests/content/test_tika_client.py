@@ -109,6 +109,16 @@ def test_every_format_of_the_textract_corpus(corpus: Path, tika: TikaConverter, 
     assert share >= (0.9 if fmt == "xls" else 0.99), (fmt, share, converted.text[:300])
 
 
+@pytest.mark.parametrize("fmt", ["mp3", "ogg", "wav", "ps"])
+def test_the_corpus_formats_without_text_for_tika(corpus: Path, tika: TikaConverter, fmt: str) -> None:
+    """Speech (textract transcribed it) and PostScript (Tika has no text parser for it): converted
+    without error and without their expected text; the crawl indexes them by name and metadata."""
+    source = corpus / fmt / f"raw_text.{fmt}"
+    converted = tika.convert(source.read_bytes(), None, source.name)
+    assert converted.kind.startswith(("audio/", "application/postscript")), converted.kind
+    assert share_found((corpus / fmt / "raw_text.txt").read_text(encoding="utf-8"), converted.text) < 0.5
+
+
 def test_metadata_of_real_documents(corpus: Path, tika: TikaConverter) -> None:
     xlsx = tika.convert((corpus / "xlsx" / "raw_text.xlsx").read_bytes())
     assert xlsx.metadata["author"] == "John Walkenbach"
