@@ -83,6 +83,8 @@ REDIRECT_MAX_TIMES = 10  # Scrapy's bound on a redirect chain; a longer one ends
 # seconds before a robots.txt that answered 5xx/429 or nothing is fetched again; 0: not again in
 # this crawl (the site's URLs wait for the next crawl instead of sending a burst of fetches)
 SEARCHCRAWL_ROBOTS_RETRY_AFTER = 0
+# answers 401/403 to a source's credentials, from one origin, before the crawl stops asking it
+SEARCHCRAWL_AUTH_REFUSED_LIMIT = 3
 # Only http and https reach the network; a file source's own file: seeds switch "file" back on
 # (searchcrawl/config/spiderloader.py). A redirect or link never reaches a local file, FTP, S3 or data URL.
 DOWNLOAD_HANDLERS = {"file": None, "ftp": None, "s3": None, "data": None}
@@ -174,6 +176,10 @@ DOWNLOADER_MIDDLEWARES = {
     "searchcrawl.crawl.middlewares.redirect.RedirectPolicyMiddleware": 600,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "searchcrawl.crawl.middlewares.retry.RetryAfterMiddleware": 550,
+    # A source's [[auth]] credentials, to their origins only: after CookiesMiddleware (700) adds the
+    # jar's cookies; before site_concurrency (900), whose slot must be released before this
+    # middleware's process_response may refuse a response (a refusal skips the later ones)
+    "searchcrawl.crawl.middlewares.site_auth.SiteAuthMiddleware": 750,
     # Requests in flight per site (CONCURRENT_REQUESTS_PER_DOMAIN), held here: see the module
     "searchcrawl.crawl.middlewares.site_concurrency.SiteConcurrencyMiddleware": 900,
     # Shared crawls only: the per-site delay and concurrency hold for the whole fleet.

@@ -31,6 +31,7 @@ from searchcrawl.rules.filters import Filters
 from searchcrawl.rules.politeness import DelayRule
 from searchcrawl.rules.rendering import RenderMode, RenderRule
 from searchcrawl.rules.schedules import Schedule, check_cron, parse_interval
+from searchcrawl.rules.site_auth import SiteAuth
 from searchcrawl.rules.tables import RuleTable
 
 SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -292,6 +293,7 @@ class SourceSettings(ScopeRules):
     obey_robots_meta: bool = True
     url_rewriter: str | None = None
     display_urls: list[DisplayUrlRule] = Field(default_factory=list)
+    auth: list[SiteAuth] = Field(default_factory=list)
     attributes: dict[str, str] = Field(default_factory=dict)
     search_attributes: dict[str, Literal["string", "strings", "text", "int", "long", "double", "date", "boolean"]] = Field(
         default_factory=dict

@@ -23,11 +23,11 @@ class RequestRefused(IgnoreRequest):
     may pass (robots.txt unavailable: counted toward ``max_failures``, never a removal by
     itself); GONE for an answer without a document (a permanent redirect out of the boundary)."""
 
-    def __init__(self, status: int, reason: str, *, event: Event = Event.EXCLUDED) -> None:
+    def __init__(self, status: int, reason: str, *, event: Event = Event.EXCLUDED, counted: bool = True) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
-        self.outcome = Outcome(event, int(status), reason)
+        self.outcome = Outcome(event, int(status), reason, counted=counted)
 
 
 class NotIndexed(DropItem):

@@ -27,6 +27,15 @@ PREVIOUS = "searchcrawl_previous"
 middlewares/conditional.py with the conditional GET's validators; read by the spider (a 304, a
 changed document) and by pipelines/changes.py."""
 
+AUTH_SENT = "searchcrawl_auth_sent"
+"""True: the request carried a source's credentials (set and read by middlewares/site_auth.py: a
+401 or 403 to it means the site refused them, status 936)."""
+
+AUTH_ANSWERED = "searchcrawl_auth_answered"
+"""True: the request is the one sent again answering a digest challenge (set and read by
+middlewares/site_auth.py: a second 401 is a refusal, not a new challenge, so a site that always
+challenges cannot loop). Persisted in the frontier, through which the request goes again."""
+
 KNOWN_ROW = "searchcrawl_known_row"
 """The URL's document-table row as the frontier leased it (so a conditional GET needs no lookup
 of its own): set by frontier_scheduler.py; read (and consumed) by middlewares/conditional.py."""
@@ -79,6 +88,6 @@ PLAYWRIGHT = "playwright"
 """True: scrapy-playwright downloads the request through Chromium (set by middlewares/render.py
 with ``playwright_page_methods`` and ``playwright_page_goto_kwargs``)."""
 
-PERSISTED = (REDIRECT_URLS, REDIRECT_REASONS, REDIRECT_TIMES, RETRY_TIMES, LEAVES_BOUNDARY, RENDER)
+PERSISTED = (REDIRECT_URLS, REDIRECT_REASONS, REDIRECT_TIMES, RETRY_TIMES, LEAVES_BOUNDARY, RENDER, AUTH_ANSWERED)
 """The keys a request keeps through the durable frontier, besides its URL and depth (JSON-able
 values only: requests are stored as data, never pickled)."""

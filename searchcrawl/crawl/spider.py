@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import mimetypes
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from functools import cached_property
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -299,10 +300,8 @@ class SourceSpider(Spider):
         error = failure.value
         assert error is not None  # Twisted types it Optional: None only while a Failure is being built
         if isinstance(error, RequestRefused):
-            outcome = error.outcome
-            self.crawler.signals.send_catch_log(
-                url_outcome, url=request.url, outcome=Outcome(outcome.event, outcome.status, outcome.reason, depth)
-            )
+            # the refusal's own outcome (whether it counts, too), at the request's depth
+            self.crawler.signals.send_catch_log(url_outcome, url=request.url, outcome=replace(error.outcome, depth=depth))
             logger.debug("Refused (%s): %s: %s", error.status, request.url, error.reason)
             return
         if isinstance(error, IgnoreRequest):  # from one of Scrapy's own middlewares

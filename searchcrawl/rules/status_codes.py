@@ -44,6 +44,7 @@ class Status(IntEnum):
     CONNECTION_FAILED = 933
     DROPPED = 934
     ROBOTS_UNAVAILABLE = 935
+    AUTH_REFUSED = 936
 
     REDIRECT_LOOP = 940
     INTERNAL_ADDRESS = 941
@@ -83,6 +84,8 @@ CRAWLER_CODES: dict[Status, str] = {
     "custom spider (the reason says which)",
     Status.ROBOTS_UNAVAILABLE: "the site's robots.txt could not be fetched (5xx, 429, no answer): a transient "
     "failure, counted toward max_failures; nothing is removed for it alone",
+    Status.AUTH_REFUSED: "the site refused the source's credentials (401 or 403 to an authenticated request): a "
+    "transient failure of the source, not counted toward max_failures; nothing is removed for it",
     Status.REDIRECT_LOOP: "redirect loop, or chain longer than allowed",
     Status.INTERNAL_ADDRESS: "refused: the host is (or resolves to) a loopback, private or link-local address "
     "that the source's domain and port rules do not admit",
