@@ -359,6 +359,15 @@ class SourceSettings(ScopeRules):
         return None if value is None else check_cron(value)
 
     @model_validator(mode="after")
+    def _no_credentials_in_a_browser(self) -> SourceSettings:
+        # Chromium sends a request's headers on with every frame, iframe and redirect it loads,
+        # to any origin: credentials and rendering together are refused until the browser's
+        # requests get credentials per origin too
+        if self.auth and (self.render_js or self.render_rules):
+            raise ValueError("[[auth]] cannot be combined with render_js or render_rules yet")
+        return self
+
+    @model_validator(mode="after")
     def _one_schedule(self) -> SourceSettings:
         if self.refresh_interval is not None and self.schedule is not None:
             raise ValueError("give either 'refresh_interval' or 'schedule', not both")

@@ -383,7 +383,11 @@ class CrawlState:
             logger.info(
                 "%d redirect targets of %s outside its boundary leave the index: nothing redirects to them now", gone, source
             )
-        if self.source.settings.orphans == "delete":
+        refused = self.crawler.stats.get_value("searchcrawl/auth_refused", 0)
+        if self.source.settings.orphans == "delete" and refused:
+            # pages the site refused to show yielded no links: "no page links to it" is unknown
+            logger.warning("Orphans of %s are kept: the site refused the source's credentials %d times", source, refused)
+        elif self.source.settings.orphans == "delete":
             seeds = set(self.source.seed_urls)
             for url in self.table.orphans(source):
                 if url not in seeds:

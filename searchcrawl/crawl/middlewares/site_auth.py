@@ -12,7 +12,8 @@ Digest: the first request to an origin goes without credentials; its 401 challen
 (the request is sent again, once) and kept, so later requests answer it at once (the nonce
 count rises; a ``stale`` nonce is answered afresh).
 
-A 401 or 403 to a request that carried credentials means the site refused them: the URL gets
+A 401 or 403 from a credential's origin means the site refused them (a 403 on one page of an
+origin that took them in this crawl is that page's own answer, recorded as such): the URL gets
 status 936 (a transient failure of the source, never counted toward ``max_failures``, nothing
 removed for it), and after ``SEARCHCRAWL_AUTH_REFUSED_LIMIT`` such answers from one origin, the
 crawl stops asking it (its URLs get 936 without a request; those already on their way, at most
@@ -34,7 +35,7 @@ from scrapy.http import Response
 
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
-from searchcrawl.crawl.meta import AUTH_ANSWERED, AUTH_SENT
+from searchcrawl.crawl.meta import AUTH_ANSWERED, AUTH_SENT, ROBOTS_REQUEST
 from searchcrawl.ops.secrets import SecretError, secret
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.site_auth import (
@@ -83,7 +84,8 @@ class SiteAuthMiddleware:
             pair.strip() for c in credentials if c.rule.type == "cookie" for pair in c.value.split(";") if pair.strip()
         }
         self.challenges: dict[str, tuple[dict[str, str], int]] = {}  # origin -> digest challenge, uses
-        self.refused: Counter[str] = Counter()
+        self.refused: Counter[str] = Counter()  # 401/403 in a row, per origin
+        self.accepted: set[str] = set()  # origins that answered a request with credentials in this crawl
         self.refused_limit = refused_limit
 
     @classmethod
@@ -150,23 +152,31 @@ class SiteAuthMiddleware:
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Request | Response:
         origin = origin_of(request.url)
         mine = self.by_origin.get(origin or "", [])
-        if not mine or response.status not in (401, 403):
-            if mine and origin is not None and response.status < 300:  # in: the refusals in a row end
-                self.refused[origin] = 0
+        if not mine or origin is None:
             return response
-        assert origin is not None
+        if response.status not in (401, 403):
+            self.refused[origin] = 0  # any other answer ends the refusals in a row
+            if response.status < 300:
+                self.accepted.add(origin)
+            return response
+        if request.meta.get(ROBOTS_REQUEST):
+            return response  # robots.txt refused: its own rules (a 4xx allows all); the pages will say
         digest = next((c for c in mine if c.rule.type == "digest"), None)
-        if digest is not None and response.status == 401 and not request.meta.get(AUTH_ANSWERED):
+        answered = request.meta.get(AUTH_ANSWERED) and request.meta.get(AUTH_SENT)
+        if digest is not None and response.status == 401 and not answered:
             for header in response.headers.getlist("WWW-Authenticate"):
                 challenge = parse_digest_challenge(header.decode("latin-1"))
                 if challenge is not None:
-                    self.challenges[origin] = (challenge, 0)
+                    known = self.challenges.get(origin)
+                    uses = known[1] if known and known[0]["nonce"] == challenge["nonce"] else 0  # nc keeps rising
+                    self.challenges[origin] = (challenge, uses)
                     logger.debug("Answering the digest challenge of %s (realm %r)", origin, challenge["realm"])
                     retry = request.replace(dont_filter=True, meta={**request.meta, AUTH_ANSWERED: True})
                     retry.headers.pop("Authorization", None)
                     return retry
-        if not request.meta.get(AUTH_SENT) and not request.meta.get(AUTH_ANSWERED):
-            return response  # no credentials were sent: the spider records the answer
+            logger.error("%s asks for credentials this crawl cannot give (%s)", origin, _schemes(response))
+        if response.status == 403 and origin in self.accepted:
+            return response  # one page the account may not see, on a site that took the credentials
         self.refused[origin] += 1
         self.crawler.stats.inc_value("searchcrawl/auth_refused")
         if self.refused[origin] == self.refused_limit:
@@ -183,6 +193,12 @@ class SiteAuthMiddleware:
             event=Event.FAILED,
             counted=False,
         )
+
+
+def _schemes(response: Response) -> str:
+    """The authentication schemes a 401 offers, for a log line (never their parameters)."""
+    offered = [header.decode("latin-1").split(" ", 1)[0] for header in response.headers.getlist("WWW-Authenticate")]
+    return ", ".join(offered) or "no WWW-Authenticate header"
 
 
 def _request_uri(url: str) -> str:
