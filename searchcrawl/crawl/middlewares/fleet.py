@@ -38,6 +38,7 @@ class FleetPolitenessMiddleware:
         self.sites = SitePoliteness(self.context.table.database, self.context.owner)
         self.concurrency = max(1, settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"))
         self.hold = settings.getfloat("DOWNLOAD_TIMEOUT") + HOLD_MARGIN
+        self.sent: dict[str, float] = {}  # site -> when this process last let a request go (loop time)
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
         crawler.signals.connect(self.reached, signal=signals.request_reached_downloader)
@@ -82,6 +83,15 @@ class FleetPolitenessMiddleware:
         if grant.wait > 0:
             logger.debug("Fleet delay: %.2f s before %s", grant.wait, request.url)
             await asyncio.sleep(grant.wait)
+        # The reserved starts are spaced; a busy event loop (or a stalled process) can wake several
+        # waits at once, past their starts: this process never sends two requests to a site closer
+        # than the delay, whatever the reservations say (read and written with no await between)
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        start = max(now, self.sent.get(site, now - self.context.site_delay) + self.context.site_delay)
+        self.sent[site] = start
+        if start > now:
+            await asyncio.sleep(start - now)
 
     def _release(self, request: Request) -> None:
         lease_id = request.meta.pop(SITE_LEASE, None)

@@ -138,6 +138,34 @@ def test_a_sites_requests_are_spaced_by_the_delay_across_nodes(nodes) -> None:
     asyncio.run(scenario())
 
 
+def test_a_stalled_process_still_spaces_its_requests(nodes) -> None:
+    """The event loop blocked past every reserved start (a busy CI machine): the waits all end
+    together, yet the requests leave a delay apart (CI saw three within 6 ms of 0.3 s spacing)."""
+    delay = 0.3
+    node, _other = fleet(*nodes(f"delay = {delay}\n"))
+    site = a_site()
+
+    async def scenario() -> None:
+        requests = [Request(f"http://{site}/{n}.html") for n in range(3)]
+        left: list[float] = []
+
+        async def send(request: Request) -> None:
+            await node.process_request(request)
+            left.append(time.monotonic())
+
+        tasks = [asyncio.create_task(send(request)) for request in requests]
+        await asyncio.sleep(0.2)  # the grants are reserved (in worker threads)
+        time.sleep(1.0)  # noqa: ASYNC251 - the stall itself
+        await asyncio.gather(*tasks)
+        gaps = [later - earlier for earlier, later in zip(left, left[1:], strict=False)]
+        assert min(gaps) >= delay - SLACK, gaps
+        for request in requests:
+            node.process_response(request, response(request))
+        await released(node, site, 0)
+
+    asyncio.run(scenario())
+
+
 def test_at_most_concurrent_per_site_requests_are_in_flight_across_nodes(nodes) -> None:
     node_a, node_b = fleet(*nodes("concurrent_per_site = 1\n"))
     site = a_site()
