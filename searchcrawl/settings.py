@@ -83,6 +83,12 @@ REDIRECT_MAX_TIMES = 10  # Scrapy's bound on a redirect chain; a longer one ends
 # seconds before a robots.txt that answered 5xx/429 or nothing is fetched again; 0: not again in
 # this crawl (the site's URLs wait for the next crawl instead of sending a burst of fetches)
 SEARCHCRAWL_ROBOTS_RETRY_AFTER = 0
+# sitemaps (crawl/middlewares/sitemaps.py): files read per crawl, bytes of text per file (gzip
+# included; sitemaps.org's own limit is 50 MB), lastmod dates held (8 bytes of hash each, plus
+# Python's overhead: about 100 MB a million); past a bound the pages are simply requested
+SEARCHCRAWL_SITEMAP_MAX_FILES = 1000
+SEARCHCRAWL_SITEMAP_MAX_BYTES = 52_428_800
+SEARCHCRAWL_SITEMAP_MAX_URLS = 1_000_000
 # answers 401/403 to a source's credentials, from one origin, before the crawl stops asking it
 SEARCHCRAWL_AUTH_REFUSED_LIMIT = 3
 # Only http and https reach the network; a file source's own file: seeds switch "file" back on
@@ -170,6 +176,9 @@ DOWNLOADER_MIDDLEWARES = {
     # address the source's domain and port rules do not admit (searchcrawl/rules/addresses.py).
     "searchcrawl.crawl.middlewares.address_guard.AddressGuardMiddleware": 55,
     "searchcrawl.crawl.middlewares.robots.RobotsMiddleware": 60,
+    # A site's pages wait for its sitemaps (read once robots.txt is); an unchanged page by its
+    # sitemap's lastmod is not requested at all
+    "searchcrawl.crawl.middlewares.sitemaps.SitemapMiddleware": 65,
     "searchcrawl.crawl.middlewares.conditional.ConditionalGetMiddleware": 70,
     "searchcrawl.crawl.middlewares.render.RenderMiddleware": 80,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,

@@ -327,6 +327,10 @@ class SourceSettings(ScopeRules):
     # URLs without a document (404, 410, moved, redirected ...) are requested again by a
     # maintenance crawl once this many days passed since they were last fetched (0: every crawl)
     recheck_gone_days: float = Field(default=0.0, ge=0)
+    # sitemaps (sitemaps.org): their URLs join the seeds; lastmod spares unchanged pages a request
+    sitemaps: list[str] = Field(default_factory=list)
+    sitemaps_from_robots: bool = True
+    trust_sitemap_lastmod: bool = True
     # schedule (`scrapy scheduler`): one of the two, or neither (crawled by hand only)
     refresh_interval: str | None = None
     schedule: str | None = None
@@ -424,6 +428,14 @@ class SourceSettings(ScopeRules):
     @classmethod
     def _seeds_are_urls(cls, seeds: list[str]) -> list[str]:
         return [check_seed_url(seed) for seed in seeds]
+
+    @field_validator("sitemaps")
+    @classmethod
+    def _sitemaps_are_web_urls(cls, sitemaps: list[str]) -> list[str]:
+        checked = [check_seed_url(url) for url in sitemaps]
+        if any(urlsplit(url).scheme not in ("http", "https") for url in checked):
+            raise ValueError("expected http(s) URLs of sitemaps")
+        return checked
 
     @field_validator("spider_class", "url_rewriter")
     @classmethod

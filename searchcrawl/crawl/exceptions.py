@@ -21,13 +21,16 @@ class RequestRefused(IgnoreRequest):
 
     ``event``: what happened to the URL, EXCLUDED by default (a rule); FAILED for a failure that
     may pass (robots.txt unavailable: counted toward ``max_failures``, never a removal by
-    itself); GONE for an answer without a document (a permanent redirect out of the boundary)."""
+    itself); GONE for an answer without a document (a permanent redirect out of the boundary);
+    UNCHANGED, with ``fetched=False``, for a page its sitemap says is unchanged."""
 
-    def __init__(self, status: int, reason: str, *, event: Event = Event.EXCLUDED, counted: bool = True) -> None:
+    def __init__(
+        self, status: int, reason: str, *, event: Event = Event.EXCLUDED, counted: bool = True, fetched: bool = True
+    ) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
-        self.outcome = Outcome(event, int(status), reason, counted=counted)
+        self.outcome = Outcome(event, int(status), reason, counted=counted, fetched=fetched)
 
 
 class NotIndexed(DropItem):

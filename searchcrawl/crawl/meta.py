@@ -44,6 +44,11 @@ ROBOTS_REQUEST = "searchcrawl_robots"
 """True: this request fetches a robots.txt (middlewares/robots.py); the boundary check and the
 conditional GET let it pass, the robots middleware does not check it against itself."""
 
+SITEMAP_REQUEST = "searchcrawl_sitemap"
+"""True: this request fetches a sitemap (middlewares/sitemaps.py, through engine.download, so no
+callback sees it); like a robots.txt fetch, the boundary check and the conditional GET let it
+pass, and it waits for no sitemap."""
+
 ROBOTS_BYTES = "searchcrawl_robots_bytes"
 """Bytes of a robots.txt received so far: middlewares/robots.py stops the download past
 MAX_ROBOTS_BYTES."""

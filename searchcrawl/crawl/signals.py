@@ -1,4 +1,4 @@
-"""searchcrawl's own Scrapy signal.
+"""searchcrawl's own Scrapy signals.
 
 ``url_outcome(url, outcome)``: something happened to a URL of the source being crawled (see
 searchcrawl/rules/lifecycle.py); the ledger writer records it. Sent with
@@ -8,3 +8,8 @@ cached, a duplicate found).
 """
 
 url_outcome = object()
+
+robots_txt_read = object()
+"""``robots_txt_read(site, robots)``: a site's robots.txt was fetched and parsed (a
+``searchcrawl.rules.robots_txt.RobotsTxt``), sent once per site and crawl by
+middlewares/robots.py; middlewares/sitemaps.py takes its ``Sitemap:`` lines."""

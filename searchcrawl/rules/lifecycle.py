@@ -123,6 +123,9 @@ class Outcome:
     # whether a FAILED outcome counts toward max_failures: not when the fault is the crawler's own
     # (its document converter unreachable), which must never remove a site's documents
     counted: bool = True
+    # whether the outcome comes from a fetch: not when a sitemap's lastmod spared the request
+    # (an UNCHANGED recorded without one), which must keep the URL's last fetch time
+    fetched: bool = True
 
 
 @dataclass(frozen=True)

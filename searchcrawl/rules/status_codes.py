@@ -29,6 +29,7 @@ class Status(IntEnum):
     UNCHANGED = 912
     DISPLAY_URL_CONFLICT = 913
     ORPHAN = 914
+    SITEMAP_UNCHANGED = 915
 
     UNSUPPORTED_TYPE = 920
     CONVERSION_FAILED = 921
@@ -67,6 +68,8 @@ CRAWLER_CODES: dict[Status, str] = {
     Status.UNCHANGED: "unchanged since the last crawl (304 or same checksum)",
     Status.DISPLAY_URL_CONFLICT: "its display URL belongs to another URL of the source, indexed there",
     Status.ORPHAN: "no page links to it any more (and the source deletes orphans)",
+    Status.SITEMAP_UNCHANGED: "unchanged by its sitemap's word: its lastmod is not newer than its last fetch, so it was "
+    "not requested (trust_sitemap_lastmod)",
     Status.UNSUPPORTED_TYPE: "fetched, but its content type is not indexed",
     Status.CONVERSION_FAILED: "the document could not be converted to text",
     Status.TOO_LARGE: "larger than the source's maximum download size",

@@ -165,7 +165,7 @@ class DocumentTable:
         }
         if outcome.depth is not None:
             values["depth"] = outcome.depth
-        if outcome.event in FETCHED_EVENTS:
+        if outcome.event in FETCHED_EVENTS and outcome.fetched:
             values["last_fetched"] = when
         if outcome.event == Event.CACHED:
             values.update(last_changed=when, duplicate_of=None)

@@ -130,6 +130,7 @@ class Frontier:
                     table.c.checksum,
                     table.c.last_modified,
                     table.c.etag,
+                    table.c.last_fetched,
                 )
                 .where(table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == QUEUED)
                 .order_by(table.c.depth, table.c.id)
@@ -151,7 +152,13 @@ class Frontier:
                 row.url,
                 row.depth or 0,
                 json.loads(row.request) if row.request else {},
-                {"state": row.state, "checksum": row.checksum, "last_modified": row.last_modified, "etag": row.etag},
+                {
+                    "state": row.state,
+                    "checksum": row.checksum,
+                    "last_modified": row.last_modified,
+                    "etag": row.etag,
+                    "last_fetched": row.last_fetched,
+                },
             )
             for row in rows
         ]

@@ -25,6 +25,7 @@ from w3lib.url import safe_url_string
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.meta import DONT_REDIRECT, DONT_RETRY, HANDLE_HTTPSTATUS_ALL, ROBOTS_BYTES, ROBOTS_REQUEST
+from searchcrawl.crawl.signals import robots_txt_read
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
 from searchcrawl.rules.status_codes import Status
@@ -134,7 +135,9 @@ class RobotsMiddleware:
             logger.debug("robots.txt of %s: HTTP %d, %d bytes", site, response.status, len(response.body))
             redirects = f" (after {hop} redirect{'s' if hop > 1 else ''})" if hop else ""
             self.answers[site] = f"{url}: HTTP {response.status}, {len(response.body)} bytes{redirects}"
-            return robots_for_response(response.status, response.body), None
+            robots = robots_for_response(response.status, response.body)
+            self.crawler.signals.send_catch_log(robots_txt_read, site=site, robots=robots)
+            return robots, None
         return self._unavailable(site, f"redirects more than {MAX_ROBOTS_REDIRECTS} times")
 
     def _expiry(self) -> float | None:

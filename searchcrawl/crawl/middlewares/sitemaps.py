@@ -1,0 +1,240 @@
+"""Downloader middleware: a source's sitemaps, read before the pages of their site are requested.
+
+Which sitemaps: the source's ``sitemaps`` (any http(s) URL its author wrote), and the ``Sitemap:``
+lines of each site's robots.txt (``sitemaps_from_robots``, read when robots.txt is: with
+``obey_robots``); a sitemap index's children. A sitemap found in a robots.txt or an index is
+fetched only on its site's host, and a sitemap lists only its own host's pages: anything else in
+it is ignored (sitemaps.org's rule, and a hostile sitemap's reach). Every sitemap request goes
+through the downloader middlewares like a page's (internal-address guard, robots.txt,
+credentials, politeness), through ``engine.download``, so no callback and no ledger row sees it.
+
+What they do: their URLs join the crawl as seeds (depth 0), each still passing every scope rule;
+and, in a maintenance crawl with ``trust_sitemap_lastmod``, a known, indexed URL whose sitemap
+``lastmod`` is not newer than its last fetch is not requested at all: it is recorded unchanged
+(status 915) without a request. That is why a site's page requests wait here until its
+sitemaps are read (robots.txt has been, by then: RobotsMiddleware runs first). A source that
+deletes orphans needs every page's links, so it requests every page, as with conditional GETs.
+
+Bounds (hostile sitemaps): ``SEARCHCRAWL_SITEMAP_MAX_FILES`` files per crawl,
+``SEARCHCRAWL_SITEMAP_MAX_BYTES`` of text per file (gzip included), 50,000 entries per file,
+``SEARCHCRAWL_SITEMAP_MAX_URLS`` lastmod hints held (8-byte hashes); past a bound, a WARNING, and
+the URLs without a hint are simply requested.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from typing import Any
+from urllib.parse import urljoin
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from w3lib.url import safe_url_string
+
+from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
+from searchcrawl.crawl.frontier_scheduler import entry_from_request
+from searchcrawl.crawl.meta import DONT_REDIRECT, DONT_RETRY, HANDLE_HTTPSTATUS_ALL, KNOWN_ROW, ROBOTS_REQUEST, SITEMAP_REQUEST
+from searchcrawl.crawl.middlewares.robots import site_of
+from searchcrawl.crawl.signals import robots_txt_read
+from searchcrawl.rules.lifecycle import Event, State
+from searchcrawl.rules.robots_txt import RobotsTxt
+from searchcrawl.rules.sitemaps import LastmodHints, SitemapTooLarge, read_sitemap, same_host, unchanged_since_fetch
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.rules.urls import canonical
+from searchcrawl.store.database import as_utc
+from searchcrawl.store.frontier import Entry
+
+logger = logging.getLogger(__name__)
+
+MAX_SITEMAP_REDIRECTS = 5
+CONFIGURED = ""  # the key of the source file's own sitemaps, read before any page
+
+
+class SitemapMiddleware:
+    def __init__(self, crawler: Crawler, context: CrawlState) -> None:
+        self.crawler, self.context = crawler, context
+        settings = context.source.settings
+        self.configured = list(settings.sitemaps)
+        self.from_robots = settings.sitemaps_from_robots and settings.obey_robots
+        self.trust = settings.trust_sitemap_lastmod and settings.orphans != "delete"
+        self.max_files = crawler.settings.getint("SEARCHCRAWL_SITEMAP_MAX_FILES")
+        self.max_bytes = crawler.settings.getint("SEARCHCRAWL_SITEMAP_MAX_BYTES")
+        self.hints = LastmodHints(crawler.settings.getint("SEARCHCRAWL_SITEMAP_MAX_URLS"))
+        self.listed: dict[str, list[str]] = {}  # site -> the Sitemap: lines of its robots.txt
+        self.reading: dict[str, asyncio.Future[None]] = {}  # site (or CONFIGURED) -> its sitemaps being read
+        self.fetched: set[str] = set()  # sitemap URLs requested in this crawl
+        self.warned = False
+        crawler.signals.connect(self.robots_txt_read, signal=robots_txt_read)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SitemapMiddleware:
+        context = crawl_state(crawler)
+        settings = context.source.settings
+        if not settings.sitemaps and not (settings.sitemaps_from_robots and settings.obey_robots):
+            raise NotConfigured("the source reads no sitemaps")
+        return cls(crawler, context)
+
+    def robots_txt_read(self, site: str, robots: RobotsTxt) -> None:
+        if self.from_robots:
+            self.listed[site] = robots.sitemaps()
+
+    async def process_request(self, request: Request) -> None:
+        if request.meta.get(ROBOTS_REQUEST) or request.meta.get(SITEMAP_REQUEST):
+            return
+        await self.ready(CONFIGURED)
+        site = site_of(request.url)
+        if site is not None:
+            await self.ready(site)
+        self.refuse_if_unchanged(request)
+
+    async def ready(self, key: str) -> None:
+        """Wait until the sitemaps of ``key`` (a site, or the source file's) have been read."""
+        if key not in self.reading:
+            self.reading[key] = asyncio.ensure_future(self.read_all(self.sitemaps_of(key)))
+        await asyncio.shield(self.reading[key])
+
+    def sitemaps_of(self, key: str) -> list[str]:
+        if key == CONFIGURED:
+            return self.configured
+        listed = self.listed.get(key, [])
+        own = [url for url in listed if same_host(url, key)]
+        for url in listed:
+            if url not in own:
+                logger.debug("Sitemap %s (robots.txt of %s) is on another host: not read", url, key)
+        return own
+
+    async def read_all(self, urls: list[str]) -> None:
+        """Read ``urls`` and the sitemaps their indexes name, one after the other (politeness
+        holds for them as for pages); a sitemap that fails is logged and passed over."""
+        queue = deque(urls)
+        while queue:
+            url = queue.popleft()
+            if url in self.fetched:
+                continue
+            if len(self.fetched) >= self.max_files:
+                if not self.warned:
+                    self.warned = True
+                    logger.warning("More than %d sitemaps: the others are not read in this crawl", self.max_files)
+                return
+            self.fetched.add(url)
+            try:
+                children = await self.read_one(url)
+            except Exception:  # a sitemap's failure never fails the crawl or its pages
+                logger.exception("Reading the sitemap %s failed", url)
+                continue
+            queue.extend(children)
+
+    async def read_one(self, url: str) -> list[str]:
+        """Fetch and read one sitemap: an index's children (on its host), or a urlset's pages
+        queued and their lastmod remembered."""
+        found = await self.fetch(url)
+        if found is None:
+            return []
+        final, body = found
+        try:
+            sitemap = read_sitemap(body, self.max_bytes)
+        except SitemapTooLarge as exc:
+            logger.warning("Sitemap %s is %s: not read", url, exc)
+            return []
+        if sitemap.dropped:
+            logger.warning("Sitemap %s lists more than %d entries: %d not read", url, len(sitemap.entries), sitemap.dropped)
+        if sitemap.kind == "sitemapindex":
+            children = [loc for loc, _ in sitemap.entries if same_host(loc, final)]
+            logger.info("Sitemap index %s: %d sitemaps", url, len(children))
+            return children
+        if sitemap.kind != "urlset":
+            logger.warning("%s is not a sitemap (no <urlset> or <sitemapindex>): not read", url)
+            return []
+        self.queue_pages(final, sitemap.entries)
+        return []
+
+    async def fetch(self, url: str) -> tuple[str, bytes] | None:
+        """The sitemap's final URL and body, following redirects on its host only; None (logged)
+        when it cannot be had."""
+        for _hop in range(MAX_SITEMAP_REDIRECTS + 1):
+            request = Request(
+                url,
+                dont_filter=True,
+                meta={SITEMAP_REQUEST: True, DONT_REDIRECT: True, HANDLE_HTTPSTATUS_ALL: True, DONT_RETRY: True},
+            )
+            try:
+                assert self.crawler.engine is not None
+                response = await self.crawler.engine.download_async(request)
+            except Exception as exc:  # refused by a rule, unreachable, an internal address, ...
+                logger.info("Sitemap %s not read: %s", url, getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}")
+                return None
+            location = response.headers.get(b"Location")
+            if 300 <= response.status < 400 and location:
+                target = canonical(urljoin(url, safe_url_string(location.decode("latin-1"))))
+                if not same_host(target, url):
+                    logger.info("Sitemap %s redirects to another host (%s): not read", url, target)
+                    return None
+                url = target
+                continue
+            if response.status != 200:
+                logger.info("Sitemap %s not read: HTTP %d", url, response.status)
+                return None
+            return url, response.body
+        logger.info("Sitemap %s not read: more than %d redirects", url, MAX_SITEMAP_REDIRECTS)
+        return None
+
+    def queue_pages(self, sitemap_url: str, entries: list[tuple[str, Any]]) -> None:
+        """A urlset's pages on its host join the crawl as seeds, through the source's rules,
+        and their lastmod becomes a hint."""
+        spider: Any = self.crawler.spider
+        seeds: list[Entry] = []
+        foreign = 0
+        for loc, lastmod in entries:
+            if not same_host(loc, sitemap_url):
+                foreign += 1
+                continue
+            try:
+                url = canonical(loc)
+            except ValueError:
+                continue
+            self.hints.add(url, lastmod)
+            request = spider.link_request(url, 0)  # rewritten, or None when excluded or queued already
+            if request is None:
+                continue
+            if request.url != url:
+                self.hints.add(request.url, lastmod)
+            if self.context.admit(request.url, 0).allowed:
+                seeds.append(entry_from_request(request))
+        self.context.flush_exclusions()
+        added = self.context.frontier.add(seeds) if seeds and self.context.frontier is not None else 0
+        logger.info(
+            "Sitemap %s: %d URLs, %d new to this crawl%s",
+            sitemap_url,
+            len(entries),
+            added,
+            f", {foreign} of other hosts ignored" if foreign else "",
+        )
+        if self.hints.dropped and not self.warned:
+            self.warned = True
+            logger.warning("More than %d sitemap lastmod dates: later ones are not used in this crawl", self.hints.limit)
+
+    def refuse_if_unchanged(self, request: Request) -> None:
+        """In a maintenance crawl: a known, indexed URL whose sitemap says it has not changed
+        since its last fetch is not requested (status 915, recorded unchanged)."""
+        if not self.trust or self.context.mode != "maintenance" or self.context.forced:
+            return
+        lastmod = self.hints.get(request.url)
+        if lastmod is None:
+            return
+        row = request.meta.get(KNOWN_ROW) or self.context.table.get(self.context.source.name, request.url)
+        if row is None or row.get("state") != State.INDEXED:
+            return
+        last_fetched = as_utc(row.get("last_fetched"))
+        if unchanged_since_fetch(lastmod, last_fetched):
+            assert last_fetched is not None
+            raise RequestRefused(
+                Status.SITEMAP_UNCHANGED,
+                f"its sitemap's lastmod ({lastmod:%Y-%m-%d %H:%M:%S}Z) is not newer than its last fetch "
+                f"({last_fetched:%Y-%m-%d %H:%M:%S}Z)",
+                event=Event.UNCHANGED,
+                fetched=False,  # its last fetch time stays: a sitemap may be regenerated late
+            )

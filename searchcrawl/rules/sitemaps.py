@@ -1,0 +1,162 @@
+"""Sitemaps (sitemaps.org) as plain logic: reading one file within bounds, its ``lastmod`` as a
+moment, and whether a known URL can be left unrequested because its sitemap says it has not
+changed since its last fetch.
+
+A sitemap is hostile input like any page: its bytes are bounded (gzip included), its entries
+are counted, XML entities are never resolved (Scrapy's ``Sitemap`` parses without them), and a
+``lastmod`` that is not a W3C datetime is no hint at all. A ``lastmod`` that names a day (or a
+month, a year) stands for the END of that period: a page fetched at noon of the day its sitemap
+names is fetched again, since it may have changed that afternoon.
+"""
+
+from __future__ import annotations
+
+import calendar
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
+
+from scrapy.utils.gz import gunzip
+from scrapy.utils.sitemap import Sitemap
+
+SITEMAP_MAX_URLS = 50_000  # per file, sitemaps.org's own limit
+GZIP_MAGIC = b"\x1f\x8b"
+
+_W3C = re.compile(
+    r"^(?P<year>\d{4})(?:-(?P<month>\d{2})(?:-(?P<day>\d{2})"
+    r"(?:T(?P<hour>\d{2}):(?P<minute>\d{2})(?::(?P<second>\d{2})(?:\.(?P<fraction>\d+))?)?"
+    r"(?P<zone>Z|[+-]\d{2}:\d{2})?)?)?)?$"
+)
+
+
+class SitemapTooLarge(ValueError):
+    """The sitemap's text is larger than allowed (after decompression)."""
+
+
+@dataclass(frozen=True)
+class SitemapFile:
+    """What one sitemap file holds: child sitemaps (an index) or page entries (a urlset)."""
+
+    kind: str  # "sitemapindex", "urlset", or "" (neither: not a sitemap)
+    entries: list[tuple[str, datetime | None]] = field(default_factory=list)  # (loc, lastmod)
+    dropped: int = 0  # entries past SITEMAP_MAX_URLS
+
+
+def parse_lastmod(text: str | None) -> datetime | None:
+    """A W3C datetime (``2026-11-22``, ``2026-11-22T10:00:00+01:00``, ...) as the UTC moment up to
+    which the page may have changed: the end of a day, month or year given alone; None when it is
+    no W3C datetime (no hint: the page is fetched)."""
+    match = _W3C.match((text or "").strip())
+    if match is None:
+        return None
+    parts = match.groupdict()
+    try:
+        year = int(parts["year"])
+        if parts["month"] is None:
+            return datetime(year + 1, 1, 1, tzinfo=UTC) - timedelta(microseconds=1) if year < 9999 else None
+        month = int(parts["month"])
+        if parts["day"] is None:
+            last = calendar.monthrange(year, month)[1]
+            return datetime(year, month, last, 23, 59, 59, 999999, tzinfo=UTC)
+        day = int(parts["day"])
+        if parts["hour"] is None:
+            return datetime(year, month, day, 23, 59, 59, 999999, tzinfo=UTC)
+        second = int(parts["second"] or 0)
+        moment = datetime(year, month, day, int(parts["hour"]), int(parts["minute"]), second, tzinfo=UTC)
+        if parts["second"] is None:
+            moment += timedelta(seconds=59, microseconds=999999)  # to the minute: its end
+        elif parts["fraction"]:
+            moment += timedelta(microseconds=int(parts["fraction"][:6].ljust(6, "0")))
+        zone = parts["zone"]
+        if zone and zone != "Z":
+            sign = 1 if zone[0] == "+" else -1
+            moment -= sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
+        return moment
+    except (ValueError, OverflowError):  # month 13, day 31 of a short month, ...
+        return None
+
+
+def read_sitemap(body: bytes, max_bytes: int, max_urls: int = SITEMAP_MAX_URLS) -> SitemapFile:
+    """The entries of a sitemap file's body (gzip-compressed or not), at most ``max_urls``.
+
+    Raises SitemapTooLarge past ``max_bytes`` of text (a gzip bomb stops there)."""
+    if body[:2] == GZIP_MAGIC:
+        try:
+            body = gunzip(body, max_size=max_bytes)
+        except ValueError as exc:  # Scrapy's gunzip: "exceeded max_size"
+            raise SitemapTooLarge(f"more than {max_bytes} bytes once decompressed") from exc
+        except Exception:  # noqa: BLE001 - not gzip after all (OSError, EOFError, zlib.error): read as XML
+            pass
+    if len(body) > max_bytes:
+        raise SitemapTooLarge(f"more than {max_bytes} bytes")
+    if not body.strip():
+        return SitemapFile("")
+    try:
+        sitemap = Sitemap(body)
+    except Exception:  # not XML at all (lxml raises on an empty or binary document)
+        return SitemapFile("")
+    if sitemap.type not in ("sitemapindex", "urlset"):
+        return SitemapFile("")
+    entries: list[tuple[str, datetime | None]] = []
+    dropped = 0
+    for element in sitemap:
+        loc = (element.get("loc") or "").strip()
+        if not loc:
+            continue
+        if len(entries) >= max_urls:
+            dropped += 1
+            continue
+        entries.append((loc, parse_lastmod(element.get("lastmod"))))
+    return SitemapFile(sitemap.type, entries, dropped)
+
+
+def same_host(url: str, other: str) -> bool:
+    """Both http(s) URLs of one host name (the scheme and port may differ: a sitemap of
+    ``http://host/`` may list ``https://host/`` pages). sitemaps.org: a sitemap lists, and an
+    index names, its own host's URLs only."""
+    try:
+        a, b = urlsplit(url), urlsplit(other)
+    except ValueError:
+        return False
+    return a.scheme in ("http", "https") and b.scheme in ("http", "https") and bool(a.hostname) and a.hostname == b.hostname
+
+
+def unchanged_since_fetch(lastmod: datetime | None, last_fetched: datetime | None) -> bool:
+    """A known URL's sitemap ``lastmod`` is not newer than its last fetch: the page has not
+    changed since, by the site's own word (the source's ``trust_sitemap_lastmod``)."""
+    return lastmod is not None and last_fetched is not None and lastmod <= last_fetched
+
+
+class LastmodHints:
+    """URL -> sitemap ``lastmod``, for at most ``limit`` URLs (a URL is kept as an 8-byte hash, so
+    a million hints take tens of MB, not the URLs' text). The newest ``lastmod`` of a URL listed
+    twice wins; a URL listed once without one has no hint."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.moments: dict[int, float] = {}
+        self.dropped = 0
+
+    @staticmethod
+    def key(url: str) -> int:
+        return int.from_bytes(hashlib.blake2b(url.encode("utf-8"), digest_size=8).digest(), "big")
+
+    def add(self, url: str, lastmod: datetime | None) -> None:
+        if lastmod is None:
+            return
+        key = self.key(url)
+        known = self.moments.get(key)
+        if known is None and len(self.moments) >= self.limit:
+            self.dropped += 1  # no hint: the page is fetched, as without a sitemap
+            return
+        stamp = lastmod.timestamp()
+        self.moments[key] = stamp if known is None else max(known, stamp)
+
+    def get(self, url: str) -> datetime | None:
+        stamp = self.moments.get(self.key(url))
+        return None if stamp is None else datetime.fromtimestamp(stamp, UTC)
+
+    def __len__(self) -> int:
+        return len(self.moments)

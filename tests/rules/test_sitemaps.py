@@ -1,0 +1,105 @@
+"""The sitemap rules alone: lastmod as a moment (a day stands for its end), a sitemap file read
+within bounds (gzip, entity and size bombs), one host per sitemap, and the lastmod hints."""
+
+from __future__ import annotations
+
+import gzip
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from searchcrawl.rules.sitemaps import (
+    LastmodHints,
+    SitemapTooLarge,
+    parse_lastmod,
+    read_sitemap,
+    same_host,
+    unchanged_since_fetch,
+)
+
+NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+
+
+@pytest.mark.parametrize(
+    ("text", "moment"),
+    [
+        ("2026-11-22T10:15:30Z", datetime(2026, 11, 22, 10, 15, 30, tzinfo=UTC)),
+        ("2026-11-22T10:15:30.25+01:00", datetime(2026, 11, 22, 9, 15, 30, 250000, tzinfo=UTC)),
+        ("2026-11-22T10:15-05:00", datetime(2026, 11, 22, 15, 15, 59, 999999, tzinfo=UTC)),  # the minute's end
+        ("2026-11-22", datetime(2026, 11, 22, 23, 59, 59, 999999, tzinfo=UTC)),  # the day's end
+        ("2026-02", datetime(2026, 2, 28, 23, 59, 59, 999999, tzinfo=UTC)),
+        ("2026", datetime(2026, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)),
+        (" 2026-11-22T10:15:30 ", datetime(2026, 11, 22, 10, 15, 30, tzinfo=UTC)),  # no zone: UTC
+    ],
+)
+def test_lastmod_is_the_latest_moment_it_can_mean(text: str, moment: datetime) -> None:
+    assert parse_lastmod(text) == moment
+
+
+@pytest.mark.parametrize("text", [None, "", "yesterday", "2026-13-01", "2026-02-30", "22/11/2026", "2026-11-22T25:00Z", "9999"])
+def test_a_lastmod_that_is_no_w3c_datetime_is_no_hint(text: str | None) -> None:
+    assert parse_lastmod(text) is None
+
+
+def test_unchanged_since_fetch_needs_both_and_an_older_or_equal_lastmod() -> None:
+    fetched = datetime(2026, 11, 22, 12, tzinfo=UTC)
+    assert unchanged_since_fetch(fetched, fetched)
+    assert unchanged_since_fetch(fetched - timedelta(days=1), fetched)
+    assert not unchanged_since_fetch(fetched + timedelta(seconds=1), fetched)
+    assert not unchanged_since_fetch(parse_lastmod("2026-11-22"), fetched)  # changed that afternoon, maybe
+    assert not unchanged_since_fetch(None, fetched) and not unchanged_since_fetch(fetched, None)
+
+
+def test_a_urlset_and_an_index_plain_or_gzip() -> None:
+    urlset = f"<urlset {NS}><url><loc> http://h/a </loc><lastmod>2026-01-01</lastmod></url><url><loc>http://h/b</loc></url><url><lastmod>2026</lastmod></url></urlset>"
+    for body in (urlset.encode(), gzip.compress(urlset.encode())):
+        read = read_sitemap(body, 10_000)
+        assert read.kind == "urlset"
+        assert read.entries == [("http://h/a", parse_lastmod("2026-01-01")), ("http://h/b", None)]
+    index = read_sitemap(f"<sitemapindex {NS}><sitemap><loc>http://h/s1.xml</loc></sitemap></sitemapindex>".encode(), 10_000)
+    assert index.kind == "sitemapindex" and index.entries == [("http://h/s1.xml", None)]
+
+
+def test_not_a_sitemap() -> None:
+    for body in (b"", b"   ", bytes(range(256)), b"<html><body>hi</body></html>", b"User-agent: *"):
+        assert read_sitemap(body, 10_000).kind == ""
+
+
+def test_bounds_bytes_gzip_bombs_and_entries() -> None:
+    with pytest.raises(SitemapTooLarge):
+        read_sitemap(b"<urlset>" + b" " * 2000 + b"</urlset>", 1000)
+    with pytest.raises(SitemapTooLarge):
+        read_sitemap(gzip.compress(b" " * 5_000_000), 1_000_000)  # stops at the bound, not at 5 MB
+    many = "".join(f"<url><loc>http://h/{n}</loc></url>" for n in range(30))
+    read = read_sitemap(f"<urlset {NS}>{many}</urlset>".encode(), 100_000, max_urls=20)
+    assert len(read.entries) == 20 and read.dropped == 10
+
+
+def test_entities_are_never_resolved() -> None:
+    body = (
+        b'<?xml version="1.0"?><!DOCTYPE u [<!ENTITY f SYSTEM "file:///etc/passwd"><!ENTITY a "x">]>'
+        b"<urlset><url><loc>http://h/&f;</loc></url><url><loc>http://h/&a;&a;</loc></url></urlset>"
+    )
+    locs = [loc for loc, _ in read_sitemap(body, 100_000).entries]
+    assert not any("root:" in loc for loc in locs)
+
+
+def test_same_host() -> None:
+    assert same_host("http://h.test/a", "https://h.test:8443/sitemap.xml")
+    assert not same_host("http://localhost/a", "http://127.0.0.1/sitemap.xml")
+    assert not same_host("file:///etc/passwd", "http://h.test/")
+    assert not same_host("http://[::1/a", "http://h.test/")
+
+
+def test_hints_are_bounded_and_keep_the_newest() -> None:
+    hints = LastmodHints(limit=2)
+    old, new = parse_lastmod("2026-01-01T00:00:00Z"), parse_lastmod("2026-06-01T00:00:00Z")
+    hints.add("http://h/a", old)
+    hints.add("http://h/a", new)
+    hints.add("http://h/a", old)
+    hints.add("http://h/b", None)  # no hint
+    hints.add("http://h/c", old)
+    hints.add("http://h/d", old)  # past the bound
+    assert hints.get("http://h/a") == new and hints.get("http://h/b") is None
+    assert hints.get("http://h/c") == old and hints.get("http://h/d") is None
+    assert len(hints) == 2 and hints.dropped == 1
