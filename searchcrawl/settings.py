@@ -136,6 +136,10 @@ ROBOTSTXT_OBEY = False  # robots.txt is handled by searchcrawl itself (per sourc
 HTTPERROR_ALLOW_ALL = True  # every response reaches the spider, which records its status
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
+# Scrapy starts this many tasks for every response's (or failure's) output, however little it
+# holds; a source's page yields one document (its links go to the frontier, not through here):
+# 100, Scrapy's default, cost half the CPU of a maintenance crawl whose pages need no request
+CONCURRENT_ITEMS = 4
 DOWNLOAD_DELAY = 0  # seconds between requests to one site (per source: delay, delay_rules)
 SEARCHCRAWL_MAX_SITES = 0  # sites crawled at once (0: no limit; per source: concurrent_sites)
 SEARCHCRAWL_TEMP_DIR = ""  # temporary files of conversions ("": the system's; per source: temp_dir)
