@@ -12,7 +12,7 @@ from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
-from searchcrawl.crawl.meta import DEPTH, LEAVES_BOUNDARY, ROBOTS_REQUEST
+from searchcrawl.crawl.meta import DEPTH, LEAVES_BOUNDARY, LOGIN_REQUEST, ROBOTS_REQUEST
 
 
 class BoundaryMiddleware:
@@ -26,6 +26,8 @@ class BoundaryMiddleware:
     def process_request(self, request: Request) -> None:
         if request.meta.get(ROBOTS_REQUEST):
             return  # robots.txt of a site the crawl visits
+        if request.meta.get(LOGIN_REQUEST):
+            return  # a form login's, on its [[auth]] table's origins (middlewares/form_login.py)
         if request.meta.get(LEAVES_BOUNDARY) == request.url:
             return  # a temporary redirect's target, allowed out once by the redirect policy
         decision = self.context.admit(request.url, request.meta.get(DEPTH, 0))
