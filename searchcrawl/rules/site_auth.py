@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
+from cssselect import HTMLTranslator, SelectorError
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -64,6 +65,16 @@ class FormLogin(BaseModel):
         if origin_of(url) is None or parts.username is not None or parts.password is not None or parts.fragment:
             raise ValueError(f"{url!r} is not the login page's http(s) URL (no credentials or #fragment in it)")
         return url
+
+    @field_validator("form")
+    @classmethod
+    def _css_selector(cls, selector: str | None) -> str | None:
+        if selector is not None:
+            try:
+                HTMLTranslator().css_to_xpath(selector)
+            except SelectorError as exc:
+                raise ValueError(f"'form' is not a CSS selector: {exc}") from None
+        return selector
 
     @model_validator(mode="after")
     def _distinct_fields(self) -> FormLogin:

@@ -41,6 +41,7 @@ class FormSite:
         self.seen: list[tuple[str, str, str]] = []  # (method, path, Cookie)
         self.served: list[str] = []  # pages answered with their content
         self.away = ""
+        self.login_form = LOGIN_FORM  # the page /login shows (a test may show another form)
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -61,7 +62,7 @@ class FormSite:
                     with site.lock:
                         site.csrf[pre] = csrf
                     following = parse_qs(urlsplit(self.path).query).get("next", ["/index.html"])[0]
-                    body = LOGIN_FORM.format(message="", csrf=csrf, next=following)
+                    body = site.login_form.format(message="", csrf=csrf, next=following)
                     return self.answer(200, body, {"Set-Cookie": f"pre={pre}; Path=/"})
                 if path == "/away":
                     return self.answer(302, "", {"Location": site.away})

@@ -38,6 +38,7 @@ def test_a_form_table_is_complete_and_its_login_page_on_its_origins() -> None:
         },
         {"origins": [SITE], "type": "form", "user": "u", "secret": "PW", "form": {"url": f"{SITE}/l", "user_secret": "a b"}},
         {"origins": [SITE], "type": "form", "user": "u", "secret": "PW", "form": {"url": f"{SITE}/l", "expired_status": [99]}},
+        {"origins": [SITE], "type": "form", "user": "u", "secret": "PW", "form": {"url": f"{SITE}/l", "form": "form[[x"}},
     ):
         with pytest.raises(ValidationError):
             SiteAuth.model_validate(bad)

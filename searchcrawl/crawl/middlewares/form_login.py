@@ -2,8 +2,9 @@
 
 Before the first page request to one of a form login's origins, that request (and any other of
 those origins meanwhile) waits while the middleware logs in: it fetches the login page, fills its
-form with Scrapy's ``FormRequest.from_response`` (hidden inputs such as a CSRF token kept; the
-user and the secret in the configured fields) and sends it. Both go through the engine
+form with form2request (what Scrapy 2.19 names instead of its deprecated
+``FormRequest.from_response``: hidden inputs such as a CSRF token kept, the first submit button
+clicked, the user and the secret in the configured fields) and sends it. Both go through the engine
 (``engine.download_async``) and so through every downloader middleware, the internal-address
 guard included; robots.txt and the boundary do not apply to them (the source's author named the
 login page, and sites commonly disallow it to keep it out of search engines), and nothing
@@ -33,10 +34,11 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from form2request import form2request
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
-from scrapy.http import FormRequest, HtmlResponse, Response, TextResponse
+from scrapy.http import HtmlResponse, Response, TextResponse
 
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
@@ -215,17 +217,14 @@ class FormLoginMiddleware:
             return failure
         if page.status != 200 or not isinstance(page, TextResponse):
             return f"the login page answered HTTP {page.status}" + ("" if page.status != 200 else " without text")
-        try:
-            submit = FormRequest.from_response(
-                page,
-                formcss=form.form,
-                formxpath=None if form.form else PASSWORD_FORM_XPATH,
-                formdata={**form.fields, form.user_field: login.user, form.password_field: login.credential.value},
-                dont_filter=True,
-                meta=self._meta(login),
-            )
-        except ValueError as exc:  # no such form
-            return f"no login form on the login page ({exc})"
+        found = page.css(form.form) if form.form else page.xpath(PASSWORD_FORM_XPATH)
+        if not found or found[0].root.tag != "form":
+            return f"no login form on the login page ({form.form or 'a form with a password input'})"
+        data = {**form.fields, form.user_field: login.user, form.password_field: login.credential.value}
+        try:  # the form's own inputs (a CSRF token ...) and its first submit button, with our values
+            submit = form2request(found[0], data).to_scrapy(callback=None, dont_filter=True, meta=self._meta(login))
+        except (ValueError, NotImplementedError) as exc:  # a multipart form, a method of its own ...
+            return f"the login form cannot be sent ({exc})"
         if submit.method != "POST":
             return "the login form sends its fields in its URL (GET): not sent, the password would be in it"
         if origin_of(submit.url) not in login.origins:
