@@ -89,7 +89,8 @@ SEARCHCRAWL_ROBOTS_RETRY_AFTER = 0
 SEARCHCRAWL_SITEMAP_MAX_FILES = 1000
 SEARCHCRAWL_SITEMAP_MAX_BYTES = 52_428_800
 SEARCHCRAWL_SITEMAP_MAX_URLS = 1_000_000
-# answers 401/403 to a source's credentials, from one origin, before the crawl stops asking it
+# answers 401/403 to a source's credentials from one origin (or failed form logins), in a row,
+# before the crawl stops asking it
 SEARCHCRAWL_AUTH_REFUSED_LIMIT = 3
 # Only http and https reach the network; a file source's own file: seeds switch "file" back on
 # (searchcrawl/config/spiderloader.py). A redirect or link never reaches a local file, FTP, S3 or data URL.
@@ -187,6 +188,10 @@ DOWNLOADER_MIDDLEWARES = {
     "searchcrawl.crawl.middlewares.render.RenderMiddleware": 80,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "searchcrawl.crawl.middlewares.redirect.RedirectPolicyMiddleware": 600,
+    # A source's form logins: logs in before an origin's first page and again when a page says the
+    # session expired (its answers seen before the redirect policy's); sets every request's cookie
+    # jar, so before CookiesMiddleware (700)
+    "searchcrawl.crawl.middlewares.form_login.FormLoginMiddleware": 650,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "searchcrawl.crawl.middlewares.retry.RetryAfterMiddleware": 550,
     # A source's [[auth]] credentials, to their origins only: after CookiesMiddleware (700) adds the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,11 @@ def test_every_source_key_is_in_the_reference() -> None:
     reference = section(README, "### Source file reference")
     for key in SourceSettings.model_fields:
         assert f"| `{key}` |" in reference, f"source key {key!r} is not in the source file reference"
+
+
+@pytest.mark.parametrize("example", re.findall(r"^```toml\n(.*?)^```", README, re.M | re.S))
+def test_every_toml_example_is_a_valid_source_file(example: str) -> None:
+    SourceSettings.model_validate(tomllib.loads(example))
 
 
 # ---------------------------------------------------------------------------------------------

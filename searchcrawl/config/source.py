@@ -369,6 +369,9 @@ class SourceSettings(ScopeRules):
         # requests get credentials per origin too
         if self.auth and (self.render_js or self.render_rules):
             raise ValueError("[[auth]] cannot be combined with render_js or render_rules yet")
+        forms = [origin for rule in self.auth if rule.type == "form" for origin in rule.origins]
+        if len(forms) != len(set(forms)):
+            raise ValueError("an origin belongs to one form login ([[auth]] with type = 'form') at most")
         return self
 
     @model_validator(mode="after")

@@ -11,6 +11,8 @@ or after a restart) is ``PERSISTED`` at the end; everything else lives for one r
 
 from __future__ import annotations
 
+from typing import Any
+
 # --- searchcrawl's own ------------------------------------------------------------------------
 
 RENDER = "searchcrawl_render"
@@ -35,6 +37,20 @@ AUTH_ANSWERED = "searchcrawl_auth_answered"
 """True: the request is the one sent again answering a digest challenge (set and read by
 middlewares/site_auth.py: a second 401 is a refusal, not a new challenge, so a site that always
 challenges cannot loop). Persisted in the frontier, through which the request goes again."""
+
+LOGIN_REQUEST = "searchcrawl_login"
+"""The origin a form login's own request logs in to (its login page, the form sent, a redirect
+of its answer): set by middlewares/form_login.py, which fetches them itself. No page of the
+crawl: the boundary check, robots.txt and the conditional GET let it pass, nothing records it."""
+
+LOGIN_SESSION = "searchcrawl_login_session"
+"""The number of the form-login session a request was sent in (middlewares/form_login.py): a
+request that finds its session expired logs in again only if no newer session exists."""
+
+LOGIN_RETRIED = "searchcrawl_login_retried"
+"""True: the request is sent again after a fresh form login (middlewares/form_login.py): if it
+still finds the session expired, the URL gets status 936 instead of another login. Persisted in
+the frontier, through which the request goes again."""
 
 KNOWN_ROW = "searchcrawl_known_row"
 """The URL's document-table row as the frontier leased it (so a conditional GET needs no lookup
@@ -83,6 +99,11 @@ RETRY_TIMES = "retry_times"
 """Scrapy's counters of a request's redirects and retries: kept through the frontier, so that a
 resumed crawl does not start a redirect chain's or a retry's count again."""
 
+COOKIEJAR = "cookiejar"
+"""Which of Scrapy's cookie jars (CookiesMiddleware) a request uses: in a source with a form
+login, the request's origin (middlewares/form_login.py), so that no cookie crosses to another
+port of a host."""
+
 DONT_REDIRECT = "dont_redirect"
 DONT_RETRY = "dont_retry"
 HANDLE_HTTPSTATUS_ALL = "handle_httpstatus_all"
@@ -93,6 +114,23 @@ PLAYWRIGHT = "playwright"
 """True: scrapy-playwright downloads the request through Chromium (set by middlewares/render.py
 with ``playwright_page_methods`` and ``playwright_page_goto_kwargs``)."""
 
-PERSISTED = (REDIRECT_URLS, REDIRECT_REASONS, REDIRECT_TIMES, RETRY_TIMES, LEAVES_BOUNDARY, RENDER, AUTH_ANSWERED)
+PERSISTED = (
+    REDIRECT_URLS,
+    REDIRECT_REASONS,
+    REDIRECT_TIMES,
+    RETRY_TIMES,
+    LEAVES_BOUNDARY,
+    RENDER,
+    AUTH_ANSWERED,
+    LOGIN_RETRIED,
+)
 """The keys a request keeps through the durable frontier, besides its URL and depth (JSON-able
 values only: requests are stored as data, never pickled)."""
+
+
+def own_request(request: Any) -> bool:
+    """Is ``request`` one the crawl makes for itself (a robots.txt, a sitemap, a form login),
+    not a URL of the source: no boundary check, no conditional GET, no ledger row, and it never
+    waits for a sitemap (a sitemap behind a form login waits for the login)."""
+    meta = request.meta
+    return bool(meta.get(ROBOTS_REQUEST) or meta.get(SITEMAP_REQUEST) or meta.get(LOGIN_REQUEST))

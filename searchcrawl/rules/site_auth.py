@@ -1,5 +1,7 @@
 """Site authentication as plain logic: which origin a source's credentials belong to, and the
-headers they make (HTTP basic, digest per RFC 7616, a bearer token, a cookie, a fixed header).
+headers they make (HTTP basic, digest per RFC 7616, a bearer token, a cookie, a fixed header),
+or the form that logs in (``type = "form"``: the table's schema is here, its logic in
+searchcrawl/rules/form_login.py, applied by searchcrawl/crawl/middlewares/form_login.py).
 
 A source file names its credentials by the secret that holds them (``secret = "WIKI_PASSWORD"``:
 the environment variable, or ``WIKI_PASSWORD_FILE``), never by value; each entry belongs to exact
@@ -14,14 +16,16 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
+from cssselect import HTMLTranslator, SelectorError
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
-AuthType = Literal["basic", "digest", "bearer", "cookie", "header"]
+AuthType = Literal["basic", "digest", "bearer", "cookie", "header", "form"]
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+_SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def origin_of(url: str) -> str | None:
@@ -37,6 +41,52 @@ def origin_of(url: str) -> str | None:
     return f"{scheme}://{parts.hostname.lower()}:{port or DEFAULT_PORTS[scheme]}"
 
 
+class FormLogin(BaseModel):
+    """The ``[auth.form]`` table of a ``type = "form"`` credential: the login page, the form's
+    fields, and what says the session expired (a redirect to the login page, always; optionally
+    statuses and a text)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    url: str  # the login page, on one of the table's origins; fetched, its form filled and sent
+    form: str | None = None  # a CSS selector of the form; default: the form with a password input
+    user_field: str = Field(default="username", min_length=1)
+    password_field: str = Field(default="password", min_length=1)
+    user_secret: str | None = None  # the name of a secret holding the user name (instead of `user`)
+    fields: dict[str, str] = Field(default_factory=dict)  # fixed values, e.g. {remember = "1"}
+    success_text: str | None = Field(default=None, min_length=1)  # the answer to the login shows it
+    expired_status: list[Annotated[int, Field(ge=100, le=599)]] = Field(default_factory=list)
+    expired_text: str | None = Field(default=None, min_length=1)  # a page showing it: the session expired
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        parts = urlsplit(url)
+        if origin_of(url) is None or parts.username is not None or parts.password is not None or parts.fragment:
+            raise ValueError(f"{url!r} is not the login page's http(s) URL (no credentials or #fragment in it)")
+        return url
+
+    @field_validator("form")
+    @classmethod
+    def _css_selector(cls, selector: str | None) -> str | None:
+        if selector is not None:
+            try:
+                HTMLTranslator().css_to_xpath(selector)
+            except SelectorError as exc:
+                raise ValueError(f"'form' is not a CSS selector: {exc}") from None
+        return selector
+
+    @model_validator(mode="after")
+    def _distinct_fields(self) -> FormLogin:
+        if self.user_field == self.password_field:
+            raise ValueError("'user_field' and 'password_field' name the same field")
+        if {self.user_field, self.password_field} & set(self.fields):
+            raise ValueError("'fields' cannot set the user or password field: those come from `user` and the secret")
+        if self.user_secret is not None and not _SECRET_NAME.fullmatch(self.user_secret):
+            raise ValueError("'user_secret' is the name of an environment variable holding the user, not the user")
+        return self
+
+
 class SiteAuth(BaseModel):
     """One ``[[auth]]`` table of a source file."""
 
@@ -47,6 +97,7 @@ class SiteAuth(BaseModel):
     user: str | None = None  # basic, digest
     secret: str  # the name of the secret: the password, token, cookie or header value
     header: str | None = None  # type = "header": the header's name
+    form: FormLogin | None = None  # type = "form": the login form
 
     @field_validator("origins")
     @classmethod
@@ -67,8 +118,15 @@ class SiteAuth(BaseModel):
             raise ValueError("a basic-auth user name cannot hold ':'")
         if self.type == "header" and not (self.header and _HEADER_NAME.fullmatch(self.header)):
             raise ValueError("type = 'header' needs 'header', a valid header name")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.secret):
+        if not _SECRET_NAME.fullmatch(self.secret):
             raise ValueError("'secret' is the name of an environment variable holding the value, not the value")
+        if (self.type == "form") != (self.form is not None):
+            raise ValueError("type = 'form' needs an [auth.form] table, and only it takes one")
+        if self.form is not None:
+            if not (self.user or self.form.user_secret):
+                raise ValueError("type = 'form' needs 'user' or the form's 'user_secret'")
+            if origin_of(self.form.url) not in self.origins:
+                raise ValueError(f"the login page {self.form.url!r} is not on one of the table's origins")
         return self
 
 

@@ -87,7 +87,8 @@ CRAWLER_CODES: dict[Status, str] = {
     "custom spider (the reason says which)",
     Status.ROBOTS_UNAVAILABLE: "the site's robots.txt could not be fetched (5xx, 429, no answer): a transient "
     "failure, counted toward max_failures; nothing is removed for it alone",
-    Status.AUTH_REFUSED: "the site refused the source's credentials (401 or 403 to an authenticated request): a "
+    Status.AUTH_REFUSED: "the site refused the source's credentials (401 or 403 to an authenticated request, a "
+    "failed form login, a session that expired again right after a login): a "
     "transient failure of the source, not counted toward max_failures; nothing is removed for it",
     Status.REDIRECT_LOOP: "redirect loop, or chain longer than allowed",
     Status.INTERNAL_ADDRESS: "refused: the host is (or resolves to) a loopback, private or link-local address "

@@ -12,7 +12,7 @@ from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
-from searchcrawl.crawl.meta import DEPTH, LEAVES_BOUNDARY, ROBOTS_REQUEST, SITEMAP_REQUEST
+from searchcrawl.crawl.meta import DEPTH, LEAVES_BOUNDARY, own_request
 
 
 class BoundaryMiddleware:
@@ -24,8 +24,8 @@ class BoundaryMiddleware:
         return cls(crawl_state(crawler))
 
     def process_request(self, request: Request) -> None:
-        if request.meta.get(ROBOTS_REQUEST) or request.meta.get(SITEMAP_REQUEST):
-            return  # robots.txt of a site the crawl visits
+        if own_request(request):
+            return  # robots.txt or a sitemap of a site the crawl visits; a form login's, on its origins
         if request.meta.get(LEAVES_BOUNDARY) == request.url:
             return  # a temporary redirect's target, allowed out once by the redirect policy
         decision = self.context.admit(request.url, request.meta.get(DEPTH, 0))

@@ -12,7 +12,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
-from searchcrawl.crawl.meta import KNOWN_ROW, PREVIOUS, RENDER, ROBOTS_REQUEST, SITEMAP_REQUEST
+from searchcrawl.crawl.meta import KNOWN_ROW, PREVIOUS, RENDER, own_request
 from searchcrawl.store.documents import IN_INDEX
 
 
@@ -25,7 +25,7 @@ class ConditionalGetMiddleware:
         return cls(crawl_state(crawler))
 
     def process_request(self, request: Request) -> None:
-        if request.meta.get(ROBOTS_REQUEST) or request.meta.get(SITEMAP_REQUEST):
+        if own_request(request):
             return
         row = (
             request.meta.pop(KNOWN_ROW, None)

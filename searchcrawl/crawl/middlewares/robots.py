@@ -24,7 +24,14 @@ from w3lib.url import safe_url_string
 
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
-from searchcrawl.crawl.meta import DONT_REDIRECT, DONT_RETRY, HANDLE_HTTPSTATUS_ALL, ROBOTS_BYTES, ROBOTS_REQUEST
+from searchcrawl.crawl.meta import (
+    DONT_REDIRECT,
+    DONT_RETRY,
+    HANDLE_HTTPSTATUS_ALL,
+    LOGIN_REQUEST,
+    ROBOTS_BYTES,
+    ROBOTS_REQUEST,
+)
 from searchcrawl.crawl.signals import robots_txt_read
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
@@ -66,8 +73,8 @@ class RobotsMiddleware:
         return cls(crawler, crawl_state(crawler))
 
     async def process_request(self, request: Request) -> None:
-        if not self.obey or request.meta.get(ROBOTS_REQUEST):
-            return
+        if not self.obey or request.meta.get(ROBOTS_REQUEST) or request.meta.get(LOGIN_REQUEST):
+            return  # a form login's requests: the login page the source's author named (middlewares/form_login.py)
         site = site_of(request.url)
         if site is None:
             return

@@ -90,9 +90,10 @@ class SiteAuthMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SiteAuthMiddleware:
-        rules = list(crawl_state(crawler).source.settings.auth)
+        # form logins are middlewares/form_login.py's
+        rules = [rule for rule in crawl_state(crawler).source.settings.auth if rule.type != "form"]
         if not rules:
-            raise NotConfigured("the source has no [[auth]] tables")
+            raise NotConfigured("the source has no [[auth]] tables but form logins")
         return cls(crawler, read_credentials(rules), crawler.settings.getint("SEARCHCRAWL_AUTH_REFUSED_LIMIT"))
 
     def process_request(self, request: Request, spider: Any = None) -> None:

@@ -37,7 +37,7 @@ from w3lib.url import safe_url_string
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.frontier_scheduler import entry_from_request
-from searchcrawl.crawl.meta import DONT_REDIRECT, DONT_RETRY, HANDLE_HTTPSTATUS_ALL, KNOWN_ROW, ROBOTS_REQUEST, SITEMAP_REQUEST
+from searchcrawl.crawl.meta import DONT_REDIRECT, DONT_RETRY, HANDLE_HTTPSTATUS_ALL, KNOWN_ROW, SITEMAP_REQUEST, own_request
 from searchcrawl.crawl.middlewares.robots import site_of
 from searchcrawl.crawl.signals import robots_txt_read
 from searchcrawl.rules.lifecycle import Event, State
@@ -83,8 +83,8 @@ class SitemapMiddleware:
             self.listed[site] = robots.sitemaps()
 
     async def process_request(self, request: Request) -> None:
-        if request.meta.get(ROBOTS_REQUEST) or request.meta.get(SITEMAP_REQUEST):
-            return
+        if own_request(request):
+            return  # robots.txt, a sitemap, a form login (which a sitemap behind it waits for)
         await self.ready(CONFIGURED)
         site = site_of(request.url)
         if site is not None:

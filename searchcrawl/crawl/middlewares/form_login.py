@@ -1,0 +1,281 @@
+"""Downloader middleware: a source's form logins (``[[auth]]`` tables with ``type = "form"``).
+
+Before the first page request to one of a form login's origins, that request (and any other of
+those origins meanwhile) waits while the middleware logs in: it fetches the login page, fills its
+form with form2request (what Scrapy 2.19 names instead of its deprecated
+``FormRequest.from_response``: hidden inputs such as a CSRF token kept, the first submit button
+clicked, the user and the secret in the configured fields) and sends it. Both go through the engine
+(``engine.download_async``) and so through every downloader middleware, the internal-address
+guard included; robots.txt and the boundary do not apply to them (the source's author named the
+login page, and sites commonly disallow it to keep it out of search engines), and nothing
+records them. Only a POST to one of the table's origins is sent (a form sending elsewhere, or
+sending the password in its URL, is a failed login), and the answer's redirects are followed
+within those origins only (searchcrawl/rules/form_login.py says what the answer means).
+
+Session cookies are kept by Scrapy's CookiesMiddleware (which runs after this one), in a jar of
+the login's own (``meta["cookiejar"]``, set here on every request of the source: a login's
+origins share its jar, any other origin has a jar of its own), so no session cookie reaches
+another origin, another port of the same host included, whatever a redirect copies.
+
+A page answer that says the session expired (a redirect to the login page; optionally one of
+``expired_status`` or a page showing ``expired_text``) makes one new login, however many
+requests see it together (a request sent in an older session than the newest only tries again),
+and the page is sent again, once. A failed login, or a page that still says expired right after
+a fresh login, gives the URL status 936 (a transient failure of the source, not counted, nothing
+removed); after ``SEARCHCRAWL_AUTH_REFUSED_LIMIT`` of them in a row the crawl logs an ERROR and
+stops asking the login's origins (their URLs get 936 without a request), rather than walking a
+site of login pages. The login page itself is never requested as a page (status 903).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from form2request import form2request
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import HtmlResponse, Response, TextResponse
+
+from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.crawl.meta import (
+    COOKIEJAR,
+    DONT_REDIRECT,
+    DONT_RETRY,
+    HANDLE_HTTPSTATUS_ALL,
+    LOGIN_REQUEST,
+    LOGIN_RETRIED,
+    LOGIN_SESSION,
+    ROBOTS_REQUEST,
+)
+from searchcrawl.crawl.middlewares.site_auth import SiteAuthError, read_credentials
+from searchcrawl.ops.secrets import SecretError, secret
+from searchcrawl.rules.form_login import (
+    MAX_LOGIN_REDIRECTS,
+    PASSWORD_FORM_XPATH,
+    Sessions,
+    is_login_page,
+    login_failure,
+    redirect_target,
+    session_expired,
+)
+from searchcrawl.rules.lifecycle import Event
+from searchcrawl.rules.site_auth import Credentials, FormLogin, origin_of, safe_header_value
+from searchcrawl.rules.status_codes import Status
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Login:
+    """One form login with its secrets read (no repr of them)."""
+
+    credential: Credentials
+    user: str
+
+    @property
+    def form(self) -> FormLogin:
+        assert self.credential.rule.form is not None  # type = "form" has one (SiteAuth's validation)
+        return self.credential.rule.form
+
+    @property
+    def origins(self) -> list[str]:
+        return self.credential.rule.origins
+
+    @property
+    def key(self) -> str:
+        """Names the login's session and cookie jar: the login page's origin."""
+        origin = origin_of(self.form.url)
+        assert origin is not None
+        return origin
+
+    def __repr__(self) -> str:
+        return f"Login({self.form.url} for {', '.join(self.origins)})"
+
+
+def read_logins(rules: list[Any]) -> list[Login]:
+    """Each form login with its password (and user, from ``user_secret``) read and remembered for masking."""
+    logins = []
+    for credential in read_credentials(rules):
+        form = credential.rule.form
+        assert form is not None  # only type = "form" tables are read here
+        user = credential.rule.user
+        if form.user_secret is not None:
+            try:
+                user = secret(form.user_secret)
+            except SecretError as exc:
+                raise SiteAuthError(str(exc)) from None
+            if not user or not safe_header_value(user):
+                raise SiteAuthError(f"the secret {form.user_secret} (or {form.user_secret}_FILE) of {form.url} is not set")
+        assert user is not None  # SiteAuth's validation: user or user_secret
+        logins.append(Login(credential, user))
+    return logins
+
+
+class FormLoginMiddleware:
+    def __init__(self, crawler: Crawler, logins: list[Login], refused_limit: int) -> None:
+        self.crawler = crawler
+        self.by_origin = {origin: login for login in logins for origin in login.origins}
+        self.sessions = Sessions(refused_limit)
+        self.logging_in: dict[str, asyncio.Future[str | None]] = {}  # login key -> the login under way
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FormLoginMiddleware:
+        rules = [rule for rule in crawl_state(crawler).source.settings.auth if rule.type == "form"]
+        if not rules:
+            raise NotConfigured("the source has no form login")
+        return cls(crawler, read_logins(rules), crawler.settings.getint("SEARCHCRAWL_AUTH_REFUSED_LIMIT"))
+
+    # --- page requests ----------------------------------------------------------------------
+
+    async def process_request(self, request: Request, spider: Any = None) -> None:
+        origin = origin_of(request.url)
+        login = self.by_origin.get(origin or "")
+        request.meta[COOKIEJAR] = login.key if login is not None else origin  # every request: its own jar
+        if login is None or request.meta.get(LOGIN_REQUEST) or request.meta.get(ROBOTS_REQUEST):
+            return None
+        if is_login_page(request.url, login.form.url):
+            raise RequestRefused(Status.EXCLUDED_PATH, f"the login page of {login.key}: never crawled as a page")
+        if self.sessions.given_up(login.key):
+            raise self._refused(login, "not asked again in this crawl: its form login failed")
+        if self.sessions.session(login.key) == 0:
+            await self._log_in(login, seen=0)
+        request.meta[LOGIN_SESSION] = self.sessions.session(login.key)
+        return None
+
+    async def process_response(self, request: Request, response: Response, spider: Any = None) -> Request | Response:
+        login = self.by_origin.get(origin_of(request.url) or "")
+        if login is None or request.meta.get(LOGIN_REQUEST) or request.meta.get(ROBOTS_REQUEST):
+            return response
+        form = login.form
+        location = response.headers.get(b"Location")
+        text = response.text if form.expired_text is not None and isinstance(response, TextResponse) else None
+        expired = session_expired(form, request.url, response.status, location.decode("latin-1") if location else None, text)
+        if expired is None:
+            return response
+        if request.meta.get(LOGIN_RETRIED):
+            if self.sessions.failed(login.key):
+                self._give_up(login)
+            raise self._refused(login, f"the session expired again right after a fresh login ({expired})")
+        logger.debug("The session of %s expired at %s (%s): logging in again", login.key, request.url, expired)
+        await self._log_in(login, seen=request.meta.get(LOGIN_SESSION, 0))
+        return request.replace(dont_filter=True, meta={**request.meta, LOGIN_RETRIED: True})
+
+    def _refused(self, login: Login, why: str) -> RequestRefused:
+        self.crawler.stats.inc_value("searchcrawl/auth_refused")
+        return RequestRefused(Status.AUTH_REFUSED, f"{login.key}: {why}", event=Event.FAILED, counted=False)
+
+    def _give_up(self, login: Login) -> None:
+        logger.error(
+            "The form login of %s failed %d times in a row: %s is not requested again in this crawl; check the "
+            "secret and the [auth.form] table",
+            login.form.url,
+            self.sessions.limit,
+            ", ".join(login.origins),
+        )
+
+    # --- the login --------------------------------------------------------------------------
+
+    async def _log_in(self, login: Login, seen: int) -> None:
+        """Wait for a session newer than ``seen``: one login for all the requests that ask
+        together; RequestRefused (936) if it failed."""
+        if self.sessions.stale(login.key, seen):
+            return  # logged in again since the request was sent
+        running = self.logging_in.get(login.key)
+        if running is None:
+            running = self.logging_in[login.key] = asyncio.ensure_future(self._login(login))
+            running.add_done_callback(lambda _done: self.logging_in.pop(login.key, None))
+        failure = await asyncio.shield(running)
+        if failure is not None:
+            raise self._refused(login, f"the form login failed: {failure}")
+
+    async def _login(self, login: Login) -> str | None:
+        """Log in once: None on success, else why it failed (counted toward giving up)."""
+        logger.info("Logging in to %s at %s", login.key, login.form.url)
+        try:
+            failure = await self._submit(login)
+        except Exception as exc:  # the login page or the form unreachable, refused by a rule, ...
+            failure = f"{type(exc).__name__}: {exc}"
+        self.crawler.stats.inc_value("searchcrawl/logins" if failure is None else "searchcrawl/logins_failed")
+        if failure is None:
+            logger.info("Logged in to %s (session %d)", login.key, self.sessions.logged_in(login.key))
+        elif self.sessions.failed(login.key):
+            logger.warning("The form login of %s failed: %s", login.form.url, failure)
+            self._give_up(login)
+        else:
+            logger.warning("The form login of %s failed: %s", login.form.url, failure)
+        return failure
+
+    async def _submit(self, login: Login) -> str | None:
+        form = login.form
+        page, failure = await self._follow(login, self._request(login, form.url))
+        if failure is not None:
+            return failure
+        if page.status != 200 or not isinstance(page, TextResponse):
+            return f"the login page answered HTTP {page.status}" + ("" if page.status != 200 else " without text")
+        found = page.css(form.form) if form.form else page.xpath(PASSWORD_FORM_XPATH)
+        if not found or found[0].root.tag != "form":
+            return f"no login form on the login page ({form.form or 'a form with a password input'})"
+        data = {**form.fields, form.user_field: login.user, form.password_field: login.credential.value}
+        try:  # the form's own inputs (a CSRF token ...) and its first submit button, with our values
+            submit = form2request(found[0], data).to_scrapy(callback=None, dont_filter=True, meta=self._meta(login))
+        except (ValueError, NotImplementedError) as exc:  # a multipart form, a method of its own ...
+            return f"the login form cannot be sent ({exc})"
+        if submit.method != "POST":
+            return "the login form sends its fields in its URL (GET): not sent, the password would be in it"
+        if origin_of(submit.url) not in login.origins:
+            return f"the login form sends to {origin_of(submit.url)}, not one of its [[auth]] table's origins"
+        logger.debug("Sending the login form of %s to %s", form.url, submit.url)
+        answer, failure = await self._follow(login, submit, stop_early=form.success_text is None)
+        if failure is not None:
+            return failure
+        if redirect_target(answer.url, answer.status, _location(answer)) is not None:
+            return None  # a redirect elsewhere than the login page, and no success text to read
+        text = answer.text if isinstance(answer, TextResponse) else None
+        password_form = isinstance(answer, HtmlResponse) and bool(answer.xpath(PASSWORD_FORM_XPATH))
+        return login_failure(form, answer.status, text, password_form)
+
+    async def _follow(self, login: Login, request: Request, stop_early: bool = False) -> tuple[Response, str | None]:
+        """Fetch ``request`` and its redirects (GET, within the login's origins, never back to
+        the login page after the form was sent). ``stop_early``: a redirect elsewhere than the
+        login page is the answer itself (no success text to read: nothing more fetched)."""
+        response = await self._fetch(request)
+        for _hop in range(MAX_LOGIN_REDIRECTS):
+            target = redirect_target(response.url, response.status, _location(response))
+            if target is None:
+                return response, None
+            if request.method == "POST" and is_login_page(target, login.form.url):
+                return response, "the login led back to the login page"
+            if origin_of(target) not in login.origins:
+                return response, f"the login redirects to {origin_of(target) or 'a non-http(s) URL'}, not one of its origins"
+            if stop_early:
+                return response, None
+            response = await self._fetch(self._request(login, target))
+        return response, f"the login redirects more than {MAX_LOGIN_REDIRECTS} times"
+
+    async def _fetch(self, request: Request) -> Response:
+        assert self.crawler.engine is not None
+        # through every downloader middleware: the address guard, the cookie jar, the site's concurrency
+        return await self.crawler.engine.download_async(request)
+
+    def _request(self, login: Login, url: str) -> Request:
+        return Request(url, dont_filter=True, meta=self._meta(login))
+
+    def _meta(self, login: Login) -> dict[str, Any]:
+        # never retried (a login is not sent twice for one attempt) nor redirected by Scrapy (followed here)
+        return {
+            LOGIN_REQUEST: login.key,
+            COOKIEJAR: login.key,
+            DONT_REDIRECT: True,
+            DONT_RETRY: True,
+            HANDLE_HTTPSTATUS_ALL: True,
+        }
+
+
+def _location(response: Response) -> str | None:
+    location = response.headers.get(b"Location")
+    return location.decode("latin-1") if location else None

@@ -1,0 +1,198 @@
+"""FormLoginMiddleware built alone (``build_from_crawler`` on a ``get_crawler`` crawler of a source
+with a form login), logging in to a login-form site of the tests' own on 127.0.0.1 through a
+real, unstarted engine (as tests/crawl/middlewares/test_robots.py does: ``download_async`` only,
+every downloader middleware of the project but the one under test).
+
+What it checks: the first page request waits for the login and carries its session number; the
+cookie jar is the login's for its origin and the origin's own elsewhere; requests that find their
+session expired together make one login, and one of an older session none; a page still expired
+right after a fresh login is 936 (not counted); the login page is never a page (903); a form that
+sends elsewhere, or in its URL, is never sent (the password reaches no one); failed logins in a row
+give the origin up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import Request, signals
+from scrapy.core.engine import ExecutionEngine
+from scrapy.crawler import Crawler
+from scrapy.http import HtmlResponse
+from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.reactor import is_reactor_installed
+
+from searchcrawl import settings as project_settings
+from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.meta import COOKIEJAR, LOGIN_RETRIED, LOGIN_SESSION
+from searchcrawl.crawl.middlewares.form_login import FormLoginMiddleware
+from searchcrawl.crawl.middlewares.site_auth import SiteAuthError
+from searchcrawl.rules.status_codes import Status
+from tests.components import source_crawler
+from tests.e2e.test_form_login import LOGIN_FORM, FormSite
+
+PASSWORD = "pw-unit-Vx3"  # noqa: S105 - the test's own secret
+MIDDLEWARE = f"{FormLoginMiddleware.__module__}.{FormLoginMiddleware.__qualname__}"
+ENGINE_SETTINGS: dict[str, Any] = {
+    "SCHEDULER": "scrapy.core.scheduler.Scheduler",
+    "ITEM_PIPELINES": {},
+    "SEARCHCRAWL_PROGRESS_INTERVAL": 0,
+    "MEMUSAGE_ENABLED": False,
+    "DOWNLOADER_MIDDLEWARES": {**project_settings.DOWNLOADER_MIDDLEWARES, MIDDLEWARE: None},
+}
+
+
+@pytest.fixture
+def site():
+    started = FormSite({"/a.html": "<html><body>a</body></html>"}, pages_per_session=100, accept=PASSWORD)
+    yield started
+    started.stop()
+
+
+def crawler_of(tmp_path: Path, site: FormSite, monkeypatch: pytest.MonkeyPatch, form: str = "", **settings: Any) -> Crawler:
+    monkeypatch.setenv("UNIT_FORM_SECRET", PASSWORD)
+    origin = site.url.rstrip("/")
+    source = (
+        f'seeds = ["{site.url}"]\nobey_robots = false\n[[auth]]\norigins = ["{origin}"]\ntype = "form"\n'
+        f'user = "crawler"\nsecret = "UNIT_FORM_SECRET"\n[auth.form]\nurl = "{origin}/login"\n{form}'
+    )
+    return source_crawler(tmp_path, source, **{**ENGINE_SETTINGS, **settings})
+
+
+def run(crawler: Crawler, scenario: Callable[[FormLoginMiddleware], Awaitable[None]]) -> None:
+    """Run ``scenario`` on the middleware, with an engine (opened, never started) on the crawler."""
+
+    async def main() -> None:
+        crawler.spider = crawler.spidercls.from_crawler(crawler)
+        engine = ExecutionEngine(crawler, lambda _spider: None)
+        crawler.engine = engine
+        try:
+            await engine.open_spider_async(close_if_idle=False)
+            await scenario(build_from_crawler(FormLoginMiddleware, crawler))
+        finally:
+            await engine.close_async()
+            await crawler.signals.send_catch_log_async(signal=signals.engine_stopped)
+
+    asyncio.run(main())
+    assert not is_reactor_installed()
+
+
+def expired(request: Request) -> HtmlResponse:
+    """The site's answer to a page of an expired session."""
+    return HtmlResponse(request.url, status=302, headers={"Location": "/login?next=/a.html"}, body=b"", request=request)
+
+
+async def page(middleware: FormLoginMiddleware, url: str) -> Request:
+    request = Request(url)
+    assert await middleware.process_request(request) is None
+    return request
+
+
+def test_the_first_page_waits_for_the_login_and_expiry_together_makes_one_login(tmp_path, site, monkeypatch) -> None:
+    crawler = crawler_of(tmp_path, site, monkeypatch)
+    key = site.url.rstrip("/")
+
+    async def scenario(middleware: FormLoginMiddleware) -> None:
+        first, second = await asyncio.gather(page(middleware, f"{site.url}a.html"), page(middleware, f"{site.url}b.html"))
+        assert site.logins == 1  # the two first requests waited for one login
+        assert first.meta[LOGIN_SESSION] == second.meta[LOGIN_SESSION] == 1 and first.meta[COOKIEJAR] == key
+        elsewhere = await page(middleware, "http://127.0.0.1:9/x.html")
+        assert elsewhere.meta[COOKIEJAR] == "http://127.0.0.1:9" and LOGIN_SESSION not in elsewhere.meta
+        # both find the session expired at once: one new login, each sent again once
+        retries = await asyncio.gather(*(middleware.process_response(r, expired(r)) for r in (first, second)))
+        assert site.logins == 2 and all(isinstance(r, Request) and r.dont_filter and r.meta[LOGIN_RETRIED] for r in retries)
+        # a request of session 1 answered late: session 2 exists, it only tries again
+        late = Request(f"{site.url}c.html", meta={LOGIN_SESSION: 1})
+        assert isinstance(await middleware.process_response(late, expired(late)), Request) and site.logins == 2
+        # sent again after the fresh login, still expired: 936, not counted, no third login
+        retry = retries[0]
+        assert isinstance(retry, Request)
+        await middleware.process_request(retry)
+        with pytest.raises(RequestRefused) as refused:
+            await middleware.process_response(retry, expired(retry))
+        assert refused.value.status == Status.AUTH_REFUSED and not refused.value.outcome.counted
+        assert "expired again right after a fresh login" in refused.value.reason and site.logins == 2
+        # an answer that is no expiry passes untouched
+        fine = await page(middleware, f"{site.url}a.html")
+        ok = HtmlResponse(fine.url, status=200, body=b"<html></html>", request=fine)
+        assert await middleware.process_response(fine, ok) is ok
+
+    run(crawler, scenario)
+    assert [(method, path.split("?")[0]) for method, path, _c in site.seen] == [("GET", "/login"), ("POST", "/login")] * 2
+    assert crawler.stats.get_value("searchcrawl/logins") == 2
+
+
+def test_the_login_page_is_never_a_page(tmp_path, site, monkeypatch) -> None:
+    crawler = crawler_of(tmp_path, site, monkeypatch)
+
+    async def scenario(middleware: FormLoginMiddleware) -> None:
+        with pytest.raises(RequestRefused) as refused:
+            await middleware.process_request(Request(f"{site.url}login?next=/a.html"))
+        assert refused.value.status == Status.EXCLUDED_PATH and "login page" in refused.value.reason
+
+    run(crawler, scenario)
+    assert site.seen == []
+
+
+@pytest.mark.parametrize(
+    ("form", "why"),
+    [
+        ('<form action="http://127.0.0.1:{other}/steal" method="post">', "not one of its [[auth]] table's origins"),
+        ('<form action="/login" method="get">', "sends its fields in its URL"),
+    ],
+)
+def test_a_form_sending_elsewhere_or_in_its_url_is_never_sent(tmp_path, site, monkeypatch, form: str, why: str) -> None:
+    other = FormSite({}, pages_per_session=1)
+    try:
+        site.login_form = LOGIN_FORM.replace('<form action="/login" method="post">', form.format(other=other.port))
+        crawler = crawler_of(tmp_path, site, monkeypatch)
+
+        async def scenario(middleware: FormLoginMiddleware) -> None:
+            with pytest.raises(RequestRefused) as refused:
+                await middleware.process_request(Request(f"{site.url}a.html"))
+            assert refused.value.status == Status.AUTH_REFUSED and why in refused.value.reason
+
+        run(crawler, scenario)
+        assert other.seen == [] and site.posts == 0 and all(method == "GET" for method, _p, _c in site.seen)
+    finally:
+        other.stop()
+
+
+def test_failed_logins_in_a_row_give_the_origin_up(tmp_path, site, monkeypatch) -> None:
+    site.accept = "another-password"
+    crawler = crawler_of(tmp_path, site, monkeypatch, SEARCHCRAWL_AUTH_REFUSED_LIMIT=2)
+
+    async def scenario(middleware: FormLoginMiddleware) -> None:
+        for n in range(2):
+            with pytest.raises(RequestRefused, match="the answer to the login shows a password form again"):
+                await middleware.process_request(Request(f"{site.url}{n}.html"))
+        with pytest.raises(RequestRefused, match="not asked again"):
+            await middleware.process_request(Request(f"{site.url}later.html"))
+
+    run(crawler, scenario)
+    assert site.posts == 2 and len(site.seen) == 4
+
+
+def test_a_success_text_is_read_where_the_login_leads(tmp_path, site, monkeypatch) -> None:
+    crawler = crawler_of(tmp_path, site, monkeypatch, form='success_text = "Welcome back"\n')
+    site.pages["/index.html"] = "<html><body>Hello</body></html>"  # where the login leads: no such text
+
+    async def scenario(middleware: FormLoginMiddleware) -> None:
+        with pytest.raises(RequestRefused, match="does not show the success text"):
+            await middleware.process_request(Request(f"{site.url}a.html"))
+        site.pages["/index.html"] = "<html><body>Welcome back, crawler</body></html>"
+        assert await middleware.process_request(Request(f"{site.url}a.html")) is None
+
+    run(crawler, scenario)
+    assert site.logins == 2 and site.served == ["/index.html", "/index.html"]
+
+
+def test_a_user_secret_that_is_not_set_stops_the_crawl_naming_it(tmp_path, site, monkeypatch) -> None:
+    monkeypatch.delenv("UNIT_FORM_USER", raising=False)
+    crawler = crawler_of(tmp_path, site, monkeypatch, form='user_secret = "UNIT_FORM_USER"\n')
+    with pytest.raises(SiteAuthError, match="UNIT_FORM_USER"):
+        build_from_crawler(FormLoginMiddleware, crawler)

@@ -1,0 +1,204 @@
+"""A site behind a login form, crawled as a user runs the crawl: the login page's form (with a
+hidden CSRF token bound to a cookie) is filled with the user and the secret, the session cookie
+is kept, and when the session expires (after a few pages, into a redirect to /login?next=...)
+the crawler logs in again and fetches the page once more. Every page reaches Solr, the login
+page never does, the session cookie never reaches another port of 127.0.0.1, and the secret is
+in no log line (at DEBUG), report or Solr field. With a wrong password: status 936, nothing
+removed, and the crawl stops after SEARCHCRAWL_AUTH_REFUSED_LIMIT logins, asking no page."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.conftest import solr_docs
+from tests.e2e.test_site_auth import PASSWORD, AuthSite, intranet
+
+LOGIN_FORM = """<html><head><title>Sign in</title></head><body>{message}
+<form action="/login" method="post"><input type="hidden" name="csrf" value="{csrf}">
+<input name="next" type="hidden" value="{next}"><input name="username"> <input type="password" name="password">
+<input type="submit" name="go" value="Sign in"></form>
+<form action="/search" method="get"><input name="q"></form></body></html>"""
+
+
+class FormSite:
+    """A site on 127.0.0.1 whose pages need a session from its login form; a session serves
+    ``pages_per_session`` pages, then its pages redirect to the login page."""
+
+    def __init__(self, pages: dict[str, str], pages_per_session: int, accept: str = PASSWORD) -> None:
+        self.pages, self.pages_per_session, self.accept = pages, pages_per_session, accept
+        self.lock = threading.Lock()
+        self.csrf: dict[str, str] = {}  # pre-session cookie -> the CSRF token its login form holds
+        self.sessions: dict[str, int] = {}  # session cookie -> pages it may still serve
+        self.logins = 0  # successful
+        self.posts = 0
+        self.seen: list[tuple[str, str, str]] = []  # (method, path, Cookie)
+        self.served: list[str] = []  # pages answered with their content
+        self.away = ""
+        self.login_form = LOGIN_FORM  # the page /login shows (a test may show another form)
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+            def cookies(self) -> dict[str, str]:
+                pairs = (pair.strip().partition("=") for pair in self.headers.get("Cookie", "").split(";"))
+                return {name: value for name, _eq, value in pairs if name}
+
+            def do_GET(self) -> None:  # noqa: N802
+                site.seen.append(("GET", self.path, self.headers.get("Cookie", "")))
+                path = urlsplit(self.path).path
+                if path == "/robots.txt":  # the login page is disallowed: robots.txt is not for the login
+                    return self.answer(200, "User-agent: *\nDisallow: /login\n", content_type="text/plain")
+                if path == "/login":
+                    pre, csrf = uuid.uuid4().hex, uuid.uuid4().hex
+                    with site.lock:
+                        site.csrf[pre] = csrf
+                    following = parse_qs(urlsplit(self.path).query).get("next", ["/index.html"])[0]
+                    body = site.login_form.format(message="", csrf=csrf, next=following)
+                    return self.answer(200, body, {"Set-Cookie": f"pre={pre}; Path=/"})
+                if path == "/away":
+                    return self.answer(302, "", {"Location": site.away})
+                with site.lock:
+                    session = self.cookies().get("session", "")
+                    left = site.sessions.get(session, 0)
+                    if left <= 0:
+                        return self.answer(302, "", {"Location": f"/login?next={path}"})
+                    site.sessions[session] = left - 1
+                    site.served.append(path)
+                body = site.pages.get(path)
+                return self.answer(200 if body is not None else 404, body or "")
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length", "0"))
+                form = {key: values[0] for key, values in parse_qs(self.rfile.read(length).decode()).items()}
+                site.seen.append(("POST", self.path, self.headers.get("Cookie", "")))
+                with site.lock:
+                    site.posts += 1
+                    expected = site.csrf.pop(self.cookies().get("pre", ""), None)
+                    if (
+                        expected is None
+                        or form.get("csrf") != expected
+                        or (form.get("username"), form.get("password"), form.get("go")) != ("crawler", site.accept, "Sign in")
+                    ):
+                        body = LOGIN_FORM.format(message="<p>Wrong user or password</p>", csrf="x", next="/")
+                        return self.answer(200, body)
+                    session = uuid.uuid4().hex
+                    site.sessions[session] = site.pages_per_session
+                    site.logins += 1
+                self.answer(302, "", {"Location": form.get("next", "/index.html"), "Set-Cookie": f"session={session}; Path=/"})
+
+            def answer(
+                self, status: int, body: str, headers: dict[str, str] | None = None, content_type: str = "text/html"
+            ) -> None:
+                data = body.encode()
+                self.send_response(status)
+                for name, value in {"Content-Type": content_type, **(headers or {})}.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def form_site():
+    started: list[FormSite | AuthSite] = []
+
+    def start(pages: dict[str, str], pages_per_session: int) -> tuple[FormSite, AuthSite]:
+        site = FormSite(pages, pages_per_session)
+        other = AuthSite(None, {"/landing.html": "<html><head><title>Landing</title></head><body>elsewhere</body></html>"})
+        started.extend((site, other))
+        site.away = other.url + "landing.html"  # a redirect to another port of the same host
+        return site, other
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def form_source(site: FormSite, other: AuthSite, extra: str = "") -> str:
+    ports = f'ports = {{ "127.0.0.1" = {{ include = [{site.port}, {other.port}] }} }}'
+    origin = site.url.rstrip("/")
+    return (
+        f'seeds = ["{site.url}index.html"]\n{ports}\nconcurrent_requests = 1\nconcurrent_per_site = 1\n{extra}'
+        f'[[auth]]\norigins = ["{origin}"]\ntype = "form"\nuser = "crawler"\nsecret = "INTRANET_SECRET"\n'
+        f'[auth.form]\nurl = "{origin}/login"\n'
+    )
+
+
+def pages_of(other: AuthSite, count: int) -> dict[str, str]:
+    pages = intranet(count)
+    links = f'<a href="/login">sign in</a><a href="{other.url}landing.html">x</a><a href="/away">away</a>'
+    pages["/index.html"] = pages["/index.html"].replace("</body>", f"{links}</body>")
+    return pages
+
+
+def test_a_site_behind_a_login_form_is_crawled_logging_in_again_when_the_session_expires(project, solr, form_site) -> None:
+    site, other = form_site({}, pages_per_session=3)
+    site.pages = pages_of(other, 7)
+    name = f"form-{uuid.uuid4().hex[:6]}"
+    project.source(name, form_source(site, other))
+    result = project.scrapy("crawl", name, "-s", "LOG_LEVEL=DEBUG", INTRANET_SECRET=PASSWORD)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    docs = solr_docs(solr, name)
+    titles = {doc["title"] for doc in docs}
+    assert titles == {"Home", *(f"Page {n}" for n in range(7)), "Landing"}, titles
+    assert not [doc["url"] for doc in docs if "/login" in doc["url"]]  # the login page is never a document
+    # every page served once, each session serving three: a login per three pages, no more
+    assert sorted(site.served) == sorted(site.pages) and len(site.served) == 8
+    assert site.logins == site.posts == math.ceil(8 / 3)
+    # the link to the login page: robots.txt's (disallowed there), which the login step itself ignored
+    row = project.table().get(name, f"{site.url}login")
+    assert row is not None and row["status"] == 907
+    # the session cookie stays at home: neither a link nor the redirect to another port carries it
+    assert other.seen and all("session=" not in cookie and "pre=" not in cookie for _p, _a, cookie in other.seen)
+    assert "Logged in to" in result.stderr and "logging in again" in result.stderr
+    assert PASSWORD not in result.stderr + result.stdout
+    assert PASSWORD not in json.dumps(docs)
+    report = project.scrapy("report", name, "--json")
+    assert report.returncode == 0 and PASSWORD not in report.stdout + report.stderr
+
+
+def test_a_wrong_password_removes_nothing_and_the_crawl_stops_early(project, solr, form_site) -> None:
+    site, other = form_site({}, pages_per_session=100)
+    site.pages = intranet(12)
+    name = f"form-refused-{uuid.uuid4().hex[:6]}"
+    project.source(name, form_source(site, other))
+    assert project.scrapy("crawl", name, INTRANET_SECRET=PASSWORD).returncode == 0
+    indexed = {doc["url"] for doc in solr_docs(solr, name)}
+    assert len(indexed) == 14 and site.logins == 1  # the index, twelve pages, and the landing page elsewhere
+
+    site.accept = "a-new-password"  # the secret is out of date
+    site.seen.clear()
+    site.posts = 0
+    result = project.scrapy("crawl", name, INTRANET_SECRET=PASSWORD)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "failed 3 times in a row" in result.stderr and "is not requested again in this crawl" in result.stderr
+    assert {doc["url"] for doc in solr_docs(solr, name)} == indexed  # nothing removed
+    table = project.table()
+    rows = [table.get(name, f"{site.url}page{n}.html") for n in range(12)] + [table.get(name, f"{site.url}index.html")]
+    assert {row["status"] for row in rows} == {936}
+    assert {row["state"] for row in rows} == {"indexed"} and {row["failures"] for row in rows} == {0}
+    # three logins (the login page and its form each), then it stopped: not one page asked
+    assert [(method, urlsplit(path).path) for method, path, _c in site.seen if path != "/robots.txt"] == [
+        ("GET", "/login"),
+        ("POST", "/login"),
+    ] * 3
+    assert PASSWORD not in result.stderr + result.stdout
