@@ -46,13 +46,15 @@ class NtlmDownloadHandler(HTTP11DownloadHandler):
     lazy = True
 
     def __init__(self, crawler: Crawler) -> None:
-        super().__init__(crawler)
         rules = [rule for rule in crawl_state(crawler).source.settings.auth if rule.type == "ntlm"]
         self.by_origin: dict[str, Credentials] = {}
-        for credential in read_credentials(rules):
+        for credential in read_credentials(rules):  # a secret not set stops the crawl, naming it
             for origin in credential.rule.origins:
                 self.by_origin.setdefault(origin, credential)
         self.locks = {origin: asyncio.Lock() for origin in self.by_origin}  # one request at a time
+        super().__init__(crawler)
+        # the one connection to an NTLM origin stays in the pool between requests, whatever the setting
+        self._pool.maxPersistentPerHost = max(1, self._pool.maxPersistentPerHost)
 
     async def download_request(self, request: Request) -> Response:
         origin = origin_of(request.url)
@@ -69,9 +71,7 @@ class NtlmDownloadHandler(HTTP11DownloadHandler):
                 response = await self.handshake(request, response, credential, scheme, origin)
             return response
 
-    async def handshake(
-        self, request: Request, refused: Response, credential: Credentials, scheme: str, origin: str
-    ) -> Response:
+    async def handshake(self, request: Request, refused: Response, credential: Credentials, scheme: str, origin: str) -> Response:
         """The request's negotiate and authenticate legs on the origin's connection: the last
         answer (a 401 that cannot be answered as it is, for SiteAuthMiddleware to record)."""
         assert credential.rule.user is not None
