@@ -52,9 +52,7 @@ class NtlmDownloadHandler(HTTP11DownloadHandler):
             for origin in credential.rule.origins:
                 self.by_origin.setdefault(origin, credential)
         self.locks = {origin: asyncio.Lock() for origin in self.by_origin}  # one request at a time
-        super().__init__(crawler)
-        # the one connection to an NTLM origin stays in the pool between requests, whatever the setting
-        self._pool.maxPersistentPerHost = max(1, self._pool.maxPersistentPerHost)
+        super().__init__(crawler)  # its pool keeps CONCURRENT_REQUESTS_PER_DOMAIN (>= 1) connections per origin
 
     async def download_request(self, request: Request) -> Response:
         origin = origin_of(request.url)
@@ -64,8 +62,7 @@ class NtlmDownloadHandler(HTTP11DownloadHandler):
         async with self.locks[origin]:
             response = await super().download_request(request)
             for _ in range(HANDSHAKES_PER_REQUEST):
-                challenges = _challenges(response)
-                scheme = offered_scheme(challenges) if response.status == 401 else None
+                scheme = offered_scheme(_challenges(response)) if response.status == 401 else None
                 if scheme is None:
                     break
                 response = await self.handshake(request, response, credential, scheme, origin)
