@@ -40,10 +40,15 @@ SETTINGS_OF_KEYS = {
 def download_handlers(source: Source) -> dict[str, str | None]:
     """Scrapy's DOWNLOAD_HANDLERS for a source: http and https only (through Playwright when the
     source renders pages), plus ``file`` when its own seeds are file URLs. The file, FTP, S3 and
-    data handlers are off otherwise, so no redirect or link can make the crawler read them."""
+    data handlers are off otherwise, so no redirect or link can make the crawler read them. A
+    source with NTLM credentials gets Scrapy's HTTP/1.1 handler that answers NTLM challenges on
+    their connection (searchcrawl/crawl/handlers/ntlm.py)."""
     handlers: dict[str, str | None] = {"file": None, "ftp": None, "s3": None, "data": None}
     if any(seed.lower().startswith("file:") for seed in source.seed_urls):
         handlers["file"] = "scrapy.core.downloader.handlers.file.FileDownloadHandler"
+    if any(rule.type == "ntlm" for rule in source.settings.auth):
+        handler = "searchcrawl.crawl.handlers.ntlm.NtlmDownloadHandler"
+        handlers.update(http=handler, https=handler)
     if source.settings.render_js or source.settings.render_rules:
         # Only sources that render start Playwright (and, on first use, Chromium).
         handler = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"

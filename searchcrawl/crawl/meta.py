@@ -31,7 +31,8 @@ changed document) and by pipelines/changes.py."""
 
 AUTH_SENT = "searchcrawl_auth_sent"
 """True: the request carried a source's credentials (set and read by middlewares/site_auth.py: a
-401 or 403 to it means the site refused them, status 936)."""
+401 or 403 to it means the site refused them, status 936; for NTLM set by handlers/ntlm.py when
+its handshake sent the answer to a challenge)."""
 
 AUTH_ANSWERED = "searchcrawl_auth_answered"
 """True: the request is the one sent again answering a digest challenge (set and read by

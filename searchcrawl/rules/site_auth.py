@@ -1,5 +1,6 @@
 """Site authentication as plain logic: which origin a source's credentials belong to, and the
-headers they make (HTTP basic, digest per RFC 7616, a bearer token, a cookie, a fixed header),
+headers they make (HTTP basic, digest per RFC 7616, a bearer token, a cookie, a fixed header; NTLM's
+handshake is in searchcrawl/rules/ntlm.py),
 or the form that logs in (``type = "form"``: the table's schema is here, its logic in
 searchcrawl/rules/form_login.py, applied by searchcrawl/crawl/middlewares/form_login.py).
 
@@ -23,7 +24,7 @@ from cssselect import HTMLTranslator, SelectorError
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
-AuthType = Literal["basic", "digest", "bearer", "cookie", "header", "form"]
+AuthType = Literal["basic", "digest", "bearer", "cookie", "header", "ntlm", "form"]
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
 _SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -94,7 +95,7 @@ class SiteAuth(BaseModel):
 
     origins: list[str] = Field(min_length=1)
     type: AuthType
-    user: str | None = None  # basic, digest
+    user: str | None = None  # basic, digest, ntlm ("CORP\\crawler" or "crawler@corp")
     secret: str  # the name of the secret: the password, token, cookie or header value
     header: str | None = None  # type = "header": the header's name
     form: FormLogin | None = None  # type = "form": the login form
@@ -112,7 +113,7 @@ class SiteAuth(BaseModel):
 
     @model_validator(mode="after")
     def _complete(self) -> SiteAuth:
-        if self.type in ("basic", "digest") and not self.user:
+        if self.type in ("basic", "digest", "ntlm") and not self.user:
             raise ValueError(f"type = {self.type!r} needs 'user'")
         if self.type == "basic" and self.user and ":" in self.user:
             raise ValueError("a basic-auth user name cannot hold ':'")

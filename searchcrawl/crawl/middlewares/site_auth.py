@@ -12,6 +12,10 @@ Digest: the first request to an origin goes without credentials; its 401 challen
 (the request is sent again, once) and kept, so later requests answer it at once (the nonce
 count rises; a ``stale`` nonce is answered afresh).
 
+NTLM (``type = "ntlm"``): nothing is added here; the download handler
+(searchcrawl/crawl/handlers/ntlm.py) answers the challenges on the connection they belong to, and
+a 401 that comes through it is a refusal like any other.
+
 A 401 or 403 from a credential's origin means the site refused them (a 403 on one page of an
 origin that took them in this crawl is that page's own answer, recorded as such): the URL gets
 status 936 (a transient failure of the source, never counted toward ``max_failures``, nothing
@@ -146,6 +150,9 @@ class SiteAuthMiddleware:
             request.headers["Authorization"] = digest_authorization(
                 challenge, rule.user, value, request.method, _request_uri(request.url), uses + 1
             )
+        elif rule.type == "ntlm":
+            request.meta.pop(AUTH_SENT, None)  # the download handler says whether its handshake answered
+            return
         else:
             return  # digest without a challenge yet: the site's 401 brings one
         request.meta[AUTH_SENT] = True
@@ -164,6 +171,7 @@ class SiteAuthMiddleware:
             return response  # robots.txt refused: its own rules (a 4xx allows all); the pages will say
         digest = next((c for c in mine if c.rule.type == "digest"), None)
         answered = request.meta.get(AUTH_ANSWERED) and request.meta.get(AUTH_SENT)
+        unanswerable = False
         if digest is not None and response.status == 401 and not answered:
             for header in response.headers.getlist("WWW-Authenticate"):
                 challenge = parse_digest_challenge(header.decode("latin-1"))
@@ -175,6 +183,10 @@ class SiteAuthMiddleware:
                     retry = request.replace(dont_filter=True, meta={**request.meta, AUTH_ANSWERED: True})
                     retry.headers.pop("Authorization", None)
                     return retry
+            unanswerable = True
+        elif response.status == 401 and any(c.rule.type == "ntlm" for c in mine) and not request.meta.get(AUTH_SENT):
+            unanswerable = True  # the download handler found no NTLM or Negotiate challenge it could answer
+        if unanswerable:
             logger.error("%s asks for credentials this crawl cannot give (%s)", origin, _schemes(response))
         if response.status == 403 and origin in self.accepted:
             return response  # one page the account may not see, on a site that took the credentials

@@ -12,7 +12,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.meta import ROBOTS_REQUEST
+from searchcrawl.crawl.meta import AUTH_SENT, ROBOTS_REQUEST
 from searchcrawl.crawl.middlewares.site_auth import SiteAuthError, SiteAuthMiddleware
 from searchcrawl.rules.status_codes import Status
 from tests.components import source_crawler
@@ -25,7 +25,7 @@ def build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str = "basic") 
     monkeypatch.setenv("UNIT_SECRET", "s3cret-value")
     table = (
         f'type = "{kind}"\nuser = "crawler"\nsecret = "UNIT_SECRET"'
-        if kind in ("basic", "digest")
+        if kind in ("basic", "digest", "ntlm")
         else f'type = "{kind}"\nsecret = "UNIT_SECRET"'
     )
     source = f'seeds = ["{SITE}/"]\n[[auth]]\norigins = ["{SITE}"]\n{table}\n'
@@ -104,6 +104,26 @@ def test_digest_answers_once_and_counts_its_nonce_on(tmp_path: Path, monkeypatch
     assert b"nc=00000003" in again.headers["Authorization"]
     with pytest.raises(RequestRefused):  # the answer itself refused: not answered again
         middleware.process_response(again, answer(again, 401, **{"WWW-Authenticate": CHALLENGE}))
+
+
+def test_ntlm_adds_nothing_and_a_401_through_the_handler_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The download handler answers NTLM on the connection; what comes back as 401 is a refusal."""
+    middleware = build(tmp_path, monkeypatch, "ntlm")
+    request = Request(f"{SITE}/a.html", headers={"Authorization": "NTLM copied-from-a-redirect"}, meta={AUTH_SENT: True})
+    middleware.process_request(request)
+    assert "Authorization" not in request.headers and AUTH_SENT not in request.meta
+    request.meta[AUTH_SENT] = True  # the handler's handshake answered the challenge
+    with pytest.raises(RequestRefused) as refused:
+        middleware.process_response(request, answer(request, 401, **{"WWW-Authenticate": "NTLM"}))
+    assert refused.value.status == Status.AUTH_REFUSED and not refused.value.outcome.counted
+    assert "cannot give" not in caplog.text
+    basic_only = Request(f"{SITE}/b.html")  # a site that offers no NTLM: the handler could not answer
+    middleware.process_request(basic_only)
+    with pytest.raises(RequestRefused):
+        middleware.process_response(basic_only, answer(basic_only, 401, **{"WWW-Authenticate": 'Basic realm="x"'}))
+    assert "asks for credentials this crawl cannot give (Basic)" in caplog.text and "s3cret-value" not in caplog.text
 
 
 def test_a_secret_that_is_not_set_stops_the_crawl_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

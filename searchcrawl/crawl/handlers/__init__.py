@@ -1,0 +1,1 @@
+"""Scrapy download handlers of searchcrawl (subclasses of Scrapy's own)."""
