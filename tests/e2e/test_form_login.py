@@ -202,3 +202,19 @@ def test_a_wrong_password_removes_nothing_and_the_crawl_stops_early(project, sol
         ("POST", "/login"),
     ] * 3
     assert PASSWORD not in result.stderr + result.stdout
+
+
+def test_a_sitemap_behind_the_login_form_is_read_after_logging_in(project, solr, form_site) -> None:
+    """The sitemap waits for the login (not the login for the sitemap, which would never end),
+    and is read with the session: a page only the sitemap names is crawled."""
+    site, other = form_site({}, pages_per_session=100)
+    site.pages = intranet(2)
+    site.pages["/hidden.html"] = "<html><head><title>Hidden</title></head><body>only in the sitemap</body></html>"
+    xmlns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+    site.pages["/sitemap.xml"] = f"<urlset {xmlns}><url><loc>{site.url}hidden.html</loc></url></urlset>"
+    name = f"form-sitemap-{uuid.uuid4().hex[:6]}"
+    project.source(name, form_source(site, other, f'sitemaps = ["{site.url}sitemap.xml"]\n'))
+    result = project.scrapy("crawl", name, timeout=120, INTRANET_SECRET=PASSWORD)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Hidden" in {doc["title"] for doc in solr_docs(solr, name)}
+    assert site.logins == 1 and "/sitemap.xml" in site.served
