@@ -31,6 +31,7 @@ from searchcrawl.dev.jvm_server import JvmServer
 from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.dev.tika_runner import DevTika
 from searchcrawl.store import Database, DocumentTable
+from tests.forkserver import ForkServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -341,24 +342,35 @@ class Project:
         return env
 
     def scrapy(self, *args: str, timeout: float = 600, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "scrapy", *args],
-            cwd=ROOT,
-            env=self.env(**env),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        """``python -m scrapy *args`` with the project's environment (forked: see run_scrapy)."""
+        return run_scrapy(list(args), self.env(**env), timeout=timeout)
 
     def popen(self, *args: str, **env: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "scrapy", *args],
-            cwd=ROOT,
-            env=self.env(**env),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        """The same, running on; its stdout (stderr with it) is a text stream to read."""
+        return popen_scrapy(list(args), self.env(**env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+# `scrapy` commands are forks of one server per pytest process that has imported Scrapy and
+# searchcrawl once (tests/forkserver.py): most of a small crawl's CPU is those imports.
+# SEARCHCRAWL_TEST_FORKSERVER=0 runs each as a fresh `python -m scrapy` instead.
+FORK_SERVER = ForkServer(ROOT) if os.environ.get("SEARCHCRAWL_TEST_FORKSERVER", "1") != "0" else None
+
+
+def run_scrapy(args: list[str], env: dict[str, str], timeout: float | None = 600) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run([python, -m, scrapy, *args], capture_output=True, text=True)`` in ROOT."""
+    if FORK_SERVER is not None:
+        return FORK_SERVER.run(args, ROOT, env, timeout=timeout)
+    command = [sys.executable, "-m", "scrapy", *args]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def popen_scrapy(args: list[str], env: dict[str, str], stdout: object = None, stderr: object = None) -> subprocess.Popen[str]:
+    """``subprocess.Popen([python, -m, scrapy, *args], text=True)`` in ROOT; stdout and stderr as
+    Popen takes them (PIPE, STDOUT, a file, None)."""
+    if FORK_SERVER is not None:
+        return FORK_SERVER.popen(args, ROOT, env, stdout=stdout, stderr=stderr)  # type: ignore[return-value]
+    command = [sys.executable, "-m", "scrapy", *args]
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=stdout, stderr=stderr, text=True)  # type: ignore[call-overload]
 
 
 @pytest.fixture

@@ -110,7 +110,7 @@ from pathlib import Path
 import pysolr
 
 from searchcrawl.commands.report import run_report
-from tests.conftest import ROOT, InFlight, Project, Site, free_port
+from tests.conftest import InFlight, Project, Site, free_port, popen_scrapy
 
 MAX_FAILURES = 3  # the sources' default max_failures
 REDIRECTS = (301, 302, 307, 308)
@@ -949,16 +949,12 @@ class Sequence:
         with open(log, "a" if append else "w") as out:
             out.write(f"$ scrapy crawl {spec.name} {' '.join(args)} {env}\n")
             out.flush()
+            crawl = popen_scrapy(["crawl", spec.name, *args], self.project.env(**env), stdout=out, stderr=subprocess.STDOUT)
             try:
-                return subprocess.run(
-                    [sys.executable, "-m", "scrapy", "crawl", spec.name, *args],
-                    cwd=ROOT,
-                    env=self.project.env(**env),
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    timeout=CRAWL_TIMEOUT,
-                ).returncode
+                return crawl.wait(CRAWL_TIMEOUT)
             except subprocess.TimeoutExpired:
+                crawl.kill()
+                crawl.wait()
                 return -999
 
     def killed_crawl(self, spec: SourceSpec, log: Path) -> tuple[int | None, str]:
@@ -973,13 +969,7 @@ class Sequence:
             with open(log, "w") as out:
                 out.write(f"$ scrapy crawl {spec.name}  (to be killed after {kill_at} page requests)\n")
                 out.flush()
-                process = subprocess.Popen(
-                    [sys.executable, "-m", "scrapy", "crawl", spec.name],
-                    cwd=ROOT,
-                    env=self.project.env(),
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                )
+                process = popen_scrapy(["crawl", spec.name], self.project.env(), stdout=out, stderr=subprocess.STDOUT)
                 deadline = time.monotonic() + CRAWL_TIMEOUT
                 while process.poll() is None and time.monotonic() < deadline:
                     pages = [p for _m, _h, p in site.requests[start:] if p != "/robots.txt"]
