@@ -1,0 +1,1 @@
+"""Scrapy download handlers of searchcrawl (DOWNLOAD_HANDLERS)."""
