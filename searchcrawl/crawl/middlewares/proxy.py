@@ -51,8 +51,10 @@ class SourceProxyMiddleware(HttpProxyMiddleware):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SourceProxyMiddleware:
-        middleware = super().from_crawler(crawler)  # NotConfigured when HTTPPROXY_ENABLED is off
         source = getattr(crawler.spidercls, "source", None)
+        if source is not None and source.settings.proxy is not None and not crawler.settings.getbool("HTTPPROXY_ENABLED"):
+            raise ProxyError(f"source {source.name} has a [proxy] table, and HTTPPROXY_ENABLED is off: it would go direct")
+        middleware = super().from_crawler(crawler)  # NotConfigured when HTTPPROXY_ENABLED is off
         if source is None or source.settings.proxy is None:
             return middleware  # direct: the environment's proxies are not read
         rule: ProxyRule = source.settings.proxy

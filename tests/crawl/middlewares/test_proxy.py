@@ -104,3 +104,10 @@ def test_the_secret_must_be_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delenv("UNIT_PROXY_UNSET", raising=False)
     with pytest.raises(ProxyError, match="UNIT_PROXY_UNSET"):
         build(tmp_path, monkeypatch, table=table)
+
+
+def test_a_proxy_table_with_the_proxy_middleware_switched_off_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UNIT_PROXY_PASSWORD", PASSWORD)
+    source = f'seeds = ["http://site.test/"]\n[proxy]\nurl = "{PROXY}"\n'
+    with pytest.raises(ProxyError, match="HTTPPROXY_ENABLED is off"):
+        build_from_crawler(SourceProxyMiddleware, source_crawler(tmp_path, source, HTTPPROXY_ENABLED=False))
