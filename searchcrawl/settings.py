@@ -94,7 +94,11 @@ SEARCHCRAWL_SITEMAP_MAX_URLS = 1_000_000
 SEARCHCRAWL_AUTH_REFUSED_LIMIT = 3
 # Only http and https reach the network; a file source's own file: seeds switch "file" back on
 # (searchcrawl/config/spiderloader.py). A redirect or link never reaches a local file, FTP, S3 or data URL.
+# (a source's own: searchcrawl/config/spiderloader.py, with the TLS handler for a [tls] table)
 DOWNLOAD_HANDLERS = {"file": None, "ftp": None, "s3": None, "data": None}
+# https certificates are verified (Scrapy's default is not to): against the system's CAs, or a
+# source's [tls] ca_bundle; a source turns it off only with [tls] verify = false (a WARNING says so)
+DOWNLOAD_VERIFY_CERTIFICATES = True
 # Scrapy's caching resolver, applying the internal-address rule to the addresses connected to
 TWISTED_DNS_RESOLVER = "searchcrawl.crawl.resolver.GuardedHostnameResolver"
 
@@ -194,6 +198,10 @@ DOWNLOADER_MIDDLEWARES = {
     "searchcrawl.crawl.middlewares.form_login.FormLoginMiddleware": 650,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "searchcrawl.crawl.middlewares.retry.RetryAfterMiddleware": 550,
+    # A source's [proxy] for every request (Scrapy's, which reads http_proxy etc. from the
+    # environment, is replaced): after site_auth (its credentials are the site's, these the proxy's)
+    "scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware": None,
+    "searchcrawl.crawl.middlewares.proxy.SourceProxyMiddleware": 760,
     # A source's [[auth]] credentials, to their origins only: after CookiesMiddleware (700) adds the
     # jar's cookies; before site_concurrency (900), whose slot must be released before this
     # middleware's process_response may refuse a response (a refusal skips the later ones)

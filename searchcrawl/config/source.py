@@ -16,7 +16,7 @@ import importlib.resources
 import ipaddress
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -29,10 +29,12 @@ from searchcrawl.rules.boundary import EVERY_HOST, normalize_host
 from searchcrawl.rules.display_urls import DisplayUrlRule
 from searchcrawl.rules.filters import Filters
 from searchcrawl.rules.politeness import DelayRule
+from searchcrawl.rules.proxies import ProxyRule
 from searchcrawl.rules.rendering import RenderMode, RenderRule
 from searchcrawl.rules.schedules import Schedule, check_cron, parse_interval
 from searchcrawl.rules.site_auth import SiteAuth
 from searchcrawl.rules.tables import RuleTable
+from searchcrawl.rules.tls import TlsFileError, TlsFiles, TlsRules, check_client_files, split_certificates
 
 SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 SEED_SCHEMES = ("http", "https", "file")
@@ -294,6 +296,8 @@ class SourceSettings(ScopeRules):
     url_rewriter: str | None = None
     display_urls: list[DisplayUrlRule] = Field(default_factory=list)
     auth: list[SiteAuth] = Field(default_factory=list)
+    proxy: ProxyRule | None = None
+    tls: TlsRules = Field(default_factory=TlsRules)
     attributes: dict[str, str] = Field(default_factory=dict)
     search_attributes: dict[str, Literal["string", "strings", "text", "int", "long", "double", "date", "boolean"]] = Field(
         default_factory=dict
@@ -372,6 +376,9 @@ class SourceSettings(ScopeRules):
         forms = [origin for rule in self.auth if rule.type == "form" for origin in rule.origins]
         if len(forms) != len(set(forms)):
             raise ValueError("an origin belongs to one form login ([[auth]] with type = 'form') at most")
+        # Chromium connects by itself, with its own trust store and no per-source proxy
+        if (self.proxy is not None or self.tls.customised) and (self.render_js or self.render_rules):
+            raise ValueError("[proxy] and [tls] cannot be combined with render_js or render_rules yet")
         return self
 
     @model_validator(mode="after")
@@ -456,6 +463,7 @@ class Source:
     origin: str
     settings: SourceSettings
     seed_urls: tuple[str, ...]
+    tls_files: TlsFiles = field(default_factory=TlsFiles, repr=False)  # read from [tls]'s PEM files
 
 
 @dataclass(frozen=True)
@@ -535,7 +543,45 @@ def load_source(source_file: SourceFile) -> Source:
             raise SourceError(f"{origin}: key 'seed_files': {name!r} is not a valid file name") from None
     if not seeds:
         raise SourceError(f"{origin}: key 'seeds': expected at least one seed URL (in 'seeds' or 'seed_files')")
-    return Source(name=source_file.name, origin=origin, settings=settings, seed_urls=tuple(dict.fromkeys(seeds)))
+    try:
+        tls_files = _read_tls_files(source_file, settings.tls)
+    except TlsFileError as exc:
+        raise SourceError(f"{origin}: [tls]: {exc}") from None
+    return Source(
+        name=source_file.name,
+        origin=origin,
+        settings=settings,
+        seed_urls=tuple(dict.fromkeys(seeds)),
+        tls_files=tls_files,
+    )
+
+
+def _read_tls_files(source_file: SourceFile, rules: TlsRules) -> TlsFiles:
+    """The PEM files of a ``[tls]`` table, relative to the source file's folder, read and checked
+    (certificates parsed; an unencrypted key parsed, an encrypted one when the crawl decrypts it)."""
+
+    def read(key: str, name: str | None) -> bytes | None:
+        if name is None:
+            return None
+        target = Path(name).expanduser()
+        path = target if target.is_absolute() else _sibling(source_file.resource, name)
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            raise TlsFileError(f"key '{key}': cannot read {name}: {exc.strerror or exc}") from None
+        except ValueError:
+            raise TlsFileError(f"key '{key}': {name!r} is not a valid file name") from None
+
+    ca_bundle = read("ca_bundle", rules.ca_bundle)
+    client_cert = read("client_cert", rules.client_cert)
+    client_key = read("client_key", rules.client_key) or client_cert
+    encrypted = check_client_files(client_cert, client_key) if client_cert and client_key else False
+    return TlsFiles(
+        ca_certificates=split_certificates(ca_bundle, "ca_bundle") if ca_bundle is not None else (),
+        client_cert=client_cert,
+        client_key=client_key,
+        key_encrypted=encrypted,
+    )
 
 
 def find_source_files(sources_dir: Path | None) -> dict[str, SourceFile]:

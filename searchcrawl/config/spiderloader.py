@@ -37,13 +37,18 @@ SETTINGS_OF_KEYS = {
 }
 
 
+TLS_HANDLER = "searchcrawl.crawl.handlers.tls.SourceTlsDownloadHandler"
+
+
 def download_handlers(source: Source) -> dict[str, str | None]:
-    """Scrapy's DOWNLOAD_HANDLERS for a source: http and https only (through Playwright when the
-    source renders pages), plus ``file`` when its own seeds are file URLs. The file, FTP, S3 and
-    data handlers are off otherwise, so no redirect or link can make the crawler read them. A
-    source with NTLM credentials gets Scrapy's HTTP/1.1 handler that answers NTLM challenges on
-    their connection (searchcrawl/crawl/handlers/ntlm.py)."""
+    """Scrapy's DOWNLOAD_HANDLERS for a source: http and https only (Scrapy's own handler; with a
+    [tls] table, its subclass that applies it; with NTLM credentials, that subclass's subclass that
+    answers NTLM challenges on their connection: searchcrawl/crawl/handlers/ntlm.py; Playwright
+    when the source renders pages), plus ``file`` when its own seeds are file URLs. The file, FTP,
+    S3 and data handlers are off otherwise, so no redirect or link can make the crawler read them."""
     handlers: dict[str, str | None] = {"file": None, "ftp": None, "s3": None, "data": None}
+    if source.settings.tls.customised:
+        handlers.update(http=TLS_HANDLER, https=TLS_HANDLER)
     if any(seed.lower().startswith("file:") for seed in source.seed_urls):
         handlers["file"] = "scrapy.core.downloader.handlers.file.FileDownloadHandler"
     if any(rule.type == "ntlm" for rule in source.settings.auth):
@@ -80,6 +85,8 @@ def spider_class_for(source: Source) -> type[SourceSpider]:
         if key in source.settings.model_fields_set and getattr(source.settings, key) is not None:
             custom_settings[setting] = getattr(source.settings, key)
     custom_settings["DOWNLOAD_HANDLERS"] = download_handlers(source)
+    if not source.settings.tls.verify:  # the explicit choice; the handler logs it as a WARNING
+        custom_settings["DOWNLOAD_VERIFY_CERTIFICATES"] = False
     if source.settings.render_js or source.settings.render_rules:
         custom_settings["PLAYWRIGHT_MAX_PAGES_PER_CONTEXT"] = source.settings.render_pages
         policy = AddressPolicy(Boundary(source.seed_urls, source.settings), source.seed_urls)

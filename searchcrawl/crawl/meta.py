@@ -111,9 +111,21 @@ HANDLE_HTTPSTATUS_ALL = "handle_httpstatus_all"
 """Scrapy's switches: robots.txt fetches set all three (they follow redirects themselves, are
 fetched once, and read any status)."""
 
+PROXY = "proxy"
+PROXY_KEYS = (PROXY, "_auth_proxy", "_scheme_proxy")
+"""Scrapy's proxy of a request (its HTTP/1.1 handler connects there) and HttpProxyMiddleware's
+bookkeeping of it: set by middlewares/proxy.py alone, from the source's ``[proxy]``, for every
+request (whatever a copied meta carried); read by the spider and middlewares/robots.py to tell a
+proxy's failure from a site's. Never persisted: decided afresh for each request."""
+
 PLAYWRIGHT = "playwright"
 """True: scrapy-playwright downloads the request through Chromium (set by middlewares/render.py
 with ``playwright_page_methods`` and ``playwright_page_goto_kwargs``)."""
+
+CONNECTION_REFUSALS = "searchcrawl/connection_refusals"
+"""Not a meta key: the crawl's stat of URLs whose TLS handshake or proxy failed (statuses 937,
+938), counted by the spider and middlewares/robots.py; CrawlState.settle_run keeps orphans then
+(pages not seen: their links are unknown)."""
 
 PERSISTED = (
     REDIRECT_URLS,

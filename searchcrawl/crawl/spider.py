@@ -26,12 +26,22 @@ from searchcrawl.content.extract import http_date, meta_tags, mimetype_of
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import BoundedSet, CrawlState, crawl_state, tika_configured
 from searchcrawl.crawl.items import CrawledDocument
-from searchcrawl.crawl.meta import DEPTH, LEAVES_BOUNDARY, PLAYWRIGHT, PREVIOUS, REDIRECT_URLS, RENDER, SAME_DEPTH
+from searchcrawl.crawl.meta import (
+    CONNECTION_REFUSALS,
+    DEPTH,
+    LEAVES_BOUNDARY,
+    PLAYWRIGHT,
+    PREVIOUS,
+    PROXY,
+    REDIRECT_URLS,
+    RENDER,
+    SAME_DEPTH,
+)
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.rendering import empty_shell, render_mode
 from searchcrawl.rules.robots_meta import robots_directives
-from searchcrawl.rules.status_codes import Status, status_for_exception, status_for_ignored
+from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status, describe_failure, status_for_exception, status_for_ignored
 from searchcrawl.rules.urls import canonical
 
 logger = logging.getLogger(__name__)
@@ -102,10 +112,11 @@ class SourceSpider(Spider):
         reason: str | None = None,
         depth: int | None = None,
         kind: str | None = None,
+        counted: bool = True,
         **columns: Any,
     ) -> None:
         """What happened to ``url``: sent to the ledger writer (crawl/ledger_writer.py)."""
-        outcome = Outcome(event, int(status), reason, depth, kind, columns)
+        outcome = Outcome(event, int(status), reason, depth, kind, columns, counted=counted)
         self.reported.add(url)
         self.crawler.signals.send_catch_log(url_outcome, url=url, outcome=outcome)
 
@@ -299,6 +310,8 @@ class SourceSpider(Spider):
         depth = request.meta.get(DEPTH, 0)
         error = failure.value
         assert error is not None  # Twisted types it Optional: None only while a Failure is being built
+        if int(getattr(error, "status", 0) or 0) in (Status.TLS_FAILED, Status.PROXY_FAILED):
+            self.crawler.stats.inc_value(CONNECTION_REFUSALS)  # pages not seen: their links unknown
         if isinstance(error, RequestRefused):
             # the refusal's own outcome (whether it counts, too), at the request's depth
             self.crawler.signals.send_catch_log(url_outcome, url=request.url, outcome=replace(error.outcome, depth=depth))
@@ -309,10 +322,12 @@ class SourceSpider(Spider):
             self.report(request.url, Event.GONE, status, f"dropped by Scrapy: {error}", depth)
             logger.info("Dropped (%s): %s: %s", status.name, request.url, error)
             return
-        status = status_for_exception(error)
-        reason = f"{type(error).__name__}: {error}"
+        status = status_for_exception(error, proxied=bool(request.meta.get(PROXY)))
+        reason = describe_failure(error) if status == Status.TLS_FAILED else f"{type(error).__name__}: {error}"
+        if status in (Status.TLS_FAILED, Status.PROXY_FAILED):
+            self.crawler.stats.inc_value(CONNECTION_REFUSALS)
         if status in (Status.DNS_FAILURE, Status.TOO_LARGE):  # gone, or never indexable: not transient
             self.report(request.url, Event.GONE, status, reason, depth, "failed")
         else:
-            self.report(request.url, Event.FAILED, status, reason, depth)
+            self.report(request.url, Event.FAILED, status, reason, depth, counted=status not in UNCOUNTED_FAILURES)
         logger.info("Failed (%s): %s: %s", status.name, request.url, error)

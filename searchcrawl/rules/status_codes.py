@@ -46,6 +46,8 @@ class Status(IntEnum):
     DROPPED = 934
     ROBOTS_UNAVAILABLE = 935
     AUTH_REFUSED = 936
+    TLS_FAILED = 937
+    PROXY_FAILED = 938
 
     REDIRECT_LOOP = 940
     INTERNAL_ADDRESS = 941
@@ -82,7 +84,7 @@ CRAWLER_CODES: dict[Status, str] = {
     Status.TIMEOUT: "the server did not answer in time",
     Status.DNS_FAILURE: "the host name does not resolve",
     Status.CONNECTION_REFUSED: "the server refused the connection",
-    Status.CONNECTION_FAILED: "the connection failed (reset, TLS error, aborted)",
+    Status.CONNECTION_FAILED: "the connection failed (reset, aborted)",
     Status.DROPPED: "the response was dropped by one of Scrapy's safety middlewares, or by a pipeline of a "
     "custom spider (the reason says which)",
     Status.ROBOTS_UNAVAILABLE: "the site's robots.txt could not be fetched (5xx, 429, no answer): a transient "
@@ -90,6 +92,12 @@ CRAWLER_CODES: dict[Status, str] = {
     Status.AUTH_REFUSED: "the site refused the source's credentials (401 or 403 to an authenticated request, a "
     "failed form login, a session that expired again right after a login): a "
     "transient failure of the source, not counted toward max_failures; nothing is removed for it",
+    Status.TLS_FAILED: "the TLS handshake failed: the site's certificate could not be verified (an unknown CA: "
+    "[tls] ca_bundle; a wrong host name; expired), or the site wants a client certificate ([tls] client_cert): a "
+    "failure of the source's configuration, not counted toward max_failures; nothing is removed for it",
+    Status.PROXY_FAILED: "the source's proxy could not be reached, refused its credentials (407) or could not open a "
+    "tunnel to the site: a failure of the source's configuration, not counted toward max_failures; nothing is "
+    "removed for it",
     Status.REDIRECT_LOOP: "redirect loop, or chain longer than allowed",
     Status.INTERNAL_ADDRESS: "refused: the host is (or resolves to) a loopback, private or link-local address "
     "that the source's domain and port rules do not admit",
@@ -122,8 +130,14 @@ def status_for_ignored(error: BaseException) -> Status:
     return Status.DROPPED
 
 
-def status_for_exception(error: BaseException) -> Status:
-    """The crawler code for a download that failed with ``error`` (Scrapy's or Twisted's)."""
+# Failures of the source's configuration rather than of a page: never counted toward max_failures
+UNCOUNTED_FAILURES = frozenset({Status.AUTH_REFUSED, Status.TLS_FAILED, Status.PROXY_FAILED})
+
+
+def status_for_exception(error: BaseException, proxied: bool = False) -> Status:
+    """The crawler code for a download that failed with ``error`` (Scrapy's or Twisted's);
+    ``proxied``: the request went through the source's proxy, so a connection that could not be
+    made (or a tunnel the proxy did not open) is the proxy's failure."""
     from scrapy import exceptions as scrapy_errors
     from twisted.internet import error as net
     from twisted.internet.defer import CancelledError
@@ -141,9 +155,40 @@ def status_for_exception(error: BaseException) -> Status:
             Status.CONNECTION_REFUSED,
         ),
     ]
+    from searchcrawl.rules.tls import tls_failure_reason
+
+    if type(error).__name__ == "TunnelError":  # Scrapy's: the proxy did not open a CONNECT tunnel
+        return Status.PROXY_FAILED
     for types, status in kinds:
         if isinstance(error, types):
+            if proxied and status == Status.CONNECTION_REFUSED:
+                return Status.PROXY_FAILED
             return status
+    if tls_failure_reason(failure_text(error)) is not None:
+        return Status.TLS_FAILED
     if type(error).__name__ == "TimeoutError" and type(error).__module__.startswith("playwright"):
         return Status.TIMEOUT  # a page that did not finish rendering in time
     return Status.CONNECTION_FAILED
+
+
+def failure_text(error: BaseException) -> str:
+    """An error's text with the errors it wraps (Twisted's ResponseNeverReceived holds a list of
+    Failures; OpenSSL's errors are lists of tuples), for reasons and for telling TLS failures."""
+    reasons = getattr(error, "reasons", None)
+    parts = [f"{type(error).__name__}: {error}"]
+    for reason in reasons or ():
+        value = getattr(reason, "value", reason)
+        parts.append(f"{type(value).__name__}: {value}")
+    return "; ".join(parts)
+
+
+def describe_failure(error: BaseException) -> str:
+    """An error as a row's reason: a TLS failure in the user's words with OpenSSL's after them."""
+    from searchcrawl.rules.tls import tls_failure_reason
+
+    reason = getattr(error, "reason", None)
+    if isinstance(reason, str):  # a RequestRefused: its own words
+        return reason
+    text = failure_text(error)
+    meaning = tls_failure_reason(text)
+    return (f"{meaning}: {text}" if meaning else f"{type(error).__name__}: {error}")[:1000]

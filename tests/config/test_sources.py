@@ -27,3 +27,39 @@ def test_sources_dir_overrides_packaged_and_seed_files_merge(tmp_path) -> None:
     assert source.settings.max_depth == 0 and source.settings.preserve_cache
     with pytest.raises(SourceError, match="file name must be a source name"):
         load_source(SourceFile("bad name", str(path), path))
+
+
+def test_tls_files_are_read_relative_to_the_source_file(tmp_path) -> None:
+    import trustme
+
+    ca = trustme.CA()
+    client = ca.issue_cert("crawler@example.test")
+    (tmp_path / "certs").mkdir()
+    ca.cert_pem.write_to_path(str(tmp_path / "certs" / "ca.pem"))
+    client.private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "certs" / "client.pem"))
+    path = tmp_path / "s.toml"
+    path.write_text('seeds = ["https://a.test/"]\n[tls]\nca_bundle = "certs/ca.pem"\nclient_cert = "certs/client.pem"\n')
+    source = load_source(SourceFile("s", str(path), path))
+    assert len(source.tls_files.ca_certificates) == 1
+    assert source.tls_files.client_key == source.tls_files.client_cert  # the key in the certificate's file
+    assert not source.tls_files.key_encrypted
+    assert "PRIVATE" not in repr(source)  # the key is never printed
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('[tls]\nca_bundle = "absent.pem"\n', "[tls]: key 'ca_bundle': cannot read absent.pem"),
+        ('[tls]\nverify = false\nca_bundle = "ca.pem"\n', "drop 'verify = false'"),
+        ('[proxy]\nurl = "http://u:pw-Hk2-secret@proxy.test:3128"\n', "without user name and password"),
+        ('[proxy]\nurl = "http://proxy.test:3128"\nsurname = "x"\n', "key 'proxy.surname': unknown key"),
+        ('render_js = true\n[proxy]\nurl = "http://proxy.test:3128"\n', "cannot be combined with render_js"),
+        ("render_js = true\n[tls]\nverify = false\n", "cannot be combined with render_js"),
+    ],
+)
+def test_broken_proxy_and_tls_tables(tmp_path, text: str, words: str) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text('seeds = ["https://a.test/"]\n' + text)
+    with pytest.raises(SourceError) as broken:
+        load_source(SourceFile("s", str(path), path))
+    assert words in str(broken.value) and "pw-Hk2-secret" not in str(broken.value)

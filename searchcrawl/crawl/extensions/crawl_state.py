@@ -38,6 +38,7 @@ from searchcrawl.config import paths
 from searchcrawl.config.source import Source
 from searchcrawl.content.convert import Converter, DocumentConverter, TikaConverter
 from searchcrawl.crawl.ledger_writer import LedgerWriter
+from searchcrawl.crawl.meta import CONNECTION_REFUSALS
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.rules.boundary import Boundary
@@ -384,9 +385,16 @@ class CrawlState:
                 "%d redirect targets of %s outside its boundary leave the index: nothing redirects to them now", gone, source
             )
         refused = self.crawler.stats.get_value("searchcrawl/auth_refused", 0)
-        if self.source.settings.orphans == "delete" and refused:
+        unreached = self.crawler.stats.get_value(CONNECTION_REFUSALS, 0)  # TLS or proxy failures
+        if self.source.settings.orphans == "delete" and (refused or unreached):
             # pages the site refused to show yielded no links: "no page links to it" is unknown
-            logger.warning("Orphans of %s are kept: the site refused the source's credentials %d times", source, refused)
+            logger.warning(
+                "Orphans of %s are kept: the site refused the source's credentials %d times; %d URLs failed in TLS or "
+                "at the proxy",
+                source,
+                refused,
+                unreached,
+            )
         elif self.source.settings.orphans == "delete":
             seeds = set(self.source.seed_urls)
             for url in self.table.orphans(source):

@@ -1,1 +1,1 @@
-"""Scrapy download handlers of searchcrawl (subclasses of Scrapy's own)."""
+"""Scrapy download handlers of searchcrawl (DOWNLOAD_HANDLERS: subclasses of Scrapy's own)."""

@@ -1,4 +1,4 @@
-"""Download handler: Scrapy's HTTP/1.1 handler, answering the NTLM challenges of a source's
+"""Download handler: the source's TLS handler (Scrapy's HTTP/1.1 handler with its [tls] table), answering the
 ``type = "ntlm"`` origins on the connection they belong to.
 
 NTLM authenticates the TCP connection (IIS, SharePoint): the negotiate and authenticate messages
@@ -27,11 +27,11 @@ import logging
 from urllib.parse import urlsplit
 
 from scrapy import Request
-from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.crawl.handlers.tls import SourceTlsDownloadHandler
 from searchcrawl.crawl.meta import AUTH_SENT
 from searchcrawl.crawl.middlewares.site_auth import read_credentials
 from searchcrawl.rules.ntlm import NtlmError, NtlmHandshake, offered_scheme
@@ -42,8 +42,9 @@ logger = logging.getLogger(__name__)
 HANDSHAKES_PER_REQUEST = 2  # a second one only when the answer itself was challenged on a new connection
 
 
-class NtlmDownloadHandler(HTTP11DownloadHandler):
-    lazy = True
+class NtlmDownloadHandler(SourceTlsDownloadHandler):
+    """The source's TLS handler (its [tls] table, if any, applies to NTLM sites too), answering
+    NTLM challenges on the connection they belong to."""
 
     def __init__(self, crawler: Crawler) -> None:
         rules = [rule for rule in crawl_state(crawler).source.settings.auth if rule.type == "ntlm"]

@@ -13,6 +13,10 @@ to the addresses it connects to, so an answer that changes between this check an
 Schemes: only http and https reach the network. ``file:`` URLs (file sources only; the download
 handler is off otherwise) are read only when the real path, links resolved, is below a seed's
 folder. Anything else is refused with status 900.
+
+Through a source's ``[proxy]``, the proxy's own address is admitted (the source file names it);
+the proxy resolves the sites' names, so for those requests the rule holds for addresses written
+in URLs and for names resolved here, not for what the proxy connects to.
 """
 
 from __future__ import annotations
@@ -54,7 +58,9 @@ def file_folders(seeds: Sequence[str]) -> list[str]:
 class AddressGuardMiddleware:
     def __init__(self, crawler: Crawler, context: CrawlState) -> None:
         self.crawler = crawler
-        self.policy = AddressPolicy(context.boundary, context.source.seed_urls)
+        # the source's [proxy] is a site it names, as a seed is: it may be an internal address
+        proxy = context.source.settings.proxy
+        self.policy = AddressPolicy(context.boundary, context.source.seed_urls + ((proxy.url,) if proxy else ()))
         self.folders = file_folders(context.source.seed_urls)
         self.resolver: GuardedHostnameResolver | None = None
         crawler.signals.connect(self.engine_started, signal=signals.engine_started)

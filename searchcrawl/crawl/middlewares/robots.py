@@ -3,7 +3,7 @@
 The decision is ``searchcrawl.rules.robots_txt`` (RFC 9309); this module only fetches. A robots.txt that
 answers 4xx means no restrictions; 5xx, 429 or no answer disallows the whole site for now (its
 URLs fail transiently: status 935, counted toward ``max_failures``, nothing removed for it
-alone), and is fetched once per crawl (again after ``SEARCHCRAWL_ROBOTS_RETRY_AFTER`` seconds if that is set);
+alone; a failed TLS handshake or proxy: status 937 or 938, not counted), and is fetched once per crawl (again after ``SEARCHCRAWL_ROBOTS_RETRY_AFTER`` seconds if that is set);
 redirects are followed (up to 5, http and https only, each one a request that passes the
 internal-address guard like any other); only the first 500 KiB are downloaded and parsed. Sources whose owner runs the
 site can set ``obey_robots = false``.
@@ -25,17 +25,19 @@ from w3lib.url import safe_url_string
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.meta import (
+    CONNECTION_REFUSALS,
     DONT_REDIRECT,
     DONT_RETRY,
     HANDLE_HTTPSTATUS_ALL,
     LOGIN_REQUEST,
+    PROXY,
     ROBOTS_BYTES,
     ROBOTS_REQUEST,
 )
 from searchcrawl.crawl.signals import robots_txt_read
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
-from searchcrawl.rules.status_codes import Status
+from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status, describe_failure, status_for_exception
 from searchcrawl.rules.urls import canonical
 
 logger = logging.getLogger(__name__)
@@ -61,6 +63,7 @@ class RobotsMiddleware:
         self.retry_after = crawler.settings.getfloat("SEARCHCRAWL_ROBOTS_RETRY_AFTER")
         self.sites: dict[str, tuple[RobotsTxt, float | None]] = {}
         self.unavailable: dict[str, str] = {}  # site -> why its robots.txt could not be fetched
+        self.unavailable_status: dict[str, Status] = {}  # site -> 937/938 when TLS or the proxy failed
         self.answers: dict[str, str] = {}  # site -> what its robots.txt fetch answered (`scrapy explain` shows it)
         self.fetching: dict[str, asyncio.Future[tuple[RobotsTxt, float | None]]] = {}
         # this instance's robots.txt downloads in flight: the size cap counts only these (the
@@ -84,7 +87,10 @@ class RobotsMiddleware:
             self.crawler.stats.inc_value("searchcrawl/robots_unavailable")
             # not a rule: a failure that may pass. The URL counts a failing crawl, and nothing
             # leaves the index for it alone (README, "robots.txt and robots meta")
-            raise RequestRefused(Status.ROBOTS_UNAVAILABLE, f"robots.txt of {site} {unavailable}", event=Event.FAILED)
+            status = self.unavailable_status.get(site, Status.ROBOTS_UNAVAILABLE)
+            raise RequestRefused(
+                status, f"robots.txt of {site} {unavailable}", event=Event.FAILED, counted=status not in UNCOUNTED_FAILURES
+            )
         decision = robots.decide(self.agent, request.url)
         if decision.allowed:
             return
@@ -127,6 +133,13 @@ class RobotsMiddleware:
                 # through every downloader middleware, the internal-address guard included
                 response = await self.crawler.engine.download_async(request)
             except Exception as exc:  # unreachable: DNS, refused, timeout, an internal address, ...
+                status = getattr(exc, "status", None) or status_for_exception(exc, proxied=bool(request.meta.get(PROXY)))
+                if status in (Status.TLS_FAILED, Status.PROXY_FAILED):
+                    # the source's TLS or proxy configuration, not the site: its URLs get that status,
+                    # not counted (nothing leaves the index for it)
+                    self.unavailable_status[site] = Status(status)
+                    self.crawler.stats.inc_value(CONNECTION_REFUSALS)
+                    return self._unavailable(site, f"is unreachable ({describe_failure(exc)})")
                 return self._unavailable(site, f"is unreachable ({type(exc).__name__}: {exc})")
             finally:
                 self.downloading.discard(request)
@@ -139,6 +152,7 @@ class RobotsMiddleware:
             if robots_unreachable(response.status):  # "come back later"
                 return self._unavailable(site, f"answered {response.status}")
             self.unavailable.pop(site, None)
+            self.unavailable_status.pop(site, None)
             logger.debug("robots.txt of %s: HTTP %d, %d bytes", site, response.status, len(response.body))
             redirects = f" (after {hop} redirect{'s' if hop > 1 else ''})" if hop else ""
             self.answers[site] = f"{url}: HTTP {response.status}, {len(response.body)} bytes{redirects}"
