@@ -76,6 +76,15 @@ def is_secret_name(name: str) -> bool:
     return SECRET_NAME.search(name) is not None
 
 
+def required_secret(name: str, needed_by: str) -> str:
+    """The secret ``name``, which ``needed_by`` (a source's table, for the message) cannot do
+    without: SecretError, naming it (never a value), when it cannot be read or is not set."""
+    value = secret(name)
+    if not value:
+        raise SecretError(f"the secret {name} (or {name}_FILE) of {needed_by} is not set")
+    return value
+
+
 def secret_values(settings: Mapping[str, object]) -> Iterator[str]:
     """The strings held under secret-ish names in ``settings`` (a Scrapy BaseSettings or any
     mapping), at any depth: ``{"SERVICES": {"api_token": "..."}}`` too."""

@@ -33,7 +33,7 @@ from scrapy.http import Response
 from twisted.internet.ssl import Certificate, optionsForClientTLS, trustRootFromCertificates
 
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.ops.secrets import SecretError, secret
+from searchcrawl.ops.secrets import SecretError, required_secret
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.tls import TlsFileError, TlsFiles, load_client_key
@@ -92,13 +92,9 @@ def client_material(files: TlsFiles, passphrase_secret: str | None) -> ClientCer
     passphrase = None
     if passphrase_secret is not None:
         try:
-            passphrase = secret(passphrase_secret)
+            passphrase = required_secret(passphrase_secret, "[tls] client_key_secret")
         except SecretError as exc:
             raise TlsFileError(str(exc)) from None
-        if not passphrase:
-            raise TlsFileError(
-                f"the secret {passphrase_secret} (or {passphrase_secret}_FILE) of [tls] client_key_secret is not set"
-            )
     key = load_client_key(files.client_key, passphrase)
     certificates = x509.load_pem_x509_certificates(files.client_cert)
     if certificates[0].public_key() != key.public_key():

@@ -53,7 +53,7 @@ from searchcrawl.crawl.meta import (
     ROBOTS_REQUEST,
 )
 from searchcrawl.crawl.middlewares.site_auth import SiteAuthError, read_credentials
-from searchcrawl.ops.secrets import SecretError, secret
+from searchcrawl.ops.secrets import SecretError, required_secret
 from searchcrawl.rules.form_login import (
     MAX_LOGIN_REDIRECTS,
     PASSWORD_FORM_XPATH,
@@ -106,11 +106,11 @@ def read_logins(rules: list[Any]) -> list[Login]:
         user = credential.rule.user
         if form.user_secret is not None:
             try:
-                user = secret(form.user_secret)
+                user = required_secret(form.user_secret, form.url)
             except SecretError as exc:
                 raise SiteAuthError(str(exc)) from None
-            if not user or not safe_header_value(user):
-                raise SiteAuthError(f"the secret {form.user_secret} (or {form.user_secret}_FILE) of {form.url} is not set")
+            if not safe_header_value(user):
+                raise SiteAuthError(f"the secret {form.user_secret} holds a line break or another control character")
         assert user is not None  # SiteAuth's validation: user or user_secret
         logins.append(Login(credential, user))
     return logins

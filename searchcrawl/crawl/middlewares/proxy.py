@@ -27,7 +27,7 @@ from scrapy.http import Response
 
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.meta import PROXY, PROXY_KEYS
-from searchcrawl.ops.secrets import SecretError, secret
+from searchcrawl.ops.secrets import SecretError, required_secret
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.proxies import ProxyRule, goes_direct
 from searchcrawl.rules.status_codes import Status
@@ -61,11 +61,9 @@ class SourceProxyMiddleware(HttpProxyMiddleware):
         password = None
         if rule.secret is not None:
             try:
-                password = secret(rule.secret)
+                password = required_secret(rule.secret, "[proxy]")
             except SecretError as exc:
                 raise ProxyError(str(exc)) from None
-            if not password:
-                raise ProxyError(f"the secret {rule.secret} (or {rule.secret}_FILE) of [proxy] is not set")
         logger.info("Source %s goes through the proxy %s (%d no_proxy entries)", source.name, rule.url, len(rule.no_proxy))
         return cls(middleware.auth_encoding, rule, password)
 

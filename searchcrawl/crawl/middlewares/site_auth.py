@@ -40,7 +40,7 @@ from scrapy.http import Response
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.meta import AUTH_ANSWERED, AUTH_SENT, ROBOTS_REQUEST
-from searchcrawl.ops.secrets import SecretError, secret
+from searchcrawl.ops.secrets import SecretError, required_secret
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.site_auth import (
     Credentials,
@@ -64,11 +64,9 @@ def read_credentials(rules: list[Any]) -> list[Credentials]:
     found = []
     for rule in rules:
         try:
-            value = secret(rule.secret)
+            value = required_secret(rule.secret, f"[[auth]] for {rule.origins[0]}")
         except SecretError as exc:
             raise SiteAuthError(str(exc)) from None
-        if not value:
-            raise SiteAuthError(f"the secret {rule.secret} (or {rule.secret}_FILE) of [[auth]] for {rule.origins[0]} is not set")
         if not safe_header_value(value) or (rule.user and not safe_header_value(rule.user)):
             raise SiteAuthError(f"the secret {rule.secret} holds a line break or another control character")
         found.append(Credentials(rule, value))
