@@ -63,10 +63,10 @@ class Scrapyd:
             time.sleep(0.2)
 
     def get(self, endpoint: str, **params: str) -> dict:
-        return requests.get(f"{self.url}/{endpoint}", params={"project": "searchcrawl", **params}, timeout=10).json()
+        return requests.get(f"{self.url}/{endpoint}", params={"project": "searchcrawl", **params}, timeout=60).json()
 
     def post(self, endpoint: str, **data: str) -> dict:
-        return requests.post(f"{self.url}/{endpoint}", data={"project": "searchcrawl", **data}, timeout=10).json()
+        return requests.post(f"{self.url}/{endpoint}", data={"project": "searchcrawl", **data}, timeout=60).json()
 
     def job(self, job_id: str) -> tuple[str, dict]:
         jobs = self.get("listjobs.json")

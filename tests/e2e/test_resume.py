@@ -39,7 +39,7 @@ def backend(request, project) -> str:
 def crawl_site(tmp_path, serve):
     root = tmp_path / "site"
     root.mkdir()
-    pages = build_intranet(root, sections=10, per_section=50)  # 1,011 pages within depth 3
+    pages = build_intranet(root, sections=5, per_section=50)  # 506 pages within depth 3
     return serve(root), pages
 
 
@@ -93,7 +93,7 @@ def test_killed_crawl_resumes_without_loss(project, backend, serve, tmp_path, so
     site, pages = crawl_site(tmp_path, serve)
     name = f"resume-{uuid.uuid4().hex[:8]}"
     project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 3\n')
-    kill_at = random.Random().randint(100, 800)
+    kill_at = random.Random().randint(50, 400)
     crawl = project.popen(*crawl_args(name))
     wait_for_requests(site, kill_at, crawl)
     crawl.send_signal(signum)
@@ -117,7 +117,7 @@ def test_killed_while_solr_is_down(project, backend, serve, tmp_path, resume_sol
     project.solr_url = resume_solr.url
     project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 3\n')
     crawl = project.popen(*crawl_args(name), "-s", "SEARCHCRAWL_SOLR_RETRY_BACKOFF=0.2")
-    wait_for_requests(site, random.Random().randint(100, 400), crawl)
+    wait_for_requests(site, random.Random().randint(50, 250), crawl)
     resume_solr.stop()
     wait_for_requests(site, len(site.requests) + 100, crawl)
     crawl.kill()

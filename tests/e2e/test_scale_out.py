@@ -108,13 +108,13 @@ def test_three_nodes_crawl_one_source_into_solrcloud(fleet_project, serve, tmp_p
     name = "fleet"
     root = tmp_path / "site"
     root.mkdir()
-    pages = build_intranet(root, sections=20, per_section=50)  # 2,021 pages
+    pages = build_intranet(root, sections=10, per_section=50)  # 1,011 pages
     duplicates = duplicate_pages(root)
     site = serve(root)
     project.solr_url = ",".join(solr_cloud.create_collection("fleet_docs"))
     shared_source(project, name, site)
     processes = start_nodes(project, name)
-    wait_for(lambda: len(site.requests) > 700, timeout=300, what="the crawl to get going")
+    wait_for(lambda: len(site.requests) > 350, timeout=300, what="the crawl to get going")
     status = project.scrapy("status", name)
     nodes = re.search(r"nodes working on it: (.*)", status.stdout)
     assert nodes and len(nodes.group(1).split(", ")) == NODES, status.stdout
@@ -147,11 +147,11 @@ def test_a_killed_node_is_replaced_after_its_leases_expire(fleet_project, serve,
     name = "fleetkill"
     root = tmp_path / "site"
     root.mkdir()
-    pages = build_intranet(root, sections=20, per_section=50)
+    pages = build_intranet(root, sections=10, per_section=50)  # 1,011 pages
     site = serve(root)
     shared_source(project, name, site)
     processes = start_nodes(project, name)
-    wait_for(lambda: len(site.requests) > 600, timeout=300, what="the crawl to get going")
+    wait_for(lambda: len(site.requests) > 300, timeout=300, what="the crawl to get going")
     processes[0].send_signal(signal.SIGKILL)
     killed_at = time.monotonic()
     logs = finish(processes[1:])

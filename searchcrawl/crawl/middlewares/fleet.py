@@ -7,7 +7,10 @@ this middleware reserves the site's next start and one in-flight slot in the dat
 ends. The local slots then keep no delay of their own (a local delay would push a reserved start
 back, into the next node's turn): each slot's delay and jitter are set to 0 as a request reaches
 it (request_reached_downloader, before Scrapy waits out the slot's delay; a new slot starts with
-DOWNLOAD_DELAY). Their concurrency stays, at least the fleet's limit.
+DOWNLOAD_DELAY). Their concurrency stays, at least the fleet's limit. A request that would start
+more than half the delay after its reserved start (a stalled process, a busy event loop) gives
+that start up and reserves another (MAX_LATE_STARTS times at most): sent late, it would land in
+the next node's turn.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from searchcrawl.store.sites import SitePoliteness
 logger = logging.getLogger(__name__)
 
 HOLD_MARGIN = 30.0  # seconds a slot outlives the download timeout (then a dead node's slot frees)
+MAX_LATE_STARTS = 3  # starts given up for lateness (a stalled process) before a request goes anyway
 
 
 class FleetPolitenessMiddleware:
@@ -74,24 +78,35 @@ class FleetPolitenessMiddleware:
 
     async def process_request(self, request: Request) -> None:
         site = urlparse_cached(request).hostname or ""
-        while True:
-            grant = await asyncio.to_thread(self.sites.acquire, site, self.context.site_delay, self.concurrency, self.hold)
-            if grant.lease_id is not None:
-                break
-            await asyncio.sleep(grant.wait)  # the site has its fleet-wide limit of requests in flight
-        request.meta[SITE_LEASE] = grant.lease_id
-        if grant.wait > 0:
-            logger.debug("Fleet delay: %.2f s before %s", grant.wait, request.url)
-            await asyncio.sleep(grant.wait)
-        # The reserved starts are spaced; a busy event loop (or a stalled process) can wake several
-        # waits at once, past their starts: this process never sends two requests to a site closer
-        # than the delay, whatever the reservations say (read and written with no await between)
+        delay = self.context.site_delay
         loop = asyncio.get_running_loop()
-        now = loop.time()
-        start = max(now, self.sent.get(site, now - self.context.site_delay) + self.context.site_delay)
-        self.sent[site] = start
-        if start > now:
-            await asyncio.sleep(start - now)
+        for attempt in range(MAX_LATE_STARTS + 1):
+            while True:
+                grant = await asyncio.to_thread(self.sites.acquire, site, delay, self.concurrency, self.hold)
+                if grant.lease_id is not None:
+                    break
+                await asyncio.sleep(grant.wait)  # the site has its fleet-wide limit of requests in flight
+            due = loop.time() + grant.wait  # the start this process reserved, fleet-wide
+            if grant.wait > 0:
+                logger.debug("Fleet delay: %.2f s before %s", grant.wait, request.url)
+                await asyncio.sleep(grant.wait)
+            # The reserved starts are spaced; a busy event loop (or a stalled process) can wake
+            # several waits at once, past their starts: this process never sends two requests to a
+            # site closer than the delay, whatever the reservations say (read and written with no
+            # await between)
+            now = loop.time()
+            start = max(now, self.sent.get(site, now - delay) + delay)
+            if delay > 0 and start - due > delay / 2 and attempt < MAX_LATE_STARTS:
+                # too late for the start reserved: the next node's reserved start may be near, so
+                # this one is given up (its slot stays empty) and a later one reserved
+                logger.debug("Fleet delay: %.2f s late for its start, %s waits for another", start - due, request.url)
+                await asyncio.to_thread(self.sites.release, grant.lease_id)
+                continue
+            self.sent[site] = start
+            request.meta[SITE_LEASE] = grant.lease_id
+            if start > now:
+                await asyncio.sleep(start - now)
+            return
 
     def _release(self, request: Request) -> None:
         lease_id = request.meta.pop(SITE_LEASE, None)

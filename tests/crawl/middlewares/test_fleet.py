@@ -18,6 +18,7 @@ Each test has sites of its own: the database, and its site rows, are the session
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -164,6 +165,59 @@ def test_a_stalled_process_still_spaces_its_requests(nodes) -> None:
         await released(node, site, 0)
 
     asyncio.run(scenario())
+
+
+def test_a_start_missed_by_a_stalled_node_is_not_taken_in_the_next_nodes_turn(nodes) -> None:
+    """Node a reserves the start after node b's first, then its process stalls past it; node b
+    reserved the next start meanwhile. Sent on waking, a's request would land just before b's
+    (CI saw 0.1 s gaps under 0.3 s spacing with three nodes on a loaded machine); it gives its
+    missed start up and reserves another, after b's."""
+    delay = 0.3
+    node_a, node_b = fleet(*nodes(f"delay = {delay}\n"))
+    site = a_site()
+    sent: dict[str, float] = {}
+    a_reserved, b_second = threading.Event(), threading.Event()
+
+    def run_b() -> None:
+        async def scenario() -> None:
+            first = Request(f"http://{site}/b1.html")
+            await node_b.process_request(first)
+            sent["b1"] = time.monotonic()
+            a_reserved.wait(5)
+            second = Request(f"http://{site}/b2.html")
+            reserve = asyncio.ensure_future(node_b.process_request(second))
+            await asyncio.sleep(0.05)  # its start is reserved (in a worker thread)
+            b_second.set()
+            await reserve
+            sent["b2"] = time.monotonic()
+            for request in (first, second):
+                node_b.process_response(request, response(request))
+
+        asyncio.run(scenario())
+
+    def run_a() -> None:
+        async def scenario() -> None:
+            request = Request(f"http://{site}/a.html")
+            reserve = asyncio.ensure_future(node_a.process_request(request))
+            await asyncio.sleep(0.05)  # its start is reserved, b's first taken
+            a_reserved.set()
+            b_second.wait(5)
+            time.sleep(0.45)  # noqa: ASYNC251 - the stall, past its reserved start
+            await reserve
+            sent["a"] = time.monotonic()
+            node_a.process_response(request, response(request))
+
+        asyncio.run(scenario())
+
+    threads = [threading.Thread(target=run_b), threading.Thread(target=run_a)]
+    threads[0].start()
+    time.sleep(0.1)  # b's first start is the site's first
+    threads[1].start()
+    for thread in threads:
+        thread.join(30)
+    times = sorted(sent.values())
+    gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+    assert len(times) == 3 and min(gaps) >= delay / 2 - SLACK, (sent, gaps)
 
 
 def test_at_most_concurrent_per_site_requests_are_in_flight_across_nodes(nodes) -> None:
