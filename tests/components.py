@@ -7,6 +7,7 @@ with ``build_from_crawler`` exactly as Scrapy would, and no crawl or subprocess 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import shutil
 import tempfile
@@ -45,6 +46,7 @@ def migrated_database(data_dir: Path) -> None:
         return
     if not _TEMPLATE:
         folder = Path(tempfile.mkdtemp(prefix="searchcrawl-template-db-"))
+        atexit.register(shutil.rmtree, folder, True)
         Database(f"sqlite:///{folder / 'documents.sqlite3'}").close()  # closed: its WAL checkpointed
         _TEMPLATE.append(folder / "documents.sqlite3")
     data_dir.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ import importlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -256,11 +257,14 @@ class ForkServer:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.folder = Path(tempfile.mkdtemp(prefix="searchcrawl-forkserver-"))
-        self.path = str(self.folder / "socket")
+        self.folder: Path | None = None  # made when the server starts: most pytest processes never start one
+        self.path = ""
         self.process: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
+        self.stop()  # a server that died: its socket and folder go
+        self.folder = Path(tempfile.mkdtemp(prefix="searchcrawl-forkserver-"))
+        self.path = str(self.folder / "socket")
         env = dict(os.environ, PYTHONPATH=str(self.root))
         self.process = subprocess.Popen(
             [sys.executable, "-c", f"from tests.forkserver import serve; serve({self.path!r}, {str(self.root)!r})"],
@@ -279,9 +283,9 @@ class ForkServer:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
-            self.folder.rmdir()
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
 
     def spawn(
         self, args: list[str], cwd: Path, env: dict[str, str], stdin: int, stdout: int, stderr: int, out: IO[str] | None = None
