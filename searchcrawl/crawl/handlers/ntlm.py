@@ -52,7 +52,8 @@ class NtlmDownloadHandler(SourceTlsDownloadHandler):
         for credential in read_credentials(rules):  # a secret not set stops the crawl, naming it
             for origin in credential.rule.origins:
                 self.by_origin.setdefault(origin, credential)
-        self.locks = {origin: asyncio.Lock() for origin in self.by_origin}  # one request at a time
+        self.locks = {origin: asyncio.Lock() for origin in self.by_origin}
+        self.stats = crawler.stats  # kept here: the parent's crawler attribute is private  # one request at a time
         super().__init__(crawler)  # its pool keeps CONCURRENT_REQUESTS_PER_DOMAIN (>= 1) connections per origin
 
     async def download_request(self, request: Request) -> Response:
@@ -73,7 +74,7 @@ class NtlmDownloadHandler(SourceTlsDownloadHandler):
         """The request's negotiate and authenticate legs on the origin's connection: the last
         answer (a 401 that cannot be answered as it is, for SiteAuthMiddleware to record)."""
         assert credential.rule.user is not None
-        self._crawler.stats.inc_value("searchcrawl/ntlm_handshakes")
+        self.stats.inc_value("searchcrawl/ntlm_handshakes")
         logger.debug("%s asks for %s: handshake on its connection for %s", origin, scheme, request.url)
         try:
             context = NtlmHandshake(scheme, credential.rule.user, credential.value, urlsplit(request.url).hostname or "")
