@@ -159,7 +159,9 @@ def test_a_site_behind_a_login_form_is_crawled_logging_in_again_when_the_session
 
     docs = solr_docs(solr, name)
     titles = {doc["title"] for doc in docs}
-    assert titles == {"Home", *(f"Page {n}" for n in range(7)), "Landing"}, titles
+    table = project.table()
+    missing = {n: table.get(name, f"{site.url}page{n}.html") for n in range(7) if f"Page {n}" not in titles}
+    assert titles == {"Home", *(f"Page {n}" for n in range(7)), "Landing"}, (titles, missing, site.seen)
     assert not [doc["url"] for doc in docs if "/login" in doc["url"]]  # the login page is never a document
     # every page served once, each session serving three: a login per three pages, no more
     assert sorted(site.served) == sorted(site.pages) and len(site.served) == 8
