@@ -1,0 +1,135 @@
+"""The crawler agent interface: what a repository of one's own implements to be crawled.
+
+The seeds' "user-defined data source" (Oracle SES): an agent lists document references with
+their metadata, and the crawler enqueues and processes each like any other document (the
+document table and its statuses, conversion, attributes, display URLs, the cache and batched
+push, duplicates, maintenance crawls, deletions with the guard, the delta report, ``explain``,
+resume after kill -9). The built-in ``files``, ``database`` and ``mail`` source types are agents
+too. A source file names an agent of one's own with ``type = "agent"`` and
+``agent = "package.module.Class"``; its ``[agent_options]`` table is validated by the agent's
+``Options`` model and handed to its constructor.
+
+Threads: the crawl lists references in a worker thread, and fetches (``fetch``) in other worker
+threads at the same time, so an agent protects what its listing and its fetches share.
+
+Changes and deletions:
+
+- A reference's ``token`` (a version, a modification time, a size and time, a hash) is stored
+  with its document; a maintenance crawl processes a reference whose token is unchanged as
+  unchanged (status 912) without fetching it.
+- A complete listing (``incremental = False``, or a forced recrawl) says what exists: a document
+  of the source that the listing did not name has left the repository. An incremental agent
+  (``incremental = True``) lists only what changed since the last complete run's start when
+  given ``since``, and answers ``gone`` for the documents it did not name.
+- Nothing is removed when the listing fails part-way: the run ends failed, and the next crawl
+  lists again.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+from urllib.parse import quote, unquote, urlsplit
+
+from pydantic import BaseModel, ConfigDict
+
+
+class AgentError(Exception):
+    """The repository cannot be listed or read (unreachable, refused, misconfigured): the crawl
+    ends failed and removes nothing. The message is shown to the admin: never a secret in it."""
+
+
+class DocumentTooLarge(Exception):
+    """``fetch`` found the document larger than ``max_bytes``: it is not read (status 923)."""
+
+
+@dataclass(frozen=True)
+class Content:
+    """A document's bytes and what they are: HTML and text are parsed as the web's pages are,
+    PDF, office files and others converted (``content_type`` names the type; ``name`` is the
+    file name converters and the title fall back to)."""
+
+    body: bytes
+    content_type: str  # "text/html; charset=utf-8", "application/pdf", ...
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One document of the repository, as the agent lists it.
+
+    ``key`` identifies it within the agent, stable from crawl to crawl (a path, a primary key, a
+    message's key); its URL in the document table and in Solr is ``Agent.url_for(key)``.
+    ``fields`` are Solr fields the agent knows better than extraction does (``title``,
+    ``author``, ``last_modified``, ``display_url``, typed attributes such as ``size_l``) and win
+    over what extraction finds; ``metadata`` are named
+    values the source's ``attributes`` mapping may map, as a page's meta tags are. ``content``
+    is the document itself when the listing has it at hand (a row, a small message); else the
+    crawl calls ``fetch(key)``. ``parent``: the key of the document this one belongs to (a
+    message's attachment).
+    """
+
+    key: str
+    token: str | None = None
+    modified: datetime | None = None
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    content: Content | None = None
+    parent: str | None = None
+
+
+class NoOptions(BaseModel):
+    """An agent without options: an ``[agent_options]`` table must be empty."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Agent(ABC):
+    """A repository the crawler lists and reads. Subclass it, set ``Options`` (a pydantic model
+    of the ``[agent_options]`` table) and implement ``references`` and ``fetch``."""
+
+    scheme: ClassVar[str] = "agent"  # the scheme of its documents' URLs (agent://source/key)
+    incremental: ClassVar[bool] = False  # honours ``since`` and answers ``gone``
+    Options: ClassVar[type[BaseModel]] = NoOptions
+
+    def __init__(self, source: str, options: BaseModel) -> None:
+        self.source = source
+        self.options = options
+
+    @abstractmethod
+    def references(self, since: datetime | None) -> Iterator[Reference]:
+        """Every document's reference (``since`` is None), or, for an incremental agent, those
+        changed since ``since``. A generator: large repositories are listed as they are read,
+        never held whole. Raise AgentError when the repository cannot be listed."""
+
+    @abstractmethod
+    def fetch(self, key: str, max_bytes: int) -> Content | None:
+        """The document's content, or None when it is gone. Called only for references listed
+        without content (and again after a resume). Raise DocumentTooLarge rather than read more
+        than ``max_bytes`` (0: no limit), and AgentError when the repository cannot be read now
+        (the document keeps its state; the next crawl tries again)."""
+
+    def gone(self, keys: Sequence[str]) -> Iterable[str]:
+        """Of these keys (documents indexed before, not named by an incremental listing), those
+        no longer in the repository. Only incremental agents are asked."""
+        raise NotImplementedError(f"{type(self).__name__} is incremental and must answer gone()")
+
+    def close(self) -> None:
+        """Release connections and files at the crawl's end."""
+
+    # -- URLs -------------------------------------------------------------------------------
+
+    def url_for(self, key: str) -> str:
+        """The document's URL: ``scheme://source/key`` (the key percent-encoded)."""
+        return f"{self.scheme}://{quote(self.source, safe='')}/{quote(key, safe='')}"
+
+    def key_of(self, url: str) -> str | None:
+        """The key of one of this agent's URLs, or None when the URL is not the agent's."""
+        parts = urlsplit(url)
+        if parts.scheme != self.scheme or unquote(parts.netloc) != self.source or not parts.path.startswith("/"):
+            return None
+        return unquote(parts.path[1:])
+
