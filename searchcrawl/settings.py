@@ -89,6 +89,10 @@ SEARCHCRAWL_ROBOTS_RETRY_AFTER = 0
 SEARCHCRAWL_SITEMAP_MAX_FILES = 1000
 SEARCHCRAWL_SITEMAP_MAX_BYTES = 52_428_800
 SEARCHCRAWL_SITEMAP_MAX_URLS = 1_000_000
+# a source with an agent (files, database, mail, agent): content a listing hands over (a row, a
+# message) up to this many bytes travels with its queued request; larger is read again by the
+# agent when its turn comes (crawl/agent_spider.py)
+SEARCHCRAWL_AGENT_INLINE_BYTES = 1_048_576
 # answers 401/403 to a source's credentials from one origin (or failed form logins), in a row,
 # before the crawl stops asking it
 SEARCHCRAWL_AUTH_REFUSED_LIMIT = 3

@@ -25,6 +25,9 @@ from urllib.parse import quote, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
+from scrapy.utils.misc import load_object
+
+from searchcrawl.agents.base import Agent
 from searchcrawl.rules.boundary import EVERY_HOST, normalize_host
 from searchcrawl.rules.display_urls import DisplayUrlRule
 from searchcrawl.rules.filters import Filters
@@ -36,6 +39,22 @@ from searchcrawl.rules.site_auth import SiteAuth
 from searchcrawl.rules.tables import RuleTable
 from searchcrawl.rules.tls import TlsFileError, TlsFiles, TlsRules, check_client_files, split_certificates
 
+SourceType = Literal["web", "files", "database", "mail", "agent"]
+# the agents of the built-in types; type = "agent" names its own class (key 'agent')
+BUILT_IN_AGENTS = {
+    "files": "searchcrawl.agents.files.FilesAgent",
+    "database": "searchcrawl.agents.database.DatabaseAgent",
+    "mail": "searchcrawl.agents.mail.MailAgent",
+}
+# keys about web sites only: refused in a source of another type, where they would do nothing
+WEB_ONLY_KEYS = (
+    *("seeds", "seed_files", "spider_class", "obey_robots", "robots_agent", "obey_robots_meta", "url_rewriter"),
+    *("auth", "proxy", "tls", "render_js", "render_rules", "render_wait", "render_selector", "render_delay_ms"),
+    *("render_timeout", "render_min_text", "render_pages", "orphans", "recheck_gone_days", "sitemaps"),
+    *("sitemaps_from_robots", "trust_sitemap_lastmod", "delay", "delay_rules", "concurrent_per_site"),
+    *("concurrent_sites", "autothrottle", "autothrottle_target", "shared", "domains", "ports", "paths"),
+    *("patterns", "max_depth", "index_dynamic_pages"),
+)
 SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 SEED_SCHEMES = ("http", "https", "file")
 # what tells that a document was modified (``modified_when``; default: all of them)
@@ -286,6 +305,14 @@ class SourceSettings(ScopeRules):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     description: str = ""
+    # what is crawled: web sites, or a repository an agent lists (searchcrawl/agents/): the
+    # built-in types' options are the table named after the type, an agent's own [agent_options]
+    type: SourceType = "web"
+    agent: str | None = None
+    files: dict[str, Any] | None = None
+    database: dict[str, Any] | None = None
+    mail: dict[str, Any] | None = None
+    agent_options: dict[str, Any] | None = None
     seeds: list[str] = Field(default_factory=list)
     seed_files: list[str] = Field(default_factory=list)
     spider_class: str | None = None
@@ -392,6 +419,25 @@ class SourceSettings(ScopeRules):
             )
         return self
 
+    @model_validator(mode="after")
+    def _keys_of_its_type(self) -> SourceSettings:
+        tables = {"files": self.files, "database": self.database, "mail": self.mail, "agent": self.agent_options}
+        for kind, table in tables.items():
+            if table is not None and kind != self.type:
+                name = "agent_options" if kind == "agent" else kind
+                raise ValueError(f"[{name}] belongs to a source with type = {kind!r}, this one has type = {self.type!r}")
+        if self.type == "agent" and not self.agent:
+            raise ValueError("type = 'agent' needs 'agent', the agent's class: 'package.module.Class'")
+        if self.agent and self.type != "agent":
+            raise ValueError("'agent' belongs to a source with type = 'agent'")
+        if self.type in BUILT_IN_AGENTS and tables[self.type] is None:
+            raise ValueError(f"type = {self.type!r} needs its [{self.type}] table")
+        if self.type != "web":
+            web_keys = [key for key in WEB_ONLY_KEYS if key in self.model_fields_set]
+            if web_keys:
+                raise ValueError(f"{', '.join(web_keys)}: keys of web sources, not of type = {self.type!r}")
+        return self
+
     @property
     def crawl_schedule(self) -> Schedule | None:
         if self.refresh_interval is not None:
@@ -447,7 +493,7 @@ class SourceSettings(ScopeRules):
             raise ValueError("expected http(s) URLs of sitemaps")
         return checked
 
-    @field_validator("spider_class", "url_rewriter")
+    @field_validator("spider_class", "url_rewriter", "agent")
     @classmethod
     def _dotted_path(cls, value: str | None) -> str | None:
         if value is not None and not re.fullmatch(r"[\w.]+\.\w+", value):
@@ -464,6 +510,14 @@ class Source:
     settings: SourceSettings
     seed_urls: tuple[str, ...]
     tls_files: TlsFiles = field(default_factory=TlsFiles, repr=False)  # read from [tls]'s PEM files
+    # a source of another type than web: its agent's class and validated options
+    agent_class: type[Agent] | None = None
+    agent_options: BaseModel | None = None
+
+    def make_agent(self) -> Agent:
+        """The source's agent, ready to list (``type`` other than web only)."""
+        assert self.agent_class is not None and self.agent_options is not None
+        return self.agent_class(self.name, self.agent_options)
 
 
 @dataclass(frozen=True)
@@ -475,9 +529,9 @@ class SourceFile:
     resource: Traversable
 
 
-def _describe_error(error: ErrorDetails) -> str:
-    key = ".".join(str(part) for part in error["loc"])
-    if error["type"] == "extra_forbidden":
+def _describe_error(error: ErrorDetails, prefix: str | None = None) -> str:
+    key = ".".join(str(part) for part in ((prefix,) if prefix else ()) + tuple(error["loc"]))
+    if error["type"] == "extra_forbidden" and prefix is None:
         known = ", ".join(SourceSettings.model_fields)
         return f"key '{key}': unknown key (known keys: {known})"
     message = error["msg"].removeprefix("Value error, ")
@@ -533,6 +587,9 @@ def load_source(source_file: SourceFile) -> Source:
     except ValidationError as exc:
         problems = "; ".join(_describe_error(error) for error in exc.errors())
         raise SourceError(f"{origin}: {problems}") from None
+    if settings.type != "web":
+        agent_class, agent_options = _agent_of(origin, settings)
+        return Source(source_file.name, origin, settings, (), agent_class=agent_class, agent_options=agent_options)
     seeds = list(settings.seeds)
     for name in settings.seed_files:
         try:
@@ -554,6 +611,26 @@ def load_source(source_file: SourceFile) -> Source:
         seed_urls=tuple(dict.fromkeys(seeds)),
         tls_files=tls_files,
     )
+
+
+def _agent_of(origin: str, settings: SourceSettings) -> tuple[type[Agent], BaseModel]:
+    """The agent class of a source that is not web sites, and its options validated by the
+    class's own ``Options`` model (errors named as keys of the type's table)."""
+    path = settings.agent if settings.type == "agent" else BUILT_IN_AGENTS[settings.type]
+    assert path is not None  # checked by SourceSettings
+    try:
+        agent_class = load_object(path)
+    except (ImportError, NameError, ValueError, AttributeError) as exc:
+        raise SourceError(f"{origin}: key 'agent': cannot load {path}: {exc}") from None
+    if not (isinstance(agent_class, type) and issubclass(agent_class, Agent)):
+        raise SourceError(f"{origin}: key 'agent': {path} is not a subclass of searchcrawl.agents.base.Agent")
+    table = "agent_options" if settings.type == "agent" else settings.type
+    try:
+        options = agent_class.Options.model_validate(getattr(settings, table) or {})
+    except ValidationError as exc:
+        problems = "; ".join(_describe_error(error, prefix=table) for error in exc.errors())
+        raise SourceError(f"{origin}: {problems}") from None
+    return agent_class, options
 
 
 def _read_tls_files(source_file: SourceFile, rules: TlsRules) -> TlsFiles:

@@ -12,6 +12,7 @@ from scrapy.utils.misc import load_object
 from searchcrawl.config import paths
 from searchcrawl.config.source import Source, SourceError, SourceFile, find_source_files, load_source
 from searchcrawl.crawl.middlewares.address_guard import BrowserRequestGuard
+from searchcrawl.crawl.agent_spider import AgentSpider
 from searchcrawl.crawl.spider import SourceSpider
 from searchcrawl.rules.addresses import AddressPolicy
 from searchcrawl.rules.boundary import Boundary
@@ -47,6 +48,9 @@ def download_handlers(source: Source) -> dict[str, str | None]:
     when the source renders pages), plus ``file`` when its own seeds are file URLs. The file, FTP,
     S3 and data handlers are off otherwise, so no redirect or link can make the crawler read them."""
     handlers: dict[str, str | None] = {"file": None, "ftp": None, "s3": None, "data": None}
+    if source.agent_class is not None:  # its agent's scheme only: files, rows, messages
+        handlers[source.agent_class.scheme] = "searchcrawl.crawl.handlers.agent.AgentDownloadHandler"
+        return handlers
     if source.settings.tls.customised:
         handlers.update(http=TLS_HANDLER, https=TLS_HANDLER)
     if any(seed.lower().startswith("file:") for seed in source.seed_urls):
@@ -63,7 +67,7 @@ def download_handlers(source: Source) -> dict[str, str | None]:
 
 def spider_class_for(source: Source) -> type[SourceSpider]:
     """A SourceSpider subclass bound to ``source`` (its own class if the source names one)."""
-    base: type = SourceSpider
+    base: type = SourceSpider if source.agent_class is None else AgentSpider
     if source.settings.spider_class:
         try:
             base = load_object(source.settings.spider_class)

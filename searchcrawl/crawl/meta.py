@@ -127,6 +127,12 @@ CONNECTION_REFUSALS = "searchcrawl/connection_refusals"
 938), counted by the spider and middlewares/robots.py; CrawlState.settle_run keeps orphans then
 (pages not seen: their links are unknown)."""
 
+REFERENCE = "searchcrawl_reference"
+"""What a source's agent listed of a document (searchcrawl/agents/base.py Reference, as JSON-able
+data: token, modified, fields, metadata, and its content when small): set by
+crawl/agent_spider.py, read by crawl/handlers/agent.py and the spider. Persisted in the frontier,
+so a resumed run needs no second listing of what was queued."""
+
 PERSISTED = (
     REDIRECT_URLS,
     REDIRECT_REASONS,
@@ -136,6 +142,7 @@ PERSISTED = (
     RENDER,
     AUTH_ANSWERED,
     LOGIN_RETRIED,
+    REFERENCE,
 )
 """The keys a request keeps through the durable frontier, besides its URL and depth (JSON-able
 values only: requests are stored as data, never pickled)."""

@@ -30,6 +30,7 @@ class Status(IntEnum):
     DISPLAY_URL_CONFLICT = 913
     ORPHAN = 914
     SITEMAP_UNCHANGED = 915
+    LEFT_REPOSITORY = 916
 
     UNSUPPORTED_TYPE = 920
     CONVERSION_FAILED = 921
@@ -72,6 +73,8 @@ CRAWLER_CODES: dict[Status, str] = {
     Status.ORPHAN: "no page links to it any more (and the source deletes orphans)",
     Status.SITEMAP_UNCHANGED: "unchanged by its sitemap's word: its lastmod is not newer than its last fetch, so it was "
     "not requested (trust_sitemap_lastmod)",
+    Status.LEFT_REPOSITORY: "no longer in its repository (a source of files, a database, mail or an agent): its "
+    "listing did not name it, or its incremental agent says it is gone",
     Status.UNSUPPORTED_TYPE: "fetched, but its content type is not indexed",
     Status.CONVERSION_FAILED: "the document could not be converted to text",
     Status.TOO_LARGE: "larger than the source's maximum download size",

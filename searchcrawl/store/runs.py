@@ -67,6 +67,15 @@ class Runs:
             )
             return dict(row) if row else None
 
+    def last_finished_start(self, source: str) -> datetime | None:
+        """When the source's last finished run started: an incremental listing's ``since`` (a
+        document changed during that run may have been read before its change: listed again)."""
+        with self.engine.connect() as connection:
+            started = connection.execute(
+                select(Run.started_at).where(Run.source == source, Run.state == FINISHED).order_by(Run.id.desc()).limit(1)
+            ).scalar()
+        return as_utc(started) if started is not None else None
+
     def recent(self, source: str | None, limit: int = 5) -> list[dict[str, Any]]:
         query = select(Run.__table__).order_by(Run.id.desc()).limit(limit)
         if source:

@@ -25,7 +25,7 @@ import os
 import socket
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
 from scrapy import signals
@@ -34,6 +34,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
+from searchcrawl.agents.base import Agent, AgentError
 from searchcrawl.config import paths
 from searchcrawl.config.source import Source
 from searchcrawl.content.convert import Converter, DocumentConverter, TikaConverter
@@ -152,6 +153,12 @@ class CrawlState:
     ledger: Any = None  # the LedgerWriter (kept here: signal receivers are weak references)
     scope_filter: FilterSet | None = None
     result_filter: FilterSet | None = None
+    # a source of another type than web sites: its agent (searchcrawl/agents/), and whether its
+    # listing of this run completed (only then are unlisted documents gone), and since when it
+    # listed changes (an incremental listing; None: every document)
+    agent: Agent | None = None
+    listing_complete: bool = False
+    listed_since: datetime | None = None
     # whether the scope filter has a rule: one with every key at its default passes every URL,
     # and the crawl's hot path (``steps`` without ``every``) need not ask it
     _scope_filtering: bool = field(default=True, init=False, repr=False)
@@ -209,6 +216,7 @@ class CrawlState:
             shared=settings.getbool("SEARCHCRAWL_SHARED_CRAWL"),
             site_delay=settings.getfloat("DOWNLOAD_DELAY"),
             read_only=read_only,
+            agent=source.make_agent() if source.agent_class is not None else None,
         )
 
     @property
@@ -243,7 +251,16 @@ class CrawlState:
                 if not step.decision.allowed:
                     return steps
                 url = step.url
-        if every:
+        if self.agent is not None:
+            # a source of another type: its agent's documents are its boundary (the agent admits
+            # a file, a row, a message when it reads it); the scope filter applies as to pages
+            owned = self.agent.key_of(url) is not None
+            if every or not owned:
+                reason = "a document of the source's agent" if owned else "not a document of the source's agent"
+                steps.append(RuleStep("agent", Decision(owned, reason, None if owned else Status.EXCLUDED_SCHEME), url))
+                if not owned:
+                    return steps
+        elif every:
             for check, decision in self.boundary.trace(url, depth):
                 steps.append(RuleStep(check.name, decision, url))
             if not steps[-1].decision.allowed:
@@ -334,9 +351,12 @@ class CrawlState:
             logger.info("Forced recrawl of %s: %s", source, "; ".join(reasons))
             self.forced = True
         days = self.source.settings.recheck_gone_days
-        known, excluded = self.table.plan_maintenance(
-            source, self.rule_excluding, now() - timedelta(days=days) if days > 0 else None
-        )
+        if self.agent is not None:  # its listing names what is crawled, known or not (agent_spider.py)
+            known, excluded = self.table.count_in_index(source), 0
+        else:
+            known, excluded = self.table.plan_maintenance(
+                source, self.rule_excluding, now() - timedelta(days=days) if days > 0 else None
+            )
         if self.test_mode:
             self.mode = "test"
         elif self.forced:
@@ -346,7 +366,7 @@ class CrawlState:
         runs.set_mode(run_id, self.mode)
         if excluded:
             logger.info("%d known URLs of %s are outside the source's rules now; they leave the index", excluded, source)
-        if known:
+        if known and self.agent is None:
             logger.info("%s crawl of %s: %d known URLs queued with the seeds", self.mode.title(), source, known)
 
     def rule_excluding(self, url: str, depth: int) -> tuple[int, str] | None:
@@ -379,6 +399,9 @@ class CrawlState:
         if not complete or self.run_id is None or self.test_mode:
             return
         source = self.source.name
+        if self.agent is not None:
+            self._settle_listing(self.agent)
+            return
         gone = self.table.drop_stale_targets(source, self.rule_excluding, self.source.settings.max_failures)
         if gone:
             logger.info(
@@ -401,6 +424,41 @@ class CrawlState:
                 if url not in seeds:
                     # on the Solr push's worker thread: written directly, not through a signal
                     self.table.record(source, url, Outcome(Event.GONE, int(Status.ORPHAN), "no longer linked"))
+
+    def _settle_listing(self, agent: Agent, batch: int = 500) -> None:
+        """The end of an agent's run: indexed documents its listing did not name leave the index,
+        when the listing was complete; an incremental listing's are first asked of the agent
+        (``gone``). A listing that failed part-way removes nothing."""
+        source = self.source.name
+        if not self.listing_complete:
+            logger.warning("The listing of %s did not complete: no document is removed for not being listed", source)
+            return
+        unlisted = self.table.orphans(source)
+        removed = 0
+        for start in range(0, len(unlisted), batch):
+            urls: dict[str, str] = {}
+            gone_urls: list[str] = []  # not the agent's at all (the source's type changed): gone
+            for url in unlisted[start : start + batch]:
+                key = agent.key_of(url)
+                if key is None:
+                    gone_urls.append(url)
+                else:
+                    urls[key] = url
+            if self.listed_since is not None:
+                try:
+                    gone = set(agent.gone(list(urls)))
+                except AgentError as exc:
+                    logger.error("%s could not say which documents are gone (%s): none is removed", source, exc)
+                    return
+            else:
+                gone = set(urls)
+            gone_urls.extend(url for key, url in urls.items() if key in gone)
+            reason = "not listed by the source's agent" if self.listed_since is None else "gone, says the source's agent"
+            for url in gone_urls:
+                self.table.record(source, url, Outcome(Event.GONE, int(Status.LEFT_REPOSITORY), reason))
+            removed += len(gone_urls)
+        if removed:
+            logger.info("%d documents of %s are no longer in its repository: they leave the index", removed, source)
 
     def fingerprint(self) -> dict[str, Any]:
         settings = self.source.settings
@@ -486,6 +544,8 @@ class CrawlState:
         return self._converter
 
     def close(self) -> None:
+        if self.agent is not None:
+            self.agent.close()
         if self.document_cache is not None:
             self.document_cache.close()
         if self._converter is not None:

@@ -62,6 +62,8 @@ class AddressGuardMiddleware:
         proxy = context.source.settings.proxy
         self.policy = AddressPolicy(context.boundary, context.source.seed_urls + ((proxy.url,) if proxy else ()))
         self.folders = file_folders(context.source.seed_urls)
+        # a source's agent answers its own scheme's URLs (crawl/handlers/agent.py): no network
+        self.agent_scheme = context.agent.scheme if context.agent is not None else None
         self.resolver: GuardedHostnameResolver | None = None
         crawler.signals.connect(self.engine_started, signal=signals.engine_started)
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
@@ -89,6 +91,8 @@ class AddressGuardMiddleware:
 
     async def process_request(self, request: Request) -> None:
         scheme, _host, _port = site_of_url(request.url)
+        if scheme == self.agent_scheme:
+            return  # the agent admits its documents when it reads them (a file below its roots)
         if scheme == "file" and self.folders:
             self._check_file(request.url)
             return

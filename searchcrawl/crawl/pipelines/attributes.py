@@ -68,7 +68,10 @@ class AttributesPipeline:
         else:
             found, attributes = {}, text_attributes(item.text or "", item.url, item.headers)
             item.text = None
+        if item.metadata:  # an agent's named values, mapped as meta tags are
+            found = {**found, **item.metadata}
         attributes.update(mapped_attributes(found, settings.attributes, settings.search_attributes))
+        attributes.update(item.given)  # what the agent knows wins over what extraction found
         attributes = clean_fields(attributes)  # before anything reads it: the checksum, Solr
         basis = clean_text(basis) if basis else basis
         content = attributes.get("content") or ""
@@ -93,7 +96,7 @@ class AttributesPipeline:
             item.checksum_basis = f"{attributes.get('title') or ''}\n{basis or content}"
         item.body = None
         item.fields = solr_document(item.source, item.url, attributes, item.headers)
-        item.fields["display_url"] = self.context.display_urls.display_url(item.url)
+        item.fields["display_url"] = item.given.get("display_url") or self.context.display_urls.display_url(item.url)
         return item
 
     async def converted(self, item: CrawledDocument) -> tuple[dict[str, str], dict[str, Any]]:

@@ -1,0 +1,145 @@
+"""The spider of a source that is not web sites: its agent (searchcrawl/agents/) lists document
+references, and each goes through the crawl as a web page does (the frontier, the document
+table and its statuses, conversion, attributes, the cache and the push, maintenance crawls).
+
+The listing runs in a worker thread, a batch at a time; each batch of references is admitted
+(the scope filter), queued in the durable frontier in one statement and marked as listed in this
+run, and the engine is woken to lease it. A reference's token, fields, metadata and (small)
+content travel with its request (meta ``REFERENCE``, persisted), and crawl/handlers/agent.py
+answers the request from them. When the listing has named everything, the run's end
+(CrawlState._settle_listing) removes the documents it did not name. A listing that fails
+(AgentError) ends the run failed, and nothing is removed for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import logging
+from collections.abc import AsyncIterator, Iterator
+from datetime import datetime
+from typing import Any
+
+from scrapy import Request
+from scrapy.exceptions import CloseSpider
+from scrapy.http import Response, TextResponse
+
+from searchcrawl.agents.base import AgentError, Reference
+from searchcrawl.content.extract import mimetype_of
+from searchcrawl.crawl.frontier_scheduler import WAKE_URL
+from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.meta import DEPTH, PREVIOUS, REFERENCE, WAKE
+from searchcrawl.crawl.spider import SourceSpider
+from searchcrawl.store.frontier import Entry
+
+logger = logging.getLogger(__name__)
+
+LISTING_BATCH = 500  # references listed, admitted and queued at a time
+
+
+def reference_data(reference: Reference, inline_bytes: int) -> dict[str, Any]:
+    """A reference as JSON-able request data: content above ``inline_bytes`` is left to the
+    agent's ``fetch`` (the frontier stores the data of every queued document)."""
+    data: dict[str, Any] = {
+        "token": reference.token,
+        "modified": reference.modified.isoformat() if reference.modified else None,
+        "fields": {name: _jsonable(value) for name, value in reference.fields.items()},
+        "metadata": dict(reference.metadata),
+    }
+    content = reference.content
+    if content is not None and len(content.body) <= inline_bytes:
+        data["content"] = {
+            "body": base64.b64encode(content.body).decode("ascii"),
+            "content_type": content.content_type,
+            "name": content.name,
+        }
+    return data
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(part) for part in value]
+    return value
+
+
+class AgentSpider(SourceSpider):
+    """Crawl a source of another type than web sites: its agent's references, no links."""
+
+    async def start(self) -> AsyncIterator[Request]:
+        context = self.context
+        agent = context.agent
+        assert agent is not None  # the spider loader makes this spider for agent sources only
+        frontier = context.frontier
+        if frontier is None:  # a read-only crawl (`scrapy explain`) lists nothing
+            return
+        since = self.listing_since()
+        context.listed_since = since
+        inline = self.crawler.settings.getint("SEARCHCRAWL_AGENT_INLINE_BYTES")
+        logger.info(
+            "Listing %s (%s)%s", self.source.name, type(agent).__name__, f", changes since {since.isoformat()}" if since else ""
+        )
+        references = agent.references(since)
+        listed = 0
+        while True:
+            try:
+                batch = await asyncio.to_thread(_take, references, LISTING_BATCH)
+            except AgentError as exc:
+                logger.error("The listing of %s failed: %s; nothing is removed", self.source.name, exc)
+                raise CloseSpider("failed") from None
+            if not batch:
+                break
+            entries = []
+            for reference in batch:
+                url = agent.url_for(reference.key)
+                if context.admit(url, 0).allowed:
+                    entries.append(Entry(url, 0, {REFERENCE: reference_data(reference, inline)}))
+            context.flush_exclusions()
+            if entries:
+                frontier.add(entries)
+                context.table.mark_linked(self.source.name, [entry.url for entry in entries])
+            listed += len(batch)
+            logger.debug("Listed %d references of %s (%d queued)", listed, self.source.name, len(entries))
+            yield Request(WAKE_URL, dont_filter=True, meta={WAKE: True})  # the engine leases them now
+        context.listing_complete = True
+        logger.info("Listed %d documents of %s", listed, self.source.name)
+
+    def listing_since(self) -> datetime | None:
+        """Since when an incremental agent lists changes: the start of the source's last run that
+        finished, in a maintenance crawl that is not forced; else None (list everything)."""
+        context = self.context
+        agent = context.agent
+        if agent is None or not agent.incremental or context.forced or context.mode != "maintenance" or context.runs is None:
+            return None
+        return context.runs.last_finished_start(self.source.name)
+
+    def request(self, url: str, depth: int) -> Request:
+        return Request(url, callback=self.parse, errback=self.failed, meta={DEPTH: depth})
+
+    def parse_document(self, response: TextResponse, depth: int, headers: dict[str, str]) -> Iterator[Any]:
+        """The document (text or HTML) with what its agent knows; an agent's documents have no
+        links to follow."""
+        previous = response.meta.get(PREVIOUS)
+        if mimetype_of(headers.get("content-type")) == "text/plain":
+            item = CrawledDocument(self.source.name, response.url, depth, headers, text=response.text, previous=previous)
+        else:
+            item = CrawledDocument(self.source.name, response.url, depth, headers, tree=response.selector.root, previous=previous)
+        yield self.with_reference(item, response)
+
+    def document(
+        self, response: Response, depth: int, headers: dict[str, str], record: dict[str, Any], **content: Any
+    ) -> CrawledDocument:
+        return self.with_reference(super().document(response, depth, headers, record, **content), response)
+
+    @staticmethod
+    def with_reference(item: CrawledDocument, response: Response) -> CrawledDocument:
+        data = response.meta.get(REFERENCE) or {}
+        item.given = dict(data.get("fields") or {})
+        item.metadata = {str(name): str(value) for name, value in (data.get("metadata") or {}).items()}
+        return item
+
+
+def _take(references: Iterator[Reference], count: int) -> list[Reference]:
+    return list(itertools.islice(references, count))

@@ -1,0 +1,97 @@
+"""Download handler: answers the requests of a source's agent (files, rows, messages; see
+searchcrawl/agents/base.py) as an HTTP server would, so the spider and every component after it
+treat them as pages.
+
+- 304 when the reference's change token is the document's stored one (``If-None-Match``, sent
+  by ConditionalGetMiddleware from the stored ETag): the document is not read at all;
+- 200 with the reference's content, or the content the agent's ``fetch`` reads in a worker
+  thread (``Content-Type``; the token as ``ETag``; the modification time as ``Last-Modified``);
+- 404 when the agent says the document is gone;
+- a document larger than DOWNLOAD_MAXSIZE is not read (status 922), and a repository that cannot
+  be read now fails the request (933, counted toward ``max_failures``; the indexed version stays).
+
+It is the handler of the agent's URL scheme only (the spider loader sets DOWNLOAD_HANDLERS):
+http(s) stay with Scrapy's handler, and a URL of the scheme that is not the agent's is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import logging
+from datetime import datetime
+from email.utils import format_datetime
+
+from scrapy import Request
+from scrapy.core.downloader.handlers.base import BaseDownloadHandler
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.responsetypes import responsetypes
+
+from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge
+from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.crawl.meta import REFERENCE
+from searchcrawl.rules.lifecycle import Event
+from searchcrawl.rules.status_codes import Status
+
+logger = logging.getLogger(__name__)
+
+
+def header_token(token: str | None) -> str | None:
+    """A change token as an ETag value: printable ASCII as it is, anything else (an agent's
+    hostile or binary token) by its hash, so a header never carries a CR or LF."""
+    if not token:
+        return None
+    if token.isascii() and token.isprintable() and len(token) <= 200:
+        return token
+    return "sha256:" + hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class AgentDownloadHandler(BaseDownloadHandler):
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        agent = crawl_state(crawler).agent
+        if agent is None:
+            raise NotConfigured("not a source with an agent")
+        self.agent: Agent = agent
+        self.max_bytes = crawler.settings.getint("DOWNLOAD_MAXSIZE")
+
+    async def download_request(self, request: Request) -> Response:
+        key = self.agent.key_of(request.url)
+        if key is None:
+            raise RequestRefused(Status.EXCLUDED_SCHEME, "not a document of the source's agent")
+        data = request.meta.get(REFERENCE) or {}
+        headers: dict[str, str] = {}
+        token = header_token(data.get("token"))
+        if token:
+            headers["ETag"] = token
+        if data.get("modified"):
+            headers["Last-Modified"] = format_datetime(datetime.fromisoformat(data["modified"]), usegmt=True)
+        if token and request.headers.get(b"If-None-Match") == token.encode("ascii"):
+            logger.debug("Unchanged (same token %s): %s", token, request.url)
+            return Response(request.url, status=304, headers=headers, request=request)
+        content = await self.content(key, data, request.url)
+        if content is None:
+            logger.debug("Gone from the repository: %s", request.url)
+            return Response(request.url, status=404, headers=headers, request=request)
+        headers["Content-Type"] = content.content_type
+        response_class = responsetypes.from_args(headers=headers, url=request.url, body=content.body)
+        return response_class(url=request.url, status=200, headers=headers, body=content.body, request=request)
+
+    async def content(self, key: str, data: dict, url: str) -> Content | None:
+        inline = data.get("content")
+        if inline is not None:
+            content = Content(base64.b64decode(inline["body"]), inline["content_type"], inline.get("name"))
+        else:
+            try:
+                content = await asyncio.to_thread(self.agent.fetch, key, self.max_bytes)
+            except DocumentTooLarge as exc:
+                raise RequestRefused(Status.TOO_LARGE, f"larger than {self.max_bytes} bytes: {exc}", event=Event.GONE) from None
+            except AgentError as exc:
+                raise RequestRefused(Status.CONNECTION_FAILED, f"the repository cannot be read: {exc}", event=Event.FAILED) from None
+        if content is not None and self.max_bytes and len(content.body) > self.max_bytes:
+            raise RequestRefused(Status.TOO_LARGE, f"{len(content.body)} bytes, more than {self.max_bytes}", event=Event.GONE)
+        return content

@@ -1,0 +1,88 @@
+"""Agents of the tests' own, as a user writes one (searchcrawl/agents/base.py): a repository
+that is a JSON file the test rewrites between crawls, so each crawl's oracle is the file."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
+
+
+class JsonRepositoryOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str
+    inline: bool = True  # hand content over with the listing, else only through fetch
+    fail_after: int | None = None  # raise AgentError after listing this many (a repository that goes down)
+
+
+class JsonRepositoryAgent(Agent):
+    """``{"key": {"title": ..., "body": ..., "type": "text/html", "version": 3, "modified": iso}}``
+    in one JSON file: a document per key, its version the change token. Each fetch is logged to
+    ``<path>.fetched`` (one key a line), so a test sees what was read."""
+
+    scheme = "repo"
+    Options = JsonRepositoryOptions
+
+    def __init__(self, source: str, options: BaseModel) -> None:
+        super().__init__(source, options)
+        assert isinstance(options, JsonRepositoryOptions)
+        self.settings = options
+        self.lock = threading.Lock()
+
+    def documents(self) -> dict[str, dict]:
+        try:
+            return json.loads(Path(self.settings.path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise AgentError(f"cannot read the repository: {exc.strerror}") from None
+
+    def references(self, since: datetime | None) -> Iterator[Reference]:
+        for number, (key, document) in enumerate(sorted(self.documents().items())):
+            if self.settings.fail_after is not None and number >= self.settings.fail_after:
+                raise AgentError("the repository went away")
+            modified = datetime.fromisoformat(document["modified"]) if document.get("modified") else None
+            if since is not None and self.incremental and modified is not None and modified <= since:
+                continue
+            yield Reference(
+                key,
+                token=str(document.get("version", 1)),
+                modified=modified,
+                fields={"title": document["title"], "version_i": int(document.get("version", 1))},
+                metadata={"owner": document.get("owner", "nobody")},
+                content=self._content(document) if self.settings.inline else None,
+            )
+
+    def fetch(self, key: str, max_bytes: int) -> Content | None:
+        with self.lock, open(f"{self.settings.path}.fetched", "a", encoding="utf-8") as log:
+            log.write(key + "\n")
+        document = self.documents().get(key)
+        if document is None:
+            return None
+        content = self._content(document)
+        if max_bytes and len(content.body) > max_bytes:
+            raise DocumentTooLarge(f"{len(content.body)} bytes")
+        return content
+
+    @staticmethod
+    def _content(document: dict) -> Content:
+        return Content(document["body"].encode("utf-8"), document.get("type", "text/html; charset=utf-8"))
+
+
+class IncrementalJsonRepositoryAgent(JsonRepositoryAgent):
+    """The same repository, listed incrementally: only documents modified since the last run."""
+
+    incremental = True
+
+    def gone(self, keys: Sequence[str]) -> Iterable[str]:
+        documents = self.documents()
+        return [key for key in keys if key not in documents]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat()
