@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ class JsonRepositoryOptions(BaseModel):
     path: str
     inline: bool = True  # hand content over with the listing, else only through fetch
     fail_after: int | None = None  # raise AgentError after listing this many (a repository that goes down)
+    fetch_delay: float = 0.0  # seconds each fetch takes (a slow repository: a crawl to kill midway)
 
 
 class JsonRepositoryAgent(Agent):
@@ -59,6 +61,7 @@ class JsonRepositoryAgent(Agent):
             )
 
     def fetch(self, key: str, max_bytes: int) -> Content | None:
+        time.sleep(self.settings.fetch_delay)
         with self.lock, open(f"{self.settings.path}.fetched", "a", encoding="utf-8") as log:
             log.write(key + "\n")
         document = self.documents().get(key)
