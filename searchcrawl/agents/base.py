@@ -117,7 +117,7 @@ class Agent(ABC):
         no longer in the repository. Only incremental agents are asked."""
         raise NotImplementedError(f"{type(self).__name__} is incremental and must answer gone()")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional, as Scrapy's own hooks are
         """Release connections and files at the crawl's end."""
 
     # -- URLs -------------------------------------------------------------------------------
@@ -132,4 +132,3 @@ class Agent(ABC):
         if parts.scheme != self.scheme or unquote(parts.netloc) != self.source or not parts.path.startswith("/"):
             return None
         return unquote(parts.path[1:])
-

@@ -170,6 +170,12 @@ async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: b
         )
     else:
         lines.append("document table: not met by a crawl yet")
+    if state.agent is not None:
+        lines.append(
+            "verdict:       CRAWLED when its agent lists it: a document of the source's agent (indexed if it has "
+            "text; read again only when its change token changes)"
+        )
+        return lines, True
     lines.append(
         "verdict:       CRAWLED: inside the boundary and allowed by robots.txt "
         "(indexed if it answers 200 with indexable content and no noindex)"

@@ -24,7 +24,6 @@ from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
-
 from scrapy.utils.misc import load_object
 
 from searchcrawl.agents.base import Agent
@@ -529,10 +528,12 @@ class SourceFile:
     resource: Traversable
 
 
-def _describe_error(error: ErrorDetails, prefix: str | None = None) -> str:
+def _describe_error(error: ErrorDetails, prefix: str | None = None, model: type[BaseModel] | None = None) -> str:
+    """One validation error as the user reads it: the key (``prefix.key`` for a table validated
+    by an agent's own model), and what was expected."""
     key = ".".join(str(part) for part in ((prefix,) if prefix else ()) + tuple(error["loc"]))
-    if error["type"] == "extra_forbidden" and prefix is None:
-        known = ", ".join(SourceSettings.model_fields)
+    if error["type"] == "extra_forbidden" and (model is not None or prefix is None):
+        known = ", ".join((model or SourceSettings).model_fields)
         return f"key '{key}': unknown key (known keys: {known})"
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] != "value_error":
@@ -628,7 +629,7 @@ def _agent_of(origin: str, settings: SourceSettings) -> tuple[type[Agent], BaseM
     try:
         options = agent_class.Options.model_validate(getattr(settings, table) or {})
     except ValidationError as exc:
-        problems = "; ".join(_describe_error(error, prefix=table) for error in exc.errors())
+        problems = "; ".join(_describe_error(error, table, agent_class.Options) for error in exc.errors())
         raise SourceError(f"{origin}: {problems}") from None
     return agent_class, options
 

@@ -11,8 +11,8 @@ from scrapy.utils.misc import load_object
 
 from searchcrawl.config import paths
 from searchcrawl.config.source import Source, SourceError, SourceFile, find_source_files, load_source
-from searchcrawl.crawl.middlewares.address_guard import BrowserRequestGuard
 from searchcrawl.crawl.agent_spider import AgentSpider
+from searchcrawl.crawl.middlewares.address_guard import BrowserRequestGuard
 from searchcrawl.crawl.spider import SourceSpider
 from searchcrawl.rules.addresses import AddressPolicy
 from searchcrawl.rules.boundary import Boundary

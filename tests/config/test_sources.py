@@ -63,3 +63,45 @@ def test_broken_proxy_and_tls_tables(tmp_path, text: str, words: str) -> None:
     with pytest.raises(SourceError) as broken:
         load_source(SourceFile("s", str(path), path))
     assert words in str(broken.value) and "pw-Hk2-secret" not in str(broken.value)
+
+
+def load_text(tmp_path, text: str):
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    return load_source(SourceFile("s", str(path), path))
+
+
+def test_an_agent_source_is_validated_by_its_agents_options(tmp_path) -> None:
+    source = load_text(
+        tmp_path, 'type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\n[agent_options]\npath = "/x"\n'
+    )
+    assert source.seed_urls == () and source.agent_options.path == "/x"
+    agent = source.make_agent()
+    assert agent.key_of(agent.url_for("a/b c")) == "a/b c" and agent.url_for("k") == "repo://s/k"
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('type = "agent"\n', "type = 'agent' needs 'agent'"),
+        ('type = "agent"\nagent = "os.path.join"\n', "not a subclass of searchcrawl.agents.base.Agent"),
+        ('type = "agent"\nagent = "tests.absent.Agent"\n', "key 'agent': cannot load tests.absent.Agent"),
+        ('type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\n[agent_options]\n', "key 'agent_options.path'"),
+        (
+            'type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\n[agent_options]\npath = "/x"\npaht = 1\n',
+            "key 'agent_options.paht': unknown key (known keys: path, inline",
+        ),
+        (
+            'type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\nseeds = ["https://a.test/"]\n',
+            "seeds: keys of web",
+        ),
+        ('type = "files"\n', "type = 'files' needs its [files] table"),
+        ('type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\n[mail]\n', "[mail] belongs to a source with type"),
+        ('seeds = ["https://a.test/"]\nagent = "tests.custom_agents.JsonRepositoryAgent"\n', "'agent' belongs to a source"),
+        ('type = "ftp"\n', "key 'type'"),
+    ],
+)
+def test_broken_agent_sources(tmp_path, text: str, words: str) -> None:
+    with pytest.raises(SourceError) as broken:
+        load_text(tmp_path, text)
+    assert words in str(broken.value), str(broken.value)

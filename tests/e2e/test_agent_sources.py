@@ -79,9 +79,7 @@ def agent_source(project: Project, name: str, repository: Path, agent: str = "Js
 def indexed(solr: pysolr.Solr, name: str) -> dict[str, tuple[str, int, int]]:
     """key -> (title, version, Solr _version_)"""
     prefix = f"repo://{name}/"
-    return {
-        doc["url"].removeprefix(prefix): (doc["title"], doc["version_i"], doc["_version_"]) for doc in solr_docs(solr, name)
-    }
+    return {doc["url"].removeprefix(prefix): (doc["title"], doc["version_i"], doc["_version_"]) for doc in solr_docs(solr, name)}
 
 
 def report_keys(project: Project, name: str, kind: str) -> set[str]:
@@ -166,7 +164,13 @@ def test_an_incremental_agent_is_asked_for_changes_and_for_what_is_gone(project,
     name = "repo-incremental"
     path = tmp_path / "repository.json"
     documents = {
-        f"doc-{n}": {"title": f"Doc {n}", "body": f"text {n}", "type": "text/plain", "version": 1, "modified": "2026-01-01T00:00:00+00:00"}
+        f"doc-{n}": {
+            "title": f"Doc {n}",
+            "body": f"text {n}",
+            "type": "text/plain",
+            "version": 1,
+            "modified": "2026-01-01T00:00:00+00:00",
+        }
         for n in range(10)
     }
     path.write_text(json.dumps(documents), encoding="utf-8")

@@ -27,7 +27,7 @@ from scrapy import Request
 from scrapy.core.downloader.handlers.base import BaseDownloadHandler
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
-from scrapy.http import Response
+from scrapy.http import Headers, Response
 from scrapy.responsetypes import responsetypes
 
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge
@@ -78,11 +78,12 @@ class AgentDownloadHandler(BaseDownloadHandler):
             logger.debug("Gone from the repository: %s", request.url)
             return Response(request.url, status=404, headers=headers, request=request)
         headers["Content-Type"] = content.content_type
-        response_class = responsetypes.from_args(headers=headers, url=request.url, body=content.body)
+        response_class = responsetypes.from_args(headers=Headers(headers), url=request.url, body=content.body)
         return response_class(url=request.url, status=200, headers=headers, body=content.body, request=request)
 
     async def content(self, key: str, data: dict, url: str) -> Content | None:
         inline = data.get("content")
+        content: Content | None
         if inline is not None:
             content = Content(base64.b64decode(inline["body"]), inline["content_type"], inline.get("name"))
         else:
@@ -91,7 +92,9 @@ class AgentDownloadHandler(BaseDownloadHandler):
             except DocumentTooLarge as exc:
                 raise RequestRefused(Status.TOO_LARGE, f"larger than {self.max_bytes} bytes: {exc}", event=Event.GONE) from None
             except AgentError as exc:
-                raise RequestRefused(Status.CONNECTION_FAILED, f"the repository cannot be read: {exc}", event=Event.FAILED) from None
+                raise RequestRefused(
+                    Status.CONNECTION_FAILED, f"the repository cannot be read: {exc}", event=Event.FAILED
+                ) from None
         if content is not None and self.max_bytes and len(content.body) > self.max_bytes:
             raise RequestRefused(Status.TOO_LARGE, f"{len(content.body)} bytes, more than {self.max_bytes}", event=Event.GONE)
         return content
