@@ -20,7 +20,7 @@ import pytest
 from pydantic import ValidationError
 
 from searchcrawl.agents.base import AgentError, DocumentTooLarge
-from searchcrawl.agents.files import FilesAgent, FilesOptions, out_of_scope, path_out_of_scope
+from searchcrawl.agents.files import FilesAgent, FilesOptions, out_of_scope, owner_name, path_out_of_scope
 from tests.conftest import unpack
 
 
@@ -438,3 +438,10 @@ def test_a_listing_stopped_early_closes_its_folders(tmp_path: Path) -> None:
     assert len(os.listdir("/proc/self/fd")) == before + 5  # the root and a, b, c, d: the descent path
     listing.close()
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_an_owner_the_system_does_not_know_is_its_uid() -> None:
+    known = {user.pw_uid for user in pwd.getpwall()}
+    unknown = max(known) + 1
+    assert owner_name(unknown) == str(unknown)
+    assert owner_name(os.getuid()) == pwd.getpwuid(os.getuid()).pw_name
