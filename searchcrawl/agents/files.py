@@ -1,0 +1,487 @@
+"""The ``files`` source type: the documents in local folders (a mounted share is a local folder).
+
+A ``[files]`` table names the ``roots`` (absolute folder paths) and which files under them are
+crawled: ``include``/``exclude`` globs (a pattern with a ``/`` matches the path relative to its
+root, such as ``reports/**/*.pdf``; one without matches the file name, such as ``*.tmp``; fnmatch
+wildcards, case-sensitive as the file system is: ``*`` also crosses ``/``, and ``**/`` may also
+match no folder at all; exclusion wins, and a folder that an exclude pattern matches is not even
+opened), ``max_depth`` (0: only the files directly in a root), ``hidden`` (files and folders
+whose names start with ``.`` are skipped unless true) and ``follow_links`` (symbolic links are
+skipped unless true; when true, a link is followed only when its real target is inside one of the
+roots, never outside, and a link back to a folder being walked is not followed again).
+
+Only regular files are crawled (never FIFOs, devices or sockets). A document's URL is the file's
+``file://`` URL; its path, folder, file name, size, owner and modification time are indexed as
+``path_s``, ``folder_s``, ``file_name_s``, ``size_l``, ``owner_s`` (the user name, or the uid when
+the system knows no such user) and ``last_modified``; the source's ``attributes`` mapping may map
+``path``, ``folder``, ``file_name``, ``extension`` (lower-case, without the dot) and ``owner``. The
+content type comes from the file name's extension (``application/octet-stream`` when unknown).
+A link followed (``follow_links``) gives its files their paths through the link, so a file reached
+both ways is two documents (the duplicate detection still applies).
+
+Changes: a file's token is its size and modification time (nanoseconds): a maintenance crawl reads
+again only the files whose size or modification time changed. Deletions: every crawl lists the
+roots completely; a file it does not list (deleted, moved, renamed, newly excluded or hidden) leaves
+the index. A root that is missing, not a folder or unreadable fails the crawl and nothing is removed,
+so a share that is not mounted does not empty the index. But an EMPTY mount point (the share not
+mounted, its mount point folder still there) cannot be told from an empty folder: its documents
+would be removed (the deletion guard still applies). Name a folder INSIDE the share as the root
+(``/mnt/share/documents``, not ``/mnt/share``): when the share is not mounted, that root is missing.
+A folder the crawler may not read is skipped (a DEBUG line), and its files leave the index; any
+other error reading a folder (an I/O error, a stale share) fails the crawl, and nothing is removed.
+A file name that is not UTF-8 is kept as it is on disk in the file's key and URL, and shown with
+U+FFFD in the indexed fields.
+
+Hostile trees: when ``follow_links`` is false, every folder and the file itself are opened without
+following links (``O_NOFOLLOW``, relative to their parent), so a folder or file swapped for a link
+after the listing is never read; whatever it follows, a fetch reads only a file whose real path is
+inside a root's real path and that passes the same rules as the listing, reads at most the size
+limit (plus one byte), and opens without blocking (a FIFO swapped in is refused, never waited on).
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import functools
+import logging
+import mimetypes
+import os
+import pathlib
+import posixpath
+import pwd
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import unquote_to_bytes, urlsplit
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
+from searchcrawl.rules.tables import RuleTable
+
+logger = logging.getLogger(__name__)
+
+MAX_DOUBLE_STARS = 4  # "**/" per pattern: each may match no folder, so 2**n regular expressions
+READ_CHUNK = 1 << 20
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC  # a FIFO must never block the fetch
+_GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)  # vanished, or a link where none may be
+
+
+def _root(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected an absolute folder path such as '/srv/documents', got {value!r}")
+    if "\x00" in value:
+        raise ValueError(f"a path cannot contain a NUL character, got {value!r}")
+    if not value.startswith("/"):
+        raise ValueError(f"expected an absolute folder path (starting with '/'), got {value!r}")
+    parts = [part for part in value.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        # "a/../b" is not "b" on disk when "a" is a link: say the folder meant
+        raise ValueError(f"expected a path without '..' (name the folder itself), got {value!r}")
+    return "/" + "/".join(parts)
+
+
+def _pattern(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected a non-empty glob such as '*.pdf' or 'reports/**/*.pdf', got {value!r}")
+    if "\x00" in value:
+        raise ValueError(f"a pattern cannot contain a NUL character, got {value!r}")
+    if value.startswith("/"):
+        raise ValueError(f"a path pattern is relative to its root: expected no leading '/', got {value!r}")
+    if len(_DOUBLE_STAR.findall(value)) > MAX_DOUBLE_STARS:
+        raise ValueError(f"expected at most {MAX_DOUBLE_STARS} '**/' in a pattern, got {value!r}")
+    return value
+
+
+class FilesOptions(RuleTable):
+    """The ``[files]`` table of a source of type ``files``."""
+
+    roots: list[str] = Field(min_length=1)
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    max_depth: int | None = Field(default=None, ge=0)
+    hidden: bool = False
+    follow_links: bool = False
+
+    @field_validator("roots")
+    @classmethod
+    def _roots(cls, values: list[str]) -> list[str]:
+        return list(dict.fromkeys(_root(value) for value in values))
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _patterns(cls, values: list[str]) -> list[str]:
+        return list(dict.fromkeys(_pattern(value) for value in values))
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> FilesOptions:
+        # a file under two roots would be listed twice, as two documents
+        for root in self.roots:
+            for other in self.roots:
+                if other != root and _inside(root, other):
+                    raise ValueError(f"root {root!r} is inside root {other!r}: list {other!r} alone")
+        return self
+
+
+# --- scope: one decision for the listing and the fetch ---------------------------------------
+
+_DOUBLE_STAR = re.compile(r"(?:^|(?<=/))\*\*/")
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """fnmatch's wildcards, except that each ``**/`` may also match no folder at all."""
+    pieces = _DOUBLE_STAR.split(pattern)
+    variants = [pieces[0]]
+    for piece in pieces[1:]:
+        variants = [v + "**/" + piece for v in variants] + [v + piece for v in variants]
+    return re.compile("|".join(fnmatch.translate(variant) for variant in variants))
+
+
+def _matches(pattern: str, rel: str, name: str) -> bool:
+    return _compiled(pattern).match(rel if "/" in pattern else name) is not None
+
+
+def out_of_scope(rel: str, folder: bool, options: FilesOptions) -> str | None:
+    """Why the file (or folder) at ``rel`` (relative to its root, ``/``-separated) is not crawled,
+    or None when it is. A folder is judged by hidden, depth and exclude (it is descended when it
+    may hold a file in scope); include applies to files only."""
+    name = rel.rsplit("/", 1)[-1]
+    if not options.hidden and name.startswith("."):
+        return "hidden"
+    depth = rel.count("/") + (1 if folder else 0)  # the depth of the files in it, for a folder
+    if options.max_depth is not None and depth > options.max_depth:
+        return f"deeper than max_depth {options.max_depth}"
+    for pattern in options.exclude:
+        # "archive/**" (or "archive/") also matches the folder "archive" itself: not opened
+        if _matches(pattern, rel, name) or (folder and "/" in pattern and _matches(pattern, rel + "/", name)):
+            return f"excluded by {pattern!r}"
+    if not folder and options.include and not any(_matches(pattern, rel, name) for pattern in options.include):
+        return "matches no include pattern"
+    return None
+
+
+def path_out_of_scope(rel: str, options: FilesOptions) -> str | None:
+    """Why the file at ``rel`` would not be listed: it, or a folder on its way from the root."""
+    parts = rel.split("/")
+    for end in range(1, len(parts)):
+        folder = "/".join(parts[:end])
+        reason = out_of_scope(folder, True, options)
+        if reason:
+            return f"folder {folder!r} {reason}"
+    return out_of_scope(rel, False, options)
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _shown(path: str) -> str:
+    """A path as text for Solr and logs: bytes that are not UTF-8 become U+FFFD (the key keeps
+    them, so the file is still found)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+@functools.lru_cache(maxsize=1024)
+def owner_name(uid: int) -> str:
+    """The user name of ``uid``, or the uid as text when the system does not know it (a share's
+    files may belong to users of another machine)."""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _modified(mtime_ns: int) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(mtime_ns / 1e9, UTC)
+    except (OverflowError, OSError, ValueError):  # a hostile or broken timestamp
+        return None
+
+
+def _fd_path(fd: int) -> str | None:
+    """The real path of an open file or folder (Linux' /proc), or None when unknown."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
+@dataclass
+class _Folder:
+    """A folder on the current descent path: its open descriptor and its names still to visit."""
+
+    fd: int
+    rel: str
+    real: str
+    names: Iterator[str]
+
+
+class FilesAgent(Agent):
+    """Lists the regular files under the roots; the key of a file is its absolute path as under
+    its root (links not resolved)."""
+
+    scheme = "file"
+    Options = FilesOptions
+
+    def __init__(self, source: str, options: BaseModel) -> None:
+        if not isinstance(options, FilesOptions):
+            raise TypeError(f"expected FilesOptions, got {type(options).__name__}")
+        super().__init__(source, options)
+        self.files = options
+        if not mimetypes.inited:  # read the system's types once, before fetches in several threads
+            mimetypes.init()
+
+    # -- URLs ---------------------------------------------------------------------------------
+
+    def url_for(self, key: str) -> str:
+        """The file's ``file://`` URL (bytes that are not UTF-8 percent-encoded as they are)."""
+        return pathlib.PurePosixPath(key).as_uri()
+
+    def key_of(self, url: str) -> str | None:
+        """The path of a ``file://`` URL under one of the roots, or None."""
+        parts = urlsplit(url)
+        if parts.scheme != "file" or parts.netloc or parts.query or parts.fragment:
+            return None
+        path = os.fsdecode(unquote_to_bytes(parts.path))
+        return path if self._locate(path) else None
+
+    def _locate(self, key: str) -> tuple[str, str] | None:
+        """The root a key is under and its path relative to it; None for anything else."""
+        if "\x00" in key or not key.startswith("/") or posixpath.normpath(key) != key:
+            return None
+        for root in self.files.roots:
+            if key.startswith(root.rstrip("/") + "/"):
+                return root, key[len(root.rstrip("/")) + 1 :]
+        return None
+
+    # -- listing ------------------------------------------------------------------------------
+
+    def _real_roots(self) -> dict[str, str]:
+        """Each root's real path; AgentError when one is missing or not a folder (nothing is
+        listed then, so nothing is removed: a share that is not mounted keeps its documents)."""
+        reals: dict[str, str] = {}
+        for root in self.files.roots:
+            try:
+                mode = os.stat(root).st_mode
+            except FileNotFoundError:
+                raise AgentError(f"root {root!r} does not exist (a share not mounted?)") from None
+            except OSError as error:
+                raise AgentError(f"root {root!r} cannot be read: {error.strerror}") from None
+            if not stat.S_ISDIR(mode):
+                raise AgentError(f"root {root!r} is not a folder")
+            reals[root] = os.path.realpath(root)
+        for root, real in reals.items():
+            for other, other_real in reals.items():
+                if other != root and _inside(real, other_real):
+                    raise AgentError(f"root {root!r} is {real!r} on disk, inside root {other!r}: list {other!r} alone")
+        return reals
+
+    def references(self, since: datetime | None) -> Iterator[Reference]:
+        """Every regular file in scope, root by root, each folder's names in sorted order. Only
+        the folders on the current descent path are held (an open descriptor and their names)."""
+        reals = self._real_roots()
+        for root, real in reals.items():
+            count = 0
+            for reference in self._walk(root, real, list(reals.values())):
+                count += 1
+                yield reference
+            logger.info("files %s: %d files listed under %r", self.source, count, root)
+
+    def _walk(self, root: str, root_real: str, reals: list[str]) -> Iterator[Reference]:
+        try:
+            fd = os.open(root, _DIRECTORY)
+        except OSError as error:
+            raise AgentError(f"root {root!r} cannot be read: {error.strerror}") from None
+        names = self._names(fd, root)
+        if names is None:
+            os.close(fd)
+            raise AgentError(f"root {root!r} cannot be read: permission denied")
+        stack = [_Folder(fd, "", root_real, names)]
+        try:
+            while stack:
+                folder = stack[-1]
+                name = next(folder.names, None)
+                if name is None:
+                    os.close(stack.pop().fd)
+                    continue
+                rel = f"{folder.rel}/{name}" if folder.rel else name
+                path = f"{root.rstrip('/')}/{rel}"
+                entry = self._entry(folder, name, path, reals)
+                if entry is None:
+                    continue
+                link, info = entry
+                if stat.S_ISDIR(info.st_mode):
+                    child = self._descend(folder, name, rel, path, link, reals, stack)
+                    if child is not None:
+                        stack.append(child)
+                elif not stat.S_ISREG(info.st_mode):
+                    logger.debug("files %s: %r skipped: not a regular file", self.source, _shown(path))
+                elif reason := out_of_scope(rel, False, self.files):
+                    logger.debug("files %s: %r skipped: %s", self.source, _shown(path), reason)
+                else:
+                    yield self._reference(path, info)
+        finally:
+            for folder in stack:  # the consumer stopped early, or the listing failed
+                os.close(folder.fd)
+
+    def _names(self, fd: int, path: str) -> Iterator[str] | None:
+        """A folder's names, sorted (a listing in a stable order); None when it may not be read."""
+        try:
+            with os.scandir(fd) as entries:
+                return iter(sorted(entry.name for entry in entries))
+        except PermissionError:
+            logger.debug("files %s: folder %r skipped: permission denied", self.source, _shown(path))
+            return None
+
+    def _entry(self, folder: _Folder, name: str, path: str, reals: list[str]) -> tuple[bool, os.stat_result] | None:
+        """Whether the name is a link, and what it is (the link's target when links are
+        followed); None when it is skipped: a link not followed, a target outside the roots,
+        a file that vanished."""
+        try:
+            info = os.stat(name, dir_fd=folder.fd, follow_symlinks=False)
+            if not stat.S_ISLNK(info.st_mode):
+                return False, info
+            if not self.files.follow_links:
+                logger.debug("files %s: %r skipped: a symbolic link (follow_links is false)", self.source, _shown(path))
+                return None
+            real = os.path.realpath(path)
+            if not any(_inside(real, root) for root in reals):
+                logger.debug("files %s: link %r skipped: its target is outside the roots", self.source, _shown(path))
+                return None
+            return True, os.stat(name, dir_fd=folder.fd)
+        except OSError as error:
+            if error.errno not in _GONE and not isinstance(error, PermissionError):
+                raise AgentError(f"{_shown(path)!r} cannot be read: {error.strerror}") from None
+            logger.debug("files %s: %r skipped: %s", self.source, _shown(path), error.strerror)
+            return None
+
+    def _descend(
+        self, parent: _Folder, name: str, rel: str, path: str, link: bool, reals: list[str], stack: list[_Folder]
+    ) -> _Folder | None:
+        """The folder to walk next, opened relative to its parent (without following a link
+        unless it is one that is followed); None when it is skipped."""
+        reason = out_of_scope(rel, True, self.files)
+        if reason:
+            logger.debug("files %s: folder %r not descended: %s", self.source, _shown(path), reason)
+            return None
+        try:
+            fd = os.open(name, _DIRECTORY if link else _DIRECTORY | os.O_NOFOLLOW, dir_fd=parent.fd)
+        except OSError as error:
+            if error.errno not in _GONE and not isinstance(error, PermissionError):
+                raise AgentError(f"folder {_shown(path)!r} cannot be read: {error.strerror}") from None
+            logger.debug("files %s: folder %r skipped: %s", self.source, _shown(path), error.strerror)
+            return None
+        real = (_fd_path(fd) or os.path.realpath(path)) if link else f"{parent.real.rstrip('/')}/{name}"
+        if link and not any(_inside(real, root) for root in reals):
+            reason = "its target is outside the roots"
+        elif link and any(folder.real == real for folder in stack):
+            reason = f"a loop back to {_shown(real)!r}"
+        if reason:
+            os.close(fd)
+            logger.debug("files %s: link %r not followed: %s", self.source, _shown(path), reason)
+            return None
+        names = self._names(fd, path)
+        if names is None:
+            os.close(fd)
+            return None
+        return _Folder(fd, rel, real, names)
+
+    def _reference(self, path: str, info: os.stat_result) -> Reference:
+        shown = _shown(path)
+        folder, name = shown.rsplit("/", 1)
+        owner = owner_name(info.st_uid)
+        modified = _modified(info.st_mtime_ns)
+        extension = posixpath.splitext(name)[1][1:].lower()
+        fields: dict[str, Any] = {
+            "file_name_s": name,
+            "path_s": shown,
+            "folder_s": folder or "/",
+            "size_l": info.st_size,
+            "owner_s": owner,
+        }
+        if modified is not None:
+            fields["last_modified"] = modified.strftime("%Y-%m-%dT%H:%M:%SZ")  # as extract.http_date_to_iso
+        metadata = {"file_name": name, "path": shown, "folder": folder or "/", "extension": extension, "owner": owner}
+        return Reference(
+            key=path,
+            token=f"{info.st_size}:{info.st_mtime_ns}",
+            modified=modified,
+            fields=fields,
+            metadata={key: value for key, value in metadata.items() if value},
+        )
+
+    # -- fetching -----------------------------------------------------------------------------
+
+    def fetch(self, key: str, max_bytes: int) -> Content | None:
+        """The file's bytes, when the listing would list it now; None when it is gone (or is no
+        longer a regular file in scope)."""
+        located = self._locate(key)
+        if located is None:
+            logger.debug("files %s: fetch of %r refused: not under a root", self.source, _shown(key))
+            return None
+        root, rel = located
+        reason = path_out_of_scope(rel, self.files)
+        if reason:
+            logger.debug("files %s: fetch of %r refused: %s", self.source, _shown(key), reason)
+            return None
+        try:
+            fd = self._open(root, rel)
+        except OSError as error:
+            if error.errno in _GONE:
+                logger.debug("files %s: %r is gone: %s", self.source, _shown(key), error.strerror)
+                return None
+            raise AgentError(f"{_shown(key)!r} cannot be read: {error.strerror}") from None
+        try:
+            return self._read(fd, key, max_bytes)
+        finally:
+            os.close(fd)
+
+    def _open(self, root: str, rel: str) -> int:
+        """The file opened without blocking; with ``follow_links`` false, every folder from the
+        root down and the file itself are opened without following a link (ELOOP if one is)."""
+        if self.files.follow_links:
+            return os.open(f"{root.rstrip('/')}/{rel}", _FILE)
+        *folders, name = rel.split("/")
+        fd = os.open(root, _DIRECTORY)
+        try:
+            for folder in folders:
+                child = os.open(folder, _DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = child
+            return os.open(name, _FILE | os.O_NOFOLLOW, dir_fd=fd)
+        finally:
+            os.close(fd)
+
+    def _read(self, fd: int, key: str, max_bytes: int) -> Content | None:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            logger.debug("files %s: %r refused: not a regular file", self.source, _shown(key))
+            return None
+        real = _fd_path(fd) or os.path.realpath(key)
+        if not any(_inside(real, os.path.realpath(root)) for root in self.files.roots):
+            logger.debug("files %s: %r refused: its real path is outside the roots", self.source, _shown(key))
+            return None
+        if max_bytes and info.st_size > max_bytes:
+            raise DocumentTooLarge(f"{_shown(key)!r} has {info.st_size} bytes, more than {max_bytes}")
+        chunks: list[bytes] = []
+        size = 0
+        while not max_bytes or size <= max_bytes:  # the file may grow after fstat: read one byte more at most
+            chunk = os.read(fd, READ_CHUNK if not max_bytes else min(READ_CHUNK, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if max_bytes and size > max_bytes:
+            raise DocumentTooLarge(f"{_shown(key)!r} grew past {max_bytes} bytes while read")
+        name = _shown(key).rsplit("/", 1)[-1]
+        content_type = mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
+        return Content(body=b"".join(chunks), content_type=content_type, name=name)

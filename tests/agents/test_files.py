@@ -1,0 +1,447 @@
+"""The ``files`` agent on real folders: a tree of the shared corpora's office documents and files
+written here, links, FIFOs, files swapped between listing and fetch, a 20,000-file tree."""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+import json
+import logging
+import os
+import pwd
+import shutil
+import tempfile
+import threading
+import tracemalloc
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from searchcrawl.agents.base import AgentError, DocumentTooLarge
+from searchcrawl.agents.files import FilesAgent, FilesOptions, out_of_scope, owner_name, path_out_of_scope
+from tests.conftest import unpack
+
+
+def agent(*roots: Path | str, **options: object) -> FilesAgent:
+    return FilesAgent("docs", FilesOptions.model_validate({"roots": [str(root) for root in roots], **options}))
+
+
+def keys(files: FilesAgent) -> list[str]:
+    return [reference.key for reference in files.references(None)]
+
+
+def write(path: Path, text: str = "text") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def office(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The corpora's per-format documents (pdf, docx, xlsx, odt...), one folder per format."""
+    return unpack("textract-tests.tar.xz", tmp_path_factory.mktemp("office")) / "textract-tests" / "tests"
+
+
+def expected(root: Path, include: list[str], exclude_folders: set[str]) -> list[str]:
+    """The files a walk should list, found another way (rglob and fnmatch on names)."""
+    found = []
+    for path in root.rglob("*"):
+        rel = path.relative_to(root)
+        if path.is_file() and not path.is_symlink() and not any(part.startswith(".") for part in rel.parts):
+            if rel.parts[0] not in exclude_folders and any(fnmatch.fnmatchcase(path.name, p) for p in include):
+                found.append(str(path))
+    return found
+
+
+# --- options -----------------------------------------------------------------------------------
+
+
+def test_options_normalise_roots_and_reject_what_is_not_an_absolute_folder_path() -> None:
+    options = FilesOptions.model_validate({"roots": ["//srv/./docs/", "/srv/other"]})
+    assert options.roots == ["/srv/docs", "/srv/other"]
+    assert options.include == [] and options.exclude == [] and options.max_depth is None
+    assert options.hidden is False and options.follow_links is False
+    for roots, message in [
+        ([], "at least 1 item"),
+        (["docs"], "absolute"),
+        (["/srv/a/../b"], "'..'"),
+        (["/srv/a\x00"], "NUL"),
+        (["/srv", "/srv/docs"], "root '/srv/docs' is inside root '/srv'"),
+    ]:
+        with pytest.raises(ValidationError, match=message):
+            FilesOptions.model_validate({"roots": roots})
+
+
+def test_options_reject_unknown_keys_bad_patterns_and_depths() -> None:
+    with pytest.raises(ValidationError, match="unknown key 'max_files'.*known keys: roots, include"):
+        FilesOptions.model_validate({"roots": ["/srv"], "max_files": 3})
+    with pytest.raises(ValidationError, match="relative to its root"):
+        FilesOptions.model_validate({"roots": ["/srv"], "include": ["/reports/*.pdf"]})
+    with pytest.raises(ValidationError, match="non-empty glob"):
+        FilesOptions.model_validate({"roots": ["/srv"], "exclude": [" "]})
+    with pytest.raises(ValidationError, match="at most 4"):
+        FilesOptions.model_validate({"roots": ["/srv"], "exclude": ["**/" * 5 + "x"]})
+    with pytest.raises(ValidationError, match="greater than or equal to 0"):
+        FilesOptions.model_validate({"roots": ["/srv"], "max_depth": -1})
+    with pytest.raises(ValidationError):
+        FilesOptions.model_validate({"roots": ["/srv"], "hidden": "yes"})  # strict: a TOML boolean
+
+
+# --- scope: the one decision shared by the walk and the fetch ------------------------------------
+
+
+def test_scope_name_and_path_patterns_exclusion_wins_and_double_star_may_match_no_folder() -> None:
+    options = FilesOptions.model_validate(
+        {"roots": ["/r"], "include": ["*.pdf", "reports/**/*.docx"], "exclude": ["draft*", "reports/old/**"]}
+    )
+    assert out_of_scope("a/b/x.pdf", False, options) is None  # a name pattern: any folder
+    assert out_of_scope("reports/x.docx", False, options) is None  # "**/" matching no folder
+    assert out_of_scope("reports/2026/q1/x.docx", False, options) is None
+    assert out_of_scope("other/x.docx", False, options) == "matches no include pattern"
+    assert out_of_scope("a/draft.pdf", False, options) == "excluded by 'draft*'"
+    # a folder an exclude pattern matches is not descended; include never applies to folders
+    assert out_of_scope("reports/old", True, options) == "excluded by 'reports/old/**'"
+    assert out_of_scope("drafts", True, options) == "excluded by 'draft*'"
+    assert out_of_scope("reports", True, options) is None
+    assert path_out_of_scope("reports/old/x.pdf", options) == "folder 'reports/old' excluded by 'reports/old/**'"
+
+
+def test_scope_hidden_and_depth() -> None:
+    options = FilesOptions.model_validate({"roots": ["/r"], "max_depth": 1})
+    assert out_of_scope("a.txt", False, options) is None
+    assert out_of_scope("a/b.txt", False, options) is None
+    assert out_of_scope("a/b/c.txt", False, options) == "deeper than max_depth 1"
+    assert out_of_scope("a", True, options) is None
+    assert out_of_scope("a/b", True, options) == "deeper than max_depth 1"
+    assert out_of_scope(".git", True, options) == "hidden"
+    assert path_out_of_scope(".git/config", options) == "folder '.git' hidden"
+    assert path_out_of_scope("a/.env", options) == "hidden"
+    shown = FilesOptions.model_validate({"roots": ["/r"], "hidden": True, "max_depth": 0})
+    assert path_out_of_scope(".env", shown) is None
+    assert path_out_of_scope("a/x", shown) == "folder 'a' deeper than max_depth 0"
+
+
+# --- listing -----------------------------------------------------------------------------------
+
+
+def test_lists_the_office_documents_with_their_fields_and_fetches_them(office: Path, tmp_path: Path) -> None:
+    include = ["*.pdf", "*.docx", "*.xlsx", "*.odt"]
+    files = agent(office, include=include, exclude=["html", "*.txt"])
+    references = list(files.references(None))
+    assert sorted(r.key for r in references) == sorted(expected(office, include, {"html"}))
+    assert [r.key for r in references] == sorted(r.key for r in references)  # sorted names, depth first
+    assert {Path(r.key).suffix for r in references} == {".pdf", ".docx", ".xlsx", ".odt"}
+    docx = next(r for r in references if r.key.endswith("docx/raw_text.docx"))
+    info = os.stat(docx.key)
+    assert docx.token == f"{info.st_size}:{info.st_mtime_ns}"
+    assert docx.modified == datetime.fromtimestamp(info.st_mtime_ns / 1e9, UTC)
+    assert docx.content is None
+    assert docx.fields == {
+        "file_name_s": "raw_text.docx",
+        "path_s": docx.key,
+        "folder_s": str(office / "docx"),
+        "size_l": info.st_size,
+        "owner_s": pwd.getpwuid(info.st_uid).pw_name,
+        "last_modified": docx.modified.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    assert docx.metadata == {
+        "file_name": "raw_text.docx",
+        "path": docx.key,
+        "folder": str(office / "docx"),
+        "extension": "docx",
+        "owner": pwd.getpwuid(info.st_uid).pw_name,
+    }
+    content = files.fetch(docx.key, 10_000_000)
+    assert content is not None
+    assert content.body == Path(docx.key).read_bytes()
+    assert content.content_type == "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    assert content.name == "raw_text.docx"
+    pdf = files.fetch(str(office / "pdf" / "raw_text.pdf"), 0)
+    assert pdf is not None and pdf.content_type == "application/pdf" and pdf.body.startswith(b"%PDF")
+
+
+def test_an_excluded_folder_is_not_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, "searchcrawl.agents.files")
+    write(tmp_path / "a" / "x.txt")
+    write(tmp_path / "archive" / "deep" / "y.txt")
+    write(tmp_path / "tmp" / "z.txt")
+    scanned = 0
+    scandir = os.scandir
+
+    def counting(path):  # type: ignore[no-untyped-def]
+        nonlocal scanned
+        scanned += 1
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", counting)
+    assert keys(agent(tmp_path, exclude=["archive/**", "tmp"])) == [str(tmp_path / "a" / "x.txt")]
+    assert scanned == 2  # the root and "a": neither "archive", its "deep", nor "tmp"
+    assert f"files docs: folder {str(tmp_path / 'archive')!r} not descended: excluded by 'archive/**'" in caplog.messages
+    scanned = 0
+    assert len(keys(agent(tmp_path))) == 3 and scanned == 5
+
+
+def test_max_depth_and_hidden(tmp_path: Path) -> None:
+    for rel in ["top.txt", "a/one.txt", "a/b/two.txt", ".hidden.txt", ".git/config", "a/.cache/c.txt"]:
+        write(tmp_path / rel)
+    assert keys(agent(tmp_path, max_depth=0)) == [str(tmp_path / "top.txt")]
+    assert keys(agent(tmp_path, max_depth=1)) == [str(tmp_path / "a/one.txt"), str(tmp_path / "top.txt")]
+    assert keys(agent(tmp_path)) == [str(tmp_path / p) for p in ["a/b/two.txt", "a/one.txt", "top.txt"]]
+    assert keys(agent(tmp_path, hidden=True)) == [
+        str(tmp_path / p) for p in [".git/config", ".hidden.txt", "a/.cache/c.txt", "a/b/two.txt", "a/one.txt", "top.txt"]
+    ]
+    files = agent(tmp_path, max_depth=1)
+    assert files.fetch(str(tmp_path / "a/b/two.txt"), 0) is None  # as the walk: deeper than max_depth
+    assert files.fetch(str(tmp_path / ".git/config"), 0) is None  # hidden
+    assert agent(tmp_path, hidden=True).fetch(str(tmp_path / ".git/config"), 0) is not None
+
+
+def test_links_are_skipped_unless_followed_and_then_never_outside_the_roots(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    write(root / "docs" / "a.txt", "a")
+    write(outside / "secret.txt", "secret")
+    (root / "link-to-file.txt").symlink_to(root / "docs" / "a.txt")
+    (root / "link-to-docs").symlink_to(root / "docs")
+    (root / "link-out.txt").symlink_to(outside / "secret.txt")
+    (root / "link-out").symlink_to(outside)
+    (root / "docs" / "loop").symlink_to(root)  # back to a folder on the descent path
+    (root / "dangling.txt").symlink_to(root / "nothing")
+    assert keys(agent(root)) == [str(root / "docs" / "a.txt")]
+    followed = agent(root, follow_links=True)
+    assert keys(followed) == [str(root / p) for p in ["docs/a.txt", "link-to-docs/a.txt", "link-to-file.txt"]]
+    assert followed.fetch(str(root / "link-to-docs" / "a.txt"), 0).body == b"a"  # type: ignore[union-attr]
+    assert followed.fetch(str(root / "link-out.txt"), 0) is None
+    assert followed.fetch(str(root / "link-out" / "secret.txt"), 0) is None
+    assert agent(root).fetch(str(root / "link-to-file.txt"), 0) is None
+    assert agent(root).fetch(str(root / "link-to-docs" / "a.txt"), 0) is None
+
+
+def test_a_loop_of_links_between_folders_terminates(tmp_path: Path) -> None:
+    write(tmp_path / "a" / "x.txt")
+    write(tmp_path / "b" / "y.txt")
+    (tmp_path / "a" / "to-b").symlink_to(tmp_path / "b")
+    (tmp_path / "b" / "to-a").symlink_to(tmp_path / "a")
+    listed = keys(agent(tmp_path, follow_links=True))
+    assert listed == [str(tmp_path / p) for p in ["a/to-b/y.txt", "a/x.txt", "b/to-a/x.txt", "b/y.txt"]]
+
+
+def test_the_token_changes_with_the_modification_time_or_the_size(tmp_path: Path) -> None:
+    path = write(tmp_path / "a.txt", "one")
+    files = agent(tmp_path)
+    (first,) = files.references(None)
+    os.utime(path, ns=(0, os.stat(path).st_mtime_ns + 1))
+    (touched,) = files.references(None)
+    assert touched.token != first.token
+    mtime = os.stat(path).st_mtime_ns
+    path.write_text("three")
+    os.utime(path, ns=(0, mtime))
+    (grown,) = files.references(None)
+    assert grown.token != touched.token and grown.modified == touched.modified
+    (again,) = files.references(None)
+    assert again.token == grown.token
+
+
+def test_file_names_that_are_not_utf8_are_listed_fetched_and_shown(tmp_path: Path) -> None:
+    raw = os.fsencode(tmp_path) + b"/caf\xe9 #1?.txt"
+    with open(raw, "wb") as handle:
+        handle.write(b"latin-1 name")
+    files = agent(tmp_path)
+    (reference,) = files.references(None)
+    assert reference.key == os.fsdecode(raw)
+    url = files.url_for(reference.key)
+    assert url == pathlib_uri(raw) and url.isascii() and url.endswith("/caf%E9%20%231%3F.txt")
+    assert files.key_of(url) == reference.key
+    assert reference.fields["file_name_s"] == "caf\ufffd #1?.txt"
+    json.dumps(dict(reference.fields))  # Solr-ready: no lone surrogate
+    assert files.fetch(reference.key, 0).body == b"latin-1 name"  # type: ignore[union-attr]
+
+
+def pathlib_uri(raw: bytes) -> str:
+    from urllib.parse import quote_from_bytes
+
+    return "file://" + quote_from_bytes(raw)
+
+
+def test_key_of_refuses_urls_not_of_a_root(tmp_path: Path) -> None:
+    files = agent(tmp_path / "root")
+    assert files.key_of(files.url_for(str(tmp_path / "root" / "a.txt"))) == str(tmp_path / "root" / "a.txt")
+    for url in [
+        "file:///etc/passwd",
+        f"file://{tmp_path}/root",  # the root itself is no file of it
+        f"file://{tmp_path}/root/../secret",
+        f"file://{tmp_path}/root/a/./b",
+        f"file://host{tmp_path}/root/a",
+        f"http://docs{tmp_path}/root/a",
+        f"file://{tmp_path}/root/a%00b",
+        f"file://{tmp_path}/rootless/a",
+    ]:
+        assert files.key_of(url) is None, url
+
+
+# --- roots that are not there --------------------------------------------------------------------
+
+
+def test_a_missing_root_or_a_root_that_is_a_file_fails_before_anything_is_listed(tmp_path: Path) -> None:
+    write(tmp_path / "here" / "a.txt")
+    listing = agent(tmp_path / "here", tmp_path / "share").references(None)
+    assert inspect.isgenerator(listing)
+    with pytest.raises(AgentError, match=r"root '.*/share' does not exist \(a share not mounted\?\)"):
+        next(listing)  # not even the first root's files: nothing listed, nothing removed
+    with pytest.raises(AgentError, match="is not a folder"):
+        keys(agent(tmp_path / "here" / "a.txt"))
+
+
+def test_roots_that_are_one_folder_on_disk_are_refused(tmp_path: Path) -> None:
+    write(tmp_path / "docs" / "sub" / "a.txt")
+    (tmp_path / "alias").symlink_to(tmp_path / "docs" / "sub")
+    with pytest.raises(AgentError, match="inside root"):
+        keys(agent(tmp_path / "docs", tmp_path / "alias"))
+
+
+def listed_as_nobody(root: Path) -> list[str] | str:
+    """The keys a listing gives in a forked child running as ``nobody`` when the tests run as
+    root (root reads every folder), or the AgentError's message."""
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            os.close(reader)
+            if os.geteuid() == 0:
+                nobody = pwd.getpwnam("nobody")
+                os.setgroups([])
+                os.setresgid(nobody.pw_gid, nobody.pw_gid, nobody.pw_gid)
+                os.setresuid(nobody.pw_uid, nobody.pw_uid, nobody.pw_uid)
+            try:
+                result: list[str] | str = keys(agent(root))
+            except AgentError as error:
+                result = str(error)
+            os.write(writer, json.dumps(result).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as pipe:
+        output = pipe.read()
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    return json.loads(output)  # type: ignore[no-any-return]
+
+
+def test_an_unreadable_folder_is_skipped_and_an_unreadable_root_fails() -> None:
+    base = Path(tempfile.mkdtemp(prefix="files-agent-"))  # not under pytest's folder: nobody may enter it
+    try:
+        base.chmod(0o755)
+        write(base / "open" / "a.txt")
+        write(base / "closed" / "b.txt")
+        (base / "closed").chmod(0)
+        assert listed_as_nobody(base) == [str(base / "open" / "a.txt")]
+        assert listed_as_nobody(base / "closed") == f"root {str(base / 'closed')!r} cannot be read: Permission denied"
+    finally:
+        (base / "closed").chmod(0o755)
+        shutil.rmtree(base)
+
+
+# --- fetch: admission and hostile changes between listing and fetch ------------------------------
+
+
+def test_fetch_refuses_paths_outside_the_roots_and_out_of_scope(tmp_path: Path) -> None:
+    write(tmp_path / "root" / "a.txt", "a")
+    write(tmp_path / "root" / "b.log", "b")
+    write(tmp_path / "secret.txt", "secret")
+    files = agent(tmp_path / "root", include=["*.txt"])
+    assert files.fetch(str(tmp_path / "root" / "a.txt"), 0).body == b"a"  # type: ignore[union-attr]
+    for key in [
+        str(tmp_path / "secret.txt"),
+        str(tmp_path / "root" / ".." / "secret.txt"),
+        str(tmp_path / "root"),
+        "/etc/passwd",
+        "root/a.txt",
+        str(tmp_path / "root" / "b.log"),  # excluded by include, as in the walk
+        str(tmp_path / "root" / "missing.txt"),
+    ]:
+        assert files.fetch(key, 0) is None, key
+
+
+def test_a_file_or_folder_swapped_for_a_link_after_the_listing_is_not_read(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(root / "a.txt", "a")
+    write(root / "sub" / "b.txt", "b")
+    write(tmp_path / "secret" / "b.txt", "secret")
+    files = agent(root)
+    assert keys(files) == [str(root / "a.txt"), str(root / "sub" / "b.txt")]
+    (root / "a.txt").unlink()
+    (root / "a.txt").symlink_to(tmp_path / "secret" / "b.txt")
+    shutil.rmtree(root / "sub")
+    (root / "sub").symlink_to(tmp_path / "secret")
+    assert files.fetch(str(root / "a.txt"), 0) is None
+    assert files.fetch(str(root / "sub" / "b.txt"), 0) is None
+
+
+def test_a_fifo_is_not_listed_and_never_blocks_a_fetch(tmp_path: Path) -> None:
+    write(tmp_path / "a.txt")
+    os.mkfifo(tmp_path / "pipe.txt")
+    files = agent(tmp_path)
+    assert keys(files) == [str(tmp_path / "a.txt")]
+    (tmp_path / "a.txt").unlink()
+    os.mkfifo(tmp_path / "a.txt")  # swapped in after the listing
+    results: list[object] = []
+    thread = threading.Thread(target=lambda: results.append(files.fetch(str(tmp_path / "a.txt"), 0)), daemon=True)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive() and results == [None]
+
+
+def test_a_file_larger_than_max_bytes_is_not_read_and_a_vanished_file_is_gone(tmp_path: Path) -> None:
+    path = write(tmp_path / "a.txt", "x" * 100)
+    files = agent(tmp_path)
+    assert files.fetch(str(path), 100).body == b"x" * 100  # type: ignore[union-attr]
+    with pytest.raises(DocumentTooLarge, match="100 bytes, more than 99"):
+        files.fetch(str(path), 99)
+    path.unlink()
+    assert files.fetch(str(path), 100) is None
+
+
+# --- streaming ---------------------------------------------------------------------------------
+
+
+def test_a_20000_file_tree_is_streamed(tmp_path: Path) -> None:
+    for folder in range(200):
+        os.mkdir(tmp_path / f"f{folder:03d}")
+        for number in range(100):
+            os.close(os.open(tmp_path / f"f{folder:03d}" / f"document-{number:03d}.txt", os.O_CREAT | os.O_WRONLY))
+    listing = agent(tmp_path).references(None)
+    assert inspect.isgenerator(listing)
+    tracemalloc.start()
+    try:
+        count = 0
+        for reference in listing:
+            count += 1
+            assert reference.key.startswith(str(tmp_path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count == 20_000
+    assert peak < 2_000_000, peak  # the folders on the descent path only: the listing would hold 20,000 references
+
+
+def test_a_listing_stopped_early_closes_its_folders(tmp_path: Path) -> None:
+    write(tmp_path / "a" / "b" / "c" / "d" / "x.txt")
+    write(tmp_path / "a" / "b" / "c" / "d" / "y.txt")
+    before = len(os.listdir("/proc/self/fd"))
+    listing = agent(tmp_path).references(None)
+    next(listing)
+    assert len(os.listdir("/proc/self/fd")) == before + 5  # the root and a, b, c, d: the descent path
+    listing.close()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_an_owner_the_system_does_not_know_is_its_uid() -> None:
+    known = {user.pw_uid for user in pwd.getpwall()}
+    unknown = max(known) + 1
+    assert owner_name(unknown) == str(unknown)
+    assert owner_name(os.getuid()) == pwd.getpwuid(os.getuid()).pw_name
