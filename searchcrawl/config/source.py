@@ -418,6 +418,16 @@ class SourceSettings(ScopeRules):
             )
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _files_change_by_content(cls, data: Any) -> Any:
+        # a file's modification time moves without its content (a copy, a touch, a restore):
+        # a files source reads a file again when its size or time changes, and re-indexes it
+        # only when its content did (modified_when = ["checksum"], unless the file says otherwise)
+        if isinstance(data, dict) and data.get("type") == "files" and "modified_when" not in data:
+            return {**data, "modified_when": ["checksum"]}
+        return data
+
     @model_validator(mode="after")
     def _keys_of_its_type(self) -> SourceSettings:
         tables = {"files": self.files, "database": self.database, "mail": self.mail, "agent": self.agent_options}
