@@ -6,8 +6,8 @@ The listing runs in a worker thread, a batch at a time; each batch of references
 (the scope filter), queued in the durable frontier in one statement and marked as listed in this
 run, and the engine is woken to lease it. A reference's token, fields, metadata and (small)
 content travel with its request (meta ``REFERENCE``, persisted), and crawl/handlers/agent.py
-answers the request from them. When the listing has named everything, the run's end
-(CrawlState._settle_listing) removes the documents it did not name. A listing that fails
+answers the request from them. When the listing has named everything, the documents it did not
+name leave the index (CrawlState.settle_listing), while the crawl goes on. A listing that fails
 (AgentError) ends the run failed, and nothing is removed for it.
 """
 
@@ -105,6 +105,7 @@ class AgentSpider(SourceSpider):
             yield Request(WAKE_URL, dont_filter=True, meta={WAKE: True})  # the engine leases them now
         context.listing_complete = True
         logger.info("Listed %d documents of %s", listed, self.source.name)
+        await asyncio.to_thread(context.settle_listing)
 
     def listing_since(self) -> datetime | None:
         """Since when an incremental agent lists changes: the start of the source's last run that

@@ -399,8 +399,7 @@ class CrawlState:
         if not complete or self.run_id is None or self.test_mode:
             return
         source = self.source.name
-        if self.agent is not None:
-            self._settle_listing(self.agent)
+        if self.agent is not None:  # its listing settled what left (settle_listing)
             return
         gone = self.table.drop_stale_targets(source, self.rule_excluding, self.source.settings.max_failures)
         if gone:
@@ -425,10 +424,15 @@ class CrawlState:
                     # on the Solr push's worker thread: written directly, not through a signal
                     self.table.record(source, url, Outcome(Event.GONE, int(Status.ORPHAN), "no longer linked"))
 
-    def _settle_listing(self, agent: Agent, batch: int = 500) -> None:
-        """The end of an agent's run: indexed documents its listing did not name leave the index,
-        when the listing was complete; an incremental listing's are first asked of the agent
-        (``gone``). A listing that failed part-way removes nothing."""
+    def settle_listing(self, batch: int = 500) -> None:
+        """An agent's listing of this run is complete (blocking): indexed documents it did not
+        name leave the index now, while the crawl still runs, so that a renamed file, fetched
+        as a duplicate of its old self, takes its place in this crawl; an incremental listing's
+        are first asked of the agent (``gone``). A listing that failed part-way removes nothing."""
+        agent = self.agent
+        assert agent is not None
+        if self.test_mode:
+            return
         source = self.source.name
         if not self.listing_complete:
             logger.warning("The listing of %s did not complete: no document is removed for not being listed", source)
