@@ -1,0 +1,151 @@
+"""A ``files`` source over a folder tree built from the shared corpora's office documents and
+text files of the test's own, crawled again and again while a seeded generator edits, touches,
+adds, renames and deletes files and changes their modification times. After every crawl Solr
+holds exactly the files in scope (with their text); a file whose content did not change keeps its
+Solr ``_version_`` (a touched file is read again, not pushed again); one crawl is killed with
+SIGKILL and resumed by the next, losing nothing."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from searchcrawl.store.runs import Runs
+from tests.conftest import CORPORA, Project, solr_docs, unpack
+
+OFFICE = ("pdf", "docx", "odt", "xlsx", "pptx", "doc")
+WORDS = ("budget", "meeting", "roadmap", "archive", "invoice", "policy", "travel", "safety", "intranet")
+
+
+class Tree:
+    """The oracle: relative path -> a token of its content (None: an office file, its text its own)."""
+
+    def __init__(self, root: Path, documents: Path, rng: random.Random) -> None:
+        self.root, self.rng = root, rng
+        self.files: dict[str, str] = {}
+        self.next = 0
+        for kind in OFFICE:
+            for name in ("raw_text", "standardized_text"):
+                source = documents / kind / f"{name}.{kind}"
+                if source.exists():
+                    target = root / "office" / kind / source.name
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(source, target)
+                    self.files[str(target.relative_to(root))] = f"office:{kind}:{name}"
+        for _ in range(25):
+            self.new_text()
+        (root / "skip").mkdir()
+        (root / "skip" / "notes.tmp").write_text("excluded by name")
+        (root / ".cache").mkdir()
+        (root / ".cache" / "hidden.txt").write_text("a hidden folder")
+
+    def words(self) -> str:
+        return " ".join(self.rng.choice(WORDS) for _ in range(12))
+
+    def new_text(self) -> str:
+        folder = self.rng.choice(["", "team", "team/minutes", "projects/alpha"])
+        suffix = self.rng.choice(["txt", "html"])
+        path = f"{folder}/file-{self.next:03d}.{suffix}".lstrip("/")
+        self.next += 1
+        self.write(path, f"file {path}: {self.words()}")
+        return path
+
+    def write(self, path: str, text: str) -> None:
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if path.endswith(".html"):
+            target.write_text(f"<html><head><title>{path}</title></head><body><p>{text}</p></body></html>")
+        else:
+            target.write_text(text)
+        self.files[path] = text
+
+    def texts(self) -> list[str]:
+        return sorted(path for path in self.files if not path.startswith("office/"))
+
+    def mutate(self) -> dict[str, set[str]]:
+        """A seeded step: which paths are new, changed (content), touched (time only) and gone."""
+        step: dict[str, set[str]] = {"new": set(), "changed": set(), "touched": set(), "gone": set()}
+        for _ in range(self.rng.randint(0, 3)):
+            step["new"].add(self.new_text())
+        for path in self.rng.sample(self.texts(), 3):
+            if path in step["new"]:
+                continue
+            action = self.rng.choice(["edit", "touch", "delete", "rename"])
+            if action == "edit":
+                self.write(path, f"file {path} edited: {self.words()}")
+                step["changed"].add(path)
+            elif action == "touch":
+                later = time.time() + self.rng.randint(60, 6000)
+                os.utime(self.root / path, (later, later))
+                step["touched"].add(path)
+            elif action == "delete":
+                (self.root / path).unlink()
+                del self.files[path]
+                step["gone"].add(path)
+            else:  # renamed: its old path leaves, its new one enters, with the same content
+                renamed = path.replace("file-", "renamed-")
+                (self.root / path).rename(self.root / renamed)
+                self.files[renamed] = self.files.pop(path)
+                step["gone"].add(path)
+                step["new"].add(renamed)
+        return step
+
+
+def indexed(solr, name: str, root: Path) -> dict[str, tuple[str, int]]:
+    prefix = root.as_uri() + "/"
+    return {doc["url"].removeprefix(prefix): (doc.get("content", ""), doc["_version_"]) for doc in solr_docs(solr, name)}
+
+
+@pytest.mark.skipif(not CORPORA.exists(), reason="the shared corpora (../shared/corpora) are absent")
+@pytest.mark.parametrize("seed", [11])
+def test_a_file_share_is_followed_crawl_after_crawl(project: Project, solr, tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    documents = unpack("textract-tests.tar.xz", tmp_path / "corpus") / "textract-tests" / "tests"
+    root = tmp_path / "share"
+    root.mkdir()
+    tree = Tree(root, documents, rng)
+    name = f"share-{seed}"
+    project.source(
+        name,
+        f'type = "files"\nmax_delete_share = 1.0\n'
+        f'display_urls = [{{ prefix = "{root.as_uri()}/", replace = "https://files.example.com/" }}]\n'
+        f'[files]\nroots = ["{root}"]\nexclude = ["*.tmp"]\n',
+    )
+    before: dict[str, tuple[str, int]] = {}
+    kill_at = rng.randint(2, 4)
+    for crawl in range(6):
+        step = tree.mutate() if crawl else {"new": set(tree.files), "changed": set(), "touched": set(), "gone": set()}
+        if crawl == kill_at:
+            process = project.popen("crawl", name, "-s", "CONCURRENT_REQUESTS=1", "-s", "DOWNLOAD_DELAY=0.3")
+            time.sleep(4 + rng.random() * 2)  # past the start (about 2 s), into the listing or the fetching
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            database = project.table().database
+            try:
+                assert Runs(database).latest(name)["state"] == "running", "the crawl ended before the kill"
+            finally:
+                database.close()
+        result = project.scrapy("crawl", name)
+        assert result.returncode == 0, result.stderr[-3000:]
+        now = indexed(solr, name, root)
+        assert set(now) == set(tree.files), f"crawl {crawl}: {step}"
+        for path, text in tree.files.items():
+            if not text.startswith("office:"):
+                assert text.split(": ", 1)[1] in now[path][0], f"crawl {crawl}: {path} holds its old text"
+        for path in set(now) & set(before):
+            if path not in step["changed"]:  # the same content: not pushed again (touched ones too)
+                assert now[path][1] == before[path][1], f"crawl {crawl}: {path} was pushed again ({step})"
+            else:
+                assert now[path][1] != before[path][1], f"crawl {crawl}: {path} changed and was not pushed"
+        before = now
+    docs = {doc["url"]: doc for doc in solr_docs(solr, name)}
+    pdf = docs[(root / "office/pdf/raw_text.pdf").as_uri()]
+    assert pdf["display_url"] == "https://files.example.com/office/pdf/raw_text.pdf"
+    assert pdf["file_name_s"] == "raw_text.pdf" and pdf["size_l"] == (root / "office/pdf/raw_text.pdf").stat().st_size
+    assert "skip/notes.tmp" not in docs and not any(".cache" in url for url in docs)
