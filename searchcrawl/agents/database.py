@@ -9,13 +9,15 @@ and ``content`` columns, and ``attributes``: columns indexed as typed Solr field
 each column's value URL-quoted). The query is read through a server-side cursor, ``batch_size``
 rows at a time: a table of any size is listed without holding it. Every connection is made
 read-only (PostgreSQL's read-only transactions, SQLite's ``query_only``); give the crawler a
-database user that may only read anyway.
+database user that may only read anyway. A PostgreSQL connection that takes over 30 seconds
+fails (``?connect_timeout=`` in the URL says otherwise).
 
 Changes and deletions: with ``modified_column`` (a timestamp column, naive values taken as UTC;
 on SQLite store them as ``YYYY-MM-DD HH:MM:SS``, the form that sorts as text), the source is
 incremental: a maintenance crawl lists only the rows modified since the last complete crawl
 began, and a document not listed is asked about with ``keys_query`` (by default the keys of
-``query``): indexed rows that query no longer returns are deleted. Without ``modified_column``
+``query``; a cheaper query may list them, under the key column's name): indexed rows that query
+no longer returns are deleted. Without ``modified_column``
 every crawl lists every row, and a row's token is a hash of its values: unchanged rows are not
 processed again, rows no longer returned are deleted.
 
@@ -81,6 +83,9 @@ DISPLAY_URL_HEAD = re.compile(r"https?://[^/?#{}\s]+[/?#]")
 KINDS = {suffix: kind for kind, suffix in TYPE_SUFFIXES.items()}  # "_dt" -> "date"
 INT_RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 CONTENT_TYPE = "text/plain; charset=utf-8"
+# PostgreSQL drivers on libpq: how long a connection may take unless the URL says (connect_timeout=)
+LIBPQ_DRIVERS = frozenset({"psycopg", "psycopg2"})
+CONNECT_TIMEOUT = 30
 # ``gone`` asks about this many keys per query: databases bound a statement's parameters.
 GONE_CHUNK = 1000
 
@@ -349,8 +354,11 @@ class DatabaseAgent(Agent):
                     except SecretError as exc:
                         raise AgentError(str(exc)) from None
                     url = url.set(password=self._password)
+                connect_args: dict[str, Any] = {}
+                if url.get_driver_name() in LIBPQ_DRIVERS and "connect_timeout" not in url.query:
+                    connect_args["connect_timeout"] = CONNECT_TIMEOUT  # else a silent host blocks the crawl for minutes
                 try:
-                    engine = create_engine(url, pool_pre_ping=True, hide_parameters=True)
+                    engine = create_engine(url, pool_pre_ping=True, hide_parameters=True, connect_args=connect_args)
                 except (SQLAlchemyError, ImportError) as exc:
                     raise AgentError(self._describe(exc, "connecting")) from None
                 event.listen(engine, "connect", _read_only_session(self._backend))

@@ -34,7 +34,7 @@ from sqlalchemy.engine import Engine, make_url
 
 from searchcrawl.agents.base import AgentError, DocumentTooLarge
 from searchcrawl.agents.database import DatabaseAgent, DatabaseOptions, attribute_value, template_fields
-from tests.conftest import wait_for
+from tests.conftest import free_port, wait_for
 
 T0 = datetime(2024, 3, 1, 9, 30, tzinfo=UTC)
 
@@ -400,6 +400,22 @@ def test_a_wrong_password_is_an_agent_error_without_the_password(
     for secret_value in (wrong, password):
         assert secret_value not in message and secret_value not in caplog.text
         assert all(secret_value not in record.getMessage() for record in caplog.records)
+
+
+def test_an_unreachable_database_is_an_agent_error() -> None:
+    url = f"postgresql+psycopg://crawler@127.0.0.1:{free_port()}/hr"
+    agent = DatabaseAgent("hr", DatabaseOptions(url=url, query="SELECT 1 AS id", key="id", content=["id"]))
+    try:
+        with pytest.raises(
+            AgentError, match=r"\[database\] listing failed on postgresql\+psycopg://crawler@127.0.0.1:\d+/hr: .*refused"
+        ):
+            list(agent.references(None))
+        with pytest.raises(AgentError, match="reading a row failed"):
+            agent.fetch("1", 0)
+        with pytest.raises(AgentError, match="asking which rows are gone failed"):
+            agent.gone(["1"])
+    finally:
+        agent.close()
 
 
 def test_a_missing_password_secret_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
