@@ -1,0 +1,529 @@
+"""The ``database`` source type: one document per row of an SQL query (SQLAlchemy, any database
+it has a driver for: PostgreSQL through psycopg, SQLite built in).
+
+A ``[database]`` table names the database (``url``, without a password: the password is a
+secret named by ``password_secret``), the ``query`` giving one row per document, the row's
+``key`` column (unique: it makes the document's URL, ``sql://<source>/<key>``), the ``title``
+and ``content`` columns, and ``attributes``: columns indexed as typed Solr fields (``salary_d``,
+``hired_dt``...). ``display_url`` is the link users follow (``https://hr.example/people/{id}``,
+each column's value URL-quoted). The query is read through a server-side cursor, ``batch_size``
+rows at a time: a table of any size is listed without holding it. Every connection is made
+read-only (PostgreSQL's read-only transactions, SQLite's ``query_only``); give the crawler a
+database user that may only read anyway. A PostgreSQL connection that takes over 30 seconds
+fails (``?connect_timeout=`` in the URL says otherwise).
+
+Changes and deletions: with ``modified_column`` (a timestamp column, naive values taken as UTC;
+on SQLite store them as ``YYYY-MM-DD HH:MM:SS``, the form that sorts as text), the source is
+incremental: a maintenance crawl lists only the rows modified since the last complete crawl
+began, and a document not listed is asked about with ``keys_query`` (by default the keys of
+``query``; a cheaper query may list them, under the key column's name): indexed rows that query
+no longer returns are deleted. Without ``modified_column``
+every crawl lists every row, and a row's token is a hash of its values: unchanged rows are not
+processed again, rows no longer returned are deleted.
+
+A row whose key is NULL is skipped; keys must be unique (a second row with the same key is the
+same document). ``title`` is a column or a list of columns joined by spaces, ``content`` a list
+of columns joined by blank lines (the document's text). An attribute whose value is not of its
+field's type (``abc`` for ``_i``, a number beyond ``_i``'s 32 bits) is left out of the document.
+
+Example::
+
+    type = "database"
+
+    [database]
+    url = "postgresql+psycopg://crawler@db.example:5432/hr"   # no password here
+    password_secret = "HR_DB_PASSWORD"   # the environment variable (or HR_DB_PASSWORD_FILE) holding it
+    query = "SELECT p.id, p.name, p.bio, p.skills, d.name AS department, p.updated FROM people p JOIN departments d ON d.id = p.department_id WHERE p.public"
+    key = "id"
+    title = "name"
+    content = ["bio", "skills"]
+    attributes = { department = "department_s", updated = "profile_updated_dt" }
+    modified_column = "updated"
+    keys_query = "SELECT id FROM people WHERE public"
+    display_url = "https://hr.example/people/{id}"
+    batch_size = 500
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import re
+import string
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any, ClassVar
+from urllib.parse import quote
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from sqlalchemy import bindparam, create_engine, event, text
+from sqlalchemy.engine import URL, Connection, Engine, RowMapping, make_url
+from sqlalchemy.exc import ArgumentError, DataError, NoSuchModuleError, SQLAlchemyError
+
+from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
+from searchcrawl.content.extract import TYPE_SUFFIXES, typed_value
+from searchcrawl.ops.secrets import URL_PASSWORD, SecretError, redact, remember, required_secret
+
+logger = logging.getLogger(__name__)
+
+TABLE = "[database]"
+CREDENTIALS_IN_URL = (
+    "expected a URL without password: credentials do not belong in a source file, which may be "
+    "committed to a repository (name the secret holding the password in 'password_secret')"
+)
+SOLR_FIELD = re.compile(r"[a-z][a-z0-9_]*_(s|ss|t|i|l|d|dt|b)")
+SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A display URL's scheme and host are the template's own: a column's value cannot choose them.
+DISPLAY_URL_HEAD = re.compile(r"https?://[^/?#{}\s]+[/?#]")
+KINDS = {suffix: kind for kind, suffix in TYPE_SUFFIXES.items()}  # "_dt" -> "date"
+INT_RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+CONTENT_TYPE = "text/plain; charset=utf-8"
+# PostgreSQL drivers on libpq: how long a connection may take unless the URL says (connect_timeout=)
+LIBPQ_DRIVERS = frozenset({"psycopg", "psycopg2"})
+CONNECT_TIMEOUT = 30
+# ``gone`` asks about this many keys per query: databases bound a statement's parameters.
+GONE_CHUNK = 1000
+
+
+class _UrlWithPassword(str):
+    """What validation sees instead of a URL holding a password, so that no error echoes it."""
+
+
+class DatabaseOptions(BaseModel):
+    """The ``[database]`` table of a source file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    url: str = Field(min_length=1)
+    password_secret: str | None = None
+    query: str = Field(min_length=1)
+    key: str = Field(min_length=1)
+    title: str | list[str] | None = None
+    content: list[str] = Field(min_length=1)
+    attributes: dict[str, str] = Field(default_factory=dict)
+    modified_column: str | None = Field(default=None, min_length=1)
+    keys_query: str | None = None
+    display_url: str | None = None
+    batch_size: int = Field(default=500, ge=1, le=100_000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hide_password(cls, data: Any) -> Any:
+        """A URL with a password is replaced before any validation, so that no error message
+        (nor a ValidationError's ``input``) holds it; its password is masked in logs."""
+        if isinstance(data, Mapping) and isinstance(data.get("url"), str):
+            try:
+                url = make_url(data["url"])
+            except (ArgumentError, ValueError):  # a bad port, say: its password is hidden all the same
+                if URL_PASSWORD.search(data["url"]):
+                    return {**data, "url": _UrlWithPassword("<a URL with a password>")}
+                return data
+            if url.password is not None or any("pass" in name.lower() for name in url.query):
+                if url.password:
+                    remember(str(url.password))
+                return {**data, "url": _UrlWithPassword("<a URL with a password>")}
+        return data
+
+    @field_validator("url", mode="before")
+    @classmethod
+    def _url(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value  # the type's own error
+        if isinstance(value, _UrlWithPassword):
+            raise ValueError(CREDENTIALS_IN_URL)
+        try:
+            url = make_url(value)
+        except (ArgumentError, ValueError):  # messages may quote the URL
+            raise ValueError("expected an SQLAlchemy URL such as 'postgresql+psycopg://crawler@db.example/hr'") from None
+        try:
+            url.get_dialect()
+        except (NoSuchModuleError, ImportError):
+            raise ValueError(f"expected a database SQLAlchemy knows, got {url.drivername!r}") from None
+        return value
+
+    @field_validator("password_secret")
+    @classmethod
+    def _secret_name(cls, value: str | None) -> str | None:
+        if value is not None and not SECRET_NAME.fullmatch(value):
+            raise ValueError("expected the NAME of an environment variable holding the password (letters, digits, '_')")
+        return value
+
+    @field_validator("query", "keys_query")
+    @classmethod
+    def _select(cls, value: str | None) -> str | None:
+        """A query is used as a subquery: one statement, without its final ';'."""
+        if value is None:
+            return None
+        value = value.strip().rstrip(";").rstrip()
+        if not re.match(r"(select|with)\b", value, re.IGNORECASE):
+            raise ValueError("expected a SELECT statement")
+        return value
+
+    @field_validator("attributes")
+    @classmethod
+    def _attributes(cls, value: dict[str, str]) -> dict[str, str]:
+        for column, field_name in value.items():
+            if not SOLR_FIELD.fullmatch(field_name):
+                raise ValueError(
+                    f"expected a Solr field name with its type's suffix (_s _ss _t _i _l _d _dt _b) for column {column!r}, "
+                    f"such as 'department_s', got {field_name!r}"
+                )
+        fields = list(value.values())
+        if len(set(fields)) != len(fields):
+            raise ValueError("expected each Solr field for one column only")
+        return value
+
+    @field_validator("display_url")
+    @classmethod
+    def _display_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            template_fields(value)
+        return value
+
+    @property
+    def title_columns(self) -> list[str]:
+        if self.title is None:
+            return []
+        return [self.title] if isinstance(self.title, str) else list(self.title)
+
+    def columns(self) -> list[str]:
+        """Every column the options name: the query must return them all."""
+        named = [self.key, *self.title_columns, *self.content, *self.attributes]
+        if self.modified_column:
+            named.append(self.modified_column)
+        if self.display_url:
+            named.extend(template_fields(self.display_url))
+        return list(dict.fromkeys(named))
+
+
+def template_fields(template: str) -> list[str]:
+    """The columns a display URL template names. ValueError unless every field is a plain column
+    name (``{id}``): no attribute or index access (``{0.__class__}``), conversion or format
+    spec, and unless the scheme and host are the template's own (http or https)."""
+    if not DISPLAY_URL_HEAD.match(template):
+        raise ValueError(
+            "expected an http(s) URL template whose scheme and host are fixed, such as 'https://hr.example/people/{id}'"
+        )
+    names: list[str] = []
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError:
+        raise ValueError("expected a URL template with {column} fields ('{{' and '}}' for braces)") from None
+    for _literal, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if not IDENTIFIER.fullmatch(name) or spec or conversion:
+            raise ValueError(f"expected {{column}} fields naming a column (letters, digits, '_'), got {{{name}}}")
+        names.append(name)
+    return names
+
+
+# -- values -----------------------------------------------------------------------------------
+
+
+def utc_datetime(value: object) -> datetime | None:
+    """A column's date or time as an aware UTC datetime (naive values are UTC; ISO text, as
+    SQLite returns it, is read; numbers are Unix seconds), None when it is none."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    elif isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+        try:
+            value = datetime.fromtimestamp(float(value), UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    elif isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime(value.year, value.month, value.day)
+    if not isinstance(value, datetime):
+        return None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        return None
+
+
+def solr_date(value: datetime) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def column_text(value: object) -> str:
+    """A column's value as text: dates in ISO UTC, bytes as UTF-8, booleans as true/false."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (datetime, date)):
+        moment = utc_datetime(value)
+        return solr_date(moment) if moment else ""
+    return str(value)
+
+
+def attribute_value(value: object, field_name: str) -> Any:
+    """A column's value as the type of the Solr field ``field_name`` names by its suffix, or None
+    when it has none or is not of that type (the field is left out, as Solr would refuse the
+    whole document)."""
+    if value is None:
+        return None
+    kind = KINDS["_" + field_name.rsplit("_", 1)[1]]
+    if kind == "strings" and isinstance(value, (list, tuple)):
+        items = [column_text(item) for item in value if item is not None]
+        return [item for item in items if item] or None
+    if kind in INT_RANGES and isinstance(value, (float, Decimal)):
+        if not math.isfinite(value) or value != int(value):
+            return None
+        value = int(value)
+    if kind == "date":
+        moment = utc_datetime(value)
+        return solr_date(moment) if moment else None
+    try:
+        result = typed_value(column_text(value), kind)
+    except ValueError:
+        return None
+    if kind in INT_RANGES:
+        low, high = INT_RANGES[kind]
+        return result if low <= result <= high else None
+    if kind == "double" and not math.isfinite(result):
+        return None
+    if kind in ("string", "text") and not result:
+        return None
+    return result
+
+
+def joined(row: RowMapping, columns: Iterable[str], separator: str) -> str:
+    """The non-empty values of ``columns`` joined by ``separator``."""
+    parts = (column_text(row[column]).strip() for column in columns if row[column] is not None)
+    return separator.join(part for part in parts if part)
+
+
+def row_token(row: RowMapping) -> str:
+    """A hash of the row's values: it changes when any value does."""
+    digest = hashlib.sha256()
+    for name, value in row.items():
+        if isinstance(value, (bytearray, memoryview)):
+            value = bytes(value)
+        digest.update(f"{name}\x1f{type(value).__name__}\x1f{value!r}\x1e".encode("utf-8", errors="surrogatepass"))
+    return digest.hexdigest()
+
+
+# -- the agent ----------------------------------------------------------------------------------
+
+
+class DatabaseAgent(Agent):
+    """Rows of an SQL query as documents. Thread-safe: the listing and each fetch take their own
+    connection from the engine's pool."""
+
+    scheme: ClassVar[str] = "sql"
+    Options: ClassVar[type[BaseModel]] = DatabaseOptions
+
+    def __init__(self, source: str, options: BaseModel) -> None:
+        if not isinstance(options, DatabaseOptions):
+            raise TypeError(f"expected DatabaseOptions, got {type(options).__name__}")
+        super().__init__(source, options)
+        self.settings = options
+        self.incremental = options.modified_column is not None  # type: ignore[misc]  # per source, not per class
+        self._lock = threading.Lock()
+        self._engine: Engine | None = None
+        self._password: str | None = None
+        url = make_url(options.url)
+        self._where = url.render_as_string(hide_password=True)
+        self._backend = url.get_backend_name()
+        self._display_fields = template_fields(options.display_url) if options.display_url else []
+
+    # -- connections --------------------------------------------------------------------------
+
+    def engine(self) -> Engine:
+        """The engine, made at first use: the password secret is read when the agent connects,
+        not when the source file is validated."""
+        with self._lock:
+            if self._engine is None:
+                url: URL = make_url(self.settings.url)
+                if self.settings.password_secret:
+                    try:
+                        self._password = required_secret(self.settings.password_secret, TABLE)
+                    except SecretError as exc:
+                        raise AgentError(str(exc)) from None
+                    url = url.set(password=self._password)
+                connect_args: dict[str, Any] = {}
+                if url.get_driver_name() in LIBPQ_DRIVERS and "connect_timeout" not in url.query:
+                    connect_args["connect_timeout"] = CONNECT_TIMEOUT  # else a silent host blocks the crawl for minutes
+                try:
+                    engine = create_engine(url, pool_pre_ping=True, hide_parameters=True, connect_args=connect_args)
+                except (SQLAlchemyError, ImportError) as exc:
+                    raise AgentError(self._describe(exc, "connecting")) from None
+                event.listen(engine, "connect", _read_only_session(self._backend))
+                self._engine = engine
+            return self._engine
+
+    @contextmanager
+    def _connection(self, doing: str) -> Iterator[Connection]:
+        """A pooled connection; database errors as AgentError saying what failed, never a secret."""
+        engine = self.engine()
+        try:
+            with engine.connect() as connection:
+                yield connection
+        except SQLAlchemyError as exc:
+            raise AgentError(self._describe(exc, doing)) from None
+
+    def _describe(self, exc: BaseException, doing: str) -> str:
+        detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        message = f"{TABLE} {doing} failed on {self._where}: {detail[0] if detail else type(exc).__name__}"
+        if self._password:
+            message = message.replace(self._password, "***")
+        return redact(message)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._engine is not None:
+                self._engine.dispose()
+                self._engine = None
+
+    # -- SQL ------------------------------------------------------------------------------------
+
+    def _quoted(self, column: str) -> str:
+        return self.engine().dialect.identifier_preparer.quote(column)
+
+    def _check_columns(self, found: Iterable[str]) -> None:
+        found = list(found)
+        missing = [column for column in self.settings.columns() if column not in found]
+        if missing:
+            raise AgentError(
+                f"{TABLE} the query returns no column {', '.join(map(repr, missing))} (its columns: {', '.join(map(repr, found))})"
+            )
+
+    def _since(self, since: datetime) -> datetime:
+        """``since`` as the database compares it: aware for PostgreSQL (sessions are in UTC),
+        naive UTC for the others (SQLite's text timestamps)."""
+        moment = since.replace(tzinfo=UTC) if since.tzinfo is None else since.astimezone(UTC)
+        return moment if self._backend == "postgresql" else moment.replace(tzinfo=None)
+
+    # -- the Agent interface ----------------------------------------------------------------------
+
+    def references(self, since: datetime | None) -> Iterator[Reference]:
+        """Every row's reference, or with ``modified_column`` and ``since``, those modified since,
+        read ``batch_size`` rows at a time through a server-side cursor."""
+        options = self.settings
+        statement = text(options.query)
+        if since is not None and options.modified_column:
+            statement = text(f"SELECT * FROM ({options.query}) AS q WHERE {self._quoted(options.modified_column)} > :since")
+            statement = statement.bindparams(since=self._since(since))
+        listed = 0
+        with self._connection("listing") as connection:
+            result = connection.execution_options(stream_results=True, yield_per=options.batch_size).execute(statement)
+            self._check_columns(result.keys())
+            for row in result.mappings():
+                reference = self._reference(row)
+                if reference is None:
+                    continue
+                listed += 1
+                yield reference
+        logger.info(
+            "%s: %d rows listed from %s%s", self.source, listed, self._where, f" (modified since {since})" if since else ""
+        )
+
+    def fetch(self, key: str, max_bytes: int) -> Content | None:
+        """The row's content, read again by its key (None when it is gone)."""
+        statement = text(f"SELECT * FROM ({self.settings.query}) AS q WHERE {self._quoted(self.settings.key)} = :key")
+        with self._connection("reading a row") as connection:
+            try:
+                result = connection.execute(statement, {"key": key})
+            except DataError:  # a key that is not of the column's type: no such row
+                logger.debug("%s: key %r is not of the key column's type: no row", self.source, key)
+                return None
+            self._check_columns(result.keys())
+            row = result.mappings().first()
+        if row is None:
+            return None
+        content = self._content(row)
+        if max_bytes and len(content.body) > max_bytes:
+            raise DocumentTooLarge(f"{len(content.body)} bytes")
+        return content
+
+    def gone(self, keys: Sequence[str]) -> Iterable[str]:
+        """The keys ``keys_query`` no longer returns (one query per thousand keys)."""
+        options = self.settings
+        column = self._quoted(options.key)
+        keys_query = options.keys_query or f"SELECT {column} FROM ({options.query}) AS listing"
+        statement = text(f"SELECT {column} FROM ({keys_query}) AS k WHERE {column} IN :keys").bindparams(
+            bindparam("keys", expanding=True)
+        )
+        wanted = list(dict.fromkeys(keys))
+        present: set[str] = set()
+        with self._connection("asking which rows are gone") as connection:
+            for start in range(0, len(wanted), GONE_CHUNK):
+                chunk = wanted[start : start + GONE_CHUNK]
+                values: Iterable[object] = connection.execute(statement, {"keys": chunk}).scalars()
+                present.update(column_text(value) for value in values if value is not None)
+        missing = [key for key in wanted if key not in present]
+        logger.debug("%s: %d of %d keys asked about are gone", self.source, len(missing), len(wanted))
+        return missing
+
+    # -- rows -------------------------------------------------------------------------------------
+
+    def _reference(self, row: RowMapping) -> Reference | None:
+        options = self.settings
+        raw_key = row[options.key]
+        if raw_key is None:
+            logger.debug("%s: a row without key (%s is NULL) is skipped", self.source, options.key)
+            return None
+        key = column_text(raw_key)
+        fields: dict[str, Any] = {}
+        title = joined(row, options.title_columns, " ")
+        if title:
+            fields["title"] = title
+        display_url = self._display_url(row)
+        if display_url:
+            fields["display_url"] = display_url
+        for column, field_name in options.attributes.items():
+            value = attribute_value(row[column], field_name)
+            if value is not None:
+                fields[field_name] = value
+        modified = utc_datetime(row[options.modified_column]) if options.modified_column else None
+        if modified is not None:
+            fields["last_modified"] = solr_date(modified)
+            token = modified.isoformat()
+        else:
+            token = row_token(row)
+        return Reference(key=key, token=token, modified=modified, fields=fields, content=self._content(row))
+
+    def _content(self, row: RowMapping) -> Content:
+        body = joined(row, self.settings.content, "\n\n").encode("utf-8", errors="replace")
+        return Content(body=body, content_type=CONTENT_TYPE, name=None)
+
+    def _display_url(self, row: RowMapping) -> str | None:
+        template = self.settings.display_url
+        if not template:
+            return None
+        if any(row[name] is None for name in self._display_fields):
+            return None
+        return template.format_map({name: quote(column_text(row[name]), safe="") for name in self._display_fields})
+
+
+def _read_only_session(backend: str) -> Any:
+    """A ``connect`` listener making each new connection read-only (and PostgreSQL's in UTC, so
+    that naive timestamps compare with ``since`` as UTC)."""
+
+    def listener(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            if backend == "postgresql":
+                cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+                cursor.execute("SET TIME ZONE 'UTC'")
+            elif backend == "sqlite":
+                cursor.execute("PRAGMA query_only = ON")
+        finally:
+            cursor.close()
+        if backend == "postgresql":
+            dbapi_connection.commit()
+
+    return listener

@@ -1,0 +1,507 @@
+"""The ``database`` agent on a real SQLite file and on the session's real PostgreSQL server."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import tracemalloc
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    create_engine,
+    delete,
+    insert,
+    text,
+    update,
+)
+from sqlalchemy.engine import Engine, make_url
+
+from searchcrawl.agents.base import AgentError, DocumentTooLarge
+from searchcrawl.agents.database import DatabaseAgent, DatabaseOptions, attribute_value, template_fields
+from tests.conftest import free_port, wait_for
+
+T0 = datetime(2024, 3, 1, 9, 30, tzinfo=UTC)
+
+
+@dataclass
+class Db:
+    """A database holding a ``people`` table: ``url`` for the agent, ``admin`` to change it."""
+
+    url: str
+    admin: Engine
+    table: Table
+    backend: str
+
+    @property
+    def name(self) -> str:  # the table's qualified name in the agent's queries
+        return f"{self.table.schema}.{self.table.name}"
+
+    def add(self, *rows: dict[str, Any]) -> None:
+        with self.admin.begin() as connection:
+            connection.execute(insert(self.table), [person(**row) for row in rows])
+
+
+def person(**values: Any) -> dict[str, Any]:
+    number = values.get("id", 0)
+    row = {
+        "id": number,
+        "first_name": f"First{number}",
+        "last_name": f"Last{number}",
+        "bio": f"Biography of person {number}.",
+        "notes": None,
+        "department": "Research",
+        "salary": 1000.5,
+        "hired": datetime(2020, 1, 2, 3, 4, 5),
+        "active": True,
+        "updated": T0.replace(tzinfo=None),
+    }
+    row.update(values)
+    return row
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Db]:
+    """A fresh ``people`` table: in a temp SQLite file (schema ``main``) or in a schema of its own
+    on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        url, schema = f"sqlite:///{tmp_path / 'hr.sqlite3'}", "main"
+    else:
+        url, schema = request.getfixturevalue("postgres_url"), f"hr_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(url)
+    if request.param == "postgresql":
+        with admin.begin() as connection:
+            connection.execute(text(f"CREATE SCHEMA {schema}"))
+    table = Table(
+        "people",
+        MetaData(schema=schema),
+        Column("id", Integer, nullable=True),  # no primary key: a NULL key is possible
+        Column("first_name", Text),
+        Column("last_name", Text),
+        Column("bio", Text),
+        Column("notes", Text),
+        Column("department", Text),
+        Column("salary", Float),
+        Column("hired", DateTime),
+        Column("active", Boolean),
+        Column("updated", DateTime),
+    )
+    table.create(admin)
+    yield Db(url, admin, table, request.param)
+    if request.param == "postgresql":
+        with admin.begin() as connection:
+            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+    admin.dispose()
+
+
+def agent_for(db: Db, **options: Any) -> DatabaseAgent:
+    settings = {
+        "url": db.url,
+        "query": f"SELECT * FROM {db.name}",
+        "key": "id",
+        "title": ["first_name", "last_name"],
+        "content": ["bio", "notes"],
+        **options,
+    }
+    return DatabaseAgent("hr", DatabaseOptions.model_validate(settings))
+
+
+# -- documents -----------------------------------------------------------------------------------
+
+
+def test_one_document_per_row_with_title_content_and_typed_attributes(db: Db) -> None:
+    db.add(
+        {"id": 1, "first_name": "Ada", "last_name": "Lovelace", "notes": "Wrote the first program.", "salary": 2500.25},
+        {"id": 2, "first_name": "Alan", "last_name": None, "active": False, "hired": None},
+        {"id": None, "first_name": "Nobody"},  # no key: skipped
+    )
+    attributes = {"department": "department_s", "salary": "salary_d", "hired": "hired_dt", "active": "active_b", "id": "number_i"}
+    agent = agent_for(db, attributes=attributes)
+    try:
+        assert agent.incremental is False
+        references = {reference.key: reference for reference in agent.references(None)}
+        assert sorted(references) == ["1", "2"]
+        ada, alan = references["1"], references["2"]
+        assert agent.url_for(ada.key) == "sql://hr/1"
+        assert ada.fields == {
+            "title": "Ada Lovelace",
+            "department_s": "Research",
+            "salary_d": 2500.25,
+            "hired_dt": "2020-01-02T03:04:05Z",
+            "active_b": True,
+            "number_i": 1,
+        }
+        assert alan.fields == {"title": "Alan", "department_s": "Research", "salary_d": 1000.5, "active_b": False, "number_i": 2}
+        assert ada.content is not None and ada.content.body == b"Biography of person 1.\n\nWrote the first program."
+        assert ada.content.content_type == "text/plain; charset=utf-8" and ada.content.name is None
+        assert alan.content is not None and alan.content.body == b"Biography of person 2."
+        assert ada.modified is None and ada.token is not None and len(ada.token) == 64
+        # fetch reads the row again; a changed row changes its token, an unchanged one keeps it
+        assert agent.fetch("1", 0) == ada.content
+        assert agent.fetch("3", 0) is None
+        assert agent.fetch("not-a-number", 0) is None
+        with pytest.raises(DocumentTooLarge):
+            agent.fetch("1", 10)
+        with db.admin.begin() as connection:
+            connection.execute(update(db.table).where(db.table.c.id == 2).values(bio="Changed."))
+        again = {reference.key: reference for reference in agent.references(None)}
+        assert again["1"].token == ada.token and again["2"].token != alan.token
+    finally:
+        agent.close()
+
+
+def test_a_column_the_query_lacks_is_named(db: Db) -> None:
+    agent = agent_for(db, content=["biography"])
+    try:
+        with pytest.raises(AgentError, match="no column 'biography'"):
+            list(agent.references(None))
+    finally:
+        agent.close()
+
+
+def test_display_url_template_quotes_each_value(db: Db) -> None:
+    db.add({"id": 7, "last_name": "O'Brien & Sons/../x?y"}, {"id": 8, "last_name": None})
+    agent = agent_for(db, display_url="https://hr.example/people/{id}?name={last_name}")
+    try:
+        urls = {reference.key: reference.fields.get("display_url") for reference in agent.references(None)}
+    finally:
+        agent.close()
+    assert urls == {"7": "https://hr.example/people/7?name=O%27Brien%20%26%20Sons%2F..%2Fx%3Fy", "8": None}
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "https://hr.example/{0.__class__}",
+        "https://hr.example/{id.__class__.__init__.__globals__}",
+        "https://hr.example/{id[0]}",
+        "https://hr.example/{id!r}",
+        "https://hr.example/{id:{last_name}}",
+        "https://hr.example/{}",
+        "https://hr.example/{id",
+        "javascript:alert({id})",
+        "https://{host}/people",
+        "//hr.example/{id}",
+    ],
+)
+def test_a_hostile_display_url_template_is_refused(template: str) -> None:
+    with pytest.raises(ValidationError, match="display_url"):
+        DatabaseOptions(url="sqlite:///x.db", query="SELECT 1", key="id", content=["bio"], display_url=template)
+
+
+def test_display_url_template_fields() -> None:
+    assert template_fields("https://hr.example/{dept}/{id}?{{literal}}") == ["dept", "id"]
+
+
+# -- changes and deletions -----------------------------------------------------------------------
+
+
+def test_incremental_listing_returns_only_rows_modified_since(db: Db) -> None:
+    db.add(*({"id": number, "updated": (T0 + timedelta(hours=number)).replace(tzinfo=None)} for number in range(1, 6)))
+    agent = agent_for(db, modified_column="updated")
+    try:
+        assert agent.incremental is True
+        everything = {reference.key: reference for reference in agent.references(None)}
+        assert sorted(everything) == ["1", "2", "3", "4", "5"]
+        third = everything["3"]
+        assert third.modified == T0 + timedelta(hours=3)
+        assert third.token == (T0 + timedelta(hours=3)).isoformat()
+        assert third.fields["last_modified"] == "2024-03-01T12:30:00Z"
+        since = T0 + timedelta(hours=3)
+        assert sorted(reference.key for reference in agent.references(since)) == ["4", "5"]
+        # an aware since in another zone is the same moment
+        assert sorted(r.key for r in agent.references(since.astimezone(UTC).astimezone(tz=None))) == ["4", "5"]
+        with db.admin.begin() as connection:
+            connection.execute(
+                update(db.table).where(db.table.c.id == 1).values(updated=(T0 + timedelta(days=1)).replace(tzinfo=None))
+            )
+        assert sorted(reference.key for reference in agent.references(since)) == ["1", "4", "5"]
+    finally:
+        agent.close()
+
+
+def test_gone_finds_deleted_rows(db: Db) -> None:
+    db.add(*({"id": number, "active": number != 3} for number in range(1, 6)))
+    agent = agent_for(db, modified_column="updated")
+    restricted = agent_for(db, modified_column="updated", keys_query=f"SELECT id FROM {db.name} WHERE active")
+    try:
+        assert list(agent.gone(["1", "2", "3"])) == []
+        with db.admin.begin() as connection:
+            connection.execute(delete(db.table).where(db.table.c.id.in_([2, 4])))
+        assert list(agent.gone(["1", "2", "3", "4", "99"])) == ["2", "4", "99"]
+        assert list(restricted.gone(["1", "2", "3", "5"])) == ["2", "3"]
+        assert list(agent.gone([str(number) for number in range(2500)])) == ["0", "2", "4", *map(str, range(6, 2500))]
+    finally:
+        agent.close()
+        restricted.close()
+
+
+def test_listing_and_fetch_run_at_once_in_two_threads(db: Db) -> None:
+    db.add(*({"id": number} for number in range(1, 1201)))
+    agent = agent_for(db, batch_size=100)
+    fetched: list[Any] = []
+    try:
+        listing = agent.references(None)
+        first = next(listing)  # the listing holds its connection and cursor open
+        worker = threading.Thread(target=lambda: fetched.append(agent.fetch("1000", 0)))
+        worker.start()
+        worker.join(30)
+        rest = list(listing)
+    finally:
+        agent.close()
+    assert fetched and fetched[0] is not None and fetched[0].body == b"Biography of person 1000."
+    assert len(rest) + 1 == 1200 and first.key == "1"
+
+
+# -- a large table: streamed ---------------------------------------------------------------------
+
+ROWS = 20_000
+BIO = "x" * 1000
+
+
+def fill(db: Db) -> None:
+    db.add(*({"id": number, "bio": f"{number} {BIO}"} for number in range(ROWS)))
+
+
+def test_a_large_table_is_listed_in_bounded_memory(db: Db) -> None:
+    fill(db)
+    agent = agent_for(db, batch_size=500)
+    try:
+        started = time.perf_counter()
+        assert sum(1 for _ in agent.references(None)) == ROWS  # warms the pool; the rate without tracemalloc
+        elapsed = time.perf_counter() - started
+        print(f"\n{db.backend}: {ROWS} rows listed in {elapsed:.2f} s, {ROWS / elapsed:.0f} rows/s")
+        tracemalloc.start()
+        try:
+            count, fetching = 0, []
+            for _reference in agent.references(None):
+                count += 1
+                if count == 1000 and db.backend == "postgresql":
+                    fetching = server_side_fetches(db)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    finally:
+        agent.close()
+    table_bytes = ROWS * len(BIO)
+    print(f"{db.backend}: tracemalloc peak {peak} bytes for {table_bytes} bytes of content")
+    assert count == ROWS
+    assert peak < table_bytes / 10, f"peak {peak} bytes for a table of {table_bytes}"
+    if db.backend == "postgresql":
+        # the listing's session reads from a server-side cursor, batch_size rows at a time
+        assert fetching and all(query.startswith("FETCH FORWARD 500 FROM") for query in fetching), fetching
+
+
+def server_side_fetches(db: Db) -> list[str]:
+    """The last statements of the other sessions on the server that fetch from a cursor."""
+    with db.admin.connect() as connection:
+        return list(
+            connection.execute(
+                text("SELECT query FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query ILIKE 'FETCH%'")
+            ).scalars()
+        )
+
+
+# -- PostgreSQL: read-only sessions, passwords -----------------------------------------------------
+
+
+def test_the_agents_connections_are_read_only(db: Db) -> None:
+    db.add({"id": 1})
+    agent = agent_for(db)
+    try:
+        with pytest.raises(Exception, match="read-only|readonly"), agent.engine().connect() as connection:
+            connection.execute(text(f"DELETE FROM {db.name}"))
+    finally:
+        agent.close()
+    with db.admin.connect() as connection:
+        assert connection.execute(text(f"SELECT count(*) FROM {db.name}")).scalar() == 1
+
+
+@pytest.fixture
+def password_role(postgres_url: str) -> Iterator[tuple[str, str]]:
+    """A role of the session's PostgreSQL server that must give its password: (url without
+    password, password). The server trusts every other role; its pg_hba.conf gets one line first."""
+    role, password = f"reader_{uuid.uuid4().hex[:8]}", f"pw-{uuid.uuid4().hex}"
+    admin = create_engine(postgres_url)
+    with admin.begin() as connection:
+        connection.execute(text(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'"))
+        hba = Path(connection.execute(text("SHOW hba_file")).scalar_one())
+    original = hba.read_text()
+    hba.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n{original}")
+    url = make_url(postgres_url).set(username=role).render_as_string(hide_password=False)
+    try:
+        with admin.connect() as connection:
+            connection.execute(text("SELECT pg_reload_conf()"))
+        wait_for(lambda: not _connects(url), timeout=10, what="pg_hba.conf to be reloaded")
+        yield url, password
+    finally:
+        hba.write_text(original)
+        with admin.begin() as connection:
+            connection.execute(text("SELECT pg_reload_conf()"))
+            connection.execute(text(f"DROP ROLE {role}"))
+        admin.dispose()
+
+
+def _connects(url: str) -> bool:
+    engine = create_engine(url)
+    try:
+        with engine.connect():
+            return True
+    except Exception:  # noqa: BLE001 - any refusal
+        return False
+    finally:
+        engine.dispose()
+
+
+def test_a_wrong_password_is_an_agent_error_without_the_password(
+    password_role: tuple[str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    url, password = password_role
+    options = {
+        "url": url,
+        "password_secret": "HR_DB_PASSWORD",
+        "query": "SELECT 1 AS id, 'x' AS bio",
+        "key": "id",
+        "content": ["bio"],
+    }
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("HR_DB_PASSWORD", password)
+    agent = DatabaseAgent("hr", DatabaseOptions.model_validate(options))
+    try:
+        assert [reference.key for reference in agent.references(None)] == ["1"]  # the right one is used
+    finally:
+        agent.close()
+    wrong = f"wrong-{uuid.uuid4().hex}"
+    monkeypatch.setenv("HR_DB_PASSWORD", wrong)
+    agent = DatabaseAgent("hr", DatabaseOptions.model_validate(options))
+    try:
+        with pytest.raises(AgentError) as refused:
+            list(agent.references(None))
+    finally:
+        agent.close()
+    message = str(refused.value)
+    assert "password authentication failed" in message and "[database] listing failed on postgresql+psycopg://" in message
+    assert refused.value.__cause__ is None and refused.value.__suppress_context__
+    for secret_value in (wrong, password):
+        assert secret_value not in message and secret_value not in caplog.text
+        assert all(secret_value not in record.getMessage() for record in caplog.records)
+
+
+def test_an_unreachable_database_is_an_agent_error() -> None:
+    url = f"postgresql+psycopg://crawler@127.0.0.1:{free_port()}/hr"
+    agent = DatabaseAgent("hr", DatabaseOptions(url=url, query="SELECT 1 AS id", key="id", content=["id"]))
+    try:
+        with pytest.raises(
+            AgentError, match=r"\[database\] listing failed on postgresql\+psycopg://crawler@127.0.0.1:\d+/hr: .*refused"
+        ):
+            list(agent.references(None))
+        with pytest.raises(AgentError, match="reading a row failed"):
+            agent.fetch("1", 0)
+        with pytest.raises(AgentError, match="asking which rows are gone failed"):
+            agent.gone(["1"])
+    finally:
+        agent.close()
+
+
+def test_a_missing_password_secret_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("HR_DB_PASSWORD", raising=False)
+    options = DatabaseOptions(
+        url=f"sqlite:///{tmp_path / 'x.db'}", password_secret="HR_DB_PASSWORD", query="SELECT 1 AS id", key="id", content=["id"]
+    )
+    with pytest.raises(AgentError, match="HR_DB_PASSWORD"):
+        list(DatabaseAgent("hr", options).references(None))
+
+
+# -- validation ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg://crawler:S3cret-Pa55@db.example/hr",
+        "postgresql+psycopg://crawler@db.example/hr?password=S3cret-Pa55",
+        "postgresql://crawler:S3cret-Pa55@db.example:99999999/hr",
+        "postgresql://crawler:S3cret-Pa55@db.example:port/hr",
+    ],
+)
+def test_a_url_with_a_password_is_refused_without_echoing_it(url: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        DatabaseOptions(url=url, query="SELECT 1", key="id", content=["bio"])
+    assert "credentials do not belong in a source file" in str(refused.value)
+    assert "S3cret-Pa55" not in str(refused.value) and "S3cret-Pa55" not in repr(refused.value.errors())
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"url": "not a url"}, "expected an SQLAlchemy URL"),
+        ({"url": "nosuchdb://h/x"}, "expected a database SQLAlchemy knows"),
+        ({"password_secret": "HR DB"}, "the NAME of an environment variable"),
+        ({"query": "DELETE FROM people"}, "expected a SELECT"),
+        ({"content": []}, "at least 1 item"),
+        ({"attributes": {"salary": "salary"}}, "type's suffix"),
+        ({"attributes": {"salary": "Salary_d"}}, "type's suffix"),
+        ({"attributes": {"a": "x_s", "b": "x_s"}}, "one column only"),
+        ({"batch_size": 0}, "greater than or equal to 1"),
+        ({"table": "people"}, "Extra inputs"),
+    ],
+)
+def test_options_are_validated(options: dict[str, Any], message: str) -> None:
+    settings = {"url": "sqlite:///hr.db", "query": "SELECT * FROM people;", "key": "id", "content": ["bio"], **options}
+    with pytest.raises(ValidationError, match=message):
+        DatabaseOptions.model_validate(settings)
+
+
+def test_a_query_loses_its_final_semicolon() -> None:
+    options = DatabaseOptions(url="sqlite:///hr.db", query="  select * from people ; ", key="id", content=["bio"])
+    assert options.query == "select * from people"
+
+
+@pytest.mark.parametrize(
+    ("value", "field", "expected"),
+    [
+        (None, "x_s", None),
+        ("", "x_s", None),
+        (42, "x_s", "42"),
+        ("a, b; c", "x_ss", ["a", "b; c"]),
+        (["a", None, "b"], "x_ss", ["a", "b"]),
+        ("long text", "x_t", "long text"),
+        (2**31 - 1, "x_i", 2**31 - 1),
+        (2**31, "x_i", None),
+        (2**31, "x_l", 2**31),
+        (2**63, "x_l", None),
+        (3.0, "x_i", 3),
+        (3.5, "x_i", None),
+        ("12", "x_i", 12),
+        ("twelve", "x_i", None),
+        (1.5, "x_d", 1.5),
+        (float("nan"), "x_d", None),
+        ("inf", "x_d", None),
+        (datetime(2024, 1, 2, 3, 4, 5), "x_dt", "2024-01-02T03:04:05Z"),
+        (datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC).astimezone(tz=None), "x_dt", "2024-01-02T03:04:05Z"),
+        ("2024-01-02 03:04:05.000000", "x_dt", "2024-01-02T03:04:05Z"),
+        ("not a date", "x_dt", None),
+        (True, "x_b", True),
+        (0, "x_b", False),
+        ("yes", "x_b", True),
+        ("maybe", "x_b", None),
+        (b"bytes \xff", "x_s", "bytes \ufffd"),
+    ],
+)
+def test_attribute_values_take_their_fields_type(value: Any, field: str, expected: Any) -> None:
+    assert attribute_value(value, field) == expected
