@@ -92,7 +92,7 @@ class Agent(ABC):
     of the ``[agent_options]`` table) and implement ``references`` and ``fetch``."""
 
     scheme: ClassVar[str] = "agent"  # the scheme of its documents' URLs (agent://source/key)
-    incremental: ClassVar[bool] = False  # honours ``since`` and answers ``gone``
+    incremental: bool = False  # honours ``since`` and answers ``gone`` (a class's, or an instance's own)
     Options: ClassVar[type[BaseModel]] = NoOptions
 
     def __init__(self, source: str, options: BaseModel) -> None:

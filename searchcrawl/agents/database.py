@@ -331,7 +331,7 @@ class DatabaseAgent(Agent):
             raise TypeError(f"expected DatabaseOptions, got {type(options).__name__}")
         super().__init__(source, options)
         self.settings = options
-        self.incremental = options.modified_column is not None  # type: ignore[misc]  # per source, not per class
+        self.incremental = options.modified_column is not None  # per source, not per class
         self._lock = threading.Lock()
         self._engine: Engine | None = None
         self._password: str | None = None

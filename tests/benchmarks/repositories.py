@@ -80,7 +80,10 @@ def build_database(work: Path, count: int) -> str:
         connection.execute("CREATE TABLE records (id INTEGER PRIMARY KEY, title TEXT, body TEXT, pages INTEGER, modified TEXT)")
         connection.executemany(
             "INSERT INTO records VALUES (?, ?, ?, ?, ?)",
-            [(n, f"Record {n} {words(rng, 3)}", words(rng, 200), rng.randint(1, 500), "2026-01-01T00:00:00") for n in range(count)],
+            [
+                (n, f"Record {n} {words(rng, 3)}", words(rng, 200), rng.randint(1, 500), "2026-01-01 00:00:00")
+                for n in range(count)
+            ],
         )
     return (
         'type = "database"\nmax_delete_share = 1.0\n[database]\n'
@@ -96,7 +99,7 @@ def change_database(work: Path, share: float) -> int:
         changed = max(1, int(count * share))
         connection.execute(
             "UPDATE records SET body = body || ' changed', modified = ? WHERE id < ?",
-            (time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + 60)), changed),
+            (time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() + 60)), changed),
         )
     return changed
 
@@ -119,7 +122,9 @@ def build_mail(work: Path, count: int) -> str:
             message.set_content(words(rng, 120))
             if number % 10 == 0:
                 attachment = attachments[number % len(attachments)]
-                message.add_attachment(attachment.read_bytes(), maintype="application", subtype="octet-stream", filename=attachment.name)
+                message.add_attachment(
+                    attachment.read_bytes(), maintype="application", subtype="octet-stream", filename=attachment.name
+                )
             box.add(message)
     finally:
         box.flush()
@@ -158,7 +163,11 @@ def crawl(name: str, work: Path, solr_url: str) -> dict[str, Any]:
         PYTHONPATH=str(ROOT),
     )
     measured = run_measured(args, ROOT, env)
-    return {"seconds": round(measured.seconds, 1), "cpu_seconds": round(measured.cpu_seconds, 1), "peak_rss_mb": measured.peak_rss_bytes >> 20}
+    return {
+        "seconds": round(measured.seconds, 1),
+        "cpu_seconds": round(measured.cpu_seconds, 1),
+        "peak_rss_mb": measured.peak_rss_bytes >> 20,
+    }
 
 
 def main() -> None:

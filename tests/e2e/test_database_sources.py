@@ -1,0 +1,179 @@
+"""A ``database`` source over a real table (SQLite, and PostgreSQL), crawled again and again
+while a seeded generator inserts, updates and deletes rows: after every crawl Solr holds exactly
+the table's rows (title, typed attribute, display URL), a row not updated keeps its Solr
+``_version_``, an incremental source (``modified_column``) reads only the rows changed since the
+last crawl began, and one crawl killed with SIGKILL is resumed by the next, losing nothing. The
+database password comes from a secret and reaches no log line, report or Solr field."""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Column, DateTime, Integer, MetaData, Table, Text, create_engine, delete, insert, text, update
+
+from searchcrawl.store.runs import Runs
+from tests.conftest import Project, solr_docs
+
+WORDS = ("ledger", "invoice", "harbour", "crane", "pallet", "customs", "berth", "tariff")
+
+
+class Records:
+    """The oracle, and the real table it is written to."""
+
+    def __init__(self, url: str, schema: str | None, rng: random.Random) -> None:
+        self.url, self.rng = url, rng
+        self.engine = create_engine(url)
+        self.table = Table(
+            "records",
+            MetaData(schema=schema),
+            Column("id", Integer, primary_key=True),
+            Column("title", Text),
+            Column("body", Text),
+            Column("pages", Integer),
+            Column("updated", DateTime),
+        )
+        self.table.create(self.engine)
+        self.rows: dict[int, dict] = {}
+        self.next = 1
+        self.clock = datetime(2026, 1, 1)
+        for _ in range(30):
+            self.insert()
+
+    @property
+    def name(self) -> str:
+        return f"{self.table.schema}.records" if self.table.schema else "records"
+
+    def tick(self) -> datetime:
+        """A modification time after every crawl so far (naive UTC, as the column holds it)."""
+        self.clock = max(self.clock, datetime.now(UTC).replace(tzinfo=None)) + timedelta(milliseconds=1)
+        return self.clock
+
+    def insert(self) -> int:
+        key = self.next
+        self.next += 1
+        row = {
+            "id": key,
+            "title": f"Record {key}",
+            "body": self.words(),
+            "pages": self.rng.randint(1, 99),
+            "updated": self.tick(),
+        }
+        with self.engine.begin() as connection:
+            connection.execute(insert(self.table).values(**row))
+        self.rows[key] = row
+        return key
+
+    def words(self) -> str:
+        return " ".join(self.rng.choice(WORDS) for _ in range(10))
+
+    def mutate(self) -> dict[str, set[int]]:
+        step: dict[str, set[int]] = {"new": {self.insert() for _ in range(self.rng.randint(0, 3))}}
+        old = sorted(set(self.rows) - step["new"])
+        step["changed"] = set(self.rng.sample(old, self.rng.randint(0, 4)))
+        step["deleted"] = set(self.rng.sample(sorted(set(old) - step["changed"]), self.rng.randint(0, 3)))
+        with self.engine.begin() as connection:
+            for key in step["changed"]:
+                values = {
+                    "title": f"Record {key} revised",
+                    "body": self.words(),
+                    "pages": self.rng.randint(1, 99),
+                    "updated": self.tick(),
+                }
+                connection.execute(update(self.table).where(self.table.c.id == key).values(**values))
+                self.rows[key].update(values)
+            for key in step["deleted"]:
+                connection.execute(delete(self.table).where(self.table.c.id == key))
+                del self.rows[key]
+        return step
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def records(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Records]:
+    rng = random.Random(5)
+    if request.param == "sqlite":
+        yield Records(f"sqlite:///{tmp_path / 'records.sqlite3'}", None, rng)
+        return
+    url, schema = request.getfixturevalue("postgres_url"), f"records_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(url)
+    with admin.begin() as connection:
+        connection.execute(text(f"CREATE SCHEMA {schema}"))
+    yield Records(url, schema, rng)
+    with admin.begin() as connection:
+        connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+    admin.dispose()
+
+
+def indexed(solr, name: str) -> dict[int, dict]:
+    return {int(doc["url"].rsplit("/", 1)[-1]): doc for doc in solr_docs(solr, name)}
+
+
+@pytest.mark.parametrize("incremental", [True, False], ids=["modified-column", "row-hash"])
+def test_a_table_is_followed_crawl_after_crawl(project: Project, solr, records: Records, incremental: bool) -> None:
+    name = f"records-{uuid.uuid4().hex[:6]}"
+    modified = 'modified_column = "updated"\n' if incremental else ""
+    project.source(
+        name,
+        'type = "database"\nmax_delete_share = 1.0\n[database]\n'
+        f'url = "{records.url}"\nquery = "SELECT id, title, body, pages, updated FROM {records.name}"\n'
+        'key = "id"\ntitle = "title"\ncontent = ["body"]\nattributes = { pages = "pages_i" }\n'
+        f'display_url = "https://records.example.com/r/{{id}}"\n{modified}',
+    )
+    before: dict[int, dict] = {}
+    for crawl in range(5):
+        step = records.mutate() if crawl else {"new": set(records.rows), "changed": set(), "deleted": set()}
+        if crawl == 3:  # killed while it reads the rows one at a time, then resumed
+            process = project.popen("crawl", name, "-s", "CONCURRENT_REQUESTS=1", "-s", "DOWNLOAD_DELAY=0.5")
+            time.sleep(3.5)
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+        result = project.scrapy("crawl", name, "-s", "LOG_LEVEL=DEBUG")
+        assert result.returncode == 0, result.stderr[-3000:]
+        if incremental and crawl not in (0, 3):
+            listed = len(step["new"] | step["changed"])
+            lines = [line for line in result.stderr.splitlines() if "Listed" in line or "Listing" in line]
+            assert f"Listed {listed} documents of {name}" in result.stderr, f"crawl {crawl}: only the changes are listed: {lines}"
+        now = indexed(solr, name)
+        assert set(now) == set(records.rows), f"crawl {crawl}: {step}"
+        for key, row in records.rows.items():
+            doc = now[key]
+            assert (doc["title"], doc["pages_i"], doc["content"]) == (row["title"], row["pages"], row["body"])
+            assert doc["display_url"] == f"https://records.example.com/r/{key}"
+            if key in before and key not in step["changed"]:
+                assert doc["_version_"] == before[key]["_version_"], f"crawl {crawl}: row {key} pushed again, unchanged"
+        before = now
+    database = project.table().database
+    try:
+        assert Runs(database).latest(name)["state"] == "finished"
+    finally:
+        database.close()
+
+
+def test_the_database_password_comes_from_a_secret_and_is_shown_nowhere(project: Project, solr, postgres_url: str) -> None:
+    role, password = f"reader_{uuid.uuid4().hex[:8]}", "pw-Db7-" + uuid.uuid4().hex[:10]
+    admin = create_engine(postgres_url)
+    with admin.begin() as connection:
+        connection.execute(text(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'"))
+        connection.execute(text(f"CREATE TABLE {role}_notes (id integer primary key, title text, body text)"))
+        connection.execute(text(f"INSERT INTO {role}_notes VALUES (1, 'First note', 'harbour crane'), (2, 'Second', 'berth')"))
+        connection.execute(text(f"GRANT SELECT ON {role}_notes TO {role}"))
+    url = postgres_url.replace("searchcrawl@", f"{role}@")
+    project.source(
+        "notes",
+        f'type = "database"\n[database]\nurl = "{url}"\npassword_secret = "NOTES_DB_PASSWORD"\n'
+        f'query = "SELECT id, title, body FROM {role}_notes"\nkey = "id"\ntitle = "title"\ncontent = ["body"]\n',
+    )
+    result = project.scrapy("crawl", "notes", "-s", "LOG_LEVEL=DEBUG", NOTES_DB_PASSWORD=password)
+    assert result.returncode == 0, result.stderr[-3000:]
+    docs = solr_docs(solr, "notes")
+    assert sorted(doc["title"] for doc in docs) == ["First note", "Second"]
+    report = project.scrapy("report", "notes", "--json")
+    for text_ in (result.stdout, result.stderr, report.stdout, str(docs)):
+        assert password not in text_
+    admin.dispose()
