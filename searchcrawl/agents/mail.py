@@ -138,9 +138,8 @@ class MailAgent(Agent):
 
     def __init__(self, source: str, options: BaseModel) -> None:
         super().__init__(source, options)
-        assert isinstance(options, MailOptions)
-        self.mail: MailOptions = options
-        self.boxes = {box_name(path): path for path in options.paths}
+        self.mail = MailOptions.model_validate(options)  # the same object, typed
+        self.boxes = {box_name(path): path for path in self.mail.paths}
 
     # -- the Agent interface ----------------------------------------------------------------
 
