@@ -1,14 +1,15 @@
 """The ``mail`` source type: mail archives (mbox files and Maildir folders) crawled as documents.
 
 Each message is one document, ``mail://<source>/<mailbox>/<Message-ID>``: its title is the
-subject, its content the plain-text body (or the HTML body when the message has no plain part),
-and it carries ``author`` and ``sender_s`` (From), ``recipients_ss`` (To and Cc), ``list_s`` (the
-``list_name`` option, else the message's List-Id), ``thread_s`` (the Message-ID of the thread's
-first message: the first of References, else In-Reply-To, else its own), ``message_id_s``,
-``last_modified`` (the Date header; left out when missing or unreadable) and
-``has_attachments_b``. With ``attachments = true`` (the default) each attachment is a document of
-its own (``.../attachment/<n>-<filename>``, converted as a file of its type), with
-``attachment_of_s`` naming its message's URL and the message's sender, list and thread.
+subject, its content the plain-text body (its inline text/plain parts, joined), or the HTML body
+when the message has no plain part, and it carries ``author`` and ``sender_s`` (From),
+``recipients_ss`` (To and Cc), ``list_s`` (the ``list_name`` option, else the message's List-Id),
+``thread_s`` (the Message-ID of the thread's first message: the first of References, else
+In-Reply-To, else its own), ``message_id_s``, ``last_modified`` (the Date header; left out when
+missing or unreadable) and ``has_attachments_b``. With ``attachments = true`` (the default) each
+attachment (a part marked as one, or a non-text part with a file name) is a document of its own,
+``.../attachment/<n>-<filename>``, converted as a file of its type, with ``attachment_of_s``
+naming its message's URL and the message's author, sender, list, thread and date.
 
 ```toml
 name = "lists"
@@ -31,15 +32,17 @@ is ``<mailbox>/<Message-ID>#<hash>``.
 
 Changes and deletions: the listing is complete (not incremental): every crawl reads every
 message, and a message no longer listed is deleted from the index. A message's token is a hash of
-its bytes, so a message whose bytes did not change is not processed again, and an edited one is.
+its bytes (its attachments share it), so a message whose bytes did not change is not processed
+again, and an edited one is.
 
-Limits (hostile archives): a message larger than ``max_message_bytes`` is listed with its headers
-and a note instead of its body, and without attachments; at most 1,000 MIME parts of a message are
-walked (and 20 levels of nesting); an attached message (message/rfc822) is one attachment, never
-opened; headers are read from the message's first 256 KiB and cut to 2,000 characters, control
-characters (CR, LF) replaced by spaces; a body in an unknown charset is read as UTF-8, undecodable
-bytes replaced. Maildir files are opened without following symbolic links, and only regular files
-are read.
+Limits (hostile archives): a message larger than ``max_message_bytes`` is listed with its
+headers and a note as its content, without its body and attachments (so is a message whose MIME
+structure Python's parser cannot read, such as parts nested a thousand deep). At most 1,000 MIME
+parts of a message are walked, 20 levels deep. An attached message (message/rfc822) is one
+attachment: its own attachments are not documents. Headers are read from the message's first
+256 KiB, cut to 2,000 characters, control characters (CR, LF) replaced by spaces. A body in an
+unknown charset is read as UTF-8, and undecodable bytes are replaced. Maildir files are opened
+without following symbolic links, and only regular files are read.
 
 Memory and cost: messages are read one at a time. An mbox is indexed first (Python's
 ``mailbox.mbox`` keeps a table of each message's offsets), and a Maildir's file names are listed
@@ -47,7 +50,8 @@ and sorted per folder; a short digest of each key is kept while a mailbox is lis
 duplicate Message-IDs. ``fetch`` (used after a resumed crawl, when a listed content was not kept)
 reads the mailbox again up to the message: O(n) per fetch. Only a Maildir's ``new`` and ``cur``
 are read (not its sub-folders: list each folder you want in ``paths``). Mailboxes are read
-without locking: a message written while the crawl reads is seen by the next crawl.
+without locking: a message written while the crawl reads is seen by the next crawl. The listing
+and each fetch open their own handles, so fetches may run beside the listing in other threads.
 """
 
 from __future__ import annotations
@@ -162,7 +166,7 @@ class MailAgent(Agent):
         for stored in self._scan(name, path):
             if key == stored.key:
                 content = self._message_content(stored)
-            elif key.startswith(stored.key + "/attachment/") and stored.raw is not None:
+            elif key.startswith(stored.key + "/attachment/"):
                 content = self._attachment_content(stored, key)
             else:
                 continue
@@ -231,14 +235,10 @@ class MailAgent(Agent):
 
     def _references_of(self, stored: _Stored) -> Iterator[Reference]:
         fields, metadata, modified = self._header_fields(stored)
-        if stored.raw is None:
-            logger.debug("mail: %s is larger than max_message_bytes (%d bytes): listed without its body", stored.key, stored.size)
-            yield Reference(stored.key, stored.token, modified, fields, metadata, self._too_large_note(stored))
-            return
-        message = _parse(stored.raw)
-        attachments = list(_attachments(message))
-        fields["has_attachments_b"] = bool(attachments)
-        yield Reference(stored.key, stored.token, modified, fields, metadata, _body(message))
+        body, attachments = self._contents(stored)
+        if stored.raw is not None:
+            fields["has_attachments_b"] = bool(attachments)
+        yield Reference(stored.key, stored.token, modified, fields, metadata, body)
         if not self.mail.attachments:
             return
         inherited = {k: v for k, v in fields.items() if k in ("author", "sender_s", "list_s", "thread_s", "last_modified")}
@@ -249,6 +249,22 @@ class MailAgent(Agent):
             key = attachment_key(stored.key, attachment)
             own = {**inherited, "title": attachment.filename, "attachment_of_s": self.url_for(stored.key)}
             yield Reference(key, stored.token, modified, own, {}, content, parent=stored.key)
+
+    def _contents(self, stored: _Stored) -> tuple[Content, list[_Attachment]]:
+        """The message's body and attachments; a note instead when it is too large or its MIME
+        structure breaks the parser (a hostile nesting): its headers are still indexed."""
+        if stored.raw is None:
+            logger.debug("mail: %s is larger than max_message_bytes (%d bytes): listed without its body", stored.key, stored.size)
+            note = f"This message ({stored.size} bytes) is larger than the crawl's limit of {self.mail.max_message_bytes} bytes: its body and attachments are not indexed."
+            return Content(note.encode(), TEXT), []
+        try:
+            message = _parse(stored.raw)
+            return _body(message), list(_attachments(message))
+        except Exception as error:  # RecursionError on deep nesting, and whatever else a parser may raise
+            logger.debug(
+                "mail: the MIME structure of %s cannot be read (%s): listed without its body", stored.key, type(error).__name__
+            )
+            return Content(b"This message's MIME structure cannot be read: its body and attachments are not indexed.", TEXT), []
 
     def _header_fields(self, stored: _Stored) -> tuple[dict[str, Any], dict[str, str], datetime | None]:
         head = stored.head
@@ -277,10 +293,6 @@ class MailAgent(Agent):
         }
         return fields, metadata, modified
 
-    def _too_large_note(self, stored: _Stored) -> Content:
-        note = f"This message ({stored.size} bytes) is larger than the crawl's limit of {self.mail.max_message_bytes} bytes: its body and attachments are not indexed."
-        return Content(note.encode(), TEXT)
-
     def _content_of(self, message_key: str, attachment: _Attachment) -> Content | None:
         body = _attachment_bytes(attachment.part)
         if body is None:
@@ -292,15 +304,12 @@ class MailAgent(Agent):
         return Content(body, attachment.part.get_content_type(), attachment.filename)
 
     def _message_content(self, stored: _Stored) -> Content:
-        if stored.raw is None:
-            return self._too_large_note(stored)
-        return _body(_parse(stored.raw))
+        return self._contents(stored)[0]
 
     def _attachment_content(self, stored: _Stored, key: str) -> Content | None:
-        assert stored.raw is not None
         if not self.mail.attachments:
             return None
-        for attachment in _attachments(_parse(stored.raw)):
+        for attachment in self._contents(stored)[1]:
             if attachment_key(stored.key, attachment) == key:
                 return self._content_of(stored.key, attachment)
         return None
