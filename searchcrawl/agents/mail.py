@@ -90,6 +90,7 @@ TEXT = "text/plain; charset=utf-8"
 HTML = "text/html; charset=utf-8"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}")
 _MSGID = re.compile(r"<([!-;=?-~]{1,250})>")  # printable ASCII but <>
 
 
@@ -301,7 +302,7 @@ class MailAgent(Agent):
         if len(body) > self.mail.max_message_bytes:
             logger.debug("mail: attachment %d of %s is larger than max_message_bytes: skipped", attachment.number, message_key)
             return None
-        return Content(body, attachment.part.get_content_type(), attachment.filename)
+        return Content(body, content_type(attachment.part), attachment.filename)
 
     def _message_content(self, stored: _Stored) -> Content:
         return self._contents(stored)[0]
@@ -498,6 +499,13 @@ def _walk(message: Message) -> Iterator[Message]:
                 stack.extend((child, depth + 1) for child in reversed(children[:MAX_PARTS]))
             continue
         yield part
+
+
+def content_type(part: Message) -> str:
+    """The part's type when it is a well-formed one (it becomes a response header), else
+    application/octet-stream: converters sniff the bytes."""
+    kind = part.get_content_type()
+    return kind if _TYPE.fullmatch(kind) else "application/octet-stream"
 
 
 def _is_attachment(part: Message) -> bool:

@@ -324,13 +324,14 @@ def test_raw_8bit_headers_and_encoded_file_names(tmp_path: Path) -> None:
     raw = (
         b"From: Jos\xc3\xa9 <jose@x>\nSubject: Caf\xc3\xa9 \xff\nMessage-ID: <caf\xc3\xa9@x>\nMIME-Version: 1.0\n"
         b"Content-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/plain\n\nhi\n"
-        b'--B\nContent-Type: application/pdf\nContent-Disposition: attachment; filename="=?utf-8?q?..=2Fr=C3=A9sum=C3=A9.pdf?="\n\n%PDF\n--B--\n'
+        b'--B\nContent-Type: application/x<script>\nContent-Disposition: attachment; filename="=?utf-8?q?..=2Fr=C3=A9sum=C3=A9.pdf?="\n\n%PDF\n--B--\n'
     )
     mail = agent(mbox(tmp_path / "a.mbox", raw))
     message_ref, attachment = listed(mail)
     assert message_ref.fields["title"] == "Café \ufffd" and message_ref.fields["author"] == "José"
     assert message_ref.key.split("/", 1)[1].startswith("sha256-")  # a non-ASCII Message-ID is not a key
     assert attachment.key.endswith("/attachment/1-résumé.pdf") and attachment.fields["title"] == "résumé.pdf"
+    assert attachment.content is not None and attachment.content.content_type == "application/octet-stream"
     for ref in (message_ref, attachment):
         mail.url_for(ref.key).encode("ascii")
         assert mail.key_of(mail.url_for(ref.key)) == ref.key
