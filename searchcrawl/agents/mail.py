@@ -1,0 +1,596 @@
+"""The ``mail`` source type: mail archives (mbox files and Maildir folders) crawled as documents.
+
+Each message is one document, ``mail://<source>/<mailbox>/<Message-ID>``: its title is the
+subject, its content the plain-text body (its inline text/plain parts, joined), or the HTML body
+when the message has no plain part, and it carries ``author`` and ``sender_s`` (From),
+``recipients_ss`` (To and Cc), ``list_s`` (the ``list_name`` option, else the message's List-Id),
+``thread_s`` (the Message-ID of the thread's first message: the first of References, else
+In-Reply-To, else its own), ``message_id_s``, ``last_modified`` (the Date header; left out when
+missing or unreadable) and ``has_attachments_b``. With ``attachments = true`` (the default) each
+attachment (a part marked as one, or a non-text part with a file name) is a document of its own,
+``.../attachment/<n>-<filename>``, converted as a file of its type, with ``attachment_of_s``
+naming its message's URL and the message's author, sender, list, thread and date.
+
+```toml
+name = "lists"
+type = "mail"
+
+[mail]
+paths = ["/srv/archives/dev-list.mbox", "/home/archive/Maildir"]
+format = "auto"            # "mbox" | "maildir"; auto: a folder with cur/, new/ and tmp/ is a Maildir
+list_name = "dev"          # optional: else each message's List-Id
+attachments = true
+max_message_bytes = 10485760
+```
+
+Keys: ``<mailbox>/<Message-ID>``, where ``<mailbox>`` is the mailbox's file or folder name
+followed by a short hash of its full path; a message without a usable Message-ID is named by a
+hash of its bytes (``sha256-...``). Keys do not depend on a message's position, so deleting or
+adding other messages changes no key; moving or renaming the mailbox re-indexes it. A second
+message with the same Message-ID and the same bytes is a copy and is skipped; with other bytes it
+is ``<mailbox>/<Message-ID>#<hash>``.
+
+Changes and deletions: the listing is complete (not incremental): every crawl reads every
+message, and a message no longer listed is deleted from the index. A message's token is a hash of
+its bytes (its attachments share it), so a message whose bytes did not change is not processed
+again, and an edited one is.
+
+Limits (hostile archives): a message larger than ``max_message_bytes`` is listed with its
+headers and a note as its content, without its body and attachments (so is a message whose MIME
+structure Python's parser cannot read, such as parts nested a thousand deep). At most 1,000 MIME
+parts of a message are walked, 20 levels deep. An attached message (message/rfc822) is one
+attachment: its own attachments are not documents. Headers are read from the message's first
+256 KiB, cut to 2,000 characters, control characters (CR, LF) replaced by spaces. A body in an
+unknown charset is read as UTF-8, and undecodable bytes are replaced. Maildir files are opened
+without following symbolic links, and only regular files are read.
+
+Memory and cost: messages are read one at a time. An mbox is indexed first (Python's
+``mailbox.mbox`` keeps a table of each message's offsets), and a Maildir's file names are listed
+and sorted per folder; a short digest of each key is kept while a mailbox is listed, to spot
+duplicate Message-IDs. ``fetch`` (used after a resumed crawl, when a listed content was not kept)
+reads the mailbox again up to the message: O(n) per fetch. Only a Maildir's ``new`` and ``cur``
+are read (not its sub-folders: list each folder you want in ``paths``). Mailboxes are read
+without locking: a message written while the crawl reads is seen by the next crawl. The listing
+and each fetch open their own handles, so fetches may run beside the listing in other threads.
+"""
+
+from __future__ import annotations
+
+import email
+import email.header
+import email.policy
+import email.utils
+import hashlib
+import logging
+import mailbox
+import os
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.message import Message
+from email.parser import BytesHeaderParser
+from pathlib import Path
+from typing import Any, BinaryIO, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
+
+logger = logging.getLogger(__name__)
+
+MAX_PARTS = 1000  # MIME parts walked per message: a hostile message may carry thousands
+MAX_DEPTH = 20  # nesting levels of multiparts walked
+MAX_HEADER_CHARS = 2000  # a header value's length kept (a Subject may be megabytes)
+MAX_RECIPIENTS = 1000  # addresses kept from To and Cc
+HEAD_BYTES = 256 * 1024  # headers are read from this many first bytes
+CHUNK = 1024 * 1024
+TEXT = "text/plain; charset=utf-8"
+HTML = "text/html; charset=utf-8"
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}")
+_MSGID = re.compile(r"<([!-;=?-~]{1,250})>")  # printable ASCII but <>
+
+
+class MailOptions(BaseModel):
+    """The ``[mail]`` table of a ``type = "mail"`` source."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    paths: list[str] = Field(min_length=1)
+    format: Literal["auto", "mbox", "maildir"] = "auto"
+    list_name: str | None = None
+    attachments: bool = True
+    max_message_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
+
+    @field_validator("paths")
+    @classmethod
+    def _absolute(cls, paths: list[str]) -> list[str]:
+        # A relative path would depend on the crawler's working directory.
+        for path in paths:
+            if not path or "\x00" in path or not os.path.isabs(path):
+                raise ValueError(f"{path!r} is not an absolute path")
+        if len(set(paths)) != len(paths):
+            raise ValueError("a mailbox is listed twice")
+        return paths
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """One message as read from its mailbox, before its body is parsed."""
+
+    key: str
+    token: str
+    size: int
+    raw: bytes | None  # None: larger than max_message_bytes
+    head: Message  # its headers only
+
+
+@dataclass(frozen=True)
+class _Attachment:
+    number: int
+    filename: str
+    part: Message
+
+
+class MailAgent(Agent):
+    """Lists the messages (and attachments) of mbox files and Maildir folders."""
+
+    scheme: ClassVar[str] = "mail"
+    Options: ClassVar[type[BaseModel]] = MailOptions
+
+    def __init__(self, source: str, options: BaseModel) -> None:
+        super().__init__(source, options)
+        self.mail = MailOptions.model_validate(options)  # the same object, typed
+        self.boxes = {box_name(path): path for path in self.mail.paths}
+
+    # -- the Agent interface ----------------------------------------------------------------
+
+    def references(self, since: datetime | None) -> Iterator[Reference]:
+        """Every message and attachment of every mailbox (``since`` is ignored: not incremental)."""
+        for name, path in self.boxes.items():
+            count = 0
+            for stored in self._scan(name, path):
+                count += 1
+                yield from self._references_of(stored)
+            logger.info("mail: %d messages listed in %s", count, path)
+
+    def fetch(self, key: str, max_bytes: int) -> Content | None:
+        """Reads the mailbox again up to the message (O(n)); None when the message is gone."""
+        name = key.split("/", 1)[0]
+        path = self.boxes.get(name)
+        if path is None:
+            return None
+        content: Content | None
+        for stored in self._scan(name, path):
+            if key == stored.key:
+                content = self._message_content(stored)
+            elif key.startswith(stored.key + "/attachment/"):
+                content = self._attachment_content(stored, key)
+            else:
+                continue
+            if content is not None and max_bytes and len(content.body) > max_bytes:
+                raise DocumentTooLarge(key)
+            return content
+        logger.debug("mail: %s is no longer in %s", key, path)
+        return None
+
+    # -- reading mailboxes ------------------------------------------------------------------
+
+    def _scan(self, name: str, path: str) -> Iterator[_Stored]:
+        """The mailbox's messages one at a time, each with its key and token."""
+        seen: set[bytes] = set()  # digests of keys and of key#token listed: duplicate Message-IDs
+        for handle in self._open_messages(path):
+            with handle:
+                stored = self._read(name, handle)
+            copy = _digest(f"{stored.key}#{stored.token}")
+            if copy in seen:
+                logger.debug("mail: a copy of %s in %s is skipped", stored.key, path)
+                continue
+            if _digest(stored.key) in seen:
+                logger.debug("mail: another message with the Message-ID of %s: keyed by its hash", stored.key)
+                stored = _Stored(f"{stored.key}#{stored.token}", stored.token, stored.size, stored.raw, stored.head)
+            seen.update((_digest(stored.key), copy))
+            yield stored
+
+    def _open_messages(self, path: str) -> Iterator[BinaryIO]:
+        kind = self._format(path)
+        if kind == "mbox":
+            yield from _mbox_messages(path)
+        else:
+            yield from _maildir_messages(path)
+
+    def _format(self, path: str) -> str:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as error:
+            raise AgentError(f"mailbox {path} cannot be read: {error.strerror}") from None
+        is_maildir = stat.S_ISDIR(mode) and all(os.path.isdir(os.path.join(path, sub)) for sub in ("cur", "new", "tmp"))
+        wanted = self.mail.format
+        if wanted in ("auto", "maildir") and is_maildir:
+            return "maildir"
+        if wanted in ("auto", "mbox") and stat.S_ISREG(mode):
+            return "mbox"
+        expected = {"auto": "an mbox file or a Maildir folder", "mbox": "an mbox file", "maildir": "a Maildir folder"}
+        raise AgentError(f"mailbox {path} is not {expected[wanted]}")
+
+    def _read(self, name: str, handle: BinaryIO) -> _Stored:
+        """Reads a message's bytes up to max_message_bytes; a larger one is only hashed."""
+        limit = self.mail.max_message_bytes
+        raw = handle.read(limit + 1)
+        sha = hashlib.sha256(raw)
+        size = len(raw)
+        if size > limit:
+            while chunk := handle.read(CHUNK):
+                sha.update(chunk)
+                size += len(chunk)
+        head = BytesHeaderParser(policy=email.policy.compat32).parsebytes(raw[:HEAD_BYTES])
+        token = sha.hexdigest()[:32]
+        message_id = clean_message_id(_raw_header(head, "message-id"))
+        key = f"{name}/{message_id or 'sha256-' + token}"
+        return _Stored(key, token, size, raw if size <= limit else None, head)
+
+    # -- references -------------------------------------------------------------------------
+
+    def _references_of(self, stored: _Stored) -> Iterator[Reference]:
+        fields, metadata, modified = self._header_fields(stored)
+        body, attachments = self._contents(stored)
+        if stored.raw is not None:
+            fields["has_attachments_b"] = bool(attachments)
+        yield Reference(stored.key, stored.token, modified, fields, metadata, body)
+        if not self.mail.attachments:
+            return
+        inherited = {k: v for k, v in fields.items() if k in ("author", "sender_s", "list_s", "thread_s", "last_modified")}
+        for attachment in attachments:
+            content = self._content_of(stored.key, attachment)
+            if content is None:
+                continue
+            key = attachment_key(stored.key, attachment)
+            own = {**inherited, "title": attachment.filename, "attachment_of_s": self.url_for(stored.key)}
+            yield Reference(key, stored.token, modified, own, {}, content, parent=stored.key)
+
+    def _contents(self, stored: _Stored) -> tuple[Content, list[_Attachment]]:
+        """The message's body and attachments; a note instead when it is too large or its MIME
+        structure breaks the parser (a hostile nesting): its headers are still indexed."""
+        if stored.raw is None:
+            logger.debug("mail: %s is larger than max_message_bytes (%d bytes): listed without its body", stored.key, stored.size)
+            note = f"This message ({stored.size} bytes) is larger than the crawl's limit of {self.mail.max_message_bytes} bytes: its body and attachments are not indexed."
+            return Content(note.encode(), TEXT), []
+        try:
+            message = _parse(stored.raw)
+            return _body(message), list(_attachments(message))
+        except Exception as error:  # RecursionError on deep nesting, and whatever else a parser may raise
+            logger.debug(
+                "mail: the MIME structure of %s cannot be read (%s): listed without its body", stored.key, type(error).__name__
+            )
+            return Content(b"This message's MIME structure cannot be read: its body and attachments are not indexed.", TEXT), []
+
+    def _header_fields(self, stored: _Stored) -> tuple[dict[str, Any], dict[str, str], datetime | None]:
+        head = stored.head
+        subject = header_text(head, "subject")
+        sender = addresses(head, "from")
+        recipients = (addresses(head, "to") + addresses(head, "cc"))[:MAX_RECIPIENTS]
+        own_id = stored.key.split("/", 1)[1]
+        fields: dict[str, Any] = {
+            "title": subject or "(no subject)",
+            "message_id_s": own_id,
+            "thread_s": thread_root(head) or own_id,
+        }
+        if sender:
+            fields["author"] = sender[0][0] or sender[0][1]
+            fields["sender_s"] = sender[0][1]
+        if recipients:
+            fields["recipients_ss"] = [address for _, address in recipients]
+        list_name = self.mail.list_name or list_id(head)
+        if list_name:
+            fields["list_s"] = list_name
+        modified = message_date(head)
+        if modified is not None:
+            fields["last_modified"] = modified.strftime("%Y-%m-%dT%H:%M:%SZ")
+        metadata = {
+            name: value for name in ("subject", "from", "to", "cc", "date", "list-id") if (value := header_text(head, name))
+        }
+        return fields, metadata, modified
+
+    def _content_of(self, message_key: str, attachment: _Attachment) -> Content | None:
+        body = _attachment_bytes(attachment.part)
+        if body is None:
+            logger.debug("mail: attachment %d of %s cannot be decoded: skipped", attachment.number, message_key)
+            return None
+        if len(body) > self.mail.max_message_bytes:
+            logger.debug("mail: attachment %d of %s is larger than max_message_bytes: skipped", attachment.number, message_key)
+            return None
+        return Content(body, content_type(attachment.part), attachment.filename)
+
+    def _message_content(self, stored: _Stored) -> Content:
+        return self._contents(stored)[0]
+
+    def _attachment_content(self, stored: _Stored, key: str) -> Content | None:
+        if not self.mail.attachments:
+            return None
+        for attachment in self._contents(stored)[1]:
+            if attachment_key(stored.key, attachment) == key:
+                return self._content_of(stored.key, attachment)
+        return None
+
+
+# -- mailboxes ---------------------------------------------------------------------------------
+
+
+def box_name(path: str) -> str:
+    """A mailbox's short stable name in keys: its file name and a hash of its full path (two
+    mailboxes may share a file name; the order of ``paths`` may change)."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(path).name)[:40] or "mailbox"
+    return f"{base}-{hashlib.sha256(path.encode()).hexdigest()[:8]}"
+
+
+def _digest(key: str) -> bytes:
+    """12 bytes standing for a key in the set of keys listed (a key may be 250 characters)."""
+    return hashlib.sha1(key.encode(errors="surrogateescape")).digest()[:12]
+
+
+def _mbox_messages(path: str) -> Iterator[BinaryIO]:
+    """An mbox's messages as files (each without its From_ line). Python's mbox indexes the whole
+    file first (a table of offsets); messages are then read one at a time."""
+    try:
+        box = mailbox.mbox(path, create=False)
+    except OSError as error:
+        raise AgentError(f"mailbox {path} cannot be read: {error.strerror}") from None
+    try:
+        for key in box.iterkeys():
+            yield box.get_file(key)  # type: ignore[misc]
+    except OSError as error:
+        raise AgentError(f"mailbox {path} cannot be read: {error.strerror}") from None
+    finally:
+        box.close()
+
+
+def _maildir_messages(path: str) -> Iterator[BinaryIO]:
+    """A Maildir's messages (new/ then cur/, by file name): regular files only, opened without
+    following links; a file gone since the folder was listed is skipped."""
+    for sub in ("new", "cur"):
+        folder = os.path.join(path, sub)
+        try:
+            names = sorted(entry.name for entry in os.scandir(folder) if not entry.name.startswith("."))
+        except OSError as error:
+            raise AgentError(f"mailbox folder {folder} cannot be listed: {error.strerror}") from None
+        for filename in names:
+            file_path = os.path.join(folder, filename)
+            try:
+                fd = os.open(file_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError as error:
+                logger.debug("mail: %s cannot be opened (%s): skipped", file_path, error.strerror)
+                continue
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                logger.debug("mail: %s is not a regular file: skipped", file_path)
+                continue
+            yield os.fdopen(fd, "rb")
+
+
+# -- messages ----------------------------------------------------------------------------------
+
+
+def _parse(raw: bytes) -> Message:
+    """The message's MIME structure. The compat32 policy: parts are only asked their type,
+    charset, file name and decoded bytes, which it answers from the raw headers, three times
+    faster than the default policy (that parses every header it is asked for) and without its
+    header parser's exceptions on hostile headers; the headers shown are decoded here (below)."""
+    return email.message_from_bytes(raw, policy=email.policy.compat32)
+
+
+def _raw_header(message: Message, name: str) -> str | None:
+    """A header's first value as it stands in the message, before any parsing."""
+    for header, value in message.raw_items():
+        if header.lower() == name:
+            return str(value)
+    return None
+
+
+def clean_text(value: str) -> str:
+    """One line of at most MAX_HEADER_CHARS characters: no CR/LF or other control characters;
+    raw 8-bit bytes in headers (kept as surrogates by the parser) are read as UTF-8."""
+    value = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return " ".join(_CONTROL.sub(" ", value).split())[:MAX_HEADER_CHARS]
+
+
+def _decoded(raw: str) -> str:
+    """A header value with its RFC 2047 encoded words decoded; never raises."""
+    raw = raw[: MAX_HEADER_CHARS * 4]
+    try:
+        return str(email.header.make_header(email.header.decode_header(raw)))
+    except Exception:  # a malformed word or an unknown charset: the raw text is better than nothing
+        logger.debug("mail: a header's encoded words cannot be decoded: kept raw")
+        return raw
+
+
+def decode_words(raw: str) -> str:
+    """A header value decoded and cleaned (one line, bounded)."""
+    return clean_text(_decoded(raw))
+
+
+def header_text(message: Message, name: str) -> str:
+    """A header's first value, decoded and cleaned ("" when missing)."""
+    raw = _raw_header(message, name)
+    return "" if raw is None else decode_words(raw)
+
+
+def addresses(message: Message, name: str) -> list[tuple[str, str]]:
+    """(display name, address) of every address in every ``name`` header; never raises."""
+    found: list[tuple[str, str]] = []
+    for header, value in message.raw_items():
+        if header.lower() != name:
+            continue
+        for display, address in email.utils.getaddresses([str(value)[: MAX_HEADER_CHARS * 4]]):
+            address = clean_text(address)
+            if "@" in address:
+                found.append((decode_words(display), address))
+        if len(found) >= MAX_RECIPIENTS:
+            break
+    return found
+
+
+def clean_message_id(value: str | None) -> str | None:
+    """A Message-ID without its <>; None when missing or unusable (spaces, controls, too long)."""
+    if not value:
+        return None
+    match = _MSGID.search(value[:1000])
+    candidate = match.group(1) if match else value.strip()
+    if not candidate or len(candidate) > 250 or not candidate.isascii() or not candidate.isprintable() or " " in candidate:
+        return None
+    return candidate
+
+
+def thread_root(message: Message) -> str | None:
+    """The thread's first message: the first of References, else In-Reply-To."""
+    for name in ("references", "in-reply-to"):
+        raw = _raw_header(message, name)
+        if raw:
+            match = _MSGID.search(raw[:10000])
+            if match:
+                return match.group(1)
+    return None
+
+
+def list_id(message: Message) -> str | None:
+    """The list's id from List-Id (``Name <dev.lists.example.org>``: the part in <>)."""
+    raw = header_text(message, "list-id")
+    match = re.search(r"<([^<>]+)>", raw)
+    return (match.group(1).strip() if match else raw) or None
+
+
+def message_date(message: Message) -> datetime | None:
+    """The Date header in UTC; None when missing or not a date."""
+    raw = _raw_header(message, "date")
+    if not raw:
+        return None
+    try:
+        parsed = email.utils.parsedate_to_datetime(clean_text(raw)[:200])
+    except (TypeError, ValueError, IndexError, OverflowError):
+        logger.debug("mail: an unreadable Date header is left out")
+        return None
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return None
+
+
+def _walk(message: Message) -> Iterator[Message]:
+    """The message's leaf parts, depth first, at most MAX_PARTS and MAX_DEPTH deep; an attached
+    message (message/rfc822) is a leaf."""
+    stack: list[tuple[Message, int]] = [(message, 0)]
+    walked = 0
+    while stack:
+        part, depth = stack.pop()
+        walked += 1
+        if walked > MAX_PARTS:
+            logger.debug("mail: more than %d MIME parts: the rest is ignored", MAX_PARTS)
+            return
+        if part.is_multipart() and part.get_content_maintype() == "multipart":
+            if depth >= MAX_DEPTH:
+                logger.debug("mail: MIME parts nested deeper than %d are ignored", MAX_DEPTH)
+                continue
+            children = part.get_payload()
+            if isinstance(children, list):
+                stack.extend((child, depth + 1) for child in reversed(children[:MAX_PARTS]))
+            continue
+        yield part
+
+
+def content_type(part: Message) -> str:
+    """The part's type when it is a well-formed one (it becomes a response header), else
+    application/octet-stream: converters sniff the bytes."""
+    kind = part.get_content_type()
+    return kind if _TYPE.fullmatch(kind) else "application/octet-stream"
+
+
+def _is_attachment(part: Message) -> bool:
+    disposition = (part.get_content_disposition() or "").lower()
+    if disposition == "attachment":
+        return True
+    return part.get_content_maintype() not in ("text", "multipart") and part.get_filename() is not None
+
+
+def safe_filename(name: str | None, number: int) -> str:
+    """A file name from a message, safe in keys and for converters: no folders, no controls."""
+    name = (name or "").encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    name = name.replace("\\", "/").rsplit("/", 1)[-1]
+    name = _CONTROL.sub("", name).strip().lstrip(".")[:200]
+    return name or f"attachment-{number}"
+
+
+def _filename(part: Message, number: int) -> str:
+    try:
+        name = part.get_filename()
+    except Exception:
+        name = None
+    if name:
+        name = _decoded(name)  # Outlook's RFC 2047 file names
+    if not name and part.get_content_type() == "message/rfc822":
+        name = f"message-{number}.eml"
+    return safe_filename(name, number)
+
+
+def _attachments(message: Message) -> Iterator[_Attachment]:
+    number = 0
+    for part in _walk(message):
+        if part is not message and _is_attachment(part):
+            number += 1
+            yield _Attachment(number, _filename(part, number), part)
+
+
+def attachment_key(message_key: str, attachment: _Attachment) -> str:
+    return f"{message_key}/attachment/{attachment.number}-{attachment.filename}"
+
+
+def _attachment_bytes(part: Message) -> bytes | None:
+    """An attachment's bytes; an attached message's bytes as they were (not opened)."""
+    try:
+        if part.is_multipart():  # message/rfc822: parsed by email, written back as bytes
+            inner = part.get_payload(0)
+            return inner.as_bytes(policy=email.policy.compat32)  # type: ignore[union-attr]
+        payload = part.get_payload(decode=True)
+    except Exception:
+        return None
+    return payload if isinstance(payload, bytes) else None
+
+
+def decode_text(payload: bytes, charset: str | None) -> str:
+    """Text in the part's charset; an unknown (or non-text) charset is read as UTF-8, and bytes
+    that do not decode are replaced: never fatal."""
+    try:
+        return payload.decode((charset or "utf-8")[:40], errors="replace")
+    except (LookupError, UnicodeError, ValueError, TypeError):
+        logger.debug("mail: unknown charset %r: read as UTF-8", (charset or "")[:40])
+        return payload.decode("utf-8", errors="replace")
+
+
+def _body(message: Message) -> Content:
+    """The plain-text body (every inline text/plain part), else the first HTML part."""
+    plain: list[str] = []
+    html: str | None = None
+    for part in _walk(message):
+        if _is_attachment(part) or part.get_content_maintype() != "text":
+            continue
+        subtype = part.get_content_subtype()
+        if subtype not in ("plain", "html"):
+            continue
+        try:
+            payload = part.get_payload(decode=True)
+            charset = part.get_content_charset()
+        except Exception:
+            continue
+        if not isinstance(payload, bytes):
+            continue
+        text = decode_text(payload, charset)
+        if subtype == "plain":
+            plain.append(text)
+        elif html is None:
+            html = text
+    if plain or html is None:
+        return Content("\n\n".join(plain).encode("utf-8", errors="replace"), TEXT)
+    return Content(html.encode("utf-8", errors="replace"), HTML)
