@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from searchcrawl.config.source import SourceSettings
+from searchcrawl.config.source import SourceFile, SourceSettings, load_source
 from searchcrawl.rules.status_codes import CRAWLER_CODES, describe
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,8 +86,17 @@ def test_every_source_key_is_in_the_reference() -> None:
 
 
 @pytest.mark.parametrize("example", re.findall(r"^```toml\n(.*?)^```", README, re.M | re.S))
-def test_every_toml_example_is_a_valid_source_file(example: str) -> None:
-    SourceSettings.model_validate(tomllib.loads(example))
+def test_every_toml_example_is_a_valid_source_file(example: str, tmp_path: Path) -> None:
+    settings = SourceSettings.model_validate(tomllib.loads(example))
+    if settings.type != "web":  # its type's table too, by its agent's own model
+        path = tmp_path / "example.toml"
+        path.write_text(example, encoding="utf-8")
+        load_source(SourceFile("example", str(path), path))
+
+
+def test_the_readmes_agent_is_the_tested_one() -> None:
+    code = re.findall(r"^```python\n(.*?)^```", section(README, "### Agents of your own"), re.M | re.S)
+    assert len(code) == 1 and code[0].strip() in (ROOT / "tests/agents/example_agent.py").read_text(encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------------------------

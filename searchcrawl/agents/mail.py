@@ -12,7 +12,6 @@ attachment (a part marked as one, or a non-text part with a file name) is a docu
 naming its message's URL and the message's author, sender, list, thread and date.
 
 ```toml
-name = "lists"
 type = "mail"
 
 [mail]

@@ -1,7 +1,6 @@
 """An agent of one's own: the articles of a JSON-lines export, one article a line
 ({"id": "a1", "title": "...", "body": "...", "updated": "2026-11-03T10:20:30+00:00"}).
 
-    name = "articles"
     type = "agent"
     agent = "tests.agents.example_agent.ArticlesAgent"
 
