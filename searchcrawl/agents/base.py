@@ -117,6 +117,12 @@ class Agent(ABC):
         no longer in the repository. Only incremental agents are asked."""
         raise NotImplementedError(f"{type(self).__name__} is incremental and must answer gone()")
 
+    def refusal(self, key: str) -> str | None:
+        """Why the agent's own rules would not list ``key`` (an include pattern it misses, a
+        hidden file ...), or None: what `scrapy explain` shows. The listing applies the same
+        rules itself; the default agent has none."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional, as Scrapy's own hooks are
         """Release connections and files at the crawl's end."""
 

@@ -254,6 +254,11 @@ class FilesAgent(Agent):
         path = os.fsdecode(unquote_to_bytes(parts.path))
         return path if self._locate(path) else None
 
+    def refusal(self, key: str) -> str | None:
+        """The listing's rules on one path (``path_out_of_scope``), for `scrapy explain`."""
+        located = self._locate(key)
+        return "not below a root" if located is None else path_out_of_scope(located[1], self.files)
+
     def _locate(self, key: str) -> tuple[str, str] | None:
         """The root a key is under and its path relative to it; None for anything else."""
         if "\x00" in key or not key.startswith("/") or posixpath.normpath(key) != key:

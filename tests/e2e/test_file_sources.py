@@ -149,3 +149,12 @@ def test_a_file_share_is_followed_crawl_after_crawl(project: Project, solr, tmp_
     assert pdf["display_url"] == "https://files.example.com/office/pdf/raw_text.pdf"
     assert pdf["file_name_s"] == "raw_text.pdf" and pdf["size_l"] == (root / "office/pdf/raw_text.pdf").stat().st_size
     assert "skip/notes.tmp" not in docs and not any(".cache" in url for url in docs)
+    # explain runs the listing's own rules on a path
+    excluded = project.scrapy("explain", name, (root / "skip" / "notes.tmp").as_uri())
+    assert "its agent does not list it: excluded by '*.tmp'" in excluded.stdout
+    hidden = project.scrapy("explain", name, (root / ".cache" / "hidden.txt").as_uri())
+    assert "folder '.cache' hidden" in hidden.stdout
+    outside = project.scrapy("explain", name, "file:///etc/passwd")
+    assert "EXCLUDED (900 excluded_scheme): not a document of the source's agent" in outside.stdout
+    crawled = project.scrapy("explain", name, (root / "office/pdf/raw_text.pdf").as_uri())
+    assert "CRAWLED when its agent lists it" in crawled.stdout and "state indexed" in crawled.stdout

@@ -254,12 +254,20 @@ class CrawlState:
         if self.agent is not None:
             # a source of another type: its agent's documents are its boundary (the agent admits
             # a file, a row, a message when it reads it); the scope filter applies as to pages
-            owned = self.agent.key_of(url) is not None
-            if every or not owned:
-                reason = "a document of the source's agent" if owned else "not a document of the source's agent"
-                steps.append(RuleStep("agent", Decision(owned, reason, None if owned else Status.EXCLUDED_SCHEME), url))
-                if not owned:
+            key = self.agent.key_of(url)
+            if key is None:
+                steps.append(
+                    RuleStep("agent", Decision(False, "not a document of the source's agent", Status.EXCLUDED_SCHEME), url)
+                )
+                return steps
+            if every:  # explain: the agent's own rules, as its listing applies them
+                refusal = self.agent.refusal(key)
+                if refusal is not None:
+                    steps.append(
+                        RuleStep("agent", Decision(False, f"its agent does not list it: {refusal}", Status.EXCLUDED_FILTER), url)
+                    )
                     return steps
+                steps.append(RuleStep("agent", Decision(True, "a document of the source's agent"), url))
         elif every:
             for check, decision in self.boundary.trace(url, depth):
                 steps.append(RuleStep(check.name, decision, url))
