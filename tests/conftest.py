@@ -9,6 +9,7 @@ import hashlib
 import io
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from searchcrawl.dev.jvm_server import JvmServer
 from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.dev.tika_runner import DevTika
 from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.runs import Runs
 from tests.forkserver import ForkServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -344,6 +346,19 @@ class Project:
     def scrapy(self, *args: str, timeout: float = 600, **env: str) -> subprocess.CompletedProcess[str]:
         """``python -m scrapy *args`` with the project's environment (forked: see run_scrapy)."""
         return run_scrapy(list(args), self.env(**env), timeout=timeout)
+
+    def killed_crawl(self, name: str, seconds: float, delay: float = 0.3) -> None:
+        """``scrapy crawl name`` slowed to one request per ``delay`` seconds, killed with SIGKILL
+        after ``seconds``, while its run is still running (the next crawl resumes it)."""
+        process = self.popen("crawl", name, "-s", "CONCURRENT_REQUESTS=1", "-s", f"DOWNLOAD_DELAY={delay}")
+        time.sleep(seconds)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        database = self.table().database
+        try:
+            assert Runs(database).latest(name)["state"] == "running", "the crawl ended before the kill"
+        finally:
+            database.close()
 
     def popen(self, *args: str, **env: str) -> subprocess.Popen[str]:
         """The same, running on; its stdout (stderr with it) is a text stream to read."""

@@ -10,13 +10,11 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import signal
 import time
 from pathlib import Path
 
 import pytest
 
-from searchcrawl.store.runs import Runs
 from tests.conftest import CORPORA, Project, solr_docs, unpack
 
 OFFICE = ("pdf", "docx", "odt", "xlsx", "pptx", "doc")
@@ -122,15 +120,7 @@ def test_a_file_share_is_followed_crawl_after_crawl(project: Project, solr, tmp_
     for crawl in range(6):
         step = tree.mutate() if crawl else {"new": set(tree.files), "changed": set(), "touched": set(), "gone": set()}
         if crawl == kill_at:
-            process = project.popen("crawl", name, "-s", "CONCURRENT_REQUESTS=1", "-s", "DOWNLOAD_DELAY=0.3")
-            time.sleep(4 + rng.random() * 2)  # past the start (about 2 s), into the listing or the fetching
-            process.send_signal(signal.SIGKILL)
-            process.wait()
-            database = project.table().database
-            try:
-                assert Runs(database).latest(name)["state"] == "running", "the crawl ended before the kill"
-            finally:
-                database.close()
+            project.killed_crawl(name, 4 + rng.random() * 2)  # past the start (about 2 s), into the fetching
         result = project.scrapy("crawl", name)
         assert result.returncode == 0, result.stderr[-3000:]
         now = indexed(solr, name, root)

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import mailbox
 import random
-import signal
-import time
 from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
 
-from searchcrawl.store.runs import Runs
 from tests.conftest import CORPORA, Project, solr_docs, unpack
 
 WORDS = ("release", "patch", "review", "merge", "build", "crash", "fix", "vote")
@@ -103,15 +100,7 @@ def test_a_mail_archive_is_followed_crawl_after_crawl(project: Project, solr, tm
     for crawl in range(5):
         step = archive.mutate() if crawl else {"new": set(archive.messages), "deleted": set()}
         if crawl == 2:
-            process = project.popen("crawl", name, "-s", "CONCURRENT_REQUESTS=1", "-s", "DOWNLOAD_DELAY=0.5")
-            time.sleep(3.5)
-            process.send_signal(signal.SIGKILL)
-            process.wait()
-            database = project.table().database
-            try:
-                assert Runs(database).latest(name)["state"] == "running", "the crawl ended before the kill"
-            finally:
-                database.close()
+            project.killed_crawl(name, 3.5, delay=0.5)
         result = project.scrapy("crawl", name)
         assert result.returncode == 0, result.stderr[-3000:]
         messages = indexed(solr, name)
