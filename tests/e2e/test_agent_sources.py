@@ -187,3 +187,17 @@ def test_an_incremental_agent_is_asked_for_changes_and_for_what_is_gone(project,
     assert "Listed 1 documents" in result.stderr
     titles = {url.rsplit("/", 1)[-1]: title for url, title in ((d["url"], d["title"]) for d in solr_docs(solr, name))}
     assert titles["doc-1"] == "Doc 1 again" and "doc-2" not in titles and len(titles) == 9
+
+
+def test_a_test_crawl_reports_what_left_the_repository_and_removes_nothing(project, solr, tmp_path) -> None:
+    name = "repo-test-mode"
+    repository = Repository(tmp_path / "repository.json", random.Random(4))
+    agent_source(project, name, repository.path)
+    assert project.scrapy("crawl", name).returncode == 0
+    del repository.documents["doc-003"]
+    repository.write()
+    assert project.scrapy("crawl", name, "-a", "test_mode=1").returncode == 0
+    assert report_keys(project, name, "deleted") == {"doc-003"}
+    assert "doc-003" in indexed(solr, name)  # a test crawl changes nothing
+    assert project.scrapy("crawl", name).returncode == 0
+    assert "doc-003" not in indexed(solr, name) and report_keys(project, name, "deleted") == {"doc-003"}
