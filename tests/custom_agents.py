@@ -57,7 +57,8 @@ class JsonRepositoryAgent(Agent):
                 modified=modified,
                 fields={"title": document["title"], "version_i": int(document.get("version", 1))},
                 metadata={"owner": document.get("owner", "nobody")},
-                content=self._content(document) if self.settings.inline else None,
+                content=self._content(document) if self.settings.inline and "location" not in document else None,
+                location=document.get("location"),  # downloaded from there instead
             )
 
     def fetch(self, key: str, max_bytes: int) -> Content | None:

@@ -67,8 +67,10 @@ class Reference:
     ``author``, ``last_modified``, ``display_url``, typed attributes such as ``size_l``) and win
     over what extraction finds; ``metadata`` are named
     values the source's ``attributes`` mapping may map, as a page's meta tags are. ``content``
-    is the document itself when the listing has it at hand (a row, a small message); else the
-    crawl calls ``fetch(key)``. ``parent``: the key of the document this one belongs to (a
+    is the document itself when the listing has it at hand (a row, a small message);
+    ``location`` an http(s) URL the crawl downloads it from instead (a document management
+    system's download link: its origin must be in the source's ``fetch_origins``); with neither,
+    the crawl calls ``fetch(key)``. ``parent``: the key of the document this one belongs to (a
     message's attachment).
     """
 
@@ -79,6 +81,7 @@ class Reference:
     metadata: Mapping[str, str] = field(default_factory=dict)
     content: Content | None = None
     parent: str | None = None
+    location: str | None = None
 
 
 class NoOptions(BaseModel):

@@ -34,7 +34,7 @@ from searchcrawl.rules.politeness import DelayRule
 from searchcrawl.rules.proxies import ProxyRule
 from searchcrawl.rules.rendering import RenderMode, RenderRule
 from searchcrawl.rules.schedules import Schedule, check_cron, parse_interval
-from searchcrawl.rules.site_auth import SiteAuth
+from searchcrawl.rules.site_auth import SiteAuth, origin_of
 from searchcrawl.rules.tables import RuleTable
 from searchcrawl.rules.tls import TlsFileError, TlsFiles, TlsRules, check_client_files, split_certificates
 
@@ -47,7 +47,7 @@ BUILT_IN_AGENTS = {
 }
 # keys about web sites only: refused in a source of another type, where they would do nothing
 WEB_ONLY_KEYS = (
-    *("seeds", "seed_files", "spider_class", "obey_robots", "robots_agent", "obey_robots_meta", "url_rewriter"),
+    *("seeds", "seed_files", "spider_class", "obey_robots_meta", "url_rewriter"),
     *("auth", "proxy", "tls", "render_js", "render_rules", "render_wait", "render_selector", "render_delay_ms"),
     *("render_timeout", "render_min_text", "render_pages", "orphans", "recheck_gone_days", "sitemaps"),
     *("sitemaps_from_robots", "trust_sitemap_lastmod", "delay", "delay_rules", "concurrent_per_site"),
@@ -312,6 +312,9 @@ class SourceSettings(ScopeRules):
     database: dict[str, Any] | None = None
     mail: dict[str, Any] | None = None
     agent_options: dict[str, Any] | None = None
+    # a source with an agent: the origins (scheme://host:port) its references' locations may be
+    # downloaded from (searchcrawl/crawl/handlers/agent.py); none: an agent hands over content
+    fetch_origins: list[str] = Field(default_factory=list)
     seeds: list[str] = Field(default_factory=list)
     seed_files: list[str] = Field(default_factory=list)
     spider_class: str | None = None
@@ -441,6 +444,8 @@ class SourceSettings(ScopeRules):
             raise ValueError("'agent' belongs to a source with type = 'agent'")
         if self.type in BUILT_IN_AGENTS and tables[self.type] is None:
             raise ValueError(f"type = {self.type!r} needs its [{self.type}] table")
+        if self.type == "web" and self.fetch_origins:
+            raise ValueError("'fetch_origins' belongs to a source with an agent (type other than 'web')")
         if self.type != "web":
             web_keys = [key for key in WEB_ONLY_KEYS if key in self.model_fields_set]
             if web_keys:
@@ -501,6 +506,17 @@ class SourceSettings(ScopeRules):
         if any(urlsplit(url).scheme not in ("http", "https") for url in checked):
             raise ValueError("expected http(s) URLs of sitemaps")
         return checked
+
+    @field_validator("fetch_origins")
+    @classmethod
+    def _origins(cls, origins: list[str]) -> list[str]:
+        normalised = []
+        for entry in origins:
+            origin = origin_of(entry)
+            if origin is None or urlsplit(entry).path not in ("", "/") or "@" in entry:
+                raise ValueError(f"expected an origin such as 'https://dms.example.com' (scheme, host, port), got {entry!r}")
+            normalised.append(origin)
+        return list(dict.fromkeys(normalised))
 
     @field_validator("spider_class", "url_rewriter", "agent")
     @classmethod

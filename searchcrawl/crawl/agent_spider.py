@@ -47,6 +47,8 @@ def reference_data(reference: Reference, inline_bytes: int) -> dict[str, Any]:
         "fields": {name: _jsonable(value) for name, value in reference.fields.items()},
         "metadata": dict(reference.metadata),
     }
+    if reference.location:
+        data["location"] = reference.location
     content = reference.content
     if content is not None and len(content.body) <= inline_bytes:
         data["content"] = {

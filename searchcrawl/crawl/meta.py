@@ -148,9 +148,15 @@ PERSISTED = (
 values only: requests are stored as data, never pickled)."""
 
 
+AGENT_DOWNLOAD = "searchcrawl_agent_download"
+"""True on the request crawl/handlers/agent.py makes for a reference's ``location`` (its origin
+in the source's ``fetch_origins``): an own request of the crawl, never redirected."""
+
+
 def own_request(request: Any) -> bool:
-    """Is ``request`` one the crawl makes for itself (a robots.txt, a sitemap, a form login),
+    """Is ``request`` one the crawl makes for itself (a robots.txt, a sitemap, a form login, an
+    agent's document downloaded from its location),
     not a URL of the source: no boundary check, no conditional GET, no ledger row, and it never
     waits for a sitemap (a sitemap behind a form login waits for the login)."""
     meta = request.meta
-    return bool(meta.get(ROBOTS_REQUEST) or meta.get(SITEMAP_REQUEST) or meta.get(LOGIN_REQUEST))
+    return bool(meta.get(ROBOTS_REQUEST) or meta.get(SITEMAP_REQUEST) or meta.get(LOGIN_REQUEST) or meta.get(AGENT_DOWNLOAD))

@@ -99,6 +99,15 @@ def test_an_agent_source_is_validated_by_its_agents_options(tmp_path) -> None:
         ('type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\n[mail]\n', "[mail] belongs to a source with type"),
         ('seeds = ["https://a.test/"]\nagent = "tests.custom_agents.JsonRepositoryAgent"\n', "'agent' belongs to a source"),
         ('type = "ftp"\n', "key 'type'"),
+        (
+            'seeds = ["https://a.test/"]\nfetch_origins = ["https://dms.test"]\n',
+            "'fetch_origins' belongs to a source with an agent",
+        ),
+        (
+            'type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\nfetch_origins = ["https://dms.test/docs/"]\n'
+            '[agent_options]\npath = "/x"\n',
+            "expected an origin such as",
+        ),
     ],
 )
 def test_broken_agent_sources(tmp_path, text: str, words: str) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from searchcrawl.commands.report import run_report
 from searchcrawl.store.runs import Runs
-from tests.conftest import Project, solr_docs
+from tests.conftest import CORPORA, Project, solr_docs, unpack
 
 
 class Repository:
@@ -201,3 +201,42 @@ def test_a_test_crawl_reports_what_left_the_repository_and_removes_nothing(proje
     assert "doc-003" in indexed(solr, name)  # a test crawl changes nothing
     assert project.scrapy("crawl", name).returncode == 0
     assert "doc-003" not in indexed(solr, name) and report_keys(project, name, "deleted") == {"doc-003"}
+
+
+def test_an_agents_documents_are_downloaded_from_their_locations_on_its_fetch_origins(project, solr, serve, tmp_path) -> None:
+    served = tmp_path / "dms"
+    served.mkdir()
+    (served / "a.html").write_text("<html><head><title>Served A</title></head><body><p>alpha from the dms</p></body></html>")
+    documents = unpack("textract-tests.tar.xz", tmp_path / "corpus") / "textract-tests" / "tests" if CORPORA.exists() else None
+    if documents is not None:
+        (served / "b.pdf").write_bytes((documents / "pdf" / "raw_text.pdf").read_bytes())
+    dms, elsewhere = serve(served), serve(served)
+    dms.redirect("/moved.html", 302, elsewhere.url + "a.html")
+    repository = {
+        "a": {"title": "A", "body": "", "location": dms.url + "a.html"},
+        "gone": {"title": "Gone", "body": "", "location": dms.url + "absent.html"},
+        "moved": {"title": "Moved", "body": "", "location": dms.url + "moved.html"},
+        "outside": {"title": "Outside", "body": "", "location": elsewhere.url + "a.html"},
+        **({"b": {"title": "B", "body": "", "location": dms.url + "b.pdf"}} if documents is not None else {}),
+    }
+    path = tmp_path / "repository.json"
+    path.write_text(json.dumps(repository), encoding="utf-8")
+    name = "repo-locations"
+    agent_source(project, name, path)
+    project.source(name, f'fetch_origins = ["{dms.url}"]\n' + (project.sources_dir / f"{name}.toml").read_text())
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0, result.stderr[-3000:]
+    docs = {doc["url"].rsplit("/", 1)[-1]: doc for doc in solr_docs(solr, name)}
+    assert docs["a"]["title"] == "A" and "alpha from the dms" in docs["a"]["content"]  # the agent's title wins
+    if documents is not None:
+        assert docs["b"]["mimetype"] == "application/pdf" and len(docs["b"]["content"]) > 100
+    assert set(docs) == {"a", "b"} if documents is not None else {"a"}
+    assert not elsewhere.requests, "nothing is downloaded from an origin not in fetch_origins, nor redirected to"
+    table = project.table()
+    try:
+        rows = {key: table.get(name, f"repo://{name}/{key}") for key in ("gone", "moved", "outside")}
+    finally:
+        table.database.close()
+    assert rows["gone"]["status"] == 404
+    assert rows["moved"]["status"] == 302 and "answered HTTP 302" in rows["moved"]["reason"]
+    assert rows["outside"]["status"] == 901 and "fetch_origins" in rows["outside"]["reason"]

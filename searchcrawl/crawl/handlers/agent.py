@@ -4,8 +4,9 @@ treat them as pages.
 
 - 304 when the reference's change token is the document's stored one (``If-None-Match``, sent
   by ConditionalGetMiddleware from the stored ETag): the document is not read at all;
-- 200 with the reference's content, or the content the agent's ``fetch`` reads in a worker
-  thread (``Content-Type``; the token as ``ETag``; the modification time as ``Last-Modified``);
+- 200 with the reference's content, the document downloaded from its ``location`` (an origin
+  in the source's ``fetch_origins``, through Scrapy's downloader), or the content the agent's
+  ``fetch`` reads in a worker thread (``Content-Type``; the token as ``ETag``; the modification time as ``Last-Modified``);
 - 404 when the agent says the document is gone;
 - a document larger than DOWNLOAD_MAXSIZE is not read (status 922), and a repository that cannot
   be read now fails the request (933, counted toward ``max_failures``; the indexed version stays).
@@ -33,8 +34,9 @@ from scrapy.responsetypes import responsetypes
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
-from searchcrawl.crawl.meta import REFERENCE
+from searchcrawl.crawl.meta import AGENT_DOWNLOAD, DONT_REDIRECT, HANDLE_HTTPSTATUS_ALL, REFERENCE
 from searchcrawl.rules.lifecycle import Event
+from searchcrawl.rules.site_auth import origin_of
 from searchcrawl.rules.status_codes import Status
 
 logger = logging.getLogger(__name__)
@@ -58,6 +60,7 @@ class AgentDownloadHandler(BaseDownloadHandler):
             raise NotConfigured("not a source with an agent")
         self.agent: Agent = agent
         self.max_bytes = crawler.settings.getint("DOWNLOAD_MAXSIZE")
+        self.origins = frozenset(crawl_state(crawler).source.settings.fetch_origins)
 
     async def download_request(self, request: Request) -> Response:
         key = self.agent.key_of(request.url)
@@ -84,7 +87,9 @@ class AgentDownloadHandler(BaseDownloadHandler):
     async def content(self, key: str, data: dict, url: str) -> Content | None:
         inline = data.get("content")
         content: Content | None
-        if inline is not None:
+        if data.get("location") and inline is None:
+            content = await self.download(data["location"], url)
+        elif inline is not None:
             content = Content(base64.b64decode(inline["body"]), inline["content_type"], inline.get("name"))
         else:
             try:
@@ -98,3 +103,23 @@ class AgentDownloadHandler(BaseDownloadHandler):
         if content is not None and self.max_bytes and len(content.body) > self.max_bytes:
             raise RequestRefused(Status.TOO_LARGE, f"{len(content.body)} bytes, more than {self.max_bytes}", event=Event.GONE)
         return content
+
+    async def download(self, location: str, url: str) -> Content | None:
+        """The document at a reference's ``location``, through Scrapy's downloader and every
+        downloader middleware (the address guard, robots.txt, credentials, politeness): only
+        from an origin in the source's ``fetch_origins``, never redirected."""
+        origin = origin_of(location)
+        if origin is None or origin not in self.origins:
+            raise RequestRefused(Status.EXCLUDED_DOMAIN, f"its location {location} is not on one of the source's fetch_origins")
+        request = Request(location, meta={AGENT_DOWNLOAD: True, DONT_REDIRECT: True, HANDLE_HTTPSTATUS_ALL: True})
+        engine = self.crawler.engine
+        assert engine is not None
+        response = await engine.download_async(request)
+        logger.debug("Downloaded %s from %s: HTTP %d", url, location, response.status)
+        if response.status in (404, 410):
+            return None
+        if response.status != 200:
+            event = Event.FAILED if response.status >= 500 or response.status in (408, 429) else Event.GONE
+            raise RequestRefused(response.status, f"its location {location} answered HTTP {response.status}", event=event)
+        content_type = response.headers.get("Content-Type")
+        return Content(response.body, content_type.decode("latin-1") if content_type else "application/octet-stream")

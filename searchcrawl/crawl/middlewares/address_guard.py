@@ -60,7 +60,9 @@ class AddressGuardMiddleware:
         self.crawler = crawler
         # the source's [proxy] is a site it names, as a seed is: it may be an internal address
         proxy = context.source.settings.proxy
-        self.policy = AddressPolicy(context.boundary, context.source.seed_urls + ((proxy.url,) if proxy else ()))
+        # so are the origins an agent's documents are downloaded from (fetch_origins)
+        admitted = context.source.seed_urls + ((proxy.url,) if proxy else ()) + tuple(context.source.settings.fetch_origins)
+        self.policy = AddressPolicy(context.boundary, admitted)
         self.folders = file_folders(context.source.seed_urls)
         # a source's agent answers its own scheme's URLs (crawl/handlers/agent.py): no network
         self.agent_scheme = context.agent.scheme if context.agent is not None else None
