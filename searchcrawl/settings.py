@@ -93,6 +93,11 @@ SEARCHCRAWL_SITEMAP_MAX_URLS = 1_000_000
 # message) up to this many bytes travels with its queued request; larger is read again by the
 # agent when its turn comes (crawl/agent_spider.py)
 SEARCHCRAWL_AGENT_INLINE_BYTES = 1_048_576
+# an incremental agent (a database with modified_column) lists what changed since the last
+# finished crawl began, less this many seconds: for the repository's clock and late commits
+SEARCHCRAWL_AGENT_SINCE_MARGIN = 300
+# a listing batch holds at most this many bytes of handed-over content (and 500 references)
+SEARCHCRAWL_AGENT_BATCH_BYTES = 33_554_432
 # answers 401/403 to a source's credentials from one origin (or failed form logins), in a row,
 # before the crawl stops asking it
 SEARCHCRAWL_AUTH_REFUSED_LIMIT = 3

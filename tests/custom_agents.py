@@ -21,6 +21,7 @@ class JsonRepositoryOptions(BaseModel):
     path: str
     inline: bool = True  # hand content over with the listing, else only through fetch
     fail_after: int | None = None  # raise AgentError after listing this many (a repository that goes down)
+    crash_after: int | None = None  # raise an OSError instead (an agent's own bug, a stale share)
     fetch_delay: float = 0.0  # seconds each fetch takes (a slow repository: a crawl to kill midway)
 
 
@@ -48,6 +49,8 @@ class JsonRepositoryAgent(Agent):
         for number, (key, document) in enumerate(sorted(self.documents().items())):
             if self.settings.fail_after is not None and number >= self.settings.fail_after:
                 raise AgentError("the repository went away")
+            if self.settings.crash_after is not None and number >= self.settings.crash_after:
+                raise OSError(116, "Stale file handle")
             modified = datetime.fromisoformat(document["modified"]) if document.get("modified") else None
             if since is not None and self.incremental and modified is not None and modified <= since:
                 continue

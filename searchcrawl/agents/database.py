@@ -491,7 +491,9 @@ class DatabaseAgent(Agent):
         modified = utc_datetime(row[options.modified_column]) if options.modified_column else None
         if modified is not None:
             fields["last_modified"] = solr_date(modified)
-            token = modified.isoformat()
+            # the time says when to list it, the hash whether it changed: an edit that keeps the
+            # column's value (a trigger-less update, a coarse clock) is still an edit
+            token = f"{modified.isoformat()}:{row_token(row)[:16]}"
         else:
             token = row_token(row)
         return Reference(key=key, token=token, modified=modified, fields=fields, content=self._content(row))

@@ -17,16 +17,18 @@ import asyncio
 import base64
 import itertools
 import logging
+import re
 from collections.abc import AsyncIterator, Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from scrapy import Request
 from scrapy.exceptions import CloseSpider
 from scrapy.http import Response, TextResponse
 
 from searchcrawl.agents.base import AgentError, Reference
-from searchcrawl.content.extract import mimetype_of
+from searchcrawl.content.extract import DEFAULT_ATTRIBUTES, TYPE_SUFFIXES, mimetype_of
 from searchcrawl.crawl.frontier_scheduler import WAKE_URL
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.meta import DEPTH, PREVIOUS, REFERENCE, WAKE
@@ -43,8 +45,8 @@ def reference_data(reference: Reference, inline_bytes: int) -> dict[str, Any]:
     agent's ``fetch`` (the frontier stores the data of every queued document)."""
     data: dict[str, Any] = {
         "token": reference.token,
-        "modified": reference.modified.isoformat() if reference.modified else None,
-        "fields": {name: _jsonable(value) for name, value in reference.fields.items()},
+        "modified": _utc(reference.modified).isoformat() if reference.modified else None,
+        "fields": given_fields(reference),
         "metadata": dict(reference.metadata),
     }
     if reference.location:
@@ -57,6 +59,36 @@ def reference_data(reference: Reference, inline_bytes: int) -> dict[str, Any]:
             "name": content.name,
         }
     return data
+
+
+# The Solr fields an agent may give: the default attributes, the document's own dates and
+# display URL, and typed dynamic fields; never the identity (id, url, source, host), what the
+# crawl computes (checksum, crawled_at, mimetype, content) or Solr's own (_version_)
+AGENT_FIELDS = DEFAULT_ATTRIBUTES | {"last_modified", "display_url"}
+TYPED_FIELD = re.compile(r"^[a-z][a-z0-9_]*(" + "|".join(sorted(set(TYPE_SUFFIXES.values()))) + r")$")
+SCALARS = (str, int, float, bool)
+
+
+def given_fields(reference: Reference) -> dict[str, Any]:
+    """A reference's Solr fields the crawl takes (JSON-able): others are left out, with a
+    DEBUG line; a display URL only when it is http(s) or file (never ``javascript:``)."""
+    fields: dict[str, Any] = {}
+    for name, value in reference.fields.items():
+        value = _jsonable(value)
+        if name not in AGENT_FIELDS and not TYPED_FIELD.match(name):
+            logger.debug("Field %r of %s left out: not a field an agent may set", name, reference.key)
+        elif not (isinstance(value, SCALARS) or (isinstance(value, list) and all(isinstance(v, SCALARS) for v in value))):
+            logger.debug("Field %r of %s left out: not a value or a list of values", name, reference.key)
+        elif name == "display_url" and not (isinstance(value, str) and urlsplit(value).scheme in ("http", "https", "file")):
+            logger.debug("Display URL of %s left out: not an http(s) or file URL", reference.key)
+        else:
+            fields[name] = value
+    return fields
+
+
+def _utc(moment: datetime) -> datetime:
+    """An agent's time in UTC (a naive one is taken as UTC)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _jsonable(value: Any) -> Any:
@@ -84,12 +116,14 @@ class AgentSpider(SourceSpider):
             "Listing %s (%s)%s", self.source.name, type(agent).__name__, f", changes since {since.isoformat()}" if since else ""
         )
         references = agent.references(since)
+        budget = self.crawler.settings.getint("SEARCHCRAWL_AGENT_BATCH_BYTES")
         listed = 0
         while True:
             try:
-                batch = await asyncio.to_thread(_take, references, LISTING_BATCH)
-            except AgentError as exc:
-                logger.error("The listing of %s failed: %s; nothing is removed", self.source.name, exc)
+                batch = await asyncio.to_thread(_take, references, LISTING_BATCH, budget)
+            except Exception as exc:  # noqa: BLE001 - an agent's (or its repository's) any error: the run fails
+                reason = str(exc) if isinstance(exc, AgentError) else f"{type(exc).__name__}: {exc}"
+                logger.error("The listing of %s failed: %s; nothing is removed", self.source.name, reason)
                 raise CloseSpider("failed") from None
             if not batch:
                 break
@@ -105,18 +139,31 @@ class AgentSpider(SourceSpider):
             listed += len(batch)
             logger.debug("Listed %d references of %s (%d queued)", listed, self.source.name, len(entries))
             yield Request(WAKE_URL, dont_filter=True, meta={WAKE: True})  # the engine leases them now
+        if since is not None:  # changes only: what failed before is asked again (no token: read)
+            failing = [Entry(url, 0, {}) for url in context.table.failing(self.source.name) if agent.key_of(url) is not None]
+            if failing:
+                frontier.add(failing)
+                context.table.mark_linked(self.source.name, [entry.url for entry in failing])
+                logger.info("%d documents of %s that failed before are read again", len(failing), self.source.name)
+                yield Request(WAKE_URL, dont_filter=True, meta={WAKE: True})
         context.listing_complete = True
         logger.info("Listed %d documents of %s", listed, self.source.name)
         await asyncio.to_thread(context.settle_listing)
 
     def listing_since(self) -> datetime | None:
         """Since when an incremental agent lists changes: the start of the source's last run that
-        finished, in a maintenance crawl that is not forced; else None (list everything)."""
+        finished (not a test crawl), less SEARCHCRAWL_AGENT_SINCE_MARGIN, in a maintenance crawl
+        that is not forced; else None (list everything)."""
         context = self.context
         agent = context.agent
         if agent is None or not agent.incremental or context.forced or context.mode != "maintenance" or context.runs is None:
             return None
-        return context.runs.last_finished_start(self.source.name)
+        started = context.runs.last_finished_start(self.source.name)
+        if started is None:
+            return None
+        # a margin for the repository's clock and for changes committed late (a long transaction
+        # whose rows carry a time before that run's start): listed again, unchanged ones cost a 304
+        return started - timedelta(seconds=self.crawler.settings.getfloat("SEARCHCRAWL_AGENT_SINCE_MARGIN"))
 
     def request(self, url: str, depth: int) -> Request:
         return Request(url, callback=self.parse, errback=self.failed, meta={DEPTH: depth})
@@ -144,5 +191,14 @@ class AgentSpider(SourceSpider):
         return item
 
 
-def _take(references: Iterator[Reference], count: int) -> list[Reference]:
-    return list(itertools.islice(references, count))
+def _take(references: Iterator[Reference], count: int, budget: int) -> list[Reference]:
+    """The next references: ``count`` at most, and no more content than ``budget`` bytes (a
+    batch of large rows or messages is cut short, never held whole)."""
+    batch: list[Reference] = []
+    held = 0
+    for reference in itertools.islice(references, count):
+        batch.append(reference)
+        held += len(reference.content.body) if reference.content is not None else 0
+        if held >= budget:
+            break
+    return batch

@@ -39,9 +39,15 @@ def original_of(a: Mapping[str, Any], b: Mapping[str, Any]) -> Mapping[str, Any]
     return a if (a.get("id") or never, a["url"]) <= (b.get("id") or never, b["url"]) else b
 
 
-def settings_fingerprint(index_dynamic_pages: bool, attributes: dict[str, str]) -> dict[str, Any]:
-    """The settings whose change can make indexed documents wrong."""
-    return {"index_dynamic_pages": index_dynamic_pages, "attributes": dict(sorted(attributes.items()))}
+def settings_fingerprint(
+    index_dynamic_pages: bool, attributes: dict[str, str], agent: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The settings whose change can make indexed documents wrong: with an agent, its options
+    too (a new title column, another list name: every document is read again)."""
+    fingerprint: dict[str, Any] = {"index_dynamic_pages": index_dynamic_pages, "attributes": dict(sorted(attributes.items()))}
+    if agent is not None:
+        fingerprint["agent"] = agent
+    return fingerprint
 
 
 def recrawl_reasons(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
@@ -57,6 +63,8 @@ def recrawl_reasons(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str
             reasons.append(f"attribute {name!r} was remapped from {target!r} to {new_attributes[name]!r}")
     if not old.get("index_dynamic_pages") and new.get("index_dynamic_pages"):
         reasons.append("index_dynamic_pages went from false to true")
+    if "agent" in new and old.get("agent") != new["agent"]:
+        reasons.append("the agent or its options changed")
     return reasons
 
 

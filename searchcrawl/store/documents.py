@@ -77,7 +77,9 @@ class DocumentTable:
         """Columns that take a URL out of the current run's frontier (it is done)."""
         if self.run_id is None:
             return {}
-        return {"run_id": self.run_id, "frontier": "done", "lease_owner": None, "lease_expires": None}
+        # the request's data goes too: an agent's content travels in it, and a document
+        # deleted for good must not stay on disk in its row
+        return {"run_id": self.run_id, "frontier": "done", "lease_owner": None, "lease_expires": None, "request": None}
 
     def _delta(self, kind: str | None) -> dict[str, Any]:
         """Columns that say what the current run found for a URL (the delta report)."""
@@ -467,6 +469,17 @@ class DocumentTable:
                     Document.state.in_(IN_INDEX),
                     or_(Document.linked_run.is_(None), Document.linked_run != self.run_id),
                 )
+            )
+            return [url for (url,) in rows]
+
+    def failing(self, source: str, limit: int = 100_000) -> list[str]:
+        """URLs whose last fetch failed (a failed document, or an indexed one whose update
+        failed): an incremental listing names only what changed since, so these are asked again."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(Document.url)
+                .where(Document.source == source, or_(Document.state == State.FAILED.value, Document.failures > 0))
+                .limit(limit)
             )
             return [url for (url,) in rows]
 

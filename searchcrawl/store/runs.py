@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, delete, select, text, update
+from sqlalchemy import Connection, RowMapping, delete, or_, select, text, update
 
 from searchcrawl.ops.processes import process_alive
 from searchcrawl.store.database import Database, as_utc, now
@@ -68,11 +68,14 @@ class Runs:
             return dict(row) if row else None
 
     def last_finished_start(self, source: str) -> datetime | None:
-        """When the source's last finished run started: an incremental listing's ``since`` (a
-        document changed during that run may have been read before its change: listed again)."""
+        """When the source's last finished run that changed the index started (a test crawl
+        changes nothing): an incremental listing's ``since``."""
         with self.engine.connect() as connection:
             started = connection.execute(
-                select(Run.started_at).where(Run.source == source, Run.state == FINISHED).order_by(Run.id.desc()).limit(1)
+                select(Run.started_at)
+                .where(Run.source == source, Run.state == FINISHED, or_(Run.mode.is_(None), Run.mode != "test"))
+                .order_by(Run.id.desc())
+                .limit(1)
             ).scalar()
         return as_utc(started) if started is not None else None
 

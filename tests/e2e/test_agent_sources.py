@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pysolr
 import pytest
+from sqlalchemy import text
 
 from searchcrawl.commands.report import run_report
 from searchcrawl.store.runs import Runs
@@ -153,6 +154,10 @@ def test_a_listing_that_fails_part_way_removes_nothing(project, solr, tmp_path) 
         assert Runs(database).latest(name)["state"] == "failed"
     finally:
         database.close()
+    agent_source(project, name, repository.path, crash_after=12)  # an error that is not an AgentError
+    result = project.scrapy("crawl", name)
+    assert "The listing of repo-failing failed: OSError: [Errno 116] Stale file handle; nothing is removed" in result.stderr
+    assert len(indexed(solr, name)) == 30
     agent_source(project, name, repository.path)  # back: a deletion is seen again
     del repository.documents["doc-005"]
     repository.write()
@@ -240,3 +245,23 @@ def test_an_agents_documents_are_downloaded_from_their_locations_on_its_fetch_or
     assert rows["gone"]["status"] == 404
     assert rows["moved"]["status"] == 302 and "answered HTTP 302" in rows["moved"]["reason"]
     assert rows["outside"]["status"] == 901 and "fetch_origins" in rows["outside"]["reason"]
+
+
+def test_a_change_of_the_agents_options_reads_every_document_again(project, solr, tmp_path) -> None:
+    name = "repo-options"
+    repository = Repository(tmp_path / "repository.json", random.Random(6))
+    agent_source(project, name, repository.path)
+    assert project.scrapy("crawl", name).returncode == 0
+    table = project.table()
+    try:  # a finished document's request data (its content, for an agent) is not kept in its row
+        with table.engine.connect() as connection:
+            kept = connection.execute(text("SELECT count(*) FROM documents WHERE request IS NOT NULL")).scalar()
+        assert kept == 0
+    finally:
+        table.database.close()
+    before = indexed(solr, name)
+    agent_source(project, name, repository.path, inline=False)  # another option: documents may differ
+    result = project.scrapy("crawl", name)
+    assert "Forced recrawl of repo-options: the agent or its options changed" in result.stderr
+    after = indexed(solr, name)
+    assert set(after) == set(before) and all(after[key][2] != before[key][2] for key in after)

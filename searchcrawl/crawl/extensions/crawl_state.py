@@ -472,7 +472,16 @@ class CrawlState:
 
     def fingerprint(self) -> dict[str, Any]:
         settings = self.source.settings
-        return settings_fingerprint(settings.index_dynamic_pages, settings.attributes)
+        agent = None
+        if self.source.agent_class is not None and self.source.agent_options is not None:
+            # the class and its options, as JSON (a secret's value is never an option: only its name)
+            agent = {
+                "class": f"{self.source.agent_class.__module__}.{self.source.agent_class.__qualname__}",
+                "options": self.source.agent_options.model_dump(mode="json"),
+                # an incremental listing would not name a document a new scope filter excludes
+                "filters": settings.filters.model_dump(mode="json"),
+            }
+        return settings_fingerprint(settings.index_dynamic_pages, settings.attributes, agent)
 
     def counters(self) -> dict[str, Any]:
         """The run's counters, as kept in the runs table and shown by `scrapy status`."""
