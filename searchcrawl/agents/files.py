@@ -8,7 +8,14 @@ match no folder at all; exclusion wins, and a folder that an exclude pattern mat
 opened), ``max_depth`` (0: only the files directly in a root), ``hidden`` (files and folders
 whose names start with ``.`` are skipped unless true) and ``follow_links`` (symbolic links are
 skipped unless true; when true, a link is followed only when its real target is inside one of the
-roots, never outside, and a link back to a folder being walked is not followed again).
+roots, never outside, and only when that real path passes the same rules (hidden, exclude,
+include) as if it were reached without the link, as does every file and folder reached through
+it: a link cannot bring in an excluded or hidden file; a link back to a folder being walked is
+not followed again).
+
+Folders more than 256 levels below a root are not walked: the walk holds one open descriptor per
+level (a deeper tree would exhaust the open-file limit and fail every crawl). Such a folder is
+skipped with a WARNING, and its files are not indexed.
 
 Only regular files are crawled (never FIFOs, devices or sockets). A document's URL is the file's
 ``file://`` URL; its path, folder, file name, size, owner and modification time are indexed as
@@ -34,9 +41,11 @@ U+FFFD in the indexed fields.
 
 Hostile trees: when ``follow_links`` is false, every folder and the file itself are opened without
 following links (``O_NOFOLLOW``, relative to their parent), so a folder or file swapped for a link
-after the listing is never read; whatever it follows, a fetch reads only a file whose real path is
-inside a root's real path and that passes the same rules as the listing, reads at most the size
-limit (plus one byte), and opens without blocking (a FIFO swapped in is refused, never waited on).
+after the listing is never read; whatever it follows, a fetch first names the file without
+opening it (``O_PATH``), and opens it for reading (through /proc/self/fd) only when it is a
+regular file whose real path is inside a root's real path and that passes the same rules as the
+listing: a device, FIFO or socket swapped in is never opened. It reads at most the size limit
+(plus one byte).
 """
 
 from __future__ import annotations
@@ -65,10 +74,12 @@ from searchcrawl.rules.tables import RuleTable
 
 logger = logging.getLogger(__name__)
 
+MAX_FOLDER_DEPTH = 256  # folders below a root walked: the walk holds a descriptor per level
 MAX_DOUBLE_STARS = 4  # "**/" per pattern: each may match no folder, so 2**n regular expressions
 READ_CHUNK = 1 << 20
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC  # a FIFO must never block the fetch
+_PATH = os.O_PATH | os.O_CLOEXEC  # names a file without opening it: its type and place are checked first
 _GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)  # vanished, or a link where none may be
 
 
@@ -155,6 +166,8 @@ def out_of_scope(rel: str, folder: bool, options: FilesOptions) -> str | None:
     if not options.hidden and name.startswith("."):
         return "hidden"
     depth = rel.count("/") + (1 if folder else 0)  # the depth of the files in it, for a folder
+    if depth > MAX_FOLDER_DEPTH:
+        return f"deeper than {MAX_FOLDER_DEPTH} folders (the crawler's bound)"
     if options.max_depth is not None and depth > options.max_depth:
         return f"deeper than max_depth {options.max_depth}"
     for pattern in options.exclude:
@@ -175,6 +188,29 @@ def path_out_of_scope(rel: str, options: FilesOptions) -> str | None:
         if reason:
             return f"folder {folder!r} {reason}"
     return out_of_scope(rel, False, options)
+
+
+def target_out_of_scope(real: str, folder: bool, reals: list[str], options: FilesOptions) -> str | None:
+    """Why a followed link's real target (or a file or folder reached through one) would not be
+    listed had it been reached without the link: ``path_out_of_scope`` on its real path relative
+    to the root it is in (hidden, exclude and include; max_depth not, as the path through the
+    link is judged by it), or None. So a link cannot bring an excluded or hidden file in."""
+    for root in reals:
+        if _inside(real, root):
+            rel = real[len(root.rstrip("/")) + 1 :] if real != root else ""
+            break
+    else:
+        return "its real path is outside the roots"
+    if not rel:
+        return None
+    rules = options.model_copy(update={"max_depth": None})
+    parts = rel.split("/")
+    for end in range(1, len(parts) + (1 if folder else 0)):
+        reason = out_of_scope("/".join(parts[:end]), True, rules)
+        if reason:
+            return f"its real path {_shown(real)!r}: folder {'/'.join(parts[:end])!r} {reason}"
+    reason = None if folder else out_of_scope(rel, False, rules)
+    return f"its real path {_shown(real)!r} {reason}" if reason else None
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -215,6 +251,22 @@ def _fd_path(fd: int) -> str | None:
         return None
 
 
+def _reopen(fd: int, real: str, info: os.stat_result) -> int:
+    """The file an ``O_PATH`` descriptor names, opened for reading: through Linux' /proc (the
+    very file), else by its real path without following a link, and only if it is the same file."""
+    try:
+        return os.open(f"/proc/self/fd/{fd}", _FILE)
+    except FileNotFoundError:
+        if os.path.isdir("/proc/self/fd"):
+            raise
+    reader = os.open(real, _FILE | os.O_NOFOLLOW)
+    now = os.fstat(reader)
+    if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
+        os.close(reader)
+        raise FileNotFoundError(errno.ENOENT, "replaced while opened")
+    return reader
+
+
 @dataclass
 class _Folder:
     """A folder on the current descent path: its open descriptor and its names still to visit."""
@@ -223,6 +275,7 @@ class _Folder:
     rel: str
     real: str
     names: Iterator[str]
+    linked: bool  # reached through a followed link: its real path is judged too
 
 
 class FilesAgent(Agent):
@@ -310,7 +363,7 @@ class FilesAgent(Agent):
         if names is None:
             os.close(fd)
             raise AgentError(f"root {root!r} cannot be read: permission denied")
-        stack = [_Folder(fd, "", root_real, names)]
+        stack = [_Folder(fd, "", root_real, names, False)]
         try:
             while stack:
                 folder = stack[-1]
@@ -323,7 +376,13 @@ class FilesAgent(Agent):
                 entry = self._entry(folder, name, path, reals)
                 if entry is None:
                     continue
-                link, info = entry
+                link, info, real = entry
+                if link or folder.linked:  # through a link: the real path must pass the rules too
+                    real = real or f"{folder.real.rstrip('/')}/{name}"
+                    reason = target_out_of_scope(real, stat.S_ISDIR(info.st_mode), reals, self.files)
+                    if reason:
+                        logger.debug("files %s: %r skipped: %s", self.source, _shown(path), reason)
+                        continue
                 if stat.S_ISDIR(info.st_mode):
                     child = self._descend(folder, name, rel, path, link, reals, stack)
                     if child is not None:
@@ -347,14 +406,14 @@ class FilesAgent(Agent):
             logger.debug("files %s: folder %r skipped: permission denied", self.source, _shown(path))
             return None
 
-    def _entry(self, folder: _Folder, name: str, path: str, reals: list[str]) -> tuple[bool, os.stat_result] | None:
-        """Whether the name is a link, and what it is (the link's target when links are
-        followed); None when it is skipped: a link not followed, a target outside the roots,
-        a file that vanished."""
+    def _entry(self, folder: _Folder, name: str, path: str, reals: list[str]) -> tuple[bool, os.stat_result, str | None] | None:
+        """Whether the name is a link, what it is (the link's target when links are followed)
+        and a followed link's real path; None when it is skipped: a link not followed, a target
+        outside the roots, a file that vanished."""
         try:
             info = os.stat(name, dir_fd=folder.fd, follow_symlinks=False)
             if not stat.S_ISLNK(info.st_mode):
-                return False, info
+                return False, info, None
             if not self.files.follow_links:
                 logger.debug("files %s: %r skipped: a symbolic link (follow_links is false)", self.source, _shown(path))
                 return None
@@ -362,7 +421,7 @@ class FilesAgent(Agent):
             if not any(_inside(real, root) for root in reals):
                 logger.debug("files %s: link %r skipped: its target is outside the roots", self.source, _shown(path))
                 return None
-            return True, os.stat(name, dir_fd=folder.fd)
+            return True, os.stat(name, dir_fd=folder.fd), real
         except OSError as error:
             if error.errno not in _GONE and not isinstance(error, PermissionError):
                 raise AgentError(f"{_shown(path)!r} cannot be read: {error.strerror}") from None
@@ -376,7 +435,8 @@ class FilesAgent(Agent):
         unless it is one that is followed); None when it is skipped."""
         reason = out_of_scope(rel, True, self.files)
         if reason:
-            logger.debug("files %s: folder %r not descended: %s", self.source, _shown(path), reason)
+            deep = rel.count("/") + 1 > MAX_FOLDER_DEPTH  # files lost: the admin is told
+            (logger.warning if deep else logger.debug)("files %s: folder %r not descended: %s", self.source, _shown(path), reason)
             return None
         try:
             fd = os.open(name, _DIRECTORY if link else _DIRECTORY | os.O_NOFOLLOW, dir_fd=parent.fd)
@@ -398,7 +458,7 @@ class FilesAgent(Agent):
         if names is None:
             os.close(fd)
             return None
-        return _Folder(fd, rel, real, names)
+        return _Folder(fd, rel, real, names, link or parent.linked)
 
     def _reference(self, path: str, info: os.stat_result) -> Reference:
         shown = _shown(path)
@@ -440,21 +500,23 @@ class FilesAgent(Agent):
             return None
         try:
             fd = self._open(root, rel)
+            try:
+                return self._read(fd, key, max_bytes)
+            finally:
+                os.close(fd)
         except OSError as error:
             if error.errno in _GONE:
                 logger.debug("files %s: %r is gone: %s", self.source, _shown(key), error.strerror)
                 return None
             raise AgentError(f"{_shown(key)!r} cannot be read: {error.strerror}") from None
-        try:
-            return self._read(fd, key, max_bytes)
-        finally:
-            os.close(fd)
 
     def _open(self, root: str, rel: str) -> int:
-        """The file opened without blocking; with ``follow_links`` false, every folder from the
-        root down and the file itself are opened without following a link (ELOOP if one is)."""
+        """The file named by an ``O_PATH`` descriptor: nothing is opened for reading before its
+        type and real path are checked (opening a device may have effects). With
+        ``follow_links`` false, every folder from the root down is opened without following a
+        link (ELOOP if one is), and the file itself is not followed (a link is then no regular file)."""
         if self.files.follow_links:
-            return os.open(f"{root.rstrip('/')}/{rel}", _FILE)
+            return os.open(f"{root.rstrip('/')}/{rel}", _PATH)
         *folders, name = rel.split("/")
         fd = os.open(root, _DIRECTORY)
         try:
@@ -462,7 +524,7 @@ class FilesAgent(Agent):
                 child = os.open(folder, _DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
                 os.close(fd)
                 fd = child
-            return os.open(name, _FILE | os.O_NOFOLLOW, dir_fd=fd)
+            return os.open(name, _PATH | os.O_NOFOLLOW, dir_fd=fd)
         finally:
             os.close(fd)
 
@@ -472,19 +534,27 @@ class FilesAgent(Agent):
             logger.debug("files %s: %r refused: not a regular file", self.source, _shown(key))
             return None
         real = _fd_path(fd) or os.path.realpath(key)
-        if not any(_inside(real, os.path.realpath(root)) for root in self.files.roots):
+        reals = [os.path.realpath(root) for root in self.files.roots]
+        if not any(_inside(real, root) for root in reals):
             logger.debug("files %s: %r refused: its real path is outside the roots", self.source, _shown(key))
+            return None
+        if self.files.follow_links and (reason := target_out_of_scope(real, False, reals, self.files)):
+            logger.debug("files %s: %r refused: %s", self.source, _shown(key), reason)
             return None
         if max_bytes and info.st_size > max_bytes:
             raise DocumentTooLarge(f"{_shown(key)!r} has {info.st_size} bytes, more than {max_bytes}")
         chunks: list[bytes] = []
         size = 0
-        while not max_bytes or size <= max_bytes:  # the file may grow after fstat: read one byte more at most
-            chunk = os.read(fd, READ_CHUNK if not max_bytes else min(READ_CHUNK, max_bytes + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        reader = _reopen(fd, real, info)
+        try:
+            while not max_bytes or size <= max_bytes:  # the file may grow after fstat: read one byte more at most
+                chunk = os.read(reader, READ_CHUNK if not max_bytes else min(READ_CHUNK, max_bytes + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        finally:
+            os.close(reader)
         if max_bytes and size > max_bytes:
             raise DocumentTooLarge(f"{_shown(key)!r} grew past {max_bytes} bytes while read")
         name = _shown(key).rsplit("/", 1)[-1]

@@ -23,8 +23,10 @@ max_message_bytes = 10485760
 ```
 
 Keys: ``<mailbox>/<Message-ID>``, where ``<mailbox>`` is the mailbox's file or folder name
-followed by a short hash of its full path; a message without a usable Message-ID is named by a
-hash of its bytes (``sha256-...``). Keys do not depend on a message's position, so deleting or
+followed by a short hash of its full path, and ``%``, ``/`` and ``#`` in the Message-ID are
+percent-encoded (and a leading ``sha256-``), so a forged Message-ID such as
+``<a@x/attachment/1-doc.txt>`` cannot take another document's key; a message without a usable
+Message-ID is named by a hash of its bytes (``sha256-...``). Keys do not depend on a message's position, so deleting or
 adding other messages changes no key; moving or renaming the mailbox re-indexes it. A second
 message with the same Message-ID and the same bytes is a copy and is skipped; with other bytes it
 is ``<mailbox>/<Message-ID>#<hash>``.
@@ -40,12 +42,20 @@ structure Python's parser cannot read, such as parts nested a thousand deep). At
 parts of a message are walked, 20 levels deep. An attached message (message/rfc822) is one
 attachment: its own attachments are not documents. Headers are read from the message's first
 256 KiB, cut to 2,000 characters, control characters (CR, LF) replaced by spaces. A body in an
-unknown charset is read as UTF-8, and undecodable bytes are replaced. Maildir files are opened
-without following symbolic links, and only regular files are read.
+unknown charset is read as UTF-8, and undecodable bytes are replaced. An mbox is read in pieces
+of at most 1 MiB: a line of gigabytes is never held.
 
-Memory and cost: messages are read one at a time. An mbox is indexed first (Python's
-``mailbox.mbox`` keeps a table of each message's offsets), and a Maildir's file names are listed
-and sorted per folder; a short digest of each key is kept while a mailbox is listed, to spot
+Links: a mailbox path that is a symbolic link is the admin's choice: it is resolved once, when
+the crawl starts (the agent is built), and the resolved path is opened without following a link,
+so an mbox or Maildir swapped for a link during the crawl is not read (the fetch fails, the
+document is kept). A Maildir's ``new`` and ``cur`` are opened relative to its folder without
+following links: a ``cur`` or ``new`` that is a link fails the crawl (nothing is read from it,
+nothing removed). Its message files are opened relative to them without following links, and
+only regular files are read (a link or a FIFO is skipped).
+
+Memory and cost: messages are read one at a time. An mbox is read in one pass, split as Python's
+``mailbox.mbox`` splits it (at each line starting with ``From ``), and a Maildir's file names are
+listed and sorted per folder; a short digest of each key is kept while a mailbox is listed, to spot
 duplicate Message-IDs. ``fetch`` (used after a resumed crawl, when a listed content was not kept)
 reads the mailbox again up to the message: O(n) per fetch. Only a Maildir's ``new`` and ``cur``
 are read (not its sub-folders: list each folder you want in ``paths``). Mailboxes are read
@@ -55,17 +65,18 @@ and each fetch open their own handles, so fetches may run beside the listing in 
 
 from __future__ import annotations
 
+import contextlib
 import email
 import email.header
 import email.policy
 import email.utils
+import errno
 import hashlib
 import logging
-import mailbox
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.message import Message
@@ -125,6 +136,7 @@ class _Stored:
     size: int
     raw: bytes | None  # None: larger than max_message_bytes
     head: Message  # its headers only
+    message_id: str | None  # as in the message (the key's part is escaped)
 
 
 @dataclass(frozen=True)
@@ -144,6 +156,10 @@ class MailAgent(Agent):
         super().__init__(source, options)
         self.mail = MailOptions.model_validate(options)  # the same object, typed
         self.boxes = {box_name(path): path for path in self.mail.paths}
+        # A configured path that is a symbolic link is the admin's choice: resolved once, here;
+        # the resolved path is then opened without following a link, so a mailbox swapped for
+        # a link during the crawl (between the listing and a fetch) is never read.
+        self.real = {path: os.path.realpath(path) for path in self.mail.paths}
 
     # -- the Agent interface ----------------------------------------------------------------
 
@@ -163,50 +179,63 @@ class MailAgent(Agent):
         if path is None:
             return None
         content: Content | None
-        for stored in self._scan(name, path):
-            if key == stored.key:
-                content = self._message_content(stored)
-            elif key.startswith(stored.key + "/attachment/"):
-                content = self._attachment_content(stored, key)
-            else:
-                continue
-            if content is not None and max_bytes and len(content.body) > max_bytes:
-                raise DocumentTooLarge(key)
-            return content
+        with contextlib.closing(self._scan(name, path)) as messages:
+            for stored in messages:
+                if key == stored.key:
+                    content = self._message_content(stored)
+                elif key.startswith(stored.key + "/attachment/"):
+                    content = self._attachment_content(stored, key)
+                else:
+                    continue
+                if content is not None and max_bytes and len(content.body) > max_bytes:
+                    raise DocumentTooLarge(key)
+                return content
         logger.debug("mail: %s is no longer in %s", key, path)
         return None
 
     # -- reading mailboxes ------------------------------------------------------------------
 
-    def _scan(self, name: str, path: str) -> Iterator[_Stored]:
+    def _scan(self, name: str, path: str) -> Generator[_Stored]:
         """The mailbox's messages one at a time, each with its key and token."""
         seen: set[bytes] = set()  # digests of keys and of key#token listed: duplicate Message-IDs
-        for handle in self._open_messages(path):
-            with handle:
-                stored = self._read(name, handle)
+        for chunks in self._open_messages(path):
+            try:
+                stored = self._read(name, chunks)
+            except OSError as error:
+                raise AgentError(f"mailbox {path} cannot be read: {error.strerror}") from None
             copy = _digest(f"{stored.key}#{stored.token}")
             if copy in seen:
                 logger.debug("mail: a copy of %s in %s is skipped", stored.key, path)
                 continue
             if _digest(stored.key) in seen:
                 logger.debug("mail: another message with the Message-ID of %s: keyed by its hash", stored.key)
-                stored = _Stored(f"{stored.key}#{stored.token}", stored.token, stored.size, stored.raw, stored.head)
+                stored = _Stored(
+                    f"{stored.key}#{stored.token}", stored.token, stored.size, stored.raw, stored.head, stored.message_id
+                )
             seen.update((_digest(stored.key), copy))
             yield stored
 
-    def _open_messages(self, path: str) -> Iterator[BinaryIO]:
-        kind = self._format(path)
-        if kind == "mbox":
-            yield from _mbox_messages(path)
-        else:
-            yield from _maildir_messages(path)
-
-    def _format(self, path: str) -> str:
+    def _open_messages(self, path: str) -> Iterator[Iterator[bytes]]:
+        """Each message of the mailbox as its bytes in chunks. The mailbox (its path resolved
+        when the agent was built) is opened without following a link and without blocking."""
         try:
-            mode = os.stat(path).st_mode
+            fd = os.open(self.real[path], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as error:
-            raise AgentError(f"mailbox {path} cannot be read: {error.strerror}") from None
-        is_maildir = stat.S_ISDIR(mode) and all(os.path.isdir(os.path.join(path, sub)) for sub in ("cur", "new", "tmp"))
+            why = "it became a symbolic link" if error.errno == errno.ELOOP else error.strerror
+            raise AgentError(f"mailbox {path} cannot be read: {why}") from None
+        try:
+            kind = self._format(fd, path)
+            if kind == "maildir":
+                yield from _maildir_messages(fd, path)
+            else:
+                with os.fdopen(fd, "rb", closefd=False) as file:
+                    yield from _mbox_messages(file)
+        finally:
+            os.close(fd)
+
+    def _format(self, fd: int, path: str) -> str:
+        mode = os.fstat(fd).st_mode
+        is_maildir = stat.S_ISDIR(mode) and all(_present(fd, sub) for sub in ("cur", "new", "tmp"))
         wanted = self.mail.format
         if wanted in ("auto", "maildir") and is_maildir:
             return "maildir"
@@ -215,21 +244,23 @@ class MailAgent(Agent):
         expected = {"auto": "an mbox file or a Maildir folder", "mbox": "an mbox file", "maildir": "a Maildir folder"}
         raise AgentError(f"mailbox {path} is not {expected[wanted]}")
 
-    def _read(self, name: str, handle: BinaryIO) -> _Stored:
-        """Reads a message's bytes up to max_message_bytes; a larger one is only hashed."""
+    def _read(self, name: str, chunks: Iterator[bytes]) -> _Stored:
+        """Reads a message's bytes up to max_message_bytes; the rest of a larger one is only hashed."""
         limit = self.mail.max_message_bytes
-        raw = handle.read(limit + 1)
-        sha = hashlib.sha256(raw)
-        size = len(raw)
-        if size > limit:
-            while chunk := handle.read(CHUNK):
-                sha.update(chunk)
-                size += len(chunk)
+        kept = bytearray()
+        sha = hashlib.sha256()
+        size = 0
+        for chunk in chunks:
+            sha.update(chunk)
+            size += len(chunk)
+            if len(kept) <= limit:
+                kept += chunk[: limit + 1 - len(kept)]
+        raw = bytes(kept)
         head = BytesHeaderParser(policy=email.policy.compat32).parsebytes(raw[:HEAD_BYTES])
         token = sha.hexdigest()[:32]
         message_id = clean_message_id(_raw_header(head, "message-id"))
-        key = f"{name}/{message_id or 'sha256-' + token}"
-        return _Stored(key, token, size, raw if size <= limit else None, head)
+        key = f"{name}/{key_part(message_id) if message_id else 'sha256-' + token}"
+        return _Stored(key, token, size, raw if size <= limit else None, head, message_id)
 
     # -- references -------------------------------------------------------------------------
 
@@ -271,7 +302,7 @@ class MailAgent(Agent):
         subject = header_text(head, "subject")
         sender = addresses(head, "from")
         recipients = (addresses(head, "to") + addresses(head, "cc"))[:MAX_RECIPIENTS]
-        own_id = stored.key.split("/", 1)[1]
+        own_id = stored.message_id or stored.key.split("/", 1)[1]
         fields: dict[str, Any] = {
             "title": subject or "(no subject)",
             "message_id_s": own_id,
@@ -330,43 +361,124 @@ def _digest(key: str) -> bytes:
     return hashlib.sha1(key.encode(errors="surrogateescape")).digest()[:12]
 
 
-def _mbox_messages(path: str) -> Iterator[BinaryIO]:
-    """An mbox's messages as files (each without its From_ line). Python's mbox indexes the whole
-    file first (a table of offsets); messages are then read one at a time."""
-    try:
-        box = mailbox.mbox(path, create=False)
-    except OSError as error:
-        raise AgentError(f"mailbox {path} cannot be read: {error.strerror}") from None
-    try:
-        for key in box.iterkeys():
-            yield box.get_file(key)  # type: ignore[misc]
-    except OSError as error:
-        raise AgentError(f"mailbox {path} cannot be read: {error.strerror}") from None
-    finally:
-        box.close()
+def key_part(message_id: str) -> str:
+    """A Message-ID as it stands in a key, unambiguous: ``%``, ``/`` and ``#`` percent-encoded
+    (a ``/`` would let ``<a@x/attachment/1-doc.txt>`` take the key of an attachment of ``<a@x>``,
+    a ``#`` a duplicate's key), and ``sha256-`` at its start too (the key of a message without
+    a Message-ID)."""
+    part = message_id.replace("%", "%25").replace("/", "%2F").replace("#", "%23")
+    return "sha256%2D" + part[7:] if part.startswith("sha256-") else part
 
 
-def _maildir_messages(path: str) -> Iterator[BinaryIO]:
-    """A Maildir's messages (new/ then cur/, by file name): regular files only, opened without
-    following links; a file gone since the folder was listed is skipped."""
+def _present(fd: int, name: str) -> bool:
+    """Whether the folder holds ``name`` (a link counts: it is refused when opened)."""
+    try:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return True
+
+
+def _is_link(fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _mbox_messages(file: BinaryIO) -> Iterator[Iterator[bytes]]:
+    """An mbox's messages (each without its From_ line), read in one pass as Python's
+    ``mailbox.mbox`` splits them (at every line starting with ``From ``, the blank line before
+    it dropped), but never more than CHUNK bytes of a line at once: a hostile mbox may hold a
+    line of gigabytes. Each message must be read to its end before the next is asked for."""
+    reader = _MboxReader(file)
+    piece, start = reader.piece()
+    while piece and not (start and piece.startswith(b"From ")):  # text before the first message
+        piece, start = reader.piece()
+    while piece:
+        while piece and not piece.endswith(b"\n"):  # the rest of a long From_ line
+            piece, _ = reader.piece()
+        body = reader.body()
+        yield body
+        for _ in body:  # what the consumer left of it
+            pass
+        piece = reader.next_from
+
+
+class _MboxReader:
+    """An mbox file read in pieces of lines, each knowing whether it starts a line."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self.file = file
+        self.at_start = True
+        self.next_from = b""  # the From_ line that ended the last message, b"" at the end
+
+    def piece(self) -> tuple[bytes, bool]:
+        piece = self.file.readline(CHUNK)
+        start, self.at_start = self.at_start, piece.endswith(b"\n")
+        return piece, start
+
+    def body(self) -> Iterator[bytes]:
+        """The message's bytes in chunks of about CHUNK bytes (lines gathered)."""
+        blank = False  # a blank line held back: it is dropped when a From_ line follows
+        gathered: list[bytes] = []
+        size = 0
+        while True:
+            piece, start = self.piece()
+            if not piece or (start and piece.startswith(b"From ")):
+                self.next_from = piece
+                if gathered:
+                    yield b"".join(gathered)
+                return
+            if blank:
+                gathered.append(b"\n")
+            blank = start and piece == b"\n"
+            if not blank:
+                gathered.append(piece)
+                size += len(piece)
+                if size >= CHUNK:
+                    yield b"".join(gathered)
+                    gathered, size = [], 0
+
+
+def _file_chunks(file: BinaryIO) -> Iterator[bytes]:
+    with file:
+        while chunk := file.read(CHUNK):
+            yield chunk
+
+
+def _maildir_messages(fd: int, path: str) -> Iterator[Iterator[bytes]]:
+    """A Maildir's messages (new/ then cur/, by file name). ``new`` and ``cur`` are opened
+    relative to the Maildir's folder and message files relative to them, never following a
+    link: a ``cur`` that is a link to another folder fails the listing (nothing read from
+    it, nothing removed); a message file that is a link, or not a regular file, is skipped,
+    and so is a file gone since the folder was listed."""
     for sub in ("new", "cur"):
         folder = os.path.join(path, sub)
         try:
-            names = sorted(entry.name for entry in os.scandir(folder) if not entry.name.startswith("."))
+            sub_fd = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
         except OSError as error:
-            raise AgentError(f"mailbox folder {folder} cannot be listed: {error.strerror}") from None
-        for filename in names:
-            file_path = os.path.join(folder, filename)
+            why = "a symbolic link, not followed" if _is_link(fd, sub) else error.strerror
+            raise AgentError(f"mailbox folder {folder} cannot be listed: {why}") from None
+        try:
             try:
-                fd = os.open(file_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                names = sorted(name for name in os.listdir(sub_fd) if not name.startswith("."))
             except OSError as error:
-                logger.debug("mail: %s cannot be opened (%s): skipped", file_path, error.strerror)
-                continue
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                os.close(fd)
-                logger.debug("mail: %s is not a regular file: skipped", file_path)
-                continue
-            yield os.fdopen(fd, "rb")
+                raise AgentError(f"mailbox folder {folder} cannot be listed: {error.strerror}") from None
+            for filename in names:
+                file_path = os.path.join(folder, filename)
+                try:
+                    file_fd = os.open(filename, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=sub_fd)
+                except OSError as error:
+                    logger.debug("mail: %s cannot be opened (%s): skipped", file_path, error.strerror)
+                    continue
+                if not stat.S_ISREG(os.fstat(file_fd).st_mode):
+                    os.close(file_fd)
+                    logger.debug("mail: %s is not a regular file: skipped", file_path)
+                    continue
+                yield _file_chunks(os.fdopen(file_fd, "rb"))
+        finally:
+            os.close(sub_fd)
 
 
 # -- messages ----------------------------------------------------------------------------------

@@ -10,8 +10,11 @@ import logging
 import os
 import pwd
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
+import time
 import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
@@ -445,3 +448,86 @@ def test_an_owner_the_system_does_not_know_is_its_uid() -> None:
     unknown = max(known) + 1
     assert owner_name(unknown) == str(unknown)
     assert owner_name(os.getuid()) == pwd.getpwuid(os.getuid()).pw_name
+
+
+# --- hostile trees (review) ------------------------------------------------------------------------
+
+
+def test_a_followed_link_cannot_bring_in_an_excluded_or_hidden_target(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(root / "HR" / "salaries.txt", "salaries")
+    write(root / ".private" / "p.txt", "private")
+    write(root / "docs" / "a.txt", "a")
+    write(root / "docs" / "private" / "b.txt", "b")
+    write(root / "public" / "readme.txt", "readme")
+    (root / "public" / "hrlink").symlink_to("../HR")
+    (root / "public" / "s.txt").symlink_to("../HR/salaries.txt")
+    (root / "public" / "plink").symlink_to("../.private")
+    (root / "public" / "docs").symlink_to("../docs")  # its sub-folder "private" is excluded on disk
+    files = agent(root, follow_links=True, exclude=["HR/**", "HR", "docs/private/**"])
+    assert keys(files) == [str(root / p) for p in ["docs/a.txt", "public/docs/a.txt", "public/readme.txt"]]
+    for rel in ["public/hrlink/salaries.txt", "public/s.txt", "public/plink/p.txt", "public/docs/private/b.txt"]:
+        assert files.fetch(str(root / rel), 0) is None, rel
+    assert files.fetch(str(root / "public" / "docs" / "a.txt"), 0).body == b"a"  # type: ignore[union-attr]
+
+
+DEEP_LISTING = """
+import json, resource, sys
+from searchcrawl.agents.files import FilesAgent, FilesOptions
+resource.setrlimit(resource.RLIMIT_NOFILE, (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+files = FilesAgent("docs", FilesOptions.model_validate({"roots": [sys.argv[1]]}))
+print(json.dumps([reference.key for reference in files.references(None)]))
+"""
+
+
+def test_a_tree_deeper_than_the_open_file_limit_is_listed_down_to_the_depth_bound(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(root / "top.txt")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for depth in range(1, 1501):  # d/d/.../d, 1500 folders deep, with a file at 10, 256, 257 and 1500
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+            if depth in (10, 256, 257, 1500):
+                os.close(os.open(f"at-{depth}.txt", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
+    finally:
+        os.close(fd)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", DEEP_LISTING, str(root)], capture_output=True, text=True, timeout=120, check=False
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        listed = json.loads(done.stdout)
+        assert [key.rsplit("/", 1)[1] for key in listed] == ["at-10.txt", "at-256.txt", "top.txt"]
+        assert "not descended: deeper than 256 folders" in done.stderr  # a WARNING: files are left out
+        deep = str(root) + "/d" * 300 + "/x.txt"
+        assert path_out_of_scope(deep[len(str(root)) + 1 :], FilesOptions(roots=[str(root)])) is not None
+    finally:
+        for depth in range(1500, 0, -1):  # shutil.rmtree recurses once per level: too deep for it
+            folder = str(root) + "/d" * depth
+            for name in os.listdir(folder):
+                os.remove(f"{folder}/{name}")
+            os.rmdir(folder)
+
+
+@pytest.mark.parametrize("follow_links", [False, True])
+def test_a_fetch_opens_nothing_but_a_regular_file(tmp_path: Path, follow_links: bool) -> None:
+    os.mkfifo(tmp_path / "pipe.txt")
+    opened = threading.Event()
+    writer = threading.Thread(target=lambda: (os.close(os.open(tmp_path / "pipe.txt", os.O_WRONLY)), opened.set()), daemon=True)
+    writer.start()  # its open returns only when someone opens the FIFO for reading
+    wchan = Path(f"/proc/self/task/{writer.native_id}/wchan")
+    for _ in range(500):  # until the writer waits in its open (else the fetch would come first)
+        if wchan.read_text() == "wait_for_partner":
+            break
+        time.sleep(0.01)
+    else:
+        pytest.fail(f"the writer does not wait for a reader: {wchan.read_text()!r}")
+    try:
+        assert agent(tmp_path, follow_links=follow_links).fetch(str(tmp_path / "pipe.txt"), 0) is None
+        assert not opened.wait(0.5), "the fetch opened the FIFO"
+    finally:
+        os.close(os.open(tmp_path / "pipe.txt", os.O_RDONLY | os.O_NONBLOCK))
+        writer.join(10)

@@ -301,6 +301,75 @@ def test_a_maildir_file_gone_before_fetch_and_links_not_followed(tmp_path: Path)
     assert {r.fields["message_id_s"] for r in listed(mail)} == {"b@x"}
 
 
+def test_a_maildir_whose_cur_or_new_is_a_link_is_refused_and_nothing_outside_is_read(tmp_path: Path) -> None:
+    elsewhere = maildir(tmp_path / "elsewhere", message("Secret", "secret body", msgid="<secret@x>"))
+    for sub in ("cur", "new"):
+        path = maildir(tmp_path / f"md-{sub}", message(msgid="<a@x>"))
+        mail = agent(path)
+        [genuine] = listed(mail)
+        os.rename(Path(path) / sub, tmp_path / f"{sub}-moved")
+        os.symlink(Path(elsewhere) / "new", Path(path) / sub)  # ln -s /some/other/folder Maildir/cur
+        with pytest.raises(AgentError, match=f"{sub} cannot be listed: a symbolic link, not followed"):
+            listed(mail)
+        with pytest.raises(AgentError, match="a symbolic link, not followed"):
+            mail.fetch(f"{genuine.key.split('/', 1)[0]}/secret@x", 0)
+
+
+def test_a_mailbox_path_that_is_a_link_is_resolved_once_and_a_mailbox_swapped_for_a_link_is_not_read(
+    tmp_path: Path,
+) -> None:
+    real = maildir(tmp_path / "real", message(msgid="<a@x>"))
+    os.symlink(real, tmp_path / "linked")  # the admin's choice: followed
+    assert [r.fields["message_id_s"] for r in listed(agent(str(tmp_path / "linked")))] == ["a@x"]
+    path = mbox(tmp_path / "a.mbox", message(msgid="<a@x>"))
+    mbox(tmp_path / "secret.mbox", message("Secret", "secret body", msgid="<a@x>"))
+    mail = agent(path)
+    [ref] = listed(mail)
+    os.remove(path)
+    os.symlink(tmp_path / "secret.mbox", path)  # swapped between the listing and a fetch
+    with pytest.raises(AgentError, match="it became a symbolic link"):
+        mail.fetch(ref.key, 0)
+
+
+def test_a_40_mb_line_is_read_in_bounded_pieces(tmp_path: Path) -> None:
+    path = tmp_path / "long.mbox"
+    with open(path, "wb") as f:
+        f.write(b"From a@x Mon Jan  1 00:00:00 2024\nMessage-ID: <long@x>\nSubject: long\n\n")
+        for _ in range(40):
+            f.write(b"x" * 1_000_000)  # 40 MB without a line end
+        f.write(b"\nFrom b@x Mon Jan  1 00:00:00 2024\nMessage-ID: <next@x>\n\nnext\n")
+    mail = agent(str(path), max_message_bytes=1_000_000)
+    tracemalloc.start()
+    try:
+        refs = listed(mail)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [r.fields["message_id_s"] for r in refs] == ["long@x", "next@x"]
+    assert "larger than the crawl's limit" in text(refs[0]) and text(refs[1]).strip() == "next"
+    assert peak < 10_000_000, peak  # the line (40 MB) is never held
+
+
+def test_a_message_id_with_a_slash_cannot_take_an_attachment_s_key(tmp_path: Path) -> None:
+    genuine = message(msgid="<a@x>")
+    genuine.add_attachment(b"genuine", maintype="application", subtype="octet-stream", filename="doc.txt")
+    forged = message("Forged", "forged body", msgid="<a@x/attachment/1-doc.txt>")
+    hashed = message("Hash", "hash-like", msgid="<sha256-0123>")
+    mail = agent(mbox(tmp_path / "a.mbox", genuine, forged, hashed, message(msgid="<b%2Fc#d@x>")))
+    refs = listed(mail)
+    box = refs[0].key.split("/", 1)[0]
+    assert [r.key for r in refs] == [
+        f"{box}/a@x",
+        f"{box}/a@x/attachment/1-doc.txt",
+        f"{box}/a@x%2Fattachment%2F1-doc.txt",
+        f"{box}/sha256%2D0123",
+        f"{box}/b%252Fc%23d@x",
+    ]
+    assert [r.fields.get("message_id_s") for r in refs] == ["a@x", None, "a@x/attachment/1-doc.txt", "sha256-0123", "b%2Fc#d@x"]
+    assert mail.fetch(f"{box}/a@x/attachment/1-doc.txt", 0).body == b"genuine"  # type: ignore[union-attr]
+    assert b"forged body" in mail.fetch(refs[2].key, 0).body  # type: ignore[union-attr]
+
+
 # -- hostile messages -----------------------------------------------------------------------------
 
 
