@@ -308,9 +308,20 @@ class FilesAgent(Agent):
         return path if self._locate(path) else None
 
     def refusal(self, key: str) -> str | None:
-        """The listing's rules on one path (``path_out_of_scope``), for `scrapy explain`."""
+        """The listing's rules on one path, for `scrapy explain`: ``path_out_of_scope`` on the path
+        as listed, and, when links are followed and it runs through one, ``target_out_of_scope``
+        on its real path (links are never followed otherwise: the listing skips them)."""
         located = self._locate(key)
-        return "not below a root" if located is None else path_out_of_scope(located[1], self.files)
+        if located is None:
+            return "not below a root"
+        reason = path_out_of_scope(located[1], self.files)
+        if reason is not None or not self.files.follow_links:
+            return reason
+        real = os.path.realpath(key)
+        if real == key:
+            return None
+        reals = [os.path.realpath(root) for root in self.files.roots]
+        return target_out_of_scope(real, False, reals, self.files)
 
     def _locate(self, key: str) -> tuple[str, str] | None:
         """The root a key is under and its path relative to it; None for anything else."""

@@ -531,3 +531,15 @@ def test_a_fetch_opens_nothing_but_a_regular_file(tmp_path: Path, follow_links: 
     finally:
         os.close(os.open(tmp_path / "pipe.txt", os.O_RDONLY | os.O_NONBLOCK))
         writer.join(10)
+
+
+def test_explain_judges_a_path_through_a_followed_link_on_its_real_path(tmp_path) -> None:
+    root = tmp_path / "share"
+    (root / "HR").mkdir(parents=True)
+    (root / "HR" / "salaries.txt").write_text("secret")
+    (root / "public").mkdir()
+    (root / "public" / "hrlink").symlink_to(root / "HR")
+    agent = FilesAgent("s", FilesOptions(roots=[str(root)], exclude=["HR"], follow_links=True))
+    reason = agent.refusal(str(root / "public" / "hrlink" / "salaries.txt"))
+    assert reason is not None and "excluded by 'HR'" in reason
+    assert agent.refusal(str(root / "public" / "x.txt")) is None
