@@ -148,6 +148,11 @@ PERSISTED = (
 values only: requests are stored as data, never pickled)."""
 
 
+DUPLICATE_OF = "searchcrawl_duplicate_of"
+"""For a document of an agent's source that was a duplicate: (the change token it had, the URL
+it duplicates). Set by middlewares/conditional.py; crawl/handlers/agent.py keeps it a duplicate
+without reading it when its token is the same (the original still indexed)."""
+
 AGENT_DOWNLOAD = "searchcrawl_agent_download"
 """True on the request crawl/handlers/agent.py makes for a reference's ``location`` (its origin
 in the source's ``fetch_origins``): an own request of the crawl, never redirected."""

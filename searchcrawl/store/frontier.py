@@ -131,6 +131,8 @@ class Frontier:
                     table.c.last_modified,
                     table.c.etag,
                     table.c.last_fetched,
+                    table.c.status,
+                    table.c.duplicate_of,
                 )
                 .where(table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == QUEUED)
                 .order_by(table.c.depth, table.c.id)
@@ -158,6 +160,8 @@ class Frontier:
                     "last_modified": row.last_modified,
                     "etag": row.etag,
                     "last_fetched": row.last_fetched,
+                    "status": row.status,
+                    "duplicate_of": row.duplicate_of,
                 },
             )
             for row in rows

@@ -124,3 +124,7 @@ def test_a_mail_archive_is_followed_crawl_after_crawl(project: Project, solr, tm
         before = messages
     replies = [doc for doc in before.values() if doc["thread_s"] != doc["message_id_s"]]
     assert replies, "some messages are replies, threaded under their first message"
+    # nothing changed: nothing is read again, not even the attachments that are duplicates
+    unchanged = project.scrapy("crawl", name)
+    assert unchanged.returncode == 0
+    assert "'downloader/response_status_count/200'" not in unchanged.stderr, unchanged.stderr[-3000:]

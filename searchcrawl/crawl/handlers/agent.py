@@ -3,7 +3,8 @@ searchcrawl/agents/base.py) as an HTTP server would, so the spider and every com
 treat them as pages.
 
 - 304 when the reference's change token is the document's stored one (``If-None-Match``, sent
-  by ConditionalGetMiddleware from the stored ETag): the document is not read at all;
+  by ConditionalGetMiddleware from the stored ETag): the document is not read at all; a
+  duplicate whose token did not change stays a duplicate of the same original, not read either;
 - 200 with the reference's content, the document downloaded from its ``location`` (an origin
   in the source's ``fetch_origins``, through Scrapy's downloader), or the content the agent's
   ``fetch`` reads in a worker thread (``Content-Type``; the token as ``ETag``; the modification time as ``Last-Modified``);
@@ -21,6 +22,7 @@ import asyncio
 import base64
 import hashlib
 import logging
+from dataclasses import replace
 from datetime import datetime
 from email.utils import format_datetime
 
@@ -34,7 +36,8 @@ from scrapy.responsetypes import responsetypes
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
-from searchcrawl.crawl.meta import AGENT_DOWNLOAD, DONT_REDIRECT, HANDLE_HTTPSTATUS_ALL, REFERENCE
+from searchcrawl.crawl.meta import AGENT_DOWNLOAD, DONT_REDIRECT, DUPLICATE_OF, HANDLE_HTTPSTATUS_ALL, REFERENCE
+from searchcrawl.crawl.pipelines.changes import duplicate_of
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.site_auth import origin_of
 from searchcrawl.rules.status_codes import Status
@@ -76,6 +79,12 @@ class AgentDownloadHandler(BaseDownloadHandler):
         if token and request.headers.get(b"If-None-Match") == token.encode("ascii"):
             logger.debug("Unchanged (same token %s): %s", token, request.url)
             return Response(request.url, status=304, headers=headers, request=request)
+        duplicate = request.meta.get(DUPLICATE_OF)
+        if token and duplicate and duplicate[0] == token:  # still a duplicate: not read, not converted
+            logger.debug("Unchanged duplicate of %s (same token %s): %s", duplicate[1], token, request.url)
+            refused = RequestRefused(Status.DUPLICATE, f"duplicate of {duplicate[1]}", event=Event.GONE)
+            refused.outcome = replace(duplicate_of(duplicate[1]), fetched=False)
+            raise refused
         content = await self.content(key, data, request.url)
         if content is None:
             logger.debug("Gone from the repository: %s", request.url)

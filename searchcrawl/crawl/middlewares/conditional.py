@@ -12,7 +12,8 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
-from searchcrawl.crawl.meta import KNOWN_ROW, PREVIOUS, RENDER, own_request
+from searchcrawl.crawl.meta import DUPLICATE_OF, KNOWN_ROW, PREVIOUS, RENDER, own_request
+from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.documents import IN_INDEX
 
 
@@ -32,7 +33,12 @@ class ConditionalGetMiddleware:
             if KNOWN_ROW in request.meta
             else (self.context.table.get(self.context.source.name, request.url))
         )
-        if row is None or row["state"] not in IN_INDEX:
+        if row is None:
+            return
+        if row["state"] not in IN_INDEX:
+            if self.context.agent is not None and row.get("status") == Status.DUPLICATE and row.get("duplicate_of"):
+                # an agent's duplicate (a file copied, an attachment sent twice): unchanged, it stays one
+                request.meta[DUPLICATE_OF] = (row["etag"], row["duplicate_of"])
             return
         request.meta[PREVIOUS] = {key: row[key] for key in ("checksum", "last_modified", "etag", "state")}
         if self.context.forced or self.context.source.settings.orphans == "delete" or request.meta.get(RENDER) == "browser":

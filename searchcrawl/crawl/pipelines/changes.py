@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from scrapy.crawler import Crawler
 
@@ -25,9 +26,11 @@ from searchcrawl.rules.status_codes import Status
 logger = logging.getLogger(__name__)
 
 
-def duplicate_of(original: str, depth: int | None = None) -> Outcome:
-    """The outcome of a URL whose content is indexed at ``original``."""
-    return Outcome(Event.GONE, int(Status.DUPLICATE), f"duplicate of {original}", depth, "duplicate", {"duplicate_of": original})
+def duplicate_of(original: str, depth: int | None = None, record: dict[str, Any] | None = None) -> Outcome:
+    """The outcome of a URL whose content is indexed at ``original``, with what its fetch
+    learned (``record``: its validators, so that an unchanged duplicate is known next time)."""
+    columns = {**(record or {}), "duplicate_of": original}
+    return Outcome(Event.GONE, int(Status.DUPLICATE), f"duplicate of {original}", depth, "duplicate", columns)
 
 
 class ChangePipeline:
@@ -64,5 +67,7 @@ class ChangePipeline:
                 self.crawler.signals.send_catch_log(url_outcome, url=duplicate["url"], outcome=duplicate_of(item.url))
                 logger.debug("Canonical copy replaces %s: %s", duplicate["url"], item.url)
             else:
-                raise NotIndexed(duplicate_of(duplicate["url"], item.depth), f"Duplicate of {duplicate['url']}: {item.url}")
+                raise NotIndexed(
+                    duplicate_of(duplicate["url"], item.depth, item.record), f"Duplicate of {duplicate['url']}: {item.url}"
+                )
         return item
