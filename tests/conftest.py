@@ -200,18 +200,26 @@ def serve() -> Iterator:
 # --- Order: the longest first ------------------------------------------------------------------
 
 LONGEST = ("tests/e2e/test_sequences.py", "tests/e2e/test_scale_out.py", "tests/e2e/test_wheel.py")
+# The unit tests of several CPU-seconds each (Hypothesis properties, whole sites through html-text):
+# first in the unit layer, for the same reason; last, one of them ran alone on a 2-core machine.
+LONGEST_UNITS = ("tests/rules/test_properties.py", "tests/content/test_extract.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """End-to-end crawls first, the longest of them at the very front, then the unit layer: with
-    several workers (pytest-xdist, as deploy/test.sh runs the suite) the long crawls overlap and
-    the short tests fill in at the end, instead of one long test running alone last."""
+    """End-to-end crawls first, the longest of them at the very front, then the unit layer, its
+    longest tests first: with several workers (pytest-xdist, as deploy/test.sh runs the suite) the
+    long tests overlap and the short tests fill in at the end, instead of one long test running
+    alone last."""
 
     def rank(item: pytest.Item) -> int:
         path = item.nodeid.split("::", 1)[0]
         if path in LONGEST:
             return LONGEST.index(path)
-        return len(LONGEST) + (0 if path.startswith("tests/e2e/") else 1)
+        if path.startswith("tests/e2e/"):
+            return len(LONGEST)
+        if path in LONGEST_UNITS:
+            return len(LONGEST) + 1 + LONGEST_UNITS.index(path)
+        return len(LONGEST) + 1 + len(LONGEST_UNITS)
 
     items.sort(key=rank)  # stable: the files keep their order within a rank
 
