@@ -7,6 +7,7 @@ from __future__ import annotations
 import configparser
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -228,3 +229,35 @@ def test_rendering_under_scrapyd(scrapyd: Scrapyd, ops_project: Project, quotes_
     text = indexed_text(solr, "opsjs")
     assert [quote for quote in quotes_site.quotes if quote not in text] == []
     assert ops_project.table().get("opsjs", quotes_site.url + "js/page/7/")["fetched_with"] == "browser"
+
+
+def test_sources_of_files_and_of_a_table_as_scheduled_scrapyd_jobs(scrapyd: Scrapyd, ops_project: Project, solr) -> None:
+    """Agents' sources run under scrapyd as web sources do: the egg carries the agents, `scrapy
+    scheduler` starts them when due, their documents reach Solr."""
+    share = ops_project.data_dir.parent / "share"
+    (share / "minutes").mkdir(parents=True)
+    (share / "minutes" / "board.txt").write_text("board minutes: budget approved")
+    (share / "notes.html").write_text("<html><head><title>Notes</title></head><body><p>team notes</p></body></html>")
+    database = ops_project.data_dir.parent / "records.sqlite3"
+    with sqlite3.connect(database) as connection:
+        connection.execute("CREATE TABLE records (id INTEGER PRIMARY KEY, title TEXT, body TEXT)")
+        connection.executemany("INSERT INTO records VALUES (?, ?, ?)", [(1, "First", "harbour"), (2, "Second", "crane")])
+    ops_project.source("opsfiles", f'type = "files"\nrefresh_interval = "1h"\n[files]\nroots = ["{share}"]\n')
+    ops_project.source(
+        "opsrows",
+        'type = "database"\nrefresh_interval = "1h"\n[database]\n'
+        f'url = "sqlite:///{database}"\nquery = "SELECT id, title, body FROM records"\nkey = "id"\ntitle = "title"\ncontent = ["body"]\n',
+    )
+    deploy(scrapyd)
+    started = ops_project.scrapy("scheduler", "--once", SEARCHCRAWL_SCRAPYD_URL=scrapyd.url)
+    assert "Schedule of opsfiles (every 1:00:00): started crawl" in started.stderr, started.stderr
+    assert "Schedule of opsrows (every 1:00:00): started crawl" in started.stderr, started.stderr
+    jobs = [job for state in ("pending", "running", "finished") for job in scrapyd.get("listjobs.json")[state]]
+    for job in jobs:
+        if job["spider"] in ("opsfiles", "opsrows"):
+            scrapyd.wait_finished(job["id"])
+    assert sorted(doc["url"] for doc in solr_docs(solr, "opsfiles")) == [
+        (share / "minutes" / "board.txt").as_uri(),
+        (share / "notes.html").as_uri(),
+    ]
+    assert sorted(doc["title"] for doc in solr_docs(solr, "opsrows")) == ["First", "Second"]
