@@ -11,10 +11,14 @@ prefix replacement or a regular expression substitution::
     [[display_urls]]
     regex = '^http://([a-z]+)\\.internal/'
     replace = 'https://\\1.example.com/'
+
+A prefix that is a folder path (``prefix = "/srv/share/"``) stands for its file URL
+(``file:///srv/share/``): the documents of a files source.
 """
 
 from __future__ import annotations
 
+import pathlib
 import re
 from collections.abc import Sequence
 
@@ -42,7 +46,7 @@ class DisplayUrlRule(BaseModel):
 
 class DisplayUrls:
     def __init__(self, rules: Sequence[DisplayUrlRule]) -> None:
-        self.rules = [(rule, re.compile(rule.regex) if rule.regex else None) for rule in rules]
+        self.rules = [(_as_file_url(rule), re.compile(rule.regex) if rule.regex else None) for rule in rules]
 
     def display_url(self, url: str) -> str:
         """The display URL of an access URL (the URL itself when no rule matches)."""
@@ -54,3 +58,12 @@ class DisplayUrls:
             elif rule.prefix is not None and url.startswith(rule.prefix):
                 return rule.replace + url[len(rule.prefix) :]
         return url
+
+
+def _as_file_url(rule: DisplayUrlRule) -> DisplayUrlRule:
+    """A prefix that is a folder path (``/srv/share/``, a files source's) as the file URL its
+    documents have (``file:///srv/share/``), so a rule may name the folder as its users know it."""
+    if rule.prefix is None or not rule.prefix.startswith("/"):
+        return rule
+    uri = pathlib.PurePosixPath(rule.prefix).as_uri()
+    return rule.model_copy(update={"prefix": uri + "/" if rule.prefix.endswith("/") else uri})
