@@ -142,10 +142,10 @@ class WebApp:
         if self._database is not None:
             self._database.close()
 
-    def render(self, request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    def render(self, request: Request, template: str, code: int = 200, **context: Any) -> HTMLResponse:
         session = self.sessions.get(request.cookies.get(SESSION_COOKIE))
-        html = self.templates.get_template(name).render(session=session, admin_enabled=self.sessions.enabled, **context)
-        return HTMLResponse(html, status_code=status)
+        html = self.templates.get_template(template).render(session=session, admin_enabled=self.sessions.enabled, **context)
+        return HTMLResponse(html, status_code=code)
 
     def url(self, path: str) -> str:
         return self.config.prefix + path

@@ -161,8 +161,6 @@ def run_search(client: pysolr.Solr, request: SearchRequest, rows: int = 10, spel
             "facet.query": [f"last_modified:{solr_range}" for _label, solr_range in MODIFIED.values()],
         }
     )
-    if spellcheck:
-        params.update({"spellcheck": "true", "spellcheck.collate": "true", "spellcheck.count": 5})
     results = client.search(request.q, **params)
     page.total = results.hits
     for doc in unique_hits(results.docs):
@@ -179,8 +177,16 @@ def run_search(client: pysolr.Solr, request: SearchRequest, rows: int = 10, spel
             )
         )
     page.facets = facets(request, results.facets or {})
-    if not page.total:
-        page.suggestions = suggestions(request, results.spellcheck or {})
+    if not page.total and spellcheck:  # asked only then: the component costs every query time
+        # collations are tried against the index with the filters: a suggestion is one that finds
+        checked = client.search(
+            request.q,
+            rows=0,
+            fq=params["fq"],
+            spellcheck="true",
+            **{"spellcheck.collate": "true", "spellcheck.count": 5, "spellcheck.maxCollationTries": 5},
+        )
+        page.suggestions = suggestions(request, checked.spellcheck or {})
     return page
 
 
