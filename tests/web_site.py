@@ -12,8 +12,11 @@ import html
 import os
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import Project, Site
 
@@ -81,3 +84,18 @@ def crawl_harbour(project: Project, site: Site, titles: dict[str, str]) -> Corpu
         result = project.scrapy("crawl", name)
         assert result.returncode == 0, result.stderr[-3000:]
     return Corpus(site, main, second, {site.url + path: title for path, title in titles.items()})
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory, solr_url: str) -> Iterator[tuple[Project, Corpus]]:
+    """The harbour site served and crawled into the test Solr, once per test module."""
+    base = tmp_path_factory.mktemp("web")
+    (base / "sources").mkdir()
+    (base / "site").mkdir()
+    project = Project(base / "data", base / "sources", solr_url)
+    titles = build_harbour(base / "site")
+    site = Site(base / "site").start()
+    try:
+        yield project, crawl_harbour(project, site, titles)
+    finally:
+        site.stop()

@@ -37,7 +37,9 @@ class Command(ScrapyCommand):
         assert self.settings is not None
         source, action = args
         with open_database(self.settings, migrate=True) as database:
-            outcome = control(database, launcher_for(self.settings), source, action, self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))
+            outcome = control(
+                database, launcher_for(self.settings), source, action, self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")
+            )
         print(outcome.message)
         if not outcome.ok:
             self.exitcode = 1

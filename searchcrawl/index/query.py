@@ -21,7 +21,7 @@ HIT_FIELDS = "id,url,source,title,display_url,description,mimetype,last_modified
 def term_filter(field: str, value: str) -> str:
     """A filter on one exact value of a string field: the term parser takes ``value`` literally
     (no query syntax, nothing to escape), so a facet value from the index is safe to send back."""
-    return "{!term f=%s}%s" % (field, value)
+    return "{!term f=" + field + "}" + value
 
 
 def search_params(

@@ -37,7 +37,8 @@ def control(database: Database, launcher: Launcher, source: str, action: str, st
             return Outcome(False, f"{source}: no running or suspended crawl")
         if run["control"]:
             return Outcome(
-                True, f"{source}: run {run['id']} asked to {action}; the crawl will close within SEARCHCRAWL_PROGRESS_INTERVAL seconds"
+                True,
+                f"{source}: run {run['id']} asked to {action}; the crawl will close within SEARCHCRAWL_PROGRESS_INTERVAL seconds",
             )
         return Outcome(True, f"{source}: run {run['id']} is {run['state']}")
     run = runs.latest(source)

@@ -708,8 +708,15 @@ class DocumentTable:
         administration's document browser. ``status=-1`` selects rows without a status."""
         table = Document.__table__
         query = select(
-            table.c.url, table.c.display_url, table.c.state, table.c.status, table.c.reason, table.c.content_type,
-            table.c.depth, table.c.last_fetched, table.c.delta,
+            table.c.url,
+            table.c.display_url,
+            table.c.state,
+            table.c.status,
+            table.c.reason,
+            table.c.content_type,
+            table.c.depth,
+            table.c.last_fetched,
+            table.c.delta,
         ).where(table.c.source == source)
         if status == -1:
             query = query.where(table.c.status.is_(None))

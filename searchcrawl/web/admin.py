@@ -89,9 +89,7 @@ def overview(
             state = "dead"
         size, files = spool_fill(cache_root / name)
         rows.append(
-            SourceRow(
-                name, state, run, next_run(marks, name, schedule, now), table.count_by(name, "state"), size, files, error
-            )
+            SourceRow(name, state, run, next_run(marks, name, schedule, now), table.count_by(name, "state"), size, files, error)
         )
     return rows
 

@@ -125,7 +125,9 @@ class WebApp:
 
     def __post_init__(self) -> None:
         self.sessions = Sessions(self.config.credentials, self.config.session_lifetime)
-        self.templates = Environment(loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True))
+        self.templates = Environment(
+            loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True)
+        )
         self.templates.globals.update(base=self.config.prefix, facet_titles=FACET_TITLES, describe=describe, actions=ACTIONS)
         self.solr = pysolr.Solr(self.config.solr_url, auth=self.config.solr_auth, timeout=self.config.solr_timeout)
 
@@ -242,7 +244,12 @@ class WebApp:
             for name in names:  # reap local crawl processes that ended
                 self.config.launcher.active(name)
             rows = admin.overview(
-                self.database, names, self.config.schedule_of, self.config.cache_root, datetime.now().astimezone(), self.config.stale_after
+                self.database,
+                names,
+                self.config.schedule_of,
+                self.config.cache_root,
+                datetime.now().astimezone(),
+                self.config.stale_after,
             )
             return {"sources": rows, "solr": admin.solr_health(self.config.solr_url, self.config.solr_auth)}
 

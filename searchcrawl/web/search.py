@@ -67,7 +67,9 @@ class SearchRequest:
         if set(changes) - {"page"}:
             values["page"] = 1
         values.update(changes)
-        kept = {key: value for key, value in values.items() if key == "q" or (value not in (None, "") and (key, value) != ("page", 1))}
+        kept = {
+            key: value for key, value in values.items() if key == "q" or (value not in (None, "") and (key, value) != ("page", 1))
+        }
         return "?" + urlencode(kept)
 
     def solr_filters(self) -> list[str]:
@@ -198,7 +200,13 @@ def facets(request: SearchRequest, solr_facets: dict[str, Any]) -> dict[str, lis
         flat = fields.get(solr_field, [])
         values = [(str(flat[i]), int(flat[i + 1])) for i in range(0, len(flat) - 1, 2)]
         shown[name] = [
-            FacetValue(value, value, count, request.url(**{name: None if chosen.get(name) == value else value}), chosen.get(name) == value)
+            FacetValue(
+                value,
+                value,
+                count,
+                request.url(**{name: None if chosen.get(name) == value else value}),
+                chosen.get(name) == value,
+            )
             for value, count in values
         ]
     queries = solr_facets.get("facet_queries", {})

@@ -74,7 +74,7 @@ class Sessions:
 
     def flash(self, token: str | None, message: str) -> None:
         with self._lock:
-            if token in self._sessions:
+            if token is not None and token in self._sessions:
                 self._flashes[token] = message
             for stale in [key for key in self._flashes if key not in self._sessions]:
                 del self._flashes[stale]

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
 from scrapy.settings import Settings
 from starlette.testclient import TestClient
 
@@ -18,24 +16,10 @@ from searchcrawl.ops.launchers import LocalLauncher
 from searchcrawl.store import Database
 from searchcrawl.store.runs import Runs
 from searchcrawl.web.app import SESSION_COOKIE, WebConfig, create_app
-from tests.conftest import ROOT, Project, Site
-from tests.web_site import SCRIPT_TITLE, Corpus, build_harbour, crawl_harbour
+from tests.conftest import ROOT, Project
+from tests.web_site import SCRIPT_TITLE, corpus  # noqa: F401 (a fixture)
 
 PASSWORD = "harbour-master-" + uuid.uuid4().hex  # a secret: must appear on no page
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory, solr_url: str) -> Iterator[tuple[Project, Corpus]]:
-    base = tmp_path_factory.mktemp("web")
-    (base / "sources").mkdir()
-    (base / "site").mkdir()
-    project = Project(base / "data", base / "sources", solr_url)
-    titles = build_harbour(base / "site")
-    site = Site(base / "site").start()
-    try:
-        yield project, crawl_harbour(project, site, titles)
-    finally:
-        site.stop()
 
 
 def web_config(project: Project, credentials: tuple[str, str] | None = ("admin", PASSWORD), **changes: object) -> WebConfig:
@@ -70,7 +54,9 @@ def login(web: TestClient, prefix: str = "") -> str:
     """Log in; returns the session's CSRF token."""
     form = web.get(prefix + "/admin/login")
     token = re.search(r'name="login_token" value="([^"]+)"', form.text)[1]
-    answer = web.post(prefix + "/admin/login", data={"login_token": token, "username": "admin", "password": PASSWORD}, follow_redirects=False)
+    answer = web.post(
+        prefix + "/admin/login", data={"login_token": token, "username": "admin", "password": PASSWORD}, follow_redirects=False
+    )
     assert answer.status_code == 303, answer.text
     page = web.get(prefix + "/admin")
     return re.search(r'name="csrf" value="([^"]+)"', page.text)[1]
@@ -87,7 +73,7 @@ def test_search_page_hits_facets_pagination_and_one_hit_per_url(corpus) -> None:
     shown = hits(first.text)
     assert len(shown) == 10
     assert all(link in harbour.pages for link, _title in shown)
-    assert '<mark>harbour</mark>' in first.text.lower()  # the snippet, highlighted
+    assert "<mark>harbour</mark>" in first.text.lower()  # the snippet, highlighted
     assert f'<span class="source">{harbour.main}</span>' in first.text and "text/html" in first.text
     # facets: both sources (log00 is the second source's too, collapsed to one hit), the host, the
     # type, the language, and the last-modified ranges (half the logs are two years old)
@@ -156,7 +142,9 @@ def test_crawled_markup_is_shown_as_text_and_no_script_may_run(corpus) -> None:
 def test_query_text_and_hostile_parameters_are_harmless(corpus) -> None:
     project, _harbour = corpus
     web = client(project)
-    page = web.get("/", params={"q": '"><script>alert(1)</script>', "page": "-3", "source": "x}{!lucene}*:*", "modified": "forever"})
+    page = web.get(
+        "/", params={"q": '"><script>alert(1)</script>', "page": "-3", "source": "x}{!lucene}*:*", "modified": "forever"}
+    )
     assert page.status_code == 200 and "<script>alert(1)" not in page.text
     assert "&#34;&gt;&lt;script&gt;" in page.text or "&quot;&gt;&lt;script&gt;" in page.text
     assert web.get("/", params={"q": "harbour", "page": "100000"}).status_code == 200
@@ -224,9 +212,12 @@ def test_admin_pages_show_sources_runs_reports_documents_and_explain(corpus) -> 
     assert documents.text.count('<td class="url">') == 28 and "Status 200: HTTP OK" in documents.text
     explained = web.post(f"/admin/sources/{harbour.main}/explain", data={"csrf": csrf, "url": harbour.site.url + "log03.html"})
     assert explained.status_code == 200 and "verdict:       CRAWLED" in explained.text
-    assert "Not logged in" in TestClient(create_app(web_config(project))).post(
-        f"/admin/sources/{harbour.main}/explain", data={"url": harbour.site.url}
-    ).text
+    assert (
+        "Not logged in"
+        in TestClient(create_app(web_config(project)))
+        .post(f"/admin/sources/{harbour.main}/explain", data={"url": harbour.site.url})
+        .text
+    )
     for page in (overview, run, source, documents, explained):
         assert PASSWORD not in page.text
 
@@ -261,9 +252,7 @@ def test_prefix_behind_a_reverse_proxy(corpus) -> None:
     assert web.get("/search/static/style.css").status_code == 200
     login(web, "/search")
     assert web.get("/search/admin").status_code == 200
-    assert all(
-        (cookie.path or "").startswith("/search/admin") for cookie in web.cookies.jar
-    )
+    assert all((cookie.path or "").startswith("/search/admin") for cookie in web.cookies.jar)
 
 
 def test_bookmarkable_url_round_trip(corpus) -> None:
