@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import html
 import os
+import socket
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Project, Site
+from tests.conftest import ROOT, Project, Site, wait_for
 
 WORDS = "anchor beacon cargo dredger ferry gantry jetty mooring pilot quay rudder tugboat".split()
+PASSWORD = "quay-" + uuid.uuid4().hex  # the administrator's, for `scrapy web` started by serve_web
 SCRIPT_TITLE = "<script>alert('owned')</script> Harbour warning"
 SCRIPT_TEXT = "Beware of <img src=x onerror=alert('img')> and <b>bold</b> claims about the harbour."
 OLD = time.time() - 2 * 365 * 86400
@@ -99,3 +103,28 @@ def corpus(tmp_path_factory: pytest.TempPathFactory, solr_url: str) -> Iterator[
         yield project, crawl_harbour(project, site, titles)
     finally:
         site.stop()
+
+
+def serve_web(project: Project, port: int, *args: str) -> subprocess.Popen[str]:
+    """`scrapy web --port N` in the project; waits until it answers. Its crawls save counters
+    every second (tests/web_settings.py)."""
+    env = project.env(
+        SCRAPY_SETTINGS_MODULE="tests.web_settings", SEARCHCRAWL_WEB_USERNAME="admin", SEARCHCRAWL_WEB_PASSWORD=PASSWORD
+    )
+    log = open(project.data_dir.parent / f"web-{port}.log", "w")  # noqa: SIM115 (closed with the process)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "web", "--port", str(port), *args],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+    def answering() -> bool:
+        assert process.poll() is None, (project.data_dir.parent / f"web-{port}.log").read_text()
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_for(answering, 60, "scrapy web to listen")
+    return process

@@ -105,6 +105,7 @@ class RunView:
     documents: dict[str, int]
     statuses: list[tuple[int | None, int, str]]
     failed: list[dict[str, Any]] = field(default_factory=list)  # the latest failed rows
+    cache: tuple[int, int] = (0, 0)  # (bytes, spool files) of the source's document cache
 
     @property
     def progress(self) -> str:
@@ -115,7 +116,7 @@ class RunView:
         return f"{100 * done / (done + queued + leased):.0f} %"
 
 
-def run_view(database: Database, run_id: int, stale_after: float = 600) -> RunView | None:
+def run_view(database: Database, run_id: int, cache_root: Path, stale_after: float = 600) -> RunView | None:
     """A run as the live page shows it: its counters (saved by RunMonitor every
     SEARCHCRAWL_PROGRESS_INTERVAL seconds), rate, nodes, and its source's documents and errors."""
     runs, table = Runs(database), DocumentTable(database)
@@ -139,6 +140,7 @@ def run_view(database: Database, run_id: int, stale_after: float = 600) -> RunVi
         table.count_by(run["source"], "state"),
         [(status, count, describe(status)) for status, count in statuses],
         table.rows(run["source"], state=State.FAILED.value, limit=20),
+        spool_fill(cache_root / run["source"]),
     )
 
 

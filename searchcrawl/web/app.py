@@ -278,7 +278,9 @@ class WebApp:
         denied = await self._denied(request)
         if denied is not None:
             return denied
-        view = await _in_thread(admin.run_view, self.database, int(request.path_params["run"]), self.config.stale_after)
+        view = await _in_thread(
+            admin.run_view, self.database, int(request.path_params["run"]), self.config.cache_root, self.config.stale_after
+        )
         if view is None:
             return self.render(request, "forbidden.html", 404, reason="No such run.")
         report = None

@@ -8,9 +8,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,38 +18,12 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from searchcrawl.ops.processes import process_alive
 from searchcrawl.store import Database
 from searchcrawl.store.runs import Runs
-from tests.conftest import ROOT, Project, free_port, wait_for
+from tests.conftest import Project, free_port, wait_for
 from tests.sites import build_intranet
-from tests.web_site import SCRIPT_TITLE, corpus  # noqa: F401 (a fixture)
+from tests.web_site import PASSWORD, SCRIPT_TITLE, corpus, serve_web  # noqa: F401 (a fixture)
 
 CHROMIUM = Path(os.environ.get("SEARCHCRAWL_CHROMIUM_PATH", "/usr/lib/chromium/chromium"))
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)")
-PASSWORD = "quay-" + uuid.uuid4().hex
-
-
-def serve_web(project: Project, port: int, *args: str) -> subprocess.Popen[str]:
-    """`scrapy web --port N` in the project; waits until it answers. Its crawls save counters
-    every second (tests/web_settings.py)."""
-    env = project.env(
-        SCRAPY_SETTINGS_MODULE="tests.web_settings", SEARCHCRAWL_WEB_USERNAME="admin", SEARCHCRAWL_WEB_PASSWORD=PASSWORD
-    )
-    log = open(project.data_dir.parent / f"web-{port}.log", "w")  # noqa: SIM115 (closed with the process)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "web", "--port", str(port), *args],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-    def answering() -> bool:
-        assert process.poll() is None, (project.data_dir.parent / f"web-{port}.log").read_text()
-        with socket.socket() as sock:
-            return sock.connect_ex(("127.0.0.1", port)) == 0
-
-    wait_for(answering, 60, "scrapy web to listen")
-    return process
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +127,7 @@ def test_admin_starts_watches_and_suspends_a_crawl(web, browser: Browser, tmp_pa
             # no reload by the test: the page's own refresh shows the crawl's progress
             wait_for(lambda: int(page.inner_text(".counter-pages") or 0) > first, 30, "the page to refresh with more pages")
             assert "pages/min" in page.inner_text(".rate") and "to add" in page.inner_text(".pending")
+            assert "spool files" in page.inner_text(".cache") and "failed" in page.inner_text(".errors")
             page.click("button[value=suspend]")
             page.wait_for_selector(".flash")
             assert f"run {run_id} asked to suspend" in page.inner_text(".flash")
