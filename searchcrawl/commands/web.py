@@ -74,6 +74,8 @@ class Command(ScrapyCommand):
                 raise ValueError(f"broken source file: {exc}") from None
 
         credentials = secrets.credentials(secrets.WEB_USERNAME, secrets.WEB_PASSWORD)
+        # the crawls and explains this server starts inherit its environment, not its password
+        os.environ.pop(secrets.WEB_PASSWORD, None)
         prefix = normal_prefix(opts.prefix if opts.prefix is not None else settings.get("SEARCHCRAWL_WEB_PREFIX", ""))
         project_cfg = closest_scrapy_cfg()
         config = WebConfig(

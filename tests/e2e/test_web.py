@@ -196,7 +196,12 @@ def test_admin_pages_show_sources_runs_reports_documents_and_explain(corpus) -> 
     project, harbour = corpus
     web = client(project)
     csrf = login(web)
+    scheduled = f"scheduled-{uuid.uuid4().hex[:8]}"
+    project.source(scheduled, f'seeds = ["{harbour.site.url}index.html"]\nrefresh_interval = "6h"\n')
     overview = web.get("/admin")
+    row = re.search(rf"<tr>\s*<td><a href=\"/admin/sources/{scheduled}\">.*?</tr>", overview.text, re.S)[0]
+    assert "never crawled" in row and "<td>due now</td>" in row  # first seen by the scheduler: due at once
+    (project.sources_dir / f"{scheduled}.toml").unlink()
     assert overview.headers["cache-control"] == "no-store"
     assert "Solr answers (OK)" in overview.text
     row = re.search(rf"<tr>\s*<td><a href=\"/admin/sources/{harbour.main}\">.*?</tr>", overview.text, re.S)[0]

@@ -151,3 +151,5 @@ def test_admin_starts_watches_and_suspends_a_crawl(web, browser: Browser, tmp_pa
         database.close()
     assert seen == []
     page.close()
+    log = (project.data_dir.parent / f"web-{url.rsplit(':', 1)[1]}.log").read_text()
+    assert "Serving searchcrawl's pages on http://127.0.0.1:" in log and PASSWORD not in log
