@@ -553,3 +553,8 @@ def solr_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSolrCl
     cloud = LocalSolrCloud(tmp_path_factory.mktemp("solr-cloud")).start()
     yield cloud
     cloud.stop()
+
+
+# The web application's crawled corpus (tests/web_site.py): a fixture of this conftest so that
+# its test modules share one crawl per pytest process.
+from tests.web_site import harbour_corpus  # noqa: E402, F401

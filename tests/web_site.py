@@ -90,9 +90,10 @@ def crawl_harbour(project: Project, site: Site, titles: dict[str, str]) -> Corpu
     return Corpus(site, main, second, {site.url + path: title for path, title in titles.items()})
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory, solr_url: str) -> Iterator[tuple[Project, Corpus]]:
-    """The harbour site served and crawled into the test Solr, once per test module."""
+@pytest.fixture(scope="session")
+def harbour_corpus(tmp_path_factory: pytest.TempPathFactory, solr_url: str) -> Iterator[tuple[Project, Corpus]]:
+    """The harbour site served and crawled into the test Solr once per pytest process (each
+    worker has a Solr core of its own): the tests count its documents, so it is there once."""
     base = tmp_path_factory.mktemp("web")
     (base / "sources").mkdir()
     (base / "site").mkdir()

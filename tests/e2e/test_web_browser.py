@@ -20,7 +20,7 @@ from searchcrawl.store import Database
 from searchcrawl.store.runs import Runs
 from tests.conftest import Project, free_port, wait_for
 from tests.sites import build_intranet
-from tests.web_site import PASSWORD, SCRIPT_TITLE, corpus, serve_web  # noqa: F401 (a fixture)
+from tests.web_site import PASSWORD, SCRIPT_TITLE, serve_web
 
 CHROMIUM = Path(os.environ.get("SEARCHCRAWL_CHROMIUM_PATH", "/usr/lib/chromium/chromium"))
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)")
@@ -35,8 +35,8 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture
-def web(corpus) -> Iterator[tuple[str, Project]]:  # noqa: F811
-    project, _harbour = corpus
+def web(harbour_corpus) -> Iterator[tuple[str, Project]]:
+    project, _harbour = harbour_corpus
     project.data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     process = serve_web(project, port)
@@ -52,14 +52,14 @@ def dialogs_and_errors(page: Page) -> list[str]:
     return seen
 
 
-def test_search_facets_and_pages_in_a_browser(web, corpus, browser: Browser) -> None:  # noqa: F811
+def test_search_facets_and_pages_in_a_browser(web, browser: Browser) -> None:
     url, _project = web
     page = browser.new_page()
     page.goto(url + "/")
-    page.fill("input[name=q]", "harbour master")
+    page.fill("input[name=q]", '"harbour master"')  # a phrase only this corpus holds
     page.press("input[name=q]", "Enter")
     page.wait_for_selector(".hit")
-    assert "27 documents match" in page.inner_text(".summary")
+    assert "24 documents match" in page.inner_text(".summary")
     assert page.locator(".hit").count() == 10
     assert page.locator(".hit mark").count() >= 10  # highlighted snippets
     page.click("#facet-modified >> text=over a year ago")
@@ -78,11 +78,11 @@ def test_search_facets_and_pages_in_a_browser(web, corpus, browser: Browser) -> 
     page.close()
 
 
-def test_a_crawled_script_title_is_harmless_in_a_browser(web, corpus, browser: Browser) -> None:  # noqa: F811
+def test_a_crawled_script_title_is_harmless_in_a_browser(web, browser: Browser) -> None:
     url, _project = web
     page = browser.new_page()
     seen = dialogs_and_errors(page)
-    page.goto(url + "/?q=beware+bold+claims")
+    page.goto(url + "/?q=%22claims+about+the+harbour%22")
     page.wait_for_selector(".hit")
     assert page.locator(".hit h2").first.inner_text() == SCRIPT_TITLE
     assert "<img src=x onerror=alert('img')>" in page.locator(".hit .snippet").first.inner_text()
