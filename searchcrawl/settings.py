@@ -132,6 +132,15 @@ SEARCHCRAWL_SCRAPYD_URL = os.environ.get("SEARCHCRAWL_SCRAPYD_URL", "")
 SEARCHCRAWL_SCRAPYD_PROJECT = "searchcrawl"  # the project name the egg was deployed under
 SEARCHCRAWL_SCHEDULER_TICK = 30.0  # seconds between the scheduler's checks for due sources
 
+# --- The web application (`scrapy web`) ---------------------------------------------------------
+# Its administration login: SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE) in the
+# environment (without them the administration pages are off).
+SEARCHCRAWL_WEB_HOST = "127.0.0.1"  # the address it listens on (--host); loopback unless told otherwise
+SEARCHCRAWL_WEB_PORT = 8080  # --port
+SEARCHCRAWL_WEB_PREFIX = os.environ.get("SEARCHCRAWL_WEB_PREFIX", "")  # path behind a reverse proxy, e.g. /search (--prefix)
+SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page
+SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
+
 EXTENSIONS = {
     # first, before any extension could log a setting: secret-ish settings' values are masked
     "searchcrawl.crawl.extensions.secret_settings.SecretSettings": -1000,

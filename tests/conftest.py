@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import importlib.machinery
 import io
 import os
 import shutil
@@ -37,6 +38,28 @@ from tests.forkserver import ForkServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
+
+
+class CheckoutConfigset:
+    """The configset package (``searchcrawl.index.configset``) from THIS checkout's solr/configset.
+
+    An editable install maps the package to the checkout it was installed from; a test run of
+    another worktree (PYTHONPATH=<worktree>) would otherwise start its Solr with that checkout's
+    schema and solrconfig, and never test its own."""
+
+    NAME, FOLDER = "searchcrawl.index.configset", ROOT / "solr" / "configset"
+
+    @classmethod
+    def find_spec(cls, name: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+        if name != cls.NAME or not cls.FOLDER.is_dir():
+            return None
+        loader = importlib.machinery.NamespaceLoader(name, [str(cls.FOLDER)], importlib.machinery.PathFinder._get_spec)  # type: ignore[attr-defined]
+        spec = importlib.machinery.ModuleSpec(name, loader, is_package=True)
+        spec.submodule_search_locations = [str(cls.FOLDER)]
+        return spec
+
+
+sys.meta_path.insert(0, CheckoutConfigset)
 CORPORA = SHARED / "corpora"
 
 
@@ -563,3 +586,8 @@ def solr_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSolrCl
     cloud = LocalSolrCloud(tmp_path_factory.mktemp("solr-cloud")).start()
     yield cloud
     cloud.stop()
+
+
+# The web application's crawled corpus (tests/web_site.py): a fixture of this conftest so that
+# its test modules share one crawl per pytest process.
+from tests.web_site import harbour_corpus  # noqa: E402, F401

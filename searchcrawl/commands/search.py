@@ -1,39 +1,27 @@
 """`scrapy search "<query>"`: query the index from the shell (title, URL and a snippet a hit).
 
-Two sources that crawl one URL hold two Solr documents (ids ``<source>!<url>``, one ``url``);
-the search shows one hit per URL: it collapses on ``url`` (the best-scoring document of each
-URL). On SolrCloud collapsing works within a shard, and documents are routed by source, so a URL
-of two sources may sit on two shards: ``format_hits`` also drops a URL already shown."""
+One hit per URL, as on the web search page: both ask Solr through searchcrawl/index/query.py."""
 
 from __future__ import annotations
 
 import argparse
-import re
 
 import pysolr
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.config import paths
+from searchcrawl.index.query import search_params, snippet_of, unique_hits
 from searchcrawl.ops.terminal import printable
 
 
 def format_hits(results: pysolr.Results) -> list[str]:
     """One block of lines per hit: rank and title, URL, snippet."""
     lines = []
-    shown: set[str] = set()
-    rank = 0
-    for doc in results.docs:
-        url = doc.get("url") or doc["id"]
-        if url in shown:
-            continue
-        shown.add(url)
-        rank += 1
-        # highlighting is keyed by the uniqueKey: the document's Solr id, solr_id(source, url)
-        snippets = (results.highlighting or {}).get(doc["id"], {}).get("content") or []
-        snippet = " ".join(re.sub(r"\s+", " ", snippets[0]).split()) if snippets else doc.get("description", "")
+    for rank, doc in enumerate(unique_hits(results.docs), 1):
+        snippet = snippet_of(doc, results.highlighting)
         lines.append(f"{rank}. {doc.get('title') or '(no title)'}")
-        lines.append(f"   {doc.get('display_url') or url}")
+        lines.append(f"   {doc.get('display_url') or doc.get('url') or doc['id']}")
         if snippet:
             lines.append(f"   {snippet}")
     return lines
@@ -42,22 +30,9 @@ def format_hits(results: pysolr.Results) -> list[str]:
 def search(
     solr_url: str, query: str, rows: int = 10, source: str | None = None, auth: tuple[str, str] | None = None
 ) -> pysolr.Results:
-    """One hit per URL: Solr's collapse query parser keeps the best-scoring document of each
-    ``url`` (``nullPolicy=expand``: a document without one is kept as it is)."""
+    """One hit per URL (``search_params``), ``rows`` of them, of ``source`` only if given."""
     client = pysolr.Solr(solr_url, timeout=30, auth=auth)
-    filters = ["{!collapse field=url nullPolicy=expand}"]
-    if source:
-        filters.append(f'source:"{source}"')
-    params = {
-        "rows": rows,
-        "fl": "id,url,source,title,display_url,description",
-        "hl": "true",
-        "hl.fl": "content",
-        "hl.tag.pre": "*",
-        "hl.tag.post": "*",
-        "fq": filters,
-    }
-    return client.search(query, **params)
+    return client.search(query, **search_params(rows, source=source))
 
 
 class Command(ScrapyCommand):

@@ -10,7 +10,7 @@ from scrapy.commands import ScrapyCommand
 
 from searchcrawl.commands import open_database
 from searchcrawl.config import paths
-from searchcrawl.index.cache import SPOOL_SUFFIX
+from searchcrawl.index.cache import spool_fill
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import DocumentTable, State
@@ -64,8 +64,6 @@ class Command(ScrapyCommand):
         with open_database(self.settings) as database:
             table = DocumentTable(database)
             for name in names:
-                directory = paths.data_dir(self.settings) / "cache" / name
-                files = list(directory.glob("*" + SPOOL_SUFFIX)) if directory.is_dir() else []
-                size = sum(path.stat().st_size for path in files)
-                lines = source_report(table, name, size, len(files), self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))
+                size, files = spool_fill(paths.data_dir(self.settings) / "cache" / name)
+                lines = source_report(table, name, size, files, self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))
                 print("\n".join(printable(line) for line in lines))  # run reasons quote the sites

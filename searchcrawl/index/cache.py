@@ -48,6 +48,17 @@ SPOOL_BYTES = 8 * 1024 * 1024  # a spool is sealed (and a new one begun) past th
 SPOOL_SUFFIX = ".spool"
 
 
+def spool_fill(directory: Path) -> tuple[int, int]:
+    """(bytes, spool files) of a source's cache directory, as `scrapy status` and the web
+    administration show it: read from the files, so it is right while a crawl writes them."""
+    files = list(directory.glob("*" + SPOOL_SUFFIX)) if directory.is_dir() else []
+    size = 0
+    for path in files:
+        with contextlib.suppress(FileNotFoundError):  # a push deleted it meanwhile
+            size += path.stat().st_size
+    return size, len(files)
+
+
 def _compact(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 

@@ -713,3 +713,29 @@ class DocumentTable:
                 select(field, func.count()).where(Document.source == source).group_by(field)
             ).all()
             return {value: count for value, count in rows}
+
+    def rows(
+        self, source: str, status: int | None = None, state: str | None = None, limit: int = 50, offset: int = 0
+    ) -> list[dict[str, Any]]:
+        """A page of the source's rows (by id), of one status and/or state if given: the web
+        administration's document browser. ``status=-1`` selects rows without a status."""
+        table = Document.__table__
+        query = select(
+            table.c.url,
+            table.c.display_url,
+            table.c.state,
+            table.c.status,
+            table.c.reason,
+            table.c.content_type,
+            table.c.depth,
+            table.c.last_fetched,
+            table.c.delta,
+        ).where(table.c.source == source)
+        if status == -1:
+            query = query.where(table.c.status.is_(None))
+        elif status is not None:
+            query = query.where(table.c.status == status)
+        if state is not None:
+            query = query.where(table.c.state == state)
+        with self.engine.connect() as connection:
+            return [dict(row) for row in connection.execute(query.order_by(table.c.id).limit(limit).offset(offset)).mappings()]

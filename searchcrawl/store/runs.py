@@ -67,6 +67,11 @@ class Runs:
             )
             return dict(row) if row else None
 
+    def get(self, run_id: int) -> dict[str, Any] | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(select(Run.__table__).where(Run.id == run_id)).mappings().first()
+            return dict(row) if row else None
+
     def last_finished_start(self, source: str) -> datetime | None:
         """When the source's last finished run that changed the index started (a test crawl
         changes nothing): an incremental listing's ``since``."""

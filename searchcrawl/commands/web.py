@@ -1,0 +1,104 @@
+"""`scrapy web [--host H] [--port N] [--prefix /path]`: the search and administration pages.
+
+Serves searchcrawl/web's application with uvicorn on SEARCHCRAWL_WEB_HOST:SEARCHCRAWL_WEB_PORT
+(127.0.0.1:8080 by default: reaching it from elsewhere is a decision, made with ``--host``).
+The pages read Solr (SOLR_URL) and the document table of this project's settings; the buttons
+start crawls as `scrapy control` does (scrapyd when SEARCHCRAWL_SCRAPYD_URL is set, else local
+processes). Administration needs SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+from pathlib import Path
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+from scrapy.utils.conf import closest_scrapy_cfg
+
+from searchcrawl.config import paths
+from searchcrawl.config.source import SourceError
+from searchcrawl.config.spiderloader import SourceSpiderLoader
+from searchcrawl.ops import secrets
+from searchcrawl.ops.launchers import launcher_for
+from searchcrawl.rules.schedules import Schedule
+
+logger = logging.getLogger(__name__)
+PREFIX = re.compile(r"^(/[A-Za-z0-9._~-]+)*$")
+
+
+def normal_prefix(prefix: str) -> str:
+    """``/search`` from "search/", "/search" or "/search/"; "" for none. Only plain path segments."""
+    prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
+    if not PREFIX.match(prefix):
+        raise UsageError(f"a path prefix is made of plain path segments such as /search, got {prefix!r}")
+    return prefix
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+
+    def syntax(self) -> str:
+        return "[--host H] [--port N] [--prefix /path]"
+
+    def short_desc(self) -> str:
+        return "Serve the search page and the administration pages (127.0.0.1:8080 by default)"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--host", default=None, help="address to listen on (default: SEARCHCRAWL_WEB_HOST, 127.0.0.1)")
+        parser.add_argument("--port", type=int, default=None, help="port (default: SEARCHCRAWL_WEB_PORT, 8080)")
+        parser.add_argument("--prefix", default=None, help="path prefix behind a reverse proxy (default: SEARCHCRAWL_WEB_PREFIX)")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        import uvicorn
+
+        from searchcrawl.web.app import WebConfig, create_app
+
+        assert self.settings is not None and self.crawler_process is not None
+        settings = self.settings
+        loader = self.crawler_process.spider_loader
+        assert isinstance(loader, SourceSpiderLoader)  # SPIDER_LOADER_CLASS (searchcrawl/settings.py)
+
+        def source_names() -> list[str]:
+            loader.reload()  # new and edited source files show without a restart
+            return sorted(loader.list())
+
+        def schedule_of(name: str) -> Schedule | None:
+            try:
+                return loader.load(name).source.settings.crawl_schedule
+            except SourceError as exc:
+                raise ValueError(f"broken source file: {exc}") from None
+
+        credentials = secrets.credentials(secrets.WEB_USERNAME, secrets.WEB_PASSWORD)
+        # the crawls and explains this server starts inherit its environment, not its password
+        os.environ.pop(secrets.WEB_PASSWORD, None)
+        prefix = normal_prefix(opts.prefix if opts.prefix is not None else settings.get("SEARCHCRAWL_WEB_PREFIX", ""))
+        project_cfg = closest_scrapy_cfg()
+        config = WebConfig(
+            solr_url=paths.solr_url(settings),
+            solr_auth=paths.solr_auth(settings),
+            db_url=paths.db_url(settings),
+            cache_root=paths.data_dir(settings) / "cache",
+            project_dir=Path(project_cfg).parent if project_cfg else Path.cwd(),
+            source_names=source_names,
+            schedule_of=schedule_of,
+            launcher=launcher_for(settings),
+            credentials=credentials if credentials and credentials[1] else None,
+            prefix=prefix,
+            rows=settings.getint("SEARCHCRAWL_WEB_ROWS"),
+            stale_after=settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"),
+            session_lifetime=settings.getfloat("SEARCHCRAWL_WEB_SESSION_HOURS") * 3600,
+            explain_environ=dict(os.environ),
+        )
+        host = opts.host or settings.get("SEARCHCRAWL_WEB_HOST")
+        port = opts.port if opts.port is not None else settings.getint("SEARCHCRAWL_WEB_PORT")
+        if config.credentials is None:
+            logger.warning(
+                "Administration pages are off: set SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE) to enable them"
+            )
+        logger.info("Serving searchcrawl's pages on http://%s:%d%s/", host, port, prefix)
+        uvicorn.run(create_app(config), host=host, port=port, log_level="info", access_log=False)

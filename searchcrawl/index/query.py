@@ -1,0 +1,69 @@
+"""How a searcher's query is asked of Solr: shared by `scrapy search` and the web search page.
+
+Two sources that crawl one URL hold two Solr documents (ids ``<source>!<url>``, one ``url``); a
+searcher sees one hit per URL: the query collapses on ``url`` (the best-scoring document of each
+URL, ``nullPolicy=expand``: a document without one is kept as it is). On SolrCloud collapsing
+works within a shard, and documents are routed by source, so a URL of two sources may sit on two
+shards: ``unique_hits`` also drops a URL already shown. The query text itself goes to Solr as
+typed: the /select handler's edismax defaults (solrconfig.xml) are the index's semantics
+(phrases, stopword gaps, ``field:value``), the same for every client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+COLLAPSE = "{!collapse field=url nullPolicy=expand}"
+HIT_FIELDS = "id,url,source,title,display_url,description,mimetype,last_modified,language,host"
+
+
+def term_filter(field: str, value: str) -> str:
+    """A filter on one exact value of a string field: the term parser takes ``value`` literally
+    (no query syntax, nothing to escape), so a facet value from the index is safe to send back."""
+    return "{!term f=" + field + "}" + value
+
+
+def search_params(
+    rows: int = 10,
+    start: int = 0,
+    source: str | None = None,
+    filters: Iterable[str] = (),
+    highlight: tuple[str, str] = ("*", "*"),
+) -> dict[str, Any]:
+    """The parameters of a search (besides ``q``): one hit per URL, the hit fields, a highlighted
+    snippet from ``content`` between ``highlight``'s two markers."""
+    fq = [COLLAPSE]
+    if source:
+        fq.append(term_filter("source", source))
+    fq.extend(filters)
+    return {
+        "rows": rows,
+        "start": start,
+        "fl": HIT_FIELDS,
+        "hl": "true",
+        "hl.fl": "content",
+        "hl.tag.pre": highlight[0],
+        "hl.tag.post": highlight[1],
+        "fq": fq,
+    }
+
+
+def unique_hits(docs: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The documents in order, each URL once (see the module docstring: SolrCloud shards)."""
+    shown: set[str] = set()
+    for doc in docs:
+        url = doc.get("url") or doc["id"]
+        if url in shown:
+            continue
+        shown.add(url)
+        yield doc
+
+
+def snippet_of(doc: dict[str, Any], highlighting: dict[str, Any] | None) -> str:
+    """The hit's highlighted snippet (whitespace folded), else its description. Highlighting is
+    keyed by the uniqueKey: the document's Solr id, solr_id(source, url)."""
+    snippets = (highlighting or {}).get(doc["id"], {}).get("content") or []
+    if snippets:
+        return " ".join(snippets[0].split())
+    return str(doc.get("description") or "")

@@ -1,0 +1,1 @@
+"""The web application of searchcrawl (`scrapy web`): search and administration pages."""

@@ -1,0 +1,177 @@
+"""The administration pages' logic, without HTTP: what `scrapy status`, `report`, `explain` and
+`control` know, gathered for a page.
+
+Each function reads through the project's own stores (runs table, document table, schedule
+marks, the document cache's spools) and returns plain values; the templates only lay them out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pysolr
+import requests
+
+from searchcrawl.index.cache import spool_fill
+from searchcrawl.ops.dispatcher import ScheduleMarks
+from searchcrawl.rules.lifecycle import State
+from searchcrawl.rules.schedules import Schedule
+from searchcrawl.rules.status_codes import describe
+from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.database import as_utc
+from searchcrawl.store.runs import RUNNING, Runs
+
+EXPLAIN_TIMEOUT = 120  # seconds: robots.txt is fetched, with the crawl's own timeouts
+
+
+@dataclass
+class SourceRow:
+    name: str
+    state: str  # the latest run's state ("never crawled", "dead" for a run whose process is gone)
+    last_run: dict[str, Any] | None
+    next_run: str  # "due now", a time, or why there is none
+    documents: dict[str, int]  # per state
+    cache_bytes: int
+    cache_files: int
+    error: str = ""  # a broken source file
+
+    @property
+    def indexed(self) -> int:
+        return self.documents.get(State.INDEXED.value, 0)
+
+    @property
+    def pending(self) -> int:
+        return self.documents.get(State.PENDING.value, 0) + self.documents.get(State.REMOVING.value, 0)
+
+    @property
+    def total(self) -> int:
+        return sum(self.documents.values())
+
+
+def next_run(marks: ScheduleMarks, source: str, schedule: Schedule | None, now: datetime) -> str:
+    """When the scheduler will next start ``source`` (as `scrapy scheduler --list` says it)."""
+    if schedule is None:
+        return "not scheduled"
+    row = marks.get(source)
+    mark = row["mark"] if row else schedule.initial_mark(now)
+    due = schedule.next_due(now, mark)
+    return "due now" if due <= now else f"{due.astimezone():%Y-%m-%d %H:%M:%S}"
+
+
+def overview(
+    database: Database,
+    names: list[str],
+    schedule_of: Callable[[str], Schedule | None],
+    cache_root: Path,
+    now: datetime,
+    stale_after: float = 600,
+) -> list[SourceRow]:
+    """One row per source: its latest run, next scheduled run, documents by state and cache fill."""
+    table, runs, marks = DocumentTable(database), Runs(database), ScheduleMarks(database)
+    rows = []
+    for name in names:
+        error = ""
+        try:
+            schedule = schedule_of(name)
+        except Exception as exc:  # a broken source file: shown, not fatal to the page
+            schedule, error = None, str(exc)
+        run = runs.latest(name)
+        state = "never crawled" if run is None else run["state"]
+        if run is not None and runs.dead(run, stale_after):
+            state = "dead"
+        size, files = spool_fill(cache_root / name)
+        rows.append(
+            SourceRow(name, state, run, next_run(marks, name, schedule, now), table.count_by(name, "state"), size, files, error)
+        )
+    return rows
+
+
+@dataclass
+class RunView:
+    run: dict[str, Any]
+    counters: dict[str, Any]
+    dead: bool
+    live: bool
+    rate: float  # pages per minute since the run started
+    nodes: list[str]
+    documents: dict[str, int]
+    statuses: list[tuple[int | None, int, str]]
+    failed: list[dict[str, Any]] = field(default_factory=list)  # the latest failed rows
+    cache: tuple[int, int] = (0, 0)  # (bytes, spool files) of the source's document cache
+
+    @property
+    def progress(self) -> str:
+        """done / (done + queued + in flight), when the frontier counts are known."""
+        done, queued, leased = (self.counters.get(key) for key in ("done", "queued", "leased"))
+        if not isinstance(done, int) or not isinstance(queued, int) or not isinstance(leased, int) or not done + queued + leased:
+            return ""
+        return f"{100 * done / (done + queued + leased):.0f} %"
+
+
+def run_view(database: Database, run_id: int, cache_root: Path, stale_after: float = 600) -> RunView | None:
+    """A run as the live page shows it: its counters (saved by RunMonitor every
+    SEARCHCRAWL_PROGRESS_INTERVAL seconds), rate, nodes, and its source's documents and errors."""
+    runs, table = Runs(database), DocumentTable(database)
+    run = runs.get(run_id)
+    if run is None:
+        return None
+    counters = json.loads(run["counters"] or "{}")
+    started, updated = as_utc(run["started_at"]), as_utc(run["updated_at"])
+    elapsed = (updated - started).total_seconds() if started and updated else 0
+    pages = counters.get("pages", 0)
+    rate = pages * 60 / elapsed if elapsed > 0 and isinstance(pages, int) else 0.0
+    dead = runs.dead(run, stale_after)
+    statuses = sorted(table.count_by(run["source"], "status").items(), key=lambda item: (item[0] is None, item[0] or 0))
+    return RunView(
+        run,
+        counters,
+        dead,
+        run["state"] == RUNNING and not dead,
+        rate,
+        runs.nodes(run_id, within=stale_after) if run["state"] == RUNNING else [],
+        table.count_by(run["source"], "state"),
+        [(status, count, describe(status)) for status, count in statuses],
+        table.rows(run["source"], state=State.FAILED.value, limit=20),
+        spool_fill(cache_root / run["source"]),
+    )
+
+
+def solr_health(solr_url: str, auth: tuple[str, str] | None, timeout: float = 10) -> dict[str, Any]:
+    """Solr's ping answer and document count, or what went wrong (never its credentials)."""
+    try:
+        response = requests.get(f"{solr_url}/admin/ping", params={"wt": "json"}, auth=auth, timeout=timeout)
+        status = response.json().get("status", f"HTTP {response.status_code}")
+        documents = pysolr.Solr(solr_url, auth=auth, timeout=timeout).search("*:*", rows=0).hits
+    except (requests.RequestException, ValueError, pysolr.SolrError) as exc:
+        return {"ok": False, "status": type(exc).__name__, "documents": None}
+    return {"ok": status == "OK", "status": status, "documents": documents}
+
+
+def explain(project_dir: Path, source: str, url: str, environ: dict[str, str] | None = None) -> tuple[bool, str]:
+    """`scrapy explain <source> <url>`'s answer: the command itself, in a process of its own.
+
+    explain is a (read-only) crawl: Scrapy builds the source's spider, middlewares and settings
+    and runs them on a Twisted reactor, which cannot run inside the web server's event loop
+    (nor be started twice in one process). So its own command runs, as a list of arguments (no
+    shell), bounded by EXPLAIN_TIMEOUT; its output is the same lines the shell would show."""
+    try:
+        answer = subprocess.run(
+            [sys.executable, "-m", "scrapy", "explain", source, url],
+            cwd=project_dir,
+            env=environ if environ is not None else dict(os.environ),
+            capture_output=True,
+            text=True,
+            timeout=EXPLAIN_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return False, f"explain took longer than {EXPLAIN_TIMEOUT} s"
+    return answer.returncode == 0, (answer.stdout + answer.stderr).strip()[-20000:]

@@ -1,0 +1,89 @@
+"""Administrator sessions: the login check and the per-session CSRF token, without HTTP.
+
+Sessions are kept in the server's memory, keyed by a random token (the cookie's only content):
+nothing about the session can be read or forged from the cookie, a logout ends it on the server,
+and a restart logs everyone out. Their number is bounded (the oldest goes first) and each expires
+after ``lifetime`` seconds. The credentials come from the secrets mechanism
+(SEARCHCRAWL_WEB_USERNAME, SEARCHCRAWL_WEB_PASSWORD or _FILE) and are compared in constant time.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets as random_tokens
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+MAX_SESSIONS = 1000
+
+
+@dataclass(frozen=True)
+class Session:
+    user: str
+    csrf: str  # sent back in every form; a POST without it is refused
+    expires: float
+
+
+class Sessions:
+    def __init__(self, credentials: tuple[str, str] | None, lifetime: float = 8 * 3600) -> None:
+        self.credentials = credentials
+        self.lifetime = lifetime
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self._flashes: dict[str, str] = {}  # a message for the session's next page (after a POST)
+        self._lock = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        """Administration is off without configured credentials (a password is required)."""
+        return self.credentials is not None and bool(self.credentials[1])
+
+    def check(self, user: str, password: str) -> bool:
+        if not self.enabled:
+            return False
+        assert self.credentials is not None
+        expected_user, expected_password = self.credentials
+        same_user = hmac.compare_digest(user.encode(), expected_user.encode())
+        same_password = hmac.compare_digest(password.encode(), expected_password.encode())
+        return same_user and same_password
+
+    def login(self, user: str) -> str:
+        """A new session for ``user``; returns its token (the cookie's value)."""
+        token = random_tokens.token_urlsafe(32)
+        with self._lock:
+            self._sessions[token] = Session(user, random_tokens.token_urlsafe(32), time.monotonic() + self.lifetime)
+            while len(self._sessions) > MAX_SESSIONS:
+                self._sessions.popitem(last=False)
+        return token
+
+    def get(self, token: str | None) -> Session | None:
+        if not token or not self.enabled:
+            return None
+        with self._lock:
+            session = self._sessions.get(token)
+            if session is not None and session.expires < time.monotonic():
+                del self._sessions[token]
+                return None
+            return session
+
+    def logout(self, token: str | None) -> None:
+        with self._lock:
+            self._sessions.pop(token or "", None)
+            self._flashes.pop(token or "", None)
+
+    def flash(self, token: str | None, message: str) -> None:
+        with self._lock:
+            if token is not None and token in self._sessions:
+                self._flashes[token] = message
+            for stale in [key for key in self._flashes if key not in self._sessions]:
+                del self._flashes[stale]
+
+    def take_flash(self, token: str | None) -> str:
+        with self._lock:
+            return self._flashes.pop(token or "", "")
+
+    @staticmethod
+    def csrf_ok(session: Session | None, sent: str | None) -> bool:
+        """Whether a POST carries its session's CSRF token (constant-time comparison)."""
+        return session is not None and sent is not None and hmac.compare_digest(session.csrf.encode(), sent.encode())

@@ -1,0 +1,172 @@
+"""Response times of the web application: the search page and the administration overview.
+
+`.venv/bin/python -m tests.benchmarks.search_pages [--pages 10000] [--queries 200]`
+
+In one run, all its own: a dev Solr on a free port, the synthetic site of the crawl benchmark
+(tests/benchmarks/synthetic.py: N pages of 20-60 KB, one PDF per 500) served by nginx and
+crawled into it by `scrapy crawl` (the full pipeline), then `scrapy web` as a user starts it
+(uvicorn, one process) on 127.0.0.1. The client asks one request at a time (what one searcher
+waits for), over one kept-alive connection: 20 warm-up queries, then ``--queries`` queries of
+one real English word each, from WORDS below in a fixed shuffled order. Each page is a full
+search: collapse on url, highlighting, the five facets; a word without hits also asks Solr's
+spellcheck component (a second request). Then the administration overview (sources, runs,
+document counts, cache, Solr's ping and count), logged in, 50 times. Prints the median and 95th
+percentile of each, in milliseconds, and writes them to ``--out`` as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from searchcrawl.dev.solr_runner import DevSolr, free_port
+from tests.benchmarks.synthetic import WORDS as SITE_WORDS
+from tests.benchmarks.synthetic import SyntheticSite, nginx, page_path
+
+ROOT = Path(__file__).resolve().parents[2]
+# Real English words: the synthetic site's vocabulary (each found in thousands of documents) and
+# words it does not hold (no hits: those pages also ask for spelling suggestions).
+OTHER_WORDS = """
+apple harbour river mountain garden window kitchen letter morning evening winter summer autumn
+spring holiday village castle bridge forest island desert valley ocean planet station market
+doctor teacher farmer pilot captain soldier painter writer singer dancer lawyer banker baker
+bicycle engine rocket ticket pocket button blanket candle mirror pillow basket bucket ladder
+hammer needle thread cotton leather silver copper marble crystal diamond feather shadow thunder
+lightning rainbow weather climate volcano glacier canyon meadow orchard vineyard harvest bakery
+cheese butter honey pepper ginger lemon orange banana cherry grape melon peach potato tomato onion
+carrot garlic salad soup bread coffee sugar flour olive walnut almond violin guitar piano trumpet
+drum melody rhythm poetry novel chapter theatre museum gallery statue painting sculpture portrait
+journey voyage passport luggage compass anchor lantern tunnel tower palace temple chapel cottage
+cabin tent saddle wagon carriage harness stable meadowlark sparrow eagle falcon pigeon penguin
+dolphin whale salmon turtle rabbit squirrel badger beaver otter""".split()
+WORDS = SITE_WORDS + OTHER_WORDS[: 200 - len(SITE_WORDS)]
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "n": len(ordered),
+        "median_ms": round(statistics.median(ordered) * 1000, 1),
+        "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] * 1000, 1),
+        "max_ms": round(ordered[-1] * 1000, 1),
+    }
+
+
+def timed(session: requests.Session, url: str, **params: str) -> tuple[float, requests.Response]:
+    started = time.perf_counter()
+    response = session.get(url, params=params, timeout=60)
+    elapsed = time.perf_counter() - started
+    response.raise_for_status()
+    return elapsed, response
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=10000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--out", type=Path, default=Path("search-pages.json"))
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="searchcrawl-search-bench-") as folder:
+        work = Path(folder)
+        (work / "sources").mkdir()
+        solr = DevSolr(work / "solr", free_port())
+        solr.start(timeout=600)
+        web = None
+        try:
+            site = SyntheticSite(work / "site", options.pages).build()
+            with nginx(site.root, work / "nginx") as server:
+                (work / "sources" / "bench.toml").write_text(
+                    f'seeds = ["{server.url}{page_path(0)}"]\nmax_depth = 10\n', encoding="utf-8"
+                )
+                env = dict(
+                    os.environ,
+                    SEARCHCRAWL_SOURCES_DIR=str(work / "sources"),
+                    SEARCHCRAWL_DATA_DIR=str(work / "data"),
+                    SOLR_URL=solr.url,
+                    PYTHONPATH=str(ROOT),
+                    SEARCHCRAWL_DB_URL="",
+                    SEARCHCRAWL_WEB_USERNAME="admin",
+                    SEARCHCRAWL_WEB_PASSWORD="bench-" + os.urandom(8).hex(),
+                )
+                started = time.monotonic()
+                crawl = subprocess.run(
+                    [sys.executable, "-m", "scrapy", "crawl", "bench", "-s", "LOG_LEVEL=WARNING"],
+                    cwd=ROOT,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                )
+                if crawl.returncode != 0:
+                    raise SystemExit(f"the crawl failed:\n{crawl.stderr[-3000:]}")
+                print(f"crawled {options.pages} pages in {time.monotonic() - started:.0f} s", flush=True)
+            documents = requests.get(f"{solr.url}/select", params={"q": "*:*", "rows": 0, "wt": "json"}, timeout=60).json()
+            indexed = documents["response"]["numFound"]
+            port = free_port()
+            web = subprocess.Popen(
+                [sys.executable, "-m", "scrapy", "web", "--port", str(port)],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            base = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    requests.get(base + "/", timeout=2)
+                    break
+                except requests.ConnectionError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+            session = requests.Session()
+            order = WORDS[:]
+            random.Random(26).shuffle(order)
+            for word in order[:20]:  # warm-up: Solr's caches and JIT, the templates
+                timed(session, base + "/", q=word)
+            hits: list[float] = []
+            misses: list[float] = []
+            queries = (order * (options.queries // len(order) + 1))[: options.queries]
+            for word in queries:
+                elapsed, response = timed(session, base + "/", q=word)
+                (misses if "No document matches" in response.text else hits).append(elapsed)
+            form = session.get(base + "/admin/login", timeout=30)
+            token = re.search(r'name="login_token" value="([^"]+)"', form.text)
+            assert token is not None
+            session.post(
+                base + "/admin/login",
+                data={"login_token": token[1], "username": "admin", "password": env["SEARCHCRAWL_WEB_PASSWORD"]},
+                timeout=30,
+            ).raise_for_status()
+            overview = [timed(session, base + "/admin")[0] for _ in range(55)][5:]
+            results: dict[str, Any] = {
+                "documents_in_index": indexed,
+                "search_page": percentiles(hits + misses),
+                "search_page_with_hits": percentiles(hits) if hits else None,
+                "search_page_without_hits": percentiles(misses) if misses else None,
+                "admin_overview": percentiles(overview),
+            }
+        finally:
+            if web is not None:
+                web.send_signal(signal.SIGTERM)
+                web.wait(timeout=30)
+            solr.stop()
+    options.out.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,273 @@
+"""The web application through its HTTP interface (Starlette's TestClient), against a real Solr
+holding a crawled corpus (tests/web_site.py) and the crawl's document table."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from scrapy.settings import Settings
+from starlette.testclient import TestClient
+
+from searchcrawl.config.spiderloader import SourceSpiderLoader
+from searchcrawl.ops.launchers import LocalLauncher
+from searchcrawl.store import Database
+from searchcrawl.store.runs import Runs
+from searchcrawl.web.app import SESSION_COOKIE, WebConfig, create_app
+from tests.conftest import ROOT, Project
+from tests.web_site import SCRIPT_TITLE
+
+PASSWORD = "harbour-master-" + uuid.uuid4().hex  # a secret: must appear on no page
+# Phrases only this corpus holds (other tests' documents in the same core may say "harbour")
+MASTER, BOLD = '"harbour master"', '"claims about the harbour"'
+
+
+def web_config(project: Project, credentials: tuple[str, str] | None = ("admin", PASSWORD), **changes: object) -> WebConfig:
+    """The application's configuration for the project, as `scrapy web` makes it."""
+    loader = SourceSpiderLoader(Settings({"SEARCHCRAWL_SOURCES_DIR": str(project.sources_dir)}))
+    config = WebConfig(
+        solr_url=project.solr_url,
+        db_url=f"sqlite:///{project.data_dir / 'documents.sqlite3'}",
+        cache_root=project.data_dir / "cache",
+        project_dir=ROOT,
+        source_names=lambda: sorted(loader.list()),
+        schedule_of=lambda name: loader.load(name).source.settings.crawl_schedule,
+        launcher=LocalLauncher(ROOT, project.data_dir / "logs"),
+        credentials=credentials,
+        explain_environ=project.env(),
+    )
+    for key, value in changes.items():
+        setattr(config, key, value)
+    return config
+
+
+def client(project: Project, **changes: object) -> TestClient:
+    return TestClient(create_app(web_config(project, **changes)), base_url="http://127.0.0.1")
+
+
+def hits(page: str) -> list[tuple[str, str]]:
+    """(link, title) of each hit on a result page."""
+    return re.findall(r'<li class="hit">\s*<h2><a href="([^"]*)"[^>]*>(.*?)</a>', page)
+
+
+def login(web: TestClient, prefix: str = "") -> str:
+    """Log in; returns the session's CSRF token."""
+    form = web.get(prefix + "/admin/login")
+    token = re.search(r'name="login_token" value="([^"]+)"', form.text)[1]
+    answer = web.post(
+        prefix + "/admin/login", data={"login_token": token, "username": "admin", "password": PASSWORD}, follow_redirects=False
+    )
+    assert answer.status_code == 303, answer.text
+    page = web.get(prefix + "/admin")
+    return re.search(r'name="csrf" value="([^"]+)"', page.text)[1]
+
+
+def test_search_page_hits_facets_pagination_and_one_hit_per_url(harbour_corpus) -> None:
+    project, harbour = harbour_corpus
+    web = client(project)
+    first = web.get("/", params={"q": MASTER})
+    assert first.status_code == 200
+    # the 24 logs; log00 once though two sources hold it
+    assert "24 documents match" in first.text
+    shown = hits(first.text)
+    assert len(shown) == 10
+    assert all(link in harbour.pages for link, _title in shown)
+    assert re.search(r"<mark>harbour( master)?</mark>", first.text, re.IGNORECASE)  # the snippet, highlighted
+    assert f'<span class="source">{harbour.main}</span>' in first.text and "text/html" in first.text
+    # facets: both sources (log00 is the second source's too, collapsed to one hit), the host, the
+    # type, the language, and the last-modified ranges (half the logs are two years old)
+    sources = dict(re.findall(r'source=([^"]+)">[^<]+</a> <span class="count">(\d+)</span>', first.text))
+    assert set(sources) <= {harbour.main, harbour.second} and sum(map(int, sources.values())) == 24
+    assert re.search(r'host=127.0.0.1">127.0.0.1</a> <span class="count">24</span>', first.text)
+    assert re.search(r'type=text%2Fhtml">text/html</a> <span class="count">24</span>', first.text)
+    assert re.search(r'lang=en">en</a> <span class="count">24</span>', first.text)
+    assert re.search(r'modified=day">past day</a> <span class="count">12</span>', first.text)
+    assert re.search(r'modified=older">over a year ago</a> <span class="count">12</span>', first.text)
+    # pagination: page 3 holds the last 4; every page's links are bookmarkable URLs
+    third = web.get("/?q=%22harbour+master%22&page=3")
+    assert len(hits(third.text)) == 4 and "showing 21&ndash;24" in third.text
+    pages = set()
+    for number in (1, 2, 3):
+        pages |= {link for link, _ in hits(web.get("/", params={"q": MASTER, "page": number}).text)}
+    assert len(pages) == 24
+    # any of the words (the /select handler's edismax): also the warning, the notes (text/plain) and the index
+    words = web.get("/", params={"q": "harbour master", "source": harbour.main})
+    assert "27 documents match" in words.text
+    assert re.search(r'type=text%2Fplain">text/plain</a> <span class="count">1</span>', words.text)
+    # a facet link narrows, and the narrowed page is a URL of its own
+    old = web.get("/?q=%22harbour+master%22&modified=older")
+    assert "12 documents match" in old.text
+    assert all(int(re.search(r"log(\d+)", link)[1]) % 2 for link, _ in hits(old.text))
+    german = web.get("/?q=Hafenmeister&lang=de")
+    assert "1 document match" in german.text and "Hafenbuch" in german.text
+    # one hit per URL: log00 is in Solr twice (two sources), shown once
+    one = web.get("/", params={"q": '"harbour log 00"'})
+    assert [link for link, _ in hits(one.text)] == [harbour.site.url + "log00.html"]
+
+
+def test_search_page_field_queries_and_phrases_have_the_index_semantics(harbour_corpus) -> None:
+    project, harbour = harbour_corpus
+    web = client(project)
+    titled = web.get("/", params={"q": "title:tugboat"})
+    assert {title for _link, title in hits(titled.text)} == {"Harbour log 11: the tugboat", "Harbour log 23: the tugboat"}
+    # a stop word inside a phrase keeps its place: "the" between "about" and "cargo" matches
+    phrase = web.get("/", params={"q": '"about the cargo"', "source": harbour.main})
+    assert {title for _link, title in hits(phrase.text)} == {"Harbour log 02: the cargo", "Harbour log 14: the cargo"}
+
+
+def test_zero_results_are_explained_with_spelling_suggestions(harbour_corpus) -> None:
+    project, harbour = harbour_corpus
+    web = client(project)
+    page = web.get("/", params={"q": "lighthuose"})
+    assert "No document matches <strong>lighthuose</strong>" in page.text
+    suggestion = re.search(r'Did you mean <a href="/\?([^"]+)">([^<]+)</a>', page.text)
+    assert suggestion and suggestion[2] == "lighthouse"
+    followed = web.get("/?" + suggestion[1].replace("&amp;", "&"))
+    assert "12 documents match" in followed.text
+    filtered = web.get("/", params={"q": "harbour", "type": "application/x-nothing"})
+    assert "with the filters chosen" in filtered.text and "Remove a filter" in filtered.text
+
+
+def test_crawled_markup_is_shown_as_text_and_no_script_may_run(harbour_corpus) -> None:
+    project, harbour = harbour_corpus
+    web = client(project)
+    page = web.get("/", params={"q": BOLD})
+    assert "<script>alert" not in page.text and "<img src=x" not in page.text and "<b>bold" not in page.text
+    assert "&lt;script&gt;alert(&#39;owned&#39;)&lt;/script&gt; Harbour warning" in page.text
+    assert "&lt;img src=x onerror=alert(&#39;img&#39;)&gt;" in page.text
+    policy = page.headers["content-security-policy"]
+    assert "script-src 'none'" in policy and "frame-ancestors 'none'" in policy and "unsafe-inline" not in policy
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert SCRIPT_TITLE  # the title as crawled, for the reader
+
+
+def test_query_text_and_hostile_parameters_are_harmless(harbour_corpus) -> None:
+    project, _harbour = harbour_corpus
+    web = client(project)
+    page = web.get(
+        "/", params={"q": '"><script>alert(1)</script>', "page": "-3", "source": "x}{!lucene}*:*", "modified": "forever"}
+    )
+    assert page.status_code == 200 and "<script>alert(1)" not in page.text
+    assert "&#34;&gt;&lt;script&gt;" in page.text or "&quot;&gt;&lt;script&gt;" in page.text
+    assert web.get("/", params={"q": "harbour", "page": "100000"}).status_code == 200
+    broken = web.get("/", params={"q": "harbour AND (", "source": "nothing"})
+    assert broken.status_code in (200, 503) and "Traceback" not in broken.text
+
+
+def test_administration_is_off_without_credentials(harbour_corpus) -> None:
+    project, _harbour = harbour_corpus
+    web = client(project, credentials=None)
+    for path in ("/admin", "/admin/login", "/admin/runs/1"):
+        answer = web.get(path)
+        assert answer.status_code == 404 and "SEARCHCRAWL_WEB_PASSWORD" in answer.text
+    assert web.post("/admin/login", data={"username": "admin", "password": ""}).status_code == 404
+    assert "Administration" not in web.get("/").text  # no link to pages that are off
+
+
+def test_login_and_csrf(harbour_corpus) -> None:
+    project, harbour = harbour_corpus
+    web = client(project)
+    assert web.get("/admin", follow_redirects=False).headers["location"] == "/admin/login"
+    form = web.get("/admin/login")
+    token = re.search(r'name="login_token" value="([^"]+)"', form.text)[1]
+    wrong = web.post("/admin/login", data={"login_token": token, "username": "admin", "password": "guess"})
+    assert wrong.status_code == 403 and "Wrong user name or password" in wrong.text
+    forged = TestClient(create_app(web_config(project)), base_url="http://127.0.0.1")  # a login without the form's token
+    assert forged.post("/admin/login", data={"username": "admin", "password": PASSWORD}).status_code == 403
+    csrf = login(web)
+    cookie = web.cookies.get(SESSION_COOKIE)
+    set_cookie = web.get("/admin/login").headers.get("set-cookie", "")
+    assert "samesite=strict" in set_cookie.lower() and "httponly" in set_cookie.lower()
+    assert cookie and PASSWORD not in cookie
+    # a POST without its session's token is refused, and does nothing
+    refused = web.post(f"/admin/sources/{harbour.main}/control", data={"action": "start"})
+    assert refused.status_code == 403
+    refused = web.post(f"/admin/sources/{harbour.main}/control", data={"action": "start", "csrf": "x" + csrf})
+    assert refused.status_code == 403
+    database = Database(f"sqlite:///{project.data_dir / 'documents.sqlite3'}", migrate=False)
+    try:
+        assert Runs(database).latest(harbour.main)["state"] == "finished"
+    finally:
+        database.close()
+    out = web.post("/admin/logout", data={"csrf": csrf}, follow_redirects=False)
+    assert out.status_code == 303
+    assert web.get("/admin", follow_redirects=False).status_code == 303  # logged out on the server
+
+
+def test_admin_pages_show_sources_runs_reports_documents_and_explain(harbour_corpus) -> None:
+    project, harbour = harbour_corpus
+    web = client(project)
+    csrf = login(web)
+    scheduled = f"scheduled-{uuid.uuid4().hex[:8]}"
+    project.source(scheduled, f'seeds = ["{harbour.site.url}index.html"]\nrefresh_interval = "6h"\n')
+    overview = web.get("/admin")
+    row = re.search(rf"<tr>\s*<td><a href=\"/admin/sources/{scheduled}\">.*?</tr>", overview.text, re.S)[0]
+    assert "never crawled" in row and "<td>due now</td>" in row  # first seen by the scheduler: due at once
+    (project.sources_dir / f"{scheduled}.toml").unlink()
+    assert overview.headers["cache-control"] == "no-store"
+    assert "Solr answers (OK)" in overview.text
+    row = re.search(rf"<tr>\s*<td><a href=\"/admin/sources/{harbour.main}\">.*?</tr>", overview.text, re.S)[0]
+    assert "finished" in row and "not scheduled" in row and '<td class="number">28</td>' in row  # 28 indexed: every page
+    run_id = int(re.search(r'href="/admin/runs/(\d+)"', row)[1])
+    run = web.get(f"/admin/runs/{run_id}")
+    assert 'http-equiv="refresh"' not in run.text  # a finished run does not refresh itself
+    assert "Delta report" in run.text and f"{harbour.site.url}log05.html" in run.text
+    assert re.search(r"<th><a href=\"#delta-new\">new</a></th><td class=\"number\">28</td>", run.text)
+    source = web.get(f"/admin/sources/{harbour.main}")
+    assert "not fetched yet" not in source.text and "OK" in source.text
+    documents = web.get(f"/admin/sources/{harbour.main}/documents", params={"status": 200})
+    assert documents.text.count('<td class="url">') == 28 and "Status 200: HTTP OK" in documents.text
+    explained = web.post(f"/admin/sources/{harbour.main}/explain", data={"csrf": csrf, "url": harbour.site.url + "log03.html"})
+    assert explained.status_code == 200 and "verdict:       CRAWLED" in explained.text
+    assert (
+        "Not logged in"
+        in TestClient(create_app(web_config(project)))
+        .post(f"/admin/sources/{harbour.main}/explain", data={"url": harbour.site.url})
+        .text
+    )
+    for page in (overview, run, source, documents, explained):
+        assert PASSWORD not in page.text
+
+
+def test_control_buttons_do_what_scrapy_control_does(harbour_corpus, tmp_path: Path) -> None:
+    project, harbour = harbour_corpus
+    web = client(project)
+    csrf = login(web)
+    # nothing runs: suspend says so, as `scrapy control <source> suspend` prints it
+    answer = web.post(f"/admin/sources/{harbour.second}/control", data={"action": "suspend", "csrf": csrf})
+    assert f"{harbour.second}: no running or suspended crawl" in answer.text
+    # a suspended run (its process gone) is stopped for good by Stop
+    database = Database(f"sqlite:///{project.data_dir / 'documents.sqlite3'}", migrate=False)
+    try:
+        runs = Runs(database)
+        run = runs.start(harbour.second, fresh=True)
+        runs.end(run.id, "suspended", {}, "suspended for the test")
+        answer = web.post(f"/admin/sources/{harbour.second}/control", data={"action": "stop", "csrf": csrf, "back": "/admin"})
+        assert f"{harbour.second}: run {run.id} is stopped" in answer.text and "<h1>Sources</h1>" in answer.text
+        assert runs.latest(harbour.second)["state"] == "stopped"
+    finally:
+        database.close()
+
+
+def test_prefix_behind_a_reverse_proxy(harbour_corpus) -> None:
+    project, _harbour = harbour_corpus
+    web = client(project, prefix="/search")
+    page = web.get("/search/", params={"q": MASTER, "page": 2})
+    assert "24 documents match" in page.text
+    assert 'href="/search/static/style.css"' in page.text and 'action="/search/"' in page.text
+    assert re.search(r'href="/search/\?q=%22harbour\+master%22&amp;page=3"', page.text)
+    assert web.get("/search/static/style.css").status_code == 200
+    login(web, "/search")
+    assert web.get("/search/admin").status_code == 200
+    assert all((cookie.path or "").startswith("/search/admin") for cookie in web.cookies.jar)
+
+
+def test_bookmarkable_url_round_trip(harbour_corpus) -> None:
+    project, harbour = harbour_corpus
+    web = client(project)
+    page = web.get("/", params={"q": MASTER, "source": harbour.main, "modified": "older", "page": 2})
+    links = re.findall(r'href="/\?([^"]+)"', page.text)
+    params = [parse_qs(urlsplit("?" + link.replace("&amp;", "&")).query) for link in links]
+    assert any(p.get("source") == [harbour.main] and p.get("modified") == ["older"] for p in params)

@@ -1,0 +1,155 @@
+"""The web application in a real browser (Playwright with Debian's Chromium), served by `scrapy
+web` as a user starts it, against a real Solr holding a crawled corpus: search, facets and
+pages; a crawled title holding <script> shown as text with no script run; an administrator
+logging in, starting a crawl, watching its live page refresh itself, and suspending it."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from searchcrawl.ops.processes import process_alive
+from searchcrawl.store import Database
+from searchcrawl.store.runs import Runs
+from tests.conftest import Project, free_port, wait_for
+from tests.sites import build_intranet
+from tests.web_site import PASSWORD, SCRIPT_TITLE, serve_web
+
+CHROMIUM = Path(os.environ.get("SEARCHCRAWL_CHROMIUM_PATH", "/usr/lib/chromium/chromium"))
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def web(harbour_corpus) -> Iterator[tuple[str, Project]]:
+    project, _harbour = harbour_corpus
+    project.data_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    process = serve_web(project, port)
+    yield f"http://127.0.0.1:{port}", project
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=30)
+
+
+def dialogs_and_errors(page: Page) -> list[str]:
+    """Every dialog the page opens (none may) and every console message."""
+    seen: list[str] = []
+    page.on("dialog", lambda dialog: (seen.append(f"dialog: {dialog.message}"), dialog.dismiss()))
+    return seen
+
+
+def test_search_facets_and_pages_in_a_browser(web, browser: Browser) -> None:
+    url, _project = web
+    page = browser.new_page()
+    page.goto(url + "/")
+    page.fill("input[name=q]", '"harbour master"')  # a phrase only this corpus holds
+    page.press("input[name=q]", "Enter")
+    page.wait_for_selector(".hit")
+    assert "24 documents match" in page.inner_text(".summary")
+    assert page.locator(".hit").count() == 10
+    assert page.locator(".hit mark").count() >= 10  # highlighted snippets
+    page.click("#facet-modified >> text=over a year ago")
+    page.wait_for_url(re.compile(r"modified=older"))
+    assert "12 documents match" in page.inner_text(".summary")
+    page.click("nav.pages >> text=Next")
+    page.wait_for_url(re.compile(r"page=2"))
+    assert page.locator(".hit").count() == 2
+    titles = page.locator(".hit h2").all_inner_texts()
+    assert all(re.match(r"Harbour log \d\d: the \w+", title) for title in titles)
+    bookmarked = page.url
+    again = browser.new_page()
+    again.goto(bookmarked)  # the same page from its URL alone
+    assert again.locator(".hit h2").all_inner_texts() == titles
+    again.close()
+    page.close()
+
+
+def test_a_crawled_script_title_is_harmless_in_a_browser(web, browser: Browser) -> None:
+    url, _project = web
+    page = browser.new_page()
+    seen = dialogs_and_errors(page)
+    page.goto(url + "/?q=%22claims+about+the+harbour%22")
+    page.wait_for_selector(".hit")
+    assert page.locator(".hit h2").first.inner_text() == SCRIPT_TITLE
+    assert "<img src=x onerror=alert('img')>" in page.locator(".hit .snippet").first.inner_text()
+    assert page.locator(".hit script, .hit img, .hit b").count() == 0  # text, not elements
+    page.wait_for_timeout(500)
+    assert seen == []
+    page.close()
+
+
+def test_admin_starts_watches_and_suspends_a_crawl(web, browser: Browser, tmp_path: Path, serve) -> None:
+    url, project = web
+    root = tmp_path / "intranet"
+    root.mkdir()
+    build_intranet(root)
+    site = serve(root)
+    name = f"slowharbour-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 3\ndelay = 0.25\nconcurrent_requests = 1\n')
+    page = browser.new_page()
+    seen = dialogs_and_errors(page)
+    page.goto(url + "/admin")
+    page.wait_for_url(re.compile(r"/admin/login$"))
+    page.fill("input[name=username]", "admin")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit] >> text=Log in")
+    page.wait_for_url(re.compile(r"/admin$"))
+    assert "Solr answers (OK)" in page.content()
+    row = page.locator("tr", has=page.locator(f"a[href='/admin/sources/{name}']"))
+    assert "never crawled" in row.inner_text()
+    row.locator("button[value=start]").click()
+    page.wait_for_selector(".flash")
+    assert re.search(rf"{name}: crawl started as job \d+", page.inner_text(".flash"))
+    database = Database(f"sqlite:///{project.data_dir / 'documents.sqlite3'}", migrate=False)
+    try:
+        runs = Runs(database)
+        wait_for(lambda: (runs.latest(name) or {}).get("state") == "running", 60, "the crawl's run to begin")
+        run_id = runs.latest(name)["id"]
+        try:
+            page.goto(f"{url}/admin/runs/{run_id}")
+            assert page.locator("meta[http-equiv=refresh]").count() == 1  # the live page refreshes itself
+            wait_for(lambda: page.locator(".counter-pages").count() and int(page.inner_text(".counter-pages")) > 0, 30, "pages")
+            first = int(page.inner_text(".counter-pages"))
+            # no reload by the test: the page's own refresh shows the crawl's progress
+            wait_for(lambda: int(page.inner_text(".counter-pages") or 0) > first, 30, "the page to refresh with more pages")
+            assert "pages/min" in page.inner_text(".rate") and "to add" in page.inner_text(".pending")
+            assert "spool files" in page.inner_text(".cache") and "failed" in page.inner_text(".errors")
+            page.click("button[value=suspend]")
+            page.wait_for_selector(".flash")
+            assert f"run {run_id} asked to suspend" in page.inner_text(".flash")
+
+            def suspended() -> bool:
+                page.reload()
+                return "suspended" in page.inner_text(".runstate")
+
+            wait_for(suspended, 60, "the run to be suspended")
+            assert page.locator("meta[http-equiv=refresh]").count() == 0
+            run = runs.latest(name)
+            assert run["state"] == "suspended" and run["reason"]
+            wait_for(lambda: not process_alive(run["pid"]), 30, "the crawl process to end")
+            queued = run and project.table().count_by(name, "state").get("queued", 0)
+            assert queued, "suspended before the end: URLs still wait"
+        finally:
+            run = runs.latest(name)
+            if run and run["pid"] and process_alive(run["pid"]):
+                os.kill(run["pid"], signal.SIGKILL)
+    finally:
+        database.close()
+    assert seen == []
+    page.close()
+    log = (project.data_dir.parent / f"web-{url.rsplit(':', 1)[1]}.log").read_text()
+    assert "Serving searchcrawl's pages on http://127.0.0.1:" in log and PASSWORD not in log

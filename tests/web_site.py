@@ -1,0 +1,131 @@
+"""A small crawled corpus for the web application's tests, browser tests and screenshots.
+
+A site of harbour pages on 127.0.0.1: 24 English pages (half last modified two years ago), a
+German page, a plain-text file, and a page whose title and text hold markup (``<script>``, an
+``onerror`` image): crawled by one source, and one of its pages also by a second source (two
+Solr documents, one URL: one hit).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, Project, Site, wait_for
+
+WORDS = "anchor beacon cargo dredger ferry gantry jetty mooring pilot quay rudder tugboat".split()
+PASSWORD = "quay-" + uuid.uuid4().hex  # the administrator's, for `scrapy web` started by serve_web
+SCRIPT_TITLE = "<script>alert('owned')</script> Harbour warning"
+SCRIPT_TEXT = "Beware of <img src=x onerror=alert('img')> and <b>bold</b> claims about the harbour."
+OLD = time.time() - 2 * 365 * 86400
+
+
+@dataclass
+class Corpus:
+    site: Site
+    main: str  # the source crawling the whole site
+    second: str  # the source crawling one of its pages again
+    pages: dict[str, str]  # URL -> title
+
+
+def page(title: str, text: str, lang: str = "en", links: tuple[str, ...] = ()) -> str:
+    anchors = "".join(f'<li><a href="{link}">{link}</a></li>' for link in links)
+    return (
+        f'<!DOCTYPE html><html lang="{lang}"><head><meta charset="utf-8"><title>{html.escape(title)}</title></head>'
+        f"<body><h1>{html.escape(title)}</h1><p>{html.escape(text)}</p><ul>{anchors}</ul></body></html>"
+    )
+
+
+def build_harbour(root: Path) -> dict[str, str]:
+    """The site's files; returns each page's path and title."""
+    titles: dict[str, str] = {}
+    links = []
+    for number in range(24):
+        word = WORDS[number % len(WORDS)]
+        name = f"log{number:02d}.html"
+        title = f"Harbour log {number:02d}: the {word}"
+        extra = "lighthouse keepers" if number % 2 == 0 else "estuary tides"
+        text = f"The harbour master wrote about the {word} and the {extra} on day {number}. " * 3
+        (root / name).write_text(page(title, text), encoding="utf-8")
+        if number % 2:
+            os.utime(root / name, (OLD, OLD))
+        titles[name] = title
+        links.append(name)
+    (root / "hafen.html").write_text(
+        page("Hafenbuch", "Der Hafenmeister schreibt über den Hafen und den Leuchtturm. " * 4, "de"), encoding="utf-8"
+    )
+    titles["hafen.html"] = "Hafenbuch"
+    (root / "notes.txt").write_text("Plain notes of the harbour pilot: tides, moorings and the quay.\n" * 5, encoding="utf-8")
+    titles["notes.txt"] = ""
+    (root / "warning.html").write_text(page(SCRIPT_TITLE, SCRIPT_TEXT * 2), encoding="utf-8")
+    titles["warning.html"] = SCRIPT_TITLE
+    links += ["hafen.html", "notes.txt", "warning.html"]
+    (root / "index.html").write_text(page("Harbour index", "The harbour's logs.", links=tuple(links)), encoding="utf-8")
+    titles["index.html"] = "Harbour index"
+    return titles
+
+
+def source_file(seed: str, max_depth: int, extra: str = "") -> str:
+    return f'description = "harbour"\nseeds = ["{seed}"]\nmax_depth = {max_depth}\n{extra}'
+
+
+def crawl_harbour(project: Project, site: Site, titles: dict[str, str]) -> Corpus:
+    """Crawl the site with two sources (names of their own); asserts the crawls succeeded."""
+    main, second = f"harbour-{uuid.uuid4().hex[:8]}", f"harbour2-{uuid.uuid4().hex[:8]}"
+    project.source(main, source_file(site.url + "index.html", 1))
+    project.source(second, source_file(site.url + "log00.html", 0))
+    for name in (main, second):
+        result = project.scrapy("crawl", name)
+        assert result.returncode == 0, result.stderr[-3000:]
+    return Corpus(site, main, second, {site.url + path: title for path, title in titles.items()})
+
+
+@pytest.fixture(scope="session")
+def harbour_corpus(tmp_path_factory: pytest.TempPathFactory, solr_url: str) -> Iterator[tuple[Project, Corpus]]:
+    """The harbour site served and crawled into the test Solr once per pytest process (each
+    worker has a Solr core of its own): the tests count its documents, so it is there once."""
+    base = tmp_path_factory.mktemp("web")
+    (base / "sources").mkdir()
+    (base / "site").mkdir()
+    project = Project(base / "data", base / "sources", solr_url)
+    titles = build_harbour(base / "site")
+    site = Site(base / "site").start()
+    try:
+        yield project, crawl_harbour(project, site, titles)
+    finally:
+        site.stop()
+
+
+def serve_web(project: Project, port: int, *args: str) -> subprocess.Popen[str]:
+    """`scrapy web --port N` in the project; waits until it answers. Its crawls save counters
+    every second (tests/web_settings.py)."""
+    env = project.env(
+        SCRAPY_SETTINGS_MODULE="tests.web_settings", SEARCHCRAWL_WEB_USERNAME="admin", SEARCHCRAWL_WEB_PASSWORD=PASSWORD
+    )
+    log = open(project.data_dir.parent / f"web-{port}.log", "w")  # noqa: SIM115 (closed with the process)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "web", "--port", str(port), *args],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+    def answering() -> bool:
+        assert process.poll() is None, (project.data_dir.parent / f"web-{port}.log").read_text()
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_for(answering, 60, "scrapy web to listen")
+    return process
