@@ -153,26 +153,34 @@ def test_a_table_is_followed_crawl_after_crawl(project: Project, solr, records: 
 
 def test_the_database_password_comes_from_a_secret_and_is_shown_nowhere(project: Project, solr, postgres_url: str) -> None:
     role, password = f"reader_{uuid.uuid4().hex[:8]}", "pw-Db7-" + uuid.uuid4().hex[:10]
+    schema = f"{role}_data"  # its own schema, dropped after: the server also holds document tables
     admin = create_engine(postgres_url)
     with admin.begin() as connection:
         connection.execute(text(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'"))
-        connection.execute(text(f"CREATE TABLE {role}_notes (id integer primary key, title text, body text)"))
-        connection.execute(text(f"INSERT INTO {role}_notes VALUES (1, 'First note', 'harbour crane'), (2, 'Second', 'berth')"))
-        connection.execute(text(f"GRANT SELECT ON {role}_notes TO {role}"))
-    url = postgres_url.replace("searchcrawl@", f"{role}@")
-    project.source(
-        "notes",
-        f'type = "database"\n[database]\nurl = "{url}"\npassword_secret = "NOTES_DB_PASSWORD"\n'
-        f'query = "SELECT id, title, body FROM {role}_notes"\nkey = "id"\ntitle = "title"\ncontent = ["body"]\n',
-    )
-    result = project.scrapy("crawl", "notes", "-s", "LOG_LEVEL=DEBUG", NOTES_DB_PASSWORD=password)
-    assert result.returncode == 0, result.stderr[-3000:]
-    docs = solr_docs(solr, "notes")
-    assert sorted(doc["title"] for doc in docs) == ["First note", "Second"]
-    report = project.scrapy("report", "notes", "--json")
-    for text_ in (result.stdout, result.stderr, report.stdout, str(docs)):
-        assert password not in text_
-    admin.dispose()
+        connection.execute(text(f"CREATE SCHEMA {schema}"))
+        connection.execute(text(f"CREATE TABLE {schema}.notes (id integer primary key, title text, body text)"))
+        connection.execute(text(f"INSERT INTO {schema}.notes VALUES (1, 'First note', 'harbour crane'), (2, 'Second', 'berth')"))
+        connection.execute(text(f"GRANT USAGE ON SCHEMA {schema} TO {role}"))
+        connection.execute(text(f"GRANT SELECT ON {schema}.notes TO {role}"))
+    try:
+        url = postgres_url.replace("searchcrawl@", f"{role}@")
+        project.source(
+            "notes",
+            f'type = "database"\n[database]\nurl = "{url}"\npassword_secret = "NOTES_DB_PASSWORD"\n'
+            f'query = "SELECT id, title, body FROM {schema}.notes"\nkey = "id"\ntitle = "title"\ncontent = ["body"]\n',
+        )
+        result = project.scrapy("crawl", "notes", "-s", "LOG_LEVEL=DEBUG", NOTES_DB_PASSWORD=password)
+        assert result.returncode == 0, result.stderr[-3000:]
+        docs = solr_docs(solr, "notes")
+        assert sorted(doc["title"] for doc in docs) == ["First note", "Second"]
+        report = project.scrapy("report", "notes", "--json")
+        for text_ in (result.stdout, result.stderr, report.stdout, str(docs)):
+            assert password not in text_
+    finally:
+        with admin.begin() as connection:
+            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+            connection.execute(text(f"DROP ROLE {role}"))
+        admin.dispose()
 
 
 def test_an_incremental_source_misses_no_change(project: Project, solr, tmp_path: Path) -> None:
