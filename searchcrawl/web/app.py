@@ -228,6 +228,17 @@ class WebApp:
                 return self.render(request, "forbidden.html", 403, reason="The form's token is missing or stale.")
         return None
 
+    async def _admin_source(self, request: Request, post: bool = False) -> str | Response:
+        """The source an administration page is about, or the answer to send instead (not
+        allowed: ``_denied``; no such source: 404)."""
+        denied = await self._denied(request, post=post)
+        if denied is not None:
+            return denied
+        name = self._source(request)
+        if name is None:
+            return self.render(request, "forbidden.html", 404, reason="No such source.")
+        return name
+
     def _source(self, request: Request) -> str | None:
         name = str(request.path_params["name"])
         return name if name in self.config.source_names() else None
@@ -256,12 +267,9 @@ class WebApp:
         return self.render(request, "overview.html", **await _in_thread(gather), flash=self._flash(request))
 
     async def source(self, request: Request) -> Response:
-        denied = await self._denied(request)
-        if denied is not None:
-            return denied
-        name = self._source(request)
-        if name is None:
-            return self.render(request, "forbidden.html", 404, reason="No such source.")
+        name = await self._admin_source(request)
+        if isinstance(name, Response):
+            return name
 
         def gather() -> dict[str, Any]:
             table = DocumentTable(self.database)
@@ -289,12 +297,9 @@ class WebApp:
         return self.render(request, "run.html", view=view, report=report, kinds=DELTA_KINDS, flash=self._flash(request))
 
     async def documents(self, request: Request) -> Response:
-        denied = await self._denied(request)
-        if denied is not None:
-            return denied
-        name = self._source(request)
-        if name is None:
-            return self.render(request, "forbidden.html", 404, reason="No such source.")
+        name = await self._admin_source(request)
+        if isinstance(name, Response):
+            return name
         status = _int(request.query_params.get("status"))
         state = request.query_params.get("state")
         state = state if state in {item.value for item in State} else None
@@ -315,12 +320,9 @@ class WebApp:
         )
 
     async def explain(self, request: Request) -> Response:
-        denied = await self._denied(request, post=True)
-        if denied is not None:
-            return denied
-        name = self._source(request)
-        if name is None:
-            return self.render(request, "forbidden.html", 404, reason="No such source.")
+        name = await self._admin_source(request, post=True)
+        if isinstance(name, Response):
+            return name
         url = str((await request.form()).get("url", "")).strip()
         if not url.lower().startswith(("http://", "https://", "file:", "ftp://")) or len(url) > 8192:
             ok, text = False, "Give an absolute URL (http://, https://, ftp:// or file:)."
