@@ -44,22 +44,26 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
-        solr = DevSolr(paths.data_dir(self.settings), opts.port)
-        print("Starting the development Solr (the first start builds it with Maven)...", flush=True)
-        try:
-            solr_url = solr.start()
-        except DevSolrError as exc:
-            print(f"searchcrawl: {exc}")
-            self.exitcode = 1
-            return
-        print(f"Solr is up at {solr_url}", flush=True)
         with package_dir("searchcrawl.dev", "demo_site") as site:
+            # The site's port first: the example source's seeds name it, so no other will do, and a
+            # busy port is better told before Solr starts than after.
             handler = functools.partial(QuietHandler, directory=str(site))
-            server = ThreadingHTTPServer(("127.0.0.1", SITE_PORT), handler)
-            threading.Thread(target=server.serve_forever, daemon=True).start()
-            print(f"Serving the example intranet at http://127.0.0.1:{SITE_PORT}/ and crawling it...", flush=True)
-            env = dict(os.environ, SOLR_URL=solr_url, SEARCHCRAWL_DATA_DIR=str(paths.data_dir(self.settings)))
             try:
+                server = ThreadingHTTPServer(("127.0.0.1", SITE_PORT), handler)
+            except OSError as exc:
+                print(
+                    f"searchcrawl: cannot serve the example intranet on 127.0.0.1:{SITE_PORT} ({exc.strerror}); "
+                    "stop what uses that port and run `scrapy demo` again"
+                )
+                self.exitcode = 1
+                return
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            try:
+                solr_url = self._start_solr(opts.port)
+                if solr_url is None:
+                    return
+                print(f"Serving the example intranet at http://127.0.0.1:{SITE_PORT}/ and crawling it...", flush=True)
+                env = dict(os.environ, SOLR_URL=solr_url, SEARCHCRAWL_DATA_DIR=str(paths.data_dir(self.settings)))
                 crawl = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "example", "-s", "LOG_LEVEL=WARNING"], env=env)
             finally:
                 server.shutdown()
@@ -72,3 +76,15 @@ class Command(ScrapyCommand):
             print(f"\n$ scrapy search {query!r}\n{results.hits} documents match")
             print("\n".join(format_hits(results)))
         print(f'\nSolr keeps running at {solr_url}: try `scrapy search "<query>"`; stop it with `scrapy solr stop`.')
+
+    def _start_solr(self, port: int) -> str | None:
+        assert self.settings is not None
+        print("Starting the development Solr (the first start builds it with Maven)...", flush=True)
+        try:
+            solr_url = DevSolr(paths.data_dir(self.settings), port).start()
+        except DevSolrError as exc:
+            print(f"searchcrawl: {exc}")
+            self.exitcode = 1
+            return None
+        print(f"Solr is up at {solr_url}", flush=True)
+        return solr_url

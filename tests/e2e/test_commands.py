@@ -1,6 +1,9 @@
 """`scrapy search`, `scrapy solr status` and the quickstart's `scrapy demo`."""
 
+import socket
 import uuid
+
+import pytest
 
 from searchcrawl.dev.solr_runner import DevSolr
 
@@ -34,6 +37,7 @@ def test_search_reports_an_unreachable_solr(offline_project) -> None:
     assert "did not answer" in result.stdout
 
 
+@pytest.mark.xdist_group("demo-site")  # `scrapy demo` serves the example intranet on its one port, 8765
 def test_solr_status_and_demo(project, dev_solr: DevSolr) -> None:
     port, solr_data = str(dev_solr.port), dev_solr.data_dir
     status = project.scrapy("solr", "status", "--port", port, SEARCHCRAWL_DATA_DIR=str(solr_data))
@@ -45,3 +49,16 @@ def test_solr_status_and_demo(project, dev_solr: DevSolr) -> None:
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert "1. Travel policy" in demo.stdout
     assert "Oracle on demand" in demo.stdout
+
+
+@pytest.mark.xdist_group("demo-site")
+def test_demo_tells_a_busy_site_port_before_starting_solr(offline_project) -> None:
+    """Regression: a busy 8765 ended the demo in a traceback, after Solr had started."""
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the last demo's TIME_WAIT
+        taken.bind(("127.0.0.1", 8765))
+        taken.listen()
+        demo = offline_project.scrapy("demo", "--port", "1")
+    assert demo.returncode == 1
+    assert "cannot serve the example intranet on 127.0.0.1:8765" in demo.stdout
+    assert "Traceback" not in demo.stderr and "Starting the development Solr" not in demo.stdout

@@ -174,6 +174,7 @@ def finish(process: subprocess.Popen[str], timeout: float = 600) -> tuple[str, s
     return stdout, stderr
 
 
+@pytest.mark.xdist_group("demo-site")  # `scrapy demo` serves the example intranet on its one port, 8765
 @pytest.mark.slow
 def test_the_installed_wheel_runs_solr_the_collection_command_and_the_demo(venv: Path, installed: dict) -> None:
     env, work = installed["env"], installed["work"]
