@@ -195,13 +195,26 @@ class _Fake(BaseHTTPRequestHandler):
             cls.puts += 1
             cls.headers_seen.append(dict(self.headers))
             drop = cls.drop_first and cls.puts == 1
+        done = False
+
+        def finished() -> None:
+            # Counted out before the answer goes: the client may send its next document as soon as
+            # it has read this answer, before this thread runs again.
+            nonlocal done
+            if not done:
+                done = True
+                with cls.lock:
+                    cls.in_flight -= 1
+
         try:
             self.rfile.read(int(self.headers["Content-Length"]))
             if drop:  # the parser died under it
+                finished()
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
             time.sleep(cls.delay)
             body = cls.answer
+            finished()
             self.send_response(cls.status)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -209,8 +222,7 @@ class _Fake(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (the time-limit test)
         finally:
-            with cls.lock:
-                cls.in_flight -= 1
+            finished()
 
     def log_message(self, *args: object) -> None:
         pass
