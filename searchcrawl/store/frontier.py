@@ -4,8 +4,9 @@ Following SAP's xcrawler, a URL moves through persisted sets: queued (todo), lea
 retrieved), done. Leases are renewed while their process is alive and expire when it is not;
 a resumed run puts its leased URLs back in the queue, and in a shared crawl the other nodes take
 back expired leases, so a crash, a kill -9 or a dead node loses nothing. Dequeuing leases a batch in breadth-first order
-(by depth, then discovery order); on PostgreSQL with ``FOR UPDATE SKIP LOCKED``, so that several
-crawler processes can share one frontier.
+(by depth, then discovery order), in one statement that chooses and leases the batch (on
+PostgreSQL with ``FOR UPDATE SKIP LOCKED``), so that several crawler processes, on one machine
+over SQLite or on many over PostgreSQL, can share one frontier.
 """
 
 from __future__ import annotations
@@ -118,36 +119,40 @@ class Frontier:
     def lease(self, count: int) -> list[Entry]:
         """Take up to ``count`` queued URLs (shallowest first) for this owner."""
         table = Document.__table__
-        when = now()
+        # One statement: the batch is chosen and leased at once, so two processes never lease the
+        # same URL. PostgreSQL locks the chosen rows and skips those another node is taking (SKIP
+        # LOCKED); SQLite takes its write lock for the statement (a SELECT, then an UPDATE, in two
+        # statements left the gap between them open: several local processes leased one URL).
+        chosen = (
+            select(table.c.id)
+            .where(table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == QUEUED)
+            .order_by(table.c.depth, table.c.id)
+            .limit(count)
+        )
+        if self.engine.dialect.name == "postgresql":
+            chosen = chosen.with_for_update(skip_locked=True)
+        statement = (
+            update(table)
+            .where(table.c.id.in_(chosen.scalar_subquery()))
+            .values(frontier=LEASED, lease_owner=self.owner, lease_expires=now() + self.lease_duration)
+            .returning(
+                table.c.id,
+                table.c.url,
+                table.c.depth,
+                table.c.request,
+                table.c.state,
+                table.c.checksum,
+                table.c.last_modified,
+                table.c.etag,
+                table.c.last_fetched,
+                table.c.status,
+                table.c.duplicate_of,
+            )
+        )
         with self.engine.begin() as connection:
-            query = (
-                select(
-                    table.c.id,
-                    table.c.url,
-                    table.c.depth,
-                    table.c.request,
-                    table.c.state,
-                    table.c.checksum,
-                    table.c.last_modified,
-                    table.c.etag,
-                    table.c.last_fetched,
-                    table.c.status,
-                    table.c.duplicate_of,
-                )
-                .where(table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == QUEUED)
-                .order_by(table.c.depth, table.c.id)
-                .limit(count)
-            )
-            if self.engine.dialect.name == "postgresql":
-                query = query.with_for_update(skip_locked=True)
-            rows = connection.execute(query).all()
-            if not rows:
-                return []
-            connection.execute(
-                update(table)
-                .where(table.c.id.in_([row.id for row in rows]))
-                .values(frontier=LEASED, lease_owner=self.owner, lease_expires=when + self.lease_duration)
-            )
+            rows = sorted(connection.execute(statement).all(), key=lambda row: (row.depth or 0, row.id))
+        if not rows:
+            return []
         self._remember(row.url for row in rows)
         return [
             Entry(

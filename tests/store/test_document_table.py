@@ -157,3 +157,34 @@ def test_a_duplicate_whose_original_left_meanwhile_is_fetched_again_not_marked(b
     row = table.get(source, y)
     assert row is not None
     assert (row["duplicate_of"], row["frontier"], row["status"]) == (x, "done", 911)
+
+
+LEASER = """
+import sys
+from searchcrawl.store import Database
+from searchcrawl.store.frontier import Frontier
+database = Database(sys.argv[1], migrate=False)
+frontier = Frontier(database, "shared", int(sys.argv[2]), sys.argv[3])
+while batch := frontier.lease(7):
+    print("\\n".join(entry.url for entry in batch), flush=True)
+"""
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_processes_leasing_from_one_frontier_at_once_never_lease_a_url_twice(backend: str, tmp_path, request) -> None:
+    """Regression: on SQLite the batch was chosen by a SELECT and leased by an UPDATE, and local
+    processes leasing at the same moment both took the URLs between the two."""
+    from searchcrawl.store.frontier import Entry, Frontier
+
+    url = f"sqlite:///{tmp_path / 'f.sqlite3'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    database = Database(url)
+    run = Runs(database).start("shared", fresh=True)
+    urls = {f"http://h/{number}" for number in range(3000)}
+    Frontier(database, "shared", run.id, "seeder").add([Entry(each, 1) for each in sorted(urls)])
+    leasers = [
+        subprocess.Popen([sys.executable, "-c", LEASER, url, str(run.id), f"node:{number}"], stdout=subprocess.PIPE, text=True)
+        for number in range(4)
+    ]
+    leased = [line for process in leasers for line in process.communicate(timeout=300)[0].splitlines()]
+    assert all(process.returncode == 0 for process in leasers)
+    assert len(leased) == len(urls) and set(leased) == urls
