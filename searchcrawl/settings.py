@@ -118,6 +118,10 @@ SEARCHCRAWL_LEASE_SECONDS = 600  # leases are renewed every third of this; a dea
 # Several processes or machines crawl one source together (one run, over PostgreSQL); per source:
 # shared = true. Per-site delay and concurrency then hold for the whole fleet.
 SEARCHCRAWL_SHARED_CRAWL = False
+# Crawler processes for one source on this machine (per source: processes): more than 1 makes the
+# crawl start that many minus one more, sharing its run over the document table (SQLite will do);
+# "auto": one per usable core. See searchcrawl/ops/local_fleet.py.
+SEARCHCRAWL_PROCESSES = 1
 SEARCHCRAWL_PROGRESS_INTERVAL = 30.0  # seconds between progress lines / run counter saves / control checks
 # A read-only crawl (what `scrapy explain` runs, with Scrapy's own SCHEDULER: no run): the document
 # table is opened without migrating (an outdated schema is refused) and nothing is written to it,

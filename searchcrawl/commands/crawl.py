@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import signal
 import sys
 from enum import IntEnum
 
@@ -15,6 +17,15 @@ from scrapy.crawler import Crawler
 
 from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
+from searchcrawl.ops.local_fleet import (
+    PARENT_SETTING,
+    LocalProcesses,
+    command_line,
+    die_with_parent,
+    processes_of,
+    shared_crawl,
+    started_by_a_crawl,
+)
 from searchcrawl.store import Database
 from searchcrawl.store.runs import ALREADY_RUNNING, Runs
 
@@ -45,6 +56,11 @@ REQUESTED_ENDS = frozenset(
 )
 
 
+# Close reasons every process of a crawl learns by itself (a control request read from the run):
+# the first process does not pass them on, so that the run ends as asked (stopped, not suspended).
+LEARNED_BY_EACH = frozenset({"finished", "suspended", "stopped"})
+
+
 def exit_code(*, started: bool, finish_reason: str | None, not_indexed: int) -> ExitCode:
     """What a crawl's process exits with: refused or failed first, since then nothing (or not
     everything) was crawled; then whether Solr has every document the crawl cached."""
@@ -57,8 +73,17 @@ def exit_code(*, started: bool, finish_reason: str | None, not_indexed: int) -> 
     return ExitCode.FINISHED
 
 
+def worst_exit_code(codes: list[int]) -> int:
+    """The exit code of a crawl of several processes: a failure first, then documents not indexed."""
+    for worst in (ExitCode.FAILED, ExitCode.NOT_INDEXED):
+        if worst in codes:
+            return worst
+    return max(codes)
+
+
 class Command(ScrapyCrawlCommand):
     finish_reason: str | None = None
+    others: LocalProcesses | None = None  # the crawl's other processes (source key ``processes``)
 
     def short_desc(self) -> str:
         return "Crawl one source into the index"
@@ -81,20 +106,30 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = ExitCode.BROKEN_SOURCE
             return
         crawler = self.crawler_process.create_crawler(args[0])
+        settings = crawler.settings
+        if started_by_a_crawl(settings) and not die_with_parent(settings.getint(PARENT_SETTING)):
+            logger.error("The crawl that started this process has ended; nothing crawled")
+            self.exitcode = ExitCode.FAILED
+            return
         refusal = self.conflict(crawler, args[0])
         if refusal is not None:
             logger.error("%s", refusal)
             self.exitcode = ExitCode.ALREADY_RUNNING
             return
+        count = processes_of(settings)
+        if count > 1 and not started_by_a_crawl(settings):
+            self.others = LocalProcesses(command_line(args[0], opts.spargs, settings, os.getpid()), count - 1)
+            crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
         started = not self.crawler_process.bootstrap_failed
-        self.exitcode = exit_code(
+        code = exit_code(
             started=started,
             finish_reason=self.finish_reason,
             not_indexed=crawler.stats.get_value("searchcrawl/not_indexed", 0) if started else 0,
         )
+        self.exitcode = worst_exit_code([code, *self.others.wait()]) if self.others is not None else code
 
     @staticmethod
     def conflict(crawler: Crawler, source: str) -> str | None:
@@ -104,11 +139,20 @@ class Command(ScrapyCrawlCommand):
         try:
             return Runs(database).conflict(
                 source,
-                allow_shared=settings.getbool("SEARCHCRAWL_SHARED_CRAWL"),
+                allow_shared=shared_crawl(settings),
                 stale_after=settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"),
             )
         finally:
             database.close()
 
+    def opened(self) -> None:
+        """The run is open (this process started or resumed it): the others join it."""
+        assert self.others is not None
+        self.others.start()
+
     def closed(self, reason: str) -> None:
         self.finish_reason = reason
+        if self.others is not None and reason not in LEARNED_BY_EACH:
+            # told to stop (SIGINT or SIGTERM: Ctrl-C, a scrapyd cancel), or failed: so do the others
+            logger.info("Stopping the crawl's other processes (%s)", reason)
+            self.others.signal(signal.SIGINT)

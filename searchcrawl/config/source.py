@@ -51,7 +51,7 @@ WEB_ONLY_KEYS = (
     *("auth", "proxy", "tls", "render_js", "render_rules", "render_wait", "render_selector", "render_delay_ms"),
     *("render_timeout", "render_min_text", "render_pages", "orphans", "recheck_gone_days", "sitemaps"),
     *("sitemaps_from_robots", "trust_sitemap_lastmod", "delay", "delay_rules", "concurrent_per_site"),
-    *("concurrent_sites", "autothrottle", "autothrottle_target", "shared", "domains", "ports", "paths"),
+    *("concurrent_sites", "autothrottle", "autothrottle_target", "shared", "processes", "domains", "ports", "paths"),
     *("patterns", "max_depth", "index_dynamic_pages"),
 )
 SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -382,6 +382,8 @@ class SourceSettings(ScopeRules):
     temp_dir: str | None = None
     # scale-out: several processes or machines crawl this source together (PostgreSQL)
     shared: bool = False
+    # several processes on this machine crawl it together, as a shared crawl (searchcrawl/ops/local_fleet.py)
+    processes: int | Literal["auto"] = Field(default=1, ge=1)
 
     @field_validator("refresh_interval")
     @classmethod
@@ -414,11 +416,12 @@ class SourceSettings(ScopeRules):
     def _one_schedule(self) -> SourceSettings:
         if self.refresh_interval is not None and self.schedule is not None:
             raise ValueError("give either 'refresh_interval' or 'schedule', not both")
-        if self.shared and self.autothrottle:
-            raise ValueError(
-                "'autothrottle' adjusts each process's own delay; a shared crawl spaces requests for "
-                "the whole fleet with 'delay' (and 'delay_rules'): drop one of 'shared' and 'autothrottle'"
-            )
+        for key, several in (("shared", self.shared), ("processes", self.processes != 1)):
+            if several and self.autothrottle:
+                raise ValueError(
+                    "'autothrottle' adjusts each process's own delay; a shared crawl spaces requests for "
+                    f"the whole fleet with 'delay' (and 'delay_rules'): drop one of {key!r} and 'autothrottle'"
+                )
         return self
 
     @model_validator(mode="before")

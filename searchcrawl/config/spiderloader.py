@@ -35,6 +35,7 @@ SETTINGS_OF_KEYS = {
     "log_level": "LOG_LEVEL",
     "temp_dir": "SEARCHCRAWL_TEMP_DIR",
     "shared": "SEARCHCRAWL_SHARED_CRAWL",
+    "processes": "SEARCHCRAWL_PROCESSES",
 }
 
 

@@ -42,6 +42,7 @@ from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import CONNECTION_REFUSALS
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.ops.local_fleet import shared_crawl
 from searchcrawl.rules.boundary import Boundary
 from searchcrawl.rules.boundary import ScopeDecision as Decision
 from searchcrawl.rules.display_urls import DisplayUrls
@@ -213,7 +214,7 @@ class CrawlState:
             rewriter=load_rewriter(source.settings.url_rewriter),
             display_urls=DisplayUrls(source.settings.display_urls),
             crawler=crawler,
-            shared=settings.getbool("SEARCHCRAWL_SHARED_CRAWL"),
+            shared=shared_crawl(settings),
             site_delay=settings.getfloat("DOWNLOAD_DELAY"),
             read_only=read_only,
             agent=source.make_agent() if source.agent_class is not None else None,

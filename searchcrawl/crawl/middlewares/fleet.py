@@ -26,6 +26,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.meta import SITE_LEASE
+from searchcrawl.ops.local_fleet import shared_crawl
 from searchcrawl.store.sites import SitePoliteness
 
 logger = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ class FleetPolitenessMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FleetPolitenessMiddleware:
-        if not crawler.settings.getbool("SEARCHCRAWL_SHARED_CRAWL"):
+        if not shared_crawl(crawler.settings):
             raise NotConfigured
         return cls(crawler)
 

@@ -1,0 +1,97 @@
+"""Several processes on one machine crawl one source (source key ``processes``), over the SQLite
+document table: each URL fetched once, the index complete, per-site politeness for the whole
+crawl, and a SIGKILL of the crawl losing nothing (the next crawl resumes its run)."""
+
+from __future__ import annotations
+
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from searchcrawl.ops.processes import process_alive
+from searchcrawl.store.runs import Runs
+from tests.conftest import Project, wait_for
+from tests.e2e.test_scale_out import fetched, solr_ids
+from tests.sites import build_intranet
+
+pytestmark = pytest.mark.slow
+
+
+def test_two_processes_crawl_one_source_over_sqlite(project: Project, serve, tmp_path, solr_url: str) -> None:
+    root = tmp_path / "site"
+    root.mkdir()
+    pages = build_intranet(root, sections=10, per_section=40)  # 811 pages
+    site = serve(root)
+    project.source("twoprocs", f'seeds = ["{site.url}index.html"]\nprocesses = 2\n')
+    result = project.scrapy("crawl", "twoprocs", "-s", "SEARCHCRAWL_PROGRESS_INTERVAL=1")
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-3000:]
+
+    started = re.search(r"Started 1 more crawler processes for this source: \[(\d+)\]", log)
+    assert started, log[-3000:]
+    assert "Joining run" in log  # the second process joined the first one's run
+    assert len(re.findall(r"'response_received_count': [1-9]", log)) == 2  # both fetched pages
+    counts = fetched(site)
+    assert set(counts) == {"/" + path for path in pages}
+    assert max(counts.values()) == 1, {path: n for path, n in counts.items() if n > 1}  # each page once
+    ids = solr_ids(solr_url, "twoprocs")
+    assert len(ids) == len(set(ids)) == len(pages)
+    table = project.table()
+    assert table.count_by("twoprocs", "state") == {"indexed": len(pages)}
+    assert Runs(table.database).latest("twoprocs")["state"] == "finished"
+
+
+def test_politeness_holds_for_the_processes_together(project: Project, serve, tmp_path) -> None:
+    root = tmp_path / "site"
+    root.mkdir()
+    build_intranet(root, sections=3, per_section=5)  # 34 pages
+    delay = 0.3
+    site = serve(root)
+    project.source("politeprocs", f'seeds = ["{site.url}index.html"]\nprocesses = 2\ndelay = {delay}\n')
+    result = project.scrapy("crawl", "politeprocs")
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    gaps = [later - earlier for earlier, later in zip(site.arrivals, site.arrivals[1:], strict=False)]
+    assert len(site.arrivals) >= 34
+    # as in tests/e2e/test_scale_out.py: reserved exactly `delay` apart; one late start shortens
+    # the gap after it, so a single gap is held to half the delay, the mean to the delay
+    assert sum(gaps) / len(gaps) >= delay * 0.98, sum(gaps) / len(gaps)
+    assert min(gaps) >= delay * 0.5, sorted(gaps)[:5]
+
+
+def test_a_crawl_of_two_processes_killed_with_sigkill_loses_nothing(project: Project, serve, tmp_path, solr_url: str) -> None:
+    root = tmp_path / "site"
+    root.mkdir()
+    pages = build_intranet(root, sections=10, per_section=40)  # 811 pages
+    site = serve(root)
+    project.source("killprocs", f'seeds = ["{site.url}index.html"]\nprocesses = 2\ndelay = 0.02\n')
+    crawl = project.popen("crawl", "killprocs", "-s", "CONCURRENT_REQUESTS=4")
+    wait_for(lambda: len(site.requests) > 150, timeout=300, what="the crawl to get going")
+    others = children(crawl.pid)
+    assert len(others) == 1, others
+    crawl.send_signal(signal.SIGKILL)
+    crawl.communicate(timeout=60)
+    # the other process learns that the crawl died (SIGTERM from the kernel) and leaves the run
+    wait_for(lambda: not any(process_alive(pid) for pid in others), timeout=120, what="the other process to end")
+    before = len(site.requests)
+    assert before < len(pages), "the crawl ended before the kill"
+
+    again = project.scrapy("crawl", "killprocs")
+    log = again.stdout + again.stderr
+    assert again.returncode == 0, log[-3000:]
+    assert "Resuming run" in log  # nothing works on the run: the next crawl resumes it at once
+    counts = fetched(site)
+    assert set(counts) == {"/" + path for path in pages}
+    twice = {path: n for path, n in counts.items() if n > 1}
+    assert len(twice) <= 2 * 2 * 8, twice  # at most what was leased by the two processes at the kill
+    ids = solr_ids(solr_url, "killprocs")
+    assert len(ids) == len(set(ids)) == len(pages)
+    table = project.table()
+    assert table.count_by("killprocs", "state") == {"indexed": len(pages)}
+    assert Runs(table.database).latest("killprocs")["state"] == "finished"
+
+
+def children(pid: int) -> list[int]:
+    """The processes ``pid`` started (Linux: /proc/<pid>/task/<tid>/children)."""
+    return [int(each) for task in Path(f"/proc/{pid}/task").iterdir() for each in (task / "children").read_text().split()]
