@@ -154,12 +154,14 @@ class Site:
                 in_flight = site.in_flight  # a test may reset it while this request is answered
                 if in_flight is None:
                     return super().do_GET()
+                # counted out before the answer goes: the client may send its next request as soon
+                # as it has read this answer, before this thread runs again (a count of one too many)
                 in_flight.enter(site.host)
                 try:
                     time.sleep(site.slow)
-                    return super().do_GET()
                 finally:
                     in_flight.leave(site.host)
+                return super().do_GET()
 
             def send_head(self):  # type: ignore[no-untyped-def]
                 site.arrivals.append(time.monotonic())

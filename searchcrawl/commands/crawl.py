@@ -74,11 +74,13 @@ def exit_code(*, started: bool, finish_reason: str | None, not_indexed: int) -> 
 
 
 def worst_exit_code(codes: list[int]) -> int:
-    """The exit code of a crawl of several processes: a failure first, then documents not indexed."""
-    for worst in (ExitCode.FAILED, ExitCode.NOT_INDEXED):
-        if worst in codes:
-            return worst
-    return max(codes)
+    """The exit code of a crawl of several processes (the first one's code first): a failure
+    first, then documents not indexed. A process killed by a signal (a negative code) counts for
+    nothing: the others took its URLs back and went on."""
+    ended = [code for code in codes if code >= 0]
+    if any(code not in (ExitCode.FINISHED, ExitCode.NOT_INDEXED) for code in ended):
+        return ExitCode.FAILED
+    return ExitCode.NOT_INDEXED if ExitCode.NOT_INDEXED in ended else ExitCode.FINISHED
 
 
 class Command(ScrapyCrawlCommand):
@@ -129,7 +131,13 @@ class Command(ScrapyCrawlCommand):
             finish_reason=self.finish_reason,
             not_indexed=crawler.stats.get_value("searchcrawl/not_indexed", 0) if started else 0,
         )
-        self.exitcode = worst_exit_code([code, *self.others.wait()]) if self.others is not None else code
+        if self.others is not None:
+            others = self.others.wait()
+            for pid, other in zip(self.others.pids(), others, strict=True):
+                if other < 0:
+                    logger.warning("Crawler process %d was killed by signal %d; the others took its URLs back", pid, -other)
+            code = worst_exit_code([code, *others])
+        self.exitcode = code
 
     @staticmethod
     def conflict(crawler: Crawler, source: str) -> str | None:

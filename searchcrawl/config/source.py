@@ -383,7 +383,14 @@ class SourceSettings(ScopeRules):
     # scale-out: several processes or machines crawl this source together (PostgreSQL)
     shared: bool = False
     # several processes on this machine crawl it together, as a shared crawl (searchcrawl/ops/local_fleet.py)
-    processes: int | Literal["auto"] = Field(default=1, ge=1)
+    processes: int | Literal["auto"] = 1
+
+    @field_validator("processes", mode="before")
+    @classmethod
+    def _processes(cls, value: Any) -> Any:
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            return value
+        raise ValueError(f"expected a number of processes, 1 or more, or 'auto' (got {value!r})")
 
     @field_validator("refresh_interval")
     @classmethod

@@ -165,12 +165,26 @@ class FrontierScheduler(BaseScheduler):
         try:
             self.frontier.renew()
             self.context.runs.heartbeat(self.run.id, self.owner)  # type: ignore[union-attr]
-            taken = self.frontier.requeue_leased(expired_only=True)
+            self._take_back()
         except Exception:  # a database hiccup: the next renewal tries again, well before expiry
             logger.exception("Renewing the leases of run %d failed", self.run.id)
-            return
+
+    def _take_back(self) -> int:
+        """Queue again the URLs leased by nodes that stopped working on the run: their lease
+        expired, or their process on this machine is gone (a killed process of a crawl of
+        several local processes: its URLs come back at once, not a lease time later)."""
+        assert self.frontier is not None and self.run is not None and self.context.runs is not None
+        taken = self.frontier.requeue_leased(expired_only=True)
+        if self.shared:
+            live = self.context.runs.nodes(self.run.id, self.lease_seconds, but=self.owner)
+            taken += self.frontier.requeue_leased(keep_owners=[self.owner, *live])
         if taken:
-            logger.info("Took back %d URLs whose lease expired (a node stopped working on run %d)", taken, self.run.id)
+            logger.info(
+                "Took back %d URLs whose lease expired or whose process is gone (a node stopped working on run %d)",
+                taken,
+                self.run.id,
+            )
+        return taken
 
     def close(self, reason: str) -> None:
         if self.run is None or self.frontier is None:
@@ -323,7 +337,7 @@ class FrontierScheduler(BaseScheduler):
             return self.others_working
         assert self.frontier is not None and self.run is not None and self.context.runs is not None
         self.others_checked = time.monotonic()
-        if self.frontier.requeue_leased(expired_only=True):
+        if self._take_back():
             self.others_working = True  # a dead node's URLs are queued again
             return True
         counts = self.frontier.counts()

@@ -68,6 +68,13 @@ def shared_crawl(settings: BaseSettings) -> bool:
     return settings.getbool("SEARCHCRAWL_SHARED_CRAWL") or processes_of(settings) > 1
 
 
+def known_fleet(settings: BaseSettings) -> int | None:
+    """How many processes share the run, when only this machine's do (``processes`` without
+    ``shared``); None when machines may join it too (their number is not known)."""
+    count = processes_of(settings)
+    return count if count > 1 and not settings.getbool("SEARCHCRAWL_SHARED_CRAWL") else None
+
+
 def started_by_a_crawl(settings: BaseSettings) -> bool:
     """Is this process one of the others a crawl started (not the one to start them)?"""
     return bool(settings.get(PARENT_SETTING))
@@ -80,7 +87,7 @@ def command_line(source: str, arguments: Mapping[str, str], settings: BaseSettin
     line = [sys.executable, "-m", "scrapy", "crawl", source]
     for name, value in arguments.items():
         line += ["-a", f"{name}={value}"]
-    own = {"SEARCHCRAWL_PROCESSES": "1", "SEARCHCRAWL_SHARED_CRAWL": "True", PARENT_SETTING: str(parent)}
+    own = {"SEARCHCRAWL_PROCESSES": str(processes_of(settings)), PARENT_SETTING: str(parent)}
     for name, value in settings.items():
         if name not in own and settings.getpriority(name) == SETTINGS_PRIORITIES["cmdline"]:
             line += ["-s", f"{name}={_setting_text(value)}"]

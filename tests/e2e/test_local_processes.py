@@ -4,15 +4,17 @@ crawl, and a SIGKILL of the crawl losing nothing (the next crawl resumes its run
 
 from __future__ import annotations
 
+import os
 import re
 import signal
+import time
 from pathlib import Path
 
 import pytest
 
 from searchcrawl.ops.processes import process_alive
 from searchcrawl.store.runs import Runs
-from tests.conftest import Project, wait_for
+from tests.conftest import InFlight, Project, wait_for
 from tests.e2e.test_scale_out import fetched, solr_ids
 from tests.sites import build_intranet
 
@@ -59,6 +61,18 @@ def test_politeness_holds_for_the_processes_together(project: Project, serve, tm
     assert sum(gaps) / len(gaps) >= delay * 0.98, sum(gaps) / len(gaps)
     assert min(gaps) >= delay * 0.5, sorted(gaps)[:5]
 
+    # no delay: each process takes its share of the per-site limit, and the site sees the limit
+    in_flight = InFlight()
+    slow = serve(root, in_flight=in_flight, slow=0.2)
+    project.source("concprocs", f'seeds = ["{slow.url}index.html"]\nprocesses = 2\nconcurrent_per_site = 4\n')
+    result = project.scrapy("crawl", "concprocs", "-s", "CONCURRENT_REQUESTS=8")
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-3000:]
+    assert "Shared crawl of 2 local processes: at most 2 requests at once to a site from each (4 in all)" in log
+    assert len(fetched(slow)) >= 34
+    assert in_flight.max_per_host == 4, in_flight.max_per_host
+    assert len(re.findall(r"'response_received_count': [1-9]", log)) == 2  # both fetched pages
+
 
 def test_a_crawl_of_two_processes_killed_with_sigkill_loses_nothing(project: Project, serve, tmp_path, solr_url: str) -> None:
     root = tmp_path / "site"
@@ -95,3 +109,32 @@ def test_a_crawl_of_two_processes_killed_with_sigkill_loses_nothing(project: Pro
 def children(pid: int) -> list[int]:
     """The processes ``pid`` started (Linux: /proc/<pid>/task/<tid>/children)."""
     return [int(each) for task in Path(f"/proc/{pid}/task").iterdir() for each in (task / "children").read_text().split()]
+
+
+def test_a_process_killed_with_sigkill_has_its_urls_taken_back_by_the_others(
+    project: Project, serve, tmp_path, solr_url: str
+) -> None:
+    root = tmp_path / "site"
+    root.mkdir()
+    pages = build_intranet(root, sections=10, per_section=40)  # 811 pages
+    site = serve(root)
+    project.source("killone", f'seeds = ["{site.url}index.html"]\nprocesses = 2\ndelay = 0.02\n')
+    started = time.monotonic()
+    crawl = project.popen("crawl", "killone", "-s", "CONCURRENT_REQUESTS=4")
+    wait_for(lambda: len(site.requests) > 150, timeout=300, what="the crawl to get going")
+    (other,) = children(crawl.pid)
+    os.kill(other, signal.SIGKILL)
+    log, _ = crawl.communicate(timeout=600)
+    assert crawl.returncode == 0, log[-3000:]  # the crawl went on and ended; nothing was lost
+    assert f"Crawler process {other} was killed by signal 9" in log
+    assert "Took back" in log and "whose process is gone" in log
+    assert time.monotonic() - started < 300  # not a lease time (600 s) later
+    counts = fetched(site)
+    assert set(counts) == {"/" + path for path in pages}
+    twice = {path: n for path, n in counts.items() if n > 1}
+    assert len(twice) <= 2 * 8, twice  # at most what the killed process had leased
+    ids = solr_ids(solr_url, "killone")
+    assert len(ids) == len(set(ids)) == len(pages)
+    table = project.table()
+    assert table.count_by("killone", "state") == {"indexed": len(pages)}
+    assert Runs(table.database).latest("killone")["state"] == "finished"

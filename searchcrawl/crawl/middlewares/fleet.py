@@ -11,12 +11,20 @@ DOWNLOAD_DELAY). Their concurrency stays, at least the fleet's limit. A request 
 more than half the delay after its reserved start (a stalled process, a busy event loop) gives
 that start up and reserves another (MAX_LATE_STARTS times at most): sent late, it would land in
 the next node's turn.
+
+When the fleet is known (``processes = N`` on one machine, not ``shared``), there is no delay and
+no ``delay_rules``, and the per-site limit is at least N, each process takes an equal share of
+the limit instead (each slot's concurrency is ``CONCURRENT_REQUESTS_PER_DOMAIN // N``): the
+site sees at most the limit, as with reservations, and no request waits on the database. Why: a
+crawl without a delay is the one limited by CPU, and two statements per request made the
+processes' pages cost 17 % more CPU each (tests/benchmarks/README.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -24,9 +32,12 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
+if TYPE_CHECKING:
+    from scrapy.core.downloader import Slot
+
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.meta import SITE_LEASE
-from searchcrawl.ops.local_fleet import shared_crawl
+from searchcrawl.ops.local_fleet import known_fleet, shared_crawl
 from searchcrawl.store.sites import SitePoliteness
 
 logger = logging.getLogger(__name__)
@@ -44,6 +55,12 @@ class FleetPolitenessMiddleware:
         self.concurrency = max(1, settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"))
         self.hold = settings.getfloat("DOWNLOAD_TIMEOUT") + HOLD_MARGIN
         self.sent: dict[str, float] = {}  # site -> when this process last let a request go (loop time)
+        # each slot's share of the per-site limit, when the fleet is known and nothing needs spacing
+        self.share: int | None = None
+        fleet = known_fleet(settings)
+        source = self.context.source.settings
+        if fleet is not None and self.context.site_delay == 0 and not source.delay_rules and self.concurrency >= fleet:
+            self.share = self.concurrency // fleet
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
         crawler.signals.connect(self.reached, signal=signals.request_reached_downloader)
@@ -57,7 +74,15 @@ class FleetPolitenessMiddleware:
     def opened(self) -> None:
         assert self.crawler.engine is not None
         for slot in self.crawler.engine.downloader.slots.values():
-            slot.delay, slot.jitter = 0.0, 0.0  # the fleet reservation spaces requests
+            self._set(slot)
+        if self.share is not None:
+            logger.info(
+                "Shared crawl of %d local processes: at most %d requests at once to a site from each (%d in all), no delay",
+                known_fleet(self.crawler.settings),
+                self.share,
+                self.concurrency,
+            )
+            return
         logger.info(
             "Shared crawl: %.2f s between requests to a site and at most %d at once, for the whole fleet",
             self.context.site_delay,
@@ -75,9 +100,16 @@ class FleetPolitenessMiddleware:
         downloader = self.crawler.engine.downloader
         slot = downloader.slots.get(downloader.get_slot_key(request))
         if slot is not None:
-            slot.delay, slot.jitter = 0.0, 0.0
+            self._set(slot)
+
+    def _set(self, slot: Slot) -> None:
+        slot.delay, slot.jitter = 0.0, 0.0  # the fleet reservation spaces requests (or none need spacing)
+        if self.share is not None:
+            slot.concurrency = min(slot.concurrency, self.share)
 
     async def process_request(self, request: Request) -> None:
+        if self.share is not None:
+            return  # the slot's share of the limit holds it
         site = urlparse_cached(request).hostname or ""
         delay = self.context.site_delay
         loop = asyncio.get_running_loop()
