@@ -154,6 +154,8 @@ class Bench:
                 "DEPTH_PRIORITY=1",
                 "-s",
                 "ROBOTSTXT_OBEY=True",  # as the crawler: the same requests (robots.txt too)
+                "-s",
+                "METAREFRESH_ENABLED=False",  # as the crawler (the Sphinx site's index.html refreshes to its live site)
             ],
             outside,
             env,
@@ -174,6 +176,8 @@ class Bench:
         spied = [str(spy), "record", "--format", "raw", "--rate", str(PROFILE_RATE), "--subprocesses", "--nonblocking"]
         crawl = [sys.executable, "-m", "scrapy", "crawl", self.source, "-s", "LOG_LEVEL=WARNING"]
         result = self.measure("p", [*spied, "-o", str(stacks), "--", *crawl], ROOT, env)
+        # py-spy does not wait for the crawl (it watches it end): the runner's rusage holds py-spy alone
+        result["cpu_s_per_1000_pages"] = result["peak_rss_mb"] = None
         result["stages"] = profile_file(stacks, PROFILE_RATE, result["requests"])
         result["stacks"] = str(stacks)
         return result
@@ -343,7 +347,7 @@ def markdown(runs: list[dict[str, Any]], capacity: float | None) -> str:
             else:
                 lines.append(
                     f"| {run_label(run)} | {label}: {phase['what']} | {phase['requests']:,} | {phase['seconds']} | "
-                    f"{phase['pages_per_s']} | {phase['cpu_s_per_1000_pages']} | {phase['peak_rss_mb']} | "
+                    f"{phase['pages_per_s']} | {phase['cpu_s_per_1000_pages'] or 'n/a'} | {phase['peak_rss_mb'] or 'n/a'} | "
                     f"{phase['solr_updates']:,} |"
                 )
     lines.append("")
@@ -370,7 +374,7 @@ def stage_table(runs: list[dict[str, Any]]) -> list[str]:
     if not profiled:
         return []
     stages = list(dict.fromkeys(stage for run in profiled for stage in run["p"]["stages"]["cpu_ms_per_page"]))
-    stages.sort(key=lambda stage: stage == "total")
+    stages.sort(key=lambda stage: stage.startswith("total"))
     lines = [
         "",
         f"CPU ms per page fetched by stage, full pipeline under py-spy ({PROFILE_RATE} samples/s, busy threads only):",

@@ -73,4 +73,5 @@ def test_raw_file_to_milliseconds_per_page() -> None:
         "link extraction": 100.0,
         "download and Scrapy core (Twisted)": 100.0,
         "total": 200.0,
+        "total without startup": 200.0,
     }
