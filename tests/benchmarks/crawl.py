@@ -56,7 +56,7 @@ from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
 from tests.benchmarks.measure import jvm_cpu, run_measured, solr_updates
 from tests.benchmarks.real_sites import SITES, RealSite
-from tests.benchmarks.stages import profile_file
+from tests.benchmarks.stages import profile_file, scaled_to
 from tests.benchmarks.synthetic import Nginx, SyntheticSite, nginx, page_path
 from tests.conftest import ROOT
 
@@ -261,6 +261,9 @@ class Bench:
                 results[key] = self.bare(key)
             elif label == "p":
                 results["p"] = self.profile()
+                if "b" in results:  # b's CPU per page (rusage, no profiler) split by the profile's shares
+                    stages = results["p"]["stages"]
+                    stages["cpu_ms_per_page"] = scaled_to(stages["samples"], results["b"]["cpu_s_per_1000_pages"])
             elif label == "e":
                 results["e"] = self.push()
             elif label == "d":
@@ -373,17 +376,27 @@ def stage_table(runs: list[dict[str, Any]]) -> list[str]:
     profiled = [run for run in runs if "p" in run]
     if not profiled:
         return []
-    stages = list(dict.fromkeys(stage for run in profiled for stage in run["p"]["stages"]["cpu_ms_per_page"]))
+    key = "cpu_ms_per_page" if all("cpu_ms_per_page" in run["p"]["stages"] for run in profiled) else "sampled_ms_per_page"
+    stages = list(dict.fromkeys(stage for run in profiled for stage in run["p"]["stages"]["sampled_ms_per_page"]))
     stages.sort(key=lambda stage: stage.startswith("total"))
+    how = (
+        "phase b's CPU ms per page (rusage) split in the shares of py-spy's samples of phase p"
+        if key == "cpu_ms_per_page"
+        else "py-spy's samples / rate / pages (no phase b to scale to)"
+    )
     lines = [
         "",
-        f"CPU ms per page fetched by stage, full pipeline under py-spy ({PROFILE_RATE} samples/s, busy threads only):",
+        f"CPU ms per page fetched by stage: {how} ({PROFILE_RATE} samples/s, busy threads only; "
+        "in brackets: samples / rate / pages, which counts threads waiting for a core or the GIL too):",
         "",
         "| stage | " + " | ".join(run_label(run) for run in profiled) + " |",
         "|---|" + "---:|" * len(profiled),
     ]
     for stage in stages:
-        cells = [f"{run['p']['stages']['cpu_ms_per_page'].get(stage, 0.0):.2f}" for run in profiled]
+        cells = [
+            f"{run['p']['stages'][key].get(stage, 0.0):.2f} ({run['p']['stages']['sampled_ms_per_page'].get(stage, 0.0):.2f})"
+            for run in profiled
+        ]
         lines.append(f"| {stage} | " + " | ".join(cells) + " |")
     lines.append("| pages fetched | " + " | ".join(f"{run['p']['requests']:,}" for run in profiled) + " |")
     return lines

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 STARTUP = "Python imports and startup"
 OTHER = "other"
@@ -117,6 +118,19 @@ def ms_per_page(samples: dict[str, int], rate: int, pages: int) -> dict[str, flo
     return found
 
 
-def profile_file(path: Path, rate: int, pages: int) -> dict[str, object]:
+def scaled_to(samples: dict[str, int], cpu_ms_per_page: float) -> dict[str, float]:
+    """A measured CPU cost per page (rusage of an unprofiled run) split in the samples' shares.
+
+    Why: py-spy's "not idle" is a thread not blocked in a system call; on a loaded machine a
+    thread waiting for a core (or for the GIL) is sampled too, so samples / rate overstates CPU
+    time, unevenly. The shares are what the profile knows; the total comes from the kernel."""
+    total = sum(samples.values()) or 1
+    found = {stage: round(cpu_ms_per_page * count / total, 3) for stage, count in samples.items()}
+    found["total"] = round(cpu_ms_per_page, 3)
+    found["total without startup"] = round(cpu_ms_per_page * (total - samples.get(STARTUP, 0)) / total, 3)
+    return found
+
+
+def profile_file(path: Path, rate: int, pages: int) -> dict[str, Any]:
     samples = samples_by_stage(path.read_text(encoding="utf-8", errors="replace"))
-    return {"rate": rate, "pages": pages, "samples": samples, "cpu_ms_per_page": ms_per_page(samples, rate, pages)}
+    return {"rate": rate, "pages": pages, "samples": samples, "sampled_ms_per_page": ms_per_page(samples, rate, pages)}

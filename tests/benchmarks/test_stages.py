@@ -3,7 +3,7 @@ hand-written py-spy stacks."""
 
 from __future__ import annotations
 
-from tests.benchmarks.stages import OTHER, STARTUP, frames_of, ms_per_page, read_raw, samples_by_stage, stage_of
+from tests.benchmarks.stages import OTHER, STARTUP, frames_of, ms_per_page, read_raw, samples_by_stage, scaled_to, stage_of
 
 PROCESS = 'process 42:"python -m scrapy crawl bench"'
 ENGINE = "_run_module_as_main (<frozen runpy>:198);run (twisted/internet/base.py:700);_next_request (scrapy/core/engine.py:180)"
@@ -74,4 +74,15 @@ def test_raw_file_to_milliseconds_per_page() -> None:
         "download and Scrapy core (Twisted)": 100.0,
         "total": 200.0,
         "total without startup": 200.0,
+    }
+
+
+def test_measured_cpu_split_in_the_samples_shares() -> None:
+    samples = {STARTUP: 50, "HTML parsing": 150, "cache": 300}
+    assert scaled_to(samples, cpu_ms_per_page=10.0) == {
+        STARTUP: 1.0,
+        "HTML parsing": 3.0,
+        "cache": 6.0,
+        "total": 10.0,
+        "total without startup": 9.0,
     }
