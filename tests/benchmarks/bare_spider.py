@@ -9,6 +9,7 @@ passes as ``deny_extensions`` (comma-separated; none if empty)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import scrapy
 from scrapy.http import HtmlResponse, Response
@@ -18,7 +19,7 @@ from scrapy.linkextractors import LinkExtractor
 class BareSpider(scrapy.Spider):
     name = "bare"
 
-    def __init__(self, start_url: str = "", deny_extensions: str = "", **kwargs: object) -> None:
+    def __init__(self, start_url: str = "", deny_extensions: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.start_urls = [start_url]
         self.allowed_domains = ["127.0.0.1"]
