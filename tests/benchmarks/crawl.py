@@ -1,17 +1,27 @@
-"""The crawl benchmark: one command, one run, on a synthetic site served by nginx.
+"""The crawl benchmark: one command, one run, on a synthetic site or a real one served by nginx.
 
     .venv/bin/python -m tests.benchmarks.crawl --pages 10000 [--out DIR] [--solr-url URL]
     .venv/bin/python -m tests.benchmarks.crawl --pages 1000,10000,100000 --phases a,b   # scaling curve
+    .venv/bin/python -m tests.benchmarks.crawl --site sphinx --phases abacd --profile  # a real site
+
+--site synthetic (the default) builds N pages (--pages); sphinx and nutch are the built sites of
+the shared corpora (tests/benchmarks/real_sites.py): the site is what it is, and a run counts
+what was fetched.
 
 Phases, each a separate process measured from outside (wall time, CPU seconds of the process and
 its children, peak RSS) and from the server (requests per second in nginx's access log):
 
-    a  bare Scrapy fetching the site and following its links (the baseline)
+    a  bare Scrapy fetching the site and following its links (the baseline); a second "a" in
+       --phases (the default runs it before and after b) is reported as a2, and b/a uses the mean
+       rate of both, so that a machine whose load changed during b shows in the two baselines
     b  the full searchcrawl pipeline into the dev Solr (SQLite document table)
     e  the Solr batch push alone: documents/s of the indexer pushing cached documents into a warm
        Solr (warm-up passes first, then the median of three measured passes)
     c  a maintenance crawl of the unchanged site
     d  a maintenance crawl after 5% of the pages changed
+    p  with --profile, last: phase b again (a data folder of its own, the same Solr documents
+       replaced) under py-spy, whose stacks give the CPU milliseconds per page by stage
+       (tests/benchmarks/stages.py); its time and CPU include py-spy's and are not compared
 
 Writes results.json, results.md and pages_per_second.png to --out. The targets (issue 10):
 b/a >= 0.8; c/b (wall time) <= 0.35 with 0 Solr updates; Solr push >= 2,000 documents/s; peak
@@ -29,29 +39,40 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import lxml.html
+from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from searchcrawl import settings as defaults
 from searchcrawl.content.extract import html_attributes, solr_document
+from searchcrawl.crawl.spider import DOCUMENT_EXTENSIONS
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex, push_pending
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
 from tests.benchmarks.measure import jvm_cpu, run_measured, solr_updates
+from tests.benchmarks.real_sites import SITES, RealSite
+from tests.benchmarks.stages import profile_file, scaled_to
 from tests.benchmarks.synthetic import Nginx, SyntheticSite, nginx, page_path
 from tests.conftest import ROOT
 
 PHASES = {
     "a": "bare Scrapy (baseline)",
     "b": "searchcrawl, full pipeline",
+    "a2": "bare Scrapy, after b",
     "e": "Solr batch push alone",
     "c": "maintenance, unchanged",
     "d": "maintenance, 5% changed",
+    "p": "full pipeline under py-spy",
 }
+PROFILE_RATE = 250  # py-spy samples per second
+# The bare spider follows what the crawler follows by default: links of a, area, frame and iframe,
+# not to Scrapy's ignored extensions other than the documents the crawler converts.
+BARE_DENY_EXTENSIONS = ",".join(sorted(ext for ext in IGNORED_EXTENSIONS if ext not in DOCUMENT_EXTENSIONS))
 PUSH_DOCUMENTS = 10_000  # documents pushed in phase e (at most N)
 PUSH_WARMUP_PASSES = 5  # phase e first pushes this many sets of new documents into Solr (its JIT warm-up)...
 PUSH_MEASURED_PASSES = 3  # ...then this many more, whose median rate counts
@@ -63,16 +84,22 @@ HEADERS = {"content-type": "text/html; charset=utf-8", "last-modified": "Sat, 21
 
 class Bench:
     def __init__(
-        self, pages: int, work: Path, solr_url: str, server: Nginx, site: SyntheticSite, solr_pid: int | None = None
+        self,
+        label: str,
+        work: Path,
+        solr_url: str,
+        server: Nginx,
+        site: SyntheticSite | RealSite,
+        solr_pid: int | None = None,
     ) -> None:
-        self.pages, self.work, self.solr_url, self.server, self.site = pages, work, solr_url, server, site
+        self.label, self.work, self.solr_url, self.server, self.site = label, work, solr_url, server, site
+        self.pages = site.pages
         self.solr_pid = solr_pid  # known when the benchmark started the Solr itself
-        self.source = f"bench{pages}"
+        self.source = f"bench{label}"
+        self.seed = f"{server.url}{site_seed(site)}"
         self.sources = work / "sources"
         self.sources.mkdir(parents=True, exist_ok=True)
-        (self.sources / f"{self.source}.toml").write_text(
-            f'seeds = ["{server.url}{page_path(0)}"]\nmax_depth = 10\n', encoding="utf-8"
-        )
+        (self.sources / f"{self.source}.toml").write_text(f'seeds = ["{self.seed}"]\nmax_depth = 10\n', encoding="utf-8")
         self.env = dict(
             os.environ,
             SEARCHCRAWL_SOURCES_DIR=str(self.sources),
@@ -85,7 +112,8 @@ class Bench:
     def measure(self, label: str, args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
         since, before = time.time(), solr_updates(self.solr_url)
         measured = run_measured(args, cwd, env)
-        arrivals = [moment for moment, _status in self.server.arrivals(since)]
+        entries = self.server.arrivals(since)
+        arrivals = [moment for moment, _status in entries]
         fetched = len(arrivals)
         timeline = [0] * (int(measured.seconds) + 1)
         for moment in arrivals:
@@ -94,6 +122,7 @@ class Bench:
             "phase": label,
             "what": PHASES[label],
             "requests": fetched,
+            "statuses": dict(sorted(Counter(str(status) for _moment, status in entries).items())),
             "seconds": round(measured.seconds, 2),
             "pages_per_s": round(fetched / measured.seconds, 1),
             "cpu_s_per_1000_pages": round(measured.cpu_seconds * 1000 / max(fetched, 1), 2),
@@ -102,13 +131,13 @@ class Bench:
             "timeline": timeline,
         }
 
-    def bare(self) -> dict[str, Any]:
+    def bare(self, label: str = "a") -> dict[str, Any]:
         env = {key: value for key, value in self.env.items() if key != "SCRAPY_SETTINGS_MODULE"}
         outside = self.work / "bare"  # no scrapy.cfg above it: Scrapy's own defaults
         outside.mkdir(exist_ok=True)
         spider = Path(__file__).with_name("bare_spider.py")
         return self.measure(
-            "a",
+            label,
             [
                 sys.executable,
                 "-m",
@@ -116,11 +145,17 @@ class Bench:
                 "runspider",
                 str(spider),
                 "-a",
-                f"start_url={self.server.url}{page_path(0)}",
+                f"start_url={self.seed}",
+                "-a",
+                f"deny_extensions={BARE_DENY_EXTENSIONS}",
                 "-s",
                 "LOG_LEVEL=WARNING",
                 "-s",
                 "DEPTH_PRIORITY=1",
+                "-s",
+                "ROBOTSTXT_OBEY=True",  # as the crawler: the same requests (robots.txt too)
+                "-s",
+                "METAREFRESH_ENABLED=False",  # as the crawler (the Sphinx site's index.html refreshes to its live site)
             ],
             outside,
             env,
@@ -130,6 +165,22 @@ class Bench:
         return self.measure(
             label, [sys.executable, "-m", "scrapy", "crawl", self.source, "-s", "LOG_LEVEL=WARNING"], ROOT, self.env
         )
+
+    def profile(self) -> dict[str, Any]:
+        """Phase p: the full pipeline again, from an empty data folder, under py-spy."""
+        stacks = self.work / "stacks.txt"
+        spy = Path(sys.executable).with_name("py-spy")
+        if not spy.exists():
+            raise SystemExit(f"{spy} is missing: pip install py-spy (the bench extra)")
+        env = dict(self.env, SEARCHCRAWL_DATA_DIR=str(self.work / "profile-data"))
+        spied = [str(spy), "record", "--format", "raw", "--rate", str(PROFILE_RATE), "--subprocesses", "--nonblocking"]
+        crawl = [sys.executable, "-m", "scrapy", "crawl", self.source, "-s", "LOG_LEVEL=WARNING"]
+        result = self.measure("p", [*spied, "-o", str(stacks), "--", *crawl], ROOT, env)
+        # py-spy does not wait for the crawl (it watches it end): the runner's rusage holds py-spy alone
+        result["cpu_s_per_1000_pages"] = result["peak_rss_mb"] = None
+        result["stages"] = profile_file(stacks, PROFILE_RATE, result["requests"])
+        result["stacks"] = str(stacks)
+        return result
 
     def push(self) -> dict[str, Any]:
         """Phase e: cache up to PUSH_DOCUMENTS documents made from the site's pages by the crawler's
@@ -145,19 +196,17 @@ class Bench:
         Solr (its pid known). Before each pass, a hard commit and a short pause let Solr flush and
         merge what came before."""
         count = min(self.pages, PUSH_DOCUMENTS)
+        paths = site_pages(self.site, count)
         table = DocumentTable(Database(f"sqlite:///{self.work / 'push.sqlite3'}"))
         cache = DocumentCache(self.work / "push-cache")
         source = f"{self.source}-push"
-        pages = [
-            html_attributes(lxml.html.fromstring((self.site.root / page_path(number)).read_bytes()), {})
-            for number in range(count)
-        ]
+        pages = [html_attributes(lxml.html.fromstring((self.site.root / path).read_bytes()), {}) for path in paths]
         index = SolrIndex(self.solr_url, timeout=120)
         before = solr_updates(self.solr_url)
         passes = []
         for number in range(PUSH_WARMUP_PASSES + PUSH_MEASURED_PASSES):
             for page, attributes in enumerate(pages):
-                url = f"{self.server.url}push{number}/{page_path(page)}"
+                url = f"{self.server.url}push{number}/{paths[page]}"
                 document = solr_document(source, url, attributes, HEADERS)
                 checksum = document["checksum"] = hashlib.sha256(document["content"].encode()).hexdigest()
                 cache.put(document)
@@ -205,10 +254,16 @@ class Bench:
         }
 
     def run(self, phases: str) -> dict[str, Any]:
-        results: dict[str, Any] = {"pages": self.pages, "documents": self.site.documents}
+        results: dict[str, Any] = {"site": site_name(self.site), "pages": self.pages, "documents": self.site.documents}
         for label in phases:
             if label == "a":
-                results["a"] = self.bare()
+                key = "a2" if "a" in results else "a"
+                results[key] = self.bare(key)
+            elif label == "p":
+                results["p"] = self.profile()
+                if "b" in results:  # b's CPU per page (rusage, no profiler) split by the profile's shares
+                    stages = results["p"]["stages"]
+                    stages["cpu_ms_per_page"] = scaled_to(stages["samples"], results["b"]["cpu_s_per_1000_pages"])
             elif label == "e":
                 results["e"] = self.push()
             elif label == "d":
@@ -219,10 +274,33 @@ class Bench:
         return results
 
 
+def site_name(site: SyntheticSite | RealSite) -> str:
+    return site.name if isinstance(site, RealSite) else "synthetic"
+
+
+def run_label(run: dict[str, Any]) -> str:
+    """How a run is named in tables: N for the synthetic site, else the site's name."""
+    return f"{run['pages']:,}" if run.get("site", "synthetic") == "synthetic" else f"{run['site']} ({run['pages']:,} HTML)"
+
+
+def site_seed(site: SyntheticSite | RealSite) -> str:
+    return site.seed if isinstance(site, RealSite) else page_path(0)
+
+
+def site_pages(site: SyntheticSite | RealSite, count: int) -> list[str]:
+    """The paths of ``count`` of the site's HTML pages."""
+    return site.html_pages()[:count] if isinstance(site, RealSite) else [page_path(number) for number in range(count)]
+
+
+def bare_rate(results: dict[str, Any]) -> float:
+    """Bare Scrapy's pages/s: the mean of its runs before and after b."""
+    return statistics.mean(results[key]["pages_per_s"] for key in ("a", "a2") if key in results)
+
+
 def ratios(results: dict[str, Any]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     if "a" in results and "b" in results:
-        found["b/a"] = round(results["b"]["pages_per_s"] / results["a"]["pages_per_s"], 3)
+        found["b/a"] = round(results["b"]["pages_per_s"] / bare_rate(results), 3)
     if "b" in results and "c" in results:
         found["c/b"] = round(results["c"]["seconds"] / results["b"]["seconds"], 3)
         found["c_solr_updates"] = results["c"]["solr_updates"]
@@ -253,7 +331,7 @@ def markdown(runs: list[dict[str, Any]], capacity: float | None) -> str:
         "",
     ]
     lines += [
-        "| N | phase | requests | seconds | pages/s | CPU s / 1,000 pages | peak RSS MB | Solr updates |",
+        "| N | phase | requests | seconds | pages/s | CPU ms / page (= CPU s / 1,000 pages) | peak RSS MB | Solr updates |",
         "|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for run in runs:
@@ -265,24 +343,63 @@ def markdown(runs: list[dict[str, Any]], capacity: float | None) -> str:
                 warm = ", ".join(f"{each['docs_per_s']:,}" for each in phase["passes"] if not each["warm_up"])
                 warming = ", ".join(f"{each['docs_per_s']:,}" for each in phase["passes"] if each["warm_up"])
                 lines.append(
-                    f"| {run['pages']:,} | e: {phase['what']} | {phase['documents']:,} docs | {phase['seconds']} | "
+                    f"| {run_label(run)} | e: {phase['what']} | {phase['documents']:,} docs | {phase['seconds']} | "
                     f"{phase['docs_per_s']:,} docs/s (median of {warm}; warm-up passes before: {warming}) "
                     f"| | | {phase['solr_updates']:,} |"
                 )
             else:
                 lines.append(
-                    f"| {run['pages']:,} | {label}: {phase['what']} | {phase['requests']:,} | {phase['seconds']} | "
-                    f"{phase['pages_per_s']} | {phase['cpu_s_per_1000_pages']} | {phase['peak_rss_mb']} | "
+                    f"| {run_label(run)} | {label}: {phase['what']} | {phase['requests']:,} | {phase['seconds']} | "
+                    f"{phase['pages_per_s']} | {phase['cpu_s_per_1000_pages'] or 'n/a'} | {phase['peak_rss_mb'] or 'n/a'} | "
                     f"{phase['solr_updates']:,} |"
                 )
     lines.append("")
     for run in runs:
         for key, verdict in run.get("targets", {}).items():
             lines.append(
-                f"- N = {run['pages']:,}: {key} = {verdict['value']} (target {verdict['target']}): "
+                f"- N = {run_label(run)}: {key} = {verdict['value']} (target {verdict['target']}): "
                 f"{'met' if verdict['met'] else 'NOT met'}"
             )
+    for run in runs:
+        if "a" in run and "a2" in run and "b" in run:
+            lines.append(
+                f"- N = {run_label(run)}: b/a against a before b = "
+                f"{run['b']['pages_per_s'] / run['a']['pages_per_s']:.3f}, after b = "
+                f"{run['b']['pages_per_s'] / run['a2']['pages_per_s']:.3f} (b/a above: their mean rate)"
+            )
+    lines += stage_table(runs)
     return "\n".join(lines) + "\n"
+
+
+def stage_table(runs: list[dict[str, Any]]) -> list[str]:
+    """CPU ms per page fetched by stage, from the profiled full pipeline (phase p) of each run."""
+    profiled = [run for run in runs if "p" in run]
+    if not profiled:
+        return []
+    key = "cpu_ms_per_page" if all("cpu_ms_per_page" in run["p"]["stages"] for run in profiled) else "sampled_ms_per_page"
+    stages = list(dict.fromkeys(stage for run in profiled for stage in run["p"]["stages"]["sampled_ms_per_page"]))
+    stages.sort(key=lambda stage: stage.startswith("total"))
+    how = (
+        "phase b's CPU ms per page (rusage) split in the shares of py-spy's samples of phase p"
+        if key == "cpu_ms_per_page"
+        else "py-spy's samples / rate / pages (no phase b to scale to)"
+    )
+    lines = [
+        "",
+        f"CPU ms per page fetched by stage: {how} ({PROFILE_RATE} samples/s, busy threads only; "
+        "in brackets: samples / rate / pages, which counts threads waiting for a core or the GIL too):",
+        "",
+        "| stage | " + " | ".join(run_label(run) for run in profiled) + " |",
+        "|---|" + "---:|" * len(profiled),
+    ]
+    for stage in stages:
+        cells = [
+            f"{run['p']['stages'][key].get(stage, 0.0):.2f} ({run['p']['stages']['sampled_ms_per_page'].get(stage, 0.0):.2f})"
+            for run in profiled
+        ]
+        lines.append(f"| {stage} | " + " | ".join(cells) + " |")
+    lines.append("| pages fetched | " + " | ".join(f"{run['p']['requests']:,}" for run in profiled) + " |")
+    return lines
 
 
 def plot(runs: list[dict[str, Any]], path: Path) -> None:
@@ -293,10 +410,10 @@ def plot(runs: list[dict[str, Any]], path: Path) -> None:
 
     figure, axes = plt.subplots(len(runs), 1, figsize=(9, 3.2 * len(runs)), squeeze=False)
     for axis, run in zip(axes[:, 0], runs, strict=False):
-        for label in ("a", "b", "c", "d"):
+        for label in ("a", "b", "a2", "c", "d"):
             if label in run:
                 axis.plot(run[label]["timeline"], label=f"{label}: {PHASES[label]}")
-        axis.set_title(f"N = {run['pages']:,} pages")
+        axis.set_title(f"N = {run_label(run)} pages")
         axis.set_xlabel("seconds since the phase started")
         axis.set_ylabel("requests/s at the server")
         axis.legend(fontsize=8)
@@ -307,7 +424,9 @@ def plot(runs: list[dict[str, Any]], path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", default="10000", help="N, or several: 1000,10000,100000")
-    parser.add_argument("--phases", default="abecd", help="which phases, in order (default abecd)")
+    parser.add_argument("--site", default="synthetic", choices=["synthetic", *SITES], help="the site crawled (default synthetic)")
+    parser.add_argument("--phases", default="abaecd", help="which phases, in order (default abaecd: a before and after b)")
+    parser.add_argument("--profile", action="store_true", help="then run phase b under py-spy: CPU ms per page by stage")
     parser.add_argument("--out", default="", help="folder for results.json, results.md, pages_per_second.png")
     parser.add_argument("--solr-url", default="", help="a Solr core to use (default: a dev Solr of its own)")
     args = parser.parse_args()
@@ -323,13 +442,19 @@ def main() -> None:
     runs: list[dict[str, Any]] = []
     capacity = None
     try:
-        for pages in [int(n) for n in args.pages.split(",")]:
+        phases = args.phases.replace(",", "") + ("p" if args.profile else "")
+        sizes = [int(n) for n in args.pages.split(",")] if args.site == "synthetic" else [0]
+        for pages in sizes:
             started = time.monotonic()
-            site = SyntheticSite(work / f"site{pages}", pages).build()
-            print(f"built a site of {pages:,} pages in {time.monotonic() - started:.0f}s", file=sys.stderr)
-            with nginx(site.root, work / f"nginx{pages}") as server:
-                capacity = capacity or server.capacity(page_path(1))
-                run = Bench(pages, work / f"run{pages}", solr_url, server, site, solr_pid).run(args.phases.replace(",", ""))
+            if args.site == "synthetic":
+                site: SyntheticSite | RealSite = SyntheticSite(work / f"site{pages}", pages).build()
+                label = str(pages)
+            else:
+                site, label = RealSite.unpack(args.site, work / "site"), args.site
+            print(f"built the {label} site ({site.pages:,} pages) in {time.monotonic() - started:.0f}s", file=sys.stderr)
+            with nginx(site.root, work / f"nginx{label}") as server:
+                capacity = capacity or server.capacity(site_pages(site, 2)[-1])
+                run = Bench(label, work / f"run{label}", solr_url, server, site, solr_pid).run(phases)
             run["targets"] = ratios(run)
             runs.append(run)
             print(json.dumps(run, default=str)[:2000], file=sys.stderr)

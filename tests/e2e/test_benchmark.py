@@ -45,6 +45,44 @@ def test_benchmark_smoke_run(tmp_path, solr_url) -> None:
     assert (out / "pages_per_second.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_benchmark_smoke_run_on_the_real_sphinx_site(tmp_path, solr_url) -> None:
+    """--site sphinx (the shared corpora's Scipy Lecture Notes, 255 HTML pages): the bare spider
+    and the crawler fetch the same URLs, maintenance crawls re-index only changed pages, and the
+    profiled full pipeline gives CPU per page by stage."""
+    from tests.benchmarks.real_sites import corpus_missing
+
+    missing = corpus_missing("sphinx")
+    if missing:
+        pytest.skip(f"the real Sphinx site is not here: {missing}")
+    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
+        pytest.skip("nginx is not installed (deploy/bootstrap.sh installs nginx-light)")
+    if not Path(sys.executable).with_name("py-spy").exists():
+        pytest.skip("py-spy is not installed (the bench extra: pip install py-spy)")
+    out = tmp_path / "results"
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.benchmarks.crawl", "--site", "sphinx", "--phases", "abcd", "--profile"]
+        + ["--out", str(out), "--solr-url", solr_url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    run = json.loads((out / "results.json").read_text())["runs"][0]
+    assert run["site"] == "sphinx" and run["pages"] == 255
+    # the same URLs: robots.txt, the 233 pages the seed reaches, their .txt sources, notebooks ...
+    # (bare Scrapy fetches its start URL index.html twice: start requests skip its dupefilter)
+    assert run["b"]["requests"] > 600 and run["a"]["requests"] - run["b"]["requests"] in (0, 1)
+    assert run["b"]["statuses"] == run["p"]["statuses"]
+    assert run["b"]["solr_updates"] == run["p"]["solr_updates"] > 400
+    assert run["c"]["solr_updates"] == 0 and run["c"]["statuses"]["304"] > 400
+    assert 0 < run["d"]["solr_updates"] <= run["changed_pages"] == 13  # 5% of 255 (a changed orphan is not fetched)
+    stages = run["p"]["stages"]["cpu_ms_per_page"]
+    assert stages["total"] == run["b"]["cpu_s_per_1000_pages"]
+    assert {"HTML parsing", "link extraction", "text/attribute extraction", "document table (SQLAlchemy/SQLite)"} <= set(stages)
+    assert "| sphinx (255 HTML) | b: searchcrawl, full pipeline |" in (out / "results.md").read_text()
+
+
 def test_jvm_cpu_reads_solr_and_its_jit_compilers(dev_solr) -> None:
     """Phase e reports Solr's CPU per document and its JIT compilers' share, read from /proc."""
     from tests.benchmarks.measure import jvm_cpu

@@ -1,0 +1,88 @@
+"""The stage attribution of the crawl benchmark's profile (tests/benchmarks/stages.py), on
+hand-written py-spy stacks."""
+
+from __future__ import annotations
+
+from tests.benchmarks.stages import OTHER, STARTUP, frames_of, ms_per_page, read_raw, samples_by_stage, scaled_to, stage_of
+
+PROCESS = 'process 42:"python -m scrapy crawl bench"'
+ENGINE = "_run_module_as_main (<frozen runpy>:198);run (twisted/internet/base.py:700);_next_request (scrapy/core/engine.py:180)"
+SCRAPER = "_run_module_as_main (<frozen runpy>:198);_scrape (scrapy/core/scraper.py:250)"
+
+
+def stage(stack: str) -> str:
+    return stage_of(frames_of(f"{PROCESS};{stack}"))
+
+
+def test_innermost_known_frame_decides() -> None:
+    parse = f"{SCRAPER};SourceSpider.parse (searchcrawl/crawl/spider.py:190)"
+    assert stage(
+        f"{parse};TextResponse.selector (scrapy/http/response/text.py:160);create_root_node (parsel/selector.py:90)"
+    ) == ("HTML parsing")
+    assert stage(
+        f"{parse};SourceSpider.links (searchcrawl/crawl/spider.py:294);_extract_links (scrapy/linkextractors/lxmlhtml.py:120)"
+    ) == ("link extraction")
+    assert stage(f"{parse};SourceSpider.link_request (searchcrawl/crawl/spider.py:275)") == "link extraction"
+    assert stage(
+        f"{parse};html_attributes (searchcrawl/content/extract.py:130);visible_text (searchcrawl/content/extract.py:105)"
+    ) == ("text/attribute extraction")
+    assert (
+        stage(
+            f"{SCRAPER};ChecksumPipeline.process_item (searchcrawl/crawl/pipelines/checksum.py:21);text_checksum (searchcrawl/crawl/pipelines/checksum.py:11)"
+        )
+        == "checksums"
+    )
+    assert stage(f"{parse}") == "searchcrawl, other (spider, middlewares, rules)"
+    assert stage(ENGINE) == "download and Scrapy core (Twisted)"
+
+
+def test_standard_library_frames_go_to_their_caller() -> None:
+    cache = f"{SCRAPER};CachePipeline.process_item (searchcrawl/crawl/pipelines/cache_writer.py:40);DocumentCache.put (searchcrawl/index/cache.py:88)"
+    assert stage(f"{cache};dumps (json/__init__.py:231);JSONEncoder.encode (json/encoder.py:200)") == "cache"
+    push = f"{SCRAPER};push_pending (searchcrawl/index/indexer.py:300);Solr.add (pysolr.py:1000)"
+    assert (
+        stage(f"{push};Session.request (requests/sessions.py:589);HTTPConnection.send (http/client.py:1000)") == "push into Solr"
+    )
+    assert stage(f"{SCRAPER};Logger.debug (logging/__init__.py:1500)") == "download and Scrapy core (Twisted)"
+
+
+def test_sqlalchemy_belongs_to_its_caller_frontier_or_document_table() -> None:
+    execute = "Session.execute (sqlalchemy/orm/session.py:2300);Connection.execute (sqlite3/dbapi2.py:10)"
+    table = f"{SCRAPER};DocumentTable.record (searchcrawl/store/documents.py:200);{execute}"
+    frontier = f"{ENGINE};FrontierScheduler.next_request (searchcrawl/crawl/frontier_scheduler.py:80);{execute}"
+    assert stage(table) == "document table (SQLAlchemy/SQLite)"
+    assert stage(frontier) == "scheduler/frontier"
+
+
+def test_imports_are_startup_whatever_module_runs_and_unknown_is_other() -> None:
+    assert stage(f"{ENGINE};_find_and_load (<frozen importlib._bootstrap>:1360);<module> (lxml/html/__init__.py:1)") == STARTUP
+    assert stage("_run_module_as_main (<frozen runpy>:198);<module> (mystery.py:3)") == OTHER
+
+
+def test_raw_file_to_milliseconds_per_page() -> None:
+    raw = (
+        'process 42:"python -c \nprint(1)\n";' + ENGINE + " 250\n"
+        f"{PROCESS};{SCRAPER};SourceSpider.links (searchcrawl/crawl/spider.py:294) 125\n"
+        f"{PROCESS};{SCRAPER};SourceSpider.links (searchcrawl/crawl/spider.py:294) 125\n"
+    )
+    assert [samples for _stack, samples in read_raw(raw)] == [250, 125, 125]
+    samples = samples_by_stage(raw)
+    assert samples == {"link extraction": 250, "download and Scrapy core (Twisted)": 250}
+    # 250 samples at 250/s = 1 s of CPU; over 10 pages, 100 ms per page
+    assert ms_per_page(samples, rate=250, pages=10) == {
+        "link extraction": 100.0,
+        "download and Scrapy core (Twisted)": 100.0,
+        "total": 200.0,
+        "total without startup": 200.0,
+    }
+
+
+def test_measured_cpu_split_in_the_samples_shares() -> None:
+    samples = {STARTUP: 50, "HTML parsing": 150, "cache": 300}
+    assert scaled_to(samples, cpu_ms_per_page=10.0) == {
+        STARTUP: 1.0,
+        "HTML parsing": 3.0,
+        "cache": 6.0,
+        "total": 10.0,
+        "total without startup": 9.0,
+    }
