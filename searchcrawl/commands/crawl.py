@@ -120,8 +120,10 @@ class Command(ScrapyCrawlCommand):
             return
         count = processes_of(settings)
         if count > 1 and not started_by_a_crawl(settings):
+            # started now, they start up while this one does: whichever opens the run first
+            # starts it, and the others join it (Runs.start serialises them)
             self.others = LocalProcesses(command_line(args[0], opts.spargs, settings, os.getpid()), count - 1)
-            crawler.signals.connect(self.opened, signal=signals.spider_opened)
+            self.others.start()
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
@@ -132,6 +134,8 @@ class Command(ScrapyCrawlCommand):
             not_indexed=crawler.stats.get_value("searchcrawl/not_indexed", 0) if started else 0,
         )
         if self.others is not None:
+            if self.finish_reason is None:  # this process never opened the crawl: nor do they
+                self.others.signal(signal.SIGINT)
             others = self.others.wait()
             for pid, other in zip(self.others.pids(), others, strict=True):
                 if other < 0:
@@ -152,11 +156,6 @@ class Command(ScrapyCrawlCommand):
             )
         finally:
             database.close()
-
-    def opened(self) -> None:
-        """The run is open (this process started or resumed it): the others join it."""
-        assert self.others is not None
-        self.others.start()
 
     def closed(self, reason: str) -> None:
         self.finish_reason = reason

@@ -17,7 +17,8 @@ Processes reuse the mechanism that already scales a crawl across machines, with 
 it has (tests/e2e/test_scale_out.py, tests/e2e/test_local_processes.py).
 
 The first process is the one the user (or scrapyd, or the scheduler) started: it starts the
-others once its run is open, tells them to stop when it is told to (SIGINT, SIGTERM), and exits
+others as it starts (whichever opens the run first starts it, the others join it), tells them
+to stop when it is told to (SIGINT, SIGTERM), and exits
 after them with the worst of their exit codes. The others end when it dies, even by SIGKILL
 (``die_with_parent``): nothing then works on the run, and the next crawl resumes it at once,
 taking back what the dead processes had leased.
