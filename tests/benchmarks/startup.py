@@ -9,7 +9,10 @@ from outside (CPU seconds of the process and its children, wall seconds, peak RS
     first     a new data directory every time: the document table is created (migrations)
     repeated  the same data directory again and again: the schema is current, the page unchanged
 
-plus, for the floor, bare Scrapy (`bare_spider.py`, Scrapy's own defaults) fetching the same page.
+and, for the floor, bare Scrapy (`bare_spider.py`, Scrapy's own defaults) fetching the same page.
+The page is answered 200 every time, so every run parses it, detects its language and compares
+its checksum. A first crawl, not measured, compiles every module into a pycache of the run's own
+(as an installed searchcrawl's are) and fills a user cache of its own (the language model).
 Each line is the median of --runs runs. With --profile DIR, a repeated crawl is also run under
 `python -X importtime` and under cProfile; DIR gets importtime.txt (the 40 slowest imports,
 cumulative) and crawl.prof with cprofile.txt (the 60 costliest calls, cumulative). A dev Solr of its
@@ -69,14 +72,20 @@ class Startup:
         (self.sources / "onepage.toml").write_text(f'seeds = ["{page_url}"]\n', encoding="utf-8")
 
     def env(self, data: Path) -> dict[str, str]:
-        return dict(
+        env = dict(
             os.environ,
             SEARCHCRAWL_SOURCES_DIR=str(self.sources),
             SEARCHCRAWL_DATA_DIR=str(data),
             SOLR_URL=self.solr_url,
             PYTHONPATH=str(ROOT),
             SEARCHCRAWL_DB_URL="",
+            # compiled once, as an installed searchcrawl is (a checkout run with
+            # PYTHONDONTWRITEBYTECODE compiles every module of it in every process: 0.2 s more)
+            PYTHONPYCACHEPREFIX=str(self.work / "pycache"),
+            XDG_CACHE_HOME=str(self.work / "user-cache"),
         )
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        return env
 
     def crawl_args(self, *python: str) -> list[str]:
         return [sys.executable, *python, "-m", "scrapy", "crawl", "onepage", "-s", "LOG_LEVEL=WARNING"]
@@ -144,6 +153,7 @@ def main() -> None:
         solr_url = solr.start(timeout=600)
     try:
         bench = Startup(work, solr_url, f"http://127.0.0.1:{server.server_address[1]}/")
+        bench.first(-1)  # not measured: compiles every module the crawl imports (Scrapy's too)
         results: dict[str, Any] = {}
         if not args.skip_bare:
             results["bare Scrapy"] = median([bench.bare() for _ in range(args.runs)])
