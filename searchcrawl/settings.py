@@ -245,6 +245,8 @@ ITEM_PIPELINES = {
     "searchcrawl.crawl.pipelines.attributes.AttributesPipeline": 100,
     "searchcrawl.crawl.pipelines.checksum.ChecksumPipeline": 200,
     "searchcrawl.crawl.pipelines.changes.ChangePipeline": 250,
+    # after the change check: an unchanged page or a duplicate never needs its language detected
+    "searchcrawl.crawl.pipelines.language.LanguagePipeline": 280,
     "searchcrawl.crawl.pipelines.cache_writer.CachePipeline": 300,
     "searchcrawl.crawl.pipelines.solr_push.SolrPipeline": 400,
 }
