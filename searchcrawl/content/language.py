@@ -120,17 +120,18 @@ def _write_cached(path: Path, model: tuple[Any, ...]) -> None:
         logger.debug("Language model: unpacked copy kept in %s", path)
 
 
-def _as_numpy(values: array) -> Any:
+def _as_numpy(values: array[int]) -> Any:
     import numpy as np
 
     return np.frombuffer(values, dtype=f"u{values.itemsize}")
 
 
-def _as_array(values: Any) -> array:
+def _as_array(values: Any) -> array[int]:
     """A numpy array of unsigned integers as the stdlib array py3langid's tokenizer indexes."""
     import numpy as np
 
     typecode = {2: "H", 4: "I", 8: "L"}[values.dtype.itemsize]
-    converted = array(typecode)
-    converted.frombytes(memoryview(np.ascontiguousarray(values)).cast("B"))
+    converted: array[int] = array(typecode)
+    contiguous: Any = np.ascontiguousarray(values)
+    converted.frombytes(memoryview(contiguous).cast("B"))
     return converted
