@@ -11,6 +11,7 @@ import subprocess
 import sys
 import uuid
 
+from searchcrawl.store.database import create_db_engine, upgrade_schema
 from tests.conftest import ROOT
 
 # `python -m scrapy ...`, reporting at exit (after Scrapy's sys.exit) the modules it imported,
@@ -55,8 +56,14 @@ def test_a_one_page_crawl_loads_only_what_the_source_needs(project, serve, tmp_p
     name = f"onepage-{uuid.uuid4().hex[:8]}"
     project.source(name, f'seeds = ["{url}"]\n')
 
+    # the document table of an older searchcrawl (revision 0009): the first crawl migrates it
+    project.data_dir.mkdir(parents=True)
+    engine = create_db_engine(f"sqlite:///{project.data_dir / 'documents.sqlite3'}")
+    upgrade_schema(engine, "0009")
+    engine.dispose()
+
     first = crawl(project, tmp_path, name)
-    # a new document table: the schema made by the migrations (Alembic); the page's language detected
+    # an outdated schema: Alembic's migrations bring it up to date; the page's language is detected
     assert loaded(first["modules"], "alembic") and loaded(first["modules"], "py3langid")
     again = crawl(project, tmp_path, name)
     # the schema is current: Alembic is not loaded; the page is unchanged: no language model
@@ -72,6 +79,19 @@ def test_a_one_page_crawl_loads_only_what_the_source_needs(project, serve, tmp_p
         assert loaded(run["modules"], "multiprocessing.popen_spawn_posix") == [] and run["children"] == 0
         # the startup objects were kept out of the garbage collector's passes
         assert run["frozen"] > 10_000
+    # a new document table (SQLite): made from the models, no Alembic either
+    other = tmp_path / "other-data"
+    result = subprocess.run(
+        [sys.executable, "-c", CRAWL, str(tmp_path / "new.json"), "crawl", name],
+        cwd=ROOT,
+        env=project.env(SEARCHCRAWL_DATA_DIR=str(other)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    new = json.loads((tmp_path / "new.json").read_text())
+    assert loaded(set(new["modules"]), "alembic") == [] and (other / "documents.sqlite3").exists()
     docs = solr.search(f'source:"{name}"').docs
     assert [(doc["url"], doc["language"]) for doc in docs] == [(url, "en")]
-    assert [path for _method, _host, path in server.requests].count("/plain/index.html") == 2
+    assert [path for _method, _host, path in server.requests].count("/plain/index.html") == 3
