@@ -8,6 +8,8 @@ without editing files; ``-s NAME=value`` on the command line wins over both.
 
 import os
 
+from scrapy.settings import default_settings as _scrapy_defaults
+
 from searchcrawl.ops.secrets import install_log_redaction
 
 # Secrets (Solr and scrapyd passwords, database password) come from the environment or files,
@@ -145,6 +147,15 @@ SEARCHCRAWL_WEB_PREFIX = os.environ.get("SEARCHCRAWL_WEB_PREFIX", "")  # path be
 SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
 
+# Scrapy's default extensions, with its RemoteControl behind a stand-in that imports it only when
+# REMOTE_CONTROL_ENABLED is on: its module imports aiohttp's web server, a tenth of a second of
+# CPU in every crawl. (Here and not as `None` in EXTENSIONS: Scrapy imports every EXTENSIONS key,
+# disabled ones too, to compare them with the base's.)
+_remote_control_stand_in = "searchcrawl.crawl.extensions.remote_control.RemoteControl"
+EXTENSIONS_BASE = {
+    _remote_control_stand_in if key == "scrapy.extensions.remote_control.RemoteControl" else key: order
+    for key, order in _scrapy_defaults.EXTENSIONS_BASE.items()
+}
 EXTENSIONS = {
     # first, before any extension could log a setting: secret-ish settings' values are masked
     "searchcrawl.crawl.extensions.secret_settings.SecretSettings": -1000,
@@ -238,6 +249,8 @@ ITEM_PIPELINES = {
     "searchcrawl.crawl.pipelines.attributes.AttributesPipeline": 100,
     "searchcrawl.crawl.pipelines.checksum.ChecksumPipeline": 200,
     "searchcrawl.crawl.pipelines.changes.ChangePipeline": 250,
+    # after the change check: an unchanged page or a duplicate never needs its language detected
+    "searchcrawl.crawl.pipelines.language.LanguagePipeline": 280,
     "searchcrawl.crawl.pipelines.cache_writer.CachePipeline": 300,
     "searchcrawl.crawl.pipelines.solr_push.SolrPipeline": 400,
 }

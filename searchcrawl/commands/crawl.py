@@ -5,6 +5,7 @@ clean refusal while the source is being crawled, and an exit code that says how 
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import signal
@@ -126,6 +127,12 @@ class Command(ScrapyCrawlCommand):
             self.others.start()
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
         self.crawler_process.crawl(crawler, **opts.spargs)
+        # What the imports made (some 130,000 objects: modules, classes, pydantic and SQLAlchemy
+        # models) lives as long as the process: kept out of the garbage collector's passes
+        # (CPython's gc.freeze, meant for long-lived startup state), which otherwise walk it in
+        # every full collection of the crawl and again while the interpreter exits: 0.2 s of a
+        # one-page crawl's 1.4 s of CPU (tests/benchmarks/README.md, the startup benchmark).
+        gc.freeze()
         self.crawler_process.start()
         started = not self.crawler_process.bootstrap_failed
         code = exit_code(

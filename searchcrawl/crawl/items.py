@@ -30,6 +30,9 @@ class CrawledDocument:
     # temporary redirect that led here from outside the boundary): written with its outcome.
     record: dict[str, Any] = field(default_factory=dict)
     note: str | None = None  # the reason kept with its row when indexed (e.g. "truncated: ...")
+    # nothing declared its language and the source detects it: LanguagePipeline does, once the
+    # document is known to be indexed (not unchanged, not a duplicate)
+    detect_language: bool = False
     # What a source's agent knows of it (searchcrawl/agents/base.py Reference): Solr fields that
     # win over extraction, and named values the source's ``attributes`` mapping may map
     given: dict[str, Any] = field(default_factory=dict)

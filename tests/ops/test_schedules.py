@@ -3,6 +3,8 @@ delay by time of day, and the per-source crawler settings applied to real crawls
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from searchcrawl.rules.politeness import DelayRule, delay_at
 from searchcrawl.rules.schedules import Schedule, parse_interval
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.runs import Runs
-from tests.conftest import InFlight
+from tests.conftest import ROOT, InFlight
 from tests.sites import build_intranet
 
 UTC = UTC
@@ -192,3 +194,19 @@ def serve_three_sites(tmp_path: Path, serve) -> list:  # type: ignore[no-untyped
         build_intranet(root, sections=2, per_section=3)
         sites.append(serve(root, host=host, in_flight=tracker, slow=0.05))
     return sites
+
+
+def test_loading_a_source_without_cron_imports_no_croniter() -> None:
+    """croniter runs `file -b` on the Python executable when imported (its 32-bit check): a
+    process every crawl paid, with or without a cron schedule. Only cron schedules import it."""
+    code = (
+        "import sys\n"
+        "from searchcrawl.config.source import SourceSettings\n"
+        "from searchcrawl.rules.schedules import Schedule, parse_interval\n"
+        "SourceSettings.model_validate({'seeds': ['http://h.test/'], 'refresh_interval': '6h'})\n"
+        "print('croniter' in sys.modules)\n"
+        "SourceSettings.model_validate({'seeds': ['http://h.test/'], 'schedule': '0 3 * * *'})\n"
+        "print('croniter' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "True"], result.stderr[-2000:]

@@ -6,10 +6,18 @@ import sys
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy import inspect
 
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
-from searchcrawl.store.database import SCHEMA_REVISION, alembic_head
+from searchcrawl.store.database import (
+    SCHEMA_REVISION,
+    alembic_head,
+    create_db_engine,
+    run_migrations,
+    schema_revisions,
+    upgrade_schema,
+)
 from searchcrawl.store.models import Base
 from searchcrawl.store.runs import Runs
 
@@ -51,11 +59,57 @@ def test_postgresql(postgres_url: str) -> None:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_migrations_match_the_models(backend: str, tmp_path, request) -> None:
+    """The schema Alembic's migrations make is the models' (a new SQLite database is made from
+    the models directly: this is what makes that the same schema)."""
     url = f"sqlite:///{tmp_path / 'm.sqlite3'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    engine = create_db_engine(url)
+    run_migrations(engine)  # whatever the database holds: Alembic's own path
     table = DocumentTable(Database(url))
     with table.engine.connect() as connection:
         diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
     assert diff == []
+    engine.dispose()
+
+
+def schema_of(url: str) -> dict:
+    """Tables, columns (name, type, nullable, default), indexes and unique constraints, as SQLite reports them."""
+    engine = create_db_engine(url)
+    found = inspect(engine)
+    schema = {
+        name: (
+            sorted((c["name"], str(c["type"]), c["nullable"], c["default"], c["primary_key"]) for c in found.get_columns(name)),
+            sorted((i["name"], tuple(i["column_names"]), bool(i["unique"])) for i in found.get_indexes(name)),
+            sorted((u["name"], tuple(u["column_names"])) for u in found.get_unique_constraints(name)),
+        )
+        for name in found.get_table_names()
+    }
+    engine.dispose()
+    return schema
+
+
+def test_a_new_sqlite_database_is_made_from_the_models_without_alembic(tmp_path) -> None:
+    """A first crawl's new SQLite file: no Alembic loaded, the same tables, columns, indexes and
+    constraints as the migrations make, at SCHEMA_REVISION; a later migration starts from there."""
+    made = f"sqlite:///{tmp_path / 'new.sqlite3'}"
+    code = f"import sys; from searchcrawl.store import Database; Database({made!r}); print('alembic' in sys.modules)"
+    opened = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert opened.stdout.strip() == "False", opened.stderr[-2000:]
+    migrated = f"sqlite:///{tmp_path / 'migrated.sqlite3'}"
+    run_migrations(create_db_engine(migrated))
+    assert schema_of(made) == schema_of(migrated)
+    assert schema_revisions(create_db_engine(made)) == (SCHEMA_REVISION, SCHEMA_REVISION)
+    exercise(DocumentTable(Database(made)))
+
+
+def test_a_sqlite_database_with_tables_is_migrated_not_made(tmp_path) -> None:
+    """An older schema (or another application's tables) goes through the migrations."""
+    old = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    upgrade_schema(create_db_engine(old), "0009")
+    DocumentTable(Database(old)).database.close()
+    assert schema_revisions(create_db_engine(old))[0] == SCHEMA_REVISION
+    migrated = f"sqlite:///{tmp_path / 'migrated.sqlite3'}"
+    run_migrations(create_db_engine(migrated))
+    assert schema_of(old) == schema_of(migrated)
 
 
 def test_schema_revision_is_alembics_head_and_an_open_at_it_loads_no_alembic(tmp_path) -> None:

@@ -3,8 +3,8 @@
 HTML pages are read from their parsed tree; PDF, office and other files are converted to text in
 worker processes (searchcrawl/content/convert), with their own metadata as attributes. Then the source's
 attribute mapping, every field cleaned (searchcrawl/content/clean_text.py), the description
-fallback, language detection when nothing declares a language, and the text the checksum is taken
-over (``checksum_of``).
+fallback, whether its language is to be detected (nothing declares one: LanguagePipeline detects
+it, after the change check), and the text the checksum is taken over (``checksum_of``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from searchcrawl.content.extract import (
     split_keywords,
     text_attributes,
 )
-from searchcrawl.content.language import detect_language
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.items import CrawledDocument
@@ -87,8 +86,7 @@ class AttributesPipeline:
             item.note = f"{item.note}; {note}" if item.note else note
         if settings.description_fallback and not attributes.get("description") and content:
             attributes["description"] = content[:DESCRIPTION_FALLBACK_CHARS].rsplit(" ", 1)[0]
-        if settings.detect_language and not attributes.get("language"):
-            attributes["language"] = detect_language(content)
+        item.detect_language = settings.detect_language and not attributes.get("language")
         if (settings.checksum_of == "raw" or without_text) and item.body is not None:
             # without text, only the same bytes make a duplicate: never two files of one empty text
             item.checksum_basis = item.body

@@ -1,0 +1,29 @@
+"""LanguagePipeline: the language of a document that nothing declared one for, detected from its
+text once the document is known to be indexed.
+
+AttributesPipeline marks such a document (``CrawledDocument.detect_language``); this runs after
+ChangePipeline, so an unchanged page or a duplicate, dropped there, never needs it. Detection
+itself is cheap, its model is not: loading it costs a process about 0.2 s of CPU (numpy and
+68 MB of tables, searchcrawl/content/language.py), most of what a small maintenance crawl does.
+"""
+
+from __future__ import annotations
+
+from scrapy.crawler import Crawler
+
+from searchcrawl.content.language import detect_language
+from searchcrawl.crawl.items import CrawledDocument
+
+
+class LanguagePipeline:
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> LanguagePipeline:
+        return cls()
+
+    def process_item(self, item: CrawledDocument) -> CrawledDocument:
+        if item.detect_language:
+            item.detect_language = False
+            language = detect_language(item.fields.get("content") or "")
+            if language is not None:
+                item.fields["language"] = language
+        return item
