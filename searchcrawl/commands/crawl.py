@@ -74,7 +74,7 @@ def exit_code(*, started: bool, finish_reason: str | None, not_indexed: int) -> 
     return ExitCode.FINISHED
 
 
-def worst_exit_code(codes: list[int]) -> int:
+def worst_exit_code(codes: list[int]) -> ExitCode:
     """The exit code of a crawl of several processes (the first one's code first): a failure
     first, then documents not indexed. A process killed by a signal (a negative code) counts for
     nothing: the others took its URLs back and went on."""
