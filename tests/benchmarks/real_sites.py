@@ -7,6 +7,13 @@ benchmark's work folder and served from disk by the same nginx as the synthetic 
     nutch   the Apache Nutch site: 1,291 HTML pages of Javadoc, Markdown sources, robots.txt.
             Seed: the Javadoc's index.html (1,290 pages reachable; the site's root is Markdown for
             Hugo, without an HTML index). robots.txt stays: both spiders obey it.
+    nutch-releases
+            the same Javadoc as a project's documentation site keeps it, one folder per release:
+            RELEASES copies under 1.<k>/api/, each page saying which release it documents (so no
+            page is a duplicate of another release's), and an index.html linking the releases:
+            9,038 HTML pages (9,031 reachable), the size of the site the issue was measured on.
+            Why: on a site crawled in ten seconds, each process's start and end weigh as much as
+            the crawl.
 
 The site is what it is: a run counts what was fetched (nginx's access log), not a chosen N.
 """
@@ -15,6 +22,7 @@ from __future__ import annotations
 
 import random
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +34,9 @@ CORPORA = ROOT.parent / "shared" / "corpora"
 SITES = {
     "sphinx": ("scipy-lectures-site.tar.xz", "scipy-lectures.github.com", "index.html"),
     "nutch": ("nutch-site.tar.xz", "nutch-site", "documentation/javadoc/api/index.html"),
+    "nutch-releases": ("nutch-site.tar.xz", "nutch-site", "index.html"),
 }
+RELEASES = 7
 CHANGED_SHARE = 0.05
 BODY_END = re.compile(rb"</body>", re.IGNORECASE)
 
@@ -54,6 +64,8 @@ class RealSite:
         root = work / folder
         for path in [root, *root.rglob("*")]:  # the archive's files are read-only; phase d rewrites pages
             path.chmod(0o755 if path.is_dir() else 0o644)
+        if name == "nutch-releases":
+            root = releases(root / "documentation" / "javadoc" / "api", work / "releases", RELEASES)
         return cls(name, root, seed)
 
     def html_pages(self) -> list[str]:
@@ -83,3 +95,25 @@ class RealSite:
             paragraph = f"<p>Changed for the maintenance benchmark: revision 1 of page {number}.</p>".encode()
             path.write_bytes(body[:at] + paragraph + body[at:])
         return len(chosen)
+
+
+def releases(api: Path, root: Path, count: int) -> Path:
+    """``count`` copies of the Javadoc folder ``api`` under root/1.<k>/api/, each page marked
+    with its release before </body>, an index.html linking them, and the site's robots.txt."""
+    links = []
+    for release in range(1, count + 1):
+        target = root / f"1.{release}" / "api"
+        shutil.copytree(api, target)
+        mark = f"<p>Apache Nutch 1.{release}</p>".encode()
+        for page in target.rglob("*.html"):
+            body = page.read_bytes()
+            found = list(BODY_END.finditer(body))
+            at = found[-1].start() if found else len(body)
+            page.write_bytes(body[:at] + mark + body[at:])
+        links.append(f'<li><a href="1.{release}/api/index.html">Apache Nutch 1.{release} API</a></li>')
+    (root / "index.html").write_text(
+        f"<html><head><title>Apache Nutch API documentation</title></head><body><ul>{''.join(links)}</ul></body></html>",
+        encoding="utf-8",
+    )
+    shutil.copy(api.parents[2] / "robots.txt", root / "robots.txt")
+    return root
