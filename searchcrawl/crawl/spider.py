@@ -42,7 +42,7 @@ from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.rendering import empty_shell, render_mode
 from searchcrawl.rules.robots_meta import robots_directives
 from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status, describe_failure, status_for_exception, status_for_ignored
-from searchcrawl.rules.urls import canonical
+from searchcrawl.rules.urls import canonical, has_extension
 
 logger = logging.getLogger(__name__)
 
@@ -57,16 +57,19 @@ TIKA_EXTENSIONS = {
 }
 
 
-def document_link_extractor(followed: set[str]) -> LinkExtractor:
-    """Links in a, area, frame and iframe elements, not to files of Scrapy's ignored extensions
-    other than ``followed``."""
+def document_link_extractor() -> LinkExtractor:
+    """Links in a, area, frame and iframe elements. Links to files of Scrapy's ignored extensions
+    are dropped by ``SourceSpider.links`` (``ignored_suffixes``), not by the extractor: its
+    ``deny_extensions`` tests every link against each of some 130 extensions in Python, a tenth
+    of the link extraction's CPU on Javadoc pages (tests/benchmarks/README.md)."""
     return LinkExtractor(
-        tags=("a", "area", "frame", "iframe"),
-        attrs=("href", "src"),
-        canonicalize=False,
-        unique=True,
-        deny_extensions=[ext for ext in IGNORED_EXTENSIONS if ext not in followed],
+        tags=("a", "area", "frame", "iframe"), attrs=("href", "src"), canonicalize=False, unique=True, deny_extensions=[]
     )
+
+
+def ignored_suffixes(followed: set[str]) -> tuple[str, ...]:
+    """The path endings of Scrapy's ignored extensions other than ``followed``."""
+    return tuple(f".{ext}" for ext in IGNORED_EXTENSIONS if ext not in followed)
 
 
 GONE = (404, 410)  # the document no longer exists: it leaves the index
@@ -83,7 +86,8 @@ class SourceSpider(Spider):
     max_parse_bytes: int = 4 * 1024 * 1024
     arguments: dict[str, Any]  # the crawl's arguments (-a name=value): CrawlState reads them
     reported: BoundedSet  # URLs whose outcome this spider reported lately
-    link_extractor = document_link_extractor(DOCUMENT_EXTENSIONS)  # with Tika: TIKA_EXTENSIONS too (from_crawler)
+    link_extractor = document_link_extractor()
+    ignored = ignored_suffixes(DOCUMENT_EXTENSIONS)  # links to these are not followed; with Tika, fewer (from_crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SourceSpider:
@@ -92,7 +96,7 @@ class SourceSpider(Spider):
         spider.max_parse_bytes = crawler.settings.getint("SEARCHCRAWL_MAX_PARSE_BYTES")
         spider.reported = BoundedSet(10_000)
         if tika_configured(crawler.settings):
-            spider.link_extractor = document_link_extractor(DOCUMENT_EXTENSIONS | TIKA_EXTENSIONS)
+            spider.ignored = ignored_suffixes(DOCUMENT_EXTENSIONS | TIKA_EXTENSIONS)
         return spider
 
     @cached_property
@@ -292,7 +296,8 @@ class SourceSpider(Spider):
         if refresh:
             yield refresh
         for link in self.link_extractor.extract_links(response):
-            yield link.url
+            if not has_extension(link.url, self.ignored):
+                yield link.url
 
     def document(
         self, response: Response, depth: int, headers: dict[str, str], record: dict[str, Any], **content: Any

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from urllib.parse import urlparse
 
 from w3lib.url import canonicalize_url
 
@@ -31,3 +32,10 @@ def without_userinfo(url: str) -> str:
             end = found
     at = url.rfind("@", start, end)
     return url if at < 0 else url[:start] + url[at + 1 :]
+
+
+def has_extension(url: str, suffixes: tuple[str, ...]) -> bool:
+    """Whether the path of ``url`` ends with one of ``suffixes`` (lowercase, dot included), as
+    Scrapy's ``url_has_any_extension`` decides, in one call instead of one per suffix: asked for
+    every link of every page."""
+    return urlparse(url).path.lower().endswith(suffixes)
