@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import threading
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -143,7 +144,10 @@ def test_sitemaps_add_pages_and_spare_unchanged_ones_their_requests(project, sol
     assert delta(project, name).get("unchanged") == 9
     assert {doc["url"].removeprefix(site.url.rstrip("/")) for doc in solr_docs(solr, name)} == expected
 
-    # one page changes and says so; a new page appears, named only by the sitemap
+    # one page changes and says so; a new page appears, named only by the sitemap. The lastmod
+    # has whole seconds: a second after the last fetch at least, or it says "not since then"
+    # (two crawls of this site can now run within one second)
+    time.sleep(1.1)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     site.pages["/page2.html"] = ("Page two, rewritten with quarterly figures.", now)
     site.pages["/lonely3.html"] = ("A new page.", now)

@@ -14,8 +14,9 @@ the next node's turn.
 
 When the fleet is known (``processes = N`` on one machine, not ``shared``), there is no delay and
 no ``delay_rules``, and the per-site limit is at least N, each process takes an equal share of
-the limit instead (each slot's concurrency is ``CONCURRENT_REQUESTS_PER_DOMAIN // N``): the
-site sees at most the limit, as with reservations, and no request waits on the database. Why: a
+the limit instead (``CONCURRENT_REQUESTS_PER_DOMAIN // N`` requests at once per site, held by a
+semaphore per site here and by the slot's concurrency): the site sees at most the limit, as with
+reservations, and no request waits on the database. Why: a
 crawl without a delay is the one limited by CPU, and two statements per request made the
 processes' pages cost 17 % more CPU each (tests/benchmarks/README.md).
 """
@@ -43,6 +44,7 @@ from searchcrawl.store.sites import SitePoliteness
 logger = logging.getLogger(__name__)
 
 HOLD_MARGIN = 30.0  # seconds a slot outlives the download timeout (then a dead node's slot frees)
+LOCAL_SHARE = -1  # SITE_LEASE of a request holding one of this process's share of a site's limit
 MAX_LATE_STARTS = 3  # starts given up for lateness (a stalled process) before a request goes anyway
 
 
@@ -57,6 +59,7 @@ class FleetPolitenessMiddleware:
         self.sent: dict[str, float] = {}  # site -> when this process last let a request go (loop time)
         # each slot's share of the per-site limit, when the fleet is known and nothing needs spacing
         self.share: int | None = None
+        self.shares: dict[str, asyncio.Semaphore] = {}  # site -> this process's share of its limit
         fleet = known_fleet(settings)
         source = self.context.source.settings
         if fleet is not None and self.context.site_delay == 0 and not source.delay_rules and self.concurrency >= fleet:
@@ -108,9 +111,17 @@ class FleetPolitenessMiddleware:
             slot.concurrency = min(slot.concurrency, self.share)
 
     async def process_request(self, request: Request) -> None:
-        if self.share is not None:
-            return  # the slot's share of the limit holds it
         site = urlparse_cached(request).hostname or ""
+        if self.share is not None:
+            # this process's share of the site's limit, held here: a downloader slot's own
+            # concurrency lets a few more start when several requests reach it in one turn of
+            # the event loop (Scrapy 2.19 on asyncio counts a download as started in a task
+            # that runs later), and the site would see more than its limit
+            if site not in self.shares:
+                self.shares[site] = asyncio.Semaphore(self.share)
+            await self.shares[site].acquire()
+            request.meta[SITE_LEASE] = LOCAL_SHARE
+            return
         delay = self.context.site_delay
         loop = asyncio.get_running_loop()
         for attempt in range(MAX_LATE_STARTS + 1):
@@ -143,7 +154,9 @@ class FleetPolitenessMiddleware:
 
     def _release(self, request: Request) -> None:
         lease_id = request.meta.pop(SITE_LEASE, None)
-        if lease_id is not None:  # in a worker thread: the download is done, nothing waits on it
+        if lease_id == LOCAL_SHARE:
+            self.shares[urlparse_cached(request).hostname or ""].release()
+        elif lease_id is not None:  # in a worker thread: the download is done, nothing waits on it
             asyncio.get_running_loop().run_in_executor(None, self.sites.release, lease_id)
 
     def process_response(self, request: Request, response: Response) -> Response:
