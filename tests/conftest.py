@@ -69,6 +69,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def fresh_python(code: str) -> list[str]:
+    """The lines ``code`` prints, run by a Python of its own in the repository root: for what a
+    process imports or does at its start, which the test process has done long ago."""
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    return result.stdout.splitlines()
+
+
 def wait_for(condition, timeout: float = 120, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
     """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

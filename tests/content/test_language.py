@@ -3,15 +3,13 @@ its model kept in the user's cache (made by the first process that needs it, rep
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import py3langid
 import pytest
 
 from searchcrawl.content import language
-from tests.conftest import ROOT
+from tests.conftest import fresh_python
 
 TEXTS = {
     "en": "The crawler fetches every page of the intranet and sends its text to the search index.",
@@ -72,5 +70,4 @@ def test_short_text_is_not_told() -> None:
 
 def test_detecting_loads_no_model_before_it_is_needed() -> None:
     code = "import sys\nimport searchcrawl.content.language\nprint('py3langid' in sys.modules, 'numpy' in sys.modules)\n"
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "False False"
+    assert fresh_python(code) == ["False False"]

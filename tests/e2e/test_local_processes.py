@@ -14,7 +14,7 @@ import pytest
 
 from searchcrawl.ops.processes import process_alive
 from searchcrawl.store.runs import Runs
-from tests.conftest import InFlight, Project, wait_for
+from tests.conftest import InFlight, Project, Site, wait_for
 from tests.e2e.test_scale_out import fetched, solr_ids
 from tests.sites import build_intranet
 
@@ -22,11 +22,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_two_processes_crawl_one_source_over_sqlite(project: Project, serve, tmp_path, solr_url: str) -> None:
-    root = tmp_path / "site"
-    root.mkdir()
-    pages = build_intranet(root, sections=10, per_section=40)  # 811 pages
-    site = serve(root)
-    project.source("twoprocs", f'seeds = ["{site.url}index.html"]\nprocesses = 2\n')
+    site, pages = intranet(project, serve, tmp_path, "twoprocs")
     result = project.scrapy("crawl", "twoprocs", "-s", "SEARCHCRAWL_PROGRESS_INTERVAL=1")
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-3000:]
@@ -75,11 +71,7 @@ def test_politeness_holds_for_the_processes_together(project: Project, serve, tm
 
 
 def test_a_crawl_of_two_processes_killed_with_sigkill_loses_nothing(project: Project, serve, tmp_path, solr_url: str) -> None:
-    root = tmp_path / "site"
-    root.mkdir()
-    pages = build_intranet(root, sections=10, per_section=40)  # 811 pages
-    site = serve(root)
-    project.source("killprocs", f'seeds = ["{site.url}index.html"]\nprocesses = 2\ndelay = 0.02\n')
+    site, pages = intranet(project, serve, tmp_path, "killprocs", "delay = 0.02\n")
     crawl = project.popen("crawl", "killprocs", "-s", "CONCURRENT_REQUESTS=4")
     wait_for(lambda: len(site.requests) > 150, timeout=300, what="the crawl to get going")
     others = children(crawl.pid)
@@ -106,6 +98,16 @@ def test_a_crawl_of_two_processes_killed_with_sigkill_loses_nothing(project: Pro
     assert Runs(table.database).latest("killprocs")["state"] == "finished"
 
 
+def intranet(project: Project, serve, tmp_path, name: str, extra: str = "") -> tuple[Site, list[str]]:
+    """An intranet of 811 pages, served, and a source of two processes for it."""
+    root = tmp_path / "site"
+    root.mkdir()
+    pages = build_intranet(root, sections=10, per_section=40)
+    site = serve(root)
+    project.source(name, f'seeds = ["{site.url}index.html"]\nprocesses = 2\n{extra}')
+    return site, pages
+
+
 def children(pid: int) -> list[int]:
     """The processes ``pid`` started (Linux: /proc/<pid>/task/<tid>/children)."""
     return [int(each) for task in Path(f"/proc/{pid}/task").iterdir() for each in (task / "children").read_text().split()]
@@ -114,11 +116,7 @@ def children(pid: int) -> list[int]:
 def test_a_process_killed_with_sigkill_has_its_urls_taken_back_by_the_others(
     project: Project, serve, tmp_path, solr_url: str
 ) -> None:
-    root = tmp_path / "site"
-    root.mkdir()
-    pages = build_intranet(root, sections=10, per_section=40)  # 811 pages
-    site = serve(root)
-    project.source("killone", f'seeds = ["{site.url}index.html"]\nprocesses = 2\ndelay = 0.02\n')
+    site, pages = intranet(project, serve, tmp_path, "killone", "delay = 0.02\n")
     started = time.monotonic()
     crawl = project.popen("crawl", "killone", "-s", "CONCURRENT_REQUESTS=4")
     wait_for(lambda: len(site.requests) > 150, timeout=300, what="the crawl to get going")

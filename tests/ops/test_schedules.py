@@ -3,8 +3,6 @@ delay by time of day, and the per-source crawler settings applied to real crawls
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,7 +16,7 @@ from searchcrawl.rules.politeness import DelayRule, delay_at
 from searchcrawl.rules.schedules import Schedule, parse_interval
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.runs import Runs
-from tests.conftest import ROOT, InFlight
+from tests.conftest import InFlight, fresh_python
 from tests.sites import build_intranet
 
 UTC = UTC
@@ -208,5 +206,4 @@ def test_loading_a_source_without_cron_imports_no_croniter() -> None:
         "SourceSettings.model_validate({'seeds': ['http://h.test/'], 'schedule': '0 3 * * *'})\n"
         "print('croniter' in sys.modules)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert result.stdout.split() == ["False", "True"], result.stderr[-2000:]
+    assert fresh_python(code) == ["False", "True"]

@@ -4,9 +4,6 @@ name the stand-in where Scrapy's stood."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import default_settings
@@ -15,7 +12,7 @@ from scrapy.utils.test import get_crawler
 
 from searchcrawl import settings as project_settings
 from searchcrawl.crawl.extensions.remote_control import RemoteControl
-from tests.conftest import ROOT
+from tests.conftest import fresh_python
 
 SCRAPYS = "scrapy.extensions.remote_control.RemoteControl"
 STAND_IN = "searchcrawl.crawl.extensions.remote_control.RemoteControl"
@@ -48,8 +45,7 @@ def test_off_it_is_not_configured_and_imports_nothing() -> None:
         "    print('not configured')\n"
         "print(sorted(m for m in sys.modules if m.startswith(('aiohttp', 'scrapy.extensions.remote_control'))))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert result.stdout.splitlines() == ["not configured", "[]"], result.stderr[-2000:]
+    assert fresh_python(code) == ["not configured", "[]"]
 
 
 def test_on_it_is_scrapys_extension() -> None:
