@@ -18,6 +18,7 @@ from scrapy.crawler import Crawler
 
 from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
+from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.ops.local_fleet import (
     PARENT_SETTING,
     LocalProcesses,
@@ -87,6 +88,7 @@ def worst_exit_code(codes: list[int]) -> ExitCode:
 class Command(ScrapyCrawlCommand):
     finish_reason: str | None = None
     others: LocalProcesses | None = None  # the crawl's other processes (source key ``processes``)
+    fleet_of: tuple[Crawler, str, dict[str, str]] | None = None  # what they are started with
 
     def short_desc(self) -> str:
         return "Crawl one source into the index"
@@ -121,10 +123,9 @@ class Command(ScrapyCrawlCommand):
             return
         count = processes_of(settings)
         if count > 1 and not started_by_a_crawl(settings):
-            # started now, they start up while this one does: whichever opens the run first
-            # starts it, and the others join it (Runs.start serialises them)
-            self.others = LocalProcesses(command_line(args[0], opts.spargs, settings, os.getpid()), count - 1)
-            self.others.start()
+            self.others = LocalProcesses(count - 1)
+            self.fleet_of = (crawler, args[0], dict(opts.spargs))
+            crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
         self.crawler_process.crawl(crawler, **opts.spargs)
         # What the imports made (some 130,000 objects: modules, classes, pydantic and SQLAlchemy
@@ -163,6 +164,14 @@ class Command(ScrapyCrawlCommand):
             )
         finally:
             database.close()
+
+    def opened(self) -> None:
+        """This process has started or resumed the run: the others join it."""
+        assert self.others is not None and self.fleet_of is not None
+        crawler, source, arguments = self.fleet_of
+        run = crawl_state(crawler).run_id
+        if run is not None:
+            self.others.start(command_line(source, arguments, crawler.settings, os.getpid(), run))
 
     def closed(self, reason: str) -> None:
         self.finish_reason = reason

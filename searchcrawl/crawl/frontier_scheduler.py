@@ -34,10 +34,21 @@ from twisted.internet.task import LoopingCall
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.meta import DEPTH, KNOWN_ROW, PERSISTED, WAKE
 from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.ops.local_fleet import run_to_join
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Entry, Frontier
-from searchcrawl.store.runs import ALREADY_RUNNING, FAILED, FINISHED, STOPPED, SUSPENDED, RunConflict, RunInfo, Runs
+from searchcrawl.store.runs import (
+    ALREADY_RUNNING,
+    FAILED,
+    FINISHED,
+    STOPPED,
+    SUSPENDED,
+    RunConflict,
+    RunEnded,
+    RunInfo,
+    Runs,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +133,13 @@ class FrontierScheduler(BaseScheduler):
                 job=getattr(spider, "_job", None),
                 stale_after=self.lease_seconds,
                 owner=self.owner,
+                join_run=run_to_join(self.crawler.settings),
             )
+        except RunEnded as exc:
+            # a process of a crawl of several (processes = N) that came up after the crawl's
+            # run had ended (a small site): nothing left to do, and no run of its own to start
+            logger.info("Not joining: %s", exc)
+            raise CloseSpider("finished") from None
         except RunConflict as exc:
             # `scrapy crawl` refuses before the crawl opens (Runs.conflict); this is the race of
             # two starting at the same moment, which the source's lock in Runs.start settles

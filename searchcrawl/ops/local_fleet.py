@@ -16,8 +16,9 @@ be shipped to a worker, and shipping the page there and the results back costs a
 Processes reuse the mechanism that already scales a crawl across machines, with every guarantee
 it has (tests/e2e/test_scale_out.py, tests/e2e/test_local_processes.py).
 
-The first process is the one the user (or scrapyd, or the scheduler) started: it starts the
-others as it starts (whichever opens the run first starts it, the others join it), tells them
+The first process is the one the user (or scrapyd, or the scheduler) started: it starts or
+resumes the run, then starts the others, which join that run only (one that finds it ended, a
+small site crawled before it was up, leaves at once: it never starts a run of its own), tells them
 to stop when it is told to (SIGINT, SIGTERM), and exits
 after them with the worst of their exit codes. The others end when it dies, even by SIGKILL
 (``die_with_parent``): nothing then works on the run, and the next crawl resumes it at once,
@@ -41,7 +42,9 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 logger = logging.getLogger(__name__)
 
 PARENT_SETTING = "SEARCHCRAWL_PROCESSES_PARENT"  # set on the processes a crawl starts: its pid
+RUN_SETTING = "SEARCHCRAWL_PROCESSES_RUN"  # and the run they join (never another)
 PR_SET_PDEATHSIG = 1  # prctl(2)
+SCRAPYD_RUNNER = "scrapyd.runner"
 
 
 def usable_cores() -> int:
@@ -81,14 +84,27 @@ def started_by_a_crawl(settings: BaseSettings) -> bool:
     return bool(settings.get(PARENT_SETTING))
 
 
-def command_line(source: str, arguments: Mapping[str, str], settings: BaseSettings, parent: int) -> list[str]:
+def entry_module() -> str:
+    """What this process was started as: scrapyd's runner under scrapyd (it activates the
+    project's egg, which carries the sources, from the environment scrapyd gave the job), else
+    Scrapy's command line."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return SCRAPYD_RUNNER if spec is not None and spec.name == SCRAPYD_RUNNER else "scrapy"
+
+
+def run_to_join(settings: BaseSettings) -> int | None:
+    """The run a process started by a crawl joins: the first process's, and only while it runs."""
+    return settings.getint(RUN_SETTING) or None
+
+
+def command_line(source: str, arguments: Mapping[str, str], settings: BaseSettings, parent: int, run: int) -> list[str]:
     """The `scrapy crawl` of another process: the same source, spider arguments and command-line
     settings (``-s``, ``--logfile``, ``-L``: those at Scrapy's ``cmdline`` priority); the project's
     settings and the environment come with the environment it inherits."""
-    line = [sys.executable, "-m", "scrapy", "crawl", source]
+    line = [sys.executable, "-m", entry_module(), "crawl", source]
     for name, value in arguments.items():
         line += ["-a", f"{name}={value}"]
-    own = {"SEARCHCRAWL_PROCESSES": str(processes_of(settings)), PARENT_SETTING: str(parent)}
+    own = {"SEARCHCRAWL_PROCESSES": str(processes_of(settings)), PARENT_SETTING: str(parent), RUN_SETTING: str(run)}
     for name, value in settings.items():
         if name not in own and settings.getpriority(name) == SETTINGS_PRIORITIES["cmdline"]:
             line += ["-s", f"{name}={_setting_text(value)}"]
@@ -119,14 +135,13 @@ def die_with_parent(parent: int) -> bool:
 class LocalProcesses:
     """The other processes of a crawl: started together, signalled together, waited for."""
 
-    def __init__(self, line: Sequence[str], count: int) -> None:
-        self.line = list(line)
+    def __init__(self, count: int) -> None:
         self.count = count
         self.children: list[subprocess.Popen[bytes]] = []
 
-    def start(self) -> None:
+    def start(self, line: Sequence[str]) -> None:
         for _ in range(self.count):
-            self.children.append(subprocess.Popen(self.line))  # noqa: S603 - our own command, no shell
+            self.children.append(subprocess.Popen(list(line)))  # noqa: S603 - our own command, no shell
         logger.info("Started %d more crawler processes for this source: %s", self.count, self.pids())
 
     def pids(self) -> list[int]:

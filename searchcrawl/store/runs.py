@@ -28,6 +28,10 @@ FINISHING = "finishing"  # runs.control: a node of a shared crawl has claimed th
 ALREADY_RUNNING = "already_running"  # the close reason of a crawl refused by RunConflict
 
 
+class RunEnded(Exception):
+    """The run a process was started to join has ended (or is not the source's latest)."""
+
+
 class RunConflict(Exception):
     """Another live process is crawling this source."""
 
@@ -163,8 +167,10 @@ class Runs:
         job: str | None = None,
         stale_after: float = 600,
         owner: str | None = None,
+        join_run: int | None = None,
     ) -> RunInfo:
         """Resume the source's unfinished run, or start a new one (``fresh`` abandons the old).
+        With ``join_run``, only join that run while it runs (RunEnded otherwise).
 
         Refuses (RunConflict, see ``conflict``) while another live process crawls the source,
         unless ``allow_shared``: then this process joins the run (a shared crawl).
@@ -179,6 +185,8 @@ class Runs:
         with self.engine.begin() as connection:
             self._lock_source(connection, source)
             row = self._latest(connection, source)
+            if join_run is not None and (row is None or row["id"] != join_run or row["state"] != RUNNING):
+                raise RunEnded(f"run {join_run} of {source} has ended")
             refusal = None if allow_shared else self._conflict(connection, source, row, stale_after)
             if refusal is not None:
                 raise RunConflict(refusal)

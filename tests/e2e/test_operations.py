@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from searchcrawl.store.runs import Runs
-from tests.conftest import ROOT, Project, free_port, solr_docs, wait_for
+from tests.conftest import ROOT, InFlight, Project, free_port, solr_docs, wait_for
 from tests.e2e.test_rendering import indexed_text, quotes_site, quotes_source  # noqa: F401,F811 - quotes_site is a fixture
 from tests.sites import build_intranet
 
@@ -217,6 +217,23 @@ def test_scheduler_starts_due_sources_through_scrapyd(scrapyd: Scrapyd, ops_proj
     scrapyd.wait_finished(job["id"])
     assert sorted(doc["url"] for doc in solr_docs(solr, "opsb")) == sorted(site.url + path for path in pages)
     assert json.loads(Runs(ops_project.table().database).latest("opsb")["counters"])["pages"] >= len(pages)
+
+
+def test_a_source_of_two_processes_as_a_scrapyd_job(scrapyd: Scrapyd, ops_project: Project, serve, solr) -> None:
+    """processes = 2 under scrapyd: the second process starts as scrapyd's runner (the egg holds
+    the source), joins the job's run, and logs into the job's log."""
+    site_root = ops_project.data_dir.parent / "site-p"
+    site_root.mkdir()
+    pages = build_intranet(site_root, sections=5, per_section=20)
+    site = serve(site_root, in_flight=InFlight(), slow=0.05)  # long enough for the second process to come up
+    ops_project.source("opsprocs", f'seeds = ["{site.url}index.html"]\nprocesses = 2\n')
+    deploy(scrapyd)
+    job = scrapyd.post("schedule.json", spider="opsprocs")["jobid"]
+    log = scrapyd.job_log(scrapyd.wait_finished(job, timeout=300))
+    assert "Started 1 more crawler processes" in log, log[-3000:]
+    assert "Joining run" in log or "Not joining: run" in log, log[-3000:]  # the egg's source was found
+    assert sorted(doc["url"] for doc in solr_docs(solr, "opsprocs")) == sorted(site.url + path for path in pages)
+    assert Runs(ops_project.table().database).latest("opsprocs")["state"] == "finished"
 
 
 def test_rendering_under_scrapyd(scrapyd: Scrapyd, ops_project: Project, quotes_site, solr) -> None:  # noqa: F811 - the fixture
