@@ -126,6 +126,7 @@ class Bench:
             "phase": label,
             "what": PHASES[label],
             "requests": fetched,
+            "urls": len(self.server.paths(since)),  # distinct: what the two spiders must agree on
             "statuses": dict(sorted(Counter(str(status) for _moment, status in entries).items())),
             "seconds": round(measured.seconds, 2),
             "pages_per_s": round(fetched / measured.seconds, 1),

@@ -264,6 +264,15 @@ class Nginx:
                 entries.append((float(parts[0]), int(parts[1])))
         return entries
 
+    def paths(self, since: float = 0.0) -> set[str]:
+        """The distinct paths requested after ``since`` (a retried request counts once)."""
+        found = set()
+        for line in self.access_log.read_text(encoding="utf-8", errors="replace").splitlines():
+            parts = line.split(" ", 3)
+            if len(parts) == 4 and float(parts[0]) >= since:
+                found.add(parts[3])
+        return found
+
     def capacity(self, path: str, seconds: int = 3) -> float | None:
         """Requests/s the server answers for one page under wrk (2 threads, 32 connections)."""
         wrk = shutil.which("wrk")

@@ -71,8 +71,10 @@ def test_benchmark_smoke_run_on_the_real_sphinx_site(tmp_path, solr_url) -> None
     run = json.loads((out / "results.json").read_text())["runs"][0]
     assert run["site"] == "sphinx" and run["pages"] == 255
     # the same URLs: robots.txt, the 233 pages the seed reaches, their .txt sources, notebooks ...
-    # (bare Scrapy fetches its start URL index.html twice: start requests skip its dupefilter)
-    assert run["b"]["requests"] > 600 and run["a"]["requests"] - run["b"]["requests"] in (0, 1)
+    # counted once each: bare Scrapy fetches its start URL twice (start requests skip its
+    # dupefilter), and on a loaded machine retries a request whose connection dropped (CI once
+    # saw 670 requests against the crawler's 653)
+    assert run["b"]["urls"] > 600 and run["a"]["urls"] == run["b"]["urls"]
     assert run["b"]["statuses"] == run["p"]["statuses"]
     assert run["b"]["solr_updates"] == run["p"]["solr_updates"] > 400
     assert run["c"]["solr_updates"] == 0 and run["c"]["statuses"]["304"] > 400
