@@ -32,6 +32,7 @@ SOLR_URL = os.environ.get("SOLR_URL", "http://127.0.0.1:8983/solr/searchcrawl")
 
 # --- Document cache and indexing ------------------------------------------------------------
 SEARCHCRAWL_CACHE_MAX_BYTES = 20 * 1024 * 1024  # push to Solr when the cache holds this much
+SEARCHCRAWL_PUSH_INTERVAL = 2.0  # seconds: and push what was cached since, at least this often (0: by size only)
 SEARCHCRAWL_SOLR_BATCH_DOCS = 500  # at most this many documents per update request
 SEARCHCRAWL_SOLR_BATCH_BYTES = 10 * 1024 * 1024  # and at most this many bytes of JSON
 SEARCHCRAWL_SOLR_PUSH_REQUESTS = 3  # update requests in flight at once (Solr indexes each on one thread)

@@ -1,5 +1,10 @@
-"""Pushes the document cache to Solr: whenever another threshold's worth has been cached, and
-when the crawl ends.
+"""Pushes the document cache to Solr: whenever another threshold's worth has been cached, or
+documents have waited ``SEARCHCRAWL_PUSH_INTERVAL`` seconds since the last push began, and when
+the crawl ends.
+
+The interval keeps the index current during a crawl of small documents (20 MB of them can take
+an hour to fetch politely), and keeps the end of a crawl short: Solr indexes while the crawl goes
+on, on another core, instead of taking the whole crawl in one request after the last page.
 
 Documents left pending by an earlier run (Solr was down, the crawl was killed) are pushed first,
 when the spider opens; before them, the source's documents that an earlier searchcrawl indexed
@@ -34,6 +39,7 @@ class SolrPipeline:
         self.context = crawl_state(crawler)
         self.stats = crawler.stats
         self.threshold = settings.getint("SEARCHCRAWL_CACHE_MAX_BYTES")
+        self.interval = settings.getfloat("SEARCHCRAWL_PUSH_INTERVAL")
         self.max_docs = settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS")
         self.max_bytes = settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES")
         self.requests_at_once = max(1, settings.getint("SEARCHCRAWL_SOLR_PUSH_REQUESTS"))
@@ -43,6 +49,7 @@ class SolrPipeline:
         self.failures = 0
         self.retry_after = 0.0
         self.pushed_at = 0  # the cache's bytes_put when the last push during the crawl began
+        self.pushed_time = time.monotonic()  # and when it began (the crawl's start before the first)
         self.ids_migrated = False
 
     @classmethod
@@ -159,14 +166,19 @@ class SolrPipeline:
         # began, so that pushes go in batches of about that much. Not "while the cache holds that
         # much": with preserve_cache pushed spools stay, and while a push runs or Solr is down
         # the cache stays full, and every new document would then start a push of itself. After
-        # a failed push, a full cache is tried again when the pause is over (retry_after).
+        # a failed push, a full cache is tried again when the pause is over (retry_after). A push
+        # also starts when something was cached since the last one began and SEARCHCRAWL_PUSH_INTERVAL
+        # has passed (not after a failure: the pause decides then).
         cache = self.context.cache
-        due = time.monotonic() >= self.retry_after
+        now = time.monotonic()
+        due = now >= self.retry_after
         idle = self.flushing is None or self.flushing.done()
-        fresh = cache.bytes_put - self.pushed_at >= self.threshold
+        cached = cache.bytes_put - self.pushed_at
+        fresh = cached >= self.threshold
+        waited = self.failures == 0 and 0 < self.interval <= now - self.pushed_time and cached > 0
         retry = self.failures > 0 and cache.size_bytes >= self.threshold
-        if due and idle and (fresh or retry):
-            self.pushed_at = cache.bytes_put
+        if due and idle and (fresh or waited or retry):
+            self.pushed_at, self.pushed_time = cache.bytes_put, now
             self.flushing = asyncio.ensure_future(self._flush())
         return item
 

@@ -88,7 +88,7 @@ def test_documents_left_pending_are_pushed_when_the_spider_opens(crawler_of, sol
 
 
 def test_a_push_starts_once_the_threshold_has_been_cached(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
-    crawler = crawler_of(SOLR_URL=solr_url, SEARCHCRAWL_CACHE_MAX_BYTES=600)
+    crawler = crawler_of(SOLR_URL=solr_url, SEARCHCRAWL_CACHE_MAX_BYTES=600, SEARCHCRAWL_PUSH_INTERVAL=0)
     pipeline = build_from_crawler(SolrPipeline, crawler)
 
     async def crawl() -> None:
@@ -110,6 +110,31 @@ def test_a_push_starts_once_the_threshold_has_been_cached(crawler_of, solr_url: 
     assert len(in_solr(solr, crawler)) == 4 and states(crawler) == {"indexed": 4}
     assert crawler.stats.get_value("searchcrawl/indexed") == 4
     assert state_of(crawler).cache.documents() == {}  # pushed and sealed: the spools are gone
+
+
+def test_a_push_starts_once_documents_have_waited_the_interval(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
+    """Far below the size threshold, what was cached goes to Solr once the interval has passed
+    since the last push began: then not again until it has passed once more."""
+    crawler = crawler_of(SOLR_URL=solr_url, SEARCHCRAWL_PUSH_INTERVAL=0.5)
+    pipeline = build_from_crawler(SolrPipeline, crawler)
+
+    async def crawl() -> None:
+        (first,) = cache(crawler, "a.html")
+        pipeline.process_item(first)
+        assert pipeline.flushing is None  # the crawl began less than 0.5 s ago
+        await asyncio.sleep(0.6)
+        (second,) = cache(crawler, "b.html")
+        pipeline.process_item(second)
+        assert pipeline.flushing is not None
+        await pipeline.flushing
+        assert set(in_solr(solr, crawler)) == {"http://h.test/a.html", "http://h.test/b.html"}
+        (third,) = cache(crawler, "c.html")
+        pipeline.process_item(third)  # the interval begins again with each push
+        assert pipeline.flushing.done() and states(crawler) == {"indexed": 2, "pending": 1}
+        await pipeline.close_spider()
+
+    asyncio.run(crawl())
+    assert len(in_solr(solr, crawler)) == 3 and states(crawler) == {"indexed": 3}
 
 
 def test_the_end_of_the_crawl_pushes_and_removes(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
