@@ -21,7 +21,16 @@ def test_a_crawl_pushes_in_batches_of_the_threshold_even_with_preserve_cache(pro
     name = f"batches-{uuid.uuid4().hex[:8]}"
     project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 3\npreserve_cache = true\n')
     before = solr_update_requests(solr_url)
-    result = project.scrapy("crawl", name, "-s", "SEARCHCRAWL_CACHE_MAX_BYTES=20000", "-s", "CONCURRENT_REQUESTS=2", "-s", "SEARCHCRAWL_PUSH_INTERVAL=0")
+    result = project.scrapy(
+        "crawl",
+        name,
+        "-s",
+        "SEARCHCRAWL_CACHE_MAX_BYTES=20000",
+        "-s",
+        "CONCURRENT_REQUESTS=2",
+        "-s",
+        "SEARCHCRAWL_PUSH_INTERVAL=0",
+    )
     requests_made = solr_update_requests(solr_url) - before
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(solr_docs(solr, name)) == len(pages)
