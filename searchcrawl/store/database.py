@@ -154,12 +154,12 @@ def _create_new_sqlite(engine: Engine) -> bool:
     Same schema: tests/store/test_document_table.py compares it with the migrations' (on SQLite
     they hold nothing else; PostgreSQL's functions come only from them, so it always migrates).
     False, and nothing done, when the database has tables: the migrations bring those up to date."""
-    from searchcrawl.store.models import Base
+    from searchcrawl.store.models import metadata
 
     with _migrate_lock, engine.begin() as connection, _across_processes(engine, connection):
         if inspect(connection).get_table_names():  # made meanwhile, or an older schema
             return False
-        Base.metadata.create_all(connection)
+        metadata.create_all(connection)
         connection.execute(text(ALEMBIC_VERSION_TABLE))
         connection.execute(text("INSERT INTO alembic_version (version_num) VALUES (:revision)"), {"revision": SCHEMA_REVISION})
     logger.debug("Document table: a new SQLite database, made at revision %s", SCHEMA_REVISION)
@@ -246,7 +246,7 @@ class Database:
 
     def statement(self, key: Any, build: Callable[[], Any]) -> Any:
         """A statement built once and run with bound parameters: on the per-page path, building
-        a statement (and SQLAlchemy's ORM handling of it) costs more than running it."""
+        a statement costs more than running it."""
         statement = self._statements.get(key)
         if statement is None:
             statement = self._statements[key] = build()

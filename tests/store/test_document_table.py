@@ -18,7 +18,7 @@ from searchcrawl.store.database import (
     schema_revisions,
     upgrade_schema,
 )
-from searchcrawl.store.models import Base
+from searchcrawl.store.models import metadata
 from searchcrawl.store.runs import Runs
 
 
@@ -66,7 +66,7 @@ def test_migrations_match_the_models(backend: str, tmp_path, request) -> None:
     run_migrations(engine)  # whatever the database holds: Alembic's own path
     table = DocumentTable(Database(url))
     with table.engine.connect() as connection:
-        diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+        diff = compare_metadata(MigrationContext.configure(connection), metadata)
     assert diff == []
     engine.dispose()
 
