@@ -23,7 +23,7 @@ from sqlalchemy import select
 from searchcrawl.ops.launchers import Launcher, LaunchError
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.store.database import Database, as_utc
-from searchcrawl.store.models import ScheduleMark
+from searchcrawl.store.models import schedule_marks
 from searchcrawl.store.runs import Runs
 
 logger = logging.getLogger(__name__)
@@ -44,18 +44,17 @@ class ScheduleMarks:
 
     def get(self, source: str) -> dict | None:
         with self.engine.connect() as connection:
-            row = connection.execute(select(ScheduleMark.__table__).where(ScheduleMark.source == source)).mappings().first()
+            row = connection.execute(select(schedule_marks).where(schedule_marks.c.source == source)).mappings().first()
         if row is None:
             return None
         return {**row, "mark": as_utc(row["mark"]), "started_at": as_utc(row["started_at"])}
 
     def save(self, source: str, **values: object) -> None:
-        marks = ScheduleMark.__table__
         with self.engine.begin() as connection:
-            if connection.execute(select(marks.c.source).where(marks.c.source == source)).first() is None:
-                connection.execute(marks.insert().values(source=source, **values))
+            if connection.execute(select(schedule_marks.c.source).where(schedule_marks.c.source == source)).first() is None:
+                connection.execute(schedule_marks.insert().values(source=source, **values))
             else:
-                connection.execute(marks.update().where(marks.c.source == source).values(**values))
+                connection.execute(schedule_marks.update().where(schedule_marks.c.source == source).values(**values))
 
 
 class Dispatcher:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import importlib
 import logging
 import os
 import threading
@@ -26,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url, text
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.pool import StaticPool
 
 from searchcrawl.config.resources import package_dir
@@ -60,6 +60,12 @@ def as_utc(moment: datetime | None) -> datetime | None:
     if moment is not None and moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
     return moment
+
+
+def dialect_insert(engine: Engine) -> Callable[..., Any]:
+    """The ``insert`` of the engine's dialect (PostgreSQL's and SQLite's have ON CONFLICT)."""
+    # Only that dialect's module: `from sqlalchemy.dialects import postgresql` loads some 20 modules in every SQLite crawl
+    return importlib.import_module(f"sqlalchemy.dialects.{engine.dialect.name}").insert
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -100,7 +106,12 @@ def create_db_engine(url: str) -> Engine:
         return engine
     if url.startswith("postgresql://") or url.startswith("postgres://"):
         url = "postgresql+psycopg://" + url.split("://", 1)[1]
-    return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_SIZE)
+    engine = create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_SIZE)
+    if engine.dialect.name == "postgresql":
+        from searchcrawl.store.models import add_postgresql_options
+
+        add_postgresql_options()
+    return engine
 
 
 @contextlib.contextmanager
@@ -154,12 +165,12 @@ def _create_new_sqlite(engine: Engine) -> bool:
     Same schema: tests/store/test_document_table.py compares it with the migrations' (on SQLite
     they hold nothing else; PostgreSQL's functions come only from them, so it always migrates).
     False, and nothing done, when the database has tables: the migrations bring those up to date."""
-    from searchcrawl.store.models import Base
+    from searchcrawl.store.models import metadata
 
     with _migrate_lock, engine.begin() as connection, _across_processes(engine, connection):
         if inspect(connection).get_table_names():  # made meanwhile, or an older schema
             return False
-        Base.metadata.create_all(connection)
+        metadata.create_all(connection)
         connection.execute(text(ALEMBIC_VERSION_TABLE))
         connection.execute(text("INSERT INTO alembic_version (version_num) VALUES (:revision)"), {"revision": SCHEMA_REVISION})
     logger.debug("Document table: a new SQLite database, made at revision %s", SCHEMA_REVISION)
@@ -222,7 +233,7 @@ class Database:
         # no COMMIT or ROLLBACK go to the server. On PostgreSQL that is one round trip instead of
         # three, for calls made once or more per page on the reactor thread.
         self.single = self.engine.execution_options(isolation_level="AUTOCOMMIT")
-        self.insert = (postgresql if self.engine.dialect.name == "postgresql" else sqlite).insert
+        self.insert = dialect_insert(self.engine)
         self._statements: dict[Any, Any] = {}
         if migrate:
             upgrade_schema(self.engine)
@@ -246,7 +257,7 @@ class Database:
 
     def statement(self, key: Any, build: Callable[[], Any]) -> Any:
         """A statement built once and run with bound parameters: on the per-page path, building
-        a statement (and SQLAlchemy's ORM handling of it) costs more than running it."""
+        a statement costs more than running it."""
         statement = self._statements.get(key)
         if statement is None:
             statement = self._statements[key] = build()

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from sqlalchemy import literal, select
 
 from searchcrawl.store.database import Database
-from searchcrawl.store.models import Document, RunDelta
+from searchcrawl.store.models import documents, run_deltas
 
 
 class Deltas:
@@ -24,11 +24,13 @@ class Deltas:
         report: dict[str, list[str]] = {}
         with self.engine.connect() as connection:
             rows: Sequence[tuple[str | None, str]] = connection.execute(
-                select(RunDelta.kind, RunDelta.url).where(RunDelta.run_id == run_id)
+                select(run_deltas.c.kind, run_deltas.c.url).where(run_deltas.c.run_id == run_id)
             ).all()
             if not rows:
                 rows = connection.execute(
-                    select(Document.delta, Document.url).where(Document.source == source, Document.delta_run == run_id)
+                    select(documents.c.delta, documents.c.url).where(
+                        documents.c.source == source, documents.c.delta_run == run_id
+                    )
                 ).all()
         for kind, url in rows:
             if kind is not None:  # as ``keep`` copies them (a run's rows always have one)
@@ -40,12 +42,12 @@ class Deltas:
     def keep(self, source: str, run_id: int) -> None:
         """Copy the run's deltas into run_deltas: the report survives later runs."""
         with self.engine.begin() as connection:
-            connection.execute(RunDelta.__table__.delete().where(RunDelta.run_id == run_id))
+            connection.execute(run_deltas.delete().where(run_deltas.c.run_id == run_id))
             connection.execute(
-                RunDelta.__table__.insert().from_select(
+                run_deltas.insert().from_select(
                     ["run_id", "url", "kind"],
-                    select(literal(run_id), Document.url, Document.delta).where(
-                        Document.source == source, Document.delta_run == run_id, Document.delta.is_not(None)
+                    select(literal(run_id), documents.c.url, documents.c.delta).where(
+                        documents.c.source == source, documents.c.delta_run == run_id, documents.c.delta.is_not(None)
                     ),
                 )
             )

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, bindparam, case, exists, func, or_, select, tuple_, update
+from sqlalchemy import Connection, Result, bindparam, case, exists, func, or_, select, tuple_, update
 from sqlalchemy import Row as SqlRow
 
 from searchcrawl.rules.lifecycle import (
@@ -33,7 +33,7 @@ from searchcrawl.rules.lifecycle import (
 from searchcrawl.rules.redirect_policy import TEMPORARY as TEMPORARY_REDIRECTS
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.database import Database, as_utc, keyed, now, url_hash
-from searchcrawl.store.models import Document
+from searchcrawl.store.models import documents
 
 logger = logging.getLogger(__name__)
 LASTING_DELTAS = ("deleted", "held")  # what a later outcome of the same run (failed, excluded ...) does not hide
@@ -99,7 +99,7 @@ class DocumentTable:
         """Insert rows for URLs the table does not know; known URLs keep their row."""
         if not rows:
             return
-        statement = self._statement("insert_new", lambda: self.insert(Document).on_conflict_do_nothing(index_elements=ROW_KEY))
+        statement = self._statement("insert_new", lambda: self.insert(documents).on_conflict_do_nothing(index_elements=ROW_KEY))
         with self.single.connect() if len(rows) == 1 else self.engine.begin() as connection:
             connection.execute(statement, [keyed(row) for row in rows])
 
@@ -175,7 +175,7 @@ class DocumentTable:
             values.setdefault("target", None)  # it redirects no more (a failure says nothing of it)
         if current is None:
             inserted = connection.execute(
-                self.insert(Document)
+                self.insert(documents)
                 .values(keyed({"source": source, "url": url, "first_seen": when, **self._restrict_new(values)}))
                 .on_conflict_do_nothing(index_elements=ROW_KEY)
             )
@@ -202,12 +202,16 @@ class DocumentTable:
         return {**values, "state": State.FETCHED.value}
 
     def _row_state(self) -> Any:
-        table = Document.__table__
         return self._statement(
             "row_state",
             lambda: select(
-                table.c.state, table.c.status, table.c.failures, table.c.indexed_at, table.c.delta, table.c.delta_run
-            ).where(table.c.source == bindparam("source"), table.c.url_hash == bindparam("url_hash")),
+                documents.c.state,
+                documents.c.status,
+                documents.c.failures,
+                documents.c.indexed_at,
+                documents.c.delta,
+                documents.c.delta_run,
+            ).where(documents.c.source == bindparam("source"), documents.c.url_hash == bindparam("url_hash")),
         )
 
     def _queued(self) -> dict[str, Any]:
@@ -220,7 +224,9 @@ class DocumentTable:
         """The indexed copy of some content leaves: its duplicates are fetched again, and the
         first to arrive takes its place."""
         values: dict[str, Any] = {"duplicate_of": None, **self._queued()}
-        connection.execute(update(Document).where(Document.source == source, Document.duplicate_of == url).values(**values))
+        connection.execute(
+            update(documents).where(documents.c.source == source, documents.c.duplicate_of == url).values(**values)
+        )
 
     def _has_left(self, connection: Connection, source: str, url: str) -> bool:
         """Whether ``url`` left the index in this run (removing, removed, with this run's delta).
@@ -229,13 +235,12 @@ class DocumentTable:
         PostgreSQL its row stays locked until the caller commits, so that it cannot leave (and
         promote its duplicates) between this answer and the caller's write; SQLite writes one at
         a time, and _update_row repeats the check in its statement."""
-        table = Document.__table__
         row = connection.execute(
             self._statement(
                 "row_state_locked",
                 lambda: (
-                    select(table.c.state, table.c.delta_run)
-                    .where(table.c.source == bindparam("source"), table.c.url_hash == bindparam("url_hash"))
+                    select(documents.c.state, documents.c.delta_run)
+                    .where(documents.c.source == bindparam("source"), documents.c.url_hash == bindparam("url_hash"))
                     .with_for_update(read=True)
                 ),
             ),
@@ -268,14 +273,14 @@ class DocumentTable:
             rows = [
                 dict(row)
                 for row in connection.execute(
-                    select(Document.id, Document.url, Document.canonical_url)
+                    select(documents.c.id, documents.c.url, documents.c.canonical_url)
                     .where(
-                        Document.source == source,
-                        Document.checksum == checksum,
-                        Document.state.in_(IN_INDEX),
-                        Document.duplicate_of.is_(None),
+                        documents.c.source == source,
+                        documents.c.checksum == checksum,
+                        documents.c.state.in_(IN_INDEX),
+                        documents.c.duplicate_of.is_(None),
                     )
-                    .order_by(Document.id)
+                    .order_by(documents.c.id)
                 ).mappings()
             ]
         if len(rows) < 2:
@@ -291,19 +296,18 @@ class DocumentTable:
     def find_duplicate(self, source: str, checksum: str, url: str) -> dict[str, Any] | None:
         """Another document of the source with this content, in the index (id, url, canonical_url),
         and ``first_seen_id``: the row id of ``url`` (ids follow discovery order)."""
-        table = Document.__table__
         same_content = self._statement(
             "same_content",
             lambda: (
-                select(table.c.id, table.c.url, table.c.canonical_url)
+                select(documents.c.id, documents.c.url, documents.c.canonical_url)
                 .where(
-                    table.c.source == bindparam("source"),
-                    table.c.checksum == bindparam("checksum"),
-                    table.c.url_hash != bindparam("url_hash"),
-                    table.c.state.in_(IN_INDEX),
-                    table.c.duplicate_of.is_(None),
+                    documents.c.source == bindparam("source"),
+                    documents.c.checksum == bindparam("checksum"),
+                    documents.c.url_hash != bindparam("url_hash"),
+                    documents.c.state.in_(IN_INDEX),
+                    documents.c.duplicate_of.is_(None),
                 )
-                .order_by(table.c.id)
+                .order_by(documents.c.id)
                 .limit(1)
             ),
         )
@@ -316,10 +320,11 @@ class DocumentTable:
             return {**row, "first_seen_id": own_id}
 
     def _row_id(self) -> Any:
-        table = Document.__table__
         return self._statement(
             "row_id",
-            lambda: select(table.c.id).where(table.c.source == bindparam("source"), table.c.url_hash == bindparam("url_hash")),
+            lambda: select(documents.c.id).where(
+                documents.c.source == bindparam("source"), documents.c.url_hash == bindparam("url_hash")
+            ),
         )
 
     def plan_maintenance(
@@ -340,18 +345,25 @@ class DocumentTable:
 
         Returns (queued, newly excluded)."""
         assert self.run_id is not None
-        table = Document.__table__
         with self.engine.connect() as connection:
             rows = connection.execute(
                 select(
-                    table.c.id, table.c.url, table.c.depth, table.c.state, table.c.status, table.c.via, table.c.last_fetched
-                ).where(table.c.source == source)
+                    documents.c.id,
+                    documents.c.url,
+                    documents.c.depth,
+                    documents.c.state,
+                    documents.c.status,
+                    documents.c.via,
+                    documents.c.last_fetched,
+                ).where(documents.c.source == source)
             ).all()
             # temporary redirects that stood at their last fetch: their targets are fetched through them
             targets: set[str] = set(
                 connection.execute(
-                    select(table.c.target).where(
-                        table.c.source == source, table.c.target.is_not(None), table.c.status.in_(sorted(TEMPORARY_REDIRECTS))
+                    select(documents.c.target).where(
+                        documents.c.source == source,
+                        documents.c.target.is_not(None),
+                        documents.c.status.in_(sorted(TEMPORARY_REDIRECTS)),
                     )
                 ).scalars()
             )
@@ -375,8 +387,8 @@ class DocumentTable:
         with self.engine.begin() as connection:
             for start in range(0, len(queue), 500):
                 connection.execute(
-                    update(table)
-                    .where(table.c.id.in_(queue[start : start + 500]))
+                    update(documents)
+                    .where(documents.c.id.in_(queue[start : start + 500]))
                     # request data of an earlier run (a redirect chain, a render) does not carry over
                     .values(run_id=self.run_id, frontier="queued", lease_owner=None, lease_expires=None, request=None)
                 )
@@ -404,11 +416,10 @@ class DocumentTable:
         ...). While one still does, or was not fetched, it stays. A transient failure of such a
         URL (its own, or its robots.txt's) is one of the target's too: it stays, and leaves after
         ``max_failures`` such crawls. Returns how many leave."""
-        table = Document.__table__
         with self.engine.connect() as connection:
             targets: Sequence[SqlRow[str, str, int | None]] = connection.execute(
-                select(table.c.url, table.c.via, table.c.depth).where(
-                    table.c.source == source, table.c.via.is_not(None), table.c.state.in_(IN_INDEX)
+                select(documents.c.url, documents.c.via, documents.c.depth).where(
+                    documents.c.source == source, documents.c.via.is_not(None), documents.c.state.in_(IN_INDEX)
                 )
             ).all()
         gone = 0
@@ -423,14 +434,16 @@ class DocumentTable:
                     dict(row)
                     for row in connection.execute(
                         select(
-                            table.c.url,
-                            table.c.state,
-                            table.c.status,
-                            table.c.reason,
-                            table.c.target,
-                            table.c.run_id,
-                            table.c.frontier,
-                        ).where(table.c.source == source, or_(table.c.url_hash == url_hash(via), table.c.target == url))
+                            documents.c.url,
+                            documents.c.state,
+                            documents.c.status,
+                            documents.c.reason,
+                            documents.c.target,
+                            documents.c.run_id,
+                            documents.c.frontier,
+                        ).where(
+                            documents.c.source == source, or_(documents.c.url_hash == url_hash(via), documents.c.target == url)
+                        )
                     ).mappings()
                 ]
             verdicts = [self._redirect_now(origin, url) for origin in origins]
@@ -455,19 +468,19 @@ class DocumentTable:
             return
         with self.engine.begin() as connection:
             connection.execute(
-                update(Document)
-                .where(Document.source == source, Document.url_hash.in_([url_hash(url) for url in urls]))
+                update(documents)
+                .where(documents.c.source == source, documents.c.url_hash.in_([url_hash(url) for url in urls]))
                 .values(linked_run=self.run_id)
             )
 
     def orphans(self, source: str) -> list[str]:
         """Indexed documents that no page linked to in the current run (and no seed is)."""
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                select(Document.url).where(
-                    Document.source == source,
-                    Document.state.in_(IN_INDEX),
-                    or_(Document.linked_run.is_(None), Document.linked_run != self.run_id),
+            rows: Result[str] = connection.execute(
+                select(documents.c.url).where(
+                    documents.c.source == source,
+                    documents.c.state.in_(IN_INDEX),
+                    or_(documents.c.linked_run.is_(None), documents.c.linked_run != self.run_id),
                 )
             )
             return [url for (url,) in rows]
@@ -476,9 +489,9 @@ class DocumentTable:
         """URLs whose last fetch failed (a failed document, or an indexed one whose update
         failed): an incremental listing names only what changed since, so these are asked again."""
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                select(Document.url)
-                .where(Document.source == source, or_(Document.state == State.FAILED.value, Document.failures > 0))
+            rows: Result[str] = connection.execute(
+                select(documents.c.url)
+                .where(documents.c.source == source, or_(documents.c.state == State.FAILED.value, documents.c.failures > 0))
                 .limit(limit)
             )
             return [url for (url,) in rows]
@@ -486,7 +499,7 @@ class DocumentTable:
     def count_in_index(self, source: str) -> int:
         with self.engine.connect() as connection:
             return connection.execute(
-                select(func.count()).where(Document.source == source, Document.state.in_([*IN_INDEX, State.REMOVING.value]))
+                select(func.count()).where(documents.c.source == source, documents.c.state.in_([*IN_INDEX, State.REMOVING.value]))
             ).scalar_one()
 
     def record_excluded(self, source: str, rows: Sequence[tuple[str, int, int, str]]) -> None:
@@ -531,7 +544,6 @@ class DocumentTable:
         values = self._restrict(values)
         if not values:
             return True
-        table = Document.__table__
         track_change = new_checksum is not None and "last_changed" in values
         guarded = expect_state is not None
         kept = guarded and original is not None
@@ -540,14 +552,19 @@ class DocumentTable:
             assignments: dict[str, Any] = {column: bindparam(f"v_{column}") for column in values}
             if track_change:
                 assignments["last_changed"] = case(
-                    (or_(table.c.checksum.is_(None), table.c.checksum != bindparam("new_checksum")), bindparam("v_last_changed")),
-                    else_=table.c.last_changed,
+                    (
+                        or_(documents.c.checksum.is_(None), documents.c.checksum != bindparam("new_checksum")),
+                        bindparam("v_last_changed"),
+                    ),
+                    else_=documents.c.last_changed,
                 )
-            statement = update(table).where(table.c.source == bindparam("w_source"), table.c.url_hash == bindparam("w_url_hash"))
+            statement = update(documents).where(
+                documents.c.source == bindparam("w_source"), documents.c.url_hash == bindparam("w_url_hash")
+            )
             if guarded:
-                statement = statement.where(table.c.state == bindparam("w_state"))
+                statement = statement.where(documents.c.state == bindparam("w_state"))
             if kept:
-                holder = table.alias("holder")
+                holder = documents.alias("holder")
                 statement = statement.where(
                     ~exists().where(
                         holder.c.source == bindparam("w_source"),
@@ -569,7 +586,7 @@ class DocumentTable:
         result = connection.execute(statement, {**parameters, "w_source": source, "w_url_hash": url_hash(url)})
         return not guarded or bool(result.rowcount)
 
-    def mark_indexed(self, source: str, documents: Sequence[tuple[str, str]]) -> list[str]:
+    def mark_indexed(self, source: str, acknowledged: Sequence[tuple[str, str]]) -> list[str]:
         """Solr acknowledged these (url, checksum) pairs: the ledger's INDEXED event, in bulk.
         Returns the URLs whose row still had that checksum: a document re-cached with new
         content while the old one was being pushed stays pending."""
@@ -577,18 +594,18 @@ class DocumentTable:
         done: list[str] = []
         before, after = _bulk(Event.INDEXED)
         with self.engine.begin() as connection:
-            for start in range(0, len(documents), 500):  # one statement per batch, not per document
-                chunk = [(url_hash(url), checksum) for url, checksum in documents[start : start + 500]]
+            for start in range(0, len(acknowledged), 500):  # one statement per batch, not per document
+                chunk = [(url_hash(url), checksum) for url, checksum in acknowledged[start : start + 500]]
                 done += (
                     connection.execute(
-                        update(Document)
+                        update(documents)
                         .where(
-                            Document.source == source,
-                            Document.state == before,
-                            tuple_(Document.url_hash, Document.checksum).in_(chunk),
+                            documents.c.source == source,
+                            documents.c.state == before,
+                            tuple_(documents.c.url_hash, documents.c.checksum).in_(chunk),
                         )
                         .values(state=after, indexed_at=when)
-                        .returning(Document.url)
+                        .returning(documents.c.url)
                     )
                     .scalars()
                     .all()
@@ -617,9 +634,11 @@ class DocumentTable:
         before, after = _bulk(Event.REMOVED)
         with self.engine.begin() as connection:
             connection.execute(
-                update(Document)
+                update(documents)
                 .where(
-                    Document.source == source, Document.url_hash.in_([url_hash(url) for url in urls]), Document.state == before
+                    documents.c.source == source,
+                    documents.c.url_hash.in_([url_hash(url) for url in urls]),
+                    documents.c.state == before,
                 )
                 .values(state=after, indexed_at=None)
             )
@@ -632,12 +651,12 @@ class DocumentTable:
         before, _after = _bulk(Event.HELD)
         with self.engine.begin() as connection:
             result = connection.execute(
-                update(Document)
+                update(documents)
                 .where(
-                    Document.source == source,
-                    Document.state == before,
-                    Document.delta_run == self.run_id,
-                    Document.delta == "deleted",
+                    documents.c.source == source,
+                    documents.c.state == before,
+                    documents.c.delta_run == self.run_id,
+                    documents.c.delta == "deleted",
                 )
                 .values(delta="held")
             )
@@ -648,19 +667,21 @@ class DocumentTable:
     def pending(self, source: str, cached_by: str | None = None) -> list[tuple[str, str]]:
         """(url, checksum) of the documents waiting for Solr, oldest first; with ``cached_by``,
         only those that cache holds (or that no cache claims: rows from before scale-out)."""
-        query = select(Document.url, Document.checksum).where(Document.source == source, Document.state == State.PENDING.value)
+        query = select(documents.c.url, documents.c.checksum).where(
+            documents.c.source == source, documents.c.state == State.PENDING.value
+        )
         if cached_by is not None:
-            query = query.where(or_(Document.cached_by == cached_by, Document.cached_by.is_(None)))
+            query = query.where(or_(documents.c.cached_by == cached_by, documents.c.cached_by.is_(None)))
         with self.engine.connect() as connection:
-            rows = connection.execute(query.order_by(Document.id))
+            rows: Result[str, str | None] = connection.execute(query.order_by(documents.c.id))
             # a pending row has its checksum: CACHED, the one event that leads to pending, writes it
             return [(url, checksum) for url, checksum in rows if checksum is not None]
 
     def removals(self, source: str) -> list[str]:
         """URLs that must leave Solr."""
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                select(Document.url).where(Document.source == source, Document.state == State.REMOVING.value)
+            rows: Result[str] = connection.execute(
+                select(documents.c.url).where(documents.c.source == source, documents.c.state == State.REMOVING.value)
             )
             return [url for (url,) in rows]
 
@@ -670,25 +691,27 @@ class DocumentTable:
         with self.engine.connect() as connection:
             for start in range(0, len(urls), 500):
                 hashes = [url_hash(url) for url in urls[start : start + 500]]
-                for source, url in connection.execute(
-                    select(Document.source, Document.url).where(Document.url_hash.in_(hashes), Document.state.in_(IN_INDEX))
-                ):
+                rows: Result[str, str] = connection.execute(
+                    select(documents.c.source, documents.c.url).where(
+                        documents.c.url_hash.in_(hashes), documents.c.state.in_(IN_INDEX)
+                    )
+                )
+                for source, url in rows:
                     found.setdefault(url, set()).add(source)
         return found
 
     def display_url_owner(self, source: str, display_url: str) -> str | None:
         """The URL already indexed (or about to be) under ``display_url``, if any."""
-        table = Document.__table__
         statement = self._statement(
             "display_url_owner",
             lambda: (
-                select(table.c.url)
+                select(documents.c.url)
                 .where(
-                    table.c.source == bindparam("source"),
-                    table.c.display_url == bindparam("display_url"),
-                    table.c.state.in_(IN_INDEX),
+                    documents.c.source == bindparam("source"),
+                    documents.c.display_url == bindparam("display_url"),
+                    documents.c.state.in_(IN_INDEX),
                 )
-                .order_by(table.c.id)
+                .order_by(documents.c.id)
                 .limit(1)
             ),
         )
@@ -697,9 +720,8 @@ class DocumentTable:
 
     def get(self, source: str, url: str) -> dict[str, Any] | None:
         with self.engine.connect() as connection:
-            table = Document.__table__
             row = (
-                connection.execute(select(table).where(table.c.source == source, table.c.url_hash == url_hash(url)))
+                connection.execute(select(documents).where(documents.c.source == source, documents.c.url_hash == url_hash(url)))
                 .mappings()
                 .first()
             )
@@ -707,10 +729,10 @@ class DocumentTable:
 
     def count_by(self, source: str, column: str) -> dict[Any, int]:
         """How many rows of the source per value of ``column`` (state or status)."""
-        field = getattr(Document, column)
+        field = documents.c[column]
         with self.engine.connect() as connection:
             rows: Sequence[SqlRow[Any, int]] = connection.execute(
-                select(field, func.count()).where(Document.source == source).group_by(field)
+                select(field, func.count()).where(documents.c.source == source).group_by(field)
             ).all()
             return {value: count for value, count in rows}
 
@@ -719,23 +741,24 @@ class DocumentTable:
     ) -> list[dict[str, Any]]:
         """A page of the source's rows (by id), of one status and/or state if given: the web
         administration's document browser. ``status=-1`` selects rows without a status."""
-        table = Document.__table__
         query = select(
-            table.c.url,
-            table.c.display_url,
-            table.c.state,
-            table.c.status,
-            table.c.reason,
-            table.c.content_type,
-            table.c.depth,
-            table.c.last_fetched,
-            table.c.delta,
-        ).where(table.c.source == source)
+            documents.c.url,
+            documents.c.display_url,
+            documents.c.state,
+            documents.c.status,
+            documents.c.reason,
+            documents.c.content_type,
+            documents.c.depth,
+            documents.c.last_fetched,
+            documents.c.delta,
+        ).where(documents.c.source == source)
         if status == -1:
-            query = query.where(table.c.status.is_(None))
+            query = query.where(documents.c.status.is_(None))
         elif status is not None:
-            query = query.where(table.c.status == status)
+            query = query.where(documents.c.status == status)
         if state is not None:
-            query = query.where(table.c.state == state)
+            query = query.where(documents.c.state == state)
         with self.engine.connect() as connection:
-            return [dict(row) for row in connection.execute(query.order_by(table.c.id).limit(limit).offset(offset)).mappings()]
+            return [
+                dict(row) for row in connection.execute(query.order_by(documents.c.id).limit(limit).offset(offset)).mappings()
+            ]

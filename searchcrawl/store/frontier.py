@@ -23,7 +23,7 @@ from sqlalchemy import Row, and_, func, or_, select, update
 from searchcrawl.rules.lifecycle import State
 from searchcrawl.store.database import Database, keyed, now
 from searchcrawl.store.documents import ROW_KEY
-from searchcrawl.store.models import Document
+from searchcrawl.store.models import documents
 
 QUEUED, LEASED, DONE = "queued", "leased", "done"
 IN_RUN_LIMIT = 1_000_000  # URLs remembered as in the run (about 100 MB at most), then forgotten
@@ -101,8 +101,8 @@ class Frontier:
 
     @functools.cache  # noqa: B019 - two statements per frontier, built once: building costs more than running
     def _insert(self, again: bool) -> Any:
-        statement = self.database.insert(Document)
-        current = Document.__table__.c
+        statement = self.database.insert(documents)
+        current = documents.c
         return statement.on_conflict_do_update(
             index_elements=ROW_KEY,
             set_={
@@ -118,35 +118,34 @@ class Frontier:
 
     def lease(self, count: int) -> list[Entry]:
         """Take up to ``count`` queued URLs (shallowest first) for this owner."""
-        table = Document.__table__
         # One statement: the batch is chosen and leased at once, so two processes never lease the
         # same URL. PostgreSQL locks the chosen rows and skips those another node is taking (SKIP
         # LOCKED); SQLite takes its write lock for the statement (a SELECT, then an UPDATE, in two
         # statements left the gap between them open: several local processes leased one URL).
         chosen = (
-            select(table.c.id)
-            .where(table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == QUEUED)
-            .order_by(table.c.depth, table.c.id)
+            select(documents.c.id)
+            .where(documents.c.source == self.source, documents.c.run_id == self.run_id, documents.c.frontier == QUEUED)
+            .order_by(documents.c.depth, documents.c.id)
             .limit(count)
         )
         if self.engine.dialect.name == "postgresql":
             chosen = chosen.with_for_update(skip_locked=True)
         statement = (
-            update(table)
-            .where(table.c.id.in_(chosen.scalar_subquery()))
+            update(documents)
+            .where(documents.c.id.in_(chosen.scalar_subquery()))
             .values(frontier=LEASED, lease_owner=self.owner, lease_expires=now() + self.lease_duration)
             .returning(
-                table.c.id,
-                table.c.url,
-                table.c.depth,
-                table.c.request,
-                table.c.state,
-                table.c.checksum,
-                table.c.last_modified,
-                table.c.etag,
-                table.c.last_fetched,
-                table.c.status,
-                table.c.duplicate_of,
+                documents.c.id,
+                documents.c.url,
+                documents.c.depth,
+                documents.c.request,
+                documents.c.state,
+                documents.c.checksum,
+                documents.c.last_modified,
+                documents.c.etag,
+                documents.c.last_fetched,
+                documents.c.status,
+                documents.c.duplicate_of,
             )
         )
         with self.engine.begin() as connection:
@@ -176,30 +175,28 @@ class Frontier:
         """Put leased URLs back in the queue: all of the run's (a resumed run) but those of
         ``keep_owners`` (live nodes of a shared run), one owner's (a process that stops), or
         those whose lease expired (a dead node's)."""
-        table = Document.__table__
-        conditions = [table.c.source == self.source, table.c.run_id == self.run_id, table.c.frontier == LEASED]
+        conditions = [documents.c.source == self.source, documents.c.run_id == self.run_id, documents.c.frontier == LEASED]
         if owner is not None:
-            conditions.append(table.c.lease_owner == owner)
+            conditions.append(documents.c.lease_owner == owner)
         if keep_owners:
-            conditions.append(or_(table.c.lease_owner.is_(None), table.c.lease_owner.notin_(list(keep_owners))))
+            conditions.append(or_(documents.c.lease_owner.is_(None), documents.c.lease_owner.notin_(list(keep_owners))))
         if expired_only:
-            conditions.append(table.c.lease_expires < now())
+            conditions.append(documents.c.lease_expires < now())
         with self.engine.begin() as connection:
             result = connection.execute(
-                update(table).where(and_(*conditions)).values(frontier=QUEUED, lease_owner=None, lease_expires=None)
+                update(documents).where(and_(*conditions)).values(frontier=QUEUED, lease_owner=None, lease_expires=None)
             )
         return result.rowcount or 0
 
     def leased_by(self, owner: str) -> list[tuple[str, int]]:
         """(url, depth) of the URLs ``owner`` holds leased in this run."""
-        table = Document.__table__
         with self.engine.connect() as connection:
             rows: Sequence[Row[str, int | None]] = connection.execute(
-                select(table.c.url, table.c.depth).where(
-                    table.c.source == self.source,
-                    table.c.run_id == self.run_id,
-                    table.c.frontier == LEASED,
-                    table.c.lease_owner == owner,
+                select(documents.c.url, documents.c.depth).where(
+                    documents.c.source == self.source,
+                    documents.c.run_id == self.run_id,
+                    documents.c.frontier == LEASED,
+                    documents.c.lease_owner == owner,
                 )
             ).all()
             return [(url, depth or 0) for url, depth in rows]
@@ -207,15 +204,14 @@ class Frontier:
     def renew(self) -> int:
         """Extend this owner's leases: work in flight (or waiting in its buffer) is not expired
         and handed to another node while this one is alive. Returns how many were renewed."""
-        table = Document.__table__
         with self.engine.begin() as connection:
             result = connection.execute(
-                update(table)
+                update(documents)
                 .where(
-                    table.c.source == self.source,
-                    table.c.run_id == self.run_id,
-                    table.c.frontier == LEASED,
-                    table.c.lease_owner == self.owner,
+                    documents.c.source == self.source,
+                    documents.c.run_id == self.run_id,
+                    documents.c.frontier == LEASED,
+                    documents.c.lease_owner == self.owner,
                 )
                 .values(lease_expires=now() + self.lease_duration)
             )
@@ -223,12 +219,11 @@ class Frontier:
 
     def counts(self) -> dict[str, int]:
         """How many URLs of this run are queued, leased and done."""
-        table = Document.__table__
         with self.engine.connect() as connection:
             rows: Sequence[Row[str | None, int]] = connection.execute(
-                select(table.c.frontier, func.count())
-                .where(table.c.source == self.source, table.c.run_id == self.run_id)
-                .group_by(table.c.frontier)
+                select(documents.c.frontier, func.count())
+                .where(documents.c.source == self.source, documents.c.run_id == self.run_id)
+                .group_by(documents.c.frontier)
             ).all()
             counts = {QUEUED: 0, LEASED: 0, DONE: 0}
             counts.update({state: number for state, number in rows if state in counts})

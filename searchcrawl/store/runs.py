@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, delete, or_, select, text, update
+from sqlalchemy import Connection, Result, RowMapping, delete, or_, select, text, update
 
 from searchcrawl.ops.processes import process_alive
 from searchcrawl.store.database import Database, as_utc, now
-from searchcrawl.store.models import CrawlNode, Run, SourceState
+from searchcrawl.store.models import crawl_nodes, runs, source_states
 
 RUNNING, SUSPENDED, FINISHED, STOPPED, FAILED = "running", "suspended", "finished", "stopped", "failed"
 RESUMABLE = (RUNNING, SUSPENDED)
@@ -65,7 +65,7 @@ class Runs:
     def latest(self, source: str) -> dict[str, Any] | None:
         with self.engine.connect() as connection:
             row = (
-                connection.execute(select(Run.__table__).where(Run.source == source).order_by(Run.id.desc()).limit(1))
+                connection.execute(select(runs).where(runs.c.source == source).order_by(runs.c.id.desc()).limit(1))
                 .mappings()
                 .first()
             )
@@ -73,7 +73,7 @@ class Runs:
 
     def get(self, run_id: int) -> dict[str, Any] | None:
         with self.engine.connect() as connection:
-            row = connection.execute(select(Run.__table__).where(Run.id == run_id)).mappings().first()
+            row = connection.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
             return dict(row) if row else None
 
     def last_finished_start(self, source: str) -> datetime | None:
@@ -81,17 +81,17 @@ class Runs:
         changes nothing): an incremental listing's ``since``."""
         with self.engine.connect() as connection:
             started = connection.execute(
-                select(Run.started_at)
-                .where(Run.source == source, Run.state == FINISHED, or_(Run.mode.is_(None), Run.mode != "test"))
-                .order_by(Run.id.desc())
+                select(runs.c.started_at)
+                .where(runs.c.source == source, runs.c.state == FINISHED, or_(runs.c.mode.is_(None), runs.c.mode != "test"))
+                .order_by(runs.c.id.desc())
                 .limit(1)
             ).scalar()
         return as_utc(started) if started is not None else None
 
     def recent(self, source: str | None, limit: int = 5) -> list[dict[str, Any]]:
-        query = select(Run.__table__).order_by(Run.id.desc()).limit(limit)
+        query = select(runs).order_by(runs.c.id.desc()).limit(limit)
         if source:
-            query = query.where(Run.source == source)
+            query = query.where(runs.c.source == source)
         with self.engine.connect() as connection:
             return [dict(row) for row in connection.execute(query).mappings()]
 
@@ -123,7 +123,6 @@ class Runs:
 
     @staticmethod
     def _latest(connection: Connection, source: str) -> RowMapping | None:
-        runs = Run.__table__
         return (
             connection.execute(select(runs).where(runs.c.source == source).order_by(runs.c.id.desc()).limit(1)).mappings().first()
         )
@@ -157,7 +156,7 @@ class Runs:
         if self.engine.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"searchcrawl-run:{source}"})
         else:  # SQLite: the first write statement takes the database's write lock
-            connection.execute(update(Run).where(Run.id == -1).values(state=RUNNING))
+            connection.execute(update(runs).where(runs.c.id == -1).values(state=RUNNING))
 
     def start(
         self,
@@ -181,7 +180,6 @@ class Runs:
         """
         when = now()
         host, pid = socket.gethostname(), os.getpid()
-        runs = Run.__table__
         with self.engine.begin() as connection:
             self._lock_source(connection, source)
             row = self._latest(connection, source)
@@ -229,8 +227,10 @@ class Runs:
     def _live_nodes(connection: Connection, run_id: int, within: float, but: str | None = None) -> list[str]:
         """A node is live if its heartbeat is recent and, on this host, its process is alive."""
         since = now() - timedelta(seconds=within)
-        rows = connection.execute(
-            select(CrawlNode.owner, CrawlNode.host, CrawlNode.pid).where(CrawlNode.run_id == run_id, CrawlNode.heartbeat >= since)
+        rows: Result[str, str | None, int | None] = connection.execute(
+            select(crawl_nodes.c.owner, crawl_nodes.c.host, crawl_nodes.c.pid).where(
+                crawl_nodes.c.run_id == run_id, crawl_nodes.c.heartbeat >= since
+            )
         )
         here = socket.gethostname()
         return [owner for owner, host, pid in rows if owner != but and (host != here or _alive(host, pid))]
@@ -242,9 +242,9 @@ class Runs:
             return ()
         others = tuple(self._live_nodes(connection, run_id, within, but=owner))
         when = now()
-        connection.execute(delete(CrawlNode).where(CrawlNode.run_id == run_id, CrawlNode.owner == owner))
+        connection.execute(delete(crawl_nodes).where(crawl_nodes.c.run_id == run_id, crawl_nodes.c.owner == owner))
         connection.execute(
-            CrawlNode.__table__.insert().values(
+            crawl_nodes.insert().values(
                 run_id=run_id, owner=owner, host=socket.gethostname(), pid=os.getpid(), started_at=when, heartbeat=when
             )
         )
@@ -253,12 +253,12 @@ class Runs:
     def heartbeat(self, run_id: int, owner: str) -> None:
         with self.engine.begin() as connection:
             connection.execute(
-                update(CrawlNode).where(CrawlNode.run_id == run_id, CrawlNode.owner == owner).values(heartbeat=now())
+                update(crawl_nodes).where(crawl_nodes.c.run_id == run_id, crawl_nodes.c.owner == owner).values(heartbeat=now())
             )
 
     def leave(self, run_id: int, owner: str) -> None:
         with self.engine.begin() as connection:
-            connection.execute(delete(CrawlNode).where(CrawlNode.run_id == run_id, CrawlNode.owner == owner))
+            connection.execute(delete(crawl_nodes).where(crawl_nodes.c.run_id == run_id, crawl_nodes.c.owner == owner))
 
     def nodes(self, run_id: int, within: float, but: str | None = None) -> list[str]:
         """Owners (host:pid) of the nodes working on the run, seen within ``within`` seconds."""
@@ -269,7 +269,9 @@ class Runs:
         """Claim the end of a shared run (removals, delta report): exactly one node wins."""
         with self.engine.begin() as connection:
             result = connection.execute(
-                update(Run).where(Run.id == run_id, Run.state == RUNNING, Run.control.is_(None)).values(control=FINISHING)
+                update(runs)
+                .where(runs.c.id == run_id, runs.c.state == RUNNING, runs.c.control.is_(None))
+                .values(control=FINISHING)
             )
             return bool(result.rowcount)
 
@@ -277,9 +279,9 @@ class Runs:
         """Save the run's counters; returns a pending control request (suspend/stop), if any."""
         with self.engine.begin() as connection:
             connection.execute(
-                update(Run).where(Run.id == run_id).values(counters=json.dumps(counters, default=str), updated_at=now())
+                update(runs).where(runs.c.id == run_id).values(counters=json.dumps(counters, default=str), updated_at=now())
             )
-            return connection.execute(select(Run.control).where(Run.id == run_id)).scalar_one_or_none()
+            return connection.execute(select(runs.c.control).where(runs.c.id == run_id)).scalar_one_or_none()
 
     def end(self, run_id: int, state: str, counters: dict[str, Any], reason: str) -> None:
         when = now()
@@ -293,23 +295,25 @@ class Runs:
         if state not in RESUMABLE:
             values["ended_at"] = when
         with self.engine.begin() as connection:
-            connection.execute(update(Run).where(Run.id == run_id).values(**values))
+            connection.execute(update(runs).where(runs.c.id == run_id).values(**values))
 
     def fingerprint(self, source: str) -> dict[str, Any] | None:
         with self.engine.connect() as connection:
-            value = connection.execute(select(SourceState.fingerprint).where(SourceState.source == source)).scalar_one_or_none()
+            value = connection.execute(
+                select(source_states.c.fingerprint).where(source_states.c.source == source)
+            ).scalar_one_or_none()
             return json.loads(value) if value else None
 
     def save_fingerprint(self, source: str, fingerprint: dict[str, Any]) -> None:
         with self.engine.begin() as connection:
-            connection.execute(SourceState.__table__.delete().where(SourceState.source == source))
+            connection.execute(source_states.delete().where(source_states.c.source == source))
             connection.execute(
-                SourceState.__table__.insert().values(source=source, fingerprint=json.dumps(fingerprint), updated_at=now())
+                source_states.insert().values(source=source, fingerprint=json.dumps(fingerprint), updated_at=now())
             )
 
     def set_mode(self, run_id: int, mode: str) -> None:
         with self.engine.begin() as connection:
-            connection.execute(update(Run).where(Run.id == run_id).values(mode=mode))
+            connection.execute(update(runs).where(runs.c.id == run_id).values(mode=mode))
 
     def control(self, source: str, action: str) -> dict[str, Any] | None:
         """Ask the source's running crawl to suspend or stop; a suspended run is stopped directly."""
@@ -320,7 +324,7 @@ class Runs:
             return None
         if run["state"] == RUNNING and _alive(run["host"], run["pid"]):
             with self.engine.begin() as connection:
-                connection.execute(update(Run).where(Run.id == run["id"]).values(control=action))
+                connection.execute(update(runs).where(runs.c.id == run["id"]).values(control=action))
         elif action == "stop":
             self.end(run["id"], STOPPED, json.loads(run["counters"] or "{}"), "stopped by hand")
         else:

@@ -17,12 +17,12 @@ SQLite (one machine) the same steps run from here, in one transaction.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import Row, bindparam, delete, func, select, text, update
 
 from searchcrawl.store.database import Database, as_utc, now
-from searchcrawl.store.models import SiteLease, SiteSlot
+from searchcrawl.store.models import site_leases, site_slots
 
 FULL_RETRY = 0.1  # seconds before asking again when a site is at its concurrency limit
 
@@ -45,18 +45,22 @@ class SitePoliteness:
         self.known: set[str] = set()  # sites whose row exists
         # SQLite: lock the site's row (the database's write lock) and read its next start
         self.lock = (
-            update(SiteSlot).where(SiteSlot.site == bindparam("key")).values(site=SiteSlot.site).returning(SiteSlot.next_at)
+            update(site_slots)
+            .where(site_slots.c.site == bindparam("key"))
+            .values(site=site_slots.c.site)
+            .returning(site_slots.c.next_at)
         )
         # The rest built once too: they run while the site's row is locked, for every request of
         # the fleet, so the Python that builds a statement would hold up every node.
-        leases = SiteLease.__table__
-        self.in_flight = select(func.count()).where(leases.c.site == bindparam("key"), leases.c.expires >= bindparam("clock"))
-        self.expire = delete(leases).where(leases.c.site == bindparam("key"), leases.c.expires < bindparam("clock"))
-        self.advance = (
-            update(SiteSlot.__table__).where(SiteSlot.__table__.c.site == bindparam("key")).values(next_at=bindparam("next_at"))
+        self.in_flight = select(func.count()).where(
+            site_leases.c.site == bindparam("key"), site_leases.c.expires >= bindparam("clock")
         )
-        self.take = leases.insert().values(site=bindparam("key"), owner=bindparam("owner"), expires=bindparam("expires"))
-        self.free = delete(leases).where(leases.c.id == bindparam("lease_id"))
+        self.expire = delete(site_leases).where(
+            site_leases.c.site == bindparam("key"), site_leases.c.expires < bindparam("clock")
+        )
+        self.advance = update(site_slots).where(site_slots.c.site == bindparam("key")).values(next_at=bindparam("next_at"))
+        self.take = site_leases.insert().values(site=bindparam("key"), owner=bindparam("owner"), expires=bindparam("expires"))
+        self.free = delete(site_leases).where(site_leases.c.id == bindparam("lease_id"))
         self.acquire_call = text(
             "SELECT lease_id, wait FROM searchcrawl_site_acquire(:site, :delay, :concurrency, :hold, :owner)"
         )
@@ -76,10 +80,10 @@ class SitePoliteness:
         with self.engine.begin() as connection:
             if site not in self.known:
                 connection.execute(
-                    self.database.insert(SiteSlot).values(site=site).on_conflict_do_nothing(index_elements=["site"])
+                    self.database.insert(site_slots).values(site=site).on_conflict_do_nothing(index_elements=["site"])
                 )
                 self.known.add(site)
-            next_at = connection.execute(self.lock, {"key": site}).scalar_one()
+            next_at: datetime | None = connection.execute(self.lock, {"key": site}).scalar_one()
             clock = now()  # one machine: its clock (SQLite's has whole seconds only)
             if connection.execute(self.in_flight, {"key": site, "clock": clock}).scalar_one() >= concurrency:
                 connection.execute(self.expire, {"key": site, "clock": clock})
@@ -99,4 +103,4 @@ class SitePoliteness:
     def release_all(self) -> int:
         """Free every slot this process holds (it is closing)."""
         with self.engine.begin() as connection:
-            return connection.execute(delete(SiteLease).where(SiteLease.owner == self.owner)).rowcount or 0
+            return connection.execute(delete(site_leases).where(site_leases.c.owner == self.owner)).rowcount or 0

@@ -39,7 +39,7 @@ from sqlalchemy import func, select
 from searchcrawl.crawl.extensions.delay_schedule import DelaySchedule
 from searchcrawl.crawl.meta import SITE_LEASE
 from searchcrawl.crawl.middlewares.fleet import HOLD_MARGIN, FleetPolitenessMiddleware
-from searchcrawl.store.models import SiteLease
+from searchcrawl.store.models import site_leases
 from tests.components import BARE_DOWNLOADER, engine_of, source_crawler, state_of
 
 SLACK = 0.02  # seconds an asyncio timer may fire early
@@ -77,7 +77,7 @@ def a_site() -> str:
 def in_flight(middleware: FleetPolitenessMiddleware, site: str) -> int:
     """Leases of ``site`` in the database (released ones are deleted)."""
     with middleware.context.table.database.engine.connect() as connection:
-        return connection.execute(select(func.count()).select_from(SiteLease).where(SiteLease.site == site)).scalar_one()
+        return connection.execute(select(func.count()).select_from(site_leases).where(site_leases.c.site == site)).scalar_one()
 
 
 def response(request: Request) -> HtmlResponse:
