@@ -5,17 +5,14 @@ One hit per URL, as on the web search page: both ask Solr through searchcrawl/in
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
+import pysolr
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.config import paths
 from searchcrawl.index.query import search_params, snippet_of, unique_hits
 from searchcrawl.ops.terminal import printable
-
-if TYPE_CHECKING:  # imported where used: Scrapy imports every command's module, whichever runs
-    import pysolr
 
 
 def format_hits(results: pysolr.Results) -> list[str]:
@@ -34,8 +31,6 @@ def search(
     solr_url: str, query: str, rows: int = 10, source: str | None = None, auth: tuple[str, str] | None = None
 ) -> pysolr.Results:
     """One hit per URL (``search_params``), ``rows`` of them, of ``source`` only if given."""
-    import pysolr
-
     client = pysolr.Solr(solr_url, timeout=30, auth=auth)
     return client.search(query, **search_params(rows, source=source))
 
@@ -60,8 +55,6 @@ class Command(ScrapyCommand):
             raise UsageError("a query is needed")
         assert self.settings is not None
         url = paths.solr_url(self.settings)
-        import pysolr
-
         try:
             results = search(url, " ".join(args), opts.rows, opts.source, paths.solr_auth(self.settings))
         except (pysolr.SolrError, OSError) as exc:

@@ -16,10 +16,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cached_property
 from http.client import HTTPException
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 from xml.etree import ElementTree
+
+import pysolr
+import requests
 
 from searchcrawl.content.extract import solr_id
 from searchcrawl.index.cache import DocumentCache
@@ -29,10 +31,6 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 # pysolr logs every failed request with a traceback at ERROR; we report failures ourselves, once.
 logging.getLogger("pysolr").setLevel(logging.CRITICAL)
-
-if TYPE_CHECKING:  # imported on the first request to Solr: a crawl with nothing to push makes none
-    import pysolr
-    import requests
 
 REFUSAL_FLOOR = 10  # refused documents of one batch that may be bad documents, whatever its size
 
@@ -159,8 +157,6 @@ def _solr_error(answer: requests.Response) -> pysolr.SolrError:
         except ValueError:  # not JSON
             reason, page = _error_page(answer)
     message = f"[Reason: {reason}]" + (f"\n{page}" if reason is None else "")
-    import pysolr
-
     return pysolr.SolrError(f"Solr responded with an error (HTTP {answer.status_code}): {message}")
 
 
@@ -181,23 +177,13 @@ class SolrIndex:
 
     def __post_init__(self) -> None:
         self.urls = [part.strip().rstrip("/") for part in self.url.split(",") if part.strip()]
-        self.current = 0
-
-    @cached_property
-    def sessions(self) -> list[requests.Session]:
-        """One HTTP session (connection pool) per node, for pysolr's requests and ours (_request)."""
-        import requests
-
-        return [requests.Session() for _url in self.urls]
-
-    @cached_property
-    def clients(self) -> list[pysolr.Solr]:
-        import pysolr
-
-        return [
+        # one HTTP session (connection pool) per node, for pysolr's requests and ours (_request)
+        self.sessions = [requests.Session() for _url in self.urls]
+        self.clients = [
             pysolr.Solr(url, timeout=self.timeout, always_commit=False, auth=self.auth, session=session)
             for url, session in zip(self.urls, self.sessions, strict=True)
         ]
+        self.current = 0
 
     @property
     def client(self) -> pysolr.Solr:
@@ -206,8 +192,6 @@ class SolrIndex:
     def _call(self, what: str, call: Callable[[pysolr.Solr], Any]) -> Any:
         """``call`` on the current node, then on each other node while nodes fail. Raises
         IndexingError saying ``what`` failed, on which node, and why."""
-        import pysolr
-
         failures = []
         for step in range(len(self.clients)):
             number = (self.current + step) % len(self.clients)
@@ -237,9 +221,6 @@ class SolrIndex:
         API with the body as it is, the schema API), made as pysolr makes its own: the node's
         session, ``timeout`` and ``auth``; a failure raised as the pysolr.SolrError pysolr would
         raise, so _call classifies it alike (refused, status, reason). Returns the answer's text."""
-        import pysolr
-        import requests
-
         number = self.clients.index(client)
         url = f"{self.urls[number]}/{path}"
         try:

@@ -21,13 +21,12 @@ import zipfile
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import requests
 
 from searchcrawl.config.resources import package_dir
 from searchcrawl.ops import secrets
-
-if TYPE_CHECKING:  # imported where used: every `scrapy` command imports this module, a crawl uses none of it
-    import requests
 
 __all__ = [
     "CONFIGSET_PACKAGE",
@@ -282,8 +281,6 @@ def _call(
     headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """One admin API request (POST when there is a body); its JSON answer, or SolrCloudError."""
-    import requests
-
     base, url_auth = secrets.split_credentials(node_url.rstrip("/"))
     try:
         response = requests.request(
@@ -328,8 +325,6 @@ def _message(response: requests.Response, body: dict[str, Any] | None) -> str:
 
 
 def _reason(exc: requests.RequestException) -> str:
-    import requests
-
     if isinstance(exc, requests.Timeout):
         return "timed out"
     text = str(exc)

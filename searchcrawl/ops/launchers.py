@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Protocol
 
+import requests
 from scrapy.settings import BaseSettings
 from scrapy.utils.conf import closest_scrapy_cfg
 
@@ -43,15 +44,11 @@ class ScrapydLauncher:
     def __init__(self, url: str, project: str, auth: tuple[str, str] | None = None, timeout: float = 30) -> None:
         self.url = url.rstrip("/")
         self.project = project
-        import requests  # here, not at the top: every `scrapy` command imports this module
-
         self.session = requests.Session()
         self.session.auth = auth
         self.timeout = timeout
 
     def _call(self, method: str, endpoint: str, **params: str) -> dict:
-        import requests
-
         try:
             if method == "GET":
                 response = self.session.get(f"{self.url}/{endpoint}", params=params, timeout=self.timeout)
