@@ -32,6 +32,9 @@ from searchcrawl.rules.robots_txt import RobotsTxt, product_token, robots_for_re
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical
 
+# Derandomized: the same examples every run, so a failure here is never a fluke of one run. Their
+# numbers are chosen so that the file costs about 12 s of CPU in the unit layer's minute: the costly
+# strategies (source files, robots.txt groups) get 200-250 examples, the cheap ones more.
 settings.register_profile("ci", database=None, derandomize=True, deadline=None, print_blob=False)
 settings.load_profile("ci")
 
@@ -113,7 +116,7 @@ def other_groups(text: str) -> str:
     return text + "\n"
 
 
-@settings(max_examples=400)
+@settings(max_examples=250)
 @given(robots=st.one_of(robots_texts, st.text(), st.binary()), url=robots_urls, agent=user_agents)
 @example(robots="User-agent: *\nDisallow: /" + "*" * 10_000 + "x$\n", url="http://example.com/" + "a" * 10_000, agent=AGENT)
 @example(robots=b"\xff\xfe\x00U\x00s\x00e\x00r", url="http://[::1", agent="")
@@ -136,7 +139,7 @@ def test_robots_for_response_never_raises(status: int | None, body: bytes | None
     assert decision == robots_for_response(status, body).decide(AGENT, url)
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(before=robots_texts.map(other_groups), after=robots_texts, url=robots_urls, extra=st.lists(url_paths, max_size=3))
 @example(before="", after="", url="http://example.com", extra=[])
 @example(before="", after="", url="http://[::1", extra=[])
@@ -148,7 +151,7 @@ def test_disallow_all_in_own_group_disallows_every_url(before: str, after: str, 
     assert not decision.allowed, decision
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(
     others=robots_texts.map(other_groups),
     path=url_paths,
@@ -567,7 +570,7 @@ def no_escaping_seed_files(data: Any) -> None:
         assume(not any(isinstance(name, str) and name.strip().startswith(("/", "~")) for name in names))
 
 
-@settings(max_examples=500)
+@settings(max_examples=250)
 @given(data=source_dicts)
 @example(data={"ports": {"*": {"include": [0]}}})
 @example(data={"paths": {"": {"include": ["/"]}}})
@@ -635,7 +638,7 @@ def source_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, suppress_health_check=[HealthCheck.too_slow])
 @given(text=toml_documents)
 @example(text='seeds = ["http://www.example.com/"]\nseed_files = ["binary.txt"]')
 @example(text='seeds = ["http://www.example.com/"]\nseed_files = ["a\\u0000b"]')
