@@ -168,14 +168,15 @@ class SolrPipeline:
         # the cache stays full, and every new document would then start a push of itself. After
         # a failed push, a full cache is tried again when the pause is over (retry_after). A push
         # also starts when something was cached since the last one began and SEARCHCRAWL_PUSH_INTERVAL
-        # has passed (not after a failure: the pause decides then).
+        # has passed; after a failure, not before the pause is over (``due``): so a Solr that comes
+        # back gets a small source's documents during the crawl too, not only at its end.
         cache = self.context.cache
         now = time.monotonic()
         due = now >= self.retry_after
         idle = self.flushing is None or self.flushing.done()
         cached = cache.bytes_put - self.pushed_at
         fresh = cached >= self.threshold
-        waited = self.failures == 0 and 0 < self.interval <= now - self.pushed_time and cached > 0
+        waited = 0 < self.interval <= now - self.pushed_time and cached > 0
         retry = self.failures > 0 and cache.size_bytes >= self.threshold
         if due and idle and (fresh or waited or retry):
             self.pushed_at, self.pushed_time = cache.bytes_put, now

@@ -137,6 +137,35 @@ def test_a_push_starts_once_documents_have_waited_the_interval(crawler_of, solr_
     assert len(in_solr(solr, crawler)) == 3 and states(crawler) == {"indexed": 3}
 
 
+def test_after_a_failed_push_the_interval_waits_for_the_pause(crawler_of) -> None:
+    """Solr down: a push fails, and the next one waits for the pause (SEARCHCRAWL_SOLR_RETRY_BACKOFF,
+    growing), not for the interval alone; once it is over, documents cached since are tried again
+    during the crawl, whatever the size of the cache."""
+    crawler = crawler_of(SEARCHCRAWL_PUSH_INTERVAL=0.1, SEARCHCRAWL_SOLR_RETRY_BACKOFF=0.6)  # UNREACHABLE_SOLR
+    pipeline = build_from_crawler(SolrPipeline, crawler)
+
+    async def crawl() -> None:
+        await asyncio.sleep(0.15)
+        (first,) = cache(crawler, "a.html")
+        pipeline.process_item(first)
+        assert pipeline.flushing is not None
+        await pipeline.flushing
+        assert pipeline.failures == 1  # the pause: 0.6 s
+        await asyncio.sleep(0.2)
+        (second,) = cache(crawler, "b.html")
+        pipeline.process_item(second)  # the interval has passed, the pause has not
+        assert pipeline.flushing.done() and pipeline.failures == 1
+        await asyncio.sleep(0.5)
+        (third,) = cache(crawler, "c.html")
+        pipeline.process_item(third)
+        assert not pipeline.flushing.done()  # tried again
+        await pipeline.flushing
+        assert pipeline.failures == 2
+
+    asyncio.run(crawl())
+    assert states(crawler) == {"pending": 3}
+
+
 def test_the_end_of_the_crawl_pushes_and_removes(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
     crawler = crawler_of(SOURCE + "max_delete_share = 1.0\n", SOLR_URL=solr_url)
     pipeline = build_from_crawler(SolrPipeline, crawler)
