@@ -11,7 +11,7 @@ bash deploy/bootstrap.sh
 # tests start. Compiled once here, on both cores, before the workers and the crawls need them.
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.venv/pycache}"
-.venv/bin/python -m compileall -q -j 0 searchcrawl tests >/dev/null
+.venv/bin/python -m compileall -q -j 0 searchcrawl tests
 # Lint, format and types first: a minute, and a failure here is cheaper to read than a crawl's.
 .venv/bin/ruff check --quiet searchcrawl tests
 .venv/bin/ruff format --check --quiet searchcrawl tests

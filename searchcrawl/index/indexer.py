@@ -295,6 +295,7 @@ class PushResult:
     refused: int = 0  # documents Solr refused, one by one: status 924, no longer pending
     error: str | None = None  # why documents were left pending
     request_refused: bool = False  # the error is Solr refusing the requests (4xx), not a node failing
+    skipped: bool = False  # not tried: another process sharing the cache was pushing it
 
 
 def _with_id(data: bytes, document_id: str) -> bytes:

@@ -1,10 +1,13 @@
-"""Pushes the document cache to Solr: whenever another threshold's worth has been cached, or
-documents have waited ``SEARCHCRAWL_PUSH_INTERVAL`` seconds since the last push began, and when
-the crawl ends.
+"""Pushes the document cache to Solr: whenever another threshold's worth has been cached, or a
+document is cached ``SEARCHCRAWL_PUSH_INTERVAL`` seconds or more after the last push began, and
+when the crawl ends.
 
 The interval keeps the index current during a crawl of small documents (20 MB of them can take
 an hour to fetch politely), and keeps the end of a crawl short: Solr indexes while the crawl goes
-on, on another core, instead of taking the whole crawl in one request after the last page.
+on, on another core, instead of taking the whole crawl in one request after the last page. Both
+rules are checked as documents are cached: a crawl that caches nothing more (its pages unchanged)
+pushes what it has at its end. Not with ``preserve_cache``, whose spools all stay: each push reads
+every spool's record headers, which the size rule alone keeps to one pass per threshold's worth.
 
 Documents left pending by an earlier run (Solr was down, the crawl was killed) are pushed first,
 when the spider opens; before them, the source's documents that an earlier searchcrawl indexed
@@ -39,7 +42,8 @@ class SolrPipeline:
         self.context = crawl_state(crawler)
         self.stats = crawler.stats
         self.threshold = settings.getint("SEARCHCRAWL_CACHE_MAX_BYTES")
-        self.interval = settings.getfloat("SEARCHCRAWL_PUSH_INTERVAL")
+        # not with preserve_cache: its spools stay, and every push reads the headers of all of them
+        self.interval = 0.0 if self.context.source.settings.preserve_cache else settings.getfloat("SEARCHCRAWL_PUSH_INTERVAL")
         self.max_docs = settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS")
         self.max_bytes = settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES")
         self.requests_at_once = max(1, settings.getint("SEARCHCRAWL_SOLR_PUSH_REQUESTS"))
@@ -65,7 +69,7 @@ class SolrPipeline:
         cache = self.context.cache
         with cache.push_lock(wait) as mine:
             if not mine:
-                return PushResult()
+                return PushResult(skipped=True)
             self.migrate_ids()
             return push_pending(
                 source.name,
@@ -134,6 +138,8 @@ class SolrPipeline:
         return True
 
     def _account(self, result: PushResult) -> None:
+        if result.skipped:  # another process pushed: says nothing of Solr, keeps the pause as it is
+            return
         self.stats.inc_value("searchcrawl/indexed", result.indexed)
         self.stats.inc_value("searchcrawl/removed", result.removed)
         self.stats.inc_value("searchcrawl/solr_refused", result.refused)

@@ -114,15 +114,16 @@ def test_a_push_starts_once_the_threshold_has_been_cached(crawler_of, solr_url: 
 
 def test_a_push_starts_once_documents_have_waited_the_interval(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
     """Far below the size threshold, what was cached goes to Solr once the interval has passed
-    since the last push began: then not again until it has passed once more."""
-    crawler = crawler_of(SOLR_URL=solr_url, SEARCHCRAWL_PUSH_INTERVAL=0.5)
+    since the last push began: then not again until it has passed once more. (The clock is moved
+    by setting when the last push began: no test of wall time on a loaded machine.)"""
+    crawler = crawler_of(SOLR_URL=solr_url, SEARCHCRAWL_PUSH_INTERVAL=60)
     pipeline = build_from_crawler(SolrPipeline, crawler)
 
     async def crawl() -> None:
         (first,) = cache(crawler, "a.html")
         pipeline.process_item(first)
-        assert pipeline.flushing is None  # the crawl began less than 0.5 s ago
-        await asyncio.sleep(0.6)
+        assert pipeline.flushing is None  # the crawl began less than 60 s ago
+        pipeline.pushed_time -= 61
         (second,) = cache(crawler, "b.html")
         pipeline.process_item(second)
         assert pipeline.flushing is not None
@@ -141,21 +142,21 @@ def test_after_a_failed_push_the_interval_waits_for_the_pause(crawler_of) -> Non
     """Solr down: a push fails, and the next one waits for the pause (SEARCHCRAWL_SOLR_RETRY_BACKOFF,
     growing), not for the interval alone; once it is over, documents cached since are tried again
     during the crawl, whatever the size of the cache."""
-    crawler = crawler_of(SEARCHCRAWL_PUSH_INTERVAL=0.1, SEARCHCRAWL_SOLR_RETRY_BACKOFF=0.6)  # UNREACHABLE_SOLR
+    crawler = crawler_of(SEARCHCRAWL_PUSH_INTERVAL=60, SEARCHCRAWL_SOLR_RETRY_BACKOFF=600)  # UNREACHABLE_SOLR
     pipeline = build_from_crawler(SolrPipeline, crawler)
 
     async def crawl() -> None:
-        await asyncio.sleep(0.15)
+        pipeline.pushed_time -= 61
         (first,) = cache(crawler, "a.html")
         pipeline.process_item(first)
         assert pipeline.flushing is not None
         await pipeline.flushing
-        assert pipeline.failures == 1  # the pause: 0.6 s
-        await asyncio.sleep(0.2)
+        assert pipeline.failures == 1  # a pause of 600 s
+        pipeline.pushed_time -= 61
         (second,) = cache(crawler, "b.html")
         pipeline.process_item(second)  # the interval has passed, the pause has not
         assert pipeline.flushing.done() and pipeline.failures == 1
-        await asyncio.sleep(0.5)
+        pipeline.retry_after = 0  # the pause is over
         (third,) = cache(crawler, "c.html")
         pipeline.process_item(third)
         assert not pipeline.flushing.done()  # tried again
@@ -164,6 +165,28 @@ def test_after_a_failed_push_the_interval_waits_for_the_pause(crawler_of) -> Non
 
     asyncio.run(crawl())
     assert states(crawler) == {"pending": 3}
+
+
+def test_another_process_pushing_keeps_the_pause_as_it_is(crawler_of) -> None:
+    """A turn skipped because another process sharing the cache is pushing says nothing of Solr:
+    neither the failures nor the pause are reset (with every process trying every interval, a
+    Solr that hangs would otherwise be asked back to back)."""
+    crawler = crawler_of(SEARCHCRAWL_SOLR_RETRY_BACKOFF=600)
+    pipeline = build_from_crawler(SolrPipeline, crawler)
+    cache(crawler, "a.html")
+    asyncio.run(pipeline.open_spider())  # UNREACHABLE_SOLR: fails
+    assert pipeline.failures == 1
+    pause = pipeline.retry_after
+    with state_of(crawler).cache.push_lock(True):  # as another process holding it would
+        result = pipeline.push_once(wait=False)
+    assert result.skipped
+    pipeline._account(result)
+    assert pipeline.failures == 1 and pipeline.retry_after == pause
+
+
+def test_with_preserve_cache_pushes_go_by_size_only(crawler_of) -> None:
+    crawler = crawler_of(SOURCE + "preserve_cache = true\n", SEARCHCRAWL_PUSH_INTERVAL=60)
+    assert build_from_crawler(SolrPipeline, crawler).interval == 0
 
 
 def test_the_end_of_the_crawl_pushes_and_removes(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
