@@ -1,13 +1,14 @@
-"""Pushes the document cache to Solr: whenever another threshold's worth has been cached, or a
-document is cached ``SEARCHCRAWL_PUSH_INTERVAL`` seconds or more after the last push began, and
-when the crawl ends.
+"""Pushes the document cache to Solr: whenever another threshold's worth has been cached, or
+``SEARCHCRAWL_PUSH_INTERVAL`` seconds after the last push began when something was cached since,
+and when the crawl ends.
 
 The interval keeps the index current during a crawl of small documents (20 MB of them can take
 an hour to fetch politely), and keeps the end of a crawl short: Solr indexes while the crawl goes
 on, on another core, instead of taking the whole crawl in one request after the last page. Both
-rules are checked as documents are cached: a crawl that caches nothing more (its pages unchanged)
-pushes what it has at its end. Not with ``preserve_cache``, whose spools all stay: each push reads
-every spool's record headers, which the size rule alone keeps to one pass per threshold's worth.
+rules are checked as documents are cached, and the interval also every interval (a maintenance
+crawl whose changed page is followed by unchanged ones). Not with ``preserve_cache``, whose spools
+all stay: each push reads every spool's record headers, which the size rule alone keeps to one
+pass per threshold's worth.
 
 Documents left pending by an earlier run (Solr was down, the crawl was killed) are pushed first,
 when the spider opens; before them, the source's documents that an earlier searchcrawl indexed
@@ -50,6 +51,7 @@ class SolrPipeline:
         self.retry_times = max(1, settings.getint("SEARCHCRAWL_SOLR_RETRY_TIMES"))
         self.backoff = settings.getfloat("SEARCHCRAWL_SOLR_RETRY_BACKOFF")
         self.flushing: asyncio.Future[None] | None = None
+        self.ticker: asyncio.Future[None] | None = None  # checks the interval while nothing is cached
         self.failures = 0
         self.retry_after = 0.0
         self.pushed_at = 0  # the cache's bytes_put when the last push during the crawl began
@@ -164,30 +166,42 @@ class SolrPipeline:
         if result.indexed:
             logger.info("Pushed %d documents left pending by an earlier crawl", result.indexed)
         self._account(result)
+        if self.interval > 0:
+            self.ticker = asyncio.ensure_future(self._tick())
+
+    async def _tick(self) -> None:
+        """The interval is also checked every interval: a maintenance crawl whose one changed page
+        is followed by unchanged ones (which cache nothing) pushes it then, not at its end."""
+        while True:
+            await asyncio.sleep(self.interval)
+            self.consider_push()
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
-        if self.context.test_mode:
-            return item
+        if not self.context.test_mode:
+            self.consider_push()
+        return item
+
+    def consider_push(self) -> None:
+        """Start a push in a worker thread if one is due (and none runs)."""
         # A push starts once SEARCHCRAWL_CACHE_MAX_BYTES have been cached since the last push
         # began, so that pushes go in batches of about that much. Not "while the cache holds that
         # much": with preserve_cache pushed spools stay, and while a push runs or Solr is down
         # the cache stays full, and every new document would then start a push of itself. After
         # a failed push, a full cache is tried again when the pause is over (retry_after). A push
-        # also starts when something was cached since the last one began and SEARCHCRAWL_PUSH_INTERVAL
-        # has passed; after a failure, not before the pause is over (``due``): so a Solr that comes
-        # back gets a small source's documents during the crawl too, not only at its end.
+        # also starts when SEARCHCRAWL_PUSH_INTERVAL has passed since the last one began and
+        # something was cached since, or the last push failed: after a failure, once the pause is
+        # over (``due``), so a Solr that comes back gets what waits during the crawl, not at its end.
         cache = self.context.cache
         now = time.monotonic()
         due = now >= self.retry_after
         idle = self.flushing is None or self.flushing.done()
         cached = cache.bytes_put - self.pushed_at
         fresh = cached >= self.threshold
-        waited = 0 < self.interval <= now - self.pushed_time and cached > 0
+        waited = 0 < self.interval <= now - self.pushed_time and (cached > 0 or self.failures > 0)
         retry = self.failures > 0 and cache.size_bytes >= self.threshold
         if due and idle and (fresh or waited or retry):
             self.pushed_at, self.pushed_time = cache.bytes_put, now
             self.flushing = asyncio.ensure_future(self._flush())
-        return item
 
     async def _flush(self) -> None:
         try:
@@ -199,6 +213,8 @@ class SolrPipeline:
         if self.context.test_mode:
             logger.info("Test mode: nothing was sent to Solr")
             return
+        if self.ticker is not None:
+            self.ticker.cancel()
         if self.flushing is not None:
             await self.flushing
         self.context.cache.seal()  # every document is marked pending now: its spool may go once pushed

@@ -167,6 +167,28 @@ def test_after_a_failed_push_the_interval_waits_for_the_pause(crawler_of) -> Non
     assert states(crawler) == {"pending": 3}
 
 
+def test_the_interval_is_checked_while_nothing_more_is_cached(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
+    """A maintenance crawl: one changed page, then unchanged ones that cache nothing. The page is
+    pushed an interval after the last push began, not at the end of the crawl."""
+    crawler = crawler_of(SOLR_URL=solr_url, SEARCHCRAWL_PUSH_INTERVAL=0.2)
+    pipeline = build_from_crawler(SolrPipeline, crawler)
+
+    async def crawl() -> None:
+        await pipeline.open_spider()
+        (changed,) = cache(crawler, "a.html")
+        pipeline.process_item(changed)  # less than an interval since the push of the spider's opening
+        for _ in range(100):  # no other document comes; the ticker pushes it
+            await asyncio.sleep(0.1)
+            if states(crawler) == {"indexed": 1}:
+                break
+        assert states(crawler) == {"indexed": 1}
+        await pipeline.close_spider()
+        assert pipeline.ticker is not None and pipeline.ticker.cancelled()
+
+    asyncio.run(crawl())
+    assert set(in_solr(solr, crawler)) == {"http://h.test/a.html"}
+
+
 def test_another_process_pushing_keeps_the_pause_as_it_is(crawler_of) -> None:
     """A turn skipped because another process sharing the cache is pushing says nothing of Solr:
     neither the failures nor the pause are reset (with every process trying every interval, a
