@@ -69,6 +69,22 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def assert_spaced(arrivals: list[float], delay: float) -> None:
+    """Requests a fleet (several processes or nodes) sent to one site, as its server saw them
+    arrive, were spaced by ``delay``. Starts are reserved exactly ``delay`` apart, fleet-wide, so
+    the mean gap holds the delay (uncoordinated processes would arrive together: gaps near 0).
+    A start later than its reservation (a process, or the test's server thread, not scheduled for
+    a moment on a loaded machine; a start found late by more than half the delay is given up and
+    another reserved) lengthens the gap before it and shortens the one after by its lateness (CI
+    saw 75 ms, and 180 ms with three test workers on two cores): so a gap under half the delay
+    must follow a long one, the two together at least 1.5 delays. Two requests sent at once, or a
+    process ignoring the reservations, fail this."""
+    gaps = [later - earlier for earlier, later in zip(arrivals, arrivals[1:], strict=False)]
+    assert gaps and sum(gaps) / len(gaps) >= delay * 0.98, gaps
+    for before, gap in zip([delay, *gaps], gaps, strict=False):
+        assert gap >= delay * 0.5 or before + gap >= delay * 1.5, (before, gap, [round(g, 3) for g in gaps])
+
+
 def fresh_python(code: str) -> list[str]:
     """The lines ``code`` prints, run by a Python of its own in the repository root: for what a
     process imports or does at its start, which the test process has done long ago."""
