@@ -37,6 +37,10 @@ from searchcrawl.store.models import documents
 
 logger = logging.getLogger(__name__)
 LASTING_DELTAS = ("deleted", "held")  # what a later outcome of the same run (failed, excluded ...) does not hide
+# A URL that entered the index in a run stays new in that run's report: pushed to Solr during the
+# run (searchable then) and fetched again in it, it would otherwise read as changed or unchanged.
+ENTERED = "new"
+REFETCHED_DELTAS = ("changed", "unchanged", "not_modified")
 
 
 IN_INDEX = (State.PENDING.value, State.INDEXED.value)
@@ -148,14 +152,11 @@ class DocumentTable:
                 self._update_row(connection, source, url, self._finished())
             return None
         delta = change.delta
-        if (
-            current is not None
-            and self.run_id is not None
-            and current.delta_run == self.run_id
-            and current.delta in LASTING_DELTAS
-            and delta not in (None, "new", "changed")
-        ):
-            delta = None  # it left (or its removal was held) in this run: that is what the run reports
+        if current is not None and self.run_id is not None and current.delta_run == self.run_id:
+            if current.delta in LASTING_DELTAS and delta not in (None, "new", "changed"):
+                delta = None  # it left (or its removal was held) in this run: that is what the run reports
+            elif current.delta == ENTERED and delta in REFETCHED_DELTAS:
+                delta = None  # it entered the index in this run: still new, whatever was pushed meanwhile
         values: dict[str, Any] = {
             "state": change.state.value,
             "status": change.status,

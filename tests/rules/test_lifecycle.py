@@ -180,3 +180,26 @@ def test_a_deletion_stays_the_runs_word_whatever_comes_after_it_in_the_run(tmp_p
     table.mark_removed("run", ["http://h/a"])
     table.record("run", "http://h/a", Outcome(Event.FAILED, 503, "HTTP 503"))
     assert Deltas(table.database).report("run", table.run_id) == {"deleted": ["http://h/a"]}
+
+
+def test_a_url_that_entered_the_index_in_this_run_stays_new_whatever_comes_after_it_in_the_run(tmp_path) -> None:
+    """Found by the short sequence (seed 89) on a slow machine: a page that entered the index in
+    a run was pushed to Solr during it (SEARCHCRAWL_PUSH_INTERVAL), then fetched again in the same
+    run (a duplicate taking over from an original that left): it was reported changed, or
+    unchanged, instead of new. What a run reports is what it did from its start."""
+    from searchcrawl.store import Database, Deltas, DocumentTable
+    from searchcrawl.store.runs import Runs
+
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
+    table.run_id = Runs(table.database).start("run").id
+    table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+    table.mark_indexed("run", [("http://h/a", "c")])  # pushed during the run
+    table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "d"}))
+    assert Deltas(table.database).report("run", table.run_id) == {"new": ["http://h/a"]}
+    table.mark_indexed("run", [("http://h/a", "d")])
+    table.record("run", "http://h/a", Outcome(Event.UNCHANGED, 200, kind="unchanged"))
+    assert Deltas(table.database).report("run", table.run_id) == {"new": ["http://h/a"]}
+    # a later run: changed is news again
+    table.run_id = table.run_id + 100
+    table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "e"}))
+    assert Deltas(table.database).report("run", table.run_id) == {"changed": ["http://h/a"]}
