@@ -94,6 +94,9 @@ class JvmServer:
         self.pid_path = self.run_dir / f"{self.kind}.pid"
         self.java = java or default_java()
         self.url = f"http://{HOST}:{self.port}/"  # what start() returns; a subclass may say more
+        #: JVM options for every JVM the server starts, its own forks too (JAVA_TOOL_OPTIONS, after
+        #: any the caller's environment sets, so these win); empty: the JVM's defaults
+        self.java_tool_options = ""
         self.start_seconds: float | None = None
         self.launched = False  # whether the last start() launched a JVM (vs found one running)
         self._proc: subprocess.Popen[bytes] | None = None
@@ -183,10 +186,15 @@ class JvmServer:
             log.write(f"\n=== searchcrawl: starting {self.label} on {HOST}:{self.port} at {stamp} ===\n".encode())
             log.flush()
             offset = log.tell()
+            env = None
+            if self.java_tool_options:
+                env = dict(os.environ)
+                env["JAVA_TOOL_OPTIONS"] = f"{env.get('JAVA_TOOL_OPTIONS', '')} {self.java_tool_options}".strip()
             try:
                 proc = subprocess.Popen(
                     command,
                     cwd=self.run_dir,
+                    env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,

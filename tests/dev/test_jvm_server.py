@@ -1,0 +1,66 @@
+"""JvmServer's launch, with a Python program in the JVM's place (the lifecycle a dev Solr and a
+Tika server share, without a JVM's seconds)."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from searchcrawl.dev.jvm_server import HOST, JvmServer, free_port
+
+# Listens on its port and writes the JAVA_TOOL_OPTIONS it was started with to options.txt.
+PROGRAM = """
+import os, socket, sys, time
+with open("options.txt", "w") as out:
+    out.write(os.environ.get("JAVA_TOOL_OPTIONS", "<unset>"))
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", int(sys.argv[1])))
+server.listen()
+while True:
+    server.accept()[0].close()
+"""
+
+
+class FakeServer(JvmServer):
+    kind = "fake"
+    label = "fake server"
+
+    def prepare(self) -> list[str]:
+        return [sys.executable, "-c", PROGRAM, str(self.port), "fake-jvm-server"]
+
+    def _ping(self) -> bool:
+        with socket.socket() as sock:
+            sock.settimeout(1)
+            return sock.connect_ex((HOST, self.port)) == 0
+
+    def _readiness_check(self) -> str:
+        return "a connection"
+
+    def _owns(self, cmdline: str) -> bool:
+        return "fake-jvm-server" in cmdline
+
+
+def started(tmp_path: Path, options: str) -> str:
+    server = FakeServer(tmp_path, free_port())
+    server.java_tool_options = options
+    try:
+        server.start(timeout=30)
+    finally:
+        server.stop()
+    return (server.run_dir / "options.txt").read_text()
+
+
+def test_java_tool_options_come_after_the_callers_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Xmx2g")
+    assert started(tmp_path, "-XX:+UseSerialGC") == "-Xmx2g -XX:+UseSerialGC"  # the JVM reads left to right: ours win
+
+
+def test_without_java_tool_options_the_environment_is_the_callers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JAVA_TOOL_OPTIONS", raising=False)
+    assert started(tmp_path, "") == "<unset>"
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Xmx2g")
+    assert started(tmp_path, "") == "-Xmx2g"
