@@ -254,8 +254,8 @@ def test_an_unreachable_server_is_unavailable_not_a_bad_document() -> None:
 
 @pytest.mark.parametrize("status", [500, 503])
 def test_a_failing_server_that_does_not_come_back_is_unavailable(fake_tika, status: int) -> None:
-    with pytest.raises(ConverterUnavailable, match=f"HTTP {status}, and not back in 1s"):
-        TikaConverter(fake_tika(status=status), recovery_wait=1).convert(b"data")
+    with pytest.raises(ConverterUnavailable, match=f"HTTP {status}, and not back in 0.3s"):
+        TikaConverter(fake_tika(status=status), recovery_wait=0.3).convert(b"data")
 
 
 def test_a_document_that_fails_tika_twice_is_the_documents_fault(fake_tika) -> None:
@@ -307,7 +307,7 @@ def test_a_connection_dropped_once_is_tried_again(fake_tika) -> None:
 
 def test_an_empty_answer_is_the_servers_fault(fake_tika) -> None:
     with pytest.raises(ConverterUnavailable, match="empty list"):
-        TikaConverter(fake_tika(answer=b"[]"), recovery_wait=1).convert(b"data")
+        TikaConverter(fake_tika(answer=b"[]"), recovery_wait=0.3).convert(b"data")
 
 
 def test_no_password_of_the_tikas_url_in_a_reason() -> None:
