@@ -20,4 +20,7 @@ export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.venv/pycache}"
 # Solr, so three at once use the 2 cores better than one. --dist loadgroup hands out one test at a
 # time (the default sends each worker a quarter of its share at once, so one worker got every long
 # crawl), and keeps the tests marked xdist_group("...") on one worker, which starts their JVM once.
-exec .venv/bin/python -m pytest -n "${SEARCHCRAWL_TEST_WORKERS:-3}" --dist loadgroup "$@"
+# --no-loadscope-reorder keeps the order tests/conftest.py gives (the longest first): by default
+# pytest-xdist hands out the groups of the most tests first, so the unit-test files went before
+# the end-to-end crawls, and the longest crawls ran last.
+exec .venv/bin/python -m pytest -n "${SEARCHCRAWL_TEST_WORKERS:-3}" --dist loadgroup --no-loadscope-reorder "$@"

@@ -379,22 +379,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail("pytest-xdist does not keep this test's xdist_group on one worker (pytest-xdist issue 1386)", pytrace=False)
 
 
-# The fixture through which a test asks for each shared server.
-SHARED_SERVER_FIXTURES = {"solr": "dev_solr", "tika": "tika_url"}
-
-
-def check_xdist_groups_hold(session: pytest.Session) -> None:
-    """Refuse to run when pytest-xdist would not keep an xdist_group on one worker: the groups
-    keep tests that share one port or one server apart, and with pytest 9.2 and pytest-xdist 3.8
-    they are silently ignored (pytest-xdist issue 1386: the worker's renamed node ids no longer
-    reach the scheduler), which pyproject.toml's pin avoids."""
-    if not getattr(session.config.option, "loadgroup", False):  # a pytest-xdist worker with --dist loadgroup
-        return
-    lost = [item.nodeid for item in session.items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
-    if lost:
-        raise pytest.UsageError(f"pytest-xdist does not group {lost[0]} (and {len(lost) - 1} more): see pytest-xdist issue 1386")
-
-
 def start_shared_servers_early(items: list[pytest.Item]) -> None:
     """Start, in the background, the shared servers the collected tests will ask for, the first
     needed first: a JVM takes 4-8 s to answer, which the first test to ask for it (and every
