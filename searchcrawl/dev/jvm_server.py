@@ -242,13 +242,42 @@ class JvmServer:
                 )
 
     def _terminate(self, pid: int, timeout: float) -> None:
-        """SIGTERM the JVM's process group, wait, then SIGKILL."""
+        """SIGTERM the JVM's process group, wait, then SIGKILL; return once every process of the
+        group is gone. Tika's server is a watchdog JVM and a forked one that holds the port: the
+        forked one could outlive the first for a moment, and a start right after the stop found
+        the port taken."""
+        group = self._group_of(pid)
         self._signal(pid, signal.SIGTERM)
-        if self._wait_dead(pid, timeout):
+        if self._wait_dead(pid, timeout) and self._wait_group_gone(group, timeout):
             return
         self._signal(pid, signal.SIGKILL)
-        if not self._wait_dead(pid, 10):
+        if group is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+        if not (self._wait_dead(pid, 10) and self._wait_group_gone(group, 10)):
             raise self.error(f"{self.label} (pid {pid}) did not die even after SIGKILL")
+
+    @staticmethod
+    def _group_of(pid: int) -> int | None:
+        """``pid``'s process group when ``pid`` leads it (our JVM, launched in a session of its
+        own), else None."""
+        try:
+            return pid if os.getpgid(pid) == pid else None
+        except ProcessLookupError:
+            return None
+
+    @staticmethod
+    def _wait_group_gone(group: int | None, timeout: float) -> bool:
+        """Whether every process of ``group`` has exited within ``timeout`` (exited: a zombie
+        counts as gone, its sockets are closed, and init may take seconds to reap it)."""
+        if group is None:
+            return True
+        deadline = time.monotonic() + timeout
+        while group_running(group):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     @staticmethod
     def _signal(pid: int, sig: signal.Signals) -> None:
@@ -322,6 +351,30 @@ def run_maven(arguments: list[str], cwd: Path, what: str, error: type[JvmServerE
     if result.returncode != 0:
         output = strip_ansi(result.stdout.decode("utf-8", "replace"))
         raise error(f"Maven failed for {what} (exit {result.returncode}):\n" + tail(output, 40))
+
+
+def group_running(group: int) -> bool:
+    """Whether a process of process group ``group`` is still running (not a zombie)."""
+    proc = Path("/proc")
+    if not proc.is_dir():  # not Linux: any member, zombies included
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="utf-8", errors="replace")
+        except OSError:  # gone meanwhile
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, ...
+        if len(fields) > 2 and fields[2] == str(group) and fields[0] not in ("Z", "X"):
+            return True
+    return False
 
 
 def cmdline(pid: int) -> str | None:

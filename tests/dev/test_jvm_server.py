@@ -64,3 +64,37 @@ def test_without_java_tool_options_the_environment_is_the_callers(tmp_path: Path
     assert started(tmp_path, "") == "<unset>"
     monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Xmx2g")
     assert started(tmp_path, "") == "-Xmx2g"
+
+
+# Like Tika's server: the launched process forks the one that holds the port, which outlives it
+# for a moment when the group is stopped (its SIGTERM handler takes 0.5 s).
+FORKING_PROGRAM = """
+import os, signal, socket, sys, time
+if os.fork() == 0:
+    signal.signal(signal.SIGTERM, lambda *_: (time.sleep(0.5), os._exit(0)))
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", int(sys.argv[1])))
+    server.listen()
+    while True:
+        server.accept()[0].close()
+while True:
+    time.sleep(1)
+"""
+
+
+class ForkingServer(FakeServer):
+    def prepare(self) -> list[str]:
+        return [sys.executable, "-c", FORKING_PROGRAM, str(self.port), "fake-jvm-server"]
+
+
+def test_a_stop_returns_once_the_forked_process_holding_the_port_is_gone(tmp_path: Path) -> None:
+    """Regression: a Tika stopped and at once started again found its port taken (CI, the test
+    of Tika stopped in the middle of a crawl)."""
+    server = ForkingServer(tmp_path, free_port())
+    server.start(timeout=30)
+    try:
+        assert server.stop()
+        server.start(timeout=30)  # the port is free again
+    finally:
+        server.stop()
