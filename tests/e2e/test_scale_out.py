@@ -80,9 +80,10 @@ def finish(processes: list[subprocess.Popen[str]], timeout: float = 600) -> list
     return logs
 
 
-def indexed_by(log: str) -> int:
-    """Documents this node pushed to Solr (Scrapy's stats dump at the end of its log)."""
-    found = re.search(r"'searchcrawl/indexed': (\d+)", log)
+def indexed_by(log: str, stat: str = "indexed") -> int:
+    """Documents this node pushed to Solr (``stat`` "removed": removed from it), from Scrapy's
+    stats dump at the end of its log."""
+    found = re.search(rf"'searchcrawl/{stat}': (\d+)", log)
     return int(found.group(1)) if found else 0
 
 
@@ -130,7 +131,15 @@ def test_three_nodes_crawl_one_source_into_solrcloud(fleet_project, serve, tmp_p
     assert max(counts.values()) == 1, {path: n for path, n in counts.items() if n > 1}  # every page fetched once
     ids = solr_ids(project.solr_url, name)
     assert len(ids) == len(set(ids)) and set(ids) == expected  # duplicates kept out, fleet-wide
-    assert sum(indexed_by(log) for log in logs) == len(expected)  # every document pushed once
+    # Every document pushed once, give or take a duplicate. Two nodes caching the same content at
+    # the same moment settle which one is the duplicate after both are cached (settle_duplicates):
+    # a push in between may send the duplicate, which then leaves Solr again. (CI saw 1,017
+    # pushes once.) "removed" counts the deletions sent for every duplicate found after it was
+    # cached, pushed or not, so it bounds those extra pushes.
+    pushes = [(indexed_by(log), indexed_by(log, "removed")) for log in logs]  # per node, for the messages
+    removed = sum(gone for _pushed, gone in pushes)
+    assert removed <= len(duplicates), pushes
+    assert len(expected) <= sum(pushed for pushed, _gone in pushes) <= len(expected) + removed, pushes
     table = project.table()
     for duplicate, original in duplicates.items():
         row = table.get(name, site.url + duplicate)
