@@ -11,17 +11,24 @@ import pytest
 
 from searchcrawl.dev.jvm_server import HOST, JvmServer, free_port
 
-# Listens on its port and writes the JAVA_TOOL_OPTIONS it was started with to options.txt.
-PROGRAM = """
+# Listens on the port of its first argument, for ever.
+LISTEN = """
+def listen():
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", int(sys.argv[1])))
+    server.listen()
+    while True:
+        server.accept()[0].close()
+"""
+
+# Writes the JAVA_TOOL_OPTIONS it was started with to options.txt, and listens.
+PROGRAM = f"""
 import os, socket, sys, time
+{LISTEN}
 with open("options.txt", "w") as out:
     out.write(os.environ.get("JAVA_TOOL_OPTIONS", "<unset>"))
-server = socket.socket()
-server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-server.bind(("127.0.0.1", int(sys.argv[1])))
-server.listen()
-while True:
-    server.accept()[0].close()
+listen()
 """
 
 
@@ -68,16 +75,12 @@ def test_without_java_tool_options_the_environment_is_the_callers(tmp_path: Path
 
 # Like Tika's server: the launched process forks the one that holds the port, which outlives it
 # for a moment when the group is stopped (its SIGTERM handler takes 0.5 s).
-FORKING_PROGRAM = """
+FORKING_PROGRAM = f"""
 import os, signal, socket, sys, time
+{LISTEN}
 if os.fork() == 0:
     signal.signal(signal.SIGTERM, lambda *_: (time.sleep(0.5), os._exit(0)))
-    server = socket.socket()
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind(("127.0.0.1", int(sys.argv[1])))
-    server.listen()
-    while True:
-        server.accept()[0].close()
+    listen()
 while True:
     time.sleep(1)
 """
