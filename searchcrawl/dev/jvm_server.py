@@ -247,13 +247,10 @@ class JvmServer:
         forked one could outlive the first for a moment, and a start right after the stop found
         the port taken."""
         group = self._group_of(pid)
-        self._signal(pid, signal.SIGTERM)
+        self._signal(pid, group, signal.SIGTERM)
         if self._wait_dead(pid, timeout) and self._wait_group_gone(group, timeout):
             return
-        self._signal(pid, signal.SIGKILL)
-        if group is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(group, signal.SIGKILL)
+        self._signal(pid, group, signal.SIGKILL)
         if not (self._wait_dead(pid, 10) and self._wait_group_gone(group, 10)):
             raise self.error(f"{self.label} (pid {pid}) did not die even after SIGKILL")
 
@@ -280,14 +277,14 @@ class JvmServer:
         return True
 
     @staticmethod
-    def _signal(pid: int, sig: signal.Signals) -> None:
-        try:
-            if os.getpgid(pid) == pid:  # our JVM leads its own session/process group
-                os.killpg(pid, sig)
+    def _signal(pid: int, group: int | None, sig: signal.Signals) -> None:
+        """``sig`` to the whole ``group`` when ``pid`` leads one (our JVM, in a session of its
+        own, and whatever it forked), else to ``pid`` alone."""
+        with contextlib.suppress(ProcessLookupError):
+            if group is not None:
+                os.killpg(group, sig)
             else:
                 os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
 
     def _wait_dead(self, pid: int, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
