@@ -15,14 +15,15 @@ from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
-from scrapy.linkextractors import IGNORED_EXTENSIONS, LinkExtractor
-from scrapy.utils.response import get_meta_refresh
+from scrapy.linkextractors import IGNORED_EXTENSIONS
+from scrapy.utils.response import get_base_url, get_meta_refresh
 from twisted.python.failure import Failure
 
 from searchcrawl.config.source import Source
 from searchcrawl.content.charsets import choose_encoding, looks_binary
 from searchcrawl.content.convert import detect_kind, sniff_kind
 from searchcrawl.content.extract import http_date, meta_tags, mimetype_of
+from searchcrawl.content.links import DocumentLinks
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import BoundedSet, CrawlState, crawl_state, tika_configured
 from searchcrawl.crawl.items import CrawledDocument
@@ -42,7 +43,7 @@ from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.rendering import empty_shell, render_mode
 from searchcrawl.rules.robots_meta import robots_directives
 from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status, describe_failure, status_for_exception, status_for_ignored
-from searchcrawl.rules.urls import canonical, has_extension
+from searchcrawl.rules.urls import canonical
 
 logger = logging.getLogger(__name__)
 
@@ -57,18 +58,9 @@ TIKA_EXTENSIONS = {
 }
 
 
-def document_link_extractor() -> LinkExtractor:
-    """Links in a, area, frame and iframe elements. Links to files of Scrapy's ignored extensions
-    are dropped by ``SourceSpider.links`` (``ignored_suffixes``), not by the extractor: its
-    ``deny_extensions`` tests every link against each of some 130 extensions in Python, a tenth
-    of the link extraction's CPU on Javadoc pages (tests/benchmarks/README.md)."""
-    return LinkExtractor(
-        tags=("a", "area", "frame", "iframe"), attrs=("href", "src"), canonicalize=False, unique=True, deny_extensions=[]
-    )
-
-
 def ignored_suffixes(followed: set[str]) -> tuple[str, ...]:
-    """The path endings of Scrapy's ignored extensions other than ``followed``."""
+    """The path endings of Scrapy's ignored extensions other than ``followed``: links to these
+    are not followed (as Scrapy's ``LinkExtractor`` drops them by default)."""
     return tuple(f".{ext}" for ext in IGNORED_EXTENSIONS if ext not in followed)
 
 
@@ -86,8 +78,7 @@ class SourceSpider(Spider):
     max_parse_bytes: int = 4 * 1024 * 1024
     arguments: dict[str, Any]  # the crawl's arguments (-a name=value): CrawlState reads them
     reported: BoundedSet  # URLs whose outcome this spider reported lately
-    link_extractor = document_link_extractor()
-    ignored = ignored_suffixes(DOCUMENT_EXTENSIONS)  # links to these are not followed; with Tika, fewer (from_crawler)
+    page_links: DocumentLinks  # a page's links (content/links.py), with its cache of resolved links
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SourceSpider:
@@ -95,8 +86,8 @@ class SourceSpider(Spider):
         spider.arguments = dict(kwargs)
         spider.max_parse_bytes = crawler.settings.getint("SEARCHCRAWL_MAX_PARSE_BYTES")
         spider.reported = BoundedSet(10_000)
-        if tika_configured(crawler.settings):
-            spider.ignored = ignored_suffixes(DOCUMENT_EXTENSIONS | TIKA_EXTENSIONS)
+        followed = DOCUMENT_EXTENSIONS | TIKA_EXTENSIONS if tika_configured(crawler.settings) else DOCUMENT_EXTENSIONS
+        spider.page_links = DocumentLinks(ignored_suffixes(followed))
         return spider
 
     @cached_property
@@ -295,9 +286,7 @@ class SourceSpider(Spider):
         _interval, refresh = get_meta_refresh(response)
         if refresh:
             yield refresh
-        for link in self.link_extractor.extract_links(response):
-            if not has_extension(link.url, self.ignored):
-                yield link.url
+        yield from self.page_links.of(response.selector.root, response.url, get_base_url(response), response.encoding)
 
     def document(
         self, response: Response, depth: int, headers: dict[str, str], record: dict[str, Any], **content: Any

@@ -56,7 +56,7 @@ STAGE_RULES: tuple[Rule, ...] = (
     rule("document table (SQLAlchemy/SQLite)", r"sqlalchemy/|sqlite3/|alembic/|searchcrawl/store/"),
     rule("HTML parsing", r"lxml/|parsel/|html5lib/|w3lib/encoding|^\w+\.(?!follow)\w+ \(.*scrapy/http/response/text"),
     rule("checksums", r"hashlib|searchcrawl/crawl/pipelines/checksum"),
-    rule("link extraction", r"scrapy/linkextractors|w3lib/url|scrapy/utils/url|searchcrawl/rules/urls"),
+    rule("link extraction", r"scrapy/linkextractors|w3lib/url|scrapy/utils/url|searchcrawl/rules/urls|searchcrawl/content/links"),
     rule("link extraction", r"^(\w+\.)?(links|link_request|request) \(.*searchcrawl/crawl/spider\.py"),
     rule("text/attribute extraction", r"searchcrawl/content/|searchcrawl/crawl/pipelines/attributes|trafilatura/|langdetect/"),
     rule("searchcrawl, other (spider, middlewares, rules)", r"searchcrawl/"),

@@ -23,6 +23,8 @@ def test_innermost_known_frame_decides() -> None:
         f"{parse};SourceSpider.links (searchcrawl/crawl/spider.py:294);_extract_links (scrapy/linkextractors/lxmlhtml.py:120)"
     ) == ("link extraction")
     assert stage(f"{parse};SourceSpider.link_request (searchcrawl/crawl/spider.py:275)") == "link extraction"
+    links = f"{parse};SourceSpider.links (searchcrawl/crawl/spider.py:294);DocumentLinks.of (searchcrawl/content/links.py:130)"
+    assert stage(f"{links};resolve (searchcrawl/content/links.py:50);urljoin (urllib/parse.py:539)") == "link extraction"
     assert stage(
         f"{parse};html_attributes (searchcrawl/content/extract.py:130);visible_text (searchcrawl/content/extract.py:105)"
     ) == ("text/attribute extraction")

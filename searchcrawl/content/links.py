@@ -1,0 +1,154 @@
+"""The links of an HTML page: what Scrapy's ``LinkExtractor`` finds, at a fraction of its cost.
+
+``LinkExtractor(tags=("a", "area", "frame", "iframe"), attrs=("href", "src"), unique=True)``
+walks every element of the page in Python and, for each link, joins it twice, quotes it, parses
+it again to check its scheme and computes its text (which the crawler never reads): the largest
+stage of a crawl's CPU on link-heavy pages (tests/benchmarks/README.md). ``DocumentLinks`` gives
+the same URLs in the same order, by the same steps (``resolve``), but
+
+- lxml finds the elements (``iter`` with the tag names, in C);
+- each distinct attribute value of a page is resolved once;
+- a link to a fragment of the page itself (``#section``: a third of the Javadoc's links) is
+  dropped before it is resolved: it is the page, fetched already, never a link to follow (on a
+  page with a ``<base href>`` of another URL, ``#section`` is a link to that URL, and is kept);
+- a resolved link is remembered, in a bounded cache, by what its result depends on: a relative
+  path (``../api/index.html``, the sidebar and navigation links that recur on every page of a
+  folder) by the base URL's directory, an absolute URL by the base URL's scheme. Values whose
+  resolution could depend on more of the base URL (empty, ``?query``, ``#fragment``, ``;params``,
+  ``//`` network paths, a scheme without an authority, control characters) and pages with a
+  ``<base href>`` of their own are resolved afresh on each page.
+
+``tests/content/test_links.py`` checks the URLs against Scrapy's ``LinkExtractor`` on every page
+of the shared corpora's real sites, and the cache against resolving afresh on generated URLs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable
+from urllib.parse import urljoin
+
+from lxml import etree
+from w3lib.html import strip_html5_whitespace
+from w3lib.url import safe_url_string
+
+from searchcrawl.rules.urls import has_extension
+
+XHTML = "{http://www.w3.org/1999/xhtml}"
+LINK_TAGS = ("a", "area", "frame", "iframe")
+LINK_ELEMENTS = (*LINK_TAGS, *(XHTML + tag for tag in LINK_TAGS))  # Scrapy strips the XHTML namespace too
+LINK_ATTRIBUTES = ("href", "src")
+FOLLOWED_SCHEMES = frozenset({"http", "https", "file", "ftp"})  # what LinkExtractor keeps (_is_valid_url)
+SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")  # as urllib.parse recognises a scheme
+CONTROL = re.compile(r"[\x00-\x1f]")  # urllib removes or strips some of them: resolved afresh
+CACHE_SIZE = 16_384
+
+
+def resolve(value: str, base_url: str, response_url: str, encoding: str) -> str | None:
+    """One attribute value as ``LinkExtractor`` resolves it: stripped of HTML5 whitespace, joined
+    to the base URL, made safe in the page's encoding, joined to the page's URL; None when it is
+    bogus or not of a followed scheme."""
+    try:
+        url = urljoin(base_url, strip_html5_whitespace(value))
+        url = safe_url_string(url, encoding=encoding)
+    except ValueError:
+        return None
+    url = urljoin(response_url, url)
+    return url if url.split("://", 1)[0] in FOLLOWED_SCHEMES else None
+
+
+def directory(url: str) -> str | None:
+    """``url`` up to the last ``/`` of its path (what a relative path is joined to), or None when
+    its path has no ``/``."""
+    start = url.find("://")
+    if start < 0:
+        return None
+    start += 3
+    end = len(url)
+    for delimiter in "?#":
+        found = url.find(delimiter, start)
+        if 0 <= found < end:
+            end = found
+    path = url.find("/", start, end)
+    if path < 0:
+        return None
+    return url[: url.rfind("/", path, end) + 1]
+
+
+def cache_key(value: str, base_url: str, response_url: str) -> Hashable | None:
+    """What ``resolve(value, base_url, response_url, ...)`` depends on besides the encoding, when
+    that is less than the whole base URL; None when the value is resolved afresh."""
+    if base_url != response_url:
+        return None  # the page has a <base href> of its own: rare, and not worth reasoning about
+    value = strip_html5_whitespace(value)
+    if not value or value[0] in "?#;" or value.startswith("//") or CONTROL.search(value):
+        return None
+    scheme = SCHEME.match(value)
+    if scheme is None:  # a relative path: joined to the base's directory
+        folder = directory(base_url)
+        return None if folder is None else (folder, value)
+    base_scheme = base_url.split(":", 1)[0].lower()
+    if value[: scheme.end() - 1].lower() != base_scheme:
+        return ("", value)  # another scheme (mailto:, javascript:, https: from http:): kept as it is
+    rest = value[scheme.end() :]
+    if rest.startswith("//") and rest[2:3] not in ("", "/", "?", "#"):
+        return (base_scheme, value)  # an absolute URL with an authority: the base's path is not used
+    return None
+
+
+class DocumentLinks:
+    """The followed links of HTML pages, with a bounded cache of resolved values shared by the
+    pages of one crawl; links to files of the ``ignored`` suffixes are dropped."""
+
+    def __init__(self, ignored: tuple[str, ...] = (), cache_size: int = CACHE_SIZE) -> None:
+        self.ignored = ignored
+        self.cache_size = cache_size
+        self.cache: OrderedDict[Hashable, str | None] = OrderedDict()
+
+    def values(self, root: etree._Element) -> Iterable[str]:
+        """The page's distinct link attribute values, in document order."""
+        values: dict[str, None] = {}
+        for element in root.iter(*LINK_ELEMENTS):
+            href, src = element.get("href"), element.get("src")
+            if href is not None and src is not None:  # both: in the element's own order
+                for name, value in element.items():
+                    if name in LINK_ATTRIBUTES:
+                        values[value] = None
+            elif href is not None:
+                values[href] = None
+            elif src is not None:
+                values[src] = None
+        return values
+
+    def of(self, root: etree._Element, response_url: str, base_url: str, encoding: str) -> list[str]:
+        """The page's links, each once, in document order, but for those to the page itself."""
+        same_page = base_url == response_url
+        links: dict[str, None] = {}
+        for value in self.values(root):
+            if same_page and strip_html5_whitespace(value).startswith("#"):
+                continue
+            url = self.link(value, base_url, response_url, encoding)
+            if url is not None:
+                links[url] = None
+        return list(links)
+
+    def link(self, value: str, base_url: str, response_url: str, encoding: str) -> str | None:
+        """One attribute value's link (``resolve``), from the cache when its key is known."""
+        key = cache_key(value, base_url, response_url)
+        if key is None:
+            return self.followed(resolve(value, base_url, response_url, encoding))
+        key = (key, encoding)
+        cache = self.cache
+        try:
+            cache.move_to_end(key)
+            return cache[key]
+        except KeyError:
+            url = cache[key] = self.followed(resolve(value, base_url, response_url, encoding))
+            if len(cache) > self.cache_size:
+                cache.popitem(last=False)
+            return url
+
+    def followed(self, url: str | None) -> str | None:
+        """``url`` unless it is None or a file of an ignored suffix."""
+        return None if url is None or has_extension(url, self.ignored) else url

@@ -1,0 +1,143 @@
+"""A page's links (content/links.py) against Scrapy's LinkExtractor, its oracle, on real pages,
+and its cache against resolving each link afresh, on generated URLs."""
+
+from __future__ import annotations
+
+import tarfile
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from lxml import html
+from scrapy.http import HtmlResponse
+from scrapy.linkextractors import LinkExtractor
+from scrapy.utils.response import get_base_url
+from w3lib.html import strip_html5_whitespace
+
+from searchcrawl.content.links import LINK_ATTRIBUTES, LINK_ELEMENTS, DocumentLinks, cache_key, directory, resolve
+from searchcrawl.crawl.spider import DOCUMENT_EXTENSIONS, ignored_suffixes
+from searchcrawl.rules.urls import has_extension
+from tests.conftest import corpus
+
+IGNORED = ignored_suffixes(DOCUMENT_EXTENSIONS)
+# what the crawler followed before content/links.py: Scrapy's extractor, then the suffix test
+SCRAPY = LinkExtractor(tags=("a", "area", "frame", "iframe"), attrs=("href", "src"), unique=True, deny_extensions=[])
+
+
+def scrapy_links(response: HtmlResponse) -> list[str]:
+    return [link.url for link in SCRAPY.extract_links(response) if not has_extension(link.url, IGNORED)]
+
+
+def without_fragment_links(response: HtmlResponse) -> None:
+    """Take the links to a fragment of the page itself (``#x``) out of the page's tree, which
+    Scrapy's extractor reads too: DocumentLinks drops them, Scrapy's keeps them."""
+    for element in response.selector.root.iter(*LINK_ELEMENTS):
+        for name in LINK_ATTRIBUTES:
+            if strip_html5_whitespace(element.get(name, "x")).startswith("#"):
+                del element.attrib[name]
+
+
+@pytest.mark.parametrize(("archive", "every"), [("scipy-lectures-site.tar.xz", 1), ("nutch-site.tar.xz", 3)])
+def test_the_links_of_real_pages_are_scrapys(archive: str, every: int) -> None:
+    """Every HTML page of the Sphinx site and every third of the Nutch Javadoc (1,546 pages in
+    all), through one DocumentLinks, so that its cache serves page after page: the same URLs in
+    the same order as Scrapy's LinkExtractor, but for links to the page's own fragments."""
+    links, pages, resolved = DocumentLinks(IGNORED), 0, 0
+    with tarfile.open(corpus(archive)) as tar:
+        for member in tar:
+            if not (member.isfile() and member.name.endswith(".html")):
+                continue
+            pages += 1
+            if pages % every:
+                continue
+            page = tar.extractfile(member)
+            assert page is not None
+            url = f"http://intranet.example/{member.name}"
+            response = HtmlResponse(url, body=page.read(), headers={"Content-Type": "text/html; charset=utf-8"})
+            without_fragment_links(response)
+            expected = scrapy_links(response)
+            assert links.of(response.selector.root, url, get_base_url(response), response.encoding) == expected, url
+            resolved += len(expected)
+    assert pages > 200 and resolved > 3000
+    assert 0 < len(links.cache) <= links.cache_size
+
+
+def test_links_to_the_page_itself_are_dropped_unless_a_base_points_elsewhere() -> None:
+    page = (
+        b'<a href=" #top">top</a><a href="b.html#x">b</a><a href="mailto:x@y">m</a><a href="a.pdf">pdf</a><a href="c.zip">z</a>'
+    )
+    tree = html.document_fromstring(page)
+    links = DocumentLinks(IGNORED)
+    assert links.of(tree, "http://h/d/a.html", "http://h/d/a.html", "utf-8") == ["http://h/d/b.html#x", "http://h/d/a.pdf"]
+    with_base = links.of(tree, "http://h/d/a.html", "http://h/e/", "utf-8")
+    assert with_base == ["http://h/e/#top", "http://h/e/b.html#x", "http://h/e/a.pdf"]
+
+
+def test_both_attributes_of_an_element_in_its_own_order_and_the_xhtml_namespace() -> None:
+    tree = html.document_fromstring(b'<iframe src="s.html" href="h.html"></iframe><frame href="x.html" src="y.html">')
+    assert DocumentLinks().of(tree, "http://h/", "http://h/", "utf-8") == [
+        "http://h/s.html",
+        "http://h/h.html",
+        "http://h/x.html",
+        "http://h/y.html",
+    ]
+    xhtml = html.fromstring('<html xmlns="http://www.w3.org/1999/xhtml"><body><a href="n.html">n</a></body></html>')
+    for element in xhtml.iter():  # as an XML parser names them
+        element.tag = "{http://www.w3.org/1999/xhtml}" + element.tag
+    assert DocumentLinks().of(xhtml, "http://h/", "http://h/", "utf-8") == ["http://h/n.html"]
+
+
+def test_the_cache_is_bounded_and_keeps_the_latest() -> None:
+    links = DocumentLinks(cache_size=3)
+    for name in "abcde":
+        links.link(f"{name}.html", "http://h/d/x.html", "http://h/d/x.html", "utf-8")
+    links.link("c.html", "http://h/d/y.html", "http://h/d/y.html", "utf-8")  # a hit: c is now the newest
+    links.link("f.html", "http://h/d/x.html", "http://h/d/x.html", "utf-8")
+    assert [key[0][1] for key in links.cache] == ["e.html", "c.html", "f.html"]
+
+
+def test_directory() -> None:
+    assert directory("http://h/a/b.html?x=/y#z/") == "http://h/a/"
+    assert directory("http://h/a;p/b;q") == "http://h/a;p/"
+    assert directory("http://h") is None
+    assert directory("http://h?x=/") is None
+    assert directory("not a url") is None
+
+
+# URLs made of the pieces that change what urljoin and w3lib do: dots, params, queries,
+# fragments, percent signs, non-ASCII letters, schemes with and without an authority, control
+# characters and whitespace
+PIECES = st.sampled_from(
+    ["a", "b.html", "/", "//", ".", "..", "./", "../", ";", ";p", "?", "?q=1", "#", "#f", "%", "%2F", "é", " ", "\t",
+     "\x01", ":", "@", "[", "http:", "HTTP:", "https:", "mailto:", "file:", "http://", "http://h", "https://h2", "//h3"]
+)  # fmt: skip
+VALUES = st.lists(PIECES, max_size=4).map("".join)
+SEGMENTS = st.lists(st.sampled_from(["a", "b", "c.html", ";p", "é", "%41", ".", ".."]), max_size=3)
+QUERIES = st.sampled_from(["", "?", "?x=1", "?x=/y", "#f", "?x#/f"])
+
+
+@st.composite
+def sibling_pages(draw: st.DrawFn) -> tuple[str, str]:
+    """Two page URLs of one folder (which share a cache key for relative links)."""
+    scheme = draw(st.sampled_from(["http", "https", "file"]))
+    folder = f"{scheme}://{draw(st.sampled_from(['h', 'H:81', 'u@h', '']))}/" + "".join(s + "/" for s in draw(SEGMENTS))
+    first, second = draw(st.lists(st.sampled_from(["", "x.html", "y", ";p", "é.html"]), min_size=2, max_size=2))
+    return folder + first + draw(QUERIES), folder + second + draw(QUERIES)
+
+
+@settings(max_examples=400, deadline=None)
+# values whose link depends on more than the page's folder, each found by mutating cache_key
+@example(pages=("http://h/x.html?q", "http://h/y.html"), value=";", encoding="utf-8")
+@example(pages=("http://h/x.html?q", "http://h/y.html"), value="\x01?q", encoding="utf-8")
+@example(pages=("http://h/x.html?q", "http://h/y.html"), value="http://", encoding="utf-8")
+@example(pages=("http://h/x.html?q", "http://h/y.html"), value="//?q", encoding="utf-8")
+@given(pages=sibling_pages(), value=VALUES, encoding=st.sampled_from(["utf-8", "latin-1"]))
+def test_a_cached_link_is_the_link_resolved_afresh(pages: tuple[str, str], value: str, encoding: str) -> None:
+    """Whatever a value and two pages of one folder: the link the cache gives on the second page
+    is the one resolving it there gives (and a value resolved afresh has no key)."""
+    first, second = pages
+    links = DocumentLinks()
+    links.link(value, first, first, encoding)
+    assert links.link(value, second, second, encoding) == resolve(value, second, second, encoding)
+    if cache_key(value, first, first) == cache_key(value, second, second) is not None:
+        assert resolve(value, first, first, encoding) == resolve(value, second, second, encoding)
