@@ -33,7 +33,7 @@ from lxml import etree
 from w3lib.html import strip_html5_whitespace
 from w3lib.url import safe_url_string
 
-from searchcrawl.rules.urls import has_extension
+from searchcrawl.rules.urls import first_of, has_extension
 
 XHTML = "{http://www.w3.org/1999/xhtml}"
 LINK_TAGS = ("a", "area", "frame", "iframe")
@@ -65,11 +65,7 @@ def directory(url: str) -> str | None:
     if start < 0:
         return None
     start += 3
-    end = len(url)
-    for delimiter in "?#":
-        found = url.find(delimiter, start)
-        if 0 <= found < end:
-            end = found
+    end = first_of(url, "?#", start)
     path = url.find("/", start, end)
     if path < 0:
         return None

@@ -25,13 +25,19 @@ def without_userinfo(url: str) -> str:
     if start < 0:
         return url  # no authority (mailto:, data:, ...)
     start += 3
-    end = len(url)
-    for delimiter in "/?#":
-        found = url.find(delimiter, start)
-        if 0 <= found < end:
-            end = found
+    end = first_of(url, "/?#", start)
     at = url.rfind("@", start, end)
     return url if at < 0 else url[:start] + url[at + 1 :]
+
+
+def first_of(url: str, delimiters: str, start: int) -> int:
+    """Where the first of ``delimiters`` is in ``url`` from ``start`` on; its length if none is."""
+    end = len(url)
+    for delimiter in delimiters:
+        found = url.find(delimiter, start, end)
+        if found >= 0:
+            end = found
+    return end
 
 
 def has_extension(url: str, suffixes: tuple[str, ...]) -> bool:
