@@ -7,13 +7,21 @@ ledger writer (crawl/ledger_writer.py) records: the spider's errback hands it th
 Scrapy's ``item_dropped`` signal the dropped items. Any other ``IgnoreRequest`` comes from one of
 Scrapy's own safety middlewares (a decompression bomb, ...) and gets a status too: no URL is
 left without one.
+
+A component a source does not need (no form login, no sitemaps, ...) raises ``not_needed(...)``:
+Scrapy logs a WARNING for every ``NotConfigured`` with a message, which would put two or three
+warnings into every ordinary crawl's log; the reason goes to DEBUG instead.
 """
 
 from __future__ import annotations
 
-from scrapy.exceptions import DropItem, IgnoreRequest
+import logging
+
+from scrapy.exceptions import DropItem, IgnoreRequest, NotConfigured
 
 from searchcrawl.rules.lifecycle import Event, Outcome
+
+logger = logging.getLogger(__name__)
 
 
 class RequestRefused(IgnoreRequest):
@@ -39,3 +47,10 @@ class NotIndexed(DropItem):
     def __init__(self, outcome: Outcome, message: str, log_level: str = "DEBUG") -> None:
         super().__init__(message, log_level=log_level)
         self.outcome = outcome
+
+
+def not_needed(component: type, reason: str) -> NotConfigured:
+    """The ``NotConfigured`` for a component this source has no use for: said once at DEBUG, and
+    without a message, so that Scrapy does not log it as a warning."""
+    logger.debug("%s is off for this crawl: %s", component.__name__, reason)
+    return NotConfigured()

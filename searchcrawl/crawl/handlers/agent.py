@@ -29,12 +29,11 @@ from email.utils import format_datetime
 from scrapy import Request
 from scrapy.core.downloader.handlers.base import BaseDownloadHandler
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 from scrapy.http import Headers, Response
 from scrapy.responsetypes import responsetypes
 
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge
-from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.exceptions import RequestRefused, not_needed
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.meta import AGENT_DOWNLOAD, DONT_REDIRECT, DUPLICATE_OF, HANDLE_HTTPSTATUS_ALL, REFERENCE
 from searchcrawl.crawl.pipelines.changes import duplicate_of
@@ -60,7 +59,7 @@ class AgentDownloadHandler(BaseDownloadHandler):
         super().__init__(crawler)
         agent = crawl_state(crawler).agent
         if agent is None:
-            raise NotConfigured("not a source with an agent")
+            raise not_needed(type(self), "not a source with an agent")
         self.agent: Agent = agent
         self.max_bytes = crawler.settings.getint("DOWNLOAD_MAXSIZE")
         self.origins = frozenset(crawl_state(crawler).source.settings.fetch_origins)

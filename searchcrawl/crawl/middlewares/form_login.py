@@ -37,10 +37,9 @@ from typing import Any
 from form2request import form2request
 from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
 
-from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.exceptions import RequestRefused, not_needed
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.meta import (
     COOKIEJAR,
@@ -127,7 +126,7 @@ class FormLoginMiddleware:
     def from_crawler(cls, crawler: Crawler) -> FormLoginMiddleware:
         rules = [rule for rule in crawl_state(crawler).source.settings.auth if rule.type == "form"]
         if not rules:
-            raise NotConfigured("the source has no form login")
+            raise not_needed(cls, "the source has no form login")
         return cls(crawler, read_logins(rules), crawler.settings.getint("SEARCHCRAWL_AUTH_REFUSED_LIMIT"))
 
     # --- page requests ----------------------------------------------------------------------

@@ -34,10 +34,9 @@ from urllib.parse import urlsplit
 
 from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
-from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.exceptions import RequestRefused, not_needed
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.meta import AUTH_ANSWERED, AUTH_SENT, ROBOTS_REQUEST
 from searchcrawl.ops.secrets import SecretError, required_secret
@@ -95,7 +94,7 @@ class SiteAuthMiddleware:
         # form logins are middlewares/form_login.py's
         rules = [rule for rule in crawl_state(crawler).source.settings.auth if rule.type != "form"]
         if not rules:
-            raise NotConfigured("the source has no [[auth]] tables but form logins")
+            raise not_needed(cls, "the source has no [[auth]] tables but form logins")
         return cls(crawler, read_credentials(rules), crawler.settings.getint("SEARCHCRAWL_AUTH_REFUSED_LIMIT"))
 
     def process_request(self, request: Request, spider: Any = None) -> None:

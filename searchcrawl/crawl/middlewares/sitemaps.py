@@ -31,10 +31,9 @@ from urllib.parse import urljoin
 
 from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 from w3lib.url import safe_url_string
 
-from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.exceptions import RequestRefused, not_needed
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.frontier_scheduler import entry_from_request
 from searchcrawl.crawl.meta import DONT_REDIRECT, DONT_RETRY, HANDLE_HTTPSTATUS_ALL, KNOWN_ROW, SITEMAP_REQUEST, own_request
@@ -75,7 +74,7 @@ class SitemapMiddleware:
         context = crawl_state(crawler)
         settings = context.source.settings
         if not settings.sitemaps and not (settings.sitemaps_from_robots and settings.obey_robots):
-            raise NotConfigured("the source reads no sitemaps")
+            raise not_needed(cls, "the source reads no sitemaps")
         return cls(crawler, context)
 
     def robots_txt_read(self, site: str, robots: RobotsTxt) -> None:
