@@ -17,6 +17,9 @@ the same URLs in the same order, by the same steps (``resolve``), but
   resolution could depend on more of the base URL (empty, ``?query``, ``#fragment``, ``;params``,
   ``//`` network paths, a scheme without an authority, control characters) and pages with a
   ``<base href>`` of their own are resolved afresh on each page.
+- the cache is bounded in entries (``CACHE_SIZE``) and in each entry's size: a value, a base
+  directory or a link longer than ``CACHED_LENGTH`` characters is resolved afresh, so that
+  hostile pages of long, distinct links cannot make it hold more than some 50 MB.
 
 ``tests/content/test_links.py`` checks the URLs against Scrapy's ``LinkExtractor`` on every page
 of the shared corpora's real sites, and the cache against resolving afresh on generated URLs.
@@ -43,6 +46,7 @@ FOLLOWED_SCHEMES = frozenset({"http", "https", "file", "ftp"})  # what LinkExtra
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")  # as urllib.parse recognises a scheme
 CONTROL = re.compile(r"[\x00-\x1f]")  # urllib removes or strips some of them: resolved afresh
 CACHE_SIZE = 16_384
+CACHED_LENGTH = 512  # longer values, directories or links are not cached (ordinary ones: under 200)
 
 
 def resolve(value: str, base_url: str, response_url: str, encoding: str) -> str | None:
@@ -78,12 +82,14 @@ def cache_key(value: str, base_url: str, response_url: str) -> Hashable | None:
     if base_url != response_url:
         return None  # the page has a <base href> of its own: rare, and not worth reasoning about
     value = strip_html5_whitespace(value)
+    if len(value) > CACHED_LENGTH:
+        return None
     if not value or value[0] in "?#;" or value.startswith("//") or CONTROL.search(value):
         return None
     scheme = SCHEME.match(value)
     if scheme is None:  # a relative path: joined to the base's directory
         folder = directory(base_url)
-        return None if folder is None else (folder, value)
+        return None if folder is None or len(folder) > CACHED_LENGTH else (folder, value)
     base_scheme = base_url.split(":", 1)[0].lower()
     if value[: scheme.end() - 1].lower() != base_scheme:
         return ("", value)  # another scheme (mailto:, javascript:, https: from http:): kept as it is
@@ -140,7 +146,10 @@ class DocumentLinks:
             cache.move_to_end(key)
             return cache[key]
         except KeyError:
-            url = cache[key] = self.followed(resolve(value, base_url, response_url, encoding))
+            url = self.followed(resolve(value, base_url, response_url, encoding))
+            if url is not None and len(url) > CACHED_LENGTH:
+                return url  # made long by quoting: resolved afresh each time
+            cache[key] = url
             if len(cache) > self.cache_size:
                 cache.popitem(last=False)
             return url

@@ -3,6 +3,7 @@ and its cache against resolving each link afresh, on generated URLs."""
 
 from __future__ import annotations
 
+import sys
 import tarfile
 
 import pytest
@@ -14,7 +15,16 @@ from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.response import get_base_url
 from w3lib.html import strip_html5_whitespace
 
-from searchcrawl.content.links import LINK_ATTRIBUTES, LINK_ELEMENTS, DocumentLinks, cache_key, directory, resolve
+from searchcrawl.content.links import (
+    CACHE_SIZE,
+    CACHED_LENGTH,
+    LINK_ATTRIBUTES,
+    LINK_ELEMENTS,
+    DocumentLinks,
+    cache_key,
+    directory,
+    resolve,
+)
 from searchcrawl.crawl.spider import DOCUMENT_EXTENSIONS, ignored_suffixes
 from searchcrawl.rules.urls import has_extension
 from tests.conftest import corpus
@@ -94,6 +104,36 @@ def test_the_cache_is_bounded_and_keeps_the_latest() -> None:
     links.link("c.html", "http://h/d/y.html", "http://h/d/y.html", "utf-8")  # a hit: c is now the newest
     links.link("f.html", "http://h/d/x.html", "http://h/d/x.html", "utf-8")
     assert [key[0][1] for key in links.cache] == ["e.html", "c.html", "f.html"]
+
+
+def test_long_values_directories_and_links_are_resolved_afresh_so_the_cache_stays_small() -> None:
+    """A hostile site's pages of long, distinct links: each link is still right, but none is kept,
+    and a full cache of the longest entries it keeps stays under 50 MB."""
+    links = DocumentLinks()
+    long_value, long_folder = "a" * (CACHED_LENGTH + 1) + ".html", "http://h/" + "d" * CACHED_LENGTH + "/"
+    assert links.link(long_value, "http://h/x.html", "http://h/x.html", "utf-8") == f"http://h/{long_value}"
+    assert links.link("b.html", long_folder + "x.html", long_folder + "x.html", "utf-8") == long_folder + "b.html"
+    quoted = "\u00e9" * 100  # 100 characters, 600 once quoted
+    assert links.link(quoted, "http://h/x.html", "http://h/x.html", "utf-8") == "http://h/" + "%C3%A9" * 100
+    assert len(links.cache) == 0
+    # the largest entries it keeps: a 512-character value of 4-byte characters that resolves to
+    # nothing (no followed scheme), and 512-character links, both under a 512-character folder
+    links = DocumentLinks(cache_size=1_000)
+    folder = "http://h/" + "f" * (CACHED_LENGTH - 10) + "/"
+    for number in range(1_000):
+        wide = f"mailto:{number:06d}" + "\U0001f600" * CACHED_LENGTH
+        assert links.link(wide[:CACHED_LENGTH], folder + "x.html", folder + "x.html", "utf-8") is None
+        narrow = f"{number:06d}".ljust(CACHED_LENGTH - 20, "z")
+        assert links.link(narrow, folder + "x.html", folder + "x.html", "utf-8") == folder + narrow
+    assert len(links.cache) == 1_000
+    entry = sum(deep_size(key) + sys.getsizeof(url) for key, url in links.cache.items()) / len(links.cache)
+    full = (entry + sys.getsizeof(links.cache) / len(links.cache)) * CACHE_SIZE
+    assert full < 50 * 2**20, f"a full cache of such entries: {full / 2**20:.0f} MB"
+
+
+def deep_size(value: object) -> int:
+    """The bytes of a tuple and what it holds (tuples and strings)."""
+    return sys.getsizeof(value) + (sum(map(deep_size, value)) if isinstance(value, tuple) else 0)
 
 
 def test_directory() -> None:
