@@ -11,11 +11,14 @@ the same URLs in the same order, by the same steps (``resolve``), but
 - a link to a fragment of the page itself (``#section``: a third of the Javadoc's links) is
   dropped before it is resolved: it is the page, fetched already, never a link to follow (on a
   page with a ``<base href>`` of another URL, ``#section`` is a link to that URL, and is kept);
+  the same page written another way (``index.html#top`` on index.html) is still found, in its
+  own place in the page, where Scrapy's list would have had it first at the dropped one's;
 - a resolved link is remembered, in a bounded cache, by what its result depends on: a relative
   path (``../api/index.html``, the sidebar and navigation links that recur on every page of a
   folder) by the base URL's directory, an absolute URL by the base URL's scheme. Values whose
   resolution could depend on more of the base URL (empty, ``?query``, ``#fragment``, ``;params``,
-  ``//`` network paths, a scheme without an authority, control characters) and pages with a
+  ``//`` network paths, a scheme without an authority or with an authority that is not a plain
+  host name, control characters) and pages with a
   ``<base href>`` of their own are resolved afresh on each page.
 - the cache is bounded in entries (``CACHE_SIZE``) and in each entry's size: a value, a base
   directory or a link longer than ``CACHED_LENGTH`` characters is resolved afresh, so that
@@ -44,6 +47,7 @@ LINK_ELEMENTS = (*LINK_TAGS, *(XHTML + tag for tag in LINK_TAGS))  # Scrapy stri
 LINK_ATTRIBUTES = ("href", "src")
 FOLLOWED_SCHEMES = frozenset({"http", "https", "file", "ftp"})  # what LinkExtractor keeps (_is_valid_url)
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")  # as urllib.parse recognises a scheme
+PLAIN_HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]*")
 CONTROL = re.compile(r"[\x00-\x1f]")  # urllib removes or strips some of them: resolved afresh
 CACHE_SIZE = 16_384
 CACHED_LENGTH = 512  # longer values, directories or links are not cached (ordinary ones: under 200)
@@ -94,9 +98,20 @@ def cache_key(value: str, base_url: str, response_url: str) -> Hashable | None:
     if value[: scheme.end() - 1].lower() != base_scheme:
         return ("", value)  # another scheme (mailto:, javascript:, https: from http:): kept as it is
     rest = value[scheme.end() :]
-    if rest.startswith("//") and rest[2:3] not in ("", "/", "?", "#"):
-        return (base_scheme, value)  # an absolute URL with an authority: the base's path is not used
+    if rest.startswith("//") and plain_host(rest):
+        return (base_scheme, value)  # an absolute URL with a host: nothing of the base is used
     return None
+
+
+def plain_host(rest: str) -> bool:
+    """Whether ``//authority...`` names a host of letters, digits, dots and hyphens (with or
+    without userinfo and port). Any other authority may come out of w3lib empty (``http://:/x``,
+    ``http://\\x`` and ``http:// #`` all become ``http:///...``), and the page's own host and
+    path then fill it in: such a link is resolved afresh on each page, never taken from another
+    site's page."""
+    end = first_of(rest, "/?#\\", 2)
+    host = rest[2:end].rpartition("@")[2].partition(":")[0]
+    return PLAIN_HOST.fullmatch(host) is not None
 
 
 class DocumentLinks:

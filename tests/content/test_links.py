@@ -149,7 +149,8 @@ def test_directory() -> None:
 # characters and whitespace
 PIECES = st.sampled_from(
     ["a", "b.html", "/", "//", ".", "..", "./", "../", ";", ";p", "?", "?q=1", "#", "#f", "%", "%2F", "é", " ", "\t",
-     "\x01", ":", "@", "[", "http:", "HTTP:", "https:", "mailto:", "file:", "http://", "http://h", "https://h2", "//h3"]
+     "\x01", ":", "@", "[", "\\", "http:", "HTTP:", "https:", "mailto:", "file:", "http://", "http://h", "https://h2", "//h3",
+     "http://:", "http://u@", "http://[::1]"]
 )  # fmt: skip
 VALUES = st.lists(PIECES, max_size=4).map("".join)
 SEGMENTS = st.lists(st.sampled_from(["a", "b", "c.html", ";p", "é", "%41", ".", ".."]), max_size=3)
@@ -157,12 +158,19 @@ QUERIES = st.sampled_from(["", "?", "?x=1", "?x=/y", "#f", "?x#/f"])
 
 
 @st.composite
-def sibling_pages(draw: st.DrawFn) -> tuple[str, str]:
-    """Two page URLs of one folder (which share a cache key for relative links)."""
+def pages_sharing_keys(draw: st.DrawFn) -> tuple[str, str]:
+    """Two page URLs of one scheme (which share a cache key for absolute URLs), often of one
+    folder (which share one for relative paths too)."""
     scheme = draw(st.sampled_from(["http", "https", "file"]))
-    folder = f"{scheme}://{draw(st.sampled_from(['h', 'H:81', 'u@h', '']))}/" + "".join(s + "/" for s in draw(SEGMENTS))
+
+    def folder() -> str:
+        host = draw(st.sampled_from(["h", "H:81", "u@h", "", "other.example"]))
+        return f"{scheme}://{host}/" + "".join(segment + "/" for segment in draw(SEGMENTS))
+
+    first_folder = folder()
+    second_folder = first_folder if draw(st.booleans()) else folder()
     first, second = draw(st.lists(st.sampled_from(["", "x.html", "y", ";p", "é.html"]), min_size=2, max_size=2))
-    return folder + first + draw(QUERIES), folder + second + draw(QUERIES)
+    return first_folder + first + draw(QUERIES), second_folder + second + draw(QUERIES)
 
 
 @settings(max_examples=400, deadline=None)
@@ -171,10 +179,15 @@ def sibling_pages(draw: st.DrawFn) -> tuple[str, str]:
 @example(pages=("http://h/x.html?q", "http://h/y.html"), value="\x01?q", encoding="utf-8")
 @example(pages=("http://h/x.html?q", "http://h/y.html"), value="http://", encoding="utf-8")
 @example(pages=("http://h/x.html?q", "http://h/y.html"), value="//?q", encoding="utf-8")
-@given(pages=sibling_pages(), value=VALUES, encoding=st.sampled_from(["utf-8", "latin-1"]))
+# absolute URLs whose authority w3lib empties, so that the page's own host fills it (found by a
+# hostile review: one site's page chose the host of another site's links)
+@example(pages=("http://evil.example/p.html", "http://intranet.example/d/i.html"), value="http://:/admin", encoding="utf-8")
+@example(pages=("http://evil.example/p.html", "http://intranet.example/d/i.html"), value="http://\\x", encoding="utf-8")
+@example(pages=("http://evil.example/p.html", "http://intranet.example/d/i.html"), value="HTTP:// #", encoding="utf-8")
+@given(pages=pages_sharing_keys(), value=VALUES, encoding=st.sampled_from(["utf-8", "latin-1"]))
 def test_a_cached_link_is_the_link_resolved_afresh(pages: tuple[str, str], value: str, encoding: str) -> None:
-    """Whatever a value and two pages of one folder: the link the cache gives on the second page
-    is the one resolving it there gives (and a value resolved afresh has no key)."""
+    """Whatever a value and two pages of one scheme or one folder: the link the cache gives on the
+    second page is the one resolving it there gives (and a value resolved afresh has no key)."""
     first, second = pages
     links = DocumentLinks()
     links.link(value, first, first, encoding)
