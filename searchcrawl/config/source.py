@@ -50,7 +50,8 @@ WEB_ONLY_KEYS = (
     *("seeds", "seed_files", "spider_class", "obey_robots_meta", "url_rewriter"),
     *("auth", "proxy", "tls", "render_js", "render_rules", "render_wait", "render_selector", "render_delay_ms"),
     *("render_timeout", "render_min_text", "render_pages", "orphans", "recheck_gone_days", "sitemaps"),
-    *("sitemaps_from_robots", "trust_sitemap_lastmod", "delay", "delay_rules", "concurrent_per_site"),
+    *("sitemaps_from_robots", "trust_sitemap_lastmod", "sitemap_trust_days", "delay", "delay_rules"),
+    *("concurrent_per_site",),
     *("concurrent_sites", "autothrottle", "autothrottle_target", "shared", "processes", "domains", "ports", "paths"),
     *("patterns", "max_depth", "index_dynamic_pages"),
 )
@@ -364,6 +365,9 @@ class SourceSettings(ScopeRules):
     sitemaps: list[str] = Field(default_factory=list)
     sitemaps_from_robots: bool = True
     trust_sitemap_lastmod: bool = True
+    # ... but only for pages fetched less than this many days ago: a stale sitemap that still
+    # lists a deleted page would otherwise spare it its request, and keep it indexed, forever
+    sitemap_trust_days: float = Field(default=30.0, gt=0)
     # schedule (`scrapy scheduler`): one of the two, or neither (crawled by hand only)
     refresh_interval: str | None = None
     schedule: str | None = None

@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
+from searchcrawl.rules.urls import canonical
+
 SITEMAP_MAX_URLS = 50_000  # per file, sitemaps.org's own limit
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -71,8 +73,11 @@ def parse_lastmod(text: str | None) -> datetime | None:
             moment += timedelta(microseconds=int(parts["fraction"][:6].ljust(6, "0")))
         zone = parts["zone"]
         if zone and zone != "Z":
+            hours, minutes = int(zone[1:3]), int(zone[4:6])
+            if hours > 14 or minutes > 59:  # no such offset (UTC+14 is the largest)
+                return None
             sign = 1 if zone[0] == "+" else -1
-            moment -= sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
+            moment -= sign * timedelta(hours=hours, minutes=minutes)
         return moment
     except (ValueError, OverflowError):  # month 13, day 31 of a short month, ...
         return None
@@ -112,31 +117,54 @@ def read_sitemap(body: bytes, max_bytes: int, max_urls: int = SITEMAP_MAX_URLS) 
     return SitemapFile(sitemap.type, entries, dropped)
 
 
-def same_host(url: str, other: str) -> bool:
-    """Both http(s) URLs of one host name (the scheme and port may differ: a sitemap of
-    ``http://host/`` may list ``https://host/`` pages). sitemaps.org: a sitemap lists, and an
-    index names, its own host's URLs only."""
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def site_key(url: str) -> tuple[str, int | None] | None:
+    """The host and port an http(s) URL reaches as Scrapy will request it (``canonical``: w3lib's
+    parsing, which turns ``http://evil.test\\@h.test/`` into a request to ``evil.test``); the
+    port None for the scheme's default one. None for another scheme or no host."""
     try:
-        a, b = urlsplit(url), urlsplit(other)
+        parts = urlsplit(canonical(url))
+        port = parts.port
     except ValueError:
-        return False
-    return a.scheme in ("http", "https") and b.scheme in ("http", "https") and bool(a.hostname) and a.hostname == b.hostname
+        return None
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        return None
+    return parts.hostname, None if port == DEFAULT_PORTS[parts.scheme] else port
 
 
-def unchanged_since_fetch(lastmod: datetime | None, last_fetched: datetime | None) -> bool:
-    """A known URL's sitemap ``lastmod`` is not newer than its last fetch: the page has not
-    changed since, by the site's own word (the source's ``trust_sitemap_lastmod``)."""
-    return lastmod is not None and last_fetched is not None and lastmod <= last_fetched
+def same_site(url: str, other: str) -> bool:
+    """Both http(s) URLs of one host and port, as they will be requested. http and https on
+    their default ports are one site (a sitemap of ``http://host/`` may list ``https://host/``
+    pages); another port is another service, which the source did not admit. sitemaps.org: a
+    sitemap lists, and an index names, its own site's URLs only."""
+    key = site_key(url)
+    return key is not None and key == site_key(other)
+
+
+def unchanged_since_fetch(lastmod: datetime | None, last_fetched: datetime | None, now: datetime, trust_for: timedelta) -> bool:
+    """A known URL's sitemap ``lastmod`` is not newer than its last fetch, and that fetch is less
+    than ``trust_for`` old: the page has not changed since, by the site's own word (the source's
+    ``trust_sitemap_lastmod`` and ``sitemap_trust_days``). Past ``trust_for`` the page is
+    requested anyway: a stale sitemap listing a deleted page would keep it indexed forever."""
+    return lastmod is not None and last_fetched is not None and lastmod <= last_fetched and now - last_fetched < trust_for
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
 
 
 class LastmodHints:
     """URL -> sitemap ``lastmod``, for at most ``limit`` URLs (a URL is kept as an 8-byte hash, so
     a million hints take tens of MB, not the URLs' text). The newest ``lastmod`` of a URL listed
-    twice wins; a URL listed once without one has no hint."""
+    twice wins; a URL listed once without one has no hint. Moments are kept as whole
+    microseconds since 1970, exact to the last one of year 9999 (a float timestamp of
+    ``9999-12-31`` rounded up into year 10000, and reading it back raised)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.moments: dict[int, float] = {}
+        self.moments: dict[int, int] = {}
         self.dropped = 0
 
     @staticmethod
@@ -151,12 +179,12 @@ class LastmodHints:
         if known is None and len(self.moments) >= self.limit:
             self.dropped += 1  # no hint: the page is fetched, as without a sitemap
             return
-        stamp = lastmod.timestamp()
+        stamp = (lastmod - EPOCH) // MICROSECOND
         self.moments[key] = stamp if known is None else max(known, stamp)
 
     def get(self, url: str) -> datetime | None:
         stamp = self.moments.get(self.key(url))
-        return None if stamp is None else datetime.fromtimestamp(stamp, UTC)
+        return None if stamp is None else EPOCH + stamp * MICROSECOND
 
     def __len__(self) -> int:
         return len(self.moments)

@@ -13,7 +13,7 @@ from searchcrawl.rules.sitemaps import (
     SitemapTooLarge,
     parse_lastmod,
     read_sitemap,
-    same_host,
+    same_site,
     unchanged_since_fetch,
 )
 
@@ -41,13 +41,22 @@ def test_a_lastmod_that_is_no_w3c_datetime_is_no_hint(text: str | None) -> None:
     assert parse_lastmod(text) is None
 
 
-def test_unchanged_since_fetch_needs_both_and_an_older_or_equal_lastmod() -> None:
-    fetched = datetime(2026, 11, 22, 12, tzinfo=UTC)
-    assert unchanged_since_fetch(fetched, fetched)
-    assert unchanged_since_fetch(fetched - timedelta(days=1), fetched)
-    assert not unchanged_since_fetch(fetched + timedelta(seconds=1), fetched)
-    assert not unchanged_since_fetch(parse_lastmod("2026-11-22"), fetched)  # changed that afternoon, maybe
-    assert not unchanged_since_fetch(None, fetched) and not unchanged_since_fetch(fetched, None)
+def test_unchanged_since_fetch_needs_both_an_older_or_equal_lastmod_and_a_recent_fetch() -> None:
+    fetched = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+    now, month = fetched + timedelta(days=1), timedelta(days=30)
+
+    def unchanged(lastmod: datetime | None, last_fetched: datetime | None, at: datetime = now) -> bool:
+        return unchanged_since_fetch(lastmod, last_fetched, at, month)
+
+    assert unchanged(fetched, fetched)
+    assert unchanged(fetched - timedelta(days=1), fetched)
+    assert not unchanged(fetched + timedelta(seconds=1), fetched)
+    assert not unchanged(parse_lastmod("2026-11-22"), fetched)  # changed that afternoon, maybe
+    assert not unchanged(None, fetched) and not unchanged(fetched, None)
+    # a month after its last fetch, the page is requested whatever its sitemap says (a stale
+    # sitemap listing a deleted page would have kept it indexed forever)
+    assert unchanged(fetched - timedelta(days=1), fetched, fetched + month - timedelta(seconds=1))
+    assert not unchanged(fetched - timedelta(days=1), fetched, fetched + month)
 
 
 def test_a_urlset_and_an_index_plain_or_gzip() -> None:
@@ -84,11 +93,19 @@ def test_entities_are_never_resolved() -> None:
     assert not any("root:" in loc for loc in locs)
 
 
-def test_same_host() -> None:
-    assert same_host("http://h.test/a", "https://h.test:8443/sitemap.xml")
-    assert not same_host("http://localhost/a", "http://127.0.0.1/sitemap.xml")
-    assert not same_host("file:///etc/passwd", "http://h.test/")
-    assert not same_host("http://[::1/a", "http://h.test/")
+def test_same_site_is_one_host_and_port_as_scrapy_requests_it() -> None:
+    assert same_site("http://h.test/a", "https://h.test/sitemap.xml")  # http and https, default ports
+    assert same_site("http://h.test:80/a", "http://H.test/sitemap.xml")
+    assert same_site("http://h.test:8080/a", "https://h.test:8080/s.xml")
+    assert not same_site("http://h.test/a", "https://h.test:8443/sitemap.xml")  # another port: another service
+    assert not same_site("http://h.test:6379/s.xml", "http://h.test/")
+    assert not same_site("http://h.test:443/s.xml", "https://h.test/")
+    # Scrapy requests evil.test for this one (w3lib reads the backslash as a slash)
+    assert not same_site("http://evil.test\\@h.test/index.xml", "http://h.test/")
+    assert not same_site("http://localhost/a", "http://127.0.0.1/sitemap.xml")
+    assert not same_site("file:///etc/passwd", "http://h.test/")
+    assert not same_site("http://[::1/a", "http://h.test/")
+    assert not same_site("http://h.test:99999/a", "http://h.test/")
 
 
 def test_hints_are_bounded_and_keep_the_newest() -> None:
@@ -103,3 +120,20 @@ def test_hints_are_bounded_and_keep_the_newest() -> None:
     assert hints.get("http://h/a") == new and hints.get("http://h/b") is None
     assert hints.get("http://h/c") == old and hints.get("http://h/d") is None
     assert len(hints) == 2 and hints.dropped == 1
+
+
+def test_a_lastmod_at_the_end_of_year_9999_is_kept_and_read_back() -> None:
+    """Kept as a float timestamp, 9999-12-31 rounded up into year 10000 and reading it back raised
+    (out of SitemapMiddleware.process_request: the page failed on every maintenance crawl)."""
+    hints = LastmodHints(limit=10)
+    for number, text in enumerate(("9999-12-31", "9999-12", "9999-12-31T23:59Z", "0001-01-01T00:00:00Z")):
+        moment = parse_lastmod(text)
+        assert moment is not None
+        hints.add(f"http://h/{number}", moment)
+        assert hints.get(f"http://h/{number}") == moment
+
+
+def test_an_offset_that_no_zone_has_is_no_hint() -> None:
+    assert parse_lastmod("2026-11-22T10:00:00+99:99") is None
+    assert parse_lastmod("2026-11-22T10:00:00+15:00") is None
+    assert parse_lastmod("2026-11-22T10:00:00+14:00") == datetime(2026, 11, 21, 20, 0, tzinfo=UTC)

@@ -3,8 +3,9 @@
 Which sitemaps: the source's ``sitemaps`` (any http(s) URL its author wrote), and the ``Sitemap:``
 lines of each site's robots.txt (``sitemaps_from_robots``, read when robots.txt is: with
 ``obey_robots``); a sitemap index's children. A sitemap found in a robots.txt or an index is
-fetched only on its site's host, and a sitemap lists only its own host's pages: anything else in
-it is ignored (sitemaps.org's rule, and a hostile sitemap's reach). Every sitemap request goes
+fetched only on its site's host and port, and a sitemap lists only its own site's pages:
+anything else in it is ignored (sitemaps.org's rule, and a hostile sitemap's reach). Hosts and
+ports are compared as Scrapy will request the URL (``rules/sitemaps.same_site``). Every sitemap request goes
 through the downloader middlewares like a page's (internal-address guard, robots.txt,
 credentials, politeness), through ``engine.download``, so no callback and no ledger row sees it.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urljoin
 
@@ -41,7 +43,7 @@ from searchcrawl.crawl.middlewares.robots import site_of
 from searchcrawl.crawl.signals import robots_txt_read
 from searchcrawl.rules.lifecycle import Event, State
 from searchcrawl.rules.robots_txt import RobotsTxt
-from searchcrawl.rules.sitemaps import LastmodHints, SitemapTooLarge, read_sitemap, same_host, unchanged_since_fetch
+from searchcrawl.rules.sitemaps import LastmodHints, SitemapTooLarge, read_sitemap, same_site, unchanged_since_fetch
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical
 from searchcrawl.store.database import as_utc
@@ -60,6 +62,7 @@ class SitemapMiddleware:
         self.configured = list(settings.sitemaps)
         self.from_robots = settings.sitemaps_from_robots and settings.obey_robots
         self.trust = settings.trust_sitemap_lastmod and settings.orphans != "delete"
+        self.trust_for = timedelta(days=settings.sitemap_trust_days)
         self.max_files = crawler.settings.getint("SEARCHCRAWL_SITEMAP_MAX_FILES")
         self.max_bytes = crawler.settings.getint("SEARCHCRAWL_SITEMAP_MAX_BYTES")
         self.hints = LastmodHints(crawler.settings.getint("SEARCHCRAWL_SITEMAP_MAX_URLS"))
@@ -99,25 +102,25 @@ class SitemapMiddleware:
     def sitemaps_of(self, key: str) -> list[str]:
         if key == CONFIGURED:
             return self.configured
-        listed = self.listed.get(key, [])
-        own = [url for url in listed if same_host(url, key)]
-        for url in listed:
-            if url not in own:
-                logger.debug("Sitemap %s (robots.txt of %s) is on another host: not read", url, key)
+        own = []
+        for url in self.listed.get(key, []):
+            if same_site(url, key):
+                own.append(canonical(url))  # what is requested is what was checked
+            else:
+                logger.debug("Sitemap %s (robots.txt of %s) is on another host or port: not read", url, key)
         return own
 
     async def read_all(self, urls: list[str]) -> None:
         """Read ``urls`` and the sitemaps their indexes name, one after the other (politeness
         holds for them as for pages); a sitemap that fails is logged and passed over."""
-        queue = deque(urls)
+        queue: deque[str] = deque()
+        queued: set[str] = set()
+        self.enqueue(urls, queue, queued)
         while queue:
             url = queue.popleft()
-            if url in self.fetched:
+            if url in self.fetched:  # read meanwhile for another site's robots.txt
                 continue
-            if len(self.fetched) >= self.max_files:
-                if not self.warned:
-                    self.warned = True
-                    logger.warning("More than %d sitemaps: the others are not read in this crawl", self.max_files)
+            if len(self.fetched) >= self.max_files:  # by the sites read at the same time
                 return
             self.fetched.add(url)
             try:
@@ -125,7 +128,22 @@ class SitemapMiddleware:
             except Exception:  # a sitemap's failure never fails the crawl or its pages
                 logger.exception("Reading the sitemap %s failed", url)
                 continue
-            queue.extend(children)
+            self.enqueue(children, queue, queued)
+
+    def enqueue(self, urls: list[str], queue: deque[str], queued: set[str]) -> None:
+        """Queue the sitemaps not read or queued yet, as long as the crawl's ``max_files`` leaves
+        room: an index of 50,000 children is not held whole (its children past the bound were
+        kept in the queue, and never read)."""
+        for url in urls:
+            if url in self.fetched or url in queued:
+                continue
+            if len(self.fetched) + len(queue) >= self.max_files:
+                if not self.warned:
+                    self.warned = True
+                    logger.warning("More than %d sitemaps: the others are not read in this crawl", self.max_files)
+                return
+            queue.append(url)
+            queued.add(url)
 
     async def read_one(self, url: str) -> list[str]:
         """Fetch and read one sitemap: an index's children (on its host), or a urlset's pages
@@ -142,7 +160,7 @@ class SitemapMiddleware:
         if sitemap.dropped:
             logger.warning("Sitemap %s lists more than %d entries: %d not read", url, len(sitemap.entries), sitemap.dropped)
         if sitemap.kind == "sitemapindex":
-            children = [loc for loc, _ in sitemap.entries if same_host(loc, final)]
+            children = [canonical(loc) for loc, _ in sitemap.entries if same_site(loc, final)]
             logger.info("Sitemap index %s: %d sitemaps", url, len(children))
             return children
         if sitemap.kind != "urlset":
@@ -169,8 +187,8 @@ class SitemapMiddleware:
             location = response.headers.get(b"Location")
             if 300 <= response.status < 400 and location:
                 target = canonical(urljoin(url, safe_url_string(location.decode("latin-1"))))
-                if not same_host(target, url):
-                    logger.info("Sitemap %s redirects to another host (%s): not read", url, target)
+                if not same_site(target, url):
+                    logger.info("Sitemap %s redirects to another host or port (%s): not read", url, target)
                     return None
                 url = target
                 continue
@@ -188,7 +206,7 @@ class SitemapMiddleware:
         seeds: list[Entry] = []
         foreign = 0
         for loc, lastmod in entries:
-            if not same_host(loc, sitemap_url):
+            if not same_site(loc, sitemap_url):
                 foreign += 1
                 continue
             try:
@@ -228,7 +246,7 @@ class SitemapMiddleware:
         if row is None or row.get("state") != State.INDEXED:
             return
         last_fetched = as_utc(row.get("last_fetched"))
-        if unchanged_since_fetch(lastmod, last_fetched):
+        if unchanged_since_fetch(lastmod, last_fetched, datetime.now(UTC), self.trust_for):
             assert last_fetched is not None
             raise RequestRefused(
                 Status.SITEMAP_UNCHANGED,

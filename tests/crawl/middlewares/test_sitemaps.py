@@ -5,12 +5,15 @@ last fetch)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections import deque
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
@@ -22,7 +25,7 @@ from searchcrawl.rules.status_codes import Status
 from tests.components import source_crawler, state_of
 
 SITE = "http://h.test"
-FETCHED = datetime(2026, 11, 1, 12, tzinfo=UTC)
+FETCHED = datetime.now(UTC).replace(microsecond=0) - timedelta(days=2)  # within sitemap_trust_days
 
 
 def build(tmp_path: Path, extra: str = "") -> SitemapMiddleware:
@@ -78,3 +81,57 @@ def test_no_sparing_when_told_not_to_trust_lastmod_or_when_orphans_need_every_pa
     middleware.hints.add(f"{SITE}/old.html", FETCHED - timedelta(days=3))
     state_of(middleware.crawler).forced = True
     middleware.refuse_if_unchanged(known(f"{SITE}/old.html"))
+
+
+class SitemapServer:
+    """A stand-in for the engine's ``download_async``: the sitemaps a test serves, and the URLs
+    the middleware asked for (what would have reached the network)."""
+
+    def __init__(self, bodies: dict[str, bytes]) -> None:
+        self.bodies = bodies
+        self.requested: list[str] = []
+
+    async def download_async(self, request: Request) -> Response:
+        self.requested.append(request.url)
+        body = self.bodies.get(request.url)
+        return Response(request.url, status=200 if body is not None else 404, body=body or b"")
+
+
+def index(*children: str) -> bytes:
+    entries = "".join(f"<sitemap><loc>{child}</loc></sitemap>" for child in children)
+    return f'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</sitemapindex>'.encode()
+
+
+def test_a_sitemap_is_requested_only_on_its_sites_host_and_port_as_scrapy_reads_it(tmp_path: Path) -> None:
+    """A backslash made Scrapy request evil.test for a URL whose host read as h.test, and another
+    port of the site's host was requested: a hostile review found both (robots.txt and index)."""
+    middleware = build(tmp_path)
+    escape = "http://evil.test\\@h.test/index.xml"
+    robots = RobotsTxt.parse(f"Sitemap: {escape}\nSitemap: {SITE}:6379/s.xml\nSitemap: {SITE}:80/index.xml\n")
+    middleware.robots_txt_read(site=SITE, robots=robots)
+    assert middleware.sitemaps_of(SITE) == [f"{SITE}:80/index.xml"]
+    server = SitemapServer({f"{SITE}:80/index.xml": index(escape.replace("index", "c"), f"{SITE}:6379/s.xml", f"{SITE}/ok.xml")})
+    middleware.crawler.engine = server  # type: ignore[assignment]
+    asyncio.run(middleware.read_all(middleware.sitemaps_of(SITE)))
+    assert server.requested == [f"{SITE}:80/index.xml", f"{SITE}/ok.xml"]
+
+
+def test_an_index_of_many_children_queues_no_more_than_may_be_read(tmp_path: Path) -> None:
+    crawler = source_crawler(tmp_path, f'seeds = ["{SITE}/"]\n', SEARCHCRAWL_SITEMAP_MAX_FILES=4)
+    middleware = build_from_crawler(SitemapMiddleware, crawler)
+    queue: deque[str] = deque()
+    middleware.enqueue([f"{SITE}/s{number}.xml" for number in range(50_000)], queue, set())
+    assert list(queue) == [f"{SITE}/s{number}.xml" for number in range(4)]
+    server = SitemapServer({f"{SITE}/index.xml": index(*(f"{SITE}/s{number}.xml" for number in range(1_000)))})
+    middleware.crawler.engine = server  # type: ignore[assignment]
+    asyncio.run(middleware.read_all([f"{SITE}/index.xml", f"{SITE}/index.xml"]))
+    assert server.requested == [f"{SITE}/index.xml", f"{SITE}/s0.xml", f"{SITE}/s1.xml", f"{SITE}/s2.xml"]
+
+
+def test_a_page_fetched_longer_ago_than_sitemap_trust_days_is_requested_whatever_its_lastmod(tmp_path: Path) -> None:
+    middleware = build(tmp_path, "sitemap_trust_days = 7\n")
+    long_ago = datetime.now(UTC) - timedelta(days=8)
+    middleware.hints.add(f"{SITE}/gone.html", long_ago - timedelta(days=30))
+    middleware.refuse_if_unchanged(known(f"{SITE}/gone.html", fetched=long_ago))  # requested: its 404 can be seen
+    with pytest.raises(RequestRefused):
+        middleware.refuse_if_unchanged(known(f"{SITE}/gone.html", fetched=datetime.now(UTC) - timedelta(days=6)))
