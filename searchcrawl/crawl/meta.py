@@ -111,6 +111,10 @@ HANDLE_HTTPSTATUS_ALL = "handle_httpstatus_all"
 """Scrapy's switches: robots.txt fetches set all three (they follow redirects themselves, are
 fetched once, and read any status)."""
 
+DOWNLOAD_MAXSIZE = "download_maxsize"
+"""Scrapy's per-request bound on a response's bytes: a sitemap's is SEARCHCRAWL_SITEMAP_MAX_BYTES,
+not the source's (possibly much larger) ``max_download_bytes``."""
+
 PROXY = "proxy"
 PROXY_KEYS = (PROXY, "_auth_proxy", "_scheme_proxy")
 """Scrapy's proxy of a request (its HTTP/1.1 handler connects there) and HttpProxyMiddleware's

@@ -38,7 +38,15 @@ from w3lib.url import safe_url_string
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.frontier_scheduler import entry_from_request
-from searchcrawl.crawl.meta import DONT_REDIRECT, DONT_RETRY, HANDLE_HTTPSTATUS_ALL, KNOWN_ROW, SITEMAP_REQUEST, own_request
+from searchcrawl.crawl.meta import (
+    DONT_REDIRECT,
+    DONT_RETRY,
+    DOWNLOAD_MAXSIZE,
+    HANDLE_HTTPSTATUS_ALL,
+    KNOWN_ROW,
+    SITEMAP_REQUEST,
+    own_request,
+)
 from searchcrawl.crawl.middlewares.robots import site_of
 from searchcrawl.crawl.signals import robots_txt_read
 from searchcrawl.rules.lifecycle import Event, State
@@ -176,7 +184,13 @@ class SitemapMiddleware:
             request = Request(
                 url,
                 dont_filter=True,
-                meta={SITEMAP_REQUEST: True, DONT_REDIRECT: True, HANDLE_HTTPSTATUS_ALL: True, DONT_RETRY: True},
+                meta={
+                    SITEMAP_REQUEST: True,
+                    DONT_REDIRECT: True,
+                    HANDLE_HTTPSTATUS_ALL: True,
+                    DONT_RETRY: True,
+                    DOWNLOAD_MAXSIZE: self.max_bytes,  # not the source's max_download_bytes
+                },
             )
             try:
                 assert self.crawler.engine is not None
