@@ -92,6 +92,7 @@ SEARCHCRAWL_ROBOTS_RETRY_AFTER = 0
 SEARCHCRAWL_SITEMAP_MAX_FILES = 1000
 SEARCHCRAWL_SITEMAP_MAX_BYTES = 52_428_800
 SEARCHCRAWL_SITEMAP_MAX_URLS = 1_000_000
+SEARCHCRAWL_SITEMAP_MAX_SECONDS = 300  # reading one site's sitemaps (its pages wait meanwhile)
 # a source with an agent (files, database, mail, agent): content a listing hands over (a row, a
 # message) up to this many bytes travels with its queued request; larger is read again by the
 # agent when its turn comes (crawl/agent_spider.py)

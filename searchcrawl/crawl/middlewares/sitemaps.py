@@ -17,6 +17,7 @@ sitemaps are read (robots.txt has been, by then: RobotsMiddleware runs first). A
 deletes orphans needs every page's links, so it requests every page, as with conditional GETs.
 
 Bounds (hostile sitemaps): ``SEARCHCRAWL_SITEMAP_MAX_FILES`` files per crawl,
+``SEARCHCRAWL_SITEMAP_MAX_SECONDS`` reading one site's (or the source file's) sitemaps,
 ``SEARCHCRAWL_SITEMAP_MAX_BYTES`` of text per file (gzip included), 50,000 entries per file,
 ``SEARCHCRAWL_SITEMAP_MAX_URLS`` lastmod hints held (8-byte hashes); past a bound, a WARNING, and
 the URLs without a hint are simply requested.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -73,6 +75,7 @@ class SitemapMiddleware:
         self.trust_for = timedelta(days=settings.sitemap_trust_days)
         self.max_files = crawler.settings.getint("SEARCHCRAWL_SITEMAP_MAX_FILES")
         self.max_bytes = crawler.settings.getint("SEARCHCRAWL_SITEMAP_MAX_BYTES")
+        self.max_seconds = crawler.settings.getfloat("SEARCHCRAWL_SITEMAP_MAX_SECONDS")
         self.hints = LastmodHints(crawler.settings.getint("SEARCHCRAWL_SITEMAP_MAX_URLS"))
         self.listed: dict[str, list[str]] = {}  # site -> the Sitemap: lines of its robots.txt
         self.reading: dict[str, asyncio.Future[None]] = {}  # site (or CONFIGURED) -> its sitemaps being read
@@ -124,7 +127,13 @@ class SitemapMiddleware:
         queue: deque[str] = deque()
         queued: set[str] = set()
         self.enqueue(urls, queue, queued)
+        deadline = time.monotonic() + self.max_seconds
         while queue:
+            if time.monotonic() > deadline:  # a slow site's sitemaps hold its pages, and their slots
+                logger.warning(
+                    "Reading sitemaps took more than %ss: %d more are not read in this crawl", self.max_seconds, len(queue)
+                )
+                return
             url = queue.popleft()
             if url in self.fetched:  # read meanwhile for another site's robots.txt
                 continue

@@ -87,12 +87,13 @@ class SitemapServer:
     """A stand-in for the engine's ``download_async``: the sitemaps a test serves, and the URLs
     the middleware asked for (what would have reached the network)."""
 
-    def __init__(self, bodies: dict[str, bytes]) -> None:
-        self.bodies = bodies
+    def __init__(self, bodies: dict[str, bytes], seconds: float = 0) -> None:
+        self.bodies, self.seconds = bodies, seconds
         self.requested: list[str] = []
 
     async def download_async(self, request: Request) -> Response:
         self.requested.append(request.url)
+        await asyncio.sleep(self.seconds)
         body = self.bodies.get(request.url)
         return Response(request.url, status=200 if body is not None else 404, body=body or b"")
 
@@ -135,3 +136,15 @@ def test_a_page_fetched_longer_ago_than_sitemap_trust_days_is_requested_whatever
     middleware.refuse_if_unchanged(known(f"{SITE}/gone.html", fetched=long_ago))  # requested: its 404 can be seen
     with pytest.raises(RequestRefused):
         middleware.refuse_if_unchanged(known(f"{SITE}/gone.html", fetched=datetime.now(UTC) - timedelta(days=6)))
+
+
+def test_a_slow_sites_sitemaps_are_read_for_sitemap_max_seconds_only(tmp_path: Path) -> None:
+    """Its pages wait for its sitemaps, holding Scrapy's request slots: 1,000 sitemaps answered
+    just inside the download timeout would have held every site's crawl for hours."""
+    crawler = source_crawler(tmp_path, f'seeds = ["{SITE}/"]\n', SEARCHCRAWL_SITEMAP_MAX_SECONDS=0.25)
+    middleware = build_from_crawler(SitemapMiddleware, crawler)
+    children = [f"{SITE}/s{number}.xml" for number in range(20)]
+    server = SitemapServer({f"{SITE}/index.xml": index(*children)}, seconds=0.1)
+    middleware.crawler.engine = server  # type: ignore[assignment]
+    asyncio.run(middleware.read_all([f"{SITE}/index.xml"]))
+    assert 2 <= len(server.requested) <= 5, server.requested
