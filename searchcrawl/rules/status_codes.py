@@ -53,6 +53,7 @@ class Status(IntEnum):
     REDIRECT_LOOP = 940
     INTERNAL_ADDRESS = 941
     URL_TOO_LONG = 942
+    REDIRECT_UNREADABLE = 943
 
 
 CRAWLER_CODES: dict[Status, str] = {
@@ -105,6 +106,8 @@ CRAWLER_CODES: dict[Status, str] = {
     Status.INTERNAL_ADDRESS: "refused: the host is (or resolves to) a loopback, private or link-local address "
     "that the source's domain and port rules do not admit",
     Status.URL_TOO_LONG: "the URL is longer than SEARCHCRAWL_MAX_URL_LENGTH; never requested",
+    Status.REDIRECT_UNREADABLE: "a redirect to a URL that cannot be read (a port that is no number, a broken "
+    "address); not followed",
 }
 
 

@@ -58,6 +58,8 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
             redirected = super().process_response(request, response)
         except IgnoreRequest:  # Scrapy's chain bound (REDIRECT_MAX_TIMES)
             raise RequestRefused(Status.REDIRECT_LOOP, f"more than {self.max_redirect_times} redirects in a row") from None
+        except ValueError as exc:  # w3lib cannot read the Location (http://h:80:1/, http://[::1/): no request
+            raise RequestRefused(Status.REDIRECT_UNREADABLE, f"{response.status} to a URL that cannot be read ({exc})") from None
         if not isinstance(redirected, Request):
             header = response.headers.get(b"Location")
             if response.status in REDIRECTS and header is not None and not request.meta.get(DONT_REDIRECT):

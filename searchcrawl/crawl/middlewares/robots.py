@@ -143,10 +143,18 @@ class RobotsMiddleware:
                 return self._unavailable(site, f"is unreachable ({type(exc).__name__}: {exc})")
             finally:
                 self.downloading.discard(request)
-            location = response.headers.get(b"Location")
-            if 300 <= response.status < 400 and location:
-                url = canonical(urljoin(url, safe_url_string(location.decode("latin-1"))))
-                if urlsplit(url).scheme not in ("http", "https"):
+            if 300 <= response.status < 400:
+                # a redirect it cannot follow is a failure that may pass (status 935), as an
+                # outage is: not a rule that takes the site's documents out of the index
+                location = response.headers.get(b"Location")
+                if not location:
+                    return self._unavailable(site, f"answered {response.status} without a Location to follow")
+                try:
+                    url = canonical(urljoin(url, safe_url_string(location.decode("latin-1"))))
+                    scheme = urlsplit(url).scheme
+                except ValueError as exc:  # a port that is no number, a broken IPv6 address, ...
+                    return self._unavailable(site, f"redirects to a URL that cannot be read ({exc})")
+                if scheme not in ("http", "https"):
                     return self._unavailable(site, "redirects to a non-http(s) URL")
                 continue
             if robots_unreachable(response.status):  # "come back later"

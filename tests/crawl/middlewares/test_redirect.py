@@ -272,3 +272,16 @@ def test_a_chain_longer_than_redirect_max_times_is_refused(middleware: RedirectP
         follow(middleware, *redirect(302, "/hop3", request))
     assert refused.value.status == Status.REDIRECT_LOOP
     assert refused.value.reason == "more than 3 redirects in a row"
+
+
+def test_a_redirect_to_a_url_that_cannot_be_read_gets_a_status_of_its_own(
+    middleware: RedirectPolicyMiddleware, outcomes: list
+) -> None:
+    """w3lib raised out of Scrapy's middleware for these (a hostile review found it): the URL got
+    a connection failure's status, as if the site were down."""
+    for location in ("http://h.test:80:1/", "http://[::1/"):
+        with pytest.raises(RequestRefused) as refused:
+            follow(middleware, *redirect(302, location))
+        assert refused.value.status == Status.REDIRECT_UNREADABLE and int(refused.value.status) == 943
+        assert refused.value.reason.startswith("302 to a URL that cannot be read (")
+    assert outcomes == []

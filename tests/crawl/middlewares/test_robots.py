@@ -404,6 +404,35 @@ def test_a_redirect_to_a_non_http_url_is_not_followed(tmp_path: Path, site: Site
     assert site.paths() == ["/robots.txt"]
 
 
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ((302, {}, b""), "answered 302 without a Location to follow"),
+        ((304, {}, b""), "answered 304 without a Location to follow"),
+        ((300, {"Location": ""}, b""), "answered 300 without a Location to follow"),
+        ((302, {"Location": "http://127.0.0.1:80:1/robots.txt"}, b""), "redirects to a URL that cannot be read"),
+        ((301, {"Location": "http://[::1/robots.txt"}, b""), "redirects to a URL that cannot be read"),
+    ],
+)
+def test_a_redirect_that_cannot_be_followed_fails_the_sites_urls_once(
+    tmp_path: Path, site: Site, answer: tuple[int, dict[str, str], bytes], reason: str
+) -> None:
+    """A hostile review found them: no Location gave every URL 907 (an exclusion: the whole site
+    left the index at once), and a Location w3lib cannot read raised out of the fetch, so nothing
+    was cached and every page of the site fetched robots.txt again."""
+    site.responses["/robots.txt"] = answer
+    crawler = crawler_of(tmp_path, site.url)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        for path in ("a.html", "b.html", "c.html"):
+            refusal = await refused(middleware, f"{site.url}{path}")
+            assert refusal.status == Status.ROBOTS_UNAVAILABLE and refusal.outcome.event == Event.FAILED
+            assert refusal.reason.startswith(f"robots.txt of {site_of(site)} {reason}"), refusal.reason
+
+    run(crawler, scenario)
+    assert site.paths() == ["/robots.txt"]
+
+
 def test_a_redirect_to_an_internal_address_is_stopped_by_the_guard(tmp_path: Path, site: Site, serve) -> None:
     (tmp_path / "internal").mkdir()
     internal = serve(tmp_path / "internal", host="127.0.0.2")  # not admitted by the source
