@@ -6,7 +6,10 @@ crawler makes (links, redirects of every kind, meta refresh, robots.txt and its 
 what the rendering browser loads): a connection to an *internal* address (loopback, private,
 link-local, unique-local, unspecified, reserved, multicast, and their IPv4-mapped IPv6 forms) is
 made only when the source's domain rules *and* port rules admit that host and port, or when it is
-a seed's host and port (what the admin wrote is trusted). Public addresses are not restricted
+a seed's host and port (what the admin wrote is trusted). Domain rules admit internal addresses
+by a suffix ``include`` rule only, never by ``include_prefix`` (``intranet.`` matches
+``intranet.attacker.test`` too, a name anyone can point at 169.254.169.254), and a link-local
+address (a cloud's metadata service) is reached only as a seed's own site. Public addresses are not restricted
 here: the boundary and the redirect policy decide about them.
 
 The rule is applied to the address actually connected to: the crawl's DNS resolver
@@ -33,9 +36,19 @@ def ip_of(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         ip = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
     except ValueError:
         return None
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        # the IPv4 address an IPv6 form carries: mapped (::ffff:127.0.0.1) or 6to4 (2002:7f00:1::,
+        # which a 6to4 relay routes to 127.0.0.1)
+        embedded = ip.ipv4_mapped or ip.sixtofour
+        if embedded is not None:
+            return embedded
     return ip
+
+
+def is_link_local(address: str) -> bool:
+    """169.254.0.0/16 or fe80::/10: where cloud metadata services answer (169.254.169.254)."""
+    ip = ip_of(address)
+    return ip is not None and ip.is_link_local
 
 
 def is_internal_address(address: str) -> bool:
@@ -68,7 +81,8 @@ class AddressPolicy:
 
     def admits(self, host: str, port: int | None) -> bool:
         """May ``host:port`` be an internal address? A seed's site, or a host the domain rules
-        admit (an include rule, or with none, a seed host) on a port the port rules admit."""
+        name (a suffix include rule, or with none, a seed host: never an ``include_prefix``
+        rule, which matches a name under any domain) on a port the port rules admit."""
         host = normalize_host(host)
         if (host, port) in self.seed_sites:
             return True
@@ -78,9 +92,18 @@ class AddressPolicy:
         """Why a connection to ``host:port`` at ``addresses`` is refused, or None when allowed.
 
         Every address must be allowed: a name that resolves to a public and an internal
-        address could be connected to the internal one."""
+        address could be connected to the internal one. A link-local address (a cloud's
+        metadata service) only for a seed's own site: a domain rule is not enough."""
+        addresses = list(addresses)
         internal = [address for address in addresses if is_internal_address(address)]
-        if not internal or self.admits(host, port):
+        if not internal:
+            return None
+        where = normalize_host(host)
+        if (where, port) not in self.seed_sites:
+            link_local = next((address for address in internal if is_link_local(address)), None)
+            if link_local is not None:
+                return f"{where}:{port} is a link-local address ({link_local}), reached only as a seed's own site"
+        if self.admits(host, port):
             return None
         where = normalize_host(host)
         return f"{where}:{port} is an internal address ({internal[0]}) and the source's domain and port rules do not admit it"

@@ -375,13 +375,16 @@ class DomainCheck(BoundaryCheck):
             return f'domain include_prefix "{prefix}"'
         return None
 
-    def includes_host(self, host: str) -> bool:
-        """Do the domain rules admit ``host`` (normalised): an include rule, or with none, a seed host?"""
+    def names_host(self, host: str) -> bool:
+        """Do the domain rules name ``host`` (normalised): a suffix include rule, or with no
+        include rule, a seed host? Not an ``include_prefix`` rule: ``intranet.`` matches a label
+        under any domain, ``intranet.attacker.test`` too, so it admits pages, never a machine
+        that is reached at an internal address (searchcrawl/rules/addresses.py)."""
         if self.exclusion(host) is not None:
             return False
         if self.seed_default:
             return host in self.seed_ports
-        return self.inclusion(host) is not None
+        return bool(self._include) and _match_suffix(host, self._include) is not None
 
     def check(self, url: ScopeUrl, depth: int, explain: bool) -> ScopeDecision | None:
         if url.scheme not in DEFAULT_PORTS:
@@ -701,20 +704,18 @@ class Boundary:
             return False
         return self._domains.inclusion(host) is not None
 
-    def includes_host(self, host: str) -> bool:
-        """Do the domain rules admit ``host``: an include rule, or with none, a seed host?
-
-        The redirect guard lets a temporary redirect reach such a host even when it is internal
-        (and outside the boundary by a port, path or pattern rule): the source's owner named it.
-        """
-        return self._domains.includes_host(normalize_host(host))
+    def names_host(self, host: str) -> bool:
+        """Do the domain rules name ``host``: a suffix include rule, or with none, a seed host
+        (``DomainCheck.names_host``; never an ``include_prefix`` rule)? Such a host may be
+        reached at an internal address (searchcrawl/rules/addresses.py): the owner named it."""
+        return self._domains.names_host(normalize_host(host))
 
     def port_decision(self, host: str, port: int) -> ScopeDecision:
         """The port rules' decision on ``host:port`` alone (no domain, path or pattern rule)."""
         return self._ports.decide(normalize_host(host), port)
 
     def admits_site(self, host: str, port: int) -> bool:
-        """Do the domain rules admit ``host`` (as ``includes_host``) and the port rules ``port``
-        on it? The internal-address guard (searchcrawl/rules/addresses.py) asks this: path and pattern
-        rules say nothing about which machines a source may connect to."""
-        return self.includes_host(host) and self.port_decision(host, port).allowed
+        """Do the domain rules name ``host`` (``names_host``) and the port rules admit ``port`` on
+        it? The internal-address guard (searchcrawl/rules/addresses.py) asks this: path and
+        pattern rules say nothing about which machines a source may connect to."""
+        return self.names_host(host) and self.port_decision(host, port).allowed

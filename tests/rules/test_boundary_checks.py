@@ -152,7 +152,7 @@ def test_domains() -> None:
     assert both(included, "http://h/") == refused(
         Status.EXCLUDED_DOMAIN, "no domain include rule matches h (include: example.com)"
     )
-    assert included.includes_host("a.example.com") and not included.includes_host("h")
+    assert included.names_host("a.example.com") and not included.names_host("h")
 
 
 def test_ports() -> None:

@@ -119,15 +119,16 @@ class AddressGuardMiddleware:
 
 async def check_url(policy: AddressPolicy, url: str) -> tuple[Status, str] | None:
     """(status, reason) when ``url`` may not be requested under ``policy``, else None: a scheme
-    other than http(s), a name that does not resolve, or an internal address the policy does
-    not admit. Names are resolved only for a host and port the policy does not admit anyway."""
+        other than http(s), a name that does not resolve, or an internal address the policy does
+        not admit. Names are resolved only for a host and port the policy does not admit anyway (the
+    crawl's resolver checks the addresses an admitted name is connected to)."""
     scheme, host, port = site_of_url(url)
     if scheme not in SAFE_SCHEMES:
         return Status.EXCLUDED_SCHEME, f'scheme "{scheme}" is never fetched: {url}'
-    if policy.admits(host, port):
-        return None
     literal = ip_of(host)
-    if literal is not None:
+    if literal is None and policy.admits(host, port):
+        return None  # a name the rules admit: the resolver checks what it is connected to
+    if literal is not None:  # an address is checked here, whatever the rules (link-local: seeds only)
         addresses = [str(literal)]
     else:
         try:

@@ -126,3 +126,36 @@ def test_a_file_source_reads_only_below_its_seeds_folders(tmp_path: Path) -> Non
     assert check(middleware, f"file://{docs}/escape.html") == Status.EXCLUDED_PATH
     assert check(middleware, f"file://{docs}/../secret/passwd.html") == Status.EXCLUDED_PATH
     assert check(middleware, "http://127.0.0.2/") == Status.INTERNAL_ADDRESS  # http requests: the guard as usual
+
+
+def test_a_prefix_rule_admits_pages_but_never_an_internal_address(tmp_path: Path) -> None:
+    """``include_prefix = ["intranet."]`` matches intranet.attacker.test too, a name anyone can
+    point at an internal address (a hostile review): such a host is looked up, and refused."""
+    from searchcrawl.rules.addresses import AddressPolicy
+
+    middleware = guard(
+        tmp_path,
+        'seeds = ["http://intranet.corp.test/"]\ndomains = { include = ["corp.test"], include_prefix = ["intranet."] }\n',
+    )
+    policy: AddressPolicy = middleware.policy
+    assert policy.admits("wiki.corp.test", 80)  # a suffix rule names the owner's domain
+    assert not policy.admits("intranet.attacker.test", 80)
+    assert policy.refusal("intranet.attacker.test", 80, ["10.0.0.5"]) is not None
+    assert policy.refusal("intranet.attacker.test", 80, ["93.184.216.34"]) is None  # a public site: the boundary's call
+
+
+def test_a_link_local_address_is_reached_only_as_a_seeds_own_site(tmp_path: Path) -> None:
+    """169.254.169.254 is a cloud's metadata service: a domain rule that admits a host does not
+    admit it at that address, nor the address itself; a seed naming it does."""
+    from searchcrawl.rules.addresses import is_internal_address
+
+    ruled = guard(tmp_path, 'seeds = ["http://intranet.corp.test/"]\ndomains = { include = ["corp.test", "169.254.169.254"] }\n')
+    assert ruled.policy.refusal("meta.corp.test", 80, ["169.254.169.254"]) is not None
+    assert ruled.policy.refusal("meta.corp.test", 80, ["10.0.0.5"]) is None  # private: the suffix rule admits it
+    assert check(ruled, "http://169.254.169.254/latest/meta-data/") == Status.INTERNAL_ADDRESS
+    assert check(ruled, "http://[fe80::1]/") == Status.INTERNAL_ADDRESS
+    seeded = guard(tmp_path, 'seeds = ["http://169.254.169.254/latest/"]\n')
+    assert check(seeded, "http://169.254.169.254/latest/meta-data/") is None
+    # 6to4 forms of 127.0.0.1 and 169.254.169.254 (routed there by a 6to4 relay) are internal too
+    assert is_internal_address("2002:7f00:1::") and is_internal_address("2002:a9fe:a9fe::1")
+    assert check(ruled, "http://[2002:a9fe:a9fe::1]/") == Status.INTERNAL_ADDRESS
