@@ -23,9 +23,14 @@ MAX_TERM_BYTES = 1024
 TERM_FIELDS = frozenset({"author", "language", "mimetype"})
 TERM_SUFFIXES = ("_s", "_ss")
 
+# The marks Solr's highlighter puts around a match for the search page (searchcrawl/web/search.py):
+# private-use characters, removed from every text indexed, so that a page cannot show a highlight
+# of its own making.
+HIGHLIGHT_MARKS = ("\ue000", "\ue001")
+
 # C0 controls but tab, newline and carriage return; DEL; C1 controls; the two noncharacters
-# U+FFFE and U+FFFF (not allowed in XML, so not in a Solr XML update either).
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]")
+# U+FFFE and U+FFFF (not allowed in XML, so not in a Solr XML update either); the highlight marks.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff" + "".join(HIGHLIGHT_MARKS) + "]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

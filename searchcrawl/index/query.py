@@ -24,6 +24,9 @@ def term_filter(field: str, value: str) -> str:
     return "{!term f=" + field + "}" + value
 
 
+TIME_ALLOWED_MS = 5000  # a search's bound in Solr (not /select's default: cursorMark refuses it)
+
+
 def search_params(
     rows: int = 10,
     start: int = 0,
@@ -32,7 +35,8 @@ def search_params(
     highlight: tuple[str, str] = ("*", "*"),
 ) -> dict[str, Any]:
     """The parameters of a search (besides ``q``): one hit per URL, the hit fields, a highlighted
-    snippet from ``content`` between ``highlight``'s two markers."""
+    snippet from ``content`` between ``highlight``'s two markers, and at most ``TIME_ALLOWED_MS``
+    of Solr's time (a visitor's ``content:/.*a.*b.*/`` or ``*e*`` gets what was found by then)."""
     fq = [COLLAPSE]
     if source:
         fq.append(term_filter("source", source))
@@ -46,6 +50,7 @@ def search_params(
         "hl.tag.pre": highlight[0],
         "hl.tag.post": highlight[1],
         "fq": fq,
+        "timeAllowed": TIME_ALLOWED_MS,
     }
 
 

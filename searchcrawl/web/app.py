@@ -28,11 +28,13 @@ from datetime import datetime
 from pathlib import Path
 from secrets import token_urlsafe
 from typing import Any
+from urllib.parse import parse_qsl
 
 import pysolr
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData, UploadFile
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -51,12 +53,16 @@ from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.runs import Runs
 from searchcrawl.web import admin
 from searchcrawl.web.search import FACET_TITLES, SearchRequest, run_search
-from searchcrawl.web.sessions import Sessions
+from searchcrawl.web.sessions import LoginThrottle, Sessions
 
 logger = logging.getLogger(__name__)
 
 SESSION_COOKIE = "searchcrawl_session"
 LOGIN_COOKIE = "searchcrawl_login"  # the login form's own CSRF token (double submit)
+# The application's forms are small and URL-encoded: anything else is refused before it is read
+# (Starlette reads any form whole: a login POST could hold a gigabyte before its token was checked)
+FORM_TYPE = "application/x-www-form-urlencoded"
+MAX_FORM_BYTES = 16_384
 DOCUMENT_ROWS = 50
 # No script from anywhere, no plugin, no frame; styles and images from this application only.
 SECURITY_HEADERS = {
@@ -119,6 +125,7 @@ class SecurityHeaders:
 class WebApp:
     config: WebConfig
     sessions: Sessions = field(init=False)
+    throttle: LoginThrottle = field(default_factory=LoginThrottle, init=False)
     templates: Environment = field(init=False)
     _database: Database | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -176,15 +183,25 @@ class WebApp:
     async def login(self, request: Request) -> Response:
         if not self.sessions.enabled:
             return self.render(request, "admin_off.html", 404)
-        form = await request.form()
+        client = request.client.host if request.client is not None else "-"
+        wait = self.throttle.wait(client)
+        if wait > 0:  # before anything is read: guessing is slowed down, whatever the form holds
+            refused = self.render(request, "forbidden.html", 429, reason=f"Too many failed logins: try again in {wait:.0f} s.")
+            refused.headers["retry-after"] = str(int(wait) + 1)
+            return refused
+        form = await small_form(request)
+        if form is None:
+            return self.render(request, "forbidden.html", 413, reason="Not a login form.")
         expected = request.cookies.get(LOGIN_COOKIE)
         sent = str(form.get("login_token", ""))
         if not expected or not hmac.compare_digest(expected.encode(), sent.encode()):
             return self.render(request, "forbidden.html", 403, reason="The login form has expired; load it again.")
         user, password = str(form.get("username", "")), str(form.get("password", ""))
         if not self.sessions.check(user, password):
-            logger.info("Web administration: failed login")
+            self.throttle.failed(client)
+            logger.warning("Web administration: failed login from %s", client)
             return self.render(request, "login.html", 403, login_token=expected, failed=True)
+        self.throttle.succeeded(client)
         logger.info("Web administration: login")
         response = RedirectResponse(self.url("/admin"), status_code=303)
         self._cookie(request, response, SESSION_COOKIE, self.sessions.login(user), int(self.config.session_lifetime))
@@ -222,7 +239,9 @@ class WebApp:
                 return self.render(request, "forbidden.html", 403, reason="Not logged in.")
             return RedirectResponse(self.url("/admin/login"), status_code=303)
         if post:
-            form = await request.form()
+            form = await small_form(request)
+            if form is None:
+                return self.render(request, "forbidden.html", 413, reason="Not a form of this application.")
             if not Sessions.csrf_ok(session, str(form.get("csrf", "")) or None):
                 logger.warning("Web administration: POST to %s without its CSRF token refused", request.url.path)
                 return self.render(request, "forbidden.html", 403, reason="The form's token is missing or stale.")
@@ -323,7 +342,7 @@ class WebApp:
         name = await self._admin_source(request, post=True)
         if isinstance(name, Response):
             return name
-        url = str((await request.form()).get("url", "")).strip()
+        url = str((await small_form(request) or FormData()).get("url", "")).strip()
         if not url.lower().startswith(("http://", "https://", "file:", "ftp://")) or len(url) > 8192:
             ok, text = False, "Give an absolute URL (http://, https://, ftp:// or file:)."
         else:
@@ -335,13 +354,14 @@ class WebApp:
         if denied is not None:
             return denied
         name = self._source(request)
-        action = str((await request.form()).get("action", ""))
+        form = await small_form(request) or FormData()
+        action = str(form.get("action", ""))
         if name is None or action not in ACTIONS:
             return self.render(request, "forbidden.html", 404, reason="No such source or action.")
         outcome = await _in_thread(control, self.database, self.config.launcher, name, action, self.config.stale_after)
         logger.info("Web administration: %s %s: %s", action, name, outcome.message)
         self.sessions.flash(request.cookies.get(SESSION_COOKIE), outcome.message)
-        back = str((await request.form()).get("back", ""))
+        back = str(form.get("back", ""))
         target = back if back.startswith("/admin") and "//" not in back else f"/admin/sources/{name}"
         return RedirectResponse(self.url(target), status_code=303)
 
@@ -354,6 +374,25 @@ def _int(value: str | None) -> int | None:
         return int(value) if value is not None and value != "" else None
     except ValueError:
         return None
+
+
+async def small_form(request: Request) -> FormData | None:
+    """The request's URL-encoded form, read once (kept on the request) and at most
+    ``MAX_FORM_BYTES``; None for another content type or a larger body, which is not read on."""
+    if hasattr(request.state, "form"):
+        return request.state.form
+    form: FormData | None = None
+    if request.headers.get("content-type", "").split(";", 1)[0].strip().lower() == FORM_TYPE:
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_FORM_BYTES:
+                break
+        else:
+            pairs = parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True, encoding="utf-8", errors="replace")
+            form = FormData(list[tuple[str, str | UploadFile]](pairs))
+    request.state.form = form
+    return form
 
 
 async def _in_thread(function: Callable[..., Any], *args: Any) -> Any:

@@ -19,9 +19,10 @@ from urllib.parse import urlencode, urlsplit
 import pysolr
 from markupsafe import Markup, escape
 
+from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.index.query import search_params, snippet_of, term_filter, unique_hits
 
-MARK_OPEN, MARK_CLOSE = "\ue000", "\ue001"
+MARK_OPEN, MARK_CLOSE = HIGHLIGHT_MARKS  # removed from every text indexed: only Solr makes them
 # URL parameter -> Solr field, in the order the facets are shown
 FACETS = {"source": "source", "host": "host", "type": "mimetype", "lang": "language"}
 FACET_TITLES = {"source": "Source", "host": "Host", "type": "Type", "lang": "Language", "modified": "Last modified"}

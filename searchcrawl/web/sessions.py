@@ -5,6 +5,11 @@ nothing about the session can be read or forged from the cookie, a logout ends i
 and a restart logs everyone out. Their number is bounded (the oldest goes first) and each expires
 after ``lifetime`` seconds. The credentials come from the secrets mechanism
 (SEARCHCRAWL_WEB_USERNAME, SEARCHCRAWL_WEB_PASSWORD or _FILE) and are compared in constant time.
+
+Guessing is slowed down (``LoginThrottle``): after a few failed logins from one client address,
+its next attempt waits a delay that doubles with each failure (up to 15 minutes), and past a
+number of failures a minute from all clients together, every login waits out the minute. A
+client behind a reverse proxy shares the proxy's address with every other one.
 """
 
 from __future__ import annotations
@@ -14,9 +19,14 @@ import secrets as random_tokens
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 MAX_SESSIONS = 1000
+FREE_FAILURES = 5  # failed logins from one address before its attempts are slowed down
+MAX_DELAY = 900.0  # seconds: the longest wait between two attempts of one address
+GLOBAL_FAILURES_PER_MINUTE = 60  # failed logins a minute from all addresses together
+MAX_CLIENTS = 10_000  # addresses remembered (the oldest forgotten first)
 
 
 @dataclass(frozen=True)
@@ -87,3 +97,45 @@ class Sessions:
     def csrf_ok(session: Session | None, sent: str | None) -> bool:
         """Whether a POST carries its session's CSRF token (constant-time comparison)."""
         return session is not None and sent is not None and hmac.compare_digest(session.csrf.encode(), sent.encode())
+
+
+class LoginThrottle:
+    """Failed logins per client address, and from all addresses in the current minute: whether
+    an attempt may be checked now, or in how many seconds. Bounded memory (``MAX_CLIENTS``)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # address -> (count, last)
+        self._minute = (0.0, 0)  # (start of the current minute, failures in it)
+        self._lock = threading.Lock()
+
+    def wait(self, client: str) -> float:
+        """Seconds before ``client`` may try again (0: now)."""
+        now = self.clock()
+        with self._lock:
+            start, failures = self._minute
+            if now - start < 60 and failures >= GLOBAL_FAILURES_PER_MINUTE:
+                return start + 60 - now
+            count, last = self._failures.get(client, (0, now))
+            if count < FREE_FAILURES:
+                return 0.0
+            delay = min(MAX_DELAY, 2.0 ** (count - FREE_FAILURES))
+            return max(0.0, last + delay - now)
+
+    def failed(self, client: str) -> None:
+        now = self.clock()
+        with self._lock:
+            start, failures = self._minute
+            self._minute = (start, failures + 1) if now - start < 60 else (now, 1)
+            count, _last = self._failures.pop(client, (0, now))
+            self._failures[client] = (count + 1, now)
+            while len(self._failures) > MAX_CLIENTS:
+                self._failures.popitem(last=False)
+
+    def succeeded(self, client: str) -> None:
+        with self._lock:
+            self._failures.pop(client, None)
+
+    def __len__(self) -> int:
+        """Client addresses with failed logins remembered."""
+        return len(self._failures)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs
 
-from searchcrawl.index.query import search_params, snippet_of, term_filter, unique_hits
+from searchcrawl.index.query import TIME_ALLOWED_MS, search_params, snippet_of, term_filter, unique_hits
 from searchcrawl.web.search import MARK_CLOSE, MARK_OPEN, MAX_PAGE, SearchRequest, display_url, facets, highlighted, suggestions
 
 
@@ -72,6 +72,7 @@ def test_the_query_module_collapses_and_drops_a_url_shown() -> None:
     params = search_params(10, 20, source="docs", filters=["x:y"])
     assert params["fq"] == ["{!collapse field=url nullPolicy=expand}", term_filter("source", "docs"), "x:y"]
     assert params["start"] == 20
+    assert params["timeAllowed"] == TIME_ALLOWED_MS  # a visitor's costly query gets what Solr found by then
     docs = [{"id": "a!u", "url": "u"}, {"id": "b!u", "url": "u"}, {"id": "c!v", "url": "v"}]
     assert [doc["id"] for doc in unique_hits(docs)] == ["a!u", "c!v"]
     assert snippet_of({"id": "a!u", "description": "d"}, {"a!u": {"content": ["one\n  two"]}}) == "one two"
