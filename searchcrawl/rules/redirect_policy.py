@@ -34,9 +34,12 @@ class RedirectVerdict:
     target_status: Status | None = None  # the boundary's code for a refused permanent target
 
 
-def decide_redirect(status: int, target: str, depth: int, chain: Sequence[str], boundary: Boundary) -> RedirectVerdict:
+def decide_redirect(
+    status: int, target: str, depth: int, chain: Sequence[str], boundary: Boundary, left: bool = False
+) -> RedirectVerdict:
     """Follow a ``status`` redirect to ``target``? ``chain`` holds the URLs redirected so far,
-    the current one last."""
+    the current one last; ``left``: the current one is already outside the boundary (a
+    temporary redirect let it out), so a target outside it is a second step out, not followed."""
     if target in chain:
         return RedirectVerdict(False, f"redirect loop back to {target}", Status.REDIRECT_LOOP)
     decision = boundary.check(target, depth)
@@ -47,6 +50,10 @@ def decide_redirect(status: int, target: str, depth: int, chain: Sequence[str], 
     if status in PERMANENT:
         return RedirectVerdict(
             False, f"{status} to {target}, outside the boundary ({decision.rule})", target_status=decision.status
+        )
+    if left:  # only the last step may leave: evil1 -> 302 -> evil2 -> ... is not a way out
+        return RedirectVerdict(
+            False, f"{status} to {target}, a second step outside the boundary ({decision.rule})", decision.status
         )
     _scheme, host, port = site_of_url(target)
     ports = boundary.port_decision(host, port) if port is not None else decision

@@ -74,7 +74,8 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
         target = canonical(redirected.url)
         depth = request.meta.get(DEPTH, 0)
         chain = redirected.meta[REDIRECT_URLS]
-        verdict = decide_redirect(response.status, target, depth, chain, self.context.boundary)
+        left = bool(request.meta.get(LEAVES_BOUNDARY))
+        verdict = decide_redirect(response.status, target, depth, chain, self.context.boundary, left)
         if not verdict.follow:
             logger.info("Redirect not followed: %s: %s", request.url, verdict.reason)
             if verdict.target_status is not None:  # a permanent redirect out of the boundary

@@ -285,3 +285,15 @@ def test_a_redirect_to_a_url_that_cannot_be_read_gets_a_status_of_its_own(
         assert refused.value.status == Status.REDIRECT_UNREADABLE and int(refused.value.status) == 943
         assert refused.value.reason.startswith("302 to a URL that cannot be read (")
     assert outcomes == []
+
+
+def test_only_the_last_step_of_a_chain_may_leave_the_boundary(middleware: RedirectPolicyMiddleware) -> None:
+    """A hostile review: third.test -> 302 -> fourth.test was followed too."""
+    first = follow(middleware, *redirect(302, "http://third.test/a.html"))
+    assert isinstance(first, Request) and first.meta[LEAVES_BOUNDARY] == "http://third.test/a.html"
+    with pytest.raises(RequestRefused) as refused:
+        follow(middleware, *redirect(302, "http://fourth.test/b.html", first))
+    assert refused.value.status == Status.EXCLUDED_DOMAIN
+    assert "a second step outside the boundary" in refused.value.reason
+    back_inside = follow(middleware, *redirect(302, "http://h.test/c.html", first))
+    assert isinstance(back_inside, Request) and back_inside.meta[LEAVES_BOUNDARY] is None
