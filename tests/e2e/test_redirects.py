@@ -171,7 +171,8 @@ paths = {{ "127.0.0.1" = {{ exclude = ["/other/"] }} }}
 
 def test_redirect_to_127_0_0_2_from_an_out_of_boundary_host(project, serve, tmp_path, solr) -> None:
     """in-boundary page -302-> 127.0.0.3 (outside by a path rule, host admitted: followed)
-    -302-> 127.0.0.2 (outside, not admitted, loopback): refused by the guard."""
+    -302-> 127.0.0.2 (outside, not admitted, loopback): a second step out of the boundary, not
+    followed (before this rule, the internal-address guard refused it: status 941)."""
     roots = {name: tmp_path / name for name in ("seed", "hop", "target")}
     for root in roots.values():
         root.mkdir()
@@ -195,8 +196,8 @@ paths = {{ "127.0.0.3" = {{ include = ["/docs/"] }} }}
     table = project.table()
     assert table.get(name, f"{seed.url}go")["status"] == 302
     assert hop.paths() == ["/robots.txt", "/elsewhere"]  # followed out of the boundary (robots.txt checked first)
-    assert table.get(name, f"{hop.url}elsewhere")["status"] == 302
-    row = table.get(name, f"{target.url}secret.html")
-    assert row["status"] == Status.INTERNAL_ADDRESS and "127.0.0.2" in row["reason"]
+    hop_row = table.get(name, f"{hop.url}elsewhere")
+    assert hop_row["status"] == Status.EXCLUDED_DOMAIN and "a second step outside the boundary" in hop_row["reason"]
+    assert table.get(name, f"{target.url}secret.html") is None
     assert target.requests == []
     assert {doc["url"] for doc in solr_docs(solr, name)} == {f"{seed.url}index.html"}
