@@ -26,8 +26,9 @@ from scrapy.utils.sitemap import Sitemap
 from searchcrawl.rules.urls import canonical
 
 SITEMAP_MAX_URLS = 50_000  # per file, sitemaps.org's own limit
-# elements read per entry allowed: an entry and what its extensions nest (<image:image> and its
-# <image:loc>, <video:video>, ...); past that, the file is junk, and reading it stops
+# elements read per entry allowed: an entry, its <loc>, <lastmod>, ... and what its extensions
+# nest (<image:image> and its <image:loc>, <video:video>, ...); past that, the file is junk, and
+# reading it stops
 ELEMENTS_PER_URL = 20
 ENTRY_TAGS = ("url", "sitemap")
 GZIP_MAGIC = b"\x1f\x8b"
@@ -125,11 +126,12 @@ def read_sitemap(body: bytes, max_bytes: int, max_urls: int = SITEMAP_MAX_URLS) 
 
 class BoundedSitemap(Sitemap):
     """Scrapy's ``Sitemap`` parser (its lxml options: no entities, no network, recovery), read
-    within bounds for hostile files: every element is freed once read, and at most
-    ``max_elements`` elements (an entry's own children aside) are read. Scrapy's own reading
-    frees ``<url>`` and ``<sitemap>`` only: 5 MiB of ``<x/>`` (5 KB gzipped) were held as a 160 MB tree and took 6 s
-    of CPU. An entry is a ``<url>`` or ``<sitemap>`` at any depth, as in Scrapy: its children's
-    text by their local names (``loc``, ``lastmod``, ...)."""
+    within bounds for hostile files: every element is freed as soon as it ends (an entry's
+    children once their text is taken), and at most ``max_elements`` elements are read. Scrapy's
+    own reading frees ``<url>`` and ``<sitemap>`` only, with their children: 5 MiB of ``<x/>``
+    (5 KB gzipped) beside or inside an entry were held as a tree of 160 MB. An entry is a
+    ``<url>`` or ``<sitemap>`` at any depth, as in Scrapy: the text of its own children by their
+    local names (``loc``, ``lastmod``, ...), the last one of a name winning."""
 
     __slots__ = ("max_elements", "unread")
 
@@ -140,18 +142,22 @@ class BoundedSitemap(Sitemap):
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         read = 0
+        entries: list[dict[str, str]] = []  # the fields of the entries open around this element
         for event, element in self.xmliter:
+            name = local_name(element)
             if event == "start":
+                if name in ENTRY_TAGS:
+                    entries.append({})
                 continue
             parent = element.getparent()
             if parent is None:
                 continue  # the root
-            if local_name(element) in ENTRY_TAGS:
-                entry = {name: (child.text or "").strip() for child in element if (name := local_name(child))}
-                if entry.get("loc") is not None:
+            if name in ENTRY_TAGS and entries:
+                entry = entries.pop()
+                if "loc" in entry:
                     yield entry
-            elif local_name(parent) in ENTRY_TAGS:
-                continue  # an entry's own child: read, and freed, with its entry
+            elif entries and local_name(parent) in ENTRY_TAGS and name:
+                entries[-1][name] = (element.text or "").strip()
             element.clear()
             while element.getprevious() is not None:
                 del parent[0]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import functools
-from urllib.parse import urlparse
+from urllib.parse import urljoin, urlparse
 
-from w3lib.url import canonicalize_url
+from w3lib.url import canonicalize_url, safe_url_string
 
 
 @functools.lru_cache(maxsize=65_536)  # the same links recur on page after page of a site
@@ -14,6 +14,16 @@ def canonical(url: str) -> str:
     a link such as ``http://user:pw@host/`` must not carry its password into the document table,
     the logs, the reports or the index. Idempotent."""
     return without_userinfo(canonicalize_url(url, keep_fragments=False))
+
+
+def location_target(url: str, location: bytes) -> str | None:
+    """The canonical URL a redirect of ``url`` with the ``Location`` header ``location`` points
+    to, read as Scrapy reads it (w3lib); None when it cannot be read (``http://h:80:1/``,
+    ``http://[::1/``): a redirect nowhere, never an exception."""
+    try:
+        return canonical(urljoin(url, safe_url_string(location.decode("latin-1"))))
+    except ValueError:
+        return None
 
 
 def without_userinfo(url: str) -> str:

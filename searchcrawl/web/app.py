@@ -22,7 +22,7 @@ import hmac
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -183,15 +183,17 @@ class WebApp:
     async def login(self, request: Request) -> Response:
         if not self.sessions.enabled:
             return self.render(request, "admin_off.html", 404)
-        client = request.client.host if request.client is not None else "-"
-        wait = self.throttle.wait(client)
-        if wait > 0:  # before anything is read: guessing is slowed down, whatever the form holds
-            refused = self.render(request, "forbidden.html", 429, reason=f"Too many failed logins: try again in {wait:.0f} s.")
-            refused.headers["retry-after"] = str(int(wait) + 1)
-            return refused
         form = await small_form(request)
         if form is None:
             return self.render(request, "forbidden.html", 413, reason="Not a login form.")
+        # from the throttle's answer to the failure it records, no await: concurrent attempts of
+        # one address cannot all pass while its count is still low
+        client = request.client.host if request.client is not None else "-"
+        wait = self.throttle.wait(client)
+        if wait > 0:  # guessing is slowed down, whatever the form holds
+            refused = self.render(request, "forbidden.html", 429, reason=f"Too many failed logins: try again in {wait:.0f} s.")
+            refused.headers["retry-after"] = str(int(wait) + 1)
+            return refused
         expected = request.cookies.get(LOGIN_COOKIE)
         sent = str(form.get("login_token", ""))
         if not expected or not hmac.compare_digest(expected.encode(), sent.encode()):
@@ -384,11 +386,12 @@ async def small_form(request: Request) -> FormData | None:
     form: FormData | None = None
     if request.headers.get("content-type", "").split(";", 1)[0].strip().lower() == FORM_TYPE:
         body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_FORM_BYTES:
-                break
-        else:
+        async with aclosing(request.stream()) as chunks:
+            async for chunk in chunks:
+                body += chunk
+                if len(body) > MAX_FORM_BYTES:
+                    break
+        if len(body) <= MAX_FORM_BYTES:
             pairs = parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True, encoding="utf-8", errors="replace")
             form = FormData(list[tuple[str, str | UploadFile]](pairs))
     request.state.form = form

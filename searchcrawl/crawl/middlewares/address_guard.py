@@ -117,7 +117,7 @@ class AddressGuardMiddleware:
             raise RequestRefused(Status.EXCLUDED_PATH, f"{url} is (or links to) a file outside the seeds' folders")
 
 
-async def check_url(policy: AddressPolicy, url: str) -> tuple[Status, str] | None:
+async def check_url(policy: AddressPolicy, url: str, connects_itself: bool = False) -> tuple[Status, str] | None:
     """(status, reason) when ``url`` may not be requested under ``policy``, else None: a scheme
         other than http(s), a name that does not resolve, or an internal address the policy does
         not admit. Names are resolved only for a host and port the policy does not admit anyway (the
@@ -126,8 +126,8 @@ async def check_url(policy: AddressPolicy, url: str) -> tuple[Status, str] | Non
     if scheme not in SAFE_SCHEMES:
         return Status.EXCLUDED_SCHEME, f'scheme "{scheme}" is never fetched: {url}'
     literal = ip_of(host)
-    if literal is None and policy.admits(host, port):
-        return None  # a name the rules admit: the resolver checks what it is connected to
+    if literal is None and policy.admits(host, port) and not connects_itself:
+        return None  # a name the rules admit: the crawl's resolver checks what it is connected to
     if literal is not None:  # an address is checked here, whatever the rules (link-local: seeds only)
         addresses = [str(literal)]
     else:
@@ -159,4 +159,4 @@ class BrowserRequestGuard:
             return True
         if site_of_url(request.url)[0] in ("data", "blob", "about"):
             return False
-        return await check_url(self.policy, request.url) is not None
+        return await check_url(self.policy, request.url, connects_itself=True) is not None

@@ -74,7 +74,7 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
         target = canonical(redirected.url)
         depth = request.meta.get(DEPTH, 0)
         chain = redirected.meta[REDIRECT_URLS]
-        left = bool(request.meta.get(LEAVES_BOUNDARY))
+        left = request.meta.get(LEAVES_BOUNDARY) == request.url  # as BoundaryMiddleware lets it out
         verdict = decide_redirect(response.status, target, depth, chain, self.context.boundary, left)
         if not verdict.follow:
             logger.info("Redirect not followed: %s: %s", request.url, verdict.reason)

@@ -15,12 +15,11 @@ import asyncio
 import logging
 import time
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import StopDownload
-from w3lib.url import safe_url_string
 
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
@@ -38,7 +37,7 @@ from searchcrawl.crawl.signals import robots_txt_read
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
 from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status, describe_failure, status_for_exception
-from searchcrawl.rules.urls import canonical
+from searchcrawl.rules.urls import location_target
 
 logger = logging.getLogger(__name__)
 
@@ -149,12 +148,11 @@ class RobotsMiddleware:
                 location = response.headers.get(b"Location")
                 if not location:
                     return self._unavailable(site, f"answered {response.status} without a Location to follow")
-                try:
-                    url = canonical(urljoin(url, safe_url_string(location.decode("latin-1"))))
-                    scheme = urlsplit(url).scheme
-                except ValueError as exc:  # a port that is no number, a broken IPv6 address, ...
-                    return self._unavailable(site, f"redirects to a URL that cannot be read ({exc})")
-                if scheme not in ("http", "https"):
+                target = location_target(url, location)
+                if target is None:  # a port that is no number, a broken IPv6 address, ...
+                    return self._unavailable(site, "redirects to a URL that cannot be read")
+                url = target
+                if urlsplit(url).scheme not in ("http", "https"):
                     return self._unavailable(site, "redirects to a non-http(s) URL")
                 continue
             if robots_unreachable(response.status):  # "come back later"

@@ -31,11 +31,9 @@ import time
 from collections import deque
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urljoin
 
 from scrapy import Request
 from scrapy.crawler import Crawler
-from w3lib.url import safe_url_string
 
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
@@ -55,7 +53,7 @@ from searchcrawl.rules.lifecycle import Event, State
 from searchcrawl.rules.robots_txt import RobotsTxt
 from searchcrawl.rules.sitemaps import LastmodHints, SitemapTooLarge, read_sitemap, same_site, unchanged_since_fetch
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.rules.urls import canonical
+from searchcrawl.rules.urls import canonical, location_target
 from searchcrawl.store.database import as_utc
 from searchcrawl.store.frontier import Entry
 
@@ -209,7 +207,10 @@ class SitemapMiddleware:
                 return None
             location = response.headers.get(b"Location")
             if 300 <= response.status < 400 and location:
-                target = canonical(urljoin(url, safe_url_string(location.decode("latin-1"))))
+                target = location_target(url, location)
+                if target is None:
+                    logger.info("Sitemap %s redirects to a URL that cannot be read: not read", url)
+                    return None
                 if not same_site(target, url):
                     logger.info("Sitemap %s redirects to another host or port (%s): not read", url, target)
                     return None

@@ -159,3 +159,19 @@ def test_a_link_local_address_is_reached_only_as_a_seeds_own_site(tmp_path: Path
     # 6to4 forms of 127.0.0.1 and 169.254.169.254 (routed there by a 6to4 relay) are internal too
     assert is_internal_address("2002:7f00:1::") and is_internal_address("2002:a9fe:a9fe::1")
     assert check(ruled, "http://[2002:a9fe:a9fe::1]/") == Status.INTERNAL_ADDRESS
+
+
+def test_the_browser_gets_an_admitted_names_addresses_checked_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The crawl's resolver checks what an admitted name connects to; the rendering browser
+    resolves names itself, so for it an admitted name is looked up before it may load it (a
+    reviewer found an included name pointing at 169.254.169.254 loaded by the browser)."""
+    from searchcrawl.crawl.middlewares.address_guard import check_url
+
+    async def getaddrinfo(self: object, host: str, port: int, **kwargs: object) -> list[tuple[object, ...]]:
+        return [(2, 1, 6, "", ("169.254.169.254", port))]
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", getaddrinfo)
+    policy = guard(tmp_path, 'seeds = ["http://intranet.corp.test/"]\ndomains = { include = ["corp.test"] }\n').policy
+    assert asyncio.run(check_url(policy, "http://meta.corp.test/latest/")) is None  # the crawl: its resolver decides
+    refused = asyncio.run(check_url(policy, "http://meta.corp.test/latest/", connects_itself=True))
+    assert refused is not None and refused[0] == Status.INTERNAL_ADDRESS and "link-local" in refused[1]

@@ -6,6 +6,7 @@ last fetch)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -87,13 +88,15 @@ class SitemapServer:
     """A stand-in for the engine's ``download_async``: the sitemaps a test serves, and the URLs
     the middleware asked for (what would have reached the network)."""
 
-    def __init__(self, bodies: dict[str, bytes], seconds: float = 0) -> None:
-        self.bodies, self.seconds = bodies, seconds
+    def __init__(self, bodies: dict[str, bytes], seconds: float = 0, redirects: dict[str, str] | None = None) -> None:
+        self.bodies, self.seconds, self.redirects = bodies, seconds, redirects or {}
         self.requested: list[str] = []
 
     async def download_async(self, request: Request) -> Response:
         self.requested.append(request.url)
         await asyncio.sleep(self.seconds)
+        if request.url in self.redirects:
+            return Response(request.url, status=302, headers={"Location": self.redirects[request.url]})
         body = self.bodies.get(request.url)
         return Response(request.url, status=200 if body is not None else 404, body=body or b"")
 
@@ -148,3 +151,17 @@ def test_a_slow_sites_sitemaps_are_read_for_sitemap_max_seconds_only(tmp_path: P
     middleware.crawler.engine = server  # type: ignore[assignment]
     asyncio.run(middleware.read_all([f"{SITE}/index.xml"]))
     assert 2 <= len(server.requested) <= 5, server.requested
+
+
+def test_a_sitemap_redirect_to_a_url_that_cannot_be_read_is_passed_over_quietly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """It raised out of the fetch, logged as an ERROR with a traceback (a reviewer found it)."""
+    middleware = build(tmp_path)
+    server = SitemapServer({f"{SITE}/ok.xml": index()}, redirects={f"{SITE}/bad.xml": "http://[::1/s.xml"})
+    middleware.crawler.engine = server  # type: ignore[assignment]
+    with caplog.at_level(logging.INFO):
+        asyncio.run(middleware.read_all([f"{SITE}/bad.xml", f"{SITE}/ok.xml"]))
+    assert server.requested == [f"{SITE}/bad.xml", f"{SITE}/ok.xml"]
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert "redirects to a URL that cannot be read" in caplog.text
