@@ -37,6 +37,7 @@ from typing import Any
 from form2request import form2request
 from scrapy import Request
 from scrapy.crawler import Crawler
+from scrapy.exceptions import DownloadFailedError
 from scrapy.http import HtmlResponse, Response, TextResponse
 
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
@@ -195,10 +196,20 @@ class FormLoginMiddleware:
     async def _login(self, login: Login) -> str | None:
         """Log in once: None on success, else why it failed (counted toward giving up)."""
         logger.info("Logging in to %s at %s", login.key, login.form.url)
-        try:
-            failure = await self._submit(login)
-        except Exception as exc:  # the login page or the form unreachable, refused by a rule, ...
-            failure = f"{type(exc).__name__}: {exc}"
+        for attempt in (1, 2):
+            try:
+                failure = await self._submit(login)
+            except DownloadFailedError as exc:
+                # the connection was lost without an answer (a server closing a kept-alive
+                # connection as the form was sent, as Apache does after 5 idle seconds): sent
+                # again once, as a browser does; a login only makes a session
+                failure = f"{type(exc).__name__}: {exc}"
+                if attempt == 1:
+                    logger.info("The form login of %s got no answer (%s); sending it again", login.form.url, failure)
+                    continue
+            except Exception as exc:  # the login page or the form unreachable, refused by a rule, ...
+                failure = f"{type(exc).__name__}: {exc}"
+            break
         self.crawler.stats.inc_value("searchcrawl/logins" if failure is None else "searchcrawl/logins_failed")
         if failure is None:
             logger.info("Logged in to %s (session %d)", login.key, self.sessions.logged_in(login.key))
