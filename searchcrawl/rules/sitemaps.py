@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
+from searchcrawl.rules.boundary import DEFAULT_PORTS
 from searchcrawl.rules.urls import canonical
 
 SITEMAP_MAX_URLS = 50_000  # per file, sitemaps.org's own limit
@@ -173,9 +174,6 @@ def local_name(element: Any) -> str:
     if not isinstance(tag, str):
         return ""
     return tag.partition("}")[2] or tag
-
-
-DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def site_key(url: str) -> tuple[str, int | None] | None:
