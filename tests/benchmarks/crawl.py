@@ -95,11 +95,16 @@ class Bench:
         server: Nginx,
         site: SyntheticSite | RealSite,
         solr_pid: int | None = None,
+        settings: tuple[str, ...] = (),
     ) -> None:
         self.label, self.work, self.solr_url, self.server, self.site = label, work, solr_url, server, site
         self.pages = site.pages
         self.solr_pid = solr_pid  # known when the benchmark started the Solr itself
         self.source = f"bench{label}"
+        # `scrapy crawl` of the source, with --set's settings: every phase of the crawler's
+        self.crawl_command = [sys.executable, "-m", "scrapy", "crawl", self.source, "-s", "LOG_LEVEL=WARNING"]
+        for setting in settings:
+            self.crawl_command += ["-s", setting]
         self.seed = f"{server.url}{site_seed(site)}"
         self.sources = work / "sources"
         self.sources.mkdir(parents=True, exist_ok=True)
@@ -167,16 +172,13 @@ class Bench:
         )
 
     def crawl(self, label: str) -> dict[str, Any]:
-        return self.measure(
-            label, [sys.executable, "-m", "scrapy", "crawl", self.source, "-s", "LOG_LEVEL=WARNING"], ROOT, self.env
-        )
+        return self.measure(label, self.crawl_command, ROOT, self.env)
 
     def processes(self, count: int) -> dict[str, Any]:
         """Phase n: the full pipeline again, from an empty data folder, as one crawl of ``count``
         local processes (source key ``processes``; the SQLite document table shared)."""
         env = dict(self.env, SEARCHCRAWL_DATA_DIR=str(self.work / "processes-data"))
-        crawl = [sys.executable, "-m", "scrapy", "crawl", self.source, "-s", "LOG_LEVEL=WARNING"]
-        result = self.measure("n", [*crawl, "-s", f"SEARCHCRAWL_PROCESSES={count}"], ROOT, env)
+        result = self.measure("n", [*self.crawl_command, "-s", f"SEARCHCRAWL_PROCESSES={count}"], ROOT, env)
         result["processes"] = count
         return result
 
@@ -188,8 +190,7 @@ class Bench:
             raise SystemExit(f"{spy} is missing: pip install py-spy (the bench extra)")
         env = dict(self.env, SEARCHCRAWL_DATA_DIR=str(self.work / "profile-data"))
         spied = [str(spy), "record", "--format", "raw", "--rate", str(PROFILE_RATE), "--subprocesses", "--nonblocking"]
-        crawl = [sys.executable, "-m", "scrapy", "crawl", self.source, "-s", "LOG_LEVEL=WARNING"]
-        result = self.measure("p", [*spied, "-o", str(stacks), "--", *crawl], ROOT, env)
+        result = self.measure("p", [*spied, "-o", str(stacks), "--", *self.crawl_command], ROOT, env)
         # py-spy does not wait for the crawl (it watches it end): the runner's rusage holds py-spy alone
         result["cpu_s_per_1000_pages"] = result["peak_rss_mb"] = None
         result["stages"] = profile_file(stacks, PROFILE_RATE, result["requests"])
@@ -448,6 +449,9 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="then run phase b under py-spy: CPU ms per page by stage")
     parser.add_argument("--out", default="", help="folder for results.json, results.md, pages_per_second.png")
     parser.add_argument("--solr-url", default="", help="a Solr core to use (default: a dev Solr of its own)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a setting of every crawl of the crawler's (repeatable)"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="searchcrawl-bench-"))
     out = Path(args.out or work / "results")
@@ -473,7 +477,9 @@ def main() -> None:
             print(f"built the {label} site ({site.pages:,} pages) in {time.monotonic() - started:.0f}s", file=sys.stderr)
             with nginx(site.root, work / f"nginx{label}") as server:
                 capacity = capacity or server.capacity(site_pages(site, 2)[-1])
-                run = Bench(label, work / f"run{label}", solr_url, server, site, solr_pid).run(phases, args.processes)
+                run = Bench(label, work / f"run{label}", solr_url, server, site, solr_pid, tuple(args.set)).run(
+                    phases, args.processes
+                )
             run["targets"] = ratios(run)
             runs.append(run)
             print(json.dumps(run, default=str)[:2000], file=sys.stderr)

@@ -1,7 +1,5 @@
 """Attributes from HTML and headers (plain functions, real lxml parsing)."""
 
-import tarfile
-
 import html_text
 import pytest
 from lxml import html
@@ -15,7 +13,7 @@ from searchcrawl.content.extract import (
     visible_text,
 )
 from searchcrawl.crawl.pipelines.checksum import text_checksum
-from tests.conftest import corpus
+from tests.conftest import html_pages
 
 PAGE = b"""<!DOCTYPE html><html lang="en-GB"><head>
 <title>  Travel
@@ -68,21 +66,13 @@ def test_small_helpers() -> None:
 
 @pytest.mark.parametrize("archive", ["scipy-lectures-site.tar.xz", "nutch-site.tar.xz"])
 def test_visible_text_is_html_texts_text(archive: str) -> None:
-    """Our C-speed extraction gives exactly html-text's guess_layout=False text on real sites.
-    The pages are read from the archive as it is decompressed: unpacking the sites (40 MB of
-    images, scripts and pages) to disk first cost more CPU than the comparison."""
-    pages = 0
-    with tarfile.open(corpus(archive)) as tar:
-        for member in tar:
-            if not (member.isfile() and member.name.endswith(".html")):
-                continue
-            pages += 1
-            page = tar.extractfile(member)
-            assert page is not None
-            body = html.document_fromstring(page.read()).find("body")
-            if body is not None:
-                assert visible_text(body) == html_text.extract_text(body, guess_layout=False), member.name
-    assert pages > 200
+    """Our C-speed extraction gives exactly html-text's guess_layout=False text on real sites."""
+    pages = html_pages(archive)
+    for name, page in pages:
+        body = html.document_fromstring(page).find("body")
+        if body is not None:
+            assert visible_text(body) == html_text.extract_text(body, guess_layout=False), name
+    assert len(pages) > 200
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,6 @@ and its cache against resolving each link afresh, on generated URLs."""
 from __future__ import annotations
 
 import sys
-import tarfile
 
 import pytest
 from hypothesis import example, given, settings
@@ -27,7 +26,7 @@ from searchcrawl.content.links import (
 )
 from searchcrawl.crawl.spider import DOCUMENT_EXTENSIONS, ignored_suffixes
 from searchcrawl.rules.urls import has_extension
-from tests.conftest import corpus
+from tests.conftest import html_pages
 
 IGNORED = ignored_suffixes(DOCUMENT_EXTENSIONS)
 # what the crawler followed before content/links.py: Scrapy's extractor, then the suffix test
@@ -52,23 +51,16 @@ def test_the_links_of_real_pages_are_scrapys(archive: str, every: int) -> None:
     """Every HTML page of the Sphinx site and every third of the Nutch Javadoc (1,546 pages in
     all), through one DocumentLinks, so that its cache serves page after page: the same URLs in
     the same order as Scrapy's LinkExtractor, but for links to the page's own fragments."""
-    links, pages, resolved = DocumentLinks(IGNORED), 0, 0
-    with tarfile.open(corpus(archive)) as tar:
-        for member in tar:
-            if not (member.isfile() and member.name.endswith(".html")):
-                continue
-            pages += 1
-            if pages % every:
-                continue
-            page = tar.extractfile(member)
-            assert page is not None
-            url = f"http://intranet.example/{member.name}"
-            response = HtmlResponse(url, body=page.read(), headers={"Content-Type": "text/html; charset=utf-8"})
-            without_fragment_links(response)
-            expected = scrapy_links(response)
-            assert links.of(response.selector.root, url, get_base_url(response), response.encoding) == expected, url
-            resolved += len(expected)
-    assert pages > 200 and resolved > 3000
+    links, resolved = DocumentLinks(IGNORED), 0
+    pages = html_pages(archive)
+    for name, page in pages[every - 1 :: every]:
+        url = f"http://intranet.example/{name}"
+        response = HtmlResponse(url, body=page, headers={"Content-Type": "text/html; charset=utf-8"})
+        without_fragment_links(response)
+        expected = scrapy_links(response)
+        assert links.of(response.selector.root, url, get_base_url(response), response.encoding) == expected, url
+        resolved += len(expected)
+    assert len(pages) > 200 and resolved > 3000
     assert 0 < len(links.cache) <= links.cache_size
 
 
