@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "MAX_ROBOTS_BYTES",
+    "MAX_WILDCARD_RULES",
     "RobotsDecision",
     "RobotsTxt",
     "is_allowed",
@@ -34,6 +35,14 @@ __all__ = [
 
 MAX_ROBOTS_BYTES = 500 * 1024
 """Only this much of a robots.txt is parsed (RFC 9309 §2.5 asks for at least 500 KiB)."""
+
+MAX_WILDCARD_RULES = 2_000
+"""Most rules with a ``*`` after their literal start (``/*.pdf$``, ``*?sort=``) one URL is matched
+against. Each costs a scan of the URL's path on the crawl's one thread: a hostile robots.txt of
+32,000 of them, all starting ``/``, held it about 40 ms per long URL. A URL that more would have
+to be matched against is disallowed (fail closed: never fetch what a rule might forbid), saying
+why; ordinary files have tens, and rules under another start (``/shop/*?sort=``) do not count
+for URLs outside it."""
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -98,11 +107,19 @@ def _robots_agent(value: str) -> str:
     return _leading(_ROBOTS_AGENT, value).lower()
 
 
-@dataclass(frozen=True)
 class _Rule:
-    allow: bool
-    pattern: str  # normalised; "*" is a wildcard and a final "$" anchors at the end
-    line: str  # "line 7: Disallow: /private/"
+    """One allow or disallow line, split once into what matching needs."""
+
+    __slots__ = ("allow", "anchored", "last", "line", "middle", "number", "pattern", "start", "wild")
+
+    def __init__(self, allow: bool, pattern: str, line: str, number: int) -> None:
+        self.allow, self.pattern, self.line, self.number = allow, pattern, line, number
+        self.anchored = pattern.endswith("$")
+        body = pattern[:-1] if self.anchored else pattern
+        self.wild = "*" in body
+        # The literal start every matching path begins with: how rules are indexed.
+        self.start, *middle, last = body.split("*") if self.wild else (body, body)
+        self.middle, self.last = tuple(middle), last
 
     @property
     def specificity(self) -> int:
@@ -111,23 +128,67 @@ class _Rule:
 
     def matches(self, path: str) -> bool:
         """Glob matching by greedy leftmost search: linear time, so hostile patterns cannot hang us."""
-        pattern, anchored = self.pattern, self.pattern.endswith("$")
-        if anchored:
-            pattern = pattern[:-1]
-        if "*" not in pattern:
-            return path == pattern if anchored else path.startswith(pattern)
-        first, *middle, last = pattern.split("*")
-        if not path.startswith(first):
+        if not self.wild:
+            return path == self.start if self.anchored else path.startswith(self.start)
+        if not path.startswith(self.start):
             return False
-        pos = len(first)
-        for part in middle:
+        pos = len(self.start)
+        for part in self.middle:
             pos = path.find(part, pos)
             if pos < 0:
                 return False
             pos += len(part)
-        if anchored:
-            return len(path) - len(last) >= pos and path.endswith(last)
-        return path.find(last, pos) >= 0
+        if self.anchored:
+            return len(path) - len(self.last) >= pos and path.endswith(self.last)
+        return path.find(self.last, pos) >= 0
+
+    def beats(self, other: _Rule | None) -> bool:
+        """The longest pattern wins; on equal length allow wins; then the earlier line."""
+        if other is None:
+            return True
+        mine, theirs = len(self.pattern), len(other.pattern)
+        if mine != theirs:
+            return mine > theirs
+        if self.allow != other.allow:
+            return self.allow
+        return self.number < other.number
+
+
+class _RuleIndex:
+    """The rules of the groups that apply to one crawler, without repeats, by their literal start.
+
+    A path can only match the rules whose literal start (up to the first ``*``) it begins with,
+    so a URL is matched against those alone: a robots.txt of thousands of plain rules costs a
+    few dictionary lookups per URL. Rules with a ``*`` after their start cost a scan of the path
+    each; more than MAX_WILDCARD_RULES of them for one URL and the URL is disallowed instead."""
+
+    def __init__(self, groups: list[_Group]) -> None:
+        self.label = "; ".join(line for g in groups for line in g.agent_lines)
+        unique: dict[tuple[str, bool], _Rule] = {}
+        for group in groups:
+            for rule in group.rules:
+                unique.setdefault((rule.pattern, rule.allow), rule)
+        self._by_start: dict[str, list[_Rule]] = {}
+        self._wild: dict[str, int] = {}  # rules with a "*" after the start, per start
+        for rule in unique.values():
+            self._by_start.setdefault(rule.start, []).append(rule)
+            self._wild[rule.start] = self._wild.get(rule.start, 0) + rule.wild
+        self._lengths = sorted({len(start) for start in self._by_start})
+
+    def __bool__(self) -> bool:
+        return bool(self._by_start)
+
+    def candidates(self, path: str) -> tuple[list[list[_Rule]], int]:
+        """The rule lists whose start ``path`` begins with, and how many of their rules are wild."""
+        found, wild = [], 0
+        for length in self._lengths:
+            if length > len(path):
+                break
+            start = path[:length]
+            if start in self._by_start:
+                found.append(self._by_start[start])
+                wild += self._wild[start]
+        return found, wild
 
 
 @dataclass
@@ -160,7 +221,7 @@ class RobotsTxt:
         self._groups = groups or []
         self._sitemaps = sitemaps or []
         self._verdict = verdict
-        self._selected: dict[str, list[_Group]] = {}
+        self._selected: dict[str, _RuleIndex] = {}  # by product token
 
     # Constructors -------------------------------------------------------------------------------
 
@@ -207,7 +268,7 @@ class RobotsTxt:
                     continue  # rules before any user-agent line belong to no group
                 in_agent_lines = False
                 if value:  # "Disallow:" with nothing means nothing is disallowed
-                    rule = _Rule(key == "allow", _normalise_rule(value), f"line {number}: {line}")
+                    rule = _Rule(key == "allow", _normalise_rule(value), f"line {number}: {line}", number)
                     group.rules.append(rule)
             elif key == "crawl-delay":
                 # Like the reference parser, this does not end the user-agent lines of a group.
@@ -226,33 +287,38 @@ class RobotsTxt:
     def _groups_for(self, user_agent: str) -> list[_Group]:
         """RFC 9309 §2.2.1: every group naming our token (merged), else every ``*`` group."""
         token = product_token(user_agent)
+        own = [g for g in self._groups if token and token != "*" and token in g.agents]
+        return own or [g for g in self._groups if "*" in g.agents]
+
+    def _rules_for(self, user_agent: str) -> _RuleIndex:
+        token = product_token(user_agent)
         if token not in self._selected:
-            own = [g for g in self._groups if token and token != "*" and token in g.agents]
-            self._selected[token] = own or [g for g in self._groups if "*" in g.agents]
+            self._selected[token] = _RuleIndex(self._groups_for(user_agent))
         return self._selected[token]
 
     def decide(self, user_agent: str, url: str) -> RobotsDecision:
         """Allowed or not, with the group and the rule line that decided."""
         if self._verdict is not None:
             return self._verdict
-        groups = self._groups_for(user_agent)
-        if not groups:
+        rules = self._rules_for(user_agent)
+        if not rules.label:
             return RobotsDecision(True, None, None)
-        label = "; ".join(line for g in groups for line in g.agent_lines)
         path = _path_of(url)
+        lists, wild = rules.candidates(path)
+        if wild > MAX_WILDCARD_RULES:
+            return RobotsDecision(
+                False,
+                rules.label,
+                f"{wild} rules with '*' would apply to this URL, more than {MAX_WILDCARD_RULES}: disallowed",
+            )
         best: _Rule | None = None
-        for group in groups:
-            for rule in group.rules:
-                if rule.matches(path) and (
-                    best is None
-                    or rule.specificity > best.specificity
-                    # On equal length the least restrictive rule (allow) wins.
-                    or (rule.specificity == best.specificity and rule.allow and not best.allow)
-                ):
+        for candidates in lists:
+            for rule in candidates:
+                if rule.matches(path) and rule.beats(best):
                     best = rule
         if best is None:
-            return RobotsDecision(True, label, None)
-        return RobotsDecision(best.allow, label, best.line)
+            return RobotsDecision(True, rules.label, None)
+        return RobotsDecision(best.allow, rules.label, best.line)
 
     def crawl_delay(self, user_agent: str) -> float | None:
         """Seconds between requests asked of us (not part of RFC 9309); the largest if several."""

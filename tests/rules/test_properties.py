@@ -12,6 +12,7 @@ import datetime
 import io
 import json
 import math
+import re
 import tomllib
 import zipfile
 from pathlib import Path
@@ -173,6 +174,42 @@ def test_allow_of_the_same_length_wins_the_tie(
     robots = others + "User-agent: searchcrawl\n" + "\n".join(rules) + "\n"
     decision = RobotsTxt.parse(robots).decide(AGENT, "http://example.com" + path + query)
     assert decision.allowed, decision
+
+
+def plain_decision(rules: list[tuple[bool, str]], path: str) -> tuple[bool, int] | None:
+    """The rule RFC 9309 states, over every rule in file order with a regular expression each (a
+    brute force fit for short patterns): the longest matching pattern, allow on a tie, then the
+    earlier line. (allowed, line number), or None when no rule matches."""
+    best: tuple[int, bool, int] | None = None
+    for number, (allow, pattern) in enumerate(rules, start=2):
+        body, anchored = (pattern[:-1], True) if pattern.endswith("$") else (pattern, False)
+        regex = ".*".join(re.escape(part) for part in body.split("*")) + (r"\Z" if anchored else "")
+        if re.match(regex, path) and (best is None or (len(pattern), allow, -number) > best):
+            best = (len(pattern), allow, -number)
+    return None if best is None else (best[1], -best[2])
+
+
+@settings(max_examples=300)
+@given(
+    rules=st.lists(st.tuples(st.booleans(), st.text("/ab*$", min_size=1, max_size=6)), max_size=30),
+    path=st.text("/ab", max_size=8).map(lambda text: "/" + text),
+)
+@example(rules=[(False, "/a"), (True, "/a"), (False, "/a")], path="/ab")
+@example(rules=[(False, "/a*"), (False, "/a$"), (True, "/*a")], path="/a")
+def test_indexed_rules_decide_as_every_rule_in_file_order(rules: list[tuple[bool, str]], path: str) -> None:
+    """The rules are indexed by their literal start and repeats dropped: the decision and the line
+    it names are the ones a scan of every rule in file order gives."""
+    text = "User-agent: *\n" + "".join(f"{'Allow' if allow else 'Disallow'}: {pattern}\n" for allow, pattern in rules)
+    decision = RobotsTxt.parse(text).decide(AGENT, "http://example.com" + path)
+    expected = plain_decision(rules, path)
+    if expected is None:
+        assert decision.allowed and decision.line is None
+    else:
+        allowed, number = expected
+        assert (decision.allowed, decision.line) == (
+            allowed,
+            f"line {number}: {'Allow' if allowed else 'Disallow'}: {rules[number - 2][1]}",
+        )
 
 
 # -- URL canonicalisation ---------------------------------------------------------------------------

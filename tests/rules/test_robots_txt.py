@@ -11,6 +11,7 @@ import pytest
 
 from searchcrawl.rules.robots_txt import (
     MAX_ROBOTS_BYTES,
+    MAX_WILDCARD_RULES,
     RobotsDecision,
     RobotsTxt,
     is_allowed,
@@ -173,6 +174,42 @@ def test_pathological_wildcards_stay_fast() -> None:
     started = time.monotonic()
     assert robots.decide("b", "http://h/" + "a" * 20000).allowed
     assert time.monotonic() - started < 1
+
+
+def test_thousands_of_plain_rules_are_matched_by_their_start_alone() -> None:
+    """A robots.txt of 25,000 plain rules still decides by the longest one (no bound on plain rules)."""
+    rules = "".join(f"Disallow: /i/{n}/\n" for n in range(25_000))
+    robots = RobotsTxt.parse("User-agent: *\n" + rules + "Allow: /i/24999/public\n")
+    assert not robots.decide("b", "http://h/i/123/x").allowed
+    assert robots.decide("b", "http://h/i/123").allowed
+    assert robots.decide("b", "http://h/i/24999/public/a").line == "line 25002: Allow: /i/24999/public"
+
+
+def test_more_wildcard_rules_than_the_bound_disallow_the_urls_they_would_apply_to() -> None:
+    """25,000 distinct rules with a '*' after '/' would each be matched against every URL (about
+    30 ms per long URL on the crawl's thread): a URL they would all apply to is disallowed, saying
+    why. Wildcard rules under another start do not count for URLs outside it."""
+    hostile = "".join(f"Disallow: /*x{n}y\n" for n in range(25_000))
+    robots = RobotsTxt.parse("User-agent: *\n" + hostile)
+    assert len(hostile) < MAX_ROBOTS_BYTES
+    decision = robots.decide("b", "http://h/" + "a" * 2000)
+    assert not decision.allowed
+    assert decision.line == f"25000 rules with '*' would apply to this URL, more than {MAX_WILDCARD_RULES}: disallowed"
+
+    shop = "".join(f"Disallow: /shop/*?sort={n}\n" for n in range(MAX_WILDCARD_RULES + 1))
+    robots = RobotsTxt.parse("User-agent: *\n" + shop + "Disallow: /*.pdf$\n")
+    assert robots.decide("b", "http://h/docs/a.html").allowed
+    assert not robots.decide("b", "http://h/docs/a.pdf").allowed
+    assert not robots.decide("b", "http://h/shop/a?sort=1").allowed
+    assert "more than" in robots.decide("b", "http://h/shop/a?sort=1").line  # type: ignore[operator]
+
+
+def test_repeated_rules_count_once() -> None:
+    rules = "Disallow: /*.pdf$\n" * (MAX_WILDCARD_RULES + 10)
+    robots = RobotsTxt.parse("User-agent: a\n" + rules + "User-agent: *\n" + rules)
+    assert not robots.decide("b", "http://h/x.pdf").allowed
+    assert robots.decide("b", "http://h/x.pdf").line == f"line {MAX_WILDCARD_RULES + 13}: Disallow: /*.pdf$"
+    assert robots.decide("b", "http://h/x.html").allowed
 
 
 # Percent-encoding ----------------------------------------------------------------------------
