@@ -30,7 +30,7 @@ from pathlib import Path
 import pysolr
 import pytest
 
-from searchcrawl.dev.jvm_server import JvmServer
+from searchcrawl.dev.jvm_server import JvmServer, free_port
 from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.dev.tika_runner import DevTika
 from searchcrawl.store import Database, DocumentTable
@@ -62,12 +62,6 @@ class CheckoutConfigset:
 
 sys.meta_path.insert(0, CheckoutConfigset)
 CORPORA = SHARED / "corpora"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def assert_spaced(arrivals: list[float], delay: float) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import re
 import signal
 import socket
@@ -38,19 +39,37 @@ class JvmServerError(RuntimeError):
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free right now (for tests that start their own server)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
+    return free_port_range(1)
 
 
-def free_port_range(count: int, attempts: int = 50) -> int:
+def ephemeral_ports() -> range:
+    """The ports the kernel gives outgoing connections (Linux's ip_local_port_range)."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999  # Linux's default
+    return range(low, high + 1)
+
+
+def free_port_range(count: int, attempts: int = 200) -> int:
     """The first of ``count`` consecutive TCP ports on 127.0.0.1 that are free right now (a local
-    SolrCloud's nodes listen on port, port + 1, ...)."""
+    SolrCloud's nodes listen on port, port + 1, ...).
+
+    Chosen below the kernel's ephemeral range when there is room: a server stopped and started
+    again must find its port free, and any outgoing connection (the tests make thousands) may be
+    given a port of that range meanwhile. A SolrCloud node restarted by a test failed so once."""
+    ephemeral = ephemeral_ports()
+    low, high = 10_000, min(ephemeral.start, 65_536) - count
+    if high <= low:  # no room below: take the kernel's choice, as before
+        low = high = 0
     for _ in range(attempts):
-        first = free_port()
-        if first + count - 1 > 65535:
-            continue
-        if all(_port_free(first + offset) for offset in range(1, count)):
+        if high:
+            first = random.randrange(low, high)
+        else:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.bind((HOST, 0))
+                first = int(sock.getsockname()[1])
+        if first + count - 1 <= 65535 and all(_port_free(first + offset) for offset in range(count)):
             return first
     raise JvmServerError(f"found no {count} consecutive free ports on {HOST}")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from searchcrawl.dev.jvm_server import HOST, JvmServer, free_port
+from searchcrawl.dev.jvm_server import HOST, JvmServer, ephemeral_ports, free_port, free_port_range
 
 # Listens on the port of its first argument, for ever.
 LISTEN = """
@@ -101,3 +101,19 @@ def test_a_stop_returns_once_the_forked_process_holding_the_port_is_gone(tmp_pat
         server.start(timeout=30)  # the port is free again
     finally:
         server.stop()
+
+
+def test_free_ports_lie_below_the_ephemeral_range_that_outgoing_connections_take() -> None:
+    """A SolrCloud node stopped and started again by a test could not bind its port: an outgoing
+    connection had been given it meanwhile (the kernel's ephemeral range, where the kernel's own
+    choice of a free port also lies)."""
+    first = free_port_range(3)
+    assert first + 2 < ephemeral_ports().start
+    for port in range(first, first + 3):
+        with socket.socket() as sock:
+            sock.bind((HOST, port))
+    with socket.socket() as server:  # and outgoing connections do take ports of that range
+        server.bind((HOST, free_port()))
+        server.listen()
+        with socket.create_connection(server.getsockname(), timeout=5) as client:
+            assert client.getsockname()[1] in ephemeral_ports()
