@@ -146,6 +146,12 @@ SEARCHCRAWL_SCHEDULER_TICK = 30.0  # seconds between the scheduler's checks for 
 SEARCHCRAWL_WEB_HOST = "127.0.0.1"  # the address it listens on (--host); loopback unless told otherwise
 SEARCHCRAWL_WEB_PORT = 8080  # --port
 SEARCHCRAWL_WEB_PREFIX = os.environ.get("SEARCHCRAWL_WEB_PREFIX", "")  # path behind a reverse proxy, e.g. /search (--prefix)
+# The reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (comma-separated
+# addresses or networks; "" for none): the login throttle counts the client they name, and a
+# session cookie is Secure when they say https. 127.0.0.1 (uvicorn's default): a proxy on this
+# machine. With no proxy in front, set it to "" so a local client cannot choose the address it is
+# counted under.
+SEARCHCRAWL_WEB_PROXIES = "127.0.0.1"
 SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
 

@@ -30,6 +30,14 @@ logger = logging.getLogger(__name__)
 PREFIX = re.compile(r"^(/[A-Za-z0-9._~-]+)*$")
 
 
+def proxy_options(proxies: str) -> dict[str, object]:
+    """uvicorn's options for SEARCHCRAWL_WEB_PROXIES: forwarded headers believed from those
+    addresses only, and from none when it is empty (uvicorn would otherwise fall back to its
+    FORWARDED_ALLOW_IPS variable or 127.0.0.1)."""
+    trusted = ",".join(part.strip() for part in proxies.split(",") if part.strip())
+    return {"proxy_headers": bool(trusted), "forwarded_allow_ips": trusted or None}
+
+
 def normal_prefix(prefix: str) -> str:
     """``/search`` from "search/", "/search" or "/search/"; "" for none. Only plain path segments."""
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
@@ -101,4 +109,5 @@ class Command(ScrapyCommand):
                 "Administration pages are off: set SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE) to enable them"
             )
         logger.info("Serving searchcrawl's pages on http://%s:%d%s/", host, port, prefix)
-        uvicorn.run(create_app(config), host=host, port=port, log_level="info", access_log=False)
+        options = proxy_options(settings.get("SEARCHCRAWL_WEB_PROXIES") or "")
+        uvicorn.run(create_app(config), host=host, port=port, log_level="info", access_log=False, **options)  # type: ignore[arg-type]
