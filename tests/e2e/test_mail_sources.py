@@ -81,7 +81,9 @@ class Archive:
 
 def indexed(solr, name: str) -> dict[str, dict]:
     """The indexed messages (not their attachments) by Message-ID."""
-    return {doc["message_id_s"]: doc for doc in solr_docs(solr, name) if "attachment_of_s" not in doc}
+    messages = [doc for doc in solr_docs(solr, name) if "attachment_of_s" not in doc]
+    assert all("message_id_s" in doc for doc in messages), [doc for doc in messages if "message_id_s" not in doc]
+    return {doc["message_id_s"]: doc for doc in messages}
 
 
 @pytest.mark.skipif(not CORPORA.exists(), reason="the shared corpora (../shared/corpora) are absent")
