@@ -7,6 +7,12 @@ alone; a failed TLS handshake or proxy: status 937 or 938, not counted), and is 
 redirects are followed (up to 5, http and https only, each one a request that passes the
 internal-address guard like any other); only the first 500 KiB are downloaded and parsed. Sources whose owner runs the
 site can set ``obey_robots = false``.
+
+The parsed rules of at most MAX_RULES_HELD rules' worth of sites are kept, the sites used least
+recently forgotten first (and their robots.txt fetched again when one of their URLs comes up):
+a source that reaches many hosts (a domain rule over wildcard DNS), each with 500 KiB of rules,
+would otherwise hold 10 MB per host for the whole crawl. The ``robots_txt_read`` signal is sent
+on a site's first fetch only.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -42,6 +49,9 @@ from searchcrawl.rules.urls import location_target
 logger = logging.getLogger(__name__)
 
 MAX_ROBOTS_REDIRECTS = 5
+MAX_RULES_HELD = 200_000
+"""robots.txt rules kept parsed, all sites together (some 30 MB at most; typical files have tens of
+rules, so thousands of sites stay); the least recently used sites beyond it are fetched again."""
 
 
 def site_of(url: str) -> str | None:
@@ -60,7 +70,9 @@ class RobotsMiddleware:
         self.obey = settings.obey_robots
         self.agent = settings.robots_agent
         self.retry_after = crawler.settings.getfloat("SEARCHCRAWL_ROBOTS_RETRY_AFTER")
-        self.sites: dict[str, tuple[RobotsTxt, float | None]] = {}
+        self.sites: OrderedDict[str, tuple[RobotsTxt, float | None]] = OrderedDict()  # least recently used first
+        self.rules_held = 0  # rules of the robots.txt in ``sites``
+        self.signalled: set[str] = set()  # sites whose robots_txt_read was sent
         self.unavailable: dict[str, str] = {}  # site -> why its robots.txt could not be fetched
         self.unavailable_status: dict[str, Status] = {}  # site -> 937/938 when TLS or the proxy failed
         self.answers: dict[str, str] = {}  # site -> what its robots.txt fetch answered (`scrapy explain` shows it)
@@ -101,13 +113,26 @@ class RobotsMiddleware:
         """The site's robots rules, fetched once (concurrent requests wait for the same fetch)."""
         cached = self.sites.get(site)
         if cached is not None and (cached[1] is None or time.monotonic() < cached[1]):
+            self.sites.move_to_end(site)
             return cached[0]
         if site not in self.fetching:
             self.fetching[site] = asyncio.ensure_future(self._fetch(site))
             self.fetching[site].add_done_callback(lambda _f: self.fetching.pop(site, None))
         robots, expires = await asyncio.shield(self.fetching[site])
-        self.sites[site] = (robots, expires)
+        self._hold(site, robots, expires)
         return robots
+
+    def _hold(self, site: str, robots: RobotsTxt, expires: float | None) -> None:
+        """Keep ``site``'s rules, forgetting the least recently used sites' beyond MAX_RULES_HELD."""
+        replaced = self.sites.pop(site, None)
+        if replaced is not None:
+            self.rules_held -= replaced[0].rule_count
+        self.sites[site] = (robots, expires)
+        self.rules_held += robots.rule_count
+        while self.rules_held > MAX_RULES_HELD and len(self.sites) > 1:
+            forgotten, (rules, _expires) = self.sites.popitem(last=False)
+            self.rules_held -= rules.rule_count
+            logger.debug("robots.txt of %s forgotten (%d rules held): fetched again when needed", forgotten, self.rules_held)
 
     def _unavailable(self, site: str, why: str) -> tuple[RobotsTxt, float | None]:
         """No robots.txt could be had: the site is disallowed for now (RFC 9309), and its URLs
@@ -163,7 +188,9 @@ class RobotsMiddleware:
             redirects = f" (after {hop} redirect{'s' if hop > 1 else ''})" if hop else ""
             self.answers[site] = f"{url}: HTTP {response.status}, {len(response.body)} bytes{redirects}"
             robots = robots_for_response(response.status, response.body)
-            self.crawler.signals.send_catch_log(robots_txt_read, site=site, robots=robots)
+            if site not in self.signalled:
+                self.signalled.add(site)
+                self.crawler.signals.send_catch_log(robots_txt_read, site=site, robots=robots)
             return robots, None
         return self._unavailable(site, f"redirects more than {MAX_ROBOTS_REDIRECTS} times")
 

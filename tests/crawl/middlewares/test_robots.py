@@ -56,7 +56,9 @@ from scrapy.utils.reactor import is_reactor_installed
 from searchcrawl import settings as project_settings
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.meta import ROBOTS_REQUEST
+from searchcrawl.crawl.middlewares import robots as robots_middleware
 from searchcrawl.crawl.middlewares.robots import MAX_ROBOTS_REDIRECTS, RobotsMiddleware
+from searchcrawl.crawl.signals import robots_txt_read
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES
 from searchcrawl.rules.status_codes import Status
@@ -222,6 +224,37 @@ def test_robots_txt_is_fetched_once_per_site_for_many_requests(tmp_path: Path, s
     run(crawler, scenario)
     assert first.paths() == ["/robots.txt"]
     assert second.paths() == ["/robots.txt"]
+
+
+def test_the_least_recently_used_sites_rules_are_forgotten_beyond_the_bound(
+    tmp_path: Path, serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A source reaching many hosts, each with 500 KiB of rules, held 10 MB per host for the whole
+    crawl: beyond MAX_RULES_HELD rules the sites used least recently are forgotten, their robots.txt
+    fetched again when needed (and robots_txt_read, which starts a site's sitemaps, sent once)."""
+    monkeypatch.setattr(robots_middleware, "MAX_RULES_HELD", 1)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, second = serve(tmp_path / "a"), serve(tmp_path / "b")
+    first.responses["/robots.txt"] = text(ROBOTS)  # a rule each: not both within 1
+    second.responses["/robots.txt"] = text(ROBOTS)
+    crawler = crawler_of(tmp_path, first.url, second.url)
+    read: list[str] = []
+
+    def on_read(site: str, robots: object) -> None:
+        read.append(site)
+
+    crawler.signals.connect(on_read, signal=robots_txt_read)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        for site in (first, first, second, second, first):
+            await refused(middleware, f"{site.url}private/a.html")
+        assert list(middleware.sites) == [site_of(first)] and middleware.rules_held == 1
+
+    run(crawler, scenario)
+    assert first.paths() == ["/robots.txt", "/robots.txt"]
+    assert second.paths() == ["/robots.txt"]
+    assert read == [site_of(first), site_of(second)]
 
 
 def test_concurrent_requests_wait_for_the_same_fetch(tmp_path: Path, serve) -> None:
