@@ -50,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 MAX_ROBOTS_REDIRECTS = 5
 MAX_RULES_HELD = 200_000
-"""robots.txt rules kept parsed, all sites together (some 30 MB at most; typical files have tens of
+"""robots.txt rules kept parsed, all sites together (some 40 MB at most; typical files have tens of
 rules, so thousands of sites stay); the least recently used sites beyond it are fetched again."""
 
 
