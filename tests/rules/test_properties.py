@@ -189,9 +189,9 @@ def plain_decision(rules: list[tuple[bool, str]], path: str) -> tuple[bool, int]
     return None if best is None else (best[1], -best[2])
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(
-    rules=st.lists(st.tuples(st.booleans(), st.text("/ab*$", min_size=1, max_size=6)), max_size=30),
+    rules=st.lists(st.tuples(st.booleans(), st.text("/ab*$", min_size=1, max_size=5)), max_size=12),
     path=st.text("/ab", max_size=8).map(lambda text: "/" + text),
 )
 @example(rules=[(False, "/a"), (True, "/a"), (False, "/a")], path="/ab")
