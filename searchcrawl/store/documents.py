@@ -77,13 +77,16 @@ class DocumentTable:
         # it was; only the run's own columns (frontier, delta) of existing rows are written.
         self.test_mode = False
 
-    def _finished(self) -> dict[str, Any]:
+    def _finished(self, keep_request: bool = False) -> dict[str, Any]:
         """Columns that take a URL out of the current run's frontier (it is done)."""
         if self.run_id is None:
             return {}
-        # the request's data goes too: an agent's content travels in it, and a document
-        # deleted for good must not stay on disk in its row
-        return {"run_id": self.run_id, "frontier": "done", "lease_owner": None, "lease_expires": None, "request": None}
+        finished = {"run_id": self.run_id, "frontier": "done", "lease_owner": None, "lease_expires": None}
+        if not keep_request:
+            # the request's data goes too: an agent's content travels in it, and a document
+            # deleted for good must not stay on disk in its row
+            finished["request"] = None
+        return finished
 
     def _delta(self, kind: str | None) -> dict[str, Any]:
         """Columns that say what the current run found for a URL (the delta report)."""
@@ -163,7 +166,10 @@ class DocumentTable:
             "reason": change.reason,
             "failures": change.failures,
             **outcome.columns,
-            **self._finished(),
+            # a duplicate keeps its request's data: should its original leave the index in this
+            # run, it is queued again to take its place (_promote_duplicates), and an agent's
+            # document is nothing without its reference (fields, token, content)
+            **self._finished(keep_request=outcome.columns.get("duplicate_of") is not None),
             **self._delta(delta),
         }
         if outcome.depth is not None:

@@ -8,6 +8,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect
 
+from searchcrawl.crawl.meta import REFERENCE
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import (
@@ -18,6 +19,7 @@ from searchcrawl.store.database import (
     schema_revisions,
     upgrade_schema,
 )
+from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.models import documents, metadata
 from searchcrawl.store.runs import Runs
 from tests.conftest import fresh_python
@@ -152,8 +154,6 @@ def test_the_frontier_knows_what_is_in_its_run_and_says_so_only_when_sure(tmp_pa
     """in_run spares links to queued pages their request; it must never claim a URL the table
     would still queue (another run's, or one it has not seen)."""
     from searchcrawl.store import frontier as frontier_module
-    from searchcrawl.store.frontier import Entry, Frontier
-    from searchcrawl.store.runs import Runs
 
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
     run = Runs(table.database).start("known")
@@ -238,6 +238,31 @@ def test_a_duplicate_whose_original_left_meanwhile_is_fetched_again_not_marked(b
     row = table.get(source, y)
     assert row is not None
     assert (row["duplicate_of"], row["frontier"], row["status"]) == (x, "done", 911)
+
+
+def test_a_duplicate_fetched_again_in_its_run_keeps_its_request_data(tmp_path) -> None:
+    """Found by the suite under load (tests/e2e/test_mail_sources.py): an attachment was marked the
+    duplicate of another (b of a), a canonical copy then took a's place, and b, queued again to
+    take it, was leased without its request data: the agent's reference (fields, token, inline
+    content) had been dropped when b was marked, and b went into Solr without its fields."""
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'd.sqlite3'}"))
+    source = "dups"
+    a, b, c = "mail://dups/a", "mail://dups/b", "mail://dups/c"
+    table.run_id = Runs(table.database).start(source).id
+    frontier = Frontier(table.database, source, table.run_id, "me")
+    data = {REFERENCE: {"token": "t-b", "fields": {"attachment_of_s": "mail://dups/m"}}}
+    frontier.add([Entry(a, 0, {}), Entry(b, 0, data), Entry(c, 0, {})])
+    assert {entry.url: entry.data for entry in frontier.lease(3)}[b] == data
+    table.record(source, a, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
+    table.mark_duplicate(source, b, of=a)
+    table.record(source, c, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
+    table.mark_duplicate(source, a, of=c)  # the canonical copy c replaces a: a's duplicates go again
+    row = table.get(source, b)
+    assert row is not None and (row["duplicate_of"], row["frontier"]) == (None, "queued")
+    assert [(entry.url, entry.data) for entry in frontier.lease(3)] == [(b, data)]
+    table.record(source, b, Outcome(Event.CACHED, 200, columns={"checksum": "other"}))
+    row = table.get(source, b)
+    assert row is not None and row["request"] is None  # finished otherwise: the data goes
 
 
 LEASER = """
