@@ -86,6 +86,9 @@ REDIRECT_MAX_TIMES = 10  # Scrapy's bound on a redirect chain; a longer one ends
 # seconds before a robots.txt that answered 5xx/429 or nothing is fetched again; 0: not again in
 # this crawl (the site's URLs wait for the next crawl instead of sending a burst of fetches)
 SEARCHCRAWL_ROBOTS_RETRY_AFTER = 0
+SEARCHCRAWL_ROBOTS_HELD_BYTES = (
+    4 * 1024 * 1024
+)  # robots.txt text kept parsed, all sites together (about 27 times as much in memory at worst); the least recently used sites beyond it are fetched again
 # sitemaps (crawl/middlewares/sitemaps.py): files read per crawl, bytes of text per file (gzip
 # included; sitemaps.org's own limit is 50 MB), lastmod dates held (8 bytes of hash each, plus
 # Python's overhead: about 100 MB a million); past a bound the pages are simply requested
@@ -146,12 +149,12 @@ SEARCHCRAWL_SCHEDULER_TICK = 30.0  # seconds between the scheduler's checks for 
 SEARCHCRAWL_WEB_HOST = "127.0.0.1"  # the address it listens on (--host); loopback unless told otherwise
 SEARCHCRAWL_WEB_PORT = 8080  # --port
 SEARCHCRAWL_WEB_PREFIX = os.environ.get("SEARCHCRAWL_WEB_PREFIX", "")  # path behind a reverse proxy, e.g. /search (--prefix)
-# The reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (comma-separated
-# addresses or networks; "" for none): the login throttle counts the client they name, and a
-# session cookie is Secure when they say https. 127.0.0.1 (uvicorn's default): a proxy on this
-# machine. With no proxy in front, set it to "" so a local client cannot choose the address it is
-# counted under.
-SEARCHCRAWL_WEB_PROXIES = "127.0.0.1"
+# The reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (addresses or
+# networks, a list or a comma-separated string; empty for none): the login throttle counts the
+# client they name, and a session cookie is Secure when they say https. The default, uvicorn's
+# own, is a proxy on this machine. With no proxy in front, set it empty so that a local client
+# cannot choose the address it is counted under; never "*" (anyone would choose).
+SEARCHCRAWL_WEB_PROXIES = ["127.0.0.1", "::1"]
 SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
 

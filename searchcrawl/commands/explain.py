@@ -159,8 +159,9 @@ async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: b
         decision = rules.decide(robots.agent, current)
         lines.append(f"  agent token  {robots.agent}; group: {decision.group or 'none applies'}")
         lines.append(f"  {'ok ' if decision.allowed else 'NO '} {decision.line or 'no rule matches: allowed'}")
-        if not decision.allowed:
-            lines.append(f"verdict:       EXCLUDED ({code_name(Status.EXCLUDED_ROBOTS)}): {decision.line}")
+        robots_refusal = robots.refusal(site, decision)
+        if robots_refusal is not None:
+            lines.append(refused_verdict(robots_refusal))
             return lines, False
 
     lines.append(f"display URL:   {state.display_urls.display_url(current)}")

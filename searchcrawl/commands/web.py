@@ -30,12 +30,15 @@ logger = logging.getLogger(__name__)
 PREFIX = re.compile(r"^(/[A-Za-z0-9._~-]+)*$")
 
 
-def proxy_options(proxies: str) -> dict[str, object]:
+def proxy_options(proxies: list[str]) -> dict[str, object]:
     """uvicorn's options for SEARCHCRAWL_WEB_PROXIES: forwarded headers believed from those
     addresses only, and from none when it is empty (uvicorn would otherwise fall back to its
-    FORWARDED_ALLOW_IPS variable or 127.0.0.1)."""
-    trusted = ",".join(part.strip() for part in proxies.split(",") if part.strip())
-    return {"proxy_headers": bool(trusted), "forwarded_allow_ips": trusted or None}
+    FORWARDED_ALLOW_IPS variable or 127.0.0.1 and ::1). "*" is refused: every client could then
+    name the address it is counted under."""
+    trusted = [part.strip() for part in proxies if part.strip()]
+    if "*" in trusted:
+        raise UsageError('SEARCHCRAWL_WEB_PROXIES: "*" would believe every client\'s X-Forwarded-For; name the proxies')
+    return {"proxy_headers": bool(trusted), "forwarded_allow_ips": ",".join(trusted) or None}
 
 
 def normal_prefix(prefix: str) -> str:
@@ -109,5 +112,5 @@ class Command(ScrapyCommand):
                 "Administration pages are off: set SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE) to enable them"
             )
         logger.info("Serving searchcrawl's pages on http://%s:%d%s/", host, port, prefix)
-        options = proxy_options(settings.get("SEARCHCRAWL_WEB_PROXIES") or "")
+        options = proxy_options(settings.getlist("SEARCHCRAWL_WEB_PROXIES"))
         uvicorn.run(create_app(config), host=host, port=port, log_level="info", access_log=False, **options)  # type: ignore[arg-type]

@@ -31,6 +31,7 @@ except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
 HOST = "127.0.0.1"
+_PORTS = random.SystemRandom()  # not the global generator, which a seeded test (Hypothesis) replays
 
 
 class JvmServerError(RuntimeError):
@@ -64,7 +65,7 @@ def free_port_range(count: int, attempts: int = 200) -> int:
         low = high = 0
     for _ in range(attempts):
         if high:
-            first = random.randrange(low, high)
+            first = _PORTS.randrange(low, high)
         else:
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
                 sock.bind((HOST, 0))

@@ -91,8 +91,9 @@ CRAWLER_CODES: dict[Status, str] = {
     Status.CONNECTION_FAILED: "the connection failed (reset, aborted)",
     Status.DROPPED: "the response was dropped by one of Scrapy's safety middlewares, or by a pipeline of a "
     "custom spider (the reason says which)",
-    Status.ROBOTS_UNAVAILABLE: "the site's robots.txt could not be fetched (5xx, 429, no answer): a transient "
-    "failure, counted toward max_failures; nothing is removed for it alone",
+    Status.ROBOTS_UNAVAILABLE: "the site's robots.txt could not be fetched (5xx, 429, no answer), or its rules are "
+    "too costly to match against this URL: a transient failure, counted toward max_failures; nothing is removed "
+    "for it alone",
     Status.AUTH_REFUSED: "the site refused the source's credentials (401 or 403 to an authenticated request, a "
     "failed form login, a session that expired again right after a login): a "
     "transient failure of the source, not counted toward max_failures; nothing is removed for it",

@@ -203,7 +203,10 @@ def test_a_robots_txt_redirecting_more_than_5_times_is_unavailable(offline_proje
     site.redirect("/hop1.txt", 301, f"{site.url}hop6.txt")  # now 2 redirects: followed, and obeyed
     out = explain(offline_project, name, f"{site.url}a.html")
     assert f"robots.txt:    {site.url}hop6.txt: HTTP 200, {len(DISALLOW_ALL)} bytes (after 2 redirects)" in out, out
-    assert verdict(out) == "verdict:       EXCLUDED (907 excluded_robots): line 2: Disallow: /"
+    assert (
+        verdict(out)
+        == f"verdict:       EXCLUDED (907 excluded_robots): robots.txt of {site.url[:-1]}: User-agent: *: line 2: Disallow: /"
+    )
 
 
 def test_explain_and_the_crawl_agree_on_an_unavailable_robots_txt(offline_project: Project, serve, tmp_path: Path) -> None:

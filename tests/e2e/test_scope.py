@@ -160,7 +160,10 @@ display_urls = [{{ prefix = "{site.url}", replace = "https://www.example.com/" }
     assert "agent token  searchcrawl; group: User-agent: searchcrawl" in out
     assert out.rstrip().splitlines()[-1].startswith("verdict:       CRAWLED")
     out = explain(f"{site.url}secret/x.html")
-    assert "verdict:       EXCLUDED (907 excluded_robots): line 5: Disallow: /secret/" in out
+    assert (
+        f"verdict:       EXCLUDED (907 excluded_robots): robots.txt of {site.url[:-1]}: User-agent: searchcrawl: line 5: Disallow: /secret/"
+        in out
+    ), out
     out = explain(f"{site.url}private/x.html")  # our own group replaces '*': allowed
     assert "CRAWLED" in out.splitlines()[-1]
     out = explain(f"{site.url}internal/x.html")

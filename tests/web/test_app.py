@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import requests
 import uvicorn
+from scrapy.exceptions import UsageError
+from scrapy.settings import Settings
 from starlette.testclient import TestClient
 
 from searchcrawl.commands.web import proxy_options
@@ -120,7 +122,7 @@ def test_concurrent_wrong_logins_of_one_address_are_slowed_down_as_if_one_after_
 
 
 @contextlib.contextmanager
-def served(app: object, proxies: str) -> Iterator[str]:
+def served(app: object, proxies: list[str]) -> Iterator[str]:
     """``app`` served by a real uvicorn on 127.0.0.1 with `scrapy web`'s options for
     SEARCHCRAWL_WEB_PROXIES (forwarded headers are uvicorn's to read, not the application's)."""
     config = uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning", **proxy_options(proxies))  # type: ignore[arg-type]
@@ -145,8 +147,8 @@ def attempt_from(site: str, client: str, password: str = "wrong") -> int:
         return http.post(site + "/admin/login", data=data, allow_redirects=False, timeout=30).status_code
 
 
-@pytest.mark.parametrize("proxies", ["127.0.0.1", ""])
-def test_behind_a_trusted_proxy_each_forwarded_client_is_counted_on_its_own(web: TestClient, proxies: str) -> None:
+@pytest.mark.parametrize("proxies", [["127.0.0.1"], []])
+def test_behind_a_trusted_proxy_each_forwarded_client_is_counted_on_its_own(web: TestClient, proxies: list[str]) -> None:
     """Every client behind a reverse proxy shared the proxy's count: one guesser locked everyone
     out. The forwarded address now counts, believed only from SEARCHCRAWL_WEB_PROXIES; with none
     trusted the header is ignored, so nobody picks the address they are counted under."""
@@ -161,6 +163,10 @@ def test_behind_a_trusted_proxy_each_forwarded_client_is_counted_on_its_own(web:
 
 
 def test_proxy_options_of_the_setting() -> None:
-    assert proxy_options("127.0.0.1") == {"proxy_headers": True, "forwarded_allow_ips": "127.0.0.1"}
-    assert proxy_options(" 10.0.0.2, 10.1.0.0/16 ") == {"proxy_headers": True, "forwarded_allow_ips": "10.0.0.2,10.1.0.0/16"}
-    assert proxy_options("") == {"proxy_headers": False, "forwarded_allow_ips": None}
+    assert proxy_options(["127.0.0.1"]) == {"proxy_headers": True, "forwarded_allow_ips": "127.0.0.1"}
+    assert proxy_options([" 10.0.0.2", "10.1.0.0/16 "]) == {"proxy_headers": True, "forwarded_allow_ips": "10.0.0.2,10.1.0.0/16"}
+    assert proxy_options([]) == proxy_options([""]) == {"proxy_headers": False, "forwarded_allow_ips": None}
+    with pytest.raises(UsageError, match="every client"):
+        proxy_options(["10.0.0.2", "*"])
+    settings = Settings({"SEARCHCRAWL_WEB_PROXIES": "10.0.0.2, 10.0.0.3"})  # a string from -s or the environment
+    assert proxy_options(settings.getlist("SEARCHCRAWL_WEB_PROXIES"))["forwarded_allow_ips"] == "10.0.0.2,10.0.0.3"

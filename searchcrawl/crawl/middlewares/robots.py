@@ -8,11 +8,13 @@ redirects are followed (up to 5, http and https only, each one a request that pa
 internal-address guard like any other); only the first 500 KiB are downloaded and parsed. Sources whose owner runs the
 site can set ``obey_robots = false``.
 
-The parsed rules of at most MAX_RULES_HELD rules' worth of sites are kept, the sites used least
-recently forgotten first (and their robots.txt fetched again when one of their URLs comes up):
-a source that reaches many hosts (a domain rule over wildcard DNS), each with 500 KiB of rules,
-would otherwise hold 10 MB per host for the whole crawl. The ``robots_txt_read`` signal is sent
-on a site's first fetch only.
+The parsed robots.txt of at most SEARCHCRAWL_ROBOTS_HELD_BYTES (of robots.txt text, all sites
+together) are kept, the sites used least recently forgotten first (and their robots.txt fetched
+again when one of their URLs comes up): a source that reaches many hosts (a domain rule over
+wildcard DNS), each with 500 KiB of rules, would otherwise hold 10-13 MB per host for the whole
+crawl. A verdict without a file (no robots.txt, or none to be had) takes next to nothing and is
+never forgotten: an unreachable robots.txt is not fetched again before its time. The
+``robots_txt_read`` signal is sent on a site's first fetch only.
 """
 
 from __future__ import annotations
@@ -42,16 +44,19 @@ from searchcrawl.crawl.meta import (
 )
 from searchcrawl.crawl.signals import robots_txt_read
 from searchcrawl.rules.lifecycle import Event
-from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES, RobotsTxt, robots_for_response, robots_unreachable
+from searchcrawl.rules.robots_txt import (
+    MAX_ROBOTS_BYTES,
+    RobotsDecision,
+    RobotsTxt,
+    robots_for_response,
+    robots_unreachable,
+)
 from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status, describe_failure, status_for_exception
 from searchcrawl.rules.urls import location_target
 
 logger = logging.getLogger(__name__)
 
 MAX_ROBOTS_REDIRECTS = 5
-MAX_RULES_HELD = 200_000
-"""robots.txt rules kept parsed, all sites together (some 40 MB at most; typical files have tens of
-rules, so thousands of sites stay); the least recently used sites beyond it are fetched again."""
 
 
 def site_of(url: str) -> str | None:
@@ -71,7 +76,8 @@ class RobotsMiddleware:
         self.agent = settings.robots_agent
         self.retry_after = crawler.settings.getfloat("SEARCHCRAWL_ROBOTS_RETRY_AFTER")
         self.sites: OrderedDict[str, tuple[RobotsTxt, float | None]] = OrderedDict()  # least recently used first
-        self.rules_held = 0  # rules of the robots.txt in ``sites``
+        self.held_bytes = 0  # robots.txt text parsed into ``sites``
+        self.max_held_bytes = crawler.settings.getint("SEARCHCRAWL_ROBOTS_HELD_BYTES")
         self.signalled: set[str] = set()  # sites whose robots_txt_read was sent
         self.unavailable: dict[str, str] = {}  # site -> why its robots.txt could not be fetched
         self.unavailable_status: dict[str, Status] = {}  # site -> 937/938 when TLS or the proxy failed
@@ -102,12 +108,20 @@ class RobotsMiddleware:
             raise RequestRefused(
                 status, f"robots.txt of {site} {unavailable}", event=Event.FAILED, counted=status not in UNCOUNTED_FAILURES
             )
-        decision = robots.decide(self.agent, request.url)
+        refused = self.refusal(site, robots.decide(self.agent, request.url))
+        if refused is not None:
+            raise refused
+
+    def refusal(self, site: str, decision: RobotsDecision) -> RequestRefused | None:
+        """What a request gets for ``decision`` (None: it goes on), for the crawl and `scrapy explain`."""
         if decision.allowed:
-            return
+            return None
         reason = f"robots.txt of {site}: {decision.group or 'no group'}: {decision.line}"
+        if decision.undecided:  # too costly to decide: not fetched, and not a rule either
+            self.crawler.stats.inc_value("searchcrawl/robots_undecided")
+            return RequestRefused(Status.ROBOTS_UNAVAILABLE, reason, event=Event.FAILED)
         self.crawler.stats.inc_value("searchcrawl/excluded/excluded_robots")
-        raise RequestRefused(Status.EXCLUDED_ROBOTS, reason)
+        return RequestRefused(Status.EXCLUDED_ROBOTS, reason)
 
     async def robots_txt(self, site: str) -> RobotsTxt:
         """The site's robots rules, fetched once (concurrent requests wait for the same fetch)."""
@@ -123,16 +137,20 @@ class RobotsMiddleware:
         return robots
 
     def _hold(self, site: str, robots: RobotsTxt, expires: float | None) -> None:
-        """Keep ``site``'s rules, forgetting the least recently used sites' beyond MAX_RULES_HELD."""
+        """Keep ``site``'s rules, forgetting the least recently used files beyond max_held_bytes
+        (never a verdict without a file: it weighs nothing, and stands until it expires)."""
         replaced = self.sites.pop(site, None)
         if replaced is not None:
-            self.rules_held -= replaced[0].rule_count
+            self.held_bytes -= replaced[0].size
         self.sites[site] = (robots, expires)
-        self.rules_held += robots.rule_count
-        while self.rules_held > MAX_RULES_HELD and len(self.sites) > 1:
-            forgotten, (rules, _expires) = self.sites.popitem(last=False)
-            self.rules_held -= rules.rule_count
-            logger.debug("robots.txt of %s forgotten (%d rules held): fetched again when needed", forgotten, self.rules_held)
+        self.held_bytes += robots.size
+        if self.held_bytes <= self.max_held_bytes:
+            return
+        for old in [held for held, (rules, _expires) in self.sites.items() if rules.size and held != site]:
+            self.held_bytes -= self.sites.pop(old)[0].size
+            logger.debug("robots.txt of %s forgotten (%d bytes held): fetched again when needed", old, self.held_bytes)
+            if self.held_bytes <= self.max_held_bytes:
+                break
 
     def _unavailable(self, site: str, why: str) -> tuple[RobotsTxt, float | None]:
         """No robots.txt could be had: the site is disallowed for now (RFC 9309), and its URLs

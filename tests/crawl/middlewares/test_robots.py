@@ -56,7 +56,6 @@ from scrapy.utils.reactor import is_reactor_installed
 from searchcrawl import settings as project_settings
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.meta import ROBOTS_REQUEST
-from searchcrawl.crawl.middlewares import robots as robots_middleware
 from searchcrawl.crawl.middlewares.robots import MAX_ROBOTS_REDIRECTS, RobotsMiddleware
 from searchcrawl.crawl.signals import robots_txt_read
 from searchcrawl.rules.lifecycle import Event
@@ -226,19 +225,18 @@ def test_robots_txt_is_fetched_once_per_site_for_many_requests(tmp_path: Path, s
     assert second.paths() == ["/robots.txt"]
 
 
-def test_the_least_recently_used_sites_rules_are_forgotten_beyond_the_bound(
-    tmp_path: Path, serve, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A source reaching many hosts, each with 500 KiB of rules, held 10 MB per host for the whole
-    crawl: beyond MAX_RULES_HELD rules the sites used least recently are forgotten, their robots.txt
-    fetched again when needed (and robots_txt_read, which starts a site's sitemaps, sent once)."""
-    monkeypatch.setattr(robots_middleware, "MAX_RULES_HELD", 1)
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    first, second = serve(tmp_path / "a"), serve(tmp_path / "b")
-    first.responses["/robots.txt"] = text(ROBOTS)  # a rule each: not both within 1
+def test_the_least_recently_used_sites_rules_are_forgotten_beyond_the_bound(tmp_path: Path, serve) -> None:
+    """A source reaching many hosts, each with 500 KiB of rules, held 10-13 MB per host for the
+    whole crawl: beyond SEARCHCRAWL_ROBOTS_HELD_BYTES the files used least recently are forgotten,
+    fetched again when needed (and robots_txt_read, which starts a site's sitemaps, sent once). A
+    verdict without a file (a 404) weighs nothing and is never forgotten."""
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+    first, second, none = serve(tmp_path / "a"), serve(tmp_path / "b"), serve(tmp_path / "c")
+    first.responses["/robots.txt"] = text(ROBOTS)
     second.responses["/robots.txt"] = text(ROBOTS)
-    crawler = crawler_of(tmp_path, first.url, second.url)
+    none.responses["/robots.txt"] = text(b"", status=404)
+    crawler = crawler_of(tmp_path, first.url, second.url, none.url, SEARCHCRAWL_ROBOTS_HELD_BYTES=len(ROBOTS) + 1)
     read: list[str] = []
 
     def on_read(site: str, robots: object) -> None:
@@ -247,14 +245,33 @@ def test_the_least_recently_used_sites_rules_are_forgotten_beyond_the_bound(
     crawler.signals.connect(on_read, signal=robots_txt_read)
 
     async def scenario(middleware: RobotsMiddleware) -> None:
-        for site in (first, first, second, second, first):
-            await refused(middleware, f"{site.url}private/a.html")
-        assert list(middleware.sites) == [site_of(first)] and middleware.rules_held == 1
+        for site in (none, first, first, second, second, first, none):
+            if site is none:
+                assert await middleware.process_request(Request(f"{site.url}private/a.html")) is None
+            else:
+                await refused(middleware, f"{site.url}private/a.html")
+        assert list(middleware.sites) == [site_of(first), site_of(none)] and middleware.held_bytes == len(ROBOTS)
 
     run(crawler, scenario)
     assert first.paths() == ["/robots.txt", "/robots.txt"]
     assert second.paths() == ["/robots.txt"]
-    assert read == [site_of(first), site_of(second)]
+    assert none.paths() == ["/robots.txt"]
+    assert read == [site_of(none), site_of(first), site_of(second)]
+
+
+def test_rules_too_costly_for_a_url_fail_it_for_now(tmp_path: Path, site: Site) -> None:
+    """Not a robots.txt rule (907 would take the URL's document out of the index): a transient
+    failure, as when robots.txt cannot be had."""
+    site.responses["/robots.txt"] = text(b"User-agent: *\n" + b"".join(b"Disallow: /*x%dy\n" % n for n in range(25_000)))
+    crawler = crawler_of(tmp_path, site.url)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        refusal = await refused(middleware, f"{site.url}{'a' * 2000}")
+        assert (refusal.status, refusal.outcome.event) == (Status.ROBOTS_UNAVAILABLE, Event.FAILED)
+        assert "too costly to match" in refusal.reason
+        assert await middleware.process_request(Request(f"{site.url}a.html")) is None  # a short path: decided
+
+    run(crawler, scenario)
 
 
 def test_concurrent_requests_wait_for_the_same_fetch(tmp_path: Path, serve) -> None:
