@@ -23,6 +23,7 @@ class JsonRepositoryOptions(BaseModel):
     fail_after: int | None = None  # raise AgentError after listing this many (a repository that goes down)
     crash_after: int | None = None  # raise an OSError instead (an agent's own bug, a stale share)
     fetch_delay: float = 0.0  # seconds each fetch takes (a slow repository: a crawl to kill midway)
+    failing_keys: str | None = None  # a file: while it exists, fetching a key it lists raises AgentError
 
 
 class JsonRepositoryAgent(Agent):
@@ -68,6 +69,9 @@ class JsonRepositoryAgent(Agent):
         time.sleep(self.settings.fetch_delay)
         with self.lock, open(f"{self.settings.path}.fetched", "a", encoding="utf-8") as log:
             log.write(key + "\n")
+        failing = Path(self.settings.failing_keys) if self.settings.failing_keys else None
+        if failing is not None and failing.exists() and key in failing.read_text(encoding="utf-8").split():
+            raise AgentError(f"{key} cannot be read now")
         document = self.documents().get(key)
         if document is None:
             return None

@@ -139,8 +139,10 @@ class AgentSpider(SourceSpider):
             listed += len(batch)
             logger.debug("Listed %d references of %s (%d queued)", listed, self.source.name, len(entries))
             yield Request(WAKE_URL, dont_filter=True, meta={WAKE: True})  # the engine leases them now
-        if since is not None:  # changes only: what failed before is asked again (no token: read)
-            failing = [Entry(url, 0, {}) for url in context.table.failing(self.source.name) if agent.key_of(url) is not None]
+        if since is not None:  # changes only: what failed before is asked again, with its reference then
+            failing = [
+                Entry(url, 0, data) for url, data in context.table.failing(self.source.name) if agent.key_of(url) is not None
+            ]
             if failing:
                 frontier.add(failing)
                 context.table.mark_linked(self.source.name, [entry.url for entry in failing])

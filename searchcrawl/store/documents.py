@@ -11,6 +11,7 @@ look-up by URL goes through ``url_hash``. Callers only ever see and pass whole U
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -166,10 +167,12 @@ class DocumentTable:
             "reason": change.reason,
             "failures": change.failures,
             **outcome.columns,
-            # a duplicate keeps its request's data: should its original leave the index in this
-            # run, it is queued again to take its place (_promote_duplicates), and an agent's
-            # document is nothing without its reference (fields, token, content)
-            **self._finished(keep_request=outcome.columns.get("duplicate_of") is not None),
+            # a duplicate, or a URL that failed, keeps its request's data: it may be asked again,
+            # a duplicate in this run should its original leave the index (_promote_duplicates), a
+            # failed document of an incremental agent in the next (``failing``, which its listing
+            # does not name), and an agent's document is nothing without its reference (fields,
+            # token, content)
+            **self._finished(keep_request=outcome.event == Event.FAILED or outcome.columns.get("duplicate_of") is not None),
             **self._delta(delta),
         }
         if outcome.depth is not None:
@@ -492,16 +495,17 @@ class DocumentTable:
             )
             return [url for (url,) in rows]
 
-    def failing(self, source: str, limit: int = 100_000) -> list[str]:
+    def failing(self, source: str, limit: int = 100_000) -> list[tuple[str, dict[str, Any]]]:
         """URLs whose last fetch failed (a failed document, or an indexed one whose update
-        failed): an incremental listing names only what changed since, so these are asked again."""
+        failed), with the request data they failed with: an incremental listing names only what
+        changed since, so these are asked again, as they were asked then."""
         with self.engine.connect() as connection:
-            rows: Result[str] = connection.execute(
-                select(documents.c.url)
+            rows = connection.execute(
+                select(documents.c.url, documents.c.request)
                 .where(documents.c.source == source, or_(documents.c.state == State.FAILED.value, documents.c.failures > 0))
                 .limit(limit)
-            )
-            return [url for (url,) in rows]
+            ).tuples()
+            return [(url, json.loads(request) if request else {}) for url, request in rows]
 
     def count_in_index(self, source: str) -> int:
         with self.engine.connect() as connection:

@@ -194,6 +194,38 @@ def test_an_incremental_agent_is_asked_for_changes_and_for_what_is_gone(project,
     assert titles["doc-1"] == "Doc 1 again" and "doc-2" not in titles and len(titles) == 9
 
 
+def test_a_document_that_failed_is_read_again_with_its_fields_by_an_incremental_agent(project, solr, tmp_path) -> None:
+    """An incremental listing does not name a document that failed to be read and has not changed
+    since: the crawl asks for it again, and it used to do so without its reference, so the
+    document went into Solr without the agent's fields (here its title and version_i)."""
+    name = "repo-failed-once"
+    path, failing = tmp_path / "repository.json", tmp_path / "failing-keys"
+    documents = {
+        f"doc-{n}": {
+            "title": f"Doc {n}",
+            "body": f"text {n}",
+            "type": "text/plain",
+            "version": 3,
+            "modified": "2026-01-01T00:00:00+00:00",
+        }
+        for n in range(5)
+    }
+    path.write_text(json.dumps(documents), encoding="utf-8")
+    failing.write_text("doc-3\n", encoding="utf-8")
+    agent_source(project, name, path, agent="IncrementalJsonRepositoryAgent", inline=False, failing_keys=str(failing))
+    assert project.scrapy("crawl", name).returncode == 0
+    assert sorted(indexed(solr, name)) == ["doc-0", "doc-1", "doc-2", "doc-4"]
+    failing.unlink()  # the repository answers again; nothing changed in it
+    result = project.scrapy("crawl", name, "-s", "LOG_LEVEL=DEBUG")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (
+        "Listed 0 documents" in result.stderr
+        and "1 documents of repo-failed-once that failed before are read again" in result.stderr
+    )
+    title, version, _ = indexed(solr, name)["doc-3"]
+    assert (title, version) == ("Doc 3", 3)
+
+
 def test_a_test_crawl_reports_what_left_the_repository_and_removes_nothing(project, solr, tmp_path) -> None:
     name = "repo-test-mode"
     repository = Repository(tmp_path / "repository.json", random.Random(4))
