@@ -83,6 +83,20 @@ def indexed(solr: pysolr.Solr, name: str) -> dict[str, tuple[str, int, int]]:
     return {doc["url"].removeprefix(prefix): (doc["title"], doc["version_i"], doc["_version_"]) for doc in solr_docs(solr, name)}
 
 
+def text_documents(count: int, version: int) -> dict[str, dict]:
+    """``doc-0`` ... of a repository: plain text, all modified long before any crawl."""
+    return {
+        f"doc-{n}": {
+            "title": f"Doc {n}",
+            "body": f"text {n}",
+            "type": "text/plain",
+            "version": version,
+            "modified": "2026-01-01T00:00:00+00:00",
+        }
+        for n in range(count)
+    }
+
+
 def report_keys(project: Project, name: str, kind: str) -> set[str]:
     database = project.table().database
     try:
@@ -168,16 +182,7 @@ def test_a_listing_that_fails_part_way_removes_nothing(project, solr, tmp_path) 
 def test_an_incremental_agent_is_asked_for_changes_and_for_what_is_gone(project, solr, tmp_path) -> None:
     name = "repo-incremental"
     path = tmp_path / "repository.json"
-    documents = {
-        f"doc-{n}": {
-            "title": f"Doc {n}",
-            "body": f"text {n}",
-            "type": "text/plain",
-            "version": 1,
-            "modified": "2026-01-01T00:00:00+00:00",
-        }
-        for n in range(10)
-    }
+    documents = text_documents(10, version=1)
     path.write_text(json.dumps(documents), encoding="utf-8")
     agent_source(project, name, path, agent="IncrementalJsonRepositoryAgent", inline=False)
     assert project.scrapy("crawl", name).returncode == 0
@@ -200,16 +205,7 @@ def test_a_document_that_failed_is_read_again_with_its_fields_by_an_incremental_
     document went into Solr without the agent's fields (here its title and version_i)."""
     name = "repo-failed-once"
     path, failing = tmp_path / "repository.json", tmp_path / "failing-keys"
-    documents = {
-        f"doc-{n}": {
-            "title": f"Doc {n}",
-            "body": f"text {n}",
-            "type": "text/plain",
-            "version": 3,
-            "modified": "2026-01-01T00:00:00+00:00",
-        }
-        for n in range(5)
-    }
+    documents = text_documents(5, version=3)
     path.write_text(json.dumps(documents), encoding="utf-8")
     failing.write_text("doc-3\n", encoding="utf-8")
     agent_source(project, name, path, agent="IncrementalJsonRepositoryAgent", inline=False, failing_keys=str(failing))
