@@ -152,7 +152,7 @@ class _Rule:
         """The longest pattern wins; on equal length allow wins; then the earlier line."""
         if other is None:
             return True
-        mine, theirs = len(self.pattern), len(other.pattern)
+        mine, theirs = self.specificity, other.specificity
         if mine != theirs:
             return mine > theirs
         if self.allow != other.allow:
@@ -182,9 +182,6 @@ class _RuleIndex:
             self._by_start.setdefault(rule.start, []).append(rule)
             self._wild[rule.start] = self._wild.get(rule.start, 0) + (len(rule.pattern) if rule.wild else 0)
         self._lengths = sorted({len(start) for start in self._by_start})
-
-    def __bool__(self) -> bool:
-        return bool(self._by_start)
 
     def candidates(self, path: str) -> tuple[list[list[_Rule]], int]:
         """The rule lists whose start ``path`` begins with, and the characters of their wild rules."""
