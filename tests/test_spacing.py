@@ -1,0 +1,42 @@
+"""The suite's own judge of a fleet's politeness (tests.conftest.assert_spaced), tested on
+arrival times written out, so that what it lets through is known."""
+
+import pytest
+
+from tests.conftest import assert_spaced
+
+DELAY = 0.3
+
+
+def arrivals(*gaps: float) -> list[float]:
+    times = [10.0]
+    for gap in gaps:
+        times.append(times[-1] + gap)
+    return times
+
+
+def test_requests_a_delay_apart_pass() -> None:
+    assert_spaced(arrivals(*[DELAY] * 20), DELAY)
+
+
+def test_a_late_start_shortens_the_next_gap_by_what_it_lengthened_the_one_before() -> None:
+    assert_spaced(arrivals(DELAY, DELAY + 0.18, DELAY - 0.18, DELAY, DELAY), DELAY)
+
+
+def test_a_late_first_arrival_is_not_taken_for_two_at_once() -> None:
+    """Measured under four test workers: the first gap 0.106 s for a delay of 0.3 s."""
+    assert_spaced(arrivals(0.106, *[DELAY + 0.02] * 33), DELAY)
+
+
+@pytest.mark.parametrize(
+    "gaps",
+    [
+        (DELAY, DELAY, 0.001, DELAY, DELAY, DELAY + 0.01),  # two sent at once, later in the crawl
+        (0.01, 0.01, *[DELAY + 0.05] * 10),  # three sent at once at the start
+        (DELAY, 0.05, DELAY, 0.05, DELAY, 0.05, DELAY * 3),  # uncoordinated pairs, made up later
+        tuple([0.01] * 10),  # a fleet ignoring the reservations
+    ],
+)
+def test_requests_sent_together_fail(gaps: tuple[float, ...]) -> None:
+    with pytest.raises(AssertionError):
+        assert_spaced(arrivals(*gaps), DELAY)
