@@ -151,12 +151,12 @@ async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: b
     elif not check_robots:
         lines.append("robots.txt:    not fetched (--no-robots)")
     else:
-        rules = await robots.robots_txt(site)
-        lines.append(f"robots.txt:    {robots.answers.get(site, f'{site}/robots.txt')}")
-        if site in robots.unavailable:
+        record = await robots.record(site)
+        lines.append(f"robots.txt:    {record.answer}")
+        if record.unavailable is not None:
             lines.append(ROBOTS_UNAVAILABLE)
             return lines, False
-        decision = rules.decide(robots.agent, current)
+        decision = record.robots.decide(robots.agent, current)
         lines.append(f"  agent token  {robots.agent}; group: {decision.group or 'none applies'}")
         lines.append(f"  {'ok ' if decision.allowed else 'NO '} {decision.line or 'no rule matches: allowed'}")
         robots_refusal = robots.refusal(site, decision)

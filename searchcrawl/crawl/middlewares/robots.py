@@ -8,13 +8,15 @@ redirects are followed (up to 5, http and https only, each one a request that pa
 internal-address guard like any other); only the first 500 KiB are downloaded and parsed. Sources whose owner runs the
 site can set ``obey_robots = false``.
 
-The parsed robots.txt of at most SEARCHCRAWL_ROBOTS_HELD_BYTES (of robots.txt text, all sites
-together) are kept, the sites used least recently forgotten first (and their robots.txt fetched
-again when one of their URLs comes up): a source that reaches many hosts (a domain rule over
-wildcard DNS), each with 500 KiB of rules, would otherwise hold 10-13 MB per host for the whole
-crawl. A verdict without a file (no robots.txt, or none to be had) takes next to nothing and is
-never forgotten: an unreachable robots.txt is not fetched again before its time. The
-``robots_txt_read`` signal is sent on a site's first fetch only.
+What is known of each site (its parsed rules, until when, what its fetch answered) is one record,
+kept up to SEARCHCRAWL_ROBOTS_HELD_BYTES for all sites together, the sites used least recently
+forgotten first (and their robots.txt fetched again when one of their URLs comes up): a source
+that reaches many hosts (a domain rule over wildcard DNS), each with 500 KiB of rules, would
+otherwise hold 10-13 MB per host for the whole crawl, and one without files a record per host. A
+record weighs its robots.txt's text plus SITE_RECORD_BYTES, so verdicts without a file (a 404, or
+no robots.txt to be had) are forgotten too, after some 65,000 of them: an unreachable robots.txt
+forgotten that way is fetched again when its site comes up, before SEARCHCRAWL_ROBOTS_RETRY_AFTER.
+The ``robots_txt_read`` signal is sent on every fetch that reads a file.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -57,6 +60,26 @@ from searchcrawl.rules.urls import location_target
 logger = logging.getLogger(__name__)
 
 MAX_ROBOTS_REDIRECTS = 5
+# A site's record, weighed as this many bytes of robots.txt text besides its file's own: a record
+# without a file takes 0.4-0.5 KB parsed and about as much again in its strings and the dict,
+# where a file's text takes up to 27 times its size parsed, so SEARCHCRAWL_ROBOTS_HELD_BYTES bounds
+# both the same way (4 MiB: 65,536 records without files, about 60 MB).
+SITE_RECORD_BYTES = 64
+
+
+@dataclass(slots=True)
+class SiteRobots:
+    """What the crawl knows of one site's robots.txt, the one record of it (`scrapy explain` reads it)."""
+
+    robots: RobotsTxt
+    expires: float | None  # when it is fetched again (monotonic time); None: not in this crawl
+    answer: str  # what its fetch answered: "URL: HTTP 200, N bytes", or why there was none
+    unavailable: str | None = None  # why no robots.txt could be had (its URLs fail for now)
+    status: Status = Status.ROBOTS_UNAVAILABLE  # their status then: 935, or 937/938 (TLS, proxy)
+
+    @property
+    def weight(self) -> int:
+        return self.robots.size + SITE_RECORD_BYTES
 
 
 def site_of(url: str) -> str | None:
@@ -75,14 +98,10 @@ class RobotsMiddleware:
         self.obey = settings.obey_robots
         self.agent = settings.robots_agent
         self.retry_after = crawler.settings.getfloat("SEARCHCRAWL_ROBOTS_RETRY_AFTER")
-        self.sites: OrderedDict[str, tuple[RobotsTxt, float | None]] = OrderedDict()  # least recently used first
-        self.held_bytes = 0  # robots.txt text parsed into ``sites``
+        self.sites: OrderedDict[str, SiteRobots] = OrderedDict()  # least recently used first
+        self.held_bytes = 0  # the records' weight: robots.txt text, plus SITE_RECORD_BYTES each
         self.max_held_bytes = crawler.settings.getint("SEARCHCRAWL_ROBOTS_HELD_BYTES")
-        self.signalled: set[str] = set()  # sites whose robots_txt_read was sent
-        self.unavailable: dict[str, str] = {}  # site -> why its robots.txt could not be fetched
-        self.unavailable_status: dict[str, Status] = {}  # site -> 937/938 when TLS or the proxy failed
-        self.answers: dict[str, str] = {}  # site -> what its robots.txt fetch answered (`scrapy explain` shows it)
-        self.fetching: dict[str, asyncio.Future[tuple[RobotsTxt, float | None]]] = {}
+        self.fetching: dict[str, asyncio.Future[SiteRobots]] = {}
         # this instance's robots.txt downloads in flight: the size cap counts only these (the
         # bytes_received signal reaches every instance, e.g. a test's second one)
         self.downloading: set[Request] = set()
@@ -98,17 +117,18 @@ class RobotsMiddleware:
         site = site_of(request.url)
         if site is None:
             return
-        robots = await self.robots_txt(site)
-        unavailable = self.unavailable.get(site)
-        if unavailable is not None:
+        record = await self.record(site)
+        if record.unavailable is not None:
             self.crawler.stats.inc_value("searchcrawl/robots_unavailable")
             # not a rule: a failure that may pass. The URL counts a failing crawl, and nothing
             # leaves the index for it alone (README, "robots.txt and robots meta")
-            status = self.unavailable_status.get(site, Status.ROBOTS_UNAVAILABLE)
             raise RequestRefused(
-                status, f"robots.txt of {site} {unavailable}", event=Event.FAILED, counted=status not in UNCOUNTED_FAILURES
+                record.status,
+                f"robots.txt of {site} {record.unavailable}",
+                event=Event.FAILED,
+                counted=record.status not in UNCOUNTED_FAILURES,
             )
-        refused = self.refusal(site, robots.decide(self.agent, request.url))
+        refused = self.refusal(site, record.robots.decide(self.agent, request.url))
         if refused is not None:
             raise refused
 
@@ -125,42 +145,40 @@ class RobotsMiddleware:
 
     async def robots_txt(self, site: str) -> RobotsTxt:
         """The site's robots rules, fetched once (concurrent requests wait for the same fetch)."""
-        cached = self.sites.get(site)
-        if cached is not None and (cached[1] is None or time.monotonic() < cached[1]):
+        return (await self.record(site)).robots
+
+    async def record(self, site: str) -> SiteRobots:
+        """What is known of the site's robots.txt, fetched when not known (or no longer)."""
+        held = self.sites.get(site)
+        if held is not None and (held.expires is None or time.monotonic() < held.expires):
             self.sites.move_to_end(site)
-            return cached[0]
+            return held
         if site not in self.fetching:
             self.fetching[site] = asyncio.ensure_future(self._fetch(site))
             self.fetching[site].add_done_callback(lambda _f: self.fetching.pop(site, None))
-        robots, expires = await asyncio.shield(self.fetching[site])
-        self._hold(site, robots, expires)
-        return robots
+        fetched = await asyncio.shield(self.fetching[site])
+        self._hold(site, fetched)
+        return fetched
 
-    def _hold(self, site: str, robots: RobotsTxt, expires: float | None) -> None:
-        """Keep ``site``'s rules, forgetting the least recently used files beyond max_held_bytes
-        (never a verdict without a file: it weighs nothing, and stands until it expires)."""
+    def _hold(self, site: str, record: SiteRobots) -> None:
+        """Keep ``site``'s record, forgetting the least recently used beyond max_held_bytes."""
         replaced = self.sites.pop(site, None)
         if replaced is not None:
-            self.held_bytes -= replaced[0].size
-        self.sites[site] = (robots, expires)
-        self.held_bytes += robots.size
-        if self.held_bytes <= self.max_held_bytes:
-            return
-        for old in [held for held, (rules, _expires) in self.sites.items() if rules.size and held != site]:
-            self.held_bytes -= self.sites.pop(old)[0].size
+            self.held_bytes -= replaced.weight
+        self.sites[site] = record
+        self.held_bytes += record.weight
+        while self.held_bytes > self.max_held_bytes and len(self.sites) > 1:
+            old, forgotten = self.sites.popitem(last=False)
+            self.held_bytes -= forgotten.weight
             logger.debug("robots.txt of %s forgotten (%d bytes held): fetched again when needed", old, self.held_bytes)
-            if self.held_bytes <= self.max_held_bytes:
-                break
 
-    def _unavailable(self, site: str, why: str) -> tuple[RobotsTxt, float | None]:
+    def _unavailable(self, site: str, why: str, status: Status = Status.ROBOTS_UNAVAILABLE) -> SiteRobots:
         """No robots.txt could be had: the site is disallowed for now (RFC 9309), and its URLs
-        fail transiently (status 935) instead of being excluded."""
+        fail transiently (status 935, or 937/938) instead of being excluded."""
         logger.info("robots.txt of %s %s: the site's URLs fail for now (a transient failure)", site, why)
-        self.unavailable[site] = why
-        self.answers[site] = f"{site}/robots.txt {why}"
-        return robots_for_response(None, None), self._expiry()
+        return SiteRobots(robots_for_response(None, None), self._expiry(), f"{site}/robots.txt {why}", why, status)
 
-    async def _fetch(self, site: str) -> tuple[RobotsTxt, float | None]:
+    async def _fetch(self, site: str) -> SiteRobots:
         url = f"{site}/robots.txt"
         for hop in range(MAX_ROBOTS_REDIRECTS + 1):
             request = Request(
@@ -179,9 +197,8 @@ class RobotsMiddleware:
                 if status in (Status.TLS_FAILED, Status.PROXY_FAILED):
                     # the source's TLS or proxy configuration, not the site: its URLs get that status,
                     # not counted (nothing leaves the index for it)
-                    self.unavailable_status[site] = Status(status)
                     self.crawler.stats.inc_value(CONNECTION_REFUSALS)
-                    return self._unavailable(site, f"is unreachable ({describe_failure(exc)})")
+                    return self._unavailable(site, f"is unreachable ({describe_failure(exc)})", Status(status))
                 return self._unavailable(site, f"is unreachable ({type(exc).__name__}: {exc})")
             finally:
                 self.downloading.discard(request)
@@ -200,16 +217,11 @@ class RobotsMiddleware:
                 continue
             if robots_unreachable(response.status):  # "come back later"
                 return self._unavailable(site, f"answered {response.status}")
-            self.unavailable.pop(site, None)
-            self.unavailable_status.pop(site, None)
             logger.debug("robots.txt of %s: HTTP %d, %d bytes", site, response.status, len(response.body))
             redirects = f" (after {hop} redirect{'s' if hop > 1 else ''})" if hop else ""
-            self.answers[site] = f"{url}: HTTP {response.status}, {len(response.body)} bytes{redirects}"
             robots = robots_for_response(response.status, response.body)
-            if site not in self.signalled:
-                self.signalled.add(site)
-                self.crawler.signals.send_catch_log(robots_txt_read, site=site, robots=robots)
-            return robots, None
+            self.crawler.signals.send_catch_log(robots_txt_read, site=site, robots=robots)
+            return SiteRobots(robots, None, f"{url}: HTTP {response.status}, {len(response.body)} bytes{redirects}")
         return self._unavailable(site, f"redirects more than {MAX_ROBOTS_REDIRECTS} times")
 
     def _expiry(self) -> float | None:

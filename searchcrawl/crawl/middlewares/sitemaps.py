@@ -90,7 +90,9 @@ class SitemapMiddleware:
         return cls(crawler, context)
 
     def robots_txt_read(self, site: str, robots: RobotsTxt) -> None:
-        if self.from_robots:
+        # a site's sitemaps are read once per crawl: a robots.txt fetched again (its rules
+        # forgotten by RobotsMiddleware to bound memory) lists nothing to read
+        if self.from_robots and site not in self.reading:
             self.listed[site] = robots.sitemaps()
 
     async def process_request(self, request: Request) -> None:
@@ -106,6 +108,7 @@ class SitemapMiddleware:
         """Wait until the sitemaps of ``key`` (a site, or the source file's) have been read."""
         if key not in self.reading:
             self.reading[key] = asyncio.ensure_future(self.read_all(self.sitemaps_of(key)))
+            self.listed.pop(key, None)  # read once per crawl: the list is not kept
         await asyncio.shield(self.reading[key])
 
     def sitemaps_of(self, key: str) -> list[str]:

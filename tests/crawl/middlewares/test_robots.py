@@ -56,7 +56,7 @@ from scrapy.utils.reactor import is_reactor_installed
 from searchcrawl import settings as project_settings
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.meta import ROBOTS_REQUEST
-from searchcrawl.crawl.middlewares.robots import MAX_ROBOTS_REDIRECTS, RobotsMiddleware
+from searchcrawl.crawl.middlewares.robots import MAX_ROBOTS_REDIRECTS, SITE_RECORD_BYTES, RobotsMiddleware
 from searchcrawl.crawl.signals import robots_txt_read
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES
@@ -140,7 +140,9 @@ def test_a_disallowed_url_is_refused_and_an_allowed_one_passes(tmp_path: Path, s
         assert refusal.outcome.event == Event.EXCLUDED
         assert refusal.reason == f"robots.txt of {site_of(site)}: User-agent: *: line 2: Disallow: /private/"
         assert crawler.stats.get_value("searchcrawl/excluded/excluded_robots") == 1
-        assert middleware.answers == {site_of(site): f"{site.url}robots.txt: HTTP 200, {len(ROBOTS)} bytes"}
+        assert {site: record.answer for site, record in middleware.sites.items()} == {
+            site_of(site): f"{site.url}robots.txt: HTTP 200, {len(ROBOTS)} bytes"
+        }
 
     run(crawler, scenario)
     assert site.paths() == ["/robots.txt"]  # only robots.txt: the pages are the test's own requests
@@ -182,7 +184,7 @@ def test_obey_robots_false_fetches_nothing(tmp_path: Path, site: Site) -> None:
     async def scenario(middleware: RobotsMiddleware) -> None:
         for path in ("", "a.html", "private/x.html"):
             assert await middleware.process_request(Request(f"{site.url}{path}")) is None
-        assert middleware.sites == {} and middleware.answers == {}
+        assert middleware.sites == {}
 
     run(crawler, scenario)
     assert site.requests == []
@@ -225,18 +227,20 @@ def test_robots_txt_is_fetched_once_per_site_for_many_requests(tmp_path: Path, s
     assert second.paths() == ["/robots.txt"]
 
 
-def test_the_least_recently_used_sites_rules_are_forgotten_beyond_the_bound(tmp_path: Path, serve) -> None:
+def test_the_least_recently_used_sites_records_are_forgotten_beyond_the_bound(tmp_path: Path, serve) -> None:
     """A source reaching many hosts, each with 500 KiB of rules, held 10-13 MB per host for the
-    whole crawl: beyond SEARCHCRAWL_ROBOTS_HELD_BYTES the files used least recently are forgotten,
-    fetched again when needed (and robots_txt_read, which starts a site's sitemaps, sent once). A
-    verdict without a file (a 404) weighs nothing and is never forgotten."""
+    whole crawl, and one reaching many without files a record each: beyond
+    SEARCHCRAWL_ROBOTS_HELD_BYTES the records used least recently are forgotten, and fetched again
+    when needed. A record weighs its file's text plus SITE_RECORD_BYTES, a verdict without a file
+    (a 404) too, so it is forgotten in its turn (it once weighed nothing and stayed for good)."""
     for name in ("a", "b", "c"):
         (tmp_path / name).mkdir()
     first, second, none = serve(tmp_path / "a"), serve(tmp_path / "b"), serve(tmp_path / "c")
     first.responses["/robots.txt"] = text(ROBOTS)
     second.responses["/robots.txt"] = text(ROBOTS)
     none.responses["/robots.txt"] = text(b"", status=404)
-    crawler = crawler_of(tmp_path, first.url, second.url, none.url, SEARCHCRAWL_ROBOTS_HELD_BYTES=len(ROBOTS) + 1)
+    bound = len(ROBOTS) + 2 * SITE_RECORD_BYTES  # one file and one verdict without a file
+    crawler = crawler_of(tmp_path, first.url, second.url, none.url, SEARCHCRAWL_ROBOTS_HELD_BYTES=bound)
     read: list[str] = []
 
     def on_read(site: str, robots: object) -> None:
@@ -245,18 +249,38 @@ def test_the_least_recently_used_sites_rules_are_forgotten_beyond_the_bound(tmp_
     crawler.signals.connect(on_read, signal=robots_txt_read)
 
     async def scenario(middleware: RobotsMiddleware) -> None:
-        for site in (none, first, first, second, second, first, none):
+        for site in (none, first, first, none, second, second, first, none):
             if site is none:
                 assert await middleware.process_request(Request(f"{site.url}private/a.html")) is None
             else:
                 await refused(middleware, f"{site.url}private/a.html")
-        assert list(middleware.sites) == [site_of(first), site_of(none)] and middleware.held_bytes == len(ROBOTS)
+            assert middleware.held_bytes <= bound
+            assert middleware.held_bytes == sum(record.weight for record in middleware.sites.values())
+        assert list(middleware.sites) == [site_of(first), site_of(none)]
 
     run(crawler, scenario)
-    assert first.paths() == ["/robots.txt", "/robots.txt"]
+    assert first.paths() == ["/robots.txt", "/robots.txt"]  # forgotten when second's came
     assert second.paths() == ["/robots.txt"]
-    assert none.paths() == ["/robots.txt"]
-    assert read == [site_of(none), site_of(first), site_of(second)]
+    assert none.paths() == ["/robots.txt", "/robots.txt"]  # forgotten, then second's, when first's came back
+    assert read == [site_of(none), site_of(first), site_of(second), site_of(first), site_of(none)]
+
+
+def test_sites_without_files_are_held_within_the_bound(tmp_path: Path, serve) -> None:
+    """Hosts answering 404 (or nothing) each leave a record: at most the bound's worth is kept."""
+    sites = []
+    for name in range(6):
+        (tmp_path / str(name)).mkdir()
+        sites.append(serve(tmp_path / str(name)))
+        sites[-1].responses["/robots.txt"] = text(b"", status=404)
+    crawler = crawler_of(tmp_path, *(site.url for site in sites), SEARCHCRAWL_ROBOTS_HELD_BYTES=3 * SITE_RECORD_BYTES)
+
+    async def scenario(middleware: RobotsMiddleware) -> None:
+        for site in sites:
+            assert await middleware.process_request(Request(f"{site.url}a.html")) is None
+        assert list(middleware.sites) == [site_of(site) for site in sites[-3:]]
+        assert middleware.held_bytes == 3 * SITE_RECORD_BYTES
+
+    run(crawler, scenario)
 
 
 def test_rules_too_costly_for_a_url_fail_it_for_now(tmp_path: Path, site: Site) -> None:
@@ -310,8 +334,9 @@ def test_a_4xx_robots_txt_means_no_restrictions(tmp_path: Path, site: Site, stat
     async def scenario(middleware: RobotsMiddleware) -> None:
         for path in ("", "a.html", "private/x.html"):
             assert await middleware.process_request(Request(f"{site.url}{path}")) is None
-        assert middleware.unavailable == {}
-        assert middleware.answers[site_of(site)] == f"{site.url}robots.txt: HTTP {status}, {len(DISALLOW_ALL)} bytes"
+        record = middleware.sites[site_of(site)]
+        assert record.unavailable is None
+        assert record.answer == f"{site.url}robots.txt: HTTP {status}, {len(DISALLOW_ALL)} bytes"
 
     run(crawler, scenario)
     assert site.paths() == ["/robots.txt"]
@@ -333,7 +358,7 @@ def test_a_5xx_or_429_robots_txt_fails_the_sites_urls_and_is_not_fetched_again(t
         assert (await refused(middleware, f"{site.url}c.html")).status == Status.ROBOTS_UNAVAILABLE
         assert crawler.stats.get_value("searchcrawl/robots_unavailable") == 4
         assert crawler.stats.get_value("searchcrawl/excluded/excluded_robots") is None
-        assert middleware.answers[site_of(site)] == f"{site.url}robots.txt answered {status}"
+        assert middleware.sites[site_of(site)].answer == f"{site.url}robots.txt answered {status}"
 
     run(crawler, scenario)
     assert site.paths() == ["/robots.txt"]
@@ -371,7 +396,7 @@ def test_with_robots_retry_after_an_unavailable_robots_txt_is_fetched_again(tmp_
         await asyncio.sleep(0.6)
         assert await middleware.process_request(Request(f"{site.url}a.html")) is None  # fetched again: 200
         assert (await refused(middleware, f"{site.url}private/a.html")).status == Status.EXCLUDED_ROBOTS
-        assert middleware.unavailable == {}
+        assert middleware.sites[site_of(site)].unavailable is None
         await asyncio.sleep(0.6)
         assert await middleware.process_request(Request(f"{site.url}b.html")) is None  # a 200 is kept for good
 
@@ -402,7 +427,7 @@ def test_redirects_are_followed_up_to_5(tmp_path: Path, site: Site) -> None:
         assert refusal.status == Status.EXCLUDED_ROBOTS  # the rules at the end of the chain
         assert refusal.reason == f"robots.txt of {site_of(site)}: User-agent: *: line 2: Disallow: /"
         answer = f"{site.url}hop5.txt: HTTP 200, {len(DISALLOW_ALL)} bytes (after 5 redirects)"
-        assert middleware.answers[site_of(site)] == answer
+        assert middleware.sites[site_of(site)].answer == answer
 
     run(crawler, scenario)
     assert site.paths() == hops
@@ -434,7 +459,7 @@ def test_a_redirect_to_another_site_gives_that_sites_rules(tmp_path: Path, serve
         assert await middleware.process_request(Request(f"{site.url}a.html")) is None
         assert (await refused(middleware, f"{site.url}private/a.html")).status == Status.EXCLUDED_ROBOTS
         answer = f"{other.url}rules.txt: HTTP 200, {len(ROBOTS)} bytes (after 1 redirect)"
-        assert middleware.answers[site_of(site)] == answer
+        assert middleware.sites[site_of(site)].answer == answer
 
     run(crawler, scenario)
     assert site.paths() == ["/robots.txt"] and other.paths() == ["/rules.txt"]
@@ -576,7 +601,7 @@ def test_only_the_first_500_kib_are_downloaded_and_parsed(tmp_path: Path) -> Non
         assert edge.reason.endswith(": line 4: Disallow: /edge/"), edge.reason
         assert await middleware.process_request(Request(f"{server.url}late/a.html")) is None  # past the cap
         assert await middleware.process_request(Request(f"{server.url}lab.html")) is None  # the cut line dropped
-        answer = middleware.answers[server.url.rstrip("/")]
+        answer = middleware.sites[server.url.rstrip("/")].answer
         received = int(answer.split(", ")[1].split()[0])
         assert MAX_ROBOTS_BYTES < received < 2 * MAX_ROBOTS_BYTES, answer  # stopped just past the cap
 
