@@ -11,6 +11,6 @@ url_outcome = object()
 
 robots_txt_read = object()
 """``robots_txt_read(site, robots)``: a site's robots.txt was fetched and parsed (a
-``searchcrawl.rules.robots_txt.RobotsTxt``), sent by middlewares/robots.py on each fetch (a
-site's again if its rules were forgotten to bound memory); middlewares/sitemaps.py takes its
-``Sitemap:`` lines the first time."""
+``searchcrawl.rules.robots_txt.RobotsTxt``; a 4xx's has no rules), sent by middlewares/robots.py
+on each fetch that gets an answer (a site's again if its record was forgotten to bound memory);
+middlewares/sitemaps.py takes its ``Sitemap:`` lines the first time."""

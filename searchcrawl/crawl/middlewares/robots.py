@@ -13,10 +13,12 @@ kept up to SEARCHCRAWL_ROBOTS_HELD_BYTES for all sites together, the sites used 
 forgotten first (and their robots.txt fetched again when one of their URLs comes up): a source
 that reaches many hosts (a domain rule over wildcard DNS), each with 500 KiB of rules, would
 otherwise hold 10-13 MB per host for the whole crawl, and one without files a record per host. A
-record weighs its robots.txt's text plus SITE_RECORD_BYTES, so verdicts without a file (a 404, or
-no robots.txt to be had) are forgotten too, after some 65,000 of them: an unreachable robots.txt
-forgotten that way is fetched again when its site comes up, before SEARCHCRAWL_ROBOTS_RETRY_AFTER.
-The ``robots_txt_read`` signal is sent on every fetch that reads a file.
+record weighs its robots.txt's text and its strings plus SITE_RECORD_BYTES. Records with rules
+are forgotten before verdicts without (a 404, or no robots.txt to be had), so a few large files
+cannot flush the verdicts: those go only when they alone pass the bound (some 65,000 of them),
+and an unreachable robots.txt forgotten that way is fetched again when its site comes up, before
+SEARCHCRAWL_ROBOTS_RETRY_AFTER. The ``robots_txt_read`` signal is sent on every fetch that gets
+an answer (a 4xx's, with no rules, included).
 """
 
 from __future__ import annotations
@@ -79,7 +81,9 @@ class SiteRobots:
 
     @property
     def weight(self) -> int:
-        return self.robots.size + SITE_RECORD_BYTES
+        """Its robots.txt's text and its own strings (a redirect's target URL, an error's message:
+        a hostile Location can make them 100 KB), plus the record's fixed cost."""
+        return self.robots.size + len(self.answer) + len(self.unavailable or "") + SITE_RECORD_BYTES
 
 
 def site_of(url: str) -> str | None:
@@ -98,8 +102,10 @@ class RobotsMiddleware:
         self.obey = settings.obey_robots
         self.agent = settings.robots_agent
         self.retry_after = crawler.settings.getfloat("SEARCHCRAWL_ROBOTS_RETRY_AFTER")
-        self.sites: OrderedDict[str, SiteRobots] = OrderedDict()  # least recently used first
-        self.held_bytes = 0  # the records' weight: robots.txt text, plus SITE_RECORD_BYTES each
+        # least recently used first: the records with rules (forgotten first), and those without
+        self.sites: OrderedDict[str, SiteRobots] = OrderedDict()
+        self.verdicts: OrderedDict[str, SiteRobots] = OrderedDict()
+        self.held_bytes = 0  # the records' weights, both kinds
         self.max_held_bytes = crawler.settings.getint("SEARCHCRAWL_ROBOTS_HELD_BYTES")
         self.fetching: dict[str, asyncio.Future[SiteRobots]] = {}
         # this instance's robots.txt downloads in flight: the size cap counts only these (the
@@ -143,32 +149,42 @@ class RobotsMiddleware:
         self.crawler.stats.inc_value("searchcrawl/excluded/excluded_robots")
         return RequestRefused(Status.EXCLUDED_ROBOTS, reason)
 
-    async def robots_txt(self, site: str) -> RobotsTxt:
-        """The site's robots rules, fetched once (concurrent requests wait for the same fetch)."""
-        return (await self.record(site)).robots
-
     async def record(self, site: str) -> SiteRobots:
-        """What is known of the site's robots.txt, fetched when not known (or no longer)."""
-        held = self.sites.get(site)
-        if held is not None and (held.expires is None or time.monotonic() < held.expires):
-            self.sites.move_to_end(site)
-            return held
+        """What is known of the site's robots.txt, fetched when not known (or no longer);
+        concurrent requests wait for the same fetch."""
+        for held_in in (self.sites, self.verdicts):
+            held = held_in.get(site)
+            if held is not None and (held.expires is None or time.monotonic() < held.expires):
+                held_in.move_to_end(site)
+                return held
         if site not in self.fetching:
-            self.fetching[site] = asyncio.ensure_future(self._fetch(site))
-            self.fetching[site].add_done_callback(lambda _f: self.fetching.pop(site, None))
-        fetched = await asyncio.shield(self.fetching[site])
-        self._hold(site, fetched)
-        return fetched
+            self.fetching[site] = asyncio.ensure_future(self._fetch_and_hold(site))
+        return await asyncio.shield(self.fetching[site])
+
+    async def _fetch_and_hold(self, site: str) -> SiteRobots:
+        """The fetch, its record kept before the site leaves ``fetching``: a request arriving in
+        between finds one or the other, never neither (which started a second fetch)."""
+        try:
+            record = await self._fetch(site)
+            self._hold(site, record)
+            return record
+        finally:
+            del self.fetching[site]
 
     def _hold(self, site: str, record: SiteRobots) -> None:
-        """Keep ``site``'s record, forgetting the least recently used beyond max_held_bytes."""
-        replaced = self.sites.pop(site, None)
-        if replaced is not None:
-            self.held_bytes -= replaced.weight
-        self.sites[site] = record
+        """Keep ``site``'s record, forgetting the least recently used beyond max_held_bytes,
+        records with rules before verdicts without."""
+        for held_in in (self.sites, self.verdicts):
+            replaced = held_in.pop(site, None)
+            if replaced is not None:
+                self.held_bytes -= replaced.weight
+        (self.sites if record.robots.size else self.verdicts)[site] = record
         self.held_bytes += record.weight
-        while self.held_bytes > self.max_held_bytes and len(self.sites) > 1:
-            old, forgotten = self.sites.popitem(last=False)
+        while self.held_bytes > self.max_held_bytes:
+            others = [held for held in (self.sites, self.verdicts) if held and next(iter(held)) != site]
+            if not others:
+                break  # the site's own record alone: kept while it is used
+            old, forgotten = others[0].popitem(last=False)
             self.held_bytes -= forgotten.weight
             logger.debug("robots.txt of %s forgotten (%d bytes held): fetched again when needed", old, self.held_bytes)
 

@@ -20,7 +20,10 @@ Bounds (hostile sitemaps): ``SEARCHCRAWL_SITEMAP_MAX_FILES`` files per crawl,
 ``SEARCHCRAWL_SITEMAP_MAX_SECONDS`` reading one site's (or the source file's) sitemaps,
 ``SEARCHCRAWL_SITEMAP_MAX_BYTES`` of text per file (gzip included), 50,000 entries per file,
 ``SEARCHCRAWL_SITEMAP_MAX_URLS`` lastmod hints held (8-byte hashes); past a bound, a WARNING, and
-the URLs without a hint are simply requested.
+the URLs without a hint are simply requested. What is held per site is bounded by the files too:
+the robots.txt lists waiting for their site's first request hold at most ``max_files`` URLs (the
+oldest lists dropped first: those sitemaps are not read), a site is remembered only when it has
+sitemaps to read, and none once the crawl's ``max_files`` have been read.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -75,7 +78,10 @@ class SitemapMiddleware:
         self.max_bytes = crawler.settings.getint("SEARCHCRAWL_SITEMAP_MAX_BYTES")
         self.max_seconds = crawler.settings.getfloat("SEARCHCRAWL_SITEMAP_MAX_SECONDS")
         self.hints = LastmodHints(crawler.settings.getint("SEARCHCRAWL_SITEMAP_MAX_URLS"))
-        self.listed: dict[str, list[str]] = {}  # site -> the Sitemap: lines of its robots.txt
+        # site -> the sitemaps its robots.txt lists on its own host and port, until its first request;
+        # oldest first, at most max_files URLs in all
+        self.listed: OrderedDict[str, list[str]] = OrderedDict()
+        self.listed_urls = 0
         self.reading: dict[str, asyncio.Future[None]] = {}  # site (or CONFIGURED) -> its sitemaps being read
         self.fetched: set[str] = set()  # sitemap URLs requested in this crawl
         self.warned = False
@@ -92,8 +98,28 @@ class SitemapMiddleware:
     def robots_txt_read(self, site: str, robots: RobotsTxt) -> None:
         # a site's sitemaps are read once per crawl: a robots.txt fetched again (its rules
         # forgotten by RobotsMiddleware to bound memory) lists nothing to read
-        if self.from_robots and site not in self.reading:
-            self.listed[site] = robots.sitemaps()
+        if not self.from_robots or site in self.reading or site in self.listed or self.files_spent():
+            return
+        own: list[str] = []
+        for url in robots.sitemaps():
+            if len(own) >= self.max_files:
+                break
+            if same_site(url, site):
+                own.append(canonical(url))  # what is requested is what was checked
+            else:
+                logger.debug("Sitemap %s (robots.txt of %s) is on another host or port: not read", url, site)
+        if not own:
+            return
+        while self.listed and self.listed_urls + len(own) > self.max_files:
+            dropped, urls = self.listed.popitem(last=False)
+            self.listed_urls -= len(urls)
+            logger.debug("Sitemaps of %s not read: more are listed than SEARCHCRAWL_SITEMAP_MAX_FILES", dropped)
+        self.listed[site] = own
+        self.listed_urls += len(own)
+
+    def files_spent(self) -> bool:
+        """The crawl's ``max_files`` sitemaps have been requested: no more is read, or remembered."""
+        return len(self.fetched) >= self.max_files
 
     async def process_request(self, request: Request) -> None:
         if own_request(request):
@@ -107,20 +133,19 @@ class SitemapMiddleware:
     async def ready(self, key: str) -> None:
         """Wait until the sitemaps of ``key`` (a site, or the source file's) have been read."""
         if key not in self.reading:
-            self.reading[key] = asyncio.ensure_future(self.read_all(self.sitemaps_of(key)))
-            self.listed.pop(key, None)  # read once per crawl: the list is not kept
+            urls = self.sitemaps_of(key)
+            listed = self.listed.pop(key, None)  # read once per crawl: the list is not kept
+            if listed is not None:
+                self.listed_urls -= len(listed)
+            if not urls or self.files_spent():
+                return  # nothing to read: nothing kept for the site
+            self.reading[key] = asyncio.ensure_future(self.read_all(urls))
         await asyncio.shield(self.reading[key])
 
     def sitemaps_of(self, key: str) -> list[str]:
-        if key == CONFIGURED:
-            return self.configured
-        own = []
-        for url in self.listed.get(key, []):
-            if same_site(url, key):
-                own.append(canonical(url))  # what is requested is what was checked
-            else:
-                logger.debug("Sitemap %s (robots.txt of %s) is on another host or port: not read", url, key)
-        return own
+        """The sitemaps to read for ``key``: the source file's, or those a site's robots.txt lists
+        on its own host and port (canonical, as they are requested)."""
+        return self.configured if key == CONFIGURED else self.listed.get(key, [])
 
     async def read_all(self, urls: list[str]) -> None:
         """Read ``urls`` and the sitemaps their indexes name, one after the other (politeness

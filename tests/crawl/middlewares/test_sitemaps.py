@@ -165,3 +165,34 @@ def test_a_sitemap_redirect_to_a_url_that_cannot_be_read_is_passed_over_quietly(
     assert server.requested == [f"{SITE}/bad.xml", f"{SITE}/ok.xml"]
     assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
     assert "redirects to a URL that cannot be read" in caplog.text
+
+
+def test_what_is_held_per_site_is_bounded_by_the_crawls_files(tmp_path: Path) -> None:
+    """A review's find: every host left a finished read in ``reading``, and a host whose
+    robots.txt listed 10,000 sitemaps and disallowed every page kept the list for the whole crawl.
+    The lists waiting for their site's first request hold at most max_files URLs (the oldest
+    dropped), a site without sitemaps leaves nothing, and a robots.txt fetched again lists
+    nothing once its site has been read."""
+    middleware = build(tmp_path, "")
+    middleware.max_files = 5
+    middleware.crawler.engine = SitemapServer({})  # type: ignore[assignment]
+    hosts = [f"http://h{number}.test" for number in range(4)]
+    for host in hosts:
+        many = "".join(f"Sitemap: {host}/s{number}.xml\n" for number in range(3))
+        middleware.robots_txt_read(site=host, robots=RobotsTxt.parse(many))
+        assert middleware.listed_urls == sum(len(urls) for urls in middleware.listed.values()) <= 5
+    assert list(middleware.listed) == [hosts[3]]  # each list of 3 dropped the one before it
+    huge = RobotsTxt.parse("".join(f"Sitemap: {SITE}/{number}.xml\n" for number in range(10_000)))
+    middleware.robots_txt_read(site=SITE, robots=huge)
+    assert list(middleware.listed) == [SITE] and middleware.listed_urls == 5
+
+    async def requests() -> None:
+        await middleware.process_request(Request(f"{hosts[0]}/page.html"))  # its list was dropped
+        await middleware.process_request(Request(f"{SITE}/page.html"))
+
+    asyncio.run(requests())
+    assert list(middleware.reading) == [SITE] and middleware.listed == {} and middleware.listed_urls == 0
+    assert middleware.crawler.engine.requested == [f"{SITE}/{number}.xml" for number in range(5)]  # type: ignore[attr-defined]
+    middleware.robots_txt_read(site=SITE, robots=huge)  # fetched again: read already
+    middleware.robots_txt_read(site=hosts[1], robots=RobotsTxt.parse(f"Sitemap: {hosts[1]}/s.xml\n"))  # files spent
+    assert middleware.listed == {}
