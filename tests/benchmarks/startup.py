@@ -15,7 +15,8 @@ its checksum. A first crawl, not measured, compiles every module into a pycache 
 (as an installed searchcrawl's are) and fills a user cache of its own (the language model).
 Each line is the median of --runs runs. With --profile DIR, a repeated crawl is also run under
 `python -X importtime` and under cProfile; DIR gets importtime.txt (the 40 slowest imports,
-cumulative) and crawl.prof with cprofile.txt (the 60 costliest calls, cumulative). A dev Solr of its
+cumulative) and crawl.prof with cprofile.txt (the 60 costliest calls, cumulative), and the same
+of a first crawl (first-importtime.txt, ...). A dev Solr of its
 own is started unless --solr-url is given. Not part of the test suite: timings on a shared machine.
 """
 
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -115,20 +117,32 @@ class Startup:
         return self.measure([*args, "-s", "LOG_LEVEL=WARNING"], outside, env)
 
     def profile(self, out: Path) -> None:
-        """Where a repeated crawl's time goes: imports (-X importtime) and calls (cProfile)."""
+        """Where a crawl's time goes: imports (-X importtime) and calls (cProfile), of a repeated
+        crawl (importtime.txt, crawl.prof, cprofile.txt) and of a first one (the same names,
+        first- before them)."""
         out.mkdir(parents=True, exist_ok=True)
-        env = self.env(self.work / "data-repeated")
-        result = subprocess.run(self.crawl_args("-X", "importtime"), cwd=ROOT, env=env, capture_output=True, text=True)
+        self._profile(out, "", lambda: self.work / "data-repeated")
+        self._profile(out, "first-", lambda: self._new_data("data-profiled-first"))
+
+    def _new_data(self, name: str) -> Path:
+        shutil.rmtree(self.work / name, ignore_errors=True)
+        return self.work / name
+
+    def _profile(self, out: Path, prefix: str, data: Callable[[], Path]) -> None:
+        result = subprocess.run(
+            self.crawl_args("-X", "importtime"), cwd=ROOT, env=self.env(data()), capture_output=True, text=True
+        )
         rows = []
         for line in result.stderr.splitlines():
             if line.startswith("import time:") and "|" in line and "cumulative" not in line:
                 _self, cumulative, name = line[len("import time:") :].split("|")
                 rows.append((int(cumulative), name.rstrip()))
         top = sorted(rows, reverse=True)[:40]
-        (out / "importtime.txt").write_text("".join(f"{us / 1e6:8.3f} s {name}\n" for us, name in top), encoding="utf-8")
-        prof = out / "crawl.prof"
+        (out / f"{prefix}importtime.txt").write_text("".join(f"{us / 1e6:8.3f} s {name}\n" for us, name in top), encoding="utf-8")
+        prof = out / f"{prefix}crawl.prof"
+        env = self.env(data())
         subprocess.run(self.crawl_args("-m", "cProfile", "-o", str(prof)), cwd=ROOT, env=env, check=True, capture_output=True)
-        with open(out / "cprofile.txt", "w", encoding="utf-8") as handle:
+        with open(out / f"{prefix}cprofile.txt", "w", encoding="utf-8") as handle:
             pstats.Stats(str(prof), stream=handle).sort_stats("cumulative").print_stats(60)
 
 
