@@ -1,5 +1,7 @@
 """JvmServer's launch, with a Python program in the JVM's place (the lifecycle a dev Solr and a
-Tika server share, without a JVM's seconds)."""
+Tika server share, without a JVM's seconds). On purpose: the real launchers start the real Solr
+and Tika for every test that uses them (tests/conftest.py's shared servers, the wheel's
+`scrapy solr start` in tests/e2e/test_wheel.py); here the process handling is tested alone."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ that reaches many hosts (a domain rule over wildcard DNS), each with 500 KiB of 
 otherwise hold 10-13 MB per host for the whole crawl, and one without files a record per host. A
 record weighs its robots.txt's text and its strings plus SITE_RECORD_BYTES. Records with rules
 are forgotten before verdicts without (a 404, or no robots.txt to be had), so a few large files
-cannot flush the verdicts: those go only when they alone pass the bound (some 65,000 of them),
+cannot flush the verdicts: those go only when they alone pass the bound (some 30,000 of them),
 and an unreachable robots.txt forgotten that way is fetched again when its site comes up, before
 SEARCHCRAWL_ROBOTS_RETRY_AFTER. The ``robots_txt_read`` signal is sent on every fetch that gets
 an answer (a 4xx's, with no rules, included).
@@ -65,7 +65,8 @@ MAX_ROBOTS_REDIRECTS = 5
 # A site's record, weighed as this many bytes of robots.txt text besides its file's own: a record
 # without a file takes 0.4-0.5 KB parsed and about as much again in its strings and the dict,
 # where a file's text takes up to 27 times its size parsed, so SEARCHCRAWL_ROBOTS_HELD_BYTES bounds
-# both the same way (4 MiB: 65,536 records without files, about 60 MB).
+# both the same way (4 MiB: some 31,000 records without files, of 135 bytes' weight with their
+# answers and 830 bytes of memory each, about 26 MB).
 SITE_RECORD_BYTES = 64
 
 
