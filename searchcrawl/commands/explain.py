@@ -58,11 +58,6 @@ READ_ONLY_CRAWL: dict[str, Any] = {
     "LOG_FILE": None,
 }
 
-ROBOTS_UNAVAILABLE = (
-    "verdict:       FAILS FOR NOW (935 robots_unavailable): a transient failure, counted "
-    "toward max_failures; nothing is removed for it alone"
-)
-
 
 @dataclass
 class Explanation:
@@ -84,8 +79,13 @@ def code_name(status: int) -> str:
 
 def refused_verdict(refused: RequestRefused) -> str:
     """The verdict on a request a downloader middleware refused, as its row would say it."""
-    verdict = "FAILS FOR NOW" if refused.outcome.event is Event.FAILED else "EXCLUDED"
-    return f"verdict:       {verdict} ({code_name(refused.status)}): {refused.reason}"
+    if refused.outcome.event is not Event.FAILED:
+        return f"verdict:       EXCLUDED ({code_name(refused.status)}): {refused.reason}"
+    counted = "counted toward max_failures" if refused.outcome.counted else "not counted toward max_failures"
+    return (
+        f"verdict:       FAILS FOR NOW ({code_name(refused.status)}): {refused.reason}; a transient failure, "
+        f"{counted}; nothing is removed for it alone"
+    )
 
 
 async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: bool = True) -> tuple[list[str], bool]:
@@ -154,7 +154,7 @@ async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: b
         record = await robots.record(site)
         lines.append(f"robots.txt:    {record.answer}")
         if record.unavailable is not None:
-            lines.append(ROBOTS_UNAVAILABLE)
+            lines.append(refused_verdict(robots.unavailable(site, record)))
             return lines, False
         decision = record.robots.decide(robots.agent, current)
         lines.append(f"  agent token  {robots.agent}; group: {decision.group or 'none applies'}")

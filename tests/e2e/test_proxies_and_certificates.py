@@ -199,6 +199,13 @@ def test_a_private_ca_site_is_crawled_with_its_bundle_and_refused_without(projec
     assert {row["status"] for row in rows} == {937}, rows
     assert {row["state"] for row in rows} == {"indexed"} and {row["failures"] for row in rows} == {0}
     assert "not signed by a trusted CA" in rows[0]["reason"], rows[0]["reason"]
+    # explain gives the crawl's answer: the robots.txt fetch failed its handshake, so 937, not
+    # counted (it said 935, counted, whatever the failure was)
+    explained = project.scrapy("explain", name, f"{site.url}page0.html")
+    assert explained.returncode == 0, explained.stdout + explained.stderr
+    verdict = explained.stdout.rstrip().splitlines()[-1]
+    assert verdict.startswith("verdict:       FAILS FOR NOW (937 tls_failed): robots.txt of "), explained.stdout
+    assert "not counted toward max_failures" in verdict, verdict
 
 
 def test_verify_false_is_an_explicit_logged_choice(project, solr, servers, ca) -> None:

@@ -127,17 +127,22 @@ class RobotsMiddleware:
         record = await self.record(site)
         if record.unavailable is not None:
             self.crawler.stats.inc_value("searchcrawl/robots_unavailable")
-            # not a rule: a failure that may pass. The URL counts a failing crawl, and nothing
-            # leaves the index for it alone (README, "robots.txt and robots meta")
-            raise RequestRefused(
-                record.status,
-                f"robots.txt of {site} {record.unavailable}",
-                event=Event.FAILED,
-                counted=record.status not in UNCOUNTED_FAILURES,
-            )
+            raise self.unavailable(site, record)
         refused = self.refusal(site, record.robots.decide(self.agent, request.url))
         if refused is not None:
             raise refused
+
+    def unavailable(self, site: str, record: SiteRobots) -> RequestRefused:
+        """What a request to a site whose robots.txt is unavailable gets, for the crawl and
+        `scrapy explain`: not a rule but a failure that may pass, so nothing leaves the index for it
+        alone (README, "robots.txt and robots meta"); 935 counts toward ``max_failures``, a TLS or
+        proxy failure (937, 938) does not."""
+        return RequestRefused(
+            record.status,
+            f"robots.txt of {site} {record.unavailable}",
+            event=Event.FAILED,
+            counted=record.status not in UNCOUNTED_FAILURES,
+        )
 
     def refusal(self, site: str, decision: RobotsDecision) -> RequestRefused | None:
         """What a request gets for ``decision`` (None: it goes on), for the crawl and `scrapy explain`."""
