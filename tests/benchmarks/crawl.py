@@ -465,7 +465,9 @@ def main() -> None:
     runs: list[dict[str, Any]] = []
     capacity = None
     try:
-        phases = args.phases.replace(",", "") + ("p" if args.profile else "")
+        phases = args.phases.replace(",", "")
+        if args.profile and "p" not in phases:  # "--phases bp --profile" profiles once, not twice
+            phases += "p"
         sizes = [int(n) for n in args.pages.split(",")] if args.site == "synthetic" else [0]
         for pages in sizes:
             started = time.monotonic()
