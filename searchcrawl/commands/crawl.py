@@ -123,6 +123,15 @@ class Command(ScrapyCrawlCommand):
             super().run(args, opts)  # Scrapy's usage errors
             return
         assert self.crawler_process is not None
+        # Imported here, on a shallow stack, before the downloader imports it from deep inside
+        # the engine's construction: Scrapy's TLS context factory module calls inspect.stack() as
+        # it is imported (three create_deprecated_class), whose cost is the frames on the stack
+        # times the modules loaded (each of importlib's frames makes inspect.getmodule scan
+        # sys.modules: CPython issue 92041). From the downloader: 123 frames, 0.2 s of CPU in a
+        # one-page crawl of about 1 s; from here: 57 frames, 0.1 s (tests/benchmarks/README.md,
+        # the startup benchmark). Any crawl of an http(s) source imports it anyway.
+        import scrapy.core.downloader.contextfactory  # noqa: F401, PLC0415
+
         loader = self.crawler_process.spider_loader
         try:
             loader.load(args[0])
