@@ -8,3 +8,12 @@ def strip_session(url: str) -> str | None:
     if "/print/" in url:
         return None
     return url_query_cleaner(url, ["sessionid"], remove=True)
+
+
+def hostile(url: str) -> str | None:
+    """A rewriter that fails on some links: raises on /boom, makes an invalid URL of /badport."""
+    if "/boom" in url:
+        raise RuntimeError("boom")
+    if "/badport" in url:
+        return "http://h.test:99999/x"
+    return url

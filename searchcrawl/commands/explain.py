@@ -36,7 +36,7 @@ from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware
 from searchcrawl.crawl.middlewares.robots import RobotsMiddleware, site_of
-from searchcrawl.crawl.spider import SourceSpider
+from searchcrawl.crawl.spider import SourceSpider, seed_urls
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status, describe
@@ -102,33 +102,43 @@ async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: b
         return lines, False
     lines.append(f"canonical:     {current}" + ("" if current != url else "  (unchanged)"))
 
-    # The rule chain, as for a link: the rewriter first, then the rules on what it makes of it.
-    steps = state.steps(current, depth or 0, rewrite="link", every=True)
-    rewriting = steps[0]  # with every step asked for, the rewriter's always comes first
-    row = state.table.get(source.name, rewriting.url) if rewriting.allowed else None
-    recorded = ""
-    if depth is None:
-        depth = row["depth"] if row and row["depth"] is not None else 0
-        recorded = " (as recorded)" if row else " (assumed; use --depth)"
-        if depth:  # the chain again, at the depth the document table records
-            steps = state.steps(current, depth, rewrite="link", every=True)
+    # The rule chain as the crawl applies it: to a seed as written, at depth 0 (the spider's
+    # start); to any other URL as to a link: the rewriter first, then the rules on what it makes
+    # of it (CrawlState.rewrite_step, the step the spider's links take).
+    if current in seed_urls(source):
+        steps = state.steps(current, 0, every=True)
+        rewriting, depth, recorded = None, 0, " (a seed)"
+        row = state.table.get(source.name, current)
+    else:
+        steps = state.steps(current, depth or 0, rewrite="link", every=True)
+        rewriting = steps[0]  # with every step asked for, the rewriter's always comes first
+        row = state.table.get(source.name, rewriting.url) if rewriting.allowed else None
+        recorded = ""
+        if depth is None:
+            depth = row["depth"] if row and row["depth"] is not None else 0
+            recorded = " (as recorded)" if row else " (assumed; use --depth)"
+            if depth:  # the chain again, at the depth the document table records
+                steps = state.steps(current, depth, rewrite="link", every=True)
     if settings.url_rewriter:
-        if rewriting.allowed:
+        if rewriting is None:
+            lines.append(f"rewriter:      {settings.url_rewriter}: not applied to a seed")
+        elif rewriting.allowed:
             lines.append(f"rewriter:      {settings.url_rewriter} -> {rewriting.url}")
         elif rewriting.rule == "dropped by the URL rewriter":
             lines.append(f"rewriter:      {settings.url_rewriter} drops it")
         else:
             lines.append(f"rewriter:      {settings.url_rewriter}: {rewriting.rule}")
-    if rewriting.allowed:
+    if rewriting is None or rewriting.allowed:
         lines.append(f"depth:         {depth}{recorded}")
-    for step in steps[1:]:
+    for step in steps if rewriting is None else steps[1:]:
         lines.append(f"  {'ok ' if step.allowed else 'NO '} {step.rule}")
     verdict = steps[-1]
     if not verdict.allowed:
         assert verdict.status is not None
         lines.append(f"verdict:       EXCLUDED ({code_name(verdict.status)}): {verdict.rule}")
         return lines, False
-    current = rewriting.url
+    if rewriting is not None:
+        current = rewriting.url
 
     # The downloader middlewares a request of the URL meets, in their order: the address guard
     # (it runs before RobotsMiddleware: a refused host's robots.txt is never fetched), robots.txt.

@@ -70,6 +70,12 @@ INDEXED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 RECORDED_HEADERS = ("content-type", "content-language", "last-modified", "etag", "content-length")
 
 
+def seed_urls(source: Source) -> list[str]:
+    """The source's seeds as the crawl requests them: canonical, at depth 0, not rewritten (the URL
+    rewriter is for links); `scrapy explain` tells a seed by them."""
+    return [canonical(url) for url in source.seed_urls]
+
+
 class SourceSpider(Spider):
     """Crawl one source. Subclass it (``spider_class`` in the source file) for custom parsing:
     override ``parse_document`` and keep calling ``super()`` for the bookkeeping."""
@@ -96,8 +102,8 @@ class SourceSpider(Spider):
         return crawl_state(self.crawler)
 
     async def start(self) -> AsyncIterator[Request]:
-        for url in self.source.seed_urls:
-            yield self.request(canonical(url), depth=0)
+        for url in seed_urls(self.source):
+            yield self.request(url, depth=0)
 
     def report(
         self,
@@ -270,12 +276,12 @@ class SourceSpider(Spider):
         except ValueError as exc:  # e.g. a port out of range: the page's other links go on
             self.context.exclude_link(url[:2000], Status.EXCLUDED_PORT, depth, f"not a valid URL: {exc}")
             return None
-        rewritten = self.context.rewriter(url)
-        if rewritten is None:
-            self.context.exclude_link(url, Status.EXCLUDED_REWRITER, depth, "dropped by the URL rewriter")
+        rewriting = self.context.rewrite_step(url, link=True)  # the step `scrapy explain` shows
+        if not rewriting.allowed:
+            assert rewriting.status is not None
+            self.context.exclude_link(rewriting.url[:2000], rewriting.status, depth, rewriting.rule)
             return None
-        if rewritten != url:
-            url = canonical(rewritten)
+        url = rewriting.url
         frontier = self.context.frontier
         if frontier is not None and frontier.in_run(url) and self.source.settings.orphans != "delete":
             return None  # queued already (orphans = "delete" needs every link seen, to mark it linked)

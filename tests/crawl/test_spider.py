@@ -136,6 +136,28 @@ def test_an_html_page_gives_its_document_and_its_links(crawler_of) -> None:
     assert (row["state"], row["status"], row["depth"]) == ("excluded", Status.EXCLUDED_REWRITER, 2)
 
 
+def test_a_rewriter_that_raises_or_makes_an_invalid_url_excludes_that_link_alone(crawler_of) -> None:
+    """The rewriter's step is ``CrawlState.rewrite_step``, which `scrapy explain` shows: a link it
+    raises on is 909, one it makes invalid 902, and the page's other links go on (the exception
+    escaped the spider before: the page failed with a spider error and lost its links)."""
+    crawler = crawler_of('seeds = ["http://h.test/"]\nurl_rewriter = "tests.rewriters.hostile"\n')
+    spider = spider_of(crawler)
+    page = b'<html><body><a href="/boom.html">x</a> <a href="/badport.html">y</a> <a href="/ok.html">z</a></body></html>'
+    documents, requests = split(list(spider.parse(html("http://h.test/", page))))
+    assert len(documents) == 1 and [r.url for r in requests] == ["http://h.test/ok.html"]
+    table = state_of(crawler).table
+    boom = table.get("unit", "http://h.test/boom.html")
+    assert (boom["state"], boom["status"], boom["reason"]) == (
+        "excluded",
+        Status.EXCLUDED_REWRITER,
+        "the URL rewriter raised RuntimeError",
+    )
+    bad = table.get("unit", "http://h.test:99999/x")
+    assert (bad["state"], bad["status"]) == ("excluded", Status.EXCLUDED_PORT) and bad["reason"].startswith("not a valid URL")
+    steps = state_of(crawler).steps("http://h.test/boom.html", 1, rewrite="link", every=True)
+    assert steps[-1].status == Status.EXCLUDED_REWRITER and steps[-1].rule == boom["reason"]  # explain's chain
+
+
 def test_robots_meta_noindex_and_nofollow(crawler_of) -> None:
     crawler = crawler_of()
     spider = spider_of(crawler)

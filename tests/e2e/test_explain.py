@@ -313,3 +313,19 @@ def test_explain_asks_the_internal_address_guard(offline_project: Project, tmp_p
     out = explain(offline_project, name, f"file://{docs}/index.html")
     assert "robots.txt:    not applicable" in out
     assert verdict(out).startswith("verdict:       CRAWLED")
+
+
+def test_a_seed_is_explained_as_the_crawl_requests_it_not_rewritten(offline_project: Project, serve, tmp_path: Path) -> None:
+    """The spider requests its seeds as written, at depth 0 (the rewriter is for links): explain
+    says so, where it judged every URL as a link (and found this seed dropped by the rewriter)."""
+    (tmp_path / "site" / "print").mkdir(parents=True)
+    site = serve(tmp_path / "site")
+    name = unique("seed")
+    offline_project.source(name, f'seeds = ["{site.url}print/a.html"]\nurl_rewriter = "tests.rewriters.strip_session"\n')
+
+    out = explain(offline_project, name, f"{site.url}print/a.html")
+    assert "rewriter:      tests.rewriters.strip_session: not applied to a seed" in out, out
+    assert "depth:         0 (a seed)" in out, out
+    assert "EXCLUDED" not in out, out
+    link = explain(offline_project, name, f"{site.url}print/b.html")  # the same rule for a link
+    assert verdict(link) == "verdict:       EXCLUDED (909 excluded_rewriter): dropped by the URL rewriter", link

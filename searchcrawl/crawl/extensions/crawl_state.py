@@ -112,6 +112,7 @@ class RuleStep(NamedTuple):  # a tuple: made for every URL the crawl meets, it m
 ADMITTED = Decision(True, "inside the source's boundary and scope filter")
 # RuleStep(...) without its Python-level __new__, for the steps the crawl's hot path makes
 _new_step = tuple.__new__
+_UNCHANGED_BY_REWRITER = Decision(True, "the URL rewriter leaves it as it is")
 # The crawl's stats key of each exclusion status (Enum.name costs a property call a link)
 _EXCLUDED_STAT = {status: f"searchcrawl/excluded/{status.name.lower()}" for status in Status}
 
@@ -242,12 +243,8 @@ class CrawlState:
         middlewares)."""
         steps: list[RuleStep] = []
         if rewrite is not None:
-            try:
-                rewritten: str | Exception | None = self.rewriter(url)
-            except Exception as exc:  # a user's rewriter: one bad URL must not stop the crawl
-                rewritten = exc
-            if every or rewritten != url:
-                step = self._rewrite_step(url, rewritten, rewrite == "link")
+            step = self.rewrite_step(url, link=rewrite == "link")
+            if every or not step.allowed or step.url != url:
                 steps.append(step)
                 if not step.decision.allowed:
                     return steps
@@ -289,17 +286,22 @@ class CrawlState:
             steps.append(RuleStep("scope_filter", Decision(True, filtered.rule), url))
         return steps
 
-    @staticmethod
-    def _rewrite_step(url: str, rewritten: str | Exception | None, link: bool) -> RuleStep:
-        """The URL rewriter's step: what it made of ``url`` (or raised). A link is judged as the
-        rewriter makes it; a known URL it changes is excluded (its rewritten form is a URL of its own)."""
+    def rewrite_step(self, url: str, *, link: bool) -> RuleStep:
+        """The URL rewriter's step on ``url`` (canonical): what it made of it, or raised. A link
+        is judged as the rewriter makes it (the step's URL, canonical; a refusal when the rewriter
+        drops it, raises, or makes an invalid URL of it); a known URL it changes is excluded (its
+        rewritten form is a URL of its own). The spider's links and ``steps`` both take it."""
+        try:
+            rewritten: str | Exception | None = self.rewriter(url)
+        except Exception as exc:  # a user's rewriter: one bad URL must not stop the page's other links
+            rewritten = exc
         if isinstance(rewritten, Exception):
             refusal = Decision(False, f"the URL rewriter raised {type(rewritten).__name__}", Status.EXCLUDED_REWRITER)
             return RuleStep("url_rewriter", refusal, url)
         if rewritten is None:
             return RuleStep("url_rewriter", Decision(False, "dropped by the URL rewriter", Status.EXCLUDED_REWRITER), url)
-        if rewritten == url:
-            return RuleStep("url_rewriter", Decision(True, "the URL rewriter leaves it as it is"), url)
+        if rewritten == url:  # most links: made without RuleStep's Python-level __new__
+            return _new_step(RuleStep, ("url_rewriter", _UNCHANGED_BY_REWRITER, url))
         if not link:
             refusal = Decision(False, f"the URL rewriter makes it {rewritten}", Status.EXCLUDED_REWRITER)
             return RuleStep("url_rewriter", refusal, url)
