@@ -16,13 +16,12 @@ from datetime import datetime
 
 from scrapy.commands import ScrapyCommand
 
-from searchcrawl.config import paths
+from searchcrawl.commands import open_database
 from searchcrawl.config.source import SourceError
 from searchcrawl.config.spiderloader import SourceSpiderLoader
 from searchcrawl.ops.dispatcher import Dispatcher
 from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule
-from searchcrawl.store import Database
 
 logger = logging.getLogger(__name__)
 
@@ -61,10 +60,10 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None and self.crawler_process is not None
-        database = Database(paths.db_url(self.settings))
-        launcher = launcher_for(self.settings)
-        dispatcher = Dispatcher(database, launcher, self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))
-        try:
+        # --list only reads: the database is not migrated (and not made when nothing ran yet)
+        with open_database(self.settings, migrate=not opts.list) as database:
+            launcher = launcher_for(self.settings)
+            dispatcher = Dispatcher(database, launcher, self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))
             if opts.list:
                 print("\n".join(dispatcher.describe(self.schedules(), datetime.now().astimezone())) or "no scheduled sources")
                 return
@@ -80,5 +79,3 @@ class Command(ScrapyCommand):
                 if opts.once or stop.wait(tick):
                     break
             logger.info("Scheduler stopped")
-        finally:
-            database.close()

@@ -58,6 +58,10 @@ def test_scheduler_starts_a_local_crawl_without_scrapyd(project, serve, tmp_path
     pages = build_intranet(tmp_path / "site", sections=1, per_section=2)
     site = serve(tmp_path / "site")
     project.source("local", f'seeds = ["{site.url}index.html"]\nrefresh_interval = "1d"\n')
+    # --list only reads: before anything ran, it makes no database (it used to migrate one)
+    listing = project.scrapy("scheduler", "--list", SEARCHCRAWL_SCRAPYD_URL="")
+    assert listing.returncode == 0 and "local: every 1 day, 0:00:00; never started" in listing.stdout, listing.stdout
+    assert not (project.data_dir / "documents.sqlite3").exists()
     result = project.scrapy("scheduler", "--once", SEARCHCRAWL_SCRAPYD_URL="")
     assert result.returncode == 0 and "Schedule of local (every 1 day, 0:00:00): started crawl" in result.stderr, result.stderr
     table = project.table()
