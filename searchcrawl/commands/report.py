@@ -12,8 +12,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.commands import open_database
-from searchcrawl.crawl.frontier_scheduler import DELTA_KINDS
 from searchcrawl.ops.terminal import printable
+from searchcrawl.rules.lifecycle import Delta
 from searchcrawl.store import Database, Deltas
 from searchcrawl.store.runs import Runs
 
@@ -48,7 +48,7 @@ class Command(ScrapyCommand):
             return
         started = datetime.fromisoformat(report["started_at"])
         print(f"Run {report['run']} of {args[0]}: {report['state']} ({report['mode']}), started {started:%Y-%m-%d %H:%M:%S}")
-        for kind in DELTA_KINDS:
+        for kind in Delta:
             urls = report["urls"][kind]
             print(f"{kind:>13}: {len(urls)}")
             for url in urls:
@@ -71,6 +71,6 @@ def run_report(database: Database, source: str, run_id: int | None = None) -> di
         "state": run["state"],
         "mode": run["mode"],
         "started_at": run["started_at"].isoformat(),
-        "counts": {kind: len(deltas.get(kind, [])) for kind in DELTA_KINDS},
-        "urls": {kind: deltas.get(kind, []) for kind in DELTA_KINDS},
+        "counts": {kind.value: len(deltas.get(kind, [])) for kind in Delta},
+        "urls": {kind.value: deltas.get(kind, []) for kind in Delta},
     }

@@ -35,7 +35,7 @@ from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.meta import DEPTH, KNOWN_ROW, PERSISTED, WAKE
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.ops.local_fleet import run_to_join
-from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.lifecycle import Delta, Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.runs import (
@@ -53,7 +53,6 @@ from searchcrawl.store.runs import (
 logger = logging.getLogger(__name__)
 
 RUN_STATE_FOR_REASON = {"finished": FINISHED, "stopped": STOPPED, "failed": FAILED}  # anything else: suspended
-DELTA_KINDS = ("new", "changed", "unchanged", "not_modified", "deleted", "held", "refused", "failed", "excluded", "duplicate")
 IDLE_RECHECK = 0.5  # seconds between frontier look-ups while it is empty
 WAKE_URL = "data:,"
 HELD_LIMIT_BATCHES = 4  # with SEARCHCRAWL_MAX_SITES: at most this many batches wait for a free site
@@ -233,7 +232,7 @@ class FrontierScheduler(BaseScheduler):
                 return
         report = self.context.end_run(state, reason)
         logger.info("Run %d of %s is %s (%s)", self.run.id, self.context.source.name, state, reason)
-        summary = ", ".join(f"{kind} {len(report.get(kind, []))}" for kind in DELTA_KINDS)
+        summary = ", ".join(f"{kind} {len(report.get(kind, []))}" for kind in Delta)
         logger.info(
             "Delta of run %d (%s%s): %s; `scrapy report %s` lists the URLs",
             self.run.id,

@@ -39,7 +39,7 @@ from searchcrawl.crawl.meta import (
     SAME_DEPTH,
 )
 from searchcrawl.crawl.signals import url_outcome
-from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.lifecycle import Delta, Event, Outcome
 from searchcrawl.rules.rendering import empty_shell, render_mode
 from searchcrawl.rules.robots_meta import robots_directives
 from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status, describe_failure, status_for_exception, status_for_ignored
@@ -112,7 +112,7 @@ class SourceSpider(Spider):
         status: int,
         reason: str | None = None,
         depth: int | None = None,
-        kind: str | None = None,
+        kind: Delta | None = None,
         counted: bool = True,
         **columns: Any,
     ) -> None:
@@ -147,7 +147,7 @@ class SourceSpider(Spider):
             "etag": headers.get("etag"),
         }
         if response.status == 304 and response.meta.get(PREVIOUS):
-            self.report(response.url, Event.UNCHANGED, Status.UNCHANGED, "304 Not Modified", depth, "not_modified")
+            self.report(response.url, Event.UNCHANGED, Status.UNCHANGED, "304 Not Modified", depth, Delta.NOT_MODIFIED)
             logger.debug("Unchanged (304): %s", response.url)
             return
         if response.status >= 500 or response.status in TRANSIENT:
@@ -157,7 +157,7 @@ class SourceSpider(Spider):
             # 404 and 410, and any other answer without a document (401, 403, 204, a redirect
             # not followed ...): the URL has no document now, and leaves the index if it was in
             reason = "gone" if response.status in GONE else f"HTTP {response.status}: no document"
-            self.report(response.url, Event.GONE, response.status, reason, depth, "failed", **record)
+            self.report(response.url, Event.GONE, response.status, reason, depth, Delta.FAILED, **record)
             logger.debug("Not indexed (HTTP %d): %s", response.status, response.url)
             return
         rendered = bool(response.meta.get(PLAYWRIGHT))
@@ -327,7 +327,7 @@ class SourceSpider(Spider):
         if status in (Status.TLS_FAILED, Status.PROXY_FAILED):
             self.crawler.stats.inc_value(CONNECTION_REFUSALS)
         if status in (Status.DNS_FAILURE, Status.TOO_LARGE):  # gone, or never indexable: not transient
-            self.report(request.url, Event.GONE, status, reason, depth, "failed")
+            self.report(request.url, Event.GONE, status, reason, depth, Delta.FAILED)
         else:
             self.report(request.url, Event.FAILED, status, reason, depth, counted=status not in UNCOUNTED_FAILURES)
         logger.info("Failed (%s): %s: %s", status.name, request.url, error)

@@ -60,6 +60,22 @@ class Event(StrEnum):
     HELD = "held"  # the mass-deletion guard refused its deletion in this run
 
 
+class Delta(StrEnum):
+    """What a run's delta report says of a URL: the document table's ``delta`` column (README,
+    "The delta report")."""
+
+    NEW = "new"  # entered the index
+    CHANGED = "changed"  # in the index, with new content
+    UNCHANGED = "unchanged"  # the same content as indexed
+    NOT_MODIFIED = "not_modified"  # answered 304
+    DELETED = "deleted"  # left the index (the reason says why)
+    HELD = "held"  # the mass-deletion guard kept it in the index
+    REFUSED = "refused"  # Solr refused it
+    FAILED = "failed"  # failing: an indexed URL in every crawl it fails, another when it starts to
+    EXCLUDED = "excluded"  # kept out by a rule, gone, moved (a change of state or status)
+    DUPLICATE = "duplicate"  # the same content as another document of the source
+
+
 IN_INDEX = frozenset({State.PENDING, State.INDEXED})
 SEARCHABLE = frozenset({State.INDEXED, State.REMOVING})  # Solr holds a version of it
 OUT_OF_INDEX = frozenset({None, State.QUEUED, State.EXCLUDED, State.FETCHED, State.FAILED, State.REMOVED})
@@ -96,13 +112,13 @@ def _transitions() -> dict[tuple[State | None, Event], State]:
 TRANSITIONS: Mapping[tuple[State | None, Event], State] = _transitions()
 
 DEFAULT_KIND = {
-    Event.EXCLUDED: "excluded",
-    Event.GONE: "excluded",
-    Event.REDIRECTED: "excluded",
-    Event.FAILED: "failed",
-    Event.UNCHANGED: "unchanged",
-    Event.REFUSED: "refused",
-    Event.HELD: "held",
+    Event.EXCLUDED: Delta.EXCLUDED,
+    Event.GONE: Delta.EXCLUDED,
+    Event.REDIRECTED: Delta.EXCLUDED,
+    Event.FAILED: Delta.FAILED,
+    Event.UNCHANGED: Delta.UNCHANGED,
+    Event.REFUSED: Delta.REFUSED,
+    Event.HELD: Delta.HELD,
 }
 
 
@@ -118,7 +134,7 @@ class Outcome:
     status: int | None = None  # HTTP status or crawler code (searchcrawl.rules.status_codes)
     reason: str | None = None
     depth: int | None = None
-    kind: str | None = None  # the delta kind when the URL is not (and was not) in the index
+    kind: Delta | None = None  # the delta kind when the URL is not (and was not) in the index
     columns: Mapping[str, Any] = field(default_factory=dict)  # validators, checksum, duplicate_of, ...
     # whether a FAILED outcome counts toward max_failures: not when the fault is the crawler's own
     # (its document converter unreachable), which must never remove a site's documents
@@ -146,7 +162,7 @@ class Change:
     status: int | None
     reason: str | None
     failures: int
-    delta: str | None  # None: the delta report has nothing to say about it
+    delta: Delta | None  # None: the delta report has nothing to say about it
     leaves_index: bool  # it was in the index and must leave it: its duplicates may take its place
 
 
@@ -160,7 +176,7 @@ def decide(row: Row | None, outcome: Outcome, max_failures: int = 3) -> Change:
     searchable = row.state in SEARCHABLE or (row.state == State.PENDING and row.in_solr)
     status, reason, failures = outcome.status, outcome.reason, 0
     kind = outcome.kind or DEFAULT_KIND.get(event)
-    delta: str | None
+    delta: Delta | None
     if event == Event.FAILED and not outcome.counted:
         failures = row.failures
     elif event == Event.FAILED:
@@ -176,15 +192,15 @@ def decide(row: Row | None, outcome: Outcome, max_failures: int = 3) -> Change:
         status = row.status if status is None else status
     leaves = row.state in IN_INDEX and state == State.REMOVING
     if event == Event.CACHED:
-        delta = "changed" if searchable else "new"
+        delta = Delta.CHANGED if searchable else Delta.NEW
     elif event in (Event.INDEXED, Event.REMOVED):
         delta = None
     elif event in (Event.HELD, Event.REFUSED, Event.UNCHANGED):
         delta = kind
     elif state == State.REMOVING and searchable:
-        delta = "deleted"
+        delta = Delta.DELETED
     elif row.state in IN_INDEX and event == Event.FAILED:
-        delta = "failed"  # still in the index, failing: news in every crawl it fails
+        delta = Delta.FAILED  # still in the index, failing: news in every crawl it fails
     elif row.state in OUT_OF_INDEX and state in OUT_OF_INDEX and row.status == status:
         delta = None  # out of the index as before, for the same reason (a 404 removed long ago)
     else:

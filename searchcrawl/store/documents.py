@@ -23,6 +23,7 @@ from sqlalchemy import Row as SqlRow
 from searchcrawl.rules.lifecycle import (
     FETCHED_EVENTS,
     OUT_OF_INDEX,
+    Delta,
     Event,
     Outcome,
     Row,
@@ -37,11 +38,11 @@ from searchcrawl.store.database import Database, as_utc, keyed, now, url_hash
 from searchcrawl.store.models import documents
 
 logger = logging.getLogger(__name__)
-LASTING_DELTAS = ("deleted", "held")  # what a later outcome of the same run (failed, excluded ...) does not hide
+LASTING_DELTAS = (Delta.DELETED, Delta.HELD)  # what a later outcome of the same run (failed, excluded ...) does not hide
 # A URL that entered the index in a run stays new in that run's report: pushed to Solr during the
 # run (searchable then) and fetched again in it, it would otherwise read as changed or unchanged.
-ENTERED = "new"
-REFETCHED_DELTAS = ("changed", "unchanged", "not_modified")
+ENTERED = Delta.NEW
+REFETCHED_DELTAS = (Delta.CHANGED, Delta.UNCHANGED, Delta.NOT_MODIFIED)
 
 
 IN_INDEX = (State.PENDING.value, State.INDEXED.value)
@@ -54,7 +55,7 @@ def _linkless(status: int | None) -> bool:
     """An answer without a page or links that ``recheck_gone_days`` may space out: gone, moved
     for good, refused, a host that does not resolve. Not a temporary redirect (its target is
     fetched through it) nor a page kept out of the index whose links are followed (noindex)."""
-    return status is not None and (status in (301, 308, 931) or 400 <= status < 500)
+    return status is not None and (status in (301, 308, Status.DNS_FAILURE) or 400 <= status < 500)
 
 
 def _bulk(event: Event) -> tuple[str, str]:
@@ -89,11 +90,11 @@ class DocumentTable:
             finished["request"] = None
         return finished
 
-    def _delta(self, kind: str | None) -> dict[str, Any]:
+    def _delta(self, kind: Delta | None) -> dict[str, Any]:
         """Columns that say what the current run found for a URL (the delta report)."""
         if self.run_id is None or kind is None:
             return {}
-        return {"delta": kind, "delta_run": self.run_id}
+        return {"delta": str(kind), "delta_run": self.run_id}  # the value, as every driver writes it
 
     def _restrict(self, values: dict[str, Any]) -> dict[str, Any]:
         """In test mode, only the run's own columns of an existing row may change."""
@@ -157,7 +158,7 @@ class DocumentTable:
             return None
         delta = change.delta
         if current is not None and self.run_id is not None and current.delta_run == self.run_id:
-            if current.delta in LASTING_DELTAS and delta not in (None, "new", "changed"):
+            if current.delta in LASTING_DELTAS and delta not in (None, Delta.NEW, Delta.CHANGED):
                 delta = None  # it left (or its removal was held) in this run: that is what the run reports
             elif current.delta == ENTERED and delta in REFETCHED_DELTAS:
                 delta = None  # it entered the index in this run: still new, whatever was pushed meanwhile
@@ -264,7 +265,7 @@ class DocumentTable:
             source,
             url,
             Outcome(
-                Event.GONE, int(Status.DUPLICATE), f"duplicate of {of}", depth, kind="duplicate", columns={"duplicate_of": of}
+                Event.GONE, int(Status.DUPLICATE), f"duplicate of {of}", depth, kind=Delta.DUPLICATE, columns={"duplicate_of": of}
             ),
         )
 
@@ -631,7 +632,7 @@ class DocumentTable:
             row = self.get(source, url)
             if row is None or row["state"] != State.PENDING.value or row["checksum"] != checksum:
                 continue
-            self.record(source, url, Outcome(Event.REFUSED, 924, f"refused by Solr: {reason}"))
+            self.record(source, url, Outcome(Event.REFUSED, int(Status.SOLR_REFUSED), f"refused by Solr: {reason}"))
 
     def mark_done(self, source: str, url: str) -> None:
         """The URL is finished in the current run (its outcome was recorded elsewhere, or needs none)."""
@@ -667,9 +668,9 @@ class DocumentTable:
                     documents.c.source == source,
                     documents.c.state == before,
                     documents.c.delta_run == self.run_id,
-                    documents.c.delta == "deleted",
+                    documents.c.delta == Delta.DELETED.value,
                 )
-                .values(delta="held")
+                .values(delta=Delta.HELD.value)
             )
         return result.rowcount or 0
 

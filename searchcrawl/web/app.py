@@ -43,10 +43,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from searchcrawl.commands.report import run_report
-from searchcrawl.crawl.frontier_scheduler import DELTA_KINDS
 from searchcrawl.ops.control import ACTIONS, control
 from searchcrawl.ops.launchers import Launcher
-from searchcrawl.rules.lifecycle import State
+from searchcrawl.rules.lifecycle import Delta, State
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
@@ -315,7 +314,7 @@ class WebApp:
         report = None
         if not view.live:
             report = await _in_thread(run_report, self.database, view.run["source"], view.run["id"])
-        return self.render(request, "run.html", view=view, report=report, kinds=DELTA_KINDS, flash=self._flash(request))
+        return self.render(request, "run.html", view=view, report=report, kinds=tuple(Delta), flash=self._flash(request))
 
     async def documents(self, request: Request) -> Response:
         name = await self._admin_source(request)

@@ -55,7 +55,7 @@ from searchcrawl.rules.urls import canonical
 from searchcrawl.store import Database, Deltas, DocumentTable
 from searchcrawl.store.database import now
 from searchcrawl.store.frontier import Frontier
-from searchcrawl.store.runs import Runs
+from searchcrawl.store.runs import FINISHED, Runs
 
 logger = logging.getLogger(__name__)
 
@@ -522,7 +522,7 @@ class CrawlState:
         report = deltas.report(source, self.run_id)
         counters = {**self.counters(), "delta": {kind: len(urls) for kind, urls in sorted(report.items())}}
         self.runs.end(self.run_id, state, counters, reason)
-        if state == "finished" and not self.test_mode:
+        if state == FINISHED and not self.test_mode:
             self.runs.save_fingerprint(source, self.fingerprint())
         return report
 

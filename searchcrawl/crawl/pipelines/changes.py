@@ -19,7 +19,7 @@ from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.signals import url_outcome
-from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.lifecycle import Delta, Event, Outcome
 from searchcrawl.rules.maintenance import has_changed, original_of
 from searchcrawl.rules.status_codes import Status
 
@@ -30,7 +30,7 @@ def duplicate_of(original: str, depth: int | None = None, record: dict[str, Any]
     """The outcome of a URL whose content is indexed at ``original``, with what its fetch
     learned (``record``: its validators, so that an unchanged duplicate is known next time)."""
     columns = {**(record or {}), "duplicate_of": original}
-    return Outcome(Event.GONE, int(Status.DUPLICATE), f"duplicate of {original}", depth, "duplicate", columns)
+    return Outcome(Event.GONE, int(Status.DUPLICATE), f"duplicate of {original}", depth, Delta.DUPLICATE, columns)
 
 
 class ChangePipeline:
@@ -56,7 +56,7 @@ class ChangePipeline:
             )
             if not changed:
                 raise NotIndexed(
-                    Outcome(Event.UNCHANGED, int(Status.UNCHANGED), "same content as indexed", item.depth, "unchanged"),
+                    Outcome(Event.UNCHANGED, int(Status.UNCHANGED), "same content as indexed", item.depth, Delta.UNCHANGED),
                     f"Unchanged ({why}): {item.url}",
                 )
             logger.debug("Changed (%s): %s", why, item.url)
