@@ -303,12 +303,12 @@ LONGEST_UNITS = (
     "tests/rules/test_properties.py",
     "tests/content/test_convert.py",
     "tests/content/test_extract.py",
-    "tests/agents/test_database.py",
+    "tests/agents/test_sql.py",
     "tests/store/test_document_table.py",
     "tests/crawl/pipelines/test_attributes.py",
     "tests/crawl/middlewares/test_robots.py",
     "tests/agents/test_mail.py",
-    "tests/content/test_language.py",
+    "tests/content/test_language_detection.py",
     "tests/crawl/test_frontier_scheduler.py",
 )
 # The unit tests that mostly wait (fake servers' delays, requests spaced in time, Tika and Solr at

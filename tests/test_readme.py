@@ -142,6 +142,24 @@ def test_every_module_path_in_the_code_map_exists() -> None:
             assert found, f"the code map names {name} under {package}, which has no such module"
 
 
+def test_the_code_map_names_every_module() -> None:
+    """Every module of the package is named in its folder's entry of the code map (a newcomer finds
+    each one there), and no two modules share a file name (issue 22: a layout that reads)."""
+    code_map = section(README, "### Code map")
+    entries = dict(re.findall(r"^- \*\*`(searchcrawl/[\w/]+/)`\*\*(.*?)(?=^- |\Z)", code_map, re.M | re.S))
+    modules = [
+        path.relative_to(ROOT)
+        for path in (ROOT / "searchcrawl").rglob("*.py")
+        if path.name != "__init__.py" and "migrations" not in path.parts and path.parent.name != "searchcrawl"
+    ]
+    for module in modules:
+        package = f"{module.parts[0]}/{module.parts[1]}/"
+        assert package in entries, f"the code map has no entry for {package}"
+        assert re.search(rf"\b{re.escape(module.stem)}\b", entries[package]), f"the code map does not name {module}"
+    names = [module.name for module in modules]
+    assert sorted({name for name in names if names.count(name) > 1}) == []
+
+
 def dotted_names() -> set[str]:
     names = set()
     for span in re.findall(r"`([^`\n]+)`", prose(README)):

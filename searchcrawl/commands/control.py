@@ -6,7 +6,7 @@ suspend and stop go through the runs table, so they reach the crawl wherever it 
 terminal, a scrapyd job); the crawl closes within SEARCHCRAWL_PROGRESS_INTERVAL seconds and its
 scrapyd job finishes. resume starts a crawl the way the scheduler does: a scrapyd job when
 SEARCHCRAWL_SCRAPYD_URL is set, else a local process; the crawl picks up the suspended run.
-The actions are searchcrawl/ops/control.py's, which the web application's buttons call too.
+The actions are searchcrawl/ops/run_control.py's, which the web application's buttons call too.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.commands import open_database
-from searchcrawl.ops.control import ACTIONS, control
 from searchcrawl.ops.launchers import launcher_for
+from searchcrawl.ops.run_control import ACTIONS, control
 
 
 class Command(ScrapyCommand):

@@ -28,21 +28,21 @@ from scrapy.utils.misc import load_object
 
 from searchcrawl.agents.base import Agent
 from searchcrawl.rules.boundary import EVERY_HOST, normalize_host
+from searchcrawl.rules.credentials import SiteAuth, origin_of
 from searchcrawl.rules.display_urls import DisplayUrlRule
 from searchcrawl.rules.filters import Filters
 from searchcrawl.rules.politeness import DelayRule
 from searchcrawl.rules.proxies import ProxyRule
 from searchcrawl.rules.rendering import RenderMode, RenderRule
 from searchcrawl.rules.schedules import Schedule, check_cron, parse_interval
-from searchcrawl.rules.site_auth import SiteAuth, origin_of
 from searchcrawl.rules.tables import RuleTable
-from searchcrawl.rules.tls import TlsFileError, TlsFiles, TlsRules, check_client_files, split_certificates
+from searchcrawl.rules.tls_settings import TlsFileError, TlsFiles, TlsRules, check_client_files, split_certificates
 
 SourceType = Literal["web", "files", "database", "mail", "agent"]
 # the agents of the built-in types; type = "agent" names its own class (key 'agent')
 BUILT_IN_AGENTS = {
     "files": "searchcrawl.agents.files.FilesAgent",
-    "database": "searchcrawl.agents.database.DatabaseAgent",
+    "database": "searchcrawl.agents.sql.DatabaseAgent",
     "mail": "searchcrawl.agents.mail.MailAgent",
 }
 # keys about web sites only: refused in a source of another type, where they would do nothing

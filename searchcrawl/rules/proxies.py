@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from searchcrawl.rules.boundary import normalize_host
-from searchcrawl.rules.site_auth import DEFAULT_PORTS, origin_of
+from searchcrawl.rules.credentials import DEFAULT_PORTS, origin_of
 
 _SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HOST = re.compile(r"^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$")

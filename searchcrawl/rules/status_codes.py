@@ -162,7 +162,7 @@ def status_for_exception(error: BaseException, proxied: bool = False) -> Status:
             Status.CONNECTION_REFUSED,
         ),
     ]
-    from searchcrawl.rules.tls import tls_failure_reason
+    from searchcrawl.rules.tls_settings import tls_failure_reason
 
     if type(error).__name__ == "TunnelError":  # Scrapy's: the proxy did not open a CONNECT tunnel
         return Status.PROXY_FAILED
@@ -191,7 +191,7 @@ def failure_text(error: BaseException) -> str:
 
 def describe_failure(error: BaseException) -> str:
     """An error as a row's reason: a TLS failure in the user's words with OpenSSL's after them."""
-    from searchcrawl.rules.tls import tls_failure_reason
+    from searchcrawl.rules.tls_settings import tls_failure_reason
 
     reason = getattr(error, "reason", None)
     if isinstance(reason, str):  # a RequestRefused: its own words

@@ -43,15 +43,15 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from searchcrawl.commands.report import run_report
-from searchcrawl.ops.control import ACTIONS, control
 from searchcrawl.ops.launchers import Launcher
+from searchcrawl.ops.run_control import ACTIONS, control
 from searchcrawl.rules.lifecycle import Delta, State
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.runs import Runs
 from searchcrawl.web import admin
-from searchcrawl.web.search import FACET_TITLES, SearchRequest, run_search
+from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search
 from searchcrawl.web.sessions import LoginThrottle, Sessions
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ import pytest
 
 from searchcrawl.content.charsets import choose_encoding
 from searchcrawl.content.extract import mapped_attributes, typed_value
-from searchcrawl.content.language import detect_language
+from searchcrawl.content.language_detection import detect_language
 from searchcrawl.dev.tika_runner import DevTika
 from tests.conftest import ROOT, free_port, solr_docs, wait_for
 

@@ -37,8 +37,8 @@ from searchcrawl.crawl.exceptions import RequestRefused, not_needed
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.meta import AGENT_DOWNLOAD, DONT_REDIRECT, DUPLICATE_OF, HANDLE_HTTPSTATUS_ALL, REFERENCE
 from searchcrawl.crawl.pipelines.changes import duplicate_of
+from searchcrawl.rules.credentials import origin_of
 from searchcrawl.rules.lifecycle import Event
-from searchcrawl.rules.site_auth import origin_of
 from searchcrawl.rules.status_codes import Status
 
 logger = logging.getLogger(__name__)

@@ -34,8 +34,8 @@ from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.handlers.tls import SourceTlsDownloadHandler
 from searchcrawl.crawl.meta import AUTH_SENT
 from searchcrawl.crawl.middlewares.site_auth import read_credentials
-from searchcrawl.rules.ntlm import NtlmError, NtlmHandshake, offered_scheme
-from searchcrawl.rules.site_auth import Credentials, origin_of
+from searchcrawl.rules.credentials import Credentials, origin_of
+from searchcrawl.rules.ntlm_handshake import NtlmError, NtlmHandshake, offered_scheme
 
 logger = logging.getLogger(__name__)
 

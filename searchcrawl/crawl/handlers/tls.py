@@ -38,7 +38,7 @@ from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.ops.secrets import SecretError, required_secret
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.rules.tls import TlsFileError, TlsFiles, load_client_key
+from searchcrawl.rules.tls_settings import TlsFileError, TlsFiles, load_client_key
 
 if TYPE_CHECKING:
     from twisted.internet._sslverify import ClientTLSOptions

@@ -10,7 +10,7 @@ guard included; robots.txt and the boundary do not apply to them (the source's a
 login page, and sites commonly disallow it to keep it out of search engines), and nothing
 records them. Only a POST to one of the table's origins is sent (a form sending elsewhere, or
 sending the password in its URL, is a failed login), and the answer's redirects are followed
-within those origins only (searchcrawl/rules/form_login.py says what the answer means).
+within those origins only (searchcrawl/rules/login_forms.py says what the answer means).
 
 Session cookies are kept by Scrapy's CookiesMiddleware (which runs after this one), in a jar of
 the login's own (``meta["cookiejar"]``, set here on every request of the source: a login's
@@ -54,7 +54,9 @@ from searchcrawl.crawl.meta import (
 )
 from searchcrawl.crawl.middlewares.site_auth import SiteAuthError, read_credentials
 from searchcrawl.ops.secrets import SecretError, required_secret
-from searchcrawl.rules.form_login import (
+from searchcrawl.rules.credentials import Credentials, FormLogin, origin_of, safe_header_value
+from searchcrawl.rules.lifecycle import Event
+from searchcrawl.rules.login_forms import (
     MAX_LOGIN_REDIRECTS,
     PASSWORD_FORM_XPATH,
     Sessions,
@@ -63,8 +65,6 @@ from searchcrawl.rules.form_login import (
     redirect_target,
     session_expired,
 )
-from searchcrawl.rules.lifecycle import Event
-from searchcrawl.rules.site_auth import Credentials, FormLogin, origin_of, safe_header_value
 from searchcrawl.rules.status_codes import Status
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Downloader middleware: a source's site credentials, on the requests to their origins only.
 
-The source's ``[[auth]]`` tables (searchcrawl/rules/site_auth.py) name origins and a secret.
+The source's ``[[auth]]`` tables (searchcrawl/rules/credentials.py) name origins and a secret.
 On every request this middleware first removes what the credentials make (``Authorization``,
 a configured header, the configured cookies), then adds to a request for a credential's origin
 what that credential makes: a redirect to another host, or to another port of the same host,
@@ -40,8 +40,7 @@ from searchcrawl.crawl.exceptions import RequestRefused, not_needed
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.meta import AUTH_ANSWERED, AUTH_SENT, ROBOTS_REQUEST
 from searchcrawl.ops.secrets import SecretError, required_secret
-from searchcrawl.rules.lifecycle import Event
-from searchcrawl.rules.site_auth import (
+from searchcrawl.rules.credentials import (
     Credentials,
     basic_authorization,
     digest_authorization,
@@ -49,6 +48,7 @@ from searchcrawl.rules.site_auth import (
     parse_digest_challenge,
     safe_header_value,
 )
+from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
 
 logger = logging.getLogger(__name__)

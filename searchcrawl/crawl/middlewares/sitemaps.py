@@ -54,7 +54,7 @@ from searchcrawl.crawl.middlewares.robots import site_of
 from searchcrawl.crawl.signals import robots_txt_read
 from searchcrawl.rules.lifecycle import Event, State
 from searchcrawl.rules.robots_txt import RobotsTxt
-from searchcrawl.rules.sitemaps import LastmodHints, SitemapTooLarge, read_sitemap, same_site, unchanged_since_fetch
+from searchcrawl.rules.sitemap_files import LastmodHints, SitemapTooLarge, read_sitemap, same_site, unchanged_since_fetch
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical, location_target
 from searchcrawl.store.database import as_utc

@@ -4,14 +4,14 @@ text once the document is known to be indexed.
 AttributesPipeline marks such a document (``CrawledDocument.detect_language``); this runs after
 ChangePipeline, so an unchanged page or a duplicate, dropped there, never needs it. Detection
 itself is cheap, its model is not: loading it costs a process about 0.2 s of CPU (numpy and
-68 MB of tables, searchcrawl/content/language.py), most of what a small maintenance crawl does.
+68 MB of tables, searchcrawl/content/language_detection.py), most of what a small maintenance crawl does.
 """
 
 from __future__ import annotations
 
 from scrapy.crawler import Crawler
 
-from searchcrawl.content.language import detect_language
+from searchcrawl.content.language_detection import detect_language
 from searchcrawl.crawl.items import CrawledDocument
 
 

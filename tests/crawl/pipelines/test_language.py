@@ -12,7 +12,7 @@ import pytest
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl import settings as project_settings
-from searchcrawl.content import language
+from searchcrawl.content import language_detection
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
@@ -32,14 +32,14 @@ def text_item(url: str = "http://h.test/notes.txt", **headers: str) -> CrawledDo
 def loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How often the detection model is loaded from now on (this process may have loaded it)."""
     counted: list[int] = []
-    load = language.load_identifier
+    load = language_detection.load_identifier
 
     def counting() -> object:
         counted.append(1)
         return load()
 
-    monkeypatch.setattr(language, "_identifier", None)
-    monkeypatch.setattr(language, "load_identifier", counting)
+    monkeypatch.setattr(language_detection, "_identifier", None)
+    monkeypatch.setattr(language_detection, "load_identifier", counting)
     return counted
 
 

@@ -1,8 +1,8 @@
 """Site authentication as plain logic: which origin a source's credentials belong to, and the
 headers they make (HTTP basic, digest per RFC 7616, a bearer token, a cookie, a fixed header; NTLM's
-handshake is in searchcrawl/rules/ntlm.py),
+handshake is in searchcrawl/rules/ntlm_handshake.py),
 or the form that logs in (``type = "form"``: the table's schema is here, its logic in
-searchcrawl/rules/form_login.py, applied by searchcrawl/crawl/middlewares/form_login.py).
+searchcrawl/rules/login_forms.py, applied by searchcrawl/crawl/middlewares/form_login.py).
 
 A source file names its credentials by the secret that holds them (``secret = "WIKI_PASSWORD"``:
 the environment variable, or ``WIKI_PASSWORD_FILE``), never by value; each entry belongs to exact

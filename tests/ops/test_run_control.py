@@ -1,4 +1,4 @@
-"""searchcrawl/ops/control.py: the actions of `scrapy control` and the web buttons, on a real
+"""searchcrawl/ops/run_control.py: the actions of `scrapy control` and the web buttons, on a real
 SQLite document table and a launcher that records what it is asked to start."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from searchcrawl.ops.control import control
 from searchcrawl.ops.launchers import LaunchError
+from searchcrawl.ops.run_control import control
 from searchcrawl.store import Database
 from searchcrawl.store.runs import Runs
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import py3langid
 import pytest
 
-from searchcrawl.content import language
+from searchcrawl.content import language_detection
 from tests.conftest import fresh_python
 
 TEXTS = {
@@ -33,27 +33,29 @@ def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unpacked: tuple[
     from py3langid import modelio
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(language, "_identifier", None)
+    monkeypatch.setattr(language_detection, "_identifier", None)
     monkeypatch.setattr(modelio, "load_model", lambda _path: unpacked)
     return tmp_path
 
 
 def test_answers_are_py3langids_and_the_unpacked_model_is_kept(cache_home: Path) -> None:
-    assert not language.model_cache_path().exists()
+    assert not language_detection.model_cache_path().exists()
     for expected, text in TEXTS.items():
-        assert language.detect_language(text) == expected == py3langid.classify(text)[0]
-    kept = language.model_cache_path()
+        assert language_detection.detect_language(text) == expected == py3langid.classify(text)[0]
+    kept = language_detection.model_cache_path()
     assert kept.parent == cache_home / "searchcrawl"
-    assert sorted(path.name for path in kept.iterdir()) == sorted(f"{name}.npy" for name in language.MAPPED + language.READ)
+    assert sorted(path.name for path in kept.iterdir()) == sorted(
+        f"{name}.npy" for name in language_detection.MAPPED + language_detection.READ
+    )
     assert [path.name for path in kept.parent.iterdir()] == [kept.name]  # no temporary folder left
     # a second process reads the kept copy and answers the same
-    identifier = language.load_identifier()
+    identifier = language_detection.load_identifier()
     for text in TEXTS.values():
         assert identifier.classify(text) == py3langid.classify(text)
 
 
 def test_the_kept_copy_is_read_not_unpacked_again(cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    language.load_identifier()  # unpacks and keeps it
+    language_detection.load_identifier()  # unpacks and keeps it
 
     from py3langid import modelio
 
@@ -61,7 +63,7 @@ def test_the_kept_copy_is_read_not_unpacked_again(cache_home: Path, monkeypatch:
         raise AssertionError("the packed model was unpacked although a copy is kept")
 
     monkeypatch.setattr(modelio, "load_model", unpack)
-    assert language.load_identifier().classify(TEXTS["de"])[0] == "de"
+    assert language_detection.load_identifier().classify(TEXTS["de"])[0] == "de"
 
 
 def test_the_large_tables_are_mapped_not_read(cache_home: Path) -> None:
@@ -69,8 +71,8 @@ def test_the_large_tables_are_mapped_not_read(cache_home: Path) -> None:
     touches the pages its texts need, and the crawl's processes share them."""
     import numpy as np
 
-    language.load_identifier()  # unpacks and keeps it
-    identifier = language.load_identifier()
+    language_detection.load_identifier()  # unpacks and keeps it
+    identifier = language_detection.load_identifier()
     assert isinstance(identifier.nb_ptc, np.memmap)
     assert isinstance(identifier.tk_nextmove, memoryview) and identifier.tk_nextmove.readonly
     assert identifier.classify(TEXTS["en"]) == py3langid.classify(TEXTS["en"])
@@ -78,39 +80,41 @@ def test_the_large_tables_are_mapped_not_read(cache_home: Path) -> None:
 
 @pytest.mark.parametrize("broken", ["a file where the folder should be", "a table cut short", "a table missing"])
 def test_a_broken_copy_is_replaced(cache_home: Path, broken: str) -> None:
-    kept = language.model_cache_path()
+    kept = language_detection.model_cache_path()
     if broken == "a file where the folder should be":
         kept.parent.mkdir(parents=True)
         kept.write_bytes(b"not a model")
     else:
-        language.load_identifier()  # unpacks and keeps it
-        language._identifier = None
+        language_detection.load_identifier()  # unpacks and keeps it
+        language_detection._identifier = None
         table = kept / "nextmove.npy"
         if broken == "a table cut short":
             table.write_bytes(table.read_bytes()[:1000])
         else:
             table.unlink()
-    assert language.detect_language(TEXTS["fr"]) == "fr"
+    assert language_detection.detect_language(TEXTS["fr"]) == "fr"
     assert (kept / "nextmove.npy").stat().st_size > 1_000_000
 
 
 def test_the_copy_of_earlier_versions_is_removed(cache_home: Path) -> None:
-    earlier = language.model_cache_path().with_name(language.model_cache_path().name + ".npz")
+    earlier = language_detection.model_cache_path().with_name(language_detection.model_cache_path().name + ".npz")
     earlier.parent.mkdir(parents=True)
     earlier.write_bytes(b"68 MB of an earlier version's copy")
-    assert language.detect_language(TEXTS["de"]) == "de"
-    assert not earlier.exists() and language.model_cache_path().is_dir()
+    assert language_detection.detect_language(TEXTS["de"]) == "de"
+    assert not earlier.exists() and language_detection.model_cache_path().is_dir()
 
 
 def test_without_a_writable_cache_the_model_is_unpacked_as_before(cache_home: Path) -> None:
     (cache_home / "searchcrawl").write_text("a file where the folder should be")
-    assert language.detect_language(TEXTS["es"]) == "es"
+    assert language_detection.detect_language(TEXTS["es"]) == "es"
 
 
 def test_short_text_is_not_told() -> None:
-    assert language.detect_language("too short") is None
+    assert language_detection.detect_language("too short") is None
 
 
 def test_detecting_loads_no_model_before_it_is_needed() -> None:
-    code = "import sys\nimport searchcrawl.content.language\nprint('py3langid' in sys.modules, 'numpy' in sys.modules)\n"
+    code = (
+        "import sys\nimport searchcrawl.content.language_detection\nprint('py3langid' in sys.modules, 'numpy' in sys.modules)\n"
+    )
     assert fresh_python(code) == ["False False"]

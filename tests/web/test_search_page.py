@@ -5,7 +5,16 @@ from __future__ import annotations
 from urllib.parse import parse_qs
 
 from searchcrawl.index.query import TIME_ALLOWED_MS, search_params, snippet_of, term_filter, unique_hits
-from searchcrawl.web.search import MARK_CLOSE, MARK_OPEN, MAX_PAGE, SearchRequest, display_url, facets, highlighted, suggestions
+from searchcrawl.web.search_page import (
+    MARK_CLOSE,
+    MARK_OPEN,
+    MAX_PAGE,
+    SearchRequest,
+    display_url,
+    facets,
+    highlighted,
+    suggestions,
+)
 
 
 def test_request_from_hostile_parameters_is_bounded_and_never_fails() -> None:

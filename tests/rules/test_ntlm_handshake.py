@@ -1,4 +1,4 @@
-"""searchcrawl.rules.ntlm: the scheme a 401 offers, its token, and whole handshakes against
+"""searchcrawl.rules.ntlm_handshake: the scheme a 401 offers, its token, and whole handshakes against
 pyspnego's own acceptor (a credential file, NTLM_USER_FILE, as a domain controller would hold)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 import spnego
 import spnego.exceptions
 
-from searchcrawl.rules.ntlm import MAX_TOKEN_CHARS, NtlmError, NtlmHandshake, offered_scheme, server_token
-from searchcrawl.rules.site_auth import SiteAuth
+from searchcrawl.rules.credentials import SiteAuth
+from searchcrawl.rules.ntlm_handshake import MAX_TOKEN_CHARS, NtlmError, NtlmHandshake, offered_scheme, server_token
 from tests.ntlm_site import PASSWORD
 
 

@@ -34,7 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine, make_url
 
 from searchcrawl.agents.base import AgentError, DocumentTooLarge
-from searchcrawl.agents.database import DatabaseAgent, DatabaseOptions, attribute_value, template_fields
+from searchcrawl.agents.sql import DatabaseAgent, DatabaseOptions, attribute_value, template_fields
 from tests.conftest import free_port, wait_for
 
 T0 = datetime(2024, 3, 1, 9, 30, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""searchcrawl.rules.form_login and the [auth.form] table: the login page, what says a session
+"""searchcrawl.rules.login_forms and the [auth.form] table: the login page, what says a session
 expired, what says a login failed, and each origin's sessions and failures in a row."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 from pydantic import ValidationError
 
 from searchcrawl.config.source import SourceSettings
-from searchcrawl.rules.form_login import Sessions, is_login_page, login_failure, redirect_target, session_expired
-from searchcrawl.rules.site_auth import FormLogin, SiteAuth
+from searchcrawl.rules.credentials import FormLogin, SiteAuth
+from searchcrawl.rules.login_forms import Sessions, is_login_page, login_failure, redirect_target, session_expired
 
 SITE = "http://127.0.0.1:8081"
 

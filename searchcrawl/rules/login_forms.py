@@ -2,7 +2,7 @@
 whether the answer to a login means success, and each origin's sessions and failed logins.
 
 The ``[auth.form]`` table (``FormLogin``) is declared with the other ``[[auth]]`` keys in
-searchcrawl/rules/site_auth.py; searchcrawl/crawl/middlewares/form_login.py runs the login through
+searchcrawl/rules/credentials.py; searchcrawl/crawl/middlewares/form_login.py runs the login through
 Scrapy and asks these functions what its answers mean.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from urllib.parse import urljoin, urlsplit
 
-from searchcrawl.rules.site_auth import FormLogin, origin_of
+from searchcrawl.rules.credentials import FormLogin, origin_of
 
 # A login answers with at most this many redirects before its outcome is read (its own origins only)
 MAX_LOGIN_REDIRECTS = 5

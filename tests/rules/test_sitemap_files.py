@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from searchcrawl.rules.sitemaps import (
+from searchcrawl.rules.sitemap_files import (
     LastmodHints,
     SitemapTooLarge,
     parse_lastmod,
@@ -147,7 +147,7 @@ def test_junk_elements_are_freed_as_read() -> None:
     with 1 MiB of junk: Scrapy's Sitemap holds 36 MB for it, and parsing 2 MiB twice cost 2.7 s."""
     code = """
 import gzip, resource
-from searchcrawl.rules.sitemaps import read_sitemap
+from searchcrawl.rules.sitemap_files import read_sitemap
 junk = "<x/>" * (2**20 // 4)
 bodies = ["<urlset><g>" + junk + "</g><url><loc>http://h/a</loc></url></urlset>",
           "<urlset><url><loc>http://h/a</loc>" + junk + "</url></urlset>"]

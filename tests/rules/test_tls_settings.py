@@ -19,7 +19,7 @@ from twisted.python.failure import Failure
 from twisted.web._newclient import ResponseNeverReceived
 
 from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status, describe_failure, status_for_exception
-from searchcrawl.rules.tls import (
+from searchcrawl.rules.tls_settings import (
     TlsFileError,
     TlsRules,
     check_client_files,

@@ -1,4 +1,4 @@
-"""searchcrawl.rules.site_auth: origins, the [[auth]] table's validation, and the headers credentials
+"""searchcrawl.rules.credentials: origins, the [[auth]] table's validation, and the headers credentials
 make (digest against RFC 7616's own examples)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from searchcrawl.rules.site_auth import (
+from searchcrawl.rules.credentials import (
     SiteAuth,
     basic_authorization,
     digest_authorization,
