@@ -28,6 +28,10 @@ def _copy_tree(resource: Traversable, target: Path) -> None:
             (target / child.name).write_bytes(child.read_bytes())
 
 
+# The Solr configset (its conf/), package data of searchcrawl.index: for the dev Solr and SolrCloud alike
+CONFIGSET_PACKAGE = "searchcrawl.index.configset"
+
+
 @contextmanager
 def package_dir(package: str, *parts: str) -> Iterator[Path]:
     """The directory ``parts`` of ``package`` on disk, for the duration of the ``with`` block."""

@@ -44,7 +44,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from searchcrawl.config.resources import package_dir
+from searchcrawl.config.resources import CONFIGSET_PACKAGE, package_dir
 from searchcrawl.dev.jvm_server import (
     HOST,
     JvmServer,
@@ -70,7 +70,6 @@ __all__ = [
 CORE_NAME = "searchcrawl"
 # Package data (pyproject.toml maps them to solr/launcher and solr/configset of the checkout).
 LAUNCHER_PACKAGE = "searchcrawl.dev.solr_launcher"  # pom.xml, src/
-CONFIGSET_PACKAGE = "searchcrawl.index.configset"  # conf/; the same as solrcloud.CONFIGSET_PACKAGE
 MAIN_CLASS = "searchcrawl.solr.DevSolr"
 
 # Solr home configuration of the standalone mode (its solrcloud section is unused there).

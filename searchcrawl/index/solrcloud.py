@@ -25,7 +25,7 @@ from typing import Any
 
 import requests
 
-from searchcrawl.config.resources import package_dir
+from searchcrawl.config.resources import CONFIGSET_PACKAGE, package_dir
 from searchcrawl.ops import secrets
 
 __all__ = [
@@ -43,7 +43,6 @@ __all__ = [
 
 # The project's configset: package data (solr/configset of the checkout, see pyproject.toml), its
 # files in conf/. Read it with configset_dir(): a real directory also from a zipped egg.
-CONFIGSET_PACKAGE = "searchcrawl.index.configset"
 
 Auth = tuple[str, str] | None
 

@@ -24,7 +24,7 @@ from tests.conftest import ROOT
 
 # What a wheel is built from: a copy of these, so the build writes nothing into the checkout and no
 # stale build/ of the checkout leaks into the wheel.
-BUILD_INPUTS = ("pyproject.toml", "README.md", "MANIFEST.in", "searchcrawl", "solr")
+BUILD_INPUTS = ("pyproject.toml", "README.md", "searchcrawl", "solr")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "target", "*.egg-info", "build", "dist")
 
 

@@ -43,8 +43,7 @@ from searchcrawl.crawl.meta import CONNECTION_REFUSALS
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.ops.local_fleet import shared_crawl
-from searchcrawl.rules.boundary import Boundary
-from searchcrawl.rules.boundary import ScopeDecision as Decision
+from searchcrawl.rules.boundary import Boundary, ScopeDecision
 from searchcrawl.rules.display_urls import DisplayUrls
 from searchcrawl.rules.filters import FilterRules, FilterSet
 from searchcrawl.rules.lifecycle import Event, Outcome
@@ -92,7 +91,7 @@ class RuleStep(NamedTuple):  # a tuple: made for every URL the crawl meets, it m
     after this one judge (the rewriter's result, for a link; else the URL judged)."""
 
     name: str
-    decision: Decision
+    decision: ScopeDecision
     url: str
 
     @property
@@ -109,10 +108,10 @@ class RuleStep(NamedTuple):  # a tuple: made for every URL the crawl meets, it m
 
 
 # What ``admit`` answers for a URL the source's rules let in (the crawl reads only ``allowed``).
-ADMITTED = Decision(True, "inside the source's boundary and scope filter")
+ADMITTED = ScopeDecision(True, "inside the source's boundary and scope filter")
 # RuleStep(...) without its Python-level __new__, for the steps the crawl's hot path makes
 _new_step = tuple.__new__
-_UNCHANGED_BY_REWRITER = Decision(True, "the URL rewriter leaves it as it is")
+_UNCHANGED_BY_REWRITER = ScopeDecision(True, "the URL rewriter leaves it as it is")
 # The crawl's stats key of each exclusion status (Enum.name costs a property call a link)
 _EXCLUDED_STAT = {status: f"searchcrawl/excluded/{status.name.lower()}" for status in Status}
 
@@ -255,17 +254,19 @@ class CrawlState:
             key = self.agent.key_of(url)
             if key is None:
                 steps.append(
-                    RuleStep("agent", Decision(False, "not a document of the source's agent", Status.EXCLUDED_SCHEME), url)
+                    RuleStep("agent", ScopeDecision(False, "not a document of the source's agent", Status.EXCLUDED_SCHEME), url)
                 )
                 return steps
             if every:  # explain: the agent's own rules, as its listing applies them
                 refusal = self.agent.refusal(key)
                 if refusal is not None:
                     steps.append(
-                        RuleStep("agent", Decision(False, f"its agent does not list it: {refusal}", Status.EXCLUDED_FILTER), url)
+                        RuleStep(
+                            "agent", ScopeDecision(False, f"its agent does not list it: {refusal}", Status.EXCLUDED_FILTER), url
+                        )
                     )
                     return steps
-                steps.append(RuleStep("agent", Decision(True, "a document of the source's agent"), url))
+                steps.append(RuleStep("agent", ScopeDecision(True, "a document of the source's agent"), url))
         elif every:
             for check, decision in self.boundary.trace(url, depth):
                 steps.append(RuleStep(check.name, decision, url))
@@ -281,9 +282,9 @@ class CrawlState:
         assert self.scope_filter is not None
         filtered = self.scope_filter.check_url(url)
         if not filtered.passed:
-            steps.append(RuleStep("scope_filter", Decision(False, filtered.rule, Status.EXCLUDED_FILTER), url))
+            steps.append(RuleStep("scope_filter", ScopeDecision(False, filtered.rule, Status.EXCLUDED_FILTER), url))
         elif every:
-            steps.append(RuleStep("scope_filter", Decision(True, filtered.rule), url))
+            steps.append(RuleStep("scope_filter", ScopeDecision(True, filtered.rule), url))
         return steps
 
     def rewrite_step(self, url: str, *, link: bool) -> RuleStep:
@@ -296,22 +297,22 @@ class CrawlState:
         except Exception as exc:  # a user's rewriter: one bad URL must not stop the page's other links
             rewritten = exc
         if isinstance(rewritten, Exception):
-            refusal = Decision(False, f"the URL rewriter raised {type(rewritten).__name__}", Status.EXCLUDED_REWRITER)
+            refusal = ScopeDecision(False, f"the URL rewriter raised {type(rewritten).__name__}", Status.EXCLUDED_REWRITER)
             return RuleStep("url_rewriter", refusal, url)
         if rewritten is None:
-            return RuleStep("url_rewriter", Decision(False, "dropped by the URL rewriter", Status.EXCLUDED_REWRITER), url)
+            return RuleStep("url_rewriter", ScopeDecision(False, "dropped by the URL rewriter", Status.EXCLUDED_REWRITER), url)
         if rewritten == url:  # most links: made without RuleStep's Python-level __new__
             return _new_step(RuleStep, ("url_rewriter", _UNCHANGED_BY_REWRITER, url))
         if not link:
-            refusal = Decision(False, f"the URL rewriter makes it {rewritten}", Status.EXCLUDED_REWRITER)
+            refusal = ScopeDecision(False, f"the URL rewriter makes it {rewritten}", Status.EXCLUDED_REWRITER)
             return RuleStep("url_rewriter", refusal, url)
         try:
             target = canonical(rewritten)
         except ValueError as exc:  # e.g. a port out of range
-            return RuleStep("url_rewriter", Decision(False, f"not a valid URL: {exc}", Status.EXCLUDED_PORT), rewritten)
-        return RuleStep("url_rewriter", Decision(True, f"the URL rewriter makes it {target}"), target)
+            return RuleStep("url_rewriter", ScopeDecision(False, f"not a valid URL: {exc}", Status.EXCLUDED_PORT), rewritten)
+        return RuleStep("url_rewriter", ScopeDecision(True, f"the URL rewriter makes it {target}"), target)
 
-    def admit(self, url: str, depth: int) -> Decision:
+    def admit(self, url: str, depth: int) -> ScopeDecision:
         """The rules' decision on a URL about to be requested: ``steps``' first refusal, else
         ``ADMITTED``; exclusions are remembered for the document table (written by
         ``flush_exclusions``) and counted per crawler code."""
