@@ -9,7 +9,7 @@ crawler): the CAs of ``ca_bundle`` as the trust root, and the client certificate
 factory subclasses Scrapy's internal base class ``_ScrapyClientContextFactory`` (its public alias
 is deprecated for subclassing in 2.19) and takes the place of the handler's private
 ``_contextFactory``; tests/crawl/handlers/test_tls.py pins what is used of them, and pyproject.toml
-pins Scrapy to 2.19.x.
+pins Scrapy to one release (2.19.0).
 
 It is the http and https handler of a source with a ``[tls]`` table (the others keep Scrapy's
 own, which verifies too: ``DOWNLOAD_VERIFY_CERTIFICATES = True``). Verification is on unless the

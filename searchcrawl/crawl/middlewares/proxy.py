@@ -83,6 +83,9 @@ class SourceProxyMiddleware(HttpProxyMiddleware):
         request.meta[PROXY] = self.rule.url
         if self.credentials is not None:
             request.headers[b"Proxy-Authorization"] = self.credentials
+            # HttpProxyMiddleware's private key (crawl/meta.py PROXY_KEYS; Scrapy pinned to one
+            # release for it): Scrapy keeps the Proxy-Authorization header only while the request's
+            # proxy is the one it was set for, so a redirect elsewhere never carries it
             request.meta["_auth_proxy"] = self.rule.url
         return None
 

@@ -162,3 +162,17 @@ def test_a_passphrase_that_is_not_set_is_the_crawls_problem(tmp_path: Path, ca: 
     monkeypatch.setenv("UNIT_KEY_PASSPHRASE", "pp-Zx19-secret")
     _crawler, factory, problem = factory_of(tmp_path, tls)
     assert problem is None and "privateKey" in factory._get_cert_options_kwargs()
+
+
+def test_scrapys_private_names_the_handler_replaces_and_reads_are_there() -> None:
+    """SourceTlsDownloadHandler replaces HTTP11DownloadHandler's ``_contextFactory`` and reads the
+    replaced factory's ``_ssl_method`` (through getattr, which would fall back silently): a Scrapy
+    release that renames either fails here before the pin in pyproject.toml is moved to it."""
+    import inspect
+
+    from scrapy.core.downloader.contextfactory import _ScrapyClientContextFactory
+    from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+
+    assert _ScrapyClientContextFactory(method=SSL.TLS_METHOD)._ssl_method == SSL.TLS_METHOD
+    assert "self._contextFactory" in inspect.getsource(HTTP11DownloadHandler.__init__)
+    assert "contextFactory=self._contextFactory" in inspect.getsource(HTTP11DownloadHandler)  # what it connects with
