@@ -70,10 +70,11 @@ INDEXED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 RECORDED_HEADERS = ("content-type", "content-language", "last-modified", "etag", "content-length")
 
 
-def seed_urls(source: Source) -> list[str]:
+def seed_urls(source: Source) -> Iterator[str]:
     """The source's seeds as the crawl requests them: canonical, at depth 0, not rewritten (the URL
-    rewriter is for links); `scrapy explain` tells a seed by them."""
-    return [canonical(url) for url in source.seed_urls]
+    rewriter is for links); `scrapy explain` tells a seed by them. One at a time: a seed file may
+    hold many."""
+    return (canonical(url) for url in source.seed_urls)
 
 
 class SourceSpider(Spider):
