@@ -217,6 +217,22 @@ class Frontier:
             )
         return result.rowcount or 0
 
+    def present(self) -> set[str]:
+        """Which of the frontier's states (queued, leased, done) at least one URL of this run is in:
+        three index look-ups, however large the run, where ``counts`` reads all of its rows; a
+        node waiting for the others' work asks it every IDLE_RECHECK."""
+
+        def some(state: str) -> Any:
+            return (
+                select(documents.c.id)
+                .where(documents.c.source == self.source, documents.c.run_id == self.run_id, documents.c.frontier == state)
+                .exists()
+            )
+
+        with self.engine.connect() as connection:
+            row = connection.execute(select(some(QUEUED), some(LEASED), some(DONE))).one()
+        return {state for state, found in zip((QUEUED, LEASED, DONE), row, strict=True) if found}
+
     def counts(self) -> dict[str, int]:
         """How many URLs of this run are queued, leased and done."""
         with self.engine.connect() as connection:

@@ -169,6 +169,33 @@ def test_the_frontier_knows_what_is_in_its_run_and_says_so_only_when_sure(tmp_pa
     assert frontier.in_run("http://h/d") and not frontier.in_run("http://h/a")
 
 
+def test_the_frontier_says_which_states_its_run_has_urls_in_as_its_counts_do(tmp_path) -> None:
+    """present() is what a waiting node of a shared crawl asks ten times a second: it must agree
+    with counts(), for this run only."""
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
+    runs = Runs(table.database)
+    run = runs.start("states")
+    table.run_id = run.id
+    frontier = Frontier(table.database, "states", run.id, "node:1")
+
+    def agrees() -> set[str]:
+        present = frontier.present()
+        assert present == {state for state, number in frontier.counts().items() if number}
+        return present
+
+    assert agrees() == set()
+    frontier.add([Entry("http://h/a", 0), Entry("http://h/b", 1)])
+    assert agrees() == {"queued"}
+    [leased] = frontier.lease(1)
+    assert agrees() == {"queued", "leased"}
+    table.mark_done("states", leased.url)
+    assert agrees() == {"queued", "done"}
+    frontier.lease(1)
+    assert agrees() == {"leased", "done"}
+    other = Frontier(table.database, "states", run.id + 1, "node:1")  # another run's frontier: empty
+    assert other.present() == set()
+
+
 def test_a_read_only_open_creates_and_changes_nothing(tmp_path, postgres_url: str) -> None:
     """Read-only commands never write the schema: a SQLite file no crawl has made reads as empty
     (and is not made, nor its folder); a database without searchcrawl's tables (another
