@@ -96,12 +96,18 @@ def _no_sqlite_file(url: str) -> bool:
     return not path.exists() or path.stat().st_size == 0
 
 
-def create_db_engine(url: str) -> Engine:
-    """An engine for the document table, with the settings each database needs."""
+def create_db_engine(url: str, autocommit: bool = False) -> Engine:
+    """An engine for the document table, with the settings each database needs; ``autocommit``:
+    one whose connections run each statement as its own transaction (a file SQLite database's
+    only, see ``single_statement_engine``)."""
     if url == MEMORY:
         return create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool)
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = create_engine(
+            url,
+            connect_args={"timeout": 30, "check_same_thread": False},
+            **({"isolation_level": "AUTOCOMMIT"} if autocommit else {}),
+        )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if url.startswith("postgresql://") or url.startswith("postgres://"):
@@ -112,6 +118,20 @@ def create_db_engine(url: str) -> Engine:
 
         add_postgresql_options()
     return engine
+
+
+def single_statement_engine(engine: Engine) -> Engine:
+    """For work that is one statement: the statement is its own transaction, so no BEGIN and no
+    COMMIT or ROLLBACK go to the server (on PostgreSQL one round trip instead of three, for calls
+    made once or more per page on the reactor thread). A file SQLite database gets an engine of
+    its own, whose connections are in autocommit from the start: SQLAlchemy's per-use switch
+    (``execution_options(isolation_level=...)``, which the others use) runs a PRAGMA each time
+    SQLite's connection goes back, and the switch cost as much as the statement: 0.21 ms for
+    ``display_url_owner``, 0.08 ms without it (tests/benchmarks/README.md)."""
+    database = engine.url.database
+    if engine.dialect.name == "sqlite" and database not in (None, "", ":memory:"):
+        return create_db_engine(engine.url.render_as_string(hide_password=False), autocommit=True)
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
 
 
 @contextlib.contextmanager
@@ -229,10 +249,7 @@ class Database:
             # file (nor folder) is made for them
             url = MEMORY
         self.engine = create_db_engine(url)
-        # For work that is one statement: the statement is its own transaction, so no BEGIN and
-        # no COMMIT or ROLLBACK go to the server. On PostgreSQL that is one round trip instead of
-        # three, for calls made once or more per page on the reactor thread.
-        self.single = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        self.single = single_statement_engine(self.engine)
         self.insert = dialect_insert(self.engine)
         self._statements: dict[Any, Any] = {}
         if migrate:
@@ -265,3 +282,4 @@ class Database:
 
     def close(self) -> None:
         self.engine.dispose()
+        self.single.dispose()  # its own connections, or (the same engine's) none left to close

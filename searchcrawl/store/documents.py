@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Result, bindparam, case, exists, func, or_, select, tuple_, update
+from sqlalchemy import Connection, Result, bindparam, case, exists, func, literal, or_, select, tuple_, update
 from sqlalchemy import Row as SqlRow
 
 from searchcrawl.rules.lifecycle import (
@@ -49,6 +49,13 @@ IN_INDEX = (State.PENDING.value, State.INDEXED.value)
 LEFT_INDEX = (State.REMOVING.value, State.REMOVED.value)
 RUN_COLUMNS = frozenset({"run_id", "frontier", "lease_owner", "lease_expires", "request", "delta", "delta_run", "linked_run"})
 ROW_KEY = ["source", "url_hash"]  # the unique key of a row: inserts conflict on it
+
+
+def one_of(column: Any, values: Sequence[str]) -> Any:
+    """``column IN (...)`` over fixed values, for statements built once (``Database.statement``):
+    ``in_`` of a list makes an "expanding" parameter, whose SQL SQLAlchemy rewrites on every
+    execution; a parameter per value keeps the SQL as compiled."""
+    return column.in_([literal(value, column.type) for value in values])
 
 
 def _linkless(status: int | None) -> bool:
@@ -280,20 +287,21 @@ class DocumentTable:
         in at the same moment (each checked before the other had written), keep one: every node
         makes the same choice with ``original_of``, so their marks agree. Returns the original
         when ``url`` is one of its duplicates."""
+        same_content = self._statement(
+            "all_same_content",
+            lambda: (
+                select(documents.c.id, documents.c.url, documents.c.canonical_url)
+                .where(
+                    documents.c.source == bindparam("source"),
+                    documents.c.checksum == bindparam("checksum"),
+                    one_of(documents.c.state, IN_INDEX),
+                    documents.c.duplicate_of.is_(None),
+                )
+                .order_by(documents.c.id)
+            ),
+        )
         with self.single.connect() as connection:
-            rows = [
-                dict(row)
-                for row in connection.execute(
-                    select(documents.c.id, documents.c.url, documents.c.canonical_url)
-                    .where(
-                        documents.c.source == source,
-                        documents.c.checksum == checksum,
-                        documents.c.state.in_(IN_INDEX),
-                        documents.c.duplicate_of.is_(None),
-                    )
-                    .order_by(documents.c.id)
-                ).mappings()
-            ]
+            rows = [dict(row) for row in connection.execute(same_content, {"source": source, "checksum": checksum}).mappings()]
         if len(rows) < 2:
             return None
         original: Mapping[str, Any] = rows[0]
@@ -315,7 +323,7 @@ class DocumentTable:
                     documents.c.source == bindparam("source"),
                     documents.c.checksum == bindparam("checksum"),
                     documents.c.url_hash != bindparam("url_hash"),
-                    documents.c.state.in_(IN_INDEX),
+                    one_of(documents.c.state, IN_INDEX),
                     documents.c.duplicate_of.is_(None),
                 )
                 .order_by(documents.c.id)
@@ -581,7 +589,7 @@ class DocumentTable:
                     ~exists().where(
                         holder.c.source == bindparam("w_source"),
                         holder.c.url_hash == bindparam("w_original"),
-                        holder.c.state.in_(LEFT_INDEX),
+                        one_of(holder.c.state, LEFT_INDEX),
                         holder.c.delta_run == bindparam("w_run"),
                     )
                 )
@@ -721,7 +729,7 @@ class DocumentTable:
                 .where(
                     documents.c.source == bindparam("source"),
                     documents.c.display_url == bindparam("display_url"),
-                    documents.c.state.in_(IN_INDEX),
+                    one_of(documents.c.state, IN_INDEX),
                 )
                 .order_by(documents.c.id)
                 .limit(1)

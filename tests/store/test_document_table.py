@@ -196,6 +196,30 @@ def test_the_frontier_says_which_states_its_run_has_urls_in_as_its_counts_do(tmp
     assert other.present() == set()
 
 
+def test_the_per_page_look_ups_send_sqlite_one_statement_each_as_compiled(tmp_path) -> None:
+    """The statements run once or more per page go to SQLite alone: no PRAGMA per use (the
+    autocommit switch of a shared engine sent one each time its connection went back, and cost as
+    much as the statement), and no SQL rewritten per execution (an expanding IN)."""
+    from sqlalchemy import event
+
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
+    sent: list[str] = []
+    for engine in {table.engine, table.single.engine}:
+        event.listen(engine, "before_cursor_execute", lambda _c, _cur, statement, *_rest: sent.append(statement))
+    table.record("s", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c", "display_url": "http://h/a"}))
+    sent.clear()
+    assert table.display_url_owner("s", "http://h/a") == "http://h/a"
+    assert table.find_duplicate("s", "c", "http://h/b") == {
+        "id": 1,
+        "url": "http://h/a",
+        "canonical_url": None,
+        "first_seen_id": None,
+    }
+    assert table.settle_duplicates("s", "http://h/a", "c", lambda a, _b: a) is None
+    assert len(sent) == 4 and not any("PRAGMA" in statement for statement in sent), sent
+    assert all("POSTCOMPILE" not in statement and "IN (?, ?)" in statement for statement in sent[:3] if "state" in statement)
+
+
 def test_a_read_only_open_creates_and_changes_nothing(tmp_path, postgres_url: str) -> None:
     """Read-only commands never write the schema: a SQLite file no crawl has made reads as empty
     (and is not made, nor its folder); a database without searchcrawl's tables (another
