@@ -15,17 +15,21 @@ from enum import IntEnum
 from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
+from scrapy.spiderloader import get_spider_loader
+from scrapy.spiders import Spider
 
 from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.ops.local_fleet import (
     PARENT_SETTING,
+    RUN_SETTING,
     LocalProcesses,
-    command_line,
     die_with_parent,
+    joins_live_runs,
+    leave_forked_process,
     processes_of,
-    shared_crawl,
+    read_run,
     started_by_a_crawl,
 )
 from searchcrawl.store import Database
@@ -98,7 +102,7 @@ def start_up_done() -> None:
 class Command(ScrapyCrawlCommand):
     finish_reason: str | None = None
     others: LocalProcesses | None = None  # the crawl's other processes (source key ``processes``)
-    fleet_of: tuple[Crawler, str, dict[str, str]] | None = None  # what they are started with
+    run_pipe: int | None = None  # in one of those: where the first process writes the run to join
 
     def short_desc(self) -> str:
         return "Crawl one source into the index"
@@ -117,12 +121,58 @@ class Command(ScrapyCrawlCommand):
         # benchmark).
         gc.disable()
         super().process_options(args, opts)
+        if len(args) == 1:
+            self.fork_others(args[0])
+
+    def fork_others(self, source: str) -> None:
+        """``processes = N``: the other N - 1 processes are forked here, before Scrapy builds its
+        crawler process (searchcrawl/ops/local_fleet.py says why here)."""
+        assert self.settings is not None
+        if started_by_a_crawl(self.settings):
+            return
+        try:
+            spidercls = get_spider_loader(self.settings).load(source)
+        except (KeyError, SourceError):  # run() says what is wrong
+            return
+        merged = self.settings.copy()
+        spidercls.update_settings(merged)  # the source's own ``processes``, unless -s says otherwise
+        count = processes_of(merged)
+        if count <= 1:
+            return
+        others = LocalProcesses(count - 1)
+        pipe = others.fork()
+        if pipe is None:
+            self.others = others
+            return
+        parent = os.getppid()
+        if not die_with_parent(parent):
+            logger.error("The crawl that started this process has ended; nothing crawled")
+            leave_forked_process(ExitCode.FAILED)
+        self.settings.set(PARENT_SETTING, parent, priority="cmdline")
+        self.run_pipe = pipe
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if self.run_pipe is not None:  # forked by the crawl's first process: it ends here
+            try:
+                self.crawl_source(args, opts)
+            except BaseException:  # noqa: BLE001 - whatever it was, logged; the process must not return
+                logger.exception("Crawler process %d failed", os.getpid())
+                self.exitcode = ExitCode.FAILED
+            finally:
+                leave_forked_process(self.exitcode)
+        try:
+            self.crawl_source(args, opts)
+        finally:
+            if self.others is not None:
+                self.exitcode = self.with_others(self.exitcode)
+
+    def crawl_source(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             super().run(args, opts)  # Scrapy's usage errors
             return
         assert self.crawler_process is not None
+        if self.others is not None:
+            logger.info("Started %d more crawler processes for this source: %s", self.others.count, self.others.pids)
         # Imported here, on a shallow stack, before the downloader imports it from deep inside
         # the engine's construction: Scrapy's TLS context factory module calls inspect.stack() as
         # it is imported (three create_deprecated_class), whose cost is the frames on the stack
@@ -146,19 +196,21 @@ class Command(ScrapyCrawlCommand):
             return
         crawler = self.crawler_process.create_crawler(args[0])
         settings = crawler.settings
-        if started_by_a_crawl(settings) and not die_with_parent(settings.getint(PARENT_SETTING)):
-            logger.error("The crawl that started this process has ended; nothing crawled")
-            self.exitcode = ExitCode.FAILED
-            return
+        if self.run_pipe is not None:
+            try:
+                run = read_run(self.run_pipe)  # waits until the first process has opened the run
+            except KeyboardInterrupt:  # Ctrl-C reaches every process of the group: the first stops them
+                run = None
+            if run is None:
+                logger.info("The crawl that started this process opened no run; nothing crawled")
+                return
+            settings.set(RUN_SETTING, run, priority="cmdline")
         refusal = self.conflict(crawler, args[0])
         if refusal is not None:
             logger.error("%s", refusal)
             self.exitcode = ExitCode.ALREADY_RUNNING
             return
-        count = processes_of(settings)
-        if count > 1 and not started_by_a_crawl(settings):
-            self.others = LocalProcesses(count - 1)
-            self.fleet_of = (crawler, args[0], dict(opts.spargs))
+        if self.others is not None:
             crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
         crawler.signals.connect(start_up_done, signal=signals.spider_opened)
@@ -168,20 +220,21 @@ class Command(ScrapyCrawlCommand):
         finally:
             start_up_done()  # also when the spider never opened
         started = not self.crawler_process.bootstrap_failed
-        code = exit_code(
+        self.exitcode = exit_code(
             started=started,
             finish_reason=self.finish_reason,
             not_indexed=crawler.stats.get_value("searchcrawl/not_indexed", 0) if started else 0,
         )
-        if self.others is not None:
-            if self.finish_reason is None:  # this process never opened the crawl: nor do they
-                self.others.signal(signal.SIGINT)
-            others = self.others.wait()
-            for pid, other in zip(self.others.pids(), others, strict=True):
-                if other < 0:
-                    logger.warning("Crawler process %d was killed by signal %d; the others took its URLs back", pid, -other)
-            code = worst_exit_code([code, *others])
-        self.exitcode = code
+
+    def with_others(self, code: int) -> int:
+        """This process's exit code and its other processes' (waited for): the worst of them, or
+        this one's alone when it opened no run (they left without crawling)."""
+        assert self.others is not None
+        others = self.others.wait()
+        for pid, other in zip(self.others.pids, others, strict=True):
+            if other < 0:
+                logger.warning("Crawler process %d was killed by signal %d; the others took its URLs back", pid, -other)
+        return code if self.finish_reason is None else worst_exit_code([code, *others])
 
     @staticmethod
     def conflict(crawler: Crawler, source: str) -> str | None:
@@ -191,19 +244,16 @@ class Command(ScrapyCrawlCommand):
         try:
             return Runs(database).conflict(
                 source,
-                allow_shared=shared_crawl(settings),
+                allow_shared=joins_live_runs(settings),
                 stale_after=settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"),
             )
         finally:
             database.close()
 
-    def opened(self) -> None:
+    def opened(self, spider: Spider) -> None:
         """This process has started or resumed the run: the others join it."""
-        assert self.others is not None and self.fleet_of is not None
-        crawler, source, arguments = self.fleet_of
-        run = crawl_state(crawler).run_id
-        if run is not None:
-            self.others.start(command_line(source, arguments, crawler.settings, os.getpid(), run))
+        assert self.others is not None and spider.crawler is not None
+        self.others.join(crawl_state(spider.crawler).run_id)
 
     def closed(self, reason: str) -> None:
         self.finish_reason = reason

@@ -34,7 +34,7 @@ from twisted.internet.task import LoopingCall
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.meta import DEPTH, KNOWN_ROW, PERSISTED, WAKE
 from searchcrawl.crawl.signals import url_outcome
-from searchcrawl.ops.local_fleet import run_to_join
+from searchcrawl.ops.local_fleet import joins_live_runs, run_to_join
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import DONE, LEASED, QUEUED, Entry, Frontier
@@ -133,7 +133,7 @@ class FrontierScheduler(BaseScheduler):
             self.run = runs.start(
                 source,
                 fresh=fresh,
-                allow_shared=self.shared,
+                allow_shared=joins_live_runs(self.crawler.settings),
                 job=getattr(spider, "_job", None),
                 stale_after=self.lease_seconds,
                 owner=self.owner,

@@ -73,6 +73,14 @@ def test_a_second_crawl_of_a_source_being_crawled_exits_3_and_a_normal_crawl_0(p
             line for line in second.stderr.splitlines() if "is being crawled by process" in line
         ]
         assert "Spider opened" not in second.stderr  # refused before anything was opened
+
+        # a crawl of two processes, refused: its other process, forked as it started, leaves
+        # without crawling, and the crawl says why it was refused (not that a process failed)
+        several = project.scrapy("crawl", name, "-s", "SEARCHCRAWL_PROCESSES=2")
+        assert several.returncode == ExitCode.ALREADY_RUNNING, several.stderr[-3000:]
+        assert "Started 1 more crawler processes" in several.stderr
+        assert "opened no run; nothing crawled" in several.stderr, several.stderr[-3000:]
+        assert "Spider opened" not in several.stderr and "Traceback" not in several.stderr
     finally:
         output, _ = first.communicate(timeout=300)
     assert first.returncode == ExitCode.FINISHED, output[-3000:]

@@ -29,6 +29,7 @@ def test_two_processes_crawl_one_source_over_sqlite(project: Project, serve, tmp
 
     started = re.search(r"Started 1 more crawler processes for this source: \[(\d+)\]", log)
     assert started, log[-3000:]
+    assert started.start() < log.index("Spider opened")  # forked as the crawl starts, beside the first
     assert "Joining run" in log  # the second process joined the first one's run
     assert len(re.findall(r"'response_received_count': [1-9]", log)) == 2  # both fetched pages
     counts = fetched(site)

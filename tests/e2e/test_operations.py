@@ -220,8 +220,9 @@ def test_scheduler_starts_due_sources_through_scrapyd(scrapyd: Scrapyd, ops_proj
 
 
 def test_a_source_of_two_processes_as_a_scrapyd_job(scrapyd: Scrapyd, ops_project: Project, serve, solr) -> None:
-    """processes = 2 under scrapyd: the second process starts as scrapyd's runner (the egg holds
-    the source), joins the job's run, and logs into the job's log."""
+    """processes = 2 under scrapyd: the second process, forked from the first under scrapyd's
+    runner (which activated the egg that holds the source), joins the job's run and logs into the
+    job's log; it leaves without the runner's clean-up, which removes the egg the first still uses."""
     site_root = ops_project.data_dir.parent / "site-p"
     site_root.mkdir()
     pages = build_intranet(site_root, sections=5, per_section=20)

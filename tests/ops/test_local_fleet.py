@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.machinery
 import os
-import sys
-import types
+import signal
+from collections.abc import Callable
 
 import pytest
 from scrapy.settings import Settings
@@ -15,11 +14,11 @@ from searchcrawl.config.source import SourceError, SourceFile, load_source
 from searchcrawl.ops.local_fleet import (
     PARENT_SETTING,
     RUN_SETTING,
-    command_line,
-    entry_module,
+    LocalProcesses,
+    joins_live_runs,
     known_fleet,
     process_count,
-    processes_of,
+    read_run,
     run_to_join,
     shared_crawl,
     started_by_a_crawl,
@@ -50,32 +49,66 @@ def test_several_processes_make_a_shared_crawl_whose_fleet_is_known_unless_machi
     assert shared_crawl(settings(SEARCHCRAWL_SHARED_CRAWL=True)) and known_fleet(settings(SEARCHCRAWL_SHARED_CRAWL=True)) is None
 
 
-def test_the_other_processes_get_the_same_arguments_and_command_line_settings() -> None:
-    given = settings(SEARCHCRAWL_PROCESSES="auto", DOWNLOAD_DELAY=0.5)  # the source's own: they load it too
-    given.set("CONCURRENT_REQUESTS", 4, priority="cmdline")
-    given.set("LOG_FILE", "/tmp/crawl.log", priority="cmdline")
-    given.set("ITEM_PIPELINES", {"a.B": 1}, priority="cmdline")
-    line = command_line("handbook", {"recrawl": "force"}, given, parent=1234, run=7)
-    assert line[:5] == [sys.executable, "-m", "scrapy", "crawl", "handbook"]
-    text = " ".join(line)
-    assert "-a recrawl=force" in text
-    assert "-s CONCURRENT_REQUESTS=4" in text and "-s LOG_FILE=/tmp/crawl.log" in text
-    assert '-s ITEM_PIPELINES={"a.B": 1}' in text
-    assert "DOWNLOAD_DELAY" not in text  # not from the command line: from the source file
-    assert f"-s SEARCHCRAWL_PROCESSES={usable_cores()} -s {PARENT_SETTING}=1234 -s {RUN_SETTING}=7" in text
-    assert run_to_join(settings(**{RUN_SETTING: "7"})) == 7 and run_to_join(given) is None
-    assert started_by_a_crawl(settings(**{PARENT_SETTING: "1234"})) and not started_by_a_crawl(given)
+def test_a_process_knows_it_was_started_by_a_crawl_and_which_run_it_joins() -> None:
+    assert run_to_join(settings(**{RUN_SETTING: "7"})) == 7 and run_to_join(settings()) is None
+    assert started_by_a_crawl(settings(**{PARENT_SETTING: "1234"})) and not started_by_a_crawl(settings())
 
 
-def test_under_scrapyd_the_other_processes_start_as_scrapyds_runner(monkeypatch) -> None:
-    """The runner activates the project's egg, where the sources are: `python -m scrapy` would
-    not find them (tests/e2e/test_operations.py runs such a crawl under a real scrapyd)."""
-    runner = types.ModuleType("__main__")
-    runner.__spec__ = importlib.machinery.ModuleSpec("scrapyd.runner", None)
-    monkeypatch.setitem(sys.modules, "__main__", runner)
-    assert entry_module() == "scrapyd.runner"
-    assert command_line("handbook", {}, settings(), parent=1, run=1)[:4] == [sys.executable, "-m", "scrapyd.runner", "crawl"]
-    assert processes_of(settings(**{PARENT_SETTING: "1234", "SEARCHCRAWL_PROCESSES": "2"})) == 2
+def test_only_a_fleets_nodes_and_a_crawls_own_processes_join_a_live_run() -> None:
+    """Regression: a crawl of two local processes started while another crawl of the source ran
+    joined that crawl's run (which shared nothing with it) instead of being refused."""
+    assert not joins_live_runs(settings()) and not joins_live_runs(settings(SEARCHCRAWL_PROCESSES=2))
+    assert joins_live_runs(settings(SEARCHCRAWL_SHARED_CRAWL=True))
+    assert joins_live_runs(settings(SEARCHCRAWL_PROCESSES=2, **{PARENT_SETTING: "1234"}))
+
+
+@pytest.mark.parametrize(
+    ("written", "run"),
+    [(b"7\n", 7), (b"12", 12), (b"", None), (b"\n", None), (b"seven\n", None), (b"-3\n", None), (b"9" * 40, None)],
+)
+def test_the_run_comes_on_a_pipe_or_there_is_none(written: bytes, run: int | None) -> None:
+    read, write = os.pipe()
+    os.write(write, written)
+    os.close(write)
+    assert read_run(read) == run
+
+
+def forked(others: LocalProcesses, then: Callable[[int], int]) -> None:
+    """Fork ``others``; each of them exits at once with ``then(its pipe)``, never returning here."""
+    pipe = others.fork()
+    if pipe is not None:
+        code = 99
+        try:
+            code = then(pipe)
+        finally:
+            os._exit(code)
+
+
+def test_the_other_processes_are_forked_given_one_run_together_and_waited_for() -> None:
+    others = LocalProcesses(2)
+    forked(others, lambda pipe: 10 + (read_run(pipe) or 0))
+    assert len(others.pids) == 2 and os.getpid() not in others.pids
+    others.join(5)
+    others.join(6)  # once: the pipes are closed after the first
+    assert others.wait() == [15, 15]
+
+
+def test_the_other_processes_leave_when_there_is_no_run_and_one_gone_early_is_passed_over() -> None:
+    others = LocalProcesses(2)
+    forked(others, lambda pipe: 10 + (read_run(pipe) or 0))
+    assert others.wait() == [10, 10]  # given no run: each reads the end of its pipe
+    gone = LocalProcesses(1)
+    forked(gone, lambda _pipe: 3)  # ends without reading its run
+    os.waitid(os.P_PID, gone.pids[0], os.WEXITED | os.WNOWAIT)  # it has ended (its pid stays ours until wait)
+    gone.join(5)  # its pipe has no reader: passed over
+    assert gone.wait() == [3]
+
+
+def test_a_signal_reaches_the_other_processes() -> None:
+    others = LocalProcesses(1)
+    forked(others, lambda pipe: (read_run(pipe), 0)[1])  # waits on its pipe
+    others.signal(signal.SIGTERM)
+    assert others.wait() == [-signal.SIGTERM]
 
 
 def test_the_crawl_exits_with_the_worst_of_its_processes_codes() -> None:
