@@ -103,6 +103,7 @@ class Command(ScrapyCrawlCommand):
     finish_reason: str | None = None
     others: LocalProcesses | None = None  # the crawl's other processes (source key ``processes``)
     run_pipe: int | None = None  # in one of those: where the first process writes the run to join
+    gave_run = False  # the first process handed them a run (so their exit codes count)
 
     def short_desc(self) -> str:
         return "Crawl one source into the index"
@@ -140,11 +141,19 @@ class Command(ScrapyCrawlCommand):
         if count <= 1:
             return
         others = LocalProcesses(count - 1)
-        pipe = others.fork()
+        parent = os.getpid()
+        # Ctrl-C reaches every process of the terminal's group: a forked one ignores it until it
+        # has its run (then Scrapy's handler stops it; the first process passes SIGINT on), so that
+        # it never ends by KeyboardInterrupt outside run(), where os._exit would not be reached
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            pipe = others.fork()
+        finally:
+            if os.getpid() == parent:
+                signal.signal(signal.SIGINT, previous)
         if pipe is None:
             self.others = others
             return
-        parent = os.getppid()
         if not die_with_parent(parent):
             logger.error("The crawl that started this process has ended; nothing crawled")
             leave_forked_process(ExitCode.FAILED)
@@ -197,10 +206,8 @@ class Command(ScrapyCrawlCommand):
         crawler = self.crawler_process.create_crawler(args[0])
         settings = crawler.settings
         if self.run_pipe is not None:
-            try:
-                run = read_run(self.run_pipe)  # waits until the first process has opened the run
-            except KeyboardInterrupt:  # Ctrl-C reaches every process of the group: the first stops them
-                run = None
+            run = read_run(self.run_pipe)  # waits until the first process has opened the run
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # Scrapy's replaces it as it starts
             if run is None:
                 logger.info("The crawl that started this process opened no run; nothing crawled")
                 return
@@ -228,13 +235,14 @@ class Command(ScrapyCrawlCommand):
 
     def with_others(self, code: int) -> int:
         """This process's exit code and its other processes' (waited for): the worst of them, or
-        this one's alone when it opened no run (they left without crawling)."""
+        this one's alone when it handed them no run (refused or failed: they left without
+        crawling, and its code says why)."""
         assert self.others is not None
         others = self.others.wait()
         for pid, other in zip(self.others.pids, others, strict=True):
             if other < 0:
                 logger.warning("Crawler process %d was killed by signal %d; the others took its URLs back", pid, -other)
-        return code if self.finish_reason is None else worst_exit_code([code, *others])
+        return worst_exit_code([code, *others]) if self.gave_run else code
 
     @staticmethod
     def conflict(crawler: Crawler, source: str) -> str | None:
@@ -253,7 +261,9 @@ class Command(ScrapyCrawlCommand):
     def opened(self, spider: Spider) -> None:
         """This process has started or resumed the run: the others join it."""
         assert self.others is not None and spider.crawler is not None
-        self.others.join(crawl_state(spider.crawler).run_id)
+        run = crawl_state(spider.crawler).run_id  # None: refused (a race) or failed as it opened
+        self.others.join(run)
+        self.gave_run = run is not None
 
     def closed(self, reason: str) -> None:
         self.finish_reason = reason

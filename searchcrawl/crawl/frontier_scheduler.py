@@ -53,10 +53,11 @@ from searchcrawl.store.runs import (
 logger = logging.getLogger(__name__)
 
 RUN_STATE_FOR_REASON = {"finished": FINISHED, "stopped": STOPPED, "failed": FAILED}  # anything else: suspended
-# Seconds between frontier look-ups while it is empty (a lease and Frontier.present: index
-# look-ups): a node of a shared crawl waiting for the others' links, or for the run's end, loses
-# at most this much (0.5 s cost a 5 s crawl of two local processes a tenth of its time). Taking
-# back a dead node's leases (three statements, two of them writes) is looked at less often.
+# Seconds between frontier look-ups while it is empty: a node of a shared crawl waiting for the
+# others' links, or for the run's end, loses at most this much (0.5 s cost a 5 s crawl of two
+# local processes a tenth of its time). A look-up is one read (Frontier.present: index look-ups)
+# and a lease (a write) only when something is queued; taking back a dead node's leases (three
+# statements, two of them writes) is looked at less often.
 IDLE_RECHECK = 0.1
 TAKE_BACK_EVERY = 0.5
 WAKE_URL = "data:,"
@@ -273,8 +274,10 @@ class FrontierScheduler(BaseScheduler):
         if not self.starved or engine is None or engine.spider is None or self.frontier is None:
             return
         try:
-            self._refill()
-            ready = bool(self.buffer) or not self.has_pending_requests()
+            present = self.frontier.present()  # a read; the lease, a write, only when it can find something
+            if QUEUED in present:
+                self._refill()
+            ready = bool(self.buffer) or not (self.held or self._others_working(present))
         except Exception:  # a database hiccup: the next look, or Scrapy's heartbeat, tries again
             logger.exception("Looking for URLs of run %s failed", self.run.id if self.run else "?")
             return
@@ -352,17 +355,19 @@ class FrontierScheduler(BaseScheduler):
         self._refill()
         return bool(self.buffer) or (self.shared and self._others_working())
 
-    def _others_working(self) -> bool:
+    def _others_working(self, present: set[str] | None = None) -> bool:
         """In a shared crawl: do other nodes still hold leases (their pages may add links), or is
-        the run just being set up by another node (nothing queued or done yet)?"""
-        if time.monotonic() - self.others_checked < IDLE_RECHECK:
+        the run just being set up by another node (nothing queued or done yet)? ``present``: the
+        frontier's states just read (else read at most every IDLE_RECHECK)."""
+        if present is None and time.monotonic() - self.others_checked < IDLE_RECHECK:
             return self.others_working
         assert self.frontier is not None and self.run is not None and self.context.runs is not None
         self.others_checked = time.monotonic()
         if self.others_checked - self.taken_back_at >= TAKE_BACK_EVERY and self._take_back():
             self.others_working = True  # a dead node's URLs are queued again
             return True
-        present = self.frontier.present()
+        if present is None:
+            present = self.frontier.present()
         self.others_working = bool(present & {QUEUED, LEASED}) or (
             DONE not in present and bool(self.context.runs.nodes(self.run.id, self.lease_seconds, but=self.owner))
         )

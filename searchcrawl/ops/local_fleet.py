@@ -26,8 +26,9 @@ only (one that finds it ended, a small site crawled before it was up, leaves at 
 starts a run of its own), and if the first never opens a run (refused, failed) they leave without
 crawling. The first tells them to stop when it is told to (SIGINT, SIGTERM) and exits after them
 with the worst of their exit codes. The others end when it dies, even by SIGKILL
-(``die_with_parent``): nothing then works on the run, and the next crawl resumes it at once,
-taking back what the dead processes had leased. A forked process leaves with ``os._exit``: the
+(``die_with_parent``, a graceful stop of a moment: a crawl started meanwhile is refused, as any
+second crawl is): nothing then works on the run, and the next crawl resumes it at once, taking
+back what the dead processes had leased. A forked process leaves with ``os._exit``: the
 clean-ups its parent registered (scrapyd's runner removes the project's egg when it exits) are
 the parent's. (Started as new ``scrapy crawl`` processes once the run was open, as before, the
 others came up 1-2 s after the first: on the 2-core machine, a 5 s crawl of the Sphinx site by
@@ -156,7 +157,13 @@ class LocalProcesses:
             stream.flush()
         for _ in range(self.count):
             read, write = os.pipe()
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError:  # out of processes or memory: those forked already leave, then it fails
+                for each in (read, write):
+                    os.close(each)
+                self.wait()
+                raise
             if pid == 0:
                 os.close(write)
                 for pipe in self.pipes.values():  # its elder siblings': their ends must close with ours

@@ -436,6 +436,36 @@ def test_nodes_join_one_run_and_a_starved_node_is_woken_by_the_others_links_and_
     assert runs.nodes(run.id, 600) == []
 
 
+def test_a_waiting_node_looks_with_reads_and_leases_only_when_something_is_queued(two_nodes) -> None:
+    """A node waiting for the others looks every IDLE_RECHECK (0.1 s): each look must be reads,
+    not the two lease statements (writes: BEGIN, UPDATE, COMMIT on PostgreSQL) it made, so that a
+    fleet waiting on one slow node does not load the database; once a URL is queued it leases."""
+    from sqlalchemy import event
+
+    a, b = two_nodes()
+    node_a, node_b = opened(a), opened(b)
+    engine = RunningEngine(spider_of(node_b))
+    b.engine = engine  # type: ignore[assignment]
+    node_a.enqueue_request(link(node_a, "http://h.test/", 0))
+    assert drain(node_a) == ["http://h.test/"]
+    assert node_b.next_request() is None and node_b.starved
+    node_b._wake()  # the first look also takes back dead nodes' leases (every 0.5 s)
+    sent: list[str] = []
+    database = node_b.context.table.database
+    event.listen(database.engine, "before_cursor_execute", lambda _c, _cur, statement, *_rest: sent.append(statement))
+    time.sleep(IDLE_RECHECK)
+    node_b._wake()
+    assert sent and all(statement.lstrip().upper().startswith("SELECT") for statement in sent), sent
+    assert engine.crawled == []  # node a's lease: its page may add links
+
+    node_a.enqueue_request(link(node_a, "http://h.test/page.html"))
+    sent.clear()
+    time.sleep(IDLE_RECHECK)
+    node_b._wake()
+    assert any(statement.lstrip().upper().startswith("UPDATE") for statement in sent)  # the lease
+    assert [request.url for request in engine.crawled] == [WAKE_URL]
+
+
 def test_a_node_leaving_a_shared_run_leaves_its_urls_and_the_runs_end_to_the_others(two_nodes) -> None:
     a, b = two_nodes()
     node_a, node_b = opened(a), opened(b)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from scrapy.settings import Settings
 
-from searchcrawl.commands.crawl import ExitCode, worst_exit_code
+from searchcrawl.commands.crawl import Command, ExitCode, worst_exit_code
 from searchcrawl.config.source import SourceError, SourceFile, load_source
 from searchcrawl.ops.local_fleet import (
     PARENT_SETTING,
@@ -102,6 +102,17 @@ def test_the_other_processes_leave_when_there_is_no_run_and_one_gone_early_is_pa
     os.waitid(os.P_PID, gone.pids[0], os.WEXITED | os.WNOWAIT)  # it has ended (its pid stays ours until wait)
     gone.join(5)  # its pipe has no reader: passed over
     assert gone.wait() == [3]
+
+
+@pytest.mark.parametrize(("gave_run", "code"), [(False, ExitCode.ALREADY_RUNNING), (True, ExitCode.FAILED)])
+def test_a_crawl_exits_with_its_others_codes_only_when_it_gave_them_a_run(gave_run: bool, code: ExitCode) -> None:
+    """Regression: refused as its spider opened (two crawls starting at once), a crawl of two
+    processes exited 1 (its own 3 and its other process's 0, taken together) instead of 3."""
+    command = Command()
+    command.others = LocalProcesses(1)
+    forked(command.others, lambda pipe: 0 if read_run(pipe) is None else ExitCode.FINISHED)
+    command.gave_run = gave_run
+    assert command.with_others(ExitCode.ALREADY_RUNNING) == code
 
 
 def test_a_signal_reaches_the_other_processes() -> None:
