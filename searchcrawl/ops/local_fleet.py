@@ -30,9 +30,9 @@ with the worst of their exit codes. The others end when it dies, even by SIGKILL
 second crawl is): nothing then works on the run, and the next crawl resumes it at once, taking
 back what the dead processes had leased. A forked process leaves with ``os._exit``: the
 clean-ups its parent registered (scrapyd's runner removes the project's egg when it exits) are
-the parent's. (Started as new ``scrapy crawl`` processes once the run was open, as before, the
-others came up 1-2 s after the first: on the 2-core machine, a 5 s crawl of the Sphinx site by
-two processes took 4.3-4.8 s against one process's 5.0-5.3 s.)
+the parent's. (Started as new ``scrapy crawl`` processes, the others came up about a second after
+the first: on the 2-core machine, the Sphinx site by two processes took 4.3-4.8 s against one
+process's 5.0-5.3 s; forked, 3.5-3.7 s against 4.7-4.9: tests/benchmarks/README.md.)
 """
 
 from __future__ import annotations

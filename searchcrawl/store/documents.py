@@ -287,19 +287,7 @@ class DocumentTable:
         in at the same moment (each checked before the other had written), keep one: every node
         makes the same choice with ``original_of``, so their marks agree. Returns the original
         when ``url`` is one of its duplicates."""
-        same_content = self._statement(
-            "all_same_content",
-            lambda: (
-                select(documents.c.id, documents.c.url, documents.c.canonical_url)
-                .where(
-                    documents.c.source == bindparam("source"),
-                    documents.c.checksum == bindparam("checksum"),
-                    one_of(documents.c.state, IN_INDEX),
-                    documents.c.duplicate_of.is_(None),
-                )
-                .order_by(documents.c.id)
-            ),
-        )
+        same_content = self._statement("all_same_content", lambda: self._same_content(but_one=False))
         with self.single.connect() as connection:
             rows = [dict(row) for row in connection.execute(same_content, {"source": source, "checksum": checksum}).mappings()]
         if len(rows) < 2:
@@ -315,21 +303,7 @@ class DocumentTable:
     def find_duplicate(self, source: str, checksum: str, url: str) -> dict[str, Any] | None:
         """Another document of the source with this content, in the index (id, url, canonical_url),
         and ``first_seen_id``: the row id of ``url`` (ids follow discovery order)."""
-        same_content = self._statement(
-            "same_content",
-            lambda: (
-                select(documents.c.id, documents.c.url, documents.c.canonical_url)
-                .where(
-                    documents.c.source == bindparam("source"),
-                    documents.c.checksum == bindparam("checksum"),
-                    documents.c.url_hash != bindparam("url_hash"),
-                    one_of(documents.c.state, IN_INDEX),
-                    documents.c.duplicate_of.is_(None),
-                )
-                .order_by(documents.c.id)
-                .limit(1)
-            ),
-        )
+        same_content = self._statement("same_content", lambda: self._same_content(but_one=True))
         with self.single.connect() as connection:
             key = url_hash(url)
             row = connection.execute(same_content, {"source": source, "checksum": checksum, "url_hash": key}).mappings().first()
@@ -337,6 +311,22 @@ class DocumentTable:
                 return None
             own_id = connection.execute(self._row_id(), {"source": source, "url_hash": key}).scalar_one_or_none()
             return {**row, "first_seen_id": own_id}
+
+    @staticmethod
+    def _same_content(but_one: bool) -> Any:
+        """The source's documents in the index with a checksum, not duplicates themselves, in
+        discovery order; ``but_one``: the first of them other than the URL hashed ``url_hash``."""
+        query = (
+            select(documents.c.id, documents.c.url, documents.c.canonical_url)
+            .where(
+                documents.c.source == bindparam("source"),
+                documents.c.checksum == bindparam("checksum"),
+                one_of(documents.c.state, IN_INDEX),
+                documents.c.duplicate_of.is_(None),
+            )
+            .order_by(documents.c.id)
+        )
+        return query.where(documents.c.url_hash != bindparam("url_hash")).limit(1) if but_one else query
 
     def _row_id(self) -> Any:
         return self._statement(

@@ -151,7 +151,7 @@ def test_three_nodes_crawl_one_source_into_solrcloud(fleet_project, serve, tmp_p
     assert all(re.search(r"'response_received_count': (\d+)", log) for log in logs)  # every node fetched pages
 
 
-def test_a_killed_node_is_replaced_after_its_leases_expire(fleet_project, serve, tmp_path, solr_url) -> None:
+def test_a_killed_nodes_leases_are_taken_back_by_the_others(fleet_project, serve, tmp_path, solr_url) -> None:
     project = fleet_project
     name = "fleetkill"
     root = tmp_path / "site"
@@ -162,14 +162,17 @@ def test_a_killed_node_is_replaced_after_its_leases_expire(fleet_project, serve,
     processes = start_nodes(project, name)
     wait_for(lambda: len(site.requests) > 300, timeout=300, what="the crawl to get going")
     processes[0].send_signal(signal.SIGKILL)
-    killed_at = time.monotonic()
     logs = finish(processes[1:])
     for log, process in zip(logs, processes[1:], strict=False):
         assert process.returncode == 0, log[-3000:]
     processes[0].wait()
 
-    assert any("whose lease expired" in log for log in logs), "no node took back the killed node's leases"
-    assert time.monotonic() - killed_at > LEASE_SECONDS
+    # taken back (on this one host the killed node's process is seen gone at once, before its
+    # leases expire: the rest of the crawl may take less than LEASE_SECONDS, and did once the
+    # crawl got faster, so the time is not asserted)
+    assert any("whose lease expired or whose process is gone" in log for log in logs), (
+        "no node took back the killed node's leases"
+    )
     counts = fetched(site)
     assert set(counts) == {"/" + path for path in pages}
     again = {path: n for path, n in counts.items() if n > 1}
