@@ -10,6 +10,11 @@ features' weights per language, 27 MB) into memory rather than read them: a proc
 the pages its texts need, and the processes of a crawl share them (reading a copy took 0.17 s of
 CPU and 37 MB more peak memory per process; an .npz copy of earlier versions is removed). Without
 a writable cache the model is unpacked as before.
+
+numpy is imported with OpenBLAS on one thread (``OPENBLAS_NUM_THREADS=1`` unless the environment
+sets it): its default starts a thread per core at import, 0.035-0.04 s of CPU on two cores (more
+on more), for products of one text's features that one thread does in well under a millisecond; a
+crawl's parallelism is its processes (``processes = N``), not BLAS threads.
 """
 
 from __future__ import annotations
@@ -43,23 +48,31 @@ def detect_language(text: str) -> str | None:
     return language
 
 
+def import_numpy() -> Any:
+    """numpy, with OpenBLAS on one thread unless the environment says otherwise (read by OpenBLAS
+    as numpy loads it, so set before the first import; a numpy imported earlier keeps its own)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    import numpy
+
+    return numpy
+
+
 def model_cache_path() -> Path:
     """Where the unpacked model is kept (a folder): named by py3langid's version and its packed
     model's size, so an upgrade that changes the model never reads an older one."""
-    from importlib.metadata import version
-
+    import py3langid
     from py3langid import langid
 
     from searchcrawl.dev.jvm_server import cache_dir
 
     packed = langid.MODEL_DIR / langid.MODEL_FILE
-    return cache_dir() / f"py3langid-{version('py3langid')}-{packed.stat().st_size}"
+    return cache_dir() / f"py3langid-{py3langid.__version__}-{packed.stat().st_size}"
 
 
 def load_identifier() -> Any:
     """py3langid's identifier with its bundled model, the same one ``py3langid.classify`` uses,
     its tables mapped from the unpacked copy in the cache (made when missing)."""
-    import numpy as np
+    np = import_numpy()
     from py3langid import langid, modelio
 
     try:
@@ -84,7 +97,7 @@ READ = ("pc", "classes", "row", "output")
 
 
 def _read_cached(folder: Path) -> tuple[Any, ...] | None:
-    import numpy as np
+    np = import_numpy()
 
     try:
         mapped = {name: np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in MAPPED}
@@ -107,7 +120,7 @@ def _read_cached(folder: Path) -> tuple[Any, ...] | None:
 def _write_cached(folder: Path, model: tuple[Any, ...]) -> bool:
     """Keep the unpacked model: written into a temporary folder and renamed, so a process reading
     it meanwhile never sees half of it. True when it is there to be read."""
-    import numpy as np
+    np = import_numpy()
 
     ptc, pc, classes, nextmove, row, output = model
     tables = {
@@ -144,7 +157,7 @@ def _write_cached(folder: Path, model: tuple[Any, ...]) -> bool:
 
 
 def _as_numpy(values: array[int]) -> Any:
-    import numpy as np
+    np = import_numpy()
 
     return np.frombuffer(values, dtype=f"u{values.itemsize}")
 
