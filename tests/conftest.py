@@ -65,6 +65,9 @@ sys.meta_path.insert(0, CheckoutConfigset)
 CORPORA = SHARED / "corpora"
 
 
+SERVER_JITTER = 0.05  # seconds: how late a test server's thread may see an arrival on a loaded machine
+
+
 def assert_spaced(arrivals: list[float], delay: float) -> None:
     """Requests a fleet (several processes or nodes) sent to one site, as its server saw them
     arrive, were spaced by ``delay``. Starts are reserved exactly ``delay`` apart, fleet-wide, so
@@ -81,7 +84,9 @@ def assert_spaced(arrivals: list[float], delay: float) -> None:
     late by up to half a delay, the most a start may be before it is given up): a first gap of
     0.106 s for a delay of 0.3 s, the second process on time after a late first, failed under
     four test workers. Two requests sent at once (but for a first pair on its own), or a process
-    ignoring the reservations, fail this."""
+    ignoring the reservations, fail this. The server's thread may itself run late by up to
+    ``SERVER_JITTER`` (a second gap of 0.130 s after one of 0.286 s, for 0.3, under three
+    test workers on two cores: 0.416 s together, 0.034 s short of 1.5 delays)."""
     gaps = [later - earlier for earlier, later in zip(arrivals, arrivals[1:], strict=False)]
     assert gaps and sum(gaps) / len(gaps) >= delay * 0.98, gaps
     before, short = delay * 1.5, []  # the gap before the current run of short gaps, and that run
@@ -91,7 +96,7 @@ def assert_spaced(arrivals: list[float], delay: float) -> None:
             continue
         short.append(gap)
         together = before + sum(short)
-        assert together >= delay * 0.75 * (len(short) + 1), (before, short, [round(g, 3) for g in gaps])
+        assert together >= delay * 0.75 * (len(short) + 1) - SERVER_JITTER, (before, short, [round(g, 3) for g in gaps])
 
 
 def fresh_python(code: str) -> list[str]:
