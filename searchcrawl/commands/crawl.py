@@ -123,6 +123,16 @@ class Command(ScrapyCrawlCommand):
         gc.disable()
         super().process_options(args, opts)
         if len(args) == 1:
+            # Imported here, on a shallow stack, before the downloader imports it from deep inside
+            # the engine's construction: Scrapy's TLS context factory module calls inspect.stack()
+            # as it is imported (three create_deprecated_class), whose cost is the frames on the
+            # stack times the modules loaded (each of importlib's frames makes inspect.getmodule
+            # scan sys.modules: CPython issue 92041). From the downloader: 123 frames, 0.2 s of CPU
+            # in a one-page crawl of about 1 s; from the crawl's start: 57 frames, 0.1 s
+            # (tests/benchmarks/README.md, the startup benchmark). Any crawl of an http(s) source
+            # imports it anyway, and before the fork (processes = N) the others need not.
+            import scrapy.core.downloader.contextfactory  # noqa: F401, PLC0415
+
             self.fork_others(args[0])
 
     def fork_others(self, source: str) -> None:
@@ -182,15 +192,6 @@ class Command(ScrapyCrawlCommand):
         assert self.crawler_process is not None
         if self.others is not None:
             logger.info("Started %d more crawler processes for this source: %s", self.others.count, self.others.pids)
-        # Imported here, on a shallow stack, before the downloader imports it from deep inside
-        # the engine's construction: Scrapy's TLS context factory module calls inspect.stack() as
-        # it is imported (three create_deprecated_class), whose cost is the frames on the stack
-        # times the modules loaded (each of importlib's frames makes inspect.getmodule scan
-        # sys.modules: CPython issue 92041). From the downloader: 123 frames, 0.2 s of CPU in a
-        # one-page crawl of about 1 s; from here: 57 frames, 0.1 s (tests/benchmarks/README.md,
-        # the startup benchmark). Any crawl of an http(s) source imports it anyway.
-        import scrapy.core.downloader.contextfactory  # noqa: F401, PLC0415
-
         loader = self.crawler_process.spider_loader
         try:
             loader.load(args[0])
