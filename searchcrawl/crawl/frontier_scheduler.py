@@ -144,12 +144,14 @@ class FrontierScheduler(BaseScheduler):
             # a process of a crawl of several (processes = N) that came up after the crawl's
             # run had ended (a small site): nothing left to do, and no run of its own to start
             logger.info("Not joining: %s", exc)
-            raise CloseSpider("finished") from None
+            self._leave_once_opened("finished")
+            return
         except RunConflict as exc:
             # `scrapy crawl` refuses before the crawl opens (Runs.conflict); this is the race of
             # two starting at the same moment, which the source's lock in Runs.start settles
             logger.error("%s", exc)
-            raise CloseSpider(ALREADY_RUNNING) from None
+            self._leave_once_opened(ALREADY_RUNNING)
+            return
         self.frontier = Frontier(self.context.table.database, source, self.run.id, self.owner, self.lease_seconds)
         others = list(self.run.others)
         self.context.attach_run(self.run.id, self.run.resumed, self.frontier, runs)
@@ -179,6 +181,18 @@ class FrontierScheduler(BaseScheduler):
         self.crawler.signals.connect(self._finish_lost, signal=signals.spider_idle)
         self.renewal = create_looping_call(self._renew)
         self.renewal.start(max(1.0, min(60.0, self.lease_seconds / 3)), now=False)
+
+    def _leave_once_opened(self, reason: str) -> None:
+        """No run for this process: the spider closes (``reason``) as soon as it has opened, having
+        crawled nothing (the item pipelines see ``no_run`` and leave Solr alone). Not by raising
+        CloseSpider from open(): Scrapy (2.19) then skips opening the scraper but still closes it,
+        and logs "Scraper close failure" at ERROR; a spider_opened receiver's CloseSpider is
+        honoured once everything has opened."""
+        self.context.no_run = reason
+        self.crawler.signals.connect(self._refuse, signal=signals.spider_opened)
+
+    def _refuse(self) -> None:
+        raise CloseSpider(self.context.no_run)
 
     def _renew(self) -> None:
         """Keep this node's leases and node row alive; take back leases that expired elsewhere."""

@@ -8,6 +8,7 @@ import pytest
 
 from searchcrawl.commands.crawl import ExitCode, exit_code
 from searchcrawl.crawl.spider import SourceSpider
+from searchcrawl.ops.local_fleet import RUN_SETTING
 from searchcrawl.store.runs import Runs
 from tests.conftest import InFlight, wait_for
 
@@ -85,6 +86,28 @@ def test_a_second_crawl_of_a_source_being_crawled_exits_3_and_a_normal_crawl_0(p
         output, _ = first.communicate(timeout=300)
     assert first.returncode == ExitCode.FINISHED, output[-3000:]
     assert Runs(project.table().database).latest(name)["state"] == "finished"
+
+
+def test_a_process_that_comes_up_after_its_run_ended_leaves_quietly(offline_project) -> None:
+    """Regression: a crawl's other process (processes = N) that came up after a small site's run
+    had ended logged "Scraper close failure ... Scraper slot not assigned" at ERROR: it refused
+    from the scheduler's open(), and Scrapy then closes a scraper it never opened. It now leaves
+    from spider_opened: nothing fetched, nothing sent to Solr (the project's Solr points nowhere:
+    a push would have failed aloud), exit 0."""
+    name = unique("ended")
+    offline_project.source(name, 'seeds = ["http://127.0.0.1:9/"]\n')
+    offline_project.data_dir.mkdir(parents=True, exist_ok=True)
+    runs = Runs(offline_project.table().database)
+    run = runs.start(name, owner="h:1")
+    runs.end(run.id, "finished", {}, "finished")
+
+    late = offline_project.scrapy("crawl", name, "-s", f"{RUN_SETTING}={run.id}")
+
+    assert late.returncode == ExitCode.FINISHED, late.stderr[-3000:]
+    assert f"Not joining: run {run.id} of {name} has ended" in late.stderr
+    assert " ERROR: " not in late.stderr and "Traceback" not in late.stderr, late.stderr[-3000:]
+    assert "Crawled (" not in late.stderr and "Indexing done" not in late.stderr
+    assert runs.latest(name)["id"] == run.id  # no run of its own
 
 
 def test_documents_left_unindexed_exit_4(offline_project, serve, tmp_path) -> None:

@@ -137,6 +137,7 @@ class CrawlState:
     run_id: int | None = None
     frontier: Frontier | None = None
     runs: Runs | None = None
+    no_run: str = ""  # why this process took no run and crawls nothing (set by FrontierScheduler.open)
     # What this crawl is (spider arguments, and what the run decides at its start)
     forced: bool = False  # -a recrawl=force, or a settings change: validators and checksums ignored
     test_mode: bool = False  # -a test_mode=1: report only, nothing sent to Solr, index state untouched

@@ -160,7 +160,7 @@ class SolrPipeline:
         )
 
     async def open_spider(self) -> None:
-        if self.context.test_mode:
+        if self.context.test_mode or self.context.no_run:  # this process crawls nothing
             return
         result = await asyncio.to_thread(self.push_once)
         if result.indexed:
@@ -212,6 +212,8 @@ class SolrPipeline:
     async def close_spider(self) -> None:
         if self.context.test_mode:
             logger.info("Test mode: nothing was sent to Solr")
+            return
+        if self.context.no_run:  # it crawled nothing, and pushed nothing
             return
         if self.ticker is not None:
             self.ticker.cancel()
