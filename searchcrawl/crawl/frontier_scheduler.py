@@ -154,7 +154,7 @@ class FrontierScheduler(BaseScheduler):
             return
         self.frontier = Frontier(self.context.table.database, source, self.run.id, self.owner, self.lease_seconds)
         others = list(self.run.others)
-        self.context.attach_run(self.run.id, self.run.resumed, self.frontier, runs)
+        self.context.attach_run(self.run.id, self.run.resumed, self.frontier, runs, joined=bool(others))
         if self.run.resumed:
             # a shared run's live nodes keep their leases; a dead node's are taken back
             requeued = self.frontier.requeue_leased(keep_owners=others)

@@ -146,6 +146,10 @@ class CrawlState:
     # A shared crawl (SEARCHCRAWL_SHARED_CRAWL): several processes work on one run; ``owner``
     # names this one in leases and node rows.
     shared: bool = False
+    # this process joined a run other live processes were working on (attach_run): what an
+    # earlier crawl left pending was the run's first process's to push, and what is pending now
+    # may be theirs of this very run
+    joined: bool = False
     owner: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
     site_delay: float = 0.0  # seconds between requests to one site (DOWNLOAD_DELAY, delay_rules)
     # SEARCHCRAWL_READ_ONLY (`scrapy explain`): the document table is read, never written
@@ -346,11 +350,12 @@ class CrawlState:
         self.force_delete = str(arguments.get("delete", "")).lower() == "force"
         self.table.test_mode = self.test_mode
 
-    def attach_run(self, run_id: int, resumed: bool, frontier: Frontier, runs: Runs) -> None:
-        """The crawl's run has started (or resumed): outcomes now finish frontier entries. A new
-        run of a source crawled before is a maintenance crawl: every known URL is queued; a
-        change of the settings that documents depend on forces a full recrawl."""
-        self.run_id, self.frontier, self.runs = run_id, frontier, runs
+    def attach_run(self, run_id: int, resumed: bool, frontier: Frontier, runs: Runs, joined: bool = False) -> None:
+        """The crawl's run has started (or resumed, or been ``joined`` while other live processes
+        work on it): outcomes now finish frontier entries. A new run of a source crawled before is
+        a maintenance crawl: every known URL is queued; a change of the settings that documents
+        depend on forces a full recrawl."""
+        self.run_id, self.frontier, self.runs, self.joined = run_id, frontier, runs, joined
         self.table.run_id = run_id
         source = self.source.name
         if resumed:

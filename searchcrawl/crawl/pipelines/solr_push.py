@@ -11,8 +11,9 @@ all stay: each push reads every spool's record headers, which the size rule alon
 pass per threshold's worth.
 
 Documents left pending by an earlier run (Solr was down, the crawl was killed) are pushed first,
-when the spider opens; before them, the source's documents that an earlier searchcrawl indexed
-with the URL as their id get their per-source id (``indexer.migrate_ids``). A failed push leaves
+when the spider opens, by the run's first process (one joining a run that others work on pushes
+them with its own later pushes); before them, the source's documents that an earlier searchcrawl
+indexed with the URL as their id get their per-source id (``indexer.migrate_ids``). A failed push leaves
 everything cached and pending; during the crawl it is retried with growing pauses, at the end a
 few times more, and then the next crawl takes over. Documents Solr refuses one by one are not
 pending: they get status 924 (``indexer.push_pending``). Solr calls block, so they run in a
@@ -162,10 +163,16 @@ class SolrPipeline:
     async def open_spider(self) -> None:
         if self.context.test_mode or self.context.no_run:  # this process crawls nothing
             return
-        result = await asyncio.to_thread(self.push_once)
-        if result.indexed:
-            logger.info("Pushed %d documents left pending by an earlier crawl", result.indexed)
-        self._account(result)
+        # A process joining a run that others work on (processes = N, a fleet) leaves what is
+        # pending to them: the run's first process pushed an earlier crawl's documents when it
+        # opened, and what is pending now is theirs of this run (the seed page, just cached),
+        # pushed by their next push; its own pushes (interval, threshold, close) push whatever
+        # its cache holds, an earlier crawl's documents included.
+        if not self.context.joined:
+            result = await asyncio.to_thread(self.push_once)
+            if result.indexed:
+                logger.info("Pushed %d documents left pending by an earlier crawl", result.indexed)
+            self._account(result)
         if self.interval > 0:
             self.ticker = asyncio.ensure_future(self._tick())
 

@@ -87,6 +87,29 @@ def test_documents_left_pending_are_pushed_when_the_spider_opens(crawler_of, sol
     assert crawler.stats.get_value("searchcrawl/indexed") == 2
 
 
+def test_a_process_joining_a_run_leaves_what_is_pending_to_the_others(
+    crawler_of, solr_url: str, solr: pysolr.Solr, caplog: pytest.LogCaptureFixture
+) -> None:
+    """processes = N: the second process came up after the first had cached the seed page. That
+    page is the first's of this run, not "left pending by an earlier crawl": the joiner's open
+    pushes nothing (it pushed and logged so before), its own pushes take it along later."""
+    crawler = crawler_of(SOLR_URL=solr_url, SEARCHCRAWL_SHARED_CRAWL=True)
+    state = state_of(crawler)
+    runs, name = Runs(state.table.database), state.source.name
+    run = runs.start(name, allow_shared=True, owner="other-host:1")  # the first process's run
+    cache(crawler, "seed.html")  # what the first process cached of it
+    joined = runs.start(name, allow_shared=True, owner=state.owner)
+    assert joined.id == run.id and list(joined.others) == ["other-host:1"]
+    state.attach_run(joined.id, joined.resumed, Frontier(state.table.database, name, run.id, state.owner), runs, joined=True)
+    pipeline = build_from_crawler(SolrPipeline, crawler)
+    with caplog.at_level(logging.INFO, logger="searchcrawl.crawl.pipelines.solr_push"):
+        asyncio.run(pipeline.open_spider())
+    assert "left pending by an earlier crawl" not in caplog.text
+    assert in_solr(solr, crawler) == {} and states(crawler) == {"pending": 1}
+    asyncio.run(pipeline.close_spider())  # its final push pushes whatever its cache holds
+    assert in_solr(solr, crawler) == {"http://h.test/seed.html": "Page seed.html"}
+
+
 def test_a_push_starts_once_the_threshold_has_been_cached(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
     crawler = crawler_of(SOLR_URL=solr_url, SEARCHCRAWL_CACHE_MAX_BYTES=600, SEARCHCRAWL_PUSH_INTERVAL=0)
     pipeline = build_from_crawler(SolrPipeline, crawler)
