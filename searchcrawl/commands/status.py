@@ -14,7 +14,8 @@ from searchcrawl.index.cache import spool_fill
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import DocumentTable, State
-from searchcrawl.store.runs import RUNNING, Runs
+from searchcrawl.store.models import RunState
+from searchcrawl.store.runs import Runs
 
 
 def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spools: int, lease_seconds: float = 600) -> list[str]:
@@ -41,7 +42,7 @@ def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spool
             + (f", {run['reason']}" if run["reason"] else "")
             + (f"; {shown}" if shown else "")
         )
-        if run["state"] == RUNNING and not state.startswith("dead"):
+        if run["state"] == RunState.RUNNING and not state.startswith("dead"):
             nodes = runs.nodes(run["id"], within=lease_seconds)  # heartbeats: every third of it
             if nodes:
                 lines.append(f"  nodes working on it: {', '.join(nodes)}")

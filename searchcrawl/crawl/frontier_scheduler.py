@@ -37,22 +37,17 @@ from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.ops.local_fleet import joins_live_runs, run_to_join
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.store.frontier import DONE, LEASED, QUEUED, Entry, Frontier
-from searchcrawl.store.runs import (
-    ALREADY_RUNNING,
-    FAILED,
-    FINISHED,
-    STOPPED,
-    SUSPENDED,
-    RunConflict,
-    RunEnded,
-    RunInfo,
-    Runs,
-)
+from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.models import FrontierState, RunState
+from searchcrawl.store.runs import ALREADY_RUNNING, RunConflict, RunEnded, RunInfo, Runs
 
 logger = logging.getLogger(__name__)
 
-RUN_STATE_FOR_REASON = {"finished": FINISHED, "stopped": STOPPED, "failed": FAILED}  # anything else: suspended
+RUN_STATE_FOR_REASON = {
+    "finished": RunState.FINISHED,
+    "stopped": RunState.STOPPED,
+    "failed": RunState.FAILED,
+}  # anything else: suspended
 # Seconds between frontier look-ups while it is empty: a node of a shared crawl waiting for the
 # others' links, or for the run's end, loses at most this much (0.5 s cost a 5 s crawl of two
 # local processes a tenth of its time). A look-up is one read (Frontier.present: index look-ups)
@@ -166,8 +161,8 @@ class FrontierScheduler(BaseScheduler):
                 source,
                 self.run.sessions,
                 f", with {len(others)} other node(s)" if others else "",
-                counts["done"],
-                counts["queued"],
+                counts[FrontierState.DONE],
+                counts[FrontierState.QUEUED],
                 requeued,
             )
         else:
@@ -236,12 +231,12 @@ class FrontierScheduler(BaseScheduler):
         runs = self.context.runs
         assert runs is not None
         runs.leave(self.run.id, self.owner)
-        state = RUN_STATE_FOR_REASON.get(reason, SUSPENDED)
-        if state == FINISHED and self.frontier.counts()["queued"]:
-            state = SUSPENDED  # closed while work remained (e.g. a limit): resumable
-        if self.shared and not (state == FINISHED and self.context.ends_run()):
+        state = RUN_STATE_FOR_REASON.get(reason, RunState.SUSPENDED)
+        if state == RunState.FINISHED and self.frontier.counts()[FrontierState.QUEUED]:
+            state = RunState.SUSPENDED  # closed while work remained (e.g. a limit): resumable
+        if self.shared and not (state == RunState.FINISHED and self.context.ends_run()):
             others = runs.nodes(self.run.id, self.lease_seconds)
-            if others or state == FINISHED:  # the others go on, or one of them ends the run
+            if others or state == RunState.FINISHED:  # the others go on, or one of them ends the run
                 logger.info(
                     "Node %s leaves run %d of %s (%s)%s",
                     self.owner,
@@ -276,7 +271,7 @@ class FrontierScheduler(BaseScheduler):
             logger.warning("No outcome was recorded for %s; it gets status 925 and is fetched again next crawl", url)
             outcome = Outcome(Event.FAILED, int(Status.PROCESSING_ERROR), "processing ended without an outcome", depth)
             self.crawler.signals.send_catch_log(url_outcome, url=url, outcome=outcome)
-        if lost and self.frontier.counts()["queued"]:
+        if lost and self.frontier.counts()[FrontierState.QUEUED]:
             raise DontCloseSpider  # an outcome queued work (a duplicate to take a place)
 
     def _wake(self) -> None:
@@ -289,7 +284,7 @@ class FrontierScheduler(BaseScheduler):
             return
         try:
             present = self.frontier.present()  # a read; the lease, a write, only when it can find something
-            if QUEUED in present:
+            if FrontierState.QUEUED in present:
                 self._refill()
             ready = bool(self.buffer) or not (self.held or self._others_working(present))
         except Exception:  # a database hiccup: the next look, or Scrapy's heartbeat, tries again
@@ -369,7 +364,7 @@ class FrontierScheduler(BaseScheduler):
         self._refill()
         return bool(self.buffer) or (self.shared and self._others_working())
 
-    def _others_working(self, present: set[str] | None = None) -> bool:
+    def _others_working(self, present: set[FrontierState] | None = None) -> bool:
         """In a shared crawl: do other nodes still hold leases (their pages may add links), or is
         the run just being set up by another node (nothing queued or done yet)? ``present``: the
         frontier's states just read (else read at most every IDLE_RECHECK)."""
@@ -382,8 +377,8 @@ class FrontierScheduler(BaseScheduler):
             return True
         if present is None:
             present = self.frontier.present()
-        self.others_working = bool(present & {QUEUED, LEASED}) or (
-            DONE not in present and bool(self.context.runs.nodes(self.run.id, self.lease_seconds, but=self.owner))
+        self.others_working = bool(present & {FrontierState.QUEUED, FrontierState.LEASED}) or (
+            FrontierState.DONE not in present and bool(self.context.runs.nodes(self.run.id, self.lease_seconds, but=self.owner))
         )
         return self.others_working
 

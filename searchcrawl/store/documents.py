@@ -35,7 +35,7 @@ from searchcrawl.rules.lifecycle import (
 from searchcrawl.rules.redirect_policy import TEMPORARY as TEMPORARY_REDIRECTS
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.database import Database, as_utc, keyed, now, url_hash
-from searchcrawl.store.models import documents
+from searchcrawl.store.models import FrontierState, documents
 
 logger = logging.getLogger(__name__)
 LASTING_DELTAS = (Delta.DELETED, Delta.HELD)  # what a later outcome of the same run (failed, excluded ...) does not hide
@@ -90,7 +90,7 @@ class DocumentTable:
         """Columns that take a URL out of the current run's frontier (it is done)."""
         if self.run_id is None:
             return {}
-        finished = {"run_id": self.run_id, "frontier": "done", "lease_owner": None, "lease_expires": None}
+        finished = {"run_id": self.run_id, "frontier": FrontierState.DONE, "lease_owner": None, "lease_expires": None}
         if not keep_request:
             # the request's data goes too: an agent's content travels in it, and a document
             # deleted for good must not stay on disk in its row
@@ -236,7 +236,7 @@ class DocumentTable:
         """Columns that put a URL back in the current run's frontier (to be fetched again)."""
         if self.run_id is None:
             return {}
-        return {"run_id": self.run_id, "frontier": "queued", "lease_owner": None, "lease_expires": None}
+        return {"run_id": self.run_id, "frontier": FrontierState.QUEUED, "lease_owner": None, "lease_expires": None}
 
     def _promote_duplicates(self, connection: Any, source: str, url: str) -> None:
         """The indexed copy of some content leaves: its duplicates are fetched again, and the
@@ -399,7 +399,7 @@ class DocumentTable:
                     update(documents)
                     .where(documents.c.id.in_(queue[start : start + 500]))
                     # request data of an earlier run (a redirect chain, a render) does not carry over
-                    .values(run_id=self.run_id, frontier="queued", lease_owner=None, lease_expires=None, request=None)
+                    .values(run_id=self.run_id, frontier=FrontierState.QUEUED, lease_owner=None, lease_expires=None, request=None)
                 )
         return len(queue), excluded
 
@@ -410,7 +410,7 @@ class DocumentTable:
         status = origin["status"] or 0
         if origin["target"] == target and status in TEMPORARY_REDIRECTS:
             return "stands"
-        if origin["run_id"] != self.run_id or origin["frontier"] != "done":
+        if origin["run_id"] != self.run_id or origin["frontier"] != FrontierState.DONE:
             return "unknown"
         if origin["state"] == State.FAILED.value or 500 <= status < 600 or status == 429:
             return "failing"

@@ -23,9 +23,8 @@ from sqlalchemy import Row, and_, func, or_, select, update
 from searchcrawl.rules.lifecycle import State
 from searchcrawl.store.database import Database, keyed, now
 from searchcrawl.store.documents import ROW_KEY
-from searchcrawl.store.models import documents
+from searchcrawl.store.models import FrontierState, documents
 
-QUEUED, LEASED, DONE = "queued", "leased", "done"
 IN_RUN_LIMIT = 1_000_000  # URLs remembered as in the run (about 100 MB at most), then forgotten
 
 
@@ -86,7 +85,7 @@ class Frontier:
                     "depth": entry.depth,
                     "first_seen": when,
                     "run_id": self.run_id,
-                    "frontier": QUEUED,
+                    "frontier": FrontierState.QUEUED,
                     "request": json.dumps(entry.data, separators=(",", ":")) if entry.data else None,
                 }
             )
@@ -107,7 +106,7 @@ class Frontier:
             index_elements=ROW_KEY,
             set_={
                 "run_id": statement.excluded.run_id,
-                "frontier": QUEUED,
+                "frontier": FrontierState.QUEUED,
                 "depth": statement.excluded.depth,
                 "request": statement.excluded.request,
                 "lease_owner": None,
@@ -124,7 +123,9 @@ class Frontier:
         # statements left the gap between them open: several local processes leased one URL).
         chosen = (
             select(documents.c.id)
-            .where(documents.c.source == self.source, documents.c.run_id == self.run_id, documents.c.frontier == QUEUED)
+            .where(
+                documents.c.source == self.source, documents.c.run_id == self.run_id, documents.c.frontier == FrontierState.QUEUED
+            )
             .order_by(documents.c.depth, documents.c.id)
             .limit(count)
         )
@@ -133,7 +134,7 @@ class Frontier:
         statement = (
             update(documents)
             .where(documents.c.id.in_(chosen.scalar_subquery()))
-            .values(frontier=LEASED, lease_owner=self.owner, lease_expires=now() + self.lease_duration)
+            .values(frontier=FrontierState.LEASED, lease_owner=self.owner, lease_expires=now() + self.lease_duration)
             .returning(
                 documents.c.id,
                 documents.c.url,
@@ -175,7 +176,11 @@ class Frontier:
         """Put leased URLs back in the queue: all of the run's (a resumed run) but those of
         ``keep_owners`` (live nodes of a shared run), one owner's (a process that stops), or
         those whose lease expired (a dead node's)."""
-        conditions = [documents.c.source == self.source, documents.c.run_id == self.run_id, documents.c.frontier == LEASED]
+        conditions = [
+            documents.c.source == self.source,
+            documents.c.run_id == self.run_id,
+            documents.c.frontier == FrontierState.LEASED,
+        ]
         if owner is not None:
             conditions.append(documents.c.lease_owner == owner)
         if keep_owners:
@@ -184,7 +189,9 @@ class Frontier:
             conditions.append(documents.c.lease_expires < now())
         with self.engine.begin() as connection:
             result = connection.execute(
-                update(documents).where(and_(*conditions)).values(frontier=QUEUED, lease_owner=None, lease_expires=None)
+                update(documents)
+                .where(and_(*conditions))
+                .values(frontier=FrontierState.QUEUED, lease_owner=None, lease_expires=None)
             )
         return result.rowcount or 0
 
@@ -195,7 +202,7 @@ class Frontier:
                 select(documents.c.url, documents.c.depth).where(
                     documents.c.source == self.source,
                     documents.c.run_id == self.run_id,
-                    documents.c.frontier == LEASED,
+                    documents.c.frontier == FrontierState.LEASED,
                     documents.c.lease_owner == owner,
                 )
             ).all()
@@ -210,19 +217,19 @@ class Frontier:
                 .where(
                     documents.c.source == self.source,
                     documents.c.run_id == self.run_id,
-                    documents.c.frontier == LEASED,
+                    documents.c.frontier == FrontierState.LEASED,
                     documents.c.lease_owner == self.owner,
                 )
                 .values(lease_expires=now() + self.lease_duration)
             )
         return result.rowcount or 0
 
-    def present(self) -> set[str]:
+    def present(self) -> set[FrontierState]:
         """Which of the frontier's states (queued, leased, done) at least one URL of this run is in:
         three index look-ups, however large the run, where ``counts`` reads all of its rows; a
         node waiting for the others' work asks it every IDLE_RECHECK."""
 
-        def some(state: str) -> Any:
+        def some(state: FrontierState) -> Any:
             return (
                 select(documents.c.id)
                 .where(documents.c.source == self.source, documents.c.run_id == self.run_id, documents.c.frontier == state)
@@ -230,10 +237,10 @@ class Frontier:
             )
 
         with self.engine.connect() as connection:
-            row = connection.execute(select(some(QUEUED), some(LEASED), some(DONE))).one()
-        return {state for state, found in zip((QUEUED, LEASED, DONE), row, strict=True) if found}
+            row = connection.execute(select(*(some(state) for state in FrontierState))).one()
+        return {state for state, found in zip(FrontierState, row, strict=True) if found}
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> dict[FrontierState, int]:
         """How many URLs of this run are queued, leased and done."""
         with self.engine.connect() as connection:
             rows: Sequence[Row[str | None, int]] = connection.execute(
@@ -241,6 +248,6 @@ class Frontier:
                 .where(documents.c.source == self.source, documents.c.run_id == self.run_id)
                 .group_by(documents.c.frontier)
             ).all()
-            counts = {QUEUED: 0, LEASED: 0, DONE: 0}
-            counts.update({state: number for state, number in rows if state in counts})
+            counts = dict.fromkeys(FrontierState, 0)
+            counts.update({FrontierState(state): number for state, number in rows if state in counts})
             return counts

@@ -7,9 +7,30 @@ Plain Core tables, no ORM: the stores run Core statements and never a Session, a
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from sqlalchemy import BigInteger, Column, DateTime, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
 
 metadata = MetaData()
+
+
+class RunState(StrEnum):
+    """Where a crawl run is: ``runs.state``."""
+
+    RUNNING = "running"  # a process works on it (while that process lives: Runs.conflict)
+    SUSPENDED = "suspended"  # closed with work left (a limit, Ctrl-C, `scrapy control suspend`): resumed next
+    FINISHED = "finished"  # its frontier is done
+    STOPPED = "stopped"  # ended with work left, not to be resumed (by hand, or for a fresh run)
+    FAILED = "failed"  # the crawl failed; the next crawl starts a new run
+
+
+class FrontierState(StrEnum):
+    """Where a URL is in its run's frontier: ``documents.frontier`` (for the run in ``run_id``)."""
+
+    QUEUED = "queued"  # waiting to be leased
+    LEASED = "leased"  # handed to a process (lease_owner) until lease_expires
+    DONE = "done"  # has its outcome in this run
+
 
 # One URL of one source: what the crawler knows of it and whether it is in the index.
 documents = Table(

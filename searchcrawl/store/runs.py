@@ -19,10 +19,9 @@ from sqlalchemy import Connection, Result, RowMapping, delete, or_, select, text
 
 from searchcrawl.ops.processes import process_alive
 from searchcrawl.store.database import Database, as_utc, now
-from searchcrawl.store.models import crawl_nodes, runs, source_states
+from searchcrawl.store.models import RunState, crawl_nodes, runs, source_states
 
-RUNNING, SUSPENDED, FINISHED, STOPPED, FAILED = "running", "suspended", "finished", "stopped", "failed"
-RESUMABLE = (RUNNING, SUSPENDED)
+RESUMABLE = (RunState.RUNNING, RunState.SUSPENDED)
 CONTROLS = ("suspend", "stop")
 FINISHING = "finishing"  # runs.control: a node of a shared crawl has claimed the run's end
 ALREADY_RUNNING = "already_running"  # the close reason of a crawl refused by RunConflict
@@ -40,7 +39,7 @@ class RunConflict(Exception):
 class RunInfo:
     id: int
     source: str
-    state: str
+    state: RunState
     resumed: bool
     sessions: int
     others: tuple[str, ...] = ()  # the other live nodes of the run when this one joined it
@@ -82,7 +81,9 @@ class Runs:
         with self.engine.connect() as connection:
             started = connection.execute(
                 select(runs.c.started_at)
-                .where(runs.c.source == source, runs.c.state == FINISHED, or_(runs.c.mode.is_(None), runs.c.mode != "test"))
+                .where(
+                    runs.c.source == source, runs.c.state == RunState.FINISHED, or_(runs.c.mode.is_(None), runs.c.mode != "test")
+                )
                 .order_by(runs.c.id.desc())
                 .limit(1)
             ).scalar()
@@ -108,7 +109,7 @@ class Runs:
         """The refusal of a second process while ``row``, the source's latest run, is worked on
         by a live one (on this host: its process is alive; elsewhere: a node row had a heartbeat
         within ``stale_after`` seconds)."""
-        if row is None or row["state"] != RUNNING:
+        if row is None or row["state"] != RunState.RUNNING:
             return None
         owner = f"process {row['pid']} on {row['host']}"
         others = self._live_nodes(connection, row["id"], stale_after)
@@ -131,7 +132,7 @@ class Runs:
         """Is a crawl of ``source`` running now? On this host: its process is alive; on another
         host: its run was updated within ``stale_after`` seconds (progress ticks update it)."""
         run = self.latest(source)
-        if run is None or run["state"] != RUNNING:
+        if run is None or run["state"] != RunState.RUNNING:
             return False
         if run["host"] == socket.gethostname():
             return _alive(run["host"], run["pid"])
@@ -141,7 +142,7 @@ class Runs:
         """Is ``run`` marked running although nothing works on it any more (its process was
         killed, its machine lost)? On this host: its process is gone; elsewhere: no update and no
         node heartbeat within ``stale_after`` seconds. The next crawl resumes it."""
-        if run["state"] != RUNNING:
+        if run["state"] != RunState.RUNNING:
             return False
         with self.engine.connect() as connection:
             if self._live_nodes(connection, run["id"], stale_after):
@@ -156,7 +157,7 @@ class Runs:
         if self.engine.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"searchcrawl-run:{source}"})
         else:  # SQLite: the first write statement takes the database's write lock
-            connection.execute(update(runs).where(runs.c.id == -1).values(state=RUNNING))
+            connection.execute(update(runs).where(runs.c.id == -1).values(state=RunState.RUNNING))
 
     def start(
         self,
@@ -183,12 +184,12 @@ class Runs:
         with self.engine.begin() as connection:
             self._lock_source(connection, source)
             row = self._latest(connection, source)
-            if join_run is not None and (row is None or row["id"] != join_run or row["state"] != RUNNING):
+            if join_run is not None and (row is None or row["id"] != join_run or row["state"] != RunState.RUNNING):
                 raise RunEnded(f"run {join_run} of {source} has ended")
             refusal = None if allow_shared else self._conflict(connection, source, row, stale_after)
             if refusal is not None:
                 raise RunConflict(refusal)
-            if row is not None and row["state"] == RUNNING and allow_shared:
+            if row is not None and row["state"] == RunState.RUNNING and allow_shared:
                 fresh = False  # joining the fleet's run, never abandoning it
             if row is not None and row["state"] in RESUMABLE:
                 if not fresh:
@@ -196,19 +197,21 @@ class Runs:
                     connection.execute(
                         update(runs)
                         .where(runs.c.id == row["id"])
-                        .values(state=RUNNING, control=None, host=host, pid=pid, updated_at=when, sessions=sessions, job=job)
+                        .values(
+                            state=RunState.RUNNING, control=None, host=host, pid=pid, updated_at=when, sessions=sessions, job=job
+                        )
                     )
                     others = self._join(connection, row["id"], owner, stale_after)
-                    return RunInfo(row["id"], source, RUNNING, True, sessions, others)
+                    return RunInfo(row["id"], source, RunState.RUNNING, True, sessions, others)
                 connection.execute(
                     update(runs)
                     .where(runs.c.id == row["id"])
-                    .values(state=STOPPED, ended_at=when, reason="abandoned for a fresh run (-a fresh=1)")
+                    .values(state=RunState.STOPPED, ended_at=when, reason="abandoned for a fresh run (-a fresh=1)")
                 )
             result = connection.execute(
                 runs.insert().values(
                     source=source,
-                    state=RUNNING,
+                    state=RunState.RUNNING,
                     started_at=when,
                     updated_at=when,
                     host=host,
@@ -219,7 +222,7 @@ class Runs:
             )
             key = result.inserted_primary_key
             assert key is not None  # one row inserted (not executemany): its key is known
-            return RunInfo(key[0], source, RUNNING, False, 1, self._join(connection, key[0], owner, stale_after))
+            return RunInfo(key[0], source, RunState.RUNNING, False, 1, self._join(connection, key[0], owner, stale_after))
 
     # --- nodes of a run (shared crawls) ----------------------------------------------------------
 
@@ -270,7 +273,7 @@ class Runs:
         with self.engine.begin() as connection:
             result = connection.execute(
                 update(runs)
-                .where(runs.c.id == run_id, runs.c.state == RUNNING, runs.c.control.is_(None))
+                .where(runs.c.id == run_id, runs.c.state == RunState.RUNNING, runs.c.control.is_(None))
                 .values(control=FINISHING)
             )
             return bool(result.rowcount)
@@ -283,7 +286,7 @@ class Runs:
             )
             return connection.execute(select(runs.c.control).where(runs.c.id == run_id)).scalar_one_or_none()
 
-    def end(self, run_id: int, state: str, counters: dict[str, Any], reason: str) -> None:
+    def end(self, run_id: int, state: RunState, counters: dict[str, Any], reason: str) -> None:
         when = now()
         values: dict[str, Any] = {
             "state": state,
@@ -322,11 +325,11 @@ class Runs:
         run = self.latest(source)
         if run is None or run["state"] not in RESUMABLE:
             return None
-        if run["state"] == RUNNING and _alive(run["host"], run["pid"]):
+        if run["state"] == RunState.RUNNING and _alive(run["host"], run["pid"]):
             with self.engine.begin() as connection:
                 connection.execute(update(runs).where(runs.c.id == run["id"]).values(control=action))
         elif action == "stop":
-            self.end(run["id"], STOPPED, json.loads(run["counters"] or "{}"), "stopped by hand")
+            self.end(run["id"], RunState.STOPPED, json.loads(run["counters"] or "{}"), "stopped by hand")
         else:
-            self.end(run["id"], SUSPENDED, json.loads(run["counters"] or "{}"), "suspended by hand")
+            self.end(run["id"], RunState.SUSPENDED, json.loads(run["counters"] or "{}"), "suspended by hand")
         return self.latest(source)

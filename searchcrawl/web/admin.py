@@ -27,7 +27,8 @@ from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import as_utc
-from searchcrawl.store.runs import RUNNING, Runs
+from searchcrawl.store.models import RunState
+from searchcrawl.store.runs import Runs
 
 EXPLAIN_TIMEOUT = 120  # seconds: robots.txt is fetched, with the crawl's own timeouts
 
@@ -134,9 +135,9 @@ def run_view(database: Database, run_id: int, cache_root: Path, stale_after: flo
         run,
         counters,
         dead,
-        run["state"] == RUNNING and not dead,
+        run["state"] == RunState.RUNNING and not dead,
         rate,
-        runs.nodes(run_id, within=stale_after) if run["state"] == RUNNING else [],
+        runs.nodes(run_id, within=stale_after) if run["state"] == RunState.RUNNING else [],
         table.count_by(run["source"], "state"),
         [(status, count, describe(status)) for status, count in statuses],
         table.rows(run["source"], state=State.FAILED.value, limit=20),

@@ -6,7 +6,7 @@ import sys
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from searchcrawl.crawl.meta import REFERENCE
 from searchcrawl.rules.lifecycle import Event, Outcome
@@ -20,7 +20,7 @@ from searchcrawl.store.database import (
     upgrade_schema,
 )
 from searchcrawl.store.frontier import Entry, Frontier
-from searchcrawl.store.models import documents, metadata
+from searchcrawl.store.models import FrontierState, RunState, documents, metadata
 from searchcrawl.store.runs import Runs
 from tests.conftest import fresh_python
 
@@ -345,3 +345,27 @@ def test_processes_leasing_from_one_frontier_at_once_never_lease_a_url_twice(bac
     leased = [line for process in leasers for line in process.communicate(timeout=300)[0].splitlines()]
     assert all(process.returncode == 0 for process in leasers)
     assert len(leased) == len(urls) and set(leased) == urls
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_run_and_frontier_states_are_stored_as_their_values(backend: str, tmp_path, request) -> None:
+    """RunState and FrontierState are StrEnums: the columns hold "running", "leased", ... as
+    before they were enums (psycopg dumps a plain Enum by its name: "RUNNING" would be written),
+    and what the stores read back compares equal to the members."""
+    url = f"sqlite:///{tmp_path / 'states.sqlite3'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    database = Database(url)
+    source = f"states-{backend}"
+    runs = Runs(database)
+    run = runs.start(source, fresh=True)
+    frontier = Frontier(database, source, run.id, "node:1")
+    frontier.add([Entry("http://h/a", 0), Entry("http://h/b", 1)])
+    assert [entry.url for entry in frontier.lease(1)] == ["http://h/a"]
+    assert frontier.counts() == {FrontierState.QUEUED: 1, FrontierState.LEASED: 1, FrontierState.DONE: 0}
+    assert frontier.present() == {FrontierState.QUEUED, FrontierState.LEASED}
+    with database.engine.connect() as connection:
+        rows = connection.execute(text("SELECT url, frontier FROM documents WHERE source = :s"), {"s": source}).all()
+        stored = {url: state for url, state in rows}
+        assert stored == {"http://h/a": "leased", "http://h/b": "queued"}
+        assert connection.execute(text("SELECT state FROM runs WHERE id = :id"), {"id": run.id}).scalar() == "running"
+    runs.end(run.id, RunState.FINISHED, {}, "finished")
+    assert runs.latest(source)["state"] == RunState.FINISHED == "finished"

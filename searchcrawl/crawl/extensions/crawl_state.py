@@ -54,7 +54,8 @@ from searchcrawl.rules.urls import canonical
 from searchcrawl.store import Database, Deltas, DocumentTable
 from searchcrawl.store.database import now
 from searchcrawl.store.frontier import Frontier
-from searchcrawl.store.runs import FINISHED, Runs
+from searchcrawl.store.models import FrontierState, RunState
+from searchcrawl.store.runs import Runs
 
 logger = logging.getLogger(__name__)
 
@@ -412,8 +413,8 @@ class CrawlState:
         """The end of a complete run, before removals go to Solr (blocking): a temporary
         redirect's target outside the boundary leaves once no URL of the source redirects to it;
         with ``orphans = "delete"``, documents no page linked to in this run leave too."""
-        counts = self.frontier.counts() if self.frontier is not None else {"queued": 0, "leased": 0}
-        complete = not counts["queued"] and not counts["leased"]  # a shutdown leaves URLs leased
+        counts = self.frontier.counts() if self.frontier is not None else {}
+        complete = not counts.get(FrontierState.QUEUED) and not counts.get(FrontierState.LEASED)  # a shutdown leaves URLs leased
         if not complete or self.run_id is None or self.test_mode:
             return
         source = self.source.name
@@ -504,7 +505,7 @@ class CrawlState:
             "excluded": sum(v for k, v in stats.get_stats().items() if k.startswith("searchcrawl/excluded/")),
         }
         if self.frontier is not None:
-            counters.update(self.frontier.counts())
+            counters.update({state.value: number for state, number in self.frontier.counts().items()})  # JSON
         return counters
 
     def ends_run(self) -> bool:
@@ -516,10 +517,12 @@ class CrawlState:
             if self.frontier is None or self.runs is None or self.run_id is None:
                 return False
             counts = self.frontier.counts()
-            self._ends_run = not counts["queued"] and not counts["leased"] and self.runs.claim_finish(self.run_id)
+            self._ends_run = (
+                not counts[FrontierState.QUEUED] and not counts[FrontierState.LEASED] and self.runs.claim_finish(self.run_id)
+            )
         return self._ends_run
 
-    def end_run(self, state: str, reason: str) -> dict[str, list[str]]:
+    def end_run(self, state: RunState, reason: str) -> dict[str, list[str]]:
         """Record the run's end and keep its delta report; returns the report."""
         if self.runs is None or self.run_id is None:
             return {}
@@ -529,7 +532,7 @@ class CrawlState:
         report = deltas.report(source, self.run_id)
         counters = {**self.counters(), "delta": {kind: len(urls) for kind, urls in sorted(report.items())}}
         self.runs.end(self.run_id, state, counters, reason)
-        if state == FINISHED and not self.test_mode:
+        if state == RunState.FINISHED and not self.test_mode:
             self.runs.save_fingerprint(source, self.fingerprint())
         return report
 
