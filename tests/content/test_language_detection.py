@@ -131,3 +131,22 @@ def test_numpy_is_loaded_with_openblas_on_one_thread_unless_the_environment_says
     assert fresh_python(code) == ["1 1"]  # one thread: the process's own
     chosen = code.replace("os.environ.pop('OPENBLAS_NUM_THREADS', None)", "os.environ['OPENBLAS_NUM_THREADS'] = '2'")
     assert fresh_python(chosen)[0].split()[0] == "2"
+
+
+def test_the_sample_is_the_texts_beginning_with_whitespace_collapsed() -> None:
+    words = TEXTS["de"].split()
+    long_text = "\n\n  ".join(words * 400)  # some 40,000 characters
+    sample = language_detection.language_sample(long_text)
+    assert len(sample) == language_detection.SAMPLE_CHARS
+    assert sample == " ".join(long_text.split())[: language_detection.SAMPLE_CHARS]
+    # a text that opens with more whitespace than the first look takes is still sampled
+    padded = " " * (language_detection.SAMPLE_CHARS * 10) + TEXTS["fr"]
+    assert language_detection.language_sample(padded) == TEXTS["fr"]
+    assert language_detection.language_sample("  short\n text ") == "short text"
+
+
+def test_a_long_text_is_told_from_its_beginning(cache_home: Path) -> None:
+    # German for the first SAMPLE_CHARS characters and far beyond, English after: what is read
+    # is the beginning
+    german = " ".join([TEXTS["de"]] * 100)
+    assert language_detection.detect_language(german + " " + " ".join([TEXTS["en"]] * 50)) == "de"
