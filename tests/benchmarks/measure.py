@@ -28,6 +28,25 @@ RUNNER = (
 )
 
 
+def as_installed(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a crawler process that runs from compiled modules, as an installed searchcrawl
+    does (pip compiles it): a checkout run under PYTHONDONTWRITEBYTECODE compiles every module
+    of searchcrawl in every process, 0.2 s of CPU and wall time that bare Scrapy, compiled in
+    site-packages, never pays. Compiled modules are read from and kept in ``__pycache__`` beside
+    each source (ignored by git), as Python's default is: a PYTHONPYCACHEPREFIX would make every
+    process look there alone, so the first measured one would compile Scrapy and the stdlib."""
+    env = dict(env)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("PYTHONPYCACHEPREFIX", None)
+    return env
+
+
+def compile_searchcrawl(env: dict[str, str]) -> None:
+    """Compile searchcrawl's modules (``env``: ``as_installed``'s) before any process is measured."""
+    package = Path(__file__).resolve().parents[2] / "searchcrawl"
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], env=env, check=True, capture_output=True)
+
+
 def run_measured(args: list[str], cwd: Path, env: dict[str, str]) -> Measured:
     started = time.monotonic()
     result = subprocess.run([sys.executable, "-c", RUNNER, *args], cwd=cwd, env=env, capture_output=True, text=True)

@@ -11,8 +11,9 @@ from outside (CPU seconds of the process and its children, wall seconds, peak RS
 
 and, for the floor, bare Scrapy (`bare_spider.py`, Scrapy's own defaults) fetching the same page.
 The page is answered 200 every time, so every run parses it, detects its language and compares
-its checksum. A first crawl, not measured, compiles every module into a pycache of the run's own
-(as an installed searchcrawl's are) and fills a user cache of its own (the language model).
+its checksum. searchcrawl's modules are compiled first (as an installed searchcrawl's are:
+measure.as_installed), and a first crawl, not measured, fills a user cache of its own (the
+language model).
 Each line is the median of --runs runs. With --profile DIR, a repeated crawl is also run under
 `python -X importtime` and under cProfile; DIR gets importtime.txt (the 40 slowest imports,
 cumulative) and crawl.prof with cprofile.txt (the 60 costliest calls, cumulative), and the same
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from searchcrawl.dev.solr_runner import DevSolr, free_port
-from tests.benchmarks.measure import run_measured
+from tests.benchmarks.measure import as_installed, compile_searchcrawl, run_measured
 from tests.conftest import ROOT
 
 PAGE = (
@@ -81,13 +82,9 @@ class Startup:
             SOLR_URL=self.solr_url,
             PYTHONPATH=str(ROOT),
             SEARCHCRAWL_DB_URL="",
-            # compiled once, as an installed searchcrawl is (a checkout run with
-            # PYTHONDONTWRITEBYTECODE compiles every module of it in every process: 0.2 s more)
-            PYTHONPYCACHEPREFIX=str(self.work / "pycache"),
             XDG_CACHE_HOME=str(self.work / "user-cache"),
         )
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        return env
+        return as_installed(env)
 
     def crawl_args(self, *python: str) -> list[str]:
         return [sys.executable, *python, "-m", "scrapy", "crawl", "onepage", "-s", "LOG_LEVEL=WARNING"]
@@ -167,7 +164,8 @@ def main() -> None:
         solr_url = solr.start(timeout=600)
     try:
         bench = Startup(work, solr_url, f"http://127.0.0.1:{server.server_address[1]}/")
-        bench.first(-1)  # not measured: compiles every module the crawl imports (Scrapy's too)
+        compile_searchcrawl(bench.env(work / "data-first--1"))
+        bench.first(-1)  # not measured: fills the user cache (the language model)
         results: dict[str, Any] = {}
         if not args.skip_bare:
             results["bare Scrapy"] = median([bench.bare() for _ in range(args.runs)])
