@@ -41,14 +41,14 @@ SAMPLE_CHARS = 2000
 _identifier: Any = None  # py3langid's LanguageIdentifier, loaded on first use
 
 
-def language_sample(text: str) -> str:
-    """The text's beginning with its whitespace collapsed, at most SAMPLE_CHARS long; a long
+def language_sample(text: str, length: int = SAMPLE_CHARS) -> str:
+    """The text's beginning with its whitespace collapsed, at most ``length`` characters; a long
     text is not split whole for it (a converted book's text is megabytes)."""
-    head = text[: SAMPLE_CHARS * 8]
+    head = text[: length * 8]
     sample = " ".join(head.split())
-    if len(sample) < SAMPLE_CHARS and len(head) < len(text):  # mostly whitespace: look further
+    if len(sample) < length and len(head) < len(text):  # mostly whitespace: look further
         sample = " ".join(text.split())
-    return sample[:SAMPLE_CHARS]
+    return sample[:length]
 
 
 def detect_language(text: str) -> str | None:

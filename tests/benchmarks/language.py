@@ -65,10 +65,10 @@ def corpus(per_language: int, seed: int = 1) -> list[tuple[str, str]]:
 def evaluate(pages: list[tuple[str, str]], lengths: list[int]) -> list[dict[str, Any]]:
     identifier = language_detection.load_identifier()
     longest = max(lengths)
-    reference = [identifier.classify(language_sample(text, longest))[0] for _language, text in pages]
+    reference = [identifier.classify(language_detection.language_sample(text, longest))[0] for _language, text in pages]
     rows = []
     for length in lengths:
-        samples = [language_sample(text, length) for _language, text in pages]
+        samples = [language_detection.language_sample(text, length) for _language, text in pages]
         started = time.process_time()
         answers = [identifier.classify(sample)[0] for sample in samples]
         cpu = time.process_time() - started
@@ -81,16 +81,6 @@ def evaluate(pages: list[tuple[str, str]], lengths: list[int]) -> list[dict[str,
             }
         )
     return rows
-
-
-def language_sample(text: str, length: int) -> str:
-    """The crawl's sample of ``text``, cut at ``length`` characters instead of SAMPLE_CHARS."""
-    original = language_detection.SAMPLE_CHARS
-    language_detection.SAMPLE_CHARS = length
-    try:
-        return language_detection.language_sample(text)
-    finally:
-        language_detection.SAMPLE_CHARS = original
 
 
 def main() -> None:
