@@ -263,6 +263,20 @@ def test_unsafe_ascii_compares_equal_raw_or_encoded() -> None:
     assert not is_allowed("User-agent: *\nDisallow: /a%20b%7cc\n", "b", "http://h/a b|c")
 
 
+@pytest.mark.parametrize(
+    "character",
+    [chr(code) for code in range(0x21, 0x7F) if chr(code) not in "#$%*"] + ["\x7f", "é", "ツ", "\U0001f600", "\U0010fffd"],
+)
+def test_a_rule_encodes_exactly_the_unsafe_and_non_ascii_characters(character: str) -> None:
+    """A rule's unsafe ASCII and non-ASCII characters match their percent-encoded form in a URL;
+    every other character stays as written, so its encoded form does not match (the rule's
+    character class is written as the complement of the safe ones: checked against the set)."""
+    unsafe = character in '"<>\\^`{|}' or ord(character) >= 0x7F
+    encoded = "".join(f"%{byte:02X}" for byte in character.encode("utf-8"))
+    robots = RobotsTxt.parse(f"User-agent: *\nDisallow: /p{character}q\n")
+    assert robots.decide("b", f"http://h/p{encoded}q").allowed is not unsafe
+
+
 def test_escaped_unreserved_characters_are_not_decoded() -> None:
     """Conformance case non-ascii-paths#3: %62%61%7A does not match "baz"."""
     robots = RobotsTxt.parse("User-agent: *\nDisallow: /%62%61%7A\n")
