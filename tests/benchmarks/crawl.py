@@ -29,6 +29,11 @@ Every phase runs from compiled modules (searchcrawl's compiled first, in its __p
 as an installed searchcrawl does: under PYTHONDONTWRITEBYTECODE each crawler process would compile
 searchcrawl again, which bare Scrapy, compiled in site-packages, never does.
 
+Each phase also reports the CPU seconds nginx (master and workers) and Solr's JVM spent meanwhile
+(Solr's when its pid is known: the benchmark started it, or --solr-pid with --solr-url) and the
+cores busy on average (the crawler's, nginx's and Solr's CPU over the phase's seconds): phase n can
+go no faster than the cores left to it, and a phase reported near 2.0 on 2 cores is the machine's.
+
 Writes results.json, results.md and pages_per_second.png to --out. The targets (issues 10 and
 27): b/a >= 1.0; n/b >= 1.6 on 2 cores; c/b (wall time) <= 0.35 with 0 Solr updates; Solr push >= 2,000 documents/s; peak
 RSS <= 400 MB at N = 100,000. Not part of the test suite (tests/e2e/test_benchmark.py runs a smoke
@@ -60,7 +65,7 @@ from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex, push_pending
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
-from tests.benchmarks.measure import as_installed, compile_searchcrawl, jvm_cpu, run_measured, solr_updates
+from tests.benchmarks.measure import as_installed, compile_searchcrawl, jvm_cpu, process_tree_cpu, run_measured, solr_updates
 from tests.benchmarks.real_sites import SITES, RealSite
 from tests.benchmarks.stages import profile_file, scaled_to
 from tests.benchmarks.synthetic import Nginx, SyntheticSite, nginx, page_path
@@ -126,7 +131,9 @@ class Bench:
 
     def measure(self, label: str, args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
         since, before = time.time(), solr_updates(self.solr_url)
+        servers_before = self.servers_cpu()
         measured = run_measured(args, cwd, env)
+        servers = {name: round(after - servers_before[name], 2) for name, after in self.servers_cpu().items()}
         entries = self.server.arrivals(since)
         arrivals = [moment for moment, _status in entries]
         fetched = len(arrivals)
@@ -144,8 +151,19 @@ class Bench:
             "cpu_s_per_1000_pages": round(measured.cpu_seconds * 1000 / max(fetched, 1), 2),
             "peak_rss_mb": round(measured.peak_rss_bytes / 2**20, 1),
             "solr_updates": solr_updates(self.solr_url) - before,
+            # the machine's other work meanwhile (Solr's CPU when its pid is known), and the cores
+            # busy on average: two crawler processes can go no faster than the cores left to them
+            "server_cpu_s": servers,
+            "cores_busy": round((measured.cpu_seconds + sum(servers.values())) / measured.seconds, 2),
             "timeline": timeline,
         }
+
+    def servers_cpu(self) -> dict[str, float]:
+        """CPU seconds so far of nginx (master and workers) and, when its pid is known, Solr's JVM."""
+        found = {"nginx": process_tree_cpu(self.server.process.pid)}
+        if self.solr_pid:
+            found["solr"] = jvm_cpu(self.solr_pid).seconds
+        return found
 
     def bare(self, label: str = "a") -> dict[str, Any]:
         env = {key: value for key, value in self.env.items() if key != "SCRAPY_SETTINGS_MODULE"}
@@ -198,7 +216,7 @@ class Bench:
         spied = [str(spy), "record", "--format", "raw", "--rate", str(PROFILE_RATE), "--subprocesses", "--nonblocking"]
         result = self.measure("p", [*spied, "-o", str(stacks), "--", *self.crawl_command], ROOT, env)
         # py-spy does not wait for the crawl (it watches it end): the runner's rusage holds py-spy alone
-        result["cpu_s_per_1000_pages"] = result["peak_rss_mb"] = None
+        result["cpu_s_per_1000_pages"] = result["peak_rss_mb"] = result["cores_busy"] = None
         result["stages"] = profile_file(stacks, PROFILE_RATE, result["requests"])
         result["stacks"] = str(stacks)
         return result
@@ -356,8 +374,9 @@ def markdown(runs: list[dict[str, Any]], capacity: float | None) -> str:
         "",
     ]
     lines += [
-        "| N | phase | requests | seconds | pages/s | CPU ms / page (= CPU s / 1,000 pages) | peak RSS MB | Solr updates |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| N | phase | requests | seconds | pages/s | CPU ms / page (= CPU s / 1,000 pages) | peak RSS MB | Solr updates "
+        "| cores busy (crawler, nginx and Solr CPU s / seconds) | Solr CPU s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for run in runs:
         for label in PHASES:
@@ -370,13 +389,13 @@ def markdown(runs: list[dict[str, Any]], capacity: float | None) -> str:
                 lines.append(
                     f"| {run_label(run)} | e: {phase['what']} | {phase['documents']:,} docs | {phase['seconds']} | "
                     f"{phase['docs_per_s']:,} docs/s (median of {warm}; warm-up passes before: {warming}) "
-                    f"| | | {phase['solr_updates']:,} |"
+                    f"| | | {phase['solr_updates']:,} | | |"
                 )
             else:
                 lines.append(
                     f"| {run_label(run)} | {label}: {phase['what']} | {phase['requests']:,} | {phase['seconds']} | "
                     f"{phase['pages_per_s']} | {phase['cpu_s_per_1000_pages'] or 'n/a'} | {phase['peak_rss_mb'] or 'n/a'} | "
-                    f"{phase['solr_updates']:,} |"
+                    f"{phase['solr_updates']:,} | {phase.get('cores_busy', '')} | {phase.get('server_cpu_s', {}).get('solr', 'n/a')} |"
                 )
     lines.append("")
     for run in runs:
@@ -456,6 +475,9 @@ def main() -> None:
     parser.add_argument("--out", default="", help="folder for results.json, results.md, pages_per_second.png")
     parser.add_argument("--solr-url", default="", help="a Solr core to use (default: a dev Solr of its own)")
     parser.add_argument(
+        "--solr-pid", type=int, default=0, help="with --solr-url on this machine: its JVM, whose CPU each phase reports"
+    )
+    parser.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="a setting of every crawl of the crawler's (repeatable)"
     )
     args = parser.parse_args()
@@ -463,7 +485,7 @@ def main() -> None:
     out = Path(args.out or work / "results")
     out.mkdir(parents=True, exist_ok=True)
     solr = None
-    solr_url, solr_pid = args.solr_url, None
+    solr_url, solr_pid = args.solr_url, args.solr_pid or None
     if not solr_url:
         solr = DevSolr(work / "solr", free_port(), heap="2g")
         solr_url = solr.start(timeout=600)

@@ -92,6 +92,22 @@ def jvm_cpu(pid: int) -> JvmCpu:
     return JvmCpu(total, compiler)
 
 
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds so far of a process and its live children (nginx's master and its workers;
+    Linux /proc): read before and after a phase, the server's share of the machine meanwhile."""
+    total = 0.0
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            total += _cpu_seconds(Path(f"/proc/{current}/stat").read_text())
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:  # ended meanwhile
+            continue
+        pending += [int(child) for child in children]
+    return total
+
+
 def _cpu_seconds(stat: str) -> float:
     fields = stat.rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
