@@ -395,7 +395,7 @@ def markdown(runs: list[dict[str, Any]], capacity: float | None) -> str:
                 lines.append(
                     f"| {run_label(run)} | {label}: {phase['what']} | {phase['requests']:,} | {phase['seconds']} | "
                     f"{phase['pages_per_s']} | {phase['cpu_s_per_1000_pages'] or 'n/a'} | {phase['peak_rss_mb'] or 'n/a'} | "
-                    f"{phase['solr_updates']:,} | {phase.get('cores_busy', '')} | {phase.get('server_cpu_s', {}).get('solr', 'n/a')} |"
+                    f"{phase['solr_updates']:,} | {phase.get('cores_busy') or 'n/a'} | {phase.get('server_cpu_s', {}).get('solr', 'n/a')} |"
                 )
     lines.append("")
     for run in runs:
