@@ -1,6 +1,6 @@
 """The startup benchmark (issue 27): what a crawl of a one-page source costs from start to exit.
 
-    .venv/bin/python -m tests.benchmarks.startup [--runs 5] [--solr-url URL] [--profile DIR]
+    .venv/bin/python -m tests.benchmarks.startup [--runs 5] [--solr-url URL] [--profile DIR] [--marks]
 
 One HTML page served by a Python http.server thread on 127.0.0.1, a source whose one seed is that
 page, and `scrapy crawl <source>` run from the repository root, each run its own process measured
@@ -17,8 +17,12 @@ language model).
 Each line is the median of --runs runs. With --profile DIR, a repeated crawl is also run under
 `python -X importtime` and under cProfile; DIR gets importtime.txt (the 40 slowest imports,
 cumulative) and crawl.prof with cprofile.txt (the 60 costliest calls, cumulative), and the same
-of a first crawl (first-importtime.txt, ...). A dev Solr of its
-own is started unless --solr-url is given. Not part of the test suite: timings on a shared machine.
+of a first crawl (first-importtime.txt, ...). With --marks, --runs more of each kind run under
+cpu_marks.py, which notes the process's CPU seconds at Scrapy's signals: a table of where each
+kind's CPU goes (the interpreter's start, importing Scrapy, the command line to the spider open,
+the page crawled, the close, the exit and the interpreter's tear-down), bare Scrapy beside
+searchcrawl. A dev Solr of its own is started unless --solr-url is given. Not part of the test
+suite (tests/e2e/test_benchmark.py runs it once, for its output): timings on a shared machine.
 """
 
 from __future__ import annotations
@@ -47,6 +51,9 @@ PAGE = (
     b"<p>The only page of a small source: what its crawl costs is the crawler's start and exit.</p>"
     b"</body></html>"
 )
+CRAWL = ["crawl", "onepage", "-s", "LOG_LEVEL=WARNING"]  # `scrapy`'s arguments for the crawl
+CPU_MARKS = Path(__file__).with_name("cpu_marks.py")
+TEAR_DOWN = "tear-down (after atexit)"
 
 
 class OnePage(BaseHTTPRequestHandler):
@@ -87,7 +94,7 @@ class Startup:
         return as_installed(env)
 
     def crawl_args(self, *python: str) -> list[str]:
-        return [sys.executable, *python, "-m", "scrapy", "crawl", "onepage", "-s", "LOG_LEVEL=WARNING"]
+        return [sys.executable, *python, "-m", "scrapy", *CRAWL]
 
     def measure(self, args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, float]:
         measured = run_measured(args, cwd, env)
@@ -106,12 +113,34 @@ class Startup:
         return self.measure(self.crawl_args(), ROOT, self.env(self.work / "data-repeated"))
 
     def bare(self) -> dict[str, float]:
+        scrapy_args, outside, env = self.bare_command()
+        return self.measure([sys.executable, "-m", "scrapy", *scrapy_args], outside, env)
+
+    def bare_command(self) -> tuple[list[str], Path, dict[str, str]]:
+        """Bare Scrapy's ``scrapy`` arguments, the folder it runs in and its environment."""
         outside = self.work / "bare"  # no scrapy.cfg above it: Scrapy's own defaults
         outside.mkdir(exist_ok=True)
         env = {key: value for key, value in self.env(self.work / "data-bare").items() if key != "SCRAPY_SETTINGS_MODULE"}
         spider = Path(__file__).with_name("bare_spider.py")
-        args = [sys.executable, "-m", "scrapy", "runspider", str(spider), "-a", f"start_url={self.page_url}"]
-        return self.measure([*args, "-s", "LOG_LEVEL=WARNING"], outside, env)
+        return ["runspider", str(spider), "-a", f"start_url={self.page_url}", "-s", "LOG_LEVEL=WARNING"], outside, env
+
+    def marks(self, kind: str, number: int) -> dict[str, float]:
+        """One crawl (``kind``: bare, first or repeated) run by cpu_marks.py: its CPU seconds from
+        each mark to the next (named by the later one), the interpreter's tear-down after the last
+        (the runner's count of the whole process, less the last mark) and the total."""
+        noted = self.work / f"marks-{kind}-{number}.json"
+        if kind == "bare":
+            scrapy_args, cwd, env = self.bare_command()
+        else:
+            data = self._new_data(f"data-marks-{number}") if kind == "first" else self.work / "data-repeated"
+            scrapy_args, cwd, env = CRAWL, ROOT, self.env(data)
+        measured = run_measured([sys.executable, str(CPU_MARKS), str(noted), *scrapy_args], cwd, env)
+        stretches, previous = {}, 0.0
+        for name, cpu in json.loads(noted.read_text(encoding="utf-8")):
+            stretches[name], previous = cpu - previous, cpu
+        stretches[TEAR_DOWN] = measured.cpu_seconds - previous
+        stretches["total"] = measured.cpu_seconds
+        return stretches
 
     def profile(self, out: Path) -> None:
         """Where a crawl's time goes: imports (-X importtime) and calls (cProfile), of a repeated
@@ -147,12 +176,41 @@ def median(runs: list[dict[str, float]]) -> dict[str, Any]:
     return {key: round(statistics.median(run[key] for run in runs), 3) for key in runs[0]} | {"runs": runs}
 
 
+def median_marks(runs: list[dict[str, float]]) -> dict[str, float]:
+    """The median of each stretch over the runs that reached its mark."""
+    names = list(dict.fromkeys(name for run in runs for name in run))
+    return {name: round(statistics.median(run[name] for run in runs if name in run), 3) for name in names}
+
+
+def marks_table(marks: dict[str, dict[str, float]], runs: int) -> str:
+    """CPU seconds from each mark to the next, a column per kind of crawl (n/a: a mark its crawl
+    never reached, e.g. bare Scrapy scrapes no item; its CPU counts in the next stretch)."""
+    names: list[str] = []  # in the order the crawls reached them: each mark after the one before it
+    for stretches in marks.values():
+        at = -1
+        for name in stretches:
+            if name not in names:
+                names.insert(at + 1, name)
+            at = names.index(name)
+    lines = [
+        f"| CPU s until ... (median of {runs}) | {' | '.join(marks)} |",
+        "|---|" + "---:|" * len(marks),
+    ]
+    for name in names:
+        cells = [f"{stretches[name]:.3f}" if name in stretches else "n/a" for stretches in marks.values()]
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5, help="runs of each kind; their median counts")
     parser.add_argument("--solr-url", default="", help="a Solr core to use (default: a dev Solr of its own)")
     parser.add_argument("--profile", default="", help="a folder for importtime.txt, crawl.prof and cprofile.txt")
     parser.add_argument("--skip-bare", action="store_true", help="leave out bare Scrapy")
+    parser.add_argument(
+        "--marks", action="store_true", help="also --runs of each kind under cpu_marks.py: CPU seconds between Scrapy's signals"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="searchcrawl-startup-"))
     server = ThreadingHTTPServer(("127.0.0.1", 0), OnePage)
@@ -174,6 +232,11 @@ def main() -> None:
         results["repeated crawl"] = median([bench.repeated() for _ in range(args.runs)])
         if args.profile:
             bench.profile(Path(args.profile))
+        marks = {}
+        if args.marks:
+            kinds = ["first", "repeated"] if args.skip_bare else ["bare", "first", "repeated"]
+            marks = {kind: median_marks([bench.marks(kind, number) for number in range(args.runs)]) for kind in kinds}
+            results["marks"] = marks
     finally:
         server.shutdown()
         if solr is not None:
@@ -183,7 +246,10 @@ def main() -> None:
     print(f"| crawl | CPU s | wall s | peak RSS MB |  (median of {args.runs})")
     print("|---|---:|---:|---:|")
     for label, result in results.items():
-        print(f"| {label} | {result['cpu_s']} | {result['wall_s']} | {result['peak_rss_mb']} |")
+        if label != "marks":
+            print(f"| {label} | {result['cpu_s']} | {result['wall_s']} | {result['peak_rss_mb']} |")
+    if marks:
+        print(f"\n{marks_table(marks, args.runs)}")
     if args.profile:
         print(f"profiles in {args.profile}")
 

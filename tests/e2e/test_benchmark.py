@@ -92,3 +92,27 @@ def test_jvm_cpu_reads_solr_and_its_jit_compilers(dev_solr) -> None:
     measured = jvm_cpu(dev_solr.status()["pid"])
     assert measured.seconds > 0
     assert 0 < measured.compiler_seconds < measured.seconds  # started Solr has compiled its hot code
+
+
+def test_startup_benchmark_splits_each_crawls_cpu_at_scrapys_signals(solr_url) -> None:
+    """The startup benchmark with --marks: bare Scrapy, a first and a repeated crawl of a one-page
+    source, each with its CPU from one of Scrapy's signals to the next; the stretches add up to
+    the process's CPU counted from outside, and only the first crawl scrapes an item (the
+    repeated one finds the page unchanged, bare Scrapy scrapes none)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.benchmarks.startup", "--runs", "1", "--marks", "--solr-url", solr_url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    marks = json.loads(result.stderr[result.stderr.index("{") :])["marks"]
+    assert list(marks) == ["bare", "first", "repeated"]
+    for kind, stretches in marks.items():
+        assert {"Scrapy imported", "spider_opened", "response_received", "spider_closed", "exit (atexit)"} <= set(stretches)
+        assert ("item_scraped" in stretches) == (kind == "first")
+        counted = sum(cpu for name, cpu in stretches.items() if name != "total")
+        assert counted == pytest.approx(stretches["total"], abs=0.01)
+        assert 0 < stretches["Scrapy imported"] < stretches["total"]
+    assert "| item_scraped | n/a | " in result.stdout and "| tear-down (after atexit) |" in result.stdout
