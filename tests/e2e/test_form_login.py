@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -42,6 +43,7 @@ class FormSite:
         self.served: list[str] = []  # pages answered with their content
         self.away = ""
         self.drop_posts = 0  # posts whose connection is closed without an answer
+        self.drop_login_pages = 0  # the same for GETs of the login page
         self.login_form = LOGIN_FORM  # the page /login shows (a test may show another form)
         site = self
 
@@ -61,6 +63,10 @@ class FormSite:
                 if path == "/login":
                     pre, csrf = uuid.uuid4().hex, uuid.uuid4().hex
                     with site.lock:
+                        if site.drop_login_pages:
+                            site.drop_login_pages -= 1
+                            self.close_connection = True
+                            return None
                         site.csrf[pre] = csrf
                     following = parse_qs(urlsplit(self.path).query).get("next", ["/index.html"])[0]
                     body = site.login_form.format(message="", csrf=csrf, next=following)
@@ -212,6 +218,7 @@ def test_a_wrong_password_removes_nothing_and_the_crawl_stops_early(project, sol
     site.accept = "a-new-password"  # the secret is out of date
     site.seen.clear()
     site.posts = 0
+    site.drop_login_pages = 1  # as a CI run under load saw: a login page's connection lost without an answer
     result = project.scrapy("crawl", name, INTRANET_SECRET=PASSWORD)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "failed 3 times in a row" in result.stderr and "is not requested again in this crawl" in result.stderr
@@ -220,11 +227,15 @@ def test_a_wrong_password_removes_nothing_and_the_crawl_stops_early(project, sol
     rows = [table.get(name, f"{site.url}page{n}.html") for n in range(12)] + [table.get(name, f"{site.url}index.html")]
     assert {row["status"] for row in rows} == {936}
     assert {row["state"] for row in rows} == {"indexed"} and {row["failures"] for row in rows} == {0}
-    # three logins (the login page and its form each), then it stopped: not one page asked
-    assert [(method, urlsplit(path).path) for method, path, _c in site.seen if path != "/robots.txt"] == [
-        ("GET", "/login"),
-        ("POST", "/login"),
-    ] * 3
+    # three logins (the login page and its form each), then it stopped: not one page asked. The
+    # login whose page got no answer was sent again, once, and the log says so; load may lose
+    # another connection, resent the same way
+    asked = [(method, urlsplit(path).path) for method, path, _c in site.seen if path != "/robots.txt"]
+    attempts = "".join(method[0] for method, _path in asked)  # G: the login page, P: its form
+    resent = result.stderr.count("got no answer")
+    assert {path for _method, path in asked} == {"/login"}, asked
+    assert re.fullmatch("(GP?)*P", attempts) and attempts.count("G") == 3 + resent, (attempts, result.stderr[-5000:])
+    assert resent >= 1 and "sending it again" in result.stderr
     assert PASSWORD not in result.stderr + result.stdout
 
 
