@@ -151,8 +151,8 @@ class FrontierScheduler(BaseScheduler):
         others = list(self.run.others)
         self.context.attach_run(self.run.id, self.run.resumed, self.frontier, runs, joined=bool(others))
         if self.run.resumed:
-            # a shared run's live nodes keep their leases; a dead node's are taken back
-            requeued = self.frontier.requeue_leased(keep_owners=others)
+            # a shared run's live nodes keep their leases (those that joined since too); a dead node's are taken back
+            requeued = self.frontier.requeue_gone(runs, self.lease_seconds, keep_own=False)
             counts = self.frontier.counts()
             logger.info(
                 "%s run %d of %s (session %d%s): %d URLs done, %d queued (%d were in flight)",
@@ -208,8 +208,7 @@ class FrontierScheduler(BaseScheduler):
         self.taken_back_at = time.monotonic()
         taken = self.frontier.requeue_leased(expired_only=True)
         if self.shared:
-            live = self.context.runs.nodes(self.run.id, self.lease_seconds, but=self.owner)
-            taken += self.frontier.requeue_leased(keep_owners=[self.owner, *live])
+            taken += self.frontier.requeue_gone(self.context.runs, self.lease_seconds)
         if taken:
             logger.info(
                 "Took back %d URLs whose lease expired or whose process is gone (a node stopped working on run %d)",

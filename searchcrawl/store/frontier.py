@@ -16,14 +16,17 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Row, and_, func, or_, select, update
+from sqlalchemy import Connection, Row, and_, func, or_, select, update
 
 from searchcrawl.rules.lifecycle import State
 from searchcrawl.store.database import Database, keyed, now
 from searchcrawl.store.documents import ROW_KEY
 from searchcrawl.store.models import FrontierState, documents
+
+if TYPE_CHECKING:
+    from searchcrawl.store.runs import Runs
 
 IN_RUN_LIMIT = 1_000_000  # URLs remembered as in the run (about 100 MB at most), then forgotten
 
@@ -172,10 +175,29 @@ class Frontier:
             for row in rows
         ]
 
-    def requeue_leased(self, owner: str | None = None, expired_only: bool = False, keep_owners: Sequence[str] = ()) -> int:
-        """Put leased URLs back in the queue: all of the run's (a resumed run) but those of
-        ``keep_owners`` (live nodes of a shared run), one owner's (a process that stops), or
-        those whose lease expired (a dead node's)."""
+    def requeue_gone(self, runs: Runs, within: float, keep_own: bool = True) -> int:
+        """Put back in the queue the URLs leased by nodes no longer working on the run (their
+        process gone, or no heartbeat for ``within`` seconds): a resumed run's, or a shared
+        run's dead nodes'. Every other live node's leases stay, and this node's unless not
+        ``keep_own`` (as it joins: an earlier session's process may have had its name, host:pid,
+        as in a container, and left its leases behind). The live nodes are read
+        in the same transaction, under the lock a node joins the run under, so a node joining
+        meanwhile waits, and its first leases are never taken for a dead node's. (Read in a
+        transaction of their own, they missed a node that joined in between: 16 local processes
+        starting together took each other's first leases back, and pages were fetched 2-3 times.)"""
+        with self.engine.begin() as connection:
+            live = runs.nodes_locked(connection, self.source, self.run_id, within, but=self.owner)
+            return self._requeue(connection, keep_owners=[self.owner, *live] if keep_own else live)
+
+    def requeue_leased(self, owner: str | None = None, expired_only: bool = False) -> int:
+        """Put leased URLs back in the queue: one owner's (a process that stops), or those whose
+        lease expired (a dead node's)."""
+        with self.engine.begin() as connection:
+            return self._requeue(connection, owner, expired_only)
+
+    def _requeue(
+        self, connection: Connection, owner: str | None = None, expired_only: bool = False, keep_owners: Sequence[str] = ()
+    ) -> int:
         conditions = [
             documents.c.source == self.source,
             documents.c.run_id == self.run_id,
@@ -187,12 +209,9 @@ class Frontier:
             conditions.append(or_(documents.c.lease_owner.is_(None), documents.c.lease_owner.notin_(list(keep_owners))))
         if expired_only:
             conditions.append(documents.c.lease_expires < now())
-        with self.engine.begin() as connection:
-            result = connection.execute(
-                update(documents)
-                .where(and_(*conditions))
-                .values(frontier=FrontierState.QUEUED, lease_owner=None, lease_expires=None)
-            )
+        result = connection.execute(
+            update(documents).where(and_(*conditions)).values(frontier=FrontierState.QUEUED, lease_owner=None, lease_expires=None)
+        )
         return result.rowcount or 0
 
     def leased_by(self, owner: str) -> list[tuple[str, int]]:

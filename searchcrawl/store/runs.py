@@ -268,6 +268,13 @@ class Runs:
         with self.engine.connect() as connection:
             return self._live_nodes(connection, run_id, within, but)
 
+    def nodes_locked(self, connection: Connection, source: str, run_id: int, within: float, but: str | None = None) -> list[str]:
+        """``nodes``, read with the source's lock taken in ``connection``'s transaction: a node
+        joins a run under that lock (``start``), so until the transaction ends no node joins,
+        and no node outside this list can hold a lease of the run (it leases once joined)."""
+        self._lock_source(connection, source)
+        return self._live_nodes(connection, run_id, within, but)
+
     def claim_finish(self, run_id: int) -> bool:
         """Claim the end of a shared run (removals, delta report): exactly one node wins."""
         with self.engine.begin() as connection:

@@ -42,6 +42,30 @@ def test_two_processes_crawl_one_source_over_sqlite(project: Project, serve, tmp
     assert Runs(table.database).latest("twoprocs")["state"] == "finished"
 
 
+def test_sixteen_processes_on_two_cores_fetch_each_url_once(project: Project, serve, tmp_path, solr_url: str) -> None:
+    """``processes = "auto"`` on a 16-core server, here on 2: the processes come up together, slowly,
+    and join the run one after another while the first ones lease. A joining process took back
+    the leases of every node but those live when it joined (read in a transaction of its own),
+    so a process that joined just before it lost its first leases: the section pages were
+    fetched two and three times (one run in two failed)."""
+    root = tmp_path / "site"
+    root.mkdir()
+    pages = build_intranet(root, sections=10, per_section=60)
+    site = serve(root)
+    project.source("sixteen", f'seeds = ["{site.url}index.html"]\nprocesses = 16\nconcurrent_per_site = 16\n')
+    result = project.scrapy("crawl", "sixteen", "-s", "CONCURRENT_REQUESTS=32")
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-3000:]
+    assert "Started 15 more crawler processes" in log
+    assert re.findall(r"\((\d+) were in flight\)", log) == ["0"] * log.count("Joining run"), log[-3000:]
+    counts = fetched(site)
+    assert set(counts) == {"/" + path for path in pages}
+    assert max(counts.values()) == 1, {path: n for path, n in counts.items() if n > 1}  # each page once
+    ids = solr_ids(solr_url, "sixteen")
+    assert len(ids) == len(set(ids)) == len(pages)
+    assert project.table().count_by("sixteen", "state") == {"indexed": len(pages)}
+
+
 def test_politeness_holds_for_the_processes_together(project: Project, serve, tmp_path) -> None:
     root = tmp_path / "site"
     root.mkdir()

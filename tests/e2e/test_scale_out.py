@@ -262,12 +262,14 @@ def test_sites_are_spaced_and_limited_across_nodes(politeness_db: str) -> None:
 
 def test_leases_are_renewed_kept_for_live_nodes_and_taken_back_when_expired(postgres_url: str) -> None:
     table = DocumentTable(Database(postgres_url))
-    run = Runs(table.database).start("leases", allow_shared=True)
+    runs = Runs(table.database)
+    run = runs.start("leases", allow_shared=True, owner="alive:1")
+    runs.start("leases", allow_shared=True, owner="dead:2")
     alive = Frontier(table.database, "leases", run.id, "alive:1", lease_seconds=60)
     dead = Frontier(table.database, "leases", run.id, "dead:2", lease_seconds=0.2)
     alive.add([Entry(f"http://h/{n}", 0) for n in range(6)])
     assert len(alive.lease(3)) == 3 and len(dead.lease(3)) == 3
-    assert alive.requeue_leased(keep_owners=["alive:1", "dead:2"]) == 0  # a joining node keeps live nodes' leases
+    assert alive.requeue_gone(runs, 60) == 0  # a node keeps live nodes' leases (the other's heartbeat is recent)
     time.sleep(0.3)
     assert alive.renew() == 3
     assert alive.requeue_leased(expired_only=True) == 3  # only the dead node's

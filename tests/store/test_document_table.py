@@ -348,6 +348,46 @@ def test_processes_leasing_from_one_frontier_at_once_never_lease_a_url_twice(bac
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_joining_node_takes_back_the_leases_of_nodes_gone_and_no_others(backend: str, tmp_path, request) -> None:
+    """Regression: a node joining a shared run took back every lease but those of the nodes live
+    as it joined, read in a transaction of their own; a node that joined in between and had
+    leased already lost its leases (16 local processes starting together on 2 cores: pages
+    fetched two and three times). The live nodes are now read under the lock nodes join under."""
+    url = f"sqlite:///{tmp_path / 'j.sqlite3'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    database = Database(url)
+    runs = Runs(database)
+    source = f"joins-{backend}-{tmp_path.name}"
+    first = runs.start(source, fresh=True, allow_shared=True, owner="here:1")
+    a = Frontier(database, source, first.id, "here:1")
+    a.add([Entry(f"http://h/{n}", 0) for n in range(10)])
+    assert len(a.lease(3)) == 3
+    # left behind: a process gone without leaving the run, and an earlier one of node b's name
+    assert len(Frontier(database, source, first.id, "gone:9").lease(1)) == 1
+    assert len(Frontier(database, source, first.id, "here:2").lease(1)) == 1
+    joined = runs.start(source, allow_shared=True, owner="here:2")
+    assert joined.others == ("here:1",)
+    later = runs.start(source, allow_shared=True, owner="here:3")  # joins after b, before b takes back leases
+    c = Frontier(database, source, later.id, "here:3")
+    assert len(c.lease(3)) == 3
+    b = Frontier(database, source, joined.id, "here:2")
+    assert b.requeue_gone(runs, 600, keep_own=False) == 2  # the gone process's and the earlier b's
+    assert {owner for owner in leases(database, source).values()} == {"here:1", "here:3"}
+    assert len(b.lease(2)) == 2
+    assert c.requeue_gone(runs, 600) == 0  # every node live: a's, b's and its own stay
+    assert sorted(leases(database, source).values()).count("here:2") == 2
+    runs.leave(joined.id, "here:2")  # b left without giving its leases back: c takes them
+    assert c.requeue_gone(runs, 600) == 2
+
+
+def leases(database: Database, source: str) -> dict[str, str]:
+    with database.engine.connect() as connection:
+        rows = connection.execute(
+            documents.select().where(documents.c.source == source, documents.c.frontier == FrontierState.LEASED)
+        ).mappings()
+        return {row["url"]: row["lease_owner"] for row in rows}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_run_and_frontier_states_are_stored_as_their_values(backend: str, tmp_path, request) -> None:
     """RunState and FrontierState are StrEnums: the columns hold "running", "leased", ... as
     before they were enums (psycopg dumps a plain Enum by its name: "RUNNING" would be written),
