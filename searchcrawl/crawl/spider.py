@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import mimetypes
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import replace
 from functools import cached_property
 from typing import Any, ClassVar
@@ -68,6 +68,15 @@ GONE = (404, 410)  # the document no longer exists: it leaves the index
 TRANSIENT = (408, 429)  # come back later: counted toward max_failures (as 5xx are)
 INDEXED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 RECORDED_HEADERS = ("content-type", "content-language", "last-modified", "etag", "content-length")
+
+
+def redirected_from(meta: Mapping[str, Any], url: str) -> str | None:
+    """The URL whose temporary redirect led out of the boundary to ``url`` (RedirectMiddleware
+    lets only such a last step out), else None. Kept with every outcome of ``url`` (the row's
+    ``via``), whatever it answered: once nothing redirects to it any more, the end of the run
+    excludes it by the boundary (DocumentTable.drop_stale_targets)."""
+    urls = meta.get(REDIRECT_URLS)
+    return str(urls[-1]) if urls and meta.get(LEAVES_BOUNDARY) == url else None
 
 
 def seed_urls(source: Source) -> Iterator[str]:
@@ -141,18 +150,20 @@ class SourceSpider(Spider):
         mimetype = mimetype_of(content_type)
         if content_type:
             headers["content-type"] = content_type
+        via = redirected_from(response.meta, response.url)
         record: dict[str, Any] = {
             "content_type": content_type,
             "content_length": len(response.body),
             "last_modified": headers.get("last-modified"),
             "etag": headers.get("etag"),
+            "via": via,
         }
         if response.status == 304 and response.meta.get(PREVIOUS):
-            self.report(response.url, Event.UNCHANGED, Status.UNCHANGED, "304 Not Modified", depth, Delta.NOT_MODIFIED)
+            self.report(response.url, Event.UNCHANGED, Status.UNCHANGED, "304 Not Modified", depth, Delta.NOT_MODIFIED, via=via)
             logger.debug("Unchanged (304): %s", response.url)
             return
         if response.status >= 500 or response.status in TRANSIENT:
-            self.report(response.url, Event.FAILED, response.status, f"HTTP {response.status}", depth)
+            self.report(response.url, Event.FAILED, response.status, f"HTTP {response.status}", depth, via=via)
             return
         if response.status != 200:
             # 404 and 410, and any other answer without a document (401, 403, 204, a redirect
@@ -180,10 +191,7 @@ class SourceSpider(Spider):
             response = response.replace(body=response.body[: self.max_parse_bytes])
         # The page is finished once its links are queued and its document cached (or its outcome
         # reported); what was fetched goes with the document (CrawledDocument.record).
-        leads_out = response.meta.get(LEAVES_BOUNDARY) == response.url and response.meta.get(REDIRECT_URLS)
-        record.update(
-            fetched_with="browser" if rendered else "static", via=response.meta[REDIRECT_URLS][-1] if leads_out else None
-        )
+        record.update(fetched_with="browser" if rendered else "static")
         modified = http_date(headers.get("last-modified"))
         scope_filter, result_filter = self.context.scope_filter, self.context.result_filter
         assert scope_filter is not None and result_filter is not None  # set when CrawlState is built
@@ -309,18 +317,20 @@ class SourceSpider(Spider):
         or a download failure."""
         request = failure.request  # type: ignore[attr-defined]
         depth = request.meta.get(DEPTH, 0)
+        via = redirected_from(request.meta, request.url)
         error = failure.value
         assert error is not None  # Twisted types it Optional: None only while a Failure is being built
         if int(getattr(error, "status", 0) or 0) in (Status.TLS_FAILED, Status.PROXY_FAILED):
             self.crawler.stats.inc_value(CONNECTION_REFUSALS)  # pages not seen: their links unknown
         if isinstance(error, RequestRefused):
             # the refusal's own outcome (whether it counts, too), at the request's depth
-            self.crawler.signals.send_catch_log(url_outcome, url=request.url, outcome=replace(error.outcome, depth=depth))
+            outcome = replace(error.outcome, depth=depth, columns={**error.outcome.columns, "via": via})
+            self.crawler.signals.send_catch_log(url_outcome, url=request.url, outcome=outcome)
             logger.debug("Refused (%s): %s: %s", error.status, request.url, error.reason)
             return
         if isinstance(error, IgnoreRequest):  # from one of Scrapy's own middlewares
             status = status_for_ignored(error)
-            self.report(request.url, Event.GONE, status, f"dropped by Scrapy: {error}", depth)
+            self.report(request.url, Event.GONE, status, f"dropped by Scrapy: {error}", depth, via=via)
             logger.info("Dropped (%s): %s: %s", status.name, request.url, error)
             return
         status = status_for_exception(error, proxied=bool(request.meta.get(PROXY)))
@@ -328,7 +338,7 @@ class SourceSpider(Spider):
         if status in (Status.TLS_FAILED, Status.PROXY_FAILED):
             self.crawler.stats.inc_value(CONNECTION_REFUSALS)
         if status in (Status.DNS_FAILURE, Status.TOO_LARGE):  # gone, or never indexable: not transient
-            self.report(request.url, Event.GONE, status, reason, depth, Delta.FAILED)
+            self.report(request.url, Event.GONE, status, reason, depth, Delta.FAILED, via=via)
         else:
-            self.report(request.url, Event.FAILED, status, reason, depth, counted=status not in UNCOUNTED_FAILURES)
+            self.report(request.url, Event.FAILED, status, reason, depth, counted=status not in UNCOUNTED_FAILURES, via=via)
         logger.info("Failed (%s): %s: %s", status.name, request.url, error)

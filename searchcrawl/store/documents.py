@@ -424,15 +424,21 @@ class DocumentTable:
         redirects there no more (it answers 200, 404, another target, robots.txt disallows it
         ...). While one still does, or was not fetched, it stays. A transient failure of such a
         URL (its own, or its robots.txt's) is one of the target's too: it stays, and leaves after
-        ``max_failures`` such crawls. Returns how many leave."""
+        ``max_failures`` such crawls. Returns how many leave.
+
+        A target that is not in the index (a duplicate of a page of the source, a 404, a failure,
+        robots.txt's refusal) is excluded by the boundary the same way, once nothing redirects to
+        it: otherwise it would keep a status of a redirect that is gone, and stay a URL of the
+        source that a later crawl fetches (a duplicate taking the place of its original that
+        left) only to remove."""
         with self.engine.connect() as connection:
-            targets: Sequence[SqlRow[str, str, int | None]] = connection.execute(
-                select(documents.c.url, documents.c.via, documents.c.depth).where(
-                    documents.c.source == source, documents.c.via.is_not(None), documents.c.state.in_(IN_INDEX)
+            targets: Sequence[SqlRow[str, str, int | None, str]] = connection.execute(
+                select(documents.c.url, documents.c.via, documents.c.depth, documents.c.state).where(
+                    documents.c.source == source, documents.c.via.is_not(None)
                 )
             ).all()
         gone = 0
-        for url, via, depth in targets:
+        for url, via, depth, state in targets:
             verdict = excluding(url, depth or 0)
             if verdict is None:
                 continue
@@ -459,6 +465,8 @@ class DocumentTable:
             if not verdicts or "stands" in verdicts or "unknown" in verdicts:
                 continue
             if "failing" in verdicts:
+                if state not in IN_INDEX:  # nothing to keep through the failure: decided when it is fetched again
+                    continue
                 origin = origins[verdicts.index("failing")]
                 failure = Outcome(
                     Event.FAILED, origin["status"], f"{origin['url']}, which redirects to it, failed: {origin['reason']}"
@@ -468,7 +476,7 @@ class DocumentTable:
                 continue
             reason = f"{verdict[1]}; no URL of the source redirects to it any more ({via} answered {origins[0]['status']})"
             self.record(source, url, Outcome(Event.EXCLUDED, verdict[0], reason, columns={"via": None}))
-            gone += 1
+            gone += state in IN_INDEX
         return gone
 
     def mark_linked(self, source: str, urls: Sequence[str]) -> None:

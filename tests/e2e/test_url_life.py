@@ -118,6 +118,60 @@ def test_a_redirect_target_outside_the_boundary_stays_while_any_redirect_to_it_s
     assert indexed(solr, name) == {site.url + path for path in ("index.html", "docs/one.html", "docs/two.html")}
 
 
+def test_a_redirect_target_outside_the_boundary_that_duplicates_a_page_leaves_with_its_redirect(project, serve, tmp_path, solr):
+    """Found by the sequence test (seed 2, crawls 29-30): a temporary redirect's target outside the
+    boundary that was a duplicate (not in the index) kept its redirect's mark once the redirect
+    went, so when its original left, the next crawl fetched it to take the original's place,
+    indexed it and removed it again, and the report listed it as deleted."""
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", ["/docs/moving.html", "/docs/original.html"]))
+    write(root / "docs" / "original.html", page("same", "the same title and text"))
+    write(root / "other" / "landing.html", page("same", "the same title and text"))
+    site = serve(root)
+    name = source(project, site, paths='{ "127.0.0.1" = { include = ["/index.html", "/docs/"] } }')
+    target = site.url + "other/landing.html"
+    site.redirect("/docs/moving.html", 302, "/other/landing.html")
+    crawl(project, name)
+    assert indexed(solr, name) == {site.url + "index.html", site.url + "docs/original.html"}  # the target: a duplicate
+    write(root / "docs" / "moving.html", page("moving", "no longer redirects"))
+    del site.responses["/docs/moving.html"]
+    crawl(project, name)  # the redirect went: the target is outside the boundary, as any such URL
+    row = project.table().get(name, target)
+    assert row["status"] == Status.EXCLUDED_PATH and "no URL of the source redirects to it any more" in row["reason"]
+    site.responses["/docs/original.html"] = (410, {"Content-Type": "text/html"}, b"<html>gone</html>")
+    before = len(site.requests)
+    crawl(project, name)  # the original leaves; the target outside the boundary does not take its place
+    assert "/other/landing.html" not in [path for _m, _h, path in site.requests[before:]]
+    assert indexed(solr, name) == {site.url + "index.html", site.url + "docs/moving.html"}
+    urls = report(project, name)["urls"]
+    assert urls.get("deleted") == [site.url + "docs/original.html"], urls
+    assert target not in urls.get("excluded", []), urls
+
+
+def test_a_redirect_target_outside_the_boundary_that_failed_is_excluded_when_its_redirect_goes(project, serve, tmp_path, solr):
+    """Found by the sequence test (seed 1, crawls 79-81): a target outside the boundary that
+    answered 503 through its redirect kept status 503 when the redirect went (the failure did not
+    note the redirect it came through), and the next crawl listed it as excluded, a change a
+    crawl late."""
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", ["/docs/moving.html"]))
+    site = serve(root)
+    name = source(project, site, paths='{ "127.0.0.1" = { include = ["/index.html", "/docs/"] } }')
+    target = site.url + "other/landing.html"
+    site.redirect("/docs/moving.html", 302, "/other/landing.html")
+    site.responses["/other/landing.html"] = (503, {"Content-Type": "text/html"}, b"<html>later</html>")
+    crawl(project, name)
+    assert project.table().get(name, target)["status"] == 503
+    write(root / "docs" / "moving.html", page("moving", "no longer redirects"))
+    del site.responses["/docs/moving.html"]
+    crawl(project, name)
+    assert project.table().get(name, target)["status"] == Status.EXCLUDED_PATH  # in the crawl the redirect went
+    assert target in report(project, name)["urls"].get("excluded", [])
+    crawl(project, name)
+    assert target not in report(project, name)["urls"].get("excluded", [])  # the same status: not news again
+    assert project.table().get(name, target)["status"] == Status.EXCLUDED_PATH
+
+
 def test_a_page_that_answered_404_comes_back_when_its_linking_page_answers_304(project, serve, tmp_path, solr):
     root = tmp_path / "site"
     write(root / "index.html", page("home", "the index", ["/a.html"]))
