@@ -114,6 +114,11 @@ def wait_for(condition, timeout: float = 120, what: str = "condition") -> None: 
         time.sleep(0.3)
 
 
+def children(pid: int) -> list[int]:
+    """The processes ``pid`` started (Linux: /proc/<pid>/task/<tid>/children)."""
+    return [int(each) for task in Path(f"/proc/{pid}/task").iterdir() for each in (task / "children").read_text().split()]
+
+
 def corpus(name: str) -> Path:
     """A file of ../shared/corpora, or skip the test saying why."""
     path = CORPORA / name

@@ -8,13 +8,12 @@ import os
 import re
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
 from searchcrawl.ops.processes import process_alive
 from searchcrawl.store.runs import Runs
-from tests.conftest import InFlight, Project, Site, assert_spaced, wait_for
+from tests.conftest import InFlight, Project, Site, assert_spaced, children, wait_for
 from tests.e2e.test_scale_out import fetched, solr_ids
 from tests.sites import build_intranet
 
@@ -132,11 +131,6 @@ def intranet(project: Project, serve, tmp_path, name: str, extra: str = "") -> t
     site = serve(root)
     project.source(name, f'seeds = ["{site.url}index.html"]\nprocesses = 2\n{extra}')
     return site, pages
-
-
-def children(pid: int) -> list[int]:
-    """The processes ``pid`` started (Linux: /proc/<pid>/task/<tid>/children)."""
-    return [int(each) for task in Path(f"/proc/{pid}/task").iterdir() for each in (task / "children").read_text().split()]
 
 
 def test_a_process_killed_with_sigkill_has_its_urls_taken_back_by_the_others(

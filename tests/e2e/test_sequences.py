@@ -1,9 +1,15 @@
 """A short model-based sequence of crawls (tests/sequences.py): a seeded site that changes between
 crawls, two overlapping sources, a crawl killed with SIGKILL and resumed, a crawl while Solr is
 down, robots.txt answering 503 for one crawl; after every crawl Solr and the delta report must
-agree with the oracle. The long version: ``python -m tests.sequences --seeds 1,2,3 --crawls 300``."""
+agree with the oracle. The same sequence again with each crawl run by two local processes
+(`processes = 2`, SQLite), the killed crawl's other process ending with it. The long version:
+``python -m tests.sequences --seeds 1,2,3 --crawls 300 [--processes 2]``."""
 
 from __future__ import annotations
+
+import re
+
+import pytest
 
 from tests.sequences import Sequence
 
@@ -13,15 +19,26 @@ SEED = 89
 CRAWLS = 15
 # the special crawls, forced so that every run of this test has them (the rest comes from the seed)
 EVENTS = {5: "kill:A", 8: "outage:B", 11: "robots503", 13: "kill:B", 14: "outage:A"}
+FETCHED = re.compile(r"'response_received_count': [1-9]")  # in a process's stats
 
 
-def test_short_sequence_matches_the_oracle(project, serve, tmp_path, solr_url) -> None:
+@pytest.mark.parametrize("processes", [1, 2], ids=["one process", "two processes"])
+def test_short_sequence_matches_the_oracle(project, serve, tmp_path, solr_url, processes: int) -> None:
     root = tmp_path / "site"
     root.mkdir()
     site = serve(root)
     lines: list[str] = []
     sequence = Sequence(
-        SEED, CRAWLS, project, site, root, solr_url, events=EVENTS, log_dir=tmp_path / "logs", progress=lines.append
+        SEED,
+        CRAWLS,
+        project,
+        site,
+        root,
+        solr_url,
+        events=EVENTS,
+        log_dir=tmp_path / "logs",
+        progress=lines.append,
+        processes=processes,
     )
     result = sequence.run()
     assert result.crawls == CRAWLS
@@ -32,3 +49,6 @@ def test_short_sequence_matches_the_oracle(project, serve, tmp_path, solr_url) -
         + "\n\nsteps:\n"
         + "\n".join(lines)
     )
+    if processes > 1:  # both processes fetched pages in most crawls of source A
+        shared = [log for log in (tmp_path / "logs").glob("*-A.log") if len(FETCHED.findall(log.read_text())) >= 2]
+        assert len(shared) >= CRAWLS // 2, [log.name for log in shared]
