@@ -172,6 +172,35 @@ def test_a_redirect_target_outside_the_boundary_that_failed_is_excluded_when_its
     assert project.table().get(name, target)["status"] == Status.EXCLUDED_PATH
 
 
+def test_a_crawl_killed_between_a_temporary_redirect_and_its_target_fetches_the_target_when_resumed(
+    project, serve, tmp_path, solr
+):
+    """The redirecting URL is done once its redirect is followed; its target goes through the run's
+    frontier like any request (with the redirect it came through), so a crawl killed between the
+    two answers leaves it leased, and the resumed run fetches it through the same redirect: it is
+    indexed, outside the boundary, marked with its redirect."""
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", ["/docs/moving.html"]))
+    write(root / "other" / "landing.html", page("landing", "outside the source's paths"))
+    site = serve(root)
+    name = source(project, site, paths='{ "127.0.0.1" = { include = ["/index.html", "/docs/"] } }')
+    target, moving = site.url + "other/landing.html", site.url + "docs/moving.html"
+    site.redirect("/docs/moving.html", 302, "/other/landing.html")
+    site.in_flight, site.slow = InFlight(), 1.0  # each answer takes a second: the kill lands before the target's
+    crawl = project.popen("crawl", name)
+    wait_for(lambda: "/docs/moving.html" in site.paths(), timeout=60, what="the redirect answered")
+    table = project.table()  # made by the crawl by now: it recorded the index page
+    wait_for(lambda: (table.get(name, moving) or {}).get("status") == 302, timeout=10, what="the redirect recorded")
+    crawl.send_signal(signal.SIGKILL)
+    crawl.communicate(timeout=60)
+    site.in_flight, site.slow = None, 0.0
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Resuming run" in result.stderr + result.stdout
+    assert indexed(solr, name) == {site.url + "index.html", target}
+    assert project.table().get(name, target)["via"] == moving
+
+
 def test_a_page_that_answered_404_comes_back_when_its_linking_page_answers_304(project, serve, tmp_path, solr):
     root = tmp_path / "site"
     write(root / "index.html", page("home", "the index", ["/a.html"]))
