@@ -252,7 +252,8 @@ class SourceSpider(Spider):
             return
         directives = self.robots_directives(response)
         if "noindex" in directives:
-            self.report(response.url, Event.GONE, Status.NOINDEX, "robots noindex", depth)
+            via = redirected_from(response.meta, response.url)
+            self.report(response.url, Event.GONE, Status.NOINDEX, "robots noindex", depth, via=via)
         else:
             canonical_href = response.css('link[rel~="canonical"]::attr(href)').get()
             yield CrawledDocument(

@@ -148,20 +148,30 @@ def test_a_redirect_target_outside_the_boundary_that_duplicates_a_page_leaves_wi
     assert target not in urls.get("excluded", []), urls
 
 
-def test_a_redirect_target_outside_the_boundary_that_failed_is_excluded_when_its_redirect_goes(project, serve, tmp_path, solr):
-    """Found by the sequence test (seed 1, crawls 79-81): a target outside the boundary that
-    answered 503 through its redirect kept status 503 when the redirect went (the failure did not
-    note the redirect it came through), and the next crawl listed it as excluded, a change a
-    crawl late."""
+NOINDEX_PAGE = page("landing", "not for the index", head='<meta name="robots" content="noindex">').encode()
+
+
+@pytest.mark.parametrize(
+    ("answer", "status"),
+    [((503, b"<html>later</html>"), 503), ((200, NOINDEX_PAGE), Status.NOINDEX)],
+    ids=["503", "noindex"],
+)
+def test_a_redirect_target_outside_the_boundary_not_indexed_is_excluded_when_its_redirect_goes(
+    project, serve, tmp_path, solr, answer: tuple[int, bytes], status: int
+):
+    """Found by the sequence test (seed 1, crawls 79-81; seed 2, crawls 64-66): a target outside
+    the boundary that answered 503, or a page marked noindex, through its redirect kept that
+    status when the redirect went (its outcome did not note the redirect it came through), and
+    the next crawl listed it as excluded, a change a crawl late."""
     root = tmp_path / "site"
     write(root / "index.html", page("home", "the index", ["/docs/moving.html"]))
     site = serve(root)
     name = source(project, site, paths='{ "127.0.0.1" = { include = ["/index.html", "/docs/"] } }')
     target = site.url + "other/landing.html"
     site.redirect("/docs/moving.html", 302, "/other/landing.html")
-    site.responses["/other/landing.html"] = (503, {"Content-Type": "text/html"}, b"<html>later</html>")
+    site.responses["/other/landing.html"] = (answer[0], {"Content-Type": "text/html"}, answer[1])
     crawl(project, name)
-    assert project.table().get(name, target)["status"] == 503
+    assert project.table().get(name, target)["status"] == status
     write(root / "docs" / "moving.html", page("moving", "no longer redirects"))
     del site.responses["/docs/moving.html"]
     crawl(project, name)
