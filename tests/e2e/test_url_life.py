@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.runs import Runs
 from tests.conftest import ROOT, InFlight, solr_docs, wait_for
 
 pytestmark = pytest.mark.usefixtures("solr")
@@ -180,6 +181,35 @@ def test_a_redirect_target_outside_the_boundary_not_indexed_is_excluded_when_its
     crawl(project, name)
     assert target not in report(project, name)["urls"].get("excluded", [])  # the same status: not news again
     assert project.table().get(name, target)["status"] == Status.EXCLUDED_PATH
+
+
+def test_a_redirect_target_leaving_at_the_runs_end_leaves_its_duplicate_to_the_next_crawl(project, serve, tmp_path, solr):
+    """Found by the sequence test with two processes (seed 4, crawl 89), one process alike: an
+    indexed redirect target outside the boundary left the index at the run's end and queued its
+    duplicate to take its place, when nothing more was fetched; the run ended suspended, and the
+    next crawl resumed it (fetching only the duplicate) instead of checking the site."""
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", ["/docs/moving.html"]))
+    same = page("same", "the same title and text")
+    write(root / "other" / "landing.html", same.replace("</body>", '<a href="/docs/copy.html"></a></body>'))  # no anchor text
+    write(root / "docs" / "copy.html", same)
+    site = serve(root)
+    name = source(project, site, paths='{ "127.0.0.1" = { include = ["/index.html", "/docs/"] } }')
+    target, copy = site.url + "other/landing.html", site.url + "docs/copy.html"
+    site.redirect("/docs/moving.html", 302, "/other/landing.html")
+    crawl(project, name)
+    assert indexed(solr, name) == {site.url + "index.html", target}  # the copy, reached from it: its duplicate
+    write(root / "docs" / "moving.html", page("moving", "no longer redirects"))
+    del site.responses["/docs/moving.html"]
+    crawl(project, name)  # the target leaves at the run's end
+    runs = Runs(project.table().database)
+    assert runs.latest(name)["state"] == "finished"
+    assert indexed(solr, name) == {site.url + "index.html", site.url + "docs/moving.html"}
+    result = crawl(project, name)  # a maintenance crawl, not a resumed run: the copy takes the target's place
+    assert "Resuming run" not in result.stderr
+    assert runs.latest(name)["state"] == "finished"
+    assert indexed(solr, name) == {site.url + "index.html", site.url + "docs/moving.html", copy}
+    assert report(project, name)["urls"]["new"] == [copy]
 
 
 def test_a_crawl_killed_between_a_temporary_redirect_and_its_target_fetches_the_target_when_resumed(
