@@ -48,7 +48,16 @@ REFETCHED_DELTAS = (Delta.CHANGED, Delta.UNCHANGED, Delta.NOT_MODIFIED)
 IN_INDEX = (State.PENDING.value, State.INDEXED.value)
 LEFT_INDEX = (State.REMOVING.value, State.REMOVED.value)
 RUN_COLUMNS = frozenset({"run_id", "frontier", "lease_owner", "lease_expires", "request", "delta", "delta_run", "linked_run"})
-ROW_KEY = ["source", "url_hash"]  # the unique key of a row: inserts conflict on it
+ROW_KEY = ["source", "url_hash"]
+ORIGIN_COLUMNS = (
+    "url",
+    "state",
+    "status",
+    "reason",
+    "target",
+    "run_id",
+    "frontier",
+)  # what _redirect_now reads  # the unique key of a row: inserts conflict on it
 
 
 def one_of(column: Any, values: Sequence[str]) -> Any:
@@ -85,6 +94,13 @@ class DocumentTable:
         # Test mode: the crawl reports what it finds but leaves every document's indexed state as
         # it was; only the run's own columns (frontier, delta) of existing rows are written.
         self.test_mode = False
+        # Whether a document leaving the index queues its duplicates in the run to take its place.
+        # Not once this process fetches nothing more (its crawl closing: the run's end removals,
+        # the last push's refusals): queued then, nothing would fetch them, and the run would end
+        # suspended, so that the next crawl resumed it instead of checking the site (the sequence
+        # test, seed 4, crawl 89); they take its place in the next crawl, which fetches every known
+        # URL again (a duplicate, not in the index, is fetched whole).
+        self.promotes_duplicates = True
 
     def _finished(self, keep_request: bool = False) -> dict[str, Any]:
         """Columns that take a URL out of the current run's frontier (it is done)."""
@@ -209,7 +225,7 @@ class DocumentTable:
             original=original,
         ):
             return False
-        if change.leaves_index and not self.test_mode:
+        if change.leaves_index and not self.test_mode and self.promotes_duplicates:
             self._promote_duplicates(connection, source, url)
         return change.state
 
@@ -434,33 +450,37 @@ class DocumentTable:
         with self.engine.connect() as connection:
             targets: Sequence[SqlRow[str, str, int | None, str]] = connection.execute(
                 select(documents.c.url, documents.c.via, documents.c.depth, documents.c.state).where(
-                    documents.c.source == source, documents.c.via.is_not(None)
+                    documents.c.source == source,
+                    documents.c.via.is_not(None),
+                    documents.c.state != State.REMOVING.value,  # leaving already (or held by the guard)
                 )
             ).all()
+        outside = [(url, via, state, verdict) for url, via, depth, state in targets if (verdict := excluding(url, depth or 0))]
+        # every URL that led to a target: the one it was last reached through (``via``), and any
+        # whose last answer (or the one before a failure) was a temporary redirect to it: read in
+        # a few statements for all targets (one per target read every row of the source)
+        columns = [getattr(documents.c, name) for name in ORIGIN_COLUMNS]
+        by_url: dict[str, dict[str, Any]] = {}
+        with self.engine.connect() as connection:
+            for row in connection.execute(
+                select(*columns).where(documents.c.source == source, documents.c.target.is_not(None))
+            ).mappings():
+                by_url[row["url"]] = dict(row)
+            vias = sorted({url_hash(via) for _url, via, _state, _verdict in outside})
+            for start in range(0, len(vias), 500):
+                for row in connection.execute(
+                    select(*columns).where(documents.c.source == source, documents.c.url_hash.in_(vias[start : start + 500]))
+                ).mappings():
+                    by_url[row["url"]] = dict(row)
+        redirecting: dict[str, list[dict[str, Any]]] = {}
+        for origin in by_url.values():
+            if origin["target"] is not None:
+                redirecting.setdefault(origin["target"], []).append(origin)
         gone = 0
-        for url, via, depth, state in targets:
-            verdict = excluding(url, depth or 0)
-            if verdict is None:
-                continue
-            # every URL that led to it: the one it was last reached through, and any whose last
-            # answer (or the one before a failure) was a temporary redirect to it
-            with self.engine.connect() as connection:
-                origins = [
-                    dict(row)
-                    for row in connection.execute(
-                        select(
-                            documents.c.url,
-                            documents.c.state,
-                            documents.c.status,
-                            documents.c.reason,
-                            documents.c.target,
-                            documents.c.run_id,
-                            documents.c.frontier,
-                        ).where(
-                            documents.c.source == source, or_(documents.c.url_hash == url_hash(via), documents.c.target == url)
-                        )
-                    ).mappings()
-                ]
+        for url, via, state, verdict in outside:
+            origins = list(redirecting.get(url, []))
+            if via in by_url and by_url[via] not in origins:
+                origins.insert(0, by_url[via])
             verdicts = [self._redirect_now(origin, url) for origin in origins]
             if not verdicts or "stands" in verdicts or "unknown" in verdicts:
                 continue

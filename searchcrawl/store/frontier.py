@@ -189,21 +189,6 @@ class Frontier:
             live = runs.nodes_locked(connection, self.source, self.run_id, within, but=self.owner)
             return self._requeue(connection, keep_owners=[self.owner, *live] if keep_own else live)
 
-    def finish_queued(self) -> int:
-        """Take the run's queued URLs out of it (done, their rows otherwise unchanged), at its end,
-        when nothing more is fetched: the next run queues every known URL again."""
-        with self.engine.begin() as connection:
-            result = connection.execute(
-                update(documents)
-                .where(
-                    documents.c.source == self.source,
-                    documents.c.run_id == self.run_id,
-                    documents.c.frontier == FrontierState.QUEUED,
-                )
-                .values(frontier=FrontierState.DONE)
-            )
-            return result.rowcount or 0
-
     def requeue_leased(self, owner: str | None = None, expired_only: bool = False) -> int:
         """Put leased URLs back in the queue: one owner's (a process that stops), or those whose
         lease expired (a dead node's)."""

@@ -4,6 +4,7 @@ import uuid
 
 import pysolr
 
+from searchcrawl.store.runs import Runs
 from tests.conftest import add_core, solr_docs
 from tests.index.test_indexer import solr_update_requests  # noqa: F401 - helpers and fixtures
 from tests.sites import build_intranet
@@ -71,3 +72,38 @@ def test_a_crawl_with_a_document_solr_refuses_indexes_the_rest_and_exits_0(proje
     assert {doc["url"] for doc in solr_docs(solr, name)} == {site.url + path for path in pages} - {bad}
     row = project.table().get(name, bad)
     assert row["status"] == 924 and row["state"] != "pending"
+
+
+def test_a_document_solr_refuses_in_the_last_push_leaves_the_run_finished(project, serve, tmp_path, dev_solr) -> None:
+    """The document Solr refuses in the crawl's last push had a duplicate: leaving the index, it
+    queued the duplicate to take its place when nothing more was fetched, and the run ended
+    suspended (the next crawl resumed it instead of checking the site). The duplicate's turn is
+    the next crawl's."""
+    name = f"refusedup-{uuid.uuid4().hex[:8]}"
+    core = add_core(dev_solr, name.replace("-", "_"), schema=lambda text: text.replace(BOOLEAN_FIELDS, ""))
+    project.solr_url = core
+    root = tmp_path / "site"
+    root.mkdir()
+    site = serve(root)
+    body = "<title>Same</title></head><body><p>the same title and text</p>"
+    (root / "index.html").write_text(
+        '<html><head><title>Home</title></head><body><a href="/flagged.html">flagged</a></body></html>'
+    )
+    # the copy is reached only from the flagged page: the flagged one is the original
+    (root / "flagged.html").write_text(
+        f'<html><head><meta name="flagged" content="yes">{body}<a href="/copy.html"></a></body></html>'
+    )
+    (root / "copy.html").write_text(f"<html><head>{body}</body></html>")
+    project.source(
+        name,
+        f'seeds = ["{site.url}index.html"]\nattributes = {{ flagged = "flagged" }}\nsearch_attributes = {{ flagged = "boolean" }}\n',
+    )
+    result = project.scrapy("crawl", name, "-s", "SEARCHCRAWL_PUSH_INTERVAL=0")  # every document in the last push
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = project.table()
+    assert table.get(name, site.url + "copy.html")["status"] == 911  # a duplicate of the refused one
+    assert table.get(name, site.url + "flagged.html")["status"] == 924
+    assert Runs(table.database).latest(name)["state"] == "finished"
+    again = project.scrapy("crawl", name, "-s", "SEARCHCRAWL_PUSH_INTERVAL=0")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Resuming run" not in again.stderr  # a maintenance crawl of the site

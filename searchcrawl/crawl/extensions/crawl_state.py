@@ -442,14 +442,6 @@ class CrawlState:
                 if url not in seeds:
                     # on the Solr push's worker thread: written directly, not through a signal
                     self.table.record(source, url, Outcome(Event.GONE, int(Status.ORPHAN), "no longer linked"))
-        # A document that left here had its duplicates queued to take its place, but the crawl
-        # fetches nothing more: they are fetched by the next crawl (which queues every known
-        # URL), and this run finishes rather than stay suspended for them, which made the next
-        # crawl resume it instead of checking the site (sequence test, seed 4, crawl 89).
-        assert self.frontier is not None
-        later = self.frontier.finish_queued()
-        if later:
-            logger.info("%d duplicates of documents that left the index at the run's end take their place next crawl", later)
 
     def settle_listing(self, batch: int = 500) -> None:
         """An agent's listing of this run is complete (blocking): indexed documents it did not
