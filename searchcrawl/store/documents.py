@@ -443,8 +443,9 @@ class DocumentTable:
         ``max_failures`` such crawls. Returns how many leave.
 
         A target that is not in the index (a duplicate of a page of the source, a 404, a failure,
-        robots.txt's refusal) is excluded by the boundary the same way, once nothing redirects to
-        it: otherwise it would keep a status of a redirect that is gone, and stay a URL of the
+        robots.txt's refusal) is excluded by the boundary the same way once no redirect to it
+        stands, a failing one included (it has no document to keep through the failure):
+        otherwise it would keep a status of a redirect that is gone, and stay a URL of the
         source that a later crawl fetches (a duplicate taking the place of its original that
         left) only to remove."""
         with self.engine.connect() as connection:
@@ -484,9 +485,7 @@ class DocumentTable:
             verdicts = [self._redirect_now(origin, url) for origin in origins]
             if not verdicts or "stands" in verdicts or "unknown" in verdicts:
                 continue
-            if "failing" in verdicts:
-                if state not in IN_INDEX:  # nothing to keep through the failure: decided when it is fetched again
-                    continue
+            if "failing" in verdicts and state in IN_INDEX:  # kept through the failure, as a failing crawl of its own
                 origin = origins[verdicts.index("failing")]
                 failure = Outcome(
                     Event.FAILED, origin["status"], f"{origin['url']}, which redirects to it, failed: {origin['reason']}"

@@ -183,6 +183,24 @@ def test_a_redirect_target_outside_the_boundary_not_indexed_is_excluded_when_its
     assert project.table().get(name, target)["status"] == Status.EXCLUDED_PATH
 
 
+def test_a_redirect_target_outside_the_boundary_not_indexed_is_excluded_when_its_redirect_fails(project, serve, tmp_path, solr):
+    """Found by the sequence test (seed 6, crawls 31-37): an indexed target is kept while the URL
+    redirecting to it fails transiently; one that is not in the index (it answered 503) has
+    nothing to keep, and is outside the boundary as soon as no redirect to it stands."""
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", ["/docs/moving.html"]))
+    site = serve(root)
+    name = source(project, site, paths='{ "127.0.0.1" = { include = ["/index.html", "/docs/"] } }')
+    target = site.url + "other/landing.html"
+    site.redirect("/docs/moving.html", 307, "/other/landing.html")
+    site.responses["/other/landing.html"] = (503, {"Content-Type": "text/html"}, b"<html>later</html>")
+    crawl(project, name)
+    assert project.table().get(name, target)["status"] == 503
+    site.responses["/docs/moving.html"] = (503, {"Content-Type": "text/html"}, b"<html>later</html>")
+    crawl(project, name)
+    assert project.table().get(name, target)["status"] == Status.EXCLUDED_PATH
+
+
 def test_a_redirect_target_leaving_at_the_runs_end_leaves_its_duplicate_to_the_next_crawl(project, serve, tmp_path, solr):
     """Found by the sequence test with two processes (seed 4, crawl 89), one process alike: an
     indexed redirect target outside the boundary left the index at the run's end and queued its
