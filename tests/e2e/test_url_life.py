@@ -16,7 +16,7 @@ import pytest
 
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.runs import Runs
-from tests.conftest import ROOT, InFlight, solr_docs, wait_for
+from tests.conftest import ROOT, InFlight, Site, solr_docs, wait_for
 
 pytestmark = pytest.mark.usefixtures("solr")
 
@@ -149,6 +149,18 @@ def test_a_redirect_target_outside_the_boundary_that_duplicates_a_page_leaves_wi
     assert target not in urls.get("excluded", []), urls
 
 
+def redirected_out(project, serve, tmp_path: Path, code: int, answer: tuple[int, bytes]) -> tuple[Path, Site, str, str]:
+    """A site whose index links /docs/moving.html, a ``code`` redirect to /other/landing.html
+    (outside the source's paths), which answers ``answer`` (status, HTML); (root, site, source, target)."""
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", ["/docs/moving.html"]))
+    site = serve(root)
+    name = source(project, site, paths='{ "127.0.0.1" = { include = ["/index.html", "/docs/"] } }')
+    site.redirect("/docs/moving.html", code, "/other/landing.html")
+    site.responses["/other/landing.html"] = (answer[0], {"Content-Type": "text/html"}, answer[1])
+    return root, site, name, site.url + "other/landing.html"
+
+
 NOINDEX_PAGE = page("landing", "not for the index", head='<meta name="robots" content="noindex">').encode()
 
 
@@ -164,13 +176,7 @@ def test_a_redirect_target_outside_the_boundary_not_indexed_is_excluded_when_its
     the boundary that answered 503, or a page marked noindex, through its redirect kept that
     status when the redirect went (its outcome did not note the redirect it came through), and
     the next crawl listed it as excluded, a change a crawl late."""
-    root = tmp_path / "site"
-    write(root / "index.html", page("home", "the index", ["/docs/moving.html"]))
-    site = serve(root)
-    name = source(project, site, paths='{ "127.0.0.1" = { include = ["/index.html", "/docs/"] } }')
-    target = site.url + "other/landing.html"
-    site.redirect("/docs/moving.html", 302, "/other/landing.html")
-    site.responses["/other/landing.html"] = (answer[0], {"Content-Type": "text/html"}, answer[1])
+    root, site, name, target = redirected_out(project, serve, tmp_path, 302, answer)
     crawl(project, name)
     assert project.table().get(name, target)["status"] == status
     write(root / "docs" / "moving.html", page("moving", "no longer redirects"))
@@ -187,13 +193,7 @@ def test_a_redirect_target_outside_the_boundary_not_indexed_is_excluded_when_its
     """Found by the sequence test (seed 6, crawls 31-37): an indexed target is kept while the URL
     redirecting to it fails transiently; one that is not in the index (it answered 503) has
     nothing to keep, and is outside the boundary as soon as no redirect to it stands."""
-    root = tmp_path / "site"
-    write(root / "index.html", page("home", "the index", ["/docs/moving.html"]))
-    site = serve(root)
-    name = source(project, site, paths='{ "127.0.0.1" = { include = ["/index.html", "/docs/"] } }')
-    target = site.url + "other/landing.html"
-    site.redirect("/docs/moving.html", 307, "/other/landing.html")
-    site.responses["/other/landing.html"] = (503, {"Content-Type": "text/html"}, b"<html>later</html>")
+    _root, site, name, target = redirected_out(project, serve, tmp_path, 307, (503, b"<html>later</html>"))
     crawl(project, name)
     assert project.table().get(name, target)["status"] == 503
     site.responses["/docs/moving.html"] = (503, {"Content-Type": "text/html"}, b"<html>later</html>")
