@@ -21,7 +21,9 @@ The rules (README, "A URL's life"):
   ``deleted`` (leaves it; the reason says why), ``held`` (the mass-deletion guard kept it),
   ``refused`` (Solr refused it), and for URLs outside the index only a *change* of state or
   status (``excluded``, ``failed``, ``duplicate``): a 404 removed long ago is not reported
-  again by every later crawl.
+  again by every later crawl. A run reports what changed from its start: a URL that enters the
+  index and leaves it again in one run (pushed meanwhile, then replaced by a duplicate) is
+  neither new nor deleted.
 """
 
 from __future__ import annotations
@@ -152,6 +154,10 @@ class Row:
     status: int | None = None
     failures: int = 0
     in_solr: bool = False  # Solr acknowledged a version of it (indexed_at is set)
+    # it entered the index in the current run (its delta there is ``new``): a searcher never saw it
+    # before the run, so its leaving again in the run is no deletion (Solr may hold it meanwhile:
+    # a push during the run)
+    entered: bool = False
 
 
 @dataclass(frozen=True)
@@ -197,7 +203,7 @@ def decide(row: Row | None, outcome: Outcome, max_failures: int = 3) -> Change:
         delta = None
     elif event in (Event.HELD, Event.REFUSED, Event.UNCHANGED):
         delta = kind
-    elif state == State.REMOVING and searchable:
+    elif state == State.REMOVING and searchable and not row.entered:
         delta = Delta.DELETED
     elif row.state in IN_INDEX and event == Event.FAILED:
         delta = Delta.FAILED  # still in the index, failing: news in every crawl it fails

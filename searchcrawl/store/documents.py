@@ -162,7 +162,13 @@ class DocumentTable:
         row = (
             None
             if current is None
-            else Row(State(current.state), current.status, current.failures or 0, current.indexed_at is not None)
+            else Row(
+                State(current.state),
+                current.status,
+                current.failures or 0,
+                current.indexed_at is not None,
+                entered=self.run_id is not None and current.delta_run == self.run_id and current.delta == ENTERED,
+            )
         )
         original = outcome.columns.get("duplicate_of") if self.run_id is not None and not self.test_mode else None
         if original is not None and current is not None and self._has_left(connection, source, original):
@@ -682,7 +688,10 @@ class DocumentTable:
 
     def hold_removals(self, source: str) -> int:
         """The mass-deletion guard refused this run's deletions: the ledger's HELD event, in bulk.
-        They stay ``removing``; the delta report says ``held``, not ``deleted``."""
+        They stay ``removing``; the delta report says ``held``, not ``deleted``. So does a URL of
+        this run that Solr holds and the guard keeps there though it should leave: one that
+        entered the index in the run and left it again (no deletion, but still in Solr), or one
+        held by an earlier run that was fetched again. One Solr refused keeps ``refused``."""
         if self.run_id is None:
             return 0
         before, _after = _bulk(Event.HELD)
@@ -693,7 +702,10 @@ class DocumentTable:
                     documents.c.source == source,
                     documents.c.state == before,
                     documents.c.delta_run == self.run_id,
-                    documents.c.delta == Delta.DELETED.value,
+                    or_(
+                        documents.c.delta == Delta.DELETED.value,
+                        documents.c.indexed_at.is_not(None) & documents.c.delta.not_in([Delta.HELD.value, Delta.REFUSED.value]),
+                    ),
                 )
                 .values(delta=Delta.HELD.value)
             )

@@ -203,3 +203,29 @@ def test_a_url_that_entered_the_index_in_this_run_stays_new_whatever_comes_after
     table.run_id = table.run_id + 100
     table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "e"}))
     assert Deltas(table.database).report("run", table.run_id) == {"changed": ["http://h/a"]}
+
+
+def test_a_url_that_entered_the_index_and_left_it_in_one_run_is_neither_new_nor_deleted(tmp_path) -> None:
+    """Found by the long sequence (seed 14, crawl 22): a page cached in a run was pushed during it,
+    then its canonical duplicate came back and took its place in the same run: the report listed
+    it deleted, though no searcher had it before the run nor has it after. It says duplicate; and
+    if the mass-deletion guard keeps it in Solr, held."""
+    from searchcrawl.store import Database, Deltas, DocumentTable
+    from searchcrawl.store.runs import Runs
+
+    entered = Row(State.INDEXED, 200, 0, True, entered=True)
+    replaced = Outcome(Event.GONE, 200, "duplicate", kind="duplicate")
+    assert (decide(entered, replaced).state, decide(entered, replaced).delta) == (State.REMOVING, "duplicate")
+    assert decide(Row(State.INDEXED, 200, 0, True), replaced).delta == "deleted"
+
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
+    table.run_id = Runs(table.database).start("run").id
+    table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+    table.mark_indexed("run", [("http://h/a", "c")])  # pushed during the run
+    table.record(
+        "run", "http://h/a", Outcome(Event.GONE, 200, "duplicate", kind="duplicate", columns={"duplicate_of": "http://h/b"})
+    )
+    assert table.get("run", "http://h/a")["state"] == "removing"  # in Solr: it must still leave
+    assert Deltas(table.database).report("run", table.run_id) == {"duplicate": ["http://h/a"]}
+    table.hold_removals("run")  # the guard keeps it in Solr: the report says so
+    assert Deltas(table.database).report("run", table.run_id) == {"held": ["http://h/a"]}
