@@ -82,7 +82,10 @@ D9 "Same status" (rule 9) compares the oracle's outcome of the URL in the two cr
    what actually entered and left Solr around the crawl (the Solr check itself compares Solr with
    the oracle).
 D10 Rule 9's "crawl right after a Solr outage" is read as both the outage crawl (its run finished,
-   only Solr lagged) and the crawl after it; both are checked loosely. The crawl after it first
+   only Solr lagged) and the crawl after it; both are checked loosely. Which member of a duplicate
+   group the outage crawl chose (a canonical copy come back replaces the one indexed) is read from
+   the document table, as Solr is read otherwise: the next crawl pushes it first (seed 16, crawl
+   57, two processes). The crawl after it first
    pushes what the outage left pending, so its ``deleted`` may name any document the outage
    crawl allowed, a member of a lagging group too (seed 6, crawl 50: a page fetched after its
    holder's 410 was cached, pushed, then replaced by the holder come back).
@@ -695,14 +698,18 @@ class SourceOracle:
                 groups.append(Group(key, members, lag))
         return Expectation(required, groups, statuses, set(kept), html_changed)
 
-    def adopt(self, expectation: Expectation, actual: dict[str, Key] | None) -> None:
+    def adopt(self, expectation: Expectation, actual: dict[str, Key] | None, intended: set[str] | None = None) -> None:
         """The oracle's index after the crawl: what it required, and for each duplicate group the
-        member Solr holds (``actual``; None when Solr could not be read back: an outage)."""
+        member Solr holds (``actual``; None when Solr could not be read back: an outage). After an
+        outage, ``intended`` (when known) is the URLs the document table keeps in the index, which
+        the next crawl pushes: the member the crawler chose (D10)."""
         index = dict(expectation.required)
         statuses = dict(expectation.statuses)
         for group in expectation.groups:
             if actual is not None:
                 present = sorted(m for m in group.members if m in actual)
+            elif intended is not None:
+                present = sorted(m for m in group.members if m in intended)
             else:
                 present = sorted(m for m in group.members if m in self.index and self.index[m] == group.key)
                 if not present and not group.lag:
@@ -945,7 +952,7 @@ class Sequence:
 
         if event == "outage":
             check(after == before, "Solr changed during an outage", lambda: self.diff(before, after))
-            oracle.adopt(expectation, None)
+            oracle.adopt(expectation, None, self.intended(spec))
             # D10: what the outage crawl left pending is pushed at the start of the next one, and
             # may leave in it; with Solr unread, that is any document it allowed (a lagging
             # group's member too, which the oracle's index does not hold)
@@ -1042,6 +1049,22 @@ class Sequence:
             if expected.get(path) != actual.get(path):
                 lines.append(f"{path}: expected {expected.get(path)}, actual {actual.get(path)}")
         return "; ".join(lines)
+
+    def intended(self, spec: SourceSpec) -> set[str] | None:
+        """The paths the document table keeps in the index (pending or indexed): after an outage,
+        which member of a duplicate group the crawler chose, which Solr cannot tell yet. None when
+        the table cannot be read."""
+        with contextlib.suppress(Exception):
+            table = self.project.table()
+            try:
+                urls = [
+                    row["url"] for state in ("pending", "indexed") for row in table.rows(spec.name, state=state, limit=100_000)
+                ]
+            finally:
+                with contextlib.suppress(Exception):
+                    table.database.close()
+            return {path for path in map(self.path, urls) if path is not None}
+        return None
 
     def row(self, spec: SourceSpec, path: str) -> str:
         """The document table's row of the URL, for the engineers reading a mismatch."""
