@@ -39,15 +39,18 @@ from searchcrawl.store.models import FrontierState, documents
 
 logger = logging.getLogger(__name__)
 LASTING_DELTAS = (Delta.DELETED, Delta.HELD)  # what a later outcome of the same run (failed, excluded ...) does not hide
-# A URL that entered the index in a run stays new in that run's report: pushed to Solr during the
-# run (searchable then) and fetched again in it, it would otherwise read as changed or unchanged.
+# A URL that entered the index in a run (entered_run) stays new in that run's report: pushed to
+# Solr during the run (searchable then) and fetched again in it, or gone and back again, it would
+# otherwise read as changed or unchanged; leaving again, as deleted.
 ENTERED = Delta.NEW
 REFETCHED_DELTAS = (Delta.CHANGED, Delta.UNCHANGED, Delta.NOT_MODIFIED)
 
 
 IN_INDEX = (State.PENDING.value, State.INDEXED.value)
 LEFT_INDEX = (State.REMOVING.value, State.REMOVED.value)
-RUN_COLUMNS = frozenset({"run_id", "frontier", "lease_owner", "lease_expires", "request", "delta", "delta_run", "linked_run"})
+RUN_COLUMNS = frozenset(
+    {"run_id", "frontier", "lease_owner", "lease_expires", "request", "delta", "delta_run", "entered_run", "linked_run"}
+)
 ROW_KEY = ["source", "url_hash"]
 ORIGIN_COLUMNS = (
     "url",
@@ -167,7 +170,7 @@ class DocumentTable:
                 current.status,
                 current.failures or 0,
                 current.indexed_at is not None,
-                entered=self.run_id is not None and current.delta_run == self.run_id and current.delta == ENTERED,
+                entered=self.run_id is not None and current.entered_run == self.run_id,
             )
         )
         original = outcome.columns.get("duplicate_of") if self.run_id is not None and not self.test_mode else None
@@ -187,10 +190,12 @@ class DocumentTable:
             return None
         delta = change.delta
         if current is not None and self.run_id is not None and current.delta_run == self.run_id:
-            if current.delta in LASTING_DELTAS and delta not in (None, Delta.NEW, Delta.CHANGED):
+            if current.delta in LASTING_DELTAS and delta == ENTERED:
+                delta = Delta.CHANGED  # in the index when the run started, and again at its end
+            elif current.delta in LASTING_DELTAS and delta not in (None, Delta.CHANGED):
                 delta = None  # it left (or its removal was held) in this run: that is what the run reports
-            elif current.delta == ENTERED and delta in REFETCHED_DELTAS:
-                delta = None  # it entered the index in this run: still new, whatever was pushed meanwhile
+            elif row is not None and row.entered and delta in REFETCHED_DELTAS:
+                delta = ENTERED  # it entered the index in this run: new, whatever was pushed meanwhile
         values: dict[str, Any] = {
             "state": change.state.value,
             "status": change.status,
@@ -205,6 +210,8 @@ class DocumentTable:
             **self._finished(keep_request=outcome.event == Event.FAILED or outcome.columns.get("duplicate_of") is not None),
             **self._delta(delta),
         }
+        if delta == ENTERED:
+            values["entered_run"] = self.run_id
         if outcome.depth is not None:
             values["depth"] = outcome.depth
         if outcome.event in FETCHED_EVENTS and outcome.fetched:
@@ -251,6 +258,7 @@ class DocumentTable:
                 documents.c.indexed_at,
                 documents.c.delta,
                 documents.c.delta_run,
+                documents.c.entered_run,
             ).where(documents.c.source == bindparam("source"), documents.c.url_hash == bindparam("url_hash")),
         )
 
@@ -689,7 +697,7 @@ class DocumentTable:
     def hold_removals(self, source: str) -> int:
         """The mass-deletion guard refused this run's deletions: the ledger's HELD event, in bulk.
         They stay ``removing``; the delta report says ``held``, not ``deleted``. So does a URL of
-        this run that Solr holds and the guard keeps there though it should leave: one that
+        this run that Solr acknowledged and the guard keeps there though it should leave: one that
         entered the index in the run and left it again (no deletion, but still in Solr), or one
         held by an earlier run that was fetched again. One Solr refused keeps ``refused``."""
         if self.run_id is None:

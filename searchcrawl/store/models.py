@@ -70,6 +70,9 @@ documents = Table(
     Column("canonical_url", Text),
     Column("delta", String(20)),
     Column("delta_run", Integer),
+    # the run whose report says this URL entered the index (delta new): a searcher did not have
+    # it when that run started, so its leaving again in the run is no deletion
+    Column("entered_run", Integer),
     Column("linked_run", Integer),
     Column("fetched_with", String(10)),  # static or browser (rendered)
     Column("cached_by", String(40)),  # the document cache holding it (DocumentCache.id)
