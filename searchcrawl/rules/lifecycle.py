@@ -144,6 +144,10 @@ class Outcome:
     # whether the outcome comes from a fetch: not when a sitemap's lastmod spared the request
     # (an UNCHANGED recorded without one), which must keep the URL's last fetch time
     fetched: bool = True
+    # whether it ends the URL's part in the current run: not for a document a canonical copy
+    # replaced because its indexed content matched, which is still fetched in the run if it has
+    # not been yet (its content may have changed since, or it may be gone)
+    finishes: bool = True
 
 
 @dataclass(frozen=True)

@@ -207,7 +207,11 @@ class DocumentTable:
             # failed document of an incremental agent in the next (``failing``, which its listing
             # does not name), and an agent's document is nothing without its reference (fields,
             # token, content)
-            **self._finished(keep_request=outcome.event == Event.FAILED or outcome.columns.get("duplicate_of") is not None),
+            **(
+                self._finished(keep_request=outcome.event == Event.FAILED or outcome.columns.get("duplicate_of") is not None)
+                if outcome.finishes
+                else {}
+            ),
             **self._delta(delta),
         }
         if delta == ENTERED:

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from scrapy.crawler import Crawler
@@ -64,7 +65,11 @@ class ChangePipeline:
         if duplicate is not None:
             this = {"url": item.url, "canonical_url": item.canonical_url, "id": duplicate["first_seen_id"]}
             if original_of(this, duplicate) is this:  # this URL takes the place in the index
-                self.crawler.signals.send_catch_log(url_outcome, url=duplicate["url"], outcome=duplicate_of(item.url))
+                # The other leaves for it, compared by the content it was indexed with; not yet
+                # fetched in this run, it still is (its content may have changed, or it may be
+                # gone: the sequence test, seed 34, crawl 22, two processes)
+                replaced = replace(duplicate_of(item.url), fetched=False, finishes=False)
+                self.crawler.signals.send_catch_log(url_outcome, url=duplicate["url"], outcome=replaced)
                 logger.debug("Canonical copy replaces %s: %s", duplicate["url"], item.url)
             else:
                 raise NotIndexed(

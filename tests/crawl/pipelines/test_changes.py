@@ -152,3 +152,33 @@ def test_the_copy_discovered_first_is_kept_whatever_order_downloads_finish_in(cr
     first = item("http://h.test/first.html", "same")
     assert pipeline.process_item(first) is first
     assert [(url, outcome.status) for url, outcome in reported] == [("http://h.test/later.html", Status.DUPLICATE)]
+
+
+def test_a_document_a_canonical_copy_replaces_is_still_fetched_in_the_run(crawler_of) -> None:
+    """Found by the long sequence (seed 34, crawl 22, two processes): a canonical copy came to hold
+    the content another URL was indexed with, which was then marked its duplicate and finished in
+    the run before its own request: its page had changed (its new text stayed out of the index
+    for a crawl), or answered 404 (the next crawl listed it failed again). It leaves for the copy,
+    and its request, still queued, goes out."""
+    from searchcrawl.store.frontier import Entry, Frontier
+    from searchcrawl.store.runs import Runs
+
+    crawler = crawler_of()
+    pipeline = build_from_crawler(ChangePipeline, crawler)
+    table = state_of(crawler).table
+    table.run_id = Runs(table.database).start("unit").id
+    cached(crawler, "http://h.test/b.html", "same")
+    table.mark_indexed("unit", [("http://h.test/b.html", "same")])
+    fetched_before = table.get("unit", "http://h.test/b.html")["last_fetched"]
+    frontier = Frontier(table.database, "unit", table.run_id, "node:1")
+    frontier.add([Entry("http://h.test/b.html", 1)], again=True)  # the maintenance crawl queued it
+    canonical = item("http://h.test/canonical.html", "same", canonical_url="http://h.test/canonical.html")
+    assert pipeline.process_item(canonical) is canonical
+    row = table.get("unit", "http://h.test/b.html")
+    assert (row["state"], row["duplicate_of"]) == ("removing", "http://h.test/canonical.html")
+    assert (row["frontier"], row["last_fetched"]) == ("queued", fetched_before)  # still to be fetched, not fetched
+    assert [entry.url for entry in frontier.lease(5)] == ["http://h.test/b.html"]
+    # fetched: its page changed, and its new content enters the index
+    cached(crawler, "http://h.test/b.html", "new")
+    row = table.get("unit", "http://h.test/b.html")
+    assert (row["state"], row["duplicate_of"], row["checksum"]) == ("pending", None, "new")
