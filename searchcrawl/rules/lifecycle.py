@@ -158,9 +158,9 @@ class Row:
     status: int | None = None
     failures: int = 0
     in_solr: bool = False  # Solr acknowledged a version of it (indexed_at is set)
-    # it entered the index in the current run (its delta there is ``new``): a searcher never saw it
-    # before the run, so its leaving again in the run is no deletion (Solr may hold it meanwhile:
-    # a push during the run)
+    # it entered the index in the current run (the table's ``entered_run``): a searcher never saw
+    # it before the run, so its leaving again in the run is no deletion (Solr may hold it
+    # meanwhile: a push during the run)
     entered: bool = False
 
 
