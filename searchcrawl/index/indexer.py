@@ -502,6 +502,33 @@ def push_with_retries(
     return total
 
 
+def cursor_pages(index: SolrIndex, filters: list[str], fields: str, rows: int) -> Iterator[list[dict[str, Any]]]:
+    """The documents matching ``filters`` (with ``fields``), a page of ``rows`` at a time in id
+    order, read with a cursorMark: documents deleted or added meanwhile (the caller deleting what
+    it read) make it skip nothing it had not read yet. Raises IndexingError when Solr fails."""
+    cursor = "*"
+    while True:
+        page = index.search("*:*", fq=filters, fl=fields, sort="id asc", rows=rows, cursorMark=cursor)
+        documents = list(page.docs)
+        if documents:
+            yield documents
+        cursor, previous = page.nextCursorMark, cursor
+        if not documents or cursor is None or cursor == previous:
+            return
+
+
+def found_documents(index: SolrIndex, source: str, rows: int = 1000) -> Iterator[list[tuple[str, str | None, str | None]]]:
+    """What Solr holds of ``source`` (its ``source`` field), a page at a time, as (url, display
+    URL, checksum): what a new document table takes over (DocumentTable.record_found). Documents
+    without a URL (not written by searchcrawl) are left out."""
+    for page in cursor_pages(index, [f"{{!term f=source}}{source}"], "id,url,display_url,checksum", rows):
+        found = [
+            (document["url"], document.get("display_url"), document.get("checksum")) for document in page if document.get("url")
+        ]
+        if found:
+            yield found
+
+
 def migrate_ids(
     index: SolrIndex,
     source: str,
@@ -530,31 +557,24 @@ def migrate_ids(
     filters = [f"{{!term f=source}}{source}", f"-id:{escape_query(solr_id(source, ''))}*"]
     targets = index.copy_field_targets()
     migrated = 0
-    cursor = "*"
-    while True:
-        page = index.search("*:*", fq=filters, fl="*", sort="id asc", rows=max_docs, cursorMark=cursor)
-        old = list(page.docs)
-        if old:
-            renamed = []
-            urls = [document.get("url") or document["id"] for document in old]
-            owners = holders(urls) if holders is not None else {url: {source} for url in urls}
-            for url, document in zip(urls, old, strict=False):
-                fields = {
-                    name: value
-                    for name, value in document.items()
-                    if name != "_version_" and not any(fnmatch.fnmatchcase(name, target) for target in targets)
-                }
-                for holder in sorted(owners.get(url, ())):
-                    copy = {**fields, "id": solr_id(holder, url), "source": holder}
-                    renamed.append((copy, len(json.dumps(copy, ensure_ascii=False).encode("utf-8"))))
-            for batch in batches(renamed, max_docs, max_bytes):
-                index.add_new(batch)
-            index.delete([document["id"] for document in old])
-            migrated += len(old)
-            logger.debug("Migrated %d Solr documents of %s to per-source ids", len(old), source)
-        cursor, previous = page.nextCursorMark, cursor
-        if not old or cursor is None or cursor == previous:
-            break
+    for old in cursor_pages(index, filters, "*", max_docs):
+        renamed = []
+        urls = [document.get("url") or document["id"] for document in old]
+        owners = holders(urls) if holders is not None else {url: {source} for url in urls}
+        for url, document in zip(urls, old, strict=False):
+            fields = {
+                name: value
+                for name, value in document.items()
+                if name != "_version_" and not any(fnmatch.fnmatchcase(name, target) for target in targets)
+            }
+            for holder in sorted(owners.get(url, ())):
+                copy = {**fields, "id": solr_id(holder, url), "source": holder}
+                renamed.append((copy, len(json.dumps(copy, ensure_ascii=False).encode("utf-8"))))
+        for batch in batches(renamed, max_docs, max_bytes):
+            index.add_new(batch)
+        index.delete([document["id"] for document in old])
+        migrated += len(old)
+        logger.debug("Migrated %d Solr documents of %s to per-source ids", len(old), source)
     if migrated:
         index.commit()  # searchable now, and a second run at once finds nothing left to do
     return migrated

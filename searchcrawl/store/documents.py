@@ -52,6 +52,7 @@ RUN_COLUMNS = frozenset(
     {"run_id", "frontier", "lease_owner", "lease_expires", "request", "delta", "delta_run", "entered_run", "linked_run"}
 )
 ROW_KEY = ["source", "url_hash"]
+FOUND_REASON = "in Solr when the document table knew nothing of the source; taken over"
 ORIGIN_COLUMNS = (
     "url",
     "state",
@@ -431,7 +432,13 @@ class DocumentTable:
             for start in range(0, len(queue), 500):
                 connection.execute(
                     update(documents)
-                    .where(documents.c.id.in_(queue[start : start + 500]))
+                    .where(
+                        documents.c.id.in_(queue[start : start + 500]),
+                        # a node that joined the run meanwhile (a fleet's, processes = N) may have
+                        # queued, leased or fetched it in this run: it keeps its place, and its
+                        # fetch is not repeated
+                        or_(documents.c.run_id.is_(None), documents.c.run_id != self.run_id),
+                    )
                     # request data of an earlier run (a redirect chain, a render) does not carry over
                     .values(run_id=self.run_id, frontier=FrontierState.QUEUED, lease_owner=None, lease_expires=None, request=None)
                 )
@@ -556,6 +563,35 @@ class DocumentTable:
             return connection.execute(
                 select(func.count()).where(documents.c.source == source, documents.c.state.in_([*IN_INDEX, State.REMOVING.value]))
             ).scalar_one()
+
+    def knows(self, source: str) -> bool:
+        """Whether the table holds any row of ``source``."""
+        with self.engine.connect() as connection:
+            return connection.execute(select(documents.c.id).where(documents.c.source == source).limit(1)).first() is not None
+
+    def record_found(self, source: str, rows: Sequence[tuple[str, str | None, str | None]]) -> None:
+        """Documents Solr holds under ``source`` while the table knows nothing of it, as (url,
+        display URL, checksum): each gets a row, ``indexed`` with Solr's checksum (event
+        ``found``), which the next maintenance plan queues like any known URL. A URL the table
+        knows keeps its row."""
+        when = now()
+        inserted = []
+        for url, display_url, checksum in rows:
+            change = decide(None, Outcome(Event.FOUND, int(Status.OK), FOUND_REASON))
+            inserted.append(
+                {
+                    "source": source,
+                    "url": url,
+                    "display_url": display_url or url,
+                    "state": change.state.value,
+                    "status": change.status,
+                    "reason": change.reason,
+                    "checksum": checksum,
+                    "first_seen": when,
+                    "indexed_at": when,
+                }
+            )
+        self._insert_new(inserted)
 
     def record_excluded(self, source: str, rows: Sequence[tuple[str, int, int, str]]) -> None:
         """URLs a rule kept out when a page linked to them, as (url, status, depth, reason). Only

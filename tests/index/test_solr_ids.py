@@ -12,7 +12,7 @@ import pysolr
 from searchcrawl.commands.search import format_hits, search
 from searchcrawl.content.extract import solr_document, solr_id
 from searchcrawl.index.cache import DocumentCache
-from searchcrawl.index.indexer import SolrIndex, migrate_ids, push_pending
+from searchcrawl.index.indexer import SolrIndex, found_documents, migrate_ids, push_pending
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
 from tests.conftest import solr_docs
@@ -155,3 +155,24 @@ def test_documents_cached_by_the_earlier_version_are_pushed_with_their_new_id(tm
     result = push_pending(source, table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6)
     assert (result.indexed, result.error) == (1, None)
     assert [(doc["id"], doc["title"]) for doc in solr_docs(solr, source)] == [(solr_id(source, url), "cached before")]
+
+
+def test_found_documents_lists_what_solr_holds_of_a_source_page_by_page(solr_url: str, solr: pysolr.Solr) -> None:
+    """What a new document table takes over (tests/e2e/test_maintenance.py): the source's
+    documents, old ids too, a cursor page at a time; other sources' and URL-less ones are not."""
+    source = unique("found")
+    ours = [
+        {"id": solr_id(source, f"http://f.test/{i}"), "url": f"http://f.test/{i}", "source": source, "checksum": f"c{i}"}
+        for i in range(5)
+    ]
+    ours[0]["display_url"] = "http://shown.test/0"
+    old = old_documents(source, 2)
+    solr.add([*ours, *old, *old_documents(unique("found-other"), 2), {"id": f"{source}!no-url", "source": source}])
+    solr.commit()
+    pages = list(found_documents(SolrIndex(solr_url), source, rows=3))
+    assert len(pages) == 3 and sum(map(len, pages)) == 7  # 8 documents of the source, one without a URL
+    found = {url: (shown, checksum) for page in pages for url, shown, checksum in page}
+    assert found == {
+        **{doc["url"]: (doc.get("display_url"), doc["checksum"]) for doc in ours},
+        **{doc["url"]: (doc.get("display_url"), doc.get("checksum")) for doc in old},
+    }
