@@ -16,7 +16,9 @@ The rules (README, "A URL's life"):
   not hold is harmless.
 - A transient failure of an indexed URL keeps it in the index and counts; anything else resets
   the count.
-- Solr's acknowledgement moves ``pending`` to ``indexed``, and only that.
+- Solr's acknowledgement moves ``pending`` to ``indexed``, and only that. A document Solr holds
+  under the source when the table knows nothing of the source (``found``: a new table over an
+  existing index) starts ``indexed``, with the checksum Solr keeps, and is news to nobody.
 - The delta report says what changed for a searcher: ``new`` (enters the index), ``changed``,
   ``deleted`` (leaves it; the reason says why), ``held`` (the mass-deletion guard kept it),
   ``refused`` (Solr refused it), and for URLs outside the index only a *change* of state or
@@ -60,6 +62,9 @@ class Event(StrEnum):
     REFUSED = "refused"  # Solr refused the document
     REMOVED = "removed"  # Solr acknowledged its deletion
     HELD = "held"  # the mass-deletion guard refused its deletion in this run
+    # Solr holds it under the source and the table knew nothing of the source (a new document
+    # table over an existing index): it is taken over as indexed, and checked like any other
+    FOUND = "found"
 
 
 class Delta(StrEnum):
@@ -108,6 +113,7 @@ def _transitions() -> dict[tuple[State | None, Event], State]:
     table[State.PENDING, Event.REFUSED] = State.REMOVING
     table[State.REMOVING, Event.REMOVED] = State.REMOVED
     table[State.REMOVING, Event.HELD] = State.REMOVING
+    table[None, Event.FOUND] = State.INDEXED
     return table
 
 
@@ -203,7 +209,7 @@ def decide(row: Row | None, outcome: Outcome, max_failures: int = 3) -> Change:
     leaves = row.state in IN_INDEX and state == State.REMOVING
     if event == Event.CACHED:
         delta = Delta.CHANGED if searchable else Delta.NEW
-    elif event in (Event.INDEXED, Event.REMOVED):
+    elif event in (Event.INDEXED, Event.REMOVED, Event.FOUND):
         delta = None
     elif event in (Event.HELD, Event.REFUSED, Event.UNCHANGED):
         delta = kind

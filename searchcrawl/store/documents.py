@@ -428,9 +428,10 @@ class DocumentTable:
                 if fetched is not None and fetched >= since:
                     continue
             queue.append(row.id)
+        queued = 0
         with self.engine.begin() as connection:
             for start in range(0, len(queue), 500):
-                connection.execute(
+                queued += connection.execute(
                     update(documents)
                     .where(
                         documents.c.id.in_(queue[start : start + 500]),
@@ -441,8 +442,8 @@ class DocumentTable:
                     )
                     # request data of an earlier run (a redirect chain, a render) does not carry over
                     .values(run_id=self.run_id, frontier=FrontierState.QUEUED, lease_owner=None, lease_expires=None, request=None)
-                )
-        return len(queue), excluded
+                ).rowcount
+        return queued, excluded
 
     def _redirect_now(self, origin: dict[str, Any], target: str) -> str:
         """Whether ``origin`` redirects to ``target`` as of this run: ``stands`` (its last answer

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 import uuid
 from pathlib import Path
@@ -232,3 +233,41 @@ def test_orphans_are_kept_or_deleted(project, serve, tmp_path, solr) -> None:
     assert set(versions(solr, name)) == {site.url + p for p in ("index.html", "a.html", "b.html")}
     row = project.table().get(name, site.url + "c.html")
     assert (row["state"], row["status"], row["reason"]) == ("removed", Status.ORPHAN, "no longer linked")
+
+
+def test_a_new_document_table_takes_over_what_solr_holds_of_its_source(project, site, solr) -> None:
+    """The data directory lost (a new machine, a container without its volume, SQLite swapped for
+    PostgreSQL): the next crawl starts from an empty document table over an index that holds the
+    source's documents. It takes them over from Solr, so that a page deleted from the site since
+    leaves the index (it would otherwise stay there for good: no row, no recheck), and the delta
+    report says what changed, not that every page is new. Unchanged pages are not pushed again."""
+    root: Path = site.root_dir
+    name = f"adopt-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    assert project.scrapy("crawl", name).returncode == 0
+    before = versions(solr, name)
+    assert len(before) == 31
+    shutil.rmtree(project.data_dir)
+    url = lambda path: site.url + path.lstrip("/")  # noqa: E731
+    write(root / "plain" / "p0.html", page("plain 0", "changed plain text"))
+    (root / "plain" / "p1.html").unlink()
+
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Took over 31 documents of {name} that Solr holds and the document table did not know" in result.stderr
+    after = versions(solr, name)
+    assert set(after) == set(before) - {url("/plain/p1.html")}
+    assert {u for u in after if after[u] != before[u]} == {url("/plain/p0.html")}  # the rest was not pushed again
+    delta = report(project, name)
+    assert delta["mode"] == "maintenance", delta
+    counts = delta["counts"]
+    assert (counts["new"], counts["changed"], counts["deleted"]) == (0, 1, 1), delta
+    assert counts["unchanged"] + counts["not_modified"] == 29
+    assert set(delta["urls"]["deleted"]) == {url("/plain/p1.html")}
+
+    # Once the table knows the source, Solr is not read again: a document added to the index by
+    # hand under the source is not taken over by the next crawl.
+    solr.add([{"id": f"{name}!{url('/plain/by-hand.html')}", "url": url("/plain/by-hand.html"), "source": name}])
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0 and "Took over" not in result.stderr
+    assert project.table().get(name, url("/plain/by-hand.html")) is None

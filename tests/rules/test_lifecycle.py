@@ -42,6 +42,7 @@ EXPECTED.update(
         (State.PENDING, Event.REFUSED): State.REMOVING,
         (State.REMOVING, Event.REMOVED): State.REMOVED,
         (State.REMOVING, Event.HELD): State.REMOVING,
+        (None, Event.FOUND): State.INDEXED,  # a document Solr holds, taken over by a new table
     }
 )
 
@@ -65,6 +66,14 @@ def test_every_pair_of_state_and_event(state: State | None, event: Event) -> Non
         assert change.failures == 1
     elif event not in (Event.INDEXED, Event.REMOVED, Event.HELD):
         assert change.failures == 0  # anything but a failure resets the count
+
+
+def test_a_document_found_in_solr_is_indexed_and_news_to_nobody() -> None:
+    change = decide(None, Outcome(Event.FOUND, 200, "in Solr when the table was new"))
+    assert (change.state, change.delta, change.leaves_index) == (State.INDEXED, None, False)
+    for state in State:  # only a URL the table does not know is taken over
+        with pytest.raises(TransitionRefused):
+            decide(Row(state), Outcome(Event.FOUND, 200))
 
 
 def test_a_failing_document_stays_until_max_failures_then_leaves() -> None:

@@ -316,6 +316,51 @@ def test_a_duplicate_fetched_again_in_its_run_keeps_its_request_data(tmp_path) -
     assert row is not None and row["request"] is None  # finished otherwise: the data goes
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_documents_found_in_solr_become_indexed_rows_and_known_rows_stay(backend: str, tmp_path, request) -> None:
+    url = f"sqlite:///{tmp_path / 'f.sqlite3'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    table = DocumentTable(Database(url))
+    source = f"found-{backend}-{tmp_path.name}"
+    assert not table.knows(source)
+    table.record(source, "http://h/known", Outcome(Event.GONE, 404, "HTTP 404"))
+    assert table.knows(source) and not table.knows(f"{source}-other")
+    table.record_found(
+        source, [("http://h/a", "http://h/shown-a", "sum-a"), ("http://h/b", None, None), ("http://h/known", None, "x")]
+    )
+    a, b, known = (table.get(source, f"http://h/{name}") for name in ("a", "b", "known"))
+    assert a is not None and b is not None and known is not None
+    assert (a["state"], a["status"], a["checksum"], a["display_url"], a["delta"]) == (
+        "indexed",
+        200,
+        "sum-a",
+        "http://h/shown-a",
+        None,
+    )
+    assert a["indexed_at"] is not None and a["last_fetched"] is None  # in Solr; never fetched into this table
+    assert (b["state"], b["checksum"], b["display_url"]) == ("indexed", None, "http://h/b")
+    assert (known["state"], known["status"], known["checksum"]) == ("fetched", 404, None)  # the table's word stands
+
+
+def test_the_maintenance_plan_leaves_what_a_node_that_joined_did_in_the_run(tmp_path) -> None:
+    """Found by tests/e2e/test_scale_out.py once the run's first node read Solr before planning
+    (CrawlState.take_over_index): a node that joined meanwhile had fetched the seed, and the plan,
+    queuing every known URL, queued it again: fetched twice in one run."""
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'p.sqlite3'}"))
+    source = "plan"
+    a, b = "http://h/a", "http://h/b"
+    table.run_id = Runs(table.database).start(source).id
+    for url in (a, b):
+        table.record(source, url, Outcome(Event.CACHED, 200, columns={"checksum": url}))
+    table.mark_indexed(source, [(a, a), (b, b)])
+    table.run_id += 1  # the next run: another node joins and fetches a before the plan is made
+    frontier = Frontier(table.database, source, table.run_id, "joined")
+    frontier.add([Entry(a, 0, {})])
+    assert [entry.url for entry in frontier.lease(5)] == [a]
+    table.record(source, a, Outcome(Event.UNCHANGED, 912, "same content as indexed"))
+    assert table.plan_maintenance(source, lambda url, depth: None) == (1, 0)
+    assert [table.get(source, url)["frontier"] for url in (a, b)] == ["done", "queued"]  # type: ignore[index]
+
+
 LEASER = """
 import sys
 from searchcrawl.store import Database

@@ -41,7 +41,7 @@ from searchcrawl.content.convert import Converter, DocumentConverter, TikaConver
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import CONNECTION_REFUSALS
 from searchcrawl.index.cache import DocumentCache
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.indexer import IndexingError, SolrIndex, found_documents
 from searchcrawl.ops.local_fleet import shared_crawl
 from searchcrawl.rules.boundary import Boundary, ScopeDecision
 from searchcrawl.rules.display_urls import DisplayUrls
@@ -369,6 +369,8 @@ class CrawlState:
         if reasons and not self.forced:
             logger.info("Forced recrawl of %s: %s", source, "; ".join(reasons))
             self.forced = True
+        if self.agent is None and not self.test_mode:
+            self.take_over_index()
         days = self.source.settings.recheck_gone_days
         if self.agent is not None:  # its listing names what is crawled, known or not (agent_spider.py)
             known, excluded = self.table.count_in_index(source), 0
@@ -387,6 +389,38 @@ class CrawlState:
             logger.info("%d known URLs of %s are outside the source's rules now; they leave the index", excluded, source)
         if known and self.agent is None:
             logger.info("%s crawl of %s: %d known URLs queued with the seeds", self.mode.title(), source, known)
+
+    def take_over_index(self) -> None:
+        """A new run of a source the document table knows nothing of (blocking). Its data
+        directory may be lost or new (another machine, a container without its volume, SQLite
+        swapped for PostgreSQL) while Solr still holds the source's documents: with no row, a page
+        deleted from the site since would stay in the index for good, and the delta report would
+        call every page new. What Solr holds of the source is taken over (``found``: indexed, with
+        the checksum Solr keeps), and the maintenance plan queues it like any known URL: a page
+        gone leaves, one unchanged is not pushed again. Solr unreadable: the crawl goes on as a
+        first crawl, and says what it could not take over."""
+        source = self.source.name
+        if self.table.knows(source):
+            return
+        found = 0
+        try:
+            for page in found_documents(self.index, source):
+                self.table.record_found(source, page)
+                found += len(page)
+        except IndexingError as exc:
+            logger.warning(
+                "Could not read what Solr holds of %s (%s): %d of its documents taken over; those this crawl "
+                "does not find again stay in Solr (the document table knows the source now)",
+                source,
+                exc,
+                found,
+            )
+        if found:
+            logger.info(
+                "Took over %d documents of %s that Solr holds and the document table did not know: this crawl checks them",
+                found,
+                source,
+            )
 
     def rule_excluding(self, url: str, depth: int) -> tuple[int, str] | None:
         """(status, rule) when the source's rules keep ``url`` out now (the URL rewriter, the
