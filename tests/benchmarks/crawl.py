@@ -65,7 +65,15 @@ from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex, push_pending
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
-from tests.benchmarks.measure import as_installed, compile_searchcrawl, jvm_cpu, process_tree_cpu, run_measured, solr_updates
+from tests.benchmarks.measure import (
+    as_installed,
+    compile_searchcrawl,
+    forget_source,
+    jvm_cpu,
+    process_tree_cpu,
+    run_measured,
+    solr_updates,
+)
 from tests.benchmarks.real_sites import SITES, RealSite
 from tests.benchmarks.stages import profile_file, scaled_to
 from tests.benchmarks.synthetic import Nginx, SyntheticSite, nginx, page_path
@@ -196,12 +204,15 @@ class Bench:
         )
 
     def crawl(self, label: str) -> dict[str, Any]:
+        if label == "b":  # a first crawl: Solr holds nothing of the source either
+            forget_source(self.solr_url, self.source)
         return self.measure(label, self.crawl_command, ROOT, self.env)
 
     def processes(self, count: int) -> dict[str, Any]:
         """Phase n: the full pipeline again, from an empty data folder, as one crawl of ``count``
         local processes (source key ``processes``; the SQLite document table shared)."""
         env = dict(self.env, SEARCHCRAWL_DATA_DIR=str(self.work / "processes-data"))
+        forget_source(self.solr_url, self.source)
         result = self.measure("n", [*self.crawl_command, "-s", f"SEARCHCRAWL_PROCESSES={count}"], ROOT, env)
         result["processes"] = count
         return result
@@ -213,6 +224,7 @@ class Bench:
         if not spy.exists():
             raise SystemExit(f"{spy} is missing: pip install py-spy (the bench extra)")
         env = dict(self.env, SEARCHCRAWL_DATA_DIR=str(self.work / "profile-data"))
+        forget_source(self.solr_url, self.source)
         spied = [str(spy), "record", "--format", "raw", "--rate", str(PROFILE_RATE), "--subprocesses", "--nonblocking"]
         result = self.measure("p", [*spied, "-o", str(stacks), "--", *self.crawl_command], ROOT, env)
         # py-spy does not wait for the crawl (it watches it end): the runner's rusage holds py-spy alone

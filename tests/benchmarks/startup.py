@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from searchcrawl.dev.solr_runner import DevSolr, free_port
-from tests.benchmarks.measure import as_installed, compile_searchcrawl, run_measured
+from tests.benchmarks.measure import as_installed, compile_searchcrawl, forget_source, run_measured
 from tests.conftest import ROOT
 
 PAGE = (
@@ -105,9 +105,7 @@ class Startup:
         }
 
     def first(self, number: int) -> dict[str, float]:
-        data = self.work / f"data-first-{number}"
-        shutil.rmtree(data, ignore_errors=True)
-        return self.measure(self.crawl_args(), ROOT, self.env(data))
+        return self.measure(self.crawl_args(), ROOT, self.env(self._new_data(f"data-first-{number}")))
 
     def repeated(self) -> dict[str, float]:
         return self.measure(self.crawl_args(), ROOT, self.env(self.work / "data-repeated"))
@@ -151,7 +149,10 @@ class Startup:
         self._profile(out, "first-", lambda: self._new_data("data-profiled-first"))
 
     def _new_data(self, name: str) -> Path:
+        """An empty data folder for a first crawl, and a Solr that holds nothing of the source
+        either (else the new document table takes over what it holds: a maintenance crawl)."""
         shutil.rmtree(self.work / name, ignore_errors=True)
+        forget_source(self.solr_url, "onepage")
         return self.work / name
 
     def _profile(self, out: Path, prefix: str, data: Callable[[], Path]) -> None:
