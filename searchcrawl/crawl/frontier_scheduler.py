@@ -125,6 +125,7 @@ class FrontierScheduler(BaseScheduler):
         source = self.context.source.name
         runs = Runs(self.context.table.database)
         fresh = str(getattr(spider, "fresh", "")).lower() in ("1", "true", "yes")
+        self.context.take_over_index()
         try:
             self.run = runs.start(
                 source,

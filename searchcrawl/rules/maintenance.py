@@ -6,21 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-VALIDATORS = {"date": "last_modified", "etag": "etag"}  # a modified_when signal: the row's column
-
 
 def has_changed(
     previous: dict[str, Any], last_modified: str | None, etag: str | None, checksum: str, signals: Iterable[str]
 ) -> tuple[bool, str]:
     """Compare a fetched document with what is indexed, on the configured signals (any differs:
-    changed). A signal the server does not send (no Last-Modified, no ETag) never differs. A
-    validator ``previous`` does not have (no key: a document taken over from Solr, whose
-    validators were never recorded) is not compared: the checksum is, in its place."""
+    changed). A signal the server does not send (no Last-Modified, no ETag) never differs."""
     reasons = []
     signals = set(signals)
-    unknown = {signal for signal, key in VALIDATORS.items() if signal in signals and key not in previous}
-    if unknown:
-        signals = (signals - unknown) | {"checksum"}
     if "date" in signals and (previous.get("last_modified") or last_modified) and previous.get("last_modified") != last_modified:
         reasons.append("Last-Modified")
     if "etag" in signals and (previous.get("etag") or etag) and previous.get("etag") != etag:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -570,29 +570,38 @@ class DocumentTable:
         with self.engine.connect() as connection:
             return connection.execute(select(documents.c.id).where(documents.c.source == source).limit(1)).first() is not None
 
-    def record_found(self, source: str, rows: Sequence[tuple[str, str | None, str | None]]) -> None:
-        """Documents Solr holds under ``source`` while the table knows nothing of it, as (url,
-        display URL, checksum): each gets a row, ``indexed`` with Solr's checksum (event
-        ``found``), which the next maintenance plan queues like any known URL. A URL the table
-        knows keeps its row."""
-        when = now()
-        inserted = []
-        for url, display_url, checksum in rows:
-            change = decide(None, Outcome(Event.FOUND, int(Status.OK), FOUND_REASON))
-            inserted.append(
-                {
-                    "source": source,
-                    "url": url,
-                    "display_url": display_url or url,
-                    "state": change.state.value,
-                    "status": change.status,
-                    "reason": change.reason,
-                    "checksum": checksum,
-                    "first_seen": when,
-                    "indexed_at": when,
-                }
-            )
-        self._insert_new(inserted)
+    def record_found(self, source: str, pages: Iterable[Sequence[tuple[str, str | None, str | None]]]) -> int:
+        """Documents Solr holds under ``source`` while the table knows nothing of it, a page at a
+        time as (url, display URL, checksum): each gets a row, ``indexed`` with Solr's checksum
+        (event ``found``), which the next maintenance plan queues like any known URL. A URL the
+        table knows keeps its row. One transaction: another process finds the source unknown
+        until every page is in (it waits on the rows, or the lock), and a take-over cut short
+        (Solr failing, a kill) leaves nothing, to be done again. Returns how many were read."""
+        statement = self._statement("insert_new", lambda: self.insert(documents).on_conflict_do_nothing(index_elements=ROW_KEY))
+        found = 0
+        with self.engine.begin() as connection:
+            for page in pages:
+                when = now()
+                rows = []
+                for url, display_url, checksum in page:
+                    change = decide(None, Outcome(Event.FOUND, int(Status.OK), FOUND_REASON))
+                    rows.append(
+                        {
+                            "source": source,
+                            "url": url,
+                            "display_url": display_url or url,
+                            "state": change.state.value,
+                            "status": change.status,
+                            "reason": change.reason,
+                            "checksum": checksum,
+                            "first_seen": when,
+                            "indexed_at": when,
+                        }
+                    )
+                if rows:
+                    connection.execute(statement, [keyed(row) for row in rows])
+                found += len(rows)
+        return found
 
     def record_excluded(self, source: str, rows: Sequence[tuple[str, int, int, str]]) -> None:
         """URLs a rule kept out when a page linked to them, as (url, status, depth, reason). Only

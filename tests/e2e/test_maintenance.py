@@ -240,7 +240,8 @@ def test_a_new_document_table_takes_over_what_solr_holds_of_its_source(project, 
     PostgreSQL): the next crawl starts from an empty document table over an index that holds the
     source's documents. It takes them over from Solr, so that a page deleted from the site since
     leaves the index (it would otherwise stay there for good: no row, no recheck), and the delta
-    report says what changed, not that every page is new. Unchanged pages are not pushed again."""
+    report says what changed, not that every page is new. What made the documents in Solr is
+    unknown, so that crawl indexes them again (a forced recrawl); the next one is as usual."""
     root: Path = site.root_dir
     name = f"adopt-{uuid.uuid4().hex[:8]}"
     project.source(name, f'seeds = ["{site.url}index.html"]\n')
@@ -254,20 +255,38 @@ def test_a_new_document_table_takes_over_what_solr_holds_of_its_source(project, 
 
     result = project.scrapy("crawl", name)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert f"Took over 31 documents of {name} that Solr holds and the document table did not know" in result.stderr
+    assert f"Forced recrawl of {name}: the document table knew nothing of it; took over the 31 documents" in result.stderr
     after = versions(solr, name)
     assert set(after) == set(before) - {url("/plain/p1.html")}
-    assert {u for u in after if after[u] != before[u]} == {url("/plain/p0.html")}  # the rest was not pushed again
     delta = report(project, name)
-    assert delta["mode"] == "maintenance", delta
+    assert delta["mode"] == "forced", delta
     counts = delta["counts"]
-    assert (counts["new"], counts["changed"], counts["deleted"]) == (0, 1, 1), delta
-    assert counts["unchanged"] + counts["not_modified"] == 29
+    assert (counts["new"], counts["changed"], counts["deleted"]) == (0, 30, 1), delta
     assert set(delta["urls"]["deleted"]) == {url("/plain/p1.html")}
 
-    # Once the table knows the source, Solr is not read again: a document added to the index by
-    # hand under the source is not taken over by the next crawl.
+    # The next crawl is a maintenance crawl as any other: nothing changed, nothing pushed; and
+    # Solr is not read again: a document added to it by hand under the source is not taken over.
     solr.add([{"id": f"{name}!{url('/plain/by-hand.html')}", "url": url("/plain/by-hand.html"), "source": name}])
+    steady = versions(solr, name)
     result = project.scrapy("crawl", name)
-    assert result.returncode == 0 and "Took over" not in result.stderr
+    assert result.returncode == 0 and "took over" not in result.stderr, result.stderr[-3000:]
+    assert versions(solr, name) == steady
+    delta = report(project, name)
+    assert delta["mode"] == "maintenance" and (delta["counts"]["new"], delta["counts"]["changed"]) == (0, 0), delta
     assert project.table().get(name, url("/plain/by-hand.html")) is None
+
+
+def test_a_test_mode_crawl_over_a_new_table_takes_over_too(project, site, solr) -> None:
+    """A test-mode crawl of a source the table does not know takes over what Solr holds (it
+    reports what a crawl would do), and changes nothing in Solr."""
+    name = f"adopt-test-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    assert project.scrapy("crawl", name).returncode == 0
+    before = versions(solr, name)
+    shutil.rmtree(project.data_dir)
+    (site.root_dir / "plain" / "p1.html").unlink()
+    result = project.scrapy("crawl", name, "-a", "test_mode=1")
+    assert result.returncode == 0 and "took over the 31 documents" in result.stderr, result.stderr[-3000:]
+    assert versions(solr, name) == before
+    delta = report(project, name)
+    assert delta["mode"] == "test" and delta["counts"]["new"] == 0 and delta["counts"]["deleted"] == 1, delta

@@ -20,11 +20,3 @@ def test_a_validator_the_server_starts_or_stops_sending_is_a_change() -> None:
     assert has_changed({"checksum": "c", "last_modified": None, "etag": None}, DATE, None, "c", ALL)[0]
     assert has_changed({"checksum": "c", "last_modified": DATE, "etag": None}, None, None, "c", ALL)[0]
     assert not has_changed({"checksum": "c", "last_modified": None, "etag": None}, None, None, "c", ALL)[0]
-
-
-def test_validators_never_recorded_are_replaced_by_the_checksum() -> None:
-    """A document taken over from Solr: its checksum is Solr's, its validators unknown."""
-    found = {"checksum": "c"}
-    assert has_changed(found, DATE, '"e"', "c", ALL) == (False, "same checksum")
-    assert has_changed(found, DATE, '"e"', "c", ("date",)) == (False, "same checksum")  # the date alone cannot tell
-    assert has_changed(found, DATE, '"e"', "other", ("date", "etag")) == (True, "checksum")

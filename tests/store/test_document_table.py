@@ -324,9 +324,8 @@ def test_documents_found_in_solr_become_indexed_rows_and_known_rows_stay(backend
     assert not table.knows(source)
     table.record(source, "http://h/known", Outcome(Event.GONE, 404, "HTTP 404"))
     assert table.knows(source) and not table.knows(f"{source}-other")
-    table.record_found(
-        source, [("http://h/a", "http://h/shown-a", "sum-a"), ("http://h/b", None, None), ("http://h/known", None, "x")]
-    )
+    pages = [[("http://h/a", "http://h/shown-a", "sum-a"), ("http://h/b", None, None)], [("http://h/known", None, "x")]]
+    assert table.record_found(source, iter(pages)) == 3  # read; the known URL keeps its row
     a, b, known = (table.get(source, f"http://h/{name}") for name in ("a", "b", "known"))
     assert a is not None and b is not None and known is not None
     assert (a["state"], a["status"], a["checksum"], a["display_url"], a["delta"]) == (

@@ -369,8 +369,6 @@ class CrawlState:
         if reasons and not self.forced:
             logger.info("Forced recrawl of %s: %s", source, "; ".join(reasons))
             self.forced = True
-        if self.agent is None and not self.test_mode:
-            self.take_over_index()
         days = self.source.settings.recheck_gone_days
         if self.agent is not None:  # its listing names what is crawled, known or not (agent_spider.py)
             known, excluded = self.table.count_in_index(source), 0
@@ -391,35 +389,37 @@ class CrawlState:
             logger.info("%s crawl of %s: %d known URLs queued with the seeds", self.mode.title(), source, known)
 
     def take_over_index(self) -> None:
-        """A new run of a source the document table knows nothing of (blocking). Its data
+        """Before a run starts (blocking): a source the document table knows nothing of. Its data
         directory may be lost or new (another machine, a container without its volume, SQLite
         swapped for PostgreSQL) while Solr still holds the source's documents: with no row, a page
         deleted from the site since would stay in the index for good, and the delta report would
         call every page new. What Solr holds of the source is taken over (``found``: indexed, with
-        the checksum Solr keeps), and the maintenance plan queues it like any known URL: a page
-        gone leaves, one unchanged is not pushed again. Solr unreadable: the crawl goes on as a
-        first crawl, and says what it could not take over."""
+        the checksum Solr keeps), and the run is a forced recrawl: the maintenance plan queues
+        every document, a page gone leaves, and the others are indexed again as this version and
+        these settings make them (what made the ones in Solr is unknown). Before the run starts,
+        so no process of a shared crawl fetches a URL of the source meanwhile. Solr unreadable:
+        the crawl goes on as a first crawl, and says what it could not take over. Agent sources
+        (whose listing names their documents) take nothing over."""
         source = self.source.name
-        if self.table.knows(source):
+        if self.agent is not None or self.table.knows(source):
             return
-        found = 0
         try:
-            for page in found_documents(self.index, source):
-                self.table.record_found(source, page)
-                found += len(page)
+            found = self.table.record_found(source, found_documents(self.index, source))
         except IndexingError as exc:
             logger.warning(
-                "Could not read what Solr holds of %s (%s): %d of its documents taken over; those this crawl "
-                "does not find again stay in Solr (the document table knows the source now)",
+                "Could not read what Solr holds of %s (%s): documents of it in Solr that this crawl does not find "
+                "again stay there",
                 source,
                 exc,
-                found,
             )
+            return
         if found:
+            self.forced = True
             logger.info(
-                "Took over %d documents of %s that Solr holds and the document table did not know: this crawl checks them",
-                found,
+                "Forced recrawl of %s: the document table knew nothing of it; took over the %d documents Solr "
+                "holds of it, which this crawl checks and indexes again",
                 source,
+                found,
             )
 
     def rule_excluding(self, url: str, depth: int) -> tuple[int, str] | None:

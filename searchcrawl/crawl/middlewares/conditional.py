@@ -40,10 +40,7 @@ class ConditionalGetMiddleware:
                 # an agent's duplicate (a file copied, an attachment sent twice): unchanged, it stays one
                 request.meta[DUPLICATE_OF] = (row["etag"], row["duplicate_of"])
             return
-        # A document taken over from Solr (never fetched into this table) has no validators to
-        # compare: has_changed compares its checksum instead
-        compared = ("checksum", "state") if row.get("last_fetched") is None else ("checksum", "last_modified", "etag", "state")
-        request.meta[PREVIOUS] = {key: row[key] for key in compared}
+        request.meta[PREVIOUS] = {key: row[key] for key in ("checksum", "last_modified", "etag", "state")}
         if self.context.forced or self.context.source.settings.orphans == "delete" or request.meta.get(RENDER) == "browser":
             return  # a forced recrawl ignores validators; orphan detection needs every page's links;
             # a page that may be rendered needs its body (a browser cannot render a 304)

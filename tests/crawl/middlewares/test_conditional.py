@@ -6,7 +6,6 @@ a source deleting orphans and a page to be rendered send no validators."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +23,9 @@ LAST_MODIFIED = "Wed, 21 Oct 2015 07:28:00 GMT"
 ETAG = '"abc123"'
 
 
-def row(
-    state: str = "indexed", last_modified: str | None = LAST_MODIFIED, etag: str | None = ETAG, fetched: bool = True
-) -> dict[str, Any]:
+def row(state: str = "indexed", last_modified: str | None = LAST_MODIFIED, etag: str | None = ETAG) -> dict[str, Any]:
     """A row as the frontier reads it with a lease (store/frontier.py ``Entry.row``)."""
-    last_fetched = datetime(2026, 11, 21, tzinfo=UTC) if fetched else None
-    return {"state": state, "checksum": "c0ffee", "last_modified": last_modified, "etag": etag, "last_fetched": last_fetched}
+    return {"state": state, "checksum": "c0ffee", "last_modified": last_modified, "etag": etag}
 
 
 def validators(request: Request) -> tuple[bytes | None, bytes | None]:
@@ -60,15 +56,6 @@ def test_the_row_the_request_carries_gives_the_validators(middleware: Conditiona
     assert validators(request) == (LAST_MODIFIED.encode(), ETAG.encode())
     assert request.meta[PREVIOUS] == {"checksum": "c0ffee", "last_modified": LAST_MODIFIED, "etag": ETAG, "state": "indexed"}
     assert KNOWN_ROW not in request.meta  # read once: it is not carried on to the response
-
-
-def test_a_document_taken_over_from_solr_is_compared_by_its_checksum(middleware: ConditionalGetMiddleware) -> None:
-    """Never fetched into this table (a new table over an existing index): no validators are
-    known, and none is compared (rules/maintenance.py has_changed compares the checksum)."""
-    request = Request(URL, meta={KNOWN_ROW: row(last_modified=None, etag=None, fetched=False)})
-    middleware.process_request(request)
-    assert validators(request) == (None, None)
-    assert request.meta[PREVIOUS] == {"checksum": "c0ffee", "state": "indexed"}
 
 
 def test_only_the_validators_the_row_has_are_sent(middleware: ConditionalGetMiddleware) -> None:
