@@ -55,13 +55,19 @@ def report(project, name: str) -> dict:
     return json.loads(result.stdout)
 
 
-def test_maintenance_crawl(project, site, solr) -> None:
-    root: Path = site.root_dir
-    name = f"maint-{uuid.uuid4().hex[:8]}"
+def crawl_site(project, site, solr, prefix: str) -> tuple[str, dict[str, int]]:
+    """A new source of the site, crawled once: its name and its documents' Solr versions."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     project.source(name, f'seeds = ["{site.url}index.html"]\n')
     assert project.scrapy("crawl", name).returncode == 0
     before = versions(solr, name)
     assert len(before) == 31
+    return name, before
+
+
+def test_maintenance_crawl(project, site, solr) -> None:
+    root: Path = site.root_dir
+    name, before = crawl_site(project, site, solr, "maint")
     assert report(project, name)["counts"]["new"] == 31
 
     # k = 3 changed (one of each kind; lm/p0 now also links to the n = 2 new pages),
@@ -243,11 +249,7 @@ def test_a_new_document_table_takes_over_what_solr_holds_of_its_source(project, 
     report says what changed, not that every page is new. What made the documents in Solr is
     unknown, so that crawl indexes them again (a forced recrawl); the next one is as usual."""
     root: Path = site.root_dir
-    name = f"adopt-{uuid.uuid4().hex[:8]}"
-    project.source(name, f'seeds = ["{site.url}index.html"]\n')
-    assert project.scrapy("crawl", name).returncode == 0
-    before = versions(solr, name)
-    assert len(before) == 31
+    name, before = crawl_site(project, site, solr, "adopt")
     shutil.rmtree(project.data_dir)
     url = lambda path: site.url + path.lstrip("/")  # noqa: E731
     write(root / "plain" / "p0.html", page("plain 0", "changed plain text"))
@@ -279,10 +281,7 @@ def test_a_new_document_table_takes_over_what_solr_holds_of_its_source(project, 
 def test_a_test_mode_crawl_over_a_new_table_takes_over_too(project, site, solr) -> None:
     """A test-mode crawl of a source the table does not know takes over what Solr holds (it
     reports what a crawl would do), and changes nothing in Solr."""
-    name = f"adopt-test-{uuid.uuid4().hex[:8]}"
-    project.source(name, f'seeds = ["{site.url}index.html"]\n')
-    assert project.scrapy("crawl", name).returncode == 0
-    before = versions(solr, name)
+    name, before = crawl_site(project, site, solr, "adopt-test")
     shutil.rmtree(project.data_dir)
     (site.root_dir / "plain" / "p1.html").unlink()
     result = project.scrapy("crawl", name, "-a", "test_mode=1")
