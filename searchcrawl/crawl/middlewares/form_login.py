@@ -39,6 +39,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadFailedError
 from scrapy.http import HtmlResponse, Response, TextResponse
+from twisted.web.client import ResponseNeverReceived
 
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
@@ -196,20 +197,10 @@ class FormLoginMiddleware:
     async def _login(self, login: Login) -> str | None:
         """Log in once: None on success, else why it failed (counted toward giving up)."""
         logger.info("Logging in to %s at %s", login.key, login.form.url)
-        for attempt in (1, 2):
-            try:
-                failure = await self._submit(login)
-            except DownloadFailedError as exc:
-                # the connection was lost without an answer (a server closing a kept-alive
-                # connection as the form was sent, as Apache does after 5 idle seconds): sent
-                # again once, as a browser does; a login only makes a session
-                failure = f"{type(exc).__name__}: {exc}"
-                if attempt == 1:
-                    logger.info("The form login of %s got no answer (%s); sending it again", login.form.url, failure)
-                    continue
-            except Exception as exc:  # the login page or the form unreachable, refused by a rule, ...
-                failure = f"{type(exc).__name__}: {exc}"
-            break
+        try:
+            failure = await self._submit(login)
+        except Exception as exc:  # the login page or the form unreachable, refused by a rule, ...
+            failure = f"{type(exc).__name__}: {exc}"
         self.crawler.stats.inc_value("searchcrawl/logins" if failure is None else "searchcrawl/logins_failed")
         if failure is None:
             logger.info("Logged in to %s (session %d)", login.key, self.sessions.logged_in(login.key))
@@ -268,9 +259,24 @@ class FormLoginMiddleware:
         return response, f"the login redirects more than {MAX_LOGIN_REDIRECTS} times"
 
     async def _fetch(self, request: Request) -> Response:
+        """Fetch through every downloader middleware (the address guard, the cookie jar, the site's
+        concurrency). A request that got no answer at all (its connection closed before the first
+        byte of one) is sent again, once, as browsers do: the server never read it. Twisted's
+        client keeps the connection of an HTTP/1.0 answer in its pool though the server closes it
+        after the answer, and sends again by itself only a GET, so the form sent just after the
+        login page of an HTTP/1.0 server races that close (a CI run under load lost it twice in a
+        row); so does a form sent as a server closes a kept-alive connection (Apache does after 5
+        idle seconds)."""
         assert self.crawler.engine is not None
-        # through every downloader middleware: the address guard, the cookie jar, the site's concurrency
-        return await self.crawler.engine.download_async(request)
+        again = request.copy()  # as it was before the middlewares added to it (its Cookie header ...)
+        try:
+            return await self.crawler.engine.download_async(request)
+        except DownloadFailedError as exc:
+            if not isinstance(exc.__cause__, ResponseNeverReceived):
+                raise
+            what = "form login" if request.method == "POST" else "login page"
+            logger.info("The %s at %s got no answer (%s); sending it again", what, request.url, exc)
+        return await self.crawler.engine.download_async(again)
 
     def _request(self, login: Login, url: str) -> Request:
         return Request(url, dont_filter=True, meta=self._meta(login))
