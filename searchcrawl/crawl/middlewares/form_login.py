@@ -39,6 +39,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadFailedError
 from scrapy.http import HtmlResponse, Response, TextResponse
+from twisted.internet.error import ConnectionDone, ConnectionLost
 from twisted.web.client import ResponseNeverReceived
 
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
@@ -69,6 +70,8 @@ from searchcrawl.rules.login_forms import (
 from searchcrawl.rules.status_codes import Status
 
 logger = logging.getLogger(__name__)
+
+RESEND_PAUSE = 0.1  # seconds before a login request that got no answer is sent again (_fetch)
 
 
 @dataclass(frozen=True)
@@ -213,7 +216,7 @@ class FormLoginMiddleware:
 
     async def _submit(self, login: Login) -> str | None:
         form = login.form
-        page, failure = await self._follow(login, self._request(login, form.url))
+        page, failure = await self._follow(login, self._request(login, form.url), f"The login page {form.url}")
         if failure is not None:
             return failure
         if page.status != 200 or not isinstance(page, TextResponse):
@@ -231,7 +234,7 @@ class FormLoginMiddleware:
         if origin_of(submit.url) not in login.origins:
             return f"the login form sends to {origin_of(submit.url)}, not one of its [[auth]] table's origins"
         logger.debug("Sending the login form of %s to %s", form.url, submit.url)
-        answer, failure = await self._follow(login, submit, stop_early=form.success_text is None)
+        answer, failure = await self._follow(login, submit, f"The login form of {form.url}", stop_early=form.success_text is None)
         if failure is not None:
             return failure
         if redirect_target(answer.url, answer.status, _location(answer)) is not None:
@@ -240,11 +243,11 @@ class FormLoginMiddleware:
         password_form = isinstance(answer, HtmlResponse) and bool(answer.xpath(PASSWORD_FORM_XPATH))
         return login_failure(form, answer.status, text, password_form)
 
-    async def _follow(self, login: Login, request: Request, stop_early: bool = False) -> tuple[Response, str | None]:
+    async def _follow(self, login: Login, request: Request, what: str, stop_early: bool = False) -> tuple[Response, str | None]:
         """Fetch ``request`` and its redirects (GET, within the login's origins, never back to
         the login page after the form was sent). ``stop_early``: a redirect elsewhere than the
         login page is the answer itself (no success text to read: nothing more fetched)."""
-        response = await self._fetch(request)
+        response = await self._fetch(request, what)
         for _hop in range(MAX_LOGIN_REDIRECTS):
             target = redirect_target(response.url, response.status, _location(response))
             if target is None:
@@ -255,27 +258,32 @@ class FormLoginMiddleware:
                 return response, f"the login redirects to {origin_of(target) or 'a non-http(s) URL'}, not one of its origins"
             if stop_early:
                 return response, None
-            response = await self._fetch(self._request(login, target))
+            response = await self._fetch(self._request(login, target), f"A redirect of the login at {login.form.url}")
         return response, f"the login redirects more than {MAX_LOGIN_REDIRECTS} times"
 
-    async def _fetch(self, request: Request) -> Response:
+    async def _fetch(self, request: Request, what: str) -> Response:
         """Fetch through every downloader middleware (the address guard, the cookie jar, the site's
-        concurrency). A request that got no answer at all (its connection closed before the first
-        byte of one) is sent again, once, as browsers do: the server never read it. Twisted's
-        client keeps the connection of an HTTP/1.0 answer in its pool though the server closes it
-        after the answer, and sends again by itself only a GET, so the form sent just after the
-        login page of an HTTP/1.0 server races that close (a CI run under load lost it twice in a
-        row); so does a form sent as a server closes a kept-alive connection (Apache does after 5
-        idle seconds)."""
+        concurrency). A request that got no answer at all (its connection closed or reset before
+        the first byte of one) is sent again, once, after RESEND_PAUSE, as browsers do on a
+        kept-alive connection: most often the server never read it. Twisted's client keeps the
+        connection of an HTTP/1.0 answer in its pool though the server closes it after the
+        answer, and sends again by itself only a GET, so the form sent just after the login page
+        of an HTTP/1.0 server races that close (a CI run under load lost it twice in a row, when
+        the whole login was sent again); so does a form sent as a server closes a kept-alive
+        connection (Apache does after 5 idle seconds). The pause lets the client see the closes
+        of other pooled connections first, so that the resend does not take one of them. A server
+        that did read the form and then closed counts two attempts (an account lockout's counter
+        too), and a one-time token it spent fails the second: a failed login, as without it.
+        ``what`` names the request in the log line (never the form's action URL: the page's)."""
         assert self.crawler.engine is not None
         again = request.copy()  # as it was before the middlewares added to it (its Cookie header ...)
         try:
             return await self.crawler.engine.download_async(request)
         except DownloadFailedError as exc:
-            if not isinstance(exc.__cause__, ResponseNeverReceived):
+            if not _never_answered(exc):
                 raise
-            what = "form login" if request.method == "POST" else "login page"
-            logger.info("The %s at %s got no answer (%s); sending it again", what, request.url, exc)
+            logger.info("%s got no answer (%s); sending it again", what, exc)
+        await asyncio.sleep(RESEND_PAUSE)
         return await self.crawler.engine.download_async(again)
 
     def _request(self, login: Login, url: str) -> Request:
@@ -290,6 +298,15 @@ class FormLoginMiddleware:
             DONT_RETRY: True,
             HANDLE_HTTPSTATUS_ALL: True,
         }
+
+
+def _never_answered(exc: DownloadFailedError) -> bool:
+    """Whether the connection closed or was reset before the first byte of an answer (not a
+    cancellation, a timeout or a TLS handshake that failed: sending again changes nothing there)."""
+    cause = exc.__cause__
+    return isinstance(cause, ResponseNeverReceived) and all(
+        reason.check(ConnectionDone, ConnectionLost) for reason in cause.reasons
+    )
 
 
 def _location(response: Response) -> str | None:
