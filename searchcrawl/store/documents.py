@@ -510,6 +510,12 @@ class DocumentTable:
                 origins.insert(0, by_url[via])
             verdicts = [self._redirect_now(origin, url) for origin in origins]
             if not verdicts or "stands" in verdicts or "unknown" in verdicts:
+                logger.debug(
+                    "Redirect target outside the boundary kept: %s (%s)",
+                    url,
+                    ", ".join(f"{origin['url']}: {verdict}" for origin, verdict in zip(origins, verdicts, strict=True))
+                    or "no URL of the source is known to redirect to it",
+                )
                 continue
             if "failing" in verdicts and state in IN_INDEX:  # kept through the failure, as a failing crawl of its own
                 origin = origins[verdicts.index("failing")]

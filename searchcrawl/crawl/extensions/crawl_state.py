@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -114,6 +115,8 @@ ADMITTED = ScopeDecision(True, "inside the source's boundary and scope filter")
 _new_step = tuple.__new__
 _UNCHANGED_BY_REWRITER = ScopeDecision(True, "the URL rewriter leaves it as it is")
 # The crawl's stats key of each exclusion status (Enum.name costs a property call a link)
+# seconds the node that ends a shared run waits for the others to leave it (wait_for_other_nodes)
+OTHERS_LEAVE_WAIT = 60.0
 _EXCLUDED_STAT = {status: f"searchcrawl/excluded/{status.name.lower()}" for status in Status}
 
 # CrawlState.steps' ``rewrite``: how the URL rewriter applies to the URL judged
@@ -555,6 +558,35 @@ class CrawlState:
                 not counts[FrontierState.QUEUED] and not counts[FrontierState.LEASED] and self.runs.claim_finish(self.run_id)
             )
         return self._ends_run
+
+    def wait_for_other_nodes(self, timeout: float = OTHERS_LEAVE_WAIT, every: float = 0.1) -> None:
+        """In a shared crawl, the node that ends the run, before the run's end removals (blocking):
+        wait until the other nodes have left it. A node's last URLs are done (their leases
+        ended) before its last documents are through its pipelines: one found then to be the
+        duplicate of what another node cached at the same moment leaves the index, and settled
+        before that, the run's end left it to the next crawl's (the sequence test, seed 35,
+        crawl 58, two processes: a redirect target excluded a crawl late). At most ``timeout``
+        seconds: a node killed at its very end stays listed until its lease expires."""
+        if not self.shared or self.runs is None or self.run_id is None:
+            return
+        lease = self.crawler.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")
+        started = time.monotonic()
+        others = self.runs.nodes(self.run_id, lease, but=self.owner)
+        while others:
+            if time.monotonic() - started >= timeout:
+                logger.warning(
+                    "Run %d of %s ends without %s, which did not leave it in %.0f s: what it records now is the next "
+                    "crawl's to settle",
+                    self.run_id,
+                    self.source.name,
+                    ", ".join(others),
+                    timeout,
+                )
+                return
+            time.sleep(every)
+            others = self.runs.nodes(self.run_id, lease, but=self.owner)
+        if time.monotonic() - started >= every:
+            logger.debug("Waited %.1f s for the other nodes to leave run %d", time.monotonic() - started, self.run_id)
 
     def end_run(self, state: RunState, reason: str) -> dict[str, list[str]]:
         """Record the run's end and keep its delta report; returns the report."""

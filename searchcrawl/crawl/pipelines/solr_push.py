@@ -124,6 +124,7 @@ class SolrPipeline:
         context = self.context
         if not context.ends_run():
             return False  # a shared crawl: the node that ends the run removes
+        context.wait_for_other_nodes()  # what they still record is settled in this run
         source = context.source
         table = context.table
         context.settle_run()

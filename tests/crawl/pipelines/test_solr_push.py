@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -251,6 +253,33 @@ def test_the_end_of_the_crawl_pushes_and_removes(crawler_of, solr_url: str, solr
     )
     assert crawler.stats.get_value("searchcrawl/removed") == 1
     assert crawler.stats.get_value("searchcrawl/pending") == 0
+
+
+def test_the_node_that_ends_a_shared_run_waits_for_the_others_to_leave_it(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
+    """Two processes: the other's last URL was done (its lease ended) before its document was
+    through its pipelines, where it turned out the duplicate of one cached at the same moment,
+    and left the index. The node ending the run had settled and pushed its removals already: the
+    document stayed in Solr until the next crawl's end (the sequence test, seed 35, crawl 58)."""
+    crawler = crawler_of(SOURCE + "max_delete_share = 1.0\n", SOLR_URL=solr_url, SEARCHCRAWL_SHARED_CRAWL=True)
+    cache(crawler, "a.html", "b.html")
+    asyncio.run(build_from_crawler(SolrPipeline, crawler).close_spider())  # an earlier crawl indexed both
+    state = state_of(crawler)
+    runs, name = Runs(state.table.database), state.source.name
+    run = runs.start(name, allow_shared=True, owner="other-host:1")
+    joined = runs.start(name, allow_shared=True, owner=state.owner)
+    state.attach_run(joined.id, joined.resumed, Frontier(state.table.database, name, run.id, state.owner), runs, joined=True)
+
+    def the_other_node_finishes() -> None:
+        time.sleep(0.5)
+        state.table.record(name, "http://h.test/b.html", Outcome(Event.GONE, 911, "duplicate of http://h.test/a.html"))
+        runs.leave(run.id, "other-host:1")
+
+    other = threading.Thread(target=the_other_node_finishes)
+    other.start()
+    asyncio.run(build_from_crawler(SolrPipeline, crawler).close_spider())  # this node ends the run
+    other.join()
+    assert in_solr(solr, crawler) == {"http://h.test/a.html": "Page a.html"}
+    assert state.table.get(name, "http://h.test/b.html")["state"] == "removed"
 
 
 def test_the_mass_deletion_guard_holds_removals_unless_confirmed(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
