@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import subprocess
 import threading
 import time
 import uuid
@@ -199,6 +200,16 @@ def test_a_site_behind_a_login_form_is_crawled_logging_in_again_when_the_session
     assert report.returncode == 0 and PASSWORD not in report.stdout + report.stderr
 
 
+def crawl_at_info(project, prefix: str, site: FormSite, other: AuthSite) -> tuple[str, subprocess.CompletedProcess[str]]:
+    """A source of its own for the site, crawled once with its log at INFO (which the resends
+    are logged at); the crawl must succeed."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    project.source(name, form_source(site, other))
+    result = project.scrapy("crawl", name, "-s", "LOG_LEVEL=INFO", INTRANET_SECRET=PASSWORD)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return name, result
+
+
 def test_a_login_that_gets_no_answer_is_sent_again_once(project, solr, form_site) -> None:
     """A CI run saw a login lose its connection without an answer under load: the page that
     asked for it got 936 until the next crawl. A browser sends such a form again; so does the
@@ -206,10 +217,7 @@ def test_a_login_that_gets_no_answer_is_sent_again_once(project, solr, form_site
     site, other = form_site({}, pages_per_session=100)
     site.pages = intranet(4)
     site.drop_posts = 1
-    name = f"form-noanswer-{uuid.uuid4().hex[:6]}"
-    project.source(name, form_source(site, other))
-    result = project.scrapy("crawl", name, "-s", "LOG_LEVEL=INFO", INTRANET_SECRET=PASSWORD)
-    assert result.returncode == 0, result.stderr[-3000:]
+    name, result = crawl_at_info(project, "form-noanswer", site, other)
     assert len(solr_docs(solr, name)) == 6  # the index, four pages, and the landing page elsewhere
     assert site.posts == 2 and site.logins == 1
     assert "got no answer" in result.stderr and "sending it again" in result.stderr
@@ -226,10 +234,7 @@ def test_a_form_sent_on_the_connection_the_server_is_closing_is_sent_again(proje
     site, other = form_site({}, pages_per_session=2)
     site.pages = intranet(4)
     site.linger = 1.0
-    name = f"form-late-close-{uuid.uuid4().hex[:6]}"
-    project.source(name, form_source(site, other))
-    result = project.scrapy("crawl", name, "-s", "LOG_LEVEL=INFO", INTRANET_SECRET=PASSWORD)
-    assert result.returncode == 0, result.stderr[-3000:]
+    name, result = crawl_at_info(project, "form-late-close", site, other)
     titles = {doc["title"] for doc in solr_docs(solr, name)}
     assert titles == {"Home", *(f"Page {n}" for n in range(4)), "Landing"}, result.stderr[-5000:]
     assert site.logins == 3  # a session serves two of the five pages
