@@ -114,9 +114,9 @@ ADMITTED = ScopeDecision(True, "inside the source's boundary and scope filter")
 # RuleStep(...) without its Python-level __new__, for the steps the crawl's hot path makes
 _new_step = tuple.__new__
 _UNCHANGED_BY_REWRITER = ScopeDecision(True, "the URL rewriter leaves it as it is")
-# The crawl's stats key of each exclusion status (Enum.name costs a property call a link)
 # seconds the node that ends a shared run waits for the others to leave it (wait_for_other_nodes)
 OTHERS_LEAVE_WAIT = 60.0
+# The crawl's stats key of each exclusion status (Enum.name costs a property call a link)
 _EXCLUDED_STAT = {status: f"searchcrawl/excluded/{status.name.lower()}" for status in Status}
 
 # CrawlState.steps' ``rewrite``: how the URL rewriter applies to the URL judged
@@ -571,8 +571,7 @@ class CrawlState:
             return
         lease = self.crawler.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")
         started = time.monotonic()
-        others = self.runs.nodes(self.run_id, lease, but=self.owner)
-        while others:
+        while others := self.runs.nodes(self.run_id, lease, but=self.owner):
             if time.monotonic() - started >= timeout:
                 logger.warning(
                     "Run %d of %s ends without %s, which did not leave it in %.0f s: what it records now is the next "
@@ -584,7 +583,6 @@ class CrawlState:
                 )
                 return
             time.sleep(every)
-            others = self.runs.nodes(self.run_id, lease, but=self.owner)
         if time.monotonic() - started >= every:
             logger.debug("Waited %.1f s for the other nodes to leave run %d", time.monotonic() - started, self.run_id)
 
