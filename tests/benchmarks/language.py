@@ -63,14 +63,14 @@ def corpus(per_language: int, seed: int = 1) -> list[tuple[str, str]]:
 
 
 def evaluate(pages: list[tuple[str, str]], lengths: list[int]) -> list[dict[str, Any]]:
-    identifier = language_detection.load_identifier()
+    model = language_detection.load_model()
     longest = max(lengths)
-    reference = [identifier.classify(language_detection.language_sample(text, longest))[0] for _language, text in pages]
+    reference = [model.classify(language_detection.language_sample(text, longest))[0] for _language, text in pages]
     rows = []
     for length in lengths:
         samples = [language_detection.language_sample(text, length) for _language, text in pages]
         started = time.process_time()
-        answers = [identifier.classify(sample)[0] for sample in samples]
+        answers = [model.classify(sample)[0] for sample in samples]
         cpu = time.process_time() - started
         rows.append(
             {

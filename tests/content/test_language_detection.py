@@ -1,15 +1,21 @@
-"""Language detection: the same answers as py3langid's own ``classify``, from the unpacked copy of
-its model kept in the user's cache (made by the first process that needs it, replaced when broken)."""
+"""Language detection: the same answers as py3langid's own ``classify`` (its tokenizer run in
+numpy: the same features counted, on real pages and on any bytes), from the unpacked copy of its
+model kept in the user's cache (made by the first process that needs it, replaced when broken)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
+import lxml.html
 import py3langid
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from py3langid.langid import visit_counts
 
 from searchcrawl.content import language_detection
-from tests.conftest import fresh_python
+from tests.conftest import fresh_python, html_pages
 
 TEXTS = {
     "en": "The crawler fetches every page of the intranet and sends its text to the search index.",
@@ -33,7 +39,7 @@ def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unpacked: tuple[
     from py3langid import modelio
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(language_detection, "_identifier", None)
+    monkeypatch.setattr(language_detection, "_model", None)
     monkeypatch.setattr(modelio, "load_model", lambda _path: unpacked)
     return tmp_path
 
@@ -49,13 +55,13 @@ def test_answers_are_py3langids_and_the_unpacked_model_is_kept(cache_home: Path)
     )
     assert [path.name for path in kept.parent.iterdir()] == [kept.name]  # no temporary folder left
     # a second process reads the kept copy and answers the same
-    identifier = language_detection.load_identifier()
+    model = language_detection.load_model()
     for text in TEXTS.values():
-        assert identifier.classify(text) == py3langid.classify(text)
+        assert model.classify(text) == py3langid.classify(text)
 
 
 def test_the_kept_copy_is_read_not_unpacked_again(cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    language_detection.load_identifier()  # unpacks and keeps it
+    language_detection.load_model()  # unpacks and keeps it
 
     from py3langid import modelio
 
@@ -63,37 +69,44 @@ def test_the_kept_copy_is_read_not_unpacked_again(cache_home: Path, monkeypatch:
         raise AssertionError("the packed model was unpacked although a copy is kept")
 
     monkeypatch.setattr(modelio, "load_model", unpack)
-    assert language_detection.load_identifier().classify(TEXTS["de"])[0] == "de"
+    assert language_detection.load_model().classify(TEXTS["de"])[0] == "de"
 
 
 def test_the_large_tables_are_mapped_not_read(cache_home: Path) -> None:
     """Reading them took 0.17 s of CPU and 37 MB more peak memory per process; mapped, a process
     touches the pages its texts need, and the crawl's processes share them."""
-    import numpy as np
+    import mmap
 
-    language_detection.load_identifier()  # unpacks and keeps it
-    identifier = language_detection.load_identifier()
-    assert isinstance(identifier.nb_ptc, np.memmap)
-    assert isinstance(identifier.tk_nextmove, memoryview) and identifier.tk_nextmove.readonly
-    assert identifier.classify(TEXTS["en"]) == py3langid.classify(TEXTS["en"])
+    language_detection.load_model()  # unpacks and keeps it
+    model = language_detection.load_model()
+    for table in (model.ptc, model.nextmove):
+        assert not table.flags.writeable
+        while not isinstance(table, mmap.mmap):  # a view of a view ... of the mapped file
+            table = table.base
+    assert model.classify(TEXTS["en"]) == py3langid.classify(TEXTS["en"])
 
 
-@pytest.mark.parametrize("broken", ["a file where the folder should be", "a table cut short", "a table missing"])
+@pytest.mark.parametrize(
+    "broken", ["a file where the folder should be", "a table cut short", "a table missing", "a copy kept before depth"]
+)
 def test_a_broken_copy_is_replaced(cache_home: Path, broken: str) -> None:
     kept = language_detection.model_cache_path()
     if broken == "a file where the folder should be":
         kept.parent.mkdir(parents=True)
         kept.write_bytes(b"not a model")
     else:
-        language_detection.load_identifier()  # unpacks and keeps it
-        language_detection._identifier = None
+        language_detection.load_model()  # unpacks and keeps it
+        language_detection._model = None
         table = kept / "nextmove.npy"
         if broken == "a table cut short":
             table.write_bytes(table.read_bytes()[:1000])
-        else:
+        elif broken == "a table missing":
             table.unlink()
+        else:
+            (kept / "depth.npy").unlink()
     assert language_detection.detect_language(TEXTS["fr"]) == "fr"
     assert (kept / "nextmove.npy").stat().st_size > 1_000_000
+    assert (kept / "depth.npy").exists()
 
 
 def test_the_copy_of_earlier_versions_is_removed(cache_home: Path) -> None:
@@ -150,3 +163,65 @@ def test_a_long_text_is_told_from_its_beginning(cache_home: Path) -> None:
     # is the beginning
     german = " ".join([TEXTS["de"]] * 100)
     assert language_detection.detect_language(german + " " + " ".join([TEXTS["en"]] * 50)) == "de"
+
+
+# --- the tokenizer in numpy: py3langid's features, counted alike ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def model() -> language_detection.LanguageModel:
+    return language_detection.load_model()
+
+
+@functools.cache
+def tokenizer_lists(model: language_detection.LanguageModel) -> tuple[list[int], list[int]]:
+    return model.rowbase.tolist(), model.output.tolist()
+
+
+def py3langid_counts(model: language_detection.LanguageModel, data: bytes) -> dict[int, int]:
+    """What py3langid's tokenizer counts (its own loop over the bytes), in the order it counts."""
+    rowbase, output = tokenizer_lists(model)
+    return dict(visit_counts(model.nextmove, rowbase, output, data) or {})
+
+
+def numpy_counts(model: language_detection.LanguageModel, data: bytes) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for feature in model.features(data).tolist():
+        counts[feature] = counts.get(feature, 0) + 1
+    return counts
+
+
+def test_the_tokenizers_depth_is_its_longest_n_gram(model: language_detection.LanguageModel) -> None:
+    """py3langid 0.4's model: byte n-grams of up to 6 bytes (a UTF-8 character and more); a
+    shorter look back gives other states on real text."""
+    assert model.depth == 6
+    text = language_detection.encode(TEXTS["de"])
+    short = language_detection.LanguageModel(
+        model.ptc, model.pc, model.classes, model.nextmove, model.rowbase >> 8, model.output, depth=4
+    )
+    assert numpy_counts(short, text) != py3langid_counts(model, text) == numpy_counts(model, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300) | st.text(max_size=200).map(language_detection.encode))
+def test_the_same_features_are_counted_in_the_same_order_for_any_bytes(model, data: bytes) -> None:
+    assert list(numpy_counts(model, data).items()) == list(py3langid_counts(model, data).items())
+
+
+@pytest.mark.parametrize("site", ["scipy-lectures-site.tar.xz", "nutch-site.tar.xz"])
+def test_real_pages_get_py3langids_language_and_score(model, site: str) -> None:
+    """Every page of the corpora's two real sites (1,546), from the sample the crawl reads."""
+    told = 0
+    for _name, page in html_pages(site):
+        sample = language_detection.language_sample(lxml.html.fromstring(page).text_content())
+        if len(sample) < language_detection.MIN_CHARS:
+            continue
+        language, score = model.classify(sample)
+        expected_language, expected_score = py3langid.classify(sample)
+        assert language == expected_language and score == pytest.approx(expected_score, rel=1e-6), _name
+        told += 1
+    assert told > 250
+
+
+def test_a_text_of_no_feature_gets_py3langids_answer(model) -> None:
+    assert model.classify("") == py3langid.classify("")

@@ -32,14 +32,14 @@ def text_item(url: str = "http://h.test/notes.txt", **headers: str) -> CrawledDo
 def loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How often the detection model is loaded from now on (this process may have loaded it)."""
     counted: list[int] = []
-    load = language_detection.load_identifier
+    load = language_detection.load_model
 
     def counting() -> object:
         counted.append(1)
         return load()
 
-    monkeypatch.setattr(language_detection, "_identifier", None)
-    monkeypatch.setattr(language_detection, "load_identifier", counting)
+    monkeypatch.setattr(language_detection, "_model", None)
+    monkeypatch.setattr(language_detection, "load_model", counting)
     return counted
 
 
