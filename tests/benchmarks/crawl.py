@@ -164,6 +164,7 @@ class Bench:
             "server_cpu_s": servers,
             "cores_busy": round((measured.cpu_seconds + sum(servers.values())) / measured.seconds, 2),
             "timeline": timeline,
+            **crawl_split(measured.seconds, [moment - since for moment in arrivals]),
         }
 
     def servers_cpu(self) -> dict[str, float]:
@@ -350,6 +351,34 @@ def bare_rate(results: dict[str, Any]) -> float:
     return statistics.mean(results[key]["pages_per_s"] for key in ("a", "a2") if key in results)
 
 
+def crawl_split(seconds: float, arrivals: list[float]) -> dict[str, float]:
+    """A phase's seconds before its first request (start: the interpreter, imports, the crawl's
+    set-up), between its first and last (fetching) and after its last (end: the last documents,
+    the last push, the exit), from nginx's arrival times (seconds since the command started)."""
+    if not arrivals:
+        return {}
+    first, last = min(arrivals), max(arrivals)
+    return {"start_s": round(first, 2), "fetch_s": round(last - first, 2), "end_s": round(seconds - last, 2)}
+
+
+def fetch_bound(results: dict[str, Any]) -> dict[str, float] | None:
+    """What phase n's processes gave while they fetched: the fetch rate of n over b's, and n/b had
+    n started and ended as quickly as b. Each process of n has a start and an end of its own (a
+    crawl's start is one core's: the interpreter, Scrapy's import, the crawl's set-up), so only
+    the fetching between can go faster with more processes: this n/b is the most that more
+    processes could make of their fetch rate on this site, on this machine."""
+    b, n = results.get("b"), results.get("n")
+    if not b or not n or "fetch_s" not in b or "fetch_s" not in n or not n["fetch_s"]:
+        return None
+    b_fetch_rate, n_fetch_rate = b["requests"] / b["fetch_s"], n["requests"] / n["fetch_s"]
+    with_b_ends = b["start_s"] + b["end_s"] + b["requests"] / n_fetch_rate
+    return {
+        "fetch_rate_n/b": round(n_fetch_rate / b_fetch_rate, 3),
+        "n/b_with_b_start_and_end": round(b["seconds"] / with_b_ends, 3),
+        "b_start_and_end_share": round((b["start_s"] + b["end_s"]) / b["seconds"], 3),
+    }
+
+
 def ratios(results: dict[str, Any]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     if "a" in results and "b" in results:
@@ -422,6 +451,16 @@ def markdown(runs: list[dict[str, Any]], capacity: float | None) -> str:
                 f"- N = {run_label(run)}: b/a against a before b = "
                 f"{run['b']['pages_per_s'] / run['a']['pages_per_s']:.3f}, after b = "
                 f"{run['b']['pages_per_s'] / run['a2']['pages_per_s']:.3f} (b/a above: their mean rate)"
+            )
+    for run in runs:
+        split = fetch_bound(run)
+        if split is not None:
+            b, n = run["b"], run["n"]
+            lines.append(
+                f"- N = {run_label(run)}: start, fetching, end (s, nginx's arrival times): b {b['start_s']}, "
+                f"{b['fetch_s']}, {b['end_s']}; n {n['start_s']}, {n['fetch_s']}, {n['end_s']}. n fetched at "
+                f"{split['fetch_rate_n/b']} times b's rate; with b's start and end (a {split['b_start_and_end_share']:.0%} "
+                f"share of b that more processes do not shorten) n/b would be {split['n/b_with_b_start_and_end']}"
             )
     lines += stage_table(runs)
     return "\n".join(lines) + "\n"
@@ -523,6 +562,7 @@ def main() -> None:
                     phases, args.processes
                 )
             run["targets"] = ratios(run)
+            run["fetch_bound"] = fetch_bound(run)
             runs.append(run)
             print(json.dumps(run, default=str)[:2000], file=sys.stderr)
     finally:
