@@ -99,9 +99,9 @@ RETRY_TIMES = "retry_times"
 resumed crawl does not start a redirect chain's or a retry's count again."""
 
 COOKIEJAR = "cookiejar"
-"""Which of Scrapy's cookie jars (CookiesMiddleware) a request uses: in a source with a form
-login, the request's origin (middlewares/form_login.py), so that no cookie crosses to another
-port of a host."""
+"""Which of Scrapy's cookie jars (CookiesMiddleware) a request uses: in a source with
+``[[auth]]`` tables, the request's origin (a form login's, for its origins:
+middlewares/form_login.py), so that no cookie crosses to another port of a host."""
 
 DONT_REDIRECT = "dont_redirect"
 DONT_RETRY = "dont_retry"

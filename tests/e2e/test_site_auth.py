@@ -141,19 +141,35 @@ TABLES = {
 
 @pytest.mark.parametrize("mode", list(TABLES))
 def test_a_site_behind_credentials_is_crawled_and_they_stay_at_home(project, solr, sites, mode: str) -> None:
-    other = sites(None, {"/landing.html": "<html><head><title>Landing</title></head><body>elsewhere</body></html>"})
-    site = sites(mode, intranet())
-    site.away = other.url + "landing.html"  # a redirect to another port of the same host
+    """Its credentials, and the cookies it sets (a session standing for them), reach no other
+    port of its host: not through a link, a redirect or that port's robots.txt."""
+    landing = {
+        "/landing.html": "<html><head><title>Landing</title></head><body>elsewhere</body></html>",
+        "/moved.html": "<html><head><title>Moved</title></head><body>moved here</body></html>",
+        "/listed.html": "<html><head><title>Listed</title></head><body>in a sitemap</body></html>",
+    }
+    other = sites(None, landing, robots="User-agent: *\nAllow: /\n", cookie="other=theirs")
+    other.pages["/sitemap.xml"] = (
+        '<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{other.url}listed.html</loc></url></urlset>"
+    )
+    site = sites(mode, intranet(), cookie="site=session-of-the-credentials")
+    site.away = other.url + "moved.html"  # a redirect to another port of the same host
     site.pages["/index.html"] = site.pages["/index.html"].replace("</body>", f'<a href="{other.url}landing.html">x</a></body>')
     name = f"auth-{mode}-{uuid.uuid4().hex[:6]}"
-    project.source(name, auth_source(site, other, TABLES[mode]))
+    project.source(name, auth_source(site, other, TABLES[mode], f'sitemaps = ["{other.url}sitemap.xml"]\n'))
     secret = f"session={PASSWORD}" if mode == "cookie" else PASSWORD
     result = project.scrapy("crawl", name, "-s", "LOG_LEVEL=DEBUG", INTRANET_SECRET=secret)
     assert result.returncode == 0, result.stderr[-3000:]
     docs = solr_docs(solr, name)
     titles = {doc["title"] for doc in docs}
-    assert {"Home", "Page 0", "Page 1", "Page 2", "Page 3", "Landing"} <= titles, titles
+    assert {"Home", "Page 0", "Page 1", "Page 2", "Page 3", "Landing", "Moved", "Listed"} <= titles, titles
     assert other.seen and all(not authorization and PASSWORD not in cookie for _p, authorization, cookie in other.seen)
+    paths = {path for path, _a, _c in other.seen}
+    assert paths == {"/robots.txt", "/landing.html", "/moved.html", "/sitemap.xml", "/listed.html"}, other.seen
+    assert [(path, cookie) for path, _a, cookie in other.seen if "site=" in cookie] == []  # the site's cookie stays home
+    assert [(path, cookie) for path, _a, cookie in site.seen if "other=" in cookie] == []  # and the other's there
+    assert any("site=session-of-the-credentials" in cookie for _p, _a, cookie in site.seen[1:]), site.seen  # kept
     assert PASSWORD not in result.stderr + result.stdout
     assert PASSWORD not in json.dumps(docs)
     report = project.scrapy("report", name, "--json")
