@@ -237,8 +237,8 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "searchcrawl.crawl.middlewares.redirect.RedirectPolicyMiddleware": 600,
     # A source's form logins: logs in before an origin's first page and again when a page says the
-    # session expired (its answers seen before the redirect policy's); sets every request's cookie
-    # jar, so before CookiesMiddleware (700)
+    # session expired (its answers seen before the redirect policy's); in a source with any
+    # [[auth]] table, sets every request's cookie jar (one per origin), so before CookiesMiddleware (700)
     "searchcrawl.crawl.middlewares.form_login.FormLoginMiddleware": 650,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "searchcrawl.crawl.middlewares.retry.RetryAfterMiddleware": 550,

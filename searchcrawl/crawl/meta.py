@@ -58,17 +58,15 @@ KNOWN_ROW = "searchcrawl_known_row"
 of its own): set by frontier_scheduler.py; read (and consumed) by middlewares/conditional.py."""
 
 ROBOTS_REQUEST = "searchcrawl_robots"
-"""True: this request fetches a robots.txt (middlewares/robots.py); the boundary check and the
-conditional GET let it pass, the robots middleware does not check it against itself."""
+"""Set (true: the robots middleware's token of the fetch) when this request fetches a robots.txt
+(middlewares/robots.py); the boundary check and the conditional GET let it pass, the robots
+middleware does not check it against itself, and counts its bytes (a copy of it sent again,
+answering a digest challenge, keeps the token)."""
 
 SITEMAP_REQUEST = "searchcrawl_sitemap"
 """True: this request fetches a sitemap (middlewares/sitemaps.py, through engine.download, so no
 callback sees it); like a robots.txt fetch, the boundary check and the conditional GET let it
 pass, and it waits for no sitemap."""
-
-ROBOTS_BYTES = "searchcrawl_robots_bytes"
-"""Bytes of a robots.txt received so far: middlewares/robots.py stops the download past
-MAX_ROBOTS_BYTES."""
 
 LEAVES_BOUNDARY = "searchcrawl_leaves_boundary"
 """The one URL this request may fetch outside the boundary: the target of a temporary redirect
@@ -101,9 +99,9 @@ RETRY_TIMES = "retry_times"
 resumed crawl does not start a redirect chain's or a retry's count again."""
 
 COOKIEJAR = "cookiejar"
-"""Which of Scrapy's cookie jars (CookiesMiddleware) a request uses: in a source with a form
-login, the request's origin (middlewares/form_login.py), so that no cookie crosses to another
-port of a host."""
+"""Which of Scrapy's cookie jars (CookiesMiddleware) a request uses: in a source with
+``[[auth]]`` tables, the request's origin (a form login's, for its origins:
+middlewares/form_login.py), so that no cookie crosses to another port of a host."""
 
 DONT_REDIRECT = "dont_redirect"
 DONT_RETRY = "dont_retry"

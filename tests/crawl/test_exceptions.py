@@ -30,7 +30,7 @@ def test_a_source_without_logins_sitemaps_or_an_agent_builds_without_a_warning(
     assert [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING] == []
     said = "\n".join(record.getMessage() for record in caplog.records if record.name == "searchcrawl.crawl.exceptions")
     for component, reason in [
-        ("FormLoginMiddleware", "the source has no form login"),
+        ("FormLoginMiddleware", "the source has no [[auth]] tables"),
         ("SiteAuthMiddleware", "no [[auth]] tables"),
         ("SitemapMiddleware", "the source reads no sitemaps"),
         ("AgentDownloadHandler", "not a source with an agent"),

@@ -15,7 +15,10 @@ within those origins only (searchcrawl/rules/login_forms.py says what the answer
 Session cookies are kept by Scrapy's CookiesMiddleware (which runs after this one), in a jar of
 the login's own (``meta["cookiejar"]``, set here on every request of the source: a login's
 origins share its jar, any other origin has a jar of its own), so no session cookie reaches
-another origin, another port of the same host included, whatever a redirect copies.
+another origin, another port of the same host included, whatever a redirect copies. A source
+with any other ``[[auth]]`` table gets the same jars (and no login): the cookies a site sets
+once it has the credentials most often are the session standing for them, and a cookie is not
+bound to a port (RFC 6265), nor, with a ``Domain``, to one host.
 
 A page answer that says the session expired (a redirect to the login page; optionally one of
 ``expired_status`` or a page showing ``expired_text``) makes one new login, however many
@@ -129,9 +132,10 @@ class FormLoginMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FormLoginMiddleware:
-        rules = [rule for rule in crawl_state(crawler).source.settings.auth if rule.type == "form"]
-        if not rules:
-            raise not_needed(cls, "the source has no form login")
+        auth = crawl_state(crawler).source.settings.auth
+        if not auth:
+            raise not_needed(cls, "the source has no [[auth]] tables (no form login, no cookie jar per origin)")
+        rules = [rule for rule in auth if rule.type == "form"]  # none: only a jar per origin
         return cls(crawler, read_logins(rules), crawler.settings.getint("SEARCHCRAWL_AUTH_REFUSED_LIMIT"))
 
     # --- page requests ----------------------------------------------------------------------

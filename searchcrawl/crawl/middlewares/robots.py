@@ -30,6 +30,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+from weakref import WeakKeyDictionary
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -44,7 +45,6 @@ from searchcrawl.crawl.meta import (
     HANDLE_HTTPSTATUS_ALL,
     LOGIN_REQUEST,
     PROXY,
-    ROBOTS_BYTES,
     ROBOTS_REQUEST,
 )
 from searchcrawl.crawl.signals import robots_txt_read
@@ -109,9 +109,11 @@ class RobotsMiddleware:
         self.held_bytes = 0  # the records' weights, both kinds
         self.max_held_bytes = crawler.settings.getint("SEARCHCRAWL_ROBOTS_HELD_BYTES")
         self.fetching: dict[str, asyncio.Future[SiteRobots]] = {}
-        # this instance's robots.txt downloads in flight: the size cap counts only these (the
-        # bytes_received signal reaches every instance, e.g. a test's second one)
-        self.downloading: set[Request] = set()
+        # this instance's robots.txt fetches in flight, by the token in their requests' meta (a
+        # request sent again answering a digest challenge is a copy): the size cap counts only
+        # these (the bytes_received signal reaches every instance, e.g. a test's second one)
+        self.downloading: set[object] = set()
+        self.received: WeakKeyDictionary[Request, int] = WeakKeyDictionary()  # bytes, per download
         crawler.signals.connect(self.bytes_received, signal=signals.bytes_received)
 
     @classmethod
@@ -203,14 +205,15 @@ class RobotsMiddleware:
     async def _fetch(self, site: str) -> SiteRobots:
         url = f"{site}/robots.txt"
         for hop in range(MAX_ROBOTS_REDIRECTS + 1):
+            fetch = object()
             request = Request(
                 url,
                 priority=1000,
                 dont_filter=True,
                 # fetched once: RetryMiddleware would turn an outage into a burst of fetches
-                meta={ROBOTS_REQUEST: True, DONT_REDIRECT: True, HANDLE_HTTPSTATUS_ALL: True, DONT_RETRY: True},
+                meta={ROBOTS_REQUEST: fetch, DONT_REDIRECT: True, HANDLE_HTTPSTATUS_ALL: True, DONT_RETRY: True},
             )
-            self.downloading.add(request)
+            self.downloading.add(fetch)
             try:
                 # through every downloader middleware, the internal-address guard included
                 response = await self.crawler.engine.download_async(request)
@@ -223,7 +226,7 @@ class RobotsMiddleware:
                     return self._unavailable(site, f"is unreachable ({describe_failure(exc)})", Status(status))
                 return self._unavailable(site, f"is unreachable ({type(exc).__name__}: {exc})")
             finally:
-                self.downloading.discard(request)
+                self.downloading.discard(fetch)
             if 300 <= response.status < 400:
                 # a redirect it cannot follow is a failure that may pass (status 935), as an
                 # outage is: not a rule that takes the site's documents out of the index
@@ -252,9 +255,9 @@ class RobotsMiddleware:
 
     def bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
         """Stop a robots.txt download after 500 KiB: the rest would not be parsed anyway."""
-        if request not in self.downloading:
+        if request.meta.get(ROBOTS_REQUEST) not in self.downloading:
             return
-        received = request.meta.get(ROBOTS_BYTES, 0) + len(data)
-        request.meta[ROBOTS_BYTES] = received
+        received = self.received.get(request, 0) + len(data)
+        self.received[request] = received
         if received > MAX_ROBOTS_BYTES:
             raise StopDownload(fail=False)

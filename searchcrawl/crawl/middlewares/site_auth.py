@@ -10,7 +10,8 @@ added (this middleware runs after CookiesMiddleware).
 
 Digest: the first request to an origin goes without credentials; its 401 challenge is answered
 (the request is sent again, once) and kept, so later requests answer it at once (the nonce
-count rises; a ``stale`` nonce is answered afresh).
+count rises; a ``stale`` nonce is answered afresh). A robots.txt's challenge too: its rules and
+``Sitemap:`` lines are behind it, and most often it is the origin's first request.
 
 NTLM (``type = "ntlm"``): nothing is added here; the download handler
 (searchcrawl/crawl/handlers/ntlm.py) answers the challenges on the connection they belong to, and
@@ -164,25 +165,18 @@ class SiteAuthMiddleware:
             if response.status < 300:
                 self.accepted.add(origin)
             return response
-        if request.meta.get(ROBOTS_REQUEST):
-            return response  # robots.txt refused: its own rules (a 4xx allows all); the pages will say
-        digest = next((c for c in mine if c.rule.type == "digest"), None)
+        digest = any(c.rule.type == "digest" for c in mine)
         answered = request.meta.get(AUTH_ANSWERED) and request.meta.get(AUTH_SENT)
         unanswerable = False
-        if digest is not None and response.status == 401 and not answered:
-            for header in response.headers.getlist("WWW-Authenticate"):
-                challenge = parse_digest_challenge(header.decode("latin-1"))
-                if challenge is not None:
-                    known = self.challenges.get(origin)
-                    uses = known[1] if known and known[0]["nonce"] == challenge["nonce"] else 0  # nc keeps rising
-                    self.challenges[origin] = (challenge, uses)
-                    logger.debug("Answering the digest challenge of %s (realm %r)", origin, challenge["realm"])
-                    retry = request.replace(dont_filter=True, meta={**request.meta, AUTH_ANSWERED: True})
-                    retry.headers.pop("Authorization", None)
-                    return retry
+        if digest and response.status == 401 and not answered:
+            retry = self.answer_digest(request, response, origin)  # robots.txt's too: its rules are behind it
+            if retry is not None:
+                return retry
             unanswerable = True
         elif response.status == 401 and any(c.rule.type == "ntlm" for c in mine) and not request.meta.get(AUTH_SENT):
             unanswerable = True  # the download handler found no NTLM or Negotiate challenge it could answer
+        if request.meta.get(ROBOTS_REQUEST):
+            return response  # robots.txt refused: its own rules (a 4xx allows all); the pages will say
         if unanswerable:
             logger.error("%s asks for credentials this crawl cannot give (%s)", origin, _schemes(response))
         if response.status == 403 and origin in self.accepted:
@@ -203,6 +197,21 @@ class SiteAuthMiddleware:
             event=Event.FAILED,
             counted=False,
         )
+
+    def answer_digest(self, request: Request, response: Response, origin: str) -> Request | None:
+        """The request sent again answering the 401's digest challenge (kept for the origin's
+        later requests), or None when the 401 offers none this crawl can answer."""
+        for header in response.headers.getlist("WWW-Authenticate"):
+            challenge = parse_digest_challenge(header.decode("latin-1"))
+            if challenge is not None:
+                known = self.challenges.get(origin)
+                uses = known[1] if known and known[0]["nonce"] == challenge["nonce"] else 0  # nc keeps rising
+                self.challenges[origin] = (challenge, uses)
+                logger.debug("Answering the digest challenge of %s (realm %r)", origin, challenge["realm"])
+                retry = request.replace(dont_filter=True, meta={**request.meta, AUTH_ANSWERED: True})
+                retry.headers.pop("Authorization", None)
+                return retry
+        return None
 
 
 def _schemes(response: Response) -> str:

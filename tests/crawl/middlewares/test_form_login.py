@@ -8,7 +8,7 @@ cookie jar is the login's for its origin and the origin's own elsewhere; request
 session expired together make one login, and one of an older session none; a page still expired
 right after a fresh login is 936 (not counted); the login page is never a page (903); a form that
 sends elsewhere, or in its URL, is never sent (the password reaches no one); failed logins in a row
-give the origin up.
+give the origin up; a source with any other ``[[auth]]`` table gets a cookie jar per origin too.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from scrapy.utils.reactor import is_reactor_installed
 
 from searchcrawl import settings as project_settings
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.meta import COOKIEJAR, LOGIN_RETRIED, LOGIN_SESSION
+from searchcrawl.crawl.meta import COOKIEJAR, LOGIN_RETRIED, LOGIN_SESSION, ROBOTS_REQUEST
 from searchcrawl.crawl.middlewares.form_login import FormLoginMiddleware
 from searchcrawl.crawl.middlewares.site_auth import SiteAuthError
 from searchcrawl.rules.status_codes import Status
@@ -196,3 +196,22 @@ def test_a_user_secret_that_is_not_set_stops_the_crawl_naming_it(tmp_path, site,
     crawler = crawler_of(tmp_path, site, monkeypatch, form='user_secret = "UNIT_FORM_USER"\n')
     with pytest.raises(SiteAuthError, match="UNIT_FORM_USER"):
         build_from_crawler(FormLoginMiddleware, crawler)
+
+
+@pytest.mark.parametrize("kind", ["basic", "digest", "bearer", "cookie"])
+def test_any_auth_table_gives_every_origin_its_own_cookie_jar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """Without a form login too: the cookies a site sets once it has the credentials (its
+    session) stay with its origin, on every request (a robots.txt's, a redirect's)."""
+    monkeypatch.setenv("UNIT_AUTH_SECRET", PASSWORD)
+    origin = "http://127.0.0.1:8070"
+    user = 'user = "crawler"\n' if kind in ("basic", "digest") else ""
+    source = f'seeds = ["{origin}/"]\n[[auth]]\norigins = ["{origin}"]\ntype = "{kind}"\n{user}secret = "UNIT_AUTH_SECRET"\n'
+    middleware = build_from_crawler(FormLoginMiddleware, source_crawler(tmp_path, source))
+    requests = [
+        Request(f"{origin}/a.html"),
+        Request("http://127.0.0.1:8071/robots.txt", meta={ROBOTS_REQUEST: True, COOKIEJAR: origin}),
+        Request("http://127.0.0.1:8071/b.html", meta={COOKIEJAR: origin}),  # a redirect, its meta copied
+    ]
+    for request in requests:
+        assert asyncio.run(middleware.process_request(request)) is None
+    assert [request.meta[COOKIEJAR] for request in requests] == [origin, "http://127.0.0.1:8071", "http://127.0.0.1:8071"]

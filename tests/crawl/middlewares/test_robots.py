@@ -597,10 +597,12 @@ def huge_robots_txt() -> tuple[bytes, bytes]:
 
 class HugeRobots:
     """A server whose /robots.txt (no Content-Length) is ``huge_robots_txt`` followed by comment
-    lines, ``size`` bytes in all. Remembers how much it could send before the client went away."""
+    lines, ``size`` bytes in all. Remembers how much it could send before the client went away.
+    ``challenge``: the first request gets a digest challenge (401) instead, the next the file."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, challenge: bool = False) -> None:
         self.size = size
+        self.challenge = challenge
         self.sent = 0
         self.complete = False
         self.done = threading.Event()
@@ -621,6 +623,14 @@ class HugeRobots:
     def serve(self) -> None:
         try:
             conn, _ = self.sock.accept()
+            if self.challenge:
+                with conn:
+                    conn.recv(65536)
+                    conn.sendall(
+                        b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n"
+                        b'WWW-Authenticate: Digest realm="r", qop="auth", nonce="n1"\r\n\r\n'
+                    )
+                conn, _ = self.sock.accept()
         except OSError:
             return
         with conn:
@@ -643,11 +653,14 @@ class HugeRobots:
         self.sock.close()
 
 
-def test_only_the_first_500_kib_are_downloaded_and_parsed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("digest", [False, True])  # behind digest: the request sent again is capped too
+def test_only_the_first_500_kib_are_downloaded_and_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, digest: bool) -> None:
     first, rest = huge_robots_txt()
     assert len(first) == MAX_ROBOTS_BYTES and first.endswith(b"\nDisallow: /la") and rest.startswith(b"te/\n")
-    server = HugeRobots(size=64 * 1024 * 1024)  # far more than socket buffers hold
-    crawler = crawler_of(tmp_path, server.url)
+    server = HugeRobots(size=64 * 1024 * 1024, challenge=digest)  # far more than socket buffers hold
+    monkeypatch.setenv("ROBOTS_DIGEST_SECRET", "s3cret-value")
+    auth = f'[[auth]]\norigins = ["{server.url.rstrip("/")}"]\ntype = "digest"\nuser = "u"\nsecret = "ROBOTS_DIGEST_SECRET"\n'
+    crawler = crawler_of(tmp_path, server.url, keys=auth if digest else "")
 
     async def scenario(middleware: RobotsMiddleware) -> None:
         assert (await refused(middleware, f"{server.url}early/a.html")).status == Status.EXCLUDED_ROBOTS

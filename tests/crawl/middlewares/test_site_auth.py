@@ -85,6 +85,23 @@ def test_robots_txt_refused_keeps_its_own_rules(tmp_path: Path, monkeypatch: pyt
     assert middleware.process_response(robots, answer(robots, 401)).status == 401
 
 
+def test_a_robots_txt_behind_digest_answers_its_challenge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its rules are behind the challenge (and it is most often the origin's first request): a
+    401 left as robots.txt's answer would allow everything."""
+    middleware = build(tmp_path, monkeypatch, "digest")
+    robots = Request(f"{SITE}/robots.txt", meta={ROBOTS_REQUEST: True})
+    middleware.process_request(robots)
+    retry = middleware.process_response(robots, answer(robots, 401, **{"WWW-Authenticate": CHALLENGE}))
+    assert isinstance(retry, Request) and retry.meta[ROBOTS_REQUEST]
+    middleware.process_request(retry)
+    assert b"nc=00000001" in retry.headers["Authorization"]
+    # the answer refused: robots.txt's own rule (a 4xx allows all), neither answered again nor a refusal
+    assert middleware.process_response(retry, answer(retry, 401, **{"WWW-Authenticate": CHALLENGE})).status == 401
+    page = Request(f"{SITE}/a.html")
+    middleware.process_request(page)
+    assert b"nc=00000002" in page.headers["Authorization"]  # the pages answer the challenge at once
+
+
 def test_digest_answers_once_and_counts_its_nonce_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     middleware = build(tmp_path, monkeypatch, "digest")
     first = Request(f"{SITE}/a.html")
