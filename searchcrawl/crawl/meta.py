@@ -35,7 +35,8 @@ AUTH_SENT = "searchcrawl_auth_sent"
 its handshake sent the answer to a challenge)."""
 
 AUTH_ANSWERED = "searchcrawl_auth_answered"
-"""True: the request is the one sent again answering a digest challenge (set and read by
+"""The URL of the request sent again answering a digest challenge (a redirect of it copies the
+meta but has another URL, and answers its own challenge) (set and read by
 middlewares/site_auth.py: a second 401 is a refusal, not a new challenge, so a site that always
 challenges cannot loop). Persisted in the frontier, through which the request goes again."""
 

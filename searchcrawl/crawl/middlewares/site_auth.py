@@ -101,6 +101,7 @@ class SiteAuthMiddleware:
     def process_request(self, request: Request, spider: Any = None) -> None:
         origin = origin_of(request.url)
         self.strip(request)  # nothing of any credential, whatever the request carries (a copied redirect)
+        request.meta.pop(AUTH_SENT, None)  # a redirect's copy of its origin request's: apply() says
         mine = self.by_origin.get(origin or "", [])
         if not mine:
             return None
@@ -166,7 +167,7 @@ class SiteAuthMiddleware:
                 self.accepted.add(origin)
             return response
         digest = any(c.rule.type == "digest" for c in mine)
-        answered = request.meta.get(AUTH_ANSWERED) and request.meta.get(AUTH_SENT)
+        answered = request.meta.get(AUTH_ANSWERED) == request.url and request.meta.get(AUTH_SENT)
         unanswerable = False
         if digest and response.status == 401 and not answered:
             retry = self.answer_digest(request, response, origin)  # robots.txt's too: its rules are behind it
@@ -208,7 +209,8 @@ class SiteAuthMiddleware:
                 uses = known[1] if known and known[0]["nonce"] == challenge["nonce"] else 0  # nc keeps rising
                 self.challenges[origin] = (challenge, uses)
                 logger.debug("Answering the digest challenge of %s (realm %r)", origin, challenge["realm"])
-                retry = request.replace(dont_filter=True, meta={**request.meta, AUTH_ANSWERED: True})
+                # the URL answered, not a flag: a redirect of the retry copies its meta, and is not the answer
+                retry = request.replace(dont_filter=True, meta={**request.meta, AUTH_ANSWERED: request.url})
                 retry.headers.pop("Authorization", None)
                 return retry
         return None

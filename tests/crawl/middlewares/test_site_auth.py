@@ -123,6 +123,40 @@ def test_digest_answers_once_and_counts_its_nonce_on(tmp_path: Path, monkeypatch
         middleware.process_response(again, answer(again, 401, **{"WWW-Authenticate": CHALLENGE}))
 
 
+def test_a_redirect_of_an_answered_request_answers_its_own_challenge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scrapy's RedirectMiddleware copies a request's meta to its redirect: the redirect of the
+    request sent answering a challenge is not itself that answer, so a new challenge to it (a
+    nonce gone stale meanwhile) is answered, not refused (status 936, counted toward the origin's
+    refusal limit)."""
+    middleware = build(tmp_path, monkeypatch, "digest")
+    first = Request(f"{SITE}/dir")
+    middleware.process_request(first)
+    retry = middleware.process_response(first, answer(first, 401, **{"WWW-Authenticate": CHALLENGE}))
+    assert isinstance(retry, Request)
+    middleware.process_request(retry)
+    moved = retry.replace(url=f"{SITE}/dir/")  # as Scrapy builds a 301's redirect: the meta copied
+    middleware.process_request(moved)
+    stale = 'Digest realm="r", qop="auth", nonce="n2", stale=true'
+    again = middleware.process_response(moved, answer(moved, 401, **{"WWW-Authenticate": stale}))
+    assert isinstance(again, Request)
+    middleware.process_request(again)
+    assert b'nonce="n2"' in again.headers["Authorization"]
+    with pytest.raises(RequestRefused):  # and the answer refused is a refusal, once
+        middleware.process_response(again, answer(again, 401, **{"WWW-Authenticate": stale}))
+
+
+def test_a_request_sent_without_credentials_is_not_refused_for_a_copied_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request carrying another request's AUTH_SENT (a redirect's copied meta) but no
+    credentials of its own: its 401 is a first challenge, answered."""
+    middleware = build(tmp_path, monkeypatch, "digest")
+    page = Request(f"{SITE}/a.html", meta={AUTH_SENT: True})
+    middleware.process_request(page)
+    assert AUTH_SENT not in page.meta and "Authorization" not in page.headers
+    assert isinstance(middleware.process_response(page, answer(page, 401, **{"WWW-Authenticate": CHALLENGE})), Request)
+
+
 def test_ntlm_adds_nothing_and_a_401_through_the_handler_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
