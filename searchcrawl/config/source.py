@@ -217,10 +217,12 @@ class PortRule(RuleTable):
 
 
 class PathRule(RuleTable):
-    """One host's ``[paths]`` rule: path prefix include and exclude lists."""
+    """One host's ``[paths]`` rule: path prefix include and exclude lists; ``case_insensitive``
+    for a server that ignores the case of paths (IIS, Windows shares)."""
 
     include: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
+    case_insensitive: bool = False
 
     @field_validator("include", "exclude")
     @classmethod
