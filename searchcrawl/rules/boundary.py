@@ -20,7 +20,10 @@ boundary rules:
    or an exclude list, never both. A host's own rule replaces the ``"*"`` rule.
 7. ``paths``: per exact host (``"*"``: every host), path prefix include/exclude lists. The
    exclusions of the host and of ``"*"`` both apply; the include list is the host's if it has
-   one, else the ``"*"`` one; with no include list every path not excluded is allowed.
+   one, else the ``"*"`` one; with no include list every path not excluded is allowed. A path is
+   judged as web servers read it (``server_paths``: escapes decoded, slashes merged, ``..``
+   resolved, ``;`` parameters; in lower case for a ``case_insensitive`` host), failing closed
+   where servers differ.
 8. ``patterns``: regular expressions (searched anywhere in the URL; anchor with ``^``) and
    globs (fnmatch-style, case-sensitive, matching the whole URL). Exclusion overrides inclusion;
    if any include pattern is given, a URL must match one.
@@ -590,32 +593,25 @@ class PathCheck(BoundaryCheck):
             excluded = rules.exclusion(reading)
             if excluded is not None:
                 prefix, rule_host = excluded
-                rule = f'path exclude "{prefix}" on {_where(rule_host)}{_read_as(path, reading)}'
-                return ScopeDecision(False, rule, Status.EXCLUDED_PATH)
+                read = f" (path {path} read as {_shown(reading)})" if reading != path else ""
+                return ScopeDecision(False, f'path exclude "{prefix}" on {_where(rule_host)}{read}', Status.EXCLUDED_PATH)
         if not rules.include:
             if not explain:
                 return None
             return ScopeDecision(True, f"path {path} is not excluded on {host} (no path include rule)")
         included = ""
         for reading in readings:
-            prefix = rules.inclusion(reading)
-            if prefix is None:
+            inside = rules.inclusion(reading)
+            if inside is None:
+                read = f", read as {_shown(reading)}," if reading != path else ""
                 return ScopeDecision(
                     False,
-                    f"path {path}{_read_as(path, reading, ',')} is not below a path include prefix on "
-                    f"{_where(rules.include_host)} (include: {_listing(written for _read, written in rules.include)})",
+                    f"path {path}{read} is not below a path include prefix on {_where(rules.include_host)} "
+                    f"(include: {_listing(written for _read, written in rules.include)})",
                     Status.EXCLUDED_PATH,
                 )
-            included = included or prefix
+            included = included or inside
         return ScopeDecision(True, f'path include "{included}" on {_where(rules.include_host)}') if explain else None
-
-
-def _read_as(path: str, reading: str, lead: str = " (") -> str:
-    """How a reason says that ``path`` was read as ``reading`` (nothing when it is the same)."""
-    if reading == path:
-        return ""
-    shown = _shown(reading)
-    return f", read as {shown}," if lead == "," else f" (path {path} read as {shown})"
 
 
 def _compile_globs(globs: Sequence[str]) -> tuple[tuple[re.Pattern[str], str], ...]:
