@@ -37,6 +37,7 @@ Checks 4 to 7 apply to the URLs of their scheme only (file, or http and https).
 from __future__ import annotations
 
 import fnmatch
+import functools
 import posixpath
 import re
 from abc import ABC, abstractmethod
@@ -498,6 +499,7 @@ def _server_path(path: str, fold_case: bool) -> str:
     return folded.lower() if fold_case else folded
 
 
+@functools.lru_cache(maxsize=16_384)  # the same links recur on page after page of a site
 def server_paths(path: str, fold_case: bool = False) -> tuple[str, ...]:
     """The paths a common web server may map ``path`` (as sent: dot segments resolved as RFC
     3986 says, as w3lib and browsers do) onto, for the path rules: each read by ``_server_path``.
@@ -507,7 +509,7 @@ def server_paths(path: str, fold_case: bool = False) -> tuple[str, ...]:
     as it is, without splitting it (every link of every page comes here)."""
     if "%" not in path and ";" not in path and "//" not in path and "/." not in path and "\\" not in path:
         return (path.lower() if fold_case else path,)
-    readings = [remove_dot_segments(path)]
+    readings = [remove_dot_segments(path) if "/." in path or "%2" in path else path]
     if ";" in path:
         readings += [_PARAMETERS.sub("", reading) for reading in readings]
     if "%5" in path or "\\" in path:
