@@ -419,6 +419,8 @@ def test_boundary_judges_the_host_that_is_fetched(url: str) -> None:
 
 PLAIN_SEGMENTS = st.lists(st.sampled_from(["enc", "secret", "private", "a", "k.html"]), max_size=5)
 SEPARATORS = ["/", "//", "%2F", "%2f", "%5C", "%5c", "/./", "/%2e/", "/zz/../", "/zz/%2E%2e/", "/zz%2F..%2F", "/zz/..;p/"]
+# detours through the included folder: a path outside it that a prefix test would take for inside
+SEPARATORS += ["/enc/../", "/enc%2F..%2F", "/enc/..;p/", "/enc/.%2E/", "/enc%5C..%5C"]
 PARAMETER = st.sampled_from(["", "", ";x", ";jsessionid=1", ";"])
 
 
