@@ -12,6 +12,10 @@ no request: its ``start`` runs the crawl's rule chain (``CrawlState.steps``), as
 internal-address guard, and gets robots.txt from the crawl's ``RobotsMiddleware``, which fetches
 it through the crawl's downloader (every downloader middleware, the address guard included; its
 redirect limit, size cap and timeouts) and decides with the same code.
+
+A URL the rules exclude that the document table records as a temporary redirect's target outside
+the boundary is explained as the crawl fetches it: through that redirect, decided by the crawl's
+redirect policy (``decide_redirect``).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import asyncio
 import sys
 import traceback
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scrapy import Request
@@ -33,12 +37,14 @@ from twisted.python.failure import Failure
 
 from searchcrawl.config.source import SourceError
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware
 from searchcrawl.crawl.middlewares.robots import RobotsMiddleware, site_of
 from searchcrawl.crawl.spider import SourceSpider, seed_urls
 from searchcrawl.ops.terminal import printable
+from searchcrawl.rules.boundary import ScopeDecision
 from searchcrawl.rules.lifecycle import Event
+from searchcrawl.rules.redirect_policy import TEMPORARY, RedirectVerdict, decide_redirect
 from searchcrawl.rules.status_codes import Status, describe
 from searchcrawl.rules.urls import canonical
 from searchcrawl.store import SchemaOutdated
@@ -132,12 +138,15 @@ async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: b
         lines.append(f"depth:         {depth}{recorded}")
     for step in steps if rewriting is None else steps[1:]:
         lines.append(f"  {'ok ' if step.allowed else 'NO '} {step.rule}")
-    verdict = steps[-1]
+    verdict = steps[-1].decision
+    redirect = None
+    if not verdict.allowed and rewriting is not None:  # a link, not a seed: maybe a redirect's target
+        redirect, verdict = as_redirect_target(state, current, verdict, lines)
     if not verdict.allowed:
         assert verdict.status is not None
         lines.append(f"verdict:       EXCLUDED ({code_name(verdict.status)}): {verdict.rule}")
         return lines, False
-    if rewriting is not None:
+    if rewriting is not None and redirect is None:
         current = rewriting.url
 
     # The downloader middlewares a request of the URL meets, in their order: the address guard
@@ -152,14 +161,19 @@ async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: b
             return lines, False
     robots = crawler.get_downloader_middleware(RobotsMiddleware)
     site = site_of(current)
+    robots_said = "allowed by robots.txt"
     if not settings.obey_robots:
         lines.append("robots.txt:    not obeyed by this source (obey_robots = false)")
+        robots_said = "robots.txt not obeyed"
     elif robots is None:
         lines.append("robots.txt:    not obeyed: RobotsMiddleware is not in DOWNLOADER_MIDDLEWARES")
+        robots_said = "robots.txt not obeyed"
     elif site is None:
         lines.append("robots.txt:    not applicable")
+        robots_said = "no robots.txt applies"
     elif not check_robots:
         lines.append("robots.txt:    not fetched (--no-robots)")
+        robots_said = "robots.txt not checked (--no-robots): it may still exclude it"
     else:
         record = await robots.record(site)
         lines.append(f"robots.txt:    {record.answer}")
@@ -188,11 +202,48 @@ async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: b
             "text; read again only when its change token changes)"
         )
         return lines, True
+    where = "inside the boundary" if redirect is None else f"outside the boundary, as the target of {redirect}'s redirect"
     lines.append(
-        "verdict:       CRAWLED: inside the boundary and allowed by robots.txt "
-        "(indexed if it answers 200 with indexable content and no noindex)"
+        f"verdict:       CRAWLED: {where}; {robots_said} (indexed if it answers 200 with indexable content and no noindex)"
     )
     return lines, True
+
+
+def as_redirect_target(state: CrawlState, url: str, refusal: ScopeDecision, lines: list[str]) -> tuple[str | None, ScopeDecision]:
+    """A URL the rules refuse may still be fetched: as the target of a temporary redirect that
+    leads out of the boundary (``redirect_target``). Then the redirect policy decides, and the
+    scope filter's URL rules, which apply to its document. Returns the URL whose redirect is
+    followed to it (else None) and the decision; the lines say why."""
+    found = redirect_target(state, url)
+    if found is None:
+        return None, refusal
+    origin, redirect = found
+    lines.append(f"redirect:      {'ok ' if redirect.follow else 'NO '} {redirect.reason}")
+    if not redirect.follow:
+        return None, ScopeDecision(False, redirect.reason, redirect.status or refusal.status)
+    if state.scope_filter is not None:
+        filtered = state.scope_filter.check_url(url)
+        lines.append(f"  {'ok ' if filtered.passed else 'NO '} {filtered.rule}")
+        if not filtered.passed:
+            return None, ScopeDecision(False, filtered.rule, Status.EXCLUDED_FILTER)
+    return origin, ScopeDecision(True, redirect.reason)
+
+
+def redirect_target(state: CrawlState, url: str) -> tuple[str, RedirectVerdict] | None:
+    """The URL whose temporary redirect the document table says led the crawl out of the boundary
+    to ``url`` (the row's ``via``, whose last answer was that redirect), and the redirect policy's
+    verdict on it (``decide_redirect``, the crawl's own); None when no such redirect stands."""
+    row = state.table.get(state.source.name, url)
+    via: str | None = row["via"] if row else None
+    if via is None:
+        return None
+    origin = state.table.get(state.source.name, via)
+    if origin is None or origin["target"] != url or origin["status"] not in TEMPORARY:
+        return None
+    depth = origin["depth"] or 0
+    left = not state.boundary.check(via, depth).allowed  # only one step may leave the boundary
+    verdict = decide_redirect(origin["status"], url, depth, [via], state.boundary, left)
+    return via, replace(verdict, reason=f"{via} answers {verdict.reason}, as the document table records")
 
 
 def explain_spider(

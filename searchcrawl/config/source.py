@@ -217,10 +217,12 @@ class PortRule(RuleTable):
 
 
 class PathRule(RuleTable):
-    """One host's ``[paths]`` rule: path prefix include and exclude lists."""
+    """One host's ``[paths]`` rule: path prefix include and exclude lists; ``case_insensitive``
+    for a server that ignores the case of paths (IIS, Windows shares)."""
 
     include: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
+    case_insensitive: bool = False
 
     @field_validator("include", "exclude")
     @classmethod
@@ -582,6 +584,20 @@ def _describe_error(error: ErrorDetails, prefix: str | None = None, model: type[
     return f"key '{key}': {message}" if key else message
 
 
+# a comment after the URL of a seed file's line: a "#" after white space (a "#" right after the URL
+# starts its fragment; a URL holds no white space)
+_TRAILING_COMMENT = re.compile(r"\s#.*")
+
+
+def seed_line(line: str) -> str:
+    """The URL a line of a seed file holds, or "" for a blank line or a comment: a line starting
+    with ``#``, and a ``#`` after white space, start a comment (``http://h/#top`` keeps its ``#``)."""
+    line = line.strip()
+    if line.startswith("#"):
+        return ""
+    return _TRAILING_COMMENT.sub("", line).rstrip()
+
+
 def _read_seed_file(source_file: SourceFile, name: str) -> list[str]:
     target = Path(name).expanduser()
     seed_file = target if target.is_absolute() else _sibling(source_file.resource, name)
@@ -591,9 +607,9 @@ def _read_seed_file(source_file: SourceFile, name: str) -> list[str]:
     except UnicodeDecodeError:
         raise SourceError(f"{where}: expected UTF-8 text, one URL a line") from None  # the message quotes bytes
     seeds = []
-    for number, line in enumerate(lines, start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
+    for number, text in enumerate(lines, start=1):
+        line = seed_line(text)
+        if not line:
             continue
         problem = seed_url_problem(line)
         if problem is not None:  # named by its line, never quoted: the file may be anything

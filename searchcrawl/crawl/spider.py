@@ -79,6 +79,11 @@ def redirected_from(meta: Mapping[str, Any], url: str) -> str | None:
     return str(urls[-1]) if urls and meta.get(LEAVES_BOUNDARY) == url else None
 
 
+# seeds a crawl names in WARNINGs when the source's own rules exclude them (a seed file may hold
+# thousands: one more line gives their number)
+SEED_WARNINGS = 10
+
+
 def seed_urls(source: Source) -> Iterator[str]:
     """The source's seeds as the crawl requests them: canonical, at depth 0, not rewritten (the URL
     rewriter is for links); `scrapy explain` tells a seed by them. One at a time: a seed file may
@@ -112,8 +117,38 @@ class SourceSpider(Spider):
         return crawl_state(self.crawler)
 
     async def start(self) -> AsyncIterator[Request]:
+        excluded = 0
         for url in seed_urls(self.source):
+            excluded += self.warn_if_excluded(url, excluded)
             yield self.request(url, depth=0)
+        if excluded > SEED_WARNINGS:
+            logger.warning(
+                "%d seeds of source %s in all are outside its own rules (the first %d named above); they are not crawled",
+                excluded,
+                self.source.name,
+                SEED_WARNINGS,
+            )
+
+    def warn_if_excluded(self, seed: str, excluded: int) -> int:
+        """1 if the source's own rules (the crawl's rule chain, as a seed meets it) exclude
+        ``seed``, else 0; a WARNING names it and the rule while ``excluded`` (those found before)
+        is under ``SEED_WARNINGS``: a seed its own source keeps out is a mistake of the source file,
+        which the status of its row alone would hide."""
+        steps = self.context.steps(seed, 0)
+        decision = steps[-1].decision if steps else None
+        if decision is None or decision.allowed:
+            return 0
+        if excluded < SEED_WARNINGS:
+            assert decision.status is not None  # every refusal has its code
+            logger.warning(
+                "Seed %s of source %s is outside its own rules, not crawled: %s (%d %s)",
+                seed,
+                self.source.name,
+                decision.rule,
+                decision.status,
+                decision.status.name.lower(),
+            )
+        return 1
 
     def report(
         self,

@@ -20,7 +20,10 @@ boundary rules:
    or an exclude list, never both. A host's own rule replaces the ``"*"`` rule.
 7. ``paths``: per exact host (``"*"``: every host), path prefix include/exclude lists. The
    exclusions of the host and of ``"*"`` both apply; the include list is the host's if it has
-   one, else the ``"*"`` one; with no include list every path not excluded is allowed.
+   one, else the ``"*"`` one; with no include list every path not excluded is allowed. A path is
+   judged as web servers read it (``server_paths``: escapes decoded, slashes merged, ``..``
+   resolved, ``;`` parameters; in lower case for a ``case_insensitive`` host), failing closed
+   where servers differ.
 8. ``patterns``: regular expressions (searched anywhere in the URL; anchor with ``^``) and
    globs (fnmatch-style, case-sensitive, matching the whole URL). Exclusion overrides inclusion;
    if any include pattern is given, a URL must match one.
@@ -34,13 +37,14 @@ Checks 4 to 7 apply to the URLs of their scheme only (file, or http and https).
 from __future__ import annotations
 
 import fnmatch
+import functools
 import posixpath
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, runtime_checkable
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import SplitResult, quote, unquote, urlsplit
 
 from searchcrawl.rules.status_codes import Status
 
@@ -136,12 +140,15 @@ class PortScope(Protocol):
 
 
 class PathScope(Protocol):
-    """One host's ``[paths]`` rule: percent-encoded path prefixes."""
+    """One host's ``[paths]`` rule: percent-encoded path prefixes; ``case_insensitive`` for a
+    server that ignores case (IIS)."""
 
     @property
     def include(self) -> Sequence[str]: ...
     @property
     def exclude(self) -> Sequence[str]: ...
+    @property
+    def case_insensitive(self) -> bool: ...
 
 
 class PatternScope(Protocol):
@@ -462,17 +469,86 @@ class PortCheck(BoundaryCheck):
         return self.decide(url.host, port)
 
 
+# -- how the path rules read a path ---------------------------------------------------------------
+# A server does not look up the path it is sent as written: nginx, servlet containers (Tomcat,
+# Jetty) and IIS decode its escapes, merge repeated slashes, resolve "." and ".." again after
+# decoding (so "..%2F" climbs), servlet containers drop ";" path parameters from each segment
+# ("/secret;x/" is "/secret/"), IIS reads "\" ("%5C") as "/" and ignores case. The path rules
+# judge the folders a server may map a path onto, so that no spelling walks round them.
+
+_DISPLAY_SAFE = "/:@!$&'()*+,;=-._~"
+_PARAMETERS = re.compile(r";[^/]*")
+_BACKSLASHES = re.compile(r"%5[cC]|\\")
+
+
+def _server_path(path: str, fold_case: bool) -> str:
+    """One reading of ``path`` (its ``;`` and ``%5C`` already taken one way): escapes decoded once
+    (``%2F`` is a "/"), empty segments dropped (repeated slashes merged), ``.`` and ``..``
+    resolved; in lower case with ``fold_case``. Undecodable bytes are kept as surrogates."""
+    decoded = unquote(path, errors="surrogateescape")
+    segments: list[str] = []
+    trailing = False
+    for segment in decoded.split("/"):
+        trailing = segment in ("", ".", "..")
+        if segment == "..":
+            if segments:
+                segments.pop()
+        elif segment not in ("", "."):
+            segments.append(segment)
+    folded = "/" + "/".join(segments) + ("/" if trailing and segments else "")
+    return folded.lower() if fold_case else folded
+
+
+@functools.lru_cache(maxsize=16_384)  # the same links recur on page after page of a site
+def server_paths(path: str, fold_case: bool = False) -> tuple[str, ...]:
+    """The paths a common web server may map ``path`` (as sent: dot segments resolved as RFC
+    3986 says, as w3lib and browsers do) onto, for the path rules: each read by ``_server_path``.
+    Where servers differ, every reading is given: a ``;`` starts path parameters (servlet
+    containers) or is a character of the name (nginx, Apache); ``%5C`` is a "/" (IIS) or a
+    character of the name. A path without escapes, parameters, dots or repeated slashes is read
+    as it is, without splitting it (every link of every page comes here)."""
+    if "%" not in path and ";" not in path and "//" not in path and "/." not in path and "\\" not in path:
+        return (path.lower() if fold_case else path,)
+    readings = [remove_dot_segments(path) if "/." in path or "%2" in path else path]
+    if ";" in path:
+        readings += [_PARAMETERS.sub("", reading) for reading in readings]
+    if "%5" in path or "\\" in path:
+        readings += [_BACKSLASHES.sub("/", reading) for reading in readings]
+    return tuple(dict.fromkeys(_server_path(reading, fold_case) for reading in readings))
+
+
+def _shown(path: str) -> str:
+    """A path as the path rules read it, printable (its characters escaped again)."""
+    return quote(path, safe=_DISPLAY_SAFE, errors="surrogateescape")
+
+
 @dataclass(frozen=True)
 class _HostPaths:
-    """The path rules that apply to one host: its own and the ``"*"`` ones, merged."""
+    """The path rules that apply to one host: its own and the ``"*"`` ones, merged; each prefix as
+    the rules read it (``_server_path``) with the prefix as written."""
 
-    exclude: tuple[tuple[str, str], ...]  # (prefix, host the rule was given for)
+    exclude: tuple[tuple[str, str, str], ...]  # (prefix as read, prefix as written, host of the rule)
     exclude_prefixes: tuple[str, ...]
-    include: tuple[str, ...]
+    include: tuple[tuple[str, str], ...]  # (prefix as read, prefix as written)
+    include_prefixes: tuple[str, ...]
     include_host: str
+    fold_case: bool
+
+    def exclusion(self, path: str) -> tuple[str, str] | None:
+        """(prefix as written, host of the rule) of an exclusion ``path`` (as read) is below."""
+        if self.exclude_prefixes and path.startswith(self.exclude_prefixes):
+            return next((written, host) for read, written, host in self.exclude if path.startswith(read))
+        return None
+
+    def inclusion(self, path: str) -> str | None:
+        """The include prefix (as written) ``path`` (as read) is below."""
+        if path.startswith(self.include_prefixes):
+            return next(written for read, written in self.include if path.startswith(read))
+        return None
 
 
 def _host_paths(own: PathScope | None, every: PathScope | None, host: str) -> _HostPaths:
+    fold_case = bool(own and own.case_insensitive) or bool(every and every.case_insensitive)
     exclude = [(prefix, host) for prefix in own.exclude] if own else []
     exclude += [(prefix, EVERY_HOST) for prefix in every.exclude] if every else []
     if own and own.include:
@@ -481,11 +557,22 @@ def _host_paths(own: PathScope | None, every: PathScope | None, host: str) -> _H
         include, include_host = tuple(every.include), EVERY_HOST
     else:
         include, include_host = (), ""
-    return _HostPaths(tuple(exclude), tuple(prefix for prefix, _ in exclude), include, include_host)
+    read_exclude = tuple((_server_path(prefix, fold_case), prefix, rule_host) for prefix, rule_host in exclude)
+    read_include = tuple((_server_path(prefix, fold_case), prefix) for prefix in include)
+    return _HostPaths(
+        read_exclude,
+        tuple(read for read, _written, _host in read_exclude),
+        read_include,
+        tuple(read for read, _written in read_include),
+        include_host,
+        fold_case,
+    )
 
 
 class PathCheck(BoundaryCheck):
-    """The path of an http(s) URL, dot segments resolved: the host's rules and the ``"*"`` rules."""
+    """The path of an http(s) URL as servers read it (``server_paths``): the host's rules and the
+    ``"*"`` rules. Excluded when any reading is below an exclusion, or any is not below an include
+    prefix: where servers differ, the rules fail closed."""
 
     name = "paths"
 
@@ -503,24 +590,30 @@ class PathCheck(BoundaryCheck):
         if rules is None:
             return ScopeDecision(True, f"no path rule for {host}: every path allowed") if explain else None
         path = url.parts.path or "/"
-        if "/." in path or "%2" in path:
-            path = remove_dot_segments(path)
-        if rules.exclude_prefixes and path.startswith(rules.exclude_prefixes):
-            prefix, rule_host = next(rule for rule in rules.exclude if path.startswith(rule[0]))
-            return ScopeDecision(False, f'path exclude "{prefix}" on {_where(rule_host)}', Status.EXCLUDED_PATH)
+        readings = server_paths(path, rules.fold_case)
+        for reading in readings:
+            excluded = rules.exclusion(reading)
+            if excluded is not None:
+                prefix, rule_host = excluded
+                read = f" (path {path} read as {_shown(reading)})" if reading != path else ""
+                return ScopeDecision(False, f'path exclude "{prefix}" on {_where(rule_host)}{read}', Status.EXCLUDED_PATH)
         if not rules.include:
-            return ScopeDecision(True, f"path {path} is not excluded on {host} (no path include rule)") if explain else None
-        if not path.startswith(rules.include):
-            return ScopeDecision(
-                False,
-                f"path {path} is not below a path include prefix on {_where(rules.include_host)} "
-                f"(include: {_listing(rules.include)})",
-                Status.EXCLUDED_PATH,
-            )
-        if not explain:
-            return None
-        prefix = next(prefix for prefix in rules.include if path.startswith(prefix))
-        return ScopeDecision(True, f'path include "{prefix}" on {_where(rules.include_host)}')
+            if not explain:
+                return None
+            return ScopeDecision(True, f"path {path} is not excluded on {host} (no path include rule)")
+        included = ""
+        for reading in readings:
+            inside = rules.inclusion(reading)
+            if inside is None:
+                read = f", read as {_shown(reading)}," if reading != path else ""
+                return ScopeDecision(
+                    False,
+                    f"path {path}{read} is not below a path include prefix on {_where(rules.include_host)} "
+                    f"(include: {_listing(written for _read, written in rules.include)})",
+                    Status.EXCLUDED_PATH,
+                )
+            included = included or inside
+        return ScopeDecision(True, f'path include "{included}" on {_where(rules.include_host)}') if explain else None
 
 
 def _compile_globs(globs: Sequence[str]) -> tuple[tuple[re.Pattern[str], str], ...]:

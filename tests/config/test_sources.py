@@ -2,7 +2,7 @@
 
 import pytest
 
-from searchcrawl.config.source import SourceError, SourceFile, load_source
+from searchcrawl.config.source import SourceError, SourceFile, load_source, seed_line
 
 BROKEN = {
     "toml-syntax": ('seeds = ["{url}"\nmax_depth = 2\n', ["not valid TOML", "line"]),
@@ -27,6 +27,19 @@ def test_sources_dir_overrides_packaged_and_seed_files_merge(tmp_path) -> None:
     assert source.settings.max_depth == 0 and source.settings.preserve_cache
     with pytest.raises(SourceError, match="file name must be a source name"):
         load_source(SourceFile("bad name", str(path), path))
+
+
+def test_a_comment_after_a_seed_files_url_is_not_part_of_it(tmp_path) -> None:
+    """Issue 53: ``http://a.test/1  # home`` became the URL ``http://a.test/1%20%20#%20home``."""
+    (tmp_path / "seeds.txt").write_text(
+        "http://a.test/1  # the home page\nhttp://a.test/2\t# tabbed\n  # indented comment\n"
+        "http://a.test/3#top # a fragment, then a comment\nhttp://a.test/4#top\n"
+    )
+    path = tmp_path / "s.toml"
+    path.write_text('seed_files = ["seeds.txt"]\n')
+    source = load_source(SourceFile("s", str(path), path))
+    assert source.seed_urls == ("http://a.test/1", "http://a.test/2", "http://a.test/3#top", "http://a.test/4#top")
+    assert seed_line("# http://a.test/") == "" and seed_line("   ") == ""
 
 
 def test_tls_files_are_read_relative_to_the_source_file(tmp_path) -> None:

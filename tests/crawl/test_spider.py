@@ -308,3 +308,51 @@ def test_requests_that_end_without_a_response(crawler_of) -> None:
     assert found["http://h.test/slow.html"] == (Event.FAILED, Status.TIMEOUT, 2)
     row = state_of(crawler).table.get("unit", "http://h.test/slow.html")
     assert (row["state"], row["failures"]) == ("failed", 1)
+
+
+def test_a_seed_its_own_rules_exclude_is_named_in_a_warning(crawler_of, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 53: a seed the source's own rules keep out was requested, excluded, and said nothing."""
+    source = (
+        'seeds = ["http://h.test/", "http://h.test/private/a.html", "http://h.test/b.zip"]\n'
+        'paths = { "h.test" = { exclude = ["/private/"] } }\n'
+        'patterns = { exclude_glob = ["*.zip"] }\n'
+    )
+    spider = spider_of(crawler_of(source))
+
+    async def start() -> list[Request]:
+        return [request async for request in spider.start()]
+
+    with caplog.at_level("WARNING", logger="searchcrawl.crawl.spider"):
+        requests = asyncio.run(start())
+    assert [r.url for r in requests] == ["http://h.test/", "http://h.test/private/a.html", "http://h.test/b.zip"]
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        (
+            "WARNING",
+            'Seed http://h.test/private/a.html of source unit is outside its own rules, not crawled: path exclude "/private/" '
+            "on h.test (903 excluded_path)",
+        ),
+        (
+            "WARNING",
+            'Seed http://h.test/b.zip of source unit is outside its own rules, not crawled: pattern exclude_glob "*.zip" '
+            "(904 excluded_pattern)",
+        ),
+    ]
+
+
+def test_a_seed_file_full_of_excluded_seeds_names_the_first_ones_and_counts_the_rest(
+    crawler_of, caplog: pytest.LogCaptureFixture
+) -> None:
+    seeds = ", ".join(f'"http://h.test/private/{number}.html"' for number in range(25))
+    spider = spider_of(crawler_of(f'seeds = [{seeds}]\npaths = {{ "*" = {{ exclude = ["/private/"] }} }}\n'))
+
+    async def start() -> list[Request]:
+        return [request async for request in spider.start()]
+
+    with caplog.at_level("WARNING", logger="searchcrawl.crawl.spider"):
+        assert len(asyncio.run(start())) == 25
+    messages = [record.getMessage() for record in caplog.records]
+    assert len(messages) == 11 and messages[0].startswith("Seed http://h.test/private/0.html of source unit")
+    assert (
+        messages[-1]
+        == "25 seeds of source unit in all are outside its own rules (the first 10 named above); they are not crawled"
+    )

@@ -21,7 +21,7 @@ from searchcrawl.rules.status_codes import Status
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import create_db_engine, schema_revisions, upgrade_schema
 from tests.components import source_crawler, state_of
-from tests.conftest import Project, Site
+from tests.conftest import Project, Site, solr_docs
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\n"
 DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
@@ -329,3 +329,48 @@ def test_a_seed_is_explained_as_the_crawl_requests_it_not_rewritten(offline_proj
     assert "EXCLUDED" not in out, out
     link = explain(offline_project, name, f"{site.url}print/b.html")  # the same rule for a link
     assert verdict(link) == "verdict:       EXCLUDED (909 excluded_rewriter): dropped by the URL rewriter", link
+
+
+# --- what the crawl fetched through a temporary redirect; what --no-robots leaves open ----------
+
+
+def test_explain_says_crawled_for_a_temporary_redirects_target_outside_the_boundary(
+    project: Project, serve, tmp_path: Path, solr
+) -> None:
+    """Issue 53: explain said EXCLUDED (903) for the 302/307 targets outside the path rules that
+    the crawl had fetched and indexed; with --no-robots it still concluded "allowed by robots.txt"."""
+    root = tmp_path / "site"
+    (root / "other").mkdir(parents=True)
+    site = serve(root)
+    (root / "index.html").write_text('<html><body><p>home</p><a href="/go302">a</a> <a href="/go307">b</a></body></html>')
+    for name in ("a", "b"):
+        (root / "other" / f"{name}.html").write_text(f"<html><body><p>landing {name}</p></body></html>")
+    site.redirect("/go302", 302, "/other/a.html")
+    site.redirect("/go307", 307, "/other/b.html")
+    name = unique("targets")
+    project.source(name, f'seeds = ["{site.url}index.html"]\npaths = {{ "127.0.0.1" = {{ exclude = ["/other/"] }} }}\n')
+    crawl = project.scrapy("crawl", name)
+    assert crawl.returncode == 0, crawl.stderr[-3000:]
+    indexed = {doc["url"] for doc in solr_docs(solr, name)}
+    assert {f"{site.url}other/a.html", f"{site.url}other/b.html"} <= indexed, indexed
+
+    for path, origin, status in [("other/a.html", "go302", 302), ("other/b.html", "go307", 307)]:
+        out = explain(project, name, site.url + path)
+        assert '  NO  path exclude "/other/" on 127.0.0.1' in out, out
+        assert (
+            f"redirect:      ok  {site.url}{origin} answers {status} to {site.url}{path} (outside the boundary: "
+            f'path exclude "/other/" on 127.0.0.1), as the document table records'
+        ) in out, out
+        assert verdict(out) == (
+            f"verdict:       CRAWLED: outside the boundary, as the target of {site.url}{origin}'s redirect; allowed by "
+            "robots.txt (indexed if it answers 200 with indexable content and no noindex)"
+        ), out
+    never = explain(project, name, f"{site.url}other/c.html")  # no redirect leads there
+    assert "redirect:" not in never and verdict(never).startswith("verdict:       EXCLUDED (903 excluded_path)"), never
+
+    out = explain(project, name, f"{site.url}index.html", "--no-robots")
+    assert "robots.txt:    not fetched (--no-robots)" in out, out
+    assert verdict(out) == (
+        "verdict:       CRAWLED: inside the boundary; robots.txt not checked (--no-robots): it may still exclude it "
+        "(indexed if it answers 200 with indexable content and no noindex)"
+    ), out

@@ -175,3 +175,55 @@ display_urls = [{{ prefix = "{site.url}", replace = "https://www.example.com/" }
     out = explain(f"{site.url}print/x.html")
     assert "EXCLUDED (909 excluded_rewriter)" in out
     assert not [p for p in site.paths() if p != "/robots.txt"]  # explain fetches robots.txt only
+
+
+# Issue 53: a spelling nginx, a servlet container or IIS maps onto the excluded folder /enc/secret/
+# (or, climbing out of the included /enc/, onto /private/)
+SPELLINGS = [
+    "/enc//secret/k.html",
+    "/enc/secret%2Fl.html",
+    "/enc/..%2Fprivate/h.html",
+    "/enc/secret;x/n.html",
+    "/enc/SECRET/b.html",
+]
+
+
+def test_path_rules_exclude_every_spelling_a_server_maps_onto_an_excluded_folder(project, serve, tmp_path, solr) -> None:
+    root = tmp_path / "site"
+    (root / "enc").mkdir(parents=True)
+    site = serve(root)
+    (root / "enc" / "index.html").write_text(page("home", [*SPELLINGS, "/enc/public.html"]))
+    (root / "enc" / "public.html").write_text(page("public"))
+    for path in SPELLINGS:  # the server serves the secret folder for each spelling, as those servers do
+        site.responses[path] = (200, {"Content-Type": "text/html"}, page(f"secret {path}").encode())
+    name = f"spellings-{uuid.uuid4().hex[:8]}"
+    project.source(
+        name,
+        f"""seeds = ["{site.url}enc/index.html"]
+
+[paths."127.0.0.1"]
+include = ["/enc/"]
+exclude = ["/enc/secret/"]
+case_insensitive = true
+""",
+    )
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = project.table()
+    for path in SPELLINGS:
+        row = table.get(name, site.url + path.lstrip("/"))
+        assert row is not None and row["status"] == Status.EXCLUDED_PATH, (path, row)
+    assert not set(site.paths()) & set(SPELLINGS), site.paths()  # none was requested
+    assert {doc["url"] for doc in solr_docs(solr, name)} == {f"{site.url}enc/index.html", f"{site.url}enc/public.html"}
+    for path, rule in [
+        (
+            "/enc/secret%2Fl.html",
+            'path exclude "/enc/secret/" on 127.0.0.1 (path /enc/secret%2Fl.html read as /enc/secret/l.html)',
+        ),
+        (
+            "/enc/..%2Fprivate/h.html",
+            "path /enc/..%2Fprivate/h.html, read as /private/h.html, is not below a path include prefix",
+        ),
+    ]:
+        out = project.scrapy("explain", name, site.url + path.lstrip("/")).stdout
+        assert f"verdict:       EXCLUDED (903 excluded_path): {rule}" in out, out

@@ -3,6 +3,7 @@
 import pytest
 
 from tests.config.test_sources import BROKEN  # noqa: F401 - helpers and fixtures
+from tests.conftest import solr_docs
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN))
@@ -36,3 +37,26 @@ def test_unknown_source(offline_project) -> None:
     result = offline_project.scrapy("crawl", "nosuchsource")
     assert result.returncode == 2
     assert "no source named 'nosuchsource'" in result.stderr
+
+
+def test_a_seed_files_comments_and_a_seed_its_own_rules_exclude(project, serve, tmp_path, solr) -> None:
+    """Issue 53: ``URL  # comment`` in a seed file was requested with the comment in its path, and
+    a seed the source's own rules exclude was dropped without a word."""
+    site = serve(tmp_path)
+    (tmp_path / "index.html").write_text("<html><body><p>home</p></body></html>")
+    (tmp_path / "private").mkdir()
+    (tmp_path / "private" / "a.html").write_text("<html><body><p>private</p></body></html>")
+    (project.sources_dir / "seeds.txt").write_text(
+        f"# seeds\n{site.url}index.html  # the home page\n{site.url}private/a.html\t# excluded below\n"
+    )
+    project.source("commented", 'seed_files = ["seeds.txt"]\npaths = { "*" = { exclude = ["/private/"] } }\n')
+    result = project.scrapy("crawl", "commented")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert site.paths() == ["/robots.txt", "/index.html"], site.paths()
+    warnings = [line for line in result.stderr.splitlines() if "WARNING" in line and "Seed " in line]
+    assert len(warnings) == 1, result.stderr[-3000:]
+    assert warnings[0].endswith(
+        f'Seed {site.url}private/a.html of source commented is outside its own rules, not crawled: path exclude "/private/" '
+        'on every host ("*") (903 excluded_path)'
+    ), warnings
+    assert {doc["url"] for doc in solr_docs(solr, "commented")} == {f"{site.url}index.html"}

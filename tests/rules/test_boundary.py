@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from searchcrawl.config.source import ScopeRules
-from searchcrawl.rules.boundary import Boundary, ScopeDecision, host_port
+from searchcrawl.rules.boundary import Boundary, ScopeDecision, host_port, server_paths
 from searchcrawl.rules.status_codes import Status
 
 
@@ -442,6 +442,87 @@ def test_path_prefixes_are_case_sensitive_and_percent_encoded() -> None:
     assert verdict(b, "http://h/docs/%C3%BCber%20uns/x") == PATH
 
 
+# The spellings of issue 53: each is the excluded folder /enc/secret/ (or, climbing out of the
+# included /enc/, the folder /private/) to nginx, a servlet container or IIS.
+WALK_ROUND = [
+    "/enc//secret/k.html",  # repeated slashes: merged
+    "/enc/secret%2Fl.html",  # an encoded slash: decoded into a "/"
+    "/enc/secret%2fl.html",
+    "/enc/..%2Fprivate/h.html",  # ".." after decoding: /private/h.html, outside the include
+    "/enc/.%2e/private/h.html",
+    "/enc/%2E%2E%2Fprivate/h.html",
+    "/enc/secret;x/n.html",  # a path parameter (servlet containers): /enc/secret/n.html
+    "/enc/secret;jsessionid=1/",
+    "/enc/..;x/private/h.html",  # Tomcat's ".." with a parameter
+    "/enc/%73ecret/a.html",  # an escaped letter
+    "/enc/secret%5Cl.html",  # an encoded backslash (IIS)
+    "/enc/..%5Cprivate/h.html",
+    "/enc\\secret\\l.html",  # backslashes (browsers and IIS)
+    "/enc/x/..//secret/a.html",
+    "/enc/secret/",
+    "/enc/SECRET/b.html",  # the same folder on IIS (case_insensitive)
+]
+
+
+@pytest.mark.parametrize("path", WALK_ROUND)
+def test_a_spelling_a_server_maps_onto_an_excluded_folder_is_excluded(path: str) -> None:
+    rule = {"include": ["/enc/"], "exclude": ["/enc/secret/"], "case_insensitive": "SECRET" in path}
+    b = boundary(["http://127.0.0.1/enc/"], paths={"127.0.0.1": rule})
+    assert verdict(b, "http://127.0.0.1" + path) == PATH, b.check("http://127.0.0.1" + path).rule
+    assert verdict(b, "http://127.0.0.1/enc/secretary/a.html") == ALLOWED
+    assert verdict(b, "http://127.0.0.1/enc/secret") == ALLOWED  # a server redirects it to the folder: checked then
+
+
+def test_how_the_path_rules_read_a_path() -> None:
+    assert server_paths("/enc//secret/k.html") == ("/enc/secret/k.html",)
+    assert server_paths("/enc/..%2Fprivate/h.html") == ("/private/h.html",)
+    # where servers differ, every reading: ";" starts parameters (Tomcat) or is a character (nginx)
+    assert server_paths("/enc/secret;x/n.html") == ("/enc/secret;x/n.html", "/enc/secret/n.html")
+    assert server_paths("/a%5Cb") == ("/a\\b", "/a/b")
+    assert server_paths("/A/B") == ("/A/B",)
+    assert server_paths("/A/%42", fold_case=True) == ("/a/b",)
+    assert server_paths("/a/b/..") == ("/a/",)
+    assert server_paths("/%FF/") == ("/\udcff/",)  # bytes that are not UTF-8 kept, never replaced
+    assert server_paths("/") == ("/",)
+
+
+def test_path_rules_judge_every_reading_and_fail_closed() -> None:
+    b = boundary(["http://h/docs/"], paths={"h": {"include": ["/docs/"], "exclude": ["/docs/a;b/"]}})
+    assert verdict(b, "http://h/docs/a;b/x") == PATH  # nginx: the folder "a;b"
+    assert verdict(b, "http://h/docs/a;c/x") == ALLOWED  # read as /docs/a;c/x or /docs/a/x: inside
+    assert verdict(b, "http://h/docs/..;x/z") == PATH  # Tomcat: /z; nginx: the folder "..;x" of /docs/
+    assert b.check("http://h/docs/..%2Fz").rule == (
+        "path /docs/..%2Fz, read as /z, is not below a path include prefix on h (include: /docs/)"
+    )
+    assert verdict(b, "http://h/docs%2F") == ALLOWED  # /docs/ as a server reads it
+    # a prefix is read as a path is: written with an escape or a doubled slash, it means the folder
+    b = boundary(["http://h/"], paths={"h": {"exclude": ["/a%2Fb/", "//c//"]}})
+    assert verdict(b, "http://h/a/b/x") == PATH
+    assert verdict(b, "http://h/c/x") == PATH
+
+
+def test_case_insensitive_paths_per_host() -> None:
+    b = boundary(
+        ["http://iis/", "http://linux/"],
+        paths={
+            "iis": {"include": ["/Enc/"], "exclude": ["/enc/secret/"], "case_insensitive": True},
+            "linux": {"include": ["/enc/"], "exclude": ["/enc/secret/"]},
+        },
+    )
+    assert verdict(b, "http://iis/enc/SECRET/b.html") == PATH
+    assert b.check("http://iis/ENC/Secret/b.html").rule == (
+        'path exclude "/enc/secret/" on iis (path /ENC/Secret/b.html read as /enc/secret/b.html)'
+    )
+    assert verdict(b, "http://iis/ENC/public/b.html") == ALLOWED
+    assert b.explain("http://iis/ENC/public/b.html")[3].rule == 'path include "/Enc/" on iis'
+    assert verdict(b, "http://linux/enc/SECRET/b.html") == ALLOWED  # another folder on a case-sensitive server
+    assert verdict(b, "http://linux/ENC/b.html") == PATH
+    # "*" with case_insensitive: every host's rules ignore case (a host cannot turn it off)
+    b = boundary(["http://h/"], paths={"*": {"exclude": ["/x/"], "case_insensitive": True}, "h": {"exclude": ["/y/"]}})
+    assert verdict(b, "http://h/X/1") == PATH and verdict(b, "http://h/Y/1") == PATH
+    assert errors({"paths": {"h": {"case_insensitive": "yes"}}}) == ["paths.h.case_insensitive: Input should be a valid boolean"]
+
+
 def test_path_rule_errors() -> None:
     assert errors({"paths": {"h": {"include": ["products/"]}}}) == [
         "paths.h.include: expected path prefixes starting with '/', got 'products/'"
@@ -450,7 +531,9 @@ def test_path_rule_errors() -> None:
         "paths.h.exclude: expected path prefixes starting with '/', got 'http://h/x/'"
     ]
     assert errors({"paths": {"h": {"include": "/x/"}}}) == ["paths.h.include: Input should be a valid list"]
-    assert errors({"paths": {"h": {"inclue": ["/x/"]}}}) == ["paths.h: unknown key 'inclue' (known keys: include, exclude)"]
+    assert errors({"paths": {"h": {"inclue": ["/x/"]}}}) == [
+        "paths.h: unknown key 'inclue' (known keys: include, exclude, case_insensitive)"
+    ]
 
 
 # -- patterns ----------------------------------------------------------------------------------

@@ -176,8 +176,13 @@ def test_paths() -> None:
     check = PathCheck({"*": PathRule(exclude=["/private/"]), "h": PathRule(include=["/docs/"])})
     assert both(check, "http://h/docs/a") == passed('path include "/docs/" on h')
     assert both(check, "http://h/docs/../private/a") == refused(
-        Status.EXCLUDED_PATH, 'path exclude "/private/" on every host ("*")'
+        Status.EXCLUDED_PATH, 'path exclude "/private/" on every host ("*") (path /docs/../private/a read as /private/a)'
     )
+    assert both(check, "http://h/docs/..%2Fprivate/a") == refused(
+        Status.EXCLUDED_PATH,
+        'path exclude "/private/" on every host ("*") (path /docs/..%2Fprivate/a read as /private/a)',
+    )
+    assert both(check, "http://h/docs/a;x") == passed('path include "/docs/" on h')
     assert both(check, "http://h") == refused(
         Status.EXCLUDED_PATH, "path / is not below a path include prefix on h (include: /docs/)"
     )

@@ -28,7 +28,7 @@ from searchcrawl.config.source import ScopeRules, SourceError, SourceFile, Sourc
 from searchcrawl.content.charsets import choose_encoding, declared_encoding, looks_binary
 from searchcrawl.content.convert import detect_kind, sniff_kind
 from searchcrawl.content.convert.core import KINDS, OLE_MAGIC
-from searchcrawl.rules.boundary import Boundary
+from searchcrawl.rules.boundary import Boundary, server_paths
 from searchcrawl.rules.robots_txt import RobotsTxt, product_token, robots_for_response
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical
@@ -408,6 +408,76 @@ def test_boundary_judges_the_host_that_is_fetched(url: str) -> None:
     assert urlsplit(canonical(url)).hostname == "evil.com"
     for boundary in BOUNDARIES:
         assert not boundary.check(url).allowed
+
+
+# -- path rules: the spellings a server maps onto a folder -------------------------------------
+# A path of plain segments, spelled as nginx, a servlet container or IIS still maps it onto the
+# same folder: separators doubled, escaped (%2F, and %5C for IIS), or with a detour (x/.., with
+# its dots escaped); letters escaped; ";" parameters on a segment followed by a real "/"; letters
+# in another case where the host's rules ignore case. The path rules must read each spelling as
+# the plain path: below an exclusion, it is excluded; outside the include list, excluded too.
+
+PLAIN_SEGMENTS = st.lists(st.sampled_from(["enc", "secret", "private", "a", "k.html"]), max_size=5)
+SEPARATORS = ["/", "//", "%2F", "%2f", "%5C", "%5c", "/./", "/%2e/", "/zz/../", "/zz/%2E%2e/", "/zz%2F..%2F", "/zz/..;p/"]
+# detours through the included folder: a path outside it that a prefix test would take for inside
+SEPARATORS += ["/enc/../", "/enc%2F..%2F", "/enc/..;p/", "/enc/.%2E/", "/enc%5C..%5C"]
+PARAMETER = st.sampled_from(["", "", ";x", ";jsessionid=1", ";"])
+
+
+@st.composite
+def spelled_paths(draw: st.DrawFn, fold_case: bool) -> tuple[str, str]:
+    """(a plain path, one of its spellings)."""
+    segments = draw(PLAIN_SEGMENTS)
+    trailing = draw(st.booleans()) and bool(segments)
+    plain = "/" + "/".join(segments) + ("/" if trailing else "")
+    spelled, parameter = "", ""
+    separators = len(segments) + (1 if trailing else 0)
+    for index in range(separators):
+        real = parameter or index == 0  # a path starts with a "/", and a parameter ends at the next
+        spelled += draw(st.sampled_from([sep for sep in SEPARATORS if sep.startswith("/")] if real else SEPARATORS))
+        if index == len(segments):
+            break
+        for char in segments[index]:
+            if draw(st.integers(0, 3)) == 0:
+                escaped = f"%{ord(char):02X}"
+                char = escaped.lower() if draw(st.booleans()) else escaped
+            elif fold_case and draw(st.booleans()):
+                char = char.upper()
+            spelled += char
+        parameter = draw(PARAMETER)
+        spelled += parameter
+    return plain, spelled or "/"
+
+
+PATH_BOUNDARIES = {
+    fold_case: Boundary(
+        ["http://127.0.0.1/enc/"],
+        ScopeRules.model_validate(
+            {"paths": {"127.0.0.1": {"include": ["/enc/"], "exclude": ["/enc/secret/"], "case_insensitive": fold_case}}}
+        ),
+    )
+    for fold_case in (False, True)
+}
+
+
+@settings(max_examples=200)
+@given(data=st.data(), fold_case=st.booleans())
+@example(data=None, fold_case=False)
+def test_a_spelling_of_an_excluded_folder_is_excluded(data: st.DataObject | None, fold_case: bool) -> None:
+    """Any spelling that normalises into an excluded prefix (or out of the include list) is
+    excluded, as written and as the crawl canonicalises it; the plain path is one of its readings."""
+    spellings = [("/enc/secret/k.html", "/enc//secret/k.html"), ("/private/h.html", "/enc/..%2Fprivate/h.html")]
+    if data is not None:
+        spellings = [data.draw(spelled_paths(fold_case))]
+    boundary = PATH_BOUNDARIES[fold_case]
+    for plain, spelled in spellings:
+        assert plain in server_paths(spelled, fold_case), (plain, spelled, server_paths(spelled, fold_case))
+        if plain.startswith("/enc/secret/") or not plain.startswith("/enc/"):
+            for url in ("http://127.0.0.1" + spelled, canonical("http://127.0.0.1" + spelled)):
+                decision = boundary.check(url)
+                assert decision.status == Status.EXCLUDED_PATH, (plain, url, decision.rule)
+        else:
+            assert boundary.check("http://127.0.0.1" + plain).allowed
 
 
 # -- character sets and document kinds ---------------------------------------------------------------
