@@ -29,6 +29,23 @@ def is_login_page(url: str, login_url: str) -> bool:
     return origin_of(url) == origin_of(login_url) and (urlsplit(url).path or "/") == (urlsplit(login_url).path or "/")
 
 
+def at_login_path(url: str, login_url: str) -> bool:
+    """``url`` has the login page's scheme, port and path, whatever its host name: on another
+    name of the same server (``localhost`` for ``127.0.0.1``) it is the login page when it shows
+    the login form (the middleware looks)."""
+    origin, login_origin = origin_of(url), origin_of(login_url)
+    if origin is None or login_origin is None:
+        return False
+    return _scheme_and_port(origin) == _scheme_and_port(login_origin) and (urlsplit(url).path or "/") == (
+        urlsplit(login_url).path or "/"
+    )
+
+
+def _scheme_and_port(origin: str) -> tuple[str, str]:
+    scheme, _sep, host_port = origin.partition("://")
+    return scheme, host_port.rsplit(":", 1)[1]
+
+
 def redirect_target(url: str, status: int, location: str | None) -> str | None:
     """Where a 3xx answer to ``url`` leads (None: not a redirect)."""
     if not 300 <= status < 400 or not location:

@@ -329,3 +329,26 @@ def test_a_maintenance_crawl_holds_every_request_while_it_logs_in_again(project,
     # every page served once: no request left with a session known dead (one login per three pages)
     assert sorted(site.served) == sorted(site.pages) and site.logins == math.ceil(21 / 3)
     assert PASSWORD not in result.stderr + result.stdout
+
+
+def test_the_login_page_reached_through_another_name_of_its_server_is_never_indexed(project, solr, form_site) -> None:
+    """Issue 53: the table names 127.0.0.1:port; a link to localhost:port/login (the same
+    server, which the source admits) was crawled as a page and indexed ("Sign in"). So was the
+    login page a page of localhost:port redirects to: no session goes there, its cookies being
+    127.0.0.1's. Its path and port on another host, showing the login form, is the login page."""
+    site, other = form_site({}, pages_per_session=100)
+    site.pages = intranet(2)
+    alias = f"http://localhost:{site.port}/"
+    links = f'<a href="{alias}login">sign in</a><a href="{alias}page0.html">the same page</a>'
+    site.pages["/index.html"] = site.pages["/index.html"].replace("</body>", f"{links}</body>")
+    name = f"form-alias-{uuid.uuid4().hex[:6]}"
+    extra = 'obey_robots = false\ndomains = { include = ["127.0.0.1", "localhost"] }\n'  # robots.txt would keep it out
+    source = form_source(site, other, extra).replace("ports = { ", f'ports = {{ "localhost" = {{ include = [{site.port}] }}, ')
+    project.source(name, source)
+    result = project.scrapy("crawl", name, "-s", "LOG_LEVEL=DEBUG", INTRANET_SECRET=PASSWORD)
+    assert result.returncode == 0, result.stderr[-3000:]
+    docs = solr_docs(solr, name)
+    assert {doc["title"] for doc in docs} == {"Home", "Page 0", "Page 1", "Landing"}, [doc["url"] for doc in docs]
+    row = project.table().get(name, f"{alias}login")
+    assert row is not None and row["status"] == 903 and "reached as http://localhost" in row["reason"], row
+    assert site.logins == 1 and PASSWORD not in result.stderr + result.stdout

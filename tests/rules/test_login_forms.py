@@ -12,6 +12,7 @@ from searchcrawl.rules.login_forms import (
     MAX_RESENDS,
     Expiry,
     Sessions,
+    at_login_path,
     is_login_page,
     login_failure,
     redirect_target,
@@ -146,3 +147,14 @@ def test_a_session_that_serves_nothing_is_a_failed_login_and_a_page_is_resent_a_
     too_often = sessions.expired(SITE, 2, resends=MAX_RESENDS, renewing=False)
     assert too_often.log_in and too_often.refusal == f"the page found its session expired {MAX_RESENDS + 1} times"
     assert sessions.expired(SITE, 1, resends=MAX_RESENDS, renewing=False).refusal == too_often.refusal
+
+
+def test_the_login_page_on_another_name_of_its_server_is_its_path_and_port() -> None:
+    login = f"{SITE}/login"
+    assert at_login_path("http://localhost:8081/login?next=/a.html", login)
+    assert at_login_path(f"{SITE}/login", login) and at_login_path("http://LOCALHOST:8081/login", login)
+    assert not at_login_path("http://localhost:8082/login", login)  # another port: another server
+    assert not at_login_path("https://localhost:8081/login", login)
+    assert not at_login_path("http://localhost:8081/login/help", login)
+    assert at_login_path("http://intranet/", "http://127.0.0.1/") and at_login_path("https://a/x", "https://[::1]:443/x")
+    assert not at_login_path("ftp://localhost:8081/login", login) and not at_login_path("http://localhost:x/login", login)

@@ -32,7 +32,8 @@ nothing. The URL gets status 936 (a transient failure of the source, not counted
 removed) when its login failed, when it found expired a session fresh from a login after being
 sent again, or after MAX_RESENDS resends; at the limit the crawl logs an ERROR and stops asking
 the login's origins (their URLs get 936 without a request), rather than walking a site of login
-pages. The login page itself is never requested as a page (status 903).
+pages. The login page itself is never requested as a page (status 903), nor indexed when another
+name of the same server leads to it (its path and port on another host, showing the login form).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadFailedError
 from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.selector import SelectorList
 from twisted.internet.error import ConnectionDone, ConnectionLost
 from twisted.web.client import ResponseNeverReceived
 
@@ -73,6 +75,7 @@ from searchcrawl.rules.login_forms import (
     PASSWORD_FORM_XPATH,
     Expiry,
     Sessions,
+    at_login_path,
     is_login_page,
     login_failure,
     redirect_target,
@@ -141,6 +144,7 @@ def read_logins(rules: list[Any]) -> list[Login]:
 class FormLoginMiddleware:
     def __init__(self, crawler: Crawler, logins: list[Login], refused_limit: int) -> None:
         self.crawler = crawler
+        self.logins = logins
         self.by_origin = {origin: login for login in logins for origin in login.origins}
         self.sessions = Sessions(refused_limit)
         self.logging_in: dict[str, asyncio.Future[str | None]] = {}  # login key -> the login under way
@@ -230,6 +234,7 @@ class FormLoginMiddleware:
     async def process_response(self, request: Request, response: Response, spider: Any = None) -> Request | Response:
         login = self._page_login(request)
         if login is None:
+            self._refuse_login_page_elsewhere(request, response)
             return response
         expiry, waits_for = self._expiry(request, response)
         del request.meta[LOGIN_EXPIRY]  # decided for this answer only
@@ -251,6 +256,17 @@ class FormLoginMiddleware:
         await self._ready(login, request)
         logger.debug("%s waited for the login of %s: sent again with its new session", request.url, login.key)
         return request.replace(dont_filter=True)
+
+    def _refuse_login_page_elsewhere(self, request: Request, response: Response) -> None:
+        """The login page reached through another name of its server (its path and port on
+        another host, showing the login form) is never indexed either (903)."""
+        if request.meta.get(LOGIN_REQUEST) or request.meta.get(ROBOTS_REQUEST) or not isinstance(response, HtmlResponse):
+            return
+        for login in self.logins:
+            if at_login_path(response.url, login.form.url) and _login_form(response, login.form):
+                raise RequestRefused(
+                    Status.EXCLUDED_PATH, f"the login page of {login.key}, reached as {origin_of(response.url)}: never indexed"
+                )
 
     def _refused(self, login: Login, why: str) -> RequestRefused:
         self.crawler.stats.inc_value("searchcrawl/auth_refused")
@@ -312,8 +328,8 @@ class FormLoginMiddleware:
             return failure
         if page.status != 200 or not isinstance(page, TextResponse):
             return f"the login page answered HTTP {page.status}" + ("" if page.status != 200 else " without text")
-        found = page.css(form.form) if form.form else page.xpath(PASSWORD_FORM_XPATH)
-        if not found or found[0].root.tag != "form":
+        found = _login_form(page, form)
+        if not found:
             return f"no login form on the login page ({form.form or 'a form with a password input'})"
         data = {**form.fields, form.user_field: login.user, form.password_field: login.credential.value}
         try:  # the form's own inputs (a CSRF token ...) and its first submit button, with our values
@@ -424,6 +440,13 @@ def _never_answered(exc: DownloadFailedError) -> bool:
     return isinstance(cause, ResponseNeverReceived) and all(
         reason.check(ConnectionDone, ConnectionLost) for reason in cause.reasons
     )
+
+
+def _login_form(page: TextResponse, form: FormLogin) -> SelectorList:
+    """The login form on ``page``: the table's ``form`` selector's, else the one with a password
+    input (empty: none, or the selector names no <form>)."""
+    found = page.css(form.form) if form.form else page.xpath(PASSWORD_FORM_XPATH)
+    return found if found and found[0].root.tag == "form" else SelectorList([])
 
 
 def _location(response: Response) -> str | None:

@@ -190,6 +190,34 @@ def test_the_login_page_is_never_a_page(tmp_path, site, monkeypatch) -> None:
     assert site.seen == []
 
 
+def test_the_login_page_through_another_name_of_its_server_is_never_indexed(tmp_path, site, monkeypatch) -> None:
+    """Issue 53: localhost:port/login, the login page of the table's 127.0.0.1:port, was indexed."""
+    crawler = crawler_of(tmp_path, site, monkeypatch)
+    alias = f"http://localhost:{site.port}"
+
+    def shown(url: str, body: str) -> HtmlResponse:
+        return HtmlResponse(url, status=200, body=body.encode(), request=Request(url))
+
+    async def scenario(middleware: FormLoginMiddleware) -> None:
+        form = LOGIN_FORM.format(message="", csrf="t", next="/")
+        for url in (f"{alias}/login", f"{alias}/login?next=/a.html", f"http://127.0.0.2:{site.port}/login"):
+            response = shown(url, form)
+            with pytest.raises(RequestRefused) as refused:
+                await middleware.process_response(response.request, response)
+            assert refused.value.status == Status.EXCLUDED_PATH and f"reached as {url.split('/login')[0]}" in refused.value.reason
+        # another path, another port, or no login form there: a page like any other
+        for url, body in (
+            (f"{alias}/signin", form),
+            (f"http://localhost:{site.port + 1}/login", form),
+            (f"{alias}/login", "<html><body><form><input name=q></form></body></html>"),
+        ):
+            response = shown(url, body)
+            assert await middleware.process_response(response.request, response) is response
+
+    run(crawler, scenario)
+    assert site.seen == []
+
+
 @pytest.mark.parametrize(
     ("form", "why"),
     [
