@@ -183,7 +183,7 @@ class FormLoginMiddleware:
         if self.sessions.given_up(login.key):
             raise self._refused(login, "not asked again in this crawl: its form login failed")
         if self.sessions.session(login.key) == 0 or login.key in self.logging_in:
-            await self._log_in(login, seen=self.sessions.session(login.key))
+            await self._outcome(login, self._start_login(login))  # one login for all that ask together
         request.meta[LOGIN_SESSION] = self.sessions.session(login.key)
 
     def held(self, request: Request) -> bool:
@@ -283,13 +283,6 @@ class FormLoginMiddleware:
 
     # --- the login --------------------------------------------------------------------------
 
-    async def _log_in(self, login: Login, seen: int) -> None:
-        """Wait for a session newer than ``seen``: one login for all the requests that ask
-        together; RequestRefused (936) if it failed."""
-        if self.sessions.stale(login.key, seen) and login.key not in self.logging_in:
-            return  # logged in again since the request was sent
-        await self._outcome(login, self._start_login(login))
-
     async def _outcome(self, login: Login, running: asyncio.Future[str | None]) -> None:
         """Wait for the login ``running``; RequestRefused (936) if it failed."""
         failure = await asyncio.shield(running)
@@ -297,7 +290,7 @@ class FormLoginMiddleware:
             raise self._refused(login, f"the form login failed: {failure}")
 
     def _start_login(self, login: Login) -> asyncio.Future[str | None]:
-        """The login under way, started now if none is."""
+        """The login under way, started now if none is (one for all the requests that ask together)."""
         running = self.logging_in.get(login.key)
         if running is None:
             running = self.logging_in[login.key] = asyncio.ensure_future(self._login(login))
