@@ -254,6 +254,9 @@ DOWNLOADER_MIDDLEWARES = {
     "searchcrawl.crawl.middlewares.site_concurrency.SiteConcurrencyMiddleware": 900,
     # Shared crawls only: the per-site delay and concurrency hold for the whole fleet.
     "searchcrawl.crawl.middlewares.fleet.FleetPolitenessMiddleware": 950,
+    # The last before the network: a form login's page requests do not go out while it logs in
+    # again, and each answer is read for expiry before the site's turn is given back
+    "searchcrawl.crawl.middlewares.form_login.FormLoginGateMiddleware": 960,
 }
 
 ITEM_PIPELINES = {

@@ -50,9 +50,15 @@ LOGIN_SESSION = "searchcrawl_login_session"
 request that finds its session expired logs in again only if no newer session exists."""
 
 LOGIN_RETRIED = "searchcrawl_login_retried"
-"""True: the request is sent again after a fresh form login (middlewares/form_login.py): if it
-still finds the session expired, the URL gets status 936 instead of another login. Persisted in
-the frontier, through which the request goes again."""
+"""How many times the request was sent again after finding its form-login session expired
+(middlewares/form_login.py; True in frontiers of older versions: once): sent again, it gets
+status 936 if it finds a session fresh from a login expired, or after MAX_RESENDS
+(rules/login_forms.py). Persisted in the frontier, through which the request goes again."""
+
+LOGIN_EXPIRY = "searchcrawl_login_expiry"
+"""What the answer to a page request meant for its form-login session and the login it waits
+for: decided by middlewares/form_login.py's gate before the site's turn is given back, read (and
+removed) by FormLoginMiddleware.process_response."""
 
 KNOWN_ROW = "searchcrawl_known_row"
 """The URL's document-table row as the frontier leased it (so a conditional GET needs no lookup

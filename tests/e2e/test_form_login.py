@@ -154,11 +154,14 @@ def form_site():
         server.stop()
 
 
-def form_source(site: FormSite, other: AuthSite, extra: str = "") -> str:
+ONE_AT_A_TIME = "concurrent_requests = 1\nconcurrent_per_site = 1\n"
+
+
+def form_source(site: FormSite, other: AuthSite, extra: str = "", concurrency: str = ONE_AT_A_TIME) -> str:
     ports = f'ports = {{ "127.0.0.1" = {{ include = [{site.port}, {other.port}] }} }}'
     origin = site.url.rstrip("/")
     return (
-        f'seeds = ["{site.url}index.html"]\n{ports}\nconcurrent_requests = 1\nconcurrent_per_site = 1\n{extra}'
+        f'seeds = ["{site.url}index.html"]\n{ports}\n{concurrency}{extra}'
         f'[[auth]]\norigins = ["{origin}"]\ntype = "form"\nuser = "crawler"\nsecret = "INTRANET_SECRET"\n'
         f'[auth.form]\nurl = "{origin}/login"\n'
     )
@@ -292,3 +295,60 @@ def test_a_sitemap_behind_the_login_form_is_read_after_logging_in(project, solr,
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Hidden" in {doc["title"] for doc in solr_docs(solr, name)}
     assert site.logins == 1 and "/sitemap.xml" in site.served
+
+
+def test_a_maintenance_crawl_holds_every_request_while_it_logs_in_again(project, solr, form_site) -> None:
+    """Issue 53: with one request at a time to the site but sixteen in the downloader (the
+    default concurrent_requests), a maintenance crawl queues every known page at once. After
+    the first expiry, fifteen requests left with the dead session before the login page was
+    asked, their resends found the new three-page session used up, got 936 "expired again right
+    after a fresh login", and the crawl logged that the login failed three times in a row ("check
+    the secret") with a correct secret: 15 of 21 changed pages kept their old text. Every
+    re-login holds the origin's requests, and a session that expires is not a wrong password."""
+    site, other = form_site({}, pages_per_session=3)
+    site.pages = intranet(20)
+    name = f"form-maintenance-{uuid.uuid4().hex[:6]}"
+    project.source(name, form_source(site, other))
+    assert project.scrapy("crawl", name, INTRANET_SECRET=PASSWORD).returncode == 0
+    assert len(solr_docs(solr, name)) == 22  # the index, twenty pages, and the landing page elsewhere
+
+    site.pages = {
+        path: body.replace("Text of page", "New text of page").replace("Home", "New home") for path, body in site.pages.items()
+    }
+    site.served.clear()
+    site.logins = 0
+    project.source(name, form_source(site, other, concurrency="concurrent_per_site = 1\n"))
+    result = project.scrapy("crawl", name, "-s", "LOG_LEVEL=INFO", INTRANET_SECRET=PASSWORD)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "check the secret" not in result.stderr and "] ERROR:" not in result.stderr, result.stderr[-5000:]
+    docs = {doc["url"]: doc for doc in solr_docs(solr, name)}
+    stale = [url for url, doc in docs.items() if url.startswith(site.url) and "New " not in doc["title"] + doc["content"]]
+    assert not stale, (stale, result.stderr[-5000:])
+    table = project.table()
+    assert {table.get(name, f"{site.url}page{n}.html")["status"] for n in range(20)} == {200}
+    # every page served once: no request left with a session known dead (one login per three pages)
+    assert sorted(site.served) == sorted(site.pages) and site.logins == math.ceil(21 / 3)
+    assert PASSWORD not in result.stderr + result.stdout
+
+
+def test_the_login_page_reached_through_another_name_of_its_server_is_never_indexed(project, solr, form_site) -> None:
+    """Issue 53: the table names 127.0.0.1:port; a link to localhost:port/login (the same
+    server, which the source admits) was crawled as a page and indexed ("Sign in"). So was the
+    login page a page of localhost:port redirects to: no session goes there, its cookies being
+    127.0.0.1's. Its path and port on another host, showing the login form, is the login page."""
+    site, other = form_site({}, pages_per_session=100)
+    site.pages = intranet(2)
+    alias = f"http://localhost:{site.port}/"
+    links = f'<a href="{alias}login">sign in</a><a href="{alias}page0.html">the same page</a>'
+    site.pages["/index.html"] = site.pages["/index.html"].replace("</body>", f"{links}</body>")
+    name = f"form-alias-{uuid.uuid4().hex[:6]}"
+    extra = 'obey_robots = false\ndomains = { include = ["127.0.0.1", "localhost"] }\n'  # robots.txt would keep it out
+    source = form_source(site, other, extra).replace("ports = { ", f'ports = {{ "localhost" = {{ include = [{site.port}] }}, ')
+    project.source(name, source)
+    result = project.scrapy("crawl", name, "-s", "LOG_LEVEL=DEBUG", INTRANET_SECRET=PASSWORD)
+    assert result.returncode == 0, result.stderr[-3000:]
+    docs = solr_docs(solr, name)
+    assert {doc["title"] for doc in docs} == {"Home", "Page 0", "Page 1", "Landing"}, [doc["url"] for doc in docs]
+    row = project.table().get(name, f"{alias}login")
+    assert row is not None and row["status"] == 903 and "reached as http://localhost" in row["reason"], row
+    assert site.logins == 1 and PASSWORD not in result.stderr + result.stdout

@@ -8,7 +8,16 @@ from pydantic import ValidationError
 
 from searchcrawl.config.source import SourceSettings
 from searchcrawl.rules.credentials import FormLogin, SiteAuth
-from searchcrawl.rules.login_forms import Sessions, is_login_page, login_failure, redirect_target, session_expired
+from searchcrawl.rules.login_forms import (
+    MAX_RESENDS,
+    Expiry,
+    Sessions,
+    at_login_path,
+    is_login_page,
+    login_failure,
+    redirect_target,
+    session_expired,
+)
 
 SITE = "http://127.0.0.1:8081"
 
@@ -92,8 +101,60 @@ def test_sessions_are_numbered_and_failures_in_a_row_give_an_origin_up() -> None
     assert sessions.logged_in(SITE) == 1
     assert sessions.stale(SITE, 0) and not sessions.stale(SITE, 1)  # a request of session 0 just tries again
     assert not sessions.failed(SITE) and not sessions.given_up(SITE)
-    sessions.logged_in(SITE)  # a success ends the failures in a row
+    sessions.served(SITE, 0)  # a page of an older session proves nothing of the newest
+    assert sessions.failures[SITE] == 1
+    sessions.served(SITE, 1)  # a page served in the newest session ends the failures in a row
     assert not sessions.failed(SITE)
     assert sessions.failed(SITE) and sessions.given_up(SITE)  # the second in a row gives up
     assert not sessions.failed(SITE) and sessions.given_up(SITE)  # said once; still given up
-    assert not sessions.given_up("http://127.0.0.1:8082")
+    sessions.served(SITE, 1)  # a page in flight answered after giving up: still given up
+    assert sessions.given_up(SITE) and not sessions.given_up("http://127.0.0.1:8082")
+
+
+def test_a_session_that_expires_after_serving_pages_is_no_failure() -> None:
+    """Issue 53: a session that expires is not a wrong password. Only the first page to find the
+    newest session expired starts a login; the others (an older session, or a login under way)
+    wait for it; none of it counts toward giving up, however often it happens."""
+    sessions = Sessions(limit=3)
+    for session in range(1, 10):
+        assert sessions.logged_in(SITE) == session
+        sessions.served(SITE, session)
+        assert sessions.expired(SITE, session, resends=0, renewing=False) == Expiry(log_in=True)
+        assert sessions.expired(SITE, session, resends=1, renewing=True) == Expiry(log_in=False)  # found together
+        assert sessions.expired(SITE, session - 1, resends=1, renewing=False) == Expiry(log_in=False)  # an older one
+    assert not sessions.given_up(SITE) and sessions.failures[SITE] == 0
+
+
+def test_a_session_that_serves_nothing_is_a_failed_login_and_a_page_is_resent_a_few_times() -> None:
+    sessions = Sessions(limit=2)
+    sessions.logged_in(SITE)
+    # the site took the login but its session works for nothing: a failure; the page is sent
+    # again once, then 936 if it finds the next fresh session expired too
+    assert sessions.expired(SITE, 1, resends=0, renewing=False) == Expiry(log_in=True)
+    sessions.logged_in(SITE)
+    expiry = sessions.expired(SITE, 2, resends=1, renewing=False)
+    assert expiry.gives_up and not expiry.log_in and "failed 2 times in a row" in (expiry.refusal or "")
+    assert sessions.expired(SITE, 2, resends=0, renewing=False).refusal == "not asked again in this crawl: its form login failed"
+
+    sessions = Sessions(limit=3)
+    sessions.logged_in(SITE)
+    sessions.logged_in(SITE)
+    assert sessions.expired(SITE, 2, resends=1, renewing=False).refusal == "the session expired again right after a fresh login"
+    # a page that always answers with the login page, each time in a session that served others:
+    # sent again MAX_RESENDS times, then 936 (a login is still due: the session did expire)
+    sessions.served(SITE, 2)
+    assert sessions.expired(SITE, 2, resends=MAX_RESENDS - 1, renewing=False) == Expiry(log_in=True)
+    too_often = sessions.expired(SITE, 2, resends=MAX_RESENDS, renewing=False)
+    assert too_often.log_in and too_often.refusal == f"the page found its session expired {MAX_RESENDS + 1} times"
+    assert sessions.expired(SITE, 1, resends=MAX_RESENDS, renewing=False).refusal == too_often.refusal
+
+
+def test_the_login_page_on_another_name_of_its_server_is_its_path_and_port() -> None:
+    login = f"{SITE}/login"
+    assert at_login_path("http://localhost:8081/login?next=/a.html", login)
+    assert at_login_path(f"{SITE}/login", login) and at_login_path("http://LOCALHOST:8081/login", login)
+    assert not at_login_path("http://localhost:8082/login", login)  # another port: another server
+    assert not at_login_path("https://localhost:8081/login", login)
+    assert not at_login_path("http://localhost:8081/login/help", login)
+    assert at_login_path("http://intranet/", "http://127.0.0.1/") and at_login_path("https://a/x", "https://[::1]:443/x")
+    assert not at_login_path("ftp://localhost:8081/login", login) and not at_login_path("http://localhost:x/login", login)

@@ -22,12 +22,21 @@ bound to a port (RFC 6265), nor, with a ``Domain``, to one host.
 
 A page answer that says the session expired (a redirect to the login page; optionally one of
 ``expired_status`` or a page showing ``expired_text``) makes one new login, however many
-requests see it together (a request sent in an older session than the newest only tries again),
-and the page is sent again, once. A failed login, or a page that still says expired right after
-a fresh login, gives the URL status 936 (a transient failure of the source, not counted, nothing
-removed); after ``SEARCHCRAWL_AUTH_REFUSED_LIMIT`` of them in a row the crawl logs an ERROR and
-stops asking the login's origins (their URLs get 936 without a request), rather than walking a
-site of login pages. The login page itself is never requested as a page (status 903).
+requests see it together, and the page is sent again after it. While a login runs, no page
+request of its origins goes out: those that reach this middleware wait here, and those that
+passed it already and waited for the site's turn (site_concurrency, fleet) are stopped by
+FormLoginGateMiddleware, the last downloader middleware before the network, and sent again after
+the login (so are those sent with a session older than the newest). The gate also reads each
+answer before the site's turn is given back, so that the next request already finds the login
+under way. A failed login, or a session that expires before serving a single page (a login the
+site took without giving a session that works), counts toward SEARCHCRAWL_AUTH_REFUSED_LIMIT
+failures in a row, which a page served ends; a session that expires after serving pages counts
+nothing. The URL gets status 936 (a transient failure of the source, not counted, nothing
+removed) when its login failed, when it found expired a session fresh from a login after being
+sent again, or after MAX_RESENDS resends; at the limit the crawl logs an ERROR and stops asking
+the login's origins (their URLs get 936 without a request), rather than walking a site of login
+pages. The login page itself is never requested as a page (status 903), nor indexed when another
+name of the same server leads to it (its path and port on another host, showing the login form).
 """
 
 from __future__ import annotations
@@ -36,12 +45,14 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from form2request import form2request
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadFailedError
 from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.selector import SelectorList
 from twisted.internet.error import ConnectionDone, ConnectionLost
 from twisted.web.client import ResponseNeverReceived
 
@@ -52,6 +63,7 @@ from searchcrawl.crawl.meta import (
     DONT_REDIRECT,
     DONT_RETRY,
     HANDLE_HTTPSTATUS_ALL,
+    LOGIN_EXPIRY,
     LOGIN_REQUEST,
     LOGIN_RETRIED,
     LOGIN_SESSION,
@@ -64,7 +76,9 @@ from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.login_forms import (
     MAX_LOGIN_REDIRECTS,
     PASSWORD_FORM_XPATH,
+    Expiry,
     Sessions,
+    at_login_path,
     is_login_page,
     login_failure,
     redirect_target,
@@ -75,6 +89,13 @@ from searchcrawl.rules.status_codes import Status
 logger = logging.getLogger(__name__)
 
 RESEND_PAUSE = 0.1  # seconds before a login request that got no answer is sent again (_fetch)
+# Each crawl's FormLoginMiddleware, for its gate (built after it: a higher order)
+_MIDDLEWARES: WeakKeyDictionary[Crawler, FormLoginMiddleware] = WeakKeyDictionary()
+
+
+class SessionHeld(Exception):
+    """Not an error: a page request reached the gate while its origin logs in again, or with a
+    session older than the newest; FormLoginMiddleware sends it again after the login."""
 
 
 @dataclass(frozen=True)
@@ -126,9 +147,11 @@ def read_logins(rules: list[Any]) -> list[Login]:
 class FormLoginMiddleware:
     def __init__(self, crawler: Crawler, logins: list[Login], refused_limit: int) -> None:
         self.crawler = crawler
+        self.logins = logins
         self.by_origin = {origin: login for login in logins for origin in login.origins}
         self.sessions = Sessions(refused_limit)
         self.logging_in: dict[str, asyncio.Future[str | None]] = {}  # login key -> the login under way
+        _MIDDLEWARES[crawler] = self
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FormLoginMiddleware:
@@ -140,38 +163,114 @@ class FormLoginMiddleware:
 
     # --- page requests ----------------------------------------------------------------------
 
+    def _page_login(self, request: Request) -> Login | None:
+        """The form login a page request of the crawl needs (None: another origin's, or one of a
+        login's own requests, or a robots.txt)."""
+        if request.meta.get(LOGIN_REQUEST) or request.meta.get(ROBOTS_REQUEST):
+            return None
+        return self.by_origin.get(origin_of(request.url) or "")
+
     async def process_request(self, request: Request, spider: Any = None) -> None:
         origin = origin_of(request.url)
         login = self.by_origin.get(origin or "")
         request.meta[COOKIEJAR] = login.key if login is not None else origin  # every request: its own jar
-        if login is None or request.meta.get(LOGIN_REQUEST) or request.meta.get(ROBOTS_REQUEST):
+        login = self._page_login(request)
+        if login is None:
             return None
         if is_login_page(request.url, login.form.url):
             raise RequestRefused(Status.EXCLUDED_PATH, f"the login page of {login.key}: never crawled as a page")
-        if self.sessions.given_up(login.key):
-            raise self._refused(login, "not asked again in this crawl: its form login failed")
-        if self.sessions.session(login.key) == 0:
-            await self._log_in(login, seen=0)
-        request.meta[LOGIN_SESSION] = self.sessions.session(login.key)
+        await self._ready(login, request)
         return None
 
-    async def process_response(self, request: Request, response: Response, spider: Any = None) -> Request | Response:
-        login = self.by_origin.get(origin_of(request.url) or "")
-        if login is None or request.meta.get(LOGIN_REQUEST) or request.meta.get(ROBOTS_REQUEST):
-            return response
-        form = login.form
-        location = response.headers.get(b"Location")
+    async def _ready(self, login: Login, request: Request) -> None:
+        """Wait for the first login, or the one under way; the request gets the newest session."""
+        if self.sessions.given_up(login.key):
+            raise self._refused(login, "not asked again in this crawl: its form login failed")
+        if self.sessions.session(login.key) == 0 or login.key in self.logging_in:
+            await self._outcome(login, self._start_login(login))  # one login for all that ask together
+        request.meta[LOGIN_SESSION] = self.sessions.session(login.key)
+
+    def held(self, request: Request) -> bool:
+        """The gate's question: the page request must not go out now (a login of its origin runs,
+        or it carries an older session's cookies, or the origin was given up meanwhile)."""
+        login = self._page_login(request)
+        if login is None or LOGIN_SESSION not in request.meta:
+            return False
+        key = login.key
+        return key in self.logging_in or self.sessions.stale(key, request.meta[LOGIN_SESSION]) or self.sessions.given_up(key)
+
+    def expiry(self, request: Request, response: Response) -> Expiry | None:
+        """What the answer to a page request means for its session, decided once (by the gate,
+        before the site's turn is given back): None, a page served; else what the page gets. The
+        first page to find the newest session expired starts the new login here."""
+        return self._expiry(request, response)[0]
+
+    def _expiry(self, request: Request, response: Response) -> tuple[Expiry | None, asyncio.Future[str | None] | None]:
+        """``expiry``'s answer and the login the page then waits for (the one under way)."""
+        login = self._page_login(request)
+        if login is None:
+            return None, None
+        if LOGIN_EXPIRY in request.meta:
+            return request.meta[LOGIN_EXPIRY]
+        form, seen = login.form, request.meta.get(LOGIN_SESSION, 0)
         text = response.text if form.expired_text is not None and isinstance(response, TextResponse) else None
-        expired = session_expired(form, request.url, response.status, location.decode("latin-1") if location else None, text)
-        if expired is None:
+        why = session_expired(form, request.url, response.status, _location(response), text)
+        if why is None:
+            self.sessions.served(login.key, seen)
+            request.meta[LOGIN_EXPIRY] = None, None
+            return None, None
+        resends = int(request.meta.get(LOGIN_RETRIED, 0))
+        expiry = self.sessions.expired(login.key, seen, resends, login.key in self.logging_in)
+        logger.debug(
+            "The session %d of %s expired at %s (%s): %s",
+            seen,
+            login.key,
+            request.url,
+            why,
+            "logging in again" if expiry.log_in else "status 936" if expiry.refusal else "sent again after the login",
+        )
+        if expiry.gives_up:
+            self._give_up(login)
+        waits_for = self._start_login(login) if expiry.log_in else self.logging_in.get(login.key)
+        request.meta[LOGIN_EXPIRY] = expiry, waits_for
+        return expiry, waits_for
+
+    async def process_response(self, request: Request, response: Response, spider: Any = None) -> Request | Response:
+        login = self._page_login(request)
+        if login is None:
+            self._refuse_login_page_elsewhere(request, response)
             return response
-        if request.meta.get(LOGIN_RETRIED):
-            if self.sessions.failed(login.key):
-                self._give_up(login)
-            raise self._refused(login, f"the session expired again right after a fresh login ({expired})")
-        logger.debug("The session of %s expired at %s (%s): logging in again", login.key, request.url, expired)
-        await self._log_in(login, seen=request.meta.get(LOGIN_SESSION, 0))
-        return request.replace(dont_filter=True, meta={**request.meta, LOGIN_RETRIED: True})
+        expiry, waits_for = self._expiry(request, response)
+        del request.meta[LOGIN_EXPIRY]  # decided for this answer only
+        if expiry is None:
+            return response
+        if expiry.refusal is not None:
+            raise self._refused(login, expiry.refusal)
+        if waits_for is not None:  # else a newer session exists already
+            await self._outcome(login, waits_for)
+        resends = int(request.meta.get(LOGIN_RETRIED, 0)) + 1
+        return request.replace(dont_filter=True, meta={**request.meta, LOGIN_RETRIED: resends})
+
+    async def process_exception(self, request: Request, exception: Exception, spider: Any = None) -> Request | None:
+        """A request the gate held: sent again once the login is done (it never went out)."""
+        if not isinstance(exception, SessionHeld):
+            return None
+        login = self._page_login(request)
+        assert login is not None  # the gate holds page requests of a login's origins only
+        await self._ready(login, request)
+        logger.debug("%s waited for the login of %s: sent again with its new session", request.url, login.key)
+        return request.replace(dont_filter=True)
+
+    def _refuse_login_page_elsewhere(self, request: Request, response: Response) -> None:
+        """The login page reached through another name of its server (its path and port on
+        another host, showing the login form) is never indexed either (903)."""
+        if request.meta.get(LOGIN_REQUEST) or request.meta.get(ROBOTS_REQUEST) or not isinstance(response, HtmlResponse):
+            return
+        for login in self.logins:
+            if at_login_path(response.url, login.form.url) and _login_form(response, login.form):
+                raise RequestRefused(
+                    Status.EXCLUDED_PATH, f"the login page of {login.key}, reached as {origin_of(response.url)}: never indexed"
+                )
 
     def _refused(self, login: Login, why: str) -> RequestRefused:
         self.crawler.stats.inc_value("searchcrawl/auth_refused")
@@ -188,18 +287,19 @@ class FormLoginMiddleware:
 
     # --- the login --------------------------------------------------------------------------
 
-    async def _log_in(self, login: Login, seen: int) -> None:
-        """Wait for a session newer than ``seen``: one login for all the requests that ask
-        together; RequestRefused (936) if it failed."""
-        if self.sessions.stale(login.key, seen):
-            return  # logged in again since the request was sent
+    async def _outcome(self, login: Login, running: asyncio.Future[str | None]) -> None:
+        """Wait for the login ``running``; RequestRefused (936) if it failed."""
+        failure = await asyncio.shield(running)
+        if failure is not None:
+            raise self._refused(login, f"the form login failed: {failure}")
+
+    def _start_login(self, login: Login) -> asyncio.Future[str | None]:
+        """The login under way, started now if none is (one for all the requests that ask together)."""
         running = self.logging_in.get(login.key)
         if running is None:
             running = self.logging_in[login.key] = asyncio.ensure_future(self._login(login))
             running.add_done_callback(lambda _done: self.logging_in.pop(login.key, None))
-        failure = await asyncio.shield(running)
-        if failure is not None:
-            raise self._refused(login, f"the form login failed: {failure}")
+        return running
 
     async def _login(self, login: Login) -> str | None:
         """Log in once: None on success, else why it failed (counted toward giving up)."""
@@ -225,8 +325,8 @@ class FormLoginMiddleware:
             return failure
         if page.status != 200 or not isinstance(page, TextResponse):
             return f"the login page answered HTTP {page.status}" + ("" if page.status != 200 else " without text")
-        found = page.css(form.form) if form.form else page.xpath(PASSWORD_FORM_XPATH)
-        if not found or found[0].root.tag != "form":
+        found = _login_form(page, form)
+        if not found:
             return f"no login form on the login page ({form.form or 'a form with a password input'})"
         data = {**form.fields, form.user_field: login.user, form.password_field: login.credential.value}
         try:  # the form's own inputs (a CSRF token ...) and its first submit button, with our values
@@ -304,6 +404,32 @@ class FormLoginMiddleware:
         }
 
 
+class FormLoginGateMiddleware:
+    """The last downloader middleware before the network: a page request of a form login's
+    origins that got the site's turn while the origin logs in again (or with an older session's
+    cookies) does not go out (SessionHeld: the turn is given back, and FormLoginMiddleware sends
+    it again after the login); each answer is read for expiry here, before the turn is given
+    back, so that the next request finds the login under way."""
+
+    def __init__(self, logins: FormLoginMiddleware) -> None:
+        self.logins = logins
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FormLoginGateMiddleware:
+        logins = _MIDDLEWARES.get(crawler)
+        if logins is None:
+            raise not_needed(cls, "the source has no form login")
+        return cls(logins)
+
+    def process_request(self, request: Request, spider: Any = None) -> None:
+        if self.logins.held(request):
+            raise SessionHeld(f"{request.url} waits for a login")
+
+    def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
+        self.logins.expiry(request, response)
+        return response
+
+
 def _never_answered(exc: DownloadFailedError) -> bool:
     """Whether the connection closed or was reset before the first byte of an answer (not a
     cancellation, a timeout or a TLS handshake that failed: sending again changes nothing there)."""
@@ -311,6 +437,13 @@ def _never_answered(exc: DownloadFailedError) -> bool:
     return isinstance(cause, ResponseNeverReceived) and all(
         reason.check(ConnectionDone, ConnectionLost) for reason in cause.reasons
     )
+
+
+def _login_form(page: TextResponse, form: FormLogin) -> SelectorList:
+    """The login form on ``page``: the table's ``form`` selector's, else the one with a password
+    input (empty: none, or the selector names no <form>)."""
+    found = page.css(form.form) if form.form else page.xpath(PASSWORD_FORM_XPATH)
+    return found if found and found[0].root.tag == "form" else SelectorList([])
 
 
 def _location(response: Response) -> str | None:

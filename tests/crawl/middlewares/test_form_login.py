@@ -6,7 +6,8 @@ every downloader middleware of the project but the one under test).
 What it checks: the first page request waits for the login and carries its session number; the
 cookie jar is the login's for its origin and the origin's own elsewhere; requests that find their
 session expired together make one login, and one of an older session none; a page still expired
-right after a fresh login is 936 (not counted); the login page is never a page (903); a form that
+right after a fresh login is 936 (not counted); while a login runs the gate lets no page request
+out, and the one it held is sent again after it; the login page is never a page (903); a form that
 sends elsewhere, or in its URL, is never sent (the password reaches no one); failed logins in a row
 give the origin up; a source with any other ``[[auth]]`` table gets a cookie jar per origin too.
 """
@@ -29,7 +30,7 @@ from scrapy.utils.reactor import is_reactor_installed
 from searchcrawl import settings as project_settings
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.meta import COOKIEJAR, LOGIN_RETRIED, LOGIN_SESSION, ROBOTS_REQUEST
-from searchcrawl.crawl.middlewares.form_login import FormLoginMiddleware
+from searchcrawl.crawl.middlewares.form_login import FormLoginGateMiddleware, FormLoginMiddleware, SessionHeld
 from searchcrawl.crawl.middlewares.site_auth import SiteAuthError
 from searchcrawl.rules.status_codes import Status
 from tests.components import source_crawler
@@ -92,38 +93,89 @@ async def page(middleware: FormLoginMiddleware, url: str) -> Request:
     return request
 
 
+def served(request: Request) -> HtmlResponse:
+    return HtmlResponse(request.url, status=200, body=b"<html><body>a page</body></html>", request=request)
+
+
+async def answer(gate: FormLoginGateMiddleware, middleware: FormLoginMiddleware, request: Request, response: HtmlResponse):
+    """The answer through both: the gate reads it first (before the site's turn is given back)."""
+    assert gate.process_response(request, response) is response
+    return await middleware.process_response(request, response)
+
+
 def test_the_first_page_waits_for_the_login_and_expiry_together_makes_one_login(tmp_path, site, monkeypatch) -> None:
     crawler = crawler_of(tmp_path, site, monkeypatch)
     key = site.url.rstrip("/")
 
     async def scenario(middleware: FormLoginMiddleware) -> None:
+        gate = FormLoginGateMiddleware(middleware)
         first, second = await asyncio.gather(page(middleware, f"{site.url}a.html"), page(middleware, f"{site.url}b.html"))
         assert site.logins == 1  # the two first requests waited for one login
         assert first.meta[LOGIN_SESSION] == second.meta[LOGIN_SESSION] == 1 and first.meta[COOKIEJAR] == key
         elsewhere = await page(middleware, "http://127.0.0.1:9/x.html")
         assert elsewhere.meta[COOKIEJAR] == "http://127.0.0.1:9" and LOGIN_SESSION not in elsewhere.meta
+        served_first = await page(middleware, f"{site.url}c.html")
+        assert await answer(gate, middleware, served_first, served(served_first)) is not None
         # both find the session expired at once: one new login, each sent again once
-        retries = await asyncio.gather(*(middleware.process_response(r, expired(r)) for r in (first, second)))
-        assert site.logins == 2 and all(isinstance(r, Request) and r.dont_filter and r.meta[LOGIN_RETRIED] for r in retries)
+        retries = await asyncio.gather(*(answer(gate, middleware, r, expired(r)) for r in (first, second)))
+        assert site.logins == 2 and all(isinstance(r, Request) and r.dont_filter and r.meta[LOGIN_RETRIED] == 1 for r in retries)
         # a request of session 1 answered late: session 2 exists, it only tries again
         late = Request(f"{site.url}c.html", meta={LOGIN_SESSION: 1})
-        assert isinstance(await middleware.process_response(late, expired(late)), Request) and site.logins == 2
-        # sent again after the fresh login, still expired: 936, not counted, no third login
+        assert isinstance(await answer(gate, middleware, late, expired(late)), Request) and site.logins == 2
+        # sent again after the fresh login, expired before the new session served a page: 936,
+        # not counted for the URL, a failure in a row for the login (the session works for
+        # nothing), and the next login starts at once
         retry = retries[0]
         assert isinstance(retry, Request)
         await middleware.process_request(retry)
         with pytest.raises(RequestRefused) as refused:
-            await middleware.process_response(retry, expired(retry))
+            await answer(gate, middleware, retry, expired(retry))
         assert refused.value.status == Status.AUTH_REFUSED and not refused.value.outcome.counted
-        assert "expired again right after a fresh login" in refused.value.reason and site.logins == 2
-        # an answer that is no expiry passes untouched
+        assert "expired again right after a fresh login" in refused.value.reason
+        assert middleware.sessions.failures[key] == 1
+        # an answer that is no expiry passes untouched, and ends the failures in a row
         fine = await page(middleware, f"{site.url}a.html")
-        ok = HtmlResponse(fine.url, status=200, body=b"<html></html>", request=fine)
-        assert await middleware.process_response(fine, ok) is ok
+        assert site.logins == 3 and fine.meta[LOGIN_SESSION] == 3
+        ok = served(fine)
+        assert await answer(gate, middleware, fine, ok) is ok and middleware.sessions.failures[key] == 0
 
     run(crawler, scenario)
-    assert [(method, path.split("?")[0]) for method, path, _c in site.seen] == [("GET", "/login"), ("POST", "/login")] * 2
-    assert crawler.stats.get_value("searchcrawl/logins") == 2
+    assert [(method, path.split("?")[0]) for method, path, _c in site.seen] == [("GET", "/login"), ("POST", "/login")] * 3
+    assert crawler.stats.get_value("searchcrawl/logins") == 3
+
+
+def test_no_page_goes_out_while_the_session_is_renewed(tmp_path, site, monkeypatch) -> None:
+    """Issue 53: requests that had passed the middleware and waited for the site's turn left with
+    the dead session while the login waited behind them. The gate, the last middleware before
+    the network, reads the expiry before the turn is given back: the next request is held and
+    sent again after the login, and so is one carrying an older session's cookies."""
+    crawler = crawler_of(tmp_path, site, monkeypatch)
+
+    async def scenario(middleware: FormLoginMiddleware) -> None:
+        gate = FormLoginGateMiddleware(middleware)
+        finds, waiting, older = [await page(middleware, f"{site.url}{n}.html") for n in range(3)]
+        gate.process_request(finds)  # session 1, no login under way: it goes out
+        assert await answer(gate, middleware, older, served(older)) is not None
+        gate.process_response(finds, expired(finds))  # the gate reads the expiry: the login starts now
+        assert middleware.logging_in and site.logins == 1
+        with pytest.raises(SessionHeld) as held:
+            gate.process_request(waiting)  # it got the site's turn meanwhile: held
+        again, resent = await asyncio.gather(
+            middleware.process_exception(waiting, held.value), middleware.process_response(finds, expired(finds))
+        )
+        assert site.logins == 2 and isinstance(again, Request) and again.dont_filter and LOGIN_RETRIED not in again.meta
+        assert isinstance(resent, Request) and resent.meta[LOGIN_RETRIED] == 1
+        with pytest.raises(SessionHeld):
+            gate.process_request(older)  # its session's cookies are those of session 1
+        assert await middleware.process_exception(older, ValueError("other")) is None  # not the gate's: not handled
+        for request in (again, resent):
+            await middleware.process_request(request)
+            gate.process_request(request)  # the new session: it goes out
+            assert request.meta[LOGIN_SESSION] == 2
+        assert middleware.sessions.failures[site.url.rstrip("/")] == 0  # an expiry after pages is no failure
+
+    run(crawler, scenario)
+    assert [path.split("?")[0] for _method, path, _c in site.seen] == ["/login"] * 4
 
 
 def test_the_login_page_is_never_a_page(tmp_path, site, monkeypatch) -> None:
@@ -133,6 +185,34 @@ def test_the_login_page_is_never_a_page(tmp_path, site, monkeypatch) -> None:
         with pytest.raises(RequestRefused) as refused:
             await middleware.process_request(Request(f"{site.url}login?next=/a.html"))
         assert refused.value.status == Status.EXCLUDED_PATH and "login page" in refused.value.reason
+
+    run(crawler, scenario)
+    assert site.seen == []
+
+
+def test_the_login_page_through_another_name_of_its_server_is_never_indexed(tmp_path, site, monkeypatch) -> None:
+    """Issue 53: localhost:port/login, the login page of the table's 127.0.0.1:port, was indexed."""
+    crawler = crawler_of(tmp_path, site, monkeypatch)
+    alias = f"http://localhost:{site.port}"
+
+    def shown(url: str, body: str) -> HtmlResponse:
+        return HtmlResponse(url, status=200, body=body.encode(), request=Request(url))
+
+    async def scenario(middleware: FormLoginMiddleware) -> None:
+        form = LOGIN_FORM.format(message="", csrf="t", next="/")
+        for url in (f"{alias}/login", f"{alias}/login?next=/a.html", f"http://127.0.0.2:{site.port}/login"):
+            response = shown(url, form)
+            with pytest.raises(RequestRefused) as refused:
+                await middleware.process_response(response.request, response)
+            assert refused.value.status == Status.EXCLUDED_PATH and f"reached as {url.split('/login')[0]}" in refused.value.reason
+        # another path, another port, or no login form there: a page like any other
+        for url, body in (
+            (f"{alias}/signin", form),
+            (f"http://localhost:{site.port + 1}/login", form),
+            (f"{alias}/login", "<html><body><form><input name=q></form></body></html>"),
+        ):
+            response = shown(url, body)
+            assert await middleware.process_response(response.request, response) is response
 
     run(crawler, scenario)
     assert site.seen == []
