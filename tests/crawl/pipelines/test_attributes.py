@@ -281,3 +281,15 @@ def test_a_document_that_crashes_the_converter_twice_counts_as_a_transient_failu
     outcome = converter_failure(crawler_of, fake_tika(status=500, version=True))
     assert (outcome.event, outcome.status, outcome.counted) == (Event.FAILED, Status.CONVERSION_FAILED, True)
     assert outcome.reason.startswith("crashed: Tika failed on it twice") and not outcome.columns
+
+
+def test_a_converted_file_without_a_title_of_its_own_is_titled_by_its_decoded_name(crawler_of) -> None:
+    """Issue 53: the file name standing in for a title was percent-encoded (``Quartals%C3%BCbersicht%202024.docx``)."""
+    document = docx.Document()
+    document.add_paragraph("Revenue grew in every region this quarter.")
+    data = io.BytesIO()
+    document.save(data)
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_CONVERT_WORKERS=1))
+    url = "http://h.test/Quartals%C3%BCbersicht%202024.docx"
+    item = run(pipeline, CrawledDocument("unit", url, 1, {"content-type": DOCX}, body=data.getvalue()))
+    assert item.fields["title"] == "Quartalsübersicht 2024.docx"
