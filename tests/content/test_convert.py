@@ -141,6 +141,34 @@ def test_generated_odp_and_docx_metadata(tmp_path):
     assert (result.metadata["title"], result.metadata["created"]) == ("T", "2020-01-02T03:04:05Z")
 
 
+def test_docx_headers_and_footers_are_read(tmp_path):
+    """Issue 53: the Python DOCX converter dropped headers and footers (Tika's testWORD_various.docx:
+    "This is the header", "This is the footer text"). Headers first, then the body, then footers;
+    a section linked to the previous one adds nothing twice; a first-page header is read too."""
+    from docx import Document
+    from docx.enum.section import WD_SECTION
+
+    document = Document()
+    first = document.sections[0]
+    first.header.paragraphs[0].text = "This is the header"
+    first.footer.paragraphs[0].text = "This is the footer text"
+    first.different_first_page_header_footer = True
+    first.first_page_header.paragraphs[0].text = "Cover letterhead"
+    document.add_paragraph("Body of the first section.")
+    second = document.add_section(WD_SECTION.NEW_PAGE)  # linked to the first: no header of its own
+    assert second.header.is_linked_to_previous
+    document.add_paragraph("Body of the second section.")
+    document.save(tmp_path / "hf.docx")
+    text = convert((tmp_path / "hf.docx").read_bytes()).text
+    assert [line for line in text.split("\n") if line] == [
+        "This is the header",
+        "Cover letterhead",
+        "Body of the first section.",
+        "Body of the second section.",
+        "This is the footer text",
+    ], text
+
+
 def test_scanned_pdf_has_no_text_but_its_metadata(corpus):
     """OCR needs Tika; without it a scan is a document without text (the pipeline decides)."""
     result = convert((corpus / "pdf" / "ocr_text.pdf").read_bytes())
