@@ -338,3 +338,19 @@ def test_converter_is_thread_safe(converter, corpus):
     with ThreadPoolExecutor(4) as pool:
         kinds = list(pool.map(lambda p: converter.convert(p.read_bytes(), None, p.name).kind, jobs))
     assert kinds == [p.suffix[1:] for p in jobs]
+
+
+def test_a_text_identifies_a_document_from_ten_letters_or_digits():
+    """Issue 53: fewer than MIN_TEXT_CHARS letters or digits (any script) name no document."""
+    from searchcrawl.content.convert.core import MIN_TEXT_CHARS, identifies
+
+    assert MIN_TEXT_CHARS == 10
+    for text in ("", " \u00a0\t\n", "1", "Figure 1", "\u2022 \u2022 \u2022", "a_b_c_d_e_f_g_h_i", "\u2039#\u203a 1 2 3"):
+        assert not identifies(text), text
+    for text in (
+        "Budget 2025",
+        "Meeting notes",
+        "\u4f1a\u8bae\u8bb0\u5f55\u4f1a\u8bae\u8bb0\u5f55\u4f1a\u8bae",
+        "x" * 10_000_000,
+    ):
+        assert identifies(text), text[:20]

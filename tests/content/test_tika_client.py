@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from searchcrawl.content.convert import ConversionError, ConverterUnavailable, TikaConverter
-from searchcrawl.content.convert.tika_client import converted_from_rmeta
+from searchcrawl.content.convert.tika_client import CONTENT, converted_from_rmeta
 from tests.benchmarks.converters import CORPUS, FORMATS, share_found
 from tests.conftest import free_port, unpack
 
@@ -62,6 +62,20 @@ def test_rmeta_text_metadata_and_embedded_parts() -> None:
     assert converted.properties["custom:department"] == "Legal"
     assert converted.properties["dc:creator"] == "Ann, Bob"
     assert "x-tika:parse_time_millis" not in converted.properties
+
+
+def test_the_title_tika_writes_before_the_text_is_not_text() -> None:
+    """Issue 53: Tika's text begins with the document's title (its answer's XHTML <title>), so a
+    file of pictures had its title for text, the same as every other one of that title. Taken out
+    once: a heading that repeats the title is the document's own."""
+    title_only = converted_from_rmeta([{"dc:title": "PowerPoint Presentation", CONTENT: "\n\n\nPowerPoint Presentation\n\n"}])
+    assert (title_only.text, title_only.metadata["title"]) == ("", "PowerPoint Presentation")
+    heading = converted_from_rmeta(
+        [{"dc:title": "Annual report", CONTENT: "\n\nAnnual report\n\n\nAnnual report\nRevenue grew."}]
+    )
+    assert heading.text == "Annual report\nRevenue grew."
+    other = converted_from_rmeta([{"dc:title": "Annual", CONTENT: "Annual report of 2024\n"}])
+    assert other.text == "Annual report of 2024"  # a line that merely begins with the title stays
 
 
 @pytest.mark.parametrize(

@@ -298,6 +298,21 @@ def clean_metadata(raw: dict) -> dict[str, str | list[str]]:
     return out
 
 
+#: A converted document's text identifies it only when it holds at least this many letters or
+#: digits (of any script): fewer (a slide number, "Figure 1", a stray bullet, whitespace) name
+#: nothing, and two unrelated files of pictures with such a text and one default title would be
+#: duplicates of each other. Such a document counts as one without text (README: "Documents
+#: without text"): indexed by its metadata and file name, its checksum over its bytes.
+MIN_TEXT_CHARS = 10
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
+
+
+def identifies(text: str) -> bool:
+    """Whether ``text`` holds MIN_TEXT_CHARS letters or digits (counted up to that many only)."""
+    found = _LETTER_OR_DIGIT.finditer(text)
+    return sum(1 for _ in zip(found, range(MIN_TEXT_CHARS), strict=False)) >= MIN_TEXT_CHARS
+
+
 def convert(body: bytes, mimetype: str | None = None, filename: str | None = None) -> Converted:
     """In-process conversion (raises ConversionError). Use Converter to bound time and memory."""
     from searchcrawl.content.convert import formats

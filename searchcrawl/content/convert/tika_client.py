@@ -272,11 +272,23 @@ def _texts(parts: list[dict[str, Any]]) -> list[str]:
     names = {name for part in parts[1:] if (name := _first(part.get("resourceName")))}
     texts = []
     for part in [parts[0], *embedded]:
-        lines = (_first(part.get(CONTENT)) or "").split("\n")
+        lines = _without_title(_first(part.get(CONTENT)) or "", _first(part.get("dc:title"))).split("\n")
         text = "\n".join(line for line in lines if line.strip() not in names)
         if text.strip():
             texts.append(text)
     return texts
+
+
+def _without_title(text: str, title: str | None) -> str:
+    """``text`` without the title Tika writes before it (the XHTML ``<title>`` of its answer, the
+    document's dc:title): not the document's text, which the Python converters never give (one
+    text whatever the route), and a file of pictures with a default title would otherwise have its
+    title for text, a duplicate of every other such file."""
+    title = (title or "").strip()
+    lead = text.lstrip()
+    if title and (lead == title or lead.startswith(title + "\n")):
+        return lead[len(title) :]
+    return text
 
 
 def properties(container: dict[str, Any]) -> dict[str, str]:

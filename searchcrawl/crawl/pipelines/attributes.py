@@ -18,7 +18,7 @@ from scrapy.crawler import Crawler
 
 from searchcrawl.content.clean_text import clean_fields, clean_text
 from searchcrawl.content.convert import ConversionError, ConverterUnavailable
-from searchcrawl.content.convert.core import TRANSIENT_STATUSES
+from searchcrawl.content.convert.core import TRANSIENT_STATUSES, identifies
 from searchcrawl.content.extract import (
     file_name,
     html_attributes,
@@ -75,6 +75,9 @@ class AttributesPipeline:
         attributes = clean_fields(attributes)  # before anything reads it: the checksum, Solr
         basis = clean_text(basis) if basis else basis
         content = attributes.get("content") or ""
+        if item.body is not None and content and not identifies(content):
+            logger.debug("Text too short to identify %s (%r): a document without text", item.url, content[:40])
+            content = attributes["content"] = ""
         if not content and not attributes.get("title"):
             self.drop(item, Status.EMPTY, "no text to index")
         # a converted document without text (an image, an empty sheet, a scan without OCR): its
