@@ -354,3 +354,16 @@ def test_a_text_identifies_a_document_from_ten_letters_or_digits():
         "x" * 10_000_000,
     ):
         assert identifies(text), text[:20]
+
+
+def test_garbled_text_is_not_text():
+    """Issue 53: text that is mostly U+FFFD is binary data read as text: status 'not_text', by the
+    same rule (core.garbled) as Tika's answers; a few replaced characters in real text are kept."""
+    from searchcrawl.content.convert.core import garbled
+
+    assert garbled("\ufffd\ufffd \n x") and not garbled("\ufffd x") and not garbled("") and not garbled("plain words")
+    # a "text file" of unpaired UTF-16 surrogates: every character decoded as U+FFFD
+    with pytest.raises(ConversionError) as err:
+        convert(b"\xff\xfe" + b"\x00\xd8" * 5000, "text/plain", "units.txt")
+    assert err.value.status == "not_text"
+    assert convert(b"\xff\xfe" + "caf\u00e9 ".encode("utf-16-le") + b"\x00\xd8", "text/plain", "a.txt").text == "caf\u00e9 \ufffd"

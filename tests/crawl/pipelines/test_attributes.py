@@ -21,7 +21,7 @@ from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
 from searchcrawl.crawl.pipelines.checksum import text_checksum
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
-from tests.content.test_tika_client import fake_tika  # noqa: F401,F811 - a fixture
+from tests.content.test_tika_client import fake_tika, zip_of  # noqa: F401,F811 - a fixture
 
 SOURCE = 'seeds = ["http://h.test/"]\n'
 PAGE = b"""<html lang="en"><head><title> Cats  and dogs </title>
@@ -349,3 +349,13 @@ def test_a_short_text_that_names_a_document_is_its_text(crawler_of, tika_url) ->
     item = run(pipeline, CrawledDocument("unit", "http://h.test/a/pic.docx", 1, {}, body=word))
     assert item.fields["content"] == "Budget 2025" and item.note is None
     assert item.checksum_basis == "Presentation\nBudget 2025"
+
+
+def test_a_zip_bomb_through_tika_gets_a_status_not_an_index_entry(crawler_of, tika_url) -> None:
+    """Issue 53: 5 million U+FFFD were indexed as a zip bomb's text; now status 921, 'not_text'."""
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
+    with pytest.raises(NotIndexed) as raised:
+        run(pipeline, CrawledDocument("unit", "http://h.test/bomb.zip", 1, {}, body=zip_of({"nul.txt": 100})))
+    outcome = raised.value.outcome
+    assert (outcome.event, outcome.status) == (Event.GONE, Status.CONVERSION_FAILED)
+    assert outcome.reason.startswith("not_text: ") and "U+FFFD" in outcome.reason
