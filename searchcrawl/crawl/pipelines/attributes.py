@@ -76,7 +76,7 @@ class AttributesPipeline:
         basis = clean_text(basis) if basis else basis
         content = attributes.get("content") or ""
         if item.body is not None and content and not identifies(content):
-            logger.debug("Text too short to identify %s (%r): a document without text", item.url, content[:40])
+            logger.debug("Text too short to identify %s (%d characters): a document without text", item.url, len(content))
             content = attributes["content"] = ""
         if not content and not attributes.get("title"):
             self.drop(item, Status.EMPTY, "no text to index")
