@@ -109,8 +109,9 @@ def flatten(html: str) -> str:
         if token.group(1):
             writer.end(tag, raw)
             continue
-        writer.start(tag, raw, tag in VOID or token.group(3).endswith("/"))
-        if tag in _RAW_TEXT_END:  # its text, as it is, up to its end tag
+        empty = tag in VOID or token.group(3).endswith("/")  # libxml2 closes <div/> and <script/> where they open
+        writer.start(tag, raw, empty)
+        if tag in _RAW_TEXT_END and not empty:  # its text, as it is, up to its end tag
             end = _RAW_TEXT_END[tag].search(html, position)
             stop = end.start() if end else len(html)
             out.append(html[position:stop])

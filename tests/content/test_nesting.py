@@ -44,3 +44,17 @@ def test_links_nested_below_the_depth_kept_and_end_tags_that_close_nothing() -> 
     page = "<html><body>" + "<span>" * 300 + "<a href='/x'>x</a></em></div>" + "</span>" * 300 + "<p>end</p></body></html>"
     root = parsed(flatten(page))
     assert [a.get("href") for a in root.iter("a")] == ["/x"] and visible_text(root) == "x end"
+
+
+def test_self_closed_elements_and_scripts_below_the_depth() -> None:
+    """libxml2 closes ``<div/>`` and ``<script/>`` where they open: what follows is the page's."""
+    page = (
+        "<html><body>"
+        + "<div>" * 3000
+        + "<script src='a.js'/><p>after the script</p><div/>" * 3
+        + "</div>" * 3000
+        + "</body></html>"
+    )
+    root = parsed(flatten(page))
+    assert visible_text(root) == "after the script after the script after the script"
+    assert depth_of(root) <= MAX_DEPTH + 2  # the page and its body, then MAX_DEPTH levels at most
