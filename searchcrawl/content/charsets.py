@@ -16,8 +16,11 @@ it):
 * labelled ISO-8859-1, windows-1252 or ASCII: decoded as UTF-8 when ``valid > invalid`` (valid
   UTF-8 is almost never Latin-1 text: it takes a capital accented letter followed by a
   symbol, such as ``Ã©``).
-* nothing declared and no ``default_charset``: UTF-8 when ``valid >= invalid`` (UTF-8 is what
-  the web mostly is), else Scrapy's own detection.
+* nothing declared: UTF-8 when ``valid >= invalid`` (and ``valid > 0``): at most one invalid
+  sequence per valid non-ASCII character, so a UTF-8 page with a stray byte is UTF-8 with one
+  replacement character. UTF-8 is what the web mostly is, and text in a single-byte charset is
+  almost never valid UTF-8, so the bytes win over the source's ``default_charset``, which
+  decodes the other undeclared pages (else Scrapy's own detection).
 
 The sample is ``SAMPLE_BYTES`` from the first non-ASCII byte, so an all-ASCII ``<head>`` of
 inline scripts does not hide the text, and a huge page is never decoded in full here (Scrapy
@@ -97,16 +100,17 @@ def choose_encoding(content_type: str | None, body: bytes, default: str | None) 
     declared = declared_encoding(content_type, body)
     if declared is not None and read_bom(body)[0]:
         return declared  # a BOM is never wrong
-    if declared is None and default:
-        return _name(default)
-    if body.isascii() or (declared is not None and declared != "utf-8" and declared not in SINGLE_BYTE_WESTERN):
+    if body.isascii():
+        return _name(default) if declared is None and default else None
+    if declared is not None and declared != "utf-8" and declared not in SINGLE_BYTE_WESTERN:
         return None
     sample, whole = _sample(body)
     valid, invalid = _utf8_counts(sample, whole)
-    if declared is None:  # Scrapy would try strict UTF-8 on the whole body, then guess
-        if invalid == 0 and whole:
-            return None
-        return "utf-8" if valid >= invalid else None
+    if declared is None:  # UTF-8 when its bytes say so, whatever default_charset says
+        if valid >= invalid and (valid or not default):
+            # no default and all valid: Scrapy's own strict UTF-8 detection says the same
+            return None if invalid == 0 and whole and not default else "utf-8"
+        return _name(default) if default else None  # else Scrapy: strict UTF-8, then a guess
     if declared in SINGLE_BYTE_WESTERN:
         return "utf-8" if valid > invalid else None  # UTF-8 bytes labelled Latin-1
     if invalid > valid:  # labelled UTF-8 but mostly is not

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote_to_bytes, urlsplit
 
 from lxml import etree
 
@@ -227,9 +227,20 @@ def main_text(root: Any) -> str | None:
     return extracted.strip() if extracted else None
 
 
+def file_name(url: str) -> str:
+    """The last segment of ``url``'s path as a reader names the file: percent-decoded
+    (``meeting%20notes.txt`` is "meeting notes.txt"), as UTF-8, else as windows-1252 (an old
+    server's Latin-1 name, ``%FCbersicht.txt``); "" when the path ends in "/"."""
+    raw = unquote_to_bytes(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1])
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("cp1252", "replace")
+
+
 def text_attributes(text: str, url: str, headers: dict[str, str]) -> dict[str, Any]:
     """Search attributes of a plain-text document: its file name stands in for a title."""
-    name = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] or url
+    name = file_name(url) or url
     language = _clean(headers.get("content-language"))
     return {"title": name, "content": text.strip(), "language": language.lower() if language else None}
 

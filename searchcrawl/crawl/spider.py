@@ -24,6 +24,7 @@ from searchcrawl.content.charsets import choose_encoding, looks_binary
 from searchcrawl.content.convert import detect_kind, sniff_kind
 from searchcrawl.content.extract import http_date, meta_tags, mimetype_of
 from searchcrawl.content.links import DocumentLinks
+from searchcrawl.content.nesting import MAX_DEPTH, flatten, too_deep
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import BoundedSet, CrawlState, crawl_state, tika_configured
 from searchcrawl.crawl.items import CrawledDocument
@@ -256,6 +257,10 @@ class SourceSpider(Spider):
             if encoding and encoding != response.encoding:
                 logger.debug("Decoding %s as %s (declared: %s)", response.url, encoding, response.encoding)
                 response = response.replace(encoding=encoding)
+            if isinstance(response, HtmlResponse) and too_deep(response.selector.root):
+                # libxml2 stops at 2,048 nested elements: what lies below, and after, would be lost
+                logger.debug("Nested over %d deep, parsed again flattened: %s", MAX_DEPTH, response.url)
+                response = response.replace(body=flatten(response.text).encode("utf-8"), encoding="utf-8")
             documents = 0
             for output in self.parse_document(response, depth, headers):
                 if isinstance(output, CrawledDocument):

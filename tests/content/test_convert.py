@@ -141,6 +141,34 @@ def test_generated_odp_and_docx_metadata(tmp_path):
     assert (result.metadata["title"], result.metadata["created"]) == ("T", "2020-01-02T03:04:05Z")
 
 
+def test_docx_headers_and_footers_are_read(tmp_path):
+    """Issue 53: the Python DOCX converter dropped headers and footers (Tika's testWORD_various.docx:
+    "This is the header", "This is the footer text"). Headers first, then the body, then footers;
+    a section linked to the previous one adds nothing twice; a first-page header is read too."""
+    from docx import Document
+    from docx.enum.section import WD_SECTION
+
+    document = Document()
+    first = document.sections[0]
+    first.header.paragraphs[0].text = "This is the header"
+    first.footer.paragraphs[0].text = "This is the footer text"
+    first.different_first_page_header_footer = True
+    first.first_page_header.paragraphs[0].text = "Cover letterhead"
+    document.add_paragraph("Body of the first section.")
+    second = document.add_section(WD_SECTION.NEW_PAGE)  # linked to the first: no header of its own
+    assert second.header.is_linked_to_previous
+    document.add_paragraph("Body of the second section.")
+    document.save(tmp_path / "hf.docx")
+    text = convert((tmp_path / "hf.docx").read_bytes()).text
+    assert [line for line in text.split("\n") if line] == [
+        "This is the header",
+        "Cover letterhead",
+        "Body of the first section.",
+        "Body of the second section.",
+        "This is the footer text",
+    ], text
+
+
 def test_scanned_pdf_has_no_text_but_its_metadata(corpus):
     """OCR needs Tika; without it a scan is a document without text (the pipeline decides)."""
     result = convert((corpus / "pdf" / "ocr_text.pdf").read_bytes())
@@ -310,3 +338,32 @@ def test_converter_is_thread_safe(converter, corpus):
     with ThreadPoolExecutor(4) as pool:
         kinds = list(pool.map(lambda p: converter.convert(p.read_bytes(), None, p.name).kind, jobs))
     assert kinds == [p.suffix[1:] for p in jobs]
+
+
+def test_a_text_identifies_a_document_from_ten_letters_or_digits():
+    """Issue 53: fewer than MIN_TEXT_CHARS letters or digits (any script) name no document."""
+    from searchcrawl.content.convert.core import MIN_TEXT_CHARS, identifies
+
+    assert MIN_TEXT_CHARS == 10
+    for text in ("", " \u00a0\t\n", "1", "Figure 1", "\u2022 \u2022 \u2022", "a_b_c_d_e_f_g_h_i", "\u2039#\u203a 1 2 3"):
+        assert not identifies(text), text
+    for text in (
+        "Budget 2025",
+        "Meeting notes",
+        "\u4f1a\u8bae\u8bb0\u5f55\u4f1a\u8bae\u8bb0\u5f55\u4f1a\u8bae",
+        "x" * 10_000_000,
+    ):
+        assert identifies(text), text[:20]
+
+
+def test_garbled_text_is_not_text():
+    """Issue 53: text that is mostly U+FFFD is binary data read as text: status 'not_text', by the
+    same rule (core.garbled) as Tika's answers; a few replaced characters in real text are kept."""
+    from searchcrawl.content.convert.core import garbled
+
+    assert garbled("\ufffd\ufffd \n x") and not garbled("\ufffd x") and not garbled("") and not garbled("plain words")
+    # a "text file" of unpaired UTF-16 surrogates: every character decoded as U+FFFD
+    with pytest.raises(ConversionError) as err:
+        convert(b"\xff\xfe" + b"\x00\xd8" * 5000, "text/plain", "units.txt")
+    assert err.value.status == "not_text"
+    assert convert(b"\xff\xfe" + "caf\u00e9 ".encode("utf-16-le") + b"\x00\xd8", "text/plain", "a.txt").text == "caf\u00e9 \ufffd"

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from lxml import etree, html
 
 from searchcrawl.content.extract import (
+    file_name,
     html_attributes,
     http_date_to_iso,
     solr_document,
@@ -64,6 +65,15 @@ def test_small_helpers() -> None:
     assert split_keywords("a;b") == ["a", "b"]
     assert text_attributes("hello\n", "http://h/docs/notes.txt", {})["title"] == "notes.txt"
     assert text_checksum("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+def test_a_file_name_standing_in_for_a_title_is_percent_decoded() -> None:
+    """Issue 53: the title of a plain-text file was its URL's segment as written, ``meeting%20notes.txt``."""
+    assert text_attributes("x", "http://h/docs/meeting%20notes.txt", {})["title"] == "meeting notes.txt"
+    assert text_attributes("x", "http://h/%C3%9Cbersicht%20Caf%C3%A9.txt", {})["title"] == "Übersicht Café.txt"
+    assert file_name("http://h/old/%FCbersicht.txt?x=1") == "übersicht.txt"  # not UTF-8: an old server's Latin-1
+    assert file_name("http://h/a%2Fb%3Fc.txt#top") == "a/b?c.txt"
+    assert file_name("http://h/dir/") == "dir" and file_name("http://h/") == ""
 
 
 @pytest.mark.parametrize("archive", ["scipy-lectures-site.tar.xz", "nutch-site.tar.xz"])

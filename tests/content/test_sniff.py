@@ -225,6 +225,22 @@ def test_a_page_with_one_0xff_byte_and_a_meta_charset() -> None:
     assert "Crème brûlée" in decoded("text/html", body, "windows-1252")
 
 
+@pytest.mark.parametrize("stray", [b"", b"\xff"])
+def test_undeclared_utf8_wins_over_default_charset(stray: bytes) -> None:
+    """Issue 53: an undeclared page of valid UTF-8 was decoded with default_charset ("FranÃ§ais"),
+    and so was one with a stray invalid byte. UTF-8 when at most one invalid sequence per valid
+    character; the default for the others (windows-1252 bytes are invalid UTF-8)."""
+    body = PAGE.format("Français x").encode("utf-8").replace(b"x", stray)
+    assert choose_encoding("text/html", body, "windows-1252") == "utf-8"
+    text = decoded("text/html", body, "windows-1252")
+    assert "Crème brûlée — Français" in text and text.count("\ufffd") == len(stray)
+    latin = PAGE.format("Français").encode("cp1252")
+    assert choose_encoding("text/html", latin, "windows-1252") == "cp1252"
+    assert choose_encoding("text/html", b"<p>ascii only</p>", "windows-1252") == "cp1252"
+    # more invalid sequences than valid characters: the default's page, with one UTF-8 sign in it
+    assert choose_encoding("text/html", latin + "©".encode(), "windows-1252") == "cp1252"
+
+
 def test_windows_1252_labelled_utf8_is_still_windows_1252() -> None:
     body = PAGE.format("déjà vu").encode("cp1252")
     assert choose_encoding("text/html; charset=utf-8", body, None) == "cp1252"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from searchcrawl.content.convert import ConversionError, ConverterUnavailable, TikaConverter
-from searchcrawl.content.convert.tika_client import converted_from_rmeta
+from searchcrawl.content.convert.tika_client import CONTENT, converted_from_rmeta
 from tests.benchmarks.converters import CORPUS, FORMATS, share_found
 from tests.conftest import free_port, unpack
 
@@ -62,6 +62,20 @@ def test_rmeta_text_metadata_and_embedded_parts() -> None:
     assert converted.properties["custom:department"] == "Legal"
     assert converted.properties["dc:creator"] == "Ann, Bob"
     assert "x-tika:parse_time_millis" not in converted.properties
+
+
+def test_the_title_tika_writes_before_the_text_is_not_text() -> None:
+    """Issue 53: Tika's text begins with the document's title (its answer's XHTML <title>), so a
+    file of pictures had its title for text, the same as every other one of that title. Taken out
+    once: a heading that repeats the title is the document's own."""
+    title_only = converted_from_rmeta([{"dc:title": "PowerPoint Presentation", CONTENT: "\n\n\nPowerPoint Presentation\n\n"}])
+    assert (title_only.text, title_only.metadata["title"]) == ("", "PowerPoint Presentation")
+    heading = converted_from_rmeta(
+        [{"dc:title": "Annual report", CONTENT: "\n\nAnnual report\n\n\nAnnual report\nRevenue grew."}]
+    )
+    assert heading.text == "Annual report\nRevenue grew."
+    other = converted_from_rmeta([{"dc:title": "Annual", CONTENT: "Annual report of 2024\n"}])
+    assert other.text == "Annual report of 2024"  # a line that merely begins with the title stays
 
 
 @pytest.mark.parametrize(
@@ -145,6 +159,47 @@ def test_the_write_limit_keeps_the_start(tika_url: str) -> None:
     converted = TikaConverter(tika_url, write_limit=1000).convert(text, "text/plain", "long.txt")
     assert converted.text.startswith("word0 word1")
     assert 900 <= len(converted.text) <= 1000
+
+
+def zip_of(members: dict[str, bytes | int]) -> bytes:
+    """A zip of these members: bytes as they are, or an int: that many MB of NUL bytes (a bomb of
+    100 MB is 100 KB)."""
+    import io
+    import zipfile
+
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            with archive.open(name, "w", force_zip64=True) as member:
+                if isinstance(content, bytes):
+                    member.write(content)
+                    continue
+                for _ in range(content):
+                    member.write(bytes(2**20))
+    return data.getvalue()
+
+
+def test_a_zip_bomb_of_nul_bytes_is_not_text(tika: TikaConverter) -> None:
+    """Issue 53: Tika read a zip of 100 MB of NUL bytes named .txt as 5 million U+FFFD, indexed as
+    its text. Garbled text (mostly U+FFFD) is not text: the status the Python converters give it
+    ('not_text', 921); a real member of the same archive keeps its text."""
+    with pytest.raises(ConversionError) as raised:
+        tika.convert(zip_of({"nul.txt": 100}), None, "bomb.zip")
+    assert raised.value.status == "not_text" and "U+FFFD" in str(raised.value)
+    mixed = tika.convert(zip_of({"readme.txt": b"The archive's real readme, in words.", "nul.txt": 20}), None, "mixed.zip")
+    assert "real readme" in mixed.text and "\ufffd" not in mixed.text
+
+
+def test_garbled_parts_of_an_rmeta_answer() -> None:
+    garbage = {"resourceName": "nul.txt", CONTENT: "\ufffd" * 1000 + "\n" * 500 + "ok"}
+    with pytest.raises(ConversionError) as raised:
+        converted_from_rmeta([{CONTENT: "\n\n"}, garbage])
+    assert (raised.value.status, str(raised.value)) == (
+        "not_text",
+        "1000 of its 1502 characters are U+FFFD: binary data read as text",
+    )
+    kept = converted_from_rmeta([{CONTENT: "A few \ufffd damaged \ufffd words stay text."}, garbage])
+    assert kept.text == "A few \ufffd damaged \ufffd words stay text."
 
 
 def test_a_body_over_the_limit_is_refused_before_sending() -> None:

@@ -356,3 +356,24 @@ def test_a_seed_file_full_of_excluded_seeds_names_the_first_ones_and_counts_the_
         messages[-1]
         == "25 seeds of source unit in all are outside its own rules (the first 10 named above); they are not crawled"
     )
+
+
+@pytest.mark.parametrize("depth", [10_000, 2_100])
+def test_text_and_links_below_ten_thousand_nested_divs_are_kept(crawler_of, depth: int) -> None:
+    """Issue 53: libxml2 stops parsing at 2,048 nested elements, even with huge_tree: the text and
+    links below them, and after them, were lost. The page is parsed again flattened."""
+    from searchcrawl.content.extract import html_attributes
+
+    body = (
+        b"<html><head><title>Deep</title></head><body><p>Top <a href='/top.html'>top</a></p>"
+        + b"<div>" * depth
+        + b"<p>deep words <a href='/deep.html'>deep</a><script>var hidden = 1;</script></p>"
+        + b"</div>" * depth
+        + b"<p>after <a href='/after.html'>after</a></p></body></html>"
+    )
+    documents, requests = split(list(spider_of(crawler_of()).parse(html("http://h.test/deep.html", body))))
+    (document,) = documents
+    assert [r.url for r in requests] == ["http://h.test/top.html", "http://h.test/deep.html", "http://h.test/after.html"]
+    attributes = html_attributes(document.tree, {})
+    assert attributes["title"] == "Deep"
+    assert attributes["content"] == "Top top deep words deep after after"

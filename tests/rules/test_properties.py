@@ -608,8 +608,18 @@ def test_one_invalid_byte_keeps_utf8(text: str, data: Any, byte: int, default: s
     at = data.draw(st.integers(0, len(text)), label="at") if data is not None else len(text) // 2
     body = text[:at].encode("utf-8") + bytes([byte]) + text[at:].encode("utf-8")
     assert effective_encoding("text/html; charset=utf-8", body, default) == "utf-8"
+    if declared_encoding("text/html", body) is None:  # undeclared: UTF-8 too, whatever default_charset says
+        assert choose_encoding("text/html", body, default) == "utf-8"
+
+
+@settings(max_examples=300)
+@given(text=non_ascii_texts, default=defaults)
+@example(text="<p>Fran\u00e7ais</p>", default="windows-1252")
+def test_valid_utf8_undeclared_is_utf8_whatever_the_default(text: str, default: str | None) -> None:
+    """Issue 53: default_charset decoded an undeclared page of valid UTF-8 ("FranÃ§ais")."""
+    body = text.encode("utf-8")
     if declared_encoding("text/html", body) is None:
-        assert choose_encoding("text/html", body, None) == "utf-8"
+        assert choose_encoding("text/html", body, default) in ((None, "utf-8") if default is None else ("utf-8",))
 
 
 # -- source files ---------------------------------------------------------------------------------------

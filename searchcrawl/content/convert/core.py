@@ -28,8 +28,9 @@ MAX_ZIP_RATIO = 200
 SUBPROCESS_TIMEOUT = 60
 
 #: 'timeout' and 'crashed' (the converter died on it twice) may be the converter's load as much
-#: as the document: they count as transient failures; the others are the document's for good
-STATUSES = ("unsupported", "encrypted", "corrupt", "timeout", "too_large", "no_text", "crashed")
+#: as the document: they count as transient failures; the others are the document's for good.
+#: 'not_text': what the converter read is not text (see garbled())
+STATUSES = ("unsupported", "encrypted", "corrupt", "timeout", "too_large", "no_text", "crashed", "not_text")
 TRANSIENT_STATUSES = frozenset({"timeout", "crashed"})
 KINDS = ("pdf", "docx", "xlsx", "pptx", "odt", "ods", "odp", "rtf", "doc", "xls", "ppt", "txt")
 ZIP_KINDS = {"docx", "xlsx", "pptx", "odt", "ods", "odp"}
@@ -298,6 +299,44 @@ def clean_metadata(raw: dict) -> dict[str, str | list[str]]:
     return out
 
 
+#: A converted document's text identifies it only when it holds at least this many letters or
+#: digits (of any script): fewer (a slide number, "Figure 1", a stray bullet, whitespace) name
+#: nothing, and two unrelated files of pictures with such a text and one default title would be
+#: duplicates of each other. Such a document counts as one without text (README: "Documents
+#: without text"): indexed by its metadata and file name, its checksum over its bytes.
+MIN_TEXT_CHARS = 10
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
+
+
+def identifies(text: str) -> bool:
+    """Whether ``text`` holds MIN_TEXT_CHARS letters or digits (counted up to that many only)."""
+    found = _LETTER_OR_DIGIT.finditer(text)
+    return sum(1 for _ in zip(found, range(MIN_TEXT_CHARS), strict=False)) >= MIN_TEXT_CHARS
+
+
+#: A text of which more than this share of the characters (whitespace aside) are U+FFFD is
+#: binary data decoded as text: a zip of 100 MB of NUL bytes, read by Tika as a text file, was
+#: 5 million replacement characters. Text in a mislabelled encoding that loses a few characters
+#: stays far below it.
+MAX_REPLACEMENT_SHARE = 0.5
+_REPLACEMENT = "\ufffd"
+_WHITESPACE = (" ", "\n", "\t", "\r")
+
+
+def garbled(text: str) -> bool:
+    """Whether ``text`` is mostly U+FFFD (over MAX_REPLACEMENT_SHARE of its other than whitespace
+    characters): not text, whichever converter read it (status 'not_text')."""
+    replaced = text.count(_REPLACEMENT)
+    return replaced > 0 and replaced > MAX_REPLACEMENT_SHARE * (len(text) - sum(map(text.count, _WHITESPACE)))
+
+
+def garbled_error(text: str) -> ConversionError:
+    """The one error of a garbled text, in either converter."""
+    return ConversionError(
+        "not_text", f"{text.count(_REPLACEMENT)} of its {len(text)} characters are U+FFFD: binary data read as text"
+    )
+
+
 def convert(body: bytes, mimetype: str | None = None, filename: str | None = None) -> Converted:
     """In-process conversion (raises ConversionError). Use Converter to bound time and memory."""
     from searchcrawl.content.convert import formats
@@ -319,7 +358,10 @@ def convert(body: bytes, mimetype: str | None = None, filename: str | None = Non
         raise ConversionError("too_large", "out of memory while converting") from None
     except Exception as exc:  # the parsers raise all sorts of errors on damaged input
         raise ConversionError("corrupt", f"cannot parse {kind}: {type(exc).__name__}: {exc}") from None
-    return Converted(text=normalize_space(text), metadata=clean_metadata(meta), kind=kind)
+    text = normalize_space(text)
+    if garbled(text):
+        raise garbled_error(text)
+    return Converted(text=text, metadata=clean_metadata(meta), kind=kind)
 
 
 def normalize_space(text: str) -> str:

@@ -108,12 +108,34 @@ def _docx_text(element, out: list[str]) -> None:
         out[-1] = "\n"
 
 
+_R_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+
+
+def _docx_header_footer_parts(document, kind: str) -> list:
+    """The document's header or footer parts (``kind``), in the order its sections name them,
+    each once (a section linked to the previous one names none; first-page and even-page ones
+    are parts of their own)."""
+    parts: list = []
+    for section in document.element.body.iter(_W + "sectPr"):
+        for reference in section.iter(_W + kind + "Reference"):
+            part = document.part.related_parts.get(reference.get(_R_ID))
+            if part is not None and part not in parts:
+                parts.append(part)
+    return parts
+
+
 def docx(body: bytes):
+    """The headers' text, the body's, then the footers' (as Tika and other extractors give them:
+    a letterhead or a document number is often only there)."""
     import docx as python_docx
 
     document = python_docx.Document(io.BytesIO(body))
     out: list[str] = []
+    for part in _docx_header_footer_parts(document, "header"):
+        _docx_text(part.element, out)
     _docx_text(document.element.body, out)
+    for part in _docx_header_footer_parts(document, "footer"):
+        _docx_text(part.element, out)
     return "".join(out), _props(document.core_properties)
 
 

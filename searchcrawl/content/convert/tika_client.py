@@ -35,6 +35,8 @@ from searchcrawl.content.convert.core import (
     ConversionError,
     Converted,
     clean_metadata,
+    garbled,
+    garbled_error,
     normalize_space,
 )
 
@@ -244,9 +246,12 @@ def converted_from_rmeta(parts: list[dict[str, Any]]) -> Converted:
     """The text, metadata and properties of Tika's ``/rmeta`` answer (container first)."""
     container = parts[0]
     failure = _first(container.get(CONTAINER_EXCEPTION))
-    text = normalize_space("\n\n".join(_texts(parts)))
+    texts, garbage = _texts(parts)
+    text = normalize_space("\n\n".join(texts))
     if failure and not text:
         raise ConversionError(_failure_status(failure), failure.splitlines()[0][:300])
+    if garbage and not text:  # nothing but binary data read as text (a zip of NUL bytes)
+        raise garbled_error(garbage[0])
     raw: dict[str, Any] = {}
     for key, names in METADATA_KEYS.items():
         for name in names:
@@ -265,18 +270,35 @@ def converted_from_rmeta(parts: list[dict[str, Any]]) -> Converted:
     return Converted(text=text, metadata=metadata, kind=kind, properties=properties(container), warning=warning)
 
 
-def _texts(parts: list[dict[str, Any]]) -> list[str]:
+def _texts(parts: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     """Each part's text, thumbnails left out, without the lines naming an embedded part (Tika
-    writes an embedded document's name where it sits, and an image's text is its name)."""
+    writes an embedded document's name where it sits, and an image's text is its name); and,
+    apart, the texts of the parts that are garbled (mostly U+FFFD: binary data read as text), so
+    that one such member of an archive does not bury its other members' text."""
     embedded = [part for part in parts[1:] if _first(part.get("embeddedResourceType")) != "THUMBNAIL"]
     names = {name for part in parts[1:] if (name := _first(part.get("resourceName")))}
-    texts = []
+    texts: list[str] = []
+    garbage: list[str] = []
     for part in [parts[0], *embedded]:
-        lines = (_first(part.get(CONTENT)) or "").split("\n")
+        lines = _without_title(_first(part.get(CONTENT)) or "", _first(part.get("dc:title"))).split("\n")
         text = "\n".join(line for line in lines if line.strip() not in names)
-        if text.strip():
+        if garbled(text):
+            garbage.append(text)
+        elif text.strip():
             texts.append(text)
-    return texts
+    return texts, garbage
+
+
+def _without_title(text: str, title: str | None) -> str:
+    """``text`` without the title Tika writes before it (the XHTML ``<title>`` of its answer, the
+    document's dc:title): not the document's text, which the Python converters never give (one
+    text whatever the route), and a file of pictures with a default title would otherwise have its
+    title for text, a duplicate of every other such file."""
+    title = (title or "").strip()
+    lead = text.lstrip()
+    if title and (lead == title or lead.startswith(title + "\n")):
+        return lead[len(title) :]
+    return text
 
 
 def properties(container: dict[str, Any]) -> dict[str, str]:

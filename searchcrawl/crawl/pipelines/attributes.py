@@ -18,8 +18,9 @@ from scrapy.crawler import Crawler
 
 from searchcrawl.content.clean_text import clean_fields, clean_text
 from searchcrawl.content.convert import ConversionError, ConverterUnavailable
-from searchcrawl.content.convert.core import TRANSIENT_STATUSES
+from searchcrawl.content.convert.core import TRANSIENT_STATUSES, identifies
 from searchcrawl.content.extract import (
+    file_name,
     html_attributes,
     main_text,
     mapped_attributes,
@@ -74,6 +75,9 @@ class AttributesPipeline:
         attributes = clean_fields(attributes)  # before anything reads it: the checksum, Solr
         basis = clean_text(basis) if basis else basis
         content = attributes.get("content") or ""
+        if item.body is not None and content and not identifies(content):
+            logger.debug("Text too short to identify %s (%d characters): a document without text", item.url, len(content))
+            content = attributes["content"] = ""
         if not content and not attributes.get("title"):
             self.drop(item, Status.EMPTY, "no text to index")
         # a converted document without text (an image, an empty sheet, a scan without OCR): its
@@ -100,7 +104,7 @@ class AttributesPipeline:
     async def converted(self, item: CrawledDocument) -> tuple[dict[str, str], dict[str, Any]]:
         """Text and attributes of a PDF, office or other file (in a worker process)."""
         assert item.body is not None
-        name = urlsplit(item.url).path.rstrip("/").rsplit("/", 1)[-1]
+        name = urlsplit(item.url).path.rstrip("/").rsplit("/", 1)[-1]  # as sent: the converter reads its extension
         mimetype = mimetype_of(item.headers.get("content-type"))
         converter = self.context.converter
         if self._converting is None:
@@ -132,7 +136,7 @@ class AttributesPipeline:
         if isinstance(subject, str) and subject not in subjects:
             subjects.append(subject)
         attributes = {
-            "title": metadata.get("title") or name,
+            "title": metadata.get("title") or file_name(item.url),
             "author": metadata.get("author"),
             "subject": subjects,
             "language": metadata.get("language"),

@@ -21,7 +21,7 @@ from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
 from searchcrawl.crawl.pipelines.checksum import text_checksum
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
-from tests.content.test_tika_client import fake_tika  # noqa: F401,F811 - a fixture
+from tests.content.test_tika_client import fake_tika, zip_of  # noqa: F401,F811 - a fixture
 
 SOURCE = 'seeds = ["http://h.test/"]\n'
 PAGE = b"""<html lang="en"><head><title> Cats  and dogs </title>
@@ -281,3 +281,81 @@ def test_a_document_that_crashes_the_converter_twice_counts_as_a_transient_failu
     outcome = converter_failure(crawler_of, fake_tika(status=500, version=True))
     assert (outcome.event, outcome.status, outcome.counted) == (Event.FAILED, Status.CONVERSION_FAILED, True)
     assert outcome.reason.startswith("crashed: Tika failed on it twice") and not outcome.columns
+
+
+def test_a_converted_file_without_a_title_of_its_own_is_titled_by_its_decoded_name(crawler_of) -> None:
+    """Issue 53: the file name standing in for a title was percent-encoded (``Quartals%C3%BCbersicht%202024.docx``)."""
+    document = docx.Document()
+    document.add_paragraph("Revenue grew in every region this quarter.")
+    data = io.BytesIO()
+    document.save(data)
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_CONVERT_WORKERS=1))
+    url = "http://h.test/Quartals%C3%BCbersicht%202024.docx"
+    item = run(pipeline, CrawledDocument("unit", url, 1, {"content-type": DOCX}, body=data.getvalue()))
+    assert item.fields["title"] == "Quartalsübersicht 2024.docx"
+
+
+def picture_files(text: str) -> tuple[bytes, bytes]:
+    """A Word file of one picture and a PowerPoint deck of two, unrelated but for ``text`` (their
+    only words) and their title, "Presentation"."""
+    import pptx
+    from pptx.util import Inches
+
+    image = textract("png/raw_text.png")
+    word = docx.Document()
+    word.core_properties.title = "Presentation"
+    word.add_picture(io.BytesIO(image))
+    word.add_paragraph(text)
+    word_bytes = io.BytesIO()
+    word.save(word_bytes)
+    deck = pptx.Presentation()
+    deck.core_properties.title = "Presentation"
+    for _ in range(2):
+        slide = deck.slides.add_slide(deck.slide_layouts[6])  # the blank layout
+        slide.shapes.add_picture(io.BytesIO(image), Inches(1), Inches(1))
+    slide.shapes.add_textbox(Inches(1), Inches(5), Inches(2), Inches(1)).text_frame.text = text
+    deck_bytes = io.BytesIO()
+    deck.save(deck_bytes)
+    return word_bytes.getvalue(), deck_bytes.getvalue()
+
+
+@pytest.mark.parametrize("text", ["1", " \u00a0 ", "Figure 1"])
+def test_files_of_pictures_with_a_few_characters_are_not_duplicates_through_tika(crawler_of, tika_url, text) -> None:
+    """Issue 53: with Tika, a Word file of one picture was "duplicate of" an unrelated deck of two
+    (the same title, a text of whitespace or a few characters, the same checksum). A text of
+    fewer than MIN_TEXT_CHARS letters or digits names no document: both are documents without
+    text, their checksums over their bytes; the same bytes are still duplicates."""
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
+    word, deck = picture_files(text)
+    items = [
+        run(pipeline, CrawledDocument("unit", url, 1, {}, body=body))
+        for url, body in (
+            ("http://h.test/a/pic.docx", word),
+            ("http://h.test/b/pics.pptx", deck),
+            ("http://h.test/c/pics.pptx", deck),
+        )
+    ]
+    assert [item.fields["title"] for item in items] == ["Presentation"] * 3
+    assert all("content" not in item.fields for item in items), [item.fields.get("content") for item in items]
+    assert all(item.note == "indexed without text: its metadata and file name" for item in items)
+    checksums = [text_checksum(item.checksum_basis) for item in items]
+    assert checksums[0] != checksums[1] and checksums[1] == checksums[2]  # the same bytes are duplicates
+
+
+def test_a_short_text_that_names_a_document_is_its_text(crawler_of, tika_url) -> None:
+    """MIN_TEXT_CHARS letters or digits are enough: a one-line file keeps its text and its checksum over it."""
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
+    word, _deck = picture_files("Budget 2025")
+    item = run(pipeline, CrawledDocument("unit", "http://h.test/a/pic.docx", 1, {}, body=word))
+    assert item.fields["content"] == "Budget 2025" and item.note is None
+    assert item.checksum_basis == "Presentation\nBudget 2025"
+
+
+def test_a_zip_bomb_through_tika_gets_a_status_not_an_index_entry(crawler_of, tika_url) -> None:
+    """Issue 53: 5 million U+FFFD were indexed as a zip bomb's text; now status 921, 'not_text'."""
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
+    with pytest.raises(NotIndexed) as raised:
+        run(pipeline, CrawledDocument("unit", "http://h.test/bomb.zip", 1, {}, body=zip_of({"nul.txt": 100})))
+    outcome = raised.value.outcome
+    assert (outcome.event, outcome.status) == (Event.GONE, Status.CONVERSION_FAILED)
+    assert outcome.reason.startswith("not_text: ") and "U+FFFD" in outcome.reason

@@ -1,0 +1,120 @@
+"""Pages nested deeper than an HTML parser goes: their text and links kept. Plain logic, no Scrapy.
+
+libxml2 (lxml, so parsel and Scrapy) stops parsing a page at 2,048 nested elements even with
+``huge_tree`` (256 without it, as trafilatura parses): everything below that depth, and everything
+after it in the page, is lost, text and links alike. A page whose tree reaches ``MAX_DEPTH``
+(``too_deep``, which follows the last children down: where a halted parse ends) is written again
+by ``flatten`` with its elements below ``MAX_DEPTH`` taken out and their text kept, so that any
+parser reads all of it. Below that depth only the elements whose text or links matter are kept:
+links (``a``, ``area``, ``frame``, ``iframe``), the elements whose content is hidden (script,
+style, applets, frames) and void elements; the others become a space, so that their words stay
+apart. No real page comes near: the Javadoc and Sphinx pages of the shared corpora nest under 30.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: The depth of elements a flattened page keeps (under libxml2's 256 without huge_tree).
+MAX_DEPTH = 200
+#: How many more link and hidden-content elements are kept below MAX_DEPTH (for links in links).
+KEPT_BELOW = 40
+#: An end tag closes the nearest open element of its name among this many (the rest: ignored).
+END_TAG_REACH = 64
+VOID = frozenset(
+    {
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "frame",
+        "hr",
+        "img",
+        "input",
+        "keygen",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    }
+)
+KEPT_DEEP = frozenset({"a", "iframe", "script", "style", "applet", "frameset", "noframes", "title"})
+
+
+def too_deep(root: Any) -> bool:
+    """Whether the parsed page (an lxml element) is at least MAX_DEPTH deep along its last
+    children, the path where a parse halted by the depth limit ends (a few steps on a real page)."""
+    element = root
+    for _ in range(MAX_DEPTH):
+        if len(element) == 0:
+            return False
+        element = element[-1]
+    return True
+
+
+# A tag (quoted attribute values may hold ">"), a comment, or a declaration or processing
+# instruction; what is between them is text, written as it is.
+_TOKEN = re.compile(r"<!--.*?(?:-->|\Z)|<(/?)([A-Za-z][^\t\n\f\r />]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>|<[!?][^>]*>?", re.S)
+_RAW_TEXT_END = {tag: re.compile(rf"</{tag}[\t\n\f\r />]", re.I) for tag in ("script", "style")}
+
+
+class _Writer:
+    """The page written again tag by tag, with the open elements counted (a start tag opens one,
+    its end tag closes it and any left open inside it, as an HTML parser closes them)."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.open: list[tuple[str, bool]] = []  # (tag, written) of the open elements
+        self.written = 0  # open elements written: the depth of the page written so far
+
+    def start(self, tag: str, raw: str, empty: bool) -> None:
+        if empty:  # a void element, or one closed where it opens (<div/>)
+            self.out.append(raw if self.written < MAX_DEPTH + KEPT_BELOW else " ")
+            return
+        keep = self.written < MAX_DEPTH or (tag in KEPT_DEEP and self.written < MAX_DEPTH + KEPT_BELOW)
+        keep = keep or tag in _RAW_TEXT_END  # script and style hold no elements, and their text is not text
+        self.open.append((tag, keep))
+        self.written += keep
+        self.out.append(raw if keep else " ")
+
+    def end(self, tag: str, raw: str) -> None:
+        for index in range(len(self.open) - 1, max(len(self.open) - END_TAG_REACH, 0) - 1, -1):
+            if self.open[index][0] == tag:
+                written = self.open[index][1]
+                self.written -= sum(kept for _tag, kept in self.open[index:])
+                del self.open[index:]
+                self.out.append(raw if written else " ")
+                return
+        self.out.append(raw if self.written < MAX_DEPTH else " ")  # nothing to close: as it is, or nothing
+
+
+def flatten(html: str) -> str:
+    """``html`` with its elements below MAX_DEPTH taken out, their text and links kept (a
+    regular expression's tokens, in C: html.parser took 20 s for a 4 MB page)."""
+    writer = _Writer()
+    out = writer.out
+    position = 0
+    while (token := _TOKEN.search(html, position)) is not None:
+        out.append(html[position : token.start()])
+        position = token.end()
+        raw, name = token.group(), token.group(2)
+        if name is None:  # a comment, a declaration, a processing instruction
+            out.append(raw)
+            continue
+        tag = name.lower()
+        if token.group(1):
+            writer.end(tag, raw)
+            continue
+        empty = tag in VOID or token.group(3).endswith("/")  # libxml2 closes <div/> and <script/> where they open
+        writer.start(tag, raw, empty)
+        if tag in _RAW_TEXT_END and not empty:  # its text, as it is, up to its end tag
+            end = _RAW_TEXT_END[tag].search(html, position)
+            stop = end.start() if end else len(html)
+            out.append(html[position:stop])
+            position = stop
+    out.append(html[position:])
+    return "".join(out)

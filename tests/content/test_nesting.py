@@ -1,0 +1,60 @@
+"""searchcrawl.content.nesting: pages nested deeper than libxml2 parses (plain functions, real lxml)."""
+
+from __future__ import annotations
+
+from lxml import html
+
+from searchcrawl.content.extract import visible_text
+from searchcrawl.content.nesting import MAX_DEPTH, flatten, too_deep
+
+
+def depth_of(root) -> int:  # type: ignore[no-untyped-def]
+    return max(len(list(element.iterancestors())) for element in root.iter())
+
+
+def parsed(page: str):  # type: ignore[no-untyped-def]
+    return html.document_fromstring(page, parser=html.HTMLParser(huge_tree=True))
+
+
+def test_a_page_deeper_than_libxml2_parses_keeps_its_text_and_links_when_flattened() -> None:
+    deep = 5000
+    page = (
+        "<!DOCTYPE html><html><head><title>T</title><style>p {}</style></head><body><!-- c --><p>one &amp; <b>two</b></p>"
+        + "<div class='x>y'>" * deep
+        + "<p>deep <a href='/d'>link</a> <img src='i.png'><br/><span/>text</p><script>if (a < b) {}</script>"
+        + "</div>" * deep
+        + "<p>after <a href='/a'>after</a></p></body></html>"
+    )
+    assert too_deep(parsed(page))  # libxml2 stopped at 2,048: the text after them is lost
+    assert "after" not in visible_text(parsed(page))
+    root = parsed(flatten(page))
+    assert not too_deep(root) and depth_of(root) <= MAX_DEPTH + 1
+    assert visible_text(root.find("body")) == "one & two deep link text after after"
+    assert [a.get("href") for a in root.iter("a")] == ["/d", "/a"]
+    assert root.findtext(".//title") == "T" and root.find(".//img").get("src") == "i.png"
+
+
+def test_a_page_of_ordinary_depth_is_left_alone() -> None:
+    page = "<html><body>" + "<div>" * 150 + "<p>x</p>" + "</div>" * 150 + "</body></html>"
+    assert not too_deep(parsed(page))
+    assert flatten(page) == page  # nothing under MAX_DEPTH is changed
+
+
+def test_links_nested_below_the_depth_kept_and_end_tags_that_close_nothing() -> None:
+    page = "<html><body>" + "<span>" * 300 + "<a href='/x'>x</a></em></div>" + "</span>" * 300 + "<p>end</p></body></html>"
+    root = parsed(flatten(page))
+    assert [a.get("href") for a in root.iter("a")] == ["/x"] and visible_text(root) == "x end"
+
+
+def test_self_closed_elements_and_scripts_below_the_depth() -> None:
+    """libxml2 closes ``<div/>`` and ``<script/>`` where they open: what follows is the page's."""
+    page = (
+        "<html><body>"
+        + "<div>" * 3000
+        + "<script src='a.js'/><p>after the script</p><div/>" * 3
+        + "</div>" * 3000
+        + "</body></html>"
+    )
+    root = parsed(flatten(page))
+    assert visible_text(root) == "after the script after the script after the script"
+    assert depth_of(root) <= MAX_DEPTH + 2  # the page and its body, then MAX_DEPTH levels at most
