@@ -1,5 +1,6 @@
 """`scrapy report <source> [--run N] [--json]`: the delta report of a run (the last by default):
-new, changed, unchanged, not modified (304), deleted, failed, excluded and duplicate URLs."""
+new, changed, unchanged, not modified (304), deleted, held, refused, failed, excluded, redirected
+and duplicate URLs."""
 
 from __future__ import annotations
 
