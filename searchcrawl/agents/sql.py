@@ -65,7 +65,7 @@ from sqlalchemy.engine import URL, Connection, Engine, RowMapping, make_url
 from sqlalchemy.exc import ArgumentError, DataError, NoSuchModuleError, SQLAlchemyError
 
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
-from searchcrawl.content.extract import TYPE_SUFFIXES, typed_value
+from searchcrawl.content.extract import INT_RANGES, TYPE_SUFFIXES, typed_value
 from searchcrawl.ops.secrets import URL_PASSWORD, SecretError, redact, remember, required_secret
 
 logger = logging.getLogger(__name__)
@@ -81,7 +81,6 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A display URL's scheme and host are the template's own: a column's value cannot choose them.
 DISPLAY_URL_HEAD = re.compile(r"https?://[^/?#{}\s]+[/?#]")
 KINDS = {suffix: kind for kind, suffix in TYPE_SUFFIXES.items()}  # "_dt" -> "date"
-INT_RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 CONTENT_TYPE = "text/plain; charset=utf-8"
 # PostgreSQL drivers on libpq: how long a connection may take unless the URL says (connect_timeout=)
 LIBPQ_DRIVERS = frozenset({"psycopg", "psycopg2"})
@@ -287,12 +286,9 @@ def attribute_value(value: object, field_name: str) -> Any:
         moment = utc_datetime(value)
         return solr_date(moment) if moment else None
     try:
-        result = typed_value(column_text(value), kind)
+        result = typed_value(column_text(value), kind)  # an int or long beyond Solr's: ValueError
     except ValueError:
         return None
-    if kind in INT_RANGES:
-        low, high = INT_RANGES[kind]
-        return result if low <= result <= high else None
     if kind == "double" and not math.isfinite(result):
         return None
     if kind in ("string", "text") and not result:
