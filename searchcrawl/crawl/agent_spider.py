@@ -29,6 +29,7 @@ from scrapy.http import Response, TextResponse
 
 from searchcrawl.agents.base import AgentError, Reference
 from searchcrawl.content.extract import DEFAULT_ATTRIBUTES, INT_RANGES, TYPE_SUFFIXES, integer_in_range, mimetype_of
+from searchcrawl.crawl.extensions.crawl_state import SKIPPED_STAT
 from searchcrawl.crawl.frontier_scheduler import WAKE_URL
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.meta import DEPTH, PREVIOUS, REFERENCE, WAKE
@@ -168,6 +169,7 @@ class AgentSpider(SourceSpider):
                 yield Request(WAKE_URL, dont_filter=True, meta={WAKE: True})
         context.listing_complete = True
         logger.info("Listed %d documents of %s", listed, self.source.name)
+        self.crawler.stats.set_value(SKIPPED_STAT, agent.skipped())  # the agent logged them at WARNING
         await asyncio.to_thread(context.settle_listing)
 
     def listing_since(self) -> datetime | None:
