@@ -45,8 +45,8 @@ The rules the oracle follows (the crawler's contract)
    equals the oracle.
 9. Delta report: ``new`` exactly the URLs that entered the index in the run, ``deleted`` exactly
    those that left it, ``changed`` those in the index before and after whose content changed. A URL
-   that stays out of the index with the same status as before is not listed as failed, deleted or
-   excluded again. Checked loosely (at most those URLs) for a crawl that was killed and resumed, for
+   that stays out of the index with the same status as before is not listed as failed, deleted,
+   excluded or redirected again. Checked loosely (at most those URLs) for a crawl that was killed and resumed, for
    the crawl that ran while Solr was down, and for the crawl right after it.
 
 Decisions where the rules leave a case open (each marked ``DECISION`` where the code makes it)
@@ -1210,7 +1210,7 @@ class Sequence:
             ),
         )
         # rule 9: a URL out of the index with the same status as before is not listed again
-        again = {kind: self.report_paths(report, kind) for kind in ("failed", "deleted", "excluded")}
+        again = {kind: self.report_paths(report, kind) for kind in ("failed", "deleted", "excluded", "redirected")}
         for path in sorted(set(old_statuses) & set(new_statuses)):
             status = new_statuses[path]
             if status == "ok" or status != old_statuses[path] or path in before or path in after:

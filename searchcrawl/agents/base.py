@@ -120,6 +120,12 @@ class Agent(ABC):
         no longer in the repository. Only incremental agents are asked."""
         raise NotImplementedError(f"{type(self).__name__} is incremental and must answer gone()")
 
+    def skipped(self) -> int:
+        """How many entries of the repository the last listing passed over because they cannot
+        be documents (a database row without a key, a second row with a key an earlier one had).
+        The agent says so at WARNING once per listing; the run's report counts them (``skipped``)."""
+        return 0
+
     def refusal(self, key: str) -> str | None:
         """Why the agent's own rules would not list ``key`` (an include pattern it misses, a
         hidden file ...), or None: what `scrapy explain` shows. The listing applies the same

@@ -22,7 +22,8 @@ every crawl lists every row, and a row's token is a hash of its values: unchange
 processed again, rows no longer returned are deleted.
 
 A row whose key is NULL is skipped; keys must be unique (a second row with the same key is the
-same document). ``title`` is a column or a list of columns joined by spaces, ``content`` a list
+same document, and skipped: the first row is it). Both are counted: one WARNING a listing with
+the counts, and the run's report (``skipped``). ``title`` is a column or a list of columns joined by spaces, ``content`` a list
 of columns joined by blank lines (the document's text). An attribute whose value is not of its
 field's type (``abc`` for ``_i``, a number beyond ``_i``'s 32 bits) is left out of the document.
 
@@ -65,7 +66,7 @@ from sqlalchemy.engine import URL, Connection, Engine, RowMapping, make_url
 from sqlalchemy.exc import ArgumentError, DataError, NoSuchModuleError, SQLAlchemyError
 
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
-from searchcrawl.content.extract import TYPE_SUFFIXES, typed_value
+from searchcrawl.content.extract import INT_RANGES, TYPE_SUFFIXES, typed_value
 from searchcrawl.ops.secrets import URL_PASSWORD, SecretError, redact, remember, required_secret
 
 logger = logging.getLogger(__name__)
@@ -81,7 +82,6 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A display URL's scheme and host are the template's own: a column's value cannot choose them.
 DISPLAY_URL_HEAD = re.compile(r"https?://[^/?#{}\s]+[/?#]")
 KINDS = {suffix: kind for kind, suffix in TYPE_SUFFIXES.items()}  # "_dt" -> "date"
-INT_RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 CONTENT_TYPE = "text/plain; charset=utf-8"
 # PostgreSQL drivers on libpq: how long a connection may take unless the URL says (connect_timeout=)
 LIBPQ_DRIVERS = frozenset({"psycopg", "psycopg2"})
@@ -287,12 +287,9 @@ def attribute_value(value: object, field_name: str) -> Any:
         moment = utc_datetime(value)
         return solr_date(moment) if moment else None
     try:
-        result = typed_value(column_text(value), kind)
+        result = typed_value(column_text(value), kind)  # an int or long beyond Solr's: ValueError
     except ValueError:
         return None
-    if kind in INT_RANGES:
-        low, high = INT_RANGES[kind]
-        return result if low <= result <= high else None
     if kind == "double" and not math.isfinite(result):
         return None
     if kind in ("string", "text") and not result:
@@ -314,6 +311,30 @@ def row_token(row: RowMapping) -> str:
             value = bytes(value)
         digest.update(f"{name}\x1f{type(value).__name__}\x1f{value!r}\x1e".encode("utf-8", errors="surrogatepass"))
     return digest.hexdigest()
+
+
+class KeysSeen:
+    """The keys a listing has named, to tell a row whose key an earlier row had (the same
+    document: the first row is it), and the count of rows without key. A 16-byte digest a key
+    (about 80 bytes a row in memory), not the keys themselves, which may be long."""
+
+    def __init__(self) -> None:
+        self._digests: set[bytes] = set()
+        self.without_key = 0
+        self.repeated = 0
+
+    @property
+    def skipped(self) -> int:
+        return self.without_key + self.repeated
+
+    def first(self, key: str) -> bool:
+        """Whether a row with ``key`` is the first with it; counts it otherwise."""
+        digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        if digest in self._digests:
+            self.repeated += 1
+            return False
+        self._digests.add(digest)
+        return True
 
 
 # -- the agent ----------------------------------------------------------------------------------
@@ -339,6 +360,7 @@ class DatabaseAgent(Agent):
         self._where = url.render_as_string(hide_password=True)
         self._backend = url.get_backend_name()
         self._display_fields = template_fields(options.display_url) if options.display_url else []
+        self._keys = KeysSeen()  # the last listing's: what it skipped
 
     # -- connections --------------------------------------------------------------------------
 
@@ -418,18 +440,38 @@ class DatabaseAgent(Agent):
             statement = text(f"SELECT * FROM ({options.query}) AS q WHERE {self._quoted(options.modified_column)} > :since")
             statement = statement.bindparams(since=self._since(since))
         listed = 0
+        keys = self._keys = KeysSeen()
         with self._connection("listing") as connection:
             result = connection.execution_options(stream_results=True, yield_per=options.batch_size).execute(statement)
             self._check_columns(result.keys())
             for row in result.mappings():
-                reference = self._reference(row)
-                if reference is None:
+                raw_key = row[options.key]
+                if raw_key is None:
+                    keys.without_key += 1
+                    continue
+                key = column_text(raw_key)
+                if not keys.first(key):
+                    logger.debug("%s: a second row with key %r is skipped", self.source, key[:200])
                     continue
                 listed += 1
-                yield reference
+                yield self._reference(row, key)
         logger.info(
             "%s: %d rows listed from %s%s", self.source, listed, self._where, f" (modified since {since})" if since else ""
         )
+        if keys.skipped:
+            logger.warning(
+                "%s: %d rows of %s skipped: %d with a NULL key (column %r), %d with a key an earlier row had "
+                "(the first row of a key is its document); the run's report counts them as skipped",
+                self.source,
+                keys.skipped,
+                self._where,
+                keys.without_key,
+                options.key,
+                keys.repeated,
+            )
+
+    def skipped(self) -> int:
+        return self._keys.skipped
 
     def fetch(self, key: str, max_bytes: int) -> Content | None:
         """The row's content, read again by its key (None when it is gone)."""
@@ -470,13 +512,8 @@ class DatabaseAgent(Agent):
 
     # -- rows -------------------------------------------------------------------------------------
 
-    def _reference(self, row: RowMapping) -> Reference | None:
+    def _reference(self, row: RowMapping, key: str) -> Reference:
         options = self.settings
-        raw_key = row[options.key]
-        if raw_key is None:
-            logger.debug("%s: a row without key (%s is NULL) is skipped", self.source, options.key)
-            return None
-        key = column_text(raw_key)
         fields: dict[str, Any] = {}
         title = joined(row, options.title_columns, " ")
         if title:

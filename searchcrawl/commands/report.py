@@ -1,5 +1,6 @@
 """`scrapy report <source> [--run N] [--json]`: the delta report of a run (the last by default):
-new, changed, unchanged, not modified (304), deleted, failed, excluded and duplicate URLs."""
+new, changed, unchanged, not modified (304), deleted, held, refused, failed, excluded, redirected
+and duplicate URLs."""
 
 from __future__ import annotations
 
@@ -53,12 +54,14 @@ class Command(ScrapyCommand):
             print(f"{kind:>13}: {len(urls)}")
             for url in urls:
                 print(f"               {printable(url)}")
+        if report["skipped"]:
+            print(f"{'skipped':>13}: {report['skipped']} (listed, but no document: a row without a key, a key listed before)")
 
 
 def run_report(database: Database, source: str, run_id: int | None = None) -> dict[str, Any] | None:
     """The delta report of one run of ``source`` (the last by default) as ``--json`` prints it:
-    the run's id, state, mode and start, and each kind of change with its count and URLs; None
-    when there is no such run."""
+    the run's id, state, mode and start, each kind of change with its count and URLs, and how
+    many entries the listing skipped; None when there is no such run."""
     runs = {run["id"]: run for run in Runs(database).recent(source, limit=1000)}
     run_id = run_id or (max(runs) if runs else None)
     if run_id is None or run_id not in runs:
@@ -73,4 +76,7 @@ def run_report(database: Database, source: str, run_id: int | None = None) -> di
         "started_at": run["started_at"].isoformat(),
         "counts": {kind.value: len(deltas.get(kind, [])) for kind in Delta},
         "urls": {kind.value: deltas.get(kind, []) for kind in Delta},
+        # entries of the repository that have no URL of their own (a database row without a key,
+        # a second row of a key): the agent's listing passed them over
+        "skipped": json.loads(run["counters"] or "{}").get("skipped", 0),
     }

@@ -9,6 +9,7 @@ only from a description meta tag: a body-text fallback is a per-source choice (l
 from __future__ import annotations
 
 import email.utils
+import logging
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -16,6 +17,8 @@ from typing import Any
 from urllib.parse import unquote_to_bytes, urlsplit
 
 from lxml import etree
+
+logger = logging.getLogger(__name__)
 
 META_ATTRIBUTES = {
     "title": ("dc.title", "dcterms.title"),
@@ -160,14 +163,28 @@ TYPE_SUFFIXES = {
 }
 
 
+# Solr's int and long (pint, plong): a number beyond them is not wrapped here (Solr would store
+# 99999999999 as 1215752191) but left out
+INT_RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+
+
+def integer_in_range(value: int, kind: str) -> int:
+    """``value`` as Solr's ``kind`` (int or long) holds it: ValueError beyond its range."""
+    low, high = INT_RANGES[kind]
+    if not low <= value <= high:
+        raise ValueError(f"{value} is beyond Solr's {kind} ({low} to {high})")
+    return value
+
+
 def typed_value(value: str, kind: str) -> Any:
-    """A source attribute's text as a value of its search attribute's type (ValueError if it is not one)."""
+    """A source attribute's text as a value of its search attribute's type (ValueError if it is
+    not one, or a number beyond its type's range)."""
     if kind in ("string", "text"):
         return value
     if kind == "strings":
         return split_keywords(value)
-    if kind in ("int", "long"):
-        return int(value.strip())
+    if kind in INT_RANGES:
+        return integer_in_range(int(value.strip()), kind)
     if kind == "double":
         return float(value.strip())
     if kind == "boolean":
@@ -211,7 +228,8 @@ def mapped_attributes(found: Mapping[str, str], mapping: Mapping[str, str], type
         kind = types.get(target, "string")
         try:
             result[target + TYPE_SUFFIXES[kind]] = typed_value(value, kind)
-        except ValueError:
+        except ValueError as exc:
+            logger.debug("Attribute %r left out, not of its type %s: %s", target, kind, exc)
             continue
     return result
 

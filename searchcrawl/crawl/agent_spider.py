@@ -28,7 +28,8 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import Response, TextResponse
 
 from searchcrawl.agents.base import AgentError, Reference
-from searchcrawl.content.extract import DEFAULT_ATTRIBUTES, TYPE_SUFFIXES, mimetype_of
+from searchcrawl.content.extract import DEFAULT_ATTRIBUTES, INT_RANGES, TYPE_SUFFIXES, integer_in_range, mimetype_of
+from searchcrawl.crawl.extensions.crawl_state import SKIPPED_STAT
 from searchcrawl.crawl.frontier_scheduler import WAKE_URL
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.meta import DEPTH, PREVIOUS, REFERENCE, WAKE
@@ -67,6 +68,7 @@ def reference_data(reference: Reference, inline_bytes: int) -> dict[str, Any]:
 AGENT_FIELDS = DEFAULT_ATTRIBUTES | {"last_modified", "display_url"}
 TYPED_FIELD = re.compile(r"^[a-z][a-z0-9_]*(" + "|".join(sorted(set(TYPE_SUFFIXES.values()))) + r")$")
 SCALARS = (str, int, float, bool)
+INTEGER_KINDS = {TYPE_SUFFIXES[kind]: kind for kind in INT_RANGES}  # "_i" -> "int"
 
 
 def given_fields(reference: Reference) -> dict[str, Any]:
@@ -81,9 +83,26 @@ def given_fields(reference: Reference) -> dict[str, Any]:
             logger.debug("Field %r of %s left out: not a value or a list of values", name, reference.key)
         elif name == "display_url" and not (isinstance(value, str) and urlsplit(value).scheme in ("http", "https", "file")):
             logger.debug("Display URL of %s left out: not an http(s) or file URL", reference.key)
+        elif (beyond := _beyond_range(name, value)) is not None:
+            logger.debug("Field %r of %s left out: %s", name, reference.key, beyond)
         else:
             fields[name] = value
     return fields
+
+
+def _beyond_range(name: str, value: Any) -> str | None:
+    """Why a number given for an int or long field (``_i``, ``_l``) cannot be stored (Solr would
+    wrap it: 99999999999 as 1215752191), or None."""
+    kind = INTEGER_KINDS.get(name[name.rfind("_") :])
+    if kind is None:
+        return None
+    for number in value if isinstance(value, list) else [value]:
+        if isinstance(number, int) and not isinstance(number, bool):
+            try:
+                integer_in_range(number, kind)
+            except ValueError as exc:
+                return str(exc)
+    return None
 
 
 def _utc(moment: datetime) -> datetime:
@@ -150,6 +169,7 @@ class AgentSpider(SourceSpider):
                 yield Request(WAKE_URL, dont_filter=True, meta={WAKE: True})
         context.listing_complete = True
         logger.info("Listed %d documents of %s", listed, self.source.name)
+        self.crawler.stats.set_value(SKIPPED_STAT, agent.skipped())  # the agent logged them at WARNING
         await asyncio.to_thread(context.settle_listing)
 
     def listing_since(self) -> datetime | None:

@@ -31,7 +31,7 @@ from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
 from twisted.internet.task import LoopingCall
 
-from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.crawl.extensions.crawl_state import SKIPPED_STAT, crawl_state
 from searchcrawl.crawl.meta import DEPTH, KNOWN_ROW, PERSISTED, WAKE
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.ops.local_fleet import joins_live_runs, run_to_join
@@ -249,6 +249,8 @@ class FrontierScheduler(BaseScheduler):
         report = self.context.end_run(state, reason)
         logger.info("Run %d of %s is %s (%s)", self.run.id, self.context.source.name, state, reason)
         summary = ", ".join(f"{kind} {len(report.get(kind, []))}" for kind in Delta)
+        if skipped := self.crawler.stats.get_value(SKIPPED_STAT):
+            summary += f", skipped {skipped} (no documents: see the listing's warning)"
         logger.info(
             "Delta of run %d (%s%s): %s; `scrapy report %s` lists the URLs",
             self.run.id,

@@ -21,8 +21,9 @@ The rules (README, "A URL's life"):
   existing index) starts ``indexed``, with the checksum Solr keeps, and is news to nobody.
 - The delta report says what changed for a searcher: ``new`` (enters the index), ``changed``,
   ``deleted`` (leaves it; the reason says why), ``held`` (the mass-deletion guard kept it),
-  ``refused`` (Solr refused it), and for URLs outside the index only a *change* of state or
-  status (``excluded``, ``failed``, ``duplicate``): a 404 removed long ago is not reported
+  ``refused`` (Solr refused it), ``unchanged`` (the same content, pushed again or not), and for
+  URLs outside the index only a *change* of state or status (``excluded``, ``failed``,
+  ``redirected``, ``duplicate``): a 404 removed long ago is not reported
   again by every later crawl. A run reports what changed from its start: a URL that enters the
   index and leaves it again in one run (pushed meanwhile, then replaced by a duplicate) is
   neither new nor deleted.
@@ -34,6 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from searchcrawl.rules.status_codes import Status
 
 
 class State(StrEnum):
@@ -78,8 +81,10 @@ class Delta(StrEnum):
     DELETED = "deleted"  # left the index (the reason says why)
     HELD = "held"  # the mass-deletion guard kept it in the index
     REFUSED = "refused"  # Solr refused it
-    FAILED = "failed"  # failing: an indexed URL in every crawl it fails, another when it starts to
-    EXCLUDED = "excluded"  # kept out by a rule, gone, moved (a change of state or status)
+    FAILED = "failed"  # failing: an indexed URL in every crawl it fails, another when it starts to;
+    # a document that could not be converted or is too large (921, 922)
+    EXCLUDED = "excluded"  # kept out by a rule, gone, noindex (a change of state or status)
+    REDIRECTED = "redirected"  # answers with a redirect (301, 302, 303, 307, 308), out of the index
     DUPLICATE = "duplicate"  # the same content as another document of the source
 
 
@@ -130,6 +135,23 @@ DEFAULT_KIND = {
 }
 
 
+# Answers without a document that the report calls neither excluded (no rule kept them out) nor
+# deleted (unless they were in the index): a document that could not be made (not converted,
+# too large) is failed; a URL that redirects is redirected, its target reported on its own.
+FAILED_STATUSES = frozenset({Status.CONVERSION_FAILED, Status.TOO_LARGE})
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+
+
+def default_kind(event: Event, status: int | None) -> Delta | None:
+    """The delta kind of an outcome that names none: by its event, and for an answer without a
+    document by its status."""
+    if event in (Event.GONE, Event.REDIRECTED) and status in REDIRECT_STATUSES:
+        return Delta.REDIRECTED
+    if event == Event.GONE and status in FAILED_STATUSES:
+        return Delta.FAILED
+    return DEFAULT_KIND.get(event)
+
+
 class TransitionRefused(ValueError):
     """An event that cannot happen to a URL in its state (a bug, or a stale report)."""
 
@@ -142,7 +164,9 @@ class Outcome:
     status: int | None = None  # HTTP status or crawler code (searchcrawl.rules.status_codes)
     reason: str | None = None
     depth: int | None = None
-    kind: Delta | None = None  # the delta kind when the URL is not (and was not) in the index
+    # the delta kind when the URL is not (and was not) in the index (None: ``default_kind``); for
+    # CACHED, UNCHANGED when a forced recrawl pushes the content it was indexed with again
+    kind: Delta | None = None
     columns: Mapping[str, Any] = field(default_factory=dict)  # validators, checksum, duplicate_of, ...
     # whether a FAILED outcome counts toward max_failures: not when the fault is the crawler's own
     # (its document converter unreachable), which must never remove a site's documents
@@ -191,7 +215,7 @@ def decide(row: Row | None, outcome: Outcome, max_failures: int = 3) -> Change:
         raise TransitionRefused(f"{event.value} cannot happen to a URL that is {row.state or 'unknown'}")
     searchable = row.state in SEARCHABLE or (row.state == State.PENDING and row.in_solr)
     status, reason, failures = outcome.status, outcome.reason, 0
-    kind = outcome.kind or DEFAULT_KIND.get(event)
+    kind = outcome.kind or default_kind(event, outcome.status)
     delta: Delta | None
     if event == Event.FAILED and not outcome.counted:
         failures = row.failures
@@ -207,8 +231,8 @@ def decide(row: Row | None, outcome: Outcome, max_failures: int = 3) -> Change:
         failures = row.failures
         status = row.status if status is None else status
     leaves = row.state in IN_INDEX and state == State.REMOVING
-    if event == Event.CACHED:
-        delta = Delta.CHANGED if searchable else Delta.NEW
+    if event == Event.CACHED:  # a forced recrawl's same content is unchanged, though pushed again
+        delta = (Delta.UNCHANGED if kind == Delta.UNCHANGED else Delta.CHANGED) if searchable else Delta.NEW
     elif event in (Event.INDEXED, Event.REMOVED, Event.FOUND):
         delta = None
     elif event in (Event.HELD, Event.REFUSED, Event.UNCHANGED):

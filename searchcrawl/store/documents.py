@@ -193,7 +193,7 @@ class DocumentTable:
         if current is not None and self.run_id is not None and current.delta_run == self.run_id:
             if current.delta in LASTING_DELTAS and delta == ENTERED:
                 delta = Delta.CHANGED  # in the index when the run started, and again at its end
-            elif current.delta in LASTING_DELTAS and delta not in (None, Delta.CHANGED):
+            elif current.delta in LASTING_DELTAS and delta not in (None, Delta.CHANGED) and outcome.event != Event.CACHED:
                 delta = None  # it left (or its removal was held) in this run: that is what the run reports
             elif row is not None and row.entered and delta in REFETCHED_DELTAS:
                 delta = ENTERED  # it entered the index in this run: new, whatever was pushed meanwhile

@@ -125,6 +125,39 @@ def agent_for(db: Db, **options: Any) -> DatabaseAgent:
 # -- documents -----------------------------------------------------------------------------------
 
 
+def test_rows_without_a_key_or_with_a_key_listed_before_are_counted_and_said_once(db: Db, caplog) -> None:
+    """Issue 53: a row with a NULL key was skipped with a DEBUG line only, and the second of two
+    rows with one key was dropped with no line at all. Both are skipped (the first row of a key
+    is its document) and counted: one WARNING a listing, and ``skipped()`` for the run's report."""
+    db.add(
+        {"id": 1, "first_name": "First"},
+        {"id": None, "first_name": "Nobody"},
+        {"id": 2, "first_name": "Second"},
+        {"id": 1, "first_name": "Again"},  # the same key: the same document, the first row is it
+        {"id": None, "first_name": "Nobody else"},
+    )
+    agent = agent_for(db)
+    try:
+        assert agent.skipped() == 0
+        with caplog.at_level(logging.DEBUG, logger="searchcrawl.agents.sql"):
+            references = list(agent.references(None))
+        assert [(reference.key, reference.fields["title"]) for reference in references] == [
+            ("1", "First Last1"),
+            ("2", "Second Last2"),
+        ]
+        assert agent.skipped() == 3
+        warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+        assert len(warnings) == 1, warnings
+        assert "3 rows of" in warnings[0] and "2 with a NULL key (column 'id'), 1 with a key an earlier row had" in warnings[0]
+        assert "a second row with key '1' is skipped" in caplog.text
+        with db.admin.begin() as connection:
+            connection.execute(delete(db.table).where(db.table.c.id.is_(None)))
+        list(agent.references(None))  # the next listing counts afresh
+        assert agent.skipped() == 1
+    finally:
+        agent.close()
+
+
 def test_one_document_per_row_with_title_content_and_typed_attributes(db: Db) -> None:
     db.add(
         {"id": 1, "first_name": "Ada", "last_name": "Lovelace", "notes": "Wrote the first program.", "salary": 2500.25},

@@ -10,9 +10,11 @@ from searchcrawl.content.extract import (
     file_name,
     html_attributes,
     http_date_to_iso,
+    mapped_attributes,
     solr_document,
     split_keywords,
     text_attributes,
+    typed_value,
     visible_text,
 )
 from searchcrawl.crawl.pipelines.checksum import text_checksum
@@ -121,3 +123,22 @@ def test_visible_text_is_html_texts_text_for_any_gaps(children: list[tuple[str, 
         child = etree.SubElement(body, tag)
         child.text, child.tail = text, tail
     assert visible_text(body) == html_text.extract_text(body, guess_layout=False)
+
+
+def test_a_number_beyond_solrs_int_or_long_is_left_out_not_wrapped(caplog) -> None:
+    """Issue 53: a meta tag mapped to an int attribute (``search_attributes = { ... = "int" }``)
+    holding 99999999999 was sent as it is, and Solr's pint stored it wrapped (1215752191). Beyond
+    the type's range it is no value of it: left out, with a DEBUG line."""
+    assert typed_value("2147483647", "int") == 2**31 - 1 and typed_value("-2147483648", "int") == -(2**31)
+    assert typed_value("99999999999", "long") == 99999999999
+    for text, kind in (("99999999999", "int"), ("-2147483649", "int"), (str(2**63), "long")):
+        with pytest.raises(ValueError, match="beyond Solr's"):
+            typed_value(text, kind)
+    with caplog.at_level("DEBUG", logger="searchcrawl.content.extract"):
+        found = mapped_attributes(
+            {"count": "99999999999", "total": "99999999999", "pages": "12"},
+            {"count": "count", "total": "total", "pages": "pages"},
+            {"count": "int", "total": "long", "pages": "int"},
+        )
+    assert found == {"total_l": 99999999999, "pages_i": 12}
+    assert "Attribute 'count' left out, not of its type int: 99999999999 is beyond Solr's int" in caplog.text

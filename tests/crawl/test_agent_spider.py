@@ -33,6 +33,30 @@ def test_an_agent_may_not_set_the_identity_or_what_the_crawl_computes() -> None:
     }
 
 
+def test_an_agents_number_beyond_its_fields_int_or_long_is_left_out(caplog) -> None:
+    """Issue 53: an int attribute of 99999999999 was sent to Solr, which stored it wrapped
+    (1215752191). A number beyond Solr's int (32 bits) or long (64 bits) is left out, with a
+    DEBUG line; one in range, a list in range and a double are kept."""
+    reference = Reference(
+        "k",
+        fields={
+            "big_i": 99999999999,
+            "edge_i": 2**31 - 1,
+            "low_i": -(2**31),
+            "under_i": -(2**31) - 1,
+            "big_l": 99999999999,
+            "huge_l": 2**63,
+            "many_i": [1, 2**40],
+            "few_i": [1, 2],
+            "ratio_d": 1e300,
+        },
+    )
+    with caplog.at_level("DEBUG", logger="searchcrawl.crawl.agent_spider"):
+        fields = given_fields(reference)
+    assert fields == {"edge_i": 2**31 - 1, "low_i": -(2**31), "big_l": 99999999999, "few_i": [1, 2], "ratio_d": 1e300}
+    assert "Field 'big_i' of k left out: 99999999999 is beyond Solr's int" in caplog.text
+
+
 def test_a_listing_batch_is_bounded_in_count_and_in_bytes() -> None:
     big = [Reference(str(n), content=Content(b"x" * 1000, "text/plain")) for n in range(100)]
     iterator = iter(big)

@@ -7,6 +7,7 @@ database password comes from a secret and reaches no log line, report or Solr fi
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 from collections.abc import Iterator
@@ -206,3 +207,35 @@ def test_an_incremental_source_misses_no_change(project: Project, solr, tmp_path
         connection.execute(update(records.table).where(records.table.c.id == 2).values(body="edited twice"))
     assert project.scrapy("crawl", name).returncode == 0
     assert indexed(solr, name)[2]["content"] == "edited twice"
+
+
+def test_rows_without_a_key_or_with_a_repeated_key_are_warned_of_and_counted_in_the_report(
+    project: Project, solr, tmp_path: Path
+) -> None:
+    """Issue 53: rows a query returns that cannot be documents (a NULL key; a second row with a
+    key, the same document) were passed over with a DEBUG line, or none. The crawl says so at
+    WARNING, once, with the counts, and the run's report counts them as skipped."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'notes.sqlite3'}")
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE notes (id integer, title text, body text)"))
+        connection.execute(
+            text(
+                "INSERT INTO notes VALUES (1, 'First', 'harbour crane'), (NULL, 'Keyless', 'no key'),"
+                " (2, 'Second', 'berth'), (1, 'Again', 'the same key'), (NULL, 'Keyless too', 'none either')"
+            )
+        )
+    engine.dispose()
+    project.source(
+        "keyed",
+        f'type = "database"\n[database]\nurl = "sqlite:///{tmp_path / "notes.sqlite3"}"\n'
+        'query = "SELECT id, title, body FROM notes"\nkey = "id"\ntitle = "title"\ncontent = ["body"]\n',
+    )
+    result = project.scrapy("crawl", "keyed")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(doc["title"] for doc in solr_docs(solr, "keyed")) == ["First", "Second"]
+    warnings = [line for line in result.stderr.splitlines() if "WARNING" in line and "skipped" in line]
+    assert len(warnings) == 1 and "2 with a NULL key (column 'id'), 1 with a key an earlier row had" in warnings[0], warnings
+    assert "skipped 3" in result.stderr  # the run's summary
+    report = json.loads(project.scrapy("report", "keyed", "--json").stdout)
+    assert report["skipped"] == 3 and report["counts"]["new"] == 2, report
+    assert "skipped: 3" in project.scrapy("report", "keyed").stdout

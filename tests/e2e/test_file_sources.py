@@ -7,6 +7,7 @@ SIGKILL and resumed by the next, losing nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -148,3 +149,30 @@ def test_a_file_share_is_followed_crawl_after_crawl(project: Project, solr, tmp_
     assert "EXCLUDED (900 excluded_scheme): not a document of the source's agent" in outside.stdout
     crawled = project.scrapy("explain", name, (root / "office/pdf/raw_text.pdf").as_uri())
     assert "CRAWLED when its agent lists it" in crawled.stdout and "state indexed" in crawled.stdout
+
+
+def test_a_touched_file_is_read_once_then_answered_not_modified(project: Project, solr, tmp_path: Path) -> None:
+    """A file whose modification time changes and whose content does not (touched, or every file
+    after a restore that reset the time stamps) is read once, reported unchanged and not pushed;
+    its new size/time token is kept, so the next crawl answers not_modified without reading it."""
+    root = tmp_path / "share"
+    root.mkdir()
+    (root / "kept.txt").write_text("a file whose content stays the same")
+    (root / "other.txt").write_text("a file nobody touches")
+    project.source("touched", f'type = "files"\n[files]\nroots = ["{root}"]\n')
+    url = (root / "kept.txt").as_uri()
+
+    def crawl() -> dict:
+        result = project.scrapy("crawl", "touched")
+        assert result.returncode == 0, result.stderr[-3000:]
+        report = project.scrapy("report", "touched", "--json")
+        return json.loads(report.stdout)["urls"]
+
+    assert url in crawl()["new"]
+    version = {doc["url"]: doc["_version_"] for doc in solr_docs(solr, "touched")}[url]
+    later = time.time() + 3600
+    os.utime(root / "kept.txt", (later, later))
+    assert url in crawl()["unchanged"]  # read again (a new token), the same text: not pushed
+    assert {doc["url"]: doc["_version_"] for doc in solr_docs(solr, "touched")}[url] == version
+    urls = crawl()
+    assert url in urls["not_modified"] and (root / "other.txt").as_uri() in urls["not_modified"], urls

@@ -155,6 +155,9 @@ def test_forced_recrawl_by_hand_and_by_settings(project, site, solr) -> None:
         assert set(now) == set(last) and all(now[u] != last[u] for u in now)  # every document re-indexed
         assert site.conditional == []  # no validators sent
         assert Runs(project.table().database).latest(name)["mode"] == "forced"
+        # pushed again, but the same title and text: unchanged, not changed (issue 53)
+        counts = report(project, name)["counts"]
+        assert (counts["changed"], counts["unchanged"], counts["new"]) == (0, len(now), 0), counts
         last = now
 
     recrawl("-a", "recrawl=force")
@@ -263,8 +266,10 @@ def test_a_new_document_table_takes_over_what_solr_holds_of_its_source(project, 
     delta = report(project, name)
     assert delta["mode"] == "forced", delta
     counts = delta["counts"]
-    assert (counts["new"], counts["changed"], counts["deleted"]) == (0, 30, 1), delta
+    # pushed again, each: the one whose text changed meanwhile is changed, the others unchanged
+    assert (counts["new"], counts["changed"], counts["unchanged"], counts["deleted"]) == (0, 1, 29, 1), delta
     assert set(delta["urls"]["deleted"]) == {url("/plain/p1.html")}
+    assert delta["urls"]["changed"] == [url("/plain/p0.html")]
 
     # The next crawl is a maintenance crawl as any other: nothing changed, nothing pushed; and
     # Solr is not read again: a document added to it by hand under the source is not taken over.

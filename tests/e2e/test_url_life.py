@@ -347,6 +347,30 @@ def test_the_delta_report_says_what_happened(project, serve, tmp_path, solr):
     assert sorted(urls["held"]) == [site.url + f"p{i}.html" for i in range(4)] and not urls["deleted"]
 
 
+def test_the_delta_report_calls_redirects_redirected_and_unconvertible_documents_failed(project, serve, tmp_path, solr):
+    """Issue 53: URLs that redirect (301, 302) and a document that cannot be converted (921) were
+    listed as excluded, though no rule kept them out. A redirect is redirected (its target is
+    new on its own), the broken PDF failed; neither is news again while it stays so."""
+    root = tmp_path / "site"
+    write(root / "index.html", page("home", "the index", ["/moved.html", "/for-now.html", "/broken.pdf"]))
+    write(root / "a.html", page("a", "where the moved page went"))
+    write(root / "b.html", page("b", "where the other one points for now"))
+    (root / "broken.pdf").write_bytes(b"%PDF-1.4\n" + os.urandom(2000))  # a PDF's magic, then noise
+    site = serve(root)
+    site.redirect("/moved.html", 301, "/a.html")
+    site.redirect("/for-now.html", 302, "/b.html")
+    name = source(project, site)
+    crawl(project, name)
+    assert project.table().get(name, site.url + "broken.pdf")["status"] == Status.CONVERSION_FAILED
+    urls = report(project, name)["urls"]
+    assert urls["redirected"] == [site.url + "for-now.html", site.url + "moved.html"], urls
+    assert urls["failed"] == [site.url + "broken.pdf"] and not urls["excluded"], urls
+    assert urls["new"] == [site.url + "a.html", site.url + "b.html", site.url + "index.html"], urls
+    crawl(project, name)
+    urls = report(project, name)["urls"]
+    assert not urls["redirected"] and not urls["failed"] and not urls["excluded"], urls
+
+
 def crawl_with_spider(project, serve, tmp_path, spider: str, special: str):
     """A crawl of a two-page site by ``spider`` (tests/custom_spiders.py), which mistreats the
     page ``special``; returns the site, the source's name and the crawl's result."""

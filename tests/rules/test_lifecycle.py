@@ -6,7 +6,18 @@ import itertools
 
 import pytest
 
-from searchcrawl.rules.lifecycle import IN_INDEX, TRANSITIONS, Event, Outcome, Row, State, TransitionRefused, decide, sources_of
+from searchcrawl.rules.lifecycle import (
+    IN_INDEX,
+    TRANSITIONS,
+    Delta,
+    Event,
+    Outcome,
+    Row,
+    State,
+    TransitionRefused,
+    decide,
+    sources_of,
+)
 
 STATES: list[State | None] = [None, *State]
 OUT = [None, State.QUEUED, State.EXCLUDED, State.FETCHED, State.FAILED, State.REMOVED]
@@ -128,6 +139,39 @@ def test_the_delta_reports_changes_only() -> None:
     assert decide(Row(State.REMOVING, 404), Outcome(Event.REMOVED)).delta is None
 
 
+def test_a_forced_recrawl_of_the_same_content_is_unchanged_though_pushed_again() -> None:
+    """Issue 53: a forced recrawl called every page it pushed again changed. The content it was
+    indexed with (the cache says so with kind UNCHANGED) is unchanged; a new one is changed; a URL
+    that was not in the index is new whatever it says."""
+    same = Outcome(Event.CACHED, 200, kind=Delta.UNCHANGED)
+    change = decide(Row(State.INDEXED, 200, 0, True), same)
+    assert (change.state, change.delta) == (State.PENDING, "unchanged")
+    assert decide(Row(State.INDEXED, 200, 0, True), Outcome(Event.CACHED, 200)).delta == "changed"
+    assert decide(None, same).delta == "new"
+    assert decide(Row(State.PENDING, 200, 0, False), same).delta == "new"  # never in Solr
+
+
+def test_a_document_that_cannot_be_made_is_failed_and_a_redirect_is_redirected() -> None:
+    """Issue 53: conversion failures (921) were reported excluded, as were URLs that redirect.
+    Neither was kept out by a rule: 921 and 922 are failed; a redirect (301, 302, 303, 307, 308,
+    followed or not) is redirected, and still deleted when it was in the index; its target is
+    reported on its own. Only a change is news, as for every URL out of the index."""
+    for status in (921, 922):
+        assert decide(None, Outcome(Event.GONE, status, "not converted")).delta == "failed"
+        assert decide(Row(State.FETCHED, status), Outcome(Event.GONE, status, "again")).delta is None
+        assert decide(Row(State.INDEXED, 200, 0, True), Outcome(Event.GONE, status, "broken now")).delta == "deleted"
+    assert decide(None, Outcome(Event.GONE, 923, "no text")).delta == "excluded"  # nothing to index: no failure
+    for status in (302, 303, 307):
+        assert decide(None, Outcome(Event.REDIRECTED, status, "redirected")).delta == "redirected"
+    for status in (301, 308):  # moved for good; out of the boundary, not followed
+        assert decide(None, Outcome(Event.GONE, status, "moved")).delta == "redirected"
+    assert decide(Row(State.FETCHED, 302), Outcome(Event.REDIRECTED, 302, "still")).delta is None
+    assert decide(Row(State.FETCHED, 302), Outcome(Event.GONE, 301, "moved")).delta == "redirected"
+    assert decide(Row(State.INDEXED, 200, 0, True), Outcome(Event.REDIRECTED, 302, "redirected")).delta == "deleted"
+    assert decide(Row(State.INDEXED, 200, 0, True), Outcome(Event.GONE, 301, "moved")).delta == "deleted"
+    assert decide(None, Outcome(Event.EXCLUDED, 901, "domain")).delta == "excluded"
+
+
 def test_acknowledgements_keep_the_status() -> None:
     assert decide(Row(State.REMOVING, 404, 0, True), Outcome(Event.REMOVED)).status == 404
     assert decide(Row(State.PENDING, 200), Outcome(Event.INDEXED)).status == 200
@@ -243,6 +287,24 @@ def test_a_url_that_entered_the_index_and_left_it_in_one_run_is_neither_new_nor_
     assert report() == {"duplicate": ["http://h/a"], "failed": ["http://h/c"], "new": ["http://h/d"]}
     table.hold_removals("run")  # the guard keeps them in Solr: the report says so
     assert report() == {"held": ["http://h/a", "http://h/c"], "new": ["http://h/d"]}
+
+
+def test_a_url_deleted_in_the_run_and_pushed_again_with_its_content_is_unchanged(tmp_path) -> None:
+    """A forced recrawl's unchanged page that left the index earlier in the run (its removal
+    held, then the page back) is in the index at both ends with the same content: unchanged,
+    not the deletion that the run no longer did."""
+    from searchcrawl.store import Database, Deltas, DocumentTable
+    from searchcrawl.store.runs import Runs
+
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
+    table.run_id = Runs(table.database).start("run").id
+    table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+    table.mark_indexed("run", [("http://h/a", "c")])
+    table.run_id = table.run_id + 100  # a later run
+    table.record("run", "http://h/a", Outcome(Event.GONE, 404, "gone", kind="failed"))
+    assert Deltas(table.database).report("run", table.run_id) == {"deleted": ["http://h/a"]}
+    table.record("run", "http://h/a", Outcome(Event.CACHED, 200, kind=Delta.UNCHANGED, columns={"checksum": "c"}))
+    assert Deltas(table.database).report("run", table.run_id) == {"unchanged": ["http://h/a"]}
 
 
 def test_a_url_that_left_the_index_and_came_back_in_one_run_is_changed(tmp_path) -> None:

@@ -117,6 +117,9 @@ _UNCHANGED_BY_REWRITER = ScopeDecision(True, "the URL rewriter leaves it as it i
 # seconds the node that ends a shared run waits for the others to leave it (wait_for_other_nodes)
 OTHERS_LEAVE_WAIT = 60.0
 # The crawl's stats key of each exclusion status (Enum.name costs a property call a link)
+# entries the agent's listing passed over, as no document can be made of them (a database row
+# without a key, a second row of a key): the run's counters and report say how many
+SKIPPED_STAT = "searchcrawl/skipped"
 _EXCLUDED_STAT = {status: f"searchcrawl/excluded/{status.name.lower()}" for status in Status}
 
 # CrawlState.steps' ``rewrite``: how the URL rewriter applies to the URL judged
@@ -541,6 +544,8 @@ class CrawlState:
             "removed": stats.get_value("searchcrawl/removed", 0),
             "excluded": sum(v for k, v in stats.get_stats().items() if k.startswith("searchcrawl/excluded/")),
         }
+        if stats.get_value(SKIPPED_STAT):
+            counters["skipped"] = stats.get_value(SKIPPED_STAT)
         if self.frontier is not None:
             counters.update({state.value: number for state, number in self.frontier.counts().items()})  # JSON
         return counters

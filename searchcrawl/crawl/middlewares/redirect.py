@@ -31,7 +31,7 @@ from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.meta import DEPTH, DONT_REDIRECT, LEAVES_BOUNDARY, REDIRECT_URLS
 from searchcrawl.crawl.signals import url_outcome
-from searchcrawl.rules.lifecycle import Delta, Event, Outcome
+from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.redirect_policy import PERMANENT, REDIRECTS, decide_redirect
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical
@@ -86,7 +86,7 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
             assert verdict.status is not None
             raise RequestRefused(verdict.status, verdict.reason)
         if response.status in PERMANENT:
-            outcome = Outcome(Event.GONE, response.status, f"moved to {target}", depth, Delta.EXCLUDED)
+            outcome = Outcome(Event.GONE, response.status, f"moved to {target}", depth)
         else:  # no document of its own while it redirects; its target is indexed
             outcome = Outcome(Event.REDIRECTED, response.status, f"redirected to {target}", depth, columns={"target": target})
         self.crawler.signals.send_catch_log(url_outcome, url=request.url, outcome=outcome)

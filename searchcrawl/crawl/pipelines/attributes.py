@@ -29,6 +29,7 @@ from searchcrawl.content.extract import (
     solr_document,
     split_keywords,
     text_attributes,
+    typed_value,
 )
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
@@ -40,6 +41,18 @@ logger = logging.getLogger(__name__)
 
 DESCRIPTION_FALLBACK_CHARS = 300
 CONVERSION_STATUS = {"too_large": Status.TOO_LARGE, "no_text": Status.EMPTY}  # else CONVERSION_FAILED
+
+
+def page_count(pages: object) -> int | None:
+    """A converter's page count as Solr's int, or None (left out: none, not a number, beyond an
+    int, which Solr would wrap)."""
+    if not isinstance(pages, str):
+        return None
+    try:
+        return int(typed_value(pages, "int"))
+    except ValueError as exc:
+        logger.debug("Page count %r left out: %s", pages[:50], exc)
+        return None
 
 
 class AttributesPipeline:
@@ -142,7 +155,7 @@ class AttributesPipeline:
             "language": metadata.get("language"),
             "content": document.text.strip(),
             "document_kind_s": document.kind,
-            "page_count_i": int(pages) if isinstance(pages := metadata.get("pages"), str) else None,
+            "page_count_i": page_count(metadata.get("pages")),
             "created_dt": metadata.get("created"),
         }
         if metadata.get("modified") and not item.headers.get("last-modified"):

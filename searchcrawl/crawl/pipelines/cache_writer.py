@@ -11,7 +11,7 @@ from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.pipelines.changes import duplicate_of
 from searchcrawl.crawl.signals import url_outcome
-from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.lifecycle import Delta, Event, Outcome
 from searchcrawl.rules.maintenance import original_of
 from searchcrawl.rules.status_codes import Status
 
@@ -41,6 +41,9 @@ class CachePipeline:
                 log_level="WARNING",
             )
         size = 0 if self.context.test_mode else self.context.cache.put(item.fields)
+        # pushed again by a forced recrawl with the title and text it was indexed with: unchanged
+        # for the delta report (a searcher finds what was there)
+        same = self.context.forced and item.previous is not None and item.previous.get("checksum") == item.fields["checksum"]
         self.crawler.signals.send_catch_log(
             url_outcome,
             url=item.url,
@@ -49,6 +52,7 @@ class CachePipeline:
                 200,
                 item.note,
                 item.depth,
+                Delta.UNCHANGED if same else None,
                 columns={
                     **item.record,
                     "checksum": item.fields["checksum"],

@@ -2,7 +2,9 @@
 
 - A document in the index is compared with what was indexed on the source's ``modified_when``
   signals (Last-Modified, ETag, checksum; any differs: changed). Unchanged: no cache write, no
-  Solr update, its Solr ``_version_`` does not move. A forced recrawl re-indexes everything.
+  Solr update, its Solr ``_version_`` does not move; only the fetch's validators (ETag, an
+  agent's change token; Last-Modified) are kept, so that the next crawl's conditional GET gets
+  its 304. A forced recrawl re-indexes everything.
 - The same content at several URLs of a source is indexed once: the ``rel=canonical`` target
   if it is among them, else the first seen (discovered first, whatever order the concurrent
   downloads finish in); the others are recorded as its duplicates.
@@ -25,6 +27,10 @@ from searchcrawl.rules.maintenance import has_changed, original_of
 from searchcrawl.rules.status_codes import Status
 
 logger = logging.getLogger(__name__)
+# What a fetch learned that the next conditional GET sends back (an agent's change token travels
+# as the ETag): kept with an unchanged document too, so that a new token or date over the same
+# content (a file touched, a restore that reset every time stamp) costs one read, not one a crawl
+VALIDATORS = ("etag", "last_modified")
 
 
 def duplicate_of(original: str, depth: int | None = None, record: dict[str, Any] | None = None) -> Outcome:
@@ -56,8 +62,16 @@ class ChangePipeline:
                 self.context.source.settings.modified_when,
             )
             if not changed:
+                validators = {name: item.record[name] for name in VALIDATORS if name in item.record}
                 raise NotIndexed(
-                    Outcome(Event.UNCHANGED, int(Status.UNCHANGED), "same content as indexed", item.depth, Delta.UNCHANGED),
+                    Outcome(
+                        Event.UNCHANGED,
+                        int(Status.UNCHANGED),
+                        "same content as indexed",
+                        item.depth,
+                        Delta.UNCHANGED,
+                        columns=validators,
+                    ),
                     f"Unchanged ({why}): {item.url}",
                 )
             logger.debug("Changed (%s): %s", why, item.url)

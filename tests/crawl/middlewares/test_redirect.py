@@ -166,7 +166,7 @@ def test_a_permanent_redirect_inside_the_boundary_is_followed_and_the_url_moved(
         assert redirected.url == target
         assert redirected.meta["redirect_urls"] == [origin] and redirected.meta["redirect_reasons"] == [status]
         assert redirected.meta[LEAVES_BOUNDARY] is None
-        assert outcomes == [(origin, Outcome(Event.GONE, status, f"moved to {target}", 1, "excluded"))]
+        assert outcomes == [(origin, Outcome(Event.GONE, status, f"moved to {target}", 1))]
         recorded = row(crawler, origin)  # the ledger writer recorded it: the URL leaves the index
         assert (recorded["state"], recorded["status"], recorded["reason"]) == ("fetched", status, f"moved to {target}")
         outcomes.clear()

@@ -17,7 +17,7 @@ from scrapy.utils.misc import build_from_crawler
 from searchcrawl.content.clean_text import MAX_TERM_BYTES
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.items import CrawledDocument
-from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
+from searchcrawl.crawl.pipelines.attributes import AttributesPipeline, page_count
 from searchcrawl.crawl.pipelines.checksum import text_checksum
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
@@ -359,3 +359,11 @@ def test_a_zip_bomb_through_tika_gets_a_status_not_an_index_entry(crawler_of, ti
     outcome = raised.value.outcome
     assert (outcome.event, outcome.status) == (Event.GONE, Status.CONVERSION_FAILED)
     assert outcome.reason.startswith("not_text: ") and "U+FFFD" in outcome.reason
+
+
+def test_a_page_count_beyond_solrs_int_or_not_a_number_is_left_out() -> None:
+    """A converter's page count is indexed as page_count_i: beyond Solr's int it is left out
+    (Solr would store it wrapped), and text that is no number no longer fails the document."""
+    assert page_count("12") == 12
+    assert page_count("99999999999") is None
+    assert page_count("twelve") is None and page_count(None) is None

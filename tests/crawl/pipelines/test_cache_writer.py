@@ -120,3 +120,20 @@ def test_in_a_shared_crawl_the_same_content_cached_at_once_is_kept_once(crawler_
     row = state.table.get("unit", "http://h.test/b.html")
     assert (row["status"], row["duplicate_of"]) == (Status.DUPLICATE, "http://h.test/a.html")
     assert state.table.pending("unit") == [("http://h.test/a.html", "same")]
+
+
+def test_a_forced_recrawl_reports_the_same_content_unchanged(crawler_of) -> None:
+    """Issue 53: a forced recrawl pushes every document again, and called each changed. What it
+    caches with the checksum it was indexed with is reported unchanged; new content changed."""
+    crawler = crawler_of()
+    state = state_of(crawler)
+    state.configure({"recrawl": "force"})
+    seen: list[Outcome] = []
+    crawler.signals.connect(lambda url, outcome: seen.append(outcome), signal=url_outcome, weak=False)
+    pipeline = build_from_crawler(CachePipeline, crawler)
+    previous = {"checksum": "c1", "last_modified": None, "etag": None, "state": "indexed"}
+    pipeline.process_item(document("http://h.test/a.html", "c1", previous=previous))
+    pipeline.process_item(document("http://h.test/b.html", "c2", previous=previous))
+    pipeline.process_item(document("http://h.test/c.html", "c1"))  # not in the index before
+    assert [outcome.kind for outcome in seen] == ["unchanged", None, None]
+    assert all(outcome.event == Event.CACHED for outcome in seen)

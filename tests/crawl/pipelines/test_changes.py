@@ -78,6 +78,31 @@ def test_an_unchanged_document_is_dropped_with_its_outcome_and_stays_indexed(cra
     assert (row["state"], row["status"]) == ("pending", Status.UNCHANGED)
 
 
+def test_an_unchanged_document_keeps_its_new_validators_for_the_next_conditional_get(crawler_of) -> None:
+    """A file touched (its agent's token, sent as the ETag, is new) or a page served with a new
+    date over the same text: unchanged, and its new validators are kept, so that the next crawl
+    sends them and gets its 304 instead of reading and converting it again in every crawl."""
+    crawler = crawler_of(SOURCE + 'modified_when = ["checksum"]\n')
+    pipeline = build_from_crawler(ChangePipeline, crawler)
+    cached(crawler, "http://h.test/a.html", "c1")
+    previous = {"checksum": "c1", "last_modified": DATE, "etag": "1024:1700000000", "state": "pending"}
+    later = "Thu, 02 May 2024 10:00:00 GMT"
+    document = item("http://h.test/a.html", "c1", previous, last_modified=later)
+    document.record = {"etag": "1024:1800000000", "last_modified": later, "content_type": "text/plain", "via": None}
+    with pytest.raises(NotIndexed) as raised:
+        pipeline.process_item(document)
+    assert raised.value.outcome.columns == {"etag": "1024:1800000000", "last_modified": later}
+    crawler.signals.send_catch_log(signals.item_dropped, item=document, response=None, spider=None, exception=raised.value)
+    row = state_of(crawler).table.get("unit", "http://h.test/a.html")
+    assert (row["state"], row["status"], row["etag"], row["last_modified"]) == (
+        "pending",
+        Status.UNCHANGED,
+        "1024:1800000000",
+        later,
+    )
+    assert row["checksum"] == "c1"  # what Solr holds: the indexed content's
+
+
 def test_any_signal_that_differs_is_a_change(crawler_of) -> None:
     pipeline = build_from_crawler(ChangePipeline, crawler_of())
     previous = {"checksum": "c1", "last_modified": DATE, "etag": None}
