@@ -252,6 +252,9 @@ DOWNLOADER_MIDDLEWARES = {
     "searchcrawl.crawl.middlewares.site_auth.SiteAuthMiddleware": 750,
     # Requests in flight per site (CONCURRENT_REQUESTS_PER_DOMAIN), held here: see the module
     "searchcrawl.crawl.middlewares.site_concurrency.SiteConcurrencyMiddleware": 900,
+    # A site that asked for a pause (Retry-After on 429/503) is left alone: waited after the
+    # site's turn is taken (900), so that the requests waiting for it wait out the pause too
+    "searchcrawl.crawl.middlewares.site_pause.SitePauseMiddleware": 920,
     # Shared crawls only: the per-site delay and concurrency hold for the whole fleet.
     "searchcrawl.crawl.middlewares.fleet.FleetPolitenessMiddleware": 950,
 }

@@ -332,7 +332,7 @@ WAITING_UNITS = (
     "tests/content/test_tika_client.py",
     "tests/crawl/middlewares/test_fleet.py",
     "tests/crawl/pipelines/test_solr_push.py",
-    "tests/crawl/middlewares/test_retry.py",
+    "tests/crawl/middlewares/test_site_pause.py",
 )
 
 
