@@ -177,6 +177,8 @@ EXTENSIONS = {
     "scrapy.extensions.logstats.LogStats": None,  # replaced by RunMonitor's progress line
     "searchcrawl.crawl.extensions.run_monitor.RunMonitor": 500,
     "searchcrawl.crawl.extensions.delay_schedule.DelaySchedule": 510,  # sources with delay_rules
+    # a suspend or stop: the requests not yet sent go back to the frontier at once
+    "searchcrawl.crawl.extensions.give_back.GiveBack": 520,
 }
 
 # --- Crawling -------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
 from twisted.internet.task import LoopingCall
 
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
+from searchcrawl.crawl.extensions.give_back import GiveBack
 
 logger = logging.getLogger(__name__)
 
@@ -82,4 +83,7 @@ class RunMonitor:
         control = context.runs.update(context.run_id, counters)
         if control in CLOSE_REASONS and self.crawler.engine is not None:
             logger.info("Run %d of %s: %s requested", context.run_id, context.source.name, control)
+            give_back = self.crawler.get_extension(GiveBack)
+            if give_back is not None:  # what waits to be sent goes back to the queue, not out at the site's delay
+                give_back.give_back()
             asyncio.ensure_future(self.crawler.engine.close_spider_async(reason=CLOSE_REASONS[control]))

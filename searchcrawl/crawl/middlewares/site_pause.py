@@ -25,11 +25,13 @@ import asyncio
 import logging
 import time
 from datetime import UTC, datetime
+from functools import partial
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
+from searchcrawl.crawl.extensions.give_back import GiveBack, waiting
 from searchcrawl.rules.politeness import SitePauses, asked_pause
 
 logger = logging.getLogger(__name__)
@@ -40,6 +42,7 @@ class SitePauseMiddleware:
         self.crawler = crawler
         self.max_wait = max_wait
         self.pauses = SitePauses()
+        self.give_back = crawler.get_extension(GiveBack)  # None for another spider's crawl
         crawler.signals.connect(self.downloaded, signal=signals.response_downloaded)
 
     @classmethod
@@ -66,8 +69,13 @@ class SitePauseMiddleware:
         )
 
     async def process_request(self, request: Request) -> None:
+        if self.give_back is not None:
+            # the last of searchcrawl's waits before Scrapy's slot: once a suspend or stop closes
+            # the crawl, a leased request that got its turn after all goes back to the queue here
+            self.give_back.check(request)
         if self.crawler.engine is None:
             return
         site = self.crawler.engine.downloader.get_slot_key(request)
         while (wait := self.pauses.remaining(site, time.monotonic())) > 0:
-            await asyncio.sleep(wait)  # again: another pause may have been asked meanwhile
+            # again after it: another pause may have been asked meanwhile
+            await waiting(self.crawler, request, partial(asyncio.sleep, wait))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from types import SimpleNamespace
 
 import pytest
 from scrapy.crawler import Crawler
@@ -29,10 +30,12 @@ LOGGER = "searchcrawl.crawl.extensions.run_monitor"
 
 
 class Engine:
-    """Stands in for the crawl's ExecutionEngine: records the close requests."""
+    """Stands in for the crawl's ExecutionEngine: records the close requests (its downloader's
+    slots are where GiveBack looks for requests waiting to be sent: none)."""
 
     def __init__(self) -> None:
         self.closed: list[str] = []
+        self.downloader = SimpleNamespace(slots={})
 
     async def close_spider_async(self, *, reason: str = "cancelled") -> None:
         self.closed.append(reason)
