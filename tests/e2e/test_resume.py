@@ -158,11 +158,13 @@ def test_status_suspend_stop_and_fresh(project, serve, tmp_path) -> None:
     assert runs.latest(name)["id"] > 1
 
 
-def test_suspend_gives_back_what_waits_for_the_sites_delay(project, serve, tmp_path) -> None:
+@pytest.mark.parametrize("how", ["scrapy control suspend", "SIGTERM"])
+def test_suspend_gives_back_what_waits_for_the_sites_delay(project, serve, tmp_path, how: str) -> None:
     """A suspend with a site's delay of 4 s closes the crawl within about the progress interval
     plus what is on the wire: the 15 requests waiting to be sent (for the site's turn, in
     Scrapy's downloader slot for the delay) go back to the queue, where the next crawl finds
-    them, instead of being sent one every 4 s (a minute) before the crawl could close."""
+    them, instead of being sent one every 4 s (a minute) before the crawl could close. Asked
+    through the runs table (the command, the pages) or by a signal (Ctrl-C, SIGTERM)."""
     root = tmp_path / "site"
     root.mkdir()
     pages = [f"p{i}.html" for i in range(30)]
@@ -177,7 +179,10 @@ def test_suspend_gives_back_what_waits_for_the_sites_delay(project, serve, tmp_p
     try:
         wait_for_requests(site, 3, crawl)  # robots.txt, the index, the first of its links: 15 more wait
         asked = len(site.requests)
-        assert project.scrapy("control", name, "suspend").returncode == 0
+        if how == "SIGTERM":
+            crawl.send_signal(signal.SIGTERM)
+        else:
+            assert project.scrapy("control", name, "suspend").returncode == 0
         # 15 requests at 4 s each would take a minute; a bounded wait, well under it
         output, _ = crawl.communicate(timeout=30)
     finally:

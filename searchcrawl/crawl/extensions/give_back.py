@@ -6,7 +6,8 @@ site's requests wait to be sent: for the site's turn (middlewares/site_concurren
 pause it asked for (middlewares/site_pause.py), and in Scrapy's downloader slot for its delay. A
 suspend with ``delay = 2`` waited for all of them, 48 s, not ``SEARCHCRAWL_PROGRESS_INTERVAL``.
 
-On ``give_back()`` (RunMonitor, as it honours a suspend or stop), every request the scheduler made
+On ``give_back()`` (RunMonitor, as it honours a suspend or stop, or finds Scrapy's graceful
+shutdown under way: Ctrl-C, SIGTERM), every request the scheduler made
 from a leased URL (meta ``LEASED``) that waits in one of those places ends with ``Unsent``: those
 waiting in a middleware (their wait goes through ``waiting``) and those queued in a downloader
 slot (taken out of ``Slot.queue``, the deferred Scrapy waits on failed); one reaching those places
