@@ -177,6 +177,8 @@ EXTENSIONS = {
     "scrapy.extensions.logstats.LogStats": None,  # replaced by RunMonitor's progress line
     "searchcrawl.crawl.extensions.run_monitor.RunMonitor": 500,
     "searchcrawl.crawl.extensions.delay_schedule.DelaySchedule": 510,  # sources with delay_rules
+    # a suspend or stop: the requests not yet sent go back to the frontier at once
+    "searchcrawl.crawl.extensions.give_back.GiveBack": 520,
 }
 
 # --- Crawling -------------------------------------------------------------------------------
@@ -252,6 +254,9 @@ DOWNLOADER_MIDDLEWARES = {
     "searchcrawl.crawl.middlewares.site_auth.SiteAuthMiddleware": 750,
     # Requests in flight per site (CONCURRENT_REQUESTS_PER_DOMAIN), held here: see the module
     "searchcrawl.crawl.middlewares.site_concurrency.SiteConcurrencyMiddleware": 900,
+    # A site that asked for a pause (Retry-After on 429/503) is left alone: waited after the
+    # site's turn is taken (900), so that the requests waiting for it wait out the pause too
+    "searchcrawl.crawl.middlewares.site_pause.SitePauseMiddleware": 920,
     # Shared crawls only: the per-site delay and concurrency hold for the whole fleet.
     "searchcrawl.crawl.middlewares.fleet.FleetPolitenessMiddleware": 950,
     # The last before the network: a form login's page requests do not go out while it logs in

@@ -11,6 +11,7 @@ import importlib.machinery
 import io
 import lzma
 import os
+import re
 import shutil
 import signal
 import socket
@@ -22,7 +23,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -331,7 +332,7 @@ WAITING_UNITS = (
     "tests/content/test_tika_client.py",
     "tests/crawl/middlewares/test_fleet.py",
     "tests/crawl/pipelines/test_solr_push.py",
-    "tests/crawl/middlewares/test_retry.py",
+    "tests/crawl/middlewares/test_site_pause.py",
 )
 
 
@@ -375,9 +376,34 @@ SHARED_SERVERS_DIR = "SEARCHCRAWL_TEST_SERVERS_DIR"
 SHARED_SERVERS: dict[str, type[JvmServer]] = {"solr": DevSolr, "tika": DevTika}
 
 
+# The variables through which an operator points searchcrawl at a database, a data dir, a Solr
+# (the README's SEARCHCRAWL_DB_URL, SOLR_URL, ...: every SEARCHCRAWL_ one, secrets included) and
+# Scrapy at a settings module. Exported in the shell that runs the tests, they reached every
+# crawler a test builds (searchcrawl/settings.py reads them as it is imported): a server's test run
+# wrote its runs into the production document table. The suite removes them before any test module
+# is imported; its own SEARCHCRAWL_TEST_ ones (workers, fork server, shared servers) stay.
+OUTER_VARIABLES = re.compile(r"SEARCHCRAWL_(?!TEST_)\w*|SOLR_URL|SCRAPY_SETTINGS_MODULE|SCRAPY_PROJECT")
+
+
+def scrub_environment(environ: MutableMapping[str, str]) -> list[str]:
+    """Remove the project's variables (OUTER_VARIABLES) from ``environ``; return their names."""
+    names = sorted(name for name in environ if OUTER_VARIABLES.fullmatch(name))
+    for name in names:
+        del environ[name]
+    return names
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    if not hasattr(config, "workerinput"):  # the controlling process (or the only one)
+    """Before collection (so before any test imports searchcrawl.settings): the outer shell's
+    project variables go. The controlling process also makes the run's shared folder, and points
+    XDG_DATA_HOME into it, so that the default data dir (~/.local/share/searchcrawl, a server's
+    document table when nothing is configured) is never the user's either."""
+    scrub_environment(os.environ)
+    if not hasattr(config, "workerinput"):  # the controlling process (or the only one); workers inherit
         os.environ[SHARED_SERVERS_DIR] = tempfile.mkdtemp(prefix="searchcrawl-test-servers-")
+        (Path(os.environ[SHARED_SERVERS_DIR]) / "data-home").mkdir()
+        os.environ["XDG_DATA_HOME"] = str(Path(os.environ[SHARED_SERVERS_DIR]) / "data-home")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

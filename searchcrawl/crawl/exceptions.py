@@ -41,6 +41,12 @@ class RequestRefused(IgnoreRequest):
         self.outcome = Outcome(event, int(status), reason, counted=counted, fetched=fetched)
 
 
+class Unsent(IgnoreRequest):
+    """A request given back before it was sent, as a suspend or stop closes the crawl
+    (extensions/give_back.py): no outcome, its URL stays leased, and the frontier queues it
+    again as the run closes, for the resumed run to fetch."""
+
+
 class NotIndexed(DropItem):
     """A pipeline keeps a fetched document out of the index: ``outcome`` says why."""
 

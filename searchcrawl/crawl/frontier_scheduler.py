@@ -32,7 +32,7 @@ from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
 from twisted.internet.task import LoopingCall
 
 from searchcrawl.crawl.extensions.crawl_state import SKIPPED_STAT, crawl_state
-from searchcrawl.crawl.meta import DEPTH, KNOWN_ROW, PERSISTED, WAKE
+from searchcrawl.crawl.meta import DEPTH, KNOWN_ROW, LEASED, PERSISTED, WAKE
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.ops.local_fleet import joins_live_runs, run_to_join
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
@@ -83,6 +83,7 @@ def request_from_entry(entry: Entry, spider: Spider) -> Request:
         request = request.replace(priority=data["priority"])
     if entry.row is not None:
         request.meta[KNOWN_ROW] = entry.row
+    request.meta[LEASED] = True
     return request
 
 

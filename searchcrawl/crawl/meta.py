@@ -86,6 +86,12 @@ SITE_SLOT = "searchcrawl_site_slot"
 SITE_LEASE = "searchcrawl_site_lease"
 """The fleet-wide site slot this request holds in a shared crawl: middlewares/fleet.py."""
 
+LEASED = "searchcrawl_leased"
+"""True on a request the scheduler made from a URL it leased from the frontier: when a suspend or
+stop closes the crawl, such a request not yet sent is given back (extensions/give_back.py), its
+URL queued again; other requests (robots.txt, sitemaps, logins) go on. Set by
+frontier_scheduler.py."""
+
 WAKE = "searchcrawl_wake"
 """True on the placeholder request a shared crawl's scheduler hands to ``engine.crawl()`` only
 to make the engine ask the scheduler again; the scheduler never queues it (frontier_scheduler.py)."""

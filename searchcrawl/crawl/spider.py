@@ -25,7 +25,7 @@ from searchcrawl.content.convert import detect_kind, sniff_kind
 from searchcrawl.content.extract import http_date, meta_tags, mimetype_of
 from searchcrawl.content.links import DocumentLinks
 from searchcrawl.content.nesting import MAX_DEPTH, flatten, too_deep
-from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.exceptions import RequestRefused, Unsent
 from searchcrawl.crawl.extensions.crawl_state import BoundedSet, CrawlState, crawl_state, tika_configured
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.meta import (
@@ -363,6 +363,9 @@ class SourceSpider(Spider):
         assert error is not None  # Twisted types it Optional: None only while a Failure is being built
         if int(getattr(error, "status", 0) or 0) in (Status.TLS_FAILED, Status.PROXY_FAILED):
             self.crawler.stats.inc_value(CONNECTION_REFUSALS)  # pages not seen: their links unknown
+        if isinstance(error, Unsent):  # given back as the crawl closes: queued again, no outcome
+            logger.debug("Not sent, back to the queue: %s", request.url)
+            return
         if isinstance(error, RequestRefused):
             # the refusal's own outcome (whether it counts, too), at the request's depth
             outcome = replace(error.outcome, depth=depth, columns={**error.outcome.columns, "via": via})

@@ -1,4 +1,5 @@
-"""Politeness as plain logic: the delay between requests to one site at a given moment.
+"""Politeness as plain logic: the delay between requests to one site at a given moment, and the
+pauses a site asks for (``Retry-After``).
 
 The FAST seed lets the delay vary by time of day and day of week (gentle during office hours,
 faster at night). A source lists ``[[delay_rules]]``; the first rule whose days and hours contain
@@ -83,3 +84,42 @@ def retry_after_seconds(value: str | bytes | None, now: datetime) -> float | Non
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - now).total_seconds())
+
+
+RETRY_AFTER_STATUSES = frozenset({429, 503})
+"""The answers whose ``Retry-After`` asks the crawler to leave the whole site alone for a while."""
+
+
+def asked_pause(status: int, retry_after: str | bytes | None, now: datetime, max_wait: float) -> float | None:
+    """Seconds the site asks to be left alone by answering ``status`` with ``retry_after``, when the
+    crawl holds that long (up to ``max_wait``: SEARCHCRAWL_RETRY_AFTER_MAX); None when it asks for
+    nothing, or for longer (then the URL is left to the next crawl, and the site is not held)."""
+    if status not in RETRY_AFTER_STATUSES:
+        return None
+    wait = retry_after_seconds(retry_after, now)
+    if wait is None or wait <= 0 or wait > max_wait:
+        return None
+    return wait
+
+
+class SitePauses:
+    """Until when each site is left alone (``time.monotonic()``): a later pause asked of a site
+    extends its pause, a shorter one never shortens it, and a pause over is forgotten."""
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+
+    def pause(self, site: str, until: float) -> float:
+        """Leave ``site`` alone until ``until`` at least; returns the end of its pause."""
+        self._until[site] = max(self._until.get(site, until), until)
+        return self._until[site]
+
+    def remaining(self, site: str, now: float) -> float:
+        """Seconds ``site`` is still left alone at ``now`` (0 when it is not paused)."""
+        until = self._until.get(site)
+        if until is None:
+            return 0.0
+        if until <= now:
+            del self._until[site]  # a long crawl of many sites keeps no pause that is over
+            return 0.0
+        return until - now

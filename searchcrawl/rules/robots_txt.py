@@ -14,6 +14,10 @@ Notable reference-parser behaviour kept here on purpose:
   needs to ask.
 * A ``user-agent`` value in robots.txt counts up to its first character that is not a letter,
   ``_`` or ``-`` (``Googlebot/2.1`` and ``Googlebot-News`` stay apart; ``AB42bot`` means ``AB``).
+* A UTF-8 byte-order mark, or any start of one (``\\xef``, ``\\xef\\xbb``), is skipped at the very
+  start of the file only.
+* A line without a colon whose two words are separated by spaces or tabs is read as key and
+  value (``user-agent FooBot``, ``disallow /``); a line of three or more words is not.
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ MAX_LABEL_AGENTS = 3
 would put all of them into every refusal's reason, and into the logs."""
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_UTF8_BOM = b"\xef\xbb\xbf"
+# A line without a colon: exactly two words, the key and its value (the reference parser's
+# "people forget the colon"); spaces and tabs only, as there.
+_WITHOUT_COLON = re.compile(r"([^ \t]+)[ \t]+([^ \t]+)")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 # Characters that may never appear raw in a URL: encoded on both sides so that "/a b" and "/a%20b"
 # compare equal. Non-ASCII is encoded in rules only (see the module docstring).
@@ -89,6 +97,30 @@ def _path_of(url: str) -> str:
     if "?" in url:  # a bare trailing "?" is still part of what rules see
         path += "?" + parts.query
     return _UNSAFE_IN_URL.sub(_percent_encode, _ESCAPE.sub(_upper_escape, path))
+
+
+def _without_bom(data: bytes) -> bytes:
+    """``data`` without the UTF-8 byte-order mark it starts with, or the start of one: the
+    reference parser skips each of the mark's bytes in turn for as long as they match, so
+    ``\\xef\\xbbUser-agent`` is a user-agent line (decoded, the two bytes would be one U+FFFD
+    glued to the key)."""
+    skip = 0
+    while skip < len(_UTF8_BOM) and data[skip : skip + 1] == _UTF8_BOM[skip : skip + 1]:
+        skip += 1
+    return data[skip:]
+
+
+def _key_value(line: str) -> tuple[str, str] | None:
+    """The lower-cased key and the value of a line (comment removed, stripped), or None when it
+    is no ``key: value`` line: ``key value`` without a colon counts when it is exactly two words."""
+    key, colon, value = line.partition(":")
+    if not colon:
+        match = _WITHOUT_COLON.fullmatch(line)
+        if match is None:
+            return None
+        key, value = match.groups()
+    key = key.strip().lower()
+    return (key, value.strip()) if key else None
 
 
 def _leading(pattern: re.Pattern[str], text: str) -> str:
@@ -254,7 +286,7 @@ class RobotsTxt:
                 # Drop the line cut in two: "Allow: /private/page" cut to "Allow: /p" allows too much.
                 cut = cut[: max(cut.rfind(b"\n"), cut.rfind(b"\r")) + 1]
             data = cut
-        text = data.decode("utf-8", "replace").removeprefix("\ufeff")
+        text = _without_bom(data).decode("utf-8", "replace")
 
         groups: list[_Group] = []
         sitemaps: list[str] = []
@@ -263,10 +295,10 @@ class RobotsTxt:
         in_agent_lines = False  # a user-agent line joins the current group until a rule is seen
         for number, raw in enumerate(_LINE_BREAK.split(text), start=1):
             line = raw.partition("#")[0].strip()
-            key, colon, value = line.partition(":")
-            if not colon:
+            key_value = _key_value(line)
+            if key_value is None:
                 continue
-            key, value = key.strip().lower(), value.strip()
+            key, value = key_value
             if key == "user-agent":
                 if group is None or not in_agent_lines:  # (in_agent_lines: a group is open)
                     group = _Group()

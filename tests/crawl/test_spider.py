@@ -15,7 +15,7 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from twisted.internet.error import DNSLookupError, TCPTimedOutError
 from twisted.python.failure import Failure
 
-from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.exceptions import RequestRefused, Unsent
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.meta import PREVIOUS
 from searchcrawl.crawl.signals import url_outcome
@@ -301,7 +301,9 @@ def test_requests_that_end_without_a_response(crawler_of) -> None:
     fail("http://h.test/bomb.gz", IgnoreRequest("decompressed size exceeds DOWNLOAD_MAXSIZE"))
     fail("http://nowhere.test/", DNSLookupError("nowhere.test"))
     fail("http://h.test/slow.html", TCPTimedOutError())
+    fail("http://h.test/unsent.html", Unsent("the crawl is closing"))  # given back by a suspend: no outcome
     found = {url: (o.event, o.status, o.depth) for url, o in reports.seen}
+    assert "http://h.test/unsent.html" not in found
     assert found["http://h.test/robots-says-no.html"] == (Event.EXCLUDED, Status.EXCLUDED_ROBOTS, 2)
     assert found["http://h.test/bomb.gz"][0] == Event.GONE and found["http://h.test/bomb.gz"][2] == 2
     assert found["http://nowhere.test/"] == (Event.GONE, Status.DNS_FAILURE, 2)  # gone, not transient

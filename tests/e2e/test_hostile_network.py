@@ -284,6 +284,33 @@ def test_retry_after_is_honoured(project, serve, tmp_path, solr) -> None:
     assert row["status"] == 429 and row["failures"] == 1
 
 
+@pytest.mark.parametrize(
+    ("per_site", "delay"),
+    [(1, 0.0), (2, 0.3)],
+    ids=["waiting-for-the-site's-turn", "queued-in-the-slot-for-its-delay"],
+)
+def test_retry_after_holds_the_whole_site(project, serve, tmp_path, solr, per_site: int, delay: float) -> None:
+    """After a 503 with Retry-After 2, no other page of the site is asked for 2 s: neither those
+    waiting for the site's turn (one request at a time) nor one queued in Scrapy's downloader
+    slot for the delay. Before, the next page was asked 0.04 s (or one delay) after the 503."""
+    root = tmp_path / "site"
+    root.mkdir()
+    site = serve(root)
+    links = ["/busy.html"] + [f"/p{i}.html" for i in range(6)]
+    (root / "index.html").write_bytes(page("home", links))
+    for link in links[1:]:
+        (root / link.lstrip("/")).write_bytes(page(link))
+    site.responses["/busy.html"] = (503, {"Retry-After": "2", "Content-Type": "text/html"}, b"busy")
+    name = f"pause-{uuid.uuid4().hex[:8]}"
+    source = f'seeds = ["{site.url}index.html"]\nconcurrent_per_site = {per_site}\ndelay = {delay}\n'
+    result = crawl(project, name, source, "-s", "RETRY_TIMES=1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    arrivals = list(zip(site.paths(), site.arrivals, strict=False))
+    asked = next(at for path, at in arrivals if path == "/busy.html")
+    after = [(path, round(at - asked, 3)) for path, at in arrivals if at > asked and path != "/busy.html"]
+    assert len(after) == 6 and min(gap for _path, gap in after) >= 1.9, after
+
+
 def test_an_unreachable_robots_txt_is_fetched_once_per_crawl(project, serve, tmp_path, solr) -> None:
     root = tmp_path / "site"
     root.mkdir()

@@ -13,6 +13,8 @@ import pysolr
 import pytest
 
 from searchcrawl.dev.solr_runner import DevSolr
+from searchcrawl.store.frontier import Frontier
+from searchcrawl.store.models import FrontierState
 from searchcrawl.store.runs import Runs
 from tests.conftest import free_port
 from tests.sites import build_intranet
@@ -154,3 +156,51 @@ def test_status_suspend_stop_and_fresh(project, serve, tmp_path) -> None:
     assert fresh.returncode == 0
     assert f"Starting run {runs.latest(name)['id']}" in fresh.stderr
     assert runs.latest(name)["id"] > 1
+
+
+@pytest.mark.parametrize("how", ["scrapy control suspend", "SIGTERM"])
+def test_suspend_gives_back_what_waits_for_the_sites_delay(project, serve, tmp_path, how: str) -> None:
+    """A suspend with a site's delay of 4 s closes the crawl within about the progress interval
+    plus what is on the wire: the 15 requests waiting to be sent (for the site's turn, in
+    Scrapy's downloader slot for the delay) go back to the queue, where the next crawl finds
+    them, instead of being sent one every 4 s (a minute) before the crawl could close. Asked
+    through the runs table (the command, the pages) or by a signal (Ctrl-C, SIGTERM)."""
+    root = tmp_path / "site"
+    root.mkdir()
+    pages = [f"p{i}.html" for i in range(30)]
+    links = "".join(f'<a href="{page}">{page}</a> ' for page in pages)
+    (root / "index.html").write_text(f"<html><head><title>home</title></head><body>{links}</body></html>")
+    for page in pages:
+        (root / page).write_text(f"<html><head><title>{page}</title></head><body>{page}</body></html>")
+    site = serve(root)
+    name = f"giveback-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\ndelay = 4\n')
+    crawl = project.popen("crawl", name, "-s", "SEARCHCRAWL_PROGRESS_INTERVAL=0.5", "-s", "CONCURRENT_REQUESTS=16")
+    try:
+        wait_for_requests(site, 3, crawl)  # robots.txt, the index, the first of its links: 15 more wait
+        asked = len(site.requests)
+        if how == "SIGTERM":
+            crawl.send_signal(signal.SIGTERM)
+        else:
+            assert project.scrapy("control", name, "suspend").returncode == 0
+        # 15 requests at 4 s each would take a minute; a bounded wait, well under it
+        output, _ = crawl.communicate(timeout=30)
+    finally:
+        if crawl.poll() is None:
+            crawl.kill()
+            crawl.communicate()
+    assert crawl.returncode == 0, output[-3000:]
+    assert "requests not yet sent go back to the queue" in output, output[-3000:]
+    assert len(site.requests) <= asked + 1, site.paths()  # at most the one on the wire at the suspend
+    database = project.table().database
+    run = Runs(database).latest(name)
+    assert run["state"] == "suspended"
+    counts = Frontier(database, name, run["id"], "test").counts()
+    fetched = {path for path in site.paths() if path != "/robots.txt"}
+    # the pages not fetched are queued again, none left leased: the next crawl fetches them
+    assert counts[FrontierState.LEASED] == 0, counts
+    assert counts[FrontierState.QUEUED] == len(pages) + 1 - len(fetched), (counts, sorted(fetched))
+    resumed = project.scrapy("crawl", name, "-s", "DOWNLOAD_DELAY=0")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"Resuming run {run['id']}" in resumed.stderr
+    assert {path for path in site.paths() if path != "/robots.txt"} == {"/index.html", *(f"/{page}" for page in pages)}

@@ -318,6 +318,43 @@ def test_bytes_with_bom_and_invalid_utf8() -> None:
     assert not is_allowed("\ufeffUser-agent: *\nDisallow: /\n", "b", "http://h/x")
 
 
+@pytest.mark.parametrize("start", [b"\xef\xbb\xbf", b"\xef\xbb", b"\xef"], ids=["whole", "two-bytes", "one-byte"])
+def test_a_byte_order_mark_or_its_start_is_skipped_at_the_start(start: bytes) -> None:
+    """As Google's parser: each byte of the mark is skipped while it matches (its robots_test.cc,
+    ID_UTF8ByteOrderMarkIsSkipped), so a partial mark does not spoil the first line."""
+    robots = RobotsTxt.parse(start + b"User-agent: foo\nDisallow: /private\n")
+    assert not robots.decide("foo", "http://h/private").allowed
+    assert robots.decide("foo", "http://h/private").line == "line 2: Disallow: /private"
+
+
+def test_a_broken_byte_order_mark_spoils_the_first_line() -> None:
+    # the skipped start stops at the first byte that differs: "\x11" stays, and the line's key with it
+    robots = RobotsTxt.parse(b"\xef\x11\xbfUser-agent: foo\nDisallow: /private\n")
+    assert robots.decide("foo", "http://h/private").allowed
+
+
+@pytest.mark.parametrize(
+    ("body", "allowed"),
+    [
+        ("user-agent FooBot\ndisallow /\n", False),
+        ("User-agent\tFooBot\nDisallow \t /private\n", False),
+        ("user-agent FooBot\nallow /private\ndisallow /\n", True),
+        # three words: no key and value, as in Google's parser (the user-agent line is ignored)
+        ("user agent FooBot\ndisallow /\n", True),
+        ("user-agent FooBot\ndisallow / now\n", True),
+    ],
+)
+def test_a_line_without_a_colon_is_two_words_separated_by_whitespace(body: str, allowed: bool) -> None:
+    """Google's parser accepts whitespace for a forgotten colon when the line has exactly two
+    words (its robots_test.cc, ID_LineSyntax_Line)."""
+    assert is_allowed(body, "FooBot", "http://h/private") is allowed
+
+
+def test_a_line_without_a_colon_names_itself_in_the_decision() -> None:
+    decision = RobotsTxt.parse("user-agent FooBot\ndisallow /x # no colon\n").decide("foobot", "http://h/x")
+    assert decision == RobotsDecision(False, "user-agent FooBot", "line 2: disallow /x")
+
+
 def test_comments_whitespace_and_directive_case() -> None:
     body = "  USER-AGENT :  searchcrawl  # us\n\tdisALLOW\t:\t/x # not /x#y\n# Allow: /x\n"
     decision = RobotsTxt.parse(body).decide("searchcrawl", "http://h/x/1")

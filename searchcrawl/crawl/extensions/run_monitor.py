@@ -4,7 +4,8 @@ Every ``SEARCHCRAWL_PROGRESS_INTERVAL`` seconds it logs one INFO line (pages/min
 fill, documents waiting for Solr), saves the run's counters in the runs table (what `scrapy
 status` shows), and looks for a control request (`scrapy control <source> suspend|stop`), which
 it honours by closing the spider: a suspended run is resumed by the next `scrapy crawl`, a
-stopped one is not.
+stopped one is not. Then, and when it finds Scrapy's graceful shutdown under way (Ctrl-C,
+SIGTERM), the requests not yet sent go back to the queue (extensions/give_back.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
 from twisted.internet.task import LoopingCall
 
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
+from searchcrawl.crawl.extensions.give_back import GiveBack
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +36,7 @@ class RunMonitor:
         self.loop: AsyncioLoopingCall | LoopingCall | None = None
         self.last_pages = 0
         self.last_time = time.monotonic()
+        self.engine_ran = False  # the engine was seen running: its stop since is a shutdown
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
 
@@ -59,6 +62,7 @@ class RunMonitor:
         context = self.context
         if context is None or context.runs is None or context.run_id is None:
             return
+        self._give_back_on_shutdown()
         counters = context.counters()
         now = time.monotonic()
         rate = (counters["pages"] - self.last_pages) * 60 / max(now - self.last_time, 1e-6)
@@ -82,4 +86,23 @@ class RunMonitor:
         control = context.runs.update(context.run_id, counters)
         if control in CLOSE_REASONS and self.crawler.engine is not None:
             logger.info("Run %d of %s: %s requested", context.run_id, context.source.name, control)
+            self._give_back()
             asyncio.ensure_future(self.crawler.engine.close_spider_async(reason=CLOSE_REASONS[control]))
+
+    def _give_back(self) -> None:
+        """The crawl closes: what waits to be sent goes back to the queue, not out at the site's delay."""
+        give_back = self.crawler.get_extension(GiveBack)
+        if give_back is not None and not give_back.closing:
+            give_back.give_back()
+
+    def _give_back_on_shutdown(self) -> None:
+        """Ctrl-C or SIGTERM: Scrapy's graceful shutdown has stopped the engine (its public
+        ``running``), and waits for every request it handed to the downloader; those not yet sent
+        go back to the queue, as on a suspend asked through the runs table."""
+        engine = self.crawler.engine
+        if engine is None or engine.spider is None:
+            return
+        if engine.running:
+            self.engine_ran = True  # (not yet running as the spider opens: that is no shutdown)
+        elif self.engine_ran:
+            self._give_back()

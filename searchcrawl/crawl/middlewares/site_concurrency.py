@@ -18,6 +18,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
+from searchcrawl.crawl.extensions.give_back import waiting
 from searchcrawl.crawl.meta import SITE_SLOT
 
 
@@ -47,8 +48,11 @@ class SiteConcurrencyMiddleware:
             site = self.sites[key] = _Site(self.limit)
         site.users += 1
         try:
-            await site.semaphore.acquire()
-        except BaseException:  # cancelled while waiting (the crawl is closing)
+            if site.semaphore.locked():  # waiting for the site's turn: given back by a suspend or stop
+                await waiting(self.crawler, request, site.semaphore.acquire)
+            else:
+                await site.semaphore.acquire()
+        except BaseException:  # cancelled or given back while waiting (the crawl is closing)
             self._leave(key, site)
             raise
         request.meta[SITE_SLOT] = key

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from types import SimpleNamespace
 
 import pytest
 from scrapy.crawler import Crawler
@@ -20,6 +21,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.extensions.crawl_state import CrawlState
+from searchcrawl.crawl.extensions.give_back import GiveBack
 from searchcrawl.crawl.extensions.run_monitor import RunMonitor
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.runs import Runs
@@ -29,10 +31,13 @@ LOGGER = "searchcrawl.crawl.extensions.run_monitor"
 
 
 class Engine:
-    """Stands in for the crawl's ExecutionEngine: records the close requests."""
+    """Stands in for the crawl's ExecutionEngine: records the close requests (its downloader's
+    slots are where GiveBack looks for requests waiting to be sent: none)."""
 
     def __init__(self) -> None:
         self.closed: list[str] = []
+        self.downloader = SimpleNamespace(slots={})
+        self.running, self.spider = True, None
 
     async def close_spider_async(self, *, reason: str = "cancelled") -> None:
         self.closed.append(reason)
@@ -78,6 +83,7 @@ def test_a_tick_before_the_run_has_started_does_nothing(crawler_of, caplog: pyte
 
 def test_a_tick_logs_progress_and_saves_the_runs_counters(crawler_of, caplog: pytest.LogCaptureFixture) -> None:
     crawler = crawler_of(SEARCHCRAWL_CACHE_MAX_BYTES=2_000_000)
+    crawler.engine = Engine()  # type: ignore[assignment]  # a tick runs in a crawl, whose engine is set
     monitor, state, runs = with_run(crawler)
     state.frontier.add([Entry("http://h.test/a.html", 1), Entry("http://h.test/b.html", 1)])
     crawler.stats.set_value("response_received_count", 7)
@@ -110,3 +116,23 @@ def test_a_control_request_closes_the_spider(crawler_of, caplog: pytest.LogCaptu
     asyncio.run(ticks())
     assert engine.closed == [reason]
     assert f"Run {runs.latest('unit')['id']} of unit: {action} requested" in caplog.text
+
+
+def test_a_shutdown_gives_back_what_waits_to_be_sent(crawler_of) -> None:
+    """Ctrl-C or SIGTERM: Scrapy's graceful shutdown stops the engine (``running`` false) and then
+    waits for every request handed to the downloader; the next tick gives back those not yet
+    sent. An engine not yet running as the spider opens is no shutdown."""
+    crawler = crawler_of()
+    engine = crawler.engine = Engine()  # type: ignore[assignment]
+    engine.spider, engine.running = object(), False
+    monitor, _state, _runs = with_run(crawler)
+    give_back = crawler.get_extension(GiveBack)
+    monitor.tick()
+    assert not give_back.closing  # starting, not stopping
+    engine.running = True
+    monitor.tick()
+    assert not give_back.closing
+    engine.running = False  # Scrapy's ExecutionEngine.stop_async, on the signal
+    monitor.tick()
+    assert give_back.closing
+    assert engine.closed == []  # Scrapy closes the spider itself

@@ -1,0 +1,63 @@
+"""The suite never uses the project's variables of the shell that runs it (SEARCHCRAWL_DB_URL,
+SOLR_URL, ...): an operator exports them, as the README says, on the server that also runs
+`bash deploy/test.sh`, and the tests' crawlers wrote into that server's document table."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.components import source_crawler, state_of
+from tests.conftest import OUTER_VARIABLES, ROOT, scrub_environment
+
+
+def test_scrub_removes_the_project_variables_and_keeps_the_suites_own() -> None:
+    environ = {
+        "SEARCHCRAWL_DB_URL": "postgresql://prod",
+        "SEARCHCRAWL_SOLR_PASSWORD": "secret",
+        "SOLR_URL": "http://solr:8983/solr/prod",
+        "SCRAPY_SETTINGS_MODULE": "elsewhere.settings",
+        "SEARCHCRAWL_TEST_SERVERS_DIR": "/tmp/x",
+        "SEARCHCRAWL_TEST_FORKSERVER": "0",
+        "PATH": "/usr/bin",
+    }
+    removed = scrub_environment(environ)
+    assert removed == ["SCRAPY_SETTINGS_MODULE", "SEARCHCRAWL_DB_URL", "SEARCHCRAWL_SOLR_PASSWORD", "SOLR_URL"]
+    assert environ == {"SEARCHCRAWL_TEST_SERVERS_DIR": "/tmp/x", "SEARCHCRAWL_TEST_FORKSERVER": "0", "PATH": "/usr/bin"}
+
+
+def test_no_project_variable_of_the_outer_shell_is_left() -> None:
+    assert [name for name in os.environ if OUTER_VARIABLES.fullmatch(name)] == []
+
+
+def test_a_crawler_keeps_to_its_own_data_dir(tmp_path: Path) -> None:
+    """Run alone by the test below, in a pytest whose shell exports the project's variables."""
+    crawler = source_crawler(tmp_path)
+    state = state_of(crawler)
+    try:
+        assert state.table.database.url == f"sqlite:///{tmp_path / 'documents.sqlite3'}"
+    finally:
+        state.close()
+
+
+def test_a_database_exported_in_the_shell_is_never_used(tmp_path: Path) -> None:
+    """pytest run as an operator's shell runs it, SEARCHCRAWL_DB_URL, SEARCHCRAWL_DATA_DIR and
+    SOLR_URL exported: the crawler of the test above uses its own database, and the exported
+    database and data dir are never created."""
+    outer = tmp_path / "production"
+    outer.mkdir()
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
+    env.update(
+        SEARCHCRAWL_DB_URL=f"sqlite:///{outer / 'documents.sqlite3'}",
+        SEARCHCRAWL_DATA_DIR=str(outer / "data"),
+        SOLR_URL="http://127.0.0.1:9/solr/production",
+        PYTHONPATH=str(ROOT),
+    )
+    test = f"{Path(__file__).relative_to(ROOT)}::test_a_crawler_keeps_to_its_own_data_dir"
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-q", test]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "1 passed" in result.stdout
+    assert list(outer.iterdir()) == []
