@@ -199,6 +199,10 @@ DOWNLOAD_MAXSIZE = 50 * 1024 * 1024
 # row's reason): lxml's tree costs many times a page's size, and a 45 MB page must not take GBs
 SEARCHCRAWL_MAX_PARSE_BYTES = 4 * 1024 * 1024
 RETRY_TIMES = 2
+# A request that failed its retries (a timeout, a 503) is a transient failure the crawl records
+# (the URL keeps its status, the report lists it) and the next crawl fetches again: a WARNING,
+# not Scrapy's ERROR, which would make every flaky page look like a broken crawl.
+RETRY_GIVE_UP_LOG_LEVEL = "WARNING"
 # Retry-After on 429 and 503 is honoured up to this many seconds (the site waits, then the URL is
 # retried); a longer wait leaves the URL with its 429/503 status for the next crawl
 SEARCHCRAWL_RETRY_AFTER_MAX = 120
