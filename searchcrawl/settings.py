@@ -217,6 +217,10 @@ REMOTE_CONTROL_ENABLED = False  # Scrapy's code-execution HTTP server: never on 
 # Scrapy would follow a meta refresh before the page reaches the spider (and past the boundary);
 # the source spider follows refresh targets itself, as links, through the boundary check.
 METAREFRESH_ENABLED = False
+# Scrapy's redirect chain and retry count go with a request through the frontier on purpose
+# (crawl/meta.py PERSISTED): an empty shell re-requested for the browser keeps them, so Scrapy's
+# MetaCopyDetectionMiddleware must not warn of them; it still warns of every other internal key.
+META_COPY_WARN_SKIP_KEYS = ["redirect_urls", "redirect_reasons", "redirect_times", "retry_times"]
 LOG_LEVEL = "INFO"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
