@@ -222,6 +222,9 @@ METAREFRESH_ENABLED = False
 # MetaCopyDetectionMiddleware must not warn of them; it still warns of every other internal key.
 META_COPY_WARN_SKIP_KEYS = ["redirect_urls", "redirect_reasons", "redirect_times", "retry_times"]
 LOG_LEVEL = "INFO"
+# Scrapy's item lines (dropped, item errors, scraped) name a document by its URL rather than print
+# it whole: its text, tree and bytes never reach a log line
+LOG_FORMATTER = "searchcrawl.crawl.log_formatter.DocumentLogFormatter"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
 
