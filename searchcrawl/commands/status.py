@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from typing import Any
 
 from scrapy.commands import ScrapyCommand
 
 from searchcrawl.commands import open_database
 from searchcrawl.config import paths
+from searchcrawl.config.source import SourceError
 from searchcrawl.index.cache import spool_fill
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.status_codes import describe
@@ -49,6 +52,18 @@ def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spool
     return lines
 
 
+def known_source(loader: Any, table: DocumentTable, name: str) -> bool:
+    """Whether ``name`` is a source: it has a source file (broken or not), or the document table
+    or the runs table holds something of it (a source whose file was removed since)."""
+    try:
+        loader.load(name)
+        return True
+    except SourceError:
+        return True
+    except KeyError:
+        return bool(table.count_by(name, "state") or Runs(table.database).recent(name, limit=1))
+
+
 class Command(ScrapyCommand):
     requires_project = True
     default_settings = {"LOG_ENABLED": False}
@@ -61,9 +76,16 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None and self.crawler_process is not None
-        names = args or sorted(self.crawler_process.spider_loader.list())
+        loader = self.crawler_process.spider_loader
+        names = args or sorted(loader.list())
         with open_database(self.settings) as database:
             table = DocumentTable(database)
+            unknown = [name for name in args if not known_source(loader, table, name)]
+            if unknown:  # a typo is an error, not a source with no documents
+                sources = ", ".join(sorted(loader.list())) or "none"
+                print(f"searchcrawl: no source named {', '.join(map(repr, unknown))} (sources: {sources})", file=sys.stderr)
+                self.exitcode = 2
+                return
             for name in names:
                 size, files = spool_fill(paths.data_dir(self.settings) / "cache" / name)
                 lines = source_report(table, name, size, files, self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))
