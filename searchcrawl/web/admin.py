@@ -17,10 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import pysolr
-import requests
-
 from searchcrawl.index.cache import spool_fill
+from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.ops.dispatcher import ScheduleMarks
 from searchcrawl.rules.lifecycle import State
 from searchcrawl.rules.schedules import Schedule
@@ -145,15 +143,16 @@ def run_view(database: Database, run_id: int, cache_root: Path, stale_after: flo
     )
 
 
-def solr_health(solr_url: str, auth: tuple[str, str] | None, timeout: float = 10) -> dict[str, Any]:
-    """Solr's ping answer and document count, or what went wrong (never its credentials)."""
+def solr_health(index: SolrIndex) -> dict[str, Any]:
+    """Solr's document count and ping, through any node of SOLR_URL that answers, or what went
+    wrong (Solr's reason; the URLs carry no credentials)."""
     try:
-        response = requests.get(f"{solr_url}/admin/ping", params={"wt": "json"}, auth=auth, timeout=timeout)
-        status = response.json().get("status", f"HTTP {response.status_code}")
-        documents = pysolr.Solr(solr_url, auth=auth, timeout=timeout).search("*:*", rows=0).hits
-    except (requests.RequestException, ValueError, pysolr.SolrError) as exc:
-        return {"ok": False, "status": type(exc).__name__, "documents": None}
-    return {"ok": status == "OK", "status": status, "documents": documents}
+        documents = index.search("*:*", rows=0).hits
+    except IndexingError as exc:
+        return {"ok": False, "status": exc.reason, "documents": None}
+    if not index.ping():
+        return {"ok": False, "status": "its ping handler does not answer OK", "documents": documents}
+    return {"ok": True, "status": "OK", "documents": documents}
 
 
 def explain(project_dir: Path, source: str, url: str, environ: dict[str, str] | None = None) -> tuple[bool, str]:
