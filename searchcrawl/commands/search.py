@@ -14,7 +14,7 @@ from scrapy.exceptions import UsageError
 
 from searchcrawl.config import paths
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.index.query import search_params, snippet_of, unique_hits
+from searchcrawl.index.query import matching, search_params, snippet_of, unique_hits
 from searchcrawl.ops.terminal import printable
 
 
@@ -65,6 +65,6 @@ class Command(ScrapyCommand):
             print(f"searchcrawl: Solr at {url} did not answer: {exc.reason}")
             self.exitcode = 1
             return
-        print(f"{results.hits} documents match {' '.join(args)!r}")
+        print(f"{matching(results.hits)} {' '.join(args)!r}")
         for line in format_hits(results):
             print(printable(line))  # titles and snippets come from the sites

@@ -4,7 +4,6 @@ counters, the cache fill and what waits to be indexed."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -18,7 +17,7 @@ from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import DocumentTable, State
 from searchcrawl.store.models import RunState
-from searchcrawl.store.runs import Runs
+from searchcrawl.store.runs import Runs, counters_of, shown_counters
 
 
 def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spools: int, lease_seconds: float = 600) -> list[str]:
@@ -33,8 +32,7 @@ def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spool
     )
     runs = Runs(table.database)
     for run in runs.recent(name):
-        counters = json.loads(run["counters"] or "{}")
-        shown = ", ".join(f"{key} {value}" for key, value in counters.items())
+        shown = "; ".join(f"{key} {value}" for key, value in shown_counters(counters_of(run)))
         started = run["started_at"].strftime("%Y-%m-%d %H:%M:%S")
         state = run["state"]
         if runs.dead(run, lease_seconds):

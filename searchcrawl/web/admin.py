@@ -7,7 +7,6 @@ marks, the document cache's spools) and returns plain values; the templates only
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import as_utc
 from searchcrawl.store.models import RunState
-from searchcrawl.store.runs import Runs
+from searchcrawl.store.runs import Runs, counter_text, counters_of, shown_counters
 
 EXPLAIN_TIMEOUT = 120  # seconds: robots.txt is fetched, with the crawl's own timeouts
 
@@ -93,6 +92,20 @@ def overview(
     return rows
 
 
+RUN_COUNTS = ("pages", "indexed", "removed", "excluded")  # the counters the runs list shows
+
+
+def run_counts(run: dict[str, Any]) -> dict[str, str]:
+    """What the runs list shows of ``run``: its pages, indexed, removed and excluded counters
+    ("-" before its first save), and ``changes``: its delta report's counts that are not 0, once
+    it has ended ("-" until then)."""
+    counters = counters_of(run)
+    shown = {key: counter_text(counters[key]) if key in counters else "-" for key in RUN_COUNTS}
+    delta = counters.get("delta")
+    shown["changes"] = counter_text({kind: count for kind, count in delta.items() if count}) if isinstance(delta, dict) else "-"
+    return shown
+
+
 @dataclass
 class RunView:
     run: dict[str, Any]
@@ -105,6 +118,11 @@ class RunView:
     statuses: list[tuple[int | None, int, str]]
     failed: list[dict[str, Any]] = field(default_factory=list)  # the latest failed rows
     cache: tuple[int, int] = (0, 0)  # (bytes, spool files) of the source's document cache
+
+    @property
+    def shown_counters(self) -> list[tuple[str, str]]:
+        """The counters as the page shows them (the delta report's as ``new 3, changed 1``)."""
+        return shown_counters(self.counters)
 
     @property
     def progress(self) -> str:
@@ -122,7 +140,7 @@ def run_view(database: Database, run_id: int, cache_root: Path, stale_after: flo
     run = runs.get(run_id)
     if run is None:
         return None
-    counters = json.loads(run["counters"] or "{}")
+    counters = counters_of(run)
     started, updated = as_utc(run["started_at"]), as_utc(run["updated_at"])
     elapsed = (updated - started).total_seconds() if started and updated else 0
     pages = counters.get("pages", 0)

@@ -43,6 +43,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from searchcrawl.commands.report import run_report
 from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.query import matching
 from searchcrawl.ops.launchers import Launcher
 from searchcrawl.ops.run_control import ACTIONS, control
 from searchcrawl.rules.lifecycle import Delta, State
@@ -134,7 +135,7 @@ class WebApp:
         self.templates = Environment(
             loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True)
         )
-        self.templates.globals.update(base=self.config.prefix, facet_titles=FACET_TITLES, describe=describe, actions=ACTIONS)
+        self.templates.globals.update(base=self.config.prefix, facet_titles=FACET_TITLES, describe=describe, actions=ACTIONS, matching=matching)
         # as a crawl reaches Solr: SOLR_URL may list a SolrCloud collection on several nodes
         self.solr = SolrIndex(self.config.solr_url, timeout=self.config.solr_timeout, auth=self.config.solr_auth)
 
@@ -296,7 +297,7 @@ class WebApp:
             table = DocumentTable(self.database)
             statuses = sorted(table.count_by(name, "status").items(), key=lambda item: (item[0] is None, item[0] or 0))
             return {
-                "runs": Runs(self.database).recent(name, limit=20),
+                "runs": [{**run, "counts": admin.run_counts(run)} for run in Runs(self.database).recent(name, limit=20)],
                 "states": table.count_by(name, "state"),
                 "statuses": [(status, count, describe(status)) for status, count in statuses],
             }

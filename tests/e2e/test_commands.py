@@ -25,7 +25,7 @@ def test_search_prints_title_url_and_snippet(project, solr) -> None:
     result = project.scrapy("search", "zebrafish husbandry", "--source", source)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("1 documents match")
+    assert lines[0].startswith("1 document matches")
     assert lines[1] == "1. Quarterly zebrafish report"
     assert lines[2].strip() == f"http://s.test/{source}"
     assert "*zebrafish*" in lines[3] and "*husbandry*" in lines[3]
