@@ -135,7 +135,9 @@ class WebApp:
         self.templates = Environment(
             loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True)
         )
-        self.templates.globals.update(base=self.config.prefix, facet_titles=FACET_TITLES, describe=describe, actions=ACTIONS, matching=matching)
+        self.templates.globals.update(
+            base=self.config.prefix, facet_titles=FACET_TITLES, describe=describe, actions=ACTIONS, matching=matching
+        )
         # as a crawl reaches Solr: SOLR_URL may list a SolrCloud collection on several nodes
         self.solr = SolrIndex(self.config.solr_url, timeout=self.config.solr_timeout, auth=self.config.solr_auth)
 

@@ -34,7 +34,9 @@ def test_the_crawls_formatter_names_a_document_in_every_item_line(crawler_of) ->
     formatter = build_from_crawler(load_object(crawler.settings["LOG_FORMATTER"]), crawler)
     assert isinstance(formatter, LogFormatter)
     item, response = document(), HtmlResponse(URL, body=b"")
-    dropped = formatter.dropped(item, NotIndexed(Outcome(Event.FAILED, 925, "x"), f"Not converted: {URL}", "WARNING"), response, spider)
+    dropped = formatter.dropped(
+        item, NotIndexed(Outcome(Event.FAILED, 925, "x"), f"Not converted: {URL}", "WARNING"), response, spider
+    )
     error = formatter.item_error(item, ValueError("broken"), response, spider)
     scraped = formatter.scraped(item, response, spider)
     assert (dropped["level"], error["level"], scraped["level"]) == (logging.WARNING, logging.ERROR, logging.DEBUG)

@@ -324,7 +324,9 @@ def test_an_empty_shell_is_requested_again_for_the_browser_without_warnings(craw
     url = "http://h.test/app/"
     static = request(url, 2, searchcrawl_render="auto", redirect_urls=["http://h.test/app"], redirect_times=1)
     static.meta.update(download_latency=0.01, redirect_ttl=19)  # what Scrapy notes of the static fetch
-    shell = HtmlResponse(url, body=b'<html><body><div id="app"></div><script src="/app.js"></script></body></html>', request=static)
+    shell = HtmlResponse(
+        url, body=b'<html><body><div id="app"></div><script src="/app.js"></script></body></html>', request=static
+    )
     shell.headers["Content-Type"] = "text/html"
     _documents, (again,) = split(list(spider.parse(shell)))
     assert again.url == url and again.dont_filter and again.meta["searchcrawl_render"] == "browser"
