@@ -5,7 +5,6 @@ clean refusal while the source is being crawled, and an exit code that says how 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import logging
 import os
@@ -19,11 +18,10 @@ from scrapy.crawler import Crawler
 from scrapy.spiderloader import get_spider_loader
 from scrapy.spiders import Spider
 
+from searchcrawl.commands import is_setup_error, on_failure
 from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
-from searchcrawl.crawl.middlewares.proxy import ProxyError
-from searchcrawl.crawl.middlewares.site_auth import SiteAuthError
 from searchcrawl.ops.local_fleet import (
     PARENT_SETTING,
     RUN_SETTING,
@@ -35,8 +33,6 @@ from searchcrawl.ops.local_fleet import (
     read_run,
     started_by_a_crawl,
 )
-from searchcrawl.ops.secrets import SecretError
-from searchcrawl.rules.tls_settings import TlsFileError
 from searchcrawl.store import Database
 from searchcrawl.store.runs import ALREADY_RUNNING, Runs
 
@@ -84,20 +80,10 @@ def exit_code(*, started: bool, finish_reason: str | None, not_indexed: int) -> 
     return ExitCode.FINISHED
 
 
-# A source that cannot be crawled as it is configured, found as the crawler builds its components:
-# a secret that is not set, a [tls] key that does not fit. The message says it all (it names the
-# secret or key, never a value): one ERROR line, no traceback.
-SETUP_ERRORS = (SecretError, SiteAuthError, ProxyError, TlsFileError)
-
-
-def report_start_failure(source: str, task: asyncio.Task[None]) -> None:
-    """A done crawl task's exception, taken (so that asyncio does not print it as "never
-    retrieved", with its traceback) and logged: one line for a source's setup error, with the
-    traceback for anything else."""
-    if task.cancelled() or task.exception() is None:
-        return
-    error = task.exception()
-    if isinstance(error, SETUP_ERRORS):
+def report_start_failure(source: str, error: BaseException) -> None:
+    """The error a crawl's task ended with, logged: one line for a source's setup error (a secret
+    not set, ...: ``is_setup_error``), with the traceback for anything else."""
+    if is_setup_error(error):
         logger.error("Source %s cannot be crawled: %s; nothing crawled", source, error)
     else:
         logger.error("The crawl of %s failed as it started", source, exc_info=error)
@@ -246,9 +232,7 @@ class Command(ScrapyCrawlCommand):
             crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
         crawler.signals.connect(start_up_done, signal=signals.spider_opened)
-        started_crawl = self.crawler_process.crawl(crawler, **opts.spargs)
-        if isinstance(started_crawl, asyncio.Task):
-            started_crawl.add_done_callback(lambda task: report_start_failure(args[0], task))
+        on_failure(self.crawler_process.crawl(crawler, **opts.spargs), lambda error: report_start_failure(args[0], error))
         try:
             self.crawler_process.start()
         finally:

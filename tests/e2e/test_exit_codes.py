@@ -162,3 +162,8 @@ def test_a_secret_that_is_not_set_is_one_error_line_and_exit_1(offline_project, 
     said = [line for line in crawl.stderr.splitlines() if secret in line]
     assert len(said) == 1 and f"ERROR: Source {name} cannot be crawled: the secret {secret}" in said[0], crawl.stderr[-3000:]
     assert "Traceback" not in crawl.stderr and "never retrieved" not in crawl.stderr
+    explained = offline_project.scrapy("explain", name, "http://127.0.0.1:9/")  # a read-only crawl: the same
+    assert explained.returncode == 1 and "Traceback" not in explained.stderr, explained.stderr[-3000:]
+    assert explained.stderr.strip() == f"searchcrawl: {name} cannot be crawled: " + said[0].split(": ", 2)[2].removesuffix(
+        "; nothing crawled"
+    )
