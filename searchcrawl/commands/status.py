@@ -55,11 +55,11 @@ def known_source(loader: Any, table: DocumentTable, name: str) -> bool:
     or the runs table holds something of it (a source whose file was removed since)."""
     try:
         loader.load(name)
-        return True
-    except SourceError:
-        return True
+    except SourceError:  # a broken source file still names a source
+        pass
     except KeyError:
         return bool(table.count_by(name, "state") or Runs(table.database).recent(name, limit=1))
+    return True
 
 
 class Command(ScrapyCommand):
