@@ -201,6 +201,10 @@ DOWNLOAD_MAXSIZE = 50 * 1024 * 1024
 # row's reason): lxml's tree costs many times a page's size, and a 45 MB page must not take GBs
 SEARCHCRAWL_MAX_PARSE_BYTES = 4 * 1024 * 1024
 RETRY_TIMES = 2
+# A request that failed its retries (a timeout, a 503) is a transient failure the crawl records
+# (the URL keeps its status, the report lists it) and the next crawl fetches again: a WARNING,
+# not Scrapy's ERROR, which would make every flaky page look like a broken crawl.
+RETRY_GIVE_UP_LOG_LEVEL = "WARNING"
 # Retry-After on 429 and 503 is honoured up to this many seconds (the site waits, then the URL is
 # retried); a longer wait leaves the URL with its 429/503 status for the next crawl
 SEARCHCRAWL_RETRY_AFTER_MAX = 120
@@ -215,7 +219,14 @@ REMOTE_CONTROL_ENABLED = False  # Scrapy's code-execution HTTP server: never on 
 # Scrapy would follow a meta refresh before the page reaches the spider (and past the boundary);
 # the source spider follows refresh targets itself, as links, through the boundary check.
 METAREFRESH_ENABLED = False
+# Scrapy's redirect chain and retry count go with a request through the frontier on purpose
+# (crawl/meta.py PERSISTED): an empty shell re-requested for the browser keeps them, so Scrapy's
+# MetaCopyDetectionMiddleware must not warn of them; it still warns of every other internal key.
+META_COPY_WARN_SKIP_KEYS = ["redirect_urls", "redirect_reasons", "redirect_times", "retry_times"]
 LOG_LEVEL = "INFO"
+# Scrapy's item lines (dropped, item errors, scraped) name a document by its URL rather than print
+# it whole: its text, tree and bytes never reach a log line
+LOG_FORMATTER = "searchcrawl.crawl.log_formatter.DocumentLogFormatter"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
 

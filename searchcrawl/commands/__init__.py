@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from scrapy.settings import BaseSettings
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
 
 from searchcrawl.config import paths
 from searchcrawl.store import Database
@@ -21,3 +25,37 @@ def open_database(settings: BaseSettings, migrate: bool = False) -> Iterator[Dat
         yield database
     finally:
         database.close()
+
+
+def on_failure(running: Any, report: Callable[[BaseException], None]) -> None:
+    """``report`` the error a crawl started by a crawler process ends with (its Deferred or
+    asyncio Task), instead of the process logging it (asyncio's "Task exception was never
+    retrieved", with a traceback)."""
+    if isinstance(running, Deferred):
+
+        def failed(failure: Failure) -> None:
+            if failure.value is not None:
+                report(failure.value)
+
+        running.addErrback(failed)
+    elif isinstance(running, asyncio.Future):
+
+        def done(task: asyncio.Future[Any]) -> None:
+            error = None if task.cancelled() else task.exception()
+            if error is not None:
+                report(error)
+
+        running.add_done_callback(done)
+
+
+def is_setup_error(error: BaseException) -> bool:
+    """Whether ``error`` says that a source cannot be crawled as it is configured, found as the
+    crawler builds its components: a secret that is not set ([[auth]], [proxy], a [tls] key's
+    passphrase), a [tls] key that does not fit. Its message names the secret or key, never a
+    value: one line says it all, without a traceback."""
+    from searchcrawl.crawl.middlewares.proxy import ProxyError  # the crawl's components, loaded by then
+    from searchcrawl.crawl.middlewares.site_auth import SiteAuthError
+    from searchcrawl.ops.secrets import SecretError
+    from searchcrawl.rules.tls_settings import TlsFileError
+
+    return isinstance(error, SecretError | SiteAuthError | ProxyError | TlsFileError)

@@ -18,6 +18,7 @@ from scrapy.crawler import Crawler
 from scrapy.spiderloader import get_spider_loader
 from scrapy.spiders import Spider
 
+from searchcrawl.commands import is_setup_error, on_failure
 from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
@@ -77,6 +78,15 @@ def exit_code(*, started: bool, finish_reason: str | None, not_indexed: int) -> 
     if not_indexed:
         return ExitCode.NOT_INDEXED
     return ExitCode.FINISHED
+
+
+def report_start_failure(source: str, error: BaseException) -> None:
+    """The error a crawl's task ended with, logged: one line for a source's setup error (a secret
+    not set, ...: ``is_setup_error``), with the traceback for anything else."""
+    if is_setup_error(error):
+        logger.error("Source %s cannot be crawled: %s; nothing crawled", source, error)
+    else:
+        logger.error("The crawl of %s failed as it started", source, exc_info=error)
 
 
 def worst_exit_code(codes: list[int]) -> ExitCode:
@@ -222,7 +232,7 @@ class Command(ScrapyCrawlCommand):
             crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
         crawler.signals.connect(start_up_done, signal=signals.spider_opened)
-        self.crawler_process.crawl(crawler, **opts.spargs)
+        on_failure(self.crawler_process.crawl(crawler, **opts.spargs), lambda error: report_start_failure(args[0], error))
         try:
             self.crawler_process.start()
         finally:

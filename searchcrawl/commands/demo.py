@@ -21,6 +21,7 @@ from searchcrawl.commands.search import format_hits, search
 from searchcrawl.config import paths
 from searchcrawl.config.resources import package_dir
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrError
+from searchcrawl.index.query import matching
 
 SITE_PORT = 8765  # the example source's seeds point here
 QUERIES = ("travel expenses", '"oracle on demand"', "solr")
@@ -73,7 +74,7 @@ class Command(ScrapyCommand):
             return
         for query in QUERIES:
             results = search(solr_url, query, rows=3)
-            print(f"\n$ scrapy search {query!r}\n{results.hits} documents match")
+            print(f"\n$ scrapy search {query!r}\n{matching(results.hits)}")
             print("\n".join(format_hits(results)))
         print(f'\nSolr keeps running at {solr_url}: try `scrapy search "<query>"`; stop it with `scrapy solr stop`.')
 

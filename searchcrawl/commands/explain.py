@@ -21,10 +21,9 @@ redirect policy (``decide_redirect``).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import traceback
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,9 +31,8 @@ from scrapy import Request
 from scrapy.commands import ScrapyCommand
 from scrapy.crawler import Crawler
 from scrapy.exceptions import UsageError
-from twisted.internet.defer import Deferred
-from twisted.python.failure import Failure
 
+from searchcrawl.commands import is_setup_error, on_failure
 from searchcrawl.config.source import SourceError
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
@@ -269,26 +267,6 @@ def explain_spider(
     )
 
 
-def on_failure(running: Any, report: Callable[[BaseException], None]) -> None:
-    """``report`` the error a crawl started by a crawler process ends with (its Deferred or
-    asyncio Task), instead of the process logging it."""
-    if isinstance(running, Deferred):
-
-        def failed(failure: Failure) -> None:
-            if failure.value is not None:
-                report(failure.value)
-
-        running.addErrback(failed)
-    elif isinstance(running, asyncio.Future):
-
-        def done(task: asyncio.Future[Any]) -> None:
-            error = None if task.cancelled() else task.exception()
-            if error is not None:
-                report(error)
-
-        running.add_done_callback(done)
-
-
 class Command(ScrapyCommand):
     requires_project = True
     default_settings = {"LOG_ENABLED": False}
@@ -329,6 +307,10 @@ class Command(ScrapyCommand):
         error = explanation.error or (errors[0] if errors else None)
         if isinstance(error, SchemaOutdated):  # read-only: explain never migrates
             print(f"searchcrawl: {error}", file=sys.stderr)
+            self.exitcode = 1
+            return
+        if error is not None and is_setup_error(error):  # a secret not set, ...: its message says it all
+            print(f"searchcrawl: {args[0]} cannot be crawled: {error}", file=sys.stderr)
             self.exitcode = 1
             return
         if error is not None:

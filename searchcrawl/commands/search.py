@@ -1,6 +1,8 @@
 """`scrapy search "<query>"`: query the index from the shell (title, URL and a snippet a hit).
 
-One hit per URL, as on the web search page: both ask Solr through searchcrawl/index/query.py."""
+One hit per URL, as on the web search page: both ask Solr through searchcrawl/index/query.py, and
+reach it as a crawl does (``SolrIndex``: SOLR_URL may list a SolrCloud collection on several
+nodes, comma-separated; a node that is down is passed over)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.config import paths
-from searchcrawl.index.query import search_params, snippet_of, unique_hits
+from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.query import matching, search_params, snippet_of, unique_hits
 from searchcrawl.ops.terminal import printable
 
 
@@ -30,9 +33,10 @@ def format_hits(results: pysolr.Results) -> list[str]:
 def search(
     solr_url: str, query: str, rows: int = 10, source: str | None = None, auth: tuple[str, str] | None = None
 ) -> pysolr.Results:
-    """One hit per URL (``search_params``), ``rows`` of them, of ``source`` only if given."""
-    client = pysolr.Solr(solr_url, timeout=30, auth=auth)
-    return client.search(query, **search_params(rows, source=source))
+    """One hit per URL (``search_params``), ``rows`` of them, of ``source`` only if given.
+    ``solr_url``: one URL, or a collection's URLs on several nodes, comma-separated (SOLR_URL);
+    IndexingError when no node answers."""
+    return SolrIndex(solr_url, timeout=30, auth=auth).search(query, **search_params(rows, source=source))
 
 
 class Command(ScrapyCommand):
@@ -57,10 +61,10 @@ class Command(ScrapyCommand):
         url = paths.solr_url(self.settings)
         try:
             results = search(url, " ".join(args), opts.rows, opts.source, paths.solr_auth(self.settings))
-        except (pysolr.SolrError, OSError) as exc:
-            print(f"searchcrawl: Solr at {url} did not answer: {exc}")
+        except IndexingError as exc:
+            print(f"searchcrawl: Solr at {url} did not answer: {exc.reason}")
             self.exitcode = 1
             return
-        print(f"{results.hits} documents match {' '.join(args)!r}")
+        print(f"{matching(results.hits)} {' '.join(args)!r}")
         for line in format_hits(results):
             print(printable(line))  # titles and snippets come from the sites

@@ -4,18 +4,20 @@ counters, the cache fill and what waits to be indexed."""
 from __future__ import annotations
 
 import argparse
-import json
+import sys
+from typing import Any
 
 from scrapy.commands import ScrapyCommand
 
 from searchcrawl.commands import open_database
 from searchcrawl.config import paths
+from searchcrawl.config.source import SourceError
 from searchcrawl.index.cache import spool_fill
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import DocumentTable, State
 from searchcrawl.store.models import RunState
-from searchcrawl.store.runs import Runs
+from searchcrawl.store.runs import Runs, counters_of, shown_counters
 
 
 def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spools: int, lease_seconds: float = 600) -> list[str]:
@@ -30,8 +32,7 @@ def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spool
     )
     runs = Runs(table.database)
     for run in runs.recent(name):
-        counters = json.loads(run["counters"] or "{}")
-        shown = ", ".join(f"{key} {value}" for key, value in counters.items())
+        shown = "; ".join(f"{key} {value}" for key, value in shown_counters(counters_of(run)))
         started = run["started_at"].strftime("%Y-%m-%d %H:%M:%S")
         state = run["state"]
         if runs.dead(run, lease_seconds):
@@ -49,6 +50,18 @@ def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spool
     return lines
 
 
+def known_source(loader: Any, table: DocumentTable, name: str) -> bool:
+    """Whether ``name`` is a source: it has a source file (broken or not), or the document table
+    or the runs table holds something of it (a source whose file was removed since)."""
+    try:
+        loader.load(name)
+    except SourceError:  # a broken source file still names a source
+        pass
+    except KeyError:
+        return bool(table.count_by(name, "state") or Runs(table.database).recent(name, limit=1))
+    return True
+
+
 class Command(ScrapyCommand):
     requires_project = True
     default_settings = {"LOG_ENABLED": False}
@@ -61,9 +74,16 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None and self.crawler_process is not None
-        names = args or sorted(self.crawler_process.spider_loader.list())
+        loader = self.crawler_process.spider_loader
+        names = args or sorted(loader.list())
         with open_database(self.settings) as database:
             table = DocumentTable(database)
+            unknown = [name for name in args if not known_source(loader, table, name)]
+            if unknown:  # a typo is an error, not a source with no documents
+                sources = ", ".join(sorted(loader.list())) or "none"
+                print(f"searchcrawl: no source named {', '.join(map(repr, unknown))} (sources: {sources})", file=sys.stderr)
+                self.exitcode = 2
+                return
             for name in names:
                 size, files = spool_fill(paths.data_dir(self.settings) / "cache" / name)
                 lines = source_report(table, name, size, files, self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))

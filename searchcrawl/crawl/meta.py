@@ -148,6 +148,13 @@ data: token, modified, fields, metadata, and its content when small): set by
 crawl/agent_spider.py, read by crawl/handlers/agent.py and the spider. Persisted in the frontier,
 so a resumed run needs no second listing of what was queued."""
 
+FETCH_RECORDS = ("download_latency", "cache_timestamp", "_dont_cache", "redirect_ttl", "_auth_proxy", "_scheme_proxy")
+"""What Scrapy's downloader and middlewares note in a request's meta about its one fetch: never
+carried to another request (the spider re-requests an empty shell for the browser from its
+response's meta), which Scrapy's MetaCopyDetectionMiddleware warns of, and which the frontier does
+not keep anyway. Scrapy's keys in ``PERSISTED`` go on with a request on purpose (settings.py:
+META_COPY_WARN_SKIP_KEYS)."""
+
 PERSISTED = (
     REDIRECT_URLS,
     REDIRECT_REASONS,

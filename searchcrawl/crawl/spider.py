@@ -31,6 +31,7 @@ from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.meta import (
     CONNECTION_REFUSALS,
     DEPTH,
+    FETCH_RECORDS,
     LEAVES_BOUNDARY,
     PLAYWRIGHT,
     PREVIOUS,
@@ -216,7 +217,8 @@ class SourceSpider(Spider):
             if shell:  # render it: the browser's fetch finishes this URL
                 logger.debug("Rendering %s: the static page looks like a JavaScript shell (%s)", response.url, shell)
                 assert response.request is not None  # a response reaching a callback has its request
-                yield response.request.replace(meta={**response.meta, RENDER: "browser", SAME_DEPTH: True}, dont_filter=True)
+                meta = {key: value for key, value in response.meta.items() if key not in FETCH_RECORDS}
+                yield response.request.replace(meta={**meta, RENDER: "browser", SAME_DEPTH: True}, dont_filter=True)
                 return
         truncated = None
         if mimetype in INDEXED_TYPES and isinstance(response, TextResponse) and len(response.body) > self.max_parse_bytes:

@@ -54,6 +54,11 @@ def search_params(
     }
 
 
+def matching(total: int) -> str:
+    """How many documents match, in words: "1 document matches", "0 documents match"."""
+    return "1 document matches" if total == 1 else f"{total} documents match"
+
+
 def unique_hits(docs: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """The documents in order, each URL once (see the module docstring: SolrCloud shards)."""
     shown: set[str] = set()

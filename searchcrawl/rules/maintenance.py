@@ -68,8 +68,9 @@ def recrawl_reasons(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str
     return reasons
 
 
-def deletion_guard(to_remove: int, in_index: int, max_share: float, confirmed: bool) -> str | None:
-    """Why this run must not delete ``to_remove`` of the source's ``in_index`` documents (None: it may).
+def deletion_guard(source: str, to_remove: int, in_index: int, max_share: float, confirmed: bool) -> str | None:
+    """Why this run must not delete ``to_remove`` of ``source``'s ``in_index`` documents (None: it
+    may); the answer ends with the command that confirms them, for this source, ready to paste.
 
     A site that is down, renamed or misconfigured for one night must not empty the index.
     """
@@ -81,5 +82,5 @@ def deletion_guard(to_remove: int, in_index: int, max_share: float, confirmed: b
     return (
         f"refusing to delete {to_remove} of {in_index} documents ({share:.0%} > max_delete_share "
         f"{max_share:.0%}); they stay in the index, marked for removal. If this is right, confirm with "
-        f"`scrapy crawl <source> -a delete=force`"
+        f"`scrapy crawl {source} -a delete=force`"
     )

@@ -27,6 +27,25 @@ FINISHING = "finishing"  # runs.control: a node of a shared crawl has claimed th
 ALREADY_RUNNING = "already_running"  # the close reason of a crawl refused by RunConflict
 
 
+def counters_of(run: dict[str, Any]) -> dict[str, Any]:
+    """A run's counters as saved (JSON in the runs table): {} before the first save."""
+    value = json.loads(run.get("counters") or "{}")
+    return value if isinstance(value, dict) else {}
+
+
+def counter_text(value: Any) -> str:
+    """A counter as people read it: a number as it is; a nested count (the delta report's
+    ``{"changed": 1, "new": 3}``) as ``changed 1, new 3``, never as a Python dict."""
+    if isinstance(value, dict):
+        return ", ".join(f"{key} {counter_text(number)}" for key, number in value.items()) or "none"
+    return str(value)
+
+
+def shown_counters(counters: dict[str, Any]) -> list[tuple[str, str]]:
+    """The counters of a run (``counters_of``), each with its text (``counter_text``), by name."""
+    return [(key, counter_text(value)) for key, value in sorted(counters.items())]
+
+
 class RunEnded(Exception):
     """The run a process was started to join has ended (or is not the source's latest)."""
 

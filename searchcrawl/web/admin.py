@@ -7,7 +7,6 @@ marks, the document cache's spools) and returns plain values; the templates only
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,10 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import pysolr
-import requests
-
 from searchcrawl.index.cache import spool_fill
+from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.ops.dispatcher import ScheduleMarks
 from searchcrawl.rules.lifecycle import State
 from searchcrawl.rules.schedules import Schedule
@@ -28,7 +25,7 @@ from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import as_utc
 from searchcrawl.store.models import RunState
-from searchcrawl.store.runs import Runs
+from searchcrawl.store.runs import Runs, counter_text, counters_of, shown_counters
 
 EXPLAIN_TIMEOUT = 120  # seconds: robots.txt is fetched, with the crawl's own timeouts
 
@@ -95,6 +92,20 @@ def overview(
     return rows
 
 
+RUN_COUNTS = ("pages", "indexed", "removed", "excluded")  # the counters the runs list shows
+
+
+def run_counts(run: dict[str, Any]) -> dict[str, str]:
+    """What the runs list shows of ``run``: its pages, indexed, removed and excluded counters
+    ("-" before its first save), and ``changes``: its delta report's counts that are not 0, once
+    it has ended ("-" until then)."""
+    counters = counters_of(run)
+    shown = {key: counter_text(counters[key]) if key in counters else "-" for key in RUN_COUNTS}
+    delta = counters.get("delta")
+    shown["changes"] = counter_text({kind: count for kind, count in delta.items() if count}) if isinstance(delta, dict) else "-"
+    return shown
+
+
 @dataclass
 class RunView:
     run: dict[str, Any]
@@ -107,6 +118,11 @@ class RunView:
     statuses: list[tuple[int | None, int, str]]
     failed: list[dict[str, Any]] = field(default_factory=list)  # the latest failed rows
     cache: tuple[int, int] = (0, 0)  # (bytes, spool files) of the source's document cache
+
+    @property
+    def shown_counters(self) -> list[tuple[str, str]]:
+        """The counters as the page shows them (the delta report's as ``new 3, changed 1``)."""
+        return shown_counters(self.counters)
 
     @property
     def progress(self) -> str:
@@ -124,7 +140,7 @@ def run_view(database: Database, run_id: int, cache_root: Path, stale_after: flo
     run = runs.get(run_id)
     if run is None:
         return None
-    counters = json.loads(run["counters"] or "{}")
+    counters = counters_of(run)
     started, updated = as_utc(run["started_at"]), as_utc(run["updated_at"])
     elapsed = (updated - started).total_seconds() if started and updated else 0
     pages = counters.get("pages", 0)
@@ -145,15 +161,16 @@ def run_view(database: Database, run_id: int, cache_root: Path, stale_after: flo
     )
 
 
-def solr_health(solr_url: str, auth: tuple[str, str] | None, timeout: float = 10) -> dict[str, Any]:
-    """Solr's ping answer and document count, or what went wrong (never its credentials)."""
+def solr_health(index: SolrIndex) -> dict[str, Any]:
+    """Solr's document count and ping, through any node of SOLR_URL that answers, or what went
+    wrong (Solr's reason; the URLs carry no credentials)."""
     try:
-        response = requests.get(f"{solr_url}/admin/ping", params={"wt": "json"}, auth=auth, timeout=timeout)
-        status = response.json().get("status", f"HTTP {response.status_code}")
-        documents = pysolr.Solr(solr_url, auth=auth, timeout=timeout).search("*:*", rows=0).hits
-    except (requests.RequestException, ValueError, pysolr.SolrError) as exc:
-        return {"ok": False, "status": type(exc).__name__, "documents": None}
-    return {"ok": status == "OK", "status": status, "documents": documents}
+        documents = index.search("*:*", rows=0).hits
+    except IndexingError as exc:
+        return {"ok": False, "status": exc.reason, "documents": None}
+    if not index.ping():
+        return {"ok": False, "status": "its ping handler does not answer OK", "documents": documents}
+    return {"ok": True, "status": "OK", "documents": documents}
 
 
 def explain(project_dir: Path, source: str, url: str, environ: dict[str, str] | None = None) -> tuple[bool, str]:

@@ -30,7 +30,6 @@ from secrets import token_urlsafe
 from typing import Any
 from urllib.parse import parse_qsl
 
-import pysolr
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -43,6 +42,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from searchcrawl.commands.report import run_report
+from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.query import matching
 from searchcrawl.ops.launchers import Launcher
 from searchcrawl.ops.run_control import ACTIONS, control
 from searchcrawl.rules.lifecycle import Delta, State
@@ -134,8 +135,11 @@ class WebApp:
         self.templates = Environment(
             loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True)
         )
-        self.templates.globals.update(base=self.config.prefix, facet_titles=FACET_TITLES, describe=describe, actions=ACTIONS)
-        self.solr = pysolr.Solr(self.config.solr_url, auth=self.config.solr_auth, timeout=self.config.solr_timeout)
+        self.templates.globals.update(
+            base=self.config.prefix, facet_titles=FACET_TITLES, describe=describe, actions=ACTIONS, matching=matching
+        )
+        # as a crawl reaches Solr: SOLR_URL may list a SolrCloud collection on several nodes
+        self.solr = SolrIndex(self.config.solr_url, timeout=self.config.solr_timeout, auth=self.config.solr_auth)
 
     @property
     def database(self) -> Database:
@@ -164,8 +168,8 @@ class WebApp:
         query = SearchRequest.from_params(request.query_params)
         try:
             page = await _in_thread(run_search, self.solr, query, self.config.rows)
-        except (pysolr.SolrError, OSError) as exc:
-            logger.warning("Search %r failed: %s", query.q, type(exc).__name__)
+        except IndexingError as exc:
+            logger.warning("Search %r failed: %s", query.q, exc.reason)
             return self.render(request, "search.html", 503, page=None, query=query, error="The index cannot be searched now.")
         return self.render(request, "search.html", page=page, query=query, error="")
 
@@ -282,7 +286,7 @@ class WebApp:
                 datetime.now().astimezone(),
                 self.config.stale_after,
             )
-            return {"sources": rows, "solr": admin.solr_health(self.config.solr_url, self.config.solr_auth)}
+            return {"sources": rows, "solr": admin.solr_health(self.solr)}
 
         return self.render(request, "overview.html", **await _in_thread(gather), flash=self._flash(request))
 
@@ -295,7 +299,7 @@ class WebApp:
             table = DocumentTable(self.database)
             statuses = sorted(table.count_by(name, "status").items(), key=lambda item: (item[0] is None, item[0] or 0))
             return {
-                "runs": Runs(self.database).recent(name, limit=20),
+                "runs": [{**run, "counts": admin.run_counts(run)} for run in Runs(self.database).recent(name, limit=20)],
                 "states": table.count_by(name, "state"),
                 "statuses": [(status, count, describe(status)) for status, count in statuses],
             }

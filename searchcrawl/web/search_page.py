@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-import pysolr
 from markupsafe import Markup, escape
 
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
+from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.index.query import search_params, snippet_of, term_filter, unique_hits
 
 MARK_OPEN, MARK_CLOSE = HIGHLIGHT_MARKS  # removed from every text indexed: only Solr makes them
@@ -148,7 +148,7 @@ def display_url(doc: dict[str, Any]) -> str:
     return url if urlsplit(url).scheme.lower() in ("http", "https", "file", "ftp") else ""
 
 
-def run_search(client: pysolr.Solr, request: SearchRequest, rows: int = 10, spellcheck: bool = True) -> SearchPage:
+def run_search(client: SolrIndex, request: SearchRequest, rows: int = 10, spellcheck: bool = True) -> SearchPage:
     """Ask Solr for ``request``'s page of hits with its facets; when nothing matches, for
     spelling suggestions (Solr's spellcheck component, if the configset has it)."""
     page = SearchPage(request, rows=rows)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.spidermiddlewares.metacopy import MetaCopyDetectionMiddleware
+from scrapy.utils.misc import build_from_crawler
 from twisted.internet.error import DNSLookupError, TCPTimedOutError
 from twisted.python.failure import Failure
 
@@ -379,3 +382,28 @@ def test_text_and_links_below_ten_thousand_nested_divs_are_kept(crawler_of, dept
     attributes = html_attributes(document.tree, {})
     assert attributes["title"] == "Deep"
     assert attributes["content"] == "Top top deep words deep after after"
+
+
+def test_an_empty_shell_is_requested_again_for_the_browser_without_warnings(crawler_of, caplog) -> None:
+    """Auto mode: a static page that is a JavaScript shell is requested again for the browser.
+    The new request keeps what goes on with the URL (its depth, its redirect chain) and none of
+    what Scrapy noted of the static fetch (download_latency ...), so Scrapy's own
+    MetaCopyDetectionMiddleware, in the crawl's spider middlewares, has nothing to warn of."""
+    crawler = crawler_of(SOURCE + 'render_js = "auto"\n')
+    spider = spider_of(crawler)
+    crawler.spider = spider  # what Crawler.crawl() does first
+    url = "http://h.test/app/"
+    static = request(url, 2, searchcrawl_render="auto", redirect_urls=["http://h.test/app"], redirect_times=1)
+    static.meta.update(download_latency=0.01, redirect_ttl=19)  # what Scrapy notes of the static fetch
+    shell = HtmlResponse(
+        url, body=b'<html><body><div id="app"></div><script src="/app.js"></script></body></html>', request=static
+    )
+    shell.headers["Content-Type"] = "text/html"
+    _documents, (again,) = split(list(spider.parse(shell)))
+    assert again.url == url and again.dont_filter and again.meta["searchcrawl_render"] == "browser"
+    assert (again.meta["depth"], again.meta["redirect_urls"], again.meta["searchcrawl_same_depth"]) == (2, [url[:-1]], True)
+    assert "download_latency" not in again.meta and "redirect_ttl" not in again.meta
+    metacopy = build_from_crawler(MetaCopyDetectionMiddleware, crawler)
+    with caplog.at_level(logging.WARNING):
+        assert metacopy.get_processed_request(again, shell) is again
+    assert not [record for record in caplog.records if record.levelno >= logging.WARNING], caplog.text

@@ -25,7 +25,7 @@ def test_search_prints_title_url_and_snippet(project, solr) -> None:
     result = project.scrapy("search", "zebrafish husbandry", "--source", source)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("1 documents match")
+    assert lines[0].startswith("1 document matches")
     assert lines[1] == "1. Quarterly zebrafish report"
     assert lines[2].strip() == f"http://s.test/{source}"
     assert "*zebrafish*" in lines[3] and "*husbandry*" in lines[3]
@@ -62,3 +62,17 @@ def test_demo_tells_a_busy_site_port_before_starting_solr(offline_project) -> No
     assert demo.returncode == 1
     assert "cannot serve the example intranet on 127.0.0.1:8765" in demo.stdout
     assert "Traceback" not in demo.stderr and "Starting the development Solr" not in demo.stdout
+
+
+def test_status_of_an_unknown_source_is_an_error(offline_project) -> None:
+    """Regression: `scrapy status nosuch` printed "documents: none" and exited 0."""
+    offline_project.source("handbook", 'seeds = ["http://127.0.0.1:9/"]\n')
+    offline_project.source("broken", "seeds = [\n")
+    result = offline_project.scrapy("status", "nosuch")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "no source named 'nosuch' (sources: " in result.stderr and "handbook" in result.stderr
+    assert "documents:" not in result.stdout
+    # a source with a file, even a broken one, is shown (it has no documents yet)
+    for name in ("handbook", "broken"):
+        shown = offline_project.scrapy("status", name)
+        assert shown.returncode == 0 and f"== {name}\ndocuments: none" in shown.stdout, shown.stdout + shown.stderr

@@ -142,3 +142,28 @@ def test_a_start_error_exits_1_and_leaves_the_run_unfinished(offline_project, se
     assert crawl.returncode == ExitCode.FAILED, crawl.stderr[-3000:]
     assert "the seeds could not be read" in crawl.stderr
     assert Runs(offline_project.table().database).latest(name)["state"] == "suspended"
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        '[[auth]]\norigins = ["http://127.0.0.1:9"]\ntype = "basic"\nuser = "crawler"\nsecret = "{secret}"\n',
+        '[proxy]\nurl = "http://127.0.0.1:9"\nuser = "crawler"\nsecret = "{secret}"\n',
+    ],
+    ids=["auth", "proxy"],
+)
+def test_a_secret_that_is_not_set_is_one_error_line_and_exit_1(offline_project, table: str) -> None:
+    """Regression: a source whose secret is not set ended in asyncio's "Task exception was never
+    retrieved" and a traceback; now one ERROR line names the secret, and nothing is crawled."""
+    name, secret = unique("no-secret"), f"UNSET_{uuid.uuid4().hex[:8].upper()}"
+    offline_project.source(name, 'seeds = ["http://127.0.0.1:9/"]\n' + table.format(secret=secret))
+    crawl = offline_project.scrapy("crawl", name)
+    assert crawl.returncode == ExitCode.FAILED, crawl.stderr[-3000:]
+    said = [line for line in crawl.stderr.splitlines() if secret in line]
+    assert len(said) == 1 and f"ERROR: Source {name} cannot be crawled: the secret {secret}" in said[0], crawl.stderr[-3000:]
+    assert "Traceback" not in crawl.stderr and "never retrieved" not in crawl.stderr
+    explained = offline_project.scrapy("explain", name, "http://127.0.0.1:9/")  # a read-only crawl: the same
+    assert explained.returncode == 1 and "Traceback" not in explained.stderr, explained.stderr[-3000:]
+    assert explained.stderr.strip() == f"searchcrawl: {name} cannot be crawled: " + said[0].split(": ", 2)[2].removesuffix(
+        "; nothing crawled"
+    )

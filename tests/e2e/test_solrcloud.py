@@ -198,3 +198,48 @@ def test_collection_survives_a_node_going_down(cloud: LocalSolrCloud) -> None:
     print(f"node {down} back in {restarted - back:.1f}s, all replicas active {time.monotonic() - restarted:.1f}s later")
     assert all(r["live"] for shard in status["shards"].values() for r in shard["replicas"])
     assert found(urls[down], source) == 30
+
+
+def test_search_and_the_web_pages_read_a_comma_separated_solr_url(cloud: LocalSolrCloud, tmp_path: Path) -> None:
+    """SOLR_URL as the README says to write it for SolrCloud: the collection on every node,
+    comma-separated. `scrapy search` and the web pages parse it as a crawl does (SolrIndex): one
+    node at a time, the next when one is down. Regression: both sent the whole list as one URL
+    (HTTP 400 "Ambiguous URI empty segment")."""
+    from starlette.testclient import TestClient
+
+    from searchcrawl.dev.solr_runner import free_port
+    from searchcrawl.ops.launchers import LocalLauncher
+    from searchcrawl.web.app import WebConfig, create_app
+    from tests.e2e.test_web import PASSWORD, login
+
+    urls = cloud.create_collection("commas", shards=1, replicas=2)
+    pysolr.Solr(urls[0], always_commit=True, timeout=30).add(docs("commas", 3))
+    down = f"http://127.0.0.1:{free_port()}/solr/commas"  # a node that is down: passed over
+    for solr_url in (",".join(urls), ",".join([down, *urls])):
+        env = dict(os.environ, PYTHONPATH=str(ROOT), SOLR_URL=solr_url, SEARCHCRAWL_DATA_DIR=str(tmp_path / "data"))
+        searched = subprocess.run(
+            [sys.executable, "-m", "scrapy", "search", "replicated", "--source", "commas"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert searched.returncode == 0, searched.stdout + searched.stderr
+        assert searched.stdout.startswith("3 documents match") and "Cloud document 2" in searched.stdout, searched.stdout
+
+        config = WebConfig(
+            solr_url=solr_url,
+            db_url=f"sqlite:///{tmp_path / 'documents.sqlite3'}",
+            cache_root=tmp_path / "cache",
+            project_dir=ROOT,
+            source_names=lambda: [],
+            schedule_of=lambda name: None,
+            launcher=LocalLauncher(ROOT, tmp_path / "logs"),
+            credentials=("admin", PASSWORD),
+        )
+        with TestClient(create_app(config), base_url="http://127.0.0.1") as web:
+            page = web.get("/", params={"q": "replicated", "source": "commas"})
+            assert page.status_code == 200 and page.text.count("Cloud document") == 3, page.text[-2000:]
+            login(web)
+            assert "Solr answers (OK)" in web.get("/admin").text

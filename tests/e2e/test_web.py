@@ -101,7 +101,7 @@ def test_search_page_hits_facets_pagination_and_one_hit_per_url(harbour_corpus) 
     assert "12 documents match" in old.text
     assert all(int(re.search(r"log(\d+)", link)[1]) % 2 for link, _ in hits(old.text))
     german = web.get("/?q=Hafenmeister&lang=de")
-    assert "1 document match" in german.text and "Hafenbuch" in german.text
+    assert "1 document matches;" in german.text and "Hafenbuch" in german.text
     # one hit per URL: log00 is in Solr twice (two sources), shown once
     one = web.get("/", params={"q": '"harbour log 00"'})
     assert [link for link, _ in hits(one.text)] == [harbour.site.url + "log00.html"]
@@ -215,7 +215,13 @@ def test_admin_pages_show_sources_runs_reports_documents_and_explain(harbour_cor
     assert 'http-equiv="refresh"' not in run.text  # a finished run does not refresh itself
     assert "Delta report" in run.text and f"{harbour.site.url}log05.html" in run.text
     assert re.search(r"<th><a href=\"#delta-new\">new</a></th><td class=\"number\">28</td>", run.text)
+    # the run's counters read as counts, the delta report's too, never as a Python dict
+    delta = re.search(r'<dd class="counter-delta">([^<]*)</dd>', run.text)[1]
+    assert "new 28" in delta and "{" not in delta and "&#39;" not in run.text
     source = web.get(f"/admin/sources/{harbour.main}")
+    # the runs list counts each run's pages, documents and changes
+    listed = re.search(rf'<a href="/admin/runs/{run_id}">run {run_id}</a>.*?</tr>', source.text, re.S)[0]
+    assert '<td class="number counter-indexed">28</td>' in listed and re.search(r'<td class="changes">[^<]*new 28', listed)
     assert "not fetched yet" not in source.text and "OK" in source.text
     documents = web.get(f"/admin/sources/{harbour.main}/documents", params={"status": 200})
     assert documents.text.count('<td class="url">') == 28 and "Status 200: HTTP OK" in documents.text

@@ -2,7 +2,8 @@
 every file the commands need (the demo site, the Solr configset, the dev Solr launcher's Maven
 sources), and once installed into a fresh venv, `scrapy solr start`, `scrapy solr collection` and
 `scrapy demo` work from a folder that is not the checkout, building the launcher outside the
-installed package."""
+installed package; and the console command `searchcrawl` runs them from an empty folder with no
+scrapy.cfg, where the installed `scrapy` knows none of them."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrCloud, free_port, free_port_range
-from tests.conftest import ROOT
+from tests.conftest import ROOT, wait_for
 
 # What a wheel is built from: a copy of these, so the build writes nothing into the checkout and no
 # stale build/ of the checkout leaks into the wheel.
@@ -215,3 +216,66 @@ def test_the_installed_wheel_runs_solr_the_collection_command_and_the_demo(venv:
         assert said in stopped
     # nothing was built or written into the installed package (it may be read-only)
     assert package_files(package) == before
+
+
+def console(installed: dict, folder: Path, *args: str) -> subprocess.Popen[str]:
+    """The venv's console command `searchcrawl ARGS`, started in ``folder``."""
+    process = subprocess.Popen(
+        [str(Path(installed["env"]["VIRTUAL_ENV"]) / "bin" / "searchcrawl"), *args],
+        cwd=folder,
+        env=installed["env"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    installed["processes"].append(process)
+    return process
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+def test_the_console_command_works_in_a_folder_without_a_project(installed: dict, tmp_path: Path) -> None:
+    """`searchcrawl solr start`, `searchcrawl web`, ... from an empty folder with no scrapy.cfg
+    in it or above it: the installed `scrapy` knows no searchcrawl command there, the console
+    command knows them all (the same command code, with the package's settings)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert not [folder for folder in (empty, *empty.parents) if (folder / "scrapy.cfg").exists()]
+    unknown = subprocess.run(
+        [str(Path(installed["env"]["VIRTUAL_ENV"]) / "bin" / "scrapy"), "solr", "status"],
+        cwd=empty,
+        env=installed["env"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Unknown command: solr" in unknown.stdout + unknown.stderr  # why the console command exists
+
+    listed, _ = finish(console(installed, empty))
+    for command in ("crawl", "demo", "list", "search", "solr", "status", "web"):
+        assert command in listed.split("Commands: ", 1)[1].split("\n", 1)[0].split(", ")
+    assert "example" in finish(console(installed, empty, "list"))[0].split()
+
+    port, web_port = free_port(), free_port()
+    installed["ports"].append((DevSolr, port))
+    started, _ = finish(console(installed, empty, "solr", "start", "--port", str(port)))
+    assert f"Solr is up at http://127.0.0.1:{port}/solr/searchcrawl" in started
+    status = console(installed, empty, "solr", "status", "--port", str(port))
+    assert "Solr is running" in status.communicate(timeout=120)[0] and status.returncode == 0
+    web = console(installed, empty, "web", "--port", str(web_port))
+    wait_for(lambda: answers(f"http://127.0.0.1:{web_port}/") or web.poll() is not None, what="searchcrawl web")
+    assert web.poll() is None, web.communicate()[1][-3000:]
+    web.terminate()
+    _out, web_log = web.communicate(timeout=60)
+    assert "Serving searchcrawl's pages on http://127.0.0.1:" in web_log
+    stopped, _ = finish(console(installed, empty, "solr", "stop", "--port", str(port)))
+    assert "Solr stopped" in stopped
+    assert sorted(path.name for path in empty.iterdir()) == []  # nothing written into the user's folder

@@ -349,6 +349,11 @@ class CrawlState:
             self.table.record_excluded(self.source.name, self.excluded)
             self.excluded = []
 
+    def leaving(self) -> str:
+        """What a log line says of documents that leave the index: a test-mode crawl changes
+        nothing there (its delta report says what a crawl would delete)."""
+        return "they would leave the index (test mode: the index is not touched)" if self.test_mode else "they leave the index"
+
     def configure(self, arguments: dict[str, Any]) -> None:
         """Take the crawl's spider arguments (`scrapy crawl <source> -a name=value`)."""
         yes = ("1", "true", "yes", "force")
@@ -390,7 +395,7 @@ class CrawlState:
             self.mode = "maintenance" if known or excluded else "initial"
         runs.set_mode(run_id, self.mode)
         if excluded:
-            logger.info("%d known URLs of %s are outside the source's rules now; they leave the index", excluded, source)
+            logger.info("%d known URLs of %s are outside the source's rules now; %s", excluded, source, self.leaving())
         if known and self.agent is None:
             logger.info("%s crawl of %s: %d known URLs queued with the seeds", self.mode.title(), source, known)
 
@@ -519,7 +524,7 @@ class CrawlState:
                 self.table.record(source, url, Outcome(Event.GONE, int(Status.LEFT_REPOSITORY), reason))
             removed += len(gone_urls)
         if removed:
-            logger.info("%d documents of %s are no longer in its repository: they leave the index", removed, source)
+            logger.info("%d documents of %s are no longer in its repository: %s", removed, source, self.leaving())
 
     def fingerprint(self) -> dict[str, Any]:
         settings = self.source.settings

@@ -129,6 +129,7 @@ class SolrPipeline:
         table = context.table
         context.settle_run()
         refusal = deletion_guard(
+            source.name,
             len(table.removals(source.name)),
             table.count_in_index(source.name),
             source.settings.max_delete_share,

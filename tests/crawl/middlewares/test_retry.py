@@ -92,3 +92,14 @@ def test_dont_retry_and_spent_retries_give_the_answer_to_the_spider(middleware: 
     request, response = answer(429, "0", Request(URL, meta={"retry_times": 2}))  # RETRY_TIMES=2
     assert middleware.process_response(request, response) is response
     assert middleware.crawler.stats.get_value("retry/max_reached") == 1
+
+
+def test_giving_up_is_a_warning_not_an_error(middleware: RetryAfterMiddleware, caplog: pytest.LogCaptureFixture) -> None:
+    """A page that fails its retries is recorded and fetched again by the next crawl: Scrapy's
+    "Gave up retrying" comes at WARNING (RETRY_GIVE_UP_LOG_LEVEL), never at ERROR."""
+    request = Request(URL, meta={"depth": 1, "retry_times": 2})
+    with caplog.at_level("DEBUG"):
+        assert middleware.process_response(request, answer(500, request=request)[1]).status == 500
+        assert middleware.process_response(request, answer(503, "1", request=request)[1]).status == 503
+    gave_up = [record for record in caplog.records if record.getMessage().startswith("Gave up retrying")]
+    assert len(gave_up) == 2 and {record.levelname for record in gave_up} == {"WARNING"}

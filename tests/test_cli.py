@@ -1,0 +1,40 @@
+"""The `searchcrawl` console command (searchcrawl/cli.py), without a venv: which commands it
+offers, which settings it gives them. tests/e2e/test_wheel.py runs the installed one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from searchcrawl import cli
+
+
+def test_it_offers_searchcrawls_commands_and_scrapys_list_only() -> None:
+    own = "control crawl demo explain report scheduler search solr status tika web".split()
+    assert cli.command_names() == sorted([*own, "list"])
+
+
+def test_outside_a_project_the_packages_settings_inside_the_projects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    environ: dict[str, str] = {}
+    cli.use_settings(environ)
+    assert environ == {"SCRAPY_SETTINGS_MODULE": "searchcrawl.settings"}
+    chosen = {"SCRAPY_SETTINGS_MODULE": "mycompany.settings"}
+    cli.use_settings(chosen)
+    assert chosen == {"SCRAPY_SETTINGS_MODULE": "mycompany.settings"}
+    (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = mycompany.settings\n")  # a project above
+    in_project: dict[str, str] = {}
+    cli.use_settings(in_project)
+    assert in_project == {}  # Scrapy reads the project's scrapy.cfg, as `scrapy` would
+
+
+def test_no_command_lists_them_and_an_unknown_one_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as listed:
+        cli.main([])
+    assert listed.value.code == 0 and "Commands: control, crawl, demo" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as unknown:
+        cli.main(["startproject", "x"])
+    assert unknown.value.code == 2 and "unknown command 'startproject'" in capsys.readouterr().err
