@@ -335,7 +335,8 @@ def test_the_login_page_reached_through_another_name_of_its_server_is_never_inde
     """Issue 53: the table names 127.0.0.1:port; a link to localhost:port/login (the same
     server, which the source admits) was crawled as a page and indexed ("Sign in"). So was the
     login page a page of localhost:port redirects to: no session goes there, its cookies being
-    127.0.0.1's. Its path and port on another host, showing the login form, is the login page."""
+    127.0.0.1's. Its path and port on another name of the server (the address its login page
+    came from), showing the login form, is the login page."""
     site, other = form_site({}, pages_per_session=100)
     site.pages = intranet(2)
     alias = f"http://localhost:{site.port}/"
@@ -350,5 +351,6 @@ def test_the_login_page_reached_through_another_name_of_its_server_is_never_inde
     docs = solr_docs(solr, name)
     assert {doc["title"] for doc in docs} == {"Home", "Page 0", "Page 1", "Landing"}, [doc["url"] for doc in docs]
     row = project.table().get(name, f"{alias}login")
-    assert row is not None and row["status"] == 903 and "reached as http://localhost" in row["reason"], row
+    # 936, a transient failure (an indexed page there would stay): its server's address and the login form
+    assert row is not None and row["status"] == 936 and "reached as http://localhost" in row["reason"], row
     assert site.logins == 1 and PASSWORD not in result.stderr + result.stdout
