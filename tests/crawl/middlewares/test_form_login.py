@@ -6,10 +6,13 @@ every downloader middleware of the project but the one under test).
 What it checks: the first page request waits for the login and carries its session number; the
 cookie jar is the login's for its origin and the origin's own elsewhere; requests that find their
 session expired together make one login, and one of an older session none; a page still expired
-right after a fresh login is 936 (not counted); while a login runs the gate lets no page request
-out, and the one it held is sent again after it; the login page is never a page (903); a form that
-sends elsewhere, or in its URL, is never sent (the password reaches no one); failed logins in a row
-give the origin up; a source with any other ``[[auth]]`` table gets a cookie jar per origin too.
+right after a fresh login is 936 (not counted), and so is a page that expires alone in a session
+serving others (no other login); logins past SEARCHCRAWL_AUTH_LOGIN_LIMIT give the origin up;
+while a login runs the gate lets no page request out, and the one it held is sent again after
+it; the login page is never a page (903), nor is it indexed through another name of its server
+(936), while another server's sign-in box is a page; a form that sends elsewhere, or in its URL,
+is never sent (the password reaches no one); failed logins in a row give the origin up; a source
+with any other ``[[auth]]`` table gets a cookie jar per origin too.
 """
 
 from __future__ import annotations
@@ -183,6 +186,54 @@ def test_no_page_goes_out_while_the_session_is_renewed(tmp_path, site, monkeypat
 
     run(crawler, scenario)
     assert [path.split("?")[0] for _method, path, _c in site.seen] == ["/login"] * 4
+
+
+def test_a_page_that_expires_alone_gets_936_without_another_login(tmp_path, site, monkeypatch) -> None:
+    """Issue 53 review: a page a working session cannot see (permission_required sends a
+    logged-in user without the right to the login page) was sent again 5 times, each time with
+    a new login. Sent again into a session that serves other pages, it gets 936 at once."""
+    crawler = crawler_of(tmp_path, site, monkeypatch)
+
+    async def scenario(middleware: FormLoginMiddleware) -> None:
+        gate = FormLoginGateMiddleware(middleware)
+        denied = await page(middleware, f"{site.url}admin.html")
+        resent = await answer(gate, middleware, denied, expired(denied))  # cannot be told from the session's end
+        assert isinstance(resent, Request) and site.logins == 2
+        await middleware.process_request(resent)
+        other = await page(middleware, f"{site.url}a.html")
+        assert await answer(gate, middleware, other, served(other)) is not None
+        with pytest.raises(RequestRefused) as refused:
+            await answer(gate, middleware, resent, expired(resent))
+        assert refused.value.status == Status.AUTH_REFUSED and not refused.value.outcome.counted
+        assert "a fresh session that serves other pages" in refused.value.reason
+        assert not middleware.logging_in and not middleware.sessions.given_up(site.url.rstrip("/"))
+
+    run(crawler, scenario)
+    assert site.logins == 2 and site.posts == 2
+
+
+def test_logins_past_the_limit_give_the_origin_up(tmp_path, site, monkeypatch, caplog) -> None:
+    """Issue 53 review: sessions that keep ending after serving pages (two processes sharing a
+    user on a site that allows one session per user) made logins without end."""
+    crawler = crawler_of(tmp_path, site, monkeypatch, SEARCHCRAWL_AUTH_LOGIN_LIMIT=2)
+
+    async def scenario(middleware: FormLoginMiddleware) -> None:
+        gate = FormLoginGateMiddleware(middleware)
+        first = await page(middleware, f"{site.url}a.html")
+        resent = await answer(gate, middleware, first, expired(first))
+        assert isinstance(resent, Request) and site.logins == 2
+        await middleware.process_request(resent)
+        assert await answer(gate, middleware, resent, served(resent)) is not None  # the session works
+        later = await page(middleware, f"{site.url}b.html")
+        with pytest.raises(RequestRefused, match=r"after 2 logins in this crawl \(SEARCHCRAWL_AUTH_LOGIN_LIMIT\)"):
+            await answer(gate, middleware, later, expired(later))
+        with pytest.raises(RequestRefused, match="not asked again"):
+            await middleware.process_request(Request(f"{site.url}c.html"))
+
+    run(crawler, scenario)
+    assert site.logins == 2
+    errors = [record for record in caplog.records if record.levelname == "ERROR"]
+    assert len(errors) == 1 and "is not requested again in this crawl" in errors[0].getMessage()
 
 
 def test_the_login_page_is_never_a_page(tmp_path, site, monkeypatch) -> None:
