@@ -10,6 +10,7 @@ Scrapy and asks these functions what its answers mean.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
@@ -31,8 +32,8 @@ def is_login_page(url: str, login_url: str) -> bool:
 
 def at_login_path(url: str, login_url: str) -> bool:
     """``url`` has the login page's scheme, port and path, whatever its host name: on another
-    name of the same server (``localhost`` for ``127.0.0.1``) it is the login page when it shows
-    the login form (the middleware looks)."""
+    name of the same server (``localhost`` for ``127.0.0.1``: the middleware compares the
+    addresses answering) it is the login page when it shows the login form (``is_login_form``)."""
     origin, login_origin = origin_of(url), origin_of(login_url)
     if origin is None or login_origin is None:
         return False
@@ -44,6 +45,17 @@ def at_login_path(url: str, login_url: str) -> bool:
 def _scheme_and_port(origin: str) -> tuple[str, str]:
     scheme, _sep, host_port = origin.partition("://")
     return scheme, host_port.rsplit(":", 1)[1]
+
+
+def is_login_form(form: FormLogin, page_url: str, action: str | None, inputs: Collection[str]) -> bool:
+    """A form on ``page_url`` (its ``action`` and its inputs' names) is the table's login form:
+    it sends to the login page's path (no action: the page itself), or it has the table's user
+    and password inputs. A sign-in box of another site's header sends elsewhere, most often."""
+    target = urljoin(page_url, (action or "").strip())
+    return (urlsplit(target).path or "/") == (urlsplit(form.url).path or "/") or {
+        form.user_field,
+        form.password_field,
+    } <= set(inputs)
 
 
 def redirect_target(url: str, status: int, location: str | None) -> str | None:
@@ -83,8 +95,8 @@ def login_failure(form: FormLogin, status: int, text: str | None, password_form:
 class Expiry:
     """What a page that found its session expired gets: ``log_in``, a new login is to start now
     (none runs, none newer exists); ``refusal``, why the page gets 936 instead of being sent
-    again after the login (None: sent again); ``gives_up``, this expiry is the failure in a row
-    that gives the origin up."""
+    again after the login (None: sent again); ``gives_up``, this expiry gives the origin up (the
+    failure in a row at the limit, or the login that would pass the crawl's cap)."""
 
     log_in: bool
     refusal: str | None = None
@@ -93,16 +105,28 @@ class Expiry:
 
 class Sessions:
     """Each origin's session, numbered (0: never logged in; each successful login makes a new
-    one), whether the newest served a page, and its failures in a row: failed logins, and
-    sessions that expired before serving a single page (a login the site took but that gave no
-    session that works). A session that expires after serving pages is no failure: a page served
-    ends the failures in a row. At ``limit`` failures in a row the origin is given up."""
+    one), its failures in a row and its logins in the crawl.
 
-    def __init__(self, limit: int) -> None:
+    A failure is a failed login, or a session that expires before serving a page known to need
+    a session (one that found a session expired once: a page anyone may see, or an error, proves
+    nothing of the login): so a site that takes a wrong password (a redirect elsewhere than the
+    login page, no ``success_text``) and then sends every page that needs the session to the
+    login page counts a failure per session, however many public pages it serves. A session that
+    serves such a page ends the failures in a row; at ``limit`` failures in a row the origin is
+    given up. ``login_limit`` (0: none) caps the logins of an origin in the crawl, whatever
+    their outcome (sessions ended by someone else's login, as two processes sharing a user on a
+    site that allows one session per user do): the one that would pass it gives the origin up."""
+
+    def __init__(self, limit: int, login_limit: int = 0) -> None:
         self.limit = max(1, limit)
+        self.login_limit = max(0, login_limit)
         self.current: Counter[str] = Counter()
-        self.working: Counter[str] = Counter()  # the newest session that served a page
+        self.working: Counter[str] = Counter()  # the newest session that served a page known to need it
+        self.answered: Counter[str] = Counter()  # the newest session that answered any page (2xx or 3xx)
         self.failures: Counter[str] = Counter()
+        self.logins: Counter[str] = Counter()  # logins started (successful or not)
+        self.capped: set[str] = set()
+        self.needs_session: dict[str, set[str]] = {}  # the URLs that found a session expired once
 
     def session(self, origin: str) -> int:
         return self.current[origin]
@@ -115,9 +139,17 @@ class Sessions:
         self.current[origin] += 1
         return self.current[origin]
 
-    def served(self, origin: str, seen: int) -> None:
-        """A page answered in session ``seen`` (no expiry): the newest session works."""
-        if seen == self.current[origin] and not self.given_up(origin):
+    def started(self, origin: str) -> None:
+        """A login of ``origin`` starts (counted toward ``login_limit``)."""
+        self.logins[origin] += 1
+
+    def served(self, origin: str, seen: int, url: str, status: int) -> None:
+        """``url`` was answered ``status`` in session ``seen``, no expiry: the newest session
+        answers pages, and works if ``url`` is known to need one (an error proves nothing)."""
+        if seen != self.current[origin] or status >= 400 or self.given_up(origin):
+            return
+        self.answered[origin] = seen
+        if url in self.needs_session.get(origin, ()):
             self.working[origin] = seen
             self.failures[origin] = 0
 
@@ -127,21 +159,29 @@ class Sessions:
         return self.failures[origin] == self.limit
 
     def given_up(self, origin: str) -> bool:
-        return self.failures[origin] >= self.limit
+        return self.failures[origin] >= self.limit or origin in self.capped
 
-    def expired(self, origin: str, seen: int, resends: int, renewing: bool) -> Expiry:
-        """A page sent with session ``seen``, already sent again ``resends`` times for expiries,
-        found it expired; ``renewing``: a login of the origin runs. Only the first page to find
-        the newest session expired starts a login (and, if that session served nothing, counts a
-        failure); a page of an older session, or found during the login, waits for it."""
+    def expired(self, origin: str, seen: int, resends: int, renewing: bool, url: str) -> Expiry:
+        """``url``, sent with session ``seen``, already sent again ``resends`` times for expiries,
+        found it expired; ``renewing``: a login of the origin runs. A page of an older session,
+        or found during the login, waits for it (at most MAX_RESENDS times). The first page to
+        find the newest session expired starts a login, and counts a failure if that session
+        served no page known to need it; unless it was sent again into a session that answers
+        other pages: that page alone expires (a page the crawler's user may not see, a help page
+        showing ``expired_text``), 936 without a login."""
         if self.given_up(origin):
             return Expiry(log_in=False, refusal="not asked again in this crawl: its form login failed")
-        too_often = f"the page found its session expired {resends + 1} times" if resends >= MAX_RESENDS else None
+        self.needs_session.setdefault(origin, set()).add(url)
         if renewing or self.stale(origin, seen):
+            too_often = f"the page found its session expired {resends + 1} times" if resends >= MAX_RESENDS else None
             return Expiry(log_in=False, refusal=too_often)
-        if self.working[origin] >= seen:
-            return Expiry(log_in=True, refusal=too_often)  # served pages, then expired: log in again
-        if self.failed(origin):
-            why = f"the session expired before serving a page; the form login failed {self.limit} times in a row"
+        if resends and self.answered[origin] >= seen:
+            return Expiry(log_in=False, refusal="the page found expired a fresh session that serves other pages")
+        if self.working[origin] < seen and self.failed(origin):
+            why = f"the session expired before serving a page that needs one; the form login failed {self.limit} times in a row"
+            return Expiry(log_in=False, refusal=why, gives_up=True)
+        if self.login_limit and self.logins[origin] >= self.login_limit:
+            self.capped.add(origin)
+            why = f"its session expired after {self.login_limit} logins in this crawl (SEARCHCRAWL_AUTH_LOGIN_LIMIT)"
             return Expiry(log_in=False, refusal=why, gives_up=True)
         return Expiry(log_in=True, refusal="the session expired again right after a fresh login" if resends else None)

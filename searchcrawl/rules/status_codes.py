@@ -95,7 +95,8 @@ CRAWLER_CODES: dict[Status, str] = {
     "too costly to match against this URL: a transient failure, counted toward max_failures; nothing is removed "
     "for it alone",
     Status.AUTH_REFUSED: "the site refused the source's credentials (401 or 403 to an authenticated request, a "
-    "failed form login, a session that expired again right after a login): a "
+    "failed form login, a session that expired again right after a login, a page that expires alone in a working "
+    "session, the login page reached through another name of its server): a "
     "transient failure of the source, not counted toward max_failures; nothing is removed for it",
     Status.TLS_FAILED: "the TLS handshake failed: the site's certificate could not be verified (an unknown CA: "
     "[tls] ca_bundle; a wrong host name; expired), or the site wants a client certificate ([tls] client_cert): a "

@@ -101,52 +101,131 @@ def test_sessions_are_numbered_and_failures_in_a_row_give_an_origin_up() -> None
     assert sessions.logged_in(SITE) == 1
     assert sessions.stale(SITE, 0) and not sessions.stale(SITE, 1)  # a request of session 0 just tries again
     assert not sessions.failed(SITE) and not sessions.given_up(SITE)
-    sessions.served(SITE, 0)  # a page of an older session proves nothing of the newest
+    sessions.needs_session[SITE] = {f"{SITE}/a.html"}
+    sessions.served(SITE, 0, f"{SITE}/a.html", 200)  # a page of an older session proves nothing of the newest
+    sessions.served(SITE, 1, f"{SITE}/public.html", 200)  # nor one that needs no session
+    sessions.served(SITE, 1, f"{SITE}/a.html", 500)  # nor an error
     assert sessions.failures[SITE] == 1
-    sessions.served(SITE, 1)  # a page served in the newest session ends the failures in a row
+    sessions.served(SITE, 1, f"{SITE}/a.html", 200)  # a page that needs it, served in the newest: no failures
     assert not sessions.failed(SITE)
     assert sessions.failed(SITE) and sessions.given_up(SITE)  # the second in a row gives up
     assert not sessions.failed(SITE) and sessions.given_up(SITE)  # said once; still given up
-    sessions.served(SITE, 1)  # a page in flight answered after giving up: still given up
+    sessions.served(SITE, 1, f"{SITE}/a.html", 200)  # a page in flight answered after giving up: still given up
     assert sessions.given_up(SITE) and not sessions.given_up("http://127.0.0.1:8082")
 
 
 def test_a_session_that_expires_after_serving_pages_is_no_failure() -> None:
     """Issue 53: a session that expires is not a wrong password. Only the first page to find the
     newest session expired starts a login; the others (an older session, or a login under way)
-    wait for it; none of it counts toward giving up, however often it happens."""
+    wait for it; none of it counts toward giving up, however often it happens, once the pages
+    sent again are served."""
     sessions = Sessions(limit=3)
     for session in range(1, 10):
         assert sessions.logged_in(SITE) == session
-        sessions.served(SITE, session)
-        assert sessions.expired(SITE, session, resends=0, renewing=False) == Expiry(log_in=True)
-        assert sessions.expired(SITE, session, resends=1, renewing=True) == Expiry(log_in=False)  # found together
-        assert sessions.expired(SITE, session - 1, resends=1, renewing=False) == Expiry(log_in=False)  # an older one
+        sessions.served(SITE, session, f"{SITE}/{session - 1}.html", 200)  # the page that found the last one expired
+        sessions.served(SITE, session, f"{SITE}/other.html", 200)
+        assert sessions.expired(SITE, session, 0, False, f"{SITE}/{session}.html") == Expiry(log_in=True)
+        assert sessions.expired(SITE, session, 1, True, f"{SITE}/x.html") == Expiry(log_in=False)  # found together
+        assert sessions.expired(SITE, session - 1, 1, False, f"{SITE}/y.html") == Expiry(log_in=False)  # an older one
+    # the very first expiry came before any page known to need a session: one failure, ended since
     assert not sessions.given_up(SITE) and sessions.failures[SITE] == 0
 
 
 def test_a_session_that_serves_nothing_is_a_failed_login_and_a_page_is_resent_a_few_times() -> None:
+    page = f"{SITE}/a.html"
     sessions = Sessions(limit=2)
     sessions.logged_in(SITE)
     # the site took the login but its session works for nothing: a failure; the page is sent
     # again once, then 936 if it finds the next fresh session expired too
-    assert sessions.expired(SITE, 1, resends=0, renewing=False) == Expiry(log_in=True)
+    assert sessions.expired(SITE, 1, 0, False, page) == Expiry(log_in=True)
     sessions.logged_in(SITE)
-    expiry = sessions.expired(SITE, 2, resends=1, renewing=False)
+    expiry = sessions.expired(SITE, 2, 1, False, page)
     assert expiry.gives_up and not expiry.log_in and "failed 2 times in a row" in (expiry.refusal or "")
-    assert sessions.expired(SITE, 2, resends=0, renewing=False).refusal == "not asked again in this crawl: its form login failed"
+    assert sessions.expired(SITE, 2, 0, False, page).refusal == "not asked again in this crawl: its form login failed"
 
     sessions = Sessions(limit=3)
     sessions.logged_in(SITE)
     sessions.logged_in(SITE)
-    assert sessions.expired(SITE, 2, resends=1, renewing=False).refusal == "the session expired again right after a fresh login"
-    # a page that always answers with the login page, each time in a session that served others:
-    # sent again MAX_RESENDS times, then 936 (a login is still due: the session did expire)
-    sessions.served(SITE, 2)
-    assert sessions.expired(SITE, 2, resends=MAX_RESENDS - 1, renewing=False) == Expiry(log_in=True)
-    too_often = sessions.expired(SITE, 2, resends=MAX_RESENDS, renewing=False)
-    assert too_often.log_in and too_often.refusal == f"the page found its session expired {MAX_RESENDS + 1} times"
-    assert sessions.expired(SITE, 1, resends=MAX_RESENDS, renewing=False).refusal == too_often.refusal
+    assert sessions.expired(SITE, 2, 1, False, page).refusal == "the session expired again right after a fresh login"
+    # a page whose session someone else's expiry replaced, again and again: sent again
+    # MAX_RESENDS times, then 936
+    assert sessions.expired(SITE, 1, MAX_RESENDS - 1, False, page) == Expiry(log_in=False)
+    too_often = sessions.expired(SITE, 1, MAX_RESENDS, False, page)
+    assert not too_often.log_in and too_often.refusal == f"the page found its session expired {MAX_RESENDS + 1} times"
+    assert sessions.expired(SITE, 2, MAX_RESENDS, True, page).refusal == too_often.refusal
+
+
+def test_a_wrong_password_the_site_takes_gives_up_though_public_pages_answer() -> None:
+    """Issue 53 review: a site that takes a wrong password with a redirect elsewhere (no
+    success_text) and sends every protected page to the login page, while a public page (or a
+    404, or a 500) answers in each session. Any answer ended the failures in a row: 20 protected
+    pages made 121 logins with the wrong password and never gave up (an account lockout)."""
+    sessions = Sessions(limit=3)
+    logins = 0
+
+    def log_in() -> None:
+        nonlocal logins
+        logins += 1
+        sessions.started(SITE)
+        sessions.logged_in(SITE)
+
+    log_in()
+    for n in range(20):
+        resends = 0
+        while not sessions.given_up(SITE):
+            seen = sessions.session(SITE)
+            for url, status in ((f"{SITE}/", 200), (f"{SITE}/missing", 404), (f"{SITE}/broken", 500)):
+                sessions.served(SITE, seen, url, status)
+            expiry = sessions.expired(SITE, seen, resends, False, f"{SITE}/p{n}.html")
+            if expiry.log_in:
+                log_in()
+            if expiry.refusal is not None:
+                break
+            resends += 1
+    assert sessions.given_up(SITE) and logins == 3
+
+
+def test_a_page_that_always_expires_costs_one_login_and_no_failure() -> None:
+    """Issue 53 review: a page a working session cannot see (Django's permission_required sends
+    a logged-in user without the right to the login page; a help page shows expired_text) was
+    sent again 5 times, each with a new login: 6 logins per page with a correct password. Sent
+    again into a session that serves other pages, it now gets 936 without a login."""
+    sessions = Sessions(limit=3)
+    sessions.started(SITE)
+    sessions.logged_in(SITE)
+    sessions.needs_session[SITE] = {f"{SITE}/a.html"}
+    logins = 1
+    for n in range(10):
+        denied, resends = f"{SITE}/admin{n}.html", 0
+        while True:
+            seen = sessions.session(SITE)
+            sessions.served(SITE, seen, f"{SITE}/a.html", 200)  # the session works for the other pages
+            expiry = sessions.expired(SITE, seen, resends, False, denied)
+            if expiry.log_in:
+                logins += 1
+                sessions.started(SITE)
+                sessions.logged_in(SITE)
+            if expiry.refusal is not None:
+                assert expiry.refusal == "the page found expired a fresh session that serves other pages"
+                break
+            resends += 1
+    assert logins == 1 + 10 and not sessions.given_up(SITE) and sessions.failures[SITE] == 0
+
+
+def test_logins_of_an_origin_are_capped_in_a_crawl() -> None:
+    """Issue 53 review: sessions that keep expiring after serving pages (two processes sharing
+    a user on a site that allows one session per user) logged in without end."""
+    sessions = Sessions(limit=3, login_limit=4)
+    for session in range(1, 5):
+        sessions.started(SITE)
+        sessions.logged_in(SITE)
+        sessions.needs_session[SITE] = {f"{SITE}/a.html"}
+        sessions.served(SITE, session, f"{SITE}/a.html", 200)
+        expiry = sessions.expired(SITE, session, 0, False, f"{SITE}/b.html")
+        if session < 4:
+            assert expiry == Expiry(log_in=True)
+    assert expiry.gives_up and not expiry.log_in and "after 4 logins" in (expiry.refusal or "")
+    assert sessions.given_up(SITE) and not Sessions(limit=3).given_up(SITE)
 
 
 def test_the_login_page_on_another_name_of_its_server_is_its_path_and_port() -> None:

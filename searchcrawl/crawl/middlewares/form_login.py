@@ -28,15 +28,18 @@ passed it already and waited for the site's turn (site_concurrency, fleet) are s
 FormLoginGateMiddleware, the last downloader middleware before the network, and sent again after
 the login (so are those sent with a session older than the newest). The gate also reads each
 answer before the site's turn is given back, so that the next request already finds the login
-under way. A failed login, or a session that expires before serving a single page (a login the
-site took without giving a session that works), counts toward SEARCHCRAWL_AUTH_REFUSED_LIMIT
-failures in a row, which a page served ends; a session that expires after serving pages counts
-nothing. The URL gets status 936 (a transient failure of the source, not counted, nothing
-removed) when its login failed, when it found expired a session fresh from a login after being
-sent again, or after MAX_RESENDS resends; at the limit the crawl logs an ERROR and stops asking
-the login's origins (their URLs get 936 without a request), rather than walking a site of login
-pages. The login page itself is never requested as a page (status 903), nor indexed when another
-name of the same server leads to it (its path and port on another host, showing the login form).
+under way. A failed login, or a session that expires before serving a page known to need one
+(a login the site took without giving a session that works), counts toward
+SEARCHCRAWL_AUTH_REFUSED_LIMIT failures in a row, which such a page served ends; a session that
+expires after serving them counts nothing (searchcrawl/rules/login_forms.py, Sessions). The URL
+gets status 936 (a transient failure of the source, not counted, nothing removed) when its login
+failed, when it found expired a session fresh from a login after being sent again, or after
+MAX_RESENDS resends; at the limit, or at SEARCHCRAWL_AUTH_LOGIN_LIMIT logins in the crawl, the
+crawl logs an ERROR and stops asking the login's origins (their URLs get 936 without a request),
+rather than walking a site of login pages. The login page itself is never requested as a page
+(status 903), nor indexed when another name of the same server leads to it (its path and port
+on another host answered from the address the login page came from, showing the login form:
+936, which removes nothing).
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ from searchcrawl.rules.login_forms import (
     Expiry,
     Sessions,
     at_login_path,
+    is_login_form,
     is_login_page,
     login_failure,
     redirect_target,
@@ -145,12 +149,13 @@ def read_logins(rules: list[Any]) -> list[Login]:
 
 
 class FormLoginMiddleware:
-    def __init__(self, crawler: Crawler, logins: list[Login], refused_limit: int) -> None:
+    def __init__(self, crawler: Crawler, logins: list[Login], refused_limit: int, login_limit: int = 0) -> None:
         self.crawler = crawler
         self.logins = logins
         self.by_origin = {origin: login for login in logins for origin in login.origins}
-        self.sessions = Sessions(refused_limit)
+        self.sessions = Sessions(refused_limit, login_limit)
         self.logging_in: dict[str, asyncio.Future[str | None]] = {}  # login key -> the login under way
+        self.login_addresses: dict[str, set[str]] = {}  # login key -> the addresses its login page came from
         _MIDDLEWARES[crawler] = self
 
     @classmethod
@@ -159,7 +164,9 @@ class FormLoginMiddleware:
         if not auth:
             raise not_needed(cls, "the source has no [[auth]] tables (no form login, no cookie jar per origin)")
         rules = [rule for rule in auth if rule.type == "form"]  # none: only a jar per origin
-        return cls(crawler, read_logins(rules), crawler.settings.getint("SEARCHCRAWL_AUTH_REFUSED_LIMIT"))
+        settings = crawler.settings
+        limits = settings.getint("SEARCHCRAWL_AUTH_REFUSED_LIMIT"), settings.getint("SEARCHCRAWL_AUTH_LOGIN_LIMIT")
+        return cls(crawler, read_logins(rules), *limits)
 
     # --- page requests ----------------------------------------------------------------------
 
@@ -216,11 +223,11 @@ class FormLoginMiddleware:
         text = response.text if form.expired_text is not None and isinstance(response, TextResponse) else None
         why = session_expired(form, request.url, response.status, _location(response), text)
         if why is None:
-            self.sessions.served(login.key, seen)
+            self.sessions.served(login.key, seen, request.url, response.status)
             request.meta[LOGIN_EXPIRY] = None, None
             return None, None
         resends = int(request.meta.get(LOGIN_RETRIED, 0))
-        expiry = self.sessions.expired(login.key, seen, resends, login.key in self.logging_in)
+        expiry = self.sessions.expired(login.key, seen, resends, login.key in self.logging_in, request.url)
         logger.debug(
             "The session %d of %s expired at %s (%s): %s",
             seen,
@@ -230,7 +237,7 @@ class FormLoginMiddleware:
             "logging in again" if expiry.log_in else "status 936" if expiry.refusal else "sent again after the login",
         )
         if expiry.gives_up:
-            self._give_up(login)
+            self._give_up(login, expiry.refusal or "")
         waits_for = self._start_login(login) if expiry.log_in else self.logging_in.get(login.key)
         request.meta[LOGIN_EXPIRY] = expiry, waits_for
         return expiry, waits_for
@@ -263,25 +270,36 @@ class FormLoginMiddleware:
 
     def _refuse_login_page_elsewhere(self, request: Request, response: Response) -> None:
         """The login page reached through another name of its server (its path and port on
-        another host, showing the login form) is never indexed either (903)."""
+        another host, answered from an address its login page came from, showing the login
+        form) is never indexed either: 936, a transient failure that removes nothing (a page
+        indexed before stays, as one served a login wall does). An address unknown (no login
+        yet, a handler that does not say) makes it a page like any other."""
         if request.meta.get(LOGIN_REQUEST) or request.meta.get(ROBOTS_REQUEST) or not isinstance(response, HtmlResponse):
             return
+        address = str(response.ip_address) if response.ip_address is not None else None
         for login in self.logins:
-            if at_login_path(response.url, login.form.url) and _login_form(response, login.form):
+            if address not in self.login_addresses.get(login.key, ()) or not at_login_path(response.url, login.form.url):
+                continue
+            if any(
+                is_login_form(login.form, response.url, found.attrib.get("action"), found.xpath(".//input/@name").getall())
+                for found in _login_form(response, login.form)
+            ):
                 raise RequestRefused(
-                    Status.EXCLUDED_PATH, f"the login page of {login.key}, reached as {origin_of(response.url)}: never indexed"
+                    Status.AUTH_REFUSED,
+                    f"the login page of {login.key}, reached as {origin_of(response.url)}: never indexed",
+                    event=Event.FAILED,
+                    counted=False,
                 )
 
     def _refused(self, login: Login, why: str) -> RequestRefused:
         self.crawler.stats.inc_value("searchcrawl/auth_refused")
         return RequestRefused(Status.AUTH_REFUSED, f"{login.key}: {why}", event=Event.FAILED, counted=False)
 
-    def _give_up(self, login: Login) -> None:
+    def _give_up(self, login: Login, why: str) -> None:
         logger.error(
-            "The form login of %s failed %d times in a row: %s is not requested again in this crawl; check the "
-            "secret and the [auth.form] table",
+            "The form login of %s: %s; %s is not requested again in this crawl; check the secret and the [auth.form] table",
             login.form.url,
-            self.sessions.limit,
+            why,
             ", ".join(login.origins),
         )
 
@@ -297,6 +315,7 @@ class FormLoginMiddleware:
         """The login under way, started now if none is (one for all the requests that ask together)."""
         running = self.logging_in.get(login.key)
         if running is None:
+            self.sessions.started(login.key)
             running = self.logging_in[login.key] = asyncio.ensure_future(self._login(login))
             running.add_done_callback(lambda _done: self.logging_in.pop(login.key, None))
         return running
@@ -313,7 +332,7 @@ class FormLoginMiddleware:
             logger.info("Logged in to %s (session %d)", login.key, self.sessions.logged_in(login.key))
         elif self.sessions.failed(login.key):
             logger.warning("The form login of %s failed: %s", login.form.url, failure)
-            self._give_up(login)
+            self._give_up(login, f"failed {self.sessions.limit} times in a row")
         else:
             logger.warning("The form login of %s failed: %s", login.form.url, failure)
         return failure
@@ -325,6 +344,8 @@ class FormLoginMiddleware:
             return failure
         if page.status != 200 or not isinstance(page, TextResponse):
             return f"the login page answered HTTP {page.status}" + ("" if page.status != 200 else " without text")
+        if page.ip_address is not None:  # its server: another name of it leads to the login page too
+            self.login_addresses.setdefault(login.key, set()).add(str(page.ip_address))
         found = _login_form(page, form)
         if not found:
             return f"no login form on the login page ({form.form or 'a form with a password input'})"

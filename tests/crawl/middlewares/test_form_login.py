@@ -6,16 +6,20 @@ every downloader middleware of the project but the one under test).
 What it checks: the first page request waits for the login and carries its session number; the
 cookie jar is the login's for its origin and the origin's own elsewhere; requests that find their
 session expired together make one login, and one of an older session none; a page still expired
-right after a fresh login is 936 (not counted); while a login runs the gate lets no page request
-out, and the one it held is sent again after it; the login page is never a page (903); a form that
-sends elsewhere, or in its URL, is never sent (the password reaches no one); failed logins in a row
-give the origin up; a source with any other ``[[auth]]`` table gets a cookie jar per origin too.
+right after a fresh login is 936 (not counted), and so is a page that expires alone in a session
+serving others (no other login); logins past SEARCHCRAWL_AUTH_LOGIN_LIMIT give the origin up;
+while a login runs the gate lets no page request out, and the one it held is sent again after
+it; the login page is never a page (903), nor is it indexed through another name of its server
+(936), while another server's sign-in box is a page; a form that sends elsewhere, or in its URL,
+is never sent (the password reaches no one); failed logins in a row give the origin up; a source
+with any other ``[[auth]]`` table gets a cookie jar per origin too.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from ipaddress import IPv4Address, ip_address
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,7 @@ from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.meta import COOKIEJAR, LOGIN_RETRIED, LOGIN_SESSION, ROBOTS_REQUEST
 from searchcrawl.crawl.middlewares.form_login import FormLoginGateMiddleware, FormLoginMiddleware, SessionHeld
 from searchcrawl.crawl.middlewares.site_auth import SiteAuthError
+from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
 from tests.components import source_crawler
 from tests.e2e.test_form_login import LOGIN_FORM, FormSite
@@ -132,8 +137,11 @@ def test_the_first_page_waits_for_the_login_and_expiry_together_makes_one_login(
             await answer(gate, middleware, retry, expired(retry))
         assert refused.value.status == Status.AUTH_REFUSED and not refused.value.outcome.counted
         assert "expired again right after a fresh login" in refused.value.reason
-        assert middleware.sessions.failures[key] == 1
-        # an answer that is no expiry passes untouched, and ends the failures in a row
+        # two failures in a row: session 1 expired before serving a page known to need one (c.html
+        # may be public), session 2 served nothing
+        assert middleware.sessions.failures[key] == 2
+        # an answer that is no expiry passes untouched; a.html, known to need a session, ends the
+        # failures in a row
         fine = await page(middleware, f"{site.url}a.html")
         assert site.logins == 3 and fine.meta[LOGIN_SESSION] == 3
         ok = served(fine)
@@ -172,10 +180,60 @@ def test_no_page_goes_out_while_the_session_is_renewed(tmp_path, site, monkeypat
             await middleware.process_request(request)
             gate.process_request(request)  # the new session: it goes out
             assert request.meta[LOGIN_SESSION] == 2
-        assert middleware.sessions.failures[site.url.rstrip("/")] == 0  # an expiry after pages is no failure
+        # the page that found the session expired, served in the new one: the login works (no failure)
+        assert await answer(gate, middleware, resent, served(resent)) is not None
+        assert middleware.sessions.failures[site.url.rstrip("/")] == 0
 
     run(crawler, scenario)
     assert [path.split("?")[0] for _method, path, _c in site.seen] == ["/login"] * 4
+
+
+def test_a_page_that_expires_alone_gets_936_without_another_login(tmp_path, site, monkeypatch) -> None:
+    """Issue 53 review: a page a working session cannot see (permission_required sends a
+    logged-in user without the right to the login page) was sent again 5 times, each time with
+    a new login. Sent again into a session that serves other pages, it gets 936 at once."""
+    crawler = crawler_of(tmp_path, site, monkeypatch)
+
+    async def scenario(middleware: FormLoginMiddleware) -> None:
+        gate = FormLoginGateMiddleware(middleware)
+        denied = await page(middleware, f"{site.url}admin.html")
+        resent = await answer(gate, middleware, denied, expired(denied))  # cannot be told from the session's end
+        assert isinstance(resent, Request) and site.logins == 2
+        await middleware.process_request(resent)
+        other = await page(middleware, f"{site.url}a.html")
+        assert await answer(gate, middleware, other, served(other)) is not None
+        with pytest.raises(RequestRefused) as refused:
+            await answer(gate, middleware, resent, expired(resent))
+        assert refused.value.status == Status.AUTH_REFUSED and not refused.value.outcome.counted
+        assert "a fresh session that serves other pages" in refused.value.reason
+        assert not middleware.logging_in and not middleware.sessions.given_up(site.url.rstrip("/"))
+
+    run(crawler, scenario)
+    assert site.logins == 2 and site.posts == 2
+
+
+def test_logins_past_the_limit_give_the_origin_up(tmp_path, site, monkeypatch, caplog) -> None:
+    """Issue 53 review: sessions that keep ending after serving pages (two processes sharing a
+    user on a site that allows one session per user) made logins without end."""
+    crawler = crawler_of(tmp_path, site, monkeypatch, SEARCHCRAWL_AUTH_LOGIN_LIMIT=2)
+
+    async def scenario(middleware: FormLoginMiddleware) -> None:
+        gate = FormLoginGateMiddleware(middleware)
+        first = await page(middleware, f"{site.url}a.html")
+        resent = await answer(gate, middleware, first, expired(first))
+        assert isinstance(resent, Request) and site.logins == 2
+        await middleware.process_request(resent)
+        assert await answer(gate, middleware, resent, served(resent)) is not None  # the session works
+        later = await page(middleware, f"{site.url}b.html")
+        with pytest.raises(RequestRefused, match=r"after 2 logins in this crawl \(SEARCHCRAWL_AUTH_LOGIN_LIMIT\)"):
+            await answer(gate, middleware, later, expired(later))
+        with pytest.raises(RequestRefused, match="not asked again"):
+            await middleware.process_request(Request(f"{site.url}c.html"))
+
+    run(crawler, scenario)
+    assert site.logins == 2
+    errors = [record for record in caplog.records if record.levelname == "ERROR"]
+    assert len(errors) == 1 and "is not requested again in this crawl" in errors[0].getMessage()
 
 
 def test_the_login_page_is_never_a_page(tmp_path, site, monkeypatch) -> None:
@@ -191,21 +249,29 @@ def test_the_login_page_is_never_a_page(tmp_path, site, monkeypatch) -> None:
 
 
 def test_the_login_page_through_another_name_of_its_server_is_never_indexed(tmp_path, site, monkeypatch) -> None:
-    """Issue 53: localhost:port/login, the login page of the table's 127.0.0.1:port, was indexed."""
+    """Issue 53: localhost:port/login, the login page of the table's 127.0.0.1:port, was indexed.
+    It gets 936 (a transient failure: an indexed page stays) when the address answering is the
+    one its login page came from and the form is the login form."""
     crawler = crawler_of(tmp_path, site, monkeypatch)
     alias = f"http://localhost:{site.port}"
+    server = ip_address("127.0.0.1")
 
-    def shown(url: str, body: str) -> HtmlResponse:
-        return HtmlResponse(url, status=200, body=body.encode(), request=Request(url))
+    def shown(url: str, body: str, address: IPv4Address | None = server) -> HtmlResponse:
+        return HtmlResponse(url, status=200, body=body.encode(), request=Request(url), ip_address=address)
 
     async def scenario(middleware: FormLoginMiddleware) -> None:
         form = LOGIN_FORM.format(message="", csrf="t", next="/")
+        before = shown(f"{alias}/login", form)  # before any login: its server unknown, a page like any other
+        assert await middleware.process_response(before.request, before) is before
+        await page(middleware, f"{site.url}a.html")  # logs in: the login page came from 127.0.0.1
         for url in (f"{alias}/login", f"{alias}/login?next=/a.html", f"http://127.0.0.2:{site.port}/login"):
             response = shown(url, form)
             with pytest.raises(RequestRefused) as refused:
                 await middleware.process_response(response.request, response)
-            assert refused.value.status == Status.EXCLUDED_PATH and f"reached as {url.split('/login')[0]}" in refused.value.reason
-        # another path, another port, or no login form there: a page like any other
+            outcome = refused.value.outcome
+            assert outcome.event == Event.FAILED and not outcome.counted and refused.value.status == Status.AUTH_REFUSED
+            assert f"reached as {url.split('/login')[0]}" in refused.value.reason
+        # another path, another port, no login form there: a page like any other
         for url, body in (
             (f"{alias}/signin", form),
             (f"http://localhost:{site.port + 1}/login", form),
@@ -213,9 +279,34 @@ def test_the_login_page_through_another_name_of_its_server_is_never_indexed(tmp_
         ):
             response = shown(url, body)
             assert await middleware.process_response(response.request, response) is response
+        assert middleware.login_addresses == {site.url.rstrip("/"): {"127.0.0.1"}}
 
     run(crawler, scenario)
-    assert site.seen == []
+    assert site.logins == 1
+
+
+def test_a_sign_in_box_of_another_server_is_a_page(tmp_path, site, monkeypatch) -> None:
+    """Issue 53 review: with the login at https://app.corp/, https://www.corp/ showing a sign-in
+    box in its header (any form with a password input) was taken for the login page: 903, an
+    EXCLUDED event that removed the indexed home page, its links not followed. Only another
+    name of the login page's server (the same address answering) showing the login form (sent
+    to the login page's path, or with the table's user and password inputs) is the login page."""
+    crawler = crawler_of(tmp_path, site, monkeypatch)
+    header = '<html><body><form action="/search"><input type="password" name="pin"></form></body></html>'
+    login_form = LOGIN_FORM.format(message="", csrf="t", next="/")
+
+    async def scenario(middleware: FormLoginMiddleware) -> None:
+        await page(middleware, f"{site.url}a.html")
+        for body, address in (
+            (login_form, ip_address("10.0.0.8")),  # another server: its own home page
+            (login_form, None),  # the address unknown
+            (header, ip_address("127.0.0.1")),  # the same server, another form
+        ):
+            url = f"http://www.corp.test:{site.port}/login"
+            response = HtmlResponse(url, body=body.encode(), request=Request(url), ip_address=address)
+            assert await middleware.process_response(response.request, response) is response
+
+    run(crawler, scenario)
 
 
 @pytest.mark.parametrize(
