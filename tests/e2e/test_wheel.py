@@ -154,11 +154,11 @@ def installed(venv: Path, tmp_path: Path) -> Iterator[dict]:
         kind(data, port).stop()  # whatever `scrapy solr stop` left running
 
 
-def scrapy(installed: dict, *args: str) -> subprocess.Popen[str]:
-    """`scrapy ARGS` of the venv, started in the user's folder."""
+def venv_command(installed: dict, folder: Path, command: str, *args: str) -> subprocess.Popen[str]:
+    """The venv's ``command`` (a console script) with ``args``, started in ``folder``."""
     process = subprocess.Popen(
-        [str(Path(installed["env"]["VIRTUAL_ENV"]) / "bin" / "scrapy"), *args],
-        cwd=installed["work"],
+        [str(Path(installed["env"]["VIRTUAL_ENV"]) / "bin" / command), *args],
+        cwd=folder,
         env=installed["env"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -167,6 +167,11 @@ def scrapy(installed: dict, *args: str) -> subprocess.Popen[str]:
     )
     installed["processes"].append(process)
     return process
+
+
+def scrapy(installed: dict, *args: str) -> subprocess.Popen[str]:
+    """`scrapy ARGS` of the venv, started in the user's folder."""
+    return venv_command(installed, installed["work"], "scrapy", *args)
 
 
 def finish(process: subprocess.Popen[str], timeout: float = 600) -> tuple[str, str]:
@@ -220,17 +225,7 @@ def test_the_installed_wheel_runs_solr_the_collection_command_and_the_demo(venv:
 
 def console(installed: dict, folder: Path, *args: str) -> subprocess.Popen[str]:
     """The venv's console command `searchcrawl ARGS`, started in ``folder``."""
-    process = subprocess.Popen(
-        [str(Path(installed["env"]["VIRTUAL_ENV"]) / "bin" / "searchcrawl"), *args],
-        cwd=folder,
-        env=installed["env"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    installed["processes"].append(process)
-    return process
+    return venv_command(installed, folder, "searchcrawl", *args)
 
 
 def answers(url: str) -> bool:
