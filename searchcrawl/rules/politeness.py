@@ -75,8 +75,10 @@ def retry_after_seconds(value: str | bytes | None, now: datetime) -> float | Non
     if value is None:
         return None
     text = (value.decode("latin-1") if isinstance(value, bytes) else value).strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # str.isdigit() alone holds for '\xb2' and '\u0663'
         return float(int(text[:12]))
+    if not text.isascii():
+        return None
     try:
         when = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):

@@ -39,6 +39,15 @@ def test_asked_pause_is_a_retry_after_on_429_or_503_within_the_cap() -> None:
     assert asked_pause(200, "2", NOW, 120) is None
 
 
+def test_a_retry_after_of_digits_other_than_ascii_asks_nothing() -> None:
+    """str.isdigit() holds for a superscript or an Arabic-Indic digit: int() raised on '\xb2' (an
+    ERROR traceback on every such answer, and the URL given an exception's status instead of a
+    retry), and read '\u0663' as 3. RFC 9110's delay-seconds is ASCII digits."""
+    assert asked_pause(503, b"\xb2", NOW, 120) is None
+    assert asked_pause(503, "\u0663", NOW, 120) is None
+    assert asked_pause(503, b" 7 ", NOW, 120) == 7
+
+
 def test_a_site_pause_is_only_ever_extended_and_then_forgotten() -> None:
     pauses = SitePauses()
     assert pauses.remaining("h", 0.0) == 0
