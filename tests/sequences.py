@@ -36,8 +36,9 @@ The rules the oracle follows (the crawler's contract)
 4. Transient failures (503): the document stays with its old content and leaves after
    ``max_failures`` (3) consecutive failing crawls. robots.txt answering 503 is a transient failure
    of every URL of the site. A robots.txt Disallow removes a URL; Allow brings it back next crawl.
-5. Same title AND same text: duplicates, exactly one of the group indexed (whichever). When the
-   indexed one leaves, another takes its place in that crawl or the next one.
+5. Same title AND same text: duplicates, exactly one of the group indexed: the one another member
+   names ``rel=canonical`` (DECISION D14), else any. When the indexed one leaves, another takes
+   its place in that crawl or the next one.
 6. noindex on: removed in that crawl; off: indexed again in that crawl.
 7. Sources are independent: Solr id ``<source>!<url>``, field ``source``, field ``url``.
 8. A Solr outage (exit 4) changes nothing in Solr; the next finished crawl makes the index equal
@@ -98,6 +99,17 @@ D13 Rule 9's "same status" is applied literally to every status, transient ones 
    is not listed as failed again in the second; a URL robots.txt keeps disallowing is not listed
    as excluded again; a 302 target outside the boundary that keeps answering 410 (or keeps being a
    duplicate) through a standing redirect is not listed as excluded.
+D14 Canonical links (README, "Duplicates"): a page of the site may name another page
+   ``rel=canonical``. A group's holder is a member that another member names canonical (among
+   several, one naming itself if any), else a member naming itself, else any member; which one
+   of those is read back from Solr. Only members count: a canonical outside the group (or outside
+   the source's boundary) is no holder. The generator names a canonical only as a page becomes a
+   copy (``late_copy``: a copy that arrives later, half the time linked by no page any more,
+   naming a member of the group), and a page's canonical goes when its title or text changes:
+   its canonical never changes while its content stays (a change a checksum-only page would not
+   show). A member may move away for good (``copy_moves_away``: 301), after which the group holds
+   one of the rest. After every crawl, every URL the document table says is indexed must be in
+   Solr (issue 53, item 26).
 """
 
 from __future__ import annotations
@@ -185,6 +197,7 @@ class Page:
     status: int = 200  # 200, 404, 410, 503, 301, 302, 307, 308
     target: str | None = None  # redirect target (a path)
     noindex: bool = False
+    canonical: str | None = None  # the path it names rel=canonical (DECISION D14)
 
     @property
     def key(self) -> Key:
@@ -192,6 +205,8 @@ class Page:
 
     def html(self) -> str:
         head = '<meta name="robots" content="noindex">' if self.noindex else ""
+        if self.canonical:
+            head += f'<link rel="canonical" href="{self.canonical}">'
         # DECISION D5: links with empty anchor text, so that they are not part of the page's text
         anchors = "".join(f'<a href="{href}"></a>' for href in self.links)
         return f"<html><head><title>{self.title}</title>{head}</head><body><p>{self.text}</p>{anchors}</body></html>"
@@ -201,7 +216,8 @@ class Page:
             return f"{self.status} to {self.target}"
         if self.status != 200:
             return str(self.status)
-        return "200 noindex" if self.noindex else "200"
+        canonical = f" canonical {self.canonical}" if self.canonical else ""
+        return ("200 noindex" if self.noindex else "200") + canonical
 
 
 class SiteModel:
@@ -346,6 +362,8 @@ class Mutator:
             (self.noindex_on, 1),
             (self.noindex_off, 1),
             (self.duplicate, 1.5),
+            (self.late_copy, 1.2),
+            (self.copy_moves_away, 0.7),
             (self.robots_disallow, 1),
             (self.robots_allow, 0.5),
             (self.robots_remove, 1.2),
@@ -373,7 +391,7 @@ class Mutator:
         page = page or self.page()
         if page is None:
             return None
-        page.text = self.model.new_text()
+        page.text, page.canonical = self.model.new_text(), None
         return f"{page.path}: new text {page.text!r}"
 
     def edit_title(self) -> str | None:
@@ -383,13 +401,14 @@ class Mutator:
         old = page.title
         while page.title == old:
             page.title = self.model.new_title(page.path)
+        page.canonical = None
         return f"{page.path}: new title {page.title!r}"
 
     def empty_text(self) -> str | None:
         page = self.page(lambda page: page.text != "")
         if page is None:
             return None
-        page.text = ""
+        page.text, page.canonical = "", None
         return f"{page.path}: empty text (title {page.title!r} only)"
 
     def add_link(self) -> str | None:
@@ -436,10 +455,10 @@ class Mutator:
     def restore(self) -> str | None:
         return self.set_status(200)
 
-    def redirect(self, status: int) -> str | None:
+    def redirect(self, status: int, page: Page | None = None) -> str | None:
         targets = self.model.redirect_targets()
         # DECISION D12: no chains: a redirect target never redirects, a redirect never points at one
-        page = self.page(lambda page: page.path not in targets)
+        page = page or self.page(lambda page: page.path not in targets)
         if page is None:
             return None
         candidates = [p for p, other in self.model.pages.items() if other.status not in REDIRECTS and p != page.path]
@@ -477,8 +496,44 @@ class Mutator:
         if original is None:
             return None
         source = self.model.pages[original]
-        page.title, page.text = source.title, source.text
+        page.title, page.text, page.canonical = source.title, source.text, None
         return f"{page.path}: now a duplicate of {original} (title {page.title!r}, text {page.text!r})"
+
+    def late_copy(self) -> str | None:
+        """DECISION D14: a page becomes a copy of another's title and text naming a member of
+        that content's group canonical (another copy than the one it copies, when there is one),
+        and half the time no page links to it any more: a known URL that arrives unlinked."""
+        seeds = ("/index.html", "/sub/index.html")
+        original = self.page(lambda page: page.status == 200)
+        if original is None:
+            return None
+        page = self.page(lambda page: page.key != original.key and page.path not in seeds)
+        if page is None:
+            return None
+        group = sorted(path for path, other in self.model.pages.items() if other.key == original.key)
+        page.title, page.text = original.title, original.text
+        page.canonical = self.rng.choice([path for path in group if path != original.path] or group)
+        unlinked = self.rng.random() < 0.5
+        if unlinked:
+            for other in self.model.pages.values():
+                other.links = [link for link in other.links if link != page.path]
+        return (
+            f"{page.path}: now a copy of {original.path} naming {page.canonical} canonical"
+            f"{', linked by no page' if unlinked else ''} (title {page.title!r}, text {page.text!r})"
+        )
+
+    def copy_moves_away(self) -> str | None:
+        """DECISION D14: a member of a group of copies (or a page naming a canonical) moves for
+        good: 301 to another page."""
+        keys = Counter(page.key for page in self.model.pages.values() if page.status == 200)
+        targets = self.model.redirect_targets()
+        page = self.page(
+            lambda page: page.status == 200 and page.path not in targets and (keys[page.key] > 1 or page.canonical is not None)
+        )
+        if page is None:
+            return None
+        line = self.redirect(301, page)
+        return f"{line} (a copy moves away)" if line else None
 
     def robots_disallow(self) -> str | None:
         if self.rng.random() < 0.3:
@@ -549,6 +604,7 @@ class Group:
     key: Key
     members: set[str]
     lag: bool  # zero members indexed is acceptable in this crawl (rule 5, DECISION D7)
+    holders: set[str] = field(default_factory=set)  # the members that may hold it (DECISION D14)
 
 
 @dataclass
@@ -584,6 +640,7 @@ class SourceOracle:
         self.index: dict[str, Key] = {}  # the index after the last crawl (duplicates: as Solr chose)
         self.statuses: dict[str, str] = {}  # outcome of each URL in the last crawl
         self.fetched_html: dict[str, bytes] = {}  # the HTML each URL answered 200 with, last time (D8)
+        self.fetched_canonical: dict[str, str | None] = {}  # the canonical it named then (D14)
 
     def crawl(self, model: SiteModel) -> Expectation:
         spec = self.spec
@@ -629,6 +686,7 @@ class SourceOracle:
                     if self.fetched_html.get(path, html) != html:
                         html_changed.add(path)
                     self.fetched_html[path] = html
+                    self.fetched_canonical[path] = page.canonical
                     if page.noindex:
                         statuses[path] = "noindex"
                     else:
@@ -695,8 +753,18 @@ class SourceOracle:
             if len(members) == 1 and not lag:
                 required[next(iter(members))] = key
             else:
-                groups.append(Group(key, members, lag))
+                groups.append(Group(key, members, lag, self.holders(members)))
         return Expectation(required, groups, statuses, set(kept), html_changed)
+
+    def holders(self, members: set[str]) -> set[str]:
+        """DECISION D14: the members that may hold a group: one another member names canonical
+        (among several, those naming themselves if any), else those naming themselves, else all."""
+        canonical = {path: self.fetched_canonical.get(path) for path in members}
+        named = {target for path, target in canonical.items() if target in members and target != path}
+        itself = {path for path, target in canonical.items() if target == path}
+        if named:
+            return (named & itself) or named
+        return itself or set(members)
 
     def adopt(self, expectation: Expectation, actual: dict[str, Key] | None, intended: set[str] | None = None) -> None:
         """The oracle's index after the crawl: what it required, and for each duplicate group the
@@ -880,8 +948,11 @@ class Sequence:
             f"seed {self.seed} crawl {crawl}{' (' + described + ')' if event else ''}: "
             + ("; ".join(mutations) or "initial site")
         )
+        found = len(self.result.mismatches)
         for spec in self.specs:
             self.crawl_source(crawl, spec, event if label in ("", spec.label) else "", mutations)
+        for mismatch in self.result.mismatches[found:]:  # as they happen: a long run may be cut short
+            self.progress(f"MISMATCH {mismatch.text()}")
         self.result.crawls = crawl
 
     def outage_change(self, label: str) -> list[str]:
@@ -1050,16 +1121,14 @@ class Sequence:
                 lines.append(f"{path}: expected {expected.get(path)}, actual {actual.get(path)}")
         return "; ".join(lines)
 
-    def intended(self, spec: SourceSpec) -> set[str] | None:
-        """The paths the document table keeps in the index (pending or indexed): after an outage,
-        which member of a duplicate group the crawler chose, which Solr cannot tell yet. None when
-        the table cannot be read."""
+    def intended(self, spec: SourceSpec, states: tuple[str, ...] = ("pending", "indexed")) -> set[str] | None:
+        """The paths the document table keeps in the index (pending or indexed; or in ``states``):
+        after an outage, which member of a duplicate group the crawler chose, which Solr cannot
+        tell yet. None when the table cannot be read."""
         with contextlib.suppress(Exception):
             table = self.project.table()
             try:
-                urls = [
-                    row["url"] for state in ("pending", "indexed") for row in table.rows(spec.name, state=state, limit=100_000)
-                ]
+                urls = [row["url"] for state in states for row in table.rows(spec.name, state=state, limit=100_000)]
             finally:
                 with contextlib.suppress(Exception):
                     table.database.close()
@@ -1130,12 +1199,31 @@ class Sequence:
                     f"Solr has none; " + "; ".join(f"{p}: {self.row(spec, p)}" for p in sorted(group.members))
                 ),
             )
+            others = [path for path in present if group.holders and path not in group.holders]
+            check(
+                not others,
+                "duplicate group held by another copy than its canonical",
+                lambda: (
+                    f"group {sorted(group.members)} with {group.key}: expected one of {sorted(group.holders)} "
+                    f"(DECISION D14), Solr has {present}; "
+                    + "; ".join(f"{p}: {self.row(spec, p)}" for p in sorted(group.members))
+                ),
+            )
             for path in present:
                 check(
                     actual[path] == group.key,
                     "wrong title/content",
                     lambda: f"{path}: expected {group.key}, Solr has {actual[path]}; {about(path)}",
                 )
+        # issue 53, item 26: a URL whose row says indexed is in Solr
+        indexed = self.intended(spec, ("indexed",))
+        check(
+            indexed is None or indexed <= set(actual),
+            "indexed row not in Solr",
+            lambda: "; ".join(
+                f"{p}: {self.row(spec, p)}; {self.page_state(p)}" for p in sorted((indexed or set()) - set(actual))
+            ),
+        )
         allowed = exp.allowed()
         for path in sorted(set(actual) - allowed):
             check(

@@ -23,20 +23,39 @@ def has_changed(
     return bool(reasons), ", ".join(reasons) or "same " + " and ".join(sorted(signals))
 
 
-def original_of(a: Mapping[str, Any], b: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Of two documents with the same content (``url``, ``canonical_url``, row ``id``), the one
-    the index keeps: the one the other names canonical, else the one naming itself canonical,
-    else the one discovered first (lower row id). Symmetric, so every node of a fleet that meets
-    the pair decides the same."""
-    if b.get("canonical_url") == a["url"] and a.get("canonical_url") != b["url"]:
-        return a
-    if a.get("canonical_url") == b["url"] and b.get("canonical_url") != a["url"]:
-        return b
-    a_names_itself, b_names_itself = a.get("canonical_url") == a["url"], b.get("canonical_url") == b["url"]
-    if a_names_itself != b_names_itself:
-        return a if a_names_itself else b
+def holder_of(copies: Iterable[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """Of documents with the same content (``url``, ``canonical_url``, row ``id``), the one the
+    index keeps: one that another of them names canonical, else one naming itself canonical, else
+    the one discovered first (lower row id, then the URL). A rank of each copy within the whole
+    group, so a total order: the same holder whatever order the copies are fetched in, and on
+    every node. Compared two at a time, a copy naming a third one canonical made a cycle (C names
+    A: A before C; C discovered before B: C before B; B before A), and each arrival replaced the
+    holder in turn (issue 53, item 26)."""
+    group = list(copies)
+    named = named_canonical(group)
     never = float("inf")
-    return a if (a.get("id") or never, a["url"]) <= (b.get("id") or never, b["url"]) else b
+    return min(
+        group,
+        key=lambda copy: (
+            copy["url"] not in named,
+            copy.get("canonical_url") != copy["url"],
+            copy.get("id") or never,
+            copy["url"],
+        ),
+    )
+
+
+def named_canonical(copies: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The URLs of a group of copies that another copy of the group names canonical."""
+    group = list(copies)
+    urls = {copy["url"] for copy in group}
+    return {str(copy["canonical_url"]) for copy in group if copy.get("canonical_url") not in (None, copy["url"])} & urls
+
+
+def original_of(a: Mapping[str, Any], b: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Of two documents with the same content, the one the index keeps (``holder_of`` of the
+    two). Symmetric, so every node of a fleet that meets the pair decides the same."""
+    return holder_of((a, b))
 
 
 def settings_fingerprint(

@@ -32,6 +32,7 @@ from searchcrawl.rules.lifecycle import (
     decide,
     sources_of,
 )
+from searchcrawl.rules.maintenance import holder_of, named_canonical
 from searchcrawl.rules.redirect_policy import TEMPORARY as TEMPORARY_REDIRECTS
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.database import Database, as_utc, keyed, now, url_hash
@@ -44,6 +45,8 @@ LASTING_DELTAS = (Delta.DELETED, Delta.HELD)  # what a later outcome of the same
 # otherwise read as changed or unchanged; leaving again, as deleted.
 ENTERED = Delta.NEW
 REFETCHED_DELTAS = (Delta.CHANGED, Delta.UNCHANGED, Delta.NOT_MODIFIED)
+# A copy of a content out of the index: a duplicate, or a replaced copy that answered 304 since
+COPY_STATUSES = (int(Status.DUPLICATE), int(Status.UNCHANGED))
 
 
 IN_INDEX = (State.PENDING.value, State.INDEXED.value)
@@ -174,7 +177,12 @@ class DocumentTable:
                 entered=self.run_id is not None and current.entered_run == self.run_id,
             )
         )
-        original = outcome.columns.get("duplicate_of") if self.run_id is not None and not self.test_mode else None
+        # A duplicate's original must not have left the index since the pipeline compared them;
+        # not a replacement's (``finishes`` false), whose original is the copy being cached in
+        # its place now: one that left in this run, come back as the group's holder, was taken
+        # for gone, and the replaced copy stayed in the index beside it (issue 53, item 26)
+        duplicate = self.run_id is not None and not self.test_mode and outcome.finishes
+        original = outcome.columns.get("duplicate_of") if duplicate else None
         if original is not None and current is not None and self._has_left(connection, source, original):
             # The original left the index after the pipeline compared them, and queued its
             # duplicates again (_promote_duplicates): this URL is fetched once more in this run to
@@ -245,6 +253,10 @@ class DocumentTable:
             return False
         if change.leaves_index and not self.test_mode and self.promotes_duplicates:
             self._promote_duplicates(connection, source, url)
+        copy = change.status in COPY_STATUSES and change.state.value not in IN_INDEX
+        checksum = outcome.columns.get("checksum") or (current.checksum if current is not None else None)
+        if copy and checksum and not self.test_mode and self.promotes_duplicates:
+            self._recall_holder(connection, source, checksum)
         return change.state
 
     def _restrict_new(self, values: dict[str, Any]) -> dict[str, Any]:
@@ -264,6 +276,7 @@ class DocumentTable:
                 documents.c.delta,
                 documents.c.delta_run,
                 documents.c.entered_run,
+                documents.c.checksum,
             ).where(documents.c.source == bindparam("source"), documents.c.url_hash == bindparam("url_hash")),
         )
 
@@ -316,42 +329,110 @@ class DocumentTable:
         source: str,
         url: str,
         checksum: str,
-        original_of: Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]],
+        holder_of: Callable[[Sequence[Mapping[str, Any]]], Mapping[str, Any]],
     ) -> str | None:
         """``url`` has just joined the index with ``checksum``. If other nodes put the same content
         in at the same moment (each checked before the other had written), keep one: every node
-        makes the same choice with ``original_of``, so their marks agree. Returns the original
-        when ``url`` is one of its duplicates."""
-        same_content = self._statement("all_same_content", lambda: self._same_content(but_one=False))
+        makes the same choice with ``holder_of`` over them all, so their marks agree. Returns the
+        original when ``url`` is one of its duplicates."""
+        same_content = self._statement("all_same_content", self._same_content)
         with self.single.connect() as connection:
             rows = [dict(row) for row in connection.execute(same_content, {"source": source, "checksum": checksum}).mappings()]
         if len(rows) < 2:
             return None
-        original: Mapping[str, Any] = rows[0]
-        for row in rows[1:]:
-            original = original_of(original, row)
+        original = holder_of(rows)
         for row in rows:
             if row is not original:
                 self.mark_duplicate(source, row["url"], of=original["url"])
         return original["url"] if original["url"] != url else None
 
     def find_duplicate(self, source: str, checksum: str, url: str) -> dict[str, Any] | None:
-        """Another document of the source with this content, in the index (id, url, canonical_url),
-        and ``first_seen_id``: the row id of ``url`` (ids follow discovery order)."""
-        same_content = self._statement("same_content", lambda: self._same_content(but_one=True))
+        """Another document of the source with this content, in the index (id, url,
+        canonical_url), or None; with ``first_seen_id``, the row id of ``url`` (ids follow
+        discovery order), and ``copies``: the other copies of the content (``_copies``). Which
+        of them the index keeps is decided over the whole group (rules/maintenance.py
+        ``holder_of``)."""
         with self.single.connect() as connection:
-            key = url_hash(url)
-            row = connection.execute(same_content, {"source": source, "checksum": checksum, "url_hash": key}).mappings().first()
-            if row is None:
+            copies = [copy for copy in self._copies(connection, source, checksum) if copy["url"] != url]
+            holder = next((copy for copy in copies if copy["holds"]), None)
+            if holder is None:
                 return None
-            own_id = connection.execute(self._row_id(), {"source": source, "url_hash": key}).scalar_one_or_none()
-            return {**row, "first_seen_id": own_id}
+            own_id = connection.execute(self._row_id(), {"source": source, "url_hash": url_hash(url)}).scalar_one_or_none()
+            return {
+                "id": holder["id"],
+                "url": holder["url"],
+                "canonical_url": holder["canonical_url"],
+                "first_seen_id": own_id,
+                "copies": copies,
+            }
+
+    def _copies(self, connection: Connection, source: str, checksum: str) -> list[dict[str, Any]]:
+        """The copies of a content among the source's URLs, in discovery order: those that hold
+        it in the index (``holds``), and those out of it last found its duplicates (status 911,
+        or 912: a replaced copy that answered 304 since; also while queued again to take the
+        place of an original that left, when they keep the canonical they name), each as id,
+        url, canonical_url, holds, and ``done``: fetched in this run already (or not in it)."""
+        statement = self._statement(
+            "copies",
+            lambda: (
+                select(
+                    documents.c.id,
+                    documents.c.url,
+                    documents.c.canonical_url,
+                    documents.c.state,
+                    documents.c.duplicate_of,
+                    documents.c.run_id,
+                    documents.c.frontier,
+                )
+                .where(
+                    documents.c.source == bindparam("source"),
+                    documents.c.checksum == bindparam("checksum"),
+                    or_(
+                        one_of(documents.c.state, IN_INDEX) & documents.c.duplicate_of.is_(None),
+                        ~one_of(documents.c.state, IN_INDEX)
+                        & documents.c.status.in_([literal(code, documents.c.status.type) for code in COPY_STATUSES]),
+                    ),
+                )
+                .order_by(documents.c.id)
+            ),
+        )
+        return [
+            {
+                "id": row.id,
+                "url": row.url,
+                "canonical_url": row.canonical_url,
+                "holds": row.state in IN_INDEX and row.duplicate_of is None,
+                "done": self.run_id is None or row.run_id != self.run_id or row.frontier == FrontierState.DONE,
+            }
+            for row in connection.execute(statement, {"source": source, "checksum": checksum}).mappings()
+        ]
+
+    def _recall_holder(self, connection: Connection, source: str, checksum: str) -> None:
+        """A copy of ``checksum``'s content was recorded out of the index: when the group's
+        rightful holder (``holder_of``: another copy names it canonical) holds nothing and was
+        fetched in this run already, it is fetched again, to take the place of the copy that
+        holds the content now. Decided here, where every copy's outcome is written one after
+        the other, and not by the pipeline that met the copy naming it: the two copies' pages
+        go through the pipelines at once, and each was compared before the other was written
+        (issue 53, item 26: B stayed in the index though C named A)."""
+        if self.run_id is None:
+            return
+        copies = self._copies(connection, source, checksum)
+        if not copies or not any(copy["holds"] for copy in copies):
+            return
+        holder = holder_of(copies)
+        if holder["holds"] or not holder["done"] or holder["url"] not in named_canonical(copies):
+            return  # only a canonical named by a copy: its rank is what a copy's outcome changes
+        connection.execute(
+            update(documents).where(documents.c.source == source, documents.c.id == holder["id"]).values(**self._queued())
+        )
+        logger.debug("Fetched again to hold its content, which another copy names canonical: %s", holder["url"])
 
     @staticmethod
-    def _same_content(but_one: bool) -> Any:
+    def _same_content() -> Any:
         """The source's documents in the index with a checksum, not duplicates themselves, in
-        discovery order; ``but_one``: the first of them other than the URL hashed ``url_hash``."""
-        query = (
+        discovery order."""
+        return (
             select(documents.c.id, documents.c.url, documents.c.canonical_url)
             .where(
                 documents.c.source == bindparam("source"),
@@ -361,7 +442,6 @@ class DocumentTable:
             )
             .order_by(documents.c.id)
         )
-        return query.where(documents.c.url_hash != bindparam("url_hash")).limit(1) if but_one else query
 
     def _row_id(self) -> Any:
         return self._statement(

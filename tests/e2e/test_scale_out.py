@@ -18,7 +18,7 @@ from sqlalchemy import event, text
 
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.rules.lifecycle import Event, Outcome
-from searchcrawl.rules.maintenance import original_of
+from searchcrawl.rules.maintenance import holder_of, original_of
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import POOL_SIZE
 from searchcrawl.store.frontier import Entry, Frontier
@@ -225,8 +225,8 @@ def test_two_nodes_caching_the_same_content_at_once_keep_one(postgres_url: str) 
     # each checked for a duplicate before the other wrote its row: both went on to cache
     node_b.record(source, "http://h/second", Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "b"}))
     node_a.record(source, "http://h/first", Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "a"}))
-    assert node_b.settle_duplicates(source, "http://h/second", "same", original_of) == "http://h/first"
-    assert node_a.settle_duplicates(source, "http://h/first", "same", original_of) is None
+    assert node_b.settle_duplicates(source, "http://h/second", "same", holder_of) == "http://h/first"
+    assert node_a.settle_duplicates(source, "http://h/first", "same", holder_of) is None
     assert node_a.get(source, "http://h/second")["duplicate_of"] == "http://h/first"
     assert node_a.pending(source, "a") == [("http://h/first", "same")] and node_a.pending(source, "b") == []
 

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -9,7 +10,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 
 from searchcrawl.crawl.meta import REFERENCE
-from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.lifecycle import Delta, Event, Outcome
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import (
     SCHEMA_REVISION,
@@ -214,8 +215,9 @@ def test_the_per_page_look_ups_send_sqlite_one_statement_each_as_compiled(tmp_pa
         "url": "http://h/a",
         "canonical_url": None,
         "first_seen_id": None,
+        "copies": [{"id": 1, "url": "http://h/a", "canonical_url": None, "holds": True, "done": True}],
     }
-    assert table.settle_duplicates("s", "http://h/a", "c", lambda a, _b: a) is None
+    assert table.settle_duplicates("s", "http://h/a", "c", lambda copies: copies[0]) is None
     assert len(sent) == 4 and not any("PRAGMA" in statement for statement in sent), sent
     assert all("POSTCOMPILE" not in statement and "IN (?, ?)" in statement for statement in sent[:3] if "state" in statement)
 
@@ -453,3 +455,62 @@ def test_run_and_frontier_states_are_stored_as_their_values(backend: str, tmp_pa
         assert connection.execute(text("SELECT state FROM runs WHERE id = :id"), {"id": run.id}).scalar() == "running"
     runs.end(run.id, RunState.FINISHED, {}, "finished")
     assert runs.latest(source)["state"] == RunState.FINISHED == "finished"
+
+
+def duplicate(of: str, checksum: str, canonical: str | None = None) -> Outcome:
+    """A copy's outcome as ChangePipeline reports it: the duplicate of ``of``, with its content
+    and the canonical URL it names."""
+    columns = {"duplicate_of": of, "checksum": checksum, "canonical_url": canonical}
+    return Outcome(Event.GONE, 911, f"duplicate of {of}", kind=Delta.DUPLICATE, columns=columns)
+
+
+@pytest.mark.parametrize("first", ["A", "C"], ids=["A recorded first", "C recorded first"])
+def test_a_copy_named_canonical_after_it_was_compared_is_fetched_again_to_hold(tmp_path, first: str) -> None:
+    """Issue 53, item 26: B held a content; A, a copy of it, and C, a copy naming A canonical, went
+    through the pipelines at once, each compared before the other's row was written: both were
+    recorded B's duplicates, and B stayed in the index though C names A. Whichever outcome is
+    written second, A is fetched again in the run (to take B's place); a copy naming no
+    canonical recalls nobody."""
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'd.sqlite3'}"))
+    source = "group"
+    a, b, c, d = (f"http://h/{name}" for name in "abcd")
+    table.run_id = Runs(table.database).start(source).id
+    frontier = Frontier(table.database, source, table.run_id, "me")
+    frontier.add([Entry(b, 1), Entry(a, 1), Entry(c, 1), Entry(d, 1)])  # discovered in this order
+    assert len(frontier.lease(4)) == 4
+    table.record(source, b, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
+    table.mark_indexed(source, [(b, "same")])
+    table.record(source, d, duplicate(b, "same"))
+    assert table.get(source, a)["frontier"] == "leased"
+    outcomes = {"A": (a, duplicate(b, "same")), "C": (c, duplicate(b, "same", canonical=a))}
+    for name in (first, "C" if first == "A" else "A"):
+        table.record(source, *outcomes[name])
+        if name == first == "A":  # nothing names it canonical yet: it is B's duplicate, done
+            assert table.get(source, a)["frontier"] == "done"
+    row = table.get(source, a)
+    assert (row["state"], row["frontier"], row["run_id"]) == ("fetched", "queued", table.run_id)
+    assert [entry.url for entry in frontier.lease(4)] == [a]
+    assert table.get(source, b)["state"] == "indexed"  # it holds the content until A takes it
+
+
+def test_a_copy_come_back_to_hold_the_content_replaces_the_copy_holding_it(tmp_path) -> None:
+    """Issue 53, item 26 (A and B both in Solr): A left the index in the run, replaced by B; then
+    A, named canonical by C, came back and replaced B. B's outcome (the duplicate of A) was taken
+    for a duplicate of a document gone: B stayed in the index beside A, and was queued again."""
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'd.sqlite3'}"))
+    source = "group"
+    a, b = "http://h/a", "http://h/b"
+    table.run_id = Runs(table.database).start(source).id
+    for url in (a, b):
+        table.record(source, url, Outcome(Event.CACHED, 200, columns={"checksum": f"old-{url[-1]}"}))
+    table.mark_indexed(source, [(a, "old-a"), (b, "old-b")])
+    table.run_id += 1
+    replaced = Outcome(Event.GONE, 911, "duplicate of", kind=Delta.DUPLICATE, columns={"duplicate_of": b}, finishes=False)
+    table.record(source, a, replace(replaced, reason=f"duplicate of {b}"))  # B, changed, replaces A
+    table.record(source, b, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
+    assert table.get(source, a)["state"] == "removing"
+    table.record(source, b, replace(replaced, reason=f"duplicate of {a}", columns={"duplicate_of": a}))  # A comes back
+    table.record(source, a, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
+    row = table.get(source, b)
+    assert (row["state"], row["status"], row["duplicate_of"]) == ("removing", 911, a)
+    assert table.get(source, a)["state"] == "pending"

@@ -12,7 +12,7 @@ from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.pipelines.changes import duplicate_of
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
-from searchcrawl.rules.maintenance import original_of
+from searchcrawl.rules.maintenance import holder_of
 from searchcrawl.rules.status_codes import Status
 
 logger = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class CachePipeline:
             ),
         )
         if self.context.shared:  # another node may have cached the same content at this moment
-            original = table.settle_duplicates(item.source, item.url, item.fields["checksum"], original_of)
+            original = table.settle_duplicates(item.source, item.url, item.fields["checksum"], holder_of)
             if original is not None:  # its cached record is left to the push, which skips it
                 raise NotIndexed(
                     duplicate_of(original, item.depth),

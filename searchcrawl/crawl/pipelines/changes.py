@@ -23,7 +23,7 @@ from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
-from searchcrawl.rules.maintenance import has_changed, original_of
+from searchcrawl.rules.maintenance import has_changed, holder_of
 from searchcrawl.rules.status_codes import Status
 
 logger = logging.getLogger(__name__)
@@ -33,10 +33,19 @@ logger = logging.getLogger(__name__)
 VALIDATORS = ("etag", "last_modified")
 
 
-def duplicate_of(original: str, depth: int | None = None, record: dict[str, Any] | None = None) -> Outcome:
+def duplicate_of(
+    original: str,
+    depth: int | None = None,
+    record: dict[str, Any] | None = None,
+    item: CrawledDocument | None = None,
+) -> Outcome:
     """The outcome of a URL whose content is indexed at ``original``, with what its fetch
-    learned (``record``: its validators, so that an unchanged duplicate is known next time)."""
+    learned (``record``: its validators, so that an unchanged duplicate is known next time) and,
+    from its ``item``, the content's checksum and the canonical URL it names: a copy of the
+    group, which the choice of its holder weighs (``holder_of``) while it stays one."""
     columns = {**(record or {}), "duplicate_of": original}
+    if item is not None:
+        columns.update(checksum=item.fields["checksum"], canonical_url=item.canonical_url)
     return Outcome(Event.GONE, int(Status.DUPLICATE), f"duplicate of {original}", depth, Delta.DUPLICATE, columns)
 
 
@@ -77,16 +86,25 @@ class ChangePipeline:
             logger.debug("Changed (%s): %s", why, item.url)
         duplicate = table.find_duplicate(item.source, checksum, item.url)
         if duplicate is not None:
-            this = {"url": item.url, "canonical_url": item.canonical_url, "id": duplicate["first_seen_id"]}
-            if original_of(this, duplicate) is this:  # this URL takes the place in the index
+            self.settle_group(item, duplicate)
+        return item
+
+    def settle_group(self, item: CrawledDocument, duplicate: dict[str, Any]) -> None:
+        """``item`` has the content ``duplicate`` holds in the index: which copy keeps it is
+        decided over the whole group (``holder_of``), whichever order its copies are fetched in.
+        This URL takes the place of every copy holding it, or is a duplicate of the holder (a
+        copy out of the index that should hold it is fetched again: DocumentTable._recall_holder)."""
+        this = {"url": item.url, "canonical_url": item.canonical_url, "id": duplicate["first_seen_id"]}
+        copies = duplicate["copies"]
+        holder = holder_of([this, *copies])
+        if holder is not this:
+            original = holder["url"] if holder["holds"] else duplicate["url"]
+            raise NotIndexed(duplicate_of(original, item.depth, item.record, item), f"Duplicate of {original}: {item.url}")
+        for copy in copies:
+            if copy["holds"]:  # this URL takes its place in the index
                 # The other leaves for it, compared by the content it was indexed with; not yet
                 # fetched in this run, it still is (its content may have changed, or it may be
                 # gone: the sequence test, seed 34, crawl 22, two processes)
                 replaced = replace(duplicate_of(item.url), fetched=False, finishes=False)
-                self.crawler.signals.send_catch_log(url_outcome, url=duplicate["url"], outcome=replaced)
-                logger.debug("Canonical copy replaces %s: %s", duplicate["url"], item.url)
-            else:
-                raise NotIndexed(
-                    duplicate_of(duplicate["url"], item.depth, item.record), f"Duplicate of {duplicate['url']}: {item.url}"
-                )
-        return item
+                self.crawler.signals.send_catch_log(url_outcome, url=copy["url"], outcome=replaced)
+                logger.debug("Canonical copy replaces %s: %s", copy["url"], item.url)

@@ -141,7 +141,8 @@ def test_a_duplicate_of_an_indexed_document_is_dropped(crawler_of) -> None:
         "duplicate",
         3,
     )
-    assert outcome.columns == {"duplicate_of": "http://h.test/a.html"}
+    # with the content and the canonical it names: a copy of the group, weighed as one
+    assert outcome.columns == {"duplicate_of": "http://h.test/a.html", "checksum": "same", "canonical_url": None}
     crawler.signals.send_catch_log(
         signals.item_dropped, item=item("http://h.test/copy.html", "same"), response=None, spider=None, exception=raised.value
     )
@@ -207,3 +208,39 @@ def test_a_document_a_canonical_copy_replaces_is_still_fetched_in_the_run(crawle
     cached(crawler, "http://h.test/b.html", "new")
     row = table.get("unit", "http://h.test/b.html")
     assert (row["state"], row["duplicate_of"], row["checksum"]) == ("pending", None, "new")
+
+
+def test_a_copy_named_canonical_by_a_late_copy_takes_the_place_whatever_the_order(crawler_of) -> None:
+    """Issue 53, item 26: B held the content, A was its duplicate (B was discovered first); then
+    C, a copy naming A canonical, came. C is B's duplicate while B holds the content; A, fetched
+    again in the run, takes B's place; and B, fetched again, stays A's duplicate."""
+    from searchcrawl.store.frontier import Entry, Frontier
+    from searchcrawl.store.runs import Runs
+
+    crawler = crawler_of()
+    pipeline = build_from_crawler(ChangePipeline, crawler)
+    table = state_of(crawler).table
+    table.run_id = Runs(table.database).start("unit").id
+    a, b, c = (f"http://h.test/{name}.html" for name in "abc")
+    frontier = Frontier(table.database, "unit", table.run_id, "node:1")
+    frontier.add([Entry(b, 1), Entry(a, 1), Entry(c, 1)])
+    assert len(frontier.lease(3)) == 3
+    cached(crawler, b, "same")
+    table.mark_indexed("unit", [(b, "same")])
+
+    def dropped(document: CrawledDocument) -> Outcome:
+        with pytest.raises(NotIndexed) as raised:
+            pipeline.process_item(document)
+        crawler.signals.send_catch_log(signals.item_dropped, item=document, response=None, spider=None, exception=raised.value)
+        return raised.value.outcome
+
+    assert dropped(item(a, "same")).columns["duplicate_of"] == b
+    assert table.get("unit", a)["frontier"] == "done"
+    outcome = dropped(item(c, "same", canonical_url=a))
+    assert (outcome.columns["duplicate_of"], outcome.columns["canonical_url"]) == (b, a)
+    assert [entry.url for entry in frontier.lease(3)] == [a]  # fetched again, to hold the content
+    reported = outcomes(crawler)
+    assert pipeline.process_item(item(a, "same")) is not None
+    assert [(url, outcome.columns["duplicate_of"]) for url, outcome in reported] == [(b, a)]
+    cached(crawler, a, "same")
+    assert dropped(item(b, "same")).columns["duplicate_of"] == a  # B, fetched again: A's duplicate
