@@ -178,6 +178,12 @@ class Outcome:
     # replaced because its indexed content matched, which is still fetched in the run if it has
     # not been yet (its content may have changed since, or it may be gone)
     finishes: bool = True
+    # an UNCHANGED document's fetch validators (ETag, Last-Modified), which the next conditional
+    # GET sends back, and the checksum of the indexed content it was compared with: they are the
+    # validators of that content only, written while the row still holds that checksum (a lease
+    # read before another node cached other content would otherwise give it this content's ETag)
+    validators: Mapping[str, Any] = field(default_factory=dict)
+    compared_checksum: str | None = None
 
 
 @dataclass(frozen=True)
