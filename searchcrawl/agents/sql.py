@@ -22,8 +22,10 @@ every crawl lists every row, and a row's token is a hash of its values: unchange
 processed again, rows no longer returned are deleted.
 
 A row whose key is NULL is skipped; keys must be unique (a second row with the same key is the
-same document, and skipped: the first row is it). Both are counted: one WARNING a listing with
-the counts, and the run's report (``skipped``). ``title`` is a column or a list of columns joined by spaces, ``content`` a list
+same document, and skipped: one row of the key is it). Both are counted: one WARNING a listing
+with the counts, and the run's report (``skipped``). The database tells repeated keys (a count
+before each listing); only when some repeat is the listing sorted by key, so that the crawler
+holds one key, not every key, whatever the table's size. ``title`` is a column or a list of columns joined by spaces, ``content`` a list
 of columns joined by blank lines (the document's text). An attribute whose value is not of its
 field's type (``abc`` for ``_i``, a number beyond ``_i``'s 32 bits) is left out of the document.
 
@@ -314,26 +316,25 @@ def row_token(row: RowMapping) -> str:
 
 
 class KeysSeen:
-    """The keys a listing has named, to tell a row whose key an earlier row had (the same
-    document: the first row is it), and the count of rows without key. A 16-byte digest a key
-    (about 80 bytes a row in memory), not the keys themselves, which may be long."""
+    """What a listing passed over: rows without key, and rows whose key the row before had. The
+    listing is sorted by key when the database says keys repeat, so one key (the last) is all it
+    keeps: constant memory, whatever the table's size."""
 
     def __init__(self) -> None:
-        self._digests: set[bytes] = set()
         self.without_key = 0
         self.repeated = 0
+        self._last: str | None = None
 
     @property
     def skipped(self) -> int:
         return self.without_key + self.repeated
 
     def first(self, key: str) -> bool:
-        """Whether a row with ``key`` is the first with it; counts it otherwise."""
-        digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        if digest in self._digests:
+        """Whether a row with ``key`` is the first with it (rows sorted by key); counts it otherwise."""
+        if key == self._last:
             self.repeated += 1
             return False
-        self._digests.add(digest)
+        self._last = key
         return True
 
 
@@ -435,13 +436,16 @@ class DatabaseAgent(Agent):
         """Every row's reference, or with ``modified_column`` and ``since``, those modified since,
         read ``batch_size`` rows at a time through a server-side cursor."""
         options = self.settings
-        statement = text(options.query)
+        query, params = options.query, {}
         if since is not None and options.modified_column:
-            statement = text(f"SELECT * FROM ({options.query}) AS q WHERE {self._quoted(options.modified_column)} > :since")
-            statement = statement.bindparams(since=self._since(since))
+            query = f"SELECT * FROM ({options.query}) AS q WHERE {self._quoted(options.modified_column)} > :since"
+            params = {"since": self._since(since)}
         listed = 0
         keys = self._keys = KeysSeen()
         with self._connection("listing") as connection:
+            if self._keys_repeat(connection, query, params):  # the rows of a key together: see KeysSeen
+                query = f"SELECT * FROM ({query}) AS listing ORDER BY {self._quoted(options.key)}"
+            statement = text(query).bindparams(**params)  # typed as the column's (SQLite's text timestamps)
             result = connection.execution_options(stream_results=True, yield_per=options.batch_size).execute(statement)
             self._check_columns(result.keys())
             for row in result.mappings():
@@ -461,7 +465,7 @@ class DatabaseAgent(Agent):
         if keys.skipped:
             logger.warning(
                 "%s: %d rows of %s skipped: %d with a NULL key (column %r), %d with a key an earlier row had "
-                "(the first row of a key is its document); the run's report counts them as skipped",
+                "(one row of a key is its document); the run's report counts them as skipped",
                 self.source,
                 keys.skipped,
                 self._where,
@@ -472,6 +476,17 @@ class DatabaseAgent(Agent):
 
     def skipped(self) -> int:
         return self._keys.skipped
+
+    def _keys_repeat(self, connection: Connection, query: str, params: dict[str, Any]) -> bool:
+        """Whether two rows of the listing have one key. The database counts, in a pass over the
+        keys, so that the listing holds no set of keys: only when some repeat is it sorted by key
+        (the database sorts on disk what its memory does not hold)."""
+        column = self._quoted(self.settings.key)
+        counting = text(f"SELECT COUNT({column}) - COUNT(DISTINCT {column}) FROM ({query}) AS listing")
+        repeated = connection.execute(counting.bindparams(**params)).scalar() or 0
+        if repeated:
+            logger.debug("%s: %d rows repeat an earlier row's key: the listing is sorted by key", self.source, repeated)
+        return bool(repeated)
 
     def fetch(self, key: str, max_bytes: int) -> Content | None:
         """The row's content, read again by its key (None when it is gone)."""

@@ -41,7 +41,7 @@ from searchcrawl.crawl.meta import (
     SAME_DEPTH,
 )
 from searchcrawl.crawl.signals import url_outcome
-from searchcrawl.rules.lifecycle import Delta, Event, Outcome
+from searchcrawl.rules.lifecycle import REDIRECT_STATUSES, Delta, Event, Outcome
 from searchcrawl.rules.rendering import empty_shell, render_mode
 from searchcrawl.rules.robots_meta import robots_directives
 from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status, describe_failure, status_for_exception, status_for_ignored
@@ -204,9 +204,11 @@ class SourceSpider(Spider):
             return
         if response.status != 200:
             # 404 and 410, and any other answer without a document (401, 403, 204, a redirect
-            # not followed ...): the URL has no document now, and leaves the index if it was in
+            # not followed ...): the URL has no document now, and leaves the index if it was in;
+            # a redirect (not to be followed, or without a Location) is redirected (default_kind)
             reason = "gone" if response.status in GONE else f"HTTP {response.status}: no document"
-            self.report(response.url, Event.GONE, response.status, reason, depth, Delta.FAILED, **record)
+            kind = None if response.status in REDIRECT_STATUSES else Delta.FAILED
+            self.report(response.url, Event.GONE, response.status, reason, depth, kind, **record)
             logger.debug("Not indexed (HTTP %d): %s", response.status, response.url)
             return
         rendered = bool(response.meta.get(PLAYWRIGHT))

@@ -144,8 +144,12 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 def default_kind(event: Event, status: int | None) -> Delta | None:
     """The delta kind of an outcome that names none: by its event, and for an answer without a
-    document by its status."""
+    document by its status. A redirect that loops (to the URL itself, back to an earlier URL of
+    its chain, too many in a row) is redirected too: the URL answers with a redirect, and no
+    rule kept it out; one whose target a rule refuses (outside the boundary) is excluded."""
     if event in (Event.GONE, Event.REDIRECTED) and status in REDIRECT_STATUSES:
+        return Delta.REDIRECTED
+    if status == Status.REDIRECT_LOOP:
         return Delta.REDIRECTED
     if event == Event.GONE and status in FAILED_STATUSES:
         return Delta.FAILED
@@ -178,6 +182,12 @@ class Outcome:
     # replaced because its indexed content matched, which is still fetched in the run if it has
     # not been yet (its content may have changed since, or it may be gone)
     finishes: bool = True
+    # an UNCHANGED document's fetch validators (ETag, Last-Modified), which the next conditional
+    # GET sends back, and the checksum of the indexed content it was compared with: they are the
+    # validators of that content only, written while the row still holds that checksum (a lease
+    # read before another node cached other content would otherwise give it this content's ETag)
+    validators: Mapping[str, Any] = field(default_factory=dict)
+    compared_checksum: str | None = None
 
 
 @dataclass(frozen=True)

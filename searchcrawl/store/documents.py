@@ -249,6 +249,8 @@ class DocumentTable:
             expect_state=current.state,
             new_checksum=outcome.columns.get("checksum") if outcome.event == Event.CACHED else None,
             original=original,
+            validators=outcome.validators,
+            compared_checksum=outcome.compared_checksum,
         ):
             return False
         if change.leaves_index and not self.test_mode and self.promotes_duplicates:
@@ -721,15 +723,19 @@ class DocumentTable:
         new_checksum: str | None = None,
         expect_state: str | None = None,
         original: str | None = None,
+        validators: Mapping[str, Any] | None = None,
+        compared_checksum: str | None = None,
     ) -> bool:
         """Set ``values`` on the row of ``url`` (restricted in test mode), with a statement built
         once per set of columns. With ``new_checksum``, ``last_changed`` is set only when the
         row's checksum differs: it says when the content changed, not when it was last seen.
-        With ``expect_state``, only while the row is in that state, and with ``original``, only
-        while that URL has not left the index in this run (_has_left, in the same statement).
-        Returns whether it wrote."""
+        ``validators`` (an unchanged document's ETag, Last-Modified) are set only while the row's
+        checksum is ``compared_checksum``: they belong to that content. With ``expect_state``,
+        only while the row is in that state, and with ``original``, only while that URL has not
+        left the index in this run (_has_left, in the same statement). Returns whether it wrote."""
         values = self._restrict(values)
-        if not values:
+        checked = self._restrict(dict(validators or {}))
+        if not values and not checked:
             return True
         track_change = new_checksum is not None and "last_changed" in values
         guarded = expect_state is not None
@@ -744,6 +750,11 @@ class DocumentTable:
                         bindparam("v_last_changed"),
                     ),
                     else_=documents.c.last_changed,
+                )
+            for column in checked:  # the validators of the content compared with, or none
+                assignments[column] = case(
+                    (documents.c.checksum.is_not_distinct_from(bindparam("w_checksum")), bindparam(f"v_{column}")),
+                    else_=documents.c[column],
                 )
             statement = update(documents).where(
                 documents.c.source == bindparam("w_source"), documents.c.url_hash == bindparam("w_url_hash")
@@ -762,8 +773,10 @@ class DocumentTable:
                 )
             return statement.values(assignments)
 
-        statement = self._statement(("update_row", tuple(values), track_change, guarded, kept), build)
-        parameters = {f"v_{column}": value for column, value in values.items()}
+        statement = self._statement(("update_row", tuple(values), track_change, guarded, kept, tuple(checked)), build)
+        parameters = {f"v_{column}": value for column, value in {**values, **checked}.items()}
+        if checked:
+            parameters["w_checksum"] = compared_checksum
         if track_change:
             parameters["new_checksum"] = new_checksum
         if guarded:

@@ -23,7 +23,7 @@ from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.meta import PREVIOUS
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.crawl.spider import SourceSpider
-from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.lifecycle import Event, Outcome, decide
 from searchcrawl.rules.status_codes import Status
 from tests.components import state_of
 
@@ -242,6 +242,18 @@ def test_a_404_reports_gone(crawler_of) -> None:
     assert outcome.columns["content_type"] == "text/html; charset=utf-8"
     row = state_of(crawler).table.get("unit", "http://h.test/old.html")  # and the ledger writer's row
     assert (row["state"], row["status"], row["reason"]) == ("fetched", 404, "gone")
+
+
+def test_a_redirect_that_reaches_the_spider_is_redirected(crawler_of) -> None:
+    """Issue 53: a 3xx not followed (no Location, or a request that must not be redirected)
+    was reported failed by the spider itself; the ledger's default kind says redirected."""
+    crawler = crawler_of()
+    spider = spider_of(crawler)
+    reports = Reports(crawler)
+    assert list(spider.parse(html("http://h.test/r.html", b"", status=302))) == []
+    ((_url, outcome),) = reports.seen
+    assert (outcome.event, outcome.status, outcome.kind) == (Event.GONE, 302, None)
+    assert decide(None, outcome).delta == "redirected"  # as the ledger reports it
 
 
 @pytest.mark.parametrize(

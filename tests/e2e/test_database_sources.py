@@ -232,7 +232,8 @@ def test_rows_without_a_key_or_with_a_repeated_key_are_warned_of_and_counted_in_
     )
     result = project.scrapy("crawl", "keyed")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert sorted(doc["title"] for doc in solr_docs(solr, "keyed")) == ["First", "Second"]
+    # one row of key 1 is its document (the listing is sorted by key when keys repeat)
+    assert sorted(doc["title"] for doc in solr_docs(solr, "keyed")) in (["First", "Second"], ["Again", "Second"])
     warnings = [line for line in result.stderr.splitlines() if "WARNING" in line and "skipped" in line]
     assert len(warnings) == 1 and "2 with a NULL key (column 'id'), 1 with a key an earlier row had" in warnings[0], warnings
     assert "skipped 3" in result.stderr  # the run's summary

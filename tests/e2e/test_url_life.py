@@ -350,20 +350,25 @@ def test_the_delta_report_says_what_happened(project, serve, tmp_path, solr):
 def test_the_delta_report_calls_redirects_redirected_and_unconvertible_documents_failed(project, serve, tmp_path, solr):
     """Issue 53: URLs that redirect (301, 302) and a document that cannot be converted (921) were
     listed as excluded, though no rule kept them out. A redirect is redirected (its target is
-    new on its own), the broken PDF failed; neither is news again while it stays so."""
+    new on its own), the broken PDF failed; neither is news again while it stays so. So is a 302
+    to the URL itself (a loop, once excluded) and a 302 without Location (once failed)."""
     root = tmp_path / "site"
-    write(root / "index.html", page("home", "the index", ["/moved.html", "/for-now.html", "/broken.pdf"]))
+    links = ["/moved.html", "/for-now.html", "/broken.pdf", "/loop.html", "/nowhere.html"]
+    write(root / "index.html", page("home", "the index", links))
     write(root / "a.html", page("a", "where the moved page went"))
     write(root / "b.html", page("b", "where the other one points for now"))
     (root / "broken.pdf").write_bytes(b"%PDF-1.4\n" + os.urandom(2000))  # a PDF's magic, then noise
     site = serve(root)
     site.redirect("/moved.html", 301, "/a.html")
     site.redirect("/for-now.html", 302, "/b.html")
+    site.redirect("/loop.html", 302, "/loop.html")  # to itself: a loop (940)
+    site.responses["/nowhere.html"] = (302, {}, b"")  # no Location: the spider gets the 302
     name = source(project, site)
     crawl(project, name)
     assert project.table().get(name, site.url + "broken.pdf")["status"] == Status.CONVERSION_FAILED
+    assert project.table().get(name, site.url + "loop.html")["status"] == Status.REDIRECT_LOOP
     urls = report(project, name)["urls"]
-    assert urls["redirected"] == [site.url + "for-now.html", site.url + "moved.html"], urls
+    assert urls["redirected"] == [site.url + url for url in ("for-now.html", "loop.html", "moved.html", "nowhere.html")], urls
     assert urls["failed"] == [site.url + "broken.pdf"] and not urls["excluded"], urls
     assert urls["new"] == [site.url + "a.html", site.url + "b.html", site.url + "index.html"], urls
     crawl(project, name)

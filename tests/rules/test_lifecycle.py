@@ -172,6 +172,16 @@ def test_a_document_that_cannot_be_made_is_failed_and_a_redirect_is_redirected()
     assert decide(None, Outcome(Event.EXCLUDED, 901, "domain")).delta == "excluded"
 
 
+def test_a_redirect_that_loops_is_redirected() -> None:
+    """Issue 53: a 302 to the URL itself (or back to an earlier URL of its chain, or one too
+    many) is refused as a loop (940), which was reported excluded, though no rule kept it out:
+    the URL answers with a redirect, as those that are followed. Deleted when it was indexed."""
+    loop = Outcome(Event.EXCLUDED, 940, "redirect loop back to http://h/a")
+    assert decide(None, loop).delta == "redirected"
+    assert decide(Row(State.EXCLUDED, 940), loop).delta is None  # still so: no news
+    assert decide(Row(State.INDEXED, 200, 0, True), loop).delta == "deleted"
+
+
 def test_acknowledgements_keep_the_status() -> None:
     assert decide(Row(State.REMOVING, 404, 0, True), Outcome(Event.REMOVED)).status == 404
     assert decide(Row(State.PENDING, 200), Outcome(Event.INDEXED)).status == 200

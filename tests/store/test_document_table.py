@@ -11,6 +11,7 @@ from sqlalchemy import inspect, text
 
 from searchcrawl.crawl.meta import REFERENCE
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
+from searchcrawl.rules.status_codes import Status
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import (
     SCHEMA_REVISION,
@@ -59,6 +60,33 @@ def test_sqlite(tmp_path) -> None:
 
 def test_postgresql(postgres_url: str) -> None:
     exercise(DocumentTable(Database(postgres_url)))
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_an_unchanged_outcomes_validators_are_kept_only_over_the_content_compared(backend: str, tmp_path, request) -> None:
+    """Issue 53: an UNCHANGED outcome's ETag was written whatever the row held. In a shared
+    crawl a lease read before another node cached new content (C2) compares the fetch with the
+    old (C1): its ETag (E3, of C1) over C2 made every later crawl a 304 with C2 indexed. The
+    validators are kept only while the row holds the checksum compared with."""
+    url = f"sqlite:///{tmp_path / 'd.sqlite3'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    table, source, page = DocumentTable(Database(url)), f"stale-{backend}-{tmp_path.name}", "http://h/a"
+    table.record(source, page, Outcome(Event.CACHED, 200, columns={"checksum": "C1", "etag": '"E1"'}))
+    table.mark_indexed(source, [(page, "C1")])
+    # another node caches new content while this one's lease still says C1
+    table.record(source, page, Outcome(Event.CACHED, 200, columns={"checksum": "C2", "etag": '"E2"'}))
+    validators = {"etag": '"E3"', "last_modified": "Thu, 02 May 2024 10:00:00 GMT"}
+    stale = Outcome(
+        Event.UNCHANGED, int(Status.UNCHANGED), "same content as indexed", 0, validators=validators, compared_checksum="C1"
+    )
+    table.record(source, page, stale)
+    row = table.get(source, page)
+    assert (row["state"], row["checksum"], row["etag"], row["last_modified"]) == ("pending", "C2", '"E2"', None)
+    # compared with what the row holds: the validators are kept (the next crawl's 304)
+    table.record(
+        source, page, Outcome(Event.UNCHANGED, int(Status.UNCHANGED), "same", 0, validators=validators, compared_checksum="C2")
+    )
+    row = table.get(source, page)
+    assert (row["checksum"], row["etag"], row["last_modified"]) == ("C2", '"E3"', validators["last_modified"])
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])

@@ -79,7 +79,8 @@ class ChangePipeline:
                         "same content as indexed",
                         item.depth,
                         Delta.UNCHANGED,
-                        columns=validators,
+                        validators=validators,
+                        compared_checksum=previous.get("checksum"),
                     ),
                     f"Unchanged ({why}): {item.url}",
                 )

@@ -91,7 +91,8 @@ def test_an_unchanged_document_keeps_its_new_validators_for_the_next_conditional
     document.record = {"etag": "1024:1800000000", "last_modified": later, "content_type": "text/plain", "via": None}
     with pytest.raises(NotIndexed) as raised:
         pipeline.process_item(document)
-    assert raised.value.outcome.columns == {"etag": "1024:1800000000", "last_modified": later}
+    outcome = raised.value.outcome
+    assert (outcome.validators, outcome.compared_checksum) == ({"etag": "1024:1800000000", "last_modified": later}, "c1")
     crawler.signals.send_catch_log(signals.item_dropped, item=document, response=None, spider=None, exception=raised.value)
     row = state_of(crawler).table.get("unit", "http://h.test/a.html")
     assert (row["state"], row["status"], row["etag"], row["last_modified"]) == (
