@@ -57,8 +57,16 @@ def too_deep(root: Any) -> bool:
 
 
 # A tag (quoted attribute values may hold ">"), a comment, or a declaration or processing
-# instruction; what is between them is text, written as it is.
-_TOKEN = re.compile(r"<!--.*?(?:-->|\Z)|<(/?)([A-Za-z][^\t\n\f\r />]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>|<[!?][^>]*>?", re.S)
+# instruction; what is between them is text, written as it is. A tag or a quoted value that is
+# not closed ends with the page, as the HTML5 tokenizer ends it; the quantifiers are possessive,
+# so that a "<" with no ">" after it is read once, not retried at every split (a 64 KB page of
+# "<a" took hours to read).
+_TOKEN = re.compile(
+    r"<!--.*?(?:-->|\Z)"
+    r"|<(/?)([A-Za-z][^\t\n\f\r />]*+)((?:[^>\"']++|\"[^\"]*+(?:\"|\Z)|'[^']*+(?:'|\Z))*+)(?:>|\Z)"
+    r"|<[!?][^>]*+>?",
+    re.S,
+)
 _RAW_TEXT_END = {tag: re.compile(rf"</{tag}[\t\n\f\r />]", re.I) for tag in ("script", "style")}
 
 
