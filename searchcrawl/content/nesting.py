@@ -6,9 +6,12 @@ after it in the page, is lost, text and links alike. A page whose tree reaches `
 (``too_deep``, which follows the last children down: where a halted parse ends) is written again
 by ``flatten`` with its elements below ``MAX_DEPTH`` taken out and their text kept, so that any
 parser reads all of it. Below that depth only the elements whose text or links matter are kept:
-links (``a``, ``area``, ``frame``, ``iframe``), the elements whose content is hidden (script,
-style, applets, frames) and void elements; the others become a space, so that their words stay
-apart. No real page comes near: the Javadoc and Sphinx pages of the shared corpora nest under 30.
+links (``a``, ``area``, ``frame``, ``iframe``) and the elements whose content is hidden
+(applets, frames) for ``KEPT_BELOW`` more levels; void elements (a robots ``<meta>``, a canonical
+``<link>``) at any depth, as they add none; the elements libxml2 reads as text (``RAW_TEXT``:
+script, style, textarea ...) at any depth, with their content copied as it is; the others become
+a space, so that their words stay apart. A new ``<a>`` closes an ``<a>`` open just before it, as
+libxml2 closes it. No real page comes near: the Javadoc and Sphinx pages of the shared corpora nest under 30.
 """
 
 from __future__ import annotations
@@ -67,7 +70,11 @@ _TOKEN = re.compile(
     r"|<[!?][^>]*+>?",
     re.S,
 )
-_RAW_TEXT_END = {tag: re.compile(rf"</{tag}[\t\n\f\r />]", re.I) for tag in ("script", "style")}
+#: Elements whose content libxml2 (2.14, as HTML5) reads as text up to their end tag: their
+#: content is copied as it is (a link written in a <textarea> is no link), and they are kept at
+#: any depth (they hold no elements). <plaintext> holds the rest of the page.
+RAW_TEXT = frozenset({"script", "style", "textarea", "title", "xmp", "noembed", "noframes", "iframe", "plaintext"})
+_RAW_TEXT_END = {tag: re.compile(rf"</{tag}[\t\n\f\r />]", re.I) for tag in RAW_TEXT - {"plaintext"}}
 
 
 class _Writer:
@@ -77,26 +84,36 @@ class _Writer:
     def __init__(self) -> None:
         self.out: list[str] = []
         self.open: list[tuple[str, bool]] = []  # (tag, written) of the open elements
+        self.places: dict[str, list[int]] = {}  # where in self.open each tag is open: end tags look no further
         self.written = 0  # open elements written: the depth of the page written so far
 
     def start(self, tag: str, raw: str, empty: bool) -> None:
-        if empty:  # a void element, or one closed where it opens (<div/>)
-            self.out.append(raw if self.written < MAX_DEPTH + KEPT_BELOW else " ")
+        if empty or tag in VOID:  # a void element, or one closed where it opens (<div/>): no depth
+            self.out.append(raw)
             return
+        if tag == "a" and self.open and self.open[-1][0] == "a":
+            self.close(len(self.open) - 1)  # libxml2 closes an <a> that a new one opens in
         keep = self.written < MAX_DEPTH or (tag in KEPT_DEEP and self.written < MAX_DEPTH + KEPT_BELOW)
-        keep = keep or tag in _RAW_TEXT_END  # script and style hold no elements, and their text is not text
+        keep = keep or tag in RAW_TEXT  # they hold no elements, and their text may not be read as tags
+        self.places.setdefault(tag, []).append(len(self.open))
         self.open.append((tag, keep))
         self.written += keep
         self.out.append(raw if keep else " ")
 
+    def close(self, index: int) -> bool:
+        """Close the open element at ``index`` and those left open inside it; whether it was written."""
+        for tag, kept in reversed(self.open[index:]):
+            self.places[tag].pop()
+            self.written -= kept
+        written = self.open[index][1]
+        del self.open[index:]
+        return written
+
     def end(self, tag: str, raw: str) -> None:
-        for index in range(len(self.open) - 1, max(len(self.open) - END_TAG_REACH, 0) - 1, -1):
-            if self.open[index][0] == tag:
-                written = self.open[index][1]
-                self.written -= sum(kept for _tag, kept in self.open[index:])
-                del self.open[index:]
-                self.out.append(raw if written else " ")
-                return
+        places = self.places.get(tag)
+        if places and places[-1] >= len(self.open) - END_TAG_REACH:
+            self.out.append(raw if self.close(places[-1]) else " ")
+            return
         self.out.append(raw if self.written < MAX_DEPTH else " ")  # nothing to close: as it is, or nothing
 
 
@@ -117,10 +134,10 @@ def flatten(html: str) -> str:
         if token.group(1):
             writer.end(tag, raw)
             continue
-        empty = tag in VOID or token.group(3).endswith("/")  # libxml2 closes <div/> and <script/> where they open
+        empty = token.group(3).endswith("/")  # libxml2 closes <div/> and <script/> where they open
         writer.start(tag, raw, empty)
-        if tag in _RAW_TEXT_END and not empty:  # its text, as it is, up to its end tag
-            end = _RAW_TEXT_END[tag].search(html, position)
+        if tag in RAW_TEXT and not empty:  # its text, as it is, up to its end tag
+            end = _RAW_TEXT_END[tag].search(html, position) if tag in _RAW_TEXT_END else None
             stop = end.start() if end else len(html)
             out.append(html[position:stop])
             position = stop

@@ -79,3 +79,34 @@ def test_a_page_of_tags_never_closed_is_read_once_not_retried_at_every_split() -
         "flatten(page)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def test_tags_written_in_raw_text_elements_below_the_depth_stay_text() -> None:
+    """Issue 53 review: only script and style were copied through, so a link written in a
+    <textarea>, <xmp>, <noembed>, <noframes>, <iframe> or <title> (text to libxml2, as to HTML5)
+    became a link of the flattened page, and an element of its depth."""
+    holders = ("textarea", "xmp", "noembed", "noframes", "iframe", "title")
+    page = (
+        "<html><body>"
+        + "<div>" * 260
+        + "".join(f"<{tag}><a href='/from-{tag}'>in <b>{tag}</b></a></{tag}>" for tag in holders)
+        + "<p><a href='/after'>after</a></p><plaintext><a href='/from-plaintext'>x</a></plaintext><a href='/z'>"
+    )
+    root = parsed(flatten(page))
+    assert [a.get("href") for a in root.iter("a")] == ["/after"]
+    assert [root.find(f".//{tag}").text for tag in holders] == [f"<a href='/from-{tag}'>in <b>{tag}</b></a>" for tag in holders]
+    assert root.find(".//plaintext").text == "<a href='/from-plaintext'>x</a></plaintext><a href='/z'>"
+
+
+def test_void_elements_kept_at_any_depth_and_a_new_link_closes_the_open_one() -> None:
+    """Issue 53 review: under 40 open kept elements (applets) every void element became a space
+    (a robots noindex and a canonical link lost: the page indexed against its meta), and 100
+    unclosed <a>s, which libxml2 closes each at the next, were counted 100 deep: 40 kept."""
+    from searchcrawl.content.extract import meta_tags
+
+    top = "<html><head><title>t</title></head><body>" + "<div>" * 300
+    page = top + "<applet>" * 40 + '<meta name="robots" content="noindex"><link rel="canonical" href="/c">' + "<div>" * 10
+    root = parsed(flatten(page))
+    assert meta_tags(root).get("robots") == "noindex" and [e.get("href") for e in root.iter("link")] == ["/c"]
+    page = top + "".join(f"<a href='/l{i}'>x" for i in range(100))
+    assert [a.get("href") for a in parsed(flatten(page)).iter("a")] == [f"/l{i}" for i in range(100)]
