@@ -17,6 +17,9 @@ libxml2 closes it. No real page comes near: the Javadoc and Sphinx pages of the 
 from __future__ import annotations
 
 import re
+import sys
+from array import array
+from io import StringIO
 from typing import Any
 
 #: The depth of elements a flattened page keeps (under libxml2's 256 without huge_tree).
@@ -77,69 +80,81 @@ RAW_TEXT = frozenset({"script", "style", "textarea", "title", "xmp", "noembed", 
 _RAW_TEXT_END = {tag: re.compile(rf"</{tag}[\t\n\f\r />]", re.I) for tag in RAW_TEXT - {"plaintext"}}
 
 
-class _Writer:
-    """The page written again tag by tag, with the open elements counted (a start tag opens one,
-    its end tag closes it and any left open inside it, as an HTML parser closes them)."""
+class _Depth:
+    """The open elements of the page written again, tag by tag (a start tag opens one, its end tag
+    closes it and any left open inside it, as an HTML parser closes them): whether each tag is
+    written, or taken out (a space)."""
 
     def __init__(self) -> None:
-        self.out: list[str] = []
-        self.open: list[tuple[str, bool]] = []  # (tag, written) of the open elements
-        self.places: dict[str, list[int]] = {}  # where in self.open each tag is open: end tags look no further
+        # the open elements' tags, and whether each is written (a page may open a million: no tuples)
+        self.open: list[str] = []
+        self.kept = bytearray()
+        self.places: dict[str, array[int]] = {}  # where in self.open each tag is open: end tags look no further
         self.written = 0  # open elements written: the depth of the page written so far
 
-    def start(self, tag: str, raw: str, empty: bool) -> None:
+    def start(self, tag: str, empty: bool) -> bool:
+        """Whether a start tag is written."""
         if empty or tag in VOID:  # a void element, or one closed where it opens (<div/>): no depth
-            self.out.append(raw)
-            return
-        if tag == "a" and self.open and self.open[-1][0] == "a":
+            return True
+        if tag == "a" and self.open and self.open[-1] == "a":
             self.close(len(self.open) - 1)  # libxml2 closes an <a> that a new one opens in
         keep = self.written < MAX_DEPTH or (tag in KEPT_DEEP and self.written < MAX_DEPTH + KEPT_BELOW)
         keep = keep or tag in RAW_TEXT  # they hold no elements, and their text may not be read as tags
-        self.places.setdefault(tag, []).append(len(self.open))
-        self.open.append((tag, keep))
+        if tag not in self.places:
+            self.places[tag] = array("q")
+        self.places[tag].append(len(self.open))
+        self.open.append(tag)
+        self.kept.append(keep)
         self.written += keep
-        self.out.append(raw if keep else " ")
+        return keep
 
     def close(self, index: int) -> bool:
         """Close the open element at ``index`` and those left open inside it; whether it was written."""
-        for tag, kept in reversed(self.open[index:]):
+        for tag in reversed(self.open[index:]):
             self.places[tag].pop()
-            self.written -= kept
-        written = self.open[index][1]
-        del self.open[index:]
+        self.written -= sum(self.kept[index:])
+        written = bool(self.kept[index])
+        del self.open[index:], self.kept[index:]
         return written
 
-    def end(self, tag: str, raw: str) -> None:
+    def end(self, tag: str) -> bool:
+        """Whether an end tag is written: its element's was, or it closes nothing above the depth."""
         places = self.places.get(tag)
         if places and places[-1] >= len(self.open) - END_TAG_REACH:
-            self.out.append(raw if self.close(places[-1]) else " ")
-            return
-        self.out.append(raw if self.written < MAX_DEPTH else " ")  # nothing to close: as it is, or nothing
+            return self.close(places[-1])
+        return self.written < MAX_DEPTH  # nothing to close: as it is, or nothing
 
 
 def flatten(html: str) -> str:
     """``html`` with its elements below MAX_DEPTH taken out, their text and links kept (a
-    regular expression's tokens, in C: html.parser took 20 s for a 4 MB page)."""
-    writer = _Writer()
-    out = writer.out
+    regular expression's tokens, in C: html.parser took 20 s for a 4 MB page). The page is
+    written as it is but for the tags taken out, each a space: runs of those are counted, not
+    copied (a 4 MB page of them took 150 MB)."""
+    depth = _Depth()
+    out = StringIO()
+    copied = spaces = 0  # html[:copied] is written, but for ``spaces`` spaces
     position = 0
     while (token := _TOKEN.search(html, position)) is not None:
-        out.append(html[position : token.start()])
-        position = token.end()
-        raw, name = token.group(), token.group(2)
-        if name is None:  # a comment, a declaration, a processing instruction
-            out.append(raw)
+        start, position = token.span()
+        name = token.group(2)
+        if name is None:  # a comment, a declaration, a processing instruction: as it is
             continue
-        tag = name.lower()
+        tag = sys.intern(name.lower())  # one string per tag name, however many are open
         if token.group(1):
-            writer.end(tag, raw)
-            continue
-        empty = token.group(3).endswith("/")  # libxml2 closes <div/> and <script/> where they open
-        writer.start(tag, raw, empty)
-        if tag in RAW_TEXT and not empty:  # its text, as it is, up to its end tag
-            end = _RAW_TEXT_END[tag].search(html, position) if tag in _RAW_TEXT_END else None
-            stop = end.start() if end else len(html)
-            out.append(html[position:stop])
-            position = stop
-    out.append(html[position:])
-    return "".join(out)
+            kept = depth.end(tag)
+        else:
+            empty = token.group(3).endswith("/")  # libxml2 closes <div/> and <script/> where they open
+            kept = depth.start(tag, empty)
+            if tag in RAW_TEXT and not empty:  # its text, as it is, up to its end tag
+                end = _RAW_TEXT_END[tag].search(html, position) if tag in _RAW_TEXT_END else None
+                position = end.start() if end else len(html)
+        if not kept:
+            if start > copied:
+                out.write(" " * spaces)
+                out.write(html[copied:start])
+                spaces = 0
+            spaces += 1
+            copied = position
+    out.write(" " * spaces)
+    out.write(html[copied:])
+    return out.getvalue()
