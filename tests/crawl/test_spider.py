@@ -391,7 +391,10 @@ def test_a_page_flattened_keeps_its_base_url_refresh_and_encoding_as_served(craw
     body = (
         b"<html><head><title>Deep</title></head><body>"
         + b"<div>" * 200
-        + b"<div " + b"x" * 5000 + b">" + b"</div>" * 201  # flattened away: what follows moves up
+        + b"<div "
+        + b"x" * 5000
+        + b">"
+        + b"</div>" * 201  # flattened away: what follows moves up
         + b'<base href="http://elsewhere.test/"><meta http-equiv="refresh" content="0; url=/refresh.html">'
         + b"<div>" * 300
         + "<link rel='canonical' href='c.html'><a href='page?q=\u00e9'>p</a>".encode("cp1252")
