@@ -81,6 +81,32 @@ def redirected_from(meta: Mapping[str, Any], url: str) -> str | None:
     return str(urls[-1]) if urls and meta.get(LEAVES_BOUNDARY) == url else None
 
 
+class FlattenedResponse(HtmlResponse):
+    """A page nested too deep, written again flattened (content.nesting), with the response as it
+    was served (``original``): its base URL and meta refresh, read from the first 4,096 characters
+    (Scrapy's window, which flattening would fill with more of the page: a far <base href> would
+    apply), and its encoding (the copy is UTF-8: a cp1252 link's ``?q=%E9`` would become
+    ``?q=%C3%A9``) are the original's."""
+
+    attributes: tuple[str, ...] = (*HtmlResponse.attributes, "original")
+
+    def __init__(self, *args: Any, original: TextResponse, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.original = original
+
+    @classmethod
+    def of(cls, response: HtmlResponse) -> FlattenedResponse:
+        return response.replace(cls=cls, body=flatten(response.text).encode("utf-8"), encoding="utf-8", original=response)
+
+    def urljoin(self, url: str) -> str:
+        return self.original.urljoin(url)
+
+
+def as_served(response: TextResponse) -> TextResponse:
+    """The response as it was served: what its base URL, meta refresh and encoding are read from."""
+    return response.original if isinstance(response, FlattenedResponse) else response
+
+
 # seeds a crawl names in WARNINGs when the source's own rules exclude them (a seed file may hold
 # thousands: one more line gives their number)
 SEED_WARNINGS = 10
@@ -264,7 +290,7 @@ class SourceSpider(Spider):
             if isinstance(response, HtmlResponse) and too_deep(response.selector.root):
                 # libxml2 stops at 2,048 nested elements: what lies below, and after, would be lost
                 logger.debug("Nested over %d deep, parsed again flattened: %s", MAX_DEPTH, response.url)
-                response = response.replace(body=flatten(response.text).encode("utf-8"), encoding="utf-8")
+                response = FlattenedResponse.of(response)
             documents = 0
             for output in self.parse_document(response, depth, headers):
                 if isinstance(output, CrawledDocument):
@@ -343,10 +369,11 @@ class SourceSpider(Spider):
 
     def links(self, response: TextResponse) -> Iterator[str]:
         """The page's links (a, area, frame, iframe; <base href> honoured) and its meta refresh target."""
-        _interval, refresh = get_meta_refresh(response)
+        served = as_served(response)  # a flattened page's base, refresh and encoding are the page's as served
+        _interval, refresh = get_meta_refresh(served)
         if refresh:
             yield refresh
-        yield from self.page_links.of(response.selector.root, response.url, get_base_url(response), response.encoding)
+        yield from self.page_links.of(response.selector.root, response.url, get_base_url(served), served.encoding)
 
     def document(
         self, response: Response, depth: int, headers: dict[str, str], record: dict[str, Any], **content: Any

@@ -396,6 +396,28 @@ def test_text_and_links_below_ten_thousand_nested_divs_are_kept(crawler_of, dept
     assert attributes["content"] == "Top top deep words deep after after"
 
 
+def test_a_page_flattened_keeps_its_base_url_refresh_and_encoding_as_served(crawler_of) -> None:
+    """Issue 53 review: the flattened copy is UTF-8 and shorter, so a cp1252 link's ``?q=%E9``
+    became ``?q=%C3%A9``, and a <base href> or meta refresh past Scrapy's first 4,096 characters
+    came into them and applied. They are read from the page as served."""
+    body = (
+        b"<html><head><title>Deep</title></head><body>"
+        + b"<div>" * 200
+        + b"<div "
+        + b"x" * 5000
+        + b">"
+        + b"</div>" * 201  # flattened away: what follows moves up
+        + b'<base href="http://elsewhere.test/"><meta http-equiv="refresh" content="0; url=/refresh.html">'
+        + b"<div>" * 300
+        + "<link rel='canonical' href='c.html'><a href='page?q=\u00e9'>p</a>".encode("cp1252")
+    )
+    response = html("http://h.test/dir/deep.html", body, **{"Content-Type": "text/html; charset=windows-1252"})
+    documents, requests = split(list(spider_of(crawler_of()).parse(response)))
+    (document,) = documents
+    assert [r.url for r in requests] == ["http://h.test/dir/page?q=%E9"]
+    assert document.canonical_url == "http://h.test/dir/c.html"
+
+
 def test_an_empty_shell_is_requested_again_for_the_browser_without_warnings(crawler_of, caplog) -> None:
     """Auto mode: a static page that is a JavaScript shell is requested again for the browser.
     The new request keeps what goes on with the URL (its depth, its redirect chain) and none of
