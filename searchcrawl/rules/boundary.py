@@ -496,12 +496,19 @@ CACHE_SIZE = 8_192
 
 
 def _utf16_escapes(match: re.Match[str]) -> str:
-    """A run of ``%uNNNN`` escapes as the UTF-8 escapes of the text they spell (a surrogate pair
-    joined, a lone surrogate kept as bytes that are not UTF-8), to be decoded once with the
-    others: ``%u002F`` is ``%2F``, a "/"; ``%u0025`` a "%", not the start of another escape."""
+    """A run of ``%uNNNN`` escapes as the text they spell, to be decoded once with the other
+    escapes: ASCII as ``%XX`` escapes (``%u002F`` is ``%2F``, a "/"; ``%u0025`` a "%", not the
+    start of another escape), other characters as they are (a surrogate pair joined), whatever
+    the other escapes are decoded as; a lone surrogate as the bytes of no UTF-8 character."""
     units = "".join(chr(int(unit, 16)) for unit in _CODE_UNIT.findall(match[0]))
     text = units.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-    return "".join(f"%{byte:02X}" for byte in text.encode("utf-8", "surrogatepass"))
+    spelled = []
+    for char in text:
+        if char < "\x80" or "\ud800" <= char <= "\udfff":
+            spelled += [f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass")]
+        else:
+            spelled.append(char)
+    return "".join(spelled)
 
 
 def _windows_name(segment: str) -> str:
