@@ -21,9 +21,10 @@ boundary rules:
 7. ``paths``: per exact host (``"*"``: every host), path prefix include/exclude lists. The
    exclusions of the host and of ``"*"`` both apply; the include list is the host's if it has
    one, else the ``"*"`` one; with no include list every path not excluded is allowed. A path is
-   judged as web servers read it (``server_paths``: escapes decoded, slashes merged, ``..``
-   resolved, ``;`` parameters; in lower case for a ``case_insensitive`` host), failing closed
-   where servers differ.
+   judged as web servers read it (``server_paths``: escapes decoded, ``%uNNNN`` too, and bytes
+   that are not UTF-8 in cp1252, slashes merged, ``..`` resolved, ``;`` parameters; for a
+   ``case_insensitive`` host in lower and upper case, names as Windows opens them), failing
+   closed where servers differ.
 8. ``patterns``: regular expressions (searched anywhere in the URL; anchor with ``^``) and
    globs (fnmatch-style, case-sensitive, matching the whole URL). Exclusion overrides inclusion;
    if any include pattern is given, a URL must match one.
