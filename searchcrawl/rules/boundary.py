@@ -21,9 +21,10 @@ boundary rules:
 7. ``paths``: per exact host (``"*"``: every host), path prefix include/exclude lists. The
    exclusions of the host and of ``"*"`` both apply; the include list is the host's if it has
    one, else the ``"*"`` one; with no include list every path not excluded is allowed. A path is
-   judged as web servers read it (``server_paths``: escapes decoded, slashes merged, ``..``
-   resolved, ``;`` parameters; in lower case for a ``case_insensitive`` host), failing closed
-   where servers differ.
+   judged as web servers read it (``server_paths``: escapes decoded, ``%uNNNN`` too, and bytes
+   that are not UTF-8 in cp1252, slashes merged, ``..`` resolved, ``;`` parameters; for a
+   ``case_insensitive`` host in lower and upper case, names as Windows opens them), failing
+   closed where servers differ.
 8. ``patterns``: regular expressions (searched anywhere in the URL; anchor with ``^``) and
    globs (fnmatch-style, case-sensitive, matching the whole URL). Exclusion overrides inclusion;
    if any include pattern is given, a URL must match one.
@@ -473,48 +474,140 @@ class PortCheck(BoundaryCheck):
 # A server does not look up the path it is sent as written: nginx, servlet containers (Tomcat,
 # Jetty) and IIS decode its escapes, merge repeated slashes, resolve "." and ".." again after
 # decoding (so "..%2F" climbs), servlet containers drop ";" path parameters from each segment
-# ("/secret;x/" is "/secret/"), IIS reads "\" ("%5C") as "/" and ignores case. The path rules
-# judge the folders a server may map a path onto, so that no spelling walks round them.
+# ("/secret;x/" is "/secret/"), IIS reads "\" ("%5C") as "/" and ignores case. IIS (Http.sys) and
+# Jetty 9 also decode "%uNNNN" escapes (UTF-16 code units), and read escapes that are not UTF-8
+# in the Windows code page (IIS) or ISO-8859-1 (Jetty); Windows opens "secret." and "secret " as
+# "secret". The path rules judge the folders a server may map a path onto, so that no spelling
+# walks round them.
 
 _DISPLAY_SAFE = "/:@!$&'()*+,;=-._~"
 _PARAMETERS = re.compile(r";[^/]*")
 _BACKSLASHES = re.compile(r"%5[cC]|\\")
+_UTF16_ESCAPES = re.compile(r"(?:%[uU][0-9A-Fa-f]{4})+")
+_CODE_UNIT = re.compile(r"[0-9A-Fa-f]{4}")
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, as errors="surrogateescape" keeps it
+# the five bytes cp1252 leaves undefined: Windows reads them as the code points of the same value
+_CP1252_UNDEFINED = {0xDC00 + byte: byte for byte in (0x81, 0x8D, 0x8F, 0x90, 0x9D)}
+# The readings of a path are remembered (the same links recur on page after page of a site) when
+# the path and its readings have at most CACHED_LENGTH characters each in all (ordinary paths: one
+# reading, under 200 characters). An entry then holds at most some 4.5 KB (4 bytes a character
+# once one is outside the BMP), the cache at most some 40 MB.
+CACHED_LENGTH = 512
+CACHE_SIZE = 8_192
+
+
+def _utf16_escapes(match: re.Match[str]) -> str:
+    """A run of ``%uNNNN`` escapes as the text they spell, to be decoded once with the other
+    escapes: ASCII as ``%XX`` escapes (``%u002F`` is ``%2F``, a "/"; ``%u0025`` a "%", not the
+    start of another escape), other characters as they are (a surrogate pair joined), whatever
+    the other escapes are decoded as; a lone surrogate as the bytes of no UTF-8 character."""
+    units = "".join(chr(int(unit, 16)) for unit in _CODE_UNIT.findall(match[0]))
+    text = units.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    spelled = []
+    for char in text:
+        if char < "\x80" or "\ud800" <= char <= "\udfff":
+            spelled += [f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass")]
+        else:
+            spelled.append(char)
+    return "".join(spelled)
+
+
+def _windows_name(segment: str) -> str:
+    """A segment as Windows opens it: without its trailing dots and spaces (``secret.`` and
+    ``secret%20`` are ``secret``), nor an NTFS stream (``secret::$INDEX_ALLOCATION`` is the folder).
+    ``.`` and ``..`` stay; a name of dots and spaces alone (``...``) is nothing, the folder itself."""
+    if segment in (".", ".."):
+        return segment
+    return segment.split(":", 1)[0].rstrip(". ")
+
+
+def _resolved(segments: Iterable[str]) -> str:
+    """The path of ``segments`` (decoded): empty ones dropped (repeated slashes merged), ``.``
+    and ``..`` resolved."""
+    kept: list[str] = []
+    trailing = False
+    for segment in segments:
+        trailing = segment in ("", ".", "..")
+        if segment == "..":
+            if kept:
+                kept.pop()
+        elif segment not in ("", "."):
+            kept.append(segment)
+    return "/" + "/".join(kept) + ("/" if trailing and kept else "")
 
 
 def _server_path(path: str, fold_case: bool) -> str:
-    """One reading of ``path`` (its ``;`` and ``%5C`` already taken one way): escapes decoded once
-    (``%2F`` is a "/"), empty segments dropped (repeated slashes merged), ``.`` and ``..``
-    resolved; in lower case with ``fold_case``. Undecodable bytes are kept as surrogates."""
+    """The first reading of ``path`` (its ``;``, ``%5C`` and ``%u`` already taken one way):
+    escapes decoded once as UTF-8 (``%2F`` is a "/"), repeated slashes merged, ``.`` and ``..``
+    resolved; in lower case with ``fold_case``. Bytes that are not UTF-8 are kept as surrogates."""
     decoded = unquote(path, errors="surrogateescape")
-    segments: list[str] = []
-    trailing = False
-    for segment in decoded.split("/"):
-        trailing = segment in ("", ".", "..")
-        if segment == "..":
-            if segments:
-                segments.pop()
-        elif segment not in ("", "."):
-            segments.append(segment)
-    folded = "/" + "/".join(segments) + ("/" if trailing and segments else "")
-    return folded.lower() if fold_case else folded
+    return _resolved((decoded.lower() if fold_case else decoded).split("/"))
 
 
-@functools.lru_cache(maxsize=16_384)  # the same links recur on page after page of a site
+def _decoded_readings(path: str, fold_case: bool) -> list[str]:
+    """The readings of ``path`` (its ``;``, ``%5C`` and ``%u`` already taken one way): the first
+    (``_server_path``); with bytes that are not UTF-8, escapes decoded as cp1252 too (IIS reads
+    the Windows code page, Jetty ISO-8859-1, which cp1252 holds but for C1 controls); with
+    ``fold_case`` (Windows), each again with its names as Windows opens them (``_windows_name``)."""
+    decoded = unquote(path, errors="surrogateescape")
+    texts = [decoded]
+    if _NOT_UTF8.search(decoded):
+        texts.append(unquote(path, encoding="cp1252", errors="surrogateescape").translate(_CP1252_UNDEFINED))
+    readings: list[str] = []
+    for text in texts:
+        segments = (text.lower() if fold_case else text).split("/")
+        readings.append(_resolved(segments))
+        if fold_case and (":" in text or "./" in text or " /" in text or text.endswith((".", " "))):
+            readings.append(_resolved(map(_windows_name, segments)))
+    return readings
+
+
+def _readings(path: str, fold_case: bool) -> tuple[str, ...]:
+    """``server_paths`` computed. Each alternative is taken for the whole path at once, never per
+    occurrence, so that a path has at most 2 x 2 x 2 spellings (``%u`` decoded or not, ``;``
+    parameters dropped or not, ``%5C`` a "/" or not) x 2 decodings x 2 Windows readings: 32,
+    whatever its length (an 8 KB path of them is read in milliseconds)."""
+    spellings = [remove_dot_segments(path) if "/." in path or "%2" in path else path]
+    if "%u" in path or "%U" in path:
+        spellings += [_UTF16_ESCAPES.sub(_utf16_escapes, spelling) for spelling in spellings]
+    if ";" in path:
+        spellings += [_PARAMETERS.sub("", spelling) for spelling in spellings]
+    if any("%5" in spelling or "\\" in spelling for spelling in spellings):
+        spellings += [_BACKSLASHES.sub("/", spelling) for spelling in spellings]
+    readings = (reading for spelling in dict.fromkeys(spellings) for reading in _decoded_readings(spelling, fold_case))
+    return tuple(dict.fromkeys(readings))
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _remembered_readings(path: str, fold_case: bool) -> tuple[str, ...] | None:
+    """``_readings``, remembered; None (remembered too) when they are too long to keep."""
+    readings = _readings(path, fold_case)
+    return readings if sum(map(len, readings)) <= CACHED_LENGTH else None
+
+
 def server_paths(path: str, fold_case: bool = False) -> tuple[str, ...]:
     """The paths a common web server may map ``path`` (as sent: dot segments resolved as RFC
-    3986 says, as w3lib and browsers do) onto, for the path rules: each read by ``_server_path``.
-    Where servers differ, every reading is given: a ``;`` starts path parameters (servlet
-    containers) or is a character of the name (nginx, Apache); ``%5C`` is a "/" (IIS) or a
-    character of the name. A path without escapes, parameters, dots or repeated slashes is read
-    as it is, without splitting it (every link of every page comes here)."""
+    3986 says, as w3lib and browsers do) onto, for the path rules. Where servers differ, every
+    reading is given: a ``;`` starts path parameters (servlet containers) or is a character of
+    the name (nginx, Apache); ``%5C`` is a "/" (IIS) or a character of the name; ``%uNNNN`` is a
+    UTF-16 code unit (IIS, Jetty) or not an escape; escapes that are not UTF-8 are bytes kept as
+    surrogates or cp1252 (IIS, Jetty); with ``fold_case`` (IIS), names are also read without
+    trailing dots and spaces. A path without escapes, parameters, dots or repeated slashes is
+    read as it is, without splitting it (every link of every page comes here)."""
     if "%" not in path and ";" not in path and "//" not in path and "/." not in path and "\\" not in path:
-        return (path.lower() if fold_case else path,)
-    readings = [remove_dot_segments(path) if "/." in path or "%2" in path else path]
-    if ";" in path:
-        readings += [_PARAMETERS.sub("", reading) for reading in readings]
-    if "%5" in path or "\\" in path:
-        readings += [_BACKSLASHES.sub("/", reading) for reading in readings]
-    return tuple(dict.fromkeys(_server_path(reading, fold_case) for reading in readings))
+        if not fold_case:
+            return (path,)
+        if not (":" in path or "./" in path or " /" in path or path.endswith((".", " "))):
+            return (path.lower(),)
+    readings = _remembered_readings(path, fold_case) if len(path) <= CACHED_LENGTH else None
+    return readings if readings is not None else _readings(path, fold_case)
+
+
+def _unicode_fold(path: str) -> str:
+    """``path`` (in lower case) in upper case, then lower case again: a case-insensitive server
+    compares names in upper case, so ``ı`` (dotless i) is an ``i`` and ``ſ`` (long s) an ``s``
+    to it, where ``str.lower`` keeps them apart."""
+    return path if path.isascii() else path.upper().lower()
 
 
 def _shown(path: str) -> str:
@@ -525,26 +618,38 @@ def _shown(path: str) -> str:
 @dataclass(frozen=True)
 class _HostPaths:
     """The path rules that apply to one host: its own and the ``"*"`` ones, merged; each prefix as
-    the rules read it (``_server_path``) with the prefix as written."""
+    the rules read it (``_server_path``) with the prefix as written. With ``fold_case``, a path
+    is also compared in ``_unicode_fold``: an exclusion in either fold excludes it (the
+    exclusions hold the folded prefixes too); an include prefix must hold it in both."""
 
     exclude: tuple[tuple[str, str, str], ...]  # (prefix as read, prefix as written, host of the rule)
     exclude_prefixes: tuple[str, ...]
     include: tuple[tuple[str, str], ...]  # (prefix as read, prefix as written)
     include_prefixes: tuple[str, ...]
+    folded_include_prefixes: tuple[str, ...]  # with fold_case, where a fold differs: include prefixes folded
     include_host: str
     fold_case: bool
 
-    def exclusion(self, path: str) -> tuple[str, str] | None:
-        """(prefix as written, host of the rule) of an exclusion ``path`` (as read) is below."""
-        if self.exclude_prefixes and path.startswith(self.exclude_prefixes):
-            return next((written, host) for read, written, host in self.exclude if path.startswith(read))
+    def exclusion(self, path: str) -> tuple[str, str, str] | None:
+        """(prefix as written, host of the rule, path as compared) of an exclusion ``path`` (as
+        read), or with ``fold_case`` its fold, is below."""
+        if not self.exclude_prefixes:
+            return None
+        for read in (path, _unicode_fold(path)) if self.fold_case else (path,):
+            if read.startswith(self.exclude_prefixes):
+                return next((written, host, read) for prefix, written, host in self.exclude if read.startswith(prefix))
         return None
 
-    def inclusion(self, path: str) -> str | None:
-        """The include prefix (as written) ``path`` (as read) is below."""
-        if path.startswith(self.include_prefixes):
-            return next(written for read, written in self.include if path.startswith(read))
-        return None
+    def inclusion(self, path: str) -> tuple[str | None, str]:
+        """(the include prefix as written ``path`` (as read) is below, or None when it is not;
+        the path as compared): with ``fold_case`` its fold must be below a folded prefix too."""
+        if not path.startswith(self.include_prefixes):
+            return None, path
+        if self.folded_include_prefixes or (self.fold_case and not path.isascii()):
+            folded = _unicode_fold(path)
+            if not folded.startswith(self.folded_include_prefixes or self.include_prefixes):
+                return None, folded
+        return next(written for read, written in self.include if path.startswith(read)), path
 
 
 def _host_paths(own: PathScope | None, every: PathScope | None, host: str) -> _HostPaths:
@@ -557,13 +662,19 @@ def _host_paths(own: PathScope | None, every: PathScope | None, host: str) -> _H
         include, include_host = tuple(every.include), EVERY_HOST
     else:
         include, include_host = (), ""
-    read_exclude = tuple((_server_path(prefix, fold_case), prefix, rule_host) for prefix, rule_host in exclude)
+    read_exclude = [(_server_path(prefix, fold_case), prefix, rule_host) for prefix, rule_host in exclude]
     read_include = tuple((_server_path(prefix, fold_case), prefix) for prefix in include)
+    folded_include: tuple[str, ...] = ()
+    if fold_case:
+        read_exclude += [(_unicode_fold(read), written, rule_host) for read, written, rule_host in read_exclude]
+        if any(_unicode_fold(read) != read for read, _written in read_include):
+            folded_include = tuple(_unicode_fold(read) for read, _written in read_include)
     return _HostPaths(
-        read_exclude,
-        tuple(read for read, _written, _host in read_exclude),
+        tuple(dict.fromkeys(read_exclude)),
+        tuple(dict.fromkeys(read for read, _written, _host in read_exclude)),
         read_include,
         tuple(read for read, _written in read_include),
+        folded_include,
         include_host,
         fold_case,
     )
@@ -594,8 +705,8 @@ class PathCheck(BoundaryCheck):
         for reading in readings:
             excluded = rules.exclusion(reading)
             if excluded is not None:
-                prefix, rule_host = excluded
-                read = f" (path {path} read as {_shown(reading)})" if reading != path else ""
+                prefix, rule_host, read = excluded
+                read = f" (path {path} read as {_shown(read)})" if read != path else ""
                 return ScopeDecision(False, f'path exclude "{prefix}" on {_where(rule_host)}{read}', Status.EXCLUDED_PATH)
         if not rules.include:
             if not explain:
@@ -603,9 +714,9 @@ class PathCheck(BoundaryCheck):
             return ScopeDecision(True, f"path {path} is not excluded on {host} (no path include rule)")
         included = ""
         for reading in readings:
-            inside = rules.inclusion(reading)
+            inside, read = rules.inclusion(reading)
             if inside is None:
-                read = f", read as {_shown(reading)}," if reading != path else ""
+                read = f", read as {_shown(read)}," if read != path else ""
                 return ScopeDecision(
                     False,
                     f"path {path}{read} is not below a path include prefix on {_where(rules.include_host)} "

@@ -185,6 +185,8 @@ SPELLINGS = [
     "/enc/..%2Fprivate/h.html",
     "/enc/secret;x/n.html",
     "/enc/SECRET/b.html",
+    "/enc/%u0073ecret/u.html",  # %uNNNN: an "s" to IIS and Jetty
+    "/enc/secret./d.html",  # a trailing dot: the folder to Windows
 ]
 
 

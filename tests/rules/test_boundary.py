@@ -3,6 +3,7 @@ validation messages, and the default boundary of the seeds' hosts and ports."""
 
 from __future__ import annotations
 
+import time
 import tomllib
 from typing import Any
 
@@ -10,8 +11,16 @@ import pytest
 from pydantic import ValidationError
 
 from searchcrawl.config.source import ScopeRules
-from searchcrawl.rules.boundary import Boundary, ScopeDecision, host_port, server_paths
+from searchcrawl.rules.boundary import (
+    CACHED_LENGTH,
+    Boundary,
+    ScopeDecision,
+    _remembered_readings,
+    host_port,
+    server_paths,
+)
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.rules.urls import canonical
 
 
 def rules(**data: Any) -> ScopeRules:
@@ -482,8 +491,129 @@ def test_how_the_path_rules_read_a_path() -> None:
     assert server_paths("/A/B") == ("/A/B",)
     assert server_paths("/A/%42", fold_case=True) == ("/a/b",)
     assert server_paths("/a/b/..") == ("/a/",)
-    assert server_paths("/%FF/") == ("/\udcff/",)  # bytes that are not UTF-8 kept, never replaced
+    # bytes that are not UTF-8 kept, never replaced; and read in cp1252 as IIS (and Jetty) read them
+    assert server_paths("/%FF/") == ("/\udcff/", "/\xff/")
     assert server_paths("/") == ("/",)
+    # %uNNNN: a UTF-16 code unit to IIS and Jetty, decoded once (%u0025 is a "%", no new escape)
+    assert server_paths("/a%u002Fb") == ("/a%u002Fb", "/a/b")
+    assert server_paths("/%u0025%u0037%u0033/%uD83D%uDE00") == ("/%u0025%u0037%u0033/%uD83D%uDE00", "/%73/\U0001f600")
+    # Windows (case_insensitive): names without their trailing dots and spaces, nor NTFS streams
+    assert server_paths("/A./b%20/c", fold_case=True) == ("/a./b /c", "/a/b/c")
+    assert server_paths("/a/secret::$INDEX_ALLOCATION/", fold_case=True) == ("/a/secret::$index_allocation/", "/a/secret/")
+    assert server_paths("/a/.../b", fold_case=True) == ("/a/.../b", "/a/b")
+    assert server_paths("/a./b", fold_case=False) == ("/a./b",)  # another folder on a Linux server
+
+
+# Issue 53 (hostile input review): spellings IIS or Jetty map onto the excluded folder /enc/secret/
+# (or out of the included /enc/, onto /private/) that the first reading missed. (path, case_insensitive)
+WALK_ROUND_WINDOWS = [
+    ("/enc/%u0073ecret/y", False),  # %uNNNN (IIS, Jetty 9): an "s"
+    ("/enc/%U0073ecret/y", False),
+    ("/enc%u002fsecret/y", False),  # an encoded "/"
+    ("/enc/x/%u002e%u002e/secret/y", False),  # ".." in %u escapes
+    ("/enc/%u002e%u002e/private/h.html", False),  # out of the include list
+    ("/enc/%u002e%u002e%u005cprivate/h.html", False),  # "..\" in %u escapes
+    ("/enc/%u0053ECRET/y", True),
+    ("/enc/secret./y", True),  # Windows drops trailing dots and spaces
+    ("/enc/secret%20/y", True),
+    ("/enc/secret%2e%2e/y", True),
+    ("/enc/secret.%20./y", True),
+    ("/enc/secret::$INDEX_ALLOCATION/y", True),  # an NTFS stream of the folder
+    ("/enc/.../secret/y", True),  # "..." is no name to Windows: the folder itself
+    ("/enc/%C5%BFecret/y", True),  # "ſ" (long s) is an "S" in upper case
+]
+
+
+@pytest.mark.parametrize(("path", "case_insensitive"), WALK_ROUND_WINDOWS)
+def test_a_spelling_iis_or_jetty_maps_onto_an_excluded_folder_is_excluded(path: str, case_insensitive: bool) -> None:
+    rule = {"include": ["/enc/"], "exclude": ["/enc/secret/"], "case_insensitive": case_insensitive}
+    rules = [rule] if "private" in path else [rule, {**rule, "include": []}]  # the exclusion alone too
+    for rule in rules:
+        b = boundary(["http://127.0.0.1/enc/"], paths={"127.0.0.1": rule})
+        for url in ("http://127.0.0.1" + path, canonical("http://127.0.0.1" + path)):
+            assert verdict(b, url) == PATH, b.check(url).rule
+        assert verdict(b, "http://127.0.0.1/enc/secretary/a.html") == ALLOWED
+        assert verdict(b, "http://127.0.0.1/enc/%u0073ecretary/a.html") == ALLOWED
+
+
+def test_percent_u_escapes_in_include_rules() -> None:
+    b = boundary(["http://h/docs/"], paths={"h": {"include": ["/docs/"]}})
+    for path in ("/docs/%u002e%u002e/private/", "/docs/%u002e%u002e%u002fprivate/", "/docs/..%u002Fprivate/"):
+        assert verdict(b, "http://h" + path) == PATH
+        assert verdict(b, canonical("http://h" + path)) == PATH
+    assert b.check("http://h/docs/%u002e%u002e/private/").rule == (
+        "path /docs/%u002e%u002e/private/, read as /private/, is not below a path include prefix on h (include: /docs/)"
+    )
+    assert verdict(b, "http://h/docs/%u0061/") == ALLOWED  # /docs/a/ both ways
+    assert verdict(b, "http://h/docs/%uzzzz/") == ALLOWED  # not a %u escape
+
+
+def test_escapes_that_are_not_utf8_are_read_in_cp1252() -> None:
+    # Http.sys reads a path that is not UTF-8 in the Windows code page; Jetty in ISO-8859-1
+    r = rules(paths={"h": {"include": ["/docs/"], "exclude": ["/docs/prüfung/"], "case_insensitive": True}})
+    b = Boundary(["http://h/docs/"], r)
+    for path in ("/docs/pr%FCfung/x", "/docs/PR%DCFUNG/x", "/docs/pr%fcfung/x", "/docs/prüfung/x", "/docs/PRÜFUNG/x"):
+        assert verdict(b, "http://h" + path) == PATH, path
+        assert verdict(b, canonical("http://h" + path)) == PATH, path
+    assert b.check("http://h/docs/pr%FCfung/x").rule == (
+        'path exclude "/docs/pr%C3%BCfung/" on h (path /docs/pr%FCfung/x read as /docs/pr%C3%BCfung/x)'
+    )
+    assert verdict(b, "http://h/docs/pr%FCfen/x") == ALLOWED
+    # on a case-sensitive server too (Jetty's ISO-8859-1)
+    b = boundary(["http://h/"], paths={"h": {"exclude": ["/prüfung/"]}})
+    assert verdict(b, "http://h/pr%FCfung/x") == PATH
+    assert verdict(b, "http://h/PR%DCFUNG/x") == ALLOWED  # another folder there
+    # the cp1252 characters of 0x80 to 0x9F (here "Œ"), and its undefined bytes kept
+    b = boundary(["http://h/"], paths={"h": {"exclude": ["/%C5%92uvre/"]}})
+    assert verdict(b, "http://h/%8Cuvre/x") == PATH
+    assert server_paths("/%81/") == ("/\udc81/", "/\x81/")
+
+
+def test_case_insensitive_paths_compare_in_upper_case_too() -> None:
+    # Windows compares names in upper case: "ı" (dotless i) is an "I", "ſ" (long s) an "S"
+    b = boundary(["http://h/"], paths={"h": {"exclude": ["/intern/", "/secret/"], "case_insensitive": True}})
+    for path in ("/%C4%B1ntern/x", "/\u0131ntern/x", "/%C5%BFecret/x", "/\u017fECRET/x"):
+        assert verdict(b, "http://h" + path) == PATH, path
+        assert verdict(b, canonical("http://h" + path)) == PATH, path
+    assert b.check("http://h/%C4%B1ntern/x").rule == 'path exclude "/intern/" on h (path /%C4%B1ntern/x read as /intern/x)'
+    # an exclusion written with such a letter holds for the plain spelling too
+    b = boundary(["http://h/"], paths={"h": {"exclude": ["/d%C4%B1s/"], "case_insensitive": True}})
+    assert verdict(b, "http://h/DIS/x") == PATH
+    # an include prefix must hold a path in both comparisons: "ß" is "SS" only in the second
+    b = boundary(["http://h/"], paths={"h": {"include": ["/stra%C3%9Fe/"], "case_insensitive": True}})
+    assert verdict(b, "http://h/STRA%C3%9FE/x") == ALLOWED
+    assert verdict(b, "http://h/strasse/x") == PATH
+    # without case_insensitive, other letters are other folders
+    b = boundary(["http://h/"], paths={"h": {"exclude": ["/intern/"]}})
+    assert verdict(b, "http://h/%C4%B1ntern/x") == ALLOWED
+
+
+def test_a_hostile_path_has_a_bounded_number_of_readings() -> None:
+    # each alternative (%u, ";", "%5C", cp1252, Windows names) is taken for the whole path at once
+    unit = "/a;b%5Cc%u00e9%FF.%20:x"
+    for length in (2_083, 8_192):
+        path = (unit * (length // len(unit) + 1))[:length]
+        start = time.process_time()
+        for fold_case in (False, True):
+            readings = server_paths(path, fold_case)
+            assert 1 < len(readings) <= 32
+        assert time.process_time() - start < 2  # some 40 ms; an explosion would never end
+
+
+def test_the_readings_cache_keeps_short_paths_only() -> None:
+    # hostile pages of long links with many readings must not fill the memory (issue 53)
+    _remembered_readings.cache_clear()
+    long_path = "/%F0%9F%98%80" + "a;b%5C" * 100
+    assert len(long_path) > CACHED_LENGTH
+    assert server_paths(long_path, True) == server_paths(long_path, True)
+    assert _remembered_readings.cache_info().currsize == 0  # read afresh each time
+    many = "/%F0%9F%98%80/" + "a;b%5C/" * 60  # short enough, but its readings are not
+    assert len(many) <= CACHED_LENGTH and sum(map(len, server_paths(many, True))) > CACHED_LENGTH
+    assert server_paths(many, True) == server_paths(many, True)
+    assert _remembered_readings.cache_info()[:2] == (2, 1)  # hits, misses: remembered as too long (None)
+    assert server_paths("/a;b/%73", True) == ("/a;b/s", "/a/s")
+    assert server_paths("/a;b/%73", True) == ("/a;b/s", "/a/s")
+    assert _remembered_readings.cache_info()[:2] == (3, 2)
 
 
 def test_path_rules_judge_every_reading_and_fail_closed() -> None:
