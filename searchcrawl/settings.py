@@ -1,6 +1,6 @@
 """Scrapy settings for searchcrawl.
 
-Every searchcrawl setting has a documented default here (see the README's settings table).
+Every searchcrawl setting has a documented default here (see the settings table in docs/operations.md).
 The ones that name places (data directory, database, Solr, sources folder) can also come from
 environment variables of the same name, so that a scrapyd server or a CI job can set them
 without editing files; ``-s NAME=value`` on the command line wins over both.

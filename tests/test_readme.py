@@ -1,5 +1,5 @@
-"""The README is the user's manual: it must document every status code and source key, name only
-files and modules that exist, and link only to headings that exist."""
+"""The manual (the README, the front door, and its pages in docs/) must document every status code
+and source key, name only files and modules that exist, and link only to headings that exist."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ from searchcrawl.config.source import SourceFile, SourceSettings, load_source
 from searchcrawl.rules.status_codes import CRAWLER_CODES, describe
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-# the manuals whose links are checked (the main README links into the others, and back)
-MANUALS = ("README.md", "deploy/README.md", "tests/benchmarks/README.md", "solr/README.md")
+PAGES = sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").glob("*.md"))
+# the README and its pages, as one text: what the checks below read
+README = "\n\n".join((ROOT / name).read_text(encoding="utf-8") for name in ["README.md", *PAGES])
+# the manuals whose links are checked (the README links into the others, and back)
+MANUALS = ("README.md", *PAGES, "deploy/README.md", "tests/benchmarks/README.md", "solr/README.md")
 
 FENCE = re.compile(r"^```.*?^```[^\n]*$", re.M | re.S)
 HEADING = re.compile(r"^(#{1,6}) +(.+?) *#*$", re.M)
@@ -27,12 +29,13 @@ def prose(text: str) -> str:
     return FENCE.sub("", text)
 
 
-def section(text: str, heading: str) -> str:
-    """The body of the section under ``heading`` (a whole heading line), up to the next heading
-    of the same or a higher level."""
-    level = len(heading) - len(heading.lstrip("#"))
+def section(text: str, title: str) -> str:
+    """The body of the section whose heading says ``title`` (at any level: a section of the README
+    became a page's title), up to the next heading of the same or a higher level."""
     lines = text.splitlines()
-    start = lines.index(heading) + 1
+    start = next(number for number, line in enumerate(lines) if re.fullmatch(rf"#+ {re.escape(title)}", line))
+    level = len(lines[start]) - len(lines[start].lstrip("#"))
+    start += 1
     for end in range(start, len(lines)):
         found = re.match(r"(#+) ", lines[end])
         if found and len(found.group(1)) <= level:
@@ -46,7 +49,7 @@ def section(text: str, heading: str) -> str:
 
 def status_rows() -> dict[int, list[str]]:
     """The rows of the README's status-code table: code -> its other cells."""
-    body = section(README, "## Status codes")
+    body = section(README, "Status codes")
     table = [line for line in body.splitlines() if line.startswith("|")]
     assert table[:2] == ["| code | name | meaning |", "|---|---|---|"], table[:2]
     rows: dict[int, list[str]] = {}
@@ -80,7 +83,7 @@ def test_the_status_table_lists_no_code_the_crawler_does_not_have() -> None:
 
 
 def test_every_source_key_is_in_the_reference() -> None:
-    reference = section(README, "### Source file reference")
+    reference = section(README, "Source file reference")
     for key in SourceSettings.model_fields:
         assert f"| `{key}` |" in reference, f"source key {key!r} is not in the source file reference"
 
@@ -95,7 +98,7 @@ def test_every_toml_example_is_a_valid_source_file(example: str, tmp_path: Path)
 
 
 def test_the_readmes_agent_is_the_tested_one() -> None:
-    code = re.findall(r"^```python\n(.*?)^```", section(README, "### Agents of your own"), re.M | re.S)
+    code = re.findall(r"^```python\n(.*?)^```", section(README, "Agents of your own"), re.M | re.S)
     assert len(code) == 1 and code[0].strip() in (ROOT / "tests/agents/example_agent.py").read_text(encoding="utf-8")
 
 
@@ -126,13 +129,13 @@ def test_the_readme_names_paths() -> None:
 @pytest.mark.parametrize("path", sorted(named_paths()))
 def test_every_path_in_the_readme_exists(path: str) -> None:
     target = ROOT / path
-    assert target.is_dir() if path.endswith("/") else target.is_file(), f"README.md names {path}, which does not exist"
+    assert target.is_dir() if path.endswith("/") else target.is_file(), f"the manual names {path}, which does not exist"
 
 
 def test_every_module_path_in_the_code_map_exists() -> None:
     """A module named by its file name alone in the code map (`spider.py` under `searchcrawl/crawl/`)
     exists in that package (or one of its subpackages)."""
-    code_map = section(README, "### Code map")
+    code_map = section(README, "Code map")
     for entry in re.findall(r"^- \*\*`(searchcrawl/[\w/]+/)`\*\*(.*?)(?=^- |\Z)", code_map, re.M | re.S):
         package, text = entry
         for name in re.findall(r"`([\w/]+(?:\.py|/))`", text):
@@ -145,7 +148,7 @@ def test_every_module_path_in_the_code_map_exists() -> None:
 def test_the_code_map_names_every_module() -> None:
     """Every module of the package is named in its folder's entry of the code map (a newcomer finds
     each one there), and no two modules share a file name (issue 22: a layout that reads)."""
-    code_map = section(README, "### Code map")
+    code_map = section(README, "Code map")
     entries = dict(re.findall(r"^- \*\*`(searchcrawl/[\w/]+/)`\*\*(.*?)(?=^- |\Z)", code_map, re.M | re.S))
     modules = [
         path.relative_to(ROOT)
@@ -177,10 +180,10 @@ def test_every_dotted_name_in_the_readme_exists(name: str) -> None:
         except ModuleNotFoundError:
             continue
         for attribute in parts[cut:]:
-            assert hasattr(target, attribute), f"README.md names {name}: {attribute!r} not found"
+            assert hasattr(target, attribute), f"the manual names {name}: {attribute!r} not found"
             target = getattr(target, attribute)
         return
-    pytest.fail(f"README.md names {name}, which cannot be imported")
+    pytest.fail(f"the manual names {name}, which cannot be imported")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,8 +236,17 @@ def test_every_readme_anchor_named_in_the_tree_resolves() -> None:
         if not path.is_file():
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
-        for file, anchor in re.findall(r"((?:[\w.-]+/)*README\.md)#([\w-]+)", text):
+        for file, anchor in re.findall(r"((?:[\w.-]+/)*(?:README|docs/[\w-]+)\.md)#([\w-]+)", text):
             target = ROOT / file
             if not target.exists():
                 target = path.parent / file
             assert anchor in anchors(target), f"{path.relative_to(ROOT)} names {file}#{anchor}: no such heading"
+
+
+def test_the_readme_and_its_pages_link_both_ways() -> None:
+    """The README (the front door) links to every page of docs/, and every page links back to it."""
+    front = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(front.splitlines()) < 150, "the README is the front door: what it is, two commands, a map"
+    for page in PAGES:
+        assert f"]({page})" in front, f"the README does not link to {page}"
+        assert "](../README.md)" in (ROOT / page).read_text(encoding="utf-8"), f"{page} does not link back"

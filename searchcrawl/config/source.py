@@ -298,7 +298,7 @@ class ScopeRules(BaseModel):
 
 
 class SourceSettings(ScopeRules):
-    """The keys a source file may hold, with their defaults (documented in the README).
+    """The keys a source file may hold, with their defaults (documented in docs/sources.md, the source file reference).
 
     The scope keys (domains, ports, paths, patterns, max_depth, index_dynamic_pages) come from
     ScopeRules, above.

@@ -11,7 +11,7 @@ JVM's process group, so stopping the server stops both. Its files::
     <data_dir>/tika/<port>/tika.log            JVM output, appended
     <data_dir>/tika/<port>/tika.pid            pid of the running JVM
 
-In production, run Tika as a service of its own (see the README: the same jar under systemd, or
+In production, run Tika as a service of its own (see docs/indexing.md: the same jar under systemd, or
 the official ``apache/tika`` image) and give the crawler its URL (``SEARCHCRAWL_TIKA_URL``).
 It only ever listens on 127.0.0.1 here.
 

@@ -7,7 +7,7 @@ and ``NotIndexed``, subclasses of ``IgnoreRequest`` and ``DropItem`` carrying an
 and the ledger writer (crawl/ledger_writer.py) records it. Plain code, no Scrapy, no database:
 ``tests/rules/test_lifecycle.py`` walks every pair of state and event.
 
-The rules (README, "A URL's life"):
+The rules (docs/maintenance.md, "A URL's life"):
 
 - A URL in the index (``pending`` or ``indexed``) that is excluded, gone, redirected, refused by
   Solr or failing for ``max_failures`` consecutive crawls goes to ``removing``; Solr's
@@ -71,8 +71,8 @@ class Event(StrEnum):
 
 
 class Delta(StrEnum):
-    """What a run's delta report says of a URL: the document table's ``delta`` column (README,
-    "The delta report")."""
+    """What a run's delta report says of a URL: the document table's ``delta`` column
+    (docs/maintenance.md, "The delta report")."""
 
     NEW = "new"  # entered the index
     CHANGED = "changed"  # in the index, with new content

@@ -1,8 +1,8 @@
 """Status codes: the HTTP code of a fetched URL, or a crawler code for what HTTP cannot say.
 
 Crawler codes are in the 900s so that one integer column holds both and a user can sort and
-count them together. The README's status table is generated from ``CRAWLER_CODES``; keep the
-descriptions user-facing.
+count them together. The status table of docs/status-codes.md must match ``CRAWLER_CODES``
+(tests/test_readme.py checks it); keep the descriptions user-facing.
 """
 
 from __future__ import annotations

@@ -302,7 +302,7 @@ def clean_metadata(raw: dict) -> dict[str, str | list[str]]:
 #: A converted document's text identifies it only when it holds at least this many letters or
 #: digits (of any script): fewer (a slide number, "Figure 1", a stray bullet, whitespace) name
 #: nothing, and two unrelated files of pictures with such a text and one default title would be
-#: duplicates of each other. Such a document counts as one without text (README: "Documents
+#: duplicates of each other. Such a document counts as one without text (docs/indexing.md: "Documents
 #: without text"): indexed by its metadata and file name, its checksum over its bytes.
 MIN_TEXT_CHARS = 10
 _LETTER_OR_DIGIT = re.compile(r"[^\W_]")

@@ -137,7 +137,7 @@ class RobotsMiddleware:
     def unavailable(self, site: str, record: SiteRobots) -> RequestRefused:
         """What a request to a site whose robots.txt is unavailable gets, for the crawl and
         `scrapy explain`: not a rule but a failure that may pass, so nothing leaves the index for it
-        alone (README, "robots.txt and robots meta"); 935 counts toward ``max_failures``, a TLS or
+        alone (docs/rules.md, "robots.txt and robots meta"); 935 counts toward ``max_failures``, a TLS or
         proxy failure (937, 938) does not."""
         return RequestRefused(
             record.status,
