@@ -11,7 +11,6 @@ import argparse
 import functools
 import os
 import subprocess
-import sys
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
@@ -22,6 +21,7 @@ from searchcrawl.config import paths
 from searchcrawl.config.resources import package_dir
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrError
 from searchcrawl.index.query import matching
+from searchcrawl.ops.launchers import scrapy_command
 
 SITE_PORT = 8765  # the example source's seeds point here
 QUERIES = ("travel expenses", '"oracle on demand"', "solr")
@@ -65,7 +65,7 @@ class Command(ScrapyCommand):
                     return
                 print(f"Serving the example intranet at http://127.0.0.1:{SITE_PORT}/ and crawling it...", flush=True)
                 env = dict(os.environ, SOLR_URL=solr_url, SEARCHCRAWL_DATA_DIR=str(paths.data_dir(self.settings)))
-                crawl = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "example", "-s", "LOG_LEVEL=WARNING"], env=env)
+                crawl = subprocess.run(scrapy_command("crawl", "example", "-s", "LOG_LEVEL=WARNING"), env=env)
             finally:
                 server.shutdown()
                 server.server_close()

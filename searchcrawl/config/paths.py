@@ -44,19 +44,27 @@ def cache_dir(settings: BaseSettings, source: str) -> Path:
     return path
 
 
+def _solr_nodes(settings: BaseSettings) -> list[tuple[str, tuple[str, str] | None]]:
+    """Each URL of SOLR_URL (a SolrCloud's nodes are comma-separated) split from the credentials
+    written into it: every node's, not the first one's only."""
+    configured = settings.get("SOLR_URL") or os.environ.get("SOLR_URL") or ""
+    return [secrets.split_credentials(url.strip().rstrip("/")) for url in configured.split(",")]
+
+
 def solr_url(settings: BaseSettings) -> str:
-    """The Solr core or collection URL, without credentials (see solr_auth)."""
-    url = (settings.get("SOLR_URL") or os.environ.get("SOLR_URL") or "").rstrip("/")
-    return secrets.split_credentials(url)[0]
+    """The Solr core or collection URL (or the nodes', comma-separated), without credentials (see
+    solr_auth)."""
+    return ",".join(url for url, _ in _solr_nodes(settings)).rstrip("/")
 
 
 def solr_auth(settings: BaseSettings) -> tuple[str, str] | None:
     """Basic-auth credentials for Solr: SEARCHCRAWL_SOLR_USERNAME and SEARCHCRAWL_SOLR_PASSWORD
-    (or _FILE) from the environment, else user and password written into SOLR_URL."""
+    (or _FILE) from the environment, else the user and password written into SOLR_URL (the
+    first node's that has them)."""
     from_environment = secrets.credentials(secrets.SOLR_USERNAME, secrets.SOLR_PASSWORD)
     if from_environment:
         return from_environment
-    return secrets.split_credentials(settings.get("SOLR_URL") or os.environ.get("SOLR_URL") or "")[1]
+    return next((auth for _, auth in _solr_nodes(settings) if auth), None)
 
 
 def sources_dir(settings: BaseSettings) -> Path | None:

@@ -26,6 +26,15 @@ from searchcrawl.ops import secrets
 logger = logging.getLogger(__name__)
 
 
+def scrapy_command(*args: str) -> list[str]:
+    """`python -P -m scrapy ARGS` of this interpreter. ``-P`` keeps the working directory off
+    ``sys.path``: the `searchcrawl` command works in any folder, and a `scrapy.py` or a
+    `searchcrawl/` lying in the folder it was started in must not be imported in place of the
+    installed ones. A project's own modules are still found: Scrapy adds the folder of its
+    scrapy.cfg to ``sys.path`` itself."""
+    return [sys.executable, "-P", "-m", "scrapy", *args]
+
+
 class LaunchError(Exception):
     """The crawl could not be started (scrapyd unreachable or refusing, a process not starting)."""
 
@@ -82,7 +91,7 @@ class ScrapydLauncher:
 
 
 class LocalLauncher:
-    """Crawls as `python -m scrapy crawl <source>` processes in the project directory; each
+    """Crawls as `python -P -m scrapy crawl <source>` processes in the project directory; each
     process's output goes to ``<data dir>/logs/<source>/<time>.log`` unless the source names a
     log_file."""
 
@@ -98,7 +107,7 @@ class LocalLauncher:
         try:
             with open(log_path, "ab") as log:
                 process = subprocess.Popen(
-                    [sys.executable, "-m", "scrapy", "crawl", source],
+                    scrapy_command("crawl", source),
                     cwd=self.project_dir,
                     stdout=log,
                     stderr=subprocess.STDOUT,

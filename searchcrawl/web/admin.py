@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,6 +18,8 @@ from typing import Any
 from searchcrawl.index.cache import spool_fill
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.ops.dispatcher import ScheduleMarks
+from searchcrawl.ops.launchers import scrapy_command
+from searchcrawl.ops.secrets import redact
 from searchcrawl.rules.lifecycle import State
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
@@ -167,7 +168,7 @@ def solr_health(index: SolrIndex) -> dict[str, Any]:
     try:
         documents = index.search("*:*", rows=0).hits
     except IndexingError as exc:
-        return {"ok": False, "status": exc.reason, "documents": None}
+        return {"ok": False, "status": redact(exc.reason), "documents": None}
     if not index.ping():
         return {"ok": False, "status": "its ping handler does not answer OK", "documents": documents}
     return {"ok": True, "status": "OK", "documents": documents}
@@ -182,7 +183,7 @@ def explain(project_dir: Path, source: str, url: str, environ: dict[str, str] | 
     shell), bounded by EXPLAIN_TIMEOUT; its output is the same lines the shell would show."""
     try:
         answer = subprocess.run(
-            [sys.executable, "-m", "scrapy", "explain", source, url],
+            scrapy_command("explain", source, url),
             cwd=project_dir,
             env=environ if environ is not None else dict(os.environ),
             capture_output=True,

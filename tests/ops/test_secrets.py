@@ -265,3 +265,17 @@ def test_seed_ports_must_be_valid(url: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("url", ["http://127.0.0.1:1/", "https://host:65535/x", "http://host/", "file:///srv/docs/"])
 def test_good_seed_ports(url: str) -> None:
     assert check_seed_url(f" {url} ") == url
+
+
+def test_every_node_of_a_comma_separated_solr_url_loses_its_credentials() -> None:
+    """Only the first node's were taken out: the others' reached the admin overview's Solr status
+    and `scrapy search`'s output."""
+    from scrapy.settings import Settings
+
+    from searchcrawl.config.paths import solr_auth, solr_url
+
+    settings = Settings({"SOLR_URL": "http://solr:s3cret@127.0.0.1:1/solr/c/,http://solr:s3cret@127.0.0.1:2/solr/c"})
+    assert solr_url(settings) == "http://127.0.0.1:1/solr/c,http://127.0.0.1:2/solr/c"
+    assert solr_auth(settings) == ("solr", "s3cret")
+    assert solr_url(Settings({"SOLR_URL": "http://127.0.0.1:8983/solr/c/"})) == "http://127.0.0.1:8983/solr/c"
+    assert solr_auth(Settings({"SOLR_URL": "http://127.0.0.1:8983/solr/c"})) is None
