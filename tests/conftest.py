@@ -15,6 +15,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tarfile
@@ -66,28 +67,30 @@ sys.meta_path.insert(0, CheckoutConfigset)
 CORPORA = SHARED / "corpora"
 
 
-SERVER_JITTER = 0.05  # seconds: how late a test server's thread may see an arrival on a loaded machine
+SEND_JITTER = 0.08  # seconds: how late past its reservation's check a start may reach the kernel
 
 
 def assert_spaced(arrivals: list[float], delay: float) -> None:
-    """Requests a fleet (several processes or nodes) sent to one site, as its server saw them
-    arrive, were spaced by ``delay``. Starts are reserved exactly ``delay`` apart, fleet-wide, so
-    the mean gap holds the delay (uncoordinated processes would arrive together: gaps near 0).
-    A start later than its reservation (a process not scheduled for a moment on a loaded machine;
-    a start found late by more than half the delay is given up and another reserved) lengthens
-    the gap before it and shortens the one after by its lateness (CI saw 75 ms, and 180 ms with
-    three test workers on two cores). The test's own server thread, stalled, sees the requests
-    sent meanwhile arrive together once it runs again (1.85 s, then two gaps of 8 and 44 ms, on a
-    machine at load 5). So short gaps (under half the delay) must follow a long one that makes
-    up for them: the long gap and the run of short ones after it add up to at least 0.75 of a
-    delay per gap (for one short gap: 1.5 delays together, as before). The first arrival has no
-    gap before it to show its lateness, so it is taken to follow a gap of 1.5 delays (on time, or
-    late by up to half a delay, the most a start may be before it is given up): a first gap of
-    0.106 s for a delay of 0.3 s, the second process on time after a late first, failed under
-    four test workers. Two requests sent at once (but for a first pair on its own), or a process
-    ignoring the reservations, fail this. The server's thread may itself run late by up to
-    ``SERVER_JITTER`` (a second gap of 0.130 s after one of 0.286 s, for 0.3, under three
-    test workers on two cores: 0.416 s together, 0.034 s short of 1.5 delays)."""
+    """Requests a fleet (several processes or nodes) sent to one site, as the server's kernel saw
+    them arrive (``Site.arrivals``), were spaced by ``delay``. Starts are reserved exactly ``delay``
+    apart, fleet-wide, so the mean gap holds the delay (uncoordinated processes would arrive
+    together: gaps near 0). A start later than its reservation (a process not scheduled for a
+    moment on a loaded machine; a start found late by more than half the delay is given up and
+    another reserved) lengthens the gap before it and shortens the one after by its lateness (CI
+    saw 75 ms, and 180 ms with three test workers on two cores). So short gaps (under half the
+    delay) must follow a long one that makes up for them: the long gap and the run of short ones
+    after it add up to at least 0.75 of a delay per gap (for one short gap: 1.5 delays together).
+    The first arrival has no gap before it to show its lateness, so it is taken to follow a gap
+    of 1.5 delays (on time, or late by up to half a delay, the most a start may be before it is
+    given up): a first gap of 0.106 s for a delay of 0.3 s, the second process on time after a
+    late first, failed under four test workers. Two requests sent at once (but for a first pair
+    on its own), or a process ignoring the reservations, fail this. A start found on time may
+    still reach the kernel up to ``SEND_JITTER`` later (its reactor busy with a page, its process
+    not scheduled): 0.287 s then 0.106 s, for 0.3, under four test workers on two cores, is a
+    start found late by just under half the delay and sent 0.057 s after that. The arrivals are
+    sorted first: the server's threads record them in the order they run, not the order the
+    kernel received them."""
+    arrivals = sorted(arrivals)
     gaps = [later - earlier for earlier, later in zip(arrivals, arrivals[1:], strict=False)]
     assert gaps and sum(gaps) / len(gaps) >= delay * 0.98, gaps
     before, short = delay * 1.5, []  # the gap before the current run of short gaps, and that run
@@ -97,7 +100,7 @@ def assert_spaced(arrivals: list[float], delay: float) -> None:
             continue
         short.append(gap)
         together = before + sum(short)
-        assert together >= delay * 0.75 * (len(short) + 1) - SERVER_JITTER, (before, short, [round(g, 3) for g in gaps])
+        assert together >= delay * 0.75 * (len(short) + 1) - SEND_JITTER, (before, short, [round(g, 3) for g in gaps])
 
 
 def fresh_python(code: str) -> list[str]:
@@ -197,6 +200,35 @@ class InFlight:
                 del self.current[host]
 
 
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's number; Python names it from 3.13 on
+
+
+class TimestampingHTTPServer(ThreadingHTTPServer):
+    """A server whose connections carry the kernel's receive time of their data (SO_TIMESTAMPNS,
+    inherited by every accepted socket from the listening one)."""
+
+    def server_bind(self) -> None:
+        self.socket.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        super().server_bind()
+
+
+def arrived_at(connection: socket.socket) -> float:
+    """When the first byte waiting on ``connection`` reached the kernel (the wall clock, seconds).
+
+    Read from the kernel's timestamp (a peek: the handler still reads the request), not from the
+    server thread's clock: on a loaded machine the thread runs late by up to 0.2 s, and requests
+    sent while it was stalled looked as if they had come together (CI saw 0.287 s then 0.106 s
+    for a fleet spacing of 0.3 s). A connection closed before sending anything has no such time:
+    the clock's, then."""
+    with contextlib.suppress(OSError):
+        _data, ancillary, _flags, _address = connection.recvmsg(1, socket.CMSG_SPACE(16), socket.MSG_PEEK)
+        for level, kind, value in ancillary:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(value) >= 16:
+                seconds, nanoseconds = struct.unpack("qq", value[:16])
+                return seconds + nanoseconds / 1e9
+    return time.time()
+
+
 @dataclass
 class Site:
     """A real HTTP server on 127.0.0.1 serving a folder, with an access log the test can read."""
@@ -205,7 +237,9 @@ class Site:
     port: int = 0
     host: str = "127.0.0.1"
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, host header, path)
-    arrivals: list[float] = field(default_factory=list)  # time.monotonic() of each request, in order
+    # when each request's first byte reached this machine's kernel (seconds, the wall clock), in the
+    # order its thread answered it: a stalled server thread does not move them (see arrived_at)
+    arrivals: list[float] = field(default_factory=list)
     # path -> (status, headers, body): answered instead of a file (redirects, special headers)
     responses: dict[str, tuple[int, dict[str, str], bytes]] = field(default_factory=dict)
     conditional: list[str] = field(default_factory=list)  # paths requested with If-Modified-Since/If-None-Match
@@ -227,6 +261,12 @@ class Site:
         site = self
 
         class Handler(SimpleHTTPRequestHandler):
+            arrived = 0.0
+
+            def setup(self) -> None:
+                super().setup()
+                self.arrived = arrived_at(self.connection)
+
             def log_message(self, format: str, *args: object) -> None:  # noqa: A002
                 pass
 
@@ -244,7 +284,7 @@ class Site:
                 return super().do_GET()
 
             def send_head(self):  # type: ignore[no-untyped-def]
-                site.arrivals.append(time.monotonic())
+                site.arrivals.append(self.arrived)
                 site.requests.append((self.command, self.headers.get("Host", ""), self.path))
                 if self.headers.get("If-Modified-Since") or self.headers.get("If-None-Match"):
                     site.conditional.append(self.path)
@@ -277,7 +317,7 @@ class Site:
                         return self.answer(304, {"ETag": etag}, b"")
                 return self.answer(200, headers, body)
 
-        self.server = ThreadingHTTPServer((self.host, self.port), partial(Handler, directory=str(self.root)))
+        self.server = TimestampingHTTPServer((self.host, self.port), partial(Handler, directory=str(self.root)))
         self.port = self.server.server_address[1]
         # shutdown() waits for the loop's next poll: 0.5 s by default, after every test
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
