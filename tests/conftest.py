@@ -356,8 +356,6 @@ LONGEST_UNITS = (
     "tests/content/test_extract.py",
     "tests/agents/test_sql.py",
     "tests/store/test_document_table.py",
-    "tests/crawl/pipelines/test_attributes.py",
-    "tests/crawl/middlewares/test_robots.py",
     "tests/agents/test_mail.py",
     "tests/content/test_language_detection.py",
     "tests/crawl/test_frontier_scheduler.py",
@@ -368,12 +366,7 @@ LONGEST_UNITS = (
 # waited at once with the cores idle (measured: 5-8 s of the unit layer's minute). Every other
 # unit-test file is a group of its own, so that its module-scoped fixtures (converter workers,
 # unpacked corpora, language models) are built once, not once per worker.
-WAITING_UNITS = (
-    "tests/content/test_tika_client.py",
-    "tests/crawl/middlewares/test_fleet.py",
-    "tests/crawl/pipelines/test_solr_push.py",
-    "tests/crawl/middlewares/test_site_pause.py",
-)
+WAITING_UNITS = ("tests/crawl/middlewares/test_site_pause.py",)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
@@ -440,6 +433,8 @@ def pytest_configure(config: pytest.Config) -> None:
     XDG_DATA_HOME into it, so that the default data dir (~/.local/share/searchcrawl, a server's
     document table when nothing is configured) is never the user's either."""
     scrub_environment(os.environ)
+    if not config.pluginmanager.has_plugin("tests.layers"):  # the unit layer's guard: it starts no server
+        config.pluginmanager.import_plugin("tests.layers")
     if not hasattr(config, "workerinput"):  # the controlling process (or the only one); workers inherit
         os.environ[SHARED_SERVERS_DIR] = tempfile.mkdtemp(prefix="searchcrawl-test-servers-")
         (Path(os.environ[SHARED_SERVERS_DIR]) / "data-home").mkdir()
