@@ -348,8 +348,8 @@ def serve() -> Iterator:
 
 LONGEST = ("tests/e2e/test_sequences.py", "tests/e2e/test_scale_out.py", "tests/e2e/test_wheel.py")
 # The unit-test files of the most seconds (Hypothesis properties, whole sites through html-text,
-# converter workers, processes sharing one database), longest first: first in the unit layer, for
-# the same reason; last, one of them ran alone on a 2-core machine.
+# processes sharing one database), longest first: first in the unit layer, for the same reason;
+# last, one of them ran alone on a 2-core machine.
 LONGEST_UNITS = (
     "tests/rules/test_properties.py",
     "tests/content/test_convert.py",
@@ -360,12 +360,12 @@ LONGEST_UNITS = (
     "tests/content/test_language_detection.py",
     "tests/crawl/test_frontier_scheduler.py",
 )
-# The unit tests that mostly wait (fake servers' delays, requests spaced in time, Tika and Solr at
-# work): one worker takes them all, in one xdist_group, from the start of the unit layer, while the
-# others keep both cores busy. Scattered among the workers they came together, and three workers
-# waited at once with the cores idle (measured: 5-8 s of the unit layer's minute). Every other
-# unit-test file is a group of its own, so that its module-scoped fixtures (converter workers,
-# unpacked corpora, language models) are built once, not once per worker.
+# The unit tests that mostly wait (requests spaced in time): one worker takes them all, in one
+# xdist_group, from the start of the unit layer, while the others keep both cores busy. Scattered
+# among the workers they came together, and three workers waited at once with the cores idle
+# (measured: 5-8 s of the unit layer's minute). Every other unit-test file is a group of its own,
+# so that its module-scoped fixtures (unpacked corpora, language models) are built once, not once
+# per worker.
 WAITING_UNITS = ("tests/crawl/middlewares/test_site_pause.py",)
 
 

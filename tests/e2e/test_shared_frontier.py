@@ -14,8 +14,16 @@ from scrapy.crawler import Crawler
 from searchcrawl.crawl.frontier_scheduler import IDLE_RECHECK, WAKE_URL
 from searchcrawl.crawl.meta import WAKE
 from searchcrawl.store.deltas import Deltas
-from tests.crawl.conftest import crawler_of  # noqa: F401 - the fixture
-from tests.crawl.test_frontier_scheduler import RunningEngine, counts, drain, fetched, link, opened, spider_of
+from tests.crawl.test_frontier_scheduler import (
+    RunningEngine,
+    counts,
+    crawler_of,  # noqa: F401 - the fixture
+    drain,
+    fetched,
+    link,
+    opened,
+    spider_of,
+)
 
 
 @pytest.fixture
