@@ -371,6 +371,10 @@ LONGEST_UNITS = (  # measured 2026-11-25, the servers' tests moved to tests/e2e 
 # so that its module-scoped fixtures (unpacked corpora, language models) are built once, not once
 # per worker.
 WAITING_UNITS = ("tests/crawl/middlewares/test_site_pause.py",)
+# The end-to-end files of one component against a real server whose module-scoped fixtures are
+# costly (the converter's worker processes, Tika's corpus and converter, a CA): each a group of its
+# own, as a unit-test file is, so that they are built once, not once per worker.
+GROUPED_E2E = ("tests/e2e/test_convert_workers.py", "tests/e2e/test_tika_client.py", "tests/e2e/test_tls.py")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
@@ -394,7 +398,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     for item in items:
         path = item.nodeid.split("::", 1)[0]
-        if path.startswith("tests/e2e/") or item.get_closest_marker("xdist_group") is not None:
+        if (path.startswith("tests/e2e/") and path not in GROUPED_E2E) or item.get_closest_marker("xdist_group") is not None:
             continue
         item.add_marker(pytest.mark.xdist_group("waiting-units" if path in WAITING_UNITS else path))
     items.sort(key=rank)  # stable: the files keep their order within a rank
