@@ -1,5 +1,5 @@
 """The unit layer starts no server: a pytest plugin (registered by tests/conftest.py) that fails a
-test outside tests/e2e asking for a fixture that starts a real server.
+test outside tests/e2e asking for a fixture that starts a real server, or listening on a socket.
 
 The unit layer (every test outside tests/e2e) tests logic alone, fast, and starts no server
 (issue 54: under 60 s on 2 cores). A test of a component against a real Solr, Tika, PostgreSQL or
@@ -8,7 +8,9 @@ the unit module it extends."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterable
+from typing import Any
 
 import pytest
 
@@ -32,6 +34,7 @@ SERVER_FIXTURES = frozenset(
 )
 E2E_LAYER = "tests/e2e/"
 CURRENT_TEST = [""]  # the node id of the test being set up or run in this process
+LISTENS = [False]  # whether that test is marked ``listens`` (a port of its own, nothing served)
 
 
 def server_refusal(nodeid: str, fixtures: Iterable[str]) -> str | None:
@@ -48,11 +51,40 @@ def server_refusal(nodeid: str, fixtures: Iterable[str]) -> str | None:
     )
 
 
+def listen_refusal(nodeid: str, listens: bool, address: object) -> str | None:
+    """Why the test ``nodeid`` may not listen on ``address`` (the unit layer serves nothing), or None."""
+    if not nodeid or nodeid.startswith(E2E_LAYER) or listens:
+        return None
+    return (
+        f"{nodeid} is a unit test, and the unit layer (every test outside {E2E_LAYER}) starts no server, "
+        f"but it listens on {address}: a test against a real server belongs in {E2E_LAYER}; a test that "
+        "only needs a port of its own to connect to is marked @pytest.mark.listens(reason)"
+    )
+
+
+_listen = socket.socket.listen
+
+
+def _guarded_listen(self: socket.socket, *args: Any) -> None:
+    refusal = listen_refusal(CURRENT_TEST[0], LISTENS[0], self.getsockname())
+    if refusal:
+        pytest.fail(refusal, pytrace=False)
+    _listen(self, *args)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Servers started without a fixture (an HTTP server in a thread, uvicorn, Twisted's listenTCP)
+    are refused where they listen. Once per process: an in-process pytester run shares it."""
+    config.addinivalue_line("markers", "listens(reason): a unit test listening on a port of its own, serving nothing")
+    socket.socket.listen = _guarded_listen  # type: ignore[method-assign]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A unit test asking for a server's fixture by name (or through another fixture) fails
     before any of its fixtures is set up."""
     CURRENT_TEST[0] = item.nodeid
+    LISTENS[0] = item.get_closest_marker("listens") is not None
     refusal = server_refusal(item.nodeid, getattr(item, "fixturenames", ()))
     if refusal:
         pytest.fail(refusal, pytrace=False)

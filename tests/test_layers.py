@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.layers import SERVER_FIXTURES, server_refusal
+from tests.layers import SERVER_FIXTURES, listen_refusal, server_refusal
 
 pytest_plugins = ["pytester"]
 
@@ -77,3 +77,46 @@ def test_the_guard_refuses_a_unit_test_before_its_server_starts(pytester: pytest
             ["*test_dynamically*is a unit test, and the unit layer*starts no server, but it asks for postgres_url*"]
         )
     assert ("the server started" in result.stdout.str()) is not refused
+
+
+def test_a_unit_test_listening_on_a_socket_is_told_where_it_belongs() -> None:
+    refusal = listen_refusal("tests/web/test_x.py::test_a", False, ("127.0.0.1", 8080))
+    assert refusal is not None and "tests/web/test_x.py::test_a is a unit test" in refusal
+    assert "listens on ('127.0.0.1', 8080)" in refusal and "@pytest.mark.listens(reason)" in refusal
+    assert listen_refusal("tests/e2e/test_x.py::test_a", False, ("127.0.0.1", 8080)) is None
+    assert listen_refusal("tests/web/test_x.py::test_a", True, ("127.0.0.1", 8080)) is None
+    assert listen_refusal("", False, ("127.0.0.1", 8080)) is None  # no test running: pytest's own
+
+
+LISTENING = """
+import socket
+import threading
+from http.server import HTTPServer, BaseHTTPRequestHandler
+
+import pytest
+
+def test_an_http_server():
+    server = HTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    server.server_close()
+
+@pytest.mark.listens("a port to connect to")
+def test_a_port_of_its_own():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+
+def test_no_socket():
+    pass
+"""
+
+
+@pytest.mark.parametrize(("folder", "refused"), [("tests/web", True), ("tests/e2e", False)])
+def test_the_guard_refuses_a_unit_test_listening_on_a_socket(pytester: pytest.Pytester, folder: str, refused: bool) -> None:
+    (pytester.path / folder).mkdir(parents=True)
+    (pytester.path / folder / "test_listening.py").write_text(LISTENING, encoding="utf-8")
+    result = pytester.runpytest_inprocess("-p", "tests.layers", "-p", "no:cacheprovider", "--import-mode=importlib", folder)
+    if refused:
+        result.assert_outcomes(passed=2, failed=1)
+        result.stdout.fnmatch_lines(["*test_an_http_server is a unit test*starts no server, but it listens on ('127.0.0.1', *"])
+    else:
+        result.assert_outcomes(passed=3)
