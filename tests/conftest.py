@@ -347,33 +347,34 @@ def serve() -> Iterator:
 # --- Order: the longest first ------------------------------------------------------------------
 
 LONGEST = ("tests/e2e/test_sequences.py", "tests/e2e/test_scale_out.py", "tests/e2e/test_wheel.py")
-# The unit-test files of the most seconds (Hypothesis properties, whole sites through html-text,
-# converter workers, processes sharing one database), longest first: first in the unit layer, for
-# the same reason; last, one of them ran alone on a 2-core machine.
-LONGEST_UNITS = (
-    "tests/rules/test_properties.py",
-    "tests/content/test_convert.py",
-    "tests/content/test_extract.py",
-    "tests/agents/test_sql.py",
-    "tests/store/test_document_table.py",
-    "tests/crawl/pipelines/test_attributes.py",
-    "tests/crawl/middlewares/test_robots.py",
-    "tests/agents/test_mail.py",
+# The unit-test files of the most seconds (language models, Hypothesis properties, whole sites
+# through html-text, a pytest of its own, processes sharing one database), longest first: first
+# in the unit layer, for the same reason; last, one of them ran alone on a 2-core machine.
+LONGEST_UNITS = (  # measured 2026-11-25, the servers' tests moved to tests/e2e (issue 54)
     "tests/content/test_language_detection.py",
+    "tests/rules/test_properties.py",
+    "tests/test_environment.py",
+    "tests/content/test_links.py",
+    "tests/content/test_nesting.py",
+    "tests/store/test_document_table.py",
+    "tests/content/test_extract.py",
+    "tests/agents/test_files.py",
+    "tests/rules/test_sitemap_files.py",
+    "tests/agents/test_mail.py",
+    "tests/agents/test_sql.py",
     "tests/crawl/test_frontier_scheduler.py",
 )
-# The unit tests that mostly wait (fake servers' delays, requests spaced in time, Tika and Solr at
-# work): one worker takes them all, in one xdist_group, from the start of the unit layer, while the
-# others keep both cores busy. Scattered among the workers they came together, and three workers
-# waited at once with the cores idle (measured: 5-8 s of the unit layer's minute). Every other
-# unit-test file is a group of its own, so that its module-scoped fixtures (converter workers,
-# unpacked corpora, language models) are built once, not once per worker.
-WAITING_UNITS = (
-    "tests/content/test_tika_client.py",
-    "tests/crawl/middlewares/test_fleet.py",
-    "tests/crawl/pipelines/test_solr_push.py",
-    "tests/crawl/middlewares/test_site_pause.py",
-)
+# The unit tests that mostly wait (requests spaced in time): one worker takes them all, in one
+# xdist_group, from the start of the unit layer, while the others keep both cores busy. Scattered
+# among the workers they came together, and three workers waited at once with the cores idle
+# (measured: 5-8 s of the unit layer's minute). Every other unit-test file is a group of its own,
+# so that its module-scoped fixtures (unpacked corpora, language models) are built once, not once
+# per worker.
+WAITING_UNITS = ("tests/crawl/middlewares/test_site_pause.py",)
+# The end-to-end files of one component against a real server whose module-scoped fixtures are
+# costly (the converter's worker processes, Tika's corpus and converter, a CA): each a group of its
+# own, as a unit-test file is, so that they are built once, not once per worker.
+GROUPED_E2E = ("tests/e2e/test_convert_workers.py", "tests/e2e/test_tika_client.py", "tests/e2e/test_tls.py")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
@@ -397,7 +398,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     for item in items:
         path = item.nodeid.split("::", 1)[0]
-        if path.startswith("tests/e2e/") or item.get_closest_marker("xdist_group") is not None:
+        if (path.startswith("tests/e2e/") and path not in GROUPED_E2E) or item.get_closest_marker("xdist_group") is not None:
             continue
         item.add_marker(pytest.mark.xdist_group("waiting-units" if path in WAITING_UNITS else path))
     items.sort(key=rank)  # stable: the files keep their order within a rank
@@ -440,6 +441,8 @@ def pytest_configure(config: pytest.Config) -> None:
     XDG_DATA_HOME into it, so that the default data dir (~/.local/share/searchcrawl, a server's
     document table when nothing is configured) is never the user's either."""
     scrub_environment(os.environ)
+    if not config.pluginmanager.has_plugin("tests.layers"):  # the unit layer's guard: it starts no server
+        config.pluginmanager.import_plugin("tests.layers")
     if not hasattr(config, "workerinput"):  # the controlling process (or the only one); workers inherit
         os.environ[SHARED_SERVERS_DIR] = tempfile.mkdtemp(prefix="searchcrawl-test-servers-")
         (Path(os.environ[SHARED_SERVERS_DIR]) / "data-home").mkdir()

@@ -1,4 +1,5 @@
-"""The ``database`` agent on a real SQLite file and on the session's real PostgreSQL server."""
+"""The ``database`` agent on a real SQLite file (on the session's real PostgreSQL server:
+tests/e2e/test_sql_agent_postgresql.py)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from sqlalchemy.engine import Engine, make_url
 
 from searchcrawl.agents.base import AgentError, DocumentTooLarge
 from searchcrawl.agents.sql import DatabaseAgent, DatabaseOptions, attribute_value, template_fields
-from tests.conftest import free_port, wait_for
+from tests.conftest import free_port
 
 T0 = datetime(2024, 3, 1, 9, 30, tzinfo=UTC)
 
@@ -76,16 +77,20 @@ def person(**values: Any) -> dict[str, Any]:
     return row
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Db]:
-    """A fresh ``people`` table: in a temp SQLite file (schema ``main``) or in a schema of its own
-    on the session's PostgreSQL server."""
-    if request.param == "sqlite":
-        url, schema = f"sqlite:///{tmp_path / 'hr.sqlite3'}", "main"
-    else:
-        url, schema = request.getfixturevalue("postgres_url"), f"hr_{uuid.uuid4().hex[:12]}"
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Db]:
+    """A fresh ``people`` table in a temp SQLite file (tests/e2e/test_sql_agent_postgresql.py runs
+    the tests of this fixture on the session's PostgreSQL server)."""
+    yield from people_table(f"sqlite:///{tmp_path / 'hr.sqlite3'}")
+
+
+def people_table(url: str) -> Iterator[Db]:
+    """A fresh ``people`` table in the database of ``url``: SQLite's schema ``main``, or, on
+    PostgreSQL, a schema of its own, dropped afterwards."""
+    backend = make_url(url).get_backend_name()
+    schema = "main" if backend == "sqlite" else f"hr_{uuid.uuid4().hex[:12]}"
     admin = create_engine(url)
-    if request.param == "postgresql":
+    if backend == "postgresql":
         with admin.begin() as connection:
             connection.execute(text(f"CREATE SCHEMA {schema}"))
     table = Table(
@@ -103,8 +108,8 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Db]:
         Column("updated", DateTime),
     )
     table.create(admin)
-    yield Db(url, admin, table, request.param)
-    if request.param == "postgresql":
+    yield Db(url, admin, table, backend)
+    if backend == "postgresql":
         with admin.begin() as connection:
             connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
     admin.dispose()
@@ -368,76 +373,6 @@ def test_the_agents_connections_are_read_only(db: Db) -> None:
         agent.close()
     with db.admin.connect() as connection:
         assert connection.execute(text(f"SELECT count(*) FROM {db.name}")).scalar() == 1
-
-
-@pytest.fixture
-def password_role(postgres_url: str) -> Iterator[tuple[str, str]]:
-    """A role of the session's PostgreSQL server that must give its password: (url without
-    password, password). The server trusts every other role; its pg_hba.conf gets one line first."""
-    role, password = f"reader_{uuid.uuid4().hex[:8]}", f"pw-{uuid.uuid4().hex}"
-    admin = create_engine(postgres_url)
-    with admin.begin() as connection:
-        connection.execute(text(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'"))
-        hba = Path(connection.execute(text("SHOW hba_file")).scalar_one())
-    original = hba.read_text()
-    hba.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n{original}")
-    url = make_url(postgres_url).set(username=role).render_as_string(hide_password=False)
-    try:
-        with admin.connect() as connection:
-            connection.execute(text("SELECT pg_reload_conf()"))
-        wait_for(lambda: not _connects(url), timeout=10, what="pg_hba.conf to be reloaded")
-        yield url, password
-    finally:
-        hba.write_text(original)
-        with admin.begin() as connection:
-            connection.execute(text("SELECT pg_reload_conf()"))
-            connection.execute(text(f"DROP ROLE {role}"))
-        admin.dispose()
-
-
-def _connects(url: str) -> bool:
-    engine = create_engine(url)
-    try:
-        with engine.connect():
-            return True
-    except Exception:  # noqa: BLE001 - any refusal
-        return False
-    finally:
-        engine.dispose()
-
-
-def test_a_wrong_password_is_an_agent_error_without_the_password(
-    password_role: tuple[str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    url, password = password_role
-    options = {
-        "url": url,
-        "password_secret": "HR_DB_PASSWORD",
-        "query": "SELECT 1 AS id, 'x' AS bio",
-        "key": "id",
-        "content": ["bio"],
-    }
-    caplog.set_level(logging.DEBUG)
-    monkeypatch.setenv("HR_DB_PASSWORD", password)
-    agent = DatabaseAgent("hr", DatabaseOptions.model_validate(options))
-    try:
-        assert [reference.key for reference in agent.references(None)] == ["1"]  # the right one is used
-    finally:
-        agent.close()
-    wrong = f"wrong-{uuid.uuid4().hex}"
-    monkeypatch.setenv("HR_DB_PASSWORD", wrong)
-    agent = DatabaseAgent("hr", DatabaseOptions.model_validate(options))
-    try:
-        with pytest.raises(AgentError) as refused:
-            list(agent.references(None))
-    finally:
-        agent.close()
-    message = str(refused.value)
-    assert "password authentication failed" in message and "[database] listing failed on postgresql+psycopg://" in message
-    assert refused.value.__cause__ is None and refused.value.__suppress_context__
-    for secret_value in (wrong, password):
-        assert secret_value not in message and secret_value not in caplog.text
-        assert all(secret_value not in record.getMessage() for record in caplog.records)
 
 
 def test_an_unreachable_database_is_an_agent_error() -> None:

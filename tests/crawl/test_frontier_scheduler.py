@@ -359,19 +359,26 @@ def duplicate(crawler: Crawler, url: str, of: str) -> None:
     crawler.signals.send_catch_log(url_outcome, url=url, outcome=outcome)
 
 
-# --- a shared crawl: two nodes on one PostgreSQL database --------------------------------------------
+# --- a shared crawl: two nodes on one database -------------------------------------------------------
 
 
 @pytest.fixture
-def two_nodes(crawler_of, postgres_url: str) -> Callable[..., tuple[Crawler, Crawler]]:
-    """two_nodes(b={...}, **settings): two crawlers of one shared source (``shared = true``) on the
-    session's PostgreSQL database: two nodes of a fleet (``b``: settings of the second only).
-    The source's name is the test's own (the database is the session's)."""
+def shared_database(tmp_path: Path) -> str:
+    """The database the two nodes share: a SQLite file (tests/e2e/test_shared_frontier.py runs
+    these tests on the session's PostgreSQL server)."""
+    return f"sqlite:///{tmp_path / 'shared.sqlite3'}"
+
+
+@pytest.fixture
+def two_nodes(crawler_of, shared_database: str) -> Callable[..., tuple[Crawler, Crawler]]:
+    """two_nodes(b={...}, **settings): two crawlers of one shared source (``shared = true``) on
+    one database (``shared_database``): two nodes of a fleet (``b``: settings of the second only).
+    The source's name is the test's own (the database may be the session's)."""
 
     def make(b: dict[str, Any] | None = None, **settings: Any) -> tuple[Crawler, Crawler]:
         name = f"shared-{uuid.uuid4().hex[:8]}"
         source = 'seeds = ["http://h.test/"]\nshared = true\n'
-        settings["SEARCHCRAWL_DB_URL"] = postgres_url
+        settings["SEARCHCRAWL_DB_URL"] = shared_database
         return (
             crawler_of(source, node="a", name=name, **settings),
             crawler_of(source, node="b", name=name, **{**settings, **(b or {})}),

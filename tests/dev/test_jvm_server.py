@@ -105,6 +105,7 @@ def test_a_stop_returns_once_the_forked_process_holding_the_port_is_gone(tmp_pat
         server.stop()
 
 
+@pytest.mark.listens("a port to connect to, to see which port an outgoing connection takes")
 def test_free_ports_lie_below_the_ephemeral_range_that_outgoing_connections_take() -> None:
     """A SolrCloud node stopped and started again by a test could not bind its port: an outgoing
     connection had been given it meanwhile (the kernel's ephemeral range, where the kernel's own

@@ -6,7 +6,7 @@ import pysolr
 
 from searchcrawl.store.runs import Runs
 from tests.conftest import add_core, solr_docs
-from tests.index.test_indexer import solr_update_requests  # noqa: F401 - helpers and fixtures
+from tests.e2e.test_indexer import solr_update_requests  # noqa: F401 - helpers and fixtures
 from tests.sites import build_intranet
 
 BOOLEAN_FIELDS = '<dynamicField name="*_b" type="boolean" indexed="true" stored="true"/>'

@@ -1,10 +1,10 @@
-"""End-to-end crawls for: Solr ids per source (``<source>!<url>``): sources crawling one URL are independent in Solr, (the components alone: tests.index.test_solr_ids)."""
+"""End-to-end crawls for: Solr ids per source (``<source>!<url>``): sources crawling one URL are independent in Solr, (the components alone: tests.e2e.test_solr_ids)."""
 
 from __future__ import annotations
 
 from searchcrawl.content.extract import solr_id
 from tests.conftest import solr_docs
-from tests.index.test_solr_ids import old_documents, page, small_site, unique, without  # noqa: F401 - helpers and fixtures
+from tests.e2e.test_solr_ids import old_documents, page, small_site, unique, without  # noqa: F401 - helpers and fixtures
 
 
 def test_two_sources_crawling_one_site_keep_their_own_documents(project, serve, tmp_path, solr) -> None:

@@ -1,17 +1,11 @@
-"""Batching, pushing the cache to a real Solr, documents Solr refuses, and when a crawl pushes."""
-
-import json
-import urllib.request
-import uuid
+"""Batching, the cache, documents Solr refuses and its messages (against a real Solr: tests/e2e/test_indexer.py)."""
 
 import pysolr
 
-from searchcrawl.content.extract import solr_id
 from searchcrawl.index.cache import DocumentCache
-from searchcrawl.index.indexer import PushResult, SolrIndex, batches, describe, push_pending, push_with_retries
+from searchcrawl.index.indexer import PushResult, batches, describe, push_with_retries
 from searchcrawl.rules.lifecycle import Event, Outcome
-from searchcrawl.store import Database, DocumentTable
-from tests.conftest import solr_docs
+from searchcrawl.store import DocumentTable
 
 
 def cache_pending(table: DocumentTable, source: str, url: str, checksum: str) -> None:
@@ -79,121 +73,6 @@ def test_documents_cached_one_file_each_by_an_earlier_version_are_adopted(tmp_pa
     assert scan.select({"http://old/": "c"}) == {"http://old/"} and len(scan.sealed) == 1
 
 
-def test_push_pending_to_real_solr(tmp_path, solr_url: str, solr: pysolr.Solr) -> None:
-    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
-    cache = DocumentCache(tmp_path / "cache")
-    for i in range(25):
-        url = f"http://push.test/{i}"
-        cache.put(
-            {
-                "id": solr_id("push", url),
-                "url": url,
-                "source": "push",
-                "title": f"doc {i}",
-                "checksum": f"c{i}",
-                "content": f'Grüße \u00a0\x07\x00 «{i}» \U0001f600 "quoted"',
-            }
-        )  # sent as cached: JSON, escaped
-        cache_pending(table, "push", url, f"c{i}")
-    assert cache.size_bytes > 0
-    cache.seal()  # as at the end of a crawl: then the push deletes the spool it empties
-    down = push_pending(
-        "push",
-        table,
-        cache,
-        SolrIndex("http://127.0.0.1:9/solr/none", timeout=2),
-        max_docs=10,
-        max_bytes=10**6,
-        requests_at_once=2,
-    )
-    assert (down.indexed, down.pending, down.refused, down.request_refused) == (0, 25, 0, False)
-    assert "cannot connect (Connection refused)" in down.error  # a node failure: everything stays pending
-    result = push_pending("push", table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6, requests_at_once=2)
-    assert (result.indexed, result.pending, result.error) == (25, 0, None)
-    assert cache.size_bytes == 0 and not list((tmp_path / "cache").glob("*.spool"))
-    assert table.count_by("push", "state") == {"indexed": 25}
-    solr.commit()
-    assert solr.search('source:"push"', rows=0).hits == 25
-    assert (
-        solr.search('url:"http://push.test/3"', fl="content").docs[0]["content"] == 'Grüße \u00a0\x07\x00 «3» \U0001f600 "quoted"'
-    )
-
-
-def test_a_document_solr_refuses_is_isolated_and_every_other_one_indexed(tmp_path, solr_url: str, solr: pysolr.Solr) -> None:
-    """Two update requests in flight, batches of 10. Solr refuses two documents (a 40 KB author:
-    an immense term in a string field; a bad date), which makes it refuse their whole requests
-    after applying the documents before them. Each refused batch is pushed again in halves until
-    the refused document is alone: it gets status 924 with Solr's reason and leaves the pending
-    state, its record is spent, and every other document is indexed."""
-    source = f"refuse-{uuid.uuid4().hex[:8]}"
-    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
-    cache = DocumentCache(tmp_path / "cache")
-    urls = [f"http://refuse.test/{i:02d}" for i in range(30)]
-    huge_author = "Quincy " * 6000  # 42,000 bytes: more than a string field's term may hold (32,766)
-    for i, url in enumerate(urls):
-        document = {"id": solr_id(source, url), "url": url, "source": source, "title": f"doc {i}", "checksum": f"c{i}"}
-        if i == 14:
-            document["author"] = huge_author
-        if i == 27:
-            document["last_modified"] = "not a date"
-        cache.put(document)
-        cache_pending(table, source, url, f"c{i}")
-    cache.seal()
-    result = push_pending(source, table, cache, SolrIndex(solr_url), max_docs=10, max_bytes=10**6, requests_at_once=2)
-
-    assert (result.indexed, result.refused, result.pending, result.error) == (28, 2, 0, None)
-    assert table.pending(source) == []
-    refused = {url: table.get(source, url) for url in (urls[14], urls[27])}
-    assert {row["status"] for row in refused.values()} == {924}
-    assert "immense term" in refused[urls[14]]["reason"] and 'field="author"' in refused[urls[14]]["reason"]
-    assert "Invalid Date String" in refused[urls[27]]["reason"]
-    for row in refused.values():  # Solr's reason, readable, never the document
-        assert row["reason"].startswith("refused by Solr: HTTP 400: ") and len(row["reason"]) < 400
-        assert "Quincy" not in row["reason"] and "120, 120" not in row["reason"]
-    assert table.count_by(source, "status").get(924) == 2
-    assert not list((tmp_path / "cache").glob("*.spool"))  # the refused records are spent too
-    in_solr = {doc["url"]: doc["id"] for doc in solr_docs(solr, source)}
-    assert set(in_solr) == set(urls) - {urls[14], urls[27]}
-    assert all(doc_id == solr_id(source, url) for url, doc_id in in_solr.items())
-
-
-def test_when_solr_refuses_most_documents_it_is_its_configuration_and_nothing_is_marked_refused(
-    tmp_path, solr_url: str, solr: pysolr.Solr
-) -> None:
-    """A circuit breaker: every document refused alike (here a bad date in each, as an attribute
-    mapping onto a field of the wrong type would do) is not 60 bad documents. The search for them
-    stops after REFUSAL_FLOOR, none is marked refused or loses its cache record, all stay pending."""
-    source = f"breaker-{uuid.uuid4().hex[:8]}"
-    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
-    cache = DocumentCache(tmp_path / "cache")
-    for i in range(60):
-        url = f"http://breaker.test/{i:02d}"
-        cache.put({"id": solr_id(source, url), "url": url, "source": source, "checksum": "c", "last_modified": "not a date"})
-        cache_pending(table, source, url, "c")
-    before = solr_update_requests(solr_url)
-    result = push_pending(source, table, cache, SolrIndex(solr_url), max_docs=30, max_bytes=10**6)
-    assert (result.indexed, result.refused, result.pending, result.request_refused) == (0, 0, 60, True)
-    assert "a schema or configuration problem?" in result.error and "Invalid Date String" in result.error
-    assert len(table.pending(source)) == 60 and table.count_by(source, "status").get(924) is None
-    # bounded: the search stopped after 11 refusals (isolating all 60 would take 2 * 60 - 2 requests)
-    assert solr_update_requests(solr_url) - before < 58
-
-
-def test_a_request_solr_refuses_whatever_it_carries_keeps_the_documents_pending(tmp_path, solr_url: str) -> None:
-    """A 404 (no such core) refuses the request, not a document: nothing is marked refused."""
-    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
-    cache = DocumentCache(tmp_path / "cache")
-    for i in range(5):
-        url = f"http://nocore.test/{i}"
-        cache.put({"id": solr_id("nocore", url), "url": url, "source": "nocore", "checksum": "c"})
-        cache_pending(table, "nocore", url, "c")
-    missing = solr_url.rsplit("/", 1)[0] + "/no-such-core"
-    result = push_pending("nocore", table, cache, SolrIndex(missing), max_docs=2, max_bytes=10**6, requests_at_once=2)
-    assert (result.indexed, result.refused, result.pending, result.request_refused) == (0, 0, 5, True)
-    assert "HTTP 404" in result.error
-    assert len(table.pending("nocore")) == 5
-
-
 def test_solr_messages_are_made_readable() -> None:
     immense = pysolr.SolrError(
         "Solr responded with an error (HTTP 400): [Reason: Exception writing document id s!http://a/ to the index; "
@@ -214,10 +93,3 @@ def test_solr_messages_are_made_readable() -> None:
         f"'title'='{'very long title ' * 20}' msg=too long]"
     )
     assert "very long title " * 4 not in describe(value)
-
-
-def solr_update_requests(core_url: str) -> int:
-    """Update requests the core has answered since it started (Solr's handler statistics)."""
-    with urllib.request.urlopen(f"{core_url}/admin/mbeans?cat=UPDATE&key=/update&stats=true&wt=json", timeout=30) as answer:
-        beans = json.load(answer)["solr-mbeans"]
-    return int(dict(zip(beans[::2], beans[1::2], strict=False))["UPDATE"]["/update"]["stats"]["UPDATE./update.requests"])

@@ -1,4 +1,5 @@
-"""The document table on SQLite and on a real PostgreSQL, and its Alembic migrations."""
+"""The document table on SQLite, and its Alembic migrations (on a real PostgreSQL:
+tests/e2e/test_store_postgresql.py)."""
 
 import subprocess
 import sys
@@ -25,6 +26,13 @@ from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.models import FrontierState, RunState, documents, metadata
 from searchcrawl.store.runs import Runs
 from tests.conftest import fresh_python
+
+
+@pytest.fixture(params=["sqlite"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """The database of the tests that take ``backend``: SQLite here; tests/e2e/test_store_postgresql.py
+    runs them on the session's PostgreSQL server (the unit layer starts no server)."""
+    return request.param
 
 
 def exercise(table: DocumentTable) -> None:
@@ -58,11 +66,6 @@ def test_sqlite(tmp_path) -> None:
     assert DocumentTable(Database(url)).count_by("s", "state") == {"indexed": 1, "excluded": 1}
 
 
-def test_postgresql(postgres_url: str) -> None:
-    exercise(DocumentTable(Database(postgres_url)))
-
-
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_an_unchanged_outcomes_validators_are_kept_only_over_the_content_compared(backend: str, tmp_path, request) -> None:
     """Issue 53: an UNCHANGED outcome's ETag was written whatever the row held. In a shared
     crawl a lease read before another node cached new content (C2) compares the fetch with the
@@ -89,7 +92,6 @@ def test_an_unchanged_outcomes_validators_are_kept_only_over_the_content_compare
     assert (row["checksum"], row["etag"], row["last_modified"]) == ("C2", '"E3"', validators["last_modified"])
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_migrations_match_the_models(backend: str, tmp_path, request) -> None:
     """The schema Alembic's migrations make is the models' (a new SQLite database is made from
     the models directly: this is what makes that the same schema)."""
@@ -100,18 +102,6 @@ def test_migrations_match_the_models(backend: str, tmp_path, request) -> None:
     with table.engine.connect() as connection:
         diff = compare_metadata(MigrationContext.configure(connection), metadata)
     assert diff == []
-    engine.dispose()
-
-
-def test_postgresql_index_methods_are_the_models(postgres_url: str) -> None:
-    """Alembic's comparison leaves out an index's method (USING): the migrations' indexes on
-    PostgreSQL have the models' (hash for duplicate_of), given them by a PostgreSQL engine."""
-    engine = create_db_engine(postgres_url)
-    run_migrations(engine)
-    found = {i["name"]: i.get("dialect_options", {}).get("postgresql_using") for i in inspect(engine).get_indexes("documents")}
-    expected = {i.name: i.dialect_kwargs.get("postgresql_using") or None for i in documents.indexes}  # False: the default (btree)
-    assert expected["ix_documents_duplicate_of"] == "hash"
-    assert {name: found[name] for name in expected} == expected
     engine.dispose()
 
 
@@ -250,14 +240,13 @@ def test_the_per_page_look_ups_send_sqlite_one_statement_each_as_compiled(tmp_pa
     assert all("POSTCOMPILE" not in statement and "IN (?, ?)" in statement for statement in sent[:3] if "state" in statement)
 
 
-def test_a_read_only_open_creates_and_changes_nothing(tmp_path, postgres_url: str) -> None:
+def test_a_read_only_open_creates_and_changes_nothing(tmp_path) -> None:
     """Read-only commands never write the schema: a SQLite file no crawl has made reads as empty
     (and is not made, nor its folder); a database without searchcrawl's tables (another
     application's, a mistyped URL) or of another revision is refused, untouched."""
     import sqlite3
 
     import pytest
-    from sqlalchemy import inspect
 
     from searchcrawl.store import SchemaOutdated
     from searchcrawl.store.database import create_db_engine, upgrade_schema
@@ -281,17 +270,7 @@ def test_a_read_only_open_creates_and_changes_nothing(tmp_path, postgres_url: st
     with pytest.raises(SchemaOutdated, match="at revision 0009"):
         Database(f"sqlite:///{old}", migrate=False)
 
-    schema = f"readonly_{tmp_path.name[-8:].replace('-', '_')}".lower()
-    engine = create_db_engine(postgres_url)
-    with engine.begin() as connection:
-        connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
-    url = f"{postgres_url}?options=-csearch_path%3D{schema}"
-    with pytest.raises(SchemaOutdated):
-        Database(url, migrate=False)
-    assert inspect(create_db_engine(url)).get_table_names(schema=schema) == []
 
-
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_a_duplicate_whose_original_left_meanwhile_is_fetched_again_not_marked(backend: str, tmp_path, request) -> None:
     """Found by the suite under load (tests/e2e/test_maintenance.py, duplicates): b was compared
     with a while a was indexed, a's 404 was recorded before b's outcome, and b ended marked the
@@ -346,7 +325,6 @@ def test_a_duplicate_fetched_again_in_its_run_keeps_its_request_data(tmp_path) -
     assert row is not None and row["request"] is None  # finished otherwise: the data goes
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_documents_found_in_solr_become_indexed_rows_and_known_rows_stay(backend: str, tmp_path, request) -> None:
     url = f"sqlite:///{tmp_path / 'f.sqlite3'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
     table = DocumentTable(Database(url))
@@ -401,7 +379,6 @@ while batch := frontier.lease(7):
 """
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_processes_leasing_from_one_frontier_at_once_never_lease_a_url_twice(backend: str, tmp_path, request) -> None:
     """Regression: on SQLite the batch was chosen by a SELECT and leased by an UPDATE, and local
     processes leasing at the same moment both took the URLs between the two."""
@@ -421,7 +398,6 @@ def test_processes_leasing_from_one_frontier_at_once_never_lease_a_url_twice(bac
     assert len(leased) == len(urls) and set(leased) == urls
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_a_joining_node_takes_back_the_leases_of_nodes_gone_and_no_others(backend: str, tmp_path, request) -> None:
     """Regression: a node joining a shared run took back every lease but those of the nodes live
     as it joined, read in a transaction of their own; a node that joined in between and had
@@ -461,7 +437,6 @@ def leases(database: Database, source: str) -> dict[str, str]:
         return {row["url"]: row["lease_owner"] for row in rows}
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_run_and_frontier_states_are_stored_as_their_values(backend: str, tmp_path, request) -> None:
     """RunState and FrontierState are StrEnums: the columns hold "running", "leased", ... as
     before they were enums (psycopg dumps a plain Enum by its name: "RUNNING" would be written),

@@ -8,7 +8,7 @@ crawler): the CAs of ``ca_bundle`` as the trust root, and the client certificate
 ``client_cert``/``client_key``, for the sites and for an https:// proxy alike. The context
 factory subclasses Scrapy's internal base class ``_ScrapyClientContextFactory`` (its public alias
 is deprecated for subclassing in 2.19) and takes the place of the handler's private
-``_contextFactory``; tests/crawl/handlers/test_tls.py pins what is used of them, and pyproject.toml
+``_contextFactory``; tests/e2e/test_tls.py pins what is used of them, and pyproject.toml
 pins Scrapy to one release (2.19.0).
 
 It is the http and https handler of a source with a ``[tls]`` table (the others keep Scrapy's

@@ -5,7 +5,7 @@ day of week (else the source's ``delay``) as the crawl's site delay and as the d
 download slot of the real downloader, and of each slot made later, as a request reaches it
 (``request_reached_downloader``, sent by the downloader itself); with AutoThrottle the rule's
 delay is AutoThrottle's floor; in a shared crawl only the site delay is set (the fleet spaces
-requests: middlewares/test_fleet.py checks that it follows the rules).
+requests: tests/e2e/test_fleet.py checks that it follows the rules).
 
 What is not run here: ``opened`` (the spider_opened receiver). It starts a
 ``twisted.internet.task.LoopingCall`` of ``apply``, which needs a Twisted reactor, and this test

@@ -9,7 +9,7 @@ the source's seeds or domain and port rules admit that host *and port*; a host:p
 admit passes without a DNS look-up (a name that does not even resolve passes); a name that does
 not resolve is refused with 931; public addresses pass; schemes other than http(s) get 900, and
 a file source reads only below its seeds' folders (903), links resolved. Robots.txt fetches pass
-the same guard. The resolver that checks the address connected to: tests/crawl/test_resolver.py."""
+the same guard. The resolver that checks the address connected to: tests/e2e/test_resolver.py."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from searchcrawl.crawl.middlewares.site_auth import SiteAuthError
 from tests.components import source_crawler
 from tests.ntlm_site import PASSWORD, NtlmSite, ntlm_sites  # noqa: F401 - the fixture
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 # One child Python per test module (the scenarios run in it one after the other, each with a crawler,
 # a handler and a secret of its own): a fresh interpreter importing Scrapy, Twisted and searchcrawl

@@ -2,7 +2,7 @@
 crawler of a source with a ``[tls]`` table, and the context factory it makes shaking hands for
 real with TLS servers on 127.0.0.1 (trustme certificates).
 
-This test process runs without a Twisted reactor (see tests/crawl/middlewares/test_robots.py), and
+This test process runs without a Twisted reactor (see tests/e2e/test_robots.py), and
 Scrapy's HTTP/1.1 handler needs one: the handler itself runs in the crawls of
 tests/e2e/test_proxies_and_certificates.py. Here the factory's connection creator is used as the
 handler would use it, its OpenSSL context (Scrapy's ``_get_creator_context``, the one internal

@@ -21,7 +21,8 @@ from searchcrawl.crawl.pipelines.attributes import AttributesPipeline, page_coun
 from searchcrawl.crawl.pipelines.checksum import text_checksum
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
-from tests.content.test_tika_client import fake_tika, zip_of  # noqa: F401,F811 - a fixture
+from tests.crawl.conftest import crawler_of  # noqa: F401 - the fixture
+from tests.e2e.test_tika_client import fake_tika, zip_of  # noqa: F401,F811 - a fixture
 
 SOURCE = 'seeds = ["http://h.test/"]\n'
 PAGE = b"""<html lang="en"><head><title> Cats  and dogs </title>

@@ -1,6 +1,6 @@
 """FormLoginMiddleware built alone (``build_from_crawler`` on a ``get_crawler`` crawler of a source
 with a form login), logging in to a login-form site of the tests' own on 127.0.0.1 through a
-real, unstarted engine (as tests/crawl/middlewares/test_robots.py does: ``download_async`` only,
+real, unstarted engine (as tests/e2e/test_robots.py does: ``download_async`` only,
 every downloader middleware of the project but the one under test).
 
 What it checks: the first page request waits for the login and carries its session number; the
