@@ -797,16 +797,6 @@ class DocumentTable:
                 )
         return done
 
-    def mark_refused(self, source: str, refused: Sequence[tuple[str, str, str]]) -> None:
-        """Solr refused these documents, as (url, checksum, Solr's reason): each gets status 924
-        (SOLR_REFUSED) with the reason and leaves the index (an older version Solr may hold goes
-        too); the others are unaffected. A row re-cached meanwhile (another checksum) stays pending."""
-        for url, checksum, reason in refused:
-            row = self.get(source, url)
-            if row is None or row["state"] != State.PENDING.value or row["checksum"] != checksum:
-                continue
-            self.record(source, url, Outcome(Event.REFUSED, int(Status.SOLR_REFUSED), f"refused by Solr: {reason}"))
-
     def mark_done(self, source: str, url: str) -> None:
         """The URL is finished in the current run (its outcome was recorded elsewhere, or needs none)."""
         finished = self._finished()
