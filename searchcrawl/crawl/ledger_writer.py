@@ -33,6 +33,7 @@ from searchcrawl.store.ledger import Ledger
 
 if TYPE_CHECKING:
     from searchcrawl.crawl.extensions.crawl_state import CrawlState
+    from searchcrawl.store import DocumentTable
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +66,11 @@ class LedgerWriter(Ledger):
         crawler.signals.connect(self.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(self.item_error, signal=signals.item_error)
         crawler.signals.connect(self.spider_error, signal=signals.spider_error)
+
+    @property
+    def table(self) -> DocumentTable:
+        """The crawl's document table, that of its run once it started (CrawlState.table)."""
+        return self.context.table
 
     def url_outcome(self, url: str, outcome: Outcome) -> None:
         self.record(url, outcome)

@@ -86,23 +86,56 @@ def _bulk(event: Event) -> tuple[str, str]:
 class DocumentTable:
     """The documents of all sources: each URL's state in its source, as the ledger decides it."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(
+        self, database: Database, *, run_id: int | None = None, test_mode: bool = False, promotes_duplicates: bool = True
+    ) -> None:
+        """A table's writes are those of one run, fixed for its life: ``for_run`` and ``closing``
+        make another over the same database (nothing changes what a table's writes do meanwhile)."""
         self.database = database
         self.engine = database.engine
         self.single = database.single
         self.insert = database.insert
         self._statement = database.statement
-        self.run_id: int | None = None  # set during a crawl: outcomes then finish the URL's frontier entry
-        # Test mode: the crawl reports what it finds but leaves every document's indexed state as
-        # it was; only the run's own columns (frontier, delta) of existing rows are written.
-        self.test_mode = False
-        # Whether a document leaving the index queues its duplicates in the run to take its place.
-        # Not once this process fetches nothing more (its crawl closing: the run's end removals,
-        # the last push's refusals): queued then, nothing would fetch them, and the run would end
-        # suspended, so that the next crawl resumed it instead of checking the site (the sequence
-        # test, seed 4, crawl 89); they take its place in the next crawl, which fetches every known
-        # URL again (a duplicate, not in the index, is fetched whole).
-        self.promotes_duplicates = True
+        self._run_id = run_id
+        self._test_mode = test_mode
+        self._promotes_duplicates = promotes_duplicates
+
+    @property
+    def run_id(self) -> int | None:
+        """The run the writes belong to (None: none, outside a crawl): an outcome then finishes
+        the URL's frontier entry, and the delta report is the run's."""
+        return self._run_id
+
+    @property
+    def test_mode(self) -> bool:
+        """Test mode: the crawl reports what it finds but leaves every document's indexed state as
+        it was; only the run's own columns (frontier, delta) of existing rows are written."""
+        return self._test_mode
+
+    @property
+    def promotes_duplicates(self) -> bool:
+        """Whether a document leaving the index queues its duplicates in the run to take its place.
+        Not once the process fetches nothing more (``closing``)."""
+        return self._promotes_duplicates
+
+    def for_run(self, run_id: int | None, test_mode: bool | None = None) -> DocumentTable:
+        """The table whose writes are those of run ``run_id`` (in test mode if ``test_mode``;
+        None: as this one)."""
+        return DocumentTable(
+            self.database,
+            run_id=run_id,
+            test_mode=self._test_mode if test_mode is None else test_mode,
+            promotes_duplicates=self._promotes_duplicates,
+        )
+
+    def closing(self) -> DocumentTable:
+        """The table of a process that fetches nothing more (its crawl closing: the run's end
+        removals, the last push's refusals): a document leaving the index does not queue its
+        duplicates. Queued then, nothing would fetch them, and the run would end suspended, so
+        that the next crawl resumed it instead of checking the site (the sequence test, seed 4,
+        crawl 89); they take its place in the next crawl, which fetches every known URL again (a
+        duplicate, not in the index, is fetched whole)."""
+        return DocumentTable(self.database, run_id=self._run_id, test_mode=self._test_mode, promotes_duplicates=False)
 
     def _finished(self, keep_request: bool = False) -> dict[str, Any]:
         """Columns that take a URL out of the current run's frontier (it is done)."""

@@ -27,9 +27,14 @@ class Ledger:
     """The writes of one source's URL states, over its document table."""
 
     def __init__(self, table: DocumentTable, source: str, max_failures: int = 3) -> None:
-        self.table = table
+        self._table = table
         self.source = source
         self.max_failures = max_failures  # consecutive failing crawls before a document leaves
+
+    @property
+    def table(self) -> DocumentTable:
+        """The document table written (its run decides what a write finishes and reports)."""
+        return self._table
 
     # --- what happened to a URL -------------------------------------------------------------
 

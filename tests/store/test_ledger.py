@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.ledger import Ledger
@@ -39,3 +41,18 @@ def test_solr_refuses_only_the_content_it_was_sent(tmp_path) -> None:
     assert b is not None and (b["state"], b["checksum"]) == ("pending", "new")
     assert c is not None and c["state"] == "indexed"
     assert table.get("s", "http://h/x") is None
+
+
+def test_what_a_tables_writes_do_is_fixed_for_its_life(tmp_path) -> None:
+    """Issue 54: three mutable flags on the table changed what every write did. A table's run,
+    test mode and promotion of duplicates are now given when it is made; another run (or a
+    closing crawl) is another table over the same database."""
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
+    with pytest.raises(AttributeError):
+        table.run_id = 3  # type: ignore[misc]
+    run = table.for_run(7, test_mode=True)
+    closing = run.closing()
+    assert (table.run_id, table.test_mode, table.promotes_duplicates) == (None, False, True)
+    assert (run.run_id, run.test_mode, run.promotes_duplicates) == (7, True, True)
+    assert (closing.run_id, closing.test_mode, closing.promotes_duplicates) == (7, True, False)
+    assert run.for_run(8).test_mode and run.database is closing.database is table.database

@@ -44,6 +44,7 @@ READS = {
     "count_in_index",
     "knows",
 }
+OTHER_TABLES = {"for_run", "closing"}  # the same table, for a run or a closing crawl: no write
 SQL_WRITE = re.compile(r"\b(INSERT\s+INTO|UPDATE)\s+\"?documents\b", re.IGNORECASE)
 
 
@@ -96,7 +97,7 @@ def sql_writes(tree: ast.AST) -> list[str]:
 
 def test_every_public_method_of_the_document_table_is_a_read_or_a_write() -> None:
     public = {name for name, _ in inspect.getmembers(DocumentTable, inspect.isfunction) if not name.startswith("_")}
-    assert public == WRITES | READS, "classify the new method: a write goes through the ledger"
+    assert public == WRITES | READS | OTHER_TABLES, "classify the new method: a write goes through the ledger"
 
 
 def test_no_module_outside_the_stores_writes_a_urls_row_but_through_the_ledger() -> None:

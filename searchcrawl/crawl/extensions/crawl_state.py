@@ -132,6 +132,8 @@ Rewrite = Literal["link", "known"] | None
 @dataclass
 class CrawlState:
     source: Source
+    # the document table, whose writes are the run's once it started (``attach_run``: for_run),
+    # and which queues no duplicate once this process fetches nothing more (``closing``)
     table: DocumentTable
     document_cache: DocumentCache | None  # None in a read-only crawl (``cache``)
     index: SolrIndex
@@ -370,7 +372,7 @@ class CrawlState:
         self.forced = str(arguments.get("recrawl", "")).lower() == "force"
         self.test_mode = str(arguments.get("test_mode", "")).lower() in yes
         self.force_delete = str(arguments.get("delete", "")).lower() == "force"
-        self.table.test_mode = self.test_mode
+        self.table = self.table.for_run(self.run_id, self.test_mode)
 
     def attach_run(self, run_id: int, resumed: bool, frontier: Frontier, runs: Runs, joined: bool = False) -> None:
         """The crawl's run has started (or resumed, or been ``joined`` while other live processes
@@ -378,13 +380,13 @@ class CrawlState:
         a maintenance crawl: every known URL is queued; a change of the settings that documents
         depend on forces a full recrawl."""
         self.run_id, self.frontier, self.runs, self.joined = run_id, frontier, runs, joined
-        self.table.run_id = run_id
+        self.table = self.table.for_run(run_id, self.test_mode)
         source = self.source.name
         if resumed:
             self.mode = (runs.latest(source) or {}).get("mode") or "initial"
             self.forced = self.forced or self.mode == "forced"
             self.test_mode = self.test_mode or self.mode == "test"
-            self.table.test_mode = self.test_mode
+            self.table = self.table.for_run(run_id, self.test_mode)
             return
         reasons = recrawl_reasons(runs.fingerprint(source), self.fingerprint())
         if reasons and not self.forced:

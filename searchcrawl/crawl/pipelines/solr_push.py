@@ -225,7 +225,7 @@ class SolrPipeline:
             return
         if self.context.no_run:  # it crawled nothing, and pushed nothing
             return
-        self.context.table.promotes_duplicates = False  # this process fetches nothing more
+        self.context.table = self.context.table.closing()  # this process fetches nothing more
         if self.ticker is not None:
             self.ticker.cancel()
         if self.flushing is not None:
