@@ -4,8 +4,11 @@ This module is the one owner of those rules. The document table (searchcrawl/sto
 ``decide`` returns and nothing else; the spider, the middlewares and the pipelines only report
 what happened, through Scrapy's own channels (the ``url_outcome`` signal, ``RequestRefused``
 and ``NotIndexed``, subclasses of ``IgnoreRequest`` and ``DropItem`` carrying an ``Outcome``),
-and the ledger writer (crawl/ledger_writer.py) records it. Plain code, no Scrapy, no database:
-``tests/rules/test_lifecycle.py`` walks every pair of state and event.
+and the ledger writer (crawl/ledger_writer.py) records it; every write of a URL's state goes
+through the ledger (store/ledger.py). Plain code, no Scrapy, no database:
+``tests/rules/test_lifecycle.py`` walks every pair of state and event, and
+``tests/rules/test_lifecycle_table.py`` lists the decisions as a table (a row, an outcome -> its
+state, delta and failures; what follows a change; what a finished row keeps).
 
 The rules (docs/maintenance.md, "A URL's life"):
 

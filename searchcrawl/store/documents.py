@@ -76,6 +76,14 @@ def _linkless(status: int | None) -> bool:
     return status is not None and (status in (301, 308, Status.DNS_FAILURE) or 400 <= status < 500)
 
 
+def _delta_of(value: str | None) -> Delta | None:
+    """A row's ``delta`` column as a Delta (None: none, or a value this version does not know)."""
+    try:
+        return Delta(value) if value is not None else None
+    except ValueError:
+        return None
+
+
 def _bulk(event: Event) -> tuple[str, str]:
     """(from, to) of an event the ledger allows from exactly one state: applied in bulk."""
     (before,) = sources_of(event)
@@ -245,7 +253,7 @@ class DocumentTable:
             current.failures or 0,
             current.indexed_at is not None,
             entered=in_run and current.entered_run == self.run_id,
-            reported=Delta(current.delta) if in_run and current.delta_run == self.run_id and current.delta else None,
+            reported=_delta_of(current.delta) if in_run and current.delta_run == self.run_id else None,
         )
 
     def _values(self, change: Change, outcome: Outcome, when: datetime) -> dict[str, Any]:
