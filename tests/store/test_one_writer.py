@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+from collections.abc import Collection
 from pathlib import Path
 
 from searchcrawl.store.documents import DocumentTable
@@ -52,10 +53,11 @@ def _modules() -> list[Path]:
     return sorted(path for path in PACKAGE.rglob("*.py") if STORES not in path.parents)
 
 
-def _is_table(node: ast.expr) -> bool:
-    """Whether an expression names a document table: ``table``, ``....table``, ``DocumentTable(...)``."""
+def _is_table(node: ast.expr, aliases: Collection[str] = ()) -> bool:
+    """Whether an expression names a document table: ``table``, ``....table``, ``DocumentTable(...)``,
+    or a name given one of these (``aliases``)."""
     if isinstance(node, ast.Name):
-        return node.id == "table" or node.id.endswith("_table")
+        return node.id == "table" or node.id.endswith("_table") or node.id in aliases
     if isinstance(node, ast.Attribute):
         return node.attr == "table" or node.attr.endswith("_table")
     if isinstance(node, ast.Call):
@@ -65,10 +67,17 @@ def _is_table(node: ast.expr) -> bool:
 
 def table_writes(tree: ast.AST) -> list[str]:
     """Calls of the document table's writes in ``tree``, as "line: method"."""
+    aliases = {
+        target.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and _is_table(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRITES:
-            if _is_table(node.func.value):
+            if _is_table(node.func.value, aliases):
                 found.append(f"{node.lineno}: {node.func.attr}")
     return found
 
@@ -118,13 +127,15 @@ table.mark_indexed(source, pairs)
 self.context.table.record(source, url, outcome)
 self.table.record_excluded(source, rows)
 DocumentTable(database).hold_removals(source)
+documents_of = self.context.table
+documents_of.mark_removed(source, urls)
 connection.execute(update(documents).where(x).values(state="indexed"))
 connection.execute(self.database.insert(documents).values(url=url))
 connection.execute(documents.update().values(delta=None))
 connection.execute(text("UPDATE documents SET state = 'removed'"))
 """
     tree = ast.parse(old)
-    assert len(table_writes(tree)) == 5
+    assert len(table_writes(tree)) == 6
     assert len(sql_writes(tree)) == 4
     harmless = "robots.record(site)\nledger.record(url, outcome)\ncontext.writer.mark_linked(urls)\nupdate(frontier)\n"
     assert table_writes(ast.parse(harmless)) == sql_writes(ast.parse(harmless)) == []
