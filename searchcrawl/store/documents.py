@@ -1,7 +1,9 @@
 """DocumentTable: every URL of every source, and its state in the ledger's terms.
 
-The one place a URL's state is written (``record``, and the bulk writes the ledger allows from
-exactly one state). The frontier (frontier.py), the runs (runs.py) and the delta reports
+The SQL of every write of a URL's state (``record``, and the bulk writes the ledger allows from
+exactly one state), which only the ledger (ledger.py) calls: what a write changes is decided by
+the ledger's rules (searchcrawl/rules/lifecycle.py). A table's writes are those of one run, given
+when it is made (``for_run``, ``closing``). The frontier (frontier.py), the runs (runs.py) and the delta reports
 (deltas.py) are other stores over the same database (database.py).
 
 A row is keyed by its source and the SHA-256 of its URL (``url_hash``), not by the URL, which
