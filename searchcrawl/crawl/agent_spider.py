@@ -154,7 +154,7 @@ class AgentSpider(SourceSpider):
             context.flush_exclusions()
             if entries:
                 frontier.add(entries)
-                context.table.mark_linked(self.source.name, [entry.url for entry in entries])
+                context.writer.mark_linked([entry.url for entry in entries])
             listed += len(batch)
             logger.debug("Listed %d references of %s (%d queued)", listed, self.source.name, len(entries))
             yield Request(WAKE_URL, dont_filter=True, meta={WAKE: True})  # the engine leases them now
@@ -164,7 +164,7 @@ class AgentSpider(SourceSpider):
             ]
             if failing:
                 frontier.add(failing)
-                context.table.mark_linked(self.source.name, [entry.url for entry in failing])
+                context.writer.mark_linked([entry.url for entry in failing])
                 logger.info("%d documents of %s that failed before are read again", len(failing), self.source.name)
                 yield Request(WAKE_URL, dont_filter=True, meta={WAKE: True})
         context.listing_complete = True

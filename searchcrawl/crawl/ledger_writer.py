@@ -1,6 +1,8 @@
 """LedgerWriter: the one writer of URL states during a crawl (built and kept by the CrawlState
 extension, so a source's crawl never runs without it; kept, since signal receivers are weak
-references).
+references). It is the source's ``Ledger`` (searchcrawl/store/ledger.py): every write of a URL's
+row in a crawl goes through it, and the components that write (the push, the run's start and
+end, the scope middleware, the agent spider) call its methods, never the document table's.
 
 Spider, middlewares and pipelines report what happened to a URL; this component (not an extension of its own: CrawlState builds it) records it
 through the document table, whose every state change the ledger (searchcrawl/rules/lifecycle.py) decides.
@@ -27,9 +29,11 @@ from searchcrawl.crawl.meta import DEPTH
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.ledger import Ledger
 
 if TYPE_CHECKING:
     from searchcrawl.crawl.extensions.crawl_state import CrawlState
+    from searchcrawl.store import DocumentTable
 
 logger = logging.getLogger(__name__)
 
@@ -49,18 +53,27 @@ def _raised(failure: Failure) -> BaseException:
     return failure.value
 
 
-class LedgerWriter:
+class LedgerWriter(Ledger):
+    """The source's ledger (searchcrawl/store/ledger.py), which records what the crawl's components
+    report through Scrapy's signals. The other writes of a URL's state (Solr's answers, the
+    run's settlements, links in bulk) are its ``Ledger`` methods, which the components call."""
+
     def __init__(self, crawler: Crawler, context: CrawlState) -> None:
+        super().__init__(context.table, context.source.name, context.source.settings.max_failures)
         self.crawler = crawler
         self.context = context
-        self.max_failures = self.context.source.settings.max_failures
         crawler.signals.connect(self.url_outcome, signal=url_outcome)
         crawler.signals.connect(self.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(self.item_error, signal=signals.item_error)
         crawler.signals.connect(self.spider_error, signal=signals.spider_error)
 
+    @property
+    def table(self) -> DocumentTable:
+        """The crawl's document table, that of its run once it started (CrawlState.table)."""
+        return self.context.table
+
     def url_outcome(self, url: str, outcome: Outcome) -> None:
-        self.context.table.record(self.context.source.name, url, outcome, self.max_failures)
+        self.record(url, outcome)
         self.crawler.stats.inc_value(f"searchcrawl/outcome/{outcome.event.value}")
 
     def item_dropped(self, item: Any, response: Any, exception: BaseException, spider: Any = None) -> None:

@@ -26,6 +26,7 @@ import requests
 from searchcrawl.content.extract import solr_id
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.store import DocumentTable
+from searchcrawl.store.ledger import Ledger
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -322,6 +323,7 @@ def push_pending(
     remove: bool = True,
     should_stop: Callable[[], bool] = lambda: False,
     requests_at_once: int = 1,
+    ledger: Ledger | None = None,
 ) -> PushResult:
     """Remove what must leave the index (if ``remove``), then push every pending document of
     ``source`` to Solr, batch by batch. Documents are addressed in Solr by ``solr_id(source, url)``.
@@ -338,7 +340,11 @@ def push_pending(
     refused one: sending them again overwrites them.) When a node fails (unreachable, 5xx), or
     Solr refuses the request itself (401, 404, ...), the push stops and the documents not yet
     acknowledged stay pending, for a later push.
+
+    What Solr answered is written by ``ledger``, the crawl's (a source's own when none is given:
+    outside a crawl).
     """
+    ledger = ledger if ledger is not None else Ledger(table, source)
     result = PushResult()
     scan = cache.scan()  # before the table is read: see DocumentCache.scan
     removals = table.removals(source) if remove else []
@@ -350,7 +356,7 @@ def push_pending(
             result.error, result.request_refused = str(exc), exc.refused
             result.pending = len(table.pending(source, cache.id))
             return result
-        table.mark_removed(source, chunk)
+        ledger.mark_removed(chunk)
         result.removed += len(chunk)
         logger.debug("Removed %d documents of %s from Solr", len(chunk), source)
     pending = table.pending(source, cache.id)  # what this cache holds: other machines push theirs
@@ -374,14 +380,14 @@ def push_pending(
 
     def indexed(batch: list[tuple[str, bytes]]) -> None:
         urls = [url for url, _data in batch]
-        done = table.mark_indexed(source, [(url, checksums[url]) for url in urls])
+        done = ledger.mark_indexed([(url, checksums[url]) for url in urls])
         scan.acknowledged(urls)
         result.indexed += len(done)
         result.pending -= len(done)
         logger.debug("Pushed %d documents of %s to Solr", len(batch), source)
 
     def refused(url: str, exc: IndexingError) -> None:
-        table.mark_refused(source, [(url, checksums[url], f"HTTP {exc.status}: {exc.reason}")])
+        ledger.mark_refused([(url, checksums[url], f"HTTP {exc.status}: {exc.reason}")])
         scan.acknowledged([url])  # its record is spent: it is not sent again
         result.refused += 1
         result.pending -= 1

@@ -4,8 +4,11 @@ This module is the one owner of those rules. The document table (searchcrawl/sto
 ``decide`` returns and nothing else; the spider, the middlewares and the pipelines only report
 what happened, through Scrapy's own channels (the ``url_outcome`` signal, ``RequestRefused``
 and ``NotIndexed``, subclasses of ``IgnoreRequest`` and ``DropItem`` carrying an ``Outcome``),
-and the ledger writer (crawl/ledger_writer.py) records it. Plain code, no Scrapy, no database:
-``tests/rules/test_lifecycle.py`` walks every pair of state and event.
+and the ledger writer (crawl/ledger_writer.py) records it; every write of a URL's state goes
+through the ledger (store/ledger.py). Plain code, no Scrapy, no database:
+``tests/rules/test_lifecycle.py`` walks every pair of state and event, and
+``tests/rules/test_lifecycle_table.py`` lists the decisions as a table (a row, an outcome -> its
+state, delta and failures; what follows a change; what a finished row keeps).
 
 The rules (docs/maintenance.md, "A URL's life"):
 
@@ -89,6 +92,14 @@ class Delta(StrEnum):
 
 
 IN_INDEX = frozenset({State.PENDING, State.INDEXED})
+LASTING_DELTAS = (Delta.DELETED, Delta.HELD)  # what a later outcome of the same run (failed, excluded ...) does not hide
+# A URL that entered the index in a run (``Row.entered``) stays new in that run's report: pushed to
+# Solr during the run (searchable then) and fetched again in it, or gone and back again, it would
+# otherwise read as changed or unchanged; leaving again, as deleted.
+ENTERED = Delta.NEW
+REFETCHED_DELTAS = (Delta.CHANGED, Delta.UNCHANGED, Delta.NOT_MODIFIED)
+# A copy of a content out of the index: a duplicate, or a replaced copy that answered 304 since
+COPY_STATUSES = (int(Status.DUPLICATE), int(Status.UNCHANGED))
 SEARCHABLE = frozenset({State.INDEXED, State.REMOVING})  # Solr holds a version of it
 OUT_OF_INDEX = frozenset({None, State.QUEUED, State.EXCLUDED, State.FETCHED, State.FAILED, State.REMOVED})
 LEAVING = (Event.EXCLUDED, Event.GONE, Event.REDIRECTED)
@@ -202,6 +213,10 @@ class Row:
     # it before the run, so its leaving again in the run is no deletion (Solr may hold it
     # meanwhile: a push during the run)
     entered: bool = False
+    # what the current run's delta report already says of it (the table's ``delta`` when its
+    # ``delta_run`` is the current run; None: nothing, or no run): a run reports what changed
+    # from its start, not the last of its outcomes (``in_run``)
+    reported: Delta | None = None
 
 
 @dataclass(frozen=True)
@@ -214,6 +229,17 @@ class Change:
     failures: int
     delta: Delta | None  # None: the delta report has nothing to say about it
     leaves_index: bool  # it was in the index and must leave it: its duplicates may take its place
+
+    @property
+    def enters(self) -> bool:
+        """It entered the index in the current run (the table keeps the run: ``entered_run``)."""
+        return self.delta == ENTERED
+
+    @property
+    def copy_out_of_index(self) -> bool:
+        """A copy of a content out of the index (a duplicate, or a replaced copy that answered 304
+        since): the group's rightful holder may have to be fetched again to hold the content."""
+        return self.status in COPY_STATUSES and self.state not in IN_INDEX
 
 
 def decide(row: Row | None, outcome: Outcome, max_failures: int = 3) -> Change:
@@ -255,7 +281,43 @@ def decide(row: Row | None, outcome: Outcome, max_failures: int = 3) -> Change:
         delta = None  # out of the index as before, for the same reason (a 404 removed long ago)
     else:
         delta = kind
-    return Change(state, status, reason, failures, delta, leaves)
+    return Change(state, status, reason, failures, in_run(row, delta, event), leaves)
+
+
+def in_run(row: Row, delta: Delta | None, event: Event) -> Delta | None:
+    """The delta of an outcome, given what the run's report already says of the URL
+    (``row.reported``): a run reports what changed from its start. A URL that left the index
+    (or whose removal was held) in this run and is back in it at the run's end is changed; one
+    that left stays deleted (or held) whatever later outcome of the run (failed, excluded ...)
+    says, but a re-cached content. One that entered the index in this run stays new, though it
+    was pushed to Solr meanwhile and fetched again, or gone and back again."""
+    if row.reported in LASTING_DELTAS and delta == ENTERED:
+        return Delta.CHANGED  # in the index when the run started, and again at its end
+    if row.reported in LASTING_DELTAS and delta not in (None, Delta.CHANGED) and event != Event.CACHED:
+        return None  # it left (or its removal was held) in this run: that is what the run reports
+    if row.entered and delta in REFETCHED_DELTAS:
+        return ENTERED  # it entered the index in this run: new, whatever was pushed meanwhile
+    return delta
+
+
+def keeps_request(outcome: Outcome) -> bool:
+    """Whether the URL's row keeps its request's data when the outcome finishes it in the run. A
+    duplicate, or a URL that failed, does: it may be asked again, a duplicate in this run should
+    its original leave the index (its duplicates are queued again), a failed document of an
+    incremental agent in the next (which its listing does not name), and an agent's document is
+    nothing without its reference (fields, token, content). Any other drops it: an agent's
+    content travels in it, and a document deleted for good must not stay on disk in its row."""
+    return outcome.event == Event.FAILED or outcome.columns.get("duplicate_of") is not None
+
+
+def original_to_check(outcome: Outcome) -> str | None:
+    """The original a duplicate is about to be marked against, which must not have left the index
+    since the pipeline compared them: if it did (and queued its duplicates again), the duplicate
+    is fetched once more in the run to take its place instead. Not a replacement's (an outcome
+    that does not finish the URL), whose original is the copy being cached in its place now: one
+    that left in this run, come back as the group's holder, was taken for gone, and the replaced
+    copy stayed in the index beside it (issue 53, item 26)."""
+    return outcome.columns.get("duplicate_of") if outcome.finishes else None
 
 
 def sources_of(event: Event) -> frozenset[State | None]:

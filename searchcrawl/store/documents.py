@@ -1,7 +1,9 @@
 """DocumentTable: every URL of every source, and its state in the ledger's terms.
 
-The one place a URL's state is written (``record``, and the bulk writes the ledger allows from
-exactly one state). The frontier (frontier.py), the runs (runs.py) and the delta reports
+The SQL of every write of a URL's state (``record``, and the bulk writes the ledger allows from
+exactly one state), which only the ledger (ledger.py) calls: what a write changes is decided by
+the ledger's rules (searchcrawl/rules/lifecycle.py). A table's writes are those of one run, given
+when it is made (``for_run``, ``closing``). The frontier (frontier.py), the runs (runs.py) and the delta reports
 (deltas.py) are other stores over the same database (database.py).
 
 A row is keyed by its source and the SHA-256 of its URL (``url_hash``), not by the URL, which
@@ -21,8 +23,10 @@ from sqlalchemy import Connection, Result, bindparam, case, exists, func, litera
 from sqlalchemy import Row as SqlRow
 
 from searchcrawl.rules.lifecycle import (
+    COPY_STATUSES,
     FETCHED_EVENTS,
     OUT_OF_INDEX,
+    Change,
     Delta,
     Event,
     Outcome,
@@ -30,6 +34,8 @@ from searchcrawl.rules.lifecycle import (
     State,
     TransitionRefused,
     decide,
+    keeps_request,
+    original_to_check,
     sources_of,
 )
 from searchcrawl.rules.maintenance import holder_of, named_canonical
@@ -39,15 +45,6 @@ from searchcrawl.store.database import Database, as_utc, keyed, now, url_hash
 from searchcrawl.store.models import FrontierState, documents
 
 logger = logging.getLogger(__name__)
-LASTING_DELTAS = (Delta.DELETED, Delta.HELD)  # what a later outcome of the same run (failed, excluded ...) does not hide
-# A URL that entered the index in a run (entered_run) stays new in that run's report: pushed to
-# Solr during the run (searchable then) and fetched again in it, or gone and back again, it would
-# otherwise read as changed or unchanged; leaving again, as deleted.
-ENTERED = Delta.NEW
-REFETCHED_DELTAS = (Delta.CHANGED, Delta.UNCHANGED, Delta.NOT_MODIFIED)
-# A copy of a content out of the index: a duplicate, or a replaced copy that answered 304 since
-COPY_STATUSES = (int(Status.DUPLICATE), int(Status.UNCHANGED))
-
 
 IN_INDEX = (State.PENDING.value, State.INDEXED.value)
 LEFT_INDEX = (State.REMOVING.value, State.REMOVED.value)
@@ -81,6 +78,14 @@ def _linkless(status: int | None) -> bool:
     return status is not None and (status in (301, 308, Status.DNS_FAILURE) or 400 <= status < 500)
 
 
+def _delta_of(value: str | None) -> Delta | None:
+    """A row's ``delta`` column as a Delta (None: none, or a value this version does not know)."""
+    try:
+        return Delta(value) if value is not None else None
+    except ValueError:
+        return None
+
+
 def _bulk(event: Event) -> tuple[str, str]:
     """(from, to) of an event the ledger allows from exactly one state: applied in bulk."""
     (before,) = sources_of(event)
@@ -91,23 +96,56 @@ def _bulk(event: Event) -> tuple[str, str]:
 class DocumentTable:
     """The documents of all sources: each URL's state in its source, as the ledger decides it."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(
+        self, database: Database, *, run_id: int | None = None, test_mode: bool = False, promotes_duplicates: bool = True
+    ) -> None:
+        """A table's writes are those of one run, fixed for its life: ``for_run`` and ``closing``
+        make another over the same database (nothing changes what a table's writes do meanwhile)."""
         self.database = database
         self.engine = database.engine
         self.single = database.single
         self.insert = database.insert
         self._statement = database.statement
-        self.run_id: int | None = None  # set during a crawl: outcomes then finish the URL's frontier entry
-        # Test mode: the crawl reports what it finds but leaves every document's indexed state as
-        # it was; only the run's own columns (frontier, delta) of existing rows are written.
-        self.test_mode = False
-        # Whether a document leaving the index queues its duplicates in the run to take its place.
-        # Not once this process fetches nothing more (its crawl closing: the run's end removals,
-        # the last push's refusals): queued then, nothing would fetch them, and the run would end
-        # suspended, so that the next crawl resumed it instead of checking the site (the sequence
-        # test, seed 4, crawl 89); they take its place in the next crawl, which fetches every known
-        # URL again (a duplicate, not in the index, is fetched whole).
-        self.promotes_duplicates = True
+        self._run_id = run_id
+        self._test_mode = test_mode
+        self._promotes_duplicates = promotes_duplicates
+
+    @property
+    def run_id(self) -> int | None:
+        """The run the writes belong to (None: none, outside a crawl): an outcome then finishes
+        the URL's frontier entry, and the delta report is the run's."""
+        return self._run_id
+
+    @property
+    def test_mode(self) -> bool:
+        """Test mode: the crawl reports what it finds but leaves every document's indexed state as
+        it was; only the run's own columns (frontier, delta) of existing rows are written."""
+        return self._test_mode
+
+    @property
+    def promotes_duplicates(self) -> bool:
+        """Whether a document leaving the index queues its duplicates in the run to take its place.
+        Not once the process fetches nothing more (``closing``)."""
+        return self._promotes_duplicates
+
+    def for_run(self, run_id: int | None, test_mode: bool | None = None) -> DocumentTable:
+        """The table whose writes are those of run ``run_id`` (in test mode if ``test_mode``;
+        None: as this one)."""
+        return DocumentTable(
+            self.database,
+            run_id=run_id,
+            test_mode=self._test_mode if test_mode is None else test_mode,
+            promotes_duplicates=self._promotes_duplicates,
+        )
+
+    def closing(self) -> DocumentTable:
+        """The table of a process that fetches nothing more (its crawl closing: the run's end
+        removals, the last push's refusals): a document leaving the index does not queue its
+        duplicates. Queued then, nothing would fetch them, and the run would end suspended, so
+        that the next crawl resumed it instead of checking the site (the sequence test, seed 4,
+        crawl 89); they take its place in the next crawl, which fetches every known URL again (a
+        duplicate, not in the index, is fetched whole)."""
+        return DocumentTable(self.database, run_id=self._run_id, test_mode=self._test_mode, promotes_duplicates=False)
 
     def _finished(self, keep_request: bool = False) -> dict[str, Any]:
         """Columns that take a URL out of the current run's frontier (it is done)."""
@@ -166,23 +204,8 @@ class DocumentTable:
         False when the row changed since it was read (``record`` tries again)."""
         when = now()
         current = connection.execute(self._row_state(), {"source": source, "url_hash": url_hash(url)}).first()
-        row = (
-            None
-            if current is None
-            else Row(
-                State(current.state),
-                current.status,
-                current.failures or 0,
-                current.indexed_at is not None,
-                entered=self.run_id is not None and current.entered_run == self.run_id,
-            )
-        )
-        # A duplicate's original must not have left the index since the pipeline compared them;
-        # not a replacement's (``finishes`` false), whose original is the copy being cached in
-        # its place now: one that left in this run, come back as the group's holder, was taken
-        # for gone, and the replaced copy stayed in the index beside it (issue 53, item 26)
-        duplicate = self.run_id is not None and not self.test_mode and outcome.finishes
-        original = outcome.columns.get("duplicate_of") if duplicate else None
+        row = None if current is None else self._ledger_row(current)
+        original = original_to_check(outcome) if self.run_id is not None and not self.test_mode else None
         if original is not None and current is not None and self._has_left(connection, source, original):
             # The original left the index after the pipeline compared them, and queued its
             # duplicates again (_promote_duplicates): this URL is fetched once more in this run to
@@ -197,42 +220,7 @@ class DocumentTable:
             if current is not None:  # still finished in this run: it must not wait for a lost outcome
                 self._update_row(connection, source, url, self._finished())
             return None
-        delta = change.delta
-        if current is not None and self.run_id is not None and current.delta_run == self.run_id:
-            if current.delta in LASTING_DELTAS and delta == ENTERED:
-                delta = Delta.CHANGED  # in the index when the run started, and again at its end
-            elif current.delta in LASTING_DELTAS and delta not in (None, Delta.CHANGED) and outcome.event != Event.CACHED:
-                delta = None  # it left (or its removal was held) in this run: that is what the run reports
-            elif row is not None and row.entered and delta in REFETCHED_DELTAS:
-                delta = ENTERED  # it entered the index in this run: new, whatever was pushed meanwhile
-        values: dict[str, Any] = {
-            "state": change.state.value,
-            "status": change.status,
-            "reason": change.reason,
-            "failures": change.failures,
-            **outcome.columns,
-            # a duplicate, or a URL that failed, keeps its request's data: it may be asked again,
-            # a duplicate in this run should its original leave the index (_promote_duplicates), a
-            # failed document of an incremental agent in the next (``failing``, which its listing
-            # does not name), and an agent's document is nothing without its reference (fields,
-            # token, content)
-            **(
-                self._finished(keep_request=outcome.event == Event.FAILED or outcome.columns.get("duplicate_of") is not None)
-                if outcome.finishes
-                else {}
-            ),
-            **self._delta(delta),
-        }
-        if delta == ENTERED:
-            values["entered_run"] = self.run_id
-        if outcome.depth is not None:
-            values["depth"] = outcome.depth
-        if outcome.event in FETCHED_EVENTS and outcome.fetched:
-            values["last_fetched"] = when
-        if outcome.event == Event.CACHED:
-            values.update(last_changed=when, duplicate_of=None)
-        if outcome.event in (Event.GONE, Event.EXCLUDED, Event.UNCHANGED, Event.CACHED):
-            values.setdefault("target", None)  # it redirects no more (a failure says nothing of it)
+        values = self._values(change, outcome, when)
         if current is None:
             inserted = connection.execute(
                 self.insert(documents)
@@ -253,13 +241,53 @@ class DocumentTable:
             compared_checksum=outcome.compared_checksum,
         ):
             return False
-        if change.leaves_index and not self.test_mode and self.promotes_duplicates:
-            self._promote_duplicates(connection, source, url)
-        copy = change.status in COPY_STATUSES and change.state.value not in IN_INDEX
-        checksum = outcome.columns.get("checksum") or (current.checksum if current is not None else None)
-        if copy and checksum and not self.test_mode and self.promotes_duplicates:
-            self._recall_holder(connection, source, checksum)
+        if not self.test_mode and self.promotes_duplicates:
+            checksum = outcome.columns.get("checksum") or (current.checksum if current is not None else None)
+            self._make_way(connection, source, url, change, checksum)
         return change.state
+
+    def _ledger_row(self, current: Any) -> Row:
+        """What the ledger needs to know of a row read by ``_row_state``, in the current run."""
+        in_run = self.run_id is not None
+        return Row(
+            State(current.state),
+            current.status,
+            current.failures or 0,
+            current.indexed_at is not None,
+            entered=in_run and current.entered_run == self.run_id,
+            reported=_delta_of(current.delta) if in_run and current.delta_run == self.run_id else None,
+        )
+
+    def _values(self, change: Change, outcome: Outcome, when: datetime) -> dict[str, Any]:
+        """The columns that write ``change`` (what the ledger decided of ``outcome``)."""
+        values: dict[str, Any] = {
+            "state": change.state.value,
+            "status": change.status,
+            "reason": change.reason,
+            "failures": change.failures,
+            **outcome.columns,
+            **(self._finished(keep_request=keeps_request(outcome)) if outcome.finishes else {}),
+            **self._delta(change.delta),
+        }
+        if change.enters:
+            values["entered_run"] = self.run_id
+        if outcome.depth is not None:
+            values["depth"] = outcome.depth
+        if outcome.event in FETCHED_EVENTS and outcome.fetched:
+            values["last_fetched"] = when
+        if outcome.event == Event.CACHED:
+            values.update(last_changed=when, duplicate_of=None)
+        if outcome.event in (Event.GONE, Event.EXCLUDED, Event.UNCHANGED, Event.CACHED):
+            values.setdefault("target", None)  # it redirects no more (a failure says nothing of it)
+        return values
+
+    def _make_way(self, connection: Connection, source: str, url: str, change: Change, checksum: str | None) -> None:
+        """After ``change`` is written: a document that left the index queues its duplicates to
+        take its place; a copy out of the index may call the group's rightful holder back."""
+        if change.leaves_index:
+            self._promote_duplicates(connection, source, url)
+        if change.copy_out_of_index and checksum:
+            self._recall_holder(connection, source, checksum)
 
     def _restrict_new(self, values: dict[str, Any]) -> dict[str, Any]:
         """A new row in test mode: only what the report needs (a test crawl indexes nothing)."""
@@ -811,16 +839,6 @@ class DocumentTable:
                     .all()
                 )
         return done
-
-    def mark_refused(self, source: str, refused: Sequence[tuple[str, str, str]]) -> None:
-        """Solr refused these documents, as (url, checksum, Solr's reason): each gets status 924
-        (SOLR_REFUSED) with the reason and leaves the index (an older version Solr may hold goes
-        too); the others are unaffected. A row re-cached meanwhile (another checksum) stays pending."""
-        for url, checksum, reason in refused:
-            row = self.get(source, url)
-            if row is None or row["state"] != State.PENDING.value or row["checksum"] != checksum:
-                continue
-            self.record(source, url, Outcome(Event.REFUSED, int(Status.SOLR_REFUSED), f"refused by Solr: {reason}"))
 
     def mark_done(self, source: str, url: str) -> None:
         """The URL is finished in the current run (its outcome was recorded elsewhere, or needs none)."""

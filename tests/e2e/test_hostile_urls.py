@@ -109,7 +109,7 @@ def test_a_long_url_through_a_documents_whole_life(table) -> None:
     the one row (the length rule keeps such URLs out of a crawl; the table must not care)."""
     url = url_of_length("http://h/", LONG)
     run = Runs(table.database).start("life")
-    table.run_id = run.id
+    table = table.for_run(run.id)
     frontier = Frontier(table.database, "life", run.id, "node:1")
     frontier.add([Entry(url, 1)])
     frontier.add([Entry(url, 1)])  # the same URL again: the same row

@@ -235,10 +235,10 @@ def test_a_deletion_stays_the_runs_word_whatever_comes_after_it_in_the_run(tmp_p
     from searchcrawl.store.runs import Runs
 
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
-    table.run_id = Runs(table.database).start("run").id
+    table = table.for_run(Runs(table.database).start("run").id)
     table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
     table.mark_indexed("run", [("http://h/a", "c")])
-    table.run_id = table.run_id + 100  # a later run
+    table = table.for_run(table.run_id + 100)  # a later run
     table.record("run", "http://h/a", Outcome(Event.GONE, 410, "gone", kind="failed"))
     table.mark_removed("run", ["http://h/a"])
     table.record("run", "http://h/a", Outcome(Event.FAILED, 503, "HTTP 503"))
@@ -254,7 +254,7 @@ def test_a_url_that_entered_the_index_in_this_run_stays_new_whatever_comes_after
     from searchcrawl.store.runs import Runs
 
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
-    table.run_id = Runs(table.database).start("run").id
+    table = table.for_run(Runs(table.database).start("run").id)
     table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
     table.mark_indexed("run", [("http://h/a", "c")])  # pushed during the run
     table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "d"}))
@@ -263,7 +263,7 @@ def test_a_url_that_entered_the_index_in_this_run_stays_new_whatever_comes_after
     table.record("run", "http://h/a", Outcome(Event.UNCHANGED, 200, kind="unchanged"))
     assert Deltas(table.database).report("run", table.run_id) == {"new": ["http://h/a"]}
     # a later run: changed is news again
-    table.run_id = table.run_id + 100
+    table = table.for_run(table.run_id + 100)
     table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "e"}))
     assert Deltas(table.database).report("run", table.run_id) == {"changed": ["http://h/a"]}
 
@@ -283,7 +283,7 @@ def test_a_url_that_entered_the_index_and_left_it_in_one_run_is_neither_new_nor_
     assert decide(Row(State.INDEXED, 200, 0, True), replaced).delta == "deleted"
 
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
-    table.run_id = Runs(table.database).start("run").id
+    table = table.for_run(Runs(table.database).start("run").id)
     report = lambda: Deltas(table.database).report("run", table.run_id)  # noqa: E731
     duplicate = Outcome(Event.GONE, 200, "duplicate", kind="duplicate", columns={"duplicate_of": "http://h/b"})
     for url in ("http://h/a", "http://h/c", "http://h/d"):
@@ -307,10 +307,10 @@ def test_a_url_deleted_in_the_run_and_pushed_again_with_its_content_is_unchanged
     from searchcrawl.store.runs import Runs
 
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
-    table.run_id = Runs(table.database).start("run").id
+    table = table.for_run(Runs(table.database).start("run").id)
     table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
     table.mark_indexed("run", [("http://h/a", "c")])
-    table.run_id = table.run_id + 100  # a later run
+    table = table.for_run(table.run_id + 100)  # a later run
     table.record("run", "http://h/a", Outcome(Event.GONE, 404, "gone", kind="failed"))
     assert Deltas(table.database).report("run", table.run_id) == {"deleted": ["http://h/a"]}
     table.record("run", "http://h/a", Outcome(Event.CACHED, 200, kind=Delta.UNCHANGED, columns={"checksum": "c"}))
@@ -326,10 +326,10 @@ def test_a_url_that_left_the_index_and_came_back_in_one_run_is_changed(tmp_path)
 
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
     runs = Runs(table.database)
-    table.run_id = runs.start("run").id
+    table = table.for_run(runs.start("run").id)
     table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
     table.mark_indexed("run", [("http://h/a", "c")])
-    table.run_id = table.run_id + 100  # a later run
+    table = table.for_run(table.run_id + 100)  # a later run
     table.record("run", "http://h/a", Outcome(Event.GONE, 404, "gone", kind="failed"))
     table.mark_removed("run", ["http://h/a"])
     assert Deltas(table.database).report("run", table.run_id) == {"deleted": ["http://h/a"]}

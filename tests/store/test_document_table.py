@@ -194,7 +194,7 @@ def test_the_frontier_says_which_states_its_run_has_urls_in_as_its_counts_do(tmp
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
     runs = Runs(table.database)
     run = runs.start("states")
-    table.run_id = run.id
+    table = table.for_run(run.id)
     frontier = Frontier(table.database, "states", run.id, "node:1")
 
     def agrees() -> set[str]:
@@ -279,7 +279,7 @@ def test_a_duplicate_whose_original_left_meanwhile_is_fetched_again_not_marked(b
     table = DocumentTable(Database(url))
     source = f"dups-{backend}-{tmp_path.name}"
     a, b, x, y = (f"http://h/{name}" for name in "abxy")
-    table.run_id = Runs(table.database).start(source).id
+    table = table.for_run(Runs(table.database).start(source).id)
     for page in (a, x, y):
         table.record(source, page, Outcome(Event.CACHED, 200, columns={"checksum": f"sum-{page[-1]}"}))
     table.mark_indexed(source, [(a, "sum-a"), (x, "sum-x"), (y, "sum-y")])
@@ -287,7 +287,7 @@ def test_a_duplicate_whose_original_left_meanwhile_is_fetched_again_not_marked(b
     table.record(source, x, Outcome(Event.GONE, 404, "HTTP 404"))  # x leaves in that first run
     table.mark_removed(source, [x])
 
-    table.run_id += 1  # the next crawl: the pipeline compares b with a (indexed), then a answers 404
+    table = table.for_run(table.run_id + 1)  # the next crawl: the pipeline compares b with a (indexed), then a answers 404
     table.record(source, a, Outcome(Event.GONE, 404, "HTTP 404"))
     table.mark_duplicate(source, b, of=a)
     row = table.get(source, b)
@@ -308,7 +308,7 @@ def test_a_duplicate_fetched_again_in_its_run_keeps_its_request_data(tmp_path) -
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'd.sqlite3'}"))
     source = "dups"
     a, b, c = "mail://dups/a", "mail://dups/b", "mail://dups/c"
-    table.run_id = Runs(table.database).start(source).id
+    table = table.for_run(Runs(table.database).start(source).id)
     frontier = Frontier(table.database, source, table.run_id, "me")
     data = {REFERENCE: {"token": "t-b", "fields": {"attachment_of_s": "mail://dups/m"}}}
     frontier.add([Entry(a, 0, {}), Entry(b, 0, data), Entry(c, 0, {})])
@@ -355,11 +355,11 @@ def test_the_maintenance_plan_leaves_what_a_node_that_joined_did_in_the_run(tmp_
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'p.sqlite3'}"))
     source = "plan"
     a, b = "http://h/a", "http://h/b"
-    table.run_id = Runs(table.database).start(source).id
+    table = table.for_run(Runs(table.database).start(source).id)
     for url in (a, b):
         table.record(source, url, Outcome(Event.CACHED, 200, columns={"checksum": url}))
     table.mark_indexed(source, [(a, a), (b, b)])
-    table.run_id += 1  # the next run: another node joins and fetches a before the plan is made
+    table = table.for_run(table.run_id + 1)  # the next run: another node joins and fetches a before the plan is made
     frontier = Frontier(table.database, source, table.run_id, "joined")
     frontier.add([Entry(a, 0, {})])
     assert [entry.url for entry in frontier.lease(5)] == [a]
@@ -477,7 +477,7 @@ def test_a_copy_named_canonical_after_it_was_compared_is_fetched_again_to_hold(t
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'd.sqlite3'}"))
     source = "group"
     a, b, c, d = (f"http://h/{name}" for name in "abcd")
-    table.run_id = Runs(table.database).start(source).id
+    table = table.for_run(Runs(table.database).start(source).id)
     frontier = Frontier(table.database, source, table.run_id, "me")
     frontier.add([Entry(b, 1), Entry(a, 1), Entry(c, 1), Entry(d, 1)])  # discovered in this order
     assert len(frontier.lease(4)) == 4
@@ -503,11 +503,11 @@ def test_a_copy_come_back_to_hold_the_content_replaces_the_copy_holding_it(tmp_p
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'd.sqlite3'}"))
     source = "group"
     a, b = "http://h/a", "http://h/b"
-    table.run_id = Runs(table.database).start(source).id
+    table = table.for_run(Runs(table.database).start(source).id)
     for url in (a, b):
         table.record(source, url, Outcome(Event.CACHED, 200, columns={"checksum": f"old-{url[-1]}"}))
     table.mark_indexed(source, [(a, "old-a"), (b, "old-b")])
-    table.run_id += 1
+    table = table.for_run(table.run_id + 1)
     replaced = Outcome(Event.GONE, 911, "duplicate of", kind=Delta.DUPLICATE, columns={"duplicate_of": b}, finishes=False)
     table.record(source, a, replace(replaced, reason=f"duplicate of {b}"))  # B, changed, replaces A
     table.record(source, b, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))

@@ -132,6 +132,8 @@ Rewrite = Literal["link", "known"] | None
 @dataclass
 class CrawlState:
     source: Source
+    # the document table, whose writes are the run's once it started (``attach_run``: for_run),
+    # and which queues no duplicate once this process fetches nothing more (``closing``)
     table: DocumentTable
     document_cache: DocumentCache | None  # None in a read-only crawl (``cache``)
     index: SolrIndex
@@ -163,7 +165,9 @@ class CrawlState:
     read_only: bool = False
     _ends_run: bool | None = None
     _converter: Any = None
-    ledger: Any = None  # the LedgerWriter (kept here: signal receivers are weak references)
+    # the ledger writer, the one writer of URL states (kept here: signal receivers are weak
+    # references); None in a read-only crawl, which writes nothing
+    ledger: LedgerWriter | None = None
     scope_filter: FilterSet | None = None
     result_filter: FilterSet | None = None
     # a source of another type than web sites: its agent (searchcrawl/agents/), and whether its
@@ -231,6 +235,14 @@ class CrawlState:
             read_only=read_only,
             agent=source.make_agent() if source.agent_class is not None else None,
         )
+
+    @property
+    def writer(self) -> LedgerWriter:
+        """The ledger writer: every write of a URL's state in the crawl goes through it (a
+        read-only crawl has none, and writes nothing)."""
+        if self.ledger is None:
+            raise RuntimeError("a read-only crawl (SEARCHCRAWL_READ_ONLY) writes no URL state")
+        return self.ledger
 
     @property
     def cache(self) -> DocumentCache:
@@ -346,7 +358,7 @@ class CrawlState:
             self.excluded = []
             return
         if self.excluded:
-            self.table.record_excluded(self.source.name, self.excluded)
+            self.writer.record_excluded(self.excluded)
             self.excluded = []
 
     def leaving(self) -> str:
@@ -360,7 +372,7 @@ class CrawlState:
         self.forced = str(arguments.get("recrawl", "")).lower() == "force"
         self.test_mode = str(arguments.get("test_mode", "")).lower() in yes
         self.force_delete = str(arguments.get("delete", "")).lower() == "force"
-        self.table.test_mode = self.test_mode
+        self.table = self.table.for_run(self.run_id, self.test_mode)
 
     def attach_run(self, run_id: int, resumed: bool, frontier: Frontier, runs: Runs, joined: bool = False) -> None:
         """The crawl's run has started (or resumed, or been ``joined`` while other live processes
@@ -368,13 +380,13 @@ class CrawlState:
         a maintenance crawl: every known URL is queued; a change of the settings that documents
         depend on forces a full recrawl."""
         self.run_id, self.frontier, self.runs, self.joined = run_id, frontier, runs, joined
-        self.table.run_id = run_id
+        self.table = self.table.for_run(run_id, self.test_mode)
         source = self.source.name
         if resumed:
             self.mode = (runs.latest(source) or {}).get("mode") or "initial"
             self.forced = self.forced or self.mode == "forced"
             self.test_mode = self.test_mode or self.mode == "test"
-            self.table.test_mode = self.test_mode
+            self.table = self.table.for_run(run_id, self.test_mode)
             return
         reasons = recrawl_reasons(runs.fingerprint(source), self.fingerprint())
         if reasons and not self.forced:
@@ -384,8 +396,8 @@ class CrawlState:
         if self.agent is not None:  # its listing names what is crawled, known or not (agent_spider.py)
             known, excluded = self.table.count_in_index(source), 0
         else:
-            known, excluded = self.table.plan_maintenance(
-                source, self.rule_excluding, now() - timedelta(days=days) if days > 0 else None
+            known, excluded = self.writer.plan_maintenance(
+                self.rule_excluding, now() - timedelta(days=days) if days > 0 else None
             )
         if self.test_mode:
             self.mode = "test"
@@ -415,7 +427,7 @@ class CrawlState:
         if self.agent is not None or self.table.knows(source):
             return
         try:
-            found = self.table.record_found(source, found_documents(self.index, source))
+            found = self.writer.record_found(found_documents(self.index, source))
         except IndexingError as exc:
             logger.warning(
                 "Could not read what Solr holds of %s (%s): documents of it in Solr that this crawl does not find "
@@ -465,7 +477,7 @@ class CrawlState:
         source = self.source.name
         if self.agent is not None:  # its listing settled what left (settle_listing)
             return
-        gone = self.table.drop_stale_targets(source, self.rule_excluding, self.source.settings.max_failures)
+        gone = self.writer.drop_stale_targets(self.rule_excluding)
         if gone:
             logger.info(
                 "%d redirect targets of %s outside its boundary leave the index: nothing redirects to them now", gone, source
@@ -486,7 +498,7 @@ class CrawlState:
             for url in self.table.orphans(source):
                 if url not in seeds:
                     # on the Solr push's worker thread: written directly, not through a signal
-                    self.table.record(source, url, Outcome(Event.GONE, int(Status.ORPHAN), "no longer linked"))
+                    self.writer.record(url, Outcome(Event.GONE, int(Status.ORPHAN), "no longer linked"))
 
     def settle_listing(self, batch: int = 500) -> None:
         """An agent's listing of this run is complete (blocking): indexed documents it did not
@@ -521,7 +533,7 @@ class CrawlState:
             gone_urls.extend(url for key, url in urls.items() if key in gone)
             reason = "not listed by the source's agent" if self.listed_since is None else "gone, says the source's agent"
             for url in gone_urls:
-                self.table.record(source, url, Outcome(Event.GONE, int(Status.LEFT_REPOSITORY), reason))
+                self.writer.record(url, Outcome(Event.GONE, int(Status.LEFT_REPOSITORY), reason))
             removed += len(gone_urls)
         if removed:
             logger.info("%d documents of %s are no longer in its repository: %s", removed, source, self.leaving())

@@ -55,6 +55,6 @@ class ScopeMiddleware:
             assert self.context.frontier is not None
             self.context.frontier.add(links)
             if self.context.source.settings.orphans == "delete":
-                self.context.table.mark_linked(self.context.source.name, [link.url for link in links])
+                self.context.writer.mark_linked([link.url for link in links])
         for output in held:
             yield output

@@ -63,7 +63,7 @@ class CachePipeline:
             ),
         )
         if self.context.shared:  # another node may have cached the same content at this moment
-            original = table.settle_duplicates(item.source, item.url, item.fields["checksum"], holder_of)
+            original = self.context.writer.settle_duplicates(item.url, item.fields["checksum"], holder_of)
             if original is not None:  # its cached record is left to the push, which skips it
                 raise NotIndexed(
                     duplicate_of(original, item.depth),

@@ -84,6 +84,7 @@ class SolrPipeline:
                 preserve_cache=source.settings.preserve_cache,
                 remove=remove,
                 requests_at_once=self.requests_at_once,
+                ledger=self.context.writer,
             )
 
     def migrate_ids(self) -> None:
@@ -138,7 +139,7 @@ class SolrPipeline:
         if refusal is not None:
             logger.error("Mass-deletion guard for %s: %s", source.name, refusal)
             self.stats.set_value("searchcrawl/deletions_held", len(table.removals(source.name)))
-            table.hold_removals(source.name)
+            context.writer.hold_removals()
             return False
         return True
 
@@ -224,7 +225,7 @@ class SolrPipeline:
             return
         if self.context.no_run:  # it crawled nothing, and pushed nothing
             return
-        self.context.table.promotes_duplicates = False  # this process fetches nothing more
+        self.context.table = self.context.table.closing()  # this process fetches nothing more
         if self.ticker is not None:
             self.ticker.cancel()
         if self.flushing is not None:

@@ -192,8 +192,8 @@ def test_a_document_a_canonical_copy_replaces_is_still_fetched_in_the_run(crawle
 
     crawler = crawler_of()
     pipeline = build_from_crawler(ChangePipeline, crawler)
-    table = state_of(crawler).table
-    table.run_id = Runs(table.database).start("unit").id
+    state = state_of(crawler)
+    state.table = table = state.table.for_run(Runs(state.table.database).start("unit").id)
     cached(crawler, "http://h.test/b.html", "same")
     table.mark_indexed("unit", [("http://h.test/b.html", "same")])
     fetched_before = table.get("unit", "http://h.test/b.html")["last_fetched"]
@@ -220,8 +220,8 @@ def test_a_copy_named_canonical_by_a_late_copy_takes_the_place_whatever_the_orde
 
     crawler = crawler_of()
     pipeline = build_from_crawler(ChangePipeline, crawler)
-    table = state_of(crawler).table
-    table.run_id = Runs(table.database).start("unit").id
+    state = state_of(crawler)
+    state.table = table = state.table.for_run(Runs(state.table.database).start("unit").id)
     a, b, c = (f"http://h.test/{name}.html" for name in "abc")
     frontier = Frontier(table.database, "unit", table.run_id, "node:1")
     frontier.add([Entry(b, 1), Entry(a, 1), Entry(c, 1)])

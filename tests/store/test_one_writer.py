@@ -1,0 +1,141 @@
+"""One writer of a URL's state (issue 54): outside the stores (searchcrawl/store/), no module calls
+the document table's writes, and none issues an INSERT or UPDATE on the documents table. They
+call the ledger (searchcrawl/store/ledger.py; in a crawl the ledger writer, crawl/ledger_writer.py),
+whose rules (rules/lifecycle.py) decide every change. Read from the code's syntax trees."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from collections.abc import Collection
+from pathlib import Path
+
+from searchcrawl.store.documents import DocumentTable
+
+PACKAGE = Path(__file__).resolve().parents[2] / "searchcrawl"
+STORES = PACKAGE / "store"
+
+# DocumentTable's public methods, each classified: a new one must be added to one of these lists
+WRITES = {
+    "record",
+    "record_excluded",
+    "record_found",
+    "mark_duplicate",
+    "mark_done",
+    "mark_indexed",
+    "mark_removed",
+    "mark_linked",
+    "settle_duplicates",
+    "hold_removals",
+    "plan_maintenance",
+    "drop_stale_targets",
+}
+READS = {
+    "pending",
+    "removals",
+    "holders",
+    "display_url_owner",
+    "get",
+    "count_by",
+    "rows",
+    "find_duplicate",
+    "orphans",
+    "failing",
+    "count_in_index",
+    "knows",
+}
+OTHER_TABLES = {"for_run", "closing"}  # the same table, for a run or a closing crawl: no write
+SQL_WRITE = re.compile(r"\b(INSERT\s+INTO|UPDATE)\s+\"?documents\b", re.IGNORECASE)
+
+
+def _modules() -> list[Path]:
+    return sorted(path for path in PACKAGE.rglob("*.py") if STORES not in path.parents)
+
+
+def _is_table(node: ast.expr, aliases: Collection[str] = ()) -> bool:
+    """Whether an expression names a document table: ``table``, ``....table``, ``DocumentTable(...)``,
+    or a name given one of these (``aliases``)."""
+    if isinstance(node, ast.Name):
+        return node.id == "table" or node.id.endswith("_table") or node.id in aliases
+    if isinstance(node, ast.Attribute):
+        return node.attr == "table" or node.attr.endswith("_table")
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Name) and node.func.id == "DocumentTable"
+    return False
+
+
+def table_writes(tree: ast.AST) -> list[str]:
+    """Calls of the document table's writes in ``tree``, as "line: method"."""
+    aliases = {
+        target.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and _is_table(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRITES:
+            if _is_table(node.func.value, aliases):
+                found.append(f"{node.lineno}: {node.func.attr}")
+    return found
+
+
+def sql_writes(tree: ast.AST) -> list[str]:
+    """INSERT or UPDATE on the documents table in ``tree``: SQLAlchemy's ``insert(documents)``,
+    ``update(documents)``, ``documents.insert()``, ``documents.update()``, or SQL text."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func, args = node.func, node.args
+            named = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if named in ("insert", "update") and any(isinstance(arg, ast.Name) and arg.id == "documents" for arg in args):
+                found.append(f"{node.lineno}: {named}(documents)")
+            elif (
+                isinstance(func, ast.Attribute)
+                and func.attr in ("insert", "update")
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "documents"
+            ):
+                found.append(f"{node.lineno}: documents.{func.attr}()")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL_WRITE.search(node.value):
+            found.append(f"{node.lineno}: SQL {SQL_WRITE.search(node.value).group(0)!r}")  # type: ignore[union-attr]
+    return found
+
+
+def test_every_public_method_of_the_document_table_is_a_read_or_a_write() -> None:
+    public = {name for name, _ in inspect.getmembers(DocumentTable, inspect.isfunction) if not name.startswith("_")}
+    assert public == WRITES | READS | OTHER_TABLES, "classify the new method: a write goes through the ledger"
+
+
+def test_no_module_outside_the_stores_writes_a_urls_row_but_through_the_ledger() -> None:
+    offenders = {}
+    for path in _modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        found = table_writes(tree) + sql_writes(tree)
+        if found:
+            offenders[str(path.relative_to(PACKAGE.parent))] = found
+    assert offenders == {}, "write a URL's row through the ledger (searchcrawl/store/ledger.py)"
+
+
+def test_the_scan_finds_direct_writes() -> None:
+    """The scan itself: the writes the crawl's components made before the ledger took them."""
+    old = """
+context.table.mark_linked(source, urls)
+table.mark_indexed(source, pairs)
+self.context.table.record(source, url, outcome)
+self.table.record_excluded(source, rows)
+DocumentTable(database).hold_removals(source)
+documents_of = self.context.table
+documents_of.mark_removed(source, urls)
+connection.execute(update(documents).where(x).values(state="indexed"))
+connection.execute(self.database.insert(documents).values(url=url))
+connection.execute(documents.update().values(delta=None))
+connection.execute(text("UPDATE documents SET state = 'removed'"))
+"""
+    tree = ast.parse(old)
+    assert len(table_writes(tree)) == 6
+    assert len(sql_writes(tree)) == 4
+    harmless = "robots.record(site)\nledger.record(url, outcome)\ncontext.writer.mark_linked(urls)\nupdate(frontier)\n"
+    assert table_writes(ast.parse(harmless)) == sql_writes(ast.parse(harmless)) == []
