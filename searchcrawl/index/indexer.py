@@ -512,6 +512,74 @@ def _failed_for_the_request(sent: Future[None]) -> bool:
     return error is not None and not (isinstance(error, IndexingError) and error.documents_refused)
 
 
+@dataclass
+class SolrPusher:
+    """Pushes one source's cached documents (``push_pending``) with a crawl's batch settings:
+    what the Solr pipeline pushes during the crawl and the run's end pushes last. Processes
+    sharing the cache push it in turn (its push lock); before a push, the source's documents
+    an earlier searchcrawl indexed with the URL as their id get their per-source id (once)."""
+
+    source: str
+    table: DocumentTable
+    cache: DocumentCache
+    index: SolrIndex
+    max_docs: int
+    max_bytes: int
+    preserve_cache: bool = False
+    requests_at_once: int = 1
+    ids_migrated: bool = False
+
+    def push_once(self, remove: bool = False, wait: bool = True) -> PushResult:
+        """One pass over the pending documents (blocking). Without ``wait``, a process finding
+        another pushing skips its turn (the other pushes its documents too)."""
+        with self.cache.push_lock(wait) as mine:
+            if not mine:
+                return PushResult(skipped=True)
+            self.migrate_ids()
+            return push_pending(
+                self.source,
+                self.table,
+                self.cache,
+                self.index,
+                max_docs=self.max_docs,
+                max_bytes=self.max_bytes,
+                preserve_cache=self.preserve_cache,
+                remove=remove,
+                requests_at_once=self.requests_at_once,
+            )
+
+    def migrate_ids(self) -> None:
+        """Once, before the first push: documents of the source indexed by an earlier
+        searchcrawl, whose id is the URL, get their per-source id (``migrate_ids``). A node
+        failure is tried again with the next push; a refusal would be the same every time.
+        Idempotent: a second pusher of the crawl (the run's end) finds nothing left to migrate."""
+        if self.ids_migrated:
+            return
+        name = self.source
+        try:
+            migrated = migrate_ids(
+                self.index,
+                name,
+                max_docs=min(self.max_docs, 200),
+                max_bytes=self.max_bytes,
+                holders=self.table.holders if self.table.count_by(name, "state") else None,
+            )
+        except IndexingError as exc:
+            self.ids_migrated = exc.refused
+            logger.warning(
+                "Could not give the Solr documents of %s indexed by an earlier searchcrawl their ids "
+                "of the form %s!<url> (`scrapy solr migrate-ids %s` does it too): %s",
+                name,
+                name,
+                name,
+                exc,
+            )
+            return
+        self.ids_migrated = True
+        if migrated:
+            logger.info("Migrated %d Solr documents of %s from the URL as id to %s!<url>", migrated, name, name)
+
+
 def push_with_retries(
     attempt: Callable[[], PushResult], times: int, backoff: float, sleep: Callable[[float], None] = time.sleep
 ) -> PushResult:
