@@ -167,6 +167,8 @@ class SolrPipeline:
             return
         if self.context.no_run:  # it crawled nothing, and pushed nothing
             return
+        # this process fetches nothing more: the push under way's refusals queue no duplicate
+        self.context.table.promotes_duplicates = False
         if self.ticker is not None:
             self.ticker.cancel()
         if self.flushing is not None:

@@ -344,3 +344,24 @@ def test_without_solr_documents_stay_cached_and_pending(crawler_of, caplog: pyte
     assert crawler.stats.get_value("searchcrawl/not_indexed") == 1  # what `scrapy crawl` exits with 4 for
     assert states(crawler) == {"pending": 1}
     assert list(state_of(crawler).cache.documents()) == ["http://h.test/a.html"]  # for the next crawl
+
+
+def test_the_push_under_way_at_the_close_queues_no_duplicate_to_take_a_refused_documents_place(crawler_of) -> None:
+    """The pipelines close once nothing more is fetched: a document leaving the index then (the
+    push under way's refusals) must not queue its duplicates, which nothing would fetch (the run
+    would end suspended). The flag is off before that push is awaited, not only at the run's end."""
+    crawler = crawler_of()
+    pipeline = build_from_crawler(SolrPipeline, crawler)
+    table = state_of(crawler).table
+    seen: list[bool] = []
+
+    async def crawl() -> None:
+        async def push_under_way() -> None:
+            seen.append(table.promotes_duplicates)
+
+        pipeline.flushing = asyncio.ensure_future(push_under_way())
+        await pipeline.close_spider()
+
+    assert table.promotes_duplicates
+    asyncio.run(crawl())
+    assert seen == [False]
