@@ -23,8 +23,8 @@ after ``spider_closed``: the end's counters are in the dump, and ``scrapy crawl`
 ``searchcrawl/not_indexed`` for its exit code. The steps block (database, Solr): they run in a
 worker thread, so the reactor goes on (other ``spider_closed`` receivers, a second Ctrl-C).
 
-A node's heartbeat stops with its scheduler; the run's end of a node takes seconds, and a node
-seen dead only stops being waited for (its leases were given back when its scheduler closed).
+A node's lease renewal stops with its scheduler; its heartbeat goes on until its run's end is
+over (``RunEnd.closed``), so that the node ending the run waits for its last push.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ from collections.abc import Callable, Mapping
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
+from twisted.internet.task import LoopingCall
 
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.extensions.crawl_state import SKIPPED_STAT, CrawlState, crawl_state
@@ -190,7 +192,31 @@ class RunEnd:
         return cls(crawler)
 
     async def closed(self, reason: str) -> None:
-        await asyncio.to_thread(self.end, reason)
+        """spider_closed: the run's end, in a worker thread; meanwhile this node stays alive in
+        the run (its scheduler's lease renewal has stopped): the node ending the run waits for
+        it until it has pushed its documents and left, not only a lease long."""
+        heartbeat = self.heartbeat(crawl_state(self.crawler))
+        try:
+            await asyncio.to_thread(self.end, reason)
+        finally:
+            if heartbeat is not None and heartbeat.running:
+                heartbeat.stop()
+
+    def heartbeat(self, context: CrawlState) -> AsyncioLoopingCall | LoopingCall | None:
+        """This node's heartbeat in its run, every third of a lease from now (a no-op once it has left)."""
+        runs, run_id = context.runs, context.run_id
+        if runs is None or run_id is None or context.no_run:
+            return None
+
+        def beat() -> None:
+            try:
+                runs.heartbeat(run_id, context.owner)
+            except Exception:  # a database hiccup: the next beat tries again, well before the lease ends
+                logger.exception("The heartbeat of %s in run %d failed", context.owner, run_id)
+
+        looping = create_looping_call(beat)
+        looping.start(max(1.0, min(60.0, self.lease_seconds / 3)), now=True)
+        return looping
 
     def end(self, reason: str) -> None:
         """The run's end, in its order (blocking)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -33,6 +34,7 @@ from searchcrawl.crawl.frontier_scheduler import FrontierScheduler
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.database import now
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.models import FrontierState, RunState
 from searchcrawl.store.runs import Runs
@@ -281,3 +283,23 @@ def test_the_last_node_of_a_suspended_shared_run_records_it(crawler_of) -> None:
     runs.start("unit", allow_shared=True, owner=state_of(crawler).owner)  # this node joins again, and is shut down last
     run_end(crawler).end("shutdown")
     assert runs.get(run_id)["state"] == "suspended"  # type: ignore[index]
+
+
+def test_a_node_stays_alive_in_its_run_until_its_end_is_over(crawler_of) -> None:
+    """Its scheduler's lease renewal (and heartbeat) stopped when it closed; its last push may
+    take long (Solr retries): the node ending the run must go on seeing it until it leaves."""
+    from sqlalchemy import update
+
+    from searchcrawl.store.models import crawl_nodes
+
+    crawler = crawler_of(SEARCHCRAWL_SHARED_CRAWL=True, SEARCHCRAWL_LEASE_SECONDS=30)
+    runs, run_id = attached(crawler)
+    state = state_of(crawler)
+    with state.table.database.engine.begin() as connection:  # its last heartbeat, a lease ago
+        connection.execute(update(crawl_nodes).values(heartbeat=now() - timedelta(seconds=60)))
+    assert runs.nodes(run_id, 30) == []
+    end = run_end(crawler)
+    seen: list[list[str]] = []
+    end.end = lambda reason: seen.append(runs.nodes(run_id, 30))  # type: ignore[method-assign]
+    asyncio.run(end.closed("finished"))
+    assert seen == [[state.owner]]
