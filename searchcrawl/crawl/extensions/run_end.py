@@ -50,6 +50,7 @@ from searchcrawl.rules.maintenance import deletion_guard
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store import Deltas, DocumentTable
 from searchcrawl.store.models import FrontierState, RunState
+from searchcrawl.store.runs import Runs
 
 logger = logging.getLogger(__name__)
 
@@ -207,16 +208,16 @@ class RunEnd:
         runs, run_id = context.runs, context.run_id
         if runs is None or run_id is None or context.no_run:
             return None
-
-        def beat() -> None:
-            try:
-                runs.heartbeat(run_id, context.owner)
-            except Exception:  # a database hiccup: the next beat tries again, well before the lease ends
-                logger.exception("The heartbeat of %s in run %d failed", context.owner, run_id)
-
-        looping = create_looping_call(beat)
+        looping = create_looping_call(self._beat, runs, run_id, context.owner)
         looping.start(max(1.0, min(60.0, self.lease_seconds / 3)), now=True)
         return looping
+
+    @staticmethod
+    def _beat(runs: Runs, run_id: int, owner: str) -> None:
+        try:
+            runs.heartbeat(run_id, owner)
+        except Exception:  # a database hiccup: the next beat tries again, well before the lease ends
+            logger.exception("The heartbeat of %s in run %d failed", owner, run_id)
 
     def end(self, reason: str) -> None:
         """The run's end, in its order (blocking)."""
