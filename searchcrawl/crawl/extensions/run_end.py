@@ -22,6 +22,10 @@ document table is closed later, on ``engine_stopped`` (``CrawlState``). The stat
 after ``spider_closed``: the end's counters are in the dump, and ``scrapy crawl`` reads
 ``searchcrawl/not_indexed`` for its exit code. The steps block (database, Solr): they run in a
 worker thread, so the reactor goes on (other ``spider_closed`` receivers, a second Ctrl-C).
+Not the Solr pipeline's ``close_spider`` and the scheduler's ``close``, where the end was spread
+before: it was right only because the engine closes the pipelines before the scheduler, which
+Scrapy does not document, and an item pipeline or scheduler doing a run's end is a component
+doing another's work.
 
 A node's lease renewal stops with its scheduler; its heartbeat goes on until its run's end is
 over (``RunEnd.closed``), so that the node ending the run waits for its last push.

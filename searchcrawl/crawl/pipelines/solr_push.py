@@ -14,11 +14,12 @@ Documents left pending by an earlier run (Solr was down, the crawl was killed) a
 when the spider opens, by the run's first process (one joining a run that others work on pushes
 them with its own later pushes); before them, the source's documents that an earlier searchcrawl
 indexed with the URL as their id get their per-source id (``indexer.migrate_ids``). A failed push leaves
-everything cached and pending; during the crawl it is retried with growing pauses. When the spider
-closes, this pipeline only finishes the push under way: the run's end pushes what is left, a few
-times more when Solr fails, and then the next crawl takes over (extensions/run_end.py). Documents Solr refuses one by one are not
-pending: they get status 924 (``indexer.push_pending``). Solr calls block, so they run in a
-worker thread: the crawl never waits on Solr.
+everything cached and pending; during the crawl it is retried with growing pauses. When the
+spider closes, this pipeline only finishes the push under way: the run's end pushes what is left
+(the removals too, past the mass-deletion guard), a few times more when Solr fails, and then the
+next crawl takes over (extensions/run_end.py). Documents Solr refuses one by one are not pending:
+they get status 924 (``indexer.push_pending``). Solr calls block, so they run in a worker thread:
+the crawl never waits on Solr.
 """
 
 from __future__ import annotations
