@@ -255,7 +255,7 @@ def test_spider_closed_ends_the_run_and_records_its_report(crawler_of) -> None:
     assert state.table.promotes_duplicates is False  # it fetches nothing more
 
 
-def test_a_read_only_crawl_or_one_without_a_run_ends_nothing(crawler_of) -> None:
+def test_a_process_that_took_no_run_ends_nothing(crawler_of) -> None:
     crawler = crawler_of()
     state = state_of(crawler)
     state.no_run = "finished"  # FrontierScheduler found the run ended: this process crawled nothing
@@ -267,7 +267,7 @@ def test_the_ending_node_gives_up_waiting_for_a_node_that_never_leaves(crawler_o
     crawler = crawler_of(SEARCHCRAWL_SHARED_CRAWL=True)
     runs, run_id = attached(crawler, owner="other-host:1")  # on another host: alive for its heartbeat
     end = run_end(crawler)
-    end.others_leave_wait = 0  # the bound itself: test_the_ending_node_waits_until_...
+    end.others_leave_wait = 0  # the bound itself is tested with a fake clock above
     with caplog.at_level(logging.WARNING):
         end.end("finished")
     assert f"Run {run_id} of unit ends without other-host:1, which did not leave it in 0 s" in caplog.text
