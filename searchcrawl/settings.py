@@ -183,6 +183,9 @@ EXTENSIONS = {
     "searchcrawl.crawl.extensions.delay_schedule.DelaySchedule": 510,  # sources with delay_rules
     # a suspend or stop: the requests not yet sent go back to the frontier at once
     "searchcrawl.crawl.extensions.give_back.GiveBack": 520,
+    # the run's end, on spider_closed: claim it, wait for the other nodes, settle, the
+    # mass-deletion guard, the last push to Solr, the run's report (FrontierScheduler needs it)
+    "searchcrawl.crawl.extensions.run_end.RunEnd": 600,
 }
 
 # --- Crawling -------------------------------------------------------------------------------

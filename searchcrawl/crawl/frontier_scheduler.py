@@ -14,7 +14,7 @@ shared crawl (``SEARCHCRAWL_SHARED_CRAWL``, source key ``shared``) several proce
 machine or many, join the same run over PostgreSQL: each leases its own batches (``FOR UPDATE
 SKIP LOCKED``), takes back leases that expired (a node died), and waits while other nodes still
 hold leases, since their pages may add links. The node whose close finds the frontier empty
-claims the run's end (removals, delta report); the others just leave.
+claims the run's end (removals, delta report); the others just leave (extensions/run_end.py).
 """
 
 from __future__ import annotations
@@ -31,23 +31,19 @@ from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
 from twisted.internet.task import LoopingCall
 
-from searchcrawl.crawl.extensions.crawl_state import SKIPPED_STAT, crawl_state
+from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.crawl.extensions.run_end import run_end
 from searchcrawl.crawl.meta import DEPTH, KNOWN_ROW, LEASED, PERSISTED, WAKE
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.ops.local_fleet import joins_live_runs, run_to_join
-from searchcrawl.rules.lifecycle import Delta, Event, Outcome
+from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Entry, Frontier
-from searchcrawl.store.models import FrontierState, RunState
+from searchcrawl.store.models import FrontierState
 from searchcrawl.store.runs import ALREADY_RUNNING, RunConflict, RunEnded, RunInfo, Runs
 
 logger = logging.getLogger(__name__)
 
-RUN_STATE_FOR_REASON = {
-    "finished": RunState.FINISHED,
-    "stopped": RunState.STOPPED,
-    "failed": RunState.FAILED,
-}  # anything else: suspended
 # Seconds between frontier look-ups while it is empty: a node of a shared crawl waiting for the
 # others' links, or for the run's end, loses at most this much (0.5 s cost a 5 s crawl of two
 # local processes a tenth of its time). A look-up is one read (Frontier.present: index look-ups)
@@ -91,6 +87,7 @@ class FrontierScheduler(BaseScheduler):
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.context = crawl_state(crawler)
+        run_end(crawler)  # required: a run this scheduler starts is ended there
         settings = crawler.settings
         self.batch = settings.getint("SEARCHCRAWL_FRONTIER_BATCH") or 2 * settings.getint("CONCURRENT_REQUESTS")
         self.lease_seconds = settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")
@@ -220,6 +217,9 @@ class FrontierScheduler(BaseScheduler):
         return taken
 
     def close(self, reason: str) -> None:
+        """This process leases nothing more: what it leased but did not fetch goes back to the
+        queue. Leaving the run, and the run's end, are RunEnd's (extensions/run_end.py), once
+        the spider is closed."""
         if self.run is None or self.frontier is None:
             return
         if self.renewal is not None and self.renewal.running:
@@ -229,37 +229,6 @@ class FrontierScheduler(BaseScheduler):
         self.frontier.requeue_leased(owner=self.owner)  # what was leased but not fetched
         self.buffer.clear()
         self.held.clear()
-        runs = self.context.runs
-        assert runs is not None
-        runs.leave(self.run.id, self.owner)
-        state = RUN_STATE_FOR_REASON.get(reason, RunState.SUSPENDED)
-        if state == RunState.FINISHED and self.frontier.counts()[FrontierState.QUEUED]:
-            state = RunState.SUSPENDED  # closed while work remained (e.g. a limit): resumable
-        if self.shared and not (state == RunState.FINISHED and self.context.ends_run()):
-            others = runs.nodes(self.run.id, self.lease_seconds)
-            if others or state == RunState.FINISHED:  # the others go on, or one of them ends the run
-                logger.info(
-                    "Node %s leaves run %d of %s (%s)%s",
-                    self.owner,
-                    self.run.id,
-                    self.context.source.name,
-                    reason,
-                    f"; {len(others)} node(s) go on" if others else "",
-                )
-                return
-        report = self.context.end_run(state, reason)
-        logger.info("Run %d of %s is %s (%s)", self.run.id, self.context.source.name, state, reason)
-        summary = ", ".join(f"{kind} {len(report.get(kind, []))}" for kind in Delta)
-        if skipped := self.crawler.stats.get_value(SKIPPED_STAT):
-            summary += f", skipped {skipped} (no documents: see the listing's warning)"
-        logger.info(
-            "Delta of run %d (%s%s): %s; `scrapy report %s` lists the URLs",
-            self.run.id,
-            self.context.mode,
-            ", test mode: nothing sent to Solr" if self.context.test_mode else "",
-            summary,
-            self.context.source.name,
-        )
 
     def _finish_lost(self) -> None:
         """spider_idle: nothing queued, nothing in flight, yet URLs this process leased have no

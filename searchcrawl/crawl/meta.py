@@ -139,7 +139,7 @@ with ``playwright_page_methods`` and ``playwright_page_goto_kwargs``)."""
 
 CONNECTION_REFUSALS = "searchcrawl/connection_refusals"
 """Not a meta key: the crawl's stat of URLs whose TLS handshake or proxy failed (statuses 937,
-938), counted by the spider and middlewares/robots.py; CrawlState.settle_run keeps orphans then
+938), counted by the spider and middlewares/robots.py; run_end.settle_run keeps orphans then
 (pages not seen: their links are unknown)."""
 
 REFERENCE = "searchcrawl_reference"

@@ -24,7 +24,7 @@ import pysolr
 import requests
 
 from searchcrawl.content.extract import solr_id
-from searchcrawl.index.cache import DocumentCache
+from searchcrawl.index.cache import CacheScan, DocumentCache
 from searchcrawl.store import DocumentTable
 from searchcrawl.store.ledger import Ledger
 
@@ -347,55 +347,151 @@ def push_pending(
     ledger = ledger if ledger is not None else Ledger(table, source)
     result = PushResult()
     scan = cache.scan()  # before the table is read: see DocumentCache.scan
-    removals = table.removals(source) if remove else []
+    if remove and not remove_from_index(source, table, ledger, index, max_docs, result):
+        result.pending = len(table.pending(source, cache.id))
+        return result
+    pending = table.pending(source, cache.id)  # what this cache holds: other machines push theirs
+    result.pending = len(pending)
+    checksums = dict(pending)
+    for url in checksums.keys() - scan.select(checksums):
+        logger.warning("Cached document of %s is missing or stale; it will be fetched again", url)
+    push = BatchPush(source, ledger, index, scan, checksums, result)
+    push.send(batches(_documents(scan, source), max_docs, max_bytes), max(1, requests_at_once), should_stop)
+    if not preserve_cache:  # the spools whose documents Solr has (or refused) go
+        cache.release(scan)
+    return result
+
+
+def remove_from_index(
+    source: str, table: DocumentTable, ledger: Ledger, index: SolrIndex, max_docs: int, result: PushResult
+) -> bool:
+    """Delete what must leave the index (``DocumentTable.removals``) from Solr, ``max_docs`` at a
+    time, each chunk marked removed once Solr took it. False when Solr failed or refused (the
+    error is in ``result``): what is left stays to remove, and nothing is pushed."""
+    removals = table.removals(source)
     for start in range(0, len(removals), max_docs):
         chunk = removals[start : start + max_docs]
         try:
             index.delete([solr_id(source, url) for url in chunk])
         except IndexingError as exc:
             result.error, result.request_refused = str(exc), exc.refused
-            result.pending = len(table.pending(source, cache.id))
-            return result
+            return False
         ledger.mark_removed(chunk)
         result.removed += len(chunk)
         logger.debug("Removed %d documents of %s from Solr", len(chunk), source)
-    pending = table.pending(source, cache.id)  # what this cache holds: other machines push theirs
-    result.pending = len(pending)
-    checksums = dict(pending)
-    for url in checksums.keys() - scan.select(checksums):
-        logger.warning("Cached document of %s is missing or stale; it will be fetched again", url)
+    return True
 
-    def documents() -> Iterator[tuple[tuple[str, bytes], int]]:
-        for url, data in scan.documents():
-            data = _with_id(data, solr_id(source, url))
-            yield (url, data), len(data)
 
-    node_failed = False  # once a node failed, nothing more is sent: what is left stays pending
+def _documents(scan: CacheScan, source: str) -> Iterator[tuple[tuple[str, bytes], int]]:
+    """The scan's documents as ((url, JSON with the source's id), size), what ``batches`` groups."""
+    for url, data in scan.documents():
+        data = _with_id(data, solr_id(source, url))
+        yield (url, data), len(data)
 
-    def failed(exc: IndexingError) -> None:
-        nonlocal node_failed
-        node_failed = node_failed or not exc.refused
-        if result.error is None:
-            result.error, result.request_refused = str(exc), exc.refused
 
-    def indexed(batch: list[tuple[str, bytes]]) -> None:
+Batch = list[tuple[str, bytes]]  # (url, the document's JSON) of one update request
+
+
+@dataclass
+class BatchPush:
+    """One push of pending documents (``push_pending``): sends the batches, and marks in the
+    ledger what each answered request did (indexed, refused), adding up ``result``."""
+
+    source: str
+    ledger: Ledger  # writes what Solr answered
+    index: SolrIndex
+    scan: CacheScan
+    checksums: dict[str, str]  # url -> checksum of each pending document
+    result: PushResult
+    node_failed: bool = False  # once a node failed, nothing more is sent: what is left stays pending
+
+    def send(self, batches: Iterable[Batch], at_once: int, should_stop: Callable[[], bool]) -> None:
+        """Send every batch, ``at_once`` requests in flight. Solr indexes each update request on
+        one thread: with ``at_once`` > 1 it uses more cores. This thread keeps it busy: it reads
+        the next batch while the requests are in flight, sends it the moment the oldest request
+        is answered, and only then marks what that request indexed (or, when Solr refused a
+        document of it, finds that document, while the other requests stay in flight). A batch
+        is marked indexed only once its own request succeeded, whatever happened to the others."""
+        in_flight: deque[tuple[Batch, Future[None]]] = deque()
+        with ThreadPoolExecutor(at_once, thread_name_prefix="solr-push") as senders:
+            for batch in batches:
+                if should_stop() or self.node_failed:
+                    break
+                answered = in_flight.popleft() if len(in_flight) >= at_once else None
+                if answered is not None and _failed_for_the_request(answered[1]):  # waits for the answer
+                    self.settle(*answered)
+                    break
+                in_flight.append((batch, senders.submit(self.index.add_json, [data for _url, data in batch])))
+                if answered is not None and not self.settle(*answered):
+                    break
+            while in_flight:
+                self.settle(*in_flight.popleft())
+
+    def settle(self, batch: Batch, sent: Future[None]) -> bool:
+        """Mark what an answered request did; False when nothing more is to be sent."""
+        try:
+            sent.result()
+        except IndexingError as exc:
+            if not exc.documents_refused or self.node_failed:
+                self.failed(exc)
+                return False
+            logger.info(
+                "Solr refused a batch of %d documents of %s (HTTP %s: %s); pushing it in halves to find the refused documents",
+                len(batch),
+                self.source,
+                exc.status,
+                exc.reason,
+            )
+            return self.isolate_refused(batch, exc)
+        self.indexed(batch)
+        return True
+
+    def failed(self, exc: IndexingError) -> None:
+        self.node_failed = self.node_failed or not exc.refused
+        if self.result.error is None:
+            self.result.error, self.result.request_refused = str(exc), exc.refused
+
+    def indexed(self, batch: Batch) -> None:
         urls = [url for url, _data in batch]
-        done = ledger.mark_indexed([(url, checksums[url]) for url in urls])
-        scan.acknowledged(urls)
-        result.indexed += len(done)
-        result.pending -= len(done)
-        logger.debug("Pushed %d documents of %s to Solr", len(batch), source)
+        done = self.ledger.mark_indexed([(url, self.checksums[url]) for url in urls])
+        self.scan.acknowledged(urls)
+        self.result.indexed += len(done)
+        self.result.pending -= len(done)
+        logger.debug("Pushed %d documents of %s to Solr", len(batch), self.source)
 
-    def refused(url: str, exc: IndexingError) -> None:
-        ledger.mark_refused([(url, checksums[url], f"HTTP {exc.status}: {exc.reason}")])
-        scan.acknowledged([url])  # its record is spent: it is not sent again
-        result.refused += 1
-        result.pending -= 1
+    def refused(self, url: str, exc: IndexingError) -> None:
+        self.ledger.mark_refused([(url, self.checksums[url], f"HTTP {exc.status}: {exc.reason}")])
+        self.scan.acknowledged([url])  # its record is spent: it is not sent again
+        self.result.refused += 1
+        self.result.pending -= 1
         logger.warning(
-            "Solr refused document %s of %s (status 924, not indexed): HTTP %s: %s", url, source, exc.status, exc.reason
+            "Solr refused document %s of %s (status 924, not indexed): HTTP %s: %s", url, self.source, exc.status, exc.reason
         )
 
-    def isolate(batch: list[tuple[str, bytes]], exc: IndexingError, found: list[tuple[str, IndexingError]], limit: int) -> bool:
+    def isolate_refused(self, batch: Batch, exc: IndexingError) -> bool:
+        """Find the documents of ``batch`` Solr refuses, and mark them refused. A circuit breaker:
+        when more than a twentieth of the batch (at least REFUSAL_FLOOR) is refused, it is not bad
+        documents but Solr's configuration (an unknown field, a schema not deployed): the search
+        stops, nothing is marked refused, and everything not yet indexed stays pending."""
+        found: list[tuple[str, IndexingError]] = []
+        limit = max(REFUSAL_FLOOR, len(batch) // 20)
+        whole = self.isolate(batch, exc, found, limit)
+        if len(found) > limit:
+            self.failed(
+                IndexingError(
+                    f"Solr refuses more than {limit} documents of a batch of {len(batch)} of {self.source} "
+                    f"(HTTP {exc.status}: {exc.reason}): a schema or configuration problem? They stay pending",
+                    refused=True,
+                    status=exc.status,
+                    reason=exc.reason,
+                )
+            )
+            return False
+        for url, refusal in found:
+            self.refused(url, refusal)
+        return whole
+
+    def isolate(self, batch: Batch, exc: IndexingError, found: list[tuple[str, IndexingError]], limit: int) -> bool:
         """Solr refused ``batch`` for a document in it: push its halves, recursively, until each
         refused document is alone (collected in ``found``). False when a node failed meanwhile,
         or when more than ``limit`` documents are refused (the rest stays pending)."""
@@ -405,86 +501,93 @@ def push_pending(
         middle = len(batch) // 2
         for part in (batch[:middle], batch[middle:]):
             try:
-                index.add_json([data for _url, data in part])
+                self.index.add_json([data for _url, data in part])
             except IndexingError as part_exc:
                 if part_exc.documents_refused:
-                    if not isolate(part, part_exc, found, limit):
+                    if not self.isolate(part, part_exc, found, limit):
                         return False
                     continue
-                failed(part_exc)
+                self.failed(part_exc)
                 return False
-            indexed(part)
+            self.indexed(part)
         return True
 
-    def isolate_refused(batch: list[tuple[str, bytes]], exc: IndexingError) -> bool:
-        """Find the documents of ``batch`` Solr refuses, and mark them refused. A circuit breaker:
-        when more than a twentieth of the batch (at least REFUSAL_FLOOR) is refused, it is not bad
-        documents but Solr's configuration (an unknown field, a schema not deployed): the search
-        stops, nothing is marked refused, and everything not yet indexed stays pending."""
-        found: list[tuple[str, IndexingError]] = []
-        limit = max(REFUSAL_FLOOR, len(batch) // 20)
-        whole = isolate(batch, exc, found, limit)
-        if len(found) > limit:
-            failed(
-                IndexingError(
-                    f"Solr refuses more than {limit} documents of a batch of {len(batch)} of {source} "
-                    f"(HTTP {exc.status}: {exc.reason}): a schema or configuration problem? They stay pending",
-                    refused=True,
-                    status=exc.status,
-                    reason=exc.reason,
-                )
-            )
-            return False
-        for url, refusal in found:
-            refused(url, refusal)
-        return whole
 
-    def settle(batch: list[tuple[str, bytes]], sent: Future[None]) -> bool:
-        """Mark what an answered request did; False when nothing more is to be sent."""
+def _failed_for_the_request(sent: Future[None]) -> bool:
+    """Whether an answered request failed for another reason than a document in it (a node
+    failed, Solr refused the request): then nothing more is sent (waits for the answer)."""
+    error = sent.exception()
+    return error is not None and not (isinstance(error, IndexingError) and error.documents_refused)
+
+
+@dataclass
+class SolrPusher:
+    """Pushes one source's cached documents (``push_pending``) with a crawl's batch settings:
+    what the Solr pipeline pushes during the crawl and the run's end pushes last. Processes
+    sharing the cache push it in turn (its push lock); before a push, the source's documents
+    an earlier searchcrawl indexed with the URL as their id get their per-source id (once)."""
+
+    source: str
+    table: DocumentTable
+    cache: DocumentCache
+    index: SolrIndex
+    max_docs: int
+    max_bytes: int
+    preserve_cache: bool = False
+    requests_at_once: int = 1
+    ids_migrated: bool = False
+    ledger: Ledger | None = None  # the crawl's (push_pending's own when None)
+
+    def push_once(self, remove: bool = False, wait: bool = True) -> PushResult:
+        """One pass over the pending documents (blocking). Without ``wait``, a process finding
+        another pushing skips its turn (the other pushes its documents too)."""
+        with self.cache.push_lock(wait) as mine:
+            if not mine:
+                return PushResult(skipped=True)
+            self.migrate_ids()
+            return push_pending(
+                self.source,
+                self.table,
+                self.cache,
+                self.index,
+                max_docs=self.max_docs,
+                max_bytes=self.max_bytes,
+                preserve_cache=self.preserve_cache,
+                remove=remove,
+                requests_at_once=self.requests_at_once,
+                ledger=self.ledger,
+            )
+
+    def migrate_ids(self) -> None:
+        """Once, before the first push: documents of the source indexed by an earlier
+        searchcrawl, whose id is the URL, get their per-source id (``migrate_ids``). A node
+        failure is tried again with the next push; a refusal would be the same every time.
+        Idempotent: a second pusher of the crawl (the run's end) finds nothing left to migrate."""
+        if self.ids_migrated:
+            return
+        name = self.source
         try:
-            sent.result()
-        except IndexingError as exc:
-            if not exc.documents_refused or node_failed:
-                failed(exc)
-                return False
-            logger.info(
-                "Solr refused a batch of %d documents of %s (HTTP %s: %s); pushing it in halves to find the refused documents",
-                len(batch),
-                source,
-                exc.status,
-                exc.reason,
+            migrated = migrate_ids(
+                self.index,
+                name,
+                max_docs=min(self.max_docs, 200),
+                max_bytes=self.max_bytes,
+                holders=self.table.holders if self.table.count_by(name, "state") else None,
             )
-            return isolate_refused(batch, exc)
-        indexed(batch)
-        return True
-
-    # Solr indexes each update request on one thread: with ``requests_at_once`` > 1 it uses more
-    # cores. This thread keeps it busy: it reads the next batch while the requests are in flight,
-    # sends it the moment the oldest request is answered, and only then marks what that request
-    # indexed (or, when Solr refused a document of it, finds that document, while the other
-    # requests stay in flight). A batch is marked indexed only once its own request succeeded,
-    # whatever happened to the others; the cache's spools are deleted at the end, those whose
-    # documents Solr has (or refused).
-    in_flight: deque[tuple[list[tuple[str, bytes]], Future[None]]] = deque()
-    at_once = max(1, requests_at_once)
-    with ThreadPoolExecutor(at_once, thread_name_prefix="solr-push") as senders:
-        for batch in batches(documents(), max_docs, max_bytes):
-            if should_stop() or node_failed:
-                break
-            answered = in_flight.popleft() if len(in_flight) >= at_once else None
-            if answered is not None:
-                error = answered[1].exception()  # waits for the answer
-                if error is not None and not (isinstance(error, IndexingError) and error.documents_refused):
-                    settle(*answered)
-                    break
-            in_flight.append((batch, senders.submit(index.add_json, [data for _url, data in batch])))
-            if answered is not None and not settle(*answered):
-                break
-        while in_flight:
-            settle(*in_flight.popleft())
-    if not preserve_cache:
-        cache.release(scan)
-    return result
+        except IndexingError as exc:
+            self.ids_migrated = exc.refused
+            logger.warning(
+                "Could not give the Solr documents of %s indexed by an earlier searchcrawl their ids "
+                "of the form %s!<url> (`scrapy solr migrate-ids %s` does it too): %s",
+                name,
+                name,
+                name,
+                exc,
+            )
+            return
+        self.ids_migrated = True
+        if migrated:
+            logger.info("Migrated %d Solr documents of %s from the URL as id to %s!<url>", migrated, name, name)
 
 
 def push_with_retries(

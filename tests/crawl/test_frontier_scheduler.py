@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -36,6 +37,7 @@ from scrapy.exceptions import DontCloseSpider, NotSupported
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import build_from_crawler
 
+from searchcrawl.crawl.extensions.run_end import run_end
 from searchcrawl.crawl.frontier_scheduler import IDLE_RECHECK, WAKE_URL, FrontierScheduler
 from searchcrawl.crawl.meta import KNOWN_ROW, WAKE
 from searchcrawl.crawl.signals import url_outcome
@@ -43,8 +45,9 @@ from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.deltas import Deltas
 from searchcrawl.store.frontier import Entry, Frontier
-from searchcrawl.store.runs import Runs
+from searchcrawl.store.runs import FINISHING, Runs
 from tests.components import BARE_DOWNLOADER, engine_of, source_crawler, state_of
+from tests.conftest import wait_for
 
 SOURCE = 'seeds = ["http://h.test/"]\n'
 
@@ -58,7 +61,7 @@ def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
     def make(source: str = SOURCE, node: str = "a", name: str = "unit", **settings: Any) -> Crawler:
         data_dir = tmp_path / node
         data_dir.mkdir(exist_ok=True)
-        crawler = source_crawler(data_dir, source, name=name, **settings)
+        crawler = source_crawler(data_dir, source, name=name, **{"SEARCHCRAWL_SOLR_RETRY_TIMES": 1, **settings})
         state_of(crawler).owner += f"/{node}"  # host:pid names a process; two nodes share this one
         made.append(crawler)
         return crawler
@@ -79,6 +82,13 @@ def opened(crawler: Crawler) -> FrontierScheduler:
     scheduler.spider = crawler.spidercls.from_crawler(crawler)
     scheduler.run, scheduler.frontier = run, frontier
     return scheduler
+
+
+def close(scheduler: FrontierScheduler, reason: str) -> None:
+    """What the engine's close does for the run: the scheduler closes, then the run ends (RunEnd,
+    on spider_closed; its last push fails at once: UNREACHABLE_SOLR, one attempt)."""
+    scheduler.close(reason)
+    run_end(scheduler.crawler).end(reason)
 
 
 def spider_of(scheduler: FrontierScheduler) -> Spider:
@@ -273,7 +283,7 @@ def test_close_ends_the_run_with_its_delta_report(crawler_of, reason: str, left:
         scheduler.enqueue_request(link(scheduler, "http://h.test/later.html"))
     run = scheduler.run
     assert run is not None and context.runs is not None
-    scheduler.close(reason)
+    close(scheduler, reason)
     latest = context.runs.latest("unit")
     assert latest is not None
     assert (latest["id"], latest["state"], latest["reason"]) == (run.id, state, reason)
@@ -294,7 +304,7 @@ def test_a_closed_session_leaves_its_leases_queued_and_the_next_resumes_the_run(
     fetched(crawler, first.url)
     run = scheduler.run
     assert run is not None
-    scheduler.close("shutdown")
+    close(scheduler, "shutdown")
     assert counts(scheduler) == {"queued": 2, "leased": 0, "done": 1}  # what was leased but not fetched
     assert len(scheduler) == 0
     state_of(crawler).close()
@@ -325,7 +335,7 @@ def test_leased_urls_without_an_outcome_get_status_925_when_the_spider_is_idle(c
     assert (row["status"], row["state"], row["frontier"]) == (Status.PROCESSING_ERROR, "failed", "done")
     assert row["reason"] == "processing ended without an outcome"
     assert counts(scheduler) == {"queued": 0, "leased": 0, "done": 2}
-    scheduler.close("finished")
+    close(scheduler, "finished")
     assert state_of(crawler).runs.latest("unit")["state"] == "finished"  # type: ignore[union-attr]
 
 
@@ -338,7 +348,7 @@ def test_the_spider_stays_open_when_the_lost_urls_outcomes_queue_work(crawler_of
     drain(scheduler)
     fetched(crawler, "http://h.test/lost.html")
     duplicate(crawler, "http://h.test/dup.html", of="http://h.test/lost.html")
-    scheduler.close("finished")
+    close(scheduler, "finished")
     state_of(crawler).close()
 
     crawler = crawler_of(source)
@@ -435,9 +445,12 @@ def test_nodes_join_one_run_and_a_starved_node_is_woken_by_the_others_links_and_
     node_b._wake()  # nothing pending anywhere: the run's end, the engine asks and may close
     assert len(engine.crawled) == 2 and not node_b.has_pending_requests()
 
-    node_a.close("finished")  # the first node finding the frontier empty claims the run's end
-    assert runs.latest(node_a.context.source.name)["state"] == "finished"  # type: ignore[index]
-    node_b.close("finished")  # the other leaves
+    # the first node finding the frontier empty claims the run's end, and waits for the other to leave
+    ending = threading.Thread(target=close, args=(node_a, "finished"))
+    ending.start()
+    wait_for(lambda: (runs.get(run.id) or {}).get("control") == FINISHING, timeout=30, what="node a's claim")
+    close(node_b, "finished")  # the other leaves
+    ending.join()
     latest = runs.latest(node_a.context.source.name)
     assert latest is not None and (latest["state"], latest["reason"]) == ("finished", "finished")
     assert runs.nodes(run.id, 600) == []
@@ -482,13 +495,13 @@ def test_a_node_leaving_a_shared_run_leaves_its_urls_and_the_runs_end_to_the_oth
     for path in ("", "a.html"):
         node_a.enqueue_request(link(node_a, f"http://h.test/{path}"))
     assert node_a.has_pending_requests() and counts(node_a)["leased"] == 2
-    node_a.close("shutdown")  # Ctrl-C on node a: node b goes on
+    close(node_a, "shutdown")  # Ctrl-C on node a: node b goes on
     assert runs.latest(name)["state"] == "running"  # type: ignore[index]
     assert counts(node_b) == {"queued": 2, "leased": 0, "done": 0}  # its leases back in the queue
     assert drain(node_b) == ["http://h.test/", "http://h.test/a.html"]
     fetched(b, "http://h.test/")
     fetched(b, "http://h.test/a.html")
-    node_b.close("finished")
+    close(node_b, "finished")
     latest = runs.latest(name)
     assert latest is not None and latest["state"] == "finished"
     assert Deltas(node_b.context.table.database).report(name, latest["id"]) == {"new": ["http://h.test/", "http://h.test/a.html"]}
@@ -537,7 +550,7 @@ def test_open_itself_starts_resumes_and_closes_the_run_on_asyncio(crawler_of: Ca
         run_id, resumed = scheduler.run.id, scheduler.run.resumed
         scheduler.enqueue_request(link(scheduler, "http://h.test/a"))
         leased = [request.url for request in [scheduler.next_request()] if request is not None]
-        scheduler.close("shutdown")  # leaves the run unfinished, its leases queued again
+        close(scheduler, "shutdown")  # leaves the run unfinished, its leases queued again
         assert not scheduler.renewal.running
         return run_id, resumed, leased
 

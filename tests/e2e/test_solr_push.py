@@ -1,5 +1,6 @@
-"""SolrPipeline alone, against the real dev Solr: the cache is pushed past a threshold and when
-the spider closes (after what an earlier crawl left pending, when it opens); removals, the
+"""SolrPipeline alone, against the real dev Solr: the cache is pushed past a threshold, after an
+interval (after what an earlier crawl left pending, when it opens), and what is left when the
+run ends (the pipeline's close, then RunEnd's push: ``the_crawl_ends``); removals, the
 mass-deletion guard, test mode, and a Solr that cannot be reached.
 
 Built with ``build_from_crawler`` on a crawler of ``tests.components``; documents reach the
@@ -10,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pysolr
 import pytest
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.utils.misc import build_from_crawler
 
@@ -25,10 +26,10 @@ from searchcrawl.crawl.pipelines.cache_writer import CachePipeline
 from searchcrawl.crawl.pipelines.solr_push import SolrPipeline
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
-from searchcrawl.store.frontier import Frontier
-from searchcrawl.store.runs import Runs
+from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.runs import FINISHING, Runs
 from tests.components import source_crawler, state_of
-from tests.conftest import solr_docs
+from tests.conftest import solr_docs, wait_for
 
 SOURCE = 'seeds = ["http://h.test/"]\n'
 FAST_RETRIES = {"SEARCHCRAWL_SOLR_RETRY_TIMES": 1, "SEARCHCRAWL_SOLR_RETRY_BACKOFF": 0}
@@ -73,6 +74,13 @@ def in_solr(solr: pysolr.Solr, crawler: Crawler) -> dict[str, str]:
     return {doc["url"]: doc["title"] for doc in solr_docs(solr, state_of(crawler).source.name)}
 
 
+async def the_crawl_ends(crawler: Crawler, pipeline: SolrPipeline | None = None, reason: str = "finished") -> None:
+    """The pipeline closes, then the run ends: what Scrapy's close does, spider_closed sent as the
+    engine sends it (RunEnd's receiver, built with the crawler's extensions)."""
+    await (pipeline or build_from_crawler(SolrPipeline, crawler)).close_spider()
+    await crawler.signals.send_catch_log_async(signals.spider_closed, spider=None, reason=reason)
+
+
 def states(crawler: Crawler) -> dict[str, str]:
     state = state_of(crawler)
     return state.table.count_by(state.source.name, "state")
@@ -108,8 +116,12 @@ def test_a_process_joining_a_run_leaves_what_is_pending_to_the_others(
         asyncio.run(pipeline.open_spider())
     assert "left pending by an earlier crawl" not in caplog.text
     assert in_solr(solr, crawler) == {} and states(crawler) == {"pending": 1}
-    asyncio.run(pipeline.close_spider())  # its final push pushes whatever its cache holds
+    first = Frontier(state.table.database, name, run.id, "other-host:1")
+    first.add([Entry("http://h.test/next.html", 1)])
+    assert first.lease(1)  # the first process still works: the joiner leaves the run's end to it
+    asyncio.run(the_crawl_ends(crawler, pipeline))  # its final push pushes whatever its cache holds
     assert in_solr(solr, crawler) == {"http://h.test/seed.html": "Page seed.html"}
+    assert runs.latest(name)["state"] == "running" and runs.nodes(run.id, 600) == ["other-host:1"]  # type: ignore[index]
 
 
 def test_a_push_starts_once_the_threshold_has_been_cached(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
@@ -129,7 +141,7 @@ def test_a_push_starts_once_the_threshold_has_been_cached(crawler_of, solr_url: 
         (late,) = cache(crawler, "d.html")  # after the push: below the threshold again
         pipeline.process_item(late)
         assert pipeline.flushing.done() and states(crawler) == {"indexed": 3, "pending": 1}
-        await pipeline.close_spider()  # the rest goes at the end
+        await the_crawl_ends(crawler, pipeline)  # the rest goes at the end
 
     asyncio.run(crawl())
     assert len(in_solr(solr, crawler)) == 4 and states(crawler) == {"indexed": 4}
@@ -157,7 +169,7 @@ def test_a_push_starts_once_documents_have_waited_the_interval(crawler_of, solr_
         (third,) = cache(crawler, "c.html")
         pipeline.process_item(third)  # the interval begins again with each push
         assert pipeline.flushing.done() and states(crawler) == {"indexed": 2, "pending": 1}
-        await pipeline.close_spider()
+        await the_crawl_ends(crawler, pipeline)
 
     asyncio.run(crawl())
     assert len(in_solr(solr, crawler)) == 3 and states(crawler) == {"indexed": 3}
@@ -207,7 +219,7 @@ def test_the_interval_is_checked_while_nothing_more_is_cached(crawler_of, solr_u
             if states(crawler) == {"indexed": 1}:
                 break
         assert states(crawler) == {"indexed": 1}
-        await pipeline.close_spider()
+        await the_crawl_ends(crawler, pipeline)
         assert pipeline.ticker is not None and pipeline.ticker.cancelled()
 
     asyncio.run(crawl())
@@ -244,7 +256,7 @@ def test_the_end_of_the_crawl_pushes_and_removes(crawler_of, solr_url: str, solr
     # the next crawl: a.html is gone, b.html changed
     crawler.signals.send_catch_log(url_outcome, url="http://h.test/a.html", outcome=Outcome(Event.GONE, 404, "gone"))
     cache(crawler, "b.html", version=" v2")
-    asyncio.run(pipeline.close_spider())
+    asyncio.run(the_crawl_ends(crawler, pipeline))
     assert in_solr(solr, crawler) == {"http://h.test/b.html": "Page b.html v2"}
     table, name = state_of(crawler).table, state_of(crawler).source.name
     assert (table.get(name, "http://h.test/a.html")["state"], table.get(name, "http://h.test/b.html")["state"]) == (
@@ -262,21 +274,21 @@ def test_the_node_that_ends_a_shared_run_waits_for_the_others_to_leave_it(crawle
     document stayed in Solr until the next crawl's end (the sequence test, seed 35, crawl 58)."""
     crawler = crawler_of(SOURCE + "max_delete_share = 1.0\n", SOLR_URL=solr_url, SEARCHCRAWL_SHARED_CRAWL=True)
     cache(crawler, "a.html", "b.html")
-    asyncio.run(build_from_crawler(SolrPipeline, crawler).close_spider())  # an earlier crawl indexed both
+    asyncio.run(the_crawl_ends(crawler))  # an earlier crawl indexed both
     state = state_of(crawler)
     runs, name = Runs(state.table.database), state.source.name
     run = runs.start(name, allow_shared=True, owner="other-host:1")
     joined = runs.start(name, allow_shared=True, owner=state.owner)
     state.attach_run(joined.id, joined.resumed, Frontier(state.table.database, name, run.id, state.owner), runs, joined=True)
 
-    def the_other_node_finishes() -> None:
-        time.sleep(0.5)
+    def the_other_node_finishes() -> None:  # once this node has claimed the run's end, and waits
+        wait_for(lambda: (runs.get(run.id) or {}).get("control") == FINISHING, timeout=30, what="the claim of the run's end")
         state.table.record(name, "http://h.test/b.html", Outcome(Event.GONE, 911, "duplicate of http://h.test/a.html"))
         runs.leave(run.id, "other-host:1")
 
     other = threading.Thread(target=the_other_node_finishes)
     other.start()
-    asyncio.run(build_from_crawler(SolrPipeline, crawler).close_spider())  # this node ends the run
+    asyncio.run(the_crawl_ends(crawler))  # this node ends the run
     other.join()
     assert in_solr(solr, crawler) == {"http://h.test/a.html": "Page a.html"}
     assert state.table.get(name, "http://h.test/b.html")["state"] == "removed"
@@ -292,13 +304,13 @@ def test_the_mass_deletion_guard_holds_removals_unless_confirmed(crawler_of, sol
     state.attach_run(run.id, run.resumed, Frontier(state.table.database, name, run.id, state.owner), runs)
     for path in ("a.html", "b.html"):  # the whole site answers 404 tonight
         crawler.signals.send_catch_log(url_outcome, url=f"http://h.test/{path}", outcome=Outcome(Event.GONE, 404, "gone"))
-    asyncio.run(build_from_crawler(SolrPipeline, crawler).close_spider())
+    asyncio.run(the_crawl_ends(crawler))
     assert len(in_solr(solr, crawler)) == 2  # held: still searchable
     assert crawler.stats.get_value("searchcrawl/deletions_held") == 2
     assert state.table.get(name, "http://h.test/a.html")["delta"] == "held" and states(crawler) == {"removing": 2}
 
     state.configure({"delete": "force"})  # `-a delete=force`
-    asyncio.run(build_from_crawler(SolrPipeline, crawler).close_spider())
+    asyncio.run(the_crawl_ends(crawler))
     assert in_solr(solr, crawler) == {} and states(crawler) == {"removed": 2}
 
 
@@ -312,7 +324,7 @@ def test_test_mode_sends_nothing_to_solr(crawler_of, solr_url: str, solr: pysolr
         await pipeline.open_spider()
         assert pipeline.process_item(item) is item and pipeline.flushing is None
         with caplog.at_level(logging.INFO, logger="searchcrawl.crawl.pipelines.solr_push"):
-            await pipeline.close_spider()
+            await the_crawl_ends(crawler, pipeline)
 
     asyncio.run(crawl())
     assert "Test mode: nothing was sent to Solr" in caplog.text
@@ -326,9 +338,30 @@ def test_without_solr_documents_stay_cached_and_pending(crawler_of, caplog: pyte
     with caplog.at_level(logging.WARNING, logger="searchcrawl.crawl.pipelines.solr_push"):
         asyncio.run(pipeline.open_spider())
         assert pipeline.failures == 1 and crawler.stats.get_value("searchcrawl/solr_failures") == 1
-        asyncio.run(pipeline.close_spider())
+        asyncio.run(the_crawl_ends(crawler, pipeline))
     assert "Solr push failed; 1 documents stay cached and pending" in caplog.text
     assert "Solr unavailable: 1 documents of" in caplog.text
     assert crawler.stats.get_value("searchcrawl/not_indexed") == 1  # what `scrapy crawl` exits with 4 for
     assert states(crawler) == {"pending": 1}
     assert list(state_of(crawler).cache.documents()) == ["http://h.test/a.html"]  # for the next crawl
+
+
+def test_the_push_under_way_at_the_close_queues_no_duplicate_to_take_a_refused_documents_place(crawler_of) -> None:
+    """The pipelines close once nothing more is fetched: a document leaving the index then (the
+    push under way's refusals) must not queue its duplicates, which nothing would fetch (the run
+    would end suspended). The flag is off before that push is awaited, not only at the run's end."""
+    crawler = crawler_of()
+    pipeline = build_from_crawler(SolrPipeline, crawler)
+    table = state_of(crawler).table
+    seen: list[bool] = []
+
+    async def crawl() -> None:
+        async def push_under_way() -> None:
+            seen.append(table.promotes_duplicates)
+
+        pipeline.flushing = asyncio.ensure_future(push_under_way())
+        await pipeline.close_spider()
+
+    assert table.promotes_duplicates
+    asyncio.run(crawl())
+    assert seen == [False]

@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -40,7 +39,6 @@ from searchcrawl.config import paths
 from searchcrawl.config.source import Source
 from searchcrawl.content.convert import Converter, DocumentConverter, TikaConverter
 from searchcrawl.crawl.ledger_writer import LedgerWriter
-from searchcrawl.crawl.meta import CONNECTION_REFUSALS
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import IndexingError, SolrIndex, found_documents
 from searchcrawl.ops.local_fleet import shared_crawl
@@ -52,10 +50,9 @@ from searchcrawl.rules.maintenance import recrawl_reasons, settings_fingerprint
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.url_rewriter import UrlRewriter, load_rewriter
 from searchcrawl.rules.urls import canonical
-from searchcrawl.store import Database, Deltas, DocumentTable
+from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import now
 from searchcrawl.store.frontier import Frontier
-from searchcrawl.store.models import FrontierState, RunState
 from searchcrawl.store.runs import Runs
 
 logger = logging.getLogger(__name__)
@@ -114,8 +111,6 @@ ADMITTED = ScopeDecision(True, "inside the source's boundary and scope filter")
 # RuleStep(...) without its Python-level __new__, for the steps the crawl's hot path makes
 _new_step = tuple.__new__
 _UNCHANGED_BY_REWRITER = ScopeDecision(True, "the URL rewriter leaves it as it is")
-# seconds the node that ends a shared run waits for the others to leave it (wait_for_other_nodes)
-OTHERS_LEAVE_WAIT = 60.0
 # The crawl's stats key of each exclusion status (Enum.name costs a property call a link)
 # entries the agent's listing passed over, as no document can be made of them (a database row
 # without a key, a second row of a key): the run's counters and report say how many
@@ -163,7 +158,6 @@ class CrawlState:
     site_delay: float = 0.0  # seconds between requests to one site (DOWNLOAD_DELAY, delay_rules)
     # SEARCHCRAWL_READ_ONLY (`scrapy explain`): the document table is read, never written
     read_only: bool = False
-    _ends_run: bool | None = None
     _converter: Any = None
     # the ledger writer, the one writer of URL states (kept here: signal receivers are weak
     # references); None in a read-only crawl, which writes nothing
@@ -466,40 +460,6 @@ class CrawlState:
         self.crawler.stats.inc_value(f"searchcrawl/excluded/{status.name.lower()}")
         self.flush_exclusions()
 
-    def settle_run(self) -> None:
-        """The end of a complete run, before removals go to Solr (blocking): a temporary
-        redirect's target outside the boundary leaves once no URL of the source redirects to it;
-        with ``orphans = "delete"``, documents no page linked to in this run leave too."""
-        counts = self.frontier.counts() if self.frontier is not None else {}
-        complete = not counts.get(FrontierState.QUEUED) and not counts.get(FrontierState.LEASED)  # a shutdown leaves URLs leased
-        if not complete or self.run_id is None or self.test_mode:
-            return
-        source = self.source.name
-        if self.agent is not None:  # its listing settled what left (settle_listing)
-            return
-        gone = self.writer.drop_stale_targets(self.rule_excluding)
-        if gone:
-            logger.info(
-                "%d redirect targets of %s outside its boundary leave the index: nothing redirects to them now", gone, source
-            )
-        refused = self.crawler.stats.get_value("searchcrawl/auth_refused", 0)
-        unreached = self.crawler.stats.get_value(CONNECTION_REFUSALS, 0)  # TLS or proxy failures
-        if self.source.settings.orphans == "delete" and (refused or unreached):
-            # pages the site refused to show yielded no links: "no page links to it" is unknown
-            logger.warning(
-                "Orphans of %s are kept: the site refused the source's credentials %d times; %d URLs failed in TLS or "
-                "at the proxy",
-                source,
-                refused,
-                unreached,
-            )
-        elif self.source.settings.orphans == "delete":
-            seeds = set(self.source.seed_urls)
-            for url in self.table.orphans(source):
-                if url not in seeds:
-                    # on the Solr push's worker thread: written directly, not through a signal
-                    self.writer.record(url, Outcome(Event.GONE, int(Status.ORPHAN), "no longer linked"))
-
     def settle_listing(self, batch: int = 500) -> None:
         """An agent's listing of this run is complete (blocking): indexed documents it did not
         name leave the index now, while the crawl still runs, so that a renamed file, fetched
@@ -566,63 +526,6 @@ class CrawlState:
         if self.frontier is not None:
             counters.update({state.value: number for state, number in self.frontier.counts().items()})  # JSON
         return counters
-
-    def ends_run(self) -> bool:
-        """Whether this process does the run's end (removals, delta report). Always, alone; in a
-        shared crawl, only the node that finds the frontier empty and claims the end first."""
-        if not self.shared:
-            return True
-        if self._ends_run is None:
-            if self.frontier is None or self.runs is None or self.run_id is None:
-                return False
-            counts = self.frontier.counts()
-            self._ends_run = (
-                not counts[FrontierState.QUEUED] and not counts[FrontierState.LEASED] and self.runs.claim_finish(self.run_id)
-            )
-        return self._ends_run
-
-    def wait_for_other_nodes(self, timeout: float = OTHERS_LEAVE_WAIT, every: float = 0.02) -> None:
-        """In a shared crawl, the node that ends the run, before the run's end removals (blocking):
-        wait until the other nodes have left it. A node's last URLs are done (their leases
-        ended) before its last documents are through its pipelines: one found then to be the
-        duplicate of what another node cached at the same moment leaves the index, and settled
-        before that, the run's end left it to the next crawl's (the sequence test, seed 35,
-        crawl 58, two processes: a redirect target excluded a crawl late). At most ``timeout``
-        seconds: a node killed at its very end stays listed until its lease expires. The table is
-        read every ``every`` seconds (a query of one index, well under a millisecond): the
-        wait is the end of the crawl, and the others leave within tenths of a second."""
-        if not self.shared or self.runs is None or self.run_id is None:
-            return
-        lease = self.crawler.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")
-        started = time.monotonic()
-        while others := self.runs.nodes(self.run_id, lease, but=self.owner):
-            if time.monotonic() - started >= timeout:
-                logger.warning(
-                    "Run %d of %s ends without %s, which did not leave it in %.0f s: what it records now is the next "
-                    "crawl's to settle",
-                    self.run_id,
-                    self.source.name,
-                    ", ".join(others),
-                    timeout,
-                )
-                return
-            time.sleep(every)
-        if time.monotonic() - started >= every:
-            logger.debug("Waited %.1f s for the other nodes to leave run %d", time.monotonic() - started, self.run_id)
-
-    def end_run(self, state: RunState, reason: str) -> dict[str, list[str]]:
-        """Record the run's end and keep its delta report; returns the report."""
-        if self.runs is None or self.run_id is None:
-            return {}
-        source = self.source.name
-        deltas = Deltas(self.table.database)
-        deltas.keep(source, self.run_id)
-        report = deltas.report(source, self.run_id)
-        counters = {**self.counters(), "delta": {kind: len(urls) for kind, urls in sorted(report.items())}}
-        self.runs.end(self.run_id, state, counters, reason)
-        if state == RunState.FINISHED and not self.test_mode:
-            self.runs.save_fingerprint(source, self.fingerprint())
-        return report
 
     @property
     def converts_any_type(self) -> bool:

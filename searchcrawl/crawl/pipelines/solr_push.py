@@ -14,10 +14,12 @@ Documents left pending by an earlier run (Solr was down, the crawl was killed) a
 when the spider opens, by the run's first process (one joining a run that others work on pushes
 them with its own later pushes); before them, the source's documents that an earlier searchcrawl
 indexed with the URL as their id get their per-source id (``indexer.migrate_ids``). A failed push leaves
-everything cached and pending; during the crawl it is retried with growing pauses, at the end a
-few times more, and then the next crawl takes over. Documents Solr refuses one by one are not
-pending: they get status 924 (``indexer.push_pending``). Solr calls block, so they run in a
-worker thread: the crawl never waits on Solr.
+everything cached and pending; during the crawl it is retried with growing pauses. When the
+spider closes, this pipeline only finishes the push under way: the run's end pushes what is left
+(the removals too, past the mass-deletion guard), a few times more when Solr fails, and then the
+next crawl takes over (extensions/run_end.py). Documents Solr refuses one by one are not pending:
+they get status 924 (``indexer.push_pending``). Solr calls block, so they run in a worker thread:
+the crawl never waits on Solr.
 """
 
 from __future__ import annotations
@@ -28,28 +30,40 @@ import time
 
 from scrapy.crawler import Crawler
 
-from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.items import CrawledDocument
-from searchcrawl.index.indexer import IndexingError, PushResult, migrate_ids, push_pending, push_with_retries
-from searchcrawl.rules.maintenance import deletion_guard
+from searchcrawl.index.indexer import PushResult, SolrPusher
 
 logger = logging.getLogger(__name__)
 
 MAX_PAUSE = 300.0  # seconds: the longest wait between push attempts during a crawl
 
 
+def solr_pusher(crawler: Crawler, context: CrawlState) -> SolrPusher:
+    """The source's pusher, with the crawl's batch settings (the pipeline's, the run end's)."""
+    settings = crawler.settings
+    return SolrPusher(
+        context.source.name,
+        context.table,
+        context.cache,
+        context.index,
+        max_docs=settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS"),
+        max_bytes=settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES"),
+        preserve_cache=context.source.settings.preserve_cache,
+        requests_at_once=max(1, settings.getint("SEARCHCRAWL_SOLR_PUSH_REQUESTS")),
+        ledger=context.writer,
+    )
+
+
 class SolrPipeline:
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
+        self.crawler = crawler
         self.context = crawl_state(crawler)
         self.stats = crawler.stats
         self.threshold = settings.getint("SEARCHCRAWL_CACHE_MAX_BYTES")
         # not with preserve_cache: its spools stay, and every push reads the headers of all of them
         self.interval = 0.0 if self.context.source.settings.preserve_cache else settings.getfloat("SEARCHCRAWL_PUSH_INTERVAL")
-        self.max_docs = settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS")
-        self.max_bytes = settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES")
-        self.requests_at_once = max(1, settings.getint("SEARCHCRAWL_SOLR_PUSH_REQUESTS"))
-        self.retry_times = max(1, settings.getint("SEARCHCRAWL_SOLR_RETRY_TIMES"))
         self.backoff = settings.getfloat("SEARCHCRAWL_SOLR_RETRY_BACKOFF")
         self.flushing: asyncio.Future[None] | None = None
         self.ticker: asyncio.Future[None] | None = None  # checks the interval while nothing is cached
@@ -57,7 +71,7 @@ class SolrPipeline:
         self.retry_after = 0.0
         self.pushed_at = 0  # the cache's bytes_put when the last push during the crawl began
         self.pushed_time = time.monotonic()  # and when it began (the crawl's start before the first)
-        self.ids_migrated = False
+        self.pusher: SolrPusher | None = None  # made on first use: a read-only crawl has no cache
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SolrPipeline:
@@ -65,83 +79,12 @@ class SolrPipeline:
 
     def push_once(self, remove: bool = False, wait: bool = True) -> PushResult:
         """One pass over the pending documents (blocking; runs in a worker thread). Removals wait
-        for the end of the crawl, where the mass-deletion guard sees them all. Processes sharing
+        for the run's end, where the mass-deletion guard sees them all. Processes sharing
         the cache push it in turn; without ``wait``, one finding another pushing skips its turn
         (the other pushes its documents too)."""
-        source = self.context.source
-        cache = self.context.cache
-        with cache.push_lock(wait) as mine:
-            if not mine:
-                return PushResult(skipped=True)
-            self.migrate_ids()
-            return push_pending(
-                source.name,
-                self.context.table,
-                cache,
-                self.context.index,
-                max_docs=self.max_docs,
-                max_bytes=self.max_bytes,
-                preserve_cache=source.settings.preserve_cache,
-                remove=remove,
-                requests_at_once=self.requests_at_once,
-                ledger=self.context.writer,
-            )
-
-    def migrate_ids(self) -> None:
-        """Once a crawl, before its first push: documents of the source indexed by an earlier
-        searchcrawl, whose id is the URL, get their per-source id (blocking). A node failure is
-        tried again with the next push; a refusal would be the same every time."""
-        if self.ids_migrated:
-            return
-        name = self.context.source.name
-        try:
-            table = self.context.table
-            migrated = migrate_ids(
-                self.context.index,
-                name,
-                max_docs=min(self.max_docs, 200),
-                max_bytes=self.max_bytes,
-                holders=table.holders if table.count_by(name, "state") else None,
-            )
-        except IndexingError as exc:
-            self.ids_migrated = exc.refused
-            logger.warning(
-                "Could not give the Solr documents of %s indexed by an earlier searchcrawl their ids "
-                "of the form %s!<url> (`scrapy solr migrate-ids %s` does it too): %s",
-                name,
-                name,
-                name,
-                exc,
-            )
-            return
-        self.ids_migrated = True
-        if migrated:
-            logger.info("Migrated %d Solr documents of %s from the URL as id to %s!<url>", migrated, name, name)
-
-    def removals_allowed(self) -> bool:
-        """The end of the run's removals (orphans, redirect targets: CrawlState.settle_run),
-        then the mass-deletion guard (blocking). Refused deletions are held: they stay in the
-        index, and the delta report says so."""
-        context = self.context
-        if not context.ends_run():
-            return False  # a shared crawl: the node that ends the run removes
-        context.wait_for_other_nodes()  # what they still record is settled in this run
-        source = context.source
-        table = context.table
-        context.settle_run()
-        refusal = deletion_guard(
-            source.name,
-            len(table.removals(source.name)),
-            table.count_in_index(source.name),
-            source.settings.max_delete_share,
-            context.force_delete,
-        )
-        if refusal is not None:
-            logger.error("Mass-deletion guard for %s: %s", source.name, refusal)
-            self.stats.set_value("searchcrawl/deletions_held", len(table.removals(source.name)))
-            context.writer.hold_removals()
-            return False
-        return True
+        if self.pusher is None:
+            self.pusher = solr_pusher(self.crawler, self.context)
+        return self.pusher.push_once(remove, wait)
 
     def _account(self, result: PushResult) -> None:
         if result.skipped:  # another process pushed: says nothing of Solr, keeps the pause as it is
@@ -220,46 +163,15 @@ class SolrPipeline:
             logger.exception("Solr push crashed; documents stay pending")
 
     async def close_spider(self) -> None:
+        """The push under way ends; the run's end pushes what is left (extensions/run_end.py)."""
         if self.context.test_mode:
             logger.info("Test mode: nothing was sent to Solr")
             return
         if self.context.no_run:  # it crawled nothing, and pushed nothing
             return
-        self.context.table = self.context.table.closing()  # this process fetches nothing more
+        # this process fetches nothing more: the push under way's refusals queue no duplicate
+        self.context.table = self.context.table.closing()
         if self.ticker is not None:
             self.ticker.cancel()
         if self.flushing is not None:
             await self.flushing
-        self.context.cache.seal()  # every document is marked pending now: its spool may go once pushed
-        remove = await asyncio.to_thread(self.removals_allowed)
-        result = await asyncio.to_thread(push_with_retries, lambda: self.push_once(remove), self.retry_times, self.backoff)
-        self.stats.inc_value("searchcrawl/indexed", result.indexed)
-        self.stats.inc_value("searchcrawl/removed", result.removed)
-        self.stats.inc_value("searchcrawl/solr_refused", result.refused)
-        self.stats.set_value("searchcrawl/pending", result.pending)
-        refused = self.stats.get_value("searchcrawl/solr_refused", 0)
-        if result.error is not None:
-            # what `scrapy crawl` exits with 4 for: documents this crawl could not get into Solr
-            # (documents Solr refused one by one are not pending: they have status 924)
-            self.stats.set_value("searchcrawl/not_indexed", result.pending)
-            logger.error(
-                "%s: %d documents of %s stay cached and pending; the next crawl pushes them first (%s)%s",
-                "Solr refused the push" if result.request_refused else "Solr unavailable",
-                result.pending,
-                self.context.source.name,
-                result.error,
-                f"; {refused} documents were refused by Solr (status 924)" if refused else "",
-            )
-            return
-        try:
-            await asyncio.to_thread(self.context.index.commit)
-        except IndexingError as exc:
-            logger.warning("%s (documents become searchable with Solr's next automatic commit)", exc)
-        logger.log(
-            logging.WARNING if refused else logging.INFO,
-            "Indexing done: %d documents of %s pushed to Solr and %d removed in this crawl%s",
-            self.stats.get_value("searchcrawl/indexed", 0),
-            self.context.source.name,
-            self.stats.get_value("searchcrawl/removed", 0),
-            f"; {refused} refused by Solr (status 924, not indexed; the log says why)" if refused else "",
-        )

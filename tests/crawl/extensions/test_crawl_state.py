@@ -7,8 +7,7 @@ The read-only mode and ``steps`` are being reworked elsewhere and are left to th
 
 from __future__ import annotations
 
-import logging
-import time
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -23,8 +22,6 @@ from searchcrawl.crawl.extensions.crawl_state import ADMITTED, CrawlState, crawl
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.pipelines.attributes import AttributesPipeline
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.store.frontier import Frontier
-from searchcrawl.store.runs import Runs
 from tests.components import state_of
 
 CRAWL_STATE = "searchcrawl.crawl.extensions.crawl_state.CrawlState"
@@ -197,39 +194,15 @@ def test_counters_are_read_from_the_crawls_stats(crawler_of) -> None:
 
 
 def test_the_table_is_closed_when_the_engine_has_stopped_not_before(crawler_of) -> None:
-    """spider_closed receivers (the fleet releasing its site slots, the run's end) may still use
-    the database: the state closes it on engine_stopped, which comes after all of them."""
+    """spider_closed receivers (the fleet releasing its site slots, the run's end: RunEnd) may
+    still use the database: the state closes it on engine_stopped, which comes after all of them."""
     from scrapy import signals
 
     crawler = crawler_of()
     state = state_of(crawler)
     closed: list[bool] = []
     state.table.database.close = lambda: closed.append(True)  # type: ignore[method-assign]
-    crawler.signals.send_catch_log(signals.spider_closed, spider=None, reason="finished")
+    asyncio.run(crawler.signals.send_catch_log_async(signals.spider_closed, spider=None, reason="finished"))
     assert not closed
     crawler.signals.send_catch_log(signals.engine_stopped)
     assert closed
-
-
-# --- the end of a shared run ------------------------------------------------------------------
-
-
-def test_the_node_ending_a_shared_run_waits_for_the_others_a_bounded_time(crawler_of, caplog) -> None:
-    """It waits while another node is in the run (its last documents may still be recorded),
-    and no longer than its bound: a node killed at its very end stays listed until its lease
-    expires. Alone, it does not wait."""
-    state = state_of(crawler_of(SEARCHCRAWL_SHARED_CRAWL=True))
-    runs, name = Runs(state.table.database), state.source.name
-    run = runs.start(name, allow_shared=True, owner="other-host:1")
-    runs.start(name, allow_shared=True, owner=state.owner)
-    state.attach_run(run.id, False, Frontier(state.table.database, name, run.id, state.owner), runs, joined=True)
-    started = time.monotonic()
-    with caplog.at_level(logging.WARNING):
-        state.wait_for_other_nodes(timeout=0.5)
-    assert 0.5 <= time.monotonic() - started < 5
-    assert "ends without other-host:1, which did not leave it" in caplog.text
-
-    runs.leave(run.id, "other-host:1")
-    started = time.monotonic()
-    state.wait_for_other_nodes(timeout=30)
-    assert time.monotonic() - started < 5

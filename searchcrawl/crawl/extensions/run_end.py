@@ -1,0 +1,395 @@
+"""RunEnd: the end of a crawl's run, in one place and in its order.
+
+A process's crawl ends in these steps, each a function of its own (``RunEnd.end`` reads them top
+to bottom):
+
+1. claim the end: alone, this process ends the run; in a shared crawl, the node whose close finds
+   the frontier empty and claims it first (``claims_end``); the others push their documents and
+   leave (``leave_or_suspend``);
+2. wait for the other nodes to leave the run (``wait_for_other_nodes``): what they still record
+   is settled in this run;
+3. settle: redirect targets nothing redirects to any more, orphans (``settle_run``);
+4. apply the mass-deletion guard (``guard_removals``): refused deletions are held;
+5. push the removals and the pending documents to Solr (``push_at_end``), commit;
+6. leave the run and report: the run's state, counters and delta report (``report``).
+
+Why ``spider_closed``: Scrapy sends it once the engine has closed everything else of the spider,
+the item pipelines (every document is through them, the Solr pipeline's pushes during the crawl
+are over) and the scheduler (this process leases nothing any more: what it had leased is queued
+again), and it waits for an asynchronous receiver. That is Scrapy's public, documented order;
+nothing here depends on the order in which it closes the pipelines and the scheduler. The
+document table is closed later, on ``engine_stopped`` (``CrawlState``). The stats are dumped
+after ``spider_closed``: the end's counters are in the dump, and ``scrapy crawl`` reads
+``searchcrawl/not_indexed`` for its exit code. The steps block (database, Solr): they run in a
+worker thread, so the reactor goes on (other ``spider_closed`` receivers, a second Ctrl-C).
+Not the Solr pipeline's ``close_spider`` and the scheduler's ``close``, where the end was spread
+before: it was right only because the engine closes the pipelines before the scheduler, which
+Scrapy does not document, and an item pipeline or scheduler doing a run's end is a component
+doing another's work.
+
+A node's lease renewal stops with its scheduler; its heartbeat goes on until its run's end is
+over (``RunEnd.closed``), so that the node ending the run waits for its last push.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
+from twisted.internet.task import LoopingCall
+
+from searchcrawl.config.source import Source
+from searchcrawl.crawl.extensions.crawl_state import SKIPPED_STAT, CrawlState, crawl_state
+from searchcrawl.crawl.meta import CONNECTION_REFUSALS
+from searchcrawl.crawl.pipelines.solr_push import solr_pusher
+from searchcrawl.index.indexer import IndexingError, PushResult, push_with_retries
+from searchcrawl.rules.lifecycle import Delta, Event, Outcome
+from searchcrawl.rules.maintenance import deletion_guard
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.store import Deltas
+from searchcrawl.store.ledger import Ledger
+from searchcrawl.store.models import FrontierState, RunState
+from searchcrawl.store.runs import Runs
+
+logger = logging.getLogger(__name__)
+
+# seconds the node that ends a shared run waits for the others to leave it (wait_for_other_nodes)
+OTHERS_LEAVE_WAIT = 60.0
+RUN_STATE_FOR_REASON = {
+    "finished": RunState.FINISHED,
+    "stopped": RunState.STOPPED,
+    "failed": RunState.FAILED,
+}  # anything else: suspended
+
+
+# --- the decisions, plain ------------------------------------------------------------------------
+
+
+def closing_state(reason: str, queued: int) -> RunState:
+    """The run's state for the spider's close ``reason``: finished, stopped, failed, else
+    suspended (resumable); finished with URLs still queued (a limit) is suspended too."""
+    state = RUN_STATE_FOR_REASON.get(reason, RunState.SUSPENDED)
+    return RunState.SUSPENDED if state == RunState.FINISHED and queued else state
+
+
+def run_complete(counts: Mapping[FrontierState, int]) -> bool:
+    """Nothing queued and nothing leased: every URL of the run is done (a shutdown, or another
+    node still working, leaves URLs queued or leased)."""
+    return not counts.get(FrontierState.QUEUED) and not counts.get(FrontierState.LEASED)
+
+
+def claims_end(shared: bool, state: RunState, counts: Mapping[FrontierState, int], claim: Callable[[], bool]) -> bool:
+    """Whether this process does the run's end (removals, delta report). Alone: always. In a
+    shared crawl: a node closing "finished" that finds the frontier empty, and wins ``claim``
+    (exactly one node does). A node closing otherwise (shutdown, suspend) never claims: the run
+    goes on, or is suspended, and the end is a later node's."""
+    if not shared:
+        return True
+    return state == RunState.FINISHED and run_complete(counts) and claim()
+
+
+def wait_for_other_nodes(
+    others: Callable[[], list[str]],
+    timeout: float = OTHERS_LEAVE_WAIT,
+    every: float = 0.02,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[str]:
+    """Wait until ``others()`` (the other nodes in the run) is empty, at most ``timeout``
+    seconds; returns the nodes still there then ([] when all left). A node's last URLs are done
+    (their leases ended) before its last documents are through its pipelines: one found then to
+    be the duplicate of what another node cached at the same moment leaves the index, and settled
+    before that, the run's end left it to the next crawl's (the sequence test, seed 35, crawl 58,
+    two processes: a redirect target excluded a crawl late). Bounded: a node killed at its very
+    end stays listed until its lease expires. Asked every ``every`` seconds (a query of one
+    index, well under a millisecond): the others leave within tenths of a second."""
+    started = clock()
+    while still := others():
+        if clock() - started >= timeout:
+            return still
+        sleep(every)
+    return []
+
+
+def settle_run(
+    source: Source,
+    ledger: Ledger,
+    rule_excluding: Callable[[str, int], tuple[int, str] | None],
+    refused: int,
+    unreached: int,
+) -> None:
+    """The end of a complete run of a web source, before removals go to Solr: a temporary
+    redirect's target outside the boundary leaves once no URL of the source redirects to it; with
+    ``orphans = "delete"``, documents no page linked to in this run leave too, unless the site
+    refused the source's credentials (``refused``) or URLs failed in TLS or at the proxy
+    (``unreached``): pages it did not show yielded no links, so "no page links to it" is unknown.
+    (An agent's listing settles what left its source: ``CrawlState.settle_listing``.)"""
+    name = source.name
+    gone = ledger.drop_stale_targets(rule_excluding)
+    if gone:
+        logger.info("%d redirect targets of %s outside its boundary leave the index: nothing redirects to them now", gone, name)
+    if source.settings.orphans != "delete":
+        return
+    if refused or unreached:
+        logger.warning(
+            "Orphans of %s are kept: the site refused the source's credentials %d times; %d URLs failed in TLS or at the proxy",
+            name,
+            refused,
+            unreached,
+        )
+        return
+    seeds = set(source.seed_urls)
+    for url in ledger.table.orphans(name):
+        if url not in seeds:
+            # on the run end's worker thread: written directly, not through a signal
+            ledger.record(url, Outcome(Event.GONE, int(Status.ORPHAN), "no longer linked"))
+
+
+def guard_removals(source: Source, ledger: Ledger, force_delete: bool) -> int:
+    """The mass-deletion guard on what leaves the index: returns how many deletions it holds (0:
+    they go). Held deletions stay in the index and the delta report says so; ``-a delete=force``
+    (``force_delete``) confirms them."""
+    table = ledger.table
+    removals = len(table.removals(source.name))
+    refusal = deletion_guard(
+        source.name, removals, table.count_in_index(source.name), source.settings.max_delete_share, force_delete
+    )
+    if refusal is None:
+        return 0
+    logger.error("Mass-deletion guard for %s: %s", source.name, refusal)
+    ledger.hold_removals()
+    return removals
+
+
+def delta_summary(report: Mapping[str, list[str]], skipped: int) -> str:
+    """The delta report's counts, for the log: every kind of change, and the listing's skipped entries."""
+    summary = ", ".join(f"{kind} {len(report.get(kind, []))}" for kind in Delta)
+    if skipped:
+        summary += f", skipped {skipped} (no documents: see the listing's warning)"
+    return summary
+
+
+# --- the component -------------------------------------------------------------------------------
+
+
+class RunEnd:
+    """The run's end, on ``spider_closed`` (see the module's docstring). Configured by
+    ``SEARCHCRAWL_SOLR_RETRY_TIMES`` and ``SEARCHCRAWL_SOLR_RETRY_BACKOFF`` (the final push's
+    attempts) and ``SEARCHCRAWL_LEASE_SECONDS`` (how long a silent node counts as in the run)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        settings = crawler.settings
+        self.retry_times = max(1, settings.getint("SEARCHCRAWL_SOLR_RETRY_TIMES"))
+        self.backoff = settings.getfloat("SEARCHCRAWL_SOLR_RETRY_BACKOFF")
+        self.lease_seconds = settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")
+        self.others_leave_wait = OTHERS_LEAVE_WAIT
+        crawler.signals.connect(self.closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RunEnd:
+        if getattr(crawler.spidercls, "source", None) is None:
+            raise NotConfigured("not a searchcrawl source spider")
+        return cls(crawler)
+
+    async def closed(self, reason: str) -> None:
+        """spider_closed: the run's end, in a worker thread; meanwhile this node stays alive in
+        the run (its scheduler's lease renewal has stopped): the node ending the run waits for
+        it until it has pushed its documents and left, not only a lease long."""
+        heartbeat = self.heartbeat(crawl_state(self.crawler))
+        try:
+            await asyncio.to_thread(self.end, reason)
+        finally:
+            if heartbeat is not None and heartbeat.running:
+                heartbeat.stop()
+
+    def heartbeat(self, context: CrawlState) -> AsyncioLoopingCall | LoopingCall | None:
+        """This node's heartbeat in its run, every third of a lease from now (a no-op once it has left)."""
+        runs, run_id = context.runs, context.run_id
+        if runs is None or run_id is None or context.no_run:
+            return None
+        looping = create_looping_call(self._beat, runs, run_id, context.owner)
+        looping.start(max(1.0, min(60.0, self.lease_seconds / 3)), now=True)
+        return looping
+
+    @staticmethod
+    def _beat(runs: Runs, run_id: int, owner: str) -> None:
+        try:
+            runs.heartbeat(run_id, owner)
+        except Exception:  # a database hiccup: the next beat tries again, well before the lease ends
+            logger.exception("The heartbeat of %s in run %d failed", owner, run_id)
+
+    def end(self, reason: str) -> None:
+        """The run's end, in its order (blocking)."""
+        context = crawl_state(self.crawler)  # built with the extensions: found now
+        if context.read_only or context.no_run:  # it crawled nothing: nothing to end
+            return
+        context.table = context.table.closing()  # this process fetches nothing more
+        counts = context.frontier.counts() if context.frontier is not None else {}
+        state = closing_state(reason, counts.get(FrontierState.QUEUED, 0))
+        if not self.claim(context, state, counts):
+            self.push_at_end(context, remove=False)  # its own documents; the removals are the ending node's
+            self.leave_or_suspend(context, state, reason)
+            return
+        self.wait_for_other_nodes(context)
+        self.settle(context)
+        remove = self.guard(context)
+        self.push_at_end(context, remove)
+        self.report(context, state, reason)
+
+    # --- the steps ---
+
+    def claim(self, context: CrawlState, state: RunState, counts: Mapping[FrontierState, int]) -> bool:
+        """Step 1: does this process end the run? (``claims_end``; a shared crawl without a run: no)."""
+        runs, run_id = context.runs, context.run_id
+        if context.shared and (runs is None or run_id is None):
+            return False
+        return claims_end(
+            context.shared, state, counts, lambda: runs is not None and run_id is not None and runs.claim_finish(run_id)
+        )
+
+    def wait_for_other_nodes(self, context: CrawlState) -> None:
+        """Step 2, a shared crawl's ending node: wait (bounded) until the others have left the run."""
+        runs, run_id = context.runs, context.run_id
+        if not context.shared or runs is None or run_id is None:
+            return
+        started = time.monotonic()
+        still = wait_for_other_nodes(lambda: runs.nodes(run_id, self.lease_seconds, but=context.owner), self.others_leave_wait)
+        if still:
+            logger.warning(
+                "Run %d of %s ends without %s, which did not leave it in %.0f s: what it records now is the next crawl's to settle",
+                run_id,
+                context.source.name,
+                ", ".join(still),
+                self.others_leave_wait,
+            )
+        elif time.monotonic() - started >= 0.02:
+            logger.debug("Waited %.1f s for the other nodes to leave run %d", time.monotonic() - started, run_id)
+
+    def settle(self, context: CrawlState) -> None:
+        """Step 3: a complete run of a web source settles what leaves (``settle_run``); not in
+        test mode, not without a run, not an agent's source (its listing settled it)."""
+        counts = context.frontier.counts() if context.frontier is not None else {}
+        if not run_complete(counts) or context.run_id is None or context.test_mode or context.agent is not None:
+            return
+        stats = self.crawler.stats
+        refused = stats.get_value("searchcrawl/auth_refused", 0)
+        unreached = stats.get_value(CONNECTION_REFUSALS, 0)  # TLS or proxy failures
+        settle_run(context.source, context.writer, context.rule_excluding, refused, unreached)
+
+    def guard(self, context: CrawlState) -> bool:
+        """Step 4: whether the removals go to Solr (``guard_removals``; test mode sends nothing)."""
+        if context.test_mode:
+            return False
+        held = guard_removals(context.source, context.writer, context.force_delete)
+        if held:
+            self.crawler.stats.set_value("searchcrawl/deletions_held", held)
+        return not held
+
+    def push_at_end(self, context: CrawlState, remove: bool) -> None:
+        """Step 5: the removals (if ``remove``) and every pending document to Solr, a few times
+        more when Solr fails (then the next crawl pushes them first), then a commit. Test mode
+        sends nothing."""
+        if context.test_mode:
+            return
+        context.cache.seal()  # every document is marked pending now: its spool may go once pushed
+        pusher = solr_pusher(self.crawler, context)
+        result = push_with_retries(lambda: pusher.push_once(remove), self.retry_times, self.backoff)
+        self.account(context, result)
+        if result.error is not None:
+            return
+        try:
+            context.index.commit()
+        except IndexingError as exc:
+            logger.warning("%s (documents become searchable with Solr's next automatic commit)", exc)
+        stats = self.crawler.stats
+        refused = stats.get_value("searchcrawl/solr_refused", 0)
+        logger.log(
+            logging.WARNING if refused else logging.INFO,
+            "Indexing done: %d documents of %s pushed to Solr and %d removed in this crawl%s",
+            stats.get_value("searchcrawl/indexed", 0),
+            context.source.name,
+            stats.get_value("searchcrawl/removed", 0),
+            f"; {refused} refused by Solr (status 924, not indexed; the log says why)" if refused else "",
+        )
+
+    def account(self, context: CrawlState, result: PushResult) -> None:
+        """The final push's counts in the crawl's stats; what stays pending, said once."""
+        stats = self.crawler.stats
+        stats.inc_value("searchcrawl/indexed", result.indexed)
+        stats.inc_value("searchcrawl/removed", result.removed)
+        stats.inc_value("searchcrawl/solr_refused", result.refused)
+        stats.set_value("searchcrawl/pending", result.pending)
+        if result.error is None:
+            return
+        refused = stats.get_value("searchcrawl/solr_refused", 0)
+        # what `scrapy crawl` exits with 4 for: documents this crawl could not get into Solr
+        # (documents Solr refused one by one are not pending: they have status 924)
+        stats.set_value("searchcrawl/not_indexed", result.pending)
+        logger.error(
+            "%s: %d documents of %s stay cached and pending; the next crawl pushes them first (%s)%s",
+            "Solr refused the push" if result.request_refused else "Solr unavailable",
+            result.pending,
+            context.source.name,
+            result.error,
+            f"; {refused} documents were refused by Solr (status 924)" if refused else "",
+        )
+
+    def leave_or_suspend(self, context: CrawlState, state: RunState, reason: str) -> None:
+        """A shared crawl's node that does not end the run leaves it; the last node of a run that
+        did not finish (all shut down, or suspended) records its state and report."""
+        runs, run_id = context.runs, context.run_id
+        if runs is None or run_id is None:
+            return
+        runs.leave(run_id, context.owner)
+        others = runs.nodes(run_id, self.lease_seconds)
+        if others or state == RunState.FINISHED:  # the others go on, or one of them ends the run
+            logger.info(
+                "Node %s leaves run %d of %s (%s)%s",
+                context.owner,
+                run_id,
+                context.source.name,
+                reason,
+                f"; {len(others)} node(s) go on" if others else "",
+            )
+            return
+        self.report(context, state, reason)
+
+    def report(self, context: CrawlState, state: RunState, reason: str) -> None:
+        """Step 6: leave the run, record its end (state, counters, delta report kept in the
+        database), and say it; a finished run keeps the settings' fingerprint."""
+        runs, run_id = context.runs, context.run_id
+        if runs is None or run_id is None:
+            return
+        runs.leave(run_id, context.owner)
+        name = context.source.name
+        deltas = Deltas(context.table.database)
+        deltas.keep(name, run_id)
+        report = deltas.report(name, run_id)
+        counters = {**context.counters(), "delta": {kind: len(urls) for kind, urls in sorted(report.items())}}
+        runs.end(run_id, state, counters, reason)
+        if state == RunState.FINISHED and not context.test_mode:
+            runs.save_fingerprint(name, context.fingerprint())
+        logger.info("Run %d of %s is %s (%s)", run_id, name, state, reason)
+        logger.info(
+            "Delta of run %d (%s%s): %s; `scrapy report %s` lists the URLs",
+            run_id,
+            context.mode,
+            ", test mode: nothing sent to Solr" if context.test_mode else "",
+            delta_summary(report, self.crawler.stats.get_value(SKIPPED_STAT, 0)),
+            name,
+        )
+
+
+def run_end(crawler: Crawler) -> RunEnd:
+    """The crawl's RunEnd; a source spider's crawl without it is refused: its runs would never end."""
+    found = crawler.get_extension(RunEnd)
+    if found is None:
+        raise RuntimeError("searchcrawl.crawl.extensions.run_end.RunEnd is not enabled (EXTENSIONS): a source's crawl needs it")
+    return found
