@@ -20,9 +20,12 @@ RENDER = "searchcrawl_render"
 empty shell). Set by the spider from the source's render rules (rules/rendering.py); read by
 middlewares/render.py and middlewares/conditional.py. Persisted in the frontier."""
 
-SAME_DEPTH = "searchcrawl_same_depth"
-"""True: the page itself once more (rendered after a static fetch showed an empty shell), not a
-link: it keeps its depth. Set by the spider; read by middlewares/scope.py."""
+ADMITTED = "searchcrawl_admitted"
+"""The URL the source's rules admitted this request for (crawl/requests.py: every request of a
+URL that came in through ``Admission``, or from the frontier, where only admitted URLs are
+queued). A request whose URL is another (a redirect's target: Scrapy copies the meta) or that
+has none (a custom spider's own request) is admitted by middlewares/scope.py or
+middlewares/boundary_check.py, which read it; a URL is admitted once."""
 
 PREVIOUS = "searchcrawl_previous"
 """What the index holds for the URL (checksum, Last-Modified, ETag, state): set by
@@ -60,9 +63,11 @@ LOGIN_EXPIRY = "searchcrawl_login_expiry"
 for: decided by middlewares/form_login.py's gate before the site's turn is given back, read (and
 removed) by FormLoginMiddleware.process_response."""
 
-KNOWN_ROW = "searchcrawl_known_row"
-"""The URL's document-table row as the frontier leased it (so a conditional GET needs no lookup
-of its own): set by frontier_scheduler.py; read (and consumed) by middlewares/conditional.py."""
+KNOWN = "searchcrawl_known"
+"""What the document table knew of the URL as the frontier leased it (store/frontier.py
+``Known``: its state, validators, last fetch, the URL it duplicates), so a conditional GET and a
+sitemap's lastmod need no lookup of their own: set by crawl/requests.py; read by
+middlewares/sitemaps.py and (consumed) by middlewares/conditional.py."""
 
 ROBOTS_REQUEST = "searchcrawl_robots"
 """Set (true: the robots middleware's token of the fetch) when this request fetches a robots.txt
@@ -99,8 +104,9 @@ to make the engine ask the scheduler again; the scheduler never queues it (front
 # --- Scrapy's and scrapy-playwright's, as searchcrawl uses them ------------------------------
 
 DEPTH = "depth"
-"""Links from a seed (Scrapy's DepthMiddleware key): set by the spider and the scope middleware,
-read by every boundary decision."""
+"""Links from a seed (Scrapy's DepthMiddleware key; that middleware is off: settings.py): given
+once, as the URL enters the crawl (crawl/requests.py), and kept by the frontier; read by every
+boundary decision."""
 
 REDIRECT_URLS = "redirect_urls"
 """The URLs a redirected request came through (Scrapy's RedirectMiddleware)."""

@@ -324,22 +324,26 @@ class CrawlState:
             return RuleStep("url_rewriter", ScopeDecision(False, f"not a valid URL: {exc}", Status.EXCLUDED_PORT), rewritten)
         return RuleStep("url_rewriter", ScopeDecision(True, f"the URL rewriter makes it {target}"), target)
 
-    def admit(self, url: str, depth: int) -> ScopeDecision:
-        """The rules' decision on a URL about to be requested: ``steps``' first refusal, else
-        ``ADMITTED``; exclusions are remembered for the document table (written by
-        ``flush_exclusions``) and counted per crawler code."""
-        steps = self.steps(url, depth)
+    def admit(self, url: str, depth: int, *, rewrite: Rewrite = None) -> RuleStep:
+        """The rules' one decision on a URL entering the crawl (crawl/requests.py ``Admission``):
+        ``steps``' first refusal, else an allowed step whose URL is the one to request (the
+        rewriter's result, with ``rewrite="link"``). Exclusions are remembered for the document
+        table (written by ``flush_exclusions``) and counted per crawler code."""
+        steps = self.steps(url, depth, rewrite=rewrite)
         if not steps:
-            return ADMITTED
-        decision = steps[-1].decision
+            return _new_step(RuleStep, ("boundary", ADMITTED, url))
+        step = steps[-1]
+        decision = step.decision
         if not decision.allowed:
             assert decision.status is not None
             self.crawler.stats.inc_value(_EXCLUDED_STAT[decision.status])
-            if url not in self.recorded:
-                self.recorded.add(url)
-                self.excluded.append((url, int(decision.status), depth, decision.rule))
-                logger.debug("Excluded (%s): %s", decision.rule, url)
-        return decision
+            # the rewriter's refusal names the link as found (cut: it may be anything a page holds)
+            excluded = step.url[:2000] if step.name == "url_rewriter" else step.url
+            if excluded not in self.recorded:
+                self.recorded.add(excluded)
+                self.excluded.append((excluded, int(decision.status), depth, decision.rule))
+                logger.debug("Excluded (%s): %s", decision.rule, excluded)
+        return step
 
     def flush_exclusions(self) -> None:
         if self.read_only:  # nothing is written
