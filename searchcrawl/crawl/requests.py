@@ -105,7 +105,11 @@ class RequestFactory:
         # breadth-first with Scrapy's scheduler, as its DepthMiddleware would (the frontier leases by depth)
         self.depth_priority = crawler.settings.getint("DEPTH_PRIORITY") if crawler is not None else 0
 
-    def __call__(self, entry: Entry, *, leased: bool = False) -> Request:
+    def __call__(self, entry: Entry, *, leased: bool = False, readmit: bool = False) -> Request:
+        """The request of ``entry``; ``leased`` from the frontier. With ``readmit`` (a resumed
+        run: what an earlier process queued was admitted by the rules it read then, and the
+        source file may have changed since), it is not marked admitted: the boundary check
+        judges it by the rules of now."""
         meta: dict[str, Any] = {DEPTH: entry.depth}
         if self.render is not None:
             mode = render_mode(entry.url, *self.render)
@@ -119,7 +123,7 @@ class RequestFactory:
             if data.get("callback"):
                 callback = getattr(self.spider, data["callback"])
             priority = data.get("priority") or priority
-        if not data.get(ADMIT):
+        if not (readmit or data.get(ADMIT)):
             meta[ADMITTED] = entry.url
         if entry.known is not None:
             meta[KNOWN] = entry.known

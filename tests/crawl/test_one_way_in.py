@@ -24,13 +24,16 @@ from scrapy.crawler import Crawler
 from scrapy.http import HtmlResponse
 from scrapy.utils.misc import build_from_crawler
 
+from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.crawl_state import CrawlState
 from searchcrawl.crawl.frontier_scheduler import FrontierScheduler
 from searchcrawl.crawl.middlewares.boundary_check import BoundaryMiddleware
 from searchcrawl.crawl.middlewares.scope import ScopeMiddleware
 from searchcrawl.crawl.middlewares.sitemaps import SitemapMiddleware
 from searchcrawl.rules.lifecycle import Event, Outcome
-from searchcrawl.store.frontier import Frontier
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.models import RunState
 from searchcrawl.store.runs import Runs
 from tests.components import source_crawler, state_of
 
@@ -139,3 +142,22 @@ def test_a_known_url_of_a_maintenance_crawl_is_admitted_once(crawler: Crawler, a
     assert state.mode == "maintenance"
     assert sent(crawler, scheduler) == {url: 3}
     assert asked[url] == 1
+
+
+def test_a_resumed_run_judges_what_an_earlier_process_queued_by_the_rules_of_now(tmp_path: Path) -> None:
+    """The source file may have changed since the process that queued a URL admitted it: in a
+    resumed run, the boundary check judges each leased URL again (the one exception to "once")."""
+    first = source_crawler(tmp_path, SOURCE)
+    scheduler = scheduler_of(first)
+    assert scheduler.frontier is not None
+    scheduler.frontier.add([Entry("http://h.test/later/a.html", 1), Entry("http://h.test/b.html", 1)])
+    assert scheduler.run is not None and scheduler.context.runs is not None
+    scheduler.context.runs.end(scheduler.run.id, RunState.SUSPENDED, {}, "suspended")  # resumed by the next crawl
+    state_of(first).close()
+    now = source_crawler(tmp_path, SOURCE + 'paths = { "h.test" = { exclude = ["/later/"] } }\n')
+    resumed = scheduler_of(now)
+    assert resumed.run is not None and resumed.run.resumed
+    with pytest.raises(RequestRefused) as refused:
+        sent(now, resumed)
+    assert refused.value.status == Status.EXCLUDED_PATH
+    state_of(now).close()
