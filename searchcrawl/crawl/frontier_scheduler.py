@@ -308,10 +308,8 @@ class FrontierScheduler(BaseScheduler):
         if not self.buffer:
             return None
         assert self.spider is not None
-        # the spider's request factory: the source's current settings (its render mode) apply; in
-        # a resumed (or joined) run, its rules too: the boundary check admits what it leases
-        readmit = self.run is not None and self.run.resumed
-        request: Request = self.spider.requests(self.buffer.popleft(), leased=True, readmit=readmit)  # type: ignore[attr-defined]
+        # the spider's request factory: the source's current settings (its render mode) apply
+        request: Request = self.spider.requests(self.buffer.popleft(), leased=True)  # type: ignore[attr-defined]
         self.crawler.stats.inc_value("scheduler/dequeued")
         return request
 

@@ -21,10 +21,10 @@ empty shell). Set by the spider from the source's render rules (rules/rendering.
 middlewares/render.py and middlewares/conditional.py. Persisted in the frontier."""
 
 ADMITTED = "searchcrawl_admitted"
-"""The URL the source's rules admitted this request for (crawl/requests.py: every request of a
-URL that came in through ``Admission``, or from the frontier, where only admitted URLs are
-queued). A request whose URL is another (a redirect's target: Scrapy copies the meta) or that
-has none (a custom spider's own request) is admitted by middlewares/scope.py or
+"""The URL the source's rules admitted this request for: set by crawl/requests.py on a request
+of a URL this process admitted (``Admission``, ``CrawlState.was_admitted``). A request whose URL
+is another (a redirect's target: Scrapy copies the meta) or that has none (a custom spider's own
+request, a URL another process queued) is admitted by middlewares/scope.py or
 middlewares/boundary_check.py, which read it; a URL is admitted once."""
 
 PREVIOUS = "searchcrawl_previous"

@@ -9,7 +9,9 @@ and gives it its depth: what it lets in is a frontier ``Entry``. ``RequestFactor
 request of such an entry, whether the spider yields it or the frontier leased it; the request
 says it was admitted (meta ``ADMITTED``), so nothing admits it again. A request made otherwise
 (a redirect's target, a custom spider's own) is admitted where it meets the crawl: the scope
-middleware, the boundary check.
+middleware, the boundary check; so is a URL this process did not admit itself (a resumed run's
+earlier session, another node's, a duplicate the document table queued again to take its
+original's place: ``CrawlState.was_admitted``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 
 ADMIT = "admit"
 """Frontier data (not a meta key) of a request queued before it was admitted: a redirect's target,
-which the boundary check admits when it is leased. Every other entry was admitted on its way in."""
+which the boundary check admits when it is leased."""
 
 
 def admitted(request: Request) -> bool:
@@ -105,11 +107,12 @@ class RequestFactory:
         # breadth-first with Scrapy's scheduler, as its DepthMiddleware would (the frontier leases by depth)
         self.depth_priority = crawler.settings.getint("DEPTH_PRIORITY") if crawler is not None else 0
 
-    def __call__(self, entry: Entry, *, leased: bool = False, readmit: bool = False) -> Request:
-        """The request of ``entry``; ``leased`` from the frontier. With ``readmit`` (a resumed
-        run: what an earlier process queued was admitted by the rules it read then, and the
-        source file may have changed since), it is not marked admitted: the boundary check
-        judges it by the rules of now."""
+    def __call__(self, entry: Entry, *, leased: bool = False) -> Request:
+        """The request of ``entry``; ``leased`` from the frontier. It is marked admitted when this
+        process's rules admitted its URL at its depth (``CrawlState.was_admitted``): not what an
+        earlier process queued (a resumed run: the source file may have changed since), another
+        node, or the document table itself (a duplicate taking its original's place); the
+        boundary check admits those."""
         meta: dict[str, Any] = {DEPTH: entry.depth}
         if self.render is not None:
             mode = render_mode(entry.url, *self.render)
@@ -123,7 +126,7 @@ class RequestFactory:
             if data.get("callback"):
                 callback = getattr(self.spider, data["callback"])
             priority = data.get("priority") or priority
-        if not (readmit or data.get(ADMIT)):
+        if not data.get(ADMIT) and self.spider.context.was_admitted(entry.url, entry.depth):
             meta[ADMITTED] = entry.url
         if entry.known is not None:
             meta[KNOWN] = entry.known

@@ -161,3 +161,17 @@ def test_a_resumed_run_judges_what_an_earlier_process_queued_by_the_rules_of_now
         sent(now, resumed)
     assert refused.value.status == Status.EXCLUDED_PATH
     state_of(now).close()
+
+
+def test_a_url_queued_without_this_processs_admission_is_admitted_when_it_is_requested(
+    crawler: Crawler, asked: Counter[str]
+) -> None:
+    """The document table queues some URLs again itself (a duplicate taking the place of an
+    original that left; e2e: test_url_life, a redirect target outside the boundary): the
+    boundary check admits them, once."""
+    scheduler = scheduler_of(crawler)
+    assert scheduler.frontier is not None
+    scheduler.frontier.add([Entry("http://other.test/landing.html", 1)])  # as the table's own requeue does
+    with pytest.raises(RequestRefused) as refused:
+        sent(crawler, scheduler)
+    assert refused.value.status == Status.EXCLUDED_DOMAIN and asked["http://other.test/landing.html"] == 1

@@ -57,10 +57,22 @@ def start_run(crawler: Crawler) -> Frontier:
 
 
 def test_an_entry_becomes_the_spiders_request_admitted_at_its_depth(spider: SourceSpider) -> None:
-    request = spider.requests(Entry("http://h.test/a.html", 2))
+    entry = spider.admission.link("http://h.test/a.html", 2)
+    assert entry is not None
+    request = spider.requests(entry)
     assert (request.url, request.callback, request.errback) == ("http://h.test/a.html", spider.parse, spider.failed)
     assert request.meta == {DEPTH: 2, ADMITTED: "http://h.test/a.html"} and admitted(request)
     assert request.priority == -2  # DEPTH_PRIORITY = 1: breadth-first, as Scrapy's DepthMiddleware gave it
+
+
+def test_an_entry_this_process_did_not_admit_is_not_marked_admitted(spider: SourceSpider) -> None:
+    """Queued by another process (an earlier session of a resumed run, another node), or by the
+    document table itself (a duplicate taking its original's place), or admitted at another depth:
+    the boundary check admits it by this process's rules."""
+    assert not admitted(spider.requests(Entry("http://h.test/a.html", 2)))
+    assert spider.admission.link("http://h.test/a.html", 1) is not None
+    assert admitted(spider.requests(Entry("http://h.test/a.html", 1)))
+    assert not admitted(spider.requests(Entry("http://h.test/a.html", 2)))
 
 
 def test_the_render_rules_of_the_source_decide_the_render_mode(spider: SourceSpider) -> None:
@@ -80,11 +92,13 @@ def test_a_leased_entry_carries_its_persisted_data_and_what_the_table_knew(spide
 
 
 def test_an_entry_queued_before_its_admission_is_not_marked_admitted(spider: SourceSpider) -> None:
-    request = spider.requests(Entry("http://h.test/target.html", 1, {ADMIT: True}))
+    assert spider.admission.link("http://h.test/target.html", 1) is not None  # admitted as a link, once
+    request = spider.requests(Entry("http://h.test/target.html", 1, {ADMIT: True}))  # a redirect's target
     assert ADMITTED not in request.meta and not admitted(request)
 
 
 def test_entry_of_keeps_what_goes_through_the_frontier(spider: SourceSpider) -> None:
+    assert spider.admission.link("http://h.test/a.html", 2) is not None
     request = spider.requests(Entry("http://h.test/a.html", 2, {RETRY_TIMES: 1}))
     assert entry_of(request) == Entry("http://h.test/a.html", 2, {RETRY_TIMES: 1, "priority": -2})
     assert entry_of(request.replace(dont_filter=True)).data.get(ADMIT) is None  # a retry: the same URL, admitted

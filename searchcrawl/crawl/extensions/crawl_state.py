@@ -114,6 +114,8 @@ ADMITTED = ScopeDecision(True, "inside the source's boundary and scope filter")
 # RuleStep(...) without its Python-level __new__, for the steps the crawl's hot path makes
 _new_step = tuple.__new__
 _UNCHANGED_BY_REWRITER = ScopeDecision(True, "the URL rewriter leaves it as it is")
+# URLs (with their depth) a process remembers it admitted, then forgets (about 150 MB at most)
+ADMITTED_LIMIT = 1_000_000
 # seconds the node that ends a shared run waits for the others to leave it (wait_for_other_nodes)
 OTHERS_LEAVE_WAIT = 60.0
 # The crawl's stats key of each exclusion status (Enum.name costs a property call a link)
@@ -140,6 +142,7 @@ class CrawlState:
     display_urls: DisplayUrls
     crawler: Crawler
     excluded: list[tuple[str, int, int, str]] = field(default_factory=list)
+    admitted: dict[str, int] = field(default_factory=dict)  # URL -> depth: what this process's rules let in
     recorded: BoundedSet = field(default_factory=lambda: BoundedSet(100_000))
     run_id: int | None = None
     frontier: Frontier | None = None
@@ -331,10 +334,13 @@ class CrawlState:
         table (written by ``flush_exclusions``) and counted per crawler code."""
         steps = self.steps(url, depth, rewrite=rewrite)
         if not steps:
+            self.remember_admitted(url, depth)
             return _new_step(RuleStep, ("boundary", ADMITTED, url))
         step = steps[-1]
         decision = step.decision
-        if not decision.allowed:
+        if decision.allowed:
+            self.remember_admitted(step.url, depth)
+        else:
             assert decision.status is not None
             self.crawler.stats.inc_value(_EXCLUDED_STAT[decision.status])
             # the rewriter's refusal names the link as found (cut: it may be anything a page holds)
@@ -446,9 +452,25 @@ class CrawlState:
         except ValueError as exc:
             return int(Status.EXCLUDED_PORT), f"not a valid URL: {exc}"
         if not steps:
+            self.remember_admitted(url, depth)
             return None
         decision = steps[-1].decision  # a known URL's steps (without ``every``) are refusals only
         return (int(decision.status), decision.rule) if decision.status is not None else None
+
+    def remember_admitted(self, url: str, depth: int) -> None:
+        """``url`` was admitted at ``depth`` by this process's rules: its request need not be
+        admitted again (``was_admitted``). Bounded: past ``ADMITTED_LIMIT`` URLs the memory is
+        cleared, and a URL forgotten is only admitted once more."""
+        if len(self.admitted) >= ADMITTED_LIMIT:
+            self.admitted.clear()
+        self.admitted[url] = depth
+
+    def was_admitted(self, url: str, depth: int) -> bool:
+        """Did this process's rules admit ``url`` at ``depth``? Not a URL another process queued
+        (a resumed run's earlier session, another node of a shared crawl: the source file may
+        have changed since), nor one the document table queued again itself (a duplicate taking
+        its original's place): the boundary check admits those when they are requested."""
+        return self.admitted.get(url) == depth
 
     def exclude_link(self, url: str, status: Status, depth: int, reason: str) -> None:
         """A link a rule keeps out before it becomes a request (an invalid URL, the rewriter)."""
