@@ -30,10 +30,6 @@ if TYPE_CHECKING:
     from searchcrawl.crawl.extensions.crawl_state import CrawlState, RuleStep
     from searchcrawl.crawl.spider import SourceSpider
 
-ADMIT = "admit"
-"""Frontier data (not a meta key) of a request queued before it was admitted: a redirect's target,
-which the boundary check admits when it is leased."""
-
 
 def admitted(request: Request) -> bool:
     """Was ``request``'s URL admitted by the source's rules (as this URL: a redirect copies the meta)?"""
@@ -126,7 +122,7 @@ class RequestFactory:
             if data.get("callback"):
                 callback = getattr(self.spider, data["callback"])
             priority = data.get("priority") or priority
-        if not data.get(ADMIT) and self.spider.context.was_admitted(entry.url, entry.depth):
+        if self.spider.context.was_admitted(entry.url, entry.depth):
             meta[ADMITTED] = entry.url
         if entry.known is not None:
             meta[KNOWN] = entry.known
@@ -137,8 +133,8 @@ class RequestFactory:
 
 def entry_of(request: Request) -> Entry:
     """The frontier entry of a request: its URL, depth and persisted data (crawl/meta.py
-    ``PERSISTED``; the callback's name when not ``parse``; a priority), and ``ADMIT`` when its URL
-    was not admitted yet."""
+    ``PERSISTED``; the callback's name when not ``parse``; a priority). Whether it was admitted is
+    not kept: the factory asks ``CrawlState.was_admitted`` when the entry is leased."""
     meta = request.meta
     data: dict[str, Any] = {key: meta[key] for key in PERSISTED if meta.get(key) is not None}
     callback = getattr(request.callback, "__name__", None)
@@ -146,6 +142,4 @@ def entry_of(request: Request) -> Entry:
         data["callback"] = callback
     if request.priority:
         data["priority"] = request.priority
-    if meta.get(ADMITTED) != request.url:
-        data[ADMIT] = True
     return Entry(request.url, meta.get(DEPTH, 0), data)

@@ -12,7 +12,7 @@ import pytest
 from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.meta import ADMITTED, DEPTH, KNOWN, LEASED, REDIRECT_URLS, RENDER, RETRY_TIMES
-from searchcrawl.crawl.requests import ADMIT, Admission, RequestFactory, admitted, entry_of
+from searchcrawl.crawl.requests import Admission, RequestFactory, admitted, entry_of
 from searchcrawl.crawl.spider import SourceSpider
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Entry, Frontier, Known
@@ -91,20 +91,14 @@ def test_a_leased_entry_carries_its_persisted_data_and_what_the_table_knew(spide
     assert request.meta[KNOWN] is known and request.meta[LEASED] is True
 
 
-def test_an_entry_queued_before_its_admission_is_not_marked_admitted(spider: SourceSpider) -> None:
-    assert spider.admission.link("http://h.test/target.html", 1) is not None  # admitted as a link, once
-    request = spider.requests(Entry("http://h.test/target.html", 1, {ADMIT: True}))  # a redirect's target
-    assert ADMITTED not in request.meta and not admitted(request)
-
-
 def test_entry_of_keeps_what_goes_through_the_frontier(spider: SourceSpider) -> None:
     assert spider.admission.link("http://h.test/a.html", 2) is not None
     request = spider.requests(Entry("http://h.test/a.html", 2, {RETRY_TIMES: 1}))
     assert entry_of(request) == Entry("http://h.test/a.html", 2, {RETRY_TIMES: 1, "priority": -2})
-    assert entry_of(request.replace(dont_filter=True)).data.get(ADMIT) is None  # a retry: the same URL, admitted
-    # a redirect copies the meta to another URL: the target is admitted when it is leased
+    assert admitted(request.replace(dont_filter=True))  # a retry: the same URL, admitted
+    # a redirect copies the meta to another URL: the target is not admitted yet
     redirected = request.replace(url="http://h.test/moved.html")
-    assert not admitted(redirected) and entry_of(redirected).data[ADMIT] is True
+    assert not admitted(redirected) and not admitted(spider.requests(entry_of(redirected)))
 
 
 # --- admission -----------------------------------------------------------------------------------
