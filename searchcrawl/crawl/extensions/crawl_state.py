@@ -473,7 +473,7 @@ class CrawlState:
         return self.admitted.get(url) == depth
 
     def exclude_link(self, url: str, status: Status, depth: int, reason: str) -> None:
-        """A link a rule keeps out before it becomes a request (an invalid URL, the rewriter)."""
+        """A link kept out before the rules can judge it (an invalid URL: crawl/requests.py), written at once."""
         if url not in self.recorded:
             self.recorded.add(url)
             self.excluded.append((url, int(status), depth, reason))
