@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
+from searchcrawl.crawl.extensions.crawl_state import SKIPPED
 from searchcrawl.crawl.meta import ADMITTED, DEPTH, KNOWN, LEASED, PERSISTED, RENDER
 from searchcrawl.rules.rendering import render_mode
 from searchcrawl.rules.status_codes import Status
@@ -58,12 +59,10 @@ class Admission:
         except ValueError as exc:  # e.g. a port out of range: the page's other links go on
             self.state.exclude_link(url[:2000], Status.EXCLUDED_PORT, depth, f"not a valid URL: {exc}")
             return None
-        # Most links of a site lead to pages queued already: without a rewriter the URL is the
-        # one queued, and the rules need not be asked; a rewriter's result is looked up after it.
-        if not self.rewrites and self.queued(url):
-            return None
-        step = self.state.admit(url, depth, rewrite="link" if self.rewrites else None)
-        if not step.allowed or (self.rewrites and self.queued(step.url)):
+        # Most links of a site lead to pages queued already: the rules are not asked about those
+        # (as the rewriter makes them), which costs the crawl's hot path one look-up
+        step = self.state.admit(url, depth, rewrite="link" if self.rewrites else None, skip=self.queued)
+        if not step.allowed or step.decision is SKIPPED:
             return None
         return Entry(step.url, depth)
 

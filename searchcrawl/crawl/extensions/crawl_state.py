@@ -25,6 +25,7 @@ import os
 import socket
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
@@ -111,6 +112,8 @@ class RuleStep(NamedTuple):  # a tuple: made for every URL the crawl meets, it m
 
 # What ``admit`` answers for a URL the source's rules let in (the crawl reads only ``allowed``).
 ADMITTED = ScopeDecision(True, "inside the source's boundary and scope filter")
+# What ``steps`` answers for a URL its ``skip`` passes over (as the rewriter made it): not judged
+SKIPPED = ScopeDecision(True, "not judged: passed over")
 # RuleStep(...) without its Python-level __new__, for the steps the crawl's hot path makes
 _new_step = tuple.__new__
 _UNCHANGED_BY_REWRITER = ScopeDecision(True, "the URL rewriter leaves it as it is")
@@ -242,7 +245,9 @@ class CrawlState:
             raise RuntimeError("a read-only crawl (SEARCHCRAWL_READ_ONLY) has no document cache")
         return self.document_cache
 
-    def steps(self, url: str, depth: int, *, rewrite: Rewrite = None, every: bool = False) -> list[RuleStep]:
+    def steps(
+        self, url: str, depth: int, *, rewrite: Rewrite = None, every: bool = False, skip: Callable[[str], bool] | None = None
+    ) -> list[RuleStep]:
         """The source's rules on ``url``, found ``depth`` links from a seed, in the crawl's order:
         the URL rewriter (``rewrite``, see ``Rewrite``), each boundary check, the scope filter.
         They stop at the first refusal, which is then the last step. The crawl decides with them
@@ -263,25 +268,16 @@ class CrawlState:
                 if not step.decision.allowed:
                     return steps
                 url = step.url
+        if skip is not None and skip(url):  # e.g. queued in this run already: nothing to judge
+            return [_new_step(RuleStep, ("skip", SKIPPED, url))]
         if self.agent is not None:
             # a source of another type: its agent's documents are its boundary (the agent admits
             # a file, a row, a message when it reads it); the scope filter applies as to pages
-            key = self.agent.key_of(url)
-            if key is None:
-                steps.append(
-                    RuleStep("agent", ScopeDecision(False, "not a document of the source's agent", Status.EXCLUDED_SCHEME), url)
-                )
-                return steps
-            if every:  # explain: the agent's own rules, as its listing applies them
-                refusal = self.agent.refusal(key)
-                if refusal is not None:
-                    steps.append(
-                        RuleStep(
-                            "agent", ScopeDecision(False, f"its agent does not list it: {refusal}", Status.EXCLUDED_FILTER), url
-                        )
-                    )
+            agent_step = self._agent_step(url, every)
+            if agent_step is not None:
+                steps.append(agent_step)
+                if not agent_step.allowed:
                     return steps
-                steps.append(RuleStep("agent", ScopeDecision(True, "a document of the source's agent"), url))
         elif every:
             for check, decision in self.boundary.trace(url, depth):
                 steps.append(RuleStep(check.name, decision, url))
@@ -301,6 +297,20 @@ class CrawlState:
         elif every:
             steps.append(RuleStep("scope_filter", ScopeDecision(True, filtered.rule), url))
         return steps
+
+    def _agent_step(self, url: str, every: bool) -> RuleStep | None:
+        """The agent's step on ``url``: a refusal when it is no document of the agent; with
+        ``every`` (explain), the agent's own rules, as its listing applies them; else None."""
+        assert self.agent is not None
+        key = self.agent.key_of(url)
+        if key is None:
+            return RuleStep("agent", ScopeDecision(False, "not a document of the source's agent", Status.EXCLUDED_SCHEME), url)
+        if not every:
+            return None
+        refusal = self.agent.refusal(key)
+        if refusal is not None:
+            return RuleStep("agent", ScopeDecision(False, f"its agent does not list it: {refusal}", Status.EXCLUDED_FILTER), url)
+        return RuleStep("agent", ScopeDecision(True, "a document of the source's agent"), url)
 
     def rewrite_step(self, url: str, *, link: bool) -> RuleStep:
         """The URL rewriter's step on ``url`` (canonical): what it made of it, or raised. A link
@@ -327,17 +337,20 @@ class CrawlState:
             return RuleStep("url_rewriter", ScopeDecision(False, f"not a valid URL: {exc}", Status.EXCLUDED_PORT), rewritten)
         return RuleStep("url_rewriter", ScopeDecision(True, f"the URL rewriter makes it {target}"), target)
 
-    def admit(self, url: str, depth: int, *, rewrite: Rewrite = None) -> RuleStep:
+    def admit(self, url: str, depth: int, *, rewrite: Rewrite = None, skip: Callable[[str], bool] | None = None) -> RuleStep:
         """The rules' one decision on a URL entering the crawl (crawl/requests.py ``Admission``):
         ``steps``' first refusal, else an allowed step whose URL is the one to request (the
-        rewriter's result, with ``rewrite="link"``). Exclusions are remembered for the document
-        table (written by ``flush_exclusions``) and counted per crawler code."""
-        steps = self.steps(url, depth, rewrite=rewrite)
+        rewriter's result, with ``rewrite="link"``), or the ``SKIPPED`` step of a URL ``skip``
+        passes over (after the rewriter). Exclusions are remembered for the document table
+        (written by ``flush_exclusions``) and counted per crawler code."""
+        steps = self.steps(url, depth, rewrite=rewrite, skip=skip)
         if not steps:
             self.remember_admitted(url, depth)
             return _new_step(RuleStep, ("boundary", ADMITTED, url))
         step = steps[-1]
         decision = step.decision
+        if decision is SKIPPED:
+            return step
         if decision.allowed:
             self.remember_admitted(step.url, depth)
         else:
