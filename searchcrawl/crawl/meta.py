@@ -17,8 +17,9 @@ from typing import Any
 
 RENDER = "searchcrawl_render"
 """'browser' (render through Chromium now) or 'auto' (static first, render if the page is an
-empty shell). Set by the spider from the source's render rules (rules/rendering.py); read by
-middlewares/render.py and middlewares/conditional.py. Persisted in the frontier."""
+empty shell). Set by the request factory (crawl/requests.py) from the source's render rules
+(rules/rendering.py); read by middlewares/render.py and middlewares/conditional.py. Persisted in
+the frontier."""
 
 ADMITTED = "searchcrawl_admitted"
 """The URL the source's rules admitted this request for: set by crawl/requests.py on a request
@@ -94,8 +95,8 @@ SITE_LEASE = "searchcrawl_site_lease"
 LEASED = "searchcrawl_leased"
 """True on a request the scheduler made from a URL it leased from the frontier: when a suspend or
 stop closes the crawl, such a request not yet sent is given back (extensions/give_back.py), its
-URL queued again; other requests (robots.txt, sitemaps, logins) go on. Set by
-frontier_scheduler.py."""
+URL queued again; other requests (robots.txt, sitemaps, logins) go on. Set by the request
+factory (crawl/requests.py) for frontier_scheduler.py."""
 
 WAKE = "searchcrawl_wake"
 """True on the placeholder request a shared crawl's scheduler hands to ``engine.crawl()`` only
