@@ -215,8 +215,8 @@ RETRY_GIVE_UP_LOG_LEVEL = "WARNING"
 # Retry-After on 429 and 503 is honoured up to this many seconds (the site waits, then the URL is
 # retried); a longer wait leaves the URL with its 429/503 status for the next crawl
 SEARCHCRAWL_RETRY_AFTER_MAX = 120
-DEPTH_LIMIT = 0  # depth is a source rule, enforced (and recorded) by ScopeMiddleware
-DEPTH_PRIORITY = 1  # breadth-first: pages near the seeds first
+DEPTH_LIMIT = 0  # depth is a source rule (max_depth), decided as a URL enters the crawl (crawl/requests.py)
+DEPTH_PRIORITY = 1  # breadth-first: pages near the seeds first (the request factory's priority, as Scrapy's)
 TELNETCONSOLE_ENABLED = False
 # Scrapy re-reads the source of a callback to warn about "return value" in generators on every
 # response (each request holds a new bound method, so its cache never hits): 13% of a
@@ -238,6 +238,9 @@ TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
 
 SPIDER_MIDDLEWARES = {
+    # A URL gets its depth once, as it enters the crawl (crawl/requests.py), which also gives its
+    # request Scrapy's DEPTH_PRIORITY: DepthMiddleware would count every request again
+    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
     "searchcrawl.crawl.middlewares.scope.ScopeMiddleware": 550,
 }
 

@@ -35,7 +35,7 @@ from scrapy.exceptions import UsageError
 from searchcrawl.commands import is_setup_error, on_failure
 from searchcrawl.config.source import SourceError
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
+from searchcrawl.crawl.extensions.crawl_state import CrawlState, RuleStep, crawl_state
 from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware
 from searchcrawl.crawl.middlewares.robots import RobotsMiddleware, site_of
 from searchcrawl.crawl.spider import SourceSpider, seed_urls
@@ -92,101 +92,106 @@ def refused_verdict(refused: RequestRefused) -> str:
     )
 
 
-async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: bool = True) -> tuple[list[str], bool]:
-    """The report's lines on ``url``, and whether it would be crawled, from a (running) crawl of
-    its source: its CrawlState, address guard and robots middleware decide."""
-    state = crawl_state(crawler)
+@dataclass
+class Chain:
+    """The rule chain's steps on a URL as the crawl meets it, and what they were taken with:
+    ``rewriting`` (the rewriter's step; None for a seed), the depth and where it comes from, and
+    the URL's row in the document table."""
+
+    steps: list[RuleStep]
+    rewriting: RuleStep | None
+    depth: int
+    recorded: str
+    row: dict[str, Any] | None
+
+
+def rule_chain(state: CrawlState, url: str, depth: int | None) -> Chain:
+    """The rule chain as the crawl applies it (``CrawlState.steps``, every step): to a seed as
+    written, at depth 0 (the spider's start); to any other URL as to a link: the rewriter first,
+    then the rules on what it makes of it, at ``depth`` (else as the document table records)."""
     source = state.source
-    settings = source.settings
-    lines = [f"source:        {source.name} ({source.origin})", f"URL:           {url}"]
-    try:
-        current = canonical(url)
-    except ValueError as exc:  # as the spider takes such a link (a port out of range, ...)
-        lines.append(f"verdict:       EXCLUDED ({code_name(Status.EXCLUDED_PORT)}): not a valid URL: {exc}")
-        return lines, False
-    lines.append(f"canonical:     {current}" + ("" if current != url else "  (unchanged)"))
+    if url in seed_urls(source):
+        return Chain(state.steps(url, 0, every=True), None, 0, " (a seed)", state.table.get(source.name, url))
+    steps = state.steps(url, depth or 0, rewrite="link", every=True)
+    rewriting = steps[0]  # with every step asked for, the rewriter's always comes first
+    row = state.table.get(source.name, rewriting.url) if rewriting.allowed else None
+    if depth is not None:
+        return Chain(steps, rewriting, depth, "", row)
+    depth = row["depth"] if row and row["depth"] is not None else 0
+    if depth:  # the chain again, at the depth the document table records
+        steps = state.steps(url, depth, rewrite="link", every=True)
+    return Chain(steps, rewriting, depth, " (as recorded)" if row else " (assumed; use --depth)", row)
 
-    # The rule chain as the crawl applies it: to a seed as written, at depth 0 (the spider's
-    # start); to any other URL as to a link: the rewriter first, then the rules on what it makes
-    # of it (CrawlState.rewrite_step, the step the spider's links take).
-    if current in seed_urls(source):
-        steps = state.steps(current, 0, every=True)
-        rewriting, depth, recorded = None, 0, " (a seed)"
-        row = state.table.get(source.name, current)
-    else:
-        steps = state.steps(current, depth or 0, rewrite="link", every=True)
-        rewriting = steps[0]  # with every step asked for, the rewriter's always comes first
-        row = state.table.get(source.name, rewriting.url) if rewriting.allowed else None
-        recorded = ""
-        if depth is None:
-            depth = row["depth"] if row and row["depth"] is not None else 0
-            recorded = " (as recorded)" if row else " (assumed; use --depth)"
-            if depth:  # the chain again, at the depth the document table records
-                steps = state.steps(current, depth, rewrite="link", every=True)
-    if settings.url_rewriter:
+
+def chain_lines(rewriter: str | None, chain: Chain) -> list[str]:
+    """The report's lines on the rewriter, the depth and each rule of the chain."""
+    lines = []
+    rewriting = chain.rewriting
+    if rewriter:
         if rewriting is None:
-            lines.append(f"rewriter:      {settings.url_rewriter}: not applied to a seed")
+            lines.append(f"rewriter:      {rewriter}: not applied to a seed")
         elif rewriting.allowed:
-            lines.append(f"rewriter:      {settings.url_rewriter} -> {rewriting.url}")
+            lines.append(f"rewriter:      {rewriter} -> {rewriting.url}")
         elif rewriting.rule == "dropped by the URL rewriter":
-            lines.append(f"rewriter:      {settings.url_rewriter} drops it")
+            lines.append(f"rewriter:      {rewriter} drops it")
         else:
-            lines.append(f"rewriter:      {settings.url_rewriter}: {rewriting.rule}")
+            lines.append(f"rewriter:      {rewriter}: {rewriting.rule}")
     if rewriting is None or rewriting.allowed:
-        lines.append(f"depth:         {depth}{recorded}")
-    for step in steps if rewriting is None else steps[1:]:
+        lines.append(f"depth:         {chain.depth}{chain.recorded}")
+    for step in chain.steps if rewriting is None else chain.steps[1:]:
         lines.append(f"  {'ok ' if step.allowed else 'NO '} {step.rule}")
-    verdict = steps[-1].decision
-    redirect = None
-    if not verdict.allowed and rewriting is not None:  # a link, not a seed: maybe a redirect's target
-        redirect, verdict = as_redirect_target(state, current, verdict, lines)
-    if not verdict.allowed:
-        assert verdict.status is not None
-        lines.append(f"verdict:       EXCLUDED ({code_name(verdict.status)}): {verdict.rule}")
-        return lines, False
-    if rewriting is not None and redirect is None:
-        current = rewriting.url
+    return lines
 
-    # The downloader middlewares a request of the URL meets, in their order: the address guard
-    # (it runs before RobotsMiddleware: a refused host's robots.txt is never fetched), robots.txt.
+
+async def downloader_verdict(crawler: Crawler, url: str, check_robots: bool, lines: list[str]) -> str | None:
+    """The downloader middlewares a request of ``url`` meets, in their order: the address guard
+    (it runs before RobotsMiddleware: a refused host's robots.txt is never fetched), robots.txt.
+    What robots.txt said, for the verdict; None when one of them refuses (the lines say why)."""
     guard = crawler.get_downloader_middleware(AddressGuardMiddleware)
     if guard is not None:
         try:
-            await guard.process_request(Request(current))
+            await guard.process_request(Request(url))
         except RequestRefused as refused:
             lines.append(f"address guard: NO  {refused.reason}")
             lines.append(refused_verdict(refused))
-            return lines, False
+            return None
     robots = crawler.get_downloader_middleware(RobotsMiddleware)
-    site = site_of(current)
-    robots_said = "allowed by robots.txt"
-    if not settings.obey_robots:
+    site = site_of(url)
+    if not crawl_state(crawler).source.settings.obey_robots:
         lines.append("robots.txt:    not obeyed by this source (obey_robots = false)")
-        robots_said = "robots.txt not obeyed"
-    elif robots is None:
+        return "robots.txt not obeyed"
+    if robots is None:
         lines.append("robots.txt:    not obeyed: RobotsMiddleware is not in DOWNLOADER_MIDDLEWARES")
-        robots_said = "robots.txt not obeyed"
-    elif site is None:
+        return "robots.txt not obeyed"
+    if site is None:
         lines.append("robots.txt:    not applicable")
-        robots_said = "no robots.txt applies"
-    elif not check_robots:
+        return "no robots.txt applies"
+    if not check_robots:
         lines.append("robots.txt:    not fetched (--no-robots)")
-        robots_said = "robots.txt not checked (--no-robots): it may still exclude it"
-    else:
-        record = await robots.record(site)
-        lines.append(f"robots.txt:    {record.answer}")
-        if record.unavailable is not None:
-            lines.append(refused_verdict(robots.unavailable(site, record)))
-            return lines, False
-        decision = record.robots.decide(robots.agent, current)
-        lines.append(f"  agent token  {robots.agent}; group: {decision.group or 'none applies'}")
-        lines.append(f"  {'ok ' if decision.allowed else 'NO '} {decision.line or 'no rule matches: allowed'}")
-        robots_refusal = robots.refusal(site, decision)
-        if robots_refusal is not None:
-            lines.append(refused_verdict(robots_refusal))
-            return lines, False
+        return "robots.txt not checked (--no-robots): it may still exclude it"
+    return await robots_verdict(robots, site, url, lines)
 
-    lines.append(f"display URL:   {state.display_urls.display_url(current)}")
+
+async def robots_verdict(robots: RobotsMiddleware, site: str, url: str, lines: list[str]) -> str | None:
+    """robots.txt of ``site`` on ``url``, as the crawl's RobotsMiddleware fetches and reads it."""
+    record = await robots.record(site)
+    lines.append(f"robots.txt:    {record.answer}")
+    if record.unavailable is not None:
+        lines.append(refused_verdict(robots.unavailable(site, record)))
+        return None
+    decision = record.robots.decide(robots.agent, url)
+    lines.append(f"  agent token  {robots.agent}; group: {decision.group or 'none applies'}")
+    lines.append(f"  {'ok ' if decision.allowed else 'NO '} {decision.line or 'no rule matches: allowed'}")
+    robots_refusal = robots.refusal(site, decision)
+    if robots_refusal is not None:
+        lines.append(refused_verdict(robots_refusal))
+        return None
+    return "allowed by robots.txt"
+
+
+def crawled_lines(state: CrawlState, url: str, row: dict[str, Any] | None, redirect: str | None, robots_said: str) -> list[str]:
+    """The report's last lines on a URL the crawl fetches: its display URL, its row, the verdict."""
+    lines = [f"display URL:   {state.display_urls.display_url(url)}"]
     if row:
         lines.append(
             f"document table: state {row['state']}, status {row['status']} ({describe(row['status'])})"
@@ -199,11 +204,42 @@ async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: b
             "verdict:       CRAWLED when its agent lists it: a document of the source's agent (indexed if it has "
             "text; read again only when its change token changes)"
         )
-        return lines, True
+        return lines
     where = "inside the boundary" if redirect is None else f"outside the boundary, as the target of {redirect}'s redirect"
     lines.append(
         f"verdict:       CRAWLED: {where}; {robots_said} (indexed if it answers 200 with indexable content and no noindex)"
     )
+    return lines
+
+
+async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: bool = True) -> tuple[list[str], bool]:
+    """The report's lines on ``url``, and whether it would be crawled, from a (running) crawl of
+    its source: its CrawlState, address guard and robots middleware decide."""
+    state = crawl_state(crawler)
+    source = state.source
+    lines = [f"source:        {source.name} ({source.origin})", f"URL:           {url}"]
+    try:
+        current = canonical(url)
+    except ValueError as exc:  # as the spider takes such a link (a port out of range, ...)
+        lines.append(f"verdict:       EXCLUDED ({code_name(Status.EXCLUDED_PORT)}): not a valid URL: {exc}")
+        return lines, False
+    lines.append(f"canonical:     {current}" + ("" if current != url else "  (unchanged)"))
+    chain = rule_chain(state, current, depth)
+    lines.extend(chain_lines(source.settings.url_rewriter, chain))
+    verdict = chain.steps[-1].decision
+    redirect = None
+    if not verdict.allowed and chain.rewriting is not None:  # a link, not a seed: maybe a redirect's target
+        redirect, verdict = as_redirect_target(state, current, verdict, lines)
+    if not verdict.allowed:
+        assert verdict.status is not None
+        lines.append(f"verdict:       EXCLUDED ({code_name(verdict.status)}): {verdict.rule}")
+        return lines, False
+    if chain.rewriting is not None and redirect is None:
+        current = chain.rewriting.url
+    robots_said = await downloader_verdict(crawler, current, check_robots, lines)
+    if robots_said is None:
+        return lines, False
+    lines.extend(crawled_lines(state, current, chain.row, redirect, robots_said))
     return lines, True
 
 

@@ -32,9 +32,8 @@ from searchcrawl.content.extract import DEFAULT_ATTRIBUTES, INT_RANGES, TYPE_SUF
 from searchcrawl.crawl.extensions.crawl_state import SKIPPED_STAT
 from searchcrawl.crawl.frontier_scheduler import WAKE_URL
 from searchcrawl.crawl.items import CrawledDocument
-from searchcrawl.crawl.meta import DEPTH, PREVIOUS, REFERENCE, WAKE
+from searchcrawl.crawl.meta import PREVIOUS, REFERENCE, WAKE
 from searchcrawl.crawl.spider import SourceSpider
-from searchcrawl.store.frontier import Entry
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +120,8 @@ def _jsonable(value: Any) -> Any:
 class AgentSpider(SourceSpider):
     """Crawl a source of another type than web sites: its agent's references, no links."""
 
+    renders = False  # an agent's handler answers its references: no browser
+
     async def start(self) -> AsyncIterator[Request]:
         context = self.context
         agent = context.agent
@@ -146,11 +147,15 @@ class AgentSpider(SourceSpider):
                 raise CloseSpider("failed") from None
             if not batch:
                 break
-            entries = []
-            for reference in batch:
-                url = agent.url_for(reference.key)
-                if context.admit(url, 0).allowed:
-                    entries.append(Entry(url, 0, {REFERENCE: reference_data(reference, inline)}))
+            entries = [
+                entry
+                for reference in batch
+                if (
+                    entry := self.admission.reference(
+                        agent.url_for(reference.key), {REFERENCE: reference_data(reference, inline)}
+                    )
+                )
+            ]
             context.flush_exclusions()
             if entries:
                 frontier.add(entries)
@@ -160,8 +165,11 @@ class AgentSpider(SourceSpider):
             yield Request(WAKE_URL, dont_filter=True, meta={WAKE: True})  # the engine leases them now
         if since is not None:  # changes only: what failed before is asked again, with its reference then
             failing = [
-                Entry(url, 0, data) for url, data in context.table.failing(self.source.name) if agent.key_of(url) is not None
+                entry
+                for url, data in context.table.failing(self.source.name)
+                if agent.key_of(url) is not None and (entry := self.admission.reference(url, data))
             ]
+            context.flush_exclusions()
             if failing:
                 frontier.add(failing)
                 context.writer.mark_linked([entry.url for entry in failing])
@@ -186,9 +194,6 @@ class AgentSpider(SourceSpider):
         # a margin for the repository's clock and for changes committed late (a long transaction
         # whose rows carry a time before that run's start): listed again, unchanged ones cost a 304
         return started - timedelta(seconds=self.crawler.settings.getfloat("SEARCHCRAWL_AGENT_SINCE_MARGIN"))
-
-    def request(self, url: str, depth: int) -> Request:
-        return Request(url, callback=self.parse, errback=self.failed, meta={DEPTH: depth})
 
     def parse_document(self, response: TextResponse, depth: int, headers: dict[str, str]) -> Iterator[Any]:
         """The document (text or HTML) with what its agent knows; an agent's documents have no

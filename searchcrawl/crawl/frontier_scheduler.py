@@ -7,7 +7,8 @@ Each `scrapy crawl <source>` is a run (searchcrawl/store/runs.py): an interrupte
 the next crawl, with the URLs that were in flight back in the queue. JOBDIR is not needed.
 
 Requests are persisted as data, never pickled: the URL, its depth, and the meta keys in
-``searchcrawl.crawl.meta.PERSISTED`` (plus the callback's name when it is not ``parse``).
+``searchcrawl.crawl.meta.PERSISTED`` (plus the callback's name when it is not ``parse``), and
+made again from a leased entry by the spider's request factory (crawl/requests.py).
 
 Leases are renewed every third of ``SEARCHCRAWL_LEASE_SECONDS`` while the process lives. In a
 shared crawl (``SEARCHCRAWL_SHARED_CRAWL``, source key ``shared``) several processes, on one
@@ -22,7 +23,6 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from typing import Any
 
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler, Scheduler
@@ -33,7 +33,8 @@ from twisted.internet.task import LoopingCall
 
 from searchcrawl.crawl.extensions.crawl_state import crawl_state
 from searchcrawl.crawl.extensions.run_end import run_end
-from searchcrawl.crawl.meta import DEPTH, KNOWN_ROW, LEASED, PERSISTED, WAKE
+from searchcrawl.crawl.meta import WAKE
+from searchcrawl.crawl.requests import entry_of
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.ops.local_fleet import joins_live_runs, run_to_join
 from searchcrawl.rules.lifecycle import Event, Outcome
@@ -53,34 +54,6 @@ IDLE_RECHECK = 0.1
 TAKE_BACK_EVERY = 0.5
 WAKE_URL = "data:,"
 HELD_LIMIT_BATCHES = 4  # with SEARCHCRAWL_MAX_SITES: at most this many batches wait for a free site
-
-
-def entry_from_request(request: Request) -> Entry:
-    data: dict[str, Any] = {key: request.meta[key] for key in PERSISTED if request.meta.get(key) is not None}
-    callback = getattr(request.callback, "__name__", None)
-    if callback and callback != "parse":
-        data["callback"] = callback
-    if request.priority:
-        data["priority"] = request.priority
-    return Entry(request.url, request.meta.get(DEPTH, 0), data)
-
-
-def request_from_entry(entry: Entry, spider: Spider) -> Request:
-    """The request for a frontier entry: built by the spider (so the source's current settings,
-    e.g. its render mode, apply), then the persisted request data on top."""
-    data = dict(entry.data)
-    build = getattr(spider, "request", None)
-    request = build(entry.url, entry.depth) if callable(build) else Request(entry.url, meta={DEPTH: entry.depth})
-    request.meta.update({key: value for key, value in data.items() if key in PERSISTED})
-    callback = data.pop("callback", None)
-    if callback:
-        request = request.replace(callback=getattr(spider, callback))
-    if data.get("priority"):
-        request = request.replace(priority=data["priority"])
-    if entry.row is not None:
-        request.meta[KNOWN_ROW] = entry.row
-    request.meta[LEASED] = True
-    return request
 
 
 class FrontierScheduler(BaseScheduler):
@@ -274,7 +247,7 @@ class FrontierScheduler(BaseScheduler):
             return True
         assert self.frontier is not None
         # dont_filter: a retry (RetryMiddleware) of a URL this run has leased already
-        stored = bool(self.frontier.add([entry_from_request(request)], again=request.dont_filter))
+        stored = bool(self.frontier.add([entry_of(request)], again=request.dont_filter))
         if stored:
             self.crawler.stats.inc_value("scheduler/enqueued")
         return stored
@@ -304,7 +277,8 @@ class FrontierScheduler(BaseScheduler):
         if not self.buffer:
             return None
         assert self.spider is not None
-        request = request_from_entry(self.buffer.popleft(), self.spider)
+        # the spider's request factory: the source's current settings (its render mode) apply
+        request: Request = self.spider.requests(self.buffer.popleft(), leased=True)  # type: ignore[attr-defined]
         self.crawler.stats.inc_value("scheduler/dequeued")
         return request
 

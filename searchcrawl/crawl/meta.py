@@ -17,12 +17,16 @@ from typing import Any
 
 RENDER = "searchcrawl_render"
 """'browser' (render through Chromium now) or 'auto' (static first, render if the page is an
-empty shell). Set by the spider from the source's render rules (rules/rendering.py); read by
-middlewares/render.py and middlewares/conditional.py. Persisted in the frontier."""
+empty shell). Set by the request factory (crawl/requests.py) from the source's render rules
+(rules/rendering.py); read by middlewares/render.py and middlewares/conditional.py. Persisted in
+the frontier."""
 
-SAME_DEPTH = "searchcrawl_same_depth"
-"""True: the page itself once more (rendered after a static fetch showed an empty shell), not a
-link: it keeps its depth. Set by the spider; read by middlewares/scope.py."""
+ADMITTED = "searchcrawl_admitted"
+"""The URL the source's rules admitted this request for: set by crawl/requests.py on a request
+of a URL this process admitted (``Admission``, ``CrawlState.was_admitted``). A request whose URL
+is another (a redirect's target: Scrapy copies the meta) or that has none (a custom spider's own
+request, a URL another process queued) is admitted by middlewares/scope.py or
+middlewares/boundary_check.py, which read it; a URL is admitted once."""
 
 PREVIOUS = "searchcrawl_previous"
 """What the index holds for the URL (checksum, Last-Modified, ETag, state): set by
@@ -60,9 +64,11 @@ LOGIN_EXPIRY = "searchcrawl_login_expiry"
 for: decided by middlewares/form_login.py's gate before the site's turn is given back, read (and
 removed) by FormLoginMiddleware.process_response."""
 
-KNOWN_ROW = "searchcrawl_known_row"
-"""The URL's document-table row as the frontier leased it (so a conditional GET needs no lookup
-of its own): set by frontier_scheduler.py; read (and consumed) by middlewares/conditional.py."""
+KNOWN = "searchcrawl_known"
+"""What the document table knew of the URL as the frontier leased it (store/frontier.py
+``Known``: its state, validators, last fetch, the URL it duplicates), so a conditional GET and a
+sitemap's lastmod need no lookup of their own: set by crawl/requests.py; read by
+middlewares/sitemaps.py and (consumed) by middlewares/conditional.py."""
 
 ROBOTS_REQUEST = "searchcrawl_robots"
 """Set (true: the robots middleware's token of the fetch) when this request fetches a robots.txt
@@ -89,8 +95,8 @@ SITE_LEASE = "searchcrawl_site_lease"
 LEASED = "searchcrawl_leased"
 """True on a request the scheduler made from a URL it leased from the frontier: when a suspend or
 stop closes the crawl, such a request not yet sent is given back (extensions/give_back.py), its
-URL queued again; other requests (robots.txt, sitemaps, logins) go on. Set by
-frontier_scheduler.py."""
+URL queued again; other requests (robots.txt, sitemaps, logins) go on. Set by the request
+factory (crawl/requests.py) for frontier_scheduler.py."""
 
 WAKE = "searchcrawl_wake"
 """True on the placeholder request a shared crawl's scheduler hands to ``engine.crawl()`` only
@@ -99,8 +105,9 @@ to make the engine ask the scheduler again; the scheduler never queues it (front
 # --- Scrapy's and scrapy-playwright's, as searchcrawl uses them ------------------------------
 
 DEPTH = "depth"
-"""Links from a seed (Scrapy's DepthMiddleware key): set by the spider and the scope middleware,
-read by every boundary decision."""
+"""Links from a seed (Scrapy's DepthMiddleware key; that middleware is off: settings.py): given
+once, as the URL enters the crawl (crawl/requests.py), and kept by the frontier; read by every
+boundary decision."""
 
 REDIRECT_URLS = "redirect_urls"
 """The URLs a redirected request came through (Scrapy's RedirectMiddleware)."""

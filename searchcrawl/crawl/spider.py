@@ -26,7 +26,7 @@ from searchcrawl.content.extract import http_date, meta_tags, mimetype_of
 from searchcrawl.content.links import DocumentLinks
 from searchcrawl.content.nesting import MAX_DEPTH, flatten, too_deep
 from searchcrawl.crawl.exceptions import RequestRefused, Unsent
-from searchcrawl.crawl.extensions.crawl_state import BoundedSet, CrawlState, crawl_state, tika_configured
+from searchcrawl.crawl.extensions.crawl_state import BoundedSet, CrawlState, RuleStep, crawl_state, tika_configured
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.meta import (
     CONNECTION_REFUSALS,
@@ -38,11 +38,11 @@ from searchcrawl.crawl.meta import (
     PROXY,
     REDIRECT_URLS,
     RENDER,
-    SAME_DEPTH,
 )
+from searchcrawl.crawl.requests import Admission, RequestFactory
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import REDIRECT_STATUSES, Delta, Event, Outcome
-from searchcrawl.rules.rendering import empty_shell, render_mode
+from searchcrawl.rules.rendering import empty_shell
 from searchcrawl.rules.robots_meta import robots_directives
 from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status, describe_failure, status_for_exception, status_for_ignored
 from searchcrawl.rules.urls import canonical
@@ -107,6 +107,23 @@ def as_served(response: TextResponse) -> TextResponse:
     return response.original if isinstance(response, FlattenedResponse) else response
 
 
+def fetch_record(response: Response) -> tuple[dict[str, str], dict[str, Any]]:
+    """What a fetch says of a URL: the recorded headers (the content type guessed from the URL
+    when the site sends none), and the columns its row keeps (type, size, validators, ``via``)."""
+    headers = {name: value.decode("latin-1") for name in RECORDED_HEADERS if (value := response.headers.get(name)) is not None}
+    content_type = headers.get("content-type") or mimetypes.guess_type(response.url)[0]
+    if content_type:
+        headers["content-type"] = content_type
+    record: dict[str, Any] = {
+        "content_type": content_type,
+        "content_length": len(response.body),
+        "last_modified": headers.get("last-modified"),
+        "etag": headers.get("etag"),
+        "via": redirected_from(response.meta, response.url),
+    }
+    return headers, record
+
+
 # seeds a crawl names in WARNINGs when the source's own rules exclude them (a seed file may hold
 # thousands: one more line gives their number)
 SEED_WARNINGS = 10
@@ -127,6 +144,7 @@ class SourceSpider(Spider):
     max_parse_bytes: int = 4 * 1024 * 1024
     arguments: dict[str, Any]  # the crawl's arguments (-a name=value): CrawlState reads them
     reported: BoundedSet  # URLs whose outcome this spider reported lately
+    renders: ClassVar[bool] = True  # its requests follow the source's render rules
     page_links: DocumentLinks  # a page's links (content/links.py), with its cache of resolved links
 
     @classmethod
@@ -144,11 +162,26 @@ class SourceSpider(Spider):
         """The crawl's state (extensions/crawl_state.py): built after the spider, so found on use."""
         return crawl_state(self.crawler)
 
+    @cached_property
+    def admission(self) -> Admission:
+        """How a URL enters the crawl (crawl/requests.py): the source's rules on it, once."""
+        return Admission(self.context)
+
+    @cached_property
+    def requests(self) -> RequestFactory:
+        """The one factory of this crawl's requests (crawl/requests.py); the frontier's too."""
+        return RequestFactory(self, renders=self.renders)
+
     async def start(self) -> AsyncIterator[Request]:
         excluded = 0
         for url in seed_urls(self.source):
-            excluded += self.warn_if_excluded(url, excluded)
-            yield self.request(url, depth=0)
+            entry, step = self.admission.seed(url)
+            if entry is None:
+                self.context.flush_exclusions()  # its row, with the rule that keeps it out
+                self.warn_excluded(url, step, excluded)
+                excluded += 1
+                continue
+            yield self.requests(entry)
         if excluded > SEED_WARNINGS:
             logger.warning(
                 "%d seeds of source %s in all are outside its own rules (the first %d named above); they are not crawled",
@@ -157,26 +190,20 @@ class SourceSpider(Spider):
                 SEED_WARNINGS,
             )
 
-    def warn_if_excluded(self, seed: str, excluded: int) -> int:
-        """1 if the source's own rules (the crawl's rule chain, as a seed meets it) exclude
-        ``seed``, else 0; a WARNING names it and the rule while ``excluded`` (those found before)
-        is under ``SEED_WARNINGS``: a seed its own source keeps out is a mistake of the source file,
-        which the status of its row alone would hide."""
-        steps = self.context.steps(seed, 0)
-        decision = steps[-1].decision if steps else None
-        if decision is None or decision.allowed:
-            return 0
+    def warn_excluded(self, seed: str, step: RuleStep, excluded: int) -> None:
+        """A WARNING naming ``seed`` and the rule of its source's that excludes it (``step``),
+        while ``excluded`` (those found before) is under ``SEED_WARNINGS``: a seed its own source
+        keeps out is a mistake of the source file, which the status of its row alone would hide."""
         if excluded < SEED_WARNINGS:
-            assert decision.status is not None  # every refusal has its code
+            assert step.status is not None  # every refusal has its code
             logger.warning(
                 "Seed %s of source %s is outside its own rules, not crawled: %s (%d %s)",
                 seed,
                 self.source.name,
-                decision.rule,
-                decision.status,
-                decision.status.name.lower(),
+                step.rule,
+                step.status,
+                step.status.name.lower(),
             )
-        return 1
 
     def report(
         self,
@@ -194,40 +221,43 @@ class SourceSpider(Spider):
         self.reported.add(url)
         self.crawler.signals.send_catch_log(url_outcome, url=url, outcome=outcome)
 
-    def request(self, url: str, depth: int) -> Request:
-        meta: dict[str, Any] = {DEPTH: depth}
-        settings = self.source.settings
-        mode = render_mode(url, settings.render_js, settings.render_rules)
-        if mode != "static":
-            meta[RENDER] = mode
-        return Request(url, callback=self.parse, errback=self.failed, meta=meta)
-
     # --- responses ------------------------------------------------------------------------
 
     def parse(self, response: Response) -> Iterator[Any]:
+        """Every response of the crawl's pages: its outcome when it has no document (an answer
+        without one, a filter's refusal, an unsupported type), else its document and links."""
         depth = response.meta.get(DEPTH, 0)
-        headers = {
-            name: value.decode("latin-1") for name in RECORDED_HEADERS if (value := response.headers.get(name)) is not None
-        }
-        content_type = headers.get("content-type") or mimetypes.guess_type(response.url)[0]
-        mimetype = mimetype_of(content_type)
-        if content_type:
-            headers["content-type"] = content_type
-        via = redirected_from(response.meta, response.url)
-        record: dict[str, Any] = {
-            "content_type": content_type,
-            "content_length": len(response.body),
-            "last_modified": headers.get("last-modified"),
-            "etag": headers.get("etag"),
-            "via": via,
-        }
+        headers, record = fetch_record(response)
+        if not self.answered(response, depth, record):
+            return
+        again = self.render_request(response)
+        if again is not None:  # render it: the browser's fetch finishes this URL
+            yield again
+            return
+        mimetype = mimetype_of(record["content_type"])
+        response, truncated = self.parsed_part(response, mimetype)
+        # The page is finished once its links are queued and its document cached (or its outcome
+        # reported); what was fetched goes with the document (CrawledDocument.record).
+        record.update(fetched_with="browser" if response.meta.get(PLAYWRIGHT) else "static")
+        indexed = self.filtered(response, mimetype, depth, headers, record)
+        if indexed is None:
+            return
+        if mimetype in INDEXED_TYPES and isinstance(response, TextResponse):
+            yield from self.parse_text(response, depth, headers, record, truncated, indexed)
+        elif indexed:
+            yield from self.parse_file(response, mimetype, depth, headers, record)
+
+    def answered(self, response: Response, depth: int, record: dict[str, Any]) -> bool:
+        """Whether the response holds a document (200); else its outcome is reported: unchanged
+        (a 304 to a conditional GET), a transient failure, or no document (404, 410, 401, ...)."""
+        via = record["via"]
         if response.status == 304 and response.meta.get(PREVIOUS):
             self.report(response.url, Event.UNCHANGED, Status.UNCHANGED, "304 Not Modified", depth, Delta.NOT_MODIFIED, via=via)
             logger.debug("Unchanged (304): %s", response.url)
-            return
+            return False
         if response.status >= 500 or response.status in TRANSIENT:
             self.report(response.url, Event.FAILED, response.status, f"HTTP {response.status}", depth, via=via)
-            return
+            return False
         if response.status != 200:
             # 404 and 410, and any other answer without a document (401, 403, 204, a redirect
             # not followed ...): the URL has no document now, and leaves the index if it was in;
@@ -236,28 +266,40 @@ class SourceSpider(Spider):
             kind = None if response.status in REDIRECT_STATUSES else Delta.FAILED
             self.report(response.url, Event.GONE, response.status, reason, depth, kind, **record)
             logger.debug("Not indexed (HTTP %d): %s", response.status, response.url)
-            return
-        rendered = bool(response.meta.get(PLAYWRIGHT))
-        if response.meta.get(RENDER) == "auto" and not rendered and isinstance(response, HtmlResponse):
-            shell = empty_shell(
-                response.selector.root, self.source.settings.render_min_text, self.source.settings.render_selector
-            )
-            if shell:  # render it: the browser's fetch finishes this URL
-                logger.debug("Rendering %s: the static page looks like a JavaScript shell (%s)", response.url, shell)
-                assert response.request is not None  # a response reaching a callback has its request
-                meta = {key: value for key, value in response.meta.items() if key not in FETCH_RECORDS}
-                yield response.request.replace(meta={**meta, RENDER: "browser", SAME_DEPTH: True}, dont_filter=True)
-                return
-        truncated = None
-        if mimetype in INDEXED_TYPES and isinstance(response, TextResponse) and len(response.body) > self.max_parse_bytes:
-            # lxml's tree of a page costs many times its size: only the first max_parse_bytes
-            # are parsed, so the crawler's memory stays bounded whatever a page holds
-            truncated = f"truncated: the first {self.max_parse_bytes} of {len(response.body)} bytes were parsed"
-            logger.info("Page %s is %d bytes: %s", response.url, len(response.body), truncated)
-            response = response.replace(body=response.body[: self.max_parse_bytes])
-        # The page is finished once its links are queued and its document cached (or its outcome
-        # reported); what was fetched goes with the document (CrawledDocument.record).
-        record.update(fetched_with="browser" if rendered else "static")
+            return False
+        return True
+
+    def render_request(self, response: Response) -> Request | None:
+        """The page once more, through the browser, when its render mode is ``auto`` and the
+        static page looks like a JavaScript shell; else None. The same request, admitted already
+        (meta ``ADMITTED``), at its depth."""
+        if response.meta.get(RENDER) != "auto" or response.meta.get(PLAYWRIGHT) or not isinstance(response, HtmlResponse):
+            return None
+        shell = empty_shell(response.selector.root, self.source.settings.render_min_text, self.source.settings.render_selector)
+        if not shell:
+            return None
+        logger.debug("Rendering %s: the static page looks like a JavaScript shell (%s)", response.url, shell)
+        assert response.request is not None  # a response reaching a callback has its request
+        meta = {key: value for key, value in response.meta.items() if key not in FETCH_RECORDS}
+        return response.request.replace(meta={**meta, RENDER: "browser"}, dont_filter=True)
+
+    def parsed_part(self, response: Response, mimetype: str | None) -> tuple[Response, str | None]:
+        """The response as it is parsed, and the note when it was cut: lxml's tree of a page costs
+        many times its size, so only the first ``max_parse_bytes`` are parsed and the crawler's
+        memory stays bounded whatever a page holds."""
+        size = len(response.body)
+        if mimetype not in INDEXED_TYPES or not isinstance(response, TextResponse) or size <= self.max_parse_bytes:
+            return response, None
+        truncated = f"truncated: the first {self.max_parse_bytes} of {size} bytes were parsed"
+        logger.info("Page %s is %d bytes: %s", response.url, size, truncated)
+        return response.replace(body=response.body[: self.max_parse_bytes]), truncated
+
+    def filtered(
+        self, response: Response, mimetype: str | None, depth: int, headers: dict[str, str], record: dict[str, Any]
+    ) -> bool | None:
+        """The scope and result filters on the document: None when the scope filter keeps it out
+        (its outcome reported), False when the result filter keeps it out of the index (its links
+        are still followed), True when it may be indexed."""
         modified = http_date(headers.get("last-modified"))
         scope_filter, result_filter = self.context.scope_filter, self.context.result_filter
         assert scope_filter is not None and result_filter is not None  # set when CrawlState is built
@@ -265,49 +307,69 @@ class SourceSpider(Spider):
         if not scope.passed:
             self.report(response.url, Event.GONE, Status.EXCLUDED_FILTER, scope.rule, depth, **record)
             logger.debug("Excluded (%s): %s", scope.rule, response.url)
-            return
+            return None
         result = result_filter.check_document(response.url, mimetype, len(response.body), modified)
         if not result.passed:  # crawled (its links followed) but kept out of the index
             self.report(response.url, Event.GONE, Status.EXCLUDED_FILTER, result.rule, depth, **record)
             logger.debug("Not indexed (%s): %s", result.rule, response.url)
-        if mimetype in INDEXED_TYPES and isinstance(response, TextResponse):
-            if sniff_kind(response.body):
-                # a PDF or office file served as text: its magic bytes say what it is
-                yield self.document(response, depth, headers, record, body=response.body)
-                return
-            if looks_binary(response.body):
-                reason = f"binary content served as {mimetype}"
-                self.report(response.url, Event.GONE, Status.UNSUPPORTED_TYPE, reason, depth, **record)
-                logger.debug("Not indexed (%s): %s", reason, response.url)
-                return
-            raw_type = response.headers.get("Content-Type")
-            encoding = choose_encoding(
-                raw_type.decode("latin-1") if raw_type else None, response.body, self.source.settings.default_charset
-            )
-            if encoding and encoding != response.encoding:
-                logger.debug("Decoding %s as %s (declared: %s)", response.url, encoding, response.encoding)
-                response = response.replace(encoding=encoding)
-            if isinstance(response, HtmlResponse) and too_deep(response.selector.root):
-                # libxml2 stops at 2,048 nested elements: what lies below, and after, would be lost
-                logger.debug("Nested over %d deep, parsed again flattened: %s", MAX_DEPTH, response.url)
-                response = FlattenedResponse.of(response)
-            documents = 0
-            for output in self.parse_document(response, depth, headers):
-                if isinstance(output, CrawledDocument):
-                    documents += 1
-                    if not result.passed:  # result-filtered: links only
-                        continue
-                    output.record, output.note = {**record, **output.record}, truncated
-                yield output
-            if not documents and response.url not in self.reported:
-                # a custom parse_document chose not to index the page: that is its outcome
-                self.report(response.url, Event.GONE, 200, "fetched; the spider yielded no document", depth, **record)
+        return result.passed
+
+    def parse_text(
+        self,
+        response: TextResponse,
+        depth: int,
+        headers: dict[str, str],
+        record: dict[str, Any],
+        truncated: str | None,
+        indexed: bool,
+    ) -> Iterator[Any]:
+        """An HTML or text page: its document (unless ``indexed`` is False: links only) and its
+        links, as ``parse_document`` yields them; a file served as text is a file."""
+        if sniff_kind(response.body):
+            # a PDF or office file served as text: its magic bytes say what it is
+            yield self.document(response, depth, headers, record, body=response.body)
             return
-        if not result.passed:
+        if looks_binary(response.body):
+            reason = f"binary content served as {mimetype_of(record['content_type'])}"
+            self.report(response.url, Event.GONE, Status.UNSUPPORTED_TYPE, reason, depth, **record)
+            logger.debug("Not indexed (%s): %s", reason, response.url)
             return
+        response = self.readable(response)
+        documents = 0
+        for output in self.parse_document(response, depth, headers):
+            if isinstance(output, CrawledDocument):
+                documents += 1
+                if not indexed:  # result-filtered: links only
+                    continue
+                output.record, output.note = {**record, **output.record}, truncated
+            yield output
+        if not documents and response.url not in self.reported:
+            # a custom parse_document chose not to index the page: that is its outcome
+            self.report(response.url, Event.GONE, 200, "fetched; the spider yielded no document", depth, **record)
+
+    def readable(self, response: TextResponse) -> TextResponse:
+        """The page decoded as its bytes and declarations say (``choose_encoding``), and flattened
+        when nested deeper than libxml2 parses."""
+        raw_type = response.headers.get("Content-Type")
+        encoding = choose_encoding(
+            raw_type.decode("latin-1") if raw_type else None, response.body, self.source.settings.default_charset
+        )
+        if encoding and encoding != response.encoding:
+            logger.debug("Decoding %s as %s (declared: %s)", response.url, encoding, response.encoding)
+            response = response.replace(encoding=encoding)
+        if isinstance(response, HtmlResponse) and too_deep(response.selector.root):
+            # libxml2 stops at 2,048 nested elements: what lies below, and after, would be lost
+            logger.debug("Nested over %d deep, parsed again flattened: %s", MAX_DEPTH, response.url)
+            response = FlattenedResponse.of(response)
+        return response
+
+    def parse_file(
+        self, response: Response, mimetype: str | None, depth: int, headers: dict[str, str], record: dict[str, Any]
+    ) -> Iterator[Any]:
+        """A PDF, office or other file: its document for the converters (AttributesPipeline), no
+        links followed out of it; or, of a type not read, its outcome."""
         file_name = urlsplit(response.url).path.rsplit("/", 1)[-1]
         if self.context.converts_any_type or detect_kind(response.body, mimetype, file_name) is not None:
-            # PDF, office and other files: converted by AttributesPipeline; no links are followed out of them
             yield self.document(response, depth, headers, record, body=response.body)
             return
         reason = f"content type {mimetype or 'unknown'} is not indexed"
@@ -350,22 +412,10 @@ class SourceSpider(Spider):
         return robots_directives(meta_tags(response.selector.root), headers, self.source.settings.robots_agent)
 
     def link_request(self, url: str, depth: int) -> Request | None:
-        """A request for a link: canonicalised, then passed through the source's URL rewriter."""
-        try:
-            url = canonical(url)
-        except ValueError as exc:  # e.g. a port out of range: the page's other links go on
-            self.context.exclude_link(url[:2000], Status.EXCLUDED_PORT, depth, f"not a valid URL: {exc}")
-            return None
-        rewriting = self.context.rewrite_step(url, link=True)  # the step `scrapy explain` shows
-        if not rewriting.allowed:
-            assert rewriting.status is not None
-            self.context.exclude_link(rewriting.url[:2000], rewriting.status, depth, rewriting.rule)
-            return None
-        url = rewriting.url
-        frontier = self.context.frontier
-        if frontier is not None and frontier.in_run(url) and self.source.settings.orphans != "delete":
-            return None  # queued already (orphans = "delete" needs every link seen, to mark it linked)
-        return self.request(url, depth)
+        """A request for a link found ``depth`` links from a seed, if the source's rules admit it
+        (canonical, through the URL rewriter: ``Admission.link``) and it is not queued already."""
+        entry = self.admission.link(url, depth)
+        return None if entry is None else self.requests(entry)
 
     def links(self, response: TextResponse) -> Iterator[str]:
         """The page's links (a, area, frame, iframe; <base href> honoured) and its meta refresh target."""

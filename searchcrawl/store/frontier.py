@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Row, and_, func, or_, select, update
 
 from searchcrawl.rules.lifecycle import State
+from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.database import Database, keyed, now
 from searchcrawl.store.documents import ROW_KEY
 from searchcrawl.store.models import FrontierState, documents
@@ -31,6 +32,33 @@ if TYPE_CHECKING:
 IN_RUN_LIMIT = 1_000_000  # URLs remembered as in the run (about 100 MB at most), then forgotten
 
 
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What the document table knew of a URL when the frontier leased it: what a conditional GET
+    (middlewares/conditional.py) and a sitemap's lastmod (middlewares/sitemaps.py) need, read
+    with the lease so that they need no lookup of their own. Not the row: only these values."""
+
+    state: str | None
+    checksum: str | None = None
+    last_modified: str | None = None
+    etag: str | None = None
+    last_fetched: datetime | None = None
+    duplicate_of: str | None = None  # the URL it duplicates, while its status is 'duplicate'
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> Known:
+        """The values of a document-table row (``DocumentTable.get``, or a lease's)."""
+        duplicate = row.get("status") == Status.DUPLICATE
+        return cls(
+            row.get("state"),
+            row.get("checksum"),
+            row.get("last_modified"),
+            row.get("etag"),
+            row.get("last_fetched"),
+            row.get("duplicate_of") if duplicate else None,
+        )
+
+
 @dataclass
 class Entry:
     """A URL in the frontier, with the request data that must survive a restart (JSON-able)."""
@@ -38,9 +66,7 @@ class Entry:
     url: str
     depth: int
     data: dict[str, Any] = field(default_factory=dict)
-    # As leased: the URL's row as it stood (state, checksum, validators), read with the lease so
-    # that a conditional GET needs no lookup of its own.
-    row: dict[str, Any] | None = None
+    known: Known | None = None  # as leased: what the document table knew of it
 
 
 class Frontier:
@@ -162,15 +188,7 @@ class Frontier:
                 row.url,
                 row.depth or 0,
                 json.loads(row.request) if row.request else {},
-                {
-                    "state": row.state,
-                    "checksum": row.checksum,
-                    "last_modified": row.last_modified,
-                    "etag": row.etag,
-                    "last_fetched": row.last_fetched,
-                    "status": row.status,
-                    "duplicate_of": row.duplicate_of,
-                },
+                Known.of(dict(row._mapping)),
             )
             for row in rows
         ]

@@ -39,7 +39,8 @@ from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.extensions.run_end import run_end
 from searchcrawl.crawl.frontier_scheduler import IDLE_RECHECK, WAKE_URL, FrontierScheduler
-from searchcrawl.crawl.meta import KNOWN_ROW, WAKE
+from searchcrawl.crawl.meta import KNOWN, WAKE
+from searchcrawl.crawl.requests import admitted
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
@@ -97,8 +98,8 @@ def spider_of(scheduler: FrontierScheduler) -> Spider:
 
 
 def link(scheduler: FrontierScheduler, url: str, depth: int = 1, **meta: Any) -> Request:
-    """A request as the source spider makes it."""
-    request = spider_of(scheduler).request(url, depth)  # type: ignore[attr-defined]
+    """A request as the source spider makes it (its request factory, crawl/requests.py)."""
+    request = spider_of(scheduler).requests(Entry(url, depth))  # type: ignore[attr-defined]
     request.meta.update(meta)
     return request
 
@@ -176,7 +177,8 @@ def test_requests_go_into_the_frontier_and_come_back_as_the_spiders(crawler_of) 
     # breadth-first; the spider's request (callback, errback), no meta beyond the persisted keys
     assert (seed.url, seed.meta["depth"], seed.callback, seed.errback) == ("http://h.test/", 0, spider.parse, spider.failed)  # type: ignore[attr-defined]
     assert "unpersisted" not in seed.meta
-    assert seed.meta[KNOWN_ROW]["state"] == "queued"  # the URL's row, read with the lease
+    assert seed.meta[KNOWN].state == "queued"  # what the table knew of the URL, read with the lease
+    assert not admitted(seed) and not admitted(again)  # made here without their admission: the boundary check admits them
     assert (again.url, again.meta["depth"], again.priority) == ("http://h.test/deep.html", 2, -2)
     assert (again.meta["redirect_urls"], again.meta["retry_times"]) == (["http://h.test/old.html"], 1)
     assert again.callback == spider.parse_document  # type: ignore[attr-defined]

@@ -21,6 +21,7 @@ from twisted.python.failure import Failure
 from searchcrawl.crawl.exceptions import RequestRefused, Unsent
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.meta import PREVIOUS
+from searchcrawl.crawl.requests import admitted
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.crawl.spider import SourceSpider
 from searchcrawl.rules.lifecycle import Event, Outcome, decide
@@ -120,22 +121,24 @@ def test_an_html_page_gives_its_document_and_its_links(crawler_of) -> None:
         "fetched_with": "static",
         "via": None,
     }
-    # canonical links, once each, one level deeper, through the URL rewriter; the boundary is
-    # the scope middleware's job (other.test is requested here, refused there)
+    # canonical links, once each, one level deeper, through the URL rewriter and the boundary
+    # (crawl/requests.py Admission: the dynamic page and other.test are kept out here)
     assert [r.url for r in requests] == [
         "http://h.test/refreshed.html",
         "http://h.test/a.html",
         "http://h.test/b.html",
-        "http://h.test/q?x=1",
         "http://h.test/report.pdf",
-        "http://other.test/",
         "http://h.test/area.html",
         "http://h.test/frame.html",
     ]
     assert {r.meta["depth"] for r in requests} == {2} and all(r.callback == spider.parse for r in requests)
+    assert all(admitted(r) for r in requests)  # nothing admits them again
     assert reports.seen == []  # the page's outcome comes with its document (the pipelines)
-    # the print version the rewriter drops is recorded at once
-    row = state_of(crawler).table.get("unit", "http://h.test/print/a.html")
+    # the links kept out are recorded with the page's exclusions (ScopeMiddleware flushes them)
+    state = state_of(crawler)
+    assert {url for url, *_ in state.excluded} == {"http://h.test/print/a.html", "http://h.test/q?x=1", "http://other.test/"}
+    state.flush_exclusions()
+    row = state.table.get("unit", "http://h.test/print/a.html")
     assert (row["state"], row["status"], row["depth"]) == ("excluded", Status.EXCLUDED_REWRITER, 2)
 
 
@@ -148,6 +151,7 @@ def test_a_rewriter_that_raises_or_makes_an_invalid_url_excludes_that_link_alone
     page = b'<html><body><a href="/boom.html">x</a> <a href="/badport.html">y</a> <a href="/ok.html">z</a></body></html>'
     documents, requests = split(list(spider.parse(html("http://h.test/", page))))
     assert len(documents) == 1 and [r.url for r in requests] == ["http://h.test/ok.html"]
+    state_of(crawler).flush_exclusions()  # as ScopeMiddleware does with the page's output
     table = state_of(crawler).table
     boom = table.get("unit", "http://h.test/boom.html")
     assert (boom["state"], boom["status"], boom["reason"]) == (
@@ -167,7 +171,7 @@ def test_robots_meta_noindex_and_nofollow(crawler_of) -> None:
     reports = Reports(crawler)
     noindex = PAGE.replace(b"<title>", b'<meta name="robots" content="noindex"><title>')
     documents, requests = split(list(spider.parse(html("http://h.test/n.html", noindex))))
-    assert documents == [] and len(requests) == 8  # its links are still followed
+    assert documents == [] and len(requests) == 6  # its links are still followed
     assert [(url, o.event, o.status, o.reason) for url, o in reports.seen] == [
         ("http://h.test/n.html", Event.GONE, Status.NOINDEX, "robots noindex")
     ]
@@ -298,7 +302,7 @@ def test_a_result_filtered_page_is_crawled_for_its_links_only(crawler_of) -> Non
     spider = spider_of(crawler)
     reports = Reports(crawler)
     documents, requests = split(list(spider.parse(html("http://h.test/index/all.html"))))
-    assert documents == [] and len(requests) == 8
+    assert documents == [] and len(requests) == 6
     assert [(o.event, o.status) for _url, o in reports.seen] == [(Event.GONE, Status.EXCLUDED_FILTER)]
 
 
@@ -341,7 +345,10 @@ def test_a_seed_its_own_rules_exclude_is_named_in_a_warning(crawler_of, caplog: 
 
     with caplog.at_level("WARNING", logger="searchcrawl.crawl.spider"):
         requests = asyncio.run(start())
-    assert [r.url for r in requests] == ["http://h.test/", "http://h.test/private/a.html", "http://h.test/b.zip"]
+    # admitted once, at the start: the seeds its rules exclude are not requested, and have their rows
+    assert [r.url for r in requests] == ["http://h.test/"]
+    row = state_of(spider.crawler).table.get("unit", "http://h.test/b.zip")
+    assert (row["state"], row["status"]) == ("excluded", Status.EXCLUDED_PATTERN)
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         (
             "WARNING",
@@ -366,7 +373,7 @@ def test_a_seed_file_full_of_excluded_seeds_names_the_first_ones_and_counts_the_
         return [request async for request in spider.start()]
 
     with caplog.at_level("WARNING", logger="searchcrawl.crawl.spider"):
-        assert len(asyncio.run(start())) == 25
+        assert asyncio.run(start()) == []
     messages = [record.getMessage() for record in caplog.records]
     assert len(messages) == 11 and messages[0].startswith("Seed http://h.test/private/0.html of source unit")
     assert (
@@ -412,7 +419,7 @@ def test_a_page_flattened_keeps_its_base_url_refresh_and_encoding_as_served(craw
         + "<link rel='canonical' href='c.html'><a href='page?q=\u00e9'>p</a>".encode("cp1252")
     )
     response = html("http://h.test/dir/deep.html", body, **{"Content-Type": "text/html; charset=windows-1252"})
-    documents, requests = split(list(spider_of(crawler_of()).parse(response)))
+    documents, requests = split(list(spider_of(crawler_of(SOURCE + "index_dynamic_pages = true\n")).parse(response)))
     (document,) = documents
     assert [r.url for r in requests] == ["http://h.test/dir/page?q=%E9"]
     assert document.canonical_url == "http://h.test/dir/c.html"
@@ -435,7 +442,7 @@ def test_an_empty_shell_is_requested_again_for_the_browser_without_warnings(craw
     shell.headers["Content-Type"] = "text/html"
     _documents, (again,) = split(list(spider.parse(shell)))
     assert again.url == url and again.dont_filter and again.meta["searchcrawl_render"] == "browser"
-    assert (again.meta["depth"], again.meta["redirect_urls"], again.meta["searchcrawl_same_depth"]) == (2, [url[:-1]], True)
+    assert (again.meta["depth"], again.meta["redirect_urls"]) == (2, [url[:-1]])  # the page itself, at its depth
     assert "download_latency" not in again.meta and "redirect_ttl" not in again.meta
     metacopy = build_from_crawler(MetaCopyDetectionMiddleware, crawler)
     with caplog.at_level(logging.WARNING):

@@ -96,7 +96,7 @@ def test_admit_and_rule_excluding_take_the_first_refusal_of_the_explained_chain(
         else:  # the same refusal, named by its check when every step is asked for
             assert decisive[-1].decision == every[-1].decision, url
         admitted = state.admit(url, depth)
-        assert admitted == (ADMITTED if every[-1].allowed else every[-1].decision), url
+        assert admitted.decision == (ADMITTED if every[-1].allowed else every[-1].decision), url
 
         known = state.steps(url, depth, rewrite="known", every=True)
         assert known[0].name == "url_rewriter"

@@ -24,6 +24,7 @@ import logging
 import os
 import socket
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
@@ -108,9 +109,13 @@ class RuleStep(NamedTuple):  # a tuple: made for every URL the crawl meets, it m
 
 # What ``admit`` answers for a URL the source's rules let in (the crawl reads only ``allowed``).
 ADMITTED = ScopeDecision(True, "inside the source's boundary and scope filter")
+# What ``steps`` answers for a URL its ``skip`` passes over (as the rewriter made it): not judged
+SKIPPED = ScopeDecision(True, "not judged: passed over")
 # RuleStep(...) without its Python-level __new__, for the steps the crawl's hot path makes
 _new_step = tuple.__new__
 _UNCHANGED_BY_REWRITER = ScopeDecision(True, "the URL rewriter leaves it as it is")
+# URLs (with their depth) a process remembers it admitted, then forgets (about 150 MB at most)
+ADMITTED_LIMIT = 1_000_000
 # The crawl's stats key of each exclusion status (Enum.name costs a property call a link)
 # entries the agent's listing passed over, as no document can be made of them (a database row
 # without a key, a second row of a key): the run's counters and report say how many
@@ -137,6 +142,7 @@ class CrawlState:
     display_urls: DisplayUrls
     crawler: Crawler
     excluded: list[tuple[str, int, int, str]] = field(default_factory=list)
+    admitted: dict[str, int] = field(default_factory=dict)  # URL -> depth: what this process's rules let in
     recorded: BoundedSet = field(default_factory=lambda: BoundedSet(100_000))
     run_id: int | None = None
     frontier: Frontier | None = None
@@ -245,7 +251,9 @@ class CrawlState:
             raise RuntimeError("a read-only crawl (SEARCHCRAWL_READ_ONLY) has no document cache")
         return self.document_cache
 
-    def steps(self, url: str, depth: int, *, rewrite: Rewrite = None, every: bool = False) -> list[RuleStep]:
+    def steps(
+        self, url: str, depth: int, *, rewrite: Rewrite = None, every: bool = False, skip: Callable[[str], bool] | None = None
+    ) -> list[RuleStep]:
         """The source's rules on ``url``, found ``depth`` links from a seed, in the crawl's order:
         the URL rewriter (``rewrite``, see ``Rewrite``), each boundary check, the scope filter.
         They stop at the first refusal, which is then the last step. The crawl decides with them
@@ -266,25 +274,16 @@ class CrawlState:
                 if not step.decision.allowed:
                     return steps
                 url = step.url
+        if skip is not None and skip(url):  # e.g. queued in this run already: nothing to judge
+            return [_new_step(RuleStep, ("skip", SKIPPED, url))]
         if self.agent is not None:
             # a source of another type: its agent's documents are its boundary (the agent admits
             # a file, a row, a message when it reads it); the scope filter applies as to pages
-            key = self.agent.key_of(url)
-            if key is None:
-                steps.append(
-                    RuleStep("agent", ScopeDecision(False, "not a document of the source's agent", Status.EXCLUDED_SCHEME), url)
-                )
-                return steps
-            if every:  # explain: the agent's own rules, as its listing applies them
-                refusal = self.agent.refusal(key)
-                if refusal is not None:
-                    steps.append(
-                        RuleStep(
-                            "agent", ScopeDecision(False, f"its agent does not list it: {refusal}", Status.EXCLUDED_FILTER), url
-                        )
-                    )
+            agent_step = self._agent_step(url, every)
+            if agent_step is not None:
+                steps.append(agent_step)
+                if not agent_step.allowed:
                     return steps
-                steps.append(RuleStep("agent", ScopeDecision(True, "a document of the source's agent"), url))
         elif every:
             for check, decision in self.boundary.trace(url, depth):
                 steps.append(RuleStep(check.name, decision, url))
@@ -304,6 +303,20 @@ class CrawlState:
         elif every:
             steps.append(RuleStep("scope_filter", ScopeDecision(True, filtered.rule), url))
         return steps
+
+    def _agent_step(self, url: str, every: bool) -> RuleStep | None:
+        """The agent's step on ``url``: a refusal when it is no document of the agent; with
+        ``every`` (explain), the agent's own rules, as its listing applies them; else None."""
+        assert self.agent is not None
+        key = self.agent.key_of(url)
+        if key is None:
+            return RuleStep("agent", ScopeDecision(False, "not a document of the source's agent", Status.EXCLUDED_SCHEME), url)
+        if not every:
+            return None
+        refusal = self.agent.refusal(key)
+        if refusal is not None:
+            return RuleStep("agent", ScopeDecision(False, f"its agent does not list it: {refusal}", Status.EXCLUDED_FILTER), url)
+        return RuleStep("agent", ScopeDecision(True, "a document of the source's agent"), url)
 
     def rewrite_step(self, url: str, *, link: bool) -> RuleStep:
         """The URL rewriter's step on ``url`` (canonical): what it made of it, or raised. A link
@@ -330,22 +343,32 @@ class CrawlState:
             return RuleStep("url_rewriter", ScopeDecision(False, f"not a valid URL: {exc}", Status.EXCLUDED_PORT), rewritten)
         return RuleStep("url_rewriter", ScopeDecision(True, f"the URL rewriter makes it {target}"), target)
 
-    def admit(self, url: str, depth: int) -> ScopeDecision:
-        """The rules' decision on a URL about to be requested: ``steps``' first refusal, else
-        ``ADMITTED``; exclusions are remembered for the document table (written by
-        ``flush_exclusions``) and counted per crawler code."""
-        steps = self.steps(url, depth)
+    def admit(self, url: str, depth: int, *, rewrite: Rewrite = None, skip: Callable[[str], bool] | None = None) -> RuleStep:
+        """The rules' one decision on a URL entering the crawl (crawl/requests.py ``Admission``):
+        ``steps``' first refusal, else an allowed step whose URL is the one to request (the
+        rewriter's result, with ``rewrite="link"``), or the ``SKIPPED`` step of a URL ``skip``
+        passes over (after the rewriter). Exclusions are remembered for the document table
+        (written by ``flush_exclusions``) and counted per crawler code."""
+        steps = self.steps(url, depth, rewrite=rewrite, skip=skip)
         if not steps:
-            return ADMITTED
-        decision = steps[-1].decision
-        if not decision.allowed:
+            self.remember_admitted(url, depth)
+            return _new_step(RuleStep, ("boundary", ADMITTED, url))
+        step = steps[-1]
+        decision = step.decision
+        if decision is SKIPPED:
+            return step
+        if decision.allowed:
+            self.remember_admitted(step.url, depth)
+        else:
             assert decision.status is not None
             self.crawler.stats.inc_value(_EXCLUDED_STAT[decision.status])
-            if url not in self.recorded:
-                self.recorded.add(url)
-                self.excluded.append((url, int(decision.status), depth, decision.rule))
-                logger.debug("Excluded (%s): %s", decision.rule, url)
-        return decision
+            # the rewriter's refusal names the link as found (cut: it may be anything a page holds)
+            excluded = step.url[:2000] if step.name == "url_rewriter" else step.url
+            if excluded not in self.recorded:
+                self.recorded.add(excluded)
+                self.excluded.append((excluded, int(decision.status), depth, decision.rule))
+                logger.debug("Excluded (%s): %s", decision.rule, excluded)
+        return step
 
     def flush_exclusions(self) -> None:
         if self.read_only:  # nothing is written
@@ -448,12 +471,28 @@ class CrawlState:
         except ValueError as exc:
             return int(Status.EXCLUDED_PORT), f"not a valid URL: {exc}"
         if not steps:
+            self.remember_admitted(url, depth)
             return None
         decision = steps[-1].decision  # a known URL's steps (without ``every``) are refusals only
         return (int(decision.status), decision.rule) if decision.status is not None else None
 
+    def remember_admitted(self, url: str, depth: int) -> None:
+        """``url`` was admitted at ``depth`` by this process's rules: its request need not be
+        admitted again (``was_admitted``). Bounded: past ``ADMITTED_LIMIT`` URLs the memory is
+        cleared, and a URL forgotten is only admitted once more."""
+        if len(self.admitted) >= ADMITTED_LIMIT:
+            self.admitted.clear()
+        self.admitted[url] = depth
+
+    def was_admitted(self, url: str, depth: int) -> bool:
+        """Did this process's rules admit ``url`` at ``depth``? Not a URL another process queued
+        (a resumed run's earlier session, another node of a shared crawl: the source file may
+        have changed since), nor one the document table queued again itself (a duplicate taking
+        its original's place): the boundary check admits those when they are requested."""
+        return self.admitted.get(url) == depth
+
     def exclude_link(self, url: str, status: Status, depth: int, reason: str) -> None:
-        """A link a rule keeps out before it becomes a request (an invalid URL, the rewriter)."""
+        """A link kept out before the rules can judge it (an invalid URL: crawl/requests.py), written at once."""
         if url not in self.recorded:
             self.recorded.add(url)
             self.excluded.append((url, int(status), depth, reason))

@@ -12,9 +12,19 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
-from searchcrawl.crawl.meta import DUPLICATE_OF, KNOWN_ROW, PREVIOUS, RENDER, own_request
-from searchcrawl.rules.status_codes import Status
+from searchcrawl.crawl.meta import DUPLICATE_OF, KNOWN, PREVIOUS, RENDER, own_request
 from searchcrawl.store.documents import IN_INDEX
+from searchcrawl.store.frontier import Known
+
+
+def known_of(request: Request, context: CrawlState) -> Known | None:
+    """What the document table knows of the request's URL: as the frontier leased it (meta
+    ``KNOWN``), else looked up (a request not from the frontier: Scrapy's scheduler)."""
+    if KNOWN in request.meta:
+        known: Known | None = request.meta[KNOWN]
+        return known
+    row = context.table.get(context.source.name, request.url)
+    return None if row is None else Known.of(row)
 
 
 class ConditionalGetMiddleware:
@@ -28,23 +38,25 @@ class ConditionalGetMiddleware:
     def process_request(self, request: Request) -> None:
         if own_request(request):
             return
-        row = (
-            request.meta.pop(KNOWN_ROW, None)
-            if KNOWN_ROW in request.meta
-            else (self.context.table.get(self.context.source.name, request.url))
-        )
-        if row is None:
+        known = known_of(request, self.context)
+        request.meta.pop(KNOWN, None)  # read here: not carried on to the response
+        if known is None:
             return
-        if row["state"] not in IN_INDEX:
-            if self.context.agent is not None and row.get("status") == Status.DUPLICATE and row.get("duplicate_of"):
+        if known.state not in IN_INDEX:
+            if self.context.agent is not None and known.duplicate_of:
                 # an agent's duplicate (a file copied, an attachment sent twice): unchanged, it stays one
-                request.meta[DUPLICATE_OF] = (row["etag"], row["duplicate_of"])
+                request.meta[DUPLICATE_OF] = (known.etag, known.duplicate_of)
             return
-        request.meta[PREVIOUS] = {key: row[key] for key in ("checksum", "last_modified", "etag", "state")}
+        request.meta[PREVIOUS] = {
+            "checksum": known.checksum,
+            "last_modified": known.last_modified,
+            "etag": known.etag,
+            "state": known.state,
+        }
         if self.context.forced or self.context.source.settings.orphans == "delete" or request.meta.get(RENDER) == "browser":
             return  # a forced recrawl ignores validators; orphan detection needs every page's links;
             # a page that may be rendered needs its body (a browser cannot render a 304)
-        if row["last_modified"]:
-            request.headers.setdefault(b"If-Modified-Since", row["last_modified"].encode("latin-1"))
-        if row["etag"]:
-            request.headers.setdefault(b"If-None-Match", row["etag"].encode("latin-1"))
+        if known.last_modified:
+            request.headers.setdefault(b"If-Modified-Since", known.last_modified.encode("latin-1"))
+        if known.etag:
+            request.headers.setdefault(b"If-None-Match", known.etag.encode("latin-1"))

@@ -40,17 +40,17 @@ from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
 from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
-from searchcrawl.crawl.frontier_scheduler import entry_from_request
 from searchcrawl.crawl.meta import (
     DONT_REDIRECT,
     DONT_RETRY,
     DOWNLOAD_MAXSIZE,
     HANDLE_HTTPSTATUS_ALL,
-    KNOWN_ROW,
     SITEMAP_REQUEST,
     own_request,
 )
+from searchcrawl.crawl.middlewares.conditional import known_of
 from searchcrawl.crawl.middlewares.robots import site_of
+from searchcrawl.crawl.requests import Admission
 from searchcrawl.crawl.signals import robots_txt_read
 from searchcrawl.rules.lifecycle import Event, State
 from searchcrawl.rules.robots_txt import RobotsTxt
@@ -69,6 +69,7 @@ CONFIGURED = ""  # the key of the source file's own sitemaps, read before any pa
 class SitemapMiddleware:
     def __init__(self, crawler: Crawler, context: CrawlState) -> None:
         self.crawler, self.context = crawler, context
+        self.admission = Admission(context)
         settings = context.source.settings
         self.configured = list(settings.sitemaps)
         self.from_robots = settings.sitemaps_from_robots and settings.obey_robots
@@ -254,7 +255,6 @@ class SitemapMiddleware:
     def queue_pages(self, sitemap_url: str, entries: list[tuple[str, Any]]) -> None:
         """A urlset's pages on its host join the crawl as seeds, through the source's rules,
         and their lastmod becomes a hint."""
-        spider: Any = self.crawler.spider
         seeds: list[Entry] = []
         foreign = 0
         for loc, lastmod in entries:
@@ -266,13 +266,12 @@ class SitemapMiddleware:
             except ValueError:
                 continue
             self.hints.add(url, lastmod)
-            request = spider.link_request(url, 0)  # rewritten, or None when excluded or queued already
-            if request is None:
+            entry = self.admission.link(url, 0)  # rewritten, or None when excluded or queued already
+            if entry is None:
                 continue
-            if request.url != url:
-                self.hints.add(request.url, lastmod)
-            if self.context.admit(request.url, 0).allowed:
-                seeds.append(entry_from_request(request))
+            if entry.url != url:
+                self.hints.add(entry.url, lastmod)
+            seeds.append(entry)
         self.context.flush_exclusions()
         added = self.context.frontier.add(seeds) if seeds and self.context.frontier is not None else 0
         logger.info(
@@ -294,10 +293,10 @@ class SitemapMiddleware:
         lastmod = self.hints.get(request.url)
         if lastmod is None:
             return
-        row = request.meta.get(KNOWN_ROW) or self.context.table.get(self.context.source.name, request.url)
-        if row is None or row.get("state") != State.INDEXED:
+        known = known_of(request, self.context)
+        if known is None or known.state != State.INDEXED:
             return
-        last_fetched = as_utc(row.get("last_fetched"))
+        last_fetched = as_utc(known.last_fetched)
         if unchanged_since_fetch(lastmod, last_fetched, datetime.now(UTC), self.trust_for):
             assert last_fetched is not None
             raise RequestRefused(

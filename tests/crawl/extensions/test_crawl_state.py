@@ -135,7 +135,7 @@ def test_admit_decides_on_a_request_and_remembers_the_exclusion(crawler_of, url:
     state = state_of(crawler)
     decision = state.admit(url, depth)
     if status is None:
-        assert decision == ADMITTED and decision.allowed and state.excluded == []
+        assert decision.decision == ADMITTED and decision.allowed and state.excluded == []
         return
     assert (decision.allowed, decision.status) == (False, status) and decision.rule
     assert state.excluded == [(url, int(status), depth, decision.rule)]

@@ -13,8 +13,9 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.meta import LEAVES_BOUNDARY, ROBOTS_REQUEST
+from searchcrawl.crawl.meta import ADMITTED, LEAVES_BOUNDARY, ROBOTS_REQUEST
 from searchcrawl.crawl.middlewares.boundary_check import BoundaryMiddleware
+from searchcrawl.crawl.requests import admitted
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
 from tests.components import source_crawler, state_of
@@ -44,7 +45,9 @@ def test_a_request_inside_the_boundary_passes(middleware: BoundaryMiddleware, ur
     request = Request(url, meta={"depth": 1})
     before = (request.url, dict(request.meta), request.headers.to_unicode_dict())
     assert middleware.process_request(request) is None
-    assert (request.url, dict(request.meta), request.headers.to_unicode_dict()) == before  # nothing changes
+    assert admitted(request)  # so that a retry of it is not admitted again
+    meta = {key: value for key, value in request.meta.items() if key != ADMITTED}
+    assert (request.url, meta, request.headers.to_unicode_dict()) == before  # nothing else changes
 
 
 @pytest.mark.parametrize(

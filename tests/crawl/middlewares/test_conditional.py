@@ -1,21 +1,21 @@
 """ConditionalGetMiddleware built alone (``build_from_crawler`` on a ``get_crawler`` crawler of a
 source): a request for a document in the index carries If-Modified-Since / If-None-Match from
-its row (the row the frontier read with its lease, ``KNOWN_ROW`` meta, or else the URL's row in
+its row (what the frontier read with its lease, ``KNOWN`` meta, or else the URL's row in
 the real SQLite document table) and what the index holds (``PREVIOUS`` meta); a forced recrawl,
 a source deleting orphans and a page to be rendered send no validators."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from scrapy import Request
 from scrapy.utils.misc import build_from_crawler
 
-from searchcrawl.crawl.meta import KNOWN_ROW, PREVIOUS, RENDER, ROBOTS_REQUEST
+from searchcrawl.crawl.meta import KNOWN, PREVIOUS, RENDER, ROBOTS_REQUEST
 from searchcrawl.crawl.middlewares.conditional import ConditionalGetMiddleware
 from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.store.frontier import Known
 from tests.components import source_crawler, state_of
 
 URL = "http://h.test/doc.html"
@@ -23,9 +23,9 @@ LAST_MODIFIED = "Wed, 21 Oct 2015 07:28:00 GMT"
 ETAG = '"abc123"'
 
 
-def row(state: str = "indexed", last_modified: str | None = LAST_MODIFIED, etag: str | None = ETAG) -> dict[str, Any]:
-    """A row as the frontier reads it with a lease (store/frontier.py ``Entry.row``)."""
-    return {"state": state, "checksum": "c0ffee", "last_modified": last_modified, "etag": etag}
+def row(state: str = "indexed", last_modified: str | None = LAST_MODIFIED, etag: str | None = ETAG) -> Known:
+    """What the frontier read of the URL with a lease (store/frontier.py ``Known``)."""
+    return Known(state, "c0ffee", last_modified, etag)
 
 
 def validators(request: Request) -> tuple[bytes | None, bytes | None]:
@@ -51,11 +51,11 @@ def index_document(crawler, url: str, last_modified: str | None, etag: str | Non
 
 
 def test_the_row_the_request_carries_gives_the_validators(middleware: ConditionalGetMiddleware) -> None:
-    request = Request(URL, meta={KNOWN_ROW: row()})
+    request = Request(URL, meta={KNOWN: row()})
     assert middleware.process_request(request) is None
     assert validators(request) == (LAST_MODIFIED.encode(), ETAG.encode())
     assert request.meta[PREVIOUS] == {"checksum": "c0ffee", "last_modified": LAST_MODIFIED, "etag": ETAG, "state": "indexed"}
-    assert KNOWN_ROW not in request.meta  # read once: it is not carried on to the response
+    assert KNOWN not in request.meta  # read once: it is not carried on to the response
 
 
 def test_only_the_validators_the_row_has_are_sent(middleware: ConditionalGetMiddleware) -> None:
@@ -64,21 +64,21 @@ def test_only_the_validators_the_row_has_are_sent(middleware: ConditionalGetMidd
         (None, ETAG, (None, ETAG.encode())),
         (None, None, (None, None)),
     ]:
-        request = Request(URL, meta={KNOWN_ROW: row(last_modified=last_modified, etag=etag)})
+        request = Request(URL, meta={KNOWN: row(last_modified=last_modified, etag=etag)})
         middleware.process_request(request)
         assert validators(request) == expected, (last_modified, etag)
         assert request.meta[PREVIOUS]["state"] == "indexed"
 
 
 def test_a_pending_document_is_in_the_index_too(middleware: ConditionalGetMiddleware) -> None:
-    request = Request(URL, meta={KNOWN_ROW: row(state="pending")})
+    request = Request(URL, meta={KNOWN: row(state="pending")})
     middleware.process_request(request)
     assert validators(request) == (LAST_MODIFIED.encode(), ETAG.encode())
 
 
 def test_a_url_not_in_the_index_gets_no_validators(middleware: ConditionalGetMiddleware) -> None:
     for state in ("queued", "fetched", "excluded", "failed", "removing", "removed"):
-        request = Request(URL, meta={KNOWN_ROW: row(state=state)})
+        request = Request(URL, meta={KNOWN: row(state=state)})
         middleware.process_request(request)
         assert validators(request) == (None, None), state
         assert PREVIOUS not in request.meta, state
@@ -99,14 +99,14 @@ def test_without_a_carried_row_the_document_table_is_read(crawler, middleware: C
 def test_a_carried_row_wins_over_the_table(crawler, middleware: ConditionalGetMiddleware) -> None:  # type: ignore[no-untyped-def]
     """The frontier read the row with the lease: no second look-up, even when it says "unknown"."""
     index_document(crawler, URL, LAST_MODIFIED, ETAG)
-    request = Request(URL, meta={KNOWN_ROW: None})
+    request = Request(URL, meta={KNOWN: None})
     middleware.process_request(request)
     assert validators(request) == (None, None)
-    assert PREVIOUS not in request.meta and KNOWN_ROW not in request.meta
+    assert PREVIOUS not in request.meta and KNOWN not in request.meta
 
 
 def test_validators_already_on_the_request_are_kept(middleware: ConditionalGetMiddleware) -> None:
-    request = Request(URL, headers={"If-None-Match": '"mine"'}, meta={KNOWN_ROW: row()})
+    request = Request(URL, headers={"If-None-Match": '"mine"'}, meta={KNOWN: row()})
     middleware.process_request(request)
     assert validators(request) == (LAST_MODIFIED.encode(), b'"mine"')
 
@@ -114,7 +114,7 @@ def test_validators_already_on_the_request_are_kept(middleware: ConditionalGetMi
 def test_a_robots_txt_fetch_is_left_alone(crawler, middleware: ConditionalGetMiddleware) -> None:  # type: ignore[no-untyped-def]
     url = "http://h.test/robots.txt"
     index_document(crawler, url, LAST_MODIFIED, ETAG)
-    request = Request(url, meta={ROBOTS_REQUEST: True, KNOWN_ROW: row()})
+    request = Request(url, meta={ROBOTS_REQUEST: True, KNOWN: row()})
     middleware.process_request(request)
     assert validators(request) == (None, None)
     assert PREVIOUS not in request.meta
@@ -122,18 +122,18 @@ def test_a_robots_txt_fetch_is_left_alone(crawler, middleware: ConditionalGetMid
 
 def test_a_page_to_be_rendered_gets_its_body(middleware: ConditionalGetMiddleware) -> None:
     """A browser cannot render a 304: no validators, but the index's version is still known."""
-    request = Request(URL, meta={KNOWN_ROW: row(), RENDER: "browser"})
+    request = Request(URL, meta={KNOWN: row(), RENDER: "browser"})
     middleware.process_request(request)
     assert validators(request) == (None, None)
     assert request.meta[PREVIOUS]["checksum"] == "c0ffee"
-    auto = Request(URL, meta={KNOWN_ROW: row(), RENDER: "auto"})  # fetched statically first
+    auto = Request(URL, meta={KNOWN: row(), RENDER: "auto"})  # fetched statically first
     middleware.process_request(auto)
     assert validators(auto) == (LAST_MODIFIED.encode(), ETAG.encode())
 
 
 def test_a_forced_recrawl_sends_no_validators(crawler, middleware: ConditionalGetMiddleware) -> None:  # type: ignore[no-untyped-def]
     state_of(crawler).configure({"recrawl": "force"})  # `scrapy crawl <source> -a recrawl=force`
-    request = Request(URL, meta={KNOWN_ROW: row()})
+    request = Request(URL, meta={KNOWN: row()})
     middleware.process_request(request)
     assert validators(request) == (None, None)
     assert request.meta[PREVIOUS]["etag"] == ETAG
@@ -143,7 +143,7 @@ def test_a_source_deleting_orphans_sends_no_validators(tmp_path: Path) -> None:
     """A 304 has no links, and finding orphans needs every page's links."""
     crawler = source_crawler(tmp_path, 'seeds = ["http://h.test/"]\norphans = "delete"\n')
     middleware = build_from_crawler(ConditionalGetMiddleware, crawler)
-    request = Request(URL, meta={KNOWN_ROW: row()})
+    request = Request(URL, meta={KNOWN: row()})
     middleware.process_request(request)
     assert validators(request) == (None, None)
     assert request.meta[PREVIOUS]["state"] == "indexed"

@@ -15,6 +15,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.meta import RENDER
 from searchcrawl.crawl.middlewares.render import RenderMiddleware
+from searchcrawl.store.frontier import Entry
 from tests.components import source_crawler
 
 URL = "http://h.test/app/page.html"
@@ -86,7 +87,7 @@ render_js = "auto"
     middleware = build_from_crawler(RenderMiddleware, crawler)
     rendered = {}
     for path in ("app/page.html", "maybe/page.html", "docs/page.html"):
-        request = spider.request(f"http://h.test/{path}", depth=1)
+        request = spider.requests(Entry(f"http://h.test/{path}", 1))  # the crawl's request factory
         middleware.process_request(request)
         rendered[path] = (request.meta.get(RENDER), request.meta.get("playwright", False))
     assert rendered == {

@@ -22,7 +22,7 @@ from scrapy import Request
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.misc import build_from_crawler
 
-from searchcrawl.crawl.meta import RENDER, SAME_DEPTH
+from searchcrawl.crawl.meta import ADMITTED, RENDER
 from searchcrawl.crawl.middlewares.scope import ScopeMiddleware
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Frontier
@@ -50,10 +50,10 @@ def page(url: str = PAGE, depth: int = 1) -> Response:
     return HtmlResponse(url, body=b"<html><body>page</body></html>", request=Request(url, meta={"depth": depth}))
 
 
-def link(url: str, depth: int = 2, **kwargs: Any) -> Request:
-    """A link as the spider yields it, after Scrapy's DepthMiddleware counted its depth."""
-    meta = kwargs.pop("meta", {})
-    return Request(url, meta={"depth": depth, **meta}, **kwargs)
+def link(url: str, **kwargs: Any) -> Request:
+    """A request a (custom) spider made itself, not through its admission: the middleware admits
+    it, one level below the page."""
+    return Request(url, **kwargs)
 
 
 def run_output(
@@ -128,9 +128,10 @@ def test_links_outside_the_boundary_are_dropped_and_recorded(crawler, middleware
         "http://h.test/docs/search?q=1": Status.EXCLUDED_DYNAMIC,
         "ftp://h.test/docs/file.txt": Status.EXCLUDED_SCHEME,
     }
-    too_deep = link("http://h.test/docs/deeper.html", depth=3)  # max_depth = 2
-    outputs = [link(url) for url in excluded] + [too_deep, link("http://h.test/docs/ok.html")]
+    too_deep = link("http://h.test/docs/deeper.html")  # max_depth = 2
+    outputs = [link(url) for url in excluded] + [link("http://h.test/docs/ok.html")]
     assert run_output(middleware, page(), outputs) == []
+    assert run_output(middleware, page(depth=2), [too_deep]) == []
     assert list(queued(frontier)) == ["http://h.test/docs/ok.html"]
     state = state_of(crawler)
     rows = {url: state.table.get(state.source.name, url) for url in [*excluded, too_deep.url]}
@@ -154,13 +155,15 @@ def test_a_dont_filter_request_is_queued_again_in_the_same_run(crawler, middlewa
 
 
 def test_a_render_of_the_page_itself_keeps_the_pages_depth(crawler, middleware: ScopeMiddleware) -> None:  # type: ignore[no-untyped-def]
-    """The spider asks for a browser render of an empty shell (``SAME_DEPTH``): DepthMiddleware
-    counted it as a link, one deeper, which could take it past max_depth."""
+    """The spider asks for a browser render of an empty shell: the page's own request again,
+    admitted already, at its depth (one deeper could take it past max_depth); the page itself
+    made without its admission is judged at its depth too."""
     _run_id, frontier = start_run(crawler)
     deepest = page("http://h.test/docs/app.html", depth=2)
-    again = link(deepest.url, depth=3, dont_filter=True, meta={RENDER: "browser", SAME_DEPTH: True})
+    again = Request(deepest.url, dont_filter=True, meta={"depth": 2, RENDER: "browser", ADMITTED: deepest.url})
     assert run_output(middleware, deepest, [again]) == []
-    assert SAME_DEPTH not in again.meta
+    assert queued(frontier) == {deepest.url: (2, {RENDER: "browser"})}
+    assert run_output(middleware, deepest, [link(deepest.url, dont_filter=True, meta={RENDER: "browser"})]) == []
     assert queued(frontier) == {deepest.url: (2, {RENDER: "browser"})}
 
 

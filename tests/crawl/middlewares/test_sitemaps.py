@@ -18,11 +18,12 @@ from scrapy.http import Response
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.meta import KNOWN_ROW
+from searchcrawl.crawl.meta import KNOWN
 from searchcrawl.crawl.middlewares.sitemaps import SitemapMiddleware
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.robots_txt import RobotsTxt
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.frontier import Known
 from tests.components import source_crawler, state_of
 
 SITE = "http://h.test"
@@ -37,7 +38,7 @@ def build(tmp_path: Path, extra: str = "") -> SitemapMiddleware:
 
 
 def known(url: str, state: str = "indexed", fetched: datetime | None = FETCHED) -> Request:
-    return Request(url, meta={KNOWN_ROW: {"state": state, "last_fetched": fetched}})
+    return Request(url, meta={KNOWN: Known(state, last_fetched=fetched)})
 
 
 def test_off_without_sitemaps_to_read(tmp_path: Path) -> None:
