@@ -352,16 +352,16 @@ def test_the_push_under_way_at_the_close_queues_no_duplicate_to_take_a_refused_d
     would end suspended). The flag is off before that push is awaited, not only at the run's end."""
     crawler = crawler_of()
     pipeline = build_from_crawler(SolrPipeline, crawler)
-    table = state_of(crawler).table
+    state = state_of(crawler)
     seen: list[bool] = []
 
     async def crawl() -> None:
-        async def push_under_way() -> None:
-            seen.append(table.promotes_duplicates)
+        async def push_under_way() -> None:  # it writes through the crawl's table of the moment (a value)
+            seen.append(state.table.promotes_duplicates)
 
         pipeline.flushing = asyncio.ensure_future(push_under_way())
         await pipeline.close_spider()
 
-    assert table.promotes_duplicates
+    assert state.table.promotes_duplicates
     asyncio.run(crawl())
     assert seen == [False]
