@@ -356,7 +356,7 @@ def test_the_push_under_way_at_the_close_queues_no_duplicate_to_take_a_refused_d
     seen: list[bool] = []
 
     async def crawl() -> None:
-        async def push_under_way() -> None:  # it writes through the ledger, to the crawl's table of the moment
+        async def push_under_way() -> None:  # it writes through the crawl's table of the moment (a value)
             seen.append(state.table.promotes_duplicates)
 
         pipeline.flushing = asyncio.ensure_future(push_under_way())

@@ -41,7 +41,7 @@ from searchcrawl.config.source import Source
 from searchcrawl.content.convert import Converter, DocumentConverter, TikaConverter
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.index.cache import DocumentCache
-from searchcrawl.index.indexer import IndexingError, SolrIndex, found_documents
+from searchcrawl.index.indexer import IndexingError, SolrIndex, SolrPusher, found_documents
 from searchcrawl.ops.local_fleet import shared_crawl
 from searchcrawl.rules.boundary import Boundary, ScopeDecision
 from searchcrawl.rules.display_urls import DisplayUrls
@@ -168,6 +168,9 @@ class CrawlState:
     # the ledger writer, the one writer of URL states (kept here: signal receivers are weak
     # references); None in a read-only crawl, which writes nothing
     ledger: LedgerWriter | None = None
+    # the crawl's one Solr pusher (pipelines/solr_push.py ``solr_pusher``): the Solr pipeline's
+    # pushes and the run's last push are its, so the id migration before the first is done once
+    pusher: SolrPusher | None = None
     scope_filter: FilterSet | None = None
     result_filter: FilterSet | None = None
     # a source of another type than web sites: its agent (searchcrawl/agents/), and whether its

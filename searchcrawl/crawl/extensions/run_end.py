@@ -36,7 +36,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -234,14 +235,28 @@ class RunEnd:
         counts = context.frontier.counts() if context.frontier is not None else {}
         state = closing_state(reason, counts.get(FrontierState.QUEUED, 0))
         if not self.claim(context, state, counts):
-            self.push_at_end(context, remove=False)  # its own documents; the removals are the ending node's
+            with self.then_leave(context):
+                self.push_at_end(context, remove=False)  # its own documents; the removals are the ending node's
             self.leave_or_suspend(context, state, reason)
             return
-        self.wait_for_other_nodes(context)
-        self.settle(context)
-        remove = self.guard(context)
-        self.push_at_end(context, remove)
+        with self.then_leave(context):
+            self.wait_for_other_nodes(context)
+            self.settle(context)
+            remove = self.guard(context)
+            self.push_at_end(context, remove)
         self.report(context, state, reason)
+
+    @contextmanager
+    def then_leave(self, context: CrawlState) -> Iterator[None]:
+        """A step before leaving the run that fails (the database, the cache, a bug) is logged,
+        and the run is left and its end recorded all the same, as when the Solr pipeline's and
+        the scheduler's close did them apart: otherwise the run stayed running with no report,
+        as if the process had been killed (the next crawl resumed it), and in a shared crawl the
+        ending node waited for a node that never left."""
+        try:
+            yield
+        except Exception:
+            logger.exception("The end of run %s of %s failed; the run is left all the same", context.run_id, context.source.name)
 
     # --- the steps ---
 

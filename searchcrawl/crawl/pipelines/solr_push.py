@@ -40,7 +40,17 @@ MAX_PAUSE = 300.0  # seconds: the longest wait between push attempts during a cr
 
 
 def solr_pusher(crawler: Crawler, context: CrawlState) -> SolrPusher:
-    """The source's pusher, with the crawl's batch settings (the pipeline's, the run end's)."""
+    """The crawl's pusher, with its batch settings: one for the pipeline and the run's end
+    (``CrawlState.pusher``), made on first use. One, so that what it does once a crawl (the id
+    migration before the first push, ``SolrPusher.migrate_ids``) is done once: a second pusher
+    at the run's end asked Solr again, and said a refused migration twice and a failed one at
+    every attempt of the last push."""
+    if context.pusher is None:
+        context.pusher = _new_pusher(crawler, context)
+    return context.pusher
+
+
+def _new_pusher(crawler: Crawler, context: CrawlState) -> SolrPusher:
     settings = crawler.settings
     return SolrPusher(
         context.source.name,
@@ -71,7 +81,6 @@ class SolrPipeline:
         self.retry_after = 0.0
         self.pushed_at = 0  # the cache's bytes_put when the last push during the crawl began
         self.pushed_time = time.monotonic()  # and when it began (the crawl's start before the first)
-        self.pusher: SolrPusher | None = None  # made on first use: a read-only crawl has no cache
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SolrPipeline:
@@ -82,9 +91,7 @@ class SolrPipeline:
         for the run's end, where the mass-deletion guard sees them all. Processes sharing
         the cache push it in turn; without ``wait``, one finding another pushing skips its turn
         (the other pushes its documents too)."""
-        if self.pusher is None:
-            self.pusher = solr_pusher(self.crawler, self.context)
-        return self.pusher.push_once(remove, wait)
+        return solr_pusher(self.crawler, self.context).push_once(remove, wait)
 
     def _account(self, result: PushResult) -> None:
         if result.skipped:  # another process pushed: says nothing of Solr, keeps the pause as it is

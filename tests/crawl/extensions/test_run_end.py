@@ -307,3 +307,54 @@ def test_a_node_stays_alive_in_its_run_until_its_end_is_over(crawler_of) -> None
     end.end = lambda reason: seen.append(runs.nodes(run_id, 30))  # type: ignore[method-assign]
     asyncio.run(end.closed("finished"))
     assert seen == [[state.owner]]
+
+
+# --- regressions (the second read of issue 54's run end) -------------------------------------------
+
+
+def test_a_step_that_fails_leaves_the_run_ended_all_the_same(crawler_of, caplog) -> None:
+    """The Solr pipeline's close and the scheduler's close did the end apart: a last push that
+    raised left the run ended by the scheduler. One RunEnd must not leave it running."""
+    crawler = crawler_of()
+    runs, run_id = attached(crawler)
+    end = run_end(crawler)
+
+    def broken(context: Any, remove: bool) -> None:
+        raise OSError("the cache's disk is gone")
+
+    end.push_at_end = broken  # type: ignore[method-assign]
+    with caplog.at_level(logging.ERROR):
+        end.end("finished")
+    assert runs.get(run_id)["state"] == "finished"  # type: ignore[index]
+    assert runs.nodes(run_id, 600) == []
+    assert f"The end of run {run_id} of unit failed" in caplog.text and "the cache's disk is gone" in caplog.text
+
+
+def test_a_node_whose_last_push_fails_still_leaves_the_shared_run(crawler_of) -> None:
+    crawler = crawler_of(SEARCHCRAWL_SHARED_CRAWL=True)
+    runs, run_id = attached(crawler, owner="other-host:1")
+    end = run_end(crawler)
+
+    def broken(context: Any, remove: bool) -> None:
+        raise OSError("the cache's disk is gone")
+
+    end.push_at_end = broken  # type: ignore[method-assign]
+    end.end("shutdown")  # the other node goes on
+    assert runs.nodes(run_id, 600) == ["other-host:1"]  # this one left: the ending node does not wait for it
+
+
+def test_the_crawl_migrates_solr_ids_once_for_its_pushes_and_its_last(crawler_of, monkeypatch) -> None:
+    """The Solr pipeline's pushes and the run's last push are one pusher's: the migration of the
+    ids before the first push is asked of Solr once a crawl, not again at its end."""
+    from searchcrawl.crawl.pipelines.solr_push import SolrPipeline
+    from searchcrawl.index import indexer
+
+    asked: list[str] = []
+    monkeypatch.setattr(indexer, "migrate_ids", lambda index, source, **kwargs: asked.append(source) or 0)
+    crawler = crawler_of()
+    attached(crawler)
+    pipeline = build_from_crawler(SolrPipeline, crawler)
+    assert pipeline.push_once().error is None  # a push during the crawl (nothing cached: nothing sent)
+    run_end(crawler).end("finished")
+    assert asked == ["unit"]
+    assert crawler.stats.get_value("searchcrawl/pending") == 0
