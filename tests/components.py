@@ -7,17 +7,20 @@ with ``build_from_crawler`` exactly as Scrapy would, and no crawl or subprocess 
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from scrapy import signals
 from scrapy.core.engine import ExecutionEngine
 from scrapy.crawler import Crawler
+from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.reactor import is_reactor_installed
 from scrapy.utils.test import get_crawler, get_reactor_settings
 
 from searchcrawl import settings as project_settings
@@ -88,3 +91,26 @@ async def engine_of(crawler: Crawler) -> AsyncIterator[ExecutionEngine]:
         await engine.close_async()
         await crawler.signals.send_catch_log_async(signal=signals.engine_stopped)
         crawler.engine = None
+
+
+Component = TypeVar("Component")
+
+
+def run_with_engine(crawler: Crawler, component: type[Component], scenario: Callable[[Component], Awaitable[None]]) -> None:
+    """Run ``scenario`` on ``component`` built from ``crawler`` as Scrapy builds it, with an
+    engine on the crawler (opened, never started): for a middleware that sends requests of its
+    own through the engine (robots.txt, a login form)."""
+
+    async def main() -> None:
+        crawler.spider = crawler.spidercls.from_crawler(crawler)  # what Crawler.crawl() does first
+        engine = ExecutionEngine(crawler, lambda _spider: None)
+        crawler.engine = engine
+        try:
+            await engine.open_spider_async(close_if_idle=False)
+            await scenario(build_from_crawler(component, crawler))
+        finally:
+            await engine.close_async()
+            await crawler.signals.send_catch_log_async(signal=signals.engine_stopped)
+
+    asyncio.run(main())
+    assert not is_reactor_installed()  # nothing installed a reactor for the tests that follow

@@ -24,12 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scrapy import Request, signals
-from scrapy.core.engine import ExecutionEngine
+from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import HtmlResponse
 from scrapy.utils.misc import build_from_crawler
-from scrapy.utils.reactor import is_reactor_installed
 
 from searchcrawl import settings as project_settings
 from searchcrawl.crawl.exceptions import RequestRefused
@@ -38,7 +36,7 @@ from searchcrawl.crawl.middlewares.form_login import FormLoginGateMiddleware, Fo
 from searchcrawl.crawl.middlewares.site_auth import SiteAuthError
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
-from tests.components import source_crawler
+from tests.components import run_with_engine, source_crawler
 from tests.e2e.test_form_login import LOGIN_FORM, FormSite
 
 PASSWORD = "pw-unit-Vx3"  # noqa: S105 - the test's own secret
@@ -71,20 +69,7 @@ def crawler_of(tmp_path: Path, site: FormSite, monkeypatch: pytest.MonkeyPatch, 
 
 def run(crawler: Crawler, scenario: Callable[[FormLoginMiddleware], Awaitable[None]]) -> None:
     """Run ``scenario`` on the middleware, with an engine (opened, never started) on the crawler."""
-
-    async def main() -> None:
-        crawler.spider = crawler.spidercls.from_crawler(crawler)
-        engine = ExecutionEngine(crawler, lambda _spider: None)
-        crawler.engine = engine
-        try:
-            await engine.open_spider_async(close_if_idle=False)
-            await scenario(build_from_crawler(FormLoginMiddleware, crawler))
-        finally:
-            await engine.close_async()
-            await crawler.signals.send_catch_log_async(signal=signals.engine_stopped)
-
-    asyncio.run(main())
-    assert not is_reactor_installed()
+    run_with_engine(crawler, FormLoginMiddleware, scenario)
 
 
 def expired(request: Request) -> HtmlResponse:

@@ -47,11 +47,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scrapy import Request, signals
-from scrapy.core.engine import ExecutionEngine
+from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.utils.misc import build_from_crawler
-from scrapy.utils.reactor import is_reactor_installed
 
 from searchcrawl import settings as project_settings
 from searchcrawl.crawl.exceptions import RequestRefused
@@ -61,7 +58,7 @@ from searchcrawl.crawl.signals import robots_txt_read
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.robots_txt import MAX_ROBOTS_BYTES
 from searchcrawl.rules.status_codes import Status
-from tests.components import source_crawler
+from tests.components import run_with_engine, source_crawler
 from tests.conftest import InFlight, Site
 
 ROBOTS_MIDDLEWARE = f"{RobotsMiddleware.__module__}.{RobotsMiddleware.__qualname__}"
@@ -90,20 +87,7 @@ def crawler_of(tmp_path: Path, *sites: str, keys: str = "", **settings: Any) -> 
 
 def run(crawler: Crawler, scenario: Callable[[RobotsMiddleware], Awaitable[None]]) -> None:
     """Run ``scenario`` on the middleware, with an engine (opened, never started) on the crawler."""
-
-    async def main() -> None:
-        crawler.spider = crawler.spidercls.from_crawler(crawler)  # what Crawler.crawl() does first
-        engine = ExecutionEngine(crawler, lambda _spider: None)
-        crawler.engine = engine
-        try:
-            await engine.open_spider_async(close_if_idle=False)
-            await scenario(build_from_crawler(RobotsMiddleware, crawler))
-        finally:
-            await engine.close_async()
-            await crawler.signals.send_catch_log_async(signal=signals.engine_stopped)
-
-    asyncio.run(main())
-    assert not is_reactor_installed()  # nothing installed a reactor for the tests that follow
+    run_with_engine(crawler, RobotsMiddleware, scenario)
 
 
 async def refused(middleware: RobotsMiddleware, url: str) -> RequestRefused:
