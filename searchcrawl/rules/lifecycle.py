@@ -217,6 +217,10 @@ class Row:
     # ``delta_run`` is the current run; None: nothing, or no run): a run reports what changed
     # from its start, not the last of its outcomes (``in_run``)
     reported: Delta | None = None
+    # the checksum of the content Solr holds for it, when the table knows it (None: it holds none,
+    # or the row's checksum is no longer that content): a URL that left the index in the run and
+    # comes back with that very content did not change for a searcher
+    indexed_checksum: str | None = None
 
 
 @dataclass(frozen=True)
@@ -268,7 +272,11 @@ def decide(row: Row | None, outcome: Outcome, max_failures: int = 3) -> Change:
         status = row.status if status is None else status
     leaves = row.state in IN_INDEX and state == State.REMOVING
     if event == Event.CACHED:  # a forced recrawl's same content is unchanged, though pushed again
-        delta = (Delta.UNCHANGED if kind == Delta.UNCHANGED else Delta.CHANGED) if searchable else Delta.NEW
+        delta = (
+            (Delta.UNCHANGED if kind == Delta.UNCHANGED or back_unchanged(row, outcome) else Delta.CHANGED)
+            if searchable
+            else Delta.NEW
+        )
     elif event in (Event.INDEXED, Event.REMOVED, Event.FOUND):
         delta = None
     elif event in (Event.HELD, Event.REFUSED, Event.UNCHANGED):
@@ -284,10 +292,20 @@ def decide(row: Row | None, outcome: Outcome, max_failures: int = 3) -> Change:
     return Change(state, status, reason, failures, in_run(row, delta, event), leaves)
 
 
+def back_unchanged(row: Row, outcome: Outcome) -> bool:
+    """Whether a URL that left the index in this run (its report says deleted or held), and is
+    cached again, comes back with the very content Solr holds for it: a copy replaced by another
+    copy of its content, then the group's holder again (a copy naming it canonical met later).
+    Solr never lost it: unchanged for a searcher, not changed (the sequence test, seed 2, crawl 9)."""
+    checksum = outcome.columns.get("checksum")
+    return row.reported in LASTING_DELTAS and checksum is not None and checksum == row.indexed_checksum
+
+
 def in_run(row: Row, delta: Delta | None, event: Event) -> Delta | None:
     """The delta of an outcome, given what the run's report already says of the URL
     (``row.reported``): a run reports what changed from its start. A URL that left the index
-    (or whose removal was held) in this run and is back in it at the run's end is changed; one
+    (or whose removal was held) in this run and is back in it at the run's end is changed (or
+    unchanged, back with the content Solr held: ``back_unchanged``); one
     that left stays deleted (or held) whatever later outcome of the run (failed, excluded ...)
     says, but a re-cached content. One that entered the index in this run stays new, though it
     was pushed to Solr meanwhile and fetched again, or gone and back again."""

@@ -86,6 +86,14 @@ def _delta_of(value: str | None) -> Delta | None:
         return None
 
 
+def _holds_checksum(row: Any) -> bool:
+    """Whether Solr holds the content of a row's ``checksum`` (read by ``_row_state``): Solr
+    acknowledged a version of it (``indexed_at``, set only for the checksum pushed), and its
+    content has not changed since (``last_changed``: cached again, or found a copy of other content)."""
+    indexed, changed = as_utc(row.indexed_at), as_utc(row.last_changed)
+    return row.checksum is not None and indexed is not None and (changed is None or changed <= indexed)
+
+
 def _bulk(event: Event) -> tuple[str, str]:
     """(from, to) of an event the ledger allows from exactly one state: applied in bulk."""
     (before,) = sources_of(event)
@@ -235,7 +243,7 @@ class DocumentTable:
             url,
             values,
             expect_state=current.state,
-            new_checksum=outcome.columns.get("checksum") if outcome.event == Event.CACHED else None,
+            new_checksum=outcome.columns.get("checksum"),
             original=original,
             validators=outcome.validators,
             compared_checksum=outcome.compared_checksum,
@@ -256,6 +264,7 @@ class DocumentTable:
             current.indexed_at is not None,
             entered=in_run and current.entered_run == self.run_id,
             reported=_delta_of(current.delta) if in_run and current.delta_run == self.run_id else None,
+            indexed_checksum=current.checksum if _holds_checksum(current) else None,
         )
 
     def _values(self, change: Change, outcome: Outcome, when: datetime) -> dict[str, Any]:
@@ -277,6 +286,8 @@ class DocumentTable:
             values["last_fetched"] = when
         if outcome.event == Event.CACHED:
             values.update(last_changed=when, duplicate_of=None)
+        elif "checksum" in outcome.columns:  # a copy of other content (a duplicate): its content changed too
+            values["last_changed"] = when
         if outcome.event in (Event.GONE, Event.EXCLUDED, Event.UNCHANGED, Event.CACHED):
             values.setdefault("target", None)  # it redirects no more (a failure says nothing of it)
         return values
@@ -307,6 +318,7 @@ class DocumentTable:
                 documents.c.delta_run,
                 documents.c.entered_run,
                 documents.c.checksum,
+                documents.c.last_changed,
             ).where(documents.c.source == bindparam("source"), documents.c.url_hash == bindparam("url_hash")),
         )
 

@@ -20,6 +20,8 @@ ENTERED_PENDING = Row(S.PENDING, 200, 0, in_solr=False, entered=True, reported=D
 ENTERED_PUSHED = Row(S.INDEXED, 200, 0, in_solr=True, entered=True, reported=D.NEW)
 ENTERED_LEFT = Row(S.REMOVED, 404, 0, in_solr=False, entered=True, reported=D.NEW)
 REMOVED_GONE = Row(S.REMOVED, 404, 0)
+# a copy replaced in the run by another copy of the content it holds in Solr (status 911)
+REPLACED_IN_RUN = Row(S.REMOVING, 911, 0, in_solr=True, reported=D.DELETED, indexed_checksum="c1")
 
 GONE = Outcome(E.GONE, 404, "HTTP 404")
 EXCLUDED = Outcome(E.EXCLUDED, 904, "a pattern")
@@ -27,6 +29,8 @@ FAILED = Outcome(E.FAILED, 503, "HTTP 503")
 CACHED = Outcome(E.CACHED, 200, "indexed")
 SAME = Outcome(E.CACHED, 200, "indexed", kind=D.UNCHANGED)  # a forced recrawl's same content
 UNCHANGED = Outcome(E.UNCHANGED, 304, "not modified", kind=D.NOT_MODIFIED)
+CACHED_C1 = Outcome(E.CACHED, 200, "indexed", columns={"checksum": "c1"})  # the content Solr holds
+CACHED_C2 = Outcome(E.CACHED, 200, "indexed", columns={"checksum": "c2"})
 
 # (the row, the outcome) -> (its next state, the delta the run reports, its failure count)
 TABLE: list[tuple[str, Row | None, Outcome, tuple[State, Delta | None, int]]] = [
@@ -62,6 +66,28 @@ TABLE: list[tuple[str, Row | None, Outcome, tuple[State, Delta | None, int]]] = 
     ("left in the run, then excluded", LEFT_IN_RUN, EXCLUDED, (S.REMOVING, None, 0)),
     ("left in the run, then the same content cached", LEFT_IN_RUN, SAME, (S.PENDING, D.UNCHANGED, 0)),
     ("held in the run, back again", HELD_IN_RUN, CACHED, (S.PENDING, D.CHANGED, 0)),
+    # the sequence test, seed 2, crawl 9: a copy replaced, then the group's holder again (a copy
+    # naming it canonical met later), cached with the content Solr held all along: unchanged
+    ("replaced in the run, back with the content Solr holds", REPLACED_IN_RUN, CACHED_C1, (S.PENDING, D.UNCHANGED, 0)),
+    ("replaced in the run, back with other content", REPLACED_IN_RUN, CACHED_C2, (S.PENDING, D.CHANGED, 0)),
+    (
+        "left in the run, its checksum no longer what Solr holds",
+        Row(S.REMOVING, 911, 0, in_solr=True, reported=D.DELETED, indexed_checksum=None),
+        CACHED_C1,
+        (S.PENDING, D.CHANGED, 0),
+    ),
+    (
+        "held in the run, back with the content Solr holds",
+        Row(S.REMOVING, 404, 0, in_solr=True, reported=D.HELD, indexed_checksum="c1"),
+        CACHED_C1,
+        (S.PENDING, D.UNCHANGED, 0),
+    ),
+    (
+        "an indexed page, the same checksum cached: changed as before",
+        Row(S.INDEXED, 200, 0, True, indexed_checksum="c1"),
+        CACHED_C1,
+        (S.PENDING, D.CHANGED, 0),
+    ),
     ("held in the run, then not modified", HELD_IN_RUN, UNCHANGED, (S.REMOVING, None, 0)),
     ("entered in the run, cached again", ENTERED_PENDING, CACHED, (S.PENDING, D.NEW, 0)),
     ("entered in the run, pushed, changed", ENTERED_PUSHED, CACHED, (S.PENDING, D.NEW, 0)),

@@ -517,3 +517,28 @@ def test_a_copy_come_back_to_hold_the_content_replaces_the_copy_holding_it(tmp_p
     row = table.get(source, b)
     assert (row["state"], row["status"], row["duplicate_of"]) == ("removing", 911, a)
     assert table.get(source, a)["state"] == "pending"
+
+
+def test_a_copy_back_with_the_content_solr_holds_is_unchanged_not_changed(tmp_path) -> None:
+    """The sequence test (seed 2, crawl 9): A held a content in Solr; B, discovered first, became
+    a copy of it and took A's place (A deleted in the run's report); then A, named canonical by a
+    copy met later, came back with that very content. Solr held it all along: the report says
+    unchanged, not changed. C, whose own content became a copy of it (Solr holds C's old one),
+    back as a holder later in the run, did change."""
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'd.sqlite3'}"))
+    source = "group"
+    b, a, c = (f"http://h/{name}" for name in "bac")  # discovered in this order
+    table = table.for_run(Runs(table.database).start(source).id)
+    for url in (b, a, c):
+        table.record(source, url, Outcome(Event.CACHED, 200, columns={"checksum": f"sum-{url[-1]}"}))
+    table.mark_indexed(source, [(b, "sum-b"), (a, "sum-a"), (c, "sum-c")])
+    table = table.for_run(table.run_id + 1)
+    replaced = Outcome(Event.GONE, 911, f"duplicate of {b}", kind=Delta.DUPLICATE, columns={"duplicate_of": b}, finishes=False)
+    table.record(source, a, replaced)  # B, now a copy of A's content, takes its place
+    table.record(source, b, Outcome(Event.CACHED, 200, columns={"checksum": "sum-a"}))
+    table.record(source, c, duplicate(b, "sum-a"))  # C too is a copy now
+    assert [table.get(source, url)["delta"] for url in (a, c)] == ["deleted", "deleted"]
+    table.record(source, b, replace(replaced, reason=f"duplicate of {a}", columns={"duplicate_of": a}))  # A comes back
+    table.record(source, a, Outcome(Event.CACHED, 200, columns={"checksum": "sum-a"}))
+    table.record(source, c, Outcome(Event.CACHED, 200, columns={"checksum": "sum-a"}))  # say, C holds it in the end
+    assert [table.get(source, url)["delta"] for url in (a, c)] == ["unchanged", "changed"]
