@@ -1,0 +1,46 @@
+"""The suite's own count of requests in flight (tests.conftest.InFlight), with its hold: a
+request is answered only once the limit a test checks has been reached, or a while has passed."""
+
+import threading
+
+from tests.conftest import InFlight, wait_for
+
+
+def test_a_request_is_held_until_enough_to_its_host_are_in_flight() -> None:
+    in_flight = InFlight(reach=2, hold=60)
+    answered: list[str] = []
+
+    def request(host: str) -> None:
+        in_flight.enter(host)
+        in_flight.wait_for_company(host)
+        answered.append(host)
+        in_flight.leave(host)
+
+    first = threading.Thread(target=request, args=("a",))
+    first.start()
+    other_host = threading.Thread(target=request, args=("b",))  # held too: company counts per host
+    other_host.start()
+    wait_for(lambda: in_flight.current == {"a": 1, "b": 1}, timeout=10, what="both requests held")
+    assert answered == []
+    request("a")  # the second to host a: both of a's are answered
+    first.join(timeout=10)
+    assert sorted(answered) == ["a", "a"] and in_flight.max_per_host == 2
+    request("a")  # once reached, no more holding
+    assert answered.count("a") == 3
+    in_flight.enter("b")
+    other_host.join(timeout=10)
+    assert in_flight.max_hosts == 2 and "b" in answered
+
+
+def test_a_lone_request_is_answered_after_the_hold() -> None:
+    in_flight = InFlight(reach=2, hold=0.05)
+    in_flight.enter("a")
+    assert in_flight.wait_for_company("a") is False  # the crawler sent one at a time: the test sees 1
+    in_flight.leave("a")
+    assert in_flight.max_per_host == 1
+
+
+def test_without_reach_nothing_is_held() -> None:
+    in_flight = InFlight()
+    in_flight.enter("a")
+    assert in_flight.wait_for_company("a") is True
