@@ -196,6 +196,7 @@ class InFlight:
         self.most: dict[str, int] = {}  # host -> the most requests to it at once
         self.max_hosts = 0
         self.max_per_host = 0
+        self.alone = 0  # requests answered after the whole hold, nothing else having come
 
     def enter(self, host: str) -> None:
         with self.changed:
@@ -209,7 +210,9 @@ class InFlight:
         """Hold a request to ``host`` until ``reach`` have been in flight together; False if
         ``hold`` seconds passed first (nothing else came: the crawler sent one at a time)."""
         with self.changed:
-            return self.changed.wait_for(lambda: self.most.get(host, 0) >= self.reach, timeout=self.hold)
+            company = self.changed.wait_for(lambda: self.most.get(host, 0) >= self.reach, timeout=self.hold)
+            self.alone += not company
+            return company
 
     def leave(self, host: str) -> None:
         with self.lock:

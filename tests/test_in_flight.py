@@ -37,7 +37,7 @@ def test_a_lone_request_is_answered_after_the_hold() -> None:
     in_flight.enter("a")
     assert in_flight.wait_for_company("a") is False  # the crawler sent one at a time: the test sees 1
     in_flight.leave("a")
-    assert in_flight.max_per_host == 1
+    assert (in_flight.max_per_host, in_flight.alone) == (1, 1)
 
 
 def test_without_reach_nothing_is_held() -> None:

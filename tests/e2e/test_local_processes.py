@@ -92,7 +92,7 @@ def test_politeness_holds_for_the_processes_together(project: Project, serve, tm
     assert "Shared crawl of 2 local processes: at most 2 requests at once to a site from each (4 in all)" in log
     assert len(fetched(slow)) >= 127
     assert in_flight.max_per_host <= 4, in_flight.max_per_host  # never past the limit
-    assert in_flight.max_per_host == 4, in_flight.max_per_host  # and the limit used
+    assert in_flight.max_per_host == 4, (in_flight.max_per_host, in_flight.alone)  # and the limit used
     assert len(re.findall(r"'response_received_count': [1-9]", log)) == 2  # both fetched pages
 
 
