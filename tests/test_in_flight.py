@@ -7,12 +7,12 @@ from tests.conftest import InFlight, wait_for
 
 
 def test_a_request_is_held_until_enough_to_its_host_are_in_flight() -> None:
-    in_flight = InFlight(reach=2, hold=60)
+    in_flight = InFlight(reach=2, hold=60, unheld=0)
     answered: list[str] = []
 
     def request(host: str) -> None:
-        in_flight.enter(host)
-        in_flight.wait_for_company(host)
+        number = in_flight.enter(host)
+        in_flight.wait_for_company(host, number)
         answered.append(host)
         in_flight.leave(host)
 
@@ -27,20 +27,29 @@ def test_a_request_is_held_until_enough_to_its_host_are_in_flight() -> None:
     assert sorted(answered) == ["a", "a"] and in_flight.max_per_host == 2
     request("a")  # once reached, no more holding
     assert answered.count("a") == 3
-    in_flight.enter("b")
+    request("b")
     other_host.join(timeout=10)
-    assert in_flight.max_hosts == 2 and "b" in answered
+    assert answered.count("b") == 2 and in_flight.max_hosts == 2 and in_flight.alone == 0
 
 
 def test_a_lone_request_is_answered_after_the_hold() -> None:
-    in_flight = InFlight(reach=2, hold=0.05)
-    in_flight.enter("a")
-    assert in_flight.wait_for_company("a") is False  # the crawler sent one at a time: the test sees 1
+    in_flight = InFlight(reach=2, hold=0.05, unheld=0)
+    assert in_flight.wait_for_company("a", in_flight.enter("a")) is False  # one at a time: the test sees 1
     in_flight.leave("a")
     assert (in_flight.max_per_host, in_flight.alone) == (1, 1)
 
 
-def test_without_reach_nothing_is_held() -> None:
-    in_flight = InFlight()
+def test_a_crawls_first_requests_are_not_held() -> None:
+    """robots.txt, then the seed: nothing else is known to the crawler yet."""
+    in_flight = InFlight(reach=2, hold=60)
+    for _ in range(2):
+        assert in_flight.wait_for_company("a", in_flight.enter("a")) is True
+        in_flight.leave("a")
     in_flight.enter("a")
-    assert in_flight.wait_for_company("a") is True
+    assert in_flight.wait_for_company("a", in_flight.enter("a")) is True  # the second of two at once
+    assert in_flight.alone == 0
+
+
+def test_without_reach_nothing_is_held() -> None:
+    in_flight = InFlight(unheld=0)
+    assert in_flight.wait_for_company("a", in_flight.enter("a")) is True
