@@ -39,14 +39,15 @@ def test_a_lone_request_is_answered_after_the_hold() -> None:
     assert (in_flight.max_per_host, in_flight.alone) == (1, 1)
 
 
-def test_a_crawls_first_requests_are_not_held() -> None:
-    """robots.txt, then the seed: nothing else is known to the crawler yet."""
+def test_robots_txt_and_a_crawls_seed_are_not_held() -> None:
+    """A crawler fetches robots.txt before the site's pages, then the seed: nothing else is known
+    to it yet. Held, each would wait out the hold (robots.txt holding every page behind it)."""
     in_flight = InFlight(reach=2, hold=60)
-    for _ in range(2):
-        assert in_flight.wait_for_company("a", in_flight.enter("a")) is True
+    for path in ("/robots.txt", "/index.html", "/robots.txt"):  # a second crawler's robots.txt too
+        assert in_flight.wait_for_company("a", in_flight.enter("a", path)) is True
         in_flight.leave("a")
-    in_flight.enter("a")
-    assert in_flight.wait_for_company("a", in_flight.enter("a")) is True  # the second of two at once
+    in_flight.enter("a", "/page1.html")
+    assert in_flight.wait_for_company("a", in_flight.enter("a", "/page2.html")) is True  # the second of two at once
     assert in_flight.alone == 0
 
 
