@@ -179,19 +179,50 @@ def unpack(name: str, target: Path) -> Path:
 
 class InFlight:
     """Counts requests being answered per host, across sites; remembers the most hosts at once,
-    and the most requests to one host at once."""
+    and the most requests to one host at once.
 
-    def __init__(self) -> None:
+    With ``reach``, a request is answered only once ``reach`` requests to its host have been in
+    flight together (or ``hold`` seconds have passed): a test of a concurrency limit then sees the
+    limit reached whenever the crawler allows it, however loaded the machine. Some are answered at
+    once: robots.txt (a crawler fetches it before a site's pages: held, it would hold them) and the
+    first ``unheld`` pages of a host (a crawl's seed comes alone: its links are all the rest). Answers of a fixed
+    slowness overlapped by chance only: under a load of 7, CI saw 1 request at once where the
+    fleet allowed 2 (every answer over before the next request came). Once reached, answers are
+    held no more; the count goes on, so a test also sees any request past the limit."""
+
+    def __init__(self, reach: int = 0, hold: float = 10.0, unheld: int = 1) -> None:
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.reach, self.hold, self.unheld = reach, hold, unheld
+        self.pages: dict[str, int] = {}  # host -> requests to it so far, robots.txt aside
         self.current: dict[str, int] = {}
+        self.most: dict[str, int] = {}  # host -> the most requests to it at once
         self.max_hosts = 0
         self.max_per_host = 0
+        self.alone = 0  # requests answered after the whole hold, nothing else having come
 
-    def enter(self, host: str) -> None:
-        with self.lock:
+    def enter(self, host: str, path: str = "") -> int:
+        """Count a request to ``host`` in; its number among the host's pages (0: robots.txt)."""
+        with self.changed:
+            number = 0 if path == "/robots.txt" else self.pages.get(host, 0) + 1
+            self.pages[host] = max(self.pages.get(host, 0), number)
             self.current[host] = self.current.get(host, 0) + 1
+            self.most[host] = max(self.most.get(host, 0), self.current[host])
             self.max_hosts = max(self.max_hosts, len(self.current))
             self.max_per_host = max(self.max_per_host, self.current[host])
+            self.changed.notify_all()
+            return number
+
+    def wait_for_company(self, host: str, number: int) -> bool:
+        """Hold the ``number``-th page of ``host`` until ``reach`` requests to it have been in
+        flight together; False if ``hold`` seconds passed first (nothing else came: the crawler sent
+        one at a time)."""
+        if number <= self.unheld:
+            return True
+        with self.changed:
+            company = self.changed.wait_for(lambda: self.most.get(host, 0) >= self.reach, timeout=self.hold)
+            self.alone += not company
+            return company
 
     def leave(self, host: str) -> None:
         with self.lock:
@@ -276,8 +307,9 @@ class Site:
                     return super().do_GET()
                 # counted out before the answer goes: the client may send its next request as soon
                 # as it has read this answer, before this thread runs again (a count of one too many)
-                in_flight.enter(site.host)
+                number = in_flight.enter(site.host, self.path)
                 try:
+                    in_flight.wait_for_company(site.host, number)
                     time.sleep(site.slow)
                 finally:
                     in_flight.leave(site.host)
