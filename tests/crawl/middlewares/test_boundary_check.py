@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 from scrapy import Request
+from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
 from scrapy.exceptions import IgnoreRequest
+from scrapy.http import HtmlResponse
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
@@ -111,3 +113,25 @@ def test_a_url_refused_twice_gets_one_row_and_two_counts(crawler, middleware: Bo
     state = state_of(crawler)
     assert state.table.count_by(state.source.name, "status") == {int(Status.EXCLUDED_DOMAIN): 1}
     assert crawler.stats.get_value("searchcrawl/excluded/excluded_domain") == 2
+
+
+def test_a_redirect_inheriting_an_admitted_requests_meta_is_judged_again(crawler, middleware: BoundaryMiddleware) -> None:  # type: ignore[no-untyped-def]
+    """Scrapy's RedirectMiddleware copies the meta of the request it redirects, the mark of its
+    admission too: the target is judged as what it is, another URL; a retry (a copy of the same
+    URL) is not judged again."""
+    request = Request("http://h.test/docs/a.html", meta={"depth": 1})
+    assert middleware.process_request(request) is None and admitted(request)
+    assert middleware.process_request(request.copy()) is None  # a retry: admitted as it is
+    redirects = build_from_crawler(RedirectMiddleware, crawler)
+    for target, status in [
+        ("http://other.test/docs/a.html", Status.EXCLUDED_DOMAIN),
+        ("https://h.test/docs/a.html", Status.EXCLUDED_PORT),
+        ("http://h.test/docs/private/a.html", Status.EXCLUDED_PATH),
+    ]:
+        response = HtmlResponse(request.url, status=301, headers={"Location": target}, request=request)
+        redirected = redirects.process_response(request, response)
+        assert isinstance(redirected, Request) and redirected.url == target
+        assert redirected.meta[ADMITTED] == request.url  # inherited, for another URL
+        with pytest.raises(RequestRefused) as refused:
+            middleware.process_request(redirected)
+        assert refused.value.status == status

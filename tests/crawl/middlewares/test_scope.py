@@ -183,3 +183,20 @@ def test_a_source_deleting_orphans_marks_its_links_as_linked(tmp_path: Path) -> 
     state = state_of(crawler)
     assert state.table.get(state.source.name, "http://h.test/docs/a.html")["linked_run"] == run_id
     assert state.table.get(state.source.name, "http://other.test/")["linked_run"] is None
+
+
+def test_a_request_inheriting_the_pages_meta_is_judged_as_a_link(crawler, middleware: ScopeMiddleware) -> None:  # type: ignore[no-untyped-def]
+    """A custom spider's request made with the page's meta (its mark of admission, its depth) is
+    judged as a link of the page, one level below it, outside the boundary or too deep."""
+    response = page(depth=2)  # max_depth = 2: the page's links are too deep
+    response.meta[ADMITTED] = PAGE
+    outputs = [Request(url, meta=dict(response.meta)) for url in ("http://other.test/", "http://h.test/docs/b.html")]
+    assert run_output(middleware, response, outputs) == []
+    state = state_of(crawler)
+    statuses = {
+        url: state.table.get(state.source.name, url)["status"] for url in ("http://other.test/", "http://h.test/docs/b.html")
+    }
+    assert statuses == {
+        "http://other.test/": int(Status.EXCLUDED_DOMAIN),
+        "http://h.test/docs/b.html": int(Status.EXCLUDED_DEPTH),
+    }
