@@ -66,11 +66,16 @@ def test_without():
 """
 
 
+def run_guarded(pytester: pytest.Pytester, folder: str, name: str, text: str) -> pytest.RunResult:
+    """A throwaway pytest session, with the guard, over one test file ``text`` written in ``folder``."""
+    (pytester.path / folder).mkdir(parents=True)
+    (pytester.path / folder / name).write_text(text, encoding="utf-8")
+    return pytester.runpytest_inprocess("-p", "tests.layers", "-p", "no:cacheprovider", "--import-mode=importlib", folder)
+
+
 @pytest.mark.parametrize(("folder", "refused"), [("tests/store", True), ("tests/e2e", False)])
 def test_the_guard_refuses_a_unit_test_before_its_server_starts(pytester: pytest.Pytester, folder: str, refused: bool) -> None:
-    (pytester.path / folder).mkdir(parents=True)
-    (pytester.path / folder / "test_guarded.py").write_text(GUARDED, encoding="utf-8")
-    result = pytester.runpytest_inprocess("-p", "tests.layers", "-p", "no:cacheprovider", "--import-mode=importlib", folder)
+    result = run_guarded(pytester, folder, "test_guarded.py", GUARDED)
     result.assert_outcomes(passed=1, errors=2, failed=1)  # by name and through a fixture at setup; dynamically in the test
     if refused:
         result.stdout.fnmatch_lines(
@@ -112,9 +117,7 @@ def test_no_socket():
 
 @pytest.mark.parametrize(("folder", "refused"), [("tests/web", True), ("tests/e2e", False)])
 def test_the_guard_refuses_a_unit_test_listening_on_a_socket(pytester: pytest.Pytester, folder: str, refused: bool) -> None:
-    (pytester.path / folder).mkdir(parents=True)
-    (pytester.path / folder / "test_listening.py").write_text(LISTENING, encoding="utf-8")
-    result = pytester.runpytest_inprocess("-p", "tests.layers", "-p", "no:cacheprovider", "--import-mode=importlib", folder)
+    result = run_guarded(pytester, folder, "test_listening.py", LISTENING)
     if refused:
         result.assert_outcomes(passed=2, failed=1)
         result.stdout.fnmatch_lines(["*test_an_http_server is a unit test*starts no server, but it listens on ('127.0.0.1', *"])
