@@ -174,10 +174,13 @@ EXTENSIONS_BASE = {
 EXTENSIONS = {
     # first, before any extension could log a setting: secret-ish settings' values are masked
     "searchcrawl.crawl.extensions.secret_settings.SecretSettings": -1000,
-    # the crawl's shared state (source, document table, cache, index, ledger writer): the
-    # engine's components find it with crawler.get_extension, the spider and other extensions
-    # when the spider opens; a source's crawl refuses to run without it
-    "searchcrawl.crawl.extensions.crawl_state.CrawlState": -900,
+    # the crawl's store handles (document table, runs, cache, Solr index, converter, agent),
+    # the one writer of URL states, and the one admission of URLs (the source's rule chain):
+    # built in this order, before the engine's components, which take what they use in their
+    # from_crawler (crawler.get_extension); a source's crawl refuses to run without them
+    "searchcrawl.crawl.extensions.stores.Stores": -900,
+    "searchcrawl.crawl.ledger_writer.LedgerWriter": -850,
+    "searchcrawl.crawl.requests.Admission": -800,
     "scrapy.extensions.logstats.LogStats": None,  # replaced by RunMonitor's progress line
     "searchcrawl.crawl.extensions.run_monitor.RunMonitor": 500,
     "searchcrawl.crawl.extensions.delay_schedule.DelaySchedule": 510,  # sources with delay_rules

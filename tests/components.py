@@ -26,8 +26,15 @@ from scrapy.utils.test import get_crawler, get_reactor_settings
 from searchcrawl import settings as project_settings
 from searchcrawl.config.source import SourceFile, load_source
 from searchcrawl.config.spiderloader import spider_class_for
-from searchcrawl.crawl.extensions.crawl_state import CrawlState
+from searchcrawl.crawl.extensions.stores import Stores, stores_of
+from searchcrawl.crawl.ledger_writer import LedgerWriter
+from searchcrawl.crawl.requests import admission_of
+from searchcrawl.crawl.run import CrawlArguments, Run, process_owner
+from searchcrawl.crawl.run_start import begin_run
+from searchcrawl.crawl.signals import run_started
+from searchcrawl.ops.local_fleet import shared_crawl
 from searchcrawl.store.database import Database
+from searchcrawl.store.frontier import Frontier
 
 UNREACHABLE_SOLR = "http://127.0.0.1:9/solr/unit"  # a component that must not talk to Solr
 DEFAULT_SOURCE = 'seeds = ["http://h.test/"]\n'
@@ -73,10 +80,51 @@ def source_crawler(tmp_path: Path, source: str = DEFAULT_SOURCE, name: str = "un
     return get_crawler(spidercls, settings_dict=values)
 
 
-def state_of(crawler: Crawler) -> CrawlState:
-    state = crawler.get_extension(CrawlState)
-    assert state is not None
-    return state
+def ledger_of(crawler: Crawler) -> LedgerWriter:
+    """The crawl's ledger writer (built with the crawler's extensions)."""
+    ledger = crawler.get_extension(LedgerWriter)
+    assert ledger is not None
+    return ledger
+
+
+def close_stores(crawler: Crawler) -> None:
+    """Close what the crawler's stores opened (the engine's stop does it in a crawl)."""
+    stores = crawler.get_extension(Stores)
+    if stores is not None:
+        stores.close()
+
+
+def start_run(
+    crawler: Crawler,
+    arguments: dict[str, Any] | None = None,
+    *,
+    owner: str | None = None,
+    lease_seconds: float = 300.0,
+    allow_shared: bool | None = None,
+    taken_over: bool = False,
+) -> tuple[Run, Frontier]:
+    """Start (or resume, or join) the source's run as the frontier scheduler does when it opens,
+    without its loops: ``Runs.start``, ``begin_run``, and ``run_started`` sent to the crawler's
+    components. The run and its frontier."""
+    stores, ledger, admission = stores_of(crawler), ledger_of(crawler), admission_of(crawler)
+    source = crawler.spidercls.source  # type: ignore[attr-defined]
+    owner = owner or process_owner()
+    shared = shared_crawl(crawler.settings) if allow_shared is None else allow_shared
+    info = stores.runs.start(source.name, allow_shared=shared, stale_after=lease_seconds, owner=owner)
+    frontier = Frontier(stores.database, source.name, info.id, owner, lease_seconds)
+    run = begin_run(
+        info,
+        CrawlArguments.of(arguments or {}),
+        source=source,
+        runs=stores.runs,
+        ledger=ledger,
+        known=admission.known,
+        taken_over=taken_over,
+        shared=shared,
+        owner=owner,
+    )
+    crawler.signals.send_catch_log(run_started, run=run, frontier=frontier)
+    return run, frontier
 
 
 @contextlib.asynccontextmanager

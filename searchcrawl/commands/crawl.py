@@ -21,7 +21,8 @@ from scrapy.spiders import Spider
 from searchcrawl.commands import is_setup_error, on_failure
 from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
-from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.crawl.run import Run
+from searchcrawl.crawl.signals import run_started
 from searchcrawl.ops.local_fleet import (
     PARENT_SETTING,
     RUN_SETTING,
@@ -229,6 +230,7 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = ExitCode.ALREADY_RUNNING
             return
         if self.others is not None:
+            crawler.signals.connect(self.run_started, signal=run_started)
             crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
         crawler.signals.connect(start_up_done, signal=signals.spider_opened)
@@ -269,10 +271,13 @@ class Command(ScrapyCrawlCommand):
         finally:
             database.close()
 
+    def run_started(self, run: Run) -> None:
+        self.run_id: int | None = run.id
+
     def opened(self, spider: Spider) -> None:
         """This process has started or resumed the run: the others join it."""
-        assert self.others is not None and spider.crawler is not None
-        run = crawl_state(spider.crawler).run_id  # None: refused (a race) or failed as it opened
+        assert self.others is not None
+        run = getattr(self, "run_id", None)  # None: refused (a race) or failed as it opened
         self.others.join(run)
         self.gave_run = run is not None
 

@@ -8,7 +8,7 @@ knows, and the verdict.
 Its answer is the crawl's answer because it is a crawl: the source's own spider class, with the
 project's settings and the source's, built by Scrapy as `scrapy crawl` builds it, read-only
 (``READ_ONLY_CRAWL``) and fetching nothing but robots.txt. Its spider (``explain_spider``) makes
-no request: its ``start`` runs the crawl's rule chain (``CrawlState.steps``), asks the
+no request: its ``start`` runs the crawl's rule chain (rules/chain.py ``RuleChain.steps``), asks the
 internal-address guard, and gets robots.txt from the crawl's ``RobotsMiddleware``, which fetches
 it through the crawl's downloader (every downloader middleware, the address guard included; its
 redirect limit, size cap and timeouts) and decides with the same code.
@@ -33,19 +33,22 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import UsageError
 
 from searchcrawl.commands import is_setup_error, on_failure
-from searchcrawl.config.source import SourceError
+from searchcrawl.config.source import Source, SourceError
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.crawl_state import CrawlState, RuleStep, crawl_state
+from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware
 from searchcrawl.crawl.middlewares.robots import RobotsMiddleware, site_of
+from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.spider import SourceSpider, seed_urls
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.boundary import ScopeDecision
+from searchcrawl.rules.chain import RuleChain, RuleStep
+from searchcrawl.rules.display_urls import DisplayUrls
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.redirect_policy import TEMPORARY, RedirectVerdict, decide_redirect
 from searchcrawl.rules.status_codes import Status, describe
 from searchcrawl.rules.urls import canonical
-from searchcrawl.store import SchemaOutdated
+from searchcrawl.store import DocumentTable, SchemaOutdated
 
 # The settings explain's crawl runs with, over the project's and the source's: read-only (the
 # document table opened without migrating, nothing written: SEARCHCRAWL_READ_ONLY), Scrapy's own
@@ -105,21 +108,35 @@ class Chain:
     row: dict[str, Any] | None
 
 
-def rule_chain(state: CrawlState, url: str, depth: int | None) -> Chain:
-    """The rule chain as the crawl applies it (``CrawlState.steps``, every step): to a seed as
+@dataclass(frozen=True)
+class Rules:
+    """What explain reads of its crawl: the source, the crawl's rule chain (its admission's) and
+    the document table."""
+
+    source: Source
+    chain: RuleChain
+    documents: DocumentTable
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> Rules:
+        return cls(source_of(crawler), admission_of(crawler).chain, stores_of(crawler).documents)
+
+
+def rule_chain(state: Rules, url: str, depth: int | None) -> Chain:
+    """The rule chain as the crawl applies it (``RuleChain.steps``, every step): to a seed as
     written, at depth 0 (the spider's start); to any other URL as to a link: the rewriter first,
     then the rules on what it makes of it, at ``depth`` (else as the document table records)."""
     source = state.source
     if url in seed_urls(source):
-        return Chain(state.steps(url, 0, every=True), None, 0, " (a seed)", state.table.get(source.name, url))
-    steps = state.steps(url, depth or 0, rewrite="link", every=True)
+        return Chain(state.chain.steps(url, 0, every=True), None, 0, " (a seed)", state.documents.get(source.name, url))
+    steps = state.chain.steps(url, depth or 0, rewrite="link", every=True)
     rewriting = steps[0]  # with every step asked for, the rewriter's always comes first
-    row = state.table.get(source.name, rewriting.url) if rewriting.allowed else None
+    row = state.documents.get(source.name, rewriting.url) if rewriting.allowed else None
     if depth is not None:
         return Chain(steps, rewriting, depth, "", row)
     depth = row["depth"] if row and row["depth"] is not None else 0
     if depth:  # the chain again, at the depth the document table records
-        steps = state.steps(url, depth, rewrite="link", every=True)
+        steps = state.chain.steps(url, depth, rewrite="link", every=True)
     return Chain(steps, rewriting, depth, " (as recorded)" if row else " (assumed; use --depth)", row)
 
 
@@ -157,7 +174,7 @@ async def downloader_verdict(crawler: Crawler, url: str, check_robots: bool, lin
             return None
     robots = crawler.get_downloader_middleware(RobotsMiddleware)
     site = site_of(url)
-    if not crawl_state(crawler).source.settings.obey_robots:
+    if not source_of(crawler).settings.obey_robots:
         lines.append("robots.txt:    not obeyed by this source (obey_robots = false)")
         return "robots.txt not obeyed"
     if robots is None:
@@ -189,9 +206,9 @@ async def robots_verdict(robots: RobotsMiddleware, site: str, url: str, lines: l
     return "allowed by robots.txt"
 
 
-def crawled_lines(state: CrawlState, url: str, row: dict[str, Any] | None, redirect: str | None, robots_said: str) -> list[str]:
+def crawled_lines(state: Rules, url: str, row: dict[str, Any] | None, redirect: str | None, robots_said: str) -> list[str]:
     """The report's last lines on a URL the crawl fetches: its display URL, its row, the verdict."""
-    lines = [f"display URL:   {state.display_urls.display_url(url)}"]
+    lines = [f"display URL:   {DisplayUrls(state.source.settings.display_urls).display_url(url)}"]
     if row:
         lines.append(
             f"document table: state {row['state']}, status {row['status']} ({describe(row['status'])})"
@@ -199,7 +216,7 @@ def crawled_lines(state: CrawlState, url: str, row: dict[str, Any] | None, redir
         )
     else:
         lines.append("document table: not met by a crawl yet")
-    if state.agent is not None:
+    if state.chain.agent is not None:
         lines.append(
             "verdict:       CRAWLED when its agent lists it: a document of the source's agent (indexed if it has "
             "text; read again only when its change token changes)"
@@ -214,8 +231,8 @@ def crawled_lines(state: CrawlState, url: str, row: dict[str, Any] | None, redir
 
 async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: bool = True) -> tuple[list[str], bool]:
     """The report's lines on ``url``, and whether it would be crawled, from a (running) crawl of
-    its source: its CrawlState, address guard and robots middleware decide."""
-    state = crawl_state(crawler)
+    its source: its rule chain, address guard and robots middleware decide."""
+    state = Rules.of(crawler)
     source = state.source
     lines = [f"source:        {source.name} ({source.origin})", f"URL:           {url}"]
     try:
@@ -243,7 +260,7 @@ async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: b
     return lines, True
 
 
-def as_redirect_target(state: CrawlState, url: str, refusal: ScopeDecision, lines: list[str]) -> tuple[str | None, ScopeDecision]:
+def as_redirect_target(state: Rules, url: str, refusal: ScopeDecision, lines: list[str]) -> tuple[str | None, ScopeDecision]:
     """A URL the rules refuse may still be fetched: as the target of a temporary redirect that
     leads out of the boundary (``redirect_target``). Then the redirect policy decides, and the
     scope filter's URL rules, which apply to its document. Returns the URL whose redirect is
@@ -255,28 +272,27 @@ def as_redirect_target(state: CrawlState, url: str, refusal: ScopeDecision, line
     lines.append(f"redirect:      {'ok ' if redirect.follow else 'NO '} {redirect.reason}")
     if not redirect.follow:
         return None, ScopeDecision(False, redirect.reason, redirect.status or refusal.status)
-    if state.scope_filter is not None:
-        filtered = state.scope_filter.check_url(url)
-        lines.append(f"  {'ok ' if filtered.passed else 'NO '} {filtered.rule}")
-        if not filtered.passed:
-            return None, ScopeDecision(False, filtered.rule, Status.EXCLUDED_FILTER)
+    filtered = state.chain.scope_filter.check_url(url)
+    lines.append(f"  {'ok ' if filtered.passed else 'NO '} {filtered.rule}")
+    if not filtered.passed:
+        return None, ScopeDecision(False, filtered.rule, Status.EXCLUDED_FILTER)
     return origin, ScopeDecision(True, redirect.reason)
 
 
-def redirect_target(state: CrawlState, url: str) -> tuple[str, RedirectVerdict] | None:
+def redirect_target(state: Rules, url: str) -> tuple[str, RedirectVerdict] | None:
     """The URL whose temporary redirect the document table says led the crawl out of the boundary
     to ``url`` (the row's ``via``, whose last answer was that redirect), and the redirect policy's
     verdict on it (``decide_redirect``, the crawl's own); None when no such redirect stands."""
-    row = state.table.get(state.source.name, url)
+    row = state.documents.get(state.source.name, url)
     via: str | None = row["via"] if row else None
     if via is None:
         return None
-    origin = state.table.get(state.source.name, via)
+    origin = state.documents.get(state.source.name, via)
     if origin is None or origin["target"] != url or origin["status"] not in TEMPORARY:
         return None
     depth = origin["depth"] or 0
-    left = not state.boundary.check(via, depth).allowed  # only one step may leave the boundary
-    verdict = decide_redirect(origin["status"], url, depth, [via], state.boundary, left)
+    left = not state.chain.boundary.check(via, depth).allowed  # only one step may leave the boundary
+    verdict = decide_redirect(origin["status"], url, depth, [via], state.chain.boundary, left)
     return via, replace(verdict, reason=f"{via} answers {verdict.reason}, as the document table records")
 
 

@@ -7,7 +7,7 @@ The listing runs in a worker thread, a batch at a time; each batch of references
 run, and the engine is woken to lease it. A reference's token, fields, metadata and (small)
 content travel with its request (meta ``REFERENCE``, persisted), and crawl/handlers/agent.py
 answers the request from them. When the listing has named everything, the documents it did not
-name leave the index (CrawlState.settle_listing), while the crawl goes on. A listing that fails
+name leave the index (``settle_listing``), while the crawl goes on. A listing that fails
 (AgentError) ends the run failed, and nothing is removed for it.
 """
 
@@ -24,16 +24,24 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from scrapy import Request
+from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider
 from scrapy.http import Response, TextResponse
 
-from searchcrawl.agents.base import AgentError, Reference
+from searchcrawl.agents.base import Agent, AgentError, Reference
 from searchcrawl.content.extract import DEFAULT_ATTRIBUTES, INT_RANGES, TYPE_SUFFIXES, integer_in_range, mimetype_of
-from searchcrawl.crawl.extensions.crawl_state import SKIPPED_STAT
+from searchcrawl.crawl.extensions.stores import Stores, stores_of
 from searchcrawl.crawl.frontier_scheduler import WAKE_URL
 from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import PREVIOUS, REFERENCE, WAKE
+from searchcrawl.crawl.run import SKIPPED_STAT, Run
+from searchcrawl.crawl.signals import run_started
 from searchcrawl.crawl.spider import SourceSpider
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.frontier import Frontier
+from searchcrawl.store.ledger import Ledger
 
 logger = logging.getLogger(__name__)
 
@@ -117,20 +125,74 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def settle_listing(agent: Agent, ledger: Ledger, run: Run, since: datetime | None, batch: int = 500) -> None:
+    """An agent's listing of run ``run`` is complete (blocking): indexed documents it did not
+    name leave the index now, while the crawl still runs, so that a renamed file, fetched as a
+    duplicate of its old self, takes its place in this crawl; an incremental listing's (``since``)
+    are first asked of the agent (``gone``). In test mode too: the table keeps the state, the
+    report says it."""
+    source = run.source
+    unlisted = ledger.table.orphans(source)
+    removed = 0
+    for start in range(0, len(unlisted), batch):
+        urls: dict[str, str] = {}
+        gone_urls: list[str] = []  # not the agent's at all (the source's type changed): gone
+        for url in unlisted[start : start + batch]:
+            key = agent.key_of(url)
+            if key is None:
+                gone_urls.append(url)
+            else:
+                urls[key] = url
+        if since is not None:
+            try:
+                gone = set(agent.gone(list(urls)))
+            except AgentError as exc:
+                logger.error("%s could not say which documents are gone (%s): none is removed", source, exc)
+                return
+        else:
+            gone = set(urls)
+        gone_urls.extend(url for key, url in urls.items() if key in gone)
+        reason = "not listed by the source's agent" if since is None else "gone, says the source's agent"
+        for url in gone_urls:
+            ledger.record(url, Outcome(Event.GONE, int(Status.LEFT_REPOSITORY), reason))
+        removed += len(gone_urls)
+    if removed:
+        logger.info("%d documents of %s are no longer in its repository: %s", removed, source, run.leaving())
+
+
 class AgentSpider(SourceSpider):
-    """Crawl a source of another type than web sites: its agent's references, no links."""
+    """Crawl a source of another type than web sites: its agent's references, no links. It lists
+    into the run's frontier (``run_started``); without a run (a read-only crawl: `scrapy explain`)
+    it lists nothing."""
 
     renders = False  # an agent's handler answers its references: no browser
+    run: Run | None = None
+    frontier: Frontier | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> AgentSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        assert isinstance(spider, AgentSpider)
+        crawler.signals.connect(spider.run_started, signal=run_started)
+        return spider
+
+    def run_started(self, run: Run, frontier: Frontier) -> None:
+        self.run, self.frontier = run, frontier
+
+    @property
+    def stores(self) -> Stores:
+        """The crawl's stores (an extension, built after the spider: found on use)."""
+        return stores_of(self.crawler)
 
     async def start(self) -> AsyncIterator[Request]:
-        context = self.context
-        agent = context.agent
+        agent = self.stores.agent
         assert agent is not None  # the spider loader makes this spider for agent sources only
-        frontier = context.frontier
-        if frontier is None:  # a read-only crawl (`scrapy explain`) lists nothing
+        frontier, run = self.frontier, self.run
+        if frontier is None or run is None:  # a read-only crawl (`scrapy explain`) lists nothing
             return
-        since = self.listing_since()
-        context.listed_since = since
+        ledger = self.crawler.get_extension(LedgerWriter)
+        assert ledger is not None  # a run has one
+        since = self.listing_since(agent, run)
         inline = self.crawler.settings.getint("SEARCHCRAWL_AGENT_INLINE_BYTES")
         logger.info(
             "Listing %s (%s)%s", self.source.name, type(agent).__name__, f", changes since {since.isoformat()}" if since else ""
@@ -156,39 +218,37 @@ class AgentSpider(SourceSpider):
                     )
                 )
             ]
-            context.flush_exclusions()
+            self.admission.flush()
             if entries:
                 frontier.add(entries)
-                context.writer.mark_linked([entry.url for entry in entries])
+                ledger.mark_linked([entry.url for entry in entries])
             listed += len(batch)
             logger.debug("Listed %d references of %s (%d queued)", listed, self.source.name, len(entries))
             yield Request(WAKE_URL, dont_filter=True, meta={WAKE: True})  # the engine leases them now
         if since is not None:  # changes only: what failed before is asked again, with its reference then
             failing = [
                 entry
-                for url, data in context.table.failing(self.source.name)
+                for url, data in self.stores.documents.failing(self.source.name)
                 if agent.key_of(url) is not None and (entry := self.admission.reference(url, data))
             ]
-            context.flush_exclusions()
+            self.admission.flush()
             if failing:
                 frontier.add(failing)
-                context.writer.mark_linked([entry.url for entry in failing])
+                ledger.mark_linked([entry.url for entry in failing])
                 logger.info("%d documents of %s that failed before are read again", len(failing), self.source.name)
                 yield Request(WAKE_URL, dont_filter=True, meta={WAKE: True})
-        context.listing_complete = True
         logger.info("Listed %d documents of %s", listed, self.source.name)
         self.crawler.stats.set_value(SKIPPED_STAT, agent.skipped())  # the agent logged them at WARNING
-        await asyncio.to_thread(context.settle_listing)
+        # complete: the documents it did not name leave (a listing that failed part-way removed nothing)
+        await asyncio.to_thread(settle_listing, agent, ledger, run, since)
 
-    def listing_since(self) -> datetime | None:
+    def listing_since(self, agent: Agent, run: Run) -> datetime | None:
         """Since when an incremental agent lists changes: the start of the source's last run that
         finished (not a test crawl), less SEARCHCRAWL_AGENT_SINCE_MARGIN, in a maintenance crawl
         that is not forced; else None (list everything)."""
-        context = self.context
-        agent = context.agent
-        if agent is None or not agent.incremental or context.forced or context.mode != "maintenance" or context.runs is None:
+        if not agent.incremental or run.forced or run.mode != "maintenance":
             return None
-        started = context.runs.last_finished_start(self.source.name)
+        started = self.stores.runs.last_finished_start(self.source.name)
         if started is None:
             return None
         # a margin for the repository's clock and for changes committed late (a long transaction

@@ -31,12 +31,16 @@ from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
 from twisted.internet.task import LoopingCall
 
-from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.config.source import Source
 from searchcrawl.crawl.extensions.run_end import run_end
+from searchcrawl.crawl.extensions.stores import Stores, source_of, stores_of
+from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import WAKE
-from searchcrawl.crawl.requests import entry_of
-from searchcrawl.crawl.signals import url_outcome
-from searchcrawl.ops.local_fleet import joins_live_runs, run_to_join
+from searchcrawl.crawl.requests import Admission, admission_of, entry_of
+from searchcrawl.crawl.run import CrawlArguments, process_owner
+from searchcrawl.crawl.run_start import begin_run, take_over_index
+from searchcrawl.crawl.signals import run_started, url_outcome
+from searchcrawl.ops.local_fleet import joins_live_runs, run_to_join, shared_crawl
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Entry, Frontier
@@ -57,15 +61,20 @@ HELD_LIMIT_BATCHES = 4  # with SEARCHCRAWL_MAX_SITES: at most this many batches 
 
 
 class FrontierScheduler(BaseScheduler):
-    def __init__(self, crawler: Crawler) -> None:
+    """The durable frontier's scheduler (see the module's docstring): it starts the run when it
+    opens (``open``: crawl/run_start.py, then ``run_started``), leases its URLs, and gives back
+    what it leased but did not fetch when it closes."""
+
+    def __init__(self, crawler: Crawler, source: Source, stores: Stores, ledger: LedgerWriter, admission: Admission) -> None:
         self.crawler = crawler
-        self.context = crawl_state(crawler)
+        self.source, self.stores, self.ledger, self.admission = source, stores, ledger, admission
         run_end(crawler)  # required: a run this scheduler starts is ended there
         settings = crawler.settings
         self.batch = settings.getint("SEARCHCRAWL_FRONTIER_BATCH") or 2 * settings.getint("CONCURRENT_REQUESTS")
         self.lease_seconds = settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")
-        self.shared = self.context.shared
-        self.owner = self.context.owner
+        self.shared = shared_crawl(settings)
+        self.owner = process_owner()
+        self.runs: Runs = stores.runs
         self.renewal: AsyncioLoopingCall | LoopingCall | None = None
         self.waker: AsyncioLoopingCall | LoopingCall | None = None  # a shared crawl's _wake
         self.starved = False  # the engine's last next_request() got no request
@@ -86,17 +95,18 @@ class FrontierScheduler(BaseScheduler):
             # another spider of the project (scrapy shell, scrapy fetch, a spider of one's own):
             # Scrapy's own scheduler (SCHEDULER names this one for the whole project)
             return Scheduler.from_crawler(crawler)
-        return cls(crawler)
+        ledger = crawler.get_extension(LedgerWriter)
+        if ledger is None:  # a read-only crawl: explain runs Scrapy's own scheduler
+            raise RuntimeError("a read-only crawl (SEARCHCRAWL_READ_ONLY) starts no run: use Scrapy's SCHEDULER")
+        return cls(crawler, source_of(crawler), stores_of(crawler), ledger, admission_of(crawler))
 
     def open(self, spider: Spider) -> None:
         self.spider = spider
-        # the crawl's arguments (-a recrawl=force, test_mode, delete): CrawlState took them when
-        # it was built, after the spider; taken again here, where Scrapy hands the spider over
-        self.context.configure(getattr(spider, "arguments", {}))
-        source = self.context.source.name
-        runs = Runs(self.context.table.database)
+        arguments = CrawlArguments.of(getattr(spider, "arguments", {}))  # -a recrawl=force, test_mode, delete
+        source = self.source.name
+        runs = self.runs
         fresh = str(getattr(spider, "fresh", "")).lower() in ("1", "true", "yes")
-        self.context.take_over_index()
+        taken_over = take_over_index(self.source, self.stores.documents, self.stores.index, self.ledger)
         try:
             self.run = runs.start(
                 source,
@@ -119,9 +129,20 @@ class FrontierScheduler(BaseScheduler):
             logger.error("%s", exc)
             self._leave_once_opened(ALREADY_RUNNING)
             return
-        self.frontier = Frontier(self.context.table.database, source, self.run.id, self.owner, self.lease_seconds)
+        self.frontier = Frontier(self.stores.database, source, self.run.id, self.owner, self.lease_seconds)
         others = list(self.run.others)
-        self.context.attach_run(self.run.id, self.run.resumed, self.frontier, runs, joined=bool(others))
+        run = begin_run(
+            self.run,
+            arguments,
+            source=self.source,
+            runs=runs,
+            ledger=self.ledger,
+            known=self.admission.known,
+            taken_over=taken_over,
+            shared=self.shared,
+            owner=self.owner,
+        )
+        self.crawler.signals.send_catch_log(run_started, run=run, frontier=self.frontier, dont_log=())
         if self.run.resumed:
             # a shared run's live nodes keep their leases (those that joined since too); a dead node's are taken back
             requeued = self.frontier.requeue_gone(runs, self.lease_seconds, keep_own=False)
@@ -155,11 +176,11 @@ class FrontierScheduler(BaseScheduler):
         CloseSpider from open(): Scrapy (2.19) then skips opening the scraper but still closes it,
         and logs "Scraper close failure" at ERROR; a spider_opened receiver's CloseSpider is
         honoured once everything has opened."""
-        self.context.no_run = reason
+        self.no_run = reason
         self.crawler.signals.connect(self._refuse, signal=signals.spider_opened)
 
     def _refuse(self) -> None:
-        raise CloseSpider(self.context.no_run)
+        raise CloseSpider(self.no_run)
 
     def _renew(self) -> None:
         """Keep this node's leases and node row alive; take back leases that expired elsewhere."""
@@ -167,7 +188,7 @@ class FrontierScheduler(BaseScheduler):
             return
         try:
             self.frontier.renew()
-            self.context.runs.heartbeat(self.run.id, self.owner)  # type: ignore[union-attr]
+            self.runs.heartbeat(self.run.id, self.owner)
             self._take_back()
         except Exception:  # a database hiccup: the next renewal tries again, well before expiry
             logger.exception("Renewing the leases of run %d failed", self.run.id)
@@ -176,11 +197,11 @@ class FrontierScheduler(BaseScheduler):
         """Queue again the URLs leased by nodes that stopped working on the run: their lease
         expired, or their process on this machine is gone (a killed process of a crawl of
         several local processes: its URLs come back at once, not a lease time later)."""
-        assert self.frontier is not None and self.run is not None and self.context.runs is not None
+        assert self.frontier is not None and self.run is not None
         self.taken_back_at = time.monotonic()
         taken = self.frontier.requeue_leased(expired_only=True)
         if self.shared:
-            taken += self.frontier.requeue_gone(self.context.runs, self.lease_seconds)
+            taken += self.frontier.requeue_gone(self.runs, self.lease_seconds)
         if taken:
             logger.info(
                 "Took back %d URLs whose lease expired or whose process is gone (a node stopped working on run %d)",
@@ -316,7 +337,7 @@ class FrontierScheduler(BaseScheduler):
         frontier's states just read (else read at most every IDLE_RECHECK)."""
         if present is None and time.monotonic() - self.others_checked < IDLE_RECHECK:
             return self.others_working
-        assert self.frontier is not None and self.run is not None and self.context.runs is not None
+        assert self.frontier is not None and self.run is not None
         self.others_checked = time.monotonic()
         if self.others_checked - self.taken_back_at >= TAKE_BACK_EVERY and self._take_back():
             self.others_working = True  # a dead node's URLs are queued again
@@ -324,7 +345,7 @@ class FrontierScheduler(BaseScheduler):
         if present is None:
             present = self.frontier.present()
         self.others_working = bool(present & {FrontierState.QUEUED, FrontierState.LEASED}) or (
-            FrontierState.DONE not in present and bool(self.context.runs.nodes(self.run.id, self.lease_seconds, but=self.owner))
+            FrontierState.DONE not in present and bool(self.runs.nodes(self.run.id, self.lease_seconds, but=self.owner))
         )
         return self.others_working
 

@@ -1,12 +1,13 @@
-"""LedgerWriter: the one writer of URL states during a crawl (built and kept by the CrawlState
-extension, so a source's crawl never runs without it; kept, since signal receivers are weak
-references). It is the source's ``Ledger`` (searchcrawl/store/ledger.py): every write of a URL's
-row in a crawl goes through it, and the components that write (the push, the run's start and
-end, the scope middleware, the agent spider) call its methods, never the document table's.
+"""LedgerWriter: the one writer of URL states during a crawl, an extension (EXTENSIONS -850), so
+a source's crawl never runs without it. It is the source's ``Ledger`` (searchcrawl/store/ledger.py):
+every write of a URL's row in a crawl goes through it, and the components that write (the push,
+the run's start and end, the scope middleware, the agent spider) call its methods, never the
+document table's. A read-only crawl (``SEARCHCRAWL_READ_ONLY``, `scrapy explain`) has none.
 
-Spider, middlewares and pipelines report what happened to a URL; this component (not an extension of its own: CrawlState builds it) records it
-through the document table, whose every state change the ledger (searchcrawl/rules/lifecycle.py) decides.
-What it listens to:
+Its document table is the crawl's (extensions/stores.py) until the run starts, then the run's
+(``run_started``: its writes finish the run's frontier entries, in its test mode), then the
+closing run's (``closing``: the run's end). It records what the crawl's components report through
+Scrapy's signals, and the ledger's rules (searchcrawl/rules/lifecycle.py) decide every change:
 
 - ``url_outcome`` (searchcrawl/crawl/signals.py): an ``Outcome`` sent by a component;
 - ``item_dropped``: a ``NotIndexed`` carries its outcome; any other ``DropItem`` (a custom
@@ -23,17 +24,21 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
 from twisted.python.failure import Failure
 
+from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.meta import DEPTH
-from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.crawl.run import CrawlArguments
+from searchcrawl.crawl.signals import run_started, url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.ledger import Ledger
 
 if TYPE_CHECKING:
-    from searchcrawl.crawl.extensions.crawl_state import CrawlState
+    from searchcrawl.crawl.run import Run
     from searchcrawl.store import DocumentTable
+    from searchcrawl.store.frontier import Frontier
 
 logger = logging.getLogger(__name__)
 
@@ -58,23 +63,33 @@ class LedgerWriter(Ledger):
     report through Scrapy's signals. The other writes of a URL's state (Solr's answers, the
     run's settlements, links in bulk) are its ``Ledger`` methods, which the components call."""
 
-    def __init__(self, crawler: Crawler, context: CrawlState) -> None:
-        super().__init__(context.table, context.source.name, context.source.settings.max_failures)
-        self.crawler = crawler
-        self.context = context
+    def __init__(self, crawler: Crawler, table: DocumentTable, source: str, max_failures: int = 3) -> None:
+        super().__init__(table, source, max_failures)
+        self.stats = crawler.stats
+        crawler.signals.connect(self.run_started, signal=run_started)
         crawler.signals.connect(self.url_outcome, signal=url_outcome)
         crawler.signals.connect(self.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(self.item_error, signal=signals.item_error)
         crawler.signals.connect(self.spider_error, signal=signals.spider_error)
 
-    @property
-    def table(self) -> DocumentTable:
-        """The crawl's document table, that of its run once it started (CrawlState.table)."""
-        return self.context.table
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> LedgerWriter:
+        stores = stores_of(crawler)
+        if stores.read_only:
+            raise NotConfigured("a read-only crawl (SEARCHCRAWL_READ_ONLY) writes no URL state")
+        source = source_of(crawler)
+        # a test crawl's writes are so from the start (what it takes over of Solr, its exclusions)
+        arguments = CrawlArguments.of(getattr(getattr(crawler, "spider", None), "arguments", {}))
+        table = stores.documents.for_run(None, arguments.test_mode)
+        return cls(crawler, table, source.name, source.settings.max_failures)
+
+    def run_started(self, run: Run, frontier: Frontier) -> None:
+        """The run started: writes are now its own (they finish its frontier entries)."""
+        self.in_run(run.id, run.test_mode)
 
     def url_outcome(self, url: str, outcome: Outcome) -> None:
         self.record(url, outcome)
-        self.crawler.stats.inc_value(f"searchcrawl/outcome/{outcome.event.value}")
+        self.stats.inc_value(f"searchcrawl/outcome/{outcome.event.value}")
 
     def item_dropped(self, item: Any, response: Any, exception: BaseException, spider: Any = None) -> None:
         url = getattr(item, "url", None)

@@ -23,7 +23,7 @@ the frontier."""
 
 ADMITTED = "searchcrawl_admitted"
 """The URL the source's rules admitted this request for: set by crawl/requests.py on a request
-of a URL this process admitted (``Admission``, ``CrawlState.was_admitted``). A request whose URL
+of a URL this process admitted (``Admission``, ``Admission.was_admitted``). A request whose URL
 is another (a redirect's target: Scrapy copies the meta) or that has none (a custom spider's own
 request, a URL another process queued) is admitted by middlewares/scope.py or
 middlewares/boundary_check.py, which read it; a URL is admitted once."""

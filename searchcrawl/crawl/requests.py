@@ -2,34 +2,77 @@
 
 A URL enters a crawl as a link of a page (the spider), a seed (the spider's start), a sitemap's
 entry (middlewares/sitemaps.py), an agent's reference (crawl/agent_spider.py), or a URL the
-document table knows (a maintenance crawl: ``DocumentTable.plan_maintenance`` with
-``CrawlState.rule_excluding``). ``Admission`` decides on it once, with one call to the source's
-rule chain (``CrawlState.admit``: the URL rewriter for a link, the boundary, the scope filter),
-and gives it its depth: what it lets in is a frontier ``Entry``. ``RequestFactory`` makes every
-request of such an entry, whether the spider yields it or the frontier leased it; the request
-says it was admitted (meta ``ADMITTED``), so nothing admits it again. A request made otherwise
-(a redirect's target, a custom spider's own) is admitted where it meets the crawl: the scope
-middleware, the boundary check; so is a URL this process did not admit itself (a resumed run's
-earlier session, another node's, a duplicate the document table queued again to take its
-original's place: ``CrawlState.was_admitted``).
+document table knows (a maintenance crawl: ``Ledger.plan_maintenance`` with ``Admission.known``).
+``Admission`` decides on it once, with one call to the source's rule chain (rules/chain.py
+``RuleChain``: the URL rewriter for a link, the boundary, the scope filter), and gives it its
+depth: what it lets in is a frontier ``Entry``. ``RequestFactory`` makes every request of such an
+entry, whether the spider yields it or the frontier leased it; the request says it was admitted
+(meta ``ADMITTED``), so nothing admits it again. A request made otherwise (a redirect's target, a
+custom spider's own) is admitted where it meets the crawl: the scope middleware, the boundary
+check; so is a URL this process did not admit itself (a resumed run's earlier session, another
+node's, a duplicate the document table queued again to take its original's place:
+``Admission.was_admitted``).
 """
 
 from __future__ import annotations
 
+import logging
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.statscollectors import StatsCollector
 
-from searchcrawl.crawl.extensions.crawl_state import SKIPPED
+from searchcrawl.crawl.extensions.stores import source_of, stores_of
+from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import ADMITTED, DEPTH, KNOWN, LEASED, PERSISTED, RENDER
+from searchcrawl.crawl.signals import run_started
+from searchcrawl.rules.boundary import Boundary
+from searchcrawl.rules.chain import SKIPPED, Rewrite, RuleChain, RuleStep
 from searchcrawl.rules.rendering import render_mode
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.rules.url_rewriter import identity, load_rewriter
 from searchcrawl.rules.urls import canonical
-from searchcrawl.store.frontier import Entry
+from searchcrawl.store.frontier import Entry, Frontier
 
 if TYPE_CHECKING:
-    from searchcrawl.crawl.extensions.crawl_state import CrawlState, RuleStep
+    from searchcrawl.agents.base import Agent
+    from searchcrawl.config.source import Source
+    from searchcrawl.crawl.run import Run
     from searchcrawl.crawl.spider import SourceSpider
+
+logger = logging.getLogger(__name__)
+
+# URLs (with their depth) a process remembers it admitted, then forgets (about 150 MB at most)
+ADMITTED_LIMIT = 1_000_000
+# URLs excluded a process remembers it recorded, then forgets (forgetting costs a repeated, idempotent write)
+RECORDED_LIMIT = 100_000
+# The crawl's stats key of each exclusion status (Enum.name costs a property call a link)
+EXCLUDED_STAT = {status: f"searchcrawl/excluded/{status.name.lower()}" for status in Status}
+
+
+def rule_chain(source: Source, max_url_length: int, agent: Agent | None = None) -> RuleChain:
+    """The source's rule chain, as the crawl and `scrapy explain` apply it."""
+    settings = source.settings
+    boundary = Boundary(source.seed_urls, settings, max_url_length)
+    return RuleChain.of(boundary, settings.filters.scope, load_rewriter(settings.url_rewriter), agent)
+
+
+class BoundedSet:
+    """A set that forgets its oldest members beyond ``size``: memory stays flat on huge crawls."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: OrderedDict[str, None] = OrderedDict()
+
+    def __contains__(self, item: str) -> bool:
+        return item in self.items
+
+    def add(self, item: str) -> None:
+        self.items[item] = None
+        if len(self.items) > self.size:
+            self.items.popitem(last=False)
 
 
 def admitted(request: Request) -> bool:
@@ -38,17 +81,39 @@ def admitted(request: Request) -> bool:
 
 
 class Admission:
-    """The source's rules on a URL entering the crawl, once (``CrawlState.admit``), and its depth.
+    """The crawl's admission of URLs (an extension, EXTENSIONS -800: one a crawl, shared by the
+    spider, the scope and boundary middlewares, the sitemaps and the run's start): the source's
+    rule chain on each URL entering the crawl, once, and its depth. It remembers what this
+    process admitted (``was_admitted``, bounded) and the exclusions, which the ledger writes with
+    the next ``flush`` (the caller's, once per page or batch); a read-only crawl writes none."""
 
-    Exclusions are remembered by the crawl's state and written with its next
-    ``flush_exclusions`` (the caller's, once per page or batch)."""
-
-    def __init__(self, state: CrawlState) -> None:
-        self.state = state
-        settings = state.source.settings
-        self.rewrites = bool(settings.url_rewriter)
+    def __init__(
+        self, chain: RuleChain, stats: StatsCollector, ledger: LedgerWriter | None = None, *, orphans: str = "keep"
+    ) -> None:
+        self.chain = chain
+        self.stats = stats
+        self.ledger = ledger
+        self.rewrites = chain.rewriter is not identity
         # a source that deletes orphans needs every link seen (to mark it linked), queued or not
-        self.skip_queued = settings.orphans != "delete"
+        self.skip_queued = orphans != "delete"
+        self.frontier: Frontier | None = None  # the run's, once it started (``run_started``)
+        self.admitted: dict[str, int] = {}  # URL -> depth: what this process's rules let in
+        self.excluded: list[tuple[str, int, int, str]] = []  # to record: (url, status, depth, rule)
+        self.recorded = BoundedSet(RECORDED_LIMIT)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Admission:
+        source = source_of(crawler)
+        stores = stores_of(crawler)
+        chain = rule_chain(source, crawler.settings.getint("SEARCHCRAWL_MAX_URL_LENGTH"), stores.agent)
+        admission = cls(chain, crawler.stats, crawler.get_extension(LedgerWriter), orphans=source.settings.orphans)
+        crawler.signals.connect(admission.run_started, signal=run_started)
+        return admission
+
+    def run_started(self, run: Run, frontier: Frontier) -> None:
+        self.frontier = frontier
+
+    # --- the ways in ---
 
     def link(self, url: str, depth: int) -> Entry | None:
         """A link found ``depth`` links from a seed (or a sitemap's entry, at depth 0): canonical,
@@ -57,36 +122,104 @@ class Admission:
         try:
             url = canonical(url)
         except ValueError as exc:  # e.g. a port out of range: the page's other links go on
-            self.state.exclude_link(url[:2000], Status.EXCLUDED_PORT, depth, f"not a valid URL: {exc}")
+            self.exclude_now(url[:2000], Status.EXCLUDED_PORT, depth, f"not a valid URL: {exc}")
             return None
         # Most links of a site lead to pages queued already: the rules are not asked about those
         # (as the rewriter makes them), which costs the crawl's hot path one look-up
-        step = self.state.admit(url, depth, rewrite="link" if self.rewrites else None, skip=self.queued)
+        step = self.admit(url, depth, rewrite="link" if self.rewrites else None, skip=self.queued)
         if not step.allowed or step.decision is SKIPPED:
             return None
         return Entry(step.url, depth)
 
     def seed(self, url: str) -> tuple[Entry | None, RuleStep]:
         """A seed (canonical, at depth 0, never rewritten): its entry, or None, and the rules' step."""
-        step = self.state.admit(url, 0)
+        step = self.admit(url, 0)
         return (Entry(url, 0) if step.allowed else None), step
 
     def reference(self, url: str, data: dict[str, Any]) -> Entry | None:
         """An agent's document (at depth 0), with its reference's request data."""
-        return Entry(url, 0, data) if self.state.admit(url, 0).allowed else None
+        return Entry(url, 0, data) if self.admit(url, 0).allowed else None
 
     def request(self, request: Request, depth: int) -> RuleStep:
         """A request made without an entry (a custom spider's own, a redirect's target), judged
         as it is at ``depth``; admitted, it says so (meta ``ADMITTED``, ``DEPTH``). The rules' step."""
-        step = self.state.admit(request.url, depth)
+        step = self.admit(request.url, depth)
         if step.allowed:
             request.meta[DEPTH] = depth
             request.meta[ADMITTED] = request.url
         return step
 
+    def known(self, url: str, depth: int) -> tuple[int, str] | None:
+        """(status, rule) when the rules keep a URL the document table knows out now (a
+        maintenance crawl's, queued again unless so), else None (and it is admitted)."""
+        refusal = self.chain.refusal(url, depth)
+        if refusal is None:
+            self.remember(url, depth)
+        return refusal
+
     def queued(self, url: str) -> bool:
-        frontier = self.state.frontier
+        frontier = self.frontier
         return self.skip_queued and frontier is not None and frontier.in_run(url)
+
+    # --- what it remembers ---
+
+    def admit(self, url: str, depth: int, *, rewrite: Rewrite = None, skip: Any = None) -> RuleStep:
+        """The chain's decision on ``url`` (``RuleChain.decide``); an exclusion is remembered
+        for the ledger (written by ``flush``) and counted per crawler code."""
+        step = self.chain.decide(url, depth, rewrite=rewrite, skip=skip)
+        decision = step.decision
+        if decision is SKIPPED:
+            return step
+        if decision.allowed:
+            self.remember(step.url, depth)
+        else:
+            assert decision.status is not None
+            # the rewriter's refusal names the link as found (cut: it may be anything a page holds)
+            self.exclude(step.url[:2000] if step.name == "url_rewriter" else step.url, decision.status, depth, decision.rule)
+        return step
+
+    def exclude(self, url: str, status: Status, depth: int, rule: str) -> None:
+        """``url`` is kept out (``rule``): counted, and recorded with the next ``flush``."""
+        self.stats.inc_value(EXCLUDED_STAT[status])
+        if url not in self.recorded:
+            self.recorded.add(url)
+            self.excluded.append((url, int(status), depth, rule))
+            logger.debug("Excluded (%s): %s", rule, url)
+
+    def exclude_now(self, url: str, status: Status, depth: int, rule: str) -> None:
+        """A link kept out before the rules can judge it (an invalid URL), written at once."""
+        self.exclude(url, status, depth, rule)
+        self.flush()
+
+    def flush(self) -> None:
+        """Record the exclusions remembered since the last flush (a read-only crawl records none)."""
+        if self.excluded and self.ledger is not None:
+            self.ledger.record_excluded(self.excluded)
+        self.excluded = []
+
+    def remember(self, url: str, depth: int) -> None:
+        """``url`` was admitted at ``depth`` by this process's rules: its request need not be
+        admitted again (``was_admitted``). Bounded: past ``ADMITTED_LIMIT`` URLs the memory is
+        cleared, and a URL forgotten is only admitted once more."""
+        if len(self.admitted) >= ADMITTED_LIMIT:
+            self.admitted.clear()
+        self.admitted[url] = depth
+
+    def was_admitted(self, url: str, depth: int) -> bool:
+        """Did this process's rules admit ``url`` at ``depth``? Not a URL another process queued
+        (a resumed run's earlier session, another node of a shared crawl: the source file may
+        have changed since), nor one the document table queued again itself (a duplicate taking
+        its original's place): the boundary check admits those when they are requested."""
+        return self.admitted.get(url) == depth
+
+
+def admission_of(crawler: Crawler) -> Admission:
+    """The crawl's admission, for a component's ``from_crawler``."""
+    admission = crawler.get_extension(Admission)
+    if admission is None:
+        stores_of(crawler)  # NotConfigured for another spider
+        raise RuntimeError("searchcrawl.crawl.requests.Admission is not enabled (EXTENSIONS): a source's crawl needs it")
+    return admission
 
 
 class RequestFactory:
@@ -94,8 +227,9 @@ class RequestFactory:
     the frontier leased it. Its meta: the depth, the render mode of the source's render rules,
     the persisted request data, and from a lease what the document table knew (``KNOWN``)."""
 
-    def __init__(self, spider: SourceSpider, renders: bool = True) -> None:
+    def __init__(self, spider: SourceSpider, admission: Admission, renders: bool = True) -> None:
         self.spider = spider
+        self.admission = admission
         settings = spider.source.settings
         self.render: tuple[Any, Any] | None = (settings.render_js, settings.render_rules) if renders else None
         crawler = getattr(spider, "crawler", None)
@@ -104,7 +238,7 @@ class RequestFactory:
 
     def __call__(self, entry: Entry, *, leased: bool = False) -> Request:
         """The request of ``entry``; ``leased`` from the frontier. It is marked admitted when this
-        process's rules admitted its URL at its depth (``CrawlState.was_admitted``): not what an
+        process's rules admitted its URL at its depth (``Admission.was_admitted``): not what an
         earlier process queued (a resumed run: the source file may have changed since), another
         node, or the document table itself (a duplicate taking its original's place); the
         boundary check admits those."""
@@ -121,7 +255,7 @@ class RequestFactory:
             if data.get("callback"):
                 callback = getattr(self.spider, data["callback"])
             priority = data.get("priority") or priority
-        if self.spider.context.was_admitted(entry.url, entry.depth):
+        if self.admission.was_admitted(entry.url, entry.depth):
             meta[ADMITTED] = entry.url
         if entry.known is not None:
             meta[KNOWN] = entry.known
@@ -133,7 +267,7 @@ class RequestFactory:
 def entry_of(request: Request) -> Entry:
     """The frontier entry of a request: its URL, depth and persisted data (crawl/meta.py
     ``PERSISTED``; the callback's name when not ``parse``; a priority). Whether it was admitted is
-    not kept: the factory asks ``CrawlState.was_admitted`` when the entry is leased."""
+    not kept: the factory asks ``Admission.was_admitted`` when the entry is leased."""
     meta = request.meta
     data: dict[str, Any] = {key: meta[key] for key in PERSISTED if meta.get(key) is not None}
     callback = getattr(request.callback, "__name__", None)

@@ -14,3 +14,8 @@ robots_txt_read = object()
 ``searchcrawl.rules.robots_txt.RobotsTxt``; a 4xx's has no rules), sent by middlewares/robots.py
 on each fetch that gets an answer (a site's again if its record was forgotten to bound memory);
 middlewares/sitemaps.py takes its ``Sitemap:`` lines the first time."""
+
+run_started = object()
+"""``run_started(run, frontier)``: this process works on a run now (a ``searchcrawl.crawl.run.Run``,
+and the run's ``Frontier``), sent by the frontier scheduler when it opens, before the item pipelines
+open. Not sent when the process takes no run (it then crawls nothing)."""

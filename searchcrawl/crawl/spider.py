@@ -26,7 +26,7 @@ from searchcrawl.content.extract import http_date, meta_tags, mimetype_of
 from searchcrawl.content.links import DocumentLinks
 from searchcrawl.content.nesting import MAX_DEPTH, flatten, too_deep
 from searchcrawl.crawl.exceptions import RequestRefused, Unsent
-from searchcrawl.crawl.extensions.crawl_state import BoundedSet, CrawlState, RuleStep, crawl_state, tika_configured
+from searchcrawl.crawl.extensions.stores import tika_configured
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.meta import (
     CONNECTION_REFUSALS,
@@ -39,8 +39,10 @@ from searchcrawl.crawl.meta import (
     REDIRECT_URLS,
     RENDER,
 )
-from searchcrawl.crawl.requests import Admission, RequestFactory
+from searchcrawl.crawl.requests import Admission, BoundedSet, RequestFactory, admission_of
 from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.rules.chain import RuleStep
+from searchcrawl.rules.filters import FilterSet
 from searchcrawl.rules.lifecycle import REDIRECT_STATUSES, Delta, Event, Outcome
 from searchcrawl.rules.rendering import empty_shell
 from searchcrawl.rules.robots_meta import robots_directives
@@ -142,7 +144,7 @@ class SourceSpider(Spider):
 
     source: ClassVar[Source]
     max_parse_bytes: int = 4 * 1024 * 1024
-    arguments: dict[str, Any]  # the crawl's arguments (-a name=value): CrawlState reads them
+    arguments: dict[str, Any]  # the crawl's arguments (-a name=value): crawl/run.py CrawlArguments
     reported: BoundedSet  # URLs whose outcome this spider reported lately
     renders: ClassVar[bool] = True  # its requests follow the source's render rules
     page_links: DocumentLinks  # a page's links (content/links.py), with its cache of resolved links
@@ -158,26 +160,27 @@ class SourceSpider(Spider):
         return spider
 
     @cached_property
-    def context(self) -> CrawlState:
-        """The crawl's state (extensions/crawl_state.py): built after the spider, so found on use."""
-        return crawl_state(self.crawler)
+    def admission(self) -> Admission:
+        """How a URL enters the crawl (crawl/requests.py): the source's rules on it, once. An
+        extension, built after the spider: found on use."""
+        return admission_of(self.crawler)
 
     @cached_property
-    def admission(self) -> Admission:
-        """How a URL enters the crawl (crawl/requests.py): the source's rules on it, once."""
-        return Admission(self.context)
+    def result_filter(self) -> FilterSet:
+        """What keeps a document out of the index while its links are followed (the source's ``[filters.result]``)."""
+        return FilterSet(self.source.settings.filters.result, "result")
 
     @cached_property
     def requests(self) -> RequestFactory:
         """The one factory of this crawl's requests (crawl/requests.py); the frontier's too."""
-        return RequestFactory(self, renders=self.renders)
+        return RequestFactory(self, self.admission, renders=self.renders)
 
     async def start(self) -> AsyncIterator[Request]:
         excluded = 0
         for url in seed_urls(self.source):
             entry, step = self.admission.seed(url)
             if entry is None:
-                self.context.flush_exclusions()  # its row, with the rule that keeps it out
+                self.admission.flush()  # its row, with the rule that keeps it out
                 self.warn_excluded(url, step, excluded)
                 excluded += 1
                 continue
@@ -301,8 +304,7 @@ class SourceSpider(Spider):
         (its outcome reported), False when the result filter keeps it out of the index (its links
         are still followed), True when it may be indexed."""
         modified = http_date(headers.get("last-modified"))
-        scope_filter, result_filter = self.context.scope_filter, self.context.result_filter
-        assert scope_filter is not None and result_filter is not None  # set when CrawlState is built
+        scope_filter, result_filter = self.admission.chain.scope_filter, self.result_filter
         scope = scope_filter.check_document(response.url, mimetype, len(response.body), modified)
         if not scope.passed:
             self.report(response.url, Event.GONE, Status.EXCLUDED_FILTER, scope.rule, depth, **record)
@@ -369,7 +371,7 @@ class SourceSpider(Spider):
         """A PDF, office or other file: its document for the converters (AttributesPipeline), no
         links followed out of it; or, of a type not read, its outcome."""
         file_name = urlsplit(response.url).path.rsplit("/", 1)[-1]
-        if self.context.converts_any_type or detect_kind(response.body, mimetype, file_name) is not None:
+        if tika_configured(self.crawler.settings) or detect_kind(response.body, mimetype, file_name) is not None:
             yield self.document(response, depth, headers, record, body=response.body)
             return
         reason = f"content type {mimetype or 'unknown'} is not indexed"

@@ -31,6 +31,14 @@ class Ledger:
         self.source = source
         self.max_failures = max_failures  # consecutive failing crawls before a document leaves
 
+    def in_run(self, run_id: int | None, test_mode: bool) -> None:
+        """Writes are run ``run_id``'s from now on (they finish its frontier entries), in its test mode."""
+        self._table = self._table.for_run(run_id, test_mode)
+
+    def closing(self) -> None:
+        """This process fetches nothing more (its run's end): see ``DocumentTable.closing``."""
+        self._table = self._table.closing()
+
     @property
     def table(self) -> DocumentTable:
         """The document table written (its run decides what a write finishes and reports)."""

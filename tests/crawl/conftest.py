@@ -9,15 +9,14 @@ from typing import Any
 import pytest
 from scrapy.crawler import Crawler
 
-from searchcrawl.crawl.extensions.crawl_state import CrawlState
-from tests.components import DEFAULT_SOURCE, source_crawler
+from tests.components import DEFAULT_SOURCE, close_stores, source_crawler
 
 
 @pytest.fixture
 def crawler_of(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., Crawler]]:
     """``crawler_of(source=None, **settings)``: a crawler of a source file (the test module's
-    ``SOURCE`` by default) with the module's ``CRAWLER_SETTINGS`` under ``settings``; its crawl
-    state (document table, cache, converter) is closed after the test."""
+    ``SOURCE`` by default) with the module's ``CRAWLER_SETTINGS`` under ``settings``; its
+    stores (document table, cache, converter) are closed after the test."""
     made: list[Crawler] = []
     default_source = getattr(request.module, "SOURCE", DEFAULT_SOURCE)
     defaults: dict[str, Any] = getattr(request.module, "CRAWLER_SETTINGS", {})
@@ -29,6 +28,4 @@ def crawler_of(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Calla
 
     yield make
     for crawler in made:
-        state = crawler.get_extension(CrawlState)
-        if state is not None:
-            state.close()
+        close_stores(crawler)

@@ -20,7 +20,7 @@ from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
 from twisted.internet.task import LoopingCall
 
 from searchcrawl.config.source import Source
-from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.ops.local_fleet import shared_crawl
 from searchcrawl.rules.politeness import delay_at
 
 if TYPE_CHECKING:
@@ -65,9 +65,7 @@ class DelaySchedule:
         if delay == self.current:
             return delay
         self.current = delay
-        context = crawl_state(self.crawler)
-        context.site_delay = delay
-        if context.shared:  # the fleet reservation applies it (middlewares/fleet.py)
+        if shared_crawl(self.crawler.settings):  # the fleet reservation applies it (middlewares/fleet.py: ``current``)
             logger.info("Delay between requests to one site is now %.2f s for the fleet (delay_rules)", delay)
             return delay
         assert self.crawler.engine is not None

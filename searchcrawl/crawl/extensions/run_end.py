@@ -18,7 +18,7 @@ the item pipelines (every document is through them, the Solr pipeline's pushes d
 are over) and the scheduler (this process leases nothing any more: what it had leased is queued
 again), and it waits for an asynchronous receiver. That is Scrapy's public, documented order;
 nothing here depends on the order in which it closes the pipelines and the scheduler. The
-document table is closed later, on ``engine_stopped`` (``CrawlState``). The stats are dumped
+document table is closed later, on ``engine_stopped`` (extensions/stores.py). The stats are dumped
 after ``spider_closed``: the end's counters are in the dump, and ``scrapy crawl`` reads
 ``searchcrawl/not_indexed`` for its exit code. The steps block (database, Solr): they run in a
 worker thread, so the reactor goes on (other ``spider_closed`` receivers, a second Ctrl-C).
@@ -46,14 +46,21 @@ from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
 from twisted.internet.task import LoopingCall
 
 from searchcrawl.config.source import Source
-from searchcrawl.crawl.extensions.crawl_state import SKIPPED_STAT, CrawlState, crawl_state
+from searchcrawl.crawl.extensions.stores import Stores, source_of, stores_of
+from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import CONNECTION_REFUSALS
-from searchcrawl.crawl.pipelines.solr_push import solr_pusher
-from searchcrawl.index.indexer import IndexingError, PushResult, push_with_retries
+from searchcrawl.crawl.pipelines.solr_push import SolrPipeline, make_pusher
+from searchcrawl.crawl.requests import admission_of
+from searchcrawl.crawl.run import SKIPPED_STAT, Run, run_counters
+from searchcrawl.crawl.run_start import fingerprint
+from searchcrawl.crawl.signals import run_started
+from searchcrawl.index.indexer import IndexingError, PushResult, SolrPusher, push_with_retries
+from searchcrawl.rules.chain import RuleChain
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
 from searchcrawl.rules.maintenance import deletion_guard
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store import Deltas
+from searchcrawl.store.frontier import Frontier
 from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.models import FrontierState, RunState
 from searchcrawl.store.runs import Runs
@@ -130,7 +137,7 @@ def settle_run(
     ``orphans = "delete"``, documents no page linked to in this run leave too, unless the site
     refused the source's credentials (``refused``) or URLs failed in TLS or at the proxy
     (``unreached``): pages it did not show yielded no links, so "no page links to it" is unknown.
-    (An agent's listing settles what left its source: ``CrawlState.settle_listing``.)"""
+    (An agent's listing settles what left its source: agent_spider.py ``settle_listing``.)"""
     name = source.name
     gone = ledger.drop_stale_targets(rule_excluding)
     if gone:
@@ -182,40 +189,61 @@ def delta_summary(report: Mapping[str, list[str]], skipped: int) -> str:
 class RunEnd:
     """The run's end, on ``spider_closed`` (see the module's docstring). Configured by
     ``SEARCHCRAWL_SOLR_RETRY_TIMES`` and ``SEARCHCRAWL_SOLR_RETRY_BACKOFF`` (the final push's
-    attempts) and ``SEARCHCRAWL_LEASE_SECONDS`` (how long a silent node counts as in the run)."""
+    attempts) and ``SEARCHCRAWL_LEASE_SECONDS`` (how long a silent node counts as in the run).
 
-    def __init__(self, crawler: Crawler) -> None:
+    Built from what it uses: the source, the stores, the ledger and the rule chain (a redirect
+    target's refusal); the run and its frontier arrive with ``run_started``; without them this
+    process took no run, and there is nothing to end."""
+
+    def __init__(self, crawler: Crawler, source: Source, stores: Stores, ledger: LedgerWriter, chain: RuleChain) -> None:
         self.crawler = crawler
+        self.source, self.stores, self.ledger, self.chain = source, stores, ledger, chain
+        self.stats = crawler.stats
         settings = crawler.settings
         self.retry_times = max(1, settings.getint("SEARCHCRAWL_SOLR_RETRY_TIMES"))
         self.backoff = settings.getfloat("SEARCHCRAWL_SOLR_RETRY_BACKOFF")
         self.lease_seconds = settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")
         self.others_leave_wait = OTHERS_LEAVE_WAIT
+        self.run: Run | None = None
+        self.frontier: Frontier | None = None
+        crawler.signals.connect(self.run_started, signal=run_started)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RunEnd:
-        if getattr(crawler.spidercls, "source", None) is None:
-            raise NotConfigured("not a searchcrawl source spider")
-        return cls(crawler)
+        source, stores = source_of(crawler), stores_of(crawler)
+        ledger = crawler.get_extension(LedgerWriter)
+        if ledger is None:
+            raise NotConfigured("a read-only crawl (SEARCHCRAWL_READ_ONLY) has no run to end")
+        return cls(crawler, source, stores, ledger, admission_of(crawler).chain)
+
+    def run_started(self, run: Run, frontier: Frontier) -> None:
+        self.run, self.frontier = run, frontier
+
+    def pusher(self) -> SolrPusher:
+        """The Solr pipeline's pusher (one a crawl: ``make_pusher``), or one of its own when the
+        pipeline is not enabled."""
+        pipeline = self.crawler.get_item_pipeline(SolrPipeline)
+        if pipeline is not None:
+            return pipeline.pusher
+        return make_pusher(self.crawler.settings, self.source, self.stores, self.ledger)
 
     async def closed(self, reason: str) -> None:
         """spider_closed: the run's end, in a worker thread; meanwhile this node stays alive in
         the run (its scheduler's lease renewal has stopped): the node ending the run waits for
         it until it has pushed its documents and left, not only a lease long."""
-        heartbeat = self.heartbeat(crawl_state(self.crawler))
+        if self.run is None or self.frontier is None:  # it took no run, and crawled nothing: nothing to end
+            return
+        heartbeat = self.heartbeat(self.run)
         try:
-            await asyncio.to_thread(self.end, reason)
+            await asyncio.to_thread(self.end, self.run, self.frontier, reason)
         finally:
-            if heartbeat is not None and heartbeat.running:
+            if heartbeat.running:
                 heartbeat.stop()
 
-    def heartbeat(self, context: CrawlState) -> AsyncioLoopingCall | LoopingCall | None:
+    def heartbeat(self, run: Run) -> AsyncioLoopingCall | LoopingCall:
         """This node's heartbeat in its run, every third of a lease from now (a no-op once it has left)."""
-        runs, run_id = context.runs, context.run_id
-        if runs is None or run_id is None or context.no_run:
-            return None
-        looping = create_looping_call(self._beat, runs, run_id, context.owner)
+        looping = create_looping_call(self._beat, self.stores.runs, run.id, run.owner)
         looping.start(max(1.0, min(60.0, self.lease_seconds / 3)), now=True)
         return looping
 
@@ -226,28 +254,25 @@ class RunEnd:
         except Exception:  # a database hiccup: the next beat tries again, well before the lease ends
             logger.exception("The heartbeat of %s in run %d failed", owner, run_id)
 
-    def end(self, reason: str) -> None:
+    def end(self, run: Run, frontier: Frontier, reason: str) -> None:
         """The run's end, in its order (blocking)."""
-        context = crawl_state(self.crawler)  # built with the extensions: found now
-        if context.read_only or context.no_run:  # it crawled nothing: nothing to end
-            return
-        context.table = context.table.closing()  # this process fetches nothing more
-        counts = context.frontier.counts() if context.frontier is not None else {}
+        self.ledger.closing()  # this process fetches nothing more
+        counts = frontier.counts()
         state = closing_state(reason, counts.get(FrontierState.QUEUED, 0))
-        if not self.claim(context, state, counts):
-            with self.then_leave(context):
-                self.push_at_end(context, remove=False)  # its own documents; the removals are the ending node's
-            self.leave_or_suspend(context, state, reason)
+        if not self.claim(run, state, counts):
+            with self.then_leave(run):
+                self.push_at_end(run, remove=False)  # its own documents; the removals are the ending node's
+            self.leave_or_suspend(run, frontier, state, reason)
             return
-        with self.then_leave(context):
-            self.wait_for_other_nodes(context)
-            self.settle(context)
-            remove = self.guard(context)
-            self.push_at_end(context, remove)
-        self.report(context, state, reason)
+        with self.then_leave(run):
+            self.wait_for_other_nodes(run)
+            self.settle(run, frontier)
+            remove = self.guard(run)
+            self.push_at_end(run, remove)
+        self.report(run, frontier, state, reason)
 
     @contextmanager
-    def then_leave(self, context: CrawlState) -> Iterator[None]:
+    def then_leave(self, run: Run) -> Iterator[None]:
         """A step before leaving the run that fails (the database, the cache, a bug) is logged,
         and the run is left and its end recorded all the same, as when the Solr pipeline's and
         the scheduler's close did them apart: otherwise the run stayed running with no report,
@@ -256,87 +281,80 @@ class RunEnd:
         try:
             yield
         except Exception:
-            logger.exception("The end of run %s of %s failed; the run is left all the same", context.run_id, context.source.name)
+            logger.exception("The end of run %s of %s failed; the run is left all the same", run.id, run.source)
 
     # --- the steps ---
 
-    def claim(self, context: CrawlState, state: RunState, counts: Mapping[FrontierState, int]) -> bool:
-        """Step 1: does this process end the run? (``claims_end``; a shared crawl without a run: no)."""
-        runs, run_id = context.runs, context.run_id
-        if context.shared and (runs is None or run_id is None):
-            return False
-        return claims_end(
-            context.shared, state, counts, lambda: runs is not None and run_id is not None and runs.claim_finish(run_id)
-        )
+    def claim(self, run: Run, state: RunState, counts: Mapping[FrontierState, int]) -> bool:
+        """Step 1: does this process end the run? (``claims_end``)."""
+        return claims_end(run.shared, state, counts, lambda: self.stores.runs.claim_finish(run.id))
 
-    def wait_for_other_nodes(self, context: CrawlState) -> None:
+    def wait_for_other_nodes(self, run: Run) -> None:
         """Step 2, a shared crawl's ending node: wait (bounded) until the others have left the run."""
-        runs, run_id = context.runs, context.run_id
-        if not context.shared or runs is None or run_id is None:
+        if not run.shared:
             return
+        runs = self.stores.runs
         started = time.monotonic()
-        still = wait_for_other_nodes(lambda: runs.nodes(run_id, self.lease_seconds, but=context.owner), self.others_leave_wait)
+        still = wait_for_other_nodes(lambda: runs.nodes(run.id, self.lease_seconds, but=run.owner), self.others_leave_wait)
         if still:
             logger.warning(
                 "Run %d of %s ends without %s, which did not leave it in %.0f s: what it records now is the next crawl's to settle",
-                run_id,
-                context.source.name,
+                run.id,
+                run.source,
                 ", ".join(still),
                 self.others_leave_wait,
             )
         elif time.monotonic() - started >= 0.02:
-            logger.debug("Waited %.1f s for the other nodes to leave run %d", time.monotonic() - started, run_id)
+            logger.debug("Waited %.1f s for the other nodes to leave run %d", time.monotonic() - started, run.id)
 
-    def settle(self, context: CrawlState) -> None:
+    def settle(self, run: Run, frontier: Frontier) -> None:
         """Step 3: a complete run of a web source settles what leaves (``settle_run``); not in
-        test mode, not without a run, not an agent's source (its listing settled it)."""
-        counts = context.frontier.counts() if context.frontier is not None else {}
-        if not run_complete(counts) or context.run_id is None or context.test_mode or context.agent is not None:
+        test mode, not an agent's source (its listing settled it)."""
+        if not run_complete(frontier.counts()) or run.test_mode or self.source.agent_class is not None:
             return
-        stats = self.crawler.stats
-        refused = stats.get_value("searchcrawl/auth_refused", 0)
-        unreached = stats.get_value(CONNECTION_REFUSALS, 0)  # TLS or proxy failures
-        settle_run(context.source, context.writer, context.rule_excluding, refused, unreached)
+        refused = self.stats.get_value("searchcrawl/auth_refused", 0)
+        unreached = self.stats.get_value(CONNECTION_REFUSALS, 0)  # TLS or proxy failures
+        settle_run(self.source, self.ledger, self.chain.refusal, refused, unreached)
 
-    def guard(self, context: CrawlState) -> bool:
+    def guard(self, run: Run) -> bool:
         """Step 4: whether the removals go to Solr (``guard_removals``; test mode sends nothing)."""
-        if context.test_mode:
+        if run.test_mode:
             return False
-        held = guard_removals(context.source, context.writer, context.force_delete)
+        held = guard_removals(self.source, self.ledger, run.force_delete)
         if held:
-            self.crawler.stats.set_value("searchcrawl/deletions_held", held)
+            self.stats.set_value("searchcrawl/deletions_held", held)
         return not held
 
-    def push_at_end(self, context: CrawlState, remove: bool) -> None:
+    def push_at_end(self, run: Run, remove: bool) -> None:
         """Step 5: the removals (if ``remove``) and every pending document to Solr, a few times
         more when Solr fails (then the next crawl pushes them first), then a commit. Test mode
         sends nothing."""
-        if context.test_mode:
+        if run.test_mode:
             return
-        context.cache.seal()  # every document is marked pending now: its spool may go once pushed
-        pusher = solr_pusher(self.crawler, context)
+        self.stores.cache.seal()  # every document is marked pending now: its spool may go once pushed
+        pusher = self.pusher()
         result = push_with_retries(lambda: pusher.push_once(remove), self.retry_times, self.backoff)
-        self.account(context, result)
+        self.account(result)
         if result.error is not None:
             return
         try:
-            context.index.commit()
+            self.stores.index.commit()
         except IndexingError as exc:
             logger.warning("%s (documents become searchable with Solr's next automatic commit)", exc)
-        stats = self.crawler.stats
+        stats = self.stats
         refused = stats.get_value("searchcrawl/solr_refused", 0)
         logger.log(
             logging.WARNING if refused else logging.INFO,
             "Indexing done: %d documents of %s pushed to Solr and %d removed in this crawl%s",
             stats.get_value("searchcrawl/indexed", 0),
-            context.source.name,
+            run.source,
             stats.get_value("searchcrawl/removed", 0),
             f"; {refused} refused by Solr (status 924, not indexed; the log says why)" if refused else "",
         )
 
-    def account(self, context: CrawlState, result: PushResult) -> None:
+    def account(self, result: PushResult) -> None:
         """The final push's counts in the crawl's stats; what stays pending, said once."""
-        stats = self.crawler.stats
+        stats = self.stats
         stats.inc_value("searchcrawl/indexed", result.indexed)
         stats.inc_value("searchcrawl/removed", result.removed)
         stats.inc_value("searchcrawl/solr_refused", result.refused)
@@ -351,53 +369,49 @@ class RunEnd:
             "%s: %d documents of %s stay cached and pending; the next crawl pushes them first (%s)%s",
             "Solr refused the push" if result.request_refused else "Solr unavailable",
             result.pending,
-            context.source.name,
+            self.source.name,
             result.error,
             f"; {refused} documents were refused by Solr (status 924)" if refused else "",
         )
 
-    def leave_or_suspend(self, context: CrawlState, state: RunState, reason: str) -> None:
+    def leave_or_suspend(self, run: Run, frontier: Frontier, state: RunState, reason: str) -> None:
         """A shared crawl's node that does not end the run leaves it; the last node of a run that
         did not finish (all shut down, or suspended) records its state and report."""
-        runs, run_id = context.runs, context.run_id
-        if runs is None or run_id is None:
-            return
-        runs.leave(run_id, context.owner)
-        others = runs.nodes(run_id, self.lease_seconds)
+        runs = self.stores.runs
+        runs.leave(run.id, run.owner)
+        others = runs.nodes(run.id, self.lease_seconds)
         if others or state == RunState.FINISHED:  # the others go on, or one of them ends the run
             logger.info(
                 "Node %s leaves run %d of %s (%s)%s",
-                context.owner,
-                run_id,
-                context.source.name,
+                run.owner,
+                run.id,
+                run.source,
                 reason,
                 f"; {len(others)} node(s) go on" if others else "",
             )
             return
-        self.report(context, state, reason)
+        self.report(run, frontier, state, reason)
 
-    def report(self, context: CrawlState, state: RunState, reason: str) -> None:
+    def report(self, run: Run, frontier: Frontier, state: RunState, reason: str) -> None:
         """Step 6: leave the run, record its end (state, counters, delta report kept in the
         database), and say it; a finished run keeps the settings' fingerprint."""
-        runs, run_id = context.runs, context.run_id
-        if runs is None or run_id is None:
-            return
-        runs.leave(run_id, context.owner)
-        name = context.source.name
-        deltas = Deltas(context.table.database)
-        deltas.keep(name, run_id)
-        report = deltas.report(name, run_id)
-        counters = {**context.counters(), "delta": {kind: len(urls) for kind, urls in sorted(report.items())}}
-        runs.end(run_id, state, counters, reason)
-        if state == RunState.FINISHED and not context.test_mode:
-            runs.save_fingerprint(name, context.fingerprint())
-        logger.info("Run %d of %s is %s (%s)", run_id, name, state, reason)
+        runs = self.stores.runs
+        runs.leave(run.id, run.owner)
+        name = run.source
+        deltas = Deltas(self.stores.database)
+        deltas.keep(name, run.id)
+        report = deltas.report(name, run.id)
+        counters = {**run_counters(self.stats, frontier), "delta": {kind: len(urls) for kind, urls in sorted(report.items())}}
+        runs.end(run.id, state, counters, reason)
+        if state == RunState.FINISHED and not run.test_mode:
+            runs.save_fingerprint(name, fingerprint(self.source))
+        logger.info("Run %d of %s is %s (%s)", run.id, name, state, reason)
         logger.info(
             "Delta of run %d (%s%s): %s; `scrapy report %s` lists the URLs",
-            run_id,
-            context.mode,
-            ", test mode: nothing sent to Solr" if context.test_mode else "",
-            delta_summary(report, self.crawler.stats.get_value(SKIPPED_STAT, 0)),
+            run.id,
+            run.mode,
+            ", test mode: nothing sent to Solr" if run.test_mode else "",
+            delta_summary(report, self.stats.get_value(SKIPPED_STAT, 0)),
             name,
         )
 

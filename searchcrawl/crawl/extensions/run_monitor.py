@@ -20,8 +20,11 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
 from twisted.internet.task import LoopingCall
 
-from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.extensions.give_back import GiveBack
+from searchcrawl.crawl.extensions.stores import Stores, source_of, stores_of
+from searchcrawl.crawl.run import Run, run_counters
+from searchcrawl.crawl.signals import run_started
+from searchcrawl.store.frontier import Frontier
 
 logger = logging.getLogger(__name__)
 
@@ -29,10 +32,17 @@ CLOSE_REASONS = {"suspend": "suspended", "stop": "stopped"}
 
 
 class RunMonitor:
-    def __init__(self, crawler: Crawler, interval: float) -> None:
+    """The progress line and the run's control (see the module's docstring), from the stores
+    (the runs table, the document table's pending documents, the cache's fill) and the run
+    (``run_started``; none: nothing to monitor)."""
+
+    def __init__(self, crawler: Crawler, interval: float, stores: Stores) -> None:
         self.crawler = crawler
         self.interval = interval
-        self.context: CrawlState | None = None  # found when the spider opens (extensions are built together)
+        self.stores = stores
+        self.run: Run | None = None
+        self.frontier: Frontier | None = None
+        crawler.signals.connect(self.run_started, signal=run_started)
         self.loop: AsyncioLoopingCall | LoopingCall | None = None
         self.last_pages = 0
         self.last_time = time.monotonic()
@@ -45,12 +55,13 @@ class RunMonitor:
         interval = crawler.settings.getfloat("SEARCHCRAWL_PROGRESS_INTERVAL")
         if interval <= 0:
             raise NotConfigured
-        if getattr(crawler.spidercls, "source", None) is None:
-            raise NotConfigured("not a searchcrawl source spider")
-        return cls(crawler, interval)
+        source_of(crawler)  # NotConfigured for another spider
+        return cls(crawler, interval, stores_of(crawler))
+
+    def run_started(self, run: Run, frontier: Frontier) -> None:
+        self.run, self.frontier = run, frontier
 
     def opened(self) -> None:
-        self.context = crawl_state(self.crawler)
         self.loop = create_looping_call(self.tick)
         self.loop.start(self.interval, now=False)
 
@@ -59,33 +70,33 @@ class RunMonitor:
             self.loop.stop()
 
     def tick(self) -> None:
-        context = self.context
-        if context is None or context.runs is None or context.run_id is None:
+        run = self.run
+        if run is None:
             return
         self._give_back_on_shutdown()
-        counters = context.counters()
+        counters = run_counters(self.crawler.stats, self.frontier)
         now = time.monotonic()
         rate = (counters["pages"] - self.last_pages) * 60 / max(now - self.last_time, 1e-6)
         self.last_pages, self.last_time = counters["pages"], now
         threshold = self.crawler.settings.getint("SEARCHCRAWL_CACHE_MAX_BYTES")
-        pending = len(context.table.pending(context.source.name))
+        pending = len(self.stores.documents.pending(run.source))
         logger.info(
             "Progress of %s: %d pages (%.0f pages/min), queue %d (+%d in flight), %d done; "
             "cache %.1f of %.1f MB, %d documents waiting for Solr, %d indexed",
-            context.source.name,
+            run.source,
             counters["pages"],
             rate,
             counters["queued"],
             counters["leased"],
             counters["done"],
-            context.cache.size_bytes / 1e6,
+            self.stores.cache.size_bytes / 1e6,
             threshold / 1e6,
             pending,
             counters["indexed"],
         )
-        control = context.runs.update(context.run_id, counters)
+        control = self.stores.runs.update(run.id, counters)
         if control in CLOSE_REASONS and self.crawler.engine is not None:
-            logger.info("Run %d of %s: %s requested", context.run_id, context.source.name, control)
+            logger.info("Run %d of %s: %s requested", run.id, run.source, control)
             self._give_back()
             asyncio.ensure_future(self.crawler.engine.close_spider_async(reason=CLOSE_REASONS[control]))
 

@@ -30,7 +30,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.handlers.tls import SourceTlsDownloadHandler
 from searchcrawl.crawl.meta import AUTH_SENT
 from searchcrawl.crawl.middlewares.site_auth import read_credentials
@@ -47,7 +47,7 @@ class NtlmDownloadHandler(SourceTlsDownloadHandler):
     NTLM challenges on the connection they belong to."""
 
     def __init__(self, crawler: Crawler) -> None:
-        rules = [rule for rule in crawl_state(crawler).source.settings.auth if rule.type == "ntlm"]
+        rules = [rule for rule in source_of(crawler).settings.auth if rule.type == "ntlm"]
         self.by_origin: dict[str, Credentials] = {}
         for credential in read_credentials(rules):  # a secret not set stops the crawl, naming it
             for origin in credential.rule.origins:

@@ -33,10 +33,13 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from twisted.internet.error import DNSLookupError
 
+from searchcrawl.config.source import Source
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
+from searchcrawl.crawl.extensions.stores import source_of, stores_of
+from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.resolver import GuardedHostnameResolver
 from searchcrawl.rules.addresses import SAFE_SCHEMES, AddressPolicy, ip_of, site_of_url
+from searchcrawl.rules.boundary import Boundary
 from searchcrawl.rules.rendering import abort_heavy_request
 from searchcrawl.rules.status_codes import Status
 
@@ -56,23 +59,28 @@ def file_folders(seeds: Sequence[str]) -> list[str]:
 
 
 class AddressGuardMiddleware:
-    def __init__(self, crawler: Crawler, context: CrawlState) -> None:
+    """The internal-address guard (see the module's docstring), from the source (its seeds,
+    proxy and fetch origins), its boundary, and its agent's scheme (None: a web source)."""
+
+    def __init__(self, crawler: Crawler, source: Source, boundary: Boundary, agent_scheme: str | None = None) -> None:
         self.crawler = crawler
         # the source's [proxy] is a site it names, as a seed is: it may be an internal address
-        proxy = context.source.settings.proxy
+        proxy = source.settings.proxy
         # so are the origins an agent's documents are downloaded from (fetch_origins)
-        admitted = context.source.seed_urls + ((proxy.url,) if proxy else ()) + tuple(context.source.settings.fetch_origins)
-        self.policy = AddressPolicy(context.boundary, admitted)
-        self.folders = file_folders(context.source.seed_urls)
+        admitted = source.seed_urls + ((proxy.url,) if proxy else ()) + tuple(source.settings.fetch_origins)
+        self.policy = AddressPolicy(boundary, admitted)
+        self.folders = file_folders(source.seed_urls)
         # a source's agent answers its own scheme's URLs (crawl/handlers/agent.py): no network
-        self.agent_scheme = context.agent.scheme if context.agent is not None else None
+        self.agent_scheme = agent_scheme
         self.resolver: GuardedHostnameResolver | None = None
         crawler.signals.connect(self.engine_started, signal=signals.engine_started)
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AddressGuardMiddleware:
-        return cls(crawler, crawl_state(crawler))
+        agent = stores_of(crawler).agent
+        boundary = admission_of(crawler).chain.boundary
+        return cls(crawler, source_of(crawler), boundary, agent.scheme if agent is not None else None)
 
     def engine_started(self) -> None:
         from twisted.internet import reactor

@@ -12,19 +12,19 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.meta import DEPTH, LEAVES_BOUNDARY, own_request
-from searchcrawl.crawl.requests import Admission, admitted
+from searchcrawl.crawl.requests import Admission, admission_of, admitted
 
 
 class BoundaryMiddleware:
-    def __init__(self, context: CrawlState) -> None:
-        self.context = context
-        self.admission = Admission(context)
+    """Admits a request that did not enter the crawl through the one way in (see the module's docstring)."""
+
+    def __init__(self, admission: Admission) -> None:
+        self.admission = admission
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BoundaryMiddleware:
-        return cls(crawl_state(crawler))
+        return cls(admission_of(crawler))
 
     def process_request(self, request: Request) -> None:
         if own_request(request):
@@ -35,6 +35,6 @@ class BoundaryMiddleware:
             return  # admitted as it entered the crawl
         step = self.admission.request(request, request.meta.get(DEPTH, 0))
         if not step.allowed:
-            self.context.flush_exclusions()
+            self.admission.flush()
             assert step.status is not None
             raise RequestRefused(step.status, f"outside the boundary ({step.rule})")

@@ -11,39 +11,55 @@ from __future__ import annotations
 from scrapy import Request
 from scrapy.crawler import Crawler
 
-from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
+from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.meta import DUPLICATE_OF, KNOWN, PREVIOUS, RENDER, own_request
-from searchcrawl.store.documents import IN_INDEX
-from searchcrawl.store.frontier import Known
+from searchcrawl.crawl.run import Run
+from searchcrawl.crawl.signals import run_started
+from searchcrawl.store.documents import IN_INDEX, DocumentTable
+from searchcrawl.store.frontier import Frontier, Known
 
 
-def known_of(request: Request, context: CrawlState) -> Known | None:
+def known_of(request: Request, documents: DocumentTable, source: str) -> Known | None:
     """What the document table knows of the request's URL: as the frontier leased it (meta
     ``KNOWN``), else looked up (a request not from the frontier: Scrapy's scheduler)."""
     if KNOWN in request.meta:
         known: Known | None = request.meta[KNOWN]
         return known
-    row = context.table.get(context.source.name, request.url)
+    row = documents.get(source, request.url)
     return None if row is None else Known.of(row)
 
 
 class ConditionalGetMiddleware:
-    def __init__(self, context: CrawlState) -> None:
-        self.context = context
+    """Validators from what the document table knows of a URL (see the module's docstring); a
+    forced run (``run_started``) sends none. ``agent``: the source is an agent's (its duplicates
+    stay duplicates while unchanged)."""
+
+    def __init__(self, documents: DocumentTable, source: str, *, agent: bool = False, orphans: str = "keep") -> None:
+        self.documents, self.source = documents, source
+        self.agent = agent
+        # orphan detection needs every page's links: no validators
+        self.validates = orphans != "delete"
+        self.forced = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ConditionalGetMiddleware:
-        return cls(crawl_state(crawler))
+        source, stores = source_of(crawler), stores_of(crawler)
+        middleware = cls(stores.documents, source.name, agent=stores.agent is not None, orphans=source.settings.orphans)
+        crawler.signals.connect(middleware.run_started, signal=run_started)
+        return middleware
+
+    def run_started(self, run: Run, frontier: Frontier) -> None:
+        self.forced = run.forced
 
     def process_request(self, request: Request) -> None:
         if own_request(request):
             return
-        known = known_of(request, self.context)
+        known = known_of(request, self.documents, self.source)
         request.meta.pop(KNOWN, None)  # read here: not carried on to the response
         if known is None:
             return
         if known.state not in IN_INDEX:
-            if self.context.agent is not None and known.duplicate_of:
+            if self.agent and known.duplicate_of:
                 # an agent's duplicate (a file copied, an attachment sent twice): unchanged, it stays one
                 request.meta[DUPLICATE_OF] = (known.etag, known.duplicate_of)
             return
@@ -53,7 +69,7 @@ class ConditionalGetMiddleware:
             "etag": known.etag,
             "state": known.state,
         }
-        if self.context.forced or self.context.source.settings.orphans == "delete" or request.meta.get(RENDER) == "browser":
+        if self.forced or not self.validates or request.meta.get(RENDER) == "browser":
             return  # a forced recrawl ignores validators; orphan detection needs every page's links;
             # a page that may be rendered needs its body (a browser cannot render a 304)
         if known.last_modified:

@@ -37,8 +37,11 @@ from scrapy.utils.httpobj import urlparse_cached
 if TYPE_CHECKING:
     from scrapy.core.downloader import Slot
 
-from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.config.source import SourceSettings
+from searchcrawl.crawl.extensions.delay_schedule import DelaySchedule
+from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.meta import SITE_LEASE
+from searchcrawl.crawl.run import process_owner
 from searchcrawl.ops.local_fleet import known_fleet, shared_crawl
 from searchcrawl.store.sites import SitePoliteness
 
@@ -50,11 +53,18 @@ MAX_LATE_STARTS = 3  # starts given up for lateness (a stalled process) before a
 
 
 class FleetPolitenessMiddleware:
-    def __init__(self, crawler: Crawler) -> None:
+    """Politeness per site for the whole fleet of a shared crawl, from the sites' table
+    (store/sites.py) and the source's delay: DOWNLOAD_DELAY, or the delay rules' of now
+    (extensions/delay_schedule.py)."""
+
+    def __init__(
+        self, crawler: Crawler, sites: SitePoliteness, source: SourceSettings, schedule: DelaySchedule | None = None
+    ) -> None:
         self.crawler = crawler
-        self.context = crawl_state(crawler)
+        self.schedule = schedule
+        self.download_delay = crawler.settings.getfloat("DOWNLOAD_DELAY")
         settings = crawler.settings
-        self.sites = SitePoliteness(self.context.table.database, self.context.owner)
+        self.sites = sites
         self.concurrency = max(1, settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"))
         self.hold = settings.getfloat("DOWNLOAD_TIMEOUT") + HOLD_MARGIN
         self.sent: dict[str, float] = {}  # site -> when this process last let a request go (loop time)
@@ -62,8 +72,7 @@ class FleetPolitenessMiddleware:
         self.share: int | None = None
         self.shares: dict[str, asyncio.Semaphore] = {}  # site -> this process's share of its limit
         fleet = known_fleet(settings)
-        source = self.context.source.settings
-        if fleet is not None and self.context.site_delay == 0 and not source.delay_rules and self.concurrency >= fleet:
+        if fleet is not None and self.site_delay == 0 and not source.delay_rules and self.concurrency >= fleet:
             self.share = self.concurrency // fleet
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
@@ -73,7 +82,14 @@ class FleetPolitenessMiddleware:
     def from_crawler(cls, crawler: Crawler) -> FleetPolitenessMiddleware:
         if not shared_crawl(crawler.settings):
             raise NotConfigured
-        return cls(crawler)
+        sites = SitePoliteness(stores_of(crawler).database, process_owner())
+        return cls(crawler, sites, source_of(crawler).settings, crawler.get_extension(DelaySchedule))
+
+    @property
+    def site_delay(self) -> float:
+        """Seconds between requests to one site: the delay rules' of now, else DOWNLOAD_DELAY."""
+        current = self.schedule.current if self.schedule is not None else None
+        return self.download_delay if current is None else current
 
     def opened(self) -> None:
         assert self.crawler.engine is not None
@@ -89,7 +105,7 @@ class FleetPolitenessMiddleware:
             return
         logger.info(
             "Shared crawl: %.2f s between requests to a site and at most %d at once, for the whole fleet",
-            self.context.site_delay,
+            self.site_delay,
             self.concurrency,
         )
 
@@ -123,7 +139,7 @@ class FleetPolitenessMiddleware:
             await self.shares[site].acquire()
             request.meta[SITE_LEASE] = LOCAL_SHARE
             return
-        delay = self.context.site_delay
+        delay = self.site_delay
         loop = asyncio.get_running_loop()
         for attempt in range(MAX_LATE_STARTS + 1):
             while True:

@@ -60,7 +60,7 @@ from twisted.internet.error import ConnectionDone, ConnectionLost
 from twisted.web.client import ResponseNeverReceived
 
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
-from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import (
     COOKIEJAR,
     DONT_REDIRECT,
@@ -160,7 +160,7 @@ class FormLoginMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FormLoginMiddleware:
-        auth = crawl_state(crawler).source.settings.auth
+        auth = source_of(crawler).settings.auth
         if not auth:
             raise not_needed(cls, "the source has no [[auth]] tables (no form login, no cookie jar per origin)")
         rules = [rule for rule in auth if rule.type == "form"]  # none: only a jar per origin

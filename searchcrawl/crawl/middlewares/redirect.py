@@ -28,8 +28,8 @@ from scrapy.http import Response
 from w3lib.url import safe_url_string
 
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
 from searchcrawl.crawl.meta import DEPTH, DONT_REDIRECT, LEAVES_BOUNDARY, REDIRECT_URLS
+from searchcrawl.crawl.requests import Admission, admission_of
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.redirect_policy import PERMANENT, REDIRECTS, decide_redirect
@@ -40,7 +40,11 @@ logger = logging.getLogger(__name__)
 
 
 class RedirectPolicyMiddleware(RedirectMiddleware):
-    context: CrawlState
+    """Scrapy's redirects, with the source's redirect policy (rules/redirect_policy.py) on each:
+    built by Scrapy's own ``from_crawler``, with the crawl's admission (its rule chain's boundary
+    decides; a permanent redirect's target it keeps out is recorded)."""
+
+    admission: Admission
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedirectMiddleware:  # type: ignore[override]  # Scrapy's for other spiders
@@ -49,7 +53,7 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
             # Scrapy's own redirects, since this one replaces Scrapy's in DOWNLOADER_MIDDLEWARES
             return RedirectMiddleware.from_crawler(crawler)
         middleware = super().from_crawler(crawler)
-        middleware.context = crawl_state(crawler)
+        middleware.admission = admission_of(crawler)
         middleware.crawler = crawler
         return middleware
 
@@ -75,12 +79,12 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
         depth = request.meta.get(DEPTH, 0)
         chain = redirected.meta[REDIRECT_URLS]
         left = request.meta.get(LEAVES_BOUNDARY) == request.url  # as BoundaryMiddleware lets it out
-        verdict = decide_redirect(response.status, target, depth, chain, self.context.boundary, left)
+        verdict = decide_redirect(response.status, target, depth, chain, self.admission.chain.boundary, left)
         if not verdict.follow:
             logger.info("Redirect not followed: %s: %s", request.url, verdict.reason)
             if verdict.target_status is not None:  # a permanent redirect out of the boundary
-                self.context.admit(target, depth)  # the target's row, with the rule that excludes it
-                await asyncio.to_thread(self.context.flush_exclusions)
+                self.admission.admit(target, depth)  # the target's row, with the rule that excludes it
+                await asyncio.to_thread(self.admission.flush)
                 # the old URL keeps its redirect status: it moved, and leaves the index
                 raise RequestRefused(response.status, verdict.reason, event=Event.GONE)
             assert verdict.status is not None

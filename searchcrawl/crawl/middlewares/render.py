@@ -11,22 +11,25 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy_playwright.page import PageMethod
 
-from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
+from searchcrawl.config.source import SourceSettings
+from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import PLAYWRIGHT, RENDER
 
 
 class RenderMiddleware:
-    def __init__(self, context: CrawlState) -> None:
-        self.context = context
+    """Asks scrapy-playwright to render a request the source's render rules send to the browser."""
+
+    def __init__(self, settings: SourceSettings) -> None:
+        self.settings = settings
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RenderMiddleware:
-        return cls(crawl_state(crawler))
+        return cls(source_of(crawler).settings)
 
     def process_request(self, request: Request) -> None:
         if request.meta.get(RENDER) != "browser" or request.meta.get(PLAYWRIGHT):
             return
-        settings = self.context.source.settings
+        settings = self.settings
         methods = []
         if settings.render_selector:
             methods.append(PageMethod("wait_for_selector", settings.render_selector, timeout=settings.render_timeout * 1000))

@@ -36,8 +36,9 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import StopDownload
 
+from searchcrawl.config.source import SourceSettings
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
+from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import (
     CONNECTION_REFUSALS,
     DONT_REDIRECT,
@@ -96,10 +97,9 @@ def site_of(url: str) -> str | None:
 
 
 class RobotsMiddleware:
-    def __init__(self, crawler: Crawler, context: CrawlState) -> None:
+    def __init__(self, crawler: Crawler, settings: SourceSettings) -> None:
         self.crawler = crawler
-        self.context = context
-        settings = context.source.settings
+        self.settings = settings
         self.obey = settings.obey_robots
         self.agent = settings.robots_agent
         self.retry_after = crawler.settings.getfloat("SEARCHCRAWL_ROBOTS_RETRY_AFTER")
@@ -118,7 +118,7 @@ class RobotsMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:
-        return cls(crawler, crawl_state(crawler))
+        return cls(crawler, source_of(crawler).settings)
 
     async def process_request(self, request: Request) -> None:
         if not self.obey or request.meta.get(ROBOTS_REQUEST) or request.meta.get(LOGIN_REQUEST):

@@ -18,10 +18,13 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
+from searchcrawl.crawl.extensions.stores import source_of
+from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import DEPTH
-from searchcrawl.crawl.requests import Admission, admitted, entry_of
-from searchcrawl.store.frontier import Entry
+from searchcrawl.crawl.requests import Admission, admission_of, admitted, entry_of
+from searchcrawl.crawl.run import Run
+from searchcrawl.crawl.signals import run_started
+from searchcrawl.store.frontier import Entry, Frontier
 
 
 def depth_of(request: Request, response: Response) -> int:
@@ -32,35 +35,48 @@ def depth_of(request: Request, response: Response) -> int:
 
 
 class ScopeMiddleware:
-    def __init__(self, context: CrawlState) -> None:
-        self.context = context
-        self.admission = Admission(context)
+    """Queues a page's admitted requests in the run's frontier (see the module's docstring); with
+    ``orphans = "delete"``, the ledger marks its links linked. Without a run (a read-only crawl,
+    Scrapy's own scheduler) the requests go on to the scheduler."""
+
+    def __init__(self, admission: Admission, ledger: LedgerWriter | None = None, *, marks_linked: bool = False) -> None:
+        self.admission = admission
+        self.ledger = ledger
+        self.marks_linked = marks_linked and ledger is not None
+        self.frontier: Frontier | None = None  # the run's (``run_started``)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ScopeMiddleware:
-        return cls(crawl_state(crawler))
+        orphans = source_of(crawler).settings.orphans
+        middleware = cls(admission_of(crawler), crawler.get_extension(LedgerWriter), marks_linked=orphans == "delete")
+        crawler.signals.connect(middleware.run_started, signal=run_started)
+        return middleware
+
+    def run_started(self, run: Run, frontier: Frontier) -> None:
+        self.frontier = frontier
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         links: list[Entry] = []
         again: list[Entry] = []  # dont_filter: the same URL once more in this run (a render after a static fetch)
         held: list[Any] = []
-        for_frontier = self.context.frontier is not None
+        frontier = self.frontier
         async for output in result:
             if isinstance(output, Request):
                 if not admitted(output) and not self.admission.request(output, depth_of(output, response)).allowed:
                     continue
-                if for_frontier:
+                if frontier is not None:
                     (again if output.dont_filter else links).append(entry_of(output))
                     continue
             held.append(output)
-        self.context.flush_exclusions()
+        self.admission.flush()
         if again:
-            assert self.context.frontier is not None
-            self.context.frontier.add(again, again=True)
+            assert frontier is not None
+            frontier.add(again, again=True)
         if links:
-            assert self.context.frontier is not None
-            self.context.frontier.add(links)
-            if self.context.source.settings.orphans == "delete":
-                self.context.writer.mark_linked([link.url for link in links])
+            assert frontier is not None
+            frontier.add(links)
+            if self.marks_linked:
+                assert self.ledger is not None
+                self.ledger.mark_linked([link.url for link in links])
         for output in held:
             yield output

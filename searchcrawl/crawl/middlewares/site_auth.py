@@ -38,7 +38,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
-from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import AUTH_ANSWERED, AUTH_SENT, ROBOTS_REQUEST
 from searchcrawl.ops.secrets import SecretError, required_secret
 from searchcrawl.rules.credentials import (
@@ -93,7 +93,7 @@ class SiteAuthMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SiteAuthMiddleware:
         # form logins are middlewares/form_login.py's
-        rules = [rule for rule in crawl_state(crawler).source.settings.auth if rule.type != "form"]
+        rules = [rule for rule in source_of(crawler).settings.auth if rule.type != "form"]
         if not rules:
             raise not_needed(cls, "the source has no [[auth]] tables but form logins")
         return cls(crawler, read_credentials(rules), crawler.settings.getint("SEARCHCRAWL_AUTH_REFUSED_LIMIT"))

@@ -38,8 +38,9 @@ from typing import Any
 from scrapy import Request
 from scrapy.crawler import Crawler
 
+from searchcrawl.config.source import SourceSettings
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
-from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
+from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.meta import (
     DONT_REDIRECT,
     DONT_RETRY,
@@ -50,15 +51,17 @@ from searchcrawl.crawl.meta import (
 )
 from searchcrawl.crawl.middlewares.conditional import known_of
 from searchcrawl.crawl.middlewares.robots import site_of
-from searchcrawl.crawl.requests import Admission
-from searchcrawl.crawl.signals import robots_txt_read
+from searchcrawl.crawl.requests import Admission, admission_of
+from searchcrawl.crawl.run import Run
+from searchcrawl.crawl.signals import robots_txt_read, run_started
 from searchcrawl.rules.lifecycle import Event, State
 from searchcrawl.rules.robots_txt import RobotsTxt
 from searchcrawl.rules.sitemap_files import LastmodHints, SitemapTooLarge, read_sitemap, same_site, unchanged_since_fetch
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical, location_target
 from searchcrawl.store.database import as_utc
-from searchcrawl.store.frontier import Entry
+from searchcrawl.store.documents import DocumentTable
+from searchcrawl.store.frontier import Entry, Frontier
 
 logger = logging.getLogger(__name__)
 
@@ -67,10 +70,18 @@ CONFIGURED = ""  # the key of the source file's own sitemaps, read before any pa
 
 
 class SitemapMiddleware:
-    def __init__(self, crawler: Crawler, context: CrawlState) -> None:
-        self.crawler, self.context = crawler, context
-        self.admission = Admission(context)
-        settings = context.source.settings
+    """Reads the source's sitemaps (see the module's docstring): their URLs enter through the
+    admission into the run's frontier (``run_started``); in a maintenance crawl their lastmod
+    dates spare unchanged pages (what the document table knows of them)."""
+
+    def __init__(
+        self, crawler: Crawler, settings: SourceSettings, admission: Admission, documents: DocumentTable, source: str
+    ) -> None:
+        self.crawler = crawler
+        self.admission = admission
+        self.documents, self.source = documents, source
+        self.run: Run | None = None
+        self.frontier: Frontier | None = None
         self.configured = list(settings.sitemaps)
         self.from_robots = settings.sitemaps_from_robots and settings.obey_robots
         self.trust = settings.trust_sitemap_lastmod and settings.orphans != "delete"
@@ -87,14 +98,18 @@ class SitemapMiddleware:
         self.fetched: set[str] = set()  # sitemap URLs requested in this crawl
         self.warned = False
         crawler.signals.connect(self.robots_txt_read, signal=robots_txt_read)
+        crawler.signals.connect(self.run_started, signal=run_started)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapMiddleware:
-        context = crawl_state(crawler)
-        settings = context.source.settings
+        source = source_of(crawler)
+        settings = source.settings
         if not settings.sitemaps and not (settings.sitemaps_from_robots and settings.obey_robots):
             raise not_needed(cls, "the source reads no sitemaps")
-        return cls(crawler, context)
+        return cls(crawler, settings, admission_of(crawler), stores_of(crawler).documents, source.name)
+
+    def run_started(self, run: Run, frontier: Frontier) -> None:
+        self.run, self.frontier = run, frontier
 
     def robots_txt_read(self, site: str, robots: RobotsTxt) -> None:
         # a site's sitemaps are read once per crawl: a robots.txt fetched again (its rules
@@ -272,8 +287,8 @@ class SitemapMiddleware:
             if entry.url != url:
                 self.hints.add(entry.url, lastmod)
             seeds.append(entry)
-        self.context.flush_exclusions()
-        added = self.context.frontier.add(seeds) if seeds and self.context.frontier is not None else 0
+        self.admission.flush()
+        added = self.frontier.add(seeds) if seeds and self.frontier is not None else 0
         logger.info(
             "Sitemap %s: %d URLs, %d new to this crawl%s",
             sitemap_url,
@@ -288,12 +303,12 @@ class SitemapMiddleware:
     def refuse_if_unchanged(self, request: Request) -> None:
         """In a maintenance crawl: a known, indexed URL whose sitemap says it has not changed
         since its last fetch is not requested (status 915, recorded unchanged)."""
-        if not self.trust or self.context.mode != "maintenance" or self.context.forced:
+        if not self.trust or self.run is None or self.run.mode != "maintenance" or self.run.forced:
             return
         lastmod = self.hints.get(request.url)
         if lastmod is None:
             return
-        known = known_of(request, self.context)
+        known = known_of(request, self.documents, self.source)
         if known is None or known.state != State.INDEXED:
             return
         last_fetched = as_utc(known.last_fetched)

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from scrapy.crawler import Crawler
 
+from searchcrawl.config.source import SourceSettings
 from searchcrawl.content.clean_text import clean_fields, clean_text
-from searchcrawl.content.convert import ConversionError, ConverterUnavailable
+from searchcrawl.content.convert import ConversionError, ConverterUnavailable, DocumentConverter
 from searchcrawl.content.convert.core import TRANSIENT_STATUSES, identifies
 from searchcrawl.content.extract import (
     file_name,
@@ -32,8 +34,9 @@ from searchcrawl.content.extract import (
     typed_value,
 )
 from searchcrawl.crawl.exceptions import NotIndexed
-from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
+from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.rules.display_urls import DisplayUrls
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 
@@ -56,16 +59,22 @@ def page_count(pages: object) -> int | None:
 
 
 class AttributesPipeline:
-    def __init__(self, context: CrawlState) -> None:
-        self.context = context
+    """Title, text and attributes of each document (see the module's docstring), by the source's
+    settings, its display URL rules, and the converter for files other than HTML (made on first use)."""
+
+    def __init__(self, settings: SourceSettings, converter: Callable[[], DocumentConverter]) -> None:
+        self.settings = settings
+        self.display_urls = DisplayUrls(settings.display_urls)
+        self.converter = converter
         self._converting: asyncio.Semaphore | None = None  # made in the reactor's loop, on first use
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AttributesPipeline:
-        return cls(crawl_state(crawler))
+        stores = stores_of(crawler)
+        return cls(source_of(crawler).settings, lambda: stores.converter)
 
     async def process_item(self, item: CrawledDocument) -> CrawledDocument:
-        settings = self.context.source.settings
+        settings = self.settings
         basis: str | None = None  # the main text, when the checksum is taken over it
         if item.tree is not None:
             found = meta_tags(item.tree)
@@ -111,7 +120,7 @@ class AttributesPipeline:
             item.checksum_basis = f"{attributes.get('title') or ''}\n{basis or content}"
         item.body = None
         item.fields = solr_document(item.source, item.url, attributes, item.headers)
-        item.fields["display_url"] = item.given.get("display_url") or self.context.display_urls.display_url(item.url)
+        item.fields["display_url"] = item.given.get("display_url") or self.display_urls.display_url(item.url)
         return item
 
     async def converted(self, item: CrawledDocument) -> tuple[dict[str, str], dict[str, Any]]:
@@ -119,7 +128,7 @@ class AttributesPipeline:
         assert item.body is not None
         name = urlsplit(item.url).path.rstrip("/").rsplit("/", 1)[-1]  # as sent: the converter reads its extension
         mimetype = mimetype_of(item.headers.get("content-type"))
-        converter = self.context.converter
+        converter = self.converter()
         if self._converting is None:
             self._converting = asyncio.Semaphore(converter.concurrency)
         try:

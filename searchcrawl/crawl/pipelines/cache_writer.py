@@ -5,31 +5,51 @@ from __future__ import annotations
 import logging
 
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
 
 from searchcrawl.crawl.exceptions import NotIndexed
-from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.pipelines.changes import duplicate_of
-from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.crawl.run import Run
+from searchcrawl.crawl.signals import run_started, url_outcome
+from searchcrawl.index.cache import DocumentCache
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
 from searchcrawl.rules.maintenance import holder_of
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.documents import DocumentTable
+from searchcrawl.store.frontier import Frontier
 
 logger = logging.getLogger(__name__)
 
 
 class CachePipeline:
-    def __init__(self, crawler: Crawler) -> None:
+    """Caches each document (not in a test run) and reports its outcome; in a shared run, the
+    ledger settles which node's copy of a content stays when two cached it at once."""
+
+    def __init__(self, crawler: Crawler, documents: DocumentTable, cache: DocumentCache, ledger: LedgerWriter) -> None:
         self.crawler = crawler
-        self.context = crawl_state(crawler)
+        self.documents, self.cache, self.ledger = documents, cache, ledger
         self.stats = crawler.stats
+        self.run: Run | None = None
+        crawler.signals.connect(self.run_started, signal=run_started)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CachePipeline:
-        return cls(crawler)
+        stores = stores_of(crawler)
+        ledger = crawler.get_extension(LedgerWriter)
+        if ledger is None:
+            raise NotConfigured("a read-only crawl (SEARCHCRAWL_READ_ONLY) caches nothing")
+        return cls(crawler, stores.documents, stores.cache, ledger)
+
+    def run_started(self, run: Run, frontier: Frontier) -> None:
+        self.run = run
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
-        table = self.context.table
+        run = self.run
+        assert run is not None, "a document without a run"
+        table = self.documents
         display_url = item.fields["display_url"]
         owner = table.display_url_owner(item.source, display_url)
         if owner is not None and owner != item.url:
@@ -40,10 +60,10 @@ class CachePipeline:
                 f"Display URL conflict, not indexed: {item.url}: {reason}",
                 log_level="WARNING",
             )
-        size = 0 if self.context.test_mode else self.context.cache.put(item.fields)
+        size = 0 if run.test_mode else self.cache.put(item.fields)
         # pushed again by a forced recrawl with the title and text it was indexed with: unchanged
         # for the delta report (a searcher finds what was there)
-        same = self.context.forced and item.previous is not None and item.previous.get("checksum") == item.fields["checksum"]
+        same = run.forced and item.previous is not None and item.previous.get("checksum") == item.fields["checksum"]
         self.crawler.signals.send_catch_log(
             url_outcome,
             url=item.url,
@@ -58,12 +78,12 @@ class CachePipeline:
                     "checksum": item.fields["checksum"],
                     "display_url": display_url,
                     "canonical_url": item.canonical_url,
-                    "cached_by": self.context.cache.id,
+                    "cached_by": self.cache.id,
                 },
             ),
         )
-        if self.context.shared:  # another node may have cached the same content at this moment
-            original = self.context.writer.settle_duplicates(item.url, item.fields["checksum"], holder_of)
+        if run.shared:  # another node may have cached the same content at this moment
+            original = self.ledger.settle_duplicates(item.url, item.fields["checksum"], holder_of)
             if original is not None:  # its cached record is left to the push, which skips it
                 raise NotIndexed(
                     duplicate_of(original, item.depth),

@@ -18,13 +18,17 @@ from typing import Any
 
 from scrapy.crawler import Crawler
 
+from searchcrawl.config.source import SourceSettings
 from searchcrawl.crawl.exceptions import NotIndexed
-from searchcrawl.crawl.extensions.crawl_state import crawl_state
+from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.items import CrawledDocument
-from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.crawl.run import Run
+from searchcrawl.crawl.signals import run_started, url_outcome
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
 from searchcrawl.rules.maintenance import has_changed, holder_of
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.documents import DocumentTable
+from searchcrawl.store.frontier import Frontier
 
 logger = logging.getLogger(__name__)
 # What a fetch learned that the next conditional GET sends back (an agent's change token travels
@@ -50,25 +54,33 @@ def duplicate_of(
 
 
 class ChangePipeline:
-    def __init__(self, crawler: Crawler) -> None:
+    """Unchanged documents and duplicates (see the module's docstring), from what the document
+    table knows; a forced run (``run_started``) takes every document as changed."""
+
+    def __init__(self, crawler: Crawler, documents: DocumentTable, settings: SourceSettings) -> None:
         self.crawler = crawler
-        self.context = crawl_state(crawler)
+        self.documents, self.settings = documents, settings
+        self.forced = False
+        crawler.signals.connect(self.run_started, signal=run_started)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ChangePipeline:
-        return cls(crawler)
+        return cls(crawler, stores_of(crawler).documents, source_of(crawler).settings)
+
+    def run_started(self, run: Run, frontier: Frontier) -> None:
+        self.forced = run.forced
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
-        table = self.context.table
+        table = self.documents
         checksum = item.fields["checksum"]
         previous = item.previous
-        if previous is not None and not self.context.forced:
+        if previous is not None and not self.forced:
             changed, why = has_changed(
                 previous,
                 item.headers.get("last-modified"),
                 item.headers.get("etag"),
                 checksum,
-                self.context.source.settings.modified_when,
+                self.settings.modified_when,
             )
             if not changed:
                 validators = {name: item.record[name] for name in VALIDATORS if name in item.record}

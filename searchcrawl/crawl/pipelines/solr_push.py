@@ -29,51 +29,54 @@ import logging
 import time
 
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.settings import BaseSettings
 
-from searchcrawl.crawl.extensions.crawl_state import CrawlState, crawl_state
+from searchcrawl.config.source import Source
+from searchcrawl.crawl.extensions.stores import Stores, source_of, stores_of
 from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.ledger_writer import LedgerWriter
+from searchcrawl.crawl.run import Run
+from searchcrawl.crawl.signals import run_started
 from searchcrawl.index.indexer import PushResult, SolrPusher
+from searchcrawl.store.frontier import Frontier
 
 logger = logging.getLogger(__name__)
 
 MAX_PAUSE = 300.0  # seconds: the longest wait between push attempts during a crawl
 
 
-def solr_pusher(crawler: Crawler, context: CrawlState) -> SolrPusher:
-    """The crawl's pusher, with its batch settings: one for the pipeline and the run's end
-    (``CrawlState.pusher``), made on first use. One, so that what it does once a crawl (the id
-    migration before the first push, ``SolrPusher.migrate_ids``) is done once: a second pusher
+def make_pusher(settings: BaseSettings, source: Source, stores: Stores, ledger: LedgerWriter) -> SolrPusher:
+    """A pusher of the source's cache with the crawl's batch settings. The crawl has one, the Solr
+    pipeline's, which the run's end takes too (``RunEnd``), so that what it does once a crawl (the
+    id migration before the first push, ``SolrPusher.migrate_ids``) is done once: a second pusher
     at the run's end asked Solr again, and said a refused migration twice and a failed one at
     every attempt of the last push."""
-    if context.pusher is None:
-        context.pusher = _new_pusher(crawler, context)
-    return context.pusher
-
-
-def _new_pusher(crawler: Crawler, context: CrawlState) -> SolrPusher:
-    settings = crawler.settings
     return SolrPusher(
-        context.source.name,
-        context.table,
-        context.cache,
-        context.index,
+        source.name,
+        ledger.table,
+        stores.cache,
+        stores.index,
         max_docs=settings.getint("SEARCHCRAWL_SOLR_BATCH_DOCS"),
         max_bytes=settings.getint("SEARCHCRAWL_SOLR_BATCH_BYTES"),
-        preserve_cache=context.source.settings.preserve_cache,
+        preserve_cache=source.settings.preserve_cache,
         requests_at_once=max(1, settings.getint("SEARCHCRAWL_SOLR_PUSH_REQUESTS")),
-        ledger=context.writer,
+        ledger=ledger,
     )
 
 
 class SolrPipeline:
-    def __init__(self, crawler: Crawler) -> None:
+    """Pushes the document cache to Solr during the crawl (see the module's docstring)."""
+
+    def __init__(self, crawler: Crawler, pusher: SolrPusher, ledger: LedgerWriter, *, preserve_cache: bool = False) -> None:
         settings = crawler.settings
-        self.crawler = crawler
-        self.context = crawl_state(crawler)
+        self.pusher, self.ledger = pusher, ledger
         self.stats = crawler.stats
+        self.run: Run | None = None  # the run this process works on (``run_started``); None: no run
+        crawler.signals.connect(self.run_started, signal=run_started)
         self.threshold = settings.getint("SEARCHCRAWL_CACHE_MAX_BYTES")
         # not with preserve_cache: its spools stay, and every push reads the headers of all of them
-        self.interval = 0.0 if self.context.source.settings.preserve_cache else settings.getfloat("SEARCHCRAWL_PUSH_INTERVAL")
+        self.interval = 0.0 if preserve_cache else settings.getfloat("SEARCHCRAWL_PUSH_INTERVAL")
         self.backoff = settings.getfloat("SEARCHCRAWL_SOLR_RETRY_BACKOFF")
         self.flushing: asyncio.Future[None] | None = None
         self.ticker: asyncio.Future[None] | None = None  # checks the interval while nothing is cached
@@ -84,14 +87,22 @@ class SolrPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SolrPipeline:
-        return cls(crawler)
+        source, stores = source_of(crawler), stores_of(crawler)
+        ledger = crawler.get_extension(LedgerWriter)
+        if ledger is None:
+            raise NotConfigured("a read-only crawl (SEARCHCRAWL_READ_ONLY) pushes nothing to Solr")
+        pusher = make_pusher(crawler.settings, source, stores, ledger)
+        return cls(crawler, pusher, ledger, preserve_cache=source.settings.preserve_cache)
+
+    def run_started(self, run: Run, frontier: Frontier) -> None:
+        self.run = run
 
     def push_once(self, remove: bool = False, wait: bool = True) -> PushResult:
         """One pass over the pending documents (blocking; runs in a worker thread). Removals wait
         for the run's end, where the mass-deletion guard sees them all. Processes sharing
         the cache push it in turn; without ``wait``, one finding another pushing skips its turn
         (the other pushes its documents too)."""
-        return solr_pusher(self.crawler, self.context).push_once(remove, wait)
+        return self.pusher.push_once(remove, wait)
 
     def _account(self, result: PushResult) -> None:
         if result.skipped:  # another process pushed: says nothing of Solr, keeps the pause as it is
@@ -114,14 +125,14 @@ class SolrPipeline:
         )
 
     async def open_spider(self) -> None:
-        if self.context.test_mode or self.context.no_run:  # this process crawls nothing
+        if self.run is None or self.run.test_mode:  # this process crawls nothing, or sends nothing
             return
         # A process joining a run that others work on (processes = N, a fleet) leaves what is
         # pending to them: the run's first process pushed an earlier crawl's documents when it
         # opened, and what is pending now is theirs of this run (the seed page, just cached),
         # pushed by their next push; its own pushes (interval, threshold, close) push whatever
         # its cache holds, an earlier crawl's documents included.
-        if not self.context.joined:
+        if not self.run.joined:
             result = await asyncio.to_thread(self.push_once)
             if result.indexed:
                 logger.info("Pushed %d documents left pending by an earlier crawl", result.indexed)
@@ -137,7 +148,7 @@ class SolrPipeline:
             self.consider_push()
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
-        if not self.context.test_mode:
+        if self.run is not None and not self.run.test_mode:
             self.consider_push()
         return item
 
@@ -151,7 +162,7 @@ class SolrPipeline:
         # also starts when SEARCHCRAWL_PUSH_INTERVAL has passed since the last one began and
         # something was cached since, or the last push failed: after a failure, once the pause is
         # over (``due``), so a Solr that comes back gets what waits during the crawl, not at its end.
-        cache = self.context.cache
+        cache = self.pusher.cache
         now = time.monotonic()
         due = now >= self.retry_after
         idle = self.flushing is None or self.flushing.done()
@@ -171,13 +182,13 @@ class SolrPipeline:
 
     async def close_spider(self) -> None:
         """The push under way ends; the run's end pushes what is left (extensions/run_end.py)."""
-        if self.context.test_mode:
+        if self.run is None:  # it crawled nothing, and pushed nothing
+            return
+        if self.run.test_mode:
             logger.info("Test mode: nothing was sent to Solr")
             return
-        if self.context.no_run:  # it crawled nothing, and pushed nothing
-            return
         # this process fetches nothing more: the push under way's refusals queue no duplicate
-        self.context.table = self.context.table.closing()
+        self.ledger.closing()
         if self.ticker is not None:
             self.ticker.cancel()
         if self.flushing is not None:

@@ -1,0 +1,93 @@
+"""The crawl's run as a value, and what a crawl is asked to be.
+
+A crawl's components learn of its run once the frontier scheduler has started (or resumed, or
+joined) it: the scheduler sends ``run_started(run, frontier)`` (crawl/signals.py) with a ``Run``,
+which never changes after, and the run's ``Frontier`` (the store handle of what the run fetches).
+A component that needs the run keeps what it receives; one that received nothing knows this
+process took no run (a crawl of several processes that came up after its run ended, a conflict
+with a running crawl, or a read-only crawl such as `scrapy explain`), and crawls nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from scrapy.statscollectors import StatsCollector
+
+from searchcrawl.store.frontier import Frontier
+
+# entries the agent's listing passed over, as no document can be made of them (a database row
+# without a key, a second row of a key): the run's counters and report say how many
+SKIPPED_STAT = "searchcrawl/skipped"
+_YES = ("1", "true", "yes", "force")
+
+
+@dataclass(frozen=True)
+class CrawlArguments:
+    """The crawl's spider arguments (`scrapy crawl <source> -a name=value`)."""
+
+    forced: bool = False  # -a recrawl=force: validators and checksums ignored
+    test_mode: bool = False  # -a test_mode=1: report only, nothing sent to Solr, index state untouched
+    force_delete: bool = False  # -a delete=force: confirm deletions beyond max_delete_share
+
+    @classmethod
+    def of(cls, arguments: dict[str, Any]) -> CrawlArguments:
+        return cls(
+            forced=str(arguments.get("recrawl", "")).lower() == "force",
+            test_mode=str(arguments.get("test_mode", "")).lower() in _YES,
+            force_delete=str(arguments.get("delete", "")).lower() == "force",
+        )
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a source, as this process works on it (decided when it starts: crawl/run_start.py).
+
+    ``mode``: initial, maintenance, forced or test. ``forced``: validators and checksums are
+    ignored (asked for, the settings changed, or Solr's documents were taken over). ``resumed``:
+    an earlier session's run goes on; ``joined``: other live processes work on it too (what an
+    earlier crawl left pending was the run's first process's to push, and what is pending now may
+    be theirs). ``shared``: several processes may work on it (SEARCHCRAWL_SHARED_CRAWL, processes).
+    ``owner``: this process in the run (its scheduler's name for it)."""
+
+    id: int
+    source: str
+    mode: str
+    started: datetime
+    resumed: bool = False
+    joined: bool = False
+    forced: bool = False
+    test_mode: bool = False
+    force_delete: bool = False
+    shared: bool = False
+    owner: str = ""  # this process in the run's leases and node rows (``process_owner``)
+
+    def leaving(self) -> str:
+        """What a log line says of documents that leave the index: a test-mode crawl changes
+        nothing there (its delta report says what a crawl would delete)."""
+        return "they would leave the index (test mode: the index is not touched)" if self.test_mode else "they leave the index"
+
+
+def process_owner() -> str:
+    """This process in leases and node rows: ``host:pid`` (not cached: a forked process is another)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def run_counters(stats: StatsCollector, frontier: Frontier | None) -> dict[str, Any]:
+    """The run's counters, as kept in the runs table and shown by `scrapy status`."""
+    counters: dict[str, Any] = {
+        "pages": stats.get_value("response_received_count", 0),
+        "cached": stats.get_value("searchcrawl/cached", 0),
+        "indexed": stats.get_value("searchcrawl/indexed", 0),
+        "removed": stats.get_value("searchcrawl/removed", 0),
+        "excluded": sum(v for k, v in stats.get_stats().items() if k.startswith("searchcrawl/excluded/")),
+    }
+    if stats.get_value(SKIPPED_STAT):
+        counters["skipped"] = stats.get_value(SKIPPED_STAT)
+    if frontier is not None:
+        counters.update({state.value: number for state, number in frontier.counts().items()})  # JSON
+    return counters

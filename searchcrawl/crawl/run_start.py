@@ -1,0 +1,125 @@
+"""The start of a run: what a source's crawl is before it fetches anything (blocking; called by
+the frontier scheduler when it opens, which then sends ``run_started``).
+
+- ``take_over_index``: a source the document table knows nothing of takes over what Solr holds of it;
+- ``begin_run``: the run this process works on as a value (``Run``): resumed as it was, or new:
+  a maintenance crawl (every known URL queued again, those the rules keep out now excluded), a
+  forced recrawl (asked for, a change of the settings that documents depend on, Solr's documents
+  taken over), a test crawl, or a first crawl.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from searchcrawl.config.source import Source
+from searchcrawl.crawl.run import CrawlArguments, Run
+from searchcrawl.index.indexer import IndexingError, SolrIndex, found_documents
+from searchcrawl.rules.maintenance import recrawl_reasons, settings_fingerprint
+from searchcrawl.store import DocumentTable
+from searchcrawl.store.database import now
+from searchcrawl.store.ledger import Ledger
+from searchcrawl.store.runs import RunInfo, Runs
+
+logger = logging.getLogger(__name__)
+
+
+def fingerprint(source: Source) -> dict[str, Any]:
+    """The settings whose change forces a full recrawl (kept with a finished run)."""
+    settings = source.settings
+    agent = None
+    if source.agent_class is not None and source.agent_options is not None:
+        # the class and its options, as JSON (a secret's value is never an option: only its name)
+        agent = {
+            "class": f"{source.agent_class.__module__}.{source.agent_class.__qualname__}",
+            "options": source.agent_options.model_dump(mode="json"),
+            # an incremental listing would not name a document a new scope filter excludes
+            "filters": settings.filters.model_dump(mode="json"),
+        }
+    return settings_fingerprint(settings.index_dynamic_pages, settings.attributes, agent)
+
+
+def take_over_index(source: Source, documents: DocumentTable, index: SolrIndex, ledger: Ledger) -> bool:
+    """Before a run starts: a source the document table knows nothing of. Its data directory may
+    be lost or new (another machine, a container without its volume, SQLite swapped for
+    PostgreSQL) while Solr still holds the source's documents: with no row, a page deleted from
+    the site since would stay in the index for good, and the delta report would call every page
+    new. What Solr holds of the source is taken over (``found``: indexed, with the checksum Solr
+    keeps), and the run is a forced recrawl (True): the maintenance plan queues every document,
+    a page gone leaves, and the others are indexed again as this version and these settings make
+    them. Before the run starts, so no process of a shared crawl fetches a URL of the source
+    meanwhile. Solr unreadable: the crawl goes on as a first crawl, and says what it could not
+    take over. Agent sources (whose listing names their documents) take nothing over."""
+    name = source.name
+    if source.agent_class is not None or documents.knows(name):
+        return False
+    try:
+        found = ledger.record_found(found_documents(index, name))
+    except IndexingError as exc:
+        logger.warning(
+            "Could not read what Solr holds of %s (%s): documents of it in Solr that this crawl does not find again stay there",
+            name,
+            exc,
+        )
+        return False
+    if found:
+        logger.info(
+            "Forced recrawl of %s: the document table knew nothing of it; took over the %d documents Solr "
+            "holds of it, which this crawl checks and indexes again",
+            name,
+            found,
+        )
+    return bool(found)
+
+
+def begin_run(
+    info: RunInfo,
+    arguments: CrawlArguments,
+    *,
+    source: Source,
+    runs: Runs,
+    ledger: Ledger,
+    known: Callable[[str, int], tuple[int, str] | None],
+    taken_over: bool = False,
+    shared: bool = False,
+    owner: str = "",
+) -> Run:
+    """The run ``info`` (started, resumed or joined by ``Runs.start``) as this process works on it.
+    A resumed run keeps its mode; a new run of a source crawled before is a maintenance crawl:
+    every known URL is queued again, or excluded when the rules (``known``: ``Admission.known``)
+    keep it out now. The ledger's writes are the run's from here on."""
+    name = source.name
+    value = dict(id=info.id, source=name, started=now(), resumed=info.resumed, joined=bool(info.others))
+    value.update(force_delete=arguments.force_delete, shared=shared, owner=owner)
+    if info.resumed:
+        mode = (runs.latest(name) or {}).get("mode") or "initial"
+        test_mode = arguments.test_mode or mode == "test"
+        ledger.in_run(info.id, test_mode)
+        return Run(mode=mode, forced=arguments.forced or mode == "forced", test_mode=test_mode, **value)  # type: ignore[arg-type]
+    ledger.in_run(info.id, arguments.test_mode)
+    forced = arguments.forced or taken_over
+    reasons = recrawl_reasons(runs.fingerprint(name), fingerprint(source))
+    if reasons and not forced:
+        logger.info("Forced recrawl of %s: %s", name, "; ".join(reasons))
+    forced = forced or bool(reasons)
+    days = source.settings.recheck_gone_days
+    if source.agent_class is not None:  # its listing names what is crawled, known or not (agent_spider.py)
+        planned, excluded = ledger.table.count_in_index(name), 0
+    else:
+        planned, excluded = ledger.plan_maintenance(known, now() - timedelta(days=days) if days > 0 else None)
+    if arguments.test_mode:
+        mode = "test"
+    elif forced:
+        mode = "forced"
+    else:
+        mode = "maintenance" if planned or excluded else "initial"
+    runs.set_mode(info.id, mode)
+    run = Run(mode=mode, forced=forced, test_mode=arguments.test_mode, **value)  # type: ignore[arg-type]
+    if excluded:
+        logger.info("%d known URLs of %s are outside the source's rules now; %s", excluded, name, run.leaving())
+    if planned and source.agent_class is None:
+        logger.info("%s crawl of %s: %d known URLs queued with the seeds", mode.title(), name, planned)
+    return run
