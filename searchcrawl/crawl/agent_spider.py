@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider
 from scrapy.http import Response, TextResponse
@@ -166,6 +166,7 @@ class AgentSpider(SourceSpider):
     it lists nothing."""
 
     renders = False  # an agent's handler answers its references: no browser
+    agent: Agent
     run: Run | None = None
     frontier: Frontier | None = None
 
@@ -173,6 +174,11 @@ class AgentSpider(SourceSpider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> AgentSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, AgentSpider)
+        # the source's agent: the spider's, as a web spider's site is its own; built before the
+        # extensions, which find it here (the rule chain: its documents are the source's
+        # boundary), and closed once the engine has stopped (after the run's end)
+        spider.agent = spider.source.make_agent()
+        crawler.signals.connect(spider.agent.close, signal=signals.engine_stopped)
         crawler.signals.connect(spider.run_started, signal=run_started)
         return spider
 
@@ -185,8 +191,7 @@ class AgentSpider(SourceSpider):
         return stores_of(self.crawler)
 
     async def start(self) -> AsyncIterator[Request]:
-        agent = self.stores.agent
-        assert agent is not None  # the spider loader makes this spider for agent sources only
+        agent = self.agent
         frontier, run = self.frontier, self.run
         if frontier is None or run is None:  # a read-only crawl (`scrapy explain`) lists nothing
             return

@@ -10,6 +10,7 @@ closing run's (``closing``: the run's end). It records what the crawl's componen
 Scrapy's signals, and the ledger's rules (searchcrawl/rules/lifecycle.py) decide every change:
 
 - ``url_outcome`` (searchcrawl/crawl/signals.py): an ``Outcome`` sent by a component;
+- ``urls_excluded``: the URLs the admission (crawl/requests.py) kept out, in bulk;
 - ``item_dropped``: a ``NotIndexed`` carries its outcome; any other ``DropItem`` (a custom
   pipeline's) gives the URL status 934 with the pipeline's message;
 - ``item_error`` and ``spider_error``: processing raised. The URL gets status 925 with the
@@ -30,7 +31,7 @@ from twisted.python.failure import Failure
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.meta import DEPTH
 from searchcrawl.crawl.run import CrawlArguments
-from searchcrawl.crawl.signals import run_started, url_outcome
+from searchcrawl.crawl.signals import run_started, url_outcome, urls_excluded
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.ledger import Ledger
@@ -63,29 +64,43 @@ class LedgerWriter(Ledger):
     report through Scrapy's signals. The other writes of a URL's state (Solr's answers, the
     run's settlements, links in bulk) are its ``Ledger`` methods, which the components call."""
 
-    def __init__(self, crawler: Crawler, table: DocumentTable, source: str, max_failures: int = 3) -> None:
-        super().__init__(table, source, max_failures)
+    def __init__(
+        self, crawler: Crawler, table: DocumentTable | None, source: str, max_failures: int = 3, test_mode: bool = False
+    ) -> None:
+        super().__init__(table, source, max_failures)  # type: ignore[arg-type]  # None: found on first use
+        self.crawler = crawler
+        self.test_mode = test_mode
         self.stats = crawler.stats
         crawler.signals.connect(self.run_started, signal=run_started)
         crawler.signals.connect(self.url_outcome, signal=url_outcome)
+        crawler.signals.connect(self.urls_excluded, signal=urls_excluded)
         crawler.signals.connect(self.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(self.item_error, signal=signals.item_error)
         crawler.signals.connect(self.spider_error, signal=signals.spider_error)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LedgerWriter:
-        stores = stores_of(crawler)
-        if stores.read_only:
+        if crawler.settings.getbool("SEARCHCRAWL_READ_ONLY"):
             raise NotConfigured("a read-only crawl (SEARCHCRAWL_READ_ONLY) writes no URL state")
         source = source_of(crawler)
         # a test crawl's writes are so from the start (what it takes over of Solr, its exclusions)
         arguments = CrawlArguments.of(getattr(getattr(crawler, "spider", None), "arguments", {}))
-        table = stores.documents.for_run(None, arguments.test_mode)
-        return cls(crawler, table, source.name, source.settings.max_failures)
+        return cls(crawler, None, source.name, source.settings.max_failures, arguments.test_mode)
+
+    @property
+    def table(self) -> DocumentTable:
+        """The document table written: the crawl's (extensions/stores.py), found on first use
+        (the extensions are built together: another is found once all are), then its run's."""
+        if self._table is None:
+            self._table = stores_of(self.crawler).documents.for_run(None, self.test_mode)
+        return self._table
 
     def run_started(self, run: Run, frontier: Frontier) -> None:
         """The run started: writes are now its own (they finish its frontier entries)."""
         self.in_run(run.id, run.test_mode)
+
+    def urls_excluded(self, rows: list[tuple[str, int, int, str]]) -> None:
+        self.record_excluded(rows)
 
     def url_outcome(self, url: str, outcome: Outcome) -> None:
         self.record(url, outcome)

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 from scrapy.crawler import Crawler
+from scrapy.signalmanager import SignalManager
 from scrapy.statscollectors import StatsCollector
 
-from searchcrawl.crawl.extensions.stores import source_of, stores_of
-from searchcrawl.crawl.ledger_writer import LedgerWriter
+from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import ADMITTED, DEPTH, KNOWN, LEASED, PERSISTED, RENDER
-from searchcrawl.crawl.signals import run_started
+from searchcrawl.crawl.signals import run_started, urls_excluded
 from searchcrawl.rules.boundary import Boundary
 from searchcrawl.rules.chain import SKIPPED, Rewrite, RuleChain, RuleStep
 from searchcrawl.rules.rendering import render_mode
@@ -87,13 +87,10 @@ class Admission:
     process admitted (``was_admitted``, bounded) and the exclusions, which the ledger writes with
     the next ``flush`` (the caller's, once per page or batch); a read-only crawl writes none."""
 
-    def __init__(
-        self, chain: RuleChain, stats: StatsCollector, ledger: LedgerWriter | None = None, *, orphans: str = "keep"
-    ) -> None:
+    def __init__(self, chain: RuleChain, stats: StatsCollector, signals: SignalManager, *, orphans: str = "keep") -> None:
         self.chain = chain
         self.stats = stats
-        self.ledger = ledger
-        self.rewrites = chain.rewriter is not identity
+        self.signals = signals
         # a source that deletes orphans needs every link seen (to mark it linked), queued or not
         self.skip_queued = orphans != "delete"
         self.frontier: Frontier | None = None  # the run's, once it started (``run_started``)
@@ -104,9 +101,11 @@ class Admission:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Admission:
         source = source_of(crawler)
-        stores = stores_of(crawler)
-        chain = rule_chain(source, crawler.settings.getint("SEARCHCRAWL_MAX_URL_LENGTH"), stores.agent)
-        admission = cls(chain, crawler.stats, crawler.get_extension(LedgerWriter), orphans=source.settings.orphans)
+        # a source of another type than web sites: its agent (the spider's, built before the
+        # extensions) says which URLs are its documents
+        agent = getattr(crawler.spider, "agent", None)
+        chain = rule_chain(source, crawler.settings.getint("SEARCHCRAWL_MAX_URL_LENGTH"), agent)
+        admission = cls(chain, crawler.stats, crawler.signals, orphans=source.settings.orphans)
         crawler.signals.connect(admission.run_started, signal=run_started)
         return admission
 
@@ -114,6 +113,10 @@ class Admission:
         self.frontier = frontier
 
     # --- the ways in ---
+
+    @property
+    def rewrites(self) -> bool:
+        return self.chain.rewriter is not identity
 
     def link(self, url: str, depth: int) -> Entry | None:
         """A link found ``depth`` links from a seed (or a sitemap's entry, at depth 0): canonical,
@@ -192,10 +195,11 @@ class Admission:
         self.flush()
 
     def flush(self) -> None:
-        """Record the exclusions remembered since the last flush (a read-only crawl records none)."""
-        if self.excluded and self.ledger is not None:
-            self.ledger.record_excluded(self.excluded)
-        self.excluded = []
+        """Send the exclusions remembered since the last flush (``urls_excluded``: the ledger
+        writer records them; a read-only crawl has none, and records nothing)."""
+        if self.excluded:
+            excluded, self.excluded = self.excluded, []
+            self.signals.send_catch_log(urls_excluded, rows=excluded)
 
     def remember(self, url: str, depth: int) -> None:
         """``url`` was admitted at ``depth`` by this process's rules: its request need not be
@@ -217,7 +221,7 @@ def admission_of(crawler: Crawler) -> Admission:
     """The crawl's admission, for a component's ``from_crawler``."""
     admission = crawler.get_extension(Admission)
     if admission is None:
-        stores_of(crawler)  # NotConfigured for another spider
+        source_of(crawler)  # NotConfigured for another spider
         raise RuntimeError("searchcrawl.crawl.requests.Admission is not enabled (EXTENSIONS): a source's crawl needs it")
     return admission
 

@@ -15,6 +15,11 @@ robots_txt_read = object()
 on each fetch that gets an answer (a site's again if its record was forgotten to bound memory);
 middlewares/sitemaps.py takes its ``Sitemap:`` lines the first time."""
 
+urls_excluded = object()
+"""``urls_excluded(rows)``: URLs the source's rules keep out (``(url, status, depth, rule)``
+rows), sent by the admission (crawl/requests.py) once per page or batch; the ledger writer
+records them."""
+
 run_started = object()
 """``run_started(run, frontier)``: this process works on a run now (a ``searchcrawl.crawl.run.Run``,
 and the run's ``Frontier``), sent by the frontier scheduler when it opens, before the item pipelines

@@ -19,6 +19,7 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.utils.response import get_base_url, get_meta_refresh
 from twisted.python.failure import Failure
 
+from searchcrawl.agents.base import Agent
 from searchcrawl.config.source import Source
 from searchcrawl.content.charsets import choose_encoding, looks_binary
 from searchcrawl.content.convert import detect_kind, sniff_kind
@@ -148,6 +149,7 @@ class SourceSpider(Spider):
     reported: BoundedSet  # URLs whose outcome this spider reported lately
     renders: ClassVar[bool] = True  # its requests follow the source's render rules
     page_links: DocumentLinks  # a page's links (content/links.py), with its cache of resolved links
+    agent: Agent | None = None  # a source of another type than web sites: its agent (crawl/agent_spider.py)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SourceSpider:

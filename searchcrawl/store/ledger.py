@@ -33,11 +33,11 @@ class Ledger:
 
     def in_run(self, run_id: int | None, test_mode: bool) -> None:
         """Writes are run ``run_id``'s from now on (they finish its frontier entries), in its test mode."""
-        self._table = self._table.for_run(run_id, test_mode)
+        self._table = self.table.for_run(run_id, test_mode)
 
     def closing(self) -> None:
         """This process fetches nothing more (its run's end): see ``DocumentTable.closing``."""
-        self._table = self._table.closing()
+        self._table = self.table.closing()
 
     @property
     def table(self) -> DocumentTable:

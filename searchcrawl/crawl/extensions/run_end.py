@@ -191,13 +191,27 @@ class RunEnd:
     ``SEARCHCRAWL_SOLR_RETRY_TIMES`` and ``SEARCHCRAWL_SOLR_RETRY_BACKOFF`` (the final push's
     attempts) and ``SEARCHCRAWL_LEASE_SECONDS`` (how long a silent node counts as in the run).
 
-    Built from what it uses: the source, the stores, the ledger and the rule chain (a redirect
-    target's refusal); the run and its frontier arrive with ``run_started``; without them this
-    process took no run, and there is nothing to end."""
+    It works with the source, the stores, the ledger and the rule chain (a redirect target's
+    refusal), given to it, or, built with the other extensions, found when the run starts
+    (Scrapy's ``get_extension`` answers once every extension is built); the run and its frontier
+    arrive with ``run_started``. Without a run, this process crawled nothing: nothing to end."""
 
-    def __init__(self, crawler: Crawler, source: Source, stores: Stores, ledger: LedgerWriter, chain: RuleChain) -> None:
+    stores: Stores
+    ledger: LedgerWriter
+    chain: RuleChain
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        source: Source,
+        stores: Stores | None = None,
+        ledger: LedgerWriter | None = None,
+        chain: RuleChain | None = None,
+    ) -> None:
         self.crawler = crawler
-        self.source, self.stores, self.ledger, self.chain = source, stores, ledger, chain
+        self.source = source
+        if stores is not None and ledger is not None and chain is not None:
+            self.stores, self.ledger, self.chain = stores, ledger, chain
         self.stats = crawler.stats
         settings = crawler.settings
         self.retry_times = max(1, settings.getint("SEARCHCRAWL_SOLR_RETRY_TIMES"))
@@ -211,14 +225,16 @@ class RunEnd:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RunEnd:
-        source, stores = source_of(crawler), stores_of(crawler)
-        ledger = crawler.get_extension(LedgerWriter)
-        if ledger is None:
+        if crawler.settings.getbool("SEARCHCRAWL_READ_ONLY"):
             raise NotConfigured("a read-only crawl (SEARCHCRAWL_READ_ONLY) has no run to end")
-        return cls(crawler, source, stores, ledger, admission_of(crawler).chain)
+        return cls(crawler, source_of(crawler))
 
     def run_started(self, run: Run, frontier: Frontier) -> None:
         self.run, self.frontier = run, frontier
+        if not hasattr(self, "stores"):  # built with the other extensions: found now
+            ledger = self.crawler.get_extension(LedgerWriter)
+            assert ledger is not None  # a crawl that starts a run has one
+            self.stores, self.ledger, self.chain = stores_of(self.crawler), ledger, admission_of(self.crawler).chain
 
     def pusher(self) -> SolrPusher:
         """The Solr pipeline's pusher (one a crawl: ``make_pusher``), or one of its own when the

@@ -36,10 +36,10 @@ class RunMonitor:
     (the runs table, the document table's pending documents, the cache's fill) and the run
     (``run_started``; none: nothing to monitor)."""
 
-    def __init__(self, crawler: Crawler, interval: float, stores: Stores) -> None:
+    def __init__(self, crawler: Crawler, interval: float, stores: Stores | None = None) -> None:
         self.crawler = crawler
         self.interval = interval
-        self.stores = stores
+        self.stores = stores  # built with the other extensions: found when the run starts
         self.run: Run | None = None
         self.frontier: Frontier | None = None
         crawler.signals.connect(self.run_started, signal=run_started)
@@ -56,10 +56,12 @@ class RunMonitor:
         if interval <= 0:
             raise NotConfigured
         source_of(crawler)  # NotConfigured for another spider
-        return cls(crawler, interval, stores_of(crawler))
+        return cls(crawler, interval)
 
     def run_started(self, run: Run, frontier: Frontier) -> None:
         self.run, self.frontier = run, frontier
+        if self.stores is None:
+            self.stores = stores_of(self.crawler)
 
     def opened(self) -> None:
         self.loop = create_looping_call(self.tick)
@@ -70,8 +72,8 @@ class RunMonitor:
             self.loop.stop()
 
     def tick(self) -> None:
-        run = self.run
-        if run is None:
+        run, stores = self.run, self.stores
+        if run is None or stores is None:
             return
         self._give_back_on_shutdown()
         counters = run_counters(self.crawler.stats, self.frontier)
@@ -79,7 +81,7 @@ class RunMonitor:
         rate = (counters["pages"] - self.last_pages) * 60 / max(now - self.last_time, 1e-6)
         self.last_pages, self.last_time = counters["pages"], now
         threshold = self.crawler.settings.getint("SEARCHCRAWL_CACHE_MAX_BYTES")
-        pending = len(self.stores.documents.pending(run.source))
+        pending = len(stores.documents.pending(run.source))
         logger.info(
             "Progress of %s: %d pages (%.0f pages/min), queue %d (+%d in flight), %d done; "
             "cache %.1f of %.1f MB, %d documents waiting for Solr, %d indexed",
@@ -89,12 +91,12 @@ class RunMonitor:
             counters["queued"],
             counters["leased"],
             counters["done"],
-            self.stores.cache.size_bytes / 1e6,
+            stores.cache.size_bytes / 1e6,
             threshold / 1e6,
             pending,
             counters["indexed"],
         )
-        control = self.stores.runs.update(run.id, counters)
+        control = stores.runs.update(run.id, counters)
         if control in CLOSE_REASONS and self.crawler.engine is not None:
             logger.info("Run %d of %s: %s requested", run.id, run.source, control)
             self._give_back()

@@ -1,8 +1,7 @@
 """Stores: the handles of what a source's crawl reads and writes, opened once for the crawl.
 
 The document table (and the runs table beside it, on one connection pool), the source's document
-cache, its Solr index, the converter of PDF and office files, and the source's agent (a source of
-another type than web sites). Handles only: no rule, no run state, no decision. A component's
+cache, its Solr index and the converter of PDF and office files. Handles only: no rule, no run state, no decision. A component's
 ``from_crawler`` takes the handles it uses from here (found with Scrapy's public
 ``crawler.get_extension``) and hands them to its ``__init__``, so a test builds it with the
 handles of its own (an in-memory SQLite table, an unreachable Solr).
@@ -26,7 +25,6 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 
-from searchcrawl.agents.base import Agent
 from searchcrawl.config import paths
 from searchcrawl.config.source import Source
 from searchcrawl.content.convert import Converter, DocumentConverter, TikaConverter
@@ -60,14 +58,12 @@ class Stores:
         documents: DocumentTable,
         index: SolrIndex,
         cache: DocumentCache | None = None,
-        agent: Agent | None = None,
         converter: Callable[[], DocumentConverter] | None = None,
     ) -> None:
         self.documents = documents  # the document table, of no run (the ledger's is its run's)
         self.runs = Runs(documents.database)
         self.index = index
         self.document_cache = cache  # None in a read-only crawl (``cache``)
-        self.agent = agent
         self.make_converter = converter
         self._converter: DocumentConverter | None = None
 
@@ -91,7 +87,6 @@ class Stores:
                 auth=paths.solr_auth(settings),
             ),
             None if read_only else DocumentCache(paths.cache_dir(settings, source.name)),
-            source.make_agent() if source.agent_class is not None else None,
             partial(make_converter, settings, source),
         )
         # closed once the engine has stopped: after every spider_closed receiver (the fleet's
@@ -121,8 +116,6 @@ class Stores:
         return self._converter
 
     def close(self) -> None:
-        if self.agent is not None:
-            self.agent.close()
         if self.document_cache is not None:
             self.document_cache.close()
         if self._converter is not None:

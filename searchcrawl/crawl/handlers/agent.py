@@ -34,7 +34,7 @@ from scrapy.responsetypes import responsetypes
 
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
-from searchcrawl.crawl.extensions.stores import source_of, stores_of
+from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import AGENT_DOWNLOAD, DONT_REDIRECT, DUPLICATE_OF, HANDLE_HTTPSTATUS_ALL, REFERENCE
 from searchcrawl.crawl.pipelines.changes import duplicate_of
 from searchcrawl.rules.credentials import origin_of
@@ -57,7 +57,7 @@ def header_token(token: str | None) -> str | None:
 class AgentDownloadHandler(BaseDownloadHandler):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        agent = stores_of(crawler).agent
+        agent = getattr(crawler.spider, "agent", None)  # an agent source's spider's (crawl/agent_spider.py)
         if agent is None:
             raise not_needed(type(self), "not a source with an agent")
         self.agent: Agent = agent

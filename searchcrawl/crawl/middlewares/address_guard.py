@@ -35,7 +35,7 @@ from twisted.internet.error import DNSLookupError
 
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.stores import source_of, stores_of
+from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.resolver import GuardedHostnameResolver
 from searchcrawl.rules.addresses import SAFE_SCHEMES, AddressPolicy, ip_of, site_of_url
@@ -78,7 +78,7 @@ class AddressGuardMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AddressGuardMiddleware:
-        agent = stores_of(crawler).agent
+        agent = getattr(crawler.spider, "agent", None)  # a source of another type: its spider's
         boundary = admission_of(crawler).chain.boundary
         return cls(crawler, source_of(crawler), boundary, agent.scheme if agent is not None else None)
 

@@ -44,7 +44,7 @@ class ConditionalGetMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ConditionalGetMiddleware:
         source, stores = source_of(crawler), stores_of(crawler)
-        middleware = cls(stores.documents, source.name, agent=stores.agent is not None, orphans=source.settings.orphans)
+        middleware = cls(stores.documents, source.name, agent=source.agent_class is not None, orphans=source.settings.orphans)
         crawler.signals.connect(middleware.run_started, signal=run_started)
         return middleware
 
