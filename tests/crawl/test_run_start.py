@@ -1,0 +1,123 @@
+"""The start of a run alone (crawl/run_start.py): what ``begin_run`` makes of a run the runs
+table started or resumed, as a ``Run`` value, over in-memory stores and the store's ``Ledger``
+(no crawler, no Solr: the take-over of Solr's documents is given an unreachable one)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from searchcrawl.config.source import Source
+from searchcrawl.crawl.requests import rule_chain
+from searchcrawl.crawl.run import CrawlArguments, Run
+from searchcrawl.crawl.run_start import begin_run, fingerprint, take_over_index
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.ledger import Ledger
+from searchcrawl.store.models import RunState
+from searchcrawl.store.runs import Runs
+from tests.components import UNREACHABLE_SOLR
+
+SOURCE = 'seeds = ["http://h.test/"]\npaths = { "*" = { exclude = ["/private/"] } }\n'
+
+
+@pytest.fixture
+def source(crawler_of) -> Source:
+    return crawler_of().spidercls.source  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def table() -> Iterator[DocumentTable]:
+    table = DocumentTable(Database("sqlite://"))
+    yield table
+    table.database.close()
+
+
+def start(source: Source, table: DocumentTable, arguments: dict[str, str] | None = None, **options: bool) -> tuple[Run, Ledger]:
+    """A run of ``source`` as the frontier scheduler starts it, and the ledger that writes for it."""
+    runs, ledger = Runs(table.database), Ledger(table, source.name)
+    info = runs.start(source.name, owner="node-1")
+    chain = rule_chain(source, 2048)
+    run = begin_run(
+        info,
+        CrawlArguments.of(arguments or {}),
+        source=source,
+        runs=runs,
+        ledger=ledger,
+        known=chain.refusal,
+        owner="node-1",
+        **options,
+    )
+    return run, ledger
+
+
+def finish(table: DocumentTable, run: Run, source: Source, indexed: list[str]) -> None:
+    """The run fetched ``indexed`` (in the index now) and finished, its fingerprint kept."""
+    ledger = Ledger(table.for_run(run.id), source.name)
+    for url in indexed:
+        ledger.record(url, Outcome(Event.CACHED, 200, "", 0, columns={"checksum": url}))
+    ledger.mark_indexed([(url, url) for url in indexed])
+    runs = Runs(table.database)
+    runs.end(run.id, RunState.FINISHED, {}, "finished")
+    runs.save_fingerprint(source.name, fingerprint(source))
+
+
+def test_arguments_are_read_as_the_crawl_gives_them() -> None:
+    assert CrawlArguments.of({"recrawl": "force", "test_mode": "yes", "delete": "force"}) == CrawlArguments(True, True, True)
+    assert CrawlArguments.of({"recrawl": "no", "test_mode": "0"}) == CrawlArguments()
+
+
+def test_a_first_run_is_initial_and_its_writes_are_its_own(source: Source, table: DocumentTable) -> None:
+    run, ledger = start(source, table)
+    assert (run.mode, run.forced, run.test_mode, run.resumed, run.joined, run.owner) == (
+        "initial",
+        False,
+        False,
+        False,
+        False,
+        "node-1",
+    )
+    assert ledger.table.run_id == run.id
+    assert Runs(table.database).latest(source.name)["mode"] == "initial"  # type: ignore[index]
+
+
+def test_the_next_run_is_a_maintenance_crawl_of_what_is_known(source: Source, table: DocumentTable) -> None:
+    first, _ = start(source, table)
+    finish(table, first, source, ["http://h.test/", "http://h.test/a.html"])
+    run, ledger = start(source, table)
+    assert run.mode == "maintenance" and not run.forced
+    assert table.get(source.name, "http://h.test/a.html")["run_id"] == run.id  # type: ignore[index]  # queued again
+
+
+def test_arguments_make_a_forced_or_a_test_run(source: Source, table: DocumentTable) -> None:
+    run, ledger = start(source, table, {"recrawl": "force", "delete": "force"})
+    assert (run.mode, run.forced, run.force_delete) == ("forced", True, True)
+    Runs(table.database).end(run.id, RunState.STOPPED, {}, "stopped")
+    run, ledger = start(source, table, {"test_mode": "1"})
+    assert (run.mode, run.test_mode, ledger.table.test_mode) == ("test", True, True)
+
+
+def test_solr_taken_over_makes_a_forced_run(source: Source, table: DocumentTable) -> None:
+    run, _ = start(source, table, taken_over=True)
+    assert (run.mode, run.forced) == ("forced", True)
+
+
+def test_a_resumed_run_keeps_its_mode(source: Source, table: DocumentTable) -> None:
+    first, _ = start(source, table, {"recrawl": "force"})
+    Runs(table.database).end(first.id, RunState.SUSPENDED, {}, "shutdown")
+    run, _ = start(source, table)  # resumed, without -a recrawl=force
+    assert (run.id, run.resumed, run.mode, run.forced) == (first.id, True, "forced", True)
+
+
+def test_nothing_is_taken_over_from_a_solr_that_cannot_be_read(source: Source, table: DocumentTable, caplog) -> None:
+    ledger = Ledger(table, source.name)
+    assert take_over_index(source, table, SolrIndex(UNREACHABLE_SOLR, timeout=2), ledger) is False
+    assert "Could not read what Solr holds of unit" in caplog.text
+    assert not table.knows(source.name)
+
+
+def test_leaving_says_what_a_test_run_does() -> None:
+    run = Run(id=1, source="unit", mode="test", started=None, test_mode=True)  # type: ignore[arg-type]
+    assert "test mode: the index is not touched" in run.leaving()
