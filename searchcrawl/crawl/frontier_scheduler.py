@@ -30,6 +30,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
 from twisted.internet.task import LoopingCall
+from twisted.python.failure import Failure
 
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.extensions.run_end import run_end
@@ -142,7 +143,11 @@ class FrontierScheduler(BaseScheduler):
             shared=self.shared,
             owner=self.owner,
         )
-        self.crawler.signals.send_catch_log(run_started, run=run, frontier=self.frontier, dont_log=())
+        # every component that needs the run has it before anything is fetched; one that could
+        # not take it fails the crawl's start (a ledger writing outside its run would lose outcomes)
+        for _receiver, result in self.crawler.signals.send_catch_log(run_started, run=run, frontier=self.frontier):
+            if isinstance(result, Failure):
+                result.raiseException()
         if self.run.resumed:
             # a shared run's live nodes keep their leases (those that joined since too); a dead node's are taken back
             requeued = self.frontier.requeue_gone(runs, self.lease_seconds, keep_own=False)
@@ -172,7 +177,7 @@ class FrontierScheduler(BaseScheduler):
 
     def _leave_once_opened(self, reason: str) -> None:
         """No run for this process: the spider closes (``reason``) as soon as it has opened, having
-        crawled nothing (the item pipelines see ``no_run`` and leave Solr alone). Not by raising
+        crawled nothing (no ``run_started``: the item pipelines and the run's end leave Solr alone). Not by raising
         CloseSpider from open(): Scrapy (2.19) then skips opening the scraper but still closes it,
         and logs "Scraper close failure" at ERROR; a spider_opened receiver's CloseSpider is
         honoured once everything has opened."""
