@@ -1,22 +1,21 @@
 """ConditionalGetMiddleware built alone (``build_from_crawler`` on a ``get_crawler`` crawler of a
 source): a request for a document in the index carries If-Modified-Since / If-None-Match from
 its row (what the frontier read with its lease, ``KNOWN`` meta, or else the URL's row in
-the real SQLite document table) and what the index holds (``PREVIOUS`` meta); a forced recrawl,
-a source deleting orphans and a page to be rendered send no validators."""
+the real SQLite document table) and what the index holds (``PREVIOUS`` meta); a forced run
+(``run_started``), a source deleting orphans and a page to be rendered send no validators."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from scrapy import Request
 from scrapy.utils.misc import build_from_crawler
 
+from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.meta import KNOWN, PREVIOUS, RENDER, ROBOTS_REQUEST
 from searchcrawl.crawl.middlewares.conditional import ConditionalGetMiddleware
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store.frontier import Known
-from tests.components import source_crawler, state_of
+from tests.components import start_run
 
 URL = "http://h.test/doc.html"
 LAST_MODIFIED = "Wed, 21 Oct 2015 07:28:00 GMT"
@@ -33,8 +32,8 @@ def validators(request: Request) -> tuple[bytes | None, bytes | None]:
 
 
 @pytest.fixture
-def crawler(tmp_path: Path):  # type: ignore[no-untyped-def]
-    return source_crawler(tmp_path)
+def crawler(crawler_of):  # type: ignore[no-untyped-def]
+    return crawler_of()  # its stores closed after the test
 
 
 @pytest.fixture
@@ -44,10 +43,10 @@ def middleware(crawler) -> ConditionalGetMiddleware:  # type: ignore[no-untyped-
 
 def index_document(crawler, url: str, last_modified: str | None, etag: str | None) -> None:  # type: ignore[no-untyped-def]
     """Put ``url`` in the index as a crawl does: cached (pending), then acknowledged by Solr."""
-    state = state_of(crawler)
+    documents = stores_of(crawler).documents
     columns = {"checksum": "c0ffee", "last_modified": last_modified, "etag": etag}
-    state.table.record(state.source.name, url, Outcome(Event.CACHED, 200, "fetched", 0, columns=columns))
-    assert state.table.mark_indexed(state.source.name, [(url, "c0ffee")]) == [url]
+    documents.record("unit", url, Outcome(Event.CACHED, 200, "fetched", 0, columns=columns))
+    assert documents.mark_indexed("unit", [(url, "c0ffee")]) == [url]
 
 
 def test_the_row_the_request_carries_gives_the_validators(middleware: ConditionalGetMiddleware) -> None:
@@ -132,16 +131,17 @@ def test_a_page_to_be_rendered_gets_its_body(middleware: ConditionalGetMiddlewar
 
 
 def test_a_forced_recrawl_sends_no_validators(crawler, middleware: ConditionalGetMiddleware) -> None:  # type: ignore[no-untyped-def]
-    state_of(crawler).configure({"recrawl": "force"})  # `scrapy crawl <source> -a recrawl=force`
+    run, _ = start_run(crawler, {"recrawl": "force"})  # `scrapy crawl <source> -a recrawl=force`
+    assert run.forced and middleware.forced  # told by run_started
     request = Request(URL, meta={KNOWN: row()})
     middleware.process_request(request)
     assert validators(request) == (None, None)
     assert request.meta[PREVIOUS]["etag"] == ETAG
 
 
-def test_a_source_deleting_orphans_sends_no_validators(tmp_path: Path) -> None:
+def test_a_source_deleting_orphans_sends_no_validators(crawler_of) -> None:  # type: ignore[no-untyped-def]
     """A 304 has no links, and finding orphans needs every page's links."""
-    crawler = source_crawler(tmp_path, 'seeds = ["http://h.test/"]\norphans = "delete"\n')
+    crawler = crawler_of('seeds = ["http://h.test/"]\norphans = "delete"\n')
     middleware = build_from_crawler(ConditionalGetMiddleware, crawler)
     request = Request(URL, meta={KNOWN: row()})
     middleware.process_request(request)
