@@ -13,10 +13,12 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler, get_reactor_settings
 
 from searchcrawl import settings as project_settings
-from searchcrawl.crawl.extensions.crawl_state import CrawlState
 from searchcrawl.crawl.extensions.run_monitor import RunMonitor
+from searchcrawl.crawl.extensions.stores import Stores
 from searchcrawl.crawl.frontier_scheduler import FrontierScheduler
+from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.middlewares.redirect import RedirectPolicyMiddleware
+from searchcrawl.crawl.requests import Admission
 
 
 class PlainSpider(Spider):
@@ -33,7 +35,8 @@ def crawler(tmp_path):
 
 
 def test_another_spider_gets_scrapys_scheduler_and_redirects(crawler) -> None:
-    assert crawler.get_extension(CrawlState) is None  # no document table, no run for it
+    # no document table, no ledger, no rules, no run for it
+    assert [crawler.get_extension(cls) for cls in (Stores, LedgerWriter, Admission)] == [None, None, None]
     scheduler = build_from_crawler(FrontierScheduler, crawler)
     assert type(scheduler) is Scheduler
     redirects = build_from_crawler(RedirectPolicyMiddleware, crawler)

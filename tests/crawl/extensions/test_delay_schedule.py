@@ -1,11 +1,11 @@
 """DelaySchedule alone: built by Scrapy's extension manager (``get_crawler`` in
 ``tests.components``) for a source with ``delay_rules``, not configured without them or for
 another spider. ``apply(moment)`` takes the delay of the rule that holds at that time of day and
-day of week (else the source's ``delay``) as the crawl's site delay and as the delay of every
+day of week (else the source's ``delay``) as its ``current`` delay and as the delay of every
 download slot of the real downloader, and of each slot made later, as a request reaches it
 (``request_reached_downloader``, sent by the downloader itself); with AutoThrottle the rule's
-delay is AutoThrottle's floor; in a shared crawl only the site delay is set (the fleet spaces
-requests: tests/e2e/test_fleet.py checks that it follows the rules).
+delay is AutoThrottle's floor; in a shared crawl only ``current`` is set, the site delay of the
+fleet middleware (which spaces requests: tests/e2e/test_fleet.py checks that it follows the rules).
 
 What is not run here: ``opened`` (the spider_opened receiver). It starts a
 ``twisted.internet.task.LoopingCall`` of ``apply``, which needs a Twisted reactor, and this test
@@ -34,7 +34,9 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from searchcrawl.crawl.extensions.delay_schedule import DelaySchedule
-from tests.components import BARE_DOWNLOADER, engine_of, state_of
+from searchcrawl.crawl.middlewares.fleet import FleetPolitenessMiddleware
+from searchcrawl.ops.local_fleet import shared_crawl
+from tests.components import BARE_DOWNLOADER, engine_of
 
 RULES = """delay = 1.0
 [[delay_rules]]
@@ -112,7 +114,7 @@ def test_built_for_a_source_with_delay_rules(crawler_of) -> None:
 
 def test_apply_sets_the_rule_of_the_moment_for_the_crawl_and_every_slot(crawler_of, caplog) -> None:
     crawler = crawler_of()
-    schedule, state = schedule_of(crawler), state_of(crawler)
+    schedule = schedule_of(crawler)
 
     async def scenario() -> None:
         async with engine_of(crawler) as engine:
@@ -124,15 +126,15 @@ def test_apply_sets_the_rule_of_the_moment_for_the_crawl_and_every_slot(crawler_
             assert [record.getMessage() for record in caplog.records if record.name == LOGGER] == [
                 "Delay between requests to one site is now 5.00 s (delay_rules, fixed)"
             ]
-            assert (state.site_delay, delays(engine)) == (5.0, {"a.test": 5.0})
+            assert (schedule.current, delays(engine)) == (5.0, {"a.test": 5.0})
             assert engine.downloader.slots["a.test"].jitter == 0.5  # Scrapy's jitter is left as it is
             await reach(engine, "b.test")  # a slot made later gets the rule's delay as the request reaches it
             assert delays(engine) == {"a.test": 5.0, "b.test": 5.0}
             assert schedule.apply(EVENING) == 1.0
-            assert (state.site_delay, delays(engine)) == (1.0, {"a.test": 1.0, "b.test": 1.0})
+            assert (schedule.current, delays(engine)) == (1.0, {"a.test": 1.0, "b.test": 1.0})
             assert schedule.apply(WEEKEND) == 0.25
             await reach(engine, "c.test")
-            assert (state.site_delay, delays(engine)) == (0.25, {"a.test": 0.25, "b.test": 0.25, "c.test": 0.25})
+            assert (schedule.current, delays(engine)) == (0.25, {"a.test": 0.25, "b.test": 0.25, "c.test": 0.25})
 
     asyncio.run(scenario())
 
@@ -155,23 +157,25 @@ def test_with_autothrottle_the_rule_is_its_floor(crawler_of) -> None:
             assert delays(engine) == {"a.test": 5.0, "b.test": 5.0}
             assert schedule.apply(EVENING) == 1.0
             assert (throttle.mindelay, delays(engine)) == (1.0, {"a.test": 5.0, "b.test": 5.0})
-            assert state_of(crawler).site_delay == 1.0
+            assert schedule.current == 1.0
 
     asyncio.run(scenario())
 
 
 def test_in_a_shared_crawl_only_the_site_delay_is_set(crawler_of) -> None:
     crawler = crawler_of(source("shared = true"))
-    schedule, state = schedule_of(crawler), state_of(crawler)
-    assert state.shared
+    schedule = schedule_of(crawler)
+    assert shared_crawl(crawler.settings)
 
     async def scenario() -> None:
         async with engine_of(crawler) as engine:
             await reach(engine, "a.test")
             assert schedule.apply(OFFICE_HOURS) == 5.0
-            assert state.site_delay == 5.0  # what the fleet's reservations space requests by
+            assert schedule.current == 5.0
             assert schedule.slot_delay is None and schedule.throttle is None
             await reach(engine, "b.test")
             assert delays(engine) == {"a.test": 1.0, "b.test": 1.0}  # local slots are the fleet middleware's
+            # (built now: its own receivers would set the slots' delays) what its reservations space requests by
+            assert build_from_crawler(FleetPolitenessMiddleware, crawler).site_delay == 5.0
 
     asyncio.run(scenario())

@@ -19,7 +19,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.extensions.secret_settings import SecretSettings
 from searchcrawl.ops.secrets import MASK
-from tests.components import source_crawler, state_of
+from tests.components import close_stores, source_crawler
 
 
 def canary(label: str) -> str:
@@ -31,7 +31,7 @@ def closing() -> Iterator[list[Crawler]]:
     made: list[Crawler] = []
     yield made
     for crawler in made:
-        state_of(crawler).close()
+        close_stores(crawler)
 
 
 def logged(caplog: pytest.LogCaptureFixture) -> str:

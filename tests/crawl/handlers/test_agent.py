@@ -1,10 +1,10 @@
 """AgentDownloadHandler built alone (``build_from_crawler`` on a ``get_crawler`` crawler of an
-agent source, ``tests.components``): how it answers an agent's requests as an HTTP server would,
-and what it refuses. The agent is the tests' JSON repository (tests/custom_agents.py), whose
-fetches are logged, so a test sees what was read; its documents are read in a worker thread
-(``asyncio.to_thread``), so each request runs in ``asyncio.run``. Downloads from a reference's
-``location`` go through the engine and are covered end to end (tests/e2e); here, only the origin
-check that comes before any of them."""
+agent source, ``tests.components``, with the source's spider on it: the agent is the spider's):
+how it answers an agent's requests as an HTTP server would, and what it refuses. The agent is the
+tests' JSON repository (tests/custom_agents.py), whose fetches are logged, so a test sees what
+was read; its documents are read in a worker thread (``asyncio.to_thread``), so each request runs
+in ``asyncio.run``. Downloads from a reference's ``location`` go through the engine and are
+covered end to end (tests/e2e); here, only the origin check that comes before any of them."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from searchcrawl.crawl.handlers.agent import AgentDownloadHandler
 from searchcrawl.crawl.meta import DUPLICATE_OF, REFERENCE
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
-from tests.components import source_crawler, state_of
+from tests.components import close_stores, source_crawler
 
 NAME = "repo-unit"
 
@@ -53,8 +53,10 @@ def handler(tmp_path: Path, repository: Path) -> Any:
         f"failing_keys = {json.dumps(str(repository) + '.failing')}\n"
     )
     crawler = source_crawler(tmp_path, source, name=NAME, DOWNLOAD_MAXSIZE=1000)
+    spider = crawler.spider = crawler.spidercls.from_crawler(crawler)  # what Crawler.crawl() does first: it makes the agent
     yield build_from_crawler(AgentDownloadHandler, crawler)
-    state_of(crawler).close()
+    spider.agent.close()  # the engine's stop does it in a crawl
+    close_stores(crawler)
 
 
 def fetched(repository: Path) -> list[str]:
@@ -143,8 +145,9 @@ def test_a_location_outside_fetch_origins_is_never_requested(handler, location: 
 
 def test_a_web_source_has_no_agent_handler(tmp_path: Path) -> None:
     crawler = source_crawler(tmp_path, 'seeds = ["http://h.test/"]\n')
+    crawler.spider = crawler.spidercls.from_crawler(crawler)
     try:
         with pytest.raises(NotConfigured):
             build_from_crawler(AgentDownloadHandler, crawler)
     finally:
-        state_of(crawler).close()
+        close_stores(crawler)

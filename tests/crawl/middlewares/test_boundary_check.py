@@ -5,8 +5,6 @@ temporary redirect's target that the redirect policy let out pass."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from scrapy import Request
 from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
@@ -15,12 +13,12 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.meta import ADMITTED, LEAVES_BOUNDARY, ROBOTS_REQUEST
 from searchcrawl.crawl.middlewares.boundary_check import BoundaryMiddleware
 from searchcrawl.crawl.requests import admitted
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
-from tests.components import source_crawler, state_of
 
 SOURCE = """seeds = ["http://h.test/docs/"]
 max_depth = 2
@@ -30,8 +28,8 @@ patterns = { exclude_glob = ["*.zip"] }
 
 
 @pytest.fixture
-def crawler(tmp_path: Path):  # type: ignore[no-untyped-def]
-    return source_crawler(tmp_path, SOURCE, SEARCHCRAWL_MAX_URL_LENGTH=200)
+def crawler(crawler_of):  # type: ignore[no-untyped-def]
+    return crawler_of(SEARCHCRAWL_MAX_URL_LENGTH=200)  # of SOURCE; its stores closed after the test
 
 
 @pytest.fixture
@@ -76,8 +74,7 @@ def test_a_request_outside_the_boundary_is_refused_with_the_rules_code(
     assert refused.value.reason.startswith("outside the boundary (")
     assert (refused.value.outcome.event, refused.value.outcome.status) == (Event.EXCLUDED, int(status))
     # the refused URL has its row already: the exclusions were flushed to the document table
-    state = state_of(crawler)
-    row = state.table.get(state.source.name, url)
+    row = stores_of(crawler).documents.get("unit", url)
     assert row is not None
     assert (row["state"], row["status"], row["depth"]) == ("excluded", int(status), depth)
     assert row["reason"] and row["reason"] in refused.value.reason
@@ -110,8 +107,7 @@ def test_a_url_refused_twice_gets_one_row_and_two_counts(crawler, middleware: Bo
     for _ in range(2):
         with pytest.raises(RequestRefused):
             middleware.process_request(Request(url))
-    state = state_of(crawler)
-    assert state.table.count_by(state.source.name, "status") == {int(Status.EXCLUDED_DOMAIN): 1}
+    assert stores_of(crawler).documents.count_by("unit", "status") == {int(Status.EXCLUDED_DOMAIN): 1}
     assert crawler.stats.get_value("searchcrawl/excluded/excluded_domain") == 2
 
 

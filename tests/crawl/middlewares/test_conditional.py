@@ -1,12 +1,14 @@
-"""ConditionalGetMiddleware built alone (``build_from_crawler`` on a ``get_crawler`` crawler of a
-source): a request for a document in the index carries If-Modified-Since / If-None-Match from
-its row (what the frontier read with its lease, ``KNOWN`` meta, or else the URL's row in
-the real SQLite document table) and what the index holds (``PREVIOUS`` meta); a forced recrawl,
-a source deleting orphans and a page to be rendered send no validators."""
+"""ConditionalGetMiddleware built alone, from what it uses (an in-memory document table and the
+source's name), or by ``build_from_crawler`` on a ``get_crawler`` crawler of a source where the
+source file or the run decides: a request for a document in the index carries
+If-Modified-Since / If-None-Match from its row (what the frontier read with its lease, ``KNOWN``
+meta, or else the URL's row in the document table) and what the index holds (``PREVIOUS`` meta);
+a forced run (``run_started``), a source deleting orphans and a page to be rendered send no
+validators."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 from scrapy import Request
@@ -15,8 +17,10 @@ from scrapy.utils.misc import build_from_crawler
 from searchcrawl.crawl.meta import KNOWN, PREVIOUS, RENDER, ROBOTS_REQUEST
 from searchcrawl.crawl.middlewares.conditional import ConditionalGetMiddleware
 from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.database import MEMORY
 from searchcrawl.store.frontier import Known
-from tests.components import source_crawler, state_of
+from tests.components import start_run
 
 URL = "http://h.test/doc.html"
 LAST_MODIFIED = "Wed, 21 Oct 2015 07:28:00 GMT"
@@ -33,21 +37,23 @@ def validators(request: Request) -> tuple[bytes | None, bytes | None]:
 
 
 @pytest.fixture
-def crawler(tmp_path: Path):  # type: ignore[no-untyped-def]
-    return source_crawler(tmp_path)
+def documents() -> Iterator[DocumentTable]:
+    """An in-memory document table, as the crawl's stores hand theirs to the middleware."""
+    table = DocumentTable(Database(MEMORY))
+    yield table
+    table.database.close()
 
 
 @pytest.fixture
-def middleware(crawler) -> ConditionalGetMiddleware:  # type: ignore[no-untyped-def]
-    return build_from_crawler(ConditionalGetMiddleware, crawler)
+def middleware(documents: DocumentTable) -> ConditionalGetMiddleware:
+    return ConditionalGetMiddleware(documents, "unit")  # a web source's (from_crawler: its orphans are kept)
 
 
-def index_document(crawler, url: str, last_modified: str | None, etag: str | None) -> None:  # type: ignore[no-untyped-def]
+def index_document(documents: DocumentTable, url: str, last_modified: str | None, etag: str | None) -> None:
     """Put ``url`` in the index as a crawl does: cached (pending), then acknowledged by Solr."""
-    state = state_of(crawler)
     columns = {"checksum": "c0ffee", "last_modified": last_modified, "etag": etag}
-    state.table.record(state.source.name, url, Outcome(Event.CACHED, 200, "fetched", 0, columns=columns))
-    assert state.table.mark_indexed(state.source.name, [(url, "c0ffee")]) == [url]
+    documents.record("unit", url, Outcome(Event.CACHED, 200, "fetched", 0, columns=columns))
+    assert documents.mark_indexed("unit", [(url, "c0ffee")]) == [url]
 
 
 def test_the_row_the_request_carries_gives_the_validators(middleware: ConditionalGetMiddleware) -> None:
@@ -84,8 +90,8 @@ def test_a_url_not_in_the_index_gets_no_validators(middleware: ConditionalGetMid
         assert PREVIOUS not in request.meta, state
 
 
-def test_without_a_carried_row_the_document_table_is_read(crawler, middleware: ConditionalGetMiddleware) -> None:  # type: ignore[no-untyped-def]
-    index_document(crawler, URL, LAST_MODIFIED, ETAG)
+def test_without_a_carried_row_the_document_table_is_read(documents: DocumentTable, middleware: ConditionalGetMiddleware) -> None:
+    index_document(documents, URL, LAST_MODIFIED, ETAG)
     request = Request(URL)
     middleware.process_request(request)
     assert validators(request) == (LAST_MODIFIED.encode(), ETAG.encode())
@@ -96,9 +102,9 @@ def test_without_a_carried_row_the_document_table_is_read(crawler, middleware: C
     assert PREVIOUS not in unknown.meta
 
 
-def test_a_carried_row_wins_over_the_table(crawler, middleware: ConditionalGetMiddleware) -> None:  # type: ignore[no-untyped-def]
+def test_a_carried_row_wins_over_the_table(documents: DocumentTable, middleware: ConditionalGetMiddleware) -> None:
     """The frontier read the row with the lease: no second look-up, even when it says "unknown"."""
-    index_document(crawler, URL, LAST_MODIFIED, ETAG)
+    index_document(documents, URL, LAST_MODIFIED, ETAG)
     request = Request(URL, meta={KNOWN: None})
     middleware.process_request(request)
     assert validators(request) == (None, None)
@@ -111,9 +117,9 @@ def test_validators_already_on_the_request_are_kept(middleware: ConditionalGetMi
     assert validators(request) == (LAST_MODIFIED.encode(), b'"mine"')
 
 
-def test_a_robots_txt_fetch_is_left_alone(crawler, middleware: ConditionalGetMiddleware) -> None:  # type: ignore[no-untyped-def]
+def test_a_robots_txt_fetch_is_left_alone(documents: DocumentTable, middleware: ConditionalGetMiddleware) -> None:
     url = "http://h.test/robots.txt"
-    index_document(crawler, url, LAST_MODIFIED, ETAG)
+    index_document(documents, url, LAST_MODIFIED, ETAG)
     request = Request(url, meta={ROBOTS_REQUEST: True, KNOWN: row()})
     middleware.process_request(request)
     assert validators(request) == (None, None)
@@ -131,17 +137,20 @@ def test_a_page_to_be_rendered_gets_its_body(middleware: ConditionalGetMiddlewar
     assert validators(auto) == (LAST_MODIFIED.encode(), ETAG.encode())
 
 
-def test_a_forced_recrawl_sends_no_validators(crawler, middleware: ConditionalGetMiddleware) -> None:  # type: ignore[no-untyped-def]
-    state_of(crawler).configure({"recrawl": "force"})  # `scrapy crawl <source> -a recrawl=force`
+def test_a_forced_recrawl_sends_no_validators(crawler_of) -> None:  # type: ignore[no-untyped-def]
+    crawler = crawler_of()
+    middleware = build_from_crawler(ConditionalGetMiddleware, crawler)
+    run, _ = start_run(crawler, {"recrawl": "force"})  # `scrapy crawl <source> -a recrawl=force`
+    assert run.forced and middleware.forced  # told by run_started
     request = Request(URL, meta={KNOWN: row()})
     middleware.process_request(request)
     assert validators(request) == (None, None)
     assert request.meta[PREVIOUS]["etag"] == ETAG
 
 
-def test_a_source_deleting_orphans_sends_no_validators(tmp_path: Path) -> None:
+def test_a_source_deleting_orphans_sends_no_validators(crawler_of) -> None:  # type: ignore[no-untyped-def]
     """A 304 has no links, and finding orphans needs every page's links."""
-    crawler = source_crawler(tmp_path, 'seeds = ["http://h.test/"]\norphans = "delete"\n')
+    crawler = crawler_of('seeds = ["http://h.test/"]\norphans = "delete"\n')
     middleware = build_from_crawler(ConditionalGetMiddleware, crawler)
     request = Request(URL, meta={KNOWN: row()})
     middleware.process_request(request)

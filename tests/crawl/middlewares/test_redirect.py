@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from scrapy import Request
@@ -23,13 +22,13 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
+from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.meta import LEAVES_BOUNDARY
 from searchcrawl.crawl.middlewares.boundary_check import BoundaryMiddleware
 from searchcrawl.crawl.middlewares.redirect import RedirectPolicyMiddleware
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
-from tests.components import source_crawler, state_of
 
 SOURCE = """seeds = ["http://h.test/"]
 domains = { include = ["h.test", "other.test"] }
@@ -40,8 +39,8 @@ ORIGIN = "http://h.test/a.html"
 
 
 @pytest.fixture
-def crawler(tmp_path: Path):  # type: ignore[no-untyped-def]
-    return source_crawler(tmp_path, SOURCE, REDIRECT_MAX_TIMES=3)
+def crawler(crawler_of):  # type: ignore[no-untyped-def]
+    return crawler_of(REDIRECT_MAX_TIMES=3)  # of SOURCE; its stores closed after the test
 
 
 @pytest.fixture
@@ -73,8 +72,7 @@ def follow(middleware: RedirectPolicyMiddleware, request: Request, response: Res
 
 
 def row(crawler, url: str):  # type: ignore[no-untyped-def]
-    state = state_of(crawler)
-    return state.table.get(state.source.name, url)
+    return stores_of(crawler).documents.get("unit", url)
 
 
 # --- schemes ------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """ScopeMiddleware (a spider middleware) built alone (``build_from_crawler`` on a ``get_crawler``
 crawler of a source), its ``process_spider_output`` run with ``asyncio.run`` on a page's output.
 
-With a run attached to the crawl state, as the frontier scheduler attaches it when the spider
-opens (``Runs(database).start(source)``, ``Frontier(...)``, ``CrawlState.attach_run``), a page's
+With a run started as the frontier scheduler starts it when the spider opens (``start_run`` of
+``tests.components``: ``Runs.start``, ``begin_run``, and ``run_started`` with the run's
+``Frontier``, which the middleware keeps), a page's
 links inside the boundary go into the durable frontier (the real SQLite document table) with
 their depth and persisted request data, in one batch before the page's item moves on, and are
 not handed back to Scrapy; links outside are dropped and recorded with their crawler code; a
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,28 +22,18 @@ from scrapy import Request
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.misc import build_from_crawler
 
+from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.meta import ADMITTED, RENDER
 from searchcrawl.crawl.middlewares.scope import ScopeMiddleware
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Frontier
-from searchcrawl.store.runs import Runs
-from tests.components import source_crawler, state_of
+from tests.components import start_run
 
 SOURCE = """seeds = ["http://h.test/"]
 max_depth = 2
 paths = { "h.test" = { exclude = ["/private/"] } }
 """
 PAGE = "http://h.test/docs/index.html"
-
-
-def start_run(crawler) -> tuple[int, Frontier]:  # type: ignore[no-untyped-def]
-    """Start the source's run and attach it to the crawl state, as FrontierScheduler.open does."""
-    state = state_of(crawler)
-    runs = Runs(state.table.database)
-    run = runs.start(state.source.name)
-    frontier = Frontier(state.table.database, state.source.name, run.id, state.owner)
-    state.attach_run(run.id, run.resumed, frontier, runs)
-    return run.id, frontier
 
 
 def page(url: str = PAGE, depth: int = 1) -> Response:
@@ -82,8 +72,13 @@ def queued(frontier: Frontier) -> dict[str, tuple[int, dict[str, Any]]]:
 
 
 @pytest.fixture
-def crawler(tmp_path: Path):  # type: ignore[no-untyped-def]
-    return source_crawler(tmp_path, SOURCE)
+def crawler(crawler_of):  # type: ignore[no-untyped-def]
+    return crawler_of()  # of SOURCE; its stores closed after the test
+
+
+def row(crawler, url: str) -> Any:  # type: ignore[no-untyped-def]
+    """The URL's row in the crawl's document table."""
+    return stores_of(crawler).documents.get("unit", url)
 
 
 @pytest.fixture
@@ -96,7 +91,7 @@ def parse_feed(response: Response) -> None:  # a callback other than parse: its 
 
 
 def test_a_pages_links_go_into_the_frontier_and_its_item_goes_on(crawler, middleware: ScopeMiddleware) -> None:  # type: ignore[no-untyped-def]
-    _run_id, frontier = start_run(crawler)
+    _run, frontier = start_run(crawler)
     item = {"url": PAGE}
     frontier_when_the_item_came: list[dict[str, int]] = []
     handed_on = run_output(
@@ -121,7 +116,7 @@ def test_a_pages_links_go_into_the_frontier_and_its_item_goes_on(crawler, middle
 
 
 def test_links_outside_the_boundary_are_dropped_and_recorded(crawler, middleware: ScopeMiddleware) -> None:  # type: ignore[no-untyped-def]
-    _run_id, frontier = start_run(crawler)
+    _run, frontier = start_run(crawler)
     excluded = {
         "http://other.test/x.html": Status.EXCLUDED_DOMAIN,
         "http://h.test/private/pay.html": Status.EXCLUDED_PATH,
@@ -133,9 +128,8 @@ def test_links_outside_the_boundary_are_dropped_and_recorded(crawler, middleware
     assert run_output(middleware, page(), outputs) == []
     assert run_output(middleware, page(depth=2), [too_deep]) == []
     assert list(queued(frontier)) == ["http://h.test/docs/ok.html"]
-    state = state_of(crawler)
-    rows = {url: state.table.get(state.source.name, url) for url in [*excluded, too_deep.url]}
-    assert {url: (row["state"], row["status"]) for url, row in rows.items()} == {
+    rows = {url: row(crawler, url) for url in [*excluded, too_deep.url]}
+    assert {url: (found["state"], found["status"]) for url, found in rows.items()} == {
         **{url: ("excluded", int(status)) for url, status in excluded.items()},
         too_deep.url: ("excluded", int(Status.EXCLUDED_DEPTH)),
     }
@@ -144,7 +138,7 @@ def test_links_outside_the_boundary_are_dropped_and_recorded(crawler, middleware
 
 
 def test_a_dont_filter_request_is_queued_again_in_the_same_run(crawler, middleware: ScopeMiddleware) -> None:  # type: ignore[no-untyped-def]
-    _run_id, frontier = start_run(crawler)
+    _run, frontier = start_run(crawler)
     url = "http://h.test/docs/a.html"
     run_output(middleware, page(), [link(url)])
     assert list(queued(frontier)) == [url]  # now leased: being fetched
@@ -158,7 +152,7 @@ def test_a_render_of_the_page_itself_keeps_the_pages_depth(crawler, middleware: 
     """The spider asks for a browser render of an empty shell: the page's own request again,
     admitted already, at its depth (one deeper could take it past max_depth); the page itself
     made without its admission is judged at its depth too."""
-    _run_id, frontier = start_run(crawler)
+    _run, frontier = start_run(crawler)
     deepest = page("http://h.test/docs/app.html", depth=2)
     again = Request(deepest.url, dont_filter=True, meta={"depth": 2, RENDER: "browser", ADMITTED: deepest.url})
     assert run_output(middleware, deepest, [again]) == []
@@ -168,21 +162,19 @@ def test_a_render_of_the_page_itself_keeps_the_pages_depth(crawler, middleware: 
 
 
 def test_without_a_run_admitted_requests_go_on_to_scrapy(crawler, middleware: ScopeMiddleware) -> None:  # type: ignore[no-untyped-def]
-    assert state_of(crawler).frontier is None
+    assert middleware.frontier is None  # no run_started
     inside, outside, item = link("http://h.test/docs/a.html"), link("http://other.test/"), {"url": PAGE}
     assert run_output(middleware, page(), [inside, item, outside]) == [inside, item]
-    state = state_of(crawler)
-    assert state.table.get(state.source.name, outside.url)["status"] == Status.EXCLUDED_DOMAIN
+    assert row(crawler, outside.url)["status"] == Status.EXCLUDED_DOMAIN
 
 
-def test_a_source_deleting_orphans_marks_its_links_as_linked(tmp_path: Path) -> None:
-    crawler = source_crawler(tmp_path, SOURCE + 'orphans = "delete"\n')
+def test_a_source_deleting_orphans_marks_its_links_as_linked(crawler_of) -> None:  # type: ignore[no-untyped-def]
+    crawler = crawler_of(SOURCE + 'orphans = "delete"\n')
     middleware = build_from_crawler(ScopeMiddleware, crawler)
-    run_id, _frontier = start_run(crawler)
+    run, _frontier = start_run(crawler)
     run_output(middleware, page(), [link("http://h.test/docs/a.html"), link("http://other.test/")])
-    state = state_of(crawler)
-    assert state.table.get(state.source.name, "http://h.test/docs/a.html")["linked_run"] == run_id
-    assert state.table.get(state.source.name, "http://other.test/")["linked_run"] is None
+    assert row(crawler, "http://h.test/docs/a.html")["linked_run"] == run.id
+    assert row(crawler, "http://other.test/")["linked_run"] is None
 
 
 def test_a_request_inheriting_the_pages_meta_is_judged_as_a_link(crawler, middleware: ScopeMiddleware) -> None:  # type: ignore[no-untyped-def]
@@ -192,10 +184,7 @@ def test_a_request_inheriting_the_pages_meta_is_judged_as_a_link(crawler, middle
     response.meta[ADMITTED] = PAGE
     outputs = [Request(url, meta=dict(response.meta)) for url in ("http://other.test/", "http://h.test/docs/b.html")]
     assert run_output(middleware, response, outputs) == []
-    state = state_of(crawler)
-    statuses = {
-        url: state.table.get(state.source.name, url)["status"] for url in ("http://other.test/", "http://h.test/docs/b.html")
-    }
+    statuses = {url: row(crawler, url)["status"] for url in ("http://other.test/", "http://h.test/docs/b.html")}
     assert statuses == {
         "http://other.test/": int(Status.EXCLUDED_DOMAIN),
         "http://h.test/docs/b.html": int(Status.EXCLUDED_DEPTH),

@@ -1,18 +1,20 @@
 """SitemapMiddleware built alone (``build_from_crawler`` on a ``get_crawler`` crawler of a
 source): when it is on, which robots.txt sitemaps it reads, and which requests a sitemap's
-lastmod spares (only a known, indexed URL in a maintenance crawl, lastmod not newer than its
-last fetch)."""
+lastmod spares (only a known, indexed URL in a maintenance run, lastmod not newer than its
+last fetch). The run is a value (``Run``), as ``run_started`` gives it."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from scrapy import Request
+from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.utils.misc import build_from_crawler
@@ -20,20 +22,24 @@ from scrapy.utils.misc import build_from_crawler
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.meta import KNOWN
 from searchcrawl.crawl.middlewares.sitemaps import SitemapMiddleware
+from searchcrawl.crawl.run import Run
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.robots_txt import RobotsTxt
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Known
-from tests.components import source_crawler, state_of
 
 SITE = "http://h.test"
 FETCHED = datetime.now(UTC).replace(microsecond=0) - timedelta(days=2)  # within sitemap_trust_days
 
 
-def build(tmp_path: Path, extra: str = "") -> SitemapMiddleware:
-    crawler = source_crawler(tmp_path, f'seeds = ["{SITE}/"]\n{extra}')
-    middleware = build_from_crawler(SitemapMiddleware, crawler)
-    state_of(crawler).mode = "maintenance"
+CrawlerOf = Callable[..., Crawler]  # the crawler_of fixture (tests/crawl/conftest.py)
+MAINTENANCE = Run(1, "unit", "maintenance", FETCHED)
+
+
+def build(crawler_of: CrawlerOf, extra: str = "") -> SitemapMiddleware:
+    """The middleware of a source with ``extra`` keys, in a maintenance run."""
+    middleware = build_from_crawler(SitemapMiddleware, crawler_of(f'seeds = ["{SITE}/"]\n{extra}'))
+    middleware.run = MAINTENANCE  # what run_started gives it
     return middleware
 
 
@@ -41,23 +47,23 @@ def known(url: str, state: str = "indexed", fetched: datetime | None = FETCHED) 
     return Request(url, meta={KNOWN: Known(state, last_fetched=fetched)})
 
 
-def test_off_without_sitemaps_to_read(tmp_path: Path) -> None:
+def test_off_without_sitemaps_to_read(crawler_of: CrawlerOf) -> None:
     with pytest.raises(NotConfigured):
-        build_from_crawler(SitemapMiddleware, source_crawler(tmp_path, f'seeds = ["{SITE}/"]\nsitemaps_from_robots = false\n'))
+        build_from_crawler(SitemapMiddleware, crawler_of(f'seeds = ["{SITE}/"]\nsitemaps_from_robots = false\n'))
     with pytest.raises(NotConfigured):
-        build_from_crawler(SitemapMiddleware, source_crawler(tmp_path, f'seeds = ["{SITE}/"]\nobey_robots = false\n'))
-    assert build(tmp_path, f'obey_robots = false\nsitemaps = ["{SITE}/s.xml"]\n').configured == [f"{SITE}/s.xml"]
+        build_from_crawler(SitemapMiddleware, crawler_of(f'seeds = ["{SITE}/"]\nobey_robots = false\n'))
+    assert build(crawler_of, f'obey_robots = false\nsitemaps = ["{SITE}/s.xml"]\n').configured == [f"{SITE}/s.xml"]
 
 
-def test_robots_txt_sitemaps_on_the_sites_host_only(tmp_path: Path) -> None:
-    middleware = build(tmp_path)
+def test_robots_txt_sitemaps_on_the_sites_host_only(crawler_of: CrawlerOf) -> None:
+    middleware = build(crawler_of)
     robots = RobotsTxt.parse(f"Sitemap: {SITE}/a.xml\nSitemap: https://h.test/b.xml\nSitemap: http://cdn.test/c.xml\n")
     middleware.robots_txt_read(site=SITE, robots=robots)
     assert middleware.sitemaps_of(SITE) == [f"{SITE}/a.xml", "https://h.test/b.xml"]
 
 
-def test_only_a_known_indexed_page_not_newer_than_its_fetch_is_spared(tmp_path: Path) -> None:
-    middleware = build(tmp_path)
+def test_only_a_known_indexed_page_not_newer_than_its_fetch_is_spared(crawler_of: CrawlerOf) -> None:
+    middleware = build(crawler_of)
     middleware.hints.add(f"{SITE}/old.html", FETCHED - timedelta(days=3))
     middleware.hints.add(f"{SITE}/same.html", FETCHED)
     middleware.hints.add(f"{SITE}/new.html", FETCHED + timedelta(seconds=1))
@@ -70,18 +76,18 @@ def test_only_a_known_indexed_page_not_newer_than_its_fetch_is_spared(tmp_path: 
     middleware.refuse_if_unchanged(known(f"{SITE}/unlisted.html"))  # no hint
     middleware.refuse_if_unchanged(known(f"{SITE}/old.html", state="failed"))  # not in the index as it is
     middleware.refuse_if_unchanged(known(f"{SITE}/old.html", fetched=None))
-    state_of(middleware.crawler).mode = "initial"
+    middleware.run = replace(MAINTENANCE, mode="initial")
     middleware.refuse_if_unchanged(known(f"{SITE}/old.html"))
 
 
-def test_no_sparing_when_told_not_to_trust_lastmod_or_when_orphans_need_every_page(tmp_path: Path) -> None:
+def test_no_sparing_when_told_not_to_trust_lastmod_or_when_orphans_need_every_page(crawler_of: CrawlerOf) -> None:
     for extra in ("trust_sitemap_lastmod = false\n", 'orphans = "delete"\n'):
-        middleware = build(tmp_path, extra)
+        middleware = build(crawler_of, extra)
         middleware.hints.add(f"{SITE}/old.html", FETCHED - timedelta(days=3))
         middleware.refuse_if_unchanged(known(f"{SITE}/old.html"))
-    middleware = build(tmp_path)
+    middleware = build(crawler_of)
     middleware.hints.add(f"{SITE}/old.html", FETCHED - timedelta(days=3))
-    state_of(middleware.crawler).forced = True
+    middleware.run = replace(MAINTENANCE, forced=True)
     middleware.refuse_if_unchanged(known(f"{SITE}/old.html"))
 
 
@@ -107,10 +113,10 @@ def index(*children: str) -> bytes:
     return f'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</sitemapindex>'.encode()
 
 
-def test_a_sitemap_is_requested_only_on_its_sites_host_and_port_as_scrapy_reads_it(tmp_path: Path) -> None:
+def test_a_sitemap_is_requested_only_on_its_sites_host_and_port_as_scrapy_reads_it(crawler_of: CrawlerOf) -> None:
     """A backslash made Scrapy request evil.test for a URL whose host read as h.test, and another
     port of the site's host was requested: a hostile review found both (robots.txt and index)."""
-    middleware = build(tmp_path)
+    middleware = build(crawler_of)
     escape = "http://evil.test\\@h.test/index.xml"
     robots = RobotsTxt.parse(f"Sitemap: {escape}\nSitemap: {SITE}:6379/s.xml\nSitemap: {SITE}:80/index.xml\n")
     middleware.robots_txt_read(site=SITE, robots=robots)
@@ -121,8 +127,8 @@ def test_a_sitemap_is_requested_only_on_its_sites_host_and_port_as_scrapy_reads_
     assert server.requested == [f"{SITE}:80/index.xml", f"{SITE}/ok.xml"]
 
 
-def test_an_index_of_many_children_queues_no_more_than_may_be_read(tmp_path: Path) -> None:
-    crawler = source_crawler(tmp_path, f'seeds = ["{SITE}/"]\n', SEARCHCRAWL_SITEMAP_MAX_FILES=4)
+def test_an_index_of_many_children_queues_no_more_than_may_be_read(crawler_of: CrawlerOf) -> None:
+    crawler = crawler_of(f'seeds = ["{SITE}/"]\n', SEARCHCRAWL_SITEMAP_MAX_FILES=4)
     middleware = build_from_crawler(SitemapMiddleware, crawler)
     queue: deque[str] = deque()
     middleware.enqueue([f"{SITE}/s{number}.xml" for number in range(50_000)], queue, set())
@@ -133,8 +139,8 @@ def test_an_index_of_many_children_queues_no_more_than_may_be_read(tmp_path: Pat
     assert server.requested == [f"{SITE}/index.xml", f"{SITE}/s0.xml", f"{SITE}/s1.xml", f"{SITE}/s2.xml"]
 
 
-def test_a_page_fetched_longer_ago_than_sitemap_trust_days_is_requested_whatever_its_lastmod(tmp_path: Path) -> None:
-    middleware = build(tmp_path, "sitemap_trust_days = 7\n")
+def test_a_page_fetched_longer_ago_than_sitemap_trust_days_is_requested_whatever_its_lastmod(crawler_of: CrawlerOf) -> None:
+    middleware = build(crawler_of, "sitemap_trust_days = 7\n")
     long_ago = datetime.now(UTC) - timedelta(days=8)
     middleware.hints.add(f"{SITE}/gone.html", long_ago - timedelta(days=30))
     middleware.refuse_if_unchanged(known(f"{SITE}/gone.html", fetched=long_ago))  # requested: its 404 can be seen
@@ -142,10 +148,10 @@ def test_a_page_fetched_longer_ago_than_sitemap_trust_days_is_requested_whatever
         middleware.refuse_if_unchanged(known(f"{SITE}/gone.html", fetched=datetime.now(UTC) - timedelta(days=6)))
 
 
-def test_a_slow_sites_sitemaps_are_read_for_sitemap_max_seconds_only(tmp_path: Path) -> None:
+def test_a_slow_sites_sitemaps_are_read_for_sitemap_max_seconds_only(crawler_of: CrawlerOf) -> None:
     """Its pages wait for its sitemaps, holding Scrapy's request slots: 1,000 sitemaps answered
     just inside the download timeout would have held every site's crawl for hours."""
-    crawler = source_crawler(tmp_path, f'seeds = ["{SITE}/"]\n', SEARCHCRAWL_SITEMAP_MAX_SECONDS=0.25)
+    crawler = crawler_of(f'seeds = ["{SITE}/"]\n', SEARCHCRAWL_SITEMAP_MAX_SECONDS=0.25)
     middleware = build_from_crawler(SitemapMiddleware, crawler)
     children = [f"{SITE}/s{number}.xml" for number in range(20)]
     server = SitemapServer({f"{SITE}/index.xml": index(*children)}, seconds=0.1)
@@ -155,10 +161,10 @@ def test_a_slow_sites_sitemaps_are_read_for_sitemap_max_seconds_only(tmp_path: P
 
 
 def test_a_sitemap_redirect_to_a_url_that_cannot_be_read_is_passed_over_quietly(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    crawler_of: CrawlerOf, caplog: pytest.LogCaptureFixture
 ) -> None:
     """It raised out of the fetch, logged as an ERROR with a traceback (a reviewer found it)."""
-    middleware = build(tmp_path)
+    middleware = build(crawler_of)
     server = SitemapServer({f"{SITE}/ok.xml": index()}, redirects={f"{SITE}/bad.xml": "http://[::1/s.xml"})
     middleware.crawler.engine = server  # type: ignore[assignment]
     with caplog.at_level(logging.INFO):
@@ -168,13 +174,13 @@ def test_a_sitemap_redirect_to_a_url_that_cannot_be_read_is_passed_over_quietly(
     assert "redirects to a URL that cannot be read" in caplog.text
 
 
-def test_what_is_held_per_site_is_bounded_by_the_crawls_files(tmp_path: Path) -> None:
+def test_what_is_held_per_site_is_bounded_by_the_crawls_files(crawler_of: CrawlerOf) -> None:
     """A review's find: every host left a finished read in ``reading``, and a host whose
     robots.txt listed 10,000 sitemaps and disallowed every page kept the list for the whole crawl.
     The lists waiting for their site's first request hold at most max_files URLs (the oldest
     dropped), a site without sitemaps leaves nothing, and a robots.txt fetched again lists
     nothing once its site has been read."""
-    middleware = build(tmp_path, "")
+    middleware = build(crawler_of, "")
     middleware.max_files = 5
     middleware.crawler.engine = SitemapServer({})  # type: ignore[assignment]
     hosts = [f"http://h{number}.test" for number in range(4)]

@@ -1,8 +1,10 @@
 """CachePipeline alone: a document is written to the document cache and marked pending (the
 ``url_outcome`` signal, recorded by the ledger writer in the document table).
 
-Built with ``build_from_crawler`` on a crawler of ``tests.components``; the cache and the document
-table are the real ones, in the test's data dir."""
+Built with ``build_from_crawler`` on a crawler of ``tests.components``, in a run started as the
+frontier scheduler starts it (``start_run``: the pipeline learns of it through ``run_started``,
+with its spider arguments); the cache and the document table are the real ones, in the test's
+data dir."""
 
 from __future__ import annotations
 
@@ -10,12 +12,13 @@ import pytest
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import NotIndexed
+from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.pipelines.cache_writer import CachePipeline
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
-from tests.components import state_of
+from tests.components import start_run
 
 
 def document(url: str, checksum: str = "c1", display_url: str | None = None, **options: object) -> CrawledDocument:
@@ -33,8 +36,9 @@ def document(url: str, checksum: str = "c1", display_url: str | None = None, **o
 
 def test_a_document_is_cached_and_marked_pending(crawler_of) -> None:
     crawler = crawler_of()
-    state = state_of(crawler)
+    stores = stores_of(crawler)
     pipeline = build_from_crawler(CachePipeline, crawler)
+    start_run(crawler)
     item = document(
         "http://h.test/a.html",
         canonical_url="http://h.test/a.html",
@@ -42,16 +46,16 @@ def test_a_document_is_cached_and_marked_pending(crawler_of) -> None:
         note="truncated: the first 10 of 20 bytes were parsed",
     )
     assert pipeline.process_item(item) is item
-    assert state.cache.documents() == {"http://h.test/a.html": item.fields}
-    row = state.table.get("unit", "http://h.test/a.html")
+    assert stores.cache.documents() == {"http://h.test/a.html": item.fields}
+    row = stores.documents.get("unit", "http://h.test/a.html")
     assert (row["state"], row["status"], row["depth"], row["checksum"]) == ("pending", 200, 1, "c1")
     assert (row["display_url"], row["canonical_url"], row["cached_by"]) == (
         "http://h.test/a.html",
         "http://h.test/a.html",
-        state.cache.id,
+        stores.cache.id,
     )
     assert (row["content_type"], row["etag"], row["reason"]) == ("text/html", '"e1"', item.note)
-    assert state.table.pending("unit") == [("http://h.test/a.html", "c1")]
+    assert stores.documents.pending("unit") == [("http://h.test/a.html", "c1")]
     assert crawler.stats.get_value("searchcrawl/cached") == 1
     assert crawler.stats.get_value("searchcrawl/cached_bytes") > 100
     assert crawler.stats.get_value("searchcrawl/outcome/cached") == 1  # reported, not written by the pipeline
@@ -59,18 +63,20 @@ def test_a_document_is_cached_and_marked_pending(crawler_of) -> None:
 
 def test_a_changed_document_is_cached_again(crawler_of) -> None:
     crawler = crawler_of()
-    state = state_of(crawler)
+    stores = stores_of(crawler)
     pipeline = build_from_crawler(CachePipeline, crawler)
+    start_run(crawler)
     pipeline.process_item(document("http://h.test/a.html", "c1"))
     pipeline.process_item(document("http://h.test/a.html", "c2"))  # its own display URL: no conflict
-    assert state.table.pending("unit") == [("http://h.test/a.html", "c2")]
-    assert state.cache.documents()["http://h.test/a.html"]["checksum"] == "c2"
+    assert stores.documents.pending("unit") == [("http://h.test/a.html", "c2")]
+    assert stores.cache.documents()["http://h.test/a.html"]["checksum"] == "c2"
 
 
 def test_a_display_url_taken_by_another_url_is_refused(crawler_of) -> None:
     crawler = crawler_of()
-    state = state_of(crawler)
+    stores = stores_of(crawler)
     pipeline = build_from_crawler(CachePipeline, crawler)
+    start_run(crawler)
     pipeline.process_item(document("http://h.test/a.html", "c1", display_url="https://www.h.test/a"))
     with pytest.raises(NotIndexed) as raised:
         pipeline.process_item(document("http://h.test/b.html", "c2", display_url="https://www.h.test/a"))
@@ -78,13 +84,14 @@ def test_a_display_url_taken_by_another_url_is_refused(crawler_of) -> None:
     assert (outcome.event, outcome.status, outcome.depth) == (Event.GONE, Status.DISPLAY_URL_CONFLICT, 1)
     assert outcome.reason == "display URL https://www.h.test/a is already http://h.test/a.html's"
     assert crawler.stats.get_value("searchcrawl/display_url_conflicts") == 1
-    assert list(state.cache.documents()) == ["http://h.test/a.html"]  # the refused one is not cached
-    assert state.table.get("unit", "http://h.test/b.html") is None
+    assert list(stores.cache.documents()) == ["http://h.test/a.html"]  # the refused one is not cached
+    assert stores.documents.get("unit", "http://h.test/b.html") is None
 
 
 def test_a_display_url_is_free_again_once_its_owner_left_the_index(crawler_of) -> None:
     crawler = crawler_of()
     pipeline = build_from_crawler(CachePipeline, crawler)
+    start_run(crawler)
     pipeline.process_item(document("http://h.test/a.html", "c1", display_url="https://www.h.test/a"))
     gone = Outcome(Event.GONE, 404, "gone", kind="failed")
     crawler.signals.send_catch_log(url_outcome, url="http://h.test/a.html", outcome=gone)
@@ -94,12 +101,13 @@ def test_a_display_url_is_free_again_once_its_owner_left_the_index(crawler_of) -
 
 def test_test_mode_caches_nothing(crawler_of) -> None:
     crawler = crawler_of()
-    state = state_of(crawler)
-    state.configure({"test_mode": "1"})  # `-a test_mode=1`
+    stores = stores_of(crawler)
     pipeline = build_from_crawler(CachePipeline, crawler)
+    run, _ = start_run(crawler, {"test_mode": "1"})  # `-a test_mode=1`
+    assert run.test_mode
     pipeline.process_item(document("http://h.test/a.html"))
-    assert state.cache.documents() == {}
-    assert state.table.pending("unit") == []  # the index state is left as it was
+    assert stores.cache.documents() == {}
+    assert stores.documents.pending("unit") == []  # the index state is left as it was
     assert crawler.stats.get_value("searchcrawl/cached") == 1
     assert crawler.stats.get_value("searchcrawl/cached_bytes") == 0
 
@@ -108,8 +116,10 @@ def test_in_a_shared_crawl_the_same_content_cached_at_once_is_kept_once(crawler_
     """Two nodes each found no duplicate (ChangePipeline) and cached the same content: the
     second to settle sees both and keeps the original, reporting itself a duplicate."""
     crawler = crawler_of(SEARCHCRAWL_SHARED_CRAWL=True)
-    state = state_of(crawler)
+    stores = stores_of(crawler)
     pipeline = build_from_crawler(CachePipeline, crawler)
+    run, _ = start_run(crawler)
+    assert run.shared
     pipeline.process_item(document("http://h.test/a.html", "same"))
     with pytest.raises(NotIndexed) as raised:
         pipeline.process_item(document("http://h.test/b.html", "same"))
@@ -117,20 +127,20 @@ def test_in_a_shared_crawl_the_same_content_cached_at_once_is_kept_once(crawler_
         Status.DUPLICATE,
         {"duplicate_of": "http://h.test/a.html"},
     )
-    row = state.table.get("unit", "http://h.test/b.html")
+    row = stores.documents.get("unit", "http://h.test/b.html")
     assert (row["status"], row["duplicate_of"]) == (Status.DUPLICATE, "http://h.test/a.html")
-    assert state.table.pending("unit") == [("http://h.test/a.html", "same")]
+    assert stores.documents.pending("unit") == [("http://h.test/a.html", "same")]
 
 
 def test_a_forced_recrawl_reports_the_same_content_unchanged(crawler_of) -> None:
     """Issue 53: a forced recrawl pushes every document again, and called each changed. What it
     caches with the checksum it was indexed with is reported unchanged; new content changed."""
     crawler = crawler_of()
-    state = state_of(crawler)
-    state.configure({"recrawl": "force"})
     seen: list[Outcome] = []
     crawler.signals.connect(lambda url, outcome: seen.append(outcome), signal=url_outcome, weak=False)
-    pipeline = build_from_crawler(CachePipeline, crawler)
+    pipeline = build_from_crawler(CachePipeline, crawler)  # built before the run starts, as in a crawl
+    run, _ = start_run(crawler, {"recrawl": "force"})  # `-a recrawl=force`
+    assert run.forced
     previous = {"checksum": "c1", "last_modified": None, "etag": None, "state": "indexed"}
     pipeline.process_item(document("http://h.test/a.html", "c1", previous=previous))
     pipeline.process_item(document("http://h.test/b.html", "c2", previous=previous))

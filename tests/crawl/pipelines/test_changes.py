@@ -2,7 +2,8 @@
 ``NotIndexed`` drops carry their outcomes.
 
 Built with ``build_from_crawler`` on a crawler of ``tests.components``; what the document table
-holds is reported the way the crawl reports it (``url_outcome``, recorded by the ledger writer)."""
+holds is reported the way the crawl reports it (``url_outcome``, recorded by the ledger writer);
+a run, where a test needs one, is started as the frontier scheduler starts it (``start_run``)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,14 @@ from scrapy.crawler import Crawler
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import NotIndexed
+from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.pipelines.changes import ChangePipeline
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
-from tests.components import state_of
+from searchcrawl.store.frontier import Entry
+from tests.components import ledger_of, start_run
 
 SOURCE = 'seeds = ["http://h.test/"]\n'
 DATE = "Wed, 01 May 2024 10:00:00 GMT"
@@ -53,7 +56,7 @@ def test_a_new_document_goes_on(crawler_of) -> None:
     pipeline = build_from_crawler(ChangePipeline, crawler)
     document = item("http://h.test/new.html", "c1")
     assert pipeline.process_item(document) is document
-    assert state_of(crawler).table.get("unit", "http://h.test/new.html") is None  # the pipeline writes nothing itself
+    assert stores_of(crawler).documents.get("unit", "http://h.test/new.html") is None  # the pipeline writes nothing itself
 
 
 def test_an_unchanged_document_is_dropped_with_its_outcome_and_stays_indexed(crawler_of) -> None:
@@ -74,7 +77,7 @@ def test_an_unchanged_document_is_dropped_with_its_outcome_and_stays_indexed(cra
     )
     # Scrapy's item_dropped hands the outcome to the ledger writer: the row keeps its state
     crawler.signals.send_catch_log(signals.item_dropped, item=document, response=None, spider=None, exception=raised.value)
-    row = state_of(crawler).table.get("unit", "http://h.test/a.html")
+    row = stores_of(crawler).documents.get("unit", "http://h.test/a.html")
     assert (row["state"], row["status"]) == ("pending", Status.UNCHANGED)
 
 
@@ -94,7 +97,7 @@ def test_an_unchanged_document_keeps_its_new_validators_for_the_next_conditional
     outcome = raised.value.outcome
     assert (outcome.validators, outcome.compared_checksum) == ({"etag": "1024:1800000000", "last_modified": later}, "c1")
     crawler.signals.send_catch_log(signals.item_dropped, item=document, response=None, spider=None, exception=raised.value)
-    row = state_of(crawler).table.get("unit", "http://h.test/a.html")
+    row = stores_of(crawler).documents.get("unit", "http://h.test/a.html")
     assert (row["state"], row["status"], row["etag"], row["last_modified"]) == (
         "pending",
         Status.UNCHANGED,
@@ -122,8 +125,9 @@ def test_only_the_sources_modified_when_signals_count(crawler_of) -> None:
 
 def test_a_forced_recrawl_reindexes_unchanged_documents(crawler_of) -> None:
     crawler = crawler_of()
-    state_of(crawler).configure({"recrawl": "force"})  # `-a recrawl=force`
     pipeline = build_from_crawler(ChangePipeline, crawler)
+    start_run(crawler, {"recrawl": "force"})  # `-a recrawl=force`
+    assert pipeline.forced  # told by run_started
     document = item("http://h.test/a.html", "c1", {"checksum": "c1", "last_modified": None, "etag": None})
     assert pipeline.process_item(document) is document
 
@@ -147,7 +151,7 @@ def test_a_duplicate_of_an_indexed_document_is_dropped(crawler_of) -> None:
     crawler.signals.send_catch_log(
         signals.item_dropped, item=item("http://h.test/copy.html", "same"), response=None, spider=None, exception=raised.value
     )
-    row = state_of(crawler).table.get("unit", "http://h.test/copy.html")
+    row = stores_of(crawler).documents.get("unit", "http://h.test/copy.html")
     assert (row["status"], row["duplicate_of"]) == (Status.DUPLICATE, "http://h.test/a.html")
     # another source's document with the same content is no duplicate
     other = build_from_crawler(ChangePipeline, crawler_of(name="other"))
@@ -164,7 +168,7 @@ def test_the_canonical_copy_takes_the_place_and_the_other_becomes_its_duplicate(
     assert [(url, outcome.status, outcome.columns) for url, outcome in reported] == [
         ("http://h.test/b.html", Status.DUPLICATE, {"duplicate_of": "http://h.test/canonical.html"})
     ]
-    row = state_of(crawler).table.get("unit", "http://h.test/b.html")  # it was pending: it leaves the index
+    row = stores_of(crawler).documents.get("unit", "http://h.test/b.html")  # it was pending: it leaves the index
     assert (row["state"], row["status"], row["duplicate_of"]) == ("removing", Status.DUPLICATE, "http://h.test/canonical.html")
 
 
@@ -187,17 +191,13 @@ def test_a_document_a_canonical_copy_replaces_is_still_fetched_in_the_run(crawle
     the run before its own request: its page had changed (its new text stayed out of the index
     for a crawl), or answered 404 (the next crawl listed it failed again). It leaves for the copy,
     and its request, still queued, goes out."""
-    from searchcrawl.store.frontier import Entry, Frontier
-    from searchcrawl.store.runs import Runs
-
     crawler = crawler_of()
     pipeline = build_from_crawler(ChangePipeline, crawler)
-    state = state_of(crawler)
-    state.table = table = state.table.for_run(Runs(state.table.database).start("unit").id)
+    _run, frontier = start_run(crawler)
+    table = ledger_of(crawler).table  # the run's: its writes finish the run's frontier entries
     cached(crawler, "http://h.test/b.html", "same")
     table.mark_indexed("unit", [("http://h.test/b.html", "same")])
     fetched_before = table.get("unit", "http://h.test/b.html")["last_fetched"]
-    frontier = Frontier(table.database, "unit", table.run_id, "node:1")
     frontier.add([Entry("http://h.test/b.html", 1)], again=True)  # the maintenance crawl queued it
     canonical = item("http://h.test/canonical.html", "same", canonical_url="http://h.test/canonical.html")
     assert pipeline.process_item(canonical) is canonical
@@ -215,15 +215,11 @@ def test_a_copy_named_canonical_by_a_late_copy_takes_the_place_whatever_the_orde
     """Issue 53, item 26: B held the content, A was its duplicate (B was discovered first); then
     C, a copy naming A canonical, came. C is B's duplicate while B holds the content; A, fetched
     again in the run, takes B's place; and B, fetched again, stays A's duplicate."""
-    from searchcrawl.store.frontier import Entry, Frontier
-    from searchcrawl.store.runs import Runs
-
     crawler = crawler_of()
     pipeline = build_from_crawler(ChangePipeline, crawler)
-    state = state_of(crawler)
-    state.table = table = state.table.for_run(Runs(state.table.database).start("unit").id)
+    _run, frontier = start_run(crawler)
+    table = ledger_of(crawler).table  # the run's: its writes finish the run's frontier entries
     a, b, c = (f"http://h.test/{name}.html" for name in "abc")
-    frontier = Frontier(table.database, "unit", table.run_id, "node:1")
     frontier.add([Entry(b, 1), Entry(a, 1), Entry(c, 1)])
     assert len(frontier.lease(3)) == 3
     cached(crawler, b, "same")

@@ -13,14 +13,14 @@ from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.pipelines.checksum import ChecksumPipeline
-from tests.components import source_crawler, state_of
+from tests.components import close_stores, source_crawler
 
 
 @pytest.fixture
 def pipeline(tmp_path: Path) -> Iterator[ChecksumPipeline]:
     crawler = source_crawler(tmp_path)
     yield build_from_crawler(ChecksumPipeline, crawler)
-    state_of(crawler).close()
+    close_stores(crawler)
 
 
 def item(basis: str | bytes = "", **fields: object) -> CrawledDocument:
