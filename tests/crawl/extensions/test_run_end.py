@@ -364,3 +364,16 @@ def test_the_crawl_migrates_solr_ids_once_for_its_pushes_and_its_last(crawler_of
     asyncio.run(crawl())
     assert asked == ["unit"]
     assert crawler.stats.get_value("searchcrawl/pending") == 0
+
+
+def test_the_run_end_pushes_with_a_pusher_of_its_own_on_a_crawler_without_an_engine(crawler_of, caplog) -> None:
+    """Regression: RunEnd found the Solr pipeline's pusher with ``get_item_pipeline``, which raises
+    before the crawler has an engine (RunEnd built alone, as here): the end logged a failure and
+    skipped its last push. It makes a pusher of its own then, as when the pipeline is not enabled."""
+    crawler = crawler_of()
+    runs, run, frontier = attached(crawler)
+    with caplog.at_level(logging.ERROR):
+        run_end(crawler).end(run, frontier, "finished")
+    assert "failed" not in caplog.text
+    assert crawler.stats.get_value("searchcrawl/pending") == 0  # the last push ran (nothing cached: nothing sent)
+    assert runs.get(run.id)["state"] == "finished"  # type: ignore[index]
