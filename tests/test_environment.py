@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.components import source_crawler, state_of
+from tests.components import close_stores, source_crawler, stores_of
 from tests.conftest import OUTER_VARIABLES, ROOT, scrub_environment
 
 
@@ -35,11 +35,10 @@ def test_no_project_variable_of_the_outer_shell_is_left() -> None:
 def test_a_crawler_keeps_to_its_own_data_dir(tmp_path: Path) -> None:
     """Run alone by the test below, in a pytest whose shell exports the project's variables."""
     crawler = source_crawler(tmp_path)
-    state = state_of(crawler)
     try:
-        assert state.table.database.url == f"sqlite:///{tmp_path / 'documents.sqlite3'}"
+        assert stores_of(crawler).database.url == f"sqlite:///{tmp_path / 'documents.sqlite3'}"
     finally:
-        state.close()
+        close_stores(crawler)
 
 
 def test_a_database_exported_in_the_shell_is_never_used(tmp_path: Path) -> None:
