@@ -70,7 +70,7 @@ def solr_updates(core_url: str) -> int:
 def forget_source(core_url: str, source: str) -> None:
     """Delete ``source``'s documents from Solr (committed), before a crawl measured as a first
     one from an empty data folder: a document table that knows nothing of a source takes over
-    what Solr holds of it (CrawlState.take_over_index), which would make it a maintenance crawl."""
+    what Solr holds of it (crawl/run_start.py take_over_index), which would make it a maintenance crawl."""
     body = json.dumps({"delete": {"query": f'source:"{source}"'}}).encode("utf-8")
     request = urllib.request.Request(
         f"{core_url}/update?commit=true", data=body, headers={"Content-Type": "application/json"}, method="POST"
