@@ -122,7 +122,7 @@ class StubTable:
     def table(self) -> StubTable:
         return self
 
-    def drop_stale_targets(self, rule_excluding: Any) -> int:
+    def drop_stale_targets(self, excluding: Any) -> int:
         return 0
 
     def orphans(self, source: str) -> list[str]:
