@@ -9,8 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from searchcrawl.crawl.extensions.stores import stores_of
-from tests.components import close_stores, source_crawler
+from tests.components import close_stores, source_crawler, stores_of
 from tests.conftest import OUTER_VARIABLES, ROOT, scrub_environment
 
 

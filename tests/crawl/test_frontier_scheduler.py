@@ -6,8 +6,8 @@ shared crawl on SQLite, on one machine; a fleet of machines shares PostgreSQL).
 ``open()`` itself runs inside a running asyncio loop (its loops are Scrapy's
 ``create_looping_call``, asyncio ones there): see ``test_open_itself_...``. Most tests use
 ``opened`` below instead, a synchronous stand-in that leaves the scheduler as ``open()`` leaves it
-through the same public stores (``Runs.start``, ``Runs.join``, the run's ``Frontier``,
-``CrawlState.attach_run``), without its loops; the logic the loops call (``_renew``, ``_wake``)
+through the same public stores and signal (``start_run``: ``Runs.start``, the run's
+``Frontier``, ``begin_run``, ``run_started``), without its loops; the logic the loops call (``_renew``, ``_wake``)
 is called directly, and so is ``_finish_lost``, the spider_idle receiver ``open()`` connects.
 
 ``_next_within_sites`` reads the real downloader of ``crawler.engine``: an ``ExecutionEngine``
@@ -40,14 +40,15 @@ from scrapy.utils.misc import build_from_crawler
 from searchcrawl.crawl.extensions.run_end import run_end
 from searchcrawl.crawl.frontier_scheduler import IDLE_RECHECK, WAKE_URL, FrontierScheduler
 from searchcrawl.crawl.meta import KNOWN, WAKE
-from searchcrawl.crawl.requests import admitted
+from searchcrawl.crawl.requests import admission_of, admitted
+from searchcrawl.crawl.run import process_owner
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.deltas import Deltas
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.runs import FINISHING, Runs
-from tests.components import BARE_DOWNLOADER, engine_of, source_crawler, state_of
+from tests.components import BARE_DOWNLOADER, close_stores, engine_of, ledger_of, source_crawler, start_run, stores_of
 from tests.conftest import wait_for
 
 SOURCE = 'seeds = ["http://h.test/"]\n'
@@ -63,33 +64,42 @@ def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
         data_dir = tmp_path / node
         data_dir.mkdir(exist_ok=True)
         crawler = source_crawler(data_dir, source, name=name, **{"SEARCHCRAWL_SOLR_RETRY_TIMES": 1, **settings})
-        state_of(crawler).owner += f"/{node}"  # host:pid names a process; two nodes share this one
         made.append(crawler)
         return crawler
 
     yield make
     for crawler in made:
-        state_of(crawler).close()
+        close_stores(crawler)
+
+
+def node_owner(crawler: Crawler) -> str:
+    """This process as the node of ``crawler``: host:pid names a process, and two nodes share this
+    one; each node has its data dir (named after it, ``crawler_of``)."""
+    return f"{process_owner()}/{Path(crawler.settings['SEARCHCRAWL_DATA_DIR']).name}"
 
 
 def opened(crawler: Crawler) -> FrontierScheduler:
-    """The scheduler as ``open()`` leaves it, without its looping calls (see the module docstring)."""
+    """The scheduler as ``open()`` leaves it, without its looping calls (see the module docstring);
+    its ``run`` is the run's value (``Run``: its id, whether it was resumed), where ``open()``
+    keeps the runs table's ``RunInfo``."""
     scheduler = build_from_crawler(FrontierScheduler, crawler)
-    state = scheduler.context
-    runs = Runs(state.table.database)
-    run = runs.start(state.source.name, allow_shared=scheduler.shared, stale_after=scheduler.lease_seconds, owner=scheduler.owner)
-    frontier = Frontier(state.table.database, state.source.name, run.id, scheduler.owner, scheduler.lease_seconds)
-    state.attach_run(run.id, run.resumed, frontier, runs)
+    scheduler.owner = node_owner(crawler)
+    run, frontier = start_run(
+        crawler, owner=scheduler.owner, lease_seconds=scheduler.lease_seconds, allow_shared=scheduler.shared
+    )
     scheduler.spider = crawler.spidercls.from_crawler(crawler)
-    scheduler.run, scheduler.frontier = run, frontier
+    scheduler.run, scheduler.frontier = run, frontier  # type: ignore[assignment]
     return scheduler
 
 
 def close(scheduler: FrontierScheduler, reason: str) -> None:
     """What the engine's close does for the run: the scheduler closes, then the run ends (RunEnd,
-    on spider_closed; its last push fails at once: UNREACHABLE_SOLR, one attempt)."""
+    on spider_closed, with the run run_started gave it; its last push fails at once:
+    UNREACHABLE_SOLR, one attempt)."""
     scheduler.close(reason)
-    run_end(scheduler.crawler).end(reason)
+    end = run_end(scheduler.crawler)
+    assert end.run is not None and end.frontier is not None
+    end.end(end.run, end.frontier, reason)
 
 
 def spider_of(scheduler: FrontierScheduler) -> Spider:
@@ -128,13 +138,18 @@ def drain(scheduler: FrontierScheduler) -> list[str]:
 def test_it_is_built_from_the_crawls_settings_and_state(crawler_of) -> None:
     crawler = crawler_of()
     scheduler = build_from_crawler(FrontierScheduler, crawler)
-    state = state_of(crawler)
-    assert scheduler.context is state and scheduler.owner == state.owner
+    assert (scheduler.stores, scheduler.ledger, scheduler.admission) == (
+        stores_of(crawler),
+        ledger_of(crawler),
+        admission_of(crawler),
+    )
+    assert scheduler.source is crawler.spidercls.source and scheduler.runs is stores_of(crawler).runs  # type: ignore[attr-defined]
+    assert scheduler.owner == process_owner()
     assert scheduler.batch == 2 * crawler.settings.getint("CONCURRENT_REQUESTS") == 32  # SEARCHCRAWL_FRONTIER_BATCH = 0
     assert (scheduler.lease_seconds, scheduler.shared, scheduler.max_sites) == (600, False, 0)
     assert (scheduler.run, scheduler.frontier, len(scheduler)) == (None, None, 0)
     scheduler.close("finished")  # never opened: nothing to end
-    assert Runs(state.table.database).latest("unit") is None
+    assert Runs(stores_of(crawler).database).latest("unit") is None
 
     crawler = crawler_of(
         'seeds = ["http://h.test/"]\nconcurrent_sites = 3\n',
@@ -210,7 +225,7 @@ def test_an_empty_frontier_is_asked_again_at_once_only_for_this_nodes_additions(
     run = scheduler.run
     assert run is not None
     # an outcome or another process adds one: asked again after IDLE_RECHECK, not on every call
-    elsewhere = Frontier(scheduler.context.table.database, "unit", run.id, "elsewhere")
+    elsewhere = Frontier(scheduler.stores.database, "unit", run.id, "elsewhere")
     elsewhere.add([Entry("http://h.test/b.html", 1)])
     assert scheduler.next_request() is None
     time.sleep(IDLE_RECHECK)
@@ -275,7 +290,7 @@ def test_at_most_max_sites_are_crawled_at_once(crawler_of) -> None:
 def test_close_ends_the_run_with_its_delta_report(crawler_of, reason: str, left: bool, state: str) -> None:
     crawler = crawler_of()
     scheduler = opened(crawler)
-    context = state_of(crawler)
+    runs = scheduler.runs
     for path in ("new.html", "gone.html"):
         scheduler.enqueue_request(link(scheduler, f"http://h.test/{path}"))
     assert drain(scheduler) == ["http://h.test/new.html", "http://h.test/gone.html"]
@@ -284,14 +299,14 @@ def test_close_ends_the_run_with_its_delta_report(crawler_of, reason: str, left:
     if left:
         scheduler.enqueue_request(link(scheduler, "http://h.test/later.html"))
     run = scheduler.run
-    assert run is not None and context.runs is not None
+    assert run is not None
     close(scheduler, reason)
-    latest = context.runs.latest("unit")
+    latest = runs.latest("unit")
     assert latest is not None
     assert (latest["id"], latest["state"], latest["reason"]) == (run.id, state, reason)
-    assert context.runs.nodes(run.id, 600) == []  # this node left the run
+    assert runs.nodes(run.id, 600) == []  # this node left the run
     report = {"excluded": ["http://h.test/gone.html"], "new": ["http://h.test/new.html"]}
-    assert Deltas(context.table.database).report("unit", run.id) == report  # kept in run_deltas
+    assert Deltas(stores_of(crawler).database).report("unit", run.id) == report  # kept in run_deltas
     assert json.loads(latest["counters"])["delta"] == {"excluded": 1, "new": 1}
     assert (latest["ended_at"] is None) == (state == "suspended")
 
@@ -309,11 +324,11 @@ def test_a_closed_session_leaves_its_leases_queued_and_the_next_resumes_the_run(
     close(scheduler, "shutdown")
     assert counts(scheduler) == {"queued": 2, "leased": 0, "done": 1}  # what was leased but not fetched
     assert len(scheduler) == 0
-    state_of(crawler).close()
+    close_stores(crawler)
 
     again = opened(crawler_of())  # the next `scrapy crawl unit`, same data dir
     assert again.run is not None and again.run.resumed
-    assert (again.run.id, again.run.sessions) == (run.id, 2)
+    assert again.run.id == run.id and again.runs.get(run.id)["sessions"] == 2  # type: ignore[index]
     assert drain(again) == ["http://h.test/1.html", "http://h.test/2.html"]
 
 
@@ -332,13 +347,13 @@ def test_leased_urls_without_an_outcome_get_status_925_when_the_spider_is_idle(c
     fetched(crawler, "http://h.test/done.html")
 
     scheduler._finish_lost()  # spider_idle: nothing queued or in flight, one URL without outcome
-    row = state_of(crawler).table.get("unit", "http://h.test/lost.html")
+    row = ledger_of(crawler).table.get("unit", "http://h.test/lost.html")
     assert row is not None
     assert (row["status"], row["state"], row["frontier"]) == (Status.PROCESSING_ERROR, "failed", "done")
     assert row["reason"] == "processing ended without an outcome"
     assert counts(scheduler) == {"queued": 0, "leased": 0, "done": 2}
     close(scheduler, "finished")
-    assert state_of(crawler).runs.latest("unit")["state"] == "finished"  # type: ignore[union-attr]
+    assert stores_of(crawler).runs.latest("unit")["state"] == "finished"  # type: ignore[index]
 
 
 def test_the_spider_stays_open_when_the_lost_urls_outcomes_queue_work(crawler_of) -> None:
@@ -351,7 +366,7 @@ def test_the_spider_stays_open_when_the_lost_urls_outcomes_queue_work(crawler_of
     fetched(crawler, "http://h.test/lost.html")
     duplicate(crawler, "http://h.test/dup.html", of="http://h.test/lost.html")
     close(scheduler, "finished")
-    state_of(crawler).close()
+    close_stores(crawler)
 
     crawler = crawler_of(source)
     scheduler = opened(crawler)  # the maintenance run: both queued again
@@ -359,7 +374,7 @@ def test_the_spider_stays_open_when_the_lost_urls_outcomes_queue_work(crawler_of
     duplicate(crawler, "http://h.test/dup.html", of="http://h.test/lost.html")
     with pytest.raises(DontCloseSpider):  # lost.html fails (925) and leaves: its duplicate takes its place
         scheduler._finish_lost()
-    row = state_of(crawler).table.get("unit", "http://h.test/lost.html")
+    row = ledger_of(crawler).table.get("unit", "http://h.test/lost.html")
     assert row is not None and (row["status"], row["state"]) == (Status.PROCESSING_ERROR, "removing")
     assert scheduler.has_pending_requests()  # what the engine asks next: dup.html is queued again
     assert drain(scheduler) == ["http://h.test/dup.html"]
@@ -419,8 +434,8 @@ def test_nodes_join_one_run_and_a_starved_node_is_woken_by_the_others_links_and_
     run = node_a.run
     assert run is not None and node_b.run is not None
     assert (node_b.run.id, node_b.run.resumed) == (run.id, True)  # joined, not a second run
-    runs = node_a.context.runs
-    assert runs is not None and sorted(runs.nodes(run.id, 600)) == sorted([node_a.owner, node_b.owner])
+    runs = node_a.runs
+    assert sorted(runs.nodes(run.id, 600)) == sorted([node_a.owner, node_b.owner])
 
     engine = RunningEngine(spider_of(node_b))
     b.engine = engine  # type: ignore[assignment]
@@ -453,7 +468,7 @@ def test_nodes_join_one_run_and_a_starved_node_is_woken_by_the_others_links_and_
     wait_for(lambda: (runs.get(run.id) or {}).get("control") == FINISHING, timeout=30, what="node a's claim")
     close(node_b, "finished")  # the other leaves
     ending.join()
-    latest = runs.latest(node_a.context.source.name)
+    latest = runs.latest(node_a.source.name)
     assert latest is not None and (latest["state"], latest["reason"]) == ("finished", "finished")
     assert runs.nodes(run.id, 600) == []
 
@@ -473,7 +488,7 @@ def test_a_waiting_node_looks_with_reads_and_leases_only_when_something_is_queue
     assert node_b.next_request() is None and node_b.starved
     node_b._wake()  # the first look also takes back dead nodes' leases (every 0.5 s)
     sent: list[str] = []
-    database = node_b.context.table.database
+    database = node_b.stores.database
     event.listen(database.engine, "before_cursor_execute", lambda _c, _cur, statement, *_rest: sent.append(statement))
     time.sleep(IDLE_RECHECK)
     node_b._wake()
@@ -491,9 +506,7 @@ def test_a_waiting_node_looks_with_reads_and_leases_only_when_something_is_queue
 def test_a_node_leaving_a_shared_run_leaves_its_urls_and_the_runs_end_to_the_others(two_nodes) -> None:
     a, b = two_nodes()
     node_a, node_b = opened(a), opened(b)
-    name = node_a.context.source.name
-    runs = node_a.context.runs
-    assert runs is not None
+    name, runs = node_a.source.name, node_a.runs
     for path in ("", "a.html"):
         node_a.enqueue_request(link(node_a, f"http://h.test/{path}"))
     assert node_a.has_pending_requests() and counts(node_a)["leased"] == 2
@@ -506,18 +519,17 @@ def test_a_node_leaving_a_shared_run_leaves_its_urls_and_the_runs_end_to_the_oth
     close(node_b, "finished")
     latest = runs.latest(name)
     assert latest is not None and latest["state"] == "finished"
-    assert Deltas(node_b.context.table.database).report(name, latest["id"]) == {"new": ["http://h.test/", "http://h.test/a.html"]}
+    assert Deltas(node_b.stores.database).report(name, latest["id"]) == {"new": ["http://h.test/", "http://h.test/a.html"]}
 
 
 def test_renewal_keeps_a_nodes_leases_and_takes_back_a_dead_nodes(two_nodes) -> None:
     """``_renew`` is what the renewal LoopingCall calls every third of the lease."""
     a, b = two_nodes(b={"SEARCHCRAWL_LEASE_SECONDS": 0.5}, SEARCHCRAWL_FRONTIER_BATCH=1)  # node b's leases: 0.5 s
     node_a, node_b = opened(a), opened(b)
-    table = node_a.context.table
-    name = node_a.context.source.name
-    runs = node_a.context.runs
+    table = node_a.ledger.table
+    name, runs = node_a.source.name, node_a.runs
     run = node_a.run
-    assert runs is not None and run is not None
+    assert run is not None
     for path in ("a.html", "b.html"):
         node_a.enqueue_request(link(node_a, f"http://h.test/{path}"))
     kept = node_a.next_request()

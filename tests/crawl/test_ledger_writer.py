@@ -1,8 +1,8 @@
 """LedgerWriter alone: what components report through Scrapy's signals becomes the URL's row.
 
-It is no Scrapy component of its own: CrawlState builds it (and keeps it: signal receivers are
-weak references) when the extension manager builds CrawlState, so it is the one of
-``state_of(crawler).ledger``. tests/test_ledger.py covers url_outcome, a NotIndexed drop, a
+It is an extension (EXTENSIONS -850): the extension manager builds it with the crawler (and keeps
+it: signal receivers are weak references), so it is ``ledger_of(crawler)``; a read-only crawl has
+none. tests/test_ledger.py covers url_outcome, a NotIndexed drop, a
 plain DropItem and item_error; here: spider_error, what has no URL, the stats, the source's
 max_failures, and that the writer outlives a garbage collection."""
 
@@ -21,22 +21,24 @@ from searchcrawl.crawl.ledger_writer import MAX_REASON, LedgerWriter
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
-from tests.components import state_of
+from tests.components import ledger_of, stores_of
 
 SOURCE = 'seeds = ["http://h.test/"]\nmax_failures = 2\n'
 
 
 def row(crawler: Crawler, url: str) -> dict | None:
-    return state_of(crawler).table.get("unit", url)
+    return ledger_of(crawler).table.get("unit", url)
 
 
-def test_the_crawl_state_builds_and_keeps_one_writer(crawler_of) -> None:
+def test_the_extension_manager_builds_and_keeps_one_writer(crawler_of) -> None:
     crawler = crawler_of()
-    writer = state_of(crawler).ledger
-    assert isinstance(writer, LedgerWriter) and writer.crawler is crawler and writer.context is state_of(crawler)
+    writer = crawler.get_extension(LedgerWriter)
+    assert isinstance(writer, LedgerWriter) and writer.crawler is crawler
+    assert writer.table.database is stores_of(crawler).database  # the crawl's document table
     assert writer.max_failures == 2  # the source's
+    assert crawler_of(SEARCHCRAWL_READ_ONLY=True).get_extension(LedgerWriter) is None  # a read-only crawl writes nothing
     del writer
-    gc.collect()  # the signal receivers are weak references: the state keeps the writer alive
+    gc.collect()  # the signal receivers are weak references: the extension manager keeps the writer alive
     crawler.signals.send_catch_log(url_outcome, url="http://h.test/a", outcome=Outcome(Event.GONE, 404, "gone", kind="failed"))
     assert row(crawler, "http://h.test/a")["status"] == 404
 
@@ -64,7 +66,7 @@ def test_a_processing_error_keeps_the_runs_document_until_max_failures(crawler_o
     crawler = crawler_of()
     url = "http://h.test/a.html"
     crawler.signals.send_catch_log(url_outcome, url=url, outcome=Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
-    state_of(crawler).table.mark_indexed("unit", [(url, "c")])
+    ledger_of(crawler).table.mark_indexed("unit", [(url, "c")])
     item = CrawledDocument("unit", url, 1, {})
     error = Failure(RuntimeError("boom " * 200))
     crawler.signals.send_catch_log(signals.item_error, item=item, response=None, spider=None, failure=error)
@@ -85,7 +87,7 @@ def test_what_has_no_url_is_left_alone(crawler_of) -> None:
         *send(signals.spider_error, failure=Failure(ValueError("x")), response=None, spider=None),
     ]
     assert not [result for _receiver, result in results if isinstance(result, Failure)]  # no receiver raised
-    assert state_of(crawler).table.count_by("unit", "state") == {}
+    assert ledger_of(crawler).table.count_by("unit", "state") == {}
 
 
 def test_each_outcome_is_counted_by_event(crawler_of) -> None:

@@ -4,7 +4,7 @@ A link of a page, a seed, a sitemap's entry and a URL a maintenance crawl knows 
 a crawl takes them, with the real components built alone (``tests.components``): the spider,
 ScopeMiddleware, SitemapMiddleware, FrontierScheduler (its run on the real SQLite document
 table: queued, leased, made a request again) and BoundaryMiddleware, the last check before the
-network. The source's rule chain (``CrawlState.steps``) is asked about each URL exactly once, and
+network. The source's rule chain (``RuleChain.steps``) is asked about each URL exactly once, and
 the request that reaches the network has the depth the URL got on its way in. (Before, a link was
 admitted by the scope middleware and again by the boundary check, a seed by its warning and by
 the boundary check, a known URL by the maintenance plan and by the boundary check.)
@@ -25,17 +25,16 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.extensions.crawl_state import CrawlState
 from searchcrawl.crawl.frontier_scheduler import FrontierScheduler
 from searchcrawl.crawl.middlewares.boundary_check import BoundaryMiddleware
 from searchcrawl.crawl.middlewares.scope import ScopeMiddleware
 from searchcrawl.crawl.middlewares.sitemaps import SitemapMiddleware
+from searchcrawl.rules.chain import RuleChain
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.frontier import Entry
 from searchcrawl.store.models import RunState
-from searchcrawl.store.runs import Runs
-from tests.components import source_crawler, state_of
+from tests.components import close_stores, ledger_of, source_crawler, start_run, stores_of
 
 SOURCE = """seeds = ["http://h.test/"]
 sitemaps = ["http://h.test/sitemap.xml"]
@@ -47,13 +46,13 @@ url_rewriter = "tests.rewriters.strip_session"
 def asked(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """How many times the rule chain was asked about each URL."""
     calls: Counter[str] = Counter()
-    steps = CrawlState.steps
+    steps = RuleChain.steps
 
-    def counted(self: CrawlState, url: str, depth: int, **kwargs: Any) -> Any:
+    def counted(self: RuleChain, url: str, depth: int, **kwargs: Any) -> Any:
         calls[url] += 1
         return steps(self, url, depth, **kwargs)
 
-    monkeypatch.setattr(CrawlState, "steps", counted)
+    monkeypatch.setattr(RuleChain, "steps", counted)
     return calls
 
 
@@ -61,20 +60,17 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 def crawler(tmp_path: Path) -> Iterator[Crawler]:
     crawler = source_crawler(tmp_path, SOURCE)
     yield crawler
-    state_of(crawler).close()
+    close_stores(crawler)
 
 
 def scheduler_of(crawler: Crawler) -> FrontierScheduler:
-    """The scheduler with its run started, as ``open()`` leaves it (without its looping calls)."""
+    """The scheduler with its run started, as ``open()`` leaves it (without its looping calls;
+    its ``run`` is the run's value, where ``open()`` keeps the runs table's ``RunInfo``)."""
     scheduler = build_from_crawler(FrontierScheduler, crawler)
-    state = scheduler.context
-    runs = Runs(state.table.database)
-    run = runs.start(state.source.name, owner=scheduler.owner)
-    frontier = Frontier(state.table.database, state.source.name, run.id, scheduler.owner)
-    state.attach_run(run.id, run.resumed, frontier, runs)
+    run, frontier = start_run(crawler, owner=scheduler.owner)
     scheduler.spider = crawler.spidercls.from_crawler(crawler)
     crawler.spider = scheduler.spider
-    scheduler.run, scheduler.frontier = run, frontier
+    scheduler.run, scheduler.frontier = run, frontier  # type: ignore[assignment]
     return scheduler
 
 
@@ -89,6 +85,7 @@ def sent(crawler: Crawler, scheduler: FrontierScheduler) -> dict[str, int]:
 
 
 def test_a_link_is_admitted_once_on_its_way_from_the_page_to_the_network(crawler: Crawler, asked: Counter[str]) -> None:
+    middleware = build_from_crawler(ScopeMiddleware, crawler)  # built with the crawl: it receives run_started
     scheduler = scheduler_of(crawler)
     spider = scheduler.spider
     assert spider is not None
@@ -101,7 +98,6 @@ def test_a_link_is_admitted_once_on_its_way_from_the_page_to_the_network(crawler
             yield item
 
     async def through_scope() -> list[Any]:
-        middleware = build_from_crawler(ScopeMiddleware, crawler)
         return [item async for item in middleware.process_spider_output(response, output())]
 
     asyncio.run(through_scope())
@@ -126,20 +122,20 @@ def test_a_seed_is_admitted_once(crawler: Crawler, asked: Counter[str]) -> None:
 
 
 def test_a_sitemap_entry_is_admitted_once(crawler: Crawler, asked: Counter[str]) -> None:
+    middleware = build_from_crawler(SitemapMiddleware, crawler)  # built with the crawl: it receives run_started
     scheduler = scheduler_of(crawler)
-    middleware = build_from_crawler(SitemapMiddleware, crawler)
     middleware.queue_pages("http://h.test/sitemap.xml", [("http://h.test/listed.html", None)])
     assert sent(crawler, scheduler) == {"http://h.test/listed.html": 0}
     assert asked["http://h.test/listed.html"] == 1
 
 
 def test_a_known_url_of_a_maintenance_crawl_is_admitted_once(crawler: Crawler, asked: Counter[str]) -> None:
-    state = state_of(crawler)
+    table = ledger_of(crawler).table
     url = "http://h.test/known.html"
-    state.table.record(state.source.name, url, Outcome(Event.CACHED, 200, "fetched", 3, columns={"checksum": "c0ffee"}))
-    assert state.table.mark_indexed(state.source.name, [(url, "c0ffee")]) == [url]
+    table.record("unit", url, Outcome(Event.CACHED, 200, "fetched", 3, columns={"checksum": "c0ffee"}))
+    assert table.mark_indexed("unit", [(url, "c0ffee")]) == [url]
     scheduler = scheduler_of(crawler)  # a new run: the maintenance plan queues every known URL
-    assert state.mode == "maintenance"
+    assert stores_of(crawler).runs.latest("unit")["mode"] == "maintenance"  # type: ignore[index]
     assert sent(crawler, scheduler) == {url: 3}
     assert asked[url] == 1
 
@@ -151,16 +147,16 @@ def test_a_resumed_run_judges_what_an_earlier_process_queued_by_the_rules_of_now
     scheduler = scheduler_of(first)
     assert scheduler.frontier is not None
     scheduler.frontier.add([Entry("http://h.test/later/a.html", 1), Entry("http://h.test/b.html", 1)])
-    assert scheduler.run is not None and scheduler.context.runs is not None
-    scheduler.context.runs.end(scheduler.run.id, RunState.SUSPENDED, {}, "suspended")  # resumed by the next crawl
-    state_of(first).close()
+    assert scheduler.run is not None
+    scheduler.runs.end(scheduler.run.id, RunState.SUSPENDED, {}, "suspended")  # resumed by the next crawl
+    close_stores(first)
     now = source_crawler(tmp_path, SOURCE + 'paths = { "h.test" = { exclude = ["/later/"] } }\n')
     resumed = scheduler_of(now)
     assert resumed.run is not None and resumed.run.resumed
     with pytest.raises(RequestRefused) as refused:
         sent(now, resumed)
     assert refused.value.status == Status.EXCLUDED_PATH
-    state_of(now).close()
+    close_stores(now)
 
 
 def test_a_url_queued_without_this_processs_admission_is_admitted_when_it_is_requested(

@@ -1,6 +1,6 @@
 """crawl/requests.py alone: ``Admission`` (a URL's one decision and its depth, as it enters the
 crawl) and ``RequestFactory`` (every request of an admitted entry), on a crawler of a source built
-by ``tests.components`` (the real crawl state; no crawl, no server)."""
+by ``tests.components`` (the crawl's own admission and stores; no crawl, no server)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,12 @@ import pytest
 from scrapy.crawler import Crawler
 
 from searchcrawl.crawl.meta import ADMITTED, DEPTH, KNOWN, LEASED, REDIRECT_URLS, RENDER, RETRY_TIMES
-from searchcrawl.crawl.requests import Admission, RequestFactory, admitted, entry_of
+from searchcrawl.crawl.requests import RequestFactory, admission_of, admitted, entry_of
 from searchcrawl.crawl.spider import SourceSpider
 from searchcrawl.rules.boundary import Boundary
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.store.frontier import Entry, Frontier, Known
-from searchcrawl.store.runs import Runs
-from tests.components import source_crawler, state_of
+from searchcrawl.store.frontier import Entry, Known
+from tests.components import close_stores, ledger_of, source_crawler, start_run
 
 SOURCE = """seeds = ["http://h.test/"]
 max_depth = 3
@@ -36,7 +35,7 @@ render_js = true
 def crawler(tmp_path: Path) -> Iterator[Crawler]:
     crawler = source_crawler(tmp_path, SOURCE)
     yield crawler
-    state_of(crawler).close()
+    close_stores(crawler)
 
 
 @pytest.fixture
@@ -58,15 +57,6 @@ def spider(crawler: Crawler) -> SourceSpider:
     spider = crawler.spidercls.from_crawler(crawler)
     assert isinstance(spider, SourceSpider)
     return spider
-
-
-def start_run(crawler: Crawler) -> Frontier:
-    state = state_of(crawler)
-    runs = Runs(state.table.database)
-    run = runs.start(state.source.name)
-    frontier = Frontier(state.table.database, state.source.name, run.id, state.owner)
-    state.attach_run(run.id, run.resumed, frontier, runs)
-    return frontier
 
 
 # --- the factory ---------------------------------------------------------------------------------
@@ -94,7 +84,7 @@ def test_an_entry_this_process_did_not_admit_is_not_marked_admitted(spider: Sour
 def test_the_render_rules_of_the_source_decide_the_render_mode(spider: SourceSpider) -> None:
     assert spider.requests(Entry("http://h.test/app/x.html", 1)).meta[RENDER] == "browser"
     assert RENDER not in spider.requests(Entry("http://h.test/x.html", 1)).meta
-    assert RENDER not in RequestFactory(spider, renders=False)(Entry("http://h.test/app/x.html", 1)).meta
+    assert RENDER not in RequestFactory(spider, spider.admission, renders=False)(Entry("http://h.test/app/x.html", 1)).meta
 
 
 def test_a_leased_entry_carries_its_persisted_data_and_what_the_table_knew(spider: SourceSpider) -> None:
@@ -121,14 +111,13 @@ def test_entry_of_keeps_what_goes_through_the_frontier(spider: SourceSpider) -> 
 
 
 def test_a_link_is_canonical_rewritten_and_judged_at_its_depth(crawler: Crawler) -> None:
-    admission = Admission(state_of(crawler))
+    admission = admission_of(crawler)
     assert admission.link("HTTP://H.TEST/a.html#top", 2) == Entry("http://h.test/a.html", 2)
     assert admission.link("http://h.test/b.html?sessionid=9", 1) == Entry("http://h.test/b.html", 1)
     assert admission.link("http://h.test/a.html", 4) is None  # max_depth = 3
     assert admission.link("http://h.test/private/a.html", 1) is None
     assert admission.link("http://h.test/print/a.html", 1) is None  # the rewriter drops it
-    state = state_of(crawler)
-    assert [(url, status, depth) for url, status, depth, _rule in state.excluded] == [
+    assert [(url, status, depth) for url, status, depth, _rule in admission.excluded] == [
         ("http://h.test/a.html", Status.EXCLUDED_DEPTH, 4),
         ("http://h.test/private/a.html", Status.EXCLUDED_PATH, 1),
         ("http://h.test/print/a.html", Status.EXCLUDED_REWRITER, 1),
@@ -136,18 +125,17 @@ def test_a_link_is_canonical_rewritten_and_judged_at_its_depth(crawler: Crawler)
 
 
 def test_an_invalid_link_is_recorded_at_once(crawler: Crawler) -> None:
-    state = state_of(crawler)
-    assert Admission(state).link("http://h.test:99999/a.html", 1) is None
-    row = state.table.get("unit", "http://h.test:99999/a.html")
+    assert admission_of(crawler).link("http://h.test:99999/a.html", 1) is None
+    row = ledger_of(crawler).table.get("unit", "http://h.test:99999/a.html")
     assert (row["state"], row["status"]) == ("excluded", Status.EXCLUDED_PORT)
 
 
 def test_a_link_queued_in_the_run_already_is_nothing_to_do(crawler: Crawler, asked: list[str]) -> None:
     """Most links of a site lead to pages queued already: the rules judge no more than the
     rewriter's step (a link rewritten to a queued URL is queued already too)."""
-    frontier = start_run(crawler)
+    _run, frontier = start_run(crawler)
     frontier.add([Entry("http://h.test/a.html", 1)])
-    admission = Admission(state_of(crawler))
+    admission = admission_of(crawler)
     assert admission.link("http://h.test/a.html", 2) is None
     assert admission.link("http://h.test/a.html?sessionid=3", 2) is None
     assert asked == []
@@ -156,14 +144,14 @@ def test_a_link_queued_in_the_run_already_is_nothing_to_do(crawler: Crawler, ask
 
 def test_a_source_deleting_orphans_sees_every_link(tmp_path: Path) -> None:
     crawler = source_crawler(tmp_path, 'seeds = ["http://h.test/"]\norphans = "delete"\n')
-    frontier = start_run(crawler)
+    _run, frontier = start_run(crawler)
     frontier.add([Entry("http://h.test/a.html", 1)])
-    assert Admission(state_of(crawler)).link("http://h.test/a.html", 2) == Entry("http://h.test/a.html", 2)
-    state_of(crawler).close()
+    assert admission_of(crawler).link("http://h.test/a.html", 2) == Entry("http://h.test/a.html", 2)
+    close_stores(crawler)
 
 
 def test_a_seed_is_judged_as_written_at_depth_zero(crawler: Crawler) -> None:
-    admission = Admission(state_of(crawler))
+    admission = admission_of(crawler)
     entry, step = admission.seed("http://h.test/")
     assert entry == Entry("http://h.test/", 0) and step.allowed
     entry, step = admission.seed("http://h.test/private/")
@@ -171,13 +159,13 @@ def test_a_seed_is_judged_as_written_at_depth_zero(crawler: Crawler) -> None:
 
 
 def test_an_agents_reference_keeps_its_data(crawler: Crawler) -> None:
-    admission = Admission(state_of(crawler))
+    admission = admission_of(crawler)
     assert admission.reference("http://h.test/doc.html", {"x": 1}) == Entry("http://h.test/doc.html", 0, {"x": 1})
     assert admission.reference("http://other.test/doc.html", {"x": 1}) is None
 
 
 def test_a_request_made_otherwise_is_admitted_and_marked(spider: SourceSpider, crawler: Crawler) -> None:
-    admission = Admission(state_of(crawler))
+    admission = admission_of(crawler)
     request = spider.requests(Entry("http://h.test/a.html", 1)).replace(url="http://h.test/moved.html")
     assert admission.request(request, 1).allowed and admitted(request) and request.meta[DEPTH] == 1
     refused = request.replace(url="http://other.test/")

@@ -21,12 +21,12 @@ from twisted.python.failure import Failure
 from searchcrawl.crawl.exceptions import RequestRefused, Unsent
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.meta import PREVIOUS
-from searchcrawl.crawl.requests import admitted
+from searchcrawl.crawl.requests import admission_of, admitted
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.crawl.spider import SourceSpider
 from searchcrawl.rules.lifecycle import Event, Outcome, decide
 from searchcrawl.rules.status_codes import Status
-from tests.components import state_of
+from tests.components import ledger_of
 
 SOURCE = """seeds = ["http://h.test/", "http://h.test/docs/"]
 url_rewriter = "tests.rewriters.strip_session"
@@ -82,9 +82,9 @@ def test_it_is_built_by_the_crawler_with_the_crawls_arguments(crawler_of) -> Non
     crawler = crawler_of(SEARCHCRAWL_MAX_PARSE_BYTES=1000)
     spider = spider_of(crawler, recrawl="force", test_mode="1")
     assert spider.name == "unit" and spider.source.name == "unit"
-    assert spider.arguments == {"recrawl": "force", "test_mode": "1"}  # what CrawlState.configure reads
+    assert spider.arguments == {"recrawl": "force", "test_mode": "1"}  # what CrawlArguments.of reads
     assert spider.max_parse_bytes == 1000 and spider.crawler is crawler
-    assert spider.context is state_of(crawler)
+    assert spider.admission is admission_of(crawler) and spider.agent is None  # the crawl's admission; no agent
 
 
 def test_the_seeds_are_the_first_requests(crawler_of) -> None:
@@ -135,15 +135,15 @@ def test_an_html_page_gives_its_document_and_its_links(crawler_of) -> None:
     assert all(admitted(r) for r in requests)  # nothing admits them again
     assert reports.seen == []  # the page's outcome comes with its document (the pipelines)
     # the links kept out are recorded with the page's exclusions (ScopeMiddleware flushes them)
-    state = state_of(crawler)
-    assert {url for url, *_ in state.excluded} == {"http://h.test/print/a.html", "http://h.test/q?x=1", "http://other.test/"}
-    state.flush_exclusions()
-    row = state.table.get("unit", "http://h.test/print/a.html")
+    admission = admission_of(crawler)
+    assert {url for url, *_ in admission.excluded} == {"http://h.test/print/a.html", "http://h.test/q?x=1", "http://other.test/"}
+    admission.flush()  # urls_excluded: the ledger writer records them
+    row = ledger_of(crawler).table.get("unit", "http://h.test/print/a.html")
     assert (row["state"], row["status"], row["depth"]) == ("excluded", Status.EXCLUDED_REWRITER, 2)
 
 
 def test_a_rewriter_that_raises_or_makes_an_invalid_url_excludes_that_link_alone(crawler_of) -> None:
-    """The rewriter's step is ``CrawlState.rewrite_step``, which `scrapy explain` shows: a link it
+    """The rewriter's step is ``RuleChain.rewrite_step``, which `scrapy explain` shows: a link it
     raises on is 909, one it makes invalid 902, and the page's other links go on (the exception
     escaped the spider before: the page failed with a spider error and lost its links)."""
     crawler = crawler_of('seeds = ["http://h.test/"]\nurl_rewriter = "tests.rewriters.hostile"\n')
@@ -151,8 +151,8 @@ def test_a_rewriter_that_raises_or_makes_an_invalid_url_excludes_that_link_alone
     page = b'<html><body><a href="/boom.html">x</a> <a href="/badport.html">y</a> <a href="/ok.html">z</a></body></html>'
     documents, requests = split(list(spider.parse(html("http://h.test/", page))))
     assert len(documents) == 1 and [r.url for r in requests] == ["http://h.test/ok.html"]
-    state_of(crawler).flush_exclusions()  # as ScopeMiddleware does with the page's output
-    table = state_of(crawler).table
+    admission_of(crawler).flush()  # as ScopeMiddleware does with the page's output
+    table = ledger_of(crawler).table
     boom = table.get("unit", "http://h.test/boom.html")
     assert (boom["state"], boom["status"], boom["reason"]) == (
         "excluded",
@@ -161,7 +161,7 @@ def test_a_rewriter_that_raises_or_makes_an_invalid_url_excludes_that_link_alone
     )
     bad = table.get("unit", "http://h.test:99999/x")
     assert (bad["state"], bad["status"]) == ("excluded", Status.EXCLUDED_PORT) and bad["reason"].startswith("not a valid URL")
-    steps = state_of(crawler).steps("http://h.test/boom.html", 1, rewrite="link", every=True)
+    steps = admission_of(crawler).chain.steps("http://h.test/boom.html", 1, rewrite="link", every=True)
     assert steps[-1].status == Status.EXCLUDED_REWRITER and steps[-1].rule == boom["reason"]  # explain's chain
 
 
@@ -244,7 +244,7 @@ def test_a_404_reports_gone(crawler_of) -> None:
         "failed",
     )
     assert outcome.columns["content_type"] == "text/html; charset=utf-8"
-    row = state_of(crawler).table.get("unit", "http://h.test/old.html")  # and the ledger writer's row
+    row = ledger_of(crawler).table.get("unit", "http://h.test/old.html")  # and the ledger writer's row
     assert (row["state"], row["status"], row["reason"]) == ("fetched", 404, "gone")
 
 
@@ -327,7 +327,7 @@ def test_requests_that_end_without_a_response(crawler_of) -> None:
     assert found["http://h.test/bomb.gz"][0] == Event.GONE and found["http://h.test/bomb.gz"][2] == 2
     assert found["http://nowhere.test/"] == (Event.GONE, Status.DNS_FAILURE, 2)  # gone, not transient
     assert found["http://h.test/slow.html"] == (Event.FAILED, Status.TIMEOUT, 2)
-    row = state_of(crawler).table.get("unit", "http://h.test/slow.html")
+    row = ledger_of(crawler).table.get("unit", "http://h.test/slow.html")
     assert (row["state"], row["failures"]) == ("failed", 1)
 
 
@@ -347,7 +347,7 @@ def test_a_seed_its_own_rules_exclude_is_named_in_a_warning(crawler_of, caplog: 
         requests = asyncio.run(start())
     # admitted once, at the start: the seeds its rules exclude are not requested, and have their rows
     assert [r.url for r in requests] == ["http://h.test/"]
-    row = state_of(spider.crawler).table.get("unit", "http://h.test/b.zip")
+    row = ledger_of(spider.crawler).table.get("unit", "http://h.test/b.zip")
     assert (row["state"], row["status"]) == ("excluded", Status.EXCLUDED_PATTERN)
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         (

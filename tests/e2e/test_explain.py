@@ -1,5 +1,5 @@
 """`scrapy explain` says what the crawl says: it runs the crawl's own rule chain
-(``CrawlState.steps``, shared with ``admit`` and ``rule_excluding``), and gets robots.txt from the
+(``RuleChain.steps``, whose first refusal the crawl's ``Admission`` takes), and gets robots.txt from the
 crawl's RobotsMiddleware, through the crawl's downloader (the internal-address guard, at most 5
 redirects). And it is read-only: the document table is opened without migrating, nothing is
 written, no run is started.
@@ -14,13 +14,17 @@ import uuid
 from pathlib import Path
 
 import pytest
+from scrapy.utils.misc import build_from_crawler
 
-from searchcrawl.crawl.extensions.crawl_state import ADMITTED
+from searchcrawl.crawl.frontier_scheduler import FrontierScheduler
+from searchcrawl.crawl.ledger_writer import LedgerWriter
+from searchcrawl.crawl.requests import admission_of
+from searchcrawl.rules.chain import ADMITTED
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import create_db_engine, schema_revisions, upgrade_schema
-from tests.components import source_crawler, state_of
+from tests.components import close_stores, ledger_of, source_crawler, stores_of
 from tests.conftest import Project, Site, solr_docs
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\n"
@@ -84,76 +88,87 @@ URLS = [
 
 
 @pytest.mark.parametrize("depth", [0, 2, 3])
-def test_admit_and_rule_excluding_take_the_first_refusal_of_the_explained_chain(tmp_path: Path, depth: int) -> None:
-    state = state_of(source_crawler(tmp_path, SOURCE))
+def test_admit_and_known_take_the_first_refusal_of_the_explained_chain(tmp_path: Path, depth: int) -> None:
+    crawler = source_crawler(tmp_path, SOURCE)
+    admission = admission_of(crawler)
+    chain = admission.chain
     for url in URLS:
-        every = state.steps(url, depth, every=True)
+        every = chain.steps(url, depth, every=True)
         assert [step.allowed for step in every[:-1]] == [True] * (len(every) - 1), (url, every)
-        decisive = state.steps(url, depth)
+        decisive = chain.steps(url, depth)
         assert [step for step in decisive if not step.allowed] == ([] if every[-1].allowed else [decisive[-1]])
         if every[-1].allowed:
             assert decisive == [] and every[-1].name == "scope_filter"
         else:  # the same refusal, named by its check when every step is asked for
             assert decisive[-1].decision == every[-1].decision, url
-        admitted = state.admit(url, depth)
+        admitted = admission.admit(url, depth)
         assert admitted.decision == (ADMITTED if every[-1].allowed else every[-1].decision), url
+        assert chain.decide(url, depth).decision == admitted.decision, url
 
-        known = state.steps(url, depth, rewrite="known", every=True)
+        known = chain.steps(url, depth, rewrite="known", every=True)
         assert known[0].name == "url_rewriter"
         refusal = next((step for step in known if not step.allowed), None)
         expected = None if refusal is None or refusal.status is None else (int(refusal.status), refusal.rule)
-        assert state.rule_excluding(url, depth) == expected, url
+        assert chain.refusal(url, depth) == expected, url
+        assert admission.known(url, depth) == expected, url
+    close_stores(crawler)
 
 
 def test_steps_of_a_link_follow_the_rewriter(tmp_path: Path) -> None:
-    state = state_of(source_crawler(tmp_path, SOURCE))
-    steps = state.steps("http://h.test/q?sessionid=1&x=2", 0, rewrite="link", every=True)
+    crawler = source_crawler(tmp_path, SOURCE)
+    chain = admission_of(crawler).chain
+    steps = chain.steps("http://h.test/q?sessionid=1&x=2", 0, rewrite="link", every=True)
     assert steps[0].name == "url_rewriter" and steps[0].url == "http://h.test/q?x=2"
     assert steps[0].rule == "the URL rewriter makes it http://h.test/q?x=2"
     assert {step.url for step in steps[1:]} == {"http://h.test/q?x=2"}
     assert steps[-1].rule == "query string and index_dynamic_pages is false"
-    dropped = state.steps("http://h.test/print/a.html", 0, rewrite="link")
+    dropped = chain.steps("http://h.test/print/a.html", 0, rewrite="link")
     assert [(step.name, step.status, step.rule) for step in dropped] == [
         ("url_rewriter", Status.EXCLUDED_REWRITER, "dropped by the URL rewriter")
     ]
-    known = state.rule_excluding("http://h.test/q?sessionid=1&x=2", 0)
+    known = chain.refusal("http://h.test/q?sessionid=1&x=2", 0)
     assert known == (int(Status.EXCLUDED_REWRITER), "the URL rewriter makes it http://h.test/q?x=2")
+    close_stores(crawler)
 
 
 def test_the_crawl_records_exclusions_from_the_chain(tmp_path: Path) -> None:
     crawler = source_crawler(tmp_path, SOURCE)
-    state = state_of(crawler)
-    assert not state.admit("http://h.test/drafts/a.html", 1).allowed
-    assert not state.admit("http://other.test/", 1).allowed
-    assert state.admit("http://h.test/a.html", 1).allowed
+    admission = admission_of(crawler)
+    assert not admission.admit("http://h.test/drafts/a.html", 1).allowed
+    assert not admission.admit("http://other.test/", 1).allowed
+    assert admission.admit("http://h.test/a.html", 1).allowed
     assert crawler.stats.get_value("searchcrawl/excluded/excluded_filter") == 1
     assert crawler.stats.get_value("searchcrawl/excluded/excluded_domain") == 1
-    assert [(url, status) for url, status, _depth, _rule in state.excluded] == [
+    assert [(url, status) for url, status, _depth, _rule in admission.excluded] == [
         ("http://h.test/drafts/a.html", Status.EXCLUDED_FILTER),
         ("http://other.test/", Status.EXCLUDED_DOMAIN),
     ]
-    state.flush_exclusions()
-    row = state.table.get("unit", "http://other.test/")
+    admission.flush()  # urls_excluded: the ledger writer records them
+    row = ledger_of(crawler).table.get("unit", "http://other.test/")
     assert row is not None and row["status"] == Status.EXCLUDED_DOMAIN
+    close_stores(crawler)
 
 
-def test_a_read_only_crawl_state_writes_nothing(tmp_path: Path) -> None:
+def test_a_read_only_crawl_writes_nothing(tmp_path: Path) -> None:
     crawler = source_crawler(tmp_path, SOURCE, SEARCHCRAWL_READ_ONLY=True, SCHEDULER="scrapy.core.scheduler.Scheduler")
-    state = state_of(crawler)
-    assert state.read_only and state.ledger is None
+    stores = stores_of(crawler)
+    assert stores.read_only and crawler.get_extension(LedgerWriter) is None
     assert not (tmp_path / "cache").exists()  # no document cache opened
     with pytest.raises(RuntimeError, match="read-only"):
-        _ = state.cache
-    assert not state.admit("http://other.test/", 1).allowed
-    state.flush_exclusions()
-    assert state.excluded == []
-    assert state.table.get("unit", "http://other.test/") is None
-    state.close()
+        _ = stores.cache
+    admission = admission_of(crawler)
+    assert not admission.admit("http://other.test/", 1).allowed
+    admission.flush()  # nobody records it
+    assert admission.excluded == []
+    assert stores.documents.get("unit", "http://other.test/") is None
+    close_stores(crawler)
 
 
 def test_a_read_only_crawl_refuses_the_durable_frontier(tmp_path: Path) -> None:
+    crawler = source_crawler(tmp_path, SOURCE, SEARCHCRAWL_READ_ONLY=True)
     with pytest.raises(RuntimeError, match="starts no run"):
-        source_crawler(tmp_path, SOURCE, SEARCHCRAWL_READ_ONLY=True)
+        build_from_crawler(FrontierScheduler, crawler)  # as the engine builds its scheduler
+    close_stores(crawler)
 
 
 # --- robots.txt: fetched through the crawl's downloader -------------------------------------------

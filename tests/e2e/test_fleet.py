@@ -39,8 +39,9 @@ from sqlalchemy import func, select
 from searchcrawl.crawl.extensions.delay_schedule import DelaySchedule
 from searchcrawl.crawl.meta import SITE_LEASE
 from searchcrawl.crawl.middlewares.fleet import HOLD_MARGIN, FleetPolitenessMiddleware
+from searchcrawl.crawl.run import process_owner
 from searchcrawl.store.models import site_leases
-from tests.components import BARE_DOWNLOADER, engine_of, source_crawler, state_of
+from tests.components import BARE_DOWNLOADER, close_stores, engine_of, source_crawler, stores_of
 
 SLACK = 0.02  # seconds an asyncio timer may fire early
 
@@ -57,17 +58,26 @@ def nodes(tmp_path: Path, postgres_url: str) -> Iterator[Callable[..., tuple[Cra
         for node in ("a", "b"):
             (tmp_path / node).mkdir()
             crawler = source_crawler(tmp_path / node, source, name=name, SEARCHCRAWL_DB_URL=postgres_url, **settings)
-            state_of(crawler).owner += f"/{node}"  # host:pid names a process; two nodes share this one
             made.append(crawler)
         return made[-2], made[-1]
 
     yield make
     for crawler in made:
-        state_of(crawler).close()
+        close_stores(crawler)
+
+
+def node_owner(crawler: Crawler) -> str:
+    """This process as the node of ``crawler``: host:pid names a process, and two nodes share this
+    one; each node has its data dir (named after it, ``nodes``)."""
+    return f"{process_owner()}/{Path(crawler.settings['SEARCHCRAWL_DATA_DIR']).name}"
 
 
 def fleet(*crawlers: Crawler) -> list[FleetPolitenessMiddleware]:
-    return [build_from_crawler(FleetPolitenessMiddleware, crawler) for crawler in crawlers]
+    """Each crawler's middleware as Scrapy builds it, its site leases held as its node's."""
+    middlewares = [build_from_crawler(FleetPolitenessMiddleware, crawler) for crawler in crawlers]
+    for middleware, crawler in zip(middlewares, crawlers, strict=True):
+        middleware.sites.owner = node_owner(crawler)
+    return middlewares
 
 
 def a_site() -> str:
@@ -76,7 +86,7 @@ def a_site() -> str:
 
 def in_flight(middleware: FleetPolitenessMiddleware, site: str) -> int:
     """Leases of ``site`` in the database (released ones are deleted)."""
-    with middleware.context.table.database.engine.connect() as connection:
+    with middleware.sites.database.engine.connect() as connection:
         return connection.execute(select(func.count()).select_from(site_leases).where(site_leases.c.site == site)).scalar_one()
 
 
@@ -99,15 +109,15 @@ def test_not_configured_outside_a_shared_crawl(tmp_path: Path) -> None:
         with pytest.raises(NotConfigured):
             build_from_crawler(FleetPolitenessMiddleware, crawler)
     finally:
-        state_of(crawler).close()
+        close_stores(crawler)
 
 
 def test_it_is_built_with_the_crawls_limits(nodes) -> None:
     a, _b = nodes("concurrent_per_site = 3\ndelay = 1.5\n", DOWNLOAD_TIMEOUT=20)
-    (middleware,) = fleet(a)
-    state = state_of(a)
-    assert (middleware.concurrency, middleware.hold, state.site_delay) == (3, 20 + HOLD_MARGIN, 1.5)
-    assert middleware.sites.postgres and middleware.sites.owner == state.owner
+    middleware = build_from_crawler(FleetPolitenessMiddleware, a)
+    assert (middleware.concurrency, middleware.hold, middleware.site_delay) == (3, 20 + HOLD_MARGIN, 1.5)
+    assert middleware.sites.postgres and middleware.sites.owner == process_owner()
+    assert middleware.sites.database is stores_of(a).database and middleware.schedule is a.get_extension(DelaySchedule)
 
 
 def test_a_sites_requests_are_spaced_by_the_delay_across_nodes(nodes) -> None:

@@ -3,8 +3,9 @@ interval (after what an earlier crawl left pending, when it opens), and what is 
 run ends (the pipeline's close, then RunEnd's push: ``the_crawl_ends``); removals, the
 mass-deletion guard, test mode, and a Solr that cannot be reached.
 
-Built with ``build_from_crawler`` on a crawler of ``tests.components``; documents reach the
-cache through CachePipeline, as in a crawl. Each test has a source of its own in the shared Solr."""
+Built with ``build_from_crawler`` on a crawler of ``tests.components``, whose run is started as
+the frontier scheduler starts it (``start_run``); documents reach the cache through CachePipeline,
+as in a crawl. Each test has a source of its own in the shared Solr."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pysolr
@@ -21,14 +23,16 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.utils.misc import build_from_crawler
 
+from searchcrawl.crawl.extensions.run_end import run_end
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.pipelines.cache_writer import CachePipeline
 from searchcrawl.crawl.pipelines.solr_push import SolrPipeline
+from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store.frontier import Entry, Frontier
-from searchcrawl.store.runs import FINISHING, Runs
-from tests.components import source_crawler, state_of
+from searchcrawl.store.runs import FINISHING
+from tests.components import close_stores, ledger_of, source_crawler, start_run, stores_of
 from tests.conftest import solr_docs, wait_for
 
 SOURCE = 'seeds = ["http://h.test/"]\n'
@@ -37,22 +41,44 @@ FAST_RETRIES = {"SEARCHCRAWL_SOLR_RETRY_TIMES": 1, "SEARCHCRAWL_SOLR_RETRY_BACKO
 
 @pytest.fixture
 def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
-    """crawler_of(source_toml, **settings): a crawler of a source named for this test alone."""
+    """crawler_of(source_toml, started=True, **settings): a crawler of a source named for this test
+    alone, its run started (``start_run``) unless not ``started``."""
     made: list[Crawler] = []
 
-    def make(source: str = SOURCE, **settings: object) -> Crawler:
+    def make(source: str = SOURCE, started: bool = True, **settings: object) -> Crawler:
         made.append(source_crawler(tmp_path, source, name=f"push-{uuid.uuid4().hex[:8]}", **settings))
+        if started:
+            start_run(made[-1])
         return made[-1]
 
     yield make
     for crawler in made:
-        state_of(crawler).close()
+        close_stores(crawler)
+
+
+def name_of(crawler: Crawler) -> str:
+    return crawler.spidercls.source.name  # type: ignore[attr-defined]
+
+
+def run_of(crawler: Crawler) -> Run:
+    """The crawl's run, as its components received it with ``run_started`` (RunEnd keeps it)."""
+    run = run_end(crawler).run
+    assert run is not None, "start the run first"
+    return run
+
+
+def solr_pipeline(crawler: Crawler) -> SolrPipeline:
+    """The Solr pipeline, with the run it would have received had it been built before it started."""
+    pipeline = build_from_crawler(SolrPipeline, crawler)
+    pipeline.run = run_end(crawler).run
+    return pipeline
 
 
 def cache(crawler: Crawler, *paths: str, version: str = "") -> list[CrawledDocument]:
-    """Documents at ``paths`` of h.test, cached and marked pending by CachePipeline."""
-    name = state_of(crawler).source.name
+    """Documents at ``paths`` of h.test, cached and marked pending by CachePipeline, in the crawl's run."""
+    name = name_of(crawler)
     writer = build_from_crawler(CachePipeline, crawler)
+    writer.run = run_of(crawler)  # as run_started gives it
     items = []
     for path in paths:
         url = f"http://h.test/{path}"
@@ -71,29 +97,28 @@ def cache(crawler: Crawler, *paths: str, version: str = "") -> list[CrawledDocum
 
 def in_solr(solr: pysolr.Solr, crawler: Crawler) -> dict[str, str]:
     """url -> title of the source's documents in Solr."""
-    return {doc["url"]: doc["title"] for doc in solr_docs(solr, state_of(crawler).source.name)}
+    return {doc["url"]: doc["title"] for doc in solr_docs(solr, name_of(crawler))}
 
 
 async def the_crawl_ends(crawler: Crawler, pipeline: SolrPipeline | None = None, reason: str = "finished") -> None:
     """The pipeline closes, then the run ends: what Scrapy's close does, spider_closed sent as the
     engine sends it (RunEnd's receiver, built with the crawler's extensions)."""
-    await (pipeline or build_from_crawler(SolrPipeline, crawler)).close_spider()
+    await (pipeline or solr_pipeline(crawler)).close_spider()
     await crawler.signals.send_catch_log_async(signals.spider_closed, spider=None, reason=reason)
 
 
 def states(crawler: Crawler) -> dict[str, str]:
-    state = state_of(crawler)
-    return state.table.count_by(state.source.name, "state")
+    return ledger_of(crawler).table.count_by(name_of(crawler), "state")
 
 
 def test_documents_left_pending_are_pushed_when_the_spider_opens(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
     crawler = crawler_of(SOLR_URL=solr_url)
     cache(crawler, "a.html", "b.html")  # an earlier crawl cached them; Solr was down
-    pipeline = build_from_crawler(SolrPipeline, crawler)
+    pipeline = solr_pipeline(crawler)
     asyncio.run(pipeline.open_spider())
     assert in_solr(solr, crawler) == {"http://h.test/a.html": "Page a.html", "http://h.test/b.html": "Page b.html"}
     assert states(crawler) == {"indexed": 2}
-    assert state_of(crawler).table.pending(state_of(crawler).source.name) == []
+    assert ledger_of(crawler).table.pending(name_of(crawler)) == []
     assert crawler.stats.get_value("searchcrawl/indexed") == 2
 
 
@@ -103,20 +128,19 @@ def test_a_process_joining_a_run_leaves_what_is_pending_to_the_others(
     """processes = N: the second process came up after the first had cached the seed page. That
     page is the first's of this run, not "left pending by an earlier crawl": the joiner's open
     pushes nothing (it pushed and logged so before), its own pushes take it along later."""
-    crawler = crawler_of(SOLR_URL=solr_url, SEARCHCRAWL_SHARED_CRAWL=True)
-    state = state_of(crawler)
-    runs, name = Runs(state.table.database), state.source.name
+    crawler = crawler_of(started=False, SOLR_URL=solr_url, SEARCHCRAWL_SHARED_CRAWL=True)
+    runs, name = stores_of(crawler).runs, name_of(crawler)
     run = runs.start(name, allow_shared=True, owner="other-host:1")  # the first process's run
-    cache(crawler, "seed.html")  # what the first process cached of it
-    joined = runs.start(name, allow_shared=True, owner=state.owner)
-    assert joined.id == run.id and list(joined.others) == ["other-host:1"]
-    state.attach_run(joined.id, joined.resumed, Frontier(state.table.database, name, run.id, state.owner), runs, joined=True)
-    pipeline = build_from_crawler(SolrPipeline, crawler)
+    pipeline = build_from_crawler(SolrPipeline, crawler)  # built with the crawl: it receives run_started
+    joined, _frontier = start_run(crawler)
+    assert joined.id == run.id and joined.joined and joined.resumed
+    assert sorted(runs.nodes(run.id, 600)) == sorted(["other-host:1", joined.owner])
+    cache(crawler, "seed.html")  # what the first process cached of it (the cache is one on this machine)
     with caplog.at_level(logging.INFO, logger="searchcrawl.crawl.pipelines.solr_push"):
         asyncio.run(pipeline.open_spider())
     assert "left pending by an earlier crawl" not in caplog.text
     assert in_solr(solr, crawler) == {} and states(crawler) == {"pending": 1}
-    first = Frontier(state.table.database, name, run.id, "other-host:1")
+    first = Frontier(stores_of(crawler).database, name, run.id, "other-host:1")
     first.add([Entry("http://h.test/next.html", 1)])
     assert first.lease(1)  # the first process still works: the joiner leaves the run's end to it
     asyncio.run(the_crawl_ends(crawler, pipeline))  # its final push pushes whatever its cache holds
@@ -126,7 +150,7 @@ def test_a_process_joining_a_run_leaves_what_is_pending_to_the_others(
 
 def test_a_push_starts_once_the_threshold_has_been_cached(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
     crawler = crawler_of(SOLR_URL=solr_url, SEARCHCRAWL_CACHE_MAX_BYTES=600, SEARCHCRAWL_PUSH_INTERVAL=0)
-    pipeline = build_from_crawler(SolrPipeline, crawler)
+    pipeline = solr_pipeline(crawler)
 
     async def crawl() -> None:
         (first,) = cache(crawler, "a.html")  # about 250 bytes: below the threshold
@@ -146,7 +170,7 @@ def test_a_push_starts_once_the_threshold_has_been_cached(crawler_of, solr_url: 
     asyncio.run(crawl())
     assert len(in_solr(solr, crawler)) == 4 and states(crawler) == {"indexed": 4}
     assert crawler.stats.get_value("searchcrawl/indexed") == 4
-    assert state_of(crawler).cache.documents() == {}  # pushed and sealed: the spools are gone
+    assert stores_of(crawler).cache.documents() == {}  # pushed and sealed: the spools are gone
 
 
 def test_a_push_starts_once_documents_have_waited_the_interval(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
@@ -154,7 +178,7 @@ def test_a_push_starts_once_documents_have_waited_the_interval(crawler_of, solr_
     since the last push began: then not again until it has passed once more. (The clock is moved
     by setting when the last push began: no test of wall time on a loaded machine.)"""
     crawler = crawler_of(SOLR_URL=solr_url, SEARCHCRAWL_PUSH_INTERVAL=60)
-    pipeline = build_from_crawler(SolrPipeline, crawler)
+    pipeline = solr_pipeline(crawler)
 
     async def crawl() -> None:
         (first,) = cache(crawler, "a.html")
@@ -180,7 +204,7 @@ def test_after_a_failed_push_the_interval_waits_for_the_pause(crawler_of) -> Non
     growing), not for the interval alone; once it is over, documents cached since are tried again
     during the crawl, whatever the size of the cache."""
     crawler = crawler_of(SEARCHCRAWL_PUSH_INTERVAL=60, SEARCHCRAWL_SOLR_RETRY_BACKOFF=600)  # UNREACHABLE_SOLR
-    pipeline = build_from_crawler(SolrPipeline, crawler)
+    pipeline = solr_pipeline(crawler)
 
     async def crawl() -> None:
         pipeline.pushed_time -= 61
@@ -208,7 +232,7 @@ def test_the_interval_is_checked_while_nothing_more_is_cached(crawler_of, solr_u
     """A maintenance crawl: one changed page, then unchanged ones that cache nothing. The page is
     pushed an interval after the last push began, not at the end of the crawl."""
     crawler = crawler_of(SOLR_URL=solr_url, SEARCHCRAWL_PUSH_INTERVAL=0.2)
-    pipeline = build_from_crawler(SolrPipeline, crawler)
+    pipeline = solr_pipeline(crawler)
 
     async def crawl() -> None:
         await pipeline.open_spider()
@@ -231,12 +255,12 @@ def test_another_process_pushing_keeps_the_pause_as_it_is(crawler_of) -> None:
     neither the failures nor the pause are reset (with every process trying every interval, a
     Solr that hangs would otherwise be asked back to back)."""
     crawler = crawler_of(SEARCHCRAWL_SOLR_RETRY_BACKOFF=600)
-    pipeline = build_from_crawler(SolrPipeline, crawler)
+    pipeline = solr_pipeline(crawler)
     cache(crawler, "a.html")
     asyncio.run(pipeline.open_spider())  # UNREACHABLE_SOLR: fails
     assert pipeline.failures == 1
     pause = pipeline.retry_after
-    with state_of(crawler).cache.push_lock(True):  # as another process holding it would
+    with stores_of(crawler).cache.push_lock(True):  # as another process holding it would
         result = pipeline.push_once(wait=False)
     assert result.skipped
     pipeline._account(result)
@@ -245,12 +269,12 @@ def test_another_process_pushing_keeps_the_pause_as_it_is(crawler_of) -> None:
 
 def test_with_preserve_cache_pushes_go_by_size_only(crawler_of) -> None:
     crawler = crawler_of(SOURCE + "preserve_cache = true\n", SEARCHCRAWL_PUSH_INTERVAL=60)
-    assert build_from_crawler(SolrPipeline, crawler).interval == 0
+    assert solr_pipeline(crawler).interval == 0
 
 
 def test_the_end_of_the_crawl_pushes_and_removes(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
     crawler = crawler_of(SOURCE + "max_delete_share = 1.0\n", SOLR_URL=solr_url)
-    pipeline = build_from_crawler(SolrPipeline, crawler)
+    pipeline = solr_pipeline(crawler)
     cache(crawler, "a.html", "b.html")
     asyncio.run(pipeline.open_spider())
     # the next crawl: a.html is gone, b.html changed
@@ -258,7 +282,7 @@ def test_the_end_of_the_crawl_pushes_and_removes(crawler_of, solr_url: str, solr
     cache(crawler, "b.html", version=" v2")
     asyncio.run(the_crawl_ends(crawler, pipeline))
     assert in_solr(solr, crawler) == {"http://h.test/b.html": "Page b.html v2"}
-    table, name = state_of(crawler).table, state_of(crawler).source.name
+    table, name = ledger_of(crawler).table, name_of(crawler)
     assert (table.get(name, "http://h.test/a.html")["state"], table.get(name, "http://h.test/b.html")["state"]) == (
         "removed",
         "indexed",
@@ -275,15 +299,16 @@ def test_the_node_that_ends_a_shared_run_waits_for_the_others_to_leave_it(crawle
     crawler = crawler_of(SOURCE + "max_delete_share = 1.0\n", SOLR_URL=solr_url, SEARCHCRAWL_SHARED_CRAWL=True)
     cache(crawler, "a.html", "b.html")
     asyncio.run(the_crawl_ends(crawler))  # an earlier crawl indexed both
-    state = state_of(crawler)
-    runs, name = Runs(state.table.database), state.source.name
+    runs, name = stores_of(crawler).runs, name_of(crawler)
     run = runs.start(name, allow_shared=True, owner="other-host:1")
-    joined = runs.start(name, allow_shared=True, owner=state.owner)
-    state.attach_run(joined.id, joined.resumed, Frontier(state.table.database, name, run.id, state.owner), runs, joined=True)
+    joined, _frontier = start_run(crawler)  # this node joins the other's run
+    assert joined.id == run.id and joined.joined
 
     def the_other_node_finishes() -> None:  # once this node has claimed the run's end, and waits
         wait_for(lambda: (runs.get(run.id) or {}).get("control") == FINISHING, timeout=30, what="the claim of the run's end")
-        state.table.record(name, "http://h.test/b.html", Outcome(Event.GONE, 911, "duplicate of http://h.test/a.html"))
+        ledger_of(crawler).table.record(
+            name, "http://h.test/b.html", Outcome(Event.GONE, 911, "duplicate of http://h.test/a.html")
+        )
         runs.leave(run.id, "other-host:1")
 
     other = threading.Thread(target=the_other_node_finishes)
@@ -291,33 +316,32 @@ def test_the_node_that_ends_a_shared_run_waits_for_the_others_to_leave_it(crawle
     asyncio.run(the_crawl_ends(crawler))  # this node ends the run
     other.join()
     assert in_solr(solr, crawler) == {"http://h.test/a.html": "Page a.html"}
-    assert state.table.get(name, "http://h.test/b.html")["state"] == "removed"
+    assert ledger_of(crawler).table.get(name, "http://h.test/b.html")["state"] == "removed"
 
 
 def test_the_mass_deletion_guard_holds_removals_unless_confirmed(crawler_of, solr_url: str, solr: pysolr.Solr) -> None:
     crawler = crawler_of(SOLR_URL=solr_url)  # max_delete_share: 30 % by default
     cache(crawler, "a.html", "b.html")
-    asyncio.run(build_from_crawler(SolrPipeline, crawler).open_spider())
-    state = state_of(crawler)
-    runs, name = Runs(state.table.database), state.source.name
-    run = runs.start(name)  # the next crawl's run (what FrontierScheduler starts): its delta report
-    state.attach_run(run.id, run.resumed, Frontier(state.table.database, name, run.id, state.owner), runs)
+    asyncio.run(the_crawl_ends(crawler))  # an earlier crawl indexed both
+    name = name_of(crawler)
+    run, _frontier = start_run(crawler)  # the next crawl's run (what FrontierScheduler starts): its delta report
     for path in ("a.html", "b.html"):  # the whole site answers 404 tonight
         crawler.signals.send_catch_log(url_outcome, url=f"http://h.test/{path}", outcome=Outcome(Event.GONE, 404, "gone"))
     asyncio.run(the_crawl_ends(crawler))
     assert len(in_solr(solr, crawler)) == 2  # held: still searchable
     assert crawler.stats.get_value("searchcrawl/deletions_held") == 2
-    assert state.table.get(name, "http://h.test/a.html")["delta"] == "held" and states(crawler) == {"removing": 2}
+    assert ledger_of(crawler).table.get(name, "http://h.test/a.html")["delta"] == "held" and states(crawler) == {"removing": 2}
 
-    state.configure({"delete": "force"})  # `-a delete=force`
+    run_end(crawler).run = replace(run, force_delete=True)  # the run's end as `-a delete=force` makes it
     asyncio.run(the_crawl_ends(crawler))
     assert in_solr(solr, crawler) == {} and states(crawler) == {"removed": 2}
 
 
 def test_test_mode_sends_nothing_to_solr(crawler_of, solr_url: str, solr: pysolr.Solr, caplog: pytest.LogCaptureFixture) -> None:
-    crawler = crawler_of(SOLR_URL=solr_url, SEARCHCRAWL_CACHE_MAX_BYTES=1)
-    state_of(crawler).configure({"test_mode": "1"})
-    pipeline = build_from_crawler(SolrPipeline, crawler)
+    crawler = crawler_of(started=False, SOLR_URL=solr_url, SEARCHCRAWL_CACHE_MAX_BYTES=1)
+    pipeline = build_from_crawler(SolrPipeline, crawler)  # built with the crawl: it receives run_started
+    run, _frontier = start_run(crawler, {"test_mode": "1"})  # `-a test_mode=1`
+    assert run.test_mode and pipeline.run is run
     item = CrawledDocument("x", "http://h.test/a.html", 0, {}, fields={"url": "http://h.test/a.html"})
 
     async def crawl() -> None:
@@ -334,7 +358,7 @@ def test_test_mode_sends_nothing_to_solr(crawler_of, solr_url: str, solr: pysolr
 def test_without_solr_documents_stay_cached_and_pending(crawler_of, caplog: pytest.LogCaptureFixture) -> None:
     crawler = crawler_of(**FAST_RETRIES)  # tests.components.UNREACHABLE_SOLR
     cache(crawler, "a.html")
-    pipeline = build_from_crawler(SolrPipeline, crawler)
+    pipeline = solr_pipeline(crawler)
     with caplog.at_level(logging.WARNING, logger="searchcrawl.crawl.pipelines.solr_push"):
         asyncio.run(pipeline.open_spider())
         assert pipeline.failures == 1 and crawler.stats.get_value("searchcrawl/solr_failures") == 1
@@ -343,7 +367,7 @@ def test_without_solr_documents_stay_cached_and_pending(crawler_of, caplog: pyte
     assert "Solr unavailable: 1 documents of" in caplog.text
     assert crawler.stats.get_value("searchcrawl/not_indexed") == 1  # what `scrapy crawl` exits with 4 for
     assert states(crawler) == {"pending": 1}
-    assert list(state_of(crawler).cache.documents()) == ["http://h.test/a.html"]  # for the next crawl
+    assert list(stores_of(crawler).cache.documents()) == ["http://h.test/a.html"]  # for the next crawl
 
 
 def test_the_push_under_way_at_the_close_queues_no_duplicate_to_take_a_refused_documents_place(crawler_of) -> None:
@@ -351,17 +375,17 @@ def test_the_push_under_way_at_the_close_queues_no_duplicate_to_take_a_refused_d
     push under way's refusals) must not queue its duplicates, which nothing would fetch (the run
     would end suspended). The flag is off before that push is awaited, not only at the run's end."""
     crawler = crawler_of()
-    pipeline = build_from_crawler(SolrPipeline, crawler)
-    state = state_of(crawler)
+    pipeline = solr_pipeline(crawler)
+    ledger = ledger_of(crawler)
     seen: list[bool] = []
 
     async def crawl() -> None:
         async def push_under_way() -> None:  # it writes through the crawl's table of the moment (a value)
-            seen.append(state.table.promotes_duplicates)
+            seen.append(ledger.table.promotes_duplicates)
 
         pipeline.flushing = asyncio.ensure_future(push_under_way())
         await pipeline.close_spider()
 
-    assert state.table.promotes_duplicates
+    assert ledger.table.promotes_duplicates
     asyncio.run(crawl())
     assert seen == [False]

@@ -203,10 +203,10 @@ def test_the_ledger_writer_alone_records_what_components_report(tmp_path) -> Non
     from searchcrawl.crawl.exceptions import NotIndexed
     from searchcrawl.crawl.items import CrawledDocument
     from searchcrawl.crawl.signals import url_outcome
-    from tests.components import source_crawler, state_of
+    from tests.components import close_stores, ledger_of, source_crawler
 
     crawler = source_crawler(tmp_path)
-    writer = state_of(crawler).ledger
+    writer = ledger_of(crawler)
     send = crawler.signals.send_catch_log
     item = lambda url: CrawledDocument("unit", url, 1, {})  # noqa: E731
     send(url_outcome, url="http://h.test/a", outcome=Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
@@ -219,13 +219,14 @@ def test_the_ledger_writer_alone_records_what_components_report(tmp_path) -> Non
     )
     send(signals.item_dropped, item=item("http://h.test/b"), response=None, spider=None, exception=DropItem("mine"))
     send(signals.item_error, item=item("http://h.test/c"), response=None, spider=None, failure=Failure(ValueError("bad")))
-    table = state_of(crawler).table
+    table = writer.table
     rows = {url: table.get("unit", url) for url in ("http://h.test/a", "http://h.test/b", "http://h.test/c")}
     assert (rows["http://h.test/a"]["state"], rows["http://h.test/a"]["status"]) == ("removing", 404)
     assert (rows["http://h.test/b"]["status"], rows["http://h.test/b"]["reason"]) == (934, "dropped by a pipeline: mine")
     assert (rows["http://h.test/c"]["state"], rows["http://h.test/c"]["status"]) == ("failed", 925)
     assert "ValueError: bad" in rows["http://h.test/c"]["reason"] and rows["http://h.test/c"]["failures"] == 1
     assert writer.max_failures == 3
+    close_stores(crawler)
 
 
 def test_a_deletion_stays_the_runs_word_whatever_comes_after_it_in_the_run(tmp_path) -> None:

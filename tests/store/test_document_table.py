@@ -350,7 +350,7 @@ def test_documents_found_in_solr_become_indexed_rows_and_known_rows_stay(backend
 
 def test_the_maintenance_plan_leaves_what_a_node_that_joined_did_in_the_run(tmp_path) -> None:
     """Found by tests/e2e/test_scale_out.py once the run's first node read Solr before planning
-    (CrawlState.take_over_index): a node that joined meanwhile had fetched the seed, and the plan,
+    (crawl/run_start.py take_over_index): a node that joined meanwhile had fetched the seed, and the plan,
     queuing every known URL, queued it again: fetched twice in one run."""
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'p.sqlite3'}"))
     source = "plan"

@@ -1,7 +1,10 @@
 """One writer of a URL's state (issue 54): outside the stores (searchcrawl/store/), no module calls
 the document table's writes, and none issues an INSERT or UPDATE on the documents table. They
-call the ledger (searchcrawl/store/ledger.py; in a crawl the ledger writer, crawl/ledger_writer.py),
-whose rules (rules/lifecycle.py) decide every change. Read from the code's syntax trees."""
+call the ledger (searchcrawl/store/ledger.py; in a crawl the LedgerWriter extension,
+crawl/ledger_writer.py, which records the outcomes and exclusions the components signal), whose
+rules (rules/lifecycle.py) decide every change. The modules that call the ledger's writes are
+named (``LEDGER_WRITERS``): the run's start and end, the agent spider's listing, the scope
+middleware, the cache writer and the Solr push. Read from the code's syntax trees."""
 
 from __future__ import annotations
 
@@ -45,6 +48,17 @@ READS = {
     "count_in_index",
     "knows",
 }
+# The Ledger's writes beyond the table's (its own check of a refusal)
+LEDGER_WRITES = WRITES | {"mark_refused"}
+# The modules outside the stores that call the ledger's writes, and what they write
+LEDGER_WRITERS = {
+    "searchcrawl/crawl/run_start.py": {"record_found", "plan_maintenance"},  # the take-over of Solr's, the maintenance plan
+    "searchcrawl/crawl/extensions/run_end.py": {"record", "drop_stale_targets", "hold_removals"},  # the run's settlements
+    "searchcrawl/crawl/agent_spider.py": {"record", "mark_linked"},  # settle_listing, the listing's documents
+    "searchcrawl/crawl/middlewares/scope.py": {"mark_linked"},  # the links of a run
+    "searchcrawl/crawl/pipelines/cache_writer.py": {"settle_duplicates"},
+    "searchcrawl/index/indexer.py": {"mark_indexed", "mark_refused", "mark_removed"},  # Solr's answers
+}
 OTHER_TABLES = {"for_run", "closing"}  # the same table, for a run or a closing crawl: no write
 SQL_WRITE = re.compile(r"\b(INSERT\s+INTO|UPDATE)\s+\"?documents\b", re.IGNORECASE)
 
@@ -80,6 +94,23 @@ def table_writes(tree: ast.AST) -> list[str]:
             if _is_table(node.func.value, aliases):
                 found.append(f"{node.lineno}: {node.func.attr}")
     return found
+
+
+def _is_ledger(node: ast.expr) -> bool:
+    """Whether an expression names a ledger: ``ledger``, ``....ledger``."""
+    return (isinstance(node, ast.Name) and node.id == "ledger") or (isinstance(node, ast.Attribute) and node.attr == "ledger")
+
+
+def ledger_writes(tree: ast.AST) -> set[str]:
+    """The ledger's writes called in ``tree`` (on ``ledger`` or ``....ledger``)."""
+    return {
+        node.func.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in LEDGER_WRITES
+        and _is_ledger(node.func.value)
+    }
 
 
 def sql_writes(tree: ast.AST) -> list[str]:
@@ -119,6 +150,18 @@ def test_no_module_outside_the_stores_writes_a_urls_row_but_through_the_ledger()
     assert offenders == {}, "write a URL's row through the ledger (searchcrawl/store/ledger.py)"
 
 
+def test_the_modules_that_write_through_the_ledger_are_the_named_ones() -> None:
+    """A write moved (the run's start out of the crawl state, the agent's listing into its
+    spider) or added elsewhere must be named here: only the ledger writes a URL's row, and these
+    are its callers."""
+    found = {}
+    for path in _modules():
+        writes = ledger_writes(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        if writes:
+            found[str(path.relative_to(PACKAGE.parent))] = writes
+    assert found == LEDGER_WRITERS
+
+
 def test_the_scan_finds_direct_writes() -> None:
     """The scan itself: the writes the crawl's components made before the ledger took them."""
     old = """
@@ -137,5 +180,6 @@ connection.execute(text("UPDATE documents SET state = 'removed'"))
     tree = ast.parse(old)
     assert len(table_writes(tree)) == 6
     assert len(sql_writes(tree)) == 4
-    harmless = "robots.record(site)\nledger.record(url, outcome)\ncontext.writer.mark_linked(urls)\nupdate(frontier)\n"
+    harmless = "robots.record(site)\nledger.record(url, outcome)\nself.ledger.mark_linked(urls)\nupdate(frontier)\n"
     assert table_writes(ast.parse(harmless)) == sql_writes(ast.parse(harmless)) == []
+    assert ledger_writes(ast.parse(harmless)) == {"record", "mark_linked"}

@@ -238,8 +238,12 @@ class RunEnd:
 
     def pusher(self) -> SolrPusher:
         """The Solr pipeline's pusher (one a crawl: ``make_pusher``), or one of its own when the
-        pipeline is not enabled."""
-        pipeline = self.crawler.get_item_pipeline(SolrPipeline)
+        pipeline is not enabled, or the crawler has no engine (a component built alone, whose
+        ``get_item_pipeline`` raises: the run's end then failed before its last push)."""
+        try:
+            pipeline = self.crawler.get_item_pipeline(SolrPipeline)
+        except RuntimeError:  # no engine: no item pipeline either
+            pipeline = None
         if pipeline is not None:
             return pipeline.pusher
         return make_pusher(self.crawler.settings, self.source, self.stores, self.ledger)

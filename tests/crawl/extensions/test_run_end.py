@@ -31,6 +31,7 @@ from searchcrawl.crawl.extensions.run_end import (
     wait_for_other_nodes,
 )
 from searchcrawl.crawl.frontier_scheduler import FrontierScheduler
+from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
@@ -38,7 +39,7 @@ from searchcrawl.store.database import now
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.models import FrontierState, RunState
 from searchcrawl.store.runs import Runs
-from tests.components import state_of
+from tests.components import engine_of, ledger_of, start_run, stores_of
 
 SOURCE = 'seeds = ["http://h.test/"]\n'
 CRAWLER_SETTINGS = {"SEARCHCRAWL_SOLR_RETRY_TIMES": 1}  # the last push to UNREACHABLE_SOLR fails at once
@@ -121,7 +122,7 @@ class StubTable:
     def table(self) -> StubTable:
         return self
 
-    def drop_stale_targets(self, rule_excluding: Any) -> int:
+    def drop_stale_targets(self, excluding: Any) -> int:
         return 0
 
     def orphans(self, source: str) -> list[str]:
@@ -132,7 +133,7 @@ class StubTable:
 
 
 def test_orphans_leave_unless_the_site_hid_pages_from_the_crawl(crawler_of, caplog: pytest.LogCaptureFixture) -> None:
-    source = state_of(crawler_of('seeds = ["http://h.test/"]\norphans = "delete"\n')).source
+    source = crawler_of('seeds = ["http://h.test/"]\norphans = "delete"\n').spidercls.source
     table = StubTable(["http://h.test/", "http://h.test/old.html"])
     settle_run(source, table, lambda url, depth: None, refused=0, unreached=0)  # type: ignore[arg-type]
     assert table.recorded == [("http://h.test/old.html", int(Status.ORPHAN))]  # a seed is never an orphan
@@ -142,7 +143,7 @@ def test_orphans_leave_unless_the_site_hid_pages_from_the_crawl(crawler_of, capl
         settle_run(source, table, lambda url, depth: None, refused=2, unreached=0)  # type: ignore[arg-type]
     assert table.recorded == [] and "Orphans of unit are kept" in caplog.text
 
-    kept = state_of(crawler_of()).source  # orphans = "keep", the default
+    kept = crawler_of().spidercls.source  # orphans = "keep", the default
     table = StubTable(["http://h.test/old.html"])
     settle_run(kept, table, lambda url, depth: None, refused=0, unreached=0)  # type: ignore[arg-type]
     assert table.recorded == []
@@ -150,16 +151,16 @@ def test_orphans_leave_unless_the_site_hid_pages_from_the_crawl(crawler_of, capl
 
 def test_the_mass_deletion_guard_holds_removals_beyond_the_share(crawler_of) -> None:
     crawler = crawler_of()  # max_delete_share: 30 % by default
-    attached(crawler)  # the run whose delta report says "held"
-    state = state_of(crawler)
-    state.table.record_found("unit", [[(f"http://h.test/{n}.html", None, f"sum-{n}") for n in range(10)]])
+    start_run(crawler)  # the run whose delta report says "held"
+    source, ledger = crawler.spidercls.source, ledger_of(crawler)
+    ledger.table.record_found("unit", [[(f"http://h.test/{n}.html", None, f"sum-{n}") for n in range(10)]])
     gone(crawler, "http://h.test/0.html")
-    assert guard_removals(state.source, state.writer, force_delete=False) == 0  # 1 of 10: they go
+    assert guard_removals(source, ledger, force_delete=False) == 0  # 1 of 10: they go
     for n in range(1, 5):
         gone(crawler, f"http://h.test/{n}.html")
-    assert guard_removals(state.source, state.writer, force_delete=True) == 0  # `-a delete=force`
-    assert guard_removals(state.source, state.writer, force_delete=False) == 5  # 5 of 10: held
-    assert state.table.get("unit", "http://h.test/1.html")["delta"] == "held"  # type: ignore[index]
+    assert guard_removals(source, ledger, force_delete=True) == 0  # `-a delete=force`
+    assert guard_removals(source, ledger, force_delete=False) == 5  # 5 of 10: held
+    assert ledger.table.get("unit", "http://h.test/1.html")["delta"] == "held"  # type: ignore[index]
 
 
 def test_the_delta_summary_names_every_kind_and_the_skipped_entries() -> None:
@@ -193,15 +194,14 @@ def test_the_frontier_scheduler_refuses_a_crawl_whose_runs_nothing_would_end(cra
         build_from_crawler(FrontierScheduler, crawler)
 
 
-def attached(crawler: Crawler, owner: str | None = None) -> tuple[Runs, int]:
-    """A run of the crawler's source, started and attached as FrontierScheduler.open does."""
-    state = state_of(crawler)
-    runs = Runs(state.table.database)
-    run = runs.start(state.source.name, allow_shared=state.shared, owner=owner or state.owner)
-    if owner is not None:  # another node started it: this one joins
-        run = runs.start(state.source.name, allow_shared=True, owner=state.owner)
-    state.attach_run(run.id, run.resumed, Frontier(state.table.database, state.source.name, run.id, state.owner), runs)
-    return runs, run.id
+def attached(crawler: Crawler, owner: str | None = None) -> tuple[Runs, Run, Frontier]:
+    """A run of the crawler's source, started as FrontierScheduler.open starts it (``start_run``):
+    the runs table, the run and its frontier. ``owner``: another node started it, this one joins."""
+    runs = stores_of(crawler).runs
+    if owner is not None:
+        runs.start("unit", allow_shared=True, owner=owner)
+    run, frontier = start_run(crawler)
+    return runs, run, frontier
 
 
 def steps_of(end: RunEnd) -> list[str]:
@@ -209,29 +209,29 @@ def steps_of(end: RunEnd) -> list[str]:
     called: list[str] = []
     for name in ("wait_for_other_nodes", "settle", "report", "leave_or_suspend"):
         setattr(end, name, lambda *args, name=name: called.append(name))
-    end.guard = lambda context: called.append("guard") or True  # type: ignore[method-assign]
-    end.push_at_end = lambda context, remove: called.append(f"push(remove={remove})")  # type: ignore[method-assign]
+    end.guard = lambda run: called.append("guard") or True  # type: ignore[method-assign]
+    end.push_at_end = lambda run, remove: called.append(f"push(remove={remove})")  # type: ignore[method-assign]
     return called
 
 
 def test_the_ending_process_goes_through_the_steps_in_their_order(crawler_of) -> None:
     crawler = crawler_of()
-    attached(crawler)
+    _runs, run, frontier = attached(crawler)
     called = steps_of(run_end(crawler))
-    run_end(crawler).end("finished")
+    run_end(crawler).end(run, frontier, "finished")
     assert called == ["wait_for_other_nodes", "settle", "guard", "push(remove=True)", "report"]
 
 
 def test_a_node_that_does_not_end_the_run_pushes_its_own_documents_and_leaves(crawler_of) -> None:
     crawler = crawler_of(SEARCHCRAWL_SHARED_CRAWL=True)
-    runs, run_id = attached(crawler, owner="other-host:1")
-    other = Frontier(state_of(crawler).table.database, "unit", run_id, "other-host:1")
+    runs, run, frontier = attached(crawler, owner="other-host:1")
+    other = Frontier(stores_of(crawler).database, "unit", run.id, "other-host:1")
     other.add([Entry("http://h.test/", 0)])
     assert other.lease(1)  # the other node still works
     called = steps_of(run_end(crawler))
-    run_end(crawler).end("finished")
+    run_end(crawler).end(run, frontier, "finished")
     assert called == ["push(remove=False)", "leave_or_suspend"]
-    assert runs.claim_finish(run_id)  # nobody claimed it: the other node will
+    assert runs.claim_finish(run.id)  # nobody claimed it: the other node will
 
 
 async def opened_and_closed(crawler: Crawler, reason: str) -> None:
@@ -243,10 +243,10 @@ async def opened_and_closed(crawler: Crawler, reason: str) -> None:
 
 def test_spider_closed_ends_the_run_and_records_its_report(crawler_of) -> None:
     crawler = crawler_of()
-    runs, run_id = attached(crawler)
-    state = state_of(crawler)
-    state.frontier.add([Entry("http://h.test/", 0)])  # type: ignore[union-attr]
-    state.frontier.lease(1)  # type: ignore[union-attr]
+    runs, run, frontier = attached(crawler)
+    run_id = run.id
+    frontier.add([Entry("http://h.test/", 0)])
+    frontier.lease(1)
     crawler.signals.send_catch_log(
         url_outcome, url="http://h.test/", outcome=Outcome(Event.CACHED, 200, "fetched", columns={"checksum": "x"})
     )
@@ -256,37 +256,38 @@ def test_spider_closed_ends_the_run_and_records_its_report(crawler_of) -> None:
     assert json.loads(run["counters"])["delta"] == {"new": 1}
     assert runs.nodes(run_id, 600) == []  # it left the run
     assert crawler.stats.get_value("searchcrawl/pending") == 1  # its last push ran (nothing cached: nothing sent)
-    assert state.table.promotes_duplicates is False  # it fetches nothing more
+    assert ledger_of(crawler).table.promotes_duplicates is False  # it fetches nothing more
 
 
 def test_a_process_that_took_no_run_ends_nothing(crawler_of) -> None:
     crawler = crawler_of()
-    state = state_of(crawler)
-    state.no_run = "finished"  # FrontierScheduler found the run ended: this process crawled nothing
-    run_end(crawler).end("finished")
-    assert crawler.stats.get_value("searchcrawl/pending") is None and state.table.promotes_duplicates
+    # FrontierScheduler found the run ended: this process crawled nothing, and no run_started was sent
+    end = run_end(crawler)
+    asyncio.run(end.closed("finished"))
+    assert end.run is None and end.frontier is None
+    assert crawler.stats.get_value("searchcrawl/pending") is None and ledger_of(crawler).table.promotes_duplicates
 
 
 def test_the_ending_node_gives_up_waiting_for_a_node_that_never_leaves(crawler_of, caplog) -> None:
     crawler = crawler_of(SEARCHCRAWL_SHARED_CRAWL=True)
-    runs, run_id = attached(crawler, owner="other-host:1")  # on another host: alive for its heartbeat
+    runs, run, frontier = attached(crawler, owner="other-host:1")  # on another host: alive for its heartbeat
     end = run_end(crawler)
     end.others_leave_wait = 0  # the bound itself is tested with a fake clock above
     with caplog.at_level(logging.WARNING):
-        end.end("finished")
-    assert f"Run {run_id} of unit ends without other-host:1, which did not leave it in 0 s" in caplog.text
-    assert runs.get(run_id)["state"] == "finished"  # type: ignore[index]
+        end.end(run, frontier, "finished")
+    assert f"Run {run.id} of unit ends without other-host:1, which did not leave it in 0 s" in caplog.text
+    assert runs.get(run.id)["state"] == "finished"  # type: ignore[index]
 
 
 def test_the_last_node_of_a_suspended_shared_run_records_it(crawler_of) -> None:
     crawler = crawler_of(SEARCHCRAWL_SHARED_CRAWL=True)
-    runs, run_id = attached(crawler, owner="other-host:1")
-    run_end(crawler).end("shutdown")  # the other node still works: this one leaves
-    assert runs.get(run_id)["state"] == "running" and runs.nodes(run_id, 600) == ["other-host:1"]  # type: ignore[index]
-    runs.leave(run_id, "other-host:1")
-    runs.start("unit", allow_shared=True, owner=state_of(crawler).owner)  # this node joins again, and is shut down last
-    run_end(crawler).end("shutdown")
-    assert runs.get(run_id)["state"] == "suspended"  # type: ignore[index]
+    runs, run, frontier = attached(crawler, owner="other-host:1")
+    run_end(crawler).end(run, frontier, "shutdown")  # the other node still works: this one leaves
+    assert runs.get(run.id)["state"] == "running" and runs.nodes(run.id, 600) == ["other-host:1"]  # type: ignore[index]
+    runs.leave(run.id, "other-host:1")
+    runs.start("unit", allow_shared=True, owner=run.owner)  # this node joins again, and is shut down last
+    run_end(crawler).end(run, frontier, "shutdown")
+    assert runs.get(run.id)["state"] == "suspended"  # type: ignore[index]
 
 
 def test_a_node_stays_alive_in_its_run_until_its_end_is_over(crawler_of) -> None:
@@ -297,16 +298,15 @@ def test_a_node_stays_alive_in_its_run_until_its_end_is_over(crawler_of) -> None
     from searchcrawl.store.models import crawl_nodes
 
     crawler = crawler_of(SEARCHCRAWL_SHARED_CRAWL=True, SEARCHCRAWL_LEASE_SECONDS=30)
-    runs, run_id = attached(crawler)
-    state = state_of(crawler)
-    with state.table.database.engine.begin() as connection:  # its last heartbeat, a lease ago
+    runs, run, _frontier = attached(crawler)
+    with stores_of(crawler).database.engine.begin() as connection:  # its last heartbeat, a lease ago
         connection.execute(update(crawl_nodes).values(heartbeat=now() - timedelta(seconds=60)))
-    assert runs.nodes(run_id, 30) == []
+    assert runs.nodes(run.id, 30) == []
     end = run_end(crawler)
     seen: list[list[str]] = []
-    end.end = lambda reason: seen.append(runs.nodes(run_id, 30))  # type: ignore[method-assign]
+    end.end = lambda run, frontier, reason: seen.append(runs.nodes(run.id, 30))  # type: ignore[method-assign]
     asyncio.run(end.closed("finished"))
-    assert seen == [[state.owner]]
+    assert seen == [[run.owner]]
 
 
 # --- regressions (the second read of issue 54's run end) -------------------------------------------
@@ -316,31 +316,31 @@ def test_a_step_that_fails_leaves_the_run_ended_all_the_same(crawler_of, caplog)
     """The Solr pipeline's close and the scheduler's close did the end apart: a last push that
     raised left the run ended by the scheduler. One RunEnd must not leave it running."""
     crawler = crawler_of()
-    runs, run_id = attached(crawler)
+    runs, run, frontier = attached(crawler)
     end = run_end(crawler)
 
-    def broken(context: Any, remove: bool) -> None:
+    def broken(run: Run, remove: bool) -> None:
         raise OSError("the cache's disk is gone")
 
     end.push_at_end = broken  # type: ignore[method-assign]
     with caplog.at_level(logging.ERROR):
-        end.end("finished")
-    assert runs.get(run_id)["state"] == "finished"  # type: ignore[index]
-    assert runs.nodes(run_id, 600) == []
-    assert f"The end of run {run_id} of unit failed" in caplog.text and "the cache's disk is gone" in caplog.text
+        end.end(run, frontier, "finished")
+    assert runs.get(run.id)["state"] == "finished"  # type: ignore[index]
+    assert runs.nodes(run.id, 600) == []
+    assert f"The end of run {run.id} of unit failed" in caplog.text and "the cache's disk is gone" in caplog.text
 
 
 def test_a_node_whose_last_push_fails_still_leaves_the_shared_run(crawler_of) -> None:
     crawler = crawler_of(SEARCHCRAWL_SHARED_CRAWL=True)
-    runs, run_id = attached(crawler, owner="other-host:1")
+    runs, run, frontier = attached(crawler, owner="other-host:1")
     end = run_end(crawler)
 
-    def broken(context: Any, remove: bool) -> None:
+    def broken(run: Run, remove: bool) -> None:
         raise OSError("the cache's disk is gone")
 
     end.push_at_end = broken  # type: ignore[method-assign]
-    end.end("shutdown")  # the other node goes on
-    assert runs.nodes(run_id, 600) == ["other-host:1"]  # this one left: the ending node does not wait for it
+    end.end(run, frontier, "shutdown")  # the other node goes on
+    assert runs.nodes(run.id, 600) == ["other-host:1"]  # this one left: the ending node does not wait for it
 
 
 def test_the_crawl_migrates_solr_ids_once_for_its_pushes_and_its_last(crawler_of, monkeypatch) -> None:
@@ -352,9 +352,28 @@ def test_the_crawl_migrates_solr_ids_once_for_its_pushes_and_its_last(crawler_of
     asked: list[str] = []
     monkeypatch.setattr(indexer, "migrate_ids", lambda index, source, **kwargs: asked.append(source) or 0)
     crawler = crawler_of()
-    attached(crawler)
-    pipeline = build_from_crawler(SolrPipeline, crawler)
-    assert pipeline.push_once().error is None  # a push during the crawl (nothing cached: nothing sent)
-    run_end(crawler).end("finished")
+    _runs, run, frontier = attached(crawler)
+
+    async def crawl() -> None:
+        async with engine_of(crawler):  # the engine's item pipelines: the Solr pipeline the run's end finds
+            pipeline = crawler.get_item_pipeline(SolrPipeline)
+            assert pipeline is not None
+            assert pipeline.push_once().error is None  # a push during the crawl (nothing cached: nothing sent)
+            run_end(crawler).end(run, frontier, "finished")
+
+    asyncio.run(crawl())
     assert asked == ["unit"]
     assert crawler.stats.get_value("searchcrawl/pending") == 0
+
+
+def test_the_run_end_pushes_with_a_pusher_of_its_own_on_a_crawler_without_an_engine(crawler_of, caplog) -> None:
+    """Regression: RunEnd found the Solr pipeline's pusher with ``get_item_pipeline``, which raises
+    before the crawler has an engine (RunEnd built alone, as here): the end logged a failure and
+    skipped its last push. It makes a pusher of its own then, as when the pipeline is not enabled."""
+    crawler = crawler_of()
+    runs, run, frontier = attached(crawler)
+    with caplog.at_level(logging.ERROR):
+        run_end(crawler).end(run, frontier, "finished")
+    assert "failed" not in caplog.text
+    assert crawler.stats.get_value("searchcrawl/pending") == 0  # the last push ran (nothing cached: nothing sent)
+    assert runs.get(run.id)["state"] == "finished"  # type: ignore[index]

@@ -4,9 +4,10 @@ line, saves the run's counters in the runs table and honours a control request r
 What is not run here: ``opened`` (the spider_opened receiver). It starts a
 ``twisted.internet.task.LoopingCall``, which needs a Twisted reactor, while ``get_crawler`` builds
 the crawler reactorless when none is installed (as in this test process); calling it would install
-Twisted's default reactor for the whole test session. So these tests hand the monitor the crawl's
-state as ``opened`` does (its ``context``), and a spider the engine is crawling is a stand-in
-that records ``close_spider_async`` (the crawler's ``engine`` only exists in a crawl)."""
+Twisted's default reactor for the whole test session. So these tests start the run as the
+frontier scheduler does (``start_run``: the monitor receives ``run_started``), and a spider the
+engine is crawling is a stand-in that records ``close_spider_async`` (the crawler's ``engine``
+only exists in a crawl)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,11 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import build_from_crawler
 
-from searchcrawl.crawl.extensions.crawl_state import CrawlState
 from searchcrawl.crawl.extensions.give_back import GiveBack
 from searchcrawl.crawl.extensions.run_monitor import RunMonitor
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.runs import Runs
-from tests.components import state_of
+from tests.components import start_run, stores_of
 
 LOGGER = "searchcrawl.crawl.extensions.run_monitor"
 
@@ -43,16 +43,13 @@ class Engine:
         self.closed.append(reason)
 
 
-def with_run(crawler: Crawler) -> tuple[RunMonitor, CrawlState, Runs]:
-    """A monitor of a crawl whose run has started (as FrontierScheduler starts it)."""
-    state = state_of(crawler)
-    runs = Runs(state.table.database)
-    run = runs.start("unit")
-    frontier = Frontier(state.table.database, "unit", run.id, state.owner)
-    state.attach_run(run.id, run.resumed, frontier, runs)
+def with_run(crawler: Crawler) -> tuple[RunMonitor, Frontier, Runs]:
+    """A monitor of a crawl whose run has started (as FrontierScheduler starts it: ``run_started``
+    gives the monitor the run and its frontier, and it finds the stores)."""
     monitor = build_from_crawler(RunMonitor, crawler)
-    monitor.context = state  # what ``opened`` finds when the spider opens
-    return monitor, state, runs
+    _run, frontier = start_run(crawler)
+    assert monitor.stores is stores_of(crawler)
+    return monitor, frontier, stores_of(crawler).runs
 
 
 @pytest.mark.parametrize("interval", [0, -1])
@@ -67,7 +64,7 @@ def test_it_is_built_with_the_interval(crawler_of) -> None:
     crawler = crawler_of(SEARCHCRAWL_PROGRESS_INTERVAL=2.5)
     assert crawler.get_extension(RunMonitor).interval == 2.5
     monitor = build_from_crawler(RunMonitor, crawler)
-    assert (monitor.interval, monitor.context, monitor.loop) == (2.5, None, None)
+    assert (monitor.interval, monitor.run, monitor.frontier, monitor.loop) == (2.5, None, None, None)
     monitor.closed()  # a crawl that never opened: nothing to stop
 
 
@@ -75,17 +72,17 @@ def test_a_tick_before_the_run_has_started_does_nothing(crawler_of, caplog: pyte
     crawler = crawler_of()
     monitor = build_from_crawler(RunMonitor, crawler)
     with caplog.at_level(logging.INFO, logger=LOGGER):
-        monitor.tick()  # not opened
-        monitor.context = state_of(crawler)
-        monitor.tick()  # opened, but no run attached (the scheduler attaches it)
+        monitor.tick()  # no run, no stores
+        monitor.stores = stores_of(crawler)
+        monitor.tick()  # the stores, but no run started (the scheduler starts it: run_started)
     assert [record for record in caplog.records if record.name == LOGGER] == []
 
 
 def test_a_tick_logs_progress_and_saves_the_runs_counters(crawler_of, caplog: pytest.LogCaptureFixture) -> None:
     crawler = crawler_of(SEARCHCRAWL_CACHE_MAX_BYTES=2_000_000)
     crawler.engine = Engine()  # type: ignore[assignment]  # a tick runs in a crawl, whose engine is set
-    monitor, state, runs = with_run(crawler)
-    state.frontier.add([Entry("http://h.test/a.html", 1), Entry("http://h.test/b.html", 1)])
+    monitor, frontier, runs = with_run(crawler)
+    frontier.add([Entry("http://h.test/a.html", 1), Entry("http://h.test/b.html", 1)])
     crawler.stats.set_value("response_received_count", 7)
     crawler.stats.set_value("searchcrawl/indexed", 3)
     with caplog.at_level(logging.INFO, logger=LOGGER):
@@ -101,7 +98,7 @@ def test_a_tick_logs_progress_and_saves_the_runs_counters(crawler_of, caplog: py
 @pytest.mark.parametrize(("action", "reason"), [("stop", "stopped"), ("suspend", "suspended")])
 def test_a_control_request_closes_the_spider(crawler_of, caplog: pytest.LogCaptureFixture, action: str, reason: str) -> None:
     crawler = crawler_of()
-    monitor, _state, runs = with_run(crawler)
+    monitor, _frontier, runs = with_run(crawler)
     crawler.engine = engine = Engine()  # type: ignore[assignment]
 
     async def ticks() -> None:
@@ -125,7 +122,7 @@ def test_a_shutdown_gives_back_what_waits_to_be_sent(crawler_of) -> None:
     crawler = crawler_of()
     engine = crawler.engine = Engine()  # type: ignore[assignment]
     engine.spider, engine.running = object(), False
-    monitor, _state, _runs = with_run(crawler)
+    monitor, _frontier, _runs = with_run(crawler)
     give_back = crawler.get_extension(GiveBack)
     monitor.tick()
     assert not give_back.closing  # starting, not stopping
