@@ -36,7 +36,9 @@ import pytest
 from searchcrawl.dev.jvm_server import JvmServer, free_port
 from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.dev.tika_runner import DevTika
-from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store import Database, DocumentTable, SchemaOutdated
+from searchcrawl.store.frontier import Frontier
+from searchcrawl.store.models import FrontierState
 from searchcrawl.store.runs import Runs
 from tests.forkserver import ForkServer
 
@@ -646,14 +648,34 @@ class Project:
 
     def killed_crawl(self, name: str, seconds: float, delay: float = 0.3) -> None:
         """``scrapy crawl name`` slowed to one request per ``delay`` seconds, killed with SIGKILL
-        after ``seconds``, while its run is still running (the next crawl resumes it)."""
+        once its run has fetched a URL and ``seconds`` have passed since it was started (at once,
+        on a machine so busy that the start took longer), while its run is still running (the
+        next crawl resumes it). Waiting for the first fetch, not a fixed time: a busy machine's
+        crawl may not have started its run in a few seconds."""
+        started = time.monotonic()
         process = self.popen("crawl", name, "-s", "CONCURRENT_REQUESTS=1", "-s", f"DOWNLOAD_DELAY={delay}")
-        time.sleep(seconds)
+        wait_for(lambda: self.fetched_one(name) or process.poll() is not None, what="the crawl's first fetch")
+        while time.monotonic() - started < seconds and process.poll() is None:
+            time.sleep(0.05)  # into the fetching, as far as the test asked
         process.send_signal(signal.SIGKILL)
         process.wait()
         database = self.table().database
         try:
             assert Runs(database).latest(name)["state"] == "running", "the crawl ended before the kill"
+        finally:
+            database.close()
+
+    def fetched_one(self, name: str) -> bool:
+        """Has the source's running run a URL done? (Its database may not be made yet.)"""
+        try:  # read, never migrated: the crawl makes it (a file not made yet reads as empty)
+            database = Database(self.db_url or f"sqlite:///{self.data_dir / 'documents.sqlite3'}", migrate=False)
+        except SchemaOutdated:  # being made by the crawl
+            return False
+        try:
+            run = Runs(database).latest(name)
+            if run is None or run["state"] != "running":
+                return False
+            return Frontier(database, name, run["id"], "test").counts()[FrontierState.DONE] > 0
         finally:
             database.close()
 
