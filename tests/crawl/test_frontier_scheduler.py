@@ -41,8 +41,8 @@ from searchcrawl.crawl.extensions.run_end import run_end
 from searchcrawl.crawl.frontier_scheduler import IDLE_RECHECK, WAKE_URL, FrontierScheduler
 from searchcrawl.crawl.meta import KNOWN, WAKE
 from searchcrawl.crawl.requests import admission_of, admitted
-from searchcrawl.crawl.run import process_owner
-from searchcrawl.crawl.signals import url_outcome
+from searchcrawl.crawl.run import Run, process_owner
+from searchcrawl.crawl.signals import run_started, url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.deltas import Deltas
@@ -574,3 +574,22 @@ def test_open_itself_starts_resumes_and_closes_the_run_on_asyncio(crawler_of: Ca
     assert (again, resumed) == (first, True) and leased_again == leased  # the same run, nothing lost
     fresh, resumed, _ = asyncio.run(session(fresh="1"))
     assert fresh != first and not resumed
+
+
+def test_a_component_that_cannot_take_the_run_fails_the_start(crawler_of: Callable[..., Crawler]) -> None:
+    """Fail closed: a ``run_started`` receiver that raises (a ledger that would write outside its
+    run, a pipeline without the run) stops the crawl's start instead of crawling without it."""
+    crawler = crawler_of()
+
+    def refuses(run: Run, frontier: Frontier) -> None:
+        raise RuntimeError("cannot take the run")
+
+    crawler.signals.connect(refuses, signal=run_started, weak=False)
+
+    async def session() -> None:
+        scheduler = build_from_crawler(FrontierScheduler, crawler)
+        with pytest.raises(RuntimeError, match="cannot take the run"):
+            scheduler.open(crawler.spidercls.from_crawler(crawler))
+        assert scheduler.renewal is None  # nothing leased, nothing renewed
+
+    asyncio.run(session())
