@@ -266,7 +266,9 @@ class DocumentTable:
         ):
             return False
         if outcome.finishes and self.run_id is not None:
-            place(self.database, connection, source, url, self._finished(keep_request=keeps_request(outcome)))
+            finished = self._finished(keep_request=keeps_request(outcome))
+            entry = current.id if current is not None and current.entry is not None else None
+            place(self.database, connection, source, url, finished, entry, outcome.depth)
         if current is None or not self.test_mode:  # test mode: an existing row's redirect stays
             self._write_redirect(connection, source, url, redirect, current)
         if not self.test_mode and self.promotes_duplicates:
@@ -356,6 +358,8 @@ class DocumentTable:
             "row_state",
             lambda: (
                 select(
+                    documents.c.id,
+                    frontier.c.document_id.label("entry"),
                     redirects.c.target,
                     redirects.c.via,
                     documents.c.state,
@@ -368,7 +372,7 @@ class DocumentTable:
                     documents.c.checksum,
                     documents.c.last_changed,
                 )
-                .select_from(WITH_REDIRECT)
+                .select_from(WHOLE)
                 .where(documents.c.source == bindparam("source"), documents.c.url_hash == bindparam("url_hash"))
             ),
         )

@@ -316,11 +316,36 @@ class Frontier:
 ENTRY_COLUMNS = ("run_id", "state", "lease_owner", "lease_expires", "request")
 
 
-def place(database: Database, connection: Connection, source: str, url: str, values: Mapping[str, Any]) -> None:
+def place(
+    database: Database,
+    connection: Connection,
+    source: str,
+    url: str,
+    values: Mapping[str, Any],
+    entry: int | None = None,
+    depth: int | None = None,
+) -> None:
     """Put ``url``'s entry where ``values`` say (``run_id`` and ``state``, and which of
-    ENTRY_COLUMNS they name), made if the URL has none, its depth its document's: an outcome
-    recorded finishes the URL in the current run (done), or queues it again. Its document row
-    is written already (in this transaction)."""
+    ENTRY_COLUMNS they name): an outcome recorded finishes the URL in the current run (done),
+    or queues it again. Its document row is written already (in this transaction). ``entry``:
+    the document id of a URL known to have an entry, which is updated (one look-up by key, on
+    every page's outcome); otherwise one is made if the URL has none, at its document's depth.
+    ``depth``: the depth its outcome says (None: as it is)."""
+    if entry is not None:
+        columns = (*values, *(("depth",) if depth is not None else ()))
+
+        def build_update() -> Any:
+            return (
+                update(frontier)
+                .where(frontier.c.document_id == bindparam("w_id"))
+                .values({column: bindparam(f"v_{column}", type_=frontier.c[column].type) for column in columns})
+            )
+
+        parameters = {f"v_{column}": value for column, value in values.items()}
+        if depth is not None:
+            parameters["v_depth"] = depth
+        connection.execute(database.statement(("frontier_update", columns), build_update), {**parameters, "w_id": entry})
+        return
     columns = tuple(values)
 
     def build() -> Any:
