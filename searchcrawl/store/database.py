@@ -2,14 +2,14 @@
 
 Works on SQLite (the default, in WAL mode so that readers never wait on the crawl) and on
 PostgreSQL. A crawl opens it with ``migrate=True``: the schema is brought up to date with
-Alembic, so a user's data survives upgrades of searchcrawl. That happens where the crawl opens its
-stores (searchcrawl/crawl/extensions/crawl_state.py), before its run starts (the frontier scheduler opens the run
-later): no run is ever under way while the schema changes. The migrations run in one transaction,
-on SQLite too (``_migration``): one that fails, or a process killed meanwhile, leaves the database
-at the revision it had, its data whole. Read-only commands (status, report,
-explain, solr migrate-ids) open it without migrating: they never write the schema, and say so
-when it is of another revision than this searchcrawl's (a crawl of any source brings it up to
-date) or has no searchcrawl tables; a SQLite file no crawl has made yet reads as empty (an
+Alembic, so a user's data survives upgrades of searchcrawl. That happens as the crawl's extensions
+open its stores (``Database(url)``, in searchcrawl/crawl/extensions/), before its run starts: the
+frontier scheduler opens the run later, so no run is ever under way while the schema changes. The
+migrations run in one transaction, on SQLite too (``_migration``): one that fails, or a process
+killed meanwhile, leaves the database at the revision it had, its data whole. Read-only commands
+(status, report, explain, solr migrate-ids) open it without migrating: they never write the
+schema, and say so when it is of another revision than this searchcrawl's (a crawl of any source
+brings it up to date) or has no searchcrawl tables; a SQLite file no crawl has made yet reads as empty (an
 in-memory stand-in), and nothing is created for them.
 
 Each store takes a ``Database``: documents (documents.py), the frontier (frontier.py), the
