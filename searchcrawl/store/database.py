@@ -2,10 +2,14 @@
 
 Works on SQLite (the default, in WAL mode so that readers never wait on the crawl) and on
 PostgreSQL. A crawl opens it with ``migrate=True``: the schema is brought up to date with
-Alembic, so a user's data survives upgrades of searchcrawl. Read-only commands (status, report,
-explain, solr migrate-ids) open it without migrating: they never write the schema, and say so
-when it is of another revision than this searchcrawl's (a crawl of any source brings it up to
-date) or has no searchcrawl tables; a SQLite file no crawl has made yet reads as empty (an
+Alembic, so a user's data survives upgrades of searchcrawl. That happens as the crawl's extensions
+open its stores (``Database(url)``, in searchcrawl/crawl/extensions/), before its run starts: the
+frontier scheduler opens the run later, so no run is ever under way while the schema changes. The
+migrations run in one transaction, on SQLite too (``_migration``): one that fails, or a process
+killed meanwhile, leaves the database at the revision it had, its data whole. Read-only commands
+(status, report, explain, solr migrate-ids) open it without migrating: they never write the
+schema, and say so when it is of another revision than this searchcrawl's (a crawl of any source
+brings it up to date) or has no searchcrawl tables; a SQLite file no crawl has made yet reads as empty (an
 in-memory stand-in), and nothing is created for them.
 
 Each store takes a ``Database``: documents (documents.py), the frontier (frontier.py), the
@@ -44,6 +48,9 @@ def url_hash(url: str) -> str:
     URL itself. A btree index entry holds about 2,700 bytes (PostgreSQL refuses a longer one,
     and the crawler meets URLs of any length); a SHA-256 is 64 characters whatever the URL."""
     return hashlib.sha256(url.encode("utf-8")).hexdigest()
+
+
+ROW_KEY = ["source", "url_hash"]  # the unique key of a document row: inserts conflict on it
 
 
 def keyed(row: dict[str, Any]) -> dict[str, Any]:
@@ -157,7 +164,7 @@ def _across_processes(engine: Engine, connection: Connection) -> Iterator[None]:
 # The newest revision in migrations/versions (tests/store/test_document_table.py checks it against
 # Alembic's own answer). Opening a database already at it reads one row and loads no Alembic: a
 # fifth of a second of every `scrapy` command's start, and tests run hundreds of them.
-SCHEMA_REVISION = "0011"
+SCHEMA_REVISION = "0012"
 
 
 def current_revision(engine: Engine) -> str | None:
@@ -187,7 +194,7 @@ def _create_new_sqlite(engine: Engine) -> bool:
     False, and nothing done, when the database has tables: the migrations bring those up to date."""
     from searchcrawl.store.models import metadata
 
-    with _migrate_lock, engine.begin() as connection, _across_processes(engine, connection):
+    with _migrate_lock, _migration(engine) as connection, _across_processes(engine, connection):
         if inspect(connection).get_table_names():  # made meanwhile, or an older schema
             return False
         metadata.create_all(connection)
@@ -203,6 +210,19 @@ ALEMBIC_VERSION_TABLE = (
 )
 
 
+@contextlib.contextmanager
+def _migration(engine: Engine) -> Iterator[Connection]:
+    """A connection in one transaction for schema work, committed at the end, rolled back on any
+    error. On SQLite the driver (pysqlite) opens a transaction only before an INSERT or UPDATE and
+    runs CREATE, DROP and ALTER in autocommit: a migration failing half-way kept the tables it had
+    made and dropped. An explicit BEGIN (IMMEDIATE: the write lock at once) makes every statement
+    part of it; SQLite's DDL is transactional."""
+    with engine.begin() as connection:
+        if engine.dialect.name == "sqlite":
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        yield connection
+
+
 def run_migrations(engine: Engine, revision: str = "head") -> None:
     """Alembic's upgrade to ``revision`` (the migrations in migrations/versions), whatever the
     database holds."""
@@ -213,7 +233,7 @@ def run_migrations(engine: Engine, revision: str = "head") -> None:
     with (
         _migrate_lock,
         package_dir("searchcrawl.store", "migrations") as scripts,
-        engine.begin() as connection,
+        _migration(engine) as connection,
         _across_processes(engine, connection),
     ):
         config.set_main_option("script_location", str(scripts))

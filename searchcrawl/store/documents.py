@@ -4,7 +4,10 @@ The SQL of every write of a URL's state (``record``, and the bulk writes the led
 exactly one state), which only the ledger (ledger.py) calls: what a write changes is decided by
 the ledger's rules (searchcrawl/rules/lifecycle.py). A table's writes are those of one run, given
 when it is made (``for_run``, ``closing``). The frontier (frontier.py), the runs (runs.py) and the delta reports
-(deltas.py) are other stores over the same database (database.py).
+(deltas.py) are other stores over the same database (database.py). A URL's entry in its run's
+frontier and its temporary redirect are in tables of their own (models.frontier, models.redirects):
+an outcome recorded here finishes the entry (through frontier.py's ``place``) and writes the
+redirect, in the transaction of the document's write.
 
 A row is keyed by its source and the SHA-256 of its URL (``url_hash``), not by the URL, which
 may be longer than an index entry holds: every write here adds the key (``keyed``) and every
@@ -19,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Result, bindparam, case, exists, func, literal, or_, select, tuple_, update
+from sqlalchemy import Connection, Result, and_, bindparam, case, exists, func, literal, or_, select, tuple_, update
 from sqlalchemy import Row as SqlRow
 
 from searchcrawl.rules.lifecycle import (
@@ -41,27 +44,38 @@ from searchcrawl.rules.lifecycle import (
 from searchcrawl.rules.maintenance import holder_of, named_canonical
 from searchcrawl.rules.redirect_policy import TEMPORARY as TEMPORARY_REDIRECTS
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.store.database import Database, as_utc, keyed, now, url_hash
-from searchcrawl.store.models import FrontierState, documents
+from searchcrawl.store.database import ROW_KEY, Database, as_utc, keyed, now, url_hash
+from searchcrawl.store.frontier import place, queue_documents
+from searchcrawl.store.models import FrontierState, documents, frontier, redirects
 
 logger = logging.getLogger(__name__)
 
 IN_INDEX = (State.PENDING.value, State.INDEXED.value)
 LEFT_INDEX = (State.REMOVING.value, State.REMOVED.value)
-RUN_COLUMNS = frozenset(
-    {"run_id", "frontier", "lease_owner", "lease_expires", "request", "delta", "delta_run", "entered_run", "linked_run"}
-)
-ROW_KEY = ["source", "url_hash"]
+RUN_COLUMNS = frozenset({"delta", "delta_run", "entered_run", "linked_run"})
+REDIRECT_COLUMNS = ("target", "via")  # outcome columns written to the redirects table
 FOUND_REASON = "in Solr when the document table knew nothing of the source; taken over"
-ORIGIN_COLUMNS = (
-    "url",
-    "state",
-    "status",
-    "reason",
-    "target",
-    "run_id",
-    "frontier",
-)  # what _redirect_now reads  # the unique key of a row: inserts conflict on it
+# a document with its frontier entry (absent: not queued in any run) and its redirect (absent: none)
+WITH_ENTRY = documents.outerjoin(frontier, frontier.c.document_id == documents.c.id)
+WITH_REDIRECT = documents.outerjoin(redirects, redirects.c.document_id == documents.c.id)
+WHOLE = WITH_ENTRY.outerjoin(redirects, redirects.c.document_id == documents.c.id)
+# a URL's record as it was one row: the entry's and the redirect's columns under their old names
+ENTRY_AS = (
+    frontier.c.run_id,
+    frontier.c.state.label("frontier"),
+    frontier.c.lease_owner,
+    frontier.c.lease_expires,
+    frontier.c.request,
+)
+ORIGIN_COLUMNS = (  # what _redirect_now reads
+    documents.c.url,
+    documents.c.state,
+    documents.c.status,
+    documents.c.reason,
+    redirects.c.target,
+    frontier.c.run_id,
+    frontier.c.state.label("frontier"),
+)
 
 
 def one_of(column: Any, values: Sequence[str]) -> Any:
@@ -156,10 +170,10 @@ class DocumentTable:
         return DocumentTable(self.database, run_id=self._run_id, test_mode=self._test_mode, promotes_duplicates=False)
 
     def _finished(self, keep_request: bool = False) -> dict[str, Any]:
-        """Columns that take a URL out of the current run's frontier (it is done)."""
+        """The frontier entry of a URL out of the current run's frontier (it is done)."""
         if self.run_id is None:
             return {}
-        finished = {"run_id": self.run_id, "frontier": FrontierState.DONE, "lease_owner": None, "lease_expires": None}
+        finished = {"run_id": self.run_id, "state": FrontierState.DONE.value, "lease_owner": None, "lease_expires": None}
         if not keep_request:
             # the request's data goes too: an agent's content travels in it, and a document
             # deleted for good must not stay on disk in its row
@@ -218,17 +232,19 @@ class DocumentTable:
             # The original left the index after the pipeline compared them, and queued its
             # duplicates again (_promote_duplicates): this URL is fetched once more in this run to
             # take its place, instead of being marked the duplicate of a document that is gone.
-            self._update_row(connection, source, url, {"duplicate_of": None, **self._queued()})
+            self._update_row(connection, source, url, {"duplicate_of": None})
+            place(self.database, connection, source, url, self._queued())
             logger.debug("Fetched again, its original %s left the index: %s", original, url)
             return State(current.state)
         try:
             change = decide(row, outcome, max_failures)
         except TransitionRefused as exc:
             logger.warning("Not recorded for %s: %s", url, exc)
-            if current is not None:  # still finished in this run: it must not wait for a lost outcome
-                self._update_row(connection, source, url, self._finished())
+            if current is not None and self.run_id is not None:  # still finished in this run: it must not wait for a lost outcome
+                place(self.database, connection, source, url, self._finished())
             return None
         values = self._values(change, outcome, when)
+        redirect = {column: values.pop(column) for column in REDIRECT_COLUMNS if column in values}
         if current is None:
             inserted = connection.execute(
                 self.insert(documents)
@@ -249,6 +265,12 @@ class DocumentTable:
             compared_checksum=outcome.compared_checksum,
         ):
             return False
+        if outcome.finishes and self.run_id is not None:
+            finished = self._finished(keep_request=keeps_request(outcome))
+            entry = current.id if current is not None and current.entry is not None else None
+            place(self.database, connection, source, url, finished, entry, outcome.depth)
+        if current is None or not self.test_mode:  # test mode: an existing row's redirect stays
+            self._write_redirect(connection, source, url, redirect, current)
         if not self.test_mode and self.promotes_duplicates:
             checksum = outcome.columns.get("checksum") or (current.checksum if current is not None else None)
             self._make_way(connection, source, url, change, checksum)
@@ -275,7 +297,6 @@ class DocumentTable:
             "reason": change.reason,
             "failures": change.failures,
             **outcome.columns,
-            **(self._finished(keep_request=keeps_request(outcome)) if outcome.finishes else {}),
             **self._delta(change.delta),
         }
         if change.enters:
@@ -291,6 +312,32 @@ class DocumentTable:
         if outcome.event in (Event.GONE, Event.EXCLUDED, Event.UNCHANGED, Event.CACHED):
             values.setdefault("target", None)  # it redirects no more (a failure says nothing of it)
         return values
+
+    def _write_redirect(self, connection: Connection, source: str, url: str, values: Mapping[str, Any], current: Any) -> None:
+        """Write what an outcome says of the URL's temporary redirect (``target``, ``via``), where
+        it changes what the row read by ``_row_state`` held: most outcomes say "no redirect" of a
+        URL that has none, and cost no statement."""
+        held = {"target": None, "via": None} if current is None else {"target": current.target, "via": current.via}
+        changed = tuple(column for column, value in values.items() if value != held[column])
+        if not changed:
+            return
+
+        def build() -> Any:
+            chosen = select(
+                documents.c.id,
+                documents.c.source,
+                *(bindparam(f"v_{column}", type_=redirects.c[column].type) for column in changed),
+            ).where(documents.c.source == bindparam("w_source"), documents.c.url_hash == bindparam("w_url_hash"))
+            statement = self.insert(redirects).from_select(["document_id", "source", *changed], chosen)
+            return statement.on_conflict_do_update(
+                index_elements=["document_id"], set_={column: statement.excluded[column] for column in changed}
+            )
+
+        parameters = {f"v_{column}": values[column] for column in changed}
+        connection.execute(
+            self._statement(("write_redirect", changed), build),
+            {**parameters, "w_source": source, "w_url_hash": url_hash(url)},
+        )
 
     def _make_way(self, connection: Connection, source: str, url: str, change: Change, checksum: str | None) -> None:
         """After ``change`` is written: a document that left the index queues its duplicates to
@@ -309,32 +356,39 @@ class DocumentTable:
     def _row_state(self) -> Any:
         return self._statement(
             "row_state",
-            lambda: select(
-                documents.c.state,
-                documents.c.status,
-                documents.c.failures,
-                documents.c.indexed_at,
-                documents.c.delta,
-                documents.c.delta_run,
-                documents.c.entered_run,
-                documents.c.checksum,
-                documents.c.last_changed,
-            ).where(documents.c.source == bindparam("source"), documents.c.url_hash == bindparam("url_hash")),
+            lambda: (
+                select(
+                    documents.c.id,
+                    frontier.c.document_id.label("entry"),
+                    redirects.c.target,
+                    redirects.c.via,
+                    documents.c.state,
+                    documents.c.status,
+                    documents.c.failures,
+                    documents.c.indexed_at,
+                    documents.c.delta,
+                    documents.c.delta_run,
+                    documents.c.entered_run,
+                    documents.c.checksum,
+                    documents.c.last_changed,
+                )
+                .select_from(WHOLE)
+                .where(documents.c.source == bindparam("source"), documents.c.url_hash == bindparam("url_hash"))
+            ),
         )
 
     def _queued(self) -> dict[str, Any]:
-        """Columns that put a URL back in the current run's frontier (to be fetched again)."""
-        if self.run_id is None:
-            return {}
-        return {"run_id": self.run_id, "frontier": FrontierState.QUEUED, "lease_owner": None, "lease_expires": None}
+        """The frontier entry of a URL back in the current run's frontier (to be fetched again)."""
+        assert self.run_id is not None
+        return {"run_id": self.run_id, "state": FrontierState.QUEUED.value, "lease_owner": None, "lease_expires": None}
 
     def _promote_duplicates(self, connection: Any, source: str, url: str) -> None:
         """The indexed copy of some content leaves: its duplicates are fetched again, and the
         first to arrive takes its place."""
-        values: dict[str, Any] = {"duplicate_of": None, **self._queued()}
-        connection.execute(
-            update(documents).where(documents.c.source == source, documents.c.duplicate_of == url).values(**values)
-        )
+        duplicates = and_(documents.c.source == source, documents.c.duplicate_of == url)
+        if self.run_id is not None:
+            queue_documents(self.database, connection, self.run_id, duplicates)
+        connection.execute(update(documents).where(duplicates).values(duplicate_of=None))
 
     def _has_left(self, connection: Connection, source: str, url: str) -> bool:
         """Whether ``url`` left the index in this run (removing, removed, with this run's delta).
@@ -423,9 +477,10 @@ class DocumentTable:
                     documents.c.canonical_url,
                     documents.c.state,
                     documents.c.duplicate_of,
-                    documents.c.run_id,
-                    documents.c.frontier,
+                    frontier.c.run_id,
+                    frontier.c.state.label("frontier"),
                 )
+                .select_from(WITH_ENTRY)
                 .where(
                     documents.c.source == bindparam("source"),
                     documents.c.checksum == bindparam("checksum"),
@@ -465,9 +520,7 @@ class DocumentTable:
         holder = holder_of(copies)
         if holder["holds"] or not holder["done"] or holder["url"] not in named_canonical(copies):
             return  # only a canonical named by a copy: its rank is what a copy's outcome changes
-        connection.execute(
-            update(documents).where(documents.c.source == source, documents.c.id == holder["id"]).values(**self._queued())
-        )
+        queue_documents(self.database, connection, self.run_id, documents.c.id == holder["id"])
         logger.debug("Fetched again to hold its content, which another copy names canonical: %s", holder["url"])
 
     @staticmethod
@@ -519,16 +572,20 @@ class DocumentTable:
                     documents.c.depth,
                     documents.c.state,
                     documents.c.status,
-                    documents.c.via,
+                    redirects.c.via,
                     documents.c.last_fetched,
-                ).where(documents.c.source == source)
+                )
+                .select_from(WITH_REDIRECT)
+                .where(documents.c.source == source)
             ).all()
             # temporary redirects that stood at their last fetch: their targets are fetched through them
             targets: set[str] = set(
                 connection.execute(
-                    select(documents.c.target).where(
-                        documents.c.source == source,
-                        documents.c.target.is_not(None),
+                    select(redirects.c.target)
+                    .join_from(redirects, documents, documents.c.id == redirects.c.document_id)
+                    .where(
+                        redirects.c.source == source,
+                        redirects.c.target.is_not(None),
                         documents.c.status.in_(sorted(TEMPORARY_REDIRECTS)),
                     )
                 ).scalars()
@@ -553,18 +610,17 @@ class DocumentTable:
         queued = 0
         with self.engine.begin() as connection:
             for start in range(0, len(queue), 500):
-                queued += connection.execute(
-                    update(documents)
-                    .where(
-                        documents.c.id.in_(queue[start : start + 500]),
-                        # a node that joined the run meanwhile (a fleet's, processes = N) may have
-                        # queued, leased or fetched it in this run: it keeps its place, and its
-                        # fetch is not repeated
-                        or_(documents.c.run_id.is_(None), documents.c.run_id != self.run_id),
-                    )
-                    # request data of an earlier run (a redirect chain, a render) does not carry over
-                    .values(run_id=self.run_id, frontier=FrontierState.QUEUED, lease_owner=None, lease_expires=None, request=None)
-                ).rowcount
+                # a node that joined the run meanwhile (a fleet's, processes = N) may have queued,
+                # leased or fetched it in this run: it keeps its place, and its fetch is not
+                # repeated; request data of an earlier run (a redirect chain, a render) does not carry over
+                queued += queue_documents(
+                    self.database,
+                    connection,
+                    self.run_id,
+                    documents.c.id.in_(queue[start : start + 500]),
+                    new_in_run=True,
+                    drop_request=True,
+                )
         return queued, excluded
 
     def _redirect_now(self, origin: dict[str, Any], target: str) -> str:
@@ -598,9 +654,11 @@ class DocumentTable:
         left) only to remove."""
         with self.engine.connect() as connection:
             targets: Sequence[SqlRow[str, str, int | None, str]] = connection.execute(
-                select(documents.c.url, documents.c.via, documents.c.depth, documents.c.state).where(
-                    documents.c.source == source,
-                    documents.c.via.is_not(None),
+                select(documents.c.url, redirects.c.via, documents.c.depth, documents.c.state)
+                .join_from(redirects, documents, documents.c.id == redirects.c.document_id)
+                .where(
+                    redirects.c.source == source,
+                    redirects.c.via.is_not(None),
                     documents.c.state != State.REMOVING.value,  # leaving already (or held by the guard)
                 )
             ).all()
@@ -608,17 +666,17 @@ class DocumentTable:
         # every URL that led to a target: the one it was last reached through (``via``), and any
         # whose last answer (or the one before a failure) was a temporary redirect to it: read in
         # a few statements for all targets (one per target read every row of the source)
-        columns = [getattr(documents.c, name) for name in ORIGIN_COLUMNS]
+        origin_rows = select(*ORIGIN_COLUMNS).select_from(WHOLE)
         by_url: dict[str, dict[str, Any]] = {}
         with self.engine.connect() as connection:
             for row in connection.execute(
-                select(*columns).where(documents.c.source == source, documents.c.target.is_not(None))
+                origin_rows.where(documents.c.source == source, redirects.c.target.is_not(None))
             ).mappings():
                 by_url[row["url"]] = dict(row)
             vias = sorted({url_hash(via) for _url, via, _state, _verdict in outside})
             for start in range(0, len(vias), 500):
                 for row in connection.execute(
-                    select(*columns).where(documents.c.source == source, documents.c.url_hash.in_(vias[start : start + 500]))
+                    origin_rows.where(documents.c.source == source, documents.c.url_hash.in_(vias[start : start + 500]))
                 ).mappings():
                     by_url[row["url"]] = dict(row)
         redirecting: dict[str, list[dict[str, Any]]] = {}
@@ -680,11 +738,12 @@ class DocumentTable:
         failed), with the request data they failed with: an incremental listing names only what
         changed since, so these are asked again, as they were asked then."""
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                select(documents.c.url, documents.c.request)
+            rows: Result[str, str | None] = connection.execute(
+                select(documents.c.url, frontier.c.request)
+                .select_from(WITH_ENTRY)
                 .where(documents.c.source == source, or_(documents.c.state == State.FAILED.value, documents.c.failures > 0))
                 .limit(limit)
-            ).tuples()
+            )
             return [(url, json.loads(request) if request else {}) for url, request in rows]
 
     def count_in_index(self, source: str) -> int:
@@ -857,7 +916,7 @@ class DocumentTable:
         finished = self._finished()
         if finished:
             with self.single.connect() as connection:
-                self._update_row(connection, source, url, finished)
+                place(self.database, connection, source, url, finished)
 
     def mark_removed(self, source: str, urls: Sequence[str]) -> None:
         """Solr acknowledged the deletion of these URLs: the ledger's REMOVED event, in bulk."""
@@ -955,9 +1014,13 @@ class DocumentTable:
             return connection.execute(statement, {"source": source, "display_url": display_url}).scalar_one_or_none()
 
     def get(self, source: str, url: str) -> dict[str, Any] | None:
+        """All that is known of ``url``: its document row, with its frontier entry (``run_id``,
+        ``frontier``: its state in that run, ``lease_owner``, ``lease_expires``, ``request``)
+        and its redirect (``target``, ``via``), None where it has none."""
+        whole = select(documents, *ENTRY_AS, redirects.c.target, redirects.c.via).select_from(WHOLE)
         with self.engine.connect() as connection:
             row = (
-                connection.execute(select(documents).where(documents.c.source == source, documents.c.url_hash == url_hash(url)))
+                connection.execute(whole.where(documents.c.source == source, documents.c.url_hash == url_hash(url)))
                 .mappings()
                 .first()
             )

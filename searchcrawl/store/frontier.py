@@ -1,4 +1,4 @@
-"""The durable frontier: the crawl queue, kept in the document table.
+"""The durable frontier: the crawl queue, a table of its own beside the documents (models.frontier).
 
 Following SAP's xcrawler, a URL moves through persisted sets: queued (todo), leased (being
 retrieved), done. Leases are renewed while their process is alive and expire when it is not;
@@ -7,6 +7,11 @@ back expired leases, so a crash, a kill -9 or a dead node loses nothing. Dequeui
 (by depth, then discovery order), in one statement that chooses and leases the batch (on
 PostgreSQL with ``FOR UPDATE SKIP LOCKED``), so that several crawler processes, on one machine
 over SQLite or on many over PostgreSQL, can share one frontier.
+
+This module owns the frontier table: every statement that writes it is here. The frontier queues,
+leases and gives back; the ledger's document table (documents.py) finishes a URL in its run, or
+queues it again, as it records an outcome, through ``place`` and ``queue_documents`` below, in the
+transaction of that write (tests/store/test_one_writer.py).
 """
 
 from __future__ import annotations
@@ -18,13 +23,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Row, and_, func, or_, select, update
+from sqlalchemy import Connection, Integer, Row, Text, and_, bindparam, func, literal, or_, select, update
 
 from searchcrawl.rules.lifecycle import State
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.store.database import Database, keyed, now
-from searchcrawl.store.documents import ROW_KEY
-from searchcrawl.store.models import FrontierState, documents
+from searchcrawl.store.database import ROW_KEY, Database, keyed, now, url_hash
+from searchcrawl.store.models import FrontierState, documents, frontier
 
 if TYPE_CHECKING:
     from searchcrawl.store.runs import Runs
@@ -96,8 +100,9 @@ class Frontier:
         """Queue URLs not yet queued in this run (others are discarded, as the seeds say), or
         with ``again`` whatever their state in the run (a retry of a failed download).
 
-        Returns how many were queued. A URL known from earlier runs is queued again; its
-        document state (indexed, ...) is kept.
+        Returns how many were queued. A URL the document table does not know gets its row there
+        (state queued); one known from earlier runs is queued again, its document state
+        (indexed, ...) kept, and its depth the one it is queued with.
         """
         if not entries:
             return 0
@@ -107,42 +112,69 @@ class Frontier:
             unique.setdefault(entry.url, entry)
         rows = [
             keyed(
-                {
-                    "source": self.source,
-                    "url": entry.url,
-                    "state": State.QUEUED.value,
-                    "depth": entry.depth,
-                    "first_seen": when,
-                    "run_id": self.run_id,
-                    "frontier": FrontierState.QUEUED,
-                    "request": json.dumps(entry.data, separators=(",", ":")) if entry.data else None,
-                }
+                {"source": self.source, "url": entry.url, "state": State.QUEUED.value, "depth": entry.depth, "first_seen": when}
             )
             for entry in unique.values()
         ]
+        queued = [
+            {
+                "f_source": row["source"],
+                "f_url_hash": row["url_hash"],
+                "f_depth": row["depth"],
+                "f_request": json.dumps(entry.data, separators=(",", ":")) if entry.data else None,
+            }
+            for row, entry in zip(rows, unique.values(), strict=True)
+        ]
+        documents_insert, frontier_insert = self._inserts(again)
         with self.engine.begin() as connection:
-            result = connection.execute(self._insert(again), rows)
+            connection.execute(documents_insert, rows)
+            result = connection.execute(frontier_insert, queued)
         self._remember(unique)
         added = result.rowcount if result.rowcount is not None and result.rowcount >= 0 else len(rows)
         self.additions += added
         return added
 
-    @functools.cache  # noqa: B019 - two statements per frontier, built once: building costs more than running
-    def _insert(self, again: bool) -> Any:
+    @functools.cache  # noqa: B019 - four statements per frontier, built once: building costs more than running
+    def _inserts(self, again: bool) -> tuple[Any, Any]:
+        """The document rows (new ones; a known URL queued anew takes the depth it is queued
+        with), then the frontier's (each URL not in the run yet, or with ``again`` any)."""
+        in_run = (
+            select(frontier.c.document_id)
+            .where(frontier.c.document_id == documents.c.id, frontier.c.run_id == literal(self.run_id, Integer))
+            .exists()
+        )
         statement = self.database.insert(documents)
-        current = documents.c
-        return statement.on_conflict_do_update(
-            index_elements=ROW_KEY,
+        documents_insert = statement.on_conflict_do_update(
+            index_elements=ROW_KEY, set_={"depth": statement.excluded.depth}, where=None if again else ~in_run
+        )
+        chosen = select(
+            documents.c.id,
+            documents.c.source,
+            literal(self.run_id, Integer),
+            literal(FrontierState.QUEUED.value),
+            bindparam("f_depth", type_=Integer),
+            bindparam("f_request", type_=Text),
+        ).where(documents.c.source == bindparam("f_source"), documents.c.url_hash == bindparam("f_url_hash"))
+        entries = self.database.insert(frontier).from_select(
+            ["document_id", "source", "run_id", "state", "depth", "request"], chosen
+        )
+        frontier_insert = entries.on_conflict_do_update(
+            index_elements=["document_id"],
             set_={
-                "run_id": statement.excluded.run_id,
-                "frontier": FrontierState.QUEUED,
-                "depth": statement.excluded.depth,
-                "request": statement.excluded.request,
+                "run_id": entries.excluded.run_id,
+                "state": FrontierState.QUEUED.value,
+                "depth": entries.excluded.depth,
+                "request": entries.excluded.request,
                 "lease_owner": None,
                 "lease_expires": None,
             },
-            where=None if again else or_(current.run_id.is_(None), current.run_id != self.run_id),
+            where=None if again else frontier.c.run_id != entries.excluded.run_id,
         )
+        return documents_insert, frontier_insert
+
+    def _mine(self, state: FrontierState) -> list[Any]:
+        """The conditions of this run's URLs in ``state``."""
+        return [frontier.c.source == self.source, frontier.c.run_id == self.run_id, frontier.c.state == state]
 
     def lease(self, count: int) -> list[Entry]:
         """Take up to ``count`` queued URLs (shallowest first) for this owner."""
@@ -150,48 +182,52 @@ class Frontier:
         # same URL. PostgreSQL locks the chosen rows and skips those another node is taking (SKIP
         # LOCKED); SQLite takes its write lock for the statement (a SELECT, then an UPDATE, in two
         # statements left the gap between them open: several local processes leased one URL).
+        # Then, in the same transaction, what the document table knows of them (Known).
         chosen = (
-            select(documents.c.id)
-            .where(
-                documents.c.source == self.source, documents.c.run_id == self.run_id, documents.c.frontier == FrontierState.QUEUED
-            )
-            .order_by(documents.c.depth, documents.c.id)
+            select(frontier.c.document_id)
+            .where(*self._mine(FrontierState.QUEUED))
+            .order_by(frontier.c.depth, frontier.c.document_id)
             .limit(count)
         )
         if self.engine.dialect.name == "postgresql":
             chosen = chosen.with_for_update(skip_locked=True)
         statement = (
-            update(documents)
-            .where(documents.c.id.in_(chosen.scalar_subquery()))
-            .values(frontier=FrontierState.LEASED, lease_owner=self.owner, lease_expires=now() + self.lease_duration)
-            .returning(
-                documents.c.id,
-                documents.c.url,
-                documents.c.depth,
-                documents.c.request,
-                documents.c.state,
-                documents.c.checksum,
-                documents.c.last_modified,
-                documents.c.etag,
-                documents.c.last_fetched,
-                documents.c.status,
-                documents.c.duplicate_of,
-            )
+            update(frontier)
+            .where(frontier.c.document_id.in_(chosen.scalar_subquery()))
+            .values(state=FrontierState.LEASED, lease_owner=self.owner, lease_expires=now() + self.lease_duration)
+            .returning(frontier.c.document_id, frontier.c.depth, frontier.c.request)
         )
         with self.engine.begin() as connection:
-            rows = sorted(connection.execute(statement).all(), key=lambda row: (row.depth or 0, row.id))
-        if not rows:
-            return []
-        self._remember(row.url for row in rows)
-        return [
+            leased = sorted(connection.execute(statement).all(), key=lambda row: (row.depth or 0, row.document_id))
+            if not leased:
+                return []
+            known = {
+                row["id"]: row
+                for row in connection.execute(
+                    select(
+                        documents.c.id,
+                        documents.c.url,
+                        documents.c.state,
+                        documents.c.checksum,
+                        documents.c.last_modified,
+                        documents.c.etag,
+                        documents.c.last_fetched,
+                        documents.c.status,
+                        documents.c.duplicate_of,
+                    ).where(documents.c.id.in_([row.document_id for row in leased]))
+                ).mappings()
+            }
+        entries = [
             Entry(
-                row.url,
+                known[row.document_id]["url"],
                 row.depth or 0,
                 json.loads(row.request) if row.request else {},
-                Known.of(dict(row._mapping)),
+                Known.of(dict(known[row.document_id])),
             )
-            for row in rows
+            for row in leased
         ]
+        self._remember(entry.url for entry in entries)
+        return entries
 
     def requeue_gone(self, runs: Runs, within: float, keep_own: bool = True) -> int:
         """Put back in the queue the URLs leased by nodes no longer working on the run (their
@@ -216,19 +252,15 @@ class Frontier:
     def _requeue(
         self, connection: Connection, owner: str | None = None, expired_only: bool = False, keep_owners: Sequence[str] = ()
     ) -> int:
-        conditions = [
-            documents.c.source == self.source,
-            documents.c.run_id == self.run_id,
-            documents.c.frontier == FrontierState.LEASED,
-        ]
+        conditions = self._mine(FrontierState.LEASED)
         if owner is not None:
-            conditions.append(documents.c.lease_owner == owner)
+            conditions.append(frontier.c.lease_owner == owner)
         if keep_owners:
-            conditions.append(or_(documents.c.lease_owner.is_(None), documents.c.lease_owner.notin_(list(keep_owners))))
+            conditions.append(or_(frontier.c.lease_owner.is_(None), frontier.c.lease_owner.notin_(list(keep_owners))))
         if expired_only:
-            conditions.append(documents.c.lease_expires < now())
+            conditions.append(frontier.c.lease_expires < now())
         result = connection.execute(
-            update(documents).where(and_(*conditions)).values(frontier=FrontierState.QUEUED, lease_owner=None, lease_expires=None)
+            update(frontier).where(and_(*conditions)).values(state=FrontierState.QUEUED, lease_owner=None, lease_expires=None)
         )
         return result.rowcount or 0
 
@@ -236,12 +268,9 @@ class Frontier:
         """(url, depth) of the URLs ``owner`` holds leased in this run."""
         with self.engine.connect() as connection:
             rows: Sequence[Row[str, int | None]] = connection.execute(
-                select(documents.c.url, documents.c.depth).where(
-                    documents.c.source == self.source,
-                    documents.c.run_id == self.run_id,
-                    documents.c.frontier == FrontierState.LEASED,
-                    documents.c.lease_owner == owner,
-                )
+                select(documents.c.url, frontier.c.depth)
+                .join_from(frontier, documents, documents.c.id == frontier.c.document_id)
+                .where(*self._mine(FrontierState.LEASED), frontier.c.lease_owner == owner)
             ).all()
             return [(url, depth or 0) for url, depth in rows]
 
@@ -250,13 +279,8 @@ class Frontier:
         and handed to another node while this one is alive. Returns how many were renewed."""
         with self.engine.begin() as connection:
             result = connection.execute(
-                update(documents)
-                .where(
-                    documents.c.source == self.source,
-                    documents.c.run_id == self.run_id,
-                    documents.c.frontier == FrontierState.LEASED,
-                    documents.c.lease_owner == self.owner,
-                )
+                update(frontier)
+                .where(*self._mine(FrontierState.LEASED), frontier.c.lease_owner == self.owner)
                 .values(lease_expires=now() + self.lease_duration)
             )
         return result.rowcount or 0
@@ -267,11 +291,7 @@ class Frontier:
         node waiting for the others' work asks it every IDLE_RECHECK."""
 
         def some(state: FrontierState) -> Any:
-            return (
-                select(documents.c.id)
-                .where(documents.c.source == self.source, documents.c.run_id == self.run_id, documents.c.frontier == state)
-                .exists()
-            )
+            return select(frontier.c.document_id).where(*self._mine(state)).exists()
 
         with self.engine.connect() as connection:
             row = connection.execute(select(*(some(state) for state in FrontierState))).one()
@@ -281,10 +301,95 @@ class Frontier:
         """How many URLs of this run are queued, leased and done."""
         with self.engine.connect() as connection:
             rows: Sequence[Row[str | None, int]] = connection.execute(
-                select(documents.c.frontier, func.count())
-                .where(documents.c.source == self.source, documents.c.run_id == self.run_id)
-                .group_by(documents.c.frontier)
+                select(frontier.c.state, func.count())
+                .where(frontier.c.source == self.source, frontier.c.run_id == self.run_id)
+                .group_by(frontier.c.state)
             ).all()
             counts = dict.fromkeys(FrontierState, 0)
             counts.update({FrontierState(state): number for state, number in rows if state in counts})
             return counts
+
+
+# --- the ledger's writes of the frontier (documents.py), in the transaction of its own -----------
+
+# the columns of a frontier entry the ledger sets as it finishes a URL or queues it again
+ENTRY_COLUMNS = ("run_id", "state", "lease_owner", "lease_expires", "request")
+
+
+def place(
+    database: Database,
+    connection: Connection,
+    source: str,
+    url: str,
+    values: Mapping[str, Any],
+    entry: int | None = None,
+    depth: int | None = None,
+) -> None:
+    """Put ``url``'s entry where ``values`` say (``run_id`` and ``state``, and which of
+    ENTRY_COLUMNS they name): an outcome recorded finishes the URL in the current run (done),
+    or queues it again. Its document row is written already (in this transaction). ``entry``:
+    the document id of a URL known to have an entry, which is updated (one look-up by key, on
+    every page's outcome); otherwise one is made if the URL has none, at its document's depth.
+    ``depth``: the depth its outcome says (None: as it is)."""
+    if entry is not None:
+        columns = (*values, *(("depth",) if depth is not None else ()))
+
+        def build_update() -> Any:
+            return (
+                update(frontier)
+                .where(frontier.c.document_id == bindparam("w_id"))
+                .values({column: bindparam(f"v_{column}", type_=frontier.c[column].type) for column in columns})
+            )
+
+        parameters = {f"v_{column}": value for column, value in values.items()}
+        if depth is not None:
+            parameters["v_depth"] = depth
+        connection.execute(database.statement(("frontier_update", columns), build_update), {**parameters, "w_id": entry})
+        return
+    columns = tuple(values)
+
+    def build() -> Any:
+        chosen = select(
+            documents.c.id,
+            documents.c.source,
+            documents.c.depth,
+            *(bindparam(f"v_{column}", type_=frontier.c[column].type) for column in columns),
+        ).where(documents.c.source == bindparam("w_source"), documents.c.url_hash == bindparam("w_url_hash"))
+        statement = database.insert(frontier).from_select(["document_id", "source", "depth", *columns], chosen)
+        return statement.on_conflict_do_update(
+            index_elements=["document_id"],
+            set_={column: statement.excluded[column] for column in ("depth", *columns)},
+        )
+
+    statement = database.statement(("frontier_place", columns), build)
+    parameters = {f"v_{column}": value for column, value in values.items()}
+    connection.execute(statement, {**parameters, "w_source": source, "w_url_hash": url_hash(url)})
+
+
+def queue_documents(
+    database: Database, connection: Connection, run_id: int, where: Any, *, new_in_run: bool = False, drop_request: bool = False
+) -> int:
+    """Queue again in run ``run_id`` the documents ``where`` selects (a condition on the
+    documents table), each at its document's depth: a duplicate whose original left the index,
+    a holder called back, a maintenance crawl's known URLs. With ``new_in_run``, only those not
+    in the run yet (a node that joined may have queued, leased or fetched them meanwhile); with
+    ``drop_request``, the request data of an earlier run goes. Returns how many were queued."""
+    chosen = select(
+        documents.c.id, documents.c.source, documents.c.depth, literal(run_id, Integer), literal(FrontierState.QUEUED.value)
+    ).where(where)
+    statement = database.insert(frontier).from_select(["document_id", "source", "depth", "run_id", "state"], chosen)
+    assignments: dict[str, Any] = {
+        "run_id": statement.excluded.run_id,
+        "state": FrontierState.QUEUED.value,
+        "depth": statement.excluded.depth,
+        "lease_owner": None,
+        "lease_expires": None,
+    }
+    if drop_request:
+        assignments["request"] = None
+    statement = statement.on_conflict_do_update(
+        index_elements=["document_id"],
+        set_=assignments,
+        where=frontier.c.run_id != statement.excluded.run_id if new_in_run else None,
+    )
+    return connection.execute(statement).rowcount or 0

@@ -25,14 +25,15 @@ class RunState(StrEnum):
 
 
 class FrontierState(StrEnum):
-    """Where a URL is in its run's frontier: ``documents.frontier`` (for the run in ``run_id``)."""
+    """Where a URL is in its run's frontier: ``frontier.state`` (for the run in ``frontier.run_id``)."""
 
     QUEUED = "queued"  # waiting to be leased
     LEASED = "leased"  # handed to a process (lease_owner) until lease_expires
     DONE = "done"  # has its outcome in this run
 
 
-# One URL of one source: what the crawler knows of it and whether it is in the index.
+# One URL of one source: what the index holds of it and why (its state in the ledger's terms). What
+# to fetch in a run is in ``frontier``, and where a URL redirects in ``redirects``, beside it.
 documents = Table(
     "documents",
     metadata,
@@ -51,18 +52,11 @@ documents = Table(
     Column("checksum", String(64)),
     Column("last_modified", String(64)),
     Column("etag", String(300)),
-    Column("depth", Integer),
+    Column("depth", Integer),  # as last queued or recorded: the source's rules judge the URL by it
     Column("first_seen", DateTime(timezone=True), nullable=False),
     Column("last_fetched", DateTime(timezone=True)),
     Column("last_changed", DateTime(timezone=True)),
     Column("indexed_at", DateTime(timezone=True)),
-    # The frontier: the run that last queued the URL, and where it is in that run
-    # (queued, leased, done); a lease expires so that a dead node's URLs go back to the queue.
-    Column("run_id", Integer),
-    Column("frontier", String(10)),
-    Column("lease_owner", String(100)),
-    Column("lease_expires", DateTime(timezone=True)),
-    Column("request", Text),  # JSON: the request data that must survive a restart
     # Maintenance crawls: consecutive transient failures, duplicates, canonical link, and what
     # the last run found (delta: new, changed, unchanged, not_modified, deleted, failed, ...).
     Column("failures", Integer),
@@ -76,17 +70,45 @@ documents = Table(
     Column("linked_run", Integer),
     Column("fetched_with", String(10)),  # static or browser (rendered)
     Column("cached_by", String(40)),  # the document cache holding it (DocumentCache.id)
-    # Temporary redirects: where this URL redirects to (target), and, on a target outside the
-    # boundary, the URL of the source that redirects to it (via): it is indexed while that stands.
-    Column("target", Text),
-    Column("via", Text),
     UniqueConstraint("source", "url_hash", name="uq_documents_source_url_hash"),
     Index("ix_documents_source_state", "source", "state"),
     Index("ix_documents_source_display_url", "source", "display_url"),
-    Index("ix_documents_frontier", "source", "run_id", "frontier", "depth", "id"),
     Index("ix_documents_source_checksum", "source", "checksum"),
     Index("ix_documents_delta", "source", "delta_run", "delta"),
     Index("ix_documents_duplicate_of", "duplicate_of"),  # long URLs: a hash on PostgreSQL (POSTGRESQL_OPTIONS)
+)
+
+# The frontier: one row per URL of a source queued in a run (the run that last queued it), keyed by
+# its document's id: every queued URL has a document row, and the id (discovery order) is the
+# lease order's tie-break, as before the split. Where the URL is in that run (queued, leased,
+# done); a lease expires so that a dead node's URLs go back to the queue. Written by the frontier
+# (frontier.py) and, as an outcome finishes a URL, by the ledger (documents.py) alone.
+frontier = Table(
+    "frontier",
+    metadata,
+    Column("document_id", Integer, primary_key=True, autoincrement=False),  # documents.id
+    Column("source", String(200), nullable=False),
+    Column("run_id", Integer, nullable=False),
+    Column("state", String(10), nullable=False),
+    Column("depth", Integer),  # as queued in the run: the lease order (breadth first)
+    Column("lease_owner", String(100)),
+    Column("lease_expires", DateTime(timezone=True)),
+    Column("request", Text),  # JSON: the request data that must survive a restart
+    # the lease: a run's queued URLs, shallowest first, then in discovery order
+    Index("ix_frontier_lease", "source", "run_id", "state", "depth", "document_id"),
+)
+
+# Temporary redirects, keyed by the redirecting (or redirected to) URL's document id: where it
+# redirects to (target), and, on a target outside the boundary, the URL of the source that
+# redirects to it (via): it is indexed while that stands. Written by the ledger alone.
+redirects = Table(
+    "redirects",
+    metadata,
+    Column("document_id", Integer, primary_key=True, autoincrement=False),  # documents.id
+    Column("source", String(200), nullable=False),
+    Column("target", Text),
+    Column("via", Text),
+    Index("ix_redirects_source", "source"),
 )
 
 # One `scrapy crawl <source>`: resumed until it finishes or is stopped.

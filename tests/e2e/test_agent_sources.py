@@ -285,9 +285,9 @@ def test_a_change_of_the_agents_options_reads_every_document_again(project, solr
     agent_source(project, name, repository.path)
     assert project.scrapy("crawl", name).returncode == 0
     table = project.table()
-    try:  # a finished document's request data (its content, for an agent) is not kept in its row
+    try:  # a finished document's request data (its content, for an agent) is not kept in its frontier entry
         with table.engine.connect() as connection:
-            kept = connection.execute(text("SELECT count(*) FROM documents WHERE request IS NOT NULL")).scalar()
+            kept = connection.execute(text("SELECT count(*) FROM frontier WHERE request IS NOT NULL")).scalar()
         assert kept == 0
     finally:
         table.database.close()

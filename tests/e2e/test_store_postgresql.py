@@ -2,8 +2,10 @@
 tests.store.test_document_table that take a ``backend``, there on SQLite, run here on PostgreSQL,
 and the ones of PostgreSQL alone."""
 
+from collections.abc import Iterator
+
 import pytest
-from sqlalchemy import inspect
+from sqlalchemy import Engine, inspect
 
 from searchcrawl.store import Database, DocumentTable, SchemaOutdated
 from searchcrawl.store.database import create_db_engine, run_migrations
@@ -18,6 +20,7 @@ from tests.store.test_document_table import (  # noqa: F401 - the tests of a ``b
     test_processes_leasing_from_one_frontier_at_once_never_lease_a_url_twice,
     test_run_and_frontier_states_are_stored_as_their_values,
 )
+from tests.store.test_migration_0012 import check_a_failure_leaves_0011_and_its_data, check_keeps_every_urls_state
 
 
 @pytest.fixture(params=["postgresql"])
@@ -52,3 +55,24 @@ def test_postgresql_index_methods_are_the_models(postgres_url: str) -> None:
     assert expected["ix_documents_duplicate_of"] == "hash"
     assert {name: found[name] for name in expected} == expected
     engine.dispose()
+
+
+@pytest.fixture
+def schema_url(tmp_path, postgres_url: str) -> Iterator[tuple[Engine, str]]:
+    """An engine and URL of a schema of its own on the session's server: a database to migrate from scratch."""
+    schema = f"m_{tmp_path.name[-12:].replace('-', '_')}".lower()
+    with create_db_engine(postgres_url).begin() as connection:
+        connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
+    url = f"{postgres_url}?options=-csearch_path%3D{schema}"
+    engine = create_db_engine(url)
+    yield engine, url
+    engine.dispose()
+
+
+def test_migration_0012_keeps_every_urls_frontier_and_redirect_state_on_postgresql(schema_url: tuple[Engine, str]) -> None:
+    check_keeps_every_urls_state(*schema_url, "m")
+
+
+def test_a_failure_inside_migration_0012_leaves_postgresql_at_0011_with_its_data(schema_url: tuple[Engine, str]) -> None:
+    """PostgreSQL's DDL is transactional: the migration's one transaction is rolled back whole."""
+    check_a_failure_leaves_0011_and_its_data(*schema_url, "m")

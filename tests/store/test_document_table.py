@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect, text
+from sqlalchemy import inspect, select, text
 
 from searchcrawl.crawl.meta import REFERENCE
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
@@ -23,7 +23,7 @@ from searchcrawl.store.database import (
     upgrade_schema,
 )
 from searchcrawl.store.frontier import Entry, Frontier
-from searchcrawl.store.models import FrontierState, RunState, documents, metadata
+from searchcrawl.store.models import FrontierState, RunState, documents, frontier, metadata
 from searchcrawl.store.runs import Runs
 from tests.conftest import fresh_python
 
@@ -432,7 +432,9 @@ def test_a_joining_node_takes_back_the_leases_of_nodes_gone_and_no_others(backen
 def leases(database: Database, source: str) -> dict[str, str]:
     with database.engine.connect() as connection:
         rows = connection.execute(
-            documents.select().where(documents.c.source == source, documents.c.frontier == FrontierState.LEASED)
+            select(documents.c.url, frontier.c.lease_owner)
+            .join_from(frontier, documents, documents.c.id == frontier.c.document_id)
+            .where(frontier.c.source == source, frontier.c.state == FrontierState.LEASED)
         ).mappings()
         return {row["url"]: row["lease_owner"] for row in rows}
 
@@ -452,7 +454,10 @@ def test_run_and_frontier_states_are_stored_as_their_values(backend: str, tmp_pa
     assert frontier.counts() == {FrontierState.QUEUED: 1, FrontierState.LEASED: 1, FrontierState.DONE: 0}
     assert frontier.present() == {FrontierState.QUEUED, FrontierState.LEASED}
     with database.engine.connect() as connection:
-        rows = connection.execute(text("SELECT url, frontier FROM documents WHERE source = :s"), {"s": source}).all()
+        rows = connection.execute(
+            text("SELECT url, f.state FROM frontier f JOIN documents d ON d.id = f.document_id WHERE f.source = :s"),
+            {"s": source},
+        ).all()
         stored = {url: state for url, state in rows}
         assert stored == {"http://h/a": "leased", "http://h/b": "queued"}
         assert connection.execute(text("SELECT state FROM runs WHERE id = :id"), {"id": run.id}).scalar() == "running"

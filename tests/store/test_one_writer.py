@@ -135,6 +135,77 @@ def sql_writes(tree: ast.AST) -> list[str]:
     return found
 
 
+# The tables split off the documents (issue 54 point 3, migration 0012) have one owner each: the
+# frontier table is written by store/frontier.py alone (the ledger's document table finishes a URL's
+# entry and queues it again through frontier.py's ``place`` and ``queue_documents``), the redirects
+# table by the ledger's document table (store/documents.py) alone.
+SPLIT_OWNERS = {"frontier": STORES / "frontier.py", "redirects": STORES / "documents.py"}
+FRONTIER_WRITES = {"place", "queue_documents"}  # frontier.py's writes for the ledger's document table
+MIGRATIONS = STORES / "migrations"
+
+
+def writes_of(tree: ast.AST, table: str) -> list[str]:
+    """INSERT, UPDATE or DELETE on ``table`` in ``tree``: ``insert(table)``, ``update(table)``,
+    ``delete(table)``, ``table.insert()`` ..., or SQL text."""
+    found = []
+    pattern = re.compile(rf"\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+\"?{table}\b", re.IGNORECASE)
+    verbs = ("insert", "update", "delete")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func, args = node.func, node.args
+            named = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if named in verbs and any(isinstance(arg, ast.Name) and arg.id == table for arg in args):
+                found.append(f"{node.lineno}: {named}({table})")
+            elif (
+                isinstance(func, ast.Attribute)
+                and func.attr in verbs
+                and isinstance(func.value, ast.Name)
+                and func.value.id == table
+            ):
+                found.append(f"{node.lineno}: {table}.{func.attr}()")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and pattern.search(node.value):
+            found.append(f"{node.lineno}: SQL {pattern.search(node.value).group(0)!r}")  # type: ignore[union-attr]
+    return found
+
+
+def test_the_frontier_and_the_redirects_are_written_by_their_owner_alone() -> None:
+    """No module but its owner writes the frontier table or the redirects table (the migrations
+    aside); only the ledger's document table calls the frontier's writes made for it."""
+    offenders = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if MIGRATIONS in path.parents:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        found = [write for table, owner in SPLIT_OWNERS.items() if path != owner for write in writes_of(tree, table)]
+        if path not in (SPLIT_OWNERS["frontier"], STORES / "documents.py"):
+            found += [
+                f"{node.lineno}: {node.func.id}"
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FRONTIER_WRITES
+            ]
+        if found:
+            offenders[str(path.relative_to(PACKAGE.parent))] = found
+    assert offenders == {}, "write the frontier through store/frontier.py, a redirect through the ledger"
+
+
+def test_the_scan_finds_writes_of_the_split_tables() -> None:
+    old = """
+connection.execute(update(frontier).where(x).values(state="done"))
+connection.execute(self.database.insert(frontier).values(document_id=1))
+connection.execute(redirects.update().values(target=None))
+connection.execute(delete(redirects))
+connection.execute(text("DELETE FROM frontier WHERE run_id = 1"))
+connection.execute(text('INSERT INTO "redirects" (document_id) VALUES (1)'))
+"""
+    tree = ast.parse(old)
+    assert len(writes_of(tree, "frontier")) == 3
+    assert len(writes_of(tree, "redirects")) == 3
+    assert writes_of(ast.parse("select(frontier.c.state)\nupdate(documents)\n"), "frontier") == []
+    # the owners write their tables: the scan sees them
+    assert writes_of(ast.parse(SPLIT_OWNERS["frontier"].read_text(encoding="utf-8")), "frontier")
+    assert writes_of(ast.parse(SPLIT_OWNERS["redirects"].read_text(encoding="utf-8")), "redirects")
+
+
 def test_every_public_method_of_the_document_table_is_a_read_or_a_write() -> None:
     public = {name for name, _ in inspect.getmembers(DocumentTable, inspect.isfunction) if not name.startswith("_")}
     assert public == WRITES | READS | OTHER_TABLES, "classify the new method: a write goes through the ledger"
