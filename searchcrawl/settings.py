@@ -174,7 +174,7 @@ EXTENSIONS_BASE = {
 EXTENSIONS = {
     # first, before any extension could log a setting: secret-ish settings' values are masked
     "searchcrawl.crawl.extensions.secret_settings.SecretSettings": -1000,
-    # the crawl's store handles (document table, runs, cache, Solr index, converter, agent),
+    # the crawl's store handles (document table, runs, cache, Solr index, converter),
     # the one writer of URL states, and the one admission of URLs (the source's rule chain):
     # built in this order, before the engine's components, which take what they use in their
     # from_crawler (crawler.get_extension); a source's crawl refuses to run without them

@@ -76,6 +76,7 @@ class FrontierScheduler(BaseScheduler):
         self.shared = shared_crawl(settings)
         self.owner = process_owner()
         self.runs: Runs = stores.runs
+        self.no_run = ""  # why this process took no run, and crawls nothing (``_leave_once_opened``)
         self.renewal: AsyncioLoopingCall | LoopingCall | None = None
         self.waker: AsyncioLoopingCall | LoopingCall | None = None  # a shared crawl's _wake
         self.starved = False  # the engine's last next_request() got no request
@@ -98,6 +99,7 @@ class FrontierScheduler(BaseScheduler):
             return Scheduler.from_crawler(crawler)
         ledger = crawler.get_extension(LedgerWriter)
         if ledger is None:  # a read-only crawl: explain runs Scrapy's own scheduler
+            stores_of(crawler).close()  # the engine never starts: engine_stopped would not close them
             raise RuntimeError("a read-only crawl (SEARCHCRAWL_READ_ONLY) starts no run: use Scrapy's SCHEDULER")
         return cls(crawler, source_of(crawler), stores_of(crawler), ledger, admission_of(crawler))
 

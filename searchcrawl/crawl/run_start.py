@@ -98,7 +98,8 @@ def begin_run(
         mode = (runs.latest(name) or {}).get("mode") or "initial"
         test_mode = arguments.test_mode or mode == "test"
         ledger.in_run(info.id, test_mode)
-        return Run(mode=mode, forced=arguments.forced or mode == "forced", test_mode=test_mode, **value)  # type: ignore[arg-type]
+        forced = arguments.forced or taken_over or mode == "forced"
+        return Run(mode=mode, forced=forced, test_mode=test_mode, **value)  # type: ignore[arg-type]
     ledger.in_run(info.id, arguments.test_mode)
     forced = arguments.forced or taken_over
     reasons = recrawl_reasons(runs.fingerprint(name), fingerprint(source))

@@ -121,3 +121,12 @@ def test_nothing_is_taken_over_from_a_solr_that_cannot_be_read(source: Source, t
 def test_leaving_says_what_a_test_run_does() -> None:
     run = Run(id=1, source="unit", mode="test", started=None, test_mode=True)  # type: ignore[arg-type]
     assert "test mode: the index is not touched" in run.leaving()
+
+
+def test_a_resumed_run_that_took_over_solr_is_forced(source: Source, table: DocumentTable) -> None:
+    """A run killed before its first document, whose source's table is still empty: the next
+    crawl resumes it, takes over what Solr holds, and must recrawl it forced, as a new run would."""
+    first, _ = start(source, table)
+    Runs(table.database).end(first.id, RunState.SUSPENDED, {}, "shutdown")
+    run, _ = start(source, table, taken_over=True)
+    assert (run.resumed, run.mode, run.forced) == (True, "initial", True)

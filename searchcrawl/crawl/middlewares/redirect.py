@@ -16,7 +16,6 @@ any other and passes the internal-address guard (middlewares/address_guard.py) o
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from urllib.parse import urljoin
 
@@ -84,7 +83,7 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
             logger.info("Redirect not followed: %s: %s", request.url, verdict.reason)
             if verdict.target_status is not None:  # a permanent redirect out of the boundary
                 self.admission.admit(target, depth)  # the target's row, with the rule that excludes it
-                await asyncio.to_thread(self.admission.flush)
+                self.admission.flush()  # on the reactor's thread, as the signal's receivers expect
                 # the old URL keeps its redirect status: it moved, and leaves the index
                 raise RequestRefused(response.status, verdict.reason, event=Event.GONE)
             assert verdict.status is not None

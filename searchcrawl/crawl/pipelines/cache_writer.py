@@ -15,6 +15,7 @@ from searchcrawl.crawl.pipelines.changes import duplicate_of
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_started, url_outcome
 from searchcrawl.index.cache import DocumentCache
+from searchcrawl.ops.local_fleet import shared_crawl
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
 from searchcrawl.rules.maintenance import holder_of
 from searchcrawl.rules.status_codes import Status
@@ -26,13 +27,18 @@ logger = logging.getLogger(__name__)
 
 class CachePipeline:
     """Caches each document (not in a test run) and reports its outcome; in a shared run, the
-    ledger settles which node's copy of a content stays when two cached it at once."""
+    ledger settles which node's copy of a content stays when two cached it at once. What it
+    does depends on the run (``run_started``); a crawl without one (a source crawled with
+    Scrapy's own SCHEDULER) caches as a plain run does: not in test mode, not forced."""
 
-    def __init__(self, crawler: Crawler, documents: DocumentTable, cache: DocumentCache, ledger: LedgerWriter) -> None:
+    def __init__(
+        self, crawler: Crawler, documents: DocumentTable, cache: DocumentCache, ledger: LedgerWriter, *, shared: bool = False
+    ) -> None:
         self.crawler = crawler
         self.documents, self.cache, self.ledger = documents, cache, ledger
         self.stats = crawler.stats
-        self.run: Run | None = None
+        self.test_mode = self.forced = False
+        self.shared = shared
         crawler.signals.connect(self.run_started, signal=run_started)
 
     @classmethod
@@ -41,14 +47,12 @@ class CachePipeline:
         ledger = crawler.get_extension(LedgerWriter)
         if ledger is None:
             raise NotConfigured("a read-only crawl (SEARCHCRAWL_READ_ONLY) caches nothing")
-        return cls(crawler, stores.documents, stores.cache, ledger)
+        return cls(crawler, stores.documents, stores.cache, ledger, shared=shared_crawl(crawler.settings))
 
     def run_started(self, run: Run, frontier: Frontier) -> None:
-        self.run = run
+        self.test_mode, self.forced, self.shared = run.test_mode, run.forced, run.shared
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
-        run = self.run
-        assert run is not None, "a document without a run"
         table = self.documents
         display_url = item.fields["display_url"]
         owner = table.display_url_owner(item.source, display_url)
@@ -60,10 +64,10 @@ class CachePipeline:
                 f"Display URL conflict, not indexed: {item.url}: {reason}",
                 log_level="WARNING",
             )
-        size = 0 if run.test_mode else self.cache.put(item.fields)
+        size = 0 if self.test_mode else self.cache.put(item.fields)
         # pushed again by a forced recrawl with the title and text it was indexed with: unchanged
         # for the delta report (a searcher finds what was there)
-        same = run.forced and item.previous is not None and item.previous.get("checksum") == item.fields["checksum"]
+        same = self.forced and item.previous is not None and item.previous.get("checksum") == item.fields["checksum"]
         self.crawler.signals.send_catch_log(
             url_outcome,
             url=item.url,
@@ -82,7 +86,7 @@ class CachePipeline:
                 },
             ),
         )
-        if run.shared:  # another node may have cached the same content at this moment
+        if self.shared:  # another node may have cached the same content at this moment
             original = self.ledger.settle_duplicates(item.url, item.fields["checksum"], holder_of)
             if original is not None:  # its cached record is left to the push, which skips it
                 raise NotIndexed(

@@ -147,3 +147,14 @@ def test_a_forced_recrawl_reports_the_same_content_unchanged(crawler_of) -> None
     pipeline.process_item(document("http://h.test/c.html", "c1"))  # not in the index before
     assert [outcome.kind for outcome in seen] == ["unchanged", None, None]
     assert all(outcome.event == Event.CACHED for outcome in seen)
+
+
+def test_a_crawl_without_a_run_caches_as_a_plain_run(crawler_of) -> None:
+    """A source crawled with Scrapy's own SCHEDULER sends no ``run_started``: its documents are
+    cached all the same (not refused one by one with status 925, which would take indexed
+    documents out of the index after ``max_failures`` such crawls)."""
+    crawler = crawler_of()
+    pipeline = build_from_crawler(CachePipeline, crawler)
+    item = document("http://h.test/a.html")
+    assert pipeline.process_item(item) is item
+    assert stores_of(crawler).cache.documents() == {"http://h.test/a.html": item.fields}
