@@ -87,6 +87,12 @@ def ledger_of(crawler: Crawler) -> LedgerWriter:
     return ledger
 
 
+def node_owner(crawler: Crawler) -> str:
+    """This process as the node of ``crawler``, in a test that runs two nodes of a shared crawl
+    in one process: host:pid names a process, so each node is told apart by its data dir's name."""
+    return f"{process_owner()}/{Path(crawler.settings['SEARCHCRAWL_DATA_DIR']).name}"
+
+
 def close_stores(crawler: Crawler) -> None:
     """Close what the crawler's stores opened (the engine's stop does it in a crawl)."""
     stores = crawler.get_extension(Stores)

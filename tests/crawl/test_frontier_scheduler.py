@@ -48,7 +48,7 @@ from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.deltas import Deltas
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.runs import FINISHING, Runs
-from tests.components import BARE_DOWNLOADER, close_stores, engine_of, ledger_of, source_crawler, start_run, stores_of
+from tests.components import BARE_DOWNLOADER, close_stores, engine_of, ledger_of, node_owner, source_crawler, start_run, stores_of
 from tests.conftest import wait_for
 
 SOURCE = 'seeds = ["http://h.test/"]\n'
@@ -70,12 +70,6 @@ def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
     yield make
     for crawler in made:
         close_stores(crawler)
-
-
-def node_owner(crawler: Crawler) -> str:
-    """This process as the node of ``crawler``: host:pid names a process, and two nodes share this
-    one; each node has its data dir (named after it, ``crawler_of``)."""
-    return f"{process_owner()}/{Path(crawler.settings['SEARCHCRAWL_DATA_DIR']).name}"
 
 
 def opened(crawler: Crawler) -> FrontierScheduler:

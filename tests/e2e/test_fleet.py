@@ -41,7 +41,7 @@ from searchcrawl.crawl.meta import SITE_LEASE
 from searchcrawl.crawl.middlewares.fleet import HOLD_MARGIN, FleetPolitenessMiddleware
 from searchcrawl.crawl.run import process_owner
 from searchcrawl.store.models import site_leases
-from tests.components import BARE_DOWNLOADER, close_stores, engine_of, source_crawler, stores_of
+from tests.components import BARE_DOWNLOADER, close_stores, engine_of, node_owner, source_crawler, stores_of
 
 SLACK = 0.02  # seconds an asyncio timer may fire early
 
@@ -64,12 +64,6 @@ def nodes(tmp_path: Path, postgres_url: str) -> Iterator[Callable[..., tuple[Cra
     yield make
     for crawler in made:
         close_stores(crawler)
-
-
-def node_owner(crawler: Crawler) -> str:
-    """This process as the node of ``crawler``: host:pid names a process, and two nodes share this
-    one; each node has its data dir (named after it, ``nodes``)."""
-    return f"{process_owner()}/{Path(crawler.settings['SEARCHCRAWL_DATA_DIR']).name}"
 
 
 def fleet(*crawlers: Crawler) -> list[FleetPolitenessMiddleware]:
