@@ -36,6 +36,8 @@ from urllib.parse import quote, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
+from searchcrawl.access.tokens import Access
+
 
 class AgentError(Exception):
     """The repository cannot be listed or read (unreachable, refused, misconfigured): the crawl
@@ -82,6 +84,7 @@ class Reference:
     content: Content | None = None
     parent: str | None = None
     location: str | None = None
+    access: Access | None = None
 
 
 class NoOptions(BaseModel):

@@ -1,0 +1,1 @@
+"""Who may read what: documents' access tokens, searchers' principals, and the decision."""

@@ -1,0 +1,101 @@
+"""The decision: may a searcher with these principals read a document with this access?
+
+One rule, in two forms that must agree: ``decide`` (Python: `scrapy explain-access`, the
+administration page) and ``solr_filters`` (the filter queries every search sends, so that Solr
+trims the hits, their counts, facets and suggestions itself, and a page of hits is always full).
+The rule: deny wins (one principal among the deny tokens: refused); then every level needs one of
+the principals among its allow tokens. Every searcher has the principal ``public``; a visitor who
+is not signed in has nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from searchcrawl.access.tokens import DENY_FIELD, LEVEL_FIELDS, PUBLIC, Access, Grant, normal_token
+
+# the terms query parser's separator (tokens cannot hold a control character: normal_token)
+SEPARATOR = "\x1f"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """A token that stands for the searcher, and where it came from ("uidNumber of uid=alice,...")."""
+
+    token: str
+    origin: str
+
+
+@dataclass(frozen=True)
+class Principals:
+    """Who is searching: a user name (None: not signed in) and its principals, ``public`` always
+    among them. ``error``: why the principals are only public (a directory that did not answer)."""
+
+    user: str | None
+    entries: tuple[Principal, ...] = ()
+    error: str = ""
+
+    @classmethod
+    def anonymous(cls, error: str = "") -> Principals:
+        return cls(None, (Principal(PUBLIC, "every searcher"),), error)
+
+    @classmethod
+    def of(cls, user: str, entries: Iterable[Principal], error: str = "") -> Principals:
+        """``user``'s principals: ``entries`` normalised, each token once, with ``public``."""
+        seen: dict[str, Principal] = {PUBLIC: Principal(PUBLIC, "every searcher")}
+        for entry in entries:
+            token = normal_token(entry.token)
+            seen.setdefault(token, Principal(token, entry.origin))
+        return cls(user, tuple(seen.values()), error)
+
+    @property
+    def tokens(self) -> frozenset[str]:
+        return frozenset(entry.token for entry in self.entries) | {PUBLIC}
+
+    def origin(self, token: str) -> str:
+        return next((entry.origin for entry in self.entries if entry.token == token), "")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Granted or not, why, and the entries that decided: the deny token that refused, the level
+    none of whose tokens matched, or one matching allow token per level."""
+
+    granted: bool
+    reason: str
+    entries: tuple[Grant, ...] = ()
+
+
+def decide(access: Access, principals: Principals) -> Decision:
+    """The rule of the module's docstring, over the levels the index holds."""
+    tokens = principals.tokens
+    for denied in access.deny:
+        if denied.token in tokens:
+            why = principals.origin(denied.token)
+            return Decision(False, f"denied: {denied.token} ({denied.origin}), the searcher's own ({why})", (denied,))
+    _access, levels = access.indexed_levels()
+    matched: list[Grant] = []
+    for level in levels:
+        allowed = next((grant for grant in level.allow if grant.token in tokens), None)
+        if allowed is None:
+            return Decision(False, f"no principal of the searcher is allowed by {level.name}", ())
+        matched.append(allowed)
+    return Decision(True, "granted: " + "; ".join(f"{grant.token} ({grant.origin})" for grant in matched), tuple(matched))
+
+
+TERMS = "{!terms f=FIELD separator=$access_separator v=$access_tokens}"
+
+
+def solr_trimming(principals: Principals) -> tuple[list[str], dict[str, str]]:
+    """The filter queries of a search trimmed to ``principals`` (one per level field, and the
+    deny field's), and the request parameters they read (the principals once, the separator, the
+    deny query). A document indexed without access fields matches none: it is shown to no one."""
+    filters = [TERMS.replace("FIELD", name) for name in LEVEL_FIELDS]
+    filters.append("{!bool must_not=$access_denied}")
+    params = {
+        "access_tokens": SEPARATOR.join(sorted(principals.tokens)),
+        "access_separator": SEPARATOR,
+        "access_denied": TERMS.replace("FIELD", DENY_FIELD),
+    }
+    return filters, params

@@ -1,0 +1,187 @@
+"""Access tokens: who may read a document, as the index holds it.
+
+A token is a namespaced string: ``user:alice`` (a user name, or a user's DN), ``group:<DN or
+name>``, ``uid:1001`` and ``gid:2001`` (the numeric ids of files' owners and groups, matched to
+a directory user's uidNumber and gidNumber), and ``public`` (everyone, signed in or not). A
+document's ``Access`` is a list of levels and a list of deny tokens:
+
+- a reader passes a level when one of their principals is among its allow tokens (``public``
+  is every reader's principal); the first level is the document itself, the others what a
+  reader must also pass to reach it (the folders above a file: traversable by the same person);
+- deny wins: a reader with one principal among the deny tokens may not read it, whatever a level
+  allows.
+
+Each token keeps where it came from (``Grant.origin``): what `scrapy explain-access` shows.
+Tokens are normalised once, here, for documents and principals alike (``normal_token``): the
+namespace and the value lower-cased (LDAP compares names and DNs without case), spaces around a
+DN's commas and equals signs dropped, and a user's two shapes (``EXAMPLE\\alice``,
+``alice@example.org``) reduced to the name (``alice``): one directory per installation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+PUBLIC = "public"
+NAMESPACES = ("user", "group", "uid", "gid")
+MAX_TOKEN_CHARS = 1024
+# The index's levels: the document's own and at most three above it (a folder, a share ...).
+# More levels that restrict differently are folded into the last, keeping only the tokens they
+# have in common: a reader may then be refused what they could read (fail closed), never shown
+# what they could not.
+MAX_LEVELS = 4
+LEVEL_FIELDS = ("access_allow", "access_allow_1", "access_allow_2", "access_allow_3")
+DENY_FIELD = "access_deny"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_DN_SPACES = re.compile(r"\s*([,=+])\s*")
+
+
+class AccessError(ValueError):
+    """A token that is not one (no known namespace, empty, control characters, too long)."""
+
+
+class AccessUnreadable(Exception):
+    """The access list of a document cannot be read (permission, a broken ACL, a source query
+    that failed): the document is not indexed (status 927), never indexed as public."""
+
+
+def normal_token(text: str) -> str:
+    """``text`` as the index holds it (see the module's docstring); AccessError if it is not a
+    token."""
+    text = text.strip()
+    if text.lower() == PUBLIC:
+        return PUBLIC
+    namespace, colon, value = text.partition(":")
+    namespace, value = namespace.strip().lower(), value.strip()
+    if not colon or namespace not in NAMESPACES:
+        raise AccessError(f"{text[:80]!r} is not an access token ({', '.join(NAMESPACES)}: followed by a name, or public)")
+    if not value or len(value) > MAX_TOKEN_CHARS or _CONTROL.search(value):
+        raise AccessError(f"{text[:80]!r}: an empty, too long or unprintable value")
+    if namespace in ("uid", "gid"):
+        if not value.isdigit():
+            raise AccessError(f"{text[:80]!r}: {namespace} takes a number")
+        return f"{namespace}:{int(value)}"
+    value = value.lower()
+    if "=" in value:  # a DN
+        value = _DN_SPACES.sub(r"\1", value)
+    elif namespace == "user":
+        value = value.rsplit("\\", 1)[-1].split("@", 1)[0] or value
+    return f"{namespace}:{value}"
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A token and where it came from ("POSIX ACL of /srv/hr/pay.txt: group:finance r--")."""
+
+    token: str
+    origin: str
+
+    @classmethod
+    def of(cls, token: str, origin: str) -> Grant:
+        return cls(normal_token(token), origin)
+
+
+@dataclass(frozen=True)
+class Level:
+    """A gate a reader passes with one of its allow tokens: the document, or what holds it."""
+
+    name: str
+    allow: tuple[Grant, ...]
+
+    @property
+    def tokens(self) -> frozenset[str]:
+        return frozenset(grant.token for grant in self.allow)
+
+    @property
+    def open(self) -> bool:
+        return PUBLIC in self.tokens
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who may read a document: its levels (a reader passes every one) and deny tokens."""
+
+    levels: tuple[Level, ...]
+    deny: tuple[Grant, ...] = ()
+    notes: tuple[str, ...] = field(default=(), compare=False)  # what the folding of levels lost
+
+    @classmethod
+    def public(cls, origin: str) -> Access:
+        return cls((Level("document", (Grant(PUBLIC, origin),)),))
+
+    @classmethod
+    def of(cls, allow: Iterable[Grant], deny: Iterable[Grant] = (), name: str = "document") -> Access:
+        """One level (``name``) with ``allow``, and ``deny``; tokens once each, in order."""
+        return cls((Level(name, _unique(allow)),), _unique(deny))
+
+    @property
+    def is_public(self) -> bool:
+        """Everyone may read it: every level open, nothing denied."""
+        return not self.deny and all(level.open for level in self.levels)
+
+    def within(self, level: Level, deny: Iterable[Grant] = ()) -> Access:
+        """This access behind ``level`` too (a folder above a file), with its ``deny``. An open
+        level adds nothing and is left out; a level with the same tokens as one already there
+        adds nothing either."""
+        denied = _unique((*self.deny, *deny))
+        if level.open or any(kept.tokens == level.tokens for kept in self.levels):
+            return Access(self.levels, denied, self.notes)
+        return Access((*self.levels, level), denied, self.notes)
+
+    def indexed_levels(self) -> tuple[Access, tuple[Level, ...]]:
+        """The levels as the index holds them (MAX_LEVELS at most: see there), with notes."""
+        levels = [level for i, level in enumerate(self.levels) if i == 0 or not level.open]
+        if len(levels) <= MAX_LEVELS:
+            return self, tuple(levels)
+        kept, folded = levels[: MAX_LEVELS - 1], levels[MAX_LEVELS - 1 :]
+        common = frozenset.intersection(*(level.tokens for level in folded))
+        grants = tuple(grant for grant in folded[0].allow if grant.token in common)
+        name = " + ".join(level.name for level in folded)
+        note = f"{name}: {len(folded)} levels folded into one, only the tokens all of them allow kept"
+        return Access(self.levels, self.deny, (*self.notes, note)), (*kept, Level(name, grants))
+
+    def fields(self) -> dict[str, list[str]]:
+        """The Solr fields: ``access_allow`` (the document's level), ``access_allow_1`` .. ``_3``
+        (``public`` where there is no such level), ``access_deny``."""
+        _access, levels = self.indexed_levels()
+        shown: dict[str, list[str]] = {}
+        for i, name in enumerate(LEVEL_FIELDS):
+            shown[name] = sorted(levels[i].tokens) if i < len(levels) else [PUBLIC]
+        shown[DENY_FIELD] = sorted({grant.token for grant in self.deny})
+        return shown
+
+    def digest(self) -> str:
+        """What the document table keeps to see a change of access alone (the Solr fields'
+        hash): "public" for a public document, else 32 hex digits."""
+        if self.is_public:
+            return PUBLIC
+        return hashlib.sha256(json.dumps(self.fields(), sort_keys=True).encode()).hexdigest()[:32]
+
+    def to_data(self) -> dict[str, Any]:
+        """As JSON (a request's meta, an agent's reference on its way to the download)."""
+        return {
+            "levels": [{"name": level.name, "allow": [[g.token, g.origin] for g in level.allow]} for level in self.levels],
+            "deny": [[g.token, g.origin] for g in self.deny],
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> Access:
+        levels = tuple(
+            Level(str(level["name"]), tuple(Grant.of(token, origin) for token, origin in level["allow"]))
+            for level in data["levels"]
+        )
+        if not levels:
+            raise AccessError("an access without a level")
+        return cls(levels, tuple(Grant.of(token, origin) for token, origin in data.get("deny", ())))
+
+
+def _unique(grants: Iterable[Grant]) -> tuple[Grant, ...]:
+    seen: dict[str, Grant] = {}
+    for grant in grants:
+        seen.setdefault(grant.token, grant)
+    return tuple(seen.values())
