@@ -10,10 +10,13 @@ cd "$(dirname "$0")/.."
 # antiword and catdoc (catdoc, catppt) convert legacy .doc and .ppt files, LibreOffice Impress
 # the .ppt files catppt cannot read; chromium renders JavaScript-heavy pages (Playwright never
 # downloads a browser of its own here); nginx-light serves the benchmark's synthetic site and wrk
-# measures that server's capacity; Tesseract (English and German) is the OCR of Tika for sources with ocr = true
+# measures that server's capacity; Tesseract (English and German) is the OCR of Tika for sources with ocr = true;
+# libacl1-dev builds pylibacl (files' POSIX ACLs), acl's setfacl sets them in the tests, and
+# OpenLDAP's slapd (with ldap-utils) is the directory the access tests start on 127.0.0.1
 packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc libreoffice-impress-nogui chromium
           tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
-          nginx-light wrk)
+          nginx-light wrk
+          libacl1-dev acl slapd ldap-utils)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -23,6 +26,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+  # the package starts a directory of its own on port 389: the tests start theirs on 127.0.0.1
+  if [[ " ${missing[*]} " == *" slapd "* ]]; then $SUDO service slapd stop >/dev/null 2>&1 || true; fi
 fi
 
 PYTHON=${PYTHON:-python3}
