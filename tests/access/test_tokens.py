@@ -1,0 +1,148 @@
+"""Access tokens and the decision alone (searchcrawl/access/tokens.py, decision.py): plain values,
+no Solr. The Solr form of the decision is checked against ``decide`` in tests/e2e/test_access_filter.py."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from searchcrawl.access.decision import Principal, Principals, decide, solr_trimming
+from searchcrawl.access.tokens import (
+    DENY_FIELD,
+    LEVEL_FIELDS,
+    MAX_LEVELS,
+    PUBLIC,
+    Access,
+    AccessError,
+    Grant,
+    Level,
+    normal_token,
+)
+
+FINANCE = "group:cn=finance,ou=groups,dc=example,dc=org"
+
+
+@pytest.mark.parametrize(
+    ("text", "token"),
+    [
+        ("public", PUBLIC),
+        (" PUBLIC ", PUBLIC),
+        ("user:Alice", "user:alice"),
+        ("user:EXAMPLE\\alice", "user:alice"),  # a domain user's two shapes: one token
+        ("user:alice@example.org", "user:alice"),
+        ("User:uid=Alice, ou=People,dc=example,dc=org", "user:uid=alice,ou=people,dc=example,dc=org"),
+        ("group:CN=Finance , OU=Groups,DC=example,DC=org", FINANCE),
+        ("group:finance", "group:finance"),
+        ("uid:01001", "uid:1001"),
+        ("gid:2001", "gid:2001"),
+    ],
+)
+def test_tokens_are_normalised_once(text: str, token: str) -> None:
+    assert normal_token(text) == token
+
+
+@pytest.mark.parametrize("text", ["", "alice", "role:admin", "user:", "uid:alice", "gid:-1", "user:a\nb", "user:" + "a" * 2000])
+def test_what_is_not_a_token_is_refused(text: str) -> None:
+    with pytest.raises(AccessError):
+        normal_token(text)
+
+
+def test_fields_hold_every_level_and_the_denies() -> None:
+    access = Access.of([Grant.of(FINANCE, "acl")], [Grant.of("user:bob", "acl")]).within(
+        Level("folder /srv/finance", (Grant.of("gid:2001", "mode 0750"),))
+    )
+    assert access.fields() == {
+        "access_allow": [FINANCE],
+        "access_allow_1": ["gid:2001"],
+        "access_allow_2": [PUBLIC],
+        "access_allow_3": [PUBLIC],
+        DENY_FIELD: ["user:bob"],
+    }
+    assert set(access.fields()) == {*LEVEL_FIELDS, DENY_FIELD}
+
+
+def test_open_and_repeated_levels_add_nothing() -> None:
+    document = Access.of([Grant.of("gid:2001", "file")])
+    assert document.within(Level("open folder", (Grant(PUBLIC, "o+x"),))).levels == document.levels
+    assert document.within(Level("same folder", (Grant.of("gid:2001", "dir"),))).levels == document.levels
+    assert Access.public("no rule").is_public and Access.public("x").digest() == PUBLIC
+    assert not Access.public("x").within(Level("open", (Grant(PUBLIC, "o+x"),)), [Grant.of("uid:0", "owner")]).is_public
+
+
+def test_digest_moves_with_the_tokens_only() -> None:
+    one = Access.of([Grant.of("gid:1", "file a")])
+    assert one.digest() == Access.of([Grant.of("gid:1", "another origin")]).digest()
+    assert one.digest() != Access.of([Grant.of("gid:2", "file a")]).digest()
+    assert one.digest() != Access.of([Grant.of("gid:1", "file a")], [Grant.of("uid:3", "x")]).digest()
+
+
+def test_data_round_trip_keeps_origins() -> None:
+    access = Access.of([Grant.of(FINANCE, "column readers of row 4")], [Grant.of("user:bob", "deny")]).within(
+        Level("folder", (Grant.of("gid:7", "mode 0750"),))
+    )
+    again = Access.from_data(access.to_data())
+    assert again == access and [g.origin for g in again.levels[0].allow] == ["column readers of row 4"]
+    with pytest.raises(AccessError):
+        Access.from_data({"levels": [{"name": "x", "allow": [["role:x", "o"]]}]})
+
+
+def principals(*tokens: str) -> Principals:
+    return Principals.of("alice", [Principal(token, "test") for token in tokens])
+
+
+def test_deny_wins_and_says_which_entry() -> None:
+    access = Access.of([Grant.of(FINANCE, "acl")], [Grant.of("user:alice", "deny rule /hr/")])
+    decision = decide(access, principals("user:alice", FINANCE))
+    assert not decision.granted and decision.entries[0].origin == "deny rule /hr/"
+    assert decide(access, principals("user:bob", FINANCE)).granted
+
+
+def test_a_deny_entry_is_not_deny_all() -> None:
+    access = Access.public("site").within(Level("open", (Grant(PUBLIC, "o+x"),)), [Grant.of("user:bob", "deny")])
+    assert decide(access, Principals.anonymous()).granted
+    assert decide(access, principals("user:carol")).granted
+    assert not decide(access, principals("user:bob")).granted
+
+
+def test_every_level_needs_one_principal() -> None:
+    access = Access.of([Grant.of("gid:20", "file")]).within(Level("folder", (Grant.of("gid:10", "dir"),)))
+    assert not decide(access, principals("gid:20")).granted
+    assert "folder" in decide(access, principals("gid:20")).reason
+    both = decide(access, principals("gid:20", "gid:10"))
+    assert both.granted and [g.origin for g in both.entries] == ["file", "dir"]
+
+
+def test_anonymous_searchers_read_public_documents_only() -> None:
+    assert decide(Access.public("site"), Principals.anonymous()).granted
+    assert not decide(Access.of([Grant.of(FINANCE, "x")]), Principals.anonymous()).granted
+    assert not decide(Access.of([]), principals(FINANCE)).granted  # a level that allows nobody
+
+
+def test_levels_beyond_the_index_fold_conservatively() -> None:
+    """More restricting levels than the index holds: a reader of the folded level needs a token
+    all of them allow. Checked against the exact rule (every level) on random cases: folding may
+    refuse a reader the levels admit, never admit one they refuse."""
+    pool = [f"gid:{n}" for n in range(6)]
+    generator = random.Random(55)
+    refused_more = 0
+    for _case in range(500):
+        access = Access.of([Grant(generator.choice(pool), "file")])
+        for depth in range(generator.randint(0, 6)):
+            allow = tuple(Grant(token, f"dir {depth}") for token in generator.sample(pool, generator.randint(1, 3)))
+            access = access.within(Level(f"dir {depth}", allow))
+        reader = principals(*generator.sample(pool, generator.randint(0, 4)))
+        exact = all(level.tokens & reader.tokens for level in access.levels)
+        folded = decide(access, reader).granted
+        assert not folded or exact
+        refused_more += exact and not folded
+        _indexed, levels = access.indexed_levels()
+        assert len(levels) <= MAX_LEVELS
+    assert refused_more  # the fold is exercised
+
+
+def test_trimming_sends_the_principals_once() -> None:
+    filters, params = solr_trimming(principals(FINANCE, "gid:2001"))
+    assert len(filters) == len(LEVEL_FIELDS) + 1
+    assert sorted(params["access_tokens"].split(params["access_separator"])) == sorted(["public", FINANCE, "gid:2001"])
+    assert all("$access_tokens" in fq for fq in filters[:-1]) and "access_deny" in params["access_denied"]
