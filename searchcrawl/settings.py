@@ -159,6 +159,10 @@ SEARCHCRAWL_WEB_PREFIX = os.environ.get("SEARCHCRAWL_WEB_PREFIX", "")  # path be
 # own, is a proxy on this machine. With no proxy in front, set it empty so that a local client
 # cannot choose the address it is counted under; never "*" (anyone would choose).
 SEARCHCRAWL_WEB_PROXIES = ["127.0.0.1", "::1"]
+# Single sign-on: the header in which those proxies name the signed-in searcher (e.g.
+# X-Remote-User; empty: none). Believed only on a connection from one of the proxies, which must
+# set it, or remove a client's, on every request; the principals come from the directory.
+SEARCHCRAWL_WEB_USER_HEADER = ""
 SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
 
