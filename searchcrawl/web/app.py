@@ -40,7 +40,6 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from searchcrawl.access.decision import Principal, Principals
@@ -59,7 +58,7 @@ from searchcrawl.store.runs import Runs
 from searchcrawl.web import admin
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
-from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Session, Sessions
+from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
 
 logger = logging.getLogger(__name__)
 
@@ -236,7 +235,9 @@ class WebApp:
             if peer in self.proxies:
                 user, known_by = header_user(value), "header"
             elif value is not None:
-                logger.warning("Search: %s header from %s ignored (not one of SEARCHCRAWL_WEB_PROXIES)", self.config.user_header, peer)
+                logger.warning(
+                    "Search: %s header from %s ignored (not one of SEARCHCRAWL_WEB_PROXIES)", self.config.user_header, peer
+                )
         if user is None:
             session = self.searchers.get(request.cookies.get(SEARCHER_COOKIE))
             if session is not None:
@@ -297,7 +298,12 @@ class WebApp:
             self.signin_throttle.forgive(client)
             logger.warning("Search sign-in of %s from %s: the directory does not answer: %s", user, client, exc)
             return self.render(
-                request, "signin.html", 503, signin_token=expected, searcher=anonymous, error=f"The directory does not answer: {exc}"
+                request,
+                "signin.html",
+                503,
+                signin_token=expected,
+                searcher=anonymous,
+                error=f"The directory does not answer: {exc}",
             )
         if not ok:
             logger.warning("Search sign-in: failed sign-in from %s", client)
@@ -306,7 +312,9 @@ class WebApp:
         logger.info("Search sign-in: %s signed in", user)
         self.searchers.logout(request.cookies.get(SEARCHER_COOKIE))  # a new session, never the old one's token
         response = RedirectResponse(self.url("/"), status_code=303)
-        self._cookie(request, response, SEARCHER_COOKIE, self.searchers.login(user), int(self.config.session_lifetime), self.url("/"))
+        self._cookie(
+            request, response, SEARCHER_COOKIE, self.searchers.login(user), int(self.config.session_lifetime), self.url("/")
+        )
         response.delete_cookie(SIGNIN_COOKIE, path=self.url("/"))
         return response
 
@@ -357,7 +365,9 @@ class WebApp:
         self.throttle.succeeded(client)
         logger.info("Web administration: login")
         response = RedirectResponse(self.url("/admin"), status_code=303)
-        self._cookie(request, response, SESSION_COOKIE, self.sessions.login(user), int(self.config.session_lifetime), self.url("/admin"))
+        self._cookie(
+            request, response, SESSION_COOKIE, self.sessions.login(user), int(self.config.session_lifetime), self.url("/admin")
+        )
         response.delete_cookie(LOGIN_COOKIE, path=self.url("/admin") or "/")
         return response
 
@@ -608,7 +618,7 @@ def create_app(config: WebConfig) -> Starlette:
 
     middleware = [Middleware(PeerAddress)]
     if config.proxies:  # X-Forwarded-For and -Proto from these only, after PeerAddress kept the peer
-        middleware.append(Middleware(ProxyHeadersMiddleware, trusted_hosts=list(config.proxies)))  # type: ignore[arg-type]
+        middleware.append(Middleware(ProxyHeadersMiddleware, trusted_hosts=list(config.proxies)))
     middleware.append(Middleware(SecurityHeaders))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.web = web

@@ -41,12 +41,10 @@ class Session:
 
 
 class Sessions:
-    def __init__(
-        self, credentials: tuple[str, str] | None, lifetime: float = 8 * 3600, max_sessions: int = MAX_SESSIONS
-    ) -> None:
+    def __init__(self, credentials: tuple[str, str] | None, lifetime: float = 8 * 3600, max_sessions: int | None = None) -> None:
         self.credentials = credentials
         self.lifetime = lifetime
-        self.max_sessions = max_sessions
+        self.max_sessions = max_sessions  # None: MAX_SESSIONS
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._flashes: dict[str, str] = {}  # a message for the session's next page (after a POST)
         self._lock = threading.Lock()
@@ -70,7 +68,7 @@ class Sessions:
         token = random_tokens.token_urlsafe(32)
         with self._lock:
             self._sessions[token] = Session(user, random_tokens.token_urlsafe(32), time.monotonic() + self.lifetime)
-            while len(self._sessions) > self.max_sessions:
+            while len(self._sessions) > (self.max_sessions or MAX_SESSIONS):
                 self._sessions.popitem(last=False)
         return token
 

@@ -28,7 +28,7 @@ def unit_config(tmp_path: Path, **changes: object) -> WebConfig:
         project_dir=tmp_path,
         source_names=lambda: [],
         schedule_of=lambda name: None,
-        launcher=None,
+        launcher=None,  # type: ignore[arg-type] # nothing is started here
         credentials=("admin", PASSWORD),
     )
     for key, value in changes.items():

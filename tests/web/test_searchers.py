@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 import pytest
 from scrapy.exceptions import UsageError
+from starlette.requests import Request
 from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principal, Principals
@@ -254,11 +255,12 @@ def test_the_user_header_without_a_directory_is_the_user_name_alone(tmp_path: Pa
     assert searcher.principals.tokens == {"public", "user:alice"}
 
 
-def _request(web: TestClient, headers: dict[str, str]):  # type: ignore[no-untyped-def]
-    from starlette.requests import Request
+def _request(web: TestClient, headers: dict[str, str]) -> Request:
 
     raw = [(name.encode(), value.encode()) for name, value in headers.items()]
-    return Request({"type": "http", "method": "GET", "path": "/", "headers": raw, "client": (PROXY, 1), "searchcrawl.peer": PROXY})
+    return Request(
+        {"type": "http", "method": "GET", "path": "/", "headers": raw, "client": (PROXY, 1), "searchcrawl.peer": PROXY}
+    )
 
 
 def test_the_proxies_and_user_header_settings() -> None:
