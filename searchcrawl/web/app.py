@@ -41,6 +41,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from searchcrawl.access.decision import Principals
 from searchcrawl.commands.report import run_report
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import matching
@@ -167,7 +168,7 @@ class WebApp:
     async def search(self, request: Request) -> Response:
         query = SearchRequest.from_params(request.query_params)
         try:
-            page = await _in_thread(run_search, self.solr, query, self.config.rows)
+            page = await _in_thread(run_search, self.solr, query, Principals.anonymous(), self.config.rows)
         except IndexingError as exc:
             logger.warning("Search %r failed: %s", query.q, exc.reason)
             return self.render(request, "search.html", 503, page=None, query=query, error="The index cannot be searched now.")
