@@ -529,7 +529,7 @@ class WebApp:
         if not user or not url.lower().startswith(("http://", "https://", "file:", "ftp://")) or len(url) > 8192:
             ok, text = False, "Give a user name and an absolute URL (http://, https://, ftp:// or file:)."
         else:
-            ok, text = await _in_thread(admin.explain_access, self.config.directory, self.solr, user, url)
+            ok, text = await _in_thread(admin.explain_access, self.config.directory, self.solr, self.database, user, url)
         logger.info("Web administration: explain-access %s %s", user, url)
         return self.render(request, "explain_access.html", user=user, url=url, ok=ok, text=text)
 

@@ -7,6 +7,7 @@ trusted proxy only, through a real uvicorn; the administration's explain-access 
 
 from __future__ import annotations
 
+import html
 import random
 import re
 import string
@@ -27,7 +28,7 @@ from searchcrawl.web.app import create_app
 from searchcrawl.web.sessions import FREE_FAILURES
 from tests.conftest import Project
 from tests.directory_server import DirectoryServer
-from tests.e2e.test_web import web_config
+from tests.e2e.test_web import login, web_config
 from tests.e2e.test_web_proxies import served
 from tests.web.test_searchers import csrf_of, sign_in, signed_in
 
@@ -236,3 +237,19 @@ def test_a_directory_that_does_not_answer_fails_closed(
     assert token is not None
     down = other.post("/login", data={"signin_token": token[1], "username": "bob", "password": server.passwords["bob"]})
     assert down.status_code == 503 and "The directory does not answer" in down.text
+
+
+def test_the_explain_access_page_shows_the_commands_report(project: Project, settings: Settings, corpus: Corpus) -> None:
+    project.data_dir.mkdir(parents=True, exist_ok=True)
+    web = web_of(project, settings)
+    csrf = login(web)
+    url = f"https://intranet.example/{corpus.source}/finance"
+    for user, decision in (("alice", "GRANTED"), ("bob", "REFUSED"), ("-", "REFUSED")):
+        page = web.post("/admin/explain-access", data={"csrf": csrf, "user": user, "url": url})
+        assert page.status_code == 200
+        report = html.unescape(re.search(r'<pre class="explanation">(.*?)</pre>', page.text, re.DOTALL)[1])  # type: ignore[index]
+        assert f"Source {corpus.source}: {url}" in report and f"decision: {decision}" in report, report
+        if user == "alice":
+            assert "memberOf path: cn=finance <- cn=accounting <- uid=alice (member)" in report
+    nowhere = web.post("/admin/explain-access", data={"csrf": csrf, "user": "alice", "url": url + "-nowhere"})
+    assert "No source holds" in nowhere.text, nowhere.text[-1500:]

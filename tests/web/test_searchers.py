@@ -282,3 +282,22 @@ def test_proxies_and_header_values() -> None:
     assert not Proxies([" "])
     assert header_user(" alice ") == "alice"
     assert header_user(None) is header_user("") is header_user("a\nb") is header_user("x" * 300) is None
+
+
+def test_the_explain_access_page_is_an_administrators(web: TestClient) -> None:
+    """Logged-in administrators only, its POST with the session's CSRF token; a searcher's session
+    is not enough. (Its report against a real Solr and directory: tests/e2e/test_web_access.py.)"""
+    assert web.get("/admin/explain-access", follow_redirects=False).headers["location"] == "/admin/login"
+    assert sign_in(web, "alice", "alice-secret") == 303
+    assert web.post("/admin/explain-access", data={"user": "alice", "url": "https://a.example/"}).status_code == 403
+    assert attempt(web, PASSWORD) == 303
+    form = web.get("/admin/explain-access")
+    assert form.status_code == 200 and form.headers["cache-control"] == "no-store"
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)
+    assert csrf is not None
+    stale = web.post("/admin/explain-access", data={"csrf": "stale", "user": "alice", "url": "https://a.example/"})
+    assert stale.status_code == 403
+    junk = web.post("/admin/explain-access", data={"csrf": csrf[1], "user": "alice", "url": "javascript:alert(1)"})
+    assert junk.status_code == 200 and "Give a user name and an absolute URL" in junk.text
+    overview_form = re.search(r'<form method="post" action="/admin/explain-access"', web.get("/admin").text)
+    assert overview_form is not None
