@@ -70,7 +70,7 @@ def held_documents(index: SolrIndex, table: DocumentTable | None, url: str) -> l
     about, untrimmed), its access from the document table when it records one, else from the
     index's fields; IndexingError when Solr does not answer."""
     fields = ",".join(("source", "url", *LEVEL_FIELDS, DENY_FIELD))
-    found = index.search("{!term f=url}" + url, fl=fields, rows=1000, sort="source asc")
+    found = index.search("*:*", fq="{!term f=url}" + url, fl=fields, rows=1000, sort="source asc")
     held = []
     for doc in found.docs:
         source = str(doc.get("source") or "")
