@@ -252,4 +252,4 @@ def test_the_explain_access_page_shows_the_commands_report(project: Project, set
         if user == "alice":
             assert "memberOf path: cn=finance <- cn=accounting <- uid=alice (member)" in report
     nowhere = web.post("/admin/explain-access", data={"csrf": csrf, "user": "alice", "url": url + "-nowhere"})
-    assert "No source holds" in nowhere.text, nowhere.text[-1500:]
+    assert "No source holds" in nowhere.text

@@ -301,3 +301,19 @@ def test_the_explain_access_page_is_an_administrators(web: TestClient) -> None:
     assert junk.status_code == 200 and "Give a user name and an absolute URL" in junk.text
     overview_form = re.search(r'<form method="post" action="/admin/explain-access"', web.get("/admin").text)
     assert overview_form is not None
+
+
+def test_behind_a_prefix_the_searchers_cookie_covers_the_search_page_only(tmp_path: Path, directory: StandInDirectory) -> None:
+    web = web_client(tmp_path, directory, prefix="/search")
+    assert 'href="/search/login">Sign in</a>' in web.get("/search/").text
+    token = re.search(r'name="signin_token" value="([^"]+)"', web.get("/search/login").text)
+    assert token is not None
+    data = {"signin_token": token[1], "username": "alice", "password": "alice-secret"}
+    answer = web.post("/search/login", data=data, follow_redirects=False)
+    assert answer.status_code == 303 and answer.headers["location"] == "/search/"
+    cookie = next(value for value in answer.headers.get_list("set-cookie") if value.startswith(SEARCHER_COOKIE + "="))
+    assert "Path=/search/;" in cookie
+    page = web.get("/search/")
+    assert signed_in(page.text) == "alice" and 'action="/search/logout"' in page.text
+    assert web.post("/search/logout", data={"csrf": csrf_of(page.text)}, follow_redirects=False).status_code == 303
+    assert signed_in(web.get("/search/").text) is None
