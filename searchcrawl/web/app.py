@@ -1,5 +1,12 @@
 """The web application (`scrapy web`): a search page for everyone and administration pages.
 
+The search page shows each searcher what they may read (Solr trims hits, counts, facets and
+suggestions to the searcher's principals: searchcrawl/access/). A searcher is known by signing
+in on the search page (the password checked by a bind to the LDAP directory; sessions, cookies
+and a login throttle apart from the administrators'), or by the user header of a trusted
+reverse proxy doing single sign-on (searchers.py); anyone else sees public documents only, and
+so does a signed-in searcher whose principals the directory cannot give now (fail closed).
+
 Built on Starlette (a small, typed, well-kept ASGI toolkit by the authors of uvicorn and httpx:
 routing, forms, static files and a test client, and nothing we would have to switch off), Jinja2
 (the templates, autoescaping everything) and uvicorn (the server). No JavaScript framework: the
@@ -13,7 +20,8 @@ SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE) are set, and every 
 session's CSRF token, with SameSite=Strict, HttpOnly session cookies. Behind a reverse proxy,
 ``prefix`` (SEARCHCRAWL_WEB_PREFIX, ``--prefix``) is the path the application is served under.
 
-The logic of each page is in search.py, admin.py and sessions.py; this module is the HTTP layer.
+The logic of each page is in search_page.py, admin.py, sessions.py and searchers.py; this module
+is the HTTP layer.
 """
 
 from __future__ import annotations
@@ -288,10 +296,11 @@ class WebApp:
             return self.render(request, "forbidden.html", 403, reason="The sign-in form has expired; load it again.")
         user, password = str(form.get("username", "")).strip(), str(form.get("password", ""))
         anonymous = Searcher(Principals.anonymous())
+        # counted before the directory is asked (off the event loop), taken back on success:
+        # attempts sent at once cannot all pass while the count is still low
+        self.signin_throttle.failed(client)
         if not user or not password or len(user) > 256:  # an empty password would be an anonymous bind
-            self.signin_throttle.failed(client)
             return self.render(request, "signin.html", 403, signin_token=expected, searcher=anonymous, error="failed")
-        self.signin_throttle.failed(client)  # counted now, forgiven on success: no attempt passes uncounted
         try:
             ok = await _in_thread(self.config.directory.authenticate, user, password)
         except DirectoryUnavailable as exc:
@@ -520,7 +529,7 @@ class WebApp:
 
     async def explain_access(self, request: Request) -> Response:
         """`scrapy explain-access USER URL`'s report: the user's principals, the document's
-        tokens, the decision and why (searchcrawl/access/explain.py)."""
+        tokens, the decision and why (access/explanation.py, through admin.explain_access)."""
         denied = await self._denied(request, post=True)
         if denied is not None:
             return denied
