@@ -159,8 +159,29 @@ SEARCHCRAWL_WEB_PREFIX = os.environ.get("SEARCHCRAWL_WEB_PREFIX", "")  # path be
 # own, is a proxy on this machine. With no proxy in front, set it empty so that a local client
 # cannot choose the address it is counted under; never "*" (anyone would choose).
 SEARCHCRAWL_WEB_PROXIES = ["127.0.0.1", "::1"]
+# Single sign-on: the header in which those proxies name the signed-in searcher (e.g.
+# X-Remote-User; empty: none). Believed only on a connection from one of the proxies, which must
+# set it, or remove a client's, on every request; the principals come from the directory.
+SEARCHCRAWL_WEB_USER_HEADER = ""
 SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
+
+# --- Secure search: the searchers' directory (searchcrawl/access/directory.py) -------------------
+# An LDAP directory (ldap://host or ldaps://host; "" for none: every search shows public
+# documents only). Users are found below USER_BASE with USER_FILTER ({user}: the name signed in
+# with, escaped), groups below GROUP_BASE ("": USER_BASE). Principals are looked up as BIND_DN
+# (a service account; "": anonymously), whose password is SEARCHCRAWL_LDAP_BIND_PASSWORD(_FILE)
+# in the environment. A searcher's principals are cached PRINCIPALS_CACHE_SECONDS: a user taken
+# out of a group may still find its documents that long.
+SEARCHCRAWL_LDAP_URL = os.environ.get("SEARCHCRAWL_LDAP_URL", "")
+SEARCHCRAWL_LDAP_USER_BASE = os.environ.get("SEARCHCRAWL_LDAP_USER_BASE", "")
+SEARCHCRAWL_LDAP_USER_FILTER = os.environ.get("SEARCHCRAWL_LDAP_USER_FILTER", "(uid={user})")
+SEARCHCRAWL_LDAP_GROUP_BASE = os.environ.get("SEARCHCRAWL_LDAP_GROUP_BASE", "")
+SEARCHCRAWL_LDAP_BIND_DN = os.environ.get("SEARCHCRAWL_LDAP_BIND_DN", "")
+SEARCHCRAWL_LDAP_START_TLS = False  # StartTLS on an ldap:// URL (certificates always verified)
+SEARCHCRAWL_LDAP_CA_FILE = ""  # the CA bundle the directory's certificate is checked with ("": the system's)
+SEARCHCRAWL_LDAP_TIMEOUT = 5.0  # seconds to connect and per answer; then: public only
+SEARCHCRAWL_PRINCIPALS_CACHE_SECONDS = 300
 
 # Scrapy's default extensions, with its RemoteControl behind a stand-in that imports it only when
 # REMOTE_CONTROL_ENABLED is on: its module imports aiohttp's web server, a tenth of a second of

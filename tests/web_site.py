@@ -106,11 +106,14 @@ def harbour_corpus(tmp_path_factory: pytest.TempPathFactory, solr_url: str) -> I
         site.stop()
 
 
-def serve_web(project: Project, port: int, *args: str) -> subprocess.Popen[str]:
-    """`scrapy web --port N` in the project; waits until it answers. Its crawls save counters
-    every second (tests/web_settings.py)."""
+def serve_web(project: Project, port: int, *args: str, **environ: str) -> subprocess.Popen[str]:
+    """`scrapy web --port N` in the project, ``environ`` added to its environment; waits until
+    it answers. Its crawls save counters every second (tests/web_settings.py)."""
     env = project.env(
-        SCRAPY_SETTINGS_MODULE="tests.web_settings", SEARCHCRAWL_WEB_USERNAME="admin", SEARCHCRAWL_WEB_PASSWORD=PASSWORD
+        SCRAPY_SETTINGS_MODULE="tests.web_settings",
+        SEARCHCRAWL_WEB_USERNAME="admin",
+        SEARCHCRAWL_WEB_PASSWORD=PASSWORD,
+        **environ,
     )
     log = open(project.data_dir.parent / f"web-{port}.log", "w")  # noqa: SIM115 (closed with the process)
     process = subprocess.Popen(

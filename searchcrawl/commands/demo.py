@@ -16,6 +16,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 from scrapy.commands import ScrapyCommand
 
+from searchcrawl.access.decision import Principals
 from searchcrawl.commands.search import format_hits, search
 from searchcrawl.config import paths
 from searchcrawl.config.resources import package_dir
@@ -73,7 +74,7 @@ class Command(ScrapyCommand):
             self.exitcode = crawl.returncode
             return
         for query in QUERIES:
-            results = search(solr_url, query, rows=3)
+            results = search(solr_url, query, Principals.anonymous(), rows=3)  # the example site is public
             print(f"\n$ scrapy search {query!r}\n{matching(results.hits)}")
             print("\n".join(format_hits(results)))
         print(f'\nSolr keeps running at {solr_url}: try `scrapy search "<query>"`; stop it with `scrapy solr stop`.')

@@ -2,16 +2,25 @@
 
 One hit per URL, as on the web search page: both ask Solr through searchcrawl/index/query.py, and
 reach it as a crawl does (``SolrIndex``: SOLR_URL may list a SolrCloud collection on several
-nodes, comma-separated; a node that is down is passed over)."""
+nodes, comma-separated; a node that is down is passed over).
+
+Trimmed as every search is: to the public documents, or with ``--as USER`` to what USER may read,
+their principals looked up in the directory (SEARCHCRAWL_LDAP_*, through its service account: no
+password of theirs is asked). A directory that does not answer leaves the public documents only,
+and says so on stderr."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 import pysolr
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
+from scrapy.settings import BaseSettings
 
+from searchcrawl.access.decision import Principals
+from searchcrawl.access.directory import directory_of
 from searchcrawl.config import paths
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import matching, search_params, snippet_of, unique_hits
@@ -31,12 +40,28 @@ def format_hits(results: pysolr.Results) -> list[str]:
 
 
 def search(
-    solr_url: str, query: str, rows: int = 10, source: str | None = None, auth: tuple[str, str] | None = None
+    solr_url: str,
+    query: str,
+    principals: Principals,
+    rows: int = 10,
+    source: str | None = None,
+    auth: tuple[str, str] | None = None,
 ) -> pysolr.Results:
-    """One hit per URL (``search_params``), ``rows`` of them, of ``source`` only if given.
-    ``solr_url``: one URL, or a collection's URLs on several nodes, comma-separated (SOLR_URL);
-    IndexingError when no node answers."""
-    return SolrIndex(solr_url, timeout=30, auth=auth).search(query, **search_params(rows, source=source))
+    """One hit per URL (``search_params``) that ``principals`` may read, ``rows`` of them, of
+    ``source`` only if given. ``solr_url``: one URL, or a collection's URLs on several nodes,
+    comma-separated (SOLR_URL); IndexingError when no node answers."""
+    return SolrIndex(solr_url, timeout=30, auth=auth).search(query, **search_params(principals, rows, source=source))
+
+
+def principals_of(settings: BaseSettings, user: str | None) -> Principals:
+    """The searcher's principals: public only without ``user``; ``user``'s from the directory
+    (UsageError without one)."""
+    if user is None:
+        return Principals.anonymous()
+    directory = directory_of(settings)
+    if directory is None:
+        raise UsageError("--as needs the searchers' directory: SEARCHCRAWL_LDAP_URL is not set")
+    return directory.principals(user)
 
 
 class Command(ScrapyCommand):
@@ -44,7 +69,7 @@ class Command(ScrapyCommand):
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return '"<query>" [--rows N] [--source NAME]'
+        return '"<query>" [--rows N] [--source NAME] [--as USER]'
 
     def short_desc(self) -> str:
         return "Search the index (SOLR_URL) and print title, URL and a snippet per hit"
@@ -53,14 +78,20 @@ class Command(ScrapyCommand):
         super().add_options(parser)
         parser.add_argument("--rows", type=int, default=10)
         parser.add_argument("--source", default=None, help="only documents of this source")
+        parser.add_argument(
+            "--as", dest="user", default=None, help="what this directory user may read (default: public documents only)"
+        )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if not args:
             raise UsageError("a query is needed")
         assert self.settings is not None
         url = paths.solr_url(self.settings)
+        principals = principals_of(self.settings, opts.user)
+        if principals.error:
+            print(f"searchcrawl: {principals.error}: public documents only", file=sys.stderr)
         try:
-            results = search(url, " ".join(args), opts.rows, opts.source, paths.solr_auth(self.settings))
+            results = search(url, " ".join(args), principals, opts.rows, opts.source, paths.solr_auth(self.settings))
         except IndexingError as exc:
             print(f"searchcrawl: Solr at {url} did not answer: {exc.reason}")
             self.exitcode = 1

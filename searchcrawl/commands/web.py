@@ -5,6 +5,8 @@ Serves searchcrawl/web's application with uvicorn on SEARCHCRAWL_WEB_HOST:SEARCH
 The pages read Solr (SOLR_URL) and the document table of this project's settings; the buttons
 start crawls as `scrapy control` does (scrapyd when SEARCHCRAWL_SCRAPYD_URL is set, else local
 processes). Administration needs SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE).
+Searchers sign in against the LDAP directory (SEARCHCRAWL_LDAP_URL ...), or are named by a
+trusted reverse proxy's header (SEARCHCRAWL_WEB_USER_HEADER, believed from SEARCHCRAWL_WEB_PROXIES).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 from scrapy.utils.conf import closest_scrapy_cfg
 
+from searchcrawl.access.directory import directory_of
 from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
 from searchcrawl.config.spiderloader import SourceSpiderLoader
@@ -30,15 +33,27 @@ logger = logging.getLogger(__name__)
 PREFIX = re.compile(r"^(/[A-Za-z0-9._~-]+)*$")
 
 
-def proxy_options(proxies: list[str]) -> dict[str, object]:
-    """uvicorn's options for SEARCHCRAWL_WEB_PROXIES: forwarded headers believed from those
-    addresses only, and from none when it is empty (uvicorn would otherwise fall back to its
+def trusted_proxies(proxies: list[str]) -> tuple[str, ...]:
+    """SEARCHCRAWL_WEB_PROXIES: the addresses whose X-Forwarded-For, X-Forwarded-Proto and user
+    header (SEARCHCRAWL_WEB_USER_HEADER) are believed; none when it is empty. The application
+    reads those headers itself (web/app.py: it needs the connection's own peer to believe a user
+    header), so uvicorn runs with its proxy headers off (it would otherwise fall back to its
     FORWARDED_ALLOW_IPS variable or 127.0.0.1 and ::1). "*" is refused: every client could then
-    name the address it is counted under."""
-    trusted = [part.strip() for part in proxies if part.strip()]
+    name the address it is counted under, and the user it is."""
+    trusted = tuple(part.strip() for part in proxies if part.strip())
     if "*" in trusted:
         raise UsageError('SEARCHCRAWL_WEB_PROXIES: "*" would believe every client\'s X-Forwarded-For; name the proxies')
-    return {"proxy_headers": bool(trusted), "forwarded_allow_ips": ",".join(trusted) or None}
+    return trusted
+
+
+def user_header(name: str, proxies: tuple[str, ...]) -> str:
+    """SEARCHCRAWL_WEB_USER_HEADER checked: a header name, and proxies to believe it from."""
+    name = name.strip()
+    if name and not re.fullmatch(r"[A-Za-z0-9-]+", name):
+        raise UsageError(f"SEARCHCRAWL_WEB_USER_HEADER: {name!r} is not a header name")
+    if name and not proxies:
+        raise UsageError("SEARCHCRAWL_WEB_USER_HEADER needs SEARCHCRAWL_WEB_PROXIES: the proxies it is believed from")
+    return name.lower()
 
 
 def normal_prefix(prefix: str) -> str:
@@ -89,6 +104,8 @@ class Command(ScrapyCommand):
         os.environ.pop(secrets.WEB_PASSWORD, None)
         prefix = normal_prefix(opts.prefix if opts.prefix is not None else settings.get("SEARCHCRAWL_WEB_PREFIX", ""))
         project_cfg = closest_scrapy_cfg()
+        proxies = trusted_proxies(settings.getlist("SEARCHCRAWL_WEB_PROXIES"))
+        directory = directory_of(settings)
         config = WebConfig(
             solr_url=paths.solr_url(settings),
             solr_auth=paths.solr_auth(settings),
@@ -104,6 +121,9 @@ class Command(ScrapyCommand):
             stale_after=settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"),
             session_lifetime=settings.getfloat("SEARCHCRAWL_WEB_SESSION_HOURS") * 3600,
             explain_environ=dict(os.environ),
+            directory=directory,
+            user_header=user_header(settings.get("SEARCHCRAWL_WEB_USER_HEADER") or "", proxies),
+            proxies=proxies,
         )
         host = opts.host or settings.get("SEARCHCRAWL_WEB_HOST")
         port = opts.port if opts.port is not None else settings.getint("SEARCHCRAWL_WEB_PORT")
@@ -111,6 +131,10 @@ class Command(ScrapyCommand):
             logger.warning(
                 "Administration pages are off: set SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE) to enable them"
             )
+        if directory is None:
+            logger.info("Search sign-in is off (no SEARCHCRAWL_LDAP_URL): searchers see public documents only")
+        if config.user_header:
+            logger.info("Searchers known by the %s header from %s", config.user_header, ", ".join(proxies))
         logger.info("Serving searchcrawl's pages on http://%s:%d%s/", host, port, prefix)
-        options = proxy_options(settings.getlist("SEARCHCRAWL_WEB_PROXIES"))
-        uvicorn.run(create_app(config), host=host, port=port, log_level="info", access_log=False, **options)  # type: ignore[arg-type]
+        # forwarded headers are the application's to read (trusted_proxies)
+        uvicorn.run(create_app(config), host=host, port=port, log_level="info", access_log=False, proxy_headers=False)

@@ -7,12 +7,18 @@ works within a shard, and documents are routed by source, so a URL of two source
 shards: ``unique_hits`` also drops a URL already shown. The query text itself goes to Solr as
 typed: the /select handler's edismax defaults (solrconfig.xml) are the index's semantics
 (phrases, stopword gaps, ``field:value``), the same for every client.
+
+Every search is trimmed to its searcher (``search_params`` takes their Principals, and has no
+default): Solr's filters (access/decision.py ``solr_trimming``) drop what they may not read before
+hits are counted, faceted, paged or spell-checked, so a count or a suggestion shows nothing of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from typing import Any
+
+from searchcrawl.access.decision import Principals, solr_trimming
 
 COLLAPSE = "{!collapse field=url nullPolicy=expand}"
 HIT_FIELDS = "id,url,source,title,display_url,description,mimetype,last_modified,language,host"
@@ -28,20 +34,24 @@ TIME_ALLOWED_MS = 5000  # a search's bound in Solr (not /select's default: curso
 
 
 def search_params(
+    principals: Principals,
     rows: int = 10,
     start: int = 0,
     source: str | None = None,
     filters: Iterable[str] = (),
     highlight: tuple[str, str] = ("*", "*"),
 ) -> dict[str, Any]:
-    """The parameters of a search (besides ``q``): one hit per URL, the hit fields, a highlighted
-    snippet from ``content`` between ``highlight``'s two markers, and at most ``TIME_ALLOWED_MS``
-    of Solr's time (a visitor's ``content:/.*a.*b.*/`` or ``*e*`` gets what was found by then)."""
-    fq = [COLLAPSE]
+    """The parameters of a search (besides ``q``) by ``principals``: what they may read (the
+    module's docstring), one hit per URL, the hit fields, a highlighted snippet from ``content``
+    between ``highlight``'s two markers, and at most ``TIME_ALLOWED_MS`` of Solr's time (a
+    visitor's ``content:/.*a.*b.*/`` or ``*e*`` gets what was found by then)."""
+    trimming, trimming_params = solr_trimming(principals)
+    fq = [*trimming, COLLAPSE]
     if source:
         fq.append(term_filter("source", source))
     fq.extend(filters)
     return {
+        **trimming_params,
         "rows": rows,
         "start": start,
         "fl": HIT_FIELDS,

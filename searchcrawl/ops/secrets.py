@@ -1,4 +1,4 @@
-"""Secrets: Solr and scrapyd credentials and database passwords.
+"""Secrets: Solr and scrapyd credentials, database passwords, the directory's service account.
 
 They come from the environment, either as the value (``SEARCHCRAWL_SOLR_PASSWORD``) or as a
 file holding it (``SEARCHCRAWL_SOLR_PASSWORD_FILE``, e.g. a Docker or systemd credential), never
@@ -25,7 +25,9 @@ DB_PASSWORD = "SEARCHCRAWL_DB_PASSWORD"
 SCRAPYD_USERNAME, SCRAPYD_PASSWORD = "SEARCHCRAWL_SCRAPYD_USERNAME", "SEARCHCRAWL_SCRAPYD_PASSWORD"
 # the login of the web application's administration pages (`scrapy web`)
 WEB_USERNAME, WEB_PASSWORD = "SEARCHCRAWL_WEB_USERNAME", "SEARCHCRAWL_WEB_PASSWORD"
-SECRET_NAMES = (SOLR_PASSWORD, DB_PASSWORD, SCRAPYD_PASSWORD, WEB_PASSWORD)
+# the password of the service account that looks up searchers' principals (access/directory.py)
+LDAP_BIND_PASSWORD = "SEARCHCRAWL_LDAP_BIND_PASSWORD"
+SECRET_NAMES = (SOLR_PASSWORD, DB_PASSWORD, SCRAPYD_PASSWORD, WEB_PASSWORD, LDAP_BIND_PASSWORD)
 MASK = "***"
 URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+(?=@)", re.IGNORECASE)
 # A name that says its value is a secret. User names (HTTPAUTH_USER, FTP_USER) are not secrets,

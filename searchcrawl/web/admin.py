@@ -1,5 +1,5 @@
-"""The administration pages' logic, without HTTP: what `scrapy status`, `report`, `explain` and
-`control` know, gathered for a page.
+"""The administration pages' logic, without HTTP: what `scrapy status`, `report`, `explain`,
+`explain-access` and `control` know, gathered for a page.
 
 Each function reads through the project's own stores (runs table, document table, schedule
 marks, the document cache's spools) and returns plain values; the templates only lay them out.
@@ -15,6 +15,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from searchcrawl.access.decision import Principals
+from searchcrawl.access.directory import Directory
+from searchcrawl.access.explanation import explain_access as access_report
+from searchcrawl.access.explanation import held_documents
 from searchcrawl.index.cache import spool_fill
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.ops.dispatcher import ScheduleMarks
@@ -194,3 +198,21 @@ def explain(project_dir: Path, source: str, url: str, environ: dict[str, str] | 
     except subprocess.TimeoutExpired:
         return False, f"explain took longer than {EXPLAIN_TIMEOUT} s"
     return answer.returncode == 0, (answer.stdout + answer.stderr).strip()[-20000:]
+
+
+def explain_access(directory: Directory | None, index: SolrIndex, database: Database, user: str, url: str) -> tuple[bool, str]:
+    """`scrapy explain-access USER URL`'s report (access/explanation.py), in this process: the
+    user's principals from the directory (``-``: a visitor who is not signed in), each source's
+    document of the URL with its tokens (from the document table, else the index), the decision.
+    False with the reason when the directory is not configured or Solr does not answer."""
+    if user == "-":
+        principals = Principals.anonymous()
+    elif directory is None:
+        return False, "The searchers' directory is not configured (SEARCHCRAWL_LDAP_URL): only - (a visitor) can be explained."
+    else:
+        principals = directory.principals(user)
+    try:
+        documents = held_documents(index, DocumentTable(database), url)
+    except IndexingError as exc:
+        return False, f"Solr did not answer: {exc.reason}"
+    return True, "\n".join(access_report(principals, documents, url))

@@ -1,5 +1,12 @@
 """The web application (`scrapy web`): a search page for everyone and administration pages.
 
+The search page shows each searcher what they may read (Solr trims hits, counts, facets and
+suggestions to the searcher's principals: searchcrawl/access/). A searcher is known by signing
+in on the search page (the password checked by a bind to the LDAP directory; sessions, cookies
+and a login throttle apart from the administrators'), or by the user header of a trusted
+reverse proxy doing single sign-on (searchers.py); anyone else sees public documents only, and
+so does a signed-in searcher whose principals the directory cannot give now (fail closed).
+
 Built on Starlette (a small, typed, well-kept ASGI toolkit by the authors of uvicorn and httpx:
 routing, forms, static files and a test client, and nothing we would have to switch off), Jinja2
 (the templates, autoescaping everything) and uvicorn (the server). No JavaScript framework: the
@@ -13,7 +20,8 @@ SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE) are set, and every 
 session's CSRF token, with SameSite=Strict, HttpOnly session cookies. Behind a reverse proxy,
 ``prefix`` (SEARCHCRAWL_WEB_PREFIX, ``--prefix``) is the path the application is served under.
 
-The logic of each page is in search.py, admin.py and sessions.py; this module is the HTTP layer.
+The logic of each page is in search_page.py, admin.py, sessions.py and searchers.py; this module
+is the HTTP layer.
 """
 
 from __future__ import annotations
@@ -40,7 +48,11 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
+from searchcrawl.access.decision import Principal, Principals
+from searchcrawl.access.directory import Directory, DirectoryUnavailable
+from searchcrawl.access.tokens import AccessError
 from searchcrawl.commands.report import run_report
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import matching
@@ -53,12 +65,17 @@ from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.runs import Runs
 from searchcrawl.web import admin
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search
-from searchcrawl.web.sessions import LoginThrottle, Sessions
+from searchcrawl.web.searchers import Proxies, Searcher, header_user
+from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
 
 logger = logging.getLogger(__name__)
 
 SESSION_COOKIE = "searchcrawl_session"
 LOGIN_COOKIE = "searchcrawl_login"  # the login form's own CSRF token (double submit)
+# a searcher's session and sign-in form: names of their own, on the search page's path
+SEARCHER_COOKIE = "searchcrawl_searcher"
+SIGNIN_COOKIE = "searchcrawl_signin"
+PEER = "searchcrawl.peer"  # the scope's key for the connection's own peer address (PeerAddress)
 # The application's forms are small and URL-encoded: anything else is refused before it is read
 # (Starlette reads any form whole: a login POST could hold a gigabyte before its token was checked)
 FORM_TYPE = "application/x-www-form-urlencoded"
@@ -95,6 +112,27 @@ class WebConfig:
     session_lifetime: float = 8 * 3600
     explain_environ: dict[str, str] | None = None
     solr_timeout: float = 30
+    # who searches: the directory that checks searchers' passwords and gives their principals
+    # (None: no sign-in, everyone sees public documents only), a trusted proxy's user header
+    # (SEARCHCRAWL_WEB_USER_HEADER, "" for none) and the proxies believed (SEARCHCRAWL_WEB_PROXIES)
+    directory: Directory | None = None
+    user_header: str = ""
+    proxies: tuple[str, ...] = ()
+
+
+class PeerAddress:
+    """Keeps the connection's peer address in the scope (``PEER``) before X-Forwarded-For is
+    applied to ``client``: the user header is believed from a proxy's connection only, not from
+    a client that names a proxy's address in X-Forwarded-For (searchers.py)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            client = scope.get("client")
+            scope[PEER] = client[0] if client else None
+        await self.app(scope, receive, send)
 
 
 class SecurityHeaders:
@@ -132,6 +170,11 @@ class WebApp:
 
     def __post_init__(self) -> None:
         self.sessions = Sessions(self.config.credentials, self.config.session_lifetime)
+        # searchers: sessions and a throttle of their own (a searcher's typos never slow an
+        # administrator's login down, and no searcher session opens the administration)
+        self.searchers = SearcherSessions(self.config.directory is not None, self.config.session_lifetime)
+        self.signin_throttle = LoginThrottle()
+        self.proxies = Proxies(self.config.proxies)
         self.templates = Environment(
             loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True)
         )
@@ -156,7 +199,9 @@ class WebApp:
 
     def render(self, request: Request, template: str, code: int = 200, **context: Any) -> HTMLResponse:
         session = self.sessions.get(request.cookies.get(SESSION_COOKIE))
-        html = self.templates.get_template(template).render(session=session, admin_enabled=self.sessions.enabled, **context)
+        html = self.templates.get_template(template).render(
+            session=session, admin_enabled=self.sessions.enabled, signin_enabled=self.searchers.enabled, **context
+        )
         return HTMLResponse(html, status_code=code)
 
     def url(self, path: str) -> str:
@@ -165,13 +210,133 @@ class WebApp:
     # --- search ---------------------------------------------------------------------------------
 
     async def search(self, request: Request) -> Response:
+        """The search page, trimmed by Solr to what the searcher may read (hits, counts, facets,
+        suggestions and pages alike)."""
         query = SearchRequest.from_params(request.query_params)
+        searcher = await self.searcher(request)
         try:
-            page = await _in_thread(run_search, self.solr, query, self.config.rows)
+            page = await _in_thread(run_search, self.solr, query, searcher.principals, self.config.rows)
         except IndexingError as exc:
             logger.warning("Search %r failed: %s", query.q, exc.reason)
-            return self.render(request, "search.html", 503, page=None, query=query, error="The index cannot be searched now.")
-        return self.render(request, "search.html", page=page, query=query, error="")
+            failed = self.render(
+                request, "search.html", 503, page=None, query=query, searcher=searcher, error="The index cannot be searched now."
+            )
+            return self._personal(failed)
+        return self._personal(self.render(request, "search.html", page=page, query=query, searcher=searcher, error=""))
+
+    def _personal(self, response: Response) -> Response:
+        """A page that depends on who asks is kept by no cache (a shared proxy's included)."""
+        if self.searchers.enabled or self.config.user_header:
+            response.headers["cache-control"] = "private, no-store"
+        return response
+
+    # --- searchers --------------------------------------------------------------------------------
+
+    async def searcher(self, request: Request) -> Searcher:
+        """Who searches: the trusted proxy's user header, else the sign-in session, else nobody
+        (public documents only). The principals come from the directory (which caches them); when
+        it cannot give them, the searcher sees public documents only, and is told why."""
+        user, known_by, csrf = None, "anonymous", ""
+        if self.config.user_header:
+            value = request.headers.get(self.config.user_header)
+            peer = request.scope.get(PEER)
+            if peer in self.proxies:
+                user, known_by = header_user(value), "header"
+            elif value is not None:
+                logger.warning(
+                    "Search: %s header from %s ignored (not one of SEARCHCRAWL_WEB_PROXIES)", self.config.user_header, peer
+                )
+        if user is None:
+            session = self.searchers.get(request.cookies.get(SEARCHER_COOKIE))
+            if session is not None:
+                user, known_by, csrf = session.user, "session", session.csrf
+        if user is None:
+            return Searcher(Principals.anonymous())
+        principals = await _in_thread(self._principals, user)
+        if principals.error:
+            logger.warning("Search by %s: public documents only: %s", user, principals.error)
+        logger.debug("Search by %s (%s): %d principals", user, known_by, len(principals.tokens))
+        return Searcher(principals, known_by, csrf)
+
+    def _principals(self, user: str) -> Principals:
+        if self.config.directory is not None:
+            return self.config.directory.principals(user)
+        # single sign-on without a directory: the user name alone (no group is known)
+        try:
+            return Principals.of(user, [Principal(f"user:{user}", f"{self.config.user_header} header")])
+        except AccessError as exc:
+            return Principals(user, Principals.anonymous().entries, f"the user name cannot be a principal: {exc}")
+
+    async def signin_form(self, request: Request) -> Response:
+        if not self.searchers.enabled:
+            return self.render(request, "forbidden.html", 404, reason="Signing in is off: no directory is configured.")
+        token = request.cookies.get(SIGNIN_COOKIE) or token_urlsafe(32)
+        searcher = await self.searcher(request)
+        response = self.render(request, "signin.html", signin_token=token, searcher=searcher, error="")
+        self._cookie(request, response, SIGNIN_COOKIE, token, 600, self.url("/"))
+        return self._personal(response)
+
+    async def signin(self, request: Request) -> Response:
+        """A searcher's sign-in: the password checked by binding to the directory as the user."""
+        if not self.searchers.enabled:
+            return self.render(request, "forbidden.html", 404, reason="Signing in is off: no directory is configured.")
+        assert self.config.directory is not None
+        form = await small_form(request)
+        if form is None:
+            return self.render(request, "forbidden.html", 413, reason="Not a sign-in form.")
+        client = request.client.host if request.client is not None else "-"
+        wait = self.signin_throttle.wait(client)  # no await from here to failed(): see login
+        if wait > 0:
+            refused = self.render(request, "forbidden.html", 429, reason=f"Too many failed sign-ins: try again in {wait:.0f} s.")
+            refused.headers["retry-after"] = str(int(wait) + 1)
+            return refused
+        expected = request.cookies.get(SIGNIN_COOKIE)
+        sent = str(form.get("signin_token", ""))
+        if not expected or not hmac.compare_digest(expected.encode(), sent.encode()):
+            return self.render(request, "forbidden.html", 403, reason="The sign-in form has expired; load it again.")
+        user, password = str(form.get("username", "")).strip(), str(form.get("password", ""))
+        anonymous = Searcher(Principals.anonymous())
+        # counted before the directory is asked (off the event loop), taken back on success:
+        # attempts sent at once cannot all pass while the count is still low
+        self.signin_throttle.failed(client)
+        if not user or not password or len(user) > 256:  # an empty password would be an anonymous bind
+            return self.render(request, "signin.html", 403, signin_token=expected, searcher=anonymous, error="failed")
+        try:
+            ok = await _in_thread(self.config.directory.authenticate, user, password)
+        except DirectoryUnavailable as exc:
+            self.signin_throttle.forgive(client)
+            logger.warning("Search sign-in of %s from %s: the directory does not answer: %s", user, client, exc)
+            return self.render(
+                request,
+                "signin.html",
+                503,
+                signin_token=expected,
+                searcher=anonymous,
+                error=f"The directory does not answer: {exc}",
+            )
+        if not ok:
+            logger.warning("Search sign-in: failed sign-in from %s", client)
+            return self.render(request, "signin.html", 403, signin_token=expected, searcher=anonymous, error="failed")
+        self.signin_throttle.succeeded(client)
+        logger.info("Search sign-in: %s signed in", user)
+        self.searchers.logout(request.cookies.get(SEARCHER_COOKIE))  # a new session, never the old one's token
+        response = RedirectResponse(self.url("/"), status_code=303)
+        self._cookie(
+            request, response, SEARCHER_COOKIE, self.searchers.login(user), int(self.config.session_lifetime), self.url("/")
+        )
+        response.delete_cookie(SIGNIN_COOKIE, path=self.url("/"))
+        return response
+
+    async def signout(self, request: Request) -> Response:
+        session = self.searchers.get(request.cookies.get(SEARCHER_COOKIE))
+        form = await small_form(request)
+        if session is None or form is None or not Sessions.csrf_ok(session, str(form.get("csrf", "")) or None):
+            return self.render(request, "forbidden.html", 403, reason="Not signed in, or the form's token is missing or stale.")
+        self.searchers.logout(request.cookies.get(SEARCHER_COOKIE))
+        logger.info("Search sign-in: %s signed out", session.user)
+        response = RedirectResponse(self.url("/"), status_code=303)
+        response.delete_cookie(SEARCHER_COOKIE, path=self.url("/"))
+        return response
 
     # --- login ------------------------------------------------------------------------------------
 
@@ -180,7 +345,7 @@ class WebApp:
             return self.render(request, "admin_off.html", 404)
         token = request.cookies.get(LOGIN_COOKIE) or token_urlsafe(32)
         response = self.render(request, "login.html", login_token=token, failed=False)
-        self._cookie(request, response, LOGIN_COOKIE, token, 600)
+        self._cookie(request, response, LOGIN_COOKIE, token, 600, self.url("/admin"))
         return response
 
     async def login(self, request: Request) -> Response:
@@ -209,7 +374,9 @@ class WebApp:
         self.throttle.succeeded(client)
         logger.info("Web administration: login")
         response = RedirectResponse(self.url("/admin"), status_code=303)
-        self._cookie(request, response, SESSION_COOKIE, self.sessions.login(user), int(self.config.session_lifetime))
+        self._cookie(
+            request, response, SESSION_COOKIE, self.sessions.login(user), int(self.config.session_lifetime), self.url("/admin")
+        )
         response.delete_cookie(LOGIN_COOKIE, path=self.url("/admin") or "/")
         return response
 
@@ -222,12 +389,12 @@ class WebApp:
         response.delete_cookie(SESSION_COOKIE, path=self.url("/admin"))
         return response
 
-    def _cookie(self, request: Request, response: Response, name: str, value: str, max_age: int) -> None:
+    def _cookie(self, request: Request, response: Response, name: str, value: str, max_age: int, path: str) -> None:
         response.set_cookie(
             name,
             value,
             max_age=max_age,
-            path=self.url("/admin"),
+            path=path,
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
@@ -354,6 +521,27 @@ class WebApp:
             ok, text = await _in_thread(admin.explain, self.config.project_dir, name, url, self.config.explain_environ)
         return self.render(request, "explain.html", name=name, url=url, ok=ok, text=text)
 
+    async def explain_access_form(self, request: Request) -> Response:
+        denied = await self._denied(request)
+        if denied is not None:
+            return denied
+        return self.render(request, "explain_access.html", user="", url="", ok=True, text="")
+
+    async def explain_access(self, request: Request) -> Response:
+        """`scrapy explain-access USER URL`'s report: the user's principals, the document's
+        tokens, the decision and why (access/explanation.py, through admin.explain_access)."""
+        denied = await self._denied(request, post=True)
+        if denied is not None:
+            return denied
+        form = await small_form(request) or FormData()
+        user, url = str(form.get("user", "")).strip()[:256], str(form.get("url", "")).strip()
+        if not user or not url.lower().startswith(("http://", "https://", "file:", "ftp://")) or len(url) > 8192:
+            ok, text = False, "Give a user name and an absolute URL (http://, https://, ftp:// or file:)."
+        else:
+            ok, text = await _in_thread(admin.explain_access, self.config.directory, self.solr, self.database, user, url)
+        logger.info("Web administration: explain-access %s %s", user, url)
+        return self.render(request, "explain_access.html", user=user, url=url, ok=ok, text=text)
+
     async def control(self, request: Request) -> Response:
         denied = await self._denied(request, post=True)
         if denied is not None:
@@ -407,10 +595,15 @@ async def _in_thread(function: Callable[..., Any], *args: Any) -> Any:
 
 
 def create_app(config: WebConfig) -> Starlette:
-    """The ASGI application for ``config``; under ``config.prefix`` when one is set."""
+    """The ASGI application for ``config``; under ``config.prefix`` when one is set. It reads
+    X-Forwarded-For itself (from ``config.proxies``): serve it with the server's own proxy headers
+    off (uvicorn's ``proxy_headers=False``), or the peer address would already be rewritten."""
     web = WebApp(config)
     routes = [
         Route("/", web.search),
+        Route("/login", web.signin_form, methods=["GET"]),
+        Route("/login", web.signin, methods=["POST"]),
+        Route("/logout", web.signout, methods=["POST"]),
         Route("/admin", web.overview),
         Route("/admin/login", web.login_form, methods=["GET"]),
         Route("/admin/login", web.login, methods=["POST"]),
@@ -420,6 +613,8 @@ def create_app(config: WebConfig) -> Starlette:
         Route("/admin/sources/{name}/documents", web.documents),
         Route("/admin/sources/{name}/explain", web.explain, methods=["POST"]),
         Route("/admin/sources/{name}/control", web.control, methods=["POST"]),
+        Route("/admin/explain-access", web.explain_access_form, methods=["GET"]),
+        Route("/admin/explain-access", web.explain_access, methods=["POST"]),
         Mount("/static", StaticFiles(packages=[("searchcrawl.web", "static")]), name="static"),
     ]
     if config.prefix:
@@ -430,6 +625,10 @@ def create_app(config: WebConfig) -> Starlette:
         yield
         web.close()
 
-    app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)], lifespan=lifespan)
+    middleware = [Middleware(PeerAddress)]
+    if config.proxies:  # X-Forwarded-For and -Proto from these only, after PeerAddress kept the peer
+        middleware.append(Middleware(ProxyHeadersMiddleware, trusted_hosts=list(config.proxies)))
+    middleware.append(Middleware(SecurityHeaders))
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.web = web
     return app

@@ -18,6 +18,7 @@ from urllib.parse import urlencode, urlsplit
 
 from markupsafe import Markup, escape
 
+from searchcrawl.access.decision import Principals
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.index.query import search_params, snippet_of, term_filter, unique_hits
@@ -148,13 +149,18 @@ def display_url(doc: dict[str, Any]) -> str:
     return url if urlsplit(url).scheme.lower() in ("http", "https", "file", "ftp") else ""
 
 
-def run_search(client: SolrIndex, request: SearchRequest, rows: int = 10, spellcheck: bool = True) -> SearchPage:
-    """Ask Solr for ``request``'s page of hits with its facets; when nothing matches, for
-    spelling suggestions (Solr's spellcheck component, if the configset has it)."""
+def run_search(
+    client: SolrIndex, request: SearchRequest, principals: Principals, rows: int = 10, spellcheck: bool = True
+) -> SearchPage:
+    """Ask Solr for ``request``'s page of hits with its facets, of what ``principals`` may read;
+    when nothing matches, for spelling suggestions (Solr's spellcheck component, if the configset
+    has it) that find something they may read."""
     page = SearchPage(request, rows=rows)
     if not request.q:
         return page
-    params = search_params(rows, (request.page - 1) * rows, filters=request.solr_filters(), highlight=(MARK_OPEN, MARK_CLOSE))
+    params = search_params(
+        principals, rows, (request.page - 1) * rows, filters=request.solr_filters(), highlight=(MARK_OPEN, MARK_CLOSE)
+    )
     params.update(
         {
             "facet": "true",
@@ -181,13 +187,16 @@ def run_search(client: SolrIndex, request: SearchRequest, rows: int = 10, spellc
         )
     page.facets = facets(request, results.facets or {})
     if not page.total and spellcheck:  # asked only then: the component costs every query time
-        # collations are tried against the index with the filters: a suggestion is one that finds
+        # collations are tried against the index with the filters, the searcher's trimming among
+        # them: a suggestion is one that finds something they may read
+        trimming = {name: value for name, value in params.items() if name.startswith("access_")}
         checked = client.search(
             request.q,
             rows=0,
             fq=params["fq"],
             spellcheck="true",
-            **{"spellcheck.collate": "true", "spellcheck.count": 5, "spellcheck.maxCollationTries": 5},
+            **trimming,
+            **{"spellcheck.collate": "true", "spellcheck.count": 10, "spellcheck.maxCollationTries": 10},
         )
         page.suggestions = suggestions(request, checked.spellcheck or {})
     return page
@@ -226,7 +235,9 @@ def facets(request: SearchRequest, solr_facets: dict[str, Any]) -> dict[str, lis
 
 
 def suggestions(request: SearchRequest, spellcheck: dict[str, Any]) -> list[tuple[str, str]]:
-    """Collations first (whole corrected queries), else the query with each word's best guess."""
+    """The collations (whole corrected queries), each tried by Solr with the search's filters
+    (maxCollationTries) and kept only if it finds something. Never a word's own suggestions: they
+    come from every document's words, those the searcher may not read too, unchecked."""
     found: list[str] = []
     collations = spellcheck.get("collations", [])
     for i in range(0, len(collations) - 1, 2):  # ["collation", value, ...]; value a string or a dict
@@ -234,14 +245,4 @@ def suggestions(request: SearchRequest, spellcheck: dict[str, Any]) -> list[tupl
         text = value.get("collationQuery") if isinstance(value, dict) else value
         if isinstance(text, str) and text and text not in found:
             found.append(text)
-    if not found:
-        words = spellcheck.get("suggestions", [])
-        query = request.q
-        for i in range(0, len(words) - 1, 2):
-            options = words[i + 1].get("suggestion", []) if isinstance(words[i + 1], dict) else []
-            if options:
-                best = options[0]["word"] if isinstance(options[0], dict) else str(options[0])
-                query = query.replace(str(words[i]), best)
-        if query != request.q:
-            found.append(query)
     return [(text, SearchRequest(text, 1, request.filters).url()) for text in found[:3]]

@@ -10,6 +10,9 @@ Guessing is slowed down (``LoginThrottle``): after a few failed logins from one 
 its next attempt waits a delay that doubles with each failure (up to 15 minutes), and past a
 number of failures a minute from all clients together, every login waits out the minute. A
 client behind a reverse proxy shares the proxy's address with every other one.
+
+Searchers who sign in on the search page have sessions of the same kind in a store of their own
+(``SearcherSessions``), their passwords checked by the directory.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 MAX_SESSIONS = 1000
+MAX_SEARCHER_SESSIONS = 50_000  # an organisation's searchers (a few hundred bytes each)
 FREE_FAILURES = 5  # failed logins from one address before its attempts are slowed down
 MAX_DELAY = 900.0  # seconds: the longest wait between two attempts of one address
 GLOBAL_FAILURES_PER_MINUTE = 60  # failed logins a minute from all addresses together
@@ -37,9 +41,10 @@ class Session:
 
 
 class Sessions:
-    def __init__(self, credentials: tuple[str, str] | None, lifetime: float = 8 * 3600) -> None:
+    def __init__(self, credentials: tuple[str, str] | None, lifetime: float = 8 * 3600, max_sessions: int | None = None) -> None:
         self.credentials = credentials
         self.lifetime = lifetime
+        self.max_sessions = max_sessions  # None: MAX_SESSIONS
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._flashes: dict[str, str] = {}  # a message for the session's next page (after a POST)
         self._lock = threading.Lock()
@@ -63,7 +68,7 @@ class Sessions:
         token = random_tokens.token_urlsafe(32)
         with self._lock:
             self._sessions[token] = Session(user, random_tokens.token_urlsafe(32), time.monotonic() + self.lifetime)
-            while len(self._sessions) > MAX_SESSIONS:
+            while len(self._sessions) > (self.max_sessions or MAX_SESSIONS):
                 self._sessions.popitem(last=False)
         return token
 
@@ -99,6 +104,21 @@ class Sessions:
         return session is not None and sent is not None and hmac.compare_digest(session.csrf.encode(), sent.encode())
 
 
+class SearcherSessions(Sessions):
+    """Searchers' sessions (the search page's sign-in): the same machinery in a store of their
+    own, so that no searcher's session is an administrator's. Their passwords are checked by the
+    directory (searchcrawl/access/directory.py), not here: ``check`` refuses everything; they are
+    on when there is a directory to check them (``enabled``)."""
+
+    def __init__(self, enabled: bool, lifetime: float = 8 * 3600, max_sessions: int = MAX_SEARCHER_SESSIONS) -> None:
+        super().__init__(None, lifetime, max_sessions)
+        self._enabled = enabled
+
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
+
 class LoginThrottle:
     """Failed logins per client address, and from all addresses in the current minute: whether
     an attempt may be checked now, or in how many seconds. Bounded memory (``MAX_CLIENTS``)."""
@@ -131,6 +151,18 @@ class LoginThrottle:
             self._failures[client] = (count + 1, now)
             while len(self._failures) > MAX_CLIENTS:
                 self._failures.popitem(last=False)
+
+    def forgive(self, client: str) -> None:
+        """Takes back one failure of ``client`` counted before its attempt could be checked (the
+        search page's sign-in counts one before asking the directory, so that attempts sent at
+        once cannot all pass while the count is low, and takes it back when the directory did
+        not answer: that was no guess)."""
+        with self._lock:
+            start, failures = self._minute
+            self._minute = (start, max(0, failures - 1))
+            count, last = self._failures.pop(client, (0, 0.0))
+            if count > 1:
+                self._failures[client] = (count - 1, last)
 
     def succeeded(self, client: str) -> None:
         with self._lock:

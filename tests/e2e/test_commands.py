@@ -5,6 +5,7 @@ import uuid
 
 import pytest
 
+from searchcrawl.access.tokens import Access
 from searchcrawl.dev.solr_runner import DevSolr
 
 
@@ -19,6 +20,7 @@ def test_search_prints_title_url_and_snippet(project, solr) -> None:
                 "source": source,
                 "title": "Quarterly zebrafish report",
                 "content": "The quarterly report on zebrafish husbandry in the laboratory.",
+                **Access.public("a test").fields(),  # a search shows what carries access tokens only
             }
         ]
     )

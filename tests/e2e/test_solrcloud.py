@@ -15,6 +15,8 @@ from pathlib import Path
 import pysolr
 import pytest
 
+from searchcrawl.access.decision import Principals
+from searchcrawl.access.tokens import Access
 from searchcrawl.commands.search import format_hits, search
 from searchcrawl.content.extract import solr_id
 from searchcrawl.index import solrcloud
@@ -128,6 +130,7 @@ def test_a_sources_documents_lie_on_one_shard_and_search_shows_a_url_once(cloud:
                 "source": source,
                 "title": "Routed page",
                 "content": "Routed capybara text.",
+                **Access.public("a test").fields(),  # searches show documents with access tokens only
             }
             for source in sources
             for url in pages
@@ -140,7 +143,7 @@ def test_a_sources_documents_lie_on_one_shard_and_search_shows_a_url_once(cloud:
     assert set(shards) == set(sources)
     assert all(len(placed) == 1 for placed in shards.values()), shards
     assert set().union(*shards.values()) == {"shard1", "shard2"}
-    results = search(urls[0], "capybara", rows=100)
+    results = search(urls[0], "capybara", Principals.anonymous(), rows=100)
     assert len(results.docs) == 2 * len(pages)  # one copy per shard
     assert sorted(line.strip() for line in format_hits(results) if line.startswith("   http")) == sorted(pages)
 

@@ -1,5 +1,6 @@
-"""The web application behind a reverse proxy, served by a real uvicorn with `scrapy web`'s
-options (the login's slowing down alone, through Starlette's TestClient: tests.web.test_app)."""
+"""The web application behind a reverse proxy, served by a real uvicorn as `scrapy web` serves
+it (its own proxy headers off: the application reads X-Forwarded-For from SEARCHCRAWL_WEB_PROXIES
+itself); the login's slowing down alone, through Starlette's TestClient: tests.web.test_app."""
 
 from __future__ import annotations
 
@@ -7,23 +8,25 @@ import contextlib
 import re
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import requests
 import uvicorn
 from starlette.testclient import TestClient
 
-from searchcrawl.commands.web import proxy_options
+from searchcrawl.commands.web import trusted_proxies
+from searchcrawl.web.app import create_app
 from searchcrawl.web.sessions import FREE_FAILURES
 from tests.conftest import free_port, wait_for
-from tests.web.test_app import PASSWORD, web  # noqa: F401 - helpers and fixtures
+from tests.web.test_app import PASSWORD, unit_config
 
 
 @contextlib.contextmanager
-def served(app: object, proxies: list[str]) -> Iterator[str]:
-    """``app`` served by a real uvicorn on 127.0.0.1 with `scrapy web`'s options for
-    SEARCHCRAWL_WEB_PROXIES (forwarded headers are uvicorn's to read, not the application's)."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning", **proxy_options(proxies))  # type: ignore[arg-type]
+def served(app: object) -> Iterator[str]:
+    """``app`` served by a real uvicorn on 127.0.0.1 with `scrapy web`'s options (uvicorn's
+    proxy headers off: the application believes forwarded headers from its proxies itself)."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning", proxy_headers=False)  # type: ignore[arg-type]
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -46,11 +49,12 @@ def attempt_from(site: str, client: str, password: str = "wrong") -> int:
 
 
 @pytest.mark.parametrize("proxies", [["127.0.0.1"], []])
-def test_behind_a_trusted_proxy_each_forwarded_client_is_counted_on_its_own(web: TestClient, proxies: list[str]) -> None:
+def test_behind_a_trusted_proxy_each_forwarded_client_is_counted_on_its_own(tmp_path: Path, proxies: list[str]) -> None:
     """Every client behind a reverse proxy shared the proxy's count: one guesser locked everyone
     out. The forwarded address now counts, believed only from SEARCHCRAWL_WEB_PROXIES; with none
     trusted the header is ignored, so nobody picks the address they are counted under."""
-    with served(web.app, proxies) as site:
+    web = TestClient(create_app(unit_config(tmp_path, proxies=trusted_proxies(proxies))))
+    with served(web.app) as site:
         assert [attempt_from(site, "203.0.113.7") for _ in range(FREE_FAILURES)] == [403] * FREE_FAILURES
         assert attempt_from(site, "203.0.113.7") == 429
         other = attempt_from(site, "198.51.100.9", PASSWORD)

@@ -12,15 +12,15 @@ from scrapy.exceptions import UsageError
 from scrapy.settings import Settings
 from starlette.testclient import TestClient
 
-from searchcrawl.commands.web import proxy_options
+from searchcrawl.commands.web import trusted_proxies
 from searchcrawl.web.app import MAX_FORM_BYTES, WebConfig, create_app
 from searchcrawl.web.sessions import FREE_FAILURES
 
 PASSWORD = "unit-password-1"
 
 
-@pytest.fixture
-def web(tmp_path: Path) -> TestClient:
+def unit_config(tmp_path: Path, **changes: object) -> WebConfig:
+    """A configuration whose Solr and database are asked nothing on the paths tested here."""
     config = WebConfig(
         solr_url="http://127.0.0.1:9/solr/unit",
         db_url=f"sqlite:///{tmp_path / 'documents.sqlite3'}",
@@ -28,10 +28,17 @@ def web(tmp_path: Path) -> TestClient:
         project_dir=tmp_path,
         source_names=lambda: [],
         schedule_of=lambda name: None,
-        launcher=None,
+        launcher=None,  # type: ignore[arg-type] # nothing is started here
         credentials=("admin", PASSWORD),
     )
-    return TestClient(create_app(config), base_url="http://127.0.0.1")
+    for key, value in changes.items():
+        setattr(config, key, value)
+    return config
+
+
+@pytest.fixture
+def web(tmp_path: Path) -> TestClient:
+    return TestClient(create_app(unit_config(tmp_path)), base_url="http://127.0.0.1")
 
 
 def attempt(web: TestClient, password: str) -> int:
@@ -115,11 +122,11 @@ def test_concurrent_wrong_logins_of_one_address_are_slowed_down_as_if_one_after_
     assert codes.count(403) == FREE_FAILURES and codes.count(429) == 20 - FREE_FAILURES, codes
 
 
-def test_proxy_options_of_the_setting() -> None:
-    assert proxy_options(["127.0.0.1"]) == {"proxy_headers": True, "forwarded_allow_ips": "127.0.0.1"}
-    assert proxy_options([" 10.0.0.2", "10.1.0.0/16 "]) == {"proxy_headers": True, "forwarded_allow_ips": "10.0.0.2,10.1.0.0/16"}
-    assert proxy_options([]) == proxy_options([""]) == {"proxy_headers": False, "forwarded_allow_ips": None}
+def test_proxies_of_the_setting() -> None:
+    assert trusted_proxies(["127.0.0.1"]) == ("127.0.0.1",)
+    assert trusted_proxies([" 10.0.0.2", "10.1.0.0/16 "]) == ("10.0.0.2", "10.1.0.0/16")
+    assert trusted_proxies([]) == trusted_proxies([""]) == ()
     with pytest.raises(UsageError, match="every client"):
-        proxy_options(["10.0.0.2", "*"])
+        trusted_proxies(["10.0.0.2", "*"])
     settings = Settings({"SEARCHCRAWL_WEB_PROXIES": "10.0.0.2, 10.0.0.3"})  # a string from -s or the environment
-    assert proxy_options(settings.getlist("SEARCHCRAWL_WEB_PROXIES"))["forwarded_allow_ips"] == "10.0.0.2,10.0.0.3"
+    assert trusted_proxies(settings.getlist("SEARCHCRAWL_WEB_PROXIES")) == ("10.0.0.2", "10.0.0.3")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs
 
+from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.index.query import TIME_ALLOWED_MS, search_params, snippet_of, term_filter, unique_hits
 from searchcrawl.web.search_page import (
     MARK_CLOSE,
@@ -69,17 +70,21 @@ def test_facets_from_solr_with_the_chosen_value_as_its_removal() -> None:
     assert "source" not in shown
 
 
-def test_suggestions_prefer_collations_and_fall_back_to_words() -> None:
+def test_suggestions_are_collations_never_a_words_own() -> None:
     request = SearchRequest("lighthuose keepers")
     assert suggestions(request, {"collations": ["collation", "lighthouse keepers"]})[0][0] == "lighthouse keepers"
+    # a word's suggestions come from every document, those the searcher may not read too: unchecked,
+    # never shown (a collation is checked by Solr against the searcher's filters)
     words = {"suggestions": ["lighthuose", {"numFound": 1, "suggestion": [{"word": "lighthouse", "freq": 3}]}]}
-    assert suggestions(request, words) == [("lighthouse keepers", "?q=lighthouse+keepers")]
+    assert suggestions(request, words) == []
     assert suggestions(request, {}) == []
 
 
 def test_the_query_module_collapses_and_drops_a_url_shown() -> None:
-    params = search_params(10, 20, source="docs", filters=["x:y"])
-    assert params["fq"] == ["{!collapse field=url nullPolicy=expand}", term_filter("source", "docs"), "x:y"]
+    params = search_params(Principals.anonymous(), 10, 20, source="docs", filters=["x:y"])
+    trimming, trimming_params = solr_trimming(Principals.anonymous())
+    assert params["fq"] == [*trimming, "{!collapse field=url nullPolicy=expand}", term_filter("source", "docs"), "x:y"]
+    assert params["access_tokens"] == "public" and trimming_params.items() <= params.items()
     assert params["start"] == 20
     assert params["timeAllowed"] == TIME_ALLOWED_MS  # a visitor's costly query gets what Solr found by then
     docs = [{"id": "a!u", "url": "u"}, {"id": "b!u", "url": "u"}, {"id": "c!v", "url": "v"}]

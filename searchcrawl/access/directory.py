@@ -1,0 +1,417 @@
+"""The searchers' directory (LDAP): who a searcher is (a password checked by binding as them),
+and their principals, the tokens a search is trimmed to (decision.py).
+
+A user's principals: ``user:<uid>`` and ``user:<DN>``, ``uid:<uidNumber>``, ``gid:<gidNumber>``
+(the primary group), and for each group the user is in, directly or through groups in groups:
+``group:<DN>``, ``group:<cn>`` and, for a posixGroup, ``gid:<gidNumber>``. Direct groups are the
+groupOfNames with the user's DN as a ``member``, the groupOfUniqueNames with it as a
+``uniqueMember``, the posixGroups with the uid as a ``memberUid`` and the posixGroup of the
+user's primary gidNumber; a group is in another when its DN is a member or uniqueMember there,
+followed breadth-first (``walk_groups``: at most MAX_GROUP_DEPTH steps up and MAX_GROUPS groups,
+each group once, so a cycle ends). Each principal keeps where it came from, shown by `scrapy
+explain-access`.
+
+Fail closed: a directory that does not answer gives a searcher only ``public`` (with the reason,
+logged at ERROR once until it answers again), never an error page and never the last principals
+seen long ago. Answers are cached for SEARCHCRAWL_PRINCIPALS_CACHE_SECONDS: a user taken out of a
+group still finds its documents until then.
+
+The walk and the principals of entries are plain functions (``user_principals``,
+``group_principals``, ``walk_groups``), tested without a server; ``LdapDirectory`` asks the
+server (ldap3) and caches.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import ssl
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import ldap3
+from ldap3.core.exceptions import LDAPException
+from ldap3.utils.conv import escape_filter_chars
+from scrapy.settings import BaseSettings
+
+from searchcrawl.access.decision import Principal, Principals
+from searchcrawl.access.tokens import AccessError, normal_token
+from searchcrawl.ops.secrets import LDAP_BIND_PASSWORD, secret
+
+logger = logging.getLogger(__name__)
+
+MAX_GROUP_DEPTH = 8  # groups in groups followed this many steps up from the user's own
+MAX_GROUPS = 1000  # and this many groups at most (a searcher in more gets the first found)
+MAX_CACHED = 10_000  # searchers whose principals are cached at once
+USER_ATTRIBUTES = ["uid", "uidNumber", "gidNumber"]
+GROUP_ATTRIBUTES = ["cn", "gidNumber", "objectClass"]
+
+
+class DirectoryUnavailable(Exception):
+    """The directory did not answer (or refused the service account): the message says so for a
+    user or an administrator, naming no secret."""
+
+
+class Directory(Protocol):
+    """What the web pages and the commands ask of a directory."""
+
+    def authenticate(self, user: str, password: str) -> bool:
+        """Whether ``password`` is ``user``'s (a bind as the user); False for a wrong password or
+        an unknown user; DirectoryUnavailable when the directory does not answer."""
+        ...
+
+    def principals(self, user: str) -> Principals:
+        """``user``'s principals (cached); never raises: only ``public``, with ``error``, when the
+        directory does not answer."""
+        ...
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A directory entry: its DN and attributes (names lower-cased, values as strings)."""
+
+    dn: str
+    attributes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, dn: str, attributes: Mapping[str, Any]) -> Entry:
+        values: dict[str, tuple[str, ...]] = {}
+        for name, value in attributes.items():
+            items = value if isinstance(value, list | tuple) else [value]
+            values[name.lower()] = tuple(str(item) for item in items if item not in (None, b"", ""))
+        return cls(dn, values)
+
+    def values(self, name: str) -> tuple[str, ...]:
+        return self.attributes.get(name.lower(), ())
+
+    def first(self, name: str) -> str:
+        return next(iter(self.values(name)), "")
+
+
+@dataclass(frozen=True)
+class Membership:
+    """A group the user is in: ``path`` the DNs from this group down to the user's own group,
+    ``how`` the user is in that one ("member", "uniqueMember", "memberUid", "primary group")."""
+
+    group: Entry
+    path: tuple[str, ...]
+    how: str
+
+
+def rdn(dn: str) -> str:
+    """The first part of a DN (``cn=finance`` of ``cn=finance,ou=groups,...``), for origins."""
+    return dn.split(",", 1)[0]
+
+
+def path_text(membership: Membership, user_dn: str) -> str:
+    """ "memberOf path: cn=finance <- cn=accounting <- uid=alice (member)"."""
+    steps = [rdn(dn) for dn in membership.path] + [rdn(user_dn)]
+    return f"memberOf path: {' <- '.join(steps)} ({membership.how})"
+
+
+def user_principals(user: Entry, name: str) -> list[Principal]:
+    """The principals of the user's own entry: its uid (else the name signed in with), its DN,
+    its uidNumber and its primary gidNumber."""
+    found = [
+        Principal(f"user:{user.first('uid') or name}", f"uid of {user.dn}"),
+        Principal(f"user:{user.dn}", f"DN of the directory entry of {name}"),
+    ]
+    if user.first("uidNumber"):
+        found.append(Principal(f"uid:{user.first('uidNumber')}", f"uidNumber of {user.dn}"))
+    if user.first("gidNumber"):
+        found.append(Principal(f"gid:{user.first('gidNumber')}", f"gidNumber (primary group) of {user.dn}"))
+    return found
+
+
+def group_principals(membership: Membership, user_dn: str) -> list[Principal]:
+    """A group's principals: its DN, each cn, and a posixGroup's gidNumber, with the path."""
+    group, path = membership.group, path_text(membership, user_dn)
+    found = [Principal(f"group:{group.dn}", path)]
+    found.extend(Principal(f"group:{cn}", f"cn of {group.dn}; {path}") for cn in group.values("cn"))
+    if "posixgroup" in {kind.lower() for kind in group.values("objectClass")} and group.first("gidNumber"):
+        found.append(Principal(f"gid:{group.first('gidNumber')}", f"gidNumber of posixGroup {group.dn}; {path}"))
+    return found
+
+
+def _dn_key(dn: str) -> str:
+    return "".join(dn.lower().split())
+
+
+def walk_groups(
+    direct: Iterable[tuple[Entry, str]],
+    parents_of: Callable[[Entry], list[Entry]],
+    max_depth: int = MAX_GROUP_DEPTH,
+    max_groups: int = MAX_GROUPS,
+) -> list[Membership]:
+    """The user's groups, breadth-first: ``direct`` (a group, and how the user is in it), then
+    the groups each is a member of (``parents_of``), up to ``max_depth`` steps and ``max_groups``
+    groups, each group once (the first, shortest, path to it): a cycle ends there."""
+    found: list[Membership] = []
+    seen: set[str] = set()
+    queue: deque[tuple[Membership, int]] = deque()
+    for group, how in direct:
+        if _dn_key(group.dn) not in seen and len(found) < max_groups:
+            seen.add(_dn_key(group.dn))
+            membership = Membership(group, (group.dn,), how)
+            found.append(membership)
+            queue.append((membership, 0))
+    while queue and len(found) < max_groups:
+        membership, depth = queue.popleft()
+        if depth >= max_depth:
+            continue
+        for parent in parents_of(membership.group):
+            if _dn_key(parent.dn) in seen or len(found) >= max_groups:
+                continue
+            seen.add(_dn_key(parent.dn))
+            above = Membership(parent, (parent.dn, *membership.path), membership.how)
+            found.append(above)
+            queue.append((above, depth + 1))
+    return found
+
+
+def principals_of(name: str, user: Entry, memberships: Iterable[Membership]) -> Principals:
+    """The searcher ``name``'s principals from their entry and groups (a value that is no token,
+    an empty cn say, is left out: DEBUG)."""
+    entries = user_principals(user, name)
+    for membership in memberships:
+        entries.extend(group_principals(membership, user.dn))
+    kept = []
+    for entry in entries:
+        try:
+            normal_token(entry.token)
+        except AccessError as exc:
+            logger.debug("directory: a principal of %s left out: %s", name, exc)
+            continue
+        kept.append(entry)
+    return Principals.of(user.first("uid") or name, kept)
+
+
+@dataclass(frozen=True)
+class DirectoryConfig:
+    """The SEARCHCRAWL_LDAP_* settings (see searchcrawl/settings.py)."""
+
+    url: str
+    user_base: str
+    group_base: str = ""
+    user_filter: str = "(uid={user})"
+    bind_dn: str = ""
+    bind_password: str = field(default="", repr=False)
+    cache_seconds: float = 300.0
+    timeout: float = 5.0
+    start_tls: bool = False
+    ca_file: str = ""
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> DirectoryConfig:
+        return cls(
+            url=settings.get("SEARCHCRAWL_LDAP_URL", ""),
+            user_base=settings.get("SEARCHCRAWL_LDAP_USER_BASE", ""),
+            group_base=settings.get("SEARCHCRAWL_LDAP_GROUP_BASE", "") or settings.get("SEARCHCRAWL_LDAP_USER_BASE", ""),
+            user_filter=settings.get("SEARCHCRAWL_LDAP_USER_FILTER") or "(uid={user})",
+            bind_dn=settings.get("SEARCHCRAWL_LDAP_BIND_DN", ""),
+            bind_password=secret(LDAP_BIND_PASSWORD) or "",
+            cache_seconds=settings.getfloat("SEARCHCRAWL_PRINCIPALS_CACHE_SECONDS", 300.0),
+            timeout=settings.getfloat("SEARCHCRAWL_LDAP_TIMEOUT", 5.0),
+            start_tls=settings.getbool("SEARCHCRAWL_LDAP_START_TLS", False),
+            ca_file=settings.get("SEARCHCRAWL_LDAP_CA_FILE", ""),
+        )
+
+
+class LdapDirectory:
+    """The directory over LDAP (ldap3), a connection per question (thread-safe: the web pages
+    ask from threads), principals cached per user for ``cache_seconds`` of ``clock``."""
+
+    def __init__(self, config: DirectoryConfig, clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self.clock = clock
+        self._cache: dict[str, tuple[float, Principals]] = {}
+        self._lock = threading.Lock()
+        self._failing = False
+
+    # --- the Directory protocol ---
+
+    def authenticate(self, user: str, password: str) -> bool:
+        if not user or not password:  # an empty password would be an anonymous bind: refused
+            logger.debug("directory: %r refused: no user name or no password", user)
+            return False
+        try:
+            with self._bound(self.config.bind_dn, self.config.bind_password, "the service account") as service:
+                entry = self._find_user(service, user)
+            if entry is None:
+                logger.debug("directory: %r refused: no such user", user)
+                return False
+            connection = self._connection(entry.dn, password)
+            try:
+                if not connection.bind():
+                    logger.debug("directory: %r refused: %s", user, connection.result.get("description"))
+                    return False
+                logger.debug("directory: %r authenticated as %s", user, entry.dn)
+                try:  # their principals, asked as them now: the search that follows needs them
+                    self._remember(user, self._lookup_with(connection, user, entry))
+                except LDAPException as exc:
+                    logger.debug("directory: %r's principals not read as them (%s): asked later", user, exc)
+                return True
+            finally:
+                connection.unbind()
+        except LDAPException as exc:
+            raise self._unavailable(exc) from None
+
+    def principals(self, user: str) -> Principals:
+        key = user.lower()
+        now = self.clock()
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        try:
+            found = self.lookup(user)
+        except DirectoryUnavailable as exc:
+            if not self._failing:
+                logger.error("directory: %s; searchers see public documents only until it answers", exc)
+            else:
+                logger.debug("directory: still unavailable (%s): %r gets public only", exc, user)
+            self._failing = True
+            return Principals(user, Principals.anonymous().entries, error=str(exc))
+        if self._failing:
+            logger.warning("directory: answers again")
+            self._failing = False
+        self._remember(user, found)
+        return found
+
+    # --- uncached ---
+
+    def lookup(self, user: str) -> Principals:
+        """``user``'s principals asked now, through the service account; DirectoryUnavailable."""
+        try:
+            with self._bound(self.config.bind_dn, self.config.bind_password, "the service account") as service:
+                entry = self._find_user(service, user)
+                if entry is None:
+                    logger.debug("directory: %r is no user of it: public only", user)
+                    return Principals(user, Principals.anonymous().entries, error=f"{user!r} is not in the directory")
+                return self._lookup_with(service, user, entry)
+        except LDAPException as exc:
+            raise self._unavailable(exc) from None
+
+    def _lookup_with(self, connection: ldap3.Connection, user: str, entry: Entry) -> Principals:
+        direct = self._direct_groups(connection, entry)
+        memberships = walk_groups(direct, lambda group: self._parents(connection, group))
+        found = principals_of(user, entry, memberships)
+        logger.debug("directory: %r has %d principals (%d groups)", user, len(found.entries), len(memberships))
+        return found
+
+    def _remember(self, user: str, principals: Principals) -> None:
+        with self._lock:
+            if len(self._cache) >= MAX_CACHED:
+                now = self.clock()
+                for key in [key for key, (expires, _p) in self._cache.items() if expires <= now] or list(self._cache)[:1]:
+                    del self._cache[key]
+            self._cache[user.lower()] = (self.clock() + self.config.cache_seconds, principals)
+
+    def _unavailable(self, exc: LDAPException) -> DirectoryUnavailable:
+        if isinstance(exc, DirectoryUnavailableLdap):
+            return DirectoryUnavailable(str(exc))
+        return DirectoryUnavailable(f"the directory at {self.config.url} did not answer ({type(exc).__name__})")
+
+    # --- LDAP ---
+
+    @property
+    def _seconds(self) -> int:
+        return max(1, math.ceil(self.config.timeout))  # ldap3 packs it as a whole number
+
+    def _server(self) -> ldap3.Server:
+        tls = ldap3.Tls(validate=ssl.CERT_REQUIRED, ca_certs_file=self.config.ca_file or None)
+        return ldap3.Server(self.config.url, connect_timeout=self._seconds, tls=tls, get_info=ldap3.NONE)
+
+    def _connection(self, dn: str, password: str) -> ldap3.Connection:
+        connection = ldap3.Connection(
+            self._server(),
+            user=dn or None,
+            password=password or None,
+            receive_timeout=self._seconds,
+            raise_exceptions=False,
+            read_only=True,
+        )
+        if self.config.start_tls:
+            connection.open()
+            connection.start_tls()
+        return connection
+
+    def _bound(self, dn: str, password: str, who: str) -> _Bound:
+        return _Bound(self._connection(dn, password), who, self.config.url)
+
+    def _find_user(self, connection: ldap3.Connection, user: str) -> Entry | None:
+        query = self.config.user_filter.replace("{user}", escape_filter_chars(user))
+        found = self._search(connection, self.config.user_base, query, USER_ATTRIBUTES)
+        return found[0] if len(found) == 1 else None  # two entries for one name: neither
+
+    def _direct_groups(self, connection: ldap3.Connection, user: Entry) -> list[tuple[Entry, str]]:
+        dn = escape_filter_chars(user.dn)
+        asks = [
+            ("member", f"(member={dn})"),
+            ("uniqueMember", f"(uniqueMember={dn})"),
+        ]
+        if user.first("uid"):
+            asks.append(("memberUid", f"(&(objectClass=posixGroup)(memberUid={escape_filter_chars(user.first('uid'))}))"))
+        if user.first("gidNumber"):
+            asks.append(
+                ("primary group", f"(&(objectClass=posixGroup)(gidNumber={escape_filter_chars(user.first('gidNumber'))}))")
+            )
+        found: list[tuple[Entry, str]] = []
+        for how, query in asks:
+            found.extend((group, how) for group in self._search(connection, self.config.group_base, query, GROUP_ATTRIBUTES))
+        return found
+
+    def _parents(self, connection: ldap3.Connection, group: Entry) -> list[Entry]:
+        dn = escape_filter_chars(group.dn)
+        return self._search(connection, self.config.group_base, f"(|(member={dn})(uniqueMember={dn}))", GROUP_ATTRIBUTES)
+
+    def _search(self, connection: ldap3.Connection, base: str, query: str, attributes: list[str]) -> list[Entry]:
+        if not connection.search(base, query, attributes=attributes, size_limit=MAX_GROUPS):
+            if connection.result.get("result") in (0, 4, 32):  # none found, size limit, no such base
+                return self._entries(connection)
+            raise DirectoryUnavailableLdap(
+                f"the directory at {self.config.url} refused a search ({connection.result.get('description')})"
+            )
+        return self._entries(connection)
+
+    @staticmethod
+    def _entries(connection: ldap3.Connection) -> list[Entry]:
+        return [
+            Entry.of(item["dn"], item.get("attributes", {}))
+            for item in connection.response or []
+            if item.get("type") == "searchResEntry"
+        ]
+
+
+class DirectoryUnavailableLdap(LDAPException):
+    """An answer that is no answer (a refused service bind or search): its message is shown."""
+
+
+class _Bound:
+    """A connection bound as ``who`` for a ``with`` block (unbound after)."""
+
+    def __init__(self, connection: ldap3.Connection, who: str, url: str) -> None:
+        self.connection, self.who, self.url = connection, who, url
+
+    def __enter__(self) -> ldap3.Connection:
+        if not self.connection.bind():
+            description = self.connection.result.get("description") if self.connection.result else "no answer"
+            raise DirectoryUnavailableLdap(f"the directory at {self.url} refused {self.who} ({description})")
+        return self.connection
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.connection.unbind()
+        except LDAPException:
+            pass
+
+
+def directory_of(settings: BaseSettings) -> Directory | None:
+    """The installation's directory (SEARCHCRAWL_LDAP_URL), None without one."""
+    if not settings.get("SEARCHCRAWL_LDAP_URL"):
+        return None
+    return LdapDirectory(DirectoryConfig.from_settings(settings))

@@ -1,0 +1,120 @@
+"""Why a searcher may (or may not) read a document: what `scrapy explain-access USER URL` prints,
+and the administration page shows.
+
+For each source that holds the URL: the document's access, each token with where it came from
+(the document table's record of it, with the origins the crawl found; else the tokens Solr
+holds, with the origin "index"), then the searcher's principals with theirs, then the decision
+(decision.py ``decide``: the rule the search's Solr filters apply) and the entry that decided it.
+Plain functions: the caller finds the documents (``HeldDocument``) and the principals.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from searchcrawl.access.decision import Principals, decide
+from searchcrawl.access.tokens import DENY_FIELD, LEVEL_FIELDS, PUBLIC, Access, AccessError, Grant, Level
+
+if TYPE_CHECKING:
+    from searchcrawl.index.indexer import SolrIndex
+    from searchcrawl.store import DocumentTable
+
+ACCESS_COLUMN = "access"  # the document table's column of a document's Access.to_data() (JSON)
+FROM_TABLE = "the document table"
+FROM_INDEX = "the index (Solr's stored fields; the crawl's origins are not there)"
+LEVEL_NAMES = ("document", "level 1 above it", "level 2 above it", "level 3 above it")
+
+
+@dataclass(frozen=True)
+class HeldDocument:
+    """A source's document of the URL, and its access as read from ``where`` (None: it has
+    none, and is shown to no one)."""
+
+    source: str
+    url: str
+    access: Access | None
+    where: str
+
+
+def access_of_fields(fields: Mapping[str, Any]) -> Access | None:
+    """The access a Solr document holds (its ``access_allow`` .. ``_3`` and ``access_deny``), each
+    token's origin "index: <field>"; None when it has no ``access_allow`` (indexed without)."""
+    if not fields.get(LEVEL_FIELDS[0]):
+        return None
+    levels = []
+    for name, shown in zip(LEVEL_FIELDS, LEVEL_NAMES, strict=True):
+        tokens = list(fields.get(name) or [])
+        if name != LEVEL_FIELDS[0] and (not tokens or tokens == [PUBLIC]):
+            continue  # no such level
+        levels.append(Level(shown, tuple(Grant.of(token, f"index: {name}") for token in tokens)))
+    deny = tuple(Grant.of(token, f"index: {DENY_FIELD}") for token in fields.get(DENY_FIELD) or [])
+    return Access(tuple(levels), deny)
+
+
+def access_of_row(value: Any) -> Access | None:
+    """The access the document table records (``Access.to_data()``, as JSON text or decoded),
+    None when there is none or it cannot be read."""
+    if value in (None, "", {}):
+        return None
+    try:
+        return Access.from_data(json.loads(value) if isinstance(value, str | bytes) else value)
+    except (ValueError, KeyError, TypeError, AccessError):
+        return None
+
+
+def held_documents(index: SolrIndex, table: DocumentTable | None, url: str) -> list[HeldDocument]:
+    """Each source's document of ``url`` in the index (all of them: what an administrator asks
+    about, untrimmed), its access from the document table when it records one, else from the
+    index's fields; IndexingError when Solr does not answer."""
+    fields = ",".join(("source", "url", *LEVEL_FIELDS, DENY_FIELD))
+    found = index.search("*:*", fq="{!term f=url}" + url, fl=fields, rows=1000, sort="source asc")
+    held = []
+    for doc in found.docs:
+        source = str(doc.get("source") or "")
+        row = table.get(source, url) if table is not None and source else None
+        recorded = access_of_row(row.get(ACCESS_COLUMN)) if row else None
+        if recorded is not None:
+            held.append(HeldDocument(source, url, recorded, FROM_TABLE))
+        else:
+            held.append(HeldDocument(source, url, access_of_fields(doc), FROM_INDEX))
+    return held
+
+
+def explain_access(principals: Principals, documents: Sequence[HeldDocument], url: str = "") -> list[str]:
+    """The report's lines (see the module's docstring)."""
+    who = principals.user or "a visitor who is not signed in"
+    lines = [f"Searcher {who}: {len(principals.entries)} principals"]
+    lines.extend(f"  {entry.token}  <- {entry.origin}" for entry in principals.entries)
+    if principals.error:
+        lines.append(f"  (public only: {principals.error})")
+    if not documents:
+        lines.append(f"No source holds {url or 'this URL'} in the index: nothing to decide.")
+        return lines
+    for held in documents:
+        lines.append("")
+        lines.append(f"Source {held.source}: {held.url}")
+        if held.access is None:
+            lines.append("  no access recorded (indexed without access tokens): shown to no one")
+            lines.append("  decision: REFUSED")
+            continue
+        lines.append(f"  access, from {held.where}:")
+        lines.extend(_access_lines(held.access))
+        decision = decide(held.access, principals)
+        lines.append(f"  decision: {'GRANTED' if decision.granted else 'REFUSED'}: {decision.reason}")
+    return lines
+
+
+def _access_lines(access: Access) -> list[str]:
+    indexed, levels = access.indexed_levels()
+    lines: list[str] = []
+    for level in levels:
+        lines.append(f"    {level.name} (one of these must be the searcher's):")
+        lines.extend(f"      allow {grant.token}  <- {grant.origin}" for grant in level.allow)
+        if not level.allow:
+            lines.append("      (no token: no one)")
+    lines.extend(f"    deny {grant.token}  <- {grant.origin}" for grant in access.deny)
+    lines.extend(f"    note: {note}" for note in indexed.notes)
+    return lines

@@ -1,0 +1,139 @@
+"""The directory's logic without a server: principals of entries, the walk up nested groups, the
+settings. (Against a real slapd: tests/e2e/test_directory.py.)"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from scrapy.settings import Settings
+
+from searchcrawl.access.directory import (
+    DirectoryConfig,
+    Entry,
+    Membership,
+    directory_of,
+    group_principals,
+    path_text,
+    principals_of,
+    user_principals,
+    walk_groups,
+)
+
+ALICE = Entry.of("uid=alice,ou=people,dc=example,dc=org", {"uid": ["alice"], "uidNumber": 1001, "gidNumber": ["2000"]})
+
+
+def group(cn: str, *classes: str, gid: str | None = None) -> Entry:
+    attributes: dict[str, object] = {"cn": [cn], "objectClass": list(classes) or ["groupOfNames"]}
+    if gid is not None:
+        attributes["gidNumber"] = [gid]
+    return Entry.of(f"cn={cn},ou=groups,dc=example,dc=org", attributes)
+
+
+def test_a_users_own_principals_and_where_they_come_from() -> None:
+    found = {p.token: p.origin for p in user_principals(ALICE, "Alice")}
+    assert found == {
+        "user:alice": "uid of uid=alice,ou=people,dc=example,dc=org",
+        "user:uid=alice,ou=people,dc=example,dc=org": "DN of the directory entry of Alice",
+        "uid:1001": "uidNumber of uid=alice,ou=people,dc=example,dc=org",
+        "gid:2000": "gidNumber (primary group) of uid=alice,ou=people,dc=example,dc=org",
+    }
+
+
+def test_an_entry_without_numbers_gives_its_names_only() -> None:
+    plain = Entry.of("cn=Bob Smith,ou=people,dc=example,dc=org", {"uid": []})
+    assert [p.token for p in user_principals(plain, "bob")] == ["user:bob", "user:cn=Bob Smith,ou=people,dc=example,dc=org"]
+
+
+def test_a_posix_groups_principals_carry_the_path() -> None:
+    staff = group("staff", "posixGroup", gid="2000")
+    membership = Membership(staff, (staff.dn,), "memberUid")
+    found = {p.token: p.origin for p in group_principals(membership, ALICE.dn)}
+    assert found == {
+        "group:cn=staff,ou=groups,dc=example,dc=org": "memberOf path: cn=staff <- uid=alice (memberUid)",
+        "group:staff": "cn of cn=staff,ou=groups,dc=example,dc=org; memberOf path: cn=staff <- uid=alice (memberUid)",
+        "gid:2000": "gidNumber of posixGroup cn=staff,ou=groups,dc=example,dc=org; memberOf path: cn=staff <- uid=alice (memberUid)",
+    }
+
+
+def test_a_group_of_names_gives_no_gid_even_with_a_number() -> None:
+    named = group("finance", "groupOfNames", gid="3000")
+    tokens = [p.token for p in group_principals(Membership(named, (named.dn,), "member"), ALICE.dn)]
+    assert tokens == ["group:cn=finance,ou=groups,dc=example,dc=org", "group:finance"]
+
+
+def tree(parents: dict[str, list[str]]) -> tuple[Callable[[Entry], list[Entry]], list[str]]:
+    """parents_of over a dict: group cn -> the cns of the groups it is a member of; counts calls."""
+    asked: list[str] = []
+
+    def parents_of(entry: Entry) -> list[Entry]:
+        cn = entry.first("cn")
+        asked.append(cn)
+        return [group(name) for name in parents.get(cn, [])]
+
+    return parents_of, asked
+
+
+def test_nested_groups_are_walked_breadth_first_with_their_paths() -> None:
+    parents_of, _asked = tree({"accounting": ["finance"], "finance": ["all-staff"], "staff": ["all-staff"]})
+    found = walk_groups([(group("accounting"), "member"), (group("staff"), "memberUid")], parents_of)
+    assert [(m.group.first("cn"), m.how) for m in found] == [
+        ("accounting", "member"),
+        ("staff", "memberUid"),
+        ("finance", "member"),
+        ("all-staff", "memberUid"),  # the shortest path: through staff, one step
+    ]
+    assert path_text(found[2], ALICE.dn) == "memberOf path: cn=finance <- cn=accounting <- uid=alice (member)"
+    assert path_text(found[3], ALICE.dn) == "memberOf path: cn=all-staff <- cn=staff <- uid=alice (memberUid)"
+
+
+def test_a_cycle_of_groups_ends() -> None:
+    parents_of, asked = tree({"loop-a": ["loop-b"], "loop-b": ["loop-a"]})
+    found = walk_groups([(group("loop-a"), "member")], parents_of)
+    assert [m.group.first("cn") for m in found] == ["loop-a", "loop-b"]
+    assert asked == ["loop-a", "loop-b"]
+
+
+def test_a_group_met_twice_directly_is_kept_once_with_the_first_reason() -> None:
+    staff = group("staff", "posixGroup", gid="2000")
+    found = walk_groups([(staff, "memberUid"), (staff, "primary group")], tree({})[0])
+    assert [(m.group.first("cn"), m.how) for m in found] == [("staff", "memberUid")]
+
+
+def test_the_walk_is_bounded_in_depth_and_count() -> None:
+    chain = {f"g{i}": [f"g{i + 1}"] for i in range(100)}
+    parents_of, _ = tree(chain)
+    assert len(walk_groups([(group("g0"), "member")], parents_of, max_depth=3)) == 4  # g0 and three above
+    wide = {"top": [f"w{i}" for i in range(50)]}
+    parents_of, _ = tree(wide)
+    assert len(walk_groups([(group("top"), "member")], parents_of, max_groups=10)) == 10
+
+
+def test_principals_of_a_user_normalised_once_each_with_public() -> None:
+    accounting = group("Accounting")
+    found = principals_of("ALICE", ALICE, [Membership(accounting, (accounting.dn,), "member")])
+    assert found.user == "alice"
+    assert found.tokens == {
+        "public",
+        "user:alice",
+        "user:uid=alice,ou=people,dc=example,dc=org",
+        "uid:1001",
+        "gid:2000",
+        "group:cn=accounting,ou=groups,dc=example,dc=org",
+        "group:accounting",
+    }
+    assert found.origin("group:accounting").startswith("cn of cn=Accounting")
+
+
+def test_a_value_that_is_no_token_is_left_out() -> None:
+    odd = Entry.of("uid=x,dc=org", {"uid": ["x"], "uidNumber": ["not-a-number"]})
+    assert "uid:not-a-number" not in principals_of("x", odd, []).tokens
+
+
+def test_settings_make_a_directory_or_none() -> None:
+    assert directory_of(Settings({"SEARCHCRAWL_LDAP_URL": ""})) is None
+    config = DirectoryConfig.from_settings(
+        Settings({"SEARCHCRAWL_LDAP_URL": "ldap://127.0.0.1:1", "SEARCHCRAWL_LDAP_USER_BASE": "ou=people,dc=x"})
+    )
+    assert config.group_base == "ou=people,dc=x"  # groups below the users' base without their own
+    assert config.user_filter == "(uid={user})" and config.cache_seconds == 300
+    assert "bind_password" not in repr(config)

@@ -1,0 +1,88 @@
+"""`scrapy explain-access`'s report (access/explanation.py) without a server."""
+
+from __future__ import annotations
+
+import json
+
+from searchcrawl.access.decision import Principal, Principals
+from searchcrawl.access.explanation import FROM_INDEX, FROM_TABLE, HeldDocument, access_of_fields, access_of_row, explain_access
+from searchcrawl.access.tokens import Access, Grant, Level
+
+URL = "file:///srv/hr/pay.txt"
+ALICE = Principals.of(
+    "alice",
+    [
+        Principal("user:alice", "uid of uid=alice,ou=people,dc=example,dc=org"),
+        Principal(
+            "group:finance", "cn of cn=finance,ou=groups,dc=example,dc=org; memberOf path: cn=finance <- uid=alice (member)"
+        ),
+    ],
+)
+PAY = Access(
+    (
+        Level("document", (Grant.of("group:finance", "POSIX ACL of /srv/hr/pay.txt: group:finance r--"),)),
+        Level(
+            "folder /srv/hr", (Grant.of("group:hr", "mode of /srv/hr: group hr r-x"), Grant.of("group:finance", "ACL of /srv/hr"))
+        ),
+    ),
+    (Grant.of("user:mallory", "POSIX ACL of /srv/hr/pay.txt: user:mallory ---"),),
+)
+
+
+def test_a_granted_document_shows_each_token_principal_and_the_deciding_entries() -> None:
+    lines = explain_access(ALICE, [HeldDocument("hr", URL, PAY, FROM_TABLE)], URL)
+    assert lines == [
+        "Searcher alice: 3 principals",
+        "  public  <- every searcher",
+        "  user:alice  <- uid of uid=alice,ou=people,dc=example,dc=org",
+        "  group:finance  <- cn of cn=finance,ou=groups,dc=example,dc=org; memberOf path: cn=finance <- uid=alice (member)",
+        "",
+        f"Source hr: {URL}",
+        "  access, from the document table:",
+        "    document (one of these must be the searcher's):",
+        "      allow group:finance  <- POSIX ACL of /srv/hr/pay.txt: group:finance r--",
+        "    folder /srv/hr (one of these must be the searcher's):",
+        "      allow group:hr  <- mode of /srv/hr: group hr r-x",
+        "      allow group:finance  <- ACL of /srv/hr",
+        "    deny user:mallory  <- POSIX ACL of /srv/hr/pay.txt: user:mallory ---",
+        "  decision: GRANTED: granted: group:finance (POSIX ACL of /srv/hr/pay.txt: group:finance r--); "
+        "group:finance (ACL of /srv/hr)",
+    ]
+
+
+def test_a_deny_and_a_level_without_the_searcher_refuse() -> None:
+    mallory = Principals.of("mallory", [Principal("user:mallory", "uid of uid=mallory"), Principal("group:finance", "x")])
+    lines = explain_access(mallory, [HeldDocument("hr", URL, PAY, FROM_TABLE)], URL)
+    assert lines[-1] == (
+        "  decision: REFUSED: denied: user:mallory (POSIX ACL of /srv/hr/pay.txt: user:mallory ---), "
+        "the searcher's own (uid of uid=mallory)"
+    )
+    visitor = explain_access(Principals.anonymous(), [HeldDocument("hr", URL, PAY, FROM_TABLE)], URL)
+    assert visitor[0] == "Searcher a visitor who is not signed in: 1 principals"
+    assert visitor[-1] == "  decision: REFUSED: no principal of the searcher is allowed by document"
+
+
+def test_the_index_fields_read_back_as_an_access_with_origin_index() -> None:
+    fields = PAY.fields()
+    read = access_of_fields(fields)
+    assert read is not None and read.fields() == fields
+    assert {grant.origin for level in read.levels for grant in level.allow} == {"index: access_allow", "index: access_allow_1"}
+    assert access_of_fields({"id": "x"}) is None  # indexed without access
+    lines = explain_access(ALICE, [HeldDocument("hr", URL, read, FROM_INDEX), HeldDocument("old", URL, None, FROM_INDEX)], URL)
+    assert f"  access, from {FROM_INDEX}:" in lines
+    assert lines[-2:] == ["  no access recorded (indexed without access tokens): shown to no one", "  decision: REFUSED"]
+
+
+def test_the_table_column_reads_as_json_or_decoded_and_a_broken_one_as_none() -> None:
+    assert access_of_row(json.dumps(PAY.to_data())) == PAY
+    assert access_of_row(PAY.to_data()) == PAY
+    assert access_of_row(None) is None and access_of_row("{not json") is None and access_of_row('{"levels": []}') is None
+
+
+def test_a_url_no_source_holds() -> None:
+    assert explain_access(ALICE, [], URL)[-1] == f"No source holds {URL} in the index: nothing to decide."
+
+
+def test_a_directory_error_is_shown() -> None:
+    down = Principals("alice", Principals.anonymous().entries, error="the directory at ldap://x did not answer")
+    assert "  (public only: the directory at ldap://x did not answer)" in explain_access(down, [], URL)

@@ -1,0 +1,225 @@
+"""A real LDAP directory for tests: Debian's OpenLDAP ``slapd`` on 127.0.0.1, with searchers.
+
+``DirectoryServer(folder).start()`` writes a slapd.conf (mdb backend; schemas core, cosine, nis,
+inetorgperson), loads the directory below with ``slapadd`` and starts slapd on a free port,
+returning once it answers a search. Every worker of a test run starts its own (the session
+fixture ``directory_server`` below, which tests/conftest.py imports). Anonymous clients may only bind; a service
+account (``bind_dn``, ``bind_password``) reads everything but passwords, as in a real
+installation. What tests may rely on:
+
+- ``url``, ``suffix``, ``user_base``, ``group_base``, ``bind_dn``, ``bind_password``;
+- ``passwords``: each user's password; ``user_dn(uid)``, ``group_dn(cn)``;
+- ``settings()``: the SEARCHCRAWL_LDAP_* settings (and the bind password's variable) of a
+  searchcrawl pointed at it;
+- ``remove_member(group, uid)`` / ``add_member(group, uid)``: change a groupOfNames' members.
+
+The users and groups (``USERS``, ``GROUPS``): alice (uidNumber 1001, primary group staff 2000)
+is a member of accounting, which is a member of finance, which is a uniqueMember of all-staff;
+she is in the posixGroup staff by memberUid too, and in loop-a (loop-a and loop-b are members of
+each other). bob (1002, primary group developers 2001 without memberUid) is a uniqueMember of
+all-staff; carol (1003, gid 2002, no group of that number) is in no group.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import ldap3
+import pytest
+
+from searchcrawl.dev.jvm_server import free_port
+
+SCHEMAS = ("core", "cosine", "nis", "inetorgperson")
+SUFFIX = "dc=example,dc=org"
+ROOT_PASSWORD = "root-secret-for-tests"
+SERVICE_PASSWORD = "service-secret-for-tests"
+# uid -> (uidNumber, gidNumber, password)
+USERS = {
+    "alice": (1001, 2000, "alice-password"),
+    "bob": (1002, 2001, "bob-password"),
+    "carol": (1003, 2002, "carol-password"),
+}
+# cn -> (object class, members: ("user", uid) or ("group", cn)), gidNumber for a posixGroup
+GROUPS: dict[str, tuple[str, tuple[tuple[str, str], ...], int | None]] = {
+    "accounting": ("groupOfNames", (("user", "alice"),), None),
+    "finance": ("groupOfNames", (("group", "accounting"),), None),
+    "all-staff": ("groupOfUniqueNames", (("group", "finance"), ("user", "bob")), None),
+    "staff": ("posixGroup", (("user", "alice"),), 2000),
+    "developers": ("posixGroup", (), 2001),
+    "loop-a": ("groupOfNames", (("user", "alice"), ("group", "loop-b")), None),
+    "loop-b": ("groupOfNames", (("group", "loop-a"),), None),
+}
+
+
+class DirectoryServer:
+    """One slapd in ``folder`` (see the module docstring)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+        self.suffix = SUFFIX
+        self.user_base = f"ou=people,{SUFFIX}"
+        self.group_base = f"ou=groups,{SUFFIX}"
+        self.bind_dn = f"cn=searchcrawl,ou=services,{SUFFIX}"
+        self.bind_password = SERVICE_PASSWORD
+        self.root_dn = f"cn=admin,{SUFFIX}"
+        self.passwords = {uid: password for uid, (_u, _g, password) in USERS.items()}
+
+    @property
+    def url(self) -> str:
+        return f"ldap://127.0.0.1:{self.port}"
+
+    def user_dn(self, uid: str) -> str:
+        return f"uid={uid},{self.user_base}"
+
+    def group_dn(self, cn: str) -> str:
+        return f"cn={cn},{self.group_base}"
+
+    def settings(self) -> dict[str, str]:
+        """The settings (environment variables) of a searchcrawl that uses this directory."""
+        return {
+            "SEARCHCRAWL_LDAP_URL": self.url,
+            "SEARCHCRAWL_LDAP_USER_BASE": self.user_base,
+            "SEARCHCRAWL_LDAP_GROUP_BASE": self.group_base,
+            "SEARCHCRAWL_LDAP_BIND_DN": self.bind_dn,
+            "SEARCHCRAWL_LDAP_BIND_PASSWORD": self.bind_password,
+        }
+
+    def start(self, timeout: float = 60) -> DirectoryServer:
+        """Configure, load and start slapd; returns once it answers a search."""
+        data = self.folder / "data"
+        shutil.rmtree(data, ignore_errors=True)
+        data.mkdir(parents=True)
+        config = self.folder / "slapd.conf"
+        config.write_text(self._config(data), encoding="utf-8")
+        ldif = self.folder / "directory.ldif"
+        ldif.write_text(self._ldif(), encoding="utf-8")
+        subprocess.run(["/usr/sbin/slapadd", "-f", str(config), "-l", str(ldif)], check=True, capture_output=True)
+        self.port = free_port()
+        log = open(self.folder / "slapd.log", "wb")  # noqa: SIM115 - slapd writes it while it runs
+        # -d 0: in the foreground (a child we can stop), without debug output
+        command = ["/usr/sbin/slapd", "-f", str(config), "-h", f"ldap://127.0.0.1:{self.port}/", "-d", "0"]
+        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while not self._answers():
+            if self.process.poll() is not None:
+                raise RuntimeError(f"slapd ended ({self.process.returncode}): {(self.folder / 'slapd.log').read_text()[-2000:]}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"slapd did not answer on {self.url} within {timeout} s")
+            time.sleep(0.05)
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def remove_member(self, group: str, uid: str) -> None:
+        """Take user ``uid`` out of the groupOfNames ``group``."""
+        self._modify(group, {"member": [(ldap3.MODIFY_DELETE, [self.user_dn(uid)])]})
+
+    def add_member(self, group: str, uid: str) -> None:
+        """Put user ``uid`` into the groupOfNames ``group``."""
+        self._modify(group, {"member": [(ldap3.MODIFY_ADD, [self.user_dn(uid)])]})
+
+    def _modify(self, group: str, changes: dict[str, list[tuple[str, list[str]]]]) -> None:
+        connection = ldap3.Connection(ldap3.Server(self.url), self.root_dn, ROOT_PASSWORD, auto_bind=True)
+        try:
+            assert connection.modify(self.group_dn(group), changes), connection.result
+        finally:
+            connection.unbind()
+
+    def _answers(self) -> bool:
+        try:
+            connection = ldap3.Connection(
+                ldap3.Server(self.url, connect_timeout=2), self.bind_dn, self.bind_password, receive_timeout=5
+            )
+            if not connection.bind():
+                return False
+            found = connection.search(self.user_base, "(uid=alice)", attributes=["uid"])
+            connection.unbind()
+            return bool(found)
+        except ldap3.core.exceptions.LDAPException:
+            return False
+
+    def _config(self, data: Path) -> str:
+        includes = "\n".join(f"include /etc/ldap/schema/{name}.schema" for name in SCHEMAS)
+        return f"""{includes}
+pidfile {self.folder / "slapd.pid"}
+argsfile {self.folder / "slapd.args"}
+modulepath /usr/lib/ldap
+moduleload back_mdb
+database mdb
+maxsize 67108864
+suffix "{SUFFIX}"
+rootdn "{self.root_dn}"
+rootpw {ROOT_PASSWORD}
+directory {data}
+index objectClass,uid,cn,member,uniqueMember,memberUid,gidNumber eq
+access to attrs=userPassword by self write by anonymous auth by * none
+access to * by users read by * none
+"""
+
+    def _ldif(self) -> str:
+        entries = [
+            f"dn: {SUFFIX}\nobjectClass: dcObject\nobjectClass: organization\ndc: example\no: Example",
+            *(f"dn: ou={ou},{SUFFIX}\nobjectClass: organizationalUnit\nou: {ou}" for ou in ("people", "groups", "services")),
+            f"dn: {self.bind_dn}\nobjectClass: organizationalRole\nobjectClass: simpleSecurityObject\n"
+            f"cn: searchcrawl\nuserPassword: {SERVICE_PASSWORD}",
+        ]
+        for uid, (uid_number, gid_number, password) in USERS.items():
+            entries.append(
+                f"dn: {self.user_dn(uid)}\nobjectClass: inetOrgPerson\nobjectClass: posixAccount\n"
+                f"uid: {uid}\ncn: {uid.title()}\nsn: {uid.title()}\nuidNumber: {uid_number}\n"
+                f"gidNumber: {gid_number}\nhomeDirectory: /home/{uid}\nuserPassword: {password}"
+            )
+        for cn, (kind, members, group_gid) in GROUPS.items():
+            lines = [f"dn: {self.group_dn(cn)}", f"objectClass: {kind}", f"cn: {cn}"]
+            if kind == "posixGroup":
+                lines.append(f"gidNumber: {group_gid}")
+                lines.extend(f"memberUid: {name}" for what, name in members if what == "user")
+            else:
+                attribute = "uniqueMember" if kind == "groupOfUniqueNames" else "member"
+                dns = [self.user_dn(name) if what == "user" else self.group_dn(name) for what, name in members]
+                # and the root DN: a groupOfNames needs a member, and tests take its last person out
+                lines.extend(f"{attribute}: {dn}" for dn in [*dns, self.root_dn])
+            entries.append("\n".join(lines))
+        return "\n\n".join(entries) + "\n"
+
+
+@pytest.fixture(scope="session")
+def directory_server() -> Iterator[DirectoryServer]:
+    """This worker's slapd (each xdist worker starts its own: a tenth of a second)."""
+    folder = Path(tempfile.mkdtemp(prefix="searchcrawl-slapd-"))
+    server = DirectoryServer(folder).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":  # start one by hand: python -m tests.directory_server /tmp/somewhere
+    import sys
+
+    server = DirectoryServer(Path(sys.argv[1] if len(sys.argv) > 1 else os.getcwd())).start()
+    print(server.url, server.settings())
+    try:
+        signal.pause()
+    finally:
+        server.stop()

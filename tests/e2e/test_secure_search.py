@@ -1,0 +1,197 @@
+"""Secure search against a real Solr and a real directory (slapd): each searcher finds exactly
+what they may read (hits, facet counts, suggestions), `scrapy search --as`, `scrapy
+explain-access`, and Solr's filters agree with ``decide`` on random accesses."""
+
+from __future__ import annotations
+
+import random
+import string
+import uuid
+
+import pysolr
+
+from searchcrawl.access.decision import Principal, Principals, decide
+from searchcrawl.access.directory import DirectoryConfig, LdapDirectory
+from searchcrawl.access.tokens import Access, Grant, Level
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.query import matching, search_params
+from searchcrawl.web.search_page import SearchRequest, run_search
+from tests.directory_server import DirectoryServer
+
+GROUPS = "ou=groups,dc=example,dc=org"
+
+
+def access(*allow: str, deny: tuple[str, ...] = (), above: tuple[str, ...] = ()) -> Access:
+    made = Access.of([Grant.of(token, "test") for token in allow], [Grant.of(token, "test") for token in deny])
+    return made.within(Level("folder", tuple(Grant.of(token, "test") for token in above))) if above else made
+
+
+# title -> (access or None (indexed without access fields), mimetype); alice: accounting <
+# finance < all-staff, staff (gid 2000), loop-a/b; bob: all-staff, developers (gid 2001)
+DOCUMENTS: dict[str, tuple[Access | None, str]] = {
+    "public notice": (Access.public("test"), "text/html"),
+    "finance plan": (access("group:finance"), "application/pdf"),
+    "finance by dn": (access(f"group:cn=finance,{GROUPS}"), "application/pdf"),
+    "staff sheet": (access("gid:2000"), "text/plain"),
+    "bob's notes": (access("user:bob"), "text/plain"),
+    "all staff but alice": (access("group:all-staff", deny=("user:alice",)), "text/html"),
+    "accounting in hr": (access("group:accounting", above=("group:hr",)), "text/html"),
+    "developers' code": (access("gid:2001", "uid:1003"), "text/x-python"),
+    "never indexed with access": (None, "text/html"),
+}
+SEES = {
+    None: {"public notice"},
+    "alice": {"public notice", "finance plan", "finance by dn", "staff sheet"},
+    "bob": {"public notice", "bob's notes", "all staff but alice", "developers' code"},
+    "carol": {"public notice", "developers' code"},
+}
+
+
+def letters(count: int, seed: str) -> str:
+    chooser = random.Random(seed)
+    return "".join(chooser.choice(string.ascii_lowercase) for _ in range(count))
+
+
+def index_documents(solr: pysolr.Solr, source: str, word: str) -> None:
+    docs = []
+    for number, (title, (held, mimetype)) in enumerate(DOCUMENTS.items()):
+        url = f"http://secure.test/{source}/{number}"
+        doc = {"id": f"{source}!{url}", "url": url, "display_url": url, "source": source, "title": title}
+        doc.update(mimetype=mimetype, content=f"The {word} of {title}.", **(held.fields() if held else {}))
+        docs.append(doc)
+    solr.add(docs)
+
+
+def directory_of_server(server: DirectoryServer) -> LdapDirectory:
+    return LdapDirectory(
+        DirectoryConfig(
+            url=server.url,
+            user_base=server.user_base,
+            group_base=server.group_base,
+            bind_dn=server.bind_dn,
+            bind_password=server.bind_password,
+        )
+    )
+
+
+def test_each_searcher_finds_exactly_their_documents_with_their_counts(
+    solr_url: str, solr: pysolr.Solr, directory_server: DirectoryServer
+) -> None:
+    source, word = f"secure-{uuid.uuid4().hex[:8]}", "quokka" + letters(6, "counts")
+    index_documents(solr, source, word)
+    directory = directory_of_server(directory_server)
+    client = SolrIndex(solr_url, timeout=30)
+    for user, expected in SEES.items():
+        principals = directory.principals(user) if user else Principals.anonymous()
+        page = run_search(client, SearchRequest(word, 1, (("source", source),)), principals, rows=20)
+        assert {hit.title for hit in page.hits} == expected, user
+        assert page.total == len(expected)
+        counts = {value.value: value.count for value in page.facets["type"]}
+        wanted: dict[str, int] = {}
+        for title in expected:
+            wanted[DOCUMENTS[title][1]] = wanted.get(DOCUMENTS[title][1], 0) + 1
+        assert counts == wanted, user
+        assert {value.value: value.count for value in page.facets["source"]} == {source: len(expected)}
+        # paging follows: one a page, each page full, as many pages as documents
+        second = run_search(client, SearchRequest(word, 2, (("source", source),)), principals, rows=1)
+        assert second.pages == len(expected) and len(second.hits) == (1 if len(expected) > 1 else 0)
+
+
+def test_a_suggestion_only_from_what_the_searcher_may_read(
+    solr_url: str, solr: pysolr.Solr, directory_server: DirectoryServer
+) -> None:
+    source, word = f"secure-{uuid.uuid4().hex[:8]}", "wombat" + letters(8, uuid.uuid4().hex)
+    url = f"http://secure.test/{source}/secret"
+    solr.add(
+        [
+            {
+                "id": f"{source}!{url}",
+                "url": url,
+                "source": source,
+                "title": "Secret",
+                "content": f"The {word} project.",
+                **access("group:finance").fields(),
+            }
+        ]
+    )
+    typo = word[:-3] + ("a" if word[-3] != "a" else "e") + word[-2:]
+    client = SolrIndex(solr_url, timeout=30)
+    visitor = run_search(client, SearchRequest(typo), Principals.anonymous())
+    assert visitor.total == 0 and visitor.suggestions == []  # the word exists, in what they may not read
+    alice = run_search(client, SearchRequest(typo), directory_of_server(directory_server).principals("alice"))
+    assert alice.total == 0 and [text for text, _url in alice.suggestions] == [word]
+
+
+def test_scrapy_search_as_a_directory_user(project, solr: pysolr.Solr, directory_server: DirectoryServer) -> None:  # type: ignore[no-untyped-def]
+    source, word = f"secure-{uuid.uuid4().hex[:8]}", "quokka" + letters(6, "command")
+    index_documents(solr, source, word)
+    for user, expected in SEES.items():
+        who = ["--as", user] if user else []
+        result = project.scrapy("search", word, "--source", source, "--rows", "20", *who, **directory_server.settings())
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert lines[0] == f"{matching(len(expected))} {word!r}"
+        assert {line.split(". ", 1)[1] for line in lines[1:] if line[:1].isdigit()} == expected, user
+    no_directory = project.scrapy("search", word, "--as", "alice")
+    assert no_directory.returncode != 0 and "SEARCHCRAWL_LDAP_URL" in no_directory.stderr + no_directory.stdout
+    down = project.scrapy("search", word, "--source", source, "--as", "alice", SEARCHCRAWL_LDAP_URL="ldap://127.0.0.1:9")
+    assert down.returncode == 0 and "did not answer" in down.stderr and "public documents only" in down.stderr
+    assert down.stdout.splitlines()[0] == f"1 document matches {word!r}"
+
+
+def test_scrapy_explain_access(project, solr: pysolr.Solr, directory_server: DirectoryServer) -> None:  # type: ignore[no-untyped-def]
+    source, word = f"secure-{uuid.uuid4().hex[:8]}", "quokka" + letters(6, "explain")
+    index_documents(solr, source, word)
+    url = f"http://secure.test/{source}/5"  # "all staff but alice"
+    alice = project.scrapy("explain-access", "alice", url, **directory_server.settings())
+    assert alice.returncode == 0, alice.stderr
+    lines = alice.stdout.splitlines()
+    assert (
+        lines[0].startswith("Searcher alice: ") and "  uid:1001  <- uidNumber of uid=alice,ou=people,dc=example,dc=org" in lines
+    )
+    assert f"Source {source}: {url}" in lines
+    assert "      allow group:all-staff  <- index: access_allow" in lines
+    assert "    deny user:alice  <- index: access_deny" in lines
+    assert lines[-1] == (
+        "  decision: REFUSED: denied: user:alice (index: access_deny), the searcher's own (uid of uid=alice,ou=people,dc=example,dc=org)"
+    )
+    bob = project.scrapy("explain-access", "bob", url, **directory_server.settings()).stdout.splitlines()
+    assert bob[-1] == "  decision: GRANTED: granted: group:all-staff (index: access_allow)"
+    assert f"  group:all-staff  <- cn of cn=all-staff,{GROUPS}; memberOf path: cn=all-staff <- uid=bob (uniqueMember)" in bob
+    nowhere = project.scrapy("explain-access", "-", "http://secure.test/none", **directory_server.settings())
+    assert nowhere.stdout.splitlines()[-1] == "No source holds http://secure.test/none in the index: nothing to decide."
+
+
+POOL = [
+    "public",
+    *(f"user:u{i}" for i in range(6)),
+    *(f"group:g{i}" for i in range(8)),
+    *(f"uid:{1000 + i}" for i in range(4)),
+    *(f"gid:{2000 + i}" for i in range(4)),
+]
+
+
+def random_access(chooser: random.Random) -> Access:
+    levels = []
+    for number in range(chooser.choice([1, 1, 2, 3, 5])):  # 5: folded into the index's 4
+        tokens = chooser.sample(POOL, chooser.randint(1, 4))
+        levels.append(Level(f"level {number}", tuple(Grant.of(token, "random") for token in tokens)))
+    deny = tuple(Grant.of(token, "random") for token in chooser.sample(POOL[1:], chooser.choice([0, 0, 0, 1, 2])))
+    return Access(tuple(levels), deny)
+
+
+def test_solrs_filters_agree_with_decide_on_random_accesses(solr_url: str, solr: pysolr.Solr) -> None:
+    chooser = random.Random(55)
+    source = f"agree-{uuid.uuid4().hex[:8]}"
+    accesses = {f"{source}!{number}": random_access(chooser) for number in range(300)}
+    solr.add([{"id": key, "url": key, "source": source, "title": "t", **held.fields()} for key, held in accesses.items()])
+    client = SolrIndex(solr_url, timeout=30)
+    for round_number in range(25):
+        tokens = chooser.sample(POOL[1:], chooser.randint(0, 8))
+        principals = Principals.of(f"searcher{round_number}", [Principal(token, "random") for token in tokens])
+        params = search_params(principals, rows=1000, source=source)
+        params["fl"] = "id"
+        found = {doc["id"] for doc in client.search("*:*", **params).docs}
+        expected = {key for key, held in accesses.items() if decide(held, principals).granted}
+        assert found == expected, (tokens, sorted(found ^ expected)[:5])
+    assert 0 < len(expected) < len(accesses)  # the last searcher reads some, not all

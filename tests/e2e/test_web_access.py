@@ -1,0 +1,255 @@
+"""Secure search on the web pages, against a real Solr core holding documents with access tokens
+(added with pysolr) and a real LDAP directory (slapd, tests/directory_server.py): each searcher
+signs in and sees exactly the documents they may read, with the counts, facets and suggestions
+of those only; a visitor who is not signed in sees public documents; the sign-in's wrong password,
+slowing down and a directory that does not answer; the single sign-on header believed from a
+trusted proxy only, through a real uvicorn; the administration's explain-access page."""
+
+from __future__ import annotations
+
+import html
+import random
+import re
+import string
+import uuid
+from pathlib import Path
+
+import pysolr
+import pytest
+import requests
+from scrapy.settings import Settings
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from searchcrawl.access.directory import directory_of
+from searchcrawl.access.tokens import LEVEL_FIELDS, PUBLIC
+from searchcrawl.ops.secrets import LDAP_BIND_PASSWORD
+from searchcrawl.web.app import create_app
+from searchcrawl.web.sessions import FREE_FAILURES
+from tests.conftest import Project
+from tests.directory_server import DirectoryServer
+from tests.e2e.test_web import login, web_config
+from tests.e2e.test_web_proxies import served
+from tests.web.test_searchers import csrf_of, sign_in, signed_in
+
+HEADER = "x-remote-user"
+
+
+def letters(count: int) -> str:
+    return "".join(random.choices(string.ascii_lowercase, k=count))
+
+
+class Corpus:
+    """Documents of a source of their own, all holding ``word`` (a word no other test's
+    documents hold), each readable by whom its name says; ``secret`` is a word only alice's own
+    document holds, ``typo`` that word misspelt."""
+
+    def __init__(self, solr: pysolr.Solr, server: DirectoryServer) -> None:
+        self.source = f"access-{uuid.uuid4().hex[:8]}"
+        self.word = "quay" + letters(10)
+        self.secret = "brigantine" + letters(6)
+        self.typo = self.secret[:-1] + ("a" if self.secret[-1] != "a" else "b")
+        finance, accounting = server.group_dn("finance"), server.group_dn("accounting")
+        # name -> (mimetype, allow levels (the document's first), deny)
+        self.access: dict[str, tuple[str, list[list[str]], list[str]]] = {
+            "public": ("text/html", [[PUBLIC]], []),
+            "alice-own": ("application/pdf", [["user:alice"]], []),
+            "finance": ("application/pdf", [[f"group:{finance}"]], []),  # alice: accounting is in finance
+            "all-staff": ("text/html", [["group:all-staff"]], []),  # alice (through finance) and bob
+            "uid-1002": ("text/plain", [["uid:1002"]], []),  # bob's uidNumber
+            "gid-2000": ("text/plain", [["gid:2000"]], []),  # alice's primary group
+            "staff-not-bob": ("text/html", [["group:all-staff"]], ["user:bob"]),  # deny wins
+            "folder-of-accounting": ("text/html", [[PUBLIC], [f"group:{accounting}"]], []),  # an open file in a closed folder
+            "carol-own": ("text/html", [["user:carol"]], []),
+            "nobody": ("text/html", [], []),  # indexed without access fields: shown to no one
+        }
+        self.readers = {
+            None: {"public"},
+            "alice": {"public", "alice-own", "finance", "all-staff", "gid-2000", "staff-not-bob", "folder-of-accounting"},
+            "bob": {"public", "all-staff", "uid-1002"},
+            "carol": {"public", "carol-own"},
+        }
+        documents = []
+        for name, (mimetype, levels, deny) in self.access.items():
+            url = f"https://intranet.example/{self.source}/{name}"
+            text = f"The {self.word} document {name} of the harbour office."
+            if name == "alice-own":
+                text += f" Only here: {self.secret}."
+            doc: dict[str, object] = {
+                "id": f"{self.source}!{url}",
+                "url": url,
+                "source": self.source,
+                "title": f"{name} ({self.word})",
+                "content": text,
+                "mimetype": mimetype,
+                "host": "intranet.example",
+            }
+            if levels:
+                for i, field in enumerate(LEVEL_FIELDS):
+                    doc[field] = levels[i] if i < len(levels) else [PUBLIC]
+                doc["access_deny"] = deny
+            documents.append(doc)
+        solr.add(documents)
+
+    def name_of(self, url: str) -> str:
+        return url.rsplit("/", 1)[1]
+
+
+@pytest.fixture
+def server(directory_server: DirectoryServer) -> DirectoryServer:
+    return directory_server  # this worker's slapd (tests/directory_server.py)
+
+
+def settings_of(server: DirectoryServer, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """The settings of a searchcrawl using ``server`` (its service account's password in the
+    environment, as the secrets mechanism reads it)."""
+    values = server.settings()
+    monkeypatch.setenv(LDAP_BIND_PASSWORD, values.pop(LDAP_BIND_PASSWORD))
+    return Settings(values)
+
+
+@pytest.fixture
+def settings(server: DirectoryServer, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    return settings_of(server, monkeypatch)
+
+
+@pytest.fixture
+def corpus(solr: pysolr.Solr, server: DirectoryServer) -> Corpus:
+    return Corpus(solr, server)
+
+
+def app_of(project: Project, settings: Settings, **changes: object) -> Starlette:
+    """The application on the project's Solr, with the directory of ``settings``."""
+    config = web_config(project)
+    config.directory = directory_of(settings)
+    assert config.directory is not None
+    for key, value in changes.items():
+        setattr(config, key, value)
+    return create_app(config)
+
+
+def web_of(project: Project, settings: Settings, **changes: object) -> TestClient:
+    return TestClient(app_of(project, settings, **changes), base_url="http://127.0.0.1")
+
+
+def shown(page: str) -> set[str]:
+    return {url.rsplit("/", 1)[1] for url in re.findall(r'<li class="hit">\s*<h2><a href="([^"]*)"', page)}
+
+
+def facet(page: str, name: str) -> dict[str, int]:
+    section = re.search(rf'<section class="facet" id="facet-{name}">(.*?)</section>', page, re.DOTALL)
+    if section is None:
+        return {}
+    return {label: int(count) for label, count in re.findall(r'>([^<]+)</a> <span class="count">(\d+)</span>', section[1])}
+
+
+def test_each_searcher_sees_exactly_their_documents(
+    project: Project, settings: Settings, corpus: Corpus, server: DirectoryServer
+) -> None:
+    for user, readable in corpus.readers.items():
+        web = web_of(project, settings)
+        if user is not None:
+            assert sign_in(web, user, server.passwords[user]) == 303
+        page = web.get("/", params={"q": corpus.word, "source": corpus.source})
+        assert page.status_code == 200
+        assert signed_in(page.text) == user
+        assert shown(page.text) == readable, user
+        count = len(readable)
+        assert f"{count} document{'s match' if count != 1 else ' matches'}" in page.text
+        assert facet(page.text, "source") == {corpus.source: count}
+        types: dict[str, int] = {}
+        for name in readable:
+            types[corpus.access[name][0]] = types.get(corpus.access[name][0], 0) + 1
+        assert facet(page.text, "type") == types, user
+        # paging: a page of two hits, as many pages as the readable documents fill
+        paged = web_of(project, settings, rows=2)
+        if user is not None:
+            assert sign_in(paged, user, server.passwords[user]) == 303
+        first = paged.get("/", params={"q": corpus.word, "source": corpus.source})
+        assert len(shown(first.text)) == min(2, count)
+        assert ('rel="next"' in first.text) == (count > 2)
+
+
+def test_a_suggestion_from_a_document_the_searcher_cannot_read_is_not_offered(
+    project, settings: Settings, corpus: Corpus, server: DirectoryServer
+) -> None:
+    alice, bob = web_of(project, settings), web_of(project, settings)
+    assert sign_in(alice, "alice", server.passwords["alice"]) == 303
+    assert sign_in(bob, "bob", server.passwords["bob"]) == 303
+    offered = alice.get("/", params={"q": corpus.typo})
+    assert f">{corpus.secret}</a>" in offered.text  # the word is there to suggest, to alice
+    for web in (bob, web_of(project, settings)):
+        page = web.get("/", params={"q": corpus.typo})
+        assert "No document matches" in page.text and corpus.secret not in page.text
+        assert shown(web.get("/", params={"q": corpus.secret}).text) == set()
+
+
+def test_sign_in_against_the_directory(project: Project, settings: Settings, server: DirectoryServer) -> None:
+    web = web_of(project, settings)
+    assert sign_in(web, "alice", "bob-password") == 403
+    assert sign_in(web, "nobody-here", "x") == 403
+    assert sign_in(web, "alice", server.passwords["alice"]) == 303
+    page = web.get("/")
+    assert signed_in(page.text) == "alice"
+    assert web.post("/logout", data={"csrf": csrf_of(page.text)}, follow_redirects=False).status_code == 303
+    assert signed_in(web.get("/").text) is None
+    guesser = web_of(project, settings)
+    assert [sign_in(guesser, "bob", f"guess{n}") for n in range(FREE_FAILURES)] == [403] * FREE_FAILURES
+    assert sign_in(guesser, "bob", server.passwords["bob"]) == 429
+
+
+def test_the_single_sign_on_header_through_a_real_server(project: Project, settings: Settings, corpus: Corpus) -> None:
+    """Served by uvicorn as `scrapy web` serves it: the header from a trusted proxy on 127.0.0.1
+    names the searcher; with 127.0.0.1 not among the proxies, the same request (naming a proxy in
+    X-Forwarded-For) is a visitor's."""
+    params = {"q": corpus.word, "source": corpus.source}
+    relayed = {HEADER: "bob", "x-forwarded-for": "198.51.100.7"}
+    trusted = app_of(project, settings, user_header=HEADER, proxies=("127.0.0.1",))
+    with served(trusted) as site:
+        page = requests.get(site + "/", params=params, headers=relayed, timeout=30)
+        assert signed_in(page.text) == "bob" and shown(page.text) == corpus.readers["bob"]
+    untrusted = app_of(project, settings, user_header=HEADER, proxies=("10.0.0.2",))
+    with served(untrusted) as site:
+        spoofed = {HEADER: "bob", "x-forwarded-for": "10.0.0.2"}
+        page = requests.get(site + "/", params=params, headers=spoofed, timeout=30)
+        assert signed_in(page.text) is None and shown(page.text) == {"public"}
+
+
+def test_a_directory_that_does_not_answer_fails_closed(
+    project: Project, corpus: Corpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory of its own, stopped while alice is signed in: she sees public documents only
+    and is told why; a sign-in fails with the reason shown."""
+    server = DirectoryServer(tmp_path / "slapd").start()
+    try:
+        settings = settings_of(server, monkeypatch)
+        settings.set("SEARCHCRAWL_PRINCIPALS_CACHE_SECONDS", 0)  # asked again at each search
+        web = web_of(project, settings)
+        assert sign_in(web, "alice", server.passwords["alice"]) == 303
+        assert shown(web.get("/", params={"q": corpus.word, "source": corpus.source}).text) == corpus.readers["alice"]
+    finally:
+        server.stop()
+    page = web.get("/", params={"q": corpus.word, "source": corpus.source})
+    assert signed_in(page.text) == "alice" and "Only public documents are shown" in page.text
+    assert shown(page.text) == {"public"}
+    other = web_of(project, settings)
+    token = re.search(r'name="signin_token" value="([^"]+)"', other.get("/login").text)
+    assert token is not None
+    down = other.post("/login", data={"signin_token": token[1], "username": "bob", "password": server.passwords["bob"]})
+    assert down.status_code == 503 and "The directory does not answer" in down.text
+
+
+def test_the_explain_access_page_shows_the_commands_report(project: Project, settings: Settings, corpus: Corpus) -> None:
+    project.data_dir.mkdir(parents=True, exist_ok=True)
+    web = web_of(project, settings)
+    csrf = login(web)
+    url = f"https://intranet.example/{corpus.source}/finance"
+    for user, decision in (("alice", "GRANTED"), ("bob", "REFUSED"), ("-", "REFUSED")):
+        page = web.post("/admin/explain-access", data={"csrf": csrf, "user": user, "url": url})
+        assert page.status_code == 200
+        report = html.unescape(re.search(r'<pre class="explanation">(.*?)</pre>', page.text, re.DOTALL)[1])  # type: ignore[index]
+        assert f"Source {corpus.source}: {url}" in report and f"decision: {decision}" in report, report
+        if user == "alice":
+            assert "memberOf path: cn=finance <- cn=accounting <- uid=alice (member)" in report
+    nowhere = web.post("/admin/explain-access", data={"csrf": csrf, "user": "alice", "url": url + "-nowhere"})
+    assert "No source holds" in nowhere.text
