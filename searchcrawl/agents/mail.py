@@ -30,8 +30,8 @@ Readers: ``readers`` are the access tokens (``user:``, ``group:``, ``uid:``, ``g
 ``public``) of those who may read every mailbox's messages, ``mailbox_readers`` a mailbox's own
 (its owner, the groups it is shared with), instead of ``readers``; with ``mailbox_readers`` but no ``readers``,
 every mailbox must be in ``mailbox_readers``; with neither, the source's ``[access]`` table says. Tokens are checked when the source file is read. A
-message's attachments have its readers. With either option the agent gives access
-(``gives_access``): the source needs no ``[access]`` table; a change of readers is a change of
+message's attachments have its readers. With either option the source's agent gives access
+(``MailOptions.gives_access``): the source needs no ``[access]`` table; a change of readers is a change of
 the source's options, which reads every message again.
 
 Keys: ``<mailbox>/<Message-ID>``, where ``<mailbox>`` is the mailbox's file or folder name
@@ -229,7 +229,6 @@ class MailAgent(Agent):
         self.real = {path: os.path.realpath(path) for path in self.mail.paths}
         # who may read each mailbox's messages and their attachments (by the mailbox's name in keys)
         self.access = {name: self.mail.access_of(path) for name, path in self.boxes.items()}
-        self.gives_access = self.mail.gives_access
 
     # -- the Agent interface ----------------------------------------------------------------
 

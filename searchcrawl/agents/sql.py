@@ -39,16 +39,19 @@ name), ``token`` (tokens as in a column) and, optionally, ``kind`` (``allow`` or
 the column every token allows). It is asked once per listing batch (``batch_size`` rows), for the
 batch's keys (``WHERE key IN (...)``, a thousand keys a statement), on a connection of its own:
 the listing holds one batch's tokens, never the whole table's. A row that names no reader (NULL,
-empty, no row of the access query) is read by nobody: a default is SQL's
-(``COALESCE(readers, 'group:staff')``). Fail closed: a row with a value that is not a token
+empty, no row of the access query) has no access of its own: the source's ``[access]`` table
+says who may read it, and without one it is not indexed (status 927); a default may also be
+SQL's (``COALESCE(readers, 'group:staff')``). A row with denied tokens and no reader is read by
+nobody. Fail closed: a row with a value that is not a token
 (``bob``, ``-user:bob``: deny tokens have their own column or kind), a kind neither allow nor deny,
 or a batch whose access query fails, gets an access that allows nobody and says why
-(``grants.unreadable``); one WARNING a listing counts those rows and the rows without readers.
+(``grants.unreadable``); one WARNING a listing counts those rows, one INFO line those without
+readers.
 A row's token covers its readers: the column's are among its values, the access query's are
 hashed into it. An incremental listing (``modified_column``) sees a change of the access query's
 tokens only when the row's modified column moves too: make it follow them (``GREATEST``), or
-recrawl. With either option the agent gives access (``gives_access``): the source needs no
-``[access]`` table.
+recrawl. With either option the source's agent gives access (``DatabaseOptions.gives_access``):
+the source needs no ``[access]`` table.
 
 Example::
 
@@ -403,32 +406,38 @@ class QueriedTokens:
             return
         (self.allow if kind_text == "allow" else self.deny).extend(grants)
 
-    def access(self) -> Access:
-        return unreadable(self.error) if self.error is not None else Access.of(self.allow, self.deny)
+    def access(self) -> Access | None:
+        """The key's access; None when the query gave it no token (the source's ``[access]`` says)."""
+        if self.error is not None:
+            return unreadable(self.error)
+        return Access.of(self.allow, self.deny) if self.allow or self.deny else None
 
 
-def access_hash(access: Access) -> str:
+def access_hash(access: Access | None) -> str:
     """A short hash of an access, its origins and names too: part of a row's token when its
     tokens come from the access query, so that a change of them alone is a change of the row."""
-    return hashlib.sha256(json.dumps(access.to_data(), sort_keys=True).encode()).hexdigest()[:16]
+    data = None if access is None else access.to_data()
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 class AccessSeen:
-    """What a listing found of its rows' readers: rows read by nobody (no token), rows whose
-    access is unreadable (invalid tokens, a failed access query)."""
+    """What a listing found of its rows' readers: rows that name none (the source's ``[access]``
+    says), rows whose access is unreadable (invalid tokens, a failed access query)."""
 
     def __init__(self) -> None:
-        self.nobody = 0
+        self.unnamed = 0
         self.unreadable = 0
 
-    def count(self, access: Access, key: str) -> None:
+    def count(self, access: Access | None, key: str) -> None:
         why = unreadable_reason(access)
-        if why is not None:
+        if access is None:
+            self.unnamed += 1
+            logger.debug("%s: no reader named: the source's [access] says", row_name(key))
+        elif why is not None:
             self.unreadable += 1
             logger.debug("%s: access unreadable, shown to no one: %s", row_name(key), why)
         elif not access.levels[0].allow:
-            self.nobody += 1
-            logger.debug("%s: no reader named: read by nobody", row_name(key))
+            logger.debug("%s: denied tokens and no reader: read by nobody", row_name(key))
 
 
 class KeysSeen:
@@ -478,8 +487,7 @@ class DatabaseAgent(Agent):
         self._backend = url.get_backend_name()
         self._display_fields = template_fields(options.display_url) if options.display_url else []
         self._keys = KeysSeen()  # the last listing's: what it skipped
-        self._access_seen = AccessSeen()  # the last listing's: rows read by nobody
-        self.gives_access = options.gives_access  # each row carries its readers: no [access] needed
+        self._access_seen = AccessSeen()  # the last listing's: rows without readers, or unreadable
 
     # -- connections --------------------------------------------------------------------------
 
@@ -566,7 +574,7 @@ class DatabaseAgent(Agent):
                 for _raw_key, key, row in batch:
                     listed += 1
                     reference = self._reference(row, key, queried.get(key))
-                    if reference.access is not None:
+                    if options.gives_access:
                         seen.count(reference.access, key)
                     yield reference
         logger.info(
@@ -583,14 +591,20 @@ class DatabaseAgent(Agent):
                 options.key,
                 keys.repeated,
             )
-        if seen.unreadable or seen.nobody:
+        if seen.unreadable:
             logger.warning(
-                "%s: of the %d rows listed, %d have unreadable readers (invalid tokens, a failed access query) "
-                "and %d name no reader: shown to no one",
+                "%s: of the %d rows listed, %d have unreadable readers (invalid tokens, a failed access query): shown to no one",
                 self.source,
                 listed,
                 seen.unreadable,
-                seen.nobody,
+            )
+        if seen.unnamed:
+            logger.info(
+                "%s: of the %d rows listed, %d name no reader: the source's [access] table says who may read them "
+                "(without one, they are not indexed)",
+                self.source,
+                listed,
+                seen.unnamed,
             )
 
     def _rows(self, connection: Connection, since: datetime | None) -> Iterator[tuple[Any, str, RowMapping]]:
@@ -672,7 +686,7 @@ class DatabaseAgent(Agent):
 
     def _reference(self, row: RowMapping, key: str, queried: Access | None = None) -> Reference:
         """The row's reference; its access from ``access_column`` or, when the access query gave
-        it, ``queried`` (a key the query gave no token: read by nobody)."""
+        it, ``queried`` (None: the query gave the key no token, the source's ``[access]`` says)."""
         options = self.settings
         fields: dict[str, Any] = {}
         title = joined(row, options.title_columns, " ")
@@ -697,13 +711,14 @@ class DatabaseAgent(Agent):
         if options.access_column:
             access = self._column_access(row, key)  # its tokens are in the row's hash
         elif options.access_query:
-            access = queried if queried is not None else Access.of(())
+            access = queried
             token = f"{token}:{access_hash(access)}"
         return Reference(key=key, token=token, modified=modified, fields=fields, content=self._content(row), access=access)
 
-    def _column_access(self, row: RowMapping, key: str) -> Access:
-        """The readers in ``access_column`` and the denied in ``deny_column``; unreadable when
-        one of them is not a token (fail closed: a deny dropped would show what it hides)."""
+    def _column_access(self, row: RowMapping, key: str) -> Access | None:
+        """The readers in ``access_column`` and the denied in ``deny_column`` (None when both
+        are empty: the source's ``[access]`` says); unreadable when one of them is not a token
+        (fail closed: a deny dropped would show what it hides)."""
         where = row_name(key)
         grants: dict[str, tuple[Grant, ...]] = {}
         for column in (self.settings.access_column, self.settings.deny_column):
@@ -715,9 +730,9 @@ class DatabaseAgent(Agent):
                 return unreadable(f"column {column} of {where}: {error}")
         allow = grants.get(self.settings.access_column or "", ())
         deny = grants.get(self.settings.deny_column or "", ()) if self.settings.deny_column else ()
-        return Access.of(allow, deny)
+        return Access.of(allow, deny) if allow or deny else None
 
-    def _queried_access(self, batch: Sequence[tuple[Any, str, RowMapping]]) -> dict[str, Access]:
+    def _queried_access(self, batch: Sequence[tuple[Any, str, RowMapping]]) -> dict[str, Access | None]:
         """The access of each key of a listing's batch from ``access_query``, asked on a
         connection of its own (the listing's cursor stays open on its own), a thousand keys a
         query. A query that fails makes the batch's access unreadable: shown to no one."""
@@ -746,7 +761,7 @@ class DatabaseAgent(Agent):
             return self._unreadable_batch(tokens, self._describe(exc, "the access query"))
         return {key: found.access() for key, found in tokens.items()}
 
-    def _unreadable_batch(self, tokens: Mapping[str, QueriedTokens], why: str) -> dict[str, Access]:
+    def _unreadable_batch(self, tokens: Mapping[str, QueriedTokens], why: str) -> dict[str, Access | None]:
         logger.warning("%s: %s: the access of %d rows is unreadable, they are shown to no one", self.source, why, len(tokens))
         return dict.fromkeys(tokens, unreadable(why))
 

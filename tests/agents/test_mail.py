@@ -516,7 +516,7 @@ def test_readers_of_the_source_and_of_each_mailbox_and_their_attachments(tmp_pat
         readers=["group:cn=Developers, ou=Groups,dc=example,dc=org"],
         mailbox_readers={private: ["user:EXAMPLE\\Alice", "group:assistants"], other: ["public"]},
     )
-    assert mail.gives_access is True and agent(list_box).gives_access is False
+    assert mail.mail.gives_access is True and agent(list_box).mail.gives_access is False
     refs = {ref.key.split("/", 1)[1]: ref for ref in listed(mail)}
     assert set(refs) == {"s@x", "s@x/attachment/1-plan.pdf", "p@x", "o@x"}
     assert (

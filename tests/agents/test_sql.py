@@ -527,17 +527,18 @@ def test_readers_and_denied_from_columns(db: Db, caplog: pytest.LogCaptureFixtur
     db.add(
         {"id": 1, "readers": "user:Alice, group:cn=Sales, ou=Groups,dc=example,dc=org;uid:1001"},
         {"id": 2, "readers": "PUBLIC"},
-        {"id": 3, "readers": None},  # nobody: a default is SQL's (COALESCE)
-        {"id": 4, "readers": " , "},  # nobody
+        {"id": 3, "readers": None},  # none of its own: the source's [access] says (or COALESCE in SQL)
+        {"id": 4, "readers": " , "},  # none either
         {"id": 5, "readers": "bob user:carol"},  # "bob" is not a token: unreadable, never carol's alone
         {"id": 6, "readers": "user:dave -user:erin"},  # a deny is the deny column's: unreadable
         {"id": 7, "readers": "group:Domain Users"},
+        {"id": 8, "readers": None},  # denied tokens, no reader: nobody
     )
-    query = f"SELECT p.*, CASE WHEN p.id IN (1, 2) THEN 'user:mallory group:interns' END AS blocked FROM {db.name} p"
+    query = f"SELECT p.*, CASE WHEN p.id IN (1, 2, 8) THEN 'user:mallory group:interns' END AS blocked FROM {db.name} p"
     agent = agent_for(db, query=query, access_column="readers", deny_column="blocked")
     plain = agent_for(db)
     try:
-        assert agent.gives_access is True and plain.gives_access is False
+        assert agent.settings.gives_access is True and plain.settings.gives_access is False
         assert all(reference.access is None for reference in plain.references(None))
         with caplog.at_level(logging.DEBUG, logger="searchcrawl.agents.sql"):
             refs = {reference.key: reference for reference in agent.references(None)}
@@ -550,17 +551,24 @@ def test_readers_and_denied_from_columns(db: Db, caplog: pytest.LogCaptureFixtur
         assert reads(refs["1"], "user:ALICE") and not reads(refs["1"], "user:alice", "group:interns")
         assert tokens_of(refs["2"]) == (["public"], ["group:interns", "user:mallory"])
         assert reads(refs["2"]) and not reads(refs["2"], "user:mallory")
-        for key in ("3", "4"):
-            assert tokens_of(refs[key]) == ([], []) and unreadable_reason(refs[key].access) is None
-            assert not reads(refs[key], "user:alice")
+        assert refs["3"].access is None and refs["4"].access is None
+        assert tokens_of(refs["8"]) == ([], ["group:interns", "user:mallory"]) and not reads(refs["8"], "user:alice")
         for key, why in (("5", "'bob' is not an access token"), ("6", "'-user:erin' is not an access token")):
             reason = unreadable_reason(refs[key].access)
             assert reason is not None and reason.startswith(f"column readers of row '{key}': ") and why in reason, reason
             assert tokens_of(refs[key]) == ([], []) and not reads(refs[key], "user:carol", "user:dave")
         assert tokens_of(refs["7"]) == (["group:domain users"], [])
-        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-        assert warnings == [
-            "hr: of the 7 rows listed, 2 have unreadable readers (invalid tokens, a failed access query) and 2 name no reader: shown to no one"
+        said = [(r.levelname, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO and "of the" in r.getMessage()]
+        assert said == [
+            (
+                "WARNING",
+                "hr: of the 8 rows listed, 2 have unreadable readers (invalid tokens, a failed access query): shown to no one",
+            ),
+            (
+                "INFO",
+                "hr: of the 8 rows listed, 2 name no reader: the source's [access] table says who may read them "
+                "(without one, they are not indexed)",
+            ),
         ]
         assert "row '5': access unreadable, shown to no one: column readers" in caplog.text
         # a change of readers alone is a change of the row
@@ -591,7 +599,7 @@ def test_readers_from_an_access_query_asked_per_batch(db: Db) -> None:
     statements: list[str] = []
     event.listen(agent.engine(), "before_cursor_execute", lambda *a: statements.append(a[2]))
     try:
-        assert agent.gives_access is True
+        assert agent.settings.gives_access is True
         listing = agent.references(None)
         first = next(listing)
         asked = [s for s in statements if "people_acl" in s]
@@ -603,7 +611,7 @@ def test_readers_from_an_access_query_asked_per_batch(db: Db) -> None:
         assert [g.origin for g in refs["1"].access.levels[0].allow] == ["access query of row '1' (allow)"] * 3
         assert refs["1"].access.deny[0].origin == "access query of row '1' (deny)"
         assert tokens_of(refs["2"]) == (["group:g2"], [])
-        assert tokens_of(refs["20"]) == ([], []) and unreadable_reason(refs["20"].access) is None  # no row: nobody
+        assert refs["20"].access is None  # no row: the source's [access] says
         assert tokens_of(refs["2499"]) == (["group:g0"], [])  # the last batch
         assert "kind 'maybe' for row '7' is neither allow nor deny" in (unreadable_reason(refs["7"].access) or "")
         assert "'everyone' is not an access token" in (unreadable_reason(refs["8"].access) or "")
@@ -690,6 +698,8 @@ def test_column_tokens(value: object, expected: list[str]) -> None:
 
 def test_queried_tokens_keep_the_first_error() -> None:
     tokens = QueriedTokens("42")
+    tokens.add(None)  # a LEFT JOIN's row without token
+    assert tokens.access() is None  # none of its own: the source's [access] says
     tokens.add("user:alice")
     tokens.add("group:b user:c", "ALLOW")
     tokens.add("user:mallory", "deny")
