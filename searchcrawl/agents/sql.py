@@ -226,6 +226,8 @@ class DatabaseOptions(BaseModel):
             raise ValueError("expected access_column or access_query, not both (a query may read the column too)")
         if self.deny_column and not self.access_column:
             raise ValueError("expected access_column beside deny_column (the readers of the row)")
+        if self.deny_column and self.deny_column == self.access_column:
+            raise ValueError("expected a deny_column other than access_column")
         return self
 
     @property
@@ -720,16 +722,13 @@ class DatabaseAgent(Agent):
         are empty: the source's ``[access]`` says); unreadable when one of them is not a token
         (fail closed: a deny dropped would show what it hides)."""
         where = row_name(key)
-        grants: dict[str, tuple[Grant, ...]] = {}
+        found: list[tuple[Grant, ...]] = []
         for column in (self.settings.access_column, self.settings.deny_column):
-            if column is None:
-                continue
             try:
-                grants[column] = grants_of(column_tokens(row[column]), f"column {column} of {where}")
+                found.append(grants_of(column_tokens(row[column]), f"column {column} of {where}") if column else ())
             except AccessError as error:
                 return unreadable(f"column {column} of {where}: {error}")
-        allow = grants.get(self.settings.access_column or "", ())
-        deny = grants.get(self.settings.deny_column or "", ()) if self.settings.deny_column else ()
+        allow, deny = found
         return Access.of(allow, deny) if allow or deny else None
 
     def _queried_access(self, batch: Sequence[tuple[Any, str, RowMapping]]) -> dict[str, Access | None]:

@@ -446,6 +446,7 @@ def test_a_url_with_a_password_is_refused_without_echoing_it(url: str) -> None:
         ({"table": "people"}, "Extra inputs"),
         ({"access_column": "readers", "access_query": "SELECT id, r AS token FROM acl"}, "not both"),
         ({"deny_column": "blocked"}, "access_column beside deny_column"),
+        ({"access_column": "readers", "deny_column": "readers"}, "other than access_column"),
         ({"access_query": "DROP TABLE acl"}, "expected a SELECT"),
         ({"access_column": ""}, "at least 1 character"),
     ],
