@@ -575,10 +575,7 @@ class DatabaseAgent(Agent):
                 queried = self._queried_access(batch) if options.access_query else {}
                 for _raw_key, key, row in batch:
                     listed += 1
-                    reference = self._reference(row, key, queried.get(key))
-                    if options.gives_access:
-                        seen.count(reference.access, key)
-                    yield reference
+                    yield self._reference(row, key, queried.get(key))
         logger.info(
             "%s: %d rows listed from %s%s", self.source, listed, self._where, f" (modified since {since})" if since else ""
         )
@@ -715,6 +712,8 @@ class DatabaseAgent(Agent):
         elif options.access_query:
             access = queried
             token = f"{token}:{access_hash(access)}"
+        if options.gives_access:
+            self._access_seen.count(access, key)
         return Reference(key=key, token=token, modified=modified, fields=fields, content=self._content(row), access=access)
 
     def _column_access(self, row: RowMapping, key: str) -> Access | None:

@@ -14,7 +14,6 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from searchcrawl.agents.base import AgentError
-from searchcrawl.agents.grants import unreadable_reason
 from searchcrawl.agents.sql import DatabaseAgent, DatabaseOptions
 from tests.agents.test_sql import (  # noqa: F401 - the tests of a ``db``, run here with this module's
     Db,
@@ -32,6 +31,7 @@ from tests.agents.test_sql import (  # noqa: F401 - the tests of a ``db``, run h
     test_readers_from_an_access_query_asked_per_batch,
     test_rows_without_a_key_or_with_a_key_listed_before_are_counted_and_said_once,
     test_the_agents_connections_are_read_only,
+    unreadable_why,
 )
 from tests.conftest import wait_for
 
@@ -128,4 +128,4 @@ def test_readers_from_an_array_column(db: Db) -> None:
     assert refs["1"].access is not None
     assert refs["1"].access.fields()["access_allow"] == ["group:cn=sales,ou=groups,dc=example,dc=org", "user:alice"]
     assert refs["2"].access is None  # no reader: the source's [access] says
-    assert "'bob' is not an access token" in (unreadable_reason(refs["3"].access) or "")
+    assert "'bob' is not an access token" in unreadable_why(refs["3"])
