@@ -20,7 +20,19 @@ format = "auto"            # "mbox" | "maildir"; auto: a folder with cur/, new/ 
 list_name = "dev"          # optional: else each message's List-Id
 attachments = true
 max_message_bytes = 10485760
+readers = ["group:cn=developers,ou=groups,dc=example,dc=org"]   # every mailbox's, but those below
+
+[mail.mailbox_readers]     # a mailbox's own readers, instead of readers
+"/home/archive/Maildir" = ["user:archive", "group:cn=mail-admins,ou=groups,dc=example,dc=org"]
 ```
+
+Readers: ``readers`` are the access tokens (``user:``, ``group:``, ``uid:``, ``gid:``,
+``public``) of those who may read every mailbox's messages, ``mailbox_readers`` a mailbox's own
+(its owner, the groups it is shared with), instead of ``readers``; with ``mailbox_readers`` but no ``readers``,
+every mailbox must be in ``mailbox_readers``; with neither, the source's ``[access]`` table says. Tokens are checked when the source file is read. A
+message's attachments have its readers. With either option the source's agent gives access
+(``MailOptions.gives_access``): the source needs no ``[access]`` table; a change of readers is a change of
+the source's options, which reads every message again.
 
 Keys: ``<mailbox>/<Message-ID>``, where ``<mailbox>`` is the mailbox's file or folder name
 followed by a short hash of its full path, and ``%``, ``/`` and ``#`` in the Message-ID are
@@ -84,9 +96,11 @@ from email.parser import BytesHeaderParser
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from searchcrawl.access.tokens import Access, AccessError, normal_token
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
+from searchcrawl.agents.grants import grants_of
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +128,51 @@ class MailOptions(BaseModel):
     list_name: str | None = None
     attachments: bool = True
     max_message_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
+    readers: list[str] | None = Field(default=None, min_length=1)
+    mailbox_readers: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_validator("readers")
+    @classmethod
+    def _tokens(cls, readers: list[str] | None) -> list[str] | None:
+        if readers is not None:
+            _check_tokens(readers, "readers")
+        return readers
+
+    @field_validator("mailbox_readers")
+    @classmethod
+    def _mailbox_tokens(cls, mailboxes: dict[str, list[str]]) -> dict[str, list[str]]:
+        for path, readers in mailboxes.items():
+            if not readers:
+                raise ValueError(f"mailbox {path!r}: expected at least one reader (public: everyone)")
+            _check_tokens(readers, f"mailbox {path!r}")
+        return mailboxes
+
+    @model_validator(mode="after")
+    def _every_mailbox_has_readers(self) -> MailOptions:
+        unknown = [path for path in self.mailbox_readers if path not in self.paths]
+        if unknown:
+            raise ValueError(f"mailbox_readers names {unknown[0]!r}, which is not in paths")
+        if self.mailbox_readers and self.readers is None:
+            without = [path for path in self.paths if path not in self.mailbox_readers]
+            if without:
+                raise ValueError(
+                    f"mailbox {without[0]!r} has no readers: name it in mailbox_readers, or give readers for the other mailboxes"
+                )
+        return self
+
+    @property
+    def gives_access(self) -> bool:
+        """Whether the options name the readers of every mailbox."""
+        return self.readers is not None or bool(self.mailbox_readers)
+
+    def access_of(self, path: str) -> Access | None:
+        """The access of a mailbox's messages and attachments: its own readers, else the
+        source's, else None (the source's ``[access]`` table decides)."""
+        if path in self.mailbox_readers:
+            return Access.of(grants_of(self.mailbox_readers[path], f"mailbox_readers of {path}"))
+        if self.readers is not None:
+            return Access.of(grants_of(self.readers, "readers of the mail source"))
+        return None
 
     @field_validator("paths")
     @classmethod
@@ -125,6 +184,14 @@ class MailOptions(BaseModel):
         if len(set(paths)) != len(paths):
             raise ValueError("a mailbox is listed twice")
         return paths
+
+
+def _check_tokens(readers: list[str], where: str) -> None:
+    for reader in readers:
+        try:
+            normal_token(reader)
+        except AccessError as error:
+            raise ValueError(f"{where}: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -160,6 +227,8 @@ class MailAgent(Agent):
         # the resolved path is then opened without following a link, so a mailbox swapped for
         # a link during the crawl (between the listing and a fetch) is never read.
         self.real = {path: os.path.realpath(path) for path in self.mail.paths}
+        # who may read each mailbox's messages and their attachments (by the mailbox's name in keys)
+        self.access = {name: self.mail.access_of(path) for name, path in self.boxes.items()}
 
     # -- the Agent interface ----------------------------------------------------------------
 
@@ -269,7 +338,8 @@ class MailAgent(Agent):
         body, attachments = self._contents(stored)
         if stored.raw is not None:
             fields["has_attachments_b"] = bool(attachments)
-        yield Reference(stored.key, stored.token, modified, fields, metadata, body)
+        access = self.access[stored.key.split("/", 1)[0]]  # the mailbox's: an attachment's too
+        yield Reference(stored.key, stored.token, modified, fields, metadata, body, access=access)
         if not self.mail.attachments:
             return
         inherited = {k: v for k, v in fields.items() if k in ("author", "sender_s", "list_s", "thread_s", "last_modified")}
@@ -279,7 +349,7 @@ class MailAgent(Agent):
                 continue
             key = attachment_key(stored.key, attachment)
             own = {**inherited, "title": attachment.filename, "attachment_of_s": self.url_for(stored.key)}
-            yield Reference(key, stored.token, modified, own, {}, content, parent=stored.key)
+            yield Reference(key, stored.token, modified, own, {}, content, parent=stored.key, access=access)
 
     def _contents(self, stored: _Stored) -> tuple[Content, list[_Attachment]]:
         """The message's body and attachments; a note instead when it is too large or its MIME

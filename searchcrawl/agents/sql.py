@@ -29,6 +29,30 @@ holds one key, not every key, whatever the table's size. ``title`` is a column o
 of columns joined by blank lines (the document's text). An attribute whose value is not of its
 field's type (``abc`` for ``_i``, a number beyond ``_i``'s 32 bits) is left out of the document.
 
+Readers (who may read each row's document): ``access_column`` names a column holding access
+tokens (``user:alice``, ``group:cn=sales,ou=groups,dc=example,dc=org``, ``uid:1001``,
+``gid:2001``, ``public``) separated by spaces, commas or semicolons (a new token begins only at a
+namespace, so a DN's commas and a group name's spaces stay in it: searchcrawl/agents/grants.py),
+or a PostgreSQL array of tokens; ``deny_column`` a column of tokens refused whatever the readers.
+``access_query`` gives them per key instead: a SELECT returning the key column (under the key's
+name), ``token`` (tokens as in a column) and, optionally, ``kind`` (``allow`` or ``deny``; without
+the column every token allows). It is asked once per listing batch (``batch_size`` rows), for the
+batch's keys (``WHERE key IN (...)``, a thousand keys a statement), on a connection of its own:
+the listing holds one batch's tokens, never the whole table's. A row that names no reader (NULL,
+empty, no row of the access query) has no access of its own: the source's ``[access]`` table
+says who may read it, and without one it is not indexed (status 927); a default may also be
+SQL's (``COALESCE(readers, 'group:staff')``). A row with denied tokens and no reader is read by
+nobody. Fail closed: a row with a value that is not a token
+(``bob``, ``-user:bob``: deny tokens have their own column or kind), a kind neither allow nor deny,
+or a batch whose access query fails, gets an access that allows nobody and says why
+(``grants.unreadable``); one WARNING a listing counts those rows, one INFO line those without
+readers.
+A row's token covers its readers: the column's are among its values, the access query's are
+hashed into it. An incremental listing (``modified_column``) sees a change of the access query's
+tokens only when the row's modified column moves too: make it follow them (``GREATEST``), or
+recrawl. With either option the source's agent gives access (``DatabaseOptions.gives_access``):
+the source needs no ``[access]`` table.
+
 Example::
 
     type = "database"
@@ -45,11 +69,13 @@ Example::
     keys_query = "SELECT id FROM people WHERE public"
     display_url = "https://hr.example/people/{id}"
     batch_size = 500
+    access_query = "SELECT person_id AS id, principal AS token, CASE WHEN denied THEN 'deny' ELSE 'allow' END AS kind FROM people_acl"
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 import re
@@ -67,7 +93,9 @@ from sqlalchemy import bindparam, create_engine, event, text
 from sqlalchemy.engine import URL, Connection, Engine, RowMapping, make_url
 from sqlalchemy.exc import ArgumentError, DataError, NoSuchModuleError, SQLAlchemyError
 
+from searchcrawl.access.tokens import Access, AccessError, Grant
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
+from searchcrawl.agents.grants import grants_of, split_tokens, unreadable, unreadable_reason
 from searchcrawl.content.extract import INT_RANGES, TYPE_SUFFIXES, typed_value
 from searchcrawl.ops.secrets import URL_PASSWORD, SecretError, redact, remember, required_secret
 
@@ -88,8 +116,10 @@ CONTENT_TYPE = "text/plain; charset=utf-8"
 # PostgreSQL drivers on libpq: how long a connection may take unless the URL says (connect_timeout=)
 LIBPQ_DRIVERS = frozenset({"psycopg", "psycopg2"})
 CONNECT_TIMEOUT = 30
-# ``gone`` asks about this many keys per query: databases bound a statement's parameters.
+# ``gone`` and the access query ask about this many keys per query: databases bound a
+# statement's parameters.
 GONE_CHUNK = 1000
+ACCESS_KINDS = ("allow", "deny")
 
 
 class _UrlWithPassword(str):
@@ -112,6 +142,9 @@ class DatabaseOptions(BaseModel):
     keys_query: str | None = None
     display_url: str | None = None
     batch_size: int = Field(default=500, ge=1, le=100_000)
+    access_column: str | None = Field(default=None, min_length=1)
+    deny_column: str | None = Field(default=None, min_length=1)
+    access_query: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -155,7 +188,7 @@ class DatabaseOptions(BaseModel):
             raise ValueError("expected the NAME of an environment variable holding the password (letters, digits, '_')")
         return value
 
-    @field_validator("query", "keys_query")
+    @field_validator("query", "keys_query", "access_query")
     @classmethod
     def _select(cls, value: str | None) -> str | None:
         """A query is used as a subquery: one statement, without its final ';'."""
@@ -187,6 +220,21 @@ class DatabaseOptions(BaseModel):
             template_fields(value)
         return value
 
+    @model_validator(mode="after")
+    def _access(self) -> DatabaseOptions:
+        if self.access_column and self.access_query:
+            raise ValueError("expected access_column or access_query, not both (a query may read the column too)")
+        if self.deny_column and not self.access_column:
+            raise ValueError("expected access_column beside deny_column (the readers of the row)")
+        if self.deny_column and self.deny_column == self.access_column:
+            raise ValueError("expected a deny_column other than access_column")
+        return self
+
+    @property
+    def gives_access(self) -> bool:
+        """Whether each row carries its readers (a column or the access query)."""
+        return self.access_column is not None or self.access_query is not None
+
     @property
     def title_columns(self) -> list[str]:
         if self.title is None:
@@ -196,6 +244,7 @@ class DatabaseOptions(BaseModel):
     def columns(self) -> list[str]:
         """Every column the options name: the query must return them all."""
         named = [self.key, *self.title_columns, *self.content, *self.attributes]
+        named.extend(column for column in (self.access_column, self.deny_column) if column)
         if self.modified_column:
             named.append(self.modified_column)
         if self.display_url:
@@ -315,6 +364,84 @@ def row_token(row: RowMapping) -> str:
     return digest.hexdigest()
 
 
+# -- access -------------------------------------------------------------------------------------
+
+
+def column_tokens(value: object) -> list[str]:
+    """The tokens a column's value holds, as written: an array's items (PostgreSQL's ``text[]``)
+    one token each, any other value's text split (``grants.split_tokens``: spaces, commas or
+    semicolons before a namespace), NULL none."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        items = (column_text(item).strip() for item in value if item is not None)
+        return [item for item in items if item]
+    return split_tokens(column_text(value))
+
+
+def row_name(key: str) -> str:
+    return f"row {key[:100]!r}"
+
+
+class QueriedTokens:
+    """The tokens ``access_query`` gave one key (rows of ``token`` and, when the query has it,
+    ``kind``: allow or deny), and the first of its rows that was not readable: then the key's
+    access is unreadable, never what the other rows allowed."""
+
+    def __init__(self, key: str) -> None:
+        self.where = row_name(key)
+        self.allow: list[Grant] = []
+        self.deny: list[Grant] = []
+        self.error: str | None = None
+
+    def add(self, token: object, kind: object = "allow") -> None:
+        if self.error is not None:
+            return
+        kind_text = column_text(kind).strip().lower() if kind is not None else "NULL"
+        if kind_text not in ACCESS_KINDS:
+            self.error = f"the access query's kind {kind_text[:40]!r} for {self.where} is neither allow nor deny"
+            return
+        try:
+            grants = grants_of(column_tokens(token), f"access query of {self.where} ({kind_text})")
+        except AccessError as error:
+            self.error = f"the access query's token for {self.where}: {error}"
+            return
+        (self.allow if kind_text == "allow" else self.deny).extend(grants)
+
+    def access(self) -> Access | None:
+        """The key's access; None when the query gave it no token (the source's ``[access]`` says)."""
+        if self.error is not None:
+            return unreadable(self.error)
+        return Access.of(self.allow, self.deny) if self.allow or self.deny else None
+
+
+def access_hash(access: Access | None) -> str:
+    """A short hash of an access, its origins and names too: part of a row's token when its
+    tokens come from the access query, so that a change of them alone is a change of the row."""
+    data = None if access is None else access.to_data()
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class AccessSeen:
+    """What a listing found of its rows' readers: rows that name none (the source's ``[access]``
+    says), rows whose access is unreadable (invalid tokens, a failed access query)."""
+
+    def __init__(self) -> None:
+        self.unnamed = 0
+        self.unreadable = 0
+
+    def count(self, access: Access | None, key: str) -> None:
+        why = unreadable_reason(access)
+        if access is None:
+            self.unnamed += 1
+            logger.debug("%s: no reader named: the source's [access] says", row_name(key))
+        elif why is not None:
+            self.unreadable += 1
+            logger.debug("%s: access unreadable, shown to no one: %s", row_name(key), why)
+        elif not access.levels[0].allow:
+            logger.debug("%s: denied tokens and no reader: read by nobody", row_name(key))
+
+
 class KeysSeen:
     """What a listing passed over: rows without key, and rows whose key the row before had. The
     listing is sorted by key when the database says keys repeat, so one key (the last) is all it
@@ -362,6 +489,7 @@ class DatabaseAgent(Agent):
         self._backend = url.get_backend_name()
         self._display_fields = template_fields(options.display_url) if options.display_url else []
         self._keys = KeysSeen()  # the last listing's: what it skipped
+        self._access_seen = AccessSeen()  # the last listing's: rows without readers, or unreadable
 
     # -- connections --------------------------------------------------------------------------
 
@@ -434,31 +562,20 @@ class DatabaseAgent(Agent):
 
     def references(self, since: datetime | None) -> Iterator[Reference]:
         """Every row's reference, or with ``modified_column`` and ``since``, those modified since,
-        read ``batch_size`` rows at a time through a server-side cursor."""
+        read ``batch_size`` rows at a time through a server-side cursor; with ``access_query``,
+        each batch's readers asked for in one query per thousand keys of the batch."""
         options = self.settings
-        query, params = options.query, {}
-        if since is not None and options.modified_column:
-            query = f"SELECT * FROM ({options.query}) AS q WHERE {self._quoted(options.modified_column)} > :since"
-            params = {"since": self._since(since)}
         listed = 0
         keys = self._keys = KeysSeen()
+        seen = self._access_seen = AccessSeen()
         with self._connection("listing") as connection:
-            if self._keys_repeat(connection, query, params):  # the rows of a key together: see KeysSeen
-                query = f"SELECT * FROM ({query}) AS listing ORDER BY {self._quoted(options.key)}"
-            statement = text(query).bindparams(**params)  # typed as the column's (SQLite's text timestamps)
-            result = connection.execution_options(stream_results=True, yield_per=options.batch_size).execute(statement)
-            self._check_columns(result.keys())
-            for row in result.mappings():
-                raw_key = row[options.key]
-                if raw_key is None:
-                    keys.without_key += 1
-                    continue
-                key = column_text(raw_key)
-                if not keys.first(key):
-                    logger.debug("%s: a second row with key %r is skipped", self.source, key[:200])
-                    continue
-                listed += 1
-                yield self._reference(row, key)
+            rows = self._rows(connection, since)
+            batches = _batched(rows, options.batch_size) if options.access_query else ([row] for row in rows)
+            for batch in batches:
+                queried = self._queried_access(batch) if options.access_query else {}
+                for _raw_key, key, row in batch:
+                    listed += 1
+                    yield self._reference(row, key, queried.get(key))
         logger.info(
             "%s: %d rows listed from %s%s", self.source, listed, self._where, f" (modified since {since})" if since else ""
         )
@@ -473,6 +590,45 @@ class DatabaseAgent(Agent):
                 options.key,
                 keys.repeated,
             )
+        if seen.unreadable:
+            logger.warning(
+                "%s: of the %d rows listed, %d have unreadable readers (invalid tokens, a failed access query): shown to no one",
+                self.source,
+                listed,
+                seen.unreadable,
+            )
+        if seen.unnamed:
+            logger.info(
+                "%s: of the %d rows listed, %d name no reader: the source's [access] table says who may read them "
+                "(without one, they are not indexed)",
+                self.source,
+                listed,
+                seen.unnamed,
+            )
+
+    def _rows(self, connection: Connection, since: datetime | None) -> Iterator[tuple[Any, str, RowMapping]]:
+        """The listing's rows with a key, each key once: (the key's value, its text, the row)."""
+        options = self.settings
+        query, params = options.query, {}
+        if since is not None and options.modified_column:
+            query = f"SELECT * FROM ({options.query}) AS q WHERE {self._quoted(options.modified_column)} > :since"
+            params = {"since": self._since(since)}
+        keys = self._keys
+        if self._keys_repeat(connection, query, params):  # the rows of a key together: see KeysSeen
+            query = f"SELECT * FROM ({query}) AS listing ORDER BY {self._quoted(options.key)}"
+        statement = text(query).bindparams(**params)  # typed as the column's (SQLite's text timestamps)
+        result = connection.execution_options(stream_results=True, yield_per=options.batch_size).execute(statement)
+        self._check_columns(result.keys())
+        for row in result.mappings():
+            raw_key = row[options.key]
+            if raw_key is None:
+                keys.without_key += 1
+                continue
+            key = column_text(raw_key)
+            if not keys.first(key):
+                logger.debug("%s: a second row with key %r is skipped", self.source, key[:200])
+                continue
+            yield raw_key, key, row
 
     def skipped(self) -> int:
         return self._keys.skipped
@@ -527,7 +683,9 @@ class DatabaseAgent(Agent):
 
     # -- rows -------------------------------------------------------------------------------------
 
-    def _reference(self, row: RowMapping, key: str) -> Reference:
+    def _reference(self, row: RowMapping, key: str, queried: Access | None = None) -> Reference:
+        """The row's reference; its access from ``access_column`` or, when the access query gave
+        it, ``queried`` (None: the query gave the key no token, the source's ``[access]`` says)."""
         options = self.settings
         fields: dict[str, Any] = {}
         title = joined(row, options.title_columns, " ")
@@ -548,7 +706,62 @@ class DatabaseAgent(Agent):
             token = f"{modified.isoformat()}:{row_token(row)[:16]}"
         else:
             token = row_token(row)
-        return Reference(key=key, token=token, modified=modified, fields=fields, content=self._content(row))
+        access: Access | None = None
+        if options.access_column:
+            access = self._column_access(row, key)  # its tokens are in the row's hash
+        elif options.access_query:
+            access = queried
+            token = f"{token}:{access_hash(access)}"
+        if options.gives_access:
+            self._access_seen.count(access, key)
+        return Reference(key=key, token=token, modified=modified, fields=fields, content=self._content(row), access=access)
+
+    def _column_access(self, row: RowMapping, key: str) -> Access | None:
+        """The readers in ``access_column`` and the denied in ``deny_column`` (None when both
+        are empty: the source's ``[access]`` says); unreadable when one of them is not a token
+        (fail closed: a deny dropped would show what it hides)."""
+        where = row_name(key)
+        found: list[tuple[Grant, ...]] = []
+        for column in (self.settings.access_column, self.settings.deny_column):
+            try:
+                found.append(grants_of(column_tokens(row[column]), f"column {column} of {where}") if column else ())
+            except AccessError as error:
+                return unreadable(f"column {column} of {where}: {error}")
+        allow, deny = found
+        return Access.of(allow, deny) if allow or deny else None
+
+    def _queried_access(self, batch: Sequence[tuple[Any, str, RowMapping]]) -> dict[str, Access | None]:
+        """The access of each key of a listing's batch from ``access_query``, asked on a
+        connection of its own (the listing's cursor stays open on its own), a thousand keys a
+        query. A query that fails makes the batch's access unreadable: shown to no one."""
+        options = self.settings
+        column = self._quoted(options.key)
+        statement = text(f"SELECT * FROM ({options.access_query}) AS acl WHERE {column} IN :keys").bindparams(
+            bindparam("keys", expanding=True)
+        )
+        tokens = {key: QueriedTokens(key) for _raw, key, _row in batch}
+        raw_keys = list({key: raw for raw, key, _row in batch}.values())
+        try:
+            with self.engine().connect() as connection:
+                for start in range(0, len(raw_keys), GONE_CHUNK):
+                    result = connection.execute(statement, {"keys": raw_keys[start : start + GONE_CHUNK]})
+                    names = list(result.keys())
+                    missing = [name for name in (options.key, "token") if name not in names]
+                    if missing:
+                        why = f"the access query returns no column {', '.join(map(repr, missing))} (its columns: {', '.join(map(repr, names))})"
+                        return self._unreadable_batch(tokens, why)
+                    has_kind = "kind" in names
+                    for row in result.mappings():
+                        found = tokens.get(column_text(row[options.key])) if row[options.key] is not None else None
+                        if found is not None:
+                            found.add(row["token"], row["kind"] if has_kind else "allow")
+        except SQLAlchemyError as exc:
+            return self._unreadable_batch(tokens, self._describe(exc, "the access query"))
+        return {key: found.access() for key, found in tokens.items()}
+
+    def _unreadable_batch(self, tokens: Mapping[str, QueriedTokens], why: str) -> dict[str, Access | None]:
+        logger.warning("%s: %s: the access of %d rows is unreadable, they are shown to no one", self.source, why, len(tokens))
+        return dict.fromkeys(tokens, unreadable(why))
 
     def _content(self, row: RowMapping) -> Content:
         body = joined(row, self.settings.content, "\n\n").encode("utf-8", errors="replace")
@@ -561,6 +774,18 @@ class DatabaseAgent(Agent):
         if any(row[name] is None for name in self._display_fields):
             return None
         return template.format_map({name: quote(column_text(row[name]), safe="") for name in self._display_fields})
+
+
+def _batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``items`` in lists of ``size`` (the last shorter)."""
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _read_only_session(backend: str) -> Any:

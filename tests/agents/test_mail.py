@@ -493,3 +493,56 @@ def test_a_22_mb_mbox_of_1000_messages_is_streamed(tmp_path: Path) -> None:
     )
     assert count == 1_000 and path.stat().st_size > 22_000_000
     assert peak < 12_000_000  # the mbox (22 MB) is never held: its offset table and the keys' digests are
+
+
+# -- readers (issue 55) ----------------------------------------------------------------------------
+
+
+def allowed(ref: Reference) -> list[str]:
+    assert ref.access is not None and not ref.access.deny
+    return ref.access.fields()["access_allow"]
+
+
+def test_readers_of_the_source_and_of_each_mailbox_and_their_attachments(tmp_path: Path) -> None:
+    shared = message("Shared", msgid="<s@x>")
+    shared.add_attachment(b"%PDF-1.4 plan", maintype="application", subtype="pdf", filename="plan.pdf")
+    list_box = mbox(tmp_path / "dev.mbox", shared)
+    private = maildir(tmp_path / "alice", message("Private", msgid="<p@x>"))
+    other = mbox(tmp_path / "other.mbox", message("Other", msgid="<o@x>"))
+    mail = agent(
+        list_box,
+        private,
+        other,
+        readers=["group:cn=Developers, ou=Groups,dc=example,dc=org"],
+        mailbox_readers={private: ["user:EXAMPLE\\Alice", "group:assistants"], other: ["public"]},
+    )
+    assert mail.mail.gives_access is True and agent(list_box).mail.gives_access is False
+    refs = {ref.key.split("/", 1)[1]: ref for ref in listed(mail)}
+    assert set(refs) == {"s@x", "s@x/attachment/1-plan.pdf", "p@x", "o@x"}
+    assert (
+        allowed(refs["s@x"]) == allowed(refs["s@x/attachment/1-plan.pdf"]) == ["group:cn=developers,ou=groups,dc=example,dc=org"]
+    )
+    assert refs["s@x/attachment/1-plan.pdf"].access == refs["s@x"].access  # an attachment has its message's readers
+    assert refs["s@x"].access is not None and refs["s@x"].access.levels[0].allow[0].origin == "readers of the mail source"
+    assert allowed(refs["p@x"]) == ["group:assistants", "user:alice"]
+    assert refs["p@x"].access is not None and refs["p@x"].access.levels[0].allow[0].origin == f"mailbox_readers of {private}"
+    assert refs["o@x"].access is not None and refs["o@x"].access.is_public
+    assert all(ref.access is None for ref in listed(agent(list_box)))  # no readers: the source's [access] says
+
+
+def test_readers_are_validated() -> None:
+    with pytest.raises(ValidationError, match="'alice' is not an access token"):
+        MailOptions(paths=["/a"], readers=["alice"])
+    with pytest.raises(ValidationError, match="at least 1"):
+        MailOptions(paths=["/a"], readers=[])
+    with pytest.raises(ValidationError, match=r"mailbox '/a': '-user:bob' is not an access token"):
+        MailOptions(paths=["/a"], mailbox_readers={"/a": ["-user:bob"]})
+    with pytest.raises(ValidationError, match="at least one reader"):
+        MailOptions(paths=["/a"], mailbox_readers={"/a": []})
+    with pytest.raises(ValidationError, match="names '/b', which is not in paths"):
+        MailOptions(paths=["/a"], readers=["public"], mailbox_readers={"/b": ["user:x"]})
+    with pytest.raises(ValidationError, match="mailbox '/b' has no readers"):
+        MailOptions(paths=["/a", "/b"], mailbox_readers={"/a": ["user:x"]})
+    both = MailOptions(paths=["/a", "/b"], mailbox_readers={"/a": ["user:x"], "/b": ["gid:0100"]})
+    access = both.access_of("/b")
+    assert both.gives_access and access is not None and access.fields()["access_allow"] == ["gid:100"]

@@ -28,14 +28,24 @@ from sqlalchemy import (
     Text,
     create_engine,
     delete,
+    event,
     insert,
     text,
     update,
 )
 from sqlalchemy.engine import Engine, make_url
 
-from searchcrawl.agents.base import AgentError, DocumentTooLarge
-from searchcrawl.agents.sql import DatabaseAgent, DatabaseOptions, attribute_value, template_fields
+from searchcrawl.access.decision import Principal, Principals, decide
+from searchcrawl.agents.base import AgentError, DocumentTooLarge, Reference
+from searchcrawl.agents.grants import unreadable_reason
+from searchcrawl.agents.sql import (
+    DatabaseAgent,
+    DatabaseOptions,
+    QueriedTokens,
+    attribute_value,
+    column_tokens,
+    template_fields,
+)
 from tests.conftest import free_port
 
 T0 = datetime(2024, 3, 1, 9, 30, tzinfo=UTC)
@@ -72,6 +82,7 @@ def person(**values: Any) -> dict[str, Any]:
         "hired": datetime(2020, 1, 2, 3, 4, 5),
         "active": True,
         "updated": T0.replace(tzinfo=None),
+        "readers": None,
     }
     row.update(values)
     return row
@@ -106,6 +117,7 @@ def people_table(url: str) -> Iterator[Db]:
         Column("hired", DateTime),
         Column("active", Boolean),
         Column("updated", DateTime),
+        Column("readers", Text),  # access tokens (access_column)
     )
     table.create(admin)
     yield Db(url, admin, table, backend)
@@ -432,6 +444,11 @@ def test_a_url_with_a_password_is_refused_without_echoing_it(url: str) -> None:
         ({"attributes": {"a": "x_s", "b": "x_s"}}, "one column only"),
         ({"batch_size": 0}, "greater than or equal to 1"),
         ({"table": "people"}, "Extra inputs"),
+        ({"access_column": "readers", "access_query": "SELECT id, r AS token FROM acl"}, "not both"),
+        ({"deny_column": "blocked"}, "access_column beside deny_column"),
+        ({"access_column": "readers", "deny_column": "readers"}, "other than access_column"),
+        ({"access_query": "DROP TABLE acl"}, "expected a SELECT"),
+        ({"access_column": ""}, "at least 1 character"),
     ],
 )
 def test_options_are_validated(options: dict[str, Any], message: str) -> None:
@@ -478,3 +495,231 @@ def test_a_query_loses_its_final_semicolon() -> None:
 )
 def test_attribute_values_take_their_fields_type(value: Any, field: str, expected: Any) -> None:
     assert attribute_value(value, field) == expected
+
+
+# -- readers (issue 55) ----------------------------------------------------------------------------
+
+
+def tokens_of(reference: Reference) -> tuple[list[str], list[str]]:
+    """A reference's allow and deny tokens (its one level's), as the index holds them."""
+    assert reference.access is not None and len(reference.access.levels) == 1
+    fields = reference.access.fields()
+    return fields["access_allow"], fields["access_deny"]
+
+
+def unreadable_why(reference: Reference) -> str:
+    """Why the reference's access could not be read ("" when it could), and that it is shown to
+    no one: ``Reference.access_unreadable`` once the crawl's Reference has it, else the access
+    ``grants.unreadable`` made (one level that allows nobody)."""
+    why = getattr(reference, "access_unreadable", None) or unreadable_reason(reference.access) or ""
+    if why:
+        assert reference.access is None or reference.access.fields()["access_allow"] == []
+    return why
+
+
+def reads(reference: Reference, *tokens: str) -> bool:
+    assert reference.access is not None
+    return decide(reference.access, Principals.of("someone", [Principal(t, "test") for t in tokens])).granted
+
+
+def create_acl(db: Db, *rows: dict[str, Any]) -> str:
+    """A ``people_acl`` table (id, token, kind) beside ``people``; its qualified name."""
+    table = Table(
+        "people_acl", MetaData(schema=db.table.schema), Column("id", Integer), Column("token", Text), Column("kind", Text)
+    )
+    table.create(db.admin)
+    if rows:
+        with db.admin.begin() as connection:
+            connection.execute(insert(table), [{"kind": "allow", **row} for row in rows])
+    return f"{db.table.schema}.people_acl"
+
+
+def test_readers_and_denied_from_columns(db: Db, caplog: pytest.LogCaptureFixture) -> None:
+    db.add(
+        {"id": 1, "readers": "user:Alice, group:cn=Sales, ou=Groups,dc=example,dc=org;uid:1001"},
+        {"id": 2, "readers": "PUBLIC"},
+        {"id": 3, "readers": None},  # none of its own: the source's [access] says (or COALESCE in SQL)
+        {"id": 4, "readers": " , "},  # none either
+        {"id": 5, "readers": "bob user:carol"},  # "bob" is not a token: unreadable, never carol's alone
+        {"id": 6, "readers": "user:dave -user:erin"},  # a deny is the deny column's: unreadable
+        {"id": 7, "readers": "group:Domain Users"},
+        {"id": 8, "readers": None},  # denied tokens, no reader: nobody
+    )
+    query = f"SELECT p.*, CASE WHEN p.id IN (1, 2, 8) THEN 'user:mallory group:interns' END AS blocked FROM {db.name} p"
+    agent = agent_for(db, query=query, access_column="readers", deny_column="blocked")
+    plain = agent_for(db)
+    try:
+        assert agent.settings.gives_access is True and plain.settings.gives_access is False
+        assert all(reference.access is None for reference in plain.references(None))
+        with caplog.at_level(logging.DEBUG, logger="searchcrawl.agents.sql"):
+            refs = {reference.key: reference for reference in agent.references(None)}
+        assert tokens_of(refs["1"]) == (
+            ["group:cn=sales,ou=groups,dc=example,dc=org", "uid:1001", "user:alice"],
+            ["group:interns", "user:mallory"],
+        )
+        assert refs["1"].access is not None and refs["1"].access.levels[0].allow[0].origin == "column readers of row '1'"
+        assert refs["1"].access.deny[0].origin == "column blocked of row '1'"
+        assert reads(refs["1"], "user:ALICE") and not reads(refs["1"], "user:alice", "group:interns")
+        assert tokens_of(refs["2"]) == (["public"], ["group:interns", "user:mallory"])
+        assert reads(refs["2"]) and not reads(refs["2"], "user:mallory")
+        assert refs["3"].access is None and refs["4"].access is None
+        assert tokens_of(refs["8"]) == ([], ["group:interns", "user:mallory"]) and not reads(refs["8"], "user:alice")
+        for key, why in (("5", "'bob' is not an access token"), ("6", "'-user:erin' is not an access token")):
+            reason = unreadable_why(refs[key])
+            assert reason.startswith(f"column readers of row '{key}': ") and why in reason, reason
+        assert tokens_of(refs["7"]) == (["group:domain users"], [])
+        said = [(r.levelname, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO and "of the" in r.getMessage()]
+        assert said == [
+            (
+                "WARNING",
+                "hr: of the 8 rows listed, 2 have unreadable readers (invalid tokens, a failed access query): shown to no one",
+            ),
+            (
+                "INFO",
+                "hr: of the 8 rows listed, 2 name no reader: the source's [access] table says who may read them "
+                "(without one, they are not indexed)",
+            ),
+        ]
+        assert "row '5': access unreadable, shown to no one: column readers" in caplog.text
+        # a change of readers alone is a change of the row
+        with db.admin.begin() as connection:
+            connection.execute(update(db.table).where(db.table.c.id == 7).values(readers="group:Domain Admins"))
+        again = {reference.key: reference for reference in agent.references(None)}
+        assert again["7"].token != refs["7"].token and again["1"].token == refs["1"].token
+        assert tokens_of(again["7"]) == (["group:domain admins"], [])
+    finally:
+        agent.close()
+        plain.close()
+
+
+def test_readers_from_an_access_query_asked_per_batch(db: Db) -> None:
+    """2,500 rows listed 700 at a time: one access query per batch (four), asked when the batch
+    is listed, so the first reference comes after one; then 2,500 at a time: a thousand keys a
+    statement (three)."""
+    rows = 2500
+    db.add(*({"id": number} for number in range(1, rows + 1)))
+    acl = [{"id": n, "token": f"group:g{n % 7}"} for n in range(1, rows + 1) if n % 10]  # every tenth row: none
+    acl += [{"id": n, "token": f"user:u{n}, user:v{n}"} for n in range(1, rows + 1, 3)]  # a text of two tokens
+    acl += [{"id": n, "token": "user:mallory", "kind": "DENY "} for n in range(1, rows + 1, 5)]
+    acl += [{"id": 1, "token": None}]  # a LEFT JOIN's NULL: no token
+    acl += [{"id": 7, "token": "group:x", "kind": "maybe"}, {"id": 8, "token": "everyone"}]  # unreadable
+    name = create_acl(db, *acl)
+    access_query = f"SELECT id, token, kind FROM {name}"
+    agent = agent_for(db, access_query=access_query, batch_size=700)
+    statements: list[str] = []
+    event.listen(agent.engine(), "before_cursor_execute", lambda *a: statements.append(a[2]))
+    try:
+        assert agent.settings.gives_access is True
+        listing = agent.references(None)
+        first = next(listing)
+        asked = [s for s in statements if "people_acl" in s]
+        assert len(asked) == 1, statements
+        refs = {reference.key: reference for reference in itertools.chain([first], listing)}
+        assert len(refs) == rows and len([s for s in statements if "people_acl" in s]) == 4
+        assert tokens_of(refs["1"]) == (["group:g1", "user:u1", "user:v1"], ["user:mallory"])
+        assert refs["1"].access is not None
+        assert [g.origin for g in refs["1"].access.levels[0].allow] == ["access query of row '1' (allow)"] * 3
+        assert refs["1"].access.deny[0].origin == "access query of row '1' (deny)"
+        assert tokens_of(refs["2"]) == (["group:g2"], [])
+        assert refs["20"].access is None  # no row: the source's [access] says
+        assert tokens_of(refs["2499"]) == (["group:g0"], [])  # the last batch
+        assert "kind 'maybe' for row '7' is neither allow nor deny" in unreadable_why(refs["7"])
+        assert "'everyone' is not an access token" in unreadable_why(refs["8"])
+        unreadable_keys = {key for key, reference in refs.items() if unreadable_why(reference)}
+        assert unreadable_keys == {"7", "8"}
+        # a change of the access query's tokens alone changes the row's token
+        with db.admin.begin() as connection:
+            connection.execute(text(f"INSERT INTO {name} (id, token, kind) VALUES (2, 'user:new', 'allow')"))
+        statements.clear()
+        wide = agent_for(db, access_query=access_query, batch_size=rows)
+        event.listen(wide.engine(), "before_cursor_execute", lambda *a: statements.append(a[2]))
+        try:
+            again = {reference.key: reference for reference in wide.references(None)}
+        finally:
+            wide.close()
+        assert len([s for s in statements if "people_acl" in s]) == 3  # 1,000 keys a statement
+        changed = {key for key in refs if again[key].token != refs[key].token}
+        assert changed == {"2"} and tokens_of(again["2"]) == (["group:g2", "user:new"], [])
+    finally:
+        agent.close()
+
+
+def failing(db: Db) -> str:
+    """An SQL expression that fails on the row whose id is 5 only (SQLite's division by zero is
+    NULL; its json() of text that is not JSON fails)."""
+    return "json(CASE WHEN id = 5 THEN 'x' ELSE '1' END)" if db.backend == "sqlite" else "1 / (id - 5)"
+
+
+def test_a_failing_access_query_leaves_its_batch_unreadable_and_the_listing_goes_on(
+    db: Db, caplog: pytest.LogCaptureFixture
+) -> None:
+    db.add(*({"id": number} for number in range(1, 11)))
+    name = create_acl(db, *({"id": n, "token": "public"} for n in range(1, 11)))
+    # the listing's keys are pushed into the query: only the batch with id 5 fails
+    query = f"SELECT id, CASE WHEN {failing(db)} IS NOT NULL THEN token END AS token, kind FROM {name}"
+    agent = agent_for(db, access_query=query, batch_size=4)  # batches 1-4, 5-8, 9-10
+    broken = agent_for(db, access_query="SELECT id, token FROM no_such_acl")
+    no_token = agent_for(db, access_query=f"SELECT id, kind FROM {name}")
+    try:
+        with caplog.at_level(logging.WARNING, logger="searchcrawl.agents.sql"):
+            refs = {reference.key: reference for reference in agent.references(None)}
+        assert len(refs) == 10
+        failed = {key for key, reference in refs.items() if unreadable_why(reference)}
+        assert failed == {"5", "6", "7", "8"}
+        assert "[database] the access query failed on" in unreadable_why(refs["5"])
+        assert all(tokens_of(refs[key]) == (["public"], []) for key in ("1", "4", "9", "10"))
+        assert "the access of 4 rows is unreadable, they are shown to no one" in caplog.text
+        assert "of the 10 rows listed, 4 have unreadable readers" in caplog.text
+        for agent_of in (broken, no_token):
+            refs = {reference.key: reference for reference in agent_of.references(None)}
+            assert len(refs) == 10 and all(unreadable_why(reference) for reference in refs.values())
+        assert "no column 'token'" in unreadable_why(refs["1"])
+    finally:
+        agent.close()
+        broken.close()
+        no_token.close()
+
+
+# -- readers: parsing (unit) -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, []),
+        ("", []),
+        ("  ;, ", []),
+        ("user:alice", ["user:alice"]),
+        ("user:alice group:staff,uid:7;gid:8", ["user:alice", "group:staff", "uid:7", "gid:8"]),
+        ("group:cn=sales, ou=groups,dc=example,dc=org user:bob", ["group:cn=sales, ou=groups,dc=example,dc=org", "user:bob"]),
+        ("group:Domain Users, public", ["group:Domain Users", "public"]),
+        ("group:a\\, user:b", ["group:a\\, user:b"]),  # an escaped separator begins no token
+        ("bob user:alice", ["bob", "user:alice"]),  # refused by normal_token
+        ("user:alice -user:bob", ["user:alice", "-user:bob"]),  # refused by normal_token
+        (["user:a, user:b", None, " ", "group:x"], ["user:a, user:b", "group:x"]),  # an array: one token an item
+        (b"user:alice", ["user:alice"]),
+        (1001, ["1001"]),  # refused by normal_token
+    ],
+)
+def test_column_tokens(value: object, expected: list[str]) -> None:
+    assert column_tokens(value) == expected
+
+
+def test_queried_tokens_keep_the_first_error() -> None:
+    tokens = QueriedTokens("42")
+    tokens.add(None)  # a LEFT JOIN's row without token
+    assert tokens.access() is None  # none of its own: the source's [access] says
+    tokens.add("user:alice")
+    tokens.add("group:b user:c", "ALLOW")
+    tokens.add("user:mallory", "deny")
+    tokens.add(None)
+    access = tokens.access()
+    assert access is not None and access.fields()["access_allow"] == ["group:b", "user:alice", "user:c"]
+    assert access.fields()["access_deny"] == ["user:mallory"]
+    tokens.add("user:x", None)
+    tokens.add("nobody")
+    reason = unreadable_reason(tokens.access())
+    assert reason == "the access query's kind 'NULL' for row '42' is neither allow nor deny"
+    bad = QueriedTokens("43")
+    bad.add("nobody user:a")  # text before the first namespace
+    assert "'nobody' is not an access token" in (unreadable_reason(bad.access()) or "")

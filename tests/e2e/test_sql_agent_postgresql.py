@@ -17,16 +17,21 @@ from searchcrawl.agents.base import AgentError
 from searchcrawl.agents.sql import DatabaseAgent, DatabaseOptions
 from tests.agents.test_sql import (  # noqa: F401 - the tests of a ``db``, run here with this module's
     Db,
+    agent_for,
     people_table,
     test_a_column_the_query_lacks_is_named,
+    test_a_failing_access_query_leaves_its_batch_unreadable_and_the_listing_goes_on,
     test_a_large_table_is_listed_in_bounded_memory,
     test_display_url_template_quotes_each_value,
     test_gone_finds_deleted_rows,
     test_incremental_listing_returns_only_rows_modified_since,
     test_listing_and_fetch_run_at_once_in_two_threads,
     test_one_document_per_row_with_title_content_and_typed_attributes,
+    test_readers_and_denied_from_columns,
+    test_readers_from_an_access_query_asked_per_batch,
     test_rows_without_a_key_or_with_a_key_listed_before_are_counted_and_said_once,
     test_the_agents_connections_are_read_only,
+    unreadable_why,
 )
 from tests.conftest import wait_for
 
@@ -105,3 +110,22 @@ def test_a_wrong_password_is_an_agent_error_without_the_password(
     for secret_value in (wrong, password):
         assert secret_value not in message and secret_value not in caplog.text
         assert all(secret_value not in record.getMessage() for record in caplog.records)
+
+
+def test_readers_from_an_array_column(db: Db) -> None:
+    """PostgreSQL's arrays: each item one token (a DN's commas and spaces whatever they are)."""
+    db.add(
+        {"id": 1, "readers": "user:alice|group:cn=Sales, ou=Groups,dc=example,dc=org"},
+        {"id": 2, "readers": None},
+        {"id": 3, "readers": "user:bob|bob"},
+    )
+    query = f"SELECT p.*, string_to_array(p.readers, '|') AS reader_list, ARRAY[]::text[] AS blocked FROM {db.name} p"
+    agent = agent_for(db, query=query, access_column="reader_list", deny_column="blocked")
+    try:
+        refs = {reference.key: reference for reference in agent.references(None)}
+    finally:
+        agent.close()
+    assert refs["1"].access is not None
+    assert refs["1"].access.fields()["access_allow"] == ["group:cn=sales,ou=groups,dc=example,dc=org", "user:alice"]
+    assert refs["2"].access is None  # no reader: the source's [access] says
+    assert "'bob' is not an access token" in unreadable_why(refs["3"])
