@@ -9,6 +9,8 @@ treat them as pages.
   in the source's ``fetch_origins``, through Scrapy's downloader), or the content the agent's
   ``fetch`` reads in a worker thread (``Content-Type``; the token as ``ETag``; the modification time as ``Last-Modified``);
 - 404 when the agent says the document is gone;
+- a reference whose access list could not be read (``Reference.access_unreadable``) is refused
+  before anything, status 927: never read, never indexed, not even as public;
 - a document larger than DOWNLOAD_MAXSIZE is not read (status 922), and a repository that cannot
   be read now fails the request (933, counted toward ``max_failures``; the indexed version stays).
 
@@ -69,6 +71,8 @@ class AgentDownloadHandler(BaseDownloadHandler):
         if key is None:
             raise RequestRefused(Status.EXCLUDED_SCHEME, "not a document of the source's agent")
         data = request.meta.get(REFERENCE) or {}
+        if data.get("access_unreadable"):  # never read, never indexed (not even as public): 927
+            raise RequestRefused(Status.ACCESS_UNREADABLE, str(data["access_unreadable"]), event=Event.GONE)
         headers: dict[str, str] = {}
         token = header_token(data.get("token"))
         if token:

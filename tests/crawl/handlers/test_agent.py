@@ -51,6 +51,7 @@ def handler(tmp_path: Path, repository: Path) -> Any:
         'fetch_origins = ["https://files.test"]\n'
         f"[agent_options]\npath = {json.dumps(str(repository))}\ninline = false\n"
         f"failing_keys = {json.dumps(str(repository) + '.failing')}\n"
+        "[access]\npublic = true\n"
     )
     crawler = source_crawler(tmp_path, source, name=NAME, DOWNLOAD_MAXSIZE=1000)
     spider = crawler.spider = crawler.spidercls.from_crawler(crawler)  # what Crawler.crawl() does first: it makes the agent
