@@ -26,6 +26,13 @@ content type comes from the file name's extension (``application/octet-stream`` 
 A link followed (``follow_links``) gives its files their paths through the link, so a file reached
 both ways is two documents (the duplicate detection still applies).
 
+Who may read a file (``Reference.access``, ``gives_access``): its read permission and the search
+permission of every folder from its root down, from their POSIX permissions and access ACLs
+(searchcrawl/access/posix.py), each folder's read once a listing; a file or folder whose ACL
+cannot be read gives ``access_unreadable`` (the document is not indexed: status 927). A change of
+permissions alone keeps the token: the crawl compares the access, and updates it in Solr without
+reading the file again.
+
 Changes: a file's token is its size and modification time (nanoseconds): a maintenance crawl reads
 again only the files whose size or modification time changed. Deletions: every crawl lists the
 roots completely; a file it does not list (deleted, moved, renamed, newly excluded or hidden) leaves

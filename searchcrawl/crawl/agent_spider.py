@@ -4,9 +4,9 @@ table and its statuses, conversion, attributes, the cache and the push, maintena
 
 The listing runs in a worker thread, a batch at a time; each batch of references is admitted
 (the scope filter), queued in the durable frontier in one statement and marked as listed in this
-run, and the engine is woken to lease it. A reference's token, fields, metadata and (small)
-content travel with its request (meta ``REFERENCE``, persisted), and crawl/handlers/agent.py
-answers the request from them. When the listing has named everything, the documents it did not
+run, and the engine is woken to lease it. A reference's token, fields, metadata, access (who
+may read it, or why that cannot be known) and (small) content travel with its request (meta
+``REFERENCE``, persisted), and crawl/handlers/agent.py answers the request from them. When the listing has named everything, the documents it did not
 name leave the index (``settle_listing``), while the crawl goes on. A listing that fails
 (AgentError) ends the run failed, and nothing is removed for it.
 """

@@ -87,6 +87,22 @@ def redirected_from(meta: Mapping[str, Any], url: str) -> str | None:
     return str(urls[-1]) if urls and meta.get(LEAVES_BOUNDARY) == url else None
 
 
+def same_readers(spider: Spider | None, request: Request, checksum: str | None) -> bool:
+    """Whether the document of ``request`` has the readers its indexed ``checksum`` holds
+    (crawl/pipelines/checksum.py), by its spider's ``access_of``: what lets a request be spared
+    (a duplicate unchanged, a page its sitemap says is unchanged) only while they are the same.
+    An access that cannot be known now is not the same (the request goes on, and the document
+    leaves the index: 927)."""
+    access_of = getattr(spider, "access_of", None)
+    if not checksum or access_of is None:
+        return True
+    try:
+        access = access_of(request.url, request.meta)
+    except AccessUnreadable:
+        return False
+    return bool(versioned(content_of(checksum), access) == checksum)
+
+
 class FlattenedResponse(HtmlResponse):
     """A page nested too deep, written again flattened (content.nesting), with the response as it
     was served (``original``): its base URL and meta refresh, read from the first 4,096 characters

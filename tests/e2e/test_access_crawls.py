@@ -23,13 +23,13 @@ from pathlib import Path
 import pytest
 
 from searchcrawl.access.tokens import Access
-from tests.conftest import Project, solr_docs
+from tests.conftest import Project, run_scrapy, solr_docs
 
 PASSWORD = "pw-access-Zq81"  # noqa: S105 - the test's own secret
 
 
 def crawl(project: Project, name: str, **env: str) -> dict[str, list[str]]:
-    result = project.scrapy("crawl", name, **env)
+    result = run_scrapy(["crawl", name], project.env(**env))
     assert result.returncode == 0, result.stderr[-3000:]
     report = project.scrapy("report", name, "--json")
     urls: dict[str, list[str]] = json.loads(report.stdout)["urls"]
