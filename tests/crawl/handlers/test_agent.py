@@ -118,7 +118,7 @@ def test_a_duplicate_whose_readers_changed_is_read_again(handler, repository: Pa
     refused = refusal(handler, f"repo://{NAME}/a", **{REFERENCE: given, DUPLICATE_OF: ["3", original, restricted]})
     assert refused.status == Status.DUPLICATE and fetched(repository) == []
     # the source's [access] (public) now: other readers
-    assert answer(handler, "a", **{REFERENCE: {"token": "3"}, DUPLICATE_OF: ["3", original, restricted]}).status == 200
+    assert answer(handler, "a", None, **{REFERENCE: {"token": "3"}, DUPLICATE_OF: ["3", original, restricted]}).status == 200
     assert fetched(repository) == ["a"]
 
 
