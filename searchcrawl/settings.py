@@ -310,6 +310,8 @@ DOWNLOADER_MIDDLEWARES = {
 }
 
 ITEM_PIPELINES = {
+    # who may read it, first: a document whose access cannot be known is never converted
+    "searchcrawl.crawl.pipelines.access.AccessPipeline": 50,
     "searchcrawl.crawl.pipelines.attributes.AttributesPipeline": 100,
     "searchcrawl.crawl.pipelines.checksum.ChecksumPipeline": 200,
     "searchcrawl.crawl.pipelines.changes.ChangePipeline": 250,

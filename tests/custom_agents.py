@@ -4,15 +4,19 @@ that is a JSON file the test rewrites between crawls, so each crawl's oracle is 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from searchcrawl.access.tokens import Access, AccessUnreadable
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
+from searchcrawl.agents.files import FilesAgent
 
 
 class JsonRepositoryOptions(BaseModel):
@@ -97,3 +101,15 @@ class IncrementalJsonRepositoryAgent(JsonRepositoryAgent):
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat()
+
+
+class BrokenAclFilesAgent(FilesAgent):
+    """The files agent, whose ACL reading fails (an I/O error) for every file with a sibling
+    ``<name>.broken-acl``: root reads every real ACL, so the test breaks it here, at the one call
+    the listing makes (``FilesAgent._access``), the rest of the agent as it is."""
+
+    @staticmethod
+    def _access(path: str, info: os.stat_result, root: str, stack: list[Any]) -> Access:
+        if os.path.exists(f"{path}.broken-acl"):
+            raise AccessUnreadable(f"the ACL of {path} cannot be read: [Errno 5] Input/output error")
+        return FilesAgent._access(path, info, root, stack)

@@ -73,7 +73,8 @@ class Reference:
     ``location`` an http(s) URL the crawl downloads it from instead (a document management
     system's download link: its origin must be in the source's ``fetch_origins``); with neither,
     the crawl calls ``fetch(key)``. ``parent``: the key of the document this one belongs to (a
-    message's attachment).
+    message's attachment). ``access``: who may read it (an agent with ``gives_access``); None:
+    the source's ``[access]`` table says.
     """
 
     key: str
@@ -85,6 +86,9 @@ class Reference:
     parent: str | None = None
     location: str | None = None
     access: Access | None = None
+    # why its access list could not be read (a file's ACL, a query that failed): the document is
+    # not indexed (status 927), and leaves the index if it was in; never indexed as public
+    access_unreadable: str | None = None
 
 
 class NoOptions(BaseModel):
@@ -99,6 +103,9 @@ class Agent(ABC):
 
     scheme: ClassVar[str] = "agent"  # the scheme of its documents' URLs (agent://source/key)
     incremental: bool = False  # honours ``since`` and answers ``gone`` (a class's, or an instance's own)
+    # its references carry who may read each document (``Reference.access``): the files agent's
+    # POSIX ACLs, a database's or a mailbox's own; an agent that gives none needs the source's [access]
+    gives_access: ClassVar[bool] = False
     Options: ClassVar[type[BaseModel]] = NoOptions
 
     def __init__(self, source: str, options: BaseModel) -> None:

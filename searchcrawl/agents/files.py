@@ -26,6 +26,13 @@ content type comes from the file name's extension (``application/octet-stream`` 
 A link followed (``follow_links``) gives its files their paths through the link, so a file reached
 both ways is two documents (the duplicate detection still applies).
 
+Who may read a file (``Reference.access``, ``gives_access``): its read permission and the search
+permission of every folder from its root down, from their POSIX permissions and access ACLs
+(searchcrawl/access/posix.py), each folder's read once a listing; a file or folder whose ACL
+cannot be read gives ``access_unreadable`` (the document is not indexed: status 927). A change of
+permissions alone keeps the token: the crawl compares the access, and updates it in Solr without
+reading the file again.
+
 Changes: a file's token is its size and modification time (nanoseconds): a maintenance crawl reads
 again only the files whose size or modification time changed. Deletions: every crawl lists the
 roots completely; a file it does not list (deleted, moved, renamed, newly excluded or hidden) leaves
@@ -69,6 +76,8 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from searchcrawl.access.posix import SEARCH, Gate, file_access, gate, within_folder
+from searchcrawl.access.tokens import Access, AccessUnreadable
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.rules.tables import RuleTable
 
@@ -276,6 +285,15 @@ class _Folder:
     real: str
     names: Iterator[str]
     linked: bool  # reached through a followed link: its real path is judged too
+    # who may pass through it (its search permission, read once a listing), or why it is unknown
+    gate: Gate | None = None
+    unreadable: str | None = None
+
+    def read_gate(self, shown: str) -> None:
+        try:
+            self.gate = gate(self.fd, os.fstat(self.fd), SEARCH, shown)
+        except (AccessUnreadable, OSError) as exc:
+            self.unreadable = str(exc) if isinstance(exc, AccessUnreadable) else f"the ACL of {shown} cannot be read: {exc}"
 
 
 class FilesAgent(Agent):
@@ -284,6 +302,7 @@ class FilesAgent(Agent):
 
     scheme = "file"
     Options = FilesOptions
+    gives_access = True  # each file's POSIX permissions and ACL (searchcrawl/access/posix.py)
 
     def __init__(self, source: str, options: BaseModel) -> None:
         if not isinstance(options, FilesOptions):
@@ -375,6 +394,7 @@ class FilesAgent(Agent):
             os.close(fd)
             raise AgentError(f"root {root!r} cannot be read: permission denied")
         stack = [_Folder(fd, "", root_real, names, False)]
+        stack[0].read_gate(_shown(root))
         try:
             while stack:
                 folder = stack[-1]
@@ -397,13 +417,14 @@ class FilesAgent(Agent):
                 if stat.S_ISDIR(info.st_mode):
                     child = self._descend(folder, name, rel, path, link, reals, stack)
                     if child is not None:
+                        child.read_gate(_shown(path))
                         stack.append(child)
                 elif not stat.S_ISREG(info.st_mode):
                     logger.debug("files %s: %r skipped: not a regular file", self.source, _shown(path))
                 elif reason := out_of_scope(rel, False, self.files):
                     logger.debug("files %s: %r skipped: %s", self.source, _shown(path), reason)
                 else:
-                    yield self._reference(path, info)
+                    yield self._reference(path, info, root, stack)
         finally:
             for folder in stack:  # the consumer stopped early, or the listing failed
                 os.close(folder.fd)
@@ -471,7 +492,28 @@ class FilesAgent(Agent):
             return None
         return _Folder(fd, rel, real, names, link or parent.linked)
 
-    def _reference(self, path: str, info: os.stat_result) -> Reference:
+    @staticmethod
+    def _access(path: str, info: os.stat_result, root: str, stack: list[_Folder]) -> Access:
+        """Who may read the file: its own read permission, and the search permission of every
+        folder from its root down to it, nearest first (searchcrawl/access/posix.py); each
+        folder's read once a listing (``_Folder.read_gate``). AccessUnreadable."""
+        access = file_access(path, info, _shown(path))
+        for folder in reversed(stack):
+            if folder.unreadable is not None:
+                raise AccessUnreadable(folder.unreadable)
+            assert folder.gate is not None
+            shown = _shown(f"{root.rstrip('/')}/{folder.rel}" if folder.rel else root)
+            access = within_folder(access, folder.gate, shown)
+        return access
+
+    def _reference(self, path: str, info: os.stat_result, root: str, stack: list[_Folder]) -> Reference:
+        access: Access | None = None
+        unreadable: str | None = None
+        try:
+            access = self._access(path, info, root, stack)
+        except AccessUnreadable as exc:
+            unreadable = str(exc)
+            logger.debug("files %s: %r not indexed: %s", self.source, _shown(path), unreadable)
         shown = _shown(path)
         folder, name = shown.rsplit("/", 1)
         owner = owner_name(info.st_uid)
@@ -493,6 +535,8 @@ class FilesAgent(Agent):
             modified=modified,
             fields=fields,
             metadata={key: value for key, value in metadata.items() if value},
+            access=access,
+            access_unreadable=unreadable,
         )
 
     # -- fetching -----------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from pydantic_core import ErrorDetails
 from scrapy.utils.misc import load_object
 
+from searchcrawl.access.source_rules import AccessRule, SourceAccess, tokens_of
 from searchcrawl.agents.base import Agent
 from searchcrawl.rules.boundary import EVERY_HOST, normalize_host
 from searchcrawl.rules.credentials import SiteAuth, origin_of
@@ -270,6 +271,77 @@ class PatternRules(RuleTable):
         return _globs(patterns)
 
 
+def _tokens(values: list[str]) -> list[str]:
+    try:
+        return list(tokens_of(values))
+    except ValueError as exc:
+        raise ValueError(str(exc)) from None
+
+
+class AccessRuleTable(RuleTable):
+    """One ``[[access.rules]]`` entry: ``paths`` (URL path prefixes) or ``patterns`` (regular
+    expressions searched in the URL), and the tokens of the documents it covers."""
+
+    paths: list[str] = Field(default_factory=list)
+    patterns: list[str] = Field(default_factory=list)
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+    @field_validator("paths")
+    @classmethod
+    def _path_prefixes(cls, prefixes: list[str]) -> list[str]:
+        for prefix in prefixes:
+            if not prefix.startswith("/"):
+                raise ValueError(f"expected path prefixes starting with '/', got {prefix!r}")
+        return prefixes
+
+    @field_validator("patterns")
+    @classmethod
+    def _valid_regexes(cls, patterns: list[str]) -> list[str]:
+        return _regexes(patterns)
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _valid_tokens(cls, values: list[str]) -> list[str]:
+        return _tokens(values)
+
+    @model_validator(mode="after")
+    def _complete(self) -> AccessRuleTable:
+        if not self.paths and not self.patterns:
+            raise ValueError("an access rule needs 'paths' or 'patterns': the documents it covers")
+        if not self.allow:
+            raise ValueError("an access rule needs 'allow': who may read the documents it covers ('public' for everyone)")
+        return self
+
+
+class AccessTable(RuleTable):
+    """``[access]``: who may read the source's documents (searchcrawl/access/source_rules.py)."""
+
+    public: bool = False
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+    rules: list[AccessRuleTable] = Field(default_factory=list)
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _valid_tokens(cls, values: list[str]) -> list[str]:
+        return _tokens(values)
+
+    @model_validator(mode="after")
+    def _says_something(self) -> AccessTable:
+        if self.public and self.allow:
+            raise ValueError("give 'public = true' (everyone may read) or 'allow' (these readers only), not both")
+        if not self.public and not self.allow and not self.rules:
+            raise ValueError("[access] needs 'public = true', 'allow' or [[access.rules]]: who may read the documents")
+        return self
+
+    def source_access(self, origin: str) -> SourceAccess:
+        rules = tuple(
+            AccessRule(tuple(rule.paths), tuple(rule.patterns), tuple(rule.allow), tuple(rule.deny)) for rule in self.rules
+        )
+        return SourceAccess(origin, self.public, tuple(self.allow), tuple(self.deny), rules)
+
+
 class ScopeRules(BaseModel):
     """The scope keys of a source file, with their defaults (top-level keys of the TOML file);
     what each means: the checks of searchcrawl/rules/boundary.py, which apply them."""
@@ -328,6 +400,7 @@ class SourceSettings(ScopeRules):
     url_rewriter: str | None = None
     display_urls: list[DisplayUrlRule] = Field(default_factory=list)
     auth: list[SiteAuth] = Field(default_factory=list)
+    access: AccessTable | None = None  # who may read its documents (searchcrawl/access/source_rules.py)
     proxy: ProxyRule | None = None
     tls: TlsRules = Field(default_factory=TlsRules)
     attributes: dict[str, str] = Field(default_factory=dict)
@@ -560,6 +633,11 @@ class Source:
         assert self.agent_class is not None and self.agent_options is not None
         return self.agent_class(self.name, self.agent_options)
 
+    def source_access(self) -> SourceAccess | None:
+        """The ``[access]`` table, ready to ask (None: the source has none)."""
+        table = self.settings.access
+        return None if table is None else table.source_access(f"source {self.name}")
+
 
 @dataclass(frozen=True)
 class SourceFile:
@@ -646,6 +724,7 @@ def load_source(source_file: SourceFile) -> Source:
         raise SourceError(f"{origin}: {problems}") from None
     if settings.type != "web":
         agent_class, agent_options = _agent_of(origin, settings)
+        _check_agent_access(origin, settings, agent_class)
         return Source(source_file.name, origin, settings, (), agent_class=agent_class, agent_options=agent_options)
     seeds = list(settings.seeds)
     for name in settings.seed_files:
@@ -657,6 +736,11 @@ def load_source(source_file: SourceFile) -> Source:
             raise SourceError(f"{origin}: key 'seed_files': {name!r} is not a valid file name") from None
     if not seeds:
         raise SourceError(f"{origin}: key 'seeds': expected at least one seed URL (in 'seeds' or 'seed_files')")
+    if settings.auth and settings.access is None:
+        raise SourceError(
+            f"{origin}: [[auth]] fetches its documents with credentials, so they are not public: add an [access] table "
+            "saying who may read them (allow = [...] or [[access.rules]]; public = true if everyone may)"
+        )
     try:
         tls_files = _read_tls_files(source_file, settings.tls)
     except TlsFileError as exc:
@@ -668,6 +752,20 @@ def load_source(source_file: SourceFile) -> Source:
         seed_urls=tuple(dict.fromkeys(seeds)),
         tls_files=tls_files,
     )
+
+
+def _check_agent_access(origin: str, settings: SourceSettings, agent_class: type[Agent]) -> None:
+    """A files source takes who may read a file from the file (its ACL): ``[access]`` is refused
+    there; an agent that gives no access with its references needs ``[access]``."""
+    if settings.type == "files" and settings.access is not None:
+        raise SourceError(
+            f"{origin}: [access] does not apply to a files source: each file's POSIX permissions and ACL say who may read it"
+        )
+    if not agent_class.gives_access and settings.access is None:
+        raise SourceError(
+            f"{origin}: the agent of this source ({agent_class.__name__}) does not say who may read its documents: "
+            "add an [access] table (public = true, or allow = [...])"
+        )
 
 
 def _agent_of(origin: str, settings: SourceSettings) -> tuple[type[Agent], BaseModel]:

@@ -4,9 +4,9 @@ table and its statuses, conversion, attributes, the cache and the push, maintena
 
 The listing runs in a worker thread, a batch at a time; each batch of references is admitted
 (the scope filter), queued in the durable frontier in one statement and marked as listed in this
-run, and the engine is woken to lease it. A reference's token, fields, metadata and (small)
-content travel with its request (meta ``REFERENCE``, persisted), and crawl/handlers/agent.py
-answers the request from them. When the listing has named everything, the documents it did not
+run, and the engine is woken to lease it. A reference's token, fields, metadata, access (who
+may read it, or why that cannot be known) and (small) content travel with its request (meta
+``REFERENCE``, persisted), and crawl/handlers/agent.py answers the request from them. When the listing has named everything, the documents it did not
 name leave the index (``settle_listing``), while the crawl goes on. A listing that fails
 (AgentError) ends the run failed, and nothing is removed for it.
 """
@@ -18,7 +18,7 @@ import base64
 import itertools
 import logging
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,6 +28,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider
 from scrapy.http import Response, TextResponse
 
+from searchcrawl.access.tokens import Access
 from searchcrawl.agents.base import Agent, AgentError, Reference
 from searchcrawl.content.extract import DEFAULT_ATTRIBUTES, INT_RANGES, TYPE_SUFFIXES, integer_in_range, mimetype_of
 from searchcrawl.crawl.extensions.stores import Stores, stores_of
@@ -59,6 +60,10 @@ def reference_data(reference: Reference, inline_bytes: int) -> dict[str, Any]:
     }
     if reference.location:
         data["location"] = reference.location
+    if reference.access is not None:
+        data["access"] = reference.access.to_data()
+    if reference.access_unreadable:
+        data["access_unreadable"] = reference.access_unreadable
     content = reference.content
     if content is not None and len(content.body) <= inline_bytes:
         data["content"] = {
@@ -275,12 +280,16 @@ class AgentSpider(SourceSpider):
     ) -> CrawledDocument:
         return self.with_reference(super().document(response, depth, headers, record, **content), response)
 
-    @staticmethod
-    def with_reference(item: CrawledDocument, response: Response) -> CrawledDocument:
+    def with_reference(self, item: CrawledDocument, response: Response) -> CrawledDocument:
         data = response.meta.get(REFERENCE) or {}
         item.given = dict(data.get("fields") or {})
         item.metadata = {str(name): str(value) for name, value in (data.get("metadata") or {}).items()}
-        return item
+        return self.with_access(item, response.meta)
+
+    def access_of(self, url: str, meta: Mapping[str, Any]) -> Access:
+        """The reference's own access (``Reference.access``, in its request data), else the
+        source's [access] table on ``/<key>``; AccessUnreadable when neither says."""
+        return self.document_access.of(url, meta.get(REFERENCE) or {}, self.agent.key_of(url))
 
 
 def _take(references: Iterator[Reference], count: int, budget: int) -> list[Reference]:

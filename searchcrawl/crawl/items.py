@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from searchcrawl.access.tokens import Access
+
 
 @dataclass
 class CrawledDocument:
@@ -37,3 +39,10 @@ class CrawledDocument:
     # win over extraction, and named values the source's ``attributes`` mapping may map
     given: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, str] = field(default_factory=dict)
+    # Who may read it (searchcrawl/access/): set by the spider (an agent's reference) or the
+    # access pipeline (the source's [access]); ``access_error``: why it cannot be known (status 927)
+    access: Access | None = None
+    access_error: str | None = None
+    # only its access changed (a 304, its content not read again): ``fields`` is a Solr atomic
+    # update of the access fields, which the pipelines before the cache pass through as it is
+    access_update: bool = False

@@ -19,6 +19,8 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.utils.response import get_base_url, get_meta_refresh
 from twisted.python.failure import Failure
 
+from searchcrawl.access.source_rules import DocumentAccess
+from searchcrawl.access.tokens import Access, AccessUnreadable
 from searchcrawl.agents.base import Agent
 from searchcrawl.config.source import Source
 from searchcrawl.content.charsets import choose_encoding, looks_binary
@@ -40,6 +42,7 @@ from searchcrawl.crawl.meta import (
     REDIRECT_URLS,
     RENDER,
 )
+from searchcrawl.crawl.pipelines.checksum import access_update, content_of, versioned
 from searchcrawl.crawl.requests import Admission, BoundedSet, RequestFactory, admission_of
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.chain import RuleStep
@@ -82,6 +85,22 @@ def redirected_from(meta: Mapping[str, Any], url: str) -> str | None:
     excludes it by the boundary (DocumentTable.drop_stale_targets)."""
     urls = meta.get(REDIRECT_URLS)
     return str(urls[-1]) if urls and meta.get(LEAVES_BOUNDARY) == url else None
+
+
+def same_readers(spider: Spider | None, request: Request, checksum: str | None) -> bool:
+    """Whether the document of ``request`` has the readers its indexed ``checksum`` holds
+    (crawl/pipelines/checksum.py), by its spider's ``access_of``: what lets a request be spared
+    (a duplicate unchanged, a page its sitemap says is unchanged) only while they are the same.
+    An access that cannot be known now is not the same (the request goes on, and the document
+    leaves the index: 927)."""
+    access_of = getattr(spider, "access_of", None)
+    if not checksum or access_of is None:
+        return True
+    try:
+        access = access_of(request.url, request.meta)
+    except AccessUnreadable:
+        return False
+    return bool(versioned(content_of(checksum), access) == checksum)
 
 
 class FlattenedResponse(HtmlResponse):
@@ -168,6 +187,24 @@ class SourceSpider(Spider):
         return admission_of(self.crawler)
 
     @cached_property
+    def document_access(self) -> DocumentAccess:
+        """Who may read the source's documents (searchcrawl/access/source_rules.py)."""
+        return DocumentAccess(f"source {self.source.name}", self.source.source_access(), agent=self.agent is not None)
+
+    def access_of(self, url: str, meta: Mapping[str, Any]) -> Access:
+        """The access of the document at ``url`` (its request's ``meta``); AccessUnreadable when
+        it cannot be known. A web page's comes from the source's [access] table (public without)."""
+        return self.document_access.of(url)
+
+    def with_access(self, item: CrawledDocument, meta: Mapping[str, Any]) -> CrawledDocument:
+        """``item`` with its access, or why it cannot be known (the access pipeline drops it: 927)."""
+        try:
+            item.access = self.access_of(item.url, meta)
+        except AccessUnreadable as exc:
+            item.access_error = str(exc)
+        return item
+
+    @cached_property
     def result_filter(self) -> FilterSet:
         """What keeps a document out of the index while its links are followed (the source's ``[filters.result]``)."""
         return FilterSet(self.source.settings.filters.result, "result")
@@ -233,6 +270,9 @@ class SourceSpider(Spider):
         without one, a filter's refusal, an unsupported type), else its document and links."""
         depth = response.meta.get(DEPTH, 0)
         headers, record = fetch_record(response)
+        if response.status == 304 and response.meta.get(PREVIOUS):
+            yield from self.not_modified(response, depth, record["via"])
+            return
         if not self.answered(response, depth, record):
             return
         again = self.render_request(response)
@@ -253,13 +293,9 @@ class SourceSpider(Spider):
             yield from self.parse_file(response, mimetype, depth, headers, record)
 
     def answered(self, response: Response, depth: int, record: dict[str, Any]) -> bool:
-        """Whether the response holds a document (200); else its outcome is reported: unchanged
-        (a 304 to a conditional GET), a transient failure, or no document (404, 410, 401, ...)."""
+        """Whether the response holds a document (200); else its outcome is reported: a transient
+        failure, or no document (404, 410, 401, ...)."""
         via = record["via"]
-        if response.status == 304 and response.meta.get(PREVIOUS):
-            self.report(response.url, Event.UNCHANGED, Status.UNCHANGED, "304 Not Modified", depth, Delta.NOT_MODIFIED, via=via)
-            logger.debug("Unchanged (304): %s", response.url)
-            return False
         if response.status >= 500 or response.status in TRANSIENT:
             self.report(response.url, Event.FAILED, response.status, f"HTTP {response.status}", depth, via=via)
             return False
@@ -273,6 +309,39 @@ class SourceSpider(Spider):
             logger.debug("Not indexed (HTTP %d): %s", response.status, response.url)
             return False
         return True
+
+    def not_modified(self, response: Response, depth: int, via: str | None) -> Iterator[CrawledDocument]:
+        """A 304 to a conditional GET: its content is the indexed one, its access is compared with
+        the indexed access (the indexed checksum holds it, pipelines/checksum.py). The same: not
+        modified. Another: an atomic update of its access fields alone, cached and pushed as any
+        document, its content not read again (changed). Unknown: it leaves the index (927)."""
+        url = response.url
+        try:
+            access = self.access_of(url, response.meta)
+        except AccessUnreadable as exc:
+            self.report(url, Event.GONE, Status.ACCESS_UNREADABLE, str(exc), depth, via=via)
+            logger.debug("Not indexed (access: %s): %s", exc, url)
+            return
+        previous = response.meta[PREVIOUS]
+        indexed = previous.get("checksum")
+        checksum = versioned(content_of(indexed), access) if indexed else None
+        if checksum is None or checksum == indexed:
+            self.report(url, Event.UNCHANGED, Status.UNCHANGED, "304 Not Modified", depth, Delta.NOT_MODIFIED, via=via)
+            logger.debug("Unchanged (304): %s", url)
+            return
+        logger.debug("Access changed, content not modified (304): %s", url)
+        fields = access_update(self.source.name, url, checksum, access)
+        yield CrawledDocument(
+            self.source.name,
+            url,
+            depth,
+            {},
+            fields=fields,
+            previous=previous,
+            record={"via": via},
+            access=access,
+            access_update=True,
+        )
 
     def render_request(self, response: Response) -> Request | None:
         """The page once more, through the browser, when its render mode is ``auto`` and the
@@ -346,6 +415,8 @@ class SourceSpider(Spider):
                 if not indexed:  # result-filtered: links only
                     continue
                 output.record, output.note = {**record, **output.record}, truncated
+                if output.access is None and output.access_error is None:
+                    self.with_access(output, response.meta)
             yield output
         if not documents and response.url not in self.reported:
             # a custom parse_document chose not to index the page: that is its outcome
@@ -432,10 +503,12 @@ class SourceSpider(Spider):
     def document(
         self, response: Response, depth: int, headers: dict[str, str], record: dict[str, Any], **content: Any
     ) -> CrawledDocument:
-        """The item of a fetched document, with what the fetch learned (validators, type, size)."""
-        return CrawledDocument(
+        """The item of a fetched document, with what the fetch learned (validators, type, size)
+        and who may read it."""
+        item = CrawledDocument(
             self.source.name, response.url, depth, headers, previous=response.meta.get(PREVIOUS), record=record, **content
         )
+        return self.with_access(item, response.meta)
 
     def failed(self, failure: Failure) -> None:
         """Every request that ends without a response ends here, and its URL gets a status: a

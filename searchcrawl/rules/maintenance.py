@@ -58,12 +58,21 @@ def original_of(a: Mapping[str, Any], b: Mapping[str, Any]) -> Mapping[str, Any]
     return holder_of((a, b))
 
 
+# The documents' access fields (searchcrawl/access/): a source crawled before they existed is
+# recrawled in full once, or its documents (without them) would be shown to no one
+ACCESS_FIELDS_VERSION = 1
+
+
 def settings_fingerprint(
     index_dynamic_pages: bool, attributes: dict[str, str], agent: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The settings whose change can make indexed documents wrong: with an agent, its options
     too (a new title column, another list name: every document is read again)."""
-    fingerprint: dict[str, Any] = {"index_dynamic_pages": index_dynamic_pages, "attributes": dict(sorted(attributes.items()))}
+    fingerprint: dict[str, Any] = {
+        "index_dynamic_pages": index_dynamic_pages,
+        "attributes": dict(sorted(attributes.items())),
+        "access_fields": ACCESS_FIELDS_VERSION,
+    }
     if agent is not None:
         fingerprint["agent"] = agent
     return fingerprint
@@ -82,6 +91,8 @@ def recrawl_reasons(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str
             reasons.append(f"attribute {name!r} was remapped from {target!r} to {new_attributes[name]!r}")
     if not old.get("index_dynamic_pages") and new.get("index_dynamic_pages"):
         reasons.append("index_dynamic_pages went from false to true")
+    if old.get("access_fields") != new.get("access_fields"):
+        reasons.append("its documents were indexed without the access fields (who may read them)")
     if "agent" in new and old.get("agent") != new["agent"]:
         reasons.append("the agent or its options changed")
     return reasons

@@ -39,6 +39,7 @@ class Status(IntEnum):
     SOLR_REFUSED = 924
     PROCESSING_ERROR = 925
     CONVERTER_UNAVAILABLE = 926
+    ACCESS_UNREADABLE = 927
 
     TIMEOUT = 930
     DNS_FAILURE = 931
@@ -85,6 +86,8 @@ CRAWLER_CODES: dict[Status, str] = {
     "failure, tried again in the next crawl",
     Status.CONVERTER_UNAVAILABLE: "the document converter (the Tika server) could not be reached or failed: "
     "tried again in the next crawl; the indexed version stays, and it does not count toward max_failures",
+    Status.ACCESS_UNREADABLE: "its access list cannot be read (a file's ACL, an agent that gave none), or no rule of "
+    "the source's [access] table covers it: never indexed as public; an indexed version leaves the index",
     Status.TIMEOUT: "the server did not answer in time",
     Status.DNS_FAILURE: "the host name does not resolve",
     Status.CONNECTION_REFUSED: "the server refused the connection",

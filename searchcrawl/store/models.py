@@ -49,7 +49,7 @@ documents = Table(
     Column("reason", Text),
     Column("content_type", String(200)),
     Column("content_length", BigInteger),
-    Column("checksum", String(64)),
+    Column("checksum", String(128)),  # the content's SHA-256, and a restricted document's access digest
     Column("last_modified", String(64)),
     Column("etag", String(300)),
     Column("depth", Integer),  # as last queued or recorded: the source's rules judge the URL by it
@@ -70,6 +70,8 @@ documents = Table(
     Column("linked_run", Integer),
     Column("fetched_with", String(10)),  # static or browser (rendered)
     Column("cached_by", String(40)),  # the document cache holding it (DocumentCache.id)
+    # who may read it, as indexed: Access.to_data() JSON, origins included (searchcrawl/access/)
+    Column("access", Text),
     UniqueConstraint("source", "url_hash", name="uq_documents_source_url_hash"),
     Index("ix_documents_source_state", "source", "state"),
     Index("ix_documents_source_display_url", "source", "display_url"),

@@ -86,7 +86,8 @@ def load_text(tmp_path, text: str):
 
 def test_an_agent_source_is_validated_by_its_agents_options(tmp_path) -> None:
     source = load_text(
-        tmp_path, 'type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\n[agent_options]\npath = "/x"\n'
+        tmp_path,
+        'type = "agent"\nagent = "tests.custom_agents.JsonRepositoryAgent"\n[agent_options]\npath = "/x"\n[access]\npublic = true\n',
     )
     assert source.seed_urls == () and source.agent_options.path == "/x"
     agent = source.make_agent()

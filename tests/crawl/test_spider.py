@@ -18,12 +18,14 @@ from scrapy.utils.misc import build_from_crawler
 from twisted.internet.error import DNSLookupError, TCPTimedOutError
 from twisted.python.failure import Failure
 
+from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.crawl.exceptions import RequestRefused, Unsent
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.meta import PREVIOUS
+from searchcrawl.crawl.pipelines.checksum import versioned
 from searchcrawl.crawl.requests import admission_of, admitted
 from searchcrawl.crawl.signals import url_outcome
-from searchcrawl.crawl.spider import SourceSpider
+from searchcrawl.crawl.spider import SourceSpider, same_readers
 from searchcrawl.rules.lifecycle import Event, Outcome, decide
 from searchcrawl.rules.status_codes import Status
 from tests.components import ledger_of
@@ -287,6 +289,51 @@ def test_a_304_of_an_indexed_document_is_unchanged(crawler_of) -> None:
     )
     assert list(spider.parse(response)) == []
     assert [(o.event, o.status, o.kind) for _url, o in reports.seen] == [(Event.UNCHANGED, Status.UNCHANGED, "not_modified")]
+
+
+RULES = SOURCE + '[access]\nallow = ["group:staff"]\n[[access.rules]]\npaths = ["/hr/"]\nallow = ["group:hr"]\n'
+
+
+def test_a_304_whose_readers_changed_is_an_atomic_update_of_its_access_alone(crawler_of) -> None:
+    """The indexed checksum holds the readers it was indexed for: another access on a 304 gives
+    an item of the access fields alone (its content is not read again); one no rule covers
+    leaves the index (927)."""
+    crawler = crawler_of(RULES)
+    spider = spider_of(crawler)
+    reports = Reports(crawler)
+    content = "c" * 64
+    url = "http://h.test/hr/pay.html"
+    staff = versioned(content, Access.of([Grant("group:staff", "t")]))
+
+    def not_modified(checksum: str, page: str = url) -> list[Any]:
+        previous = {"checksum": checksum, "state": "indexed"}
+        return list(spider.parse(HtmlResponse(page, status=304, body=b"", request=request(page, 1, **{PREVIOUS: previous}))))
+
+    [item] = not_modified(staff)  # indexed for staff, the rules now say hr
+    assert isinstance(item, CrawledDocument) and item.access_update and item.access is not None
+    assert item.fields["checksum"] == versioned(content, item.access) and item.fields["_version_"] == 1
+    assert item.fields["access_allow"] == {"set": ["group:hr"]} and "content" not in item.fields
+    assert reports.seen == []  # its outcome is the cache's
+    hr = item.fields["checksum"]
+    assert not_modified(hr) == [] and reports.seen[-1][1].kind == "not_modified"  # the same readers
+    assert same_readers(spider, request(url), hr) and not same_readers(spider, request(url), staff)
+    assert same_readers(spider, request(url), None)  # nothing indexed to compare with
+
+
+def test_a_304_of_a_document_no_rule_covers_any_more_leaves_the_index(crawler_of) -> None:
+    crawler = crawler_of(SOURCE + '[access]\n[[access.rules]]\npaths = ["/hr/"]\nallow = ["group:hr"]\n')
+    spider = spider_of(crawler)
+    reports = Reports(crawler)
+    url = "http://h.test/other.html"
+    previous = {"checksum": "c" * 64, "state": "indexed"}
+    response = HtmlResponse(url, status=304, body=b"", request=request(url, 1, **{PREVIOUS: previous}))
+    assert list(spider.parse(response)) == []
+    [(seen, outcome)] = reports.seen
+    assert (seen, outcome.event, outcome.status) == (url, Event.GONE, Status.ACCESS_UNREADABLE)
+    assert not same_readers(spider, request(url), "c" * 64)
+    # fetched whole (a 200), the document carries why, and the access pipeline keeps it out
+    [document] = split(list(spider.parse(html(url))))[0]
+    assert document.access is None and "no rule of the source's [access] table covers it" in (document.access_error or "")
 
 
 def test_a_page_beyond_max_parse_bytes_is_cut_and_says_so(crawler_of) -> None:

@@ -73,7 +73,7 @@ def agent_source(project: Project, name: str, repository: Path, agent: str = "Js
     project.source(
         name,
         f'type = "agent"\nagent = "tests.custom_agents.{agent}"\nmax_delete_share = 1.0\n'
-        f'attributes = {{ owner = "owner" }}\n[agent_options]\npath = "{repository}"\n{table}',
+        f'attributes = {{ owner = "owner" }}\n[access]\npublic = true\n[agent_options]\npath = "{repository}"\n{table}',
     )
 
 

@@ -147,7 +147,7 @@ def test_a_start_error_exits_1_and_leaves_the_run_unfinished(offline_project, se
 @pytest.mark.parametrize(
     "table",
     [
-        '[[auth]]\norigins = ["http://127.0.0.1:9"]\ntype = "basic"\nuser = "crawler"\nsecret = "{secret}"\n',
+        '[access]\npublic = true\n[[auth]]\norigins = ["http://127.0.0.1:9"]\ntype = "basic"\nuser = "crawler"\nsecret = "{secret}"\n',
         '[proxy]\nurl = "http://127.0.0.1:9"\nuser = "crawler"\nsecret = "{secret}"\n',
     ],
     ids=["auth", "proxy"],

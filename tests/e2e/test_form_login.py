@@ -167,7 +167,7 @@ def form_source(site: FormSite, other: AuthSite, extra: str = "", concurrency: s
     origin = site.url.rstrip("/")
     return (
         f'seeds = ["{site.url}index.html"]\n{ports}\n{concurrency}{extra}'
-        f'[[auth]]\norigins = ["{origin}"]\ntype = "form"\nuser = "crawler"\nsecret = "INTRANET_SECRET"\n'
+        f'[access]\npublic = true\n[[auth]]\norigins = ["{origin}"]\ntype = "form"\nuser = "crawler"\nsecret = "INTRANET_SECRET"\n'
         f'[auth.form]\nurl = "{origin}/login"\n'
     )
 

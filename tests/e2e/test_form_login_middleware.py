@@ -61,7 +61,7 @@ def crawler_of(tmp_path: Path, site: FormSite, monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setenv("UNIT_FORM_SECRET", PASSWORD)
     origin = site.url.rstrip("/")
     source = (
-        f'seeds = ["{site.url}"]\nobey_robots = false\n[[auth]]\norigins = ["{origin}"]\ntype = "form"\n'
+        f'seeds = ["{site.url}"]\nobey_robots = false\n[access]\npublic = true\n[[auth]]\norigins = ["{origin}"]\ntype = "form"\n'
         f'user = "crawler"\nsecret = "UNIT_FORM_SECRET"\n[auth.form]\nurl = "{origin}/login"\n{form}'
     )
     return source_crawler(tmp_path, source, **{**ENGINE_SETTINGS, **settings})
@@ -361,7 +361,7 @@ def test_any_auth_table_gives_every_origin_its_own_cookie_jar(tmp_path: Path, mo
     monkeypatch.setenv("UNIT_AUTH_SECRET", PASSWORD)
     origin = "http://127.0.0.1:8070"
     user = 'user = "crawler"\n' if kind in ("basic", "digest") else ""
-    source = f'seeds = ["{origin}/"]\n[[auth]]\norigins = ["{origin}"]\ntype = "{kind}"\n{user}secret = "UNIT_AUTH_SECRET"\n'
+    source = f'seeds = ["{origin}/"]\n[access]\npublic = true\n[[auth]]\norigins = ["{origin}"]\ntype = "{kind}"\n{user}secret = "UNIT_AUTH_SECRET"\n'
     middleware = build_from_crawler(FormLoginMiddleware, source_crawler(tmp_path, source))
     requests = [
         Request(f"{origin}/a.html"),

@@ -131,7 +131,7 @@ def scenarios(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenarios]:
 
 
 def source_of(site_url: str, origin: str, user: str = "CORP\\\\crawler") -> str:
-    return f'seeds = ["{site_url}"]\n[[auth]]\norigins = ["{origin}"]\ntype = "ntlm"\nuser = "{user}"\nsecret = "UNIT_SECRET"\n'
+    return f'seeds = ["{site_url}"]\n[access]\npublic = true\n[[auth]]\norigins = ["{origin}"]\ntype = "ntlm"\nuser = "{user}"\nsecret = "UNIT_SECRET"\n'
 
 
 def test_concurrent_requests_share_one_connection_and_one_handshake(tmp_path: Path, ntlm_sites, scenarios: Scenarios) -> None:  # noqa: F811

@@ -643,7 +643,7 @@ def test_only_the_first_500_kib_are_downloaded_and_parsed(tmp_path: Path, monkey
     assert len(first) == MAX_ROBOTS_BYTES and first.endswith(b"\nDisallow: /la") and rest.startswith(b"te/\n")
     server = HugeRobots(size=64 * 1024 * 1024, challenge=digest)  # far more than socket buffers hold
     monkeypatch.setenv("ROBOTS_DIGEST_SECRET", "s3cret-value")
-    auth = f'[[auth]]\norigins = ["{server.url.rstrip("/")}"]\ntype = "digest"\nuser = "u"\nsecret = "ROBOTS_DIGEST_SECRET"\n'
+    auth = f'[access]\npublic = true\n[[auth]]\norigins = ["{server.url.rstrip("/")}"]\ntype = "digest"\nuser = "u"\nsecret = "ROBOTS_DIGEST_SECRET"\n'
     crawler = crawler_of(tmp_path, server.url, keys=auth if digest else "")
 
     async def scenario(middleware: RobotsMiddleware) -> None:

@@ -127,7 +127,7 @@ def sites():
 def auth_source(site: AuthSite, other: AuthSite, table: str, extra: str = "") -> str:
     """A source crawling ``site``, with ``other`` (another port of 127.0.0.1) in its scope."""
     ports = f'ports = {{ "127.0.0.1" = {{ include = [{site.port}, {other.port}] }} }}'
-    return f'seeds = ["{site.url}index.html"]\n{ports}\n{extra}[[auth]]\norigins = ["{site.url.rstrip("/")}"]\n{table}\n'
+    return f'seeds = ["{site.url}index.html"]\n{ports}\n{extra}[access]\npublic = true\n[[auth]]\norigins = ["{site.url.rstrip("/")}"]\n{table}\n'
 
 
 TABLES = {

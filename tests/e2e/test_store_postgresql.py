@@ -21,6 +21,7 @@ from tests.store.test_document_table import (  # noqa: F401 - the tests of a ``b
     test_run_and_frontier_states_are_stored_as_their_values,
 )
 from tests.store.test_migration_0012 import check_a_failure_leaves_0011_and_its_data, check_keeps_every_urls_state
+from tests.store.test_migration_0013 import check_keeps_rows_and_holds_access
 
 
 @pytest.fixture(params=["postgresql"])
@@ -76,3 +77,9 @@ def test_migration_0012_keeps_every_urls_frontier_and_redirect_state_on_postgres
 def test_a_failure_inside_migration_0012_leaves_postgresql_at_0011_with_its_data(schema_url: tuple[Engine, str]) -> None:
     """PostgreSQL's DDL is transactional: the migration's one transaction is rolled back whole."""
     check_a_failure_leaves_0011_and_its_data(*schema_url, "m")
+
+
+def test_migration_0013_keeps_rows_and_holds_a_restricted_documents_checksum_on_postgresql(
+    schema_url: tuple[Engine, str],
+) -> None:
+    check_keeps_rows_and_holds_access(*schema_url, "m")

@@ -4,11 +4,14 @@ treat them as pages.
 
 - 304 when the reference's change token is the document's stored one (``If-None-Match``, sent
   by ConditionalGetMiddleware from the stored ETag): the document is not read at all; a
-  duplicate whose token did not change stays a duplicate of the same original, not read either;
+  duplicate whose token (and readers) did not change stays a duplicate of the same original, not
+  read either;
 - 200 with the reference's content, the document downloaded from its ``location`` (an origin
   in the source's ``fetch_origins``, through Scrapy's downloader), or the content the agent's
   ``fetch`` reads in a worker thread (``Content-Type``; the token as ``ETag``; the modification time as ``Last-Modified``);
 - 404 when the agent says the document is gone;
+- a reference whose access list could not be read (``Reference.access_unreadable``) is refused
+  before anything, status 927: never read, never indexed, not even as public;
 - a document larger than DOWNLOAD_MAXSIZE is not read (status 922), and a repository that cannot
   be read now fails the request (933, counted toward ``max_failures``; the indexed version stays).
 
@@ -37,6 +40,7 @@ from searchcrawl.crawl.exceptions import RequestRefused, not_needed
 from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import AGENT_DOWNLOAD, DONT_REDIRECT, DUPLICATE_OF, HANDLE_HTTPSTATUS_ALL, REFERENCE
 from searchcrawl.crawl.pipelines.changes import duplicate_of
+from searchcrawl.crawl.spider import same_readers
 from searchcrawl.rules.credentials import origin_of
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
@@ -69,6 +73,8 @@ class AgentDownloadHandler(BaseDownloadHandler):
         if key is None:
             raise RequestRefused(Status.EXCLUDED_SCHEME, "not a document of the source's agent")
         data = request.meta.get(REFERENCE) or {}
+        if data.get("access_unreadable"):  # never read, never indexed (not even as public): 927
+            raise RequestRefused(Status.ACCESS_UNREADABLE, str(data["access_unreadable"]), event=Event.GONE)
         headers: dict[str, str] = {}
         token = header_token(data.get("token"))
         if token:
@@ -79,7 +85,9 @@ class AgentDownloadHandler(BaseDownloadHandler):
             logger.debug("Unchanged (same token %s): %s", token, request.url)
             return Response(request.url, status=304, headers=headers, request=request)
         duplicate = request.meta.get(DUPLICATE_OF)
-        if token and duplicate and duplicate[0] == token:  # still a duplicate: not read, not converted
+        checksum = duplicate[2] if duplicate and len(duplicate) > 2 else None  # it holds the readers
+        if token and duplicate and duplicate[0] == token and same_readers(self.crawler.spider, request, checksum):
+            # still a duplicate (its readers too): not read, not converted
             logger.debug("Unchanged duplicate of %s (same token %s): %s", duplicate[1], token, request.url)
             refused = RequestRefused(Status.DUPLICATE, f"duplicate of {duplicate[1]}", event=Event.GONE)
             refused.outcome = replace(duplicate_of(duplicate[1]), fetched=False)

@@ -61,7 +61,8 @@ class ConditionalGetMiddleware:
         if known.state not in IN_INDEX:
             if self.agent and known.duplicate_of:
                 # an agent's duplicate (a file copied, an attachment sent twice): unchanged, it stays one
-                request.meta[DUPLICATE_OF] = (known.etag, known.duplicate_of)
+                # with its checksum: a copy whose readers changed is no longer a copy (crawl/handlers/agent.py)
+                request.meta[DUPLICATE_OF] = (known.etag, known.duplicate_of, known.checksum)
             return
         request.meta[PREVIOUS] = {
             "checksum": known.checksum,

@@ -54,6 +54,7 @@ from searchcrawl.crawl.middlewares.robots import site_of
 from searchcrawl.crawl.requests import Admission, admission_of
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import robots_txt_read, run_started
+from searchcrawl.crawl.spider import same_readers
 from searchcrawl.rules.lifecycle import Event, State
 from searchcrawl.rules.robots_txt import RobotsTxt
 from searchcrawl.rules.sitemap_files import LastmodHints, SitemapTooLarge, read_sitemap, same_site, unchanged_since_fetch
@@ -312,6 +313,8 @@ class SitemapMiddleware:
         if known is None or known.state != State.INDEXED:
             return
         last_fetched = as_utc(known.last_fetched)
+        if not same_readers(self.crawler.spider, request, known.checksum):
+            return  # its readers changed: requested (a 304 updates its access alone)
         if unchanged_since_fetch(lastmod, last_fetched, datetime.now(UTC), self.trust_for):
             assert last_fetched is not None
             raise RequestRefused(

@@ -74,6 +74,8 @@ class AttributesPipeline:
         return cls(source_of(crawler).settings, lambda: stores.converter)
 
     async def process_item(self, item: CrawledDocument) -> CrawledDocument:
+        if item.access_update:  # only its access changed: nothing to extract
+            return item
         settings = self.settings
         basis: str | None = None  # the main text, when the checksum is taken over it
         if item.tree is not None:

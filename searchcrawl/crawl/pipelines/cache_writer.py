@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
+from searchcrawl.access.tokens import Access
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.items import CrawledDocument
@@ -53,6 +55,8 @@ class CachePipeline:
         self.test_mode, self.forced, self.shared = run.test_mode, run.forced, run.shared
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
+        if item.access_update:
+            return self.cache_access_update(item)
         table = self.documents
         display_url = item.fields["display_url"]
         owner = table.display_url_owner(item.source, display_url)
@@ -83,6 +87,7 @@ class CachePipeline:
                     "display_url": display_url,
                     "canonical_url": item.canonical_url,
                     "cached_by": self.cache.id,
+                    "access": access_column(item.access),
                 },
             ),
         )
@@ -96,3 +101,27 @@ class CachePipeline:
         self.stats.inc_value("searchcrawl/cached")
         self.stats.inc_value("searchcrawl/cached_bytes", size)
         return item
+
+    def cache_access_update(self, item: CrawledDocument) -> CrawledDocument:
+        """A document whose access alone changed (a 304: its content not read again): the Solr
+        atomic update of its access fields is cached and pushed as any document is, and its row
+        takes the new checksum and access (the content's columns stay)."""
+        size = 0 if self.test_mode else self.cache.put(item.fields)
+        columns = {
+            **item.record,
+            "checksum": item.fields["checksum"],
+            "cached_by": self.cache.id,
+            "access": access_column(item.access),
+        }
+        outcome = Outcome(Event.CACHED, 200, "its access changed (content not modified)", item.depth, columns=columns)
+        self.crawler.signals.send_catch_log(url_outcome, url=item.url, outcome=outcome)
+        self.stats.inc_value("searchcrawl/cached")
+        self.stats.inc_value("searchcrawl/cached_bytes", size)
+        self.stats.inc_value("searchcrawl/access_updates")
+        return item
+
+
+def access_column(access: Access | None) -> str | None:
+    """The document table's ``access`` column: ``Access.to_data`` as JSON, origins included
+    (what `scrapy explain-access` shows)."""
+    return None if access is None else json.dumps(access.to_data(), ensure_ascii=False, separators=(",", ":"))

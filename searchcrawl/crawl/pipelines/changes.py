@@ -1,7 +1,8 @@
 """Change detection and duplicates: what reaches the cache is new or changed, and indexed once.
 
 - A document in the index is compared with what was indexed on the source's ``modified_when``
-  signals (Last-Modified, ETag, checksum; any differs: changed). Unchanged: no cache write, no
+  signals (Last-Modified, ETag, checksum; any differs: changed); the checksum holds who may read
+  it (pipelines/checksum.py), so a change of access alone is a change whatever the signals. Unchanged: no cache write, no
   Solr update, its Solr ``_version_`` does not move; only the fetch's validators (ETag, an
   agent's change token; Last-Modified) are kept, so that the next crawl's conditional GET gets
   its 304. A forced recrawl re-indexes everything.
@@ -22,6 +23,7 @@ from searchcrawl.config.source import SourceSettings
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.pipelines.checksum import ACCESS_PART
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_started, url_outcome
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
@@ -35,6 +37,12 @@ logger = logging.getLogger(__name__)
 # as the ETag): kept with an unchanged document too, so that a new token or date over the same
 # content (a file touched, a restore that reset every time stamp) costs one read, not one a crawl
 VALIDATORS = ("etag", "last_modified")
+
+
+def access_changed(indexed: str | None, checksum: str) -> bool:
+    """Whether the access part of two checksums differs (pipelines/checksum.py): whatever the
+    source's ``modified_when`` signals, a change of readers is a change."""
+    return indexed is not None and indexed.partition(ACCESS_PART)[2] != checksum.partition(ACCESS_PART)[2]
 
 
 def duplicate_of(
@@ -71,6 +79,8 @@ class ChangePipeline:
         self.forced = run.forced
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
+        if item.access_update:  # the spider compared its access already (a 304: no content)
+            return item
         table = self.documents
         checksum = item.fields["checksum"]
         previous = item.previous
@@ -82,6 +92,8 @@ class ChangePipeline:
                 checksum,
                 self.settings.modified_when,
             )
+            if not changed and access_changed(previous.get("checksum"), checksum):
+                changed, why = True, "who may read it"
             if not changed:
                 validators = {name: item.record[name] for name in VALIDATORS if name in item.record}
                 raise NotIndexed(

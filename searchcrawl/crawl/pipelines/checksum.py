@@ -1,21 +1,63 @@
-"""SHA-256 of the extracted text: what change detection and duplicate detection compare."""
+"""What change detection and duplicate detection compare: SHA-256 of the extracted text, and who
+may read it.
+
+The checksum of a public document is its content's alone (as before access existed); a
+restricted document's is ``<content>+<access digest>`` (``versioned``), so that a change of
+readers alone is a change (re-indexed, ``changed`` in the delta report), and two copies with
+different readers are not duplicates. The content part is kept whole in it: a 304 whose access
+changed gives the new checksum without reading the content again (``content_of``).
+"""
 
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
+from searchcrawl.access.tokens import Access
+from searchcrawl.content.extract import solr_id
 from searchcrawl.crawl.items import CrawledDocument
+
+ACCESS_PART = "+"
 
 
 def text_checksum(text: str | bytes) -> str:
     return hashlib.sha256(text.encode("utf-8") if isinstance(text, str) else text).hexdigest()
 
 
+def versioned(content: str, access: Access | None) -> str:
+    """The checksum of a content with ``access`` (see the module's docstring)."""
+    if access is None or access.is_public:
+        return content
+    return f"{content}{ACCESS_PART}{access.digest()}"
+
+
+def content_of(checksum: str) -> str:
+    """The content part of a (versioned) checksum."""
+    return checksum.split(ACCESS_PART, 1)[0]
+
+
 class ChecksumPipeline:
     """Over the extracted text by default; over the main text (a changed footer date does not
-    re-index a page) or the raw bytes, as the source's ``checksum_of`` says."""
+    re-index a page) or the raw bytes, as the source's ``checksum_of`` says; with the access, whose
+    Solr fields it adds."""
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
-        item.fields["checksum"] = text_checksum(item.checksum_basis or item.fields.get("content", ""))
+        if item.access_update:
+            return item
+        content = text_checksum(item.checksum_basis or item.fields.get("content", ""))
+        item.fields["checksum"] = versioned(content, item.access)
+        if item.access is not None:
+            item.fields.update(item.access.fields())
         item.checksum_basis = ""
         return item
+
+
+def access_update(source: str, url: str, checksum: str, access: Access) -> dict[str, Any]:
+    """The Solr atomic update of a document whose access alone changed: its access fields and
+    checksum, nothing else (its content is not read again). ``_version_`` 1: Solr applies it only
+    to a document it holds, and refuses it (409, the document refused: status 924) instead of
+    creating a document of these fields alone."""
+    document: dict[str, Any] = {"id": solr_id(source, url), "url": url, "checksum": checksum}
+    document.update({name: {"set": values} for name, values in access.fields().items()})
+    document["_version_"] = 1
+    return document

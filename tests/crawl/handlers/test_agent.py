@@ -20,9 +20,11 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.misc import build_from_crawler
 
+from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.handlers.agent import AgentDownloadHandler
 from searchcrawl.crawl.meta import DUPLICATE_OF, REFERENCE
+from searchcrawl.crawl.pipelines.checksum import versioned
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
 from tests.components import close_stores, source_crawler
@@ -51,6 +53,7 @@ def handler(tmp_path: Path, repository: Path) -> Any:
         'fetch_origins = ["https://files.test"]\n'
         f"[agent_options]\npath = {json.dumps(str(repository))}\ninline = false\n"
         f"failing_keys = {json.dumps(str(repository) + '.failing')}\n"
+        "[access]\npublic = true\n"
     )
     crawler = source_crawler(tmp_path, source, name=NAME, DOWNLOAD_MAXSIZE=1000)
     spider = crawler.spider = crawler.spidercls.from_crawler(crawler)  # what Crawler.crawl() does first: it makes the agent
@@ -104,6 +107,26 @@ def test_an_unchanged_duplicate_stays_a_duplicate_of_the_same_original_unread(ha
     assert fetched(repository) == []
     # its token changed: read again (it may differ from the original now)
     assert answer(handler, "a", **{REFERENCE: {"token": "3"}, DUPLICATE_OF: ["2", original]}).status == 200
+
+
+def test_a_duplicate_whose_readers_changed_is_read_again(handler, repository: Path) -> None:
+    """Its checksum holds who could read it (crawl/pipelines/checksum.py): the same token with
+    other readers is no longer a copy of the original, and is read to be judged again."""
+    original = f"repo://{NAME}/b"
+    restricted = versioned("0" * 64, Access.of([Grant("group:hr", "test")]))
+    given = {"token": "3", "access": Access.of([Grant("group:hr", "test")]).to_data()}
+    refused = refusal(handler, f"repo://{NAME}/a", **{REFERENCE: given, DUPLICATE_OF: ["3", original, restricted]})
+    assert refused.status == Status.DUPLICATE and fetched(repository) == []
+    # the source's [access] (public) now: other readers
+    assert answer(handler, "a", None, **{REFERENCE: {"token": "3"}, DUPLICATE_OF: ["3", original, restricted]}).status == 200
+    assert fetched(repository) == ["a"]
+
+
+def test_a_reference_whose_access_cannot_be_read_is_refused_unread_927(handler, repository: Path) -> None:
+    reference = {"token": "3", "access_unreadable": "the ACL of /a cannot be read: [Errno 5] Input/output error"}
+    refused = refusal(handler, f"repo://{NAME}/a", **{REFERENCE: reference})
+    assert refused.status == Status.ACCESS_UNREADABLE and refused.outcome.event == Event.GONE
+    assert "cannot be read" in refused.reason and fetched(repository) == []
 
 
 def test_a_document_gone_from_the_repository_is_a_404(handler) -> None:

@@ -28,7 +28,7 @@ def build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str = "basic") 
         if kind in ("basic", "digest", "ntlm")
         else f'type = "{kind}"\nsecret = "UNIT_SECRET"'
     )
-    source = f'seeds = ["{SITE}/"]\n[[auth]]\norigins = ["{SITE}"]\n{table}\n'
+    source = f'seeds = ["{SITE}/"]\n[access]\npublic = true\n[[auth]]\norigins = ["{SITE}"]\n{table}\n'
     return build_from_crawler(SiteAuthMiddleware, source_crawler(tmp_path, source))
 
 
@@ -179,7 +179,9 @@ def test_ntlm_adds_nothing_and_a_401_through_the_handler_is_refused(
 
 def test_a_secret_that_is_not_set_stops_the_crawl_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("UNIT_SECRET", raising=False)
-    source = f'seeds = ["{SITE}/"]\n[[auth]]\norigins = ["{SITE}"]\ntype = "bearer"\nsecret = "UNIT_SECRET"\n'
+    source = (
+        f'seeds = ["{SITE}/"]\n[access]\npublic = true\n[[auth]]\norigins = ["{SITE}"]\ntype = "bearer"\nsecret = "UNIT_SECRET"\n'
+    )
     with pytest.raises(SiteAuthError, match="UNIT_SECRET"):
         build_from_crawler(SiteAuthMiddleware, source_crawler(tmp_path, source))
 

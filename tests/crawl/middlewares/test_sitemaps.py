@@ -19,9 +19,11 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.utils.misc import build_from_crawler
 
+from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.meta import KNOWN
 from searchcrawl.crawl.middlewares.sitemaps import SitemapMiddleware
+from searchcrawl.crawl.pipelines.checksum import versioned
 from searchcrawl.crawl.run import Run
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.robots_txt import RobotsTxt
@@ -89,6 +91,26 @@ def test_no_sparing_when_told_not_to_trust_lastmod_or_when_orphans_need_every_pa
     middleware.hints.add(f"{SITE}/old.html", FETCHED - timedelta(days=3))
     middleware.run = replace(MAINTENANCE, forced=True)
     middleware.refuse_if_unchanged(known(f"{SITE}/old.html"))
+
+
+def test_a_page_whose_readers_changed_is_requested_whatever_its_lastmod(crawler_of: CrawlerOf) -> None:
+    """Its indexed checksum holds the readers it was indexed for (crawl/pipelines/checksum.py):
+    when the source's [access] rules now say others, it is requested (a 304 updates its access)."""
+    crawler = crawler_of(f'seeds = ["{SITE}/"]\n[access]\nallow = ["group:staff"]\n')
+    crawler.spider = crawler.spidercls.from_crawler(crawler)
+    middleware = build_from_crawler(SitemapMiddleware, crawler)
+    middleware.run = MAINTENANCE
+    middleware.hints.add(f"{SITE}/old.html", FETCHED - timedelta(days=3))
+    content = "c" * 64
+    staff, hr = (versioned(content, Access.of([Grant(token, "t")])) for token in ("group:staff", "group:hr"))
+
+    def request(checksum: str) -> Request:
+        return Request(f"{SITE}/old.html", meta={KNOWN: Known("indexed", checksum=checksum, last_fetched=FETCHED)})
+
+    with pytest.raises(RequestRefused):
+        middleware.refuse_if_unchanged(request(staff))  # the same readers: spared
+    middleware.refuse_if_unchanged(request(hr))  # indexed for hr, the source says staff: requested
+    middleware.refuse_if_unchanged(request(content))  # indexed as public: requested
 
 
 class SitemapServer:

@@ -14,10 +14,12 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.utils.misc import build_from_crawler
 
+from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.pipelines.changes import ChangePipeline
+from searchcrawl.crawl.pipelines.checksum import versioned
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
@@ -105,6 +107,26 @@ def test_an_unchanged_document_keeps_its_new_validators_for_the_next_conditional
         later,
     )
     assert row["checksum"] == "c1"  # what Solr holds: the indexed content's
+
+
+def test_a_change_of_readers_alone_is_a_change_whatever_the_signals(crawler_of) -> None:
+    """The checksum holds who may read the document (crawl/pipelines/checksum.py): another access
+    over the same text and date goes on to the cache, even when only the date is compared."""
+    crawler = crawler_of(SOURCE + 'modified_when = ["date"]\n')
+    pipeline = build_from_crawler(ChangePipeline, crawler)
+    content = "c" * 64
+    hr = versioned(content, Access.of([Grant("group:hr", "t")]))
+    previous = {"checksum": content, "last_modified": DATE, "etag": None, "state": "indexed"}
+    document = item("http://h.test/a.html", hr, previous, last_modified=DATE)
+    assert pipeline.process_item(document) is document  # public before, restricted now
+    previous = {**previous, "checksum": hr}
+    with pytest.raises(NotIndexed):  # the same readers, the same date: unchanged
+        pipeline.process_item(item("http://h.test/a.html", hr, previous, last_modified=DATE))
+    board = versioned(content, Access.of([Grant("group:board", "t")]))
+    document = item("http://h.test/a.html", board, previous, last_modified=DATE)
+    assert pipeline.process_item(document) is document
+    document = item("http://h.test/a.html", content, previous, last_modified=DATE)
+    assert pipeline.process_item(document) is document  # public again
 
 
 def test_any_signal_that_differs_is_a_change(crawler_of) -> None:

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from scrapy.utils.misc import build_from_crawler
 
+from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.crawl.items import CrawledDocument
-from searchcrawl.crawl.pipelines.checksum import ChecksumPipeline
+from searchcrawl.crawl.pipelines.checksum import ChecksumPipeline, access_update, content_of, versioned
 from tests.components import close_stores, source_crawler
 
 
@@ -50,3 +51,28 @@ def test_without_a_basis_the_content_or_nothing(pipeline: ChecksumPipeline) -> N
 def test_same_basis_same_checksum_different_basis_different(pipeline: ChecksumPipeline) -> None:
     first, again, changed = (pipeline.process_item(item(text)).fields["checksum"] for text in ("a\nb", "a\nb", "a\nc"))
     assert first == again != changed
+
+
+def test_a_restricted_documents_checksum_holds_its_readers_and_its_fields_are_added(pipeline) -> None:
+    public = pipeline.process_item(item("same text"))
+    content = public.fields["checksum"]
+    assert content == sha256(b"same text") and "access_allow" not in public.fields  # no access: as before
+    opened = item("same text")
+    opened.access = Access.public("test")
+    assert pipeline.process_item(opened).fields["checksum"] == content  # public: the content's alone
+    assert opened.fields["access_allow"] == ["public"] and opened.fields["access_deny"] == []
+    hr, board = item("same text"), item("same text")
+    hr.access, board.access = Access.of([Grant("group:hr", "t")]), Access.of([Grant("group:board", "t")])
+    first, second = pipeline.process_item(hr).fields["checksum"], pipeline.process_item(board).fields["checksum"]
+    assert first != second  # other readers: not duplicates, and a change
+    assert content_of(first) == content_of(second) == content and first == versioned(content, hr.access)
+    assert hr.fields["access_allow"] == ["group:hr"] and hr.fields["access_allow_1"] == ["public"]
+
+
+def test_an_access_update_is_an_atomic_update_solr_applies_only_to_a_document_it_holds() -> None:
+    access = Access.of([Grant("group:hr", "t")], [Grant("user:intern", "t")])
+    update = access_update("unit", "http://h.test/a.html", "c+d", access)
+    assert next(iter(update)) == "id" and update["id"] == "unit!http://h.test/a.html"
+    assert update["access_allow"] == {"set": ["group:hr"]} and update["access_deny"] == {"set": ["user:intern"]}
+    assert update["access_allow_3"] == {"set": ["public"]} and update["checksum"] == "c+d" and update["_version_"] == 1
+    assert set(update) == {"id", "url", "checksum", "_version_", *access.fields()}  # nothing of its content

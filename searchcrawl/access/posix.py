@@ -1,0 +1,117 @@
+"""Who may read a file, from its POSIX permissions and access ACL, as tokens.
+
+POSIX checks a reader against one class of entries, in this order: the owner (``user::``), a
+named user (``user:N:``), every group entry of the reader's groups (the owning group ``group::``
+and named groups ``group:G:``; granted when one of them grants), else ``other::``. Named users
+and all group entries are limited by the ACL's mask; the owner and ``other`` are not. A file's
+read permission (``r``) becomes, with uid and gid numbers (``uid:N``, ``gid:G``):
+
+- the owner with ``r``: allow ``uid:<owner>``; without: deny ``uid:<owner>`` (POSIX refuses the
+  owner even when a group or ``other`` would grant);
+- a named user with ``r`` (under the mask): allow ``uid:N``; without: deny ``uid:N``;
+- a group entry with ``r`` (under the mask): allow ``gid:G``; without it while ``other`` has
+  ``r``: deny ``gid:G`` (POSIX refuses its members what ``other`` gives). The one conservative
+  corner: a deny token refuses every member, so a reader in a granting and a non-granting group
+  (or the owner, or a named user, in a non-granting group) is refused what POSIX would grant;
+- ``other`` with ``r``: allow ``public``.
+
+A folder is the same with the search permission (``x``): every folder from the source's root
+down to the file's own folder must be traversable by the reader, so each is a level of the
+document (``Access.within``; an open folder adds nothing). Default ACLs (what new files inherit)
+say nothing of who may read what exists, and are ignored. An ACL that cannot be read raises
+AccessUnreadable: the document is not indexed (status 927), never indexed as public.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+
+import posix1e  # type: ignore[import-not-found]  # pylibacl ships no stubs
+
+from searchcrawl.access.tokens import PUBLIC, Access, AccessUnreadable, Grant, Level
+
+READ, SEARCH = "r", "x"
+_BITS = {READ: (posix1e.ACL_READ, stat.S_IROTH), SEARCH: (posix1e.ACL_EXECUTE, stat.S_IXOTH)}
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What one file or folder lets through for one permission: allow and deny grants."""
+
+    allow: tuple[Grant, ...]
+    deny: tuple[Grant, ...]
+
+
+def read_acl(path: str | int) -> posix1e.ACL:
+    """The access ACL of ``path`` (a path, or an open descriptor): the permission bits as an ACL
+    when it has no extended one. The seam the tests use to make an ACL unreadable."""
+    if isinstance(path, int):
+        return posix1e.ACL(fd=path)
+    return posix1e.ACL(file=path)
+
+
+def gate(path: str | int, info: os.stat_result, permission: str, shown: str) -> Gate:
+    """Who ``permission`` (READ or SEARCH) lets through ``path``, whose ``stat`` is ``info``
+    (``shown``: its name in the grants' origins). AccessUnreadable when its ACL cannot be read."""
+    try:
+        acl = read_acl(path)
+        entries = [(entry.tag_type, _qualifier(entry), _has(entry.permset, permission)) for entry in acl]
+    except (OSError, ValueError, TypeError) as exc:
+        raise AccessUnreadable(f"the ACL of {shown} cannot be read: {exc}") from None
+    return gate_of(entries, info.st_uid, info.st_gid, permission, shown)
+
+
+def gate_of(entries: list[tuple[int, int | None, bool]], owner: int, group: int, permission: str, shown: str) -> Gate:
+    """The Gate of an ACL's entries (tag, qualifier, whether the entry has ``permission``), as
+    the module's docstring says."""
+    masked = all(has for tag, _q, has in entries if tag == posix1e.ACL_MASK)
+    other = any(has for tag, _q, has in entries if tag == posix1e.ACL_OTHER)
+    allow: list[Grant] = []
+    deny: list[Grant] = []
+    where = f"POSIX ACL of {shown}"
+    for tag, qualifier, has in entries:
+        if tag == posix1e.ACL_USER_OBJ:
+            (allow if has else deny).append(Grant(f"uid:{owner}", f"{where}: owner (uid {owner}) {_mode(has, permission)}"))
+        elif tag == posix1e.ACL_USER and qualifier != owner:  # the owner's own entry wins over a named one
+            granted = has and masked
+            entry = f"{where}: user:{qualifier} {_mode(granted, permission)}{'' if masked or not has else ' (masked)'}"
+            (allow if granted else deny).append(Grant(f"uid:{qualifier}", entry))
+        elif tag in (posix1e.ACL_GROUP_OBJ, posix1e.ACL_GROUP):
+            gid = group if tag == posix1e.ACL_GROUP_OBJ else qualifier
+            granted = has and masked
+            name = f"owning group (gid {gid})" if tag == posix1e.ACL_GROUP_OBJ else f"group:{gid}"
+            entry = f"{where}: {name} {_mode(granted, permission)}{'' if masked or not has else ' (masked)'}"
+            if granted:
+                allow.append(Grant(f"gid:{gid}", entry))
+            elif other:  # its members are refused what other gives
+                deny.append(Grant(f"gid:{gid}", entry))
+    if other:
+        allow.append(Grant(PUBLIC, f"{where}: other {permission}"))
+    return Gate(tuple(allow), tuple(deny))
+
+
+def file_access(path: str, info: os.stat_result, shown: str) -> Access:
+    """A file's own level (read permission), with its deny tokens."""
+    own = gate(path, info, READ, shown)
+    return Access.of(own.allow, own.deny, name=f"file {shown}")
+
+
+def within_folder(access: Access, folder: Gate, shown: str) -> Access:
+    """``access`` behind a folder (its search permission: ``gate(..., SEARCH, ...)``)."""
+    return access.within(Level(f"folder {shown}", folder.allow), folder.deny)
+
+
+def _has(permset: posix1e.Permset, permission: str) -> bool:
+    return bool(permset.test(_BITS[permission][0]))
+
+
+def _qualifier(entry: posix1e.Entry) -> int | None:
+    if entry.tag_type in (posix1e.ACL_USER, posix1e.ACL_GROUP):
+        return int(entry.qualifier)
+    return None
+
+
+def _mode(has: bool, permission: str) -> str:
+    return permission if has else f"no {permission}"

@@ -1,0 +1,244 @@
+"""Who may read each document, through real crawls into the real Solr (issue 55).
+
+A files source: a file only a group may read gets gid tokens, a folder 750 adds a level, a
+``setfacl`` between two crawls re-indexes the file's access fields without reading it again (its
+content changed on disk with the same size and time: Solr still holds the old text, its
+``_version_`` moved, the delta says changed), and an ACL that cannot be read gives 927 and takes
+the document out of the index. A web site behind basic credentials, whose documents' access comes
+from the source's [access] rules: a rule changed between two crawls re-indexes the pages it covers
+on the site's 304s, and a page no rule covers is never indexed (927).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from searchcrawl.access.tokens import Access
+from tests.conftest import Project, run_scrapy, solr_docs
+
+PASSWORD = "pw-access-Zq81"  # noqa: S105 - the test's own secret
+
+
+def crawl(project: Project, name: str, **env: str) -> dict[str, list[str]]:
+    result = run_scrapy(["crawl", name], project.env(**env))
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = project.scrapy("report", name, "--json")
+    urls: dict[str, list[str]] = json.loads(report.stdout)["urls"]
+    return urls
+
+
+def by_url(solr, name: str) -> dict[str, dict]:
+    return {doc["url"]: doc for doc in solr_docs(solr, name)}
+
+
+def chowned(path: Path, mode: int, uid: int, gid: int) -> Path:
+    os.chown(path, uid, gid)
+    os.chmod(path, mode)
+    return path
+
+
+def test_a_file_share_carries_its_posix_access_and_follows_its_changes(project: Project, solr, tmp_path: Path) -> None:
+    root = tmp_path / "share"
+    root.mkdir()
+    chowned(root, 0o755, 0, 0)
+    (root / "team").mkdir()
+    (root / "hr").mkdir()
+    chowned(root / "team", 0o755, 0, 0)
+    chowned(root / "hr", 0o750, 0, 2002)  # root and group 2002 may pass: one more level
+    (root / "open.txt").write_text("a memo everyone may read")
+    (root / "team" / "finance.txt").write_text("the finance forecast, old text")
+    (root / "hr" / "pay.txt").write_text("the salary scale")
+    (root / "gone.txt").write_text("a file whose ACL will not read")
+    chowned(root / "open.txt", 0o644, 1001, 2001)
+    chowned(root / "team" / "finance.txt", 0o040, 1001, 2001)  # its group only: the owner is refused
+    chowned(root / "hr" / "pay.txt", 0o644, 1001, 2001)
+    chowned(root / "gone.txt", 0o644, 1001, 2001)
+    name = "share-access"
+    project.source(
+        name,
+        f'type = "agent"\nagent = "tests.custom_agents.BrokenAclFilesAgent"\nmax_delete_share = 1.0\n'
+        f'[agent_options]\nroots = ["{root}"]\nexclude = ["*.broken-acl"]\n',
+    )
+    url = {path: (root / path).as_uri() for path in ("open.txt", "team/finance.txt", "hr/pay.txt", "gone.txt")}
+
+    report = crawl(project, name)
+    assert sorted(report["new"]) == sorted(url.values())
+    docs = by_url(solr, name)
+    opened, finance, pay = docs[url["open.txt"]], docs[url["team/finance.txt"]], docs[url["hr/pay.txt"]]
+    assert opened["access_allow"] == ["gid:2001", "public", "uid:1001"] and "access_deny" not in opened
+    assert finance["access_allow"] == ["gid:2001"] and finance["access_deny"] == ["uid:1001"]
+    assert finance["access_allow_1"] == finance["access_allow_2"] == finance["access_allow_3"] == ["public"]
+    assert pay["access_allow"] == ["gid:2001", "public", "uid:1001"] and pay["access_allow_1"] == ["gid:2002", "uid:0"]
+    assert pay["access_allow_2"] == ["public"]
+    # the document table keeps the access with where each token came from
+    row = project.table().get(name, url["team/finance.txt"])
+    assert row is not None
+    access = Access.from_data(json.loads(row["access"]))
+    assert [grant.origin for grant in access.levels[0].allow] == [
+        f"POSIX ACL of {root / 'team' / 'finance.txt'}: owning group (gid 2001) r"
+    ]
+
+    # The ACL changes, and so does the content, on disk, with the same size and modification
+    # time: the listing's token is the same, so the file is not read again; its access is.
+    stat = (root / "team" / "finance.txt").stat()
+    (root / "team" / "finance.txt").write_text("the finance forecast, NEW text")
+    os.utime(root / "team" / "finance.txt", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    subprocess.run(["setfacl", "-m", "g:3000:r", str(root / "team" / "finance.txt")], check=True)
+    (root / "gone.txt.broken-acl").write_text("")
+    report = crawl(project, name)
+    assert report["changed"] == [url["team/finance.txt"]], report
+    assert sorted(report["not_modified"]) == sorted([url["open.txt"], url["hr/pay.txt"]]), report
+    assert report["deleted"] == [url["gone.txt"]], report
+    now = by_url(solr, name)
+    assert url["gone.txt"] not in now  # its ACL cannot be read: out of the index, never public
+    updated = now[url["team/finance.txt"]]
+    assert updated["access_allow"] == ["gid:2001", "gid:3000"] and updated["access_deny"] == ["uid:1001"]
+    assert updated["_version_"] != finance["_version_"]
+    assert updated["content"] == finance["content"] and "old text" in updated["content"]  # not read again
+    assert updated["title"] == finance["title"] and updated["size_l"] == finance["size_l"]
+    assert now[url["open.txt"]]["_version_"] == opened["_version_"]
+    assert now[url["hr/pay.txt"]]["_version_"] == pay["_version_"]
+    gone = project.table().get(name, url["gone.txt"])
+    assert gone is not None and gone["status"] == 927 and "cannot be read" in gone["reason"]
+    # the text is still found, under the new access only
+    assert [doc["url"] for doc in solr.search('content:"old text"', fq=f'source:"{name}" AND access_allow:"gid:3000"')] == [
+        url["team/finance.txt"]
+    ]
+
+    # nothing changed since: all answered not modified, nothing pushed
+    report = crawl(project, name)
+    assert not report["changed"] and not report["new"] and url["team/finance.txt"] in report["not_modified"], report
+    assert by_url(solr, name)[url["team/finance.txt"]]["_version_"] == updated["_version_"]
+
+
+class ConditionalSite:
+    """A site on 127.0.0.1 behind basic credentials whose pages have ETags and answer a matching
+    If-None-Match with 304; ``served`` logs (path, status) of every answer."""
+
+    def __init__(self, pages: dict[str, str]) -> None:
+        self.pages = pages
+        self.served: list[tuple[str, int]] = []
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                expected = "Basic " + base64.b64encode(f"crawler:{PASSWORD}".encode()).decode()
+                body = site.pages.get(self.path)
+                etag = f'"{abs(hash(body))}"'
+                if self.headers.get("Authorization") != expected:
+                    status, body = 401, "log in"
+                elif body is None:
+                    status, body = 404, ""
+                elif self.headers.get("If-None-Match") == etag:
+                    status, body = 304, ""
+                else:
+                    status = 200
+                site.served.append((self.path, status))
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html")
+                if status in (200, 304):
+                    self.send_header("ETag", etag)
+                if status == 401:
+                    self.send_header("WWW-Authenticate", 'Basic realm="intranet"')
+                if status != 304:
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if status != 304:
+                    self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def page(title: str, links: str = "") -> str:
+    return f"<html><head><title>{title}</title></head><body><p>The text of {title}.</p>{links}</body></html>"
+
+
+@pytest.fixture
+def site():
+    links = '<a href="/hr/pay.html">pay</a> <a href="/board/q1.html">q1</a> <a href="/misc.html">misc</a>'
+    started = ConditionalSite(
+        {
+            "/index.html": page("Home", links),
+            "/hr/pay.html": page("Pay scale"),
+            "/board/q1.html": page("Board minutes"),
+            "/misc.html": page("Misc"),
+        }
+    )
+    yield started
+    started.stop()
+
+
+def web_source(site: ConditionalSite, access: str) -> str:
+    return (
+        f'seeds = ["{site.url}index.html"]\nobey_robots = false\nmax_delete_share = 1.0\n'
+        f'[[auth]]\norigins = ["{site.url.rstrip("/")}"]\ntype = "basic"\nuser = "crawler"\nsecret = "ACCESS_SECRET"\n'
+        f"{access}"
+    )
+
+
+def test_a_site_behind_credentials_gets_its_access_from_the_sources_rules(project: Project, solr, site) -> None:
+    name = f"intranet-{uuid.uuid4().hex[:6]}"
+    rules = '[[access.rules]]\npaths = ["/hr/"]\nallow = ["group:hr"]\n[[access.rules]]\npatterns = ["/board/"]\n'
+    project.source(name, web_source(site, f'[access]\nallow = ["group:staff"]\n{rules}allow = ["group:board"]\n'))
+    url = {path: f"{site.url}{path}" for path in ("index.html", "hr/pay.html", "board/q1.html", "misc.html")}
+    report = crawl(project, name, ACCESS_SECRET=PASSWORD)
+    assert sorted(report["new"]) == sorted(url.values())
+    docs = by_url(solr, name)
+    assert {path: docs[link]["access_allow"] for path, link in url.items()} == {
+        "index.html": ["group:staff"],
+        "hr/pay.html": ["group:hr"],
+        "board/q1.html": ["group:board"],
+        "misc.html": ["group:staff"],
+    }
+    assert all(doc["access_allow_1"] == ["public"] and "access_deny" not in doc for doc in docs.values())
+
+    # the board's rule changes: its page is re-indexed on the site's 304, its content not sent again
+    site.served.clear()
+    changed = rules + 'allow = ["group:board", "user:ceo"]\ndeny = ["user:intern"]\n'
+    project.source(name, web_source(site, f'[access]\nallow = ["group:staff"]\n{changed}'))
+    report = crawl(project, name, ACCESS_SECRET=PASSWORD)
+    assert report["changed"] == [url["board/q1.html"]], report
+    assert sorted(report["not_modified"]) == sorted(link for path, link in url.items() if path != "board/q1.html")
+    assert ("/board/q1.html", 304) in site.served and not [s for s in site.served if s[1] == 200], site.served
+    now = by_url(solr, name)
+    board = now[url["board/q1.html"]]
+    assert board["access_allow"] == ["group:board", "user:ceo"] and board["access_deny"] == ["user:intern"]
+    assert board["_version_"] != docs[url["board/q1.html"]]["_version_"]
+    assert board["content"] == docs[url["board/q1.html"]]["content"] and board["title"] == "Board minutes"
+    assert now[url["hr/pay.html"]]["_version_"] == docs[url["hr/pay.html"]]["_version_"]
+
+    # no source-wide allow any more: the pages no rule covers leave the index (927), on 304s too
+    project.source(name, web_source(site, f"[access]\n{changed}"))
+    report = crawl(project, name, ACCESS_SECRET=PASSWORD)
+    assert sorted(report["deleted"]) == sorted([url["index.html"], url["misc.html"]]), json.dumps(report)
+    assert sorted(by_url(solr, name)) == sorted([url["hr/pay.html"], url["board/q1.html"]])
+    row = project.table().get(name, url["misc.html"])
+    assert row is not None and row["status"] == 927 and "no rule of the source's [access] table covers it" in row["reason"]
+
+
+def test_a_site_behind_credentials_without_access_refuses_to_start(project: Project, site) -> None:
+    name = f"noaccess-{uuid.uuid4().hex[:6]}"
+    project.source(name, web_source(site, ""))
+    result = project.scrapy("crawl", name, ACCESS_SECRET=PASSWORD)
+    assert result.returncode != 0
+    assert "[[auth]] fetches its documents with credentials, so they are not public: add an [access] table" in result.stderr
+    assert not site.served  # nothing was fetched
