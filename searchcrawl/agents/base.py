@@ -73,8 +73,15 @@ class Reference:
     ``location`` an http(s) URL the crawl downloads it from instead (a document management
     system's download link: its origin must be in the source's ``fetch_origins``); with neither,
     the crawl calls ``fetch(key)``. ``parent``: the key of the document this one belongs to (a
-    message's attachment). ``access``: who may read it (an agent with ``gives_access``); None:
-    the source's ``[access]`` table says.
+    message's attachment).
+
+    ``access``: who may read it (an agent with ``gives_access``): ``Access.of`` its readers, each
+    ``Grant.of(token, origin)`` (``user:alice``, ``group:<DN or name>``, ``uid:1001``,
+    ``gid:2001``, ``public``; the origin says where the agent found it, for `scrapy
+    explain-access`), and the tokens it denies. None: the source's ``[access]`` table says
+    (without one, the document is not indexed). A reader that is not a token raises
+    ``AccessError``: never drop it and index the rest (a dropped deny would show what it hides).
+    ``access_unreadable``: why its readers could not be read (status 927, never indexed as public).
     """
 
     key: str
@@ -104,7 +111,8 @@ class Agent(ABC):
     scheme: ClassVar[str] = "agent"  # the scheme of its documents' URLs (agent://source/key)
     incremental: bool = False  # honours ``since`` and answers ``gone`` (a class's, or an instance's own)
     # its references carry who may read each document (``Reference.access``): the files agent's
-    # POSIX ACLs, a database's or a mailbox's own; an agent that gives none needs the source's [access]
+    # POSIX ACLs; an agent whose options decide (a database's access_column, a mailbox's readers)
+    # says so with a ``gives_access`` property of its Options. One that gives none needs [access]
     gives_access: ClassVar[bool] = False
     Options: ClassVar[type[BaseModel]] = NoOptions
 

@@ -45,7 +45,7 @@ SQL's (``COALESCE(readers, 'group:staff')``). A row with denied tokens and no re
 nobody. Fail closed: a row with a value that is not a token
 (``bob``, ``-user:bob``: deny tokens have their own column or kind), a kind neither allow nor deny,
 or a batch whose access query fails, gets an access that allows nobody and says why
-(``grants.unreadable``); one WARNING a listing counts those rows, one INFO line those without
+(``Reference.access_unreadable``: not indexed, status 927); one WARNING a listing counts those rows, one INFO line those without
 readers.
 A row's token covers its readers: the column's are among its values, the access query's are
 hashed into it. An incremental listing (``modified_column``) sees a change of the access query's
@@ -437,7 +437,7 @@ class AccessSeen:
             logger.debug("%s: no reader named: the source's [access] says", row_name(key))
         elif why is not None:
             self.unreadable += 1
-            logger.debug("%s: access unreadable, shown to no one: %s", row_name(key), why)
+            logger.debug("%s: access unreadable, not indexed: %s", row_name(key), why)
         elif not access.levels[0].allow:
             logger.debug("%s: denied tokens and no reader: read by nobody", row_name(key))
 
@@ -592,7 +592,7 @@ class DatabaseAgent(Agent):
             )
         if seen.unreadable:
             logger.warning(
-                "%s: of the %d rows listed, %d have unreadable readers (invalid tokens, a failed access query): shown to no one",
+                "%s: of the %d rows listed, %d have unreadable readers (invalid tokens, a failed access query): not indexed (927)",
                 self.source,
                 listed,
                 seen.unreadable,
@@ -714,7 +714,16 @@ class DatabaseAgent(Agent):
             token = f"{token}:{access_hash(access)}"
         if options.gives_access:
             self._access_seen.count(access, key)
-        return Reference(key=key, token=token, modified=modified, fields=fields, content=self._content(row), access=access)
+        why = unreadable_reason(access)  # not indexed (status 927), never public
+        return Reference(
+            key=key,
+            token=token,
+            modified=modified,
+            fields=fields,
+            content=self._content(row),
+            access=None if why else access,
+            access_unreadable=why,
+        )
 
     def _column_access(self, row: RowMapping, key: str) -> Access | None:
         """The readers in ``access_column`` and the denied in ``deny_column`` (None when both
@@ -760,7 +769,7 @@ class DatabaseAgent(Agent):
         return {key: found.access() for key, found in tokens.items()}
 
     def _unreadable_batch(self, tokens: Mapping[str, QueriedTokens], why: str) -> dict[str, Access | None]:
-        logger.warning("%s: %s: the access of %d rows is unreadable, they are shown to no one", self.source, why, len(tokens))
+        logger.warning("%s: %s: the access of %d rows is unreadable, they are not indexed", self.source, why, len(tokens))
         return dict.fromkeys(tokens, unreadable(why))
 
     def _content(self, row: RowMapping) -> Content:

@@ -724,7 +724,7 @@ def load_source(source_file: SourceFile) -> Source:
         raise SourceError(f"{origin}: {problems}") from None
     if settings.type != "web":
         agent_class, agent_options = _agent_of(origin, settings)
-        _check_agent_access(origin, settings, agent_class)
+        _check_agent_access(origin, settings, agent_class, agent_options)
         return Source(source_file.name, origin, settings, (), agent_class=agent_class, agent_options=agent_options)
     seeds = list(settings.seeds)
     for name in settings.seed_files:
@@ -754,14 +754,16 @@ def load_source(source_file: SourceFile) -> Source:
     )
 
 
-def _check_agent_access(origin: str, settings: SourceSettings, agent_class: type[Agent]) -> None:
+def _check_agent_access(origin: str, settings: SourceSettings, agent_class: type[Agent], options: BaseModel) -> None:
     """A files source takes who may read a file from the file (its ACL): ``[access]`` is refused
-    there; an agent that gives no access with its references needs ``[access]``."""
+    there; an agent that gives no access with its references needs ``[access]``. An agent gives
+    access when its class says so (``Agent.gives_access``) or its options do (a ``gives_access``
+    property: a database source with ``access_column``, a mail source with ``readers``)."""
     if settings.type == "files" and settings.access is not None:
         raise SourceError(
             f"{origin}: [access] does not apply to a files source: each file's POSIX permissions and ACL say who may read it"
         )
-    if not agent_class.gives_access and settings.access is None:
+    if not (agent_class.gives_access or getattr(options, "gives_access", False)) and settings.access is None:
         raise SourceError(
             f"{origin}: the agent of this source ({agent_class.__name__}) does not say who may read its documents: "
             "add an [access] table (public = true, or allow = [...])"

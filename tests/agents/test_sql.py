@@ -511,7 +511,8 @@ def unreadable_why(reference: Reference) -> str:
     """Why the reference's access could not be read ("" when it could), and that it is shown to
     no one: ``Reference.access_unreadable`` once the crawl's Reference has it, else the access
     ``grants.unreadable`` made (one level that allows nobody)."""
-    why = getattr(reference, "access_unreadable", None) or unreadable_reason(reference.access) or ""
+    assert reference.access is None or unreadable_reason(reference.access) is None
+    why = reference.access_unreadable or ""
     if why:
         assert reference.access is None or reference.access.fields()["access_allow"] == []
     return why
@@ -572,7 +573,7 @@ def test_readers_and_denied_from_columns(db: Db, caplog: pytest.LogCaptureFixtur
         assert said == [
             (
                 "WARNING",
-                "hr: of the 8 rows listed, 2 have unreadable readers (invalid tokens, a failed access query): shown to no one",
+                "hr: of the 8 rows listed, 2 have unreadable readers (invalid tokens, a failed access query): not indexed (927)",
             ),
             (
                 "INFO",
@@ -580,7 +581,7 @@ def test_readers_and_denied_from_columns(db: Db, caplog: pytest.LogCaptureFixtur
                 "(without one, they are not indexed)",
             ),
         ]
-        assert "row '5': access unreadable, shown to no one: column readers" in caplog.text
+        assert "row '5': access unreadable, not indexed: column readers" in caplog.text
         # a change of readers alone is a change of the row
         with db.admin.begin() as connection:
             connection.execute(update(db.table).where(db.table.c.id == 7).values(readers="group:Domain Admins"))
