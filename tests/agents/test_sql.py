@@ -669,7 +669,7 @@ def test_a_failing_access_query_leaves_its_batch_unreadable_and_the_listing_goes
         assert failed == {"5", "6", "7", "8"}
         assert "[database] the access query failed on" in unreadable_why(refs["5"])
         assert all(tokens_of(refs[key]) == (["public"], []) for key in ("1", "4", "9", "10"))
-        assert "the access of 4 rows is unreadable, they are shown to no one" in caplog.text
+        assert "the access of 4 rows is unreadable, they are not indexed" in caplog.text
         assert "of the 10 rows listed, 4 have unreadable readers" in caplog.text
         for agent_of in (broken, no_token):
             refs = {reference.key: reference for reference in agent_of.references(None)}

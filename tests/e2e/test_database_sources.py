@@ -119,7 +119,7 @@ def test_a_table_is_followed_crawl_after_crawl(project: Project, solr, records: 
     modified = 'modified_column = "updated"\n' if incremental else ""
     project.source(
         name,
-        'type = "database"\nmax_delete_share = 1.0\n[database]\n'
+        'type = "database"\nmax_delete_share = 1.0\n[access]\npublic = true\n[database]\n'
         f'url = "{records.url}"\nquery = "SELECT id, title, body, pages, updated FROM {records.name}"\n'
         'key = "id"\ntitle = "title"\ncontent = ["body"]\nattributes = { pages = "pages_i" }\n'
         f'display_url = "https://records.example.com/r/{{id}}"\n{modified}',
@@ -167,7 +167,7 @@ def test_the_database_password_comes_from_a_secret_and_is_shown_nowhere(project:
         url = postgres_url.replace("searchcrawl@", f"{role}@")
         project.source(
             "notes",
-            f'type = "database"\n[database]\nurl = "{url}"\npassword_secret = "NOTES_DB_PASSWORD"\n'
+            f'type = "database"\n[access]\npublic = true\n[database]\nurl = "{url}"\npassword_secret = "NOTES_DB_PASSWORD"\n'
             f'query = "SELECT id, title, body FROM {schema}.notes"\nkey = "id"\ntitle = "title"\ncontent = ["body"]\n',
         )
         result = project.scrapy("crawl", "notes", "-s", "LOG_LEVEL=DEBUG", NOTES_DB_PASSWORD=password)
@@ -191,7 +191,7 @@ def test_an_incremental_source_misses_no_change(project: Project, solr, tmp_path
     name = "records-incremental"
     project.source(
         name,
-        'type = "database"\n[database]\n'
+        'type = "database"\n[access]\npublic = true\n[database]\n'
         f'url = "{records.url}"\nquery = "SELECT id, title, body, pages, updated FROM records"\n'
         'key = "id"\ntitle = "title"\ncontent = ["body"]\nmodified_column = "updated"\n',
     )
@@ -227,7 +227,7 @@ def test_rows_without_a_key_or_with_a_repeated_key_are_warned_of_and_counted_in_
     engine.dispose()
     project.source(
         "keyed",
-        f'type = "database"\n[database]\nurl = "sqlite:///{tmp_path / "notes.sqlite3"}"\n'
+        f'type = "database"\n[access]\npublic = true\n[database]\nurl = "sqlite:///{tmp_path / "notes.sqlite3"}"\n'
         'query = "SELECT id, title, body FROM notes"\nkey = "id"\ntitle = "title"\ncontent = ["body"]\n',
     )
     result = project.scrapy("crawl", "keyed")

@@ -95,7 +95,7 @@ def test_a_mail_archive_is_followed_crawl_after_crawl(project: Project, solr, tm
     name = "dev-list"
     project.source(
         name,
-        f'type = "mail"\nmax_delete_share = 1.0\n[mail]\npaths = ["{tmp_path / "dev.mbox"}", "{tmp_path / "Maildir"}"]\n'
+        f'type = "mail"\nmax_delete_share = 1.0\n[access]\npublic = true\n[mail]\npaths = ["{tmp_path / "dev.mbox"}", "{tmp_path / "Maildir"}"]\n'
         'list_name = "dev"\n',
     )
     before: dict[str, dict] = {}

@@ -263,7 +263,7 @@ def test_sources_of_files_and_of_a_table_as_scheduled_scrapyd_jobs(scrapyd: Scra
     ops_project.source("opsfiles", f'type = "files"\nrefresh_interval = "1h"\n[files]\nroots = ["{share}"]\n')
     ops_project.source(
         "opsrows",
-        'type = "database"\nrefresh_interval = "1h"\n[database]\n'
+        'type = "database"\nrefresh_interval = "1h"\n[access]\npublic = true\n[database]\n'
         f'url = "sqlite:///{database}"\nquery = "SELECT id, title, body FROM records"\nkey = "id"\ntitle = "title"\ncontent = ["body"]\n',
     )
     deploy(scrapyd)

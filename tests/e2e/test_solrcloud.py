@@ -51,6 +51,7 @@ def docs(prefix: str, count: int) -> list[dict]:
             "source": prefix,
             "title": f"Cloud document {i}",
             "content": f"Replicated text number {i}.",
+            **Access.public("test").fields(),  # every search is trimmed: public, as a crawl indexes a site
         }
         for i in range(count)
     ]
