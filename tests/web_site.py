@@ -8,6 +8,7 @@ Solr documents, one URL: one hit).
 
 from __future__ import annotations
 
+import asyncio
 import html
 import os
 import socket
@@ -18,6 +19,8 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 
@@ -132,3 +135,39 @@ def serve_web(project: Project, port: int, *args: str, **environ: str) -> subpro
 
     wait_for(answering, 60, "scrapy web to listen")
     return process
+
+
+def attempts_at_once(app: Any, path: str, form: dict[str, str], cookie: tuple[str, str], count: int = 20) -> list[int]:
+    """The status codes of ``count`` POSTs of ``form`` to ``path`` sent at once from one address
+    (with ``cookie``, a name and value): ASGI requests on one event loop, each body arriving
+    after a yield, so that each handler runs while the others wait for theirs."""
+    body = urlencode(form).encode()
+    headers = [
+        (b"content-type", b"application/x-www-form-urlencoded"),
+        (b"content-length", str(len(body)).encode()),
+        (b"cookie", f"{cookie[0]}={cookie[1]}".encode()),
+    ]
+
+    async def attempt() -> int:
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+            "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"",
+            "headers": headers, "client": ("192.0.2.7", 1234), "server": ("127.0.0.1", 80),
+        }  # fmt: skip
+        status: list[int] = []
+
+        async def receive() -> dict[str, object]:
+            await asyncio.sleep(0)  # the others run meanwhile
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: dict[str, object]) -> None:
+            if message["type"] == "http.response.start":
+                status.append(int(message["status"]))  # type: ignore[call-overload]
+
+        await app(scope, receive, send)
+        return status[0]
+
+    async def burst() -> list[int]:
+        return list(await asyncio.gather(*(attempt() for _ in range(count))))
+
+    return asyncio.run(burst())

@@ -228,10 +228,15 @@ class PathRule(RuleTable):
     @field_validator("include", "exclude")
     @classmethod
     def _path_prefixes(cls, prefixes: list[str]) -> list[str]:
-        for prefix in prefixes:
-            if not prefix.startswith("/"):
-                raise ValueError(f"expected path prefixes starting with '/', got {prefix!r}")
-        return list(dict.fromkeys(quote(prefix, safe=_PATH_SAFE) for prefix in prefixes))
+        return _path_prefixes(prefixes)
+
+
+def _path_prefixes(prefixes: list[str]) -> list[str]:
+    """URL path prefixes as URLs' paths are compared with them: percent-encoded, each once."""
+    for prefix in prefixes:
+        if not prefix.startswith("/"):
+            raise ValueError(f"expected path prefixes starting with '/', got {prefix!r}")
+    return list(dict.fromkeys(quote(prefix, safe=_PATH_SAFE) for prefix in prefixes))
 
 
 def _regexes(patterns: list[str]) -> list[str]:
@@ -290,10 +295,7 @@ class AccessRuleTable(RuleTable):
     @field_validator("paths")
     @classmethod
     def _path_prefixes(cls, prefixes: list[str]) -> list[str]:
-        for prefix in prefixes:
-            if not prefix.startswith("/"):
-                raise ValueError(f"expected path prefixes starting with '/', got {prefix!r}")
-        return prefixes
+        return _path_prefixes(prefixes)
 
     @field_validator("patterns")
     @classmethod

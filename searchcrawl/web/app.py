@@ -284,16 +284,10 @@ class WebApp:
         form = await small_form(request)
         if form is None:
             return self.render(request, "forbidden.html", 413, reason="Not a sign-in form.")
-        client = request.client.host if request.client is not None else "-"
-        wait = self.signin_throttle.wait(client)  # no await from here to failed(): see login
-        if wait > 0:
-            refused = self.render(request, "forbidden.html", 429, reason=f"Too many failed sign-ins: try again in {wait:.0f} s.")
-            refused.headers["retry-after"] = str(int(wait) + 1)
-            return refused
-        expected = request.cookies.get(SIGNIN_COOKIE)
-        sent = str(form.get("signin_token", ""))
-        if not expected or not hmac.compare_digest(expected.encode(), sent.encode()):
-            return self.render(request, "forbidden.html", 403, reason="The sign-in form has expired; load it again.")
+        checked = self._password_form(request, form, self.signin_throttle, (SIGNIN_COOKIE, "signin_token"), "sign-in")
+        if isinstance(checked, Response):
+            return checked
+        client, expected = checked
         user, password = str(form.get("username", "")).strip(), str(form.get("password", ""))
         anonymous = Searcher(Principals.anonymous())
         # counted before the directory is asked (off the event loop), taken back on success:
@@ -354,18 +348,10 @@ class WebApp:
         form = await small_form(request)
         if form is None:
             return self.render(request, "forbidden.html", 413, reason="Not a login form.")
-        # from the throttle's answer to the failure it records, no await: concurrent attempts of
-        # one address cannot all pass while its count is still low
-        client = request.client.host if request.client is not None else "-"
-        wait = self.throttle.wait(client)
-        if wait > 0:  # guessing is slowed down, whatever the form holds
-            refused = self.render(request, "forbidden.html", 429, reason=f"Too many failed logins: try again in {wait:.0f} s.")
-            refused.headers["retry-after"] = str(int(wait) + 1)
-            return refused
-        expected = request.cookies.get(LOGIN_COOKIE)
-        sent = str(form.get("login_token", ""))
-        if not expected or not hmac.compare_digest(expected.encode(), sent.encode()):
-            return self.render(request, "forbidden.html", 403, reason="The login form has expired; load it again.")
+        checked = self._password_form(request, form, self.throttle, (LOGIN_COOKIE, "login_token"), "login")
+        if isinstance(checked, Response):
+            return checked
+        client, expected = checked
         user, password = str(form.get("username", "")), str(form.get("password", ""))
         if not self.sessions.check(user, password):
             self.throttle.failed(client)
@@ -379,6 +365,27 @@ class WebApp:
         )
         response.delete_cookie(LOGIN_COOKIE, path=self.url("/admin") or "/")
         return response
+
+    def _password_form(
+        self, request: Request, form: FormData, throttle: LoginThrottle, token: tuple[str, str], what: str
+    ) -> Response | tuple[str, str]:
+        """The client's address and the form's own token (double submit: ``token`` names the
+        cookie and the form's field that must hold the same value), or the refusal to send: the client waits out
+        its ``throttle`` (guessing is slowed down, whatever the form holds), or the form has
+        expired. The caller records the attempt with no await in between: concurrent attempts of
+        one address cannot all pass while its count is still low."""
+        client = request.client.host if request.client is not None else "-"
+        wait = throttle.wait(client)
+        if wait > 0:
+            refused = self.render(request, "forbidden.html", 429, reason=f"Too many failed {what}s: try again in {wait:.0f} s.")
+            refused.headers["retry-after"] = str(int(wait) + 1)
+            return refused
+        cookie, field_name = token
+        expected = request.cookies.get(cookie)
+        sent = str(form.get(field_name, ""))
+        if not expected or not hmac.compare_digest(expected.encode(), sent.encode()):
+            return self.render(request, "forbidden.html", 403, reason=f"The {what} form has expired; load it again.")
+        return client, expected
 
     async def logout(self, request: Request) -> Response:
         denied = await self._denied(request, post=True)

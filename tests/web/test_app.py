@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 from searchcrawl.commands.web import trusted_proxies
 from searchcrawl.web.app import MAX_FORM_BYTES, WebConfig, create_app
 from searchcrawl.web.sessions import FREE_FAILURES
+from tests.web_site import attempts_at_once
 
 PASSWORD = "unit-password-1"
 
@@ -84,41 +85,15 @@ def test_concurrent_wrong_logins_of_one_address_are_slowed_down_as_if_one_after_
     """The throttle was asked before the form was read and told of the failure after: twenty
     attempts sent at once all passed while the count was still low (a reviewer found it). Sent
     here as twenty ASGI requests on one event loop, each body arriving after a yield."""
-    import asyncio
-    from urllib.parse import urlencode
 
     token = re.search(r'name="login_token" value="([^"]+)"', web.get("/admin/login").text)
     assert token is not None
-    body = urlencode({"login_token": token[1], "username": "admin", "password": "guess"}).encode()
-    headers = [
-        (b"content-type", b"application/x-www-form-urlencoded"),
-        (b"content-length", str(len(body)).encode()),
-        (b"cookie", f"searchcrawl_login={token[1]}".encode()),
-    ]
-
-    async def attempt_at_once() -> int:
-        scope = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-            "path": "/admin/login", "raw_path": b"/admin/login", "root_path": "", "query_string": b"",
-            "headers": headers, "client": ("192.0.2.7", 1234), "server": ("127.0.0.1", 80),
-        }  # fmt: skip
-        status: list[int] = []
-
-        async def receive() -> dict[str, object]:
-            await asyncio.sleep(0)  # the others run meanwhile
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        async def send(message: dict[str, object]) -> None:
-            if message["type"] == "http.response.start":
-                status.append(int(message["status"]))  # type: ignore[call-overload]
-
-        await web.app(scope, receive, send)  # type: ignore[arg-type]
-        return status[0]
-
-    async def burst() -> list[int]:
-        return list(await asyncio.gather(*(attempt_at_once() for _ in range(20))))
-
-    codes = asyncio.run(burst())
+    codes = attempts_at_once(
+        web.app,
+        "/admin/login",
+        {"login_token": token[1], "username": "admin", "password": "guess"},
+        ("searchcrawl_login", token[1]),
+    )
     assert codes.count(403) == FREE_FAILURES and codes.count(429) == 20 - FREE_FAILURES, codes
 
 

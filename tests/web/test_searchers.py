@@ -10,7 +10,6 @@ import asyncio
 import logging
 import re
 from pathlib import Path
-from urllib.parse import urlencode
 
 import pytest
 from scrapy.exceptions import UsageError
@@ -24,6 +23,7 @@ from searchcrawl.web.app import SEARCHER_COOKIE, SESSION_COOKIE, create_app
 from searchcrawl.web.searchers import Proxies, header_user
 from searchcrawl.web.sessions import FREE_FAILURES
 from tests.web.test_app import PASSWORD, attempt, unit_config
+from tests.web_site import attempts_at_once
 
 PROXY = "10.0.0.2"
 
@@ -149,36 +149,9 @@ def test_sign_ins_sent_at_once_are_counted_before_the_directory_answers(web: Tes
     the count is still low (each is counted as a failure before it is checked)."""
     token = re.search(r'name="signin_token" value="([^"]+)"', web.get("/login").text)
     assert token is not None
-    body = urlencode({"signin_token": token[1], "username": "alice", "password": "guess"}).encode()
-    headers = [
-        (b"content-type", b"application/x-www-form-urlencoded"),
-        (b"content-length", str(len(body)).encode()),
-        (b"cookie", f"searchcrawl_signin={token[1]}".encode()),
-    ]
-
-    async def attempt_at_once() -> int:
-        scope = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-            "path": "/login", "raw_path": b"/login", "root_path": "", "query_string": b"",
-            "headers": headers, "client": ("192.0.2.7", 1234), "server": ("127.0.0.1", 80),
-        }  # fmt: skip
-        status: list[int] = []
-
-        async def receive() -> dict[str, object]:
-            await asyncio.sleep(0)
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        async def send(message: dict[str, object]) -> None:
-            if message["type"] == "http.response.start":
-                status.append(int(message["status"]))  # type: ignore[call-overload]
-
-        await web.app(scope, receive, send)  # type: ignore[arg-type]
-        return status[0]
-
-    async def burst() -> list[int]:
-        return list(await asyncio.gather(*(attempt_at_once() for _ in range(20))))
-
-    codes = asyncio.run(burst())
+    codes = attempts_at_once(
+        web.app, "/login", {"signin_token": token[1], "username": "alice", "password": "guess"}, ("searchcrawl_signin", token[1])
+    )
     assert codes.count(403) == FREE_FAILURES and codes.count(429) == 20 - FREE_FAILURES, codes
 
 
