@@ -58,12 +58,23 @@ def test_named_users_and_groups_under_the_mask(tmp_path: Path) -> None:
     assert fields(access_of(path)) == (["gid:2001", "gid:4001", "uid:1001", "uid:3001"], ["uid:3002"])
     origins = {grant.token: grant.origin for grant in access_of(path).levels[0].allow}
     assert origins["uid:3001"] == f"POSIX ACL of {path}: user:3001 r"
-    # the mask takes r away from named entries and the owning group, never from the owner
-    subprocess.run(["setfacl", "-m", "m::-", str(path)], check=True)
+    # the mask takes r away from named entries and the owning group, never from the owner (a
+    # mask of x: an empty one makes Linux ignore the ACL, see the next test)
+    subprocess.run(["setfacl", "-m", "m::x", str(path)], check=True)
     assert fields(access_of(path)) == (["uid:1001"], ["uid:3001", "uid:3002"])
-    # ... and with other able to read, the masked groups are refused
+    # ... and with other able to read, the masked entries are refused
     subprocess.run(["setfacl", "-n", "-m", "o::r", str(path)], check=True)  # -n: the mask stays
     assert fields(access_of(path)) == (["public", "uid:1001"], ["gid:2001", "gid:4001", "gid:4002", "uid:3001", "uid:3002"])
+
+
+def test_a_mask_that_grants_nothing_leaves_named_entries_what_other_gets(tmp_path: Path) -> None:
+    """Linux, with an empty mask (the mode's group bits 0), checks the permission bits alone: a
+    named user or a named group's member reads as ``other``, the owning group's members get
+    nothing (found by tests/e2e/test_secure_search_crawls.py, whose oracle is the kernel)."""
+    path = made(tmp_path / "a", 0o640, acl="u:3001:r,u:3002:-,g:4001:r,m::-")
+    assert fields(access_of(path)) == (["uid:1001"], [])  # no one but the owner: other has no r
+    subprocess.run(["setfacl", "-n", "-m", "o::r", str(path)], check=True)
+    assert fields(access_of(path)) == (["public", "uid:1001"], ["gid:2001"])
 
 
 def test_the_owners_own_entry_wins_over_a_named_entry_for_it(tmp_path: Path) -> None:
