@@ -20,6 +20,7 @@ loses its documents once the principals' cache lifetime is over, not before.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import shutil
@@ -42,7 +43,7 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import DirectoryConfig, LdapDirectory, directory_of
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.web.search_page import SearchRequest, run_search
-from tests.conftest import Project, Site, free_port, solr_docs, wait_for
+from tests.conftest import Project, Site, free_port, run_scrapy, solr_docs, wait_for
 from tests.directory_server import GROUPS, USERS, DirectoryServer
 from tests.e2e.test_access_crawls import PASSWORD, ConditionalSite, by_url, crawl
 from tests.e2e.test_web_access import settings_of
@@ -63,7 +64,9 @@ def groups_of(user: str, groups: Groups) -> set[str]:
     primary = USERS[user][1]
     found = {cn for cn, (kind, members, number) in groups.items() if ("user", user) in members or number == primary}
     while True:
-        above = {cn for cn, (_k, members, _n) in groups.items() if cn not in found and any(("group", g) in members for g in found)}
+        above = {
+            cn for cn, (_k, members, _n) in groups.items() if cn not in found and any(("group", g) in members for g in found)
+        }
         if not above:
             return found
         found |= above
@@ -108,6 +111,10 @@ def holds(user: str | None, reader: Reader, groups: Groups) -> bool:
 
 def may_read(user: str | None, allow: tuple[Reader, ...], deny: tuple[Reader, ...], groups: Groups) -> bool:
     return not any(holds(user, r, groups) for r in deny) and any(holds(user, r, groups) for r in allow)
+
+
+def may_read_rows(allow: tuple[Reader, ...], deny: tuple[Reader, ...], user: str | None, groups: Groups) -> bool:
+    return may_read(user, allow, deny, groups)
 
 
 def kernel_reads(path: Path, user: str | None, groups: Groups) -> bool:
@@ -156,9 +163,7 @@ class Corpus:
 
     def expected(self, user: str | None, groups: Groups = GROUPS) -> set[str]:
         """The oracle: the URLs ``user`` may read."""
-        return {
-            url for url, doc in self.documents.items() if url not in self.unreadable_acl and doc.readable(user, groups)
-        }
+        return {url for url, doc in self.documents.items() if url not in self.unreadable_acl and doc.readable(user, groups)}
 
     def crawl(self, kind: str) -> dict[str, list[str]]:
         report = crawl(self.project, self.sources[kind], ACCESS_SECRET=PASSWORD)
@@ -183,6 +188,16 @@ def build_files(root: Path, corpus: Corpus, chooser: random.Random) -> str:
         ("team/named-user.txt", 0o600, 1003, 2002, ("u:1002:r",)),  # carol, and bob by name
         ("team/named-group.txt", 0o640, 1002, 2001, ("g:2000:r",)),  # bob, and staff by gid
         ("team/group-refused.txt", 0o604, 1003, 2000, ()),  # its group (alice) refused what others get
+        # a mask of nothing: Linux checks the mode bits alone, carol and alice (named) read as other
+        ("team/masked.txt", 0o604, 0, 2001, ("u:1003:r", "g:2000:r", "m::---")),
+        ("team/masked-x.txt", 0o604, 0, 2001, ("u:1003:r", "g:2000:r", "m::x")),  # the ACL masks them
+        ("projects", 0o700, 0, 0, ("g:2001:x",)),  # a folder only a named group (bob's) may pass
+        ("projects/spec.txt", 0o644, 0, 0, ()),
+        ("deep", 0o750, 0, 2000, ()),  # four closed folders: folded into the index's last level
+        ("deep/a", 0o750, 0, 2000, ()),
+        ("deep/a/b", 0o750, 0, 2000, ()),
+        ("deep/a/b/c", 0o750, 0, 2000, ()),
+        ("deep/a/b/c/memo.txt", 0o644, 1003, 2002, ()),
     ]
     files = root / "share"
     files.mkdir()
@@ -198,7 +213,7 @@ def build_files(root: Path, corpus: Corpus, chooser: random.Random) -> str:
                     corpus.sources["files"],
                     path.as_uri(),
                     f"w{own}",
-                    lambda user, groups, path=path: kernel_reads(path, user, groups),
+                    functools.partial(kernel_reads, path),
                     path,
                 )
             )
@@ -237,11 +252,7 @@ def build_database(folder: Path, corpus: Corpus, chooser: random.Random) -> str:
             denied = " ".join(token(reader, corpus.server) for reader in deny) or None
             body = f"The {corpus.word} record {key} holds {own}."
             connection.execute("INSERT INTO records VALUES (?, ?, ?, ?, ?)", (key, f"Record {key}", body, readers, denied))
-            corpus.add(
-                Document(
-                    corpus.sources["database"], str(key), own, lambda user, groups, a=allow, d=deny: may_read(user, a, d, groups)
-                )
-            )
+            corpus.add(Document(corpus.sources["database"], str(key), own, functools.partial(may_read_rows, allow, deny)))
     connection.close()
     return (
         f'type = "database"\nmax_delete_share = 1.0\n[database]\nurl = "sqlite:///{path}"\n'
@@ -261,7 +272,9 @@ class Rule:
         return any(path.startswith(prefix) for prefix in self.paths) or bool(self.pattern and re.search(self.pattern, path))
 
 
-def access_table(allow: tuple[Reader, ...] | None, deny: tuple[Reader, ...], rules: tuple[Rule, ...], server: DirectoryServer) -> str:
+def access_table(
+    allow: tuple[Reader, ...] | None, deny: tuple[Reader, ...], rules: tuple[Rule, ...], server: DirectoryServer
+) -> str:
     def tokens(readers: tuple[Reader, ...]) -> str:
         return "[" + ", ".join(f'"{token(reader, server)}"' for reader in readers) + "]"
 
@@ -362,16 +375,15 @@ def corpus(tmp_path_factory: pytest.TempPathFactory, solr_url: str, directory_se
             assert report["new"], (kind, report)
         # the database's documents: their URLs are the crawler's, found by their words
         solr = pysolr.Solr(solr_url, timeout=30)
-        for doc in solr_docs(solr, made.sources["database"]):
-            key = doc["title"].split()[-1]
-            document = made.documents.pop(key)
-            document.url = doc["url"]
+        for found in solr_docs(solr, made.sources["database"]):
+            document = made.documents.pop(found["title"].split()[-1])
+            document.url = found["url"]
             made.add(document)
-        for url, doc in list(made.documents.items()):  # the web site's paths become URLs
-            if doc.source == made.sources["web"] and "://" not in url:
+        for url, document in list(made.documents.items()):  # the web site's paths become URLs
+            if document.source == made.sources["web"] and "://" not in url:
                 made.documents.pop(url)
-                doc.url = web_site.url + url
-                made.add(doc)
+                document.url = web_site.url + url
+                made.add(document)
         yield made
     finally:
         if web_site is not None:
@@ -387,7 +399,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory, solr_url: str, directory_se
 def command_hits(corpus: Corpus, user: str | None, query: str) -> set[str]:
     """The URLs `scrapy search --as user` prints (display URLs, mapped to the documents' URLs)."""
     who = ["--as", user] if user else []
-    result = corpus.project.scrapy("search", query, "--rows", "100", *who, **corpus.server.settings())
+    result = run_scrapy(["search", query, "--rows", "100", *who], corpus.project.env(**corpus.server.settings()))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     shown = [lines[i + 1].strip() for i, line in enumerate(lines) if re.match(r"\d+\. ", line)]
@@ -455,12 +467,14 @@ def check_searches(corpus: Corpus, suggestions: bool = True) -> None:
 
 
 def test_every_searcher_finds_exactly_what_the_kernel_and_the_directory_allow(corpus: Corpus) -> None:
-    assert len(corpus.documents) == 8 + len(ROWS) + len(WEB_PAGES) + len(INTRANET_PAGES)
+    assert len(corpus.documents) == 12 + len(ROWS) + len(WEB_PAGES) + len(INTRANET_PAGES)
     # the oracles are not trivial: every searcher reads some and misses some, of every source
     for user in SEARCHERS:
         readable = corpus.expected(user)
         assert 0 < len(readable) < len(corpus.documents), user
-    assert all(not any(doc.readable(user, GROUPS) for user in SEARCHERS) for doc in corpus.documents.values() if "for-bob" in doc.url)
+    assert all(
+        not any(doc.readable(user, GROUPS) for user in SEARCHERS) for doc in corpus.documents.values() if "for-bob" in doc.url
+    )
     check_searches(corpus)
 
 
@@ -525,9 +539,9 @@ def test_a_changed_acl_and_an_unreadable_acl_between_two_crawls(corpus: Corpus) 
     check_searches(corpus, suggestions=False)
     for user in SEARCHERS:  # the unreadable file is found by no one, though the kernel lets all read it
         assert kernel_reads(broken.path, user, GROUPS)
-        assert run_search(
-            SolrIndex(corpus.solr_url, timeout=30), SearchRequest(broken.word), principals_of(corpus, user)
-        ).total == 0
+        assert (
+            run_search(SolrIndex(corpus.solr_url, timeout=30), SearchRequest(broken.word), principals_of(corpus, user)).total == 0
+        )
 
 
 class Clock:
