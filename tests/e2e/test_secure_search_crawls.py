@@ -494,6 +494,10 @@ def test_the_search_page_in_chromium_shows_each_searcher_their_documents(browser
         return {corpus.display.get(link, link) if link else corpus.titled[(source, title)] for link, title in hits}
 
     try:
+        visitor = browser.new_page()
+        for source in corpus.sources.values():
+            assert shown(visitor, source) == {u for u in corpus.expected(None) if corpus.documents[u].source == source}, source
+        visitor.close()
         for user in ("alice", "bob"):
             page = browser.new_page()
             seen = dialogs_and_errors(page)
@@ -542,6 +546,46 @@ def test_a_changed_acl_and_an_unreadable_acl_between_two_crawls(corpus: Corpus) 
         assert (
             run_search(SolrIndex(corpus.solr_url, timeout=30), SearchRequest(broken.word), principals_of(corpus, user)).total == 0
         )
+
+
+def test_a_folders_changed_permissions_re_index_the_files_below_it(corpus: Corpus) -> None:
+    """A chmod and a setfacl on folders change no file, but who may read the files below them."""
+    files = {doc.path.name: doc for doc in corpus.documents.values() if doc.path is not None}
+    plan, for_bob, build = files["plan.txt"], files["for-bob.txt"], files["build.txt"]
+    assert plan.path is not None and build.path is not None
+    readers = {url: {user for user in SEARCHERS if url in corpus.expected(user)} for url in (plan.url, for_bob.url, build.url)}
+    assert readers == {plan.url: {"alice"}, for_bob.url: set(), build.url: {"bob"}}
+    plan.path.parent.chmod(0o755)  # staff/ opens: plan.txt to all, for-bob.txt to bob
+    subprocess.run(["setfacl", "-m", "u:1003:x", str(build.path.parent)], check=True)  # carol may pass devs/
+    report = corpus.crawl("files")
+    assert sorted(report["changed"]) == sorted([plan.url, for_bob.url, build.url]), report
+    assert not report["new"] and not report["deleted"], report
+    readers = {url: {user for user in SEARCHERS if url in corpus.expected(user)} for url in readers}
+    assert readers == {plan.url: set(SEARCHERS), for_bob.url: {"bob"}, build.url: {"bob", "carol"}}
+    check_searches(corpus, suggestions=False)
+
+
+def test_a_rows_changed_readers_re_index_it(corpus: Corpus) -> None:
+    """The database's readers change, the rows' text does not: changed, and searched as changed."""
+    path = Path(corpus.project.sources_dir.parent / "records.sqlite3")
+    key_of = {doc.url: doc.url.rsplit("/", 1)[1] for doc in corpus.documents.values() if doc.source == corpus.sources["database"]}
+    url_of = {int(key): url for url, key in key_of.items()}
+    changes: dict[int, tuple[tuple[Reader, ...], tuple[Reader, ...]]] = {
+        9: ((("user-dn", "carol"), ("group", "accounting")), ()),  # no one before: carol and alice now
+        4: ((("group", "finance"),), (("group", "loop-a"),)),  # alice, now denied through the loop
+    }
+    with sqlite3.connect(path) as connection:
+        for key, (allow, deny) in changes.items():
+            readers = " ".join(token(reader, corpus.server) for reader in allow)
+            denied = " ".join(token(reader, corpus.server) for reader in deny) or None
+            connection.execute("UPDATE records SET readers = ?, denied = ? WHERE id = ?", (readers, denied, key))
+            corpus.documents[url_of[key]].readable = functools.partial(may_read_rows, allow, deny)
+    connection.close()
+    report = corpus.crawl("database")
+    assert sorted(report["changed"]) == sorted(url_of[key] for key in changes), report
+    assert {user for user in SEARCHERS if url_of[9] in corpus.expected(user)} == {"alice", "carol"}
+    assert not any(url_of[4] in corpus.expected(user) for user in SEARCHERS)
+    check_searches(corpus, suggestions=False)
 
 
 class Clock:
