@@ -12,7 +12,8 @@ read permission (``r``) becomes, with uid and gid numbers (``uid:N``, ``gid:G``)
 - a group entry with ``r`` (under the mask): allow ``gid:G``; without it while ``other`` has
   ``r``: deny ``gid:G`` (POSIX refuses its members what ``other`` gives). The one conservative
   corner: a deny token refuses every member, so a reader in a granting and a non-granting group
-  (or the owner, or a named user, in a non-granting group) is refused what POSIX would grant;
+  (or the owner, or a named user, in a non-granting group) is refused what POSIX would grant
+  (one gid with a granting and a non-granting entry, the owning group named again, is granted);
 - ``other`` with ``r``: allow ``public``.
 
 As Linux checks it: a mask that grants nothing (``m::---``) makes Linux ignore the ACL and check
@@ -105,7 +106,9 @@ def gate_of(entries: list[tuple[int, int | None, bool]], owner: int, group: int,
                 deny.append(Grant(f"gid:{gid}", entry))
     if other:
         allow.append(Grant(PUBLIC, f"{where}: other {permission}"))
-    return Gate(tuple(allow), tuple(deny))
+    # a gid with a granting entry and one without (the owning group named again): POSIX grants
+    granting = {grant.token for grant in allow}
+    return Gate(tuple(allow), tuple(grant for grant in deny if not (grant.token.startswith("gid:") and grant.token in granting)))
 
 
 def file_access(path: str, info: os.stat_result, shown: str) -> Access:

@@ -83,6 +83,14 @@ def test_a_mask_that_grants_nothing_leaves_named_entries_what_other_gets(tmp_pat
     assert fields(access_of(path)) == (["public", "uid:1001"], ["gid:2001"])
 
 
+def test_the_owning_group_named_again_with_r_is_granted(tmp_path: Path) -> None:
+    """POSIX grants a member of a group when one of its entries grants: the owning group named
+    again (``g:2001:r`` with ``group::-``) is allowed, not denied."""
+    path = made(tmp_path / "a", 0o604, acl=f"g:{GROUP}:r")
+    subprocess.run(["setfacl", "-m", "g::-", str(path)], check=True)
+    assert fields(access_of(path)) == (["gid:2001", "public", "uid:1001"], [])
+
+
 def test_the_owners_own_entry_wins_over_a_named_entry_for_it(tmp_path: Path) -> None:
     path = made(tmp_path / "a", 0o400, acl=f"u:{OWNER}:-")
     assert fields(access_of(path)) == (["uid:1001"], [])
@@ -177,14 +185,14 @@ def kernel_reads(uid: int, path: Path) -> bool:
 
 def listed_twice(uid: int, paths: list[Path]) -> bool:
     """Whether a reader matches a user entry (the owner or a named user) and a group entry, or two
-    group entries (the owning group's gid named again), of one of ``paths``: the documented
-    conservative corner, where the deny of a group without the permission may refuse them."""
+    group entries, of one of ``paths``: the documented conservative corner, where the deny of a
+    group without the permission may refuse them."""
     for path in paths:
         info = os.stat(path)
         acl = subprocess.run(["getfacl", "-n", "-c", str(path)], capture_output=True, text=True, check=True).stdout
         users = {info.st_uid} | {int(line.split(":")[1]) for line in acl.splitlines() if re.match(r"user:\d+:", line)}
         groups = [info.st_gid] + [int(line.split(":")[1]) for line in acl.splitlines() if re.match(r"group:\d+:", line)]
-        theirs = [gid for gid in groups if gid in READERS[uid]]
+        theirs = {gid for gid in groups if gid in READERS[uid]}  # one gid named twice is no corner
         if (uid in users and theirs) or len(theirs) > 1:
             return True
     return False
