@@ -14,8 +14,13 @@ Each document holds the corpus's shared word (for counts and facets) and a word 
 search, and its misspelling for suggestions). Checked for every searcher: `scrapy search --as`,
 the search page's path (``run_search``: hits, total, source facet counts, suggestions) and the
 page in Chromium. Then, between crawls: a ``setfacl`` re-indexes a file's access (delta
-``changed``), an ACL that cannot be read takes its file out (927), and a user taken out of a group
-loses its documents once the principals' cache lifetime is over, not before.
+``changed``), an ACL that cannot be read takes its file out (927), a folder's chmod and setfacl
+re-index the files below it, a row's changed readers re-index it; and a user taken out of a group
+loses its documents once the principals' cache lifetime is over, not before (a lifetime of 1 s
+waited for; one of an hour on an injected clock).
+
+Each test but the first changes the corpus (the module's, built once per pytest-xdist worker that
+runs one of its tests) and the oracle with it, so that they hold in any order.
 """
 
 from __future__ import annotations
