@@ -19,7 +19,7 @@ re-index the files below it, a row's changed readers re-index it; and a user tak
 loses its documents once the principals' cache lifetime is over, not before (a lifetime of 1 s
 waited for; one of an hour on an injected clock).
 
-Each test but the first changes the corpus (the module's, built once per pytest-xdist worker that
+The sequences change the corpus (the module's, built once per pytest-xdist worker that
 runs one of its tests) and the oracle with it, so that they hold in any order.
 """
 
