@@ -12,8 +12,13 @@ read permission (``r``) becomes, with uid and gid numbers (``uid:N``, ``gid:G``)
 - a group entry with ``r`` (under the mask): allow ``gid:G``; without it while ``other`` has
   ``r``: deny ``gid:G`` (POSIX refuses its members what ``other`` gives). The one conservative
   corner: a deny token refuses every member, so a reader in a granting and a non-granting group
-  (or the owner, or a named user, in a non-granting group) is refused what POSIX would grant;
+  (or the owner, or a named user, in a non-granting group) is refused what POSIX would grant
+  (one gid with a granting and a non-granting entry, the owning group named again, is granted);
 - ``other`` with ``r``: allow ``public``.
+
+As Linux checks it: a mask that grants nothing (``m::---``) makes Linux ignore the ACL and check
+the permission bits alone, so named users and named groups' members get what ``other`` gets
+(``linux_checked``), not the nothing their masked entries would say.
 
 A folder is the same with the search permission (``x``): every folder from the source's root
 down to the file's own folder must be traversable by the reader, so each is a level of the
@@ -58,9 +63,21 @@ def gate(path: str | int, info: os.stat_result, permission: str, shown: str) -> 
     try:
         acl = read_acl(path)
         entries = [(entry.tag_type, _qualifier(entry), _has(entry.permset, permission)) for entry in acl]
+        empty_mask = any(entry.tag_type == posix1e.ACL_MASK and not _any(entry.permset) for entry in acl)
     except (OSError, ValueError, TypeError) as exc:
         raise AccessUnreadable(f"the ACL of {shown} cannot be read: {exc}") from None
-    return gate_of(entries, info.st_uid, info.st_gid, permission, shown)
+    return gate_of(linux_checked(entries, empty_mask), info.st_uid, info.st_gid, permission, shown)
+
+
+def linux_checked(entries: list[tuple[int, int | None, bool]], empty_mask: bool) -> list[tuple[int, int | None, bool]]:
+    """The entries Linux checks: all of them, but with a mask that grants nothing (``m::---``,
+    the mode's group bits 0) Linux does not read the ACL (``acl_permission_check`` in
+    fs/namei.c) and checks the permission bits alone, so a named user and the members of a named
+    group get what ``other`` gets: their entries are left out. The owner, the owning group
+    (under the empty mask: nothing) and ``other`` stay."""
+    if not empty_mask:
+        return entries
+    return [entry for entry in entries if entry[0] not in (posix1e.ACL_USER, posix1e.ACL_GROUP)]
 
 
 def gate_of(entries: list[tuple[int, int | None, bool]], owner: int, group: int, permission: str, shown: str) -> Gate:
@@ -89,7 +106,9 @@ def gate_of(entries: list[tuple[int, int | None, bool]], owner: int, group: int,
                 deny.append(Grant(f"gid:{gid}", entry))
     if other:
         allow.append(Grant(PUBLIC, f"{where}: other {permission}"))
-    return Gate(tuple(allow), tuple(deny))
+    # a gid with a granting entry and one without (the owning group named again): POSIX grants
+    granting = {grant.token for grant in allow}
+    return Gate(tuple(allow), tuple(grant for grant in deny if not (grant.token.startswith("gid:") and grant.token in granting)))
 
 
 def file_access(path: str, info: os.stat_result, shown: str) -> Access:
@@ -105,6 +124,10 @@ def within_folder(access: Access, folder: Gate, shown: str) -> Access:
 
 def _has(permset: posix1e.Permset, permission: str) -> bool:
     return bool(permset.test(_BITS[permission][0]))
+
+
+def _any(permset: posix1e.Permset) -> bool:
+    return bool(permset.test(posix1e.ACL_READ) or permset.test(posix1e.ACL_WRITE) or permset.test(posix1e.ACL_EXECUTE))
 
 
 def _qualifier(entry: posix1e.Entry) -> int | None:

@@ -1,17 +1,23 @@
 """searchcrawl.access.posix on real files: permission bits and ACLs set with chown, chmod and
 Debian's setfacl in tmp_path, read back as tokens; the folders above a file as levels, through
-the files agent's listing; an ACL that cannot be read."""
+the files agent's listing; an ACL that cannot be read; and random trees whose tokens are checked
+against the kernel's own answer (``setpriv`` as each reader, ``test -r``)."""
 
 from __future__ import annotations
 
 import errno
 import os
+import random
+import re
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from searchcrawl.access import posix
+from searchcrawl.access.decision import Principal, Principals, decide
 from searchcrawl.access.tokens import Access, AccessUnreadable
 from searchcrawl.agents.files import FilesAgent, FilesOptions
 
@@ -58,12 +64,31 @@ def test_named_users_and_groups_under_the_mask(tmp_path: Path) -> None:
     assert fields(access_of(path)) == (["gid:2001", "gid:4001", "uid:1001", "uid:3001"], ["uid:3002"])
     origins = {grant.token: grant.origin for grant in access_of(path).levels[0].allow}
     assert origins["uid:3001"] == f"POSIX ACL of {path}: user:3001 r"
-    # the mask takes r away from named entries and the owning group, never from the owner
-    subprocess.run(["setfacl", "-m", "m::-", str(path)], check=True)
+    # the mask takes r away from named entries and the owning group, never from the owner (a
+    # mask of x: an empty one makes Linux ignore the ACL, see the next test)
+    subprocess.run(["setfacl", "-m", "m::x", str(path)], check=True)
     assert fields(access_of(path)) == (["uid:1001"], ["uid:3001", "uid:3002"])
-    # ... and with other able to read, the masked groups are refused
+    # ... and with other able to read, the masked entries are refused
     subprocess.run(["setfacl", "-n", "-m", "o::r", str(path)], check=True)  # -n: the mask stays
     assert fields(access_of(path)) == (["public", "uid:1001"], ["gid:2001", "gid:4001", "gid:4002", "uid:3001", "uid:3002"])
+
+
+def test_a_mask_that_grants_nothing_leaves_named_entries_what_other_gets(tmp_path: Path) -> None:
+    """Linux, with an empty mask (the mode's group bits 0), checks the permission bits alone: a
+    named user or a named group's member reads as ``other``, the owning group's members get
+    nothing (found by tests/e2e/test_secure_search_crawls.py, whose oracle is the kernel)."""
+    path = made(tmp_path / "a", 0o640, acl="u:3001:r,u:3002:-,g:4001:r,m::-")
+    assert fields(access_of(path)) == (["uid:1001"], [])  # no one but the owner: other has no r
+    subprocess.run(["setfacl", "-n", "-m", "o::r", str(path)], check=True)
+    assert fields(access_of(path)) == (["public", "uid:1001"], ["gid:2001"])
+
+
+def test_the_owning_group_named_again_with_r_is_granted(tmp_path: Path) -> None:
+    """POSIX grants a member of a group when one of its entries grants: the owning group named
+    again (``g:2001:r`` with ``group::-``) is allowed, not denied."""
+    path = made(tmp_path / "a", 0o604, acl=f"g:{GROUP}:r")
+    subprocess.run(["setfacl", "-m", "g::-", str(path)], check=True)
+    assert fields(access_of(path)) == (["gid:2001", "public", "uid:1001"], [])
 
 
 def test_the_owners_own_entry_wins_over_a_named_entry_for_it(tmp_path: Path) -> None:
@@ -139,3 +164,80 @@ def test_an_acl_that_cannot_be_read_is_no_access_never_public(tmp_path: Path, mo
     for name in ("a.txt", "b.txt"):  # a file's own ACL, or a folder's above it
         assert found[name].access is None  # type: ignore[attr-defined]
         assert "cannot be read" in found[name].access_unreadable  # type: ignore[attr-defined]
+
+
+# uid -> its gids (the primary first), as tests/directory_server.py's users; NOBODY: a visitor
+READERS = {1001: (2000,), 1002: (2001,), 1003: (2002,), 65534: (65534,)}
+
+
+def principals_of(uid: int) -> Principals:
+    if uid == 65534:
+        return Principals.anonymous()
+    return Principals.of(f"u{uid}", [Principal(f"uid:{uid}", "test"), *(Principal(f"gid:{gid}", "test") for gid in READERS[uid])])
+
+
+def kernel_reads(uid: int, path: Path) -> bool:
+    gids = READERS[uid]
+    groups = f"--groups={','.join(map(str, gids))}" if uid != 65534 else "--clear-groups"
+    command = ["setpriv", f"--reuid={uid}", f"--regid={gids[0]}", groups, "--", "test", "-r", str(path)]
+    return subprocess.run(command, check=False).returncode == 0
+
+
+def listed_twice(uid: int, paths: list[Path]) -> bool:
+    """Whether a reader matches a user entry (the owner or a named user) and a group entry, or two
+    group entries, of one of ``paths``: the documented conservative corner, where the deny of a
+    group without the permission may refuse them."""
+    for path in paths:
+        info = os.stat(path)
+        acl = subprocess.run(["getfacl", "-n", "-c", str(path)], capture_output=True, text=True, check=True).stdout
+        users = {info.st_uid} | {int(line.split(":")[1]) for line in acl.splitlines() if re.match(r"user:\d+:", line)}
+        groups = [info.st_gid] + [int(line.split(":")[1]) for line in acl.splitlines() if re.match(r"group:\d+:", line)]
+        theirs = {gid for gid in groups if gid in READERS[uid]}  # one gid named twice is no corner
+        if (uid in users and theirs) or len(theirs) > 1:
+            return True
+    return False
+
+
+def test_random_trees_as_the_kernel_decides(tmp_path: Path) -> None:
+    """Random modes, owners, named entries and masks on a file and its folders: the file's tokens
+    admit a reader exactly when the kernel lets them read it (``setpriv``, ``test -r``), except in
+    the documented corner, where they may refuse, never admit."""
+    chooser = random.Random(55)
+    base = Path(tempfile.mkdtemp(prefix="searchcrawl-posix-"))  # every reader may pass (tmp_path: 0700)
+    base.chmod(0o755)
+    outcomes: dict[object, int] = {}
+    try:
+        for case in range(60):
+            root = base / f"case{case}"
+            (root / "a" / "b").mkdir(parents=True)
+            root.chmod(0o755)
+            paths = [root / "a", root / "a" / "b", root / "a" / "b" / "f.txt", root / "a" / "g.txt"]
+            for path in paths:
+                if path.suffix:
+                    path.write_text("text")
+                os.chown(path, chooser.choice([0, 1001, 1002, 1003]), chooser.choice([0, 2000, 2001, 2002]))
+                path.chmod(chooser.randrange(0o1000))
+                named = chooser.sample(["u:1001", "u:1002", "u:1003", "g:2000", "g:2001", "g:2002"], chooser.randint(0, 3))
+                if named:
+                    entries = ",".join(f"{entry}:{chooser.choice(['r', 'x', 'rx', '-'])}" for entry in named)
+                    subprocess.run(["setfacl", "-m", entries, str(path)], check=True)
+                    mask = chooser.choice([None, "-", "r", "x", "rx"])
+                    if mask:
+                        subprocess.run(["setfacl", "-m", f"m::{mask}", str(path)], check=True)
+            found = references(root)
+            for path in (paths[2], paths[3]):
+                above = [folder for folder in paths[:2] if folder in path.parents]
+                for uid in READERS:
+                    granted = path.name in found and decide(found[path.name].access, principals_of(uid)).granted  # type: ignore[attr-defined]
+                    kernel = kernel_reads(uid, path)
+                    assert kernel or not granted, (case, path, uid)  # never admits whom the kernel refuses
+                    if kernel and not granted and uid != 65534 and listed_twice(uid, [*above, path]):
+                        outcomes["the corner"] = outcomes.get("the corner", 0) + 1
+                        continue
+                    outcomes[(granted, kernel)] = outcomes.get((granted, kernel), 0) + 1
+                    assert granted == kernel, (case, path, uid, found.get(path.name))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    # the trees are not trivial: readers admitted and refused, and the corner rare
+    assert outcomes[(True, True)] > 50 and outcomes[(False, False)] > 50, outcomes
+    assert outcomes.get("the corner", 0) < outcomes[(True, True)] / 5, outcomes
