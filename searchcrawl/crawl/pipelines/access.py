@@ -50,5 +50,6 @@ class AccessPipeline:
                 f"Not indexed (access: {item.access_error}): {item.url}",
             )
         assert item.access is not None
-        logger.debug("Access of %s: %s", item.url, item.access.fields())
+        if logger.isEnabledFor(logging.DEBUG):  # fields() sorts every level: not for nothing
+            logger.debug("Access of %s: %s", item.url, item.access.fields())
         return item
