@@ -90,10 +90,13 @@ TERMS = "{!terms f=FIELD separator=$access_separator v=$access_tokens}"
 def solr_trimming(principals: Principals) -> tuple[list[str], dict[str, str]]:
     """The filter queries of a search trimmed to ``principals`` (one per level field, and the
     deny field's), and the request parameters they read (the principals once, the separator, the
-    deny query). A document indexed without access fields matches none: it is shown to no one."""
+    deny query), with Solr's macros off. A document indexed without access fields matches none: it is shown to no one."""
     filters = [TERMS.replace("FIELD", name) for name in LEVEL_FIELDS]
     filters.append("{!bool must_not=$access_denied}")
     params = {
+        # Solr expands ${name} in every request parameter (its macros) before any parser reads
+        # it: a group whose cn is ${q} would take the searcher's query text as more principals
+        "expandMacros": "false",
         "access_tokens": SEPARATOR.join(sorted(principals.tokens)),
         "access_separator": SEPARATOR,
         "access_denied": TERMS.replace("FIELD", DENY_FIELD),
