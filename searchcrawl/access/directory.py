@@ -334,6 +334,10 @@ class LdapDirectory:
             receive_timeout=self._seconds,
             raise_exceptions=False,
             read_only=True,
+            # a referral (a searchResRef, or a referral result) is not followed: ldap3 would bind
+            # to the host it names, any host, with these credentials (the service account's, or
+            # the user's password); the search result 10 (referral) is then a refused search
+            auto_referrals=False,
         )
         if self.config.start_tls:
             connection.open()

@@ -137,3 +137,13 @@ def test_settings_make_a_directory_or_none() -> None:
     assert config.group_base == "ou=people,dc=x"  # groups below the users' base without their own
     assert config.user_filter == "(uid={user})" and config.cache_seconds == 300
     assert "bind_password" not in repr(config)
+
+
+def test_a_connection_follows_no_referral() -> None:
+    """ldap3 follows referrals to any host by default, binding there with the same credentials."""
+    from searchcrawl.access.directory import LdapDirectory
+
+    directory = LdapDirectory(DirectoryConfig(url="ldap://127.0.0.1:1", user_base="dc=x"))
+    connection = directory._connection("uid=alice,dc=x", "secret")  # not opened: no socket
+    assert connection.auto_referrals is False
+    assert connection.closed
