@@ -30,7 +30,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import ldap3
@@ -146,26 +146,37 @@ def walk_groups(
     parents_of: Callable[[Entry], list[Entry]],
     max_depth: int = MAX_GROUP_DEPTH,
     max_groups: int = MAX_GROUPS,
+    cut: list[str] | None = None,
 ) -> list[Membership]:
     """The user's groups, breadth-first: ``direct`` (a group, and how the user is in it), then
     the groups each is a member of (``parents_of``), up to ``max_depth`` steps and ``max_groups``
-    groups, each group once (the first, shortest, path to it): a cycle ends there."""
+    groups, each group once (the first, shortest, path to it): a cycle ends there. Where a bound
+    left a group out, ``cut`` gets why (the principals are then partial: a deny token of a group
+    left out would not be seen, decision.py)."""
     found: list[Membership] = []
     seen: set[str] = set()
     queue: deque[tuple[Membership, int]] = deque()
+    cut = [] if cut is None else cut
     for group, how in direct:
-        if _dn_key(group.dn) not in seen and len(found) < max_groups:
-            seen.add(_dn_key(group.dn))
-            membership = Membership(group, (group.dn,), how)
-            found.append(membership)
-            queue.append((membership, 0))
-    while queue and len(found) < max_groups:
-        membership, depth = queue.popleft()
-        if depth >= max_depth:
+        if _dn_key(group.dn) in seen:
             continue
+        if len(found) >= max_groups:
+            cut.append(f"more than {max_groups} groups")
+            break
+        seen.add(_dn_key(group.dn))
+        membership = Membership(group, (group.dn,), how)
+        found.append(membership)
+        queue.append((membership, 0))
+    while queue:
+        membership, depth = queue.popleft()
         for parent in parents_of(membership.group):
-            if _dn_key(parent.dn) in seen or len(found) >= max_groups:
+            if _dn_key(parent.dn) in seen:
                 continue
+            if depth >= max_depth or len(found) >= max_groups:
+                cut.append(
+                    f"groups in groups deeper than {max_depth}" if depth >= max_depth else f"more than {max_groups} groups"
+                )
+                return found
             seen.add(_dn_key(parent.dn))
             above = Membership(parent, (parent.dn, *membership.path), membership.how)
             found.append(above)
@@ -297,9 +308,13 @@ class LdapDirectory:
             raise self._unavailable(exc) from None
 
     def _lookup_with(self, connection: ldap3.Connection, user: str, entry: Entry) -> Principals:
-        direct = self._direct_groups(connection, entry)
-        memberships = walk_groups(direct, lambda group: self._parents(connection, group))
+        cut: list[str] = []
+        direct = self._direct_groups(connection, entry, cut)
+        memberships = walk_groups(direct, lambda group: self._parents(connection, group, cut), cut=cut)
         found = principals_of(user, entry, memberships)
+        if cut:
+            found = replace(found, partial=cut[0])
+            logger.debug("directory: %r's groups not all read (%s): no document with a deny token", user, cut[0])
         logger.debug("directory: %r has %d principals (%d groups)", user, len(found.entries), len(memberships))
         return found
 
@@ -352,7 +367,7 @@ class LdapDirectory:
         found = self._search(connection, self.config.user_base, query, USER_ATTRIBUTES)
         return found[0] if len(found) == 1 else None  # two entries for one name: neither
 
-    def _direct_groups(self, connection: ldap3.Connection, user: Entry) -> list[tuple[Entry, str]]:
+    def _direct_groups(self, connection: ldap3.Connection, user: Entry, cut: list[str]) -> list[tuple[Entry, str]]:
         dn = escape_filter_chars(user.dn)
         asks = [
             ("member", f"(member={dn})"),
@@ -366,16 +381,20 @@ class LdapDirectory:
             )
         found: list[tuple[Entry, str]] = []
         for how, query in asks:
-            found.extend((group, how) for group in self._search(connection, self.config.group_base, query, GROUP_ATTRIBUTES))
+            found.extend((group, how) for group in self._search(connection, self.config.group_base, query, GROUP_ATTRIBUTES, cut))
         return found
 
-    def _parents(self, connection: ldap3.Connection, group: Entry) -> list[Entry]:
+    def _parents(self, connection: ldap3.Connection, group: Entry, cut: list[str]) -> list[Entry]:
         dn = escape_filter_chars(group.dn)
-        return self._search(connection, self.config.group_base, f"(|(member={dn})(uniqueMember={dn}))", GROUP_ATTRIBUTES)
+        return self._search(connection, self.config.group_base, f"(|(member={dn})(uniqueMember={dn}))", GROUP_ATTRIBUTES, cut)
 
-    def _search(self, connection: ldap3.Connection, base: str, query: str, attributes: list[str]) -> list[Entry]:
-        if not connection.search(base, query, attributes=attributes, size_limit=MAX_GROUPS):
+    def _search(
+        self, connection: ldap3.Connection, base: str, query: str, attributes: list[str], cut: list[str] | None = None
+    ) -> list[Entry]:
+        if not connection.search(base, query, attributes=attributes, size_limit=MAX_GROUPS, time_limit=self._seconds):
             if connection.result.get("result") in (0, 4, 32):  # none found, size limit, no such base
+                if connection.result.get("result") == 4 and cut is not None:
+                    cut.append(f"a search of groups stopped at its size limit ({MAX_GROUPS})")
                 return self._entries(connection)
             raise DirectoryUnavailableLdap(
                 f"the directory at {self.config.url} refused a search ({connection.result.get('description')})"

@@ -139,6 +139,23 @@ def test_settings_make_a_directory_or_none() -> None:
     assert "bind_password" not in repr(config)
 
 
+def test_a_walk_cut_at_a_bound_says_so_and_a_whole_walk_does_not() -> None:
+    chain = {f"g{i}": [f"g{i + 1}"] for i in range(100)}
+    parents_of, _ = tree(chain)
+    cut: list[str] = []
+    assert len(walk_groups([(group("g0"), "member")], parents_of, max_depth=3, cut=cut)) == 4
+    assert cut == ["groups in groups deeper than 3"]
+    wide = {"top": [f"w{i}" for i in range(50)]}
+    cut = []
+    assert len(walk_groups([(group("top"), "member")], tree(wide)[0], max_groups=10, cut=cut)) == 10
+    assert cut == ["more than 10 groups"]
+    cut = []
+    direct = [(group(f"d{i}"), "member") for i in range(12)]
+    assert len(walk_groups(direct, tree({})[0], max_groups=10, cut=cut)) == 10 and cut == ["more than 10 groups"]
+    cut = []  # exactly at the bounds, nothing left out
+    assert len(walk_groups([(group("g98"), "member")], parents_of, max_depth=2, cut=cut)) == 3 and not cut
+
+
 def test_a_connection_follows_no_referral() -> None:
     """ldap3 follows referrals to any host by default, binding there with the same credentials."""
     from searchcrawl.access.directory import LdapDirectory

@@ -146,3 +146,22 @@ def test_trimming_sends_the_principals_once() -> None:
     assert len(filters) == len(LEVEL_FIELDS) + 1
     assert sorted(params["access_tokens"].split(params["access_separator"])) == sorted(["public", FINANCE, "gid:2001"])
     assert all("$access_tokens" in fq for fq in filters[:-1]) and "access_deny" in params["access_denied"]
+
+
+def test_incomplete_principals_are_refused_every_document_with_a_deny_token() -> None:
+    """A user whose groups were not all read (a bound of the walk) or could not be read (the
+    directory did not answer) may lack the very group a deny token names: fail closed."""
+    denied = Access.of([Grant.of(FINANCE, "acl")], [Grant.of("group:contractors", "deny")])
+    public_but_bob = Access.of([Grant.of(PUBLIC, "site")], [Grant.of("user:bob", "deny")])
+    plain = Access.of([Grant.of(FINANCE, "acl")])
+    partial = Principals.of("alice", [Principal(FINANCE, "test")], partial="more than 1000 groups")
+    assert partial.incomplete == "more than 1000 groups"
+    assert not decide(denied, partial).granted and "incomplete" in decide(denied, partial).reason
+    assert decide(plain, partial).granted
+    unanswered = Principals("bob", Principals.anonymous().entries, error="the directory did not answer")
+    assert not decide(public_but_bob, unanswered).granted
+    assert decide(public_but_bob, Principals.anonymous()).granted  # a visitor: nothing to lack
+    assert not Principals.anonymous().incomplete and not principals(FINANCE).incomplete
+    filters, _params = solr_trimming(partial)
+    assert filters[-1] == "*:* -access_deny:[* TO *]"
+    assert len(solr_trimming(principals(FINANCE))[0]) == len(LEVEL_FIELDS) + 1

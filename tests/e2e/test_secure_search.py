@@ -197,6 +197,25 @@ def test_solrs_filters_agree_with_decide_on_random_accesses(solr_url: str, solr:
     assert 0 < len(expected) < len(accesses)  # the last searcher reads some, not all
 
 
+def test_incomplete_principals_agree_with_decide_no_document_with_a_deny_token(solr_url: str, solr: pysolr.Solr) -> None:
+    chooser = random.Random(5555)
+    source = f"partial-{uuid.uuid4().hex[:8]}"
+    accesses = {f"{source}!{number}": random_access(chooser) for number in range(200)}
+    solr.add([{"id": key, "url": key, "source": source, "title": "t", **held.fields()} for key, held in accesses.items()])
+    client = SolrIndex(solr_url, timeout=30)
+    for round_number in range(10):
+        tokens = chooser.sample(POOL[1:], chooser.randint(0, 8))
+        entries = [Principal(token, "random") for token in tokens]
+        principals = Principals.of(f"searcher{round_number}", entries, partial="more than 1000 groups")
+        params = search_params(principals, rows=1000, source=source)
+        params["fl"] = "id"
+        found = {doc["id"] for doc in client.search("*:*", **params).docs}
+        expected = {key for key, held in accesses.items() if decide(held, principals).granted}
+        assert found == expected, (tokens, sorted(found ^ expected)[:5])
+        assert not any(accesses[key].deny for key in found)
+    assert expected  # some documents without a deny token are read
+
+
 # tokens a hostile directory (a group's cn) or a hostile row may hold: query syntax, local
 # parameters, parameter references, the terms parser's default separator, the longest token
 HOSTILE = [
