@@ -14,14 +14,18 @@ from __future__ import annotations
 import base64
 import json
 import os
+import posixpath
 import subprocess
 import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
+from searchcrawl.access.decision import Principal, Principals, decide
+from searchcrawl.access.explanation import access_of_fields
 from searchcrawl.access.tokens import Access
 from tests.conftest import Project, run_scrapy, solr_docs
 
@@ -242,3 +246,46 @@ def test_a_site_behind_credentials_without_access_refuses_to_start(project: Proj
     assert result.returncode != 0
     assert "[[auth]] fetches its documents with credentials, so they are not public: add an [access] table" in result.stderr
     assert not site.served  # nothing was fetched
+
+
+class ResolvingPages(dict[str, str]):
+    """A server's pages as nginx on a case-insensitive file system finds them: the path
+    percent-decoded (``%2F`` too), ``\\`` as ``/``, dot segments and repeated slashes resolved,
+    without case, the query ignored."""
+
+    def get(self, path: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        path = unquote(path.split("?", 1)[0]).replace("\\", "/").lower()
+        resolved = posixpath.normpath("/" + path.lstrip("/"))
+        return super().get(resolved, default)
+
+
+def test_a_restricted_page_linked_under_a_looser_rules_path_keeps_its_restriction(project: Project, solr) -> None:
+    """Links a public page may hold (a hostile page author): each one reaches the HR page on this
+    server, while as written it matches the public rule or the source-wide allow."""
+    tricks = [
+        "/public/..%2Fhr/pay.html",
+        "/public/..%2F/hr/pay.html",
+        "/HR/pay.html",
+        "/public/%2e%2e%5Chr/pay.html",
+        "/hr/pay.html?x=1",
+    ]
+    links = " ".join(f'<a href="{link}">pay</a>' for link in tricks)
+    site = ConditionalSite(ResolvingPages({"/public/index.html": page("Home", links), "/hr/pay.html": page("Pay scale")}))
+    try:
+        name = f"tricks-{uuid.uuid4().hex[:6]}"
+        rules = '[[access.rules]]\npaths = ["/public/"]\nallow = ["public"]\n[[access.rules]]\npaths = ["/hr/"]\nallow = ["group:hr"]\n'
+        source = web_source(site, f'[access]\nallow = ["group:staff"]\n{rules}')
+        project.source(name, source.replace(f"{site.url}index.html", f"{site.url}public/index.html"))
+        report = crawl(project, name, ACCESS_SECRET=PASSWORD)
+        assert sum(status == 200 and "pay" in path for path, status in site.served) == 4, site.served  # the server's page
+        pay = [doc for doc in solr_docs(solr, name) if doc["title"] == "Pay scale"]
+        # copies with the same readers are one document; other readers, another (never merged)
+        assert len(pay) == 2 and len(report["duplicate"]) == 2, report
+        staff = Principals.of("eve", [Principal("group:staff", "test")])
+        hr = Principals.of("ann", [Principal("group:staff", "test"), Principal("group:hr", "test")])
+        for doc in pay:
+            held = access_of_fields(doc)
+            assert held is not None and not decide(held, staff).granted, doc["url"]
+            assert not decide(held, Principals.anonymous()).granted and decide(held, hr).granted, doc["url"]
+    finally:
+        site.stop()
