@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import ldap3
-from ldap3.core.exceptions import LDAPException
+from ldap3.core.exceptions import LDAPException, LDAPSASLPrepError
 from ldap3.utils.conv import escape_filter_chars
 from scrapy.settings import BaseSettings
 
@@ -257,8 +257,8 @@ class LdapDirectory:
                 return False
             connection = self._connection(entry.dn, password)
             try:
-                if not connection.bind():
-                    logger.debug("directory: %r refused: %s", user, connection.result.get("description"))
+                if not self._user_bind(connection):
+                    logger.debug("directory: %r refused: %s", user, (connection.result or {}).get("description", "no bind"))
                     return False
                 logger.debug("directory: %r authenticated as %s", user, entry.dn)
                 try:  # their principals, asked as them now: the search that follows needs them
@@ -292,6 +292,15 @@ class LdapDirectory:
             self._failing = False
         self._remember(user, found)
         return found
+
+    @staticmethod
+    def _user_bind(connection: ldap3.Connection) -> bool:
+        """Bind as the user; a password that ldap3 cannot send (SASLprep refuses control
+        characters such as NUL) is a wrong password, not a directory that does not answer."""
+        try:
+            return bool(connection.bind())
+        except LDAPSASLPrepError:
+            return False
 
     # --- uncached ---
 
