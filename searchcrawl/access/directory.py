@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 MAX_GROUP_DEPTH = 8  # groups in groups followed this many steps up from the user's own
 MAX_GROUPS = 1000  # and this many groups at most (a searcher in more gets the first found)
+LOOKUP_TIMEOUTS = 3  # a user's whole group walk takes at most this many SEARCHCRAWL_LDAP_TIMEOUTs
 MAX_CACHED = 10_000  # searchers whose principals are cached at once
 USER_ATTRIBUTES = ["uid", "uidNumber", "gidNumber"]
 GROUP_ATTRIBUTES = ["cn", "gidNumber", "objectClass"]
@@ -317,9 +318,19 @@ class LdapDirectory:
             raise self._unavailable(exc) from None
 
     def _lookup_with(self, connection: ldap3.Connection, user: str, entry: Entry) -> Principals:
+        # a directory that answers each search just within the timeout would hold a search page
+        # for hours over a large group graph: the whole walk has LOOKUP_TIMEOUTS timeouts
+        budget = LOOKUP_TIMEOUTS * self.config.timeout
+        deadline = self.clock() + budget
         cut: list[str] = []
         direct = self._direct_groups(connection, entry, cut)
-        memberships = walk_groups(direct, lambda group: self._parents(connection, group, cut), cut=cut)
+
+        def parents_of(group: Entry) -> list[Entry]:
+            if self.clock() > deadline:
+                raise DirectoryUnavailableLdap(f"the directory at {self.config.url} took over {budget:g} s for {user!r}'s groups")
+            return self._parents(connection, group, cut)
+
+        memberships = walk_groups(direct, parents_of, cut=cut)
         found = principals_of(user, entry, memberships)
         if cut:
             found = replace(found, partial=cut[0])

@@ -164,3 +164,39 @@ def test_a_connection_follows_no_referral() -> None:
     connection = directory._connection("uid=alice,dc=x", "secret")  # not opened: no socket
     assert connection.auto_referrals is False
     assert connection.closed
+
+
+class SlowConnection:
+    """An ldap3 connection's search as a slow directory answers it: each within the timeout,
+    ``step`` seconds of ``clock`` each; every group is in two new groups (a large graph)."""
+
+    def __init__(self, clock: list[float], step: float) -> None:
+        self.clock, self.step = clock, step
+        self.result: dict[str, object] = {"result": 0}
+        self.response: list[dict[str, object]] = []
+        self.searches = 0
+
+    def search(self, base: str, query: str, **options: object) -> bool:
+        self.clock[0] += self.step
+        self.searches += 1
+        n = self.searches
+        self.response = [
+            {"type": "searchResEntry", "dn": f"cn=g{n}-{i},dc=x", "attributes": {"cn": [f"g{n}-{i}"]}} for i in range(2)
+        ]
+        return True
+
+
+def test_a_slow_directory_gives_up_the_walk_after_its_budget() -> None:
+    import pytest
+
+    from searchcrawl.access.directory import LOOKUP_TIMEOUTS, DirectoryUnavailableLdap, LdapDirectory
+
+    now = [0.0]
+    directory = LdapDirectory(DirectoryConfig(url="ldap://127.0.0.1:1", user_base="dc=x", timeout=2), clock=lambda: now[0])
+    connection = SlowConnection(now, step=1.0)
+    with pytest.raises(DirectoryUnavailableLdap, match="took over 6 s for 'alice'"):
+        directory._lookup_with(connection, "alice", ALICE)
+    assert connection.searches == LOOKUP_TIMEOUTS * 2 + 1  # a search past the budget, then no more
+    now[0], fast = 0.0, SlowConnection(now, step=0.001)  # the same graph answered fast: cut at its bounds
+    found = directory._lookup_with(fast, "alice", ALICE)
+    assert found.partial and len(found.tokens) > 1000
