@@ -42,7 +42,13 @@ def test_tokens_are_normalised_once(text: str, token: str) -> None:
     assert normal_token(text) == token
 
 
-@pytest.mark.parametrize("text", ["", "alice", "role:admin", "user:", "uid:alice", "gid:-1", "user:a\nb", "user:" + "a" * 2000])
+@pytest.mark.parametrize(
+    "text",
+    [
+        *("", "alice", "role:admin", "user:", "uid:alice", "gid:-1", "user:a\nb", "user:" + "a" * 2000),
+        *("user:a\x1fb", "group:\x1f", "group:a\x00", "uid:\u00b2", "uid:\u0661\u0662", "gid:\U0001d7d8"),
+    ],
+)
 def test_what_is_not_a_token_is_refused(text: str) -> None:
     with pytest.raises(AccessError):
         normal_token(text)
@@ -165,3 +171,12 @@ def test_incomplete_principals_are_refused_every_document_with_a_deny_token() ->
     filters, _params = solr_trimming(partial)
     assert filters[-1] == "*:* -access_deny:[* TO *]"
     assert len(solr_trimming(principals(FINANCE))[0]) == len(LEVEL_FIELDS) + 1
+
+
+def test_a_value_that_is_no_token_never_reaches_the_solr_filter() -> None:
+    """The terms filter splits the principals on \\x1f: a principal holding it (a hostile cn) is
+    refused as a token, so it can never stand for two."""
+    with pytest.raises(AccessError):
+        Principals.of("eve", [Principal("group:staff\x1fgroup:hr", "a hostile cn")])
+    filters, params = solr_trimming(principals("group:staff"))
+    assert params["access_tokens"].split(params["access_separator"]) == ["group:staff", "public"]
