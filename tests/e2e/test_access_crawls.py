@@ -124,6 +124,9 @@ def test_a_file_share_carries_its_posix_access_and_follows_its_changes(project: 
     assert by_url(solr, name)[url["team/finance.txt"]]["_version_"] == updated["_version_"]
 
 
+REDIRECT = "redirect to "  # a page so written answers 302 to the rest of it
+
+
 class ConditionalSite:
     """A site on 127.0.0.1 behind basic credentials whose pages have ETags and answer a matching
     If-None-Match with 304; ``served`` logs (path, status) of every answer."""
@@ -147,6 +150,8 @@ class ConditionalSite:
                     status, body = 404, ""
                 elif self.headers.get("If-None-Match") == etag:
                     status, body = 304, ""
+                elif body.startswith(REDIRECT):
+                    status = 302
                 else:
                     status = 200
                 site.served.append((self.path, status))
@@ -157,6 +162,9 @@ class ConditionalSite:
                     self.send_header("ETag", etag)
                 if status == 401:
                     self.send_header("WWW-Authenticate", 'Basic realm="intranet"')
+                if status == 302:
+                    self.send_header("Location", body[len(REDIRECT) :])
+                    data = b""
                 if status != 304:
                     self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -287,5 +295,32 @@ def test_a_restricted_page_linked_under_a_looser_rules_path_keeps_its_restrictio
             held = access_of_fields(doc)
             assert held is not None and not decide(held, staff).granted, doc["url"]
             assert not decide(held, Principals.anonymous()).granted and decide(held, hr).granted, doc["url"]
+    finally:
+        site.stop()
+
+
+def test_a_redirect_from_a_public_path_to_a_restricted_one_indexes_the_target_with_its_access(project: Project, solr) -> None:
+    """The document is the redirect's target, under the target's URL: the rules see that URL (the
+    response's), never the public one that led to it."""
+    links = '<a href="/public/go">pay</a> <a href="/public/back">home</a>'
+    pages = {
+        "/public/index.html": page("Home", links),
+        "/public/go": REDIRECT + "/hr/pay.html",
+        "/hr/pay.html": page("Pay scale"),
+        "/hr/back": page("Back"),
+        "/public/back": REDIRECT + "/hr/back",
+    }
+    site = ConditionalSite(pages)
+    try:
+        name = f"redirects-{uuid.uuid4().hex[:6]}"
+        rules = '[[access.rules]]\npaths = ["/public/"]\nallow = ["public"]\n[[access.rules]]\npaths = ["/hr/"]\nallow = ["group:hr"]\n'
+        source = web_source(site, f'[access]\nallow = ["group:staff"]\n{rules}')
+        project.source(name, source.replace(f"{site.url}index.html", f"{site.url}public/index.html"))
+        crawl(project, name, ACCESS_SECRET=PASSWORD)
+        assert ("/public/go", 302) in site.served and ("/hr/pay.html", 200) in site.served, site.served
+        docs = by_url(solr, name)
+        assert sorted(docs) == sorted(f"{site.url}{path}" for path in ("public/index.html", "hr/pay.html", "hr/back"))
+        assert docs[f"{site.url}hr/pay.html"]["access_allow"] == ["group:hr"]
+        assert docs[f"{site.url}hr/back"]["access_allow"] == ["group:hr"]
     finally:
         site.stop()
