@@ -258,3 +258,19 @@ def test_hostile_tokens_and_a_searcher_of_thousands_of_groups_are_matched_litera
     many = Principals.of("big", [Principal(f"group:g{i}", "test") for i in range(5000)])
     assert found(many) == {f"{source}!deep", f"{source}!denied", f"{source}!public"}
     assert f"{source}!id-token" in found(Principals.of("id", [Principal("group:id", "test")]))
+
+
+def test_a_macro_principal_reads_no_suggestion_either(solr_url: str, solr: pysolr.Solr) -> None:
+    """The spelling suggestions' query is trimmed as the search is, Solr's macros off too: a
+    principal group:${spellcheck.count} would read the suggestions of group:10's documents."""
+    source, word = f"macro-{uuid.uuid4().hex[:8]}", "wombat" + letters(8, uuid.uuid4().hex)
+    url = f"http://secure.test/{source}/secret"
+    held = access("group:10").fields()
+    solr.add([{"id": f"{source}!{url}", "url": url, "source": source, "title": "S", "content": f"The {word} plan.", **held}])
+    typo = word[:-3] + ("a" if word[-3] != "a" else "e") + word[-2:]
+    client = SolrIndex(solr_url, timeout=30)
+    eve = Principals.of("eve", [Principal("group:${spellcheck.count}", "a hostile cn")])
+    found = run_search(client, SearchRequest(typo), eve)
+    assert found.total == 0 and found.suggestions == []
+    ten = run_search(client, SearchRequest(typo), Principals.of("ten", [Principal("group:10", "test")]))
+    assert [text for text, _url in ten.suggestions] == [word]  # the suggestion is there for its readers
