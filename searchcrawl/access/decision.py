@@ -3,8 +3,9 @@
 One rule, in two forms that must agree: ``decide`` (Python: `scrapy explain-access`, the
 administration page) and ``solr_filters`` (the filter queries every search sends, so that Solr
 trims the hits, their counts, facets and suggestions itself, and a page of hits is always full).
-The rule: deny wins (one principal among the deny tokens: refused); then every level needs one of
-the principals among its allow tokens. Every searcher has the principal ``public``; a visitor who
+The rule: deny wins (one principal among the deny tokens: refused; principals that may lack
+some of the user's: any deny token refuses); then every level needs one of the principals among
+its allow tokens. Every searcher has the principal ``public``; a visitor who
 is not signed in has nothing else.
 """
 
@@ -30,24 +31,33 @@ class Principal:
 @dataclass(frozen=True)
 class Principals:
     """Who is searching: a user name (None: not signed in) and its principals, ``public`` always
-    among them. ``error``: why the principals are only public (a directory that did not answer)."""
+    among them. ``error``: why the principals are only public (a directory that did not answer);
+    ``partial``: why they may lack some of the user's groups (a group walk cut at its bounds).
+    Either makes them ``incomplete``: a deny token they lack may be the user's, so a document
+    with any deny token is refused (fail closed)."""
 
     user: str | None
     entries: tuple[Principal, ...] = ()
     error: str = ""
+    partial: str = ""
 
     @classmethod
     def anonymous(cls, error: str = "") -> Principals:
         return cls(None, (Principal(PUBLIC, "every searcher"),), error)
 
     @classmethod
-    def of(cls, user: str, entries: Iterable[Principal], error: str = "") -> Principals:
+    def of(cls, user: str, entries: Iterable[Principal], error: str = "", partial: str = "") -> Principals:
         """``user``'s principals: ``entries`` normalised, each token once, with ``public``."""
         seen: dict[str, Principal] = {PUBLIC: Principal(PUBLIC, "every searcher")}
         for entry in entries:
             token = normal_token(entry.token)
             seen.setdefault(token, Principal(token, entry.origin))
-        return cls(user, tuple(seen.values()), error)
+        return cls(user, tuple(seen.values()), error, partial)
+
+    @property
+    def incomplete(self) -> str:
+        """Why a signed-in user's principals may lack a deny token of theirs ("" when complete)."""
+        return (self.error or self.partial) if self.user is not None else ""
 
     @property
     def tokens(self) -> frozenset[str]:
@@ -74,6 +84,9 @@ def decide(access: Access, principals: Principals) -> Decision:
         if denied.token in tokens:
             why = principals.origin(denied.token)
             return Decision(False, f"denied: {denied.token} ({denied.origin}), the searcher's own ({why})", (denied,))
+    if access.deny and principals.incomplete:
+        why = principals.incomplete
+        return Decision(False, f"refused: it denies some readers, and the searcher's principals are incomplete ({why})", ())
     _access, levels = access.indexed_levels()
     matched: list[Grant] = []
     for level in levels:
@@ -90,10 +103,16 @@ TERMS = "{!terms f=FIELD separator=$access_separator v=$access_tokens}"
 def solr_trimming(principals: Principals) -> tuple[list[str], dict[str, str]]:
     """The filter queries of a search trimmed to ``principals`` (one per level field, and the
     deny field's), and the request parameters they read (the principals once, the separator, the
-    deny query). A document indexed without access fields matches none: it is shown to no one."""
+    deny query), with Solr's macros off. A document indexed without access fields matches none: it is shown to no one.
+    Incomplete principals (``Principals.incomplete``) see no document with a deny token."""
     filters = [TERMS.replace("FIELD", name) for name in LEVEL_FIELDS]
     filters.append("{!bool must_not=$access_denied}")
+    if principals.incomplete:
+        filters.append(f"*:* -{DENY_FIELD}:[* TO *]")
     params = {
+        # Solr expands ${name} in every request parameter (its macros) before any parser reads
+        # it: a group whose cn is ${q} would take the searcher's query text as more principals
+        "expandMacros": "false",
         "access_tokens": SEPARATOR.join(sorted(principals.tokens)),
         "access_separator": SEPARATOR,
         "access_denied": TERMS.replace("FIELD", DENY_FIELD),

@@ -30,11 +30,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import ldap3
-from ldap3.core.exceptions import LDAPException
+from ldap3.core.exceptions import LDAPException, LDAPSASLPrepError
 from ldap3.utils.conv import escape_filter_chars
 from scrapy.settings import BaseSettings
 
@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 MAX_GROUP_DEPTH = 8  # groups in groups followed this many steps up from the user's own
 MAX_GROUPS = 1000  # and this many groups at most (a searcher in more gets the first found)
+LOOKUP_TIMEOUTS = 3  # a user's whole group walk takes at most this many SEARCHCRAWL_LDAP_TIMEOUTs
 MAX_CACHED = 10_000  # searchers whose principals are cached at once
 USER_ATTRIBUTES = ["uid", "uidNumber", "gidNumber"]
 GROUP_ATTRIBUTES = ["cn", "gidNumber", "objectClass"]
@@ -146,26 +147,37 @@ def walk_groups(
     parents_of: Callable[[Entry], list[Entry]],
     max_depth: int = MAX_GROUP_DEPTH,
     max_groups: int = MAX_GROUPS,
+    cut: list[str] | None = None,
 ) -> list[Membership]:
     """The user's groups, breadth-first: ``direct`` (a group, and how the user is in it), then
     the groups each is a member of (``parents_of``), up to ``max_depth`` steps and ``max_groups``
-    groups, each group once (the first, shortest, path to it): a cycle ends there."""
+    groups, each group once (the first, shortest, path to it): a cycle ends there. Where a bound
+    left a group out, ``cut`` gets why (the principals are then partial: a deny token of a group
+    left out would not be seen, decision.py)."""
     found: list[Membership] = []
     seen: set[str] = set()
     queue: deque[tuple[Membership, int]] = deque()
+    cut = [] if cut is None else cut
     for group, how in direct:
-        if _dn_key(group.dn) not in seen and len(found) < max_groups:
-            seen.add(_dn_key(group.dn))
-            membership = Membership(group, (group.dn,), how)
-            found.append(membership)
-            queue.append((membership, 0))
-    while queue and len(found) < max_groups:
-        membership, depth = queue.popleft()
-        if depth >= max_depth:
+        if _dn_key(group.dn) in seen:
             continue
+        if len(found) >= max_groups:
+            cut.append(f"more than {max_groups} groups")
+            break
+        seen.add(_dn_key(group.dn))
+        membership = Membership(group, (group.dn,), how)
+        found.append(membership)
+        queue.append((membership, 0))
+    while queue:
+        membership, depth = queue.popleft()
         for parent in parents_of(membership.group):
-            if _dn_key(parent.dn) in seen or len(found) >= max_groups:
+            if _dn_key(parent.dn) in seen:
                 continue
+            if depth >= max_depth or len(found) >= max_groups:
+                cut.append(
+                    f"groups in groups deeper than {max_depth}" if depth >= max_depth else f"more than {max_groups} groups"
+                )
+                return found
             seen.add(_dn_key(parent.dn))
             above = Membership(parent, (parent.dn, *membership.path), membership.how)
             found.append(above)
@@ -246,8 +258,8 @@ class LdapDirectory:
                 return False
             connection = self._connection(entry.dn, password)
             try:
-                if not connection.bind():
-                    logger.debug("directory: %r refused: %s", user, connection.result.get("description"))
+                if not self._user_bind(connection):
+                    logger.debug("directory: %r refused: %s", user, (connection.result or {}).get("description", "no bind"))
                     return False
                 logger.debug("directory: %r authenticated as %s", user, entry.dn)
                 try:  # their principals, asked as them now: the search that follows needs them
@@ -282,6 +294,15 @@ class LdapDirectory:
         self._remember(user, found)
         return found
 
+    @staticmethod
+    def _user_bind(connection: ldap3.Connection) -> bool:
+        """Bind as the user; a password that ldap3 cannot send (SASLprep refuses control
+        characters such as NUL) is a wrong password, not a directory that does not answer."""
+        try:
+            return bool(connection.bind())
+        except LDAPSASLPrepError:
+            return False
+
     # --- uncached ---
 
     def lookup(self, user: str) -> Principals:
@@ -297,9 +318,23 @@ class LdapDirectory:
             raise self._unavailable(exc) from None
 
     def _lookup_with(self, connection: ldap3.Connection, user: str, entry: Entry) -> Principals:
-        direct = self._direct_groups(connection, entry)
-        memberships = walk_groups(direct, lambda group: self._parents(connection, group))
+        # a directory that answers each search just within the timeout would hold a search page
+        # for hours over a large group graph: the whole walk has LOOKUP_TIMEOUTS timeouts
+        budget = LOOKUP_TIMEOUTS * self.config.timeout
+        deadline = self.clock() + budget
+        cut: list[str] = []
+        direct = self._direct_groups(connection, entry, cut)
+
+        def parents_of(group: Entry) -> list[Entry]:
+            if self.clock() > deadline:
+                raise DirectoryUnavailableLdap(f"the directory at {self.config.url} took over {budget:g} s for {user!r}'s groups")
+            return self._parents(connection, group, cut)
+
+        memberships = walk_groups(direct, parents_of, cut=cut)
         found = principals_of(user, entry, memberships)
+        if cut:
+            found = replace(found, partial=cut[0])
+            logger.debug("directory: %r's groups not all read (%s): no document with a deny token", user, cut[0])
         logger.debug("directory: %r has %d principals (%d groups)", user, len(found.entries), len(memberships))
         return found
 
@@ -334,6 +369,10 @@ class LdapDirectory:
             receive_timeout=self._seconds,
             raise_exceptions=False,
             read_only=True,
+            # a referral (a searchResRef, or a referral result) is not followed: ldap3 would bind
+            # to the host it names, any host, with these credentials (the service account's, or
+            # the user's password); the search result 10 (referral) is then a refused search
+            auto_referrals=False,
         )
         if self.config.start_tls:
             connection.open()
@@ -348,7 +387,7 @@ class LdapDirectory:
         found = self._search(connection, self.config.user_base, query, USER_ATTRIBUTES)
         return found[0] if len(found) == 1 else None  # two entries for one name: neither
 
-    def _direct_groups(self, connection: ldap3.Connection, user: Entry) -> list[tuple[Entry, str]]:
+    def _direct_groups(self, connection: ldap3.Connection, user: Entry, cut: list[str]) -> list[tuple[Entry, str]]:
         dn = escape_filter_chars(user.dn)
         asks = [
             ("member", f"(member={dn})"),
@@ -362,16 +401,20 @@ class LdapDirectory:
             )
         found: list[tuple[Entry, str]] = []
         for how, query in asks:
-            found.extend((group, how) for group in self._search(connection, self.config.group_base, query, GROUP_ATTRIBUTES))
+            found.extend((group, how) for group in self._search(connection, self.config.group_base, query, GROUP_ATTRIBUTES, cut))
         return found
 
-    def _parents(self, connection: ldap3.Connection, group: Entry) -> list[Entry]:
+    def _parents(self, connection: ldap3.Connection, group: Entry, cut: list[str]) -> list[Entry]:
         dn = escape_filter_chars(group.dn)
-        return self._search(connection, self.config.group_base, f"(|(member={dn})(uniqueMember={dn}))", GROUP_ATTRIBUTES)
+        return self._search(connection, self.config.group_base, f"(|(member={dn})(uniqueMember={dn}))", GROUP_ATTRIBUTES, cut)
 
-    def _search(self, connection: ldap3.Connection, base: str, query: str, attributes: list[str]) -> list[Entry]:
-        if not connection.search(base, query, attributes=attributes, size_limit=MAX_GROUPS):
+    def _search(
+        self, connection: ldap3.Connection, base: str, query: str, attributes: list[str], cut: list[str] | None = None
+    ) -> list[Entry]:
+        if not connection.search(base, query, attributes=attributes, size_limit=MAX_GROUPS, time_limit=self._seconds):
             if connection.result.get("result") in (0, 4, 32):  # none found, size limit, no such base
+                if connection.result.get("result") == 4 and cut is not None:
+                    cut.append(f"a search of groups stopped at its size limit ({MAX_GROUPS})")
                 return self._entries(connection)
             raise DirectoryUnavailableLdap(
                 f"the directory at {self.config.url} refused a search ({connection.result.get('description')})"

@@ -11,6 +11,7 @@ Plain functions: the caller finds the documents (``HeldDocument``) and the princ
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -90,9 +91,11 @@ def explain_access(principals: Principals, documents: Sequence[HeldDocument], ur
     lines.extend(f"  {entry.token}  <- {entry.origin}" for entry in principals.entries)
     if principals.error:
         lines.append(f"  (public only: {principals.error})")
+    if principals.partial:
+        lines.append(f"  (groups not all read: {principals.partial}; no document with a deny token is shown)")
     if not documents:
         lines.append(f"No source holds {url or 'this URL'} in the index: nothing to decide.")
-        return lines
+        return [printable(line) for line in lines]
     for held in documents:
         lines.append("")
         lines.append(f"Source {held.source}: {held.url}")
@@ -104,7 +107,17 @@ def explain_access(principals: Principals, documents: Sequence[HeldDocument], ur
         lines.extend(_access_lines(held.access))
         decision = decide(held.access, principals)
         lines.append(f"  decision: {'GRANTED' if decision.granted else 'REFUSED'}: {decision.reason}")
-    return lines
+    return [printable(line) for line in lines]
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(line: str) -> str:
+    """``line`` with its control characters shown as ``\\xNN``: an origin names a file, a row's
+    key or a URL (a hostile file name's terminal escapes must not reach the administrator's
+    terminal as escapes)."""
+    return _CONTROL.sub(lambda found: f"\\x{ord(found[0]):02x}", line)
 
 
 def _access_lines(access: Access) -> list[str]:

@@ -63,7 +63,7 @@ def normal_token(text: str) -> str:
     if not value or len(value) > MAX_TOKEN_CHARS or _CONTROL.search(value):
         raise AccessError(f"{text[:80]!r}: an empty, too long or unprintable value")
     if namespace in ("uid", "gid"):
-        if not value.isdigit():
+        if not (value.isascii() and value.isdigit()):  # "²" is a digit int() refuses, "١" one it reads
             raise AccessError(f"{text[:80]!r}: {namespace} takes a number")
         return f"{namespace}:{int(value)}"
     value = value.lower()

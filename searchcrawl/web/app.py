@@ -238,11 +238,15 @@ class WebApp:
         it cannot give them, the searcher sees public documents only, and is told why."""
         user, known_by, csrf = None, "anonymous", ""
         if self.config.user_header:
-            value = request.headers.get(self.config.user_header)
+            values = request.headers.getlist(self.config.user_header)
             peer = request.scope.get(PEER)
-            if peer in self.proxies:
-                user, known_by = header_user(value), "header"
-            elif value is not None:
+            if len(values) > 1:
+                # two of them: one may be the client's own, passed on by a proxy that adds its
+                # header instead of replacing it; which is the proxy's is unknown: neither
+                logger.warning("Search: %d %s headers from %s: none believed", len(values), self.config.user_header, peer)
+            elif peer in self.proxies:
+                user, known_by = header_user(values[0] if values else None), "header"
+            elif values:
                 logger.warning(
                     "Search: %s header from %s ignored (not one of SEARCHCRAWL_WEB_PROXIES)", self.config.user_header, peer
                 )

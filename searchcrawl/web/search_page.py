@@ -18,7 +18,7 @@ from urllib.parse import urlencode, urlsplit
 
 from markupsafe import Markup, escape
 
-from searchcrawl.access.decision import Principals
+from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.index.query import search_params, snippet_of, term_filter, unique_hits
@@ -189,7 +189,7 @@ def run_search(
     if not page.total and spellcheck:  # asked only then: the component costs every query time
         # collations are tried against the index with the filters, the searcher's trimming among
         # them: a suggestion is one that finds something they may read
-        trimming = {name: value for name, value in params.items() if name.startswith("access_")}
+        _filters, trimming = solr_trimming(principals)  # every parameter the trimming needs (macros off too)
         checked = client.search(
             request.q,
             rows=0,

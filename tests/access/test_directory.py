@@ -137,3 +137,66 @@ def test_settings_make_a_directory_or_none() -> None:
     assert config.group_base == "ou=people,dc=x"  # groups below the users' base without their own
     assert config.user_filter == "(uid={user})" and config.cache_seconds == 300
     assert "bind_password" not in repr(config)
+
+
+def test_a_walk_cut_at_a_bound_says_so_and_a_whole_walk_does_not() -> None:
+    chain = {f"g{i}": [f"g{i + 1}"] for i in range(100)}
+    parents_of, _ = tree(chain)
+    cut: list[str] = []
+    assert len(walk_groups([(group("g0"), "member")], parents_of, max_depth=3, cut=cut)) == 4
+    assert cut == ["groups in groups deeper than 3"]
+    wide = {"top": [f"w{i}" for i in range(50)]}
+    cut = []
+    assert len(walk_groups([(group("top"), "member")], tree(wide)[0], max_groups=10, cut=cut)) == 10
+    assert cut == ["more than 10 groups"]
+    cut = []
+    direct = [(group(f"d{i}"), "member") for i in range(12)]
+    assert len(walk_groups(direct, tree({})[0], max_groups=10, cut=cut)) == 10 and cut == ["more than 10 groups"]
+    cut = []  # exactly at the bounds, nothing left out
+    assert len(walk_groups([(group("g98"), "member")], parents_of, max_depth=2, cut=cut)) == 3 and not cut
+
+
+def test_a_connection_follows_no_referral() -> None:
+    """ldap3 follows referrals to any host by default, binding there with the same credentials."""
+    from searchcrawl.access.directory import LdapDirectory
+
+    directory = LdapDirectory(DirectoryConfig(url="ldap://127.0.0.1:1", user_base="dc=x"))
+    connection = directory._connection("uid=alice,dc=x", "secret")  # not opened: no socket
+    assert connection.auto_referrals is False
+    assert connection.closed
+
+
+class SlowConnection:
+    """An ldap3 connection's search as a slow directory answers it: each within the timeout,
+    ``step`` seconds of ``clock`` each; every group is in two new groups (a large graph)."""
+
+    def __init__(self, clock: list[float], step: float) -> None:
+        self.clock, self.step = clock, step
+        self.result: dict[str, object] = {"result": 0}
+        self.response: list[dict[str, object]] = []
+        self.searches = 0
+
+    def search(self, base: str, query: str, **options: object) -> bool:
+        self.clock[0] += self.step
+        self.searches += 1
+        n = self.searches
+        self.response = [
+            {"type": "searchResEntry", "dn": f"cn=g{n}-{i},dc=x", "attributes": {"cn": [f"g{n}-{i}"]}} for i in range(2)
+        ]
+        return True
+
+
+def test_a_slow_directory_gives_up_the_walk_after_its_budget() -> None:
+    import pytest
+
+    from searchcrawl.access.directory import LOOKUP_TIMEOUTS, DirectoryUnavailableLdap, LdapDirectory
+
+    now = [0.0]
+    directory = LdapDirectory(DirectoryConfig(url="ldap://127.0.0.1:1", user_base="dc=x", timeout=2), clock=lambda: now[0])
+    connection = SlowConnection(now, step=1.0)
+    with pytest.raises(DirectoryUnavailableLdap, match="took over 6 s for 'alice'"):
+        directory._lookup_with(connection, "alice", ALICE)
+    assert connection.searches == LOOKUP_TIMEOUTS * 2 + 1  # a search past the budget, then no more
+    now[0], fast = 0.0, SlowConnection(now, step=0.001)  # the same graph answered fast: cut at its bounds
+    found = directory._lookup_with(fast, "alice", ALICE)
+    assert found.partial and len(found.tokens) > 1000

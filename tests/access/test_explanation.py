@@ -86,3 +86,17 @@ def test_a_url_no_source_holds() -> None:
 def test_a_directory_error_is_shown() -> None:
     down = Principals("alice", Principals.anonymous().entries, error="the directory at ldap://x did not answer")
     assert "  (public only: the directory at ldap://x did not answer)" in explain_access(down, [], URL)
+
+
+def test_a_hostile_origin_reaches_no_terminal_as_escapes_and_partial_groups_are_said() -> None:
+    """A file named with terminal escapes (or a row's key) is in its tokens' origins: the report
+    shows them as \\xNN. A searcher whose groups were not all read is told why a deny refuses."""
+    name = "/srv/hr/\x1b]0;pwned\x07\x1b[2Jpay\r\n.txt"
+    hostile = Access.of([Grant.of("group:finance", f"POSIX ACL of {name}: group r")], [Grant.of("user:x", "deny")])
+    partial = Principals.of("alice", [Principal("group:finance", "test")], partial="more than 1000 groups")
+    lines = explain_access(partial, [HeldDocument("hr", URL + "\x1b[0m", hostile, FROM_TABLE)], URL)
+    text = "\n".join(lines)
+    assert not any(ord(char) < 32 and char != "\n" for char in text) and "\x7f" not in text
+    assert "\\x1b]0;pwned\\x07\\x1b[2Jpay\\x0d\\x0a.txt" in text
+    assert "(groups not all read: more than 1000 groups; no document with a deny token is shown)" in text
+    assert "decision: REFUSED: refused: it denies some readers" in text

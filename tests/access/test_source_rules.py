@@ -136,3 +136,75 @@ def test_sources_that_need_no_access_table(tmp_path: Path) -> None:
     assert load(tmp_path, WEB + AUTH + "[access]\npublic = true\n").source_access() is not None
     files = load(tmp_path, 'type = "files"\n[files]\nroots = ["/srv"]\n')
     assert files.agent_class is not None and files.agent_class.gives_access
+
+
+# Hostile URLs: a page the rules restrict, linked under a path that matches a looser rule as
+# written, while a server resolves it to the restricted one (nginx decodes %2F and resolves the
+# dot segments, merges slashes; IIS ignores case and trailing dots; a servlet container drops
+# ;params; a static file ignores the query). The rules see every reading; the stricter wins.
+TRICKS = SourceAccess(
+    "source intranet",
+    allow=("group:staff",),
+    rules=(
+        AccessRule(paths=("/public/",), allow=("public",)),
+        AccessRule(paths=("/hr/",), allow=("group:hr",)),
+        AccessRule(patterns=(r"/board/.*\.pdf$",), allow=("group:board",)),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("link", "restricted_to"),
+    [
+        ("https://i.test/public/../hr/pay.html", "group:hr"),
+        ("https://i.test/public/%2e%2e/hr/pay.html", "group:hr"),
+        ("https://i.test/public/..%2Fhr/pay.html", "group:hr"),
+        ("https://i.test/public/..%5Chr/pay.html", "group:hr"),
+        ("https://i.test/public/%252e%252e%252fhr/pay.html", "group:hr"),
+        ("https://i.test/%68r/pay.html", "group:hr"),
+        ("https://i.test//hr/pay.html", "group:hr"),
+        ("https://i.test/HR/pay.html", "group:hr"),
+        ("https://i.test/hr./pay.html", "group:hr"),
+        ("https://i.test/hr;jsessionid=1/pay.html", "group:hr"),
+        ("https://i.test/public;x=1/..;/hr/pay.html", "group:hr"),
+        ("https://i.test/board/q1.pdf?download=1", "group:board"),
+        ("https://i.test/board/q1.pdf;x", "group:board"),
+        ("https://i.test/BOARD/Q1.PDF", "group:board"),
+    ],
+)
+def test_a_restricted_page_under_a_url_trick_keeps_its_restriction(link: str, restricted_to: str) -> None:
+    from searchcrawl.access.decision import Principal, Principals, decide
+    from searchcrawl.rules.urls import canonical
+
+    access = TRICKS.access_of(canonical(link))  # the crawl's URL: the canonicaliser's form
+    outsider = Principals.of("eve", [Principal("group:staff", "test")])
+    insider = Principals.of("ann", [Principal("group:staff", "test"), Principal(restricted_to, "test")])
+    assert not decide(access, Principals.anonymous()).granted
+    assert not decide(access, outsider).granted
+    assert decide(access, insider).granted
+    assert not access.is_public
+
+
+def test_a_trick_that_no_rule_covers_is_unreadable_and_a_plain_url_keeps_its_one_rule() -> None:
+    rules = SourceAccess("source s", rules=(AccessRule(paths=("/public/",), allow=("public",)),))
+    with pytest.raises(AccessUnreadable, match="read as https://i.test/hr/pay.html"):
+        rules.access_of("https://i.test/public/..%2Fhr/pay.html")
+    plain = TRICKS.access_of("https://i.test/hr/pay.html?x=1")
+    assert len(plain.levels) == 1 and plain.levels[0].tokens == {"group:hr"}
+    assert TRICKS.access_of("https://i.test/public/a.html?page=2").is_public
+    combined = TRICKS.access_of("https://i.test/HR/pay.html")
+    assert [sorted(level.tokens) for level in combined.levels] == [["group:staff"], ["group:hr"]]
+    assert "(the URL read as https://i.test/hr/pay.html)" in combined.levels[1].allow[0].origin
+
+
+def test_a_path_prefix_with_characters_a_url_encodes_matches(tmp_path: Path) -> None:
+    source = load(
+        tmp_path,
+        WEB
+        + AUTH
+        + '[access]\nallow = ["group:staff"]\n[[access.rules]]\npaths = ["/hr files/", "/lön/"]\nallow = ["group:hr"]\n',
+    )
+    rules = source.source_access()
+    assert rules is not None
+    for url in ("https://i.test/hr%20files/pay.html", "https://i.test/l%C3%B6n/pay.html"):
+        assert rules.access_of(url).levels[0].tokens == {"group:hr"}, url

@@ -42,7 +42,13 @@ def test_tokens_are_normalised_once(text: str, token: str) -> None:
     assert normal_token(text) == token
 
 
-@pytest.mark.parametrize("text", ["", "alice", "role:admin", "user:", "uid:alice", "gid:-1", "user:a\nb", "user:" + "a" * 2000])
+@pytest.mark.parametrize(
+    "text",
+    [
+        *("", "alice", "role:admin", "user:", "uid:alice", "gid:-1", "user:a\nb", "user:" + "a" * 2000),
+        *("user:a\x1fb", "group:\x1f", "group:a\x00", "uid:\u00b2", "uid:\u0661\u0662", "gid:\U0001d7d8"),
+    ],
+)
 def test_what_is_not_a_token_is_refused(text: str) -> None:
     with pytest.raises(AccessError):
         normal_token(text)
@@ -146,3 +152,31 @@ def test_trimming_sends_the_principals_once() -> None:
     assert len(filters) == len(LEVEL_FIELDS) + 1
     assert sorted(params["access_tokens"].split(params["access_separator"])) == sorted(["public", FINANCE, "gid:2001"])
     assert all("$access_tokens" in fq for fq in filters[:-1]) and "access_deny" in params["access_denied"]
+
+
+def test_incomplete_principals_are_refused_every_document_with_a_deny_token() -> None:
+    """A user whose groups were not all read (a bound of the walk) or could not be read (the
+    directory did not answer) may lack the very group a deny token names: fail closed."""
+    denied = Access.of([Grant.of(FINANCE, "acl")], [Grant.of("group:contractors", "deny")])
+    public_but_bob = Access.of([Grant.of(PUBLIC, "site")], [Grant.of("user:bob", "deny")])
+    plain = Access.of([Grant.of(FINANCE, "acl")])
+    partial = Principals.of("alice", [Principal(FINANCE, "test")], partial="more than 1000 groups")
+    assert partial.incomplete == "more than 1000 groups"
+    assert not decide(denied, partial).granted and "incomplete" in decide(denied, partial).reason
+    assert decide(plain, partial).granted
+    unanswered = Principals("bob", Principals.anonymous().entries, error="the directory did not answer")
+    assert not decide(public_but_bob, unanswered).granted
+    assert decide(public_but_bob, Principals.anonymous()).granted  # a visitor: nothing to lack
+    assert not Principals.anonymous().incomplete and not principals(FINANCE).incomplete
+    filters, _params = solr_trimming(partial)
+    assert filters[-1] == "*:* -access_deny:[* TO *]"
+    assert len(solr_trimming(principals(FINANCE))[0]) == len(LEVEL_FIELDS) + 1
+
+
+def test_a_value_that_is_no_token_never_reaches_the_solr_filter() -> None:
+    """The terms filter splits the principals on \\x1f: a principal holding it (a hostile cn) is
+    refused as a token, so it can never stand for two."""
+    with pytest.raises(AccessError):
+        Principals.of("eve", [Principal("group:staff\x1fgroup:hr", "a hostile cn")])
+    filters, params = solr_trimming(principals("group:staff"))
+    assert params["access_tokens"].split(params["access_separator"]) == ["group:staff", "public"]

@@ -14,14 +14,18 @@ from __future__ import annotations
 import base64
 import json
 import os
+import posixpath
 import subprocess
 import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
+from searchcrawl.access.decision import Principal, Principals, decide
+from searchcrawl.access.explanation import access_of_fields
 from searchcrawl.access.tokens import Access
 from tests.conftest import Project, run_scrapy, solr_docs
 
@@ -120,6 +124,9 @@ def test_a_file_share_carries_its_posix_access_and_follows_its_changes(project: 
     assert by_url(solr, name)[url["team/finance.txt"]]["_version_"] == updated["_version_"]
 
 
+REDIRECT = "redirect to "  # a page so written answers 302 to the rest of it
+
+
 class ConditionalSite:
     """A site on 127.0.0.1 behind basic credentials whose pages have ETags and answer a matching
     If-None-Match with 304; ``served`` logs (path, status) of every answer."""
@@ -143,6 +150,8 @@ class ConditionalSite:
                     status, body = 404, ""
                 elif self.headers.get("If-None-Match") == etag:
                     status, body = 304, ""
+                elif body.startswith(REDIRECT):
+                    status = 302
                 else:
                     status = 200
                 site.served.append((self.path, status))
@@ -153,6 +162,9 @@ class ConditionalSite:
                     self.send_header("ETag", etag)
                 if status == 401:
                     self.send_header("WWW-Authenticate", 'Basic realm="intranet"')
+                if status == 302:
+                    self.send_header("Location", body[len(REDIRECT) :])
+                    data = b""
                 if status != 304:
                     self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -242,3 +254,75 @@ def test_a_site_behind_credentials_without_access_refuses_to_start(project: Proj
     assert result.returncode != 0
     assert "[[auth]] fetches its documents with credentials, so they are not public: add an [access] table" in result.stderr
     assert not site.served  # nothing was fetched
+
+
+class ResolvingPages(dict[str, str]):
+    """A server's pages as nginx on a case-insensitive file system finds them: the path
+    percent-decoded (``%2F`` too), ``\\`` as ``/``, dot segments and repeated slashes resolved,
+    without case, the query ignored."""
+
+    def get(self, path: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        path = unquote(path.split("?", 1)[0]).replace("\\", "/").lower()
+        resolved = posixpath.normpath("/" + path.lstrip("/"))
+        return super().get(resolved, default)
+
+
+def test_a_restricted_page_linked_under_a_looser_rules_path_keeps_its_restriction(project: Project, solr) -> None:
+    """Links a public page may hold (a hostile page author): each one reaches the HR page on this
+    server, while as written it matches the public rule or the source-wide allow."""
+    tricks = [
+        "/public/..%2Fhr/pay.html",
+        "/public/..%2F/hr/pay.html",
+        "/HR/pay.html",
+        "/public/%2e%2e%5Chr/pay.html",
+        "/hr/pay.html?x=1",
+    ]
+    links = " ".join(f'<a href="{link}">pay</a>' for link in tricks)
+    site = ConditionalSite(ResolvingPages({"/public/index.html": page("Home", links), "/hr/pay.html": page("Pay scale")}))
+    try:
+        name = f"tricks-{uuid.uuid4().hex[:6]}"
+        rules = '[[access.rules]]\npaths = ["/public/"]\nallow = ["public"]\n[[access.rules]]\npaths = ["/hr/"]\nallow = ["group:hr"]\n'
+        source = web_source(site, f'[access]\nallow = ["group:staff"]\n{rules}')
+        project.source(name, source.replace(f"{site.url}index.html", f"{site.url}public/index.html"))
+        report = crawl(project, name, ACCESS_SECRET=PASSWORD)
+        served = {path for path, status in site.served if status == 200 and "pay" in path}
+        assert len(served) == 4, site.served  # each link reached the server's HR page
+        pay = [doc for doc in solr_docs(solr, name) if doc["title"] == "Pay scale"]
+        # every trick is indexed, or a duplicate of a copy with the same readers (never merged
+        # into one with other readers: the checksum holds them)
+        assert len({doc["url"] for doc in pay} | set(report["duplicate"])) == 4, report
+        staff = Principals.of("eve", [Principal("group:staff", "test")])
+        hr = Principals.of("ann", [Principal("group:staff", "test"), Principal("group:hr", "test")])
+        for doc in pay:
+            held = access_of_fields(doc)
+            assert held is not None and not decide(held, staff).granted, doc["url"]
+            assert not decide(held, Principals.anonymous()).granted and decide(held, hr).granted, doc["url"]
+    finally:
+        site.stop()
+
+
+def test_a_redirect_from_a_public_path_to_a_restricted_one_indexes_the_target_with_its_access(project: Project, solr) -> None:
+    """The document is the redirect's target, under the target's URL: the rules see that URL (the
+    response's), never the public one that led to it."""
+    links = '<a href="/public/go">pay</a> <a href="/public/back">home</a>'
+    pages = {
+        "/public/index.html": page("Home", links),
+        "/public/go": REDIRECT + "/hr/pay.html",
+        "/hr/pay.html": page("Pay scale"),
+        "/hr/back": page("Back"),
+        "/public/back": REDIRECT + "/hr/back",
+    }
+    site = ConditionalSite(pages)
+    try:
+        name = f"redirects-{uuid.uuid4().hex[:6]}"
+        rules = '[[access.rules]]\npaths = ["/public/"]\nallow = ["public"]\n[[access.rules]]\npaths = ["/hr/"]\nallow = ["group:hr"]\n'
+        source = web_source(site, f'[access]\nallow = ["group:staff"]\n{rules}')
+        project.source(name, source.replace(f"{site.url}index.html", f"{site.url}public/index.html"))
+        crawl(project, name, ACCESS_SECRET=PASSWORD)
+        assert ("/public/go", 302) in site.served and ("/hr/pay.html", 200) in site.served, site.served
+        docs = by_url(solr, name)
+        assert sorted(docs) == sorted(f"{site.url}{path}" for path in ("public/index.html", "hr/pay.html", "hr/back"))
+        assert docs[f"{site.url}hr/pay.html"]["access_allow"] == ["group:hr"]
+        assert docs[f"{site.url}hr/back"]["access_allow"] == ["group:hr"]
+    finally:
+        site.stop()

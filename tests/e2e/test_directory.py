@@ -141,3 +141,18 @@ def test_directory_of_the_settings(directory_server: DirectoryServer, monkeypatc
     monkeypatch.setenv("SEARCHCRAWL_LDAP_BIND_PASSWORD", settings.pop("SEARCHCRAWL_LDAP_BIND_PASSWORD"))
     directory = directory_of(Settings(settings))
     assert directory is not None and "group:finance" in directory.principals("alice").tokens
+
+
+def test_hostile_user_names_find_no_one_and_a_dn_with_an_empty_password_does_not_bind(
+    directory_server: DirectoryServer,
+) -> None:
+    directory = LdapDirectory(config_of(directory_server))
+    password = directory_server.passwords["alice"]
+    for name in ("alice\x00", "alice\x00)(uid=*", "*", "al*", "alice)(|(uid=*", "\\2a", directory_server.user_dn("alice")):
+        assert not directory.authenticate(name, password), repr(name)
+        found = directory.principals(name)
+        assert found.tokens == {"public"}, repr(name)
+    # an unauthenticated bind (a DN with an empty password: RFC 4513 5.1.2) is never tried, and
+    # a password of spaces is a password, which the directory refuses
+    for empty in ("", " ", "\x00"):
+        assert not directory.authenticate("alice", empty), repr(empty)

@@ -195,3 +195,82 @@ def test_solrs_filters_agree_with_decide_on_random_accesses(solr_url: str, solr:
         expected = {key for key, held in accesses.items() if decide(held, principals).granted}
         assert found == expected, (tokens, sorted(found ^ expected)[:5])
     assert 0 < len(expected) < len(accesses)  # the last searcher reads some, not all
+
+
+def test_incomplete_principals_agree_with_decide_no_document_with_a_deny_token(solr_url: str, solr: pysolr.Solr) -> None:
+    chooser = random.Random(5555)
+    source = f"partial-{uuid.uuid4().hex[:8]}"
+    accesses = {f"{source}!{number}": random_access(chooser) for number in range(200)}
+    solr.add([{"id": key, "url": key, "source": source, "title": "t", **held.fields()} for key, held in accesses.items()])
+    client = SolrIndex(solr_url, timeout=30)
+    for round_number in range(10):
+        tokens = chooser.sample(POOL[1:], chooser.randint(0, 8))
+        entries = [Principal(token, "random") for token in tokens]
+        principals = Principals.of(f"searcher{round_number}", entries, partial="more than 1000 groups")
+        params = search_params(principals, rows=1000, source=source)
+        params["fl"] = "id"
+        found = {doc["id"] for doc in client.search("*:*", **params).docs}
+        expected = {key for key, held in accesses.items() if decide(held, principals).granted}
+        assert found == expected, (tokens, sorted(found ^ expected)[:5])
+        assert not any(accesses[key].deny for key in found)
+    assert expected  # some documents without a deny token are read
+
+
+# tokens a hostile directory (a group's cn) or a hostile row may hold: query syntax, local
+# parameters, parameter references, the terms parser's default separator, the longest token
+HOSTILE = [
+    "group:${fl}",  # a macro of Solr's: would read "group:id" from the search's fl
+    "group:{!lucene}*:*",
+    "group:$access_tokens",
+    "group:${access_tokens}",
+    "group:*",
+    "group:a,b",
+    "group:x y",
+    'group:"quoted" \\ back',
+    "group:} {!terms f=id v=$q}",
+    "group:" + "l" * 1018,
+]
+
+
+def test_hostile_tokens_and_a_searcher_of_thousands_of_groups_are_matched_literally(solr_url: str, solr: pysolr.Solr) -> None:
+    source = f"hostile-{uuid.uuid4().hex[:8]}"
+    held = {f"{source}!{number}": access(token) for number, token in enumerate(HOSTILE)}
+    held[f"{source}!deep"] = access("group:g4999")
+    held[f"{source}!id-token"] = access("group:id")  # what the macro group:${fl} would expand to
+    held[f"{source}!denied"] = access("public", deny=("group:$access_tokens",))
+    held[f"{source}!public"] = Access.public("test")
+    solr.add([{"id": key, "url": key, "source": source, "title": "t", **a.fields()} for key, a in held.items()])
+    client = SolrIndex(solr_url, timeout=30)
+
+    def found(principals: Principals) -> set[str]:
+        params = search_params(principals, rows=1000, source=source)
+        params["fl"] = "id"
+        return {doc["id"] for doc in client.search("*:*", **params).docs}
+
+    for number, token in enumerate(HOSTILE):  # each hostile principal finds its own document only
+        principals = Principals.of("eve", [Principal(token, "a hostile cn")])
+        expected = {f"{source}!{number}", f"{source}!denied", f"{source}!public"}
+        if token == "group:$access_tokens":
+            expected.discard(f"{source}!denied")
+        assert found(principals) == expected, token
+    assert found(Principals.anonymous()) == {f"{source}!denied", f"{source}!public"}
+    # thousands of groups: past Solr's maxBooleanClauses (1024), the terms filter holds them all
+    many = Principals.of("big", [Principal(f"group:g{i}", "test") for i in range(5000)])
+    assert found(many) == {f"{source}!deep", f"{source}!denied", f"{source}!public"}
+    assert f"{source}!id-token" in found(Principals.of("id", [Principal("group:id", "test")]))
+
+
+def test_a_macro_principal_reads_no_suggestion_either(solr_url: str, solr: pysolr.Solr) -> None:
+    """The spelling suggestions' query is trimmed as the search is, Solr's macros off too: a
+    principal group:${spellcheck.count} would read the suggestions of group:10's documents."""
+    source, word = f"macro-{uuid.uuid4().hex[:8]}", "wombat" + letters(8, uuid.uuid4().hex)
+    url = f"http://secure.test/{source}/secret"
+    held = access("group:10").fields()
+    solr.add([{"id": f"{source}!{url}", "url": url, "source": source, "title": "S", "content": f"The {word} plan.", **held}])
+    typo = word[:-3] + ("a" if word[-3] != "a" else "e") + word[-2:]
+    client = SolrIndex(solr_url, timeout=30)
+    eve = Principals.of("eve", [Principal("group:${spellcheck.count}", "a hostile cn")])
+    found = run_search(client, SearchRequest(typo), eve)
+    assert found.total == 0 and found.suggestions == []
+    ten = run_search(client, SearchRequest(typo), Principals.of("ten", [Principal("group:10", "test")]))
+    assert [text for text, _url in ten.suggestions] == [word]  # the suggestion is there for its readers

@@ -290,3 +290,17 @@ def test_behind_a_prefix_the_searchers_cookie_covers_the_search_page_only(tmp_pa
     assert signed_in(page.text) == "alice" and 'action="/search/logout"' in page.text
     assert web.post("/search/logout", data={"csrf": csrf_of(page.text)}, follow_redirects=False).status_code == 303
     assert signed_in(web.get("/search/").text) is None
+
+
+def test_two_user_headers_are_neither_believed(tmp_path: Path, directory: StandInDirectory) -> None:
+    """A proxy that adds its header instead of replacing it passes the client's own on: which of
+    two is the proxy's is unknown, so the searcher is nobody (public documents only)."""
+    web = web_client(tmp_path, directory, PROXY, user_header=HEADER, proxies=(PROXY,))
+    for values in (["admin", "alice"], ["alice", "alice"]):
+        raw = [(HEADER.encode(), value.encode()) for value in values]
+        scope = {"type": "http", "method": "GET", "path": "/", "headers": raw, "client": (PROXY, 1), "searchcrawl.peer": PROXY}
+        searcher = asyncio.run(web.app.state.web.searcher(Request(scope)))  # type: ignore[attr-defined]
+        assert searcher.user is None and searcher.principals.tokens == {"public"}
+    page = web.get("/", headers=[(HEADER, "admin"), (HEADER, "alice")])
+    assert signed_in(page.text) is None and directory.asked == []
+    assert page.headers["cache-control"] == "private, no-store"
