@@ -4,6 +4,7 @@ explain-access`, and Solr's filters agree with ``decide`` on random accesses."""
 
 from __future__ import annotations
 
+import json
 import random
 import string
 import uuid
@@ -12,6 +13,7 @@ import pysolr
 
 from searchcrawl.access.decision import Principal, Principals, decide
 from searchcrawl.access.directory import DirectoryConfig, LdapDirectory
+from searchcrawl.access.explanation import ACCESS_COLUMN, FROM_INDEX, FROM_TABLE, explain_access, held_documents
 from searchcrawl.access.tokens import Access, Grant, Level
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.index.query import matching, search_params
@@ -195,3 +197,31 @@ def test_solrs_filters_agree_with_decide_on_random_accesses(solr_url: str, solr:
         expected = {key for key, held in accesses.items() if decide(held, principals).granted}
         assert found == expected, (tokens, sorted(found ^ expected)[:5])
     assert 0 < len(expected) < len(accesses)  # the last searcher reads some, not all
+
+
+class Rows:
+    """The document table as explain-access reads it (DocumentTable.get), a source's rows with the
+    access column the crawl writes."""
+
+    def __init__(self, rows: dict[tuple[str, str], dict[str, object]]) -> None:
+        self.rows = rows
+
+    def get(self, source: str, url: str) -> dict[str, object] | None:
+        return self.rows.get((source, url))
+
+
+def test_the_tables_access_with_its_origins_wins_over_the_index(solr_url: str, solr: pysolr.Solr) -> None:
+    url = f"http://secure.test/{uuid.uuid4().hex[:8]}/pay.txt"
+    recorded = Access(
+        (Level("document", (Grant.of("group:finance", "POSIX ACL of /srv/hr/pay.txt: group:finance r--"),)),),
+        (Grant.of("user:mallory", "POSIX ACL of /srv/hr/pay.txt: user:mallory ---"),),
+    )
+    solr.add([{"id": f"{source}!{url}", "url": url, "source": source, **recorded.fields()} for source in ("hr", "old-hr")])
+    table = Rows({("hr", url): {"url": url, ACCESS_COLUMN: json.dumps(recorded.to_data())}})
+    held = held_documents(SolrIndex(solr_url, timeout=30), table, url)
+    assert [(each.source, each.where) for each in held] == [("hr", FROM_TABLE), ("old-hr", FROM_INDEX)]
+    assert held[0].access == recorded
+    lines = explain_access(Principals.of("alice", [Principal("group:finance", "a test")]), held, url)
+    assert "      allow group:finance  <- POSIX ACL of /srv/hr/pay.txt: group:finance r--" in lines
+    assert "      allow group:finance  <- index: access_allow" in lines
+    assert lines.count("  decision: GRANTED: granted: group:finance (POSIX ACL of /srv/hr/pay.txt: group:finance r--)") == 1
