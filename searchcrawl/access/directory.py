@@ -270,17 +270,23 @@ class LdapDirectory:
         try:
             found = self.lookup(user)
         except DirectoryUnavailable as exc:
-            if not self._failing:
-                logger.error("directory: %s; searchers see public documents only until it answers", exc)
-            else:
-                logger.debug("directory: still unavailable (%s): %r gets public only", exc, user)
-            self._failing = True
-            return Principals(user, Principals.anonymous().entries, error=str(exc))
+            return self._public_only(user, str(exc))
+        except Exception as exc:  # noqa: BLE001 - whatever fails, a searcher gets public only (fail closed)
+            logger.debug("directory: %r's principals failed", user, exc_info=True)
+            return self._public_only(user, f"the directory at {self.config.url} could not be asked ({type(exc).__name__})")
         if self._failing:
             logger.warning("directory: answers again")
             self._failing = False
         self._remember(user, found)
         return found
+
+    def _public_only(self, user: str, error: str) -> Principals:
+        if not self._failing:
+            logger.error("directory: %s; searchers see public documents only until it answers", error)
+        else:
+            logger.debug("directory: still unavailable (%s): %r gets public only", error, user)
+        self._failing = True
+        return Principals(user, Principals.anonymous().entries, error=error)
 
     # --- uncached ---
 
