@@ -343,7 +343,8 @@ class LdapDirectory:
         )
         if self.config.start_tls:
             connection.open()
-            connection.start_tls()
+            if not connection.start_tls():
+                raise DirectoryUnavailableLdap(f"the directory at {self.config.url} refused StartTLS")
         return connection
 
     def _bound(self, dn: str, password: str, who: str) -> _Bound:

@@ -141,3 +141,19 @@ def test_directory_of_the_settings(directory_server: DirectoryServer, monkeypatc
     monkeypatch.setenv("SEARCHCRAWL_LDAP_BIND_PASSWORD", settings.pop("SEARCHCRAWL_LDAP_BIND_PASSWORD"))
     directory = directory_of(Settings(settings))
     assert directory is not None and "group:finance" in directory.principals("alice").tokens
+
+
+def test_ldaps_and_start_tls_verify_the_directorys_certificate(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    server = DirectoryServer(tmp_path, tls=True).start()
+    try:
+        for changes in ({"url": server.ldaps_url}, {"start_tls": True}):
+            trusted = LdapDirectory(config_of(server, ca_file=server.ca_file, **changes))
+            assert "group:finance" in trusted.principals("alice").tokens, changes
+            assert trusted.authenticate("alice", server.passwords["alice"])
+            unknown_ca = LdapDirectory(config_of(server, **changes))  # the system's CAs: not this one
+            refused = unknown_ca.principals("alice")
+            assert refused.tokens == {"public"} and refused.error, changes
+            with pytest.raises(DirectoryUnavailable):
+                unknown_ca.authenticate("alice", server.passwords["alice"])
+    finally:
+        server.stop()
