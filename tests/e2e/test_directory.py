@@ -143,7 +143,7 @@ def test_directory_of_the_settings(directory_server: DirectoryServer, monkeypatc
     assert directory is not None and "group:finance" in directory.principals("alice").tokens
 
 
-def test_ldaps_and_start_tls_verify_the_directorys_certificate(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_ldaps_and_start_tls_verify_the_directorys_certificate(tmp_path) -> None:
     server = DirectoryServer(tmp_path, tls=True).start()
     try:
         for changes in ({"url": server.ldaps_url}, {"start_tls": True}):

@@ -58,7 +58,7 @@ def index_documents(solr: pysolr.Solr, source: str, word: str) -> None:
     docs = []
     for number, (title, (held, mimetype)) in enumerate(DOCUMENTS.items()):
         url = f"http://secure.test/{source}/{number}"
-        doc = {"id": f"{source}!{url}", "url": url, "display_url": url, "source": source, "title": title}
+        doc: dict[str, object] = {"id": f"{source}!{url}", "url": url, "display_url": url, "source": source, "title": title}
         doc.update(mimetype=mimetype, content=f"The {word} of {title}.", **(held.fields() if held else {}))
         docs.append(doc)
     solr.add(docs)
@@ -124,7 +124,7 @@ def test_a_suggestion_only_from_what_the_searcher_may_read(
     assert alice.total == 0 and [text for text, _url in alice.suggestions] == [word]
 
 
-def test_scrapy_search_as_a_directory_user(project, solr: pysolr.Solr, directory_server: DirectoryServer) -> None:  # type: ignore[no-untyped-def]
+def test_scrapy_search_as_a_directory_user(project, solr: pysolr.Solr, directory_server: DirectoryServer) -> None:
     source, word = f"secure-{uuid.uuid4().hex[:8]}", "quokka" + letters(6, "command")
     index_documents(solr, source, word)
     for user, expected in SEES.items():
@@ -141,7 +141,7 @@ def test_scrapy_search_as_a_directory_user(project, solr: pysolr.Solr, directory
     assert down.stdout.splitlines()[0] == f"1 document matches {word!r}"
 
 
-def test_scrapy_explain_access(project, solr: pysolr.Solr, directory_server: DirectoryServer) -> None:  # type: ignore[no-untyped-def]
+def test_scrapy_explain_access(project, solr: pysolr.Solr, directory_server: DirectoryServer) -> None:
     source, word = f"secure-{uuid.uuid4().hex[:8]}", "quokka" + letters(6, "explain")
     index_documents(solr, source, word)
     url = f"http://secure.test/{source}/5"  # "all staff but alice"
