@@ -11,7 +11,9 @@ installation. What tests may rely on:
 - ``passwords``: each user's password; ``user_dn(uid)``, ``group_dn(cn)``;
 - ``settings()``: the SEARCHCRAWL_LDAP_* settings (and the bind password's variable) of a
   searchcrawl pointed at it;
-- ``remove_member(group, uid)`` / ``add_member(group, uid)``: change a groupOfNames' members.
+- ``remove_member(group, uid)`` / ``add_member(group, uid)``: change a groupOfNames' members;
+- ``DirectoryServer(folder, tls=True)``: also ``ldaps_url`` and StartTLS on ``url``, with a
+  certificate of a CA of its own (``ca_file``).
 
 The users and groups (``USERS``, ``GROUPS``): alice (uidNumber 1001, primary group staff 2000)
 is a member of accounting, which is a member of finance, which is a uniqueMember of all-staff;
@@ -61,9 +63,11 @@ GROUPS: dict[str, tuple[str, tuple[tuple[str, str], ...], int | None]] = {
 class DirectoryServer:
     """One slapd in ``folder`` (see the module docstring)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, tls: bool = False) -> None:
         self.folder = folder
-        self.port = 0
+        self.tls = tls  # also ldaps:// (``ldaps_url``) and StartTLS, a certificate of ``ca_file``'s CA
+        self.ca_file = ""
+        self.port = self.tls_port = 0
         self.process: subprocess.Popen[bytes] | None = None
         self.suffix = SUFFIX
         self.user_base = f"ou=people,{SUFFIX}"
@@ -76,6 +80,10 @@ class DirectoryServer:
     @property
     def url(self) -> str:
         return f"ldap://127.0.0.1:{self.port}"
+
+    @property
+    def ldaps_url(self) -> str:
+        return f"ldaps://127.0.0.1:{self.tls_port}"
 
     def user_dn(self, uid: str) -> str:
         return f"uid={uid},{self.user_base}"
@@ -99,14 +107,18 @@ class DirectoryServer:
         shutil.rmtree(data, ignore_errors=True)
         data.mkdir(parents=True)
         config = self.folder / "slapd.conf"
-        config.write_text(self._config(data), encoding="utf-8")
+        config.write_text(self._config(data, self._certificates() if self.tls else ""), encoding="utf-8")
         ldif = self.folder / "directory.ldif"
         ldif.write_text(self._ldif(), encoding="utf-8")
         subprocess.run(["/usr/sbin/slapadd", "-f", str(config), "-l", str(ldif)], check=True, capture_output=True)
         self.port = free_port()
+        listen = f"ldap://127.0.0.1:{self.port}/"
+        if self.tls:
+            self.tls_port = free_port()
+            listen += f" ldaps://127.0.0.1:{self.tls_port}/"
         log = open(self.folder / "slapd.log", "wb")  # noqa: SIM115 - slapd writes it while it runs
         # -d 0: in the foreground (a child we can stop), without debug output
-        command = ["/usr/sbin/slapd", "-f", str(config), "-h", f"ldap://127.0.0.1:{self.port}/", "-d", "0"]
+        command = ["/usr/sbin/slapd", "-f", str(config), "-h", listen, "-d", "0"]
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         deadline = time.monotonic() + timeout
@@ -157,12 +169,12 @@ class DirectoryServer:
         except ldap3.core.exceptions.LDAPException:
             return False
 
-    def _config(self, data: Path) -> str:
+    def _config(self, data: Path, tls: str) -> str:
         includes = "\n".join(f"include /etc/ldap/schema/{name}.schema" for name in SCHEMAS)
         return f"""{includes}
 pidfile {self.folder / "slapd.pid"}
 argsfile {self.folder / "slapd.args"}
-modulepath /usr/lib/ldap
+{tls}modulepath /usr/lib/ldap
 moduleload back_mdb
 database mdb
 maxsize 67108864
@@ -174,6 +186,22 @@ index objectClass,uid,cn,member,uniqueMember,memberUid,gidNumber eq
 access to attrs=userPassword by self write by anonymous auth by * none
 access to * by users read by * none
 """
+
+    def _certificates(self) -> str:
+        """A CA of its own (trustme) and slapd's certificate for 127.0.0.1: the TLS lines."""
+        import trustme
+
+        ca = trustme.CA()
+        certificate = ca.issue_cert("127.0.0.1")
+        self.ca_file = str(self.folder / "ca.pem")
+        ca.cert_pem.write_to_path(self.ca_file)
+        certificate.cert_chain_pems[0].write_to_path(str(self.folder / "slapd.pem"))
+        certificate.private_key_pem.write_to_path(str(self.folder / "slapd.key"))
+        return (
+            f"TLSCACertificateFile {self.ca_file}\n"
+            f"TLSCertificateFile {self.folder / 'slapd.pem'}\n"
+            f"TLSCertificateKeyFile {self.folder / 'slapd.key'}\n"
+        )
 
     def _ldif(self) -> str:
         entries = [

@@ -282,12 +282,10 @@ class LdapDirectory:
         try:
             found = self.lookup(user)
         except DirectoryUnavailable as exc:
-            if not self._failing:
-                logger.error("directory: %s; searchers see public documents only until it answers", exc)
-            else:
-                logger.debug("directory: still unavailable (%s): %r gets public only", exc, user)
-            self._failing = True
-            return Principals(user, Principals.anonymous().entries, error=str(exc))
+            return self._public_only(user, str(exc))
+        except Exception as exc:  # noqa: BLE001 - whatever fails, a searcher gets public only (fail closed)
+            logger.debug("directory: %r's principals failed", user, exc_info=True)
+            return self._public_only(user, f"the directory at {self.config.url} could not be asked ({type(exc).__name__})")
         if self._failing:
             logger.warning("directory: answers again")
             self._failing = False
@@ -302,6 +300,14 @@ class LdapDirectory:
             return bool(connection.bind())
         except LDAPSASLPrepError:
             return False
+
+    def _public_only(self, user: str, error: str) -> Principals:
+        if not self._failing:
+            logger.error("directory: %s; searchers see public documents only until it answers", error)
+        else:
+            logger.debug("directory: still unavailable (%s): %r gets public only", error, user)
+        self._failing = True
+        return Principals(user, Principals.anonymous().entries, error=error)
 
     # --- uncached ---
 
@@ -376,7 +382,8 @@ class LdapDirectory:
         )
         if self.config.start_tls:
             connection.open()
-            connection.start_tls()
+            if not connection.start_tls():
+                raise DirectoryUnavailableLdap(f"the directory at {self.config.url} refused StartTLS")
         return connection
 
     def _bound(self, dn: str, password: str, who: str) -> _Bound:

@@ -14,19 +14,24 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from searchcrawl.access.decision import Principals, decide
 from searchcrawl.access.tokens import DENY_FIELD, LEVEL_FIELDS, PUBLIC, Access, AccessError, Grant, Level
 
 if TYPE_CHECKING:
     from searchcrawl.index.indexer import SolrIndex
-    from searchcrawl.store import DocumentTable
 
 ACCESS_COLUMN = "access"  # the document table's column of a document's Access.to_data() (JSON)
 FROM_TABLE = "the document table"
 FROM_INDEX = "the index (Solr's stored fields; the crawl's origins are not there)"
 LEVEL_NAMES = ("document", "level 1 above it", "level 2 above it", "level 3 above it")
+
+
+class DocumentRows(Protocol):
+    """What is read of the document table (``DocumentTable.get``): a URL's row of a source."""
+
+    def get(self, source: str, url: str) -> dict[str, Any] | None: ...
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ def access_of_row(value: Any) -> Access | None:
         return None
 
 
-def held_documents(index: SolrIndex, table: DocumentTable | None, url: str) -> list[HeldDocument]:
+def held_documents(index: SolrIndex, table: DocumentRows | None, url: str) -> list[HeldDocument]:
     """Each source's document of ``url`` in the index (all of them: what an administrator asks
     about, untrimmed), its access from the document table when it records one, else from the
     index's fields; IndexingError when Solr does not answer."""

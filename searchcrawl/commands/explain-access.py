@@ -16,9 +16,9 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.access.directory import directory_of
 from searchcrawl.access.explanation import explain_access, held_documents
 from searchcrawl.commands import open_database
+from searchcrawl.commands.search import principals_of
 from searchcrawl.config import paths
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
@@ -43,10 +43,7 @@ class Command(ScrapyCommand):
         if user == "-":
             principals = Principals.anonymous()
         else:
-            directory = directory_of(self.settings)
-            if directory is None:
-                raise UsageError("the searchers' directory is not configured (SEARCHCRAWL_LDAP_URL)")
-            principals = directory.principals(user)
+            principals = principals_of(self.settings, user)
         solr_url = paths.solr_url(self.settings)
         index = SolrIndex(solr_url, timeout=30, auth=paths.solr_auth(self.settings))
         try:

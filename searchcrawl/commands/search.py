@@ -24,6 +24,7 @@ from searchcrawl.access.directory import directory_of
 from searchcrawl.config import paths
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import matching, search_params, snippet_of, unique_hits
+from searchcrawl.ops.secrets import SecretError
 from searchcrawl.ops.terminal import printable
 
 
@@ -58,9 +59,12 @@ def principals_of(settings: BaseSettings, user: str | None) -> Principals:
     (UsageError without one)."""
     if user is None:
         return Principals.anonymous()
-    directory = directory_of(settings)
+    try:
+        directory = directory_of(settings)
+    except SecretError as exc:  # the service account's password file cannot be read
+        raise UsageError(str(exc)) from None
     if directory is None:
-        raise UsageError("--as needs the searchers' directory: SEARCHCRAWL_LDAP_URL is not set")
+        raise UsageError("the searchers' directory is not configured: SEARCHCRAWL_LDAP_URL is not set")
     return directory.principals(user)
 
 

@@ -3,13 +3,18 @@ settings. (Against a real slapd: tests/e2e/test_directory.py.)"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
+import pytest
 from scrapy.settings import Settings
 
+from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import (
     DirectoryConfig,
+    DirectoryUnavailable,
     Entry,
+    LdapDirectory,
     Membership,
     directory_of,
     group_principals,
@@ -200,3 +205,24 @@ def test_a_slow_directory_gives_up_the_walk_after_its_budget() -> None:
     now[0], fast = 0.0, SlowConnection(now, step=0.001)  # the same graph answered fast: cut at its bounds
     found = directory._lookup_with(fast, "alice", ALICE)
     assert found.partial and len(found.tokens) > 1000
+
+
+class Broken(LdapDirectory):
+    def lookup(self, user: str) -> Principals:
+        raise RuntimeError("a bug, or a library's surprise")
+
+
+def test_whatever_fails_a_searcher_gets_public_only_logged_at_error_once(caplog: pytest.LogCaptureFixture) -> None:
+    directory = Broken(DirectoryConfig(url="ldap://directory.invalid", user_base="dc=x"))
+    with caplog.at_level(logging.DEBUG, logger="searchcrawl.access.directory"):
+        first, second = directory.principals("alice"), directory.principals("alice")
+    assert first.tokens == second.tokens == {"public"} and first.user == "alice"
+    assert first.error == "the directory at ldap://directory.invalid could not be asked (RuntimeError)"
+    assert [record.levelname for record in caplog.records].count("ERROR") == 1
+
+
+def test_a_malformed_directory_url_is_unavailable() -> None:
+    directory = LdapDirectory(DirectoryConfig(url="ldap://[not-an-address", user_base="dc=x"))
+    assert directory.principals("alice").tokens == {"public"}
+    with pytest.raises(DirectoryUnavailable):
+        directory.authenticate("alice", "a password")

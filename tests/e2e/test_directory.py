@@ -156,3 +156,19 @@ def test_hostile_user_names_find_no_one_and_a_dn_with_an_empty_password_does_not
     # a password of spaces is a password, which the directory refuses
     for empty in ("", " ", "\x00"):
         assert not directory.authenticate("alice", empty), repr(empty)
+
+
+def test_ldaps_and_start_tls_verify_the_directorys_certificate(tmp_path) -> None:
+    server = DirectoryServer(tmp_path, tls=True).start()
+    try:
+        for changes in ({"url": server.ldaps_url}, {"start_tls": True}):
+            trusted = LdapDirectory(config_of(server, ca_file=server.ca_file, **changes))
+            assert "group:finance" in trusted.principals("alice").tokens, changes
+            assert trusted.authenticate("alice", server.passwords["alice"])
+            unknown_ca = LdapDirectory(config_of(server, **changes))  # the system's CAs: not this one
+            refused = unknown_ca.principals("alice")
+            assert refused.tokens == {"public"} and refused.error, changes
+            with pytest.raises(DirectoryUnavailable):
+                unknown_ca.authenticate("alice", server.passwords["alice"])
+    finally:
+        server.stop()

@@ -4,6 +4,7 @@ explain-access`, and Solr's filters agree with ``decide`` on random accesses."""
 
 from __future__ import annotations
 
+import json
 import random
 import string
 import uuid
@@ -12,6 +13,7 @@ import pysolr
 
 from searchcrawl.access.decision import Principal, Principals, decide
 from searchcrawl.access.directory import DirectoryConfig, LdapDirectory
+from searchcrawl.access.explanation import ACCESS_COLUMN, FROM_INDEX, FROM_TABLE, explain_access, held_documents
 from searchcrawl.access.tokens import Access, Grant, Level
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.index.query import matching, search_params
@@ -56,7 +58,7 @@ def index_documents(solr: pysolr.Solr, source: str, word: str) -> None:
     docs = []
     for number, (title, (held, mimetype)) in enumerate(DOCUMENTS.items()):
         url = f"http://secure.test/{source}/{number}"
-        doc = {"id": f"{source}!{url}", "url": url, "display_url": url, "source": source, "title": title}
+        doc: dict[str, object] = {"id": f"{source}!{url}", "url": url, "display_url": url, "source": source, "title": title}
         doc.update(mimetype=mimetype, content=f"The {word} of {title}.", **(held.fields() if held else {}))
         docs.append(doc)
     solr.add(docs)
@@ -122,7 +124,7 @@ def test_a_suggestion_only_from_what_the_searcher_may_read(
     assert alice.total == 0 and [text for text, _url in alice.suggestions] == [word]
 
 
-def test_scrapy_search_as_a_directory_user(project, solr: pysolr.Solr, directory_server: DirectoryServer) -> None:  # type: ignore[no-untyped-def]
+def test_scrapy_search_as_a_directory_user(project, solr: pysolr.Solr, directory_server: DirectoryServer) -> None:
     source, word = f"secure-{uuid.uuid4().hex[:8]}", "quokka" + letters(6, "command")
     index_documents(solr, source, word)
     for user, expected in SEES.items():
@@ -139,7 +141,7 @@ def test_scrapy_search_as_a_directory_user(project, solr: pysolr.Solr, directory
     assert down.stdout.splitlines()[0] == f"1 document matches {word!r}"
 
 
-def test_scrapy_explain_access(project, solr: pysolr.Solr, directory_server: DirectoryServer) -> None:  # type: ignore[no-untyped-def]
+def test_scrapy_explain_access(project, solr: pysolr.Solr, directory_server: DirectoryServer) -> None:
     source, word = f"secure-{uuid.uuid4().hex[:8]}", "quokka" + letters(6, "explain")
     index_documents(solr, source, word)
     url = f"http://secure.test/{source}/5"  # "all staff but alice"
@@ -274,3 +276,31 @@ def test_a_macro_principal_reads_no_suggestion_either(solr_url: str, solr: pysol
     assert found.total == 0 and found.suggestions == []
     ten = run_search(client, SearchRequest(typo), Principals.of("ten", [Principal("group:10", "test")]))
     assert [text for text, _url in ten.suggestions] == [word]  # the suggestion is there for its readers
+
+
+class Rows:
+    """The document table as explain-access reads it (DocumentTable.get), a source's rows with the
+    access column the crawl writes."""
+
+    def __init__(self, rows: dict[tuple[str, str], dict[str, object]]) -> None:
+        self.rows = rows
+
+    def get(self, source: str, url: str) -> dict[str, object] | None:
+        return self.rows.get((source, url))
+
+
+def test_the_tables_access_with_its_origins_wins_over_the_index(solr_url: str, solr: pysolr.Solr) -> None:
+    url = f"http://secure.test/{uuid.uuid4().hex[:8]}/pay.txt"
+    recorded = Access(
+        (Level("document", (Grant.of("group:finance", "POSIX ACL of /srv/hr/pay.txt: group:finance r--"),)),),
+        (Grant.of("user:mallory", "POSIX ACL of /srv/hr/pay.txt: user:mallory ---"),),
+    )
+    solr.add([{"id": f"{source}!{url}", "url": url, "source": source, **recorded.fields()} for source in ("hr", "old-hr")])
+    table = Rows({("hr", url): {"url": url, ACCESS_COLUMN: json.dumps(recorded.to_data())}})
+    held = held_documents(SolrIndex(solr_url, timeout=30), table, url)
+    assert [(each.source, each.where) for each in held] == [("hr", FROM_TABLE), ("old-hr", FROM_INDEX)]
+    assert held[0].access == recorded
+    lines = explain_access(Principals.of("alice", [Principal("group:finance", "a test")]), held, url)
+    assert "      allow group:finance  <- POSIX ACL of /srv/hr/pay.txt: group:finance r--" in lines
+    assert "      allow group:finance  <- index: access_allow" in lines
+    assert lines.count("  decision: GRANTED: granted: group:finance (POSIX ACL of /srv/hr/pay.txt: group:finance r--)") == 1
