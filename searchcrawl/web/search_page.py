@@ -149,6 +149,16 @@ def display_url(doc: dict[str, Any]) -> str:
     return url if urlsplit(url).scheme.lower() in ("http", "https", "file", "ftp") else ""
 
 
+# the facets of every search page: FACETS' fields and the MODIFIED ranges
+FACET_PARAMS: dict[str, Any] = {
+    "facet": "true",
+    "facet.field": list(FACETS.values()),
+    "facet.limit": FACET_LIMIT,
+    "facet.mincount": 1,
+    "facet.query": [f"last_modified:{solr_range}" for _label, solr_range in MODIFIED.values()],
+}
+
+
 def run_search(
     client: SolrIndex, request: SearchRequest, principals: Principals, rows: int = 10, spellcheck: bool = True
 ) -> SearchPage:
@@ -161,15 +171,7 @@ def run_search(
     params = search_params(
         principals, rows, (request.page - 1) * rows, filters=request.solr_filters(), highlight=(MARK_OPEN, MARK_CLOSE)
     )
-    params.update(
-        {
-            "facet": "true",
-            "facet.field": list(FACETS.values()),
-            "facet.limit": FACET_LIMIT,
-            "facet.mincount": 1,
-            "facet.query": [f"last_modified:{solr_range}" for _label, solr_range in MODIFIED.values()],
-        }
-    )
+    params.update(FACET_PARAMS)
     results = client.search(request.q, **params)
     page.total = results.hits
     for doc in unique_hits(results.docs):

@@ -38,7 +38,7 @@ from searchcrawl.access.decision import Principal, Principals, solr_trimming
 from searchcrawl.access.tokens import Access, Grant, Level
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.query import search_params
-from searchcrawl.web.search_page import FACET_LIMIT, FACETS, MODIFIED
+from searchcrawl.web.search_page import FACET_PARAMS
 
 GROUPS = 2000
 USERS = 5000
@@ -152,15 +152,7 @@ def searcher(rng: random.Random, name: str) -> Principals:
 def page_params(principals: Principals, trimmed: bool) -> dict[str, Any]:
     """The web search page's request (run_search), with or without the trimming."""
     params = search_params(principals, 10, 0, highlight=("\ue000", "\ue001"))
-    params.update(
-        {
-            "facet": "true",
-            "facet.field": list(FACETS.values()),
-            "facet.limit": FACET_LIMIT,
-            "facet.mincount": 1,
-            "facet.query": [f"last_modified:{solr_range}" for _label, solr_range in MODIFIED.values()],
-        }
-    )
+    params.update(FACET_PARAMS)
     if not trimmed:
         trimming, trimming_params = solr_trimming(principals)
         params["fq"] = [f for f in params["fq"] if f not in trimming]
