@@ -248,18 +248,22 @@ class LdapDirectory:
 
     def authenticate(self, user: str, password: str) -> bool:
         if not user or not password:  # an empty password would be an anonymous bind: refused
-            logger.debug("directory: %r refused: no user name or no password", user)
+            logger.debug("directory: a sign-in refused: no user name or no password")
             return False
         try:
             with self._bound(self.config.bind_dn, self.config.bind_password, "the service account") as service:
                 entry = self._find_user(service, user)
             if entry is None:
-                logger.debug("directory: %r refused: no such user", user)
+                logger.debug("directory: a sign-in refused: no such user")  # never the name: it may be a password
                 return False
             connection = self._connection(entry.dn, password)
             try:
                 if not self._user_bind(connection):
-                    logger.debug("directory: %r refused: %s", user, (connection.result or {}).get("description", "no bind"))
+                    logger.debug(
+                        "directory: a sign-in as %s refused: %s",
+                        entry.dn,
+                        (connection.result or {}).get("description", "no bind"),
+                    )
                     return False
                 logger.debug("directory: %r authenticated as %s", user, entry.dn)
                 try:  # their principals, asked as them now: the search that follows needs them

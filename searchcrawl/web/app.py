@@ -64,7 +64,7 @@ from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.runs import Runs
 from searchcrawl.web import admin
-from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search
+from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
 
@@ -276,7 +276,8 @@ class WebApp:
             return self.render(request, "forbidden.html", 404, reason="Signing in is off: no directory is configured.")
         token = request.cookies.get(SIGNIN_COOKIE) or token_urlsafe(32)
         searcher = await self.searcher(request)
-        response = self.render(request, "signin.html", signin_token=token, searcher=searcher, error="")
+        back = search_back(request.query_params.get("back"))
+        response = self.render(request, "signin.html", signin_token=token, searcher=searcher, error="", back=back)
         self._cookie(request, response, SIGNIN_COOKIE, token, 600, self.url("/"))
         return self._personal(response)
 
@@ -293,17 +294,18 @@ class WebApp:
             return checked
         client, expected = checked
         user, password = str(form.get("username", "")).strip(), str(form.get("password", ""))
+        back = search_back(str(form.get("back", "")))  # the search signed in from: shown again
         anonymous = Searcher(Principals.anonymous())
         # counted before the directory is asked (off the event loop), taken back on success:
         # attempts sent at once cannot all pass while the count is still low
         self.signin_throttle.failed(client)
         if not user or not password or len(user) > 256:  # an empty password would be an anonymous bind
-            return self.render(request, "signin.html", 403, signin_token=expected, searcher=anonymous, error="failed")
+            return self.render(request, "signin.html", 403, signin_token=expected, searcher=anonymous, error="failed", back=back)
         try:
             ok = await _in_thread(self.config.directory.authenticate, user, password)
         except DirectoryUnavailable as exc:
             self.signin_throttle.forgive(client)
-            logger.warning("Search sign-in of %s from %s: the directory does not answer: %s", user, client, exc)
+            logger.warning("Search sign-in from %s: the directory does not answer: %s", client, exc)  # not the name typed
             return self.render(
                 request,
                 "signin.html",
@@ -311,14 +313,15 @@ class WebApp:
                 signin_token=expected,
                 searcher=anonymous,
                 error=f"The directory does not answer: {exc}",
+                back=back,
             )
         if not ok:
             logger.warning("Search sign-in: failed sign-in from %s", client)
-            return self.render(request, "signin.html", 403, signin_token=expected, searcher=anonymous, error="failed")
+            return self.render(request, "signin.html", 403, signin_token=expected, searcher=anonymous, error="failed", back=back)
         self.signin_throttle.succeeded(client)
         logger.info("Search sign-in: %s signed in", user)
         self.searchers.logout(request.cookies.get(SEARCHER_COOKIE))  # a new session, never the old one's token
-        response = RedirectResponse(self.url("/"), status_code=303)
+        response = RedirectResponse(self.url("/") + back, status_code=303)
         self._cookie(
             request, response, SEARCHER_COOKIE, self.searchers.login(user), int(self.config.session_lifetime), self.url("/")
         )

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from markupsafe import Markup, escape
 
@@ -79,6 +79,16 @@ class SearchRequest:
             f"last_modified:{MODIFIED[value][1]}" if name == "modified" else term_filter(FACETS[name], value)
             for name, value in self.filters
         ]
+
+
+def search_back(text: str | None) -> str:
+    """The search a searcher signs in from (``?q=...``, carried by the sign-in form), rebuilt
+    from the parameters a search page knows: "" for anything else, so a sign-in can only lead
+    back to a search page of this application, never elsewhere."""
+    if not text or len(text) > 4 * MAX_QUERY_CHARS:
+        return ""
+    request = SearchRequest.from_params(dict(parse_qsl(text.removeprefix("?"))))
+    return request.url() if request.q else ""
 
 
 @dataclass

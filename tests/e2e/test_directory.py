@@ -143,6 +143,20 @@ def test_directory_of_the_settings(directory_server: DirectoryServer, monkeypatc
     assert directory is not None and "group:finance" in directory.principals("alice").tokens
 
 
+def test_a_password_typed_as_the_user_name_reaches_no_log(
+    directory_server: DirectoryServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A searcher who types the password into the name field: the name of a failed sign-in is
+    logged nowhere, not even at DEBUG (a known user's failed bind names the entry's DN)."""
+    directory = LdapDirectory(config_of(directory_server))
+    with caplog.at_level(logging.DEBUG):
+        assert not directory.authenticate("Typed-Pw-4711", "alice")
+        assert not directory.authenticate("alice", "wrong-password")
+    assert "Typed-Pw-4711" not in caplog.text and "wrong-password" not in caplog.text
+    assert "a sign-in refused: no such user" in caplog.text
+    assert f"a sign-in as {directory_server.user_dn('alice')} refused" in caplog.text
+
+
 def test_hostile_user_names_find_no_one_and_a_dn_with_an_empty_password_does_not_bind(
     directory_server: DirectoryServer,
 ) -> None:

@@ -7,6 +7,7 @@ only; a directory that does not answer; the proxies' setting."""
 from __future__ import annotations
 
 import asyncio
+import html
 import logging
 import re
 from pathlib import Path
@@ -304,3 +305,32 @@ def test_two_user_headers_are_neither_believed(tmp_path: Path, directory: StandI
     page = web.get("/", headers=[(HEADER, "admin"), (HEADER, "alice")])
     assert signed_in(page.text) is None and directory.asked == []
     assert page.headers["cache-control"] == "private, no-store"
+
+
+@pytest.mark.parametrize(
+    ("back", "lands_on"),
+    [
+        ("?q=harbour+pilots&type=text%2Fhtml&page=2", "/?q=harbour+pilots&type=text%2Fhtml&page=2"),
+        ("q=harbour", "/?q=harbour"),
+        ("https://evil.example/?q=x", "/"),  # never elsewhere: only a search page's own parameters
+        ("//evil.example/?q=x", "/"),
+        ("?q=x&next=https://evil.example/", "/?q=x"),
+        ("?page=3", "/"),  # no query: the empty search page
+        ("", "/"),
+    ],
+)
+def test_a_sign_in_leads_back_to_the_search_it_came_from(web: TestClient, back: str, lands_on: str) -> None:
+    form = web.get("/login", params={"back": back}).text
+    token = re.search(r'name="signin_token" value="([^"]+)"', form)
+    assert token is not None
+    carried = re.search(r'name="back" value="([^"]*)"', form)
+    data = {"signin_token": token[1], "username": "alice", "password": "alice-secret"}
+    if carried is not None:
+        data["back"] = html.unescape(carried[1])
+    answer = web.post("/login", data=data, follow_redirects=False)
+    assert answer.status_code == 303 and answer.headers["location"] == lands_on
+
+
+def test_the_search_pages_sign_in_link_carries_the_search(web: TestClient) -> None:
+    page = web.get("/", params={"q": "harbour", "type": "text/html"}).text
+    assert 'href="/login?back=%3Fq%3Dharbour%26type%3Dtext%252Fhtml"' in page
