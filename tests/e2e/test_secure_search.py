@@ -182,18 +182,29 @@ def random_access(chooser: random.Random) -> Access:
     return Access(tuple(levels), deny)
 
 
+def index_random_accesses(solr: pysolr.Solr, chooser: random.Random, name: str, count: int) -> tuple[str, dict[str, Access]]:
+    """``count`` documents of a new source, each with a random access: (source, id -> access)."""
+    source = f"{name}-{uuid.uuid4().hex[:8]}"
+    accesses = {f"{source}!{number}": random_access(chooser) for number in range(count)}
+    solr.add([{"id": key, "url": key, "source": source, "title": "t", **held.fields()} for key, held in accesses.items()])
+    return source, accesses
+
+
+def found_by(client: SolrIndex, principals: Principals, source: str) -> set[str]:
+    """The ids of ``source``'s documents a trimmed search finds for ``principals``."""
+    params = search_params(principals, rows=1000, source=source)
+    params["fl"] = "id"
+    return {doc["id"] for doc in client.search("*:*", **params).docs}
+
+
 def test_solrs_filters_agree_with_decide_on_random_accesses(solr_url: str, solr: pysolr.Solr) -> None:
     chooser = random.Random(55)
-    source = f"agree-{uuid.uuid4().hex[:8]}"
-    accesses = {f"{source}!{number}": random_access(chooser) for number in range(300)}
-    solr.add([{"id": key, "url": key, "source": source, "title": "t", **held.fields()} for key, held in accesses.items()])
+    source, accesses = index_random_accesses(solr, chooser, "agree", 300)
     client = SolrIndex(solr_url, timeout=30)
     for round_number in range(25):
         tokens = chooser.sample(POOL[1:], chooser.randint(0, 8))
         principals = Principals.of(f"searcher{round_number}", [Principal(token, "random") for token in tokens])
-        params = search_params(principals, rows=1000, source=source)
-        params["fl"] = "id"
-        found = {doc["id"] for doc in client.search("*:*", **params).docs}
+        found = found_by(client, principals, source)
         expected = {key for key, held in accesses.items() if decide(held, principals).granted}
         assert found == expected, (tokens, sorted(found ^ expected)[:5])
     assert 0 < len(expected) < len(accesses)  # the last searcher reads some, not all
@@ -201,17 +212,13 @@ def test_solrs_filters_agree_with_decide_on_random_accesses(solr_url: str, solr:
 
 def test_incomplete_principals_agree_with_decide_no_document_with_a_deny_token(solr_url: str, solr: pysolr.Solr) -> None:
     chooser = random.Random(5555)
-    source = f"partial-{uuid.uuid4().hex[:8]}"
-    accesses = {f"{source}!{number}": random_access(chooser) for number in range(200)}
-    solr.add([{"id": key, "url": key, "source": source, "title": "t", **held.fields()} for key, held in accesses.items()])
+    source, accesses = index_random_accesses(solr, chooser, "partial", 200)
     client = SolrIndex(solr_url, timeout=30)
     for round_number in range(10):
         tokens = chooser.sample(POOL[1:], chooser.randint(0, 8))
         entries = [Principal(token, "random") for token in tokens]
         principals = Principals.of(f"searcher{round_number}", entries, partial="more than 1000 groups")
-        params = search_params(principals, rows=1000, source=source)
-        params["fl"] = "id"
-        found = {doc["id"] for doc in client.search("*:*", **params).docs}
+        found = found_by(client, principals, source)
         expected = {key for key, held in accesses.items() if decide(held, principals).granted}
         assert found == expected, (tokens, sorted(found ^ expected)[:5])
         assert not any(accesses[key].deny for key in found)
