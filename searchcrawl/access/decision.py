@@ -4,8 +4,9 @@ One rule, in two forms that must agree: ``decide`` (Python: `scrapy explain-acce
 administration page) and ``solr_filters`` (the filter queries every search sends, so that Solr
 trims the hits, their counts, facets and suggestions itself, and a page of hits is always full).
 The rule: deny wins (one principal among the deny tokens: refused; principals that may lack
-some of the user's: any deny token refuses); then every level needs one of the principals among
-its allow tokens. Every searcher has the principal ``public``; a visitor who
+some of the user's: any deny token refuses); so does a late deny token (an ordered ACL's deny
+after its first allow entries), unless one of the principals is among the overriding tokens;
+then every level needs one of the principals among its allow tokens. Every searcher has the principal ``public``; a visitor who
 is not signed in has nothing else.
 """
 
@@ -14,7 +15,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from searchcrawl.access.tokens import DENY_FIELD, LEVEL_FIELDS, PUBLIC, Access, Grant, normal_token
+from searchcrawl.access.tokens import (
+    DENY_FIELD,
+    LATE_DENY_FIELD,
+    LEVEL_FIELDS,
+    OVERRIDING_FIELD,
+    PUBLIC,
+    Access,
+    Grant,
+    normal_token,
+)
 
 # the terms query parser's separator (tokens cannot hold a control character: normal_token)
 SEPARATOR = "\x1f"
@@ -84,7 +94,13 @@ def decide(access: Access, principals: Principals) -> Decision:
         if denied.token in tokens:
             why = principals.origin(denied.token)
             return Decision(False, f"denied: {denied.token} ({denied.origin}), the searcher's own ({why})", (denied,))
-    if access.deny and principals.incomplete:
+    late = next((denied for denied in access.late_deny if denied.token in tokens), None)
+    if late is not None and not any(grant.token in tokens for grant in access.overriding):
+        why = principals.origin(late.token)
+        return Decision(
+            False, f"denied: {late.token} ({late.origin}), the searcher's own ({why}), before any entry allowing them", (late,)
+        )
+    if (access.deny or access.late_deny) and principals.incomplete:
         why = principals.incomplete
         return Decision(False, f"refused: it denies some readers, and the searcher's principals are incomplete ({why})", ())
     _access, levels = access.indexed_levels()
@@ -107,8 +123,11 @@ def solr_trimming(principals: Principals) -> tuple[list[str], dict[str, str]]:
     Incomplete principals (``Principals.incomplete``) see no document with a deny token."""
     filters = [TERMS.replace("FIELD", name) for name in LEVEL_FIELDS]
     filters.append("{!bool must_not=$access_denied}")
+    # a late deny refuses unless an overriding token is the searcher's
+    filters.append("{!bool must_not=$access_denied_late}")
     if principals.incomplete:
         filters.append(f"*:* -{DENY_FIELD}:[* TO *]")
+        filters.append(f"*:* -{LATE_DENY_FIELD}:[* TO *]")
     params = {
         # Solr expands ${name} in every request parameter (its macros) before any parser reads
         # it: a group whose cn is ${q} would take the searcher's query text as more principals
@@ -116,5 +135,8 @@ def solr_trimming(principals: Principals) -> tuple[list[str], dict[str, str]]:
         "access_tokens": SEPARATOR.join(sorted(principals.tokens)),
         "access_separator": SEPARATOR,
         "access_denied": TERMS.replace("FIELD", DENY_FIELD),
+        "access_denied_late": "{!bool must=$access_late must_not=$access_early}",
+        "access_late": TERMS.replace("FIELD", LATE_DENY_FIELD),
+        "access_early": TERMS.replace("FIELD", OVERRIDING_FIELD),
     }
     return filters, params

@@ -17,7 +17,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from searchcrawl.access.decision import Principals, decide
-from searchcrawl.access.tokens import DENY_FIELD, LEVEL_FIELDS, PUBLIC, Access, AccessError, Grant, Level
+from searchcrawl.access.tokens import (
+    DENY_FIELD,
+    LATE_DENY_FIELD,
+    LEVEL_FIELDS,
+    OVERRIDING_FIELD,
+    PUBLIC,
+    Access,
+    AccessError,
+    Grant,
+    Level,
+)
 
 if TYPE_CHECKING:
     from searchcrawl.index.indexer import SolrIndex
@@ -56,8 +66,11 @@ def access_of_fields(fields: Mapping[str, Any]) -> Access | None:
         if name != LEVEL_FIELDS[0] and (not tokens or tokens == [PUBLIC]):
             continue  # no such level
         levels.append(Level(shown, tuple(Grant.of(token, f"index: {name}") for token in tokens)))
-    deny = tuple(Grant.of(token, f"index: {DENY_FIELD}") for token in fields.get(DENY_FIELD) or [])
-    return Access(tuple(levels), deny)
+
+    def grants(name: str) -> tuple[Grant, ...]:
+        return tuple(Grant.of(token, f"index: {name}") for token in fields.get(name) or [])
+
+    return Access(tuple(levels), grants(DENY_FIELD), late_deny=grants(LATE_DENY_FIELD), overriding=grants(OVERRIDING_FIELD))
 
 
 def access_of_row(value: Any) -> Access | None:
@@ -75,7 +88,7 @@ def held_documents(index: SolrIndex, table: DocumentRows | None, url: str) -> li
     """Each source's document of ``url`` in the index (all of them: what an administrator asks
     about, untrimmed), its access from the document table when it records one, else from the
     index's fields; IndexingError when Solr does not answer."""
-    fields = ",".join(("source", "url", *LEVEL_FIELDS, DENY_FIELD))
+    fields = ",".join(("source", "url", *LEVEL_FIELDS, DENY_FIELD, LATE_DENY_FIELD, OVERRIDING_FIELD))
     found = index.search("*:*", fq="{!term f=url}" + url, fl=fields, rows=1000, sort="source asc")
     held = []
     for doc in found.docs:

@@ -2,14 +2,21 @@
 
 A token is a namespaced string: ``user:alice`` (a user name, or a user's DN), ``group:<DN or
 name>``, ``uid:1001`` and ``gid:2001`` (the numeric ids of files' owners and groups, matched to
-a directory user's uidNumber and gidNumber), and ``public`` (everyone, signed in or not). A
-document's ``Access`` is a list of levels and a list of deny tokens:
+a directory user's uidNumber and gidNumber), ``sid:S-1-5-21-...`` (a Windows security identifier:
+an NTFS ACL's, matched to an Active Directory user's objectSid and tokenGroups), and ``public``
+(everyone, signed in or not). A document's ``Access`` is a list of levels and a list of deny tokens:
 
 - a reader passes a level when one of their principals is among its allow tokens (``public``
   is every reader's principal); the first level is the document itself, the others what a
   reader must also pass to reach it (the folders above a file: traversable by the same person);
 - deny wins: a reader with one principal among the deny tokens may not read it, whatever a level
-  allows.
+  allows;
+- but for an ordered ACL (Windows: a file's own entries come before those it inherits, and the
+  first entry naming the reader decides), the denies that follow its first allow entries are
+  ``late_deny``: they refuse a reader unless one of the reader's principals is among
+  ``overriding``, the allow entries before them. Exact for an ACL of two such blocks (a file's
+  explicit entries, then its inherited ones); an ACL of more is read conservatively (a reader
+  allowed by the second block and denied by the third is refused: fail closed).
 
 Each token keeps where it came from (``Grant.origin``): what `scrapy explain-access` shows.
 Tokens are normalised once, here, for documents and principals alike (``normal_token``): the
@@ -24,11 +31,11 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 PUBLIC = "public"
-NAMESPACES = ("user", "group", "uid", "gid")
+NAMESPACES = ("user", "group", "uid", "gid", "sid")
 MAX_TOKEN_CHARS = 1024
 # The index's levels: the document's own and at most three above it (a folder, a share ...).
 # More levels that restrict differently are folded into the last, keeping only the tokens they
@@ -37,6 +44,9 @@ MAX_TOKEN_CHARS = 1024
 MAX_LEVELS = 4
 LEVEL_FIELDS = ("access_allow", "access_allow_1", "access_allow_2", "access_allow_3")
 DENY_FIELD = "access_deny"
+LATE_DENY_FIELD = "access_deny_late"  # Access.late_deny
+OVERRIDING_FIELD = "access_allow_early"  # Access.overriding
+_SID = re.compile(r"s-1-[0-9]{1,15}(?:-[0-9]{1,10}){0,15}", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _DN_SPACES = re.compile(r"\s*([,=+])\s*")
 
@@ -66,6 +76,10 @@ def normal_token(text: str) -> str:
         if not (value.isascii() and value.isdigit()):  # "²" is a digit int() refuses, "١" one it reads
             raise AccessError(f"{text[:80]!r}: {namespace} takes a number")
         return f"{namespace}:{int(value)}"
+    if namespace == "sid":  # S-1-5-21-...: as Windows writes it, without leading zeros
+        if not _SID.fullmatch(value):
+            raise AccessError(f"{text[:80]!r}: sid takes a security identifier such as S-1-5-21-1-2-3-1105")
+        return "sid:S-" + "-".join(str(int(part)) for part in value.split("-")[1:])
     value = value.lower()
     if "=" in value:  # a DN
         value = _DN_SPACES.sub(r"\1", value)
@@ -109,6 +123,9 @@ class Access:
     levels: tuple[Level, ...]
     deny: tuple[Grant, ...] = ()
     notes: tuple[str, ...] = field(default=(), compare=False)  # what the folding of levels lost
+    # an ordered ACL's denies after its first allow entries, and those entries (module docstring)
+    late_deny: tuple[Grant, ...] = ()
+    overriding: tuple[Grant, ...] = ()
 
     @classmethod
     def public(cls, origin: str) -> Access:
@@ -122,7 +139,7 @@ class Access:
     @property
     def is_public(self) -> bool:
         """Everyone may read it: every level open, nothing denied."""
-        return not self.deny and all(level.open for level in self.levels)
+        return not self.deny and not self.late_deny and all(level.open for level in self.levels)
 
     def within(self, level: Level, deny: Iterable[Grant] = ()) -> Access:
         """This access behind ``level`` too (a folder above a file), with its ``deny``. An open
@@ -130,8 +147,8 @@ class Access:
         adds nothing either."""
         denied = _unique((*self.deny, *deny))
         if level.open or any(kept.tokens == level.tokens for kept in self.levels):
-            return Access(self.levels, denied, self.notes)
-        return Access((*self.levels, level), denied, self.notes)
+            return replace(self, deny=denied)
+        return replace(self, levels=(*self.levels, level), deny=denied)
 
     def indexed_levels(self) -> tuple[Access, tuple[Level, ...]]:
         """The levels as the index holds them (MAX_LEVELS at most: see there), with notes."""
@@ -143,16 +160,19 @@ class Access:
         grants = tuple(grant for grant in folded[0].allow if grant.token in common)
         name = " + ".join(level.name for level in folded)
         note = f"{name}: {len(folded)} levels folded into one, only the tokens all of them allow kept"
-        return Access(self.levels, self.deny, (*self.notes, note)), (*kept, Level(name, grants))
+        return replace(self, notes=(*self.notes, note)), (*kept, Level(name, grants))
 
     def fields(self) -> dict[str, list[str]]:
         """The Solr fields: ``access_allow`` (the document's level), ``access_allow_1`` .. ``_3``
-        (``public`` where there is no such level), ``access_deny``."""
+        (``public`` where there is no such level), ``access_deny``, ``access_deny_late`` and
+        ``access_allow_early`` (empty but for an ordered ACL's late denies)."""
         _access, levels = self.indexed_levels()
         shown: dict[str, list[str]] = {}
         for i, name in enumerate(LEVEL_FIELDS):
             shown[name] = sorted(levels[i].tokens) if i < len(levels) else [PUBLIC]
         shown[DENY_FIELD] = sorted({grant.token for grant in self.deny})
+        shown[LATE_DENY_FIELD] = sorted({grant.token for grant in self.late_deny})
+        shown[OVERRIDING_FIELD] = sorted({grant.token for grant in self.overriding}) if self.late_deny else []
         return shown
 
     def digest(self) -> str:
@@ -160,13 +180,18 @@ class Access:
         hash): "public" for a public document, else 32 hex digits."""
         if self.is_public:
             return PUBLIC
-        return hashlib.sha256(json.dumps(self.fields(), sort_keys=True).encode()).hexdigest()[:32]
+        shown = self.fields()
+        if not shown[LATE_DENY_FIELD]:  # as before ordered ACLs: digests stored then still hold
+            del shown[LATE_DENY_FIELD], shown[OVERRIDING_FIELD]
+        return hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()[:32]
 
     def to_data(self) -> dict[str, Any]:
         """As JSON (a request's meta, an agent's reference on its way to the download)."""
         return {
             "levels": [{"name": level.name, "allow": [[g.token, g.origin] for g in level.allow]} for level in self.levels],
             "deny": [[g.token, g.origin] for g in self.deny],
+            "late_deny": [[g.token, g.origin] for g in self.late_deny],
+            "overriding": [[g.token, g.origin] for g in self.overriding],
         }
 
     @classmethod
@@ -177,7 +202,11 @@ class Access:
         )
         if not levels:
             raise AccessError("an access without a level")
-        return cls(levels, tuple(Grant.of(token, origin) for token, origin in data.get("deny", ())))
+
+        def grants(name: str) -> tuple[Grant, ...]:
+            return tuple(Grant.of(token, origin) for token, origin in data.get(name, ()))
+
+        return cls(levels, grants("deny"), late_deny=grants("late_deny"), overriding=grants("overriding"))
 
 
 def _unique(grants: Iterable[Grant]) -> tuple[Grant, ...]:

@@ -10,8 +10,10 @@ import pytest
 from searchcrawl.access.decision import Principal, Principals, decide, solr_trimming
 from searchcrawl.access.tokens import (
     DENY_FIELD,
+    LATE_DENY_FIELD,
     LEVEL_FIELDS,
     MAX_LEVELS,
+    OVERRIDING_FIELD,
     PUBLIC,
     Access,
     AccessError,
@@ -36,6 +38,8 @@ FINANCE = "group:cn=finance,ou=groups,dc=example,dc=org"
         ("group:finance", "group:finance"),
         ("uid:01001", "uid:1001"),
         ("gid:2001", "gid:2001"),
+        ("sid:s-1-5-21-0010-2-3-1105", "sid:S-1-5-21-10-2-3-1105"),
+        ("SID:S-1-1-0", "sid:S-1-1-0"),
     ],
 )
 def test_tokens_are_normalised_once(text: str, token: str) -> None:
@@ -47,6 +51,7 @@ def test_tokens_are_normalised_once(text: str, token: str) -> None:
     [
         *("", "alice", "role:admin", "user:", "uid:alice", "gid:-1", "user:a\nb", "user:" + "a" * 2000),
         *("user:a\x1fb", "group:\x1f", "group:a\x00", "uid:\u00b2", "uid:\u0661\u0662", "gid:\U0001d7d8"),
+        *("sid:S-1", "sid:S-2-1-0", "sid:S-1-5-x", "sid:alice", "sid:S-1-" + "-1" * 20, "sid:S-1-\u0661"),
     ],
 )
 def test_what_is_not_a_token_is_refused(text: str) -> None:
@@ -64,8 +69,10 @@ def test_fields_hold_every_level_and_the_denies() -> None:
         "access_allow_2": [PUBLIC],
         "access_allow_3": [PUBLIC],
         DENY_FIELD: ["user:bob"],
+        LATE_DENY_FIELD: [],
+        OVERRIDING_FIELD: [],
     }
-    assert set(access.fields()) == {*LEVEL_FIELDS, DENY_FIELD}
+    assert set(access.fields()) == {*LEVEL_FIELDS, DENY_FIELD, LATE_DENY_FIELD, OVERRIDING_FIELD}
 
 
 def test_open_and_repeated_levels_add_nothing() -> None:
@@ -149,9 +156,9 @@ def test_levels_beyond_the_index_fold_conservatively() -> None:
 
 def test_trimming_sends_the_principals_once() -> None:
     filters, params = solr_trimming(principals(FINANCE, "gid:2001"))
-    assert len(filters) == len(LEVEL_FIELDS) + 1
+    assert len(filters) == len(LEVEL_FIELDS) + 2
     assert sorted(params["access_tokens"].split(params["access_separator"])) == sorted(["public", FINANCE, "gid:2001"])
-    assert all("$access_tokens" in fq for fq in filters[:-1]) and "access_deny" in params["access_denied"]
+    assert all("$access_tokens" in fq for fq in filters[:-2]) and "access_deny" in params["access_denied"]
 
 
 def test_incomplete_principals_are_refused_every_document_with_a_deny_token() -> None:
@@ -169,8 +176,8 @@ def test_incomplete_principals_are_refused_every_document_with_a_deny_token() ->
     assert decide(public_but_bob, Principals.anonymous()).granted  # a visitor: nothing to lack
     assert not Principals.anonymous().incomplete and not principals(FINANCE).incomplete
     filters, _params = solr_trimming(partial)
-    assert filters[-1] == "*:* -access_deny:[* TO *]"
-    assert len(solr_trimming(principals(FINANCE))[0]) == len(LEVEL_FIELDS) + 1
+    assert filters[-2:] == ["*:* -access_deny:[* TO *]", "*:* -access_deny_late:[* TO *]"]
+    assert len(solr_trimming(principals(FINANCE))[0]) == len(LEVEL_FIELDS) + 2
 
 
 def test_a_value_that_is_no_token_never_reaches_the_solr_filter() -> None:
