@@ -175,12 +175,16 @@ SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this lon
 # out of a group may still find its documents that long.
 SEARCHCRAWL_LDAP_URL = os.environ.get("SEARCHCRAWL_LDAP_URL", "")
 SEARCHCRAWL_LDAP_USER_BASE = os.environ.get("SEARCHCRAWL_LDAP_USER_BASE", "")
-SEARCHCRAWL_LDAP_USER_FILTER = os.environ.get("SEARCHCRAWL_LDAP_USER_FILTER", "(uid={user})")
+# "": (uid={user}), or on Active Directory (&(objectClass=user)(|(sAMAccountName={user})(userPrincipalName={user})))
+SEARCHCRAWL_LDAP_USER_FILTER = os.environ.get("SEARCHCRAWL_LDAP_USER_FILTER", "")
 SEARCHCRAWL_LDAP_GROUP_BASE = os.environ.get("SEARCHCRAWL_LDAP_GROUP_BASE", "")
 SEARCHCRAWL_LDAP_BIND_DN = os.environ.get("SEARCHCRAWL_LDAP_BIND_DN", "")
 SEARCHCRAWL_LDAP_START_TLS = False  # StartTLS on an ldap:// URL (certificates always verified)
 SEARCHCRAWL_LDAP_CA_FILE = ""  # the CA bundle the directory's certificate is checked with ("": the system's)
 SEARCHCRAWL_LDAP_TIMEOUT = 5.0  # seconds to connect and per answer; then: public only
+# "posix" (uid, groupOfNames, posixGroup) or "active_directory" (sAMAccountName, objectSid and
+# tokenGroups: the sid: tokens of Windows shares' permissions)
+SEARCHCRAWL_LDAP_KIND = os.environ.get("SEARCHCRAWL_LDAP_KIND", "posix")
 SEARCHCRAWL_PRINCIPALS_CACHE_SECONDS = 300
 
 # Scrapy's default extensions, with its RemoteControl behind a stand-in that imports it only when

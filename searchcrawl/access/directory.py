@@ -16,6 +16,15 @@ logged at ERROR once until it answers again), never an error page and never the 
 seen long ago. Answers are cached for SEARCHCRAWL_PRINCIPALS_CACHE_SECONDS: a user taken out of a
 group still finds its documents until then.
 
+Active Directory (``SEARCHCRAWL_LDAP_KIND = "active_directory"``): a user's principals are
+``user:<sAMAccountName>``, ``user:<DN>``, ``sid:<objectSid>`` and a ``sid:`` for each SID of its
+``tokenGroups`` (the directory's own closure: its groups, nested groups, primary group and the
+domain's built-in groups, as Windows builds a logon token), with ``group:<DN>`` and
+``group:<name>`` for each of those groups the group base holds; and the SIDs every domain user's
+network logon carries (Everyone, NETWORK, Authenticated Users, This Organization), so a searcher
+is granted exactly what Windows would grant them opening the file from the share. A directory
+that gives no tokenGroups (none readable by the service account) answers nothing: public only.
+
 The walk and the principals of entries are plain functions (``user_principals``,
 ``group_principals``, ``walk_groups``), tested without a server; ``LdapDirectory`` asks the
 server (ldap3) and caches.
@@ -39,6 +48,7 @@ from ldap3.utils.conv import escape_filter_chars
 from scrapy.settings import BaseSettings
 
 from searchcrawl.access.decision import Principal, Principals
+from searchcrawl.access.ntfs import NETWORK_LOGON_SIDS, WELL_KNOWN, sid_bytes, sid_text
 from searchcrawl.access.tokens import AccessError, normal_token
 from searchcrawl.ops.secrets import LDAP_BIND_PASSWORD, secret
 
@@ -50,6 +60,10 @@ LOOKUP_TIMEOUTS = 3  # a user's whole group walk takes at most this many SEARCHC
 MAX_CACHED = 10_000  # searchers whose principals are cached at once
 USER_ATTRIBUTES = ["uid", "uidNumber", "gidNumber"]
 GROUP_ATTRIBUTES = ["cn", "gidNumber", "objectClass"]
+AD_USER_ATTRIBUTES = ["sAMAccountName"]
+AD_GROUP_ATTRIBUTES = ["cn", "sAMAccountName", "objectSid"]
+AD_USER_FILTER = "(&(objectClass=user)(|(sAMAccountName={user})(userPrincipalName={user})))"
+SIDS_PER_SEARCH = 100  # a group search names this many SIDs at most
 
 
 class DirectoryUnavailable(Exception):
@@ -70,6 +84,10 @@ class Directory(Protocol):
         directory does not answer."""
         ...
 
+    def sid_names(self, sids: Iterable[str]) -> dict[str, str]:
+        """Names of Windows SIDs (explanations); those it cannot name are left out."""
+        ...
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -77,14 +95,18 @@ class Entry:
 
     dn: str
     attributes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    raw_sids: tuple[bytes, ...] = ()  # its objectSid as the directory sent it (Active Directory)
 
     @classmethod
-    def of(cls, dn: str, attributes: Mapping[str, Any]) -> Entry:
+    def of(cls, dn: str, attributes: Mapping[str, Any], raw: Mapping[str, Any] | None = None) -> Entry:
         values: dict[str, tuple[str, ...]] = {}
         for name, value in attributes.items():
+            if name.lower() == "objectsid":
+                continue  # binary: read from raw
             items = value if isinstance(value, list | tuple) else [value]
             values[name.lower()] = tuple(str(item) for item in items if item not in (None, b"", ""))
-        return cls(dn, values)
+        sids = next((tuple(v) for k, v in (raw or {}).items() if k.lower() == "objectsid"), ())
+        return cls(dn, values, tuple(bytes(sid) for sid in sids))
 
     def values(self, name: str) -> tuple[str, ...]:
         return self.attributes.get(name.lower(), ())
@@ -202,6 +224,57 @@ def principals_of(name: str, user: Entry, memberships: Iterable[Membership]) -> 
     return Principals.of(user.first("uid") or name, kept)
 
 
+def windows_principals(name: str, user: Entry, sids: list[str], groups: Mapping[str, Entry]) -> Principals:
+    """An Active Directory user's principals (the module's docstring): ``sids`` its own SID
+    first, then its tokenGroups; ``groups`` the group entries found for them, by SID."""
+    account = user.first("sAMAccountName") or name
+    entries = [
+        Principal(f"user:{account}", f"sAMAccountName of {user.dn}"),
+        Principal(f"user:{user.dn}", f"DN of the directory entry of {name}"),
+    ]
+    for number, sid in enumerate(sids):
+        group = groups.get(sid)
+        label = sid_label(sid, group)
+        origin = f"objectSid of {user.dn}" if number == 0 else f"tokenGroups of {rdn(user.dn)}: {label}"
+        entries.append(Principal(f"sid:{sid}", origin))
+        if group is not None:
+            entries.append(Principal(f"group:{group.dn}", f"tokenGroups of {rdn(user.dn)}: {sid}"))
+            for cn in (*group.values("sAMAccountName"), *group.values("cn")):
+                entries.append(Principal(f"group:{cn}", f"name of {group.dn} ({sid})"))
+    for sid in NETWORK_LOGON_SIDS:
+        entries.append(Principal(f"sid:{sid}", f"{WELL_KNOWN[sid]}: every domain user's network logon"))
+    kept = []
+    for entry in entries:
+        try:
+            normal_token(entry.token)
+        except AccessError as exc:
+            logger.debug("directory: a principal of %s left out: %s", name, exc)
+            continue
+        kept.append(entry)
+    return Principals.of(account, kept)
+
+
+def sid_label(sid: str, group: Entry | None) -> str:
+    """A SID's name for origins and explanations: the group's name, a well-known name, or the SID."""
+    if group is not None:
+        return group.first("sAMAccountName") or group.first("cn") or rdn(group.dn)
+    return WELL_KNOWN.get(sid, sid)
+
+
+def binary_sids(values: Iterable[bytes]) -> list[str]:
+    """Binary SIDs (objectSid, tokenGroups) as text; a value that is no SID is left out."""
+    found = []
+    for value in values:
+        try:
+            sid, length = sid_text(bytes(value))
+        except ValueError:
+            logger.debug("directory: a SID that does not parse left out")
+            continue
+        if length == len(value):
+            found.append(sid)
+    return found
+
+
 @dataclass(frozen=True)
 class DirectoryConfig:
     """The SEARCHCRAWL_LDAP_* settings (see searchcrawl/settings.py)."""
@@ -209,27 +282,41 @@ class DirectoryConfig:
     url: str
     user_base: str
     group_base: str = ""
-    user_filter: str = "(uid={user})"
+    user_filter: str = ""  # "": (uid={user}), or AD_USER_FILTER on Active Directory
     bind_dn: str = ""
     bind_password: str = field(default="", repr=False)
     cache_seconds: float = 300.0
     timeout: float = 5.0
     start_tls: bool = False
     ca_file: str = ""
+    kind: str = "posix"  # "active_directory": sAMAccountName, objectSid and tokenGroups
+
+    @property
+    def active_directory(self) -> bool:
+        return self.kind == "active_directory"
+
+    @property
+    def filter(self) -> str:
+        """The user filter: the setting's, else the kind's."""
+        return self.user_filter or (AD_USER_FILTER if self.active_directory else "(uid={user})")
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> DirectoryConfig:
+        kind = settings.get("SEARCHCRAWL_LDAP_KIND") or "posix"
+        if kind not in ("posix", "active_directory"):
+            raise ValueError(f"SEARCHCRAWL_LDAP_KIND: expected 'posix' or 'active_directory', got {kind!r}")
         return cls(
             url=settings.get("SEARCHCRAWL_LDAP_URL", ""),
             user_base=settings.get("SEARCHCRAWL_LDAP_USER_BASE", ""),
             group_base=settings.get("SEARCHCRAWL_LDAP_GROUP_BASE", "") or settings.get("SEARCHCRAWL_LDAP_USER_BASE", ""),
-            user_filter=settings.get("SEARCHCRAWL_LDAP_USER_FILTER") or "(uid={user})",
+            user_filter=settings.get("SEARCHCRAWL_LDAP_USER_FILTER") or "",
             bind_dn=settings.get("SEARCHCRAWL_LDAP_BIND_DN", ""),
             bind_password=secret(LDAP_BIND_PASSWORD) or "",
             cache_seconds=settings.getfloat("SEARCHCRAWL_PRINCIPALS_CACHE_SECONDS", 300.0),
             timeout=settings.getfloat("SEARCHCRAWL_LDAP_TIMEOUT", 5.0),
             start_tls=settings.getbool("SEARCHCRAWL_LDAP_START_TLS", False),
             ca_file=settings.get("SEARCHCRAWL_LDAP_CA_FILE", ""),
+            kind=kind,
         )
 
 
@@ -328,6 +415,8 @@ class LdapDirectory:
             raise self._unavailable(exc) from None
 
     def _lookup_with(self, connection: ldap3.Connection, user: str, entry: Entry) -> Principals:
+        if self.config.active_directory:
+            return self._windows_lookup(connection, user, entry)
         # a directory that answers each search just within the timeout would hold a search page
         # for hours over a large group graph: the whole walk has LOOKUP_TIMEOUTS timeouts
         budget = LOOKUP_TIMEOUTS * self.config.timeout
@@ -347,6 +436,56 @@ class LdapDirectory:
             logger.debug("directory: %r's groups not all read (%s): no document with a deny token", user, cut[0])
         logger.debug("directory: %r has %d principals (%d groups)", user, len(found.entries), len(memberships))
         return found
+
+    def _windows_lookup(self, connection: ldap3.Connection, user: str, entry: Entry) -> Principals:
+        """An Active Directory user's principals: its objectSid and tokenGroups (one base search
+        on its entry: the directory computes the closure), and the groups they name."""
+        ok = connection.search(
+            entry.dn,
+            "(objectClass=*)",
+            search_scope=ldap3.BASE,
+            attributes=["objectSid", "tokenGroups"],
+            time_limit=self._seconds,
+        )
+        found = [item for item in connection.response or [] if item.get("type") == "searchResEntry"] if ok else []
+        raw = found[0].get("raw_attributes", {}) if found else {}
+        own = binary_sids(raw.get("objectSid") or [])
+        groups = binary_sids(raw.get("tokenGroups") or [])
+        if not own or not groups:  # every user has a primary group: none means none readable
+            raise DirectoryUnavailableLdap(f"the directory at {self.config.url} gave no objectSid or tokenGroups for {user!r}")
+        named: dict[str, Entry] = {}
+        for start in range(0, len(groups), SIDS_PER_SEARCH):
+            chunk = groups[start : start + SIDS_PER_SEARCH]
+            query = "(|" + "".join(f"(objectSid={_sid_filter(sid)})" for sid in chunk) + ")"
+            base = self.config.group_base or self.config.user_base
+            for group in self._search(connection, base, query, AD_GROUP_ATTRIBUTES, []):
+                sid = next(iter(binary_sids(group.raw_sids)), "")
+                if sid:
+                    named[sid] = group
+        found_principals = windows_principals(user, entry, own[:1] + groups, named)
+        logger.debug("directory: %r has %d principals (%d SIDs)", user, len(found_principals.entries), len(groups) + 1)
+        return found_principals
+
+    def sid_names(self, sids: Iterable[str]) -> dict[str, str]:
+        """Names of SIDs, for `scrapy explain-access` (``DOMAIN``-less sAMAccountName or cn;
+        well-known SIDs by their names); {} when the directory does not answer."""
+        wanted = sorted(set(sids))
+        names = {sid: WELL_KNOWN[sid] for sid in wanted if sid in WELL_KNOWN}
+        asked = [sid for sid in wanted if sid not in names]
+        if not asked or not self.config.active_directory:
+            return names
+        try:
+            with self._bound(self.config.bind_dn, self.config.bind_password, "the service account") as service:
+                for start in range(0, len(asked), SIDS_PER_SEARCH):
+                    query = (
+                        "(|" + "".join(f"(objectSid={_sid_filter(sid)})" for sid in asked[start : start + SIDS_PER_SEARCH]) + ")"
+                    )
+                    for found in self._search(service, self.config.user_base, query, [*AD_GROUP_ATTRIBUTES], []):
+                        for sid in binary_sids(found.raw_sids):
+                            names[sid] = sid_label(sid, found)
+        except (LDAPException, ValueError) as exc:
+            logger.debug("directory: SIDs not named (%s)", type(exc).__name__)
+        return names
 
     def _remember(self, user: str, principals: Principals) -> None:
         with self._lock:
@@ -394,8 +533,11 @@ class LdapDirectory:
         return _Bound(self._connection(dn, password), who, self.config.url)
 
     def _find_user(self, connection: ldap3.Connection, user: str) -> Entry | None:
-        query = self.config.user_filter.replace("{user}", escape_filter_chars(user))
-        found = self._search(connection, self.config.user_base, query, USER_ATTRIBUTES)
+        if self.config.active_directory:
+            user = user.rsplit("\\", 1)[-1]  # DOMAIN\\alice: one domain per installation
+        query = self.config.filter.replace("{user}", escape_filter_chars(user))
+        attributes = AD_USER_ATTRIBUTES if self.config.active_directory else USER_ATTRIBUTES
+        found = self._search(connection, self.config.user_base, query, attributes)
         return found[0] if len(found) == 1 else None  # two entries for one name: neither
 
     def _direct_groups(self, connection: ldap3.Connection, user: Entry, cut: list[str]) -> list[tuple[Entry, str]]:
@@ -435,10 +577,15 @@ class LdapDirectory:
     @staticmethod
     def _entries(connection: ldap3.Connection) -> list[Entry]:
         return [
-            Entry.of(item["dn"], item.get("attributes", {}))
+            Entry.of(item["dn"], item.get("attributes", {}), item.get("raw_attributes", {}))
             for item in connection.response or []
             if item.get("type") == "searchResEntry"
         ]
+
+
+def _sid_filter(sid: str) -> str:
+    """A SID as an LDAP filter value (its bytes escaped)."""
+    return "".join(f"\\{byte:02x}" for byte in sid_bytes(sid))
 
 
 class DirectoryUnavailableLdap(LDAPException):

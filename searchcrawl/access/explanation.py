@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from searchcrawl.access.decision import Principals, decide
+from searchcrawl.access.ntfs import sid_name
 from searchcrawl.access.tokens import (
     DENY_FIELD,
     LATE_DENY_FIELD,
@@ -102,8 +103,23 @@ def held_documents(index: SolrIndex, table: DocumentRows | None, url: str) -> li
     return held
 
 
-def explain_access(principals: Principals, documents: Sequence[HeldDocument], url: str = "") -> list[str]:
-    """The report's lines (see the module's docstring)."""
+def sids_of(documents: Sequence[HeldDocument]) -> set[str]:
+    """The Windows SIDs the documents' tokens name (what the report asks the directory to name)."""
+    found: set[str] = set()
+    for held in documents:
+        if held.access is None:
+            continue
+        grants = [*held.access.deny, *held.access.late_deny, *held.access.overriding]
+        grants.extend(grant for level in held.access.levels for grant in level.allow)
+        found.update(grant.token[4:] for grant in grants if grant.token.startswith("sid:"))
+    return found
+
+
+def explain_access(
+    principals: Principals, documents: Sequence[HeldDocument], url: str = "", names: Mapping[str, str] | None = None
+) -> list[str]:
+    """The report's lines (see the module's docstring); ``names`` of the SIDs the tokens hold
+    (the directory's, ``sids_of``), shown beside them."""
     who = principals.user or "a visitor who is not signed in"
     lines = [f"Searcher {who}: {len(principals.entries)} principals"]
     lines.extend(f"  {entry.token}  <- {entry.origin}" for entry in principals.entries)
@@ -122,7 +138,7 @@ def explain_access(principals: Principals, documents: Sequence[HeldDocument], ur
             lines.append("  decision: REFUSED")
             continue
         lines.append(f"  access, from {held.where}:")
-        lines.extend(_access_lines(held.access))
+        lines.extend(_access_lines(held.access, names or {}))
         decision = decide(held.access, principals)
         lines.append(f"  decision: {'GRANTED' if decision.granted else 'REFUSED'}: {decision.reason}")
     return [printable(line) for line in lines]
@@ -138,14 +154,23 @@ def printable(line: str) -> str:
     return _CONTROL.sub(lambda found: f"\\x{ord(found[0]):02x}", line)
 
 
-def _access_lines(access: Access) -> list[str]:
+def _access_lines(access: Access, names: Mapping[str, str]) -> list[str]:
     indexed, levels = access.indexed_levels()
     lines: list[str] = []
+
+    def shown(grant: Grant) -> str:
+        name = sid_name(grant.token[4:], dict(names)) if grant.token.startswith("sid:") else ""
+        return f"{grant.token}{f' ({name})' if name else ''}  <- {grant.origin}"
+
     for level in levels:
         lines.append(f"    {level.name} (one of these must be the searcher's):")
-        lines.extend(f"      allow {grant.token}  <- {grant.origin}" for grant in level.allow)
+        lines.extend(f"      allow {shown(grant)}" for grant in level.allow)
         if not level.allow:
             lines.append("      (no token: no one)")
-    lines.extend(f"    deny {grant.token}  <- {grant.origin}" for grant in access.deny)
+    lines.extend(f"    deny {shown(grant)}" for grant in access.deny)
+    if access.late_deny:
+        lines.append("    denied after the first allow entries, unless one of those is the searcher's:")
+        lines.extend(f"      deny {shown(grant)}" for grant in access.late_deny)
+        lines.extend(f"      unless {shown(grant)}" for grant in access.overriding)
     lines.extend(f"    note: {note}" for note in indexed.notes)
     return lines

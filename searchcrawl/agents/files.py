@@ -118,25 +118,31 @@ def _pattern(value: Any) -> str:
     return value
 
 
-class FilesOptions(RuleTable):
-    """The ``[files]`` table of a source of type ``files``."""
+class TreeRules(RuleTable):
+    """Which files of a tree of folders are crawled: the rules a ``[files]`` and an ``[smb]``
+    table share (``out_of_scope``)."""
 
-    roots: list[str] = Field(min_length=1)
     include: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
     max_depth: int | None = Field(default=None, ge=0)
     hidden: bool = False
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _patterns(cls, values: list[str]) -> list[str]:
+        return list(dict.fromkeys(_pattern(value) for value in values))
+
+
+class FilesOptions(TreeRules):
+    """The ``[files]`` table of a source of type ``files``."""
+
+    roots: list[str] = Field(min_length=1)
     follow_links: bool = False
 
     @field_validator("roots")
     @classmethod
     def _roots(cls, values: list[str]) -> list[str]:
         return list(dict.fromkeys(_root(value) for value in values))
-
-    @field_validator("include", "exclude")
-    @classmethod
-    def _patterns(cls, values: list[str]) -> list[str]:
-        return list(dict.fromkeys(_pattern(value) for value in values))
 
     @model_validator(mode="after")
     def _disjoint(self) -> FilesOptions:
@@ -167,7 +173,7 @@ def _matches(pattern: str, rel: str, name: str) -> bool:
     return _compiled(pattern).match(rel if "/" in pattern else name) is not None
 
 
-def out_of_scope(rel: str, folder: bool, options: FilesOptions) -> str | None:
+def out_of_scope(rel: str, folder: bool, options: TreeRules) -> str | None:
     """Why the file (or folder) at ``rel`` (relative to its root, ``/``-separated) is not crawled,
     or None when it is. A folder is judged by hidden, depth and exclude (it is descended when it
     may hold a file in scope); include applies to files only."""
@@ -188,7 +194,7 @@ def out_of_scope(rel: str, folder: bool, options: FilesOptions) -> str | None:
     return None
 
 
-def path_out_of_scope(rel: str, options: FilesOptions) -> str | None:
+def path_out_of_scope(rel: str, options: TreeRules) -> str | None:
     """Why the file at ``rel`` would not be listed: it, or a folder on its way from the root."""
     parts = rel.split("/")
     for end in range(1, len(parts)):

@@ -16,7 +16,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.access.explanation import explain_access, held_documents
+from searchcrawl.access.directory import directory_of
+from searchcrawl.access.explanation import explain_access, held_documents, sids_of
 from searchcrawl.commands import open_database
 from searchcrawl.commands.search import principals_of
 from searchcrawl.config import paths
@@ -40,10 +41,11 @@ class Command(ScrapyCommand):
             raise UsageError("a user and a URL are needed")
         assert self.settings is not None
         user, url = args
+        directory = None
         if user == "-":
             principals = Principals.anonymous()
         else:
-            principals = principals_of(self.settings, user)
+            principals, directory = principals_of(self.settings, user), directory_of(self.settings)
         solr_url = paths.solr_url(self.settings)
         index = SolrIndex(solr_url, timeout=30, auth=paths.solr_auth(self.settings))
         try:
@@ -56,5 +58,6 @@ class Command(ScrapyCommand):
             print(f"searchcrawl: Solr at {solr_url} did not answer: {exc.reason}", file=sys.stderr)
             self.exitcode = 1
             return
-        for line in explain_access(principals, documents, url):
+        names = directory.sid_names(sids_of(documents)) if directory is not None else {}
+        for line in explain_access(principals, documents, url, names):
             print(printable(line))  # tokens and origins come from the sources

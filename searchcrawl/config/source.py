@@ -39,10 +39,11 @@ from searchcrawl.rules.schedules import Schedule, check_cron, parse_interval
 from searchcrawl.rules.tables import RuleTable
 from searchcrawl.rules.tls_settings import TlsFileError, TlsFiles, TlsRules, check_client_files, split_certificates
 
-SourceType = Literal["web", "files", "database", "mail", "agent"]
+SourceType = Literal["web", "files", "smb", "database", "mail", "agent"]
 # the agents of the built-in types; type = "agent" names its own class (key 'agent')
 BUILT_IN_AGENTS = {
     "files": "searchcrawl.agents.files.FilesAgent",
+    "smb": "searchcrawl.agents.smb.SmbAgent",
     "database": "searchcrawl.agents.sql.DatabaseAgent",
     "mail": "searchcrawl.agents.mail.MailAgent",
 }
@@ -386,6 +387,7 @@ class SourceSettings(ScopeRules):
     type: SourceType = "web"
     agent: str | None = None
     files: dict[str, Any] | None = None
+    smb: dict[str, Any] | None = None
     database: dict[str, Any] | None = None
     mail: dict[str, Any] | None = None
     agent_options: dict[str, Any] | None = None
@@ -518,13 +520,13 @@ class SourceSettings(ScopeRules):
         # a file's modification time moves without its content (a copy, a touch, a restore):
         # a files source reads a file again when its size or time changes, and re-indexes it
         # only when its content did (modified_when = ["checksum"], unless the file says otherwise)
-        if isinstance(data, dict) and data.get("type") == "files" and "modified_when" not in data:
+        if isinstance(data, dict) and data.get("type") in ("files", "smb") and "modified_when" not in data:
             return {**data, "modified_when": ["checksum"]}
         return data
 
     @model_validator(mode="after")
     def _keys_of_its_type(self) -> SourceSettings:
-        tables = {"files": self.files, "database": self.database, "mail": self.mail, "agent": self.agent_options}
+        tables = {"files": self.files, "smb": self.smb, "database": self.database, "mail": self.mail, "agent": self.agent_options}
         for kind, table in tables.items():
             if table is not None and kind != self.type:
                 name = "agent_options" if kind == "agent" else kind
@@ -761,10 +763,9 @@ def _check_agent_access(origin: str, settings: SourceSettings, agent_class: type
     there; an agent that gives no access with its references needs ``[access]``. An agent gives
     access when its class says so (``Agent.gives_access``) or its options do (a ``gives_access``
     property: a database source with ``access_column``, a mail source with ``readers``)."""
-    if settings.type == "files" and settings.access is not None:
-        raise SourceError(
-            f"{origin}: [access] does not apply to a files source: each file's POSIX permissions and ACL say who may read it"
-        )
+    if settings.type in ("files", "smb") and settings.access is not None:
+        acl = "NTFS permissions" if settings.type == "smb" else "POSIX permissions and ACL"
+        raise SourceError(f"{origin}: [access] does not apply to a {settings.type} source: each file's {acl} say who may read it")
     if not (agent_class.gives_access or getattr(options, "gives_access", False)) and settings.access is None:
         raise SourceError(
             f"{origin}: the agent of this source ({agent_class.__name__}) does not say who may read its documents: "

@@ -16,13 +16,16 @@ from searchcrawl.access.directory import (
     Entry,
     LdapDirectory,
     Membership,
+    binary_sids,
     directory_of,
     group_principals,
     path_text,
     principals_of,
     user_principals,
     walk_groups,
+    windows_principals,
 )
+from searchcrawl.access.ntfs import sid_bytes
 
 ALICE = Entry.of("uid=alice,ou=people,dc=example,dc=org", {"uid": ["alice"], "uidNumber": 1001, "gidNumber": ["2000"]})
 
@@ -140,7 +143,7 @@ def test_settings_make_a_directory_or_none() -> None:
         Settings({"SEARCHCRAWL_LDAP_URL": "ldap://127.0.0.1:1", "SEARCHCRAWL_LDAP_USER_BASE": "ou=people,dc=x"})
     )
     assert config.group_base == "ou=people,dc=x"  # groups below the users' base without their own
-    assert config.user_filter == "(uid={user})" and config.cache_seconds == 300
+    assert config.filter == "(uid={user})" and config.cache_seconds == 300
     assert "bind_password" not in repr(config)
 
 
@@ -226,3 +229,38 @@ def test_a_malformed_directory_url_is_unavailable() -> None:
     assert directory.principals("alice").tokens == {"public"}
     with pytest.raises(DirectoryUnavailable):
         directory.authenticate("alice", "a password")
+
+
+def test_active_directory_settings_and_its_user_filter() -> None:
+    config = DirectoryConfig.from_settings(
+        Settings(
+            {
+                "SEARCHCRAWL_LDAP_URL": "ldaps://dc1",
+                "SEARCHCRAWL_LDAP_USER_BASE": "dc=sc,dc=test",
+                "SEARCHCRAWL_LDAP_KIND": "active_directory",
+            }
+        )
+    )
+    assert config.active_directory and "sAMAccountName={user}" in config.filter and "userPrincipalName" in config.filter
+    with pytest.raises(ValueError, match="SEARCHCRAWL_LDAP_KIND"):
+        DirectoryConfig.from_settings(Settings({"SEARCHCRAWL_LDAP_URL": "ldap://x", "SEARCHCRAWL_LDAP_KIND": "novell"}))
+
+
+def test_a_windows_users_principals_are_its_sids_its_groups_and_the_network_logons() -> None:
+    domain = "S-1-5-21-7-8-9"
+    user = Entry.of("CN=alice,CN=Users,DC=sc,DC=test", {"sAMAccountName": ["alice"]})
+    managers = Entry("CN=managers,CN=Users,DC=sc,DC=test", {"cn": ("managers",), "samaccountname": ("managers",)})
+    principals = windows_principals(
+        "SC\\alice", user, [f"{domain}-1102", f"{domain}-1105", "S-1-5-32-545"], {f"{domain}-1105": managers}
+    )
+    tokens = principals.tokens
+    assert {f"sid:{domain}-1102", f"sid:{domain}-1105", "sid:S-1-5-32-545", "user:alice"} <= tokens
+    assert {"sid:S-1-1-0", "sid:S-1-5-11", "sid:S-1-5-2", "sid:S-1-5-15"} <= tokens  # Everyone, Authenticated Users ...
+    assert {"group:managers", "group:cn=managers,cn=users,dc=sc,dc=test"} <= tokens
+    assert principals.origin(f"sid:{domain}-1105") == "tokenGroups of CN=alice: managers"
+    assert principals.origin("sid:S-1-5-32-545") == "tokenGroups of CN=alice: BUILTIN\\Users"
+
+
+def test_binary_sids_that_do_not_parse_are_left_out() -> None:
+    good = sid_bytes("S-1-5-21-1-2-3-500")
+    assert binary_sids([good, b"\x01\x05", good + b"x", b""]) == ["S-1-5-21-1-2-3-500"]

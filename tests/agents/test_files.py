@@ -78,7 +78,7 @@ def test_options_normalise_roots_and_reject_what_is_not_an_absolute_folder_path(
 
 
 def test_options_reject_unknown_keys_bad_patterns_and_depths() -> None:
-    with pytest.raises(ValidationError, match="unknown key 'max_files'.*known keys: roots, include"):
+    with pytest.raises(ValidationError, match="unknown key 'max_files'.*known keys: include, exclude, max_depth, hidden, roots"):
         FilesOptions.model_validate({"roots": ["/srv"], "max_files": 3})
     with pytest.raises(ValidationError, match="relative to its root"):
         FilesOptions.model_validate({"roots": ["/srv"], "include": ["/reports/*.pdf"]})

@@ -10,6 +10,7 @@ import asyncio
 import html
 import logging
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,9 @@ class StandInDirectory:
             return Principals(user, Principals.anonymous().entries, "the directory at ldap://127.0.0.1:9 does not answer")
         groups = [Principal(f"group:{name}", f"member of {name}") for name in self.groups.get(user, [])]
         return Principals.of(user, [Principal(f"user:{user}", "uid"), *groups])
+
+    def sid_names(self, sids: Iterable[str]) -> dict[str, str]:
+        return {}
 
 
 def web_client(tmp_path: Path, directory: Directory | None, peer: str = "testclient", **changes: object) -> TestClient:
