@@ -10,11 +10,15 @@ interface with the NDR transfer syntax, then the request (type 0), and its respo
 possibly in several fragments) or a fault (type 3).
 
 What servers answer (verified against Samba 4.17 as an AD DC): any authenticated user (not only
-an administrator) gets level 502 on Samba; a share without a ``sharesec`` ACL comes back with a
-descriptor Samba makes up, ``D:(A;;FA;;;WD)`` (Everyone: full control, no owner or group). Windows
-asks more (level 502 needs an administrator, a server or power user operator: others get
-ERROR_ACCESS_DENIED, here ShareSecurityUnreadable), and a NULL descriptor (``None`` here) also means
-Everyone: full control, the default of a share whose permissions were never set.
+an administrator; even an anonymous session) gets level 502 on Samba, also a user whom the share's
+own ACL denies; a share without a ``sharesec`` ACL comes back with a descriptor Samba makes up,
+``D:(A;;0x1f01ff;;;WD)`` (Everyone: full control, no owner or group), never a NULL pointer; an
+unknown share is ERROR_INVALID_NAME (123). Windows asks more (Microsoft's NetShareGetInfo page: at
+levels 2, 502 and 503 a remote caller must be in Administrators, Power Users, Print Operators or
+Server Operators; others get ERROR_ACCESS_DENIED, here ShareSecurityUnreadable with status 5;
+levels 0 and 1 need no membership), answers NERR_NetNameNotFound (2310) for an unknown share, and
+a NULL descriptor (``None`` here) means Everyone: full control, as for a share whose permissions
+were never set.
 
 Everything from the server is hostile: the NDR is read with every length checked against the
 buffer and against a bound (the descriptor at most 64 KiB, each string at most 4 KiB characters,
@@ -392,7 +396,7 @@ def share_security_descriptor(
     """
     # Imported here: the plain functions above need no SMB library.
     from smbclient._pool import get_smb_tree
-    from smbprotocol.exceptions import SMBResponseException
+    from smbprotocol.exceptions import SMBException, SMBResponseException
     from smbprotocol.open import (
         CreateDisposition,
         CreateOptions,
@@ -435,5 +439,5 @@ def share_security_descriptor(
     finally:
         try:
             pipe.close()
-        except SMBResponseException:
-            pass
+        except SMBException:
+            pass  # the answer (or the first error) matters, not a failed close of a pipe

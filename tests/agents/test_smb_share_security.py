@@ -24,6 +24,7 @@ from searchcrawl.agents.smb_share_security import (
     parse_rpc_response,
     parse_share_info_502,
     share_info_request,
+    share_security_descriptor,
 )
 
 SAMBA_BIND_ACK = bytes.fromhex(
@@ -335,3 +336,67 @@ def test_any_corrupted_byte_is_a_descriptor_or_unreadable(position, value):
         call(SAMBA_BIND_ACK, bytes(corrupted))
     except ShareSecurityUnreadable:
         pass
+
+
+# -- share_security_descriptor over a fake smbprotocol (no socket) ------------------------------
+
+
+class FakeOpen:
+    """smbprotocol's Open on the ``srvsvc`` pipe, answering with the given PDUs."""
+
+    answers: list[bytes] = []
+    closed = 0
+
+    def __init__(self, tree: object, name: str) -> None:
+        assert name == "srvsvc"
+
+    def create(self, *args: object) -> None:
+        pass
+
+    def write(self, data: bytes, offset: int) -> int:
+        return len(data)
+
+    def read(self, offset: int, length: int) -> bytes:
+        return FakeOpen.answers.pop(0) if FakeOpen.answers else b""
+
+    def close(self) -> None:
+        FakeOpen.closed += 1
+
+
+@pytest.fixture
+def fake_smb(monkeypatch):
+    import smbclient._pool
+    import smbprotocol.open
+
+    class Tree:
+        class session:
+            class connection:
+                max_read_size = 8 * 1024 * 1024
+
+    trees = []
+
+    def get_smb_tree(path, **kwargs):
+        trees.append((path, kwargs))
+        return Tree, ""
+
+    monkeypatch.setattr(smbclient._pool, "get_smb_tree", get_smb_tree)
+    monkeypatch.setattr(smbprotocol.open, "Open", FakeOpen)
+    FakeOpen.closed = 0
+    return trees
+
+
+def test_share_security_descriptor_over_smb(fake_smb):
+    FakeOpen.answers = [SAMBA_BIND_ACK, SAMBA_RESPONSE]
+    descriptor = share_security_descriptor("dc1", "docs", username="SC\\svc", password="Secret-1x!", connection_cache={})
+    assert descriptor == EVERYONE_FULL
+    assert fake_smb[0][0] == r"\\dc1\IPC$" and fake_smb[0][1]["password"] == "Secret-1x!"
+    assert FakeOpen.closed == 1
+
+
+def test_refusal_names_the_share_and_server_never_the_password(fake_smb):
+    FakeOpen.answers = [SAMBA_BIND_ACK, response(share_info_stub(None, info=False, status=5))]
+    with pytest.raises(ShareSecurityUnreadable) as caught:
+        share_security_descriptor("dc1", "docs", username="SC\\svc", password="Secret-1x!", connection_cache={})
+    assert str(caught.value) == "share 'docs' on dc1: the server answered NetrShareGetInfo: access denied (ERROR_ACCESS_DENIED)"
+    assert caught.value.status == 5
+    assert FakeOpen.closed == 1
