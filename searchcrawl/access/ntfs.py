@@ -34,7 +34,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from searchcrawl.access.tokens import Access, AccessUnreadable, Grant, Level
+from searchcrawl.access.tokens import PUBLIC, Access, AccessUnreadable, Grant, Level
 
 # access mask bits that let a reader read a file's contents
 FILE_READ_DATA = 0x00000001
@@ -244,9 +244,18 @@ def _unique(grants: Iterable[Grant]) -> tuple[Grant, ...]:
 
 def share_access(file_access: Access, share: Access) -> Access:
     """A file's access behind its share's permissions: a reader must pass both. The share's
-    denies all refuse (its late ones too: conservative); its allow entries are a level."""
-    level = Level("share permissions", share.levels[0].allow if share.levels else ())
-    return file_access.within(level, (*share.deny, *share.late_deny))
+    denies all refuse (its late ones too: conservative); its allow entries are a level, but for a
+    share that lets Everyone in: every reader holding one of the file's ``sid:`` tokens is a
+    signed-in domain user, and so holds Everyone (the default share, "Everyone: full control")."""
+    allow = share.levels[0].allow if share.levels else ()
+    denied = (*share.deny, *share.late_deny)
+    if any(grant.token == token(EVERYONE) for grant in allow) and all(_sid_only(level) for level in file_access.levels):
+        return file_access.within(Level("share permissions", (Grant(PUBLIC, "share lets Everyone in"),)), denied)
+    return file_access.within(Level("share permissions", allow), denied)
+
+
+def _sid_only(level: Level) -> bool:
+    return all(grant.token.startswith("sid:") for grant in level.allow)
 
 
 def sid_name(sid: str, names: dict[str, str] | None = None) -> str:

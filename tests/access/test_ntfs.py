@@ -198,3 +198,9 @@ def _blocks(descriptor: Descriptor, owner: str) -> int:
     ]
     changes = sum(1 for before, after in zip(kinds, kinds[1:], strict=False) if before == ALLOWED and after == DENIED)
     return changes + 1
+
+
+def test_a_share_open_to_everyone_adds_no_level() -> None:
+    file = access_of([(ALLOWED, 0, FULL, STAFF)])
+    both = share_access(file, access_of([(ALLOWED, 0, FULL, EVERYONE)]))
+    assert both.levels == file.levels and both.fields() == file.fields()
