@@ -52,6 +52,9 @@ def test_can_read_decides_as_the_file_acls_say(samba_domain: SambaDomain) -> Non
     assert domain.can_read("dave", "docs", "acl/interns/plan.txt")
     assert not domain.can_read("alice", "docs", "acl/interns/plan.txt")
 
+    domain.remove("docs", "acl")  # Administrators keep full control
+    assert not (domain.share_path("docs") / "acl").exists()
+
 
 def test_a_share_acl_refuses_at_tree_connect_and_the_sealed_share_is_read_encrypted(samba_domain: SambaDomain) -> None:
     domain = samba_domain
