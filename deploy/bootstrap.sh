@@ -12,11 +12,15 @@ cd "$(dirname "$0")/.."
 # downloads a browser of its own here); nginx-light serves the benchmark's synthetic site and wrk
 # measures that server's capacity; Tesseract (English and German) is the OCR of Tika for sources with ocr = true;
 # libacl1-dev builds pylibacl (files' POSIX ACLs), acl's setfacl sets them in the tests, and
-# OpenLDAP's slapd (with ldap-utils) is the directory the access tests start on 127.0.0.1
+# OpenLDAP's slapd (with ldap-utils) is the directory the access tests start on 127.0.0.1;
+# Samba (samba, samba-ad-dc, samba-ad-provision, python3-samba: an Active Directory domain
+# controller and SMB file server; smbclient's smbcacls and sharesec set ACLs; winbind) is the
+# domain the SMB tests start in a network namespace of their own (iproute2's ip)
 packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc libreoffice-impress-nogui chromium
           tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
           nginx-light wrk
-          libacl1-dev acl slapd ldap-utils)
+          libacl1-dev acl slapd ldap-utils
+          samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -28,6 +32,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
   # the package starts a directory of its own on port 389: the tests start theirs on 127.0.0.1
   if [[ " ${missing[*]} " == *" slapd "* ]]; then $SUDO service slapd stop >/dev/null 2>&1 || true; fi
+  # and Samba's packages start its servers: the tests start theirs, each in a namespace of its own
+  if [[ " ${missing[*]} " == *" samba"* || " ${missing[*]} " == *" winbind "* ]]; then
+    for service in samba-ad-dc smbd nmbd winbind; do $SUDO service "$service" stop >/dev/null 2>&1 || true; done
+  fi
 fi
 
 PYTHON=${PYTHON:-python3}

@@ -853,6 +853,8 @@ def solr_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSolrCl
 
 # Fixtures of other test modules, kept with what they serve: the web application's crawled corpus
 # (tests/web_site.py), shared by its test modules (one crawl per pytest process), and this worker's
-# LDAP directory (tests/directory_server.py: OpenLDAP's slapd with searchers and nested groups).
+# LDAP directory (tests/directory_server.py: OpenLDAP's slapd with searchers and nested groups),
+# and its Active Directory domain with SMB shares (tests/samba_domain.py: Samba in a namespace).
 from tests.directory_server import directory_server  # noqa: E402, F401
+from tests.samba_domain import samba_domain  # noqa: E402, F401
 from tests.web_site import harbour_corpus  # noqa: E402, F401

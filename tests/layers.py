@@ -31,6 +31,7 @@ SERVER_FIXTURES = frozenset(
         "fake_tika",  # tests/e2e/test_tika_client.py: an HTTP server answering as Tika
         "ntlm_sites",  # tests/ntlm_site.py: sites behind NTLM
         "directory_server",  # tests/directory_server.py: an OpenLDAP slapd
+        "samba_domain",  # tests/samba_domain.py: a Samba AD domain controller and SMB server
     }
 )
 E2E_LAYER = "tests/e2e/"
