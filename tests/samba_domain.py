@@ -349,9 +349,6 @@ class SambaDomain:
         f = self.folder
         extra = f"""
 	server services = s3fs, rpc, nbt, wrepl, ldap, cldap, kdc, drepl, winbindd, ntp_signd, kcc
-	pid directory = {f / "run"}
-	ncalrpc dir = {f / "ncalrpc"}
-	winbindd socket directory = {f / "winbindd"}
 	ntp signd socket directory = {f / "ntp_signd"}
 	log file = {f / "logs" / "log.%m"}
 	tls enabled = yes
@@ -390,7 +387,16 @@ class SambaDomain:
 
     def _start_samba(self, timeout: float) -> None:
         log = open(self.folder / "samba.log", "ab")  # noqa: SIM115 - samba writes it while it runs
-        command = ["ip", "netns", "exec", self.namespace, SAMBA, "-i", "-s", str(self.config), "--debug-stdout", "-d1"]
+        # Samba's helpers (samba-dcerpcd started by smbd, its rpcd_* workers) keep pid files and
+        # sockets in /run/samba whatever the configuration says: each domain gets a /run/samba of
+        # its own (ip netns exec runs it in a mount namespace of its own), or two domains (two
+        # test workers, or one left running by hand) would answer each other's pipes
+        os.makedirs("/run/samba", exist_ok=True)
+        run = self.folder / "run-samba"
+        run.mkdir(exist_ok=True)
+        script = 'mount --bind "$1" /run/samba && shift && exec "$@"'
+        samba = [SAMBA, "-i", "-s", str(self.config), "--debug-stdout", "-d1"]
+        command = ["ip", "netns", "exec", self.namespace, "sh", "-c", script, "sh", str(run), *samba]
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         deadline = time.monotonic() + timeout

@@ -1,8 +1,7 @@
 """A share's security descriptor read from a real Samba AD DC (the encoding and the hostile answers:
 tests/agents/test_smb_share_security.py).
 
-The server comes from the ``samba_domain`` fixture (``address``, ``admin_password``, ``domain``,
-``set_share_acl(share, acl)``, and a share ``docs``); where it is not defined, these tests skip."""
+The server is the ``samba_domain`` fixture's (tests/samba_domain.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +13,7 @@ import smbclient
 from smbprotocol.security_descriptor import SMB2CreateSDBuffer
 
 from searchcrawl.agents.smb_share_security import ShareSecurityUnreadable, share_security_descriptor
+from tests.samba_domain import SambaDomain
 
 EVERYONE = "S-1-1-0"
 FULL_CONTROL = 0x001F01FF
@@ -21,11 +21,8 @@ ALLOWED, DENIED = 0, 1
 
 
 @pytest.fixture
-def domain(request: pytest.FixtureRequest) -> Any:
-    try:
-        return request.getfixturevalue("samba_domain")
-    except pytest.FixtureLookupError:
-        pytest.skip("no samba_domain fixture in this branch (tests/samba_domain.py): no Samba to ask")
+def domain(samba_domain: SambaDomain) -> SambaDomain:
+    return samba_domain
 
 
 @pytest.fixture
@@ -68,9 +65,7 @@ def test_share_acl_set_is_read_back(domain, connections):
         assert descriptor is not None
         assert dacl(descriptor) == [(DENIED, FULL_CONTROL, "S-1-5-32-546"), (ALLOWED, 0x1200A9, "S-1-5-11")]
     finally:
-        # Everyone: full control, the same descriptor as Samba's default (Samba 4.17's SDDL "FA" is
-        # 0x1ff only, without the standard rights: the mask is written out)
-        domain.set_share_acl("docs", "D:(A;;0x1f01ff;;;WD)")
+        domain.reset_share_acl("docs")
 
 
 def test_unknown_share_names_the_share_never_the_password(domain, connections):
@@ -83,10 +78,7 @@ def test_unknown_share_names_the_share_never_the_password(domain, connections):
 
 
 def test_normal_user_reads_it_too_on_samba(domain, connections):
-    password_of = getattr(domain, "password_of", None)
-    if password_of is None:
-        pytest.skip("the samba_domain fixture names no normal user's password (password_of)")
     descriptor = share_security_descriptor(
-        domain.address, "docs", username=f"{domain.domain}\\alice", password=password_of("alice"), connection_cache=connections
+        domain.address, "docs", username=f"{domain.domain}\\alice", password=domain.passwords["alice"], connection_cache=connections
     )
     assert descriptor is not None
