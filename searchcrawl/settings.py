@@ -180,7 +180,9 @@ SEARCHCRAWL_LDAP_USER_FILTER = os.environ.get("SEARCHCRAWL_LDAP_USER_FILTER", ""
 SEARCHCRAWL_LDAP_GROUP_BASE = os.environ.get("SEARCHCRAWL_LDAP_GROUP_BASE", "")
 SEARCHCRAWL_LDAP_BIND_DN = os.environ.get("SEARCHCRAWL_LDAP_BIND_DN", "")
 SEARCHCRAWL_LDAP_START_TLS = False  # StartTLS on an ldap:// URL (certificates always verified)
-SEARCHCRAWL_LDAP_CA_FILE = ""  # the CA bundle the directory's certificate is checked with ("": the system's)
+SEARCHCRAWL_LDAP_CA_FILE = os.environ.get(
+    "SEARCHCRAWL_LDAP_CA_FILE", ""
+)  # the CA bundle the directory's certificate is checked with ("": the system's)
 SEARCHCRAWL_LDAP_TIMEOUT = 5.0  # seconds to connect and per answer; then: public only
 # "posix" (uid, groupOfNames, posixGroup) or "active_directory" (sAMAccountName, objectSid and
 # tokenGroups: the sid: tokens of Windows shares' permissions)

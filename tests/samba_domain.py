@@ -201,6 +201,18 @@ class SambaDomain:
     def user_dn(self, name: str) -> str:
         return self._dns[name]
 
+    def settings(self) -> dict[str, str]:
+        """The settings (environment variables) of a searchcrawl whose searchers are this
+        domain's users: Active Directory over LDAPS, checked against the domain's CA."""
+        return {
+            "SEARCHCRAWL_LDAP_URL": self.ldaps_url,
+            "SEARCHCRAWL_LDAP_KIND": "active_directory",
+            "SEARCHCRAWL_LDAP_USER_BASE": self.base_dn,
+            "SEARCHCRAWL_LDAP_BIND_DN": self.bind_dn,
+            "SEARCHCRAWL_LDAP_BIND_PASSWORD": self.bind_password,
+            "SEARCHCRAWL_LDAP_CA_FILE": self.ca_file,
+        }
+
     def group_dn(self, name: str) -> str:
         return self._dns[name]
 

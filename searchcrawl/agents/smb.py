@@ -407,7 +407,7 @@ class SmbAgent(Agent):
                 unreadable = f"the NTFS ACL of {unc} cannot be read: access denied"
             else:
                 raise self._failure(f"the NTFS ACL of {unc} cannot be read", exc) from None
-        except (SMBException, OSError) as exc:
+        except (SMBException, OSError, ValueError) as exc:  # ValueError: smbprotocol's "Failed to connect"
             raise self._failure(f"the NTFS ACL of {unc} cannot be read", exc) from None
         if unreadable:
             logger.debug("smb %s: %s not indexed: %s", self.source, unc, unreadable)

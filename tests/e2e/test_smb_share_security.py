@@ -79,6 +79,10 @@ def test_unknown_share_names_the_share_never_the_password(domain, connections):
 
 def test_normal_user_reads_it_too_on_samba(domain, connections):
     descriptor = share_security_descriptor(
-        domain.address, "docs", username=f"{domain.domain}\\alice", password=domain.passwords["alice"], connection_cache=connections
+        domain.address,
+        "docs",
+        username=f"{domain.domain}\\alice",
+        password=domain.passwords["alice"],
+        connection_cache=connections,
     )
     assert descriptor is not None

@@ -1,0 +1,262 @@
+"""Windows file shares crawled over SMB into the real Solr, against a real Active Directory
+(Samba as a domain controller and file server, tests/samba_domain.py), issue 56.
+
+The oracle is Samba's own access check: each domain user opens each file over SMB
+(``SambaDomain.can_read``). Each user's principals come from the directory (tokenGroups), and
+finds through Solr's trimmed search, on the search page signed in with their domain password,
+and by ``decide`` exactly the files the oracle lets them read: allow and deny entries for a
+group, a nested group, a deny of writing that hides nothing, a file's own allow over the deny it
+inherits, a folder whose inheritance is broken, and a share whose permissions refuse a user.
+A changed ACL is re-indexed without reading the file again; a server that does not answer is a
+failed run that removes nothing; a DFS link to an admitted server is followed, one to another
+server refused before any connection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+
+import pysolr
+import pytest
+from scrapy.settings import Settings
+
+from searchcrawl.access.decision import decide
+from searchcrawl.access.directory import DirectoryConfig, LdapDirectory
+from searchcrawl.access.explanation import access_of_fields
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.store.runs import Runs
+from tests.conftest import Project, run_scrapy, solr_docs
+from tests.e2e.test_secure_search import found_by
+from tests.e2e.test_web_access import shown, web_of
+from tests.samba_domain import READ, SambaDomain
+from tests.web.test_searchers import sign_in
+
+USERS = ("alice", "bob", "carol", "dave")
+SECRET = "SMB_CRAWL_PASSWORD_TEST"  # the variable the source's password_secret names
+WORD = "zebrafinch"  # in every file's text
+
+
+def crawl(project: Project, name: str, domain: SambaDomain) -> dict[str, list[str]]:
+    result = run_scrapy(["crawl", name], project.env(**{SECRET: domain.admin_password}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert domain.admin_password not in result.stderr + result.stdout
+    report = project.scrapy("report", name, "--json")
+    urls: dict[str, list[str]] = json.loads(report.stdout)["urls"]
+    return urls
+
+
+def smb_source(project: Project, name: str, domain: SambaDomain, roots: list[str], **extra: str) -> None:
+    lines = [
+        'type = "smb"',
+        "max_delete_share = 1.0",
+        "[smb]",
+        f"roots = {json.dumps(roots)}",
+        f"username = {json.dumps(domain.domain + chr(92) + 'Administrator')}",
+        f'password_secret = "{SECRET}"',
+        *(f"{key} = {value}" for key, value in extra.items()),
+    ]
+    project.source(name, "\n".join(lines) + "\n")
+
+
+def directory(domain: SambaDomain) -> LdapDirectory:
+    return LdapDirectory(
+        DirectoryConfig(
+            url=domain.ldaps_url,
+            user_base=domain.base_dn,
+            bind_dn=domain.bind_dn,
+            bind_password=domain.bind_password,
+            ca_file=domain.ca_file,
+            kind="active_directory",
+        )
+    )
+
+
+class Tree:
+    """A folder of the docs share (and of the sealed one) with the ACLs of the module's
+    docstring; ``files`` maps each file's URL to (share, path)."""
+
+    def __init__(self, domain: SambaDomain) -> None:
+        self.domain = domain
+        self.base = f"crawl-{uuid.uuid4().hex[:8]}"
+        self.files: dict[str, tuple[str, str]] = {}
+
+    def url(self, share: str, path: str) -> str:
+        return f"smb://{self.domain.address}/{share}/{path}"
+
+    def write(self, share: str, path: str, text: str) -> str:
+        self.domain.write(share, path, f"{text} {WORD}".encode())
+        self.files[self.url(share, path)] = (share, path)
+        return self.url(share, path)
+
+    def build(self) -> None:
+        d, b = self.domain, self.base
+        for share in ("docs", "sealed"):
+            d.mkdir(share, b)
+            d.set_acl_entries(share, b, [("allow", "Domain Users")], protected=True, inherit=True)
+        self.write("docs", f"{b}/open.txt", "the canteen menu, for everyone")
+        d.mkdir("docs", f"{b}/staff")
+        d.set_acl_entries("docs", f"{b}/staff", [("allow", "staff")], protected=True, inherit=True)
+        self.write("docs", f"{b}/staff/plan.txt", "the staff plan: alice through managers, and bob")
+        self.write("docs", f"{b}/staff/not-bob.txt", "staff but bob")
+        d.set_acl_entries("docs", f"{b}/staff/not-bob.txt", [("deny", "bob"), ("allow", "staff")], protected=True)
+        d.mkdir("docs", f"{b}/mixed")
+        d.set_acl_entries("docs", f"{b}/mixed", [("deny", "managers"), ("allow", "Domain Users")], protected=True, inherit=True)
+        self.write("docs", f"{b}/mixed/memo.txt", "every domain user but the managers")
+        self.write("docs", f"{b}/mixed/alice-too.txt", "alice's own allow before the deny it inherits")
+        self.add_explicit("docs", f"{b}/mixed/alice-too.txt", f"(A;;0x{READ:x};;;{d.sid('alice')})")
+        d.mkdir("docs", f"{b}/audit")
+        d.set_acl_entries("docs", f"{b}/audit", [("allow", "auditors")], protected=True, inherit=True)
+        self.write("docs", f"{b}/audit/report.txt", "the auditors' report")
+        self.write("docs", f"{b}/audit/no-writes.txt", "carol may read, not write nor delete")
+        self.add_explicit("docs", f"{b}/audit/no-writes.txt", f"(D;;0x10116;;;{d.sid('carol')})")  # write, append, delete
+        self.write("sealed", f"{b}/board.txt", "the board minutes, on the encrypted share")
+
+    def add_explicit(self, share: str, path: str, ace: str) -> None:
+        """An explicit entry before the inherited ones (Windows' order)."""
+        sddl = self.domain.get_sddl(share, path)
+        head, dacl = sddl.split("D:", 1)
+        flags = dacl[: dacl.index("(")]
+        self.domain.set_acl(share, path, f"{head}D:{flags}{ace}{dacl[len(flags) :]}")
+
+    def oracle(self) -> dict[str, set[str]]:
+        """Who may read what, as Samba decides (its own access check, over SMB)."""
+        return {
+            user: {url for url, (share, path) in self.files.items() if self.domain.can_read(user, share, path)} for user in USERS
+        }
+
+
+@pytest.fixture
+def tree(samba_domain: SambaDomain) -> Iterator[Tree]:
+    built = Tree(samba_domain)
+    samba_domain.set_share_acl("sealed", f"D:(D;;0x1f01ff;;;{samba_domain.sid('carol')})(A;;0x1f01ff;;;WD)")
+    try:
+        built.build()
+        yield built
+    finally:
+        samba_domain.reset_share_acl("sealed")
+        for share in ("docs", "sealed"):
+            samba_domain.remove(share, built.base)
+
+
+def test_each_domain_user_finds_exactly_the_files_windows_lets_them_read(
+    project: Project, solr: pysolr.Solr, samba_domain: SambaDomain, tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = f"shares-{tree.base}"
+    roots = [f"smb://{samba_domain.address}/docs/{tree.base}", f"smb://{samba_domain.address}/sealed/{tree.base}"]
+    smb_source(project, name, samba_domain, roots)
+    report = crawl(project, name, samba_domain)
+    assert sorted(report["new"]) == sorted(tree.files), report
+    docs = {doc["url"]: doc for doc in solr_docs(solr, name)}
+    assert set(docs) == set(tree.files)
+    oracle = tree.oracle()
+    assert oracle["alice"] == {
+        tree.url("docs", f"{tree.base}/{p}") for p in ("open.txt", "staff/plan.txt", "staff/not-bob.txt", "mixed/alice-too.txt")
+    } | {tree.url("sealed", f"{tree.base}/board.txt")}
+    assert tree.url("docs", f"{tree.base}/audit/no-writes.txt") in oracle["carol"]  # a deny of writing hides nothing
+    assert tree.url("sealed", f"{tree.base}/board.txt") not in oracle["carol"]  # the share refuses her
+
+    known = directory(samba_domain)
+    client = SolrIndex(project.solr_url, timeout=30)
+    for user in USERS:
+        principals = known.principals(user)
+        assert not principals.error, principals.error
+        decided = {url for url, doc in docs.items() if decide(access_of_fields(doc), principals).granted}  # type: ignore[arg-type]
+        assert decided == oracle[user], (user, sorted(decided ^ oracle[user]))
+        urls = {doc["id"]: url for url, doc in docs.items()}
+        found = {urls[key] for key in found_by(client, principals, name)}
+        assert found == oracle[user], (user, sorted(found ^ oracle[user]))
+
+    # the search page, each user signed in with their domain password
+    for key, value in samba_domain.settings().items():
+        if key == "SEARCHCRAWL_LDAP_BIND_PASSWORD":
+            monkeypatch.setenv(key, value)
+    settings = Settings({k: v for k, v in samba_domain.settings().items() if k != "SEARCHCRAWL_LDAP_BIND_PASSWORD"})
+    for user in ("alice", "carol"):
+        web = web_of(project, settings)
+        assert sign_in(web, user, samba_domain.passwords[user]) == 303
+        page = web.get("/", params={"q": WORD, "source": name})
+        assert page.status_code == 200
+        expected = {url.rsplit("/", 1)[1] for url in oracle[user]}
+        assert shown(page.text) == expected, user
+
+    # explain-access names the SIDs
+    url = tree.url("docs", f"{tree.base}/mixed/alice-too.txt")
+    explained = project.scrapy("explain-access", "alice", url, **samba_domain.settings())
+    assert explained.returncode == 0, explained.stderr
+    text = explained.stdout
+    assert f"sid:{samba_domain.sid('managers')} (managers)" in text and f"sid:{samba_domain.sid('alice')} (alice)" in text
+    assert text.splitlines()[-1].startswith("  decision: GRANTED")
+
+
+def test_a_changed_acl_is_reindexed_without_reading_the_file_and_an_outage_removes_nothing(
+    project: Project, solr: pysolr.Solr, samba_domain: SambaDomain, tree: Tree
+) -> None:
+    name = f"shares-{tree.base}"
+    smb_source(project, name, samba_domain, [f"smb://{samba_domain.address}/docs/{tree.base}"], share_permissions='"ignore"')
+    crawl(project, name, samba_domain)
+    tree.files = {url: where for url, where in tree.files.items() if where[0] == "docs"}  # its one root
+    plan = tree.url("docs", f"{tree.base}/staff/plan.txt")
+    before = {doc["url"]: doc for doc in solr_docs(solr, name)}
+
+    # interns only, now: the file's bytes, size and time are the same
+    samba_domain.set_acl_entries("docs", f"{tree.base}/staff/plan.txt", [("allow", "interns")], protected=True)
+    samba_domain.remove("docs", f"{tree.base}/open.txt")
+    report = crawl(project, name, samba_domain)
+    assert report["changed"] == [plan], report
+    assert report["deleted"] == [tree.url("docs", f"{tree.base}/open.txt")], report
+    del tree.files[tree.url("docs", f"{tree.base}/open.txt")]
+    after = {doc["url"]: doc for doc in solr_docs(solr, name)}
+    assert after[plan]["_version_"] != before[plan]["_version_"] and after[plan]["content"] == before[plan]["content"]
+    assert f"sid:{samba_domain.sid('interns')}" in after[plan]["access_allow"]
+    oracle = tree.oracle()
+    assert plan in oracle["dave"] and plan not in oracle["alice"]
+    known = directory(samba_domain)
+    for user in USERS:
+        decided = {url for url, doc in after.items() if decide(access_of_fields(doc), known.principals(user)).granted}  # type: ignore[arg-type]
+        assert decided == oracle[user], user
+    unchanged = [url for url in after if url != plan]
+    assert all(after[url]["_version_"] == before[url]["_version_"] for url in unchanged)
+
+    # the server does not answer: the run fails, nothing leaves the index
+    samba_domain.stop()
+    try:
+        result = run_scrapy(["crawl", name], project.env(**{SECRET: samba_domain.admin_password}))
+        assert "nothing is removed" in result.stderr, result.stderr[-3000:]
+        database = project.table().database
+        try:
+            assert Runs(database).latest(name)["state"] == "failed"
+        finally:
+            database.close()
+    finally:
+        samba_domain.start()
+    assert {doc["url"] for doc in solr_docs(solr, name)} == set(after)
+    report = crawl(project, name, samba_domain)
+    assert not report["deleted"] and not report["new"], report
+
+
+def test_dfs_links_are_followed_to_admitted_servers_only(
+    project: Project, solr: pysolr.Solr, samba_domain: SambaDomain, tree: Tree
+) -> None:
+    elsewhere = samba_domain.share_path("dfs") / f"elsewhere-{tree.base}"
+    os.symlink("msdfs:192.0.2.7\\docs", elsewhere)  # TEST-NET-1: a server no source names
+    try:
+        name = f"dfs-{tree.base}"
+        smb_source(
+            project,
+            name,
+            samba_domain,
+            [f"smb://{samba_domain.address}/dfs"],
+            include=f'["linked/{tree.base}/**"]',
+            share_permissions='"ignore"',
+        )
+        result = run_scrapy(["crawl", name], project.env(**{SECRET: samba_domain.admin_password}))
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert "a DFS referral to '192.0.2.7' is not a server of this source" in result.stderr
+        urls = {doc["url"] for doc in solr_docs(solr, name)}
+        expected = {f"smb://{samba_domain.address}/dfs/linked/{path}" for share, path in tree.files.values() if share == "docs"}
+        assert urls == expected
+    finally:
+        elsewhere.unlink()
