@@ -170,6 +170,7 @@ POOL = [
     *(f"group:g{i}" for i in range(8)),
     *(f"uid:{1000 + i}" for i in range(4)),
     *(f"gid:{2000 + i}" for i in range(4)),
+    *(f"sid:S-1-5-21-1-2-3-{1100 + i}" for i in range(4)),
 ]
 
 
@@ -179,7 +180,10 @@ def random_access(chooser: random.Random) -> Access:
         tokens = chooser.sample(POOL, chooser.randint(1, 4))
         levels.append(Level(f"level {number}", tuple(Grant.of(token, "random") for token in tokens)))
     deny = tuple(Grant.of(token, "random") for token in chooser.sample(POOL[1:], chooser.choice([0, 0, 0, 1, 2])))
-    return Access(tuple(levels), deny)
+    # an ordered ACL's denies after its first allow entries, overridden by those (ntfs.py)
+    late = tuple(Grant.of(token, "random") for token in chooser.sample(POOL[1:], chooser.choice([0, 0, 1, 2])))
+    early = tuple(Grant.of(token, "random") for token in chooser.sample(POOL[1:], chooser.randint(1, 3))) if late else ()
+    return Access(tuple(levels), deny, late_deny=late, overriding=early)
 
 
 def index_random_accesses(solr: pysolr.Solr, chooser: random.Random, name: str, count: int) -> tuple[str, dict[str, Access]]:

@@ -14,8 +14,10 @@ server refused before any connection.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import random
 import uuid
 from collections.abc import Iterator
 
@@ -260,3 +262,86 @@ def test_dfs_links_are_followed_to_admitted_servers_only(
         assert urls == expected
     finally:
         elsewhere.unlink()
+
+
+GROUP_CHOICES = ("staff", "managers", "auditors", "interns", "Domain Users")
+
+
+def test_a_changing_share_is_followed_crawl_after_crawl_with_a_kill(
+    project: Project, solr: pysolr.Solr, samba_domain: SambaDomain, tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Six crawls of a share that changes between them (files added, rewritten, touched without a
+    change, removed, their ACLs changed), the fourth killed with SIGKILL mid-crawl and resumed:
+    after each, the index holds exactly the share's files with their text, a file is pushed again
+    only when its text or its ACL changed, and every user reads exactly what Samba grants."""
+    rng = random.Random(56)
+    monkeypatch.setenv(SECRET, samba_domain.admin_password)  # the killed crawl's environment too
+    base = f"{tree.base}/seq"
+    samba_domain.mkdir("docs", base)
+    name = f"seq-{tree.base}"
+    smb_source(project, name, samba_domain, [f"smb://{samba_domain.address}/docs/{base}"], share_permissions='"ignore"')
+    texts: dict[str, str] = {}
+    acls: dict[str, str] = {}
+    counter = 0
+
+    def new_file() -> None:
+        nonlocal counter
+        counter += 1
+        path = f"{base}/{rng.choice(['', 'a/', 'a/b/'])}f{counter}.txt"
+        for folder in (f"{base}/a", f"{base}/a/b"):
+            if path.startswith(folder + "/") and not any(p.startswith(folder + "/") for p in texts):
+                with contextlib.suppress(Exception):  # already there (its files since removed)
+                    samba_domain.mkdir("docs", folder)
+        texts[path] = f"file {counter} version 1 {WORD}"
+        samba_domain.write("docs", path, texts[path].encode())
+        set_group(path)
+
+    def set_group(path: str) -> None:
+        acls[path] = rng.choice(GROUP_CHOICES)
+        samba_domain.set_acl_entries("docs", path, [("allow", acls[path])], protected=True)
+
+    for _ in range(8):
+        new_file()
+    versions: dict[str, int] = {}
+    known = directory(samba_domain)
+    kill_at = 3
+    for number in range(6):
+        moved: set[str] = set()
+        if number:
+            for path in rng.sample(sorted(texts), 2):  # rewritten
+                texts[path] = texts[path].replace(f"version {number - 1}", f"version {number}") + f" v{number}"
+                samba_domain.write("docs", path, texts[path].encode())
+                # the file keeps its ACL: an overwrite is no new file
+                moved.add(path)
+            for path in rng.sample(sorted(set(texts) - moved), 2):  # its ACL only
+                before_group = acls[path]
+                set_group(path)
+                if acls[path] != before_group:
+                    moved.add(path)
+            touched = rng.choice(sorted(set(texts) - moved))  # the same bytes, written again
+            samba_domain.write("docs", touched, texts[touched].encode())
+            gone = rng.choice(sorted(set(texts) - moved - {touched}))
+            samba_domain.remove("docs", gone)
+            del texts[gone], acls[gone]
+            new_file()
+        if number == kill_at:
+            project.killed_crawl(name, 3 + rng.random(), delay=0.5)
+        result = run_scrapy(["crawl", name], project.env(**{SECRET: samba_domain.admin_password}))
+        assert result.returncode == 0, result.stderr[-3000:]
+        docs = {doc["url"]: doc for doc in solr_docs(solr, name)}
+        urls = {tree.url("docs", path): path for path in texts}
+        assert set(docs) == set(urls), f"crawl {number}"
+        for url, path in urls.items():
+            assert texts[path] in docs[url]["content"], f"crawl {number}: {path} holds old text"
+            if url in versions and path not in moved and number != kill_at:
+                assert docs[url]["_version_"] == versions[url], f"crawl {number}: {path} pushed again"
+            elif url in versions and path in moved:
+                assert docs[url]["_version_"] != versions[url], f"crawl {number}: {path} changed, not pushed"
+        versions = {url: doc["_version_"] for url, doc in docs.items()}
+        for user in ("alice", "dave"):
+            principals = known.principals(user)
+            decided = {url for url, doc in docs.items() if decide(access_of_fields(doc), principals).granted}  # type: ignore[arg-type]
+            granted = {url for url, path in urls.items() if samba_domain.can_read(user, "docs", path)}
+            assert decided == granted, (number, user, sorted(decided ^ granted))
+    explained = project.scrapy("explain", name, tree.url("docs", f"{base}/.hidden.txt"))
+    assert "hidden" in explained.stdout, explained.stdout
