@@ -77,9 +77,11 @@ def normal_token(text: str) -> str:
             raise AccessError(f"{text[:80]!r}: {namespace} takes a number")
         return f"{namespace}:{int(value)}"
     if namespace == "sid":  # S-1-5-21-...: as Windows writes it, without leading zeros
-        if not _SID.fullmatch(value):
+        numbers = [int(part) for part in value.split("-")[1:]] if _SID.fullmatch(value) else []
+        # the authority is 48 bits, each sub-authority 32: a SID's binary form must exist
+        if not numbers or numbers[1] >= 1 << 48 or any(number >= 1 << 32 for number in numbers[2:]):
             raise AccessError(f"{text[:80]!r}: sid takes a security identifier such as S-1-5-21-1-2-3-1105")
-        return "sid:S-" + "-".join(str(int(part)) for part in value.split("-")[1:])
+        return "sid:S-" + "-".join(str(number) for number in numbers)
     value = value.lower()
     if "=" in value:  # a DN
         value = _DN_SPACES.sub(r"\1", value)

@@ -79,7 +79,7 @@ from smbprotocol.exceptions import SMBException, SMBOSError, SMBResponseExceptio
 from smbprotocol.file_info import InfoType
 from smbprotocol.open import FilePipePrinterAccessMask, SMB2QueryInfoRequest, SMB2QueryInfoResponse
 
-from searchcrawl.access.ntfs import MAX_DESCRIPTOR, parse_descriptor, read_access, share_access
+from searchcrawl.access.ntfs import parse_descriptor, read_access, share_access
 from searchcrawl.access.tokens import Access, AccessUnreadable
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import MAX_FOLDER_DEPTH, TreeRules, out_of_scope, path_out_of_scope
@@ -95,9 +95,28 @@ READ_CHUNK = 1 << 20
 HIDDEN, SYSTEM, DIRECTORY, REPARSE_POINT = 0x2, 0x4, 0x10, 0x400
 DFS_TAG = 0x8000000A  # a DFS link's reparse tag: followed (a referral), unlike links and junctions
 OWNER_GROUP_DACL = 0x1 | 0x2 | 0x4  # the security information a descriptor is asked with
+# what a descriptor may take: 64 KiB, one SMB credit (a larger ask needs several, which servers
+# refuse for a query); a larger descriptor (an ACL of thousands of entries) is BUFFER_TOO_SMALL:
+# its file is not indexed (status 927)
+DESCRIPTOR_BUFFER = 65536
+FILE_OPEN_REPARSE_POINT = 0x00200000  # open a link itself, never what it points to
+MAX_FOLDER_ENTRIES = 1_000_000  # a folder listing more (a hostile server's endless answer) fails the crawl
+# NT statuses (MS-ERREF): smbprotocol maps some to no errno, others to one that misleads
+ACCESS_DENIED = 0xC0000022
+BUFFER_TOO_SMALL = 0xC0000023
+SHARING_VIOLATION = 0xC0000043
+GONE_STATUSES = frozenset({0xC0000034, 0xC000003A, 0xC0000056, 0xC0000225})  # name, path not found; delete pending; not found
 _SERVER = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\]")
 _SHARE = re.compile(r"[^\x00-\x1f\"/\\\[\]:|<>+=;,*?]{1,80}")
 _BAD_NAME = re.compile(r"[\x00-\x1f/\\]")
+
+
+def status_of(error: BaseException) -> int | None:
+    """The NT status an smbprotocol error carries, if any."""
+    status = getattr(error, "ntstatus", None)
+    if status is None:
+        status = getattr(error, "status", None)
+    return status if isinstance(status, int) else None
 
 
 class ServerNotAdmitted(SMBException):
@@ -223,6 +242,10 @@ class SmbAgent(Agent):
         self.connections = _AdmittedConnections(servers)
         self._password: str | None = None
         self._lock = threading.Lock()
+        # one SMB operation at a time on the agent's connections: the listing and the fetches run
+        # in threads, and smbprotocol runs out of credits when they interleave (the library's
+        # Python, not the network, is what a crawl of a share waits for)
+        self._io = threading.RLock()
         self._shares: dict[tuple[str, str], Access | str] = {}  # the share's access, or why unreadable
         for name in QUIET_LOGGERS:  # a line per SMB message at INFO: the library's own, kept for DEBUG
             library = logging.getLogger(name)
@@ -319,11 +342,17 @@ class SmbAgent(Agent):
             return cached
         found: Access | str
         try:
-            descriptor = share_security_descriptor(root.server, root.share, **self._kwargs())
+            with self._io:
+                descriptor = share_security_descriptor(root.server, root.share, **self._kwargs())
             if descriptor is None:  # no permissions of its own: everyone, full control
                 return None
             found = read_access(parse_descriptor(descriptor), f"permissions of share \\\\{root.server}\\{root.share}")
-        except (ShareSecurityUnreadable, AccessUnreadable) as exc:
+        except ShareSecurityUnreadable as exc:
+            if exc.status not in (None, 5, ACCESS_DENIED):  # a busy pipe, a fault: transient, nothing is removed
+                raise self._failure(f"share {root.server}\\{root.share} did not give its permissions", exc) from None
+            found = f"the permissions of share \\\\{root.server}\\{root.share} cannot be read: {exc}"
+            logger.warning("smb %s: %s; its files are not indexed", self.source, found)
+        except AccessUnreadable as exc:
             found = f"the permissions of share \\\\{root.server}\\{root.share} cannot be read: {exc}"
             logger.warning("smb %s: %s; its files are not indexed", self.source, found)
         except (SMBException, OSError, ValueError) as exc:
@@ -338,9 +367,11 @@ class SmbAgent(Agent):
             raise self._failure(f"root smb://{root.key} cannot be listed", exc) from None
         if names is None:
             raise AgentError(f"root smb://{root.key} cannot be listed: access denied")
-        stack: list[tuple[str, Iterator[tuple[str, Any]]]] = [("", names)]
+        # each folder's files are behind the permissions of the share they are on: the root's, or
+        # the share a DFS link leads to
+        stack: list[tuple[str, Iterator[tuple[str, Any]], Access | str | None]] = [("", names, share)]
         while stack:
-            rel, entries = stack[-1]
+            rel, entries, folder_share = stack[-1]
             item = next(entries, None)
             if item is None:
                 stack.pop()
@@ -365,9 +396,26 @@ class SmbAgent(Agent):
                 except (SMBException, OSError, ValueError) as exc:
                     raise self._failure(f"folder {self.unc(key)} cannot be listed", exc) from None
                 if found is not None:
-                    stack.append((child, found))
+                    stack.append((child, found, self._linked_share(self.unc(key), folder_share)))
                 continue
-            yield self._reference(key, info, share)
+            reference = self._reference(key, info, folder_share)
+            if reference is not None:
+                yield reference
+
+    def _linked_share(self, unc: str, above: Access | str | None) -> Access | str | None:
+        """The share permissions of a folder's files: those of the share a DFS link at ``unc``
+        leads to (smbclient's referral, cached when the folder was listed), else ``above``."""
+        if self.smb.share_permissions == "ignore":
+            return None
+        parts = [part for part in unc.split("\\") if part]
+        referral = smbclient.ClientConfig().lookup_referral(parts)
+        if referral is None or [p for p in referral.dfs_path.split("\\") if p] != parts:
+            return above  # not a link itself (below one, the link's own answer holds)
+        target = [part for part in referral.target_hint.target_path.split("\\") if part]
+        if len(target) < 2:
+            return f"the DFS link {unc} leads nowhere readable ({referral.target_hint.target_path!r})"
+        logger.debug("smb %s: %s is a DFS link to %s", self.source, unc, referral.target_hint.target_path)
+        return self._share_access(SmbRoot(server=target[0].lower(), share=target[1]))
 
     def _skipped(self, name: str, attributes: int, tag: int) -> str | None:
         if name in (".", "..") or _BAD_NAME.search(name):
@@ -381,31 +429,45 @@ class SmbAgent(Agent):
     def _names(self, unc: str, key: str) -> Iterator[tuple[str, Any]] | None:
         """A folder's entries, sorted by name, with their directory information; None when the
         crawler may not list it."""
+        entries = []
         try:
-            entries = [(entry.name, entry.smb_info) for entry in smbclient.scandir(unc, **self._kwargs())]
-        except SMBOSError as exc:
-            if exc.errno in (13, 1):  # EACCES, EPERM: a folder closed to the crawler
+            with self._io:
+                listed = list(smbclient.scandir(unc, **self._kwargs()))
+            for entry in listed:
+                entries.append((entry.name, entry.smb_info))
+                if len(entries) > MAX_FOLDER_ENTRIES:
+                    raise AgentError(f"folder {unc} lists more than {MAX_FOLDER_ENTRIES} entries: not crawled")
+        except (SMBOSError, SMBResponseException) as exc:
+            if status_of(exc) == ACCESS_DENIED:  # a folder closed to the crawler (a sharing violation is not)
                 logger.debug("smb %s: folder %s skipped: access denied", self.source, unc)
                 return None
             raise
         return iter(sorted(entries, key=lambda entry: entry[0]))
 
-    def _reference(self, key: str, info: Any, share: Access | str | None) -> Reference:
+    def _reference(self, key: str, info: Any, share: Access | str | None) -> Reference | None:
         unc = self.unc(key)
         access: Access | None = None
         unreadable: str | None = None
         try:
             if isinstance(share, str):
                 raise AccessUnreadable(share)
-            access = read_access(parse_descriptor(self._descriptor(unc)), f"NTFS ACL of {unc}")
+            with self._io:
+                descriptor = self._descriptor(unc)
+            access = read_access(parse_descriptor(descriptor), f"NTFS ACL of {unc}")
             if share is not None:
                 access = share_access(access, share)
         except AccessUnreadable as exc:
             unreadable = str(exc)
-        except SMBOSError as exc:
-            if exc.errno in (13, 1):
+        except (SMBOSError, SMBResponseException) as exc:
+            status = status_of(exc)
+            if status == ACCESS_DENIED:
                 unreadable = f"the NTFS ACL of {unc} cannot be read: access denied"
-            else:
+            elif status == BUFFER_TOO_SMALL:
+                unreadable = f"the NTFS ACL of {unc} is larger than a descriptor can be"
+            elif status in GONE_STATUSES:
+                logger.debug("smb %s: %s vanished while listed", self.source, unc)
+                return None
+            else:  # a sharing violation, a server in trouble: the crawl fails, nothing is removed
                 raise self._failure(f"the NTFS ACL of {unc} cannot be read", exc) from None
         except (SMBException, OSError, ValueError) as exc:  # ValueError: smbprotocol's "Failed to connect"
             raise self._failure(f"the NTFS ACL of {unc} cannot be read", exc) from None
@@ -442,7 +504,7 @@ class SmbAgent(Agent):
         with SMBFileTransaction(raw) as transaction:
             request = SMB2QueryInfoRequest()
             request["info_type"] = InfoType.SMB2_0_INFO_SECURITY
-            request["output_buffer_length"] = MAX_DESCRIPTOR
+            request["output_buffer_length"] = DESCRIPTOR_BUFFER
             request["additional_information"] = OWNER_GROUP_DACL
             request["file_id"] = raw.fd.file_id
 
@@ -469,8 +531,29 @@ class SmbAgent(Agent):
             logger.debug("smb %s: fetch of %r refused: %s", self.source, key, reason)
             return None
         unc = self.unc(key)
+        with self._io:
+            body = self._read(unc, max_bytes)
+        if body is None:
+            return None
+        size = len(body)
+        if max_bytes and size > max_bytes:
+            raise DocumentTooLarge(f"{unc} has more than {max_bytes} bytes")
+        name = key.rsplit("/", 1)[-1]
+        content_type = mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
+        return Content(body=body, content_type=content_type, name=name)
+
+    def _read(self, unc: str, max_bytes: int) -> bytes | None:
+        """The file's bytes (at most ``max_bytes`` plus one), None when it is gone or is a link
+        or a folder now."""
         try:
-            with smbclient.open_file(unc, mode="rb", share_access="rwd", **self._kwargs()) as handle:
+            # the file itself, never where a link swapped in since the listing points
+            opened = smbclient.open_file(
+                unc, mode="rb", buffering=0, share_access="rwd", create_options=FILE_OPEN_REPARSE_POINT, **self._kwargs()
+            )
+            with opened as handle:
+                if (handle.fd.file_attributes or 0) & (REPARSE_POINT | DIRECTORY):
+                    logger.debug("smb %s: %s refused: a link or a folder now", self.source, unc)
+                    return None
                 chunks: list[bytes] = []
                 size = 0
                 while not max_bytes or size <= max_bytes:
@@ -479,18 +562,14 @@ class SmbAgent(Agent):
                         break
                     chunks.append(chunk)
                     size += len(chunk)
-        except SMBOSError as exc:
-            if exc.errno in (2, 20, 21):  # ENOENT, ENOTDIR, EISDIR: gone, or a folder now
+                return b"".join(chunks)
+        except (SMBOSError, SMBResponseException) as exc:
+            if status_of(exc) in GONE_STATUSES:
                 logger.debug("smb %s: %s is gone", self.source, unc)
                 return None
             raise self._failure(f"{unc} cannot be read", exc) from None
         except ServerNotAdmitted as exc:
             logger.warning("smb %s: %s not read: a DFS referral to %s", self.source, unc, exc)
             return None
-        except (SMBException, SMBResponseException, OSError, ValueError) as exc:
+        except (SMBException, OSError, ValueError) as exc:
             raise self._failure(f"{unc} cannot be read", exc) from None
-        if max_bytes and size > max_bytes:
-            raise DocumentTooLarge(f"{unc} has more than {max_bytes} bytes")
-        name = key.rsplit("/", 1)[-1]
-        content_type = mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
-        return Content(body=b"".join(chunks), content_type=content_type, name=name)

@@ -52,6 +52,7 @@ def test_tokens_are_normalised_once(text: str, token: str) -> None:
         *("", "alice", "role:admin", "user:", "uid:alice", "gid:-1", "user:a\nb", "user:" + "a" * 2000),
         *("user:a\x1fb", "group:\x1f", "group:a\x00", "uid:\u00b2", "uid:\u0661\u0662", "gid:\U0001d7d8"),
         *("sid:S-1", "sid:S-2-1-0", "sid:S-1-5-x", "sid:alice", "sid:S-1-" + "-1" * 20, "sid:S-1-\u0661"),
+        *("sid:S-1-5-4294967296", "sid:S-1-281474976710656-1"),
     ],
 )
 def test_what_is_not_a_token_is_refused(text: str) -> None:

@@ -41,8 +41,8 @@ SECRET = "SMB_CRAWL_PASSWORD_TEST"  # the variable the source's password_secret 
 WORD = "zebrafinch"  # in every file's text
 
 
-def crawl(project: Project, name: str, domain: SambaDomain) -> dict[str, list[str]]:
-    result = run_scrapy(["crawl", name], project.env(**{SECRET: domain.admin_password}))
+def crawl(project: Project, name: str, domain: SambaDomain, password: str = "") -> dict[str, list[str]]:
+    result = run_scrapy(["crawl", name], project.env(**{SECRET: password or domain.admin_password}))
     assert result.returncode == 0, result.stderr[-3000:]
     assert domain.admin_password not in result.stderr + result.stdout
     report = project.scrapy("report", name, "--json")
@@ -50,13 +50,15 @@ def crawl(project: Project, name: str, domain: SambaDomain) -> dict[str, list[st
     return urls
 
 
-def smb_source(project: Project, name: str, domain: SambaDomain, roots: list[str], **extra: str) -> None:
+def smb_source(
+    project: Project, name: str, domain: SambaDomain, roots: list[str], user: str = "Administrator", **extra: str
+) -> None:
     lines = [
         'type = "smb"',
         "max_delete_share = 1.0",
         "[smb]",
         f"roots = {json.dumps(roots)}",
-        f"username = {json.dumps(domain.domain + chr(92) + 'Administrator')}",
+        f"username = {json.dumps(domain.domain + chr(92) + user)}",
         f'password_secret = "{SECRET}"',
         *(f"{key} = {value}" for key, value in extra.items()),
     ]
@@ -153,6 +155,9 @@ def test_each_domain_user_finds_exactly_the_files_windows_lets_them_read(
     assert sorted(report["new"]) == sorted(tree.files), report
     docs = {doc["url"]: doc for doc in solr_docs(solr, name)}
     assert set(docs) == set(tree.files)
+    board = docs[tree.url("sealed", f"{tree.base}/board.txt")]
+    assert board["display_url"] == f"file://{samba_domain.address}/sealed/{tree.base}/board.txt"
+    assert board["path_s"] == f"\\\\{samba_domain.address}\\sealed\\{tree.base}\\board.txt"
     oracle = tree.oracle()
     assert oracle["alice"] == {
         tree.url("docs", f"{tree.base}/{p}") for p in ("open.txt", "staff/plan.txt", "staff/not-bob.txt", "mixed/alice-too.txt")
@@ -176,7 +181,7 @@ def test_each_domain_user_finds_exactly_the_files_windows_lets_them_read(
         if key == "SEARCHCRAWL_LDAP_BIND_PASSWORD":
             monkeypatch.setenv(key, value)
     settings = Settings({k: v for k, v in samba_domain.settings().items() if k != "SEARCHCRAWL_LDAP_BIND_PASSWORD"})
-    for user in ("alice", "carol"):
+    for user in USERS:
         web = web_of(project, settings)
         assert sign_in(web, user, samba_domain.passwords[user]) == 303
         page = web.get("/", params={"q": WORD, "source": name})
@@ -203,7 +208,12 @@ def test_a_changed_acl_is_reindexed_without_reading_the_file_and_an_outage_remov
     plan = tree.url("docs", f"{tree.base}/staff/plan.txt")
     before = {doc["url"]: doc for doc in solr_docs(solr, name)}
 
-    # interns only, now: the file's bytes, size and time are the same
+    # interns only, now; and its bytes change on disk with the same size and time: were the file
+    # read again, Solr would hold the new text
+    on_disk = samba_domain.share_path("docs") / tree.base / "staff" / "plan.txt"
+    stat = on_disk.stat()
+    on_disk.write_bytes(on_disk.read_bytes().replace(b"the staff plan", b"THE STAFF PLAN"))
+    os.utime(on_disk, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     samba_domain.set_acl_entries("docs", f"{tree.base}/staff/plan.txt", [("allow", "interns")], protected=True)
     samba_domain.remove("docs", f"{tree.base}/open.txt")
     report = crawl(project, name, samba_domain)
@@ -212,6 +222,7 @@ def test_a_changed_acl_is_reindexed_without_reading_the_file_and_an_outage_remov
     del tree.files[tree.url("docs", f"{tree.base}/open.txt")]
     after = {doc["url"]: doc for doc in solr_docs(solr, name)}
     assert after[plan]["_version_"] != before[plan]["_version_"] and after[plan]["content"] == before[plan]["content"]
+    assert "the staff plan" in after[plan]["content"]  # not read again
     assert f"sid:{samba_domain.sid('interns')}" in after[plan]["access_allow"]
     oracle = tree.oracle()
     assert plan in oracle["dave"] and plan not in oracle["alice"]
@@ -345,3 +356,37 @@ def test_a_changing_share_is_followed_crawl_after_crawl_with_a_kill(
             assert decided == granted, (number, user, sorted(decided ^ granted))
     explained = project.scrapy("explain", name, tree.url("docs", f"{base}/.hidden.txt"))
     assert "hidden" in explained.stdout, explained.stdout
+
+
+def test_a_descriptor_the_crawler_may_not_read_keeps_the_file_out_of_the_index(
+    project: Project, solr: pysolr.Solr, samba_domain: SambaDomain, tree: Tree
+) -> None:
+    """The crawl's account (a plain domain user here) may list the folder but not read a file's
+    permissions: the file is not indexed (927), never public; once it may, the file is indexed;
+    a file whose permissions become unreadable leaves the index."""
+    base = f"{tree.base}/guarded"
+    samba_domain.mkdir("docs", base)
+    samba_domain.set_acl_entries("docs", base, [("allow", "Domain Users")], protected=True, inherit=True)
+    ok, closed = tree.write("docs", f"{base}/ok.txt", "readable"), tree.write("docs", f"{base}/closed.txt", "closed")
+    samba_domain.set_acl_entries("docs", f"{base}/closed.txt", [("allow", "carol")], protected=True)
+    samba_domain.set_acl(  # carol's alone: not even Administrators may read its permissions
+        "docs", f"{base}/closed.txt", f"O:{samba_domain.sid('carol')}D:P(A;;0x1f01ff;;;{samba_domain.sid('carol')})"
+    )
+    name = f"guarded-{tree.base}"
+    password = samba_domain.passwords["crawler"]
+    smb_source(
+        project, name, samba_domain, [f"smb://{samba_domain.address}/docs/{base}"], user="crawler", share_permissions='"ignore"'
+    )
+    report = crawl(project, name, samba_domain, password)
+    assert report["new"] == [ok], report
+    assert {doc["url"] for doc in solr_docs(solr, name)} == {ok}
+    row = project.table().get(name, closed)
+    assert row is not None and row["status"] == 927 and "access denied" in row["reason"], row
+
+    samba_domain.set_acl_entries("docs", f"{base}/closed.txt", [("allow", "Domain Users")], protected=True)
+    samba_domain.set_acl("docs", f"{base}/ok.txt", f"O:{samba_domain.sid('carol')}D:P(A;;0x1f01ff;;;{samba_domain.sid('carol')})")
+    report = crawl(project, name, samba_domain, password)
+    assert report["new"] == [closed] and report["deleted"] == [ok], report
+    assert {doc["url"] for doc in solr_docs(solr, name)} == {closed}
+    row = project.table().get(name, ok)
+    assert row is not None and row["status"] == 927
