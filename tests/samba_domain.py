@@ -55,6 +55,8 @@ from typing import Any
 import ldap3
 import pytest
 
+from searchcrawl.ops.processes import process_alive
+
 REALM = "SC.TEST"
 DOMAIN = "SC"
 HOST_NAME = "dc1"
@@ -128,23 +130,13 @@ def _smbclient() -> Any:
     return smbclient
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_stale_namespaces() -> None:
     """Delete the namespaces (and so their veth pairs) of test processes that died without cleaning up."""
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     for line in listed.splitlines():
         name = line.split()[0] if line.split() else ""
         pid = name[len(NETNS_PREFIX) :]
-        if name.startswith(NETNS_PREFIX) and pid.isdigit() and not _pid_alive(int(pid)):
+        if name.startswith(NETNS_PREFIX) and pid.isdigit() and not process_alive(int(pid)):
             _delete_namespace(name)
 
 

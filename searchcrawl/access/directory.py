@@ -213,6 +213,11 @@ def principals_of(name: str, user: Entry, memberships: Iterable[Membership]) -> 
     entries = user_principals(user, name)
     for membership in memberships:
         entries.extend(group_principals(membership, user.dn))
+    return Principals.of(user.first("uid") or name, tokens_only(entries, name))
+
+
+def tokens_only(entries: Iterable[Principal], name: str) -> list[Principal]:
+    """The principals whose values are tokens (an empty cn, say, is not: left out, DEBUG)."""
     kept = []
     for entry in entries:
         try:
@@ -221,7 +226,7 @@ def principals_of(name: str, user: Entry, memberships: Iterable[Membership]) -> 
             logger.debug("directory: a principal of %s left out: %s", name, exc)
             continue
         kept.append(entry)
-    return Principals.of(user.first("uid") or name, kept)
+    return kept
 
 
 def windows_principals(name: str, user: Entry, sids: list[str], groups: Mapping[str, Entry]) -> Principals:
@@ -243,15 +248,7 @@ def windows_principals(name: str, user: Entry, sids: list[str], groups: Mapping[
                 entries.append(Principal(f"group:{cn}", f"name of {group.dn} ({sid})"))
     for sid in NETWORK_LOGON_SIDS:
         entries.append(Principal(f"sid:{sid}", f"{WELL_KNOWN[sid]}: every domain user's network logon"))
-    kept = []
-    for entry in entries:
-        try:
-            normal_token(entry.token)
-        except AccessError as exc:
-            logger.debug("directory: a principal of %s left out: %s", name, exc)
-            continue
-        kept.append(entry)
-    return Principals.of(account, kept)
+    return Principals.of(account, tokens_only(entries, name))
 
 
 def sid_label(sid: str, group: Entry | None) -> str:
@@ -444,13 +441,14 @@ class LdapDirectory:
             entry.dn,
             "(objectClass=*)",
             search_scope=ldap3.BASE,
-            attributes=["objectSid", "tokenGroups"],
+            attributes=["objectSid", "sIDHistory", "tokenGroups"],
             time_limit=self._seconds,
         )
         found = [item for item in connection.response or [] if item.get("type") == "searchResEntry"] if ok else []
         raw = found[0].get("raw_attributes", {}) if found else {}
         own = binary_sids(raw.get("objectSid") or [])
-        groups = binary_sids(raw.get("tokenGroups") or [])
+        # its groups, and the SIDs it had in a domain it was migrated from (Windows' token has both)
+        groups = binary_sids(raw.get("tokenGroups") or []) + binary_sids(raw.get("sIDHistory") or [])
         if not own or not groups:  # every user has a primary group: none means none readable
             raise DirectoryUnavailableLdap(f"the directory at {self.config.url} gave no objectSid or tokenGroups for {user!r}")
         named: dict[str, Entry] = {}

@@ -241,6 +241,43 @@ def _shown(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
+def file_reference(
+    *,
+    key: str,
+    token: str,
+    path: str,
+    folder: str,
+    name: str,
+    size: int,
+    modified: datetime | None,
+    access: Access | None,
+    unreadable: str | None,
+    owner: str = "",
+    display_url: str = "",
+) -> Reference:
+    """A file's reference, the same for a folder's files and a share's: its path, folder, name,
+    size, owner and time as Solr fields (``path_s`` ...) and as metadata the attributes mapping
+    may map (``path``, ``folder``, ``file_name``, ``extension``, ``owner``)."""
+    fields: dict[str, Any] = {"file_name_s": name, "path_s": path, "folder_s": folder, "size_l": size}
+    if owner:
+        fields["owner_s"] = owner
+    if modified is not None:
+        fields["last_modified"] = modified.strftime("%Y-%m-%dT%H:%M:%SZ")  # as extract.http_date_to_iso
+    if display_url:
+        fields["display_url"] = display_url
+    extension = posixpath.splitext(name)[1][1:].lower()
+    metadata = {"file_name": name, "path": path, "folder": folder, "extension": extension, "owner": owner}
+    return Reference(
+        key=key,
+        token=token,
+        modified=modified,
+        fields=fields,
+        metadata={item: value for item, value in metadata.items() if value},
+        access=access,
+        access_unreadable=unreadable,
+    )
+
+
 @functools.lru_cache(maxsize=1024)
 def owner_name(uid: int) -> str:
     """The user name of ``uid``, or the uid as text when the system does not know it (a share's
@@ -522,27 +559,17 @@ class FilesAgent(Agent):
             logger.debug("files %s: %r not indexed: %s", self.source, _shown(path), unreadable)
         shown = _shown(path)
         folder, name = shown.rsplit("/", 1)
-        owner = owner_name(info.st_uid)
-        modified = _modified(info.st_mtime_ns)
-        extension = posixpath.splitext(name)[1][1:].lower()
-        fields: dict[str, Any] = {
-            "file_name_s": name,
-            "path_s": shown,
-            "folder_s": folder or "/",
-            "size_l": info.st_size,
-            "owner_s": owner,
-        }
-        if modified is not None:
-            fields["last_modified"] = modified.strftime("%Y-%m-%dT%H:%M:%SZ")  # as extract.http_date_to_iso
-        metadata = {"file_name": name, "path": shown, "folder": folder or "/", "extension": extension, "owner": owner}
-        return Reference(
+        return file_reference(
             key=path,
             token=f"{info.st_size}:{info.st_mtime_ns}",
-            modified=modified,
-            fields=fields,
-            metadata={key: value for key, value in metadata.items() if value},
+            path=shown,
+            folder=folder or "/",
+            name=name,
+            size=info.st_size,
+            modified=_modified(info.st_mtime_ns),
+            owner=owner_name(info.st_uid),
             access=access,
-            access_unreadable=unreadable,
+            unreadable=unreadable,
         )
 
     # -- fetching -----------------------------------------------------------------------------

@@ -82,7 +82,7 @@ from smbprotocol.open import FilePipePrinterAccessMask, SMB2QueryInfoRequest, SM
 from searchcrawl.access.ntfs import parse_descriptor, read_access, share_access
 from searchcrawl.access.tokens import Access, AccessUnreadable
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
-from searchcrawl.agents.files import MAX_FOLDER_DEPTH, TreeRules, out_of_scope, path_out_of_scope
+from searchcrawl.agents.files import MAX_FOLDER_DEPTH, TreeRules, file_reference, out_of_scope, path_out_of_scope
 from searchcrawl.agents.smb_share_security import ShareSecurityUnreadable, share_security_descriptor
 from searchcrawl.ops.secrets import SecretError, required_secret
 
@@ -477,24 +477,17 @@ class SmbAgent(Agent):
         modified = info.last_write_time
         if modified.tzinfo is None:
             modified = modified.replace(tzinfo=UTC)
-        fields: dict[str, Any] = {
-            "file_name_s": name,
-            "path_s": unc,
-            "folder_s": folder,
-            "size_l": info.end_of_file,
-            "last_modified": modified.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "display_url": self.display_url(key),
-        }
-        extension = posixpath.splitext(name)[1][1:].lower()
-        metadata = {"file_name": name, "path": unc, "folder": folder, "extension": extension}
-        return Reference(
+        return file_reference(
             key=key,
             token=f"{info.end_of_file}:{int(modified.timestamp() * 1_000_000)}",
+            path=unc,
+            folder=folder,
+            name=name,
+            size=info.end_of_file,
             modified=modified,
-            fields=fields,
-            metadata={name: value for name, value in metadata.items() if value},
+            display_url=self.display_url(key),
             access=access,
-            access_unreadable=unreadable,
+            unreadable=unreadable,
         )
 
     def _descriptor(self, unc: str) -> bytes:

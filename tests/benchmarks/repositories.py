@@ -153,7 +153,9 @@ REPOSITORIES = {
 }
 
 
-def crawl(name: str, work: Path, solr_url: str) -> dict[str, Any]:
+def crawl(name: str, work: Path, solr_url: str, **extra_env: str) -> dict[str, Any]:
+    """One measured `scrapy crawl` of a source of ``work``'s sources folder (``extra_env``: a
+    password secret, say)."""
     args = [sys.executable, "-m", "scrapy", "crawl", name, "-s", "LOG_LEVEL=WARNING"]
     env = dict(
         os.environ,
@@ -161,6 +163,7 @@ def crawl(name: str, work: Path, solr_url: str) -> dict[str, Any]:
         SEARCHCRAWL_DATA_DIR=str(work / "data"),
         SOLR_URL=solr_url,
         PYTHONPATH=str(ROOT),
+        **extra_env,
     )
     measured = run_measured(args, ROOT, env)
     return {

@@ -17,18 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from searchcrawl.dev.solr_runner import DevSolr, free_port
-from tests.benchmarks.measure import run_measured
-from tests.benchmarks.repositories import build_files, words
-from tests.conftest import ROOT
+from tests.benchmarks.repositories import build_files, crawl, words
 from tests.samba_domain import SambaDomain
 
 SECRET = "SMB_BENCH_PASSWORD"
@@ -40,20 +36,6 @@ def build_text(root: Path, count: int) -> None:
         path = root / f"folder-{number % 100:02d}" / f"{number:05d}.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"Document {number}\n\n{words(rng, 300)}\n")
-
-
-def crawl(name: str, work: Path, solr_url: str, password: str) -> dict[str, Any]:
-    args = [sys.executable, "-m", "scrapy", "crawl", name, "-s", "LOG_LEVEL=WARNING"]
-    env = dict(
-        os.environ,
-        SEARCHCRAWL_SOURCES_DIR=str(work / "sources"),
-        SEARCHCRAWL_DATA_DIR=str(work / "data"),
-        SOLR_URL=solr_url,
-        PYTHONPATH=str(ROOT),
-        **{SECRET: password},
-    )
-    measured = run_measured(args, ROOT, env)
-    return {"seconds": round(measured.seconds, 1), "cpu_seconds": round(measured.cpu_seconds, 1)}
 
 
 def main() -> None:
@@ -89,15 +71,16 @@ def main() -> None:
             )
             results: dict[str, Any] = {"documents": count, "kind": options.kind}
             for name in ("bench-local", "bench-smb"):
-                initial = crawl(name, work, solr.url, domain.admin_password)
-                unchanged = crawl(name, work, solr.url, domain.admin_password)
+                initial = crawl(name, work, solr.url, **{SECRET: domain.admin_password})
+                unchanged = crawl(name, work, solr.url, **{SECRET: domain.admin_password})
                 initial["files_per_second"] = round(count / initial["seconds"], 1)
                 unchanged["files_per_second"] = round(count / unchanged["seconds"], 1)
                 results[name] = {"initial": initial, "maintenance_unchanged": unchanged}
                 print(name, json.dumps(results[name]), flush=True)
             for crawl_kind in ("initial", "maintenance_unchanged"):
                 results[f"smb_vs_local_{crawl_kind}"] = round(
-                    results["bench-smb"][crawl_kind]["files_per_second"] / results["bench-local"][crawl_kind]["files_per_second"], 3
+                    results["bench-smb"][crawl_kind]["files_per_second"] / results["bench-local"][crawl_kind]["files_per_second"],
+                    3,
                 )
             options.out.write_text(json.dumps(results, indent=2), encoding="utf-8")
             print(json.dumps(results, indent=2))
