@@ -28,6 +28,7 @@ from scrapy.utils.misc import load_object
 
 from searchcrawl.access.source_rules import AccessRule, SourceAccess, tokens_of
 from searchcrawl.agents.base import Agent
+from searchcrawl.content.regions import RegionsTable
 from searchcrawl.rules.boundary import EVERY_HOST, normalize_host
 from searchcrawl.rules.credentials import SiteAuth, origin_of
 from searchcrawl.rules.display_urls import DisplayUrlRule
@@ -413,6 +414,8 @@ class SourceSettings(ScopeRules):
     )
     description_fallback: bool = False
     main_text: bool = False
+    # which parts of an HTML page are its text (searchcrawl/content/regions.py)
+    regions: RegionsTable = Field(default_factory=RegionsTable)
     checksum_of: Literal["main_text", "text", "raw"] = "text"
     detect_language: bool = True
     # documents (through Tika): OCR of images and scanned PDFs; documents without text

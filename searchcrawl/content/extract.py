@@ -11,7 +11,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote_to_bytes, urlsplit
@@ -107,7 +107,11 @@ _GAP_BEFORE_CLOSING = re.compile(rf'{_SEP}[\s{_SEP}]*(?=[,:;.!?")])')  # the gap
 def visible_text(element: Any) -> str:
     """The element's visible text on one line, words separated as a reader sees them."""
     careful = next(element.iter(*_HIDDEN_WITH_CHILDREN), None) is not None
-    nodes = (_TEXT_NODES_CAREFUL if careful else _TEXT_NODES)(element)
+    return joined_text((_TEXT_NODES_CAREFUL if careful else _TEXT_NODES)(element))
+
+
+def joined_text(nodes: list[str]) -> str:
+    """Text nodes on one line, as a reader sees them (``visible_text``'s joining)."""
     joined = _SEP.join(nodes)
     if joined.count(_SEP) != len(nodes) - 1:  # the marker in the text itself (rare): taken out
         joined = _SEP.join(node.replace(_SEP, "") for node in nodes)
@@ -121,8 +125,9 @@ def _body(root: Any) -> Any:
     return body if body is not None else root
 
 
-def html_attributes(root: Any, headers: dict[str, str]) -> dict[str, Any]:
-    """Search attributes of an HTML page, from its parsed tree (lxml) and its response headers."""
+def html_attributes(root: Any, headers: dict[str, str], text: Callable[[Any], str] = visible_text) -> dict[str, Any]:
+    """Search attributes of an HTML page, from its parsed tree (lxml) and its response headers;
+    ``text`` reads the body's text (a source's content regions: content/regions.py)."""
     tags = meta_tags(root)
 
     def first(names: tuple[str, ...]) -> str | None:
@@ -145,7 +150,7 @@ def html_attributes(root: Any, headers: dict[str, str]) -> dict[str, Any]:
         "subject": subjects,
         "author": first(META_ATTRIBUTES["author"]),
         "language": language.split(",")[0].strip().lower() if language else None,
-        "content": visible_text(_body(root)),
+        "content": text(_body(root)),
     }
 
 

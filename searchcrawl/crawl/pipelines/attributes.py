@@ -33,6 +33,7 @@ from searchcrawl.content.extract import (
     text_attributes,
     typed_value,
 )
+from searchcrawl.content.regions import ContentRegions
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.items import CrawledDocument
@@ -65,6 +66,7 @@ class AttributesPipeline:
     def __init__(self, settings: SourceSettings, converter: Callable[[], DocumentConverter]) -> None:
         self.settings = settings
         self.display_urls = DisplayUrls(settings.display_urls)
+        self.regions = ContentRegions(settings.regions)
         self.converter = converter
         self._converting: asyncio.Semaphore | None = None  # made in the reactor's loop, on first use
 
@@ -80,7 +82,8 @@ class AttributesPipeline:
         basis: str | None = None  # the main text, when the checksum is taken over it
         if item.tree is not None:
             found = meta_tags(item.tree)
-            attributes = html_attributes(item.tree, item.headers)
+            url = item.url
+            attributes = html_attributes(item.tree, item.headers, lambda body: self.regions.text(body, url).text)
             if settings.main_text or settings.checksum_of == "main_text":
                 main = main_text(item.tree)
                 if main and settings.main_text:

@@ -1,0 +1,202 @@
+"""Content regions: which parts of an HTML page are its text, and which are the site's furniture.
+
+Every page of a site carries its menu, banner and footer: indexed as text, a word of the menu
+finds every page, snippets show navigation, and a change of the menu makes every page "changed".
+A source's ``[regions]`` table says what is dropped from a page's text (never from its links:
+a menu's links are still followed) and what alone is kept:
+
+- ``landmarks`` (default true): drop the page's landmarks that are not its content: ``nav`` and
+  ``aside`` elements, a ``header`` or ``footer`` that is not inside an ``article``, ``main`` or
+  ``section`` (the page's banner and footer, not an article's heading), and elements whose ARIA
+  ``role`` is ``navigation``, ``banner``, ``contentinfo``, ``complementary`` or ``search``;
+- ``drop``: selectors of more elements to drop (a share bar, a cookie notice);
+- ``keep``: selectors of the elements that alone are the text (``main``, ``article.news``), when
+  one matches the page; with none matching, the whole page (less what is dropped);
+- ``[[regions.rules]]``: ``patterns`` (regular expressions on the URL; the first rule whose
+  pattern matches applies) with their own ``keep`` and ``drop``, added to the table's.
+
+A selector is CSS (``div.share``, ``#cookie-notice``) or, prefixed ``xpath:``, XPath 1.0; one that
+does not parse refuses the source file. Site owners mark regions themselves: an element with a
+``data-searchcrawl-exclude`` attribute is dropped, one with ``data-searchcrawl-include`` is kept as
+a ``keep`` selector's. A page whose kept text would be empty (everything in its banner, say) keeps
+its whole text: a page is never emptied by its regions. The checksum and duplicate detection read
+the kept text, so only a change of the content makes a page "changed".
+
+Plain logic on lxml trees, tested directly; the attributes pipeline applies it to the tree the
+crawl parsed once.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cssselect import GenericTranslator, SelectorError
+from lxml import etree
+from pydantic import Field, field_validator
+
+from searchcrawl.content.extract import joined_text, visible_text
+from searchcrawl.rules.tables import RuleTable
+
+LANDMARKS = (
+    "descendant::nav | descendant::aside"
+    " | descendant::header[not(ancestor::article or ancestor::main or ancestor::section)]"
+    " | descendant::footer[not(ancestor::article or ancestor::main or ancestor::section)]"
+    " | descendant::*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='complementary'"
+    " or @role='search']"
+)
+EXCLUDE_ATTRIBUTE = "data-searchcrawl-exclude"
+INCLUDE_ATTRIBUTE = "data-searchcrawl-include"
+_MARK = "data-searchcrawl-dropped-now"  # set on the dropped elements while their text is left out
+_MARKED_TEXT = etree.XPath(
+    f"descendant-or-self::text()[not(parent::script or parent::style) and not(ancestor-or-self::*[@{_MARK}])]",
+    smart_strings=False,
+)
+
+
+@functools.lru_cache(maxsize=512)
+def compiled(selector: str) -> etree.XPath:
+    """A CSS selector, or an ``xpath:`` one, as an XPath relative to the body; ValueError saying
+    why when it does not parse."""
+    text = selector.strip()
+    if not text:
+        raise ValueError("an empty selector")
+    try:
+        if text.startswith("xpath:"):
+            return etree.XPath(text[len("xpath:") :].strip())
+        return etree.XPath(GenericTranslator().css_to_xpath(text, prefix="descendant::"))
+    except (SelectorError, etree.XPathSyntaxError, etree.XPathEvalError) as exc:
+        kind = "XPath" if text.startswith("xpath:") else "CSS"
+        raise ValueError(f"{selector!r} is not a {kind} selector: {exc}") from None
+
+
+def _selectors(values: list[str]) -> list[str]:
+    for value in values:
+        compiled(value)
+    return values
+
+
+class RegionRule(RuleTable):
+    """A ``[[regions.rules]]`` entry: the URLs it applies to and its own selectors."""
+
+    patterns: list[str] = Field(min_length=1)
+    keep: list[str] = Field(default_factory=list)
+    drop: list[str] = Field(default_factory=list)
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns(cls, values: list[str]) -> list[str]:
+        for value in values:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"{value!r} is not a regular expression: {exc}") from None
+        return values
+
+    @field_validator("keep", "drop")
+    @classmethod
+    def _parse(cls, values: list[str]) -> list[str]:
+        return _selectors(values)
+
+
+class RegionsTable(RuleTable):
+    """A source's ``[regions]`` table (the module's docstring)."""
+
+    landmarks: bool = True
+    keep: list[str] = Field(default_factory=list)
+    drop: list[str] = Field(default_factory=list)
+    rules: list[RegionRule] = Field(default_factory=list)
+
+    @field_validator("keep", "drop")
+    @classmethod
+    def _parse(cls, values: list[str]) -> list[str]:
+        return _selectors(values)
+
+
+@dataclass(frozen=True)
+class RegionText:
+    """A page's text by its regions, and what was kept and dropped (for `scrapy explain`)."""
+
+    text: str
+    kept: tuple[str, ...] = ()  # the selectors that matched and kept
+    dropped: tuple[str, ...] = ()  # the selectors that matched and dropped
+    whole: bool = False  # the regions left no text: the whole page's is kept
+
+
+class ContentRegions:
+    """The regions of a source (the module's docstring), compiled once."""
+
+    def __init__(self, table: RegionsTable | None = None) -> None:
+        self.table = table or RegionsTable()
+        self.rules = [([re.compile(p) for p in rule.patterns], rule) for rule in self.table.rules]
+
+    def selectors(self, url: str) -> tuple[list[str], list[str]]:
+        """The keep and drop selectors for ``url``: the table's, and the first matching rule's."""
+        keep, drop = list(self.table.keep), list(self.table.drop)
+        for patterns, rule in self.rules:
+            if any(pattern.search(url) for pattern in patterns):
+                keep.extend(rule.keep)
+                drop.extend(rule.drop)
+                break
+        return keep, drop
+
+    def text(self, body: Any, url: str) -> RegionText:
+        """``body``'s text by the regions for ``url`` (its whole visible text when nothing is
+        dropped or kept: the fast path of most pages without landmarks)."""
+        keep, drop = self.selectors(url)
+        dropped_by: list[str] = []
+        dropping: list[Any] = []
+        for name, found in self._found(body, drop, EXCLUDE_ATTRIBUTE, self.table.landmarks):
+            dropping.extend(found)
+            dropped_by.append(name)
+        kept_by: list[str] = []
+        keeping: list[Any] = []
+        for name, found in self._found(body, keep, INCLUDE_ATTRIBUTE, False):
+            keeping.extend(found)
+            kept_by.append(name)
+        if not dropping and not keeping:
+            return RegionText(visible_text(body))
+        text = _text_without(body, _outermost(keeping) or [body], dropping)
+        if not text:
+            return RegionText(visible_text(body), tuple(kept_by), tuple(dropped_by), whole=True)
+        return RegionText(text, tuple(kept_by), tuple(dropped_by))
+
+    @staticmethod
+    def _found(body: Any, selectors: Sequence[str], attribute: str, landmarks: bool) -> list[tuple[str, list[Any]]]:
+        asked = [(selector, compiled(selector)) for selector in selectors]
+        asked.append((f"[{attribute}]", etree.XPath(f"descendant::*[@{attribute}]")))
+        if landmarks:
+            asked.append(("landmarks", etree.XPath(LANDMARKS)))
+        found = []
+        for name, path in asked:
+            try:
+                elements = [element for element in path(body) if isinstance(element, etree._Element)]
+            except etree.XPathEvalError:
+                continue  # an XPath that is valid but not on this page (an unknown function)
+            if elements:
+                found.append((name, elements))
+        return found
+
+
+def _outermost(elements: list[Any]) -> list[Any]:
+    """The elements none of whose ancestors is among them, in document order."""
+    chosen = set(elements)
+    outer = [element for element in elements if not any(ancestor in chosen for ancestor in element.iterancestors())]
+    unique = list(dict.fromkeys(outer))
+    order = {element: number for number, element in enumerate(unique[0].getroottree().iter())} if unique else {}
+    return sorted(unique, key=lambda element: order.get(element, 0))
+
+
+def _text_without(body: Any, roots: list[Any], dropping: list[Any]) -> str:
+    """The visible text of ``roots`` less the ``dropping`` elements (marked while read)."""
+    for element in dropping:
+        element.set(_MARK, "")
+    try:
+        nodes = [node for root in roots for node in _MARKED_TEXT(root)]
+    finally:
+        for element in dropping:
+            element.attrib.pop(_MARK, None)
+    return joined_text(nodes)
