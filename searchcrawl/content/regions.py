@@ -50,11 +50,12 @@ LANDMARKS = (
 )
 EXCLUDE_ATTRIBUTE = "data-searchcrawl-exclude"
 INCLUDE_ATTRIBUTE = "data-searchcrawl-include"
-_MARK = "data-searchcrawl-dropped-now"  # set on the dropped elements while their text is left out
-_MARKED_TEXT = etree.XPath(
-    f"descendant-or-self::text()[not(parent::script or parent::style) and not(ancestor-or-self::*[@{_MARK}])]",
-    smart_strings=False,
-)
+_LANDMARKS = etree.XPath(LANDMARKS)
+_MARKED = {
+    EXCLUDE_ATTRIBUTE: etree.XPath(f"descendant::*[@{EXCLUDE_ATTRIBUTE}]"),
+    INCLUDE_ATTRIBUTE: etree.XPath(f"descendant::*[@{INCLUDE_ATTRIBUTE}]"),
+}
+_TEXT_NODES = etree.XPath("descendant-or-self::text()[not(parent::script or parent::style)]", smart_strings=False)
 
 
 @functools.lru_cache(maxsize=512)
@@ -167,9 +168,9 @@ class ContentRegions:
     @staticmethod
     def _found(body: Any, selectors: Sequence[str], attribute: str, landmarks: bool) -> list[tuple[str, list[Any]]]:
         asked = [(selector, compiled(selector)) for selector in selectors]
-        asked.append((f"[{attribute}]", etree.XPath(f"descendant::*[@{attribute}]")))
+        asked.append((f"[{attribute}]", _MARKED[attribute]))
         if landmarks:
-            asked.append(("landmarks", etree.XPath(LANDMARKS)))
+            asked.append(("landmarks", _LANDMARKS))
         found = []
         for name, path in asked:
             try:
@@ -181,22 +182,39 @@ class ContentRegions:
         return found
 
 
-def _outermost(elements: list[Any]) -> list[Any]:
-    """The elements none of whose ancestors is among them, in document order."""
+def _outer(elements: list[Any]) -> list[Any]:
+    """The elements none of whose ancestors is among them (each once)."""
     chosen = set(elements)
-    outer = [element for element in elements if not any(ancestor in chosen for ancestor in element.iterancestors())]
-    unique = list(dict.fromkeys(outer))
-    order = {element: number for number, element in enumerate(unique[0].getroottree().iter())} if unique else {}
-    return sorted(unique, key=lambda element: order.get(element, 0))
+    unique = dict.fromkeys(element for element in elements if not any(a in chosen for a in element.iterancestors()))
+    return list(unique)
+
+
+def _outermost(elements: list[Any]) -> list[Any]:
+    """``_outer``'s elements in document order."""
+    outer = _outer(elements)
+    if len(outer) < 2:
+        return outer
+    order = {element: number for number, element in enumerate(outer[0].getroottree().iter())}
+    return sorted(outer, key=lambda element: order.get(element, 0))
 
 
 def _text_without(body: Any, roots: list[Any], dropping: list[Any]) -> str:
-    """The visible text of ``roots`` less the ``dropping`` elements (marked while read)."""
-    for element in dropping:
-        element.set(_MARK, "")
+    """The visible text of ``roots`` less the ``dropping`` elements: each is swapped for an empty
+    placeholder (keeping the text that follows it) while the text is read, then put back, so the
+    tree the crawl parsed is the same after (its links are taken from the whole page)."""
+    swapped = []
     try:
-        nodes = [node for root in roots for node in _MARKED_TEXT(root)]
+        for element in _outer(dropping):
+            parent = element.getparent()
+            if parent is None:
+                continue
+            placeholder = etree.Element("span")
+            placeholder.tail = element.tail
+            parent.replace(element, placeholder)
+            swapped.append((placeholder, element))
+        return joined_text([node for root in roots for node in _TEXT_NODES(root)])
     finally:
-        for element in dropping:
-            element.attrib.pop(_MARK, None)
-    return joined_text(nodes)
+        for placeholder, element in reversed(swapped):
+            tail = placeholder.tail
+            placeholder.getparent().replace(placeholder, element)
+            element.tail = tail

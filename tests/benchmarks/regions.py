@@ -1,0 +1,93 @@
+"""Content regions measured on the shared corpora (issue 57): how much of the indexed text is
+navigation with the landmarks kept and dropped, and what the regions cost per page.
+
+For each site (the Sphinx-built Scipy Lecture Notes, the Nutch site with its Javadoc), every HTML
+page is parsed once (lxml, as the crawl does) and its text read twice: whole (``landmarks =
+false``) and by the default regions. "Menu words" are the words of the site's navigation that
+appear on at least 90% of its pages with the whole text: a search for one finds every page. The
+report gives, per site, the characters of text, the hits of the menu words (pages holding one)
+and the CPU time of reading the text per page (median of three passes).
+
+    .venv/bin/python -m tests.benchmarks.regions
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from lxml import html
+
+from searchcrawl.content.extract import visible_text
+from searchcrawl.content.regions import ContentRegions, RegionsTable
+from tests.conftest import unpack
+
+SITES = {"sphinx": "scipy-lectures-site.tar.xz", "nutch": "nutch-site.tar.xz"}
+WORD = re.compile(r"[a-z]{4,}")
+
+
+def bodies(folder: Path) -> list[Any]:
+    found = []
+    for path in sorted(folder.rglob("*.html")):
+        try:
+            root = html.fromstring(path.read_bytes())
+        except (ValueError, SyntaxError):
+            continue
+        body = root.find("body")
+        found.append(body if body is not None else root)
+    return found
+
+
+def timed(function: Any, pages: list[Any]) -> tuple[list[str], float]:
+    """The texts, and the median over three passes of the CPU seconds per page."""
+    runs = []
+    texts: list[str] = []
+    for _ in range(3):
+        started = time.process_time()
+        texts = [function(page) for page in pages]
+        runs.append((time.process_time() - started) / max(len(pages), 1))
+    return texts, statistics.median(runs)
+
+
+def measure(pages: list[Any]) -> dict[str, Any]:
+    regions = ContentRegions(RegionsTable())
+    whole, whole_cpu = timed(visible_text, pages)
+    kept, kept_cpu = timed(lambda page: regions.text(page, "https://site/").text, pages)
+    counts: dict[str, int] = {}
+    for text in whole:
+        for word in set(WORD.findall(text.lower())):
+            counts[word] = counts.get(word, 0) + 1
+    menu = sorted(word for word, count in counts.items() if count >= 0.9 * len(pages))
+
+    def hits(texts: list[str]) -> int:
+        return sum(sum(1 for text in texts if word in set(WORD.findall(text.lower()))) for word in menu)
+
+    return {
+        "pages": len(pages),
+        "menu_words": menu[:40],
+        "characters_whole": sum(map(len, whole)),
+        "characters_kept": sum(map(len, kept)),
+        "menu_word_hits_whole": hits(whole),
+        "menu_word_hits_kept": hits(kept),
+        "pages_changed_by_regions": sum(1 for a, b in zip(whole, kept, strict=True) if a != b),
+        "cpu_ms_per_page_whole": round(whole_cpu * 1000, 3),
+        "cpu_ms_per_page_regions": round(kept_cpu * 1000, 3),
+    }
+
+
+def main() -> None:
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="searchcrawl-regions-") as folder:
+        for site, archive in SITES.items():
+            results[site] = measure(bodies(unpack(archive, Path(folder) / site)))
+            print(site, json.dumps({k: v for k, v in results[site].items() if k != "menu_words"}), flush=True)
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
