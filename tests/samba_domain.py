@@ -515,8 +515,9 @@ class SambaDomain:
         _run(["sharesec", share, f"--setsddl={sddl}", "-s", str(self.config)])
 
     def reset_share_acl(self, share: str) -> None:
-        """The share's permissions back to Samba's default (everyone: full control)."""
-        _run(["sharesec", share, "--delete", "-s", str(self.config)])
+        """The share's permissions back to Samba's default, everyone: full control, written out
+        (once deleted, Samba answers srvsvc with no descriptor at all: "unreadable" to a crawl)."""
+        self.set_share_acl(share, "D:(A;;0x1f01ff;;;WD)")
 
     # -- the oracle ------------------------------------------------------------------------
     def can_read(self, user: str, share: str, relpath: str) -> bool:

@@ -40,8 +40,9 @@ whose descriptor cannot be read (refused, malformed), or a share whose permissio
 read, gives ``access_unreadable``: the file is not indexed (status 927), never shown to all.
 The crawl's account needs to read the descriptors (READ_CONTROL: any user who can list the
 folder, on most shares) and, for the share's permissions, to be an administrator of the file
-server (Windows and Samba answer srvsvc's level 502 to administrators only): else set
-``share_permissions = "ignore"`` where the shares give everyone full control and NTFS decides.
+server (Windows refuses srvsvc's level 502 to others; Samba answers them without a descriptor,
+which is read as unreadable: fail closed): else set ``share_permissions = "ignore"`` where the
+shares give everyone full control and NTFS decides.
 
 Changes: a file's token is its size and last write time: a maintenance crawl reads again only
 the files whose size or time changed (then, ``modified_when = ["checksum"]``, re-indexes only
@@ -333,8 +334,8 @@ class SmbAgent(Agent):
             logger.info("smb %s: %d files listed under %s", self.source, count, root.unc)
 
     def _share_access(self, root: SmbRoot) -> Access | str | None:
-        """The share's permissions as access (None: ignored, or the share gives everyone full
-        control), or why they cannot be read (its files are then not indexed)."""
+        """The share's permissions as access (None: ignored), or why they cannot be read (its
+        files are then not indexed)."""
         if self.smb.share_permissions == "ignore":
             return None
         cached = self._shares.get((root.server, root.share.lower()))
@@ -344,8 +345,11 @@ class SmbAgent(Agent):
         try:
             with self._io:
                 descriptor = share_security_descriptor(root.server, root.share, **self._kwargs())
-            if descriptor is None:  # no permissions of its own: everyone, full control
-                return None
+            if descriptor is None:
+                # no descriptor: a share without permissions (everyone: full control), or one
+                # whose server hides them from an account that does not administer it (Samba
+                # does): they cannot be told apart, so its files are not indexed (fail closed)
+                raise ShareSecurityUnreadable("the server gave no descriptor (the account may not administer it)")
             found = read_access(parse_descriptor(descriptor), f"permissions of share \\\\{root.server}\\{root.share}")
         except ShareSecurityUnreadable as exc:
             if exc.status not in (None, 5, ACCESS_DENIED):  # a busy pipe, a fault: transient, nothing is removed

@@ -118,3 +118,16 @@ def test_only_the_sources_servers_are_connected_to() -> None:
         agent.connections.get("evil.example.net:445")
     with pytest.raises(ServerNotAdmitted):
         agent.connections.get("127.0.0.1:445")
+
+
+def test_a_share_answered_without_a_descriptor_is_unreadable_never_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Samba answers srvsvc without a descriptor to an account that does not administer it, as
+    for a share without permissions: the two cannot be told apart, so the files are not indexed."""
+    from searchcrawl.agents import smb
+
+    monkeypatch.setenv("SMB_PASSWORD", "pw-smb-unit-Zx81")
+    monkeypatch.setattr(smb, "share_security_descriptor", lambda *args, **kwargs: None)
+    agent = SmbAgent("shares", options())
+    found = agent._share_access(agent.roots[0])
+    assert isinstance(found, str) and "no descriptor" in found
+    assert SmbAgent("shares", options(share_permissions="ignore"))._share_access(agent.roots[0]) is None

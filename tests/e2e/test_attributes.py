@@ -99,7 +99,12 @@ def test_main_text_is_the_checksum_basis_when_the_source_says_so(crawler_of) -> 
     # navigation and footer (a generation date) are not what a change is judged on ...
     assert "About us" not in item.checksum_basis and "2024-05-01" not in item.checksum_basis
     assert "thousands of years" in item.checksum_basis
-    # ... while the indexed text is still the whole page (main_text = false)
+    # ... while the indexed text is the page less its landmarks (main_text = false: the regions')
+    assert "About us" not in item.fields["content"] and "thousands of years" in item.fields["content"]
+    whole = build_from_crawler(
+        AttributesPipeline, crawler_of(SOURCE + 'checksum_of = "main_text"\n[regions]\nlandmarks = false\n')
+    )
+    item = run(whole, page("http://h.test/pets.html"))
     assert "About us" in item.fields["content"] and "2024-05-01" in item.fields["content"]
 
 
