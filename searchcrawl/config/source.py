@@ -28,6 +28,7 @@ from scrapy.utils.misc import load_object
 
 from searchcrawl.access.source_rules import AccessRule, SourceAccess, tokens_of
 from searchcrawl.agents.base import Agent
+from searchcrawl.content.field_rules import FieldRule
 from searchcrawl.content.regions import RegionsTable
 from searchcrawl.rules.boundary import EVERY_HOST, normalize_host
 from searchcrawl.rules.credentials import SiteAuth, origin_of
@@ -416,6 +417,8 @@ class SourceSettings(ScopeRules):
     main_text: bool = False
     # which parts of an HTML page are its text (searchcrawl/content/regions.py)
     regions: RegionsTable = Field(default_factory=RegionsTable)
+    # values of a page's markup into typed fields (searchcrawl/content/field_rules.py)
+    fields: list[FieldRule] = Field(default_factory=list)
     checksum_of: Literal["main_text", "text", "raw"] = "text"
     detect_language: bool = True
     # documents (through Tika): OCR of images and scanned PDFs; documents without text

@@ -18,7 +18,8 @@ FOOTER = "<footer>Copyright the harbour board</footer>"
 def write_site(root: Path, extra: str, articles: dict[str, str]) -> None:
     links = " ".join(f'<a href="/{name}.html">{name}</a>' for name in sorted(articles))
     for name, text in {"index": "Welcome to the harbour intranet.", **articles}.items():
-        body = f"{MENU.format(links=links, extra=extra)}<main><article><h1>{name}</h1><p>{text}</p></article>"
+        body = f"{MENU.format(links=links, extra=extra)}<main><article><h1>{name}</h1><p>{text}</p>"
+        body += f'<p>Notice <span class="docno">HB-{len(name)}</span> <time datetime="2026-0{len(name) % 9 + 1}-01">x</time></p></article>'
         body += f'<div class="share">Share this page</div><div data-searchcrawl-exclude>Cookie notice</div></main>{FOOTER}'
         (root / f"{name}.html").write_text(f"<html><head><title>{name}</title></head><body>{body}</body></html>")
 
@@ -42,7 +43,9 @@ def test_the_menu_is_not_the_text_and_a_changed_menu_changes_no_page(project: Pr
     report = crawl(project, name)
     assert len(report["new"]) == 3, report  # the pages the menu links to: followed
     docs = {doc["url"].rsplit("/", 1)[1]: doc for doc in solr_docs(solr, name)}
-    assert docs["tides.html"]["content"] == "tides High water at noon."
+    assert docs["tides.html"]["content"] == "tides High water at noon. Notice HB-5 x"
+    assert (docs["tides.html"]["notice_s"], docs["tides.html"]["issued_dt"]) == ("HB-5", "2026-06-01T00:00:00Z")
+    assert [doc["url"] for doc in solr.search("notice_s:HB-6", fq=f'source:"{name}"')] == [site.url + "berths.html"]
     for word in ("Ferry", "Copyright", "Share", "Cookie", "Home"):
         assert not [doc for doc in docs.values() if word in doc["content"]], word
     hits = solr.search("content:ferry", fq=f'source:"{name}"')
@@ -55,4 +58,4 @@ def test_the_menu_is_not_the_text_and_a_changed_menu_changes_no_page(project: Pr
     assert changed == ["berths.html"], report
     now = {doc["url"].rsplit("/", 1)[1]: doc for doc in solr_docs(solr, name)}
     assert now["tides.html"]["_version_"] == docs["tides.html"]["_version_"]
-    assert now["berths.html"]["content"] == "berths Berth four is open again."
+    assert now["berths.html"]["content"] == "berths Berth four is open again. Notice HB-6 x"

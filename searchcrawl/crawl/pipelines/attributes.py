@@ -33,6 +33,7 @@ from searchcrawl.content.extract import (
     text_attributes,
     typed_value,
 )
+from searchcrawl.content.field_rules import FieldRules
 from searchcrawl.content.regions import ContentRegions
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
@@ -67,6 +68,7 @@ class AttributesPipeline:
         self.settings = settings
         self.display_urls = DisplayUrls(settings.display_urls)
         self.regions = ContentRegions(settings.regions)
+        self.field_rules = FieldRules(settings.fields)
         self.converter = converter
         self._converting: asyncio.Semaphore | None = None  # made in the reactor's loop, on first use
 
@@ -80,7 +82,9 @@ class AttributesPipeline:
             return item
         settings = self.settings
         basis: str | None = None  # the main text, when the checksum is taken over it
+        ruled: dict[str, Any] = {}  # the source's field rules' values (HTML only)
         if item.tree is not None:
+            ruled = self.field_rules.fields(item.tree, item.url)
             found = meta_tags(item.tree)
             url = item.url
             attributes = html_attributes(item.tree, item.headers, lambda body: self.regions.text(body, url).text)
@@ -98,6 +102,7 @@ class AttributesPipeline:
         if item.metadata:  # an agent's named values, mapped as meta tags are
             found = {**found, **item.metadata}
         attributes.update(mapped_attributes(found, settings.attributes, settings.search_attributes))
+        attributes.update(ruled)
         attributes.update(item.given)  # what the agent knows wins over what extraction found
         attributes = clean_fields(attributes)  # before anything reads it: the checksum, Solr
         basis = clean_text(basis) if basis else basis
