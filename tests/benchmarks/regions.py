@@ -5,8 +5,9 @@ For each site (the Sphinx-built Scipy Lecture Notes, the Nutch site with its Jav
 page is parsed once (lxml, as the crawl does) and its text read twice: whole (``landmarks =
 false``) and by the default regions. "Menu words" are the words of the site's navigation that
 appear on at least 90% of its pages with the whole text: a search for one finds every page. The
-report gives, per site, the characters of text, the hits of the menu words (pages holding one)
-and the CPU time of reading the text per page (median of three passes).
+report gives, per site, the characters of text, the hits of the menu words (pages holding one),
+the CPU time of reading the text per page, and that of four field rules (a CSS element's text, a
+meta tag's attribute, a JSON-LD property, a regex on the URL), medians of three passes.
 
     .venv/bin/python -m tests.benchmarks.regions
 """
@@ -24,6 +25,7 @@ from typing import Any
 from lxml import html
 
 from searchcrawl.content.extract import visible_text
+from searchcrawl.content.field_rules import FieldRule, FieldRules
 from searchcrawl.content.regions import ContentRegions, RegionsTable
 from tests.conftest import unpack
 
@@ -57,6 +59,15 @@ def timed(function: Any, pages: list[Any]) -> tuple[list[str], float]:
 def measure(pages: list[Any]) -> dict[str, Any]:
     regions = ContentRegions(RegionsTable())
     whole, whole_cpu = timed(visible_text, pages)
+    rules = FieldRules(
+        [
+            FieldRule(name="heading", css="h1, h2.title"),
+            FieldRule(name="generator", css="meta[name=generator]", attribute="content"),
+            FieldRule(name="published", type="date", json_ld="datePublished"),
+            FieldRule(name="section", url=True, regex=r"/([a-z]+)/[^/]*$"),
+        ]
+    )
+    ruled, rules_cpu = timed(lambda page: rules.fields(page, "https://site/docs/page.html"), pages)
     kept, kept_cpu = timed(lambda page: regions.text(page, "https://site/").text, pages)
     counts: dict[str, int] = {}
     for text in whole:
@@ -77,6 +88,8 @@ def measure(pages: list[Any]) -> dict[str, Any]:
         "pages_changed_by_regions": sum(1 for a, b in zip(whole, kept, strict=True) if a != b),
         "cpu_ms_per_page_whole": round(whole_cpu * 1000, 3),
         "cpu_ms_per_page_regions": round(kept_cpu * 1000, 3),
+        "cpu_ms_per_page_four_field_rules": round(rules_cpu * 1000, 3),
+        "pages_with_a_heading_field": sum(1 for found in ruled if "heading_s" in found),
     }
 
 

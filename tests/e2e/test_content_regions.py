@@ -37,9 +37,10 @@ def test_the_menu_is_not_the_text_and_a_changed_menu_changes_no_page(project: Pr
     write_site(root, "Ferry times", articles)
     site = serve(root)
     name = f"regions-{uuid.uuid4().hex[:8]}"
-    project.source(
-        name, f'seeds = ["{site.url}index.html"]\nmax_depth = 2\nmodified_when = ["checksum"]\n[regions]\ndrop = ["div.share"]\n'
-    )
+    regions = '[regions]\ndrop = ["div.share"]\n'
+    fields = '[[fields]]\nname = "notice"\ncss = "span.docno"\n'
+    fields += '[[fields]]\nname = "issued"\ntype = "date"\nxpath = "//time/@datetime"\n'
+    project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 2\nmodified_when = ["checksum"]\n{regions}{fields}')
     report = crawl(project, name)
     assert len(report["new"]) == 3, report  # the pages the menu links to: followed
     docs = {doc["url"].rsplit("/", 1)[1]: doc for doc in solr_docs(solr, name)}
