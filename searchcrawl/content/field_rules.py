@@ -44,6 +44,7 @@ logger = logging.getLogger(__name__)
 MAX_VALUES = 100
 MAX_VALUE_CHARS = 10_000
 MAX_JSON_LD_BYTES = 1_000_000  # a script larger than this is not read
+MAX_JSON_LD_DEPTH = 64  # objects and lists nested deeper are not walked
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,60}")
 _JSON_LD = etree.XPath("//script[@type='application/ld+json']")
 FieldType = Literal["string", "strings", "text", "int", "long", "double", "date", "boolean"]
@@ -204,7 +205,7 @@ def _json_ld_objects(root: Any) -> list[Any]:
             continue
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # a hostile script of lists nested thousands deep
             continue
         for item in data if isinstance(data, list) else [data]:
             if isinstance(item, dict):
@@ -215,12 +216,15 @@ def _json_ld_objects(root: Any) -> list[Any]:
     return objects
 
 
-def _property(item: Any, path: list[str]) -> Iterator[Any]:
-    """The values at a dotted path (lists walked, an object's ``@value`` or ``name`` at its end)."""
+def _property(item: Any, path: list[str], depth: int = 0) -> Iterator[Any]:
+    """The values at a dotted path (lists walked, an object's ``@value`` or ``name`` at its end),
+    at most MAX_JSON_LD_DEPTH levels down."""
+    if depth > MAX_JSON_LD_DEPTH:
+        return
     if not path:
         if isinstance(item, list):
             for value in item:
-                yield from _property(value, [])
+                yield from _property(value, [], depth + 1)
         elif isinstance(item, dict):
             for key in ("@value", "name", "@id"):
                 if isinstance(item.get(key), str | int | float):
@@ -231,6 +235,6 @@ def _property(item: Any, path: list[str]) -> Iterator[Any]:
         return
     if isinstance(item, list):
         for value in item:
-            yield from _property(value, path)
+            yield from _property(value, path, depth + 1)
     elif isinstance(item, dict) and path[0] in item:
-        yield from _property(item[path[0]], path[1:])
+        yield from _property(item[path[0]], path[1:], depth + 1)

@@ -91,3 +91,13 @@ def test_hostile_pages_are_bounded() -> None:
     many = "<html><body>" + "<b>1</b>" * 5000 + "</body></html>"
     found = rules({"name": "n", "type": "strings", "css": "b"}).fields(html.fromstring(many), URL)
     assert len(found["n_ss"]) == 100
+
+
+@pytest.mark.parametrize("depth", [900, 100_000])
+def test_json_ld_nested_beyond_reason_is_passed_over(depth: int) -> None:
+    """A hostile page's JSON-LD of lists nested thousands deep: Python's JSON reader, and a walk
+    of it, would raise RecursionError and fail the page; the script is passed over instead."""
+    nested = "[" * depth + '{"a": 1}' + "]" * depth
+    page = f'<html><head><script type="application/ld+json">{nested}</script></head><body><h1>t</h1></body></html>'
+    found = rules({"name": "a", "type": "int", "json_ld": "a"}, {"name": "t", "css": "h1"}).fields(html.fromstring(page), URL)
+    assert found == {"t_s": "t"}
