@@ -80,12 +80,23 @@ def _selectors(values: list[str]) -> list[str]:
     return values
 
 
-class RegionRule(RuleTable):
+class Selectors(RuleTable):
+    """What a ``[regions]`` table and its rules share: the selectors kept and dropped, each
+    checked when the source file is read."""
+
+    keep: list[str] = Field(default_factory=list)
+    drop: list[str] = Field(default_factory=list)
+
+    @field_validator("keep", "drop")
+    @classmethod
+    def _parse(cls, values: list[str]) -> list[str]:
+        return _selectors(values)
+
+
+class RegionRule(Selectors):
     """A ``[[regions.rules]]`` entry: the URLs it applies to and its own selectors."""
 
     patterns: list[str] = Field(min_length=1)
-    keep: list[str] = Field(default_factory=list)
-    drop: list[str] = Field(default_factory=list)
 
     @field_validator("patterns")
     @classmethod
@@ -97,24 +108,12 @@ class RegionRule(RuleTable):
                 raise ValueError(f"{value!r} is not a regular expression: {exc}") from None
         return values
 
-    @field_validator("keep", "drop")
-    @classmethod
-    def _parse(cls, values: list[str]) -> list[str]:
-        return _selectors(values)
 
-
-class RegionsTable(RuleTable):
+class RegionsTable(Selectors):
     """A source's ``[regions]`` table (the module's docstring)."""
 
     landmarks: bool = True
-    keep: list[str] = Field(default_factory=list)
-    drop: list[str] = Field(default_factory=list)
     rules: list[RegionRule] = Field(default_factory=list)
-
-    @field_validator("keep", "drop")
-    @classmethod
-    def _parse(cls, values: list[str]) -> list[str]:
-        return _selectors(values)
 
 
 @dataclass(frozen=True)
