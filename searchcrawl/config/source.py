@@ -30,6 +30,7 @@ from searchcrawl.access.source_rules import AccessRule, SourceAccess, tokens_of
 from searchcrawl.agents.base import Agent
 from searchcrawl.content.field_rules import FieldRule
 from searchcrawl.content.regions import RegionsTable
+from searchcrawl.content.soft_errors import SoftErrorsTable
 from searchcrawl.rules.boundary import EVERY_HOST, normalize_host
 from searchcrawl.rules.credentials import SiteAuth, origin_of
 from searchcrawl.rules.display_urls import DisplayUrlRule
@@ -417,6 +418,8 @@ class SourceSettings(ScopeRules):
     main_text: bool = False
     # which parts of an HTML page are its text (searchcrawl/content/regions.py)
     regions: RegionsTable = Field(default_factory=RegionsTable)
+    # pages that answer but are not the page: login walls, challenges, soft 404s (searchcrawl/content/soft_errors.py)
+    soft_errors: SoftErrorsTable = Field(default_factory=SoftErrorsTable)
     # values of a page's markup into typed fields (searchcrawl/content/field_rules.py)
     fields: list[FieldRule] = Field(default_factory=list)
     checksum_of: Literal["main_text", "text", "raw"] = "text"

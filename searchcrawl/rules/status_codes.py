@@ -40,6 +40,8 @@ class Status(IntEnum):
     PROCESSING_ERROR = 925
     CONVERTER_UNAVAILABLE = 926
     ACCESS_UNREADABLE = 927
+    SOFT_ERROR = 928
+    SOFT_NOT_FOUND = 929
 
     TIMEOUT = 930
     DNS_FAILURE = 931
@@ -88,6 +90,12 @@ CRAWLER_CODES: dict[Status, str] = {
     "tried again in the next crawl; the indexed version stays, and it does not count toward max_failures",
     Status.ACCESS_UNREADABLE: "its access list cannot be read (a file's ACL, an agent that gave none), or no rule of "
     "the source's [access] table covers it: never indexed as public; an indexed version leaves the index",
+    Status.SOFT_ERROR: "answered, but not with the page: a login page, a bot challenge or a maintenance page "
+    "(the reason names the marker, [soft_errors]): not indexed, its links not followed, the indexed version kept; "
+    "a transient failure of the source, not counted toward max_failures",
+    Status.SOFT_NOT_FOUND: "answered, but with a not-found page (a soft 404: a marker, or as like the site's answer "
+    "to a URL that cannot exist as [soft_errors] similarity): not indexed, its links not followed, the indexed "
+    "version kept; a transient failure, counted toward max_failures",
     Status.TIMEOUT: "the server did not answer in time",
     Status.DNS_FAILURE: "the host name does not resolve",
     Status.CONNECTION_REFUSED: "the server refused the connection",
@@ -142,7 +150,7 @@ def status_for_ignored(error: BaseException) -> Status:
 
 
 # Failures of the source's configuration rather than of a page: never counted toward max_failures
-UNCOUNTED_FAILURES = frozenset({Status.AUTH_REFUSED, Status.TLS_FAILED, Status.PROXY_FAILED})
+UNCOUNTED_FAILURES = frozenset({Status.AUTH_REFUSED, Status.TLS_FAILED, Status.PROXY_FAILED, Status.SOFT_ERROR})
 
 
 def status_for_exception(error: BaseException, proxied: bool = False) -> Status:

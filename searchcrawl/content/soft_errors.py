@@ -1,0 +1,368 @@
+"""Soft errors: pages that answer 200 but are not the page.
+
+A login page served in place of the content (a lost session, a single sign-on redirect), a bot
+challenge or "please enable cookies", a maintenance page, a "page not found" answered with 200:
+indexed, each would replace the good copy, and its links (a soft-404 link farm) would be
+followed. A source's ``[soft_errors]`` table says how to tell them:
+
+- ``defaults`` (default true): the built-in markers of the common cases (``DEFAULT_MARKERS``);
+- ``[[soft_errors.markers]]``: markers of the source's own, each of a ``kind`` (``login``,
+  ``challenge``, ``maintenance``, ``not_found``) with one or more conditions, all of which must
+  hold: ``title`` (a regular expression searched in the page's title), ``text`` (searched in the
+  page's text: its content regions' text, content/regions.py), ``css`` (a selector, CSS or
+  ``xpath:``, that matches an element), ``header`` (``"Name: regex"`` on a response header),
+  ``max_text`` (the page's text is at most this many characters: interstitials are short, and a
+  long article that mentions "enable JavaScript" is no challenge); or ``redirect`` alone, a
+  regular expression on the target of a redirect (a redirect to a login page); ``patterns``:
+  the URLs a marker applies to (default: all);
+- ``probe_not_found`` (default true): once per site and crawl, a URL that cannot exist (a random
+  name beside the site's first page) is fetched; a site that answers it with a page (200, after
+  its redirects on the site) has soft 404s, and a page as like that one as ``similarity``
+  (default 0.9: the share of their three-word sequences in common, the URL a page echoes left
+  out) is a soft 404 too.
+
+Such a page is a soft error: not indexed, its indexed version kept (a transient failure of the
+URL), its links not followed. A login page, challenge or maintenance page is status 928
+(``soft_error``), the source's trouble rather than the page's, never counted toward
+``max_failures`` (as a refused login, 936); a not-found page is 929 (``soft_not_found``),
+counted: a page that says "not found" for ``max_failures`` crawls in a row has gone.
+
+Plain logic on lxml trees and strings, tested directly; the spider applies it to the tree the
+crawl parsed once, the redirect policy to a redirect's target, the probe middleware learns the
+not-found page (crawl/middlewares/not_found_probe.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
+
+from pydantic import Field, field_validator, model_validator
+
+from searchcrawl.content.regions import compiled
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.rules.tables import RuleTable
+
+Kind = Literal["login", "challenge", "maintenance", "not_found"]
+KIND_NAMES: dict[str, str] = {
+    "login": "a login page",
+    "challenge": "a bot challenge",
+    "maintenance": "a maintenance page",
+    "not_found": "a not-found page",
+}
+MAX_TITLE_CHARS = 1_000  # what a title regex reads: a hostile title is not matched whole
+MAX_TEXT_CHARS = 20_000  # what a text regex reads of a page without max_text
+MAX_SHINGLE_WORDS = 5_000  # the words of a page compared with the not-found page
+SHINGLE = 3
+
+
+def _regex(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"{value!r} is not a regular expression: {exc}") from None
+    return value
+
+
+class SoftErrorMarker(RuleTable):
+    """A ``[[soft_errors.markers]]`` entry (the module's docstring)."""
+
+    kind: Kind
+    title: str | None = None
+    text: str | None = None
+    css: str | None = None
+    header: str | None = None
+    redirect: str | None = None
+    max_text: int | None = Field(default=None, ge=0)
+    patterns: list[str] = Field(default_factory=list)
+
+    @field_validator("title", "text", "redirect")
+    @classmethod
+    def _regexes(cls, value: str | None) -> str | None:
+        return _regex(value)
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns(cls, values: list[str]) -> list[str]:
+        for value in values:
+            _regex(value)
+        return values
+
+    @field_validator("css")
+    @classmethod
+    def _selector(cls, value: str | None) -> str | None:
+        if value is not None:
+            compiled(value)
+        return value
+
+    @field_validator("header")
+    @classmethod
+    def _header(cls, value: str | None) -> str | None:
+        if value is not None:
+            name, sep, pattern = value.partition(":")
+            if not sep or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name.strip()):
+                raise ValueError(f"expected 'Header-Name: regular expression', got {value!r}")
+            _regex(pattern.strip())
+        return value
+
+    @model_validator(mode="after")
+    def _conditions(self) -> SoftErrorMarker:
+        page = [self.title, self.text, self.css, self.header]
+        if self.redirect is not None and (any(c is not None for c in page) or self.max_text is not None):
+            raise ValueError("a redirect marker is about the redirect alone: no title, text, css, header or max_text")
+        if self.redirect is None and all(c is None for c in page):
+            raise ValueError("a marker needs a condition: title, text, css, header or redirect")
+        return self
+
+
+class SoftErrorsTable(RuleTable):
+    """A source's ``[soft_errors]`` table (the module's docstring)."""
+
+    defaults: bool = True
+    probe_not_found: bool = True
+    similarity: float = Field(default=0.9, ge=0.5, le=1.0)
+    markers: list[SoftErrorMarker] = Field(default_factory=list)
+
+
+# The login paths of common products: a redirect to one is a login wall (the path segment itself,
+# as /login, /signin.aspx, /adfs/ls/, /cas/login, /wp-login.php, /Shibboleth.sso/, Keycloak's
+# /protocol/openid-connect/auth, an OAuth /authorize).
+LOGIN_PATHS = (
+    r"(?i)^[a-z][a-z0-9+.-]*://[^/]+(/[^?#]*)?/("
+    r"log-?in|log-?on|sign-?in|sso|saml2?|auth/login|cas/login|adfs/ls|wp-login\.php|shibboleth\.sso"
+    r"|openid-connect/auth|oauth2?/(v2\.0/)?authori[sz]e|idp/profile/saml2"
+    r")(\.[a-z]{2,5})?(/|$|[?#;])"
+)
+LOGIN_TITLES = (
+    r"(?i)\b(log\s?in|log\s?on|sign\s?in|sign-in|single sign-on|authentication required|anmelden|anmeldung"
+    r"|connexion|se connecter|iniciar sesi[oó]n|accedi|inloggen)\b"
+)
+
+DEFAULT_MARKERS: tuple[SoftErrorMarker, ...] = (
+    SoftErrorMarker(kind="login", redirect=LOGIN_PATHS),
+    SoftErrorMarker(kind="login", css="input[type=password]", title=LOGIN_TITLES),
+    SoftErrorMarker(kind="challenge", header="cf-mitigated: (?i)challenge"),
+    SoftErrorMarker(
+        kind="challenge",
+        title=r"(?i)^\s*(just a moment\W*|attention required\W*(\|\s*cloudflare)?|ddos-guard|checking your browser\b.*"
+        r"|access denied\W*\|?\s*(cloudflare|incapsula|sucuri).*|human verification|are you a robot\W*)\s*$",
+    ),
+    SoftErrorMarker(
+        kind="challenge",
+        css=".g-recaptcha, .h-captcha, .cf-turnstile, #challenge-form, #px-captcha, #cf-challenge-running",
+        max_text=2_000,
+    ),
+    SoftErrorMarker(
+        kind="challenge",
+        text=r"(?i)\b(enable (javascript|cookies)( and cookies)? to continue|please (turn on|enable) (javascript|cookies)"
+        r"|checking (if the site connection is secure|your browser)|verify (that )?you are (a )?human"
+        r"|are you a robot|unusual traffic from your (computer )?network)",
+        max_text=1_500,
+    ),
+    SoftErrorMarker(
+        kind="maintenance",
+        title=r"(?i)\b(under maintenance|down for maintenance|maintenance mode|scheduled maintenance|site maintenance"
+        r"|temporarily unavailable|wartungsarbeiten|en maintenance)\b",
+    ),
+    SoftErrorMarker(
+        kind="maintenance",
+        text=r"(?i)\b(is (currently )?(down for|under(going)?) (scheduled )?maintenance|we('| a)re performing "
+        r"(scheduled )?maintenance|will be back (shortly|soon))\b",
+        max_text=1_500,
+    ),
+    SoftErrorMarker(
+        kind="not_found",
+        title=r"(?i)^\W*(error\W*)?(404\b|(the )?(page|file|document|resource|url)\s+(was\s+)?not\s+found|not\s+found\W*$"
+        r"|seite nicht gefunden|page (introuvable|non trouv[ée]e)|p[aá]gina no encontrada)",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class SoftError:
+    """A page that is not the page: of what ``kind``, and why (the row's reason)."""
+
+    kind: Kind
+    reason: str
+
+    @property
+    def status(self) -> Status:
+        return Status.SOFT_NOT_FOUND if self.kind == "not_found" else Status.SOFT_ERROR
+
+    @property
+    def counted(self) -> bool:
+        """Whether it counts toward max_failures: a not-found page does (the page may have gone)."""
+        return self.kind == "not_found"
+
+
+def _without_url(text: str, url: str) -> str:
+    """``text`` without the URL a not-found page echoes (the whole URL, its path, its last
+    segment, as written or decoded): two soft 404s differ in nothing else."""
+    parts = urlsplit(url)
+    echoes = {url, parts.path, unquote(parts.path), parts.path.rstrip("/").rsplit("/", 1)[-1]}
+    for echo in sorted((e for e in echoes if len(e) > 1), key=len, reverse=True):
+        text = text.replace(echo, " ")
+        decoded = unquote(echo)
+        if decoded != echo:
+            text = text.replace(decoded, " ")
+    return text
+
+
+def shingles(title: str, text: str, url: str) -> frozenset[int]:
+    """The page's three-word sequences (hashed; the first ``MAX_SHINGLE_WORDS`` words of title
+    and text, lower case, the URL it echoes left out)."""
+    words = re.findall(r"\w+", _without_url(f"{title[:MAX_TITLE_CHARS]} {text[: MAX_TEXT_CHARS * 4]}", url).lower())
+    words = words[:MAX_SHINGLE_WORDS]
+    if len(words) < SHINGLE:
+        return frozenset({hash(tuple(words))}) if words else frozenset()
+    return frozenset(hash(tuple(words[i : i + SHINGLE])) for i in range(len(words) - SHINGLE + 1))
+
+
+@dataclass(frozen=True)
+class NotFoundPage:
+    """What a site answers for a URL that cannot exist (``probe``): the page its soft 404s look like."""
+
+    probe: str
+    shingles: frozenset[int]
+
+    @classmethod
+    def of(cls, probe: str, title: str, text: str) -> NotFoundPage | None:
+        """The site's not-found page from its answer to ``probe``; None when it has no words to
+        compare (an empty page is not indexed anyway)."""
+        found = shingles(title, text, probe)
+        return cls(probe, found) if found else None
+
+    def similarity(self, other: frozenset[int]) -> float:
+        """The share of three-word sequences the two pages have in common (Jaccard)."""
+        if not other:
+            return 0.0
+        return len(self.shingles & other) / len(self.shingles | other)
+
+    def could_match(self, other_size: int, threshold: float) -> bool:
+        """Whether a page of ``other_size`` sequences could be as similar as ``threshold``: the
+        cheap test that spares most pages the comparison."""
+        small, large = sorted((len(self.shingles), other_size))
+        return large > 0 and small / large >= threshold
+
+
+class Page:
+    """What the markers read of a fetched page: its URL, headers, tree, title and text (its
+    content regions' text, computed once on first use and handed on to the attributes pipeline)."""
+
+    def __init__(self, url: str, headers: Mapping[str, Sequence[str]], root: Any, text: Callable[[], str]) -> None:
+        self.url = url
+        self.headers = {name.lower(): list(values) for name, values in headers.items()}
+        self.root = root
+        self._text = text
+
+    @cached_property
+    def title(self) -> str:
+        element = self.root.find(".//title") if self.root is not None else None
+        return " ".join((element.text_content() if element is not None else "")[:MAX_TITLE_CHARS].split())
+
+    @cached_property
+    def text(self) -> str:
+        return self._text()
+
+    @property
+    def text_read(self) -> bool:
+        """Whether the text has been computed (then the pipeline need not compute it again)."""
+        return "text" in self.__dict__
+
+
+class _Compiled:
+    """A marker with its expressions compiled."""
+
+    def __init__(self, marker: SoftErrorMarker, own: bool) -> None:
+        self.marker = marker
+        self.own = own
+        self.patterns = [re.compile(p) for p in marker.patterns]
+        self.title = re.compile(marker.title) if marker.title else None
+        self.text = re.compile(marker.text) if marker.text else None
+        self.css = compiled(marker.css) if marker.css else None
+        self.redirect = re.compile(marker.redirect) if marker.redirect else None
+        self.header: tuple[str, re.Pattern[str]] | None = None
+        if marker.header:
+            name, _, pattern = marker.header.partition(":")
+            self.header = (name.strip().lower(), re.compile(pattern.strip()))
+
+    def applies(self, url: str) -> bool:
+        return not self.patterns or any(p.search(url) for p in self.patterns)
+
+    def matches(self, page: Page) -> str | None:
+        """Which conditions held (for the reason), or None when one did not."""
+        said: list[str] = []
+        if self.header is not None:
+            name, pattern = self.header
+            if not any(pattern.search(value[:MAX_TITLE_CHARS]) for value in page.headers.get(name, ())):
+                return None
+            said.append(f"header {name}")
+        if self.title is not None:
+            if not self.title.search(page.title):
+                return None
+            said.append(f"title {page.title[:60]!r}")
+        if self.css is not None:
+            if page.root is None or not self.css(page.root):
+                return None
+            said.append(f"an element {self.marker.css!r}")
+        if self.marker.max_text is not None:
+            if len(page.text) > self.marker.max_text:
+                return None
+            said.append(f"{len(page.text)} characters of text")
+        if self.text is not None:
+            found = self.text.search(page.text[: self.marker.max_text or MAX_TEXT_CHARS])
+            if found is None:
+                return None
+            said.append(f"text {found.group(0)[:60]!r}")
+        return ", ".join(said)
+
+
+class SoftErrors:
+    """A source's soft-error rules (the module's docstring), compiled once."""
+
+    def __init__(self, table: SoftErrorsTable | None = None) -> None:
+        self.table = table or SoftErrorsTable()
+        markers = [_Compiled(m, own=True) for m in self.table.markers]
+        if self.table.defaults:
+            markers.extend(_Compiled(m, own=False) for m in DEFAULT_MARKERS)
+        self.redirects = [m for m in markers if m.redirect is not None]
+        self.pages = [m for m in markers if m.redirect is None]
+
+    @property
+    def probes(self) -> bool:
+        return self.table.probe_not_found
+
+    def of_redirect(self, url: str, target: str) -> SoftError | None:
+        """A soft error when a redirect of ``url`` to ``target`` leads to a login page (a
+        redirect marker matches the target, and not the redirecting URL itself: a login page's
+        own redirect, /login to /login/, is no wall)."""
+        for marker in self.redirects:
+            assert marker.redirect is not None
+            if marker.applies(url) and marker.redirect.search(target) and not marker.redirect.search(url):
+                return SoftError(marker.marker.kind, f"{KIND_NAMES[marker.marker.kind]}: redirected to {target}")
+        return None
+
+    def of_page(self, page: Page, not_found: NotFoundPage | None = None) -> SoftError | None:
+        """A soft error when a marker matches ``page``, or it is as like the site's not-found page
+        as the source's ``similarity``; else None."""
+        for marker in self.pages:
+            if not marker.applies(page.url):
+                continue
+            said = marker.matches(page)
+            if said is not None:
+                origin = "the source's marker" if marker.own else "a default marker"
+                return SoftError(marker.marker.kind, f"{KIND_NAMES[marker.marker.kind]} ({origin}: {said})")
+        if not_found is not None:
+            found = shingles(page.title, page.text, page.url)
+            threshold = self.table.similarity
+            if not_found.could_match(len(found), threshold):
+                similarity = not_found.similarity(found)
+                if similarity >= threshold:
+                    reason = f"a not-found page (as like the site's answer to {not_found.probe} as {similarity:.2f})"
+                    return SoftError("not_found", reason)
+        return None

@@ -1,0 +1,188 @@
+"""Soft errors (searchcrawl/content/soft_errors.py): pages that answer but are not the page."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from lxml import html
+from pydantic import ValidationError
+
+from searchcrawl.config.source import SourceSettings
+from searchcrawl.content.extract import body_of, visible_text
+from searchcrawl.content.regions import ContentRegions
+from searchcrawl.content.soft_errors import NotFoundPage, Page, SoftErrors, SoftErrorsTable, shingles
+from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status
+
+ARTICLE = """<html><head><title>Travel policy</title></head><body>
+<nav><a href="/">Home</a> <a href="/login">Log in</a></nav>
+<main><h1>Travel policy</h1><p>Book trains before flights. {extra}</p></main>
+<footer>Copyright</footer></body></html>"""
+
+LOGIN = """<html><head><title>Sign in to the intranet</title></head><body>
+<form method="post" action="/login"><input name="user"><input type="password" name="pw">
+<button>Sign in</button></form></body></html>"""
+
+CHALLENGE = """<html><head><title>Just a moment...</title></head><body>
+<div id="challenge-form">Checking if the site connection is secure. Enable JavaScript and cookies to continue.</div>
+</body></html>"""
+
+MAINTENANCE = """<html><head><title>Intranet</title></head><body><h1>Sorry!</h1>
+<p>The intranet is down for scheduled maintenance. We will be back shortly.</p></body></html>"""
+
+NOT_FOUND = """<html><head><title>Intranet</title></head><body><nav>Home News People</nav>
+<h1>Oops</h1><p>We looked everywhere for {path} but could not find it. Try the search box or go back
+to the start page of the intranet.</p><footer>Copyright</footer></body></html>"""
+
+
+def page(text: str, url: str = "https://intranet.example/policies/travel.html", headers: dict | None = None) -> Page:
+    root = html.fromstring(text)
+    regions = ContentRegions()
+    return Page(url, headers or {}, root, lambda: regions.text(body_of(root), url).text)
+
+
+def rules(**table: object) -> SoftErrors:
+    return SoftErrors(SoftErrorsTable.model_validate(table))
+
+
+def test_an_article_is_no_soft_error_though_its_menu_links_a_login() -> None:
+    assert rules().of_page(page(ARTICLE.format(extra=""))) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "status"),
+    [
+        (LOGIN, "login", Status.SOFT_ERROR),
+        (CHALLENGE, "challenge", Status.SOFT_ERROR),
+        (MAINTENANCE, "maintenance", Status.SOFT_ERROR),
+        ("<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1></body></html>", "not_found", 929),
+        ("<html><head><title>Page not found | Intranet</title></head><body>Gone</body></html>", "not_found", 929),
+    ],
+)
+def test_the_default_markers_know_the_common_cases(text: str, kind: str, status: int) -> None:
+    found = rules().of_page(page(text))
+    assert found is not None and found.kind == kind and found.status == status
+    assert "a default marker" in found.reason
+
+
+def test_only_a_not_found_page_counts_toward_max_failures() -> None:
+    login = rules().of_page(page(LOGIN))
+    missing = rules().of_page(page("<title>404</title>"))
+    assert login is not None and not login.counted and login.status in UNCOUNTED_FAILURES
+    assert missing is not None and missing.counted and missing.status not in UNCOUNTED_FAILURES
+
+
+def test_a_long_article_that_mentions_javascript_is_no_challenge() -> None:
+    long = ARTICLE.format(extra="Please enable JavaScript to continue using the booking tool. " + "Details. " * 400)
+    short = ARTICLE.format(extra="Please enable JavaScript to continue.")
+    assert rules().of_page(page(long)) is None
+    found = rules().of_page(page(short))
+    assert found is not None and found.kind == "challenge"
+
+
+def test_a_challenge_header_makes_a_challenge_whatever_the_page() -> None:
+    found = rules().of_page(page(ARTICLE.format(extra=""), headers={"CF-Mitigated": ["challenge"]}))
+    assert found is not None and found.kind == "challenge" and "header cf-mitigated" in found.reason
+
+
+def test_titles_that_only_mention_errors_are_content() -> None:
+    for title in ("How to fix a 404 on the wiki", "Sign-in options for visitors", "Not found: what to do"):
+        text = f"<html><head><title>{title}</title></head><body><p>Text.</p></body></html>"
+        assert rules().of_page(page(text)) is None, title
+
+
+def test_defaults_can_be_switched_off_and_own_markers_added() -> None:
+    own = rules(defaults=False, markers=[{"kind": "login", "text": "Your session has ended", "patterns": ["/wiki/"]}])
+    assert own.of_page(page(LOGIN)) is None
+    ended = "<html><head><title>Wiki</title></head><body><p>Your session has ended.</p></body></html>"
+    found = own.of_page(page(ended, url="https://intranet.example/wiki/Start"))
+    assert found is not None and found.kind == "login" and "the source's marker" in found.reason
+    assert own.of_page(page(ended, url="https://intranet.example/blog/1")) is None  # not its pattern
+
+
+def test_all_conditions_of_a_marker_must_hold() -> None:
+    both = rules(defaults=False, markers=[{"kind": "maintenance", "title": "^Intranet$", "css": "h1.sorry"}])
+    assert both.of_page(page(MAINTENANCE)) is None  # the title holds, the element is missing
+    assert both.of_page(page(MAINTENANCE.replace("<h1>", '<h1 class="sorry">'))) is not None
+
+
+@pytest.mark.parametrize(
+    ("url", "target", "wall"),
+    [
+        ("https://i.example/hr/pay", "https://sso.example/adfs/ls/?wa=wsignin1.0", True),
+        ("https://i.example/hr/pay", "https://i.example/login?next=/hr/pay", True),
+        ("https://i.example/hr/pay", "https://i.example/Account/Login.aspx?ReturnUrl=%2fhr", True),
+        ("https://i.example/hr/pay", "https://kc.example/realms/x/protocol/openid-connect/auth?client_id=a", True),
+        ("https://i.example/hr/pay", "https://i.example/wp-login.php?redirect_to=x", True),
+        ("https://i.example/hr/pay", "https://i.example/hr/pay/", False),
+        ("https://i.example/docs/login", "https://i.example/docs/login/", False),  # a page about logging in
+        ("https://i.example/hr/pay", "https://i.example/hr/login-guide.html", False),
+        ("https://i.example/hr/pay", "https://i.example/blog/signing-in-made-easy", False),
+    ],
+)
+def test_a_redirect_to_a_login_page_is_a_login_wall(url: str, target: str, wall: bool) -> None:
+    found = rules().of_redirect(url, target)
+    assert (found is not None) == wall
+    if found is not None:
+        assert found.kind == "login" and found.status == Status.SOFT_ERROR and target in found.reason
+
+
+def test_a_page_like_the_sites_not_found_page_is_a_soft_404() -> None:
+    probe = "https://intranet.example/docs/searchcrawl-not-found-0123456789abcdef.html"
+    learned = page(NOT_FOUND.format(path="/docs/searchcrawl-not-found-0123456789abcdef.html"), url=probe)
+    not_found = NotFoundPage.of(probe, learned.title, learned.text)
+    assert not_found is not None
+    gone = "https://intranet.example/docs/old/retired-policy.html"
+    found = rules().of_page(page(NOT_FOUND.format(path="/docs/old/retired-policy.html"), url=gone), not_found)
+    assert found is not None and found.kind == "not_found" and found.counted and probe in found.reason
+    assert rules().of_page(page(ARTICLE.format(extra="")), not_found) is None
+    assert rules(similarity=1.0).of_page(page(NOT_FOUND.format(path="elsewhere"), url=gone), not_found) is None
+
+
+def test_similarity_is_measured_over_the_kept_text_so_the_menu_makes_no_likeness() -> None:
+    menu = "<nav>" + " ".join(f"Section{i}" for i in range(300)) + "</nav>"
+    probe = "https://i.example/searchcrawl-not-found-00"
+    learned = page(f"<html><body>{menu}<main>Nothing here, sorry.</main></body></html>", url=probe)
+    not_found = NotFoundPage.of(probe, learned.title, learned.text)
+    content = page(f"<html><body>{menu}<main>The canteen opens at eight. Soup on Fridays.</main></body></html>")
+    assert rules().of_page(content, not_found) is None
+
+
+def test_shingles_are_bounded_and_leave_out_the_echoed_url() -> None:
+    url = "https://i.example/a/b%20c.html"
+    assert shingles("", "Where is /a/b c.html then", url) == shingles("", "Where is /x then", "https://i.example/x")
+    many = shingles("", "word " * 100_000, url)
+    assert len(many) == 1
+    rng = random.Random(7)
+    varied = shingles("", " ".join(str(rng.random()) for _ in range(100_000)), url)
+    assert len(varied) < 5_000
+
+
+def test_a_page_without_words_teaches_nothing() -> None:
+    assert NotFoundPage.of("https://i.example/x", "", "") is None
+
+
+def test_the_text_is_read_only_when_a_marker_asks() -> None:
+    reads: list[int] = []
+    root = html.fromstring(ARTICLE.format(extra=""))
+    lazy = Page("https://i.example/p", {}, root, lambda: reads.append(1) or visible_text(root))
+    rules(defaults=False, markers=[{"kind": "login", "title": "^Sign in$"}]).of_page(lazy)
+    assert reads == [] and not lazy.text_read
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"markers": [{"kind": "login"}]}, "needs a condition"),
+        ({"markers": [{"kind": "login", "title": "("}]}, "not a regular expression"),
+        ({"markers": [{"kind": "login", "css": "div[["}]}, "not a CSS selector"),
+        ({"markers": [{"kind": "login", "header": "no colon"}]}, "Header-Name"),
+        ({"markers": [{"kind": "login", "redirect": "/login", "title": "x"}]}, "redirect alone"),
+        ({"markers": [{"kind": "teapot", "title": "x"}]}, "kind"),
+        ({"similarity": 0.1}, "greater than or equal"),
+        ({"probe": True}, "unknown key"),
+    ],
+)
+def test_a_bad_table_refuses_the_source_file(table: dict, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        SourceSettings.model_validate({"soft_errors": table})
