@@ -96,6 +96,9 @@ SEARCHCRAWL_SITEMAP_MAX_FILES = 1000
 SEARCHCRAWL_SITEMAP_MAX_BYTES = 52_428_800
 SEARCHCRAWL_SITEMAP_MAX_URLS = 1_000_000
 SEARCHCRAWL_SITEMAP_MAX_SECONDS = 300  # reading one site's sitemaps (its pages wait meanwhile)
+# not-found pages (crawl/middlewares/not_found_probe.py): sites whose answer to a URL that cannot
+# exist is held (a few KB each); the least recently used beyond it are probed again when met
+SEARCHCRAWL_NOT_FOUND_SITES = 10_000
 # a source with an agent (files, database, mail, agent): content a listing hands over (a row, a
 # message) up to this many bytes travels with its queued request; larger is read again by the
 # agent when its turn comes (crawl/agent_spider.py)
@@ -285,6 +288,8 @@ DOWNLOADER_MIDDLEWARES = {
     # A site's pages wait for its sitemaps (read once robots.txt is); an unchanged page by its
     # sitemap's lastmod is not requested at all
     "searchcrawl.crawl.middlewares.sitemaps.SitemapMiddleware": 65,
+    # A site's pages wait for its answer to a URL that cannot exist (its not-found page: soft 404s)
+    "searchcrawl.crawl.middlewares.not_found_probe.NotFoundProbeMiddleware": 67,
     "searchcrawl.crawl.middlewares.conditional.ConditionalGetMiddleware": 70,
     "searchcrawl.crawl.middlewares.render.RenderMiddleware": 80,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,

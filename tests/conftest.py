@@ -279,6 +279,8 @@ class Site:
     server: ThreadingHTTPServer | None = None
     in_flight: InFlight | None = None  # shared by sites: which hosts are being served at once
     slow: float = 0.0  # seconds each answer takes
+    # what a path without a file is answered with (None: 404): a site with soft 404s
+    missing: Callable[[str], tuple[int, dict[str, str], bytes]] | None = None
 
     @property
     def url(self) -> str:
@@ -327,6 +329,8 @@ class Site:
                     return self.answer(status, headers, body)
                 if self.path.startswith(("/etag/", "/plain/")):
                     return self.without_last_modified()
+                if site.missing is not None and not Path(self.translate_path(self.path)).exists():
+                    return self.answer(*site.missing(self.path))
                 return super().send_head()  # files, with Last-Modified and If-Modified-Since
 
             def answer(self, status: int, headers: dict[str, str], body: bytes):  # type: ignore[no-untyped-def]

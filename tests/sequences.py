@@ -110,6 +110,12 @@ D14 Canonical links (README, "Duplicates"): a page of the site may name another 
    show). A member may move away for good (``copy_moves_away``: 301), after which the group holds
    one of the rest. After every crawl, every URL the document table says is indexed must be in
    Solr (issue 53, item 26).
+D15 Soft errors (issue 57): a page may answer 200 with the site's login page, 302 to the single
+   sign-on's login page, or 200 with a "Page not found" page. None is indexed, and none has its
+   links followed (each links a trap page that must never be known). The indexed version stays:
+   through a login wall for as long as it lasts (not counted, as a refused login), through a
+   not-found page as through a 503 (counted: it leaves after max_failures). A redirect standing
+   before a soft error still stands (D3), as for a 503.
 """
 
 from __future__ import annotations
@@ -138,6 +144,15 @@ from tests.conftest import InFlight, Project, Site, children, free_port, popen_s
 
 MAX_FAILURES = 3  # the sources' default max_failures
 REDIRECTS = (301, 302, 307, 308)
+# Soft errors (content/soft_errors.py): the page answers, but not with itself
+LOGIN_PAGE = 1200  # 200 with the site's login page (a lost session): 928, not counted
+LOGIN_REDIRECT = 1302  # 302 to the single sign-on's login page: 928, not counted
+SOFT_404 = 1404  # 200 with a "Page not found" page: 929, counted like a 503
+SOFT_ERRORS = {LOGIN_PAGE: "200 login page", LOGIN_REDIRECT: "302 to the login page", SOFT_404: "200 not-found page"}
+LOGIN_HTML = (
+    b'<html><head><title>Sign in</title></head><body><form method="post" action="/sso/login">'
+    b'<input name="user"><input type="password" name="pw"></form><a href="/trap/forgot.html">Forgot?</a></body></html>'
+)
 TEMPORARY = (302, 307)
 PERMANENT = (301, 308)
 # Every crawl pushes to Solr during itself as well as at its end, whatever the machine's speed: a
@@ -194,7 +209,7 @@ class Page:
     title: str
     text: str
     links: list[str] = field(default_factory=list)
-    status: int = 200  # 200, 404, 410, 503, 301, 302, 307, 308
+    status: int = 200  # 200, 404, 410, 503, 301, 302, 307, 308, or a soft error (SOFT_ERRORS)
     target: str | None = None  # redirect target (a path)
     noindex: bool = False
     canonical: str | None = None  # the path it names rel=canonical (DECISION D14)
@@ -212,6 +227,8 @@ class Page:
         return f"<html><head><title>{self.title}</title>{head}</head><body><p>{self.text}</p>{anchors}</body></html>"
 
     def describe(self) -> str:
+        if self.status in SOFT_ERRORS:
+            return SOFT_ERRORS[self.status]
         if self.status in REDIRECTS:
             return f"{self.status} to {self.target}"
         if self.status != 200:
@@ -310,6 +327,13 @@ class SiteModel:
                 site.responses[path] = (410, {"Content-Type": "text/html"}, b"<html><body>gone</body></html>")
             elif page.status == 503:
                 site.responses[path] = (503, {"Content-Type": "text/html"}, b"<html><body>busy</body></html>")
+            elif page.status == LOGIN_PAGE:
+                site.responses[path] = (200, {"Content-Type": "text/html"}, LOGIN_HTML)
+            elif page.status == LOGIN_REDIRECT:
+                site.redirect(path, 302, f"{site.url}sso/login?next={path}")
+            elif page.status == SOFT_404:
+                missing = f"<html><head><title>Page not found</title></head><body>No {path} here. <a href='/trap/x.html'>x</a>"
+                site.responses[path] = (200, {"Content-Type": "text/html"}, f"{missing}</body></html>".encode())
             elif page.status in REDIRECTS:
                 assert page.target
                 site.redirect(path, page.status, site.url + page.target.lstrip("/"))
@@ -354,6 +378,9 @@ class Mutator:
             (lambda: self.set_status(404), 1.5),
             (lambda: self.set_status(410), 1),
             (lambda: self.set_status(503), 1.5),
+            (lambda: self.set_status(LOGIN_PAGE), 0.8),
+            (lambda: self.set_status(LOGIN_REDIRECT), 0.6),
+            (lambda: self.set_status(SOFT_404), 0.8),
             (self.restore, 3.5),
             (lambda: self.redirect(301), 0.7),
             (lambda: self.redirect(308), 0.3),
@@ -450,7 +477,7 @@ class Mutator:
             return None
         before = page.describe()
         page.status, page.target = status, None
-        return f"{page.path}: {before} -> {status}"
+        return f"{page.path}: {before} -> {page.describe()}"
 
     def restore(self) -> str | None:
         return self.set_status(200)
@@ -656,6 +683,11 @@ class SourceOracle:
             if path in previous and self.failures[path] < MAX_FAILURES:
                 kept[path] = previous[path]
 
+        def uncounted(path: str, status: str) -> None:  # a login wall: kept as long as it lasts
+            statuses[path] = status
+            if path in previous:
+                kept[path] = previous[path]
+
         if model.robots_503:
             # rule 4, DECISION D4: every URL of the site failed transiently; nothing is fetched
             for path in sorted(self.known | set(spec.seeds) | {p for p in previous if not spec.inside(p)}):
@@ -677,8 +709,11 @@ class SourceOracle:
                     self.failures[path] = 0
                     self.redirected_to.pop(path, None)
                     return
-                if status == 503:
-                    transient(path, "503")  # a redirect it answered before still stands (D3)
+                if status in (503, SOFT_404):
+                    transient(path, str(status))  # a redirect it answered before still stands (D3)
+                    return
+                if status in (LOGIN_PAGE, LOGIN_REDIRECT):  # soft errors: its links not followed (D15)
+                    uncounted(path, "login")
                     return
                 self.failures[path] = 0
                 if status == 200:
@@ -735,9 +770,11 @@ class SourceOracle:
             for path in sorted(set(previous) - reached_outside):
                 if spec.inside(path):
                     continue
-                held = any(target == path and statuses.get(source) == "503" for source, target in self.redirected_to.items())
-                if held:  # DECISION D3: the redirecting URL failed transiently: so does its target
-                    transient(path, "held")
+                standing = [statuses.get(source) for source, target in self.redirected_to.items() if target == path]
+                if "503" in standing or str(SOFT_404) in standing:
+                    transient(path, "held")  # DECISION D3: the redirecting URL failed transiently: so does its target
+                elif "login" in standing:
+                    uncounted(path, "held")  # D15: behind a login wall, not counted
                 else:
                     statuses[path] = "excluded"  # the redirect went away: it leaves (rule 3)
 
@@ -1036,6 +1073,10 @@ class Sequence:
             return
 
         self.check_index(spec, expectation, after, docs, check)
+        every_state = ("queued", "excluded", "fetched", "failed", "pending", "indexed", "removing", "removed")
+        known = self.intended(spec, every_state) or set()
+        traps = sorted(p for p in known if p.startswith(("/trap/", "/sso/")))
+        check(not traps, "soft error followed", lambda: f"a soft error's links or login redirect were followed: {traps}")
         report = self.report(spec, check)
         oracle.adopt(expectation, after)
         if report is None:

@@ -22,6 +22,7 @@ class CrawledDocument:
     depth: int
     headers: dict[str, str]
     tree: Any | None = None
+    region_text: str | None = None  # the tree's text by the source's regions, when the spider read it already
     text: str | None = None
     body: bytes | None = None  # a document to convert (PDF, office, ...), or the raw body for checksum_of = "raw"
     checksum_basis: str | bytes = ""  # what the checksum is taken over (source's checksum_of)

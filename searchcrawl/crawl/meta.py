@@ -155,7 +155,24 @@ data: token, modified, fields, metadata, and its content when small): set by
 crawl/agent_spider.py, read by crawl/handlers/agent.py and the spider. Persisted in the frontier,
 so a resumed run needs no second listing of what was queued."""
 
-FETCH_RECORDS = ("download_latency", "cache_timestamp", "_dont_cache", "redirect_ttl", "_auth_proxy", "_scheme_proxy")
+PROBE_REQUEST = "searchcrawl_not_found_probe"
+"""True on the request for a URL that cannot exist, which crawl/middlewares/not_found_probe.py
+makes once per site and crawl to learn the site's not-found page: an own request of the crawl."""
+
+NOT_FOUND_PAGE = "searchcrawl_not_found_page"
+"""The site's not-found page (content/soft_errors.py ``NotFoundPage``), set on a page's request by
+crawl/middlewares/not_found_probe.py when the site answers a URL that cannot exist with a page;
+the spider compares the page with it. Never persisted: learned afresh in each crawl."""
+
+FETCH_RECORDS = (
+    "download_latency",
+    "cache_timestamp",
+    "_dont_cache",
+    "redirect_ttl",
+    "_auth_proxy",
+    "_scheme_proxy",
+    NOT_FOUND_PAGE,
+)
 """What Scrapy's downloader and middlewares note in a request's meta about its one fetch: never
 carried to another request (the spider re-requests an empty shell for the browser from its
 response's meta), which Scrapy's MetaCopyDetectionMiddleware warns of, and which the frontier does
@@ -189,8 +206,14 @@ in the source's ``fetch_origins``): an own request of the crawl, never redirecte
 
 def own_request(request: Any) -> bool:
     """Is ``request`` one the crawl makes for itself (a robots.txt, a sitemap, a form login, an
-    agent's document downloaded from its location),
+    agent's document downloaded from its location, a not-found probe),
     not a URL of the source: no boundary check, no conditional GET, no ledger row, and it never
     waits for a sitemap (a sitemap behind a form login waits for the login)."""
     meta = request.meta
-    return bool(meta.get(ROBOTS_REQUEST) or meta.get(SITEMAP_REQUEST) or meta.get(LOGIN_REQUEST) or meta.get(AGENT_DOWNLOAD))
+    return bool(
+        meta.get(ROBOTS_REQUEST)
+        or meta.get(SITEMAP_REQUEST)
+        or meta.get(LOGIN_REQUEST)
+        or meta.get(AGENT_DOWNLOAD)
+        or meta.get(PROBE_REQUEST)
+    )

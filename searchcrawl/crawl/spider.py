@@ -25,9 +25,11 @@ from searchcrawl.agents.base import Agent
 from searchcrawl.config.source import Source
 from searchcrawl.content.charsets import choose_encoding, looks_binary
 from searchcrawl.content.convert import detect_kind, sniff_kind
-from searchcrawl.content.extract import http_date, meta_tags, mimetype_of
+from searchcrawl.content.extract import body_of, http_date, meta_tags, mimetype_of
 from searchcrawl.content.links import DocumentLinks
 from searchcrawl.content.nesting import MAX_DEPTH, flatten, too_deep
+from searchcrawl.content.regions import ContentRegions
+from searchcrawl.content.soft_errors import Page, SoftError, SoftErrors
 from searchcrawl.crawl.exceptions import RequestRefused, Unsent
 from searchcrawl.crawl.extensions.stores import tika_configured
 from searchcrawl.crawl.items import CrawledDocument
@@ -36,6 +38,7 @@ from searchcrawl.crawl.meta import (
     DEPTH,
     FETCH_RECORDS,
     LEAVES_BOUNDARY,
+    NOT_FOUND_PAGE,
     PLAYWRIGHT,
     PREVIOUS,
     PROXY,
@@ -73,6 +76,8 @@ def ignored_suffixes(followed: set[str]) -> tuple[str, ...]:
 
 
 GONE = (404, 410)  # the document no longer exists: it leaves the index
+# answers without a document that may be a login wall or a bot challenge (a soft error, kept)
+REFUSING = (401, 403)
 TRANSIENT = (408, 429)  # come back later: counted toward max_failures (as 5xx are)
 INDEXED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 RECORDED_HEADERS = ("content-type", "content-language", "last-modified", "etag", "content-length")
@@ -210,6 +215,16 @@ class SourceSpider(Spider):
         return FilterSet(self.source.settings.filters.result, "result")
 
     @cached_property
+    def regions(self) -> ContentRegions:
+        """Which parts of a page are its text (the source's ``[regions]``): what soft errors read."""
+        return ContentRegions(self.source.settings.regions)
+
+    @cached_property
+    def soft_errors(self) -> SoftErrors:
+        """What tells a page that is not the page (the source's ``[soft_errors]``)."""
+        return SoftErrors(self.source.settings.soft_errors)
+
+    @cached_property
     def requests(self) -> RequestFactory:
         """The one factory of this crawl's requests (crawl/requests.py); the frontier's too."""
         return RequestFactory(self, self.admission, renders=self.renders)
@@ -299,6 +314,11 @@ class SourceSpider(Spider):
         if response.status >= 500 or response.status in TRANSIENT:
             self.report(response.url, Event.FAILED, response.status, f"HTTP {response.status}", depth, via=via)
             return False
+        if response.status in REFUSING and len(response.body) <= self.max_parse_bytes:
+            soft = self.soft_error(self.page_of(response), response.meta)
+            if soft is not None:  # a challenge or a login page answered 401/403: the page is still there
+                self.report_soft_error(response, soft, depth, via)
+                return False
         if response.status != 200:
             # 404 and 410, and any other answer without a document (401, 403, 204, a redirect
             # not followed ...): the URL has no document now, and leaves the index if it was in;
@@ -408,12 +428,19 @@ class SourceSpider(Spider):
             logger.debug("Not indexed (%s): %s", reason, response.url)
             return
         response = self.readable(response)
+        page = self.page_of(response)
+        soft = self.soft_error(page, response.meta)
+        if soft is not None:
+            self.report_soft_error(response, soft, depth, record["via"])
+            return
         documents = 0
         for output in self.parse_document(response, depth, headers):
             if isinstance(output, CrawledDocument):
                 documents += 1
                 if not indexed:  # result-filtered: links only
                     continue
+                if page is not None and page.text_read and output.tree is page.root:
+                    output.region_text = page.text  # read once: the attributes pipeline takes it
                 output.record, output.note = {**record, **output.record}, truncated
                 if output.access is None and output.access_error is None:
                     self.with_access(output, response.meta)
@@ -421,6 +448,30 @@ class SourceSpider(Spider):
         if not documents and response.url not in self.reported:
             # a custom parse_document chose not to index the page: that is its outcome
             self.report(response.url, Event.GONE, 200, "fetched; the spider yielded no document", depth, **record)
+
+    def page_of(self, response: Response) -> Page | None:
+        """What the soft-error markers read of an HTML response (None: not HTML); its text, the
+        source's content regions', read only when a marker asks for it."""
+        if not isinstance(response, HtmlResponse):
+            return None
+        root, url = response.selector.root, response.url
+        headers = {name.decode("latin-1"): [v.decode("latin-1") for v in values] for name, values in response.headers.items()}
+        return Page(url, headers, root, lambda: self.regions.text(body_of(root), url).text)
+
+    def soft_error(self, page: Page | None, meta: Mapping[str, Any]) -> SoftError | None:
+        """Whether the page is not the page: a login page, a challenge, a maintenance or not-found
+        page (content/soft_errors.py), by the source's markers and the site's not-found page
+        (learned by crawl/middlewares/not_found_probe.py)."""
+        if page is None:
+            return None
+        return self.soft_errors.of_page(page, meta.get(NOT_FOUND_PAGE))
+
+    def report_soft_error(self, response: Response, soft: SoftError, depth: int, via: str | None) -> None:
+        """A soft error's outcome: a transient failure (the indexed version stays), its links not followed."""
+        status = soft.status
+        self.report(response.url, Event.FAILED, status, soft.reason, depth, counted=soft.counted, via=via)
+        self.crawler.stats.inc_value(f"searchcrawl/soft_errors/{soft.kind}")
+        logger.debug("Not indexed, links not followed (%d %s): %s: %s", status, status.name.lower(), response.url, soft.reason)
 
     def readable(self, response: TextResponse) -> TextResponse:
         """The page decoded as its bytes and declarations say (``choose_encoding``), and flattened

@@ -43,7 +43,7 @@ from searchcrawl.rules.lifecycle import (
 )
 from searchcrawl.rules.maintenance import holder_of, named_canonical
 from searchcrawl.rules.redirect_policy import TEMPORARY as TEMPORARY_REDIRECTS
-from searchcrawl.rules.status_codes import Status
+from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status
 from searchcrawl.store.database import ROW_KEY, Database, as_utc, keyed, now, url_hash
 from searchcrawl.store.frontier import place, queue_documents
 from searchcrawl.store.models import FrontierState, documents, frontier, redirects
@@ -700,7 +700,10 @@ class DocumentTable:
             if "failing" in verdicts and state in IN_INDEX:  # kept through the failure, as a failing crawl of its own
                 origin = origins[verdicts.index("failing")]
                 failure = Outcome(
-                    Event.FAILED, origin["status"], f"{origin['url']}, which redirects to it, failed: {origin['reason']}"
+                    Event.FAILED,
+                    origin["status"],
+                    f"{origin['url']}, which redirects to it, failed: {origin['reason']}",
+                    counted=origin["status"] not in UNCOUNTED_FAILURES,  # a login wall's (928) holds it as long as it lasts
                 )
                 if self.record(source, url, failure, max_failures) == State.REMOVING:
                     gone += 1

@@ -8,7 +8,9 @@ proxy credentials when it changes scheme), drops the ``Content-*`` headers when 
 keeps the ``redirect_*`` meta. This subclass only decides whether the request Scrapy built is
 followed, and gives the redirecting URL its row: its redirect status (301, 302, ...) with the
 target, or the crawler code that refused it (redirect loop, target outside the boundary, a
-scheme other than http(s)). A URL that moved permanently leaves the index.
+scheme other than http(s)). A URL that moved permanently leaves the index. A redirect to a login
+page (the source's ``[soft_errors]`` redirect markers: content/soft_errors.py) is a soft error
+(928): not followed, and the URL's indexed version stays.
 
 Whether the target's *address* may be reached is not decided here: the target is a request like
 any other and passes the internal-address guard (middlewares/address_guard.py) on its way out.
@@ -26,8 +28,10 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from w3lib.url import safe_url_string
 
+from searchcrawl.content.soft_errors import SoftErrors
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.crawl.meta import DEPTH, DONT_REDIRECT, LEAVES_BOUNDARY, REDIRECT_URLS
+from searchcrawl.crawl.extensions.stores import source_of
+from searchcrawl.crawl.meta import DEPTH, DONT_REDIRECT, LEAVES_BOUNDARY, REDIRECT_URLS, own_request
 from searchcrawl.crawl.requests import Admission, admission_of
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
@@ -44,6 +48,7 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
     decides; a permanent redirect's target it keeps out is recorded)."""
 
     admission: Admission
+    soft_errors: SoftErrors
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedirectMiddleware:  # type: ignore[override]  # Scrapy's for other spiders
@@ -53,6 +58,7 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
             return RedirectMiddleware.from_crawler(crawler)
         middleware = super().from_crawler(crawler)
         middleware.admission = admission_of(crawler)
+        middleware.soft_errors = SoftErrors(source_of(crawler).settings.soft_errors)
         middleware.crawler = crawler
         return middleware
 
@@ -78,6 +84,11 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
         depth = request.meta.get(DEPTH, 0)
         chain = redirected.meta[REDIRECT_URLS]
         left = request.meta.get(LEAVES_BOUNDARY) == request.url  # as BoundaryMiddleware lets it out
+        soft = None if own_request(request) else self.soft_errors.of_redirect(request.url, target)
+        if soft is not None:  # a login wall: the page is still there, behind it (content/soft_errors.py)
+            self.crawler.stats.inc_value(f"searchcrawl/soft_errors/{soft.kind}")
+            logger.debug("Redirect not followed, a soft error (%d): %s: %s", soft.status, request.url, soft.reason)
+            raise RequestRefused(soft.status, soft.reason, event=Event.FAILED, counted=soft.counted)
         verdict = decide_redirect(response.status, target, depth, chain, self.admission.chain.boundary, left)
         if not verdict.follow:
             logger.info("Redirect not followed: %s: %s", request.url, verdict.reason)

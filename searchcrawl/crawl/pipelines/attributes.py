@@ -87,13 +87,16 @@ class AttributesPipeline:
             ruled = self.field_rules.fields(item.tree, item.url)
             found = meta_tags(item.tree)
             url = item.url
-            attributes = html_attributes(item.tree, item.headers, lambda body: self.regions.text(body, url).text)
+            read = item.region_text  # read by the spider already (its soft-error markers)
+            attributes = html_attributes(
+                item.tree, item.headers, lambda body: read if read is not None else self.regions.text(body, url).text
+            )
             if settings.main_text or settings.checksum_of == "main_text":
                 main = main_text(item.tree)
                 if main and settings.main_text:
                     attributes["content"] = main
                 basis = main if settings.checksum_of == "main_text" else None
-            item.tree = None  # the tree can be large; nothing after this needs it
+            item.tree = item.region_text = None  # the tree can be large; nothing after this needs it
         elif item.body is not None:
             found, attributes = await self.converted(item)
         else:

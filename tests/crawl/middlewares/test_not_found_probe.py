@@ -1,0 +1,136 @@
+"""NotFoundProbeMiddleware built alone (``build_from_crawler`` on a ``get_crawler`` crawler of a
+source), the engine's ``download_async`` stood in for: one probe per site, beside its first page,
+within the source's rules; what a site's answer teaches; the pages' requests carry it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import HtmlResponse, Response
+from scrapy.utils.misc import build_from_crawler
+
+from searchcrawl.crawl.meta import NOT_FOUND_PAGE, PROBE_REQUEST, own_request
+from searchcrawl.crawl.middlewares.not_found_probe import NotFoundProbeMiddleware, probe_url
+
+SITE = "http://h.test"
+CrawlerOf = Callable[..., Crawler]
+SOFT_404 = b"<html><head><title>Intranet</title></head><body><p>Sorry, nothing at this address.</p></body></html>"
+
+
+class Server:
+    """The engine's ``download_async`` for a site: ``answer(url)`` gives the response."""
+
+    def __init__(self, answer: Callable[[str], Response]) -> None:
+        self.answer = answer
+        self.requested: list[Request] = []
+
+    async def download_async(self, request: Request) -> Response:
+        self.requested.append(request)
+        await asyncio.sleep(0)
+        return self.answer(request.url)
+
+
+def soft(url: str) -> Response:
+    return HtmlResponse(url, status=200, body=SOFT_404, headers={"Content-Type": "text/html"})
+
+
+def honest(url: str) -> Response:
+    return HtmlResponse(url, status=404, body=b"<html><title>404</title></html>", headers={"Content-Type": "text/html"})
+
+
+def build(crawler_of: CrawlerOf, answer: Callable[[str], Response], extra: str = "", **settings: object):
+    middleware = build_from_crawler(NotFoundProbeMiddleware, crawler_of(f'seeds = ["{SITE}/"]\n{extra}', **settings))
+    server = Server(answer)
+    middleware.crawler.engine = server  # type: ignore[assignment]
+    return middleware, server
+
+
+def pages(middleware: NotFoundProbeMiddleware, *urls: str) -> list[Request]:
+    requests = [Request(url) for url in urls]
+
+    async def go() -> None:
+        await asyncio.gather(*(middleware.process_request(request) for request in requests))
+
+    asyncio.run(go())
+    return requests
+
+
+def test_the_probe_is_beside_the_first_page_with_its_extension() -> None:
+    assert probe_url("http://h.test/docs/a/install.html?x=1", "ab") == "http://h.test/docs/a/searchcrawl-not-found-ab.html"
+    assert probe_url("http://h.test/docs/", "ab") == "http://h.test/docs/searchcrawl-not-found-ab"
+    assert probe_url("http://h.test", "ab") == "http://h.test/searchcrawl-not-found-ab"
+    assert probe_url("http://h.test/report.pdf", "ab") == "http://h.test/searchcrawl-not-found-ab"
+
+
+def test_off_when_the_source_says_so(crawler_of: CrawlerOf) -> None:
+    with pytest.raises(NotConfigured):
+        build_from_crawler(NotFoundProbeMiddleware, crawler_of(f'seeds = ["{SITE}/"]\n[soft_errors]\nprobe_not_found = false\n'))
+
+
+def test_one_probe_per_site_and_its_page_goes_on_every_request_of_the_site(crawler_of: CrawlerOf) -> None:
+    middleware, server = build(crawler_of, soft)
+    requests = pages(middleware, f"{SITE}/docs/a.html", f"{SITE}/docs/b.html", f"{SITE}/c.html")
+    requests += pages(middleware, f"{SITE}/d.html")
+    assert len(server.requested) == 1
+    probe = server.requested[0]
+    assert own_request(probe) and probe.meta[PROBE_REQUEST] and probe.url.startswith(f"{SITE}/docs/searchcrawl-not-found-")
+    learned = {id(request.meta.get(NOT_FOUND_PAGE)) for request in requests}
+    assert len(learned) == 1 and requests[0].meta[NOT_FOUND_PAGE].probe == probe.url
+    assert pages(middleware, probe.url)[0].meta.get(NOT_FOUND_PAGE) is not None  # itself a page of the site, later
+
+
+def test_an_honest_site_teaches_nothing(crawler_of: CrawlerOf) -> None:
+    middleware, server = build(crawler_of, honest)
+    assert NOT_FOUND_PAGE not in pages(middleware, f"{SITE}/a.html")[0].meta
+    assert len(server.requested) == 1
+
+
+def test_a_redirect_on_the_site_is_followed_and_one_off_it_is_not(crawler_of: CrawlerOf) -> None:
+    def answer(url: str) -> Response:
+        if "searchcrawl-not-found-" in url:
+            return Response(url, status=302, headers={"Location": "/errors/404.html"})
+        return soft(url)
+
+    middleware, server = build(crawler_of, answer)
+    assert NOT_FOUND_PAGE in pages(middleware, f"{SITE}/a.html")[0].meta
+    assert [r.url for r in server.requested][1:] == [f"{SITE}/errors/404.html"]
+
+    def away(url: str) -> Response:
+        return Response(url, status=302, headers={"Location": "http://other.test/404"})
+
+    middleware, server = build(crawler_of, away)
+    assert NOT_FOUND_PAGE not in pages(middleware, f"{SITE}/a.html")[0].meta
+    assert len(server.requested) == 1  # the other host: never requested
+
+
+def test_a_probe_outside_the_sources_rules_is_not_made(crawler_of: CrawlerOf) -> None:
+    middleware, server = build(crawler_of, soft, '[patterns]\nexclude_regex = ["searchcrawl-not-found"]\n')
+    assert NOT_FOUND_PAGE not in pages(middleware, f"{SITE}/a.html")[0].meta
+    assert server.requested == []
+
+
+def test_the_sites_held_are_bounded(crawler_of: CrawlerOf) -> None:
+    hosts = '[domains]\ninclude = ["a.test", "b.test", "c.test"]\n'
+    middleware, server = build(crawler_of, soft, hosts, SEARCHCRAWL_NOT_FOUND_SITES=2)
+    for host in ("a", "b", "c", "a"):
+        pages(middleware, f"http://{host}.test/p.html")
+    assert len(middleware.learned) == 2
+    assert [r.url.split("/")[2] for r in server.requested] == [
+        "a.test",
+        "b.test",
+        "c.test",
+        "a.test",
+    ]  # a: forgotten, asked again
+
+
+def test_a_failing_probe_leaves_the_pages_alone(crawler_of: CrawlerOf) -> None:
+    def broken(url: str) -> Response:
+        raise ConnectionError("refused")
+
+    middleware, _server = build(crawler_of, broken)
+    assert NOT_FOUND_PAGE not in pages(middleware, f"{SITE}/a.html")[0].meta
