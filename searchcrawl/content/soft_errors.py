@@ -154,8 +154,10 @@ DEFAULT_MARKERS: tuple[SoftErrorMarker, ...] = (
     ),
     SoftErrorMarker(
         kind="challenge",
-        css=".g-recaptcha, .h-captcha, .cf-turnstile, #challenge-form, #px-captcha, #cf-challenge-running",
-        max_text=2_000,
+        # one pass over the tree (as CSS, each class and id would be a pass of its own)
+        css="xpath://*[@id='challenge-form' or @id='px-captcha' or @id='cf-challenge-running'"
+        " or contains(@class, 'g-recaptcha') or contains(@class, 'h-captcha') or contains(@class, 'cf-turnstile')]",
+        max_text=600,  # a challenge says little; a short page of a large tree (a big menu) is spared the search
     ),
     SoftErrorMarker(
         kind="challenge",
@@ -262,7 +264,10 @@ class Page:
 
     @cached_property
     def title(self) -> str:
-        element = self.root.find(".//title") if self.root is not None else None
+        element = None
+        if self.root is not None:  # where it belongs first: a search of the whole tree costs more
+            element = self.root.find("head/title")
+            element = self.root.find(".//title") if element is None else element
         return " ".join((element.text_content() if element is not None else "")[:MAX_TITLE_CHARS].split())
 
     @cached_property
@@ -306,14 +311,14 @@ class _Compiled:
             if not self.title.search(page.title):
                 return None
             said.append(f"title {page.title[:60]!r}")
+        if self.marker.max_text is not None:  # before a selector: the cheaper test first
+            if len(page.text) > self.marker.max_text:
+                return None
+            said.append(f"{len(page.text)} characters of text")
         if self.css is not None:
             if page.root is None or not self.css(page.root):
                 return None
             said.append(f"an element {self.marker.css!r}")
-        if self.marker.max_text is not None:
-            if len(page.text) > self.marker.max_text:
-                return None
-            said.append(f"{len(page.text)} characters of text")
         if self.text is not None:
             found = self.text.search(page.text[: self.marker.max_text or MAX_TEXT_CHARS])
             if found is None:

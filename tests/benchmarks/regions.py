@@ -7,7 +7,12 @@ false``) and by the default regions. "Menu words" are the words of the site's na
 appear on at least 90% of its pages with the whole text: a search for one finds every page. The
 report gives, per site, the characters of text, the hits of the menu words (pages holding one),
 the CPU time of reading the text per page, and that of four field rules (a CSS element's text, a
-meta tag's attribute, a JSON-LD property, a regex on the URL), medians of three passes.
+meta tag's attribute, a JSON-LD property, a regex on the URL), medians of three passes. And the
+soft errors (content/soft_errors.py): how many of these real pages the default markers call a
+login, challenge, maintenance or not-found page (every one would be a false positive), their CPU
+per page (the kept text read already, as in the crawl), and, were a site to answer its probe with
+its own home page, how many pages would be as like it as the default similarity (0.9) and what
+the comparison costs per page.
 
     .venv/bin/python -m tests.benchmarks.regions
 """
@@ -27,6 +32,7 @@ from lxml import html
 from searchcrawl.content.extract import visible_text
 from searchcrawl.content.field_rules import FieldRule, FieldRules
 from searchcrawl.content.regions import ContentRegions, RegionsTable
+from searchcrawl.content.soft_errors import NotFoundPage, Page, SoftErrors, shingles
 from tests.conftest import unpack
 
 SITES = {"sphinx": "scipy-lectures-site.tar.xz", "nutch": "nutch-site.tar.xz"}
@@ -40,9 +46,13 @@ def bodies(folder: Path) -> list[Any]:
             root = html.fromstring(path.read_bytes())
         except (ValueError, SyntaxError):
             continue
-        body = root.find("body")
-        found.append(body if body is not None else root)
+        found.append(root)
     return found
+
+
+def body_of(root: Any) -> Any:
+    body = root.find("body")
+    return body if body is not None else root
 
 
 def timed(function: Any, pages: list[Any]) -> tuple[list[str], float]:
@@ -56,7 +66,8 @@ def timed(function: Any, pages: list[Any]) -> tuple[list[str], float]:
     return texts, statistics.median(runs)
 
 
-def measure(pages: list[Any]) -> dict[str, Any]:
+def measure(roots: list[Any]) -> dict[str, Any]:
+    pages = [body_of(root) for root in roots]
     regions = ContentRegions(RegionsTable())
     whole, whole_cpu = timed(visible_text, pages)
     rules = FieldRules(
@@ -78,8 +89,23 @@ def measure(pages: list[Any]) -> dict[str, Any]:
     def hits(texts: list[str]) -> int:
         return sum(sum(1 for text in texts if word in set(WORD.findall(text.lower()))) for word in menu)
 
+    soft = SoftErrors()
+    read = [
+        Page(f"https://site/{i}.html", {}, root, lambda text=text: text)
+        for i, (root, text) in enumerate(zip(roots, kept, strict=True))
+    ]
+    flagged, soft_cpu = timed(soft.of_page, read)
+    home = NotFoundPage.of("https://site/index.html", read[0].title, kept[0])
+    prints, _ = timed(lambda page: shingles(page.title, page.text, page.url), read)
+    assert home is not None
+    like, like_cpu = timed(lambda page: soft.of_page(page, home), read)
     return {
         "pages": len(pages),
+        "soft_errors_flagged": sorted(f"{found.kind}: {found.reason}" for found in flagged if found is not None),
+        "cpu_ms_per_page_soft_error_markers": round(soft_cpu * 1000, 3),
+        "pages_as_like_the_home_page_as_0.9": sum(1 for found in like[1:] if found is not None),
+        "cpu_ms_per_page_markers_and_likeness": round(like_cpu * 1000, 3),
+        "mean_shingles_per_page": round(statistics.mean(len(found) for found in prints), 1),
         "menu_words": menu[:40],
         "characters_whole": sum(map(len, whole)),
         "characters_kept": sum(map(len, kept)),
