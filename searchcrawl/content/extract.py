@@ -120,7 +120,8 @@ def joined_text(nodes: list[str]) -> str:
     return " ".join(joined.replace(_SEP, " ").split())
 
 
-def _body(root: Any) -> Any:
+def body_of(root: Any) -> Any:
+    """The page's ``body`` element, whose text is the page's (the whole tree when it has none)."""
     body = root.find("body")
     return body if body is not None else root
 
@@ -150,7 +151,7 @@ def html_attributes(root: Any, headers: dict[str, str], text: Callable[[Any], st
         "subject": subjects,
         "author": first(META_ATTRIBUTES["author"]),
         "language": language.split(",")[0].strip().lower() if language else None,
-        "content": text(_body(root)),
+        "content": text(body_of(root)),
     }
 
 
