@@ -16,8 +16,9 @@ project's settings and the source's, built by Scrapy as `scrapy crawl` builds it
 middleware, the address guard included; its redirect limit, size cap and timeouts) and decides
 with the same code. The page is fetched the same way (``page_lines``: the request the spider's
 factory makes, through every downloader middleware, with the crawl's size cap and timeouts, once:
-no retry, no conditional GET), read as the spider reads it (``parsed_part``, ``readable``), and its
-regions are the crawl's: ``ContentRegions.text`` (content/regions.py), asked to explain.
+no retry, no conditional GET; no sitemap is read, its URLs would join no run), read as the spider
+reads it (``parsed_part``, ``readable``), and its regions are the crawl's: ``ContentRegions.text``
+(content/regions.py), asked to explain.
 
 A URL the rules exclude that the document table records as a temporary redirect's target outside
 the boundary is explained as the crawl fetches it: through that redirect, decided by the crawl's
@@ -38,6 +39,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.crawler import Crawler
 from scrapy.exceptions import UsageError
 from scrapy.http import TextResponse
+from scrapy.settings import BaseSettings
 
 from searchcrawl.commands import is_setup_error, on_failure
 from searchcrawl.config.source import Source, SourceError
@@ -50,6 +52,7 @@ from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.meta import ADMITTED, DONT_RETRY, KNOWN, LEAVES_BOUNDARY, PROXY
 from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware
 from searchcrawl.crawl.middlewares.robots import RobotsMiddleware, site_of
+from searchcrawl.crawl.middlewares.sitemaps import SitemapMiddleware
 from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.spider import SourceSpider, fetch_record, seed_urls
 from searchcrawl.ops.terminal import printable
@@ -352,9 +355,9 @@ def regions_lines(regions: ContentRegions, url: str) -> list[str]:
 async def page_lines(crawler: Crawler, url: str, depth: int, leaves_boundary: bool = False) -> list[str]:
     """The page at ``url``, fetched as the crawl fetches it: the request of the spider's factory
     (its render mode), admitted already (the chain above), through every downloader middleware
-    (address guard, robots.txt, sitemaps, credentials, logins, the redirect policy), with the
-    crawl's size cap and timeouts; once (no retry) and whole (no conditional GET: a 304 has no
-    text). One line on its answer; for an HTML page, read as the spider reads it, what its
+    (address guard, robots.txt, credentials, logins, the redirect policy; not the sitemaps'),
+    with the crawl's size cap and timeouts; once (no retry) and whole (no conditional GET: a 304
+    has no text). One line on its answer; for an HTML page, read as the spider reads it, what its
     content regions keep and drop (``region_lines``)."""
     spider = crawler.spider
     assert isinstance(spider, SourceSpider)
@@ -445,8 +448,9 @@ def explain_spider(
     fetch: bool = True,
 ) -> type[SourceSpider]:
     """A subclass of the source's spider class for explain's crawl: the same source, components
-    and settings (with ``READ_ONLY_CRAWL`` over them); its ``start`` explains ``url`` into
-    ``explanation`` and requests nothing, so the crawl ends once it has."""
+    and settings (with ``READ_ONLY_CRAWL`` over them, and no sitemap middleware); its ``start``
+    explains ``url`` into ``explanation`` (fetching robots.txt and the page itself) and yields no
+    request, so the crawl ends once it has."""
 
     async def start(self: SourceSpider) -> AsyncIterator[Request]:
         try:
@@ -456,11 +460,26 @@ def explain_spider(
         return
         yield  # an async generator that yields nothing: no request
 
+    def update_settings(cls: type[SourceSpider], settings: BaseSettings) -> None:
+        spidercls.update_settings(settings)  # the source spider's own (a custom one's too)
+        settings.setdict(custom_settings, priority="spider")
+        # no sitemap is read: its URLs join a run (explain starts none), and the page would wait
+        # for its site's sitemaps (up to SEARCHCRAWL_SITEMAP_MAX_SECONDS) for nothing
+        settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", SitemapMiddleware, None)
+        # and at the spider's priority, as custom_settings are: the crawler process merges its own
+        # settings (the project's) into the crawler's where they are not set at a higher one
+        settings.set("DOWNLOADER_MIDDLEWARES", settings.getdict("DOWNLOADER_MIDDLEWARES"), priority="spider")
+
     custom_settings = {**(getattr(spidercls, "custom_settings", None) or {}), **READ_ONLY_CRAWL}
     return type(
         f"Explain[{spidercls.__name__}]",
         (spidercls,),
-        {"start": start, "custom_settings": custom_settings, "__module__": spidercls.__module__},
+        {
+            "start": start,
+            "update_settings": classmethod(update_settings),
+            "custom_settings": custom_settings,
+            "__module__": spidercls.__module__,
+        },
     )
 
 

@@ -445,6 +445,7 @@ def test_explain_shows_what_the_content_regions_keep_and_drop_of_the_page(
     offline_project: Project, serve, tmp_path: Path
 ) -> None:
     site, name = regions_site(offline_project, serve, tmp_path, {"news/tides.html": TIDES})
+    (tmp_path / "site" / "robots.txt").write_text(f"User-agent: *\nAllow: /\nSitemap: {site.url}sitemap.xml\n")
     offline_project.data_dir.mkdir(parents=True)
     DocumentTable(Database(f"sqlite:///{db_path(offline_project)}")).database.close()  # a crawled source's table
     before = dump(offline_project)
@@ -466,7 +467,7 @@ def test_explain_shows_what_the_content_regions_keep_and_drop_of_the_page(
         '  none  drop selector "#gone" matches nothing on this page',
         f"text:          {len('Tides High water at noon.')} of {len(whole)} characters kept",
     ], out
-    assert site.paths() == ["/robots.txt", "/news/tides.html"]  # robots.txt once, then the page
+    assert site.paths() == ["/robots.txt", "/news/tides.html"]  # robots.txt once, then the page: no sitemap
     assert dump(offline_project) == before  # read-only still: no row for the page
     assert not (offline_project.data_dir / "cache").exists()
 
