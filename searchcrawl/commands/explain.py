@@ -3,15 +3,22 @@
 Prints every decision in the order the crawler takes them: the canonical form, the URL
 rewriter, each boundary rule and the scope filter, the internal-address guard, robots.txt
 (fetched now, with the group and line that matched), the display URL, what the document table
-knows, and the verdict.
+knows, and the verdict. Then, for a URL the crawl fetches, its content regions: which of the
+source's ``[regions]`` apply to it and, the page fetched now (not with ``--no-fetch``), each region
+of it they keep or drop and why, and how much of its text is kept.
 
 Its answer is the crawl's answer because it is a crawl: the source's own spider class, with the
 project's settings and the source's, built by Scrapy as `scrapy crawl` builds it, read-only
-(``READ_ONLY_CRAWL``) and fetching nothing but robots.txt. Its spider (``explain_spider``) makes
-no request: its ``start`` runs the crawl's rule chain (rules/chain.py ``RuleChain.steps``), asks the
-internal-address guard, and gets robots.txt from the crawl's ``RobotsMiddleware``, which fetches
-it through the crawl's downloader (every downloader middleware, the address guard included; its
-redirect limit, size cap and timeouts) and decides with the same code.
+(``READ_ONLY_CRAWL``) and fetching nothing but robots.txt and the page explained. Its spider
+(``explain_spider``) yields no request: its ``start`` runs the crawl's rule chain (rules/chain.py
+``RuleChain.steps``), asks the internal-address guard, and gets robots.txt from the crawl's
+``RobotsMiddleware``, which fetches it through the crawl's downloader (every downloader
+middleware, the address guard included; its redirect limit, size cap and timeouts) and decides
+with the same code. The page is fetched the same way (``page_lines``: the request the spider's
+factory makes, through every downloader middleware, with the crawl's size cap and timeouts, once:
+no retry, no conditional GET; no sitemap is read, its URLs would join no run), read as the spider
+reads it (``parsed_part``, ``readable``), and its regions are the crawl's: ``ContentRegions.text``
+(content/regions.py), asked to explain.
 
 A URL the rules exclude that the document table records as a temporary redirect's target outside
 the boundary is explained as the crawl fetches it: through that redirect, decided by the crawl's
@@ -31,24 +38,33 @@ from scrapy import Request
 from scrapy.commands import ScrapyCommand
 from scrapy.crawler import Crawler
 from scrapy.exceptions import UsageError
+from scrapy.http import TextResponse
+from scrapy.settings import BaseSettings
 
 from searchcrawl.commands import is_setup_error, on_failure
 from searchcrawl.config.source import Source, SourceError
+from searchcrawl.content.charsets import looks_binary
+from searchcrawl.content.convert import sniff_kind
+from searchcrawl.content.extract import body_of, mimetype_of
+from searchcrawl.content.regions import ContentRegions, RegionText, Selectors
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
+from searchcrawl.crawl.meta import ADMITTED, DONT_RETRY, KNOWN, LEAVES_BOUNDARY, PROXY
 from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware
 from searchcrawl.crawl.middlewares.robots import RobotsMiddleware, site_of
+from searchcrawl.crawl.middlewares.sitemaps import SitemapMiddleware
 from searchcrawl.crawl.requests import admission_of
-from searchcrawl.crawl.spider import SourceSpider, seed_urls
+from searchcrawl.crawl.spider import SourceSpider, fetch_record, seed_urls
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.boundary import ScopeDecision
 from searchcrawl.rules.chain import RuleChain, RuleStep
 from searchcrawl.rules.display_urls import DisplayUrls
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.redirect_policy import TEMPORARY, RedirectVerdict, decide_redirect
-from searchcrawl.rules.status_codes import Status, describe
+from searchcrawl.rules.status_codes import Status, describe, describe_failure, status_for_exception
 from searchcrawl.rules.urls import canonical
 from searchcrawl.store import DocumentTable, SchemaOutdated
+from searchcrawl.store.frontier import Entry
 
 # The settings explain's crawl runs with, over the project's and the source's: read-only (the
 # document table opened without migrating, nothing written: SEARCHCRAWL_READ_ONLY), Scrapy's own
@@ -64,6 +80,9 @@ READ_ONLY_CRAWL: dict[str, Any] = {
     "SEARCHCRAWL_PROCESSES": 1,
     "LOG_FILE": None,
 }
+ROBOTS_NOT_CHECKED = "robots.txt not checked (--no-robots): it may still exclude it"
+HTML_TYPES = ("text/html", "application/xhtml+xml")  # the types the crawl reads as a page's tree
+EXCERPT_CHARS = 80  # of a region's text shown
 
 
 @dataclass
@@ -185,7 +204,7 @@ async def downloader_verdict(crawler: Crawler, url: str, check_robots: bool, lin
         return "no robots.txt applies"
     if not check_robots:
         lines.append("robots.txt:    not fetched (--no-robots)")
-        return "robots.txt not checked (--no-robots): it may still exclude it"
+        return ROBOTS_NOT_CHECKED
     return await robots_verdict(robots, site, url, lines)
 
 
@@ -229,9 +248,12 @@ def crawled_lines(state: Rules, url: str, row: dict[str, Any] | None, redirect: 
     return lines
 
 
-async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: bool = True) -> tuple[list[str], bool]:
+async def explain(
+    crawler: Crawler, url: str, depth: int | None, check_robots: bool = True, fetch: bool = True
+) -> tuple[list[str], bool]:
     """The report's lines on ``url``, and whether it would be crawled, from a (running) crawl of
-    its source: its rule chain, address guard and robots middleware decide."""
+    its source: its rule chain, address guard and robots middleware decide; for a URL it would
+    crawl, its content regions (``fetch``: on the page, fetched now)."""
     state = Rules.of(crawler)
     source = state.source
     lines = [f"source:        {source.name} ({source.origin})", f"URL:           {url}"]
@@ -257,6 +279,15 @@ async def explain(crawler: Crawler, url: str, depth: int | None, check_robots: b
     if robots_said is None:
         return lines, False
     lines.extend(crawled_lines(state, current, chain.row, redirect, robots_said))
+    if state.chain.agent is None:  # an agent's documents are its own to fetch and read
+        lines.append("")
+        lines.extend(regions_lines(ContentRegions(source.settings.regions), current))
+        if not fetch:
+            lines.append("page:          not fetched (--no-fetch)")
+        elif robots_said == ROBOTS_NOT_CHECKED:
+            lines.append("page:          not fetched (--no-robots: the crawl's downloader would fetch robots.txt first)")
+        else:
+            lines.extend(await page_lines(crawler, current, chain.depth, leaves_boundary=redirect is not None))
     return lines, True
 
 
@@ -296,26 +327,159 @@ def redirect_target(state: Rules, url: str) -> tuple[str, RedirectVerdict] | Non
     return via, replace(verdict, reason=f"{via} answers {verdict.reason}, as the document table records")
 
 
+def selector_parts(selectors: Selectors) -> list[str]:
+    """``keep "main"``, ``drop "div.share", "nav"``: a table's or a rule's selectors."""
+    return [
+        kind + " " + ", ".join(f'"{selector}"' for selector in chosen)
+        for kind, chosen in (("keep", selectors.keep), ("drop", selectors.drop))
+        if chosen
+    ]
+
+
+def regions_lines(regions: ContentRegions, url: str) -> list[str]:
+    """The report's lines on which content regions apply to ``url``: the ``[regions]`` table's,
+    and the ``[[regions.rules]]`` entry whose pattern matches it (``ContentRegions.rule``)."""
+    table = regions.table
+    parts = ["landmarks dropped" if table.landmarks else "landmarks kept", *selector_parts(table)]
+    lines = [f"regions:       [regions]: {'; '.join(parts)}"]
+    if regions.rules:
+        match = regions.rule(url)
+        if match is None:
+            lines.append("  rule         no [[regions.rules]] pattern matches this URL")
+        else:
+            added = "; ".join(selector_parts(match.rule)) or "no selector"
+            lines.append(f"  rule         [[regions.rules]] {match.number} (pattern '{match.pattern}') adds {added}")
+    return lines
+
+
+async def page_lines(crawler: Crawler, url: str, depth: int, leaves_boundary: bool = False) -> list[str]:
+    """The page at ``url``, fetched as the crawl fetches it: the request of the spider's factory
+    (its render mode), admitted already (the chain above), through every downloader middleware
+    (address guard, robots.txt, credentials, logins, the redirect policy; not the sitemaps'),
+    with the crawl's size cap and timeouts; once (no retry) and whole (no conditional GET: a 304
+    has no text). One line on its answer; for an HTML page, read as the spider reads it, what its
+    content regions keep and drop (``region_lines``)."""
+    spider = crawler.spider
+    assert isinstance(spider, SourceSpider)
+    request = spider.requests(Entry(url, depth))
+    request.meta.update({ADMITTED: url, KNOWN: None, DONT_RETRY: True})
+    if leaves_boundary:  # the target of a temporary redirect the redirect policy lets out
+        request.meta[LEAVES_BOUNDARY] = url
+    try:
+        response = await crawler.engine.download_async(request)
+    except RequestRefused as refused:
+        return [f"page:          not fetched: {code_name(refused.status)}: {refused.reason}"]
+    except Exception as exc:  # unreachable, a timeout, too large, ...: as the crawl's row would say
+        status = getattr(exc, "status", None) or status_for_exception(exc, proxied=bool(request.meta.get(PROXY)))
+        return [f"page:          not fetched: {code_name(status)}: {describe_failure(exc)}"]
+    mimetype = mimetype_of(fetch_record(response)[1]["content_type"])
+    answer = f"page:          HTTP {response.status}, {mimetype or 'no content type'}, {len(response.body)} bytes"
+    if response.url != url:
+        answer += f", from {response.url}"
+    if response.status != 200:
+        return [f"{answer}: no document, so no content regions"]
+    if (
+        mimetype not in HTML_TYPES
+        or not isinstance(response, TextResponse)
+        or sniff_kind(response.body)
+        or looks_binary(response.body)
+    ):
+        return [f"{answer}: not an HTML page, so no content regions"]
+    shell = spider.render_request(response) is not None  # render_js = "auto": an empty shell is rendered
+    parsed, truncated = spider.parsed_part(response, mimetype)
+    assert isinstance(parsed, TextResponse)  # a text response cut is one still
+    response = spider.readable(parsed)
+    lines = [answer + (f" ({truncated})" if truncated else "")]
+    if shell:
+        lines.append(
+            "render:        an empty JavaScript shell: the crawl renders it in Chromium; these are the static page's regions"
+        )
+    if "noindex" in spider.robots_directives(response):
+        lines.append("robots meta:   noindex: the crawl follows its links and does not index it")
+    if spider.source.settings.main_text:
+        lines.append("main_text:     true: the page's main text (trafilatura) is indexed, these regions' only when it has none")
+    regions = ContentRegions(spider.source.settings.regions)
+    lines.extend(region_lines(regions.text(body_of(response.selector.root), response.url, explain=True), regions, response.url))
+    return lines
+
+
+def excerpt(text: str, width: int = EXCERPT_CHARS) -> str:
+    """A region's text on one printable line: at most ``width`` characters of it, quoted, every
+    control character escaped (``printable``: the page is the site's, and may be hostile)."""
+    if not text:
+        return "(no text)"
+    cut = text if len(text) <= width else f"{text[: width - 3]}..."
+    return printable(f'"{cut}"')
+
+
+def region_lines(found: RegionText, regions: ContentRegions, url: str) -> list[str]:
+    """The report's lines on a page's regions (``ContentRegions.text`` asked to explain): each
+    region kept or dropped, by what, with the start of its text; the selectors that match only
+    inside those regions, or nothing; how much of its text is kept, or that none was (its whole
+    text is, then)."""
+    lines = [
+        f"  {'keep' if decision.kept else 'drop'}  {decision.element} by {', '.join(decision.reasons)}: {excerpt(decision.text)}"
+        for decision in found.decisions
+    ]
+    if not found.decisions:
+        lines.append("  (no region of this page is kept or dropped)")
+    shown = {reason for decision in found.decisions for reason in decision.reasons}
+    keep, drop = regions.selectors(url)
+    for kind, selectors, matched in (("keep", keep, found.kept), ("drop", drop, found.dropped)):
+        for selector in dict.fromkeys(selectors):
+            if selector not in matched:
+                lines.append(f'  none  {kind} selector "{selector}" matches nothing on this page')
+            elif f'selector "{selector}"' not in shown:
+                lines.append(f'  inner {kind} selector "{selector}" matches only inside the regions above')
+    chars = found.page_chars if found.page_chars is not None else len(found.text)
+    if found.whole:
+        lines.append(f"text:          the regions keep no text, so the whole text is kept ({chars} characters)")
+    else:
+        lines.append(f"text:          {len(found.text)} of {chars} characters kept")
+    return lines
+
+
 def explain_spider(
-    spidercls: type[SourceSpider], url: str, depth: int | None, check_robots: bool, explanation: Explanation
+    spidercls: type[SourceSpider],
+    url: str,
+    depth: int | None,
+    check_robots: bool,
+    explanation: Explanation,
+    fetch: bool = True,
 ) -> type[SourceSpider]:
     """A subclass of the source's spider class for explain's crawl: the same source, components
-    and settings (with ``READ_ONLY_CRAWL`` over them); its ``start`` explains ``url`` into
-    ``explanation`` and requests nothing, so the crawl ends once it has."""
+    and settings (with ``READ_ONLY_CRAWL`` over them, and no sitemap middleware); its ``start``
+    explains ``url`` into ``explanation`` (fetching robots.txt and the page itself) and yields no
+    request, so the crawl ends once it has."""
 
     async def start(self: SourceSpider) -> AsyncIterator[Request]:
         try:
-            explanation.lines, explanation.crawled = await explain(self.crawler, url, depth, check_robots)
+            explanation.lines, explanation.crawled = await explain(self.crawler, url, depth, check_robots, fetch)
         except Exception as exc:  # reported by the command, after the crawl
             explanation.error = exc
         return
         yield  # an async generator that yields nothing: no request
 
+    def update_settings(cls: type[SourceSpider], settings: BaseSettings) -> None:
+        spidercls.update_settings(settings)  # the source spider's own (a custom one's too)
+        settings.setdict(custom_settings, priority="spider")
+        # no sitemap is read: its URLs join a run (explain starts none), and the page would wait
+        # for its site's sitemaps (up to SEARCHCRAWL_SITEMAP_MAX_SECONDS) for nothing
+        settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", SitemapMiddleware, None)
+        # and at the spider's priority, as custom_settings are: the crawler process merges its own
+        # settings (the project's) into the crawler's where they are not set at a higher one
+        settings.set("DOWNLOADER_MIDDLEWARES", settings.getdict("DOWNLOADER_MIDDLEWARES"), priority="spider")
+
     custom_settings = {**(getattr(spidercls, "custom_settings", None) or {}), **READ_ONLY_CRAWL}
     return type(
         f"Explain[{spidercls.__name__}]",
         (spidercls,),
-        {"start": start, "custom_settings": custom_settings, "__module__": spidercls.__module__},
+        {
+            "start": start,
+            "update_settings": classmethod(update_settings),
+            "custom_settings": custom_settings,
+            "__module__": spidercls.__module__,
+        },
     )
 
 
@@ -324,7 +488,7 @@ class Command(ScrapyCommand):
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "<source> <url> [--depth N] [--no-robots]"
+        return "<source> <url> [--depth N] [--no-robots] [--no-fetch]"
 
     def short_desc(self) -> str:
         return "Explain, without crawling, why a URL is or is not crawled and indexed"
@@ -332,7 +496,10 @@ class Command(ScrapyCommand):
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         parser.add_argument("--depth", type=int, default=None, help="links from a seed (default: as recorded, else 0)")
-        parser.add_argument("--no-robots", action="store_true", help="do not fetch robots.txt")
+        parser.add_argument("--no-robots", action="store_true", help="do not fetch robots.txt (nor the page)")
+        parser.add_argument(
+            "--no-fetch", action="store_true", help="do not fetch the page (its content regions are not shown, only their rules)"
+        )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 2:
@@ -351,7 +518,7 @@ class Command(ScrapyCommand):
         assert issubclass(spidercls, SourceSpider)
         explanation = Explanation()
         crawler = self.crawler_process.create_crawler(
-            explain_spider(spidercls, args[1], opts.depth, not opts.no_robots, explanation)
+            explain_spider(spidercls, args[1], opts.depth, not opts.no_robots, explanation, fetch=not opts.no_fetch)
         )
         errors: list[BaseException] = []
         on_failure(self.crawler_process.crawl(crawler), errors.append)
@@ -374,4 +541,5 @@ class Command(ScrapyCommand):
             print("searchcrawl: explain failed: the crawl ended before the URL was explained", file=sys.stderr)
             self.exitcode = 1
             return
-        print("\n".join(printable(line) for line in explanation.lines))  # robots.txt lines and reasons: the sites' words
+        # robots.txt lines, reasons and the page's text: the sites' words
+        print("\n".join(printable(line) for line in explanation.lines))

@@ -23,7 +23,9 @@ its whole text: a page is never emptied by its regions. The checksum and duplica
 the kept text, so only a change of the content makes a page "changed".
 
 Plain logic on lxml trees, tested directly; the attributes pipeline applies it to the tree the
-crawl parsed once.
+crawl parsed once. `scrapy explain` asks the same ``ContentRegions.text`` with ``explain=True`` for
+what it kept and dropped and why (``RegionDecision``): recorded only when asked, so the crawl's
+pages cost what they did.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 from cssselect import GenericTranslator, SelectorError
 from lxml import etree
@@ -41,6 +43,7 @@ from pydantic import Field, field_validator
 from searchcrawl.content.extract import joined_text, visible_text
 from searchcrawl.rules.tables import RuleTable
 
+LANDMARK_ROLES = ("navigation", "banner", "contentinfo", "complementary", "search")
 LANDMARKS = (
     "descendant::nav | descendant::aside"
     " | descendant::header[not(ancestor::article or ancestor::main or ancestor::section)]"
@@ -117,6 +120,21 @@ class RegionsTable(Selectors):
 
 
 @dataclass(frozen=True)
+class RegionDecision:
+    """One region of a page the regions kept or dropped, and what decided it (for `scrapy
+    explain`): ``reasons`` such as ``selector "div.share"``, ``landmark <nav>``,
+    ``role=search``, ``data-searchcrawl-exclude``; ``element`` the element as a reader finds it
+    in the page's source (``<div id="notice" class="share">``, bounded); ``text`` its text (a kept
+    region's less what is dropped inside it). A region inside another one dropped (or kept) is
+    part of that one's, and not listed itself."""
+
+    kept: bool
+    reasons: tuple[str, ...]
+    element: str
+    text: str
+
+
+@dataclass(frozen=True)
 class RegionText:
     """A page's text by its regions, and what was kept and dropped (for `scrapy explain`)."""
 
@@ -124,6 +142,19 @@ class RegionText:
     kept: tuple[str, ...] = ()  # the selectors that matched and kept
     dropped: tuple[str, ...] = ()  # the selectors that matched and dropped
     whole: bool = False  # the regions left no text: the whole page's is kept
+    # asked for (``explain=True``) only: each region kept or dropped, in the page's order, and the
+    # number of characters of the page's whole text
+    decisions: tuple[RegionDecision, ...] = ()
+    page_chars: int | None = None
+
+
+class RuleMatch(NamedTuple):
+    """The ``[[regions.rules]]`` entry that applies to a URL: its number (from 1), the pattern that
+    matched, and the rule."""
+
+    number: int
+    pattern: str
+    rule: RegionRule
 
 
 class ContentRegions:
@@ -133,36 +164,52 @@ class ContentRegions:
         self.table = table or RegionsTable()
         self.rules = [([re.compile(p) for p in rule.patterns], rule) for rule in self.table.rules]
 
+    def rule(self, url: str) -> RuleMatch | None:
+        """The first ``[[regions.rules]]`` entry one of whose patterns matches ``url``, else None."""
+        for number, (patterns, rule) in enumerate(self.rules, 1):
+            for pattern in patterns:
+                if pattern.search(url):
+                    return RuleMatch(number, pattern.pattern, rule)
+        return None
+
     def selectors(self, url: str) -> tuple[list[str], list[str]]:
         """The keep and drop selectors for ``url``: the table's, and the first matching rule's."""
         keep, drop = list(self.table.keep), list(self.table.drop)
-        for patterns, rule in self.rules:
-            if any(pattern.search(url) for pattern in patterns):
-                keep.extend(rule.keep)
-                drop.extend(rule.drop)
-                break
+        match = self.rule(url) if self.rules else None
+        if match is not None:
+            keep.extend(match.rule.keep)
+            drop.extend(match.rule.drop)
         return keep, drop
 
-    def text(self, body: Any, url: str) -> RegionText:
+    def text(self, body: Any, url: str, explain: bool = False) -> RegionText:
         """``body``'s text by the regions for ``url`` (its whole visible text when nothing is
-        dropped or kept: the fast path of most pages without landmarks)."""
+        dropped or kept: the fast path of most pages without landmarks); ``explain``: with what
+        was kept and dropped and why (``RegionText.decisions``), for `scrapy explain`."""
         keep, drop = self.selectors(url)
         dropped_by: list[str] = []
         dropping: list[Any] = []
-        for name, found in self._found(body, drop, EXCLUDE_ATTRIBUTE, self.table.landmarks):
+        found_dropping = self._found(body, drop, EXCLUDE_ATTRIBUTE, self.table.landmarks)
+        for name, found in found_dropping:
             dropping.extend(found)
             dropped_by.append(name)
         kept_by: list[str] = []
         keeping: list[Any] = []
-        for name, found in self._found(body, keep, INCLUDE_ATTRIBUTE, False):
+        found_keeping = self._found(body, keep, INCLUDE_ATTRIBUTE, False)
+        for name, found in found_keeping:
             keeping.extend(found)
             kept_by.append(name)
         if not dropping and not keeping:
-            return RegionText(visible_text(body))
+            text = visible_text(body)
+            return RegionText(text, page_chars=len(text)) if explain else RegionText(text)
         text = _text_without(body, _outermost(keeping) or [body], dropping)
+        found_text = RegionText(text, tuple(kept_by), tuple(dropped_by))
         if not text:
-            return RegionText(visible_text(body), tuple(kept_by), tuple(dropped_by), whole=True)
-        return RegionText(text, tuple(kept_by), tuple(dropped_by))
+            found_text = RegionText(visible_text(body), tuple(kept_by), tuple(dropped_by), whole=True)
+        if not explain:
+            return found_text
+        decisions = _decisions(body, found_keeping, found_dropping)
+        page_chars = len(found_text.text) if found_text.whole else len(visible_text(body))
+        return replace(found_text, decisions=decisions, page_chars=page_chars)
 
     @staticmethod
     def _found(body: Any, selectors: Sequence[str], attribute: str, landmarks: bool) -> list[tuple[str, list[Any]]]:
@@ -173,12 +220,65 @@ class ContentRegions:
         found = []
         for name, path in asked:
             try:
-                elements = [element for element in path(body) if isinstance(element, etree._Element)]
+                # elements only: a comment or processing instruction an XPath selects holds no
+                # visible text (and has no text nodes to read: kept, it failed the page)
+                elements = [e for e in path(body) if isinstance(e, etree._Element) and isinstance(e.tag, str)]
             except etree.XPathEvalError:
                 continue  # an XPath that is valid but not on this page (an unknown function)
             if elements:
                 found.append((name, elements))
         return found
+
+
+def _decisions(
+    body: Any, keeping: list[tuple[str, list[Any]]], dropping: list[tuple[str, list[Any]]]
+) -> tuple[RegionDecision, ...]:
+    """The regions kept and dropped (``ContentRegions._found``'s, by what found them), each
+    outermost one once with every reason that found it, in the page's order (explain only)."""
+    reasons: dict[tuple[bool, Any], list[str]] = {}
+    for kept, found in ((True, keeping), (False, dropping)):
+        for name, elements in found:
+            for element in elements:
+                reasons.setdefault((kept, element), []).append(_reason(name, element))
+    dropped = _outer([element for kept, element in reasons if not kept])
+    regions = [(True, element) for element in _outer([element for kept, element in reasons if kept])]
+    regions += [(False, element) for element in dropped]
+    order = {element: number for number, element in enumerate(body.getroottree().iter())}
+    regions.sort(key=lambda region: order.get(region[1], 0))
+    return tuple(
+        RegionDecision(
+            kept,
+            tuple(dict.fromkeys(reasons[kept, element])),
+            _element(element),
+            _text_without(body, [element], dropped) if kept else visible_text(element),
+        )
+        for kept, element in regions
+    )
+
+
+def _reason(name: str, element: Any) -> str:
+    """What found ``element``, as `scrapy explain` says it: the selector, the attribute, or which
+    landmark it is."""
+    if name == "landmarks":
+        tag, role = element.tag, element.get("role")
+        if tag in ("nav", "aside") or role not in LANDMARK_ROLES:  # else a role made it one
+            return f"landmark <{tag}>"
+        return f"role={role}"
+    if name in (f"[{EXCLUDE_ATTRIBUTE}]", f"[{INCLUDE_ATTRIBUTE}]"):
+        return name[1:-1]
+    return f'selector "{name}"'
+
+
+def _element(element: Any, width: int = 40) -> str:
+    """The element as its page's source shows it, its id and class cut at ``width`` characters
+    (a page may give them any length): ``<div id="x" class="share">``."""
+    shown = [element.tag[:width]]
+    for attribute in ("id", "class"):
+        value = element.get(attribute)
+        if value:
+            value = " ".join(value.split())
+            shown.append(f'{attribute}="{value[:width]}{"..." if len(value) > width else ""}"')
+    return f"<{' '.join(shown)}>"
 
 
 def _outer(elements: list[Any]) -> list[Any]:

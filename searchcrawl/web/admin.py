@@ -32,7 +32,7 @@ from searchcrawl.store.database import as_utc
 from searchcrawl.store.models import RunState
 from searchcrawl.store.runs import Runs, counter_text, counters_of, shown_counters
 
-EXPLAIN_TIMEOUT = 120  # seconds: robots.txt is fetched, with the crawl's own timeouts
+EXPLAIN_TIMEOUT = 120  # seconds: robots.txt and the page are fetched, with the crawl's own timeouts
 
 
 @dataclass

@@ -6,6 +6,7 @@ import pytest
 from lxml import html
 from pydantic import ValidationError
 
+from searchcrawl.commands.explain import excerpt, region_lines, regions_lines
 from searchcrawl.config.source import SourceSettings
 from searchcrawl.content.extract import html_attributes, visible_text
 from searchcrawl.content.regions import ContentRegions, RegionsTable
@@ -88,3 +89,94 @@ def test_the_page_text_uses_the_regions_and_the_tree_is_left_as_it_was() -> None
 def test_a_bad_selector_refuses_the_source_file(table: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         SourceSettings.model_validate({"seeds": ["https://x/"], "regions": table})
+
+
+# --- what was kept and dropped, and why (for `scrapy explain`) --------------------------------------
+
+
+def test_the_decisions_say_each_region_kept_and_dropped_in_the_pages_order_and_why() -> None:
+    table = regions(
+        keep=["main"], drop=["div.share", "nav", "#absent"], rules=[{"patterns": ["/policies/"], "keep": ["article"]}]
+    )
+    found = table.text(body(), "https://x/policies/travel", explain=True)
+    assert found.text == table.text(body(), "https://x/policies/travel").text  # the crawl's text, explained or not
+    assert [(d.kept, d.reasons, d.element, d.text) for d in found.decisions] == [
+        (False, ("landmark <header>",), "<header>", "Home News"),
+        (False, ('selector "nav"', "landmark <nav>"), "<nav>", "Human resources"),  # every reason that found it
+        (False, ("role=search",), "<div>", "Search the intranet"),
+        # a kept region's text is what it keeps (the share bar and the aside dropped inside it);
+        # the rule's "article", inside it, is part of it
+        (
+            True,
+            ('selector "main"',),
+            "<main>",
+            "Travel policy Updated (2026). Book trains before flights. Owner: the travel desk",
+        ),
+        (False, ('selector "div.share"',), '<div class="share">', "Share on Teams"),
+        (False, ("landmark <aside>",), "<aside>", "Related: expenses"),
+        (False, ("data-searchcrawl-exclude",), "<div>", "Cookie notice"),
+        (False, ("landmark <footer>",), "<footer>", "Copyright the company"),
+    ]
+    assert found.kept == ("main", "article") and "#absent" not in found.dropped
+    assert found.page_chars == len(visible_text(body())) and not found.whole
+
+
+def test_decisions_are_recorded_only_when_asked() -> None:
+    found = regions(drop=["div.share"]).text(body(), "https://x/")
+    assert found.decisions == () and found.page_chars is None
+    plain = regions().text(body("<html><body><p>Just text</p></body></html>"), "https://x/", explain=True)
+    assert (plain.text, plain.decisions, plain.page_chars) == ("Just text", (), 9)  # the fast path: nothing matched
+
+
+def test_the_decisions_of_a_page_whose_regions_keep_no_text_say_it_kept_its_whole_text() -> None:
+    page = '<html><body><header role="banner">Only a banner</header><div data-searchcrawl-include></div></body></html>'
+    found = regions().text(body(page), "https://x/", explain=True)
+    assert found.whole and found.text == "Only a banner" and found.page_chars == len("Only a banner")
+    assert [(d.kept, d.reasons, d.text) for d in found.decisions] == [
+        (False, ("role=banner",), "Only a banner"),  # a header made a landmark by its role
+        (True, ("data-searchcrawl-include",), ""),
+    ]
+
+
+def test_a_decisions_element_is_bounded_and_the_rule_that_applies_is_named() -> None:
+    page = f'<html><body><div id="{"i" * 100}" class="a\nb" data-searchcrawl-exclude>x</div><!-- c --></body></html>'
+    table = regions(drop=["xpath://comment()"], rules=[{"patterns": ["^https://x/a", "/b/"], "drop": ["p"]}])
+    found = table.text(body(page), "https://x/b/", explain=True)
+    assert [d.element for d in found.decisions] == [f'<div id="{"i" * 40}..." class="a b">']
+    assert found.dropped == ("[data-searchcrawl-exclude]",)  # a comment is no region: it has no text
+    commented = body("<html><body><p>Text</p><!-- c --></body></html>")
+    kept = regions(keep=["xpath://comment()"]).text(commented, "https://x/")  # kept, it failed the page
+    assert (kept.text, kept.kept, kept.whole) == ("Text", (), False)
+    match = table.rule("https://x/b/")
+    assert match is not None and (match.number, match.pattern, match.rule.drop) == (1, "/b/", ["p"])
+    assert table.rule("https://y/") is None and table.selectors("https://y/") == ([], ["xpath://comment()"])
+
+
+def test_explain_prints_the_decisions_a_line_each_bounded_and_inert() -> None:
+    """`scrapy explain`'s lines on them (commands/explain.py): the page's words are the site's."""
+    table = regions(
+        keep=["main", "p.lead"], drop=["div.share", "#absent"], rules=[{"patterns": ["/policies/"], "keep": ["article"]}]
+    )
+    url = "https://x/policies/travel"
+    assert regions_lines(table, url) == [
+        'regions:       [regions]: landmarks dropped; keep "main", "p.lead"; drop "div.share", "#absent"',
+        "  rule         [[regions.rules]] 1 (pattern '/policies/') adds keep \"article\"",
+    ]
+    assert regions_lines(regions(landmarks=False), url) == ["regions:       [regions]: landmarks kept"]
+    lines = region_lines(table.text(body(), url, explain=True), table, url)
+    assert (
+        lines[3]
+        == '  keep  <main> by selector "main": "Travel policy Updated (2026). Book trains before flights. Owner: the travel desk"'
+    )
+    assert lines[-4:] == [
+        '  none  keep selector "p.lead" matches nothing on this page',
+        '  inner keep selector "article" matches only inside the regions above',
+        '  none  drop selector "#absent" matches nothing on this page',
+        "text:          80 of 195 characters kept",
+    ]
+    banner = body("<html><body><nav>Only a menu</nav></body></html>")
+    assert region_lines(regions().text(banner, url, explain=True), regions(), url)[-1] == (
+        "text:          the regions keep no text, so the whole text is kept (11 characters)"
+    )
+    assert excerpt("") == "(no text)" and excerpt("x" * 200) == '"' + "x" * 77 + '..."'
+    assert excerpt("\x1b]0;pwned\x07 \u202eevil\r") == '"\\x1b]0;pwned\\x07 \\u202eevil\\r"'

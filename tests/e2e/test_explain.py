@@ -4,6 +4,10 @@ crawl's RobotsMiddleware, through the crawl's downloader (the internal-address g
 redirects). And it is read-only: the document table is opened without migrating, nothing is
 written, no run is started.
 
+For a URL it would crawl, explain fetches the page through the crawl's downloader too, and shows
+what the source's content regions keep and drop of it: ``ContentRegions.text``, the crawl's own,
+asked to explain.
+
 The `scrapy explain` tests run it as a user does (a subprocess) against real servers on
 127.0.0.1; none needs Solr."""
 
@@ -14,8 +18,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+from lxml import html
 from scrapy.utils.misc import build_from_crawler
 
+from searchcrawl.content.extract import visible_text
 from searchcrawl.crawl.frontier_scheduler import FrontierScheduler
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.requests import admission_of
@@ -47,7 +53,13 @@ def explain(project: Project, name: str, url: str, *options: str) -> str:
 
 
 def verdict(out: str) -> str:
-    return out.rstrip().splitlines()[-1]
+    return next(line for line in out.splitlines() if line.startswith("verdict:"))
+
+
+def section(out: str) -> list[str]:
+    """The report's lines after the verdict: the content regions of a URL the crawl fetches."""
+    lines = out.rstrip().splitlines()
+    return lines[lines.index(verdict(out)) + 1 :]
 
 
 def db_path(project: Project) -> Path:
@@ -380,6 +392,13 @@ def test_explain_says_crawled_for_a_temporary_redirects_target_outside_the_bound
             f"verdict:       CRAWLED: outside the boundary, as the target of {site.url}{origin}'s redirect; allowed by "
             "robots.txt (indexed if it answers 200 with indexable content and no noindex)"
         ), out
+        # fetched as the crawl fetches it, let out of the boundary by that redirect: its regions
+        page = f"<html><body><p>landing {path[6]}</p></body></html>"
+        assert section(out)[-3:] == [
+            f"page:          HTTP 200, text/html, {len(page)} bytes",
+            "  (no region of this page is kept or dropped)",
+            f"text:          {len('landing a')} of {len('landing a')} characters kept",
+        ], out
     never = explain(project, name, f"{site.url}other/c.html")  # no redirect leads there
     assert "redirect:" not in never and verdict(never).startswith("verdict:       EXCLUDED (903 excluded_path)"), never
 
@@ -389,3 +408,117 @@ def test_explain_says_crawled_for_a_temporary_redirects_target_outside_the_bound
         "verdict:       CRAWLED: inside the boundary; robots.txt not checked (--no-robots): it may still exclude it "
         "(indexed if it answers 200 with indexable content and no noindex)"
     ), out
+    assert "page:          not fetched (--no-robots: the crawl's downloader would fetch robots.txt first)" in out, out
+
+
+# --- content regions: the page, fetched through the crawl's downloader ----------------------------
+
+REGIONS = """seeds = ["{url}"]
+[regions]
+drop = ["div.share", "#gone"]
+
+[[regions.rules]]
+patterns = ["/news/"]
+keep = ["article"]
+"""
+TIDES = """<html><head><title>Tides</title></head><body>
+<header><a href="/">Home</a></header>
+<nav><a href="/berths.html">Berths</a> Ferry times</nav>
+<main><article><h1>Tides</h1><p>High water at noon.</p><div class="share">Share this page</div></article>
+<div data-searchcrawl-exclude>Cookie notice</div></main>
+<footer>Copyright the harbour board</footer>
+</body></html>"""
+
+
+def regions_site(offline_project: Project, serve, tmp_path: Path, pages: dict[str, str]) -> tuple[Site, str]:
+    root = tmp_path / "site"
+    (root / "news").mkdir(parents=True)
+    for path, page in pages.items():
+        (root / path).write_text(page, encoding="utf-8")
+    site = serve(root)
+    name = unique("regions")
+    offline_project.source(name, REGIONS.format(url=site.url))
+    return site, name
+
+
+def test_explain_shows_what_the_content_regions_keep_and_drop_of_the_page(
+    offline_project: Project, serve, tmp_path: Path
+) -> None:
+    site, name = regions_site(offline_project, serve, tmp_path, {"news/tides.html": TIDES})
+    (tmp_path / "site" / "robots.txt").write_text(f"User-agent: *\nAllow: /\nSitemap: {site.url}sitemap.xml\n")
+    offline_project.data_dir.mkdir(parents=True)
+    DocumentTable(Database(f"sqlite:///{db_path(offline_project)}")).database.close()  # a crawled source's table
+    before = dump(offline_project)
+
+    out = explain(offline_project, name, f"{site.url}news/tides.html")
+    assert verdict(out).startswith("verdict:       CRAWLED: inside the boundary; allowed by robots.txt"), out
+    whole = visible_text(html.fromstring(TIDES).find("body"))  # the crawl's reading of the whole page
+    assert section(out) == [
+        "",
+        'regions:       [regions]: landmarks dropped; drop "div.share", "#gone"',
+        "  rule         [[regions.rules]] 1 (pattern '/news/') adds keep \"article\"",
+        f"page:          HTTP 200, text/html, {len(TIDES)} bytes",
+        '  drop  <header> by landmark <header>: "Home"',
+        '  drop  <nav> by landmark <nav>: "Berths Ferry times"',
+        '  keep  <article> by selector "article": "Tides High water at noon."',
+        '  drop  <div class="share"> by selector "div.share": "Share this page"',
+        '  drop  <div> by data-searchcrawl-exclude: "Cookie notice"',
+        '  drop  <footer> by landmark <footer>: "Copyright the harbour board"',
+        '  none  drop selector "#gone" matches nothing on this page',
+        f"text:          {len('Tides High water at noon.')} of {len(whole)} characters kept",
+    ], out
+    assert site.paths() == ["/robots.txt", "/news/tides.html"]  # robots.txt once, then the page: no sitemap
+    assert dump(offline_project) == before  # read-only still: no row for the page
+    assert not (offline_project.data_dir / "cache").exists()
+
+    out = explain(offline_project, name, f"{site.url}other.html")  # no rule applies; the page is not there
+    assert "  rule         no [[regions.rules]] pattern matches this URL" in section(out), out
+    assert section(out)[-1].startswith("page:          HTTP 404, text/html, "), out
+    assert section(out)[-1].endswith(" bytes: no document, so no content regions"), out
+
+
+def test_a_pages_hostile_text_is_printed_harmlessly(offline_project: Project, serve, tmp_path: Path) -> None:
+    long = " ".join(["tide"] * 40)
+    hostile = f"<html><body><nav>\x1b]0;pwned\x07menu\x1b[2J</nav><article><p>\x1b[31mred\u202e{long}</p></article></body></html>"
+    site, name = regions_site(offline_project, serve, tmp_path, {"news/evil.html": hostile})
+
+    out = explain(offline_project, name, f"{site.url}news/evil.html")
+    assert not any(character in out for character in "\x1b\x07\u202e\r"), out  # nothing the terminal obeys
+    lines = section(out)
+    assert '  drop  <nav> by landmark <nav>: "\\x1b]0;pwned\\x07menu\\x1b[2J"' in lines, out
+    kept = next(line for line in lines if line.startswith("  keep  <article>"))
+    shown = f"\x1b[31mred\u202e{long}"[:77]  # 80 characters at most, the excerpt cut with "..."
+    assert (
+        kept
+        == '  keep  <article> by selector "article": "' + shown.replace("\x1b", "\\x1b").replace("\u202e", "\\u202e") + '..."'
+    )
+
+
+def test_explain_no_fetch_shows_the_regions_rules_only_and_other_pages_say_why_they_have_none(
+    offline_project: Project, serve, tmp_path: Path
+) -> None:
+    (tmp_path / "internal").mkdir()
+    internal = serve(tmp_path / "internal", host="127.0.0.2")  # an internal service the source does not admit
+    site, name = regions_site(offline_project, serve, tmp_path, {"news/tides.html": TIDES})
+    site.responses["/notes.txt"] = text(b"plain notes")
+    site.redirect("/moved.html", 302, f"{internal.url}secret.html")
+
+    out = explain(offline_project, name, f"{site.url}news/tides.html", "--no-fetch")
+    assert verdict(out).startswith("verdict:       CRAWLED"), out
+    assert section(out) == [
+        "",
+        'regions:       [regions]: landmarks dropped; drop "div.share", "#gone"',
+        "  rule         [[regions.rules]] 1 (pattern '/news/') adds keep \"article\"",
+        "page:          not fetched (--no-fetch)",
+    ], out
+    assert site.paths() == ["/robots.txt"]
+
+    out = explain(offline_project, name, f"{site.url}notes.txt")
+    assert (
+        section(out)[-1]
+        == f"page:          HTTP 200, text/plain, {len(b'plain notes')} bytes: not an HTML page, so no content regions"
+    )
+    out = explain(offline_project, name, f"{site.url}moved.html")  # the redirect's target meets the address guard
+    refused = f"page:          not fetched: {int(Status.INTERNAL_ADDRESS)} internal_address: {internal.url[7:-1]} is an internal address"
+    assert section(out)[-1].startswith(refused), out
+    assert internal.requests == []

@@ -158,14 +158,15 @@ display_urls = [{{ prefix = "{site.url}", replace = "https://www.example.com/" }
     assert f"rewriter:      tests.rewriters.strip_session -> {site.url}docs/a.html" in out
     assert "display URL:   https://www.example.com/docs/a.html" in out
     assert "agent token  searchcrawl; group: User-agent: searchcrawl" in out
-    assert out.rstrip().splitlines()[-1].startswith("verdict:       CRAWLED")
+    assert "verdict:       CRAWLED" in out
+    assert "page:          HTTP 404" in out  # the page, fetched for its content regions: not there
     out = explain(f"{site.url}secret/x.html")
     assert (
         f"verdict:       EXCLUDED (907 excluded_robots): robots.txt of {site.url[:-1]}: User-agent: searchcrawl: line 5: Disallow: /secret/"
         in out
     ), out
     out = explain(f"{site.url}private/x.html")  # our own group replaces '*': allowed
-    assert "CRAWLED" in out.splitlines()[-1]
+    assert "verdict:       CRAWLED" in out
     out = explain(f"{site.url}internal/x.html")
     assert 'EXCLUDED (903 excluded_path): path exclude "/internal/" on 127.0.0.1' in out
     out = explain("http://other.example.org/")
@@ -174,7 +175,8 @@ display_urls = [{{ prefix = "{site.url}", replace = "https://www.example.com/" }
     assert "EXCLUDED (905 excluded_depth): depth 3 > max_depth 2" in out
     out = explain(f"{site.url}print/x.html")
     assert "EXCLUDED (909 excluded_rewriter)" in out
-    assert not [p for p in site.paths() if p != "/robots.txt"]  # explain fetches robots.txt only
+    # explain fetches robots.txt, and the pages it says are crawled (their content regions) only
+    assert set(site.paths()) == {"/robots.txt", "/docs/a.html", "/private/x.html"}, site.paths()
 
 
 # Issue 53: a spelling nginx, a servlet container or IIS maps onto the excluded folder /enc/secret/
