@@ -49,12 +49,12 @@ from searchcrawl.content.extract import body_of, mimetype_of
 from searchcrawl.content.regions import ContentRegions, RegionText, Selectors
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
-from searchcrawl.crawl.meta import ADMITTED, DONT_RETRY, KNOWN, LEAVES_BOUNDARY, PROXY
+from searchcrawl.crawl.meta import ADMITTED, DONT_RETRY, KNOWN, LEAVES_BOUNDARY, NOT_FOUND_PAGE, PROXY
 from searchcrawl.crawl.middlewares.address_guard import AddressGuardMiddleware
 from searchcrawl.crawl.middlewares.robots import RobotsMiddleware, site_of
 from searchcrawl.crawl.middlewares.sitemaps import SitemapMiddleware
 from searchcrawl.crawl.requests import admission_of
-from searchcrawl.crawl.spider import SourceSpider, fetch_record, seed_urls
+from searchcrawl.crawl.spider import REFUSING, SourceSpider, fetch_record, seed_urls
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.boundary import ScopeDecision
 from searchcrawl.rules.chain import RuleChain, RuleStep
@@ -376,6 +376,10 @@ async def page_lines(crawler: Crawler, url: str, depth: int, leaves_boundary: bo
     answer = f"page:          HTTP {response.status}, {mimetype or 'no content type'}, {len(response.body)} bytes"
     if response.url != url:
         answer += f", from {response.url}"
+    if response.status in REFUSING and isinstance(response, TextResponse):
+        soft = soft_error_line(spider, response)
+        if soft is not None:
+            return [answer, soft]
     if response.status != 200:
         return [f"{answer}: no document, so no content regions"]
     if (
@@ -394,6 +398,10 @@ async def page_lines(crawler: Crawler, url: str, depth: int, leaves_boundary: bo
         lines.append(
             "render:        an empty JavaScript shell: the crawl renders it in Chromium; these are the static page's regions"
         )
+    soft = soft_error_line(spider, response)
+    if soft is not None:  # the crawl reads no further: not indexed, no links followed
+        return [*lines, soft]
+    lines.append(f"soft error:    none{not_found_note(response)}")
     if "noindex" in spider.robots_directives(response):
         lines.append("robots meta:   noindex: the crawl follows its links and does not index it")
     if spider.source.settings.main_text:
@@ -401,6 +409,27 @@ async def page_lines(crawler: Crawler, url: str, depth: int, leaves_boundary: bo
     regions = ContentRegions(spider.source.settings.regions)
     lines.extend(region_lines(regions.text(body_of(response.selector.root), response.url, explain=True), regions, response.url))
     return lines
+
+
+def soft_error_line(spider: SourceSpider, response: TextResponse) -> str | None:
+    """The line on a page that is not the page (content/soft_errors.py), decided as the crawl
+    decides (``SourceSpider.soft_error``), or None."""
+    soft = spider.soft_error(spider.page_of(response), response.meta)
+    if soft is None:
+        return None
+    counted = "counted toward max_failures" if soft.counted else "not counted toward max_failures"
+    return (
+        f"soft error:    {code_name(soft.status)}: {printable(soft.reason)}: not indexed, its links not followed, "
+        f"the indexed version kept ({counted})"
+    )
+
+
+def not_found_note(response: TextResponse) -> str:
+    """What the site's answer to a URL that cannot exist taught (crawl/middlewares/not_found_probe.py)."""
+    learned = response.meta.get(NOT_FOUND_PAGE)
+    if learned is None:
+        return " (the site has no soft 404s, or they were not probed)"
+    return f" (not like the site's answer to {printable(learned.probe)}, its soft 404)"
 
 
 def excerpt(text: str, width: int = EXCERPT_CHARS) -> str:

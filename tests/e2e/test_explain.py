@@ -13,6 +13,7 @@ The `scrapy explain` tests run it as a user does (a subprocess) against real ser
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import uuid
 from pathlib import Path
@@ -394,8 +395,9 @@ def test_explain_says_crawled_for_a_temporary_redirects_target_outside_the_bound
         ), out
         # fetched as the crawl fetches it, let out of the boundary by that redirect: its regions
         page = f"<html><body><p>landing {path[6]}</p></body></html>"
-        assert section(out)[-3:] == [
+        assert section(out)[-4:] == [
             f"page:          HTTP 200, text/html, {len(page)} bytes",
+            "soft error:    none (the site has no soft 404s, or they were not probed)",  # no probe outside the boundary
             "  (no region of this page is kept or dropped)",
             f"text:          {len('landing a')} of {len('landing a')} characters kept",
         ], out
@@ -458,6 +460,7 @@ def test_explain_shows_what_the_content_regions_keep_and_drop_of_the_page(
         'regions:       [regions]: landmarks dropped; drop "div.share", "#gone"',
         "  rule         [[regions.rules]] 1 (pattern '/news/') adds keep \"article\"",
         f"page:          HTTP 200, text/html, {len(TIDES)} bytes",
+        "soft error:    none (the site has no soft 404s, or they were not probed)",  # the probe answered 404
         '  drop  <header> by landmark <header>: "Home"',
         '  drop  <nav> by landmark <nav>: "Berths Ferry times"',
         '  keep  <article> by selector "article": "Tides High water at noon."',
@@ -467,7 +470,12 @@ def test_explain_shows_what_the_content_regions_keep_and_drop_of_the_page(
         '  none  drop selector "#gone" matches nothing on this page',
         f"text:          {len('Tides High water at noon.')} of {len(whole)} characters kept",
     ], out
-    assert site.paths() == ["/robots.txt", "/news/tides.html"]  # robots.txt once, then the page: no sitemap
+    # robots.txt once, the not-found probe beside the page (as the crawl would), then the page: no sitemap
+    assert [re.sub("[0-9a-f]{16}", "*", path) for path in site.paths()] == [
+        "/robots.txt",
+        "/news/searchcrawl-not-found-*.html",
+        "/news/tides.html",
+    ]
     assert dump(offline_project) == before  # read-only still: no row for the page
     assert not (offline_project.data_dir / "cache").exists()
 
@@ -522,3 +530,27 @@ def test_explain_no_fetch_shows_the_regions_rules_only_and_other_pages_say_why_t
     refused = f"page:          not fetched: {int(Status.INTERNAL_ADDRESS)} internal_address: {internal.url[7:-1]} is an internal address"
     assert section(out)[-1].startswith(refused), out
     assert internal.requests == []
+
+
+def test_explain_says_when_a_page_is_a_soft_error_as_the_crawl_decides(offline_project: Project, serve, tmp_path: Path) -> None:
+    login = (
+        "<html><head><title>Sign in</title></head><body><form><input name=u><input type=password name=p></form></body></html>"
+    )
+    site, name = regions_site(offline_project, serve, tmp_path, {"news/login.html": login, "news/tides.html": TIDES})
+
+    def soft_404(path: str) -> tuple[int, dict[str, str], bytes]:
+        body = f"<html><body><main><p>We looked everywhere for {path} but found nothing, sorry.</p></main></body></html>"
+        return 200, {"Content-Type": "text/html"}, body.encode()
+
+    site.missing = soft_404
+    out = section(explain(offline_project, name, f"{site.url}news/login.html"))
+    assert out[-1].startswith("soft error:    928 soft_error: a login page (a default marker: title 'Sign in', an element"), out
+    assert out[-1].endswith("not indexed, its links not followed, the indexed version kept (not counted toward max_failures)")
+
+    out = section(explain(offline_project, name, f"{site.url}news/gone.html"))  # not there: the site's soft 404
+    assert out[-1].startswith("soft error:    929 soft_not_found: a not-found page (as like the site's answer to "), out
+    assert out[-1].endswith("(counted toward max_failures)"), out
+
+    out = section(explain(offline_project, name, f"{site.url}news/tides.html"))
+    soft = next(line for line in out if line.startswith("soft error:"))
+    assert soft.startswith(f"soft error:    none (not like the site's answer to {site.url}news/searchcrawl-not-found-"), out
