@@ -37,7 +37,7 @@ from pydantic import Field, field_validator, model_validator
 
 from searchcrawl.content.extract import TYPE_SUFFIXES, typed_value
 from searchcrawl.content.regions import compiled
-from searchcrawl.rules.tables import RuleTable
+from searchcrawl.rules.tables import RuleTable, regular_expression
 
 logger = logging.getLogger(__name__)
 
@@ -74,14 +74,14 @@ class FieldRule(RuleTable):
     @classmethod
     def _regex(cls, value: str | None) -> str | None:
         if value is not None:
-            _compile(value)
+            regular_expression(value)
         return value
 
     @field_validator("patterns")
     @classmethod
     def _patterns(cls, values: list[str]) -> list[str]:
         for value in values:
-            _compile(value)
+            regular_expression(value)
         return values
 
     @field_validator("json_ld")
@@ -109,13 +109,6 @@ class FieldRule(RuleTable):
     @property
     def target(self) -> str:
         return self.name + TYPE_SUFFIXES[self.type]
-
-
-def _compile(value: str) -> re.Pattern[str]:
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise ValueError(f"{value!r} is not a regular expression: {exc}") from None
 
 
 class FieldRules:

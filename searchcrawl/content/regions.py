@@ -41,7 +41,7 @@ from lxml import etree
 from pydantic import Field, field_validator
 
 from searchcrawl.content.extract import joined_text, visible_text
-from searchcrawl.rules.tables import RuleTable
+from searchcrawl.rules.tables import RuleTable, regular_expression
 
 LANDMARK_ROLES = ("navigation", "banner", "contentinfo", "complementary", "search")
 LANDMARKS = (
@@ -105,10 +105,7 @@ class RegionRule(Selectors):
     @classmethod
     def _patterns(cls, values: list[str]) -> list[str]:
         for value in values:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"{value!r} is not a regular expression: {exc}") from None
+            regular_expression(value)
         return values
 
 

@@ -45,7 +45,7 @@ from pydantic import Field, field_validator, model_validator
 
 from searchcrawl.content.regions import compiled
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.rules.tables import RuleTable
+from searchcrawl.rules.tables import RuleTable, regular_expression
 
 Kind = Literal["login", "challenge", "maintenance", "not_found"]
 KIND_NAMES: dict[str, str] = {
@@ -62,10 +62,7 @@ SHINGLE = 3
 
 def _regex(value: str | None) -> str | None:
     if value is not None:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"{value!r} is not a regular expression: {exc}") from None
+        regular_expression(value)
     return value
 
 

@@ -4,9 +4,19 @@ what validates the file (searchcrawl/config/source.py) or, for the filters, next
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
+
+
+def regular_expression(value: str) -> re.Pattern[str]:
+    """``value`` compiled; a ValueError that names it when it is no regular expression (what a
+    rule table's validator raises, so that the source file is refused with the key)."""
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"{value!r} is not a regular expression: {exc}") from None
 
 
 def known_keys(model: type[BaseModel], data: Any) -> Any:
