@@ -70,7 +70,9 @@ D5 "text" is the page's visible body text, which is what Solr's ``content`` hold
    the same title and paragraph are duplicates whatever they link to. An empty paragraph is a
    valid page: title only, no ``content`` field.
 D6 A document kept through a transient failure takes part in duplicate groups with its old
-   content; a group is one title+text, whoever holds it.
+   content; a group is one title+text, whoever holds it. One that another member replaces leaves
+   the index as a duplicate: its status is no longer its failure's (seed 5, crawl 54: a page
+   behind a login wall, replaced by a copy, was reported failed again in the next crawl, rightly).
 D7 Lag (rule 5) is allowed for a group when, after the source's previous crawl, the index held
    that title+text at a URL that is not in the group any more; then zero or one member may be
    indexed. Otherwise exactly one. Which member is indexed is read back from Solr (not pinned).
@@ -823,7 +825,8 @@ class SourceOracle:
             if chosen is not None:
                 index[chosen] = group.key
             for member in group.members:
-                if member != chosen and statuses.get(member) == "ok":
+                # D6: a member kept through a failure that another member replaces is a duplicate now
+                if member != chosen and (statuses.get(member) == "ok" or member in expectation.kept):
                     statuses[member] = "duplicate"
         self.index = index
         self.statuses = statuses
