@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -58,6 +59,7 @@ FOUND_REASON = "in Solr when the document table knew nothing of the source; take
 # a document with its frontier entry (absent: not queued in any run) and its redirect (absent: none)
 WITH_ENTRY = documents.outerjoin(frontier, frontier.c.document_id == documents.c.id)
 WITH_REDIRECT = documents.outerjoin(redirects, redirects.c.document_id == documents.c.id)
+PLAN_BATCH = 5_000  # rows a maintenance crawl's plan reads at a time
 WHOLE = WITH_ENTRY.outerjoin(redirects, redirects.c.document_id == documents.c.id)
 # a URL's record as it was one row: the entry's and the redirect's columns under their old names
 ENTRY_AS = (
@@ -562,22 +564,11 @@ class DocumentTable:
         - Every other known URL is queued, linked or not: a page whose linking page answers 304
           is still checked.
 
-        Returns (queued, newly excluded)."""
+        A source of a million URLs is read ``PLAN_BATCH`` rows at a time (by id, no row held
+        longer than its batch): what is held is the ids to queue (8 bytes each), queued in one
+        transaction at the end, all or none. Returns (queued, newly excluded)."""
         assert self.run_id is not None
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                select(
-                    documents.c.id,
-                    documents.c.url,
-                    documents.c.depth,
-                    documents.c.state,
-                    documents.c.status,
-                    redirects.c.via,
-                    documents.c.last_fetched,
-                )
-                .select_from(WITH_REDIRECT)
-                .where(documents.c.source == source)
-            ).all()
             # temporary redirects that stood at their last fetch: their targets are fetched through them
             targets: set[str] = set(
                 connection.execute(
@@ -590,23 +581,44 @@ class DocumentTable:
                     )
                 ).scalars()
             )
-        queue: list[int] = []
+        queue = array("q")
         excluded = 0
         since = as_utc(recheck_before)
         out_of_index = {state.value for state in OUT_OF_INDEX if state is not None}
-        for row in rows:
-            verdict = excluding(row.url, row.depth or 0)
-            if verdict is not None:
-                through_redirect = row.via is not None or row.url in targets
-                if not through_redirect and not (row.state in out_of_index and row.status == verdict[0]):
-                    self.record(source, row.url, Outcome(Event.EXCLUDED, verdict[0], verdict[1]))
-                    excluded += 1
-                continue
-            if since is not None and row.state in (State.REMOVED.value, State.FETCHED.value) and _linkless(row.status):
-                fetched = as_utc(row.last_fetched)
-                if fetched is not None and fetched >= since:
+        after = 0
+        while True:
+            with self.engine.connect() as connection:  # closed before a row is recorded (SQLite's one writer)
+                rows = connection.execute(
+                    select(
+                        documents.c.id,
+                        documents.c.url,
+                        documents.c.depth,
+                        documents.c.state,
+                        documents.c.status,
+                        redirects.c.via,
+                        documents.c.last_fetched,
+                    )
+                    .select_from(WITH_REDIRECT)
+                    .where(documents.c.source == source, documents.c.id > after)
+                    .order_by(documents.c.id)
+                    .limit(PLAN_BATCH)
+                ).all()
+            if not rows:
+                break
+            after = rows[-1].id
+            for row in rows:
+                verdict = excluding(row.url, row.depth or 0)
+                if verdict is not None:
+                    through_redirect = row.via is not None or row.url in targets
+                    if not through_redirect and not (row.state in out_of_index and row.status == verdict[0]):
+                        self.record(source, row.url, Outcome(Event.EXCLUDED, verdict[0], verdict[1]))
+                        excluded += 1
                     continue
-            queue.append(row.id)
+                if since is not None and row.state in (State.REMOVED.value, State.FETCHED.value) and _linkless(row.status):
+                    fetched = as_utc(row.last_fetched)
+                    if fetched is not None and fetched >= since:
+                        continue
+                queue.append(row.id)
         queued = 0
         with self.engine.begin() as connection:
             for start in range(0, len(queue), 500):
@@ -617,7 +629,7 @@ class DocumentTable:
                     self.database,
                     connection,
                     self.run_id,
-                    documents.c.id.in_(queue[start : start + 500]),
+                    documents.c.id.in_(queue[start : start + 500].tolist()),
                     new_in_run=True,
                     drop_request=True,
                 )

@@ -533,9 +533,7 @@ def test_explain_no_fetch_shows_the_regions_rules_only_and_other_pages_say_why_t
 
 
 def test_explain_says_when_a_page_is_a_soft_error_as_the_crawl_decides(offline_project: Project, serve, tmp_path: Path) -> None:
-    login = (
-        "<html><head><title>Sign in</title></head><body><form><input name=u><input type=password name=p></form></body></html>"
-    )
+    login = "<html><head><title>Sign in</title></head><body><form><input name=u><input type=password name=p></form></body></html>"
     site, name = regions_site(offline_project, serve, tmp_path, {"news/login.html": login, "news/tides.html": TIDES})
 
     def soft_404(path: str) -> tuple[int, dict[str, str], bytes]:

@@ -368,6 +368,33 @@ def test_the_maintenance_plan_leaves_what_a_node_that_joined_did_in_the_run(tmp_
     assert [table.get(source, url)["frontier"] for url in (a, b)] == ["done", "queued"]  # type: ignore[index]
 
 
+def test_the_maintenance_plan_reads_a_large_source_in_batches_and_decides_every_row(tmp_path, monkeypatch) -> None:
+    """A million rows are not held at once (issue 58): the plan reads them a batch at a time, by
+    id; every row is decided once, across the batches' edges, other sources' rows untouched."""
+    monkeypatch.setattr("searchcrawl.store.documents.PLAN_BATCH", 7)
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'b.sqlite3'}"))
+    source = "big"
+    table = table.for_run(Runs(table.database).start(source).id)
+    urls = [f"http://h/{number}" for number in range(40)]
+    for number, url in enumerate(urls):
+        table.record(source, url, Outcome(Event.CACHED, 200, columns={"checksum": url}))
+        if number % 5 == 0:
+            table.record("other", url, Outcome(Event.CACHED, 200, columns={"checksum": url}))
+    table.mark_indexed(source, [(url, url) for url in urls])
+    table = table.for_run(table.run_id + 1)
+    asked: list[str] = []
+
+    def excluding(url: str, depth: int) -> tuple[int, str] | None:
+        asked.append(url)
+        return (904, "pattern") if url.endswith("3") else None
+
+    assert table.plan_maintenance(source, excluding) == (36, 4)
+    assert sorted(asked) == sorted(urls)  # each once
+    assert {table.get(source, url)["status"] for url in urls if url.endswith("3")} == {904}  # type: ignore[index]
+    assert {table.get(source, url)["frontier"] for url in urls if not url.endswith("3")} == {"queued"}  # type: ignore[index]
+    assert table.get("other", urls[0])["frontier"] == "done"  # type: ignore[index]  # as the first run left it
+
+
 LEASER = """
 import sys
 from searchcrawl.store import Database
