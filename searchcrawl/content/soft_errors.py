@@ -138,19 +138,50 @@ LOGIN_PATHS = (
     r"|openid-connect/auth|oauth2?/(v2\.0/)?authori[sz]e|idp/profile/saml2"
     r")(\.[a-z]{2,5})?(/|$|[?#;])"
 )
-LOGIN_TITLES = (
-    r"(?i)\b(log\s?in|log\s?on|sign\s?in|sign-in|single sign-on|authentication required|anmelden|anmeldung"
-    r"|connexion|se connecter|iniciar sesi[oó]n|accedi|inloggen)\b"
+# A notice's title is the notice: the whole title, or one part of it beside the site's name
+# ("Intranet | Sign in", "Page not found - Intranet"); a title that only mentions a login, an
+# error or maintenance ("Login problems after the update", "404 errors explained", "Scheduled
+# maintenance of the mail system on Saturday") is content's. ": " parts a site's name from a
+# notice, never a notice from what follows ("Not found: what to do"). Possessive and bounded
+# quantifiers: a hostile title of separators costs one pass, not one per separator.
+_BEFORE = r"(?:.*?\w(?=\W*?(?:[|·•:]|\s[–—-]))\W++)?"
+_AFTER = r"(?:\W*+$|\W*?(?:[|·•]|\s[–—-]\s).*)"
+
+
+def notice_title(phrases: str) -> str:
+    """A title regex of a notice: one of ``phrases`` as the whole title or one part of it."""
+    return rf"(?i)^{_BEFORE}\W*+(?:{phrases}){_AFTER}"
+
+
+LOGIN_TITLES = notice_title(
+    r"(?:user\s+|member\s+|account\s+)?(?:log\s?in|log\s?on|sign\s?in|sign-in|single sign-on|authentication required"
+    r"|anmelden|anmeldung|connexion|se connecter|iniciar sesi[oó]n|accedi|inloggen)"
+    r"(?:\s+(?:to|into|with|at|page|required|bei|zu|auf|à|sur|a|en|in)\b[^|·•–—]{0,80}?)?"
+)
+NOT_FOUND_TITLES = notice_title(
+    r"(?:error\W*)?404(?:\W+(?:error|(?:(?:the\s+)?(?:page|file|document|resource|url)(?:\s+or\s+directory)?\s+)?"
+    r"(?:was\s+)?not\s+found))?"
+    r"|(?:error\W*)?(?:(?:the\s+)?(?:page|file|document|resource|url)\s+(?:was\s+)?)?not\s+found(?:\W+404)?"
+    r"|seite nicht gefunden|page (?:introuvable|non trouv[ée]e)|p[aá]gina no encontrada"
+)
+MAINTENANCE_TITLES = notice_title(
+    r"(?:[\w' ]{1,60}?\s(?:is|are)\s+(?:currently\s+)?|(?:sorry\W+)?we(?:'re|\s+are)\s+(?:currently\s+)?)?"
+    r"(?:under maintenance|down for (?:scheduled\s+)?maintenance|undergoing (?:scheduled\s+)?maintenance"
+    r"|(?:in\s+)?maintenance mode|scheduled maintenance|site maintenance|temporarily unavailable|wartungsarbeiten"
+    r"|en maintenance)"
 )
 
+# Login pages, challenges and maintenance pages are short (max_text): a long page with a login
+# box, or one that mentions them, is content.
 DEFAULT_MARKERS: tuple[SoftErrorMarker, ...] = (
     SoftErrorMarker(kind="login", redirect=LOGIN_PATHS),
-    SoftErrorMarker(kind="login", css="input[type=password]", title=LOGIN_TITLES),
+    SoftErrorMarker(kind="login", css="input[type=password]", title=LOGIN_TITLES, max_text=2_000),
     SoftErrorMarker(kind="challenge", header="cf-mitigated: (?i)challenge"),
     SoftErrorMarker(
         kind="challenge",
         title=r"(?i)^\s*(just a moment\W*|attention required\W*(\|\s*cloudflare)?|ddos-guard|checking your browser\b.*"
         r"|access denied\W*\|?\s*(cloudflare|incapsula|sucuri).*|human verification|are you a robot\W*)\s*$",
+        max_text=2_000,
     ),
     SoftErrorMarker(
         kind="challenge",
@@ -159,27 +190,23 @@ DEFAULT_MARKERS: tuple[SoftErrorMarker, ...] = (
     ),
     SoftErrorMarker(
         kind="challenge",
-        text=r"(?i)\b(enable (javascript|cookies)( and cookies)? to continue|please (turn on|enable) (javascript|cookies)"
+        # "please enable JavaScript" ends its sentence: "... to view the comments" (Disqus's
+        # <noscript>) is a page's, not a challenge's
+        text=r"(?i)\b(enable (javascript|cookies)( and cookies)? to continue"
+        r"|please (turn on|enable) (javascript|cookies)( and (javascript|cookies))?( in your browser| and reload( the page)?)?"
+        r"\s*([.!]|$)"
         r"|checking (if the site connection is secure|your browser)|verify (that )?you are (a )?human"
         r"|are you a robot|unusual traffic from your (computer )?network)",
         max_text=1_500,
     ),
-    SoftErrorMarker(
-        kind="maintenance",
-        title=r"(?i)\b(under maintenance|down for maintenance|maintenance mode|scheduled maintenance|site maintenance"
-        r"|temporarily unavailable|wartungsarbeiten|en maintenance)\b",
-    ),
+    SoftErrorMarker(kind="maintenance", title=MAINTENANCE_TITLES, max_text=1_500),
     SoftErrorMarker(
         kind="maintenance",
         text=r"(?i)\b(is (currently )?(down for|under(going)?) (scheduled )?maintenance|we('| a)re performing "
         r"(scheduled )?maintenance|will be back (shortly|soon))\b",
         max_text=1_500,
     ),
-    SoftErrorMarker(
-        kind="not_found",
-        title=r"(?i)^\W*(error\W*)?(404\b|(the )?(page|file|document|resource|url)\s+(was\s+)?not\s+found|not\s+found\W*$"
-        r"|seite nicht gefunden|page (introuvable|non trouv[ée]e)|p[aá]gina no encontrada)",
-    ),
+    SoftErrorMarker(kind="not_found", title=NOT_FOUND_TITLES),
 )
 
 
