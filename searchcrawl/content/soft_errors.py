@@ -13,8 +13,8 @@ followed. A source's ``[soft_errors]`` table says how to tell them:
   ``xpath:``, that matches an element), ``header`` (``"Name: regex"`` on a response header),
   ``max_text`` (the page's text is at most this many characters: interstitials are short, and a
   long article that mentions "enable JavaScript" is no challenge); or ``redirect`` alone, a
-  regular expression on the target of a redirect (a redirect to a login page); ``patterns``:
-  the URLs a marker applies to (default: all);
+  regular expression on the target of a temporary redirect (a redirect to a login page; a
+  permanent one is a move); ``patterns``: the URLs a marker applies to (default: all);
 - ``probe_not_found`` (default true): once per site and crawl, a URL that cannot exist (a random
   name beside the site's first page) is fetched; a site that answers it with a page (200, after
   its redirects on the site) has soft 404s, and a page as like that one as ``similarity``
