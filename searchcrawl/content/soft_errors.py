@@ -35,6 +35,7 @@ not-found page (crawl/middlewares/not_found_probe.py).
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -252,23 +253,26 @@ def shingles(title: str, text: str, url: str) -> frozenset[int]:
 
 @dataclass(frozen=True)
 class NotFoundPage:
-    """What a site answers for a URL that cannot exist (``probe``): the page its soft 404s look like."""
+    """What a site answers for a URL that cannot exist (``probe``): the page its soft 404s look
+    like, its three-word sequences as 64-bit hashes (held for the whole crawl, one per site: at
+    most 40 KB, where a frozenset of them took 670 KiB)."""
 
     probe: str
-    shingles: frozenset[int]
+    shingles: array[int]
 
     @classmethod
     def of(cls, probe: str, title: str, text: str) -> NotFoundPage | None:
         """The site's not-found page from its answer to ``probe``; None when it has no words to
         compare (an empty page is not indexed anyway)."""
         found = shingles(title, text, probe)
-        return cls(probe, found) if found else None
+        return cls(probe, array("q", sorted(found))) if found else None
 
     def similarity(self, other: frozenset[int]) -> float:
         """The share of three-word sequences the two pages have in common (Jaccard)."""
         if not other:
             return 0.0
-        return len(self.shingles & other) / len(self.shingles | other)
+        common = len(other.intersection(self.shingles))
+        return common / (len(self.shingles) + len(other) - common)
 
     def could_match(self, other_size: int, threshold: float) -> bool:
         """Whether a page of ``other_size`` sequences could be as similar as ``threshold``: the

@@ -136,7 +136,7 @@ class NotFoundProbeMiddleware:
         home = canonical(urlunsplit((*urlsplit(url)[:2], "/", "", "")))
         at_home = answer if answer[0] == home else await self.answer(home)
         home_page = None if at_home is None else self.learn(*at_home)
-        if home_page is not None and found.similarity(home_page.shingles) >= self.similarity:
+        if home_page is not None and found.similarity(frozenset(home_page.shingles)) >= self.similarity:
             # a single-page app's fallback, a "404 to home page" plugin, a redirect to /: every
             # page like it would be a soft 404, the home page first, and the site not crawled
             logger.info("%s answers a URL that cannot exist with its home page: no soft 404s to tell", url)
