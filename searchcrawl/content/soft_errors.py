@@ -19,7 +19,8 @@ followed. A source's ``[soft_errors]`` table says how to tell them:
   name beside the site's first page) is fetched; a site that answers it with a page (200, after
   its redirects on the site) has soft 404s, and a page as like that one as ``similarity``
   (default 0.9: the share of their three-word sequences in common, the URL a page echoes left
-  out) is a soft 404 too.
+  out, and the site's template: what that page shares with the site's home page) is a soft 404
+  too.
 
 Such a page is a soft error: not indexed, its indexed version kept (a transient failure of the
 URL), its links not followed. A login page, challenge or maintenance page is status 928
@@ -37,7 +38,7 @@ from __future__ import annotations
 import re
 from array import array
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
@@ -255,10 +256,12 @@ def shingles(title: str, text: str, url: str) -> frozenset[int]:
 class NotFoundPage:
     """What a site answers for a URL that cannot exist (``probe``): the page its soft 404s look
     like, its three-word sequences as 64-bit hashes (held for the whole crawl, one per site: at
-    most 40 KB, where a frozenset of them took 670 KiB)."""
+    most 40 KB, where a frozenset of them took 670 KiB), less its ``template``: those it shares
+    with the site's home page (a menu or footer that is no landmark), compared with no page."""
 
     probe: str
     shingles: array[int]
+    template: array[int] = field(default_factory=lambda: array("q"))
 
     @classmethod
     def of(cls, probe: str, title: str, text: str) -> NotFoundPage | None:
@@ -266,6 +269,16 @@ class NotFoundPage:
         compare (an empty page is not indexed anyway)."""
         found = shingles(title, text, probe)
         return cls(probe, array("q", sorted(found))) if found else None
+
+    def without(self, template: frozenset[int]) -> NotFoundPage | None:
+        """This page less the sequences of ``template`` (the home page's): None when nothing is left."""
+        common = template.intersection(self.shingles)
+        own = [shingle for shingle in self.shingles if shingle not in common]
+        return NotFoundPage(self.probe, array("q", own), array("q", sorted(common))) if own else None
+
+    def own(self, other: frozenset[int]) -> frozenset[int]:
+        """A page's sequences less the site's template."""
+        return other.difference(self.template) if self.template else other
 
     def similarity(self, other: frozenset[int]) -> float:
         """The share of three-word sequences the two pages have in common (Jaccard)."""
@@ -389,7 +402,7 @@ class SoftErrors:
                 origin = "the source's marker" if marker.own else "a default marker"
                 return SoftError(marker.marker.kind, f"{KIND_NAMES[marker.marker.kind]} ({origin}: {said})")
         if not_found is not None:
-            found = shingles(page.title, page.text, page.url)
+            found = not_found.own(shingles(page.title, page.text, page.url))
             threshold = self.table.similarity
             if not_found.could_match(len(found), threshold):
                 similarity = not_found.similarity(found)

@@ -17,7 +17,9 @@ politeness). The answer:
 - unless that page is the site's home page (its root, fetched the same way when the source's
   rules admit it, and as like the answer as the source's ``similarity``): a single-page app's
   fallback, a "404 to home page" plugin, a redirect to /. Every page like it would be a soft
-  404, the home page first, whose links would then never be followed.
+  404, the home page first, whose links would then never be followed. What the answer shares
+  with the home page is the site's template (a menu or footer that is no landmark), which would
+  make every short page like it: the pages are compared with the rest.
 
 A site's page requests wait for its probe's answer (as they wait for its robots.txt and sitemaps:
 the probe runs after them). The probe has no ledger row and no callback: it goes through
@@ -136,11 +138,18 @@ class NotFoundProbeMiddleware:
         home = canonical(urlunsplit((*urlsplit(url)[:2], "/", "", "")))
         at_home = answer if answer[0] == home else await self.answer(home)
         home_page = None if at_home is None else self.learn(*at_home)
-        if home_page is not None and found.similarity(frozenset(home_page.shingles)) >= self.similarity:
-            # a single-page app's fallback, a "404 to home page" plugin, a redirect to /: every
-            # page like it would be a soft 404, the home page first, and the site not crawled
-            logger.info("%s answers a URL that cannot exist with its home page: no soft 404s to tell", url)
-            return None
+        if home_page is not None:
+            at_home_too = frozenset(home_page.shingles)
+            if found.similarity(at_home_too) >= self.similarity:
+                # a single-page app's fallback, a "404 to home page" plugin, a redirect to /: every
+                # page like it would be a soft 404, the home page first, and the site not crawled
+                logger.info("%s answers a URL that cannot exist with its home page: no soft 404s to tell", url)
+                return None
+            # what it shares with the home page is the site's template (a menu that is no
+            # landmark), which would make a short page of the site like it
+            found = found.without(at_home_too)
+            if found is None:
+                return None
         logger.info("%s answers a URL that cannot exist with a page (soft 404s): pages like it are not indexed", url)
         return found
 

@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+import lxml.html
 import pytest
 from scrapy import Request
 from scrapy.crawler import Crawler
@@ -15,6 +16,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.misc import build_from_crawler
 
+from searchcrawl.content.extract import body_of
+from searchcrawl.content.soft_errors import Page, SoftErrors
 from searchcrawl.crawl.meta import NOT_FOUND_PAGE, PROBE_REQUEST, own_request
 from searchcrawl.crawl.middlewares.not_found_probe import NotFoundProbeMiddleware, probe_url
 
@@ -162,3 +165,40 @@ def test_the_home_page_is_asked_within_the_sources_rules(crawler_of: CrawlerOf) 
     middleware, server = build(crawler_of, soft, "[patterns]\ninclude_regex = ['^http://h[.]test/docs/']\n")
     assert NOT_FOUND_PAGE in pages(middleware, f"{SITE}/docs/a.html")[0].meta
     assert [r.url for r in server.requested] == [server.requested[0].url] and "/docs/" in server.requested[0].url
+
+
+MENU = '<div class="menu">' + " ".join(f'<a href="/d{n}">Department {n} office</a>' for n in range(80)) + "</div>"
+
+
+def intranet_page(content: str) -> bytes:
+    """A page of an intranet whose menu is no landmark (a <div>): most of each page's text."""
+    return f"<html><head><title>Acme intranet</title></head><body>{MENU}<div>{content}</div></body></html>".encode()
+
+
+def test_the_template_the_not_found_page_shares_with_the_home_page_makes_no_likeness(crawler_of: CrawlerOf) -> None:
+    """A short page of a site whose template's text is no landmark (a menu of 240 words in a
+    <div>) was 0.93 like its not-found page, all of it template: a person's card was a soft 404
+    (929, counted) and left the index. What the not-found page shares with the home page is the
+    template: the likeness is measured on the rest."""
+
+    def site(url: str) -> Response:
+        path = urlsplit(url).path
+        if path == "/":
+            content = "<h1>Welcome</h1>" + "".join(f"<p>News {n}: the canteen reopens on day {n}.</p>" for n in range(20))
+        elif path == "/people/jdoe.html":
+            content = "<h1>Jane Doe</h1><p>Payroll, room 4.12, extension 4411.</p>"
+        else:
+            content = "<h1>Sorry</h1><p>There is nothing at this address.</p>"
+        return HtmlResponse(url, status=200, body=intranet_page(content), headers={"Content-Type": "text/html"})
+
+    middleware, _server = build(crawler_of, site)
+    (request,) = pages(middleware, f"{SITE}/people/jdoe.html")
+    learned = request.meta[NOT_FOUND_PAGE]
+
+    def page_of(url: str) -> Page:
+        root = lxml.html.fromstring(site(url).body)
+        return Page(url, {}, root, lambda: middleware.regions.text(body_of(root), url).text)
+
+    assert SoftErrors().of_page(page_of(f"{SITE}/people/jdoe.html"), learned) is None
+    gone = SoftErrors().of_page(page_of(f"{SITE}/people/left-long-ago.html"), learned)
+    assert gone is not None and gone.kind == "not_found"
