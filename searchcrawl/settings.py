@@ -97,7 +97,8 @@ SEARCHCRAWL_SITEMAP_MAX_BYTES = 52_428_800
 SEARCHCRAWL_SITEMAP_MAX_URLS = 1_000_000
 SEARCHCRAWL_SITEMAP_MAX_SECONDS = 300  # reading one site's sitemaps (its pages wait meanwhile)
 # not-found pages (crawl/middlewares/not_found_probe.py): sites whose answer to a URL that cannot
-# exist is held (a few KB each); the least recently used beyond it are probed again when met
+# exist is held (a few KB each, at most 40 KB); the least recently used beyond it are probed
+# again when met
 SEARCHCRAWL_NOT_FOUND_SITES = 10_000
 # a source with an agent (files, database, mail, agent): content a listing hands over (a row, a
 # message) up to this many bytes travels with its queued request; larger is read again by the

@@ -367,6 +367,12 @@ class Site:
             self.server.server_close()
 
 
+def not_found_probe(path: str) -> bool:
+    """A not-found probe's path (crawl/middlewares/not_found_probe.py): one per site and crawling
+    process, beside the first page it asked there; not a page of the site."""
+    return "/searchcrawl-not-found-" in path
+
+
 @pytest.fixture
 def serve() -> Iterator:
     """serve(folder) starts a Site for the test; all are stopped afterwards."""

@@ -13,13 +13,14 @@ followed. A source's ``[soft_errors]`` table says how to tell them:
   ``xpath:``, that matches an element), ``header`` (``"Name: regex"`` on a response header),
   ``max_text`` (the page's text is at most this many characters: interstitials are short, and a
   long article that mentions "enable JavaScript" is no challenge); or ``redirect`` alone, a
-  regular expression on the target of a redirect (a redirect to a login page); ``patterns``:
-  the URLs a marker applies to (default: all);
+  regular expression on the target of a temporary redirect (a redirect to a login page; a
+  permanent one is a move); ``patterns``: the URLs a marker applies to (default: all);
 - ``probe_not_found`` (default true): once per site and crawl, a URL that cannot exist (a random
   name beside the site's first page) is fetched; a site that answers it with a page (200, after
   its redirects on the site) has soft 404s, and a page as like that one as ``similarity``
   (default 0.9: the share of their three-word sequences in common, the URL a page echoes left
-  out) is a soft 404 too.
+  out, and the site's template: what that page shares with the site's home page) is a soft 404
+  too.
 
 Such a page is a soft error: not indexed, its indexed version kept (a transient failure of the
 URL), its links not followed. A login page, challenge or maintenance page is status 928
@@ -35,8 +36,9 @@ not-found page (crawl/middlewares/not_found_probe.py).
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
@@ -135,19 +137,50 @@ LOGIN_PATHS = (
     r"|openid-connect/auth|oauth2?/(v2\.0/)?authori[sz]e|idp/profile/saml2"
     r")(\.[a-z]{2,5})?(/|$|[?#;])"
 )
-LOGIN_TITLES = (
-    r"(?i)\b(log\s?in|log\s?on|sign\s?in|sign-in|single sign-on|authentication required|anmelden|anmeldung"
-    r"|connexion|se connecter|iniciar sesi[oó]n|accedi|inloggen)\b"
+# A notice's title is the notice: the whole title, or one part of it beside the site's name
+# ("Intranet | Sign in", "Page not found - Intranet"); a title that only mentions a login, an
+# error or maintenance ("Login problems after the update", "404 errors explained", "Scheduled
+# maintenance of the mail system on Saturday") is content's. ": " parts a site's name from a
+# notice, never a notice from what follows ("Not found: what to do"). Possessive and bounded
+# quantifiers: a hostile title of separators costs one pass, not one per separator.
+_BEFORE = r"(?:.*?\w(?=\W*?(?:[|·•:]|\s[–—-]))\W++)?"
+_AFTER = r"(?:\W*+$|\W*?(?:[|·•]|\s[–—-]\s).*)"
+
+
+def notice_title(phrases: str) -> str:
+    """A title regex of a notice: one of ``phrases`` as the whole title or one part of it."""
+    return rf"(?i)^{_BEFORE}\W*+(?:{phrases}){_AFTER}"
+
+
+LOGIN_TITLES = notice_title(
+    r"(?:user\s+|member\s+|account\s+)?(?:log\s?in|log\s?on|sign\s?in|sign-in|single sign-on|authentication required"
+    r"|anmelden|anmeldung|connexion|se connecter|iniciar sesi[oó]n|accedi|inloggen)"
+    r"(?:\s+(?:to|into|with|at|page|required|bei|zu|auf|à|sur|a|en|in)\b[^|·•–—]{0,80}?)?"
+)
+NOT_FOUND_TITLES = notice_title(
+    r"(?:error\W*)?404(?:\W+(?:error|(?:(?:the\s+)?(?:page|file|document|resource|url)(?:\s+or\s+directory)?\s+)?"
+    r"(?:was\s+)?not\s+found))?"
+    r"|(?:error\W*)?(?:(?:the\s+)?(?:page|file|document|resource|url)\s+(?:was\s+)?)?not\s+found(?:\W+404)?"
+    r"|seite nicht gefunden|page (?:introuvable|non trouv[ée]e)|p[aá]gina no encontrada"
+)
+MAINTENANCE_TITLES = notice_title(
+    r"(?:[\w' ]{1,60}?\s(?:is|are)\s+(?:currently\s+)?|(?:sorry\W+)?we(?:'re|\s+are)\s+(?:currently\s+)?)?"
+    r"(?:under maintenance|down for (?:scheduled\s+)?maintenance|undergoing (?:scheduled\s+)?maintenance"
+    r"|(?:in\s+)?maintenance mode|scheduled maintenance|site maintenance|temporarily unavailable|wartungsarbeiten"
+    r"|en maintenance)"
 )
 
+# Login pages, challenges and maintenance pages are short (max_text): a long page with a login
+# box, or one that mentions them, is content.
 DEFAULT_MARKERS: tuple[SoftErrorMarker, ...] = (
     SoftErrorMarker(kind="login", redirect=LOGIN_PATHS),
-    SoftErrorMarker(kind="login", css="input[type=password]", title=LOGIN_TITLES),
+    SoftErrorMarker(kind="login", css="input[type=password]", title=LOGIN_TITLES, max_text=2_000),
     SoftErrorMarker(kind="challenge", header="cf-mitigated: (?i)challenge"),
     SoftErrorMarker(
         kind="challenge",
         title=r"(?i)^\s*(just a moment\W*|attention required\W*(\|\s*cloudflare)?|ddos-guard|checking your browser\b.*"
         r"|access denied\W*\|?\s*(cloudflare|incapsula|sucuri).*|human verification|are you a robot\W*)\s*$",
+        max_text=2_000,
     ),
     SoftErrorMarker(
         kind="challenge",
@@ -158,27 +191,23 @@ DEFAULT_MARKERS: tuple[SoftErrorMarker, ...] = (
     ),
     SoftErrorMarker(
         kind="challenge",
-        text=r"(?i)\b(enable (javascript|cookies)( and cookies)? to continue|please (turn on|enable) (javascript|cookies)"
+        # "please enable JavaScript" ends its sentence: "... to view the comments" (Disqus's
+        # <noscript>) is a page's, not a challenge's
+        text=r"(?i)\b(enable (javascript|cookies)( and cookies)? to continue"
+        r"|please (turn on|enable) (javascript|cookies)( and (javascript|cookies))?( in your browser| and reload( the page)?)?"
+        r"\s*([.!]|$)"
         r"|checking (if the site connection is secure|your browser)|verify (that )?you are (a )?human"
         r"|are you a robot|unusual traffic from your (computer )?network)",
         max_text=1_500,
     ),
-    SoftErrorMarker(
-        kind="maintenance",
-        title=r"(?i)\b(under maintenance|down for maintenance|maintenance mode|scheduled maintenance|site maintenance"
-        r"|temporarily unavailable|wartungsarbeiten|en maintenance)\b",
-    ),
+    SoftErrorMarker(kind="maintenance", title=MAINTENANCE_TITLES, max_text=1_500),
     SoftErrorMarker(
         kind="maintenance",
         text=r"(?i)\b(is (currently )?(down for|under(going)?) (scheduled )?maintenance|we('| a)re performing "
         r"(scheduled )?maintenance|will be back (shortly|soon))\b",
         max_text=1_500,
     ),
-    SoftErrorMarker(
-        kind="not_found",
-        title=r"(?i)^\W*(error\W*)?(404\b|(the )?(page|file|document|resource|url)\s+(was\s+)?not\s+found|not\s+found\W*$"
-        r"|seite nicht gefunden|page (introuvable|non trouv[ée]e)|p[aá]gina no encontrada)",
-    ),
+    SoftErrorMarker(kind="not_found", title=NOT_FOUND_TITLES),
 )
 
 
@@ -224,23 +253,38 @@ def shingles(title: str, text: str, url: str) -> frozenset[int]:
 
 @dataclass(frozen=True)
 class NotFoundPage:
-    """What a site answers for a URL that cannot exist (``probe``): the page its soft 404s look like."""
+    """What a site answers for a URL that cannot exist (``probe``): the page its soft 404s look
+    like, its three-word sequences as 64-bit hashes (held for the whole crawl, one per site: at
+    most 40 KB, where a frozenset of them took 670 KiB), less its ``template``: those it shares
+    with the site's home page (a menu or footer that is no landmark), compared with no page."""
 
     probe: str
-    shingles: frozenset[int]
+    shingles: array[int]
+    template: array[int] = field(default_factory=lambda: array("q"))
 
     @classmethod
     def of(cls, probe: str, title: str, text: str) -> NotFoundPage | None:
         """The site's not-found page from its answer to ``probe``; None when it has no words to
         compare (an empty page is not indexed anyway)."""
         found = shingles(title, text, probe)
-        return cls(probe, found) if found else None
+        return cls(probe, array("q", sorted(found))) if found else None
+
+    def without(self, template: frozenset[int]) -> NotFoundPage | None:
+        """This page less the sequences of ``template`` (the home page's): None when nothing is left."""
+        common = template.intersection(self.shingles)
+        own = [shingle for shingle in self.shingles if shingle not in common]
+        return NotFoundPage(self.probe, array("q", own), array("q", sorted(common))) if own else None
+
+    def own(self, other: frozenset[int]) -> frozenset[int]:
+        """A page's sequences less the site's template."""
+        return other.difference(self.template) if self.template else other
 
     def similarity(self, other: frozenset[int]) -> float:
         """The share of three-word sequences the two pages have in common (Jaccard)."""
         if not other:
             return 0.0
-        return len(self.shingles & other) / len(self.shingles | other)
+        common = len(other.intersection(self.shingles))
+        return common / (len(self.shingles) + len(other) - common)
 
     def could_match(self, other_size: int, threshold: float) -> bool:
         """Whether a page of ``other_size`` sequences could be as similar as ``threshold``: the
@@ -360,7 +404,7 @@ class SoftErrors:
                 origin = "the source's marker" if marker.own else "a default marker"
                 return SoftError(marker.marker.kind, f"{KIND_NAMES[marker.marker.kind]} ({origin}: {said})")
         if not_found is not None:
-            found = shingles(page.title, page.text, page.url)
+            found = not_found.own(shingles(page.title, page.text, page.url))
             threshold = self.table.similarity
             if not_found.could_match(len(found), threshold):
                 similarity = not_found.similarity(found)

@@ -76,7 +76,8 @@ def ignored_suffixes(followed: set[str]) -> tuple[str, ...]:
 
 
 GONE = (404, 410)  # the document no longer exists: it leaves the index
-# answers without a document that may be a login wall or a bot challenge (a soft error, kept)
+# answers without a document that may be a bot challenge (a soft error, kept); a login page
+# answered so is the site's refusal: the page went private, and leaves the index
 REFUSING = (401, 403)
 TRANSIENT = (408, 429)  # come back later: counted toward max_failures (as 5xx are)
 INDEXED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
@@ -316,7 +317,7 @@ class SourceSpider(Spider):
             return False
         if response.status in REFUSING and len(response.body) <= self.max_parse_bytes:
             soft = self.soft_error(self.page_of(response), response.meta)
-            if soft is not None:  # a challenge or a login page answered 401/403: the page is still there
+            if soft is not None and soft.kind == "challenge":  # a bot challenge answered 401/403: the page is still there
                 self.report_soft_error(response, soft, depth, via)
                 return False
         if response.status != 200:

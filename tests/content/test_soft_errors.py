@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sys
 
 import pytest
 from lxml import html
@@ -11,7 +12,15 @@ from pydantic import ValidationError
 from searchcrawl.config.source import SourceSettings
 from searchcrawl.content.extract import body_of, visible_text
 from searchcrawl.content.regions import ContentRegions
-from searchcrawl.content.soft_errors import NotFoundPage, Page, SoftErrors, SoftErrorsTable, shingles
+from searchcrawl.content.soft_errors import (
+    MAX_SHINGLE_WORDS,
+    SHINGLE,
+    NotFoundPage,
+    Page,
+    SoftErrors,
+    SoftErrorsTable,
+    shingles,
+)
 from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status
 
 ARTICLE = """<html><head><title>Travel policy</title></head><body>
@@ -91,6 +100,59 @@ def test_titles_that_only_mention_errors_are_content() -> None:
         assert rules().of_page(page(text)) is None, title
 
 
+REAL_TEXT = "<p>" + "The rota changes on Monday, and the canteen opens at eight. " * 8 + "</p>"
+PHPBB_HEADER = (
+    '<div class="header"><form action="/ucp.php?mode=login" method="post"><input name="username">'
+    '<input type="password" name="password"><input type="submit" value="Login"></form></div>'
+)
+
+
+@pytest.mark.parametrize(
+    ("title", "body"),
+    [
+        ("404 errors explained", REAL_TEXT),
+        ("File not found when running setup.exe", REAL_TEXT),
+        ("Page not found errors in Search Console", REAL_TEXT),
+        ("Scheduled maintenance of the mail system on Saturday", REAL_TEXT),  # an intranet's news
+        ("Maintenance mode | WordPress handbook", REAL_TEXT * 10),
+        ("Are you a robot?", REAL_TEXT * 10),  # an essay
+        # a short post whose comments need JavaScript (Disqus's <noscript>)
+        ("Team lunch", REAL_TEXT + "<noscript>Please enable JavaScript to view the comments powered by Disqus.</noscript>"),
+        ("Login problems after the update - IT forum", PHPBB_HEADER + REAL_TEXT),  # a forum's quick login box
+        ("Login", "<h1>Login</h1>" + REAL_TEXT * 6 + '<form><input name="u"><input type="password"></form>' + REAL_TEXT * 4),
+    ],
+    ids=lambda value: value[:40] if len(value) < 60 else "",
+)
+def test_content_that_is_about_an_error_is_no_soft_error(title: str, body: str) -> None:
+    """Titles that mention an error, a login or maintenance, and long pages, are content: the
+    default markers' titles must be the notice itself (the whole title, or one part of it beside the
+    site's name), and a login page, challenge or maintenance page is short."""
+    assert rules().of_page(page(f"<html><head><title>{title}</title></head><body>{body}</body></html>")) is None
+
+
+@pytest.mark.parametrize(
+    ("title", "kind"),
+    [
+        ("Sign in to your account", "login"),
+        ("Log in to Confluence - Confluence", "login"),
+        ("Intranet | Login", "login"),
+        ("Anmelden - Intranet", "login"),
+        ("Error 404 - Not found", "not_found"),
+        ("404 - File or directory not found.", "not_found"),
+        ("404 | Intranet", "not_found"),
+        ("Intranet | Page not found", "not_found"),
+        ("Seite nicht gefunden – Intranet", "not_found"),
+        ("Down for maintenance", "maintenance"),
+        ("Intranet | Under maintenance", "maintenance"),
+        ("Temporarily unavailable", "maintenance"),
+    ],
+)
+def test_notices_are_soft_errors_with_the_sites_name_beside_them(title: str, kind: str) -> None:
+    form = '<form method="post"><input name="user"><input type="password" name="pw"></form>'
+    found = rules().of_page(page(f"<html><head><title>{title}</title></head><body><p>Sorry.</p>{form}</body></html>"))
+    assert found is not None and found.kind == kind, title
+
+
 def test_defaults_can_be_switched_off_and_own_markers_added() -> None:
     own = rules(defaults=False, markers=[{"kind": "login", "text": "Your session has ended", "patterns": ["/wiki/"]}])
     assert own.of_page(page(LOGIN)) is None
@@ -156,6 +218,19 @@ def test_shingles_are_bounded_and_leave_out_the_echoed_url() -> None:
     rng = random.Random(7)
     varied = shingles("", " ".join(str(rng.random()) for _ in range(100_000)), url)
     assert len(varied) < 5_000
+
+
+def test_a_not_found_page_held_for_the_crawl_takes_eight_bytes_a_sequence() -> None:
+    """Each site's not-found page is held for the whole crawl, SEARCHCRAWL_NOT_FOUND_SITES of them
+    (10,000): held as a frozenset, a probe answered with 5,000 words took 670 KiB, and a hostile
+    domain (wildcard DNS, each host a site) 6.7 GB. Held as 64-bit hashes, at most 40 KB each."""
+    rng = random.Random(5)
+    text = " ".join(f"w{rng.randrange(10**9)}" for _ in range(20_000))
+    held = NotFoundPage.of("https://i.example/x", "", text)
+    assert held is not None and len(held.shingles) == MAX_SHINGLE_WORDS - SHINGLE + 1
+    assert sys.getsizeof(held.shingles) <= 8 * MAX_SHINGLE_WORDS + 128
+    page = shingles("", text, "https://i.example/y")
+    assert held.similarity(page) == 1.0 and held.similarity(frozenset(list(page)[:100])) == pytest.approx(100 / len(page))
 
 
 def test_a_page_without_words_teaches_nothing() -> None:

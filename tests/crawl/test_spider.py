@@ -279,6 +279,31 @@ def test_other_answers_without_a_document(crawler_of, status: int, event: Event,
     assert [(o.event, o.status, o.reason) for _url, o in reports.seen] == [(event, status, reason)]
 
 
+SIGN_IN = (
+    b'<html><head><title>Sign in</title></head><body><form method="post"><input name="user">'
+    b'<input type="password" name="pw"></form></body></html>'
+)
+JUST_A_MOMENT = b"<html><head><title>Just a moment...</title></head><body>Checking your browser.</body></html>"
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_login_page_answered_401_or_403_is_a_refusal_and_a_challenge_a_soft_error(crawler_of, status: int) -> None:
+    """A 401 or 403 is the site's refusal: a page behind it has no document, and leaves the index
+    (the source's credentials refused are site_auth's 936, before the spider; a form login's
+    expiry is its expired_status). Taken for a login wall (928, never counted), a page its site
+    made private stayed in the index, for all to find, for ever. A bot challenge answered 403
+    (Cloudflare's) is no refusal of the page: a soft error, its indexed version kept."""
+    crawler = crawler_of()
+    spider = spider_of(crawler)
+    reports = Reports(crawler)
+    assert list(spider.parse(html("http://h.test/private.html", SIGN_IN, status=status))) == []
+    assert list(spider.parse(html("http://h.test/walled.html", JUST_A_MOMENT, status=status))) == []
+    assert [(url, o.event, o.status, o.counted) for url, o in reports.seen] == [
+        ("http://h.test/private.html", Event.GONE, status, True),
+        ("http://h.test/walled.html", Event.FAILED, Status.SOFT_ERROR, False),
+    ]
+
+
 def test_a_304_of_an_indexed_document_is_unchanged(crawler_of) -> None:
     crawler = crawler_of()
     spider = spider_of(crawler)

@@ -32,7 +32,7 @@ LOGIN_FORM = """<html><head><title>Sign in</title></head><body>{message}
 
 class FormSite:
     """A site on 127.0.0.1 whose pages need a session from its login form; a session serves
-    ``pages_per_session`` pages, then its pages redirect to the login page."""
+    ``pages_per_session`` pages (a 404 spends none), then its pages redirect to the login page."""
 
     def __init__(self, pages: dict[str, str], pages_per_session: int, accept: str = PASSWORD) -> None:
         self.pages, self.pages_per_session, self.accept = pages, pages_per_session, accept
@@ -87,14 +87,16 @@ class FormSite:
                 if path == "/away":
                     return self.answer(302, "", {"Location": site.away})
                 with site.lock:
+                    body = site.pages.get(path)
                     session = self.cookies().get("session", "")
                     left = site.sessions.get(session, 0)
                     if path not in site.public:
                         if left <= 0:
                             return self.answer(302, "", {"Location": f"/login?next={path}"})
-                        site.sessions[session] = left - 1
-                    site.served.append(path)
-                body = site.pages.get(path)
+                        if body is not None:  # a 404 (the crawl's not-found probe) spends none of it
+                            site.sessions[session] = left - 1
+                    if body is not None:
+                        site.served.append(path)
                 return self.answer(200 if body is not None else 404, body or "")
 
             def do_POST(self) -> None:  # noqa: N802
@@ -196,6 +198,9 @@ def test_a_site_behind_a_login_form_is_crawled_logging_in_again_when_the_session
     # every page served once, each session serving three: a login per three pages, no more
     assert sorted(site.served) == sorted(site.pages) and len(site.served) == 8
     assert site.logins == site.posts == math.ceil(8 / 3)
+    # the not-found probe (content/soft_errors.py) is asked with the session, as a page is
+    probes = [cookie for _method, path, cookie in site.seen if "searchcrawl-not-found-" in path]
+    assert len(probes) == 1 and "session=" in probes[0], site.seen
     # the link to the login page: robots.txt's (disallowed there), which the login step itself ignored
     row = project.table().get(name, f"{site.url}login")
     assert row is not None and row["status"] == 907

@@ -16,7 +16,7 @@ from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.store.frontier import Frontier
 from searchcrawl.store.models import FrontierState
 from searchcrawl.store.runs import Runs
-from tests.conftest import free_port
+from tests.conftest import free_port, not_found_probe
 from tests.sites import build_intranet
 
 CONCURRENT = 8
@@ -71,7 +71,7 @@ def check_complete(project, name, site, pages, solr_url, kills: int) -> None:
     assert set(ids) == expected, repr(missing)  # the final index equals the full site
     states = project.table().count_by(name, "state")
     assert states == {"indexed": len(pages)}, states  # each page indexed, nothing pending
-    fetched = collections.Counter(path for _m, _h, path in site.requests if path != "/robots.txt")
+    fetched = collections.Counter(path for _m, _h, path in site.requests if path != "/robots.txt" and not not_found_probe(path))
     again = {path: n for path, n in fetched.items() if n > 1}
     assert len(again) <= CONCURRENT * kills, again  # only what was in flight at the kill
     assert set(fetched) == {"/" + path for path in pages}
@@ -177,7 +177,8 @@ def test_suspend_gives_back_what_waits_for_the_sites_delay(project, serve, tmp_p
     project.source(name, f'seeds = ["{site.url}index.html"]\ndelay = 4\n')
     crawl = project.popen("crawl", name, "-s", "SEARCHCRAWL_PROGRESS_INTERVAL=0.5", "-s", "CONCURRENT_REQUESTS=16")
     try:
-        wait_for_requests(site, 3, crawl)  # robots.txt, the index, the first of its links: 15 more wait
+        # robots.txt, the not-found probe, the index, the first of its links: 15 more wait
+        wait_for_requests(site, 4, crawl)
         asked = len(site.requests)
         if how == "SIGTERM":
             crawl.send_signal(signal.SIGTERM)
@@ -196,11 +197,12 @@ def test_suspend_gives_back_what_waits_for_the_sites_delay(project, serve, tmp_p
     run = Runs(database).latest(name)
     assert run["state"] == "suspended"
     counts = Frontier(database, name, run["id"], "test").counts()
-    fetched = {path for path in site.paths() if path != "/robots.txt"}
+    fetched = {path for path in site.paths() if path != "/robots.txt" and not not_found_probe(path)}
     # the pages not fetched are queued again, none left leased: the next crawl fetches them
     assert counts[FrontierState.LEASED] == 0, counts
     assert counts[FrontierState.QUEUED] == len(pages) + 1 - len(fetched), (counts, sorted(fetched))
     resumed = project.scrapy("crawl", name, "-s", "DOWNLOAD_DELAY=0")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"Resuming run {run['id']}" in resumed.stderr
-    assert {path for path in site.paths() if path != "/robots.txt"} == {"/index.html", *(f"/{page}" for page in pages)}
+    asked = {path for path in site.paths() if path != "/robots.txt" and not not_found_probe(path)}
+    assert asked == {"/index.html", *(f"/{page}" for page in pages)}

@@ -24,7 +24,7 @@ from searchcrawl.store.database import POOL_SIZE
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.runs import RunConflict, Runs
 from searchcrawl.store.sites import SitePoliteness
-from tests.conftest import InFlight, Project, Site, assert_spaced, wait_for
+from tests.conftest import InFlight, Project, Site, assert_spaced, not_found_probe, wait_for
 from tests.sites import build_intranet
 
 NODES = 3
@@ -88,7 +88,10 @@ def indexed_by(log: str, stat: str = "indexed") -> int:
 
 
 def fetched(site: Site) -> collections.Counter[str]:
-    return collections.Counter(path for _method, _host, path in site.requests if path != "/robots.txt")
+    """The pages asked: not robots.txt, nor the not-found probes (each process probes the site once)."""
+    return collections.Counter(
+        path for _method, _host, path in site.requests if path != "/robots.txt" and not not_found_probe(path)
+    )
 
 
 def solr_ids(urls: str, name: str) -> list[str]:

@@ -88,7 +88,8 @@ class SitemapSite:
         return f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{"".join(entries)}</urlset>'.encode()
 
     def page_requests(self) -> list[str]:
-        return [path for path in self.seen if not path.startswith(("/robots.txt", "/sitemap"))]
+        """The pages asked, not the crawl's own requests (robots.txt, sitemaps, the not-found probe)."""
+        return [path for path in self.seen if not path.startswith(("/robots.txt", "/sitemap", "/searchcrawl-not-found-"))]
 
     def stop(self) -> None:
         self.server.shutdown()
@@ -137,6 +138,7 @@ def test_sitemaps_add_pages_and_spare_unchanged_ones_their_requests(project, sol
     result = project.scrapy("crawl", name)
     assert result.returncode == 0, result.stderr[-3000:]
     assert sorted(site.page_requests()) == ["/index.html", "/undated.html"]
+    assert len([path for path in site.seen if path.startswith("/searchcrawl-not-found-")]) == 1  # and its probe
     rows = {path: table.get(name, f"{site.url}{path.lstrip('/')}") for path in expected}
     assert {rows[path]["status"] for path in expected - {"/index.html", "/undated.html"}} == {915}
     assert {row["state"] for row in rows.values()} == {"indexed"}

@@ -141,3 +141,26 @@ def test_a_site_with_soft_404s_is_learned_and_a_vanished_page_leaves_after_max_f
     assert names(report["deleted"]) == ["berths.html"], report
     assert "berths.html" not in contents(solr, name)
     assert len([path for path in site.paths() if "searchcrawl-not-found-" in path]) == 4  # one per crawl
+
+
+def test_a_site_that_answers_unknown_urls_with_its_home_page_is_crawled_whole(
+    project: Project, serve, tmp_path: Path, solr
+) -> None:
+    """A single-page app's fallback, or a "404 to home page" plugin: the site answers any unknown
+    URL with its home page, a copy or a redirect to it. Its probe's answer was the home page, so
+    the seed was a soft 404 (929, counted) and its links were never followed: nothing of the
+    site was indexed, and the home page left after max_failures crawls."""
+    root = tmp_path / "site"
+    root.mkdir()
+    write_pages(root, {"a": "Alpha policy.", "b": "Beta rota."})
+    site = serve(root)
+    home = (root / "index.html").read_bytes()
+    for name, answer in (
+        (f"home-copy-{uuid.uuid4().hex[:8]}", (200, HTML, home)),
+        (f"home-redirect-{uuid.uuid4().hex[:8]}", (302, {"Location": "/index.html"}, b"")),
+    ):
+        site.missing = lambda _path, answer=answer: answer
+        project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 2\n')
+        report = crawl(project, name)
+        assert names(report["new"]) == ["a.html", "b.html", "index.html"] and not report["failed"], (name, report)
+        assert sorted(contents(solr, name)) == ["a.html", "b.html", "index.html"]

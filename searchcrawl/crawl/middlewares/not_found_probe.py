@@ -13,7 +13,13 @@ politeness). The answer:
 - a redirect on the site (at most ``MAX_PROBE_REDIRECTS``): followed, its target's answer counts;
 - 200 with an HTML page: its title and text (the source's content regions) become the site's
   ``NotFoundPage``, set on every later page request of the site (meta ``NOT_FOUND_PAGE``), which
-  the spider compares the page with.
+  the spider compares the page with;
+- unless that page is the site's home page (its root, fetched the same way when the source's
+  rules admit it, and as like the answer as the source's ``similarity``): a single-page app's
+  fallback, a "404 to home page" plugin, a redirect to /. Every page like it would be a soft
+  404, the home page first, whose links would then never be followed. What the answer shares
+  with the home page is the site's template (a menu or footer that is no landmark), which would
+  make every short page like it: the pages are compared with the rest.
 
 A site's page requests wait for its probe's answer (as they wait for its robots.txt and sitemaps:
 the probe runs after them). The probe has no ledger row and no callback: it goes through
@@ -81,6 +87,7 @@ class NotFoundProbeMiddleware:
         self.crawler = crawler
         self.admission = admission
         self.regions = ContentRegions(settings.regions)
+        self.similarity = settings.soft_errors.similarity
         self.max_sites = crawler.settings.getint("SEARCHCRAWL_NOT_FOUND_SITES")
         self.learned: OrderedDict[str, NotFoundPage | None] = OrderedDict()
         self.probing: dict[str, asyncio.Future[NotFoundPage | None]] = {}
@@ -120,8 +127,35 @@ class NotFoundProbeMiddleware:
         return page
 
     async def probe(self, page: str) -> NotFoundPage | None:
-        """Fetch a URL that cannot exist beside ``page`` and learn what the site answers."""
+        """Fetch a URL that cannot exist beside ``page`` and learn what the site answers; none
+        when it answers with its home page."""
         url = canonical(probe_url(page, secrets.token_hex(8)))
+        answer = await self.answer(url)
+        found = None if answer is None else self.learn(*answer)
+        if found is None:
+            return None
+        assert answer is not None
+        home = canonical(urlunsplit((*urlsplit(url)[:2], "/", "", "")))
+        at_home = answer if answer[0] == home else await self.answer(home)
+        home_page = None if at_home is None else self.learn(*at_home)
+        if home_page is not None:
+            at_home_too = frozenset(home_page.shingles)
+            if found.similarity(at_home_too) >= self.similarity:
+                # a single-page app's fallback, a "404 to home page" plugin, a redirect to /: every
+                # page like it would be a soft 404, the home page first, and the site not crawled
+                logger.info("%s answers a URL that cannot exist with its home page: no soft 404s to tell", url)
+                return None
+            # what it shares with the home page is the site's template (a menu that is no
+            # landmark), which would make a short page of the site like it
+            found = found.without(at_home_too)
+            if found is None:
+                return None
+        logger.info("%s answers a URL that cannot exist with a page (soft 404s): pages like it are not indexed", url)
+        return found
+
+    async def answer(self, url: str) -> tuple[str, Response] | None:
+        """The site's answer to ``url``, after its redirects on the site within the source's
+        rules (the URL it came from, and it); None when there is none to learn from."""
         if not self.admission.chain.decide(url, 0).allowed:
             logger.debug("Not-found probe %s: outside the source's rules, not fetched", url)
             return None
@@ -137,7 +171,7 @@ class NotFoundProbeMiddleware:
                     return None
                 url = target
                 continue
-            return self.learn(url, response)
+            return url, response
         logger.debug("Not-found probe: more than %d redirects", MAX_PROBE_REDIRECTS)
         return None
 
@@ -161,12 +195,10 @@ class NotFoundProbeMiddleware:
             return None
 
     def learn(self, url: str, response: Response) -> NotFoundPage | None:
+        """The page the site answered ``url`` with (None: an answer but a page, or no words)."""
         if response.status != 200 or not isinstance(response, HtmlResponse):
             logger.debug("Not-found probe %s: HTTP %d, no soft 404s", url, response.status)
             return None
         root = response.selector.root
         page = Page(url, {}, root, lambda: self.regions.text(body_of(root), url).text)
-        found = NotFoundPage.of(url, page.title, page.text)
-        if found is not None:
-            logger.info("%s answers a URL that cannot exist with a page (soft 404s): pages like it are not indexed", url)
-        return found
+        return NotFoundPage.of(url, page.title, page.text)

@@ -84,7 +84,10 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
         depth = request.meta.get(DEPTH, 0)
         chain = redirected.meta[REDIRECT_URLS]
         left = request.meta.get(LEAVES_BOUNDARY) == request.url  # as BoundaryMiddleware lets it out
-        soft = None if own_request(request) else self.soft_errors.of_redirect(request.url, target)
+        # a login wall answers a lost session for now: a permanent redirect to a login path (a help
+        # page renamed /help/sign-in) is a move, which a browser would keep
+        walled = not own_request(request) and response.status not in PERMANENT
+        soft = self.soft_errors.of_redirect(request.url, target) if walled else None
         if soft is not None:  # a login wall: the page is still there, behind it (content/soft_errors.py)
             self.crawler.stats.inc_value(f"searchcrawl/soft_errors/{soft.kind}")
             logger.debug("Redirect not followed, a soft error (%d): %s: %s", soft.status, request.url, soft.reason)
