@@ -77,7 +77,7 @@ from tests.benchmarks.measure import (
 from tests.benchmarks.real_sites import SITES, RealSite
 from tests.benchmarks.stages import profile_file, scaled_to
 from tests.benchmarks.synthetic import Nginx, SyntheticSite, nginx, page_path
-from tests.conftest import ROOT
+from tests.conftest import ROOT, not_found_probe
 
 PHASES = {
     "a": "bare Scrapy (baseline)",
@@ -152,7 +152,8 @@ class Bench:
             "phase": label,
             "what": PHASES[label],
             "requests": fetched,
-            "urls": len(self.server.paths(since)),  # distinct: what the two spiders must agree on
+            # distinct: what the two spiders must agree on (the crawler's not-found probes are no page)
+            "urls": len({path for path in self.server.paths(since) if not not_found_probe(path)}),
             "statuses": dict(sorted(Counter(str(status) for _moment, status in entries).items())),
             "seconds": round(measured.seconds, 2),
             "pages_per_s": round(fetched / measured.seconds, 1),
