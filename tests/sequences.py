@@ -114,10 +114,11 @@ D14 Canonical links (README, "Duplicates"): a page of the site may name another 
    Solr (issue 53, item 26).
 D15 Soft errors (issue 57): a page may answer 200 with the site's login page, 302 to the single
    sign-on's login page, or 200 with a "Page not found" page. None is indexed, and none has its
-   links followed (each links a trap page that must never be known). The indexed version stays:
-   through a login wall for as long as it lasts (not counted, as a refused login), through a
-   not-found page as through a 503 (counted: it leaves after max_failures). A redirect standing
-   before a soft error still stands (D3), as for a 503.
+   links followed (each links a trap page that must never be known). The indexed version stays
+   as through a 503: the sources sign in nowhere, so a login page says the page went private and
+   counts, as a not-found page does (it leaves after max_failures; a login page on an origin a
+   source signs in to is its lost session, which does not count: tests/e2e/test_soft_errors.py). A
+   redirect standing before a soft error still stands (D3), as for a 503.
 """
 
 from __future__ import annotations
@@ -147,8 +148,8 @@ from tests.conftest import InFlight, Project, Site, children, free_port, popen_s
 MAX_FAILURES = 3  # the sources' default max_failures
 REDIRECTS = (301, 302, 307, 308)
 # Soft errors (content/soft_errors.py): the page answers, but not with itself
-LOGIN_PAGE = 1200  # 200 with the site's login page (a lost session): 928, not counted
-LOGIN_REDIRECT = 1302  # 302 to the single sign-on's login page: 928, not counted
+LOGIN_PAGE = 1200  # 200 with the site's login page: 928, counted (the sources sign in nowhere)
+LOGIN_REDIRECT = 1302  # 302 to the single sign-on's login page: 928, counted
 SOFT_404 = 1404  # 200 with a "Page not found" page: 929, counted like a 503
 SOFT_ERRORS = {LOGIN_PAGE: "200 login page", LOGIN_REDIRECT: "302 to the login page", SOFT_404: "200 not-found page"}
 LOGIN_HTML = (
@@ -685,11 +686,6 @@ class SourceOracle:
             if path in previous and self.failures[path] < MAX_FAILURES:
                 kept[path] = previous[path]
 
-        def uncounted(path: str, status: str) -> None:  # a login wall: kept as long as it lasts
-            statuses[path] = status
-            if path in previous:
-                kept[path] = previous[path]
-
         if model.robots_503:
             # rule 4, DECISION D4: every URL of the site failed transiently; nothing is fetched
             for path in sorted(self.known | set(spec.seeds) | {p for p in previous if not spec.inside(p)}):
@@ -711,12 +707,9 @@ class SourceOracle:
                     self.failures[path] = 0
                     self.redirected_to.pop(path, None)
                     return
-                if status in (503, SOFT_404):
-                    transient(path, str(status))  # a redirect it answered before still stands (D3)
-                    return
-                if status in (LOGIN_PAGE, LOGIN_REDIRECT):  # soft errors: its links not followed (D15)
-                    uncounted(path, "login")
-                    return
+                if status in (503, SOFT_404, LOGIN_PAGE, LOGIN_REDIRECT):  # soft errors: no links followed (D15)
+                    transient(path, "login" if status in (LOGIN_PAGE, LOGIN_REDIRECT) else str(status))
+                    return  # a redirect it answered before still stands (D3)
                 self.failures[path] = 0
                 if status == 200:
                     html = page.html().encode()
@@ -773,10 +766,8 @@ class SourceOracle:
                 if spec.inside(path):
                     continue
                 standing = [statuses.get(source) for source, target in self.redirected_to.items() if target == path]
-                if "503" in standing or str(SOFT_404) in standing:
+                if {"503", str(SOFT_404), "login"} & set(standing):
                     transient(path, "held")  # DECISION D3: the redirecting URL failed transiently: so does its target
-                elif "login" in standing:
-                    uncounted(path, "held")  # D15: behind a login wall, not counted
                 else:
                     statuses[path] = "excluded"  # the redirect went away: it leaves (rule 3)
 

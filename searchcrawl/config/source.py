@@ -555,6 +555,12 @@ class SourceSettings(ScopeRules):
         return self
 
     @property
+    def signed_in_origins(self) -> frozenset[str]:
+        """The origins the source signs in to (its ``[[auth]]`` tables'): a login page there is
+        its session lost (content/soft_errors.py)."""
+        return frozenset(origin for auth in self.auth for origin in auth.origins)
+
+    @property
     def crawl_schedule(self) -> Schedule | None:
         if self.refresh_interval is not None:
             return Schedule(interval=parse_interval(self.refresh_interval))

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -46,6 +46,7 @@ from urllib.parse import unquote, urlsplit
 from pydantic import Field, field_validator, model_validator
 
 from searchcrawl.content.regions import compiled
+from searchcrawl.rules.credentials import origin_of
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.tables import RuleTable, regular_expression
 
@@ -213,10 +214,12 @@ DEFAULT_MARKERS: tuple[SoftErrorMarker, ...] = (
 
 @dataclass(frozen=True)
 class SoftError:
-    """A page that is not the page: of what ``kind``, and why (the row's reason)."""
+    """A page that is not the page: of what ``kind``, and why (the row's reason); ``session``:
+    the source signs in to its origin (a login page there is its session lost)."""
 
     kind: Kind
     reason: str
+    session: bool = False
 
     @property
     def status(self) -> Status:
@@ -224,8 +227,12 @@ class SoftError:
 
     @property
     def counted(self) -> bool:
-        """Whether it counts toward max_failures: a not-found page does (the page may have gone)."""
-        return self.kind == "not_found"
+        """Whether it counts toward max_failures. A not-found page does (the page may have gone),
+        and so does a login page where the source has no session to lose: the page went private,
+        and who may read it now is unknown (fail closed: it leaves after max_failures crawls). A
+        login page in a session (lost, or expired), a challenge or a maintenance page do not:
+        the trouble is the crawler's or the site's, not the page's."""
+        return self.kind == "not_found" or (self.kind == "login" and not self.session)
 
 
 def _without_url(text: str, url: str) -> str:
@@ -371,8 +378,9 @@ class _Compiled:
 class SoftErrors:
     """A source's soft-error rules (the module's docstring), compiled once."""
 
-    def __init__(self, table: SoftErrorsTable | None = None) -> None:
+    def __init__(self, table: SoftErrorsTable | None = None, signed_in: Collection[str] = ()) -> None:
         self.table = table or SoftErrorsTable()
+        self.signed_in = frozenset(signed_in)  # the origins the source signs in to ([[auth]])
         markers = [_Compiled(m, own=True) for m in self.table.markers]
         if self.table.defaults:
             markers.extend(_Compiled(m, own=False) for m in DEFAULT_MARKERS)
@@ -383,6 +391,10 @@ class SoftErrors:
     def probes(self) -> bool:
         return self.table.probe_not_found
 
+    def in_session(self, url: str) -> bool:
+        """Whether the source signs in to ``url``'s origin."""
+        return origin_of(url) in self.signed_in
+
     def of_redirect(self, url: str, target: str) -> SoftError | None:
         """A soft error when a redirect of ``url`` to ``target`` leads to a login page (a
         redirect marker matches the target, and not the redirecting URL itself: a login page's
@@ -390,7 +402,8 @@ class SoftErrors:
         for marker in self.redirects:
             assert marker.redirect is not None
             if marker.applies(url) and marker.redirect.search(target) and not marker.redirect.search(url):
-                return SoftError(marker.marker.kind, f"{KIND_NAMES[marker.marker.kind]}: redirected to {target}")
+                kind = marker.marker.kind
+                return SoftError(kind, f"{KIND_NAMES[kind]}: redirected to {target}", self.in_session(url))
         return None
 
     def of_page(self, page: Page, not_found: NotFoundPage | None = None) -> SoftError | None:
@@ -402,7 +415,8 @@ class SoftErrors:
             said = marker.matches(page)
             if said is not None:
                 origin = "the source's marker" if marker.own else "a default marker"
-                return SoftError(marker.marker.kind, f"{KIND_NAMES[marker.marker.kind]} ({origin}: {said})")
+                kind = marker.marker.kind
+                return SoftError(kind, f"{KIND_NAMES[kind]} ({origin}: {said})", self.in_session(page.url))
         if not_found is not None:
             found = not_found.own(shingles(page.title, page.text, page.url))
             threshold = self.table.similarity

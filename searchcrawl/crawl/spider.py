@@ -223,7 +223,8 @@ class SourceSpider(Spider):
     @cached_property
     def soft_errors(self) -> SoftErrors:
         """What tells a page that is not the page (the source's ``[soft_errors]``)."""
-        return SoftErrors(self.source.settings.soft_errors)
+        settings = self.source.settings
+        return SoftErrors(settings.soft_errors, settings.signed_in_origins)
 
     @cached_property
     def requests(self) -> RequestFactory:

@@ -92,7 +92,8 @@ CRAWLER_CODES: dict[Status, str] = {
     "the source's [access] table covers it: never indexed as public; an indexed version leaves the index",
     Status.SOFT_ERROR: "answered, but not with the page: a login page, a bot challenge or a maintenance page "
     "(the reason names the marker, [soft_errors]): not indexed, its links not followed, the indexed version kept; "
-    "a transient failure of the source, not counted toward max_failures",
+    "a transient failure, not counted toward max_failures, but for a login page on an origin the source does not "
+    "sign in to (the page went private: it leaves after max_failures)",
     Status.SOFT_NOT_FOUND: "answered, but with a not-found page (a soft 404: a marker, or as like the site's answer "
     "to a URL that cannot exist as [soft_errors] similarity): not indexed, its links not followed, the indexed "
     "version kept; a transient failure, counted toward max_failures",
@@ -150,7 +151,7 @@ def status_for_ignored(error: BaseException) -> Status:
 
 
 # Failures of the source's configuration rather than of a page: never counted toward max_failures
-UNCOUNTED_FAILURES = frozenset({Status.AUTH_REFUSED, Status.TLS_FAILED, Status.PROXY_FAILED, Status.SOFT_ERROR})
+UNCOUNTED_FAILURES = frozenset({Status.AUTH_REFUSED, Status.TLS_FAILED, Status.PROXY_FAILED})
 
 
 def status_for_exception(error: BaseException, proxied: bool = False) -> Status:

@@ -715,7 +715,7 @@ class DocumentTable:
                     Event.FAILED,
                     origin["status"],
                     f"{origin['url']}, which redirects to it, failed: {origin['reason']}",
-                    counted=origin["status"] not in UNCOUNTED_FAILURES,  # a login wall's (928) holds it as long as it lasts
+                    counted=origin["status"] not in UNCOUNTED_FAILURES,  # a refused login (936) holds it as long as it lasts
                 )
                 if self.record(source, url, failure, max_failures) == State.REMOVING:
                     gone += 1

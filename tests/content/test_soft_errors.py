@@ -74,10 +74,26 @@ def test_the_default_markers_know_the_common_cases(text: str, kind: str, status:
     assert "a default marker" in found.reason
 
 
-def test_only_a_not_found_page_counts_toward_max_failures() -> None:
-    login = rules().of_page(page(LOGIN))
+def test_what_counts_toward_max_failures_is_what_says_the_page_may_have_gone() -> None:
+    """A login page where the source signs in is its session lost (not counted); where it has no
+    session, the page went private (counted: fail closed); a challenge or a maintenance page says
+    nothing of the page; a not-found page says it has gone."""
+    url = "https://intranet.example/policies/travel.html"
+    in_session = SoftErrors(SoftErrorsTable(), signed_in={"https://intranet.example:443"})
+    lost = in_session.of_page(page(LOGIN, url=url))
+    private = rules().of_page(page(LOGIN, url=url))
+    assert lost is not None and lost.session and not lost.counted
+    assert private is not None and not private.session and private.counted
+    assert lost.status == private.status == Status.SOFT_ERROR and Status.SOFT_ERROR not in UNCOUNTED_FAILURES
+    elsewhere = in_session.of_page(page(LOGIN, url="https://wiki.example/page"))
+    assert elsewhere is not None and elsewhere.counted  # another origin: no session there
+    redirected = in_session.of_redirect(url, "https://intranet.example/login?next=/x")
+    assert redirected is not None and not redirected.counted
+    assert rules().of_redirect(url, "https://sso.example/login") is not None
+    for text in (CHALLENGE, MAINTENANCE):
+        found = rules().of_page(page(text, url=url))
+        assert found is not None and not found.counted
     missing = rules().of_page(page("<title>404</title>"))
-    assert login is not None and not login.counted and login.status in UNCOUNTED_FAILURES
     assert missing is not None and missing.counted and missing.status not in UNCOUNTED_FAILURES
 
 

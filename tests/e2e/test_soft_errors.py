@@ -2,7 +2,9 @@
 pages with its login page, a redirect to its single sign-on, a bot challenge or a maintenance
 page, crawl after crawl, and then recovers; a site with soft 404s, learned by its answer to a URL
 that cannot exist. The index keeps the good versions throughout, no soft error's link is
-followed, and each is counted in the delta report."""
+followed, and each is counted in the delta report. Where the source signs in to the site, a login
+page is its lost session and never counts; where it does not, the page went private and leaves
+after max_failures crawls."""
 
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ def write_pages(root: Path, texts: dict[str, str]) -> None:
 
 
 def crawl(project: Project, name: str) -> dict[str, list[str]]:
-    result = project.scrapy("crawl", name)
+    result = project.scrapy("crawl", name, INTRANET_SECRET="not-a-real-password")
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(project.scrapy("report", name, "--json").stdout)["urls"]
 
@@ -62,7 +64,8 @@ def test_login_walls_and_challenges_keep_the_good_versions_until_the_site_recove
     write_pages(root, texts)
     site = serve(root)
     name = f"soft-{uuid.uuid4().hex[:8]}"
-    project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 2\n')
+    signed_in = f'[[auth]]\norigins = ["{site.url.rstrip("/")}"]\ntype = "basic"\nuser = "crawler"\nsecret = "INTRANET_SECRET"\n'
+    project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 2\n{signed_in}')
     report = crawl(project, name)
     assert len(report["new"]) == 6, report
     good = contents(solr, name)
@@ -73,7 +76,7 @@ def test_login_walls_and_challenges_keep_the_good_versions_until_the_site_recove
     site.responses["/c.html"] = (403, {**HTML, "cf-mitigated": "challenge"}, CHALLENGE)  # a bot challenge
     site.responses["/d.html"] = (200, HTML, MAINTENANCE)
     walled = ["a.html", "b.html", "c.html", "d.html"]
-    # more crawls than max_failures (3): a login wall is not counted, nothing leaves
+    # more crawls than max_failures (3): a login wall in a session is not counted, nothing leaves
     for _crawl in range(4):
         report = crawl(project, name)
         assert names(report["failed"]) == walled, report
@@ -164,3 +167,26 @@ def test_a_site_that_answers_unknown_urls_with_its_home_page_is_crawled_whole(
         report = crawl(project, name)
         assert names(report["new"]) == ["a.html", "b.html", "index.html"] and not report["failed"], (name, report)
         assert sorted(contents(solr, name)) == ["a.html", "b.html", "index.html"]
+
+
+def test_a_page_behind_a_login_where_the_source_has_no_session_leaves_after_max_failures(
+    project: Project, serve, tmp_path: Path, solr
+) -> None:
+    """Fail closed: the page went private, and who may read it now is unknown. A challenge still
+    says nothing of the page: its copy stays."""
+    root = tmp_path / "site"
+    root.mkdir()
+    write_pages(root, {"a": "Alpha policy.", "b": "Beta rota.", "c": "Gamma minutes."})
+    site = serve(root)
+    name = f"private-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 2\n')
+    crawl(project, name)
+    site.responses["/a.html"] = (200, HTML, LOGIN)
+    site.redirect("/b.html", 302, f"{site.url}sso/login?next=/b.html")
+    site.responses["/c.html"] = (200, HTML, CHALLENGE)
+    for _crawl in range(2):
+        report = crawl(project, name)
+        assert names(report["failed"]) == ["a.html", "b.html", "c.html"] and not report["deleted"], report
+    report = crawl(project, name)  # the third failing crawl: max_failures
+    assert names(report["deleted"]) == ["a.html", "b.html"], report
+    assert sorted(contents(solr, name)) == ["c.html", "index.html"]

@@ -111,4 +111,4 @@ def test_status_of_tls_and_proxy_failures() -> None:
     refused = TxConnectionRefused()
     assert status_for_exception(refused) == Status.CONNECTION_REFUSED  # the site's
     assert status_for_exception(refused, proxied=True) == Status.PROXY_FAILED  # the proxy's
-    assert {Status.TLS_FAILED, Status.PROXY_FAILED, Status.AUTH_REFUSED, Status.SOFT_ERROR} == UNCOUNTED_FAILURES
+    assert {Status.TLS_FAILED, Status.PROXY_FAILED, Status.AUTH_REFUSED} == UNCOUNTED_FAILURES

@@ -116,7 +116,7 @@ class NotFoundProbeMiddleware:
             self.learned.move_to_end(site)
             return self.learned[site]
         if site not in self.probing:
-            self.probing[site] = asyncio.ensure_future(self.probe(url))
+            self.probing[site] = asyncio.ensure_future(self.safe_probe(url))
         future = self.probing[site]
         page = await asyncio.shield(future)
         if self.probing.get(site) is future:
@@ -125,6 +125,15 @@ class NotFoundProbeMiddleware:
             while len(self.learned) > self.max_sites:
                 self.learned.popitem(last=False)
         return page
+
+    async def safe_probe(self, page: str) -> NotFoundPage | None:
+        """``probe``, whose failure (a bug, a page lxml cannot read) costs the site its soft-404
+        likeness, never its pages: every request of the site waits for it."""
+        try:
+            return await self.probe(page)
+        except Exception:
+            logger.exception("Learning the not-found page beside %s failed; its site's pages are not compared", page)
+            return None
 
     async def probe(self, page: str) -> NotFoundPage | None:
         """Fetch a URL that cannot exist beside ``page`` and learn what the site answers; none

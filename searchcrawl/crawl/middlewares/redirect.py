@@ -58,7 +58,8 @@ class RedirectPolicyMiddleware(RedirectMiddleware):
             return RedirectMiddleware.from_crawler(crawler)
         middleware = super().from_crawler(crawler)
         middleware.admission = admission_of(crawler)
-        middleware.soft_errors = SoftErrors(source_of(crawler).settings.soft_errors)
+        settings = source_of(crawler).settings
+        middleware.soft_errors = SoftErrors(settings.soft_errors, settings.signed_in_origins)
         middleware.crawler = crawler
         return middleware
 

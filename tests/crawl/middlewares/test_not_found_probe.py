@@ -202,3 +202,14 @@ def test_the_template_the_not_found_page_shares_with_the_home_page_makes_no_like
     assert SoftErrors().of_page(page_of(f"{SITE}/people/jdoe.html"), learned) is None
     gone = SoftErrors().of_page(page_of(f"{SITE}/people/left-long-ago.html"), learned)
     assert gone is not None and gone.kind == "not_found"
+
+
+def test_a_probe_that_raises_costs_the_site_its_likeness_not_its_pages(crawler_of: CrawlerOf, monkeypatch) -> None:
+    middleware, _server = build(crawler_of, soft)
+
+    def broken(url: str, response: Response) -> None:
+        raise ValueError("a page lxml cannot read")
+
+    monkeypatch.setattr(middleware, "learn", broken)
+    requests = pages(middleware, f"{SITE}/a.html", f"{SITE}/b.html")  # raised into every page's request before
+    assert all(NOT_FOUND_PAGE not in request.meta for request in requests)
