@@ -190,8 +190,9 @@ def test_a_temporary_redirect_to_a_login_page_is_a_soft_error(middleware: Redire
     for status in (302, 303, 307):
         with pytest.raises(RequestRefused) as refused:
             follow(middleware, *redirect(status, "http://h.test/sso/login?next=a"))
+        # the source signs in nowhere: the page went private, and counts toward max_failures
         assert refused.value.outcome == Outcome(
-            Event.FAILED, Status.SOFT_ERROR, "a login page: redirected to http://h.test/sso/login?next=a", counted=False
+            Event.FAILED, Status.SOFT_ERROR, "a login page: redirected to http://h.test/sso/login?next=a", counted=True
         )
     assert outcomes == []
 
@@ -199,7 +200,7 @@ def test_a_temporary_redirect_to_a_login_page_is_a_soft_error(middleware: Redire
 def test_a_page_moved_for_good_to_a_login_path_moved(crawler, middleware: RedirectPolicyMiddleware, outcomes: list) -> None:  # type: ignore[no-untyped-def]
     """A help page renamed (301 to /help/sign-in) moved: a login wall answers a lost session, for
     now, never with a permanent redirect (a browser would keep it). Taken for a login wall, the
-    old URL kept its old copy for ever (928 is never counted), and its new one was not crawled."""
+    old URL kept its old copy (928 in a session is never counted), and its new one was not crawled."""
     for status in (301, 308):
         origin = f"http://h.test/help/signing-in-{status}"
         redirected = follow(middleware, *redirect(status, "/help/sign-in", Request(origin, meta={"depth": 1})))
