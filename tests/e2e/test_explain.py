@@ -543,7 +543,8 @@ def test_explain_says_when_a_page_is_a_soft_error_as_the_crawl_decides(offline_p
     site.missing = soft_404
     out = section(explain(offline_project, name, f"{site.url}news/login.html"))
     assert out[-1].startswith("soft error:    928 soft_error: a login page (a default marker: title 'Sign in', 0 characters"), out
-    assert out[-1].endswith("not indexed, its links not followed, the indexed version kept (not counted toward max_failures)")
+    # the source signs in nowhere: the page went private, and counts toward max_failures
+    assert out[-1].endswith("not indexed, its links not followed, the indexed version kept (counted toward max_failures)")
 
     out = section(explain(offline_project, name, f"{site.url}news/gone.html"))  # not there: the site's soft 404
     assert out[-1].startswith("soft error:    929 soft_not_found: a not-found page (as like the site's answer to "), out
