@@ -78,6 +78,7 @@ documents = Table(
     Index("ix_documents_source_checksum", "source", "checksum"),
     Index("ix_documents_delta", "source", "delta_run", "delta"),
     Index("ix_documents_duplicate_of", "duplicate_of"),  # long URLs: a hash on PostgreSQL (POSTGRESQL_OPTIONS)
+    Index("ix_documents_source_id", "source", "id"),  # a source's rows by id: the maintenance plan's batches
 )
 
 # The frontier: one row per URL of a source queued in a run (the run that last queued it), keyed by
