@@ -4,11 +4,12 @@ tests/e2e/test_store_postgresql.py)."""
 import subprocess
 import sys
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect, select, text
+from sqlalchemy import inspect, select, text, update
 
 from searchcrawl.crawl.meta import REFERENCE
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
@@ -393,6 +394,27 @@ def test_the_maintenance_plan_reads_a_large_source_in_batches_and_decides_every_
     assert {table.get(source, url)["status"] for url in urls if url.endswith("3")} == {904}  # type: ignore[index]
     assert {table.get(source, url)["frontier"] for url in urls if not url.endswith("3")} == {"queued"}  # type: ignore[index]
     assert table.get("other", urls[0])["frontier"] == "done"  # type: ignore[index]  # as the first run left it
+
+
+def test_the_plan_spaces_out_the_recheck_of_urls_without_a_document(tmp_path) -> None:
+    """recheck_gone_days: a URL without a document (404, moved for good) fetched since
+    ``recheck_before`` is not queued again; one fetched before it is, and so is every page,
+    however recent (the comparison is the database's, on SQLite's stored dates too)."""
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'r.sqlite3'}"))
+    source = "recheck"
+    table = table.for_run(Runs(table.database).start(source).id)
+    old, recent, moved, page = (f"http://h/{name}" for name in ("old", "recent", "moved", "page"))
+    for gone in (old, recent):
+        table.record(source, gone, Outcome(Event.GONE, 404, "HTTP 404"))
+    table.record(source, moved, Outcome(Event.GONE, 301, "moved to http://h/page"))
+    table.record(source, page, Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+    long_ago = datetime.now(UTC) - timedelta(days=30)
+    with table.engine.begin() as connection:
+        connection.execute(update(documents).where(documents.c.url == old).values(last_fetched=long_ago))
+    table = table.for_run(table.run_id + 1)
+    assert table.plan_maintenance(source, lambda url, depth: None, datetime.now(UTC) - timedelta(days=7)) == (2, 0)
+    queued = {u for u in (old, recent, moved, page) if table.get(source, u)["run_id"] == table.run_id}  # type: ignore[index]
+    assert queued == {old, page}
 
 
 LEASER = """
