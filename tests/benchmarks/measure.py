@@ -59,15 +59,21 @@ def run_measured(args: list[str], cwd: Path, env: dict[str, str], stop_file: Pat
     # files, not pipes: nothing reads a pipe while the stop file is watched, and a full one blocks
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         process = subprocess.Popen([sys.executable, "-c", RUNNER, *args], cwd=cwd, env=env, stdout=out, stderr=err, text=True)
-        while True:
-            try:
-                process.wait(timeout=None if stop_file is None else 0.5)  # returns as soon as it ends
-                break
-            except subprocess.TimeoutExpired:
-                if stop_file is not None and not interrupted and stop_file.exists():
-                    interrupted = True
-                    for child in _children(process.pid):  # the runner waits for its child and reports its rusage
-                        os.kill(child, signal.SIGINT)
+        try:
+            while True:
+                try:
+                    process.wait(timeout=None if stop_file is None else 0.5)  # returns as soon as it ends
+                    break
+                except subprocess.TimeoutExpired:
+                    if stop_file is not None and not interrupted and stop_file.exists():
+                        interrupted = True
+                        for child in _children(process.pid):  # the runner waits for its child and reports its rusage
+                            os.kill(child, signal.SIGINT)
+        except BaseException:  # the benchmark itself stopped (Ctrl-C, SIGTERM): so does what it measured
+            for child in _children(process.pid):
+                os.kill(child, signal.SIGKILL)
+            process.kill()
+            raise
         seconds = time.monotonic() - started
         out.seek(0), err.seek(0)
         stdout, stderr = out.read(), err.read()

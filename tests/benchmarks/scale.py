@@ -39,6 +39,7 @@ import math
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -194,8 +195,9 @@ class ScaleBench(Bench):
             result = super().crawl(label)
         finally:
             self.crawl_command = base
-        result["urls_per_s"] = round(self.pages / result["seconds"], 1)
-        result["cpu_ms_per_url"] = round(result["cpu_s"] * 1000 / self.pages, 3)
+        done = max(result["requests"], 1) if result.get("interrupted") else self.pages  # an interrupted crawl's: those fetched
+        result["urls_per_s"] = round(done / result["seconds"], 1)
+        result["cpu_ms_per_url"] = round(result["cpu_s"] * 1000 / done, 3)
         result["document_table_mb"] = round(table_bytes(self.work / "data") / 2**20, 1)
         result["milestones_s"] = milestones(log, since)
         self.last_report = self.report()
@@ -385,6 +387,8 @@ def main() -> None:
         "--set", action="append", default=[], metavar="NAME=VALUE", help="a setting of every crawl of the crawler's (repeatable)"
     )
     args = parser.parse_args()
+    # SIGTERM stops the benchmark as Ctrl-C does: the crawl measured, nginx and its own Solr with it
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped (SIGTERM)"))
     work = Path(args.work or tempfile.mkdtemp(prefix="searchcrawl-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     out = Path(args.out or work / "results")
