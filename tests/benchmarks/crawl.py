@@ -104,6 +104,9 @@ HEADERS = {"content-type": "text/html; charset=utf-8", "last-modified": "Sat, 21
 
 
 class Bench:
+    phases = PHASES  # what each phase label stands for
+    stop_file: Path | None = None  # when it appears, the running phase stops (run_measured) and no other starts
+
     def __init__(
         self,
         label: str,
@@ -140,7 +143,7 @@ class Bench:
     def measure(self, label: str, args: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
         since, before = time.time(), solr_updates(self.solr_url)
         servers_before = self.servers_cpu()
-        measured = run_measured(args, cwd, env)
+        measured = run_measured(args, cwd, env, self.stop_file)
         servers = {name: round(after - servers_before[name], 2) for name, after in self.servers_cpu().items()}
         entries = self.server.arrivals(since)
         arrivals = [moment for moment, _status in entries]
@@ -150,13 +153,15 @@ class Bench:
             timeline[min(len(timeline) - 1, max(0, int(moment - since)))] += 1
         return {
             "phase": label,
-            "what": PHASES[label],
+            "what": self.phases[label],
+            **({"interrupted": True} if measured.interrupted else {}),
             "requests": fetched,
             # distinct: what the two spiders must agree on (the crawler's not-found probes are no page)
             "urls": len({path for path in self.server.paths(since) if not not_found_probe(path)}),
             "statuses": dict(sorted(Counter(str(status) for _moment, status in entries).items())),
             "seconds": round(measured.seconds, 2),
             "pages_per_s": round(fetched / measured.seconds, 1),
+            "cpu_s": round(measured.cpu_seconds, 2),
             "cpu_s_per_1000_pages": round(measured.cpu_seconds * 1000 / max(fetched, 1), 2),
             "peak_rss_mb": round(measured.peak_rss_bytes / 2**20, 1),
             "solr_updates": solr_updates(self.solr_url) - before,
@@ -339,7 +344,7 @@ def run_label(run: dict[str, Any]) -> str:
 
 
 def site_seed(site: SyntheticSite | RealSite) -> str:
-    return site.seed if isinstance(site, RealSite) else page_path(0)
+    return page_path(0) if isinstance(site, SyntheticSite) else site.seed
 
 
 def site_pages(site: SyntheticSite | RealSite, count: int) -> list[str]:

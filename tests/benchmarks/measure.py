@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ class Measured:
     seconds: float
     cpu_seconds: float
     peak_rss_bytes: int
+    interrupted: bool = False  # stopped by ``stop_file`` (a partial run)
 
 
 # The measured process runs as the only child of this small runner, so that RUSAGE_CHILDREN is
@@ -47,14 +50,44 @@ def compile_searchcrawl(env: dict[str, str]) -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], env=env, check=True, capture_output=True)
 
 
-def run_measured(args: list[str], cwd: Path, env: dict[str, str]) -> Measured:
+def run_measured(args: list[str], cwd: Path, env: dict[str, str], stop_file: Path | None = None) -> Measured:
+    """Run ``args`` to its end, measured. When ``stop_file`` appears meanwhile, the process gets
+    SIGINT (a crawl's graceful stop: its run is suspended, and resumes in the next crawl): on a
+    shared machine, a long benchmark gives the cores back and still reports what it measured."""
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-c", RUNNER, *args], cwd=cwd, env=env, capture_output=True, text=True)
-    seconds = time.monotonic() - started
-    if result.returncode != 0:
-        raise SystemExit(f"{' '.join(args[:4])} failed:\n{result.stderr[-4000:]}")
-    cpu, rss_kb = json.loads(result.stdout.strip().splitlines()[-1])
-    return Measured(seconds, cpu, rss_kb * 1024)
+    interrupted = False
+    # files, not pipes: nothing reads a pipe while the stop file is watched, and a full one blocks
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen([sys.executable, "-c", RUNNER, *args], cwd=cwd, env=env, stdout=out, stderr=err, text=True)
+        try:
+            while True:
+                try:
+                    process.wait(timeout=None if stop_file is None else 0.5)  # returns as soon as it ends
+                    break
+                except subprocess.TimeoutExpired:
+                    if stop_file is not None and not interrupted and stop_file.exists():
+                        interrupted = True
+                        for child in _children(process.pid):  # the runner waits for its child and reports its rusage
+                            os.kill(child, signal.SIGINT)
+        except BaseException:  # the benchmark itself stopped (Ctrl-C, SIGTERM): so does what it measured
+            for child in _children(process.pid):
+                os.kill(child, signal.SIGKILL)
+            process.kill()
+            raise
+        seconds = time.monotonic() - started
+        out.seek(0), err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if process.returncode != 0 and not interrupted:
+        raise SystemExit(f"{' '.join(args[:4])} failed:\n{stderr[-4000:]}")
+    cpu, rss_kb = json.loads(stdout.strip().splitlines()[-1])
+    return Measured(seconds, cpu, rss_kb * 1024, interrupted)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
 
 
 def solr_updates(core_url: str) -> int:
@@ -113,10 +146,9 @@ def process_tree_cpu(pid: int) -> float:
         current = pending.pop()
         try:
             total += _cpu_seconds(Path(f"/proc/{current}/stat").read_text())
-            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
         except OSError:  # ended meanwhile
             continue
-        pending += [int(child) for child in children]
+        pending += _children(current)
     return total
 
 

@@ -116,3 +116,33 @@ def test_startup_benchmark_splits_each_crawls_cpu_at_scrapys_signals(solr_url) -
         assert counted == pytest.approx(stretches["total"], abs=0.01)
         assert 0 < stretches["Scrapy imported"] < stretches["total"]
     assert "| item_scraped | n/a | " in result.stdout and "| tear-down (after atexit) |" in result.stdout
+
+
+def test_scale_benchmark_smoke_run(tmp_path, solr_url) -> None:
+    """The scale benchmark (tests/benchmarks/scale.py, issue 58) with a tiny site read from its
+    sitemap index: the first crawl indexes every page, the maintenance crawl of the unchanged
+    site requests no page and sends Solr nothing, and after 1% changed exactly those are
+    re-indexed; the figures of each phase and the targets' verdicts are written."""
+    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
+        pytest.skip("nginx is not installed (deploy/bootstrap.sh installs nginx-light)")
+    out = tmp_path / "results"
+    command = [sys.executable, "-m", "tests.benchmarks.scale", "--out", str(out), "--solr-url", solr_url]
+    result = subprocess.run([*command, "--pages", "200"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    run = json.loads((out / "results.json").read_text())["runs"][0]
+    b, c, d = run["b"], run["c"], run["d"]
+    assert run["pages"] == 200 and b["solr_updates"] == 200 and b["delta"]["new"] == 200
+    # robots.txt, the sitemap index, one sitemap and the not-found probe; then no page
+    assert c["requests"] <= 4 and c["solr_updates"] == 0 and c["delta"]["unchanged"] == 200
+    assert run["changed_pages"] == 2 and d["solr_updates"] == 2 and d["reindexed"]["exactly_those"]
+    for phase in (b, c, d):
+        assert phase["peak_rss_mb"] > 0 and phase["document_table_mb"] > 0 and phase["cpu_ms_per_url"] > 0
+        assert {"opened", "run started", "sitemaps read", "closed"} <= set(phase["milestones_s"])
+        assert 0 < phase["start_s"] < phase["seconds"]
+    assert "| 200 | c: maintenance, unchanged (sitemap lastmod) |" in (out / "results.md").read_text()
+    # a second size measured in a command of its own joins the first one's results
+    result = subprocess.run([*command, "--pages", "100", "--phases", "b"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((out / "results.json").read_text())
+    assert [run["pages"] for run in report["runs"]] == [100, 200]
+    assert any(each["what"].startswith("CPU per page") and each["pages"] == 200 for each in report["targets"])
