@@ -37,7 +37,7 @@ from pydantic import Field, field_validator, model_validator
 
 from searchcrawl.content.extract import TYPE_SUFFIXES, typed_value
 from searchcrawl.content.regions import compiled
-from searchcrawl.rules.tables import RuleTable, regular_expression
+from searchcrawl.rules.tables import RuleTable, regular_expression, regular_expressions
 
 logger = logging.getLogger(__name__)
 
@@ -80,9 +80,7 @@ class FieldRule(RuleTable):
     @field_validator("patterns")
     @classmethod
     def _patterns(cls, values: list[str]) -> list[str]:
-        for value in values:
-            regular_expression(value)
-        return values
+        return regular_expressions(values)
 
     @field_validator("json_ld")
     @classmethod

@@ -41,7 +41,7 @@ from lxml import etree
 from pydantic import Field, field_validator
 
 from searchcrawl.content.extract import joined_text, visible_text
-from searchcrawl.rules.tables import RuleTable, regular_expression
+from searchcrawl.rules.tables import RuleTable, regular_expressions
 
 LANDMARK_ROLES = ("navigation", "banner", "contentinfo", "complementary", "search")
 LANDMARKS = (
@@ -104,9 +104,7 @@ class RegionRule(Selectors):
     @field_validator("patterns")
     @classmethod
     def _patterns(cls, values: list[str]) -> list[str]:
-        for value in values:
-            regular_expression(value)
-        return values
+        return regular_expressions(values)
 
 
 class RegionsTable(Selectors):

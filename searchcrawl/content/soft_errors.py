@@ -48,7 +48,7 @@ from pydantic import Field, field_validator, model_validator
 from searchcrawl.content.regions import compiled
 from searchcrawl.rules.credentials import origin_of
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.rules.tables import RuleTable, regular_expression
+from searchcrawl.rules.tables import RuleTable, regular_expression, regular_expressions
 
 Kind = Literal["login", "challenge", "maintenance", "not_found"]
 KIND_NAMES: dict[str, str] = {
@@ -89,9 +89,7 @@ class SoftErrorMarker(RuleTable):
     @field_validator("patterns")
     @classmethod
     def _patterns(cls, values: list[str]) -> list[str]:
-        for value in values:
-            _regex(value)
-        return values
+        return regular_expressions(values)
 
     @field_validator("css")
     @classmethod

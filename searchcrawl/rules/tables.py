@@ -19,6 +19,13 @@ def regular_expression(value: str) -> re.Pattern[str]:
         raise ValueError(f"{value!r} is not a regular expression: {exc}") from None
 
 
+def regular_expressions(values: list[str]) -> list[str]:
+    """``values``, each checked by ``regular_expression``: a rule table's ``patterns``."""
+    for value in values:
+        regular_expression(value)
+    return values
+
+
 def known_keys(model: type[BaseModel], data: Any) -> Any:
     """Reject an unknown key with a message listing the known ones (nested tables)."""
     if isinstance(data, dict):
