@@ -21,6 +21,7 @@ Scrapy's signals, and the ledger's rules (searchcrawl/rules/lifecycle.py) decide
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -39,7 +40,8 @@ from searchcrawl.store.ledger import Ledger
 if TYPE_CHECKING:
     from searchcrawl.crawl.run import Run
     from searchcrawl.store import DocumentTable
-    from searchcrawl.store.frontier import Frontier
+    from searchcrawl.store.documents import Spared
+    from searchcrawl.store.frontier import Frontier, Known
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +103,12 @@ class LedgerWriter(Ledger):
 
     def urls_excluded(self, rows: list[tuple[str, int, int, str]]) -> None:
         self.record_excluded(rows)
+
+    def record_spared(self, urls: Sequence[str], spare: Callable[[str, Known], Outcome | None]) -> Spared:
+        spared = super().record_spared(urls, spare)
+        if spared.urls:
+            self.stats.inc_value(f"searchcrawl/outcome/{Event.UNCHANGED.value}", len(spared.urls))
+        return spared
 
     def url_outcome(self, url: str, outcome: Outcome) -> None:
         self.record(url, outcome)

@@ -93,8 +93,8 @@ def redirected_from(meta: Mapping[str, Any], url: str) -> str | None:
     return str(urls[-1]) if urls and meta.get(LEAVES_BOUNDARY) == url else None
 
 
-def same_readers(spider: Spider | None, request: Request, checksum: str | None) -> bool:
-    """Whether the document of ``request`` has the readers its indexed ``checksum`` holds
+def same_readers(spider: Spider | None, url: str, meta: Mapping[str, Any], checksum: str | None) -> bool:
+    """Whether the document at ``url`` (its request's ``meta``) has the readers its indexed ``checksum`` holds
     (crawl/pipelines/checksum.py), by its spider's ``access_of``: what lets a request be spared
     (a duplicate unchanged, a page its sitemap says is unchanged) only while they are the same.
     An access that cannot be known now is not the same (the request goes on, and the document
@@ -103,7 +103,7 @@ def same_readers(spider: Spider | None, request: Request, checksum: str | None) 
     if not checksum or access_of is None:
         return True
     try:
-        access = access_of(request.url, request.meta)
+        access = access_of(url, meta)
     except AccessUnreadable:
         return False
     return bool(versioned(content_of(checksum), access) == checksum)

@@ -20,6 +20,7 @@ import json
 import logging
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -46,7 +47,7 @@ from searchcrawl.rules.maintenance import holder_of, named_canonical
 from searchcrawl.rules.redirect_policy import TEMPORARY as TEMPORARY_REDIRECTS
 from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status
 from searchcrawl.store.database import ROW_KEY, Database, as_utc, keyed, now, url_hash
-from searchcrawl.store.frontier import place, queue_documents
+from searchcrawl.store.frontier import Known, finish_queued, place, queue_documents
 from searchcrawl.store.models import FrontierState, documents, frontier, redirects
 
 logger = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ FOUND_REASON = "in Solr when the document table knew nothing of the source; take
 WITH_ENTRY = documents.outerjoin(frontier, frontier.c.document_id == documents.c.id)
 WITH_REDIRECT = documents.outerjoin(redirects, redirects.c.document_id == documents.c.id)
 PLAN_BATCH = 5_000  # rows a maintenance crawl's plan reads at a time
+SPARE_BATCH = 500  # URLs a maintenance crawl spares a request in one statement (record_spared)
 WHOLE = WITH_ENTRY.outerjoin(redirects, redirects.c.document_id == documents.c.id)
 # a URL's record as it was one row: the entry's and the redirect's columns under their old names
 ENTRY_AS = (
@@ -78,6 +80,15 @@ ORIGIN_COLUMNS = (  # what _redirect_now reads
     frontier.c.run_id,
     frontier.c.state.label("frontier"),
 )
+
+
+@dataclass
+class Spared:
+    """What ``record_spared`` did: the URLs recorded without a request, and those it left to the
+    request they were leased for (in flight)."""
+
+    urls: list[str] = field(default_factory=list)
+    in_flight: list[str] = field(default_factory=list)
 
 
 def one_of(column: Any, values: Sequence[str]) -> Any:
@@ -634,6 +645,87 @@ class DocumentTable:
                     drop_request=True,
                 )
         return queued, excluded
+
+    def record_spared(
+        self, source: str, urls: Sequence[str], spare: Callable[[str, Known], Outcome | None], max_failures: int = 3
+    ) -> Spared:
+        """A maintenance run's pages that need no request, in bulk: each of ``urls`` queued in
+        this run and not leased yet, in the index, with no temporary redirect, for which
+        ``spare(url, known)`` gives an outcome (a sitemap's word that it is unchanged: an
+        UNCHANGED without a fetch), is recorded as ``record`` would record that outcome (the
+        ledger's ``decide``) and finished in the run, without a request. A million sitemap
+        entries cost a few statements per ``SPARE_BATCH``, not a trip through the downloader
+        each. URLs leased meanwhile (in flight) are left to their request, and said so."""
+        assert self.run_id is not None
+        spared = Spared()
+        for start in range(0, len(urls), SPARE_BATCH):
+            chunk = urls[start : start + SPARE_BATCH]
+            with self.engine.connect() as connection:
+                rows = connection.execute(
+                    select(
+                        documents.c.id,
+                        documents.c.url,
+                        documents.c.last_fetched,
+                        documents.c.last_modified,
+                        documents.c.etag,
+                        frontier.c.run_id,
+                        frontier.c.state.label("frontier"),
+                        *self._row_state().selected_columns[2:],  # the ledger's view, as ``record`` reads it
+                    )
+                    .select_from(WHOLE)
+                    .where(documents.c.source == source, documents.c.url_hash.in_([url_hash(url) for url in chunk]))
+                ).all()
+            when = now()
+            writes: dict[int, dict[str, Any]] = {}
+            for row in rows:
+                if row.run_id != self.run_id or row.frontier != FrontierState.QUEUED.value:
+                    if row.run_id == self.run_id and row.frontier == FrontierState.LEASED.value:
+                        spared.in_flight.append(row.url)
+                    continue
+                if row.state != State.INDEXED.value or row.target is not None or row.via is not None:
+                    continue  # requested: only an indexed page without a redirect is spared here
+                known = Known(row.state, row.checksum, row.last_modified, row.etag, row.last_fetched)
+                outcome = spare(row.url, known)
+                if outcome is None:
+                    continue
+                try:
+                    change = decide(self._ledger_row(row), outcome, max_failures)
+                except TransitionRefused:
+                    continue  # left to its request, which records it (and logs why)
+                values = self._restrict(self._values(change, outcome, when))
+                for column in REDIRECT_COLUMNS:
+                    values.pop(column, None)  # it has none (above), and none is written
+                writes[row.id] = values
+            if writes:
+                spared.urls.extend(self._write_spared(source, writes))
+        return spared
+
+    def _write_spared(self, source: str, writes: Mapping[int, dict[str, Any]]) -> list[str]:
+        """Finish in this run the entries of ``writes`` (document id -> values) still queued,
+        and write those documents' values, in one transaction: an entry leased between the read
+        and this write keeps its request. Returns the URLs written."""
+        with self.engine.begin() as connection:
+            assert self.run_id is not None
+            finished = finish_queued(connection, self.run_id, list(writes), self._finished())
+            by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+            for document_id in finished:
+                values = writes[document_id]
+                by_columns.setdefault(tuple(values), []).append(
+                    {"w_id": document_id, **{f"v_{column}": value for column, value in values.items()}}
+                )
+            for columns, parameters in by_columns.items():
+                statement = self._statement(
+                    ("spared", columns),
+                    lambda columns=columns: (
+                        update(documents)
+                        .where(documents.c.id == bindparam("w_id"), documents.c.state == State.INDEXED.value)
+                        .values({column: bindparam(f"v_{column}", type_=documents.c[column].type) for column in columns})
+                    ),
+                )
+                connection.execute(statement, parameters)
+            urls = connection.execute(select(documents.c.url).where(documents.c.id.in_(list(finished)))).scalars().all()
+        logger.debug("%d pages of %s spared a request, recorded unchanged in bulk", len(urls), source)
+        return list(urls)
 
     def _redirect_now(self, origin: dict[str, Any], target: str) -> str:
         """Whether ``origin`` redirects to ``target`` as of this run: ``stands`` (its last answer

@@ -393,3 +393,20 @@ def queue_documents(
         where=frontier.c.run_id != statement.excluded.run_id if new_in_run else None,
     )
     return connection.execute(statement).rowcount or 0
+
+
+def finish_queued(connection: Connection, run_id: int, document_ids: Sequence[int], values: Mapping[str, Any]) -> set[int]:
+    """Finish (``values``: done) the entries of ``document_ids`` still queued in run ``run_id``,
+    in the caller's transaction; an entry leased meanwhile keeps its request. Returns the ids
+    finished, whose documents the caller writes (DocumentTable.record_spared)."""
+    finished = connection.execute(
+        update(frontier)
+        .where(
+            frontier.c.document_id.in_(list(document_ids)),
+            frontier.c.run_id == run_id,
+            frontier.c.state == FrontierState.QUEUED.value,
+        )
+        .values(dict(values))
+        .returning(frontier.c.document_id)
+    )
+    return set(finished.scalars())

@@ -17,7 +17,8 @@ from typing import Any
 
 from searchcrawl.rules.lifecycle import Event, Outcome, State
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.store.documents import DocumentTable
+from searchcrawl.store.documents import DocumentTable, Spared
+from searchcrawl.store.frontier import Known
 
 # the source's rules on a known URL: (status, rule) when they keep it out now, else None
 Excluding = Callable[[str, int], tuple[int, str] | None]
@@ -50,6 +51,11 @@ class Ledger:
         """Record what happened to ``url`` (DocumentTable.record); returns its new state (None:
         the ledger refused the outcome, logged)."""
         return self.table.record(self.source, url, outcome, self.max_failures)
+
+    def record_spared(self, urls: Sequence[str], spare: Callable[[str, Known], Outcome | None]) -> Spared:
+        """Pages of a maintenance run ``spare`` says need no request, recorded in bulk
+        (DocumentTable.record_spared): the sitemap's unchanged pages of a million-URL source."""
+        return self.table.record_spared(self.source, urls, spare, self.max_failures)
 
     def record_excluded(self, rows: Sequence[tuple[str, int, int, str]]) -> None:
         """Links a rule kept out, as (url, status, depth, reason), in bulk: new URLs only."""

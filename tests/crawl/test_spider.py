@@ -341,8 +341,8 @@ def test_a_304_whose_readers_changed_is_an_atomic_update_of_its_access_alone(cra
     assert reports.seen == []  # its outcome is the cache's
     hr = item.fields["checksum"]
     assert not_modified(hr) == [] and reports.seen[-1][1].kind == "not_modified"  # the same readers
-    assert same_readers(spider, request(url), hr) and not same_readers(spider, request(url), staff)
-    assert same_readers(spider, request(url), None)  # nothing indexed to compare with
+    assert same_readers(spider, url, request(url).meta, hr) and not same_readers(spider, url, request(url).meta, staff)
+    assert same_readers(spider, url, request(url).meta, None)  # nothing indexed to compare with
 
 
 def test_a_304_of_a_document_no_rule_covers_any_more_leaves_the_index(crawler_of) -> None:
@@ -355,7 +355,7 @@ def test_a_304_of_a_document_no_rule_covers_any_more_leaves_the_index(crawler_of
     assert list(spider.parse(response)) == []
     [(seen, outcome)] = reports.seen
     assert (seen, outcome.event, outcome.status) == (url, Event.GONE, Status.ACCESS_UNREADABLE)
-    assert not same_readers(spider, request(url), "c" * 64)
+    assert not same_readers(spider, url, request(url).meta, "c" * 64)
     # fetched whole (a 200), the document carries why, and the access pipeline keeps it out
     [document] = split(list(spider.parse(html(url))))[0]
     assert document.access is None and "no rule of the source's [access] table covers it" in (document.access_error or "")

@@ -596,3 +596,52 @@ def test_a_copy_back_with_the_content_solr_holds_is_unchanged_not_changed(tmp_pa
     table.record(source, a, Outcome(Event.CACHED, 200, columns={"checksum": "sum-a"}))
     table.record(source, c, Outcome(Event.CACHED, 200, columns={"checksum": "sum-a"}))  # say, C holds it in the end
     assert [table.get(source, url)["delta"] for url in (a, c)] == ["unchanged", "changed"]
+
+
+def test_pages_spared_in_bulk_are_recorded_as_record_would_and_only_while_queued(tmp_path, monkeypatch) -> None:
+    """Issue 58: a maintenance crawl's pages a sitemap says are unchanged are recorded in bulk
+    (``record_spared``), not a request each. What it writes is what ``record`` writes for the
+    same outcome (one rule: the ledger's ``decide``), row by row, column by column; only an
+    indexed page queued in this run without a redirect is spared; one leased meanwhile is in
+    flight (its request decides)."""
+    monkeypatch.setattr("searchcrawl.store.documents.SPARE_BATCH", 3)  # the batches' edges too
+
+    def indexed_source(name: str, urls: list[str]) -> tuple[DocumentTable, Frontier]:
+        table = DocumentTable(Database(f"sqlite:///{tmp_path / f'{name}.sqlite3'}"))
+        table = table.for_run(Runs(table.database).start(name).id)
+        for url in urls:
+            table.record(name, url, Outcome(Event.CACHED, 200, columns={"checksum": f"sum-{url}"}))
+        table.mark_indexed(name, [(url, f"sum-{url}") for url in urls])
+        table.record(name, urls[0], Outcome(Event.FAILED, 503, "HTTP 503"))  # indexed, one failure counted
+        table = table.for_run(table.run_id + 1)
+        assert table.plan_maintenance(name, lambda url, depth: None) == (len(urls), 0)
+        return table, Frontier(table.database, name, table.run_id, "me")
+
+    urls = [f"http://h/{number}" for number in range(8)]
+    outcome = Outcome(Event.UNCHANGED, int(Status.SITEMAP_UNCHANGED), "its lastmod is older", fetched=False)
+    bulk, frontier = indexed_source("bulk", urls)
+    one, _ = indexed_source("one", urls)
+    leased = frontier.lease(1)[0].url  # in flight: its request decides
+    with bulk.engine.begin() as connection:  # not in the index now: requested
+        connection.execute(update(documents).where(documents.c.url == urls[5]).values(state="fetched"))
+    asked: list[str] = []
+
+    def spare(url: str, known) -> Outcome | None:
+        asked.append(url)
+        assert known.state == "indexed" and known.checksum == f"sum-{url}" and known.last_fetched is not None
+        return None if url == urls[6] else outcome  # the rule says: request it
+
+    fetched_before = {url: bulk.get("bulk", url)["last_fetched"] for url in urls}  # type: ignore[index]
+    spared = bulk.record_spared("bulk", [*urls, "http://h/unknown"], spare)
+    assert spared.in_flight == [leased]
+    assert sorted(spared.urls) == sorted(set(urls) - {leased, urls[5], urls[6]})
+    assert sorted(asked) == sorted(set(urls) - {leased, urls[5]})
+    for url in spared.urls:
+        one.record("one", url, outcome)  # the same outcome, one at a time
+        compared = ("state", "status", "reason", "failures", "delta", "delta_run", "frontier", "request")
+        mine, theirs = bulk.get("bulk", url), one.get("one", url)
+        assert mine is not None and theirs is not None
+        assert {column: mine[column] for column in compared} == {column: theirs[column] for column in compared}, url
+        assert mine["last_fetched"] == fetched_before[url]  # not fetched: its last fetch stays
+    assert {bulk.get("bulk", url)["frontier"] for url in urls if url not in spared.urls} == {"queued", "leased"}  # type: ignore[index]
+    assert bulk.record_spared("bulk", urls, spare).urls == []  # done already: nothing twice

@@ -32,6 +32,7 @@ WRITES = {
     "settle_duplicates",
     "hold_removals",
     "plan_maintenance",
+    "record_spared",
     "drop_stale_targets",
 }
 READS = {
@@ -58,6 +59,7 @@ LEDGER_WRITERS = {
     "searchcrawl/crawl/middlewares/scope.py": {"mark_linked"},  # the links of a run
     "searchcrawl/crawl/pipelines/cache_writer.py": {"settle_duplicates"},
     "searchcrawl/index/indexer.py": {"mark_indexed", "mark_refused", "mark_removed"},  # Solr's answers
+    "searchcrawl/crawl/middlewares/sitemaps.py": {"record_spared"},  # a maintenance crawl's unchanged pages, in bulk
 }
 OTHER_TABLES = {"for_run", "closing"}  # the same table, for a run or a closing crawl: no write
 SQL_WRITE = re.compile(r"\b(INSERT\s+INTO|UPDATE)\s+\"?documents\b", re.IGNORECASE)
@@ -140,7 +142,7 @@ def sql_writes(tree: ast.AST) -> list[str]:
 # entry and queues it again through frontier.py's ``place`` and ``queue_documents``), the redirects
 # table by the ledger's document table (store/documents.py) alone.
 SPLIT_OWNERS = {"frontier": STORES / "frontier.py", "redirects": STORES / "documents.py"}
-FRONTIER_WRITES = {"place", "queue_documents"}  # frontier.py's writes for the ledger's document table
+FRONTIER_WRITES = {"place", "queue_documents", "finish_queued"}  # frontier.py's writes for the ledger's document table
 MIGRATIONS = STORES / "migrations"
 
 

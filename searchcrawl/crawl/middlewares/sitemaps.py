@@ -16,10 +16,16 @@ and, in a maintenance crawl with ``trust_sitemap_lastmod``, a known, indexed URL
 sitemaps are read (robots.txt has been, by then: RobotsMiddleware runs first). A source that
 deletes orphans needs every page's links, so it requests every page, as with conditional GETs.
 
+The sparing is done in bulk as each sitemap is read (``Ledger.record_spared``: a few statements
+per 500 URLs), not request by request: an unchanged million costs its sitemaps' reading, not a
+million trips through the downloader. Only the URLs leased already when their sitemap is read
+(in flight) keep a lastmod hint, checked as their request passes here (``refuse_if_unchanged``,
+the same rule: ``unchanged``); a first crawl keeps none (nothing known can be spared).
+
 Bounds (hostile sitemaps): ``SEARCHCRAWL_SITEMAP_MAX_FILES`` files per crawl,
 ``SEARCHCRAWL_SITEMAP_MAX_SECONDS`` reading one site's (or the source file's) sitemaps,
 ``SEARCHCRAWL_SITEMAP_MAX_BYTES`` of text per file (gzip included), 50,000 entries per file,
-``SEARCHCRAWL_SITEMAP_MAX_URLS`` lastmod hints held (8-byte hashes); past a bound, a WARNING, and
+``SEARCHCRAWL_SITEMAP_MAX_URLS`` lastmod hints held (8-byte hashes, in flight only); past a bound, a WARNING, and
 the URLs without a hint are simply requested. What is held per site is bounded by the files too:
 the robots.txt lists waiting for their site's first request hold at most ``max_files`` URLs (the
 oldest lists dropped first: those sitemaps are not read), a site is remembered only when it has
@@ -32,6 +38,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict, deque
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -41,6 +48,7 @@ from scrapy.crawler import Crawler
 from searchcrawl.config.source import SourceSettings
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
+from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import (
     DONT_REDIRECT,
     DONT_RETRY,
@@ -55,14 +63,14 @@ from searchcrawl.crawl.requests import Admission, admission_of
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import robots_txt_read, run_started
 from searchcrawl.crawl.spider import same_readers
-from searchcrawl.rules.lifecycle import Event, State
+from searchcrawl.rules.lifecycle import Event, Outcome, State
 from searchcrawl.rules.robots_txt import RobotsTxt
 from searchcrawl.rules.sitemap_files import LastmodHints, SitemapTooLarge, read_sitemap, same_site, unchanged_since_fetch
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical, location_target
 from searchcrawl.store.database import as_utc
 from searchcrawl.store.documents import DocumentTable
-from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.frontier import Entry, Frontier, Known
 
 logger = logging.getLogger(__name__)
 
@@ -76,10 +84,17 @@ class SitemapMiddleware:
     dates spare unchanged pages (what the document table knows of them)."""
 
     def __init__(
-        self, crawler: Crawler, settings: SourceSettings, admission: Admission, documents: DocumentTable, source: str
+        self,
+        crawler: Crawler,
+        settings: SourceSettings,
+        admission: Admission,
+        documents: DocumentTable,
+        source: str,
+        ledger: LedgerWriter | None = None,
     ) -> None:
         self.crawler = crawler
         self.admission = admission
+        self.ledger = ledger  # None: a read-only crawl (explain), which spares nothing in bulk
         self.documents, self.source = documents, source
         self.run: Run | None = None
         self.frontier: Frontier | None = None
@@ -107,7 +122,14 @@ class SitemapMiddleware:
         settings = source.settings
         if not settings.sitemaps and not (settings.sitemaps_from_robots and settings.obey_robots):
             raise not_needed(cls, "the source reads no sitemaps")
-        return cls(crawler, settings, admission_of(crawler), stores_of(crawler).documents, source.name)
+        return cls(
+            crawler,
+            settings,
+            admission_of(crawler),
+            stores_of(crawler).documents,
+            source.name,
+            crawler.get_extension(LedgerWriter),
+        )
 
     def run_started(self, run: Run, frontier: Frontier) -> None:
         self.run, self.frontier = run, frontier
@@ -268,10 +290,19 @@ class SitemapMiddleware:
         logger.info("Sitemap %s not read: more than %d redirects", url, MAX_SITEMAP_REDIRECTS)
         return None
 
+    @property
+    def spares(self) -> bool:
+        """Whether this crawl spares unchanged pages a request: a maintenance run, not forced,
+        of a source that trusts its sitemaps' lastmod."""
+        run = self.run
+        return self.trust and run is not None and run.mode == "maintenance" and not run.forced
+
     def queue_pages(self, sitemap_url: str, entries: list[tuple[str, Any]]) -> None:
-        """A urlset's pages on its host join the crawl as seeds, through the source's rules,
-        and their lastmod becomes a hint."""
+        """A urlset's pages on its host join the crawl as seeds, through the source's rules;
+        in a maintenance crawl, those their lastmod says are unchanged are recorded so at once
+        (``spare``), and the others are requested."""
         seeds: list[Entry] = []
+        lastmods: dict[str, datetime] = {}  # URL as queued -> its newest lastmod
         foreign = 0
         for loc, lastmod in entries:
             if not same_site(loc, sitemap_url):
@@ -281,46 +312,72 @@ class SitemapMiddleware:
                 url = canonical(loc)
             except ValueError:
                 continue
-            self.hints.add(url, lastmod)
             entry = self.admission.link(url, 0)  # rewritten, or None when excluded or queued already
-            if entry is None:
-                continue
-            if entry.url != url:
-                self.hints.add(entry.url, lastmod)
-            seeds.append(entry)
+            if lastmod is not None:
+                for listed in {url, entry.url} if entry is not None else (url,):
+                    lastmods[listed] = max(lastmod, lastmods.get(listed, lastmod))
+            if entry is not None:
+                seeds.append(entry)
         self.admission.flush()
+        spared = self.spare(lastmods) if lastmods and self.spares else set()
+        if spared:
+            seeds = [entry for entry in seeds if entry.url not in spared]
         added = self.frontier.add(seeds) if seeds and self.frontier is not None else 0
         logger.info(
-            "Sitemap %s: %d URLs, %d new to this crawl%s",
+            "Sitemap %s: %d URLs, %d new to this crawl%s%s",
             sitemap_url,
             len(entries),
             added,
+            f", {len(spared)} unchanged by their lastmod (not requested)" if spared else "",
             f", {foreign} of other hosts ignored" if foreign else "",
         )
         if self.hints.dropped and not self.warned:
             self.warned = True
             logger.warning("More than %d sitemap lastmod dates: later ones are not used in this crawl", self.hints.limit)
 
+    def spare(self, lastmods: dict[str, datetime]) -> set[str]:
+        """Record unchanged, without a request, the URLs of ``lastmods`` queued in this run that
+        ``unchanged`` spares (in bulk, through the ledger); those in flight keep a hint for
+        their request. Returns the URLs spared."""
+        if self.ledger is None:
+            return set()
+        spared = self.ledger.record_spared(list(lastmods), lambda url, known: self.unchanged(url, known, lastmods[url], {}))
+        for url in spared.in_flight:
+            self.hints.add(url, lastmods[url])
+        if self.hints.dropped and not self.warned:
+            self.warned = True
+            logger.warning("More than %d sitemap lastmod dates: later ones are not used in this crawl", self.hints.limit)
+        return set(spared.urls)
+
+    def unchanged(self, url: str, known: Known, lastmod: datetime, meta: Mapping[str, Any]) -> Outcome | None:
+        """The rule: a known, indexed page whose sitemap ``lastmod`` is not newer than its last
+        fetch (within ``sitemap_trust_days``), and whose readers are the same, is unchanged
+        without a request (status 915); None: it is requested (a 304 updates its access alone)."""
+        if known.state != State.INDEXED:
+            return None
+        last_fetched = as_utc(known.last_fetched)
+        if not unchanged_since_fetch(lastmod, last_fetched, datetime.now(UTC), self.trust_for):
+            return None
+        if not same_readers(self.crawler.spider, url, meta, known.checksum):
+            return None
+        assert last_fetched is not None
+        reason = (
+            f"its sitemap's lastmod ({lastmod:%Y-%m-%d %H:%M:%S}Z) is not newer than its last fetch "
+            f"({last_fetched:%Y-%m-%d %H:%M:%S}Z)"
+        )
+        # its last fetch time stays (not fetched): a sitemap may be regenerated late
+        return Outcome(Event.UNCHANGED, int(Status.SITEMAP_UNCHANGED), reason, fetched=False)
+
     def refuse_if_unchanged(self, request: Request) -> None:
-        """In a maintenance crawl: a known, indexed URL whose sitemap says it has not changed
-        since its last fetch is not requested (status 915, recorded unchanged)."""
-        if not self.trust or self.run is None or self.run.mode != "maintenance" or self.run.forced:
+        """In a maintenance crawl: a request in flight when its sitemap was read, which
+        ``unchanged`` spares, is refused (status 915, recorded unchanged)."""
+        if not self.spares:
             return
         lastmod = self.hints.get(request.url)
         if lastmod is None:
             return
         known = known_of(request, self.documents, self.source)
-        if known is None or known.state != State.INDEXED:
-            return
-        last_fetched = as_utc(known.last_fetched)
-        if not same_readers(self.crawler.spider, request, known.checksum):
-            return  # its readers changed: requested (a 304 updates its access alone)
-        if unchanged_since_fetch(lastmod, last_fetched, datetime.now(UTC), self.trust_for):
-            assert last_fetched is not None
-            raise RequestRefused(
-                Status.SITEMAP_UNCHANGED,
-                f"its sitemap's lastmod ({lastmod:%Y-%m-%d %H:%M:%S}Z) is not newer than its last fetch "
-                f"({last_fetched:%Y-%m-%d %H:%M:%S}Z)",
-                event=Event.UNCHANGED,
-                fetched=False,  # its last fetch time stays: a sitemap may be regenerated late
-            )
+        outcome = None if known is None else self.unchanged(request.url, known, lastmod, request.meta)
+        if outcome is not None:
+            assert outcome.status is not None and outcome.reason is not None
+            raise RequestRefused(outcome.status, outcome.reason, event=outcome.event, fetched=outcome.fetched)
