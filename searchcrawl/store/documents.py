@@ -662,21 +662,31 @@ class DocumentTable:
             chunk = urls[start : start + SPARE_BATCH]
             with self.engine.connect() as connection:
                 rows = connection.execute(
-                    select(
-                        documents.c.id,
-                        documents.c.url,
-                        documents.c.last_fetched,
-                        documents.c.last_modified,
-                        documents.c.etag,
-                        frontier.c.run_id,
-                        frontier.c.state.label("frontier"),
-                        *self._row_state().selected_columns[2:],  # the ledger's view, as ``record`` reads it
-                    )
-                    .select_from(WHOLE)
-                    .where(documents.c.source == source, documents.c.url_hash.in_([url_hash(url) for url in chunk]))
+                    self._statement(
+                        "spare_candidates",
+                        lambda: (
+                            select(
+                                documents.c.id,
+                                documents.c.url,
+                                documents.c.last_fetched,
+                                documents.c.last_modified,
+                                documents.c.etag,
+                                frontier.c.run_id,
+                                frontier.c.state.label("frontier"),
+                                *self._row_state().selected_columns[2:],  # the ledger's view, as ``record`` reads it
+                            )
+                            .select_from(WHOLE)
+                            .where(
+                                documents.c.source == bindparam("source"),
+                                documents.c.url_hash.in_(bindparam("hashes", expanding=True)),
+                            )
+                        ),
+                    ),
+                    {"source": source, "hashes": [url_hash(url) for url in chunk]},
                 ).all()
             when = now()
             writes: dict[int, dict[str, Any]] = {}
+            urls_of: dict[int, str] = {}
             for row in rows:
                 if row.run_id != self.run_id or row.frontier != FrontierState.QUEUED.value:
                     if row.run_id == self.run_id and row.frontier == FrontierState.LEASED.value:
@@ -696,17 +706,18 @@ class DocumentTable:
                 for column in REDIRECT_COLUMNS:
                     values.pop(column, None)  # it has none (above), and none is written
                 writes[row.id] = values
+                urls_of[row.id] = row.url
             if writes:
-                spared.urls.extend(self._write_spared(source, writes))
+                spared.urls.extend(urls_of[document_id] for document_id in self._write_spared(source, writes))
         return spared
 
-    def _write_spared(self, source: str, writes: Mapping[int, dict[str, Any]]) -> list[str]:
+    def _write_spared(self, source: str, writes: Mapping[int, dict[str, Any]]) -> set[int]:
         """Finish in this run the entries of ``writes`` (document id -> values) still queued,
         and write those documents' values, in one transaction: an entry leased between the read
-        and this write keeps its request. Returns the URLs written."""
+        and this write keeps its request. Returns the ids of the documents written."""
         with self.engine.begin() as connection:
             assert self.run_id is not None
-            finished = finish_queued(connection, self.run_id, list(writes), self._finished())
+            finished = finish_queued(self.database, connection, self.run_id, list(writes), self._finished())
             by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
             for document_id in finished:
                 values = writes[document_id]
@@ -723,9 +734,8 @@ class DocumentTable:
                     ),
                 )
                 connection.execute(statement, parameters)
-            urls = connection.execute(select(documents.c.url).where(documents.c.id.in_(list(finished)))).scalars().all()
-        logger.debug("%d pages of %s spared a request, recorded unchanged in bulk", len(urls), source)
-        return list(urls)
+        logger.debug("%d pages of %s spared a request, recorded in bulk", len(finished), source)
+        return finished
 
     def _redirect_now(self, origin: dict[str, Any], target: str) -> str:
         """Whether ``origin`` redirects to ``target`` as of this run: ``stands`` (its last answer

@@ -395,18 +395,28 @@ def queue_documents(
     return connection.execute(statement).rowcount or 0
 
 
-def finish_queued(connection: Connection, run_id: int, document_ids: Sequence[int], values: Mapping[str, Any]) -> set[int]:
+def finish_queued(
+    database: Database, connection: Connection, run_id: int, document_ids: Sequence[int], values: Mapping[str, Any]
+) -> set[int]:
     """Finish (``values``: done) the entries of ``document_ids`` still queued in run ``run_id``,
     in the caller's transaction; an entry leased meanwhile keeps its request. Returns the ids
     finished, whose documents the caller writes (DocumentTable.record_spared)."""
-    finished = connection.execute(
-        update(frontier)
-        .where(
-            frontier.c.document_id.in_(list(document_ids)),
-            frontier.c.run_id == run_id,
-            frontier.c.state == FrontierState.QUEUED.value,
+    columns = tuple(values)
+
+    def build() -> Any:
+        return (
+            update(frontier)
+            .where(
+                frontier.c.document_id.in_(bindparam("w_ids", expanding=True)),
+                frontier.c.run_id == bindparam("w_run"),
+                frontier.c.state == FrontierState.QUEUED.value,
+            )
+            .values({column: bindparam(f"v_{column}", type_=frontier.c[column].type) for column in columns})
+            .returning(frontier.c.document_id)
         )
-        .values(dict(values))
-        .returning(frontier.c.document_id)
+
+    parameters = {f"v_{column}": value for column, value in values.items()}
+    finished = connection.execute(
+        database.statement(("finish_queued", columns), build), {**parameters, "w_ids": list(document_ids), "w_run": run_id}
     )
     return set(finished.scalars())
