@@ -30,7 +30,7 @@ from searchcrawl.crawl.extensions.stores import Stores, stores_of
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.run import CrawlArguments, Run, process_owner
-from searchcrawl.crawl.run_start import begin_run
+from searchcrawl.crawl.run_start import begin_run, plan_run
 from searchcrawl.crawl.signals import run_started
 from searchcrawl.ops.local_fleet import shared_crawl
 from searchcrawl.store.database import Database
@@ -108,10 +108,13 @@ def start_run(
     lease_seconds: float = 300.0,
     allow_shared: bool | None = None,
     taken_over: bool = False,
+    plan: bool = True,
 ) -> tuple[Run, Frontier]:
     """Start (or resume, or join) the source's run as the frontier scheduler does when it opens,
-    without its loops: ``Runs.start``, ``begin_run``, and ``run_started`` sent to the crawler's
-    components. The run and its frontier."""
+    without its loops and threads: ``Runs.start``, ``begin_run``, ``run_started`` sent to the
+    crawler's components, and the run's maintenance plan made whole (``plan_run``, which the
+    scheduler makes on a thread while the crawl goes on; ``plan=False``: left to the caller).
+    The run and its frontier."""
     stores, ledger, admission = stores_of(crawler), ledger_of(crawler), admission_of(crawler)
     source = crawler.spidercls.source  # type: ignore[attr-defined]
     owner = owner or process_owner()
@@ -130,6 +133,8 @@ def start_run(
         owner=owner,
     )
     crawler.signals.send_catch_log(run_started, run=run, frontier=frontier)
+    if run.plan_pending and plan:
+        plan_run(run, source=source, runs=stores.runs, ledger=ledger, known=admission.known)
     return run, frontier
 
 

@@ -21,8 +21,10 @@ claims the run's end (removals, delta report); the others just leave (extensions
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import deque
+from dataclasses import replace
 
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler, Scheduler
@@ -38,8 +40,8 @@ from searchcrawl.crawl.extensions.stores import Stores, source_of, stores_of
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import WAKE
 from searchcrawl.crawl.requests import Admission, admission_of, entry_of
-from searchcrawl.crawl.run import CrawlArguments, process_owner
-from searchcrawl.crawl.run_start import begin_run, take_over_index
+from searchcrawl.crawl.run import CrawlArguments, Run, process_owner
+from searchcrawl.crawl.run_start import begin_run, plan_run, take_over_index
 from searchcrawl.crawl.signals import run_started, url_outcome
 from searchcrawl.ops.local_fleet import joins_live_runs, run_to_join, shared_crawl
 from searchcrawl.rules.lifecycle import Event, Outcome
@@ -90,6 +92,11 @@ class FrontierScheduler(BaseScheduler):
         self.spider: Spider | None = None
         self.last_empty = 0.0
         self.additions_at_empty = 0
+        self.started: Run | None = None  # the run as begin_run made it
+        # the run's maintenance plan, made on a thread of its own while the crawl goes on (plan_run)
+        self.planner: threading.Thread | None = None
+        self.plan_stop = threading.Event()
+        self.plan_outcome: bool | BaseException | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]  # Scrapy's for other spiders
@@ -150,6 +157,9 @@ class FrontierScheduler(BaseScheduler):
         for _receiver, result in self.crawler.signals.send_catch_log(run_started, run=run, frontier=self.frontier):
             if isinstance(result, Failure):
                 result.raiseException()
+        self.started = run
+        if run.plan_pending:
+            self._start_plan(run)
         if self.run.resumed:
             # a shared run's live nodes keep their leases (those that joined since too); a dead node's are taken back
             requeued = self.frontier.requeue_gone(runs, self.lease_seconds, keep_own=False)
@@ -167,15 +177,57 @@ class FrontierScheduler(BaseScheduler):
             )
         else:
             logger.info("Starting run %d of %s%s", self.run.id, source, " (shared crawl)" if self.shared else "")
-        if self.shared:
+        if self.shared or self.planner is not None:
             # Scrapy asks a scheduler that has pending requests but returned none again only at its
             # heartbeat, every 5 s, which no public setting changes; a node waiting for the other
-            # nodes' links (or for their end) looks every IDLE_RECHECK instead (_wake).
+            # nodes' links (or for their end), or for its plan's next batch, looks every
+            # IDLE_RECHECK instead (_wake).
             self.waker = create_looping_call(self._wake)
             self.waker.start(IDLE_RECHECK, now=False)
         self.crawler.signals.connect(self._finish_lost, signal=signals.spider_idle)
         self.renewal = create_looping_call(self._renew)
         self.renewal.start(max(1.0, min(60.0, self.lease_seconds / 3)), now=False)
+
+    def _start_plan(self, run: Run) -> None:
+        """Make the run's maintenance plan on a thread of its own (run_start.plan_run): the crawl
+        leases the first batches while the last are planned."""
+        assert self.frontier is not None
+        self.plan_stop.clear()
+        self.plan_outcome = None
+
+        def plan() -> None:
+            try:
+                self.plan_outcome = plan_run(
+                    run,
+                    source=self.source,
+                    runs=self.runs,
+                    ledger=self.ledger,
+                    known=self.admission.known,
+                    stop=self.plan_stop.is_set,
+                )
+            except BaseException as exc:  # noqa: BLE001 - read on the reactor thread (_planning)
+                self.plan_outcome = exc
+
+        self.planner = threading.Thread(target=plan, name=f"searchcrawl-plan-{run.id}", daemon=True)
+        self.planner.start()
+
+    def _planning(self) -> bool:
+        """Whether the run's plan is being made by this process. Once made, a failure is logged
+        (the run's plan stays pending: the run ends suspended, and the next crawl makes it again)."""
+        if self.planner is None:
+            return False
+        if self.planner.is_alive():
+            return True
+        self.planner = None
+        if isinstance(self.plan_outcome, BaseException):
+            logger.error(
+                "The maintenance plan of run %s failed: known URLs not planned are not checked in this session",
+                self.run.id if self.run else "?",
+                exc_info=self.plan_outcome,
+            )
+        if not self.shared and self.waker is not None and self.waker.running:
+            self.waker.stop()  # only the plan's batches were waited for
+        return False
 
     def _leave_once_opened(self, reason: str) -> None:
         """No run for this process: the spider closes (``reason``) as soon as it has opened, having
@@ -227,6 +279,12 @@ class FrontierScheduler(BaseScheduler):
             self.renewal.stop()
         if self.waker is not None and self.waker.running:
             self.waker.stop()
+        if self.planner is not None:
+            # the crawl closes before its plan is made (a stop, a suspend): the plan stops after
+            # its batch (a fraction of a second), stays pending, and the next crawl makes it again
+            self.plan_stop.set()
+            self.planner.join(timeout=30)
+            self._planning()
         self.frontier.requeue_leased(owner=self.owner)  # what was leased but not fetched
         self.buffer.clear()
         self.held.clear()
@@ -259,7 +317,7 @@ class FrontierScheduler(BaseScheduler):
             present = self.frontier.present()  # a read; the lease, a write, only when it can find something
             if FrontierState.QUEUED in present:
                 self._refill()
-            ready = bool(self.buffer) or not (self.held or self._others_working(present))
+            ready = bool(self.buffer) or not (self.held or self._pending_elsewhere(present))
         except Exception:  # a database hiccup: the next look, or Scrapy's heartbeat, tries again
             logger.exception("Looking for URLs of run %s failed", self.run.id if self.run else "?")
             return
@@ -336,7 +394,12 @@ class FrontierScheduler(BaseScheduler):
         if self.held:
             return True
         self._refill()
-        return bool(self.buffer) or (self.shared and self._others_working())
+        return bool(self.buffer) or self._pending_elsewhere()
+
+    def _pending_elsewhere(self, present: set[FrontierState] | None = None) -> bool:
+        """Nothing leased here, yet the run goes on: its plan is being made (its next batch may
+        queue URLs), or, in a shared crawl, other nodes work on it."""
+        return self._planning() or (self.shared and self._others_working(present))
 
     def _others_working(self, present: set[FrontierState] | None = None) -> bool:
         """In a shared crawl: do other nodes still hold leases (their pages may add links), or is
@@ -348,6 +411,13 @@ class FrontierScheduler(BaseScheduler):
         self.others_checked = time.monotonic()
         if self.others_checked - self.taken_back_at >= TAKE_BACK_EVERY and self._take_back():
             self.others_working = True  # a dead node's URLs are queued again
+            return True
+        if not isinstance(self.plan_outcome, BaseException) and self.runs.plan_pending(self.run.id):
+            # another node makes the run's plan; if none is left, this one makes it (idempotent)
+            if self.started is not None and not self.runs.nodes(self.run.id, self.lease_seconds, but=self.owner):
+                logger.info("The node making the plan of run %d is gone: this one makes it", self.run.id)
+                self._start_plan(replace(self.started, plan_pending=True))
+            self.others_working = True
             return True
         if present is None:
             present = self.frontier.present()

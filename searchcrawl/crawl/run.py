@@ -65,6 +65,8 @@ class Run:
     force_delete: bool = False
     shared: bool = False
     owner: str = ""  # this process in the run's leases and node rows (``process_owner``)
+    # this process makes the run's maintenance plan, while the crawl goes on (run_start.plan_run)
+    plan_pending: bool = False
 
     def leaving(self) -> str:
         """What a log line says of documents that leave the index: a test-mode crawl changes

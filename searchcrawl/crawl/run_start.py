@@ -6,11 +6,17 @@ the frontier scheduler when it opens, which then sends ``run_started``).
   a maintenance crawl (every known URL queued again, those the rules keep out now excluded), a
   forced recrawl (asked for, a change of the settings that documents depend on, Solr's documents
   taken over), a test crawl, or a first crawl.
+- ``plan_run``: the maintenance plan of a run of a source the document table knows (every known
+  URL queued again, or excluded), made in batches on a thread of its own while the crawl goes on
+  (the frontier scheduler starts it): a million known URLs take seconds to plan, and the first
+  request does not wait for them. The run's ``plan_pending`` says it is being made; a run resumed
+  with it pending makes it again (it is idempotent), and no node ends a run while it is pending.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -88,9 +94,10 @@ def begin_run(
     owner: str = "",
 ) -> Run:
     """The run ``info`` (started, resumed or joined by ``Runs.start``) as this process works on it.
-    A resumed run keeps its mode; a new run of a source crawled before is a maintenance crawl:
-    every known URL is queued again, or excluded when the rules (``known``: ``Admission.known``)
-    keep it out now. The ledger's writes are the run's from here on."""
+    A resumed run keeps its mode; a new run of a source the document table knows is a
+    maintenance crawl, whose plan (``plan_run``) this process makes: ``plan_pending``. A resumed
+    run whose plan was cut short has it made again by its first process (one that joins live
+    nodes leaves it to them). The ledger's writes are the run's from here on."""
     name = source.name
     value = dict(id=info.id, source=name, started=now(), resumed=info.resumed, joined=bool(info.others))
     value.update(force_delete=arguments.force_delete, shared=shared, owner=owner)
@@ -99,28 +106,58 @@ def begin_run(
         test_mode = arguments.test_mode or mode == "test"
         ledger.in_run(info.id, test_mode)
         forced = arguments.forced or taken_over or mode == "forced"
-        return Run(mode=mode, forced=forced, test_mode=test_mode, **value)  # type: ignore[arg-type]
+        plan_pending = not info.others and runs.plan_pending(info.id)
+        return Run(mode=mode, forced=forced, test_mode=test_mode, plan_pending=plan_pending, **value)  # type: ignore[arg-type]
     ledger.in_run(info.id, arguments.test_mode)
     forced = arguments.forced or taken_over
     reasons = recrawl_reasons(runs.fingerprint(name), fingerprint(source))
     if reasons and not forced:
         logger.info("Forced recrawl of %s: %s", name, "; ".join(reasons))
     forced = forced or bool(reasons)
-    days = source.settings.recheck_gone_days
     if source.agent_class is not None:  # its listing names what is crawled, known or not (agent_spider.py)
-        planned, excluded = ledger.table.count_in_index(name), 0
+        known_before, plan_pending = ledger.table.count_in_index(name) > 0, False
     else:
-        planned, excluded = ledger.plan_maintenance(known, now() - timedelta(days=days) if days > 0 else None)
+        known_before = plan_pending = ledger.table.knows(name)
     if arguments.test_mode:
         mode = "test"
     elif forced:
         mode = "forced"
     else:
-        mode = "maintenance" if planned or excluded else "initial"
+        mode = "maintenance" if known_before else "initial"
     runs.set_mode(info.id, mode)
-    run = Run(mode=mode, forced=forced, test_mode=arguments.test_mode, **value)  # type: ignore[arg-type]
+    if plan_pending:
+        runs.set_plan_pending(info.id, True)
+    return Run(mode=mode, forced=forced, test_mode=arguments.test_mode, plan_pending=plan_pending, **value)  # type: ignore[arg-type]
+
+
+def plan_run(
+    run: Run,
+    *,
+    source: Source,
+    runs: Runs,
+    ledger: Ledger,
+    known: Callable[[str, int], tuple[int, str] | None],
+    stop: Callable[[], bool] | None = None,
+) -> bool:
+    """Make the maintenance plan of ``run`` (blocking: the scheduler runs it on a thread): every
+    known URL queued again, or excluded when the rules (``known``: ``Admission.known``) keep it
+    out now (``Ledger.plan_maintenance``, batch by batch). Returns whether it was made whole
+    (``stop`` cuts it short: the run's plan stays pending, and the next session makes it again)."""
+    name = source.name
+    days = source.settings.recheck_gone_days
+    started = time.monotonic()
+    planned, excluded = ledger.plan_maintenance(known, now() - timedelta(days=days) if days > 0 else None, stop=stop)
+    if stop is not None and stop():
+        logger.info("The plan of run %d of %s was cut short: the next crawl makes it again", run.id, name)
+        return False
+    runs.set_plan_pending(run.id, False)
     if excluded:
         logger.info("%d known URLs of %s are outside the source's rules now; %s", excluded, name, run.leaving())
-    if planned and source.agent_class is None:
-        logger.info("%s crawl of %s: %d known URLs queued with the seeds", mode.title(), name, planned)
-    return run
+    logger.info(
+        "%s crawl of %s: %d known URLs queued with the seeds (planned in %.1f s)",
+        run.mode.title(),
+        name,
+        planned,
+        time.monotonic() - started,
+    )
+    return True

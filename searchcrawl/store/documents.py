@@ -16,6 +16,7 @@ look-up by URL goes through ``url_hash``. Callers only ever see and pass whole U
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from array import array
@@ -89,6 +90,15 @@ class Spared:
 
     urls: list[str] = field(default_factory=list)
     in_flight: list[str] = field(default_factory=list)
+
+
+def _spared_update(columns: tuple[str, ...]) -> Any:
+    """The write of ``columns`` of a document spared a request (``record_spared``), by id, while indexed."""
+    return (
+        update(documents)
+        .where(documents.c.id == bindparam("w_id"), documents.c.state == State.INDEXED.value)
+        .values({column: bindparam(f"v_{column}", type_=documents.c[column].type) for column in columns})
+    )
 
 
 def one_of(column: Any, values: Sequence[str]) -> Any:
@@ -560,7 +570,11 @@ class DocumentTable:
         )
 
     def plan_maintenance(
-        self, source: str, excluding: Callable[[str, int], tuple[int, str] | None], recheck_before: datetime | None = None
+        self,
+        source: str,
+        excluding: Callable[[str, int], tuple[int, str] | None],
+        recheck_before: datetime | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> tuple[int, int]:
         """The start of a maintenance crawl, in one pass over the source's rows. ``excluding(url,
         depth)`` is the source's rules now: (status, rule) for a URL they exclude, else None.
@@ -576,8 +590,11 @@ class DocumentTable:
           is still checked.
 
         A source of a million URLs is read ``PLAN_BATCH`` rows at a time (by id, no row held
-        longer than its batch): what is held is the ids to queue (8 bytes each), queued in one
-        transaction at the end, all or none. Returns (queued, newly excluded)."""
+        longer than its batch), and each batch's URLs are queued as it is decided, in a
+        transaction of its own: the crawl, which goes on meanwhile (crawl/run_start.py
+        ``plan_run``), fetches the first while the last are planned. The plan is idempotent
+        (a URL in the run keeps its place): one cut short (``stop``, a crash) is made again
+        whole. Returns (queued, newly excluded)."""
         assert self.run_id is not None
         with self.engine.connect() as connection:
             # temporary redirects that stood at their last fetch: their targets are fetched through them
@@ -592,12 +609,12 @@ class DocumentTable:
                     )
                 ).scalars()
             )
-        queue = array("q")
-        excluded = 0
+        excluded = queued = 0
         since = as_utc(recheck_before)
         out_of_index = {state.value for state in OUT_OF_INDEX if state is not None}
         after = 0
-        while True:
+        while stop is None or not stop():
+            queue = array("q")
             with self.engine.connect() as connection:  # closed before a row is recorded (SQLite's one writer)
                 rows = connection.execute(
                     select(
@@ -630,6 +647,13 @@ class DocumentTable:
                     if fetched is not None and fetched >= since:
                         continue
                 queue.append(row.id)
+            if queue:
+                queued += self._queue_planned(queue)
+        return queued, excluded
+
+    def _queue_planned(self, queue: array[int]) -> int:
+        """Queue a batch of the plan's documents (by id) in the run, in one transaction."""
+        assert self.run_id is not None
         queued = 0
         with self.engine.begin() as connection:
             for start in range(0, len(queue), 500):
@@ -644,13 +668,14 @@ class DocumentTable:
                     new_in_run=True,
                     drop_request=True,
                 )
-        return queued, excluded
+        return queued
 
     def record_spared(
         self, source: str, urls: Sequence[str], spare: Callable[[str, Known], Outcome | None], max_failures: int = 3
     ) -> Spared:
         """A maintenance run's pages that need no request, in bulk: each of ``urls`` queued in
-        this run and not leased yet, in the index, with no temporary redirect, for which
+        this run and not leased yet, or not planned yet (in an earlier run's frontier: the plan,
+        made while the crawl goes on, then leaves it), in the index, with no temporary redirect, for which
         ``spare(url, known)`` gives an outcome (a sitemap's word that it is unchanged: an
         UNCHANGED without a fetch), is recorded as ``record`` would record that outcome (the
         ledger's ``decide``) and finished in the run, without a request. A million sitemap
@@ -688,8 +713,10 @@ class DocumentTable:
             writes: dict[int, dict[str, Any]] = {}
             urls_of: dict[int, str] = {}
             for row in rows:
-                if row.run_id != self.run_id or row.frontier != FrontierState.QUEUED.value:
-                    if row.run_id == self.run_id and row.frontier == FrontierState.LEASED.value:
+                if row.run_id is None:
+                    continue  # never queued (taken over from Solr): requested
+                if row.run_id == self.run_id and row.frontier != FrontierState.QUEUED.value:
+                    if row.frontier == FrontierState.LEASED.value:
                         spared.in_flight.append(row.url)
                     continue
                 if row.state != State.INDEXED.value or row.target is not None or row.via is not None:
@@ -725,15 +752,7 @@ class DocumentTable:
                     {"w_id": document_id, **{f"v_{column}": value for column, value in values.items()}}
                 )
             for columns, parameters in by_columns.items():
-                statement = self._statement(
-                    ("spared", columns),
-                    lambda columns=columns: (
-                        update(documents)
-                        .where(documents.c.id == bindparam("w_id"), documents.c.state == State.INDEXED.value)
-                        .values({column: bindparam(f"v_{column}", type_=documents.c[column].type) for column in columns})
-                    ),
-                )
-                connection.execute(statement, parameters)
+                connection.execute(self._statement(("spared", columns), functools.partial(_spared_update, columns)), parameters)
         logger.debug("%d pages of %s spared a request, recorded in bulk", len(finished), source)
         return finished
 

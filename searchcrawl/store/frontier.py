@@ -398,9 +398,10 @@ def queue_documents(
 def finish_queued(
     database: Database, connection: Connection, run_id: int, document_ids: Sequence[int], values: Mapping[str, Any]
 ) -> set[int]:
-    """Finish (``values``: done) the entries of ``document_ids`` still queued in run ``run_id``,
-    in the caller's transaction; an entry leased meanwhile keeps its request. Returns the ids
-    finished, whose documents the caller writes (DocumentTable.record_spared)."""
+    """Finish (``values``: done) in run ``run_id`` the entries of ``document_ids`` still queued
+    in it, or not in it yet (an earlier run's), in the caller's transaction; an entry leased
+    meanwhile keeps its request. Returns the ids finished, whose documents the caller writes
+    (DocumentTable.record_spared)."""
     columns = tuple(values)
 
     def build() -> Any:
@@ -408,8 +409,7 @@ def finish_queued(
             update(frontier)
             .where(
                 frontier.c.document_id.in_(bindparam("w_ids", expanding=True)),
-                frontier.c.run_id == bindparam("w_run"),
-                frontier.c.state == FrontierState.QUEUED.value,
+                or_(frontier.c.run_id != bindparam("w_run"), frontier.c.state == FrontierState.QUEUED.value),
             )
             .values({column: bindparam(f"v_{column}", type_=frontier.c[column].type) for column in columns})
             .returning(frontier.c.document_id)

@@ -97,9 +97,11 @@ class Ledger:
 
     # --- the run's start and end ------------------------------------------------------------
 
-    def plan_maintenance(self, excluding: Excluding, recheck_before: datetime | None = None) -> tuple[int, int]:
-        """A maintenance crawl's start: every known URL queued or excluded (DocumentTable.plan_maintenance)."""
-        return self.table.plan_maintenance(self.source, excluding, recheck_before)
+    def plan_maintenance(
+        self, excluding: Excluding, recheck_before: datetime | None = None, stop: Callable[[], bool] | None = None
+    ) -> tuple[int, int]:
+        """A maintenance crawl's plan: every known URL queued or excluded (DocumentTable.plan_maintenance)."""
+        return self.table.plan_maintenance(self.source, excluding, recheck_before, stop)
 
     def drop_stale_targets(self, excluding: Excluding) -> int:
         """A complete run's end: redirect targets outside the boundary nothing redirects to leave."""

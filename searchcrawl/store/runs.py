@@ -344,6 +344,16 @@ class Runs:
         with self.engine.begin() as connection:
             connection.execute(update(runs).where(runs.c.id == run_id).values(mode=mode))
 
+    def set_plan_pending(self, run_id: int, pending: bool) -> None:
+        """The run's maintenance plan is being made (True), or made (False): crawl/run_start.py."""
+        with self.engine.begin() as connection:
+            connection.execute(update(runs).where(runs.c.id == run_id).values(plan_pending=pending or None))
+
+    def plan_pending(self, run_id: int) -> bool:
+        """Whether the run's maintenance plan is still being made: no node ends the run meanwhile."""
+        with self.engine.connect() as connection:
+            return bool(connection.execute(select(runs.c.plan_pending).where(runs.c.id == run_id)).scalar_one_or_none())
+
     def control(self, source: str, action: str) -> dict[str, Any] | None:
         """Ask the source's running crawl to suspend or stop; a suspended run is stopped directly."""
         if action not in CONTROLS:

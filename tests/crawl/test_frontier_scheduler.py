@@ -72,15 +72,17 @@ def crawler_of(tmp_path: Path) -> Iterator[Callable[..., Crawler]]:
         close_stores(crawler)
 
 
-def opened(crawler: Crawler) -> FrontierScheduler:
-    """The scheduler as ``open()`` leaves it, without its looping calls (see the module docstring);
-    its ``run`` is the run's value (``Run``: its id, whether it was resumed), where ``open()``
-    keeps the runs table's ``RunInfo``."""
+def opened(crawler: Crawler, plan: bool = True) -> FrontierScheduler:
+    """The scheduler as ``open()`` leaves it, without its looping calls (see the module docstring),
+    its run's plan made (``plan=False``: not made, as when its thread has not begun); its ``run``
+    is the run's value (``Run``: its id, whether it was resumed), where ``open()`` keeps the runs
+    table's ``RunInfo``."""
     scheduler = build_from_crawler(FrontierScheduler, crawler)
     scheduler.owner = node_owner(crawler)
     run, frontier = start_run(
-        crawler, owner=scheduler.owner, lease_seconds=scheduler.lease_seconds, allow_shared=scheduler.shared
+        crawler, owner=scheduler.owner, lease_seconds=scheduler.lease_seconds, allow_shared=scheduler.shared, plan=plan
     )
+    scheduler.started = run
     scheduler.spider = crawler.spidercls.from_crawler(crawler)
     scheduler.run, scheduler.frontier = run, frontier  # type: ignore[assignment]
     return scheduler
@@ -587,3 +589,87 @@ def test_a_component_that_cannot_take_the_run_fails_the_start(crawler_of: Callab
         assert scheduler.renewal is None  # nothing leased, nothing renewed
 
     asyncio.run(session())
+
+
+def test_a_maintenance_crawl_starts_while_its_plan_is_made(crawler_of, monkeypatch) -> None:
+    """Issue 58: a million known URLs take seconds to plan, on a thread of the scheduler's own
+    (run_start.plan_run), batch by batch. The crawl leases the first batch while the others are
+    planned; it does not end while the plan is being made (has_pending_requests), and the run
+    ends complete once the plan and its URLs are done."""
+    monkeypatch.setattr("searchcrawl.store.documents.PLAN_BATCH", 2)
+    pages = [f"http://h.test/{number}.html" for number in range(6)]
+    crawler = crawler_of()
+    scheduler = opened(crawler)
+    for url in pages:
+        scheduler.enqueue_request(link(scheduler, url))
+    for request in [*iter(scheduler.next_request, None)]:
+        fetched(crawler, request.url)
+    close(scheduler, "finished")
+    close_stores(crawler)
+
+    crawler = crawler_of()
+    scheduler = opened(crawler, plan=False)
+    assert scheduler.started is not None and scheduler.started.plan_pending
+    release = threading.Event()
+    decided: list[str] = []
+    admission = admission_of(crawler)
+    decide = admission.known
+
+    def slow(url: str, depth: int):  # the second batch waits for the test
+        decided.append(url)
+        if len(decided) > 2:
+            release.wait(timeout=30)
+        return decide(url, depth)
+
+    monkeypatch.setattr(admission, "known", slow)
+    scheduler._start_plan(scheduler.started)
+    wait_for(lambda: counts(scheduler)["queued"] >= 2, what="the plan's first batch")
+    assert scheduler.has_pending_requests()  # the first batch, leased
+    first = [request.url for request in iter(scheduler.next_request, None)]
+    assert first and set(first) <= set(pages)
+    for url in first:
+        fetched(crawler, url)
+    assert scheduler.has_pending_requests()  # nothing leased, but the plan goes on
+    release.set()
+    wait_for(lambda: not scheduler.has_pending_requests() or bool(scheduler.buffer), what="the plan made")
+    rest = drain(scheduler)
+    for url in rest:
+        fetched(crawler, url)
+    assert sorted(first + rest) == sorted(set(pages))  # each known URL once
+    assert not scheduler.has_pending_requests() and not scheduler.runs.plan_pending(scheduler.run.id)
+    close(scheduler, "finished")
+    assert stores_of(crawler).runs.latest("unit")["state"] == "finished"  # type: ignore[index]
+
+
+def test_a_crawl_closed_while_its_plan_is_made_is_suspended(crawler_of, monkeypatch) -> None:
+    """A stop during the plan: the plan stops after its batch and stays pending, and the run is
+    suspended (RunEnd), never finished with known URLs unchecked: the next crawl makes it again."""
+    monkeypatch.setattr("searchcrawl.store.documents.PLAN_BATCH", 1)
+    crawler = crawler_of()
+    scheduler = opened(crawler)
+    for url in ("http://h.test/a.html", "http://h.test/b.html"):
+        scheduler.enqueue_request(link(scheduler, url))
+    for request in [*iter(scheduler.next_request, None)]:
+        fetched(crawler, request.url)
+    close(scheduler, "finished")
+    close_stores(crawler)
+
+    crawler = crawler_of()
+    scheduler = opened(crawler, plan=False)
+    admission = admission_of(crawler)
+    decide = admission.known
+    entered = threading.Event()
+
+    def slow(url: str, depth: int):
+        entered.set()
+        scheduler.plan_stop.wait(timeout=30)  # a plan still going when the crawl closes
+        return decide(url, depth)
+
+    monkeypatch.setattr(admission, "known", slow)
+    assert scheduler.started is not None
+    scheduler._start_plan(scheduler.started)
+    assert entered.wait(timeout=30)
+    close(scheduler, "finished")
+    assert scheduler.planner is None
+    latest = stores_of(crawler).runs.latest("unit")
+    assert latest is not None and (latest["state"], latest["plan_pending"]) == ("suspended", True)

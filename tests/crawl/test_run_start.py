@@ -11,7 +11,7 @@ import pytest
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.requests import rule_chain
 from searchcrawl.crawl.run import CrawlArguments, Run
-from searchcrawl.crawl.run_start import begin_run, fingerprint, take_over_index
+from searchcrawl.crawl.run_start import begin_run, fingerprint, plan_run, take_over_index
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
@@ -83,12 +83,55 @@ def test_a_first_run_is_initial_and_its_writes_are_its_own(source: Source, table
     assert Runs(table.database).latest(source.name)["mode"] == "initial"  # type: ignore[index]
 
 
+def plan(run: Run, source: Source, table: DocumentTable, stop=None) -> bool:
+    """The run's plan as the scheduler's thread makes it (plan_run)."""
+    ledger = Ledger(table.for_run(run.id), source.name)
+    return plan_run(
+        run, source=source, runs=Runs(table.database), ledger=ledger, known=rule_chain(source, 2048).refusal, stop=stop
+    )
+
+
 def test_the_next_run_is_a_maintenance_crawl_of_what_is_known(source: Source, table: DocumentTable) -> None:
+    """Its plan is not made by begin_run (a million known URLs take seconds: the first request
+    does not wait for them) but by plan_run, which the scheduler runs on a thread of its own."""
     first, _ = start(source, table)
+    assert not first.plan_pending  # nothing known: nothing to plan
     finish(table, first, source, ["http://h.test/", "http://h.test/a.html"])
     run, ledger = start(source, table)
-    assert run.mode == "maintenance" and not run.forced
+    runs = Runs(table.database)
+    assert run.mode == "maintenance" and not run.forced and run.plan_pending and runs.plan_pending(run.id)
+    assert table.get(source.name, "http://h.test/a.html")["run_id"] == first.id  # type: ignore[index]  # not yet
+    assert plan(run, source, table)
     assert table.get(source.name, "http://h.test/a.html")["run_id"] == run.id  # type: ignore[index]  # queued again
+    assert not runs.plan_pending(run.id)
+
+
+def test_a_plan_cut_short_is_made_again_by_the_resumed_run_not_by_a_node_that_joins(source: Source, table: DocumentTable) -> None:
+    """A stop (or a crash) during the plan leaves it pending: the run ends suspended (RunEnd),
+    and the process that resumes it makes it again, whole (idempotent); a node that joins live
+    nodes leaves it to them (the scheduler takes it over only once they are gone)."""
+    first, _ = start(source, table)
+    finish(table, first, source, ["http://h.test/", "http://h.test/a.html"])
+    run, _ = start(source, table)
+    assert not plan(run, source, table, stop=lambda: True)  # cut short before its first batch
+    runs = Runs(table.database)
+    assert runs.plan_pending(run.id)
+    runs.end(run.id, RunState.SUSPENDED, {}, "shutdown")
+    resumed, _ = start(source, table)
+    assert (resumed.id, resumed.resumed, resumed.mode, resumed.plan_pending) == (run.id, True, "maintenance", True)
+    assert plan(resumed, source, table)
+    assert table.get(source.name, "http://h.test/a.html")["frontier"] == "queued"  # type: ignore[index]
+    shared = runs.start(source.name, allow_shared=True, owner="node-2")  # joins node-1, alive
+    runs.set_plan_pending(run.id, True)
+    joined = begin_run(
+        shared,
+        CrawlArguments(),
+        source=source,
+        runs=runs,
+        ledger=Ledger(table, source.name),
+        known=rule_chain(source, 2048).refusal,
+    )
+    assert shared.others and not joined.plan_pending
 
 
 def test_arguments_make_a_forced_or_a_test_run(source: Source, table: DocumentTable) -> None:

@@ -278,6 +278,10 @@ class RunEnd:
         """The run's end, in its order (blocking)."""
         self.ledger.closing()  # this process fetches nothing more
         counts = frontier.counts()
+        if self.stores.runs.plan_pending(run.id):
+            # its maintenance plan was cut short (a stop, a failure): known URLs are still to be
+            # queued, whatever the frontier says. Suspended, and the next crawl makes the plan again
+            counts = {**counts, FrontierState.QUEUED: counts.get(FrontierState.QUEUED, 0) + 1}
         state = closing_state(reason, counts.get(FrontierState.QUEUED, 0))
         if not self.claim(run, state, counts):
             with self.then_leave(run):
@@ -286,7 +290,7 @@ class RunEnd:
             return
         with self.then_leave(run):
             self.wait_for_other_nodes(run)
-            self.settle(run, frontier)
+            self.settle(run, run_complete(counts))
             remove = self.guard(run)
             self.push_at_end(run, remove)
         self.report(run, frontier, state, reason)
@@ -327,10 +331,10 @@ class RunEnd:
         elif time.monotonic() - started >= 0.02:
             logger.debug("Waited %.1f s for the other nodes to leave run %d", time.monotonic() - started, run.id)
 
-    def settle(self, run: Run, frontier: Frontier) -> None:
+    def settle(self, run: Run, complete: bool) -> None:
         """Step 3: a complete run of a web source settles what leaves (``settle_run``); not in
         test mode, not an agent's source (its listing settled it)."""
-        if not run_complete(frontier.counts()) or run.test_mode or self.source.agent_class is not None:
+        if not complete or run.test_mode or self.source.agent_class is not None:
             return
         refused = self.stats.get_value("searchcrawl/auth_refused", 0)
         unreached = self.stats.get_value(CONNECTION_REFUSALS, 0)  # TLS or proxy failures

@@ -86,7 +86,12 @@ class AgentDownloadHandler(BaseDownloadHandler):
             return Response(request.url, status=304, headers=headers, request=request)
         duplicate = request.meta.get(DUPLICATE_OF)
         checksum = duplicate[2] if duplicate and len(duplicate) > 2 else None  # it holds the readers
-        if token and duplicate and duplicate[0] == token and same_readers(self.crawler.spider, request.url, request.meta, checksum):
+        if (
+            token
+            and duplicate
+            and duplicate[0] == token
+            and same_readers(self.crawler.spider, request.url, request.meta, checksum)
+        ):
             # still a duplicate (its readers too): not read, not converted
             logger.debug("Unchanged duplicate of %s (same token %s): %s", duplicate[1], token, request.url)
             refused = RequestRefused(Status.DUPLICATE, f"duplicate of {duplicate[1]}", event=Event.GONE)

@@ -313,11 +313,12 @@ class SitemapMiddleware:
             except ValueError:
                 continue
             entry = self.admission.link(url, 0)  # rewritten, or None when excluded or queued already
-            if lastmod is not None:
-                for listed in {url, entry.url} if entry is not None else (url,):
-                    lastmods[listed] = max(lastmod, lastmods.get(listed, lastmod))
             if entry is not None:
                 seeds.append(entry)
+            if lastmod is None or (entry is None and not (self.frontier and self.frontier.in_run(url))):
+                continue  # no word on it, or the rules keep it out (the plan records so)
+            for listed in {url, entry.url} if entry is not None else (url,):
+                lastmods[listed] = max(lastmod, lastmods.get(listed, lastmod))
         self.admission.flush()
         spared = self.spare(lastmods) if lastmods and self.spares else set()
         if spared:
