@@ -181,7 +181,16 @@ def site_key(url: str) -> tuple[str, int | None] | None:
     parsing, which turns ``http://evil.test\\@h.test/`` into a request to ``evil.test``); the
     port None for the scheme's default one. None for another scheme or no host."""
     try:
-        parts = urlsplit(canonical(url))
+        return canonical_site_key(canonical(url))
+    except ValueError:
+        return None
+
+
+def canonical_site_key(url: str) -> tuple[str, int | None] | None:
+    """``site_key`` of a URL that is ``canonical`` already (a sitemap's entries, canonicalised
+    once for all their uses: a million of them)."""
+    try:
+        parts = urlsplit(url)
         port = parts.port
     except ValueError:
         return None

@@ -65,7 +65,15 @@ from searchcrawl.crawl.signals import robots_txt_read, run_started
 from searchcrawl.crawl.spider import same_readers
 from searchcrawl.rules.lifecycle import Event, Outcome, State
 from searchcrawl.rules.robots_txt import RobotsTxt
-from searchcrawl.rules.sitemap_files import LastmodHints, SitemapTooLarge, read_sitemap, same_site, unchanged_since_fetch
+from searchcrawl.rules.sitemap_files import (
+    LastmodHints,
+    SitemapTooLarge,
+    canonical_site_key,
+    read_sitemap,
+    same_site,
+    site_key,
+    unchanged_since_fetch,
+)
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical, location_target
 from searchcrawl.store.database import as_utc
@@ -304,13 +312,14 @@ class SitemapMiddleware:
         seeds: list[Entry] = []
         lastmods: dict[str, datetime] = {}  # URL as queued -> its newest lastmod
         foreign = 0
+        own = site_key(sitemap_url)
         for loc, lastmod in entries:
-            if not same_site(loc, sitemap_url):
-                foreign += 1
-                continue
             try:
                 url = canonical(loc)
             except ValueError:
+                url = ""
+            if own is None or not url or canonical_site_key(url) != own:
+                foreign += 1
                 continue
             entry = self.admission.link(url, 0)  # rewritten, or None when excluded or queued already
             if entry is not None:
