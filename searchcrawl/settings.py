@@ -90,8 +90,9 @@ SEARCHCRAWL_ROBOTS_HELD_BYTES = (
     4 * 1024 * 1024
 )  # robots.txt text kept parsed, all sites together, 64 bytes more per site (about 27 times as much in memory at worst); the least recently used sites beyond it are fetched again
 # sitemaps (crawl/middlewares/sitemaps.py): files read per crawl, bytes of text per file (gzip
-# included; sitemaps.org's own limit is 50 MB), lastmod dates held (8 bytes of hash each, plus
-# Python's overhead: about 100 MB a million); past a bound the pages are simply requested
+# included; sitemaps.org's own limit is 50 MB), lastmod dates held for pages already leased when
+# their sitemap was read (the others are spared in bulk as it is read: a batch or two a sitemap;
+# 8 bytes of hash each, plus Python's overhead); past a bound the pages are simply requested
 SEARCHCRAWL_SITEMAP_MAX_FILES = 1000
 SEARCHCRAWL_SITEMAP_MAX_BYTES = 52_428_800
 SEARCHCRAWL_SITEMAP_MAX_URLS = 1_000_000
