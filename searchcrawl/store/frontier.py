@@ -33,7 +33,14 @@ from searchcrawl.store.models import FrontierState, documents, frontier
 if TYPE_CHECKING:
     from searchcrawl.store.runs import Runs
 
-IN_RUN_LIMIT = 1_000_000  # URLs remembered as in the run (about 100 MB at most), then forgotten
+# URLs remembered as in the run, then forgotten. Each is kept as its hash (Python's 64-bit hash of
+# the string), not its text: about 70 bytes a URL (the int and its set slot), 70 MB for a million,
+# where the URLs' strings took about 110 bytes more each (they are not held elsewhere once queued).
+# Two URLs of one run share a hash with odds of about 1 in 10^13 per look-up at a million URLs.
+IN_RUN_LIMIT = 1_000_000
+# URLs queued in one statement: a sitemap's 50,000 in one batch made some 50 MB of rows and
+# parameters at once, on top of all the crawl holds (one transaction all the same)
+ADD_CHUNK = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,19 +89,19 @@ class Frontier:
         self.owner = owner
         self.lease_duration = timedelta(seconds=lease_seconds)
         self.additions = 0  # URLs queued by this process: lets a scheduler know new work arrived
-        self._in_run: set[str] = set()  # URLs this process knows are in the run's frontier already
+        self._in_run: set[int] = set()  # hash(url) of URLs this process knows are in the run's frontier already
 
     def in_run(self, url: str) -> bool:
         """Is ``url`` known to be queued or done in this run? Queuing it again would change
         nothing (the table keeps the first occurrence), so a link to it need not become a
         request at all. Most links of a site lead to pages already queued: this saves them the
         request, the boundary check and the database. A cache: False only means "not known here"."""
-        return url in self._in_run
+        return hash(url) in self._in_run
 
     def _remember(self, urls: Iterable[str]) -> None:
         if len(self._in_run) >= IN_RUN_LIMIT:
             self._in_run.clear()  # bounded memory; the table still discards repeats
-        self._in_run.update(urls)
+        self._in_run.update(map(hash, urls))
 
     def add(self, entries: Sequence[Entry], again: bool = False) -> int:
         """Queue URLs not yet queued in this run (others are discarded, as the seeds say), or
@@ -110,27 +117,37 @@ class Frontier:
         unique: dict[str, Entry] = {}
         for entry in entries:  # the first occurrence wins, and discovery order is kept (row ids)
             unique.setdefault(entry.url, entry)
-        rows = [
-            keyed(
-                {"source": self.source, "url": entry.url, "state": State.QUEUED.value, "depth": entry.depth, "first_seen": when}
-            )
-            for entry in unique.values()
-        ]
-        queued = [
-            {
-                "f_source": row["source"],
-                "f_url_hash": row["url_hash"],
-                "f_depth": row["depth"],
-                "f_request": json.dumps(entry.data, separators=(",", ":")) if entry.data else None,
-            }
-            for row, entry in zip(rows, unique.values(), strict=True)
-        ]
         documents_insert, frontier_insert = self._inserts(again)
+        added = 0
+        pending = list(unique.values())
         with self.engine.begin() as connection:
-            connection.execute(documents_insert, rows)
-            result = connection.execute(frontier_insert, queued)
+            for start in range(0, len(pending), ADD_CHUNK):
+                chunk = pending[start : start + ADD_CHUNK]
+                rows = [
+                    keyed(
+                        {
+                            "source": self.source,
+                            "url": entry.url,
+                            "state": State.QUEUED.value,
+                            "depth": entry.depth,
+                            "first_seen": when,
+                        }
+                    )
+                    for entry in chunk
+                ]
+                queued = [
+                    {
+                        "f_source": row["source"],
+                        "f_url_hash": row["url_hash"],
+                        "f_depth": row["depth"],
+                        "f_request": json.dumps(entry.data, separators=(",", ":")) if entry.data else None,
+                    }
+                    for row, entry in zip(rows, chunk, strict=True)
+                ]
+                connection.execute(documents_insert, rows)
+                result = connection.execute(frontier_insert, queued)
+                added += result.rowcount if result.rowcount is not None and result.rowcount >= 0 else len(rows)
         self._remember(unique)
-        added = result.rowcount if result.rowcount is not None and result.rowcount >= 0 else len(rows)
         self.additions += added
         return added
 

@@ -3,6 +3,7 @@ tests/e2e/test_store_postgresql.py)."""
 
 import subprocess
 import sys
+import tracemalloc
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -187,6 +188,58 @@ def test_the_frontier_knows_what_is_in_its_run_and_says_so_only_when_sure(tmp_pa
     monkeypatch.setattr(frontier_module, "IN_RUN_LIMIT", 2)  # bounded: past the limit it starts again
     frontier.add([Entry("http://h/c", 1), Entry("http://h/d", 1)])
     assert frontier.in_run("http://h/d") and not frontier.in_run("http://h/a")
+
+
+def test_the_frontier_remembers_its_run_without_the_urls_text(tmp_path) -> None:
+    """A million-URL source's frontier remembers every URL queued in its run (in_run): as hashes,
+    not the URLs' strings, whose memory (about 110 bytes a URL on a real site) it need not keep."""
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
+    run = Runs(table.database).start("known")
+    frontier = Frontier(table.database, "known", run.id, "node:1")
+    # its statements built and cached, its memory of the run sized, before measuring
+    frontier.add([Entry(f"http://h/warm/{number}", 0) for number in range(4_000)])
+
+    def kept(path: str) -> int:
+        """What remembering 2,000 more URLs of ``path`` keeps in memory."""
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            frontier.add([Entry(f"http://h/{path}{number}", 0) for number in range(2_000)])
+            return tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+
+    kept("warm-again/")
+    short, long = kept("s/"), kept("long-path/" * 40)
+    assert frontier.in_run(f"http://h/{'long-path/' * 40}1999") and not frontier.in_run("http://h/other")
+    assert long - short < 2_000 * 100  # each URL's string was kept: 400 bytes more a URL, 800 KB
+
+
+def test_the_frontier_queues_a_large_batch_a_chunk_at_a_time(tmp_path, monkeypatch) -> None:
+    """A sitemap's 50,000 URLs in one add: queued in chunks of ADD_CHUNK, in one transaction, so
+    that their rows and parameters are never all in memory at once; as one statement would."""
+    from searchcrawl.store import frontier as frontier_module
+
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
+    run = Runs(table.database).start("known")
+    frontier = Frontier(table.database, "known", run.id, "node:1")
+    assert frontier.add([Entry("http://h/3", 0)]) == 1
+    monkeypatch.setattr(frontier_module, "ADD_CHUNK", 3)
+    batch = [Entry(f"http://h/{number}", number % 2) for number in [0, 1, 2, 3, 4, 1, 5, 6, 7]]
+    assert frontier.add(batch) == 7  # 3 was queued already, 1 is listed twice
+    leased = frontier.lease(20)
+    assert [entry.url for entry in leased] == [f"http://h/{n}" for n in [3, 0, 2, 4, 6, 1, 5, 7]]  # by depth, then discovery
+    monkeypatch.setattr(frontier_module, "ADD_CHUNK", 2_000)
+    many = [Entry(f"http://h/page/{number}", 1) for number in range(20_000)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        assert frontier.add(many) == 20_000
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 2**20  # all in one statement: about 20 MB
 
 
 def test_the_frontier_says_which_states_its_run_has_urls_in_as_its_counts_do(tmp_path) -> None:
