@@ -591,13 +591,9 @@ def test_a_component_that_cannot_take_the_run_fails_the_start(crawler_of: Callab
     asyncio.run(session())
 
 
-def test_a_maintenance_crawl_starts_while_its_plan_is_made(crawler_of, monkeypatch) -> None:
-    """Issue 58: a million known URLs take seconds to plan, on a thread of the scheduler's own
-    (run_start.plan_run), batch by batch. The crawl leases the first batch while the others are
-    planned; it does not end while the plan is being made (has_pending_requests), and the run
-    ends complete once the plan and its URLs are done."""
-    monkeypatch.setattr("searchcrawl.store.documents.PLAN_BATCH", 2)
-    pages = [f"http://h.test/{number}.html" for number in range(6)]
+def unplanned_maintenance(crawler_of, pages: list[str]) -> tuple[Crawler, FrontierScheduler]:
+    """A first run that fetched ``pages``, then the next run's scheduler as it opens, its
+    maintenance plan not begun (the test starts its thread)."""
     crawler = crawler_of()
     scheduler = opened(crawler)
     for url in pages:
@@ -606,9 +602,18 @@ def test_a_maintenance_crawl_starts_while_its_plan_is_made(crawler_of, monkeypat
         fetched(crawler, request.url)
     close(scheduler, "finished")
     close_stores(crawler)
-
     crawler = crawler_of()
-    scheduler = opened(crawler, plan=False)
+    return crawler, opened(crawler, plan=False)
+
+
+def test_a_maintenance_crawl_starts_while_its_plan_is_made(crawler_of, monkeypatch) -> None:
+    """Issue 58: a million known URLs take seconds to plan, on a thread of the scheduler's own
+    (run_start.plan_run), batch by batch. The crawl leases the first batch while the others are
+    planned; it does not end while the plan is being made (has_pending_requests), and the run
+    ends complete once the plan and its URLs are done."""
+    monkeypatch.setattr("searchcrawl.store.documents.PLAN_BATCH", 2)
+    pages = [f"http://h.test/{number}.html" for number in range(6)]
+    crawler, scheduler = unplanned_maintenance(crawler_of, pages)
     assert scheduler.started is not None and scheduler.started.plan_pending
     release = threading.Event()
     decided: list[str] = []
@@ -645,17 +650,7 @@ def test_a_crawl_closed_while_its_plan_is_made_is_suspended(crawler_of, monkeypa
     """A stop during the plan: the plan stops after its batch and stays pending, and the run is
     suspended (RunEnd), never finished with known URLs unchecked: the next crawl makes it again."""
     monkeypatch.setattr("searchcrawl.store.documents.PLAN_BATCH", 1)
-    crawler = crawler_of()
-    scheduler = opened(crawler)
-    for url in ("http://h.test/a.html", "http://h.test/b.html"):
-        scheduler.enqueue_request(link(scheduler, url))
-    for request in [*iter(scheduler.next_request, None)]:
-        fetched(crawler, request.url)
-    close(scheduler, "finished")
-    close_stores(crawler)
-
-    crawler = crawler_of()
-    scheduler = opened(crawler, plan=False)
+    crawler, scheduler = unplanned_maintenance(crawler_of, ["http://h.test/a.html", "http://h.test/b.html"])
     admission = admission_of(crawler)
     decide = admission.known
     entered = threading.Event()
