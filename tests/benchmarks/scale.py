@@ -1,6 +1,7 @@
 """The scale benchmark (issue 58): does a page cost the same at 1,000,000 URLs as at 10,000?
 
     .venv/bin/python -m tests.benchmarks.scale --pages 10000,100000,1000000 --out bench-scale [--solr-url URL]
+    .venv/bin/python -m tests.benchmarks.scale --pages 10000 --out bench-scale --database postgresql --processes 2
 
 For each N, a site of N small pages (about 1 KB each, five links each) built on disk by streaming
 (one page at a time: memory does not grow with N), served by nginx, and a sitemap index naming
@@ -21,8 +22,21 @@ from the process's start to the first request and from the last response to its 
 milestones from the crawler's log between (the run started, the spider closed): in phase c the
 last response is the last sitemap's, so its "end" holds the sparing of every page.
 
-Results go to --out as results.json and results.md; runs of other sizes already there are kept,
-so each size can be measured in a command of its own (and on a shared machine, when it is free).
+--database postgresql: the document table on a PostgreSQL cluster the benchmark starts (Debian's
+package, tests/conftest.py's postgres_cluster, pg_stat_statements preloaded), a new database for
+each N; each phase then also reports, from counters reset before it and read once every crawler
+connection has ended, the statements per URL (pg_stat_statements' calls summed; the top ones by
+calls and by time, with rows per call) and the sequential scans of the documents and frontier
+tables (pg_stat_user_tables: scans and rows read; a query that scans a source's rows for each page
+shows as rows read per URL growing with N), and PostgreSQL's CPU (postmaster, backends ended and
+live). --processes N: the source's ``processes = N`` (searchcrawl/ops/local_fleet.py: the crawl
+forks N - 1 more crawler processes, which it waits for, so each phase's CPU, taken from the
+runner's RUSAGE_CHILDREN, counts them all; peak RSS is the largest one process's).
+
+Results go to --out as results.json and results.md; runs of other sizes or other --database and
+--processes already there are kept, so each can be measured in a command of its own (and on a
+shared machine, when it is free); a run with processes = N is compared with the run of one
+process on the same database and size (CPU per page within 1.1 times, issue 58 point 4).
 --stop-file: when that file appears, the running crawl is stopped gracefully (SIGINT: its run is
 suspended) and what was measured is written, marked interrupted. The targets (issue 58): CPU per
 page at the largest N within 1.15 times that at 10,000; peak RSS under 500 MB; start and end of
