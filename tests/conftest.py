@@ -733,18 +733,35 @@ def offline_project(tmp_path: Path) -> Project:
 # --- PostgreSQL -----------------------------------------------------------------------------------
 
 
-def _pg_bin(name: str) -> str:
+def pg_bin(name: str) -> str | None:
+    """PostgreSQL's program ``name`` (Debian's package, newest major version first), or None."""
     for candidate in sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), reverse=True):
         return str(candidate)
-    found = shutil.which(name)
+    return shutil.which(name)
+
+
+def _pg_bin(name: str) -> str:
+    found = pg_bin(name)
     if not found:
         pytest.skip(f"PostgreSQL's {name} is not installed (apt-get install postgresql)")
     return found
 
 
+@dataclass
+class PostgresCluster:
+    """A throwaway PostgreSQL cluster (``postgres_cluster``): its URL and its postmaster's pid."""
+
+    url: str
+    data: Path
+    pid: int
+
+
 @contextlib.contextmanager
-def postgres_server() -> Iterator[str]:
-    """A real PostgreSQL server on 127.0.0.1 from Debian's package, in a temp dir; yields its URL."""
+def postgres_cluster(settings: dict[str, str] | None = None) -> Iterator[PostgresCluster]:
+    """A real PostgreSQL server on 127.0.0.1 from Debian's package, in a temp dir, run as the
+    postgres user when this is root (PostgreSQL refuses root); ``settings``: server settings
+    (``-c name=value``, e.g. shared_preload_libraries). Used by the fixture below and by the
+    benchmarks, so it skips (pytest.skip) when PostgreSQL is not installed."""
     base = Path(tempfile.mkdtemp(prefix="searchcrawl-pg-"))  # pytest's own temp dirs are root-only
     data = base / "data"
     port = free_port()
@@ -754,6 +771,7 @@ def postgres_server() -> Iterator[str]:
         os.chmod(base, 0o700)
         as_postgres = ["runuser", "-u", "postgres", "--"]
     run = partial(subprocess.run, check=True, capture_output=True, text=True)
+    options = "".join(f" -c {name}={value}" for name, value in (settings or {}).items())
     run([*as_postgres, _pg_bin("initdb"), "-D", str(data), "-U", "searchcrawl", "--auth=trust", "-E", "UTF8"])
     run(
         [
@@ -767,7 +785,7 @@ def postgres_server() -> Iterator[str]:
             "-t",
             "60",
             "-o",
-            f"-h 127.0.0.1 -p {port} -k {base}",
+            f"-h 127.0.0.1 -p {port} -k {base}{options}",
             "start",
         ]
     )
@@ -778,10 +796,18 @@ def postgres_server() -> Iterator[str]:
                 if sock.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.2)
-        yield f"postgresql+psycopg://searchcrawl@127.0.0.1:{port}/postgres"
+        pid = int((data / "postmaster.pid").read_text().split()[0])
+        yield PostgresCluster(f"postgresql+psycopg://searchcrawl@127.0.0.1:{port}/postgres", data, pid)
     finally:
         subprocess.run([*as_postgres, _pg_bin("pg_ctl"), "-D", str(data), "-m", "fast", "stop"], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[str]:
+    """A real PostgreSQL server on 127.0.0.1 from Debian's package, in a temp dir; yields its URL."""
+    with postgres_cluster() as cluster:
+        yield cluster.url
 
 
 @pytest.fixture(scope="session")

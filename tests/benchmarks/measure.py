@@ -137,21 +137,26 @@ def jvm_cpu(pid: int) -> JvmCpu:
     return JvmCpu(total, compiler)
 
 
-def process_tree_cpu(pid: int) -> float:
+def process_tree_cpu(pid: int, reaped: bool = False) -> float:
     """CPU seconds so far of a process and its live children (nginx's master and its workers;
-    Linux /proc): read before and after a phase, the server's share of the machine meanwhile."""
+    Linux /proc): read before and after a phase, the server's share of the machine meanwhile.
+    ``reaped``: with the children that ended and were waited for (PostgreSQL's backends, one per
+    connection, end with their crawl; their postmaster reaps them)."""
     total = 0.0
     pending = [pid]
     while pending:
         current = pending.pop()
         try:
-            total += _cpu_seconds(Path(f"/proc/{current}/stat").read_text())
+            total += _cpu_seconds(Path(f"/proc/{current}/stat").read_text(), reaped)
         except OSError:  # ended meanwhile
             continue
         pending += _children(current)
     return total
 
 
-def _cpu_seconds(stat: str) -> float:
+def _cpu_seconds(stat: str, reaped: bool = False) -> float:
     fields = stat.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    ticks = int(fields[11]) + int(fields[12])  # utime + stime
+    if reaped:
+        ticks += int(fields[13]) + int(fields[14])  # cutime + cstime: the children waited for
+    return ticks / os.sysconf("SC_CLK_TCK")

@@ -1,6 +1,7 @@
 """The scale benchmark (issue 58): does a page cost the same at 1,000,000 URLs as at 10,000?
 
     .venv/bin/python -m tests.benchmarks.scale --pages 10000,100000,1000000 --out bench-scale [--solr-url URL]
+    .venv/bin/python -m tests.benchmarks.scale --pages 10000 --out bench-scale --database postgresql --processes 2
 
 For each N, a site of N small pages (about 1 KB each, five links each) built on disk by streaming
 (one page at a time: memory does not grow with N), served by nginx, and a sitemap index naming
@@ -21,8 +22,21 @@ from the process's start to the first request and from the last response to its 
 milestones from the crawler's log between (the run started, the spider closed): in phase c the
 last response is the last sitemap's, so its "end" holds the sparing of every page.
 
-Results go to --out as results.json and results.md; runs of other sizes already there are kept,
-so each size can be measured in a command of its own (and on a shared machine, when it is free).
+--database postgresql: the document table on a PostgreSQL cluster the benchmark starts (Debian's
+package, tests/conftest.py's postgres_cluster, pg_stat_statements preloaded), a new database for
+each N; each phase then also reports, from counters reset before it and read once every crawler
+connection has ended, the statements per URL (pg_stat_statements' calls summed; the top ones by
+calls and by time, with rows per call) and the sequential scans of the documents and frontier
+tables (pg_stat_user_tables: scans and rows read, and rows read through indexes; a query that
+reads a source's rows for each page shows as rows read per URL growing with N), and PostgreSQL's CPU (postmaster, backends ended and
+live). --processes N: the source's ``processes = N`` (searchcrawl/ops/local_fleet.py: the crawl
+forks N - 1 more crawler processes, which it waits for, so each phase's CPU, taken from the
+runner's RUSAGE_CHILDREN, counts them all; peak RSS is the largest one process's).
+
+Results go to --out as results.json and results.md; runs of other sizes or other --database and
+--processes already there are kept, so each can be measured in a command of its own (and on a
+shared machine, when it is free); a run with processes = N is compared with the run of one
+process on the same database and size (CPU per page within 1.1 times, issue 58 point 4).
 --stop-file: when that file appears, the running crawl is stopped gracefully (SIGINT: its run is
 suspended) and what was measured is written, marked interrupted. The targets (issue 58): CPU per
 page at the largest N within 1.15 times that at 10,000; peak RSS under 500 MB; start and end of
@@ -34,6 +48,7 @@ tiny N.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -50,10 +65,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from tests.benchmarks.crawl import Bench
+from tests.benchmarks.measure import process_tree_cpu
 from tests.benchmarks.synthetic import WORDS, nginx, page_path
-from tests.conftest import ROOT
+from tests.conftest import ROOT, pg_bin, postgres_cluster
 
 PHASES = {
     "b": "first crawl, full pipeline",
@@ -69,6 +89,18 @@ CPU_RATIO_TARGET = 1.15
 RSS_TARGET_MB = 500.0
 START_END_TARGET_S = 10.0
 MAINTENANCE_SHARE_TARGET = 0.05
+PROCESSES_CPU_TARGET = 1.1  # CPU per page with processes = N over one process's (issue 58, point 4)
+# Rows of the documents and frontier tables read per URL of the site in a phase, by sequential
+# scans and through indexes: a page's own statements read a few rows each, a whole pass over the
+# source's rows (a plan, a batch of 500 URLs) adds 1, and a query that reads the source's rows for
+# each page (a scan, or an index that does not narrow it) adds about N / 2 (issue 58, point 3)
+ROWS_PER_PAGE_TARGET = 100.0
+SCANNED_TABLES = ("documents", "frontier")
+# the benchmark's cluster: every statement's calls, rows and time counted (utility ones too: BEGIN, COMMIT)
+POSTGRES_SETTINGS = {"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.max": "10000"}
+TOP_STATEMENTS = 10
+# the benchmark's own statements (resets, reads of the counters), not the crawler's
+OWN_STATEMENTS = re.compile(r"pg_stat_|pg_total_relation_size|pg_database", re.IGNORECASE)
 # the crawler's log, with epoch times: its milestones between the first request and the exit
 LOG_FORMAT = "%(created).3f [%(name)s] %(levelname)s: %(message)s"
 MILESTONES = {
@@ -181,16 +213,147 @@ class ScaleSite:
         return files
 
 
+class PostgresStats:
+    """A benchmark's database on PostgreSQL: its statements (pg_stat_statements) and its tables'
+    scans (pg_stat_user_tables), reset before a phase and read after it, once every crawler's
+    connection has ended (a backend's counters reach the shared statistics by its exit at last)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+
+    @classmethod
+    def create(cls, server_url: str, name: str) -> PostgresStats:
+        """A new, empty database ``name`` on the server (dropped first if there), with the
+        pg_stat_statements view."""
+        admin = create_engine(server_url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+        admin.dispose()
+        stats = cls(make_url(server_url).set(database=name).render_as_string(hide_password=False))
+        with stats.engine.connect() as connection:
+            connection.execute(text("CREATE EXTENSION IF NOT EXISTS pg_stat_statements"))
+        return stats
+
+    def idle(self, timeout: float = 120) -> None:
+        """Wait until no client but this one is connected to the database."""
+        deadline = time.monotonic() + timeout
+        query = text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        )
+        while True:
+            with self.engine.connect() as connection:
+                if connection.execute(query).scalar_one() == 0:
+                    return
+            if time.monotonic() > deadline:
+                raise SystemExit(f"clients still connected to {self.url} after {timeout:.0f} s")
+            time.sleep(0.1)
+
+    def reset(self) -> None:
+        self.idle()
+        with self.engine.connect() as connection:
+            connection.execute(text("SELECT pg_stat_statements_reset()"))
+            connection.execute(text("SELECT pg_stat_reset()"))
+
+    def read(self, pages: int) -> dict[str, Any]:
+        """Since the reset: statements (calls summed, per URL of the site; the top ones by calls
+        and by total time, with rows per call) and each table's scans."""
+        self.idle()
+        with self.engine.connect() as connection:
+            statements = [
+                row._asdict()
+                for row in connection.execute(
+                    text(
+                        "SELECT query, calls, total_exec_time, rows FROM pg_stat_statements "
+                        "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                    )
+                )
+                if not OWN_STATEMENTS.search(row.query)
+            ]
+            tables = {
+                row.relname: {key: value for key, value in row._asdict().items() if key != "relname"}
+                for row in connection.execute(
+                    text(
+                        "SELECT relname, seq_scan, seq_tup_read, coalesce(idx_scan, 0) AS idx_scan, "
+                        "coalesce(idx_tup_fetch, 0) AS idx_tup_fetch, n_tup_ins, n_tup_upd, n_tup_del "
+                        "FROM pg_stat_user_tables ORDER BY relname"
+                    )
+                )
+            }
+            size = connection.execute(
+                text("SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_stat_user_tables")
+            ).scalar_one()
+        calls = sum(each["calls"] for each in statements)
+
+        def top(key: str) -> list[dict[str, Any]]:
+            return [
+                {
+                    "query": " ".join(each["query"].split())[:300],
+                    "calls": each["calls"],
+                    "calls_per_page": round(each["calls"] / pages, 3),
+                    "rows_per_call": round(each["rows"] / max(each["calls"], 1), 2),
+                    "total_ms": round(each["total_exec_time"], 1),
+                    "mean_ms": round(each["total_exec_time"] / max(each["calls"], 1), 3),
+                }
+                for each in sorted(statements, key=lambda each: each[key], reverse=True)[:TOP_STATEMENTS]
+            ]
+
+        scanned = {name: tables.get(name, {}) for name in SCANNED_TABLES}
+        return {
+            "statements": calls,
+            "statements_per_page": round(calls / pages, 2),
+            "statement_ms_per_page": round(sum(each["total_exec_time"] for each in statements) / pages, 3),
+            "seq_scans": {name: table.get("seq_scan", 0) for name, table in scanned.items()},
+            "seq_rows_read": {name: table.get("seq_tup_read", 0) for name, table in scanned.items()},
+            "seq_rows_read_per_page": round(sum(table.get("seq_tup_read", 0) for table in scanned.values()) / pages, 3),
+            "index_rows_read": {name: table.get("idx_tup_fetch", 0) for name, table in scanned.items()},
+            "rows_read_per_page": round(
+                sum(table.get("seq_tup_read", 0) + table.get("idx_tup_fetch", 0) for table in scanned.values()) / pages, 3
+            ),
+            "tables": tables,
+            "top_by_calls": top("calls"),
+            "top_by_time": top("total_exec_time"),
+            "size_bytes": int(size),
+        }
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
 class ScaleBench(Bench):
     """crawl.py's Bench on a ScaleSite: phases b, c and d, each with the document table's size,
     the delta report's counts and the crawler log's milestones."""
 
     phases = PHASES
+    database: PostgresStats | None = None  # the document table on PostgreSQL (else SQLite)
+    postgres_pid: int | None = None  # its postmaster: PostgreSQL's CPU meanwhile, with its backends'
+    processes_count = 1
+
+    def use(self, database: PostgresStats | None, postgres_pid: int | None, processes: int) -> ScaleBench:
+        """Crawl with the document table on ``database`` (None: SQLite in the data folder), as a
+        crawl of ``processes`` local processes (the source's ``processes``)."""
+        self.database, self.postgres_pid, self.processes_count = database, postgres_pid, processes
+        if database is not None:
+            self.env["SEARCHCRAWL_DB_URL"] = database.url
+        if processes != 1:
+            source = self.sources / f"{self.source}.toml"
+            source.write_text(f"{source.read_text(encoding='utf-8')}processes = {processes}\n", encoding="utf-8")
+        return self
+
+    def servers_cpu(self) -> dict[str, float]:
+        found = super().servers_cpu()
+        if self.postgres_pid:
+            found["postgresql"] = process_tree_cpu(self.postgres_pid, reaped=True)
+        return found
 
     def crawl(self, label: str) -> dict[str, Any]:
         log = self.work / f"crawl-{label}.log"
         base = self.crawl_command
         self.crawl_command = [*base, "-s", "LOG_LEVEL=INFO", "-s", f"LOG_FILE={log}", "-s", f"LOG_FORMAT={LOG_FORMAT}"]
+        if self.database is not None:
+            self.database.reset()
         try:
             since = time.time()
             result = super().crawl(label)
@@ -199,7 +362,15 @@ class ScaleBench(Bench):
         done = max(result["requests"], 1) if result.get("interrupted") else self.pages  # an interrupted crawl's: those fetched
         result["urls_per_s"] = round(done / result["seconds"], 1)
         result["cpu_ms_per_url"] = round(result["cpu_s"] * 1000 / done, 3)
-        result["document_table_mb"] = round(table_bytes(self.work / "data") / 2**20, 1)
+        if self.database is not None:  # read before the delta report's own statements
+            result["postgresql"] = self.database.read(done)
+            size = result["postgresql"].pop("size_bytes")
+            postgres_cpu = result["server_cpu_s"].get("postgresql")
+            if postgres_cpu is not None:
+                result["postgresql"]["cpu_ms_per_page"] = round(postgres_cpu * 1000 / done, 3)
+        else:
+            size = table_bytes(self.work / "data")
+        result["document_table_mb"] = round(size / 2**20, 1)
         result["milestones_s"] = milestones(log, since)
         self.last_report = self.report()
         result["delta"] = self.last_report.get("counts", {})
@@ -222,7 +393,13 @@ class ScaleBench(Bench):
     def run(self, phases: str = "bcd", processes: int = 1) -> dict[str, Any]:
         site = self.site
         assert isinstance(site, ScaleSite)
-        results: dict[str, Any] = {"site": "scale", "pages": self.pages, "documents": self.pages}
+        results: dict[str, Any] = {
+            "site": "scale",
+            "pages": self.pages,
+            "documents": self.pages,
+            "database": "sqlite" if self.database is None else "postgresql",
+            "processes": self.processes_count,
+        }
         for label in phases:
             if label == "d":
                 results["changed_pages"] = site.change()
@@ -264,20 +441,37 @@ def milestones(log: Path, since: float) -> dict[str, float]:
     return found
 
 
+def setup(run: dict[str, Any]) -> tuple[str, int]:
+    """A run's database and processes (runs measured before they were options: SQLite, one)."""
+    return run.get("database", "sqlite"), run.get("processes", 1)
+
+
+def complete(run: dict[str, Any] | None) -> bool:
+    return bool(run) and "b" in run and not run["b"].get("interrupted")  # type: ignore[index]
+
+
 def verdicts(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each of issue 58's targets that the runs measure: what, the value, the target, met or not."""
+    """Each of issue 58's targets that the runs measure: what, the value, the target, met or not;
+    CPU per page at N against that of the same database and processes at BASE_PAGES (else the
+    smallest N), and with processes = N against one process on the same database and N."""
     found: list[dict[str, Any]] = []
+    current: dict[str, Any] = {}
 
     def verdict(pages: int, what: str, value: Any, target: str, met: bool) -> None:
-        found.append({"pages": pages, "what": what, "value": value, "target": target, "met": met})
+        database, processes = setup(current)
+        found.append(
+            {"pages": pages, "database": database, "processes": processes, "what": what, "value": value, "target": target}
+            | {"met": met}
+        )
 
-    complete = [run for run in runs if "b" in run and not run["b"].get("interrupted")]
-    base = next(
-        (run for run in complete if run["pages"] == BASE_PAGES), min(complete, key=lambda run: run["pages"], default=None)
-    )
+    bases = {}
+    for each in sorted((run for run in runs if complete(run)), key=lambda run: (run["pages"] != BASE_PAGES, run["pages"])):
+        bases.setdefault(setup(each), each)
     for run in runs:
+        current = run
         pages = run["pages"]
         b, c, d = run.get("b"), run.get("c"), run.get("d")
+        base = bases.get(setup(run))
         if b and base and run is not base and not b.get("interrupted"):
             ratio = round(b["cpu_ms_per_url"] / base["b"]["cpu_ms_per_url"], 3)
             verdict(
@@ -287,10 +481,36 @@ def verdicts(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 f"<= {CPU_RATIO_TARGET}",
                 ratio <= CPU_RATIO_TARGET,
             )
+        one = next(
+            (each for each in runs if each["pages"] == pages and setup(each) == (setup(run)[0], 1) and complete(each)), None
+        )
+        if setup(run)[1] != 1 and complete(run) and one is not None:
+            for label in "bcd":
+                if label in run and label in one and not run[label].get("interrupted"):
+                    many, single = run[label], one[label]
+                    ratio = round(many["cpu_ms_per_url"] / single["cpu_ms_per_url"], 3)
+                    verdict(
+                        pages,
+                        f"CPU per page ({label}), {setup(run)[1]} processes / 1",
+                        f"{ratio} (wall time {round(many['seconds'] / single['seconds'], 3)}; "
+                        f"cores busy {many['cores_busy']} / {single['cores_busy']})",
+                        f"<= {PROCESSES_CPU_TARGET}",
+                        ratio <= PROCESSES_CPU_TARGET,
+                    )
         for label in "bcd":
             if label in run:
                 rss = run[label]["peak_rss_mb"]
                 verdict(pages, f"peak RSS MB ({label})", rss, f"< {RSS_TARGET_MB:.0f}", rss < RSS_TARGET_MB)
+            scans = run.get(label, {}).get("postgresql")
+            if scans and not run[label].get("interrupted"):
+                rows = scans["rows_read_per_page"]
+                verdict(
+                    pages,
+                    f"rows of {' and '.join(SCANNED_TABLES)} read per page, sequential scans and indexes ({label})",
+                    f"{rows} ({scans['seq_rows_read_per_page']} by sequential scans)",
+                    f"< {ROWS_PER_PAGE_TARGET:.0f}",
+                    rows < ROWS_PER_PAGE_TARGET,
+                )
         if c and not c.get("interrupted"):
             start_and_end(pages, "c", c, verdict)
             if b and not b.get("interrupted"):
@@ -335,12 +555,13 @@ def start_and_end(pages: int, label: str, phase: dict[str, Any], verdict: Callab
 
 def markdown(runs: list[dict[str, Any]]) -> str:
     lines = [
-        "| N | phase | seconds | pages/s (requests) | URLs/s | CPU s | CPU ms / URL | peak RSS MB | document table MB "
-        "| start s | end s | milestones s (opened, run started, sitemaps read, closing, run ended, closed) | requests "
-        "| Solr updates | delta |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|",
+        "| N | database | processes | phase | seconds | pages/s (requests) | URLs/s | CPU s | CPU ms / URL | peak RSS MB "
+        "| document table MB | start s | end s | milestones s (opened, run started, sitemaps read, closing, run ended, "
+        "closed) | requests | Solr updates | cores busy | delta |",
+        "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|",
     ]
     for run in runs:
+        database, processes = setup(run)
         for label in PHASES:
             phase = run.get(label)
             if phase is None:
@@ -348,27 +569,61 @@ def markdown(runs: list[dict[str, Any]]) -> str:
             marks = phase.get("milestones_s", {})
             delta = ", ".join(f"{kind} {count:,}" for kind, count in phase.get("delta", {}).items() if count)
             lines.append(
-                f"| {run['pages']:,} | {label}: {phase['what']}{' (interrupted)' if phase.get('interrupted') else ''} "
+                f"| {run['pages']:,} | {database} | {processes} "
+                f"| {label}: {phase['what']}{' (interrupted)' if phase.get('interrupted') else ''} "
                 f"| {phase['seconds']} | {phase['pages_per_s']} | {phase['urls_per_s']} | {phase['cpu_s']} "
                 f"| {phase['cpu_ms_per_url']} | {phase['peak_rss_mb']} | {phase['document_table_mb']} "
                 f"| {phase.get('start_s', 'n/a')} | {phase.get('end_s', 'n/a')} "
                 f"| {', '.join(str(marks.get(name, '-')) for name in MILESTONES)} "
-                f"| {phase['requests']:,} | {phase['solr_updates']:,} | {delta} |"
+                f"| {phase['requests']:,} | {phase['solr_updates']:,} | {phase.get('cores_busy', 'n/a')} | {delta} |"
             )
-    lines += ["", "| N | target (issue 58) | value | target | met |", "|---:|---|---|---|---|"]
+    postgresql = [(run, label) for run in runs for label in PHASES if run.get(label, {}).get("postgresql")]
+    if postgresql:
+        lines += [
+            "",
+            "PostgreSQL, per URL of the site (pg_stat_statements and pg_stat_user_tables, reset before each phase):",
+            "",
+            "| N | processes | phase | statements / URL | statement ms / URL | PostgreSQL CPU ms / URL "
+            + "".join(f"| {name}: seq scans (rows read) " for name in SCANNED_TABLES)
+            + "".join(f"| {name}: rows read by index " for name in SCANNED_TABLES)
+            + "| seq rows read / URL | rows read / URL | most called: calls / URL, rows / call | most time: ms, calls / URL |",
+            "|---:|---:|---|---:|---:|---:|" + "---:|" * 2 * len(SCANNED_TABLES) + "---:|---:|---|---|",
+        ]
+        for run, label in postgresql:
+            stats = run[label]["postgresql"]
+            called, timed = (stats[key][0] if stats[key] else None for key in ("top_by_calls", "top_by_time"))
+            lines.append(
+                f"| {run['pages']:,} | {setup(run)[1]} | {label} | {stats['statements_per_page']} "
+                f"| {stats['statement_ms_per_page']} | {stats.get('cpu_ms_per_page', 'n/a')} "
+                + "".join(f"| {stats['seq_scans'][name]:,} ({stats['seq_rows_read'][name]:,}) " for name in SCANNED_TABLES)
+                + "".join(f"| {stats['index_rows_read'][name]:,} " for name in SCANNED_TABLES)
+                + f"| {stats['seq_rows_read_per_page']} | {stats['rows_read_per_page']} "
+                + (f"| `{called['query'][:80]}`: {called['calls_per_page']}, {called['rows_per_call']} " if called else "| ")
+                + (f"| `{timed['query'][:80]}`: {timed['total_ms']}, {timed['calls_per_page']} |" if timed else "| |")
+            )
+    lines += [
+        "",
+        "| N | database | processes | target (issue 58) | value | target | met |",
+        "|---:|---|---:|---|---|---|---|",
+    ]
     for each in verdicts(runs):
         lines.append(
-            f"| {each['pages']:,} | {each['what']} | {each['value']} | {each['target']} | {'yes' if each['met'] else '**no**'} |"
+            f"| {each['pages']:,} | {each['database']} | {each['processes']} | {each['what']} | {each['value']} "
+            f"| {each['target']} | {'yes' if each['met'] else '**no**'} |"
         )
     return "\n".join(lines) + "\n"
 
 
 def merged(out: Path, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The runs in ``out``'s results.json, those of the sizes in ``runs`` replaced, by size."""
+    """The runs in ``out``'s results.json, those of the sizes and setups (database, processes)
+    in ``runs`` replaced, by size and setup."""
     known = out / "results.json"
     kept = json.loads(known.read_text(encoding="utf-8"))["runs"] if known.exists() else []
-    sizes = {run["pages"] for run in runs}
-    return sorted([run for run in kept if run["pages"] not in sizes] + runs, key=lambda run: run["pages"])
+    measured = {(run["pages"], *setup(run)) for run in runs}
+    return sorted(
+        [run for run in kept if (run["pages"], *setup(run)) not in measured] + runs,
+        key=lambda run: (run["pages"], *setup(run)),
+    )
 
 
 def write(out: Path, runs: list[dict[str, Any]]) -> str:
@@ -396,12 +651,22 @@ def main() -> None:
         "--set", action="append", default=[], metavar="NAME=VALUE", help="a setting of every crawl of the crawler's (repeatable)"
     )
     parser.add_argument(
+        "--database",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="the document table's: SQLite in the data folder (default), or a PostgreSQL cluster of its own "
+        "(Debian's package, with pg_stat_statements), a new database for each N",
+    )
+    parser.add_argument("--processes", type=int, default=1, help="the source's processes: crawler processes of each crawl")
+    parser.add_argument(
         "--rewrite", action="store_true", help="only write results.md (and the targets) anew from --out's results.json"
     )
     args = parser.parse_args()
     if args.rewrite:
         print(write(Path(args.out), merged(Path(args.out), [])))
         return
+    if args.database == "postgresql" and not pg_bin("initdb"):
+        raise SystemExit("--database postgresql: PostgreSQL's initdb is not installed (apt-get install postgresql)")
     # SIGTERM stops the benchmark as Ctrl-C does: the crawl measured, nginx and its own Solr with it
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped (SIGTERM)"))
     work = Path(args.work or tempfile.mkdtemp(prefix="searchcrawl-scale-"))
@@ -409,12 +674,15 @@ def main() -> None:
     out = Path(args.out or work / "results")
     out.mkdir(parents=True, exist_ok=True)
     stop_file = Path(args.stop_file) if args.stop_file else None
-    solr = None
     solr_url, solr_pid = args.solr_url, args.solr_pid or None
     runs: list[dict[str, Any]] = []
-    try:
+    with contextlib.ExitStack() as stack:
+        cluster = None
+        if args.database == "postgresql":  # its statements counted by pg_stat_statements
+            cluster = stack.enter_context(postgres_cluster(POSTGRES_SETTINGS))
         if not solr_url:
             solr = DevSolr(work / "solr", free_port(), heap="2g")
+            stack.callback(solr.stop)
             solr_url = solr.start(timeout=600)
             solr_pid = solr.status()["pid"]
         for pages in [int(n) for n in args.pages.split(",")]:
@@ -424,18 +692,21 @@ def main() -> None:
             site = ScaleSite(work / f"site{pages}", pages).build()
             built = time.monotonic() - started
             print(f"built the {pages:,}-page site in {built:.0f}s", file=sys.stderr)
+            database = None
+            if cluster is not None:
+                database = PostgresStats.create(cluster.url, f"scale{pages}")
+                stack.callback(database.dispose)
+            label = f"{pages}{'' if database is None else '-pg'}{'' if args.processes == 1 else f'-p{args.processes}'}"
             with nginx(site.root, work / f"nginx{pages}") as server:
                 site.write_sitemaps(server.url)
-                bench = ScaleBench(str(pages), work / f"run{pages}", solr_url, server, site, solr_pid, tuple(args.set))
+                bench = ScaleBench(label, work / f"run{label}", solr_url, server, site, solr_pid, tuple(args.set))
+                bench.use(database, cluster.pid if cluster else None, args.processes)
                 bench.stop_file = stop_file
                 run = bench.run(args.phases.replace(",", ""))
             run["site_build_s"] = round(built, 1)
             runs.append(run)
             write(out, merged(out, runs))  # after each size: a later one stopped keeps this one's
             print(json.dumps(run, default=str)[:2000], file=sys.stderr)
-    finally:
-        if solr is not None:
-            solr.stop()
     print(write(out, merged(out, runs)))
     print(f"results in {out}")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, pg_bin
 
 
 def test_benchmark_smoke_run(tmp_path, solr_url) -> None:
@@ -139,10 +139,44 @@ def test_scale_benchmark_smoke_run(tmp_path, solr_url) -> None:
         assert phase["peak_rss_mb"] > 0 and phase["document_table_mb"] > 0 and phase["cpu_ms_per_url"] > 0
         assert {"opened", "run started", "sitemaps read", "closed"} <= set(phase["milestones_s"])
         assert 0 < phase["start_s"] < phase["seconds"]
-    assert "| 200 | c: maintenance, unchanged (sitemap lastmod) |" in (out / "results.md").read_text()
+    assert "| 200 | sqlite | 1 | c: maintenance, unchanged (sitemap lastmod) |" in (out / "results.md").read_text()
     # a second size measured in a command of its own joins the first one's results
     result = subprocess.run([*command, "--pages", "100", "--phases", "b"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((out / "results.json").read_text())
     assert [run["pages"] for run in report["runs"]] == [100, 200]
     assert any(each["what"].startswith("CPU per page") and each["pages"] == 200 for each in report["targets"])
+
+
+def test_scale_benchmark_on_postgresql_with_two_processes(tmp_path, solr_url) -> None:
+    """The scale benchmark with the document table on a PostgreSQL cluster of its own and two
+    crawler processes (issue 58, points 3 and 4): the same outcomes as on SQLite; each phase
+    counts the statements (pg_stat_statements) and the sequential scans of the documents and
+    frontier tables; the run is kept apart from a SQLite run of the same N, and two processes
+    are compared with one."""
+    if shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists():
+        pytest.skip("nginx is not installed (deploy/bootstrap.sh installs nginx-light)")
+    if pg_bin("initdb") is None or pg_bin("pg_ctl") is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    out = tmp_path / "results"
+    command = [sys.executable, "-m", "tests.benchmarks.scale", "--out", str(out), "--solr-url", solr_url, "--pages", "200"]
+    for setup in (["--database", "postgresql", "--processes", "2"], ["--database", "postgresql", "--phases", "b"]):
+        result = subprocess.run([*command, *setup], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((out / "results.json").read_text())
+    assert [(run["database"], run["processes"]) for run in report["runs"]] == [("postgresql", 1), ("postgresql", 2)]
+    run = report["runs"][1]
+    b, c, d = run["b"], run["c"], run["d"]
+    assert b["solr_updates"] == 200 and b["delta"]["new"] == 200
+    assert c["solr_updates"] == 0 and c["delta"]["unchanged"] == 200
+    assert run["changed_pages"] == 2 and d["solr_updates"] == 2 and d["reindexed"]["exactly_those"]
+    for phase in (b, c, d):
+        stats = phase["postgresql"]
+        assert stats["statements_per_page"] > 0 and stats["top_by_calls"] and stats["top_by_time"]
+        assert set(stats["seq_scans"]) == {"documents", "frontier"} and stats["seq_rows_read_per_page"] >= 0
+        assert {"calls", "rows_per_call", "total_ms"} <= set(stats["top_by_calls"][0])
+        assert phase["server_cpu_s"]["postgresql"] > 0 and phase["document_table_mb"] > 0
+    assert b["postgresql"]["tables"]["documents"]["n_tup_ins"] >= 200
+    text = (out / "results.md").read_text()
+    assert "| 200 | postgresql | 2 | b: first crawl, full pipeline |" in text and "statements / URL" in text
+    assert any(each["what"] == "CPU per page (b), 2 processes / 1" for each in report["targets"])
