@@ -221,10 +221,15 @@ class FrontierScheduler(BaseScheduler):
         self.planner = None
         if isinstance(self.plan_outcome, BaseException):
             logger.error(
-                "The maintenance plan of run %s failed: known URLs not planned are not checked in this session",
+                "The maintenance plan of run %s failed: known URLs not planned are not checked by this process",
                 self.run.id if self.run else "?",
                 exc_info=self.plan_outcome,
             )
+            if self.run is not None:
+                try:  # nobody makes it now: another node of a shared crawl takes it over at once
+                    self.runs.take_over_plan(self.run.id, self.owner, "")
+                except Exception:  # the run stays pending all the same (RunEnd: suspended)
+                    logger.exception("Could not give up the plan of run %d", self.run.id)
         if not self.shared and self.waker is not None and self.waker.running:
             self.waker.stop()  # only the plan's batches were waited for
         return False
@@ -412,10 +417,18 @@ class FrontierScheduler(BaseScheduler):
         if self.others_checked - self.taken_back_at >= TAKE_BACK_EVERY and self._take_back():
             self.others_working = True  # a dead node's URLs are queued again
             return True
-        if not isinstance(self.plan_outcome, BaseException) and self.runs.plan_pending(self.run.id):
-            # another node makes the run's plan; if none is left, this one makes it (idempotent)
-            if self.started is not None and not self.runs.nodes(self.run.id, self.lease_seconds, but=self.owner):
-                logger.info("The node making the plan of run %d is gone: this one makes it", self.run.id)
+        maker = None if isinstance(self.plan_outcome, BaseException) else self.runs.plan_owner(self.run.id)
+        if maker is not None:
+            # the run's plan is being made; when its maker is gone (or failed), one node takes it
+            # over (the plan is idempotent) and the others go on waiting for it
+            if (
+                self.planner is None
+                and self.started is not None
+                and maker != self.owner
+                and (maker == "" or maker not in self.runs.nodes(self.run.id, self.lease_seconds, but=self.owner))
+                and self.runs.take_over_plan(self.run.id, maker, self.owner)
+            ):
+                logger.info("Run %d's plan was left unmade (by %s): this node makes it", self.run.id, maker or "a failure")
                 self._start_plan(replace(self.started, plan_pending=True))
             self.others_working = True
             return True

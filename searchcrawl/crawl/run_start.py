@@ -9,8 +9,9 @@ the frontier scheduler when it opens, which then sends ``run_started``).
 - ``plan_run``: the maintenance plan of a run of a source the document table knows (every known
   URL queued again, or excluded), made in batches on a thread of its own while the crawl goes on
   (the frontier scheduler starts it): a million known URLs take seconds to plan, and the first
-  request does not wait for them. The run's ``plan_pending`` says it is being made; a run resumed
-  with it pending makes it again (it is idempotent), and no node ends a run while it is pending.
+  request does not wait for them. The run's ``plan_owner`` says which node makes it; a run resumed
+  with it pending makes it again (it is idempotent), a node of a shared crawl takes it over from
+  a node that is gone (the scheduler), and no node ends a run while it is pending.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from datetime import timedelta
 from typing import Any
 
 from searchcrawl.config.source import Source
-from searchcrawl.crawl.run import CrawlArguments, Run
+from searchcrawl.crawl.run import CrawlArguments, Run, process_owner
 from searchcrawl.index.indexer import IndexingError, SolrIndex, found_documents
 from searchcrawl.rules.maintenance import recrawl_reasons, settings_fingerprint
 from searchcrawl.store import DocumentTable
@@ -106,7 +107,11 @@ def begin_run(
         test_mode = arguments.test_mode or mode == "test"
         ledger.in_run(info.id, test_mode)
         forced = arguments.forced or taken_over or mode == "forced"
+        # its plan cut short (a stop, a crash) is made again, by its first process (the nodes that
+        # join live ones leave it to them: the scheduler takes it over from one that is gone)
         plan_pending = not info.others and runs.plan_pending(info.id)
+        if plan_pending:
+            runs.set_plan_owner(info.id, owner or process_owner())
         return Run(mode=mode, forced=forced, test_mode=test_mode, plan_pending=plan_pending, **value)  # type: ignore[arg-type]
     ledger.in_run(info.id, arguments.test_mode)
     forced = arguments.forced or taken_over
@@ -126,7 +131,7 @@ def begin_run(
         mode = "maintenance" if known_before else "initial"
     runs.set_mode(info.id, mode)
     if plan_pending:
-        runs.set_plan_pending(info.id, True)
+        runs.set_plan_owner(info.id, owner or process_owner())
     return Run(mode=mode, forced=forced, test_mode=arguments.test_mode, plan_pending=plan_pending, **value)  # type: ignore[arg-type]
 
 
@@ -150,7 +155,7 @@ def plan_run(
     if stop is not None and stop():
         logger.info("The plan of run %d of %s was cut short: the next crawl makes it again", run.id, name)
         return False
-    runs.set_plan_pending(run.id, False)
+    runs.set_plan_owner(run.id, None)
     if excluded:
         logger.info("%d known URLs of %s are outside the source's rules now; %s", excluded, name, run.leaving())
     logger.info(

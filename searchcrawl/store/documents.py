@@ -83,6 +83,10 @@ ORIGIN_COLUMNS = (  # what _redirect_now reads
 )
 
 
+class _ChangedMeanwhile(Exception):
+    """A spared page's row changed between ``record_spared``'s read and its write."""
+
+
 @dataclass
 class Spared:
     """What ``record_spared`` did: the URLs recorded without a request, and those it left to the
@@ -635,6 +639,8 @@ class DocumentTable:
                 break
             after = rows[-1].id
             for row in rows:
+                if stop is not None and stop():
+                    break  # the batch's URLs decided so far are queued; the plan stays pending
                 verdict = excluding(row.url, row.depth or 0)
                 if verdict is not None:
                     through_redirect = row.via is not None or row.url in targets
@@ -742,6 +748,18 @@ class DocumentTable:
         """Finish in this run the entries of ``writes`` (document id -> values) still queued,
         and write those documents' values, in one transaction: an entry leased between the read
         and this write keeps its request. Returns the ids of the documents written."""
+        try:
+            finished = self._finish_spared(writes)
+        except _ChangedMeanwhile:
+            # a row left the index between the read and this write (another outcome): none of the
+            # batch is written, and their requests decide (a URL is never done unrecorded)
+            logger.debug("A batch of %d spared pages of %s changed meanwhile: requested instead", len(writes), source)
+            return set()
+        logger.debug("%d pages of %s spared a request, recorded in bulk", len(finished), source)
+        return finished
+
+    def _finish_spared(self, writes: Mapping[int, dict[str, Any]]) -> set[int]:
+        """``_write_spared``'s transaction: _ChangedMeanwhile rolls it back."""
         with self.engine.begin() as connection:
             assert self.run_id is not None
             finished = finish_queued(self.database, connection, self.run_id, list(writes), self._finished())
@@ -751,9 +769,12 @@ class DocumentTable:
                 by_columns.setdefault(tuple(values), []).append(
                     {"w_id": document_id, **{f"v_{column}": value for column, value in values.items()}}
                 )
+            written = 0
             for columns, parameters in by_columns.items():
-                connection.execute(self._statement(("spared", columns), functools.partial(_spared_update, columns)), parameters)
-        logger.debug("%d pages of %s spared a request, recorded in bulk", len(finished), source)
+                statement = self._statement(("spared", columns), functools.partial(_spared_update, columns))
+                written += connection.execute(statement, parameters).rowcount
+            if self.engine.dialect.supports_sane_multi_rowcount and written != len(finished):
+                raise _ChangedMeanwhile
         return finished
 
     def _redirect_now(self, origin: dict[str, Any], target: str) -> str:

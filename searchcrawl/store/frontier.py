@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Integer, Row, Text, and_, bindparam, func, literal, or_, select, update
+from sqlalchemy import Connection, Integer, Row, Text, and_, bindparam, case, func, literal, or_, select, update
 
 from searchcrawl.rules.lifecycle import State
 from searchcrawl.rules.status_codes import Status
@@ -139,7 +139,6 @@ class Frontier:
                     {
                         "f_source": row["source"],
                         "f_url_hash": row["url_hash"],
-                        "f_depth": row["depth"],
                         "f_request": json.dumps(entry.data, separators=(",", ":")) if entry.data else None,
                     }
                     for row, entry in zip(rows, chunk, strict=True)
@@ -154,22 +153,29 @@ class Frontier:
     @functools.cache  # noqa: B019 - four statements per frontier, built once: building costs more than running
     def _inserts(self, again: bool) -> tuple[Any, Any]:
         """The document rows (new ones; a known URL queued anew takes the depth it is queued
-        with), then the frontier's (each URL not in the run yet, or with ``again`` any)."""
+        with when that is smaller: a link met before the maintenance plan, made while the crawl
+        goes on, reaches the URL never makes it deeper than it is known), then the frontier's
+        (each URL not in the run yet, or with ``again`` any), at its document's depth."""
         in_run = (
             select(frontier.c.document_id)
             .where(frontier.c.document_id == documents.c.id, frontier.c.run_id == literal(self.run_id, Integer))
             .exists()
         )
         statement = self.database.insert(documents)
+        shallower = case(
+            (documents.c.depth.is_(None), statement.excluded.depth),
+            (statement.excluded.depth < documents.c.depth, statement.excluded.depth),
+            else_=documents.c.depth,
+        )
         documents_insert = statement.on_conflict_do_update(
-            index_elements=ROW_KEY, set_={"depth": statement.excluded.depth}, where=None if again else ~in_run
+            index_elements=ROW_KEY, set_={"depth": shallower}, where=None if again else ~in_run
         )
         chosen = select(
             documents.c.id,
             documents.c.source,
             literal(self.run_id, Integer),
             literal(FrontierState.QUEUED.value),
-            bindparam("f_depth", type_=Integer),
+            documents.c.depth,  # as the statement before left it
             bindparam("f_request", type_=Text),
         ).where(documents.c.source == bindparam("f_source"), documents.c.url_hash == bindparam("f_url_hash"))
         entries = self.database.insert(frontier).from_select(

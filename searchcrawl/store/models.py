@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from sqlalchemy import BigInteger, Boolean, Column, DateTime, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, DateTime, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
 
 metadata = MetaData()
 
@@ -132,7 +132,8 @@ runs = Table(
     Column("reason", Text),
     Column("mode", String(20)),  # initial, maintenance, forced, test
     Column("job", String(200)),  # the scrapyd job of the latest session
-    Column("plan_pending", Boolean),  # its maintenance plan is still being made (crawl/planner.py)
+    # the node making its maintenance plan ("": nobody, its maker failed; NULL: made): crawl/run_start.py
+    Column("plan_owner", String(200)),
     Index("ix_runs_source", "source", "id"),
 )
 

@@ -344,15 +344,31 @@ class Runs:
         with self.engine.begin() as connection:
             connection.execute(update(runs).where(runs.c.id == run_id).values(mode=mode))
 
-    def set_plan_pending(self, run_id: int, pending: bool) -> None:
-        """The run's maintenance plan is being made (True), or made (False): crawl/run_start.py."""
+    def set_plan_owner(self, run_id: int, owner: str | None) -> None:
+        """The node making the run's maintenance plan ("": nobody, its maker failed; None: the
+        plan is made): crawl/run_start.py."""
         with self.engine.begin() as connection:
-            connection.execute(update(runs).where(runs.c.id == run_id).values(plan_pending=pending or None))
+            connection.execute(update(runs).where(runs.c.id == run_id).values(plan_owner=owner))
+
+    def plan_owner(self, run_id: int) -> str | None:
+        """Who makes the run's maintenance plan ("": nobody now); None once it is made. While it
+        is not, no node ends the run."""
+        with self.engine.connect() as connection:
+            owner: str | None = connection.execute(select(runs.c.plan_owner).where(runs.c.id == run_id)).scalar_one_or_none()
+            return owner
 
     def plan_pending(self, run_id: int) -> bool:
-        """Whether the run's maintenance plan is still being made: no node ends the run meanwhile."""
-        with self.engine.connect() as connection:
-            return bool(connection.execute(select(runs.c.plan_pending).where(runs.c.id == run_id)).scalar_one_or_none())
+        """Whether the run's maintenance plan is still to be made (or being made)."""
+        return self.plan_owner(run_id) is not None
+
+    def take_over_plan(self, run_id: int, gone: str, owner: str) -> bool:
+        """``owner`` makes the run's plan in place of ``gone`` (a node no longer alive, or ""):
+        exactly one node wins."""
+        with self.engine.begin() as connection:
+            result = connection.execute(
+                update(runs).where(runs.c.id == run_id, runs.c.plan_owner == gone).values(plan_owner=owner)
+            )
+            return bool(result.rowcount)
 
     def control(self, source: str, action: str) -> dict[str, Any] | None:
         """Ask the source's running crawl to suspend or stop; a suspended run is stopped directly."""

@@ -667,4 +667,22 @@ def test_a_crawl_closed_while_its_plan_is_made_is_suspended(crawler_of, monkeypa
     close(scheduler, "finished")
     assert scheduler.planner is None
     latest = stores_of(crawler).runs.latest("unit")
-    assert latest is not None and (latest["state"], latest["plan_pending"]) == ("suspended", True)
+    assert latest is not None and latest["state"] == "suspended" and latest["plan_owner"] == scheduler.owner
+
+
+def test_a_node_takes_over_a_plan_whose_maker_is_gone_and_exactly_one_does(crawler_of, monkeypatch) -> None:
+    """A shared crawl of three: the node making the plan dies (or its plan fails). Taking it over
+    when one is *alone* would leave two waiting for each other forever: a node takes it over
+    once its maker is not among the live nodes, and the runs table lets exactly one win."""
+    monkeypatch.setattr("searchcrawl.store.documents.PLAN_BATCH", 2)
+    crawler, first = unplanned_maintenance(crawler_of, ["http://h.test/a.html", "http://h.test/b.html"])
+    runs = first.runs
+    assert first.run is not None and runs.plan_owner(first.run.id) == first.owner
+    assert not runs.take_over_plan(first.run.id, "someone-else", "node-b")  # not its maker: nothing
+    runs.set_plan_owner(first.run.id, "gone-node")  # its maker died without a word
+    first.shared = True
+    assert first._others_working()  # it takes the plan over: pending work meanwhile
+    assert runs.plan_owner(first.run.id) == first.owner and first.planner is not None
+    wait_for(lambda: not first._planning(), what="the plan made")
+    assert runs.plan_owner(first.run.id) is None
+    assert not runs.take_over_plan(first.run.id, "gone-node", "node-c")  # made: nobody takes it over

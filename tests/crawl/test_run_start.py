@@ -122,7 +122,7 @@ def test_a_plan_cut_short_is_made_again_by_the_resumed_run_not_by_a_node_that_jo
     assert plan(resumed, source, table)
     assert table.get(source.name, "http://h.test/a.html")["frontier"] == "queued"  # type: ignore[index]
     shared = runs.start(source.name, allow_shared=True, owner="node-2")  # joins node-1, alive
-    runs.set_plan_pending(run.id, True)
+    runs.set_plan_owner(run.id, "node-1")
     joined = begin_run(
         shared,
         CrawlArguments(),

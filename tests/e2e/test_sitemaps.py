@@ -31,6 +31,7 @@ class SitemapSite:
         self.extra_entries: list[str] = []  # other <loc>s of sitemap-b (hostile, out of scope)
         self.seen: list[str] = []
         self.robots_sitemap = True
+        self.disallow = ["/private/"]
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,7 +55,8 @@ class SitemapSite:
     def answer(self, path: str) -> tuple[int, str, bytes]:
         if path == "/robots.txt":
             line = f"Sitemap: {self.url}sitemap_index.xml\n" if self.robots_sitemap else ""
-            return 200, "text/plain", f"User-agent: *\nDisallow: /private/\n{line}".encode()
+            rules = "".join(f"Disallow: {path}\n" for path in self.disallow)
+            return 200, "text/plain", f"User-agent: *\n{rules}{line}".encode()
         if path == "/sitemap_index.xml":
             children = "".join(
                 f"<sitemap><loc>{self.url}{name}</loc></sitemap>" for name in ("sitemap-a.xml.gz", "sitemap-b.xml")
@@ -222,3 +224,28 @@ def test_lastmod_of_a_late_sitemap_does_not_hide_a_change(project, solr, site) -
     assert project.scrapy("crawl", name).returncode == 0
     assert "/report.html" in site.page_requests()
     assert "Second version" in json.dumps(solr_docs(solr, name))
+
+
+def test_a_page_robots_txt_now_refuses_leaves_though_its_sitemap_says_unchanged(project, solr, site) -> None:
+    """Issue 58's bulk sparing records a sitemap's unchanged pages without a request, so no
+    downloader middleware sees them: robots.txt must still decide first. A page robots.txt now
+    disallows leaves the index (its exclusion's status), whatever its stale sitemap says; the
+    others are spared (915)."""
+    site.pages["/news/a.html"] = ("News, soon disallowed.", LONG_AGO)
+    for n in range(60):  # more than the crawl's requests in flight while the sitemaps are read
+        site.pages[f"/doc{n:02}.html"] = (f"A document, {n}.", LONG_AGO)
+    name = f"sitemap-robots-{uuid.uuid4().hex[:6]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    assert project.scrapy("crawl", name).returncode == 0
+    assert f"{site.url}news/a.html" in {doc["url"] for doc in solr_docs(solr, name)}
+    site.disallow = ["/private/", "/news/"]
+    site.seen.clear()
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = project.table()
+    assert {table.get(name, f"{site.url}doc{n:02}.html")["status"] for n in range(60)} == {915}
+    assert "/news/a.html" not in site.page_requests()  # refused before it is asked
+    assert "unchanged by their lastmod (not requested)" in result.stderr  # the bulk sparing, not the requests
+    news = table.get(name, f"{site.url}news/a.html")
+    assert news["status"] == 907 and news["state"] in ("removing", "removed"), news
+    assert f"{site.url}news/a.html" not in {doc["url"] for doc in solr_docs(solr, name)}

@@ -698,3 +698,20 @@ def test_pages_spared_in_bulk_are_recorded_as_record_would_and_only_while_queued
         assert mine["last_fetched"] == fetched_before[url]  # not fetched: its last fetch stays
     assert {bulk.get("bulk", url)["frontier"] for url in urls if url not in spared.urls} == {"queued", "leased"}  # type: ignore[index]
     assert bulk.record_spared("bulk", urls, spare).urls == []  # done already: nothing twice
+
+
+def test_a_known_url_met_deeper_before_its_plan_keeps_its_depth(tmp_path) -> None:
+    """The maintenance plan is made while the crawl goes on (issue 58): a link may reach a known
+    URL before the plan queues it. Queued then at the link's depth, it would sit deeper than it
+    is known, and its own links past max_depth. A known URL is queued at the smaller of the two;
+    a new one at its link's."""
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'depth.sqlite3'}"))
+    source = "depth"
+    runs = Runs(table.database)
+    first = Frontier(table.database, source, runs.start(source).id, "me")
+    first.add([Entry("http://h/known", 1), Entry("http://h/deep", 4)])
+    second = Frontier(table.database, source, first.run_id + 1, "me")  # the next run, before its plan
+    second.add([Entry("http://h/known", 3), Entry("http://h/deep", 2), Entry("http://h/new", 5)])
+    depths = {entry.url: entry.depth for entry in second.lease(5)}
+    assert depths == {"http://h/known": 1, "http://h/deep": 2, "http://h/new": 5}
+    assert [table.get(source, url)["depth"] for url in depths] == [1, 2, 5]  # type: ignore[index]

@@ -18,9 +18,13 @@ deletes orphans needs every page's links, so it requests every page, as with con
 
 The sparing is done in bulk as each sitemap is read (``Ledger.record_spared``: a few statements
 per 500 URLs), not request by request: an unchanged million costs its sitemaps' reading, not a
-million trips through the downloader. Only the URLs leased already when their sitemap is read
-(in flight) keep a lastmod hint, checked as their request passes here (``refuse_if_unchanged``,
-the same rule: ``unchanged``); a first crawl keeps none (nothing known can be spared).
+million trips through the downloader. A page spared so never reaches the middlewares before
+this one, so it is spared in bulk only where they would let it through: its site's robots.txt
+(the last one read, as RobotsMiddleware read it: ``robots_txt_read``) allows it (with
+``obey_robots``), and it is on the sitemap's own host and port, whose address the sitemap's
+request passed. The other URLs, and those leased already when their sitemap is read (in
+flight), keep a lastmod hint, checked as their request passes here (``refuse_if_unchanged``, the
+same rule: ``unchanged``); a first crawl keeps none (nothing known can be spared).
 
 Bounds (hostile sitemaps): ``SEARCHCRAWL_SITEMAP_MAX_FILES`` files per crawl,
 ``SEARCHCRAWL_SITEMAP_MAX_SECONDS`` reading one site's (or the source file's) sitemaps,
@@ -77,12 +81,13 @@ from searchcrawl.rules.sitemap_files import (
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical, location_target
 from searchcrawl.store.database import as_utc
-from searchcrawl.store.documents import DocumentTable
+from searchcrawl.store.documents import DocumentTable, Spared
 from searchcrawl.store.frontier import Entry, Frontier, Known
 
 logger = logging.getLogger(__name__)
 
 MAX_SITEMAP_REDIRECTS = 5
+ROBOTS_HELD = 64  # sites whose last robots.txt bulk sparing asks (a few KB each); the others' pages are requested
 CONFIGURED = ""  # the key of the source file's own sitemaps, read before any page
 
 
@@ -120,6 +125,10 @@ class SitemapMiddleware:
         self.listed_urls = 0
         self.reading: dict[str, asyncio.Future[None]] = {}  # site (or CONFIGURED) -> its sitemaps being read
         self.fetched: set[str] = set()  # sitemap URLs requested in this crawl
+        # the robots.txt last read of the latest sites (what bulk sparing asks: ``spare``)
+        self.obey = settings.obey_robots
+        self.robots_agent = settings.robots_agent
+        self.robots: OrderedDict[str, RobotsTxt] = OrderedDict()
         self.warned = False
         crawler.signals.connect(self.robots_txt_read, signal=robots_txt_read)
         crawler.signals.connect(self.run_started, signal=run_started)
@@ -143,6 +152,10 @@ class SitemapMiddleware:
         self.run, self.frontier = run, frontier
 
     def robots_txt_read(self, site: str, robots: RobotsTxt) -> None:
+        self.robots[site] = robots
+        self.robots.move_to_end(site)
+        while len(self.robots) > ROBOTS_HELD:
+            self.robots.popitem(last=False)
         # a site's sitemaps are read once per crawl: a robots.txt fetched again (its rules
         # forgotten by RobotsMiddleware to bound memory) lists nothing to read
         if not self.from_robots or site in self.reading or site in self.listed or self.files_spent():
@@ -317,8 +330,8 @@ class SitemapMiddleware:
             try:
                 url = canonical(loc)
             except ValueError:
-                url = ""
-            if own is None or not url or canonical_site_key(url) != own:
+                continue
+            if own is None or canonical_site_key(url) != own:
                 foreign += 1
                 continue
             entry = self.admission.link(url, 0)  # rewritten, or None when excluded or queued already
@@ -326,8 +339,8 @@ class SitemapMiddleware:
                 seeds.append(entry)
             if lastmod is None or (entry is None and not (self.frontier and self.frontier.in_run(url))):
                 continue  # no word on it, or the rules keep it out (the plan records so)
-            for listed in {url, entry.url} if entry is not None else (url,):
-                lastmods[listed] = max(lastmod, lastmods.get(listed, lastmod))
+            listed = url if entry is None else entry.url  # as queued (the rules refuse the URL rewritten)
+            lastmods[listed] = max(lastmod, lastmods.get(listed, lastmod))
         self.admission.flush()
         spared = self.spare(lastmods) if lastmods and self.spares else set()
         if spared:
@@ -351,13 +364,35 @@ class SitemapMiddleware:
         their request. Returns the URLs spared."""
         if self.ledger is None:
             return set()
-        spared = self.ledger.record_spared(list(lastmods), lambda url, known: self.unchanged(url, known, lastmods[url], {}))
-        for url in spared.in_flight:
+        bulk = [url for url in lastmods if self.robots_allow(url)]
+        try:
+            spared = self.ledger.record_spared(bulk, lambda url, known: self.unchanged(url, known, lastmods[url], {}))
+            checked = set(bulk)
+        except Exception:  # the database busy, a deadlock: their requests decide, as before
+            logger.exception("Sparing the unchanged pages of a sitemap failed: they are checked as they are requested")
+            spared, checked = Spared(), set()
+        # a hint for each page whose request decides: in flight, or not asked in bulk (robots.txt
+        # not held, or refusing it: the request path says so); none for one the bulk found not
+        # spared (not known, not indexed, newer than its fetch): it is simply requested
+        for url in [*spared.in_flight, *(url for url in lastmods if url not in checked)]:
             self.hints.add(url, lastmods[url])
         if self.hints.dropped and not self.warned:
             self.warned = True
             logger.warning("More than %d sitemap lastmod dates: later ones are not used in this crawl", self.hints.limit)
         return set(spared.urls)
+
+    def robots_allow(self, url: str) -> bool:
+        """Whether the robots.txt of ``url``'s site, as last read, lets it through now (True
+        without ``obey_robots``); a site whose robots.txt is not held (not read yet, forgotten,
+        unavailable) does not: its pages are checked as they are requested."""
+        if not self.obey:
+            return True
+        site = site_of(url)
+        robots = self.robots.get(site) if site is not None else None
+        if robots is None:
+            return False
+        decision = robots.decide(self.robots_agent, url)
+        return decision.allowed and not decision.undecided
 
     def unchanged(self, url: str, known: Known, lastmod: datetime, meta: Mapping[str, Any]) -> Outcome | None:
         """The rule: a known, indexed page whose sitemap ``lastmod`` is not newer than its last
