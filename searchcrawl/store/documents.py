@@ -25,7 +25,23 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Result, and_, bindparam, case, exists, func, literal, or_, select, tuple_, update
+from sqlalchemy import (
+    ARRAY,
+    Connection,
+    Result,
+    String,
+    and_,
+    bindparam,
+    case,
+    exists,
+    func,
+    literal,
+    or_,
+    select,
+    true,
+    tuple_,
+    update,
+)
 from sqlalchemy import Row as SqlRow
 
 from searchcrawl.rules.lifecycle import (
@@ -259,7 +275,7 @@ class DocumentTable:
             # The original left the index after the pipeline compared them, and queued its
             # duplicates again (_promote_duplicates): this URL is fetched once more in this run to
             # take its place, instead of being marked the duplicate of a document that is gone.
-            self._update_row(connection, source, url, {"duplicate_of": None})
+            self._update_row(connection, source, url, {"duplicate_of": None}, row_id=current.id)
             place(self.database, connection, source, url, self._queued())
             logger.debug("Fetched again, its original %s left the index: %s", original, url)
             return State(current.state)
@@ -290,6 +306,7 @@ class DocumentTable:
             original=original,
             validators=outcome.validators,
             compared_checksum=outcome.compared_checksum,
+            row_id=current.id,
         ):
             return False
         if outcome.finishes and self.run_id is not None:
@@ -620,6 +637,11 @@ class DocumentTable:
         while stop is None or not stop():
             queue = array("q")
             with self.engine.connect() as connection:  # closed before a row is recorded (SQLite's one writer)
+                if self.engine.dialect.name == "postgresql":
+                    # in id order through the index of (source, id), PLAN_BATCH rows: while the
+                    # table's statistics were stale, the planner read the rest of the source
+                    # and sorted it, for every batch (issue 58: 1,050,000 rows at 100,000 URLs)
+                    connection.exec_driver_sql("SET LOCAL enable_sort = off")
                 rows = connection.execute(
                     select(
                         documents.c.id,
@@ -662,6 +684,11 @@ class DocumentTable:
         assert self.run_id is not None
         queued = 0
         with self.engine.begin() as connection:
+            if self.engine.dialect.name == "postgresql":
+                # by the primary key, 500 ids at a time: the planner read the whole source for
+                # each 500 while the table's statistics were stale or it was small (issue 58:
+                # 20,000 rows each at 20,000 URLs); the transaction holds nothing else
+                connection.exec_driver_sql("SET LOCAL enable_seqscan = off")
             for start in range(0, len(queue), 500):
                 # a node that joined the run meanwhile (a fleet's, processes = N) may have queued,
                 # leased or fetched it in this run: it keeps its place, and its fetch is not
@@ -693,26 +720,7 @@ class DocumentTable:
             chunk = urls[start : start + SPARE_BATCH]
             with self.engine.connect() as connection:
                 rows = connection.execute(
-                    self._statement(
-                        "spare_candidates",
-                        lambda: (
-                            select(
-                                documents.c.id,
-                                documents.c.url,
-                                documents.c.last_fetched,
-                                documents.c.last_modified,
-                                documents.c.etag,
-                                frontier.c.run_id,
-                                frontier.c.state.label("frontier"),
-                                *self._row_state().selected_columns[2:],  # the ledger's view, as ``record`` reads it
-                            )
-                            .select_from(WHOLE)
-                            .where(
-                                documents.c.source == bindparam("source"),
-                                documents.c.url_hash.in_(bindparam("hashes", expanding=True)),
-                            )
-                        ),
-                    ),
+                    self._statement("spare_candidates", self._spare_candidates),
                     {"source": source, "hashes": [url_hash(url) for url in chunk]},
                 ).all()
             when = now()
@@ -743,6 +751,44 @@ class DocumentTable:
             if writes:
                 spared.urls.extend(urls_of[document_id] for document_id in self._write_spared(source, writes))
         return spared
+
+    def _spare_candidates(self) -> Any:
+        """The rows of a batch of URLs (by hash) that ``record_spared`` reads: each with its
+        frontier entry and redirect, as ``record`` reads it.
+
+        On PostgreSQL each URL is looked up on its own (a LATERAL subquery per hash, kept apart
+        by its LIMIT): as one ``url_hash IN (...)``, the planner read the source's rows through
+        an index on ``source`` alone, for every batch, while the table's statistics were stale
+        (a table grown by the crawl before autovacuum's ANALYZE: issue 58, 100,000 rows a batch
+        of 500 at 100,000 URLs)."""
+        columns = (
+            documents.c.id,
+            documents.c.url,
+            documents.c.last_fetched,
+            documents.c.last_modified,
+            documents.c.etag,
+            frontier.c.run_id,
+            frontier.c.state.label("frontier"),
+            *self._row_state().selected_columns[2:],  # the ledger's view, as ``record`` reads it
+        )
+        if self.engine.dialect.name != "postgresql":
+            return (
+                select(*columns)
+                .select_from(WHOLE)
+                .where(
+                    documents.c.source == bindparam("source"),
+                    documents.c.url_hash.in_(bindparam("hashes", expanding=True)),
+                )
+            )
+        wanted = func.unnest(bindparam("hashes", type_=ARRAY(String))).table_valued("hash").render_derived(name="wanted")
+        found = (
+            select(*columns)
+            .select_from(WHOLE)
+            .where(documents.c.source == bindparam("source"), documents.c.url_hash == wanted.c.hash)
+            .limit(1)
+            .lateral("found")
+        )
+        return select(*found.c).select_from(wanted).join(found, true())
 
     def _write_spared(self, source: str, writes: Mapping[int, dict[str, Any]]) -> set[int]:
         """Finish in this run the entries of ``writes`` (document id -> values) still queued,
@@ -981,6 +1027,7 @@ class DocumentTable:
         original: str | None = None,
         validators: Mapping[str, Any] | None = None,
         compared_checksum: str | None = None,
+        row_id: int | None = None,
     ) -> bool:
         """Set ``values`` on the row of ``url`` (restricted in test mode), with a statement built
         once per set of columns. With ``new_checksum``, ``last_changed`` is set only when the
@@ -988,7 +1035,12 @@ class DocumentTable:
         ``validators`` (an unchanged document's ETag, Last-Modified) are set only while the row's
         checksum is ``compared_checksum``: they belong to that content. With ``expect_state``,
         only while the row is in that state, and with ``original``, only while that URL has not
-        left the index in this run (_has_left, in the same statement). Returns whether it wrote."""
+        left the index in this run (_has_left, in the same statement). ``row_id``: the row's id,
+        read in this transaction: the row is found by its primary key. Found by (source,
+        url_hash) with a state to match, PostgreSQL chose the index of (source, state) as often
+        as the unique one while a table's statistics were stale, and read every row of the
+        source in that state for each page (issue 58: 100,000 rows a page at 100,000 URLs).
+        Returns whether it wrote."""
         values = self._restrict(values)
         checked = self._restrict(dict(validators or {}))
         if not values and not checked:
@@ -1000,6 +1052,7 @@ class DocumentTable:
         # run's deltas, which read half the source's rows for every page (issue 58: 5,000 rows a
         # page at 10,000 URLs; tests/benchmarks/README.md)
         kept = guarded and original is not None and self.engine.dialect.name == "sqlite"
+        by_id = row_id is not None
 
         def build() -> Any:
             assignments: dict[str, Any] = {column: bindparam(f"v_{column}") for column in values}
@@ -1016,9 +1069,12 @@ class DocumentTable:
                     (documents.c.checksum.is_not_distinct_from(bindparam("w_checksum")), bindparam(f"v_{column}")),
                     else_=documents.c[column],
                 )
-            statement = update(documents).where(
-                documents.c.source == bindparam("w_source"), documents.c.url_hash == bindparam("w_url_hash")
-            )
+            if by_id:  # ids are never reused: a row is never deleted
+                statement = update(documents).where(documents.c.id == bindparam("w_id"))
+            else:
+                statement = update(documents).where(
+                    documents.c.source == bindparam("w_source"), documents.c.url_hash == bindparam("w_url_hash")
+                )
             if guarded:
                 statement = statement.where(documents.c.state == bindparam("w_state"))
             if kept:
@@ -1033,7 +1089,7 @@ class DocumentTable:
                 )
             return statement.values(assignments)
 
-        statement = self._statement(("update_row", tuple(values), track_change, guarded, kept, tuple(checked)), build)
+        statement = self._statement(("update_row", tuple(values), track_change, guarded, kept, tuple(checked), by_id), build)
         parameters = {f"v_{column}": value for column, value in {**values, **checked}.items()}
         if checked:
             parameters["w_checksum"] = compared_checksum
@@ -1043,7 +1099,11 @@ class DocumentTable:
             parameters["w_state"] = expect_state
         if kept:
             parameters.update(w_original=url_hash(original or ""), w_run=self.run_id)
-        result = connection.execute(statement, {**parameters, "w_source": source, "w_url_hash": url_hash(url)})
+        if by_id:
+            parameters["w_id"] = row_id
+        if kept or not by_id:
+            parameters.update(w_source=source, w_url_hash=url_hash(url))
+        result = connection.execute(statement, parameters)
         return not guarded or bool(result.rowcount)
 
     def mark_indexed(self, source: str, acknowledged: Sequence[tuple[str, str]]) -> list[str]:

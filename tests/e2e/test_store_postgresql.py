@@ -5,11 +5,15 @@ and the ones of PostgreSQL alone."""
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Engine, inspect, text
 
+from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.status_codes import Status
 from searchcrawl.store import Database, DocumentTable, SchemaOutdated
 from searchcrawl.store.database import create_db_engine, run_migrations
-from searchcrawl.store.models import documents
+from searchcrawl.store.models import RunState, documents
+from searchcrawl.store.runs import Runs
+from tests.benchmarks.plan import fill
 from tests.store.test_document_table import (  # noqa: F401 - the tests of a ``backend``, run here with this module's
     exercise,
     test_a_duplicate_whose_original_left_meanwhile_is_fetched_again_not_marked,
@@ -83,3 +87,61 @@ def test_migration_0013_keeps_rows_and_holds_a_restricted_documents_checksum_on_
     schema_url: tuple[Engine, str],
 ) -> None:
     check_keeps_rows_and_holds_access(*schema_url, "m")
+
+
+def test_a_maintenance_run_reads_a_handful_of_rows_a_url_while_the_statistics_are_stale(schema_url: tuple[Engine, str]) -> None:
+    """Issue 58: a table grown by a crawl is planned with stale statistics until autovacuum's
+    ANALYZE. Then the plan's batches read the rest of the source each, a page's write read
+    every row of the source in its state, and each batch of spared pages the whole frontier and
+    the source's rows. On a source of 20,000 rows never analyzed, a maintenance run's plan, two
+    pages' outcomes and all of its pages spared read a few rows a URL, none by a sequential scan."""
+    engine, url = schema_url
+    schema = url.rsplit("search_path%3D", 1)[1]
+    count = 20_000
+    database = Database(f"{url}&application_name=stale_{schema}")
+    fill(database, "s", count)
+    runs = Runs(database)
+    first = runs.start("s")
+    with database.engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO frontier (document_id, source, run_id, state, depth) SELECT id, source, :run, 'done', depth FROM documents"
+            ),
+            {"run": first.id},
+        )
+    runs.end(first.id, RunState.FINISHED, {}, "done")
+
+    def read() -> dict[str, tuple[int, int]]:
+        """(rows read by sequential scans, by indexes) of each table, once this test's sessions ended."""
+        database.engine.dispose()  # a session's counters reach pg_stat_user_tables as it ends
+        with engine.connect() as connection:
+            query = text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name")
+            while connection.execute(query, {"name": f"stale_{schema}"}).scalar():
+                connection.rollback()
+            rows = connection.execute(
+                text(
+                    "SELECT relname, seq_tup_read, coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables "
+                    "WHERE schemaname = :schema AND relname IN ('documents', 'frontier')"
+                ),
+                {"schema": schema},
+            ).all()
+            connection.rollback()
+        return {name: (sequential, indexed) for name, sequential, indexed in rows}
+
+    before = read()
+    table = DocumentTable(database).for_run(runs.start("s").id)
+    assert table.plan_maintenance("s", lambda url, depth: None)[1] == 0
+    urls = [f"http://127.0.0.1:8080/section{number % 100}/page{number}.html" for number in range(count)]
+    table.record("s", urls[0], Outcome(Event.CACHED, 200, columns={"checksum": "new", "display_url": urls[0]}))
+    table.record("s", urls[1], Outcome(Event.UNCHANGED, 304, "304"))
+    spared = table.record_spared(
+        "s", urls, lambda url, known: Outcome(Event.UNCHANGED, int(Status.SITEMAP_UNCHANGED), "sitemap", fetched=False)
+    )
+    assert len(spared.urls) == count - 2
+    after = read()
+    read_by = {name: (after[name][0] - before[name][0], after[name][1] - before[name][1]) for name in after}
+    assert read_by["documents"][0] == read_by["frontier"][0] == 0
+    # by index: the plan's batches and queuing, the spared pages' look-ups and writes (4 a URL);
+    # before the fix, 900,000 (documents) and 800,000 sequentially (frontier)
+    assert read_by["documents"][1] <= 4 * count + 100
+    assert read_by["frontier"][1] <= 3 * count + 100
