@@ -415,7 +415,9 @@ def queue_documents(
         set_=assignments,
         where=frontier.c.run_id != statement.excluded.run_id if new_in_run else None,
     )
-    return connection.execute(statement).rowcount or 0
+    # counted from what the statement returns: PostgreSQL's driver gives no row count (-1) for an
+    # INSERT ... SELECT ... ON CONFLICT, and the plan said it queued -200 URLs
+    return len(connection.execute(statement.returning(frontier.c.document_id)).all())
 
 
 def finish_queued(
