@@ -354,9 +354,6 @@ class SitemapMiddleware:
             f", {len(spared)} unchanged by their lastmod (not requested)" if spared else "",
             f", {foreign} of other hosts ignored" if foreign else "",
         )
-        if self.hints.dropped and not self.warned:
-            self.warned = True
-            logger.warning("More than %d sitemap lastmod dates: later ones are not used in this crawl", self.hints.limit)
 
     def spare(self, lastmods: dict[str, datetime]) -> set[str]:
         """Record unchanged, without a request, the URLs of ``lastmods`` queued in this run that
