@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Integer, Row, Text, and_, bindparam, case, func, literal, or_, select, update
+from sqlalchemy import Connection, Integer, Row, and_, bindparam, case, func, literal, or_, select, update
 
 from searchcrawl.rules.lifecycle import State
 from searchcrawl.rules.status_codes import Status
@@ -135,17 +135,30 @@ class Frontier:
                     )
                     for entry in chunk
                 ]
+                requests = {
+                    row["url_hash"]: json.dumps(entry.data, separators=(",", ":")) if entry.data else None
+                    for row, entry in zip(rows, chunk, strict=True)
+                }
+                # the rows written (new, or known and not in the run yet; with ``again`` all), with
+                # their ids: the frontier's entries are written by id, never looked up by URL (on
+                # PostgreSQL that look-up, planned while a first crawl's table was still empty,
+                # read every row of the source: 13,000 rows a URL at 100,000)
+                written = connection.execute(documents_insert, rows).all()
+                if not written:
+                    continue
                 queued = [
                     {
-                        "f_source": row["source"],
-                        "f_url_hash": row["url_hash"],
-                        "f_request": json.dumps(entry.data, separators=(",", ":")) if entry.data else None,
+                        "document_id": document_id,
+                        "source": self.source,
+                        "run_id": self.run_id,
+                        "state": FrontierState.QUEUED.value,
+                        "depth": depth,
+                        "request": requests[key],
                     }
-                    for row, entry in zip(rows, chunk, strict=True)
+                    for document_id, key, depth in written
                 ]
-                connection.execute(documents_insert, rows)
                 result = connection.execute(frontier_insert, queued)
-                added += result.rowcount if result.rowcount is not None and result.rowcount >= 0 else len(rows)
+                added += result.rowcount if result.rowcount is not None and result.rowcount >= 0 else len(queued)
         self._remember(unique)
         self.additions += added
         return added
@@ -155,7 +168,8 @@ class Frontier:
         """The document rows (new ones; a known URL queued anew takes the depth it is queued
         with when that is smaller: a link met before the maintenance plan, made while the crawl
         goes on, reaches the URL never makes it deeper than it is known), then the frontier's
-        (each URL not in the run yet, or with ``again`` any), at its document's depth."""
+        (each URL not in the run yet, or with ``again`` any), at its document's depth, by the
+        ids the first returns."""
         in_run = (
             select(frontier.c.document_id)
             .where(frontier.c.document_id == documents.c.id, frontier.c.run_id == literal(self.run_id, Integer))
@@ -169,18 +183,8 @@ class Frontier:
         )
         documents_insert = statement.on_conflict_do_update(
             index_elements=ROW_KEY, set_={"depth": shallower}, where=None if again else ~in_run
-        )
-        chosen = select(
-            documents.c.id,
-            documents.c.source,
-            literal(self.run_id, Integer),
-            literal(FrontierState.QUEUED.value),
-            documents.c.depth,  # as the statement before left it
-            bindparam("f_request", type_=Text),
-        ).where(documents.c.source == bindparam("f_source"), documents.c.url_hash == bindparam("f_url_hash"))
-        entries = self.database.insert(frontier).from_select(
-            ["document_id", "source", "run_id", "state", "depth", "request"], chosen
-        )
+        ).returning(documents.c.id, documents.c.url_hash, documents.c.depth)
+        entries = self.database.insert(frontier)
         frontier_insert = entries.on_conflict_do_update(
             index_elements=["document_id"],
             set_={
