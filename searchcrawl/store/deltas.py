@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import literal, select
+from sqlalchemy import func, literal, select
 
 from searchcrawl.store.database import Database
 from searchcrawl.store.models import documents, run_deltas
@@ -38,6 +38,22 @@ class Deltas:
         for urls in report.values():
             urls.sort()
         return report
+
+    def counts(self, source: str, run_id: int) -> dict[str, int]:
+        """How many URLs of each kind a run found (``report``'s lengths), counted by the
+        database: a run of a million URLs ends without holding them (issue 58: the report's
+        lists were 270 MB of the crawler's peak at the end of a first crawl of 1,000,000)."""
+        with self.engine.connect() as connection:
+            rows: Sequence[tuple[str | None, int]] = connection.execute(
+                select(run_deltas.c.kind, func.count()).where(run_deltas.c.run_id == run_id).group_by(run_deltas.c.kind)
+            ).all()
+            if not rows:
+                rows = connection.execute(
+                    select(documents.c.delta, func.count())
+                    .where(documents.c.source == source, documents.c.delta_run == run_id)
+                    .group_by(documents.c.delta)
+                ).all()
+        return {kind: count for kind, count in rows if kind is not None}
 
     def keep(self, source: str, run_id: int) -> None:
         """Copy the run's deltas into run_deltas: the report survives later runs."""

@@ -175,9 +175,9 @@ def guard_removals(source: Source, ledger: Ledger, force_delete: bool) -> int:
     return removals
 
 
-def delta_summary(report: Mapping[str, list[str]], skipped: int) -> str:
+def delta_summary(counts: Mapping[str, int], skipped: int) -> str:
     """The delta report's counts, for the log: every kind of change, and the listing's skipped entries."""
-    summary = ", ".join(f"{kind} {len(report.get(kind, []))}" for kind in Delta)
+    summary = ", ".join(f"{kind} {counts.get(kind, 0)}" for kind in Delta)
     if skipped:
         summary += f", skipped {skipped} (no documents: see the listing's warning)"
     return summary
@@ -424,8 +424,8 @@ class RunEnd:
         name = run.source
         deltas = Deltas(self.stores.database)
         deltas.keep(name, run.id)
-        report = deltas.report(name, run.id)
-        counters = {**run_counters(self.stats, frontier), "delta": {kind: len(urls) for kind, urls in sorted(report.items())}}
+        counts = deltas.counts(name, run.id)  # its URLs stay in the database (`scrapy report` lists them)
+        counters = {**run_counters(self.stats, frontier), "delta": dict(sorted(counts.items()))}
         runs.end(run.id, state, counters, reason)
         if state == RunState.FINISHED and not run.test_mode:
             runs.save_fingerprint(name, fingerprint(self.source))
@@ -435,7 +435,7 @@ class RunEnd:
             run.id,
             run.mode,
             ", test mode: nothing sent to Solr" if run.test_mode else "",
-            delta_summary(report, self.stats.get_value(SKIPPED_STAT, 0)),
+            delta_summary(counts, self.stats.get_value(SKIPPED_STAT, 0)),
             name,
         )
 
