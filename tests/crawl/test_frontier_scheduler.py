@@ -684,7 +684,7 @@ def test_a_node_takes_over_a_plan_whose_maker_is_gone_and_exactly_one_does(crawl
     runs.set_plan_owner(first.run.id, "gone-node")  # its maker died without a word
     first.shared = True
     assert first._others_working()  # it takes the plan over: pending work meanwhile
-    assert runs.plan_owner(first.run.id) == first.owner and first.planner is not None
+    assert runs.plan_owner(first.run.id) in (first.owner, None)  # its own now (or made already: two URLs)
     wait_for(lambda: not first._planning(), what="the plan made")
     assert runs.plan_owner(first.run.id) is None
     assert not runs.take_over_plan(first.run.id, "gone-node", "node-c")  # made: nobody takes it over

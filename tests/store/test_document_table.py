@@ -711,7 +711,10 @@ def test_a_known_url_met_deeper_before_its_plan_keeps_its_depth(tmp_path) -> Non
     first = Frontier(table.database, source, runs.start(source).id, "me")
     first.add([Entry("http://h/known", 1), Entry("http://h/deep", 4)])
     second = Frontier(table.database, source, first.run_id + 1, "me")  # the next run, before its plan
-    second.add([Entry("http://h/known", 3), Entry("http://h/deep", 2), Entry("http://h/new", 5)])
+    # the run has begun (a seed): a known URL met then is queued all the same (the statement's
+    # "not in the run" looked at the whole table: the sequence test, seed 5, crawl 3)
+    assert second.add([Entry("http://h/", 0)]) == 1
+    assert second.add([Entry("http://h/known", 3), Entry("http://h/deep", 2), Entry("http://h/new", 5)]) == 3
     depths = {entry.url: entry.depth for entry in second.lease(5)}
-    assert depths == {"http://h/known": 1, "http://h/deep": 2, "http://h/new": 5}
-    assert [table.get(source, url)["depth"] for url in depths] == [1, 2, 5]  # type: ignore[index]
+    assert depths == {"http://h/": 0, "http://h/known": 1, "http://h/deep": 2, "http://h/new": 5}
+    assert [table.get(source, url)["depth"] for url in depths] == [0, 1, 2, 5]  # type: ignore[index]
