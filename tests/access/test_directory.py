@@ -14,7 +14,6 @@ from searchcrawl.access.directory import (
     DirectoryConfig,
     DirectoryUnavailable,
     Entry,
-    LdapDirectory,
     Membership,
     binary_sids,
     directory_of,
@@ -25,6 +24,7 @@ from searchcrawl.access.directory import (
     walk_groups,
     windows_principals,
 )
+from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.access.ntfs import sid_bytes
 
 ALICE = Entry.of("uid=alice,ou=people,dc=example,dc=org", {"uid": ["alice"], "uidNumber": 1001, "gidNumber": ["2000"]})
@@ -166,7 +166,7 @@ def test_a_walk_cut_at_a_bound_says_so_and_a_whole_walk_does_not() -> None:
 
 def test_a_connection_follows_no_referral() -> None:
     """ldap3 follows referrals to any host by default, binding there with the same credentials."""
-    from searchcrawl.access.directory import LdapDirectory
+    from searchcrawl.access.ldap_directory import LdapDirectory
 
     directory = LdapDirectory(DirectoryConfig(url="ldap://127.0.0.1:1", user_base="dc=x"))
     connection = directory._connection("uid=alice,dc=x", "secret")  # not opened: no socket
@@ -197,7 +197,8 @@ class SlowConnection:
 def test_a_slow_directory_gives_up_the_walk_after_its_budget() -> None:
     import pytest
 
-    from searchcrawl.access.directory import LOOKUP_TIMEOUTS, DirectoryUnavailableLdap, LdapDirectory
+    from searchcrawl.access.directory import LOOKUP_TIMEOUTS
+    from searchcrawl.access.ldap_directory import DirectoryUnavailableLdap, LdapDirectory
 
     now = [0.0]
     directory = LdapDirectory(DirectoryConfig(url="ldap://127.0.0.1:1", user_base="dc=x", timeout=2), clock=lambda: now[0])

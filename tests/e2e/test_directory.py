@@ -8,7 +8,8 @@ import logging
 import pytest
 from scrapy.settings import Settings
 
-from searchcrawl.access.directory import DirectoryConfig, DirectoryUnavailable, LdapDirectory, directory_of
+from searchcrawl.access.directory import DirectoryConfig, DirectoryUnavailable, directory_of
+from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.dev.jvm_server import free_port
 from tests.directory_server import DirectoryServer
 

@@ -12,8 +12,9 @@ import uuid
 import pysolr
 
 from searchcrawl.access.decision import Principal, Principals, decide
-from searchcrawl.access.directory import DirectoryConfig, LdapDirectory
+from searchcrawl.access.directory import DirectoryConfig
 from searchcrawl.access.explanation import ACCESS_COLUMN, FROM_INDEX, FROM_TABLE, explain_access, held_documents
+from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.access.tokens import Access, Grant, Level
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.index.query import matching, search_params

@@ -75,6 +75,9 @@ def test_a_one_page_crawl_loads_only_what_the_source_needs(project, serve, tmp_p
         assert loaded(run["modules"], "aiohttp", "scrapy.extensions.remote_control") == []
         # no cron schedule: no croniter (its import runs a process)
         assert loaded(run["modules"], "croniter") == []
+        # no directory of searchers: no LDAP client, though Scrapy imports the search, web and
+        # explain-access commands' modules on every command (ldap3 and pyasn1: 0.1 s of CPU)
+        assert loaded(run["modules"], "ldap3", "pyasn1", "searchcrawl.access.ldap_directory") == []
         # an HTML page needs no converter: no worker process was ever started
         assert loaded(run["modules"], "multiprocessing.popen_spawn_posix") == [] and run["children"] == 0
         # the startup objects were kept out of the garbage collector's passes, and the collector,
