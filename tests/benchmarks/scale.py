@@ -330,6 +330,7 @@ class ScaleBench(Bench):
     database: PostgresStats | None = None  # the document table on PostgreSQL (else SQLite)
     postgres_pid: int | None = None  # its postmaster: PostgreSQL's CPU meanwhile, with its backends'
     processes_count = 1
+    busy_core = False  # a busy loop on another core during each phase (--busy-core)
 
     def use(self, database: PostgresStats | None, postgres_pid: int | None, processes: int) -> ScaleBench:
         """Crawl with the document table on ``database`` (None: SQLite in the data folder), as a
@@ -354,11 +355,15 @@ class ScaleBench(Bench):
         self.crawl_command = [*base, "-s", "LOG_LEVEL=INFO", "-s", f"LOG_FILE={log}", "-s", f"LOG_FORMAT={LOG_FORMAT}"]
         if self.database is not None:
             self.database.reset()
+        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if self.busy_core else None
         try:
             since = time.time()
             result = super().crawl(label)
         finally:
             self.crawl_command = base
+            if busy is not None:
+                busy.kill()
+                busy.wait()
         done = max(result["requests"], 1) if result.get("interrupted") else self.pages  # an interrupted crawl's: those fetched
         result["urls_per_s"] = round(done / result["seconds"], 1)
         result["cpu_ms_per_url"] = round(result["cpu_s"] * 1000 / done, 3)
@@ -399,6 +404,7 @@ class ScaleBench(Bench):
             "documents": self.pages,
             "database": "sqlite" if self.database is None else "postgresql",
             "processes": self.processes_count,
+            "busy_core": self.busy_core,
         }
         for label in phases:
             if label == "d":
@@ -441,9 +447,10 @@ def milestones(log: Path, since: float) -> dict[str, float]:
     return found
 
 
-def setup(run: dict[str, Any]) -> tuple[str, int]:
-    """A run's database and processes (runs measured before they were options: SQLite, one)."""
-    return run.get("database", "sqlite"), run.get("processes", 1)
+def setup(run: dict[str, Any]) -> tuple[str, int, bool]:
+    """A run's database, processes and whether a core was kept busy (runs measured before they
+    were options: SQLite, one, no)."""
+    return run.get("database", "sqlite"), run.get("processes", 1), run.get("busy_core", False)
 
 
 def complete(run: dict[str, Any] | None) -> bool:
@@ -458,9 +465,10 @@ def verdicts(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     current: dict[str, Any] = {}
 
     def verdict(pages: int, what: str, value: Any, target: str, met: bool) -> None:
-        database, processes = setup(current)
+        database, processes, busy = setup(current)
         found.append(
-            {"pages": pages, "database": database, "processes": processes, "what": what, "value": value, "target": target}
+            {"pages": pages, "database": database + (", a core busy" if busy else ""), "processes": processes}
+            | {"what": what, "value": value, "target": target}
             | {"met": met}
         )
 
@@ -482,7 +490,8 @@ def verdicts(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 ratio <= CPU_RATIO_TARGET,
             )
         one = next(
-            (each for each in runs if each["pages"] == pages and setup(each) == (setup(run)[0], 1) and complete(each)), None
+            (each for each in runs if each["pages"] == pages and setup(each) == (setup(run)[0], 1, False) and complete(each)),
+            None,
         )
         if setup(run)[1] != 1 and complete(run) and one is not None:
             for label in "bcd":
@@ -561,7 +570,8 @@ def markdown(runs: list[dict[str, Any]]) -> str:
         "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|",
     ]
     for run in runs:
-        database, processes = setup(run)
+        database, processes, busy = setup(run)
+        database += ", a core busy" if busy else ""
         for label in PHASES:
             phase = run.get(label)
             if phase is None:
@@ -659,6 +669,12 @@ def main() -> None:
     )
     parser.add_argument("--processes", type=int, default=1, help="the source's processes: crawler processes of each crawl")
     parser.add_argument(
+        "--busy-core",
+        action="store_true",
+        help="keep a core busy (a Python loop, not measured) during each phase: one process's cost on a "
+        "full machine, as two processes have it",
+    )
+    parser.add_argument(
         "--rewrite", action="store_true", help="only write results.md (and the targets) anew from --out's results.json"
     )
     args = parser.parse_args()
@@ -697,11 +713,13 @@ def main() -> None:
                 database = PostgresStats.create(cluster.url, f"scale{pages}")
                 stack.callback(database.dispose)
             label = f"{pages}{'' if database is None else '-pg'}{'' if args.processes == 1 else f'-p{args.processes}'}"
+            label += "-busy" if args.busy_core else ""
             with nginx(site.root, work / f"nginx{pages}") as server:
                 site.write_sitemaps(server.url)
                 bench = ScaleBench(label, work / f"run{label}", solr_url, server, site, solr_pid, tuple(args.set))
                 bench.use(database, cluster.pid if cluster else None, args.processes)
                 bench.stop_file = stop_file
+                bench.busy_core = args.busy_core
                 run = bench.run(args.phases.replace(",", ""))
             run["site_build_s"] = round(built, 1)
             runs.append(run)

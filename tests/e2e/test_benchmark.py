@@ -146,6 +146,15 @@ def test_scale_benchmark_smoke_run(tmp_path, solr_url) -> None:
     report = json.loads((out / "results.json").read_text())
     assert [run["pages"] for run in report["runs"]] == [100, 200]
     assert any(each["what"].startswith("CPU per page") and each["pages"] == 200 for each in report["targets"])
+    # one process beside a busy core (what two processes' machine is like) is kept apart
+    result = subprocess.run(
+        [*command, "--pages", "100", "--phases", "b", "--busy-core"], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((out / "results.json").read_text())
+    assert [(run["pages"], run["busy_core"]) for run in report["runs"]] == [(100, False), (100, True), (200, False)]
+    assert report["runs"][1]["b"]["solr_updates"] == 100
+    assert "| 100 | sqlite, a core busy | 1 | b: first crawl, full pipeline |" in (out / "results.md").read_text()
 
 
 def test_scale_benchmark_on_postgresql_with_two_processes(tmp_path, solr_url) -> None:
