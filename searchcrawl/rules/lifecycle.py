@@ -103,7 +103,11 @@ COPY_STATUSES = (int(Status.DUPLICATE), int(Status.UNCHANGED))
 SEARCHABLE = frozenset({State.INDEXED, State.REMOVING})  # Solr holds a version of it
 OUT_OF_INDEX = frozenset({None, State.QUEUED, State.EXCLUDED, State.FETCHED, State.FAILED, State.REMOVED})
 LEAVING = (Event.EXCLUDED, Event.GONE, Event.REDIRECTED)
-FETCHED_EVENTS = frozenset({Event.GONE, Event.REDIRECTED, Event.FAILED, Event.UNCHANGED, Event.CACHED})
+# The events that read what the URL answers now: its ``last_fetched``, which a sitemap's lastmod
+# and recheck_gone_days are compared with. A failure read nothing (a 503, a timeout, a login page
+# in the page's place): a page that changed before it must not look read since, or its sitemap's
+# older lastmod would spare it, and the index keep the old version (the sequence test, sitemaps).
+READ_EVENTS = frozenset({Event.GONE, Event.REDIRECTED, Event.UNCHANGED, Event.CACHED})
 
 
 def _transitions() -> dict[tuple[State | None, Event], State]:

@@ -46,8 +46,8 @@ from sqlalchemy import Row as SqlRow
 
 from searchcrawl.rules.lifecycle import (
     COPY_STATUSES,
-    FETCHED_EVENTS,
     OUT_OF_INDEX,
+    READ_EVENTS,
     Change,
     Delta,
     Event,
@@ -347,7 +347,7 @@ class DocumentTable:
             values["entered_run"] = self.run_id
         if outcome.depth is not None:
             values["depth"] = outcome.depth
-        if outcome.event in FETCHED_EVENTS and outcome.fetched:
+        if outcome.event in READ_EVENTS and outcome.fetched:
             values["last_fetched"] = when
         if outcome.event == Event.CACHED:
             values.update(last_changed=when, duplicate_of=None)

@@ -30,6 +30,7 @@ class SitemapSite:
         self.linked: list[str] = []  # pages the home page links to
         self.extra_entries: list[str] = []  # other <loc>s of sitemap-b (hostile, out of scope)
         self.seen: list[str] = []
+        self.failing: set[str] = set()  # pages that answer 503 (their sitemap entries stay)
         self.robots_sitemap = True
         self.disallow = ["/private/"]
         site = self
@@ -74,6 +75,8 @@ class SitemapSite:
         if path == "/index.html":
             links = "".join(f'<a href="{link}">{link}</a> ' for link in self.linked)
             return 200, "text/html", f"<html><head><title>Home</title></head><body>{links}</body></html>".encode()
+        if path in self.failing:
+            return 503, "text/html", b"<html><body>busy</body></html>"
         if path in self.pages:
             text = self.pages[path][0]
             return 200, "text/html", f"<html><head><title>{path}</title></head><body><p>{text}</p></body></html>".encode()
@@ -220,6 +223,33 @@ def test_lastmod_of_a_late_sitemap_does_not_hide_a_change(project, solr, site) -
     assert project.scrapy("crawl", name).returncode == 0
     assert "Second" not in json.dumps(solr_docs(solr, name))
     site.pages["/report.html"] = ("Second version.", changed)  # the sitemap catches up, late
+    site.seen.clear()
+    assert project.scrapy("crawl", name).returncode == 0
+    assert "/report.html" in site.page_requests()
+    assert "Second version" in json.dumps(solr_docs(solr, name))
+
+
+def test_a_page_changed_while_it_failed_is_fetched_when_it_answers_again(project, solr, site) -> None:
+    """A page changes (its lastmod says when), then answers 503 when the next crawl asks for it:
+    that request read nothing, so it is no fetch of the page. When the page answers again, its
+    lastmod is older than that failed request but newer than the content last read: it is
+    requested, and its new version indexed. (Before, a failure was a fetch: the page was spared
+    as unchanged, and the index kept the old version for as long as the sitemap was trusted.)
+    Found by the sequence test with sitemaps."""
+    site.pages["/report.html"] = ("First version.", LONG_AGO)
+    name = f"sitemap-failed-{uuid.uuid4().hex[:6]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    assert project.scrapy("crawl", name).returncode == 0
+    read = project.table().get(name, f"{site.url}report.html")["last_fetched"].replace(tzinfo=UTC)
+    changed = (read + timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    site.pages["/report.html"] = ("Second version.", changed)
+    site.failing.add("/report.html")
+    while datetime.now(UTC) <= read + timedelta(seconds=2):  # the failing request comes after the change
+        time.sleep(0.05)
+    assert project.scrapy("crawl", name).returncode == 0
+    failed = project.table().get(name, f"{site.url}report.html")
+    assert failed["status"] == 503 and "First version" in json.dumps(solr_docs(solr, name))
+    site.failing.clear()
     site.seen.clear()
     assert project.scrapy("crawl", name).returncode == 0
     assert "/report.html" in site.page_requests()
