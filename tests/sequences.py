@@ -17,9 +17,10 @@ many processes crawl changes nothing a user can see.
 
 Run it on its own (it starts its own dev Solr and temporary data dir)::
 
-    .venv/bin/python -m tests.sequences --seeds 1,2,3 --crawls 300 [--processes 2]
+    .venv/bin/python -m tests.sequences --seeds 1,2,3 --crawls 300 [--processes 2] [--sitemap]
 
-``tests/e2e/test_sequences.py`` runs one short sequence under pytest, with one process and two.
+``tests/e2e/test_sequences.py`` runs one short sequence under pytest, with one process and two,
+and with a sitemap.
 
 The rules the oracle follows (the crawler's contract)
 -----------------------------------------------------
@@ -119,6 +120,15 @@ D15 Soft errors (issue 57): a page may answer 200 with the site's login page, 30
    counts, as a not-found page does (it leaves after max_failures; a login page on an origin a
    source signs in to is its lost session, which does not count: tests/e2e/test_soft_errors.py). A
    redirect standing before a soft error still stands (D3), as for a 503.
+D16 Sitemaps (``--sitemap``, issue 58's bulk sparing): the site serves ``/sitemap.xml``, named in
+   both sources' ``sitemaps``, an honest one: every page that answers 200 with its HTML, its
+   ``lastmod`` the time its HTML last changed (the file's modification time); a page answering
+   anything else is not listed. Its URLs join each crawl as seeds (rule 1: known from then on;
+   outside a source's boundary, excluded as a link is). A maintenance crawl does not request an
+   indexed page whose lastmod is not newer than its last fetch: the index must still equal the
+   oracle, for the page serves what was last read of it. A page that changed and then answered
+   503 is the case this found: the failed request was counted as its fetch, so the page was
+   spared when it came back, its new version never read (tests/e2e/test_sitemaps.py).
 """
 
 from __future__ import annotations
@@ -249,6 +259,7 @@ class SiteModel:
         self.pool = list(POOL)
         self.robots: list[tuple[str, str]] = []  # ("Disallow" | "Allow", path prefix)
         self.robots_503 = False
+        self.sitemap = False  # DECISION D16: /sitemap.xml, honest, of the pages that answer 200
         self.written: dict[str, bytes] = {}  # path -> bytes on disk
         self.mtimes: dict[str, float] = {}
         self.robots_written: bytes | None = None
@@ -296,6 +307,18 @@ class SiteModel:
                 candidate = (len(prefix), kind == "Allow")
                 best = candidate if best is None else max(best, candidate)
         return best is None or best[1]
+
+    def sitemap_paths(self) -> list[str]:
+        """DECISION D16: the pages the sitemap lists: those that answer 200 with their HTML."""
+        return sorted(path for path, page in self.pages.items() if page.status == 200)
+
+    def sitemap_xml(self, site_url: str) -> bytes:
+        entries = "".join(
+            f"<url><loc>{site_url}{path.lstrip('/')}</loc>"
+            f"<lastmod>{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(self.mtimes[path]))}</lastmod></url>"
+            for path in self.sitemap_paths()
+        )
+        return f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>'.encode()
 
     def robots_txt(self) -> bytes | None:
         if not self.robots:
@@ -350,6 +373,8 @@ class SiteModel:
             self.touch(robots, text, "/robots.txt")
         if self.robots_503:
             site.responses["/robots.txt"] = (503, {"Content-Type": "text/plain"}, b"busy")
+        if self.sitemap:
+            site.responses["/sitemap.xml"] = (200, {"Content-Type": "application/xml"}, self.sitemap_xml(site.url))
 
     def touch(self, file: Path, body: bytes, path: str) -> None:
         file.parent.mkdir(parents=True, exist_ok=True)
@@ -398,6 +423,8 @@ class Mutator:
             (self.robots_allow, 0.5),
             (self.robots_remove, 1.2),
         ]
+        if model.sitemap:  # DECISION D16 (a list of its own: the other sequences draw as before)
+            self.kinds.append((self.changed_then_failed, 1))
 
     def step(self, count: int) -> list[str]:
         done: list[str] = []
@@ -416,6 +443,17 @@ class Mutator:
     def page(self, condition: Callable[[Page], bool] = lambda page: True) -> Page | None:
         path = self.pick([p for p, page in self.model.pages.items() if condition(page)])
         return self.model.pages[path] if path else None
+
+    def changed_then_failed(self) -> str | None:
+        """DECISION D16: a page gets new text (its lastmod: now) and fails before the next crawl
+        reads it (503, or a login page in its place): when it answers again, its lastmod is older
+        than the failed request, yet newer than what was last read of it."""
+        page = self.page(lambda page: page.status == 200)
+        if page is None:
+            return None
+        edited = self.edit_text(page)
+        failed = self.set_status(self.rng.choice([503, LOGIN_PAGE]), page)
+        return f"{edited}; {failed}"
 
     def edit_text(self, page: Page | None = None) -> str | None:
         page = page or self.page()
@@ -474,8 +512,8 @@ class Mutator:
         parent.links.append(path)
         return f"{path}: new page {page.title!r} linked from {parent.path} (its links: {page.links})"
 
-    def set_status(self, status: int) -> str | None:
-        page = self.page(lambda page: page.status != status)
+    def set_status(self, status: int, page: Page | None = None) -> str | None:
+        page = page or self.page(lambda page: page.status != status)
         if page is None:
             return None
         before = page.describe()
@@ -605,6 +643,7 @@ class SourceSpec:
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     processes: int = 1  # the source's `processes`: its crawls run in that many local processes
+    sitemap: bool = False  # DECISION D16: the source reads the site's /sitemap.xml
 
     def inside(self, path: str) -> bool:
         if any(path.startswith(prefix) for prefix in self.exclude):
@@ -619,6 +658,7 @@ class SourceSpec:
             "max_depth = 100  # DECISION D11: depth never excludes a URL of this site",
             "max_delete_share = 1.0",
             *([f"processes = {self.processes}"] if self.processes > 1 else []),
+            *([f'sitemaps = ["{site_url}sitemap.xml"]'] if self.sitemap else []),
             "",
             '[paths."*"]',
         ]
@@ -696,6 +736,9 @@ class SourceOracle:
             seen: set[str] = set()
             met_outside: set[str] = set()
             reached_outside: set[str] = set()
+            if spec.sitemap:  # DECISION D16: its entries are seeds, judged by the rules as links are
+                for path in model.sitemap_paths():
+                    (queue.append if spec.inside(path) else met_outside.add)(path)
 
             def fetch(path: str) -> None:
                 page = model.pages.get(path)
@@ -888,6 +931,7 @@ class Sequence:
         log_dir: Path | None = None,
         progress: Callable[[str], None] | None = None,
         processes: int = 1,
+        sitemap: bool = False,
     ) -> None:
         self.seed = seed
         self.crawls = crawls
@@ -902,11 +946,12 @@ class Sequence:
         self.rng = random.Random(f"{seed}-site")  # the site and its mutations
         self.event_rng = random.Random(f"{seed}-events")  # which crawls are special, kill points
         self.model = SiteModel(self.rng)
+        self.model.sitemap = sitemap
         self.mutator = Mutator(self.model, self.rng)
         tag = uuid.uuid4().hex[:6]
         self.specs = [
-            SourceSpec("A", f"seq{seed}-a-{tag}", ["/index.html"], exclude=("/out/",), processes=processes),
-            SourceSpec("B", f"seq{seed}-b-{tag}", ["/sub/index.html"], include=("/sub/",), processes=processes),
+            SourceSpec("A", f"seq{seed}-a-{tag}", ["/index.html"], exclude=("/out/",), processes=processes, sitemap=sitemap),
+            SourceSpec("B", f"seq{seed}-b-{tag}", ["/sub/index.html"], include=("/sub/",), processes=processes, sitemap=sitemap),
         ]
         self.oracles = {spec.label: SourceOracle(spec) for spec in self.specs}
         self.crawl_args = PUSHING + (SHARING if processes > 1 else ())
@@ -1407,6 +1452,7 @@ def run_seed(
     events: dict[int, str] | None = None,
     progress: Callable[[str], None] | None = None,
     processes: int = 1,
+    sitemap: bool = False,
 ) -> Result:
     """One sequence in its own folders under ``base``: site, data dir, sources, logs."""
     work = base / f"seed-{seed}"
@@ -1426,6 +1472,7 @@ def run_seed(
             log_dir=work / "logs",
             progress=progress,
             processes=processes,
+            sitemap=sitemap,
         )
         return sequence.run()
     finally:
@@ -1438,6 +1485,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crawls", type=int, default=30, help="crawls per seed (default: 30)")
     parser.add_argument("--solr-url", default="", help="use this Solr instead of starting a dev Solr")
     parser.add_argument("--processes", type=int, default=1, help="the sources' `processes` (default: 1)")
+    parser.add_argument("--sitemap", action="store_true", help="the site has an honest sitemap (DECISION D16)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, sites, data)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args(argv)
@@ -1450,7 +1498,9 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.ExitStack() as stack:
             solr_url = args.solr_url or stack.enter_context(dev_solr(base))
             for seed in seeds:
-                results.append(run_seed(seed, args.crawls, base, solr_url, progress=progress, processes=args.processes))
+                results.append(
+                    run_seed(seed, args.crawls, base, solr_url, progress=progress, processes=args.processes, sitemap=args.sitemap)
+                )
     finally:
         print()
         for result in results:

@@ -2,8 +2,9 @@
 crawls, two overlapping sources, a crawl killed with SIGKILL and resumed, a crawl while Solr is
 down, robots.txt answering 503 for one crawl; after every crawl Solr and the delta report must
 agree with the oracle. The same sequence again with each crawl run by two local processes
-(`processes = 2`, SQLite), the killed crawl's other process ending with it. The long version:
-``python -m tests.sequences --seeds 1,2,3 --crawls 300 [--processes 2]``."""
+(`processes = 2`, SQLite), the killed crawl's other process ending with it; and with one process
+and an honest sitemap, whose lastmod spares unchanged pages their requests (DECISION D16). The
+long version: ``python -m tests.sequences --seeds 1,2,3 --crawls 300 [--processes 2] [--sitemap]``."""
 
 from __future__ import annotations
 
@@ -20,10 +21,13 @@ CRAWLS = 15
 # the special crawls, forced so that every run of this test has them (the rest comes from the seed)
 EVENTS = {5: "kill:A", 8: "outage:B", 11: "robots503", 13: "kill:B", 14: "outage:A"}
 FETCHED = re.compile(r"'response_received_count': [1-9]")  # in a process's stats
+SPARED = re.compile(r"Sitemap \S+: .* [1-9][0-9]* unchanged by their lastmod")  # the sitemap's line, in bulk
 
 
-@pytest.mark.parametrize("processes", [1, 2], ids=["one process", "two processes"])
-def test_short_sequence_matches_the_oracle(project, serve, tmp_path, solr_url, processes: int) -> None:
+@pytest.mark.parametrize(
+    ("processes", "sitemap"), [(1, False), (2, False), (1, True)], ids=["one process", "two processes", "a sitemap"]
+)
+def test_short_sequence_matches_the_oracle(project, serve, tmp_path, solr_url, processes: int, sitemap: bool) -> None:
     root = tmp_path / "site"
     root.mkdir()
     site = serve(root)
@@ -39,6 +43,7 @@ def test_short_sequence_matches_the_oracle(project, serve, tmp_path, solr_url, p
         log_dir=tmp_path / "logs",
         progress=lines.append,
         processes=processes,
+        sitemap=sitemap,
     )
     result = sequence.run()
     assert result.crawls == CRAWLS
@@ -49,6 +54,9 @@ def test_short_sequence_matches_the_oracle(project, serve, tmp_path, solr_url, p
         + "\n\nsteps:\n"
         + "\n".join(lines)
     )
+    if sitemap:  # the sitemap spared unchanged pages their requests in most maintenance crawls
+        spared = [log for log in (tmp_path / "logs").glob("*.log") if SPARED.search(log.read_text())]
+        assert len(spared) >= CRAWLS // 2, [log.name for log in spared]
     if processes > 1:  # both processes fetched pages in most crawls of source A
         shared = [log for log in (tmp_path / "logs").glob("*-A.log") if len(FETCHED.findall(log.read_text())) >= 2]
         assert len(shared) >= CRAWLS // 2, [log.name for log in shared]

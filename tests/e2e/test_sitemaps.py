@@ -94,7 +94,11 @@ class SitemapSite:
 
     def page_requests(self) -> list[str]:
         """The pages asked, not the crawl's own requests (robots.txt, sitemaps, the not-found probe)."""
-        return [path for path in self.seen if not path.startswith(("/robots.txt", "/sitemap", "/searchcrawl-not-found-"))]
+        return [
+            path
+            for path in self.seen
+            if not path.startswith(("/robots.txt", "/sitemap")) and "/searchcrawl-not-found-" not in path
+        ]
 
     def stop(self) -> None:
         self.server.shutdown()
@@ -254,6 +258,25 @@ def test_a_page_changed_while_it_failed_is_fetched_when_it_answers_again(project
     assert project.scrapy("crawl", name).returncode == 0
     assert "/report.html" in site.page_requests()
     assert "Second version" in json.dumps(solr_docs(solr, name))
+
+
+def test_a_sitemap_is_read_though_robots_txt_refuses_every_known_page(project, solr, site) -> None:
+    """A site's sitemaps were read as the first page request passed: when robots.txt refused
+    every request of the crawl (its seed, its known pages), no sitemap was read, and a page new
+    to the sitemap, which robots.txt allows, waited for a crawl with an allowed request. They
+    are read once the crawl is idle. (Found by the sequence test with sitemaps: a source's
+    sitemap entries outside its boundary were excluded a crawl late.)"""
+    site.pages["/news/new.html"] = ("A page only the sitemap names.", LONG_AGO)
+    site.robots_sitemap = False
+    site.disallow = ["/private/", "/index.html"]  # the seed, the only page a link would lead to
+    name = f"sitemap-idle-{uuid.uuid4().hex[:6]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\nsitemaps = ["{site.url}sitemap-b.xml"]\n')
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "/sitemap-b.xml" in site.seen and site.page_requests() == ["/news/new.html"]
+    assert {doc["url"] for doc in solr_docs(solr, name)} == {f"{site.url}news/new.html"}
+    table = project.table()
+    assert table.get(name, f"{site.url}index.html")["status"] == 907  # refused by robots.txt, as before
 
 
 def test_a_page_robots_txt_now_refuses_leaves_though_its_sitemap_says_unchanged(project, solr, site) -> None:

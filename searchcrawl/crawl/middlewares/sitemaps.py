@@ -9,6 +9,10 @@ ports are compared as Scrapy will request the URL (``rules/sitemaps.same_site``)
 through the downloader middlewares like a page's (internal-address guard, robots.txt,
 credentials, politeness), through ``engine.download``, so no callback and no ledger row sees it.
 
+They are read before the first page request of their site (the source file's: of any site) is
+sent; those no request reaches here for (every one refused before, by robots.txt or a rule) are
+read once the crawl is idle (``idle``), so their URLs are seeds in every crawl.
+
 What they do: their URLs join the crawl as seeds (depth 0), each still passing every scope rule;
 and, in a maintenance crawl with ``trust_sitemap_lastmod``, a known, indexed URL whose sitemap
 ``lastmod`` is not newer than its last fetch is not requested at all: it is recorded unchanged
@@ -46,8 +50,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.crawler import Crawler
+from scrapy.exceptions import DontCloseSpider
 
 from searchcrawl.config.source import SourceSettings
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
@@ -132,6 +137,7 @@ class SitemapMiddleware:
         self.warned = False
         crawler.signals.connect(self.robots_txt_read, signal=robots_txt_read)
         crawler.signals.connect(self.run_started, signal=run_started)
+        crawler.signals.connect(self.idle, signal=signals.spider_idle)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapMiddleware:
@@ -176,6 +182,22 @@ class SitemapMiddleware:
             logger.debug("Sitemaps of %s not read: more are listed than SEARCHCRAWL_SITEMAP_MAX_FILES", dropped)
         self.listed[site] = own
         self.listed_urls += len(own)
+
+    def idle(self) -> None:
+        """spider_idle: the sitemaps no page request waited for, because every request to their
+        site (or every request, for the source file's) was refused before it got here (robots.txt
+        disallows the known pages, a rule keeps them out), are read now: the URLs they list are
+        seeds all the same, which a page new to the sitemap, and allowed, must not wait a crawl
+        for. The crawl goes on until they are read (a read-only crawl, explain's, reads none)."""
+        if self.ledger is None or self.run is None or self.files_spent():
+            return
+        pending = [key for key in (CONFIGURED, *self.listed) if key not in self.reading and self.sitemaps_of(key)]
+        if not pending:
+            return
+        logger.debug("Reading the sitemaps no request waited for: %s", ", ".join(key or "the source file's" for key in pending))
+        for key in pending:
+            asyncio.ensure_future(self.ready(key))
+        raise DontCloseSpider
 
     def files_spent(self) -> bool:
         """The crawl's ``max_files`` sitemaps have been requested: no more is read, or remembered."""
