@@ -122,13 +122,16 @@ D15 Soft errors (issue 57): a page may answer 200 with the site's login page, 30
    redirect standing before a soft error still stands (D3), as for a 503.
 D16 Sitemaps (``--sitemap``, issue 58's bulk sparing): the site serves ``/sitemap.xml``, named in
    both sources' ``sitemaps``, an honest one: every page that answers 200 with its HTML, its
-   ``lastmod`` the time its HTML last changed (the file's modification time); a page answering
-   anything else is not listed. Its URLs join each crawl as seeds (rule 1: known from then on;
+   ``lastmod`` the second its HTML last changed in (not the file's modification time, which is
+   set 2 s ahead for Last-Modified's sake; the crawler reads a lastmod as the end of its second);
+   a page answering anything else is not listed. Its URLs join each crawl as seeds (rule 1: known from then on;
    outside a source's boundary, excluded as a link is). A maintenance crawl does not request an
    indexed page whose lastmod is not newer than its last fetch: the index must still equal the
-   oracle, for the page serves what was last read of it. A page that changed and then answered
-   503 is the case this found: the failed request was counted as its fetch, so the page was
-   spared when it came back, its new version never read (tests/e2e/test_sitemaps.py).
+   oracle, for the page serves what was last read of it. What it found: a page that changed and
+   then failed (``changed_then_failed``: 503 or a login page) was spared when it answered again,
+   its new version never read, because the failed request counted as its fetch (seeds 1-3 of 30
+   crawls); and a sitemap no request reached (robots.txt refusing every known page of source B)
+   was not read, its entries a crawl late (seed 6, crawl 11). Both in tests/e2e/test_sitemaps.py.
 """
 
 from __future__ import annotations
@@ -262,6 +265,7 @@ class SiteModel:
         self.sitemap = False  # DECISION D16: /sitemap.xml, honest, of the pages that answer 200
         self.written: dict[str, bytes] = {}  # path -> bytes on disk
         self.mtimes: dict[str, float] = {}
+        self.changed_at: dict[str, float] = {}  # path -> when its bytes last changed (D16: its lastmod)
         self.robots_written: bytes | None = None
         self.words_used: set[str] = set()
         for path in INITIAL:
@@ -315,7 +319,7 @@ class SiteModel:
     def sitemap_xml(self, site_url: str) -> bytes:
         entries = "".join(
             f"<url><loc>{site_url}{path.lstrip('/')}</loc>"
-            f"<lastmod>{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(self.mtimes[path]))}</lastmod></url>"
+            f"<lastmod>{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(self.changed_at[path]))}</lastmod></url>"
             for path in self.sitemap_paths()
         )
         return f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>'.encode()
@@ -383,6 +387,7 @@ class SiteModel:
         mtime = max(self.mtimes.get(path, 0) + 2, time.time() + 2)
         os.utime(file, (mtime, mtime))
         self.mtimes[path] = mtime
+        self.changed_at[path] = time.time()
         self.written[path] = body
 
 

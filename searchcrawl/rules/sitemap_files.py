@@ -5,8 +5,8 @@ changed since its last fetch.
 A sitemap is hostile input like any page: its bytes are bounded (gzip included), its entries
 are counted, XML entities are never resolved (Scrapy's ``Sitemap`` parses without them), and a
 ``lastmod`` that is not a W3C datetime is no hint at all. A ``lastmod`` that names a day (or a
-month, a year) stands for the END of that period: a page fetched at noon of the day its sitemap
-names is fetched again, since it may have changed that afternoon.
+month, a year, a minute, a second) stands for the END of that period: a page fetched at noon of
+the day its sitemap names is fetched again, since it may have changed that afternoon.
 """
 
 from __future__ import annotations
@@ -79,6 +79,8 @@ def parse_lastmod(text: str | None) -> datetime | None:
             moment += timedelta(seconds=59, microseconds=999999)  # to the minute: its end
         elif parts["fraction"]:
             moment += timedelta(microseconds=int(parts["fraction"][:6].ljust(6, "0")))
+        else:  # to the second: its end (a page fetched early in the second it changed in is fetched again)
+            moment += timedelta(microseconds=999999)
         zone = parts["zone"]
         if zone and zone != "Z":
             hours, minutes = int(zone[1:3]), int(zone[4:6])

@@ -24,13 +24,13 @@ NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 @pytest.mark.parametrize(
     ("text", "moment"),
     [
-        ("2026-11-22T10:15:30Z", datetime(2026, 11, 22, 10, 15, 30, tzinfo=UTC)),
+        ("2026-11-22T10:15:30Z", datetime(2026, 11, 22, 10, 15, 30, 999999, tzinfo=UTC)),  # the second's end
         ("2026-11-22T10:15:30.25+01:00", datetime(2026, 11, 22, 9, 15, 30, 250000, tzinfo=UTC)),
         ("2026-11-22T10:15-05:00", datetime(2026, 11, 22, 15, 15, 59, 999999, tzinfo=UTC)),  # the minute's end
         ("2026-11-22", datetime(2026, 11, 22, 23, 59, 59, 999999, tzinfo=UTC)),  # the day's end
         ("2026-02", datetime(2026, 2, 28, 23, 59, 59, 999999, tzinfo=UTC)),
         ("2026", datetime(2026, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)),
-        (" 2026-11-22T10:15:30 ", datetime(2026, 11, 22, 10, 15, 30, tzinfo=UTC)),  # no zone: UTC
+        (" 2026-11-22T10:15:30 ", datetime(2026, 11, 22, 10, 15, 30, 999999, tzinfo=UTC)),  # no zone: UTC
     ],
 )
 def test_lastmod_is_the_latest_moment_it_can_mean(text: str, moment: datetime) -> None:
@@ -137,7 +137,7 @@ def test_a_lastmod_at_the_end_of_year_9999_is_kept_and_read_back() -> None:
 def test_an_offset_that_no_zone_has_is_no_hint() -> None:
     assert parse_lastmod("2026-11-22T10:00:00+99:99") is None
     assert parse_lastmod("2026-11-22T10:00:00+15:00") is None
-    assert parse_lastmod("2026-11-22T10:00:00+14:00") == datetime(2026, 11, 21, 20, 0, tzinfo=UTC)
+    assert parse_lastmod("2026-11-22T10:00:00+14:00") == datetime(2026, 11, 21, 20, 0, 0, 999999, tzinfo=UTC)
 
 
 def test_junk_elements_are_freed_as_read() -> None:
