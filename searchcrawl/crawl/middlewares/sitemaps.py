@@ -93,6 +93,7 @@ logger = logging.getLogger(__name__)
 
 MAX_SITEMAP_REDIRECTS = 5
 ROBOTS_HELD = 64  # sites whose last robots.txt bulk sparing asks (a few KB each); the others' pages are requested
+SPARED_STAT = "searchcrawl/sitemap_spared"  # pages recorded unchanged by their lastmod, without a request
 CONFIGURED = ""  # the key of the source file's own sitemaps, read before any page
 
 
@@ -393,6 +394,8 @@ class SitemapMiddleware:
         # a hint for each page whose request decides: in flight, or not asked in bulk (robots.txt
         # not held, or refusing it: the request path says so); none for one the bulk found not
         # spared (not known, not indexed, newer than its fetch): it is simply requested
+        if spared.urls:
+            self.crawler.stats.inc_value(SPARED_STAT, len(spared.urls))
         for url in [*spared.in_flight, *(url for url in lastmods if url not in checked)]:
             self.hints.add(url, lastmods[url])
         if self.hints.dropped and not self.warned:
@@ -444,4 +447,5 @@ class SitemapMiddleware:
         outcome = None if known is None else self.unchanged(request.url, known, lastmod, request.meta)
         if outcome is not None:
             assert outcome.status is not None and outcome.reason is not None
+            self.crawler.stats.inc_value(SPARED_STAT)
             raise RequestRefused(outcome.status, outcome.reason, event=outcome.event, fetched=outcome.fetched)
