@@ -77,8 +77,9 @@ def parse_lastmod(text: str | None) -> datetime | None:
         moment = datetime(year, month, day, int(parts["hour"]), int(parts["minute"]), second, tzinfo=UTC)
         if parts["second"] is None:
             moment += timedelta(seconds=59, microseconds=999999)  # to the minute: its end
-        elif parts["fraction"]:
-            moment += timedelta(microseconds=int(parts["fraction"][:6].ljust(6, "0")))
+        elif parts["fraction"]:  # to its last digit: the end of that tenth, hundredth, ...
+            digits = parts["fraction"][:6]
+            moment += timedelta(microseconds=int(digits.ljust(6, "0")) + 10 ** (6 - len(digits)) - 1)
         else:  # to the second: its end (a page fetched early in the second it changed in is fetched again)
             moment += timedelta(microseconds=999999)
         zone = parts["zone"]

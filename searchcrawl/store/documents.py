@@ -735,7 +735,7 @@ class DocumentTable:
                     continue
                 if row.state != State.INDEXED.value or row.target is not None or row.via is not None:
                     continue  # requested: only an indexed page without a redirect is spared here
-                known = Known(row.state, row.checksum, row.last_modified, row.etag, row.last_fetched)
+                known = Known(row.state, row.checksum, row.last_modified, row.etag, row.last_fetched, failures=row.failures or 0)
                 outcome = spare(row.url, known)
                 if outcome is None:
                     continue

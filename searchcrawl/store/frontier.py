@@ -55,6 +55,7 @@ class Known:
     etag: str | None = None
     last_fetched: datetime | None = None
     duplicate_of: str | None = None  # the URL it duplicates, while its status is 'duplicate'
+    failures: int = 0  # its consecutive failing crawls (a sitemap's lastmod spares none of them)
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> Known:
@@ -67,6 +68,7 @@ class Known:
             row.get("etag"),
             row.get("last_fetched"),
             row.get("duplicate_of") if duplicate else None,
+            row.get("failures") or 0,
         )
 
 
@@ -245,6 +247,7 @@ class Frontier:
                         documents.c.last_fetched,
                         documents.c.status,
                         documents.c.duplicate_of,
+                        documents.c.failures,
                     ).where(documents.c.id.in_([row.document_id for row in leased]))
                 ).mappings()
             }

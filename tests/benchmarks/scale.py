@@ -355,7 +355,9 @@ class ScaleBench(Bench):
         self.crawl_command = [*base, "-s", "LOG_LEVEL=INFO", "-s", f"LOG_FILE={log}", "-s", f"LOG_FORMAT={LOG_FORMAT}"]
         if self.database is not None:
             self.database.reset()
-        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if self.busy_core else None
+        # a loop that ends with the benchmark, were it killed with -9
+        loop = f"import os\nwhile os.getppid() == {os.getpid()}: pass"
+        busy = subprocess.Popen([sys.executable, "-c", loop]) if self.busy_core else None
         try:
             since = time.time()
             result = super().crawl(label)

@@ -31,6 +31,7 @@ class SitemapSite:
         self.extra_entries: list[str] = []  # other <loc>s of sitemap-b (hostile, out of scope)
         self.seen: list[str] = []
         self.failing: set[str] = set()  # pages that answer 503 (their sitemap entries stay)
+        self.unlisted: set[str] = set()  # pages the sitemaps leave out
         self.robots_sitemap = True
         self.disallow = ["/private/"]
         site = self
@@ -84,7 +85,7 @@ class SitemapSite:
 
     def urlset(self, paths: list[str], extra: list[str] = ()) -> bytes:  # type: ignore[assignment]
         entries = []
-        for path in paths:
+        for path in [path for path in paths if path not in self.unlisted]:
             lastmod = self.pages[path][1]
             entries.append(
                 f"<url><loc>{self.url}{path.lstrip('/')}</loc>{f'<lastmod>{lastmod}</lastmod>' if lastmod else ''}</url>"
@@ -277,6 +278,27 @@ def test_a_sitemap_is_read_though_robots_txt_refuses_every_known_page(project, s
     assert {doc["url"] for doc in solr_docs(solr, name)} == {f"{site.url}news/new.html"}
     table = project.table()
     assert table.get(name, f"{site.url}index.html")["status"] == 907  # refused by robots.txt, as before
+
+
+def test_a_failing_page_is_requested_whatever_its_lastmod_says(project, solr, site) -> None:
+    """A page left out of the sitemap for a crawl fails (503); listed again with its old lastmod,
+    while it still fails, it is requested again, and its failures count on: spared, its count
+    started again from 0 each time, and a page that failed for good stayed in the index for as long
+    as its sitemap was trusted (a hostile review of issue 58's sparing)."""
+    site.pages["/flaky.html"] = ("A page that will fail.", LONG_AGO)
+    name = f"sitemap-failing-{uuid.uuid4().hex[:6]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    assert project.scrapy("crawl", name).returncode == 0
+    site.failing.add("/flaky.html")
+    site.unlisted.add("/flaky.html")
+    assert project.scrapy("crawl", name).returncode == 0
+    assert project.table().get(name, f"{site.url}flaky.html")["failures"] == 1
+    site.unlisted.clear()  # listed again, LONG_AGO: older than its last fetch
+    site.seen.clear()
+    assert project.scrapy("crawl", name).returncode == 0
+    assert "/flaky.html" in site.page_requests()
+    row = project.table().get(name, f"{site.url}flaky.html")
+    assert (row["status"], row["failures"]) == (503, 2), row
 
 
 def test_a_page_robots_txt_now_refuses_leaves_though_its_sitemap_says_unchanged(project, solr, site) -> None:

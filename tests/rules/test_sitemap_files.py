@@ -25,7 +25,9 @@ NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
     ("text", "moment"),
     [
         ("2026-11-22T10:15:30Z", datetime(2026, 11, 22, 10, 15, 30, 999999, tzinfo=UTC)),  # the second's end
-        ("2026-11-22T10:15:30.25+01:00", datetime(2026, 11, 22, 9, 15, 30, 250000, tzinfo=UTC)),
+        ("2026-11-22T10:15:30.25+01:00", datetime(2026, 11, 22, 9, 15, 30, 259999, tzinfo=UTC)),  # the hundredth's end
+        ("2026-11-22T10:15:30.000Z", datetime(2026, 11, 22, 10, 15, 30, 999, tzinfo=UTC)),  # milliseconds printed
+        ("2026-11-22T10:15:30.1234567Z", datetime(2026, 11, 22, 10, 15, 30, 123456, tzinfo=UTC)),
         ("2026-11-22T10:15-05:00", datetime(2026, 11, 22, 15, 15, 59, 999999, tzinfo=UTC)),  # the minute's end
         ("2026-11-22", datetime(2026, 11, 22, 23, 59, 59, 999999, tzinfo=UTC)),  # the day's end
         ("2026-02", datetime(2026, 2, 28, 23, 59, 59, 999999, tzinfo=UTC)),

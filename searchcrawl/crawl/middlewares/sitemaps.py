@@ -10,8 +10,9 @@ through the downloader middlewares like a page's (internal-address guard, robots
 credentials, politeness), through ``engine.download``, so no callback and no ledger row sees it.
 
 They are read before the first page request of their site (the source file's: of any site) is
-sent; those no request reaches here for (every one refused before, by robots.txt or a rule) are
-read once the crawl is idle (``idle``), so their URLs are seeds in every crawl.
+sent; the source file's, when no request reaches here (every one refused before, by robots.txt
+or a rule), once the crawl is idle (``idle``), so their URLs are seeds in every crawl. No
+sitemap is read once the spider has closed.
 
 What they do: their URLs join the crawl as seeds (depth 0), each still passing every scope rule;
 and, in a maintenance crawl with ``trust_sitemap_lastmod``, a known, indexed URL whose sitemap
@@ -139,6 +140,8 @@ class SitemapMiddleware:
         crawler.signals.connect(self.robots_txt_read, signal=robots_txt_read)
         crawler.signals.connect(self.run_started, signal=run_started)
         crawler.signals.connect(self.idle, signal=signals.spider_idle)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        self.closed = False  # the spider has closed: no sitemap is read or queued any more
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapMiddleware:
@@ -185,20 +188,31 @@ class SitemapMiddleware:
         self.listed_urls += len(own)
 
     def idle(self) -> None:
-        """spider_idle: the sitemaps no page request waited for, because every request to their
-        site (or every request, for the source file's) was refused before it got here (robots.txt
-        disallows the known pages, a rule keeps them out), are read now: the URLs they list are
-        seeds all the same, which a page new to the sitemap, and allowed, must not wait a crawl
-        for. The crawl goes on until they are read (a read-only crawl, explain's, reads none)."""
-        if self.ledger is None or self.run is None or self.files_spent():
+        """spider_idle: the source file's sitemaps, when no page request waited for them because
+        every request was refused before it got here (robots.txt disallows the known pages, a
+        rule keeps them out), are read now: the URLs they list are seeds all the same, and a page
+        new to the sitemap, which robots.txt allows, must not wait a crawl for an allowed request.
+        The crawl goes on until they are read. Only the source file's: those a robots.txt lists
+        are its site's, read when a request to that site passes (a site whose every request is
+        refused, such as a redirect's target outside the boundary, has nothing to add). A
+        read-only crawl (explain's) reads none. In a shared crawl the reading node holds no lease
+        meanwhile: another node finding the frontier empty may end the run first, and the
+        entries are then queued by the next crawl."""
+        if self.ledger is None or self.run is None or CONFIGURED in self.reading:
             return
-        pending = [key for key in (CONFIGURED, *self.listed) if key not in self.reading and self.sitemaps_of(key)]
-        if not pending:
+        reading = self.start_reading(CONFIGURED)
+        if reading is None:
             return
-        logger.debug("Reading the sitemaps no request waited for: %s", ", ".join(key or "the source file's" for key in pending))
-        for key in pending:
-            asyncio.ensure_future(self.ready(key))
+        logger.debug("Reading the source file's sitemaps, which no request waited for")
+        reading.add_done_callback(_log_failure)
         raise DontCloseSpider
+
+    def spider_closed(self) -> None:
+        """No sitemap is read after the crawl: a reading started at idle, or for a request that
+        a stop left waiting, is cancelled (its next request would find no engine)."""
+        self.closed = True
+        for reading in self.reading.values():
+            reading.cancel()
 
     def files_spent(self) -> bool:
         """The crawl's ``max_files`` sitemaps have been requested: no more is read, or remembered."""
@@ -215,15 +229,22 @@ class SitemapMiddleware:
 
     async def ready(self, key: str) -> None:
         """Wait until the sitemaps of ``key`` (a site, or the source file's) have been read."""
+        reading = self.start_reading(key)
+        if reading is not None:
+            await asyncio.shield(reading)
+
+    def start_reading(self, key: str) -> asyncio.Future[None] | None:
+        """The reading of ``key``'s sitemaps, started at its first call in the crawl; None when
+        there is nothing to read."""
         if key not in self.reading:
             urls = self.sitemaps_of(key)
             listed = self.listed.pop(key, None)  # read once per crawl: the list is not kept
             if listed is not None:
                 self.listed_urls -= len(listed)
-            if not urls or self.files_spent():
-                return  # nothing to read: nothing kept for the site
+            if not urls or self.files_spent() or self.closed:
+                return None  # nothing to read: nothing kept for the site
             self.reading[key] = asyncio.ensure_future(self.read_all(urls))
-        await asyncio.shield(self.reading[key])
+        return self.reading[key]
 
     def sitemaps_of(self, key: str) -> list[str]:
         """The sitemaps to read for ``key``: the source file's, or those a site's robots.txt lists
@@ -237,7 +258,7 @@ class SitemapMiddleware:
         queued: set[str] = set()
         self.enqueue(urls, queue, queued)
         deadline = time.monotonic() + self.max_seconds
-        while queue:
+        while queue and not self.closed:
             if time.monotonic() > deadline:  # a slow site's sitemaps hold its pages, and their slots
                 logger.warning(
                     "Reading sitemaps took more than %ss: %d more are not read in this crawl", self.max_seconds, len(queue)
@@ -292,7 +313,8 @@ class SitemapMiddleware:
         if sitemap.kind != "urlset":
             logger.warning("%s is not a sitemap (no <urlset> or <sitemapindex>): not read", url)
             return []
-        self.queue_pages(final, sitemap.entries)
+        if not self.closed:  # the crawl was stopped while it was fetched
+            self.queue_pages(final, sitemap.entries)
         return []
 
     async def fetch(self, url: str) -> tuple[str, bytes] | None:
@@ -418,9 +440,12 @@ class SitemapMiddleware:
 
     def unchanged(self, url: str, known: Known, lastmod: datetime, meta: Mapping[str, Any]) -> Outcome | None:
         """The rule: a known, indexed page whose sitemap ``lastmod`` is not newer than its last
-        fetch (within ``sitemap_trust_days``), and whose readers are the same, is unchanged
-        without a request (status 915); None: it is requested (a 304 updates its access alone)."""
-        if known.state != State.INDEXED:
+        fetch (within ``sitemap_trust_days``), whose last request did not fail, and whose readers
+        are the same, is unchanged without a request (status 915); None: it is requested (a 304
+        updates its access alone). A failing page is requested until it answers or leaves: spared,
+        its failures would start again from 0 each time, and a page that went private (a login page
+        in its place) would stay searchable for as long as its sitemap is trusted."""
+        if known.state != State.INDEXED or known.failures:
             return None
         last_fetched = as_utc(known.last_fetched)
         if not unchanged_since_fetch(lastmod, last_fetched, datetime.now(UTC), self.trust_for):
@@ -449,3 +474,9 @@ class SitemapMiddleware:
             assert outcome.status is not None and outcome.reason is not None
             self.crawler.stats.inc_value(SPARED_STAT)
             raise RequestRefused(outcome.status, outcome.reason, event=outcome.event, fetched=outcome.fetched)
+
+
+def _log_failure(reading: asyncio.Future[None]) -> None:
+    """A reading that no request awaits (started at idle) says how it failed."""
+    if not reading.cancelled() and reading.exception() is not None:
+        logger.error("Reading the sitemaps failed", exc_info=reading.exception())

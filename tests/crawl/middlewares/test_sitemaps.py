@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.http import Response
 from scrapy.utils.misc import build_from_crawler
 
@@ -225,3 +225,61 @@ def test_what_is_held_per_site_is_bounded_by_the_crawls_files(crawler_of: Crawle
     middleware.robots_txt_read(site=SITE, robots=huge)  # fetched again: read already
     middleware.robots_txt_read(site=hosts[1], robots=RobotsTxt.parse(f"Sitemap: {hosts[1]}/s.xml\n"))  # files spent
     assert middleware.listed == {}
+
+
+def test_a_failing_page_is_never_spared(crawler_of: CrawlerOf) -> None:
+    """Spared, a failing page's count of failures started again from 0 (a hostile review)."""
+    middleware = build(crawler_of)
+    middleware.hints.add(f"{SITE}/old.html", FETCHED - timedelta(days=3))
+    failing = Request(f"{SITE}/old.html", meta={KNOWN: Known("indexed", last_fetched=FETCHED, failures=1)})
+    middleware.refuse_if_unchanged(failing)  # requested
+    with pytest.raises(RequestRefused):
+        middleware.refuse_if_unchanged(known(f"{SITE}/old.html"))
+
+
+def test_the_source_files_sitemaps_no_request_waited_for_are_read_at_idle(crawler_of: CrawlerOf) -> None:
+    """Every request refused before it reached the middleware (robots.txt, a rule): the source
+    file's sitemaps are read once the crawl is idle, which waits for them, once; robots.txt's
+    are not (their site let no request through); a read-only crawl (ledger None) reads none."""
+
+    async def run() -> None:
+        middleware = build(crawler_of, f'sitemaps = ["{SITE}/s.xml"]\n')
+        middleware.robots_txt_read(site="http://other.test", robots=RobotsTxt.parse("Sitemap: http://other.test/o.xml\n"))
+        server = SitemapServer({f"{SITE}/s.xml": index()})
+        middleware.crawler.engine = server  # type: ignore[assignment]
+        middleware.ledger = object()  # type: ignore[assignment]  # a crawl that writes
+        with pytest.raises(DontCloseSpider):
+            middleware.idle()
+        middleware.idle()  # being read, or read: the crawl may close
+        await middleware.reading[""]
+        assert server.requested == [f"{SITE}/s.xml"]
+        middleware.idle()
+
+        read_only = build(crawler_of, f'sitemaps = ["{SITE}/s.xml"]\n')
+        read_only.ledger = None
+        read_only.idle()
+        assert read_only.reading == {}
+
+    asyncio.run(run())
+
+
+def test_no_sitemap_is_read_once_the_spider_has_closed(crawler_of: CrawlerOf) -> None:
+    """A reading left going (started at idle, or by a request a stop left waiting) was not
+    cancelled: it sent requests and queued pages after the crawl (a hostile review)."""
+
+    async def run() -> None:
+        middleware = build(crawler_of, f'sitemaps = ["{SITE}/s.xml"]\n')
+        children = [f"{SITE}/s{number}.xml" for number in range(5)]
+        server = SitemapServer({f"{SITE}/s.xml": index(*children)}, seconds=0.05)
+        middleware.crawler.engine = server  # type: ignore[assignment]
+        reading = middleware.start_reading("")
+        assert reading is not None
+        while not server.requested:  # its first request sent
+            await asyncio.sleep(0)
+        middleware.spider_closed()
+        with pytest.raises(asyncio.CancelledError):
+            await reading
+        assert server.requested == [f"{SITE}/s.xml"]
+        assert middleware.start_reading(SITE) is None
+
+    asyncio.run(run())
