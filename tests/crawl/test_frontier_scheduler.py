@@ -638,10 +638,15 @@ def test_a_maintenance_crawl_starts_while_its_plan_is_made(crawler_of, monkeypat
         fetched(crawler, url)
     assert scheduler.has_pending_requests()  # nothing leased, but the plan goes on
     release.set()
-    wait_for(lambda: not scheduler.has_pending_requests() or bool(scheduler.buffer), what="the plan made")
-    rest = drain(scheduler)
-    for url in rest:
-        fetched(crawler, url)
+    rest: list[str] = []
+
+    def done() -> bool:  # the plan's later batches leased and fetched as they come, until it is made
+        for url in drain(scheduler):
+            rest.append(url)
+            fetched(crawler, url)
+        return not scheduler.has_pending_requests()
+
+    wait_for(done, what="the plan made and its URLs fetched")
     assert sorted(first + rest) == sorted(set(pages))  # each known URL once
     assert not scheduler.has_pending_requests() and not scheduler.runs.plan_pending(scheduler.run.id)
     close(scheduler, "finished")

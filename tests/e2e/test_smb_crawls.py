@@ -26,8 +26,9 @@ import pytest
 from scrapy.settings import Settings
 
 from searchcrawl.access.decision import decide
-from searchcrawl.access.directory import DirectoryConfig, LdapDirectory
+from searchcrawl.access.directory import DirectoryConfig
 from searchcrawl.access.explanation import access_of_fields
+from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.store.runs import Runs
 from tests.conftest import Project, run_scrapy, solr_docs
