@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from scrapy.statscollectors import StatsCollector
-
-from searchcrawl.store.frontier import Frontier
 
 # entries the agent's listing passed over, as no document can be made of them (a database row
 # without a key, a second row of a key): the run's counters and report say how many
@@ -79,8 +78,9 @@ def process_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def run_counters(stats: StatsCollector, frontier: Frontier | None) -> dict[str, Any]:
-    """The run's counters, as kept in the runs table and shown by `scrapy status`."""
+def run_counters(stats: StatsCollector, frontier: Mapping[str, int] | None) -> dict[str, Any]:
+    """The run's counters, as kept in the runs table and shown by `scrapy status`: the stats'
+    and ``frontier``, the run's frontier counted by state (``Frontier.counts``)."""
     counters: dict[str, Any] = {
         "pages": stats.get_value("response_received_count", 0),
         "cached": stats.get_value("searchcrawl/cached", 0),
@@ -91,5 +91,5 @@ def run_counters(stats: StatsCollector, frontier: Frontier | None) -> dict[str, 
     if stats.get_value(SKIPPED_STAT):
         counters["skipped"] = stats.get_value(SKIPPED_STAT)
     if frontier is not None:
-        counters.update({state.value: number for state, number in frontier.counts().items()})  # JSON
+        counters.update({str(state): number for state, number in frontier.items()})  # JSON
     return counters

@@ -1193,6 +1193,17 @@ class DocumentTable:
             # a pending row has its checksum: CACHED, the one event that leads to pending, writes it
             return [(url, checksum) for url, checksum in rows if checksum is not None]
 
+    def pending_count(self, source: str) -> int:
+        """How many documents wait for Solr: counted by the database, as the progress line asks
+        every interval (a Solr outage may leave a whole source waiting)."""
+        with self.engine.connect() as connection:
+            number: int = connection.execute(
+                select(func.count())
+                .select_from(documents)
+                .where(documents.c.source == source, documents.c.state == State.PENDING.value)
+            ).scalar_one()
+            return number
+
     def removals(self, source: str) -> list[str]:
         """URLs that must leave Solr."""
         with self.engine.connect() as connection:

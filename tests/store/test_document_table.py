@@ -50,8 +50,10 @@ def exercise(table: DocumentTable) -> None:
     )
     table.record_excluded("s", [("http://h/a", 901, 1, "ignored: row exists"), ("http://other/", 901, 1, "off-site")])
     assert table.pending("s") == [("http://h/a", "sum1")]
+    assert (table.pending_count("s"), table.pending_count("t")) == (1, 0)
     assert table.mark_indexed("s", [("http://h/a", "stale")]) == []
     assert table.mark_indexed("s", [("http://h/a", "sum1")]) == ["http://h/a"]
+    assert table.pending_count("s") == 0
     row = table.get("s", "http://h/a")
     assert row is not None
     assert (row["state"], row["status"], row["etag"], row["checksum"]) == ("indexed", 200, '"x"', "sum1")

@@ -425,7 +425,7 @@ class RunEnd:
         deltas = Deltas(self.stores.database)
         deltas.keep(name, run.id)
         counts = deltas.counts(name, run.id)  # its URLs stay in the database (`scrapy report` lists them)
-        counters = {**run_counters(self.stats, frontier), "delta": dict(sorted(counts.items()))}
+        counters = {**run_counters(self.stats, frontier.counts()), "delta": dict(sorted(counts.items()))}
         runs.end(run.id, state, counters, reason)
         if state == RunState.FINISHED and not run.test_mode:
             runs.save_fingerprint(name, fingerprint(self.source))

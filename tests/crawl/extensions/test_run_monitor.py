@@ -21,8 +21,9 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import build_from_crawler
 
+from searchcrawl.crawl.extensions import run_monitor
 from searchcrawl.crawl.extensions.give_back import GiveBack
-from searchcrawl.crawl.extensions.run_monitor import RunMonitor
+from searchcrawl.crawl.extensions.run_monitor import RunMonitor, count_due
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.runs import Runs
 from tests.components import start_run, stores_of
@@ -93,6 +94,55 @@ def test_a_tick_logs_progress_and_saves_the_runs_counters(crawler_of, caplog: py
     counters = json.loads(runs.latest("unit")["counters"])  # what `scrapy status` shows
     assert counters == {"pages": 7, "cached": 0, "indexed": 3, "removed": 0, "excluded": 0, "queued": 2, "leased": 0, "done": 0}
     assert monitor.last_pages == 7
+
+
+@pytest.mark.parametrize(
+    ("counted_at", "rows", "now", "due"),
+    [
+        (None, 0, 0.0, True),  # never counted
+        (100.0, 0, 129.9, False),
+        (100.0, 0, 130.0, True),  # an interval (30 s) since
+        (100.0, 100_000, 130.0, True),  # up to ROWS_PER_INTERVAL rows: every interval
+        (100.0, 1_000_000, 399.9, False),  # a million rows: every tenth interval
+        (100.0, 1_000_000, 400.0, True),
+    ],
+)
+def test_a_larger_frontier_is_counted_less_often(counted_at: float | None, rows: int, now: float, due: bool) -> None:
+    assert count_due(counted_at, rows, 30.0, now) is due
+
+
+def test_a_tick_counts_the_frontier_only_when_the_count_is_due(
+    crawler_of, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count reads every row of the run's frontier: a line between counts shows the last
+    count and its age, the pages and the rest as they are."""
+    monkeypatch.setattr(run_monitor, "ROWS_PER_INTERVAL", 1)  # 2 rows: a count every 2 intervals
+    crawler = crawler_of(SEARCHCRAWL_PROGRESS_INTERVAL=30.0)
+    crawler.engine = Engine()  # type: ignore[assignment]
+    monitor, frontier, runs = with_run(crawler)
+    frontier.add([Entry("http://h.test/a.html", 1), Entry("http://h.test/b.html", 1)])
+    counted: list[int] = []
+    monkeypatch.setattr(frontier, "counts", lambda counts=frontier.counts: counted.append(1) or counts())
+
+    def tick(pages: int, earlier: float = 0.0) -> str:
+        if monitor.counted_at is not None:
+            monitor.counted_at -= earlier  # as if counted that much earlier
+        crawler.stats.set_value("response_received_count", pages)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger=LOGGER):
+            monitor.tick()
+        (line,) = [record.getMessage() for record in caplog.records if record.name == LOGGER]
+        return line
+
+    assert "5 pages" in tick(5) and "queue 2 (+0 in flight), 0 done;" in tick(5)
+    assert len(counted) == 1  # the second tick came at once: the count of the first stands
+    frontier.add([Entry("http://h.test/c.html", 1)])
+    line = tick(9, earlier=31)  # one interval: 2 rows want two
+    assert len(counted) == 1 and "9 pages" in line and "queue 2 (+0 in flight), 0 done (counted 31 s ago);" in line
+    assert json.loads(runs.latest("unit")["counters"])["pages"] == 9  # saved with the count it has
+    line = tick(9, earlier=30)
+    assert len(counted) == 2 and "queue 3 (+0 in flight), 0 done;" in line
+    assert json.loads(runs.latest("unit")["counters"])["queued"] == 3
 
 
 @pytest.mark.parametrize(("action", "reason"), [("stop", "stopped"), ("suspend", "suspended")])
