@@ -19,6 +19,8 @@ from typing import Any
 
 from scrapy.statscollectors import StatsCollector
 
+from searchcrawl.store.models import FrontierState
+
 # entries the agent's listing passed over, as no document can be made of them (a database row
 # without a key, a second row of a key): the run's counters and report say how many
 SKIPPED_STAT = "searchcrawl/skipped"
@@ -78,7 +80,7 @@ def process_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def run_counters(stats: StatsCollector, frontier: Mapping[str, int] | None) -> dict[str, Any]:
+def run_counters(stats: StatsCollector, frontier: Mapping[FrontierState, int] | None) -> dict[str, Any]:
     """The run's counters, as kept in the runs table and shown by `scrapy status`: the stats'
     and ``frontier``, the run's frontier counted by state (``Frontier.counts``)."""
     counters: dict[str, Any] = {
@@ -91,5 +93,5 @@ def run_counters(stats: StatsCollector, frontier: Mapping[str, int] | None) -> d
     if stats.get_value(SKIPPED_STAT):
         counters["skipped"] = stats.get_value(SKIPPED_STAT)
     if frontier is not None:
-        counters.update({str(state): number for state, number in frontier.items()})  # JSON
+        counters.update({state.value: number for state, number in frontier.items()})  # JSON
     return counters

@@ -11,11 +11,11 @@ ledger and calls it; none calls the document table's writes (tests/store/test_on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any
 
 from searchcrawl.rules.lifecycle import Event, Outcome, State
+from searchcrawl.rules.maintenance import HolderChoice
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.documents import DocumentTable, Spared
 from searchcrawl.store.frontier import Known
@@ -69,12 +69,10 @@ class Ledger:
         """These URLs were linked (or listed, or are seeds) in the current run: not orphans."""
         self.table.mark_linked(self.source, urls)
 
-    def settle_duplicates(
-        self, url: str, checksum: str, holder_of: Callable[[Sequence[Mapping[str, Any]]], Mapping[str, Any]]
-    ) -> str | None:
-        """``url`` has just joined the index: the copies other nodes put in at the same moment
-        are settled (DocumentTable.settle_duplicates); returns its original if it is a duplicate."""
-        return self.table.settle_duplicates(self.source, url, checksum, holder_of)
+    def settle_pending(self, cached_by: str, holder_of: HolderChoice) -> list[str]:
+        """Before a shared crawl's node pushes its cache: the same content other nodes put in at
+        the same moment is kept once (DocumentTable.settle_pending); the URLs marked duplicates."""
+        return self.table.settle_pending(self.source, cached_by, holder_of)
 
     # --- Solr's answers ---------------------------------------------------------------------
 

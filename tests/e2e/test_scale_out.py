@@ -135,8 +135,8 @@ def test_three_nodes_crawl_one_source_into_solrcloud(fleet_project, serve, tmp_p
     ids = solr_ids(project.solr_url, name)
     assert len(ids) == len(set(ids)) and set(ids) == expected  # duplicates kept out, fleet-wide
     # Every document pushed once, give or take a duplicate. Two nodes caching the same content at
-    # the same moment settle which one is the duplicate after both are cached (settle_duplicates):
-    # a push in between may send the duplicate, which then leaves Solr again. (CI saw 1,017
+    # the same moment settle which one is the duplicate before each push (settle_pending): a push
+    # of one node before the other's record may send the duplicate, which then leaves Solr again. (CI saw 1,017
     # pushes once.) "removed" counts the deletions sent for every duplicate found after it was
     # cached, pushed or not, so it bounds those extra pushes.
     pushes = [(indexed_by(log), indexed_by(log, "removed")) for log in logs]  # per node, for the messages
@@ -232,8 +232,8 @@ def test_two_nodes_caching_the_same_content_at_once_keep_one(postgres_url: str) 
     # each checked for a duplicate before the other wrote its row: both went on to cache
     node_b.record(source, "http://h/second", Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "b"}))
     node_a.record(source, "http://h/first", Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "a"}))
-    assert node_b.settle_duplicates(source, "http://h/second", "same", holder_of) == "http://h/first"
-    assert node_a.settle_duplicates(source, "http://h/first", "same", holder_of) is None
+    assert node_b.settle_pending(source, "b", holder_of) == ["http://h/second"]  # b's push comes first
+    assert node_a.settle_pending(source, "a", holder_of) == []
     assert node_a.get(source, "http://h/second")["duplicate_of"] == "http://h/first"
     assert node_a.pending(source, "a") == [("http://h/first", "same")] and node_a.pending(source, "b") == []
 

@@ -291,7 +291,7 @@ def test_the_per_page_look_ups_send_sqlite_one_statement_each_as_compiled(tmp_pa
         "first_seen_id": None,
         "copies": [{"id": 1, "url": "http://h/a", "canonical_url": None, "holds": True, "done": True}],
     }
-    assert table.settle_duplicates("s", "http://h/a", "c", lambda copies: copies[0]) is None
+    assert table.settle_pending("s", "node", lambda copies: next(iter(copies))) == []
     assert len(sent) == 4 and not any("PRAGMA" in statement for statement in sent), sent
     assert all("POSTCOMPILE" not in statement and "IN (?, ?)" in statement for statement in sent[:3] if "state" in statement)
 

@@ -4,7 +4,7 @@ call the ledger (searchcrawl/store/ledger.py; in a crawl the LedgerWriter extens
 crawl/ledger_writer.py, which records the outcomes and exclusions the components signal), whose
 rules (rules/lifecycle.py) decide every change. The modules that call the ledger's writes are
 named (``LEDGER_WRITERS``): the run's start and end, the agent spider's listing, the scope
-middleware, the cache writer and the Solr push. Read from the code's syntax trees."""
+middleware and the Solr push. Read from the code's syntax trees."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ WRITES = {
     "mark_indexed",
     "mark_removed",
     "mark_linked",
-    "settle_duplicates",
+    "settle_pending",
     "hold_removals",
     "plan_maintenance",
     "record_spared",
@@ -37,6 +37,7 @@ WRITES = {
 }
 READS = {
     "pending",
+    "pending_count",
     "removals",
     "holders",
     "display_url_owner",
@@ -57,8 +58,8 @@ LEDGER_WRITERS = {
     "searchcrawl/crawl/extensions/run_end.py": {"record", "drop_stale_targets", "hold_removals"},  # the run's settlements
     "searchcrawl/crawl/agent_spider.py": {"record", "mark_linked"},  # settle_listing, the listing's documents
     "searchcrawl/crawl/middlewares/scope.py": {"mark_linked"},  # the links of a run
-    "searchcrawl/crawl/pipelines/cache_writer.py": {"settle_duplicates"},
-    "searchcrawl/index/indexer.py": {"mark_indexed", "mark_refused", "mark_removed"},  # Solr's answers
+    # Solr's answers, and a shared crawl's copies of one content settled before a push
+    "searchcrawl/index/indexer.py": {"mark_indexed", "mark_refused", "mark_removed", "settle_pending"},
     "searchcrawl/crawl/middlewares/sitemaps.py": {"record_spared"},  # a maintenance crawl's unchanged pages, in bulk
 }
 OTHER_TABLES = {"for_run", "closing"}  # the same table, for a run or a closing crawl: no write

@@ -32,6 +32,7 @@ from searchcrawl.crawl.extensions.stores import Stores, source_of, stores_of
 from searchcrawl.crawl.run import Run, run_counters
 from searchcrawl.crawl.signals import run_started
 from searchcrawl.store.frontier import Frontier
+from searchcrawl.store.models import FrontierState
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class RunMonitor:
         self.loop: AsyncioLoopingCall | LoopingCall | None = None
         self.last_pages = 0
         self.last_time = time.monotonic()
-        self.counts: dict[str, int] = {}  # the run's frontier by state, as last counted
+        self.counts: dict[FrontierState, int] = {}  # the run's frontier by state, as last counted
         self.counted_at: float | None = None
         self.engine_ran = False  # the engine was seen running: its stop since is a shutdown
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
@@ -97,7 +98,7 @@ class RunMonitor:
         self._give_back_on_shutdown()
         now = time.monotonic()
         if self.frontier is not None and count_due(self.counted_at, sum(self.counts.values()), self.interval, now):
-            self.counts = {state.value: number for state, number in self.frontier.counts().items()}
+            self.counts = self.frontier.counts()
             self.counted_at = now
         counters = run_counters(self.crawler.stats, self.counts)
         rate = (counters["pages"] - self.last_pages) * 60 / max(now - self.last_time, 1e-6)

@@ -13,13 +13,10 @@ from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.ledger_writer import LedgerWriter
-from searchcrawl.crawl.pipelines.changes import duplicate_of
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_started, url_outcome
 from searchcrawl.index.cache import DocumentCache
-from searchcrawl.ops.local_fleet import shared_crawl
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
-from searchcrawl.rules.maintenance import holder_of
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.documents import DocumentTable
 from searchcrawl.store.frontier import Frontier
@@ -28,31 +25,27 @@ logger = logging.getLogger(__name__)
 
 
 class CachePipeline:
-    """Caches each document (not in a test run) and reports its outcome; in a shared run, the
-    ledger settles which node's copy of a content stays when two cached it at once. What it
-    does depends on the run (``run_started``); a crawl without one (a source crawled with
+    """Caches each document (not in a test run) and reports its outcome (in a shared run, which
+    node's copy of a content stays when two cached it at once is settled before each push:
+    ``DocumentTable.settle_pending``). What it does depends on the run (``run_started``); a crawl without one (a source crawled with
     Scrapy's own SCHEDULER) caches as a plain run does: not in test mode, not forced."""
 
-    def __init__(
-        self, crawler: Crawler, documents: DocumentTable, cache: DocumentCache, ledger: LedgerWriter, *, shared: bool = False
-    ) -> None:
+    def __init__(self, crawler: Crawler, documents: DocumentTable, cache: DocumentCache) -> None:
         self.crawler = crawler
-        self.documents, self.cache, self.ledger = documents, cache, ledger
+        self.documents, self.cache = documents, cache
         self.stats = crawler.stats
         self.test_mode = self.forced = False
-        self.shared = shared
         crawler.signals.connect(self.run_started, signal=run_started)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CachePipeline:
         stores = stores_of(crawler)
-        ledger = crawler.get_extension(LedgerWriter)
-        if ledger is None:
+        if crawler.get_extension(LedgerWriter) is None:  # nothing records its outcomes
             raise NotConfigured("a read-only crawl (SEARCHCRAWL_READ_ONLY) caches nothing")
-        return cls(crawler, stores.documents, stores.cache, ledger, shared=shared_crawl(crawler.settings))
+        return cls(crawler, stores.documents, stores.cache)
 
     def run_started(self, run: Run, frontier: Frontier) -> None:
-        self.test_mode, self.forced, self.shared = run.test_mode, run.forced, run.shared
+        self.test_mode, self.forced = run.test_mode, run.forced
 
     def process_item(self, item: CrawledDocument) -> CrawledDocument:
         if item.access_update:
@@ -91,13 +84,6 @@ class CachePipeline:
                 },
             ),
         )
-        if self.shared:  # another node may have cached the same content at this moment
-            original = self.ledger.settle_duplicates(item.url, item.fields["checksum"], holder_of)
-            if original is not None:  # its cached record is left to the push, which skips it
-                raise NotIndexed(
-                    duplicate_of(original, item.depth),
-                    f"Duplicate of {original} (cached by another node at the same time): {item.url}",
-                )
         self.stats.inc_value("searchcrawl/cached")
         self.stats.inc_value("searchcrawl/cached_bytes", size)
         return item

@@ -17,6 +17,7 @@ from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.pipelines.cache_writer import CachePipeline
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.rules.maintenance import holder_of
 from searchcrawl.rules.status_codes import Status
 from tests.components import start_run
 
@@ -112,24 +113,24 @@ def test_test_mode_caches_nothing(crawler_of) -> None:
     assert crawler.stats.get_value("searchcrawl/cached_bytes") == 0
 
 
-def test_in_a_shared_crawl_the_same_content_cached_at_once_is_kept_once(crawler_of) -> None:
-    """Two nodes each found no duplicate (ChangePipeline) and cached the same content: the
-    second to settle sees both and keeps the original, reporting itself a duplicate."""
+def test_in_a_shared_crawl_the_same_content_cached_at_once_is_settled_before_the_push(crawler_of) -> None:
+    """Two nodes each found no duplicate (ChangePipeline) and cached the same content: both are
+    cached, and the push of either first keeps the original (``settle_pending``, one statement
+    per push: the cache writer sends none), the other a duplicate that is not pushed."""
     crawler = crawler_of(SEARCHCRAWL_SHARED_CRAWL=True)
     stores = stores_of(crawler)
     pipeline = build_from_crawler(CachePipeline, crawler)
     run, _ = start_run(crawler)
     assert run.shared
     pipeline.process_item(document("http://h.test/a.html", "same"))
-    with pytest.raises(NotIndexed) as raised:
-        pipeline.process_item(document("http://h.test/b.html", "same"))
-    assert (raised.value.outcome.status, raised.value.outcome.columns) == (
-        Status.DUPLICATE,
-        {"duplicate_of": "http://h.test/a.html"},
-    )
+    pipeline.process_item(document("http://h.test/b.html", "same"))
+    assert crawler.stats.get_value("searchcrawl/cached") == 2
+    assert stores.documents.pending("unit") == [("http://h.test/a.html", "same"), ("http://h.test/b.html", "same")]
+    assert stores.documents.settle_pending("unit", stores.cache.id, holder_of) == ["http://h.test/b.html"]
     row = stores.documents.get("unit", "http://h.test/b.html")
     assert (row["status"], row["duplicate_of"]) == (Status.DUPLICATE, "http://h.test/a.html")
     assert stores.documents.pending("unit") == [("http://h.test/a.html", "same")]
+    assert stores.documents.settle_pending("unit", stores.cache.id, holder_of) == []  # settled once
 
 
 def test_a_forced_recrawl_reports_the_same_content_unchanged(crawler_of) -> None:
