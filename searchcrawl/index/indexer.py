@@ -347,7 +347,7 @@ def push_pending(
     outside a crawl). With ``settle`` (a shared crawl's node: ``rules.maintenance.holder_of``),
     the same content that other nodes cached at the same moment as one of this cache's documents
     is first kept once (``Ledger.settle_pending``), so a duplicate is not sent; one settled after
-    its push (the other node's record came later) leaves Solr with the next removals.
+    its push (the other node's record came later) leaves Solr with the run's removals.
     """
     ledger = ledger if ledger is not None else Ledger(table, source)
     result = PushResult()
