@@ -25,7 +25,6 @@ import requests
 
 from searchcrawl.content.extract import solr_id
 from searchcrawl.index.cache import CacheScan, DocumentCache
-from searchcrawl.rules.maintenance import HolderChoice
 from searchcrawl.store import DocumentTable
 from searchcrawl.store.ledger import Ledger
 
@@ -325,7 +324,6 @@ def push_pending(
     should_stop: Callable[[], bool] = lambda: False,
     requests_at_once: int = 1,
     ledger: Ledger | None = None,
-    settle: HolderChoice | None = None,
 ) -> PushResult:
     """Remove what must leave the index (if ``remove``), then push every pending document of
     ``source`` to Solr, batch by batch. Documents are addressed in Solr by ``solr_id(source, url)``.
@@ -344,17 +342,16 @@ def push_pending(
     acknowledged stay pending, for a later push.
 
     What Solr answered is written by ``ledger``, the crawl's (a source's own when none is given:
-    outside a crawl). With ``settle`` (a shared crawl's node: ``rules.maintenance.holder_of``),
-    the same content that other nodes cached at the same moment as one of this cache's documents
-    is first kept once (``Ledger.settle_pending``), so a duplicate is not sent; one settled after
-    its push (the other node's record came later) leaves Solr with the run's removals.
+    outside a crawl). The same content that two URLs put in the index at the same moment (two
+    nodes of a shared crawl) is first kept once (``Ledger.settle_pending``), so a duplicate is
+    not sent; one settled after its push (the other node's record came later) leaves Solr with
+    the run's removals.
     """
     ledger = ledger if ledger is not None else Ledger(table, source)
     result = PushResult()
     scan = cache.scan()  # before the table is read: see DocumentCache.scan
-    if settle is not None:
-        for url in ledger.settle_pending(cache.id, settle):
-            logger.debug("Duplicate of another node's copy, cached at the same moment, not pushed: %s", url)
+    for url in ledger.settle_pending(cache.id):
+        logger.debug("Duplicate of another node's copy, cached at the same moment, not pushed: %s", url)
     if remove and not remove_from_index(source, table, ledger, index, max_docs, result):
         result.pending = len(table.pending(source, cache.id))
         return result
@@ -545,7 +542,6 @@ class SolrPusher:
     requests_at_once: int = 1
     ids_migrated: bool = False
     ledger: Ledger | None = None  # the crawl's (push_pending's own when None)
-    settle: HolderChoice | None = None  # push_pending's
 
     def push_once(self, remove: bool = False, wait: bool = True) -> PushResult:
         """One pass over the pending documents (blocking). Without ``wait``, a process finding
@@ -565,7 +561,6 @@ class SolrPusher:
                 remove=remove,
                 requests_at_once=self.requests_at_once,
                 ledger=self.ledger,
-                settle=self.settle,
             )
 
     def migrate_ids(self) -> None:

@@ -3,7 +3,7 @@ recrawled in full because its settings changed?"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -21,10 +21,6 @@ def has_changed(
     if "checksum" in signals and previous.get("checksum") != checksum:
         reasons.append("checksum")
     return bool(reasons), ", ".join(reasons) or "same " + " and ".join(sorted(signals))
-
-
-# of documents with the same content, the one the index keeps (``holder_of``, or a test's choice)
-HolderChoice = Callable[[Iterable[Mapping[str, Any]]], Mapping[str, Any]]
 
 
 def holder_of(copies: Iterable[Mapping[str, Any]]) -> Mapping[str, Any]:

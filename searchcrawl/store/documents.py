@@ -60,7 +60,7 @@ from searchcrawl.rules.lifecycle import (
     original_to_check,
     sources_of,
 )
-from searchcrawl.rules.maintenance import HolderChoice, holder_of, named_canonical
+from searchcrawl.rules.maintenance import holder_of, named_canonical
 from searchcrawl.rules.redirect_policy import TEMPORARY as TEMPORARY_REDIRECTS
 from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status
 from searchcrawl.store.database import ROW_KEY, Database, as_utc, keyed, now, url_hash
@@ -464,13 +464,14 @@ class DocumentTable:
             ),
         )
 
-    def settle_pending(self, source: str, cached_by: str, holder_of: HolderChoice) -> list[str]:
-        """Before a node of a shared crawl pushes what ``cached_by`` (its cache) holds: where
-        other nodes put the same content in at the same moment as one of those documents (each
-        checked for a duplicate before the other had written), keep one. Every node makes the
-        same choice with ``holder_of`` over the whole group, so their marks agree. One statement
-        for the whole push, not one per document (issue 58: a statement per cached page was 3 %
-        of a shared crawl's CPU). Returns the URLs marked duplicates."""
+    def settle_pending(self, source: str, cached_by: str) -> list[str]:
+        """Before a push of what ``cached_by`` (a cache) holds: where two URLs put the same
+        content in the index at the same moment (two nodes of a shared crawl, each checking for a
+        duplicate before the other had written), keep one, ``holder_of``'s choice over the whole
+        group, which every node makes alike. One statement a push, not one a cached page (issue
+        58: that was 3 % of a shared crawl's CPU), returning only the groups with copies; run on
+        every push, as the later of two racing rows may be left to a crawl of one process (its
+        node killed before it pushed). Returns the URLs marked duplicates."""
         with self.single.connect() as connection:
             rows = connection.execute(
                 self._statement("same_content_as_pending", self._same_content_as_pending),
@@ -481,8 +482,6 @@ class DocumentTable:
                 groups.setdefault(found["checksum"], []).append(dict(found))
         marked = []
         for group in groups.values():
-            if len(group) < 2:
-                continue
             original = holder_of(group)
             for copy in group:
                 if copy is not original:
@@ -573,23 +572,30 @@ class DocumentTable:
 
     @staticmethod
     def _same_content_as_pending() -> Any:
-        """The source's documents in the index, not duplicates themselves, whose content is that
-        of a document waiting in one cache (or in none: rows from before scale-out), by content
-        and in discovery order."""
+        """The source's documents in the index, not duplicates themselves, of each content that
+        two or more of them have and that a document waiting in one cache (or in none: rows
+        from before scale-out) has; by content, in discovery order. Each look-up by key: the
+        waiting rows by state, their copies by checksum (``checksum IS NOT NULL`` would make
+        SQLite read the source by its checksum index instead)."""
         waiting = select(documents.c.checksum).where(
             documents.c.source == bindparam("source"),
             documents.c.state == State.PENDING.value,
             or_(documents.c.cached_by == bindparam("cached_by"), documents.c.cached_by.is_(None)),
-            documents.c.checksum.is_not(None),
+        )
+        in_index = and_(
+            documents.c.source == bindparam("source"),
+            one_of(documents.c.state, IN_INDEX),
+            documents.c.duplicate_of.is_(None),
+        )
+        shared = (
+            select(documents.c.checksum)
+            .where(in_index, documents.c.checksum.in_(waiting))
+            .group_by(documents.c.checksum)
+            .having(func.count() > 1)
         )
         return (
             select(documents.c.id, documents.c.url, documents.c.canonical_url, documents.c.checksum)
-            .where(
-                documents.c.source == bindparam("source"),
-                documents.c.checksum.in_(waiting),
-                one_of(documents.c.state, IN_INDEX),
-                documents.c.duplicate_of.is_(None),
-            )
+            .where(in_index, documents.c.checksum.in_(shared))
             .order_by(documents.c.checksum, documents.c.id)
         )
 

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from searchcrawl.rules.lifecycle import Event, Outcome, State
-from searchcrawl.rules.maintenance import HolderChoice
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.documents import DocumentTable, Spared
 from searchcrawl.store.frontier import Known
@@ -69,10 +68,11 @@ class Ledger:
         """These URLs were linked (or listed, or are seeds) in the current run: not orphans."""
         self.table.mark_linked(self.source, urls)
 
-    def settle_pending(self, cached_by: str, holder_of: HolderChoice) -> list[str]:
-        """Before a shared crawl's node pushes its cache: the same content other nodes put in at
-        the same moment is kept once (DocumentTable.settle_pending); the URLs marked duplicates."""
-        return self.table.settle_pending(self.source, cached_by, holder_of)
+    def settle_pending(self, cached_by: str) -> list[str]:
+        """Before a push of ``cached_by``'s documents, and at the run's end: the same content put
+        in the index twice at the same moment is kept once (DocumentTable.settle_pending); the
+        URLs marked duplicates."""
+        return self.table.settle_pending(self.source, cached_by)
 
     # --- Solr's answers ---------------------------------------------------------------------
 

@@ -305,12 +305,22 @@ class Runs:
             return bool(result.rowcount)
 
     def update(self, run_id: int, counters: dict[str, Any]) -> str | None:
-        """Save the run's counters; returns a pending control request (suspend/stop), if any."""
+        """Save the run's counters over those saved (a counter not given keeps its saved value:
+        the progress line gives the frontier's only when it has just counted them, so a node of
+        a shared crawl never puts an older count over another's newer one); returns a pending
+        control request (suspend/stop), if any."""
         with self.engine.begin() as connection:
+            saved = connection.execute(
+                select(runs.c.counters, runs.c.control).where(runs.c.id == run_id).with_for_update()
+            ).first()
+            if saved is None:
+                return None
+            merged = {**(json.loads(saved.counters) if saved.counters else {}), **counters}
             connection.execute(
-                update(runs).where(runs.c.id == run_id).values(counters=json.dumps(counters, default=str), updated_at=now())
+                update(runs).where(runs.c.id == run_id).values(counters=json.dumps(merged, default=str), updated_at=now())
             )
-            return connection.execute(select(runs.c.control).where(runs.c.id == run_id)).scalar_one_or_none()
+            control: str | None = saved.control
+            return control
 
     def end(self, run_id: int, state: RunState, counters: dict[str, Any], reason: str) -> None:
         when = now()

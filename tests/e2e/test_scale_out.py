@@ -18,7 +18,7 @@ from sqlalchemy import event, text
 
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.rules.lifecycle import Event, Outcome
-from searchcrawl.rules.maintenance import holder_of, original_of
+from searchcrawl.rules.maintenance import original_of
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import POOL_SIZE
 from searchcrawl.store.frontier import Entry, Frontier
@@ -232,8 +232,8 @@ def test_two_nodes_caching_the_same_content_at_once_keep_one(postgres_url: str) 
     # each checked for a duplicate before the other wrote its row: both went on to cache
     node_b.record(source, "http://h/second", Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "b"}))
     node_a.record(source, "http://h/first", Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "a"}))
-    assert node_b.settle_pending(source, "b", holder_of) == ["http://h/second"]  # b's push comes first
-    assert node_a.settle_pending(source, "a", holder_of) == []
+    assert node_b.settle_pending(source, "b") == ["http://h/second"]  # b's push comes first
+    assert node_a.settle_pending(source, "a") == []
     assert node_a.get(source, "http://h/second")["duplicate_of"] == "http://h/first"
     assert node_a.pending(source, "a") == [("http://h/first", "same")] and node_a.pending(source, "b") == []
 

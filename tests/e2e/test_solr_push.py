@@ -74,8 +74,9 @@ def solr_pipeline(crawler: Crawler) -> SolrPipeline:
     return pipeline
 
 
-def cache(crawler: Crawler, *paths: str, version: str = "") -> list[CrawledDocument]:
-    """Documents at ``paths`` of h.test, cached and marked pending by CachePipeline, in the crawl's run."""
+def cache(crawler: Crawler, *paths: str, version: str = "", checksum: str = "") -> list[CrawledDocument]:
+    """Documents at ``paths`` of h.test, cached and marked pending by CachePipeline, in the crawl's
+    run; with ``checksum``, all of the same content (as two nodes may cache it at once)."""
     name = name_of(crawler)
     writer = build_from_crawler(CachePipeline, crawler)
     writer.run = run_of(crawler)  # as run_started gives it
@@ -89,7 +90,7 @@ def cache(crawler: Crawler, *paths: str, version: str = "") -> list[CrawledDocum
             "source": name,
             "title": f"Page {path}{version}",
             "content": f"The text of {path}{version}",
-            "checksum": f"sum-{path}{version}",
+            "checksum": checksum or f"sum-{path}{version}",
         }
         items.append(writer.process_item(CrawledDocument(name, url, 1, {}, fields=fields)))
     return items
@@ -120,6 +121,23 @@ def test_documents_left_pending_are_pushed_when_the_spider_opens(crawler_of, sol
     assert states(crawler) == {"indexed": 2}
     assert ledger_of(crawler).table.pending(name_of(crawler)) == []
     assert crawler.stats.get_value("searchcrawl/indexed") == 2
+
+
+@pytest.mark.parametrize("when", ["a push", "the run's end"])
+def test_the_same_content_cached_twice_at_once_is_pushed_once(crawler_of, solr_url: str, solr: pysolr.Solr, when: str) -> None:
+    """Two nodes of a shared crawl, each finding no copy, cached the same content (here in one
+    cache): a push settles the copies first, and the run's end too; the one discovered first goes
+    to Solr, the other is its duplicate (status 911) and is never sent."""
+    crawler = crawler_of(SOLR_URL=solr_url)
+    cache(crawler, "a.html", "b.html", checksum="same")
+    if when == "a push":
+        asyncio.run(solr_pipeline(crawler).open_spider())  # what is pending goes as the spider opens
+    else:
+        asyncio.run(the_crawl_ends(crawler))
+    assert in_solr(solr, crawler) == {"http://h.test/a.html": "Page a.html"}
+    row = ledger_of(crawler).table.get(name_of(crawler), "http://h.test/b.html")
+    assert (row["status"], row["duplicate_of"]) == (911, "http://h.test/a.html")
+    assert ledger_of(crawler).table.pending(name_of(crawler)) == []
 
 
 def test_a_process_joining_a_run_leaves_what_is_pending_to_the_others(

@@ -175,3 +175,32 @@ def test_a_maintenance_run_reads_a_handful_of_rows_a_url_while_the_statistics_ar
     # before the fix, 900,000 (documents) and 800,000 sequentially (frontier)
     assert read_by["documents"][1] <= 5 * count + 100
     assert read_by["frontier"][1] <= 4 * count + 100
+
+
+def test_settling_a_pushs_copies_reads_the_rows_waiting_and_their_copies_by_key(schema_url: tuple[Engine, str]) -> None:
+    """Issue 58: the same content cached by two nodes at once is settled before each push, in one
+    statement (it was one a cached page). On a source of 20,000 indexed rows never analysed, ten
+    pushes of 20 waiting documents, one a copy of an indexed page, read a few rows each by key
+    (prepared after five runs, as psycopg does), none by a sequential scan."""
+    engine, url = schema_url
+    schema = url.rsplit("search_path%3D", 1)[1]
+    count = 20_000
+    database = Database(f"{url}&application_name=stale_{schema}")
+    fill(database, "s", count)
+    table = DocumentTable(database)
+    marked = []
+    before = rows_read(engine, database, schema)
+    for push in range(10):
+        for number in range(20):
+            checksum = f"{number:064x}" if number == 0 else f"push{push}-{number}"  # the first: page 0's content
+            new = f"http://127.0.0.1:8080/new/{push}/{number}.html"
+            table.record(
+                "s", new, Outcome(Event.CACHED, 200, columns={"checksum": checksum, "display_url": new, "cached_by": "n"})
+            )
+        marked += table.settle_pending("s", "n")
+        table.mark_indexed("s", [(url, checksum) for url, checksum in table.pending("s", "n")])
+    after = rows_read(engine, database, schema)
+    assert marked == [f"http://127.0.0.1:8080/new/{push}/0.html" for push in range(10)]  # page 0 came first
+    read_by = {name: (after[name][0] - before[name][0], after[name][1] - before[name][1]) for name in after}
+    assert read_by["documents"][0] == 0, read_by
+    assert read_by["documents"][1] <= 200 * 20, read_by  # 200 outcomes, their look-ups and the settles'

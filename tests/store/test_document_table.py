@@ -291,9 +291,37 @@ def test_the_per_page_look_ups_send_sqlite_one_statement_each_as_compiled(tmp_pa
         "first_seen_id": None,
         "copies": [{"id": 1, "url": "http://h/a", "canonical_url": None, "holds": True, "done": True}],
     }
-    assert table.settle_pending("s", "node", lambda copies: next(iter(copies))) == []
+    assert table.settle_pending("s", "node") == []
     assert len(sent) == 4 and not any("PRAGMA" in statement for statement in sent), sent
     assert all("POSTCOMPILE" not in statement and "IN (?, ?)" in statement for statement in sent[:3] if "state" in statement)
+
+
+def test_settling_a_pushs_copies_reads_by_key_on_sqlite(tmp_path) -> None:
+    """The statement that settles, before a push, the same content cached twice at once looks
+    the waiting rows up by state and their copies by checksum: SQLite, never analysed, read the
+    source by its checksum index when the statement said ``checksum IS NOT NULL`` (0.18 s a push
+    at 200,000 rows, the review of issue 58's change)."""
+    table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
+    for number in range(30):
+        columns = {"checksum": f"c{number % 25}", "display_url": f"http://h/{number}", "cached_by": "n"}
+        table.record("s", f"http://h/{number}", Outcome(Event.CACHED, 200, columns=columns))
+    statement = table._same_content_as_pending()
+    with table.engine.connect() as connection:
+        compiled = statement.compile(connection)
+        values = {**compiled.params, "source": "s", "cached_by": "n"}
+        plan = [
+            row[3]
+            for row in connection.exec_driver_sql(
+                "EXPLAIN QUERY PLAN " + str(compiled), tuple(values[name] for name in compiled.positiontup or ())
+            )
+        ]
+    searches = [step for step in plan if step.startswith(("SEARCH", "SCAN"))]
+    assert searches == [
+        "SEARCH documents USING INDEX ix_documents_source_checksum (source=? AND checksum=?)",
+        "SEARCH documents USING INDEX ix_documents_source_checksum (source=? AND checksum=?)",
+        "SEARCH documents USING INDEX ix_documents_source_state (source=? AND state=?)",
+    ], plan
+    assert table.settle_pending("s", "n") == [f"http://h/{number}" for number in range(25, 30)]  # the later copies
 
 
 def test_a_read_only_open_creates_and_changes_nothing(tmp_path) -> None:

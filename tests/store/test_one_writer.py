@@ -55,7 +55,8 @@ LEDGER_WRITES = WRITES | {"mark_refused"}
 # The modules outside the stores that call the ledger's writes, and what they write
 LEDGER_WRITERS = {
     "searchcrawl/crawl/run_start.py": {"record_found", "plan_maintenance"},  # the take-over of Solr's, the maintenance plan
-    "searchcrawl/crawl/extensions/run_end.py": {"record", "drop_stale_targets", "hold_removals"},  # the run's settlements
+    # the run's settlements (the same content cached twice at once, before its end decides)
+    "searchcrawl/crawl/extensions/run_end.py": {"record", "drop_stale_targets", "hold_removals", "settle_pending"},
     "searchcrawl/crawl/agent_spider.py": {"record", "mark_linked"},  # settle_listing, the listing's documents
     "searchcrawl/crawl/middlewares/scope.py": {"mark_linked"},  # the links of a run
     # Solr's answers, and a shared crawl's copies of one content settled before a push

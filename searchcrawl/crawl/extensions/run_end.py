@@ -277,6 +277,9 @@ class RunEnd:
     def end(self, run: Run, frontier: Frontier, reason: str) -> None:
         """The run's end, in its order (blocking)."""
         self.ledger.closing()  # this process fetches nothing more
+        # what two nodes cached at the same moment, settled before the run's end decides (its
+        # removals before the mass-deletion guard); the last push finds nothing more to settle
+        self.ledger.settle_pending(self.stores.cache.id)
         counts = frontier.counts()
         if self.stores.runs.plan_pending(run.id):
             # its maintenance plan was cut short (a stop, a failure): known URLs are still to be

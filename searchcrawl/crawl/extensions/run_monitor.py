@@ -97,10 +97,13 @@ class RunMonitor:
             return
         self._give_back_on_shutdown()
         now = time.monotonic()
-        if self.frontier is not None and count_due(self.counted_at, sum(self.counts.values()), self.interval, now):
+        counted = self.frontier is not None and count_due(self.counted_at, sum(self.counts.values()), self.interval, now)
+        if counted and self.frontier is not None:
             self.counts = self.frontier.counts()
             self.counted_at = now
-        counters = run_counters(self.crawler.stats, self.counts)
+        # the frontier's counts are saved only as they are counted (Runs.update keeps the saved
+        # ones): another node's newer count is not put back by this one's older
+        counters = run_counters(self.crawler.stats, self.counts if counted else None)
         rate = (counters["pages"] - self.last_pages) * 60 / max(now - self.last_time, 1e-6)
         self.last_pages, self.last_time = counters["pages"], now
         threshold = self.crawler.settings.getint("SEARCHCRAWL_CACHE_MAX_BYTES")
@@ -112,9 +115,9 @@ class RunMonitor:
             run.source,
             counters["pages"],
             rate,
-            counters.get("queued", 0),
-            counters.get("leased", 0),
-            counters.get("done", 0),
+            self.counts.get(FrontierState.QUEUED, 0),
+            self.counts.get(FrontierState.LEASED, 0),
+            self.counts.get(FrontierState.DONE, 0),
             f" (counted {age:.0f} s ago)" if age >= 1 else "",
             stores.cache.size_bytes / 1e6,
             threshold / 1e6,

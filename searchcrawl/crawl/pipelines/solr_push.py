@@ -39,8 +39,6 @@ from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_started
 from searchcrawl.index.indexer import PushResult, SolrPusher
-from searchcrawl.ops.local_fleet import shared_crawl
-from searchcrawl.rules.maintenance import holder_of
 from searchcrawl.store.frontier import Frontier
 
 logger = logging.getLogger(__name__)
@@ -64,7 +62,6 @@ def make_pusher(settings: BaseSettings, source: Source, stores: Stores, ledger: 
         preserve_cache=source.settings.preserve_cache,
         requests_at_once=max(1, settings.getint("SEARCHCRAWL_SOLR_PUSH_REQUESTS")),
         ledger=ledger,
-        settle=holder_of if shared_crawl(settings) else None,  # other nodes may cache the same content at once
     )
 
 

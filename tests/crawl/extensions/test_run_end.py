@@ -377,15 +377,3 @@ def test_the_run_end_pushes_with_a_pusher_of_its_own_on_a_crawler_without_an_eng
     assert "failed" not in caplog.text
     assert crawler.stats.get_value("searchcrawl/pending") == 0  # the last push ran (nothing cached: nothing sent)
     assert runs.get(run.id)["state"] == "finished"  # type: ignore[index]
-
-
-@pytest.mark.parametrize(("settings", "settles"), [({}, False), ({"SEARCHCRAWL_SHARED_CRAWL": True}, True)])
-def test_a_shared_crawls_pushes_settle_the_same_content_cached_at_once(crawler_of, settings: dict, settles: bool) -> None:
-    """A node of a shared crawl settles, before each push, the copies of one content that other
-    nodes cached at the same moment (``settle_pending``); a crawl of one process has nobody to race."""
-    from searchcrawl.rules.maintenance import holder_of
-
-    crawler = crawler_of(**settings)
-    _runs, run, _frontier = attached(crawler)
-    assert run.shared is settles
-    assert run_end(crawler).pusher().settle is (holder_of if settles else None)

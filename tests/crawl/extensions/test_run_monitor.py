@@ -111,6 +111,20 @@ def test_a_larger_frontier_is_counted_less_often(counted_at: float | None, rows:
     assert count_due(counted_at, rows, 30.0, now) is due
 
 
+def test_a_node_saves_the_frontiers_counts_only_as_it_counts_them(crawler_of) -> None:
+    """In a shared crawl each node saves the run's counters: one whose count is older leaves the
+    newer count another node saved (Runs.update keeps what it is not given)."""
+    crawler = crawler_of()
+    crawler.engine = Engine()  # type: ignore[assignment]
+    monitor, frontier, runs = with_run(crawler)
+    run_id = runs.latest("unit")["id"]
+    monitor.tick()  # counted: queued 0
+    runs.update(run_id, {"queued": 5, "leased": 1, "done": 7})  # another node's newer count
+    monitor.tick()  # at once: not counted again
+    saved = json.loads(runs.latest("unit")["counters"])
+    assert (saved["queued"], saved["leased"], saved["done"]) == (5, 1, 7)
+
+
 def test_a_tick_counts_the_frontier_only_when_the_count_is_due(
     crawler_of, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -139,7 +153,8 @@ def test_a_tick_counts_the_frontier_only_when_the_count_is_due(
     frontier.add([Entry("http://h.test/c.html", 1)])
     line = tick(9, earlier=31)  # one interval: 2 rows want two
     assert len(counted) == 1 and "9 pages" in line and "queue 2 (+0 in flight), 0 done (counted 31 s ago);" in line
-    assert json.loads(runs.latest("unit")["counters"])["pages"] == 9  # saved with the count it has
+    saved = json.loads(runs.latest("unit")["counters"])
+    assert (saved["pages"], saved["queued"]) == (9, 2)  # the frontier's as last counted: not given again
     line = tick(9, earlier=30)
     assert len(counted) == 2 and "queue 3 (+0 in flight), 0 done;" in line
     assert json.loads(runs.latest("unit")["counters"])["queued"] == 3

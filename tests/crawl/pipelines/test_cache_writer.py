@@ -17,7 +17,6 @@ from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.pipelines.cache_writer import CachePipeline
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
-from searchcrawl.rules.maintenance import holder_of
 from searchcrawl.rules.status_codes import Status
 from tests.components import start_run
 
@@ -116,7 +115,8 @@ def test_test_mode_caches_nothing(crawler_of) -> None:
 def test_in_a_shared_crawl_the_same_content_cached_at_once_is_settled_before_the_push(crawler_of) -> None:
     """Two nodes each found no duplicate (ChangePipeline) and cached the same content: both are
     cached, and the push of either first keeps the original (``settle_pending``, one statement
-    per push: the cache writer sends none), the other a duplicate that is not pushed."""
+    per push: the cache writer sends none), the other a duplicate that is not pushed (counted
+    cached all the same: its outcome is the settle's)."""
     crawler = crawler_of(SEARCHCRAWL_SHARED_CRAWL=True)
     stores = stores_of(crawler)
     pipeline = build_from_crawler(CachePipeline, crawler)
@@ -126,11 +126,11 @@ def test_in_a_shared_crawl_the_same_content_cached_at_once_is_settled_before_the
     pipeline.process_item(document("http://h.test/b.html", "same"))
     assert crawler.stats.get_value("searchcrawl/cached") == 2
     assert stores.documents.pending("unit") == [("http://h.test/a.html", "same"), ("http://h.test/b.html", "same")]
-    assert stores.documents.settle_pending("unit", stores.cache.id, holder_of) == ["http://h.test/b.html"]
+    assert stores.documents.settle_pending("unit", stores.cache.id) == ["http://h.test/b.html"]
     row = stores.documents.get("unit", "http://h.test/b.html")
     assert (row["status"], row["duplicate_of"]) == (Status.DUPLICATE, "http://h.test/a.html")
     assert stores.documents.pending("unit") == [("http://h.test/a.html", "same")]
-    assert stores.documents.settle_pending("unit", stores.cache.id, holder_of) == []  # settled once
+    assert stores.documents.settle_pending("unit", stores.cache.id) == []  # settled once
 
 
 def test_a_forced_recrawl_reports_the_same_content_unchanged(crawler_of) -> None:
