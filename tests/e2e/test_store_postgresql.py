@@ -109,21 +109,34 @@ def rows_read(engine: Engine, database: Database, schema: str) -> dict[str, tupl
     return {name: (sequential, indexed) for name, sequential, indexed in rows}
 
 
+def never_analysed(schema_url: tuple[Engine, str], count: int = 0) -> tuple[Engine, Database, str]:
+    """The schema's engine, a Database whose sessions ``rows_read`` waits for, and the schema's
+    name; with ``count``, as many indexed pages of source "s", their statistics never gathered."""
+    engine, url = schema_url
+    schema = url.rsplit("search_path%3D", 1)[1]
+    database = Database(f"{url}&application_name=stale_{schema}")
+    if count:
+        fill(database, "s", count)
+    return engine, database, schema
+
+
+def rows_read_since(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    return {name: (after[name][0] - before[name][0], after[name][1] - before[name][1]) for name in after}
+
+
 def test_a_first_crawl_queues_its_urls_by_key_while_its_table_grows_from_empty(schema_url: tuple[Engine, str]) -> None:
     """Issue 58, measured at 100,000 URLs (tests/benchmarks/README.md): a first crawl's table grows
     from empty, and a statement planned then (psycopg prepares it after five runs) looked each
     URL's row up by whichever index of the source PostgreSQL took: 13,000 rows read a URL. The
     frontier's rows are written by the ids the documents' insert returns."""
-    engine, url = schema_url
-    schema = url.rsplit("search_path%3D", 1)[1]
-    database = Database(f"{url}&application_name=stale_{schema}")
+    engine, database, schema = never_analysed(schema_url)
     frontier = Frontier(database, "s", Runs(database).start("s").id, "node")
     before = rows_read(engine, database, schema)
     count = 4_000
     urls = [Entry(f"http://127.0.0.1:8080/section{number % 10}/page{number}.html", 1) for number in range(count)]
     assert sum(frontier.add(urls[start : start + 10]) for start in range(0, count, 10)) == count  # as links come
     after = rows_read(engine, database, schema)
-    read_by = {name: (after[name][0] - before[name][0], after[name][1] - before[name][1]) for name in after}
+    read_by = rows_read_since(before, after)
     assert read_by["documents"][1] + read_by["documents"][0] <= 3 * count, read_by
 
 
@@ -133,11 +146,8 @@ def test_a_maintenance_run_reads_a_handful_of_rows_a_url_while_the_statistics_ar
     every row of the source in its state, and each batch of spared pages the whole frontier and
     the source's rows. On a source of 20,000 rows never analyzed, a maintenance run's plan, two
     pages' outcomes and all of its pages spared read a few rows a URL, none by a sequential scan."""
-    engine, url = schema_url
-    schema = url.rsplit("search_path%3D", 1)[1]
     count = 20_000
-    database = Database(f"{url}&application_name=stale_{schema}")
-    fill(database, "s", count)
+    engine, database, schema = never_analysed(schema_url, count)
     runs = Runs(database)
     first = runs.start("s")
     with database.engine.begin() as connection:
@@ -169,7 +179,7 @@ def test_a_maintenance_run_reads_a_handful_of_rows_a_url_while_the_statistics_ar
     new = [Entry(f"http://127.0.0.1:8080/new/{number}.html", 0) for number in range(count)]
     assert sum(frontier.add(new[start : start + 20]) for start in range(0, count, 20)) == count  # as links come
     after = read()
-    read_by = {name: (after[name][0] - before[name][0], after[name][1] - before[name][1]) for name in after}
+    read_by = rows_read_since(before, after)
     assert read_by["documents"][0] == read_by["frontier"][0] == 0
     # by index: the plan's batches and queuing, the spared pages' look-ups and writes (4 a URL);
     # before the fix, 900,000 (documents) and 800,000 sequentially (frontier)
@@ -182,11 +192,8 @@ def test_settling_a_pushs_copies_reads_the_rows_waiting_and_their_copies_by_key(
     statement (it was one a cached page). On a source of 20,000 indexed rows never analysed, ten
     pushes of 20 waiting documents, one a copy of an indexed page, read a few rows each by key
     (prepared after five runs, as psycopg does), none by a sequential scan."""
-    engine, url = schema_url
-    schema = url.rsplit("search_path%3D", 1)[1]
     count = 20_000
-    database = Database(f"{url}&application_name=stale_{schema}")
-    fill(database, "s", count)
+    engine, database, schema = never_analysed(schema_url, count)
     table = DocumentTable(database)
     marked = []
     before = rows_read(engine, database, schema)
@@ -201,6 +208,6 @@ def test_settling_a_pushs_copies_reads_the_rows_waiting_and_their_copies_by_key(
         table.mark_indexed("s", [(url, checksum) for url, checksum in table.pending("s", "n")])
     after = rows_read(engine, database, schema)
     assert marked == [f"http://127.0.0.1:8080/new/{push}/0.html" for push in range(10)]  # page 0 came first
-    read_by = {name: (after[name][0] - before[name][0], after[name][1] - before[name][1]) for name in after}
+    read_by = rows_read_since(before, after)
     assert read_by["documents"][0] == 0, read_by
     assert read_by["documents"][1] <= 200 * 20, read_by  # 200 outcomes, their look-ups and the settles'
