@@ -454,15 +454,22 @@ class DocumentTable:
         ).first()
         return row is not None and row.state in LEFT_INDEX and row.delta_run == self.run_id
 
-    def mark_duplicate(self, source: str, url: str, of: str, depth: int | None = None) -> None:
-        """``url`` has the same content as ``of``, which is (or will be) the indexed one."""
-        self.record(
-            source,
-            url,
-            Outcome(
-                Event.GONE, int(Status.DUPLICATE), f"duplicate of {of}", depth, kind=Delta.DUPLICATE, columns={"duplicate_of": of}
-            ),
+    def mark_duplicate(self, source: str, url: str, of: str, depth: int | None = None, *, fetched: bool = True) -> None:
+        """``url`` has the same content as ``of``, which is (or will be) the indexed one. Not
+        ``fetched``: a verdict on the content it holds, not a fetch of it: its frontier entry
+        and its last fetch stay as they are (still queued in the run, it is fetched, and its
+        content may have changed, or it may be gone)."""
+        outcome = Outcome(
+            Event.GONE,
+            int(Status.DUPLICATE),
+            f"duplicate of {of}",
+            depth,
+            kind=Delta.DUPLICATE,
+            columns={"duplicate_of": of},
+            fetched=fetched,
+            finishes=fetched,
         )
+        self.record(source, url, outcome)
 
     def settle_pending(self, source: str, cached_by: str) -> list[str]:
         """Before a push of what ``cached_by`` (a cache) holds: where two URLs put the same
@@ -485,7 +492,7 @@ class DocumentTable:
             original = holder_of(group)
             for copy in group:
                 if copy is not original:
-                    self.mark_duplicate(source, copy["url"], of=original["url"])
+                    self.mark_duplicate(source, copy["url"], of=original["url"], fetched=False)
                     marked.append(copy["url"])
         return marked
 

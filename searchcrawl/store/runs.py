@@ -19,10 +19,12 @@ from sqlalchemy import Connection, Result, RowMapping, delete, or_, select, text
 
 from searchcrawl.ops.processes import process_alive
 from searchcrawl.store.database import Database, as_utc, now
-from searchcrawl.store.models import RunState, crawl_nodes, runs, source_states
+from searchcrawl.store.models import FrontierState, RunState, crawl_nodes, runs, source_states
 
 RESUMABLE = (RunState.RUNNING, RunState.SUSPENDED)
 CONTROLS = ("suspend", "stop")
+UPDATE_ATTEMPTS = 5  # Runs.update's compare-and-set, when other nodes write the counters meanwhile
+FRONTIER_COUNTS = frozenset(state.value for state in FrontierState)  # kept by Runs.update when not given
 FINISHING = "finishing"  # runs.control: a node of a shared crawl has claimed the run's end
 ALREADY_RUNNING = "already_running"  # the close reason of a crawl refused by RunConflict
 
@@ -305,21 +307,31 @@ class Runs:
             return bool(result.rowcount)
 
     def update(self, run_id: int, counters: dict[str, Any]) -> str | None:
-        """Save the run's counters over those saved (a counter not given keeps its saved value:
-        the progress line gives the frontier's only when it has just counted them, so a node of
-        a shared crawl never puts an older count over another's newer one); returns a pending
-        control request (suspend/stop), if any."""
-        with self.engine.begin() as connection:
-            saved = connection.execute(
-                select(runs.c.counters, runs.c.control).where(runs.c.id == run_id).with_for_update()
-            ).first()
-            if saved is None:
-                return None
-            merged = {**(json.loads(saved.counters) if saved.counters else {}), **counters}
-            connection.execute(
-                update(runs).where(runs.c.id == run_id).values(counters=json.dumps(merged, default=str), updated_at=now())
-            )
-            control: str | None = saved.control
+        """Save the run's counters; returns a pending control request (suspend/stop), if any.
+        The frontier's counts (queued, leased, done) not given keep their saved values: the
+        progress line gives them only when it has just counted them, so that a node of a shared
+        crawl never puts its older count over another's newer one. Written only over the value
+        read (compare and set, as SQLite takes no lock on a read), again if another node wrote
+        in between."""
+        control: str | None = None
+        with self.engine.connect() as connection:
+            for _attempt in range(UPDATE_ATTEMPTS):
+                saved = connection.execute(select(runs.c.counters, runs.c.control).where(runs.c.id == run_id)).first()
+                if saved is None:
+                    connection.rollback()
+                    return None
+                control = saved.control
+                counts = {key: value for key, value in json.loads(saved.counters or "{}").items() if key in FRONTIER_COUNTS}
+                written = connection.execute(
+                    update(runs)
+                    .where(
+                        runs.c.id == run_id, runs.c.counters == saved.counters if saved.counters else runs.c.counters.is_(None)
+                    )
+                    .values(counters=json.dumps({**counts, **counters}, default=str), updated_at=now())
+                )
+                connection.commit()
+                if written.rowcount:
+                    break
             return control
 
     def end(self, run_id: int, state: RunState, counters: dict[str, Any], reason: str) -> None:

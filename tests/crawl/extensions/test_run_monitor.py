@@ -20,11 +20,13 @@ import pytest
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import build_from_crawler
+from sqlalchemy import update
 
 from searchcrawl.crawl.extensions import run_monitor
 from searchcrawl.crawl.extensions.give_back import GiveBack
 from searchcrawl.crawl.extensions.run_monitor import RunMonitor, count_due
 from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.models import runs as runs_table
 from searchcrawl.store.runs import Runs
 from tests.components import start_run, stores_of
 
@@ -198,3 +200,21 @@ def test_a_shutdown_gives_back_what_waits_to_be_sent(crawler_of) -> None:
     monitor.tick()
     assert give_back.closing
     assert engine.closed == []  # Scrapy closes the spider itself
+
+
+def test_a_resumed_runs_progress_keeps_only_the_frontiers_saved_counts(crawler_of) -> None:
+    """Review of issue 58's change: the counters given keep only the frontier's saved counts
+    (queued, leased, done); what an earlier session's end saved (its delta report, the entries
+    skipped) goes, as before, with the first progress line of the resumed session."""
+    crawler = crawler_of()
+    crawler.engine = Engine()  # type: ignore[assignment]
+    _monitor, _frontier, runs = with_run(crawler)
+    run_id = runs.latest("unit")["id"]
+    with runs.engine.begin() as connection:  # a suspended session's end, then the resume
+        connection.execute(
+            update(runs_table)
+            .where(runs_table.c.id == run_id)
+            .values(counters=json.dumps({"skipped": 3, "delta": {"new": 7}, "queued": 5, "leased": 0, "done": 2}))
+        )
+    assert runs.update(run_id, {"pages": 2, "cached": 0}) is None
+    assert json.loads(runs.latest("unit")["counters"]) == {"queued": 5, "leased": 0, "done": 2, "pages": 2, "cached": 0}
