@@ -266,7 +266,8 @@ class PostgresStats:
                 row._asdict()
                 for row in connection.execute(
                     text(
-                        "SELECT query, calls, total_exec_time, rows FROM pg_stat_statements "
+                        "SELECT query, calls, total_exec_time, rows, shared_blks_hit + shared_blks_read AS blocks "
+                        "FROM pg_stat_statements "
                         "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
                     )
                 )
@@ -296,6 +297,7 @@ class PostgresStats:
                     "rows_per_call": round(each["rows"] / max(each["calls"], 1), 2),
                     "total_ms": round(each["total_exec_time"], 1),
                     "mean_ms": round(each["total_exec_time"] / max(each["calls"], 1), 3),
+                    "blocks_per_call": round(each["blocks"] / max(each["calls"], 1), 1),
                 }
                 for each in sorted(statements, key=lambda each: each[key], reverse=True)[:TOP_STATEMENTS]
             ]
@@ -315,6 +317,7 @@ class PostgresStats:
             "tables": tables,
             "top_by_calls": top("calls"),
             "top_by_time": top("total_exec_time"),
+            "top_by_blocks": top("blocks"),  # the statements that read most of the tables: scans
             "size_bytes": int(size),
         }
 
