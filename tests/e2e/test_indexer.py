@@ -104,8 +104,8 @@ def test_when_solr_refuses_most_documents_it_is_its_configuration_and_nothing_is
     cache = DocumentCache(tmp_path / "cache")
     for i in range(60):
         url = f"http://breaker.test/{i:02d}"
-        cache.put({"id": solr_id(source, url), "url": url, "source": source, "checksum": "c", "last_modified": "not a date"})
-        cache_pending(table, source, url, "c")
+        cache.put({"id": solr_id(source, url), "url": url, "source": source, "checksum": f"c{i}", "last_modified": "not a date"})
+        cache_pending(table, source, url, f"c{i}")  # 60 contents (one content would be 59 duplicates)
     before = solr_update_requests(solr_url)
     result = push_pending(source, table, cache, SolrIndex(solr_url), max_docs=30, max_bytes=10**6)
     assert (result.indexed, result.refused, result.pending, result.request_refused) == (0, 0, 60, True)
@@ -121,8 +121,8 @@ def test_a_request_solr_refuses_whatever_it_carries_keeps_the_documents_pending(
     cache = DocumentCache(tmp_path / "cache")
     for i in range(5):
         url = f"http://nocore.test/{i}"
-        cache.put({"id": solr_id("nocore", url), "url": url, "source": "nocore", "checksum": "c"})
-        cache_pending(table, "nocore", url, "c")
+        cache.put({"id": solr_id("nocore", url), "url": url, "source": "nocore", "checksum": f"c{i}"})
+        cache_pending(table, "nocore", url, f"c{i}")
     missing = solr_url.rsplit("/", 1)[0] + "/no-such-core"
     result = push_pending("nocore", table, cache, SolrIndex(missing), max_docs=2, max_bytes=10**6, requests_at_once=2)
     assert (result.indexed, result.refused, result.pending, result.request_refused) == (0, 0, 5, True)

@@ -119,9 +119,9 @@ def test_killed_while_solr_is_down(project, backend, serve, tmp_path, resume_sol
     project.solr_url = resume_solr.url
     project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 3\n')
     crawl = project.popen(*crawl_args(name), "-s", "SEARCHCRAWL_SOLR_RETRY_BACKOFF=0.2")
-    wait_for_requests(site, random.Random().randint(50, 250), crawl)
-    resume_solr.stop()
-    wait_for_requests(site, len(site.requests) + 100, crawl)
+    wait_for_requests(site, random.Random().randint(50, 200), crawl)
+    resume_solr.stop()  # seconds, while the crawl goes on (CI once: from about 250 to 420 of 510 requests)
+    wait_for_requests(site, len(site.requests) + 20, crawl)  # crawling with Solr down (+100 outran the site)
     crawl.kill()
     crawl.communicate(timeout=300)
     assert project.table().count_by(name, "state").get("pending", 0) > 0
