@@ -25,10 +25,11 @@ logger = logging.getLogger(__name__)
 
 
 class CachePipeline:
-    """Caches each document (not in a test run) and reports its outcome (in a shared run, which
-    node's copy of a content stays when two cached it at once is settled before each push:
-    ``DocumentTable.settle_pending``). What it does depends on the run (``run_started``); a crawl without one (a source crawled with
-    Scrapy's own SCHEDULER) caches as a plain run does: not in test mode, not forced."""
+    """Caches each document (not in a test run) and reports its outcome. Which copy of a content
+    stays when two nodes of a shared crawl cached it at once is settled before each push
+    (``DocumentTable.settle_pending``), not here. What it does depends on the run
+    (``run_started``); a crawl without one (a source crawled with Scrapy's own SCHEDULER) caches
+    as a plain run does: not in test mode, not forced."""
 
     def __init__(self, crawler: Crawler, documents: DocumentTable, cache: DocumentCache) -> None:
         self.crawler = crawler
