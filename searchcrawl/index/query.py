@@ -40,17 +40,22 @@ def search_params(
     source: str | None = None,
     filters: Iterable[str] = (),
     highlight: tuple[str, str] = ("*", "*"),
+    sort: str | None = None,
 ) -> dict[str, Any]:
     """The parameters of a search (besides ``q``) by ``principals``: what they may read (the
     module's docstring), one hit per URL, the hit fields, a highlighted snippet from ``content``
     between ``highlight``'s two markers, and at most ``TIME_ALLOWED_MS`` of Solr's time (a
-    visitor's ``content:/.*a.*b.*/`` or ``*e*`` gets what was found by then)."""
+    visitor's ``content:/.*a.*b.*/`` or ``*e*`` gets what was found by then). ``sort`` is Solr's
+    (None: by relevance); the copy of a URL that stands for it is its best-scoring one whatever
+    the sort."""
     trimming, trimming_params = solr_trimming(principals)
     fq = [*trimming, COLLAPSE]
     if source:
         fq.append(term_filter("source", source))
     fq.extend(filters)
+    sorting = {"sort": sort} if sort else {}
     return {
+        **sorting,
         **trimming_params,
         "rows": rows,
         "start": start,
