@@ -63,7 +63,10 @@ def test_titles_sort_as_a_reader_orders_them_and_a_huge_title_is_indexed(solr: p
     title of 100,000 characters indexed (its key is taken from the first 200)."""
     source = f"sort-{uuid.uuid4().hex[:8]}"
     titles = {"b": "banana", "a": "Apple", "c": "Äpfel", "d": "Zebra " + "z" * 100_000, "e": "cherry"}
-    docs = [{"id": f"{source}!{key}", "url": key, "source": source, "title": title, "content": "fruit"} for key, title in titles.items()]
+    docs = [
+        {"id": f"{source}!{key}", "url": key, "source": source, "title": title, "content": "fruit"}
+        for key, title in titles.items()
+    ]
     docs.append({"id": f"{source}!f", "url": "f", "source": source, "content": "fruit"})  # no title: no key
     solr.add(docs)
     ordered = solr.search("*:*", fq=f'source:"{source}"', sort="title_sort asc", fl="url", rows=10)
