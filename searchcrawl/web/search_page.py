@@ -244,7 +244,8 @@ def date_range_filter(start: str, end: str) -> str:
     """The filter of a date range: last modified from ``start``'s first moment to ``end``'s last
     (UTC days, both included; "" leaves that side open). The days are validated ones (``day``)."""
     lower = f"{start}T00:00:00Z" if start else "*"
-    upper = f"{day(end) + timedelta(days=1)}T00:00:00Z" if end and day(end) else "*"
+    last = day(end)
+    upper = f"{last + timedelta(days=1)}T00:00:00Z" if last else "*"
     return f"last_modified:[{lower} TO {upper}" + ("}" if upper != "*" else "]")
 
 

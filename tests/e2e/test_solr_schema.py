@@ -73,6 +73,7 @@ def test_titles_sort_as_a_reader_orders_them_and_a_huge_title_is_indexed(solr: p
     assert [doc["url"] for doc in ordered] == ["c", "a", "b", "e", "d", "f"]
     reverse = solr.search("*:*", fq=f'source:"{source}"', sort="title_sort desc", fl="url", rows=10)
     assert [doc["url"] for doc in reverse] == ["d", "e", "b", "a", "c", "f"]  # missing last either way
+    assert all("title_sort" not in doc for doc in solr.search("*:*", fq=f'source:"{source}"', fl="*"))  # never returned
 
 
 def test_the_newest_first_sort_puts_documents_without_a_date_last(solr: pysolr.Solr) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
 from urllib.parse import parse_qs, parse_qsl
 
 import pytest
@@ -26,6 +28,7 @@ from searchcrawl.web.search_page import (
     display_url,
     facets,
     highlighted,
+    run_search,
     search_back,
     suggestions,
 )
@@ -328,3 +331,47 @@ def test_the_page_escapes_every_value_and_shows_the_types_by_name() -> None:
     assert '<span class="type" title="application/pdf">PDF</span>' in html
     assert '<strong aria-current="true">Date (newest first)</strong>' in html
     assert 'name="from" value=""' in html and '<input type="hidden" name="sort" value="date">' in html
+
+
+class AskedSolr:
+    """A SolrIndex that records what it is asked and answers ``answers`` in turn."""
+
+    def __init__(self, *answers: SimpleNamespace) -> None:
+        self.asked: list[dict[str, Any]] = []
+        self.answers = list(answers)
+
+    def search(self, query: str, **params: Any) -> SimpleNamespace:
+        self.asked.append({"q": query, **params})
+        return self.answers.pop(0)
+
+
+def answer(hits: int = 0, docs: list[dict[str, Any]] | None = None, spellcheck: dict[str, Any] | None = None) -> SimpleNamespace:
+    return SimpleNamespace(hits=hits, docs=docs or [], highlighting={}, facets={}, spellcheck=spellcheck)
+
+
+def test_run_search_sends_the_sort_the_page_size_and_the_facets_values_with_their_parameters() -> None:
+    request = SearchRequest.from_params(
+        [("q", "harbour"), ("type", "text/html"), ("type", "application/pdf"), ("sort", "date"), ("rows", "20"), ("page", "3")]
+    )
+    doc = {"id": "s!u", "url": "https://a.example/u", "title": "T", "mimetype": "application/pdf"}
+    solr = AskedSolr(answer(45, [doc]))
+    page = run_search(solr, request, Principals.anonymous(), rows=10)  # type: ignore[arg-type]
+    asked = solr.asked[0]
+    assert (asked["rows"], asked["start"], asked["sort"]) == (20, 40, "last_modified desc,score desc")
+    assert (
+        asked["filter_type_0"] == "{!term f=mimetype}text/html" and asked["filter_type_1"] == "{!term f=mimetype}application/pdf"
+    )
+    assert "{!bool tag=f_type should=$filter_type_0 should=$filter_type_1}" in asked["fq"]
+    assert asked["facet.field"] == FACET_PARAMS["facet.field"]
+    assert (page.rows, page.pages, page.hits[0].type_label) == (20, 3, "PDF")
+    # nothing found: the spelling suggestions are tried with the same filters, which need their parameters
+    solr = AskedSolr(answer(0), answer(0, spellcheck={"collations": ["collation", "harbor"]}))
+    page = run_search(solr, request, Principals.anonymous())  # type: ignore[arg-type]
+    checked = solr.asked[1]
+    assert checked["fq"] == solr.asked[0]["fq"] and checked["filter_type_1"] == "{!term f=mimetype}application/pdf"
+    assert parse_qs(page.suggestions[0][1][1:]) == {
+        "q": ["harbor"],
+        "type": ["text/html", "application/pdf"],
+        "sort": ["date"],
+        "rows": ["20"],
+    }
