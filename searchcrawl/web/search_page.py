@@ -242,9 +242,9 @@ class SearchRequest:
 
 def date_range_filter(start: str, end: str) -> str:
     """The filter of a date range: last modified from ``start``'s first moment to ``end``'s last
-    (UTC days, both included; "" leaves that side open). The days are validated ones (``day``)."""
-    lower = f"{start}T00:00:00Z" if start else "*"
-    last = day(end)
+    (UTC days, both included; "" or a day that is not one leaves that side open)."""
+    first, last = day(start), day(end)  # validated again: nothing but a day reaches the query
+    lower = f"{first}T00:00:00Z" if first else "*"
     upper = f"{last + timedelta(days=1)}T00:00:00Z" if last else "*"
     return f"last_modified:[{lower} TO {upper}" + ("}" if upper != "*" else "]")
 
@@ -367,7 +367,7 @@ def run_search(
         (request.page - 1) * rows,
         filters=filters,
         highlight=(MARK_OPEN, MARK_CLOSE),
-        sort=SORTS[request.sort][1],
+        sort=SORTS.get(request.sort, SORTS["relevance"])[1],
     )
     params.update(filter_params)
     params.update(FACET_PARAMS)

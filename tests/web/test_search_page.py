@@ -271,6 +271,9 @@ def test_a_date_range_includes_both_days_and_junk_days_are_ignored() -> None:
         ("Date range", "from 2024-01-01"),
     ]
     assert parse_qs(both.chosen()[1][2][1:]) == {"q": ["a"], "modified": ["year"]}
+    assert SearchRequest("a", date_from="* TO *] OR (*:*", date_to="2024-01-01").solr_filters()[0] == [
+        "last_modified:[* TO 2024-01-02T00:00:00Z}"  # a request made in code is checked too
+    ]
     assert date_range_label("2024-01-01", "2024-01-01") == "2024-01-01"
     assert date_range_label("", "2024-01-01") == "until 2024-01-01"
 
