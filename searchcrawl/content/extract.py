@@ -278,7 +278,10 @@ def host_of(url: str) -> str | None:
     the URL names one that is not its scheme's default (``127.0.0.1:8080``), so that two
     services of one machine are two values of the host facet; an IPv6 address is bracketed when
     a port follows it. None for a URL without a host (``file:///...``)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unbalanced bracket ("http://[::1/"): no host to name
+        return None
     host = (parts.hostname or "").lower()
     if not host:
         return None

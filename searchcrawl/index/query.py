@@ -20,7 +20,10 @@ from typing import Any
 
 from searchcrawl.access.decision import Principals, solr_trimming
 
-COLLAPSE = "{!collapse field=url nullPolicy=expand}"
+# one hit per URL; tagged, so that a count by source can leave it out (a URL that two sources
+# hold is a hit of each: the search page's source facet)
+ONE_URL_TAG = "one_url"
+COLLAPSE = "{!collapse tag=" + ONE_URL_TAG + " field=url nullPolicy=expand}"
 HIT_FIELDS = "id,url,source,title,display_url,description,mimetype,last_modified,language,host"
 
 

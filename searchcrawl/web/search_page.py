@@ -26,7 +26,7 @@ from markupsafe import Markup, escape
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.index.query import search_params, snippet_of, term_filter, unique_hits
+from searchcrawl.index.query import ONE_URL_TAG, search_params, snippet_of, term_filter, unique_hits
 from searchcrawl.web.labels import facet_label, type_label
 
 MARK_OPEN, MARK_CLOSE = HIGHLIGHT_MARKS  # removed from every text indexed: only Solr makes them
@@ -59,6 +59,10 @@ MAX_QUERY_CHARS = 1000
 MAX_PAGE = 100  # deeper pages cost Solr more than they serve anyone
 MAX_FACET_VALUES = 20  # values of one facet chosen at once
 MAX_VALUE_CHARS = 500
+MAX_CHOSEN_CHARS = 2000  # the values chosen of all facets together: each facet link repeats them all
+# the longest search URL a sign-in leads back to: the query and the values chosen, each character
+# percent-encoded in up to 12 (four bytes of UTF-8), and the other parameters
+MAX_BACK_CHARS = 12 * (MAX_QUERY_CHARS + MAX_CHOSEN_CHARS) + 1000
 FACET_LIMIT = 10
 DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 # the parameters of a search page's URL, in the order its URLs name them
@@ -109,14 +113,17 @@ class SearchRequest:
     @classmethod
     def from_params(cls, params: Mapping[str, str] | Iterable[tuple[str, str]]) -> SearchRequest:
         """From a query string: a facet's every value (up to MAX_FACET_VALUES, each cut to
-        MAX_VALUE_CHARS), the first value of any other parameter; junk is ignored, never an error."""
+        MAX_VALUE_CHARS, MAX_CHOSEN_CHARS of all facets' values together: a page's every facet
+        link repeats them), the first value of any other parameter; junk is ignored, never an error."""
         first: dict[str, str] = {}
         chosen: dict[str, list[str]] = {name: [] for name in FACETS}
+        room = MAX_CHOSEN_CHARS
         for name, value in _pairs(params):
             if name in FACETS:
                 value = value[:MAX_VALUE_CHARS]
-                if value and value not in chosen[name] and len(chosen[name]) < MAX_FACET_VALUES:
+                if value and value not in chosen[name] and len(chosen[name]) < MAX_FACET_VALUES and len(value) <= room:
                     chosen[name].append(value)
+                    room -= len(value)
             else:
                 first.setdefault(name, value)
         try:
@@ -259,7 +266,7 @@ def search_back(text: str | None) -> str:
     """The search a searcher signs in from (``?q=...``, carried by the sign-in form), rebuilt
     from the parameters a search page knows: "" for anything else, so a sign-in can only lead
     back to a search page of this application, never elsewhere."""
-    if not text or len(text) > 4 * MAX_QUERY_CHARS:
+    if not text or len(text) > MAX_BACK_CHARS:
         return ""
     request = SearchRequest.from_params(parse_qsl(text.removeprefix("?")))
     return request.url() if request.q else ""
@@ -339,7 +346,13 @@ def display_url(doc: dict[str, Any]) -> str:
 # searcher's trimming is never tagged: every count is of what they may read.
 FACET_PARAMS: dict[str, Any] = {
     "facet": "true",
-    "facet.field": [f"{{!ex={tag(name)} key={solr_field}}}{solr_field}" for name, solr_field in FACETS.items()],
+    # the source facet also leaves out the collapse on url: a URL that two sources hold counts in
+    # both, so a source's count is the hits that source alone gives (within one source a URL is
+    # one document); the other facets count hits, one a URL
+    "facet.field": [
+        f"{{!ex={tag(name)}{',' + ONE_URL_TAG if name == 'source' else ''} key={solr_field}}}{solr_field}"
+        for name, solr_field in FACETS.items()
+    ],
     "facet.limit": FACET_LIMIT,
     "facet.mincount": 1,
     "facet.query": [

@@ -74,6 +74,7 @@ def test_the_host_field_names_a_port_only_when_it_is_not_the_schemes_default() -
     """Issue 59: two services of one machine are two values of the host facet."""
     assert host_of("http://Intranet.Example:8080/a") == "intranet.example:8080"
     assert host_of("http://intranet.example:80/a") == host_of("http://intranet.example/a") == "intranet.example"
+    assert host_of("http://[::1/a") is None and host_of("http://[x]/") is None  # never raises: no host to name
     assert host_of("https://intranet.example:443/") == "intranet.example"
     assert host_of("https://intranet.example:80/") == "intranet.example:80"  # 80 is not https's own
     assert host_of("http://[::1]:8080/") == "[::1]:8080" and host_of("http://[::1]/") == "::1"

@@ -162,6 +162,13 @@ def test_each_searcher_sees_exactly_their_documents(
         for name in readable:  # shown by name ("Web page", "Text")
             types[type_label(corpus.access[name][0])] = types.get(type_label(corpus.access[name][0]), 0) + 1
         assert facet(page.text, "type") == types, user
+        # a type chosen: its hits are what they may read of it, and the type facet, counted
+        # without its own filter but with the trimming, still counts only what they may read
+        for mimetype in {corpus.access[name][0] for name in readable}:
+            chosen = web.get("/", params={"q": corpus.word, "source": corpus.source, "type": mimetype})
+            assert shown(chosen.text) == {name for name in readable if corpus.access[name][0] == mimetype}, (user, mimetype)
+            assert facet(chosen.text, "type") == types, (user, mimetype)
+            assert facet(chosen.text, "source") == {corpus.source: types[type_label(mimetype)]}, (user, mimetype)
         # paging: a page of two hits, as many pages as the readable documents fill
         paged = web_of(project, settings, rows=2)
         if user is not None:

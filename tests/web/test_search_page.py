@@ -18,6 +18,7 @@ from searchcrawl.web.search_page import (
     FACET_TITLES,
     MARK_CLOSE,
     MARK_OPEN,
+    MAX_CHOSEN_CHARS,
     MAX_FACET_VALUES,
     MAX_PAGE,
     SORTS,
@@ -106,7 +107,12 @@ def test_suggestions_are_collations_never_a_words_own() -> None:
 def test_the_query_module_collapses_and_drops_a_url_shown() -> None:
     params = search_params(Principals.anonymous(), 10, 20, source="docs", filters=["x:y"])
     trimming, trimming_params = solr_trimming(Principals.anonymous())
-    assert params["fq"] == [*trimming, "{!collapse field=url nullPolicy=expand}", term_filter("source", "docs"), "x:y"]
+    assert params["fq"] == [
+        *trimming,
+        "{!collapse tag=one_url field=url nullPolicy=expand}",
+        term_filter("source", "docs"),
+        "x:y",
+    ]
     assert params["access_tokens"] == "public" and trimming_params.items() <= params.items()
     assert params["start"] == 20
     assert params["timeAllowed"] == TIME_ALLOWED_MS  # a visitor's costly query gets what Solr found by then
@@ -126,6 +132,12 @@ def test_several_values_of_one_facet_are_kept_bounded_and_deduplicated() -> None
     assert request.values("type") == ["text/html", "application/pdf"]  # once each, empty dropped
     assert request.values("host") == [f"h{number}.example" for number in range(MAX_FACET_VALUES)]
     assert request.values("lang") == ["x" * 500]
+    # all facets' values together are bounded too: every facet link of the page repeats them
+    many = SearchRequest.from_params(
+        [("q", "a"), *((name, f"{name}{number}-" + "v" * 150) for name in ("host", "type", "lang") for number in range(20))]
+    )
+    assert sum(len(value) for _name, value in many.filters) <= MAX_CHOSEN_CHARS
+    assert len(many.filters) == MAX_CHOSEN_CHARS // 157 and many.values("host")[0] == "host0-" + "v" * 150
     # a plain mapping (one value a name) and Starlette's QueryParams (every value) alike
     assert SearchRequest.from_params({"q": "a", "type": "text/plain"}).values("type") == ["text/plain"]
     params = QueryParams("q=a&type=text%2Fhtml&type=application%2Fpdf&q=b&sort=date&sort=title")
@@ -162,6 +174,8 @@ def test_urls_round_trip_with_repeated_values_and_every_parameter() -> None:
     }
     assert SearchRequest.from_params(parse_qsl(url[1:])) == request  # a bookmark is the same search
     assert search_back(url) == url  # and a sign-in leads back to it whole
+    longest = SearchRequest.from_params([("q", "😀" * 1000), *(("type", f"{number}" + "😀" * 490) for number in range(4))])
+    assert len(longest.filters) == 4 and search_back(longest.url()) == longest.url()  # the longest search kept, percent-encoded
     # defaults stay out of the URL; a change of anything but the page goes back to page 1
     assert SearchRequest("a").url() == "?q=a"
     assert parse_qs(request.url(sort="relevance")[1:]).keys() == parse_qs(url[1:]).keys() - {"sort", "page"}
@@ -194,7 +208,7 @@ def test_hostile_values_of_several_facets_stay_literal_terms() -> None:
 def test_facets_count_without_their_own_filter_and_the_trimming_is_never_left_out() -> None:
     trimming, _params = solr_trimming(Principals.anonymous())
     assert FACET_PARAMS["facet.field"] == [
-        "{!ex=f_source key=source}source",
+        "{!ex=f_source,one_url key=source}source",  # a URL of two sources counts in each
         "{!ex=f_host key=host}host",
         "{!ex=f_type key=mimetype}mimetype",
         "{!ex=f_lang key=language}language",
