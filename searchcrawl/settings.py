@@ -168,7 +168,7 @@ SEARCHCRAWL_WEB_PROXIES = ["127.0.0.1", "::1"]
 # X-Remote-User; empty: none). Believed only on a connection from one of the proxies, which must
 # set it, or remove a client's, on every request; the principals come from the directory.
 SEARCHCRAWL_WEB_USER_HEADER = ""
-SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page
+SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page, unless a searcher chooses 10, 20 or 50 (search_page.ROWS)
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
 
 # --- Secure search: the searchers' directory (searchcrawl/access/directory.py) -------------------

@@ -269,6 +269,31 @@ def text_attributes(text: str, url: str, headers: dict[str, str]) -> dict[str, A
     return {"title": name, "content": text.strip(), "language": language.lower() if language else None}
 
 
+# ports a URL need not name: the host facet shows a host alone on them
+DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21, "smb": 445}
+
+
+def host_of(url: str) -> str | None:
+    """The ``host`` field of ``url``'s document: its host name in lower case, with the port when
+    the URL names one that is not its scheme's default (``127.0.0.1:8080``), so that two
+    services of one machine are two values of the host facet; an IPv6 address is bracketed when
+    a port follows it. None for a URL without a host (``file:///...``)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unbalanced bracket ("http://[::1/"): no host to name
+        return None
+    host = (parts.hostname or "").lower()
+    if not host:
+        return None
+    try:
+        port = parts.port
+    except ValueError:  # not a number, or out of range: the URL's host alone
+        return host
+    if port is None or port == DEFAULT_PORTS.get(parts.scheme.lower()):
+        return host
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def solr_id(source: str, url: str) -> str:
     """The Solr uniqueKey of ``source``'s document at ``url``: ``<source>!<url>``.
 
@@ -287,7 +312,7 @@ def solr_document(source: str, url: str, attributes: dict[str, Any], headers: di
         "url": url,
         "display_url": url,
         "source": source,
-        "host": (urlsplit(url).hostname or "").lower() or None,
+        "host": host_of(url),
         "mimetype": mimetype_of(headers.get("content-type")),
         "last_modified": http_date_to_iso(headers.get("last-modified")),
         "crawled_at": solr_now(),

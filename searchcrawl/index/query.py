@@ -20,7 +20,10 @@ from typing import Any
 
 from searchcrawl.access.decision import Principals, solr_trimming
 
-COLLAPSE = "{!collapse field=url nullPolicy=expand}"
+# one hit per URL; tagged, so that a count by source can leave it out (a URL that two sources
+# hold is a hit of each: the search page's source facet)
+ONE_URL_TAG = "one_url"
+COLLAPSE = "{!collapse tag=" + ONE_URL_TAG + " field=url nullPolicy=expand}"
 HIT_FIELDS = "id,url,source,title,display_url,description,mimetype,last_modified,language,host"
 
 
@@ -40,17 +43,22 @@ def search_params(
     source: str | None = None,
     filters: Iterable[str] = (),
     highlight: tuple[str, str] = ("*", "*"),
+    sort: str | None = None,
 ) -> dict[str, Any]:
     """The parameters of a search (besides ``q``) by ``principals``: what they may read (the
     module's docstring), one hit per URL, the hit fields, a highlighted snippet from ``content``
     between ``highlight``'s two markers, and at most ``TIME_ALLOWED_MS`` of Solr's time (a
-    visitor's ``content:/.*a.*b.*/`` or ``*e*`` gets what was found by then)."""
+    visitor's ``content:/.*a.*b.*/`` or ``*e*`` gets what was found by then). ``sort`` is Solr's
+    (None: by relevance); the copy of a URL that stands for it is its best-scoring one whatever
+    the sort."""
     trimming, trimming_params = solr_trimming(principals)
     fq = [*trimming, COLLAPSE]
     if source:
         fq.append(term_filter("source", source))
     fq.extend(filters)
+    sorting = {"sort": sort} if sort else {}
     return {
+        **sorting,
         **trimming_params,
         "rows": rows,
         "start": start,

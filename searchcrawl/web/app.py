@@ -212,7 +212,7 @@ class WebApp:
     async def search(self, request: Request) -> Response:
         """The search page, trimmed by Solr to what the searcher may read (hits, counts, facets,
         suggestions and pages alike)."""
-        query = SearchRequest.from_params(request.query_params)
+        query = SearchRequest.from_params(request.query_params)  # every value of a repeated facet parameter
         searcher = await self.searcher(request)
         try:
             page = await _in_thread(run_search, self.solr, query, searcher.principals, self.config.rows)
@@ -222,7 +222,11 @@ class WebApp:
                 request, "search.html", 503, page=None, query=query, searcher=searcher, error="The index cannot be searched now."
             )
             return self._personal(failed)
-        return self._personal(self.render(request, "search.html", page=page, query=query, searcher=searcher, error=""))
+        return self._personal(
+            self.render(
+                request, "search.html", page=page, query=query, searcher=searcher, error="", default_rows=self.config.rows
+            )
+        )
 
     def _personal(self, response: Response) -> Response:
         """A page that depends on who asks is kept by no cache (a shared proxy's included)."""

@@ -1,18 +1,23 @@
 """The search page's logic, without HTTP: a query string's parameters in, a page of results out.
 
-The page's state lives in its URL (``q``, ``page`` and one parameter per facet), so every result
-page can be bookmarked and shared. Solr is asked through searchcrawl/index/query.py, as `scrapy
-search` asks it: one hit per URL, the /select handler's edismax semantics. Filters from facet
-links are exact-term filters (nothing a visitor types becomes filter syntax); the last-modified
-ranges are a fixed list. Highlighting markers are two private-use characters, so the snippet can
-be escaped whole and only Solr's markers become ``<mark>``.
+The page's state lives in its URL (``q``, ``page``, ``sort``, ``rows``, ``from``, ``to`` and the
+facets' parameters, each repeatable), so every result page can be bookmarked and shared. Solr is
+asked through searchcrawl/index/query.py, as `scrapy search` asks it: one hit per URL, the /select
+handler's edismax semantics. Filters from facet links are exact-term filters (nothing a visitor
+types becomes filter syntax): several values of one facet are OR'ed, facets AND'ed, and each
+facet's own filter is tagged and left out of its own counts (Solr's multi-select faceting), so
+a searcher who chose "PDF" still sees how many Word documents they could add. Sorts, page sizes
+and last-modified ranges are fixed lists; a date range is two validated days. Junk in any
+parameter is ignored, never an error. Highlighting markers are two private-use characters, so
+the snippet can be escaped whole and only Solr's markers become ``<mark>``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -21,12 +26,20 @@ from markupsafe import Markup, escape
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.index.query import search_params, snippet_of, term_filter, unique_hits
+from searchcrawl.index.query import ONE_URL_TAG, search_params, snippet_of, term_filter, unique_hits
+from searchcrawl.web.labels import facet_label, type_label
 
 MARK_OPEN, MARK_CLOSE = HIGHLIGHT_MARKS  # removed from every text indexed: only Solr makes them
 # URL parameter -> Solr field, in the order the facets are shown
 FACETS = {"source": "source", "host": "host", "type": "mimetype", "lang": "language"}
-FACET_TITLES = {"source": "Source", "host": "Host", "type": "Type", "lang": "Language", "modified": "Last modified"}
+FACET_TITLES = {
+    "source": "Source",
+    "host": "Host",
+    "type": "Type",
+    "lang": "Language",
+    "modified": "Last modified",
+    "range": "Date range",
+}
 # the last-modified ranges: URL value -> (label, Solr range)
 MODIFIED = {
     "day": ("past day", "[NOW-1DAY TO *]"),
@@ -35,9 +48,53 @@ MODIFIED = {
     "year": ("past year", "[NOW-1YEAR TO *]"),
     "older": ("over a year ago", "[* TO NOW-1YEAR]"),
 }
+# the sorts: URL value -> (label, Solr sort; None: by relevance, Solr's own). Ties go by relevance.
+SORTS = {
+    "relevance": ("Relevance", None),
+    "date": ("Date (newest first)", "last_modified desc,score desc"),
+    "title": ("Title (A-Z)", "title_sort asc,score desc"),
+}
+ROWS = (10, 20, 50)  # hits a page a searcher may choose (besides the application's default)
 MAX_QUERY_CHARS = 1000
 MAX_PAGE = 100  # deeper pages cost Solr more than they serve anyone
+MAX_FACET_VALUES = 20  # values of one facet chosen at once
+MAX_VALUE_CHARS = 500
+MAX_CHOSEN_CHARS = 2000  # the values chosen of all facets together: each facet link repeats them all
+# the longest search URL a sign-in leads back to: the query and the values chosen, each character
+# percent-encoded in up to 12 (four bytes of UTF-8), and the other parameters
+MAX_BACK_CHARS = 12 * (MAX_QUERY_CHARS + MAX_CHOSEN_CHARS) + 1000
 FACET_LIMIT = 10
+DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# the parameters of a search page's URL, in the order its URLs name them
+PARAMETERS = ("q", *FACETS, "modified", "from", "to", "sort", "rows", "page")
+
+
+def tag(name: str) -> str:
+    """The Solr tag of facet ``name``'s filter, which its own facet counts leave out."""
+    return f"f_{name}"
+
+
+def day(text: str | None) -> date | None:
+    """A YYYY-MM-DD day, or None for anything else (and for the last day there is: the range
+    ends the day after)."""
+    if not text or not DAY.fullmatch(text):
+        return None
+    try:
+        parsed = date.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed < date.max else None
+
+
+def _pairs(params: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Every (name, value) of a query string: Starlette's QueryParams (all values of a repeated
+    name), a plain mapping (one value a name) or pairs (parse_qsl's)."""
+    multi_items = getattr(params, "multi_items", None)
+    if multi_items is not None:
+        return list(multi_items())
+    if isinstance(params, Mapping):
+        return list(params.items())
+    return list(params)
 
 
 @dataclass(frozen=True)
@@ -46,48 +103,172 @@ class SearchRequest:
 
     q: str = ""
     page: int = 1
-    filters: tuple[tuple[str, str], ...] = ()  # (parameter, value), parameters of FACETS or "modified"
+    # (parameter, value): a parameter of FACETS, once per value chosen, or "modified" (once)
+    filters: tuple[tuple[str, str], ...] = ()
+    sort: str = "relevance"  # a key of SORTS
+    rows: int | None = None  # hits a page, one of ROWS; None: the application's default
+    date_from: str = ""  # YYYY-MM-DD: last modified on this day or later (UTC)
+    date_to: str = ""  # YYYY-MM-DD: last modified on this day or earlier (UTC)
 
     @classmethod
-    def from_params(cls, params: Mapping[str, str]) -> SearchRequest:
-        """From a query string (its first value per name); junk is ignored, never an error."""
+    def from_params(cls, params: Mapping[str, str] | Iterable[tuple[str, str]]) -> SearchRequest:
+        """From a query string: a facet's every value (up to MAX_FACET_VALUES, each cut to
+        MAX_VALUE_CHARS, MAX_CHOSEN_CHARS of all facets' values together: a page's every facet
+        link repeats them), the first value of any other parameter; junk is ignored, never an error."""
+        first: dict[str, str] = {}
+        chosen: dict[str, list[str]] = {name: [] for name in FACETS}
+        room = MAX_CHOSEN_CHARS
+        for name, value in _pairs(params):
+            if name in FACETS:
+                value = value[:MAX_VALUE_CHARS]
+                if value and value not in chosen[name] and len(chosen[name]) < MAX_FACET_VALUES and len(value) <= room:
+                    chosen[name].append(value)
+                    room -= len(value)
+            else:
+                first.setdefault(name, value)
         try:
-            page = min(max(int(params.get("page", "1")), 1), MAX_PAGE)
+            page = min(max(int(first.get("page", "1")), 1), MAX_PAGE)
         except ValueError:
             page = 1
-        filters = tuple(
-            (name, params[name][:500])
-            for name in (*FACETS, "modified")
-            if params.get(name) and (name != "modified" or params[name] in MODIFIED)
+        filters = [(name, value) for name, values in chosen.items() for value in values]
+        if first.get("modified") in MODIFIED:
+            filters.append(("modified", first["modified"]))
+        sort = first.get("sort", "")
+        rows = first.get("rows", "")
+        start, end = day(first.get("from")), day(first.get("to"))
+        if start and end and start > end:  # given the wrong way round: the days between them
+            start, end = end, start
+        return cls(
+            q=first.get("q", "").strip()[:MAX_QUERY_CHARS],
+            page=page,
+            filters=tuple(filters),
+            sort=sort if sort in SORTS else "relevance",
+            rows=int(rows) if rows in {str(n) for n in ROWS} else None,
+            date_from=start.isoformat() if start else "",
+            date_to=end.isoformat() if end else "",
         )
-        return cls(params.get("q", "").strip()[:MAX_QUERY_CHARS], page, filters)
+
+    def values(self, name: str) -> list[str]:
+        """The values chosen of facet ``name`` (or "modified"), in order."""
+        return [value for chosen, value in self.filters if chosen == name]
+
+    def params(self) -> list[tuple[str, str]]:
+        """The query string's (name, value) pairs, in PARAMETERS' order, defaults left out
+        (``q`` always there)."""
+        pairs: list[tuple[str, str]] = [("q", self.q)]
+        for name in (*FACETS, "modified"):
+            pairs.extend((name, value) for value in self.values(name))
+        pairs += [("from", self.date_from), ("to", self.date_to)]
+        pairs.append(("sort", "" if self.sort == "relevance" else self.sort))
+        pairs.append(("rows", str(self.rows) if self.rows else ""))
+        pairs.append(("page", "" if self.page == 1 else str(self.page)))
+        return [(name, value) for name, value in pairs if value or name == "q"]
+
+    def changed(self, **changes: Any) -> SearchRequest:
+        """This search with ``changes``: a parameter of PARAMETERS to a value, a list of values
+        (a facet's), or None (dropped). A change of anything but ``page`` goes back to page 1."""
+        unknown = set(changes) - set(PARAMETERS)
+        if unknown:
+            raise ValueError(f"not a search parameter: {sorted(unknown)}")
+        pairs = [(name, value) for name, value in self.params() if name not in changes]
+        for name, value in changes.items():
+            if isinstance(value, list | tuple):
+                pairs.extend((name, str(item)) for item in value)
+            elif value is not None:
+                pairs.append((name, str(value)))
+        if set(changes) - {"page"}:
+            pairs = [(name, value) for name, value in pairs if name != "page"]
+        return SearchRequest.from_params(pairs)
 
     def url(self, **changes: Any) -> str:
-        """The query string of this search with ``changes`` (a value of None drops a filter); a
-        changed query or filter goes back to page 1."""
-        values: dict[str, Any] = {"q": self.q, **dict(self.filters), "page": self.page}
-        if set(changes) - {"page"}:
-            values["page"] = 1
-        values.update(changes)
-        kept = {
-            key: value for key, value in values.items() if key == "q" or (value not in (None, "") and (key, value) != ("page", 1))
-        }
-        return "?" + urlencode(kept)
+        """The query string of this search with ``changes`` (see ``changed``)."""
+        request = self.changed(**changes) if changes else self
+        return "?" + urlencode(request.params())
 
-    def solr_filters(self) -> list[str]:
-        return [
-            f"last_modified:{MODIFIED[value][1]}" if name == "modified" else term_filter(FACETS[name], value)
+    def toggle_url(self, name: str, value: str) -> str:
+        """The URL that chooses ``value`` of facet ``name`` too, or drops it if chosen, keeping
+        the facet's other values; a last-modified range replaces the one chosen."""
+        chosen = self.values(name)
+        if name == "modified":
+            return self.url(modified=None if value in chosen else value)
+        if value in chosen:
+            return self.url(**{name: [other for other in chosen if other != value]})
+        return self.url(**{name: [*chosen, value]})
+
+    def hidden(self, *left_out: str) -> list[tuple[str, str]]:
+        """The (name, value) pairs a form carries as hidden inputs to keep this search's state,
+        but for the parameters ``left_out`` (those the form sets)."""
+        return [(name, value) for name, value in self.params() if name not in left_out]
+
+    def chosen(self) -> list[tuple[str, str, str]]:
+        """Every filter chosen as (facet title, value's label, URL without it)."""
+        shown = [
+            (
+                FACET_TITLES[name],
+                MODIFIED[value][0] if name == "modified" else facet_label(name, value),
+                self.toggle_url(name, value),
+            )
             for name, value in self.filters
         ]
+        if self.date_from or self.date_to:
+            shown.append(
+                (FACET_TITLES["range"], date_range_label(self.date_from, self.date_to), self.url(to=None, **{"from": None}))
+            )
+        return shown
+
+    def sort_links(self) -> list[tuple[str, str, bool]]:
+        """(label, URL, chosen) of each sort."""
+        return [(label, self.url(sort=key), key == self.sort) for key, (label, _solr) in SORTS.items()]
+
+    def rows_links(self, default: int) -> list[tuple[int, str, bool]]:
+        """(hits a page, URL, chosen) of each page size: ROWS and the application's default."""
+        current = self.rows or default
+        return [(rows, self.url(rows=None if rows == default else rows), rows == current) for rows in sorted({*ROWS, default})]
+
+    def solr_filters(self) -> tuple[list[str], dict[str, str]]:
+        """The filter queries of this search and the request parameters they read. A facet's
+        values are one filter, tagged with the facet (``tag``), that matches any of them: a
+        boolean query of ``should`` clauses, each a parameter holding one term query, so every
+        value is taken literally by Solr's term parser, whatever it holds (nothing to escape, no
+        separator to avoid)."""
+        filters: list[str] = []
+        params: dict[str, str] = {}
+        for name, solr_field in FACETS.items():
+            clauses = []
+            for number, value in enumerate(self.values(name)):
+                params[f"filter_{name}_{number}"] = term_filter(solr_field, value)
+                clauses.append(f"should=$filter_{name}_{number}")
+            if clauses:
+                filters.append("{!bool tag=" + tag(name) + " " + " ".join(clauses) + "}")
+        for value in self.values("modified"):
+            filters.append("{!tag=" + tag("modified") + "}last_modified:" + MODIFIED[value][1])
+        if self.date_from or self.date_to:
+            filters.append(date_range_filter(self.date_from, self.date_to))
+        return filters, params
+
+
+def date_range_filter(start: str, end: str) -> str:
+    """The filter of a date range: last modified from ``start``'s first moment to ``end``'s last
+    (UTC days, both included; "" or a day that is not one leaves that side open)."""
+    first, last = day(start), day(end)  # validated again: nothing but a day reaches the query
+    lower = f"{first}T00:00:00Z" if first else "*"
+    upper = f"{last + timedelta(days=1)}T00:00:00Z" if last else "*"
+    return f"last_modified:[{lower} TO {upper}" + ("}" if upper != "*" else "]")
+
+
+def date_range_label(start: str, end: str) -> str:
+    if start and end:
+        return start if start == end else f"{start} to {end}"
+    return f"from {start}" if start else f"until {end}"
 
 
 def search_back(text: str | None) -> str:
     """The search a searcher signs in from (``?q=...``, carried by the sign-in form), rebuilt
     from the parameters a search page knows: "" for anything else, so a sign-in can only lead
     back to a search page of this application, never elsewhere."""
-    if not text or len(text) > 4 * MAX_QUERY_CHARS:
+    if not text or len(text) > MAX_BACK_CHARS:
         return ""
-    request = SearchRequest.from_params(dict(parse_qsl(text.removeprefix("?"))))
+    request = SearchRequest.from_params(parse_qsl(text.removeprefix("?")))
     return request.url() if request.q else ""
 
 
@@ -98,6 +279,7 @@ class Hit:
     snippet: Markup
     source: str
     mimetype: str
+    type_label: str  # the type by name ("PDF"), labels.py
     date: str  # the last-modified day, YYYY-MM-DD ("" when unknown)
     host: str
 
@@ -106,7 +288,7 @@ class Hit:
 class FacetValue:
     value: str
     label: str
-    count: int
+    count: int | None  # None: a value chosen that Solr's top values do not hold
     url: str
     selected: bool
 
@@ -159,13 +341,24 @@ def display_url(doc: dict[str, Any]) -> str:
     return url if urlsplit(url).scheme.lower() in ("http", "https", "file", "ftp") else ""
 
 
-# the facets of every search page: FACETS' fields and the MODIFIED ranges
+# the facets of every search page: FACETS' fields and the MODIFIED ranges, each counted without
+# its own filter (``ex``: multi-select faceting) and keyed by its field or range (``key``). The
+# searcher's trimming is never tagged: every count is of what they may read.
 FACET_PARAMS: dict[str, Any] = {
     "facet": "true",
-    "facet.field": list(FACETS.values()),
+    # the source facet also leaves out the collapse on url: a URL that two sources hold counts in
+    # both, so a source's count is the hits that source alone gives (within one source a URL is
+    # one document); the other facets count hits, one a URL
+    "facet.field": [
+        f"{{!ex={tag(name)}{',' + ONE_URL_TAG if name == 'source' else ''} key={solr_field}}}{solr_field}"
+        for name, solr_field in FACETS.items()
+    ],
     "facet.limit": FACET_LIMIT,
     "facet.mincount": 1,
-    "facet.query": [f"last_modified:{solr_range}" for _label, solr_range in MODIFIED.values()],
+    "facet.query": [
+        f"{{!ex={tag('modified')} key=modified_{key}}}last_modified:{solr_range}"
+        for key, (_label, solr_range) in MODIFIED.items()
+    ],
 }
 
 
@@ -174,13 +367,22 @@ def run_search(
 ) -> SearchPage:
     """Ask Solr for ``request``'s page of hits with its facets, of what ``principals`` may read;
     when nothing matches, for spelling suggestions (Solr's spellcheck component, if the configset
-    has it) that find something they may read."""
+    has it) that find something they may read. ``rows`` is the application's page size, unless
+    the request chose one."""
+    rows = request.rows or rows
     page = SearchPage(request, rows=rows)
     if not request.q:
         return page
+    filters, filter_params = request.solr_filters()
     params = search_params(
-        principals, rows, (request.page - 1) * rows, filters=request.solr_filters(), highlight=(MARK_OPEN, MARK_CLOSE)
+        principals,
+        rows,
+        (request.page - 1) * rows,
+        filters=filters,
+        highlight=(MARK_OPEN, MARK_CLOSE),
+        sort=SORTS.get(request.sort, SORTS["relevance"])[1],
     )
+    params.update(filter_params)
     params.update(FACET_PARAMS)
     results = client.search(request.q, **params)
     page.total = results.hits
@@ -193,6 +395,7 @@ def run_search(
                 snippet=highlighted(snippet_of(doc, results.highlighting)),
                 source=str(doc.get("source") or ""),
                 mimetype=str(doc.get("mimetype") or ""),
+                type_label=type_label(str(doc.get("mimetype") or "")),
                 date=modified[:10],
                 host=str(doc.get("host") or ""),
             )
@@ -206,6 +409,7 @@ def run_search(
             request.q,
             rows=0,
             fq=params["fq"],
+            **filter_params,
             spellcheck="true",
             **trimming,
             **{"spellcheck.collate": "true", "spellcheck.count": 10, "spellcheck.maxCollationTries": 10},
@@ -215,33 +419,27 @@ def run_search(
 
 
 def facets(request: SearchRequest, solr_facets: dict[str, Any]) -> dict[str, list[FacetValue]]:
-    chosen = dict(request.filters)
+    """Each facet's values by count, labelled (labels.py), each a link that chooses it too or
+    drops it; a chosen value beyond Solr's top values is still shown (without a count), so it can
+    be dropped. Last-modified ranges no document falls in are not offered."""
     shown: dict[str, list[FacetValue]] = {}
     fields = solr_facets.get("facet_fields", {})
     for name, solr_field in FACETS.items():
         flat = fields.get(solr_field, [])
-        values = [(str(flat[i]), int(flat[i + 1])) for i in range(0, len(flat) - 1, 2)]
+        counts: dict[str, int | None] = {str(flat[i]): int(flat[i + 1]) for i in range(0, len(flat) - 1, 2)}
+        chosen = request.values(name)
+        for value in chosen:
+            counts.setdefault(value, None)
         shown[name] = [
-            FacetValue(
-                value,
-                value,
-                count,
-                request.url(**{name: None if chosen.get(name) == value else value}),
-                chosen.get(name) == value,
-            )
-            for value, count in values
+            FacetValue(value, facet_label(name, value), count, request.toggle_url(name, value), value in chosen)
+            for value, count in counts.items()
         ]
     queries = solr_facets.get("facet_queries", {})
+    chosen = request.values("modified")
     shown["modified"] = [
-        FacetValue(
-            key,
-            label,
-            int(queries.get(f"last_modified:{solr_range}", 0)),
-            request.url(modified=None if chosen.get("modified") == key else key),
-            chosen.get("modified") == key,
-        )
-        for key, (label, solr_range) in MODIFIED.items()
-        if queries.get(f"last_modified:{solr_range}", 0) or chosen.get("modified") == key
+        FacetValue(key, label, int(queries.get(f"modified_{key}", 0)), request.toggle_url("modified", key), key in chosen)
+        for key, (label, _solr_range) in MODIFIED.items()
+        if queries.get(f"modified_{key}", 0) or key in chosen
     ]
     return {name: values for name, values in shown.items() if values}
 
@@ -257,4 +455,4 @@ def suggestions(request: SearchRequest, spellcheck: dict[str, Any]) -> list[tupl
         text = value.get("collationQuery") if isinstance(value, dict) else value
         if isinstance(text, str) and text and text not in found:
             found.append(text)
-    return [(text, SearchRequest(text, 1, request.filters).url()) for text in found[:3]]
+    return [(text, request.url(q=text)) for text in found[:3]]

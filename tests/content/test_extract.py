@@ -8,6 +8,7 @@ from lxml import etree, html
 
 from searchcrawl.content.extract import (
     file_name,
+    host_of,
     html_attributes,
     http_date_to_iso,
     mapped_attributes,
@@ -55,7 +56,7 @@ def test_headers_fill_in_and_documents_are_clean() -> None:
     document = solr_document("s", "http://Host.example.com:81/a", attributes, headers)
     assert document["url"] == document["display_url"] == "http://Host.example.com:81/a"
     assert document["id"] == "s!http://Host.example.com:81/a"  # solr_id: the source, then the URL
-    assert document["host"] == "host.example.com"
+    assert document["host"] == "host.example.com:81"  # a port that is not the scheme's own: part of the host
     assert document["mimetype"] == "text/html"
     assert document["last_modified"] == "2015-10-21T07:28:00Z"
     assert "description" not in document and "subject" not in document
@@ -67,6 +68,19 @@ def test_small_helpers() -> None:
     assert split_keywords("a;b") == ["a", "b"]
     assert text_attributes("hello\n", "http://h/docs/notes.txt", {})["title"] == "notes.txt"
     assert text_checksum("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+def test_the_host_field_names_a_port_only_when_it_is_not_the_schemes_default() -> None:
+    """Issue 59: two services of one machine are two values of the host facet."""
+    assert host_of("http://Intranet.Example:8080/a") == "intranet.example:8080"
+    assert host_of("http://intranet.example:80/a") == host_of("http://intranet.example/a") == "intranet.example"
+    assert host_of("http://[::1/a") is None and host_of("http://[x]/") is None  # never raises: no host to name
+    assert host_of("https://intranet.example:443/") == "intranet.example"
+    assert host_of("https://intranet.example:80/") == "intranet.example:80"  # 80 is not https's own
+    assert host_of("http://[::1]:8080/") == "[::1]:8080" and host_of("http://[::1]/") == "::1"
+    assert host_of("smb://fs1.example.org/share/a.pdf") == "fs1.example.org"
+    assert host_of("file:///srv/share/a.pdf") is None
+    assert host_of("http://h.example:99999/") == "h.example"  # no port at all: the host alone
 
 
 def test_a_file_name_standing_in_for_a_title_is_percent_decoded() -> None:

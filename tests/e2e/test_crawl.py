@@ -56,7 +56,7 @@ def test_crawl_puts_exactly_the_in_scope_pages_into_solr(project, serve, tmp_pat
     assert doc["subject"] == list(page.keywords)
     assert doc["author"] == page.author
     assert doc["language"] == "en"
-    assert (doc["host"], doc["mimetype"], doc["source"]) == ("127.0.0.1", "text/html", name)
+    assert (doc["host"], doc["mimetype"], doc["source"]) == (f"127.0.0.1:{site.port}", "text/html", name)  # a port not http's own
     assert doc["url"] == doc["display_url"] and doc["id"] == solr_id(name, doc["url"])
     assert page.text.split(".")[0] in doc["content"]
     assert doc["checksum"] == hashlib.sha256(f"{doc['title']}\n{doc['content']}".encode()).hexdigest()

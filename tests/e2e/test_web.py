@@ -3,8 +3,10 @@ holding a crawled corpus (tests/web_site.py) and the crawl's document table."""
 
 from __future__ import annotations
 
+import html
 import re
 import uuid
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -17,7 +19,7 @@ from searchcrawl.store import Database
 from searchcrawl.store.runs import Runs
 from searchcrawl.web.app import SESSION_COOKIE, WebConfig, create_app
 from tests.conftest import ROOT, Project
-from tests.web_site import SCRIPT_TITLE
+from tests.web_site import OLD, SCRIPT_TITLE
 
 PASSWORD = "harbour-master-" + uuid.uuid4().hex  # a secret: must appear on no page
 # Phrases only this corpus holds (other tests' documents in the same core may say "harbour")
@@ -75,14 +77,19 @@ def test_search_page_hits_facets_pagination_and_one_hit_per_url(harbour_corpus) 
     assert len(shown) == 10
     assert all(link in harbour.pages for link, _title in shown)
     assert re.search(r"<mark>harbour( master)?</mark>", first.text, re.IGNORECASE)  # the snippet, highlighted
-    assert f'<span class="source">{harbour.main}</span>' in first.text and "text/html" in first.text
-    # facets: both sources (log00 is the second source's too, collapsed to one hit), the host, the
-    # type, the language, and the last-modified ranges (half the logs are two years old)
+    assert f'<span class="source">{harbour.main}</span>' in first.text
+    assert '<span class="type" title="text/html">Web page</span>' in first.text  # each hit's type, by name
+    # facets: both sources (log00 is the second source's too, one hit of the page), the host (with
+    # the site's port, not http's own), the type and the language by name, and the last-modified
+    # ranges (half the logs are two years old)
     sources = dict(re.findall(r'source=([^"]+)">[^<]+</a> <span class="count">(\d+)</span>', first.text))
-    assert set(sources) <= {harbour.main, harbour.second} and sum(map(int, sources.values())) == 24
-    assert re.search(r'host=127.0.0.1">127.0.0.1</a> <span class="count">24</span>', first.text)
-    assert re.search(r'type=text%2Fhtml">text/html</a> <span class="count">24</span>', first.text)
-    assert re.search(r'lang=en">en</a> <span class="count">24</span>', first.text)
+    # a source's count is the hits it alone gives: log00 counts in both sources (a URL is a hit once)
+    assert sources == {harbour.main: "24", harbour.second: "1"}
+    assert "1 document matches" in web.get("/", params={"q": MASTER, "source": harbour.second}).text
+    port = harbour.site.port
+    assert re.search(rf'host=127.0.0.1%3A{port}">127.0.0.1:{port}</a> <span class="count">24</span>', first.text)
+    assert re.search(r'type=text%2Fhtml" title="text/html">Web page</a> <span class="count">24</span>', first.text)
+    assert re.search(r'lang=en" title="en">English</a> <span class="count">24</span>', first.text)
     assert re.search(r'modified=day">past day</a> <span class="count">12</span>', first.text)
     assert re.search(r'modified=older">over a year ago</a> <span class="count">12</span>', first.text)
     # pagination: page 3 holds the last 4; every page's links are bookmarkable URLs
@@ -95,7 +102,7 @@ def test_search_page_hits_facets_pagination_and_one_hit_per_url(harbour_corpus) 
     # any of the words (the /select handler's edismax): also the warning, the notes (text/plain) and the index
     words = web.get("/", params={"q": "harbour master", "source": harbour.main})
     assert "27 documents match" in words.text
-    assert re.search(r'type=text%2Fplain">text/plain</a> <span class="count">1</span>', words.text)
+    assert re.search(r'type=text%2Fplain" title="text/plain">Text</a> <span class="count">1</span>', words.text)
     # a facet link narrows, and the narrowed page is a URL of its own
     old = web.get("/?q=%22harbour+master%22&modified=older")
     assert "12 documents match" in old.text
@@ -277,3 +284,93 @@ def test_bookmarkable_url_round_trip(harbour_corpus) -> None:
     links = re.findall(r'href="/\?([^"]+)"', page.text)
     params = [parse_qs(urlsplit("?" + link.replace("&amp;", "&")).query) for link in links]
     assert any(p.get("source") == [harbour.main] and p.get("modified") == ["older"] for p in params)
+
+
+def titles_of(page: str) -> list[str]:
+    return [html.unescape(title) for _link, title in hits(page)]
+
+
+def log_numbers(page: str) -> list[int]:
+    """The numbers of the harbour logs among a page's hits, in order."""
+    return [int(match[1]) for title in titles_of(page) if (match := re.match(r"Harbour log (\d\d)", title))]
+
+
+def test_search_page_sorts_by_date_or_title_and_shows_the_hits_a_page_chosen(harbour_corpus) -> None:
+    """Issue 59: sort and hits per page. Even logs were modified now, odd ones two years ago."""
+    project, harbour = harbour_corpus
+    web = client(project)
+    newest = web.get("/", params={"q": MASTER, "sort": "date", "rows": 50})
+    assert "24 documents match; showing 1&ndash;24." in newest.text
+    assert [number % 2 for number in log_numbers(newest.text)] == [0] * 12 + [1] * 12  # newest first
+    assert '<strong aria-current="true">Date (newest first)</strong>' in newest.text
+    titled = web.get("/", params={"q": MASTER, "sort": "title", "rows": 50})
+    assert titles_of(titled.text) == sorted(harbour.pages[harbour.site.url + f"log{n:02d}.html"] for n in range(24))
+    # a sort and a page size go with every link: the next page continues the same order
+    second = web.get("/", params={"q": MASTER, "sort": "title", "rows": 20, "page": 2})
+    assert log_numbers(second.text) == [20, 21, 22, 23] and "showing 21&ndash;24" in second.text
+    twenty = web.get("/", params={"q": MASTER, "rows": 20})
+    assert len(hits(twenty.text)) == 20 and "showing 1&ndash;20" in twenty.text
+    assert re.search(r'href="/\?q=%22harbour\+master%22&amp;rows=20&amp;page=2"', twenty.text)
+    # junk is the default: relevance, the application's 10 a page
+    junk = web.get("/", params={"q": MASTER, "sort": "score desc", "rows": "1000"})
+    assert junk.status_code == 200 and len(hits(junk.text)) == 10
+
+
+def test_several_values_of_one_facet_are_ored_and_facets_anded(harbour_corpus) -> None:
+    """Issue 59: the words "harbour master" find the 24 logs, the warning and the index (HTML) and
+    the notes (text) of the main source."""
+    project, harbour = harbour_corpus
+    web = client(project)
+    base = [("q", "harbour master"), ("source", harbour.main)]
+    html_only = web.get("/", params=[*base, ("type", "text/html")])
+    assert "26 documents match" in html_only.text
+    # the type facet still counts the other types (its own filter left out), each a link that adds it
+    added = re.search(r'href="/\?([^"]+)" title="text/plain">Text</a> <span class="count">1</span>', html_only.text)
+    assert added, html_only.text
+    assert parse_qs(html.unescape(added[1]))["type"] == ["text/html", "text/plain"]
+    both = web.get("/?" + html.unescape(added[1]))
+    assert "27 documents match" in both.text  # OR within the facet
+    assert both.text.count('<li class="selected">') == 3  # the source and both types
+    older = web.get("/", params=[*base, ("type", "text/html"), ("type", "text/plain"), ("modified", "older")])
+    assert "12 documents match" in older.text and all(n % 2 for n in log_numbers(older.text))  # AND across facets
+    # dropping one value keeps the other
+    dropped = re.search(r'<li class="selected"><a href="/\?([^"]+)" title="text/html">Web page</a>', both.text)
+    assert parse_qs(html.unescape(dropped[1]))["type"] == ["text/plain"]
+    assert "1 document matches" in web.get("/?" + html.unescape(dropped[1])).text
+    # the host facet names the site's port: the old value (the name alone) finds nothing
+    port = harbour.site.port
+    assert re.search(rf'>127.0.0.1:{port}</a> <span class="count">27</span>', both.text)
+    assert "1 document matches" in web.get("/", params=[*base, ("host", f"127.0.0.1:{port}"), ("type", "text/plain")]).text
+    assert "No document matches" in web.get("/", params=[*base, ("host", "127.0.0.1")]).text  # the port is the host's
+
+
+def test_a_date_range_includes_both_of_its_days(harbour_corpus) -> None:
+    """Issue 59: the odd logs were last modified on one day two years ago (UTC)."""
+    project, harbour = harbour_corpus
+    web = client(project)
+    old = datetime.fromtimestamp(OLD, UTC).date()
+
+    def found(start: date | None = None, end: date | None = None) -> list[int]:
+        days = {"from": str(start) if start else "", "to": str(end) if end else ""}
+        page = web.get("/", params={"q": MASTER, "source": harbour.main, "rows": 50, **days})
+        assert page.status_code == 200
+        return sorted(log_numbers(page.text))
+
+    odd, even = list(range(1, 24, 2)), list(range(0, 24, 2))
+    assert found(start=old, end=old) == odd  # one day: from its first moment to its last
+    assert found(start=old - timedelta(days=1), end=old) == odd  # the last day included
+    assert found(start=old, end=old + timedelta(days=1)) == odd  # the first day included
+    assert found(end=old - timedelta(days=1)) == []
+    assert found(start=old + timedelta(days=1)) == even
+    assert found(start=old + timedelta(days=1), end=datetime.now(UTC).date() + timedelta(days=1)) == even
+    # with a last-modified range both apply
+    page = web.get("/", params={"q": MASTER, "modified": "older", "from": str(old + timedelta(days=1))})
+    assert "No document matches" in page.text and "Date range: from " in page.text
+    # the form keeps the search's state in hidden inputs, and says the days chosen
+    form = web.get("/", params={"q": MASTER, "type": "text/html", "sort": "date", "from": str(old)}).text
+    chosen = re.search(r'<form method="get" action="/" class="daterange">(.*?)</form>', form, re.S)[1]
+    assert '<input type="hidden" name="q" value="&#34;harbour master&#34;">' in chosen
+    assert '<input type="hidden" name="type" value="text/html">' in chosen and 'name="sort" value="date"' in chosen
+    assert f'name="from" value="{old}"' in chosen and 'name="to" value=""' in chosen
+    junk = web.get("/", params={"q": MASTER, "from": "2024-02-30", "to": "x] OR *:*"})
+    assert "24 documents match" in junk.text  # ignored

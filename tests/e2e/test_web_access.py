@@ -25,6 +25,7 @@ from searchcrawl.access.directory import directory_of
 from searchcrawl.access.tokens import LEVEL_FIELDS, PUBLIC
 from searchcrawl.ops.secrets import LDAP_BIND_PASSWORD
 from searchcrawl.web.app import create_app
+from searchcrawl.web.labels import type_label
 from searchcrawl.web.sessions import FREE_FAILURES
 from tests.conftest import Project
 from tests.directory_server import DirectoryServer
@@ -158,9 +159,16 @@ def test_each_searcher_sees_exactly_their_documents(
         assert f"{count} document{'s match' if count != 1 else ' matches'}" in page.text
         assert facet(page.text, "source") == {corpus.source: count}
         types: dict[str, int] = {}
-        for name in readable:
-            types[corpus.access[name][0]] = types.get(corpus.access[name][0], 0) + 1
+        for name in readable:  # shown by name ("Web page", "Text")
+            types[type_label(corpus.access[name][0])] = types.get(type_label(corpus.access[name][0]), 0) + 1
         assert facet(page.text, "type") == types, user
+        # a type chosen: its hits are what they may read of it, and the type facet, counted
+        # without its own filter but with the trimming, still counts only what they may read
+        for mimetype in {corpus.access[name][0] for name in readable}:
+            chosen = web.get("/", params={"q": corpus.word, "source": corpus.source, "type": mimetype})
+            assert shown(chosen.text) == {name for name in readable if corpus.access[name][0] == mimetype}, (user, mimetype)
+            assert facet(chosen.text, "type") == types, (user, mimetype)
+            assert facet(chosen.text, "source") == {corpus.source: types[type_label(mimetype)]}, (user, mimetype)
         # paging: a page of two hits, as many pages as the readable documents fill
         paged = web_of(project, settings, rows=2)
         if user is not None:

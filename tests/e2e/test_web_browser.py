@@ -78,6 +78,34 @@ def test_search_facets_and_pages_in_a_browser(web, browser: Browser) -> None:
     page.close()
 
 
+def test_several_types_and_a_sort_by_date_in_a_browser(web, harbour_corpus, browser: Browser) -> None:
+    """Issue 59: two values of the type facet clicked one after the other, then a sort chosen:
+    links only, no script; the state stays in the URL."""
+    url, _project = web
+    harbour = harbour_corpus[1]
+    page = browser.new_page()
+    seen = dialogs_and_errors(page)
+    page.goto(f"{url}/?q=harbour+master&source={harbour.main}")  # the words: the logs, the warning, the index, the notes
+    page.wait_for_selector(".hit")
+    assert "27 documents match" in page.inner_text(".summary")
+    page.click('#facet-type >> text="Web page"')
+    page.wait_for_url(re.compile(r"type=text%2Fhtml"))
+    assert "26 documents match" in page.inner_text(".summary")
+    page.click('#facet-type >> text="Text"')  # counted though a type is chosen: it adds to it
+    page.wait_for_url(re.compile(r"type=text%2Fhtml&type=text%2Fplain"))
+    assert "27 documents match" in page.inner_text(".summary")
+    assert page.locator("#facet-type li.selected").count() == 2
+    page.click('.sort >> text="Date (newest first)"')
+    page.wait_for_url(re.compile(r"sort=date"))
+    assert "type=text%2Fhtml&type=text%2Fplain" in page.url and "27 documents match" in page.inner_text(".summary")
+    titles = page.locator(".hit h2").all_inner_texts()
+    numbers = [int(match[1]) for title in titles if (match := re.match(r"Harbour log (\d\d)", title))]
+    assert numbers and all(number % 2 == 0 for number in numbers)  # the first ten: modified now, not two years ago
+    assert page.locator(".hit .type").first.inner_text() in ("Web page", "Text")
+    assert seen == []
+    page.close()
+
+
 def test_a_crawled_script_title_is_harmless_in_a_browser(web, browser: Browser) -> None:
     url, _project = web
     page = browser.new_page()
