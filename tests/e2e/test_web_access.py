@@ -287,5 +287,6 @@ def test_the_why_page_runs_under_the_viewers_trimming(
     )
     shown_text = html.unescape(re.sub(r"<[^>]+>", " ", mine.text))
     assert "hit 1 of this search" in shown_text, re.search(r"Rank.{0,200}", shown_text, re.DOTALL)
-    assert f"‘{corpus.secret}’ in content:" in shown_text, shown_text
+    # the word as indexed: stemmed (a random ending such as "y" may become "i")
+    assert re.search(r"‘brigantine\w*’ in content: ", shown_text), shown_text
     assert "signed in as <code>alice</code>" in mine.text
