@@ -63,7 +63,7 @@ from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.runs import Runs
-from searchcrawl.web import admin
+from searchcrawl.web import admin, why
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -560,6 +560,24 @@ class WebApp:
         logger.info("Web administration: explain-access %s %s", user, url)
         return self.render(request, "explain_access.html", user=user, url=url, ok=ok, text=text)
 
+    async def why(self, request: Request) -> Response:
+        """Why a document is a hit of a query (why.py): its rank, score and Solr's explanation in
+        words, computed under the viewer's own trimming (their searcher principals on this
+        request, else a visitor's), so a document they may not read is answered as a missing one."""
+        denied = await self._denied(request)
+        if denied is not None:
+            return denied
+        query = request.query_params.get("q", "")
+        target = request.query_params.get("id", "")
+        viewer = await self.searcher(request)
+        try:
+            page = await _in_thread(why.why, self.solr, query, target, viewer.principals)
+        except IndexingError as exc:
+            logger.warning("Web administration: why %r failed: %s", query[:100], exc.reason)
+            page = why.WhyPage(query=query.strip()[: why.MAX_QUERY_CHARS], target=target.strip()[: why.MAX_TARGET_CHARS])
+            page.message = "The index cannot be searched now."
+        return self.render(request, "why.html", page=page, viewer=viewer, rank_limit=why.RANK_LIMIT)
+
     async def control(self, request: Request) -> Response:
         denied = await self._denied(request, post=True)
         if denied is not None:
@@ -633,6 +651,7 @@ def create_app(config: WebConfig) -> Starlette:
         Route("/admin/sources/{name}/control", web.control, methods=["POST"]),
         Route("/admin/explain-access", web.explain_access_form, methods=["GET"]),
         Route("/admin/explain-access", web.explain_access, methods=["POST"]),
+        Route("/admin/why", web.why, methods=["GET"]),
         Mount("/static", StaticFiles(packages=[("searchcrawl.web", "static")]), name="static"),
     ]
     if config.prefix:

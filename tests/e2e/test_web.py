@@ -4,6 +4,7 @@ holding a crawled corpus (tests/web_site.py) and the crawl's document table."""
 from __future__ import annotations
 
 import html
+import json
 import re
 import uuid
 from datetime import UTC, date, datetime, timedelta
@@ -14,10 +15,13 @@ from scrapy.settings import Settings
 from starlette.testclient import TestClient
 
 from searchcrawl.config.spiderloader import SourceSpiderLoader
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.query import term_filter
 from searchcrawl.ops.launchers import LocalLauncher
 from searchcrawl.store import Database
 from searchcrawl.store.runs import Runs
 from searchcrawl.web.app import SESSION_COOKIE, WebConfig, create_app
+from searchcrawl.web.why import explain_lines
 from tests.conftest import ROOT, Project
 from tests.web_site import OLD, SCRIPT_TITLE
 
@@ -374,3 +378,51 @@ def test_a_date_range_includes_both_of_its_days(harbour_corpus) -> None:
     assert f'name="from" value="{old}"' in chosen and 'name="to" value=""' in chosen
     junk = web.get("/", params={"q": MASTER, "from": "2024-02-30", "to": "x] OR *:*"})
     assert "24 documents match" in junk.text  # ignored
+
+
+def why_answer(page: str) -> str:
+    """The why page's answer and explanation as text."""
+    parts = re.findall(r'<(?:p|dl) class="why-answer">(.*?)</(?:p|dl)>|<pre class="explanation">(.*?)</pre>', page, re.DOTALL)
+    return html.unescape(re.sub(r"<[^>]+>", " ", " ".join(a + b for a, b in parts)))
+
+
+def test_why_page_explains_a_hit_in_words_and_needs_an_administrator(harbour_corpus) -> None:
+    project, harbour = harbour_corpus
+    web = client(project)
+    url = next(link for link, title in harbour.pages.items() if title == "Harbour log 11: the tugboat")
+    unauthenticated = web.get("/admin/why", params={"q": "tugboat", "id": url}, follow_redirects=False)
+    assert unauthenticated.status_code == 303 and unauthenticated.headers["location"] == "/admin/login"
+    login(web)
+    assert 'action="/admin/why"' in web.get("/admin").text  # the overview's form
+    ranks = {}
+    for target in (url, f"{harbour.main}!{url}"):  # by URL or by Solr id
+        page = web.get("/admin/why", params={"q": "tugboat", "id": target})
+        assert page.status_code == 200
+        answer = why_answer(page.text)
+        assert "‘tugboat’ in title:" in answer and "‘tugboat’ in content:" in answer, answer
+        assert re.search(r"it occurs [2-9] times here", answer), answer  # the content says it more than once
+        ranks[target] = re.search(r"hit (\d) of this search", answer)[1]  # type: ignore[index]
+    # log 11 and log 23 are the two tugboat logs: one of the first two hits, whichever is asked by
+    assert set(ranks.values()) <= {"1", "2"} and len(set(ranks.values())) == 1
+    # a document of the index that does not match; one the index does not hold
+    assert "does not match the query" in why_answer(
+        web.get("/admin/why", params={"q": "tugboat", "id": harbour.site.url + "hafen.html"}).text
+    )
+    missing = why_answer(web.get("/admin/why", params={"q": "tugboat", "id": url + "-nowhere"}).text)
+    assert "not among the hits this search can show" in missing
+    # the query text is escaped, and bounded like the search page's
+    hostile = web.get("/admin/why", params={"q": "<script>tugboat" + "x" * 5000, "id": url})
+    assert "<script>tugboat" not in hostile.text and "&lt;script&gt;tugboat" in hostile.text
+
+
+def test_solrs_explanation_has_the_shape_the_why_page_reads(harbour_corpus) -> None:
+    """A real explanation (tests/web/test_why.py's sample has this shape) read into words."""
+    project, harbour = harbour_corpus
+    solr = SolrIndex(project.solr_url)
+    found = solr.search("tugboat", fq=term_filter("source", harbour.main), fl="id,score,[explain style=nl]", rows=1)
+    tree = found.docs[0]["[explain]"]
+    print(json.dumps(tree, ensure_ascii=False))
+    assert {"match", "value", "description", "details"} <= set(tree)
+    lines, truncated = explain_lines(tree)
+    assert not truncated
+    assert any(line.text.startswith("‘tugboat’ in title: ") and "rare in title" in line.text for line in lines), lines

@@ -261,3 +261,32 @@ def test_the_explain_access_page_shows_the_commands_report(project: Project, set
             assert "memberOf path: cn=finance <- cn=accounting <- uid=alice (member)" in report
     nowhere = web.post("/admin/explain-access", data={"csrf": csrf, "user": "alice", "url": url + "-nowhere"})
     assert "No source holds" in nowhere.text
+
+
+def test_the_why_page_runs_under_the_viewers_trimming(
+    project: Project, settings: Settings, corpus: Corpus, server: DirectoryServer
+) -> None:
+    """A document the viewer may not read gets the answer a missing one gets; signed in as a
+    searcher who may read it, the administrator sees why it is a hit."""
+    project.data_dir.mkdir(parents=True, exist_ok=True)
+    web = web_of(project, settings)
+    login(web)
+
+    def answer(name: str) -> str:
+        url = f"https://intranet.example/{corpus.source}/{name}"
+        page = web.get("/admin/why", params={"q": corpus.secret, "id": url})
+        assert page.status_code == 200
+        return html.unescape(" ".join(re.findall(r'class="why-answer">(.*?)</(?:p|dl)>', page.text, re.DOTALL)))
+
+    hidden, missing = answer("alice-own"), answer("nowhere-at-all")
+    assert "not among the hits this search can show" in hidden and hidden == missing
+    assert "does not match the query" in answer("public")  # readable, but without the secret word
+    assert sign_in(web, "alice", server.passwords["alice"]) == 303
+    mine = web.get(
+        "/admin/why", params={"q": corpus.secret, "id": f"{corpus.source}!https://intranet.example/{corpus.source}/alice-own"}
+    )
+    shown_text = html.unescape(re.sub(r"<[^>]+>", " ", mine.text))
+    assert "hit 1 of this search" in shown_text, re.search(r"Rank.{0,200}", shown_text, re.DOTALL)
+    # the word as indexed: stemmed (a random ending such as "y" may become "i")
+    assert re.search(r"‘brigantine\w*’ in content: ", shown_text), shown_text
+    assert "signed in as <code>alice</code>" in mine.text

@@ -1,0 +1,241 @@
+"""The "why is this hit here" administration page's logic, without HTTP: a query and a document
+(its Solr id or its URL) in, the hit's rank, score and Solr's explanation in words out.
+
+Solr is asked the search page's own search (index/query.py ``search_params``: the /select
+handler's edismax fields and boosts, one hit per URL) under the viewer's trimming, and the
+document's explanation comes from the ``[explain style=nl]`` transformer on that same query,
+restricted to the document by a term filter (the term parser: the id or URL is taken literally).
+A document the viewer may not read and one not in the index get one answer, so the page never
+tells that a hidden document exists. The explanation tree comes from text someone typed: it is
+read to a bounded depth and number of lines, and a node not understood is shown as Solr
+describes it (the template escapes everything).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from searchcrawl.access.decision import Principals, solr_trimming
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.query import TIME_ALLOWED_MS, search_params, term_filter, unique_hits
+from searchcrawl.web.search_page import MAX_QUERY_CHARS
+
+RANK_LIMIT = 500  # hits looked through for the document's rank
+MAX_DEPTH = 10  # explanation levels read
+MAX_LINES = 200  # lines shown
+MAX_TARGET_CHARS = 8192
+NOT_SHOWN = "This document is not among the hits this search can show."
+URL_SCHEMES = ("http://", "https://", "file:", "ftp://")
+# "weight(title:harbour in 12) [SchemaSimilarity], result of:"; a phrase: weight(content:"a b" in 3)
+WEIGHT = re.compile(r"weight\((?P<field>[^:()\s]+):(?P<term>.*) in \d+\)(?: \[[^\]]*\])?, result of:", re.DOTALL)
+MAX_PLUS = re.compile(r"max plus (?P<tie>[0-9.eE+-]+) times others of:")
+
+
+@dataclass(frozen=True)
+class Line:
+    depth: int
+    text: str
+
+
+@dataclass
+class WhyPage:
+    query: str = ""
+    target: str = ""  # what the viewer gave: an id or a URL
+    found: bool = False  # the document matches the query, and the viewer may read it
+    message: str = ""
+    doc_id: str = ""
+    url: str = ""
+    title: str = ""
+    score: float | None = None
+    rank: int | None = None  # its URL's position among the collapsed hits (1-based)
+    shown_by: str = ""  # another source's copy of the URL that stands for it among the hits
+    partial: bool = False  # Solr's time ran out before the hits were all ranked
+    lines: list[Line] = field(default_factory=list)
+    truncated: bool = False
+
+
+def number(value: Any) -> str:
+    """A score or weight, short."""
+    try:
+        return f"{float(value):.3g}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _details(node: Any) -> list[Any]:
+    details = node.get("details") if isinstance(node, dict) else None
+    return [item for item in details if isinstance(item, dict)] if isinstance(details, list) else []
+
+
+def _values(node: dict[str, Any]) -> dict[str, float]:
+    """Every leaf below ``node`` by the first word of its description ("n", "N", "freq", "dl",
+    "avgdl", "boost", ...), the first of each."""
+    found: dict[str, float] = {}
+    stack = list(reversed(_details(node)))
+    seen = 0
+    while stack and seen < 100:
+        item = stack.pop()
+        seen += 1
+        children = _details(item)
+        if children and not str(item.get("description", "")).startswith("boost"):
+            stack.extend(reversed(children))
+            continue
+        key = re.split(r"[ ,]", str(item.get("description", "")), maxsplit=1)[0]
+        try:
+            found.setdefault(key, float(item.get("value")))
+        except (TypeError, ValueError):
+            continue
+    return found
+
+
+def rarity(n: float, total: float) -> str:
+    if total <= 0:
+        return ""
+    share = n / total
+    if share <= 0.01:
+        return "very rare"
+    if share <= 0.1:
+        return "rare"
+    if share <= 0.5:
+        return "common"
+    return "very common"
+
+
+def length(dl: float, avgdl: float) -> str:
+    if avgdl <= 0:
+        return ""
+    if dl < 0.75 * avgdl:
+        return "short"
+    if dl > 1.5 * avgdl:
+        return "long"
+    return "of average length"
+
+
+def term_line(node: dict[str, Any], match: re.Match[str]) -> str:
+    """One BM25 term (or phrase) weight in words: its contribution, how rare it is in the field,
+    how often the document holds it, how long the field is, and a field boost."""
+    solr_field, term = match["field"], match["term"]
+    term = term[1:-1] if len(term) > 1 and term.startswith('"') and term.endswith('"') else term
+    what = "phrase" if " " in term else "word"
+    values = _values(node)
+    reasons = []
+    if "n" in values and "N" in values:
+        rare = rarity(values["n"], values["N"])
+        reasons.append(f"the {what} is {rare} in {solr_field} ({values['n']:.0f} of {values['N']:.0f} documents)")
+    freq = values.get("freq", values.get("phraseFreq"))
+    if freq is not None:
+        reasons.append(f"it occurs {freq:g} time{'s' if freq != 1 else ''} here")
+    if "dl" in values and "avgdl" in values:
+        long = length(values["dl"], values["avgdl"])
+        reasons.append(f"the {solr_field} is {long} ({values['dl']:.0f} words, average {values['avgdl']:.0f})")
+    boost = values.get("boost")
+    if boost is not None and abs(boost - 1) > 1e-6:
+        reasons.append(f"{solr_field} is boosted ×{boost:g}")
+    why = f" ({'; '.join(reasons)})" if reasons else ""
+    return f"‘{term}’ in {solr_field}: {number(node.get('value'))}{why}"
+
+
+def explain_lines(tree: Any, max_depth: int = MAX_DEPTH, max_lines: int = MAX_LINES) -> tuple[list[Line], bool]:
+    """Solr's explanation (``[explain style=nl]`` or ``debug.explain.structured``: nested
+    ``{match, value, description, details}``) as lines in words, and whether it was cut short
+    (deeper than ``max_depth`` or longer than ``max_lines``)."""
+    lines: list[Line] = []
+    truncated = False
+    stack: list[tuple[int, Any]] = [(0, tree)]
+    while stack:
+        depth, node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if len(lines) >= max_lines:
+            return lines, True
+        description = " ".join(str(node.get("description", "")).split())
+        value = number(node.get("value"))
+        children = _details(node)
+        follow = True
+        if node.get("match") is False:
+            text, follow = f"no match: {description}", False
+        elif weight := WEIGHT.fullmatch(description):
+            text, follow = term_line(node, weight), False
+        elif description == "sum of:":
+            text = f"{value}: the sum of"
+        elif description == "max of:":
+            text = f"{value}: the best-matching field alone counts, of"
+        elif tie := MAX_PLUS.fullmatch(description):
+            text = f"{value}: the best-matching field, plus {tie['tie']} × each other field, of"
+        elif description == "product of:":
+            text = f"{value}: the product of"
+        elif description == "boost":
+            text = f"boost ×{value}"
+        else:
+            text = f"{value}: {description}"
+        lines.append(Line(depth, text))
+        if follow and children:
+            if depth + 1 >= max_depth:
+                truncated = True
+                continue
+            stack.extend((depth + 1, child) for child in reversed(children))
+    return lines, truncated
+
+
+def _target_filter(target: str) -> str:
+    """The document's filter: its URL (``url``) or else its Solr id (``id``), taken literally."""
+    if target.lower().startswith(URL_SCHEMES):
+        return term_filter("url", target)
+    return term_filter("id", target)
+
+
+def _partial(results: Any) -> bool:
+    """Whether Solr stopped at ``timeAllowed`` (its answer holds what it found by then)."""
+    raw = getattr(results, "raw_response", None)
+    header = raw.get("responseHeader", {}) if isinstance(raw, dict) else {}
+    return bool(isinstance(header, dict) and header.get("partialResults"))
+
+
+def why(client: SolrIndex, query: str, target: str, principals: Principals) -> WhyPage:
+    """Why the document ``target`` (a Solr id or a URL) is a hit of ``query`` for ``principals``
+    (what they may read: the same trimming as their search), or that it is not."""
+    query, target = query.strip()[:MAX_QUERY_CHARS], target.strip()
+    page = WhyPage(query=query, target=target[:MAX_TARGET_CHARS])
+    if not query or not target:
+        return page
+    if len(target) > MAX_TARGET_CHARS:
+        page.message = NOT_SHOWN
+        return page
+    trimming, trimming_params = solr_trimming(principals)
+    wanted = _target_filter(target)
+    # the document under the viewer's trimming, scored and explained by the search's query; of a
+    # URL two sources hold, the best-scoring copy (the one the collapse would keep)
+    explained = client.search(
+        query,
+        **trimming_params,
+        fq=[*trimming, wanted],
+        fl="id,url,title,score,[explain style=nl]",
+        rows=1,
+        sort="score desc,id asc",
+        timeAllowed=TIME_ALLOWED_MS,
+    )
+    if not explained.docs:
+        if _partial(explained):
+            page.message = "Solr's time ran out before it found the document: try a simpler query."
+            return page
+        readable = client.search("*:*", **trimming_params, fq=[*trimming, wanted], rows=0)
+        page.message = "This document does not match the query: it is not a hit." if readable.hits else NOT_SHOWN
+        return page
+    doc = explained.docs[0]
+    page.found = True
+    page.doc_id, page.url = str(doc.get("id", "")), str(doc.get("url") or "")
+    page.title = str(doc.get("title") or "")
+    page.score = float(doc["score"]) if isinstance(doc.get("score"), int | float) else None
+    page.lines, page.truncated = explain_lines(doc.get("[explain]"))
+    params = search_params(principals, rows=RANK_LIMIT)
+    params.update(fl="id,url", hl="false")
+    ranked = client.search(query, **params)
+    page.partial = _partial(ranked)
+    for position, hit in enumerate(unique_hits(ranked.docs), start=1):
+        if hit.get("id") == page.doc_id or (page.url and hit.get("url") == page.url):
+            page.rank = position
+            page.shown_by = "" if hit.get("id") == page.doc_id else str(hit.get("id", ""))
+            break
+    return page
