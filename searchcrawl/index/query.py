@@ -33,6 +33,7 @@ def term_filter(field: str, value: str) -> str:
     return "{!term f=" + field + "}" + value
 
 
+UF = "* -_query_ -_val_"  # edismax's user fields: see search_params
 TIME_ALLOWED_MS = 5000  # a search's bound in Solr (not /select's default: cursorMark refuses it)
 
 
@@ -69,6 +70,11 @@ def search_params(
         "hl.tag.post": highlight[1],
         "fq": fq,
         "timeAllowed": TIME_ALLOWED_MS,
+        # any field may be searched, but no query nested in the searcher's text: a function there
+        # (``_query_:"{!func}docfreq(content,'merger')"``) is computed over the whole index, the
+        # documents the trimming hides too, and would tell through a readable hit's score what
+        # they hold (Solr's default already; said here so no configset can change it)
+        "uf": UF,
     }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.index.query import TIME_ALLOWED_MS, search_params, term_filter, unique_hits
+from searchcrawl.index.query import TIME_ALLOWED_MS, UF, search_params, term_filter, unique_hits
 from searchcrawl.web.search_page import MAX_QUERY_CHARS
 
 RANK_LIMIT = 500  # hits looked through for the document's rank
@@ -212,6 +212,7 @@ def why(client: SolrIndex, query: str, target: str, principals: Principals) -> W
         **trimming_params,
         fq=[*trimming, wanted],
         fl="id,url,title,score,[explain style=nl]",
+        uf=UF,  # no query nested in the viewer's text: the search's own rule (index/query.py)
         rows=1,
         sort="score desc,id asc",
         timeAllowed=TIME_ALLOWED_MS,
@@ -220,7 +221,7 @@ def why(client: SolrIndex, query: str, target: str, principals: Principals) -> W
         if _partial(explained):
             page.message = "Solr's time ran out before it found the document: try a simpler query."
             return page
-        readable = client.search("*:*", **trimming_params, fq=[*trimming, wanted], rows=0)
+        readable = client.search("*:*", **trimming_params, fq=[*trimming, wanted], rows=0, timeAllowed=TIME_ALLOWED_MS)
         page.message = "This document does not match the query: it is not a hit." if readable.hits else NOT_SHOWN
         return page
     doc = explained.docs[0]

@@ -10,6 +10,7 @@ import string
 import uuid
 
 import pysolr
+import pytest
 
 from searchcrawl.access.decision import Principal, Principals, decide
 from searchcrawl.access.directory import DirectoryConfig
@@ -316,3 +317,27 @@ def test_the_tables_access_with_its_origins_wins_over_the_index(solr_url: str, s
     assert "      allow group:finance  <- POSIX ACL of /srv/hr/pay.txt: group:finance r--" in lines
     assert "      allow group:finance  <- index: access_allow" in lines
     assert lines.count("  decision: GRANTED: granted: group:finance (POSIX ACL of /srv/hr/pay.txt: group:finance r--)") == 1
+
+
+def test_a_query_computes_nothing_over_documents_the_searcher_may_not_read(solr: pysolr.Solr) -> None:
+    """A function in the query (edismax's ``_val_`` field, or a nested query) is computed over the
+    whole index, whatever the trimming filters: ``_val_:"docfreq(content,'merger')"`` would add to
+    a readable hit's score how many documents hold the word, hidden ones too. Searches allow neither."""
+    source, word, secret = f"val-{uuid.uuid4().hex[:8]}", "harbour" + letters(8, uuid.uuid4().hex), "merger" + letters(8, "s")
+    docs = []
+    for name, held, text in (("public", Access.public("test"), word), ("hidden", access("group:board"), f"{word} {secret}")):
+        url = f"http://secure.test/{source}/{name}"
+        docs.append({"id": f"{source}!{url}", "url": url, "source": source, "title": name, "content": text, **held.fields()})
+    solr.add(docs)
+    params = search_params(Principals.anonymous(), source=source) | {"fl": "id,score", "hl": "false"}
+
+    def score(query: str, **changes: str) -> float:
+        found = solr.search(query, **(params | changes))
+        assert [doc["id"] for doc in found.docs] == [docs[0]["id"]]  # only the public document, always
+        return float(found.docs[0]["score"])
+
+    plain = score(word)
+    # the probe works where a client lets it: the hidden document's word shows in the score
+    assert score(f'{word} _query_:"{{!func}}1000"', uf="* _query_") == pytest.approx(plain + 1000)
+    for probe in (f"_val_:\"docfreq(content,'{secret}')\"", f'_query_:"{{!lucene}}content:{secret}"', "_val_:1000"):
+        assert score(f"{word} {probe}") == pytest.approx(plain), probe
