@@ -260,7 +260,7 @@ class Analytics:
         try:
             self._store().write(rows, clicks)
         except Exception as exc:  # noqa: BLE001 - whatever the database says, the searcher never hears of it
-            self._lost(len(batch), f"the database refused them: {_short(exc)}")
+            self._lost(len(batch), f"the database refused them: {short_error(exc)}")
             return
         self.written += len(batch)
 
@@ -268,7 +268,7 @@ class Analytics:
         try:
             deleted = self._store().purge(now() - timedelta(days=self.days))
         except Exception as exc:  # noqa: BLE001
-            logger.warning("Query analytics: old searches not purged: %s", _short(exc))
+            logger.warning("Query analytics: old searches not purged: %s", short_error(exc))
             return
         if deleted:
             logger.info("Query analytics: %d searches older than %d days purged", deleted, self.days)
@@ -277,7 +277,7 @@ class Analytics:
         return self._queue.qsize()
 
 
-def _short(exc: BaseException) -> str:
+def short_error(exc: BaseException) -> str:
     """The database's own message, short: SQLAlchemy's whole message repeats the statement and
     its parameters (searchers' queries)."""
     original = getattr(exc, "orig", None) or exc
@@ -302,6 +302,7 @@ def period_of(params: Any, today: datetime | None = None) -> tuple[Period, dict[
 
 
 PERIOD_DAYS = ("1", "7", "30", "90")
+PAGE_ROWS = 50  # rows of a report on the page (its CSV has up to 1,000)
 REPORTS = {"top": "top queries", "none": "queries with no hits", "positions": "click-through by position"}
 CSV_DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -343,3 +344,9 @@ def report_rows(searches: Searches, report: str, period: Period, limit: int = 10
         ]
     header = ["position", "clicks", "share"]
     return header, [[row.position, row.clicks, round(row.share, 4)] for row in searches.positions(period)]
+
+
+def csv_filename(report: str, period: Period) -> str:
+    """The download's file name: the report and the period's days (plain ASCII: nothing to quote)."""
+    last = period.until - timedelta(microseconds=1)
+    return f"searchcrawl-{report}-{period.since:%Y-%m-%d}-{last:%Y-%m-%d}.csv"
