@@ -229,6 +229,21 @@ class Searches:
 
     # --- suggestions ----------------------------------------------------------------------------
 
+    def frequent_queries(self, since: datetime, limit: int = 10_000) -> list[tuple[str, int]]:
+        """The ``limit`` queries (normalized) searched most often since ``since`` that found
+        documents: (query, searches), most searched first. The analytics writer keeps them in
+        memory for the completions (web/analytics.py: ``Analytics.completions``)."""
+        count = func.count().label("searches")
+        statement = (
+            select(searches.c.normalized, count)
+            .where(searches.c.at >= since, searches.c.hits > 0)
+            .group_by(searches.c.normalized)
+            .order_by(count.desc(), searches.c.normalized)
+            .limit(max(1, min(limit, 100_000)))
+        )
+        with self.engine.connect() as connection:
+            return [(query, int(total)) for query, total in connection.execute(statement).all()]
+
     def completions(self, prefix: str, limit: int = 10, days: int = 90) -> list[tuple[str, int]]:
         """The past queries (normalized) that found documents, starting with ``prefix``, most
         searched first, of the last ``days``: (query, searches). The prefix is normalized and

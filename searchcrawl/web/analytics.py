@@ -14,7 +14,9 @@ bounded queue and return. One thread (the writer) takes the records off in batch
 them; when the queue is full (the database slow or gone), a record is dropped and counted, and
 the count is logged at WARNING at most once a minute; a database error is caught and counted
 the same way, and the writer goes on with the next batch. The writer also purges old rows, at
-its start and every hour.
+its start and every hour, and reads the most frequent past queries that found documents
+(COMPLETION_QUERIES of them) every COMPLETIONS_EVERY seconds: ``completions`` answers from
+them in memory, at every key a searcher types, without asking the database.
 
 A search's id is made here (a random 128-bit token), so the result page's links can name their
 search before its row is written. Hit links go through ``/click`` (``ClickSigner``): the
@@ -31,12 +33,15 @@ with a page saying the link has expired, and no redirect.
 from __future__ import annotations
 
 import base64
+import bisect
 import csv
 import hashlib
+import heapq
 import hmac
 import io
 import logging
 import queue
+import re
 import secrets
 import threading
 import time
@@ -48,7 +53,16 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from searchcrawl.store.database import now
-from searchcrawl.store.searches import MAX_QUERY_CHARS, MAX_URL_CHARS, Period, Searches, filters_json, normalize
+from searchcrawl.store.searches import (
+    MAX_COMPLETIONS,
+    MAX_PREFIX_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_URL_CHARS,
+    Period,
+    Searches,
+    filters_json,
+    normalize,
+)
 from searchcrawl.web.search_page import day
 
 logger = logging.getLogger(__name__)
@@ -60,6 +74,11 @@ WARN_EVERY = 60.0  # seconds: drops and errors are logged at most this often
 CLICK_SCHEMES = ("http", "https", "file", "ftp")  # a hit's link's (search_page.display_url)
 MAX_POSITION = 100_000  # beyond any rank a result page shows (search_page.MAX_PAGE x rows)
 CLIENTS = ("web", "api")
+SEARCH_ID = re.compile(r"[0-9a-f]{32}")
+# the completions from past queries: the most frequent ones that found documents, kept in memory
+# and read again by the writer this often (a completion is asked at every key a searcher types)
+COMPLETION_QUERIES = 10_000
+COMPLETIONS_EVERY = 300.0
 
 
 def new_search_id() -> str:
@@ -104,7 +123,13 @@ class ClickSigner:
         """The click a link's parameters (``s``, ``p``, ``u``, ``k``) name, or None when they are
         not a link this key signed, or its URL's scheme is not a hit link's."""
         search_id, position, url, signature = (str(params.get(name, "")) for name in ("s", "p", "u", "k"))
-        if len(search_id) != 32 or not position.isdigit() or len(position) > 6 or not url or len(url) > MAX_URL_CHARS:
+        if (
+            not SEARCH_ID.fullmatch(search_id)
+            or not position.isdigit()
+            or len(position) > 6
+            or not url
+            or len(url) > MAX_URL_CHARS
+        ):
             return None
         if not 1 <= int(position) <= MAX_POSITION or urlsplit(url).scheme.lower() not in CLICK_SCHEMES:
             return None
@@ -141,6 +166,8 @@ class Analytics:
         self._warned_at: float | None = None
         self._thread: threading.Thread | None = None
         self._stopping = False
+        # (sorted queries, their counts): the completions' source, replaced whole by the writer
+        self._frequent: tuple[list[str], list[int]] = ([], [])
 
     @property
     def enabled(self) -> bool:
@@ -231,13 +258,16 @@ class Analytics:
     # --- the writer's thread ------------------------------------------------------------------
 
     def _run(self) -> None:
-        next_purge = 0.0
+        next_purge = next_completions = 0.0
         while True:
             if self._clock() >= next_purge:
                 self._purge()
                 next_purge = self._clock() + PURGE_EVERY
+            if self._clock() >= next_completions:
+                self.refresh_completions()
+                next_completions = self._clock() + COMPLETIONS_EVERY
             try:
-                first = self._queue.get(timeout=max(next_purge - self._clock(), 0.01))
+                first = self._queue.get(timeout=max(min(next_purge, next_completions) - self._clock(), 0.01))
             except queue.Empty:
                 continue
             batch = [first]
@@ -272,6 +302,35 @@ class Analytics:
             return
         if deleted:
             logger.info("Query analytics: %d searches older than %d days purged", deleted, self.days)
+
+    def refresh_completions(self) -> None:
+        """Reads the most frequent past queries that found documents (of the retention period)
+        for ``completions``; on a database error the ones read before are kept."""
+        try:
+            frequent = self._store().frequent_queries(now() - timedelta(days=self.days), COMPLETION_QUERIES)
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("Query analytics: past queries for the completions not read: %s", short_error(exc))
+            return
+        frequent.sort()
+        self._frequent = ([query for query, _count in frequent], [count for _query, count in frequent])
+
+    def completions(self, prefix: str, limit: int = 10) -> list[str]:
+        """Past queries (normalized) that found documents and start with ``prefix``, most
+        searched first: from memory (``refresh_completions``), never waiting for the database.
+        They are anyone's queries: show one to a searcher only if it finds something they may
+        read (a query can name what it found for another)."""
+        prefix = normalize(prefix)[:MAX_PREFIX_CHARS]
+        limit = max(0, min(limit, MAX_COMPLETIONS))
+        queries, counts = self._frequent
+        if not prefix or not limit:
+            return []
+        start = bisect.bisect_left(queries, prefix)
+        found: list[tuple[int, str]] = []
+        for index in range(start, len(queries)):
+            if not queries[index].startswith(prefix):
+                break
+            found.append((-counts[index], queries[index]))
+        return [query for _count, query in heapq.nsmallest(limit, found)]
 
     def pending(self) -> int:
         return self._queue.qsize()

@@ -281,7 +281,7 @@ class WebApp:
         link this application signed (analytics.ClickSigner), never any other URL."""
         click = self.analytics.signer.check(request.query_params)
         if click is None:
-            logger.info("Click link refused: not one of this application's (or from before its restart)")
+            logger.debug("Click link refused: not one of this application's (or from before its restart)")
             return self.render(
                 request,
                 "forbidden.html",

@@ -185,6 +185,9 @@ def test_completions_are_frequent_queries_that_found_something_with_the_prefix_t
     assert {query for query, _count in store.completions("50%")} == {"50% off"}  # % is no wildcard
     assert {query for query, _count in store.completions("a_")} == {"a_b"}  # nor is _
     assert dict(store.completions("har", days=3)) == expected("har", days=3)
+    frequent = store.frequent_queries(now() - timedelta(days=90))
+    assert dict(frequent) == expected("") and ordered([count for _query, count in frequent])
+    assert store.frequent_queries(now() - timedelta(days=90), limit=3) == frequent[:3]
     assert len(store.completions("", limit=5)) == 0 and store.completions("h", limit=0) == []
     assert len(store.completions("a", limit=1000)) <= 20
     assert store.completions("x" * 10_000) == []  # cut to a bounded prefix

@@ -52,6 +52,9 @@ class RecordingStore:
         self.purged.append(before)
         return 0
 
+    def frequent_queries(self, since: datetime, limit: int) -> list[tuple[str, int]]:
+        return [("harbour master", 5), ("harbour", 9), ("harbours", 1), ("quay", 3), ("harbour pilot", 5), ("hb", 7)]
+
 
 def test_a_full_queue_drops_the_record_counts_it_and_warns_at_most_once_a_minute(caplog) -> None:
     clock = Clock()
@@ -103,6 +106,24 @@ def test_a_database_error_is_counted_and_never_reaches_the_searcher(caplog) -> N
     assert log.dropped == 1 and log.written == 0
     text = caplog.text
     assert "the database refused them: RuntimeError: disk I/O error" in text and "secret query" not in text
+
+
+def test_completions_come_from_memory_most_searched_first() -> None:
+    log = Analytics(RecordingStore, days=30)  # type: ignore[arg-type]
+    assert log.completions("har") == []  # nothing read yet
+    log.refresh_completions()
+    assert log.completions("har") == ["harbour", "harbour master", "harbour pilot", "harbours"]
+    assert log.completions("  HARBOUR  ", limit=2) == ["harbour", "harbour master"]
+    assert log.completions("harbour m") == ["harbour master"] and log.completions("x") == []
+    assert log.completions("") == [] and log.completions("h", limit=0) == [] and len(log.completions("h", limit=500)) == 5
+
+    class Broken(RecordingStore):
+        def frequent_queries(self, since: datetime, limit: int) -> list[tuple[str, int]]:
+            raise RuntimeError("gone")
+
+    log._store = Broken  # type: ignore[assignment]
+    log.refresh_completions()  # the ones read before are kept
+    assert log.completions("q") == ["quay"]
 
 
 def test_nothing_is_logged_when_the_retention_is_zero() -> None:
