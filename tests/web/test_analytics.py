@@ -278,3 +278,24 @@ def test_hits_link_straight_to_their_documents_when_analytics_is_off(tmp_path: P
     page = TestClient(app, base_url="http://127.0.0.1").get("/", params={"q": "harbour"})
     assert re.findall(r'<h2><a href="([^"]*)"', page.text) == [doc["url"] for doc in DOCS]
     assert not (tmp_path / "documents.sqlite3").exists()  # the search page opened no database
+
+
+def test_searches_are_answered_while_the_writer_waits_on_the_database(tmp_path: Path) -> None:
+    """The database stuck (a lock held, a server gone quiet): the search pages are answered all
+    the same, and what they logged is written once it answers again."""
+    gate = threading.Event()
+    store = RecordingStore(gate)
+    app = create_app(unit_config(tmp_path, analytics_days=90))
+    web = app.state.web
+    web.analytics.close()
+    web.analytics = Analytics(lambda: store, days=90)  # type: ignore[arg-type,return-value]
+    web.analytics.start()
+    web.solr = AskedSolr(*(answer(3, DOCS) for _ in range(20)))
+    client = TestClient(app, base_url="http://127.0.0.1")
+    for number in range(20):
+        page = client.get("/", params={"q": f"harbour {number}"})
+        assert page.status_code == 200 and page.text.count("/click?") == 3
+    assert not store.batches  # nothing written yet: the writer still waits
+    gate.set()
+    web.analytics.close()
+    assert sorted(row["query"] for rows, _clicks in store.batches for row in rows) == sorted(f"harbour {n}" for n in range(20))
