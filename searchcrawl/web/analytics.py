@@ -165,7 +165,6 @@ class Analytics:
         self._unreported = 0
         self._warned_at: float | None = None
         self._thread: threading.Thread | None = None
-        self._stopping = False
         # (sorted queries, their counts): the completions' source, replaced whole by the writer
         self._frequent: tuple[list[str], list[int]] = ([], [])
 
@@ -183,7 +182,6 @@ class Analytics:
         thread, self._thread = self._thread, None
         if thread is None:
             return
-        self._stopping = True
         try:
             self._queue.put(None, timeout=timeout)
         except queue.Full:

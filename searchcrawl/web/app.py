@@ -703,7 +703,11 @@ class WebApp:
         if report not in analytics.REPORTS:
             return self.render(request, "forbidden.html", 404, reason="No such report.")
         period, _chosen = analytics.period_of(request.query_params)
-        header, rows = await _in_thread(analytics.report_rows, Searches(self.database), report, period)
+        try:
+            header, rows = await _in_thread(lambda: analytics.report_rows(Searches(self.database), report, period))
+        except Exception as exc:  # noqa: BLE001 - said on a page, as the analytics page does
+            logger.warning("Web administration: analytics not read: %s", analytics.short_error(exc))
+            return self.render(request, "forbidden.html", 503, reason="The analytics cannot be read from the database now.")
         name = analytics.csv_filename(report, period)
         return Response(
             analytics.csv_text(header, rows),

@@ -299,3 +299,14 @@ def test_searches_are_answered_while_the_writer_waits_on_the_database(tmp_path: 
     gate.set()
     web.analytics.close()
     assert sorted(row["query"] for rows, _clicks in store.batches for row in rows) == sorted(f"harbour {n}" for n in range(20))
+
+
+def test_the_analytics_pages_say_when_the_database_cannot_be_read(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.sqlite3"
+    broken.write_bytes(b"not a database\n" * 100)
+    app = create_app(unit_config(tmp_path, db_url=f"sqlite:///{broken}"))
+    web = TestClient(app, base_url="http://127.0.0.1")
+    login(web)
+    page = web.get("/admin/analytics")
+    assert page.status_code == 200 and "cannot be read from the database now" in page.text
+    assert web.get("/admin/analytics.csv?report=top").status_code == 503
