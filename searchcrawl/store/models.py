@@ -219,12 +219,17 @@ searches = Table(
     Column("took_ms", Integer, nullable=False),
     Column("client", String(10), nullable=False),  # web or api
     Column("user_name", String(256)),  # only with SEARCHCRAWL_WEB_LOG_USERS
+    # hits opened from it (search_clicks' rows of it, counted as they are written): the reports
+    # of a period read the searches alone, never joining every click
+    Column("clicks", Integer, nullable=False, server_default="0"),
+    # the reports read a period's rows by it (and group them in memory: no index by query, which
+    # would lead the planner to walk every row in query order)
     Index("ix_searches_at", "at"),
-    Index("ix_searches_normalized_at", "normalized", "at"),
 )
 
 # A hit opened from a search page: its search, its rank in the search (1 the first hit of
-# page 1) and its URL. No foreign key: a click can be written before its search's row.
+# page 1) and its URL. No foreign key: a search's row can be lost (a database error) while its
+# page's links still work.
 search_clicks = Table(
     "search_clicks",
     metadata,

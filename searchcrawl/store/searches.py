@@ -7,7 +7,9 @@ A report covers a period (``Period``: from a moment to another, the searches mad
 and counts each search page asked for as one search (page 2 of a query is a search of its own,
 as it is a request the searcher made); queries are grouped by their normalized form
 (``normalize``: case-folded, runs of white space as one space), so "Harbour  Master" and
-"harbour master" are one line. A click counts for the search whose page it was made on.
+"harbour master" are one line. A click is counted on its search's row as it is written
+(``searches.clicks``: a search "with a click" needs no join), and in the period it was made in
+(click-through by position: the clicks of the period, by ``ix_search_clicks_at``).
 
 Every query here is bounded: the reports by ``limit`` rows, the completions by their prefix's
 length and their count; the period's searches are found by ``ix_searches_at``.
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, case, delete, func, insert, literal_column, select
+from sqlalchemy import and_, bindparam, case, delete, func, insert, literal_column, select, update
 
 from searchcrawl.store.database import Database, as_utc, now
 from searchcrawl.store.models import search_clicks, searches
@@ -116,12 +118,22 @@ class Searches:
 
     def write(self, rows: list[dict[str, Any]], clicks: list[dict[str, Any]]) -> None:
         """One batch, in one transaction: search rows (the columns of ``searches``) and clicks
-        (``search_id``, ``position``, ``url``, ``at``)."""
+        (``search_id``, ``position``, ``url``, ``at``), each counted on its search's row (the
+        searches first: a click comes after its search in the writer's queue)."""
         with self.engine.begin() as connection:
             if rows:
-                connection.execute(insert(searches), rows)
+                connection.execute(insert(searches), [{"clicks": 0, **row} for row in rows])
             if clicks:
                 connection.execute(insert(search_clicks), clicks)
+                opened: dict[str, int] = {}
+                for click in clicks:
+                    opened[click["search_id"]] = opened.get(click["search_id"], 0) + 1
+                connection.execute(
+                    update(searches)
+                    .where(searches.c.id == bindparam("search"))
+                    .values(clicks=searches.c.clicks + bindparam("more")),
+                    [{"search": search_id, "more": more} for search_id, more in opened.items()],
+                )
 
     def purge(self, before: datetime) -> int:
         """Deletes the searches and clicks older than ``before``; returns the searches deleted."""
@@ -135,25 +147,12 @@ class Searches:
     def _in(period: Period) -> Any:
         return and_(searches.c.at >= period.since, searches.c.at < period.until)
 
-    @staticmethod
-    def _clicked(period: Period) -> Any:
-        """The ids of the searches with a click, of clicks made since the period began (a click
-        comes after its search)."""
-        return (
-            select(search_clicks.c.search_id)
-            .where(search_clicks.c.at >= period.since)
-            .group_by(search_clicks.c.search_id)
-            .subquery("clicked")
-        )
-
     def top_queries(self, period: Period, limit: int = 100) -> list[TopQuery]:
         """The queries searched most often in ``period``: how often, their average hit count,
         and how many of those searches had a hit opened; most searched first, then by query."""
-        clicked = self._clicked(period)
         count = func.count().label("searches")
         statement = (
-            select(searches.c.normalized, count, func.avg(searches.c.hits), func.count(clicked.c.search_id))
-            .select_from(searches.outerjoin(clicked, clicked.c.search_id == searches.c.id))
+            select(searches.c.normalized, count, func.avg(searches.c.hits), func.sum(case((searches.c.clicks > 0, 1), else_=0)))
             .where(self._in(period))
             .group_by(searches.c.normalized)
             .order_by(count.desc(), searches.c.normalized)
@@ -161,7 +160,7 @@ class Searches:
         )
         with self.engine.connect() as connection:
             rows = connection.execute(statement).all()
-        return [TopQuery(query, int(total), float(average or 0), int(opened)) for query, total, average, opened in rows]
+        return [TopQuery(query, int(total), float(average or 0), int(opened or 0)) for query, total, average, opened in rows]
 
     def no_hits(self, period: Period, limit: int = 100) -> list[NoHitQuery]:
         """The queries that found nothing in ``period``: how often, and when last; most often first."""
@@ -178,13 +177,12 @@ class Searches:
         return [NoHitQuery(query, int(total), as_utc(last) or period.until) for query, total, last in rows]
 
     def positions(self, period: Period) -> list[PositionClicks]:
-        """Clicks on the searches of ``period`` by the rank of the hit opened: 1 to POSITIONS,
-        then the ranks beyond together; each with its share of all the period's clicks."""
+        """The clicks made in ``period`` by the rank of the hit opened: 1 to POSITIONS, then the
+        ranks beyond together; each with its share of all the period's clicks."""
         bucket = case((search_clicks.c.position > POSITIONS, POSITIONS + 1), else_=search_clicks.c.position).label("bucket")
         statement = (
             select(bucket, func.count())
-            .select_from(search_clicks.join(searches, searches.c.id == search_clicks.c.search_id))
-            .where(self._in(period), search_clicks.c.at >= period.since)
+            .where(search_clicks.c.at >= period.since, search_clicks.c.at < period.until)
             .group_by(literal_column("bucket"))
         )
         with self.engine.connect() as connection:
@@ -200,30 +198,25 @@ class Searches:
         ]
 
     def totals(self, period: Period) -> Totals:
-        """The period's searches, those with a click, its clicks, those that found nothing, and
-        the median time taken (the middle one, or the mean of the two middle ones)."""
-        clicked = self._clicked(period)
+        """The period's searches, those with a click, the clicks made in it, the searches that
+        found nothing, and the median time taken (the middle one, or the mean of the two)."""
         in_period = self._in(period)
         with self.engine.connect() as connection:
             total, opened, empty = connection.execute(
                 select(
                     func.count(),
-                    func.count(clicked.c.search_id),
+                    func.coalesce(func.sum(case((searches.c.clicks > 0, 1), else_=0)), 0),
                     func.coalesce(func.sum(case((searches.c.hits == 0, 1), else_=0)), 0),
-                )
-                .select_from(searches.outerjoin(clicked, clicked.c.search_id == searches.c.id))
-                .where(in_period)
+                ).where(in_period)
             ).one()
             clicks = connection.execute(
-                select(func.count())
-                .select_from(search_clicks.join(searches, searches.c.id == search_clicks.c.search_id))
-                .where(in_period, search_clicks.c.at >= period.since)
+                select(func.count()).where(search_clicks.c.at >= period.since, search_clicks.c.at < period.until)
             ).scalar_one()
             median = None
             if total:
+                # the middle one, or the two middle ones: one sort of the period's times
                 middle = select(searches.c.took_ms).where(in_period).order_by(searches.c.took_ms)
-                offsets = {(total - 1) // 2, total // 2}
-                values = [connection.execute(middle.offset(offset).limit(1)).scalar_one() for offset in sorted(offsets)]
+                values = connection.execute(middle.offset((total - 1) // 2).limit(2 - total % 2)).scalars().all()
                 median = sum(values) / len(values)
         return Totals(int(total), int(opened), int(clicks), median, int(empty))
 

@@ -82,7 +82,7 @@ def generate(seed: int, count: int = 600) -> Generated:
                         "at": at + timedelta(seconds=rng.randrange(1, 600)),
                     }
                 )
-    for number in range(5):  # its search lost (a database error): counted nowhere
+    for number in range(5):  # its search's row lost (a database error): a click of its period all the same
         clicks.append({"search_id": "f" * 32, "position": 1, "url": "https://h.example/", "at": moment - timedelta(days=number)})
     return Generated(rows, clicks, moment)
 
@@ -104,10 +104,10 @@ def oracle(data: Generated, period: Period) -> dict[str, Any]:
         for query, rows in groups.items()
         if any(not row["hits"] for row in rows)
     }
-    positions: dict[str, int] = defaultdict(int)
-    for row in inside:
-        for position in clicks_of[row["id"]]:
-            positions[str(position) if position <= 10 else "11+"] += 1
+    positions: dict[str, int] = defaultdict(int)  # the clicks made in the period, their search's row lost or not
+    for click in data.clicks:
+        if period.since <= click["at"] < period.until:
+            positions[str(click["position"]) if click["position"] <= 10 else "11+"] += 1
     return {
         "top": top,
         "none": none,

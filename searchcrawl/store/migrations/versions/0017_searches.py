@@ -30,9 +30,9 @@ def upgrade() -> None:
         sa.Column("took_ms", sa.Integer, nullable=False),
         sa.Column("client", sa.String(10), nullable=False),
         sa.Column("user_name", sa.String(256)),
+        sa.Column("clicks", sa.Integer, nullable=False, server_default="0"),
     )
     op.create_index("ix_searches_at", "searches", ["at"])
-    op.create_index("ix_searches_normalized_at", "searches", ["normalized", "at"])
     op.create_table(
         "search_clicks",
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
