@@ -310,3 +310,16 @@ def test_the_analytics_pages_say_when_the_database_cannot_be_read(tmp_path: Path
     page = web.get("/admin/analytics")
     assert page.status_code == 200 and "cannot be read from the database now" in page.text
     assert web.get("/admin/analytics.csv?report=top").status_code == 503
+
+
+def test_a_click_key_file_that_cannot_be_used_stops_scrapy_web_with_a_usage_error(tmp_path: Path) -> None:
+    from scrapy.exceptions import UsageError
+
+    from searchcrawl.commands.web import _click_key
+
+    with pytest.raises(UsageError, match="SEARCHCRAWL_WEB_CLICK_KEY_FILE"):
+        _click_key(str(tmp_path / "missing"))
+    (tmp_path / "short").write_bytes(b"abc")
+    with pytest.raises(UsageError, match="fewer than 32"):
+        _click_key(str(tmp_path / "short"))
+    assert len(_click_key("")) == 32
