@@ -159,7 +159,7 @@ class Searches:
             .limit(max(1, min(limit, 10_000)))
         )
         with self.engine.connect() as connection:
-            rows = connection.execute(statement).all()
+            rows: list[Any] = list(connection.execute(statement).all())
         return [TopQuery(query, int(total), float(average or 0), int(opened or 0)) for query, total, average, opened in rows]
 
     def no_hits(self, period: Period, limit: int = 100) -> list[NoHitQuery]:
@@ -173,7 +173,7 @@ class Searches:
             .limit(max(1, min(limit, 10_000)))
         )
         with self.engine.connect() as connection:
-            rows = connection.execute(statement).all()
+            rows: list[Any] = list(connection.execute(statement).all())
         return [NoHitQuery(query, int(total), as_utc(last) or period.until) for query, total, last in rows]
 
     def positions(self, period: Period) -> list[PositionClicks]:
@@ -186,7 +186,8 @@ class Searches:
             .group_by(literal_column("bucket"))
         )
         with self.engine.connect() as connection:
-            counts = {int(position): int(clicks) for position, clicks in connection.execute(statement).all()}
+            found: list[Any] = list(connection.execute(statement).all())
+            counts = {int(position): int(clicks) for position, clicks in found}
         total = sum(counts.values())
         return [
             PositionClicks(
@@ -202,13 +203,14 @@ class Searches:
         found nothing, and the median time taken (the middle one, or the mean of the two)."""
         in_period = self._in(period)
         with self.engine.connect() as connection:
-            total, opened, empty = connection.execute(
+            row: Any = connection.execute(
                 select(
                     func.count(),
                     func.coalesce(func.sum(case((searches.c.clicks > 0, 1), else_=0)), 0),
                     func.coalesce(func.sum(case((searches.c.hits == 0, 1), else_=0)), 0),
                 ).where(in_period)
             ).one()
+            total, opened, empty = int(row[0]), int(row[1]), int(row[2])
             clicks = connection.execute(
                 select(func.count()).where(search_clicks.c.at >= period.since, search_clicks.c.at < period.until)
             ).scalar_one()
@@ -216,7 +218,7 @@ class Searches:
             if total:
                 # the middle one, or the two middle ones: one sort of the period's times
                 middle = select(searches.c.took_ms).where(in_period).order_by(searches.c.took_ms)
-                values = connection.execute(middle.offset((total - 1) // 2).limit(2 - total % 2)).scalars().all()
+                values: list[int] = list(connection.execute(middle.offset((total - 1) // 2).limit(2 - total % 2)).scalars())
                 median = sum(values) / len(values)
         return Totals(int(total), int(opened), int(clicks), median, int(empty))
 
@@ -235,7 +237,8 @@ class Searches:
             .limit(max(1, min(limit, 100_000)))
         )
         with self.engine.connect() as connection:
-            return [(query, int(total)) for query, total in connection.execute(statement).all()]
+            found: list[Any] = list(connection.execute(statement).all())
+        return [(str(query), int(total)) for query, total in found]
 
     def completions(self, prefix: str, limit: int = 10, days: int = 90) -> list[tuple[str, int]]:
         """The past queries (normalized) that found documents, starting with ``prefix``, most
@@ -261,4 +264,5 @@ class Searches:
             .limit(limit)
         )
         with self.engine.connect() as connection:
-            return [(query, int(total)) for query, total in connection.execute(statement).all()]
+            found: list[Any] = list(connection.execute(statement).all())
+        return [(str(query), int(total)) for query, total in found]
