@@ -288,7 +288,8 @@ class WebApp:
                 404,
                 reason="This link is not valid (it may be older than the server's restart): search again.",
             )
-        self.analytics.click(click)
+        if request.method == "GET":  # a link checker's HEAD opens nothing
+            self.analytics.click(click)
         response = RedirectResponse(click.url, status_code=303)
         response.headers["cache-control"] = "no-store"
         return response

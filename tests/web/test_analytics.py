@@ -241,6 +241,7 @@ def test_searches_and_clicks_are_logged_and_reported(tmp_path: Path) -> None:
     assert clicked["p"] == ["12"] and clicked["u"] == ["https://h.example/1"]  # page 2's second hit: rank 12
     web.get("/", params={"q": "=cmd|' /C calc'!A0"})  # no hits (and a spreadsheet formula)
     web.get("/", params={"q": ""})  # no search: nothing logged
+    assert web.head(links[0].replace("&amp;", "&"), follow_redirects=False).status_code == 303  # a link checker: no click
     opened = web.get(links[1].replace("&amp;", "&"), follow_redirects=False)
     assert opened.status_code == 303 and opened.headers["location"] == "https://h.example/1"
     forged = links[0].replace("&amp;", "&").replace("h.example%2F0", "evil.example%2F")
