@@ -125,7 +125,7 @@ class ClickSigner:
         search_id, position, url, signature = (str(params.get(name, "")) for name in ("s", "p", "u", "k"))
         if (
             not SEARCH_ID.fullmatch(search_id)
-            or not position.isdigit()
+            or not (position.isascii() and position.isdigit())
             or len(position) > 6
             or not url
             or len(url) > MAX_URL_CHARS

@@ -166,6 +166,7 @@ def test_a_click_link_is_checked_against_its_signature() -> None:
     for bad_url in ("javascript:alert(1)", "data:text/html,x", "//evil.example/"):
         signed = {key: values[0] for key, values in parse_qs(signer.query(search_id, 1, bad_url)).items()}
         assert signer.check(signed) is None, bad_url  # signed or not: only a hit link's schemes
+    assert signer.check({**params, "p": "\u0663"}) is None  # an Arabic-Indic 3: digits are ASCII ones
     assert signer.check({}) is None and signer.check({**params, "p": "0"}) is None and signer.check({**params, "p": "x"}) is None
 
 
