@@ -199,7 +199,8 @@ class WebApp:
     @property
     def database(self) -> Database:
         """The document table, opened at the first administration page (brought up to date as
-        `scrapy control` does: the buttons write to it); the search page needs none."""
+        `scrapy control` does: the buttons write to it) or by the analytics writer's thread; the
+        search page itself never opens it."""
         with self._lock:
             if self._database is None:
                 self._database = Database(self.config.db_url, migrate=True)
@@ -264,6 +265,11 @@ class WebApp:
             client,
             user,
         )
+
+    def click_link(self, search_id: str, position: int, url: str) -> str:
+        """The link of the hit at rank ``position`` of search ``search_id`` (``record_search``'s
+        id): through ``/click`` while analytics is on, else ``url`` itself (the JSON API's too)."""
+        return self._hit_link(search_id)(position, url)
 
     def _hit_link(self, search_id: str) -> Callable[[int, str], str]:
         """A hit's link on a result page: through ``/click`` (its rank recorded, then redirected)

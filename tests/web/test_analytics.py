@@ -245,6 +245,7 @@ def test_searches_and_clicks_are_logged_and_reported(tmp_path: Path) -> None:
     assert web.head(links[0].replace("&amp;", "&"), follow_redirects=False).status_code == 303  # a link checker: no click
     opened = web.get(links[1].replace("&amp;", "&"), follow_redirects=False)
     assert opened.status_code == 303 and opened.headers["location"] == "https://h.example/1"
+    assert app.state.web.click_link(clicked["s"][0], 12, "https://h.example/1") == links[1].replace("&amp;", "&")
     forged = links[0].replace("&amp;", "&").replace("h.example%2F0", "evil.example%2F")
     assert web.get(forged, follow_redirects=False).status_code == 404
     assert web.get("/click?s=x&u=https://evil.example/", follow_redirects=False).status_code == 404
