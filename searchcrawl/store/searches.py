@@ -162,6 +162,23 @@ class Searches:
             rows: list[Any] = list(connection.execute(statement).all())
         return [TopQuery(query, int(total), float(average or 0), int(opened or 0)) for query, total, average, opened in rows]
 
+    def abandoned(self, period: Period, limit: int = 100) -> list[NoHitQuery]:
+        """The queries that found documents in ``period`` but whose hits nobody opened (SharePoint's
+        "abandoned queries": the hits shown were not what was looked for): how often, and when
+        last; most often first."""
+        count = func.count().label("searches")
+        statement = (
+            select(searches.c.normalized, count, func.max(searches.c.at))
+            .where(self._in(period), searches.c.hits > 0)
+            .group_by(searches.c.normalized)
+            .having(func.max(searches.c.clicks) == 0)
+            .order_by(count.desc(), searches.c.normalized)
+            .limit(max(1, min(limit, 10_000)))
+        )
+        with self.engine.connect() as connection:
+            rows: list[Any] = list(connection.execute(statement).all())
+        return [NoHitQuery(query, int(total), as_utc(last) or period.until) for query, total, last in rows]
+
     def no_hits(self, period: Period, limit: int = 100) -> list[NoHitQuery]:
         """The queries that found nothing in ``period``: how often, and when last; most often first."""
         count = func.count().label("searches")

@@ -360,7 +360,12 @@ def period_of(params: Any, today: datetime | None = None) -> tuple[Period, dict[
 
 PERIOD_DAYS = ("1", "7", "30", "90")
 PAGE_ROWS = 50  # rows of a report on the page (its CSV has up to 1,000)
-REPORTS = {"top": "top queries", "none": "queries with no hits", "positions": "click-through by position"}
+REPORTS = {
+    "top": "top queries",
+    "none": "queries with no hits",
+    "abandoned": "queries with hits never opened",
+    "positions": "click-through by position",
+}
 CSV_DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -394,11 +399,10 @@ def report_rows(searches: Searches, report: str, period: Period, limit: int = 10
             [row.query, row.searches, round(row.average_hits, 2), row.clicked, round(row.click_through, 4)]
             for row in searches.top_queries(period, limit)
         ]
-    if report == "none":
+    if report in ("none", "abandoned"):
         header = ["query", "searches", "last searched (UTC)"]
-        return header, [
-            [row.query, row.searches, row.last.strftime("%Y-%m-%d %H:%M:%S")] for row in searches.no_hits(period, limit)
-        ]
+        found = searches.no_hits(period, limit) if report == "none" else searches.abandoned(period, limit)
+        return header, [[row.query, row.searches, row.last.strftime("%Y-%m-%d %H:%M:%S")] for row in found]
     header = ["position", "clicks", "share"]
     return header, [[row.position, row.clicks, round(row.share, 4)] for row in searches.positions(period)]
 

@@ -680,6 +680,7 @@ class WebApp:
                 "totals": store.totals(period),
                 "top": store.top_queries(period, analytics.PAGE_ROWS),
                 "none": store.no_hits(period, analytics.PAGE_ROWS),
+                "abandoned": store.abandoned(period, analytics.PAGE_ROWS),
                 "positions": store.positions(period),
             }
 

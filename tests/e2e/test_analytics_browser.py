@@ -82,6 +82,8 @@ def test_searches_and_clicks_in_a_browser_show_on_the_analytics_pages(web: str, 
     assert admin.locator(".analytics-top b").count() == 0  # the query shown as text
     none = [row.split("\t") for row in admin.locator(".analytics-none tbody tr").all_inner_texts()]
     assert none[0][:2] == ["quayside-nothing-here", "1"]
+    abandoned = [row.split("\t") for row in admin.locator(".analytics-abandoned tbody tr").all_inner_texts()]
+    assert [row[:2] for row in abandoned] == [["<b>tugboat</b>", "1"]]  # found documents, none opened
     positions = {
         row.split("\t")[0]: row.split("\t")[1:] for row in admin.locator(".analytics-positions tbody tr").all_inner_texts()
     }

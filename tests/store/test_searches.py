@@ -108,7 +108,14 @@ def oracle(data: Generated, period: Period) -> dict[str, Any]:
     for click in data.clicks:
         if period.since <= click["at"] < period.until:
             positions[str(click["position"]) if click["position"] <= 10 else "11+"] += 1
+    abandoned = {
+        query: (len(rows), max(row["at"] for row in rows if row["hits"]))
+        for query, rows in groups.items()
+        if not any(clicks_of[row["id"]] for row in rows) and any(row["hits"] for row in rows)
+    }
+    abandoned = {query: (sum(1 for row in groups[query] if row["hits"]), last) for query, (_total, last) in abandoned.items()}
     return {
+        "abandoned": abandoned,
         "top": top,
         "none": none,
         "positions": positions,
@@ -138,8 +145,10 @@ def test_the_reports_agree_with_an_oracle(backend: str, tmp_path, request, seed:
         Period.last(90, data.moment + timedelta(seconds=1)),
         Period(data.moment + timedelta(days=1), data.moment + timedelta(days=2)),  # nothing in it
     ]
+    abandoned_seen = 0
     for period in periods:
         expected = oracle(data, period)
+        abandoned_seen += len(expected["abandoned"])
         top = store.top_queries(period, limit=1000)
         assert {row.query: (row.searches, row.clicked) for row in top} == {q: (n, c) for q, (n, _a, c) in expected["top"].items()}
         assert all(row.average_hits == pytest.approx(expected["top"][row.query][1]) for row in top)
@@ -148,6 +157,9 @@ def test_the_reports_agree_with_an_oracle(backend: str, tmp_path, request, seed:
         none = store.no_hits(period, limit=1000)
         assert {row.query: (row.searches, row.last) for row in none} == expected["none"]
         assert ordered([row.searches for row in none])
+        abandoned = store.abandoned(period, limit=1000)
+        assert {row.query: (row.searches, row.last) for row in abandoned} == expected["abandoned"]
+        assert ordered([row.searches for row in abandoned])
         positions = store.positions(period)
         assert [row.position for row in positions] == [*map(str, range(1, 11)), "11+"]
         assert {row.position: row.clicks for row in positions if row.clicks} == dict(expected["positions"])
@@ -162,6 +174,7 @@ def test_the_reports_agree_with_an_oracle(backend: str, tmp_path, request, seed:
             expected["median"],
         )
     assert len(store.top_queries(periods[3], limit=1000)) == len({normalize(word) for word in WORDS})
+    assert abandoned_seen  # the report was compared with some rows in it
 
 
 def test_completions_are_frequent_queries_that_found_something_with_the_prefix_taken_literally(

@@ -268,6 +268,8 @@ def test_searches_and_clicks_are_logged_and_reported(tmp_path: Path) -> None:
     )
     rows = list(csv.reader(io.StringIO(exported.text)))
     assert rows[0] == ["query", "searches", "last searched (UTC)"] and rows[1][:2] == ["'=cmd|' /c calc'!a0", "1"]
+    abandoned = list(csv.reader(io.StringIO(web.get("/admin/analytics.csv?report=abandoned&days=1").text)))
+    assert abandoned[0] == ["query", "searches", "last searched (UTC)"] and len(abandoned) == 1  # its one search clicked
     positions = list(csv.reader(io.StringIO(web.get("/admin/analytics.csv?report=positions&days=1").text)))
     assert positions[1] == ["1", "0", "0.0"] and positions[11] == ["11+", "1", "1.0"]  # rank 12
     assert web.get("/admin/analytics.csv?report=users").status_code == 404
