@@ -170,6 +170,14 @@ SEARCHCRAWL_WEB_PROXIES = ["127.0.0.1", "::1"]
 SEARCHCRAWL_WEB_USER_HEADER = ""
 SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page, unless a searcher chooses 10, 20 or 50 (search_page.ROWS)
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
+# Query analytics (searchcrawl/web/analytics.py): every search and every hit opened is logged in
+# the project's database and kept this many days (0: nothing is logged, hits link straight to
+# their documents). The searcher's user name is logged only with LOG_USERS on.
+SEARCHCRAWL_WEB_ANALYTICS_DAYS = 90
+SEARCHCRAWL_WEB_LOG_USERS = False
+# A file holding the key (32 bytes or more) that signs the hits' click links; "" = a random key
+# per process: a result page's links then stop working when `scrapy web` restarts.
+SEARCHCRAWL_WEB_CLICK_KEY_FILE = ""
 
 # --- Secure search: the searchers' directory (searchcrawl/access/directory.py) -------------------
 # An LDAP directory (ldap://host or ldaps://host; "" for none: every search shows public

@@ -2,8 +2,8 @@
 
 Everything is its own and temporary: a dev Solr on a free port, the harbour site of the web
 tests (tests/web_site.py) crawled into it, a slowed intranet crawl started from the
-administration pages, and `scrapy web`; Debian's Chromium takes the search page and the live run
-page, written to docs/images/ (small PNGs: a narrow window, a 64-colour palette when Pillow is
+administration pages, and `scrapy web`; Debian's Chromium takes the search page, the live run
+page and the query analytics page (after a few searches and clicks), written to docs/images/ (small PNGs: a narrow window, a 64-colour palette when Pillow is
 installed), then everything is stopped.
 """
 
@@ -65,6 +65,22 @@ def main() -> None:
                 page = browser.new_page(viewport=SIZE)
                 page.goto(url + "/?q=harbour+lighthouse")
                 page.screenshot(path=IMAGES / "search.png")
+                # searches and clicks for the query analytics page (each hit opened through /click)
+                searches = [
+                    "harbour+lighthouse",
+                    "harbour+master",
+                    "tugboat",
+                    "Harbour+Master",
+                    "harbor+tariffs",
+                    "pilot",
+                    "ferry+timetable",
+                ]
+                for number, query in enumerate(searches[1:]):
+                    page.goto(url + "/?q=" + query)
+                    links = page.locator(".hit h2 a")
+                    if links.count() > number % 3:
+                        links.nth(number % 3).click()
+                        page.wait_for_load_state()
                 page.goto(url + "/admin/login")
                 page.fill("input[name=username]", "admin")
                 page.fill("input[name=password]", PASSWORD)
@@ -84,6 +100,13 @@ def main() -> None:
                 page.screenshot(path=IMAGES / "run.png", full_page=False)
                 page.click("button[value=suspend]")
                 page.wait_for_selector(".flash")
+
+                def logged() -> bool:
+                    page.goto(url + "/admin/analytics?days=1")
+                    return page.inner_text("#total-searches") == str(len(searches))
+
+                wait_for(logged, 30, "the searches on the analytics page")
+                page.screenshot(path=IMAGES / "analytics.png", full_page=True)
                 browser.close()
             wait_for(lambda: not _running(project, intranet), 60, "the crawl to suspend")
         finally:
@@ -93,7 +116,7 @@ def main() -> None:
             for site in sites:
                 site.stop()
             solr.stop()
-    for name in ("search.png", "run.png"):
+    for name in ("search.png", "run.png", "analytics.png"):
         shrink(IMAGES / name)
         print(f"{IMAGES / name}: {(IMAGES / name).stat().st_size // 1024} KiB")
 

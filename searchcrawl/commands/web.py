@@ -64,6 +64,16 @@ def normal_prefix(prefix: str) -> str:
     return prefix
 
 
+def _click_key(path: str) -> bytes:
+    """SEARCHCRAWL_WEB_CLICK_KEY_FILE's key (web/analytics.py), or a random one for this process."""
+    from searchcrawl.web.analytics import click_key
+
+    try:
+        return click_key(path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"SEARCHCRAWL_WEB_CLICK_KEY_FILE: {exc}") from None
+
+
 class Command(ScrapyCommand):
     requires_project = True
 
@@ -124,6 +134,9 @@ class Command(ScrapyCommand):
             directory=directory,
             user_header=user_header(settings.get("SEARCHCRAWL_WEB_USER_HEADER") or "", proxies),
             proxies=proxies,
+            analytics_days=settings.getint("SEARCHCRAWL_WEB_ANALYTICS_DAYS"),
+            log_users=settings.getbool("SEARCHCRAWL_WEB_LOG_USERS"),
+            click_key=_click_key(settings.get("SEARCHCRAWL_WEB_CLICK_KEY_FILE") or ""),
         )
         host = opts.host or settings.get("SEARCHCRAWL_WEB_HOST")
         port = opts.port if opts.port is not None else settings.getint("SEARCHCRAWL_WEB_PORT")

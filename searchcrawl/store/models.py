@@ -200,6 +200,49 @@ site_leases = Table(
 )
 
 
+# --- Query analytics (issue 59): every search of the web application, and which hit was opened ---
+# Written by one background thread (searchcrawl/web/analytics.py), read by the analytics pages
+# (searchcrawl/store/searches.py); rows older than SEARCHCRAWL_WEB_ANALYTICS_DAYS are purged.
+# A search's id is made by the application before the row is written (a random 128-bit token
+# in hex): the page's click links carry it while the row is still in the writer's queue.
+searches = Table(
+    "searches",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("query", Text, nullable=False),  # as typed (bounded by the search page)
+    Column("normalized", String(200), nullable=False),  # grouped by: case-folded, spaces collapsed
+    Column("filters", Text),  # JSON [[parameter, value], ...]: facets, modified, from, to
+    Column("sort", String(20)),
+    Column("page", Integer, nullable=False),
+    Column("hits", Integer, nullable=False),
+    Column("took_ms", Integer, nullable=False),
+    Column("client", String(10), nullable=False),  # web or api
+    Column("user_name", String(256)),  # only with SEARCHCRAWL_WEB_LOG_USERS
+    # hits opened from it (search_clicks' rows of it, counted as they are written): the reports
+    # of a period read the searches alone, never joining every click
+    Column("clicks", Integer, nullable=False, server_default="0"),
+    # the reports read a period's rows by it (and group them in memory: no index by query, which
+    # would lead the planner to walk every row in query order)
+    Index("ix_searches_at", "at"),
+)
+
+# A hit opened from a search page: its search, its rank in the search (1 the first hit of
+# page 1) and its URL. No foreign key: a search's row can be lost (a database error) while its
+# page's links still work.
+search_clicks = Table(
+    "search_clicks",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("search_id", String(32), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("url", Text, nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Index("ix_search_clicks_search", "search_id"),
+    Index("ix_search_clicks_at", "at"),
+)
+
+
 # PostgreSQL's own options of the indexes (as Index(..., postgresql_using="hash") would give them).
 # Given to Index, a dialect's keyword argument makes SQLAlchemy load that dialect to check it: all
 # of PostgreSQL's (some 20 modules, 0.03 s of CPU) in every SQLite crawl. create_db_engine adds

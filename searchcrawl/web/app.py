@@ -29,6 +29,7 @@ from __future__ import annotations
 import hmac
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from secrets import token_urlsafe
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
@@ -63,7 +64,8 @@ from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.runs import Runs
-from searchcrawl.web import admin, why
+from searchcrawl.store.searches import Searches
+from searchcrawl.web import admin, analytics, why
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -118,6 +120,11 @@ class WebConfig:
     directory: Directory | None = None
     user_header: str = ""
     proxies: tuple[str, ...] = ()
+    # query analytics (analytics.py): days kept (0: nothing logged), the searcher's name logged
+    # too, and the key signing click links (None: a random one for this process)
+    analytics_days: int = 0
+    log_users: bool = False
+    click_key: bytes | None = None
 
 
 class PeerAddress:
@@ -183,17 +190,24 @@ class WebApp:
         )
         # as a crawl reaches Solr: SOLR_URL may list a SolrCloud collection on several nodes
         self.solr = SolrIndex(self.config.solr_url, timeout=self.config.solr_timeout, auth=self.config.solr_auth)
+        # query analytics: a background writer, so a search never waits for the database
+        self.analytics = analytics.Analytics(
+            lambda: Searches(self.database), self.config.analytics_days, self.config.log_users, self.config.click_key
+        )
+        self.analytics.start()
 
     @property
     def database(self) -> Database:
         """The document table, opened at the first administration page (brought up to date as
-        `scrapy control` does: the buttons write to it); the search page needs none."""
+        `scrapy control` does: the buttons write to it) or by the analytics writer's thread; the
+        search page itself never opens it."""
         with self._lock:
             if self._database is None:
                 self._database = Database(self.config.db_url, migrate=True)
             return self._database
 
     def close(self) -> None:
+        self.analytics.close()
         if self._database is not None:
             self._database.close()
 
@@ -212,6 +226,7 @@ class WebApp:
     async def search(self, request: Request) -> Response:
         """The search page, trimmed by Solr to what the searcher may read (hits, counts, facets,
         suggestions and pages alike)."""
+        started = time.perf_counter()
         query = SearchRequest.from_params(request.query_params)  # every value of a repeated facet parameter
         searcher = await self.searcher(request)
         try:
@@ -222,11 +237,68 @@ class WebApp:
                 request, "search.html", 503, page=None, query=query, searcher=searcher, error="The index cannot be searched now."
             )
             return self._personal(failed)
+        search_id = self.record_search(query, page.total, time.perf_counter() - started, "web", searcher.user) if query.q else ""
         return self._personal(
             self.render(
-                request, "search.html", page=page, query=query, searcher=searcher, error="", default_rows=self.config.rows
+                request,
+                "search.html",
+                page=page,
+                query=query,
+                searcher=searcher,
+                error="",
+                default_rows=self.config.rows,
+                hit_link=self._hit_link(search_id),
             )
         )
+
+    def record_search(self, query: SearchRequest, hits: int, seconds: float, client: str, user: str | None) -> str:
+        """Logs a search (analytics.py: queued, never waited for) and returns its id, for its
+        hits' click links (``analytics.click_url``). The JSON API calls it with client "api"."""
+        filters = [*query.filters, ("from", query.date_from), ("to", query.date_to)]
+        return self.analytics.record(
+            query.q,
+            [(name, value) for name, value in filters if value],
+            query.sort,
+            query.page,
+            hits,
+            seconds * 1000,
+            client,
+            user,
+        )
+
+    def click_link(self, search_id: str, position: int, url: str) -> str:
+        """The link of the hit at rank ``position`` of search ``search_id`` (``record_search``'s
+        id): through ``/click`` while analytics is on, else ``url`` itself (the JSON API's too)."""
+        return self._hit_link(search_id)(position, url)
+
+    def _hit_link(self, search_id: str) -> Callable[[int, str], str]:
+        """A hit's link on a result page: through ``/click`` (its rank recorded, then redirected)
+        while analytics is on, else the document's URL itself."""
+
+        def link(position: int, url: str) -> str:
+            if not search_id or not self.analytics.enabled or not url:
+                return url
+            return self.url("/click?" + self.analytics.click_url(search_id, position, url))
+
+        return link
+
+    async def click(self, request: Request) -> Response:
+        """A hit opened from a result page: recorded, then redirected to the hit's URL; only a
+        link this application signed (analytics.ClickSigner), never any other URL."""
+        click = self.analytics.signer.check(request.query_params)
+        if click is None:
+            logger.debug("Click link refused: not one of this application's (or from before its restart)")
+            return self.render(
+                request,
+                "forbidden.html",
+                404,
+                reason="This link is not valid (it may be older than the server's restart): search again.",
+            )
+        if request.method == "GET":  # a link checker's HEAD opens nothing
+            self.analytics.click(click)
+        response = RedirectResponse(click.url, status_code=303)
+        response.headers["cache-control"] = "no-store"
+        return response
 
     def _personal(self, response: Response) -> Response:
         """A page that depends on who asks is kept by no cache (a shared proxy's included)."""
@@ -594,6 +666,63 @@ class WebApp:
         target = back if back.startswith("/admin") and "//" not in back else f"/admin/sources/{name}"
         return RedirectResponse(self.url(target), status_code=303)
 
+    async def analytics_page(self, request: Request) -> Response:
+        """Query analytics over a chosen period: totals, top queries, queries with no hits and
+        click-through by position (store/searches.py)."""
+        denied = await self._denied(request)
+        if denied is not None:
+            return denied
+        period, chosen = analytics.period_of(request.query_params)
+
+        def gather() -> dict[str, Any]:
+            store = Searches(self.database)
+            return {
+                "totals": store.totals(period),
+                "top": store.top_queries(period, analytics.PAGE_ROWS),
+                "none": store.no_hits(period, analytics.PAGE_ROWS),
+                "abandoned": store.abandoned(period, analytics.PAGE_ROWS),
+                "positions": store.positions(period),
+            }
+
+        try:
+            reports = await _in_thread(gather)
+        except Exception as exc:  # noqa: BLE001 - the page says so; the rest of the administration works on
+            logger.warning("Web administration: analytics not read: %s", analytics.short_error(exc))
+            reports = None
+        return self.render(
+            request,
+            "analytics.html",
+            period=period,
+            chosen=chosen,
+            period_days=analytics.PERIOD_DAYS,
+            reports=reports,
+            enabled=self.analytics.enabled,
+            days=self.analytics.days,
+            dropped=self.analytics.dropped,
+            csv_query=urlencode(chosen),
+        )
+
+    async def analytics_csv(self, request: Request) -> Response:
+        """One report of the analytics page as CSV (analytics.csv_text: safe to open in a spreadsheet)."""
+        denied = await self._denied(request)
+        if denied is not None:
+            return denied
+        report = request.query_params.get("report", "")
+        if report not in analytics.REPORTS:
+            return self.render(request, "forbidden.html", 404, reason="No such report.")
+        period, _chosen = analytics.period_of(request.query_params)
+        try:
+            header, rows = await _in_thread(lambda: analytics.report_rows(Searches(self.database), report, period))
+        except Exception as exc:  # noqa: BLE001 - said on a page, as the analytics page does
+            logger.warning("Web administration: analytics not read: %s", analytics.short_error(exc))
+            return self.render(request, "forbidden.html", 503, reason="The analytics cannot be read from the database now.")
+        name = analytics.csv_filename(report, period)
+        return Response(
+            analytics.csv_text(header, rows),
+            media_type="text/csv; charset=utf-8",
+            headers={"content-disposition": f'attachment; filename="{name}"'},
+        )
+
     def _flash(self, request: Request) -> str:
         return self.sessions.take_flash(request.cookies.get(SESSION_COOKIE))
 
@@ -652,6 +781,9 @@ def create_app(config: WebConfig) -> Starlette:
         Route("/admin/explain-access", web.explain_access_form, methods=["GET"]),
         Route("/admin/explain-access", web.explain_access, methods=["POST"]),
         Route("/admin/why", web.why, methods=["GET"]),
+        Route("/click", web.click, methods=["GET"]),
+        Route("/admin/analytics", web.analytics_page, methods=["GET"]),
+        Route("/admin/analytics.csv", web.analytics_csv, methods=["GET"]),
         Mount("/static", StaticFiles(packages=[("searchcrawl.web", "static")]), name="static"),
     ]
     if config.prefix:

@@ -493,9 +493,10 @@ def test_the_search_page_in_chromium_shows_each_searcher_their_documents(browser
 
     def shown(page: Page, source: str) -> set[str]:
         page.goto(f"{url}/?q={corpus.word}&source={source}")
-        # [href, title] a hit; a hit whose URL is no link (sql://) has its title only
+        # [URL, title] a hit (its link goes through /click: the URL shown under it); a hit whose
+        # URL is no link (sql://) has its title only
         hits = page.locator(".hit h2").evaluate_all(
-            "titles => titles.map(h => [h.querySelector('a')?.getAttribute('href') || '', h.innerText])"
+            "titles => titles.map(h => [h.querySelector('a') ? h.parentElement.querySelector('.url').innerText : '', h.innerText])"
         )
         return {corpus.display.get(link, link) if link else corpus.titled[(source, title)] for link, title in hits}
 
