@@ -170,6 +170,9 @@ SEARCHCRAWL_WEB_PROXIES = ["127.0.0.1", "::1"]
 SEARCHCRAWL_WEB_USER_HEADER = ""
 SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page, unless a searcher chooses 10, 20 or 50 (search_page.ROWS)
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
+# The JSON API (/api/search): the browser origins (scheme://host[:port], a list or a comma-separated
+# string) whose pages may call it with their token (CORS); empty: none, only servers call it.
+SEARCHCRAWL_WEB_API_ORIGINS = os.environ.get("SEARCHCRAWL_WEB_API_ORIGINS", "")
 
 # --- Secure search: the searchers' directory (searchcrawl/access/directory.py) -------------------
 # An LDAP directory (ldap://host or ldaps://host; "" for none: every search shows public

@@ -32,7 +32,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from secrets import token_urlsafe
 from typing import Any
@@ -44,7 +44,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -62,8 +62,9 @@ from searchcrawl.rules.lifecycle import Delta, State
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.runs import Runs
-from searchcrawl.web import admin, why
+from searchcrawl.web import admin, api, why
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -118,6 +119,8 @@ class WebConfig:
     directory: Directory | None = None
     user_header: str = ""
     proxies: tuple[str, ...] = ()
+    # browser origins whose pages may call the JSON API (SEARCHCRAWL_WEB_API_ORIGINS; none: CORS off)
+    api_origins: tuple[str, ...] = ()
 
 
 class PeerAddress:
@@ -167,6 +170,8 @@ class WebApp:
     templates: Environment = field(init=False)
     _database: Database | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    # the JSON API's suggestions for a query (api.Suggest); None: the answer's list is empty
+    suggest: api.Suggest | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.sessions = Sessions(self.config.credentials, self.config.session_lifetime)
@@ -233,6 +238,54 @@ class WebApp:
         if self.searchers.enabled or self.config.user_header:
             response.headers["cache-control"] = "private, no-store"
         return response
+
+    # --- the JSON API (api.py) -------------------------------------------------------------------
+
+    async def api_search(self, request: Request) -> Response:
+        """The search page's search as JSON, for a request with an API token (api.py): public
+        documents, or a named user's when the token may search on behalf of users."""
+        cors = api.cors_headers(request.headers.get("origin"), self.config.api_origins, request.method == "OPTIONS")
+        if request.method == "OPTIONS":  # a browser's preflight: the Authorization header may be sent
+            return Response(status_code=204, headers=cors)
+        token = api.bearer(request.headers.get("authorization"))
+        if token is None:
+            return _api_error(401, "no_token", "Send an API token: Authorization: Bearer <token>.", cors, api.challenge())
+        try:
+            check = await _in_thread(ApiTokens(self.database).check, token)
+        except Exception as exc:  # the database: no search without its word on the token
+            logger.warning("API: the token table cannot be read: %s", type(exc).__name__)
+            return _api_error(503, "unavailable", "Tokens cannot be checked now.", cors)
+        if not check.valid:
+            client = request.client.host if request.client is not None else "-"
+            logger.warning("API: a request from %s with an %s token refused", client, check.reason)  # never the token
+            challenge = api.challenge("invalid_token", f"The token is {check.reason}.")
+            return _api_error(401, "invalid_token", f"The token is {check.reason}.", cors, challenge)
+        user = api.api_user(request.query_params.get("user"))
+        principals = Principals.anonymous()
+        if user is not None:
+            if not check.on_behalf:
+                challenge = api.challenge("insufficient_scope", "This token may not search on behalf of users.")
+                return _api_error(403, "insufficient_scope", "This token may not search on behalf of users.", cors, challenge)
+            if not user:
+                return _api_error(400, "invalid_request", "user= is not a user name.", cors)
+            principals = await _in_thread(self._principals, user)
+            if principals.error:
+                logger.warning("API search by token %r for %s: public documents only: %s", check.name, user, principals.error)
+        query = SearchRequest.from_params(request.query_params)
+        try:
+            page = await _in_thread(run_search, self.solr, query, principals, self.config.rows)
+        except IndexingError as exc:
+            logger.warning("API search %r failed: %s", query.q[:100], exc.reason)
+            return _api_error(503, "unavailable", "The index cannot be searched now.", cors)
+        suggestions: list[str] = []
+        if self.suggest is not None and query.q:
+            try:
+                suggestions = list(await _in_thread(self.suggest, query.q, principals))
+            except Exception as exc:  # suggestions never break a search
+                logger.warning("API suggestions for %r failed: %s", query.q[:100], exc)
+        logger.debug("API search by token %r (%s): %d hits", check.name, user or "public", page.total)
+        answer = api.page_json(page, api.searcher_json(principals), suggestions)
+        return JSONResponse(answer, headers={**cors, "cache-control": "private, no-store"})
 
     # --- searchers --------------------------------------------------------------------------------
 
@@ -597,6 +650,52 @@ class WebApp:
     def _flash(self, request: Request) -> str:
         return self.sessions.take_flash(request.cookies.get(SESSION_COOKIE))
 
+    async def api_tokens(self, request: Request) -> Response:
+        """The API's tokens (store/api_tokens.py); a POST makes one, shown on this answer only."""
+        post = request.method == "POST"
+        denied = await self._denied(request, post=post)
+        if denied is not None:
+            return denied
+        tokens = ApiTokens(self.database)
+        created, error = None, ""
+        if post:
+            form = await small_form(request) or FormData()
+            name = str(form.get("name", "")).strip()
+            days = _int(str(form.get("days", "")).strip())
+            if not name or len(name) > 200:
+                error = "Give the token a name (at most 200 characters)."
+            elif days is not None and not 1 <= days <= 3650:
+                error = "A token expires after 1 to 3650 days, or never."
+            else:
+                expires = datetime.now(UTC) + timedelta(days=days) if days else None
+                on_behalf = form.get("on_behalf") == "1"
+                token_id, token = await _in_thread(tokens.create, name, on_behalf, expires)
+                created = {"id": token_id, "name": name, "token": token}
+                logger.info("Web administration: API token %d %r made (on behalf of users: %s)", token_id, name, on_behalf)
+        listed = await _in_thread(tokens.list)
+        code = 400 if error else 200
+        return self.render(
+            request, "api_tokens.html", code, tokens=listed, created=created, error=error, flash=self._flash(request)
+        )
+
+    async def api_token_revoke(self, request: Request) -> Response:
+        denied = await self._denied(request, post=True)
+        if denied is not None:
+            return denied
+        token_id = int(request.path_params["token"])
+        revoked = await _in_thread(ApiTokens(self.database).revoke, token_id)
+        message = f"API token {token_id} revoked." if revoked else f"No valid API token {token_id}."
+        logger.info("Web administration: %s", message)
+        self.sessions.flash(request.cookies.get(SESSION_COOKIE), message)
+        return RedirectResponse(self.url("/admin/api"), status_code=303)
+
+
+def _api_error(code: int, error: str, message: str, cors: dict[str, str], challenge: str = "") -> JSONResponse:
+    headers = {**cors, "cache-control": "no-store"}
+    if challenge:
+        headers["www-authenticate"] = challenge
+    return JSONResponse({"error": error, "message": message}, status_code=code, headers=headers)
+
 
 def _int(value: str | None) -> int | None:
     try:
@@ -652,6 +751,9 @@ def create_app(config: WebConfig) -> Starlette:
         Route("/admin/explain-access", web.explain_access_form, methods=["GET"]),
         Route("/admin/explain-access", web.explain_access, methods=["POST"]),
         Route("/admin/why", web.why, methods=["GET"]),
+        Route("/admin/api", web.api_tokens, methods=["GET", "POST"]),
+        Route("/admin/api/{token:int}/revoke", web.api_token_revoke, methods=["POST"]),
+        Route("/api/search", web.api_search, methods=["GET", "OPTIONS"]),
         Mount("/static", StaticFiles(packages=[("searchcrawl.web", "static")]), name="static"),
     ]
     if config.prefix:
