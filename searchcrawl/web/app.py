@@ -82,6 +82,7 @@ PEER = "searchcrawl.peer"  # the scope's key for the connection's own peer addre
 FORM_TYPE = "application/x-www-form-urlencoded"
 MAX_FORM_BYTES = 16_384
 DOCUMENT_ROWS = 50
+EMBEDDABLE = "/static/searchbox.js"  # the portals' search box (static/searchbox.js)
 # No script from anywhere, no plugin, no frame; styles and images from this application only.
 SECURITY_HEADERS = {
     "content-security-policy": (
@@ -149,6 +150,7 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
         private = "/admin" in scope.get("path", "")
+        embeddable = scope.get("path", "").endswith(EMBEDDABLE)
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -156,6 +158,8 @@ class SecurityHeaders:
                 headers.extend((name.encode(), value.encode()) for name, value in SECURITY_HEADERS.items())
                 if private:
                     headers.append((b"cache-control", b"no-store"))
+                if embeddable:  # a portal page of another origin may load it (even under COEP)
+                    headers.append((b"cross-origin-resource-policy", b"cross-origin"))
                 message["headers"] = headers
             await send(message)
 

@@ -282,3 +282,14 @@ def test_the_administration_makes_lists_and_revokes_tokens(app: SimpleNamespace)
     revoked = client.post(f"/admin/api/{row['id']}/revoke", data={"csrf": csrf})
     assert revoked.status_code == 200 and f"API token {row['id']} revoked." in revoked.text
     assert app.client.get("/api/search", params={"q": "a"}, headers=auth(token[1])).status_code == 401
+
+
+def test_the_search_box_script_may_be_loaded_by_a_portal_of_another_origin(app: SimpleNamespace) -> None:
+    """nosniff: a script is run only when its type is JavaScript's; CORP: a portal under COEP."""
+    script = app.client.get("/static/searchbox.js", headers={"origin": "https://portal.example"})
+    assert script.status_code == 200 and script.headers["x-content-type-options"] == "nosniff"
+    assert script.headers["content-type"].split(";")[0] in ("text/javascript", "application/javascript")
+    assert script.headers["cross-origin-resource-policy"] == "cross-origin"
+    code = "\n".join(line for line in script.text.splitlines() if not line.lstrip().startswith(("/*", "*")))
+    assert "innerHTML" not in code and "eval" not in code and "cookie" not in code and "fetch" not in code
+    assert "cross-origin-resource-policy" not in app.client.get("/static/style.css").headers
