@@ -261,17 +261,18 @@ class WebApp:
             return _api_error(503, "unavailable", "Tokens cannot be checked now.", cors)
         if not check.valid:
             client = request.client.host if request.client is not None else "-"
-            logger.warning("API: a request from %s with an %s token refused", client, check.reason)  # never the token
+            logger.warning("API: a request from %s refused: its token is %s", client, check.reason)  # never the token
             challenge = api.challenge("invalid_token", f"The token is {check.reason}.")
             return _api_error(401, "invalid_token", f"The token is {check.reason}.", cors, challenge)
-        user = api.api_user(request.query_params.get("user"))
+        named = request.query_params.getlist("user")
+        user = api.api_user(named[0]) if len(named) == 1 else ("" if named else None)  # two: which one?
         principals = Principals.anonymous()
         if user is not None:
             if not check.on_behalf:
                 challenge = api.challenge("insufficient_scope", "This token may not search on behalf of users.")
                 return _api_error(403, "insufficient_scope", "This token may not search on behalf of users.", cors, challenge)
             if not user:
-                return _api_error(400, "invalid_request", "user= is not a user name.", cors)
+                return _api_error(400, "invalid_request", "user= is not one user name.", cors)
             principals = await _in_thread(self._principals, user)
             if principals.error:
                 logger.warning("API search by token %r for %s: public documents only: %s", check.name, user, principals.error)

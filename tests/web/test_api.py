@@ -181,6 +181,8 @@ def test_a_token_searches_public_documents_unless_it_acts_for_a_user(app: Simple
     assert data["searcher"]["public_only"] and "does not answer" in data["searcher"]["error"]
     assert "user:bob" not in trimmed_for(app.solr.asked[-1])
     assert app.client.get("/api/search", params={"q": "a", "user": "\x00"}, headers=auth(app.acting)).status_code == 400
+    two = app.client.get("/api/search", params=[("q", "a"), ("user", "alice"), ("user", "bob")], headers=auth(app.acting))
+    assert two.status_code == 400
 
 
 def test_the_suggestions_hook_fills_the_answer_and_never_breaks_it(app: SimpleNamespace) -> None:
