@@ -666,10 +666,11 @@ class WebApp:
         if post:
             form = await small_form(request) or FormData()
             name = str(form.get("name", "")).strip()
-            days = _int(str(form.get("days", "")).strip())
+            typed = str(form.get("days", "")).strip()
+            days = _int(typed)
             if not name or len(name) > 200:
                 error = "Give the token a name (at most 200 characters)."
-            elif days is not None and not 1 <= days <= 3650:
+            elif (typed and days is None) or (days is not None and not 1 <= days <= 3650):
                 error = "A token expires after 1 to 3650 days, or never."
             else:
                 expires = datetime.now(UTC) + timedelta(days=days) if days else None

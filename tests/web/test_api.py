@@ -280,6 +280,8 @@ def test_the_administration_makes_lists_and_revokes_tokens(app: SimpleNamespace)
     assert row["expires_at"] - datetime.now(UTC) > timedelta(days=29)
     assert client.post("/admin/api", data={"csrf": csrf, "name": " ", "days": ""}).status_code == 400
     assert client.post("/admin/api", data={"csrf": csrf, "name": "x", "days": "0"}).status_code == 400
+    assert client.post("/admin/api", data={"csrf": csrf, "name": "x", "days": "soon"}).status_code == 400
+    assert "x" not in {row["name"] for row in app.tokens.list()}
     assert client.post(f"/admin/api/{row['id']}/revoke", data={"csrf": "stale"}).status_code == 403
     revoked = client.post(f"/admin/api/{row['id']}/revoke", data={"csrf": csrf})
     assert revoked.status_code == 200 and f"API token {row['id']} revoked." in revoked.text
