@@ -297,3 +297,13 @@ def test_the_search_box_script_may_be_loaded_by_a_portal_of_another_origin(app: 
     code = "\n".join(line for line in script.text.splitlines() if not line.lstrip().startswith(("/*", "*")))
     assert "innerHTML" not in code and "eval" not in code and "cookie" not in code and "fetch" not in code
     assert "cross-origin-resource-policy" not in app.client.get("/static/style.css").headers
+
+
+def test_the_api_under_a_prefix(tmp_path: Path) -> None:
+    config = unit_config(tmp_path, prefix="/search")
+    application = create_app(config)
+    application.state.web.solr = FakeSolr()
+    _id, token = ApiTokens(Database(config.db_url)).create("portal")
+    client = TestClient(application, base_url="http://127.0.0.1")
+    assert client.get("/search/api/search", params={"q": "a"}, headers=auth(token)).json()["total"] == 1
+    assert client.get("/search/static/searchbox.js").status_code == 200
