@@ -135,14 +135,18 @@ class Portal(http.server.ThreadingHTTPServer):
     """A portal's page on a loopback origin of its own, including the search box with the CSP a
     portal needs for it (script-src and form-action naming the search's origin)."""
 
-    def __init__(self, search: str) -> None:
+    def __init__(self, search: str, box: bool = True) -> None:
         page = (
             "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Portal</title></head><body>"
             "<h1>Intranet portal</h1><div id='box'></div>"
-            f"<script src='{search}/static/searchbox.js' data-target='#box' data-placeholder='Search the harbour'></script>"
-            "</body></html>"
+            + (
+                f"<script src='{search}/static/searchbox.js' data-target='#box' data-placeholder='Search the harbour'></script>"
+                if box
+                else ""
+            )
+            + "</body></html>"
         ).encode()
-        policy = f"default-src 'none'; script-src {search}; form-action {search}"
+        policy = f"default-src 'none'; script-src {search}; form-action {search}; connect-src {search}"
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
@@ -188,3 +192,43 @@ def test_the_search_box_on_a_portal_of_another_origin_submits_to_the_search_page
     finally:
         portal.shutdown()
         portal.server_close()
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)")
+def test_a_portal_page_of_an_origin_named_calls_the_api_and_another_cannot_read_it(harbour_corpus) -> None:
+    """CORS in a real browser: SEARCHCRAWL_WEB_API_ORIGINS names one portal; its page's fetch
+    with a token (a preflight: the Authorization header) reads the answer; another origin's is
+    blocked by the browser."""
+    from playwright.sync_api import sync_playwright
+
+    project, corpus = harbour_corpus
+    project.data_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    allowed, other = Portal(base, box=False), Portal(base, box=False)
+    process = serve_web(project, port, SEARCHCRAWL_WEB_API_ORIGINS=allowed.url.rstrip("/"))
+    try:
+        token = make_token(base, "portal page")
+        script = """async ([url, token]) => {
+            try {
+                const answer = await fetch(url, {headers: {Authorization: "Bearer " + token}});
+                return (await answer.json()).total;
+            } catch (error) {
+                return "blocked";
+            }
+        }"""
+        url = f"{base}/api/search?q=%22harbour+master%22&source={corpus.main}"
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"])
+            page = browser.new_page()
+            page.goto(allowed.url)
+            assert page.evaluate(script, [url, token]) == 24
+            page.goto(other.url)
+            assert page.evaluate(script, [url, token]) == "blocked"
+            browser.close()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        for portal in (allowed, other):
+            portal.shutdown()
+            portal.server_close()
