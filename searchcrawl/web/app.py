@@ -20,8 +20,12 @@ SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE) are set, and every 
 session's CSRF token, with SameSite=Strict, HttpOnly session cookies. Behind a reverse proxy,
 ``prefix`` (SEARCHCRAWL_WEB_PREFIX, ``--prefix``) is the path the application is served under.
 
-The logic of each page is in search_page.py, admin.py, sessions.py and searchers.py; this module
-is the HTTP layer.
+Other applications search through the JSON API (``/api/search``, api.py) with tokens made on the
+administration pages (store/api_tokens.py); portals include static/searchbox.js, a form to the
+search page.
+
+The logic of each page is in search_page.py, admin.py, sessions.py, searchers.py and api.py;
+this module is the HTTP layer.
 """
 
 from __future__ import annotations
