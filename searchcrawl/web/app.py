@@ -180,6 +180,8 @@ class WebApp:
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     # the JSON API's suggestions for a query (api.Suggest); None: the answer's list is empty
     suggest: api.Suggest | None = field(default=None, init=False)
+    # an API token just made, by administrator session, until the page it is redirected to shows it
+    _made: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.sessions = Sessions(self.config.credentials, self.config.session_lifetime)
@@ -465,6 +467,7 @@ class WebApp:
         if denied is not None:
             return denied
         self.sessions.logout(request.cookies.get(SESSION_COOKIE))
+        self._made.pop(str(request.cookies.get(SESSION_COOKIE)), None)  # a token made and never shown
         response = RedirectResponse(self.url("/"), status_code=303)
         response.delete_cookie(SESSION_COOKIE, path=self.url("/admin"))
         return response
@@ -660,14 +663,18 @@ class WebApp:
         return self.sessions.take_flash(request.cookies.get(SESSION_COOKIE))
 
     async def api_tokens(self, request: Request) -> Response:
-        """The API's tokens (store/api_tokens.py); a POST makes one, shown on this answer only."""
+        """The API's tokens (store/api_tokens.py); a POST makes one and leads to this page, which
+        shows it once (reloading the page makes no second token)."""
         post = request.method == "POST"
         denied = await self._denied(request, post=post)
         if denied is not None:
             return denied
         tokens = ApiTokens(self.database)
+        session = str(request.cookies.get(SESSION_COOKIE))
         created, error = None, ""
-        if post:
+        if not post:
+            created = self._made.pop(session, None)
+        else:
             form = await small_form(request) or FormData()
             name = str(form.get("name", "")).strip()
             typed = str(form.get("days", "")).strip()
@@ -680,8 +687,9 @@ class WebApp:
                 expires = datetime.now(UTC) + timedelta(days=days) if days else None
                 on_behalf = form.get("on_behalf") == "1"
                 token_id, token = await _in_thread(tokens.create, name, on_behalf, expires)
-                created = {"id": token_id, "name": name, "token": token}
                 logger.info("Web administration: API token %d %r made (on behalf of users: %s)", token_id, name, on_behalf)
+                self._made[session] = {"id": token_id, "name": name, "token": token}  # one a session
+                return RedirectResponse(self.url("/admin/api"), status_code=303)
         listed = await _in_thread(tokens.list)
         code = 400 if error else 200
         return self.render(

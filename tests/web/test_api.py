@@ -268,7 +268,11 @@ def test_the_administration_makes_lists_and_revokes_tokens(app: SimpleNamespace)
     assert 'href="/admin/api"' in client.get("/admin").text
     # a POST without the CSRF token is refused
     assert client.post("/admin/api", data={"name": "x"}).status_code == 403
-    made = client.post("/admin/api", data={"csrf": csrf, "name": "wiki", "on_behalf": "1", "days": "30"})
+    posted = client.post(
+        "/admin/api", data={"csrf": csrf, "name": "wiki", "on_behalf": "1", "days": "30"}, follow_redirects=False
+    )
+    assert posted.status_code == 303 and posted.headers["location"] == "/admin/api"  # reloading makes no second token
+    made = client.get("/admin/api")
     assert made.status_code == 200 and made.headers["cache-control"] == "no-store"
     token = re.search(r'<pre class="token" id="new-token">(sct_[^<]+)</pre>', made.text)
     assert token is not None
