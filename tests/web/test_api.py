@@ -311,3 +311,13 @@ def test_the_api_under_a_prefix(tmp_path: Path) -> None:
     client = TestClient(application, base_url="http://127.0.0.1")
     assert client.get("/search/api/search", params={"q": "a"}, headers=auth(token)).json()["total"] == 1
     assert client.get("/search/static/searchbox.js").status_code == 200
+
+
+def test_scrapy_web_refuses_an_origin_that_is_not_one() -> None:
+    from scrapy.exceptions import UsageError
+
+    from searchcrawl.commands.web import api_origins
+
+    assert api_origins(["https://portal.example", "http://127.0.0.1:8000"]) == ("https://portal.example", "http://127.0.0.1:8000")
+    with pytest.raises(UsageError, match="SEARCHCRAWL_WEB_API_ORIGINS"):
+        api_origins(["*"])
