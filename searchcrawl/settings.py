@@ -178,6 +178,9 @@ SEARCHCRAWL_WEB_LOG_USERS = False
 # A file holding the key (32 bytes or more) that signs the hits' click links; "" = a random key
 # per process: a result page's links then stop working when `scrapy web` restarts.
 SEARCHCRAWL_WEB_CLICK_KEY_FILE = ""
+# The JSON API (/api/search): the browser origins (scheme://host[:port], a list or a comma-separated
+# string) whose pages may call it with their token (CORS); empty: none, only servers call it.
+SEARCHCRAWL_WEB_API_ORIGINS = os.environ.get("SEARCHCRAWL_WEB_API_ORIGINS", "")
 
 # --- Secure search: the searchers' directory (searchcrawl/access/directory.py) -------------------
 # An LDAP directory (ldap://host or ldaps://host; "" for none: every search shows public

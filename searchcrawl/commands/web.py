@@ -56,6 +56,16 @@ def user_header(name: str, proxies: tuple[str, ...]) -> str:
     return name.lower()
 
 
+def api_origins(values: list[str]) -> tuple[str, ...]:
+    """SEARCHCRAWL_WEB_API_ORIGINS checked (web/api.py's normal_origins)."""
+    from searchcrawl.web.api import normal_origins
+
+    try:
+        return normal_origins(values)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def normal_prefix(prefix: str) -> str:
     """``/search`` from "search/", "/search" or "/search/"; "" for none. Only plain path segments."""
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
@@ -137,6 +147,7 @@ class Command(ScrapyCommand):
             analytics_days=settings.getint("SEARCHCRAWL_WEB_ANALYTICS_DAYS"),
             log_users=settings.getbool("SEARCHCRAWL_WEB_LOG_USERS"),
             click_key=_click_key(settings.get("SEARCHCRAWL_WEB_CLICK_KEY_FILE") or ""),
+            api_origins=api_origins(settings.getlist("SEARCHCRAWL_WEB_API_ORIGINS")),
         )
         host = opts.host or settings.get("SEARCHCRAWL_WEB_HOST")
         port = opts.port if opts.port is not None else settings.getint("SEARCHCRAWL_WEB_PORT")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from sqlalchemy import BigInteger, Column, DateTime, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Boolean, Column, DateTime, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
 
 metadata = MetaData()
 
@@ -256,3 +256,20 @@ def add_postgresql_options() -> None:
         for index in table.indexes:
             for name, value in POSTGRESQL_OPTIONS.get(str(index.name), {}).items():
                 index.dialect_options["postgresql"][name] = value
+
+
+# --- issue 59: the API's access tokens (searchcrawl/store/api_tokens.py) ---------------------------
+# One token of the JSON API, made on the administration pages. Only its SHA-256 is kept (the token
+# is shown once); ``on_behalf``: it may name a user whose documents it searches.
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("on_behalf", Boolean, nullable=False, default=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True)),  # None: never
+    Column("last_used", DateTime(timezone=True)),
+    Column("revoked_at", DateTime(timezone=True)),  # None: valid
+)

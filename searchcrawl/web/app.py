@@ -20,8 +20,12 @@ SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE) are set, and every 
 session's CSRF token, with SameSite=Strict, HttpOnly session cookies. Behind a reverse proxy,
 ``prefix`` (SEARCHCRAWL_WEB_PREFIX, ``--prefix``) is the path the application is served under.
 
-The logic of each page is in search_page.py, admin.py, sessions.py and searchers.py; this module
-is the HTTP layer.
+Other applications search through the JSON API (``/api/search``, api.py) with tokens made on the
+administration pages (store/api_tokens.py); portals include static/searchbox.js, a form to the
+search page.
+
+The logic of each page is in search_page.py, admin.py, sessions.py, searchers.py and api.py;
+this module is the HTTP layer.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from secrets import token_urlsafe
 from typing import Any
@@ -45,7 +49,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -63,9 +67,10 @@ from searchcrawl.rules.lifecycle import Delta, State
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.runs import Runs
 from searchcrawl.store.searches import Searches
-from searchcrawl.web import admin, analytics, why
+from searchcrawl.web import admin, analytics, api, why
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -83,6 +88,7 @@ PEER = "searchcrawl.peer"  # the scope's key for the connection's own peer addre
 FORM_TYPE = "application/x-www-form-urlencoded"
 MAX_FORM_BYTES = 16_384
 DOCUMENT_ROWS = 50
+EMBEDDABLE = "/static/searchbox.js"  # the portals' search box (static/searchbox.js)
 # No script from anywhere, no plugin, no frame; styles and images from this application only.
 SECURITY_HEADERS = {
     "content-security-policy": (
@@ -125,6 +131,8 @@ class WebConfig:
     analytics_days: int = 0
     log_users: bool = False
     click_key: bytes | None = None
+    # browser origins whose pages may call the JSON API (SEARCHCRAWL_WEB_API_ORIGINS; none: CORS off)
+    api_origins: tuple[str, ...] = ()
 
 
 class PeerAddress:
@@ -153,6 +161,7 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
         private = "/admin" in scope.get("path", "")
+        embeddable = scope.get("path", "").endswith(EMBEDDABLE)
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -160,6 +169,8 @@ class SecurityHeaders:
                 headers.extend((name.encode(), value.encode()) for name, value in SECURITY_HEADERS.items())
                 if private:
                     headers.append((b"cache-control", b"no-store"))
+                if embeddable:  # a portal page of another origin may load it (even under COEP)
+                    headers.append((b"cross-origin-resource-policy", b"cross-origin"))
                 message["headers"] = headers
             await send(message)
 
@@ -174,6 +185,10 @@ class WebApp:
     templates: Environment = field(init=False)
     _database: Database | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    # the JSON API's suggestions for a query (api.Suggest); None: the answer's list is empty
+    suggest: api.Suggest | None = field(default=None, init=False)
+    # an API token just made, by administrator session, until the page it is redirected to shows it
+    _made: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.sessions = Sessions(self.config.credentials, self.config.session_lifetime)
@@ -305,6 +320,58 @@ class WebApp:
         if self.searchers.enabled or self.config.user_header:
             response.headers["cache-control"] = "private, no-store"
         return response
+
+    # --- the JSON API (api.py) -------------------------------------------------------------------
+
+    async def api_search(self, request: Request) -> Response:
+        """The search page's search as JSON, for a request with an API token (api.py): public
+        documents, or a named user's when the token may search on behalf of users."""
+        cors = api.cors_headers(request.headers.get("origin"), self.config.api_origins, request.method == "OPTIONS")
+        if request.method == "OPTIONS":  # a browser's preflight: the Authorization header may be sent
+            return Response(status_code=204, headers=cors)
+        token = api.bearer(request.headers.get("authorization"))
+        if token is None:
+            return _api_error(401, "no_token", "Send an API token: Authorization: Bearer <token>.", cors, api.challenge())
+        try:
+            check = await _in_thread(ApiTokens(self.database).check, token)
+        except Exception as exc:  # the database: no search without its word on the token
+            logger.warning("API: the token table cannot be read: %s", type(exc).__name__)
+            return _api_error(503, "unavailable", "Tokens cannot be checked now.", cors)
+        if not check.valid:
+            client = request.client.host if request.client is not None else "-"
+            logger.warning("API: a request from %s refused: its token is %s", client, check.reason)  # never the token
+            challenge = api.challenge("invalid_token", f"The token is {check.reason}.")
+            return _api_error(401, "invalid_token", f"The token is {check.reason}.", cors, challenge)
+        named = request.query_params.getlist("user")
+        user = api.api_user(named[0]) if len(named) == 1 else ("" if named else None)  # two: which one?
+        principals = Principals.anonymous()
+        if user is not None:
+            if not check.on_behalf:
+                challenge = api.challenge("insufficient_scope", "This token may not search on behalf of users.")
+                return _api_error(403, "insufficient_scope", "This token may not search on behalf of users.", cors, challenge)
+            if not user:
+                return _api_error(400, "invalid_request", "user= is not one user name.", cors)
+            principals = await _in_thread(self._principals, user)
+            if principals.error:
+                logger.warning("API search by token %r for %s: public documents only: %s", check.name, user, principals.error)
+        started = time.perf_counter()
+        query = SearchRequest.from_params(request.query_params)
+        try:
+            page = await _in_thread(run_search, self.solr, query, principals, self.config.rows)
+        except IndexingError as exc:
+            logger.warning("API search %r failed: %s", query.q[:100], exc.reason)
+            return _api_error(503, "unavailable", "The index cannot be searched now.", cors)
+        suggestions: list[str] = []
+        if self.suggest is not None and query.q:
+            try:
+                suggestions = list(await _in_thread(self.suggest, query.q, principals))
+            except Exception as exc:  # suggestions never break a search
+                logger.warning("API suggestions for %r failed: %s", query.q[:100], exc)
+        if query.q:  # logged as the page's searches are (analytics.py), as client "api"
+            self.record_search(query, page.total, time.perf_counter() - started, "api", user or None)
+        logger.debug("API search by token %r (%s): %d hits", check.name, user or "public", page.total)
+        answer = api.page_json(page, api.searcher_json(principals), suggestions)
+        return JSONResponse(answer, headers={**cors, "cache-control": "private, no-store"})
 
     # --- searchers --------------------------------------------------------------------------------
 
@@ -475,6 +542,7 @@ class WebApp:
         if denied is not None:
             return denied
         self.sessions.logout(request.cookies.get(SESSION_COOKIE))
+        self._made.pop(str(request.cookies.get(SESSION_COOKIE)), None)  # a token made and never shown
         response = RedirectResponse(self.url("/"), status_code=303)
         response.delete_cookie(SESSION_COOKIE, path=self.url("/admin"))
         return response
@@ -726,6 +794,58 @@ class WebApp:
     def _flash(self, request: Request) -> str:
         return self.sessions.take_flash(request.cookies.get(SESSION_COOKIE))
 
+    async def api_tokens(self, request: Request) -> Response:
+        """The API's tokens (store/api_tokens.py); a POST makes one and leads to this page, which
+        shows it once (reloading the page makes no second token)."""
+        post = request.method == "POST"
+        denied = await self._denied(request, post=post)
+        if denied is not None:
+            return denied
+        tokens = ApiTokens(self.database)
+        session = str(request.cookies.get(SESSION_COOKIE))
+        created, error = None, ""
+        if not post:
+            created = self._made.pop(session, None)
+        else:
+            form = await small_form(request) or FormData()
+            name = str(form.get("name", "")).strip()
+            typed = str(form.get("days", "")).strip()
+            days = _int(typed)
+            if not name or len(name) > 200:
+                error = "Give the token a name (at most 200 characters)."
+            elif (typed and days is None) or (days is not None and not 1 <= days <= 3650):
+                error = "A token expires after 1 to 3650 days, or never."
+            else:
+                expires = datetime.now(UTC) + timedelta(days=days) if days else None
+                on_behalf = form.get("on_behalf") == "1"
+                token_id, token = await _in_thread(tokens.create, name, on_behalf, expires)
+                logger.info("Web administration: API token %d %r made (on behalf of users: %s)", token_id, name, on_behalf)
+                self._made[session] = {"id": token_id, "name": name, "token": token}  # one a session
+                return RedirectResponse(self.url("/admin/api"), status_code=303)
+        listed = await _in_thread(tokens.list)
+        code = 400 if error else 200
+        return self.render(
+            request, "api_tokens.html", code, tokens=listed, created=created, error=error, flash=self._flash(request)
+        )
+
+    async def api_token_revoke(self, request: Request) -> Response:
+        denied = await self._denied(request, post=True)
+        if denied is not None:
+            return denied
+        token_id = int(request.path_params["token"])
+        revoked = await _in_thread(ApiTokens(self.database).revoke, token_id)
+        message = f"API token {token_id} revoked." if revoked else f"No valid API token {token_id}."
+        logger.info("Web administration: %s", message)
+        self.sessions.flash(request.cookies.get(SESSION_COOKIE), message)
+        return RedirectResponse(self.url("/admin/api"), status_code=303)
+
+
+def _api_error(code: int, error: str, message: str, cors: dict[str, str], challenge: str = "") -> JSONResponse:
+    headers = {**cors, "cache-control": "no-store"}
+    if challenge:
+        headers["www-authenticate"] = challenge
+    return JSONResponse({"error": error, "message": message}, status_code=code, headers=headers)
+
 
 def _int(value: str | None) -> int | None:
     try:
@@ -784,6 +904,9 @@ def create_app(config: WebConfig) -> Starlette:
         Route("/click", web.click, methods=["GET"]),
         Route("/admin/analytics", web.analytics_page, methods=["GET"]),
         Route("/admin/analytics.csv", web.analytics_csv, methods=["GET"]),
+        Route("/admin/api", web.api_tokens, methods=["GET", "POST"]),
+        Route("/admin/api/{token:int}/revoke", web.api_token_revoke, methods=["POST"]),
+        Route("/api/search", web.api_search, methods=["GET", "OPTIONS"]),
         Mount("/static", StaticFiles(packages=[("searchcrawl.web", "static")]), name="static"),
     ]
     if config.prefix:

@@ -282,6 +282,7 @@ class Hit:
     type_label: str  # the type by name ("PDF"), labels.py
     date: str  # the last-modified day, YYYY-MM-DD ("" when unknown)
     host: str
+    language: str = ""  # the language detected (the JSON API's)
 
 
 @dataclass
@@ -398,6 +399,7 @@ def run_search(
                 type_label=type_label(str(doc.get("mimetype") or "")),
                 date=modified[:10],
                 host=str(doc.get("host") or ""),
+                language=str(doc.get("language") or ""),
             )
         )
     page.facets = facets(request, results.facets or {})

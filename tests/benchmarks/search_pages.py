@@ -73,6 +73,60 @@ def timed(session: requests.Session, url: str, **params: str) -> tuple[float, re
     return elapsed, response
 
 
+def process_cpu(pid: int) -> float:
+    """Seconds of CPU (user + system) process ``pid`` has used: /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def api_latency(base: str, password: str, words: list[str], web_pid: int) -> dict[str, Any]:
+    """The JSON API (/api/search) against the search page, the same words in turn (issue 59):
+    a token made on the administration page, then each word asked of the API and of the page,
+    alternately, after 20 warm-up requests of each; the times waited and the web process's CPU
+    per request (user + system: less sensitive to a shared machine than the wall clock)."""
+    session = requests.Session()
+    form = session.get(base + "/admin/login", timeout=30)
+    login = re.search(r'name="login_token" value="([^"]+)"', form.text)
+    assert login is not None
+    session.post(
+        base + "/admin/login",
+        data={"login_token": login[1], "username": "admin", "password": password},
+        timeout=30,
+    ).raise_for_status()
+    csrf = re.search(r'name="csrf" value="([^"]+)"', session.get(base + "/admin/api", timeout=30).text)
+    assert csrf is not None
+    made = session.post(base + "/admin/api", data={"csrf": csrf[1], "name": "benchmark"}, timeout=30)
+    token = re.search(r'id="new-token">([^<]+)<', made.text)
+    assert token is not None
+    client = requests.Session()
+    client.headers["authorization"] = f"Bearer {token[1]}"
+    for word in words[:20]:
+        timed(client, base + "/api/search", q=word)
+        timed(client, base + "/", q=word)
+    api: list[float] = []
+    api_hits: list[float] = []
+    page: list[float] = []
+    api_cpu = page_cpu = 0.0
+    for word in words:
+        before = process_cpu(web_pid)
+        elapsed, response = timed(client, base + "/api/search", q=word)
+        middle = process_cpu(web_pid)
+        api.append(elapsed)
+        if response.json()["total"] > 0:
+            api_hits.append(elapsed)
+        elapsed, _response = timed(client, base + "/", q=word)
+        page_cpu += process_cpu(web_pid) - middle
+        api_cpu += middle - before
+        page.append(elapsed)
+    return {
+        "api_search": percentiles(api),
+        "api_search_with_hits": percentiles(api_hits) if api_hits else None,
+        "api_search_cpu_ms_per_request": round(api_cpu / len(words) * 1000, 2),
+        "search_page_alternating": percentiles(page),
+        "search_page_cpu_ms_per_request": round(page_cpu / len(words) * 1000, 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=10000)
@@ -159,6 +213,7 @@ def main() -> None:
                 "search_page_without_hits": percentiles(misses) if misses else None,
                 "admin_overview": percentiles(overview),
             }
+            results.update(api_latency(base, env["SEARCHCRAWL_WEB_PASSWORD"], queries, web.pid))
         finally:
             if web is not None:
                 web.send_signal(signal.SIGTERM)

@@ -1,0 +1,323 @@
+"""The JSON API (web/api.py, app.py's api_search) and its tokens' administration page through
+Starlette's TestClient, with a fake Solr client and a fake directory: no server."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from markupsafe import Markup
+from starlette.testclient import TestClient
+
+from searchcrawl.access.decision import Principal, Principals
+from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
+from searchcrawl.store import Database
+from searchcrawl.store.api_tokens import ApiTokens
+from searchcrawl.web.api import bearer, cors_headers, normal_origins, snippet_parts
+from searchcrawl.web.app import create_app
+from searchcrawl.web.search_page import MAX_PAGE, MAX_QUERY_CHARS
+from tests.web.test_app import PASSWORD, unit_config
+
+OPEN, CLOSE = HIGHLIGHT_MARKS
+DOC = {
+    "id": "harbour!https://h.example/a",
+    "url": "https://h.example/a",
+    "title": "Tugboat <log>",
+    "source": "harbour",
+    "host": "h.example",
+    "mimetype": "application/pdf",
+    "language": "en",
+    "last_modified": "2024-05-01T10:00:00Z",
+}
+
+
+class FakeSolr:
+    """Answers every search with one hit (highlighted), counts and a facet; records what it is asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[dict[str, Any]] = []
+        self.total = 1
+
+    def ping(self) -> bool:
+        return True
+
+    def search(self, query: str, **params: Any) -> SimpleNamespace:
+        self.asked.append({"q": query, **params})
+        return SimpleNamespace(
+            hits=self.total,
+            docs=[DOC],
+            highlighting={DOC["id"]: {"content": [f"the {OPEN}tugboat{CLOSE} & <b>crew</b>"]}},
+            facets={
+                "facet_fields": {"mimetype": ["application/pdf", 1], "source": ["harbour", 1]},
+                "facet_queries": {"modified_year": 0, "modified_older": 1},
+            },
+            spellcheck=None,
+        )
+
+
+class FakeDirectory:
+    """alice is in group:crew; bob's lookup fails (the directory does not answer)."""
+
+    def principals(self, user: str) -> Principals:
+        if user == "bob":
+            return Principals.anonymous("the directory does not answer")
+        return Principals.of(user, [Principal(f"user:{user}", "test"), Principal("group:crew", "test")])
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> SimpleNamespace:
+    config = unit_config(tmp_path, directory=FakeDirectory(), api_origins=("https://portal.example",))
+    application = create_app(config)
+    solr = FakeSolr()
+    application.state.web.solr = solr
+    tokens = ApiTokens(Database(config.db_url))
+    _id, public = tokens.create("portal")
+    _id, acting = tokens.create("intranet", on_behalf=True)
+    client = TestClient(application, base_url="http://127.0.0.1")
+    return SimpleNamespace(client=client, solr=solr, tokens=tokens, public=public, acting=acting, web=application.state.web)
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+def trimmed_for(asked: dict[str, Any]) -> str:
+    """Every value of a Solr request as one text: the trimming's tokens are among them."""
+    return repr(asked)
+
+
+def test_a_search_with_a_token_answers_the_search_pages_page_as_json(app: SimpleNamespace) -> None:
+    answer = app.client.get("/api/search", params={"q": "tugboat", "type": "application/pdf"}, headers=auth(app.public))
+    assert answer.status_code == 200 and answer.headers["content-type"] == "application/json"
+    assert answer.headers["cache-control"] == "private, no-store"
+    data = answer.json()
+    assert (data["q"], data["total"], data["page"], data["rows"], data["pages"]) == ("tugboat", 1, 1, 10, 1)
+    hit = data["hits"][0]
+    assert hit == {
+        "url": "https://h.example/a",
+        "title": "Tugboat <log>",
+        "snippet": "the tugboat & <b>crew</b>",
+        "snippet_parts": [
+            {"text": "the ", "match": False},
+            {"text": "tugboat", "match": True},
+            {"text": " & <b>crew</b>", "match": False},
+        ],
+        "type": "PDF",
+        "mimetype": "application/pdf",
+        "last_modified": "2024-05-01",
+        "source": "harbour",
+        "host": "h.example",
+        "language": "en",
+    }
+    assert data["facets"]["type"]["values"] == [{"value": "application/pdf", "label": "PDF", "count": 1, "chosen": True}]
+    assert data["facets"]["modified"]["values"][0]["value"] == "older"
+    assert data["filters"] == [{"name": "type", "value": "application/pdf"}]
+    assert data["spelling"] == [] and data["suggestions"] == []
+    assert data["searcher"] == {"user": None, "public_only": True, "error": ""}
+    # the search page's own request to Solr: the same parameters
+    page_asked = dict(app.solr.asked[-1])
+    app.client.get("/", params={"q": "tugboat", "type": "application/pdf"})
+    assert app.solr.asked[-1] == page_asked
+
+
+def test_paging_and_the_pages_caps(app: SimpleNamespace) -> None:
+    app.solr.total = 10_000
+    data = app.client.get("/api/search", params={"q": "x", "rows": "20", "page": "3"}, headers=auth(app.public)).json()
+    assert (data["page"], data["rows"], data["pages"]) == (3, 20, MAX_PAGE)
+    assert (app.solr.asked[-1]["rows"], app.solr.asked[-1]["start"]) == (20, 40)
+    data = app.client.get(
+        "/api/search", params={"q": "y" * 5000, "rows": "100000", "page": "99999"}, headers=auth(app.public)
+    ).json()
+    assert (len(data["q"]), data["rows"], data["page"]) == (MAX_QUERY_CHARS, 10, MAX_PAGE)
+    assert app.solr.asked[-1]["rows"] == 10
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"authorization": "Bearer sct_wrong"},
+        {"authorization": "Basic YWRtaW46eA=="},
+        {"authorization": "Bearer " + "a" * 400},
+    ],
+)
+def test_no_token_or_a_wrong_one_is_refused_with_a_challenge(app: SimpleNamespace, headers: dict[str, str]) -> None:
+    answer = app.client.get("/api/search", params={"q": "tugboat"}, headers=headers)
+    assert answer.status_code == 401 and answer.headers["www-authenticate"].startswith("Bearer ")
+    assert answer.json()["error"] in ("no_token", "invalid_token") and app.solr.asked == []
+
+
+def test_a_revoked_or_expired_token_is_refused_and_never_logged(app: SimpleNamespace, caplog) -> None:
+    token_id, token = app.tokens.create("old")
+    assert app.client.get("/api/search", params={"q": "a"}, headers=auth(token)).status_code == 200
+    assert app.tokens.revoke(token_id) and not app.tokens.revoke(token_id)
+    answer = app.client.get("/api/search", params={"q": "a"}, headers=auth(token))
+    assert answer.status_code == 401 and 'error="invalid_token"' in answer.headers["www-authenticate"]
+    assert "revoked" in answer.json()["message"]
+    _id, expired = app.tokens.create("short", expires_at=datetime.now(UTC) - timedelta(seconds=1))
+    answer = app.client.get("/api/search", params={"q": "a"}, headers=auth(expired))
+    assert answer.status_code == 401 and "expired" in answer.json()["message"]
+    assert token not in caplog.text and expired not in caplog.text and app.public not in caplog.text
+
+
+def test_a_token_searches_public_documents_unless_it_acts_for_a_user(app: SimpleNamespace) -> None:
+    app.client.get("/api/search", params={"q": "a"}, headers=auth(app.public))
+    assert "group:crew" not in trimmed_for(app.solr.asked[-1])
+    # a public token naming a user: refused, never answered as public quietly
+    refused = app.client.get("/api/search", params={"q": "a", "user": "alice"}, headers=auth(app.public))
+    assert refused.status_code == 403 and 'error="insufficient_scope"' in refused.headers["www-authenticate"]
+    data = app.client.get("/api/search", params={"q": "a", "user": "alice"}, headers=auth(app.acting)).json()
+    assert "group:crew" in trimmed_for(app.solr.asked[-1])
+    assert data["searcher"] == {"user": "alice", "public_only": False, "error": ""}
+    # without user=, an acting token is a visitor too
+    app.client.get("/api/search", params={"q": "a"}, headers=auth(app.acting))
+    assert "group:crew" not in trimmed_for(app.solr.asked[-1])
+    # the directory fails: public documents only, and the answer says so
+    data = app.client.get("/api/search", params={"q": "a", "user": "bob"}, headers=auth(app.acting)).json()
+    assert data["searcher"]["public_only"] and "does not answer" in data["searcher"]["error"]
+    assert "user:bob" not in trimmed_for(app.solr.asked[-1])
+    assert app.client.get("/api/search", params={"q": "a", "user": "\x00"}, headers=auth(app.acting)).status_code == 400
+    two = app.client.get("/api/search", params=[("q", "a"), ("user", "alice"), ("user", "bob")], headers=auth(app.acting))
+    assert two.status_code == 400
+
+
+def test_the_suggestions_hook_fills_the_answer_and_never_breaks_it(app: SimpleNamespace) -> None:
+    seen: list[Principals] = []
+
+    def suggest(text: str, principals: Principals) -> list[str]:
+        seen.append(principals)
+        return [text + "boat"]
+
+    app.web.suggest = suggest
+    data = app.client.get("/api/search", params={"q": "tug", "user": "alice"}, headers=auth(app.acting)).json()
+    assert data["suggestions"] == ["tugboat"] and seen[-1].user == "alice"
+
+    def broken(text: str, principals: Principals) -> list[str]:
+        raise RuntimeError("down")
+
+    app.web.suggest = broken
+    answer = app.client.get("/api/search", params={"q": "tug"}, headers=auth(app.public))
+    assert answer.status_code == 200 and answer.json()["suggestions"] == []
+
+
+def test_cors_only_for_the_origins_named(app: SimpleNamespace) -> None:
+    allowed = app.client.get("/api/search", params={"q": "a"}, headers={**auth(app.public), "origin": "https://portal.example"})
+    assert allowed.headers["access-control-allow-origin"] == "https://portal.example"
+    assert "Origin" in allowed.headers["vary"]
+    other = app.client.get("/api/search", params={"q": "a"}, headers={**auth(app.public), "origin": "https://evil.example"})
+    assert "access-control-allow-origin" not in other.headers and "Origin" in other.headers["vary"]
+    preflight = app.client.options(
+        "/api/search",
+        headers={
+            "origin": "https://portal.example",
+            "access-control-request-method": "GET",
+            "access-control-request-headers": "authorization",
+        },
+    )
+    assert preflight.status_code == 204 and preflight.headers["access-control-allow-headers"] == "Authorization"
+    assert preflight.headers["access-control-allow-origin"] == "https://portal.example"
+    denied = app.client.options("/api/search", headers={"origin": "https://evil.example", "access-control-request-method": "GET"})
+    assert "access-control-allow-origin" not in denied.headers and "access-control-allow-headers" not in denied.headers
+    # an error answer carries them too: the portal's script can read why
+    refused = app.client.get("/api/search", headers={"origin": "https://portal.example"})
+    assert refused.status_code == 401 and refused.headers["access-control-allow-origin"] == "https://portal.example"
+
+
+def test_cors_is_off_by_default(tmp_path: Path) -> None:
+    client = TestClient(create_app(unit_config(tmp_path)), base_url="http://127.0.0.1")
+    answer = client.options("/api/search", headers={"origin": "https://portal.example", "access-control-request-method": "GET"})
+    assert "access-control-allow-origin" not in answer.headers
+
+
+def test_helpers() -> None:
+    assert bearer("Bearer sct_abc-_") == "sct_abc-_" and bearer("bearer  x") == "x"
+    assert bearer("Bearer a b") is None and bearer("Token x") is None and bearer(None) is None
+    assert cors_headers("null", ["null"]) == {"vary": "Origin"}
+    assert normal_origins(["https://Portal.example/", " ", "http://127.0.0.1:8000"]) == (
+        "https://portal.example",
+        "http://127.0.0.1:8000",
+    )
+    for bad in ("*", "https://portal.example/path", "portal.example", "javascript:alert(1)"):
+        with pytest.raises(ValueError):
+            normal_origins([bad])
+    assert snippet_parts(Markup("a &lt;mark&gt; <mark>b</mark>")) == [
+        {"text": "a <mark> ", "match": False},
+        {"text": "b", "match": True},
+    ]
+
+
+def login(client: TestClient) -> str:
+    form = client.get("/admin/login")
+    token = re.search(r'name="login_token" value="([^"]+)"', form.text)
+    assert token is not None
+    client.post("/admin/login", data={"login_token": token[1], "username": "admin", "password": PASSWORD}, follow_redirects=False)
+    page = client.get("/admin/api")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert page.status_code == 200 and csrf is not None
+    return csrf[1]
+
+
+def test_the_administration_makes_lists_and_revokes_tokens(app: SimpleNamespace) -> None:
+    client = app.client
+    assert client.get("/admin/api", follow_redirects=False).status_code == 303  # not logged in
+    csrf = login(client)
+    assert 'href="/admin/api"' in client.get("/admin").text
+    # a POST without the CSRF token is refused
+    assert client.post("/admin/api", data={"name": "x"}).status_code == 403
+    posted = client.post(
+        "/admin/api", data={"csrf": csrf, "name": "wiki", "on_behalf": "1", "days": "30"}, follow_redirects=False
+    )
+    assert posted.status_code == 303 and posted.headers["location"] == "/admin/api"  # reloading makes no second token
+    made = client.get("/admin/api")
+    assert made.status_code == 200 and made.headers["cache-control"] == "no-store"
+    token = re.search(r'<pre class="token" id="new-token">(sct_[^<]+)</pre>', made.text)
+    assert token is not None
+    assert app.client.get("/api/search", params={"q": "a"}, headers=auth(token[1])).status_code == 200
+    listed = client.get("/admin/api").text
+    assert token[1] not in listed and "wiki" in listed and "never" in listed  # the portal's: never used
+    row = next(item for item in app.tokens.list() if item["name"] == "wiki")
+    assert row["on_behalf"] and row["last_used"] is not None and "token_hash" not in row
+    assert row["expires_at"] - datetime.now(UTC) > timedelta(days=29)
+    assert client.post("/admin/api", data={"csrf": csrf, "name": " ", "days": ""}).status_code == 400
+    assert client.post("/admin/api", data={"csrf": csrf, "name": "x", "days": "0"}).status_code == 400
+    assert client.post("/admin/api", data={"csrf": csrf, "name": "x", "days": "soon"}).status_code == 400
+    assert "x" not in {row["name"] for row in app.tokens.list()}
+    assert client.post(f"/admin/api/{row['id']}/revoke", data={"csrf": "stale"}).status_code == 403
+    revoked = client.post(f"/admin/api/{row['id']}/revoke", data={"csrf": csrf})
+    assert revoked.status_code == 200 and f"API token {row['id']} revoked." in revoked.text
+    assert app.client.get("/api/search", params={"q": "a"}, headers=auth(token[1])).status_code == 401
+
+
+def test_the_search_box_script_may_be_loaded_by_a_portal_of_another_origin(app: SimpleNamespace) -> None:
+    """nosniff: a script is run only when its type is JavaScript's; CORP: a portal under COEP."""
+    script = app.client.get("/static/searchbox.js", headers={"origin": "https://portal.example"})
+    assert script.status_code == 200 and script.headers["x-content-type-options"] == "nosniff"
+    assert script.headers["content-type"].split(";")[0] in ("text/javascript", "application/javascript")
+    assert script.headers["cross-origin-resource-policy"] == "cross-origin"
+    code = "\n".join(line for line in script.text.splitlines() if not line.lstrip().startswith(("/*", "*")))
+    assert "innerHTML" not in code and "eval" not in code and "cookie" not in code and "fetch" not in code
+    assert "cross-origin-resource-policy" not in app.client.get("/static/style.css").headers
+
+
+def test_the_api_under_a_prefix(tmp_path: Path) -> None:
+    config = unit_config(tmp_path, prefix="/search")
+    application = create_app(config)
+    application.state.web.solr = FakeSolr()
+    _id, token = ApiTokens(Database(config.db_url)).create("portal")
+    client = TestClient(application, base_url="http://127.0.0.1")
+    assert client.get("/search/api/search", params={"q": "a"}, headers=auth(token)).json()["total"] == 1
+    assert client.get("/search/static/searchbox.js").status_code == 200
+
+
+def test_scrapy_web_refuses_an_origin_that_is_not_one() -> None:
+    from scrapy.exceptions import UsageError
+
+    from searchcrawl.commands.web import api_origins
+
+    assert api_origins(["https://portal.example", "http://127.0.0.1:8000"]) == ("https://portal.example", "http://127.0.0.1:8000")
+    with pytest.raises(UsageError, match="SEARCHCRAWL_WEB_API_ORIGINS"):
+        api_origins(["*"])
