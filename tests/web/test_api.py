@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from markupsafe import Markup
+from sqlalchemy import text
 from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principal, Principals
@@ -321,3 +322,18 @@ def test_scrapy_web_refuses_an_origin_that_is_not_one() -> None:
     assert api_origins(["https://portal.example", "http://127.0.0.1:8000"]) == ("https://portal.example", "http://127.0.0.1:8000")
     with pytest.raises(UsageError, match="SEARCHCRAWL_WEB_API_ORIGINS"):
         api_origins(["*"])
+
+
+def test_api_searches_are_logged_as_the_pages_are_with_client_api(tmp_path: Path) -> None:
+    """Query analytics counts the JSON API's searches too (client "api"), and never its token."""
+    config = unit_config(tmp_path, analytics_days=90)
+    application = create_app(config)
+    application.state.web.solr = FakeSolr()
+    _id, token = ApiTokens(Database(config.db_url)).create("portal")
+    client = TestClient(application, base_url="http://127.0.0.1")
+    assert client.get("/api/search", params={"q": "Tugboat  Crew"}, headers=auth(token)).status_code == 200
+    assert client.get("/api/search", params={"q": ""}, headers=auth(token)).status_code == 200  # no query: no search
+    application.state.web.analytics.close()  # writes what is queued
+    with Database(config.db_url).engine.connect() as connection:
+        rows = connection.execute(text("SELECT query, normalized, hits, client, user_name FROM searches")).all()
+    assert [tuple(row) for row in rows] == [("Tugboat  Crew", "tugboat crew", 1, "api", None)]
