@@ -1,0 +1,105 @@
+"""Relevance rules against a real Solr (a core of their own: synonyms and stopwords are the
+core's): a boost reorders, a demotion too, newer first, a synonym finds a document that lacks
+the word and a stopword stops one, both without restarting Solr, and a best bet is shown above
+the hits, but never one the searcher may not read."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pysolr
+import pytest
+
+from searchcrawl.access.decision import Principal, Principals
+from searchcrawl.access.tokens import Access, Grant
+from searchcrawl.dev.solr_runner import DevSolr
+from searchcrawl.index import managed
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.web.relevance import BestBet, Boost, Rules, synonym_map
+from searchcrawl.web.search_page import SearchRequest, run_search
+from tests.conftest import add_core
+
+BASE = "http://relevance.test"
+PUBLIC = Access.public("test")
+FINANCE = Access.of([Grant.of("group:finance", "test")])
+ALICE = Principals.of("alice", [Principal("group:finance", "test")])
+DOCS = [
+    # (path, source, mimetype, last modified, content, access): "old" and "new" differ in nothing
+    # the query sees, so Solr's own order between them is the index's (old first)
+    ("wiki/old", "wiki", "text/html", "2015-01-01T00:00:00Z", "tide tables of the harbour", PUBLIC),
+    ("docs/new", "docs", "application/pdf", "2026-11-01T00:00:00Z", "tide tables of the harbour", PUBLIC),
+    ("wiki/parking", "wiki", "text/html", "2024-01-01T00:00:00Z", "automobile parking rules quux", PUBLIC),
+    ("secret/board", "finance", "text/html", "2024-01-01T00:00:00Z", "board minutes of the finance committee", FINANCE),
+]
+
+
+@pytest.fixture(scope="module")
+def index(dev_solr: DevSolr) -> Iterator[SolrIndex]:
+    url = add_core(dev_solr, f"relevance_{uuid.uuid4().hex[:8]}")
+    docs = []
+    for path, source, mimetype, modified, content, held in DOCS:
+        link = f"{BASE}/{path}"
+        docs.append(
+            {
+                "id": f"{source}!{link}",
+                "url": link,
+                "display_url": link,
+                "source": source,
+                "title": path,
+                "mimetype": mimetype,
+                "last_modified": modified,
+                "content": content,
+                **held.fields(),
+            }
+        )
+    pysolr.Solr(url, always_commit=True, timeout=30).add(docs)
+    yield SolrIndex(url)
+    managed.sync(SolrIndex(url), {}, [])
+
+
+def urls(index: SolrIndex, query: str, rules: Rules | None = None, principals: Principals | None = None) -> list[str]:
+    page = run_search(index, SearchRequest(q=query), principals or Principals.anonymous(), rules=rules)
+    return [hit.url.removeprefix(BASE + "/") for hit in page.hits]
+
+
+def test_a_boost_reorders_and_a_demotion_too(index: SolrIndex) -> None:
+    assert urls(index, "tide harbour") == ["wiki/old", "docs/new"]
+    assert urls(index, "tide harbour", Rules(boosts=(Boost("url", f"{BASE}/docs/", 2.0),))) == ["docs/new", "wiki/old"]
+    assert urls(index, "tide harbour", Rules(boosts=(Boost("source", "wiki", 0.5),))) == ["docs/new", "wiki/old"]
+    assert urls(index, "tide harbour", Rules(boosts=(Boost("type", "application/pdf", 3.0),))) == ["docs/new", "wiki/old"]
+    assert urls(index, "tide harbour", Rules(boosts=(Boost("age", "365", 2.0),))) == ["docs/new", "wiki/old"]
+    # rules that match nothing leave the order; a hostile value is a literal prefix, no query syntax
+    hostile = Rules(boosts=(Boost("url", "\"} OR *:* _query_:\"{!func}docfreq(content,'board')", 50.0),))
+    assert urls(index, "tide harbour", hostile) == ["wiki/old", "docs/new"]
+
+
+def test_synonyms_and_stopwords_apply_without_a_restart(index: SolrIndex) -> None:
+    assert urls(index, "car") == []
+    assert urls(index, "quux") == ["wiki/parking"]
+    assert managed.sync(index, synonym_map([("car", "automobile")]), ["quux"]) is True
+    assert urls(index, "car") == ["wiki/parking"]  # the document says "automobile" only
+    assert urls(index, "quux") == []  # a stopword now
+    assert urls(index, "cars parking") == ["wiki/parking"]
+    assert managed.sync(index, synonym_map([("car", "automobile")]), ["quux"]) is False  # nothing to change
+    assert managed.current(index) == ({"automobile": ["automobile", "car"], "car": ["automobile", "car"]}, ["quux"])
+    assert managed.sync(index, {}, []) is True  # deleted in the database: deleted in Solr
+    assert urls(index, "car") == [] and urls(index, "quux") == ["wiki/parking"]
+
+
+def test_a_best_bet_is_shown_above_the_hits_and_not_repeated(index: SolrIndex) -> None:
+    rules = Rules(bets=(BestBet(("tide harbour",), (f"{BASE}/docs/new", f"{BASE}/wiki/parking")),))
+    page = run_search(index, SearchRequest(q="Tide  Harbour"), Principals.anonymous(), rules=rules)
+    assert [hit.url for hit in page.bets] == [f"{BASE}/docs/new", f"{BASE}/wiki/parking"]
+    assert [hit.url for hit in page.hits] == [f"{BASE}/wiki/old"] and page.total == 2
+
+
+def test_a_best_bet_the_searcher_may_not_read_shows_nothing(index: SolrIndex) -> None:
+    secret = f"{BASE}/secret/board"
+    rules = Rules(bets=(BestBet(("tide harbour",), (secret,)), BestBet(("parking",), (secret, f"{BASE}/wiki/old"))))
+    page = run_search(index, SearchRequest(q="tide harbour"), Principals.anonymous(), rules=rules)
+    assert page.bets == [] and [hit.url for hit in page.hits] == [f"{BASE}/wiki/old", f"{BASE}/docs/new"]
+    page = run_search(index, SearchRequest(q="parking"), Principals.anonymous(), rules=rules)
+    assert [hit.url for hit in page.bets] == [f"{BASE}/wiki/old"]
+    page = run_search(index, SearchRequest(q="tide harbour"), ALICE, rules=rules)  # she may read it
+    assert [hit.url for hit in page.bets] == [secret] and page.bets[0].title == "secret/board"
