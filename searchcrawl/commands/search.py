@@ -7,7 +7,12 @@ nodes, comma-separated; a node that is down is passed over).
 Trimmed as every search is: to the public documents, or with ``--as USER`` to what USER may read,
 their principals looked up in the directory (SEARCHCRAWL_LDAP_*, through its service account: no
 password of theirs is asked). A directory that does not answer leaves the public documents only,
-and says so on stderr."""
+and says so on stderr.
+
+Ordered as on the web search page: the administrator's boosts and demotions (the relevance page,
+searchcrawl/web/relevance.py ``boost_params``) are read from the project's database and applied,
+and Solr applies the synonyms and stopwords itself. A database that cannot be read leaves the
+order Solr's own, said on stderr. Best bets are the search page's: they are not printed."""
 
 from __future__ import annotations
 
@@ -26,6 +31,9 @@ from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import matching, search_params, snippet_of, unique_hits
 from searchcrawl.ops.secrets import SecretError
 from searchcrawl.ops.terminal import printable
+from searchcrawl.store import Database
+from searchcrawl.store.relevance import RelevanceStore
+from searchcrawl.web.relevance import Boost, boost_params
 
 
 def format_hits(results: pysolr.Results) -> list[str]:
@@ -47,11 +55,27 @@ def search(
     rows: int = 10,
     source: str | None = None,
     auth: tuple[str, str] | None = None,
+    boosts: tuple[Boost, ...] = (),
 ) -> pysolr.Results:
     """One hit per URL (``search_params``) that ``principals`` may read, ``rows`` of them, of
-    ``source`` only if given. ``solr_url``: one URL, or a collection's URLs on several nodes,
-    comma-separated (SOLR_URL); IndexingError when no node answers."""
-    return SolrIndex(solr_url, timeout=30, auth=auth).search(query, **search_params(principals, rows, source=source))
+    ``source`` only if given, ordered with ``boosts``. ``solr_url``: one URL, or a collection's
+    URLs on several nodes, comma-separated (SOLR_URL); IndexingError when no node answers."""
+    params = {**search_params(principals, rows, source=source), **boost_params(boosts)}
+    return SolrIndex(solr_url, timeout=30, auth=auth).search(query, **params)
+
+
+def boosts_of(db_url: str) -> tuple[Boost, ...]:
+    """The relevance page's boosts and demotions, read without migrating the database; none
+    (said on stderr) when it cannot be read."""
+    try:
+        database = Database(db_url, migrate=False)
+        try:
+            return tuple(RelevanceStore(database).boosts())
+        finally:
+            database.close()
+    except Exception as exc:  # noqa: BLE001 - relevance fails open: the search goes on
+        print(f"searchcrawl: boosts and demotions not applied: {type(exc).__name__}", file=sys.stderr)
+        return ()
 
 
 def principals_of(settings: BaseSettings, user: str | None) -> Principals:
@@ -95,7 +119,8 @@ class Command(ScrapyCommand):
         if principals.error:
             print(f"searchcrawl: {principals.error}: public documents only", file=sys.stderr)
         try:
-            results = search(url, " ".join(args), principals, opts.rows, opts.source, paths.solr_auth(self.settings))
+            boosts = boosts_of(paths.db_url(self.settings))
+            results = search(url, " ".join(args), principals, opts.rows, opts.source, paths.solr_auth(self.settings), boosts)
         except IndexingError as exc:
             print(f"searchcrawl: Solr at {url} did not answer: {exc.reason}")
             self.exitcode = 1

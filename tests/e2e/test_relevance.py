@@ -13,9 +13,12 @@ import pytest
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import Access, Grant
+from searchcrawl.commands.search import boosts_of, format_hits, search
 from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.store import Database
+from searchcrawl.store.relevance import RelevanceStore
 from searchcrawl.web.relevance import BestBet, Boost, Rules, synonym_map
 from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.conftest import add_core
@@ -103,3 +106,15 @@ def test_a_best_bet_the_searcher_may_not_read_shows_nothing(index: SolrIndex) ->
     assert [hit.url for hit in page.bets] == [f"{BASE}/wiki/old"]
     page = run_search(index, SearchRequest(q="tide harbour"), ALICE, rules=rules)  # she may read it
     assert [hit.url for hit in page.bets] == [secret] and page.bets[0].title == "secret/board"
+
+
+def test_scrapy_search_applies_the_databases_boosts(index: SolrIndex, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    db_url = f"sqlite:///{tmp_path / 'documents.sqlite3'}"
+    database = Database(db_url)
+    RelevanceStore(database).add_boost(Boost("source", "wiki", 0.5))
+    database.close()
+    boosts = boosts_of(db_url)
+    assert boosts == (Boost("source", "wiki", 0.5, 1),)
+    results = search(index.url, "tide harbour", Principals.anonymous(), boosts=boosts)
+    assert [hit.split("\n")[0] for hit in format_hits(results) if hit[0].isdigit()] == ["1. docs/new", "2. wiki/old"]
+    assert boosts_of(f"sqlite:///{tmp_path / 'none' / 'documents.sqlite3'}") == ()  # nothing made yet: none
