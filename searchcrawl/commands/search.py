@@ -32,7 +32,7 @@ from searchcrawl.index.query import matching, search_params, snippet_of, unique_
 from searchcrawl.ops.secrets import SecretError
 from searchcrawl.ops.terminal import printable
 from searchcrawl.store import Database
-from searchcrawl.store.relevance import RelevanceStore
+from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.web.relevance import Boost, boost_params
 
 

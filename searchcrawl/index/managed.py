@@ -4,7 +4,7 @@ The text_en field type reads them at query time (since schema searchcrawl-4): So
 ManagedSynonymGraphFilterFactory and ManagedStopFilterFactory, both named ``searchcrawl``
 (``RESOURCE``). They work with this project's ClassicIndexSchemaFactory (the REST manager is
 apart from the schema API). The project's database is their source of truth
-(searchcrawl/store/relevance.py); ``sync`` makes Solr's hold the same (deleting what the
+(searchcrawl/store/relevance_rules.py); ``sync`` makes Solr's hold the same (deleting what the
 database no longer has, adding what it has) and reloads the core, or the collection on
 SolrCloud, so the change applies without a restart and without reindexing.
 

@@ -215,7 +215,7 @@ def add_postgresql_options() -> None:
                 index.dialect_options["postgresql"][name] = value
 
 
-# --- Relevance administration (issue 59; searchcrawl/store/relevance.py) ----------------------------
+# --- Relevance administration (issue 59; searchcrawl/store/relevance_rules.py) ----------------------------
 # Set on the web application's relevance page, read by every search (searchcrawl/web/relevance.py).
 
 # A best bet: queries (one a line, normalised: case- and whitespace-folded) -> URLs pinned above the

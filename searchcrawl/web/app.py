@@ -63,7 +63,7 @@ from searchcrawl.rules.lifecycle import Delta, State
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
-from searchcrawl.store.relevance import RelevanceStore
+from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.runs import Runs
 from searchcrawl.web import admin, relevance, why
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back

@@ -2,7 +2,7 @@
 stopwords, validated, matched against a query and turned into Solr request parameters.
 
 The rules are set on the web application's relevance page (/admin/relevance), kept in the
-project's database (searchcrawl/store/relevance.py) and applied at query time, as an
+project's database (searchcrawl/store/relevance_rules.py) and applied at query time, as an
 administrator of Fess or SharePoint search expects:
 
 * **Best bets** (Fess's "key match", SharePoint's "promoted results"): one or more queries ->

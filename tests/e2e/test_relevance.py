@@ -18,7 +18,7 @@ from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.store import Database
-from searchcrawl.store.relevance import RelevanceStore
+from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.web.relevance import BestBet, Boost, Rules, synonym_map
 from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.conftest import add_core

@@ -27,7 +27,7 @@ from tests.store.test_document_table import (  # noqa: F401 - the tests of a ``b
 )
 from tests.store.test_migration_0012 import check_a_failure_leaves_0011_and_its_data, check_keeps_every_urls_state
 from tests.store.test_migration_0013 import check_keeps_rows_and_holds_access
-from tests.store.test_relevance_store import check_rules_are_kept
+from tests.store.test_relevance_rules import check_rules_are_kept
 
 
 @pytest.fixture(params=["postgresql"])

@@ -1,5 +1,5 @@
 """Relevance administration (issue 59): best bets, boosts and demotions, synonyms and stopwords,
-set on the web application's relevance page (searchcrawl/store/relevance.py).
+set on the web application's relevance page (searchcrawl/store/relevance_rules.py).
 
 Revision ID: 0016
 Revises: 0015

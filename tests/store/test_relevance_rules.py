@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy import Engine, inspect
 
 from searchcrawl.store import Database
-from searchcrawl.store import relevance as store_module
+from searchcrawl.store import relevance_rules as store_module
 from searchcrawl.store.database import SCHEMA_REVISION, create_db_engine, current_revision, upgrade_schema
-from searchcrawl.store.relevance import RelevanceStore
+from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.web.relevance import Boost, RelevanceError, parse_bet
 
 TABLES = {"relevance_bets", "relevance_boosts", "relevance_synonyms", "relevance_stopwords"}
