@@ -5,11 +5,14 @@ the hits, but never one the searcher may not read."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pysolr
 import pytest
+from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import Access, Grant
@@ -19,6 +22,7 @@ from searchcrawl.index import managed
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.store import Database
 from searchcrawl.store.relevance_rules import RelevanceStore
+from searchcrawl.web.app import WebConfig, create_app
 from searchcrawl.web.relevance import BestBet, Boost, Rules, synonym_map
 from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.conftest import add_core
@@ -108,7 +112,7 @@ def test_a_best_bet_the_searcher_may_not_read_shows_nothing(index: SolrIndex) ->
     assert [hit.url for hit in page.bets] == [secret] and page.bets[0].title == "secret/board"
 
 
-def test_scrapy_search_applies_the_databases_boosts(index: SolrIndex, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_scrapy_search_applies_the_databases_boosts(index: SolrIndex, tmp_path: Path) -> None:
     db_url = f"sqlite:///{tmp_path / 'documents.sqlite3'}"
     database = Database(db_url)
     RelevanceStore(database).add_boost(Boost("source", "wiki", 0.5))
@@ -118,3 +122,44 @@ def test_scrapy_search_applies_the_databases_boosts(index: SolrIndex, tmp_path) 
     results = search(index.url, "tide harbour", Principals.anonymous(), boosts=boosts)
     assert [hit.split("\n")[0] for hit in format_hits(results) if hit[0].isdigit()] == ["1. docs/new", "2. wiki/old"]
     assert boosts_of(f"sqlite:///{tmp_path / 'none' / 'documents.sqlite3'}") == ()  # nothing made yet: none
+
+
+def web_app(index: SolrIndex, tmp_path: Path, db_url: str) -> TestClient:
+    config = WebConfig(
+        solr_url=index.url,
+        db_url=db_url,
+        cache_root=tmp_path / "cache",
+        project_dir=tmp_path,
+        source_names=lambda: [],
+        schedule_of=lambda name: None,
+        launcher=None,  # type: ignore[arg-type] # nothing is started here
+        relevance_sync_at_start=False,
+    )
+    return TestClient(create_app(config), base_url="http://127.0.0.1")
+
+
+def test_the_search_page_hints_at_no_best_bet_the_searcher_may_not_read(index: SolrIndex, tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'documents.sqlite3'}"
+    database = Database(db_url)
+    store = RelevanceStore(database)
+    store.add_bet(BestBet(("tide harbour",), (f"{BASE}/secret/board",)))
+    store.add_bet(BestBet(("parking",), (f"{BASE}/secret/board", f"{BASE}/docs/new")))
+    database.close()
+    web = web_app(index, tmp_path, db_url)
+    hidden = web.get("/", params={"q": "tide harbour"})
+    assert hidden.status_code == 200 and "wiki/old" in hidden.text
+    assert "Best bet" not in hidden.text and "secret" not in hidden.text and "bestbets" not in hidden.text
+    shown = web.get("/", params={"q": "Parking"}).text
+    bets = shown[shown.index('class="bestbets"') : shown.index("</section>", shown.index('class="bestbets"'))]
+    assert "Best bet" in bets and f"{BASE}/docs/new" in bets and "secret" not in shown
+
+
+def test_a_database_that_cannot_be_read_leaves_search_working(
+    index: SolrIndex, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    web = web_app(index, tmp_path, "postgresql+psycopg://nobody@127.0.0.1:9/none?connect_timeout=2")
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            page = web.get("/", params={"q": "tide harbour"})
+            assert page.status_code == 200 and "2 documents match" in page.text
+    assert len([record for record in caplog.records if "Relevance rules cannot be read" in record.message]) == 1
