@@ -385,7 +385,8 @@ def best_bets(client: SolrIndex, urls: list[str], principals: Principals) -> lis
     if not urls:
         return []
     wanted, params = pinned_filter(urls)
-    found = client.search("*:*", **{**search_params(principals, 2 * len(urls), 0, filters=[wanted]), **params})
+    asked = {**search_params(principals, 2 * len(urls), 0, filters=[wanted]), **params, "hl": "false"}  # no words to mark
+    found = client.search("*:*", **asked)
     hits = {}
     for doc in unique_hits(found.docs):
         for key in (doc.get("url"), doc.get("display_url")):
