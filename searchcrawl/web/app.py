@@ -603,7 +603,8 @@ class WebApp:
         target = request.query_params.get("id", "")
         viewer = await self.searcher(request)
         try:
-            page = await _in_thread(why.why, self.solr, query, target, viewer.principals)
+            rules = await _in_thread(self.relevance.get)
+            page = await _in_thread(why.why, self.solr, query, target, viewer.principals, rules.boosts)
         except IndexingError as exc:
             logger.warning("Web administration: why %r failed: %s", query[:100], exc.reason)
             page = why.WhyPage(query=query.strip()[: why.MAX_QUERY_CHARS], target=target.strip()[: why.MAX_TARGET_CHARS])

@@ -25,6 +25,7 @@ from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.web.app import WebConfig, create_app
 from searchcrawl.web.relevance import BestBet, Boost, Rules, synonym_map
 from searchcrawl.web.search_page import SearchRequest, run_search
+from searchcrawl.web.why import why
 from tests.conftest import add_core
 
 BASE = "http://relevance.test"
@@ -163,3 +164,10 @@ def test_a_database_that_cannot_be_read_leaves_search_working(
             page = web.get("/", params={"q": "tide harbour"})
             assert page.status_code == 200 and "2 documents match" in page.text
     assert len([record for record in caplog.records if "Relevance rules cannot be read" in record.message]) == 1
+
+
+def test_the_why_page_ranks_and_scores_with_the_boosts(index: SolrIndex) -> None:
+    target = f"{BASE}/docs/new"
+    assert why(index, "tide harbour", target, Principals.anonymous()).rank == 2
+    boosted = why(index, "tide harbour", target, Principals.anonymous(), (Boost("url", f"{BASE}/docs/", 2.0),))
+    assert boosted.rank == 1 and boosted.found
