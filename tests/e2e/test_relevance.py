@@ -26,7 +26,7 @@ from searchcrawl.web.app import WebConfig, create_app
 from searchcrawl.web.relevance import BestBet, Boost, Rules, synonym_map
 from searchcrawl.web.search_page import SearchRequest, run_search
 from searchcrawl.web.why import why
-from tests.conftest import add_core
+from tests.conftest import add_core, wait_for
 
 BASE = "http://relevance.test"
 PUBLIC = Access.public("test")
@@ -171,3 +171,22 @@ def test_the_why_page_ranks_and_scores_with_the_boosts(index: SolrIndex) -> None
     assert why(index, "tide harbour", target, Principals.anonymous()).rank == 2
     boosted = why(index, "tide harbour", target, Principals.anonymous(), (Boost("url", f"{BASE}/docs/", 2.0),))
     assert boosted.rank == 1 and boosted.found
+
+
+def test_scrapy_web_sends_the_databases_synonyms_to_a_solr_that_lost_them(index: SolrIndex, tmp_path: Path) -> None:
+    """A dev Solr copies its conf/ afresh at each start: the managed synonyms are gone, and the
+    web application sends them again when it starts."""
+    db_url = f"sqlite:///{tmp_path / 'documents.sqlite3'}"
+    database = Database(db_url)
+    RelevanceStore(database).add_synonyms(("car", "automobile"))
+    RelevanceStore(database).add_stopword("quux")
+    database.close()
+    assert managed.current(index) == ({}, [])
+    web = web_app(index, tmp_path, db_url)
+    web.app.state.web.config.relevance_sync_at_start = True  # type: ignore[attr-defined]
+    try:
+        with web:  # the application's start (lifespan)
+            wait_for(lambda: urls(index, "car") == ["wiki/parking"], 60, "the synonyms sent and applied")
+            assert managed.current(index) == ({"automobile": ["automobile", "car"], "car": ["automobile", "car"]}, ["quux"])
+    finally:
+        managed.sync(index, {}, [])
