@@ -277,41 +277,56 @@ def pinned_filter(urls: list[str]) -> tuple[str, dict[str, str]]:
 class RuleCache:
     """The rules as ``load`` reads them, read again after ``ttl`` seconds or ``changed()``. A
     failed read keeps the rules last read (none at first): relevance fails open, the search goes
-    on (access never depends on it). One thread reads at a time; the others meanwhile use the
-    rules they have, so a slow database never holds searches up."""
+    on (access never depends on it). Reads run in a thread of their own, one at a time: the
+    search that starts one waits for it at most ``wait`` seconds, the others meanwhile use the
+    rules there are, so a database that hangs delays one search a ``ttl`` by ``wait`` at most."""
 
     load: Callable[[], Rules]
     ttl: float = 30
     clock: Callable[[], float] = time.monotonic
+    wait: float = 2
     rules: Rules = field(default_factory=Rules)
     _read_at: float | None = field(default=None, init=False)
+    _reading: threading.Thread | None = field(default=None, init=False)
     _failing: bool = field(default=False, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
+    def _fresh(self) -> bool:
+        return self._read_at is not None and self.clock() - self._read_at < self.ttl
+
     def get(self) -> Rules:
-        if self._read_at is not None and self.clock() - self._read_at < self.ttl:
+        if self._fresh():
             return self.rules
-        if not self._lock.acquire(blocking=self._read_at is None):
-            return self.rules  # another thread reads them now
-        try:
-            if self._read_at is None or self.clock() - self._read_at >= self.ttl:
-                self._reload()
-        finally:
-            self._lock.release()
+        with self._lock:
+            if self._fresh() or (self._reading is not None and self._reading.is_alive()):
+                return self.rules  # read meanwhile, or being read by another search
+            reading = self._reading = threading.Thread(target=self._reload, name="relevance-rules", daemon=True)
+            reading.start()
+        reading.join(self.wait)
+        if reading.is_alive():
+            with self._lock:
+                self._read_at = self.clock()  # not waited for again before ttl
+                if not self._failing:
+                    logger.warning("Relevance rules: the database is slow to answer; searches go on without waiting")
+                self._failing = True
         return self.rules
 
     def _reload(self) -> None:
         try:
-            self.rules = self.load()
+            rules = self.load()
         except Exception as exc:  # noqa: BLE001 - any failure of the database: search goes on
-            if not self._failing:
-                logger.warning("Relevance rules cannot be read (searches go on without changes): %s", type(exc).__name__)
-            self._failing = True
-        else:
+            with self._lock:
+                if not self._failing:
+                    logger.warning("Relevance rules cannot be read (searches go on without changes): %s", type(exc).__name__)
+                self._failing = True
+                self._read_at = self.clock()
+            return
+        with self._lock:
+            self.rules = rules
             if self._failing:
                 logger.info("Relevance rules can be read again")
             self._failing = False
-        self._read_at = self.clock()
+            self._read_at = self.clock()
 
     def changed(self) -> None:
         """This process changed the rules: the next search reads them again."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -232,3 +234,30 @@ def test_the_relevance_page_needs_an_administrator(tmp_path: Path) -> None:
     web = TestClient(create_app(unit_config(tmp_path, relevance_sync_at_start=False)), base_url="http://127.0.0.1")
     assert web.get("/admin/relevance", follow_redirects=False).status_code == 303
     assert web.post("/admin/relevance", data={"action": "push"}).status_code == 403
+
+
+def test_a_database_that_hangs_delays_one_search_a_ttl_at_most() -> None:
+    now = [0.0]
+    release = threading.Event()
+    reads: list[str] = []
+    rules = Rules(boosts=(Boost("source", "wiki", 2.0),))
+
+    def load() -> Rules:
+        reads.append("read")
+        if len(reads) == 2:
+            release.wait(30)  # hangs until the test lets it go
+        return rules
+
+    cache = RuleCache(load, ttl=30, clock=lambda: now[0], wait=0.2)
+    assert cache.get() == rules
+    now[0] = 31
+    started = time.monotonic()
+    assert cache.get() == rules  # waited 0.2 s for the hanging read, then went on with the rules it had
+    assert cache.get() == rules and cache.get() == rules  # no more waiting
+    assert time.monotonic() - started < 5 and len(reads) == 2
+    now[0] = 62
+    assert cache.get() == rules and len(reads) == 2  # the hanging read still runs: no second one
+    release.set()
+    cache._reading.join(5)  # type: ignore[union-attr]
+    now[0] = 200
+    assert cache.get() == rules and len(reads) == 3
