@@ -17,12 +17,13 @@ administrator of Fess or SharePoint search expects:
   from the collapse on url and from filters that are not tagged, and one mistake in its setup
   would show a hidden document; a plain filtered request cannot. A document shown as a best bet
   is not repeated among the hits below it on that page (the count of matches is Solr's, as is).
-* **Boosts and demotions**: a rule matches documents by URL prefix (the ``url`` field), source,
-  type (``mimetype``) or age (``last_modified``), and multiplies their score by its factor (>1
-  boosts, <1 demotes). Rules become edismax ``boost`` parameters (multiplied together), each a
-  function built here from a validated factor and a query parameter of its own holding the
-  administrator's value after ``{!prefix f=url}`` or ``{!term f=...}``: the value is taken
-  literally, nothing typed on the page becomes query syntax. An age rule's factor is given to
+* **Boosts and demotions**: a rule matches documents by URL prefix or URL pattern (``*`` and
+  ``?`` wildcards; the ``url`` field), source, type (``mimetype``) or age (``last_modified``),
+  and multiplies their score by its factor (>1 boosts, <1 demotes). Rules become edismax
+  ``boost`` parameters (multiplied together), each a function built here from a validated factor
+  and a query parameter of its own holding the administrator's value after ``{!prefix f=url}``
+  or ``{!term f=...}`` (taken literally), or a pattern's every character but letters, digits and
+  the wildcards escaped (``wildcard_term``): nothing typed on the page becomes query syntax. An age rule's factor is given to
   the newest documents and fades with age (half of it at the half-life given, in days:
   ``1 + (factor - 1) / (1 + age / half-life)``); a document without a date gets none of it.
   The web search page and `scrapy search` both apply them (one rule, one implementation).
@@ -59,6 +60,7 @@ MAX_URL_CHARS = 2000
 MAX_PINNED = 10  # best-bet documents shown above a page's hits (several bets may match)
 BOOST_KINDS = {
     "url": "URL starts with",
+    "glob": "URL matches (* and ? wildcards)",
     "source": "Source is",
     "type": "Type (MIME type) is",
     "age": "Newer first (half-life in days)",
@@ -231,6 +233,13 @@ def _number(value: float) -> str:
     return repr(float(value))
 
 
+def wildcard_term(glob: str) -> str:
+    """``glob`` as one term of Lucene's query syntax: ``*`` and ``?`` its wildcards, every other
+    character but letters and digits escaped with a backslash (so none is an operator, a space
+    or the end of the term: Lucene's parser takes any escaped character literally)."""
+    return "".join(char if char.isascii() and (char.isalnum() or char in "*?") else "\\" + char for char in glob)
+
+
 def boost_params(boosts: Iterable[Boost]) -> dict[str, Any]:
     """edismax's ``boost`` functions of ``boosts`` (multiplied together by Solr) and the query
     parameters they read: every value the administrator typed is a parameter of its own after
@@ -249,6 +258,8 @@ def boost_params(boosts: Iterable[Boost]) -> dict[str, Any]:
         name = f"relevance_{number}"
         if boost.kind == "url":
             params[name] = "{!prefix f=url}" + boost.value
+        elif boost.kind == "glob":
+            params[name] = "{!lucene}url:" + wildcard_term(boost.value)
         else:
             params[name] = term_filter("source" if boost.kind == "source" else "mimetype", boost.value)
         functions.append(f"if(exists(query(${name})),{factor},1)")

@@ -77,9 +77,12 @@ def test_a_boost_reorders_and_a_demotion_too(index: SolrIndex) -> None:
     assert urls(index, "tide harbour", Rules(boosts=(Boost("source", "wiki", 0.5),))) == ["docs/new", "wiki/old"]
     assert urls(index, "tide harbour", Rules(boosts=(Boost("type", "application/pdf", 3.0),))) == ["docs/new", "wiki/old"]
     assert urls(index, "tide harbour", Rules(boosts=(Boost("age", "365", 2.0),))) == ["docs/new", "wiki/old"]
-    # rules that match nothing leave the order; a hostile value is a literal prefix, no query syntax
-    hostile = Rules(boosts=(Boost("url", "\"} OR *:* _query_:\"{!func}docfreq(content,'board')", 50.0),))
-    assert urls(index, "tide harbour", hostile) == ["wiki/old", "docs/new"]
+    assert urls(index, "tide harbour", Rules(boosts=(Boost("glob", "http://*/d?cs/*", 2.0),))) == ["docs/new", "wiki/old"]
+    # rules that match nothing leave the order; a hostile value is a literal prefix or pattern, no query syntax
+    probe = "\"} OR *:* _query_:\"{!func}docfreq(content,'board')"
+    for kind in ("url", "glob", "source"):
+        assert urls(index, "tide harbour", Rules(boosts=(Boost(kind, probe, 50.0),))) == ["wiki/old", "docs/new"]
+    assert urls(index, "tide harbour", Rules(boosts=(Boost("glob", "* OR url:*new", 50.0),))) == ["wiki/old", "docs/new"]
 
 
 def test_synonyms_and_stopwords_apply_without_a_restart(index: SolrIndex) -> None:

@@ -31,6 +31,7 @@ from searchcrawl.web.relevance import (
     parse_stopword,
     parse_synonyms,
     synonym_map,
+    wildcard_term,
 )
 from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.web.test_app import PASSWORD, unit_config
@@ -122,6 +123,9 @@ def test_boost_params_keep_every_typed_value_a_literal_parameter() -> None:
     assert functions[3].startswith("if(exists(last_modified),sum(1,product(1.0,recip(max(ms(NOW/HOUR,last_modified),0),")
     assert all(hostile not in function for function in functions)
     assert boost_params([]) == {}
+    glob = boost_params([Boost("glob", 'https://*.intranet/*/x?.pdf" OR *:* \\', 2.0)])
+    assert glob["relevance_0"] == '{!lucene}url:https\\:\\/\\/*\\.intranet\\/*\\/x?\\.pdf\\"\\ OR\\ *\\:*\\ \\\\'
+    assert wildcard_term("ä b") == "\\ä\\ b"
 
 
 class AskedSolr:
