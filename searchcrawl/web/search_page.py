@@ -14,6 +14,7 @@ the snippet can be escaped whole and only Solr's markers become ``<mark>``.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,10 +26,12 @@ from markupsafe import Markup, escape
 
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import ONE_URL_TAG, search_params, snippet_of, term_filter, unique_hits
 from searchcrawl.web.labels import facet_label, type_label
 from searchcrawl.web.relevance import Rules, boost_params, pinned_filter
+
+logger = logging.getLogger(__name__)
 
 MARK_OPEN, MARK_CLOSE = HIGHLIGHT_MARKS  # removed from every text indexed: only Solr makes them
 # URL parameter -> Solr field, in the order the facets are shown
@@ -386,7 +389,11 @@ def best_bets(client: SolrIndex, urls: list[str], principals: Principals) -> lis
         return []
     wanted, params = pinned_filter(urls)
     asked = {**search_params(principals, 2 * len(urls), 0, filters=[wanted]), **params, "hl": "false"}  # no words to mark
-    found = client.search("*:*", **asked)
+    try:
+        found = client.search("*:*", **asked)
+    except IndexingError as exc:  # the hits are there: the page goes on without its best bets
+        logger.warning("Best bets not shown: %s", exc.reason)
+        return []
     hits = {}
     for doc in unique_hits(found.docs):
         for key in (doc.get("url"), doc.get("display_url")):

@@ -16,6 +16,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principals, solr_trimming
+from searchcrawl.index.indexer import IndexingError
 from searchcrawl.web.app import create_app
 from searchcrawl.web.relevance import (
     MAX_PINNED,
@@ -135,7 +136,10 @@ class AskedSolr:
 
     def search(self, query: str, **params: Any) -> SimpleNamespace:
         self.asked.append({"q": query, **params})
-        return self.answers.pop(0)
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
 
 def answer(hits: int = 0, docs: list[dict[str, Any]] | None = None) -> SimpleNamespace:
@@ -160,6 +164,11 @@ def test_run_search_boosts_and_asks_the_pinned_documents_under_the_searchers_tri
     assert bets["pinned_url_1"] == "{!term f=url}https://h/hidden"
     # the document the searcher may not read is not in Solr's answer: not shown; a bet is not repeated below
     assert [hit.url for hit in page.bets] == ["https://h/pinned"] and [hit.url for hit in page.hits] == ["https://h/a"]
+    # the pinned documents' request fails: the hits are shown without best bets
+    failing = AskedSolr(answer(2, [pinned, hit]))
+    failing.answers.append(IndexingError("Solr did not answer a query", reason="timed out"))  # type: ignore[arg-type]
+    page = run_search(failing, SearchRequest(q="harbour"), principals, rules=rules)  # type: ignore[arg-type]
+    assert page.bets == [] and len(page.hits) == 2
     # page 2: no best bets, and no request for them
     solr = AskedSolr(answer(12, [hit]))
     page = run_search(solr, SearchRequest(q="harbour", page=2), principals, rules=rules)  # type: ignore[arg-type]
