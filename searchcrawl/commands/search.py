@@ -9,10 +9,11 @@ their principals looked up in the directory (SEARCHCRAWL_LDAP_*, through its ser
 password of theirs is asked). A directory that does not answer leaves the public documents only,
 and says so on stderr.
 
-Ordered as on the web search page: the administrator's boosts and demotions (the relevance page,
-searchcrawl/web/relevance.py ``boost_params``) are read from the project's database and applied,
-and Solr applies the synonyms and stopwords itself. A database that cannot be read leaves the
-order Solr's own, said on stderr. Best bets are the search page's: they are not printed."""
+As on the web search page: the administrator's best bets, boosts and demotions (the relevance
+page, searchcrawl/web/relevance.py) are read from the project's database, the best bets printed
+above the hits (those the searcher may read: ``best_bets``, trimmed as every search), the
+boosts applied (``boost_params``), and Solr applies the synonyms and stopwords itself. A
+database that cannot be read leaves the order Solr's own, said on stderr."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ from searchcrawl.ops.secrets import SecretError
 from searchcrawl.ops.terminal import printable
 from searchcrawl.store import Database
 from searchcrawl.store.relevance_rules import RelevanceStore
-from searchcrawl.web.relevance import Boost, boost_params
+from searchcrawl.web.relevance import Boost, Rules, boost_params
+from searchcrawl.web.search_page import Hit, best_bets
 
 
 def format_hits(results: pysolr.Results) -> list[str]:
@@ -64,18 +66,23 @@ def search(
     return SolrIndex(solr_url, timeout=30, auth=auth).search(query, **params)
 
 
-def boosts_of(db_url: str) -> tuple[Boost, ...]:
-    """The relevance page's boosts and demotions, read without migrating the database; none
-    (said on stderr) when it cannot be read."""
+def rules_of(db_url: str) -> Rules:
+    """The relevance page's best bets, boosts and demotions, read without migrating the
+    database; none (said on stderr) when it cannot be read."""
     try:
         database = Database(db_url, migrate=False)
         try:
-            return tuple(RelevanceStore(database).boosts())
+            return RelevanceStore(database).rules()
         finally:
             database.close()
     except Exception as exc:  # noqa: BLE001 - relevance fails open: the search goes on
-        print(f"searchcrawl: boosts and demotions not applied: {type(exc).__name__}", file=sys.stderr)
-        return ()
+        print(f"searchcrawl: best bets, boosts and demotions not applied: {type(exc).__name__}", file=sys.stderr)
+        return Rules()
+
+
+def format_bets(bets: list[Hit]) -> list[str]:
+    """Two lines a best bet: its title, marked, and its URL."""
+    return [line for hit in bets for line in (f"Best bet: {hit.title}", f"   {hit.url}")]
 
 
 def principals_of(settings: BaseSettings, user: str | None) -> Principals:
@@ -119,12 +126,16 @@ class Command(ScrapyCommand):
         if principals.error:
             print(f"searchcrawl: {principals.error}: public documents only", file=sys.stderr)
         try:
-            boosts = boosts_of(paths.db_url(self.settings))
-            results = search(url, " ".join(args), principals, opts.rows, opts.source, paths.solr_auth(self.settings), boosts)
+            rules = rules_of(paths.db_url(self.settings))
+            query, auth = " ".join(args), paths.solr_auth(self.settings)
+            results = search(url, query, principals, opts.rows, opts.source, auth, rules.boosts)
         except IndexingError as exc:
             print(f"searchcrawl: Solr at {url} did not answer: {exc.reason}")
             self.exitcode = 1
             return
+        bets = best_bets(SolrIndex(url, timeout=30, auth=auth), rules.pinned(query), principals)
+        for line in format_bets(bets):  # above the hits, as on the search page (trimmed alike)
+            print(printable(line))
         print(f"{matching(results.hits)} {' '.join(args)!r}")
         for line in format_hits(results):
             print(printable(line))  # titles and snippets come from the sites

@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import Access, Grant
-from searchcrawl.commands.search import boosts_of, format_hits, search
+from searchcrawl.commands.search import rules_of
 from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import SolrIndex
@@ -26,7 +26,7 @@ from searchcrawl.web.app import WebConfig, create_app
 from searchcrawl.web.relevance import BestBet, Boost, Rules, synonym_map
 from searchcrawl.web.search_page import SearchRequest, run_search
 from searchcrawl.web.why import why
-from tests.conftest import add_core, wait_for
+from tests.conftest import Project, add_core, wait_for
 
 BASE = "http://relevance.test"
 PUBLIC = Access.public("test")
@@ -116,16 +116,25 @@ def test_a_best_bet_the_searcher_may_not_read_shows_nothing(index: SolrIndex) ->
     assert [hit.url for hit in page.bets] == [secret] and page.bets[0].title == "secret/board"
 
 
-def test_scrapy_search_applies_the_databases_boosts(index: SolrIndex, tmp_path: Path) -> None:
-    db_url = f"sqlite:///{tmp_path / 'documents.sqlite3'}"
+def test_scrapy_search_applies_the_databases_best_bets_and_boosts(index: SolrIndex, tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    project = Project(tmp_path / "data", tmp_path / "sources", index.url)
+    db_url = f"sqlite:///{tmp_path / 'data' / 'documents.sqlite3'}"
     database = Database(db_url)
-    RelevanceStore(database).add_boost(Boost("source", "wiki", 0.5))
+    store = RelevanceStore(database)
+    store.add_boost(Boost("source", "wiki", 0.5))
+    store.add_bet(BestBet(("tide harbour",), (f"{BASE}/secret/board", f"{BASE}/wiki/parking")))
     database.close()
-    boosts = boosts_of(db_url)
-    assert boosts == (Boost("source", "wiki", 0.5, 1),)
-    results = search(index.url, "tide harbour", Principals.anonymous(), boosts=boosts)
-    assert [hit.split("\n")[0] for hit in format_hits(results) if hit[0].isdigit()] == ["1. docs/new", "2. wiki/old"]
-    assert boosts_of(f"sqlite:///{tmp_path / 'none' / 'documents.sqlite3'}") == ()  # nothing made yet: none
+    rules = rules_of(db_url)
+    assert rules.boosts == (Boost("source", "wiki", 0.5, 1),) and rules.pinned("Tide harbour")
+    assert rules_of(f"sqlite:///{tmp_path / 'none' / 'documents.sqlite3'}") == Rules()  # nothing made yet: none
+    searched = project.scrapy("search", "tide", "harbour")
+    assert searched.returncode == 0, searched.stdout + searched.stderr
+    lines = searched.stdout.splitlines()
+    # the best bet the visitor may read, above the hits; the secret one not; the demoted wiki page second
+    assert lines[:3] == ["Best bet: wiki/parking", f"   {BASE}/wiki/parking", "2 documents match 'tide harbour'"]
+    assert [line for line in lines if line[:2] in ("1.", "2.")] == ["1. docs/new", "2. wiki/old"]
+    assert "secret" not in searched.stdout and searched.stderr == ""
 
 
 def web_app(index: SolrIndex, tmp_path: Path, db_url: str) -> TestClient:
