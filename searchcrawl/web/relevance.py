@@ -23,18 +23,20 @@ administrator of Fess or SharePoint search expects:
   ``boost`` parameters (multiplied together), each a function built here from a validated factor
   and a query parameter of its own holding the administrator's value after ``{!prefix f=url}``
   or ``{!term f=...}`` (taken literally), or a pattern's every character but letters, digits and
-  the wildcards escaped (``wildcard_term``): nothing typed on the page becomes query syntax. An age rule's factor is given to
-  the newest documents and fades with age (half of it at the half-life given, in days:
-  ``1 + (factor - 1) / (1 + age / half-life)``); a document without a date gets none of it.
-  The web search page and `scrapy search` both apply them (one rule, one implementation).
+  the wildcards escaped (``wildcard_term``): nothing typed on the page becomes query syntax. An
+  age rule's factor is given to the newest documents and fades with age (half of it at the
+  half-life given, in days: ``1 + (factor - 1) / (1 + age / half-life)``); a document without a
+  date gets none of it. The web search page, its "why is this hit here" page and `scrapy search`
+  all apply them (one rule, one implementation); `scrapy search` prints the best bets too.
 * **Synonyms and stopwords**: kept in Solr's managed resources (searchcrawl/index/managed.py),
   applied at query time only (so a change needs no reindex); a synonym line is a set of
   equivalent words or phrases ("car, automobile, motor vehicle"), each finding the others.
 
 Every field is bounded and checked here (``RelevanceError`` says what is wrong). The search page
 reads the rules through ``RuleCache``: reloaded when this process changes them, and at most
-``ttl`` seconds stale for changes made by another process; a database that cannot be read leaves
-the rules last read (none at first) and the search goes on, logged once until it reads again.
+``ttl`` seconds stale for changes made by another process; a database that cannot be read (or
+hangs) leaves the rules last read (none at first) and the search goes on, logged once until it
+reads again. Access never fails open: best bets are trimmed like every search.
 """
 
 from __future__ import annotations
