@@ -7,7 +7,13 @@ nodes, comma-separated; a node that is down is passed over).
 Trimmed as every search is: to the public documents, or with ``--as USER`` to what USER may read,
 their principals looked up in the directory (SEARCHCRAWL_LDAP_*, through its service account: no
 password of theirs is asked). A directory that does not answer leaves the public documents only,
-and says so on stderr."""
+and says so on stderr.
+
+As on the web search page: the administrator's best bets, boosts and demotions (the relevance
+page, searchcrawl/web/relevance.py) are read from the project's database, the best bets printed
+above the hits (those the searcher may read: ``best_bets``, trimmed as every search), the
+boosts applied (``boost_params``), and Solr applies the synonyms and stopwords itself. A
+database that cannot be read leaves the order Solr's own, said on stderr."""
 
 from __future__ import annotations
 
@@ -26,6 +32,10 @@ from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import matching, search_params, snippet_of, unique_hits
 from searchcrawl.ops.secrets import SecretError
 from searchcrawl.ops.terminal import printable
+from searchcrawl.store import Database
+from searchcrawl.store.relevance_rules import RelevanceStore
+from searchcrawl.web.relevance import Boost, Rules, boost_params
+from searchcrawl.web.search_page import Hit, best_bets
 
 
 def format_hits(results: pysolr.Results) -> list[str]:
@@ -47,11 +57,32 @@ def search(
     rows: int = 10,
     source: str | None = None,
     auth: tuple[str, str] | None = None,
+    boosts: tuple[Boost, ...] = (),
 ) -> pysolr.Results:
     """One hit per URL (``search_params``) that ``principals`` may read, ``rows`` of them, of
-    ``source`` only if given. ``solr_url``: one URL, or a collection's URLs on several nodes,
-    comma-separated (SOLR_URL); IndexingError when no node answers."""
-    return SolrIndex(solr_url, timeout=30, auth=auth).search(query, **search_params(principals, rows, source=source))
+    ``source`` only if given, ordered with ``boosts``. ``solr_url``: one URL, or a collection's
+    URLs on several nodes, comma-separated (SOLR_URL); IndexingError when no node answers."""
+    params = {**search_params(principals, rows, source=source), **boost_params(boosts)}
+    return SolrIndex(solr_url, timeout=30, auth=auth).search(query, **params)
+
+
+def rules_of(db_url: str) -> Rules:
+    """The relevance page's best bets, boosts and demotions, read without migrating the
+    database; none (said on stderr) when it cannot be read."""
+    try:
+        database = Database(db_url, migrate=False)
+        try:
+            return RelevanceStore(database).rules()
+        finally:
+            database.close()
+    except Exception as exc:  # noqa: BLE001 - relevance fails open: the search goes on
+        print(f"searchcrawl: best bets, boosts and demotions not applied: {type(exc).__name__}", file=sys.stderr)
+        return Rules()
+
+
+def format_bets(bets: list[Hit]) -> list[str]:
+    """Two lines a best bet: its title, marked, and its URL."""
+    return [line for hit in bets for line in (f"Best bet: {hit.title}", f"   {hit.url}")]
 
 
 def principals_of(settings: BaseSettings, user: str | None) -> Principals:
@@ -95,11 +126,16 @@ class Command(ScrapyCommand):
         if principals.error:
             print(f"searchcrawl: {principals.error}: public documents only", file=sys.stderr)
         try:
-            results = search(url, " ".join(args), principals, opts.rows, opts.source, paths.solr_auth(self.settings))
+            rules = rules_of(paths.db_url(self.settings))
+            query, auth = " ".join(args), paths.solr_auth(self.settings)
+            results = search(url, query, principals, opts.rows, opts.source, auth, rules.boosts)
         except IndexingError as exc:
             print(f"searchcrawl: Solr at {url} did not answer: {exc.reason}")
             self.exitcode = 1
             return
+        bets = best_bets(SolrIndex(url, timeout=30, auth=auth), rules.pinned(query), principals)
+        for line in format_bets(bets):  # above the hits, as on the search page (trimmed alike)
+            print(printable(line))
         print(f"{matching(results.hits)} {' '.join(args)!r}")
         for line in format_hits(results):
             print(printable(line))  # titles and snippets come from the sites

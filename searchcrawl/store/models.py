@@ -9,7 +9,20 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from sqlalchemy import BigInteger, Boolean, Column, DateTime, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
 
 metadata = MetaData()
 
@@ -272,4 +285,47 @@ api_tokens = Table(
     Column("expires_at", DateTime(timezone=True)),  # None: never
     Column("last_used", DateTime(timezone=True)),
     Column("revoked_at", DateTime(timezone=True)),  # None: valid
+)
+
+
+# --- Relevance administration (issue 59; searchcrawl/store/relevance_rules.py) ----------------------------
+# Set on the web application's relevance page, read by every search (searchcrawl/web/relevance.py).
+
+# A best bet: queries (one a line, normalised: case- and whitespace-folded) -> URLs pinned above the
+# hits, in order (one a line).
+relevance_bets = Table(
+    "relevance_bets",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("queries", Text, nullable=False),
+    Column("urls", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+# A boost (factor > 1) or demotion (factor < 1) of the documents a rule matches: kind is url (a
+# prefix of the url field), source, type (a mimetype) or age (value: the half-life in days).
+relevance_boosts = Table(
+    "relevance_boosts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(16), nullable=False),
+    Column("value", String(2000), nullable=False),
+    Column("factor", Float, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+# Synonyms (a set of equivalent words or phrases, comma-separated) and stopwords: the source of
+# truth of Solr's managed resources "searchcrawl", pushed to Solr on every change.
+relevance_synonyms = Table(
+    "relevance_synonyms",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("terms", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+relevance_stopwords = Table(
+    "relevance_stopwords",
+    metadata,
+    Column("word", String(100), primary_key=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
 )

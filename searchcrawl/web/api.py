@@ -33,7 +33,7 @@ from typing import Any
 from markupsafe import Markup
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.web.search_page import FACET_TITLES, SearchPage
+from searchcrawl.web.search_page import FACET_TITLES, Hit, SearchPage
 
 MAX_USER_CHARS = 256
 MAX_AUTHORIZATION_CHARS = 300
@@ -78,26 +78,27 @@ def snippet_parts(snippet: Markup) -> list[dict[str, Any]]:
     return parts
 
 
+def hit_json(hit: Hit) -> dict[str, Any]:
+    """One hit (or best bet) of a page, as the answer gives it."""
+    parts = snippet_parts(hit.snippet)
+    return {
+        "url": hit.url,
+        "title": hit.title,
+        "snippet": "".join(part["text"] for part in parts),
+        "snippet_parts": parts,
+        "type": hit.type_label,
+        "mimetype": hit.mimetype,
+        "last_modified": hit.date or None,
+        "source": hit.source,
+        "host": hit.host,
+        "language": hit.language or None,
+    }
+
+
 def page_json(page: SearchPage, searcher: dict[str, Any], suggestions: Iterable[str] = ()) -> dict[str, Any]:
-    """The JSON answer of a search page."""
+    """The JSON answer of a search page: its best bets (the relevance page's, on page 1, trimmed
+    like the hits) apart from its hits, as the page shows them."""
     request = page.request
-    hits = []
-    for hit in page.hits:
-        parts = snippet_parts(hit.snippet)
-        hits.append(
-            {
-                "url": hit.url,
-                "title": hit.title,
-                "snippet": "".join(part["text"] for part in parts),
-                "snippet_parts": parts,
-                "type": hit.type_label,
-                "mimetype": hit.mimetype,
-                "last_modified": hit.date or None,
-                "source": hit.source,
-                "host": hit.host,
-                "language": hit.language or None,
-            }
-        )
     facets = {
         name: {
             "title": FACET_TITLES.get(name, name),
@@ -117,7 +118,8 @@ def page_json(page: SearchPage, searcher: dict[str, Any], suggestions: Iterable[
         "filters": [{"name": name, "value": value} for name, value in request.filters],
         "from": request.date_from or None,
         "to": request.date_to or None,
-        "hits": hits,
+        "best_bets": [hit_json(hit) for hit in page.bets],
+        "hits": [hit_json(hit) for hit in page.hits],
         "facets": facets,
         "spelling": [text for text, _url in page.suggestions],
         "suggestions": list(suggestions),

@@ -59,6 +59,7 @@ from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.directory import Directory, DirectoryUnavailable
 from searchcrawl.access.tokens import AccessError
 from searchcrawl.commands.report import run_report
+from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import matching
 from searchcrawl.ops.launchers import Launcher
@@ -68,9 +69,10 @@ from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.api_tokens import ApiTokens
+from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.runs import Runs
 from searchcrawl.store.searches import Searches
-from searchcrawl.web import admin, analytics, api, why
+from searchcrawl.web import admin, analytics, api, relevance, why
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -126,6 +128,10 @@ class WebConfig:
     directory: Directory | None = None
     user_header: str = ""
     proxies: tuple[str, ...] = ()
+    # the relevance rules a search applies are read again after this many seconds (changes made
+    # by another process); synonyms and stopwords are pushed to Solr when the application starts
+    relevance_ttl: float = 30
+    relevance_sync_at_start: bool = True
     # query analytics (analytics.py): days kept (0: nothing logged), the searcher's name logged
     # too, and the key signing click links (None: a random one for this process)
     analytics_days: int = 0
@@ -205,6 +211,9 @@ class WebApp:
         )
         # as a crawl reaches Solr: SOLR_URL may list a SolrCloud collection on several nodes
         self.solr = SolrIndex(self.config.solr_url, timeout=self.config.solr_timeout, auth=self.config.solr_auth)
+        # the relevance rules every search applies (relevance.py): cached, failing open
+        self.relevance = relevance.RuleCache(self._read_rules, self.config.relevance_ttl)
+        self._reader: Database | None = None
         # query analytics: a background writer, so a search never waits for the database
         self.analytics = analytics.Analytics(
             lambda: Searches(self.database), self.config.analytics_days, self.config.log_users, self.config.click_key
@@ -221,10 +230,32 @@ class WebApp:
                 self._database = Database(self.config.db_url, migrate=True)
             return self._database
 
+    def _rules_database(self) -> Database:
+        """The administration's database when it is open, else one opened read-only for the
+        search page (which never migrates nor creates it: a database not made yet holds no rules)."""
+        with self._lock:
+            database = self._database or self._reader
+            if database is None:
+                database = Database(self.config.db_url, migrate=False)
+                if database.engine.url.database not in (None, "", ":memory:"):
+                    self._reader = database
+            return database
+
+    def _read_rules(self) -> relevance.Rules:
+        return RelevanceStore(self._rules_database()).rules()
+
+    def sync_relevance(self) -> bool:
+        """Push the database's synonyms and stopwords to Solr (managed.py); True if Solr changed."""
+        store = RelevanceStore(self._rules_database())
+        synonyms = relevance.synonym_map(terms for _id, terms in store.synonyms())
+        return managed.sync(self.solr, synonyms, store.stopwords())
+
     def close(self) -> None:
         self.analytics.close()
         if self._database is not None:
             self._database.close()
+        if self._reader is not None:
+            self._reader.close()
 
     def render(self, request: Request, template: str, code: int = 200, **context: Any) -> HTMLResponse:
         session = self.sessions.get(request.cookies.get(SESSION_COOKIE))
@@ -245,7 +276,8 @@ class WebApp:
         query = SearchRequest.from_params(request.query_params)  # every value of a repeated facet parameter
         searcher = await self.searcher(request)
         try:
-            page = await _in_thread(run_search, self.solr, query, searcher.principals, self.config.rows)
+            rules = await _in_thread(self.relevance.get)
+            page = await _in_thread(run_search, self.solr, query, searcher.principals, self.config.rows, True, rules)
         except IndexingError as exc:
             logger.warning("Search %r failed: %s", query.q, exc.reason)
             failed = self.render(
@@ -357,7 +389,8 @@ class WebApp:
         started = time.perf_counter()
         query = SearchRequest.from_params(request.query_params)
         try:
-            page = await _in_thread(run_search, self.solr, query, principals, self.config.rows)
+            rules = await _in_thread(self.relevance.get)  # the page's boosts and best bets too
+            page = await _in_thread(run_search, self.solr, query, principals, self.config.rows, True, rules)
         except IndexingError as exc:
             logger.warning("API search %r failed: %s", query.q[:100], exc.reason)
             return _api_error(503, "unavailable", "The index cannot be searched now.", cors)
@@ -711,12 +744,89 @@ class WebApp:
         target = request.query_params.get("id", "")
         viewer = await self.searcher(request)
         try:
-            page = await _in_thread(why.why, self.solr, query, target, viewer.principals)
+            rules = await _in_thread(self.relevance.get)
+            page = await _in_thread(why.why, self.solr, query, target, viewer.principals, rules.boosts)
         except IndexingError as exc:
             logger.warning("Web administration: why %r failed: %s", query[:100], exc.reason)
             page = why.WhyPage(query=query.strip()[: why.MAX_QUERY_CHARS], target=target.strip()[: why.MAX_TARGET_CHARS])
             page.message = "The index cannot be searched now."
         return self.render(request, "why.html", page=page, viewer=viewer, rank_limit=why.RANK_LIMIT)
+
+    async def relevance_page(self, request: Request, error: str = "", code: int = 200) -> Response:
+        """The relevance rules (relevance.py) with forms to add and delete them."""
+        denied = await self._denied(request)
+        if denied is not None:
+            return denied
+
+        def gather() -> dict[str, Any]:
+            store = RelevanceStore(self.database)
+            return {"bets": store.bets(), "boosts": store.boosts(), "synonyms": store.synonyms(), "stopwords": store.stopwords()}
+
+        return self.render(
+            request,
+            "relevance.html",
+            code,
+            **await _in_thread(gather),
+            kinds=relevance.BOOST_KINDS,
+            ttl=self.config.relevance_ttl,
+            error=error,
+            flash=self._flash(request),
+        )
+
+    async def relevance_change(self, request: Request) -> Response:
+        """Add or delete a rule (validated by relevance.py); synonyms and stopwords are then
+        pushed to Solr, which applies them at once."""
+        denied = await self._denied(request, post=True)
+        if denied is not None:
+            return denied
+        form = await small_form(request) or FormData()
+        action = str(form.get("action", ""))
+
+        def text(name: str) -> str:
+            return str(form.get(name, ""))
+
+        def change() -> str:
+            store = RelevanceStore(self.database)
+            solr_side = False
+            if action == "add-bet":
+                store.add_bet(relevance.parse_bet(text("queries"), text("urls")))
+                message = "Best bet added."
+            elif action == "add-boost":
+                store.add_boost(relevance.parse_boost(text("kind"), text("value"), text("factor")))
+                message = "Rule added."
+            elif action == "add-synonyms":
+                store.add_synonyms(relevance.parse_synonyms(text("terms")))
+                message, solr_side = "Synonyms added.", True
+            elif action == "add-stopword":
+                store.add_stopword(relevance.parse_stopword(text("word")))
+                message, solr_side = "Stopword added.", True
+            elif action == "delete":
+                kind = text("kind")
+                if not store.delete(kind, text("key")[:200]):
+                    raise relevance.RelevanceError("No such rule (deleted already?).")
+                message, solr_side = "Deleted.", kind in ("synonyms", "stopwords")
+            elif action == "push":
+                message, solr_side = "Synonyms and stopwords checked.", True
+            else:
+                raise relevance.RelevanceError("Not an action of this page.")
+            self.relevance.changed()
+            if solr_side:
+                try:
+                    changed = self.sync_relevance()
+                except IndexingError as exc:
+                    logger.warning("Web administration: synonyms and stopwords not sent to Solr: %s", exc.reason)
+                    return f"{message} Solr did not take them now ({exc.reason}): send them again later."
+                if action == "push":
+                    message = "Solr was sent the synonyms and stopwords and reloaded." if changed else "Solr holds them already."
+            return message
+
+        try:
+            message = await _in_thread(change)
+        except relevance.RelevanceError as exc:
+            return await self.relevance_page(request, error=str(exc), code=400)
+        logger.info("Web administration: relevance %s: %s", action, message)
+        self.sessions.flash(request.cookies.get(SESSION_COOKIE), message)
+        return RedirectResponse(self.url("/admin/relevance"), status_code=303)
 
     async def control(self, request: Request) -> Response:
         denied = await self._denied(request, post=True)
@@ -847,6 +957,14 @@ def _api_error(code: int, error: str, message: str, cors: dict[str, str], challe
     return JSONResponse({"error": error, "message": message}, status_code=code, headers=headers)
 
 
+def _sync_at_start(web: WebApp) -> None:
+    try:
+        if web.sync_relevance():
+            logger.info("Synonyms and stopwords sent to Solr again")
+    except Exception as exc:  # noqa: BLE001 - Solr or the database down: the relevance page sends them later
+        logger.warning("Synonyms and stopwords not sent to Solr at start: %s", getattr(exc, "reason", "") or type(exc).__name__)
+
+
 def _int(value: str | None) -> int | None:
     try:
         return int(value) if value is not None and value != "" else None
@@ -901,6 +1019,8 @@ def create_app(config: WebConfig) -> Starlette:
         Route("/admin/explain-access", web.explain_access_form, methods=["GET"]),
         Route("/admin/explain-access", web.explain_access, methods=["POST"]),
         Route("/admin/why", web.why, methods=["GET"]),
+        Route("/admin/relevance", web.relevance_page, methods=["GET"]),
+        Route("/admin/relevance", web.relevance_change, methods=["POST"]),
         Route("/click", web.click, methods=["GET"]),
         Route("/admin/analytics", web.analytics_page, methods=["GET"]),
         Route("/admin/analytics.csv", web.analytics_csv, methods=["GET"]),
@@ -914,6 +1034,8 @@ def create_app(config: WebConfig) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if config.relevance_sync_at_start:  # Solr may have lost them (a new configset, a dev Solr restarted)
+            threading.Thread(target=_sync_at_start, args=(web,), name="relevance-sync", daemon=True).start()
         yield
         web.close()
 

@@ -14,6 +14,7 @@ the snippet can be escaped whole and only Solr's markers become ``<mark>``.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,9 +26,12 @@ from markupsafe import Markup, escape
 
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import ONE_URL_TAG, search_params, snippet_of, term_filter, unique_hits
 from searchcrawl.web.labels import facet_label, type_label
+from searchcrawl.web.relevance import Rules, boost_params, pinned_filter
+
+logger = logging.getLogger(__name__)
 
 MARK_OPEN, MARK_CLOSE = HIGHLIGHT_MARKS  # removed from every text indexed: only Solr makes them
 # URL parameter -> Solr field, in the order the facets are shown
@@ -303,6 +307,7 @@ class SearchPage:
     facets: dict[str, list[FacetValue]] = field(default_factory=dict)
     suggestions: list[tuple[str, str]] = field(default_factory=list)  # (text, url)
     error: str = ""
+    bets: list[Hit] = field(default_factory=list)  # best bets above the hits (relevance.py)
 
     @property
     def pages(self) -> int:
@@ -363,13 +368,63 @@ FACET_PARAMS: dict[str, Any] = {
 }
 
 
+def hit_of(doc: dict[str, Any], highlighting: dict[str, Any] | None) -> Hit:
+    modified = str(doc.get("last_modified") or "")
+    return Hit(
+        title=str(doc.get("title") or "") or "(no title)",
+        url=display_url(doc),
+        snippet=highlighted(snippet_of(doc, highlighting)),
+        source=str(doc.get("source") or ""),
+        mimetype=str(doc.get("mimetype") or ""),
+        type_label=type_label(str(doc.get("mimetype") or "")),
+        date=modified[:10],
+        host=str(doc.get("host") or ""),
+        language=str(doc.get("language") or ""),
+    )
+
+
+def best_bets(client: SolrIndex, urls: list[str], principals: Principals) -> list[Hit]:
+    """The documents pinned at ``urls`` that ``principals`` may read, in ``urls``' order: asked
+    of Solr with the searcher's trimming like every search (``search_params``), so one they may
+    not read is neither shown nor hinted at (relevance.py)."""
+    if not urls:
+        return []
+    wanted, params = pinned_filter(urls)
+    asked = {**search_params(principals, 2 * len(urls), 0, filters=[wanted]), **params, "hl": "false"}  # no words to mark
+    try:
+        found = client.search("*:*", **asked)
+    except IndexingError as exc:  # the hits are there: the page goes on without its best bets
+        logger.warning("Best bets not shown: %s", exc.reason)
+        return []
+    hits = {}
+    for doc in unique_hits(found.docs):
+        for key in (doc.get("url"), doc.get("display_url")):
+            if key:
+                hits.setdefault(str(key), doc)
+    ordered: list[Hit] = []
+    for url in urls:
+        doc = hits.get(url)
+        if doc is not None:
+            hit = hit_of(doc, None)
+            if hit.url and hit.url not in {other.url for other in ordered}:
+                ordered.append(hit)
+    return ordered
+
+
 def run_search(
-    client: SolrIndex, request: SearchRequest, principals: Principals, rows: int = 10, spellcheck: bool = True
+    client: SolrIndex,
+    request: SearchRequest,
+    principals: Principals,
+    rows: int = 10,
+    spellcheck: bool = True,
+    rules: Rules | None = None,
 ) -> SearchPage:
     """Ask Solr for ``request``'s page of hits with its facets, of what ``principals`` may read;
     when nothing matches, for spelling suggestions (Solr's spellcheck component, if the configset
     has it) that find something they may read. ``rows`` is the application's page size, unless
-    the request chose one."""
+    the request chose one. ``rules`` (relevance.py): boosts applied to the hits, and on the first
+    page the best bets of the query, above them."""
+    rules = rules or Rules()
     rows = request.rows or rows
     page = SearchPage(request, rows=rows)
     if not request.q:
@@ -385,23 +440,16 @@ def run_search(
     )
     params.update(filter_params)
     params.update(FACET_PARAMS)
+    params.update(boost_params(rules.boosts))
     results = client.search(request.q, **params)
     page.total = results.hits
+    if request.page == 1:
+        page.bets = best_bets(client, rules.pinned(request.q), principals)
+    shown = {hit.url for hit in page.bets}
     for doc in unique_hits(results.docs):
-        modified = str(doc.get("last_modified") or "")
-        page.hits.append(
-            Hit(
-                title=str(doc.get("title") or "") or "(no title)",
-                url=display_url(doc),
-                snippet=highlighted(snippet_of(doc, results.highlighting)),
-                source=str(doc.get("source") or ""),
-                mimetype=str(doc.get("mimetype") or ""),
-                type_label=type_label(str(doc.get("mimetype") or "")),
-                date=modified[:10],
-                host=str(doc.get("host") or ""),
-                language=str(doc.get("language") or ""),
-            )
-        )
+        hit = hit_of(doc, results.highlighting)
+        if hit.url not in shown or not hit.url:  # a best bet is not repeated below
+            page.hits.append(hit)
     page.facets = facets(request, results.facets or {})
     if not page.total and spellcheck:  # asked only then: the component costs every query time
         # collations are tried against the index with the filters, the searcher's trimming among

@@ -14,12 +14,14 @@ describes it (the template escapes everything).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.index.query import TIME_ALLOWED_MS, UF, search_params, term_filter, unique_hits
+from searchcrawl.web.relevance import Boost, boost_params
 from searchcrawl.web.search_page import MAX_QUERY_CHARS
 
 RANK_LIMIT = 500  # hits looked through for the document's rank
@@ -193,9 +195,11 @@ def _partial(results: Any) -> bool:
     return bool(isinstance(header, dict) and header.get("partialResults"))
 
 
-def why(client: SolrIndex, query: str, target: str, principals: Principals) -> WhyPage:
+def why(client: SolrIndex, query: str, target: str, principals: Principals, boosts: Iterable[Boost] = ()) -> WhyPage:
     """Why the document ``target`` (a Solr id or a URL) is a hit of ``query`` for ``principals``
-    (what they may read: the same trimming as their search), or that it is not."""
+    (what they may read: the same trimming as their search), or that it is not; scored with the
+    relevance page's ``boosts``, as the search page scores it (relevance.py)."""
+    boosting = boost_params(boosts)
     query, target = query.strip()[:MAX_QUERY_CHARS], target.strip()
     page = WhyPage(query=query, target=target[:MAX_TARGET_CHARS])
     if not query or not target:
@@ -216,6 +220,7 @@ def why(client: SolrIndex, query: str, target: str, principals: Principals) -> W
         rows=1,
         sort="score desc,id asc",
         timeAllowed=TIME_ALLOWED_MS,
+        **boosting,
     )
     if not explained.docs:
         if _partial(explained):
@@ -231,7 +236,7 @@ def why(client: SolrIndex, query: str, target: str, principals: Principals) -> W
     page.score = float(doc["score"]) if isinstance(doc.get("score"), int | float) else None
     page.lines, page.truncated = explain_lines(doc.get("[explain]"))
     params = search_params(principals, rows=RANK_LIMIT)
-    params.update(fl="id,url", hl="false")
+    params.update(fl="id,url", hl="false", **boosting)
     ranked = client.search(query, **params)
     page.partial = _partial(ranked)
     for position, hit in enumerate(unique_hits(ranked.docs), start=1):

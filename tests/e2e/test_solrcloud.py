@@ -247,3 +247,21 @@ def test_search_and_the_web_pages_read_a_comma_separated_solr_url(cloud: LocalSo
             assert page.status_code == 200 and page.text.count("Cloud document") == 3, page.text[-2000:]
             login(web)
             assert "Solr answers (OK)" in web.get("/admin").text
+
+
+def test_synonyms_and_stopwords_reach_every_replica_of_a_collection(cloud: LocalSolrCloud) -> None:
+    """Issue 59: the relevance page's synonyms and stopwords in a collection's managed resources
+    (ZooKeeper), applied by a collection RELOAD on every replica, through either node."""
+    from searchcrawl.index import managed
+
+    urls = cloud.create_collection("managed", shards=1, replicas=2)
+    doc = {"id": "m!http://m/1", "url": "http://m/1", "source": "m", "title": "Parking", "content": "automobile parking quux"}
+    pysolr.Solr(urls[0], always_commit=True, timeout=30).add([{**doc, **Access.public("test").fields()}])
+
+    def hits(url: str, query: str) -> int:
+        return SolrIndex(url).search(query, rows=0, distrib="false").hits  # this node's replica alone
+
+    assert [hits(url, "car") for url in urls] == [0, 0] and [hits(url, "quux") for url in urls] == [1, 1]
+    assert managed.sync(SolrIndex(",".join(urls)), {"car": ["automobile", "car"]}, ["quux"]) is True
+    assert [hits(url, "car") for url in urls] == [1, 1] and [hits(url, "quux") for url in urls] == [0, 0]
+    assert managed.current(SolrIndex(urls[1])) == ({"car": ["automobile", "car"]}, ["quux"])  # one copy, in ZooKeeper

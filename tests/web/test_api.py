@@ -20,6 +20,7 @@ from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.web.api import bearer, cors_headers, normal_origins, snippet_parts
 from searchcrawl.web.app import create_app
+from searchcrawl.web.relevance import BestBet, Boost, Rules
 from searchcrawl.web.search_page import MAX_PAGE, MAX_QUERY_CHARS
 from tests.web.test_app import PASSWORD, unit_config
 
@@ -337,3 +338,15 @@ def test_api_searches_are_logged_as_the_pages_are_with_client_api(tmp_path: Path
     with Database(config.db_url).engine.connect() as connection:
         rows = connection.execute(text("SELECT query, normalized, hits, client, user_name FROM searches")).all()
     assert [tuple(row) for row in rows] == [("Tugboat  Crew", "tugboat crew", 1, "api", None)]
+
+
+def test_the_api_applies_the_relevance_pages_boosts_and_best_bets(app: SimpleNamespace) -> None:
+    """One search, two clients: the page's boosts and best bets (relevance.py) reach the JSON
+    answer too, the best bet apart from the hits and not repeated among them."""
+    rules = Rules(bets=(BestBet(("tugboat",), (DOC["url"],)),), boosts=(Boost("source", "harbour", 2.0),))
+    app.web.relevance.get = lambda: rules
+    data = app.client.get("/api/search", params={"q": "Tugboat"}, headers=auth(app.public)).json()
+    assert [bet["url"] for bet in data["best_bets"]] == [DOC["url"]] and data["hits"] == []
+    searched = app.solr.asked[0]
+    assert searched["q"] == "Tugboat" and "boost" in searched and "harbour" in trimmed_for(searched)
+    assert all("public" in trimmed_for(asked) for asked in app.solr.asked)  # the bet asked under the trimming too

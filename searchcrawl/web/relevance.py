@@ -1,0 +1,346 @@
+"""Relevance administration's rules, without HTTP: best bets, boosts and demotions, synonyms and
+stopwords, validated, matched against a query and turned into Solr request parameters.
+
+The rules are set on the web application's relevance page (/admin/relevance), kept in the
+project's database (searchcrawl/store/relevance_rules.py) and applied at query time, as an
+administrator of Fess or SharePoint search expects:
+
+* **Best bets** (Fess's "key match", SharePoint's "promoted results"): one or more queries ->
+  one or more URLs, pinned above the hits on a search's first page and marked "Best bet". A bet
+  matches when the searcher's WHOLE query, normalised (``normal_query``: case-folded, runs of
+  whitespace one space), is one of its queries: a bet on "holiday form" is not shown for
+  "holiday" nor for "holiday form 2024" (a bet on a single common word would otherwise follow
+  every query holding it). The pinned documents are asked of Solr in a request of their own,
+  under the searcher's trimming (``solr_trimming``, through ``search_params``): a document the
+  searcher may not read is not shown, nor hinted at (a bet without a readable document shows
+  nothing at all). Solr's QueryElevationComponent was not used: elevated documents are exempt
+  from the collapse on url and from filters that are not tagged, and one mistake in its setup
+  would show a hidden document; a plain filtered request cannot. A document shown as a best bet
+  is not repeated among the hits below it on that page (the count of matches is Solr's, as is).
+* **Boosts and demotions**: a rule matches documents by URL prefix or URL pattern (``*`` and
+  ``?`` wildcards; the ``url`` field), source, type (``mimetype``) or age (``last_modified``),
+  and multiplies their score by its factor (>1 boosts, <1 demotes). Rules become edismax
+  ``boost`` parameters (multiplied together), each a function built here from a validated factor
+  and a query parameter of its own holding the administrator's value after ``{!prefix f=url}``
+  or ``{!term f=...}`` (taken literally), or a pattern's every character but letters, digits and
+  the wildcards escaped (``wildcard_term``): nothing typed on the page becomes query syntax. An
+  age rule's factor is given to the newest documents and fades with age (half of it at the
+  half-life given, in days: ``1 + (factor - 1) / (1 + age / half-life)``); a document without a
+  date gets none of it. The web search page, its "why is this hit here" page and `scrapy search`
+  all apply them (one rule, one implementation); `scrapy search` prints the best bets too.
+* **Synonyms and stopwords**: kept in Solr's managed resources (searchcrawl/index/managed.py),
+  applied at query time only (so a change needs no reindex); a synonym line is a set of
+  equivalent words or phrases ("car, automobile, motor vehicle"), each finding the others.
+
+Every field is bounded and checked here (``RelevanceError`` says what is wrong). The search page
+reads the rules through ``RuleCache``: reloaded when this process changes them, and at most
+``ttl`` seconds stale for changes made by another process; a database that cannot be read (or
+hangs) leaves the rules last read (none at first) and the search goes on, logged once until it
+reads again. Access never fails open: best bets are trimmed like every search.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from searchcrawl.index.query import term_filter
+
+logger = logging.getLogger(__name__)
+
+MAX_QUERIES = 20  # queries of one best bet
+MAX_QUERY_CHARS = 200
+MAX_URLS = 10  # documents one best bet pins
+MAX_URL_CHARS = 2000
+MAX_PINNED = 10  # best-bet documents shown above a page's hits (several bets may match)
+BOOST_KINDS = {
+    "url": "URL starts with",
+    "glob": "URL matches (* and ? wildcards)",
+    "source": "Source is",
+    "type": "Type (MIME type) is",
+    "age": "Newer first (half-life in days)",
+}
+MIN_FACTOR, MAX_FACTOR = 0.01, 100.0
+MAX_VALUE_CHARS = 500
+MAX_HALF_LIFE_DAYS = 36500
+MAX_TERMS = 20  # words or phrases of one synonym set
+MAX_TERM_CHARS = 100
+# a synonym or stopword: letters and digits, with spaces, hyphens, apostrophes and dots between
+# (what a searcher's query holds as words); no slash or percent sign, which Solr's REST API path
+# of a managed entry could not carry
+TERM = re.compile(r"[^\W_](?:[\w' .\-]*[^\W_])?")
+URL_SCHEMES = ("http", "https", "file", "ftp")
+DAY_MS = 86_400_000
+
+
+class RelevanceError(ValueError):
+    """A rule the administrator gave is not valid: the message says why, in words for them."""
+
+
+def normal_query(text: str) -> str:
+    """A query as best bets match it: case-folded, runs of whitespace one space, trimmed."""
+    return " ".join(text.casefold().split())
+
+
+@dataclass(frozen=True)
+class BestBet:
+    queries: tuple[str, ...]
+    urls: tuple[str, ...]
+    id: int = 0
+
+
+@dataclass(frozen=True)
+class Boost:
+    kind: str  # a key of BOOST_KINDS
+    value: str  # a URL prefix, a source, a MIME type, or the half-life in days
+    factor: float
+    id: int = 0
+
+    @property
+    def label(self) -> str:
+        return BOOST_KINDS[self.kind]
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The rules a search applies (the synonyms and stopwords are Solr's, not here)."""
+
+    bets: tuple[BestBet, ...] = ()
+    boosts: tuple[Boost, ...] = ()
+
+    def pinned(self, query: str) -> list[str]:
+        """The URLs pinned for ``query`` (``normal_query`` equal to a bet's query), in the bets'
+        order, each once, at most MAX_PINNED."""
+        wanted = normal_query(query)
+        urls: list[str] = []
+        if not wanted:
+            return urls
+        for bet in self.bets:
+            if wanted in bet.queries:
+                urls.extend(url for url in bet.urls if url not in urls)
+        return urls[:MAX_PINNED]
+
+
+# --- validation -------------------------------------------------------------------------------------
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.replace("\r", "\n").split("\n") if line.strip()]
+
+
+def parse_bet(queries: str, urls: str) -> BestBet:
+    """A best bet from the relevance page's form: queries and URLs one a line."""
+    found: list[str] = []
+    for line in _lines(queries):
+        query = normal_query(line)
+        if len(query) > MAX_QUERY_CHARS:
+            raise RelevanceError(f"A query of a best bet is longer than {MAX_QUERY_CHARS} characters.")
+        if query not in found:
+            found.append(query)
+    if not found or len(found) > MAX_QUERIES:
+        raise RelevanceError(f"Give from 1 to {MAX_QUERIES} queries, one a line.")
+    pinned: list[str] = []
+    for url in _lines(urls):
+        if len(url) > MAX_URL_CHARS or any(ord(char) < 33 or ord(char) == 127 for char in url):
+            raise RelevanceError(f"A URL is longer than {MAX_URL_CHARS} characters or holds spaces or control characters.")
+        try:
+            scheme = urlsplit(url).scheme.lower()
+        except ValueError:
+            scheme = ""
+        if scheme not in URL_SCHEMES:
+            raise RelevanceError("Give absolute URLs (http://, https://, ftp:// or file:), one a line.")
+        if url not in pinned:
+            pinned.append(url)
+    if not pinned or len(pinned) > MAX_URLS:
+        raise RelevanceError(f"Give from 1 to {MAX_URLS} URLs, one a line.")
+    return BestBet(tuple(found), tuple(pinned))
+
+
+def parse_factor(text: str) -> float:
+    try:
+        factor = float(text.strip())
+    except ValueError:
+        factor = math.nan
+    if not math.isfinite(factor) or not MIN_FACTOR <= factor <= MAX_FACTOR or factor == 1:
+        raise RelevanceError(f"The factor is a number from {MIN_FACTOR} to {MAX_FACTOR:g}, not 1 (>1 boosts, <1 demotes).")
+    return round(factor, 4)
+
+
+def parse_boost(kind: str, value: str, factor: str) -> Boost:
+    """A boost or demotion from the relevance page's form."""
+    if kind not in BOOST_KINDS:
+        raise RelevanceError("Choose what the rule matches.")
+    value = value.strip()
+    if kind == "age":
+        if not value.isascii() or not value.isdigit() or not 1 <= int(value) <= MAX_HALF_LIFE_DAYS:
+            raise RelevanceError(f"The half-life is a whole number of days from 1 to {MAX_HALF_LIFE_DAYS}.")
+        value = str(int(value))
+    elif not value or len(value) > MAX_VALUE_CHARS or any(ord(char) < 32 or ord(char) == 127 for char in value):
+        raise RelevanceError(f"Give the value the rule matches (at most {MAX_VALUE_CHARS} characters, no control characters).")
+    return Boost(kind, value, parse_factor(factor))
+
+
+def parse_term(text: str) -> str:
+    term = " ".join(text.casefold().split())
+    if len(term) > MAX_TERM_CHARS or not TERM.fullmatch(term):
+        raise RelevanceError(
+            f"{text.strip()[:MAX_TERM_CHARS]!r} is not a word or phrase (letters and digits, with spaces, hyphens,"
+            f" apostrophes or dots between; at most {MAX_TERM_CHARS} characters)."
+        )
+    return term
+
+
+def parse_synonyms(text: str) -> tuple[str, ...]:
+    """A set of equivalent words or phrases, comma-separated (or one a line)."""
+    terms: list[str] = []
+    for part in re.split(r"[,\n]", text):
+        if part.strip():
+            term = parse_term(part)
+            if term not in terms:
+                terms.append(term)
+    if not 2 <= len(terms) <= MAX_TERMS:
+        raise RelevanceError(f"Give from 2 to {MAX_TERMS} different words or phrases, comma-separated.")
+    return tuple(terms)
+
+
+def parse_stopword(text: str) -> str:
+    word = parse_term(text)
+    if " " in word:
+        raise RelevanceError("A stopword is one word.")
+    return word
+
+
+def synonym_map(sets: Iterable[Iterable[str]]) -> dict[str, list[str]]:
+    """Solr's managed synonym map of equivalence sets: each term to every term of each set it is
+    in (itself too, so it still finds itself), sorted."""
+    mapping: dict[str, set[str]] = {}
+    for terms in sets:
+        group = set(terms)
+        for term in group:
+            mapping.setdefault(term, set()).update(group)
+    return {term: sorted(found) for term, found in sorted(mapping.items())}
+
+
+# --- Solr parameters --------------------------------------------------------------------------------
+
+
+def _number(value: float) -> str:
+    return repr(float(value))
+
+
+def wildcard_term(glob: str) -> str:
+    """``glob`` as one term of Lucene's query syntax: ``*`` and ``?`` its wildcards, every other
+    character but letters and digits escaped with a backslash (so none is an operator, a space
+    or the end of the term: Lucene's parser takes any escaped character literally)."""
+    return "".join(char if char.isascii() and (char.isalnum() or char in "*?") else "\\" + char for char in glob)
+
+
+def boost_params(boosts: Iterable[Boost]) -> dict[str, Any]:
+    """edismax's ``boost`` functions of ``boosts`` (multiplied together by Solr) and the query
+    parameters they read: every value the administrator typed is a parameter of its own after
+    ``{!prefix f=url}`` or ``{!term f=...}`` (taken literally), every number is formatted here."""
+    functions: list[str] = []
+    params: dict[str, Any] = {}
+    for number, boost in enumerate(boosts):
+        factor = _number(boost.factor)
+        if boost.kind == "age":
+            half_life_ms = int(boost.value) * DAY_MS
+            # 1/(1 + age/half-life): 1 today (or a date to come), 1/2 at the half-life; NOW/HOUR
+            # lets Solr cache it
+            fade = f"recip(max(ms(NOW/HOUR,last_modified),0),{_number(1 / half_life_ms)},1,1)"
+            functions.append(f"if(exists(last_modified),sum(1,product({_number(boost.factor - 1)},{fade})),1)")
+            continue
+        name = f"relevance_{number}"
+        if boost.kind == "url":
+            params[name] = "{!prefix f=url}" + boost.value
+        elif boost.kind == "glob":
+            params[name] = "{!lucene}url:" + wildcard_term(boost.value)
+        else:
+            params[name] = term_filter("source" if boost.kind == "source" else "mimetype", boost.value)
+        functions.append(f"if(exists(query(${name})),{factor},1)")
+    if functions:
+        params["boost"] = functions
+    return params
+
+
+def pinned_filter(urls: list[str]) -> tuple[str, dict[str, str]]:
+    """The filter of the documents pinned at ``urls`` (their ``url`` or ``display_url``), and
+    its parameters: term queries, each URL taken literally."""
+    clauses: list[str] = []
+    params: dict[str, str] = {}
+    for number, url in enumerate(urls):
+        for field_name in ("url", "display_url"):
+            name = f"pinned_{field_name}_{number}"
+            params[name] = term_filter(field_name, url)
+            clauses.append(f"should=${name}")
+    return "{!bool " + " ".join(clauses) + "}", params
+
+
+# --- the search page's view of the rules ------------------------------------------------------------
+
+
+@dataclass
+class RuleCache:
+    """The rules as ``load`` reads them, read again after ``ttl`` seconds or ``changed()``. A
+    failed read keeps the rules last read (none at first): relevance fails open, the search goes
+    on (access never depends on it). Reads run in a thread of their own, one at a time: the
+    search that starts one waits for it at most ``wait`` seconds, the others meanwhile use the
+    rules there are, so a database that hangs delays one search a ``ttl`` by ``wait`` at most."""
+
+    load: Callable[[], Rules]
+    ttl: float = 30
+    clock: Callable[[], float] = time.monotonic
+    wait: float = 2
+    rules: Rules = field(default_factory=Rules)
+    _read_at: float | None = field(default=None, init=False)
+    _reading: threading.Thread | None = field(default=None, init=False)
+    _failing: bool = field(default=False, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def _fresh(self) -> bool:
+        return self._read_at is not None and self.clock() - self._read_at < self.ttl
+
+    def get(self) -> Rules:
+        if self._fresh():
+            return self.rules
+        with self._lock:
+            if self._fresh() or (self._reading is not None and self._reading.is_alive()):
+                return self.rules  # read meanwhile, or being read by another search
+            reading = self._reading = threading.Thread(target=self._reload, name="relevance-rules", daemon=True)
+            reading.start()
+        reading.join(self.wait)
+        if reading.is_alive():
+            with self._lock:
+                self._read_at = self.clock()  # not waited for again before ttl
+                if not self._failing:
+                    logger.warning("Relevance rules: the database is slow to answer; searches go on without waiting")
+                self._failing = True
+        return self.rules
+
+    def _reload(self) -> None:
+        try:
+            rules = self.load()
+        except Exception as exc:  # noqa: BLE001 - any failure of the database: search goes on
+            with self._lock:
+                if not self._failing:
+                    logger.warning("Relevance rules cannot be read (searches go on without changes): %s", type(exc).__name__)
+                self._failing = True
+                self._read_at = self.clock()
+            return
+        with self._lock:
+            self.rules = rules
+            if self._failing:
+                logger.info("Relevance rules can be read again")
+            self._failing = False
+            self._read_at = self.clock()
+
+    def changed(self) -> None:
+        """This process changed the rules: the next search reads them again."""
+        self._read_at = None

@@ -1,0 +1,204 @@
+"""Relevance rules against a real Solr (a core of their own: synonyms and stopwords are the
+core's): a boost reorders, a demotion too, newer first, a synonym finds a document that lacks
+the word and a stopword stops one, both without restarting Solr, and a best bet is shown above
+the hits, but never one the searcher may not read."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pysolr
+import pytest
+from starlette.testclient import TestClient
+
+from searchcrawl.access.decision import Principal, Principals
+from searchcrawl.access.tokens import Access, Grant
+from searchcrawl.commands.search import rules_of
+from searchcrawl.dev.solr_runner import DevSolr
+from searchcrawl.index import managed
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.store import Database
+from searchcrawl.store.relevance_rules import RelevanceStore
+from searchcrawl.web.app import WebConfig, create_app
+from searchcrawl.web.relevance import BestBet, Boost, Rules, synonym_map
+from searchcrawl.web.search_page import SearchRequest, run_search
+from searchcrawl.web.why import why
+from tests.conftest import Project, add_core, wait_for
+
+BASE = "http://relevance.test"
+PUBLIC = Access.public("test")
+FINANCE = Access.of([Grant.of("group:finance", "test")])
+ALICE = Principals.of("alice", [Principal("group:finance", "test")])
+DOCS = [
+    # (path, source, mimetype, last modified, content, access): "old" and "new" differ in nothing
+    # the query sees, so Solr's own order between them is the index's (old first)
+    ("wiki/old", "wiki", "text/html", "2015-01-01T00:00:00Z", "tide tables of the harbour", PUBLIC),
+    ("docs/new", "docs", "application/pdf", "2026-11-01T00:00:00Z", "tide tables of the harbour", PUBLIC),
+    ("wiki/parking", "wiki", "text/html", "2024-01-01T00:00:00Z", "automobile parking rules quux", PUBLIC),
+    ("secret/board", "finance", "text/html", "2024-01-01T00:00:00Z", "board minutes of the finance committee", FINANCE),
+]
+
+
+@pytest.fixture(scope="module")
+def index(dev_solr: DevSolr) -> Iterator[SolrIndex]:
+    url = add_core(dev_solr, f"relevance_{uuid.uuid4().hex[:8]}")
+    docs = []
+    for path, source, mimetype, modified, content, held in DOCS:
+        link = f"{BASE}/{path}"
+        docs.append(
+            {
+                "id": f"{source}!{link}",
+                "url": link,
+                "display_url": link,
+                "source": source,
+                "title": path,
+                "mimetype": mimetype,
+                "last_modified": modified,
+                "content": content,
+                **held.fields(),
+            }
+        )
+    pysolr.Solr(url, always_commit=True, timeout=30).add(docs)
+    yield SolrIndex(url)
+    managed.sync(SolrIndex(url), {}, [])
+
+
+def urls(index: SolrIndex, query: str, rules: Rules | None = None, principals: Principals | None = None) -> list[str]:
+    page = run_search(index, SearchRequest(q=query), principals or Principals.anonymous(), rules=rules)
+    return [hit.url.removeprefix(BASE + "/") for hit in page.hits]
+
+
+def test_a_boost_reorders_and_a_demotion_too(index: SolrIndex) -> None:
+    assert urls(index, "tide harbour") == ["wiki/old", "docs/new"]
+    assert urls(index, "tide harbour", Rules(boosts=(Boost("url", f"{BASE}/docs/", 2.0),))) == ["docs/new", "wiki/old"]
+    assert urls(index, "tide harbour", Rules(boosts=(Boost("source", "wiki", 0.5),))) == ["docs/new", "wiki/old"]
+    assert urls(index, "tide harbour", Rules(boosts=(Boost("type", "application/pdf", 3.0),))) == ["docs/new", "wiki/old"]
+    assert urls(index, "tide harbour", Rules(boosts=(Boost("age", "365", 2.0),))) == ["docs/new", "wiki/old"]
+    assert urls(index, "tide harbour", Rules(boosts=(Boost("glob", "http://*/d?cs/*", 2.0),))) == ["docs/new", "wiki/old"]
+    # rules that match nothing leave the order; a hostile value is a literal prefix or pattern, no query syntax
+    probe = "\"} OR *:* _query_:\"{!func}docfreq(content,'board')"
+    for kind in ("url", "glob", "source"):
+        assert urls(index, "tide harbour", Rules(boosts=(Boost(kind, probe, 50.0),))) == ["wiki/old", "docs/new"]
+    assert urls(index, "tide harbour", Rules(boosts=(Boost("glob", "* OR url:*new", 50.0),))) == ["wiki/old", "docs/new"]
+
+
+def test_synonyms_and_stopwords_apply_without_a_restart(index: SolrIndex) -> None:
+    assert urls(index, "car") == []
+    assert urls(index, "quux") == ["wiki/parking"]
+    assert managed.sync(index, synonym_map([("car", "automobile")]), ["quux"]) is True
+    assert urls(index, "car") == ["wiki/parking"]  # the document says "automobile" only
+    assert urls(index, "quux") == []  # a stopword now
+    assert urls(index, "cars parking") == ["wiki/parking"]
+    assert managed.sync(index, synonym_map([("car", "automobile")]), ["quux"]) is False  # nothing to change
+    assert managed.current(index) == ({"automobile": ["automobile", "car"], "car": ["automobile", "car"]}, ["quux"])
+    assert managed.sync(index, {}, []) is True  # deleted in the database: deleted in Solr
+    assert urls(index, "car") == [] and urls(index, "quux") == ["wiki/parking"]
+
+
+def test_a_best_bet_is_shown_above_the_hits_and_not_repeated(index: SolrIndex) -> None:
+    rules = Rules(bets=(BestBet(("tide harbour",), (f"{BASE}/docs/new", f"{BASE}/wiki/parking")),))
+    page = run_search(index, SearchRequest(q="Tide  Harbour"), Principals.anonymous(), rules=rules)
+    assert [hit.url for hit in page.bets] == [f"{BASE}/docs/new", f"{BASE}/wiki/parking"]
+    assert [hit.url for hit in page.hits] == [f"{BASE}/wiki/old"] and page.total == 2
+
+
+def test_a_best_bet_the_searcher_may_not_read_shows_nothing(index: SolrIndex) -> None:
+    secret = f"{BASE}/secret/board"
+    rules = Rules(bets=(BestBet(("tide harbour",), (secret,)), BestBet(("parking",), (secret, f"{BASE}/wiki/old"))))
+    page = run_search(index, SearchRequest(q="tide harbour"), Principals.anonymous(), rules=rules)
+    assert page.bets == [] and [hit.url for hit in page.hits] == [f"{BASE}/wiki/old", f"{BASE}/docs/new"]
+    page = run_search(index, SearchRequest(q="parking"), Principals.anonymous(), rules=rules)
+    assert [hit.url for hit in page.bets] == [f"{BASE}/wiki/old"]
+    page = run_search(index, SearchRequest(q="tide harbour"), ALICE, rules=rules)  # she may read it
+    assert [hit.url for hit in page.bets] == [secret] and page.bets[0].title == "secret/board"
+
+
+def test_scrapy_search_applies_the_databases_best_bets_and_boosts(index: SolrIndex, tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    project = Project(tmp_path / "data", tmp_path / "sources", index.url)
+    db_url = f"sqlite:///{tmp_path / 'data' / 'documents.sqlite3'}"
+    database = Database(db_url)
+    store = RelevanceStore(database)
+    store.add_boost(Boost("source", "wiki", 0.5))
+    store.add_bet(BestBet(("tide harbour",), (f"{BASE}/secret/board", f"{BASE}/wiki/parking")))
+    database.close()
+    rules = rules_of(db_url)
+    assert rules.boosts == (Boost("source", "wiki", 0.5, 1),) and rules.pinned("Tide harbour")
+    assert rules_of(f"sqlite:///{tmp_path / 'none' / 'documents.sqlite3'}") == Rules()  # nothing made yet: none
+    searched = project.scrapy("search", "tide", "harbour")
+    assert searched.returncode == 0, searched.stdout + searched.stderr
+    lines = searched.stdout.splitlines()
+    # the best bet the visitor may read, above the hits; the secret one not; the demoted wiki page second
+    assert lines[:3] == ["Best bet: wiki/parking", f"   {BASE}/wiki/parking", "2 documents match 'tide harbour'"]
+    assert [line for line in lines if line[:2] in ("1.", "2.")] == ["1. docs/new", "2. wiki/old"]
+    assert "secret" not in searched.stdout and searched.stderr == ""
+
+
+def web_app(index: SolrIndex, tmp_path: Path, db_url: str) -> TestClient:
+    config = WebConfig(
+        solr_url=index.url,
+        db_url=db_url,
+        cache_root=tmp_path / "cache",
+        project_dir=tmp_path,
+        source_names=lambda: [],
+        schedule_of=lambda name: None,
+        launcher=None,  # type: ignore[arg-type] # nothing is started here
+        relevance_sync_at_start=False,
+    )
+    return TestClient(create_app(config), base_url="http://127.0.0.1")
+
+
+def test_the_search_page_hints_at_no_best_bet_the_searcher_may_not_read(index: SolrIndex, tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'documents.sqlite3'}"
+    database = Database(db_url)
+    store = RelevanceStore(database)
+    store.add_bet(BestBet(("tide harbour",), (f"{BASE}/secret/board",)))
+    store.add_bet(BestBet(("parking",), (f"{BASE}/secret/board", f"{BASE}/docs/new")))
+    database.close()
+    web = web_app(index, tmp_path, db_url)
+    hidden = web.get("/", params={"q": "tide harbour"})
+    assert hidden.status_code == 200 and "wiki/old" in hidden.text
+    assert "Best bet" not in hidden.text and "secret" not in hidden.text and "bestbets" not in hidden.text
+    shown = web.get("/", params={"q": "Parking"}).text
+    bets = shown[shown.index('class="bestbets"') : shown.index("</section>", shown.index('class="bestbets"'))]
+    assert "Best bet" in bets and f"{BASE}/docs/new" in bets and "secret" not in shown
+
+
+def test_a_database_that_cannot_be_read_leaves_search_working(
+    index: SolrIndex, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    web = web_app(index, tmp_path, "postgresql+psycopg://nobody@127.0.0.1:9/none?connect_timeout=2")
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            page = web.get("/", params={"q": "tide harbour"})
+            assert page.status_code == 200 and "2 documents match" in page.text
+    assert len([record for record in caplog.records if "Relevance rules cannot be read" in record.message]) == 1
+
+
+def test_the_why_page_ranks_and_scores_with_the_boosts(index: SolrIndex) -> None:
+    target = f"{BASE}/docs/new"
+    assert why(index, "tide harbour", target, Principals.anonymous()).rank == 2
+    boosted = why(index, "tide harbour", target, Principals.anonymous(), (Boost("url", f"{BASE}/docs/", 2.0),))
+    assert boosted.rank == 1 and boosted.found
+
+
+def test_scrapy_web_sends_the_databases_synonyms_to_a_solr_that_lost_them(index: SolrIndex, tmp_path: Path) -> None:
+    """A dev Solr copies its conf/ afresh at each start: the managed synonyms are gone, and the
+    web application sends them again when it starts."""
+    db_url = f"sqlite:///{tmp_path / 'documents.sqlite3'}"
+    database = Database(db_url)
+    RelevanceStore(database).add_synonyms(("car", "automobile"))
+    RelevanceStore(database).add_stopword("quux")
+    database.close()
+    assert managed.current(index) == ({}, [])
+    web = web_app(index, tmp_path, db_url)
+    web.app.state.web.config.relevance_sync_at_start = True  # type: ignore[attr-defined]
+    try:
+        with web:  # the application's start (lifespan)
+            wait_for(lambda: urls(index, "car") == ["wiki/parking"], 60, "the synonyms sent and applied")
+            assert managed.current(index) == ({"automobile": ["automobile", "car"], "car": ["automobile", "car"]}, ["quux"])
+    finally:
+        managed.sync(index, {}, [])

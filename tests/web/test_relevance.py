@@ -1,0 +1,276 @@
+"""Relevance rules without servers: validation of every field, best-bet matching, the Solr
+parameters built from the rules (nothing typed becomes query syntax), the rule cache failing
+open, the pinned documents asked under the searcher's trimming, and the admin page's forms."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from searchcrawl.access.decision import Principals, solr_trimming
+from searchcrawl.index.indexer import IndexingError
+from searchcrawl.web.app import create_app
+from searchcrawl.web.relevance import (
+    MAX_PINNED,
+    BestBet,
+    Boost,
+    RelevanceError,
+    RuleCache,
+    Rules,
+    boost_params,
+    normal_query,
+    parse_bet,
+    parse_boost,
+    parse_stopword,
+    parse_synonyms,
+    synonym_map,
+    wildcard_term,
+)
+from searchcrawl.web.search_page import SearchRequest, run_search
+from tests.web.test_app import PASSWORD, unit_config
+
+
+def test_best_bets_match_the_whole_normalised_query() -> None:
+    bet = parse_bet("  Holiday   FORM\nleave request\nholiday form", "https://intranet/holiday\nhttps://intranet/leave")
+    assert bet.queries == ("holiday form", "leave request") and bet.urls == ("https://intranet/holiday", "https://intranet/leave")
+    rules = Rules(bets=(bet, BestBet(("holiday form",), ("https://intranet/leave", "https://intranet/other"))))
+    assert rules.pinned("HOLIDAY\tform ") == ["https://intranet/holiday", "https://intranet/leave", "https://intranet/other"]
+    assert rules.pinned("holiday") == [] and rules.pinned("holiday form 2024") == [] and rules.pinned("") == []
+    many = Rules(bets=(BestBet(("x",), tuple(f"https://h/{n}" for n in range(30))),))
+    assert len(many.pinned("x")) == MAX_PINNED
+    assert normal_query("  Ärger \u00a0 ÜBER ") == "ärger über"
+
+
+@pytest.mark.parametrize(
+    ("queries", "urls"),
+    [
+        ("", "https://h/a"),
+        ("q", ""),
+        ("q", "javascript:alert(1)"),
+        ("q", "https://h/a b"),
+        ("q", "intranet/page"),
+        ("q" * 201, "https://h/a"),
+        ("\n".join(f"q{n}" for n in range(21)), "https://h/a"),
+        ("q", "\n".join(f"https://h/{n}" for n in range(11))),
+        ("q", "https://h/" + "a" * 2000),
+    ],
+)
+def test_a_best_bet_out_of_bounds_is_refused(queries: str, urls: str) -> None:
+    with pytest.raises(RelevanceError):
+        parse_bet(queries, urls)
+
+
+def test_boosts_are_validated_and_bounded() -> None:
+    assert parse_boost("url", " https://intranet/policies/ ", "2") == Boost("url", "https://intranet/policies/", 2.0)
+    assert parse_boost("age", "365", "3").value == "365"
+    assert parse_boost("type", "application/pdf", "0.5").factor == 0.5
+    for kind, value, factor in [
+        ("regex", "x", "2"),
+        ("url", "", "2"),
+        ("url", "x", "1"),
+        ("url", "x", "nan"),
+        ("url", "x", "inf"),
+        ("url", "x", "101"),
+        ("url", "x", "0"),
+        ("url", "x", "-2"),
+        ("url", "x\ny", "2"),
+        ("url", "x" * 501, "2"),
+        ("age", "0", "2"),
+        ("age", "1.5", "2"),
+        ("age", "٣", "2"),
+        ("age", "99999", "2"),
+    ]:
+        with pytest.raises(RelevanceError):
+            parse_boost(kind, value, factor)
+
+
+def test_synonyms_and_stopwords_are_words_or_phrases() -> None:
+    assert parse_synonyms("Car, automobile ,  MOTOR   vehicle, car") == ("car", "automobile", "motor vehicle")
+    assert parse_stopword(" Foo ") == "foo"
+    for text in ["car", "car, a/b", "car, 50%", "car, }", "car, " + "a" * 101, ",".join(f"w{n}" for n in range(21))]:
+        with pytest.raises(RelevanceError):
+            parse_synonyms(text)
+    for word in ["two words", "a/b", "", "-"]:
+        with pytest.raises(RelevanceError):
+            parse_stopword(word)
+    assert synonym_map([("car", "automobile"), ("car", "auto")]) == {
+        "auto": ["auto", "car"],
+        "automobile": ["automobile", "car"],
+        "car": ["auto", "automobile", "car"],
+    }
+
+
+def test_boost_params_keep_every_typed_value_a_literal_parameter() -> None:
+    hostile = "x} OR _query_:\"{!func}docfreq(content,'secret')\" $access_tokens"
+    params = boost_params(
+        [Boost("url", hostile, 2.0), Boost("source", "wiki", 0.5), Boost("type", "application/pdf", 3.0), Boost("age", "30", 2.0)]
+    )
+    assert params["relevance_0"] == "{!prefix f=url}" + hostile
+    assert params["relevance_1"] == "{!term f=source}wiki" and params["relevance_2"] == "{!term f=mimetype}application/pdf"
+    functions = params["boost"]
+    assert functions[:3] == [
+        "if(exists(query($relevance_0)),2.0,1)",
+        "if(exists(query($relevance_1)),0.5,1)",
+        "if(exists(query($relevance_2)),3.0,1)",
+    ]
+    assert functions[3].startswith("if(exists(last_modified),sum(1,product(1.0,recip(max(ms(NOW/HOUR,last_modified),0),")
+    assert all(hostile not in function for function in functions)
+    assert boost_params([]) == {}
+    glob = boost_params([Boost("glob", 'https://*.intranet/*/x?.pdf" OR *:* \\', 2.0)])
+    assert glob["relevance_0"] == '{!lucene}url:https\\:\\/\\/*\\.intranet\\/*\\/x?\\.pdf\\"\\ OR\\ *\\:*\\ \\\\'
+    assert wildcard_term("ä b") == "\\ä\\ b"
+
+
+class AskedSolr:
+    def __init__(self, *answers: SimpleNamespace) -> None:
+        self.asked: list[dict[str, Any]] = []
+        self.answers = list(answers)
+
+    def search(self, query: str, **params: Any) -> SimpleNamespace:
+        self.asked.append({"q": query, **params})
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def answer(hits: int = 0, docs: list[dict[str, Any]] | None = None) -> SimpleNamespace:
+    return SimpleNamespace(hits=hits, docs=docs or [], highlighting={}, facets={}, spellcheck=None)
+
+
+def test_run_search_boosts_and_asks_the_pinned_documents_under_the_searchers_trimming() -> None:
+    rules = Rules(
+        bets=(BestBet(("harbour",), ("https://h/pinned", "https://h/hidden")),),
+        boosts=(Boost("source", "wiki", 2.0),),
+    )
+    hit = {"id": "s!https://h/a", "url": "https://h/a", "title": "A"}
+    pinned = {"id": "s!https://h/pinned", "url": "https://h/pinned", "title": "Pinned"}
+    solr = AskedSolr(answer(2, [pinned, hit]), answer(1, [pinned]))
+    principals = Principals.anonymous()
+    page = run_search(solr, SearchRequest(q="Harbour"), principals, rules=rules)  # type: ignore[arg-type]
+    search, bets = solr.asked
+    assert search["boost"] == ["if(exists(query($relevance_0)),2.0,1)"] and search["relevance_0"] == "{!term f=source}wiki"
+    trimming, trimming_params = solr_trimming(principals)
+    assert bets["q"] == "*:*" and all(f in bets["fq"] for f in trimming)
+    assert all(bets[name] == value for name, value in trimming_params.items())
+    assert bets["pinned_url_1"] == "{!term f=url}https://h/hidden"
+    # the document the searcher may not read is not in Solr's answer: not shown; a bet is not repeated below
+    assert [hit.url for hit in page.bets] == ["https://h/pinned"] and [hit.url for hit in page.hits] == ["https://h/a"]
+    # the pinned documents' request fails: the hits are shown without best bets
+    failing = AskedSolr(answer(2, [pinned, hit]))
+    failing.answers.append(IndexingError("Solr did not answer a query", reason="timed out"))  # type: ignore[arg-type]
+    page = run_search(failing, SearchRequest(q="harbour"), principals, rules=rules)  # type: ignore[arg-type]
+    assert page.bets == [] and len(page.hits) == 2
+    # page 2: no best bets, and no request for them
+    solr = AskedSolr(answer(12, [hit]))
+    page = run_search(solr, SearchRequest(q="harbour", page=2), principals, rules=rules)  # type: ignore[arg-type]
+    assert len(solr.asked) == 1 and page.bets == []
+
+
+def test_the_rule_cache_fails_open_logs_once_and_reads_again(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    reads: list[str] = []
+    rules = Rules(boosts=(Boost("source", "wiki", 2.0),))
+
+    def load() -> Rules:
+        reads.append("read")
+        if len(reads) in (2, 3):
+            raise OSError("database down")
+        return rules
+
+    cache = RuleCache(load, ttl=30, clock=lambda: now[0])
+    assert cache.get() == rules and cache.get() == rules and len(reads) == 1  # cached
+    now[0] = 31
+    with caplog.at_level(logging.WARNING):
+        assert cache.get() == rules  # failed: the rules last read
+        now[0] = 62
+        assert cache.get() == rules
+    assert len(reads) == 3 and len([r for r in caplog.records if "cannot be read" in r.message]) == 1
+    now[0] = 93
+    assert cache.get() == rules and len(reads) == 4
+    cache.changed()
+    cache.get()
+    assert len(reads) == 5  # read again at once after a change by this process
+
+    failing = RuleCache(lambda: (_ for _ in ()).throw(RuntimeError("no db")), ttl=30, clock=lambda: now[0])
+    assert failing.get() == Rules()
+
+
+def admin_client(tmp_path: Path) -> tuple[TestClient, str]:
+    web = TestClient(create_app(unit_config(tmp_path, relevance_sync_at_start=False)), base_url="http://127.0.0.1")
+    token = re.search(r'name="login_token" value="([^"]+)"', web.get("/admin/login").text)
+    assert token is not None
+    web.post("/admin/login", data={"login_token": token[1], "username": "admin", "password": PASSWORD})
+    page = web.get("/admin/relevance")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert page.status_code == 200 and csrf is not None
+    return web, csrf[1]
+
+
+def test_the_relevance_page_adds_and_deletes_rules_with_its_token(tmp_path: Path) -> None:
+    web, csrf = admin_client(tmp_path)
+    data = {"csrf": csrf, "action": "add-bet", "queries": "Holiday form", "urls": "https://intranet/holiday"}
+    assert web.post("/admin/relevance", data=data, follow_redirects=False).status_code == 303
+    assert "Best bet added." in web.get("/admin/relevance").text
+    assert web.post("/admin/relevance", data={**data, "csrf": "stale"}).status_code == 403
+    bad = web.post("/admin/relevance", data={**data, "urls": "javascript:alert(1)"})
+    assert bad.status_code == 400 and "absolute URLs" in bad.text
+    boost = {"csrf": csrf, "action": "add-boost", "kind": "url", "value": "https://intranet/<b>policies</b>", "factor": "2"}
+    assert web.post("/admin/relevance", data=boost, follow_redirects=False).status_code == 303
+    page = web.get("/admin/relevance").text
+    assert "holiday form" in page and "https://intranet/holiday" in page and "Rule added." in page
+    assert "&lt;b&gt;policies" in page and "<b>policies" not in page  # escaped
+    rules = web.app.state.web.relevance.get()  # type: ignore[attr-defined]
+    assert rules.pinned("HOLIDAY FORM") == ["https://intranet/holiday"] and rules.boosts[0].factor == 2.0
+    bet_id = rules.bets[0].id
+    # synonyms: kept in the database although Solr (none here) cannot take them now, and said so
+    synonyms = web.post("/admin/relevance", data={"csrf": csrf, "action": "add-synonyms", "terms": "car, automobile"})
+    assert synonyms.status_code == 200 and "Solr did not take them now" in synonyms.text and "car, automobile" in synonyms.text
+    deleted = web.post("/admin/relevance", data={"csrf": csrf, "action": "delete", "kind": "bets", "key": str(bet_id)})
+    assert deleted.status_code == 200 and "Deleted." in deleted.text
+    assert web.app.state.web.relevance.get().bets == ()  # type: ignore[attr-defined]
+    again = web.post("/admin/relevance", data={"csrf": csrf, "action": "delete", "kind": "bets", "key": str(bet_id)})
+    assert again.status_code == 400 and "No such rule" in again.text
+    for junk in ({"action": "drop-table"}, {"action": "delete", "kind": "documents", "key": "1"}):
+        assert web.post("/admin/relevance", data={"csrf": csrf, **junk}).status_code == 400
+
+
+def test_the_relevance_page_needs_an_administrator(tmp_path: Path) -> None:
+    web = TestClient(create_app(unit_config(tmp_path, relevance_sync_at_start=False)), base_url="http://127.0.0.1")
+    assert web.get("/admin/relevance", follow_redirects=False).status_code == 303
+    assert web.post("/admin/relevance", data={"action": "push"}).status_code == 403
+
+
+def test_a_database_that_hangs_delays_one_search_a_ttl_at_most() -> None:
+    now = [0.0]
+    release = threading.Event()
+    reads: list[str] = []
+    rules = Rules(boosts=(Boost("source", "wiki", 2.0),))
+
+    def load() -> Rules:
+        reads.append("read")
+        if len(reads) == 2:
+            release.wait(30)  # hangs until the test lets it go
+        return rules
+
+    cache = RuleCache(load, ttl=30, clock=lambda: now[0], wait=0.2)
+    assert cache.get() == rules
+    now[0] = 31
+    started = time.monotonic()
+    assert cache.get() == rules  # waited 0.2 s for the hanging read, then went on with the rules it had
+    assert cache.get() == rules and cache.get() == rules  # no more waiting
+    assert time.monotonic() - started < 5 and len(reads) == 2
+    now[0] = 62
+    assert cache.get() == rules and len(reads) == 2  # the hanging read still runs: no second one
+    release.set()
+    cache._reading.join(5)  # type: ignore[union-attr]
+    now[0] = 200
+    assert cache.get() == rules and len(reads) == 3
