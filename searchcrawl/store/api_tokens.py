@@ -76,7 +76,9 @@ class ApiTokens:
                     expires_at=as_utc(expires_at),
                 )
             )
-            token_id = int(result.inserted_primary_key[0])
+            key = result.inserted_primary_key
+            assert key is not None  # an insert of one row
+            token_id = int(key[0])
         return token_id, token
 
     def list(self) -> list[dict[str, Any]]:

@@ -6,7 +6,8 @@ facets, ``sort``, ``rows``, ``page``, ``from``, ``to``, with the same caps) and 
 run_search gives the page, as JSON: the same search, never a second one. A token is sent as
 ``Authorization: Bearer <token>`` (store/api_tokens.py); a request without a valid one gets 401
 with ``WWW-Authenticate: Bearer`` (RFC 6750: ``invalid_token`` for an unknown, revoked or
-expired token, all alike). A token searches as an anonymous visitor: public documents only.
+expired token, all alike, the same message: a leaked token is not confirmed to have been one;
+checks bounded and their verdicts kept a while: TokenGate). A token searches as an anonymous visitor: public documents only.
 A token made to "search on behalf of users" may name one with ``user=<name>``: the search is
 then trimmed to that user's principals, which come from the directory exactly as for a searcher
 signed in on the page; when the directory cannot give them, public documents only (fail closed),
@@ -26,14 +27,22 @@ the API), the request's origin echoed back, never ``*``.
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import re
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from markupsafe import Markup
 
 from searchcrawl.access.decision import Principals
+from searchcrawl.store.api_tokens import TokenCheck
 from searchcrawl.web.search_page import FACET_TITLES, Hit, SearchPage
+
+logger = logging.getLogger(__name__)
 
 MAX_USER_CHARS = 256
 MAX_AUTHORIZATION_CHARS = 300
@@ -43,6 +52,71 @@ Suggest = Callable[[str, Principals], list[str]]
 _BEARER = re.compile(r"Bearer +([A-Za-z0-9._~+/=-]+)", re.IGNORECASE)
 _MARK = re.compile(r"(</?mark>)")
 PREFLIGHT_MAX_AGE = "600"
+# Token checks: at most this many ask the database at once (one that hangs holds these threads,
+# never the application's whole pool: the search page goes on), each verdict kept this long
+# (a busy portal asks the database once in a while; a revocation made by another process applies
+# after it, one made on this process's page at once), at most this many verdicts kept
+CONCURRENT_CHECKS = 4
+VERDICT_SECONDS = 30.0
+MAX_VERDICTS = 4096
+REFUSALS_LOGGED_EVERY = 60.0  # seconds: refused tokens are logged once a minute at most, counted
+
+
+class TokenGate:
+    """The API's checks of tokens (store/api_tokens.py's ``check``), bounded: ``verdict`` is None
+    when CONCURRENT_CHECKS checks wait on the database already (the request is answered 503 at
+    once), verdicts are kept VERDICT_SECONDS by the token's hash (never the token), and refusals
+    are logged at most once every REFUSALS_LOGGED_EVERY, with their count (anyone may send junk)."""
+
+    def __init__(
+        self,
+        check: Callable[[str], TokenCheck],
+        clock: Callable[[], float] = time.monotonic,
+        concurrent: int = CONCURRENT_CHECKS,
+        ttl: float = VERDICT_SECONDS,
+        size: int = MAX_VERDICTS,
+    ) -> None:
+        self.check, self.clock, self.ttl, self.size = check, clock, ttl, size
+        self._checking = threading.BoundedSemaphore(concurrent)
+        self._verdicts: OrderedDict[str, tuple[float, TokenCheck]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._refused = 0
+        self._logged_at: float | None = None
+
+    def verdict(self, token: str) -> TokenCheck | None:
+        """The token's verdict (kept, or asked of the database now); None: too many checks wait."""
+        key = hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
+        with self._lock:
+            kept = self._verdicts.get(key)
+            if kept is not None and self.clock() - kept[0] < self.ttl:
+                return kept[1]
+        if not self._checking.acquire(blocking=False):
+            return None
+        try:
+            found = self.check(token)
+        finally:
+            self._checking.release()
+        with self._lock:
+            self._verdicts[key] = (self.clock(), found)
+            self._verdicts.move_to_end(key)
+            while len(self._verdicts) > self.size:
+                self._verdicts.popitem(last=False)
+        return found
+
+    def forget(self) -> None:
+        """Drops every kept verdict (a token was revoked on this process's page: at once)."""
+        with self._lock:
+            self._verdicts.clear()
+
+    def refused(self, client: str, reason: str) -> None:
+        """Logs a refused token (never the token itself), once every REFUSALS_LOGGED_EVERY at most."""
+        with self._lock:
+            self._refused += 1
+            moment = self.clock()
+            if self._logged_at is not None and moment - self._logged_at < REFUSALS_LOGGED_EVERY:
+                return
+            count, self._refused, self._logged_at = self._refused, 0, moment
+        logger.warning("API: %d request(s) refused for an invalid token, the last from %s (%s)", count, client, reason)
 
 
 def bearer(authorization: str | None) -> str | None:

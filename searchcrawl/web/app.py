@@ -211,6 +211,9 @@ class WebApp:
         )
         # as a crawl reaches Solr: SOLR_URL may list a SolrCloud collection on several nodes
         self.solr = SolrIndex(self.config.solr_url, timeout=self.config.solr_timeout, auth=self.config.solr_auth)
+        # the JSON API's token checks (api.py): bounded, each verdict kept a while; the database
+        # is opened in the check's own thread, never on the event loop
+        self.token_gate = api.TokenGate(lambda token: ApiTokens(self.database).check(token))
         # the relevance rules every search applies (relevance.py): cached, failing open
         self.relevance = relevance.RuleCache(self._read_rules, self.config.relevance_ttl)
         self._reader: Database | None = None
@@ -365,15 +368,18 @@ class WebApp:
         if token is None:
             return _api_error(401, "no_token", "Send an API token: Authorization: Bearer <token>.", cors, api.challenge())
         try:
-            check = await _in_thread(ApiTokens(self.database).check, token)
+            check = await _in_thread(self.token_gate.verdict, token)
         except Exception as exc:  # the database: no search without its word on the token
             logger.warning("API: the token table cannot be read: %s", type(exc).__name__)
             return _api_error(503, "unavailable", "Tokens cannot be checked now.", cors)
-        if not check.valid:
-            client = request.client.host if request.client is not None else "-"
-            logger.warning("API: a request from %s refused: its token is %s", client, check.reason)  # never the token
-            challenge = api.challenge("invalid_token", f"The token is {check.reason}.")
-            return _api_error(401, "invalid_token", f"The token is {check.reason}.", cors, challenge)
+        if check is None:  # as many checks as allowed wait on the database already
+            busy = _api_error(503, "unavailable", "Tokens cannot be checked now; try again.", cors)
+            busy.headers["retry-after"] = "1"
+            return busy
+        if not check.valid:  # unknown, revoked or expired: said alike (a leaked token is not confirmed)
+            self.token_gate.refused(request.client.host if request.client is not None else "-", check.reason)
+            challenge = api.challenge("invalid_token", "The token is not valid.")
+            return _api_error(401, "invalid_token", "The token is not valid.", cors, challenge)
         named = request.query_params.getlist("user")
         user = api.api_user(named[0]) if len(named) == 1 else ("" if named else None)  # two: which one?
         principals = Principals.anonymous()
@@ -669,13 +675,15 @@ class WebApp:
         if denied is not None:
             return denied
         view = await _in_thread(
-            admin.run_view, self.database, int(request.path_params["run"]), self.config.cache_root, self.config.stale_after
+            lambda: admin.run_view(
+                self.database, int(request.path_params["run"]), self.config.cache_root, self.config.stale_after
+            )
         )
         if view is None:
             return self.render(request, "forbidden.html", 404, reason="No such run.")
         report = None
         if not view.live:
-            report = await _in_thread(run_report, self.database, view.run["source"], view.run["id"])
+            report = await _in_thread(lambda: run_report(self.database, view.run["source"], view.run["id"]))
         return self.render(request, "run.html", view=view, report=report, kinds=tuple(Delta), flash=self._flash(request))
 
     async def documents(self, request: Request) -> Response:
@@ -687,7 +695,7 @@ class WebApp:
         state = state if state in {item.value for item in State} else None
         page = max(_int(request.query_params.get("page")) or 1, 1)
         rows = await _in_thread(
-            DocumentTable(self.database).rows, name, status, state, DOCUMENT_ROWS + 1, (page - 1) * DOCUMENT_ROWS
+            lambda: DocumentTable(self.database).rows(name, status, state, DOCUMENT_ROWS + 1, (page - 1) * DOCUMENT_ROWS)
         )
         return self.render(
             request,
@@ -729,7 +737,7 @@ class WebApp:
         if not user or not url.lower().startswith(("http://", "https://", "file:", "ftp://")) or len(url) > 8192:
             ok, text = False, "Give a user name and an absolute URL (http://, https://, ftp:// or file:)."
         else:
-            ok, text = await _in_thread(admin.explain_access, self.config.directory, self.solr, self.database, user, url)
+            ok, text = await _in_thread(lambda: admin.explain_access(self.config.directory, self.solr, self.database, user, url))
         logger.info("Web administration: explain-access %s %s", user, url)
         return self.render(request, "explain_access.html", user=user, url=url, ok=ok, text=text)
 
@@ -837,7 +845,7 @@ class WebApp:
         action = str(form.get("action", ""))
         if name is None or action not in ACTIONS:
             return self.render(request, "forbidden.html", 404, reason="No such source or action.")
-        outcome = await _in_thread(control, self.database, self.config.launcher, name, action, self.config.stale_after)
+        outcome = await _in_thread(lambda: control(self.database, self.config.launcher, name, action, self.config.stale_after))
         logger.info("Web administration: %s %s: %s", action, name, outcome.message)
         self.sessions.flash(request.cookies.get(SESSION_COOKIE), outcome.message)
         back = str(form.get("back", ""))
@@ -911,7 +919,7 @@ class WebApp:
         denied = await self._denied(request, post=post)
         if denied is not None:
             return denied
-        tokens = ApiTokens(self.database)
+        tokens = await _in_thread(lambda: ApiTokens(self.database))  # opening it may wait: not on the event loop
         session = str(request.cookies.get(SESSION_COOKIE))
         created, error = None, ""
         if not post:
@@ -943,7 +951,8 @@ class WebApp:
         if denied is not None:
             return denied
         token_id = int(request.path_params["token"])
-        revoked = await _in_thread(ApiTokens(self.database).revoke, token_id)
+        revoked = await _in_thread(lambda: ApiTokens(self.database).revoke(token_id))
+        self.token_gate.forget()  # its kept verdict too: revoked at once
         message = f"API token {token_id} revoked." if revoked else f"No valid API token {token_id}."
         logger.info("Web administration: %s", message)
         self.sessions.flash(request.cookies.get(SESSION_COOKIE), message)
@@ -993,7 +1002,8 @@ async def small_form(request: Request) -> FormData | None:
 
 
 async def _in_thread(function: Callable[..., Any], *args: Any) -> Any:
-    """Blocking work (Solr, the database, a process) off the event loop."""
+    """Blocking work (Solr, the database, a process) off the event loop. Opening the database
+    (``WebApp.database``) is such work too: pass a function that reads it, never its value."""
     return await run_in_threadpool(function, *args)
 
 

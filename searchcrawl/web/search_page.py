@@ -396,16 +396,16 @@ def best_bets(client: SolrIndex, urls: list[str], principals: Principals) -> lis
     except IndexingError as exc:  # the hits are there: the page goes on without its best bets
         logger.warning("Best bets not shown: %s", exc.reason)
         return []
-    hits = {}
+    hits: dict[str, dict[str, Any]] = {}
     for doc in unique_hits(found.docs):
         for key in (doc.get("url"), doc.get("display_url")):
             if key:
                 hits.setdefault(str(key), doc)
     ordered: list[Hit] = []
     for url in urls:
-        doc = hits.get(url)
-        if doc is not None:
-            hit = hit_of(doc, None)
+        pinned = hits.get(url)
+        if pinned is not None:
+            hit = hit_of(pinned, None)
             if hit.url and hit.url not in {other.url for other in ordered}:
                 ordered.append(hit)
     return ordered

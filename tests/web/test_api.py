@@ -4,6 +4,7 @@ Starlette's TestClient, with a fake Solr client and a fake directory: no server.
 from __future__ import annotations
 
 import re
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,8 +18,8 @@ from starlette.testclient import TestClient
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.store import Database
-from searchcrawl.store.api_tokens import ApiTokens
-from searchcrawl.web.api import bearer, cors_headers, normal_origins, snippet_parts
+from searchcrawl.store.api_tokens import ApiTokens, TokenCheck
+from searchcrawl.web.api import TokenGate, bearer, cors_headers, normal_origins, snippet_parts
 from searchcrawl.web.app import create_app
 from searchcrawl.web.relevance import BestBet, Boost, Rules
 from searchcrawl.web.search_page import MAX_PAGE, MAX_QUERY_CHARS
@@ -157,12 +158,16 @@ def test_a_revoked_or_expired_token_is_refused_and_never_logged(app: SimpleNames
     token_id, token = app.tokens.create("old")
     assert app.client.get("/api/search", params={"q": "a"}, headers=auth(token)).status_code == 200
     assert app.tokens.revoke(token_id) and not app.tokens.revoke(token_id)
+    app.web.token_gate.forget()  # as the page's Revoke does (another process's: test_token_gate_...)
     answer = app.client.get("/api/search", params={"q": "a"}, headers=auth(token))
     assert answer.status_code == 401 and 'error="invalid_token"' in answer.headers["www-authenticate"]
-    assert "revoked" in answer.json()["message"]
+    # unknown, revoked and expired alike: a leaked token is not confirmed to have been one
+    assert answer.json()["message"] == "The token is not valid."
     _id, expired = app.tokens.create("short", expires_at=datetime.now(UTC) - timedelta(seconds=1))
     answer = app.client.get("/api/search", params={"q": "a"}, headers=auth(expired))
-    assert answer.status_code == 401 and "expired" in answer.json()["message"]
+    assert answer.status_code == 401 and answer.json()["message"] == "The token is not valid."
+    unknown = app.client.get("/api/search", params={"q": "a"}, headers=auth("sct_" + "x" * 43))
+    assert unknown.json() == answer.json() and unknown.headers["www-authenticate"] == answer.headers["www-authenticate"]
     assert token not in caplog.text and expired not in caplog.text and app.public not in caplog.text
 
 
@@ -350,3 +355,65 @@ def test_the_api_applies_the_relevance_pages_boosts_and_best_bets(app: SimpleNam
     searched = app.solr.asked[0]
     assert searched["q"] == "Tugboat" and "boost" in searched and "harbour" in trimmed_for(searched)
     assert all("public" in trimmed_for(asked) for asked in app.solr.asked)  # the bet asked under the trimming too
+
+
+def test_token_gate_keeps_verdicts_a_while_by_hash_bounded_and_refuses_when_checks_wait() -> None:
+    """A database that hangs holds CONCURRENT_CHECKS threads at most (the rest answered 503 at
+    once), a verdict is asked again after VERDICT_SECONDS (another process's revocation), the
+    kept verdicts are bounded and keyed by hash, never by the token."""
+    now = [0.0]
+    asked: list[str] = []
+    verdicts = {"good": TokenCheck("valid", "portal"), "bad": TokenCheck("revoked", "old")}
+
+    def check(token: str) -> TokenCheck:
+        asked.append(token)
+        return verdicts.get(token, TokenCheck("unknown"))
+
+    gate = TokenGate(check, clock=lambda: now[0], ttl=30, size=3)
+    assert gate.verdict("good").valid and gate.verdict("good").valid and asked == ["good"]
+    verdicts["good"] = TokenCheck("revoked", "portal")  # revoked by another process
+    now[0] = 29.0
+    assert gate.verdict("good").valid
+    now[0] = 31.0
+    assert not gate.verdict("good").valid and asked == ["good", "good"]
+    for junk in ("a", "b", "c", "d"):
+        gate.verdict(junk)
+    assert len(gate._verdicts) == 3 and "good" not in repr(gate._verdicts)  # bounded; hashes only
+
+    entered, release = threading.Barrier(3), threading.Event()
+
+    def hanging(token: str) -> TokenCheck:
+        if not release.is_set():  # the first two: wait on the "database"
+            entered.wait(timeout=10)
+            release.wait(timeout=10)
+        return TokenCheck("valid", token)
+
+    busy = TokenGate(hanging, concurrent=2)
+    waiting = [threading.Thread(target=busy.verdict, args=(f"t{n}",)) for n in range(2)]
+    for thread in waiting:
+        thread.start()
+    entered.wait(timeout=10)  # both checks wait on the "database"
+    assert busy.verdict("t3") is None  # answered at once: the request gets 503
+    release.set()
+    for thread in waiting:
+        thread.join(timeout=10)
+    assert busy.verdict("t3") is not None
+
+
+def test_refused_tokens_are_logged_once_a_minute_with_their_count(caplog) -> None:
+    now = [0.0]
+    gate = TokenGate(lambda token: TokenCheck("unknown"), clock=lambda: now[0])
+    with caplog.at_level("WARNING", logger="searchcrawl.web.api"):
+        for _ in range(50):
+            gate.refused("192.0.2.1", "unknown")
+        now[0] = 61.0
+        gate.refused("192.0.2.2", "revoked")
+    lines = [record.getMessage() for record in caplog.records]
+    assert len(lines) == 2 and lines[1].startswith("API: 50 request(s) refused") and "192.0.2.2" in lines[1]
+
+
+def test_a_busy_token_gate_answers_503_at_once(app: SimpleNamespace) -> None:
+    app.web.token_gate = TokenGate(lambda token: TokenCheck("valid"), concurrent=1)
+    assert app.web.token_gate._checking.acquire(blocking=False)  # one check waits on the database
+    answer = app.client.get("/api/search", params={"q": "a"}, headers=auth(app.public))
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "1" and app.solr.asked == []
