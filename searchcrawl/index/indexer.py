@@ -217,13 +217,15 @@ class SolrIndex:
             return result
         raise IndexingError(f"Solr {what}: {'; '.join(failures)}", reason="; ".join(failures))
 
-    def _request(self, client: pysolr.Solr, method: str, path: str, body: bytes | None = None) -> str:
+    def _request(self, client: pysolr.Solr, method: str, path: str, body: bytes | None = None, node: bool = False) -> str:
         """A request to ``client``'s node that pysolr has no public method for (Solr's JSON update
         API with the body as it is, the schema API), made as pysolr makes its own: the node's
         session, ``timeout`` and ``auth``; a failure raised as the pysolr.SolrError pysolr would
-        raise, so _call classifies it alike (refused, status, reason). Returns the answer's text."""
+        raise, so _call classifies it alike (refused, status, reason). ``path`` is under the
+        core's URL, or the node's when ``node``. Returns the answer's text."""
         number = self.clients.index(client)
-        url = f"{self.urls[number]}/{path}"
+        base = self.urls[number].rpartition("/")[0] if node else self.urls[number]
+        url = f"{base}/{path}"
         try:
             answer = self.sessions[number].request(
                 method, url, data=body, headers=JSON_BODY if body is not None else {}, timeout=self.timeout, auth=self.auth
@@ -237,6 +239,20 @@ class SolrIndex:
         if answer.status_code != 200:
             raise _solr_error(answer)
         return answer.content.decode("utf-8", "replace")
+
+    def request(self, method: str, path: str, what: str, body: bytes | None = None, *, node: bool = False) -> str:
+        """A request pysolr has no method for (the managed resources' REST API, the cores' and
+        collections' admin API), sent as every request here is: to the node that answered last
+        and on to the next while nodes fail, with each node's session, ``timeout`` and ``auth``.
+        ``path`` is under the core's (collection's) URL, or under the node's (``.../solr``) when
+        ``node``; ``body`` is sent as JSON. Returns the answer's text; IndexingError saying
+        ``what`` failed (``refused`` and ``status`` when Solr answered 4xx, with its reason)."""
+        return self._call(what, lambda client: self._request(client, method, path, body, node))
+
+    @property
+    def name(self) -> str:
+        """The core's (collection's) name: the last part of its URL."""
+        return self.urls[self.current].rpartition("/")[2]
 
     def add(self, documents: list[dict[str, Any]]) -> None:
         self.add_json([json.dumps(document, ensure_ascii=False).encode("utf-8") for document in documents])

@@ -4,6 +4,7 @@ open, the pinned documents asked under the searcher's trimming, and the admin pa
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -13,10 +14,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import requests
 from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principals, solr_trimming
-from searchcrawl.index.indexer import IndexingError
+from searchcrawl.index import managed
+from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.web.app import create_app
 from searchcrawl.web.relevance import (
     MAX_PINNED,
@@ -274,3 +277,34 @@ def test_a_database_that_hangs_delays_one_search_a_ttl_at_most() -> None:
     cache._reading.join(5)  # type: ignore[union-attr]
     now[0] = 200
     assert cache.get() == rules and len(reads) == 3
+
+
+class FakeSession:
+    """A node's HTTP session: refuses to connect, or answers every request with ``body``."""
+
+    def __init__(self, body: dict[str, Any] | None) -> None:
+        self.body = body
+        self.asked: list[tuple[str, str]] = []
+
+    def request(self, method: str, url: str, **_kwargs: Any) -> requests.Response:
+        self.asked.append((method, url))
+        if self.body is None:
+            raise requests.exceptions.ConnectionError("[Errno 111] Connection refused")
+        answer = requests.Response()
+        answer.status_code = 200
+        answer._content = json.dumps(self.body).encode()
+        return answer
+
+
+def test_managed_resources_go_through_solr_index_with_its_failover() -> None:
+    """managed.py asks Solr through SolrIndex.request: a SolrCloud node that is down is passed
+    over for the next (not only the node used last), and the admin API is the node's."""
+    index = SolrIndex("http://127.0.0.1:1/solr/docs,http://127.0.0.1:2/solr/docs")
+    down = FakeSession(None)
+    up = FakeSession({"synonymMappings": {"managedMap": {"car": ["car", "auto"]}}, "wordSet": {"managedList": ["quux"]}})
+    index.sessions[:] = [down, up]  # type: ignore[list-item]
+    assert managed.current(index) == ({"car": ["auto", "car"]}, ["quux"])
+    assert index.current == 1 and up.asked[0] == ("get", f"http://127.0.0.1:2/solr/docs/{managed.SYNONYMS}?wt=json")
+    up.body = {"mode": "std"}
+    managed.reload(index)
+    assert up.asked[-1] == ("get", "http://127.0.0.1:2/solr/admin/cores?action=RELOAD&core=docs&wt=json")
