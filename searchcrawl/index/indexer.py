@@ -46,7 +46,8 @@ JSON_BODY = {"Content-type": "application/json; charset=utf-8"}
 class IndexingError(Exception):
     """Solr did not take a request. ``refused``: Solr answered and refused the request (HTTP 4xx,
     ``status``), so the node works and another node would answer the same; otherwise the node
-    failed (unreachable, timed out, 5xx). ``reason`` is Solr's message, trimmed to something
+    failed (unreachable, timed out, 5xx: then ``status`` is the last node's 5xx, None when it
+    gave no answer). ``reason`` is Solr's message, trimmed to something
     readable and never carrying a document's body."""
 
     def __init__(self, message: str, *, refused: bool = False, status: int | None = None, reason: str = "") -> None:
@@ -194,6 +195,7 @@ class SolrIndex:
         """``call`` on the current node, then on each other node while nodes fail. Raises
         IndexingError saying ``what`` failed, on which node, and why."""
         failures = []
+        status = None  # of the last node's answer, when it gave one (HTTP 5xx)
         for step in range(len(self.clients)):
             number = (self.current + step) % len(self.clients)
             try:
@@ -208,6 +210,7 @@ class SolrIndex:
                         status=status,
                         reason=describe(exc).removeprefix(f"HTTP {status}: "),
                     ) from None
+                status = _http_status(exc)
                 if len(self.clients) > 1:
                     logger.debug("Solr node %s failed (%s); trying the next", self.urls[number], describe(exc))
                 continue
@@ -215,7 +218,7 @@ class SolrIndex:
                 logger.info("Solr node %s failed; now using %s", self.urls[self.current], self.urls[number])
                 self.current = number
             return result
-        raise IndexingError(f"Solr {what}: {'; '.join(failures)}", reason="; ".join(failures))
+        raise IndexingError(f"Solr {what}: {'; '.join(failures)}", status=status, reason="; ".join(failures))
 
     def _request(self, client: pysolr.Solr, method: str, path: str, body: bytes | None = None, node: bool = False) -> str:
         """A request to ``client``'s node that pysolr has no public method for (Solr's JSON update

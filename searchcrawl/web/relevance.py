@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from searchcrawl.index.indexer import IndexingError
 from searchcrawl.index.query import term_filter
 
 logger = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ BOOST_KINDS = {
     "type": "Type (MIME type) is",
     "age": "Newer first (half-life in days)",
 }
+MAX_WILDCARDS = 4  # * and ? of one URL pattern together (see parse_boost)
 MIN_FACTOR, MAX_FACTOR = 0.01, 100.0
 MAX_VALUE_CHARS = 500
 MAX_HALF_LIFE_DAYS = 36500
@@ -184,6 +186,8 @@ def parse_boost(kind: str, value: str, factor: str) -> Boost:
         value = str(int(value))
     elif not value or len(value) > MAX_VALUE_CHARS or any(ord(char) < 32 or ord(char) == 127 for char in value):
         raise RelevanceError(f"Give the value the rule matches (at most {MAX_VALUE_CHARS} characters, no control characters).")
+    elif kind == "glob" and sum(value.count(char) for char in "*?") > MAX_WILDCARDS:
+        raise RelevanceError(f"A URL pattern holds at most {MAX_WILDCARDS} wildcards (* and ? together).")
     return Boost(kind, value, parse_factor(factor))
 
 
@@ -268,6 +272,51 @@ def boost_params(boosts: Iterable[Boost]) -> dict[str, Any]:
     if functions:
         params["boost"] = functions
     return params
+
+
+class OncePer:
+    """Whether to log now: True at most once every ``seconds`` (a warning repeated by every
+    search would flood the log)."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds, self.clock = seconds, clock
+        self._last: float | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> bool:
+        with self._lock:
+            now = self.clock()
+            if self._last is not None and now - self._last < self.seconds:
+                return False
+            self._last = now
+            return True
+
+
+BOOSTS_REFUSED_LOG = OncePer(60)
+
+
+def boosted_search(client: Any, query: str, params: dict[str, Any], boosting: dict[str, Any]) -> Any:
+    """``client.search(query)`` with ``params`` and the boosts' parameters ``boosting``
+    (``boost_params``). When Solr answers a request that carried boosts with an error (HTTP 4xx
+    or 5xx: a rule Solr cannot run, such as a URL pattern too complex for Lucene's wildcard
+    automaton, which Solr 9 answers with a 500, put in the database before patterns were bounded
+    or by hand), it is asked again once without them and a warning logged (at most once a
+    minute): a bad rule never breaks a search, it only goes unapplied. A Solr that does not
+    answer (unreachable, timed out) is not asked again: the failure is raised as it is."""
+    if not boosting:
+        return client.search(query, **params)
+    try:
+        return client.search(query, **{**params, **boosting})
+    except IndexingError as exc:
+        if exc.status is None:
+            raise
+        if BOOSTS_REFUSED_LOG():
+            logger.warning(
+                "Solr refused the boosts and demotions of the relevance page (searches go on without them;"
+                " delete or correct the rule): %s",
+                exc.reason,
+            )
+    return client.search(query, **params)
 
 
 def pinned_filter(urls: list[str]) -> tuple[str, dict[str, str]]:

@@ -20,6 +20,7 @@ from starlette.testclient import TestClient
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.web import relevance as relevance_module
 from searchcrawl.web.app import create_app
 from searchcrawl.web.relevance import (
     MAX_PINNED,
@@ -308,3 +309,46 @@ def test_managed_resources_go_through_solr_index_with_its_failover() -> None:
     up.body = {"mode": "std"}
     managed.reload(index)
     assert up.asked[-1] == ("get", "http://127.0.0.1:2/solr/admin/cores?action=RELOAD&core=docs&wt=json")
+
+
+def test_a_url_pattern_holds_at_most_four_wildcards() -> None:
+    assert parse_boost("glob", "*/archive/*.pdf", "0.5").value == "*/archive/*.pdf"
+    assert parse_boost("glob", "https://h/*/x?y?", "2").value == "https://h/*/x?y?"  # four
+    assert parse_boost("url", "https://h/a*b?c?d?e?f", "2").kind == "url"  # a prefix: taken literally, no wildcards
+    for pattern in ["*a" + "?" * 15, "*a*b*c*d*", "?????", "https://h/*/*/*/*/*"]:
+        with pytest.raises(RelevanceError, match="at most 4 wildcards"):
+            parse_boost("glob", pattern, "2")
+
+
+def test_a_boost_solr_refuses_is_dropped_and_the_search_goes_on(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rule Solr cannot run (HTTP 4xx or 5xx, e.g. a wildcard automaton too complex) never
+    breaks the search: asked again without the boosts, logged at most once a minute; a Solr that
+    does not answer is not asked again."""
+    now = [0.0]
+    monkeypatch.setattr(relevance_module, "BOOSTS_REFUSED_LOG", relevance_module.OncePer(60, clock=lambda: now[0]))
+    rules = Rules(boosts=(Boost("glob", "*a" + "?" * 15, 2.0),))
+    hit = {"id": "s!https://h/a", "url": "https://h/a", "title": "A"}
+
+    def refused(status: int = 400) -> IndexingError:
+        # Solr 9 answers a wildcard automaton too complex with a 500 (a node failure to SolrIndex)
+        return IndexingError("Solr did not answer a query", refused=status < 500, status=status, reason="TooComplexToDeterminize")
+
+    with caplog.at_level(logging.WARNING):
+        for minute in (0, 30, 61):
+            now[0] = minute
+            solr = AskedSolr(refused(500 if minute == 30 else 400), answer(1, [hit]))  # type: ignore[arg-type]
+            page = run_search(solr, SearchRequest(q="harbour", page=2), Principals.anonymous(), rules=rules)  # type: ignore[arg-type]
+            boosted, plain = solr.asked
+            assert "boost" in boosted and "boost" not in plain and "relevance_0" not in plain
+            assert {k: v for k, v in boosted.items() if k != "boost" and not k.startswith("relevance_")} == plain
+            assert [h.url for h in page.hits] == ["https://h/a"]
+    warnings = [r for r in caplog.records if "refused the boosts" in r.message]
+    assert len(warnings) == 2 and "TooComplexToDeterminize" in warnings[0].message  # at 0 and at 61, not at 30
+    # without boosts a 400 is the search's own failure; a node that fails is no reason to drop them
+    for asked_rules, error in ((Rules(), refused()), (rules, IndexingError("Solr did not answer a query", reason="timed out"))):
+        failing = AskedSolr(error)  # type: ignore[arg-type]
+        with pytest.raises(IndexingError):
+            run_search(failing, SearchRequest(q="harbour", page=2), Principals.anonymous(), rules=asked_rules)  # type: ignore[arg-type]
+        assert len(failing.asked) == 1
