@@ -341,7 +341,10 @@ class RuleCache:
     failed read keeps the rules last read (none at first): relevance fails open, the search goes
     on (access never depends on it). Reads run in a thread of their own, one at a time: the
     search that starts one waits for it at most ``wait`` seconds, the others meanwhile use the
-    rules there are, so a database that hangs delays one search a ``ttl`` by ``wait`` at most."""
+    rules there are, so a database that hangs delays one search a ``ttl`` by ``wait`` at most.
+    Each ``changed()`` starts a new generation: a read started before it may hold the rules of
+    before the change, so it never marks the cache fresh (nor overwrites rules read after it),
+    and the next search reads again (one read of each generation at a time)."""
 
     load: Callable[[], Rules]
     ttl: float = 30
@@ -350,6 +353,9 @@ class RuleCache:
     rules: Rules = field(default_factory=Rules)
     _read_at: float | None = field(default=None, init=False)
     _reading: threading.Thread | None = field(default=None, init=False)
+    _reading_generation: int = field(default=0, init=False)
+    _generation: int = field(default=0, init=False)  # changes made by this process
+    _rules_generation: int = field(default=-1, init=False)  # of the read that gave self.rules
     _failing: bool = field(default=False, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
@@ -360,20 +366,25 @@ class RuleCache:
         if self._fresh():
             return self.rules
         with self._lock:
-            if self._fresh() or (self._reading is not None and self._reading.is_alive()):
+            reading = self._reading
+            if self._fresh() or (reading is not None and reading.is_alive() and self._reading_generation == self._generation):
                 return self.rules  # read meanwhile, or being read by another search
-            reading = self._reading = threading.Thread(target=self._reload, name="relevance-rules", daemon=True)
+            generation = self._reading_generation = self._generation
+            reading = self._reading = threading.Thread(
+                target=self._reload, args=(generation,), name="relevance-rules", daemon=True
+            )
             reading.start()
         reading.join(self.wait)
         if reading.is_alive():
             with self._lock:
-                self._read_at = self.clock()  # not waited for again before ttl
+                if generation == self._generation:
+                    self._read_at = self.clock()  # not waited for again before ttl
                 if not self._failing:
                     logger.warning("Relevance rules: the database is slow to answer; searches go on without waiting")
                 self._failing = True
         return self.rules
 
-    def _reload(self) -> None:
+    def _reload(self, generation: int) -> None:
         try:
             rules = self.load()
         except Exception as exc:  # noqa: BLE001 - any failure of the database: search goes on
@@ -381,15 +392,21 @@ class RuleCache:
                 if not self._failing:
                     logger.warning("Relevance rules cannot be read (searches go on without changes): %s", type(exc).__name__)
                 self._failing = True
-                self._read_at = self.clock()
+                if generation == self._generation:
+                    self._read_at = self.clock()
             return
         with self._lock:
-            self.rules = rules
+            if generation >= self._rules_generation:  # never rules read earlier over rules read after a change
+                self.rules, self._rules_generation = rules, generation
             if self._failing:
                 logger.info("Relevance rules can be read again")
             self._failing = False
-            self._read_at = self.clock()
+            if generation == self._generation:  # else a change came meanwhile: read again at the next search
+                self._read_at = self.clock()
 
     def changed(self) -> None:
-        """This process changed the rules: the next search reads them again."""
-        self._read_at = None
+        """This process changed the rules: the next search reads them again (a read already
+        under way may have read them before the change: it does not count)."""
+        with self._lock:
+            self._generation += 1
+            self._read_at = None

@@ -352,3 +352,29 @@ def test_a_boost_solr_refuses_is_dropped_and_the_search_goes_on(
         with pytest.raises(IndexingError):
             run_search(failing, SearchRequest(q="harbour", page=2), Principals.anonymous(), rules=asked_rules)  # type: ignore[arg-type]
         assert len(failing.asked) == 1
+
+
+def test_a_change_during_a_read_is_not_missed() -> None:
+    """changed() while a read is under way: that read may hold the rules of before the change,
+    so it does not make the cache fresh; the next search reads the changed rules."""
+    before, after = Rules(), Rules(boosts=(Boost("source", "wiki", 2.0),))
+    in_database = [before]
+    reading, release = threading.Event(), threading.Event()
+
+    def load() -> Rules:
+        rules = in_database[0]  # read before the change...
+        if not release.is_set():
+            reading.set()
+            release.wait(30)  # ...and returned after it
+        return rules
+
+    cache = RuleCache(load, ttl=30, clock=lambda: 0.0, wait=30)
+    searching = threading.Thread(target=cache.get)
+    searching.start()
+    assert reading.wait(30)
+    in_database[0] = after
+    cache.changed()  # the relevance page's change, committed while the read is in flight
+    release.set()
+    searching.join(30)
+    assert cache.get() == after  # within the ttl all the same: the next search applies the change
+    assert cache.get() == after
