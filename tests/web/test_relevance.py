@@ -20,6 +20,7 @@ from starlette.testclient import TestClient
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.web import relevance as relevance_module
 from searchcrawl.web.app import create_app
 from searchcrawl.web.relevance import (
@@ -378,3 +379,39 @@ def test_a_change_during_a_read_is_not_missed() -> None:
     searching.join(30)
     assert cache.get() == after  # within the ttl all the same: the next search applies the change
     assert cache.get() == after
+
+
+def test_pushes_of_synonyms_to_solr_run_one_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start-up's push and the relevance page's do not overlap, and the later one reads the
+    database after the earlier one finished (so it never puts back a synonym deleted since)."""
+    web = create_app(unit_config(tmp_path, relevance_sync_at_start=False)).state.web
+    store = RelevanceStore(web.database)
+    pushed: list[dict[str, list[str]]] = []
+    inside, first_in, second_in = [0], threading.Event(), threading.Event()
+    overlapped: list[bool] = []
+
+    def sync(_index: Any, synonyms: dict[str, list[str]], _stopwords: list[str]) -> bool:
+        inside[0] += 1
+        overlapped.append(inside[0] > 1)
+        pushed.append(synonyms)
+        if len(pushed) == 1:
+            first_in.set()
+            # the second push, started meanwhile, must not come in while this one runs: a bounded
+            # wait for what must not happen (it comes in at once without the lock)
+            second_in.wait(1)
+        else:
+            second_in.set()
+        inside[0] -= 1
+        return True
+
+    monkeypatch.setattr(managed, "sync", sync)
+    first = threading.Thread(target=web.sync_relevance)
+    first.start()
+    assert first_in.wait(30)
+    store.add_synonyms(("car", "automobile"))  # the page's change, while the start-up's push runs
+    second = threading.Thread(target=web.sync_relevance)
+    second.start()
+    first.join(30)
+    second.join(30)
+    assert overlapped == [False, False]
+    assert pushed == [{}, {"automobile": ["automobile", "car"], "car": ["automobile", "car"]}]
