@@ -34,7 +34,7 @@ from searchcrawl.ops.secrets import SecretError
 from searchcrawl.ops.terminal import printable
 from searchcrawl.store import Database
 from searchcrawl.store.relevance_rules import RelevanceStore
-from searchcrawl.web.relevance import Boost, Rules, boost_params
+from searchcrawl.web.relevance import Boost, Rules, boost_params, boosted_search
 from searchcrawl.web.search_page import Hit, best_bets
 
 
@@ -62,8 +62,8 @@ def search(
     """One hit per URL (``search_params``) that ``principals`` may read, ``rows`` of them, of
     ``source`` only if given, ordered with ``boosts``. ``solr_url``: one URL, or a collection's
     URLs on several nodes, comma-separated (SOLR_URL); IndexingError when no node answers."""
-    params = {**search_params(principals, rows, source=source), **boost_params(boosts)}
-    return SolrIndex(solr_url, timeout=30, auth=auth).search(query, **params)
+    index = SolrIndex(solr_url, timeout=30, auth=auth)
+    return boosted_search(index, query, search_params(principals, rows, source=source), boost_params(boosts))
 
 
 def rules_of(db_url: str) -> Rules:

@@ -46,7 +46,8 @@ JSON_BODY = {"Content-type": "application/json; charset=utf-8"}
 class IndexingError(Exception):
     """Solr did not take a request. ``refused``: Solr answered and refused the request (HTTP 4xx,
     ``status``), so the node works and another node would answer the same; otherwise the node
-    failed (unreachable, timed out, 5xx). ``reason`` is Solr's message, trimmed to something
+    failed (unreachable, timed out, 5xx: then ``status`` is the last node's 5xx, None when it
+    gave no answer). ``reason`` is Solr's message, trimmed to something
     readable and never carrying a document's body."""
 
     def __init__(self, message: str, *, refused: bool = False, status: int | None = None, reason: str = "") -> None:
@@ -194,6 +195,7 @@ class SolrIndex:
         """``call`` on the current node, then on each other node while nodes fail. Raises
         IndexingError saying ``what`` failed, on which node, and why."""
         failures = []
+        status = None  # of the last node's answer, when it gave one (HTTP 5xx)
         for step in range(len(self.clients)):
             number = (self.current + step) % len(self.clients)
             try:
@@ -208,6 +210,7 @@ class SolrIndex:
                         status=status,
                         reason=describe(exc).removeprefix(f"HTTP {status}: "),
                     ) from None
+                status = _http_status(exc)
                 if len(self.clients) > 1:
                     logger.debug("Solr node %s failed (%s); trying the next", self.urls[number], describe(exc))
                 continue
@@ -215,15 +218,17 @@ class SolrIndex:
                 logger.info("Solr node %s failed; now using %s", self.urls[self.current], self.urls[number])
                 self.current = number
             return result
-        raise IndexingError(f"Solr {what}: {'; '.join(failures)}", reason="; ".join(failures))
+        raise IndexingError(f"Solr {what}: {'; '.join(failures)}", status=status, reason="; ".join(failures))
 
-    def _request(self, client: pysolr.Solr, method: str, path: str, body: bytes | None = None) -> str:
+    def _request(self, client: pysolr.Solr, method: str, path: str, body: bytes | None = None, node: bool = False) -> str:
         """A request to ``client``'s node that pysolr has no public method for (Solr's JSON update
         API with the body as it is, the schema API), made as pysolr makes its own: the node's
         session, ``timeout`` and ``auth``; a failure raised as the pysolr.SolrError pysolr would
-        raise, so _call classifies it alike (refused, status, reason). Returns the answer's text."""
+        raise, so _call classifies it alike (refused, status, reason). ``path`` is under the
+        core's URL, or the node's when ``node``. Returns the answer's text."""
         number = self.clients.index(client)
-        url = f"{self.urls[number]}/{path}"
+        base = self.urls[number].rpartition("/")[0] if node else self.urls[number]
+        url = f"{base}/{path}"
         try:
             answer = self.sessions[number].request(
                 method, url, data=body, headers=JSON_BODY if body is not None else {}, timeout=self.timeout, auth=self.auth
@@ -237,6 +242,20 @@ class SolrIndex:
         if answer.status_code != 200:
             raise _solr_error(answer)
         return answer.content.decode("utf-8", "replace")
+
+    def request(self, method: str, path: str, what: str, body: bytes | None = None, *, node: bool = False) -> str:
+        """A request pysolr has no method for (the managed resources' REST API, the cores' and
+        collections' admin API), sent as every request here is: to the node that answered last
+        and on to the next while nodes fail, with each node's session, ``timeout`` and ``auth``.
+        ``path`` is under the core's (collection's) URL, or under the node's (``.../solr``) when
+        ``node``; ``body`` is sent as JSON. Returns the answer's text; IndexingError saying
+        ``what`` failed (``refused`` and ``status`` when Solr answered 4xx, with its reason)."""
+        return self._call(what, lambda client: self._request(client, method, path, body, node))
+
+    @property
+    def name(self) -> str:
+        """The core's (collection's) name: the last part of its URL."""
+        return self.urls[self.current].rpartition("/")[2]
 
     def add(self, documents: list[dict[str, Any]]) -> None:
         self.add_json([json.dumps(document, ensure_ascii=False).encode("utf-8") for document in documents])

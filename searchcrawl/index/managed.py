@@ -22,8 +22,6 @@ import logging
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-import requests
-
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 
 logger = logging.getLogger(__name__)
@@ -33,37 +31,24 @@ SYNONYMS = f"schema/analysis/synonyms/{RESOURCE}"
 STOPWORDS = f"schema/analysis/stopwords/{RESOURCE}"
 
 
-def _call(index: SolrIndex, method: str, url: str, what: str, body: Any = None) -> dict[str, Any]:
-    """One request to ``url`` (on the node ``index`` uses now) with its session and credentials;
-    the answer's JSON, or IndexingError with Solr's reason (never the credentials)."""
-    session = index.sessions[index.current]
+def _call(index: SolrIndex, method: str, path: str, what: str, body: Any = None, node: bool = False) -> dict[str, Any]:
+    """One request to ``path`` (under the core's URL, or the node's when ``node``) through
+    ``SolrIndex.request``: failover across a collection's nodes, their sessions and credentials,
+    as every Solr request of the project. The answer's JSON; IndexingError with Solr's reason."""
     data = json.dumps(body).encode("utf-8") if body is not None else None
-    headers = {"content-type": "application/json"} if body is not None else {}
     try:
-        answer = session.request(method, url, data=data, headers=headers, timeout=index.timeout, auth=index.auth)
-    except requests.RequestException as exc:
-        raise IndexingError(f"Solr {what}: {type(exc).__name__}", reason=type(exc).__name__) from None
-    try:
-        result = answer.json()
+        result = json.loads(index.request(method, path, what, data, node=node))
     except ValueError:
         result = {}
-    if answer.status_code != 200:
-        message = str((result.get("error") or {}).get("msg") or answer.reason)[:300] if isinstance(result, dict) else ""
-        raise IndexingError(f"Solr {what}: HTTP {answer.status_code}: {message}", status=answer.status_code, reason=message)
     return result if isinstance(result, dict) else {}
-
-
-def _core_url(index: SolrIndex) -> str:
-    return index.urls[index.current]
 
 
 def current(index: SolrIndex) -> tuple[dict[str, list[str]], list[str]]:
     """Solr's synonym map and stopwords now. IndexingError when the schema has no managed
     resources (one older than searchcrawl-4: upload the project's configset)."""
-    base = _core_url(index)
     try:
-        synonyms = _call(index, "get", f"{base}/{SYNONYMS}?wt=json", "did not give its managed synonyms")
-        stopwords = _call(index, "get", f"{base}/{STOPWORDS}?wt=json", "did not give its managed stopwords")
+        synonyms = _call(index, "get", f"{SYNONYMS}?wt=json", "did not give its managed synonyms")
+        stopwords = _call(index, "get", f"{STOPWORDS}?wt=json", "did not give its managed stopwords")
     except IndexingError as exc:
         if "No REST managed resource" in exc.reason:
             raise IndexingError(
@@ -80,25 +65,24 @@ def current(index: SolrIndex) -> tuple[dict[str, list[str]], list[str]]:
 def sync(index: SolrIndex, synonyms: dict[str, list[str]], stopwords: list[str]) -> bool:
     """Make Solr's managed synonyms and stopwords ``synonyms`` and ``stopwords``, and reload the
     core (collection) if anything changed; True when it did."""
-    base = _core_url(index)
     have_synonyms, have_stopwords = current(index)
     changed = False
     for key, value in have_synonyms.items():
         if synonyms.get(key) != value:
-            _call(index, "delete", f"{base}/{SYNONYMS}/{quote(key, safe='')}", "did not delete a synonym")
+            _call(index, "delete", f"{SYNONYMS}/{quote(key, safe='')}", "did not delete a synonym")
             changed = True
     added = {key: value for key, value in synonyms.items() if have_synonyms.get(key) != value}
     if added:
-        _call(index, "put", f"{base}/{SYNONYMS}", "did not take the synonyms", added)
+        _call(index, "put", SYNONYMS, "did not take the synonyms", added)
         changed = True
     wanted = set(stopwords)
     for word in have_stopwords:
         if word not in wanted:
-            _call(index, "delete", f"{base}/{STOPWORDS}/{quote(word, safe='')}", "did not delete a stopword")
+            _call(index, "delete", f"{STOPWORDS}/{quote(word, safe='')}", "did not delete a stopword")
             changed = True
     missing = sorted(wanted - set(have_stopwords))
     if missing:
-        _call(index, "put", f"{base}/{STOPWORDS}", "did not take the stopwords", missing)
+        _call(index, "put", STOPWORDS, "did not take the stopwords", missing)
         changed = True
     if changed:
         reload(index)
@@ -108,11 +92,11 @@ def sync(index: SolrIndex, synonyms: dict[str, list[str]], stopwords: list[str])
 def reload(index: SolrIndex) -> None:
     """Reload the core (standalone) or the collection (SolrCloud) ``index`` reaches, so its
     analysers read the managed resources again."""
-    base, _slash, name = _core_url(index).rpartition("/")
-    info = _call(index, "get", f"{base}/admin/info/system?wt=json", "did not say its mode")
+    info = _call(index, "get", "admin/info/system?wt=json", "did not say its mode", node=True)
+    name = quote(index.name, safe="")
     if info.get("mode") == "solrcloud":
-        url = f"{base}/admin/collections?action=RELOAD&name={quote(name, safe='')}&wt=json"
+        path = f"admin/collections?action=RELOAD&name={name}&wt=json"
     else:
-        url = f"{base}/admin/cores?action=RELOAD&core={quote(name, safe='')}&wt=json"
-    _call(index, "get", url, "did not reload")
-    logger.info("Solr %s reloaded: synonyms and stopwords applied", urlsplit(base).hostname)
+        path = f"admin/cores?action=RELOAD&core={name}&wt=json"
+    _call(index, "get", path, "did not reload", node=True)
+    logger.info("Solr %s reloaded: synonyms and stopwords applied", urlsplit(index.urls[index.current]).hostname)

@@ -216,6 +216,7 @@ class WebApp:
         self.token_gate = api.TokenGate(lambda token: ApiTokens(self.database).check(token))
         # the relevance rules every search applies (relevance.py): cached, failing open
         self.relevance = relevance.RuleCache(self._read_rules, self.config.relevance_ttl)
+        self._sync_lock = threading.Lock()  # one push of synonyms and stopwords to Solr at a time
         self._reader: Database | None = None
         # query analytics: a background writer, so a search never waits for the database
         self.analytics = analytics.Analytics(
@@ -248,10 +249,14 @@ class WebApp:
         return RelevanceStore(self._rules_database()).rules()
 
     def sync_relevance(self) -> bool:
-        """Push the database's synonyms and stopwords to Solr (managed.py); True if Solr changed."""
-        store = RelevanceStore(self._rules_database())
-        synonyms = relevance.synonym_map(terms for _id, terms in store.synonyms())
-        return managed.sync(self.solr, synonyms, store.stopwords())
+        """Push the database's synonyms and stopwords to Solr (managed.py); True if Solr changed.
+        One at a time (the start-up's and the relevance page's may come together), each reading
+        the database once the one before has finished: a later push never puts back what an
+        earlier one, having read the database after it, deleted."""
+        with self._sync_lock:
+            store = RelevanceStore(self._rules_database())
+            synonyms = relevance.synonym_map(terms for _id, terms in store.synonyms())
+            return managed.sync(self.solr, synonyms, store.stopwords())
 
     def close(self) -> None:
         self.analytics.close()

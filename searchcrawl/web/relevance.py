@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from searchcrawl.index.indexer import IndexingError
 from searchcrawl.index.query import term_filter
 
 logger = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ BOOST_KINDS = {
     "type": "Type (MIME type) is",
     "age": "Newer first (half-life in days)",
 }
+MAX_WILDCARDS = 4  # * and ? of one URL pattern together (see parse_boost)
 MIN_FACTOR, MAX_FACTOR = 0.01, 100.0
 MAX_VALUE_CHARS = 500
 MAX_HALF_LIFE_DAYS = 36500
@@ -184,6 +186,8 @@ def parse_boost(kind: str, value: str, factor: str) -> Boost:
         value = str(int(value))
     elif not value or len(value) > MAX_VALUE_CHARS or any(ord(char) < 32 or ord(char) == 127 for char in value):
         raise RelevanceError(f"Give the value the rule matches (at most {MAX_VALUE_CHARS} characters, no control characters).")
+    elif kind == "glob" and sum(value.count(char) for char in "*?") > MAX_WILDCARDS:
+        raise RelevanceError(f"A URL pattern holds at most {MAX_WILDCARDS} wildcards (* and ? together).")
     return Boost(kind, value, parse_factor(factor))
 
 
@@ -270,6 +274,51 @@ def boost_params(boosts: Iterable[Boost]) -> dict[str, Any]:
     return params
 
 
+class OncePer:
+    """Whether to log now: True at most once every ``seconds`` (a warning repeated by every
+    search would flood the log)."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds, self.clock = seconds, clock
+        self._last: float | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> bool:
+        with self._lock:
+            now = self.clock()
+            if self._last is not None and now - self._last < self.seconds:
+                return False
+            self._last = now
+            return True
+
+
+BOOSTS_REFUSED_LOG = OncePer(60)
+
+
+def boosted_search(client: Any, query: str, params: dict[str, Any], boosting: dict[str, Any]) -> Any:
+    """``client.search(query)`` with ``params`` and the boosts' parameters ``boosting``
+    (``boost_params``). When Solr answers a request that carried boosts with an error (HTTP 4xx
+    or 5xx: a rule Solr cannot run, such as a URL pattern too complex for Lucene's wildcard
+    automaton, which Solr 9 answers with a 500, put in the database before patterns were bounded
+    or by hand), it is asked again once without them and a warning logged (at most once a
+    minute): a bad rule never breaks a search, it only goes unapplied. A Solr that does not
+    answer (unreachable, timed out) is not asked again: the failure is raised as it is."""
+    if not boosting:
+        return client.search(query, **params)
+    try:
+        return client.search(query, **{**params, **boosting})
+    except IndexingError as exc:
+        if exc.status is None:
+            raise
+        if BOOSTS_REFUSED_LOG():
+            logger.warning(
+                "Solr refused the boosts and demotions of the relevance page (searches go on without them;"
+                " delete or correct the rule): %s",
+                exc.reason,
+            )
+    return client.search(query, **params)
+
+
 def pinned_filter(urls: list[str]) -> tuple[str, dict[str, str]]:
     """The filter of the documents pinned at ``urls`` (their ``url`` or ``display_url``), and
     its parameters: term queries, each URL taken literally."""
@@ -292,7 +341,10 @@ class RuleCache:
     failed read keeps the rules last read (none at first): relevance fails open, the search goes
     on (access never depends on it). Reads run in a thread of their own, one at a time: the
     search that starts one waits for it at most ``wait`` seconds, the others meanwhile use the
-    rules there are, so a database that hangs delays one search a ``ttl`` by ``wait`` at most."""
+    rules there are, so a database that hangs delays one search a ``ttl`` by ``wait`` at most.
+    Each ``changed()`` starts a new generation: a read started before it may hold the rules of
+    before the change, so it never marks the cache fresh (nor overwrites rules read after it),
+    and the next search reads again (one read of each generation at a time)."""
 
     load: Callable[[], Rules]
     ttl: float = 30
@@ -301,6 +353,9 @@ class RuleCache:
     rules: Rules = field(default_factory=Rules)
     _read_at: float | None = field(default=None, init=False)
     _reading: threading.Thread | None = field(default=None, init=False)
+    _reading_generation: int = field(default=0, init=False)
+    _generation: int = field(default=0, init=False)  # changes made by this process
+    _rules_generation: int = field(default=-1, init=False)  # of the read that gave self.rules
     _failing: bool = field(default=False, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
@@ -311,20 +366,25 @@ class RuleCache:
         if self._fresh():
             return self.rules
         with self._lock:
-            if self._fresh() or (self._reading is not None and self._reading.is_alive()):
+            reading = self._reading
+            if self._fresh() or (reading is not None and reading.is_alive() and self._reading_generation == self._generation):
                 return self.rules  # read meanwhile, or being read by another search
-            reading = self._reading = threading.Thread(target=self._reload, name="relevance-rules", daemon=True)
+            generation = self._reading_generation = self._generation
+            reading = self._reading = threading.Thread(
+                target=self._reload, args=(generation,), name="relevance-rules", daemon=True
+            )
             reading.start()
         reading.join(self.wait)
         if reading.is_alive():
             with self._lock:
-                self._read_at = self.clock()  # not waited for again before ttl
+                if generation == self._generation:
+                    self._read_at = self.clock()  # not waited for again before ttl
                 if not self._failing:
                     logger.warning("Relevance rules: the database is slow to answer; searches go on without waiting")
                 self._failing = True
         return self.rules
 
-    def _reload(self) -> None:
+    def _reload(self, generation: int) -> None:
         try:
             rules = self.load()
         except Exception as exc:  # noqa: BLE001 - any failure of the database: search goes on
@@ -332,15 +392,21 @@ class RuleCache:
                 if not self._failing:
                     logger.warning("Relevance rules cannot be read (searches go on without changes): %s", type(exc).__name__)
                 self._failing = True
-                self._read_at = self.clock()
+                if generation == self._generation:
+                    self._read_at = self.clock()
             return
         with self._lock:
-            self.rules = rules
+            if generation >= self._rules_generation:  # never rules read earlier over rules read after a change
+                self.rules, self._rules_generation = rules, generation
             if self._failing:
                 logger.info("Relevance rules can be read again")
             self._failing = False
-            self._read_at = self.clock()
+            if generation == self._generation:  # else a change came meanwhile: read again at the next search
+                self._read_at = self.clock()
 
     def changed(self) -> None:
-        """This process changed the rules: the next search reads them again."""
-        self._read_at = None
+        """This process changed the rules: the next search reads them again (a read already
+        under way may have read them before the change: it does not count)."""
+        with self._lock:
+            self._generation += 1
+            self._read_at = None

@@ -29,7 +29,7 @@ from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import ONE_URL_TAG, search_params, snippet_of, term_filter, unique_hits
 from searchcrawl.web.labels import facet_label, type_label
-from searchcrawl.web.relevance import Rules, boost_params, pinned_filter
+from searchcrawl.web.relevance import Rules, boost_params, boosted_search, pinned_filter
 
 logger = logging.getLogger(__name__)
 
@@ -440,8 +440,7 @@ def run_search(
     )
     params.update(filter_params)
     params.update(FACET_PARAMS)
-    params.update(boost_params(rules.boosts))
-    results = client.search(request.q, **params)
+    results = boosted_search(client, request.q, params, boost_params(rules.boosts))
     page.total = results.hits
     if request.page == 1:
         page.bets = best_bets(client, rules.pinned(request.q), principals)

@@ -21,7 +21,7 @@ from typing import Any
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.index.query import TIME_ALLOWED_MS, UF, search_params, term_filter, unique_hits
-from searchcrawl.web.relevance import Boost, boost_params
+from searchcrawl.web.relevance import Boost, boost_params, boosted_search
 from searchcrawl.web.search_page import MAX_QUERY_CHARS
 
 RANK_LIMIT = 500  # hits looked through for the document's rank
@@ -211,16 +211,19 @@ def why(client: SolrIndex, query: str, target: str, principals: Principals, boos
     wanted = _target_filter(target)
     # the document under the viewer's trimming, scored and explained by the search's query; of a
     # URL two sources hold, the best-scoring copy (the one the collapse would keep)
-    explained = client.search(
+    explained = boosted_search(
+        client,
         query,
-        **trimming_params,
-        fq=[*trimming, wanted],
-        fl="id,url,title,score,[explain style=nl]",
-        uf=UF,  # no query nested in the viewer's text: the search's own rule (index/query.py)
-        rows=1,
-        sort="score desc,id asc",
-        timeAllowed=TIME_ALLOWED_MS,
-        **boosting,
+        {
+            **trimming_params,
+            "fq": [*trimming, wanted],
+            "fl": "id,url,title,score,[explain style=nl]",
+            "uf": UF,  # no query nested in the viewer's text: the search's own rule (index/query.py)
+            "rows": 1,
+            "sort": "score desc,id asc",
+            "timeAllowed": TIME_ALLOWED_MS,
+        },
+        boosting,
     )
     if not explained.docs:
         if _partial(explained):
@@ -236,8 +239,8 @@ def why(client: SolrIndex, query: str, target: str, principals: Principals, boos
     page.score = float(doc["score"]) if isinstance(doc.get("score"), int | float) else None
     page.lines, page.truncated = explain_lines(doc.get("[explain]"))
     params = search_params(principals, rows=RANK_LIMIT)
-    params.update(fl="id,url", hl="false", **boosting)
-    ranked = client.search(query, **params)
+    params.update(fl="id,url", hl="false")
+    ranked = boosted_search(client, query, params, boosting)
     page.partial = _partial(ranked)
     for position, hit in enumerate(unique_hits(ranked.docs), start=1):
         if hit.get("id") == page.doc_id or (page.url and hit.get("url") == page.url):

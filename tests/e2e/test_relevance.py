@@ -19,11 +19,11 @@ from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.commands.search import rules_of
 from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.index import managed
-from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.store import Database
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.web.app import WebConfig, create_app
-from searchcrawl.web.relevance import BestBet, Boost, Rules, synonym_map
+from searchcrawl.web.relevance import BestBet, Boost, Rules, boost_params, parse_boost, synonym_map
 from searchcrawl.web.search_page import SearchRequest, run_search
 from searchcrawl.web.why import why
 from tests.conftest import Project, add_core, wait_for
@@ -202,3 +202,29 @@ def test_scrapy_web_sends_the_databases_synonyms_to_a_solr_that_lost_them(index:
             assert managed.current(index) == ({"automobile": ["automobile", "car"], "car": ["automobile", "car"]}, ["quux"])
     finally:
         managed.sync(index, {}, [])
+
+
+def test_a_rule_solr_cannot_run_never_breaks_search(index: SolrIndex, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A URL pattern too complex for Lucene's wildcard automaton (TooComplexToDeterminize: Solr 9
+    answers 500), put straight into the database past the page's validation: the search page,
+    the why page and `scrapy search` still answer, without the boosts, and say so in the log."""
+    bad = Boost("glob", "*a" + "?" * 15, 2.0)
+    with pytest.raises(IndexingError):  # Solr 9.x: HTTP 500
+        index.search("tide harbour", **boost_params([bad]))
+    for worst in ("*a???", "*???", "?*?*", "*a*?"):  # the most complex patterns the page lets through run
+        index.search("tide harbour", **boost_params([parse_boost("glob", worst, "2")]))
+    (tmp_path / "data").mkdir()
+    db_url = f"sqlite:///{tmp_path / 'data' / 'documents.sqlite3'}"
+    database = Database(db_url)
+    RelevanceStore(database).add_boost(bad)
+    RelevanceStore(database).add_boost(Boost("source", "wiki", 0.5))
+    database.close()
+    web = web_app(index, tmp_path, db_url)
+    with caplog.at_level(logging.WARNING):
+        page = web.get("/", params={"q": "tide harbour"})
+    assert page.status_code == 200 and "2 documents match" in page.text
+    assert any("refused the boosts" in record.message for record in caplog.records)
+    assert why(index, "tide harbour", f"{BASE}/docs/new", Principals.anonymous(), (bad,)).found
+    project = Project(tmp_path / "data", tmp_path / "sources", index.url)
+    searched = project.scrapy("search", "tide", "harbour")
+    assert searched.returncode == 0 and "2 documents match" in searched.stdout, searched.stdout + searched.stderr

@@ -4,6 +4,7 @@ open, the pinned documents asked under the searcher's trimming, and the admin pa
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -13,10 +14,14 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import requests
 from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principals, solr_trimming
-from searchcrawl.index.indexer import IndexingError
+from searchcrawl.index import managed
+from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.store.relevance_rules import RelevanceStore
+from searchcrawl.web import relevance as relevance_module
 from searchcrawl.web.app import create_app
 from searchcrawl.web.relevance import (
     MAX_PINNED,
@@ -274,3 +279,139 @@ def test_a_database_that_hangs_delays_one_search_a_ttl_at_most() -> None:
     cache._reading.join(5)  # type: ignore[union-attr]
     now[0] = 200
     assert cache.get() == rules and len(reads) == 3
+
+
+class FakeSession:
+    """A node's HTTP session: refuses to connect, or answers every request with ``body``."""
+
+    def __init__(self, body: dict[str, Any] | None) -> None:
+        self.body = body
+        self.asked: list[tuple[str, str]] = []
+
+    def request(self, method: str, url: str, **_kwargs: Any) -> requests.Response:
+        self.asked.append((method, url))
+        if self.body is None:
+            raise requests.exceptions.ConnectionError("[Errno 111] Connection refused")
+        answer = requests.Response()
+        answer.status_code = 200
+        answer._content = json.dumps(self.body).encode()
+        return answer
+
+
+def test_managed_resources_go_through_solr_index_with_its_failover() -> None:
+    """managed.py asks Solr through SolrIndex.request: a SolrCloud node that is down is passed
+    over for the next (not only the node used last), and the admin API is the node's."""
+    index = SolrIndex("http://127.0.0.1:1/solr/docs,http://127.0.0.1:2/solr/docs")
+    down = FakeSession(None)
+    up = FakeSession({"synonymMappings": {"managedMap": {"car": ["car", "auto"]}}, "wordSet": {"managedList": ["quux"]}})
+    index.sessions[:] = [down, up]  # type: ignore[list-item]
+    assert managed.current(index) == ({"car": ["auto", "car"]}, ["quux"])
+    assert index.current == 1 and up.asked[0] == ("get", f"http://127.0.0.1:2/solr/docs/{managed.SYNONYMS}?wt=json")
+    up.body = {"mode": "std"}
+    managed.reload(index)
+    assert up.asked[-1] == ("get", "http://127.0.0.1:2/solr/admin/cores?action=RELOAD&core=docs&wt=json")
+
+
+def test_a_url_pattern_holds_at_most_four_wildcards() -> None:
+    assert parse_boost("glob", "*/archive/*.pdf", "0.5").value == "*/archive/*.pdf"
+    assert parse_boost("glob", "https://h/*/x?y?", "2").value == "https://h/*/x?y?"  # four
+    assert parse_boost("url", "https://h/a*b?c?d?e?f", "2").kind == "url"  # a prefix: taken literally, no wildcards
+    for pattern in ["*a" + "?" * 15, "*a*b*c*d*", "?????", "https://h/*/*/*/*/*"]:
+        with pytest.raises(RelevanceError, match="at most 4 wildcards"):
+            parse_boost("glob", pattern, "2")
+
+
+def test_a_boost_solr_refuses_is_dropped_and_the_search_goes_on(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rule Solr cannot run (HTTP 4xx or 5xx, e.g. a wildcard automaton too complex) never
+    breaks the search: asked again without the boosts, logged at most once a minute; a Solr that
+    does not answer is not asked again."""
+    now = [0.0]
+    monkeypatch.setattr(relevance_module, "BOOSTS_REFUSED_LOG", relevance_module.OncePer(60, clock=lambda: now[0]))
+    rules = Rules(boosts=(Boost("glob", "*a" + "?" * 15, 2.0),))
+    hit = {"id": "s!https://h/a", "url": "https://h/a", "title": "A"}
+
+    def refused(status: int = 400) -> IndexingError:
+        # Solr 9 answers a wildcard automaton too complex with a 500 (a node failure to SolrIndex)
+        return IndexingError("Solr did not answer a query", refused=status < 500, status=status, reason="TooComplexToDeterminize")
+
+    with caplog.at_level(logging.WARNING):
+        for minute in (0, 30, 61):
+            now[0] = minute
+            solr = AskedSolr(refused(500 if minute == 30 else 400), answer(1, [hit]))  # type: ignore[arg-type]
+            page = run_search(solr, SearchRequest(q="harbour", page=2), Principals.anonymous(), rules=rules)  # type: ignore[arg-type]
+            boosted, plain = solr.asked
+            assert "boost" in boosted and "boost" not in plain and "relevance_0" not in plain
+            assert {k: v for k, v in boosted.items() if k != "boost" and not k.startswith("relevance_")} == plain
+            assert [h.url for h in page.hits] == ["https://h/a"]
+    warnings = [r for r in caplog.records if "refused the boosts" in r.message]
+    assert len(warnings) == 2 and "TooComplexToDeterminize" in warnings[0].message  # at 0 and at 61, not at 30
+    # without boosts a 400 is the search's own failure; a node that fails is no reason to drop them
+    for asked_rules, error in ((Rules(), refused()), (rules, IndexingError("Solr did not answer a query", reason="timed out"))):
+        failing = AskedSolr(error)  # type: ignore[arg-type]
+        with pytest.raises(IndexingError):
+            run_search(failing, SearchRequest(q="harbour", page=2), Principals.anonymous(), rules=asked_rules)  # type: ignore[arg-type]
+        assert len(failing.asked) == 1
+
+
+def test_a_change_during_a_read_is_not_missed() -> None:
+    """changed() while a read is under way: that read may hold the rules of before the change,
+    so it does not make the cache fresh; the next search reads the changed rules."""
+    before, after = Rules(), Rules(boosts=(Boost("source", "wiki", 2.0),))
+    in_database = [before]
+    reading, release = threading.Event(), threading.Event()
+
+    def load() -> Rules:
+        rules = in_database[0]  # read before the change...
+        if not release.is_set():
+            reading.set()
+            release.wait(30)  # ...and returned after it
+        return rules
+
+    cache = RuleCache(load, ttl=30, clock=lambda: 0.0, wait=30)
+    searching = threading.Thread(target=cache.get)
+    searching.start()
+    assert reading.wait(30)
+    in_database[0] = after
+    cache.changed()  # the relevance page's change, committed while the read is in flight
+    release.set()
+    searching.join(30)
+    assert cache.get() == after  # within the ttl all the same: the next search applies the change
+    assert cache.get() == after
+
+
+def test_pushes_of_synonyms_to_solr_run_one_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start-up's push and the relevance page's do not overlap, and the later one reads the
+    database after the earlier one finished (so it never puts back a synonym deleted since)."""
+    web = create_app(unit_config(tmp_path, relevance_sync_at_start=False)).state.web
+    store = RelevanceStore(web.database)
+    pushed: list[dict[str, list[str]]] = []
+    inside, first_in, second_in = [0], threading.Event(), threading.Event()
+    overlapped: list[bool] = []
+
+    def sync(_index: Any, synonyms: dict[str, list[str]], _stopwords: list[str]) -> bool:
+        inside[0] += 1
+        overlapped.append(inside[0] > 1)
+        pushed.append(synonyms)
+        if len(pushed) == 1:
+            first_in.set()
+            # the second push, started meanwhile, must not come in while this one runs: a bounded
+            # wait for what must not happen (it comes in at once without the lock)
+            second_in.wait(1)
+        else:
+            second_in.set()
+        inside[0] -= 1
+        return True
+
+    monkeypatch.setattr(managed, "sync", sync)
+    first = threading.Thread(target=web.sync_relevance)
+    first.start()
+    assert first_in.wait(30)
+    store.add_synonyms(("car", "automobile"))  # the page's change, while the start-up's push runs
+    second = threading.Thread(target=web.sync_relevance)
+    second.start()
+    first.join(30)
+    second.join(30)
+    assert overlapped == [False, False]
+    assert pushed == [{}, {"automobile": ["automobile", "car"], "car": ["automobile", "car"]}]
