@@ -37,17 +37,29 @@ MAX_COMPLETIONS = 20
 POSITIONS = 10  # click-through by position: 1..10, then "11+"
 
 
+# C0 control characters and DEL, each written as a space: PostgreSQL refuses NUL in text (the
+# whole batch would be lost), and none of them is anything a searcher means
+CONTROLS = dict.fromkeys([*range(32), 127], " ")
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters (C0 and DEL) as spaces: storable on any database."""
+    return text.translate(CONTROLS)
+
+
 def normalize(query: str) -> str:
-    """The form a query is grouped by: case-folded, white space collapsed, cut to MAX_NORMALIZED_CHARS."""
-    return " ".join(query.casefold().split())[:MAX_NORMALIZED_CHARS]
+    """The form a query is grouped by: case-folded, white space and control characters collapsed,
+    cut to MAX_NORMALIZED_CHARS."""
+    return " ".join(printable(query).casefold().split())[:MAX_NORMALIZED_CHARS]
 
 
 def filters_json(filters: Iterable[tuple[str, str]]) -> str:
-    """The filters chosen as JSON pairs, the whole cut to MAX_FILTER_CHARS (whole pairs only)."""
+    """The filters chosen as JSON pairs, the whole cut to MAX_FILTER_CHARS (whole pairs only);
+    control characters as spaces."""
     kept: list[list[str]] = []
     size = 2
     for name, value in filters:
-        pair = [str(name)[:50], str(value)[:500]]
+        pair = [printable(str(name)[:50]), printable(str(value)[:500])]
         size += len(json.dumps(pair)) + 1
         if size > MAX_FILTER_CHARS:
             break

@@ -52,6 +52,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from sqlalchemy.exc import OperationalError
+
 from searchcrawl.store.database import now
 from searchcrawl.store.searches import (
     MAX_COMPLETIONS,
@@ -62,6 +64,7 @@ from searchcrawl.store.searches import (
     Searches,
     filters_json,
     normalize,
+    printable,
 )
 from searchcrawl.web.search_page import day
 
@@ -211,15 +214,15 @@ class Analytics:
             row = {
                 "id": search_id,
                 "at": now(),
-                "query": query[:MAX_QUERY_CHARS],
+                "query": printable(query[:MAX_QUERY_CHARS]),
                 "normalized": normalize(query),
                 "filters": filters_json(filters),
-                "sort": (sort or "")[:20],
+                "sort": printable((sort or "")[:20]),
                 "page": max(int(page), 1),
                 "hits": max(int(hits), 0),
                 "took_ms": max(int(round(took_ms)), 0),
                 "client": client if client in CLIENTS else "web",
-                "user_name": (user or None) and str(user)[:256] if self.log_users else None,
+                "user_name": (user or None) and printable(str(user)[:256]) if self.log_users else None,
             }
         except (TypeError, ValueError) as exc:  # a caller's mistake must not break its search
             logger.warning("Query analytics: a search not logged: %s", exc)
@@ -230,7 +233,8 @@ class Analytics:
     def click(self, click: Click) -> None:
         """Logs a hit opened (a click link checked by ``signer``). Never raises, never waits."""
         if self.enabled:
-            self._put("click", {"search_id": click.search_id, "position": click.position, "url": click.url, "at": now()})
+            row = {"search_id": click.search_id, "position": click.position, "url": printable(click.url), "at": now()}
+            self._put("click", row)
 
     def click_url(self, search_id: str, position: int, url: str) -> str:
         """The query string of a hit's click link (for ``/click``)."""
@@ -280,14 +284,30 @@ class Analytics:
                 return
 
     def write(self, batch: list[tuple[str, dict[str, Any]]]) -> None:
-        """Writes a batch; a database error loses it (counted), never stops the writer."""
+        """Writes a batch; a database error never stops the writer. When the database refuses
+        the batch's data (a row it cannot take), the batch is written again in halves, so only
+        the rows refused are lost (counted); when it cannot be reached or is locked
+        (``OperationalError``), the whole batch is lost (counted) at once, not tried row by row."""
         if not batch:
             return
+        try:
+            store = self._store()
+        except Exception as exc:  # noqa: BLE001 - whatever the database says, the searcher never hears of it
+            self._lost(len(batch), f"the database cannot be opened: {short_error(exc)}")
+            return
+        self._write(store, batch)
+
+    def _write(self, store: Searches, batch: list[tuple[str, dict[str, Any]]]) -> None:
         rows = [row for kind, row in batch if kind == "search"]
         clicks = [row for kind, row in batch if kind == "click"]
         try:
-            self._store().write(rows, clicks)
-        except Exception as exc:  # noqa: BLE001 - whatever the database says, the searcher never hears of it
+            store.write(rows, clicks)
+        except Exception as exc:  # noqa: BLE001
+            if len(batch) > 1 and not isinstance(exc, OperationalError):
+                middle = len(batch) // 2  # in order: a click after its search
+                self._write(store, batch[:middle])
+                self._write(store, batch[middle:])
+                return
             self._lost(len(batch), f"the database refused them: {short_error(exc)}")
             return
         self.written += len(batch)

@@ -108,6 +108,48 @@ def test_a_database_error_is_counted_and_never_reaches_the_searcher(caplog) -> N
     assert "the database refused them: RuntimeError: disk I/O error" in text and "secret query" not in text
 
 
+def test_a_batch_the_database_refuses_is_written_again_in_halves_losing_only_the_bad_rows() -> None:
+    """A row the database cannot take (PostgreSQL refuses NUL in text) loses itself, not the
+    other searches of its batch."""
+
+    class Picky(RecordingStore):
+        def write(self, rows: list[dict[str, Any]], clicks: list[dict[str, Any]]) -> None:
+            if any("bad" in row["query"] for row in rows):
+                raise ValueError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
+            super().write(rows, clicks)
+
+    store = Picky()
+    log = Analytics(lambda: store, days=30)  # type: ignore[arg-type,return-value]
+    batch = [("search", {"query": "bad" if n in (3, 17) else f"q{n}"}) for n in range(40)]
+    log.write(batch + [("click", {"search_id": "x", "query": ""})])
+    written = [row["query"] for rows, _clicks in store.batches for row in rows]
+    assert written == [f"q{n}" for n in range(40) if n not in (3, 17)]
+    assert (log.written, log.dropped) == (39, 2) and sum(len(clicks) for _rows, clicks in store.batches) == 1
+
+    class Gone(RecordingStore):
+        def write(self, rows: list[dict[str, Any]], clicks: list[dict[str, Any]]) -> None:
+            from sqlalchemy.exc import OperationalError
+
+            raise OperationalError("INSERT", {}, Exception("connection refused"))
+
+    gone = Gone()
+    log = Analytics(lambda: gone, days=30)  # type: ignore[arg-type,return-value]
+    log.write(batch)  # the server gone: the batch lost at once, not tried again row by row
+    assert (log.written, log.dropped) == (0, 40)
+
+
+def test_control_characters_are_spaces_in_what_is_logged() -> None:
+    log = Analytics(RecordingStore, days=1, log_users=True)  # type: ignore[arg-type]
+    log.record("harbour\x00\x01master\x7f", [("type", "text/html\x00")], "da\x00te", user="al\x00ice")
+    log.click(Click("a" * 32, 1, "https://h.example/\x00"))
+    _kind, row = log._queue.get_nowait()  # type: ignore[misc]
+    _kind, click = log._queue.get_nowait()  # type: ignore[misc]
+    text = repr([row, click])
+    assert all(f"\\x{code:02x}" not in text for code in [*range(32), 127]) and "\\u0000" not in text
+    assert (row["query"], row["normalized"], row["user_name"]) == ("harbour  master ", "harbour master", "al ice")
+    assert row["filters"] == '[["type", "text/html "]]' and click["url"] == "https://h.example/ "
+
+
 def test_completions_come_from_memory_most_searched_first() -> None:
     log = Analytics(RecordingStore, days=30)  # type: ignore[arg-type]
     assert log.completions("har") == []  # nothing read yet
