@@ -90,11 +90,12 @@ def new_search_id() -> str:
 
 
 def click_key(path: str = "") -> bytes:
-    """The key signing click links: the file ``path`` holds (at least 32 bytes of it, e.g. from
-    ``head -c 32 /dev/urandom``), or a random one for this process."""
+    """The key signing click links: the bytes the file ``path`` holds, all of them as they are (at
+    least 32, e.g. from ``head -c 32 /dev/urandom``: random bytes, so nothing is stripped, not
+    even a final new line), or a random one for this process."""
     if not path:
         return secrets.token_bytes(32)
-    key = Path(path).read_bytes().strip()
+    key = Path(path).read_bytes()
     if len(key) < 32:
         raise ValueError(f"SEARCHCRAWL_WEB_CLICK_KEY_FILE: {path} holds {len(key)} bytes, fewer than 32")
     return key

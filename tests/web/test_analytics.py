@@ -216,7 +216,10 @@ def test_the_click_key_comes_from_a_file_or_is_random(tmp_path: Path) -> None:
     assert analytics.click_key() != analytics.click_key() and len(analytics.click_key()) == 32
     key = tmp_path / "key"
     key.write_bytes(b"0123456789abcdef0123456789abcdef\n")
-    assert analytics.click_key(str(key)) == b"0123456789abcdef0123456789abcdef"
+    assert analytics.click_key(str(key)) == b"0123456789abcdef0123456789abcdef\n"  # bytes, not text
+    random_key = b"\n" + bytes(range(30)) + b" "  # head -c 32 /dev/urandom may start or end with white space
+    key.write_bytes(random_key)
+    assert analytics.click_key(str(key)) == random_key
     key.write_bytes(b"short")
     with pytest.raises(ValueError, match="fewer than 32"):
         analytics.click_key(str(key))
