@@ -34,6 +34,7 @@ MAX_FILTER_CHARS = 2000
 MAX_URL_CHARS = 8192
 MAX_PREFIX_CHARS = 100  # a completion's prefix
 MAX_COMPLETIONS = 20
+PURGE_CHUNK = 10_000  # rows deleted a transaction
 POSITIONS = 10  # click-through by position: 1..10, then "11+"
 
 
@@ -147,11 +148,21 @@ class Searches:
                     [{"search": search_id, "more": more} for search_id, more in opened.items()],
                 )
 
-    def purge(self, before: datetime) -> int:
-        """Deletes the searches and clicks older than ``before``; returns the searches deleted."""
-        with self.engine.begin() as connection:
-            connection.execute(delete(search_clicks).where(search_clicks.c.at < before))
-            return connection.execute(delete(searches).where(searches.c.at < before)).rowcount or 0
+    def purge(self, before: datetime, chunk: int = PURGE_CHUNK) -> int:
+        """Deletes the searches and clicks older than ``before``; returns the searches deleted.
+        ``chunk`` rows a transaction: a retention lowered may leave millions to delete, and one
+        transaction would hold SQLite's write lock (the crawls' too) for all of them."""
+        deleted = 0
+        for table in (search_clicks, searches):
+            while True:
+                oldest = select(table.c.id).where(table.c.at < before).limit(max(chunk, 1))
+                with self.engine.begin() as connection:
+                    count = connection.execute(delete(table).where(table.c.id.in_(oldest.scalar_subquery()))).rowcount or 0
+                if table is searches:
+                    deleted += count
+                if count < chunk:
+                    break
+        return deleted
 
     # --- reports --------------------------------------------------------------------------------
 
