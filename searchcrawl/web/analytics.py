@@ -45,6 +45,7 @@ import re
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -77,6 +78,9 @@ WARN_EVERY = 60.0  # seconds: drops and errors are logged at most this often
 CLICK_SCHEMES = ("http", "https", "file", "ftp")  # a hit's link's (search_page.display_url)
 MAX_POSITION = 100_000  # beyond any rank a result page shows (search_page.MAX_PAGE x rows)
 CLIENTS = ("web", "api")
+CLICK_FRESH = 86_400  # seconds: a click link's click counted this long after its result page
+CLOCK_SKEW = 300  # seconds: a link made by another process (a shared key) whose clock is ahead
+CLICKS_REMEMBERED = 100_000  # (search, rank) counted: a replayed link's click is counted once
 SEARCH_ID = re.compile(r"[0-9a-f]{32}")
 # the completions from past queries: the most frequent ones that found documents, kept in memory
 # and read again by the writer this often (a completion is asked at every key a searcher types)
@@ -106,6 +110,7 @@ class Click:
     search_id: str
     position: int
     url: str
+    issued: int = 0  # when its link was made (Unix seconds, signed with it)
 
 
 class ClickSigner:
@@ -114,33 +119,39 @@ class ClickSigner:
     def __init__(self, key: bytes) -> None:
         self._key = key
 
-    def signature(self, search_id: str, position: int, url: str) -> str:
-        message = f"{search_id}\n{position}\n{url}".encode()
+    def signature(self, search_id: str, position: int, url: str, issued: int) -> str:
+        message = f"{search_id}\n{position}\n{url}\n{issued}".encode()
         digest = hmac.new(self._key, message, hashlib.sha256).digest()[:16]
         return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
-    def query(self, search_id: str, position: int, url: str) -> str:
-        """The query string of the click link of a hit."""
-        return urlencode({"s": search_id, "p": position, "u": url, "k": self.signature(search_id, position, url)})
+    def query(self, search_id: str, position: int, url: str, issued: int | None = None) -> str:
+        """The query string of the click link of a hit, made at ``issued`` (Unix seconds; now)."""
+        issued = int(time.time()) if issued is None else issued
+        signature = self.signature(search_id, position, url, issued)
+        return urlencode({"s": search_id, "p": position, "u": url, "t": issued, "k": signature})
 
     def check(self, params: Any) -> Click | None:
-        """The click a link's parameters (``s``, ``p``, ``u``, ``k``) name, or None when they are
-        not a link this key signed, or its URL's scheme is not a hit link's."""
-        search_id, position, url, signature = (str(params.get(name, "")) for name in ("s", "p", "u", "k"))
+        """The click a link's parameters (``s``, ``p``, ``u``, ``t``, ``k``) name, or None when
+        they are not a link this key signed, or its URL's scheme is not a hit link's. A link
+        signed is valid however old (it is ours): whether its click is counted is
+        ``Analytics.counts``'s decision."""
+        search_id, position, url, issued, signature = (str(params.get(name, "")) for name in ("s", "p", "u", "t", "k"))
         if (
             not SEARCH_ID.fullmatch(search_id)
             or not (position.isascii() and position.isdigit())
             or len(position) > 6
+            or not (issued.isascii() and issued.isdigit())
+            or len(issued) > 12
             or not url
             or len(url) > MAX_URL_CHARS
         ):
             return None
         if not 1 <= int(position) <= MAX_POSITION or urlsplit(url).scheme.lower() not in CLICK_SCHEMES:
             return None
-        expected = self.signature(search_id, int(position), url)
+        expected = self.signature(search_id, int(position), url, int(issued))
         if not hmac.compare_digest(expected.encode(), signature.encode()):
             return None
-        return Click(search_id, int(position), url)
+        return Click(search_id, int(position), url, int(issued))
 
 
 class Analytics:
@@ -169,6 +180,7 @@ class Analytics:
         self._unreported = 0
         self._warned_at: float | None = None
         self._thread: threading.Thread | None = None
+        self._opened: OrderedDict[tuple[str, int], None] = OrderedDict()  # clicks counted: Analytics.counts
         # (sorted queries, their counts): the completions' source, replaced whole by the writer
         self._frequent: tuple[list[str], list[int]] = ([], [])
 
@@ -230,6 +242,25 @@ class Analytics:
             return search_id
         self._put("search", row)
         return search_id
+
+    def counts(self, click: Click, moment: float | None = None) -> bool:
+        """Whether a click (its link checked by ``signer``) is counted: only when its link was
+        made within CLICK_FRESH seconds (``moment``: Unix seconds, now) and its (search, rank)
+        was not counted already by this process (the last CLICKS_REMEMBERED remembered), so a
+        link kept, replayed or put in another page as an image does not inflate the
+        click-through nor fill the writer's queue. The redirect is made whatever this says."""
+        moment = time.time() if moment is None else moment
+        if not -CLOCK_SKEW <= moment - click.issued <= CLICK_FRESH:
+            return False
+        opened = (click.search_id, click.position)
+        with self._lock:
+            if opened in self._opened:
+                self._opened.move_to_end(opened)
+                return False
+            self._opened[opened] = None
+            if len(self._opened) > CLICKS_REMEMBERED:
+                self._opened.popitem(last=False)
+        return True
 
     def click(self, click: Click) -> None:
         """Logs a hit opened (a click link checked by ``signer``). Never raises, never waits."""

@@ -341,7 +341,8 @@ class WebApp:
                 404,
                 reason="This link is not valid (it may be older than the server's restart): search again.",
             )
-        if request.method == "GET":  # a link checker's HEAD opens nothing
+        # a link checker's HEAD opens nothing; a stale or replayed link is followed, not counted
+        if request.method == "GET" and self.analytics.counts(click):
             self.analytics.click(click)
         response = RedirectResponse(click.url, status_code=303)
         response.headers["cache-control"] = "no-store"

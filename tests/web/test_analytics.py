@@ -200,9 +200,16 @@ def test_a_record_is_bounded_and_normalized() -> None:
 def test_a_click_link_is_checked_against_its_signature() -> None:
     signer = ClickSigner(b"k" * 32)
     search_id, url = "a" * 32, "https://h.example/doc?x=1&y=2"
-    params = {key: values[0] for key, values in parse_qs(signer.query(search_id, 3, url)).items()}
-    assert signer.check(params) == Click(search_id, 3, url)
-    for change in ({"u": "https://evil.example/"}, {"p": "4"}, {"s": "b" * 32}, {"k": params["k"][:-1] + "A"}, {"k": ""}):
+    params = {key: values[0] for key, values in parse_qs(signer.query(search_id, 3, url, 1_800_000_000)).items()}
+    assert signer.check(params) == Click(search_id, 3, url, 1_800_000_000)
+    changes = (
+        {"u": "https://evil.example/"},
+        {"p": "4"},
+        {"s": "b" * 32},
+        {"k": params["k"][:-1] + ("B" if params["k"].endswith("A") else "A")},
+        {"k": ""},
+    )
+    for change in (*changes, {"t": "1800000001"}, {"t": ""}, {"t": "-1"}, {"t": "9" * 13}):
         assert signer.check({**params, **change}) is None, change
     assert ClickSigner(b"o" * 32).check(params) is None  # another process's key (a restart)
     for bad_url in ("javascript:alert(1)", "data:text/html,x", "//evil.example/"):
@@ -210,6 +217,25 @@ def test_a_click_link_is_checked_against_its_signature() -> None:
         assert signer.check(signed) is None, bad_url  # signed or not: only a hit link's schemes
     assert signer.check({**params, "p": "\u0663"}) is None  # an Arabic-Indic 3: digits are ASCII ones
     assert signer.check({}) is None and signer.check({**params, "p": "0"}) is None and signer.check({**params, "p": "x"}) is None
+
+
+def test_a_click_is_counted_only_from_a_fresh_link_and_once_per_search_and_rank(monkeypatch) -> None:
+    """A link replayed, kept for days, or put in another page as an image still redirects (it is
+    ours) but is not counted again: click-through is not inflated, the writer's queue not filled."""
+    log = Analytics(RecordingStore, days=30)  # type: ignore[arg-type]
+    moment = 1_800_000_000
+    fresh = Click("a" * 32, 1, "https://h.example/a", moment - 3600)
+    assert log.counts(fresh, moment) and not log.counts(fresh, moment) and not log.counts(fresh, moment + 10)
+    assert log.counts(Click("a" * 32, 2, "https://h.example/b", moment), moment)  # another rank of the search
+    assert not log.counts(Click("b" * 32, 1, "https://h.example/a", moment - analytics.CLICK_FRESH - 1), moment)  # stale
+    assert not log.counts(Click("c" * 32, 1, "https://h.example/a", moment + 3600), moment)  # from the future
+    assert log.counts(Click("c" * 32, 1, "https://h.example/a", moment + 60), moment)  # a clock a little ahead
+    assert not log.counts(Click("d" * 32, 1, "https://h.example/a"), moment)  # no time at all
+    monkeypatch.setattr(analytics, "CLICKS_REMEMBERED", 3)
+    for number in range(10):
+        assert log.counts(Click(f"{number:032x}", 1, "https://h.example/", moment), moment)
+    assert len(log._opened) == 3  # bounded: the oldest forgotten
+    assert not log.counts(Click(f"{9:032x}", 1, "https://h.example/", moment), moment)
 
 
 def test_the_click_key_comes_from_a_file_or_is_random(tmp_path: Path) -> None:
@@ -290,7 +316,11 @@ def test_searches_and_clicks_are_logged_and_reported(tmp_path: Path) -> None:
     assert web.head(links[0].replace("&amp;", "&"), follow_redirects=False).status_code == 303  # a link checker: no click
     opened = web.get(links[1].replace("&amp;", "&"), follow_redirects=False)
     assert opened.status_code == 303 and opened.headers["location"] == "https://h.example/1"
-    assert app.state.web.click_link(clicked["s"][0], 12, "https://h.example/1") == links[1].replace("&amp;", "&")
+    again = web.get(links[1].replace("&amp;", "&"), follow_redirects=False)  # replayed: followed, not counted
+    assert again.status_code == 303 and again.headers["location"] == "https://h.example/1"
+    assert app.state.web.click_link(clicked["s"][0], 12, "https://h.example/1").startswith(
+        links[1].replace("&amp;", "&").partition("&t=")[0]
+    )
     forged = links[0].replace("&amp;", "&").replace("h.example%2F0", "evil.example%2F")
     assert web.get(forged, follow_redirects=False).status_code == 404
     assert web.get("/click?s=x&u=https://evil.example/", follow_redirects=False).status_code == 404
