@@ -304,52 +304,81 @@ def test_searches_and_clicks_are_logged_and_reported(tmp_path: Path) -> None:
     hit; a forged link is refused; the analytics page and its CSV show what was logged."""
     config = unit_config(tmp_path, analytics_days=90)
     app = create_app(config)
-    web = TestClient(app, base_url="http://127.0.0.1")
-    app.state.web.solr = AskedSolr(answer(23, DOCS), answer(0), answer(0), answer(23, DOCS))
-    page = web.get("/", params={"q": "Harbour  Master", "type": "text/html", "page": "2"})
-    links = re.findall(r'<li class="hit">\s*<h2><a href="([^"]*)"', page.text)
-    assert len(links) == 3 and all(link.startswith("/click?") for link in links)
-    clicked = parse_qs(urlsplit(links[1].replace("&amp;", "&")).query)
-    assert clicked["p"] == ["12"] and clicked["u"] == ["https://h.example/1"]  # page 2's second hit: rank 12
-    web.get("/", params={"q": "=cmd|' /C calc'!A0"})  # no hits (and a spreadsheet formula)
-    web.get("/", params={"q": ""})  # no search: nothing logged
-    assert web.head(links[0].replace("&amp;", "&"), follow_redirects=False).status_code == 303  # a link checker: no click
-    opened = web.get(links[1].replace("&amp;", "&"), follow_redirects=False)
-    assert opened.status_code == 303 and opened.headers["location"] == "https://h.example/1"
-    again = web.get(links[1].replace("&amp;", "&"), follow_redirects=False)  # replayed: followed, not counted
-    assert again.status_code == 303 and again.headers["location"] == "https://h.example/1"
-    assert app.state.web.click_link(clicked["s"][0], 12, "https://h.example/1").startswith(
-        links[1].replace("&amp;", "&").partition("&t=")[0]
-    )
-    forged = links[0].replace("&amp;", "&").replace("h.example%2F0", "evil.example%2F")
-    assert web.get(forged, follow_redirects=False).status_code == 404
-    assert web.get("/click?s=x&u=https://evil.example/", follow_redirects=False).status_code == 404
-    app.state.web.analytics.close()  # writes what is queued
+    with TestClient(app, base_url="http://127.0.0.1") as web:  # the lifespan starts the writer
+        app.state.web.solr = AskedSolr(answer(23, DOCS), answer(0), answer(0), answer(23, DOCS))
+        page = web.get("/", params={"q": "Harbour  Master", "type": "text/html", "page": "2"})
+        links = re.findall(r'<li class="hit">\s*<h2><a href="([^"]*)"', page.text)
+        assert len(links) == 3 and all(link.startswith("/click?") for link in links)
+        clicked = parse_qs(urlsplit(links[1].replace("&amp;", "&")).query)
+        assert clicked["p"] == ["12"] and clicked["u"] == ["https://h.example/1"]  # page 2's second hit: rank 12
+        web.get("/", params={"q": "=cmd|' /C calc'!A0"})  # no hits (and a spreadsheet formula)
+        web.get("/", params={"q": ""})  # no search: nothing logged
+        assert web.head(links[0].replace("&amp;", "&"), follow_redirects=False).status_code == 303  # a link checker: no click
+        opened = web.get(links[1].replace("&amp;", "&"), follow_redirects=False)
+        assert opened.status_code == 303 and opened.headers["location"] == "https://h.example/1"
+        again = web.get(links[1].replace("&amp;", "&"), follow_redirects=False)  # replayed: followed, not counted
+        assert again.status_code == 303 and again.headers["location"] == "https://h.example/1"
+        assert app.state.web.click_link(clicked["s"][0], 12, "https://h.example/1").startswith(
+            links[1].replace("&amp;", "&").partition("&t=")[0]
+        )
+        forged = links[0].replace("&amp;", "&").replace("h.example%2F0", "evil.example%2F")
+        assert web.get(forged, follow_redirects=False).status_code == 404
+        assert web.get("/click?s=x&u=https://evil.example/", follow_redirects=False).status_code == 404
+        app.state.web.analytics.close()  # writes what is queued
 
-    store = Searches(Database(config.db_url))
-    totals = store.totals(Period.last(1))
-    assert (totals.searches, totals.clicked, totals.clicks, totals.no_hits) == (2, 1, 1, 1)
-    top = store.top_queries(Period.last(1))
-    assert [(row.query, row.searches, row.clicked) for row in top] == [("=cmd|' /c calc'!a0", 1, 0), ("harbour master", 1, 1)]
+        store = Searches(Database(config.db_url))
+        totals = store.totals(Period.last(1))
+        assert (totals.searches, totals.clicked, totals.clicks, totals.no_hits) == (2, 1, 1, 1)
+        top = store.top_queries(Period.last(1))
+        assert [(row.query, row.searches, row.clicked) for row in top] == [("=cmd|' /c calc'!a0", 1, 0), ("harbour master", 1, 1)]
 
-    login(web)
-    shown = web.get("/admin/analytics", params={"days": "1"})
-    assert shown.status_code == 200 and "harbour master" in shown.text and "=cmd|&#39; /c calc&#39;!a0" in shown.text
-    assert re.search(r'id="total-searches">2<', shown.text)
-    exported = web.get("/admin/analytics.csv", params={"report": "none", "days": "1"})
-    assert exported.headers["content-type"].startswith("text/csv")
-    assert re.fullmatch(
-        r'attachment; filename="searchcrawl-none-\d{4}-\d\d-\d\d-\d{4}-\d\d-\d\d\.csv"', exported.headers["content-disposition"]
-    )
-    rows = list(csv.reader(io.StringIO(exported.text)))
-    assert rows[0] == ["query", "searches", "last searched (UTC)"] and rows[1][:2] == ["'=cmd|' /c calc'!a0", "1"]
-    abandoned = list(csv.reader(io.StringIO(web.get("/admin/analytics.csv?report=abandoned&days=1").text)))
-    assert abandoned[0] == ["query", "searches", "last searched (UTC)"] and len(abandoned) == 1  # its one search clicked
-    positions = list(csv.reader(io.StringIO(web.get("/admin/analytics.csv?report=positions&days=1").text)))
-    assert positions[1] == ["1", "0", "0.0"] and positions[11] == ["11+", "1", "1.0"]  # rank 12
-    assert web.get("/admin/analytics.csv?report=users").status_code == 404
-    stranger = TestClient(app, base_url="http://127.0.0.1")
-    assert stranger.get("/admin/analytics.csv?report=top", follow_redirects=False).status_code == 303
+        login(web)
+        shown = web.get("/admin/analytics", params={"days": "1"})
+        assert shown.status_code == 200 and "harbour master" in shown.text and "=cmd|&#39; /c calc&#39;!a0" in shown.text
+        assert re.search(r'id="total-searches">2<', shown.text)
+        exported = web.get("/admin/analytics.csv", params={"report": "none", "days": "1"})
+        assert exported.headers["content-type"].startswith("text/csv")
+        assert re.fullmatch(
+            r'attachment; filename="searchcrawl-none-\d{4}-\d\d-\d\d-\d{4}-\d\d-\d\d\.csv"',
+            exported.headers["content-disposition"],
+        )
+        rows = list(csv.reader(io.StringIO(exported.text)))
+        assert rows[0] == ["query", "searches", "last searched (UTC)"] and rows[1][:2] == ["'=cmd|' /c calc'!a0", "1"]
+        abandoned = list(csv.reader(io.StringIO(web.get("/admin/analytics.csv?report=abandoned&days=1").text)))
+        assert abandoned[0] == ["query", "searches", "last searched (UTC)"] and len(abandoned) == 1  # its one search clicked
+        positions = list(csv.reader(io.StringIO(web.get("/admin/analytics.csv?report=positions&days=1").text)))
+        assert positions[1] == ["1", "0", "0.0"] and positions[11] == ["11+", "1", "1.0"]  # rank 12
+        assert web.get("/admin/analytics.csv?report=users").status_code == 404
+        stranger = TestClient(app, base_url="http://127.0.0.1")
+        assert stranger.get("/admin/analytics.csv?report=top", follow_redirects=False).status_code == 303
+
+
+def test_building_the_app_touches_no_database_its_lifespan_starts_the_writer(tmp_path: Path) -> None:
+    app = create_app(unit_config(tmp_path, analytics_days=90))
+    assert app.state.web.analytics._thread is None and not (tmp_path / "documents.sqlite3").exists()
+    with TestClient(app, base_url="http://127.0.0.1"):
+        assert app.state.web.analytics._thread is not None
+    assert app.state.web.analytics._thread is None  # stopped, what was queued written
+    assert (tmp_path / "documents.sqlite3").exists()  # the writer's purge made it: as a crawl would
+
+
+def test_migrating_the_database_is_tried_once_a_process(tmp_path: Path, monkeypatch, caplog) -> None:
+    """A database user without the right to change the schema: `scrapy web` tries to migrate
+    once, then only checks the schema, not at every batch the writer writes."""
+    opened: list[bool] = []
+
+    def database(url: str, migrate: bool = True) -> Database:
+        opened.append(migrate)
+        if migrate:
+            raise PermissionError("permission denied for schema public")
+        return Database(f"sqlite:///{tmp_path / 'made.sqlite3'}")
+
+    monkeypatch.setattr("searchcrawl.web.app.Database", database)
+    web = create_app(unit_config(tmp_path, analytics_days=90)).state.web
+    with pytest.raises(PermissionError):
+        web.database  # noqa: B018 - the property opens it
+    assert web.database is web.database and opened == [True, False]
+    assert caplog.text.count("not tried again by this process") == 1
 
 
 def test_hits_link_straight_to_their_documents_when_analytics_is_off(tmp_path: Path) -> None:
