@@ -27,6 +27,7 @@ from sqlalchemy import and_, bindparam, case, delete, func, insert, literal_colu
 
 from searchcrawl.store.database import Database, as_utc, now
 from searchcrawl.store.models import search_clicks, searches
+from searchcrawl.web.relevance import normal_query, printable
 
 MAX_NORMALIZED_CHARS = 200
 MAX_QUERY_CHARS = 1000
@@ -38,20 +39,10 @@ PURGE_CHUNK = 10_000  # rows deleted a transaction
 POSITIONS = 10  # click-through by position: 1..10, then "11+"
 
 
-# C0 control characters and DEL, each written as a space: PostgreSQL refuses NUL in text (the
-# whole batch would be lost), and none of them is anything a searcher means
-CONTROLS = dict.fromkeys([*range(32), 127], " ")
-
-
-def printable(text: str) -> str:
-    """``text`` with its control characters (C0 and DEL) as spaces: storable on any database."""
-    return text.translate(CONTROLS)
-
-
 def normalize(query: str) -> str:
-    """The form a query is grouped by: case-folded, white space and control characters collapsed,
-    cut to MAX_NORMALIZED_CHARS."""
-    return " ".join(printable(query).casefold().split())[:MAX_NORMALIZED_CHARS]
+    """The form a query is grouped by: as best bets match it (relevance.normal_query: case-folded,
+    white space and control characters collapsed), cut to MAX_NORMALIZED_CHARS."""
+    return normal_query(query)[:MAX_NORMALIZED_CHARS]
 
 
 def filters_json(filters: Iterable[tuple[str, str]]) -> str:

@@ -24,7 +24,7 @@ application records the click and redirects (303) to the hit's URL, with no Java
 is signed (HMAC-SHA256 over the search id, the rank and the URL) with a key the application
 holds, so ``/click`` redirects only to a URL a result page of this application showed, never to
 one a third party put in a link (no open redirect), and only to the schemes a hit's link may
-have (http, https, file, ftp: search_page.display_url). The key is random per process unless
+have (relevance.URL_SCHEMES, as search_page.display_url). The key is random per process unless
 SEARCHCRAWL_WEB_CLICK_KEY_FILE names a file holding one (several processes behind one address,
 or links that outlive a restart, need the same key): a link signed by another key is refused
 with a page saying the link has expired, and no redirect.
@@ -65,8 +65,8 @@ from searchcrawl.store.searches import (
     Searches,
     filters_json,
     normalize,
-    printable,
 )
+from searchcrawl.web.relevance import URL_SCHEMES, printable
 from searchcrawl.web.search_page import day
 
 logger = logging.getLogger(__name__)
@@ -75,7 +75,6 @@ QUEUE_SIZE = 5000  # records waiting for the writer (each a few KB at most: boun
 BATCH = 500  # records written in one transaction
 PURGE_EVERY = 3600.0  # seconds between purges of rows past the retention
 WARN_EVERY = 60.0  # seconds: drops and errors are logged at most this often
-CLICK_SCHEMES = ("http", "https", "file", "ftp")  # a hit's link's (search_page.display_url)
 MAX_POSITION = 100_000  # beyond any rank a result page shows (search_page.MAX_PAGE x rows)
 CLIENTS = ("web", "api")
 CLICK_FRESH = 86_400  # seconds: a click link's click counted this long after its result page
@@ -146,7 +145,7 @@ class ClickSigner:
             or len(url) > MAX_URL_CHARS
         ):
             return None
-        if not 1 <= int(position) <= MAX_POSITION or urlsplit(url).scheme.lower() not in CLICK_SCHEMES:
+        if not 1 <= int(position) <= MAX_POSITION or urlsplit(url).scheme.lower() not in URL_SCHEMES:
             return None
         expected = self.signature(search_id, int(position), url, int(issued))
         if not hmac.compare_digest(expected.encode(), signature.encode()):
