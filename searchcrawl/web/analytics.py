@@ -13,18 +13,22 @@ The searcher never waits for the database: ``Analytics.record`` and ``click`` pu
 bounded queue and return. One thread (the writer) takes the records off in batches and writes
 them; when the queue is full (the database slow or gone), a record is dropped and counted, and
 the count is logged at WARNING at most once a minute; a database error is caught and counted
-the same way, and the writer goes on with the next batch. The writer also purges old rows, at
-its start and every hour, and reads the most frequent past queries that found documents
+the same way, and the writer goes on with the next batch. The writer (started by the application's
+lifespan, not when the application is built) also purges old rows, at its start and every hour
+(store/searches.py: a chunk a transaction), and reads the most frequent past queries that found documents
 (COMPLETION_QUERIES of them) every COMPLETIONS_EVERY seconds: ``completions`` answers from
 them in memory, at every key a searcher types, without asking the database.
 
 A search's id is made here (a random 128-bit token), so the result page's links can name their
 search before its row is written. Hit links go through ``/click`` (``ClickSigner``): the
 application records the click and redirects (303) to the hit's URL, with no JavaScript. The link
-is signed (HMAC-SHA256 over the search id, the rank and the URL) with a key the application
-holds, so ``/click`` redirects only to a URL a result page of this application showed, never to
-one a third party put in a link (no open redirect), and only to the schemes a hit's link may
-have (relevance.URL_SCHEMES, as search_page.display_url). The key is random per process unless
+is signed (HMAC-SHA256 over the search id, the rank, the URL and the time the link was made)
+with a key the application holds, so ``/click`` redirects only to a URL a result page of this
+application showed, never to one a third party put in a link (no open redirect), and only to
+the schemes a hit's link may have (relevance.URL_SCHEMES, as search_page.display_url). A signed
+link always redirects, however old; its click is counted only while the link is fresh (a day)
+and once per search and rank (``Analytics.counts``): a link replayed, or put in another site's
+page as an image, inflates no click-through and fills no queue. The key is random per process unless
 SEARCHCRAWL_WEB_CLICK_KEY_FILE names a file holding one (several processes behind one address,
 or links that outlive a restart, need the same key): a link signed by another key is refused
 with a page saying the link has expired, and no redirect.
