@@ -27,6 +27,7 @@ from sqlalchemy import and_, bindparam, case, delete, func, insert, literal_colu
 
 from searchcrawl.store.database import Database, as_utc, now
 from searchcrawl.store.models import search_clicks, searches
+from searchcrawl.web.relevance import normal_query, printable
 
 MAX_NORMALIZED_CHARS = 200
 MAX_QUERY_CHARS = 1000
@@ -34,20 +35,23 @@ MAX_FILTER_CHARS = 2000
 MAX_URL_CHARS = 8192
 MAX_PREFIX_CHARS = 100  # a completion's prefix
 MAX_COMPLETIONS = 20
+PURGE_CHUNK = 10_000  # rows deleted a transaction
 POSITIONS = 10  # click-through by position: 1..10, then "11+"
 
 
 def normalize(query: str) -> str:
-    """The form a query is grouped by: case-folded, white space collapsed, cut to MAX_NORMALIZED_CHARS."""
-    return " ".join(query.casefold().split())[:MAX_NORMALIZED_CHARS]
+    """The form a query is grouped by: as best bets match it (relevance.normal_query: case-folded,
+    white space and control characters collapsed), cut to MAX_NORMALIZED_CHARS."""
+    return normal_query(query)[:MAX_NORMALIZED_CHARS]
 
 
 def filters_json(filters: Iterable[tuple[str, str]]) -> str:
-    """The filters chosen as JSON pairs, the whole cut to MAX_FILTER_CHARS (whole pairs only)."""
+    """The filters chosen as JSON pairs, the whole cut to MAX_FILTER_CHARS (whole pairs only);
+    control characters as spaces."""
     kept: list[list[str]] = []
     size = 2
     for name, value in filters:
-        pair = [str(name)[:50], str(value)[:500]]
+        pair = [printable(str(name)[:50]), printable(str(value)[:500])]
         size += len(json.dumps(pair)) + 1
         if size > MAX_FILTER_CHARS:
             break
@@ -135,11 +139,21 @@ class Searches:
                     [{"search": search_id, "more": more} for search_id, more in opened.items()],
                 )
 
-    def purge(self, before: datetime) -> int:
-        """Deletes the searches and clicks older than ``before``; returns the searches deleted."""
-        with self.engine.begin() as connection:
-            connection.execute(delete(search_clicks).where(search_clicks.c.at < before))
-            return connection.execute(delete(searches).where(searches.c.at < before)).rowcount or 0
+    def purge(self, before: datetime, chunk: int = PURGE_CHUNK) -> int:
+        """Deletes the searches and clicks older than ``before``; returns the searches deleted.
+        ``chunk`` rows a transaction: a retention lowered may leave millions to delete, and one
+        transaction would hold SQLite's write lock (the crawls' too) for all of them."""
+        deleted = 0
+        for table in (search_clicks, searches):
+            while True:
+                oldest = select(table.c.id).where(table.c.at < before).limit(max(chunk, 1))
+                with self.engine.begin() as connection:
+                    count = connection.execute(delete(table).where(table.c.id.in_(oldest.scalar_subquery()))).rowcount or 0
+                if table is searches:
+                    deleted += count
+                if count < chunk:
+                    break
+        return deleted
 
     # --- reports --------------------------------------------------------------------------------
 

@@ -13,18 +13,22 @@ The searcher never waits for the database: ``Analytics.record`` and ``click`` pu
 bounded queue and return. One thread (the writer) takes the records off in batches and writes
 them; when the queue is full (the database slow or gone), a record is dropped and counted, and
 the count is logged at WARNING at most once a minute; a database error is caught and counted
-the same way, and the writer goes on with the next batch. The writer also purges old rows, at
-its start and every hour, and reads the most frequent past queries that found documents
+the same way, and the writer goes on with the next batch. The writer (started by the application's
+lifespan, not when the application is built) also purges old rows, at its start and every hour
+(store/searches.py: a chunk a transaction), and reads the most frequent past queries that found documents
 (COMPLETION_QUERIES of them) every COMPLETIONS_EVERY seconds: ``completions`` answers from
 them in memory, at every key a searcher types, without asking the database.
 
 A search's id is made here (a random 128-bit token), so the result page's links can name their
 search before its row is written. Hit links go through ``/click`` (``ClickSigner``): the
 application records the click and redirects (303) to the hit's URL, with no JavaScript. The link
-is signed (HMAC-SHA256 over the search id, the rank and the URL) with a key the application
-holds, so ``/click`` redirects only to a URL a result page of this application showed, never to
-one a third party put in a link (no open redirect), and only to the schemes a hit's link may
-have (http, https, file, ftp: search_page.display_url). The key is random per process unless
+is signed (HMAC-SHA256 over the search id, the rank, the URL and the time the link was made)
+with a key the application holds, so ``/click`` redirects only to a URL a result page of this
+application showed, never to one a third party put in a link (no open redirect), and only to
+the schemes a hit's link may have (relevance.URL_SCHEMES, as search_page.display_url). A signed
+link always redirects, however old; its click is counted only while the link is fresh (a day)
+and once per search and rank (``Analytics.counts``): a link replayed, or put in another site's
+page as an image, inflates no click-through and fills no queue. The key is random per process unless
 SEARCHCRAWL_WEB_CLICK_KEY_FILE names a file holding one (several processes behind one address,
 or links that outlive a restart, need the same key): a link signed by another key is refused
 with a page saying the link has expired, and no redirect.
@@ -45,12 +49,15 @@ import re
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
+
+from sqlalchemy.exc import OperationalError
 
 from searchcrawl.store.database import now
 from searchcrawl.store.searches import (
@@ -63,6 +70,7 @@ from searchcrawl.store.searches import (
     filters_json,
     normalize,
 )
+from searchcrawl.web.relevance import URL_SCHEMES, printable
 from searchcrawl.web.search_page import day
 
 logger = logging.getLogger(__name__)
@@ -71,9 +79,11 @@ QUEUE_SIZE = 5000  # records waiting for the writer (each a few KB at most: boun
 BATCH = 500  # records written in one transaction
 PURGE_EVERY = 3600.0  # seconds between purges of rows past the retention
 WARN_EVERY = 60.0  # seconds: drops and errors are logged at most this often
-CLICK_SCHEMES = ("http", "https", "file", "ftp")  # a hit's link's (search_page.display_url)
 MAX_POSITION = 100_000  # beyond any rank a result page shows (search_page.MAX_PAGE x rows)
 CLIENTS = ("web", "api")
+CLICK_FRESH = 86_400  # seconds: a click link's click counted this long after its result page
+CLOCK_SKEW = 300  # seconds: a link made by another process (a shared key) whose clock is ahead
+CLICKS_REMEMBERED = 100_000  # (search, rank) counted: a replayed link's click is counted once
 SEARCH_ID = re.compile(r"[0-9a-f]{32}")
 # the completions from past queries: the most frequent ones that found documents, kept in memory
 # and read again by the writer this often (a completion is asked at every key a searcher types)
@@ -87,11 +97,12 @@ def new_search_id() -> str:
 
 
 def click_key(path: str = "") -> bytes:
-    """The key signing click links: the file ``path`` holds (at least 32 bytes of it, e.g. from
-    ``head -c 32 /dev/urandom``), or a random one for this process."""
+    """The key signing click links: the bytes the file ``path`` holds, all of them as they are (at
+    least 32, e.g. from ``head -c 32 /dev/urandom``: random bytes, so nothing is stripped, not
+    even a final new line), or a random one for this process."""
     if not path:
         return secrets.token_bytes(32)
-    key = Path(path).read_bytes().strip()
+    key = Path(path).read_bytes()
     if len(key) < 32:
         raise ValueError(f"SEARCHCRAWL_WEB_CLICK_KEY_FILE: {path} holds {len(key)} bytes, fewer than 32")
     return key
@@ -102,6 +113,7 @@ class Click:
     search_id: str
     position: int
     url: str
+    issued: int = 0  # when its link was made (Unix seconds, signed with it)
 
 
 class ClickSigner:
@@ -110,33 +122,39 @@ class ClickSigner:
     def __init__(self, key: bytes) -> None:
         self._key = key
 
-    def signature(self, search_id: str, position: int, url: str) -> str:
-        message = f"{search_id}\n{position}\n{url}".encode()
+    def signature(self, search_id: str, position: int, url: str, issued: int) -> str:
+        message = f"{search_id}\n{position}\n{url}\n{issued}".encode()
         digest = hmac.new(self._key, message, hashlib.sha256).digest()[:16]
         return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
-    def query(self, search_id: str, position: int, url: str) -> str:
-        """The query string of the click link of a hit."""
-        return urlencode({"s": search_id, "p": position, "u": url, "k": self.signature(search_id, position, url)})
+    def query(self, search_id: str, position: int, url: str, issued: int | None = None) -> str:
+        """The query string of the click link of a hit, made at ``issued`` (Unix seconds; now)."""
+        issued = int(time.time()) if issued is None else issued
+        signature = self.signature(search_id, position, url, issued)
+        return urlencode({"s": search_id, "p": position, "u": url, "t": issued, "k": signature})
 
     def check(self, params: Any) -> Click | None:
-        """The click a link's parameters (``s``, ``p``, ``u``, ``k``) name, or None when they are
-        not a link this key signed, or its URL's scheme is not a hit link's."""
-        search_id, position, url, signature = (str(params.get(name, "")) for name in ("s", "p", "u", "k"))
+        """The click a link's parameters (``s``, ``p``, ``u``, ``t``, ``k``) name, or None when
+        they are not a link this key signed, or its URL's scheme is not a hit link's. A link
+        signed is valid however old (it is ours): whether its click is counted is
+        ``Analytics.counts``'s decision."""
+        search_id, position, url, issued, signature = (str(params.get(name, "")) for name in ("s", "p", "u", "t", "k"))
         if (
             not SEARCH_ID.fullmatch(search_id)
             or not (position.isascii() and position.isdigit())
             or len(position) > 6
+            or not (issued.isascii() and issued.isdigit())
+            or len(issued) > 12
             or not url
             or len(url) > MAX_URL_CHARS
         ):
             return None
-        if not 1 <= int(position) <= MAX_POSITION or urlsplit(url).scheme.lower() not in CLICK_SCHEMES:
+        if not 1 <= int(position) <= MAX_POSITION or urlsplit(url).scheme.lower() not in URL_SCHEMES:
             return None
-        expected = self.signature(search_id, int(position), url)
+        expected = self.signature(search_id, int(position), url, int(issued))
         if not hmac.compare_digest(expected.encode(), signature.encode()):
             return None
-        return Click(search_id, int(position), url)
+        return Click(search_id, int(position), url, int(issued))
 
 
 class Analytics:
@@ -165,6 +183,7 @@ class Analytics:
         self._unreported = 0
         self._warned_at: float | None = None
         self._thread: threading.Thread | None = None
+        self._opened: OrderedDict[tuple[str, int], None] = OrderedDict()  # clicks counted: Analytics.counts
         # (sorted queries, their counts): the completions' source, replaced whole by the writer
         self._frequent: tuple[list[str], list[int]] = ([], [])
 
@@ -211,15 +230,15 @@ class Analytics:
             row = {
                 "id": search_id,
                 "at": now(),
-                "query": query[:MAX_QUERY_CHARS],
+                "query": printable(query[:MAX_QUERY_CHARS]),
                 "normalized": normalize(query),
                 "filters": filters_json(filters),
-                "sort": (sort or "")[:20],
+                "sort": printable((sort or "")[:20]),
                 "page": max(int(page), 1),
                 "hits": max(int(hits), 0),
                 "took_ms": max(int(round(took_ms)), 0),
                 "client": client if client in CLIENTS else "web",
-                "user_name": (user or None) and str(user)[:256] if self.log_users else None,
+                "user_name": (user or None) and printable(str(user)[:256]) if self.log_users else None,
             }
         except (TypeError, ValueError) as exc:  # a caller's mistake must not break its search
             logger.warning("Query analytics: a search not logged: %s", exc)
@@ -227,10 +246,30 @@ class Analytics:
         self._put("search", row)
         return search_id
 
+    def counts(self, click: Click, moment: float | None = None) -> bool:
+        """Whether a click (its link checked by ``signer``) is counted: only when its link was
+        made within CLICK_FRESH seconds (``moment``: Unix seconds, now) and its (search, rank)
+        was not counted already by this process (the last CLICKS_REMEMBERED remembered), so a
+        link kept, replayed or put in another page as an image does not inflate the
+        click-through nor fill the writer's queue. The redirect is made whatever this says."""
+        moment = time.time() if moment is None else moment
+        if not -CLOCK_SKEW <= moment - click.issued <= CLICK_FRESH:
+            return False
+        opened = (click.search_id, click.position)
+        with self._lock:
+            if opened in self._opened:
+                self._opened.move_to_end(opened)
+                return False
+            self._opened[opened] = None
+            if len(self._opened) > CLICKS_REMEMBERED:
+                self._opened.popitem(last=False)
+        return True
+
     def click(self, click: Click) -> None:
         """Logs a hit opened (a click link checked by ``signer``). Never raises, never waits."""
         if self.enabled:
-            self._put("click", {"search_id": click.search_id, "position": click.position, "url": click.url, "at": now()})
+            row = {"search_id": click.search_id, "position": click.position, "url": printable(click.url), "at": now()}
+            self._put("click", row)
 
     def click_url(self, search_id: str, position: int, url: str) -> str:
         """The query string of a hit's click link (for ``/click``)."""
@@ -280,14 +319,30 @@ class Analytics:
                 return
 
     def write(self, batch: list[tuple[str, dict[str, Any]]]) -> None:
-        """Writes a batch; a database error loses it (counted), never stops the writer."""
+        """Writes a batch; a database error never stops the writer. When the database refuses
+        the batch's data (a row it cannot take), the batch is written again in halves, so only
+        the rows refused are lost (counted); when it cannot be reached or is locked
+        (``OperationalError``), the whole batch is lost (counted) at once, not tried row by row."""
         if not batch:
             return
+        try:
+            store = self._store()
+        except Exception as exc:  # noqa: BLE001 - whatever the database says, the searcher never hears of it
+            self._lost(len(batch), f"the database cannot be opened: {short_error(exc)}")
+            return
+        self._write(store, batch)
+
+    def _write(self, store: Searches, batch: list[tuple[str, dict[str, Any]]]) -> None:
         rows = [row for kind, row in batch if kind == "search"]
         clicks = [row for kind, row in batch if kind == "click"]
         try:
-            self._store().write(rows, clicks)
-        except Exception as exc:  # noqa: BLE001 - whatever the database says, the searcher never hears of it
+            store.write(rows, clicks)
+        except Exception as exc:  # noqa: BLE001
+            if len(batch) > 1 and not isinstance(exc, OperationalError):
+                middle = len(batch) // 2  # in order: a click after its search
+                self._write(store, batch[:middle])
+                self._write(store, batch[middle:])
+                return
             self._lost(len(batch), f"the database refused them: {short_error(exc)}")
             return
         self.written += len(batch)

@@ -191,6 +191,7 @@ class WebApp:
     templates: Environment = field(init=False)
     _database: Database | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _migrate_failed: bool = field(default=False, init=False)  # migrating is tried once a process
     # the JSON API's suggestions for a query (api.Suggest); None: the answer's list is empty
     suggest: api.Suggest | None = field(default=None, init=False)
     # an API token just made, by administrator session, until the page it is redirected to shows it
@@ -221,17 +222,31 @@ class WebApp:
         # query analytics: a background writer, so a search never waits for the database
         self.analytics = analytics.Analytics(
             lambda: Searches(self.database), self.config.analytics_days, self.config.log_users, self.config.click_key
-        )
-        self.analytics.start()
+        )  # its writer started by the application's lifespan (create_app): building one touches no database
 
     @property
     def database(self) -> Database:
-        """The document table, opened at the first administration page (brought up to date as
-        `scrapy control` does: the buttons write to it) or by the analytics writer's thread; the
-        search page itself never opens it."""
+        """The document table, opened at the first administration page or by the analytics
+        writer's thread (at the start, when analytics is on): created or brought up to date as a
+        crawl does (the buttons and the writer write to it), so `scrapy web` needs the database
+        rights a crawl has. Migrating is tried once a process: when it fails (a database user
+        without the right to change the schema), the next openings only check the schema
+        (a schema a crawl brought up to date is used; another is refused) and say why."""
         with self._lock:
             if self._database is None:
-                self._database = Database(self.config.db_url, migrate=True)
+                if not self._migrate_failed:
+                    try:
+                        self._database = Database(self.config.db_url, migrate=True)
+                    except Exception as exc:
+                        self._migrate_failed = True
+                        logger.warning(
+                            "Web application: the database could not be created or brought up to date (%s);"
+                            " not tried again by this process: run a crawl, or give `scrapy web` the rights a crawl has",
+                            analytics.short_error(exc),
+                        )
+                        raise
+                else:
+                    self._database = Database(self.config.db_url, migrate=False)
             return self._database
 
     def _rules_database(self) -> Database:
@@ -349,7 +364,8 @@ class WebApp:
                 404,
                 reason="This link is not valid (it may be older than the server's restart): search again.",
             )
-        if request.method == "GET":  # a link checker's HEAD opens nothing
+        # a link checker's HEAD opens nothing; a stale or replayed link is followed, not counted
+        if request.method == "GET" and self.analytics.counts(click):
             self.analytics.click(click)
         response = RedirectResponse(click.url, status_code=303)
         response.headers["cache-control"] = "no-store"
@@ -1049,6 +1065,7 @@ def create_app(config: WebConfig) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        web.analytics.start()
         if config.relevance_sync_at_start:  # Solr may have lost them (a new configset, a dev Solr restarted)
             threading.Thread(target=_sync_at_start, args=(web,), name="relevance-sync", daemon=True).start()
         yield

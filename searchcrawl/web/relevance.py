@@ -78,7 +78,11 @@ MAX_TERM_CHARS = 100
 # (what a searcher's query holds as words); no slash or percent sign, which Solr's REST API path
 # of a managed entry could not carry
 TERM = re.compile(r"[^\W_](?:[\w' .\-]*[^\W_])?")
+# the schemes a hit's or a best bet's link may have (never javascript: nor data:): the one list
+# of the search page's links (search_page.display_url) and of /click's redirects (analytics.py)
 URL_SCHEMES = ("http", "https", "file", "ftp")
+# C0 control characters and DEL: none is anything a searcher means (and PostgreSQL refuses NUL)
+CONTROLS = dict.fromkeys([*range(32), 127], " ")
 DAY_MS = 86_400_000
 
 
@@ -86,9 +90,15 @@ class RelevanceError(ValueError):
     """A rule the administrator gave is not valid: the message says why, in words for them."""
 
 
+def printable(text: str) -> str:
+    """``text`` with its control characters (C0 and DEL) as spaces."""
+    return text.translate(CONTROLS)
+
+
 def normal_query(text: str) -> str:
-    """A query as best bets match it: case-folded, runs of whitespace one space, trimmed."""
-    return " ".join(text.casefold().split())
+    """A query as best bets match it and query analytics groups it (store/searches.py's
+    ``normalize``): case-folded, runs of whitespace and control characters one space, trimmed."""
+    return " ".join(printable(text).casefold().split())
 
 
 @dataclass(frozen=True)

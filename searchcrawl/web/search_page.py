@@ -29,7 +29,7 @@ from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import ONE_URL_TAG, search_params, snippet_of, term_filter, unique_hits
 from searchcrawl.web.labels import facet_label, type_label
-from searchcrawl.web.relevance import Rules, boost_params, boosted_search, pinned_filter
+from searchcrawl.web.relevance import URL_SCHEMES, Rules, boost_params, boosted_search, pinned_filter
 
 logger = logging.getLogger(__name__)
 
@@ -342,9 +342,9 @@ def highlighted(snippet: str) -> Markup:
 
 
 def display_url(doc: dict[str, Any]) -> str:
-    """The link users open; only http(s) and file URLs become links (never javascript:)."""
+    """The link users open; only URL_SCHEMES' URLs become links (never javascript:)."""
     url = str(doc.get("display_url") or doc.get("url") or "")
-    return url if urlsplit(url).scheme.lower() in ("http", "https", "file", "ftp") else ""
+    return url if urlsplit(url).scheme.lower() in URL_SCHEMES else ""
 
 
 # the facets of every search page: FACETS' fields and the MODIFIED ranges, each counted without

@@ -21,6 +21,7 @@ from typing import Any
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.index.query import TIME_ALLOWED_MS, UF, search_params, term_filter, unique_hits
+from searchcrawl.web import relevance
 from searchcrawl.web.relevance import Boost, boost_params, boosted_search
 from searchcrawl.web.search_page import MAX_QUERY_CHARS
 
@@ -29,7 +30,7 @@ MAX_DEPTH = 10  # explanation levels read
 MAX_LINES = 200  # lines shown
 MAX_TARGET_CHARS = 8192
 NOT_SHOWN = "This document is not among the hits this search can show."
-URL_SCHEMES = ("http://", "https://", "file:", "ftp://")
+URL_SCHEMES = tuple(f"{scheme}:" for scheme in relevance.URL_SCHEMES)  # a target that is a URL
 # "weight(title:harbour in 12) [SchemaSimilarity], result of:"; a phrase: weight(content:"a b" in 3)
 WEIGHT = re.compile(r"weight\((?P<field>[^:()\s]+):(?P<term>.*) in \d+\)(?: \[[^\]]*\])?, result of:", re.DOTALL)
 MAX_PLUS = re.compile(r"max plus (?P<tie>[0-9.eE+-]+) times others of:")

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from searchcrawl.store import Database
 from searchcrawl.store.database import now
@@ -220,6 +220,27 @@ def test_purge_deletes_searches_and_clicks_older_than_the_retention(backend: str
         )
         kept = connection.execute(select(func.count()).select_from(search_clicks)).scalar()
     assert kept == sum(1 for click in data.clicks if click["at"] >= cutoff)
+
+
+def test_a_purge_of_more_than_one_chunk_deletes_them_all_a_chunk_a_transaction(backend: str, tmp_path, request) -> None:
+    data = generate(5, count=120)
+    store = Searches(database_of(backend, tmp_path, request))
+    store.write(data.rows, data.clicks)
+    cutoff = data.moment - timedelta(days=5)
+    old_rows = sum(1 for row in data.rows if row["at"] < cutoff)
+    old_clicks = sum(1 for click in data.clicks if click["at"] < cutoff)
+    assert old_rows > 3 * 7 and old_clicks > 7
+    transactions = []
+    event.listen(store.engine, "commit", lambda connection: transactions.append(1))
+    assert store.purge(cutoff, chunk=7) == old_rows
+    assert len(transactions) >= old_rows // 7 + old_clicks // 7  # a chunk a transaction
+    with store.engine.connect() as connection:
+        assert connection.execute(select(func.count()).select_from(searches).where(searches.c.at < cutoff)).scalar() == 0
+        assert (
+            connection.execute(select(func.count()).select_from(search_clicks).where(search_clicks.c.at < cutoff)).scalar() == 0
+        )
+        assert connection.execute(select(func.count()).select_from(searches)).scalar() == len(data.rows) - old_rows
+    assert store.purge(cutoff, chunk=7) == 0
 
 
 def test_normalized_queries_and_filters() -> None:

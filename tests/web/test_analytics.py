@@ -108,6 +108,63 @@ def test_a_database_error_is_counted_and_never_reaches_the_searcher(caplog) -> N
     assert "the database refused them: RuntimeError: disk I/O error" in text and "secret query" not in text
 
 
+def test_a_batch_the_database_refuses_is_written_again_in_halves_losing_only_the_bad_rows() -> None:
+    """A row the database cannot take (PostgreSQL refuses NUL in text) loses itself, not the
+    other searches of its batch."""
+
+    class Picky(RecordingStore):
+        def write(self, rows: list[dict[str, Any]], clicks: list[dict[str, Any]]) -> None:
+            if any("bad" in row["query"] for row in rows):
+                raise ValueError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
+            super().write(rows, clicks)
+
+    store = Picky()
+    log = Analytics(lambda: store, days=30)  # type: ignore[arg-type,return-value]
+    batch = [("search", {"query": "bad" if n in (3, 17) else f"q{n}"}) for n in range(40)]
+    log.write(batch + [("click", {"search_id": "x", "query": ""})])
+    written = [row["query"] for rows, _clicks in store.batches for row in rows]
+    assert written == [f"q{n}" for n in range(40) if n not in (3, 17)]
+    assert (log.written, log.dropped) == (39, 2) and sum(len(clicks) for _rows, clicks in store.batches) == 1
+
+    class Gone(RecordingStore):
+        def write(self, rows: list[dict[str, Any]], clicks: list[dict[str, Any]]) -> None:
+            from sqlalchemy.exc import OperationalError
+
+            raise OperationalError("INSERT", {}, Exception("connection refused"))
+
+    gone = Gone()
+    log = Analytics(lambda: gone, days=30)  # type: ignore[arg-type,return-value]
+    log.write(batch)  # the server gone: the batch lost at once, not tried again row by row
+    assert (log.written, log.dropped) == (0, 40)
+
+
+def test_control_characters_are_spaces_in_what_is_logged() -> None:
+    log = Analytics(RecordingStore, days=1, log_users=True)  # type: ignore[arg-type]
+    log.record("harbour\x00\x01master\x7f", [("type", "text/html\x00")], "da\x00te", user="al\x00ice")
+    log.click(Click("a" * 32, 1, "https://h.example/\x00"))
+    _kind, row = log._queue.get_nowait()  # type: ignore[misc]
+    _kind, click = log._queue.get_nowait()  # type: ignore[misc]
+    text = repr([row, click])
+    assert all(f"\\x{code:02x}" not in text for code in [*range(32), 127]) and "\\u0000" not in text
+    assert (row["query"], row["normalized"], row["user_name"]) == ("harbour  master ", "harbour master", "al ice")
+    assert row["filters"] == '[["type", "text/html "]]' and click["url"] == "https://h.example/ "
+
+
+def test_one_normalization_and_one_list_of_link_schemes_for_analytics_best_bets_and_the_page() -> None:
+    from searchcrawl.store.searches import normalize
+    from searchcrawl.web import relevance, search_page
+
+    for query in ("  Harbour\x00 MASTER\x7f", "harbour\tmaster", "HARBOUR \x1f\x01 master"):
+        assert normalize(query) == relevance.normal_query(query) == "harbour master", repr(query)
+    assert not hasattr(analytics, "CLICK_SCHEMES")
+    signer = ClickSigner(b"k" * 32)
+    for scheme in ("http", "https", "file", "ftp", "gopher", "mailto"):
+        url = f"{scheme}://h.example/x"
+        signed = {key: values[0] for key, values in parse_qs(signer.query("a" * 32, 1, url)).items()}
+        shown = search_page.display_url({"url": url}) == url
+        assert (signer.check(signed) is not None) == shown == (scheme in relevance.URL_SCHEMES), scheme
+
+
 def test_completions_come_from_memory_most_searched_first() -> None:
     log = Analytics(RecordingStore, days=30)  # type: ignore[arg-type]
     assert log.completions("har") == []  # nothing read yet
@@ -158,9 +215,16 @@ def test_a_record_is_bounded_and_normalized() -> None:
 def test_a_click_link_is_checked_against_its_signature() -> None:
     signer = ClickSigner(b"k" * 32)
     search_id, url = "a" * 32, "https://h.example/doc?x=1&y=2"
-    params = {key: values[0] for key, values in parse_qs(signer.query(search_id, 3, url)).items()}
-    assert signer.check(params) == Click(search_id, 3, url)
-    for change in ({"u": "https://evil.example/"}, {"p": "4"}, {"s": "b" * 32}, {"k": params["k"][:-1] + "A"}, {"k": ""}):
+    params = {key: values[0] for key, values in parse_qs(signer.query(search_id, 3, url, 1_800_000_000)).items()}
+    assert signer.check(params) == Click(search_id, 3, url, 1_800_000_000)
+    changes = (
+        {"u": "https://evil.example/"},
+        {"p": "4"},
+        {"s": "b" * 32},
+        {"k": params["k"][:-1] + ("B" if params["k"].endswith("A") else "A")},
+        {"k": ""},
+    )
+    for change in (*changes, {"t": "1800000001"}, {"t": ""}, {"t": "-1"}, {"t": "9" * 13}):
         assert signer.check({**params, **change}) is None, change
     assert ClickSigner(b"o" * 32).check(params) is None  # another process's key (a restart)
     for bad_url in ("javascript:alert(1)", "data:text/html,x", "//evil.example/"):
@@ -170,11 +234,33 @@ def test_a_click_link_is_checked_against_its_signature() -> None:
     assert signer.check({}) is None and signer.check({**params, "p": "0"}) is None and signer.check({**params, "p": "x"}) is None
 
 
+def test_a_click_is_counted_only_from_a_fresh_link_and_once_per_search_and_rank(monkeypatch) -> None:
+    """A link replayed, kept for days, or put in another page as an image still redirects (it is
+    ours) but is not counted again: click-through is not inflated, the writer's queue not filled."""
+    log = Analytics(RecordingStore, days=30)  # type: ignore[arg-type]
+    moment = 1_800_000_000
+    fresh = Click("a" * 32, 1, "https://h.example/a", moment - 3600)
+    assert log.counts(fresh, moment) and not log.counts(fresh, moment) and not log.counts(fresh, moment + 10)
+    assert log.counts(Click("a" * 32, 2, "https://h.example/b", moment), moment)  # another rank of the search
+    assert not log.counts(Click("b" * 32, 1, "https://h.example/a", moment - analytics.CLICK_FRESH - 1), moment)  # stale
+    assert not log.counts(Click("c" * 32, 1, "https://h.example/a", moment + 3600), moment)  # from the future
+    assert log.counts(Click("c" * 32, 1, "https://h.example/a", moment + 60), moment)  # a clock a little ahead
+    assert not log.counts(Click("d" * 32, 1, "https://h.example/a"), moment)  # no time at all
+    monkeypatch.setattr(analytics, "CLICKS_REMEMBERED", 3)
+    for number in range(10):
+        assert log.counts(Click(f"{number:032x}", 1, "https://h.example/", moment), moment)
+    assert len(log._opened) == 3  # bounded: the oldest forgotten
+    assert not log.counts(Click(f"{9:032x}", 1, "https://h.example/", moment), moment)
+
+
 def test_the_click_key_comes_from_a_file_or_is_random(tmp_path: Path) -> None:
     assert analytics.click_key() != analytics.click_key() and len(analytics.click_key()) == 32
     key = tmp_path / "key"
     key.write_bytes(b"0123456789abcdef0123456789abcdef\n")
-    assert analytics.click_key(str(key)) == b"0123456789abcdef0123456789abcdef"
+    assert analytics.click_key(str(key)) == b"0123456789abcdef0123456789abcdef\n"  # bytes, not text
+    random_key = b"\n" + bytes(range(30)) + b" "  # head -c 32 /dev/urandom may start or end with white space
+    key.write_bytes(random_key)
+    assert analytics.click_key(str(key)) == random_key
     key.write_bytes(b"short")
     with pytest.raises(ValueError, match="fewer than 32"):
         analytics.click_key(str(key))
@@ -233,48 +319,81 @@ def test_searches_and_clicks_are_logged_and_reported(tmp_path: Path) -> None:
     hit; a forged link is refused; the analytics page and its CSV show what was logged."""
     config = unit_config(tmp_path, analytics_days=90)
     app = create_app(config)
-    web = TestClient(app, base_url="http://127.0.0.1")
-    app.state.web.solr = AskedSolr(answer(23, DOCS), answer(0), answer(0), answer(23, DOCS))
-    page = web.get("/", params={"q": "Harbour  Master", "type": "text/html", "page": "2"})
-    links = re.findall(r'<li class="hit">\s*<h2><a href="([^"]*)"', page.text)
-    assert len(links) == 3 and all(link.startswith("/click?") for link in links)
-    clicked = parse_qs(urlsplit(links[1].replace("&amp;", "&")).query)
-    assert clicked["p"] == ["12"] and clicked["u"] == ["https://h.example/1"]  # page 2's second hit: rank 12
-    web.get("/", params={"q": "=cmd|' /C calc'!A0"})  # no hits (and a spreadsheet formula)
-    web.get("/", params={"q": ""})  # no search: nothing logged
-    assert web.head(links[0].replace("&amp;", "&"), follow_redirects=False).status_code == 303  # a link checker: no click
-    opened = web.get(links[1].replace("&amp;", "&"), follow_redirects=False)
-    assert opened.status_code == 303 and opened.headers["location"] == "https://h.example/1"
-    assert app.state.web.click_link(clicked["s"][0], 12, "https://h.example/1") == links[1].replace("&amp;", "&")
-    forged = links[0].replace("&amp;", "&").replace("h.example%2F0", "evil.example%2F")
-    assert web.get(forged, follow_redirects=False).status_code == 404
-    assert web.get("/click?s=x&u=https://evil.example/", follow_redirects=False).status_code == 404
-    app.state.web.analytics.close()  # writes what is queued
+    with TestClient(app, base_url="http://127.0.0.1") as web:  # the lifespan starts the writer
+        app.state.web.solr = AskedSolr(answer(23, DOCS), answer(0), answer(0), answer(23, DOCS))
+        page = web.get("/", params={"q": "Harbour  Master", "type": "text/html", "page": "2"})
+        links = re.findall(r'<li class="hit">\s*<h2><a href="([^"]*)"', page.text)
+        assert len(links) == 3 and all(link.startswith("/click?") for link in links)
+        clicked = parse_qs(urlsplit(links[1].replace("&amp;", "&")).query)
+        assert clicked["p"] == ["12"] and clicked["u"] == ["https://h.example/1"]  # page 2's second hit: rank 12
+        web.get("/", params={"q": "=cmd|' /C calc'!A0"})  # no hits (and a spreadsheet formula)
+        web.get("/", params={"q": ""})  # no search: nothing logged
+        assert web.head(links[0].replace("&amp;", "&"), follow_redirects=False).status_code == 303  # a link checker: no click
+        opened = web.get(links[1].replace("&amp;", "&"), follow_redirects=False)
+        assert opened.status_code == 303 and opened.headers["location"] == "https://h.example/1"
+        again = web.get(links[1].replace("&amp;", "&"), follow_redirects=False)  # replayed: followed, not counted
+        assert again.status_code == 303 and again.headers["location"] == "https://h.example/1"
+        assert app.state.web.click_link(clicked["s"][0], 12, "https://h.example/1").startswith(
+            links[1].replace("&amp;", "&").partition("&t=")[0]
+        )
+        forged = links[0].replace("&amp;", "&").replace("h.example%2F0", "evil.example%2F")
+        assert web.get(forged, follow_redirects=False).status_code == 404
+        assert web.get("/click?s=x&u=https://evil.example/", follow_redirects=False).status_code == 404
+        app.state.web.analytics.close()  # writes what is queued
 
-    store = Searches(Database(config.db_url))
-    totals = store.totals(Period.last(1))
-    assert (totals.searches, totals.clicked, totals.clicks, totals.no_hits) == (2, 1, 1, 1)
-    top = store.top_queries(Period.last(1))
-    assert [(row.query, row.searches, row.clicked) for row in top] == [("=cmd|' /c calc'!a0", 1, 0), ("harbour master", 1, 1)]
+        store = Searches(Database(config.db_url))
+        totals = store.totals(Period.last(1))
+        assert (totals.searches, totals.clicked, totals.clicks, totals.no_hits) == (2, 1, 1, 1)
+        top = store.top_queries(Period.last(1))
+        assert [(row.query, row.searches, row.clicked) for row in top] == [("=cmd|' /c calc'!a0", 1, 0), ("harbour master", 1, 1)]
 
-    login(web)
-    shown = web.get("/admin/analytics", params={"days": "1"})
-    assert shown.status_code == 200 and "harbour master" in shown.text and "=cmd|&#39; /c calc&#39;!a0" in shown.text
-    assert re.search(r'id="total-searches">2<', shown.text)
-    exported = web.get("/admin/analytics.csv", params={"report": "none", "days": "1"})
-    assert exported.headers["content-type"].startswith("text/csv")
-    assert re.fullmatch(
-        r'attachment; filename="searchcrawl-none-\d{4}-\d\d-\d\d-\d{4}-\d\d-\d\d\.csv"', exported.headers["content-disposition"]
-    )
-    rows = list(csv.reader(io.StringIO(exported.text)))
-    assert rows[0] == ["query", "searches", "last searched (UTC)"] and rows[1][:2] == ["'=cmd|' /c calc'!a0", "1"]
-    abandoned = list(csv.reader(io.StringIO(web.get("/admin/analytics.csv?report=abandoned&days=1").text)))
-    assert abandoned[0] == ["query", "searches", "last searched (UTC)"] and len(abandoned) == 1  # its one search clicked
-    positions = list(csv.reader(io.StringIO(web.get("/admin/analytics.csv?report=positions&days=1").text)))
-    assert positions[1] == ["1", "0", "0.0"] and positions[11] == ["11+", "1", "1.0"]  # rank 12
-    assert web.get("/admin/analytics.csv?report=users").status_code == 404
-    stranger = TestClient(app, base_url="http://127.0.0.1")
-    assert stranger.get("/admin/analytics.csv?report=top", follow_redirects=False).status_code == 303
+        login(web)
+        shown = web.get("/admin/analytics", params={"days": "1"})
+        assert shown.status_code == 200 and "harbour master" in shown.text and "=cmd|&#39; /c calc&#39;!a0" in shown.text
+        assert re.search(r'id="total-searches">2<', shown.text)
+        exported = web.get("/admin/analytics.csv", params={"report": "none", "days": "1"})
+        assert exported.headers["content-type"].startswith("text/csv")
+        assert re.fullmatch(
+            r'attachment; filename="searchcrawl-none-\d{4}-\d\d-\d\d-\d{4}-\d\d-\d\d\.csv"',
+            exported.headers["content-disposition"],
+        )
+        rows = list(csv.reader(io.StringIO(exported.text)))
+        assert rows[0] == ["query", "searches", "last searched (UTC)"] and rows[1][:2] == ["'=cmd|' /c calc'!a0", "1"]
+        abandoned = list(csv.reader(io.StringIO(web.get("/admin/analytics.csv?report=abandoned&days=1").text)))
+        assert abandoned[0] == ["query", "searches", "last searched (UTC)"] and len(abandoned) == 1  # its one search clicked
+        positions = list(csv.reader(io.StringIO(web.get("/admin/analytics.csv?report=positions&days=1").text)))
+        assert positions[1] == ["1", "0", "0.0"] and positions[11] == ["11+", "1", "1.0"]  # rank 12
+        assert web.get("/admin/analytics.csv?report=users").status_code == 404
+        stranger = TestClient(app, base_url="http://127.0.0.1")
+        assert stranger.get("/admin/analytics.csv?report=top", follow_redirects=False).status_code == 303
+
+
+def test_building_the_app_touches_no_database_its_lifespan_starts_the_writer(tmp_path: Path) -> None:
+    app = create_app(unit_config(tmp_path, analytics_days=90))
+    assert app.state.web.analytics._thread is None and not (tmp_path / "documents.sqlite3").exists()
+    with TestClient(app, base_url="http://127.0.0.1"):
+        assert app.state.web.analytics._thread is not None
+    assert app.state.web.analytics._thread is None  # stopped, what was queued written
+    assert (tmp_path / "documents.sqlite3").exists()  # the writer's purge made it: as a crawl would
+
+
+def test_migrating_the_database_is_tried_once_a_process(tmp_path: Path, monkeypatch, caplog) -> None:
+    """A database user without the right to change the schema: `scrapy web` tries to migrate
+    once, then only checks the schema, not at every batch the writer writes."""
+    opened: list[bool] = []
+
+    def database(url: str, migrate: bool = True) -> Database:
+        opened.append(migrate)
+        if migrate:
+            raise PermissionError("permission denied for schema public")
+        return Database(f"sqlite:///{tmp_path / 'made.sqlite3'}")
+
+    monkeypatch.setattr("searchcrawl.web.app.Database", database)
+    web = create_app(unit_config(tmp_path, analytics_days=90)).state.web
+    with pytest.raises(PermissionError):
+        web.database  # noqa: B018 - the property opens it
+    assert web.database is web.database and opened == [True, False]
+    assert caplog.text.count("not tried again by this process") == 1
 
 
 def test_hits_link_straight_to_their_documents_when_analytics_is_off(tmp_path: Path) -> None:

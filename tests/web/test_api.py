@@ -336,10 +336,10 @@ def test_api_searches_are_logged_as_the_pages_are_with_client_api(tmp_path: Path
     application = create_app(config)
     application.state.web.solr = FakeSolr()
     _id, token = ApiTokens(Database(config.db_url)).create("portal")
-    client = TestClient(application, base_url="http://127.0.0.1")
-    assert client.get("/api/search", params={"q": "Tugboat  Crew"}, headers=auth(token)).status_code == 200
-    assert client.get("/api/search", params={"q": ""}, headers=auth(token)).status_code == 200  # no query: no search
-    application.state.web.analytics.close()  # writes what is queued
+    with TestClient(application, base_url="http://127.0.0.1") as client:  # the lifespan starts the writer
+        assert client.get("/api/search", params={"q": "Tugboat  Crew"}, headers=auth(token)).status_code == 200
+        assert client.get("/api/search", params={"q": ""}, headers=auth(token)).status_code == 200  # no query: no search
+    # the lifespan's end wrote what was queued
     with Database(config.db_url).engine.connect() as connection:
         rows = connection.execute(text("SELECT query, normalized, hits, client, user_name FROM searches")).all()
     assert [tuple(row) for row in rows] == [("Tugboat  Crew", "tugboat crew", 1, "api", None)]
