@@ -119,7 +119,8 @@ def test_searches_and_clicks_show_on_the_analytics_page_and_in_its_csv(server) -
     assert rows[0] == ["query", "searches", "average hits", "searches with a click", "click-through"]
     by_query = {row[0]: row for row in rows[1:]}
     assert by_query['"harbour master"'][1:] == ["2", "24.0", "1", "0.5"]
-    assert by_query["harbour master"][1:] == ["1", "27.0", "1", "1.0"]  # either word: 27 hits
+    either = re.search(r"([0-9]+) documents match", second.text)  # either word (other tests' documents too)
+    assert either is not None and by_query["harbour master"][1:] == ["1", f"{either[1]}.0", "1", "1.0"]
     assert '\'=hyperlink("http://evil.example")' in by_query  # never a formula in a spreadsheet
     positions = list(csv.reader(io.StringIO(web.get("/admin/analytics.csv?report=positions&days=1").text)))
     assert positions[1] == ["1", "1", "0.5"] and positions[11] == ["11+", "1", "0.5"]
