@@ -10,10 +10,13 @@ so does a signed-in searcher whose principals the directory cannot give now (fai
 Built on Starlette (a small, typed, well-kept ASGI toolkit by the authors of uvicorn and httpx:
 routing, forms, static files and a test client, and nothing we would have to switch off), Jinja2
 (the templates, autoescaping everything) and uvicorn (the server). No JavaScript framework: the
-pages are HTML forms and links; the live run page refreshes itself with a meta refresh.
+pages are HTML forms and links; the live run page refreshes itself with a meta refresh. The
+search page alone loads one small script of this application's (static/suggest.js: suggestions
+while typing, from /suggest); without it the page is the same plain form.
 
 Safe by default: it binds 127.0.0.1 unless told otherwise (commands/web.py); every page is sent
-with a Content-Security-Policy that allows no script at all, no framing and forms only to this
+with a Content-Security-Policy that allows no script at all (the search page: this
+application's own script files only, SEARCH_PAGE_CSP), no framing and forms only to this
 application, so text from crawled pages (titles, snippets, URLs, reasons) cannot run in an
 administrator's browser even if escaping failed; the administration pages are off unless
 SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE) are set, and every POST carries its
@@ -44,7 +47,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -63,7 +66,7 @@ from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.runs import Runs
-from searchcrawl.web import admin, why
+from searchcrawl.web import admin, suggestions, why
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -91,6 +94,14 @@ SECURITY_HEADERS = {
     "x-frame-options": "DENY",
     "referrer-policy": "no-referrer",  # a query or an admin URL never travels to a crawled site
 }
+# The search page alone runs a script: this application's own suggest.js (static/, no inline
+# script, no eval), which asks /suggest (connect-src) for suggestions while the searcher types.
+# Every other page, the administration's included, keeps script-src 'none'; JSON from /suggest
+# is never a script (nosniff, application/json), and nothing else this origin serves is one.
+SEARCH_PAGE_CSP = (
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
 
 
 @dataclass
@@ -150,7 +161,10 @@ class SecurityHeaders:
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
-                headers.extend((name.encode(), value.encode()) for name, value in SECURITY_HEADERS.items())
+                given = {name.lower() for name, _value in headers}  # a page's own (the search page's CSP)
+                headers.extend(
+                    (name.encode(), value.encode()) for name, value in SECURITY_HEADERS.items() if name.encode() not in given
+                )
                 if private:
                     headers.append((b"cache-control", b"no-store"))
                 message["headers"] = headers
@@ -218,15 +232,43 @@ class WebApp:
             page = await _in_thread(run_search, self.solr, query, searcher.principals, self.config.rows)
         except IndexingError as exc:
             logger.warning("Search %r failed: %s", query.q, exc.reason)
-            failed = self.render(
-                request, "search.html", 503, page=None, query=query, searcher=searcher, error="The index cannot be searched now."
+            failed = self.render_search(
+                request, 503, page=None, query=query, searcher=searcher, error="The index cannot be searched now."
             )
             return self._personal(failed)
         return self._personal(
-            self.render(
-                request, "search.html", page=page, query=query, searcher=searcher, error="", default_rows=self.config.rows
-            )
+            self.render_search(request, page=page, query=query, searcher=searcher, error="", default_rows=self.config.rows)
         )
+
+    def render_search(self, request: Request, code: int = 200, **context: Any) -> HTMLResponse:
+        """The search page, with the policy that lets its own script run (SEARCH_PAGE_CSP)."""
+        response = self.render(request, "search.html", code, **context)
+        response.headers["content-security-policy"] = SEARCH_PAGE_CSP
+        return response
+
+    async def suggest(self, request: Request) -> Response:
+        """Suggestions while typing (suggestions.py) as JSON, for the searcher of the request
+        (as the search page knows them): ``{"q": ..., "suggestions": [{"text", "kind"}]}``.
+        None when Solr fails (the search box works without them)."""
+        prefix = suggestions.clean(request.query_params.get("q", ""), suggestions.MAX_PREFIX_CHARS)
+        searcher = await self.searcher(request)
+        found: list[suggestions.Suggestion] = []
+        code = 200
+        if prefix.strip():
+            try:
+                candidates = await _in_thread(self.query_candidates, prefix)
+                found = await _in_thread(suggestions.suggest, self.solr, searcher.principals, prefix, candidates)
+            except IndexingError as exc:
+                logger.warning("Suggestions (%d characters typed) failed: %s", len(prefix), exc.reason)
+                code = 503
+        answer = JSONResponse({"q": prefix, "suggestions": [item.as_json() for item in found]}, status_code=code)
+        return self._personal(answer)
+
+    def query_candidates(self, prefix: str) -> list[str]:
+        """Past queries that found documents and begin with ``prefix``, most frequent first (the
+        query log's, once there is one); suggestions.suggest shows those the searcher's own
+        documents answer."""
+        return []
 
     def _personal(self, response: Response) -> Response:
         """A page that depends on who asks is kept by no cache (a shared proxy's included)."""
@@ -637,6 +679,7 @@ def create_app(config: WebConfig) -> Starlette:
     web = WebApp(config)
     routes = [
         Route("/", web.search),
+        Route("/suggest", web.suggest, methods=["GET"]),
         Route("/login", web.signin_form, methods=["GET"]),
         Route("/login", web.signin, methods=["POST"]),
         Route("/logout", web.signout, methods=["POST"]),
