@@ -8,13 +8,16 @@ no other test's documents hold."""
 from __future__ import annotations
 
 import dataclasses
+import uuid
 
 import pysolr
 import pytest
 from scrapy.settings import Settings
 from starlette.testclient import TestClient
 
+from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import directory_of
+from searchcrawl.access.tokens import Access
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.web.suggestions import MAX_SUGGESTIONS, suggest
 from tests.conftest import Project
@@ -156,3 +159,14 @@ def test_hostile_text_typed_is_answered_safely(
     shown = suggested(web, f'{corpus.word[:6]} "{{!func}}')
     assert shown == []  # '{!func}' is a word no title begins with: nothing, and no error
     assert suggested(web, f"{corpus.word[:6]} (") == [(title(corpus, "public"), "title")]
+
+
+def test_a_huge_title_is_indexed_and_offered_cut(solr_url: str, solr: pysolr.Solr) -> None:
+    """The suggestion fields are copied from the title's first characters (schema.xml): a title of
+    100,000 characters, one "word" among them 50,000 long, is indexed, and offered cut."""
+    word = "kelp" + uuid.uuid4().hex[:10]
+    url = f"http://huge.test/{word}"
+    huge = f"{word} " + "q" * 50_000 + " tail" * 10_000
+    solr.add([{"id": f"huge!{url}", "url": url, "source": "huge", "title": huge, **Access.public("test").fields()}])
+    shown = suggest(SolrIndex(solr_url, timeout=30), Principals.anonymous(), word[:6])
+    assert [(item.text, item.kind) for item in shown] == [(f"{word} " + "q" * (150 - len(word) - 1), "title")]
