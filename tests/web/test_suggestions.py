@@ -207,3 +207,13 @@ def test_the_suggest_endpoint_and_the_search_pages_own_script_policy(tmp_path: P
     app.state.web.solr = Down()  # type: ignore[attr-defined]
     failed = web.get("/suggest", params={"q": "harb"})
     assert failed.status_code == 503 and failed.json() == {"q": "harb", "suggestions": []}
+
+
+def test_behind_a_reverse_proxy_the_script_asks_under_the_prefix(tmp_path: Path) -> None:
+    app = create_app(unit_config(tmp_path, prefix="/search"))
+    web = TestClient(app, base_url="http://127.0.0.1")
+    app.state.web.solr = FakeSolr(["Harbour"])  # type: ignore[attr-defined]
+    page = web.get("/search/")
+    assert 'data-suggest="/search/suggest"' in page.text and 'src="/search/static/suggest.js"' in page.text
+    assert web.get("/search/suggest", params={"q": "h"}).json()["suggestions"] == [{"text": "Harbour", "kind": "title"}]
+    assert web.get("/search/static/suggest.js").status_code == 200
