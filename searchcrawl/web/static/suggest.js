@@ -64,7 +64,32 @@
     }
   }
 
-  function show(suggestions) {
+  // ``text`` into ``element`` as text nodes, the beginnings of its words that a word typed
+  // begins with in <strong> (case ignored)
+  function emphasised(element, text, typed) {
+    const words = typed.split(/\s+/).filter((word) => word).map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    let pattern = null;
+    try {
+      pattern = words.length ? new RegExp("(^|[^\\p{L}\\p{N}])(" + words.join("|") + ")", "giu") : null;
+    } catch (error) {
+      pattern = null;
+    }
+    let last = 0;
+    for (const match of pattern ? text.matchAll(pattern) : []) {
+      const start = match.index + match[1].length;
+      if (!match[2] || start < last) {
+        continue;
+      }
+      element.append(document.createTextNode(text.slice(last, start)));
+      const strong = document.createElement("strong");
+      strong.textContent = match[2];
+      element.append(strong);
+      last = start + match[2].length;
+    }
+    element.append(document.createTextNode(text.slice(last)));
+  }
+
+  function show(suggestions, typed) {
     close();
     suggestions.slice(0, 10).forEach((suggestion, number) => {
       if (typeof suggestion.text !== "string" || !suggestion.text) {
@@ -78,7 +103,7 @@
       option.dataset.kind = suggestion.kind === "title" ? "title" : "query";
       const text = document.createElement("span");
       text.className = "text";
-      text.textContent = suggestion.text;
+      emphasised(text, suggestion.text, typed);
       const kind = document.createElement("span");
       kind.className = "kind";
       kind.textContent = KINDS[option.dataset.kind];
@@ -115,7 +140,7 @@
       .then((answer) => (answer.ok ? answer.json() : null))
       .then((data) => {
         if (data && Array.isArray(data.suggestions) && input.value === typed && document.activeElement === input) {
-          show(data.suggestions);
+          show(data.suggestions, typed);
         }
       })
       .catch(() => {}); // aborted by the next keystroke, or no answer: no suggestions
