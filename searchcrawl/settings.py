@@ -170,6 +170,9 @@ SEARCHCRAWL_WEB_PROXIES = ["127.0.0.1", "::1"]
 SEARCHCRAWL_WEB_USER_HEADER = ""
 SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page, unless a searcher chooses 10, 20 or 50 (search_page.ROWS)
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
+# Suggestions while typing in the search box (titles and past searches the searcher may read,
+# searchcrawl/web/suggestions.py); False: the search page loads no script and /suggest is 404.
+SEARCHCRAWL_WEB_SUGGESTIONS = True
 
 # --- Secure search: the searchers' directory (searchcrawl/access/directory.py) -------------------
 # An LDAP directory (ldap://host or ldaps://host; "" for none: every search shows public

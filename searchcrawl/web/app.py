@@ -119,6 +119,7 @@ class WebConfig:
     credentials: tuple[str, str] | None = None
     prefix: str = ""
     rows: int = 10
+    suggestions: bool = True  # SEARCHCRAWL_WEB_SUGGESTIONS: the search box's, while typing
     stale_after: float = 600
     session_lifetime: float = 8 * 3600
     explain_environ: dict[str, str] | None = None
@@ -241,15 +242,19 @@ class WebApp:
         )
 
     def render_search(self, request: Request, code: int = 200, **context: Any) -> HTMLResponse:
-        """The search page, with the policy that lets its own script run (SEARCH_PAGE_CSP)."""
-        response = self.render(request, "search.html", code, **context)
-        response.headers["content-security-policy"] = SEARCH_PAGE_CSP
+        """The search page, with the policy that lets its own script run (SEARCH_PAGE_CSP) when it
+        has suggestions; without them it is a page like any other, with no script."""
+        response = self.render(request, "search.html", code, suggestions_enabled=self.config.suggestions, **context)
+        if self.config.suggestions:
+            response.headers["content-security-policy"] = SEARCH_PAGE_CSP
         return response
 
     async def suggest(self, request: Request) -> Response:
         """Suggestions while typing (suggestions.py) as JSON, for the searcher of the request
         (as the search page knows them): ``{"q": ..., "suggestions": [{"text", "kind"}]}``.
-        None when Solr fails (the search box works without them)."""
+        None when Solr fails (the search box works without them); 404 when they are off."""
+        if not self.config.suggestions:
+            return self._personal(JSONResponse({"error": "Suggestions are off."}, status_code=404))
         prefix = suggestions.clean(request.query_params.get("q", ""), suggestions.MAX_PREFIX_CHARS)
         searcher = await self.searcher(request)
         found: list[suggestions.Suggestion] = []

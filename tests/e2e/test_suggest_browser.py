@@ -82,6 +82,7 @@ def test_typing_shows_suggestions_and_choosing_one_searches_it(web, browser: Bro
     assert box.get_attribute("aria-expanded") == "true"
     texts = [text.split("\n")[0] for text in options.all_inner_texts()]
     assert 1 <= len(texts) <= 8 and all(re.match(r"Harbour log \d\d: the \w+", text) for text in texts), texts
+    assert options.first.locator("strong").all_inner_texts() == ["Harbour", "lo"]  # what the words typed begin
     box.press("ArrowDown")
     box.press("ArrowDown")
     assert options.nth(1).get_attribute("aria-selected") == "true"

@@ -209,6 +209,16 @@ def test_the_suggest_endpoint_and_the_search_pages_own_script_policy(tmp_path: P
     assert failed.status_code == 503 and failed.json() == {"q": "harb", "suggestions": []}
 
 
+def test_suggestions_off_no_script_and_no_answer(tmp_path: Path) -> None:
+    app = create_app(unit_config(tmp_path, suggestions=False))
+    web = TestClient(app, base_url="http://127.0.0.1")
+    app.state.web.solr = solr = FakeSolr(["Harbour"])  # type: ignore[attr-defined]
+    page = web.get("/")
+    assert "<script" not in page.text and "data-suggest" not in page.text
+    assert page.headers.get_list("content-security-policy") == [SECURITY_HEADERS["content-security-policy"]]
+    assert web.get("/suggest", params={"q": "h"}).status_code == 404 and solr.asked == []
+
+
 def test_behind_a_reverse_proxy_the_script_asks_under_the_prefix(tmp_path: Path) -> None:
     app = create_app(unit_config(tmp_path, prefix="/search"))
     web = TestClient(app, base_url="http://127.0.0.1")
