@@ -252,7 +252,7 @@ class WebApp:
     async def suggest(self, request: Request) -> Response:
         """Suggestions while typing (suggestions.py) as JSON, for the searcher of the request
         (as the search page knows them): ``{"q": ..., "suggestions": [{"text", "kind"}]}``.
-        None when Solr fails (the search box works without them); 404 when they are off."""
+        An empty list when Solr fails (the search box works without them); 404 when they are off."""
         if not self.config.suggestions:
             return self._personal(JSONResponse({"error": "Suggestions are off."}, status_code=404))
         prefix = suggestions.clean(request.query_params.get("q", ""), suggestions.MAX_PREFIX_CHARS)
@@ -262,6 +262,10 @@ class WebApp:
         if prefix.strip():
             try:
                 candidates = await _in_thread(self.query_candidates, prefix)
+            except Exception as exc:  # noqa: BLE001 (the query log failing costs the titles nothing)
+                logger.warning("Suggestions: no past queries: %s", type(exc).__name__)
+                candidates = []
+            try:
                 found = await _in_thread(suggestions.suggest, self.solr, searcher.principals, prefix, candidates)
             except IndexingError as exc:
                 logger.warning("Suggestions (%d characters typed) failed: %s", len(prefix), exc.reason)

@@ -204,6 +204,11 @@ def test_the_suggest_endpoint_and_the_search_pages_own_script_policy(tmp_path: P
         def search(self, query: str, **params: Any) -> Any:
             raise IndexingError("down", reason="no answer")
 
+    def broken_log(prefix: str) -> list[str]:
+        raise RuntimeError("the query log's database is gone")
+
+    app.state.web.query_candidates = broken_log  # type: ignore[attr-defined]
+    assert web.get("/suggest", params={"q": "harb"}).json()["suggestions"] == [{"text": "Harbour master's log", "kind": "title"}]
     app.state.web.solr = Down()  # type: ignore[attr-defined]
     failed = web.get("/suggest", params={"q": "harb"})
     assert failed.status_code == 503 and failed.json() == {"q": "harb", "suggestions": []}
