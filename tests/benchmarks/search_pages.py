@@ -15,7 +15,8 @@ percentile of each, in milliseconds, and writes them to ``--out`` as JSON.
 
 Suggestions while typing (GET /suggest, web/suggestions.py): ``--suggest-words`` words of WORDS
 typed one letter at a time, each prefix of 1 to 4 letters asked as the search box's script asks
-it (after 20 warm-up prefixes), by length and together. The application has no query log to
+it (after 20 warm-up prefixes), by length and together; the words are the site's own, so each
+prefix begins words of thousands of titles ("Budget page 1234"). The application has no query log to
 give past queries yet: the same prefixes are also asked of ``suggestions.suggest`` in this
 process (one pysolr connection), with ten past queries to check each time (words of WORDS that
 begin with the prefix, and "<word> page"), as the page will ask once the log is wired.
@@ -120,6 +121,7 @@ def suggestion_latency(
         "suggest_all_prefixes": percentiles([sample for samples in by_length.values() for sample in samples]),
         **{f"suggest_prefix_{length}_letters": percentiles(samples) for length, samples in by_length.items() if samples},
         "suggestions_shown_median": statistics.median(shown),
+        "prefixes_with_no_suggestion": sum(1 for count in shown if not count),
         "suggest_cpu_ms_per_request": {
             "web": round(web_cpu * 1000 / asked, 2),
             "solr": round(solr_cpu * 1000 / asked, 2),
@@ -199,7 +201,8 @@ def main() -> None:
             for word in queries:
                 elapsed, response = timed(session, base + "/", q=word)
                 (misses if "No document matches" in response.text else hits).append(elapsed)
-            typed = [word for word in order if len(word) >= 4 and word not in WORDS[-5:]][: options.suggest_words]
+            # the site's own words, whose beginnings begin words of its titles ("Budget page 1234")
+            typed = [word for word in order if word in SITE_WORDS and len(word) >= 4][: options.suggest_words]
             solr_pid = int(solr.pid_path.read_text())
             suggesting = suggestion_latency(session, base, solr.url, typed, (web.pid, solr_pid))
             form = session.get(base + "/admin/login", timeout=30)
