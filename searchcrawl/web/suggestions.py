@@ -56,6 +56,7 @@ MAX_PREFIX_CHARS = 100  # of the text typed (a longer one is cut: the beginning 
 MAX_WORDS = 8  # words of it matched against titles
 MAX_SUGGESTIONS = 8
 MAX_CANDIDATES = 10  # past queries checked in one request
+MAX_CANDIDATES_READ = 100  # of those given
 MAX_CANDIDATE_CHARS = 200  # a longer past query is not offered
 MAX_TITLE_CHARS = 150
 TIME_ALLOWED_MS = 500
@@ -91,11 +92,12 @@ def folded(text: str) -> str:
 
 def candidates_of(prefix: str, query_candidates: Sequence[str]) -> list[str]:
     """The past queries worth checking: each beginning with ``prefix`` (case ignored), white space
-    folded, short enough, once each, the first ``MAX_CANDIDATES``."""
+    folded, short enough, once each, the first ``MAX_CANDIDATES`` (of the first
+    ``MAX_CANDIDATES_READ`` given: the list is read so far and no further)."""
     wanted = prefix.strip().casefold()
     kept: list[str] = []
     seen: set[str] = set()
-    for candidate in query_candidates:
+    for candidate in query_candidates[:MAX_CANDIDATES_READ]:
         if not isinstance(candidate, str) or len(candidate) > MAX_CANDIDATE_CHARS * 4:
             continue
         text = " ".join(CONTROL.sub(" ", candidate).split())
