@@ -181,6 +181,9 @@ SEARCHCRAWL_WEB_CLICK_KEY_FILE = ""
 # The JSON API (/api/search): the browser origins (scheme://host[:port], a list or a comma-separated
 # string) whose pages may call it with their token (CORS); empty: none, only servers call it.
 SEARCHCRAWL_WEB_API_ORIGINS = os.environ.get("SEARCHCRAWL_WEB_API_ORIGINS", "")
+# Suggestions while typing in the search box (titles and past searches the searcher may read,
+# searchcrawl/web/suggestions.py); False: the search page loads no script and /suggest is 404.
+SEARCHCRAWL_WEB_SUGGESTIONS = True
 
 # --- Secure search: the searchers' directory (searchcrawl/access/directory.py) -------------------
 # An LDAP directory (ldap://host or ldaps://host; "" for none: every search shows public

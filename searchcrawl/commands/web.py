@@ -138,6 +138,7 @@ class Command(ScrapyCommand):
             credentials=credentials if credentials and credentials[1] else None,
             prefix=prefix,
             rows=settings.getint("SEARCHCRAWL_WEB_ROWS"),
+            suggestions=settings.getbool("SEARCHCRAWL_WEB_SUGGESTIONS", True),
             stale_after=settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"),
             session_lifetime=settings.getfloat("SEARCHCRAWL_WEB_SESSION_HOURS") * 3600,
             explain_environ=dict(os.environ),

@@ -16,8 +16,9 @@ refused (403 ``insufficient_scope``), never quietly answered as public.
 
 Snippets are plain text in ``snippet``; ``snippet_parts`` holds the same text as a list of
 ``{"text", "match"}`` pieces (``match``: Solr highlighted it), so a client marks the matches
-without parsing markup. ``suggestions`` is filled by the hook ``Suggest`` (WebApp.suggest) when
-one is set, else empty; ``spelling`` holds the spellcheck's corrected queries (the page's "Did you
+without parsing markup. ``suggestions`` holds the completions of the query as the search box
+offers them (WebApp.completions: readable titles and past queries, ``{"text", "kind"}``), as
+``GET /api/suggest?q=`` gives them alone; ``spelling`` holds the spellcheck's corrected queries (the page's "Did you
 mean").
 
 CORS is off unless SEARCHCRAWL_WEB_API_ORIGINS names origins: a browser page of one of those
@@ -46,9 +47,6 @@ logger = logging.getLogger(__name__)
 
 MAX_USER_CHARS = 256
 MAX_AUTHORIZATION_CHARS = 300
-# Suggestions for a query as a searcher with these principals may see them (issue 59's
-# suggestions helper provides one; app.py's WebApp.suggest holds it)
-Suggest = Callable[[str, Principals], list[str]]
 _BEARER = re.compile(r"Bearer +([A-Za-z0-9._~+/=-]+)", re.IGNORECASE)
 _MARK = re.compile(r"(</?mark>)")
 PREFLIGHT_MAX_AGE = "600"
@@ -169,7 +167,7 @@ def hit_json(hit: Hit) -> dict[str, Any]:
     }
 
 
-def page_json(page: SearchPage, searcher: dict[str, Any], suggestions: Iterable[str] = ()) -> dict[str, Any]:
+def page_json(page: SearchPage, searcher: dict[str, Any], suggestions: Iterable[dict[str, str]] = ()) -> dict[str, Any]:
     """The JSON answer of a search page: its best bets (the relevance page's, on page 1, trimmed
     like the hits) apart from its hits, as the page shows them."""
     request = page.request

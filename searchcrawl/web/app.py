@@ -10,10 +10,13 @@ so does a signed-in searcher whose principals the directory cannot give now (fai
 Built on Starlette (a small, typed, well-kept ASGI toolkit by the authors of uvicorn and httpx:
 routing, forms, static files and a test client, and nothing we would have to switch off), Jinja2
 (the templates, autoescaping everything) and uvicorn (the server). No JavaScript framework: the
-pages are HTML forms and links; the live run page refreshes itself with a meta refresh.
+pages are HTML forms and links; the live run page refreshes itself with a meta refresh. The
+search page alone loads one small script of this application's (static/suggest.js: suggestions
+while typing, from /suggest); without it the page is the same plain form.
 
 Safe by default: it binds 127.0.0.1 unless told otherwise (commands/web.py); every page is sent
-with a Content-Security-Policy that allows no script at all, no framing and forms only to this
+with a Content-Security-Policy that allows no script at all (the search page: this
+application's own script files only, SEARCH_PAGE_CSP), no framing and forms only to this
 application, so text from crawled pages (titles, snippets, URLs, reasons) cannot run in an
 administrator's browser even if escaping failed; the administration pages are off unless
 SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE) are set, and every POST carries its
@@ -72,7 +75,7 @@ from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.runs import Runs
 from searchcrawl.store.searches import Searches
-from searchcrawl.web import admin, analytics, api, relevance, why
+from searchcrawl.web import admin, analytics, api, relevance, suggestions, why
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -101,6 +104,14 @@ SECURITY_HEADERS = {
     "x-frame-options": "DENY",
     "referrer-policy": "no-referrer",  # a query or an admin URL never travels to a crawled site
 }
+# The search page alone runs a script: this application's own suggest.js (static/, no inline
+# script, no eval), which asks /suggest (connect-src) for suggestions while the searcher types.
+# Every other page, the administration's included, keeps script-src 'none'; JSON from /suggest
+# is never a script (nosniff, application/json), and nothing else this origin serves is one.
+SEARCH_PAGE_CSP = (
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
 
 
 @dataclass
@@ -118,6 +129,7 @@ class WebConfig:
     credentials: tuple[str, str] | None = None
     prefix: str = ""
     rows: int = 10
+    suggestions: bool = True  # SEARCHCRAWL_WEB_SUGGESTIONS: the search box's, while typing
     stale_after: float = 600
     session_lifetime: float = 8 * 3600
     explain_environ: dict[str, str] | None = None
@@ -172,7 +184,10 @@ class SecurityHeaders:
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
-                headers.extend((name.encode(), value.encode()) for name, value in SECURITY_HEADERS.items())
+                given = {name.lower() for name, _value in headers}  # a page's own (the search page's CSP)
+                headers.extend(
+                    (name.encode(), value.encode()) for name, value in SECURITY_HEADERS.items() if name.encode() not in given
+                )
                 if private:
                     headers.append((b"cache-control", b"no-store"))
                 if embeddable:  # a portal page of another origin may load it (even under COEP)
@@ -192,8 +207,6 @@ class WebApp:
     _database: Database | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _migrate_failed: bool = field(default=False, init=False)  # migrating is tried once a process
-    # the JSON API's suggestions for a query (api.Suggest); None: the answer's list is empty
-    suggest: api.Suggest | None = field(default=None, init=False)
     # an API token just made, by administrator session, until the page it is redirected to shows it
     _made: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
 
@@ -303,15 +316,14 @@ class WebApp:
             page = await _in_thread(run_search, self.solr, query, searcher.principals, self.config.rows, True, rules)
         except IndexingError as exc:
             logger.warning("Search %r failed: %s", query.q, exc.reason)
-            failed = self.render(
-                request, "search.html", 503, page=None, query=query, searcher=searcher, error="The index cannot be searched now."
+            failed = self.render_search(
+                request, 503, page=None, query=query, searcher=searcher, error="The index cannot be searched now."
             )
             return self._personal(failed)
         search_id = self.record_search(query, page.total, time.perf_counter() - started, "web", searcher.user) if query.q else ""
         return self._personal(
-            self.render(
+            self.render_search(
                 request,
-                "search.html",
                 page=page,
                 query=query,
                 searcher=searcher,
@@ -320,6 +332,52 @@ class WebApp:
                 hit_link=self._hit_link(search_id),
             )
         )
+
+    def render_search(self, request: Request, code: int = 200, **context: Any) -> HTMLResponse:
+        """The search page, with the policy that lets its own script run (SEARCH_PAGE_CSP) when it
+        has suggestions; without them it is a page like any other, with no script."""
+        response = self.render(request, "search.html", code, suggestions_enabled=self.config.suggestions, **context)
+        if self.config.suggestions:
+            response.headers["content-security-policy"] = SEARCH_PAGE_CSP
+        return response
+
+    async def suggest(self, request: Request) -> Response:
+        """Suggestions while typing (suggestions.py) as JSON, for the searcher of the request
+        (as the search page knows them): ``{"q": ..., "suggestions": [{"text", "kind"}]}``.
+        An empty list when Solr fails (the search box works without them); 404 when they are off."""
+        if not self.config.suggestions:
+            return self._personal(JSONResponse({"error": "Suggestions are off."}, status_code=404))
+        prefix = suggestions.clean(request.query_params.get("q", ""), suggestions.MAX_PREFIX_CHARS)
+        searcher = await self.searcher(request)
+        found: list[suggestions.Suggestion] = []
+        code = 200
+        try:
+            found = await _in_thread(self.completions, prefix, searcher.principals)
+        except IndexingError as exc:
+            logger.warning("Suggestions (%d characters typed) failed: %s", len(prefix), exc.reason)
+            code = 503
+        answer = JSONResponse({"q": prefix, "suggestions": [item.as_json() for item in found]}, status_code=code)
+        return self._personal(answer)
+
+    def completions(self, text: str, principals: Principals) -> list[suggestions.Suggestion]:
+        """The completions of ``text`` that ``principals`` may see (suggestions.py): readable
+        titles, and past queries (the query log's) that find a readable document; the search
+        box's (/suggest) and the JSON API's alike. Raises IndexingError when Solr fails."""
+        prefix = suggestions.clean(text, suggestions.MAX_PREFIX_CHARS)
+        if not prefix.strip():
+            return []
+        try:
+            candidates = self.query_candidates(prefix)
+        except Exception as exc:  # noqa: BLE001 (the query log failing costs the titles nothing)
+            logger.warning("Suggestions: no past queries: %s", type(exc).__name__)
+            candidates = []
+        return suggestions.suggest(self.solr, principals, prefix, candidates)
+
+    def query_candidates(self, prefix: str) -> list[str]:
+        """Past queries that found documents and begin with ``prefix``, most frequent first (the
+        query log's, analytics.py, from memory); suggestions.suggest shows only those the
+        searcher's own documents answer."""
+        return self.analytics.completions(prefix, suggestions.MAX_CANDIDATES)
 
     def record_search(self, query: SearchRequest, hits: int, seconds: float, client: str, user: str | None) -> str:
         """Logs a search (analytics.py: queued, never waited for) and returns its id, for its
@@ -379,9 +437,10 @@ class WebApp:
 
     # --- the JSON API (api.py) -------------------------------------------------------------------
 
-    async def api_search(self, request: Request) -> Response:
-        """The search page's search as JSON, for a request with an API token (api.py): public
-        documents, or a named user's when the token may search on behalf of users."""
+    async def api_caller(self, request: Request) -> tuple[dict[str, str], Principals, str, str | None] | Response:
+        """Who calls the JSON API (api.py): the CORS headers of the answer, the principals the
+        token searches with (public documents, or a named user's when the token may search on
+        behalf of users), the token's name and the user named; or the refusal to send."""
         cors = api.cors_headers(request.headers.get("origin"), self.config.api_origins, request.method == "OPTIONS")
         if request.method == "OPTIONS":  # a browser's preflight: the Authorization header may be sent
             return Response(status_code=204, headers=cors)
@@ -413,6 +472,15 @@ class WebApp:
             principals = await _in_thread(self._principals, user)
             if principals.error:
                 logger.warning("API search by token %r for %s: public documents only: %s", check.name, user, principals.error)
+        return cors, principals, check.name, user
+
+    async def api_search(self, request: Request) -> Response:
+        """The search page's search as JSON, for a request with an API token (api_caller), with
+        the completions of its query (as /api/suggest gives them)."""
+        caller = await self.api_caller(request)
+        if isinstance(caller, Response):
+            return caller
+        cors, principals, token_name, user = caller
         started = time.perf_counter()
         query = SearchRequest.from_params(request.query_params)
         try:
@@ -421,16 +489,34 @@ class WebApp:
         except IndexingError as exc:
             logger.warning("API search %r failed: %s", query.q[:100], exc.reason)
             return _api_error(503, "unavailable", "The index cannot be searched now.", cors)
-        suggestions: list[str] = []
-        if self.suggest is not None and query.q:
+        completions: list[suggestions.Suggestion] = []
+        if self.config.suggestions and query.q:
             try:
-                suggestions = list(await _in_thread(self.suggest, query.q, principals))
-            except Exception as exc:  # suggestions never break a search
-                logger.warning("API suggestions for %r failed: %s", query.q[:100], exc)
+                completions = await _in_thread(self.completions, query.q, principals)
+            except Exception as exc:  # noqa: BLE001 - suggestions never break a search
+                logger.warning("API suggestions (%d characters) failed: %s", len(query.q), type(exc).__name__)
         if query.q:  # logged as the page's searches are (analytics.py), as client "api"
             self.record_search(query, page.total, time.perf_counter() - started, "api", user or None)
-        logger.debug("API search by token %r (%s): %d hits", check.name, user or "public", page.total)
-        answer = api.page_json(page, api.searcher_json(principals), suggestions)
+        logger.debug("API search by token %r (%s): %d hits", token_name, user or "public", page.total)
+        answer = api.page_json(page, api.searcher_json(principals), [item.as_json() for item in completions])
+        return JSONResponse(answer, headers={**cors, "cache-control": "private, no-store"})
+
+    async def api_suggest(self, request: Request) -> Response:
+        """The search box's suggestions (/suggest's) for a request with an API token, trimmed as
+        its searches are: ``{"q": ..., "suggestions": [{"text", "kind"}]}``."""
+        caller = await self.api_caller(request)
+        if isinstance(caller, Response):
+            return caller
+        cors, principals, _token_name, _user = caller
+        if not self.config.suggestions:
+            return _api_error(404, "not_found", "Suggestions are off.", cors)
+        prefix = suggestions.clean(request.query_params.get("q", ""), suggestions.MAX_PREFIX_CHARS)
+        try:
+            found = await _in_thread(self.completions, prefix, principals)
+        except IndexingError as exc:
+            logger.warning("API suggestions (%d characters typed) failed: %s", len(prefix), exc.reason)
+            return _api_error(503, "unavailable", "The index cannot be asked now.", cors)
+        answer = {"q": prefix, "suggestions": [item.as_json() for item in found]}
         return JSONResponse(answer, headers={**cors, "cache-control": "private, no-store"})
 
     # --- searchers --------------------------------------------------------------------------------
@@ -1035,6 +1121,7 @@ def create_app(config: WebConfig) -> Starlette:
     web = WebApp(config)
     routes = [
         Route("/", web.search),
+        Route("/suggest", web.suggest, methods=["GET"]),
         Route("/login", web.signin_form, methods=["GET"]),
         Route("/login", web.signin, methods=["POST"]),
         Route("/logout", web.signout, methods=["POST"]),
@@ -1058,6 +1145,7 @@ def create_app(config: WebConfig) -> Starlette:
         Route("/admin/api", web.api_tokens, methods=["GET", "POST"]),
         Route("/admin/api/{token:int}/revoke", web.api_token_revoke, methods=["POST"]),
         Route("/api/search", web.api_search, methods=["GET", "OPTIONS"]),
+        Route("/api/suggest", web.api_suggest, methods=["GET", "OPTIONS"]),
         Mount("/static", StaticFiles(packages=[("searchcrawl.web", "static")]), name="static"),
     ]
     if config.prefix:

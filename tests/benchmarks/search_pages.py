@@ -12,6 +12,14 @@ search: collapse on url, highlighting, the five facets; a word without hits also
 spellcheck component (a second request). Then the administration overview (sources, runs,
 document counts, cache, Solr's ping and count), logged in, 50 times. Prints the median and 95th
 percentile of each, in milliseconds, and writes them to ``--out`` as JSON.
+
+Suggestions while typing (GET /suggest, web/suggestions.py): ``--suggest-words`` words of WORDS
+typed one letter at a time, each prefix of 1 to 4 letters asked as the search box's script asks
+it (after 20 warm-up prefixes), by length and together; the words are the site's own, so each
+prefix begins words of thousands of titles ("Budget page 1234"). The application has no query log to
+give past queries yet: the same prefixes are also asked of ``suggestions.suggest`` in this
+process (one pysolr connection), with ten past queries to check each time (words of WORDS that
+begin with the prefix, and "<word> page"), as the page will ask once the log is wired.
 """
 
 from __future__ import annotations
@@ -32,7 +40,12 @@ from typing import Any
 
 import requests
 
+import tests.conftest  # noqa: F401  # its CheckoutConfigset: the dev Solr gets THIS checkout's configset
+from searchcrawl.access.decision import Principals
 from searchcrawl.dev.solr_runner import DevSolr, free_port
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.web.suggestions import suggest
+from tests.benchmarks.measure import process_tree_cpu
 from tests.benchmarks.synthetic import WORDS as SITE_WORDS
 from tests.benchmarks.synthetic import SyntheticSite, nginx, page_path
 
@@ -127,10 +140,55 @@ def api_latency(base: str, password: str, words: list[str], web_pid: int) -> dic
     }
 
 
+def typed_prefixes(words: list[str]) -> list[str]:
+    """What a searcher typing each word asks, one letter at a time: its first 1 to 4 letters."""
+    return [word[:length] for word in words for length in range(1, 5) if len(word) >= length]
+
+
+def suggestion_latency(
+    session: requests.Session, base: str, solr_url: str, words: list[str], pids: tuple[int, int]
+) -> dict[str, Any]:
+    """GET /suggest for each prefix of ``words`` (typed_prefixes), by prefix length, and the CPU
+    the web application and Solr (``pids``) spent on them; then the same prefixes asked of
+    suggestions.suggest with ten past queries to check."""
+    for prefix in typed_prefixes(WORDS[-5:]):  # warm-up: 20 prefixes
+        timed(session, base + "/suggest", q=prefix)
+    by_length: dict[int, list[float]] = {1: [], 2: [], 3: [], 4: []}
+    shown: list[int] = []
+    cpu_before = [process_tree_cpu(pid) for pid in pids]
+    for prefix in typed_prefixes(words):
+        elapsed, response = timed(session, base + "/suggest", q=prefix)
+        by_length[len(prefix)].append(elapsed)
+        shown.append(len(response.json()["suggestions"]))
+    web_cpu, solr_cpu = (process_tree_cpu(pid) - before for pid, before in zip(pids, cpu_before, strict=True))
+    asked = len(shown)
+    solr = SolrIndex(solr_url, timeout=60)
+    visitor = Principals.anonymous()
+    with_queries: list[float] = []
+    for prefix in typed_prefixes(words):
+        candidates = [word for word in WORDS if word.startswith(prefix)][:5]
+        candidates += [f"{word} page" for word in candidates][: 10 - len(candidates)]
+        started = time.perf_counter()
+        suggest(solr, visitor, prefix, candidates)
+        with_queries.append(time.perf_counter() - started)
+    return {
+        "suggest_all_prefixes": percentiles([sample for samples in by_length.values() for sample in samples]),
+        **{f"suggest_prefix_{length}_letters": percentiles(samples) for length, samples in by_length.items() if samples},
+        "suggestions_shown_median": statistics.median(shown),
+        "prefixes_with_no_suggestion": sum(1 for count in shown if not count),
+        "suggest_cpu_ms_per_request": {
+            "web": round(web_cpu * 1000 / asked, 2),
+            "solr": round(solr_cpu * 1000 / asked, 2),
+        },
+        "suggest_function_with_10_past_queries": percentiles(with_queries),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=10000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--suggest-words", type=int, default=50)
     parser.add_argument("--out", type=Path, default=Path("search-pages.json"))
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="searchcrawl-search-bench-") as folder:
@@ -197,6 +255,10 @@ def main() -> None:
             for word in queries:
                 elapsed, response = timed(session, base + "/", q=word)
                 (misses if "No document matches" in response.text else hits).append(elapsed)
+            # the site's own words, whose beginnings begin words of its titles ("Budget page 1234")
+            typed = [word for word in order if word in SITE_WORDS and len(word) >= 4][: options.suggest_words]
+            solr_pid = int(solr.pid_path.read_text())
+            suggesting = suggestion_latency(session, base, solr.url, typed, (web.pid, solr_pid))
             form = session.get(base + "/admin/login", timeout=30)
             token = re.search(r'name="login_token" value="([^"]+)"', form.text)
             assert token is not None
@@ -212,6 +274,7 @@ def main() -> None:
                 "search_page_with_hits": percentiles(hits) if hits else None,
                 "search_page_without_hits": percentiles(misses) if misses else None,
                 "admin_overview": percentiles(overview),
+                **suggesting,
             }
             results.update(api_latency(base, env["SEARCHCRAWL_WEB_PASSWORD"], queries, web.pid))
         finally:

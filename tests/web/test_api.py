@@ -23,6 +23,7 @@ from searchcrawl.web.api import TokenGate, bearer, cors_headers, normal_origins,
 from searchcrawl.web.app import create_app
 from searchcrawl.web.relevance import BestBet, Boost, Rules
 from searchcrawl.web.search_page import MAX_PAGE, MAX_QUERY_CHARS
+from searchcrawl.web.suggestions import Suggestion
 from tests.web.test_app import PASSWORD, unit_config
 
 OPEN, CLOSE = HIGHLIGHT_MARKS
@@ -77,6 +78,9 @@ def app(tmp_path: Path) -> SimpleNamespace:
     application = create_app(config)
     solr = FakeSolr()
     application.state.web.solr = solr
+    # these tests read the search's own request to Solr: no suggestions asked beside it
+    # (test_the_api_suggests_from_the_index_under_the_tokens_trimming asks them)
+    application.state.web.completions = lambda text, principals: []
     tokens = ApiTokens(Database(config.db_url))
     _id, public = tokens.create("portal")
     _id, acting = tokens.create("intranet", on_behalf=True)
@@ -192,23 +196,38 @@ def test_a_token_searches_public_documents_unless_it_acts_for_a_user(app: Simple
     assert two.status_code == 400
 
 
-def test_the_suggestions_hook_fills_the_answer_and_never_breaks_it(app: SimpleNamespace) -> None:
+def test_the_api_gives_the_search_boxs_suggestions_trimmed_and_never_breaks_for_them(app: SimpleNamespace) -> None:
+    """/api/search's suggestions and /api/suggest are WebApp.completions, for the token's
+    searcher (a named user's when it may act for users); a failure costs the search nothing."""
     seen: list[Principals] = []
 
-    def suggest(text: str, principals: Principals) -> list[str]:
+    def completions(text: str, principals: Principals) -> list[Suggestion]:
         seen.append(principals)
-        return [text + "boat"]
+        return [Suggestion(text + "boat", "title")]
 
-    app.web.suggest = suggest
+    app.web.completions = completions
     data = app.client.get("/api/search", params={"q": "tug", "user": "alice"}, headers=auth(app.acting)).json()
-    assert data["suggestions"] == ["tugboat"] and seen[-1].user == "alice"
+    assert data["suggestions"] == [{"text": "tugboat", "kind": "title"}] and seen[-1].user == "alice"
+    alone = app.client.get("/api/suggest", params={"q": "tug"}, headers=auth(app.public))
+    assert alone.status_code == 200 and alone.json() == {"q": "tug", "suggestions": [{"text": "tugboat", "kind": "title"}]}
+    assert seen[-1].user is None and alone.headers["cache-control"] == "private, no-store"
+    assert app.client.get("/api/suggest", params={"q": "tug"}).status_code == 401  # a token, as for searches
+    assert app.client.get("/api/suggest", params={"q": "tug", "user": "alice"}, headers=auth(app.public)).status_code == 403
 
-    def broken(text: str, principals: Principals) -> list[str]:
+    def broken(text: str, principals: Principals) -> list[Suggestion]:
         raise RuntimeError("down")
 
-    app.web.suggest = broken
+    app.web.completions = broken
     answer = app.client.get("/api/search", params={"q": "tug"}, headers=auth(app.public))
     assert answer.status_code == 200 and answer.json()["suggestions"] == []
+
+
+def test_the_api_suggests_from_the_index_under_the_tokens_trimming(app: SimpleNamespace) -> None:
+    """No stand-in: the real completions ask the (fake) Solr with the trimming of a visitor."""
+    del app.web.completions  # the fixture's stand-in: WebApp.completions again
+    answer = app.client.get("/api/suggest", params={"q": "Tug"}, headers=auth(app.public))
+    assert answer.status_code == 200 and answer.json()["q"] == "Tug"
+    assert app.solr.asked and all("public" in trimmed_for(asked) for asked in app.solr.asked)
 
 
 def test_cors_only_for_the_origins_named(app: SimpleNamespace) -> None:
