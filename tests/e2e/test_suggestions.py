@@ -20,7 +20,7 @@ from searchcrawl.access.directory import directory_of
 from searchcrawl.access.tokens import Access
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.web.suggestions import MAX_SUGGESTIONS, suggest
-from tests.conftest import Project
+from tests.conftest import Project, wait_for
 from tests.directory_server import DirectoryServer
 from tests.e2e.test_web_access import Corpus, settings_of, web_of
 from tests.web.test_searchers import sign_in
@@ -109,6 +109,38 @@ def test_a_past_query_is_offered_only_when_it_finds_a_document_the_searcher_may_
         # a past query that does not begin with what was typed is never offered
         web.app.state.web.query_candidates = lambda prefix: ["harbour office"]  # type: ignore[attr-defined]
         assert all(kind == "title" for _text, kind in suggested(web, corpus.word[:7]))
+
+
+def test_past_searches_come_from_the_query_log_and_each_searcher_sees_only_those_they_could_find(
+    project: Project, settings: Settings, corpus: Corpus, directory_server: DirectoryServer
+) -> None:
+    """The whole way, no stand-in: searches logged by query analytics (the project's database),
+    read back as past queries, offered while typing only to searchers whose own documents answer
+    them: alice's search of her secret is offered to her, never to a visitor or to bob."""
+    public, secret = f"{corpus.word} harbour office", f"{corpus.word} {corpus.secret}"
+    project.data_dir.mkdir(parents=True, exist_ok=True)  # the query log's database
+    with web_of(project, settings, analytics_days=90) as alice:  # the lifespan starts the writer
+        app = alice.app
+        visitor = TestClient(app, base_url="http://127.0.0.1")
+        bob = TestClient(app, base_url="http://127.0.0.1")
+        assert sign_in(alice, "alice", directory_server.passwords["alice"]) == 303
+        assert sign_in(bob, "bob", directory_server.passwords["bob"]) == 303
+        # "nowhere" finds documents (any word is enough for a search) but no document holds both
+        # its words: it is never offered (every word of a past query in one readable document)
+        nowhere = f"{corpus.word} unicornless"
+        for web, query in ((alice, secret), (visitor, public), (bob, public), (visitor, nowhere)):
+            assert web.get("/", params={"q": query}).status_code == 200
+        log = app.state.web.analytics  # type: ignore[attr-defined]
+
+        def read_back() -> bool:
+            log.refresh_completions()
+            return set(log.completions(corpus.word[:7], 10)) == {public, secret, nowhere}  # each found documents
+
+        wait_for(read_back, 30, "the searches read back as past queries")
+        assert log.completions(corpus.word[:7], 10)[0] == public  # searched twice: first
+        for web, offered in ((alice, [public, secret]), (visitor, [public]), (bob, [public])):
+            queries = [text for text, kind in suggested(web, corpus.word[:7]) if kind == "query"]
+            assert queries == offered
 
 
 HOSTILE = [
