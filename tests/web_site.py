@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import html
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.conftest import ROOT, Project, Site, wait_for
+from tests.conftest import ROOT, Project, Site, free_port, wait_for
 
 WORDS = "anchor beacon cargo dredger ferry gantry jetty mooring pilot quay rudder tugboat".split()
 PASSWORD = "quay-" + uuid.uuid4().hex  # the administrator's, for `scrapy web` started by serve_web
@@ -135,6 +138,30 @@ def serve_web(project: Project, port: int, *args: str, **environ: str) -> subpro
 
     wait_for(answering, 60, "scrapy web to listen")
     return process
+
+
+@contextmanager
+def web_served(project: Project, *args: str, **environ: str) -> Iterator[str]:
+    """`scrapy web` of ``project`` on a free port (serve_web), for a browser test: its base URL;
+    stopped as a user stops it (SIGTERM) at the end."""
+    project.data_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    process = serve_web(project, port, *args, **environ)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def browser_login(page: Any, base: str) -> None:
+    """An administrator logs in on ``page`` (Playwright's) of the application at ``base``."""
+    page.goto(base + "/admin")
+    page.wait_for_url(re.compile(r"/admin/login$"))
+    page.fill("input[name=username]", "admin")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit] >> text=Log in")
+    page.wait_for_url(re.compile(r"/admin$"))
 
 
 def attempts_at_once(app: Any, path: str, form: dict[str, str], cookie: tuple[str, str], count: int = 20) -> list[int]:

@@ -8,16 +8,15 @@ from __future__ import annotations
 import csv
 import io
 import re
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser
 
-from tests.conftest import free_port, wait_for
+from tests.conftest import wait_for
 from tests.e2e.test_web_browser import CHROMIUM, browser, dialogs_and_errors  # noqa: F401 - the module's browser
-from tests.web_site import PASSWORD, serve_web
+from tests.web_site import PASSWORD, web_served
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)")
 
@@ -25,12 +24,8 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missi
 @pytest.fixture
 def web(harbour_corpus, tmp_path: Path) -> Iterator[str]:
     project, _harbour = harbour_corpus
-    project.data_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    process = serve_web(project, port, SEARCHCRAWL_DB_URL=f"sqlite:///{tmp_path / 'analytics.sqlite3'}")
-    yield f"http://127.0.0.1:{port}"
-    process.send_signal(signal.SIGTERM)
-    process.wait(timeout=30)
+    with web_served(project, SEARCHCRAWL_DB_URL=f"sqlite:///{tmp_path / 'analytics.sqlite3'}") as url:
+        yield url
 
 
 def test_searches_and_clicks_in_a_browser_show_on_the_analytics_pages(web: str, browser: Browser) -> None:  # noqa: F811

@@ -6,20 +6,19 @@ above the hits (marked), the boosted document first, and the document the synony
 from __future__ import annotations
 
 import re
-import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pysolr
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
 from searchcrawl.access.tokens import Access
 from searchcrawl.dev.solr_runner import DevSolr
-from tests.conftest import Project, add_core, free_port
-from tests.e2e.test_web_browser import CHROMIUM, dialogs_and_errors
-from tests.web_site import PASSWORD, serve_web
+from tests.conftest import Project, add_core
+from tests.e2e.test_web_browser import CHROMIUM, browser, dialogs_and_errors  # noqa: F401 - the module's Chromium
+from tests.web_site import browser_login, web_served
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)")
 
@@ -51,12 +50,8 @@ def web(dev_solr: DevSolr, tmp_path: Path) -> Iterator[str]:
     pysolr.Solr(solr_url, always_commit=True, timeout=30).add(docs)
     (tmp_path / "sources").mkdir()
     project = Project(tmp_path / "data", tmp_path / "sources", solr_url)
-    project.data_dir.mkdir()
-    port = free_port()
-    process = serve_web(project, port)
-    yield f"http://127.0.0.1:{port}"
-    process.send_signal(signal.SIGTERM)
-    process.wait(timeout=30)
+    with web_served(project) as url:
+        yield url
 
 
 def titles(page: Page, url: str, query: str) -> list[str]:
@@ -82,12 +77,7 @@ def test_an_administrator_adds_a_best_bet_a_boost_and_a_synonym_in_a_browser(web
     assert titles(page, web, "tide+harbour") == ["Old tide tables", "New tide tables"]
     assert page.locator(".bestbets").count() == 0
     assert titles(page, web, "car") == []
-    page.goto(web + "/admin")
-    page.wait_for_url(re.compile(r"/admin/login$"))
-    page.fill("input[name=username]", "admin")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit] >> text=Log in")
-    page.wait_for_url(re.compile(r"/admin$"))
+    browser_login(page, web)
     page.click("text=Best bets, boosts and demotions, synonyms and stopwords")
     page.wait_for_url(re.compile(r"/admin/relevance$"))
     add(page, "add-bet", {"queries": "Tide Harbour", "urls": f"{BASE}/wiki/parking"}, "Add best bet")
@@ -107,11 +97,3 @@ def test_an_administrator_adds_a_best_bet_a_boost_and_a_synonym_in_a_browser(web
     assert titles(page, web, "car") == ["Parking rules"]
     assert seen == []
     page.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()

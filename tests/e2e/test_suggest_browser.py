@@ -8,16 +8,15 @@ without JavaScript the page is the plain form it was."""
 from __future__ import annotations
 
 import re
-import signal
 from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, Response
 
-from tests.conftest import Project, free_port
+from tests.conftest import Project
 from tests.e2e.test_web_browser import CHROMIUM, browser  # noqa: F401  # the module's Chromium
-from tests.web_site import SCRIPT_TITLE, serve_web
+from tests.web_site import SCRIPT_TITLE, web_served
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)")
 
@@ -25,12 +24,8 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missi
 @pytest.fixture
 def web(harbour_corpus) -> Iterator[tuple[str, Project]]:
     project, _harbour = harbour_corpus
-    project.data_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    process = serve_web(project, port)
-    yield f"http://127.0.0.1:{port}", project
-    process.send_signal(signal.SIGTERM)
-    process.wait(timeout=30)
+    with web_served(project) as url:
+        yield url, project
 
 
 def watched(page: Page) -> list[str]:

@@ -18,9 +18,9 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from searchcrawl.ops.processes import process_alive
 from searchcrawl.store import Database
 from searchcrawl.store.runs import Runs
-from tests.conftest import Project, free_port, wait_for
+from tests.conftest import Project, wait_for
 from tests.sites import build_intranet
-from tests.web_site import PASSWORD, SCRIPT_TITLE, serve_web
+from tests.web_site import PASSWORD, SCRIPT_TITLE, browser_login, web_served
 
 CHROMIUM = Path(os.environ.get("SEARCHCRAWL_CHROMIUM_PATH", "/usr/lib/chromium/chromium"))
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)")
@@ -37,12 +37,8 @@ def browser() -> Iterator[Browser]:
 @pytest.fixture
 def web(harbour_corpus) -> Iterator[tuple[str, Project]]:
     project, _harbour = harbour_corpus
-    project.data_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    process = serve_web(project, port)
-    yield f"http://127.0.0.1:{port}", project
-    process.send_signal(signal.SIGTERM)
-    process.wait(timeout=30)
+    with web_served(project) as url:
+        yield url, project
 
 
 def dialogs_and_errors(page: Page) -> list[str]:
@@ -130,12 +126,7 @@ def test_admin_starts_watches_and_suspends_a_crawl(web, browser: Browser, tmp_pa
     project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 3\ndelay = 0.25\nconcurrent_requests = 1\n')
     page = browser.new_page()
     seen = dialogs_and_errors(page)
-    page.goto(url + "/admin")
-    page.wait_for_url(re.compile(r"/admin/login$"))
-    page.fill("input[name=username]", "admin")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit] >> text=Log in")
-    page.wait_for_url(re.compile(r"/admin$"))
+    browser_login(page, url)
     assert "Solr answers (OK)" in page.content()
     row = page.locator("tr", has=page.locator(f"a[href='/admin/sources/{name}']"))
     assert "never crawled" in row.inner_text()
