@@ -8,24 +8,15 @@ without JavaScript the page is the plain form it was."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, Response
 
-from tests.conftest import Project
-from tests.e2e.test_web_browser import CHROMIUM, browser  # noqa: F401  # the module's Chromium
-from tests.web_site import SCRIPT_TITLE, web_served
+from tests.e2e.test_web_browser import CHROMIUM, browser, web  # noqa: F401  # the module's Chromium and `scrapy web`
+from tests.web_site import SCRIPT_TITLE
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)")
-
-
-@pytest.fixture
-def web(harbour_corpus) -> Iterator[tuple[str, Project]]:
-    project, _harbour = harbour_corpus
-    with web_served(project) as url:
-        yield url, project
 
 
 def watched(page: Page) -> list[str]:
