@@ -83,8 +83,9 @@ def number(value: float) -> str:
     return f"{value:.1f}" if size >= 1 else f"{value:.2g}"
 
 
-def nice_ticks(low: float, high: float, ticks: int = 5) -> list[float]:
-    """Round tick values covering [low, high]: steps of 1, 2, 2.5 or 5 times a power of ten."""
+def nice_ticks(low: float, high: float, ticks: int = 5, integer: bool = False) -> list[float]:
+    """Round tick values covering [low, high]: steps of 1, 2, 2.5 or 5 times a power of ten
+    (whole steps for counts, ``integer``)."""
     if not (math.isfinite(low) and math.isfinite(high)):
         low, high = 0.0, 1.0
     if high <= low:
@@ -92,6 +93,10 @@ def nice_ticks(low: float, high: float, ticks: int = 5) -> list[float]:
     raw = (high - low) / max(ticks, 1)
     power = 10 ** math.floor(math.log10(raw))
     step = next(power * m for m in (1, 2, 2.5, 5, 10) if power * m >= raw)
+    if integer and step < 1:
+        step = 1.0
+    elif integer and step != int(step):  # 2.5: 5
+        step = 5.0
     first = math.floor(low / step) * step
     values = []
     value = first
@@ -196,8 +201,12 @@ def _y_axis(
         y = y_of(value)
         parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="{GRID}"/>')
         parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{text(number(value))}</text>')
-    if y_label:
-        parts.append(f'<text x="{left - 6}" y="44" text-anchor="end" fill="{AXIS}" font-size="12">{text(y_label, 24)}</text>')
+    if y_label:  # along the axis, turned
+        middle = (y_of(ticks[0]) + y_of(ticks[-1])) / 2
+        parts.append(
+            f'<text x="{-middle:.1f}" y="14" transform="rotate(-90)" text-anchor="middle" fill="{AXIS}" '
+            f'font-size="12">{text(y_label, 24)}</text>'
+        )
 
 
 def line_chart(
@@ -205,24 +214,26 @@ def line_chart(
     series: Sequence[Series],
     y_label: str = "",
     time_axis: bool = True,
+    integer: bool = False,
     width: int = WIDTH,
     height: int = HEIGHT,
     max_points: int = MAX_POINTS,
 ) -> Markup:
-    """Lines over a time axis (x: seconds since the epoch) or a number axis; y from 0 up."""
+    """Lines over a time axis (x: seconds since the epoch) or a number axis; y from 0 up
+    (whole ticks for counts: ``integer``)."""
     lines = [(item.label, downsample(item.points, max_points)) for item in series[: len(COLOURS)]]
     lines = [(label, points) for label, points in lines if points]
     desc = "; ".join(f"{label}: {number(points[-1][1])} at the latest" for label, points in lines) or "no data yet"
     key, parts = _open(title, desc, width, height)
     if not lines:
         return _empty(parts, width, height)
-    left, right, top, bottom = 64.0, width - 110.0, 60.0, height - 34.0
+    left, right, top, bottom = 72.0, width - 130.0, 60.0, height - 34.0
     xs = [x for _label, points in lines for x, _y in points]
     ys = [y for _label, points in lines for _x, y in points]
     x_low, x_high = min(xs), max(xs)
-    if x_high == x_low:
-        x_low, x_high = x_low - 1, x_high + 1  # one point: in the middle
-    y_ticks = nice_ticks(min(0.0, min(ys)), max(ys) if max(ys) > 0 else 1.0)
+    if x_high == x_low:  # one point: in the middle, an hour either side on a time axis
+        x_low, x_high = x_low - (3600 if time_axis else 1), x_high + (3600 if time_axis else 1)
+    y_ticks = nice_ticks(min(0.0, min(ys)), max(ys) if max(ys) > 0 else 1.0, integer=integer)
     y_low, y_high = y_ticks[0], y_ticks[-1]
 
     def x_of(x: float) -> float:
@@ -258,7 +269,7 @@ def line_chart(
         while any(abs(end - other) < FONT_SIZE + 1 for other in ends):
             end += FONT_SIZE + 1
         ends.append(end)
-        parts.append(f'<text x="{right + 6}" y="{end:.1f}" fill="{colour}">{text(label, 14)}</text>')
+        parts.append(f'<text x="{right + 6}" y="{end:.1f}" fill="{colour}">{text(label, 18)}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
 
@@ -296,8 +307,8 @@ def stacked_bars(
                 f'<path d="{hatch}" stroke="{colour}" stroke-width="1.5"/></pattern>'
             )
     parts.append("</defs>")
-    left, right, top, bottom = 64.0, width - 16.0, 60.0, height - 34.0
-    y_ticks = nice_ticks(0.0, max(totals) if max(totals) > 0 else 1.0)
+    left, right, top, bottom = 72.0, width - 16.0, 60.0, height - 34.0
+    y_ticks = nice_ticks(0.0, max(totals) if max(totals) > 0 else 1.0, integer=True)
     y_high = y_ticks[-1]
 
     def y_of(y: float) -> float:
@@ -306,7 +317,7 @@ def stacked_bars(
     _legend(parts, [label for label, _values in stacks], left, 42, "bar", key)
     _y_axis(parts, y_ticks, left, right, y_of, y_label)
     slot = (right - left) / len(categories)
-    bar = max(2.0, slot * 0.7)
+    bar = min(48.0, max(2.0, slot * 0.7))
     every = max(1, math.ceil(len(categories) / ((right - left) / 60)))  # category labels that fit
     for i, category in enumerate(categories):
         x = left + i * slot + (slot - bar) / 2

@@ -52,7 +52,7 @@ def source_charts(runs: list[dict[str, Any]]) -> list[Markup]:
     documents, rates = [], []
     for run in runs:
         counters = counters_of(run)
-        ended = _seconds(run.get("ended_at"))
+        ended = _seconds(run.get("ended_at") or run.get("updated_at"))  # a suspended run has no end
         if ended is not None and (count := _count(counters.get("documents"))) is not None:
             documents.append((ended, count))
         started, rate = _seconds(run.get("started_at")), pages_per_minute(run)
@@ -71,7 +71,7 @@ def source_charts(runs: list[dict[str, Any]]) -> list[Markup]:
             kinds[str(kind)] = kinds.get(str(kind), 0.0) + (_count(count) or 0.0)
     failure_kinds = sorted(kinds, key=lambda kind: -kinds[kind])
     return [
-        line_chart("Documents in the index after each run", [Series("documents", documents)], y_label="documents"),
+        line_chart("Documents in the index after each run", [Series("documents", documents)], y_label="documents", integer=True),
         stacked_bars(
             "New, changed and deleted documents per run",
             names,
@@ -109,4 +109,5 @@ def run_chart(run: dict[str, Any], samples: list[dict[str, Any]]) -> Markup:
     ended = _seconds(run.get("ended_at"))
     if ended is not None and samples:
         add(ended, counters_of(run))
-    return line_chart(f"Progress of run {run['id']}", [Series(label, points) for label, points in lines.items()], y_label="count")
+    series = [Series(label, points) for label, points in lines.items()]
+    return line_chart(f"Progress of run {run['id']}", series, y_label="count", integer=True)

@@ -96,6 +96,7 @@ def test_scales() -> None:
     assert nice_ticks(0, 1) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
     assert nice_ticks(0, 0) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
     assert nice_ticks(0, 7) == [0, 2, 4, 6, 8]
+    assert nice_ticks(0, 2, integer=True) == [0, 1, 2] and nice_ticks(0, 12, integer=True) == [0, 5, 10, 15]  # counts
     ticks, format_ = time_ticks(T0.timestamp(), (T0 + timedelta(minutes=50)).timestamp())
     assert ticks[1] - ticks[0] == 600 and format_ == "%H:%M"
     ticks, format_ = time_ticks(T0.timestamp(), (T0 + timedelta(days=20)).timestamp())
