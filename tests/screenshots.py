@@ -102,7 +102,7 @@ def main() -> None:
                 wait_for(lambda: int(page.inner_text(".counter-pages") or 0) >= 12, 60, "pages")
                 page.screenshot(path=IMAGES / "run.png", full_page=False)
                 wait_for(lambda: _points(page, "figure.progress-chart polyline") >= 5, 60, "the progress chart")
-                page.locator("figure.progress-chart").screenshot(path=IMAGES / "run-chart.png")
+                page.locator("figure.progress-chart svg").screenshot(path=IMAGES / "run-chart.png")
                 page.click("button[value=suspend]")
                 page.wait_for_selector(".flash")
 

@@ -110,9 +110,8 @@ def time_ticks(low: float, high: float, ticks: int = 6) -> tuple[list[float], st
     """Ticks of a time axis (seconds since the epoch) at a round step, and their strftime format."""
     span = max(high - low, 1)
     step = next((step for step in TIME_STEPS if span / step <= ticks), TIME_STEPS[-1])
-    offset = _utc_offset(low)
-    first = math.ceil((low + offset) / step) * step - offset
-    values = [first + n * step for n in range(int((high - first) // step) + 1)]
+    first = math.ceil(low / step) * step  # round in UTC: whole minutes, hours, days
+    values = [float(first + n * step) for n in range(int((high - first) // step) + 1)]
     if step < 60:
         format_ = "%H:%M:%S"
     elif step < 86400:
@@ -122,14 +121,9 @@ def time_ticks(low: float, high: float, ticks: int = 6) -> tuple[list[float], st
     return values or [low], format_
 
 
-def _utc_offset(moment: float) -> float:
-    """This server's local time's offset (the pages show local times): ticks fall on round hours."""
-    offset = datetime.fromtimestamp(moment, UTC).astimezone().utcoffset()
-    return offset.total_seconds() if offset else 0.0
-
-
-def local(moment: float, format_: str) -> str:
-    return datetime.fromtimestamp(moment, UTC).astimezone().strftime(format_)
+def utc(moment: float, format_: str) -> str:
+    """A time axis' label: in UTC, as the runs table keeps times and the pages show them."""
+    return datetime.fromtimestamp(moment, UTC).strftime(format_)
 
 
 def downsample(points: Sequence[tuple[float, float]], limit: int = MAX_POINTS) -> list[tuple[float, float]]:
@@ -246,7 +240,7 @@ def line_chart(
     _y_axis(parts, y_ticks, left, right, y_of, y_label)
     if time_axis:
         x_ticks, format_ = time_ticks(x_low, x_high)
-        labels = [(x, local(x, format_)) for x in x_ticks if x_low <= x <= x_high]
+        labels = [(x, utc(x, format_)) for x in x_ticks if x_low <= x <= x_high]
     else:
         labels = [(x, number(x)) for x in nice_ticks(x_low, x_high, 6) if x_low <= x <= x_high]
     for x, label in labels:

@@ -13,7 +13,9 @@ import pytest
 
 from searchcrawl.crawl.run import failure_counts
 from searchcrawl.store import Database
-from searchcrawl.store.samples import RunSamples, to_thin
+from searchcrawl.store.models import RunState
+from searchcrawl.store.runs import Runs
+from searchcrawl.store.samples import KEEP_RUNS, RunSamples, to_thin
 from searchcrawl.web import charts
 from searchcrawl.web.charts import Series, downsample, line_chart, nice_ticks, stacked_bars, time_ticks
 from searchcrawl.web.pictures import SOURCE_RUNS, pages_per_minute, run_chart, source_charts
@@ -100,7 +102,7 @@ def test_scales() -> None:
     ticks, format_ = time_ticks(T0.timestamp(), (T0 + timedelta(minutes=50)).timestamp())
     assert ticks[1] - ticks[0] == 600 and format_ == "%H:%M"
     ticks, format_ = time_ticks(T0.timestamp(), (T0 + timedelta(days=20)).timestamp())
-    assert format_ == "%Y-%m-%d" and all(datetime.fromtimestamp(t).astimezone().hour == 0 for t in ticks)
+    assert format_ == "%Y-%m-%d" and all(datetime.fromtimestamp(t, UTC).hour == 0 for t in ticks)
     assert charts.number(1234) == "1,234" and charts.number(12_500) == "12.5k" and charts.number(3_400_000) == "3.4M"
 
 
@@ -187,4 +189,22 @@ def test_samples_are_kept_thinned_past_their_bound(tmp_path: Path) -> None:
     assert [row["pages"] for row in kept] == sorted(row["pages"] for row in kept)
     assert kept[-1]["at"] == T0 + timedelta(seconds=99)
     assert [row["pages"] for row in samples.of(2)] == [1]
+    database.close()
+
+
+def test_only_a_source_s_latest_runs_keep_their_samples(tmp_path: Path) -> None:
+    database = Database(f"sqlite:///{tmp_path / 'documents.sqlite3'}")
+    runs, samples = Runs(database), RunSamples(database)
+    other = runs.start("other")
+    samples.add(other.id, {"pages": 1})
+    runs.end(other.id, RunState.FINISHED, {}, "finished")
+    ids = []
+    for _number in range(KEEP_RUNS + 3):
+        info = runs.start("source")
+        samples.add(info.id, {"pages": 1})
+        samples.add(info.id, {"pages": 2})
+        runs.end(info.id, RunState.FINISHED, {}, "finished")
+        ids.append(info.id)
+    assert [len(samples.of(run_id)) for run_id in ids] == [0] * 3 + [2] * KEEP_RUNS
+    assert len(samples.of(other.id)) == 1  # another source's
     database.close()
