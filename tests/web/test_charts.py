@@ -1,21 +1,16 @@
 """The administration pages' charts (searchcrawl/web/charts.py, pictures.py; issue 60): valid SVG
 whatever the data, hostile labels as text, round scales, bounded points; and what a source's and
-a run's pages plot, from the runs table and the run's samples (store/samples.py)."""
+a run's pages plot, from the runs table and the run's samples (tests/store/test_samples.py)."""
 
 from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from searchcrawl.crawl.run import failure_counts
-from searchcrawl.store import Database
-from searchcrawl.store.models import RunState
-from searchcrawl.store.runs import Runs
-from searchcrawl.store.samples import KEEP_RUNS, RunSamples, to_thin
 from searchcrawl.web import charts
 from searchcrawl.web.charts import Series, downsample, line_chart, nice_ticks, stacked_bars, time_ticks
 from searchcrawl.web.pictures import SOURCE_RUNS, pages_per_minute, run_chart, source_charts
@@ -173,38 +168,3 @@ def test_failures_by_kind_from_the_crawl_stats() -> None:
     }
     assert failure_counts(stats) == {"4xx": 4, "5xx": 2, "Solr refused": 1, "network": 4}
     assert failure_counts({"downloader/response_status_count/200": 5}) == {}
-
-
-def test_samples_are_kept_thinned_past_their_bound(tmp_path: Path) -> None:
-    """A run of any length keeps at most MAX_SAMPLES, spread over its whole course."""
-    assert to_thin([1, 2, 3, 4, 5]) == [2, 4]
-    database = Database(f"sqlite:///{tmp_path / 'documents.sqlite3'}")
-    samples = RunSamples(database, limit=20)
-    for n in range(100):
-        samples.add(1, {"pages": n, "done": n, "queued": "x", "pending": None}, at=T0 + timedelta(seconds=n))
-    samples.add(2, {"pages": 1})
-    kept = samples.of(1)
-    assert 10 <= len(kept) <= 20
-    assert kept[0]["pages"] == 0 and kept[-1]["pages"] == 99 and kept[-1]["queued"] is None
-    assert [row["pages"] for row in kept] == sorted(row["pages"] for row in kept)
-    assert kept[-1]["at"] == T0 + timedelta(seconds=99)
-    assert [row["pages"] for row in samples.of(2)] == [1]
-    database.close()
-
-
-def test_only_a_source_s_latest_runs_keep_their_samples(tmp_path: Path) -> None:
-    database = Database(f"sqlite:///{tmp_path / 'documents.sqlite3'}")
-    runs, samples = Runs(database), RunSamples(database)
-    other = runs.start("other")
-    samples.add(other.id, {"pages": 1})
-    runs.end(other.id, RunState.FINISHED, {}, "finished")
-    ids = []
-    for _number in range(KEEP_RUNS + 3):
-        info = runs.start("source")
-        samples.add(info.id, {"pages": 1})
-        samples.add(info.id, {"pages": 2})
-        runs.end(info.id, RunState.FINISHED, {}, "finished")
-        ids.append(info.id)
-    assert [len(samples.of(run_id)) for run_id in ids] == [0] * 3 + [2] * KEEP_RUNS
-    assert len(samples.of(other.id)) == 1  # another source's
-    database.close()
