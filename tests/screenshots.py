@@ -3,7 +3,9 @@
 Everything is its own and temporary: a dev Solr on a free port, the harbour site of the web
 tests (tests/web_site.py) crawled into it, a slowed intranet crawl started from the
 administration pages, and `scrapy web`; Debian's Chromium takes the search page, the live run
-page and the query analytics page (after a few searches and clicks), written to docs/images/ (small PNGs: a narrow window, a 64-colour palette when Pillow is
+page and its progress chart, the query analytics page (after a few searches and clicks) and a
+source's charts of its runs (the harbour source crawled again as its site changes), written to
+docs/images/ (small PNGs: a narrow window, a 64-colour palette when Pillow is
 installed), then everything is stopped.
 """
 
@@ -14,7 +16,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Page, sync_playwright
 
 from searchcrawl.dev.solr_runner import DevSolr
 from tests.conftest import ROOT, Project, Site, free_port, wait_for
@@ -50,7 +52,8 @@ def main() -> None:
             project = Project(base / "data", base / "sources", solr.url)
             titles = build_harbour(base / "site")
             sites.append(Site(base / "site").start())
-            crawl_harbour(project, sites[0], titles)
+            corpus = crawl_harbour(project, sites[0], titles)
+            recrawl_with_changes(project, base / "site", corpus.main)
             build_intranet(base / "intranet")
             sites.append(Site(base / "intranet").start())
             intranet = f"intranet-{uuid.uuid4().hex[:4]}"
@@ -98,6 +101,8 @@ def main() -> None:
                 page.locator("table.runs a").first.click()
                 wait_for(lambda: int(page.inner_text(".counter-pages") or 0) >= 12, 60, "pages")
                 page.screenshot(path=IMAGES / "run.png", full_page=False)
+                wait_for(lambda: _points(page, "figure.progress-chart polyline") >= 5, 60, "the progress chart")
+                page.locator("figure.progress-chart svg").screenshot(path=IMAGES / "run-chart.png")
                 page.click("button[value=suspend]")
                 page.wait_for_selector(".flash")
 
@@ -107,6 +112,8 @@ def main() -> None:
 
                 wait_for(logged, 30, "the searches on the analytics page")
                 page.screenshot(path=IMAGES / "analytics.png", full_page=True)
+                page.goto(url + f"/admin/sources/{corpus.main}")
+                page.locator(".charts").screenshot(path=IMAGES / "source-charts.png")
                 browser.close()
             wait_for(lambda: not _running(project, intranet), 60, "the crawl to suspend")
         finally:
@@ -116,9 +123,28 @@ def main() -> None:
             for site in sites:
                 site.stop()
             solr.stop()
-    for name in ("search.png", "run.png", "analytics.png"):
+    for name in ("search.png", "run.png", "run-chart.png", "analytics.png", "source-charts.png"):
         shrink(IMAGES / name)
         print(f"{IMAGES / name}: {(IMAGES / name).stat().st_size // 1024} KiB")
+
+
+def recrawl_with_changes(project: Project, root: Path, source: str, rounds: int = 4) -> None:
+    """More runs of the harbour source, its site changing between them (pages rewritten, one
+    gone): the source page's charts of its runs over time."""
+    for number in range(rounds):
+        for log in range(number * 4, number * 4 + 2 + number):
+            path = root / f"log{log:02d}.html"
+            if path.exists():
+                path.write_text(path.read_text(encoding="utf-8").replace("wrote", f"wrote (revised {number})"), "utf-8")
+        if number == 1:
+            (root / "log23.html").unlink()  # gone: a 404, then a deletion
+        result = project.scrapy("crawl", source)
+        assert result.returncode == 0, result.stderr[-3000:]
+
+
+def _points(page: Page, selector: str) -> int:
+    locator = page.locator(selector)
+    return len((locator.first.get_attribute("points") or "").split()) if locator.count() else 0
 
 
 def _running(project: Project, source: str) -> bool:

@@ -80,6 +80,28 @@ def process_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+FAILURE_STATS = {  # issue 60: the source page's chart of failures by kind, from the crawl's stats
+    "network": ("downloader/exception_count",),
+    "login refused": ("searchcrawl/auth_refused",),
+    "Solr refused": ("searchcrawl/solr_refused",),
+}
+
+
+def failure_counts(stats: Mapping[str, Any]) -> dict[str, int]:
+    """The run's failed fetches by kind (those not 0): responses by status class (4xx, 5xx:
+    each retry counted), network errors (no response), refused logins, documents Solr refused."""
+    counts: dict[str, int] = {}
+    for key, value in stats.items():
+        code = key.removeprefix("downloader/response_status_count/")
+        if code != key and code.isdigit() and code[0] in "45" and isinstance(value, int):
+            counts[f"{code[0]}xx"] = counts.get(f"{code[0]}xx", 0) + value
+    for kind, keys in FAILURE_STATS.items():
+        value = sum(stats.get(key) or 0 for key in keys)
+        if isinstance(value, int) and value:
+            counts[kind] = value
+    return {kind: count for kind, count in sorted(counts.items()) if count}
+
+
 def run_counters(stats: StatsCollector, frontier: Mapping[FrontierState, int] | None) -> dict[str, Any]:
     """The run's counters, as kept in the runs table and shown by `scrapy status`: the stats'
     and ``frontier``, the run's frontier counted by state (``Frontier.counts``)."""
@@ -92,6 +114,8 @@ def run_counters(stats: StatsCollector, frontier: Mapping[FrontierState, int] | 
     }
     if stats.get_value(SKIPPED_STAT):
         counters["skipped"] = stats.get_value(SKIPPED_STAT)
+    if failures := failure_counts(stats.get_stats()):
+        counters["failures"] = failures
     if frontier is not None:
         counters.update({state.value: number for state, number in frontier.items()})  # JSON
     return counters

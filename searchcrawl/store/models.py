@@ -329,3 +329,22 @@ relevance_stopwords = Table(
     Column("word", String(100), primary_key=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
 )
+
+
+# --- issue 60: a run's progress over time (searchcrawl/store/samples.py) ----------------------------
+# What RunMonitor saw at each tick (SEARCHCRAWL_PROGRESS_INTERVAL): the run page's chart. At most
+# samples.MAX_SAMPLES rows per run: past that, every second one is dropped (thinned, not cut).
+run_samples = Table(
+    "run_samples",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("pages", Integer),  # pages fetched by the sampling node in this session
+    Column("done", Integer),  # the run's frontier: done, queued, in flight (leased), as last counted
+    Column("queued", Integer),
+    Column("leased", Integer),
+    Column("pending", Integer),  # the source's documents waiting for Solr
+    Column("indexed", Integer),  # documents this session sent to Solr
+    Index("run_samples_run", "run_id", "id"),
+)

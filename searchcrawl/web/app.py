@@ -74,8 +74,9 @@ from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.runs import Runs
+from searchcrawl.store.samples import RunSamples
 from searchcrawl.store.searches import Searches
-from searchcrawl.web import admin, analytics, api, relevance, suggestions, why
+from searchcrawl.web import admin, analytics, api, pictures, relevance, suggestions, why
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -769,8 +770,10 @@ class WebApp:
         def gather() -> dict[str, Any]:
             table = DocumentTable(self.database)
             statuses = sorted(table.count_by(name, "status").items(), key=lambda item: (item[0] is None, item[0] or 0))
+            recent = Runs(self.database).recent(name, limit=max(20, pictures.SOURCE_RUNS))
             return {
-                "runs": [{**run, "counts": admin.run_counts(run)} for run in Runs(self.database).recent(name, limit=20)],
+                "runs": [{**run, "counts": admin.run_counts(run)} for run in recent[:20]],
+                "charts": pictures.source_charts(recent),  # issue 60: drawn here, inline SVG
                 "states": table.count_by(name, "state"),
                 "statuses": [(status, count, describe(status)) for status, count in statuses],
             }
@@ -791,7 +794,11 @@ class WebApp:
         report = None
         if not view.live:
             report = await _in_thread(lambda: run_report(self.database, view.run["source"], view.run["id"]))
-        return self.render(request, "run.html", view=view, report=report, kinds=tuple(Delta), flash=self._flash(request))
+        samples = await _in_thread(lambda: RunSamples(self.database).of(view.run["id"]))
+        chart = pictures.run_chart(view.run, samples) if samples or view.live else None  # issue 60
+        return self.render(
+            request, "run.html", view=view, report=report, kinds=tuple(Delta), chart=chart, flash=self._flash(request)
+        )
 
     async def documents(self, request: Request) -> Response:
         name = await self._admin_source(request)

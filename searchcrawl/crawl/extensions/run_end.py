@@ -56,7 +56,7 @@ from searchcrawl.crawl.run_start import fingerprint
 from searchcrawl.crawl.signals import run_started
 from searchcrawl.index.indexer import IndexingError, PushResult, SolrPusher, push_with_retries
 from searchcrawl.rules.chain import RuleChain
-from searchcrawl.rules.lifecycle import Delta, Event, Outcome
+from searchcrawl.rules.lifecycle import Delta, Event, Outcome, State
 from searchcrawl.rules.maintenance import deletion_guard
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store import Deltas
@@ -437,6 +437,8 @@ class RunEnd:
         deltas.keep(name, run.id)
         counts = deltas.counts(name, run.id)  # its URLs stay in the database (`scrapy report` lists them)
         counters = {**run_counters(self.stats, frontier.counts()), "delta": dict(sorted(counts.items()))}
+        # the source's documents in the index after the run: the source page's chart (issue 60)
+        counters["documents"] = self.stores.documents.count_by(name, "state").get(State.INDEXED.value, 0)
         runs.end(run.id, state, counters, reason)
         if state == RunState.FINISHED and not run.test_mode:
             runs.save_fingerprint(name, fingerprint(self.source))

@@ -2,8 +2,8 @@
 
 Every ``SEARCHCRAWL_PROGRESS_INTERVAL`` seconds it logs one INFO line (pages/min, queue, cache
 fill, documents waiting for Solr), saves the run's counters in the runs table (what `scrapy
-status` shows), and looks for a control request (`scrapy control <source> suspend|stop`), which
-it honours by closing the spider: a suspended run is resumed by the next `scrapy crawl`, a
+status` shows) and a sample of them for the run page's chart (store/samples.py), and looks for
+a control request (`scrapy control <source> suspend|stop`), which it honours by closing the spider: a suspended run is resumed by the next `scrapy crawl`, a
 stopped one is not. Then, and when it finds Scrapy's graceful shutdown under way (Ctrl-C,
 SIGTERM), the requests not yet sent go back to the queue (extensions/give_back.py).
 
@@ -33,6 +33,7 @@ from searchcrawl.crawl.run import Run, run_counters
 from searchcrawl.crawl.signals import run_started
 from searchcrawl.store.frontier import Frontier
 from searchcrawl.store.models import FrontierState
+from searchcrawl.store.samples import RunSamples
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +126,9 @@ class RunMonitor:
             counters["indexed"],
         )
         control = stores.runs.update(run.id, counters)
+        # the run page's progress chart (store/samples.py): the frontier as last counted
+        frontier = {state.value: number for state, number in self.counts.items()}
+        RunSamples(stores.database).add(run.id, {**counters, **frontier, "pending": pending})
         if control in CLOSE_REASONS and self.crawler.engine is not None:
             logger.info("Run %d of %s: %s requested", run.id, run.source, control)
             self._give_back()

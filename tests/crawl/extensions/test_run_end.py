@@ -254,6 +254,7 @@ def test_spider_closed_ends_the_run_and_records_its_report(crawler_of) -> None:
     run = runs.get(run_id)
     assert run is not None and (run["state"], run["reason"]) == ("finished", "finished")
     assert json.loads(run["counters"])["delta"] == {"new": 1}
+    assert json.loads(run["counters"])["documents"] == 0  # in the index after the run (its one waits for Solr)
     assert runs.nodes(run_id, 600) == []  # it left the run
     assert crawler.stats.get_value("searchcrawl/pending") == 1  # its last push ran (nothing cached: nothing sent)
     assert ledger_of(crawler).table.promotes_duplicates is False  # it fetches nothing more

@@ -28,6 +28,7 @@ from searchcrawl.crawl.extensions.run_monitor import RunMonitor, count_due
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.models import runs as runs_table
 from searchcrawl.store.runs import Runs
+from searchcrawl.store.samples import FIELDS, RunSamples
 from tests.components import start_run, stores_of
 
 LOGGER = "searchcrawl.crawl.extensions.run_monitor"
@@ -96,6 +97,12 @@ def test_a_tick_logs_progress_and_saves_the_runs_counters(crawler_of, caplog: py
     counters = json.loads(runs.latest("unit")["counters"])  # what `scrapy status` shows
     assert counters == {"pages": 7, "cached": 0, "indexed": 3, "removed": 0, "excluded": 0, "queued": 2, "leased": 0, "done": 0}
     assert monitor.last_pages == 7
+    (sample,) = RunSamples(monitor.stores.database).of(monitor.run.id)  # the run page's chart (issue 60)
+    assert {key: sample[key] for key in FIELDS} == {"pages": 7, "done": 0, "queued": 2, "leased": 0, "pending": 0, "indexed": 3}
+    crawler.stats.set_value("downloader/response_status_count/404", 2)
+    monitor.tick()
+    assert json.loads(runs.latest("unit")["counters"])["failures"] == {"4xx": 2}
+    assert [row["pages"] for row in RunSamples(monitor.stores.database).of(monitor.run.id)] == [7, 7]
 
 
 @pytest.mark.parametrize(
