@@ -44,6 +44,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
@@ -61,8 +62,11 @@ from searchcrawl.access.tokens import AccessError
 from searchcrawl.commands.report import run_report
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import matching
+from searchcrawl.ops.health import HealthCheck
 from searchcrawl.ops.launchers import Launcher
+from searchcrawl.ops.metrics import ProjectCollector
 from searchcrawl.ops.run_control import ACTIONS, control
+from searchcrawl.ops.stalls import stalls
 from searchcrawl.rules.lifecycle import Delta, State
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
@@ -71,6 +75,7 @@ from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.runs import Runs
 from searchcrawl.store.searches import Searches
 from searchcrawl.web import admin, analytics, api, why
+from searchcrawl.web.metrics import metrics_response
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -133,6 +138,14 @@ class WebConfig:
     click_key: bytes | None = None
     # browser origins whose pages may call the JSON API (SEARCHCRAWL_WEB_API_ORIGINS; none: CORS off)
     api_origins: tuple[str, ...] = ()
+    # issue 60: /metrics (off unless ``metrics``; web/metrics.py says who may read it), stall
+    # detection's threshold, the metrics' and the Solr/Tika pings' caches, Tika's URL (pinged)
+    metrics: bool = False
+    metrics_token: str | None = field(default=None, repr=False)
+    stall_after: float = 900
+    metrics_cache: float = 60
+    health_cache: float = 30
+    tika_url: str = ""
 
 
 class PeerAddress:
@@ -189,6 +202,8 @@ class WebApp:
     suggest: api.Suggest | None = field(default=None, init=False)
     # an API token just made, by administrator session, until the page it is redirected to shows it
     _made: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
+    _health: HealthCheck | None = field(default=None, init=False)
+    _registry: CollectorRegistry | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.sessions = Sessions(self.config.credentials, self.config.session_lifetime)
@@ -220,6 +235,43 @@ class WebApp:
             if self._database is None:
                 self._database = Database(self.config.db_url, migrate=True)
             return self._database
+
+    @property
+    def health(self) -> HealthCheck:
+        """Solr's and Tika's pings, cached (ops/health.py): the overview's stalls and /metrics."""
+        with self._lock:
+            if self._health is None:
+                self._health = HealthCheck(
+                    self.solr.ping, HealthCheck.of("", self.config.tika_url).tika, ttl=self.config.health_cache
+                )
+            return self._health
+
+    @property
+    def registry(self) -> CollectorRegistry | None:
+        """/metrics' registry of its own (ops/metrics.py), None while metrics are off."""
+        if not self.config.metrics:
+            return None
+        health, database = self.health, self.database  # (each takes the lock)
+        with self._lock:
+            if self._registry is None:
+                self._registry = CollectorRegistry(auto_describe=False)
+                self._registry.register(
+                    ProjectCollector(
+                        database,
+                        self.config.source_names,
+                        health,
+                        self.config.stall_after,
+                        self.config.stale_after,
+                        self.config.metrics_cache,
+                    )
+                )
+            return self._registry
+
+    def stalls(self, names: list[str] | None = None) -> list[Any]:
+        """The stalled runs (ops/stalls.py), for the overview and the run page."""
+        return stalls(
+            self.database, datetime.now(UTC), self.config.stall_after, self.config.stale_after, self.health.now(), names
+        )
 
     def close(self) -> None:
         self.analytics.close()
@@ -611,7 +663,7 @@ class WebApp:
                 datetime.now().astimezone(),
                 self.config.stale_after,
             )
-            return {"sources": rows, "solr": admin.solr_health(self.solr)}
+            return {"sources": rows, "solr": admin.solr_health(self.solr), "stalls": self.stalls(names), "now": datetime.now(UTC)}
 
         return self.render(request, "overview.html", **await _in_thread(gather), flash=self._flash(request))
 
@@ -643,7 +695,22 @@ class WebApp:
         report = None
         if not view.live:
             report = await _in_thread(run_report, self.database, view.run["source"], view.run["id"])
-        return self.render(request, "run.html", view=view, report=report, kinds=tuple(Delta), flash=self._flash(request))
+        stalled = [stall for stall in await _in_thread(self.stalls, [view.run["source"]]) if stall.run_id == view.run["id"]]
+        return self.render(
+            request,
+            "run.html",
+            view=view,
+            report=report,
+            kinds=tuple(Delta),
+            flash=self._flash(request),
+            stalls=stalled,
+            now=datetime.now(UTC),
+        )
+
+    async def metrics(self, request: Request) -> Response:
+        """Prometheus' /metrics (web/metrics.py: off unless SEARCHCRAWL_WEB_METRICS; loopback or token)."""
+        registry = await _in_thread(lambda: self.registry)
+        return await metrics_response(request, request.scope.get(PEER), registry, self.config.metrics_token)
 
     async def documents(self, request: Request) -> Response:
         name = await self._admin_source(request)
@@ -907,6 +974,7 @@ def create_app(config: WebConfig) -> Starlette:
         Route("/admin/api", web.api_tokens, methods=["GET", "POST"]),
         Route("/admin/api/{token:int}/revoke", web.api_token_revoke, methods=["POST"]),
         Route("/api/search", web.api_search, methods=["GET", "OPTIONS"]),
+        Route("/metrics", web.metrics, methods=["GET"]),
         Mount("/static", StaticFiles(packages=[("searchcrawl.web", "static")]), name="static"),
     ]
     if config.prefix:
