@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Histogram, start_http_server
@@ -38,6 +38,7 @@ from scrapy.exceptions import NotConfigured
 from searchcrawl.crawl.extensions.run_monitor import RunMonitor
 from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.signals import solr_pushed
+from searchcrawl.store.models import FrontierState
 
 logger = logging.getLogger(__name__)
 
@@ -55,14 +56,21 @@ def pages_by_class(stats: dict[str, Any]) -> dict[str, int]:
     return classes
 
 
-class _StatsCollector(Collector):
-    def __init__(self, extension: CrawlMetrics) -> None:
-        self.extension = extension
+class CrawlCollector(Collector):
+    """The crawl's metrics read at scrape time: ``stats`` (Scrapy's stats), ``frontier`` (the
+    run's frontier by state, as last counted) and ``last_fetch`` (a time.time(), or None)."""
+
+    def __init__(
+        self,
+        source: str,
+        stats: Callable[[], dict[str, Any]],
+        frontier: Callable[[], dict[FrontierState, int]],
+        last_fetch: Callable[[], float | None],
+    ) -> None:
+        self.source, self.stats, self.frontier, self.last_fetch = source, stats, frontier, last_fetch
 
     def collect(self) -> Iterator[Metric]:
-        extension = self.extension
-        source = extension.source
-        stats = extension.crawler.stats.get_stats() if extension.crawler.stats is not None else {}
+        source, stats = self.source, self.stats()
         pages = CounterMetricFamily("searchcrawl_crawl_pages", "Responses by status class", labels=["source", "status_class"])
         for label, count in sorted(pages_by_class(stats).items()):
             pages.add_metric([source, label], count)
@@ -73,18 +81,26 @@ class _StatsCollector(Collector):
         frontier = GaugeMetricFamily(
             "searchcrawl_crawl_frontier_urls", "The run's frontier as last counted", labels=["source", "state"]
         )
-        monitor = extension.crawler.get_extension(RunMonitor)
-        for state, count in sorted((monitor.counts if monitor is not None else {}).items()):
+        for state, count in sorted(self.frontier().items()):
             frontier.add_metric([source, state.value], count)
         yield frontier
-        if extension.last_fetch is not None:
-            yield _last(source, extension.last_fetch)
+        last = self.last_fetch()
+        if last is not None:
+            family = GaugeMetricFamily(
+                "searchcrawl_crawl_last_fetch_timestamp_seconds", "The last response's time", labels=["source"]
+            )
+            family.add_metric([source], last)
+            yield family
 
 
-def _last(source: str, value: float) -> Metric:
-    family = GaugeMetricFamily("searchcrawl_crawl_last_fetch_timestamp_seconds", "The last response's time", labels=["source"])
-    family.add_metric([source], value)
-    return family
+def crawl_registry(collector: CrawlCollector) -> tuple[CollectorRegistry, Histogram]:
+    """A registry of the crawl's own with ``collector`` and the push latency histogram."""
+    registry = CollectorRegistry(auto_describe=False)
+    histogram = Histogram(
+        "searchcrawl_crawl_solr_push_seconds", "Latency of pushes to Solr", ["source"], registry=registry, buckets=PUSH_BUCKETS
+    )
+    registry.register(collector)
+    return registry, histogram
 
 
 class CrawlMetrics:
@@ -94,16 +110,10 @@ class CrawlMetrics:
         self.crawler = crawler
         self.port, self.address = port, address
         self.source = source_of(crawler).name
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.push_seconds = Histogram(
-            "searchcrawl_crawl_solr_push_seconds",
-            "Latency of pushes to Solr",
-            ["source"],
-            registry=self.registry,
-            buckets=PUSH_BUCKETS,
-        )
-        self.registry.register(_StatsCollector(self))
         self.last_fetch: float | None = None
+        self.registry, self.push_seconds = crawl_registry(
+            CrawlCollector(self.source, self._stats, self._frontier, lambda: self.last_fetch)
+        )
         self.server: Any = None
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
@@ -116,6 +126,13 @@ class CrawlMetrics:
         if port <= 0:
             raise NotConfigured
         return cls(crawler, port, crawler.settings.get("SEARCHCRAWL_METRICS_ADDRESS") or "127.0.0.1")
+
+    def _stats(self) -> dict[str, Any]:
+        return self.crawler.stats.get_stats() if self.crawler.stats is not None else {}
+
+    def _frontier(self) -> dict[FrontierState, int]:
+        monitor = self.crawler.get_extension(RunMonitor)
+        return dict(monitor.counts) if monitor is not None else {}
 
     def opened(self) -> None:
         try:
