@@ -84,10 +84,9 @@ class Stall:
     waits_on: tuple[str, ...] = field(default_factory=tuple)
 
     def text(self, now: datetime) -> str:
-        minutes = max(0.0, (now - self.since).total_seconds()) / 60
         fetch = f"{self.to_fetch}{'+' if self.to_fetch >= TO_FETCH_CAP else ''} URLs to fetch"
         what = "nothing fetched" if self.kind == NOTHING_FETCHED else "no report from its process"
-        line = f"run {self.run_id} of {self.source} stalled: {what} for {minutes:.0f} min (since {self.since:%Y-%m-%d %H:%M:%S} UTC), {fetch}"
+        line = f"run {self.run_id} of {self.source} stalled: {what} for {duration((now - self.since).total_seconds())} (since {self.since:%Y-%m-%d %H:%M:%S} UTC), {fetch}"
         return line + ("; waits on: " + "; ".join(self.waits_on) if self.waits_on else "; waits on nothing recorded")
 
 
@@ -104,10 +103,20 @@ def judge(facts: RunFacts, now: datetime, stall_after: float, stale_after: float
     return None
 
 
+def duration(seconds: float) -> str:
+    """``45 s``, ``20 min``, ``3 h 5 min``."""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f} min"
+    return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:.0f} min"
+
+
 def describe_wait(wait: Wait, now: datetime) -> str:
     if wait.kind == "retry-after" and wait.until is not None:
         return f"site {wait.site}: a Retry-After pause until {wait.until:%H:%M:%S} UTC"
-    since = f" for {max(0.0, (now - wait.since).total_seconds()) / 60:.0f} min" if wait.since is not None else ""
+    since = f" for {duration((now - wait.since).total_seconds())}" if wait.since is not None else ""
     return f"site {wait.site}: {wait.count} request(s) without an answer{since} (the site does not answer, or its delay)"
 
 

@@ -151,3 +151,19 @@ def test_progress_rows_read_back_what_was_written_and_refuse_malformed_waits(dat
     [report] = store.of_runs([7])[7]
     assert report.pages == 4 and len(report.waits) == 5 and report.waits[0].site == "a.example"
     assert Wait.of({"kind": "in-flight", "site": "a", "since": "not a time"}) is None and Wait.of([1]) is None
+
+
+def test_migration_0020_makes_the_table_the_models_describe(tmp_path: Path) -> None:
+    from sqlalchemy import inspect
+
+    from searchcrawl.store.database import SCHEMA_REVISION, create_db_engine, current_revision, upgrade_schema
+    from searchcrawl.store.models import run_progress
+
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'old.sqlite3'}")
+    upgrade_schema(engine, "0018")
+    assert "run_progress" not in inspect(engine).get_table_names()
+    upgrade_schema(engine)
+    assert current_revision(engine) == SCHEMA_REVISION == "0020"
+    columns = {column["name"] for column in inspect(engine).get_columns("run_progress")}
+    assert columns == {column.name for column in run_progress.c}
+    engine.dispose()
