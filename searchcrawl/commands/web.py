@@ -30,7 +30,7 @@ from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule
 
 logger = logging.getLogger(__name__)
-METRICS_TOKEN = "SEARCHCRAWL_WEB_METRICS_TOKEN"  # web/metrics.py's TOKEN (not imported: loaded by every command)
+METRICS_TOKEN = "SEARCHCRAWL_WEB_METRICS_TOKEN"  # web/metrics_endpoint.py's TOKEN (not imported: loaded by every command)
 PREFIX = re.compile(r"^(/[A-Za-z0-9._~-]+)*$")
 
 
@@ -123,7 +123,7 @@ class Command(ScrapyCommand):
         credentials = secrets.credentials(secrets.WEB_USERNAME, secrets.WEB_PASSWORD)
         # the crawls and explains this server starts inherit its environment, not its password
         os.environ.pop(secrets.WEB_PASSWORD, None)
-        metrics_token = secrets.secret(METRICS_TOKEN)  # /metrics' bearer token (web/metrics.py), likewise
+        metrics_token = secrets.secret(METRICS_TOKEN)  # /metrics' bearer token (web/metrics_endpoint.py), likewise
         os.environ.pop(METRICS_TOKEN, None)
         prefix = normal_prefix(opts.prefix if opts.prefix is not None else settings.get("SEARCHCRAWL_WEB_PREFIX", ""))
         project_cfg = closest_scrapy_cfg()

@@ -75,7 +75,7 @@ from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.runs import Runs
 from searchcrawl.store.searches import Searches
 from searchcrawl.web import admin, analytics, api, why
-from searchcrawl.web.metrics import metrics_response
+from searchcrawl.web.metrics_endpoint import metrics_response
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -138,7 +138,7 @@ class WebConfig:
     click_key: bytes | None = None
     # browser origins whose pages may call the JSON API (SEARCHCRAWL_WEB_API_ORIGINS; none: CORS off)
     api_origins: tuple[str, ...] = ()
-    # issue 60: /metrics (off unless ``metrics``; web/metrics.py says who may read it), stall
+    # issue 60: /metrics (off unless ``metrics``; web/metrics_endpoint.py says who may read it), stall
     # detection's threshold, the metrics' and the Solr/Tika pings' caches, Tika's URL (pinged)
     metrics: bool = False
     metrics_token: str | None = field(default=None, repr=False)
@@ -708,7 +708,7 @@ class WebApp:
         )
 
     async def metrics(self, request: Request) -> Response:
-        """Prometheus' /metrics (web/metrics.py: off unless SEARCHCRAWL_WEB_METRICS; loopback or token)."""
+        """Prometheus' /metrics (web/metrics_endpoint.py: off unless SEARCHCRAWL_WEB_METRICS; loopback or token)."""
         registry = await _in_thread(lambda: self.registry)
         return await metrics_response(request, request.scope.get(PEER), registry, self.config.metrics_token)
 

@@ -1,4 +1,4 @@
-"""The Prometheus metrics (ops/metrics.py, crawl/extensions/crawl_metrics.py, web/metrics.py),
+"""The Prometheus metrics (ops/metrics.py, crawl/extensions/crawl_metrics.py, web/metrics_endpoint.py),
 read back with the official client's parser; the Grafana dashboard names only exported metrics;
 /metrics is off unless asked, and then answers loopback or the bearer token. SQLite, no server."""
 
