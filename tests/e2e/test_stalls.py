@@ -6,6 +6,7 @@ SOLR_URL points nowhere (Solr is named as out of reach too)."""
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 import uuid
@@ -19,9 +20,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from searchcrawl.dev.jvm_server import free_port
+from searchcrawl.ops.launchers import LocalLauncher
 from searchcrawl.web.app import create_app
-from tests.conftest import Project, wait_for
-from tests.web.test_app import unit_config
+from tests.conftest import ROOT, Project, wait_for
+from tests.web.test_app import PASSWORD, unit_config
 
 PAGES = 6
 
@@ -81,6 +83,13 @@ def hanging_site() -> Iterator[HangingSite]:
     site.server_close()
 
 
+def login(web: TestClient) -> None:
+    token = re.search(r'name="login_token" value="([^"]+)"', web.get("/admin/login").text)
+    assert token is not None
+    data = {"login_token": token[1], "username": "admin", "password": PASSWORD}
+    assert web.post("/admin/login", data=data, follow_redirects=False).status_code == 303
+
+
 def stall_settings() -> list[str]:
     return ["-s", "SEARCHCRAWL_STALL_AFTER=3", "-s", "SEARCHCRAWL_LEASE_SECONDS=3600"]
 
@@ -137,9 +146,17 @@ def test_a_crawl_of_a_site_that_stops_answering_is_stalled_then_its_leases_are_a
             stall_after=3,
             stale_after=3600,
             source_names=lambda: [name],
+            launcher=LocalLauncher(ROOT, project.data_dir / "logs"),
         )
         with TestClient(create_app(config), base_url="http://127.0.0.1", client=("127.0.0.1", 5000)) as web:
             found = metrics_of(web.get("/metrics").text)
+            # and the administration pages name it: the overview, and the run's page
+            login(web)
+            overview = web.get("/admin").text
+            assert "Stalled runs" in overview and f"run 1 of {name} stalled: nothing fetched for" in overview, overview
+            assert "site 127.0.0.1: " in overview
+            run_page = web.get("/admin/runs/1").text
+            assert "Stalled: run 1 of" in run_page and "without an answer" in run_page
         assert found["searchcrawl_run_stalled"][(("kind", "nothing_fetched"), ("source", name))] == 1.0
         assert found["searchcrawl_run_state"][(("source", name), ("state", "running"))] == 1.0
         assert found["searchcrawl_solr_up"] == {(): 0.0}
