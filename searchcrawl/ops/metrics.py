@@ -6,8 +6,9 @@ A custom Collector (prometheus_client's public API) on a CollectorRegistry of th
 nothing is registered in the library's global registry, so two applications (or tests) in one
 process never see each other's metrics. Labels are bounded: source names, document states,
 status classes (2xx..5xx, 9xx for searchcrawl's own failure codes, none) and run states; never a
-URL. A scrape reads, per source, the document table grouped by state and by status (two
-indexed GROUP BYs: their cost grows with the source's size), the latest run, and the stall
+URL. A scrape reads, per source, the document table grouped by state (its index only) and the
+statuses of the documents out of the index (through the same index: their cost grows with
+those documents, not with the source), the latest run, and the stall
 check's bounded reads; the result is kept ``cache_seconds`` (SEARCHCRAWL_METRICS_CACHE_SECONDS),
 so scrapes more frequent than that cost nothing, and searchcrawl_metrics_collect_seconds says
 what the last real read cost.
@@ -23,16 +24,20 @@ from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from sqlalchemy import func, select
 
 from searchcrawl.ops.health import Health, HealthCheck
 from searchcrawl.ops.stalls import NOT_REPORTING, NOTHING_FETCHED, STALL_AFTER, stalls
+from searchcrawl.rules.lifecycle import State
 from searchcrawl.store.database import Database, as_utc
 from searchcrawl.store.documents import DocumentTable
-from searchcrawl.store.models import FrontierState, RunState
+from searchcrawl.store.models import FrontierState, RunState, documents
 from searchcrawl.store.progress import RunProgress
 from searchcrawl.store.runs import Runs, counters_of
 
 RUN_STATES = tuple(state.value for state in RunState)
+# document states out of the index (and not on their way in): their statuses say why
+NOT_INDEXED = (State.FAILED.value, State.FETCHED.value, State.EXCLUDED.value, State.REMOVED.value, State.REMOVING.value)
 FRONTIER_STATES = tuple(state.value for state in FrontierState)
 
 
@@ -132,7 +137,10 @@ class ProjectCollector(Collector):
 # name: (help, labels) of the gauges read at each collection
 FAMILIES: dict[str, tuple[str, list[str]]] = {
     "searchcrawl_documents": ("Documents of a source by state (document table)", ["source", "state"]),
-    "searchcrawl_documents_by_status": ("Documents of a source by status class", ["source", "status_class"]),
+    "searchcrawl_documents_not_indexed": (
+        "Documents refused, failed, excluded or removed, by status class",
+        ["source", "status_class"],
+    ),
     "searchcrawl_frontier_urls": ("The running run's frontier by state (as last counted)", ["source", "state"]),
     "searchcrawl_run_state": ("1 for the state of the source's latest run", ["source", "state"]),
     "searchcrawl_run_started_timestamp_seconds": ("The latest run's start", ["source"]),
@@ -148,14 +156,29 @@ FAMILIES: dict[str, tuple[str, list[str]]] = {
 }
 
 
+def not_indexed_statuses(database: Database, source: str) -> dict[int | None, int]:
+    """The statuses of the source's documents that are not in the index nor on their way there
+    (NOT_INDEXED): read through the (source, state) index, so the cost grows with the refused
+    and failed documents, not with the source (all its statuses read every row: 42 ms of CPU per
+    100,000 documents on SQLite)."""
+    query = (
+        select(documents.c.status, func.count())
+        .where(documents.c.source == source, documents.c.state.in_(NOT_INDEXED))
+        .group_by(documents.c.status)
+    )
+    with database.engine.connect() as connection:
+        rows: list[Any] = list(connection.execute(query))
+    return {status: int(count) for status, count in rows}
+
+
 def _documents(families: dict[str, GaugeMetricFamily], table: DocumentTable, name: str) -> None:
     for state, count in sorted(table.count_by(name, "state").items()):
         families["searchcrawl_documents"].add_metric([name, str(state)], count)
     classes: dict[str, int] = {}
-    for status, count in table.count_by(name, "status").items():
+    for status, count in not_indexed_statuses(table.database, name).items():
         classes[status_class(status)] = classes.get(status_class(status), 0) + count
     for label, count in sorted(classes.items()):
-        families["searchcrawl_documents_by_status"].add_metric([name, label], count)
+        families["searchcrawl_documents_not_indexed"].add_metric([name, label], count)
 
 
 def _run(families: dict[str, GaugeMetricFamily], name: str, run: dict[str, Any]) -> None:
