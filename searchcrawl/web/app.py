@@ -241,8 +241,10 @@ class WebApp:
         """Solr's and Tika's pings, cached (ops/health.py): the overview's stalls and /metrics."""
         with self._lock:
             if self._health is None:
-                self._health = HealthCheck(
-                    self.solr.ping, HealthCheck.of("", self.config.tika_url).tika, ttl=self.config.health_cache
+                # pings of their own, bounded at 5 s: a Solr that hangs never holds a scrape for
+                # the search's SOLR timeout
+                self._health = HealthCheck.of(
+                    self.config.solr_url, self.config.tika_url, self.config.health_cache, 5, self.config.solr_auth
                 )
             return self._health
 

@@ -77,6 +77,7 @@ class ProgressReport:
         crawler.signals.connect(self.reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self.left, signal=signals.request_left_downloader)
         crawler.signals.connect(self.received, signal=signals.response_received)
+        crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
 
     @classmethod
@@ -92,6 +93,8 @@ class ProgressReport:
         self.store = RunProgress(stores_of(self.crawler).documents.database)
         self.fetched_at = datetime.now(UTC)  # the session's start: the clock of "nothing fetched"
         self.report()
+
+    def opened(self) -> None:
         self.loop = create_looping_call(self.report)
         self.loop.start(self.interval, now=False)
 
