@@ -8,7 +8,8 @@ SEARCHCRAWL_STALL_AFTER seconds (15 min by default), counted from the session's 
 came yet. It is **not reporting** when none of its processes has written its heartbeat for
 ``stale_after`` seconds (SEARCHCRAWL_LEASE_SECONDS, as `scrapy status` calls a run dead), or its
 process is known gone (same host, pid not alive). Both are read from what the crawl recorded:
-``runs.updated_at`` (counters saved every progress interval) and the ``run_progress`` table
+``runs.updated_at`` (counters saved every progress interval), ``crawl_nodes.heartbeat`` (lease
+renewals, every third of SEARCHCRAWL_LEASE_SECONDS) and the ``run_progress`` table
 (crawl/extensions/progress_report.py: heartbeat, last answer, waits). A run whose processes
 wrote no progress report (a crawler older than this table) is judged on its heartbeat only.
 
@@ -61,10 +62,13 @@ class RunFacts:
     reports: tuple[Report, ...] = ()
     to_fetch: int = 0  # queued and leased URLs (up to TO_FETCH_CAP)
     gone: bool = False  # its recorded process is known not to run (same host, pid gone)
+    node_heartbeat: datetime | None = None  # its nodes' latest lease renewal (crawl_nodes)
 
     @property
     def last_report(self) -> datetime:
-        return max([self.updated_at, *(report.reported_at for report in self.reports)])
+        """Its latest sign of life: counters saved, a progress report, a lease renewal."""
+        beats = [self.node_heartbeat] if self.node_heartbeat is not None else []
+        return max([self.updated_at, *beats, *(report.reported_at for report in self.reports)])
 
     @property
     def last_fetch(self) -> datetime | None:
@@ -150,6 +154,17 @@ class StallCheck:
         with self.engine.connect() as connection:
             return [dict(row) for row in connection.execute(query).mappings()]
 
+    def node_heartbeats(self, run_ids: Iterable[int]) -> dict[int, datetime]:
+        """The latest node heartbeat (lease renewal, every third of SEARCHCRAWL_LEASE_SECONDS) of each run."""
+        query = (
+            select(crawl_nodes.c.run_id, func.max(crawl_nodes.c.heartbeat))
+            .where(crawl_nodes.c.run_id.in_(list(run_ids)))
+            .group_by(crawl_nodes.c.run_id)
+        )
+        with self.engine.connect() as connection:
+            rows: list[Any] = list(connection.execute(query))
+        return {run_id: moment for run_id, beat in rows if (moment := as_utc(beat)) is not None}
+
     def to_fetch(self, source: str, run_id: int) -> int:
         inner = (
             select(frontier.c.document_id)
@@ -220,6 +235,7 @@ def stalls(
     if not running:
         return []
     reports = RunProgress(database).of_runs(run["id"] for run in running)
+    beats = check.node_heartbeats(run["id"] for run in running)
     here = socket.gethostname()
     found = []
     for run in running:
@@ -232,7 +248,8 @@ def stalls(
             and not process_alive(run["pid"])
             and not _others_alive(own, now, stale_after, here)
         )
-        facts = RunFacts(run["source"], run["id"], started, updated, own, check.to_fetch(run["source"], run["id"]), gone)
+        to_fetch = check.to_fetch(run["source"], run["id"])
+        facts = RunFacts(run["source"], run["id"], started, updated, own, to_fetch, gone, beats.get(run["id"]))
         verdict = judge(facts, now, stall_after, stale_after)
         if verdict is None:
             continue

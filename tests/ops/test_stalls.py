@@ -28,6 +28,7 @@ NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 def model(facts: RunFacts, now: datetime, stall_after: float, stale_after: float) -> str | None:
     """The rule as the documentation says it, written plainly."""
     heard = [facts.updated_at] + [report.reported_at for report in facts.reports]
+    heard += [facts.node_heartbeat] if facts.node_heartbeat else []
     if facts.gone or all((now - moment).total_seconds() >= stale_after for moment in heard):
         return NOT_REPORTING
     answers = [report.fetched_at for report in facts.reports]
@@ -46,7 +47,14 @@ def test_the_rule_agrees_with_its_model_on_random_runs() -> None:
             for number in range(generator.randrange(3))
         )
         facts = RunFacts(
-            "s", 1, NOW - timedelta(hours=2), NOW - ago(), reports, generator.choice([0, 0, 5]), generator.random() < 0.1
+            "s",
+            1,
+            NOW - timedelta(hours=2),
+            NOW - ago(),
+            reports,
+            generator.choice([0, 0, 5]),
+            generator.random() < 0.1,
+            generator.choice([None, NOW - ago()]),
         )
         verdict = judge(facts, NOW, 900, 600)
         assert (verdict[0] if verdict else None) == model(facts, NOW, 900, 600), facts
