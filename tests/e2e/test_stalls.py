@@ -12,6 +12,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +24,9 @@ from searchcrawl.dev.jvm_server import free_port
 from searchcrawl.ops.launchers import LocalLauncher
 from searchcrawl.web.app import create_app
 from tests.conftest import ROOT, Project, wait_for
+from tests.ops.test_metrics import project as metrics_project
 from tests.web.test_app import PASSWORD, unit_config
+from tests.web_site import serve_web
 
 PAGES = 6
 
@@ -173,3 +176,34 @@ def test_a_crawl_of_a_site_that_stops_answering_is_stalled_then_its_leases_are_a
         if crawl.poll() is None:
             crawl.kill()
             crawl.wait()
+
+
+def test_scrapy_web_serves_metrics_to_loopback_and_the_token_only(offline_project: Project, tmp_path: Path) -> None:
+    """`scrapy web` as a user starts it (uvicorn), over a project database with runs: /metrics
+    parses, answers loopback and the bearer token, refuses a forwarded client, and its token is
+    in no log line nor answer."""
+    database = metrics_project(tmp_path)
+    url = str(database.engine.url)
+    database.close()
+    token = "metrics-token-" + uuid.uuid4().hex
+    port = free_port()
+    offline_project.data_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("wiki", "files"):  # the sources the database holds runs of
+        offline_project.source(name, 'seeds = ["http://127.0.0.1:9/"]\n')
+    process = serve_web(
+        offline_project, port, "-s", "SEARCHCRAWL_WEB_METRICS=1", SEARCHCRAWL_DB_URL=url, SEARCHCRAWL_WEB_METRICS_TOKEN=token
+    )
+    try:
+        base = f"http://127.0.0.1:{port}/metrics"
+        found = metrics_of(requests.get(base, timeout=60).text)
+        assert found["searchcrawl_documents"][(("source", "wiki"), ("state", "indexed"))] == 5
+        assert found["searchcrawl_run_stalled"][(("kind", "nothing_fetched"), ("source", "files"))] == 1.0
+        forwarded = requests.get(base, headers={"x-forwarded-for": "192.0.2.9"}, timeout=60)
+        assert forwarded.status_code == 401 and token not in forwarded.text
+        authorised = requests.get(base, headers={"x-forwarded-for": "192.0.2.9", "authorization": f"Bearer {token}"}, timeout=60)
+        assert authorised.status_code == 200 and "searchcrawl_run_state" in authorised.text
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+    log = (offline_project.data_dir.parent / f"web-{port}.log").read_text()
+    assert token not in log and "Serving searchcrawl's pages" in log, log[-2000:]
