@@ -1,8 +1,10 @@
 """Stall detection and metrics with real parts: a real `scrapy crawl` of a site that stops
-answering is named stalled by `scrapy status` and by the web application's /metrics (parsed by
-prometheus_client's parser), its own metrics endpoint answers while it hangs, and once the crawl
-is killed with SIGKILL its leases are named as held by a process gone. No Solr: the project's
-SOLR_URL points nowhere (Solr is named as out of reach too)."""
+answering is named stalled by `scrapy status`, the administration pages and the web
+application's /metrics (parsed by prometheus_client's parser), its own metrics endpoint answers
+while it hangs, and once the crawl is killed with SIGKILL its leases are named as held by a
+process gone (no Solr there: the project's SOLR_URL points nowhere, and Solr is named as out of
+reach too). `scrapy web` serves /metrics as a user starts it; a crawl into the dev Solr shows
+its pushes' latency in its own metrics."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from searchcrawl.ops.launchers import LocalLauncher
 from searchcrawl.web.app import create_app
 from tests.conftest import ROOT, Project, wait_for
 from tests.ops.test_metrics import project as metrics_project
+from tests.sites import build_intranet
 from tests.web.test_app import PASSWORD, unit_config
 from tests.web_site import serve_web
 
@@ -207,3 +210,35 @@ def test_scrapy_web_serves_metrics_to_loopback_and_the_token_only(offline_projec
         process.wait(timeout=30)
     log = (offline_project.data_dir.parent / f"web-{port}.log").read_text()
     assert token not in log and "Serving searchcrawl's pages" in log, log[-2000:]
+
+
+def test_a_crawls_own_metrics_observe_its_pushes_to_a_real_solr(project: Project, serve: Any, tmp_path: Path) -> None:
+    """A crawl of a site into the dev Solr, slowed so that it runs while pushes happen (every
+    SEARCHCRAWL_PUSH_INTERVAL): its /metrics show documents indexed and the pushes' latency."""
+    root = tmp_path / "site"
+    root.mkdir()
+    build_intranet(root, sections=3, per_section=4)
+    site = serve(root)
+    name = f"pushes-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\ndelay = 0.2\n')
+    port = free_port()
+    crawl = project.popen("crawl", name, "-s", f"SEARCHCRAWL_METRICS_PORT={port}", "-s", "SEARCHCRAWL_PUSH_INTERVAL=0.5")
+    seen: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+
+    def pushed() -> bool:
+        assert crawl.poll() is None, "the crawl ended before a push was seen"
+        try:
+            seen.update(metrics_of(requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text))
+        except requests.ConnectionError:  # not serving yet
+            return False
+        indexed = seen.get("searchcrawl_crawl_documents_indexed", {}).get((("source", name),), 0)
+        pushes = seen.get("searchcrawl_crawl_solr_push_seconds", {}).get((("source", name),), 0)
+        return indexed > 0 and pushes > 0
+
+    try:
+        wait_for(pushed, timeout=120, what="a push observed in the crawl's metrics")
+    finally:
+        crawl.kill()
+        crawl.wait()
+    buckets = {key: value for key, value in seen["searchcrawl_crawl_solr_push_seconds"].items() if ("le", "+Inf") in key}
+    assert list(buckets.values())[0] >= 1, seen["searchcrawl_crawl_solr_push_seconds"]
