@@ -143,6 +143,7 @@ def test_a_crawl_of_a_site_that_stops_answering_is_stalled_then_its_leases_are_a
         own = metrics_of(requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text)
         assert own["searchcrawl_crawl_pages"][(("source", name), ("status_class", "2xx"))] >= 1  # the index
         assert own["searchcrawl_crawl_frontier_urls"], own
+        assert own["searchcrawl_crawl_last_fetch_timestamp_seconds"][(("source", name),)] > 1.7e9
         # the web application's, from the project database
         config = unit_config(
             project.data_dir.parent,

@@ -12,7 +12,8 @@ prometheus_client's text format of:
   ``solr_pushed`` signal, crawl/signals.py);
 * ``searchcrawl_crawl_frontier_urls{source, state}``: the run's frontier as the progress line
   last counted it (RunMonitor's count);
-* ``searchcrawl_crawl_last_fetch_timestamp_seconds{source}``: the last response's time.
+* ``searchcrawl_crawl_last_fetch_timestamp_seconds{source}``: when the count of responses last
+  grew, as seen by a scrape (to within the scrape interval: nothing runs per page).
 
 Everything is read from the crawl's stats and signals (Scrapy's public APIs) at scrape time, by a
 Collector on a CollectorRegistry of this crawler's own (none in the library's global registry).
@@ -111,13 +112,13 @@ class CrawlMetrics:
         self.port, self.address = port, address
         self.source = source_of(crawler).name
         self.last_fetch: float | None = None
+        self.pages = 0
         self.registry, self.push_seconds = crawl_registry(
-            CrawlCollector(self.source, self._stats, self._frontier, lambda: self.last_fetch)
+            CrawlCollector(self.source, self._stats, self._frontier, self._last_fetch)
         )
         self.server: Any = None
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
-        crawler.signals.connect(self.received, signal=signals.response_received)
         crawler.signals.connect(self.pushed, signal=solr_pushed)
 
     @classmethod
@@ -142,8 +143,12 @@ class CrawlMetrics:
             return
         logger.info("Crawl metrics served on http://%s:%d/metrics", self.address, self.port)
 
-    def received(self, **_kwargs: Any) -> None:
-        self.last_fetch = time.time()
+    def _last_fetch(self) -> float | None:
+        """Now, when the response count grew since the last scrape; else the time it last did."""
+        pages = self._stats().get("response_received_count", 0)
+        if pages > self.pages:
+            self.pages, self.last_fetch = pages, time.time()
+        return self.last_fetch
 
     def pushed(self, seconds: float, **_kwargs: Any) -> None:
         self.push_seconds.labels(self.source).observe(seconds)
