@@ -235,6 +235,10 @@ EXTENSIONS = {
     # the run's end, on spider_closed: claim it, wait for the other nodes, settle, the
     # mass-deletion guard, the last push to Solr, the run's report (FrontierScheduler needs it)
     "searchcrawl.crawl.extensions.run_end.RunEnd": 600,
+    # issue 60: this process's heartbeat, last answer and waits (stall detection), and its own
+    # Prometheus metrics when SEARCHCRAWL_METRICS_PORT is set
+    "searchcrawl.crawl.extensions.progress_report.ProgressReport": 530,
+    "searchcrawl.crawl.extensions.crawl_metrics.CrawlMetrics": 540,
 }
 
 # --- Crawling -------------------------------------------------------------------------------
@@ -347,3 +351,17 @@ ITEM_PIPELINES = {
     "searchcrawl.crawl.pipelines.cache_writer.CachePipeline": 300,
     "searchcrawl.crawl.pipelines.solr_push.SolrPipeline": 400,
 }
+
+
+# --- Metrics and stall detection (issue 60; docs/operations.md) -----------------------------------
+# A crawl stalls when it has URLs to fetch and no answer came for this many seconds
+# (`scrapy status`, the administration pages, /metrics' searchcrawl_run_stalled, notifications).
+SEARCHCRAWL_STALL_AFTER = 900.0
+# A crawl process serves its own live metrics on this port (0: off) and address (loopback unless told).
+SEARCHCRAWL_METRICS_PORT = 0
+SEARCHCRAWL_METRICS_ADDRESS = "127.0.0.1"
+# `scrapy web`'s /metrics: off unless set; then answered to loopback clients, and to others with
+# SEARCHCRAWL_WEB_METRICS_TOKEN(_FILE) as a bearer token (from the environment or a file).
+SEARCHCRAWL_WEB_METRICS = False
+SEARCHCRAWL_METRICS_CACHE_SECONDS = 60.0  # the web's metrics are read from the database at most this often
+SEARCHCRAWL_HEALTH_CACHE_SECONDS = 30.0  # Solr's and Tika's pings are kept this long

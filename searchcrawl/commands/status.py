@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 from scrapy.commands import ScrapyCommand
+from scrapy.settings import BaseSettings
 
 from searchcrawl.commands import open_database
 from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
 from searchcrawl.index.cache import spool_fill
+from searchcrawl.ops.health import HealthCheck
+from searchcrawl.ops.stalls import stalls
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.status_codes import describe
-from searchcrawl.store import DocumentTable, State
+from searchcrawl.store import Database, DocumentTable, State
 from searchcrawl.store.models import RunState
 from searchcrawl.store.runs import Runs, counters_of, shown_counters
 
@@ -62,6 +66,23 @@ def known_source(loader: Any, table: DocumentTable, name: str) -> bool:
     return True
 
 
+def stall_lines(settings: BaseSettings, database: Database, names: list[str]) -> dict[str, list[str]]:
+    """The stalled runs of ``names`` (ops/stalls.py), a STALLED line each, by source. Solr and
+    Tika are pinged once (bounded by a 5 s timeout each) when a run is stalled."""
+    moment = datetime.now(UTC)
+    stall_after, stale_after = settings.getfloat("SEARCHCRAWL_STALL_AFTER"), settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")
+    found = stalls(database, moment, stall_after, stale_after, None, names)
+    if found:  # only then are Solr and Tika asked
+        health = HealthCheck.of(
+            paths.solr_url(settings), settings.get("SEARCHCRAWL_TIKA_URL") or "", solr_auth=paths.solr_auth(settings)
+        )
+        found = stalls(database, moment, stall_after, stale_after, health.now(), names)
+    lines: dict[str, list[str]] = {}
+    for stall in found:
+        lines.setdefault(stall.source, []).append("STALLED: " + stall.text(moment))
+    return lines
+
+
 class Command(ScrapyCommand):
     requires_project = True
     default_settings = {"LOG_ENABLED": False}
@@ -84,7 +105,9 @@ class Command(ScrapyCommand):
                 print(f"searchcrawl: no source named {', '.join(map(repr, unknown))} (sources: {sources})", file=sys.stderr)
                 self.exitcode = 2
                 return
+            stalled = stall_lines(self.settings, database, names)
             for name in names:
                 size, files = spool_fill(paths.data_dir(self.settings) / "cache" / name)
                 lines = source_report(table, name, size, files, self.settings.getfloat("SEARCHCRAWL_LEASE_SECONDS"))
+                lines += stalled.get(name, [])
                 print("\n".join(printable(line) for line in lines))  # run reasons quote the sites

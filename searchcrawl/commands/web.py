@@ -30,6 +30,7 @@ from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule
 
 logger = logging.getLogger(__name__)
+METRICS_TOKEN = "SEARCHCRAWL_WEB_METRICS_TOKEN"  # web/metrics_endpoint.py's TOKEN (not imported: loaded by every command)
 PREFIX = re.compile(r"^(/[A-Za-z0-9._~-]+)*$")
 
 
@@ -122,6 +123,8 @@ class Command(ScrapyCommand):
         credentials = secrets.credentials(secrets.WEB_USERNAME, secrets.WEB_PASSWORD)
         # the crawls and explains this server starts inherit its environment, not its password
         os.environ.pop(secrets.WEB_PASSWORD, None)
+        metrics_token = secrets.secret(METRICS_TOKEN)  # /metrics' bearer token (web/metrics_endpoint.py), likewise
+        os.environ.pop(METRICS_TOKEN, None)
         prefix = normal_prefix(opts.prefix if opts.prefix is not None else settings.get("SEARCHCRAWL_WEB_PREFIX", ""))
         project_cfg = closest_scrapy_cfg()
         proxies = trusted_proxies(settings.getlist("SEARCHCRAWL_WEB_PROXIES"))
@@ -149,6 +152,12 @@ class Command(ScrapyCommand):
             log_users=settings.getbool("SEARCHCRAWL_WEB_LOG_USERS"),
             click_key=_click_key(settings.get("SEARCHCRAWL_WEB_CLICK_KEY_FILE") or ""),
             api_origins=api_origins(settings.getlist("SEARCHCRAWL_WEB_API_ORIGINS")),
+            metrics=settings.getbool("SEARCHCRAWL_WEB_METRICS"),
+            metrics_token=metrics_token,
+            stall_after=settings.getfloat("SEARCHCRAWL_STALL_AFTER"),
+            metrics_cache=settings.getfloat("SEARCHCRAWL_METRICS_CACHE_SECONDS"),
+            health_cache=settings.getfloat("SEARCHCRAWL_HEALTH_CACHE_SECONDS"),
+            tika_url=settings.get("SEARCHCRAWL_TIKA_URL") or "",
         )
         host = opts.host or settings.get("SEARCHCRAWL_WEB_HOST")
         port = opts.port if opts.port is not None else settings.getint("SEARCHCRAWL_WEB_PORT")

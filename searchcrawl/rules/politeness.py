@@ -116,6 +116,10 @@ class SitePauses:
         self._until[site] = max(self._until.get(site, until), until)
         return self._until[site]
 
+    def active(self, now: float) -> dict[str, float]:
+        """The pauses not over at ``now``: site -> until (``time.monotonic()``)."""
+        return {site: until for site, until in self._until.items() if until > now}
+
     def remaining(self, site: str, now: float) -> float:
         """Seconds ``site`` is still left alone at ``now`` (0 when it is not paused)."""
         until = self._until.get(site)

@@ -348,3 +348,22 @@ run_samples = Table(
     Column("indexed", Integer),  # documents this session sent to Solr
     Index("run_samples_run", "run_id", "id"),
 )
+
+
+# --- issue 60: a crawl process's progress report (searchcrawl/store/progress.py) --------------------
+# One row per process working on a run, written every SEARCHCRAWL_PROGRESS_INTERVAL by the
+# ProgressReport extension: when it last reported (its heartbeat), when it last had an answer
+# from a site (or began, if none yet), and what it was waiting on then (JSON, at most a few
+# entries: a site's Retry-After pause, requests in flight without an answer). Stall detection
+# (searchcrawl/ops/stalls.py) reads it.
+run_progress = Table(
+    "run_progress",
+    metadata,
+    Column("run_id", Integer, primary_key=True),
+    Column("owner", String(100), primary_key=True),  # host:pid, as in crawl_nodes
+    Column("source", String(200), nullable=False),
+    Column("reported_at", DateTime(timezone=True), nullable=False),
+    Column("fetched_at", DateTime(timezone=True), nullable=False),
+    Column("pages", Integer, nullable=False),
+    Column("waits", Text),  # JSON list of {"kind", "site", "since"/"until", "count"}
+)

@@ -47,6 +47,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
@@ -65,8 +66,11 @@ from searchcrawl.commands.report import run_report
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import matching
+from searchcrawl.ops.health import HealthCheck
 from searchcrawl.ops.launchers import Launcher
+from searchcrawl.ops.metrics import ProjectCollector
 from searchcrawl.ops.run_control import ACTIONS, control
+from searchcrawl.ops.stalls import stalls
 from searchcrawl.rules.lifecycle import Delta, State
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
@@ -77,6 +81,7 @@ from searchcrawl.store.runs import Runs
 from searchcrawl.store.samples import RunSamples
 from searchcrawl.store.searches import Searches
 from searchcrawl.web import admin, analytics, api, pictures, relevance, suggestions, why
+from searchcrawl.web.metrics_endpoint import metrics_response
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -152,6 +157,14 @@ class WebConfig:
     click_key: bytes | None = None
     # browser origins whose pages may call the JSON API (SEARCHCRAWL_WEB_API_ORIGINS; none: CORS off)
     api_origins: tuple[str, ...] = ()
+    # issue 60: /metrics (off unless ``metrics``; web/metrics_endpoint.py says who may read it), stall
+    # detection's threshold, the metrics' and the Solr/Tika pings' caches, Tika's URL (pinged)
+    metrics: bool = False
+    metrics_token: str | None = field(default=None, repr=False)
+    stall_after: float = 900
+    metrics_cache: float = 60
+    health_cache: float = 30
+    tika_url: str = ""
 
 
 class PeerAddress:
@@ -210,6 +223,8 @@ class WebApp:
     _migrate_failed: bool = field(default=False, init=False)  # migrating is tried once a process
     # an API token just made, by administrator session, until the page it is redirected to shows it
     _made: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
+    _health: HealthCheck | None = field(default=None, init=False)
+    _registry: CollectorRegistry | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.sessions = Sessions(self.config.credentials, self.config.session_lifetime)
@@ -286,6 +301,45 @@ class WebApp:
             store = RelevanceStore(self._rules_database())
             synonyms = relevance.synonym_map(terms for _id, terms in store.synonyms())
             return managed.sync(self.solr, synonyms, store.stopwords())
+
+    @property
+    def health(self) -> HealthCheck:
+        """Solr's and Tika's pings, cached (ops/health.py): the overview's stalls and /metrics."""
+        with self._lock:
+            if self._health is None:
+                # pings of their own, bounded at 5 s: a Solr that hangs never holds a scrape for
+                # the search's SOLR timeout
+                self._health = HealthCheck.of(
+                    self.config.solr_url, self.config.tika_url, self.config.health_cache, 5, self.config.solr_auth
+                )
+            return self._health
+
+    @property
+    def registry(self) -> CollectorRegistry | None:
+        """/metrics' registry of its own (ops/metrics.py), None while metrics are off."""
+        if not self.config.metrics:
+            return None
+        health, database = self.health, self.database  # (each takes the lock)
+        with self._lock:
+            if self._registry is None:
+                self._registry = CollectorRegistry(auto_describe=False)
+                self._registry.register(
+                    ProjectCollector(
+                        database,
+                        self.config.source_names,
+                        health,
+                        self.config.stall_after,
+                        self.config.stale_after,
+                        self.config.metrics_cache,
+                    )
+                )
+            return self._registry
+
+    def stalls(self, names: list[str] | None = None) -> list[Any]:
+        """The stalled runs (ops/stalls.py), for the overview and the run page."""
+        return stalls(
+            self.database, datetime.now(UTC), self.config.stall_after, self.config.stale_after, self.health.now(), names
+        )
 
     def close(self) -> None:
         self.analytics.close()
@@ -758,7 +812,7 @@ class WebApp:
                 datetime.now().astimezone(),
                 self.config.stale_after,
             )
-            return {"sources": rows, "solr": admin.solr_health(self.solr)}
+            return {"sources": rows, "solr": admin.solr_health(self.solr), "stalls": self.stalls(names), "now": datetime.now(UTC)}
 
         return self.render(request, "overview.html", **await _in_thread(gather), flash=self._flash(request))
 
@@ -796,9 +850,23 @@ class WebApp:
             report = await _in_thread(lambda: run_report(self.database, view.run["source"], view.run["id"]))
         samples = await _in_thread(lambda: RunSamples(self.database).of(view.run["id"]))
         chart = pictures.run_chart(view.run, samples) if samples or view.live else None  # issue 60
+        stalled = [stall for stall in await _in_thread(self.stalls, [view.run["source"]]) if stall.run_id == view.run["id"]]
         return self.render(
-            request, "run.html", view=view, report=report, kinds=tuple(Delta), chart=chart, flash=self._flash(request)
+            request,
+            "run.html",
+            view=view,
+            report=report,
+            kinds=tuple(Delta),
+            chart=chart,
+            flash=self._flash(request),
+            stalls=stalled,
+            now=datetime.now(UTC),
         )
+
+    async def metrics(self, request: Request) -> Response:
+        """Prometheus' /metrics (web/metrics_endpoint.py: off unless SEARCHCRAWL_WEB_METRICS; loopback or token)."""
+        registry = await _in_thread(lambda: self.registry)
+        return await metrics_response(request, request.scope.get(PEER), registry, self.config.metrics_token)
 
     async def documents(self, request: Request) -> Response:
         name = await self._admin_source(request)
@@ -1153,6 +1221,7 @@ def create_app(config: WebConfig) -> Starlette:
         Route("/admin/api/{token:int}/revoke", web.api_token_revoke, methods=["POST"]),
         Route("/api/search", web.api_search, methods=["GET", "OPTIONS"]),
         Route("/api/suggest", web.api_suggest, methods=["GET", "OPTIONS"]),
+        Route("/metrics", web.metrics, methods=["GET"]),
         Mount("/static", StaticFiles(packages=[("searchcrawl.web", "static")]), name="static"),
     ]
     if config.prefix:

@@ -37,7 +37,7 @@ from searchcrawl.crawl.extensions.stores import Stores, source_of, stores_of
 from searchcrawl.crawl.items import CrawledDocument
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.run import Run
-from searchcrawl.crawl.signals import run_started
+from searchcrawl.crawl.signals import run_started, solr_pushed
 from searchcrawl.index.indexer import PushResult, SolrPusher
 from searchcrawl.store.frontier import Frontier
 
@@ -71,6 +71,7 @@ class SolrPipeline:
     def __init__(self, crawler: Crawler, pusher: SolrPusher, ledger: LedgerWriter, *, preserve_cache: bool = False) -> None:
         settings = crawler.settings
         self.pusher, self.ledger = pusher, ledger
+        self.signals = crawler.signals
         self.stats = crawler.stats
         self.run: Run | None = None  # the run this process works on (``run_started``); None: no run
         crawler.signals.connect(self.run_started, signal=run_started)
@@ -104,9 +105,11 @@ class SolrPipeline:
         (the other pushes its documents too)."""
         return self.pusher.push_once(remove, wait)
 
-    def _account(self, result: PushResult) -> None:
+    def _account(self, result: PushResult, seconds: float | None = None) -> None:
         if result.skipped:  # another process pushed: says nothing of Solr, keeps the pause as it is
             return
+        if seconds is not None:
+            self.signals.send_catch_log(solr_pushed, seconds=seconds, result=result)
         self.stats.inc_value("searchcrawl/indexed", result.indexed)
         self.stats.inc_value("searchcrawl/removed", result.removed)
         self.stats.inc_value("searchcrawl/solr_refused", result.refused)
@@ -133,10 +136,11 @@ class SolrPipeline:
         # pushed by their next push; its own pushes (interval, threshold, close) push whatever
         # its cache holds, an earlier crawl's documents included.
         if not self.run.joined:
+            started = time.monotonic()
             result = await asyncio.to_thread(self.push_once)
             if result.indexed:
                 logger.info("Pushed %d documents left pending by an earlier crawl", result.indexed)
-            self._account(result)
+            self._account(result, time.monotonic() - started)
         if self.interval > 0:
             self.ticker = asyncio.ensure_future(self._tick())
 
@@ -176,7 +180,9 @@ class SolrPipeline:
 
     async def _flush(self) -> None:
         try:
-            self._account(await asyncio.to_thread(self.push_once, False, False))
+            started = time.monotonic()
+            result = await asyncio.to_thread(self.push_once, False, False)
+            self._account(result, time.monotonic() - started)
         except Exception:  # a bug here must not kill the crawl; the documents stay pending
             logger.exception("Solr push crashed; documents stay pending")
 

@@ -1,0 +1,298 @@
+"""Stall detection: running runs that fetch nothing, or whose processes stopped reporting, and
+what they wait on. One implementation for `scrapy status`, the administration pages, the
+metrics (searchcrawl_run_stalled) and notifications (``stalls(database, now)``).
+
+A run is **stalled** (kind ``nothing fetched``) when it is running, has URLs to fetch (queued or
+leased in its frontier) and none of its processes had an answer from a site for
+SEARCHCRAWL_STALL_AFTER seconds (15 min by default), counted from the session's start when none
+came yet. It is **not reporting** when none of its processes has written its heartbeat for
+``stale_after`` seconds (SEARCHCRAWL_LEASE_SECONDS, as `scrapy status` calls a run dead), or its
+process is known gone (same host, pid not alive). Both are read from what the crawl recorded:
+``runs.updated_at`` (counters saved every progress interval), ``crawl_nodes.heartbeat`` (lease
+renewals, every third of SEARCHCRAWL_LEASE_SECONDS) and the ``run_progress`` table
+(crawl/extensions/progress_report.py: heartbeat, last answer, waits). A run whose processes
+wrote no progress report (a crawler older than this table) is judged on its heartbeat only.
+
+What a stalled run **waits on**, and how each is known:
+
+* a site: requests in the downloader with no answer (a site that stopped answering, or its
+  download delay), and a site's Retry-After pause: the process's last progress report;
+* a lease held by a process gone: frontier rows of the run leased by an owner (host:pid) that
+  has no recent heartbeat, or whose pid is gone on this host (the lease's expiry says when
+  another node may take the URLs back; the next crawl takes them back at once);
+* Solr, Tika: their ping (ops/health.py, cached), when given; Solr is named with the source's
+  documents waiting to be pushed;
+* the database lock: a process alive on this host that stopped writing its heartbeat (its
+  writes wait), and on PostgreSQL the sessions pg_stat_activity shows waiting on a lock.
+
+Each check reads a bounded number of rows: the running runs, their progress rows, their leased
+URLs grouped by owner, and the queued URLs counted up to TO_FETCH_CAP.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select, text
+
+from searchcrawl.ops.health import Health
+from searchcrawl.ops.processes import process_alive
+from searchcrawl.store.database import Database, as_utc
+from searchcrawl.store.models import FrontierState, RunState, crawl_nodes, documents, frontier, runs
+from searchcrawl.store.progress import Report, RunProgress, Wait
+
+STALL_AFTER = 900.0  # SEARCHCRAWL_STALL_AFTER's default: seconds without an answer
+NOTHING_FETCHED = "nothing fetched"
+NOT_REPORTING = "not reporting"
+TO_FETCH_CAP = 10_000  # URLs to fetch are counted up to this many: a bounded read per run
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What is recorded of a running run, as ``judge`` needs it."""
+
+    source: str
+    run_id: int
+    started_at: datetime
+    updated_at: datetime  # its counters' last save (any node)
+    reports: tuple[Report, ...] = ()
+    to_fetch: int = 0  # queued and leased URLs (up to TO_FETCH_CAP)
+    gone: bool = False  # its recorded process is known not to run (same host, pid gone)
+    node_heartbeat: datetime | None = None  # its nodes' latest lease renewal (crawl_nodes)
+
+    @property
+    def last_report(self) -> datetime:
+        """Its latest sign of life: counters saved, a progress report, a lease renewal."""
+        beats = [self.node_heartbeat] if self.node_heartbeat is not None else []
+        return max([self.updated_at, *beats, *(report.reported_at for report in self.reports)])
+
+    @property
+    def last_fetch(self) -> datetime | None:
+        return max((report.fetched_at for report in self.reports), default=None)
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A stalled run: ``kind`` (NOTHING_FETCHED or NOT_REPORTING) since ``since``, with what it
+    waits on, in words (each without secrets: host names and counts only)."""
+
+    source: str
+    run_id: int
+    kind: str
+    since: datetime
+    to_fetch: int
+    waits_on: tuple[str, ...] = field(default_factory=tuple)
+
+    def text(self, now: datetime) -> str:
+        fetch = f"{self.to_fetch}{'+' if self.to_fetch >= TO_FETCH_CAP else ''} URLs to fetch"
+        what = "nothing fetched" if self.kind == NOTHING_FETCHED else "no report from its process"
+        line = f"run {self.run_id} of {self.source} stalled: {what} for {duration((now - self.since).total_seconds())} (since {self.since:%Y-%m-%d %H:%M:%S} UTC), {fetch}"
+        return line + ("; waits on: " + "; ".join(self.waits_on) if self.waits_on else "; waits on nothing recorded")
+
+
+def judge(facts: RunFacts, now: datetime, stall_after: float, stale_after: float) -> tuple[str, datetime] | None:
+    """Whether a running run is stalled, and how since when: not reporting (no heartbeat for
+    ``stale_after`` seconds, or its process known gone) before nothing fetched (URLs to fetch and
+    no answer for ``stall_after`` seconds)."""
+    last_report = facts.last_report
+    if facts.gone or (now - last_report).total_seconds() >= stale_after:
+        return NOT_REPORTING, last_report
+    last_fetch = facts.last_fetch
+    if last_fetch is not None and facts.to_fetch > 0 and (now - last_fetch).total_seconds() >= stall_after:
+        return NOTHING_FETCHED, last_fetch
+    return None
+
+
+def duration(seconds: float) -> str:
+    """``45 s``, ``20 min``, ``3 h 5 min``."""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f} min"
+    return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:.0f} min"
+
+
+def describe_wait(wait: Wait, now: datetime) -> str:
+    if wait.kind == "retry-after" and wait.until is not None:
+        return f"site {wait.site}: a Retry-After pause until {wait.until:%H:%M:%S} UTC"
+    since = f" for {duration((now - wait.since).total_seconds())}" if wait.since is not None else ""
+    return f"site {wait.site}: {wait.count} request(s) without an answer{since} (the site does not answer, or its delay)"
+
+
+def _owner_gone(owner: str, live: set[str], here: str) -> bool:
+    """A lease owner (host:pid) is gone when it has no recent heartbeat, or on this host its pid
+    is not alive."""
+    host, _, pid = owner.rpartition(":")
+    if host == here and pid.isdigit():
+        return not process_alive(int(pid))
+    return owner not in live
+
+
+def _others_alive(reports: Iterable[Report], now: datetime, within: float, here: str) -> bool:
+    """Whether another process of the run reported lately and is not known gone (a shared run
+    whose recorded process ended while the others go on)."""
+    recent = {report.owner for report in reports if (now - report.reported_at).total_seconds() < within}
+    return any(not _owner_gone(owner, recent, here) for owner in recent)
+
+
+class StallCheck:
+    """Reads what ``judge`` and the waits need (see the module's docstring)."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.engine = database.engine
+
+    def running(self, sources: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        query = select(runs).where(runs.c.state == RunState.RUNNING).order_by(runs.c.id)
+        if sources is not None:
+            query = query.where(runs.c.source.in_(list(sources)))
+        with self.engine.connect() as connection:
+            return [dict(row) for row in connection.execute(query).mappings()]
+
+    def node_heartbeats(self, run_ids: Iterable[int]) -> dict[int, datetime]:
+        """The latest node heartbeat (lease renewal, every third of SEARCHCRAWL_LEASE_SECONDS) of each run."""
+        query = (
+            select(crawl_nodes.c.run_id, func.max(crawl_nodes.c.heartbeat))
+            .where(crawl_nodes.c.run_id.in_(list(run_ids)))
+            .group_by(crawl_nodes.c.run_id)
+        )
+        with self.engine.connect() as connection:
+            rows: list[Any] = list(connection.execute(query))
+        return {run_id: moment for run_id, beat in rows if (moment := as_utc(beat)) is not None}
+
+    def to_fetch(self, source: str, run_id: int) -> int:
+        inner = (
+            select(frontier.c.document_id)
+            .where(
+                frontier.c.source == source,
+                frontier.c.run_id == run_id,
+                frontier.c.state.in_([FrontierState.QUEUED.value, FrontierState.LEASED.value]),
+            )
+            .limit(TO_FETCH_CAP)
+            .subquery()
+        )
+        with self.engine.connect() as connection:
+            return int(connection.execute(select(func.count()).select_from(inner)).scalar_one())
+
+    def leases(self, source: str, run_id: int) -> list[tuple[str, int, datetime | None]]:
+        """(owner, URLs, earliest expiry) of the run's leased URLs."""
+        query = (
+            select(frontier.c.lease_owner, func.count(), func.min(frontier.c.lease_expires))
+            .where(frontier.c.source == source, frontier.c.run_id == run_id, frontier.c.state == FrontierState.LEASED.value)
+            .group_by(frontier.c.lease_owner)
+        )
+        with self.engine.connect() as connection:
+            rows: list[Any] = list(connection.execute(query))
+        return [(str(owner or ""), int(count), as_utc(expires)) for owner, count, expires in rows]
+
+    def live_owners(self, run_id: int, now: datetime, within: float, reports: Iterable[Report]) -> set[str]:
+        since = now - timedelta(seconds=within)
+        with self.engine.connect() as connection:
+            rows: list[Any] = list(
+                connection.execute(select(crawl_nodes.c.owner, crawl_nodes.c.heartbeat).where(crawl_nodes.c.run_id == run_id))
+            )
+        nodes = {str(owner) for owner, heartbeat in rows if (as_utc(heartbeat) or since - timedelta(seconds=1)) >= since}
+        return nodes | {report.owner for report in reports if report.reported_at >= since}
+
+    def pending(self, source: str) -> int:
+        with self.engine.connect() as connection:
+            return int(
+                connection.execute(
+                    select(func.count()).where(documents.c.source == source, documents.c.state.in_(["pending", "removing"]))
+                ).scalar_one()
+            )
+
+    def lock_waiters(self) -> int:
+        """PostgreSQL: sessions of this database waiting on a lock now (0 on SQLite: unknowable
+        from outside, judged from a live process's silent heartbeat instead)."""
+        if self.engine.dialect.name != "postgresql":
+            return 0
+        with self.engine.connect() as connection:
+            return int(
+                connection.execute(
+                    text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
+                ).scalar_one()
+            )
+
+
+def stalls(
+    database: Database,
+    now: datetime,
+    stall_after: float = STALL_AFTER,
+    stale_after: float = 600,
+    health: Health | None = None,
+    sources: Iterable[str] | None = None,
+) -> list[Stall]:
+    """The stalled runs (of ``sources``, or all), each with what it waits on (module docstring).
+    ``health``: Solr's and Tika's pings (ops/health.py), when the caller has them."""
+    check = StallCheck(database)
+    running = check.running(sources)
+    if not running:
+        return []
+    reports = RunProgress(database).of_runs(run["id"] for run in running)
+    beats = check.node_heartbeats(run["id"] for run in running)
+    here = socket.gethostname()
+    found = []
+    for run in running:
+        started, updated = as_utc(run["started_at"]), as_utc(run["updated_at"])
+        assert started is not None and updated is not None  # NOT NULL columns
+        own = tuple(reports.get(run["id"], ()))
+        gone = (
+            bool(run["pid"])
+            and run["host"] == here
+            and not process_alive(run["pid"])
+            and not _others_alive(own, now, stale_after, here)
+        )
+        to_fetch = check.to_fetch(run["source"], run["id"])
+        facts = RunFacts(run["source"], run["id"], started, updated, own, to_fetch, gone, beats.get(run["id"]))
+        verdict = judge(facts, now, stall_after, stale_after)
+        if verdict is None:
+            continue
+        kind, since = verdict
+        found.append(
+            Stall(
+                run["source"],
+                run["id"],
+                kind,
+                since,
+                facts.to_fetch,
+                tuple(waits_on(check, facts, kind, now, stale_after, health)),
+            )
+        )
+    return found
+
+
+def waits_on(
+    check: StallCheck, facts: RunFacts, kind: str, now: datetime, stale_after: float, health: Health | None
+) -> list[str]:
+    """What a stalled run waits on, in words (module docstring: how each is known)."""
+    here = socket.gethostname()
+    waits: list[str] = []
+    if kind == NOT_REPORTING:
+        if facts.gone:
+            waits.append("its process is gone (killed or crashed): the next crawl resumes the run")
+        elif any(
+            report.owner.rpartition(":")[0] == here and not _owner_gone(report.owner, set(), here) for report in facts.reports
+        ):
+            waits.append("the database lock: its process is alive but has not saved its heartbeat")
+    for report in facts.reports:
+        if kind == NOTHING_FETCHED or not facts.gone:
+            waits.extend(describe_wait(wait, now) for wait in report.waits)
+    live = check.live_owners(facts.run_id, now, stale_after, facts.reports)
+    for owner, count, expires in check.leases(facts.source, facts.run_id):
+        if _owner_gone(owner, live, here):
+            until = f" (the lease expires at {expires:%H:%M:%S} UTC)" if expires is not None else ""
+            waits.append(f"{count} URL(s) leased by {owner or 'nobody'}, a process gone{until}")
+    if health is not None and health.solr is False:
+        waits.append(f"Solr: out of reach, {check.pending(facts.source)} document(s) waiting to be pushed")
+    if health is not None and health.tika is False:
+        waits.append("Tika: out of reach")
+    waiters = check.lock_waiters()
+    if waiters:
+        waits.append(f"the database lock: {waiters} session(s) of the database wait on a lock")
+    return waits

@@ -1,0 +1,54 @@
+"""The web application's /metrics (Prometheus text format): who may read it, and its answer.
+
+Off unless SEARCHCRAWL_WEB_METRICS is set (404, as for any unknown path). When on, it answers:
+
+* a client on the loopback interface whose request came straight (no X-Forwarded-For: a
+  reverse proxy on the same machine forwards outside clients over loopback, and those are not
+  let in for it): a Prometheus (or its agent) on the same host;
+* any client that sends ``Authorization: Bearer <token>`` with SEARCHCRAWL_WEB_METRICS_TOKEN
+  (or the file SEARCHCRAWL_WEB_METRICS_TOKEN_FILE names, as the other secrets), compared in
+  constant time; a missing or wrong token gets 401 and no metrics.
+
+The metrics say how many documents each source has and how its crawls go, not what they are:
+source names are their only labels (ops/metrics.py). The collection runs in a worker thread
+(it reads the database).
+"""
+
+from __future__ import annotations
+
+import hmac
+from ipaddress import ip_address
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+TOKEN = "SEARCHCRAWL_WEB_METRICS_TOKEN"  # the secret's name (ops/secrets.py: environment or _FILE)
+
+
+def loopback(peer: str | None) -> bool:
+    try:
+        return peer is not None and ip_address(peer).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed(peer: str | None, headers: dict[str, str], token: str | None) -> bool:
+    """Whether a request may read the metrics (module docstring)."""
+    if loopback(peer) and "x-forwarded-for" not in headers:
+        return True
+    given = headers.get("authorization", "")
+    scheme, _, value = given.partition(" ")
+    return bool(token) and scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), str(token).encode())
+
+
+async def metrics_response(request: Request, peer: str | None, registry: CollectorRegistry | None, token: str | None) -> Response:
+    if registry is None:
+        return PlainTextResponse("Not Found", status_code=404)
+    if not allowed(peer, {key.lower(): value for key, value in request.headers.items()}, token):
+        return PlainTextResponse(
+            "metrics: from this host, or with the bearer token", status_code=401, headers={"www-authenticate": "Bearer"}
+        )
+    body = await run_in_threadpool(generate_latest, registry)
+    return Response(body, media_type=CONTENT_TYPE_LATEST, headers={"cache-control": "no-store"})

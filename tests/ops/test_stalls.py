@@ -1,0 +1,177 @@
+"""Stall detection (searchcrawl/ops/stalls.py): the rule against a model over seeded random runs,
+and stalls() against a real SQLite project database with what crawls record (runs, progress
+reports, leased URLs) written as they write it. No server."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import insert, update
+
+from searchcrawl.ops.health import Health
+from searchcrawl.ops.stalls import NOT_REPORTING, NOTHING_FETCHED, RunFacts, judge, stalls
+from searchcrawl.store.database import Database
+from searchcrawl.store.models import FrontierState, frontier, runs
+from searchcrawl.store.progress import Report, RunProgress, Wait
+from searchcrawl.store.runs import Runs
+
+NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+
+
+def model(facts: RunFacts, now: datetime, stall_after: float, stale_after: float) -> str | None:
+    """The rule as the documentation says it, written plainly."""
+    heard = [facts.updated_at] + [report.reported_at for report in facts.reports]
+    heard += [facts.node_heartbeat] if facts.node_heartbeat else []
+    if facts.gone or all((now - moment).total_seconds() >= stale_after for moment in heard):
+        return NOT_REPORTING
+    answers = [report.fetched_at for report in facts.reports]
+    if answers and facts.to_fetch and all((now - moment).total_seconds() >= stall_after for moment in answers):
+        return NOTHING_FETCHED
+    return None
+
+
+def test_the_rule_agrees_with_its_model_on_random_runs() -> None:
+    generator = random.Random(60)
+    kinds = {None: 0, NOT_REPORTING: 0, NOTHING_FETCHED: 0}
+    for _case in range(5000):
+        ago = lambda: timedelta(seconds=generator.choice([0, 30, 599, 600, 899, 900, 901, 3600]))  # noqa: E731
+        reports = tuple(
+            Report(1, f"h:{number}", "s", NOW - ago(), NOW - ago(), generator.randrange(100))
+            for number in range(generator.randrange(3))
+        )
+        facts = RunFacts(
+            "s",
+            1,
+            NOW - timedelta(hours=2),
+            NOW - ago(),
+            reports,
+            generator.choice([0, 0, 5]),
+            generator.random() < 0.1,
+            generator.choice([None, NOW - ago()]),
+        )
+        verdict = judge(facts, NOW, 900, 600)
+        assert (verdict[0] if verdict else None) == model(facts, NOW, 900, 600), facts
+        kinds[verdict[0] if verdict else None] += 1
+    assert all(count > 100 for count in kinds.values()), kinds  # every outcome was drawn
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Database:
+    return Database(f"sqlite:///{tmp_path / 'documents.sqlite3'}")
+
+
+def queue(
+    database: Database, source: str, run_id: int, count: int, state: FrontierState = FrontierState.QUEUED, **values: object
+) -> None:
+    with database.engine.begin() as connection:
+        connection.execute(
+            insert(frontier),
+            [
+                {"document_id": run_id * 1000 + number, "source": source, "run_id": run_id, "state": state.value, **values}
+                for number in range(count)
+            ],
+        )
+
+
+def test_a_run_with_urls_and_no_answer_for_the_stall_time_is_stalled_with_its_waits(database: Database) -> None:
+    run = Runs(database).start("intranet")  # this process: alive
+    queue(database, "intranet", run.id, 3)
+    since = NOW - timedelta(minutes=20)
+    waits = [
+        Wait("in-flight", "hangs.example", since=since, count=2),
+        Wait("retry-after", "busy.example", until=NOW + timedelta(minutes=1)),
+    ]
+    RunProgress(database).report(run.id, f"{socket.gethostname()}:{os.getpid()}", "intranet", NOW, since, 12, waits)
+    with database.engine.begin() as connection:
+        connection.execute(update(runs).values(updated_at=NOW))
+    [stall] = stalls(database, NOW, stall_after=900, stale_after=600)
+    assert (stall.source, stall.run_id, stall.kind, stall.since, stall.to_fetch) == (
+        "intranet",
+        run.id,
+        NOTHING_FETCHED,
+        since,
+        3,
+    )
+    text = stall.text(NOW)
+    assert "nothing fetched for 20 min" in text and "3 URLs to fetch" in text
+    assert "site hangs.example: 2 request(s) without an answer for 20 min" in text
+    assert "site busy.example: a Retry-After pause until 12:01:00 UTC" in text
+    # ten minutes: not yet; nothing left to fetch: never
+    assert stalls(database, since + timedelta(minutes=10), stall_after=900, stale_after=3600) == []
+    with database.engine.begin() as connection:
+        connection.execute(update(frontier).values(state=FrontierState.DONE.value))
+    assert stalls(database, NOW, stall_after=900, stale_after=600) == []
+
+
+def dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_a_lease_of_a_process_gone_and_solr_and_tika_down_are_named(database: Database) -> None:
+    run = Runs(database).start("intranet")
+    gone = f"{socket.gethostname()}:{dead_pid()}"
+    expires = NOW + timedelta(minutes=5)
+    queue(database, "intranet", run.id, 4, FrontierState.LEASED, lease_owner=gone, lease_expires=expires)
+    RunProgress(database).report(
+        run.id, f"{socket.gethostname()}:{os.getpid()}", "intranet", NOW, NOW - timedelta(hours=1), 0, []
+    )
+    with database.engine.begin() as connection:
+        connection.execute(update(runs).values(updated_at=NOW))
+    [stall] = stalls(database, NOW, 900, 600, Health(False, False, 0))
+    assert f"4 URL(s) leased by {gone}, a process gone (the lease expires at 12:05:00 UTC)" in stall.waits_on
+    assert "Solr: out of reach, 0 document(s) waiting to be pushed" in stall.waits_on and "Tika: out of reach" in stall.waits_on
+
+
+def test_a_run_whose_process_is_gone_or_silent_is_not_reporting(database: Database) -> None:
+    run = Runs(database).start("intranet")
+    with database.engine.begin() as connection:
+        connection.execute(update(runs).values(pid=dead_pid(), updated_at=NOW - timedelta(minutes=1)))
+    [stall] = stalls(database, NOW, 900, 600)
+    assert (
+        stall.kind == NOT_REPORTING
+        and "its process is gone (killed or crashed): the next crawl resumes the run" in stall.waits_on
+    )
+    # alive but silent for longer than the heartbeat's stale time: waits on the database
+    with database.engine.begin() as connection:
+        connection.execute(update(runs).values(pid=os.getpid(), updated_at=NOW - timedelta(minutes=12)))
+    RunProgress(database).report(
+        run.id, f"{socket.gethostname()}:{os.getpid()}", "intranet", NOW - timedelta(minutes=11), NOW, 1, []
+    )
+    [stall] = stalls(database, NOW, 900, 600)
+    assert stall.kind == NOT_REPORTING and stall.since == NOW - timedelta(minutes=11)
+    assert any(wait.startswith("the database lock: its process is alive") for wait in stall.waits_on)
+    assert stalls(database, NOW, 900, 600, sources=["other"]) == []
+
+
+def test_progress_rows_read_back_what_was_written_and_refuse_malformed_waits(database: Database) -> None:
+    store = RunProgress(database)
+    store.report(7, "h:1", "s", NOW, NOW, 3, [Wait("in-flight", "x" * 400, since=NOW, count=1)] * 9)
+    store.report(7, "h:1", "s", NOW, NOW, 4, [Wait("in-flight", "a.example", since=NOW, count=1)] * 9)  # an upsert
+    [report] = store.of_runs([7])[7]
+    assert report.pages == 4 and len(report.waits) == 5 and report.waits[0].site == "a.example"
+    assert Wait.of({"kind": "in-flight", "site": "a", "since": "not a time"}) is None and Wait.of([1]) is None
+
+
+def test_migration_0020_makes_the_table_the_models_describe(tmp_path: Path) -> None:
+    from sqlalchemy import inspect
+
+    from searchcrawl.store.database import SCHEMA_REVISION, create_db_engine, current_revision, upgrade_schema
+    from searchcrawl.store.models import run_progress
+
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'old.sqlite3'}")
+    upgrade_schema(engine, "0018")
+    assert "run_progress" not in inspect(engine).get_table_names()
+    upgrade_schema(engine)
+    assert current_revision(engine) == SCHEMA_REVISION and SCHEMA_REVISION >= "0020"  # 0020, and those after it
+    columns = {column["name"] for column in inspect(engine).get_columns("run_progress")}
+    assert columns == {column.name for column in run_progress.c}
+    engine.dispose()
