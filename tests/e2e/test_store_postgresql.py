@@ -2,6 +2,7 @@
 tests.store.test_document_table that take a ``backend``, there on SQLite, run here on PostgreSQL,
 and the ones of PostgreSQL alone."""
 
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -67,7 +68,7 @@ def test_postgresql_index_methods_are_the_models(postgres_url: str) -> None:
 @pytest.fixture
 def schema_url(tmp_path, postgres_url: str) -> Iterator[tuple[Engine, str]]:
     """An engine and URL of a schema of its own on the session's server: a database to migrate from scratch."""
-    schema = f"m_{tmp_path.name[-12:].replace('-', '_')}".lower()
+    schema = f"m_{uuid.uuid4().hex[:16]}"  # unique on the session's server (tests' names may end alike)
     with create_db_engine(postgres_url).begin() as connection:
         connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
     url = f"{postgres_url}?options=-csearch_path%3D{schema}"
