@@ -24,3 +24,8 @@ run_started = object()
 """``run_started(run, frontier)``: this process works on a run now (a ``searchcrawl.crawl.run.Run``,
 and the run's ``Frontier``), sent by the frontier scheduler when it opens, before the item pipelines
 open. Not sent when the process takes no run (it then crawls nothing)."""
+
+run_ended = object()
+"""``run_ended(run, state, reason, counters)``: the run's end is recorded (issue 60), sent by the
+run's end (extensions/run_end.py ``RunEnd.report``) in its worker thread, once per run and
+session by the one process that records it; the notifications (extensions/run_notify.py) take it."""

@@ -53,7 +53,7 @@ from searchcrawl.crawl.pipelines.solr_push import SolrPipeline, make_pusher
 from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.run import SKIPPED_STAT, Run, run_counters
 from searchcrawl.crawl.run_start import fingerprint
-from searchcrawl.crawl.signals import run_started
+from searchcrawl.crawl.signals import run_ended, run_started
 from searchcrawl.index.indexer import IndexingError, PushResult, SolrPusher, push_with_retries
 from searchcrawl.rules.chain import RuleChain
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
@@ -449,6 +449,8 @@ class RunEnd:
             delta_summary(counts, self.stats.get_value(SKIPPED_STAT, 0)),
             name,
         )
+        # issue 60: the recorded end, for the notifications (a receiver's failure is logged, never the end's)
+        self.crawler.signals.send_catch_log(run_ended, run=run, state=state, reason=reason, counters=counters)
 
 
 def run_end(crawler: Crawler) -> RunEnd:
