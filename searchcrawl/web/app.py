@@ -61,6 +61,7 @@ from searchcrawl.access.tokens import AccessError
 from searchcrawl.commands.report import run_report
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import matching
+from searchcrawl.ops import daily_summary
 from searchcrawl.ops.launchers import Launcher
 from searchcrawl.ops.run_control import ACTIONS, control
 from searchcrawl.rules.lifecycle import Delta, State
@@ -770,6 +771,26 @@ class WebApp:
             csv_query=urlencode(chosen),
         )
 
+    async def summary_page(self, request: Request) -> Response:
+        """The daily summary (issue 60, ops/daily_summary.py: the one `scrapy summary` prints and
+        sends): sources crawled in the last 24 hours (?hours=), changes, failures, what waits."""
+        denied = await self._denied(request)
+        if denied is not None:
+            return denied
+        try:
+            hours = min(max(float(request.query_params.get("hours", "24")), 1.0), 744.0)
+        except ValueError:
+            hours = 24.0
+        if hours != hours:  # NaN
+            hours = 24.0
+
+        def gather() -> Any:
+            names = self.config.source_names()
+            schedules = {name: schedule for name in names if (schedule := self.config.schedule_of(name)) is not None}
+            return daily_summary.build_summary(self.database, datetime.now().astimezone(), hours, schedules)
+
+        return self.render(request, "summary.html", summary=await _in_thread(gather), hours=hours)
+
     async def analytics_csv(self, request: Request) -> Response:
         """One report of the analytics page as CSV (analytics.csv_text: safe to open in a spreadsheet)."""
         denied = await self._denied(request)
@@ -904,6 +925,7 @@ def create_app(config: WebConfig) -> Starlette:
         Route("/click", web.click, methods=["GET"]),
         Route("/admin/analytics", web.analytics_page, methods=["GET"]),
         Route("/admin/analytics.csv", web.analytics_csv, methods=["GET"]),
+        Route("/admin/summary", web.summary_page, methods=["GET"]),  # issue 60
         Route("/admin/api", web.api_tokens, methods=["GET", "POST"]),
         Route("/admin/api/{token:int}/revoke", web.api_token_revoke, methods=["POST"]),
         Route("/api/search", web.api_search, methods=["GET", "OPTIONS"]),

@@ -251,3 +251,34 @@ def test_a_refused_smtp_login_is_logged_and_the_crawl_goes_on(
     assert "refused the login" in crawl.stderr and "failed 2 times, given up" in crawl.stderr, "\n".join(said)
     assert "a-wrong-Pa55word" not in crawl.stderr
     assert [hook["event"] for hook in webhook_receiver.received] == ["run_ended"]  # the other channel went
+
+
+def test_scrapy_summary_prints_and_sends_the_daily_summary_once(
+    offline_project, serve, tmp_path, mail_server, webhook_receiver
+) -> None:
+    name = f"summed-{uuid.uuid4().hex[:8]}"
+    offline_project.source(name, f'seeds = ["{site_of(tmp_path, serve)}index.html"]\n')
+    env = notify_env(mail_server, webhook_receiver, tmp_path, "run_failed")  # nothing of this run is mailed
+    crawl = offline_project.scrapy(
+        "crawl", name, "-s", "SEARCHCRAWL_SOLR_RETRY_TIMES=1", "-s", "SEARCHCRAWL_SOLR_RETRY_BACKOFF=0.1", **env
+    )
+    assert crawl.returncode == 4, crawl.stderr[-3000:]
+    assert mail_server.messages == []
+
+    printed = offline_project.scrapy("summary", **env)
+    assert printed.returncode == 0, printed.stderr[-3000:]
+    assert "daily summary: 1 sources crawled" in printed.stdout and f"{name}:" in printed.stdout
+    assert "run 1 (initial): finished (finished)" in printed.stdout and "new 2" in printed.stdout
+    assert mail_server.messages == []  # printed only
+
+    sent = offline_project.scrapy("summary", "--send", **env)
+    again = offline_project.scrapy("summary", "--send", "--json", **env)
+
+    assert sent.returncode == 0 and again.returncode == 0, sent.stderr[-3000:] + again.stderr[-3000:]
+    assert [str(message["Subject"]) for message in mail_server.messages] == [
+        "[searchcrawl] daily summary: 1 sources crawled, 0 failures, 0 waiting"
+    ]
+    assert [hook["event"] for hook in webhook_receiver.received] == ["daily_summary"]
+    assert json.loads(again.stdout)["sources"][0]["source"] == name
+    for seeded in SECRETS:
+        assert seeded not in sent.stdout + sent.stderr + again.stdout + mail_server.messages[0].as_string()
