@@ -26,6 +26,7 @@ and the run's ``Frontier``), sent by the frontier scheduler when it opens, befor
 open. Not sent when the process takes no run (it then crawls nothing)."""
 
 run_ended = object()
-"""``run_ended(run, state, reason, counters)``: the run's end is recorded (issue 60), sent by the
-run's end (extensions/run_end.py ``RunEnd.report``) in its worker thread, once per run and
-session by the one process that records it; the notifications (extensions/run_notify.py) take it."""
+"""``run_ended(run, state, reason, counters, stores)``: the run's end is recorded (issue 60), sent
+by the run's end (extensions/run_end.py ``RunEnd.report``) in its worker thread, once per run and
+session by the one process that records it, with the crawl's ``Stores``; the notifications
+(extensions/run_notify.py) take it."""

@@ -450,7 +450,7 @@ class RunEnd:
             name,
         )
         # issue 60: the recorded end, for the notifications (a receiver's failure is logged, never the end's)
-        self.crawler.signals.send_catch_log(run_ended, run=run, state=state, reason=reason, counters=counters)
+        self.crawler.signals.send_catch_log(run_ended, run=run, state=state, reason=reason, counters=counters, stores=self.stores)
 
 
 def run_end(crawler: Crawler) -> RunEnd:

@@ -19,7 +19,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from searchcrawl.config.source import Source
-from searchcrawl.crawl.extensions.stores import source_of, stores_of
+from searchcrawl.crawl.extensions.stores import Stores, source_of
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_ended
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
@@ -40,24 +40,23 @@ class RunNotify:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RunNotify:
         if crawler.settings.getbool("SEARCHCRAWL_READ_ONLY"):
-            raise NotConfigured("a read-only crawl has no run to end")
+            raise NotConfigured  # a read-only crawl has no run to end
         source = source_of(crawler)
         config = NotifyConfig.from_settings(crawler.settings).for_source(source.settings.notify)
         if not config.channels():
-            raise NotConfigured("no notification channel (SEARCHCRAWL_SMTP_HOST with SEARCHCRAWL_NOTIFY_MAIL_TO, or webhooks)")
+            raise NotConfigured  # no channel (the usual case: said in no log line)
         return cls(crawler, source, config)
 
-    def ended(self, run: Run, state: Any, reason: str, counters: dict[str, Any]) -> None:
+    def ended(self, run: Run, state: Any, reason: str, counters: dict[str, Any], stores: Stores) -> None:
         if run.test_mode:
             return
         try:
-            facts = self.run_facts(run, str(state), reason, counters)
-            Notifier(self.config, Notifications(stores_of(self.crawler).documents.database)).notify_run(facts)
+            facts = self.run_facts(run, str(state), reason, counters, stores)
+            Notifier(self.config, Notifications(stores.documents.database)).notify_run(facts)
         except Exception:
             logger.exception("The notifications of run %d of %s failed", run.id, run.source)
 
-    def run_facts(self, run: Run, state: str, reason: str, counters: dict[str, Any]) -> RunFacts:
-        stores = stores_of(self.crawler)
+    def run_facts(self, run: Run, state: str, reason: str, counters: dict[str, Any], stores: Stores) -> RunFacts:
         database = stores.documents.database
         stats = self.crawler.stats
         statuses = run_statuses(database, run.id)
