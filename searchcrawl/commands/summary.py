@@ -19,6 +19,7 @@ from scrapy.exceptions import UsageError
 
 from searchcrawl.commands import open_database
 from searchcrawl.config.source import SourceError
+from searchcrawl.config.spiderloader import SourceSpiderLoader
 from searchcrawl.ops.daily_summary import build_summary, send_summary, summary_message
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
 from searchcrawl.ops.terminal import printable
@@ -45,6 +46,7 @@ class Command(ScrapyCommand):
     def schedules(self) -> dict[str, Schedule]:
         assert self.crawler_process is not None
         loader = self.crawler_process.spider_loader
+        assert isinstance(loader, SourceSpiderLoader)  # SPIDER_LOADER_CLASS (searchcrawl/settings.py)
         found = {}
         for name in loader.list():
             try:

@@ -98,7 +98,7 @@ class DailySummary:
         }
 
 
-def _run_row(row: Mapping[str, Any]) -> dict[str, Any]:
+def _run_row(row: Any) -> dict[str, Any]:
     started, ended = as_utc(row["started_at"]), as_utc(row["ended_at"])
     return {
         "id": row["id"],
@@ -129,7 +129,9 @@ def build_summary(
                 .limit(MAX_RUNS + 1)
             ).mappings()
         )
-        latest_ids: dict[str, int] = dict(connection.execute(select(runs.c.source, func.max(runs.c.id)).group_by(runs.c.source)).all())
+        latest_ids: dict[str, int] = dict(
+            connection.execute(select(runs.c.source, func.max(runs.c.id)).group_by(runs.c.source)).all()
+        )
     truncated = len(rows) > MAX_RUNS
     by_source: dict[str, SourceDay] = {}
     for row in reversed(rows[:MAX_RUNS]):
@@ -157,8 +159,8 @@ def build_summary(
     due: list[str] = []
     marks = ScheduleMarks(database)
     for name, schedule in sorted((schedules or {}).items()):
-        row = marks.get(name)
-        if row is not None and row["mark"] is not None and schedule.due(now, row["mark"]) is not None:
+        mark = marks.get(name)
+        if mark is not None and mark["mark"] is not None and schedule.due(now, mark["mark"]) is not None:
             due.append(name)
             by_source.setdefault(name, SourceDay(name)).waits.append("due now by its schedule")
     failed = [

@@ -122,7 +122,8 @@ class NotifyConfig:
 
     def channels(self) -> list[Channel]:
         found: list[Channel] = [self.mail] if self.mail is not None and self.mail.to else []
-        return [*found, *self.webhooks]
+        found.extend(self.webhooks)
+        return found
 
 
 class Notifier:

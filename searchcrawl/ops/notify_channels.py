@@ -43,8 +43,11 @@ class ChannelError(Exception):
 
 
 class Channel(Protocol):
-    name: str  # its key in the notifications table
-    label: str  # for logs: no secret
+    @property
+    def name(self) -> str: ...  # its key in the notifications table
+
+    @property
+    def label(self) -> str: ...  # for logs: no secret
 
     def send(self, message: Message) -> None: ...
 

@@ -105,12 +105,14 @@ def run_examples(database: Database, run_id: int, statuses: Sequence[int], limit
     found: dict[int, list[str]] = {}
     with database.engine.connect() as connection:
         for status in statuses:
-            urls = connection.execute(
-                select(documents.c.url)
-                .select_from(frontier.join(documents, documents.c.id == frontier.c.document_id))
-                .where(frontier.c.run_id == run_id, documents.c.status == status)
-                .order_by(documents.c.id)
-                .limit(limit)
-            ).scalars()
-            found[status] = list(urls)
+            urls: list[str] = list(
+                connection.execute(
+                    select(documents.c.url)
+                    .select_from(frontier.join(documents, documents.c.id == frontier.c.document_id))
+                    .where(frontier.c.run_id == run_id, documents.c.status == status)
+                    .order_by(documents.c.id)
+                    .limit(limit)
+                ).scalars()
+            )
+            found[status] = urls
     return {status: urls for status, urls in found.items() if urls}
