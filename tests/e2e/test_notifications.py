@@ -282,3 +282,28 @@ def test_scrapy_summary_prints_and_sends_the_daily_summary_once(
     assert json.loads(again.stdout)["sources"][0]["source"] == name
     for seeded in SECRETS:
         assert seeded not in sent.stdout + sent.stderr + again.stdout + mail_server.messages[0].as_string()
+
+
+def test_a_site_that_refuses_the_login_is_told_once_with_its_urls_and_no_secret(
+    offline_project, tmp_path, mail_server, webhook_receiver
+) -> None:
+    from tests.e2e.test_site_auth import TABLES, AuthSite, auth_source, intranet
+
+    other, site = AuthSite(None, {}), AuthSite("basic", intranet(2), accept="the-site-now-wants-this")
+    try:
+        name = f"refusing-{uuid.uuid4().hex[:8]}"
+        offline_project.source(name, auth_source(site, other, TABLES["basic"]))
+        env = notify_env(mail_server, webhook_receiver, tmp_path, "login_refused,tls_failed,run_failed")
+
+        crawl = offline_project.scrapy("crawl", name, INTRANET_SECRET="intranet-Pa55-seeded", **env)
+
+        assert crawl.returncode in (0, 4), crawl.stderr[-3000:]
+        assert [str(message["Subject"]) for message in mail_server.messages] == [f"[searchcrawl] {name}: logins refused (run 1)"]
+        text = mail_server.messages[0].get_payload()[0].get_payload(decode=True).decode()
+        assert "936 auth_refused: 1" in text and f"  {site.url}index.html" in text
+        assert [hook["examples"] for hook in webhook_receiver.received] == [[f"{site.url}index.html"]]
+        for seeded in (*SECRETS, "intranet-Pa55-seeded"):
+            assert seeded not in crawl.stderr + mail_server.messages[0].as_string() + json.dumps(webhook_receiver.received)
+    finally:
+        site.stop()
+        other.stop()
