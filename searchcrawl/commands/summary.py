@@ -1,10 +1,12 @@
-"""`scrapy summary [--send] [--hours N] [--json]`: the installation's daily summary (issue 60).
+"""`scrapy summary [--send] [--hours N] [--json] | --check`: the installation's daily summary (issue 60).
 
 Prints what the last 24 hours (``--hours``) recorded: the sources crawled, what changed, what
 failed and why, what waits (ops/daily_summary.py; the same as /admin/summary). With ``--send``
 it also goes out by mail and webhook (the notifications' channels, SEARCHCRAWL_SMTP_* and
 SEARCHCRAWL_NOTIFY_WEBHOOK_URL), once a day per channel: a scheduler runs it daily (a cron line
-or a systemd timer, docs/notifications.md). Exits 1 when today's summary could not be
+or a systemd timer, docs/notifications.md). ``--check`` asks Solr and Tika instead, prints what is
+out of reach, sends ``solr_unreachable`` / ``tika_unreachable`` (once a day per channel) and
+exits 1 when one is. Exits 1 when today's summary could not be
 sent on a channel (the log says which and why).
 """
 
@@ -18,9 +20,11 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.commands import open_database
+from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
 from searchcrawl.config.spiderloader import SourceSpiderLoader
-from searchcrawl.ops.daily_summary import build_summary, send_summary, summary_message
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.ops.daily_summary import build_summary, send_problems, send_summary, service_problems, summary_message
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.schedules import Schedule
@@ -32,7 +36,7 @@ class Command(ScrapyCommand):
     default_settings = {"LOG_LEVEL": "WARNING"}
 
     def syntax(self) -> str:
-        return "[--send] [--hours N] [--json]"
+        return "[--send] [--hours N] [--json] | --check"
 
     def short_desc(self) -> str:
         return "Print (and with --send, mail and post) the daily summary: sources crawled, changes, failures, what waits"
@@ -42,6 +46,7 @@ class Command(ScrapyCommand):
         parser.add_argument("--send", action="store_true", help="send it by mail and webhook (once a day per channel)")
         parser.add_argument("--hours", type=float, default=24.0, help="the period, in hours before now (default 24)")
         parser.add_argument("--json", action="store_true", help="print JSON")
+        parser.add_argument("--check", action="store_true", help="ask Solr and Tika; tell (once a day) when one is out of reach")
 
     def schedules(self) -> dict[str, Schedule]:
         assert self.crawler_process is not None
@@ -64,6 +69,9 @@ class Command(ScrapyCommand):
         if not 0 < opts.hours <= 24 * 31:
             raise UsageError("--hours: expected more than 0 and at most 744")
         config = NotifyConfig.from_settings(self.settings)
+        if opts.check:
+            self.check(config)
+            return
         with open_database(self.settings, migrate=opts.send) as database:
             summary = build_summary(
                 database, datetime.now().astimezone(), opts.hours, self.schedules(), installation=config.installation
@@ -84,3 +92,22 @@ class Command(ScrapyCommand):
             rows = Notifications(database).of_key(f"summary:{summary.until:%Y-%m-%d}")
             if any(row["state"] == "failed" for row in rows):  # the log says which and why
                 self.exitcode = 1
+
+    def check(self, config: NotifyConfig) -> None:
+        assert self.settings is not None
+        settings = self.settings
+        solr = SolrIndex(
+            paths.solr_url(settings), timeout=settings.getfloat("SEARCHCRAWL_NOTIFY_TIMEOUT"), auth=paths.solr_auth(settings)
+        )
+        problems = service_problems(
+            solr, settings.get("SEARCHCRAWL_TIKA_URL") or "", settings.getfloat("SEARCHCRAWL_NOTIFY_TIMEOUT")
+        )
+        for problem in problems.values():
+            print(printable(problem))
+        if not problems:
+            print("Solr" + (" and Tika answer" if settings.get("SEARCHCRAWL_TIKA_URL") else " answers"))
+            return
+        self.exitcode = 1
+        if config.channels():
+            with open_database(settings, migrate=True) as database:
+                send_problems(problems, Notifier(config, Notifications(database)), datetime.now().astimezone())

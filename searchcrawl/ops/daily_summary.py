@@ -9,6 +9,11 @@ holds in a source's latest run, runs suspended or still running, scheduled sourc
 the notifications that could not be sent. ``summary_message`` writes it as a plain-text mail and
 its JSON; ``send_summary`` sends it once a day per channel (the key ``summary:<day>``), so a
 second `scrapy summary --send` the same day sends nothing. Bounded: at most MAX_RUNS runs read.
+
+A crawl tells of Solr or Tika out of reach when it needs them; between crawls nothing does:
+``service_problems`` asks both, and ``send_problems`` sends ``solr_unreachable`` or
+``tika_unreachable`` once a day per channel (``check:<day>``): `scrapy summary --check`, from
+cron every few minutes.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 
 from sqlalchemy import func, or_, select
 
+from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.ops.dispatcher import ScheduleMarks
 from searchcrawl.ops.notifier import Notifier
 from searchcrawl.ops.notify_events import Message, failure_statuses, run_link, safe_url, status_text
@@ -215,3 +221,60 @@ def send_summary(summary: DailySummary, notifier: Notifier, base_url: str = "") 
     message = summary_message(summary, base_url)
     key = f"summary:{summary.until:%Y-%m-%d}"
     return [channel.name for channel in notifier.config.channels() if notifier.send_once(key, SUMMARY_EVENT, channel, message)]
+
+
+# --- Solr and Tika out of reach, when no crawl tells (`scrapy summary --check`) --------------------
+
+CHECK_EVENTS = {"solr": "solr_unreachable", "tika": "tika_unreachable"}
+
+
+def check_tika(tika_url: str, timeout: float) -> str | None:
+    """Why the Tika server does not answer (None: it does), asked for its version."""
+    import requests  # the Tika client's own library
+
+    try:
+        answer = requests.get(f"{tika_url.rstrip('/')}/version", timeout=timeout)
+    except requests.RequestException as exc:
+        return f"no answer ({type(exc).__name__})"
+    return None if answer.ok else f"it answered {answer.status_code}"
+
+
+def service_problems(solr: SolrIndex | None, tika_url: str, timeout: float) -> dict[str, str]:
+    """The services out of reach now, with why: Solr (its ping, through any node of SOLR_URL) and,
+    when SEARCHCRAWL_TIKA_URL is set, Tika."""
+    problems: dict[str, str] = {}
+    if solr is not None and not solr.ping():
+        problems["solr"] = "Solr does not answer its ping (SOLR_URL)"
+    if tika_url:
+        why = check_tika(tika_url, timeout)
+        if why is not None:
+            problems["tika"] = f"the Tika server does not answer: {why} (SEARCHCRAWL_TIKA_URL)"
+    return problems
+
+
+def check_message(service: str, problem: str, moment: datetime, installation: str) -> Message:
+    event = CHECK_EVENTS[service]
+    title = "Solr out of reach" if service == "solr" else "Tika out of reach"
+    text = (
+        f"{problem}, checked at {moment:%Y-%m-%d %H:%M %Z}.\n\n"
+        "Crawls keep their documents cached and pending (Solr) or try them again next time (Tika, status 926).\n\n"
+        f"-- {installation}, `scrapy solr status` or `scrapy tika status` ask again\n"
+    )
+    data = {"installation": installation, "event": event, "title": title, "summary": problem, "checked": moment.isoformat()}
+    return Message(redact(f"[{installation}] {title}"), redact(text), data)
+
+
+def send_problems(problems: Mapping[str, str], notifier: Notifier, moment: datetime) -> list[str]:
+    """Each service out of reach told once a day per channel (``check:<day>``) if its event is
+    configured; the events sent now."""
+    config = notifier.config
+    sent = []
+    for service, problem in sorted(problems.items()):
+        event = CHECK_EVENTS[service]
+        if event not in config.events:
+            continue
+        message = check_message(service, problem, moment, config.installation)
+        for channel in config.channels():
+            if notifier.send_once(f"check:{moment:%Y-%m-%d}", event, channel, message):
+                sent.append(event)
+    return sent

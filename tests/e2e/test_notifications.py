@@ -307,3 +307,23 @@ def test_a_site_that_refuses_the_login_is_told_once_with_its_urls_and_no_secret(
     finally:
         site.stop()
         other.stop()
+
+
+def test_scrapy_summary_check_tells_once_a_day_that_solr_and_tika_are_out_of_reach(
+    offline_project, tmp_path, mail_server, webhook_receiver
+) -> None:
+    env = notify_env(mail_server, webhook_receiver, tmp_path, "solr_unreachable,tika_unreachable")
+    env["SEARCHCRAWL_TIKA_URL"] = f"http://127.0.0.1:{free_port()}"
+
+    first = offline_project.scrapy("summary", "--check", **env)
+    second = offline_project.scrapy("summary", "--check", **env)
+
+    assert first.returncode == second.returncode == 1, first.stderr[-3000:]
+    assert "Solr does not answer its ping" in first.stdout and "the Tika server does not answer" in first.stdout
+    assert sorted(str(message["Subject"]) for message in mail_server.messages) == [
+        "[searchcrawl] Solr out of reach",
+        "[searchcrawl] Tika out of reach",
+    ]
+    assert sorted(hook["event"] for hook in webhook_receiver.received) == ["solr_unreachable", "tika_unreachable"]
+    for seeded in SECRETS:
+        assert seeded not in first.stdout + first.stderr + "".join(m.as_string() for m in mail_server.messages)
