@@ -9,7 +9,8 @@ document. The notifier (ops/notifier.py) sends them.
 The events (``EventKind``), each at most once per run and channel:
 
 - ``run_ended``: the run ended (finished, stopped or failed); off unless asked for;
-- ``run_failed``: the run failed (its crawl failed: an error the log names);
+- ``run_failed``: the run failed, or its crawl did (a start error, a crash: a close reason no
+  crawl is asked to end with), whatever the run's state (it may be left to resume);
 - ``deletions_held``: the mass-deletion guard held the run's deletions (confirm with ``-a delete=force``);
 - ``login_refused``: sites refused the source's credentials (status 936);
 - ``tls_failed``: TLS handshakes failed (status 937) or the proxy did (938);
@@ -136,6 +137,9 @@ class RunFacts:
     solr_failures: int = 0  # pushes that failed during the crawl
     in_index: int = 0  # the source's documents in the index after the run
     test_mode: bool = False
+    # the crawl failed whatever the run's state (a start error leaves its run to resume): its
+    # close reason is none a crawl is asked to end with (`scrapy crawl` exits 1 for it)
+    crawl_failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,9 +167,12 @@ def detect_events(facts: RunFacts, drop_share: float) -> list[Event]:
     events: list[Event] = []
     if facts.state in TERMINAL_STATES:
         events.append(Event(EventKind.RUN_ENDED, f"run {facts.run_id} of {facts.source} is {facts.state} ({facts.reason})"))
-    if facts.state == "failed":
+    if facts.state == "failed" or facts.crawl_failed:
         events.append(
-            Event(EventKind.RUN_FAILED, f"run {facts.run_id} of {facts.source} failed ({facts.reason}); the log says why")
+            Event(
+                EventKind.RUN_FAILED,
+                f"the crawl of {facts.source} failed ({facts.reason}) in run {facts.run_id}, now {facts.state}; the log says why",
+            )
         )
     if facts.held:
         events.append(

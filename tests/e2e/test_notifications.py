@@ -327,3 +327,20 @@ def test_scrapy_summary_check_tells_once_a_day_that_solr_and_tika_are_out_of_rea
     assert sorted(hook["event"] for hook in webhook_receiver.received) == ["solr_unreachable", "tika_unreachable"]
     for seeded in SECRETS:
         assert seeded not in first.stdout + first.stderr + "".join(m.as_string() for m in mail_server.messages)
+
+
+def test_a_crawl_that_fails_as_it_starts_is_told_though_its_run_waits_to_resume(
+    offline_project, serve, tmp_path, mail_server, webhook_receiver
+) -> None:
+    (tmp_path / "site").mkdir()
+    site = serve(tmp_path / "site")
+    name = f"start-error-{uuid.uuid4().hex[:8]}"
+    offline_project.source(name, f'seeds = ["{site.url}"]\nspider_class = "tests.e2e.test_exit_codes.FailingStartSpider"\n')
+    env = notify_env(mail_server, webhook_receiver, tmp_path, "run_failed,run_ended")
+
+    crawl = offline_project.scrapy("crawl", name, **env)
+
+    assert crawl.returncode == 1, crawl.stderr[-3000:]
+    assert [str(message["Subject"]) for message in mail_server.messages] == [f"[searchcrawl] {name}: run failed (run 1)"]
+    text = mail_server.messages[0].get_payload()[0].get_payload(decode=True).decode()
+    assert f"The crawl of {name} failed" in text and "now suspended" in text

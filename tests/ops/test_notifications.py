@@ -58,6 +58,11 @@ def test_a_suspended_run_has_not_ended() -> None:
     assert detect_events(facts(state="suspended", reason="shutdown"), 0.2) == []
 
 
+def test_a_crawl_that_failed_is_told_though_its_run_is_suspended() -> None:
+    found = detect_events(facts(state="suspended", reason="start_error", crawl_failed=True), 0.2)
+    assert kinds(found) == ["run_failed"] and "now suspended" in found[0].summary
+
+
 def test_each_recorded_trouble_is_its_event() -> None:
     found = detect_events(
         facts(

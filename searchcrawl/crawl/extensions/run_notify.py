@@ -18,6 +18,7 @@ from typing import Any
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
+from searchcrawl.commands.crawl import REQUESTED_ENDS
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.extensions.stores import Stores, source_of
 from searchcrawl.crawl.run import Run
@@ -78,4 +79,5 @@ class RunNotify:
             solr_failures=int(stats.get_value("searchcrawl/solr_failures", 0) or 0),
             in_index=stores.documents.count_in_index(run.source),
             test_mode=run.test_mode,
+            crawl_failed=reason not in REQUESTED_ENDS,
         )
