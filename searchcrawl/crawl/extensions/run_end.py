@@ -11,7 +11,8 @@ to bottom):
 3. settle: redirect targets nothing redirects to any more, orphans (``settle_run``);
 4. apply the mass-deletion guard (``guard_removals``): refused deletions are held;
 5. push the removals and the pending documents to Solr (``push_at_end``), commit;
-6. leave the run and report: the run's state, counters and delta report (``report``).
+6. leave the run and report: the run's state, counters and delta report (``report``), then
+   ``run_ended`` for the notifications (extensions/run_notify.py), in the same worker thread.
 
 Why ``spider_closed``: Scrapy sends it once the engine has closed everything else of the spider,
 the item pipelines (every document is through them, the Solr pipeline's pushes during the crawl
