@@ -19,8 +19,15 @@ import pytest
 
 from searchcrawl.dev.jvm_server import free_port
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
-from searchcrawl.ops.notify_channels import SIGNATURE_HEADER, TIMESTAMP_HEADER, MailChannel, verify_signature
-from searchcrawl.ops.notify_events import RunFacts
+from searchcrawl.ops.notify_channels import (
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    ChannelError,
+    MailChannel,
+    WebhookChannel,
+    verify_signature,
+)
+from searchcrawl.ops.notify_events import Event, EventKind, Message, RunFacts, build_message
 from searchcrawl.store.database import Database
 from searchcrawl.store.notifications import Notifications, run_key
 from searchcrawl.store.runs import Runs
@@ -344,3 +351,61 @@ def test_a_crawl_that_fails_as_it_starts_is_told_though_its_run_waits_to_resume(
     assert [str(message["Subject"]) for message in mail_server.messages] == [f"[searchcrawl] {name}: run failed (run 1)"]
     text = mail_server.messages[0].get_payload()[0].get_payload(decode=True).decode()
     assert f"The crawl of {name} failed" in text and "now suspended" in text
+
+
+def test_mail_over_implicit_tls_and_a_certificate_that_is_not_trusted(tmp_path) -> None:
+    """SMTP_SSL (port 465 style) to aiosmtpd; the same server with the system's CAs is refused."""
+    import trustme
+    from aiosmtpd.controller import Controller
+
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_context)
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    received: list[bytes] = []
+
+    class Handler:
+        async def handle_DATA(self, smtp, session, envelope):  # noqa: ANN001, ANN201, N802
+            received.append(envelope.original_content)
+            return "250 OK"
+
+    port = free_port()
+    controller = Controller(Handler(), hostname="127.0.0.1", port=port, ssl_context=server_context)
+    controller.start()
+    try:
+        message = build_message(RunFacts("intranet", 5, "failed", "failed"), Event(EventKind.RUN_FAILED, "run 5 failed"))
+        MailChannel("127.0.0.1", port, "ssl", "a@search.example", ("b@search.example",), ca_file=str(ca_file)).send(message)
+        assert len(received) == 1 and b"Subject: [searchcrawl] intranet: run failed (run 5)" in received[0]
+        with pytest.raises(ChannelError, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
+            MailChannel("127.0.0.1", port, "ssl", "a@search.example", ("b@search.example",)).send(message)
+        assert len(received) == 1
+    finally:
+        controller.stop()
+
+
+def test_a_webhook_that_redirects_is_not_followed(tmp_path) -> None:
+    hits: list[str] = []
+
+    class Redirecting(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            hits.append(self.path)
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(307)
+            self.send_header("Location", "/elsewhere")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Redirecting)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        channel = WebhookChannel(f"http://127.0.0.1:{server.server_address[1]}/hook", "s3cret-shared", timeout=5)
+        with pytest.raises(ChannelError, match="answered 307"):
+            channel.send(Message("s", "t", {"event": "run_failed"}))
+        assert hits == ["/hook"]
+    finally:
+        server.shutdown()
+        server.server_close()
