@@ -5,6 +5,7 @@ by a real crawl whose Solr is out of reach: each event once per run, never a sec
 from __future__ import annotations
 
 import email
+import email.policy
 import json
 import ssl
 import threading
@@ -68,7 +69,7 @@ def mail_server(tmp_path: Path) -> Iterator[MailServer]:
     class Handler:
         async def handle_DATA(self, smtp, session, envelope):  # noqa: ANN001, ANN201, N802 - aiosmtpd's names
             server.tls_sessions.append(session.ssl is not None)
-            server.messages.append(email.message_from_bytes(envelope.original_content))
+            server.messages.append(email.message_from_bytes(envelope.original_content, policy=email.policy.default))
             return "250 OK"
 
     def authenticator(smtp, session, envelope, mechanism, auth_data):  # noqa: ANN001, ANN202
@@ -409,3 +410,39 @@ def test_a_webhook_that_redirects_is_not_followed(tmp_path) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_held_deletions_and_a_confirmed_drop_are_told_with_a_real_solr(
+    project, serve, tmp_path, mail_server, webhook_receiver
+) -> None:
+    root = tmp_path / "site"
+    root.mkdir()
+    pages = [f"p{number}.html" for number in range(10)]
+    links = "".join(f'<a href="{page}">{page}</a>' for page in pages)
+    (root / "index.html").write_text(f"<html><head><title>Home</title></head><body><p>Home.</p>{links}</body></html>")
+    for page in pages:
+        (root / page).write_text(f"<html><head><title>{page}</title></head><body><p>Page {page}.</p></body></html>")
+    site = serve(root)
+    name = f"dropping-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'seeds = ["{site.url}index.html"]\n')
+    env = notify_env(mail_server, webhook_receiver, tmp_path, "deletions_held,documents_dropped,run_failed,solr_unreachable")
+
+    assert project.scrapy("crawl", name, **env).returncode == 0
+    assert mail_server.messages == []  # a first crawl: nothing to tell
+    for page in pages[:5]:
+        (root / page).unlink()  # 5 of 11: more than max_delete_share (0.3)
+
+    held = project.scrapy("crawl", name, **env)
+    forced = project.scrapy("crawl", name, "-a", "delete=force", **env)
+
+    assert held.returncode == forced.returncode == 0, held.stderr[-2000:] + forced.stderr[-2000:]
+    assert [str(message["Subject"]) for message in mail_server.messages] == [
+        f"[searchcrawl] {name}: deletions held by the mass-deletion guard (run 2)",
+        f"[searchcrawl] {name}: documents dropped (run 3)",
+    ]
+    assert [(hook["event"], hook["run"], hook["count"]) for hook in webhook_receiver.received] == [
+        ("deletions_held", 2, 5),
+        ("documents_dropped", 3, 5),
+    ]
+    text = mail_server.messages[1].get_payload()[0].get_payload(decode=True).decode()
+    assert "fell by 45%" in text and "6 now" in text
