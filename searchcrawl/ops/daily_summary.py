@@ -35,7 +35,7 @@ from searchcrawl.ops.secrets import redact
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.store.database import Database, as_utc
 from searchcrawl.store.models import RunState, runs
-from searchcrawl.store.notifications import FAILED, SENDING, Notifications, run_statuses
+from searchcrawl.store.notifications import FAILED, SENDING, Notifications, runs_statuses
 
 MAX_RUNS = 2000  # runs of the period read, at most (newest first)
 SUMMARY_EVENT = "daily_summary"
@@ -139,8 +139,10 @@ def build_summary(
             connection.execute(select(runs.c.source, func.max(runs.c.id)).group_by(runs.c.source)).all()
         )
     truncated = len(rows) > MAX_RUNS
+    rows = rows[:MAX_RUNS]
+    statuses = runs_statuses(database, [row["id"] for row in rows])
     by_source: dict[str, SourceDay] = {}
-    for row in reversed(rows[:MAX_RUNS]):
+    for row in reversed(rows):
         source = by_source.setdefault(row["source"], SourceDay(row["source"]))
         source.runs.append(_run_row(row))
         counters = json.loads(row["counters"] or "{}")
@@ -149,7 +151,7 @@ def build_summary(
             for kind, number in delta.items():
                 if isinstance(number, int):
                     source.changes[kind] = source.changes.get(kind, 0) + number
-        for code, number in failure_statuses(run_statuses(database, row["id"])).items():
+        for code, number in failure_statuses(statuses.get(row["id"], {})).items():
             key = status_text(code)
             source.failures[key] = source.failures.get(key, 0) + number
         if row["id"] == latest_ids.get(row["source"]):

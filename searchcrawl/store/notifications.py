@@ -100,6 +100,23 @@ def run_statuses(database: Database, run_id: int) -> dict[int, int]:
     return {int(status): count for status, count in rows}
 
 
+def runs_statuses(database: Database, run_ids: Sequence[int]) -> dict[int, dict[int, int]]:
+    """``run_statuses`` of several runs in one query (the daily summary's), by run."""
+    found: dict[int, dict[int, int]] = {}
+    if not run_ids:
+        return found
+    with database.engine.connect() as connection:
+        rows: Sequence[Any] = connection.execute(
+            select(frontier.c.run_id, documents.c.status, func.count())
+            .select_from(frontier.join(documents, documents.c.id == frontier.c.document_id))
+            .where(frontier.c.run_id.in_(list(run_ids)), documents.c.status.is_not(None))
+            .group_by(frontier.c.run_id, documents.c.status)
+        ).all()
+    for run_id, status, count in rows:
+        found.setdefault(int(run_id), {})[int(status)] = count
+    return found
+
+
 def run_examples(database: Database, run_id: int, statuses: Sequence[int], limit: int = 5) -> dict[int, list[str]]:
     """A few URLs of the run per status in ``statuses`` (for a message: made safe there)."""
     found: dict[int, list[str]] = {}
