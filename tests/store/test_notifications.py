@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import inspect
+from sqlalchemy import Engine, inspect
 
 from searchcrawl.store import Database
 from searchcrawl.store.database import SCHEMA_REVISION, create_db_engine, current_revision, upgrade_schema
@@ -23,9 +23,7 @@ def exercise(database: Database) -> None:
     assert rows["webhook:abc"]["state"] == "failed" and rows["webhook:abc"]["error"] == "answered 500"
 
 
-def test_migration_0019_on_sqlite(tmp_path) -> None:
-    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
-    engine = create_db_engine(url)
+def check_migration_0019(engine: Engine, url: str) -> None:
     upgrade_schema(engine, "0018")
     assert "notifications" not in inspect(engine).get_table_names()
     upgrade_schema(engine)
@@ -35,6 +33,12 @@ def test_migration_0019_on_sqlite(tmp_path) -> None:
     database = Database(url)
     exercise(database)
     database.close()
+
+
+def test_migration_0019_on_sqlite(tmp_path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    engine = create_db_engine(url)
+    check_migration_0019(engine, url)
     engine.dispose()
 
 
