@@ -69,6 +69,7 @@ from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.api_tokens import ApiTokens
+from searchcrawl.store.notifications import Notifications, run_key
 from searchcrawl.store.runs import Runs
 from searchcrawl.store.searches import Searches
 from searchcrawl.web import admin, analytics, api, why
@@ -644,7 +645,11 @@ class WebApp:
         report = None
         if not view.live:
             report = await _in_thread(run_report, self.database, view.run["source"], view.run["id"])
-        return self.render(request, "run.html", view=view, report=report, kinds=tuple(Delta), flash=self._flash(request))
+        # issue 60: what was told of the run, on which channel (store/notifications.py)
+        sent = await _in_thread(Notifications(self.database).of_key, run_key(view.run["id"]))
+        return self.render(
+            request, "run.html", view=view, report=report, kinds=tuple(Delta), notifications=sent, flash=self._flash(request)
+        )
 
     async def documents(self, request: Request) -> Response:
         name = await self._admin_source(request)

@@ -136,3 +136,22 @@ def test_the_admin_page_shows_the_same_summary(tmp_path: Path) -> None:
     assert SEEDED not in page.text
     assert "<script" not in page.text
     assert web.get("/admin/summary?hours=nan").status_code == 200 and web.get("/admin/summary?hours=x").status_code == 200
+
+
+def test_the_run_page_lists_what_was_told_of_the_run(tmp_path: Path) -> None:
+    database = recorded(tmp_path)
+    store = Notifications(database)
+    store.claim("run:2", "login_refused", "mail", "intranet", 2)
+    store.finish("run:2", "login_refused", "mail", 1, None)
+    store.claim("run:2", "login_refused", "webhook:0123456789ab", "intranet", 2)
+    store.finish("run:2", "login_refused", "webhook:0123456789ab", 3, "webhook https://hooks.example answered 500")
+    web = TestClient(create_app(unit_config(tmp_path)), base_url="http://127.0.0.1")
+    login(web)
+
+    page = web.get("/admin/runs/2")
+
+    assert page.status_code == 200
+    text = re.sub(r"<[^>]+>", " ", page.text)
+    assert re.search(r"login_refused\s+mail\s+sent\s+1", text)
+    assert re.search(r"login_refused\s+webhook:0123456789ab\s+failed\s+3\s+webhook https://hooks.example answered 500", text)
+    assert "Notifications" not in re.sub(r"<[^>]+>", " ", web.get("/admin/runs/3").text)
