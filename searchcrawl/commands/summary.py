@@ -26,6 +26,7 @@ from searchcrawl.config.spiderloader import SourceSpiderLoader
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.ops.daily_summary import build_summary, send_problems, send_summary, service_problems, summary_message
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
+from searchcrawl.ops.secrets import SecretError
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.store.notifications import Notifications
@@ -68,7 +69,10 @@ class Command(ScrapyCommand):
             raise UsageError("expected no arguments")
         if not 0 < opts.hours <= 24 * 31:
             raise UsageError("--hours: expected more than 0 and at most 744")
-        config = NotifyConfig.from_settings(self.settings)
+        try:
+            config = NotifyConfig.from_settings(self.settings)
+        except (ValueError, SecretError) as exc:
+            raise UsageError(f"notifications: {exc}") from None
         if opts.check:
             self.check(config)
             return

@@ -446,3 +446,22 @@ def test_held_deletions_and_a_confirmed_drop_are_told_with_a_real_solr(
     ]
     text = mail_server.messages[1].get_payload()[0].get_payload(decode=True).decode()
     assert "fell by 45%" in text and "6 now" in text
+
+
+def test_a_bad_recipient_turns_notifications_off_with_one_error_and_the_crawl_goes_on(offline_project, serve, tmp_path) -> None:
+    name = f"badly-told-{uuid.uuid4().hex[:8]}"
+    offline_project.source(name, f'seeds = ["{site_of(tmp_path, serve)}index.html"]\n')
+
+    crawl = offline_project.scrapy(
+        "crawl",
+        name,
+        "-s",
+        "SEARCHCRAWL_SOLR_RETRY_TIMES=1",
+        SEARCHCRAWL_SMTP_HOST="127.0.0.1",
+        SEARCHCRAWL_NOTIFY_MAIL_TO="oncall@example.org\r\nBcc: everyone@example.org",
+    )
+
+    assert crawl.returncode == 4, crawl.stderr[-3000:]  # Solr's doing only
+    assert crawl.stderr.count("Notifications are off for this crawl: expected a mail address") == 1
+    summary = offline_project.scrapy("summary", SEARCHCRAWL_SMTP_HOST="127.0.0.1", SEARCHCRAWL_NOTIFY_MAIL_TO="not an address")
+    assert summary.returncode == 2 and "notifications: expected a mail address" in summary.stderr

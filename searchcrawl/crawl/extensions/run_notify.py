@@ -25,6 +25,7 @@ from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_ended
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
 from searchcrawl.ops.notify_events import LOGIN_STATUSES, TIKA_STATUSES, TLS_STATUSES, RunFacts
+from searchcrawl.ops.secrets import SecretError
 from searchcrawl.store.database import now
 from searchcrawl.store.notifications import Notifications, run_examples, run_statuses
 
@@ -43,7 +44,11 @@ class RunNotify:
         if crawler.settings.getbool("SEARCHCRAWL_READ_ONLY"):
             raise NotConfigured  # a read-only crawl has no run to end
         source = source_of(crawler)
-        config = NotifyConfig.from_settings(crawler.settings).for_source(source.settings.notify)
+        try:
+            config = NotifyConfig.from_settings(crawler.settings).for_source(source.settings.notify)
+        except (ValueError, SecretError) as exc:  # a bad address, a secret's file unreadable: said, the crawl goes on
+            logger.error("Notifications are off for this crawl: %s", exc)
+            raise NotConfigured from None
         if not config.channels():
             raise NotConfigured  # no channel (the usual case: said in no log line)
         return cls(crawler, source, config)
