@@ -165,7 +165,7 @@ SEARCHCRAWL_NOTIFY_DROP_SHARE = 0.2  # documents_dropped: the source's documents
 # user name (its password: SEARCHCRAWL_SMTP_PASSWORD(_FILE) in the environment), a CA file for
 # the server's certificate ("": the system's), the sender and the recipients (comma-separated).
 SEARCHCRAWL_SMTP_HOST = os.environ.get("SEARCHCRAWL_SMTP_HOST", "")
-SEARCHCRAWL_SMTP_PORT = int(os.environ.get("SEARCHCRAWL_SMTP_PORT", "587"))
+SEARCHCRAWL_SMTP_PORT = os.environ.get("SEARCHCRAWL_SMTP_PORT", "587")  # a number (read with getint)
 SEARCHCRAWL_SMTP_SECURITY = os.environ.get("SEARCHCRAWL_SMTP_SECURITY", "starttls")
 SEARCHCRAWL_SMTP_USERNAME = os.environ.get("SEARCHCRAWL_SMTP_USERNAME", "")
 SEARCHCRAWL_SMTP_CA_FILE = os.environ.get("SEARCHCRAWL_SMTP_CA_FILE", "")
