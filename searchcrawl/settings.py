@@ -152,6 +152,35 @@ SEARCHCRAWL_SCRAPYD_URL = os.environ.get("SEARCHCRAWL_SCRAPYD_URL", "")
 SEARCHCRAWL_SCRAPYD_PROJECT = "searchcrawl"  # the project name the egg was deployed under
 SEARCHCRAWL_SCHEDULER_TICK = 30.0  # seconds between the scheduler's checks for due sources
 
+# --- Notifications and the daily summary (issue 60: docs/notifications.md) ----------------------
+# The events of a run's end that are sent (run_ended, run_failed, deletions_held, login_refused,
+# tls_failed, solr_unreachable, tika_unreachable, documents_dropped; a list or a comma-separated
+# string); a source's [notify] table may choose its own. Each is sent once per run and channel.
+SEARCHCRAWL_NOTIFY_EVENTS = os.environ.get(
+    "SEARCHCRAWL_NOTIFY_EVENTS",
+    "run_failed,deletions_held,login_refused,tls_failed,solr_unreachable,tika_unreachable,documents_dropped",
+)
+SEARCHCRAWL_NOTIFY_DROP_SHARE = 0.2  # documents_dropped: the source's documents in the index fell by more than this share
+# Mail: the SMTP server ("": no mail), its port, starttls (587), ssl (465) or none, the login's
+# user name (its password: SEARCHCRAWL_SMTP_PASSWORD(_FILE) in the environment), a CA file for
+# the server's certificate ("": the system's), the sender and the recipients (comma-separated).
+SEARCHCRAWL_SMTP_HOST = os.environ.get("SEARCHCRAWL_SMTP_HOST", "")
+SEARCHCRAWL_SMTP_PORT = os.environ.get("SEARCHCRAWL_SMTP_PORT", "587")  # a number (read with getint)
+SEARCHCRAWL_SMTP_SECURITY = os.environ.get("SEARCHCRAWL_SMTP_SECURITY", "starttls")
+SEARCHCRAWL_SMTP_USERNAME = os.environ.get("SEARCHCRAWL_SMTP_USERNAME", "")
+SEARCHCRAWL_SMTP_CA_FILE = os.environ.get("SEARCHCRAWL_SMTP_CA_FILE", "")
+SEARCHCRAWL_NOTIFY_MAIL_FROM = os.environ.get("SEARCHCRAWL_NOTIFY_MAIL_FROM", "searchcrawl@localhost")
+SEARCHCRAWL_NOTIFY_MAIL_TO = os.environ.get("SEARCHCRAWL_NOTIFY_MAIL_TO", "")
+# Webhooks: SEARCHCRAWL_NOTIFY_WEBHOOK_URL(_FILE) (URLs separated by white space) and the shared
+# secret that signs their bodies, SEARCHCRAWL_NOTIFY_WEBHOOK_SECRET(_FILE), in the environment.
+SEARCHCRAWL_NOTIFY_TIMEOUT = 10.0  # seconds per attempt to send (SMTP or webhook)
+SEARCHCRAWL_NOTIFY_ATTEMPTS = 3  # attempts per notification and channel, then it is logged as failed
+SEARCHCRAWL_NOTIFY_BACKOFF = 2.0  # seconds before the second attempt (times the attempt's number)
+# The web application's address as people open it (https://search.example/; "": no link), for a
+# link to the run's page in a message; the name of this installation in subjects
+SEARCHCRAWL_NOTIFY_BASE_URL = os.environ.get("SEARCHCRAWL_NOTIFY_BASE_URL", "")
+SEARCHCRAWL_NOTIFY_INSTALLATION = os.environ.get("SEARCHCRAWL_NOTIFY_INSTALLATION", "searchcrawl")
+
 # --- The web application (`scrapy web`) ---------------------------------------------------------
 # Its administration login: SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE) in the
 # environment (without them the administration pages are off).
@@ -239,6 +268,8 @@ EXTENSIONS = {
     # Prometheus metrics when SEARCHCRAWL_METRICS_PORT is set
     "searchcrawl.crawl.extensions.progress_report.ProgressReport": 530,
     "searchcrawl.crawl.extensions.crawl_metrics.CrawlMetrics": 540,
+    # issue 60: the run's events mailed and posted once its end is recorded (run_ended signal)
+    "searchcrawl.crawl.extensions.run_notify.RunNotify": 610,
 }
 
 # --- Crawling -------------------------------------------------------------------------------

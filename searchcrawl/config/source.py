@@ -31,6 +31,7 @@ from searchcrawl.agents.base import Agent
 from searchcrawl.content.field_rules import FieldRule
 from searchcrawl.content.regions import RegionsTable
 from searchcrawl.content.soft_errors import SoftErrorsTable
+from searchcrawl.ops.notify_events import NotifyTable
 from searchcrawl.rules.boundary import EVERY_HOST, normalize_host
 from searchcrawl.rules.credentials import SiteAuth, origin_of
 from searchcrawl.rules.display_urls import DisplayUrlRule
@@ -476,6 +477,8 @@ class SourceSettings(ScopeRules):
     shared: bool = False
     # several processes on this machine crawl it together, as a shared crawl (searchcrawl/ops/local_fleet.py)
     processes: int | Literal["auto"] = 1
+    # issue 60: which of its run's events are sent, on which channels, to whom (searchcrawl/ops/notify_events.py)
+    notify: NotifyTable | None = None
 
     @field_validator("processes", mode="before")
     @classmethod

@@ -30,3 +30,9 @@ solr_pushed = object()
 ``searchcrawl.index.indexer.PushResult``), after ``seconds``; sent by the Solr pipeline
 (pipelines/solr_push.py) for each push it made itself (not one skipped while another process
 pushed). The crawl's metrics (extensions/crawl_metrics.py) observe its latency."""
+
+run_ended = object()
+"""``run_ended(run, state, reason, counters, stores)``: the run's end is recorded (issue 60), sent
+by the run's end (extensions/run_end.py ``RunEnd.report``) in its worker thread, once per run and
+session by the one process that records it, with the crawl's ``Stores``; the notifications
+(extensions/run_notify.py) take it."""

@@ -367,3 +367,26 @@ run_progress = Table(
     Column("pages", Integer, nullable=False),
     Column("waits", Text),  # JSON list of {"kind", "site", "since"/"until", "count"}
 )
+
+
+# --- issue 60: notifications sent (searchcrawl/store/notifications.py) -----------------------------
+# One notification of one event on one channel: ``key`` names what it is about (``run:<id>`` for a
+# run's events, ``summary:<day>`` for the daily summary), so that a retry, a second node or a
+# second `scrapy summary --send` never sends it twice. ``state``: sending (claimed), sent, failed.
+notifications = Table(
+    "notifications",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("key", String(100), nullable=False),
+    Column("event", String(40), nullable=False),
+    Column("channel", String(60), nullable=False),
+    Column("source", String(200)),
+    Column("run_id", Integer),
+    Column("state", String(10), nullable=False),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("sent_at", DateTime(timezone=True)),
+    Column("error", Text),  # the last failure, redacted
+    UniqueConstraint("key", "event", "channel", name="uq_notifications_key_event_channel"),
+    Index("ix_notifications_created_at", "created_at"),
+)

@@ -66,6 +66,7 @@ from searchcrawl.commands.report import run_report
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import matching
+from searchcrawl.ops import daily_summary
 from searchcrawl.ops.health import HealthCheck
 from searchcrawl.ops.launchers import Launcher
 from searchcrawl.ops.metrics import ProjectCollector
@@ -76,6 +77,7 @@ from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.api_tokens import ApiTokens
+from searchcrawl.store.notifications import Notifications, run_key
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.runs import Runs
 from searchcrawl.store.samples import RunSamples
@@ -850,6 +852,8 @@ class WebApp:
             report = await _in_thread(lambda: run_report(self.database, view.run["source"], view.run["id"]))
         samples = await _in_thread(lambda: RunSamples(self.database).of(view.run["id"]))
         chart = pictures.run_chart(view.run, samples) if samples or view.live else None  # issue 60
+        # issue 60: what was told of the run, on which channel (store/notifications.py)
+        sent = await _in_thread(lambda: Notifications(self.database).of_key(run_key(view.run["id"])))
         stalled = [stall for stall in await _in_thread(self.stalls, [view.run["source"]]) if stall.run_id == view.run["id"]]
         return self.render(
             request,
@@ -858,6 +862,7 @@ class WebApp:
             report=report,
             kinds=tuple(Delta),
             chart=chart,
+            notifications=sent,
             flash=self._flash(request),
             stalls=stalled,
             now=datetime.now(UTC),
@@ -1070,6 +1075,26 @@ class WebApp:
             csv_query=urlencode(chosen),
         )
 
+    async def summary_page(self, request: Request) -> Response:
+        """The daily summary (issue 60, ops/daily_summary.py: the one `scrapy summary` prints and
+        sends): sources crawled in the last 24 hours (?hours=), changes, failures, what waits."""
+        denied = await self._denied(request)
+        if denied is not None:
+            return denied
+        try:
+            hours = min(max(float(request.query_params.get("hours", "24")), 1.0), 744.0)
+        except ValueError:
+            hours = 24.0
+        if hours != hours:  # NaN
+            hours = 24.0
+
+        def gather() -> Any:
+            names = self.config.source_names()
+            schedules = {name: schedule for name in names if (schedule := self.config.schedule_of(name)) is not None}
+            return daily_summary.build_summary(self.database, datetime.now().astimezone(), hours, schedules)
+
+        return self.render(request, "summary.html", summary=await _in_thread(gather), hours=hours)
+
     async def analytics_csv(self, request: Request) -> Response:
         """One report of the analytics page as CSV (analytics.csv_text: safe to open in a spreadsheet)."""
         denied = await self._denied(request)
@@ -1217,6 +1242,7 @@ def create_app(config: WebConfig) -> Starlette:
         Route("/click", web.click, methods=["GET"]),
         Route("/admin/analytics", web.analytics_page, methods=["GET"]),
         Route("/admin/analytics.csv", web.analytics_csv, methods=["GET"]),
+        Route("/admin/summary", web.summary_page, methods=["GET"]),  # issue 60
         Route("/admin/api", web.api_tokens, methods=["GET", "POST"]),
         Route("/admin/api/{token:int}/revoke", web.api_token_revoke, methods=["POST"]),
         Route("/api/search", web.api_search, methods=["GET", "OPTIONS"]),

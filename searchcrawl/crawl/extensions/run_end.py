@@ -11,7 +11,8 @@ to bottom):
 3. settle: redirect targets nothing redirects to any more, orphans (``settle_run``);
 4. apply the mass-deletion guard (``guard_removals``): refused deletions are held;
 5. push the removals and the pending documents to Solr (``push_at_end``), commit;
-6. leave the run and report: the run's state, counters and delta report (``report``).
+6. leave the run and report: the run's state, counters and delta report (``report``), then
+   ``run_ended`` for the notifications (extensions/run_notify.py), in the same worker thread.
 
 Why ``spider_closed``: Scrapy sends it once the engine has closed everything else of the spider,
 the item pipelines (every document is through them, the Solr pipeline's pushes during the crawl
@@ -53,7 +54,7 @@ from searchcrawl.crawl.pipelines.solr_push import SolrPipeline, make_pusher
 from searchcrawl.crawl.requests import admission_of
 from searchcrawl.crawl.run import SKIPPED_STAT, Run, run_counters
 from searchcrawl.crawl.run_start import fingerprint
-from searchcrawl.crawl.signals import run_started
+from searchcrawl.crawl.signals import run_ended, run_started
 from searchcrawl.index.indexer import IndexingError, PushResult, SolrPusher, push_with_retries
 from searchcrawl.rules.chain import RuleChain
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome, State
@@ -451,6 +452,8 @@ class RunEnd:
             delta_summary(counts, self.stats.get_value(SKIPPED_STAT, 0)),
             name,
         )
+        # issue 60: the recorded end, for the notifications (a receiver's failure is logged, never the end's)
+        self.crawler.signals.send_catch_log(run_ended, run=run, state=state, reason=reason, counters=counters, stores=self.stores)
 
 
 def run_end(crawler: Crawler) -> RunEnd:

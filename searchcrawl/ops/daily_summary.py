@@ -1,0 +1,282 @@
+"""The daily summary of an installation (issue 60): one implementation for the mail, the webhook
+and the administration page (/admin/summary).
+
+``build_summary`` reads what the project recorded in the last ``hours`` (24 by default): the runs
+that started or ended then, per source what they changed (their delta reports: new, changed,
+deleted, held ...), what failed and why (the statuses of their URLs, by kind: HTTP 4xx/5xx and
+the crawler's codes, docs/status-codes.md), and what waits (deletions the mass-deletion guard
+holds in a source's latest run, runs suspended or still running, scheduled sources due now), and
+the notifications that could not be sent. ``summary_message`` writes it as a plain-text mail and
+its JSON; ``send_summary`` sends it once a day per channel (the key ``summary:<day>``), so a
+second `scrapy summary --send` the same day sends nothing. Bounded: at most MAX_RUNS runs read.
+
+A crawl tells of Solr or Tika out of reach when it needs them; between crawls nothing does:
+``service_problems`` asks both, and ``send_problems`` sends ``solr_unreachable`` or
+``tika_unreachable`` once a day per channel (``check:<day>``): `scrapy summary --check`, from
+cron every few minutes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, or_, select
+
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.ops.dispatcher import ScheduleMarks
+from searchcrawl.ops.notifier import Notifier
+from searchcrawl.ops.notify_events import Message, failure_statuses, run_link, safe_url, status_text
+from searchcrawl.ops.secrets import redact
+from searchcrawl.rules.schedules import Schedule
+from searchcrawl.store.database import Database, as_utc
+from searchcrawl.store.models import RunState, runs
+from searchcrawl.store.notifications import FAILED, SENDING, Notifications, runs_statuses
+
+MAX_RUNS = 2000  # runs of the period read, at most (newest first)
+SUMMARY_EVENT = "daily_summary"
+
+
+@dataclass
+class SourceDay:
+    """One source in the summary."""
+
+    name: str
+    runs: list[dict[str, Any]] = field(default_factory=list)  # id, state, reason, mode, started, ended
+    changes: dict[str, int] = field(default_factory=dict)  # delta kind -> URLs, over its runs
+    failures: dict[str, int] = field(default_factory=dict)  # "936 auth_refused" -> URLs, over its runs
+    waits: list[str] = field(default_factory=list)  # what waits, in words
+
+    @property
+    def failed_runs(self) -> int:
+        return sum(1 for run in self.runs if run["state"] == RunState.FAILED)
+
+
+@dataclass
+class DailySummary:
+    installation: str
+    since: datetime
+    until: datetime
+    sources: list[SourceDay]
+    due: list[str]
+    notifications_failed: list[str]
+    truncated: bool = False
+
+    @property
+    def crawled(self) -> list[SourceDay]:
+        return [source for source in self.sources if source.runs]
+
+    @property
+    def waiting(self) -> list[SourceDay]:
+        return [source for source in self.sources if source.waits]
+
+    def totals(self) -> dict[str, int]:
+        total: Counter[str] = Counter()
+        for source in self.sources:
+            total.update(source.changes)
+        return dict(sorted(total.items()))
+
+    def to_data(self, base_url: str = "") -> dict[str, Any]:
+        return {
+            "installation": self.installation,
+            "event": SUMMARY_EVENT,
+            "since": self.since.isoformat(),
+            "until": self.until.isoformat(),
+            "totals": self.totals(),
+            "sources": [
+                {
+                    "source": source.name,
+                    "runs": [{**run, "link": run_link(base_url, run["id"]) or None} for run in source.runs],
+                    "changes": source.changes,
+                    "failures": source.failures,
+                    "waits": source.waits,
+                }
+                for source in self.sources
+                if source.runs or source.waits
+            ],
+            "due": self.due,
+            "notifications_failed": self.notifications_failed,
+            "truncated": self.truncated,
+        }
+
+
+def _run_row(row: Any) -> dict[str, Any]:
+    started, ended = as_utc(row["started_at"]), as_utc(row["ended_at"])
+    return {
+        "id": row["id"],
+        "state": str(row["state"]),
+        "reason": redact(row["reason"] or ""),
+        "mode": row["mode"],
+        "started": started.isoformat() if started else None,
+        "ended": ended.isoformat() if ended else None,
+    }
+
+
+def build_summary(
+    database: Database,
+    now: datetime,
+    hours: float = 24.0,
+    schedules: Mapping[str, Schedule] | None = None,
+    installation: str = "searchcrawl",
+) -> DailySummary:
+    """The summary of the ``hours`` before ``now``. ``schedules``: the scheduled sources; one
+    due now by the scheduler's mark (ops/dispatcher.py) is named as waiting."""
+    since = now - timedelta(hours=hours)
+    with database.engine.connect() as connection:
+        rows = list(
+            connection.execute(
+                select(runs)
+                .where(or_(runs.c.started_at >= since, runs.c.ended_at >= since, runs.c.state == RunState.RUNNING))
+                .order_by(runs.c.id.desc())
+                .limit(MAX_RUNS + 1)
+            ).mappings()
+        )
+        latest_ids: dict[str, int] = dict(
+            connection.execute(select(runs.c.source, func.max(runs.c.id)).group_by(runs.c.source)).all()
+        )
+    truncated = len(rows) > MAX_RUNS
+    rows = rows[:MAX_RUNS]
+    statuses = runs_statuses(database, [row["id"] for row in rows])
+    by_source: dict[str, SourceDay] = {}
+    for row in reversed(rows):
+        source = by_source.setdefault(row["source"], SourceDay(row["source"]))
+        source.runs.append(_run_row(row))
+        counters = json.loads(row["counters"] or "{}")
+        delta = counters.get("delta") if isinstance(counters, dict) else None
+        if isinstance(delta, dict):
+            for kind, number in delta.items():
+                if isinstance(number, int):
+                    source.changes[kind] = source.changes.get(kind, 0) + number
+        for code, number in failure_statuses(statuses.get(row["id"], {})).items():
+            key = status_text(code)
+            source.failures[key] = source.failures.get(key, 0) + number
+        if row["id"] == latest_ids.get(row["source"]):
+            held = delta.get("held", 0) if isinstance(delta, dict) else 0
+            if held:
+                source.waits.append(
+                    f"{held} deletions held by the mass-deletion guard in run {row['id']} (confirm: scrapy crawl {row['source']} -a delete=force)"
+                )
+            if row["state"] == RunState.SUSPENDED:
+                source.waits.append(f"run {row['id']} is suspended: the next crawl resumes it")
+            elif row["state"] == RunState.RUNNING:
+                source.waits.append(f"run {row['id']} is running")
+    due: list[str] = []
+    marks = ScheduleMarks(database)
+    for name, schedule in sorted((schedules or {}).items()):
+        mark = marks.get(name)
+        if mark is not None and mark["mark"] is not None and schedule.due(now, mark["mark"]) is not None:
+            due.append(name)
+            by_source.setdefault(name, SourceDay(name)).waits.append("due now by its schedule")
+    failed = [
+        f"{row['event']} of {row['key']} on {row['channel'].split(':')[0]}: {row['error'] or 'never finished'}"
+        for row in Notifications(database).since(since)
+        if row["state"] in (FAILED, SENDING)
+    ]
+    return DailySummary(installation, since, now, sorted(by_source.values(), key=lambda day: day.name), due, failed, truncated)
+
+
+def summary_message(summary: DailySummary, base_url: str = "") -> Message:
+    """The summary as a mail's subject and text, and its JSON."""
+    crawled, waiting = summary.crawled, summary.waiting
+    failures = sum(sum(source.failures.values()) for source in summary.sources)
+    lines = [
+        f"{summary.installation}: {len(crawled)} sources crawled from {summary.since:%Y-%m-%d %H:%M} to {summary.until:%Y-%m-%d %H:%M %Z}.",
+        "",
+    ]
+    totals = summary.totals()
+    if totals:
+        lines.append("Changes:  " + ", ".join(f"{kind} {number}" for kind, number in totals.items()))
+    lines.append(f"Failures: {failures} URLs" + (f"; {sum(s.failed_runs for s in crawled)} runs failed" if crawled else ""))
+    for source in crawled:
+        lines += ["", f"{source.name}:"]
+        for run in source.runs:
+            link = run_link(base_url, run["id"])
+            lines.append(
+                f"  run {run['id']} ({run['mode'] or 'crawl'}): {run['state']} ({run['reason']})" + (f" {link}" if link else "")
+            )
+        if source.changes:
+            lines.append("  changes:  " + ", ".join(f"{kind} {number}" for kind, number in sorted(source.changes.items())))
+        if source.failures:
+            lines.append("  failures: " + ", ".join(f"{kind}: {number}" for kind, number in source.failures.items()))
+    if waiting:
+        lines += ["", "Waiting:"]
+        lines += [f"  {source.name}: {wait}" for source in waiting for wait in source.waits]
+    if summary.notifications_failed:
+        lines += ["", "Notifications not sent:"]
+        lines += [f"  {line}" for line in summary.notifications_failed]
+    if summary.truncated:
+        lines += ["", f"(only the newest {MAX_RUNS} runs are counted)"]
+    if base_url:
+        lines += ["", f"The summary: {safe_url(base_url).rstrip('/')}/admin/summary"]
+    subject = (
+        f"[{summary.installation}] daily summary: {len(crawled)} sources crawled, {failures} failures, {len(waiting)} waiting"
+    )
+    return Message(redact(subject), redact("\n".join(lines)) + "\n", summary.to_data(base_url))
+
+
+def send_summary(summary: DailySummary, notifier: Notifier, base_url: str = "") -> list[str]:
+    """Send the summary on every channel, once a day (``summary:<day>``); the channels it went out on now."""
+    message = summary_message(summary, base_url)
+    key = f"summary:{summary.until:%Y-%m-%d}"
+    return [channel.name for channel in notifier.config.channels() if notifier.send_once(key, SUMMARY_EVENT, channel, message)]
+
+
+# --- Solr and Tika out of reach, when no crawl tells (`scrapy summary --check`) --------------------
+
+CHECK_EVENTS = {"solr": "solr_unreachable", "tika": "tika_unreachable"}
+
+
+def check_tika(tika_url: str, timeout: float) -> str | None:
+    """Why the Tika server does not answer (None: it does), asked for its version."""
+    import requests  # the Tika client's own library
+
+    try:
+        answer = requests.get(f"{tika_url.rstrip('/')}/version", timeout=timeout)
+    except requests.RequestException as exc:
+        return f"no answer ({type(exc).__name__})"
+    return None if answer.ok else f"it answered {answer.status_code}"
+
+
+def service_problems(solr: SolrIndex | None, tika_url: str, timeout: float) -> dict[str, str]:
+    """The services out of reach now, with why: Solr (its ping, through any node of SOLR_URL) and,
+    when SEARCHCRAWL_TIKA_URL is set, Tika."""
+    problems: dict[str, str] = {}
+    if solr is not None and not solr.ping():
+        problems["solr"] = "Solr does not answer its ping (SOLR_URL)"
+    if tika_url:
+        why = check_tika(tika_url, timeout)
+        if why is not None:
+            problems["tika"] = f"the Tika server does not answer: {why} (SEARCHCRAWL_TIKA_URL)"
+    return problems
+
+
+def check_message(service: str, problem: str, moment: datetime, installation: str) -> Message:
+    event = CHECK_EVENTS[service]
+    title = "Solr out of reach" if service == "solr" else "Tika out of reach"
+    text = (
+        f"{problem}, checked at {moment:%Y-%m-%d %H:%M %Z}.\n\n"
+        "Crawls keep their documents cached and pending (Solr) or try them again next time (Tika, status 926).\n\n"
+        f"-- {installation}, `scrapy solr status` or `scrapy tika status` ask again\n"
+    )
+    data = {"installation": installation, "event": event, "title": title, "summary": problem, "checked": moment.isoformat()}
+    return Message(redact(f"[{installation}] {title}"), redact(text), data)
+
+
+def send_problems(problems: Mapping[str, str], notifier: Notifier, moment: datetime) -> list[str]:
+    """Each service out of reach told once a day per channel (``check:<day>``) if its event is
+    configured; the events sent now."""
+    config = notifier.config
+    sent = []
+    for service, problem in sorted(problems.items()):
+        event = CHECK_EVENTS[service]
+        if event not in config.events:
+            continue
+        message = check_message(service, problem, moment, config.installation)
+        for channel in config.channels():
+            if notifier.send_once(f"check:{moment:%Y-%m-%d}", event, channel, message):
+                sent.append(event)
+    return sent

@@ -1,0 +1,327 @@
+"""What a run's end tells the person on call (issue 60): its events, and their messages.
+
+Plain functions, no I/O: ``detect_events`` reads a run's facts (``RunFacts``: what the project
+records of it, its state and reason, its counters, its delta report, the status of every URL it
+fetched, the deletions the mass-deletion guard held, the documents it could not get into Solr)
+and names the events in it; ``build_message`` writes one event as a plain-text mail and a JSON
+document. The notifier (ops/notifier.py) sends them.
+
+The events (``EventKind``), each at most once per run and channel:
+
+- ``run_ended``: the run ended (finished, stopped or failed); off unless asked for;
+- ``run_failed``: the run failed, or its crawl did (a start error, a crash: a close reason no
+  crawl is asked to end with), whatever the run's state (it may be left to resume);
+- ``deletions_held``: the mass-deletion guard held the run's deletions (confirm with ``-a delete=force``);
+- ``login_refused``: sites refused the source's credentials (status 936);
+- ``tls_failed``: TLS handshakes failed (status 937) or the proxy did (938);
+- ``solr_unreachable``: Solr could not be reached or refused a push: documents stay pending;
+- ``tika_unreachable``: the document converter could not be reached (status 926);
+- ``documents_dropped``: the source's documents in the index fell by more than ``drop_share``.
+
+Never a secret in a message: URLs lose their user name, password, query and fragment
+(``safe_url``); the run's reason and every text pass through the log's redaction (the known
+secrets, URL passwords); source files hold no secrets (config/source.py refuses them in seeds).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal, get_args
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import Field, field_validator
+
+from searchcrawl.ops.secrets import redact
+from searchcrawl.rules.status_codes import Status
+from searchcrawl.rules.tables import RuleTable
+
+
+class EventKind(StrEnum):
+    RUN_ENDED = "run_ended"
+    RUN_FAILED = "run_failed"
+    DELETIONS_HELD = "deletions_held"
+    LOGIN_REFUSED = "login_refused"
+    TLS_FAILED = "tls_failed"
+    SOLR_UNREACHABLE = "solr_unreachable"
+    TIKA_UNREACHABLE = "tika_unreachable"
+    DOCUMENTS_DROPPED = "documents_dropped"
+
+
+# a source file's names of them (the TOML's strings: the tables are strict)
+EventName = Literal[
+    "run_ended",
+    "run_failed",
+    "deletions_held",
+    "login_refused",
+    "tls_failed",
+    "solr_unreachable",
+    "tika_unreachable",
+    "documents_dropped",
+]
+DEFAULT_EVENTS = tuple(kind.value for kind in EventKind if kind != EventKind.RUN_ENDED)
+CHANNELS = ("mail", "webhook")
+TERMINAL_STATES = ("finished", "stopped", "failed")  # a suspended run goes on later: not its end
+LOGIN_STATUSES = (int(Status.AUTH_REFUSED),)
+TLS_STATUSES = (int(Status.TLS_FAILED), int(Status.PROXY_FAILED))
+TIKA_STATUSES = (int(Status.CONVERTER_UNAVAILABLE),)
+EXAMPLES = 5  # URLs named per event, at most
+TITLES = {
+    EventKind.RUN_ENDED: "run ended",
+    EventKind.RUN_FAILED: "run failed",
+    EventKind.DELETIONS_HELD: "deletions held by the mass-deletion guard",
+    EventKind.LOGIN_REFUSED: "logins refused",
+    EventKind.TLS_FAILED: "TLS or proxy failures",
+    EventKind.SOLR_UNREACHABLE: "Solr out of reach",
+    EventKind.TIKA_UNREACHABLE: "Tika out of reach",
+    EventKind.DOCUMENTS_DROPPED: "documents dropped",
+}
+
+
+assert set(get_args(EventName)) == {kind.value for kind in EventKind}
+
+
+class NotifyTable(RuleTable):
+    """A source file's ``[notify]`` table (docs/notifications.md): which events of this source are
+    sent (default: SEARCHCRAWL_NOTIFY_EVENTS), on which channels (default: every configured one),
+    to which more mail addresses, and the share of documents whose loss is an event."""
+
+    events: list[EventName] | None = None
+    channels: list[str] | None = None
+    mail_to: list[str] = Field(default_factory=list)
+    drop_share: float | None = Field(default=None, gt=0, le=1)
+
+    @field_validator("channels")
+    @classmethod
+    def _known_channels(cls, channels: list[str] | None) -> list[str] | None:
+        for channel in channels or ():
+            if channel not in CHANNELS:
+                raise ValueError(f"unknown channel {channel!r} (known: {', '.join(CHANNELS)})")
+        return channels
+
+    @field_validator("mail_to")
+    @classmethod
+    def _addresses(cls, addresses: list[str]) -> list[str]:
+        for address in addresses:
+            check_address(address)
+        return addresses
+
+
+def check_address(address: str) -> str:
+    """A plain mail address (``ops@example.org``): no name, no list, no header injection."""
+    if address.count("@") != 1 or any(char in address for char in '\r\n,;<>" \t') or len(address) > 254:
+        raise ValueError(f"expected a mail address such as 'ops@example.org', got {address!r}")
+    return address
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the project records of a run, at its end."""
+
+    source: str
+    run_id: int
+    state: str
+    reason: str
+    mode: str | None = None
+    started: datetime | None = None
+    ended: datetime | None = None
+    counters: Mapping[str, Any] = field(default_factory=dict)
+    delta: Mapping[str, int] = field(default_factory=dict)
+    statuses: Mapping[int, int] = field(default_factory=dict)  # the run's URLs by status
+    examples: Mapping[int, Sequence[str]] = field(default_factory=dict)  # a few URLs per status
+    held: int = 0  # deletions the mass-deletion guard held
+    not_indexed: int = 0  # documents left pending: Solr failed
+    solr_failures: int = 0  # pushes that failed during the crawl
+    in_index: int = 0  # the source's documents in the index after the run
+    test_mode: bool = False
+    # the crawl failed whatever the run's state (a start error leaves its run to resume): its
+    # close reason is none a crawl is asked to end with (`scrapy crawl` exits 1 for it)
+    crawl_failed: bool = False
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: EventKind
+    summary: str  # one sentence, no secret
+    count: int = 0
+    statuses: tuple[int, ...] = ()  # the statuses it is about (examples)
+
+
+def _count(statuses: Mapping[int, int], codes: Sequence[int]) -> int:
+    return sum(statuses.get(code, 0) for code in codes)
+
+
+def dropped_share(facts: RunFacts) -> float:
+    """The share of the source's documents the run took out of the index, net of what entered:
+    (before - after) / before, where before = after + deleted - new."""
+    new, deleted = facts.delta.get("new", 0), facts.delta.get("deleted", 0)
+    before = facts.in_index + deleted - new
+    return (before - facts.in_index) / before if before > 0 else 0.0
+
+
+def detect_events(facts: RunFacts, drop_share: float) -> list[Event]:
+    """The events of a run that ended (every kind; the caller keeps those configured)."""
+    events: list[Event] = []
+    if facts.state in TERMINAL_STATES:
+        events.append(Event(EventKind.RUN_ENDED, f"run {facts.run_id} of {facts.source} is {facts.state} ({facts.reason})"))
+    if facts.state == "failed" or facts.crawl_failed:
+        events.append(
+            Event(
+                EventKind.RUN_FAILED,
+                f"the crawl of {facts.source} failed ({facts.reason}) in run {facts.run_id}, now {facts.state}; the log says why",
+            )
+        )
+    if facts.held:
+        events.append(
+            Event(
+                EventKind.DELETIONS_HELD,
+                f"the mass-deletion guard held {facts.held} deletions of {facts.source}: they stay in the index until "
+                f"a crawl with -a delete=force confirms them",
+                facts.held,
+            )
+        )
+    refused = _count(facts.statuses, LOGIN_STATUSES)
+    if refused:
+        events.append(
+            Event(
+                EventKind.LOGIN_REFUSED,
+                f"sites refused the credentials of {facts.source} for {refused} URLs (status 936): "
+                "their documents stay as indexed",
+                refused,
+                LOGIN_STATUSES,
+            )
+        )
+    tls = _count(facts.statuses, TLS_STATUSES)
+    if tls:
+        events.append(
+            Event(
+                EventKind.TLS_FAILED,
+                f"{tls} URLs of {facts.source} failed in the TLS handshake or at the proxy (status 937, 938)",
+                tls,
+                TLS_STATUSES,
+            )
+        )
+    if (facts.not_indexed or facts.solr_failures) and not facts.test_mode:
+        events.append(
+            Event(
+                EventKind.SOLR_UNREACHABLE,
+                f"Solr failed during run {facts.run_id} of {facts.source}: {facts.not_indexed} documents stay "
+                "cached and pending; the next crawl pushes them first",
+                facts.not_indexed,
+            )
+        )
+    tika = _count(facts.statuses, TIKA_STATUSES)
+    if tika:
+        events.append(
+            Event(
+                EventKind.TIKA_UNREACHABLE,
+                f"the document converter (Tika) could not be reached for {tika} documents of {facts.source} "
+                "(status 926): tried again in the next crawl",
+                tika,
+                TIKA_STATUSES,
+            )
+        )
+    share = dropped_share(facts)
+    if share > drop_share and not facts.test_mode:
+        events.append(
+            Event(
+                EventKind.DOCUMENTS_DROPPED,
+                f"the documents of {facts.source} in the index fell by {share:.0%} in run {facts.run_id} "
+                f"(more than {drop_share:.0%}): {facts.in_index} now",
+                facts.delta.get("deleted", 0),
+            )
+        )
+    return events
+
+
+def safe_url(url: str) -> str:
+    """``url`` fit for a message: no user name or password, no query string or fragment (where
+    session ids, tokens and signatures travel)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(an unreadable URL)"
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return redact(urlunsplit((parts.scheme, host, parts.path, "", "")))
+
+
+def status_text(code: int) -> str:
+    try:
+        return f"{code} {Status(code).name.lower()}"
+    except ValueError:
+        return str(code)
+
+
+def failure_statuses(statuses: Mapping[int, int]) -> dict[int, int]:
+    """The statuses that are failures (HTTP 4xx and 5xx, the crawler's 920 and above), by code."""
+    return {code: count for code, count in sorted(statuses.items()) if 400 <= code < 900 or code >= 920}
+
+
+@dataclass(frozen=True)
+class Message:
+    subject: str
+    text: str
+    data: dict[str, Any]
+
+    def json(self) -> bytes:
+        return json.dumps(self.data, sort_keys=True, default=str).encode()
+
+
+def run_link(base_url: str, run_id: int) -> str:
+    """The admin page of the run, when a base URL is configured (its credentials and query dropped)."""
+    return f"{safe_url(base_url).rstrip('/')}/admin/runs/{run_id}" if base_url else ""
+
+
+def build_message(facts: RunFacts, event: Event, base_url: str = "", installation: str = "searchcrawl") -> Message:
+    """One event of a run as a mail's subject and text, and a webhook's JSON."""
+    title = TITLES[event.kind]
+    reason = redact(facts.reason)
+    failures = {status_text(code): count for code, count in failure_statuses(facts.statuses).items()}
+    examples = [safe_url(url) for code in event.statuses for url in facts.examples.get(code, ())][:EXAMPLES]
+    link = run_link(base_url, facts.run_id)
+    counters = {key: value for key, value in facts.counters.items() if isinstance(value, int | float)}
+    data: dict[str, Any] = {
+        "installation": installation,
+        "event": event.kind.value,
+        "title": title,
+        "summary": redact(event.summary),
+        "source": facts.source,
+        "run": facts.run_id,
+        "state": facts.state,
+        "reason": reason,
+        "mode": facts.mode,
+        "started": facts.started.isoformat() if facts.started else None,
+        "ended": facts.ended.isoformat() if facts.ended else None,
+        "count": event.count,
+        "counters": counters,
+        "delta": dict(facts.delta),
+        "failures": failures,
+        "examples": examples,
+        "link": link or None,
+    }
+    lines = [
+        redact(event.summary)[:1].upper() + redact(event.summary)[1:] + ".",
+        "",
+        f"Source:   {facts.source}",
+        f"Run:      {facts.run_id} ({facts.mode or 'crawl'}), {facts.state}: {reason}",
+    ]
+    if facts.started:
+        lines.append(f"Started:  {facts.started:%Y-%m-%d %H:%M:%S %Z}")
+    if facts.ended:
+        lines.append(f"Ended:    {facts.ended:%Y-%m-%d %H:%M:%S %Z}")
+    if counters:
+        lines.append("Counts:   " + ", ".join(f"{key} {value}" for key, value in sorted(counters.items())))
+    if facts.delta:
+        lines.append("Changes:  " + ", ".join(f"{key} {value}" for key, value in sorted(facts.delta.items())))
+    if failures:
+        lines.append("Failures: " + ", ".join(f"{key}: {value}" for key, value in failures.items()))
+    if examples:
+        lines += ["", "For example:", *(f"  {url}" for url in examples)]
+    if link:
+        lines += ["", f"The run: {link}"]
+    lines += ["", f"-- {installation}, `scrapy status {facts.source}` and `scrapy report {facts.source}` say more"]
+    subject = f"[{installation}] {facts.source}: {title} (run {facts.run_id})"
+    return Message(redact(subject), redact("\n".join(lines)) + "\n", data)
