@@ -154,11 +154,12 @@ SEARCHCRAWL_SCHEDULER_TICK = 30.0  # seconds between the scheduler's checks for 
 
 # --- Notifications and the daily summary (issue 60: docs/notifications.md) ----------------------
 # The events of a run's end that are sent (run_ended, run_failed, deletions_held, login_refused,
-# tls_failed, solr_unreachable, tika_unreachable, documents_dropped; a list or a comma-separated
-# string); a source's [notify] table may choose its own. Each is sent once per run and channel.
+# tls_failed, solr_unreachable, tika_unreachable, documents_dropped, and run_stalled: told by
+# `scrapy summary --check`; a list or a comma-separated string); a source's [notify] table may
+# choose its own. Each is sent once per run and channel.
 SEARCHCRAWL_NOTIFY_EVENTS = os.environ.get(
     "SEARCHCRAWL_NOTIFY_EVENTS",
-    "run_failed,deletions_held,login_refused,tls_failed,solr_unreachable,tika_unreachable,documents_dropped",
+    "run_failed,deletions_held,login_refused,tls_failed,solr_unreachable,tika_unreachable,documents_dropped,run_stalled",
 )
 SEARCHCRAWL_NOTIFY_DROP_SHARE = 0.2  # documents_dropped: the source's documents in the index fell by more than this share
 # Mail: the SMTP server ("": no mail), its port, starttls (587), ssl (465) or none, the login's

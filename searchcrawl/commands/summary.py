@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -24,11 +24,20 @@ from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
 from searchcrawl.config.spiderloader import SourceSpiderLoader
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.ops.daily_summary import build_summary, send_problems, send_summary, service_problems, summary_message
+from searchcrawl.ops.daily_summary import (
+    build_summary,
+    send_problems,
+    send_stalls,
+    send_summary,
+    service_problems,
+    summary_message,
+)
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
 from searchcrawl.ops.secrets import SecretError
+from searchcrawl.ops.stalls import stalls
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.schedules import Schedule
+from searchcrawl.store.database import SchemaOutdated
 from searchcrawl.store.notifications import Notifications
 
 
@@ -110,8 +119,25 @@ class Command(ScrapyCommand):
             print(printable(problem))
         if not problems:
             print("Solr" + (" and Tika answer" if settings.get("SEARCHCRAWL_TIKA_URL") else " answers"))
+        # the stalled runs (ops/stalls.py, as `scrapy status` names them): a run that stalls never
+        # reaches its end, so this periodic check is what tells of it
+        now = datetime.now(UTC)
+        stalled = []
+        try:
+            with open_database(settings) as database:
+                stalled = stalls(
+                    database, now, settings.getfloat("SEARCHCRAWL_STALL_AFTER"), settings.getfloat("SEARCHCRAWL_LEASE_SECONDS")
+                )
+        except SchemaOutdated as exc:  # a crawl brings it up to date; until then no run is judged
+            print(printable(f"Stalled runs not checked: {exc}"))
+            self.exitcode = 1
+        for stall in stalled:
+            print(printable(stall.text(now)))
+        if not problems and not stalled:
             return
         self.exitcode = 1
         if config.channels():
             with open_database(settings, migrate=True) as database:
-                send_problems(problems, Notifier(config, Notifications(database)), datetime.now().astimezone())
+                notifier = Notifier(config, Notifications(database))
+                send_problems(problems, notifier, datetime.now().astimezone())
+                send_stalls(stalled, notifier, now)

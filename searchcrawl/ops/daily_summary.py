@@ -30,12 +30,13 @@ from sqlalchemy import func, or_, select
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.ops.dispatcher import ScheduleMarks
 from searchcrawl.ops.notifier import Notifier
-from searchcrawl.ops.notify_events import Message, failure_statuses, run_link, safe_url, status_text
+from searchcrawl.ops.notify_events import EventKind, Message, failure_statuses, run_link, safe_url, status_text
 from searchcrawl.ops.secrets import redact
+from searchcrawl.ops.stalls import Stall
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.store.database import Database, as_utc
 from searchcrawl.store.models import RunState, runs
-from searchcrawl.store.notifications import FAILED, SENDING, Notifications, runs_statuses
+from searchcrawl.store.notifications import FAILED, SENDING, Notifications, run_key, runs_statuses
 
 MAX_RUNS = 2000  # runs of the period read, at most (newest first)
 SUMMARY_EVENT = "daily_summary"
@@ -280,3 +281,49 @@ def send_problems(problems: Mapping[str, str], notifier: Notifier, moment: datet
             if notifier.send_once(f"check:{moment:%Y-%m-%d}", event, channel, message):
                 sent.append(event)
     return sent
+
+
+# --- stalled runs (`scrapy summary --check`: a run that stalls never reaches its end) -----------
+
+
+def stall_message(stall: Stall, now: datetime, base_url: str = "", installation: str = "searchcrawl") -> Message:
+    """A stalled run (ops/stalls.py) as a mail and a webhook's JSON: what stalls, since when, and
+    what it waits on (host names and counts only: no URL, no secret)."""
+    title = f"{stall.source}: run {stall.run_id} stalled"
+    line = stall.text(now)
+    link = run_link(base_url, stall.run_id)
+    text = (
+        f"{line}.\n\n"
+        + (f"The run: {link}\n" if link else "")
+        + f"\n-- {installation}, `scrapy status {stall.source}` says more\n"
+    )
+    data = {
+        "installation": installation,
+        "event": EventKind.RUN_STALLED.value,
+        "source": stall.source,
+        "run": stall.run_id,
+        "kind": stall.kind,
+        "since": stall.since.isoformat(),
+        "to_fetch": stall.to_fetch,
+        "waits_on": list(stall.waits_on),
+        "link": link,
+    }
+    return Message(redact(f"[{installation}] {title}"), redact(text), data)
+
+
+def send_stalls(stalls: list[Stall], notifier: Notifier, now: datetime) -> list[int]:
+    """Each stalled run told once per run and channel (``run:<id>``, event run_stalled) when the
+    event is configured (a source's [notify] table may choose otherwise only for its run's end);
+    the runs told now."""
+    config = notifier.config
+    told: list[int] = []
+    if EventKind.RUN_STALLED.value not in config.events:
+        return told
+    for stall in stalls:
+        message = stall_message(stall, now, config.base_url, config.installation)
+        for channel in config.channels():
+            if notifier.send_once(
+                run_key(stall.run_id), EventKind.RUN_STALLED.value, channel, message, stall.source, stall.run_id
+            ):
+                told.append(stall.run_id)
+    return told

@@ -49,6 +49,7 @@ class EventKind(StrEnum):
     SOLR_UNREACHABLE = "solr_unreachable"
     TIKA_UNREACHABLE = "tika_unreachable"
     DOCUMENTS_DROPPED = "documents_dropped"
+    RUN_STALLED = "run_stalled"  # told by `scrapy summary --check` (ops/stalls.py), not by a run's end
 
 
 # a source file's names of them (the TOML's strings: the tables are strict)
@@ -61,6 +62,7 @@ EventName = Literal[
     "solr_unreachable",
     "tika_unreachable",
     "documents_dropped",
+    "run_stalled",
 ]
 DEFAULT_EVENTS = tuple(kind.value for kind in EventKind if kind != EventKind.RUN_ENDED)
 CHANNELS = ("mail", "webhook")
@@ -78,6 +80,7 @@ TITLES = {
     EventKind.SOLR_UNREACHABLE: "Solr out of reach",
     EventKind.TIKA_UNREACHABLE: "Tika out of reach",
     EventKind.DOCUMENTS_DROPPED: "documents dropped",
+    EventKind.RUN_STALLED: "run stalled",
 }
 
 

@@ -26,6 +26,7 @@ from searchcrawl.dev.jvm_server import free_port
 from searchcrawl.ops.launchers import LocalLauncher
 from searchcrawl.web.app import create_app
 from tests.conftest import ROOT, Project, wait_for
+from tests.e2e.test_notifications import WEBHOOK_SECRET, WEBHOOK_TOKEN, Hooks, webhook_receiver  # noqa: F401 (a fixture)
 from tests.ops.test_metrics import project as metrics_project
 from tests.sites import build_intranet
 from tests.web.test_app import PASSWORD, unit_config
@@ -108,7 +109,7 @@ def metrics_of(text: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]
 
 
 def test_a_crawl_of_a_site_that_stops_answering_is_stalled_then_its_leases_are_a_process_gones(
-    offline_project: Project, hanging_site: HangingSite
+    offline_project: Project, hanging_site: HangingSite, webhook_receiver: Hooks
 ) -> None:
     project = offline_project
     name = f"stall-{uuid.uuid4().hex[:8]}"
@@ -167,6 +168,20 @@ def test_a_crawl_of_a_site_that_stops_answering_is_stalled_then_its_leases_are_a
         assert found["searchcrawl_run_stalled"][(("kind", "nothing_fetched"), ("source", name))] == 1.0
         assert found["searchcrawl_run_state"][(("source", name), ("state", "running"))] == 1.0
         assert found["searchcrawl_solr_up"] == {(): 0.0}
+
+        # the periodic check (`scrapy summary --check`, a timer's) tells of it, once for the run
+        env = {
+            "SEARCHCRAWL_NOTIFY_WEBHOOK_URL": webhook_receiver.url,
+            "SEARCHCRAWL_NOTIFY_WEBHOOK_SECRET": WEBHOOK_SECRET,
+            "SEARCHCRAWL_NOTIFY_EVENTS": "run_stalled",
+        }
+        checks = [project.scrapy("summary", "--check", *stall_settings(), **env) for _ in range(2)]
+        assert [check.returncode for check in checks] == [1, 1], checks[0].stderr[-3000:]
+        assert f"of {name} stalled: nothing fetched for" in checks[0].stdout
+        [told] = webhook_receiver.received  # the second check: told before
+        assert (told["event"], told["source"], told["run"], told["kind"]) == ("run_stalled", name, 1, "nothing fetched")
+        assert any("127.0.0.1" in wait for wait in told["waits_on"]) and WEBHOOK_TOKEN not in str(told)
+        assert webhook_receiver.refused == []
 
         # killed: nothing reports any more, and the URLs it leased are held by a process gone
         owner_pid = crawl.pid

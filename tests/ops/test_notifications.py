@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from pydantic import ValidationError
 from scrapy.settings import Settings
 
 from searchcrawl import settings as project_settings
+from searchcrawl.ops.daily_summary import send_stalls
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
 from searchcrawl.ops.notify_channels import (
     SIGNATURE_HEADER,
@@ -32,6 +34,7 @@ from searchcrawl.ops.notify_events import (
     safe_url,
 )
 from searchcrawl.ops.secrets import remember
+from searchcrawl.ops.stalls import Stall
 from searchcrawl.store.database import Database
 from searchcrawl.store.notifications import Notifications, run_key
 
@@ -283,3 +286,24 @@ def test_a_failing_channel_is_tried_a_bounded_number_of_times_and_recorded(tmp_p
     assert rows["mail"]["state"] == "sent" and rows["mail"]["attempts"] == 2
     assert SEEDED_SECRET not in caplog.text
     assert sender.notify_run(facts(state="failed", reason="failed")) == {}  # failed for good: not again
+
+
+def test_a_stalled_run_is_told_once_per_run_and_channel_only_when_asked(tmp_path) -> None:
+    """`scrapy summary --check`'s stall notification (daily_summary.send_stalls): host names and
+    counts, never a URL; once per run and channel; not at all unless run_stalled is an event."""
+    moment = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+    stall = Stall(
+        "intranet", 7, "nothing fetched", moment - timedelta(hours=2), 40, ("site wiki.example: 3 request(s) without an answer",)
+    )
+    mail, hook = FakeChannel("mail"), FakeChannel("webhook:1")
+    sender, store = notifier(tmp_path, mail, hook)
+    assert send_stalls([stall], sender, moment) == []  # not one of the configured events
+    object.__setattr__(sender.config, "events", frozenset(["run_stalled"]))
+    assert send_stalls([stall], sender, moment) == [7, 7] and send_stalls([stall], sender, moment) == []
+    [message] = mail.sent
+    assert message.subject == "[searchcrawl] intranet: run 7 stalled" and "for 2 h" in message.text
+    assert message.data["waits_on"] == ["site wiki.example: 3 request(s) without an answer"] and message.data["run"] == 7
+    assert {(row["event"], row["channel"]) for row in store.of_key(run_key(7))} == {
+        ("run_stalled", "mail"),
+        ("run_stalled", "webhook:1"),
+    }
