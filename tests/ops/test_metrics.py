@@ -194,3 +194,37 @@ def test_metrics_answer_loopback_and_the_token_only(metrics_app: Any) -> None:
     assert refused.status_code == 401 and TOKEN not in refused.text and "searchcrawl_" not in refused.text
     assert there.get("/metrics").status_code == 401
     assert there.get("/metrics", headers={"authorization": f"Bearer {TOKEN}"}).status_code == 200
+
+
+def test_a_proxy_on_this_host_never_lets_metrics_out_without_the_token(tmp_path: Path) -> None:
+    """nginx's plain proxy_pass adds no X-Forwarded-For: outside clients reached uvicorn from
+    127.0.0.1 and read the metrics. With the default SEARCHCRAWL_WEB_PROXIES (loopback), a
+    loopback peer may be that proxy, so the token is required."""
+    project(tmp_path)
+    config = unit_config(tmp_path, metrics=True, metrics_token=TOKEN, proxies=("127.0.0.1", "::1"))
+    app = create_app(config)
+    for peer in ("127.0.0.1", "::1", "::ffff:127.0.0.1"):
+        proxied = TestClient(app, base_url="http://127.0.0.1", client=(peer, 5000))
+        refused = proxied.get("/metrics")  # nginx-like: no forwarding header at all
+        assert refused.status_code == 401 and "searchcrawl_" not in refused.text, peer
+        assert proxied.get("/metrics", headers={"authorization": f"Bearer {TOKEN}"}).status_code == 200
+
+
+def test_metrics_loopback_rule() -> None:
+    from searchcrawl.web.metrics_endpoint import allowed
+    from searchcrawl.web.searchers import Proxies
+
+    none = Proxies([])
+    loopback_proxies = Proxies(["127.0.0.1", "::1"])
+    # straight from loopback, no proxy configured there: in
+    assert allowed("127.0.0.1", {}, None, none) and allowed("::1", {}, None, none)
+    assert allowed("::ffff:127.0.0.1", {}, None, none)
+    # any forwarding header: a proxy forwarded it
+    for header in ("x-forwarded-for", "forwarded", "x-real-ip"):
+        assert not allowed("127.0.0.1", {header: "192.0.2.7"}, None, none), header
+    # a configured proxy's address, mapped or not: token only
+    for peer in ("127.0.0.1", "::1", "::ffff:127.0.0.1"):
+        assert not allowed(peer, {}, TOKEN, loopback_proxies), peer
+        assert allowed(peer, {"authorization": f"Bearer {TOKEN}"}, TOKEN, loopback_proxies), peer
+    assert not allowed("::ffff:192.0.2.7", {}, None, none) and not allowed(None, {}, None, none)
+    assert not allowed("unix-socket", {}, None, Proxies(["unix-socket"]))
