@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from scrapy import signals
+from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
@@ -39,8 +42,10 @@ from searchcrawl.store.progress import MAX_WAITS, RunProgress, Wait
 logger = logging.getLogger(__name__)
 
 
-def current_waits(in_flight: dict[int, tuple[str, float]], pauses: dict[str, float], wall: datetime, clock: float) -> list[Wait]:
-    """The waits to report: requests without an answer grouped by site (``in_flight``: request id
+def current_waits(
+    in_flight: Mapping[Any, tuple[str, float]], pauses: dict[str, float], wall: datetime, clock: float
+) -> list[Wait]:
+    """The waits to report: requests without an answer grouped by site (``in_flight``: request
     -> (site, monotonic time first seen)), and Retry-After pauses (site -> monotonic end); oldest
     first, MAX_WAITS at most."""
     sites: dict[str, tuple[int, float]] = {}
@@ -70,7 +75,9 @@ class ProgressReport:
         self.store: RunProgress | None = None
         self.fetched_at: datetime | None = None
         self.pages = 0
-        self.in_flight: dict[int, tuple[str, float]] = {}  # the downloader's requests, as first seen
+        # the downloader's requests, as first seen: keyed by the request itself, weakly (an id()
+        # is reused at once by the next object: a new request inherited an old one's "since")
+        self.in_flight: weakref.WeakKeyDictionary[Request, tuple[str, float]] = weakref.WeakKeyDictionary()
         self.loop: AsyncioLoopingCall | LoopingCall | None = None
         crawler.signals.connect(self.run_started, signal=run_started)
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
@@ -103,10 +110,9 @@ class ProgressReport:
         if engine is None:
             return current_waits({}, {}, wall, clock)
         downloader = engine.downloader
-        active = {id(request): request for request in downloader.active}
-        self.in_flight = {
-            key: self.in_flight.get(key) or (downloader.get_slot_key(request), clock) for key, request in active.items()
-        }
+        seen, self.in_flight = self.in_flight, weakref.WeakKeyDictionary()
+        for request in list(downloader.active):
+            self.in_flight[request] = seen.get(request) or (downloader.get_slot_key(request), clock)
         middleware = self.crawler.get_downloader_middleware(SitePauseMiddleware)
         pauses = middleware.pauses.active(clock) if middleware is not None else {}
         return current_waits(self.in_flight, pauses, wall, clock)
