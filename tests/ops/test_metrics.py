@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 import socket
+import sys
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -228,3 +230,33 @@ def test_metrics_loopback_rule() -> None:
         assert allowed(peer, {"authorization": f"Bearer {TOKEN}"}, TOKEN, loopback_proxies), peer
     assert not allowed("::ffff:192.0.2.7", {}, None, none) and not allowed(None, {}, None, none)
     assert not allowed("unix-socket", {}, None, Proxies(["unix-socket"]))
+
+
+def test_a_collection_while_the_crawl_adds_stats_does_not_raise() -> None:
+    """The metrics server's thread iterated Scrapy's live stats dict while the crawl added keys
+    (RuntimeError: dictionary changed size during iteration)."""
+    stats: dict[str, Any] = {f"downloader/response_status_count/{200 + n % 300}": 1 for n in range(300)}
+    stats.update({f"searchcrawl/excluded/{n}": n for n in range(20_000)})
+    collector = CrawlCollector("wiki", lambda: stats, dict, lambda: None)
+    done = threading.Event()
+
+    def grow() -> None:
+        for n in range(2_000_000):  # bounded
+            if done.is_set():
+                return
+            stats[f"grown/{n}"] = n
+            if n % 1000 == 999:
+                for k in range(n - 999, n + 1):
+                    del stats[f"grown/{k}"]
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    thread = threading.Thread(target=grow)
+    thread.start()
+    try:
+        for _ in range(200):
+            list(collector.collect())
+    finally:
+        done.set()
+        thread.join()
+        sys.setswitchinterval(interval)

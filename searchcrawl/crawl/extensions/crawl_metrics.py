@@ -71,7 +71,10 @@ class CrawlCollector(Collector):
         self.source, self.stats, self.frontier, self.last_fetch = source, stats, frontier, last_fetch
 
     def collect(self) -> Iterator[Metric]:
-        source, stats = self.source, self.stats()
+        # a copy: Scrapy's stats are the live dict, which the crawl's thread grows while this
+        # (the metrics server's thread) iterates it ("dictionary changed size during iteration");
+        # dict() of a dict copies under the GIL, at once
+        source, stats = self.source, dict(self.stats())
         pages = CounterMetricFamily("searchcrawl_crawl_pages", "Responses by status class", labels=["source", "status_class"])
         for label, count in sorted(pages_by_class(stats).items()):
             pages.add_metric([source, label], count)
