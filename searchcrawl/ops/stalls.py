@@ -5,7 +5,8 @@ metrics (searchcrawl_run_stalled) and notifications (``stalls(database, now)``).
 A run is **stalled** (kind ``nothing fetched``) when it is running, has URLs to fetch (queued or
 leased in its frontier) and none of its processes had an answer from a site for
 SEARCHCRAWL_STALL_AFTER seconds (15 min by default), counted from the session's start when none
-came yet. It is **not reporting** when none of its processes has written its heartbeat for
+came yet; or, when longer, twice the largest download delay its processes reported plus the
+requests' timeout (a source with a politeness delay of an hour is not stalled for it). It is **not reporting** when none of its processes has written its heartbeat for
 ``stale_after`` seconds (SEARCHCRAWL_LEASE_SECONDS, as `scrapy status` calls a run dead), or its
 process is known gone (same host, pid not alive). Both are read from what the crawl recorded:
 ``runs.updated_at`` (counters saved every progress interval), ``crawl_nodes.heartbeat`` (lease
@@ -46,6 +47,7 @@ from searchcrawl.store.models import FrontierState, RunState, crawl_nodes, docum
 from searchcrawl.store.progress import Report, RunProgress, Wait
 
 STALL_AFTER = 900.0  # SEARCHCRAWL_STALL_AFTER's default: seconds without an answer
+DOWNLOAD_TIMEOUT = 30.0  # the settings' DOWNLOAD_TIMEOUT, for a delay reported without one
 NOTHING_FETCHED = "nothing fetched"
 NOT_REPORTING = "not reporting"
 TO_FETCH_CAP = 10_000  # URLs to fetch are counted up to this many: a bounded read per run
@@ -102,9 +104,23 @@ def judge(facts: RunFacts, now: datetime, stall_after: float, stale_after: float
     if facts.gone or (now - last_report).total_seconds() >= stale_after:
         return NOT_REPORTING, last_report
     last_fetch = facts.last_fetch
-    if last_fetch is not None and facts.to_fetch > 0 and (now - last_fetch).total_seconds() >= stall_after:
+    if last_fetch is not None and facts.to_fetch > 0 and (now - last_fetch).total_seconds() >= expected_gap(facts, stall_after):
         return NOTHING_FETCHED, last_fetch
     return None
+
+
+def expected_gap(facts: RunFacts, stall_after: float) -> float:
+    """How long a run may go without an answer: ``stall_after``, or longer for a site with a long
+    download delay (a politeness delay of 20 min to an hour): twice the largest delay its
+    processes reported (Scrapy's randomized delay is at most 1.5 times it) plus their requests'
+    timeout."""
+    gaps = [
+        2 * wait.seconds + (wait.timeout if wait.timeout is not None else DOWNLOAD_TIMEOUT)
+        for report in facts.reports
+        for wait in report.waits
+        if wait.kind == "delay" and wait.seconds is not None
+    ]
+    return max([stall_after, *gaps])
 
 
 def duration(seconds: float) -> str:
@@ -120,6 +136,8 @@ def duration(seconds: float) -> str:
 def describe_wait(wait: Wait, now: datetime) -> str:
     if wait.kind == "retry-after" and wait.until is not None:
         return f"site {wait.site}: a Retry-After pause until {wait.until:%H:%M:%S} UTC"
+    if wait.kind == "delay":
+        return f"site {wait.site}: a download delay of {duration(wait.seconds or 0)} between requests"
     since = f" for {duration((now - wait.since).total_seconds())}" if wait.since is not None else ""
     return f"site {wait.site}: {wait.count} request(s) without an answer{since} (the site does not answer, or its delay)"
 

@@ -175,3 +175,33 @@ def test_migration_0020_makes_the_table_the_models_describe(tmp_path: Path) -> N
     columns = {column["name"] for column in inspect(engine).get_columns("run_progress")}
     assert columns == {column.name for column in run_progress.c}
     engine.dispose()
+
+
+def test_a_source_with_a_long_delay_is_stalled_only_after_twice_its_delay(database: Database) -> None:
+    """A politeness delay of 20 minutes was reported "nothing fetched" at every cycle."""
+    delay = Wait("delay", "slow.example", seconds=1200, timeout=30)
+
+    def facts(ago: float, waits: tuple[Wait, ...]) -> RunFacts:
+        report = Report(1, "h:1", "s", NOW, NOW - timedelta(seconds=ago), 3, waits)
+        return RunFacts("s", 1, NOW - timedelta(hours=3), NOW, (report,), to_fetch=5)
+
+    assert judge(facts(1000, (delay,)), NOW, 900, 600) is None  # within its own gap
+    assert judge(facts(2400, (delay,)), NOW, 900, 600) is None  # 2 x 1200 + 30
+    assert judge(facts(3000, (delay,)), NOW, 900, 600) == (NOTHING_FETCHED, NOW - timedelta(seconds=3000))
+    assert judge(facts(1000, ()), NOW, 900, 600) is not None  # no delay reported: the setting
+    short = Wait("delay", "fast.example", seconds=2, timeout=30)
+    assert judge(facts(1000, (short,)), NOW, 900, 600) is not None
+    # written and read back as a crawl writes it, and named among the waits
+    run = Runs(database).start("slow")
+    RunProgress(database).report(run.id, "h:1", "slow", NOW, NOW - timedelta(seconds=3000), 3, [delay])
+    [report] = RunProgress(database).of_runs([run.id])[run.id]
+    assert report.waits == (delay,)
+    with database.engine.begin() as connection:
+        connection.execute(
+            insert(frontier), [{"document_id": 1, "source": "slow", "run_id": run.id, "state": FrontierState.QUEUED.value}]
+        )
+    assert [stall.kind for stall in stalls(database, NOW)] == [NOTHING_FETCHED]
+    assert "site slow.example: a download delay of 20 min between requests" in stalls(database, NOW)[0].waits_on
+    assert stalls(database, NOW - timedelta(seconds=1500)) == []
+    for bad in ("x", -1, float("nan"), 1e12):
+        assert Wait.of({"kind": "delay", "site": "a", "seconds": bad}) is None

@@ -11,7 +11,9 @@ a session that never gets an answer) this extension saves, for its process in th
 * ``waits``: the requests in Scrapy's downloader (``engine.downloader.active``: waiting for
   their site's delay or for an answer), per site, since the report that first saw each (to
   within an interval); and the sites paused by a Retry-After (the site pause middleware's
-  pauses). Sites are the downloader's slots (host names); at most a few, oldest first.
+  pauses). Sites are the downloader's slots (host names); at most a few, oldest first;
+  and the site with the longest download delay now (the slots' ``delay``), with the requests'
+  timeout: stall detection waits longer than that between answers.
 
 All of it is read at report time: nothing runs per page (three Scrapy signals per page, its
 first design, cost 13 us of CPU a page). Its memory is bounded by the downloader's requests.
@@ -65,6 +67,16 @@ def current_waits(
     return waits[:MAX_WAITS]
 
 
+def longest_delay(slots: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The downloader's slot (site) with the longest current delay (Scrapy's ``Slot.delay``, as
+    the source's delay, delay_rules or AutoThrottle set it), and that delay; None when none has one."""
+    delays = [(float(getattr(slot, "delay", 0) or 0), str(key)) for key, slot in slots.items()]
+    if not delays or max(delays)[0] <= 0:
+        return None
+    seconds, key = max(delays)
+    return key, seconds
+
+
 class ProgressReport:
     """See the module's docstring."""
 
@@ -115,7 +127,12 @@ class ProgressReport:
             self.in_flight[request] = seen.get(request) or (downloader.get_slot_key(request), clock)
         middleware = self.crawler.get_downloader_middleware(SitePauseMiddleware)
         pauses = middleware.pauses.active(clock) if middleware is not None else {}
-        return current_waits(self.in_flight, pauses, wall, clock)
+        waits = current_waits(self.in_flight, pauses, wall, clock)
+        delay = longest_delay(getattr(downloader, "slots", {}))
+        if delay is None:
+            return waits
+        timeout = self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
+        return [*waits[: MAX_WAITS - 1], Wait("delay", delay[0], seconds=delay[1], timeout=timeout)]
 
     def report(self) -> None:
         if self.run is None or self.store is None or self.fetched_at is None:

@@ -17,7 +17,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.extensions import progress_report
-from searchcrawl.crawl.extensions.progress_report import ProgressReport, current_waits
+from searchcrawl.crawl.extensions.progress_report import ProgressReport, current_waits, longest_delay
 from searchcrawl.crawl.middlewares.site_pause import SitePauseMiddleware
 from searchcrawl.crawl.pipelines.solr_push import SolrPipeline
 from searchcrawl.crawl.signals import solr_pushed
@@ -114,3 +114,16 @@ def test_a_new_request_does_not_inherit_a_finished_ones_since(crawler_of, monkey
     report.report()
     [(_site, seen)] = list(report.in_flight.values())
     assert seen == first_seen + 100  # first seen by this report, not at the old one's time
+
+
+def test_the_longest_download_delay_is_reported(crawler_of) -> None:
+    """Stall detection waits longer for a source whose politeness delay is long."""
+    crawler = crawler_of(SEARCHCRAWL_PROGRESS_INTERVAL=1, DOWNLOAD_TIMEOUT=45)
+    report = build_from_crawler(ProgressReport, crawler)
+    run, _frontier = start_run(crawler)
+    crawler.engine = engine = Engine(crawler, [])
+    engine.downloader.slots = {"fast.example": SimpleNamespace(delay=1.0), "slow.example": SimpleNamespace(delay=1200.0)}
+    report.report()
+    [saved] = RunProgress(stores_of(crawler).documents.database).of_runs([run.id])[run.id]
+    assert [(w.kind, w.site, w.seconds, w.timeout) for w in saved.waits] == [("delay", "slow.example", 1200.0, 45.0)]
+    assert longest_delay({"a": SimpleNamespace(delay=0.0)}) is None and longest_delay({}) is None
