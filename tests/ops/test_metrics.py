@@ -20,8 +20,10 @@ from sqlalchemy import insert, update
 from starlette.testclient import TestClient
 
 from searchcrawl.crawl.extensions.crawl_metrics import CrawlCollector, crawl_registry, pages_by_class
+from searchcrawl.crawl.run import failure_counts
 from searchcrawl.ops.health import HealthCheck
-from searchcrawl.ops.metrics import ProjectCollector, status_class
+from searchcrawl.ops.metrics import ProjectCollector
+from searchcrawl.rules.status_codes import status_class
 from searchcrawl.store.database import Database
 from searchcrawl.store.models import FrontierState, RunState, documents, frontier, runs
 from searchcrawl.store.progress import RunProgress
@@ -94,7 +96,7 @@ def test_the_project_metrics_parse_and_say_what_the_database_holds(tmp_path: Pat
         and documents_[(("source", "wiki"), ("state", "pending"))] == 1
     )
     classes = samples(found["searchcrawl_documents_not_indexed"])  # failed 503 and 921, excluded 404
-    assert classes == {(("source", "wiki"), ("status_class", c)): 1.0 for c in ("4xx", "5xx", "9xx")}
+    assert classes == {(("source", "wiki"), ("status_class", c)): 1.0 for c in ("4xx", "5xx", "searchcrawl")}
     state = samples(found["searchcrawl_run_state"])
     assert state[(("source", "wiki"), ("state", "finished"))] == 1 and state[(("source", "files"), ("state", "running"))] == 1
     assert samples(found["searchcrawl_frontier_urls"])[(("source", "files"), ("state", "queued"))] == 2
@@ -115,19 +117,34 @@ def test_the_project_metrics_parse_and_say_what_the_database_holds(tmp_path: Pat
 
 
 def test_status_classes() -> None:
-    assert [status_class(code) for code in (None, 200, 301, 404, 503, 921, 42)] == [
+    """One rule for the web's metrics, the crawl's and the runs' failure counts (they disagreed:
+    600-899 "other" here, "6xx".."8xx" in the crawl's, a site's 999 "9xx")."""
+    codes = (None, 100, 200, 301, 404, 503, 650, 800, 900, 921, 943, 944, 999, 42)
+    assert [status_class(code) for code in codes] == [
         "none",
+        "other",
         "2xx",
         "3xx",
         "4xx",
         "5xx",
-        "9xx",
+        "other",
+        "other",
+        "searchcrawl",
+        "searchcrawl",
+        "searchcrawl",
+        "other",
+        "other",
         "other",
     ]
-    assert pages_by_class({"downloader/response_status_count/200": 3, "downloader/response_status_count/404": 1, "other": 9}) == {
+    assert status_class(921, own=False) == "other"  # a site's answer is never one of searchcrawl's codes
+    responses = {f"downloader/response_status_count/{code}": 1 for code in (200, 404, 503, 650, 921, 999)}
+    assert pages_by_class({**responses, "downloader/response_status_count/200": 3, "other": 9}) == {
         "2xx": 3,
         "4xx": 1,
+        "5xx": 1,
+        "other": 3,
     }
+    assert failure_counts(responses) == {"4xx": 1, "5xx": 1}
 
 
 def crawl_metrics() -> CollectorRegistry:
