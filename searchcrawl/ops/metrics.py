@@ -113,8 +113,11 @@ class ProjectCollector(Collector):
         """The running runs' last answer and stall (ops/stalls.py)."""
         running = {run["id"]: name for name, run in latest.items() if run["state"] == RunState.RUNNING}
         for run_id, reports in RunProgress(self.database).of_runs(running).items():
-            if reports:
-                moment = max(report.fetched_at for report in reports).timestamp()
+            # only a process that had an answer: before, its fetched_at is its session's start
+            # (the clock of "nothing fetched"), no fetch; the metric is absent until one
+            fetched = [report.fetched_at for report in reports if report.pages > 0]
+            if fetched:
+                moment = max(fetched).timestamp()
                 families["searchcrawl_run_last_fetch_timestamp_seconds"].add_metric([running[run_id]], moment)
         now = datetime.now(UTC)
         found = {stall.source: stall for stall in stalls(self.database, now, self.stall_after, self.stale_after, health, names)}

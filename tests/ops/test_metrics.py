@@ -277,3 +277,14 @@ def test_a_collection_while_the_crawl_adds_stats_does_not_raise() -> None:
         done.set()
         thread.join()
         sys.setswitchinterval(interval)
+
+
+def test_the_last_fetch_is_absent_until_a_run_had_an_answer(tmp_path: Path) -> None:
+    """It was the session's start (the stall clock) for a run that had fetched nothing yet."""
+    database = project(tmp_path)
+    waiting = Runs(database).start("waiting")
+    RunProgress(database).report(waiting.id, "h:2", "waiting", datetime.now(UTC), datetime.now(UTC), 0, [])
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ProjectCollector(database, lambda: ["files", "waiting"], HealthCheck(lambda: True, lambda: True)))
+    found = samples(parsed(registry)["searchcrawl_run_last_fetch_timestamp_seconds"])
+    assert list(found) == [(("source", "files"),)]  # the run that fetched 3 pages only
