@@ -20,13 +20,14 @@ source names are their only labels (ops/metrics.py). The collection runs in a wo
 from __future__ import annotations
 
 import hmac
-from collections.abc import Container
 from ipaddress import ip_address
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
+
+from searchcrawl.web.searchers import Proxies
 
 TOKEN = "SEARCHCRAWL_WEB_METRICS_TOKEN"  # the secret's name (ops/secrets.py: environment or _FILE)
 
@@ -51,9 +52,10 @@ def loopback(peer: str | None) -> bool:
         return False
 
 
-def allowed(peer: str | None, headers: dict[str, str], token: str | None, proxies: Container[str | None] = ()) -> bool:
+def allowed(peer: str | None, headers: dict[str, str], token: str | None, proxies: Proxies | None = None) -> bool:
     """Whether a request may read the metrics (module docstring): fail closed, a peer that may
     be a proxy needs the token."""
+    proxies = proxies if proxies is not None else Proxies(())
     direct = not any(name in headers for name in FORWARDING)
     if direct and loopback(peer) and peer not in proxies and unmapped(peer) not in proxies:
         return True
@@ -67,7 +69,7 @@ async def metrics_response(
     peer: str | None,
     registry: CollectorRegistry | None,
     token: str | None,
-    proxies: Container[str | None] = (),
+    proxies: Proxies | None = None,
 ) -> Response:
     if registry is None:
         return PlainTextResponse("Not Found", status_code=404)
