@@ -75,7 +75,9 @@ async def metrics_response(
         return PlainTextResponse("Not Found", status_code=404)
     if not allowed(peer, {key.lower(): value for key, value in request.headers.items()}, token, proxies):
         return PlainTextResponse(
-            "metrics: from this host, or with the bearer token", status_code=401, headers={"www-authenticate": "Bearer"}
+            "metrics: with the bearer token (SEARCHCRAWL_WEB_METRICS_TOKEN)",
+            status_code=401,
+            headers={"www-authenticate": "Bearer"},
         )
     body = await run_in_threadpool(generate_latest, registry)
     return Response(body, media_type=CONTENT_TYPE_LATEST, headers={"cache-control": "no-store"})
