@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 
 CLOSE_REASONS = {"suspend": "suspended", "stop": "stopped"}
 
-SAMPLE_WARN_SECONDS = 600.0  # a progress sample not saved is warned of at most this often
+SAMPLE_WARN_SECONDS = 600.0  # a progress sample (or tick) not saved is warned of at most this often
 
 ROWS_PER_INTERVAL = 100_000  # rows of the run's frontier a count may read per interval
 
@@ -71,6 +71,7 @@ class RunMonitor:
         self.counted_at: float | None = None
         self.engine_ran = False  # the engine was seen running: its stop since is a shutdown
         self.sample_warned_at: float | None = None  # the last warning of a sample not saved
+        self.tick_warned_at: float | None = None  # the last warning of a tick that failed
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
 
@@ -88,12 +89,23 @@ class RunMonitor:
             self.stores = stores_of(self.crawler)
 
     def opened(self) -> None:
-        self.loop = create_looping_call(self.tick)
+        self.loop = create_looping_call(self.safe_tick)
         self.loop.start(self.interval, now=False)
 
     def closed(self) -> None:
         if self.loop is not None and self.loop.running:
             self.loop.stop()
+
+    def safe_tick(self) -> None:
+        """A tick whose failure (the database locked or lost a moment) is warned of and waits for
+        the next: an exception would end the LoopingCall for the rest of the run."""
+        try:
+            self.tick()
+        except Exception as error:  # noqa: BLE001 - the next tick tries again
+            now = time.monotonic()
+            if self.tick_warned_at is None or now - self.tick_warned_at >= SAMPLE_WARN_SECONDS:
+                self.tick_warned_at = now
+                logger.warning("Progress of the run not saved, tried again at the next tick: %s", type(error).__name__)
 
     def tick(self) -> None:
         run, stores = self.run, self.stores

@@ -259,3 +259,34 @@ def test_a_sample_that_fails_does_not_stop_the_monitor(
         f"Run {runs.latest('unit')['id']} of unit: a progress sample was not saved: RuntimeError"
     ) == 1
     assert len(RunSamples(monitor.stores.database).of(monitor.run.id)) == 1  # type: ignore[union-attr]
+
+
+def test_a_tick_that_fails_waits_for_the_next(
+    crawler_of, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop calls safe_tick: the runs table locked a moment ends neither the loop nor the
+    control of the run."""
+    crawler = crawler_of()
+    monitor, _frontier, runs = with_run(crawler)
+    crawler.engine = engine = Engine()  # type: ignore[assignment]
+    original = Runs.update
+    failures = iter([True])
+
+    def update(self: Runs, run_id: int, counters: dict) -> str | None:  # type: ignore[type-arg]
+        if next(failures, False):
+            raise RuntimeError("database is locked")
+        return original(self, run_id, counters)
+
+    monkeypatch.setattr(Runs, "update", update)
+
+    async def ticks() -> None:
+        runs.control("unit", "suspend")
+        with caplog.at_level(logging.WARNING, logger=LOGGER):
+            monitor.safe_tick()  # raises inside: warned
+        assert engine.closed == []
+        monitor.safe_tick()
+        await asyncio.sleep(0)
+
+    asyncio.run(ticks())
+    assert engine.closed == ["suspended"]
+    assert "Progress of the run not saved, tried again at the next tick: RuntimeError" in caplog.text
