@@ -392,8 +392,9 @@ SEARCHCRAWL_STALL_AFTER = 900.0
 # A crawl process serves its own live metrics on this port (0: off) and address (loopback unless told).
 SEARCHCRAWL_METRICS_PORT = 0
 SEARCHCRAWL_METRICS_ADDRESS = "127.0.0.1"
-# `scrapy web`'s /metrics: off unless set; then answered to loopback clients, and to others with
-# SEARCHCRAWL_WEB_METRICS_TOKEN(_FILE) as a bearer token (from the environment or a file).
+# `scrapy web`'s /metrics: off unless set; then answered with SEARCHCRAWL_WEB_METRICS_TOKEN(_FILE)
+# as a bearer token (from the environment or a file), and without it only to loopback clients that
+# are not one of SEARCHCRAWL_WEB_PROXIES (by default loopback is one: the token is required).
 SEARCHCRAWL_WEB_METRICS = False
 SEARCHCRAWL_METRICS_CACHE_SECONDS = 60.0  # the web's metrics are read from the database at most this often
 SEARCHCRAWL_HEALTH_CACHE_SECONDS = 30.0  # Solr's and Tika's pings are kept this long

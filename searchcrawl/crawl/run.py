@@ -19,6 +19,7 @@ from typing import Any
 
 from scrapy.statscollectors import StatsCollector
 
+from searchcrawl.rules.status_codes import status_class
 from searchcrawl.store.models import FrontierState
 
 # entries the agent's listing passed over, as no document can be made of them (a database row
@@ -80,6 +81,7 @@ def process_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+FAILURE_CLASSES = ("4xx", "5xx")  # the response classes a run's failures count
 FAILURE_STATS = {  # issue 60: the source page's chart of failures by kind, from the crawl's stats
     "network": ("downloader/exception_count",),
     "login refused": ("searchcrawl/auth_refused",),
@@ -93,8 +95,10 @@ def failure_counts(stats: Mapping[str, Any]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for key, value in stats.items():
         code = key.removeprefix("downloader/response_status_count/")
-        if code != key and code.isdigit() and code[0] in "45" and isinstance(value, int):
-            counts[f"{code[0]}xx"] = counts.get(f"{code[0]}xx", 0) + value
+        if code != key and code.isdigit() and isinstance(value, int):
+            label = status_class(int(code), own=False)  # the metrics' classes (rules/status_codes.py)
+            if label in FAILURE_CLASSES:
+                counts[label] = counts.get(label, 0) + value
     for kind, keys in FAILURE_STATS.items():
         value = sum(stats.get(key) or 0 for key in keys)
         if isinstance(value, int) and value:

@@ -5,7 +5,7 @@ know, and Solr's and Tika's health.
 A custom Collector (prometheus_client's public API) on a CollectorRegistry of the caller's own:
 nothing is registered in the library's global registry, so two applications (or tests) in one
 process never see each other's metrics. Labels are bounded: source names, document states,
-status classes (2xx..5xx, 9xx for searchcrawl's own failure codes, none) and run states; never a
+status classes (rules/status_codes.py ``status_class``: 2xx..5xx, searchcrawl for its own codes, other, none) and run states; never a
 URL. A scrape reads, per source, the document table grouped by state (its index only) and the
 statuses of the documents out of the index (through the same index: their cost grows with
 those documents, not with the source), the latest run, and the stall
@@ -29,6 +29,7 @@ from sqlalchemy import func, select
 from searchcrawl.ops.health import Health, HealthCheck
 from searchcrawl.ops.stalls import NOT_REPORTING, NOTHING_FETCHED, STALL_AFTER, stalls
 from searchcrawl.rules.lifecycle import State
+from searchcrawl.rules.status_codes import status_class
 from searchcrawl.store.database import Database, as_utc
 from searchcrawl.store.documents import DocumentTable
 from searchcrawl.store.models import FrontierState, RunState, documents
@@ -39,16 +40,6 @@ RUN_STATES = tuple(state.value for state in RunState)
 # document states out of the index (and not on their way in): their statuses say why
 NOT_INDEXED = (State.FAILED.value, State.FETCHED.value, State.EXCLUDED.value, State.REMOVED.value, State.REMOVING.value)
 FRONTIER_STATES = tuple(state.value for state in FrontierState)
-
-
-def status_class(status: int | None) -> str:
-    """A status's class as a label: 2xx..5xx (HTTP), 9xx (searchcrawl's own codes,
-    docs/status-codes.md), other, or none."""
-    if status is None:
-        return "none"
-    if 200 <= status < 600 or 900 <= status < 1000:
-        return f"{status // 100}xx"
-    return "other"
 
 
 def _timestamp(moment: datetime | None) -> float | None:
@@ -122,8 +113,11 @@ class ProjectCollector(Collector):
         """The running runs' last answer and stall (ops/stalls.py)."""
         running = {run["id"]: name for name, run in latest.items() if run["state"] == RunState.RUNNING}
         for run_id, reports in RunProgress(self.database).of_runs(running).items():
-            if reports:
-                moment = max(report.fetched_at for report in reports).timestamp()
+            # only a process that had an answer: before, its fetched_at is its session's start
+            # (the clock of "nothing fetched"), no fetch; the metric is absent until one
+            fetched = [report.fetched_at for report in reports if report.pages > 0]
+            if fetched:
+                moment = max(fetched).timestamp()
                 families["searchcrawl_run_last_fetch_timestamp_seconds"].add_metric([running[run_id]], moment)
         now = datetime.now(UTC)
         found = {stall.source: stall for stall in stalls(self.database, now, self.stall_after, self.stale_after, health, names)}

@@ -18,3 +18,13 @@ def process_alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of ``pid`` in /proc (``R``, ``S``, ``D``, ``T`` stopped, ``t`` traced,
+    ``Z``...), or None where it cannot be read (another system, no such process)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None

@@ -5,7 +5,8 @@ metrics (searchcrawl_run_stalled) and notifications (``stalls(database, now)``).
 A run is **stalled** (kind ``nothing fetched``) when it is running, has URLs to fetch (queued or
 leased in its frontier) and none of its processes had an answer from a site for
 SEARCHCRAWL_STALL_AFTER seconds (15 min by default), counted from the session's start when none
-came yet. It is **not reporting** when none of its processes has written its heartbeat for
+came yet; or, when longer, twice the largest download delay its processes reported plus the
+requests' timeout (a source with a politeness delay of an hour is not stalled for it). It is **not reporting** when none of its processes has written its heartbeat for
 ``stale_after`` seconds (SEARCHCRAWL_LEASE_SECONDS, as `scrapy status` calls a run dead), or its
 process is known gone (same host, pid not alive). Both are read from what the crawl recorded:
 ``runs.updated_at`` (counters saved every progress interval), ``crawl_nodes.heartbeat`` (lease
@@ -22,8 +23,10 @@ What a stalled run **waits on**, and how each is known:
   another node may take the URLs back; the next crawl takes them back at once);
 * Solr, Tika: their ping (ops/health.py, cached), when given; Solr is named with the source's
   documents waiting to be pushed;
-* the database lock: a process alive on this host that stopped writing its heartbeat (its
-  writes wait), and on PostgreSQL the sessions pg_stat_activity shows waiting on a lock.
+* a process alive on this host that stopped writing its heartbeat: stopped (SIGSTOP, Ctrl-Z:
+  its state in /proc/<pid>/stat), the database lock when PostgreSQL's pg_stat_activity shows
+  sessions waiting on a lock, else "blocked (a database lock or a long synchronous task)": on
+  SQLite a lock wait cannot be told from outside.
 
 Each check reads a bounded number of rows: the running runs, their progress rows, their leased
 URLs grouped by owner, and the queued URLs counted up to TO_FETCH_CAP.
@@ -40,12 +43,13 @@ from typing import Any
 from sqlalchemy import func, select, text
 
 from searchcrawl.ops.health import Health
-from searchcrawl.ops.processes import process_alive
+from searchcrawl.ops.processes import process_alive, process_state
 from searchcrawl.store.database import Database, as_utc
 from searchcrawl.store.models import FrontierState, RunState, crawl_nodes, documents, frontier, runs
 from searchcrawl.store.progress import Report, RunProgress, Wait
 
 STALL_AFTER = 900.0  # SEARCHCRAWL_STALL_AFTER's default: seconds without an answer
+DOWNLOAD_TIMEOUT = 30.0  # the settings' DOWNLOAD_TIMEOUT, for a delay reported without one
 NOTHING_FETCHED = "nothing fetched"
 NOT_REPORTING = "not reporting"
 TO_FETCH_CAP = 10_000  # URLs to fetch are counted up to this many: a bounded read per run
@@ -102,9 +106,23 @@ def judge(facts: RunFacts, now: datetime, stall_after: float, stale_after: float
     if facts.gone or (now - last_report).total_seconds() >= stale_after:
         return NOT_REPORTING, last_report
     last_fetch = facts.last_fetch
-    if last_fetch is not None and facts.to_fetch > 0 and (now - last_fetch).total_seconds() >= stall_after:
+    if last_fetch is not None and facts.to_fetch > 0 and (now - last_fetch).total_seconds() >= expected_gap(facts, stall_after):
         return NOTHING_FETCHED, last_fetch
     return None
+
+
+def expected_gap(facts: RunFacts, stall_after: float) -> float:
+    """How long a run may go without an answer: ``stall_after``, or longer for a site with a long
+    download delay (a politeness delay of 20 min to an hour): twice the largest delay its
+    processes reported (Scrapy's randomized delay is at most 1.5 times it) plus their requests'
+    timeout."""
+    gaps = [
+        2 * wait.seconds + (wait.timeout if wait.timeout is not None else DOWNLOAD_TIMEOUT)
+        for report in facts.reports
+        for wait in report.waits
+        if wait.kind == "delay" and wait.seconds is not None
+    ]
+    return max([stall_after, *gaps])
 
 
 def duration(seconds: float) -> str:
@@ -120,8 +138,22 @@ def duration(seconds: float) -> str:
 def describe_wait(wait: Wait, now: datetime) -> str:
     if wait.kind == "retry-after" and wait.until is not None:
         return f"site {wait.site}: a Retry-After pause until {wait.until:%H:%M:%S} UTC"
+    if wait.kind == "delay":
+        return f"site {wait.site}: a download delay of {duration(wait.seconds or 0)} between requests"
     since = f" for {duration((now - wait.since).total_seconds())}" if wait.since is not None else ""
     return f"site {wait.site}: {wait.count} request(s) without an answer{since} (the site does not answer, or its delay)"
+
+
+def silent_process(owner: str, lock_waiters: int) -> str:
+    """What a live process on this host that stopped reporting waits on: stopped (its state in
+    /proc), the database lock when PostgreSQL shows sessions waiting on one, else blocked on
+    something unknown from outside."""
+    pid = owner.rpartition(":")[2]
+    if pid.isdigit() and process_state(int(pid)) in ("T", "t"):
+        return f"its process {pid} is stopped (SIGSTOP or Ctrl-Z): kill -CONT {pid} resumes it"
+    if lock_waiters:
+        return f"the database lock: its process {pid} is alive but has not saved its heartbeat"
+    return f"its process {pid} is alive but has not saved its heartbeat: blocked (a database lock or a long synchronous task)"
 
 
 def _owner_gone(owner: str, live: set[str], here: str) -> bool:
@@ -273,13 +305,17 @@ def waits_on(
     """What a stalled run waits on, in words (module docstring: how each is known)."""
     here = socket.gethostname()
     waits: list[str] = []
+    waiters = check.lock_waiters()
     if kind == NOT_REPORTING:
         if facts.gone:
             waits.append("its process is gone (killed or crashed): the next crawl resumes the run")
-        elif any(
-            report.owner.rpartition(":")[0] == here and not _owner_gone(report.owner, set(), here) for report in facts.reports
-        ):
-            waits.append("the database lock: its process is alive but has not saved its heartbeat")
+        else:
+            silent = {
+                report.owner
+                for report in facts.reports
+                if report.owner.rpartition(":")[0] == here and not _owner_gone(report.owner, set(), here)
+            }
+            waits.extend(silent_process(owner, waiters) for owner in sorted(silent))
     for report in facts.reports:
         if kind == NOTHING_FETCHED or not facts.gone:
             waits.extend(describe_wait(wait, now) for wait in report.waits)
@@ -292,7 +328,6 @@ def waits_on(
         waits.append(f"Solr: out of reach, {check.pending(facts.source)} document(s) waiting to be pushed")
     if health is not None and health.tika is False:
         waits.append("Tika: out of reach")
-    waiters = check.lock_waiters()
     if waiters:
         waits.append(f"the database lock: {waiters} session(s) of the database wait on a lock")
     return waits

@@ -125,6 +125,26 @@ CRAWLER_CODES: dict[Status, str] = {
 }
 
 
+OWN_CLASS = "searchcrawl"  # the status class of searchcrawl's own codes (CRAWLER_CODES)
+
+_CRAWLER_VALUES = frozenset(int(code) for code in CRAWLER_CODES)
+
+
+def status_class(status: int | None, own: bool = True) -> str:
+    """A status's class, as metrics label it and the charts count it: ``2xx`` .. ``5xx`` (HTTP),
+    ``searchcrawl`` (one of its own codes, CRAWLER_CODES: a document's status; with ``own`` false,
+    as for a site's response, a code in the 900s is a site's and ``other``), ``other`` (1xx,
+    6xx-8xx, a site's 999, ...) or ``none`` (no status yet). The one rule of the metrics (web and
+    crawl) and the runs' failure counts."""
+    if status is None:
+        return "none"
+    if 200 <= status < 600:
+        return f"{status // 100}xx"
+    if own and status in _CRAWLER_VALUES:
+        return OWN_CLASS
+    return "other"
+
+
 def describe(code: int | None) -> str:
     """A short human description of any status code, HTTP or crawler."""
     if code is None:

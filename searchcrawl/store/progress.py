@@ -28,14 +28,18 @@ MAX_WAITS = 5  # entries of ``waits`` kept per row: the oldest waits first
 @dataclass(frozen=True)
 class Wait:
     """What a process waited on when it reported: ``kind`` is ``retry-after`` (a site asked for a
-    pause until ``until``) or ``in-flight`` (``count`` requests to ``site`` without an answer,
-    the oldest sent at ``since``)."""
+    pause until ``until``), ``in-flight`` (``count`` requests to ``site`` without an answer,
+    the oldest sent at ``since``) or ``delay`` (``site`` has the process's longest download
+    delay now, ``seconds``, and its requests time out after ``timeout`` seconds: stall detection
+    waits that long between answers before it says "nothing fetched")."""
 
     kind: str
     site: str
     since: datetime | None = None
     until: datetime | None = None
     count: int = 0
+    seconds: float | None = None
+    timeout: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         value: dict[str, Any] = {"kind": self.kind, "site": self.site[:300], "count": self.count}
@@ -43,6 +47,10 @@ class Wait:
             value["since"] = self.since.isoformat()
         if self.until is not None:
             value["until"] = self.until.isoformat()
+        if self.seconds is not None:
+            value["seconds"] = self.seconds
+        if self.timeout is not None:
+            value["timeout"] = self.timeout
         return value
 
     @classmethod
@@ -54,9 +62,21 @@ class Wait:
             since = as_utc(datetime.fromisoformat(value["since"])) if value.get("since") else None
             until = as_utc(datetime.fromisoformat(value["until"])) if value.get("until") else None
             count = int(value.get("count") or 0)
+            seconds = _seconds(value.get("seconds"))
+            timeout = _seconds(value.get("timeout"))
         except (TypeError, ValueError):
             return None
-        return cls(value["kind"], value["site"], since, until, count)
+        return cls(value["kind"], value["site"], since, until, count, seconds, timeout)
+
+
+def _seconds(value: Any) -> float | None:
+    """A recorded number of seconds: finite, not negative, at most a day (else ValueError)."""
+    if value is None:
+        return None
+    seconds = float(value)
+    if not 0 <= seconds <= 86_400:  # NaN fails too
+        raise ValueError(value)
+    return seconds
 
 
 @dataclass(frozen=True)

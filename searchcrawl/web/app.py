@@ -871,7 +871,7 @@ class WebApp:
     async def metrics(self, request: Request) -> Response:
         """Prometheus' /metrics (web/metrics_endpoint.py: off unless SEARCHCRAWL_WEB_METRICS; loopback or token)."""
         registry = await _in_thread(lambda: self.registry)
-        return await metrics_response(request, request.scope.get(PEER), registry, self.config.metrics_token)
+        return await metrics_response(request, request.scope.get(PEER), registry, self.config.metrics_token, self.proxies)
 
     async def documents(self, request: Request) -> Response:
         name = await self._admin_source(request)

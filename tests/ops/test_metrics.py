@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 import socket
+import sys
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,8 +20,10 @@ from sqlalchemy import insert, update
 from starlette.testclient import TestClient
 
 from searchcrawl.crawl.extensions.crawl_metrics import CrawlCollector, crawl_registry, pages_by_class
+from searchcrawl.crawl.run import failure_counts
 from searchcrawl.ops.health import HealthCheck
-from searchcrawl.ops.metrics import ProjectCollector, status_class
+from searchcrawl.ops.metrics import ProjectCollector
+from searchcrawl.rules.status_codes import status_class
 from searchcrawl.store.database import Database
 from searchcrawl.store.models import FrontierState, RunState, documents, frontier, runs
 from searchcrawl.store.progress import RunProgress
@@ -92,7 +96,7 @@ def test_the_project_metrics_parse_and_say_what_the_database_holds(tmp_path: Pat
         and documents_[(("source", "wiki"), ("state", "pending"))] == 1
     )
     classes = samples(found["searchcrawl_documents_not_indexed"])  # failed 503 and 921, excluded 404
-    assert classes == {(("source", "wiki"), ("status_class", c)): 1.0 for c in ("4xx", "5xx", "9xx")}
+    assert classes == {(("source", "wiki"), ("status_class", c)): 1.0 for c in ("4xx", "5xx", "searchcrawl")}
     state = samples(found["searchcrawl_run_state"])
     assert state[(("source", "wiki"), ("state", "finished"))] == 1 and state[(("source", "files"), ("state", "running"))] == 1
     assert samples(found["searchcrawl_frontier_urls"])[(("source", "files"), ("state", "queued"))] == 2
@@ -113,19 +117,34 @@ def test_the_project_metrics_parse_and_say_what_the_database_holds(tmp_path: Pat
 
 
 def test_status_classes() -> None:
-    assert [status_class(code) for code in (None, 200, 301, 404, 503, 921, 42)] == [
+    """One rule for the web's metrics, the crawl's and the runs' failure counts (they disagreed:
+    600-899 "other" here, "6xx".."8xx" in the crawl's, a site's 999 "9xx")."""
+    codes = (None, 100, 200, 301, 404, 503, 650, 800, 900, 921, 943, 944, 999, 42)
+    assert [status_class(code) for code in codes] == [
         "none",
+        "other",
         "2xx",
         "3xx",
         "4xx",
         "5xx",
-        "9xx",
+        "other",
+        "other",
+        "searchcrawl",
+        "searchcrawl",
+        "searchcrawl",
+        "other",
+        "other",
         "other",
     ]
-    assert pages_by_class({"downloader/response_status_count/200": 3, "downloader/response_status_count/404": 1, "other": 9}) == {
+    assert status_class(921, own=False) == "other"  # a site's answer is never one of searchcrawl's codes
+    responses = {f"downloader/response_status_count/{code}": 1 for code in (200, 404, 503, 650, 921, 999)}
+    assert pages_by_class({**responses, "downloader/response_status_count/200": 3, "other": 9}) == {
         "2xx": 3,
         "4xx": 1,
+        "5xx": 1,
+        "other": 3,
     }
+    assert failure_counts(responses) == {"4xx": 1, "5xx": 1}
 
 
 def crawl_metrics() -> CollectorRegistry:
@@ -194,3 +213,78 @@ def test_metrics_answer_loopback_and_the_token_only(metrics_app: Any) -> None:
     assert refused.status_code == 401 and TOKEN not in refused.text and "searchcrawl_" not in refused.text
     assert there.get("/metrics").status_code == 401
     assert there.get("/metrics", headers={"authorization": f"Bearer {TOKEN}"}).status_code == 200
+
+
+def test_a_proxy_on_this_host_never_lets_metrics_out_without_the_token(tmp_path: Path) -> None:
+    """nginx's plain proxy_pass adds no X-Forwarded-For: outside clients reached uvicorn from
+    127.0.0.1 and read the metrics. With the default SEARCHCRAWL_WEB_PROXIES (loopback), a
+    loopback peer may be that proxy, so the token is required."""
+    project(tmp_path)
+    config = unit_config(tmp_path, metrics=True, metrics_token=TOKEN, proxies=("127.0.0.1", "::1"))
+    app = create_app(config)
+    for peer in ("127.0.0.1", "::1", "::ffff:127.0.0.1"):
+        proxied = TestClient(app, base_url="http://127.0.0.1", client=(peer, 5000))
+        refused = proxied.get("/metrics")  # nginx-like: no forwarding header at all
+        assert refused.status_code == 401 and "searchcrawl_" not in refused.text, peer
+        assert proxied.get("/metrics", headers={"authorization": f"Bearer {TOKEN}"}).status_code == 200
+
+
+def test_metrics_loopback_rule() -> None:
+    from searchcrawl.web.metrics_endpoint import allowed
+    from searchcrawl.web.searchers import Proxies
+
+    none = Proxies([])
+    loopback_proxies = Proxies(["127.0.0.1", "::1"])
+    # straight from loopback, no proxy configured there: in
+    assert allowed("127.0.0.1", {}, None, none) and allowed("::1", {}, None, none)
+    assert allowed("::ffff:127.0.0.1", {}, None, none)
+    # any forwarding header: a proxy forwarded it
+    for header in ("x-forwarded-for", "forwarded", "x-real-ip"):
+        assert not allowed("127.0.0.1", {header: "192.0.2.7"}, None, none), header
+    # a configured proxy's address, mapped or not: token only
+    for peer in ("127.0.0.1", "::1", "::ffff:127.0.0.1"):
+        assert not allowed(peer, {}, TOKEN, loopback_proxies), peer
+        assert allowed(peer, {"authorization": f"Bearer {TOKEN}"}, TOKEN, loopback_proxies), peer
+    assert not allowed("::ffff:192.0.2.7", {}, None, none) and not allowed(None, {}, None, none)
+    assert not allowed("unix-socket", {}, None, Proxies(["unix-socket"]))
+
+
+def test_a_collection_while_the_crawl_adds_stats_does_not_raise() -> None:
+    """The metrics server's thread iterated Scrapy's live stats dict while the crawl added keys
+    (RuntimeError: dictionary changed size during iteration)."""
+    stats: dict[str, Any] = {f"downloader/response_status_count/{200 + n % 300}": 1 for n in range(300)}
+    stats.update({f"searchcrawl/excluded/{n}": n for n in range(20_000)})
+    collector = CrawlCollector("wiki", lambda: stats, dict, lambda: None)
+    done = threading.Event()
+
+    def grow() -> None:
+        for n in range(2_000_000):  # bounded
+            if done.is_set():
+                return
+            stats[f"grown/{n}"] = n
+            if n % 1000 == 999:
+                for k in range(n - 999, n + 1):
+                    del stats[f"grown/{k}"]
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    thread = threading.Thread(target=grow)
+    thread.start()
+    try:
+        for _ in range(200):
+            list(collector.collect())
+    finally:
+        done.set()
+        thread.join()
+        sys.setswitchinterval(interval)
+
+
+def test_the_last_fetch_is_absent_until_a_run_had_an_answer(tmp_path: Path) -> None:
+    """It was the session's start (the stall clock) for a run that had fetched nothing yet."""
+    database = project(tmp_path)
+    waiting = Runs(database).start("waiting")
+    RunProgress(database).report(waiting.id, "h:2", "waiting", datetime.now(UTC), datetime.now(UTC), 0, [])
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ProjectCollector(database, lambda: ["files", "waiting"], HealthCheck(lambda: True, lambda: True)))
+    found = samples(parsed(registry)["searchcrawl_run_last_fetch_timestamp_seconds"])
+    assert list(found) == [(("source", "files"),)]  # the run that fetched 3 pages only

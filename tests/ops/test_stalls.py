@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,7 +18,8 @@ import pytest
 from sqlalchemy import insert, update
 
 from searchcrawl.ops.health import Health
-from searchcrawl.ops.stalls import NOT_REPORTING, NOTHING_FETCHED, RunFacts, judge, stalls
+from searchcrawl.ops.processes import process_state
+from searchcrawl.ops.stalls import NOT_REPORTING, NOTHING_FETCHED, RunFacts, judge, silent_process, stalls
 from searchcrawl.store.database import Database
 from searchcrawl.store.models import FrontierState, frontier, runs
 from searchcrawl.store.progress import Report, RunProgress, Wait
@@ -148,8 +151,42 @@ def test_a_run_whose_process_is_gone_or_silent_is_not_reporting(database: Databa
     )
     [stall] = stalls(database, NOW, 900, 600)
     assert stall.kind == NOT_REPORTING and stall.since == NOW - timedelta(minutes=11)
-    assert any(wait.startswith("the database lock: its process is alive") for wait in stall.waits_on)
+    # SQLite: a lock wait cannot be told from a long synchronous task
+    assert (
+        f"its process {os.getpid()} is alive but has not saved its heartbeat: blocked (a database lock or a long synchronous task)"
+        in stall.waits_on
+    )
+    assert not any("the database lock" in wait for wait in stall.waits_on)
     assert stalls(database, NOW, 900, 600, sources=["other"]) == []
+
+
+def test_a_stopped_process_is_named_stopped(database: Database) -> None:
+    """Every live process that stopped reporting was said to wait on "the database lock"; a
+    crawl stopped with Ctrl-Z or SIGSTOP is named so, as /proc/<pid>/stat says."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        os.kill(child.pid, signal.SIGSTOP)
+        for _ in range(1000):  # wait for the state, bounded
+            if process_state(child.pid) == "T":
+                break
+            time.sleep(0.01)
+        assert process_state(child.pid) == "T"
+        run = Runs(database).start("intranet")
+        with database.engine.begin() as connection:
+            connection.execute(update(runs).values(pid=child.pid, updated_at=NOW - timedelta(minutes=12)))
+        owner = f"{socket.gethostname()}:{child.pid}"
+        RunProgress(database).report(run.id, owner, "intranet", NOW - timedelta(minutes=11), NOW, 1, [])
+        [stall] = stalls(database, NOW, 900, 600)
+        assert stall.kind == NOT_REPORTING
+        assert f"its process {child.pid} is stopped (SIGSTOP or Ctrl-Z): kill -CONT {child.pid} resumes it" in stall.waits_on
+    finally:
+        child.kill()
+        child.wait()
+    assert silent_process("h:1", 2) != silent_process("h:1", 0)
+    assert (
+        silent_process(f"h:{os.getpid()}", 2)
+        == f"the database lock: its process {os.getpid()} is alive but has not saved its heartbeat"
+    )
 
 
 def test_progress_rows_read_back_what_was_written_and_refuse_malformed_waits(database: Database) -> None:
@@ -175,3 +212,33 @@ def test_migration_0020_makes_the_table_the_models_describe(tmp_path: Path) -> N
     columns = {column["name"] for column in inspect(engine).get_columns("run_progress")}
     assert columns == {column.name for column in run_progress.c}
     engine.dispose()
+
+
+def test_a_source_with_a_long_delay_is_stalled_only_after_twice_its_delay(database: Database) -> None:
+    """A politeness delay of 20 minutes was reported "nothing fetched" at every cycle."""
+    delay = Wait("delay", "slow.example", seconds=1200, timeout=30)
+
+    def facts(ago: float, waits: tuple[Wait, ...]) -> RunFacts:
+        report = Report(1, "h:1", "s", NOW, NOW - timedelta(seconds=ago), 3, waits)
+        return RunFacts("s", 1, NOW - timedelta(hours=3), NOW, (report,), to_fetch=5)
+
+    assert judge(facts(1000, (delay,)), NOW, 900, 600) is None  # within its own gap
+    assert judge(facts(2400, (delay,)), NOW, 900, 600) is None  # 2 x 1200 + 30
+    assert judge(facts(3000, (delay,)), NOW, 900, 600) == (NOTHING_FETCHED, NOW - timedelta(seconds=3000))
+    assert judge(facts(1000, ()), NOW, 900, 600) is not None  # no delay reported: the setting
+    short = Wait("delay", "fast.example", seconds=2, timeout=30)
+    assert judge(facts(1000, (short,)), NOW, 900, 600) is not None
+    # written and read back as a crawl writes it, and named among the waits
+    run = Runs(database).start("slow")
+    RunProgress(database).report(run.id, "h:1", "slow", NOW, NOW - timedelta(seconds=3000), 3, [delay])
+    [report] = RunProgress(database).of_runs([run.id])[run.id]
+    assert report.waits == (delay,)
+    with database.engine.begin() as connection:
+        connection.execute(
+            insert(frontier), [{"document_id": 1, "source": "slow", "run_id": run.id, "state": FrontierState.QUEUED.value}]
+        )
+    assert [stall.kind for stall in stalls(database, NOW)] == [NOTHING_FETCHED]
+    assert "site slow.example: a download delay of 20 min between requests" in stalls(database, NOW)[0].waits_on
+    assert stalls(database, NOW - timedelta(seconds=1500)) == []
+    for bad in ("x", -1, float("nan"), 1e12):
+        assert Wait.of({"kind": "delay", "site": "a", "seconds": bad}) is None

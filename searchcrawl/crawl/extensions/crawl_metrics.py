@@ -39,6 +39,7 @@ from scrapy.exceptions import NotConfigured
 from searchcrawl.crawl.extensions.run_monitor import RunMonitor
 from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.signals import solr_pushed
+from searchcrawl.rules.status_codes import status_class
 from searchcrawl.store.models import FrontierState
 
 logger = logging.getLogger(__name__)
@@ -48,11 +49,13 @@ PUSH_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, float("inf"))
 
 
 def pages_by_class(stats: dict[str, Any]) -> dict[str, int]:
-    """Scrapy's response counts by status code, summed by class (2xx, 3xx, ...)."""
+    """Scrapy's response counts by status code, summed by class (rules/status_codes.py
+    ``status_class``: 2xx..5xx, other; a site's code is never one of searchcrawl's own)."""
     classes: dict[str, int] = {}
     for key, value in stats.items():
-        if key.startswith(STATUS_STAT) and key[len(STATUS_STAT) :].isdigit() and isinstance(value, int):
-            label = f"{key[len(STATUS_STAT)]}xx"
+        code = key[len(STATUS_STAT) :]
+        if key.startswith(STATUS_STAT) and code.isdigit() and isinstance(value, int):
+            label = status_class(int(code), own=False)
             classes[label] = classes.get(label, 0) + value
     return classes
 
@@ -71,7 +74,10 @@ class CrawlCollector(Collector):
         self.source, self.stats, self.frontier, self.last_fetch = source, stats, frontier, last_fetch
 
     def collect(self) -> Iterator[Metric]:
-        source, stats = self.source, self.stats()
+        # a copy: Scrapy's stats are the live dict, which the crawl's thread grows while this
+        # (the metrics server's thread) iterates it ("dictionary changed size during iteration");
+        # dict() of a dict copies under the GIL, at once
+        source, stats = self.source, dict(self.stats())
         pages = CounterMetricFamily("searchcrawl_crawl_pages", "Responses by status class", labels=["source", "status_class"])
         for label, count in sorted(pages_by_class(stats).items()):
             pages.add_metric([source, label], count)

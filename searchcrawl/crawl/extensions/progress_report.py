@@ -11,7 +11,9 @@ a session that never gets an answer) this extension saves, for its process in th
 * ``waits``: the requests in Scrapy's downloader (``engine.downloader.active``: waiting for
   their site's delay or for an answer), per site, since the report that first saw each (to
   within an interval); and the sites paused by a Retry-After (the site pause middleware's
-  pauses). Sites are the downloader's slots (host names); at most a few, oldest first.
+  pauses). Sites are the downloader's slots (host names); at most a few, oldest first;
+  and the site with the longest download delay now (the slots' ``delay``), with the requests'
+  timeout: stall detection waits longer than that between answers.
 
 All of it is read at report time: nothing runs per page (three Scrapy signals per page, its
 first design, cost 13 us of CPU a page). Its memory is bounded by the downloader's requests.
@@ -21,9 +23,12 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from scrapy import signals
+from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
@@ -39,8 +44,10 @@ from searchcrawl.store.progress import MAX_WAITS, RunProgress, Wait
 logger = logging.getLogger(__name__)
 
 
-def current_waits(in_flight: dict[int, tuple[str, float]], pauses: dict[str, float], wall: datetime, clock: float) -> list[Wait]:
-    """The waits to report: requests without an answer grouped by site (``in_flight``: request id
+def current_waits(
+    in_flight: Mapping[Any, tuple[str, float]], pauses: dict[str, float], wall: datetime, clock: float
+) -> list[Wait]:
+    """The waits to report: requests without an answer grouped by site (``in_flight``: request
     -> (site, monotonic time first seen)), and Retry-After pauses (site -> monotonic end); oldest
     first, MAX_WAITS at most."""
     sites: dict[str, tuple[int, float]] = {}
@@ -60,6 +67,16 @@ def current_waits(in_flight: dict[int, tuple[str, float]], pauses: dict[str, flo
     return waits[:MAX_WAITS]
 
 
+def longest_delay(slots: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The downloader's slot (site) with the longest current delay (Scrapy's ``Slot.delay``, as
+    the source's delay, delay_rules or AutoThrottle set it), and that delay; None when none has one."""
+    delays = [(float(getattr(slot, "delay", 0) or 0), str(key)) for key, slot in slots.items()]
+    if not delays or max(delays)[0] <= 0:
+        return None
+    seconds, key = max(delays)
+    return key, seconds
+
+
 class ProgressReport:
     """See the module's docstring."""
 
@@ -70,7 +87,9 @@ class ProgressReport:
         self.store: RunProgress | None = None
         self.fetched_at: datetime | None = None
         self.pages = 0
-        self.in_flight: dict[int, tuple[str, float]] = {}  # the downloader's requests, as first seen
+        # the downloader's requests, as first seen: keyed by the request itself, weakly (an id()
+        # is reused at once by the next object: a new request inherited an old one's "since")
+        self.in_flight: weakref.WeakKeyDictionary[Request, tuple[str, float]] = weakref.WeakKeyDictionary()
         self.loop: AsyncioLoopingCall | LoopingCall | None = None
         crawler.signals.connect(self.run_started, signal=run_started)
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
@@ -103,13 +122,17 @@ class ProgressReport:
         if engine is None:
             return current_waits({}, {}, wall, clock)
         downloader = engine.downloader
-        active = {id(request): request for request in downloader.active}
-        self.in_flight = {
-            key: self.in_flight.get(key) or (downloader.get_slot_key(request), clock) for key, request in active.items()
-        }
+        seen, self.in_flight = self.in_flight, weakref.WeakKeyDictionary()
+        for request in list(downloader.active):
+            self.in_flight[request] = seen.get(request) or (downloader.get_slot_key(request), clock)
         middleware = self.crawler.get_downloader_middleware(SitePauseMiddleware)
         pauses = middleware.pauses.active(clock) if middleware is not None else {}
-        return current_waits(self.in_flight, pauses, wall, clock)
+        waits = current_waits(self.in_flight, pauses, wall, clock)
+        delay = longest_delay(getattr(downloader, "slots", {}))
+        if delay is None:
+            return waits
+        timeout = self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
+        return [*waits[: MAX_WAITS - 1], Wait("delay", delay[0], seconds=delay[1], timeout=timeout)]
 
     def report(self) -> None:
         if self.run is None or self.store is None or self.fetched_at is None:

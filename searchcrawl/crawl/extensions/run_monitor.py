@@ -39,6 +39,8 @@ logger = logging.getLogger(__name__)
 
 CLOSE_REASONS = {"suspend": "suspended", "stop": "stopped"}
 
+SAMPLE_WARN_SECONDS = 600.0  # a progress sample (or tick) not saved is warned of at most this often
+
 ROWS_PER_INTERVAL = 100_000  # rows of the run's frontier a count may read per interval
 
 
@@ -68,6 +70,8 @@ class RunMonitor:
         self.counts: dict[FrontierState, int] = {}  # the run's frontier by state, as last counted
         self.counted_at: float | None = None
         self.engine_ran = False  # the engine was seen running: its stop since is a shutdown
+        self.sample_warned_at: float | None = None  # the last warning of a sample not saved
+        self.tick_warned_at: float | None = None  # the last warning of a tick that failed
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
 
@@ -85,12 +89,23 @@ class RunMonitor:
             self.stores = stores_of(self.crawler)
 
     def opened(self) -> None:
-        self.loop = create_looping_call(self.tick)
+        self.loop = create_looping_call(self.safe_tick)
         self.loop.start(self.interval, now=False)
 
     def closed(self) -> None:
         if self.loop is not None and self.loop.running:
             self.loop.stop()
+
+    def safe_tick(self) -> None:
+        """A tick whose failure (the database locked or lost a moment) is warned of and waits for
+        the next: an exception would end the LoopingCall for the rest of the run."""
+        try:
+            self.tick()
+        except Exception as error:  # noqa: BLE001 - the next tick tries again
+            now = time.monotonic()
+            if self.tick_warned_at is None or now - self.tick_warned_at >= SAMPLE_WARN_SECONDS:
+                self.tick_warned_at = now
+                logger.warning("Progress of the run not saved, tried again at the next tick: %s", type(error).__name__)
 
     def tick(self) -> None:
         run, stores = self.run, self.stores
@@ -126,13 +141,25 @@ class RunMonitor:
             counters["indexed"],
         )
         control = stores.runs.update(run.id, counters)
-        # the run page's progress chart (store/samples.py): the frontier as last counted
-        frontier = {state.value: number for state, number in self.counts.items()}
-        RunSamples(stores.database).add(run.id, {**counters, **frontier, "pending": pending})
         if control in CLOSE_REASONS and self.crawler.engine is not None:
             logger.info("Run %d of %s: %s requested", run.id, run.source, control)
             self._give_back()
             asyncio.ensure_future(self.crawler.engine.close_spider_async(reason=CLOSE_REASONS[control]))
+        # the run page's progress chart (store/samples.py): the frontier as last counted
+        frontier = {state.value: number for state, number in self.counts.items()}
+        self._sample(run, {**counters, **frontier, "pending": pending}, now)
+
+    def _sample(self, run: Run, values: dict[str, int], now: float) -> None:
+        """A chart's sample is optional: a failure to save it (SQLite's "database is locked", a
+        PostgreSQL blip) must not stop the loop (an exception ends a LoopingCall: no counters
+        saved, control ignored for the rest of the run). Warned at most every SAMPLE_WARN_SECONDS."""
+        assert self.stores is not None
+        try:
+            RunSamples(self.stores.database).add(run.id, values)
+        except Exception as error:  # noqa: BLE001 - any failure: the sample is skipped
+            if self.sample_warned_at is None or now - self.sample_warned_at >= SAMPLE_WARN_SECONDS:
+                self.sample_warned_at = now
+                logger.warning("Run %d of %s: a progress sample was not saved: %s", run.id, run.source, type(error).__name__)
 
     def _give_back(self) -> None:
         """The crawl closes: what waits to be sent goes back to the queue, not out at the site's delay."""

@@ -11,11 +11,13 @@ import time
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
+import pytest
 from scrapy import Request
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
 
-from searchcrawl.crawl.extensions.progress_report import ProgressReport, current_waits
+from searchcrawl.crawl.extensions import progress_report
+from searchcrawl.crawl.extensions.progress_report import ProgressReport, current_waits, longest_delay
 from searchcrawl.crawl.middlewares.site_pause import SitePauseMiddleware
 from searchcrawl.crawl.pipelines.solr_push import SolrPipeline
 from searchcrawl.crawl.signals import solr_pushed
@@ -83,3 +85,45 @@ def test_the_solr_pipeline_signals_each_push_it_made(crawler_of) -> None:
     pipeline._account(PushResult(indexed=3), 0.25)
     pipeline._account(PushResult(skipped=True), 0.5)  # another process pushed: nothing to observe
     assert [(seconds, result.indexed) for seconds, result in heard] == [(0.25, 3)]
+
+
+def test_a_new_request_does_not_inherit_a_finished_ones_since(crawler_of, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-flight requests were keyed by id(request): CPython gives a new object the id of one
+    just freed, so a request sent now was reported waiting since an old one was first seen."""
+    clock = iter(range(100, 100_000, 100))  # each report's monotonic time: 100 s apart
+    monkeypatch.setattr(progress_report, "time", SimpleNamespace(monotonic=lambda: float(next(clock))))
+    crawler = crawler_of(SEARCHCRAWL_PROGRESS_INTERVAL=1)
+    report = build_from_crawler(ProgressReport, crawler)
+    start_run(crawler)
+    old = Request("https://slow.example/a")
+    crawler.engine = engine = Engine(crawler, [old])
+    report.report()
+    old_id = id(old)
+    [(_site, first_seen)] = list(report.in_flight.values())
+    engine.downloader.active = set()
+    del old
+    kept = []  # bounded: CPython reuses the freed block at once, almost always the first try
+    for _ in range(1000):
+        new = Request("https://slow.example/b")
+        if id(new) == old_id:
+            break
+        kept.append(new)
+    else:
+        pytest.skip("the interpreter did not reuse the freed request's id")
+    engine.downloader.active = {new}
+    report.report()
+    [(_site, seen)] = list(report.in_flight.values())
+    assert seen == first_seen + 100  # first seen by this report, not at the old one's time
+
+
+def test_the_longest_download_delay_is_reported(crawler_of) -> None:
+    """Stall detection waits longer for a source whose politeness delay is long."""
+    crawler = crawler_of(SEARCHCRAWL_PROGRESS_INTERVAL=1, DOWNLOAD_TIMEOUT=45)
+    report = build_from_crawler(ProgressReport, crawler)
+    run, _frontier = start_run(crawler)
+    crawler.engine = engine = Engine(crawler, [])
+    engine.downloader.slots = {"fast.example": SimpleNamespace(delay=1.0), "slow.example": SimpleNamespace(delay=1200.0)}
+    report.report()
+    [saved] = RunProgress(stores_of(crawler).documents.database).of_runs([run.id])[run.id]
+    assert [(w.kind, w.site, w.seconds, w.timeout) for w in saved.waits] == [("delay", "slow.example", 1200.0, 45.0)]
+    assert longest_delay({"a": SimpleNamespace(delay=0.0)}) is None and longest_delay({}) is None

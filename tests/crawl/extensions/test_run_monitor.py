@@ -225,3 +225,68 @@ def test_a_resumed_runs_progress_keeps_only_the_frontiers_saved_counts(crawler_o
         )
     assert runs.update(run_id, {"pages": 2, "cached": 0}) is None
     assert json.loads(runs.latest("unit")["counters"]) == {"queued": 5, "leased": 0, "done": 2, "pages": 2, "cached": 0}
+
+
+def test_a_sample_that_fails_does_not_stop_the_monitor(
+    crawler_of, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sample's save raising ("database is locked") ended the LoopingCall for the rest of the
+    run: no counters saved, suspend and stop ignored. The sample is skipped, warned once."""
+    crawler = crawler_of()
+    monitor, _frontier, runs = with_run(crawler)
+    crawler.engine = engine = Engine()  # type: ignore[assignment]
+    failures = iter([True, True, False])
+    original = RunSamples.add
+
+    def add(self: RunSamples, run_id: int, values: dict[str, int]) -> None:
+        if next(failures, False):
+            raise RuntimeError("database is locked")
+        original(self, run_id, values)
+
+    monkeypatch.setattr(RunSamples, "add", add)
+
+    async def ticks() -> None:
+        with caplog.at_level(logging.WARNING, logger=LOGGER):
+            monitor.tick()  # raises inside: skipped
+            runs.control("unit", "stop")
+            monitor.tick()  # raises again: control still honoured
+        await asyncio.sleep(0)
+        monitor.tick()
+
+    asyncio.run(ticks())
+    assert engine.closed[0] == "stopped"
+    assert [r.message for r in caplog.records].count(
+        f"Run {runs.latest('unit')['id']} of unit: a progress sample was not saved: RuntimeError"
+    ) == 1
+    assert len(RunSamples(monitor.stores.database).of(monitor.run.id)) == 1  # type: ignore[union-attr]
+
+
+def test_a_tick_that_fails_waits_for_the_next(
+    crawler_of, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop calls safe_tick: the runs table locked a moment ends neither the loop nor the
+    control of the run."""
+    crawler = crawler_of()
+    monitor, _frontier, runs = with_run(crawler)
+    crawler.engine = engine = Engine()  # type: ignore[assignment]
+    original = Runs.update
+    failures = iter([True])
+
+    def update(self: Runs, run_id: int, counters: dict) -> str | None:  # type: ignore[type-arg]
+        if next(failures, False):
+            raise RuntimeError("database is locked")
+        return original(self, run_id, counters)
+
+    monkeypatch.setattr(Runs, "update", update)
+
+    async def ticks() -> None:
+        runs.control("unit", "suspend")
+        with caplog.at_level(logging.WARNING, logger=LOGGER):
+            monitor.safe_tick()  # raises inside: warned
+        assert engine.closed == []
+        monitor.safe_tick()
+        await asyncio.sleep(0)
+
+    asyncio.run(ticks())
+    assert engine.closed == ["suspended"]
+    assert "Progress of the run not saved, tried again at the next tick: RuntimeError" in caplog.text
