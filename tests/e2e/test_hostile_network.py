@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import gzip
 import os
-import resource
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -20,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from searchcrawl.rules.status_codes import Status
+from tests.benchmarks.measure import run_measured
 from tests.conftest import ROOT, InFlight, solr_docs, unpack
 
 CANARY = "canary-" + uuid.uuid4().hex
@@ -161,14 +160,12 @@ def test_a_45_mb_page_is_parsed_up_to_max_parse_bytes_in_bounded_memory(project,
     name = f"huge-{uuid.uuid4().hex[:8]}"
     source = f'seeds = ["{site.url}huge.html"]\n'
     project.source(name, source)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", name], cwd=ROOT, env=project.env(), capture_output=True, text=True, timeout=600
-    )
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    assert result.returncode == 0, result.stderr[-3000:]
-    print(f"peak RSS of the crawl (45 MB page): {peak_mb:.0f} MB (before: {before / 1024:.0f} MB)")
-    assert peak_mb < 600, peak_mb
+    # the crawl's own peak (its conversion workers' included), not this worker's RUSAGE_CHILDREN:
+    # that is the largest of every child this test process ever waited for (a JVM, a browser)
+    measured = run_measured([sys.executable, "-m", "scrapy", "crawl", name], cwd=ROOT, env=project.env())
+    peak_mb = measured.peak_rss_bytes / 1024 / 1024
+    print(f"peak RSS of the crawl (45 MB page): {peak_mb:.0f} MB")
+    assert peak_mb < 450, peak_mb  # 257 MB measured at stop 72; the 45 MB body parsed whole would pass 450
     row = project.table().get(name, f"{site.url}huge.html")
     assert row["status"] == 200 and row["reason"].startswith("truncated: the first 4194304 of")
     docs = solr_docs(solr, name)
