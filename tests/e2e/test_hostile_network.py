@@ -165,7 +165,7 @@ def test_a_45_mb_page_is_parsed_up_to_max_parse_bytes_in_bounded_memory(project,
     measured = run_measured([sys.executable, "-m", "scrapy", "crawl", name], cwd=ROOT, env=project.env())
     peak_mb = measured.peak_rss_bytes / 1024 / 1024
     print(f"peak RSS of the crawl (45 MB page): {peak_mb:.0f} MB")
-    assert peak_mb < 450, peak_mb  # 257 MB measured at stop 72; the 45 MB body parsed whole would pass 450
+    assert peak_mb < 450, peak_mb  # 257 MB measured (stop 72): room for noise, not for a second copy of the page per stage
     row = project.table().get(name, f"{site.url}huge.html")
     assert row["status"] == 200 and row["reason"].startswith("truncated: the first 4194304 of")
     docs = solr_docs(solr, name)
