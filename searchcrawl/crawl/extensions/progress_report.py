@@ -21,27 +21,21 @@ first design, cost 13 us of CPU a page). Its memory is bounded by the downloader
 
 from __future__ import annotations
 
-import logging
 import time
 import weakref
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
-from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
-from twisted.internet.task import LoopingCall
 
-from searchcrawl.crawl.extensions.stores import source_of, stores_of
+from searchcrawl.crawl.extensions.run_ticker import RunTicker
+from searchcrawl.crawl.extensions.stores import stores_of
 from searchcrawl.crawl.middlewares.site_pause import SitePauseMiddleware
 from searchcrawl.crawl.run import Run
-from searchcrawl.crawl.signals import run_started
 from searchcrawl.store.frontier import Frontier
 from searchcrawl.store.progress import MAX_WAITS, RunProgress, Wait
-
-logger = logging.getLogger(__name__)
 
 
 def current_waits(
@@ -77,41 +71,25 @@ def longest_delay(slots: Mapping[str, Any]) -> tuple[str, float] | None:
     return key, seconds
 
 
-class ProgressReport:
+class ProgressReport(RunTicker):
     """See the module's docstring."""
 
+    failed = "Progress report of the run not saved"
+
     def __init__(self, crawler: Crawler, interval: float) -> None:
-        self.crawler = crawler
-        self.interval = interval
-        self.run: Run | None = None
+        super().__init__(crawler, interval)
         self.store: RunProgress | None = None
         self.fetched_at: datetime | None = None
         self.pages = 0
         # the downloader's requests, as first seen: keyed by the request itself, weakly (an id()
         # is reused at once by the next object: a new request inherited an old one's "since")
         self.in_flight: weakref.WeakKeyDictionary[Request, tuple[str, float]] = weakref.WeakKeyDictionary()
-        self.loop: AsyncioLoopingCall | LoopingCall | None = None
-        crawler.signals.connect(self.run_started, signal=run_started)
-        crawler.signals.connect(self.opened, signal=signals.spider_opened)
-        crawler.signals.connect(self.closed, signal=signals.spider_closed)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> ProgressReport:
-        interval = crawler.settings.getfloat("SEARCHCRAWL_PROGRESS_INTERVAL")
-        if interval <= 0:
-            raise NotConfigured
-        source_of(crawler)  # NotConfigured for another spider
-        return cls(crawler, interval)
 
     def run_started(self, run: Run, frontier: Frontier) -> None:
-        self.run = run
+        super().run_started(run, frontier)
         self.store = RunProgress(stores_of(self.crawler).documents.database)
         self.fetched_at = datetime.now(UTC)  # the session's start: the clock of "nothing fetched"
-        self.report()
-
-    def opened(self) -> None:
-        self.loop = create_looping_call(self.report)
-        self.loop.start(self.interval, now=False)
+        self.safe_tick()
 
     def _downloader_waits(self, wall: datetime, clock: float) -> list[Wait]:
         """The downloader's requests (each since first seen) and the sites' pauses, now."""
@@ -134,19 +112,13 @@ class ProgressReport:
         timeout = self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         return [*waits[: MAX_WAITS - 1], Wait("delay", delay[0], seconds=delay[1], timeout=timeout)]
 
-    def report(self) -> None:
+    def tick(self) -> None:
+        """Saves this process's report (a failure: RunTicker warns, the next tick tries again)."""
         if self.run is None or self.store is None or self.fetched_at is None:
             return
         wall, clock = datetime.now(UTC), time.monotonic()
         pages = self.crawler.stats.get_value("response_received_count", 0) if self.crawler.stats is not None else 0
         if pages > self.pages:
             self.pages, self.fetched_at = pages, wall
-        try:
-            waits = self._downloader_waits(wall, clock)
-            self.store.report(self.run.id, self.run.owner, self.run.source, wall, self.fetched_at, self.pages, waits)
-        except Exception as exc:  # a locked or lost database: the next tick tries again
-            logger.warning("Could not save the progress report of run %d: %s", self.run.id, type(exc).__name__)
-
-    def closed(self) -> None:
-        if self.loop is not None and self.loop.running:
-            self.loop.stop()
+        waits = self._downloader_waits(wall, clock)
+        self.store.report(self.run.id, self.run.owner, self.run.source, wall, self.fetched_at, self.pages, waits)

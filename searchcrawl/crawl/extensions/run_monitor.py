@@ -21,16 +21,12 @@ import asyncio
 import logging
 import time
 
-from scrapy import signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
-from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
-from twisted.internet.task import LoopingCall
 
 from searchcrawl.crawl.extensions.give_back import GiveBack
-from searchcrawl.crawl.extensions.stores import Stores, source_of, stores_of
+from searchcrawl.crawl.extensions.run_ticker import OccasionalWarning, RunTicker
+from searchcrawl.crawl.extensions.stores import Stores, stores_of
 from searchcrawl.crawl.run import Run, run_counters
-from searchcrawl.crawl.signals import run_started
 from searchcrawl.store.frontier import Frontier
 from searchcrawl.store.models import FrontierState
 from searchcrawl.store.samples import RunSamples
@@ -38,8 +34,6 @@ from searchcrawl.store.samples import RunSamples
 logger = logging.getLogger(__name__)
 
 CLOSE_REASONS = {"suspend": "suspended", "stop": "stopped"}
-
-SAMPLE_WARN_SECONDS = 600.0  # a progress sample (or tick) not saved is warned of at most this often
 
 ROWS_PER_INTERVAL = 100_000  # rows of the run's frontier a count may read per interval
 
@@ -52,60 +46,25 @@ def count_due(counted_at: float | None, rows: int, interval: float, now: float) 
     return now - counted_at >= interval * max(1.0, rows / ROWS_PER_INTERVAL)
 
 
-class RunMonitor:
+class RunMonitor(RunTicker):
     """The progress line and the run's control (see the module's docstring), from the stores
     (the runs table, the document table's pending documents, the cache's fill) and the run
     (``run_started``; none: nothing to monitor)."""
 
     def __init__(self, crawler: Crawler, interval: float, stores: Stores | None = None) -> None:
-        self.crawler = crawler
-        self.interval = interval
+        super().__init__(crawler, interval)
         self.stores = stores  # built with the other extensions: found when the run starts
-        self.run: Run | None = None
-        self.frontier: Frontier | None = None
-        crawler.signals.connect(self.run_started, signal=run_started)
-        self.loop: AsyncioLoopingCall | LoopingCall | None = None
         self.last_pages = 0
         self.last_time = time.monotonic()
         self.counts: dict[FrontierState, int] = {}  # the run's frontier by state, as last counted
         self.counted_at: float | None = None
         self.engine_ran = False  # the engine was seen running: its stop since is a shutdown
-        self.sample_warned_at: float | None = None  # the last warning of a sample not saved
-        self.tick_warned_at: float | None = None  # the last warning of a tick that failed
-        crawler.signals.connect(self.opened, signal=signals.spider_opened)
-        crawler.signals.connect(self.closed, signal=signals.spider_closed)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> RunMonitor:
-        interval = crawler.settings.getfloat("SEARCHCRAWL_PROGRESS_INTERVAL")
-        if interval <= 0:
-            raise NotConfigured
-        source_of(crawler)  # NotConfigured for another spider
-        return cls(crawler, interval)
+        self.sample_failed = OccasionalWarning(self.logger)  # a chart's sample not saved
 
     def run_started(self, run: Run, frontier: Frontier) -> None:
-        self.run, self.frontier = run, frontier
+        super().run_started(run, frontier)
         if self.stores is None:
             self.stores = stores_of(self.crawler)
-
-    def opened(self) -> None:
-        self.loop = create_looping_call(self.safe_tick)
-        self.loop.start(self.interval, now=False)
-
-    def closed(self) -> None:
-        if self.loop is not None and self.loop.running:
-            self.loop.stop()
-
-    def safe_tick(self) -> None:
-        """A tick whose failure (the database locked or lost a moment) is warned of and waits for
-        the next: an exception would end the LoopingCall for the rest of the run."""
-        try:
-            self.tick()
-        except Exception as error:  # noqa: BLE001 - the next tick tries again
-            now = time.monotonic()
-            if self.tick_warned_at is None or now - self.tick_warned_at >= SAMPLE_WARN_SECONDS:
-                self.tick_warned_at = now
-                logger.warning("Progress of the run not saved, tried again at the next tick: %s", type(error).__name__)
 
     def tick(self) -> None:
         run, stores = self.run, self.stores
@@ -147,19 +106,17 @@ class RunMonitor:
             asyncio.ensure_future(self.crawler.engine.close_spider_async(reason=CLOSE_REASONS[control]))
         # the run page's progress chart (store/samples.py): the frontier as last counted
         frontier = {state.value: number for state, number in self.counts.items()}
-        self._sample(run, {**counters, **frontier, "pending": pending}, now)
+        self._sample(run, {**counters, **frontier, "pending": pending})
 
-    def _sample(self, run: Run, values: dict[str, int], now: float) -> None:
+    def _sample(self, run: Run, values: dict[str, int]) -> None:
         """A chart's sample is optional: a failure to save it (SQLite's "database is locked", a
-        PostgreSQL blip) must not stop the loop (an exception ends a LoopingCall: no counters
-        saved, control ignored for the rest of the run). Warned at most every SAMPLE_WARN_SECONDS."""
+        PostgreSQL blip) is warned of (at most every WARN_SECONDS) and skipped; the tick goes on
+        (its counters saved, its control honoured)."""
         assert self.stores is not None
         try:
             RunSamples(self.stores.database).add(run.id, values)
         except Exception as error:  # noqa: BLE001 - any failure: the sample is skipped
-            if self.sample_warned_at is None or now - self.sample_warned_at >= SAMPLE_WARN_SECONDS:
-                self.sample_warned_at = now
-                logger.warning("Run %d of %s: a progress sample was not saved: %s", run.id, run.source, type(error).__name__)
+            self.sample_failed("Run %d of %s: a progress sample was not saved: %s", run.id, run.source, type(error).__name__)
 
     def _give_back(self) -> None:
         """The crawl closes: what waits to be sent goes back to the queue, not out at the site's delay."""

@@ -1,7 +1,7 @@
 """ProgressReport alone (crawl/extensions/progress_report.py): the run's start saves a report, a
 request in the downloader and a site's Retry-After pause are waits by host name (never a URL,
 never its credentials), a response counted moves ``fetched_at``. As in test_run_monitor.py, ``opened`` (its
-looping call, which needs a reactor) is not run: ``report`` is called as a tick would.
+looping call, which needs a reactor) is not run: ``tick`` is called as the loop would.
 
 And the Solr pipeline's ``solr_pushed`` signal, which the crawl's metrics observe."""
 
@@ -50,7 +50,7 @@ def test_a_run_reports_its_waits_by_host_and_its_answers(crawler_of) -> None:
     crawler.engine = engine = Engine(crawler, [hanging])
     engine.pause.pauses.pause("busy.example", time.monotonic() + 30)  # a 503 asked for 30 s
     crawler.stats.inc_value("response_received_count")
-    report.report()
+    report.tick()
     [saved] = store.of_runs([run.id])[run.id]
     assert saved.pages == 1 and saved.fetched_at >= first.fetched_at
     kinds = {(wait.kind, wait.site, wait.count) for wait in saved.waits}
@@ -59,13 +59,13 @@ def test_a_run_reports_its_waits_by_host_and_its_answers(crawler_of) -> None:
         text = str(connection.exec_driver_sql("SELECT waits FROM run_progress").all())
     assert "s3cret" not in text and "private" not in text and "session" not in text
     # no answer since: fetched_at stays; the request still waits, since the report that first saw it
-    report.report()
+    report.tick()
     [again] = store.of_runs([run.id])[run.id]
     # (a wait's since is the wall clock less the monotonic clock's age of the request: read again
     # at each report, the two clocks' difference moves by microseconds)
     assert again.fetched_at == saved.fetched_at and abs(again.waits[0].since - saved.waits[0].since) < timedelta(milliseconds=1)
     engine.downloader.active = set()
-    report.report()
+    report.tick()
     assert [wait.kind for wait in store.of_runs([run.id])[run.id][0].waits] == ["retry-after"] and report.in_flight == {}
 
 
@@ -97,7 +97,7 @@ def test_a_new_request_does_not_inherit_a_finished_ones_since(crawler_of, monkey
     start_run(crawler)
     old = Request("https://slow.example/a")
     crawler.engine = engine = Engine(crawler, [old])
-    report.report()
+    report.tick()
     old_id = id(old)
     [(_site, first_seen)] = list(report.in_flight.values())
     engine.downloader.active = set()
@@ -111,7 +111,7 @@ def test_a_new_request_does_not_inherit_a_finished_ones_since(crawler_of, monkey
     else:
         pytest.skip("the interpreter did not reuse the freed request's id")
     engine.downloader.active = {new}
-    report.report()
+    report.tick()
     [(_site, seen)] = list(report.in_flight.values())
     assert seen == first_seen + 100  # first seen by this report, not at the old one's time
 
@@ -123,7 +123,7 @@ def test_the_longest_download_delay_is_reported(crawler_of) -> None:
     run, _frontier = start_run(crawler)
     crawler.engine = engine = Engine(crawler, [])
     engine.downloader.slots = {"fast.example": SimpleNamespace(delay=1.0), "slow.example": SimpleNamespace(delay=1200.0)}
-    report.report()
+    report.tick()
     [saved] = RunProgress(stores_of(crawler).documents.database).of_runs([run.id])[run.id]
     assert [(w.kind, w.site, w.seconds, w.timeout) for w in saved.waits] == [("delay", "slow.example", 1200.0, 45.0)]
     assert longest_delay({"a": SimpleNamespace(delay=0.0)}) is None and longest_delay({}) is None
