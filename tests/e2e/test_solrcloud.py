@@ -265,3 +265,68 @@ def test_synonyms_and_stopwords_reach_every_replica_of_a_collection(cloud: Local
     assert managed.sync(SolrIndex(",".join(urls)), {"car": ["automobile", "car"]}, ["quux"]) is True
     assert [hits(url, "car") for url in urls] == [1, 1] and [hits(url, "quux") for url in urls] == [0, 0]
     assert managed.current(SolrIndex(urls[1])) == ({"car": ["automobile", "car"]}, ["quux"])  # one copy, in ZooKeeper
+
+
+def test_the_search_pages_facets_sorts_and_date_range_across_shards(cloud: LocalSolrCloud) -> None:
+    """Issue 59's searching on a two-shard collection: several values of one facet (OR within,
+    AND across: Solr's tagged filters, excluded from their own facet's counts) and the facet's
+    counts merged from both shards; sorting by date and by title merged across shards; a date range."""
+    from searchcrawl.web.search_page import SearchRequest, run_search
+
+    urls = cloud.create_collection("faceted")
+    client = pysolr.Solr(urls[0], always_commit=True, timeout=30)
+    sources = [f"routed-{number}" for number in range(12)]  # fixed names: spread over both shards
+    types = ["text/html", "application/pdf", "text/plain"]
+    documents = []
+    for s, source in enumerate(sources):
+        for t, mimetype in enumerate(types):
+            number = s * len(types) + t
+            url = f"http://faceted.test/{source}/{t}"
+            documents.append(
+                {
+                    "id": solr_id(source, url),
+                    "url": url,
+                    "display_url": url,
+                    "source": source,
+                    "host": "faceted.test",
+                    "mimetype": mimetype,
+                    "title": f"Quokka report {chr(ord('a') + (number * 7) % 26)}{number:02d}",
+                    "content": "Quokka facts for the faceted search.",
+                    "last_modified": f"2026-{1 + number % 12:02d}-{1 + number % 28:02d}T00:00:00Z",
+                    **Access.public("a test").fields(),
+                }
+            )
+    client.add(documents)
+    shards = {
+        shard: {
+            doc["mimetype"] for doc in pysolr.Solr(urls[1], timeout=30).search("quokka", fl="mimetype", rows=100, shards=shard)
+        }
+        for shard in ("shard1", "shard2")
+    }
+    assert all(found_types == set(types) for found_types in shards.values()), shards  # every type on both shards
+    index = SolrIndex(",".join(urls))
+    anyone = Principals.anonymous()
+
+    either = run_search(
+        index, SearchRequest("quokka", filters=(("type", "text/html"), ("type", "application/pdf"))), anyone, rows=50
+    )
+    assert either.total == 24 and {hit.mimetype for hit in either.hits} == {"text/html", "application/pdf"}
+    counts = {value.value: (value.count, value.selected) for value in either.facets["type"]}
+    assert counts == {"text/html": (12, True), "application/pdf": (12, True), "text/plain": (12, False)}
+    both = run_search(
+        index,
+        SearchRequest("quokka", filters=(("type", "text/html"), ("type", "application/pdf"), ("source", sources[5]))),
+        anyone,
+        rows=50,
+    )
+    assert both.total == 2 and {hit.source for hit in both.hits} == {sources[5]}
+    assert {value.value: value.count for value in both.facets["type"]}["text/plain"] == 1  # within the source
+
+    newest = run_search(index, SearchRequest("quokka", sort="date"), anyone, rows=50)
+    assert [hit.date for hit in newest.hits] == sorted((hit.date for hit in newest.hits), reverse=True)
+    assert len(newest.hits) == 36
+    titled = run_search(index, SearchRequest("quokka", sort="title"), anyone, rows=50)
+    assert [hit.title for hit in titled.hits] == sorted(doc["title"] for doc in documents)
+    march = run_search(index, SearchRequest("quokka", date_from="2026-03-01", date_to="2026-03-31"), anyone, rows=50)
+    expected = sorted(doc["url"] for doc in documents if doc["last_modified"].startswith("2026-03"))
+    assert expected and sorted(hit.url for hit in march.hits) == expected
