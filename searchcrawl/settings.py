@@ -392,6 +392,11 @@ SEARCHCRAWL_STALL_AFTER = 900.0
 # A crawl process serves its own live metrics on this port (0: off) and address (loopback unless told).
 SEARCHCRAWL_METRICS_PORT = 0
 SEARCHCRAWL_METRICS_ADDRESS = "127.0.0.1"
+# ... over HTTPS with this certificate (and key, unless the certificate file holds it): "" plain HTTP;
+# and only to scrapers with a client certificate this CA signed (mutual TLS), when set
+SEARCHCRAWL_METRICS_CERTFILE = ""
+SEARCHCRAWL_METRICS_KEYFILE = ""
+SEARCHCRAWL_METRICS_CLIENT_CAFILE = ""
 # `scrapy web`'s /metrics: off unless set; then answered with SEARCHCRAWL_WEB_METRICS_TOKEN(_FILE)
 # as a bearer token (from the environment or a file), and without it only to loopback clients that
 # are not one of SEARCHCRAWL_WEB_PROXIES (by default loopback is one: the token is required).

@@ -17,6 +17,12 @@ prometheus_client's text format of:
 
 Everything is read from the crawl's stats and signals (Scrapy's public APIs) at scrape time, by a
 Collector on a CollectorRegistry of this crawler's own (none in the library's global registry).
+Served over HTTPS when ``SEARCHCRAWL_METRICS_CERTFILE`` (and ``SEARCHCRAWL_METRICS_KEYFILE``,
+unless the certificate file holds the key) name a certificate; with
+``SEARCHCRAWL_METRICS_CLIENT_CAFILE`` too, only a scraper presenting a client certificate that CA
+signed gets an answer (mutual TLS: the scrape of a fleet's crawlers across the network, where a
+bearer token would travel in the clear without TLS anyway). A CA file without a certificate is
+refused as the crawl starts: client certificates need TLS.
 A port already taken is logged and the crawl goes on without metrics (two processes of a shared
 crawl on one host: give each its own port with ``-s``). The server (prometheus_client's, a thread)
 stops when the spider closes.
@@ -25,8 +31,10 @@ stops when the spider closes.
 from __future__ import annotations
 
 import logging
+import ssl
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Histogram, start_http_server
@@ -35,6 +43,7 @@ from prometheus_client.registry import Collector
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.settings import BaseSettings
 
 from searchcrawl.crawl.extensions.run_monitor import RunMonitor
 from searchcrawl.crawl.extensions.stores import source_of
@@ -100,6 +109,41 @@ class CrawlCollector(Collector):
             yield family
 
 
+@dataclass(frozen=True)
+class MetricsTLS:
+    """The crawl's metrics served over TLS: the server's certificate and key files, and the CA
+    whose client certificates are required (none: any client that reaches the port)."""
+
+    certfile: str
+    keyfile: str | None = None
+    client_cafile: str | None = None
+
+    def arguments(self) -> dict[str, Any]:
+        """prometheus_client.start_http_server's TLS arguments (TLS 1.2 at least)."""
+        return {
+            "certfile": self.certfile,
+            "keyfile": self.keyfile,
+            "client_cafile": self.client_cafile,
+            "client_auth_required": self.client_cafile is not None,
+            "tls_min_version": ssl.TLSVersion.TLSv1_2,
+        }
+
+
+def metrics_tls(settings: BaseSettings) -> MetricsTLS | None:
+    """The TLS the settings ask of the crawl's metrics; None: plain HTTP. A client CA without a
+    certificate is a mistake said at once (NotConfigured would quietly serve nothing)."""
+    certfile = settings.get("SEARCHCRAWL_METRICS_CERTFILE") or None
+    keyfile = settings.get("SEARCHCRAWL_METRICS_KEYFILE") or None
+    client_cafile = settings.get("SEARCHCRAWL_METRICS_CLIENT_CAFILE") or None
+    if certfile is None:
+        if keyfile or client_cafile:
+            raise ValueError(
+                "SEARCHCRAWL_METRICS_KEYFILE and SEARCHCRAWL_METRICS_CLIENT_CAFILE need SEARCHCRAWL_METRICS_CERTFILE"
+            )
+        return None
+    return MetricsTLS(str(certfile), keyfile and str(keyfile), client_cafile and str(client_cafile))
+
+
 def crawl_registry(collector: CrawlCollector) -> tuple[CollectorRegistry, Histogram]:
     """A registry of the crawl's own with ``collector`` and the push latency histogram."""
     registry = CollectorRegistry(auto_describe=False)
@@ -113,9 +157,10 @@ def crawl_registry(collector: CrawlCollector) -> tuple[CollectorRegistry, Histog
 class CrawlMetrics:
     """See the module's docstring."""
 
-    def __init__(self, crawler: Crawler, port: int, address: str) -> None:
+    def __init__(self, crawler: Crawler, port: int, address: str, tls: MetricsTLS | None = None) -> None:
         self.crawler = crawler
         self.port, self.address = port, address
+        self.tls = tls
         self.source = source_of(crawler).name
         self.last_fetch: float | None = None
         self.pages = 0
@@ -132,7 +177,8 @@ class CrawlMetrics:
         port = crawler.settings.getint("SEARCHCRAWL_METRICS_PORT")
         if port <= 0:
             raise NotConfigured
-        return cls(crawler, port, crawler.settings.get("SEARCHCRAWL_METRICS_ADDRESS") or "127.0.0.1")
+        settings = crawler.settings
+        return cls(crawler, port, settings.get("SEARCHCRAWL_METRICS_ADDRESS") or "127.0.0.1", metrics_tls(settings))
 
     def _stats(self) -> dict[str, Any]:
         return self.crawler.stats.get_stats() if self.crawler.stats is not None else {}
@@ -143,11 +189,15 @@ class CrawlMetrics:
 
     def opened(self) -> None:
         try:
-            self.server, _thread = start_http_server(self.port, self.address, registry=self.registry)
-        except OSError as exc:
+            self.server, _thread = start_http_server(
+                self.port, self.address, registry=self.registry, **(self.tls.arguments() if self.tls else {})
+            )
+        except (OSError, ssl.SSLError) as exc:  # a port taken, a certificate unreadable: no metrics
             logger.warning("Crawl metrics not served on %s:%d: %s", self.address, self.port, exc.strerror or exc)
             return
-        logger.info("Crawl metrics served on http://%s:%d/metrics", self.address, self.port)
+        scheme = "https" if self.tls else "http"
+        clients = " (client certificates required)" if self.tls and self.tls.client_cafile else ""
+        logger.info("Crawl metrics served on %s://%s:%d/metrics%s", scheme, self.address, self.port, clients)
 
     def _last_fetch(self) -> float | None:
         """Now, when the response count grew since the last scrape; else the time it last did."""
