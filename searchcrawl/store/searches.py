@@ -92,6 +92,15 @@ class NoHitQuery:
 
 
 @dataclass
+class SearcherSearches:
+    user: str
+    searches: int
+    no_hits: int
+    clicked: int  # searches of theirs with a hit opened
+    last: datetime
+
+
+@dataclass
 class PositionClicks:
     position: str  # "1".."10" or "11+"
     clicks: int
@@ -206,6 +215,32 @@ class Searches:
         with self.engine.connect() as connection:
             rows: list[Any] = list(connection.execute(statement).all())
         return [NoHitQuery(query, int(total), as_utc(last) or period.until) for query, total, last in rows]
+
+    def searchers(self, period: Period, limit: int = 100) -> list[SearcherSearches]:
+        """The signed-in searchers whose names were logged in ``period`` (only with
+        SEARCHCRAWL_WEB_LOG_USERS): their searches, those that found nothing, those with a hit
+        opened, and when last; most searches first, then by name. Searches without a name (a
+        visitor, or logged while names were not) are not among them."""
+        count = func.count().label("searches")
+        statement = (
+            select(
+                searches.c.user_name,
+                count,
+                func.sum(case((searches.c.hits == 0, 1), else_=0)),
+                func.sum(case((searches.c.clicks > 0, 1), else_=0)),
+                func.max(searches.c.at),
+            )
+            .where(self._in(period), searches.c.user_name.is_not(None))
+            .group_by(searches.c.user_name)
+            .order_by(count.desc(), searches.c.user_name)
+            .limit(max(1, min(limit, 10_000)))
+        )
+        with self.engine.connect() as connection:
+            rows: list[Any] = list(connection.execute(statement).all())
+        return [
+            SearcherSearches(user, int(total), int(empty or 0), int(opened or 0), as_utc(last) or period.until)
+            for user, total, empty, opened, last in rows
+        ]
 
     def positions(self, period: Period) -> list[PositionClicks]:
         """The clicks made in ``period`` by the rank of the hit opened: 1 to POSITIONS, then the

@@ -420,6 +420,7 @@ REPORTS = {
     "none": "queries with no hits",
     "abandoned": "queries with hits never opened",
     "positions": "click-through by position",
+    "searchers": "searches by signed-in searcher",
 }
 CSV_DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -458,6 +459,12 @@ def report_rows(searches: Searches, report: str, period: Period, limit: int = 10
         header = ["query", "searches", "last searched (UTC)"]
         found = searches.no_hits(period, limit) if report == "none" else searches.abandoned(period, limit)
         return header, [[row.query, row.searches, row.last.strftime("%Y-%m-%d %H:%M:%S")] for row in found]
+    if report == "searchers":
+        header = ["user", "searches", "searches with no hits", "searches with a click", "last searched (UTC)"]
+        return header, [
+            [row.user, row.searches, row.no_hits, row.clicked, row.last.strftime("%Y-%m-%d %H:%M:%S")]
+            for row in searches.searchers(period, limit)
+        ]
     header = ["position", "clicks", "share"]
     return header, [[row.position, row.clicks, round(row.share, 4)] for row in searches.positions(period)]
 

@@ -1055,6 +1055,7 @@ class WebApp:
                 "none": store.no_hits(period, analytics.PAGE_ROWS),
                 "abandoned": store.abandoned(period, analytics.PAGE_ROWS),
                 "positions": store.positions(period),
+                "searchers": store.searchers(period, analytics.PAGE_ROWS),
             }
 
         try:
@@ -1070,6 +1071,7 @@ class WebApp:
             period_days=analytics.PERIOD_DAYS,
             reports=reports,
             enabled=self.analytics.enabled,
+            log_users=self.analytics.log_users,
             days=self.analytics.days,
             dropped=self.analytics.dropped,
             csv_query=urlencode(chosen),

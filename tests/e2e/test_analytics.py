@@ -169,3 +169,45 @@ def test_a_search_is_answered_when_the_database_cannot_be_written(harbour_corpus
         assert 1 <= len(warnings) <= 2 and "harbour master" not in log.read_text().split("Query analytics", 1)[1]
     finally:
         stop(process)
+
+
+def test_signed_in_searchers_names_show_only_when_logged(harbour_corpus, tmp_path: Path) -> None:
+    """SEARCHCRAWL_WEB_LOG_USERS on: the searches of users named by the trusted proxy's header
+    (single sign-on, from loopback: one of SEARCHCRAWL_WEB_PROXIES) are reported by name, on the
+    page and in its CSV; a visitor's search is counted but named nowhere."""
+    project, _harbour = harbour_corpus
+    project.data_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    process = serve_web(
+        project,
+        port,
+        "-s",
+        "SEARCHCRAWL_WEB_LOG_USERS=True",
+        "-s",
+        "SEARCHCRAWL_WEB_USER_HEADER=X-Remote-User",
+        SEARCHCRAWL_DB_URL=f"sqlite:///{tmp_path / 'analytics.sqlite3'}",
+    )
+    try:
+        web = Client(f"http://127.0.0.1:{port}")
+        as_alice = {"X-Remote-User": "alice"}
+        links = hit_links(web.get("/", params={"q": MASTER}, headers=as_alice).text)
+        assert web.get(links[0], headers=as_alice).status_code == 303
+        web.get("/", params={"q": NOTHING}, headers=as_alice)
+        web.get("/", params={"q": MASTER}, headers={"X-Remote-User": "<b>bob</b>"})
+        web.get("/", params={"q": MASTER})  # a visitor
+        login(web)
+
+        def logged() -> bool:
+            return cell(web.get("/admin/analytics", params={"days": "1"}).text, "total-searches") == "4"
+
+        wait_for(logged, 30, "the searches to be logged")
+        page = web.get("/admin/analytics", params={"days": "1"}).text
+        searchers = page.split('class="analytics-searchers"')[1]
+        rows = re.findall(r'<td class="user">([^<]*)</td>((?:<td class="number">\d+</td>){3})', searchers)
+        numbers = {user: re.findall(r">(\d+)<", cells) for user, cells in rows}
+        assert numbers == {"alice": ["2", "1", "1"], "&lt;b&gt;bob&lt;/b&gt;": ["1", "0", "0"]}  # never markup
+        exported = list(csv.reader(io.StringIO(web.get("/admin/analytics.csv?report=searchers&days=1").text)))
+        assert exported[0][:4] == ["user", "searches", "searches with no hits", "searches with a click"]
+        assert [row[:4] for row in exported[1:]] == [["alice", "2", "1", "1"], ["<b>bob</b>", "1", "0", "0"]]
+    finally:
+        stop(process)

@@ -21,6 +21,7 @@ from searchcrawl.store.models import search_clicks, searches
 from searchcrawl.store.searches import Period, Searches, filters_json, normalize
 
 WORDS = ["harbour", "harbour master", "Harbour  Master", "quay", "tugboat", "pilot", "ferry times", "lighthouse"]
+USERS = ["alice", "bob", "carol", "=cmd|' /C calc'!A0", "Ébène"]
 WORDS += ["dredger", "50% off", "500 ships", "a_b", "axb", "=cmd", "rudder", "zz top", "ébène", "Ébène"]
 
 
@@ -68,7 +69,7 @@ def generate(seed: int, count: int = 600) -> Generated:
                 "hits": hits,
                 "took_ms": rng.randrange(1, 3000),
                 "client": "web" if number % 4 else "api",
-                "user_name": None,
+                "user_name": rng.choice(USERS) if number % 3 else None,  # a visitor, or names not logged
             }
         )
         if hits and rng.random() < 0.5:
@@ -114,7 +115,17 @@ def oracle(data: Generated, period: Period) -> dict[str, Any]:
         if not any(clicks_of[row["id"]] for row in rows) and any(row["hits"] for row in rows)
     }
     abandoned = {query: (sum(1 for row in groups[query] if row["hits"]), last) for query, (_total, last) in abandoned.items()}
+    searchers: dict[str, tuple[int, int, int, datetime]] = {}
+    for user in {row["user_name"] for row in inside} - {None}:
+        theirs = [row for row in inside if row["user_name"] == user]
+        searchers[user] = (
+            len(theirs),
+            sum(1 for row in theirs if not row["hits"]),
+            sum(1 for row in theirs if clicks_of[row["id"]]),
+            max(row["at"] for row in theirs),
+        )
     return {
+        "searchers": searchers,
         "abandoned": abandoned,
         "top": top,
         "none": none,
@@ -160,6 +171,9 @@ def test_the_reports_agree_with_an_oracle(backend: str, tmp_path, request, seed:
         abandoned = store.abandoned(period, limit=1000)
         assert {row.query: (row.searches, row.last) for row in abandoned} == expected["abandoned"]
         assert ordered([row.searches for row in abandoned])
+        searchers = store.searchers(period, limit=1000)
+        assert {row.user: (row.searches, row.no_hits, row.clicked, row.last) for row in searchers} == expected["searchers"]
+        assert ordered([row.searches for row in searchers])
         positions = store.positions(period)
         assert [row.position for row in positions] == [*map(str, range(1, 11)), "11+"]
         assert {row.position: row.clicks for row in positions if row.clicks} == dict(expected["positions"])
