@@ -39,10 +39,12 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from markupsafe import Markup
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.store.api_tokens import TokenCheck
@@ -86,6 +88,7 @@ class TokenGate:
         self._verdicts: OrderedDict[str, tuple[float, TokenCheck]] = OrderedDict()
         self._lock = threading.Lock()
         self._refused = 0
+        self.refused_total = 0  # since the start (/metrics)
         self._logged_at: float | None = None
 
     def verdict(self, token: str) -> TokenCheck | None:
@@ -117,6 +120,7 @@ class TokenGate:
         """Logs a refused token (never the token itself), once every REFUSALS_LOGGED_EVERY at most."""
         with self._lock:
             self._refused += 1
+            self.refused_total += 1
             moment = self.clock()
             if self._logged_at is not None and moment - self._logged_at < REFUSALS_LOGGED_EVERY:
                 return
@@ -145,17 +149,12 @@ class RateLimit:
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key: (tokens, when counted)
         self._lock = threading.Lock()
         self._refused = 0
-        self._refused_total = 0
+        self.refused_total = 0  # since the start (/metrics)
         self._logged_at: float | None = None
 
     @property
     def enabled(self) -> bool:
         return self.per_second > 0
-
-    @property
-    def refused_total(self) -> int:
-        """Requests refused for the rate since the start (/metrics)."""
-        return self._refused_total
 
     def _level(self, tokens: float, counted: float, moment: float) -> float:
         return min(self.burst, tokens + max(0.0, moment - counted) * self.per_second)
@@ -188,7 +187,7 @@ class RateLimit:
         every REFUSALS_LOGGED_EVERY at most, with the count since the last line."""
         with self._lock:
             self._refused += 1
-            self._refused_total += 1
+            self.refused_total += 1
             moment = self.clock()
             if self._logged_at is not None and moment - self._logged_at < REFUSALS_LOGGED_EVERY:
                 return
@@ -196,6 +195,23 @@ class RateLimit:
         logger.warning(
             "API: %d request(s) refused over the rate limit, the last for token %s %r", count, check.token_id, check.name
         )
+
+
+class ApiRefusals(Collector):
+    """/metrics' count of API requests refused, by reason: ``rate`` (RateLimit) and
+    ``invalid_token`` (TokenGate: unknown, revoked or expired). Read from the counts the two keep
+    in memory since the process started: nothing asked of the database."""
+
+    def __init__(self, gate: TokenGate, limit: RateLimit) -> None:
+        self.gate, self.limit = gate, limit
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "searchcrawl_web_api_refused", "JSON API requests refused since the start, by reason", labels=["reason"]
+        )
+        family.add_metric(["rate"], self.limit.refused_total)
+        family.add_metric(["invalid_token"], self.gate.refused_total)
+        yield family
 
 
 def retry_after(wait: float) -> str:

@@ -342,6 +342,7 @@ class WebApp:
                         self.config.metrics_cache,
                     )
                 )
+                self._registry.register(api.ApiRefusals(self.token_gate, self.rate_limit))
             return self._registry
 
     def stalls(self, names: list[str] | None = None) -> list[Any]:

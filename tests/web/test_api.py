@@ -573,3 +573,22 @@ def test_a_token_over_its_rate_is_answered_429_with_retry_after_and_cors(tmp_pat
     # preflights carry no token: never limited
     preflight = client.options("/api/search", headers={**origin, "access-control-request-method": "GET"})
     assert preflight.status_code == 204
+
+
+def test_metrics_count_the_apis_refusals_by_reason(tmp_path: Path) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    config = unit_config(tmp_path, api_rate=60, api_burst=1, metrics=True, metrics_token="metrics-token-r1")
+    application = create_app(config)
+    application.state.web.solr = FakeSolr()
+    application.state.web.completions = lambda text, principals: []
+    _id, token = ApiTokens(Database(config.db_url)).create("portal")
+    client = TestClient(application, base_url="http://127.0.0.1")
+    codes = [client.get("/api/search", params={"q": "a"}, headers=auth(token)).status_code for _ in range(3)]
+    codes.append(client.get("/api/search", params={"q": "a"}, headers=auth("sct_" + "x" * 43)).status_code)
+    assert codes == [200, 429, 429, 401]
+    scraped = client.get("/metrics", headers={"authorization": "Bearer metrics-token-r1"})
+    assert scraped.status_code == 200 and token not in scraped.text
+    families = {family.name: family for family in text_string_to_metric_families(scraped.text)}
+    counted = {sample.labels["reason"]: sample.value for sample in families["searchcrawl_web_api_refused"].samples}
+    assert counted == {"rate": 2.0, "invalid_token": 1.0}
