@@ -220,8 +220,8 @@ def retry_after(wait: float) -> str:
 
 
 def rate_key(check: TokenCheck, token: str) -> str:
-    """The key of a token's bucket: its id (one bucket per token, whichever process checked it),
-    else its hash; never the token."""
+    """The key of a token's bucket: its id in the token table, else (a check that gave none) its
+    hash; never the token. Each process keeps its own buckets."""
     if check.token_id is not None:
         return f"id:{check.token_id}"
     return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
