@@ -211,6 +211,10 @@ SEARCHCRAWL_WEB_CLICK_KEY_FILE = ""
 # The JSON API (/api/search): the browser origins (scheme://host[:port], a list or a comma-separated
 # string) whose pages may call it with their token (CORS); empty: none, only servers call it.
 SEARCHCRAWL_WEB_API_ORIGINS = os.environ.get("SEARCHCRAWL_WEB_API_ORIGINS", "")
+# Each API token's rate (searchcrawl/web/api.py's RateLimit): requests a minute, /api/search and
+# /api/suggest together (0: no limit), after a burst of BURST at once; over it: 429 with Retry-After.
+SEARCHCRAWL_WEB_API_RATE = 600
+SEARCHCRAWL_WEB_API_BURST = 60
 # Suggestions while typing in the search box (titles and past searches the searcher may read,
 # searchcrawl/web/suggestions.py); False: the search page loads no script and /suggest is 404.
 SEARCHCRAWL_WEB_SUGGESTIONS = True

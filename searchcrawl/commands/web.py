@@ -67,6 +67,15 @@ def api_origins(values: list[str]) -> tuple[str, ...]:
         raise UsageError(str(exc)) from None
 
 
+def api_rate(rate: float, burst: int) -> tuple[float, int]:
+    """SEARCHCRAWL_WEB_API_RATE and SEARCHCRAWL_WEB_API_BURST checked (web/api.py's RateLimit)."""
+    if not rate >= 0 or rate == float("inf"):  # NaN too
+        raise UsageError(f"SEARCHCRAWL_WEB_API_RATE: requests a minute, 0 for no limit, got {rate!r}")
+    if burst < 1:
+        raise UsageError(f"SEARCHCRAWL_WEB_API_BURST: requests at once, 1 or more, got {burst!r}")
+    return rate, burst
+
+
 def normal_prefix(prefix: str) -> str:
     """``/search`` from "search/", "/search" or "/search/"; "" for none. Only plain path segments."""
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
@@ -129,6 +138,7 @@ class Command(ScrapyCommand):
         project_cfg = closest_scrapy_cfg()
         proxies = trusted_proxies(settings.getlist("SEARCHCRAWL_WEB_PROXIES"))
         directory = directory_of(settings)
+        rate, burst = api_rate(settings.getfloat("SEARCHCRAWL_WEB_API_RATE"), settings.getint("SEARCHCRAWL_WEB_API_BURST"))
         config = WebConfig(
             solr_url=paths.solr_url(settings),
             solr_auth=paths.solr_auth(settings),
@@ -152,6 +162,8 @@ class Command(ScrapyCommand):
             log_users=settings.getbool("SEARCHCRAWL_WEB_LOG_USERS"),
             click_key=_click_key(settings.get("SEARCHCRAWL_WEB_CLICK_KEY_FILE") or ""),
             api_origins=api_origins(settings.getlist("SEARCHCRAWL_WEB_API_ORIGINS")),
+            api_rate=rate,
+            api_burst=burst,
             metrics=settings.getbool("SEARCHCRAWL_WEB_METRICS"),
             metrics_token=metrics_token,
             stall_after=settings.getfloat("SEARCHCRAWL_STALL_AFTER"),

@@ -24,20 +24,27 @@ mean").
 CORS is off unless SEARCHCRAWL_WEB_API_ORIGINS names origins: a browser page of one of those
 origins may call the API (its own token in the Authorization header: no cookie is ever read by
 the API), the request's origin echoed back, never ``*``.
+
+Each valid token has a rate (RateLimit, SEARCHCRAWL_WEB_API_RATE requests a minute, bursts of
+SEARCHCRAWL_WEB_API_BURST): one portal with a bug, or a leaked token, cannot take the Solr behind
+the search page down. Over it: 429 with ``Retry-After``, /api/search and /api/suggest alike.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from markupsafe import Markup
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.store.api_tokens import TokenCheck
@@ -58,6 +65,8 @@ CONCURRENT_CHECKS = 4
 VERDICT_SECONDS = 30.0
 MAX_VERDICTS = 4096
 REFUSALS_LOGGED_EVERY = 60.0  # seconds: refused tokens are logged once a minute at most, counted
+# Rate limits: at most this many tokens' buckets kept (the least recently used dropped first)
+MAX_BUCKETS = 4096
 
 
 class TokenGate:
@@ -79,6 +88,7 @@ class TokenGate:
         self._verdicts: OrderedDict[str, tuple[float, TokenCheck]] = OrderedDict()
         self._lock = threading.Lock()
         self._refused = 0
+        self.refused_total = 0  # since the start (/metrics)
         self._logged_at: float | None = None
 
     def verdict(self, token: str) -> TokenCheck | None:
@@ -110,11 +120,111 @@ class TokenGate:
         """Logs a refused token (never the token itself), once every REFUSALS_LOGGED_EVERY at most."""
         with self._lock:
             self._refused += 1
+            self.refused_total += 1
             moment = self.clock()
             if self._logged_at is not None and moment - self._logged_at < REFUSALS_LOGGED_EVERY:
                 return
             count, self._refused, self._logged_at = self._refused, 0, moment
         logger.warning("API: %d request(s) refused for an invalid token, the last from %s (%s)", count, client, reason)
+
+
+class RateLimit:
+    """A token bucket per API token (keyed by its id or hash, never the token): ``burst``
+    requests at once, then ``rate`` a minute. ``wait`` is 0.0 when a request may go (it takes
+    one from its bucket), else the seconds until it could. At most ``size`` buckets are kept,
+    the least recently used dropped first, and buckets full again are dropped as they come to the
+    front (a full bucket dropped loses nothing: a new one is full). Thread-safe (one lock, no
+    blocking work under it). ``rate`` 0: no limit, nothing kept."""
+
+    def __init__(
+        self,
+        rate: float,
+        burst: int,
+        clock: Callable[[], float] = time.monotonic,
+        size: int = MAX_BUCKETS,
+    ) -> None:
+        if rate < 0 or burst < 1 or size < 1:
+            raise ValueError("a rate limit needs rate >= 0 (0: none), burst >= 1 and size >= 1")
+        self.per_second, self.burst, self.clock, self.size = rate / 60.0, float(burst), clock, size
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key: (tokens, when counted)
+        self._lock = threading.Lock()
+        self._refused = 0
+        self.refused_total = 0  # since the start (/metrics)
+        self._logged_at: float | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.per_second > 0
+
+    def _level(self, tokens: float, counted: float, moment: float) -> float:
+        return min(self.burst, tokens + max(0.0, moment - counted) * self.per_second)
+
+    def wait(self, key: str) -> float:
+        """0.0: the request may go (one taken from ``key``'s bucket); else seconds to wait."""
+        if not self.enabled:
+            return 0.0
+        with self._lock:
+            moment = self.clock()
+            kept = self._buckets.pop(key, None)
+            tokens = self.burst if kept is None else self._level(*kept, moment)
+            if tokens >= 1.0:
+                tokens -= 1.0
+                waiting = 0.0
+            else:
+                waiting = (1.0 - tokens) / self.per_second
+            self._buckets[key] = (tokens, moment)  # the most recently used: last
+            while len(self._buckets) > self.size:
+                self._buckets.popitem(last=False)
+            while self._buckets:  # the least recently used, full again: dropped (nothing lost)
+                oldest = next(iter(self._buckets.values()))
+                if self._level(*oldest, moment) < self.burst:
+                    break
+                self._buckets.popitem(last=False)
+            return waiting
+
+    def refused(self, check: TokenCheck) -> None:
+        """Logs a request refused for the rate (the token's id and name, never the token), once
+        every REFUSALS_LOGGED_EVERY at most, with the count since the last line."""
+        with self._lock:
+            self._refused += 1
+            self.refused_total += 1
+            moment = self.clock()
+            if self._logged_at is not None and moment - self._logged_at < REFUSALS_LOGGED_EVERY:
+                return
+            count, self._refused, self._logged_at = self._refused, 0, moment
+        logger.warning(
+            "API: %d request(s) refused over the rate limit, the last for token %s %r", count, check.token_id, check.name
+        )
+
+
+class ApiRefusals(Collector):
+    """/metrics' count of API requests refused, by reason: ``rate`` (RateLimit) and
+    ``invalid_token`` (TokenGate: unknown, revoked or expired). Read from the counts the two keep
+    in memory since the process started: nothing asked of the database."""
+
+    def __init__(self, gate: TokenGate, limit: RateLimit) -> None:
+        self.gate, self.limit = gate, limit
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "searchcrawl_web_api_refused", "JSON API requests refused since the start, by reason", labels=["reason"]
+        )
+        family.add_metric(["rate"], self.limit.refused_total)
+        family.add_metric(["invalid_token"], self.gate.refused_total)
+        yield family
+
+
+def retry_after(wait: float) -> str:
+    """The ``Retry-After`` of a wait: whole seconds, rounded up, at least 1."""
+    return str(max(1, math.ceil(wait - 1e-9)))
+
+
+def rate_key(check: TokenCheck, token: str) -> str:
+    """The key of a token's bucket: its id in the token table, else (a check that gave none) its
+    hash; never the token. Each process keeps its own buckets."""
+    if check.token_id is not None:
+        return f"id:{check.token_id}"
+    return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
 
 
 def bearer(authorization: str | None) -> str | None:

@@ -159,6 +159,10 @@ class WebConfig:
     click_key: bytes | None = None
     # browser origins whose pages may call the JSON API (SEARCHCRAWL_WEB_API_ORIGINS; none: CORS off)
     api_origins: tuple[str, ...] = ()
+    # each API token's rate (api.py's RateLimit): requests a minute (0: no limit) and burst
+    # (SEARCHCRAWL_WEB_API_RATE, SEARCHCRAWL_WEB_API_BURST)
+    api_rate: float = 600
+    api_burst: int = 60
     # issue 60: /metrics (off unless ``metrics``; web/metrics_endpoint.py says who may read it), stall
     # detection's threshold, the metrics' and the Solr/Tika pings' caches, Tika's URL (pinged)
     metrics: bool = False
@@ -246,6 +250,9 @@ class WebApp:
         # the JSON API's token checks (api.py): bounded, each verdict kept a while; the database
         # is opened in the check's own thread, never on the event loop
         self.token_gate = api.TokenGate(lambda token: ApiTokens(self.database).check(token))
+        # and each valid token's rate: checked on the event loop (a lock held for a few
+        # arithmetic operations, nothing that waits)
+        self.rate_limit = api.RateLimit(self.config.api_rate, self.config.api_burst)
         # the relevance rules every search applies (relevance.py): cached, failing open
         self.relevance = relevance.RuleCache(self._read_rules, self.config.relevance_ttl)
         self._sync_lock = threading.Lock()  # one push of synonyms and stopwords to Solr at a time
@@ -335,6 +342,7 @@ class WebApp:
                         self.config.metrics_cache,
                     )
                 )
+                self._registry.register(api.ApiRefusals(self.token_gate, self.rate_limit))
             return self._registry
 
     def stalls(self, names: list[str] | None = None) -> list[Any]:
@@ -517,6 +525,13 @@ class WebApp:
             self.token_gate.refused(request.client.host if request.client is not None else "-", check.reason)
             challenge = api.challenge("invalid_token", "The token is not valid.")
             return _api_error(401, "invalid_token", "The token is not valid.", cors, challenge)
+        wait = self.rate_limit.wait(api.rate_key(check, token))
+        if wait > 0:  # this token's requests come too fast: Solr and the directory are not asked
+            self.rate_limit.refused(check)
+            seconds = api.retry_after(wait)
+            limited = _api_error(429, "rate_limited", f"Too many requests with this token; try again in {seconds} s.", cors)
+            limited.headers["retry-after"] = seconds
+            return limited
         named = request.query_params.getlist("user")
         user = api.api_user(named[0]) if len(named) == 1 else ("" if named else None)  # two: which one?
         principals = Principals.anonymous()

@@ -13,7 +13,8 @@ Off unless SEARCHCRAWL_WEB_METRICS is set (404, as for any unknown path). When o
   constant time; a missing or wrong token gets 401 and no metrics.
 
 The metrics say how many documents each source has and how its crawls go, not what they are:
-source names are their only labels (ops/metrics.py). The collection runs in a worker thread
+source names are their only labels (ops/metrics.py), and the JSON API's refusals are counted by
+reason (api.py's ApiRefusals), never by token. The collection runs in a worker thread
 (it reads the database).
 """
 

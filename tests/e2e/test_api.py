@@ -2,7 +2,8 @@
 starts it (issue 59): tokens made on the administration page; the harbour corpus searched as
 JSON with facets and pages, the same hits as the search page's; the trimming (documents with
 access tokens and a real LDAP directory): a restricted document never in a visitor token's
-answer, in the answer of a token acting for its reader; and the search box on a portal page of
+answer, in the answer of a token acting for its reader; each token's rate limit (429 with
+Retry-After, another token unaffected, searching again after the wait); and the search box on a portal page of
 another origin in Debian's Chromium, submitting to the search page."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pysolr
 import pytest
 import requests
 
-from tests.conftest import Project, free_port
+from tests.conftest import Project, free_port, wait_for
 from tests.directory_server import DirectoryServer
 from tests.e2e.test_web_access import Corpus as AccessCorpus
 from tests.web_site import PASSWORD, Corpus, serve_web
@@ -96,6 +97,43 @@ def test_the_api_answers_the_search_pages_hits_facets_and_pages(harbour_web) -> 
     # nothing found: the spelling suggestions, as the page's "did you mean"
     missed = api(base, token, q="harbuor").json()
     assert missed["total"] == 0 and missed["hits"] == [] and isinstance(missed["spelling"], list)
+
+
+def test_a_token_over_its_rate_gets_429_with_retry_after_and_searches_again_after_the_wait(harbour_corpus) -> None:
+    """SEARCHCRAWL_WEB_API_RATE and _BURST set as a user sets them (``-s``): a burst of 3, then one
+    request every 2 seconds; a browser origin named, so the 429 carries the CORS headers."""
+    project, corpus = harbour_corpus
+    project.data_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    base, origin = f"http://127.0.0.1:{port}", "http://portal.example"
+    settings = ("-s", "SEARCHCRAWL_WEB_API_RATE=30", "-s", "SEARCHCRAWL_WEB_API_BURST=3")
+    process = serve_web(project, port, *settings, SEARCHCRAWL_WEB_API_ORIGINS=origin)
+    try:
+        busy, other = make_token(base, "busy portal"), make_token(base, "other portal")
+        params = {"q": '"harbour master"', "source": corpus.main}
+
+        def search(token: str) -> requests.Response:
+            headers = {"authorization": f"Bearer {token}", "origin": origin}
+            return requests.get(base + "/api/search", params=params, headers=headers, timeout=30)
+
+        answers = [search(busy) for _ in range(3)]
+        assert [answer.status_code for answer in answers] == [200, 200, 200], answers[-1].text
+        # the burst spent: refused until a request's worth has come back (2 s at most; a slow
+        # machine may have refilled one already: the next is refused then)
+        refused = next((answer for answer in (search(busy) for _ in range(3)) if answer.status_code == 429), None)
+        assert refused is not None, "no 429 after the burst"
+        assert refused.headers["retry-after"] in ("1", "2"), refused.headers
+        assert refused.json()["error"] == "rate_limited" and busy not in refused.text
+        assert refused.headers["access-control-allow-origin"] == origin and refused.headers["cache-control"] == "no-store"
+        other_answer = search(other)  # a bucket of its own
+        assert other_answer.status_code == 200 and other_answer.json()["total"] == 24
+        # once the wait has passed, the busy token searches again
+        wait_for(lambda: search(busy).status_code == 200, 10, "the busy token's bucket to refill")
+        log = (project.data_dir.parent / f"web-{port}.log").read_text()
+        assert "refused over the rate limit" in log and "'busy portal'" in log and busy not in log
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
 
 
 @pytest.fixture

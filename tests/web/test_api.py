@@ -19,7 +19,7 @@ from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens, TokenCheck
-from searchcrawl.web.api import TokenGate, bearer, cors_headers, normal_origins, snippet_parts
+from searchcrawl.web.api import RateLimit, TokenGate, bearer, cors_headers, normal_origins, rate_key, retry_after, snippet_parts
 from searchcrawl.web.app import create_app
 from searchcrawl.web.relevance import BestBet, Boost, Rules
 from searchcrawl.web.search_page import MAX_PAGE, MAX_QUERY_CHARS
@@ -349,6 +349,17 @@ def test_scrapy_web_refuses_an_origin_that_is_not_one() -> None:
         api_origins(["*"])
 
 
+def test_scrapy_web_refuses_a_rate_or_burst_that_is_not_one() -> None:
+    from scrapy.exceptions import UsageError
+
+    from searchcrawl.commands.web import api_rate
+
+    assert api_rate(600.0, 60) == (600.0, 60) and api_rate(0.0, 1) == (0.0, 1)  # 0: no limit
+    for rate, burst, name in ((-1.0, 60, "RATE"), (float("nan"), 60, "RATE"), (float("inf"), 60, "RATE"), (60.0, 0, "BURST")):
+        with pytest.raises(UsageError, match=f"SEARCHCRAWL_WEB_API_{name}"):
+            api_rate(rate, burst)
+
+
 def test_api_searches_are_logged_as_the_pages_are_with_client_api(tmp_path: Path) -> None:
     """Query analytics counts the JSON API's searches too (client "api"), and never its token."""
     config = unit_config(tmp_path, analytics_days=90)
@@ -436,3 +447,148 @@ def test_a_busy_token_gate_answers_503_at_once(app: SimpleNamespace) -> None:
     assert app.web.token_gate._checking.acquire(blocking=False)  # one check waits on the database
     answer = app.client.get("/api/search", params={"q": "a"}, headers=auth(app.public))
     assert answer.status_code == 503 and answer.headers["retry-after"] == "1" and app.solr.asked == []
+
+
+# --- the rate limit of each token (api.py's RateLimit) ------------------------------------------
+
+
+def test_a_tokens_burst_passes_the_next_waits_and_its_bucket_refills_at_the_rate() -> None:
+    now = [100.0]
+    limit = RateLimit(rate=60, burst=3, clock=lambda: now[0])  # one a second
+    assert [limit.wait("a") for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert limit.wait("a") == pytest.approx(1.0)  # refused: one second until one is back
+    now[0] += 0.25
+    assert limit.wait("a") == pytest.approx(0.75) and retry_after(0.75) == "1"
+    now[0] += 0.75
+    assert limit.wait("a") == 0.0 and limit.wait("a") == pytest.approx(1.0)  # refusals took nothing
+    now[0] += 2.5  # refilled at the rate: two and a half, two whole
+    assert [limit.wait("a") for _ in range(3)] == [0.0, 0.0, pytest.approx(0.5)]
+    now[0] += 3600  # never beyond the burst
+    assert [limit.wait("a") == 0.0 for _ in range(4)] == [True, True, True, False]
+
+
+def test_the_buckets_of_different_tokens_are_independent() -> None:
+    now = [0.0]
+    limit = RateLimit(rate=6, burst=2, clock=lambda: now[0])  # one every 10 s
+    assert limit.wait("a") == limit.wait("a") == 0.0
+    assert limit.wait("a") == pytest.approx(10.0) and retry_after(limit.wait("a")) == "10"
+    assert limit.wait("b") == limit.wait("b") == 0.0 and limit.wait("b") > 0
+    now[0] = 9.5
+    assert limit.wait("a") == pytest.approx(0.5) and retry_after(0.5) == "1"
+
+
+def test_retry_after_is_whole_seconds_rounded_up() -> None:
+    assert [retry_after(wait) for wait in (0.001, 1.0, 1.0000000001, 1.2, 59.99)] == ["1", "1", "1", "2", "60"]
+
+
+def test_no_limit_keeps_nothing_and_bad_settings_are_refused() -> None:
+    limit = RateLimit(rate=0, burst=1)
+    assert not limit.enabled and all(limit.wait("a") == 0.0 for _ in range(1000)) and not limit._buckets
+    for rate, burst in ((-1, 10), (60, 0)):
+        with pytest.raises(ValueError):
+            RateLimit(rate=rate, burst=burst)
+
+
+def test_buckets_are_bounded_the_least_recently_used_dropped_and_full_ones_forgotten() -> None:
+    now = [0.0]
+    limit = RateLimit(rate=60, burst=2, clock=lambda: now[0], size=3)
+    for key in ("a", "b", "c", "d", "e"):
+        limit.wait(key)
+    assert list(limit._buckets) == ["c", "d", "e"]  # at most 3, the least recently used dropped
+    limit.wait("c")
+    assert list(limit._buckets) == ["d", "e", "c"]
+    now[0] = 1.5  # d and e full again (one taken, refilled in 1 s): dropped, nothing lost; c not yet
+    limit.wait("f")
+    assert list(limit._buckets) == ["c", "f"]
+    now[0] = 100.0
+    limit.wait("g")
+    assert list(limit._buckets) == ["g"]
+    # ten thousand tokens one after another: never more than ``size`` buckets
+    for number in range(10_000):
+        limit.wait(f"t{number}")
+    assert len(limit._buckets) <= 3
+
+
+def test_a_bucket_is_keyed_by_the_tokens_id_or_hash_never_the_token() -> None:
+    token = "sct_" + "s" * 43
+    assert rate_key(TokenCheck("valid", "portal", token_id=7), token) == "id:7"
+    assert token not in rate_key(TokenCheck("valid", "portal"), token)
+    assert len(rate_key(TokenCheck("valid", "portal"), token)) == 64
+
+
+def test_the_rate_limit_is_thread_safe() -> None:
+    """Threads taking from one bucket at once: exactly the burst passes (no refill: the clock stands)."""
+    limit = RateLimit(rate=60, burst=500, clock=lambda: 0.0)
+    passed: list[int] = []
+    start = threading.Barrier(8)
+
+    def take() -> None:
+        start.wait(timeout=10)
+        passed.append(sum(limit.wait("shared") == 0.0 for _ in range(200)))
+
+    threads = [threading.Thread(target=take) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sum(passed) == 500
+
+
+def test_requests_over_the_rate_are_logged_once_a_minute_with_their_count_never_the_token(caplog) -> None:
+    now = [0.0]
+    limit = RateLimit(rate=60, burst=1, clock=lambda: now[0])
+    with caplog.at_level("WARNING", logger="searchcrawl.web.api"):
+        for _ in range(30):
+            limit.refused(TokenCheck("valid", "portal", token_id=4))
+        now[0] = 61.0
+        limit.refused(TokenCheck("valid", "intranet", token_id=5))
+    lines = [record.getMessage() for record in caplog.records]
+    assert len(lines) == 2 and lines[1].startswith("API: 30 request(s) refused over the rate limit")
+    assert "5 'intranet'" in lines[1] and limit.refused_total == 31
+
+
+def test_a_token_over_its_rate_is_answered_429_with_retry_after_and_cors(tmp_path: Path, caplog) -> None:
+    config = unit_config(tmp_path, api_origins=("https://portal.example",), api_rate=60, api_burst=2)
+    application = create_app(config)
+    solr = FakeSolr()
+    application.state.web.solr = solr
+    application.state.web.completions = lambda text, principals: []
+    tokens = ApiTokens(Database(config.db_url))
+    _id, first = tokens.create("portal")
+    _id, second = tokens.create("other portal")
+    client = TestClient(application, base_url="http://127.0.0.1")
+    origin = {"origin": "https://portal.example"}
+    for _ in range(2):
+        assert client.get("/api/search", params={"q": "a"}, headers={**auth(first), **origin}).status_code == 200
+    with caplog.at_level("WARNING", logger="searchcrawl.web.api"):
+        refused = client.get("/api/suggest", params={"q": "a"}, headers={**auth(first), **origin})
+    assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+    assert refused.json() == {"error": "rate_limited", "message": "Too many requests with this token; try again in 1 s."}
+    assert refused.headers["access-control-allow-origin"] == "https://portal.example"
+    assert refused.headers["cache-control"] == "no-store" and len(solr.asked) == 2  # Solr not asked
+    assert first not in caplog.text and "'portal'" in caplog.text
+    assert client.get("/api/search", params={"q": "a"}, headers=auth(second)).status_code == 200  # its own bucket
+    # a bad token is refused as before (401), never counted against a valid one's rate
+    assert client.get("/api/search", params={"q": "a"}, headers=auth("sct_" + "x" * 43)).status_code == 401
+    # preflights carry no token: never limited
+    preflight = client.options("/api/search", headers={**origin, "access-control-request-method": "GET"})
+    assert preflight.status_code == 204
+
+
+def test_metrics_count_the_apis_refusals_by_reason(tmp_path: Path) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    config = unit_config(tmp_path, api_rate=60, api_burst=1, metrics=True, metrics_token="metrics-token-r1")
+    application = create_app(config)
+    application.state.web.solr = FakeSolr()
+    application.state.web.completions = lambda text, principals: []
+    _id, token = ApiTokens(Database(config.db_url)).create("portal")
+    client = TestClient(application, base_url="http://127.0.0.1")
+    codes = [client.get("/api/search", params={"q": "a"}, headers=auth(token)).status_code for _ in range(3)]
+    codes.append(client.get("/api/search", params={"q": "a"}, headers=auth("sct_" + "x" * 43)).status_code)
+    assert codes == [200, 429, 429, 401]
+    scraped = client.get("/metrics", headers={"authorization": "Bearer metrics-token-r1"})
+    assert scraped.status_code == 200 and token not in scraped.text
+    families = {family.name: family for family in text_string_to_metric_families(scraped.text)}
+    counted = {sample.labels["reason"]: sample.value for sample in families["searchcrawl_web_api_refused"].samples}
+    assert counted == {"rate": 2.0, "invalid_token": 1.0}
