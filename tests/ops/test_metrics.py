@@ -28,6 +28,7 @@ from searchcrawl.store.database import Database
 from searchcrawl.store.models import FrontierState, RunState, documents, frontier, runs
 from searchcrawl.store.progress import RunProgress
 from searchcrawl.store.runs import Runs
+from searchcrawl.web.api import ApiRefusals, RateLimit, TokenGate
 from searchcrawl.web.app import create_app
 from tests.web.test_app import unit_config
 
@@ -173,9 +174,11 @@ def test_the_crawl_metrics_parse() -> None:
 def test_every_metric_the_dashboard_names_is_exported(tmp_path: Path) -> None:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ProjectCollector(project(tmp_path), lambda: ["files", "wiki"], HealthCheck(lambda: True, lambda: True)))
+    api = CollectorRegistry(auto_describe=False)
+    api.register(ApiRefusals(TokenGate(lambda _token: None), RateLimit(600, 60)))  # type: ignore[arg-type,return-value]
     exported = {
         sample.name
-        for registry_ in (registry, crawl_metrics())
+        for registry_ in (registry, crawl_metrics(), api)
         for family in parsed(registry_).values()
         for sample in family.samples
     }
@@ -184,6 +187,7 @@ def test_every_metric_the_dashboard_names_is_exported(tmp_path: Path) -> None:
     named = {name for expr in exprs for name in re.findall(r"\bsearchcrawl_[a-z_]+", expr)}
     assert len(named) >= 15 and named <= exported, named - exported
     assert {"searchcrawl_documents", "searchcrawl_crawl_pages_total", "searchcrawl_crawl_solr_push_seconds_bucket"} <= named
+    assert "searchcrawl_web_api_refused_total" in named
 
 
 TOKEN = "metrics-token-b7"
