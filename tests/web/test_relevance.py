@@ -213,8 +213,11 @@ def test_the_rule_cache_fails_open_logs_once_and_reads_again(caplog: pytest.LogC
     assert failing.get() == Rules()
 
 
-def admin_client(tmp_path: Path) -> tuple[TestClient, str]:
-    web = TestClient(create_app(unit_config(tmp_path, relevance_sync_at_start=False)), base_url="http://127.0.0.1")
+def admin_client(tmp_path: Path, **changes: object) -> tuple[TestClient, str]:
+    """An administrator's client of the web application (``changes``: to unit_config) and the
+    relevance page's form token."""
+    config = unit_config(tmp_path, relevance_sync_at_start=False, **changes)
+    web = TestClient(create_app(config), base_url="http://127.0.0.1")
     token = re.search(r'name="login_token" value="([^"]+)"', web.get("/admin/login").text)
     assert token is not None
     web.post("/admin/login", data={"login_token": token[1], "username": "admin", "password": PASSWORD})
