@@ -91,7 +91,8 @@ DAY_MS = 86_400_000
 # a best bet's start and end as typed (parse_when): a date, or a date and a time (and an offset)
 MAX_WHEN_CHARS = 40
 DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
-DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:[+-]\d{2}:\d{2})?")
+DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:[+-]\d{2}:\d{2})?")
+UTC_SUFFIX = re.compile(r"\s*(?:UTC|Z)\Z", re.IGNORECASE)
 
 
 class RelevanceError(ValueError):
@@ -166,7 +167,8 @@ class Rules:
         urls: list[str] = []
         if not wanted:
             return urls
-        now = now or datetime.now(UTC)
+        if now is None:
+            now = datetime.now(UTC)
         for bet in self.bets:
             if wanted in bet.queries and bet.state(now) == "active":
                 urls.extend(url for url in bet.urls if url not in urls)
@@ -185,7 +187,7 @@ def parse_when(text: str, end: bool = False) -> datetime | None:
     (``2026-12-01``: from that day's start; as an end, through that day: until the next day's
     start) or a date and time (``2026-12-01 09:30``, ``T`` between them too, seconds allowed; an
     offset such as ``+02:00`` is converted to UTC, none means UTC)."""
-    text = text.strip().removesuffix("UTC").removesuffix("Z").strip()
+    text = UTC_SUFFIX.sub("", text.strip())
     if not text:
         return None
     try:

@@ -435,10 +435,27 @@ def test_a_start_or_an_end_is_a_date_or_a_date_and_time_in_utc() -> None:
     assert parse_when("2026-12-01") == datetime(2026, 12, 1, tzinfo=UTC)
     assert parse_when("2026-12-01", end=True) == datetime(2026, 12, 2, tzinfo=UTC)  # through that day
     assert parse_when("2026-12-31", end=True) == datetime(2027, 1, 1, tzinfo=UTC)
-    for text in ("2026-12-01 09:30", " 2026-12-01T09:30 ", "2026-12-01 09:30:00", "2026-12-01 09:30Z", "2026-12-01 09:30 UTC"):
+    for text in (
+        "2026-12-01 09:30",
+        " 2026-12-01T09:30 ",
+        "2026-12-01 09:30:00",
+        "2026-12-01 09:30Z",
+        "2026-12-01 09:30 UTC",
+        "2026-12-01T09:30:00z",
+    ):
         assert parse_when(text) == T0 and parse_when(text, end=True) == T0, text  # a time: that moment, as an end too
     assert parse_when("2026-12-01 11:30+02:00") == T0  # an offset: converted to UTC
-    for text in ("tomorrow", "01/12/2026", "2026-02-30", "2026-12-01 25:00", "2026-12-01 9:30", "12:00", "2026-12-01x", "9" * 50):
+    for text in (
+        "tomorrow",
+        "01/12/2026",
+        "2026-02-30",
+        "2026-12-01 25:00",
+        "2026-12-01 9:30",
+        "12:00",
+        "2026-12-01x",
+        "2026-12-01 09:30:00.5",
+        "9" * 50,
+    ):
         with pytest.raises(RelevanceError, match="in UTC"):
             parse_when(text)
 
