@@ -292,7 +292,8 @@ api_tokens = Table(
 # Set on the web application's relevance page, read by every search (searchcrawl/web/relevance.py).
 
 # A best bet: queries (one a line, normalised: case- and whitespace-folded) -> URLs pinned above the
-# hits, in order (one a line).
+# hits, in order (one a line); shown from starts_at (None: at once) until ends_at (None: for ever,
+# excluded: the first moment it is no longer shown), both UTC (migration 0022).
 relevance_bets = Table(
     "relevance_bets",
     metadata,
@@ -300,6 +301,8 @@ relevance_bets = Table(
     Column("queries", Text, nullable=False),
     Column("urls", Text, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("starts_at", DateTime(timezone=True)),
+    Column("ends_at", DateTime(timezone=True)),
 )
 
 # A boost (factor > 1) or demotion (factor < 1) of the documents a rule matches: kind is url (a

@@ -1,13 +1,13 @@
 """The relevance rules in the project's database: best bets, boosts and demotions, synonyms and
-stopwords (tables relevance_*, migration 0016). The rules are validated before they get here
+stopwords (tables relevance_*, migration 0016; a best bet's start and end, 0022). The rules are validated before they get here
 (searchcrawl/web/relevance.py); each kind is bounded (``LIMITS``), so a search reads a bounded
 set, and an administrator who reaches a limit is told so."""
 
 from __future__ import annotations
 
-from sqlalchemy import Table, delete, func, insert, select
+from sqlalchemy import Table, delete, func, insert, select, update
 
-from searchcrawl.store.database import Database, now
+from searchcrawl.store.database import Database, as_utc, now
 from searchcrawl.store.models import relevance_bets, relevance_boosts, relevance_stopwords, relevance_synonyms
 from searchcrawl.web.relevance import BestBet, Boost, RelevanceError, Rules
 
@@ -26,7 +26,16 @@ class RelevanceStore:
     def bets(self) -> list[BestBet]:
         with self.engine.connect() as connection:
             rows = connection.execute(select(relevance_bets).order_by(relevance_bets.c.id)).mappings().all()
-        return [BestBet(tuple(row["queries"].split("\n")), tuple(row["urls"].split("\n")), row["id"]) for row in rows]
+        return [
+            BestBet(
+                tuple(row["queries"].split("\n")),
+                tuple(row["urls"].split("\n")),
+                row["id"],
+                as_utc(row["starts_at"]),
+                as_utc(row["ends_at"]),
+            )
+            for row in rows
+        ]
 
     def boosts(self) -> list[Boost]:
         with self.engine.connect() as connection:
@@ -49,11 +58,33 @@ class RelevanceStore:
                 raise RelevanceError(f"There are {count} {kind} already, the most kept: delete one first.")
             connection.execute(insert(table).values(created_at=now(), **values))
 
+    def _update(self, table: Table, key: str, values: dict[str, object]) -> bool:
+        """Change the rule ``key`` (an id) in place; False if there is none (deleted meanwhile)."""
+        if not key.isascii() or not key.isdigit() or len(key) > 18:
+            return False
+        with self.engine.begin() as connection:
+            return bool(connection.execute(update(table).where(table.c.id == int(key)).values(**values)).rowcount)
+
+    @staticmethod
+    def _bet_values(bet: BestBet) -> dict[str, object]:
+        return {"queries": "\n".join(bet.queries), "urls": "\n".join(bet.urls), "starts_at": bet.start, "ends_at": bet.end}
+
+    @staticmethod
+    def _boost_values(boost: Boost) -> dict[str, object]:
+        return {"kind": boost.kind, "value": boost.value, "factor": boost.factor}
+
     def add_bet(self, bet: BestBet) -> None:
-        self._add(relevance_bets, "bets", {"queries": "\n".join(bet.queries), "urls": "\n".join(bet.urls)})
+        self._add(relevance_bets, "bets", self._bet_values(bet))
 
     def add_boost(self, boost: Boost) -> None:
-        self._add(relevance_boosts, "boosts", {"kind": boost.kind, "value": boost.value, "factor": boost.factor})
+        self._add(relevance_boosts, "boosts", self._boost_values(boost))
+
+    def update_bet(self, key: str, bet: BestBet) -> bool:
+        """Best bet ``key`` (an id) made ``bet`` (its queries, URLs, start and end), same id."""
+        return self._update(relevance_bets, key, self._bet_values(bet))
+
+    def update_boost(self, key: str, boost: Boost) -> bool:
+        return self._update(relevance_boosts, key, self._boost_values(boost))
 
     def add_synonyms(self, terms: tuple[str, ...]) -> None:
         self._add(relevance_synonyms, "synonyms", {"terms": ",".join(terms)})

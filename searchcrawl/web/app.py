@@ -218,6 +218,27 @@ class SecurityHeaders:
         await self.app(scope, receive, sending)
 
 
+def _save_rule(store: RelevanceStore, action: str, key: str, text: Callable[[str], str]) -> str:
+    """Add a best bet or a boost (``add-bet``, ``add-boost``) or change rule ``key`` in place
+    (``edit-bet``, ``edit-boost``: the same rule, never deleted and added again), from the
+    relevance page's form ``text``, validated alike; the message for the administrator."""
+    if action.endswith("-bet"):
+        bet = relevance.parse_bet(text("queries"), text("urls"), text("start"), text("end"))
+        if action == "add-bet":
+            store.add_bet(bet)
+            return "Best bet added."
+        saved, noun = store.update_bet(key, bet), "Best bet"
+    else:
+        boost = relevance.parse_boost(text("kind"), text("value"), text("factor"))
+        if action == "add-boost":
+            store.add_boost(boost)
+            return "Rule added."
+        saved, noun = store.update_boost(key, boost), "Rule"
+    if not saved:
+        raise relevance.RelevanceError("No such rule (deleted already?).")
+    return f"{noun} {key} saved."
+
+
 @dataclass
 class WebApp:
     config: WebConfig
@@ -962,8 +983,12 @@ class WebApp:
             page.message = "The index cannot be searched now."
         return self.render(request, "why.html", page=page, viewer=viewer, rank_limit=why.RANK_LIMIT)
 
-    async def relevance_page(self, request: Request, error: str = "", code: int = 200) -> Response:
-        """The relevance rules (relevance.py) with forms to add and delete them."""
+    async def relevance_page(
+        self, request: Request, error: str = "", code: int = 200, posted: dict[str, str] | None = None
+    ) -> Response:
+        """The relevance rules (relevance.py) with forms to add, edit and delete them: ``?edit=bets``
+        (or ``boosts``) ``&key=ID`` fills a rule's form with it, to be saved in place; a form
+        refused (``error``) comes back filled with what was ``posted``."""
         denied = await self._denied(request)
         if denied is not None:
             return denied
@@ -972,11 +997,23 @@ class WebApp:
             store = RelevanceStore(self.database)
             return {"bets": store.bets(), "boosts": store.boosts(), "synonyms": store.synonyms(), "stopwords": store.stopwords()}
 
+        rules = await _in_thread(gather)
+        forms = relevance.rule_forms(posted or {})
+        if posted is None and request.query_params.get("edit"):
+            edit, key = request.query_params.get("edit", ""), request.query_params.get("key", "")
+            found = {("bets", str(bet.id)): bet for bet in rules["bets"]} | {("boosts", str(b.id)): b for b in rules["boosts"]}
+            rule = found.get((edit, key))
+            if rule is None:
+                error, code = "No such rule (deleted already?).", 404
+            else:
+                forms = relevance.rule_forms(relevance.edit_form(rule))
         return self.render(
             request,
             "relevance.html",
             code,
-            **await _in_thread(gather),
+            **rules,
+            **forms,
+            now=datetime.now(UTC),
             kinds=relevance.BOOST_KINDS,
             ttl=self.config.relevance_ttl,
             error=error,
@@ -984,8 +1021,8 @@ class WebApp:
         )
 
     async def relevance_change(self, request: Request) -> Response:
-        """Add or delete a rule (validated by relevance.py); synonyms and stopwords are then
-        pushed to Solr, which applies them at once."""
+        """Add, edit (in place: same rule) or delete a rule (validated by relevance.py); synonyms
+        and stopwords are then pushed to Solr, which applies them at once."""
         denied = await self._denied(request, post=True)
         if denied is not None:
             return denied
@@ -998,12 +1035,9 @@ class WebApp:
         def change() -> str:
             store = RelevanceStore(self.database)
             solr_side = False
-            if action == "add-bet":
-                store.add_bet(relevance.parse_bet(text("queries"), text("urls")))
-                message = "Best bet added."
-            elif action == "add-boost":
-                store.add_boost(relevance.parse_boost(text("kind"), text("value"), text("factor")))
-                message = "Rule added."
+            key = text("key")[:200]
+            if action in ("add-bet", "edit-bet", "add-boost", "edit-boost"):
+                message = _save_rule(store, action, key, text)
             elif action == "add-synonyms":
                 store.add_synonyms(relevance.parse_synonyms(text("terms")))
                 message, solr_side = "Synonyms added.", True
@@ -1012,7 +1046,7 @@ class WebApp:
                 message, solr_side = "Stopword added.", True
             elif action == "delete":
                 kind = text("kind")
-                if not store.delete(kind, text("key")[:200]):
+                if not store.delete(kind, key):
                     raise relevance.RelevanceError("No such rule (deleted already?).")
                 message, solr_side = "Deleted.", kind in ("synonyms", "stopwords")
             elif action == "push":
@@ -1033,7 +1067,8 @@ class WebApp:
         try:
             message = await _in_thread(change)
         except relevance.RelevanceError as exc:
-            return await self.relevance_page(request, error=str(exc), code=400)
+            posted = {name: str(value) for name, value in form.items() if name != "csrf"}
+            return await self.relevance_page(request, error=str(exc), code=400, posted=posted)
         logger.info("Web administration: relevance %s: %s", action, message)
         self.sessions.flash(request.cookies.get(SESSION_COOKIE), message)
         return RedirectResponse(self.url("/admin/relevance"), status_code=303)

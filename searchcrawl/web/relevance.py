@@ -17,6 +17,9 @@ administrator of Fess or SharePoint search expects:
   from the collapse on url and from filters that are not tagged, and one mistake in its setup
   would show a hidden document; a plain filtered request cannot. A document shown as a best bet
   is not repeated among the hits below it on that page (the count of matches is Solr's, as is).
+  A bet may be scheduled: shown from a start until an end (``parse_when``, UTC; an end date
+  alone means through that day), decided at each search (``Rules.pinned``'s ``now``), so the
+  cached rules never keep a bet past its end. A bet is edited in place (same id).
 * **Boosts and demotions**: a rule matches documents by URL prefix or URL pattern (``*`` and
   ``?`` wildcards; the ``url`` field), source, type (``mimetype``) or age (``last_modified``),
   and multiplies their score by its factor (>1 boosts, <1 demotes). Rules become edismax
@@ -48,6 +51,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -84,6 +88,11 @@ URL_SCHEMES = ("http", "https", "file", "ftp")
 # C0 control characters and DEL: none is anything a searcher means (and PostgreSQL refuses NUL)
 CONTROLS = dict.fromkeys([*range(32), 127], " ")
 DAY_MS = 86_400_000
+# a best bet's start and end as typed (parse_when): a date, or a date and a time (and an offset)
+MAX_WHEN_CHARS = 40
+DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:[+-]\d{2}:\d{2})?")
+UTC_SUFFIX = re.compile(r"\s*(?:UTC|Z)\Z", re.IGNORECASE)
 
 
 class RelevanceError(ValueError):
@@ -103,9 +112,31 @@ def normal_query(text: str) -> str:
 
 @dataclass(frozen=True)
 class BestBet:
+    """Queries -> URLs, shown from ``start`` (None: at once) until ``end`` (None: for ever;
+    excluded: the first moment it is no longer shown), both timezone-aware UTC."""
+
     queries: tuple[str, ...]
     urls: tuple[str, ...]
     id: int = 0
+    start: datetime | None = None
+    end: datetime | None = None
+
+    def state(self, now: datetime) -> str:
+        """The bet's state at ``now``: scheduled (before its start), expired (from its end on) or
+        active."""
+        if self.start is not None and now < self.start:
+            return "scheduled"
+        if self.end is not None and now >= self.end:
+            return "expired"
+        return "active"
+
+    @property
+    def start_text(self) -> str:
+        return format_start(self.start)
+
+    @property
+    def end_text(self) -> str:
+        return format_end(self.end)
 
 
 @dataclass(frozen=True)
@@ -127,15 +158,19 @@ class Rules:
     bets: tuple[BestBet, ...] = ()
     boosts: tuple[Boost, ...] = ()
 
-    def pinned(self, query: str) -> list[str]:
-        """The URLs pinned for ``query`` (``normal_query`` equal to a bet's query), in the bets'
-        order, each once, at most MAX_PINNED."""
+    def pinned(self, query: str, now: datetime | None = None) -> list[str]:
+        """The URLs pinned for ``query`` (``normal_query`` equal to a bet's query) by the bets
+        active ``now`` (the time of the call by default: decided at each search, so rules cached
+        by ``RuleCache`` never keep a bet past its end), in the bets' order, each once, at most
+        MAX_PINNED."""
         wanted = normal_query(query)
         urls: list[str] = []
         if not wanted:
             return urls
+        if now is None:
+            now = datetime.now(UTC)
         for bet in self.bets:
-            if wanted in bet.queries:
+            if wanted in bet.queries and bet.state(now) == "active":
                 urls.extend(url for url in bet.urls if url not in urls)
         return urls[:MAX_PINNED]
 
@@ -147,8 +182,62 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.replace("\r", "\n").split("\n") if line.strip()]
 
 
-def parse_bet(queries: str, urls: str) -> BestBet:
-    """A best bet from the relevance page's form: queries and URLs one a line."""
+def parse_when(text: str, end: bool = False) -> datetime | None:
+    """A start or end from the relevance page's form, in UTC: empty (None), a date
+    (``2026-12-01``: from that day's start; as an end, through that day: until the next day's
+    start) or a date and time (``2026-12-01 09:30``, ``T`` between them too, seconds allowed; an
+    offset such as ``+02:00`` is converted to UTC, none means UTC)."""
+    text = UTC_SUFFIX.sub("", text.strip())
+    if not text:
+        return None
+    try:
+        if len(text) > MAX_WHEN_CHARS:
+            raise ValueError(text)
+        if DATE_ONLY.fullmatch(text):
+            day = date.fromisoformat(text)
+            moment = datetime(day.year, day.month, day.day, tzinfo=UTC)
+            return moment + timedelta(days=1) if end else moment
+        if not DATE_TIME.fullmatch(text):
+            raise ValueError(text)
+        moment = datetime.fromisoformat(text.replace(" ", "T", 1))
+    except (ValueError, OverflowError):
+        which = "end" if end else "start"
+        raise RelevanceError(
+            f"The {which} is a date (2026-12-01) or a date and time (2026-12-01 09:30), in UTC, or left empty."
+        ) from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def format_start(moment: datetime | None) -> str:
+    """A start as the form takes it back (``parse_when``): a date alone at midnight UTC."""
+    if moment is None:
+        return ""
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d") if _midnight(moment) else _minutes(moment)
+
+
+def format_end(moment: datetime | None) -> str:
+    """An end as the form takes it back: an end at midnight UTC is the day before's date (shown
+    through that day), so what was typed comes back as it was."""
+    if moment is None:
+        return ""
+    moment = moment.astimezone(UTC)
+    if _midnight(moment) and moment.date() > date.min:
+        return (moment - timedelta(days=1)).strftime("%Y-%m-%d")
+    return _minutes(moment)
+
+
+def _midnight(moment: datetime) -> bool:
+    return not (moment.hour or moment.minute or moment.second or moment.microsecond)
+
+
+def _minutes(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S").removesuffix(":00")
+
+
+def parse_bet(queries: str, urls: str, start: str = "", end: str = "") -> BestBet:
+    """A best bet from the relevance page's form: queries and URLs one a line, an optional start
+    and end (``parse_when``; an end not after the start is refused)."""
     found: list[str] = []
     for line in _lines(queries):
         query = normal_query(line)
@@ -172,7 +261,10 @@ def parse_bet(queries: str, urls: str) -> BestBet:
             pinned.append(url)
     if not pinned or len(pinned) > MAX_URLS:
         raise RelevanceError(f"Give from 1 to {MAX_URLS} URLs, one a line.")
-    return BestBet(tuple(found), tuple(pinned))
+    starts, ends = parse_when(start), parse_when(end, end=True)
+    if starts is not None and ends is not None and ends <= starts:
+        raise RelevanceError("The end is before the start: the best bet would never be shown.")
+    return BestBet(tuple(found), tuple(pinned), start=starts, end=ends)
 
 
 def parse_factor(text: str) -> float:
@@ -240,6 +332,41 @@ def synonym_map(sets: Iterable[Iterable[str]]) -> dict[str, list[str]]:
         for term in group:
             mapping.setdefault(term, set()).update(group)
     return {term: sorted(found) for term, found in sorted(mapping.items())}
+
+
+# --- the relevance page's forms ---------------------------------------------------------------------
+
+BET_FIELDS = ("key", "queries", "urls", "start", "end")
+BOOST_FIELDS = ("key", "kind", "value", "factor")
+
+
+def edit_form(rule: BestBet | Boost) -> dict[str, str]:
+    """The form that edits ``rule`` in place, filled with it as ``parse_bet`` or ``parse_boost``
+    takes it back (saved unchanged, it stays the same rule)."""
+    if isinstance(rule, BestBet):
+        return {
+            "action": "edit-bet",
+            "key": str(rule.id),
+            "queries": "\n".join(rule.queries),
+            "urls": "\n".join(rule.urls),
+            "start": rule.start_text,
+            "end": rule.end_text,
+        }
+    return {"action": "edit-boost", "key": str(rule.id), "kind": rule.kind, "value": rule.value, "factor": f"{rule.factor:g}"}
+
+
+def rule_forms(values: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The best-bet and the boost forms of the page: empty forms to add a rule, but the one that
+    ``values`` fill (a rule to edit, or a form the administrator sent that was refused: nothing
+    they typed is lost)."""
+    action = values.get("action", "")
+    bet = {"action": "add-bet"}
+    boost = {"action": "add-boost"}
+    if action in ("add-bet", "edit-bet"):
+        bet = {"action": action} | {name: values.get(name, "") for name in BET_FIELDS}
+    elif action in ("add-boost", "edit-boost"):
+        boost = {"action": action} | {name: values.get(name, "") for name in BOOST_FIELDS}
+    return {"bet_form": bet, "boost_form": boost}
 
 
 # --- Solr parameters --------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Relevance rules against a real Solr (a core of their own: synonyms and stopwords are the
 core's): a boost reorders, a demotion too, newer first, a synonym finds a document that lacks
 the word and a stopword stops one, both without restarting Solr, and a best bet is shown above
-the hits, but never one the searcher may not read."""
+the hits, but never one the searcher may not read; a best bet edited on the relevance page pins
+its new URL, and a scheduled one is shown only between its start and its end, on the search
+page and in the JSON API alike."""
 
 from __future__ import annotations
 
@@ -21,12 +23,14 @@ from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.store import Database
+from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.web.app import WebConfig, create_app
 from searchcrawl.web.relevance import BestBet, Boost, Rules, boost_params, parse_boost, synonym_map
 from searchcrawl.web.search_page import SearchRequest, run_search
 from searchcrawl.web.why import why
 from tests.conftest import Project, add_core, wait_for
+from tests.web.test_relevance import admin_client
 
 BASE = "http://relevance.test"
 PUBLIC = Access.public("test")
@@ -228,3 +232,42 @@ def test_a_rule_solr_cannot_run_never_breaks_search(index: SolrIndex, tmp_path: 
     project = Project(tmp_path / "data", tmp_path / "sources", index.url)
     searched = project.scrapy("search", "tide", "harbour")
     assert searched.returncode == 0 and "2 documents match" in searched.stdout, searched.stdout + searched.stderr
+
+
+def test_an_edited_bet_pins_its_new_url_and_a_scheduled_one_only_while_active(index: SolrIndex, tmp_path: Path) -> None:
+    """Through the relevance page and the real web application: the search page and /api/search
+    show the same best bets (one function), decided at each search."""
+    web, csrf = admin_client(tmp_path, solr_url=index.url)
+    _id, token = ApiTokens(Database(f"sqlite:///{tmp_path / 'documents.sqlite3'}")).create("portal")
+
+    def pinned(query: str) -> list[str]:
+        """The best bets of the search page and of the API, which must agree."""
+        page = web.get("/", params={"q": query})
+        assert page.status_code == 200
+        start = page.text.find('class="bestbets"')
+        section = page.text[start : page.text.index("</section>", start)] if start >= 0 else ""
+        shown = [url for url in (f"{BASE}/docs/new", f"{BASE}/wiki/old", f"{BASE}/wiki/parking") if url in section]
+        answer = web.get("/api/search", params={"q": query}, headers={"authorization": f"Bearer {token}"})
+        assert answer.status_code == 200
+        assert sorted(bet["url"] for bet in answer.json()["best_bets"]) == shown
+        return [url.removeprefix(BASE + "/") for url in shown]
+
+    def post(**data: str) -> None:
+        answer = web.post("/admin/relevance", data={"csrf": csrf, **data}, follow_redirects=False)
+        assert answer.status_code == 303, answer.text
+
+    post(action="add-bet", queries="tide harbour", urls=f"{BASE}/wiki/parking")
+    assert pinned("tide harbour") == ["wiki/parking"]
+    (bet,) = web.app.state.web.relevance.get().bets  # type: ignore[attr-defined]
+    post(action="edit-bet", key=str(bet.id), queries="tide harbour", urls=f"{BASE}/docs/new")
+    assert pinned("Tide Harbour") == ["docs/new"]  # the new URL, the old one no longer
+    # a bet whose start is to come is not shown; one whose end is past neither; the same bet once active is
+    post(action="add-bet", queries="parking", urls=f"{BASE}/wiki/old", start="2999-01-01")
+    assert pinned("parking") == []
+    later = web.app.state.web.relevance.get().bets[1]  # type: ignore[attr-defined]
+    post(action="edit-bet", key=str(later.id), queries="parking", urls=f"{BASE}/wiki/old", start="2020-01-01", end="2020-12-31")
+    assert pinned("parking") == []
+    states = web.get("/admin/relevance").text
+    assert f'<tr id="bet-{bet.id}" class="bet active">' in states and f'<tr id="bet-{later.id}" class="bet expired">' in states
+    post(action="edit-bet", key=str(later.id), queries="parking", urls=f"{BASE}/wiki/old", start="2020-01-01")
+    assert pinned("parking") == ["wiki/old"]

@@ -1,7 +1,9 @@
 """Relevance administration in a real browser (Playwright with Debian's Chromium), served by
 `scrapy web` against a real Solr core of its own (synonyms are a core's): an administrator adds
 a best bet, a boost and a synonym on the relevance page, and searches then show the best bet
-above the hits (marked), the boosted document first, and the document the synonym finds."""
+above the hits (marked), the boosted document first, and the document the synonym finds; the
+best bet edited in place (its form filled with it) pins its new URL, and once its end is past
+it is listed as expired and no longer shown."""
 
 from __future__ import annotations
 
@@ -95,5 +97,25 @@ def test_an_administrator_adds_a_best_bet_a_boost_and_a_synonym_in_a_browser(web
     assert first.get_attribute("class") == "bestbets"  # above the hits
     # the synonym finds the document that says "automobile" only, Solr not restarted
     assert titles(page, web, "car") == ["Parking rules"]
+    # the best bet edited in place: its form filled with it, saved under the same rule
+    page.goto(f"{web}/admin/relevance")
+    assert page.locator("table.bets tr.bet").count() == 1 and page.inner_text("table.bets tr.bet td.state") == "active"
+    page.click("table.bets a.edit")
+    page.wait_for_selector("form.edit-bet")
+    assert page.input_value("form.edit-bet [name=urls]") == f"{BASE}/wiki/parking"
+    assert page.input_value("form.edit-bet [name=queries]") == "tide harbour"
+    add(page, "edit-bet", {"urls": f"{BASE}/wiki/old"}, "Save best bet")
+    assert "saved." in page.inner_text(".flash") and page.locator("table.bets tr.bet").count() == 1
+    assert titles(page, web, "tide+harbour") == ["New tide tables"]
+    assert page.locator(".bestbets .hit h2").all_inner_texts() == ["Old tide tables"]
+    # an end already past: listed as expired, not shown
+    page.goto(f"{web}/admin/relevance")
+    page.click("table.bets a.edit")
+    page.wait_for_selector("form.edit-bet")
+    add(page, "edit-bet", {"start": "2020-01-01", "end": "2020-12-31 18:00"}, "Save best bet")
+    assert page.inner_text("table.bets tr.bet td.state") == "expired"
+    assert "from 2020-01-01 until 2020-12-31 18:00" in page.inner_text("table.bets tr.bet td.when")
+    assert titles(page, web, "tide+harbour") == ["New tide tables", "Old tide tables"]
+    assert page.locator(".bestbets").count() == 0
     assert seen == []
     page.close()

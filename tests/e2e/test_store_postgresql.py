@@ -28,7 +28,7 @@ from tests.store.test_document_table import (  # noqa: F401 - the tests of a ``b
 )
 from tests.store.test_migration_0012 import check_a_failure_leaves_0011_and_its_data, check_keeps_every_urls_state
 from tests.store.test_migration_0013 import check_keeps_rows_and_holds_access
-from tests.store.test_relevance_rules import check_rules_are_kept
+from tests.store.test_relevance_rules import check_migration_0022, check_rules_are_kept
 
 
 @pytest.fixture(params=["postgresql"])
@@ -217,3 +217,7 @@ def test_settling_a_pushs_copies_reads_the_rows_waiting_and_their_copies_by_key(
 
 def test_migration_0016_makes_the_relevance_tables_and_keeps_rules_on_postgresql(schema_url: tuple[Engine, str]) -> None:
     check_rules_are_kept(*schema_url)
+
+
+def test_migration_0022_schedules_best_bets_and_keeps_them_editable_on_postgresql(schema_url: tuple[Engine, str]) -> None:
+    check_migration_0022(*schema_url)

@@ -9,6 +9,7 @@ import logging
 import re
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -31,11 +32,14 @@ from searchcrawl.web.relevance import (
     RuleCache,
     Rules,
     boost_params,
+    edit_form,
     normal_query,
     parse_bet,
     parse_boost,
     parse_stopword,
     parse_synonyms,
+    parse_when,
+    rule_forms,
     synonym_map,
     wildcard_term,
 )
@@ -209,8 +213,11 @@ def test_the_rule_cache_fails_open_logs_once_and_reads_again(caplog: pytest.LogC
     assert failing.get() == Rules()
 
 
-def admin_client(tmp_path: Path) -> tuple[TestClient, str]:
-    web = TestClient(create_app(unit_config(tmp_path, relevance_sync_at_start=False)), base_url="http://127.0.0.1")
+def admin_client(tmp_path: Path, **changes: object) -> tuple[TestClient, str]:
+    """An administrator's client of the web application (``changes``: to unit_config) and the
+    relevance page's form token."""
+    config = unit_config(tmp_path, relevance_sync_at_start=False, **changes)
+    web = TestClient(create_app(config), base_url="http://127.0.0.1")
     token = re.search(r'name="login_token" value="([^"]+)"', web.get("/admin/login").text)
     assert token is not None
     web.post("/admin/login", data={"login_token": token[1], "username": "admin", "password": PASSWORD})
@@ -415,3 +422,174 @@ def test_pushes_of_synonyms_to_solr_run_one_at_a_time(tmp_path: Path, monkeypatc
     second.join(30)
     assert overlapped == [False, False]
     assert pushed == [{}, {"automobile": ["automobile", "car"], "car": ["automobile", "car"]}]
+
+
+# --- best bets edited in place and scheduled ------------------------------------------------------
+
+T0 = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+TICK = timedelta(microseconds=1)
+
+
+def test_a_start_or_an_end_is_a_date_or_a_date_and_time_in_utc() -> None:
+    assert parse_when("") is None and parse_when("  ") is None
+    assert parse_when("2026-12-01") == datetime(2026, 12, 1, tzinfo=UTC)
+    assert parse_when("2026-12-01", end=True) == datetime(2026, 12, 2, tzinfo=UTC)  # through that day
+    assert parse_when("2026-12-31", end=True) == datetime(2027, 1, 1, tzinfo=UTC)
+    for text in (
+        "2026-12-01 09:30",
+        " 2026-12-01T09:30 ",
+        "2026-12-01 09:30:00",
+        "2026-12-01 09:30Z",
+        "2026-12-01 09:30 UTC",
+        "2026-12-01T09:30:00z",
+    ):
+        assert parse_when(text) == T0 and parse_when(text, end=True) == T0, text  # a time: that moment, as an end too
+    assert parse_when("2026-12-01 11:30+02:00") == T0  # an offset: converted to UTC
+    for text in (
+        "tomorrow",
+        "01/12/2026",
+        "2026-02-30",
+        "2026-12-01 25:00",
+        "2026-12-01 9:30",
+        "12:00",
+        "2026-12-01x",
+        "2026-12-01 09:30:00.5",
+        "9" * 50,
+    ):
+        with pytest.raises(RelevanceError, match="in UTC"):
+            parse_when(text)
+
+
+def test_a_scheduled_bet_is_pinned_from_its_start_until_its_end_only() -> None:
+    bet = parse_bet("holiday form", "https://h/a", "2026-12-01 09:30", "2026-12-31")
+    end = datetime(2027, 1, 1, tzinfo=UTC)
+    assert (bet.start, bet.end) == (T0, end)
+    rules = Rules(bets=(bet, BestBet(("holiday form",), ("https://h/always",))))
+    assert bet.state(T0 - TICK) == "scheduled" and rules.pinned("holiday form", T0 - TICK) == ["https://h/always"]
+    assert bet.state(T0) == "active" and rules.pinned("holiday form", T0) == ["https://h/a", "https://h/always"]
+    assert bet.state(end - TICK) == "active" and rules.pinned("Holiday Form", end - TICK)[0] == "https://h/a"
+    assert bet.state(end) == "expired" and rules.pinned("holiday form", end) == ["https://h/always"]
+    # open on either side
+    assert parse_bet("q", "https://h/a", start="2026-12-01").state(datetime(2099, 1, 1, tzinfo=UTC)) == "active"
+    assert parse_bet("q", "https://h/a", end="2026-12-01").state(datetime(2000, 1, 1, tzinfo=UTC)) == "active"
+    # the time of the call by default
+    past = Rules(bets=(parse_bet("q", "https://h/a", "2020-01-01", "2020-01-02"),))
+    future = Rules(bets=(parse_bet("q", "https://h/a", start="2999-01-01"),))
+    assert past.pinned("q") == [] and future.pinned("q") == [] and Rules(bets=(parse_bet("q", "https://h/a"),)).pinned("q")
+
+
+def test_an_end_not_after_the_start_is_refused() -> None:
+    for start, end in [
+        ("2026-12-02", "2026-12-01"),
+        ("2026-12-01 10:00", "2026-12-01 09:00"),
+        ("2026-12-01 09:30", "2026-12-01 09:30"),
+    ]:
+        with pytest.raises(RelevanceError, match="end is before the start"):
+            parse_bet("q", "https://h/a", start, end)
+    assert parse_bet("q", "https://h/a", "2026-12-01", "2026-12-01").end == datetime(2026, 12, 2, tzinfo=UTC)  # that one day
+
+
+def test_the_rule_cache_never_keeps_a_bet_past_its_end() -> None:
+    """The active check is made at each search, not when the rules were read."""
+    ends = datetime.now(UTC) + timedelta(seconds=30)
+    rules = Rules(bets=(BestBet(("q",), ("https://h/a",), 1, None, ends),))
+    cache = RuleCache(lambda: rules, ttl=10**9, clock=lambda: 0.0)
+    assert cache.get().pinned("q") == ["https://h/a"]
+    assert cache.get().pinned("q", ends) == [] and cache.get() is rules  # not read again, all the same
+
+
+def test_an_edit_form_gives_back_what_was_typed() -> None:
+    bet = parse_bet("Holiday form\nleave", "https://h/a\nhttps://h/b", "2026-12-01 09:30", "2026-12-31")
+    form = edit_form(BestBet(bet.queries, bet.urls, 7, bet.start, bet.end))
+    assert form == {
+        "action": "edit-bet",
+        "key": "7",
+        "queries": "holiday form\nleave",
+        "urls": "https://h/a\nhttps://h/b",
+        "start": "2026-12-01 09:30",
+        "end": "2026-12-31",
+    }
+    again = parse_bet(form["queries"], form["urls"], form["start"], form["end"])
+    assert (again.start, again.end) == (bet.start, bet.end)  # saved unchanged: the same bet
+    timed = parse_bet("q", "https://h/a", "2026-12-01", "2026-12-01 18:00:05")
+    assert (timed.start_text, timed.end_text) == ("2026-12-01", "2026-12-01 18:00:05")
+    assert edit_form(Boost("url", "https://h/", 0.5, 3)) == {
+        "action": "edit-boost",
+        "key": "3",
+        "kind": "url",
+        "value": "https://h/",
+        "factor": "0.5",
+    }
+    # the page's forms: empty to add, or filled (a rule to edit, a refused form), the other one empty
+    assert rule_forms({}) == {"bet_form": {"action": "add-bet"}, "boost_form": {"action": "add-boost"}}
+    refused = rule_forms({"action": "add-bet", "queries": "q", "urls": "javascript:x", "junk": "x"})
+    assert refused["bet_form"] == {"action": "add-bet", "key": "", "queries": "q", "urls": "javascript:x", "start": "", "end": ""}
+    assert refused["boost_form"] == {"action": "add-boost"}
+    assert rule_forms(edit_form(Boost("age", "30", 2.0, 4)))["boost_form"]["kind"] == "age"
+
+
+def test_the_relevance_page_edits_and_schedules_a_bet_in_place(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    web, csrf = admin_client(tmp_path)
+    add = {"csrf": csrf, "action": "add-bet", "queries": "holiday form", "urls": "https://intranet/old"}
+    assert web.post("/admin/relevance", data=add, follow_redirects=False).status_code == 303
+    cache = web.app.state.web.relevance  # type: ignore[attr-defined]
+    (bet,) = cache.get().bets
+    form = web.get("/admin/relevance", params={"edit": "bets", "key": str(bet.id)})
+    assert form.status_code == 200 and 'class="relevance edit-bet"' in form.text and "Save best bet" in form.text
+    assert f'name="key" value="{bet.id}"' in form.text and ">https://intranet/old</textarea>" in form.text
+    edit = {
+        "csrf": csrf,
+        "action": "edit-bet",
+        "key": str(bet.id),
+        "queries": "holiday form\nLeave",
+        "urls": "https://intranet/<new>",
+    }
+    with caplog.at_level(logging.INFO, logger="searchcrawl.web.app"):
+        saved = web.post("/admin/relevance", data=edit)
+    assert saved.status_code == 200 and f"Best bet {bet.id} saved." in saved.text and "&lt;new&gt;" in saved.text
+    assert [r.message for r in caplog.records if "relevance edit-bet" in r.message] == [
+        f"Web administration: relevance edit-bet: Best bet {bet.id} saved."
+    ]
+    (edited,) = cache.get().bets  # the same rule, changed: not deleted and added
+    assert edited.id == bet.id and edited.queries == ("holiday form", "leave")
+    assert cache.get().pinned("leave") == ["https://intranet/<new>"]
+    # the same token as every form of the page; the same validation; the form comes back as typed
+    assert web.post("/admin/relevance", data={**edit, "csrf": "stale"}).status_code == 403
+    refused = web.post("/admin/relevance", data={**edit, "urls": "javascript:alert(1)"})
+    assert refused.status_code == 400 and "absolute URLs" in refused.text and ">javascript:alert(1)</textarea>" in refused.text
+    assert 'class="relevance edit-bet"' in refused.text
+    backwards = web.post("/admin/relevance", data={**edit, "start": "2026-12-31", "end": "2026-12-01"})
+    assert backwards.status_code == 400 and "end is before the start" in backwards.text and 'value="2026-12-31"' in backwards.text
+    gone = web.post("/admin/relevance", data={**edit, "key": "999"})
+    assert gone.status_code == 400 and "No such rule" in gone.text
+    assert web.get("/admin/relevance", params={"edit": "bets", "key": "999"}).status_code == 404
+    assert cache.get().bets == (edited,)
+    # scheduled: each bet's state in the list, and pinned only while active
+    now = datetime.now(UTC)
+    for queries, start, end in [("later", "2999-01-01", ""), ("over", "2020-01-01", "2020-12-31 18:00")]:
+        data = {"csrf": csrf, "action": "add-bet", "queries": queries, "urls": "https://intranet/x", "start": start, "end": end}
+        assert web.post("/admin/relevance", data=data, follow_redirects=False).status_code == 303
+    page = web.get("/admin/relevance").text
+    states = re.findall(r'<tr id="bet-\d+" class="bet (\w+)">', page)
+    assert states == ["active", "scheduled", "expired"]
+    assert "from 2999-01-01" in page and "from 2020-01-01 until 2020-12-31 18:00" in page and "UTC" in page
+    rules = cache.get()
+    assert rules.pinned("later", now) == [] and rules.pinned("over", now) == [] and rules.pinned("leave", now)
+    later = rules.bets[1]
+    assert rules.pinned("later", later.start) == ["https://intranet/x"]  # from its start on
+
+
+def test_the_relevance_page_edits_a_boost_in_place(tmp_path: Path) -> None:
+    web, csrf = admin_client(tmp_path)
+    add = {"csrf": csrf, "action": "add-boost", "kind": "url", "value": "https://intranet/a/", "factor": "2"}
+    assert web.post("/admin/relevance", data=add, follow_redirects=False).status_code == 303
+    cache = web.app.state.web.relevance  # type: ignore[attr-defined]
+    (boost,) = cache.get().boosts
+    form = web.get("/admin/relevance", params={"edit": "boosts", "key": str(boost.id)}).text
+    assert 'class="relevance edit-boost"' in form and 'value="https://intranet/a/"' in form and 'value="2"' in form
+    assert '<option value="url" selected>' in form
+    edit = {"csrf": csrf, "action": "edit-boost", "key": str(boost.id), "kind": "source", "value": "wiki", "factor": "0.5"}
+    assert f"Rule {boost.id} saved." in web.post("/admin/relevance", data=edit).text
+    assert cache.get().boosts == (Boost("source", "wiki", 0.5, boost.id),)
+    refused = web.post("/admin/relevance", data={**edit, "factor": "1"})
+    assert refused.status_code == 400 and "The factor" in refused.text and cache.get().boosts[0].factor == 0.5
