@@ -23,6 +23,7 @@ unless the certificate file holds the key) name a certificate; with
 signed gets an answer (mutual TLS: the scrape of a fleet's crawlers across the network, where a
 bearer token would travel in the clear without TLS anyway). A CA file without a certificate is
 refused as the crawl starts: client certificates need TLS.
+The server is ops/metrics_server.py's (each connection's handshake in its own thread, timed).
 A port already taken is logged and the crawl goes on without metrics (two processes of a shared
 crawl on one host: give each its own port with ``-s``). The server (prometheus_client's, a thread)
 stops when the spider closes.
@@ -34,10 +35,9 @@ import logging
 import ssl
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from scrapy import signals
@@ -48,6 +48,7 @@ from scrapy.settings import BaseSettings
 from searchcrawl.crawl.extensions.run_monitor import RunMonitor
 from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.signals import solr_pushed
+from searchcrawl.ops.metrics_server import MetricsTLS, serve_metrics
 from searchcrawl.rules.status_codes import status_class
 from searchcrawl.store.models import FrontierState
 
@@ -107,26 +108,6 @@ class CrawlCollector(Collector):
             )
             family.add_metric([source], last)
             yield family
-
-
-@dataclass(frozen=True)
-class MetricsTLS:
-    """The crawl's metrics served over TLS: the server's certificate and key files, and the CA
-    whose client certificates are required (none: any client that reaches the port)."""
-
-    certfile: str
-    keyfile: str | None = None
-    client_cafile: str | None = None
-
-    def arguments(self) -> dict[str, Any]:
-        """prometheus_client.start_http_server's TLS arguments (TLS 1.2 at least)."""
-        return {
-            "certfile": self.certfile,
-            "keyfile": self.keyfile,
-            "client_cafile": self.client_cafile,
-            "client_auth_required": self.client_cafile is not None,
-            "tls_min_version": ssl.TLSVersion.TLSv1_2,
-        }
 
 
 def metrics_tls(settings: BaseSettings) -> MetricsTLS | None:
@@ -189,9 +170,7 @@ class CrawlMetrics:
 
     def opened(self) -> None:
         try:
-            self.server, _thread = start_http_server(
-                self.port, self.address, registry=self.registry, **(self.tls.arguments() if self.tls else {})
-            )
+            self.server = serve_metrics(self.registry, self.address, self.port, self.tls)
         except (OSError, ssl.SSLError) as exc:  # a port taken, a certificate unreadable: no metrics
             logger.warning("Crawl metrics not served on %s:%d: %s", self.address, self.port, exc.strerror or exc)
             return
