@@ -335,6 +335,8 @@ def cors_headers(origin: str | None, allowed: Iterable[str], preflight: bool = F
             headers["access-control-allow-methods"] = "GET"
             headers["access-control-allow-headers"] = "Authorization"
             headers["access-control-max-age"] = PREFLIGHT_MAX_AGE
+        else:  # a 429's wait, readable by the page (not a header browsers expose by themselves)
+            headers["access-control-expose-headers"] = "Retry-After"
     return headers
 
 

@@ -90,6 +90,7 @@ CONTROLS = dict.fromkeys([*range(32), 127], " ")
 DAY_MS = 86_400_000
 # a best bet's start and end as typed (parse_when): a date, or a date and a time (and an offset)
 MAX_WHEN_CHARS = 40
+FIRST_YEAR, LAST_YEAR = 1970, 9998  # a start or end outside these years is refused
 DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:[+-]\d{2}:\d{2})?")
 UTC_SUFFIX = re.compile(r"\s*(?:UTC|Z)\Z", re.IGNORECASE)
@@ -196,16 +197,23 @@ def parse_when(text: str, end: bool = False) -> datetime | None:
         if DATE_ONLY.fullmatch(text):
             day = date.fromisoformat(text)
             moment = datetime(day.year, day.month, day.day, tzinfo=UTC)
-            return moment + timedelta(days=1) if end else moment
-        if not DATE_TIME.fullmatch(text):
+            year = day.year
+            moment = moment + timedelta(days=1) if end and FIRST_YEAR <= year <= LAST_YEAR else moment
+        elif DATE_TIME.fullmatch(text):
+            moment = datetime.fromisoformat(text.replace(" ", "T", 1))
+            moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+            year = moment.year
+        else:
             raise ValueError(text)
-        moment = datetime.fromisoformat(text.replace(" ", "T", 1))
+        if not FIRST_YEAR <= year <= LAST_YEAR:  # the form gives back four digits, and no overflow
+            raise ValueError(text)
     except (ValueError, OverflowError):
         which = "end" if end else "start"
         raise RelevanceError(
-            f"The {which} is a date (2026-12-01) or a date and time (2026-12-01 09:30), in UTC, or left empty."
+            f"The {which} is a date (2026-12-01) or a date and time (2026-12-01 09:30), in UTC, "
+            f"between {FIRST_YEAR} and {LAST_YEAR}, or left empty."
         ) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return moment
 
 
 def format_start(moment: datetime | None) -> str:

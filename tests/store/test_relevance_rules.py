@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import Engine, inspect
 
+from searchcrawl.config.resources import package_dir
 from searchcrawl.store import Database
 from searchcrawl.store import relevance_rules as store_module
 from searchcrawl.store.database import SCHEMA_REVISION, create_db_engine, current_revision, upgrade_schema
@@ -110,6 +111,40 @@ def check_migration_0022(engine: Engine, url: str) -> None:
     assert store.delete("bets", str(kept.id))
     edited_and_scheduled(database)
     database.close()
+    downgraded_without_bets_out_of_their_window(engine, url)
+
+
+def downgrade_schema(engine: Engine, revision: str) -> None:
+    """Alembic's downgrade to ``revision`` (an administrator's ``alembic downgrade``)."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    with package_dir("searchcrawl.store", "migrations") as scripts, engine.begin() as connection:
+        config.set_main_option("script_location", str(scripts))
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)
+
+
+def downgraded_without_bets_out_of_their_window(engine: Engine, url: str) -> None:
+    """Without its columns a bet is always shown: a downgrade to 0021 deletes the bets scheduled
+    or expired (they were not shown), keeps the others, and the upgrade after it works again."""
+    database = Database(url)
+    store = RelevanceStore(database)
+    for bet in store.bets():
+        store.delete("bets", str(bet.id))
+    store.add_bet(parse_bet("always", "https://intranet/always"))
+    store.add_bet(parse_bet("window", "https://intranet/window", "2020-01-01", "9998-12-31"))
+    store.add_bet(parse_bet("to come", "https://intranet/later", "9998-01-01"))
+    store.add_bet(parse_bet("past", "https://intranet/past", end="2020-01-01"))
+    database.close()
+    downgrade_schema(engine, "0021")
+    assert current_revision(engine) == "0021"
+    with engine.connect() as connection:
+        kept = sorted(row[0] for row in connection.exec_driver_sql("SELECT queries FROM relevance_bets"))
+    assert kept == ["always", "window"]
+    upgrade_schema(engine)
+    assert current_revision(engine) == SCHEMA_REVISION
 
 
 def test_migration_0022_on_sqlite(tmp_path) -> None:  # type: ignore[no-untyped-def]

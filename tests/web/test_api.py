@@ -565,6 +565,7 @@ def test_a_token_over_its_rate_is_answered_429_with_retry_after_and_cors(tmp_pat
     assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
     assert refused.json() == {"error": "rate_limited", "message": "Too many requests with this token; try again in 1 s."}
     assert refused.headers["access-control-allow-origin"] == "https://portal.example"
+    assert refused.headers["access-control-expose-headers"] == "Retry-After"  # the portal's script may read it
     assert refused.headers["cache-control"] == "no-store" and len(solr.asked) == 2  # Solr not asked
     assert first not in caplog.text and "'portal'" in caplog.text
     assert client.get("/api/search", params={"q": "a"}, headers=auth(second)).status_code == 200  # its own bucket

@@ -33,6 +33,8 @@ from searchcrawl.web.relevance import (
     Rules,
     boost_params,
     edit_form,
+    format_end,
+    format_start,
     normal_query,
     parse_bet,
     parse_boost,
@@ -455,9 +457,18 @@ def test_a_start_or_an_end_is_a_date_or_a_date_and_time_in_utc() -> None:
         "2026-12-01x",
         "2026-12-01 09:30:00.5",
         "9" * 50,
+        "0001-01-01 00:00+01:00",  # before the year 1 in UTC: an OverflowError was a 500
+        "9999-12-31T23:59-01:00",  # after 9999 in UTC: the same
+        "9999-12-31",  # as an end, its next day overflows
+        "0999-01-01 10:00",  # came back from the form as "999-01-01 10:00", which no longer parsed
+        "1969-12-31",
     ):
         with pytest.raises(RelevanceError, match="in UTC"):
             parse_when(text)
+        with pytest.raises(RelevanceError, match="in UTC"):
+            parse_when(text, end=True)
+    for text in ("1970-01-01", "9998-12-31", "9998-12-31 23:59"):  # the first and last years: round trips
+        assert format_start(parse_when(text)) == text and format_end(parse_when(text, end=True)) == text
 
 
 def test_a_scheduled_bet_is_pinned_from_its_start_until_its_end_only() -> None:

@@ -6,7 +6,7 @@ stall detection reads) both wait for the run (``run_started``), tick on one loop
 exception ends a LoopingCall for the rest of the run (no counters, no heartbeat, suspend and stop
 ignored). This is that one mechanism; a subclass writes ``tick``. A failed tick is warned of at
 most every ``WARN_SECONDS`` (a database locked for an hour is one line, not 360), in the
-subclass's own logger, and tried again at the next tick.
+subclass's own logger (each failure with its traceback at DEBUG), and tried again at the next tick.
 """
 
 from __future__ import annotations
@@ -88,7 +88,9 @@ class RunTicker:
         try:
             self.tick()
         except Exception as error:  # noqa: BLE001 - the next tick tries again
-            self.tick_failed("%s, tried again at the next tick: %s", self.failed, type(error).__name__)
+            run = f" {self.run.id} of {self.run.source}" if self.run is not None else ""
+            self.logger.debug("%s (run%s): tick failed", self.failed, run, exc_info=True)  # each time, with its traceback
+            self.tick_failed("%s (run%s), tried again at the next tick: %s", self.failed, run, type(error).__name__)
 
     def tick(self) -> None:
         raise NotImplementedError

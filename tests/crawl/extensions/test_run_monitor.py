@@ -289,4 +289,7 @@ def test_a_tick_that_fails_waits_for_the_next(
 
     asyncio.run(ticks())
     assert engine.closed == ["suspended"]
-    assert "Progress of the run not saved, tried again at the next tick: RuntimeError" in caplog.text
+    assert (
+        "Progress of the run not saved (run " in caplog.text
+        and "of unit), tried again at the next tick: RuntimeError" in caplog.text
+    )

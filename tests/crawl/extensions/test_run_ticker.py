@@ -61,7 +61,7 @@ def test_a_progress_report_that_fails_is_warned_once_and_tried_again(
         for _ in range(5):
             report.safe_tick()  # raises inside each time: warned once
     warned = [r.getMessage() for r in caplog.records if r.name == report.logger.name]
-    assert warned == ["Progress report of the run not saved, tried again at the next tick: RuntimeError"]
+    assert warned == [f"Progress report of the run not saved (run {run.id} of unit), tried again at the next tick: RuntimeError"]
     assert report.tick_failed.seconds == WARN_SECONDS
     report.safe_tick()  # the database is back
     [saved] = store.of_runs([run.id])[run.id]
