@@ -29,11 +29,11 @@ from searchcrawl.config.spiderloader import spider_class_for
 from searchcrawl.crawl.extensions.stores import Stores, stores_of
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.requests import admission_of
-from searchcrawl.crawl.run import CrawlArguments, Run, process_owner
+from searchcrawl.crawl.run import CrawlArguments, Run
 from searchcrawl.crawl.run_start import begin_run, plan_run
 from searchcrawl.crawl.signals import run_started
 from searchcrawl.ops.local_fleet import shared_crawl
-from searchcrawl.store.database import Database
+from searchcrawl.store.database import Database, process_owner
 from searchcrawl.store.frontier import Frontier
 
 UNREACHABLE_SOLR = "http://127.0.0.1:9/solr/unit"  # a component that must not talk to Solr

@@ -40,12 +40,13 @@ from searchcrawl.crawl.extensions.stores import Stores, source_of, stores_of
 from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.meta import WAKE
 from searchcrawl.crawl.requests import Admission, admission_of, entry_of
-from searchcrawl.crawl.run import CrawlArguments, Run, process_owner
+from searchcrawl.crawl.run import CrawlArguments, Run
 from searchcrawl.crawl.run_start import begin_run, plan_run, take_over_index
 from searchcrawl.crawl.signals import run_started, url_outcome
 from searchcrawl.ops.local_fleet import joins_live_runs, run_to_join, shared_crawl
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.database import process_owner
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.models import FrontierState
 from searchcrawl.store.runs import ALREADY_RUNNING, RunConflict, RunEnded, RunInfo, Runs

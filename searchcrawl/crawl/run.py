@@ -10,8 +10,6 @@ with a running crawl, or a read-only crawl such as `scrapy explain`), and crawls
 
 from __future__ import annotations
 
-import os
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -74,11 +72,6 @@ class Run:
         """What a log line says of documents that leave the index: a test-mode crawl changes
         nothing there (its delta report says what a crawl would delete)."""
         return "they would leave the index (test mode: the index is not touched)" if self.test_mode else "they leave the index"
-
-
-def process_owner() -> str:
-    """This process in leases and node rows: ``host:pid`` (not cached: a forked process is another)."""
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 FAILURE_CLASSES = ("4xx", "5xx")  # the response classes a run's failures count

@@ -23,11 +23,11 @@ from datetime import timedelta
 from typing import Any
 
 from searchcrawl.config.source import Source
-from searchcrawl.crawl.run import CrawlArguments, Run, process_owner
+from searchcrawl.crawl.run import CrawlArguments, Run
 from searchcrawl.index.indexer import IndexingError, SolrIndex, found_documents
 from searchcrawl.rules.maintenance import recrawl_reasons, settings_fingerprint
 from searchcrawl.store import DocumentTable
-from searchcrawl.store.database import now
+from searchcrawl.store.database import now, process_owner
 from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.runs import RunInfo, Runs
 

@@ -44,7 +44,7 @@ from sqlalchemy import func, select, text
 
 from searchcrawl.ops.health import Health
 from searchcrawl.ops.processes import process_alive, process_state
-from searchcrawl.store.database import Database, as_utc
+from searchcrawl.store.database import APPLICATION, Database, application_name, as_utc
 from searchcrawl.store.models import FrontierState, RunState, crawl_nodes, documents, frontier, runs
 from searchcrawl.store.progress import Report, RunProgress, Wait
 
@@ -146,8 +146,9 @@ def describe_wait(wait: Wait, now: datetime) -> str:
 
 def silent_process(owner: str, lock_waiters: int) -> str:
     """What a live process on this host that stopped reporting waits on: stopped (its state in
-    /proc), the database lock when PostgreSQL shows sessions waiting on one, else blocked on
-    something unknown from outside."""
+    /proc), the database lock when PostgreSQL shows sessions waiting on one (``lock_waiters``:
+    its own, or sessions no process of searchcrawl named), else blocked on something unknown
+    from outside."""
     pid = owner.rpartition(":")[2]
     if pid.isdigit() and process_state(int(pid)) in ("T", "t"):
         return f"its process {pid} is stopped (SIGSTOP or Ctrl-Z): kill -CONT {pid} resumes it"
@@ -239,17 +240,21 @@ class StallCheck:
                 ).scalar_one()
             )
 
-    def lock_waiters(self) -> int:
-        """PostgreSQL: sessions of this database waiting on a lock now (0 on SQLite: unknowable
-        from outside, judged from a live process's silent heartbeat instead)."""
+    def lock_waiters(self) -> dict[str, int]:
+        """PostgreSQL: the sessions of this database waiting on a lock now, by their
+        ``application_name`` (a searchcrawl process's: store/database.py's ``application_name``
+        of its owner; "" for any other). Empty on SQLite: unknowable from outside, judged from a
+        live process's silent heartbeat instead. A database user sees the waits of its own
+        sessions, and of every session with ``pg_read_all_stats``."""
         if self.engine.dialect.name != "postgresql":
-            return 0
+            return {}
+        statement = text(
+            "SELECT coalesce(application_name, ''), count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND wait_event_type = 'Lock' GROUP BY 1"
+        )
         with self.engine.connect() as connection:
-            return int(
-                connection.execute(
-                    text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
-                ).scalar_one()
-            )
+            rows: list[Any] = list(connection.execute(statement).all())
+        return {name if name.startswith(APPLICATION) else "": int(count) for name, count in rows}
 
 
 def stalls(
@@ -315,7 +320,7 @@ def waits_on(
                 for report in facts.reports
                 if report.owner.rpartition(":")[0] == here and not _owner_gone(report.owner, set(), here)
             }
-            waits.extend(silent_process(owner, waiters) for owner in sorted(silent))
+            waits.extend(silent_process(owner, _waiting(waiters, {owner})) for owner in sorted(silent))
     for report in facts.reports:
         if kind == NOTHING_FETCHED or not facts.gone:
             waits.extend(describe_wait(wait, now) for wait in report.waits)
@@ -328,6 +333,16 @@ def waits_on(
         waits.append(f"Solr: out of reach, {check.pending(facts.source)} document(s) waiting to be pushed")
     if health is not None and health.tika is False:
         waits.append("Tika: out of reach")
-    if waiters:
-        waits.append(f"the database lock: {waiters} session(s) of the database wait on a lock")
+    own = _waiting(waiters, {report.owner for report in facts.reports}) - waiters.get("", 0)
+    if own:
+        waits.append(f"the database lock: {own} session(s) of its processes wait on a lock")
+    elif waiters.get(""):  # sessions that are not a searchcrawl process's (or renamed): perhaps
+        waits.append(f"the database lock: {waiters['']} session(s) of the database wait on a lock (not its processes')")
     return waits
+
+
+def _waiting(waiters: dict[str, int], owners: set[str]) -> int:
+    """Sessions waiting on a lock that are ``owners``' (by their application_name), or no
+    searchcrawl process's ("": an administrator's application_name, another program)."""
+    names = {application_name(owner) for owner in owners}
+    return sum(count for name, count in waiters.items() if name in names) + waiters.get("", 0)

@@ -24,6 +24,7 @@ import hashlib
 import importlib
 import logging
 import os
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -89,6 +90,7 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 # a 2,021-page crawl started 312 PostgreSQL backends, and two processes crawled 1.3 times as fast
 # as one instead of 1.9 (tests/benchmarks/README.md). Only what is used at once is ever opened.
 POOL_SIZE = min(32, (os.cpu_count() or 1) + 4) + 4
+APPLICATION = "searchcrawl "  # PostgreSQL sessions are named "searchcrawl host:pid" (application_name)
 
 
 MEMORY = "sqlite://"  # an in-memory SQLite database, one for every connection of its engine
@@ -101,6 +103,24 @@ def _no_sqlite_file(url: str) -> bool:
         return False
     path = Path(parsed.database)
     return not path.exists() or path.stat().st_size == 0
+
+
+def process_owner() -> str:
+    """This process in leases and node rows: ``host:pid`` (not cached: a forked process is another)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def application_name(owner: str) -> str:
+    """The PostgreSQL ``application_name`` of ``owner``'s sessions: stall detection
+    (ops/stalls.py) tells a run's own sessions waiting on a lock from others' by it. At most 63
+    bytes: PostgreSQL keeps no more (a long host name is cut, in both places alike)."""
+    return f"{APPLICATION}{owner}".encode("ascii", "replace")[:63].decode("ascii")
+
+
+def _name_the_session(_dialect: Any, _record: Any, _args: Any, params: dict[str, Any]) -> None:
+    """A PostgreSQL connection names its process (``application_name``), unless the database URL
+    names one already (the administrator's choice wins)."""
+    params.setdefault("application_name", application_name(process_owner()))
 
 
 def create_db_engine(url: str, autocommit: bool = False) -> Engine:
@@ -124,6 +144,7 @@ def create_db_engine(url: str, autocommit: bool = False) -> Engine:
         from searchcrawl.store.models import add_postgresql_options
 
         add_postgresql_options()
+        event.listen(engine, "do_connect", _name_the_session)
     return engine
 
 

@@ -41,10 +41,11 @@ from searchcrawl.crawl.extensions.run_end import run_end
 from searchcrawl.crawl.frontier_scheduler import IDLE_RECHECK, WAKE_URL, FrontierScheduler
 from searchcrawl.crawl.meta import KNOWN, WAKE
 from searchcrawl.crawl.requests import admission_of, admitted
-from searchcrawl.crawl.run import Run, process_owner
+from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_started, url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.database import process_owner
 from searchcrawl.store.deltas import Deltas
 from searchcrawl.store.frontier import Entry, Frontier
 from searchcrawl.store.runs import FINISHING, Runs

@@ -39,7 +39,7 @@ from sqlalchemy import func, select
 from searchcrawl.crawl.extensions.delay_schedule import DelaySchedule
 from searchcrawl.crawl.meta import SITE_LEASE
 from searchcrawl.crawl.middlewares.fleet import HOLD_MARGIN, FleetPolitenessMiddleware
-from searchcrawl.crawl.run import process_owner
+from searchcrawl.store.database import process_owner
 from searchcrawl.store.models import site_leases
 from tests.components import BARE_DOWNLOADER, close_stores, engine_of, node_owner, source_crawler, stores_of
 

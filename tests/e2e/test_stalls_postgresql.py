@@ -1,6 +1,7 @@
 """Stall detection (ops/stalls.py) and the project metrics (ops/metrics.py) on a real PostgreSQL
 server: the same checks as on SQLite, migration 0020, and a session really waiting on a lock
-named as the database lock a stalled run waits on."""
+named as the database lock a stalled run waits on, only when it is one of the run's processes'
+sessions (their application_name), not another searchcrawl process's."""
 
 from __future__ import annotations
 
@@ -61,15 +62,22 @@ def test_a_session_waiting_on_a_lock_is_named_and_metrics_parse(schema_url: tupl
     RunProgress(database).report(
         run.id, f"{socket.gethostname()}:{os.getpid()}", "pg-stall", now, now - timedelta(hours=1), 0, []
     )
+    # another searchcrawl process's session (another run's, the web's): not this run's wait
+    elsewhere = Database(f"{schema_url[1]}{'&' if '?' in schema_url[1] else '?'}application_name=searchcrawl%20elsewhere:1")
     holder = database.engine.connect()
     holder.execute(text("LOCK TABLE site_slots IN ACCESS EXCLUSIVE MODE"))  # held until its rollback
+    other = threading.Thread(target=lambda: _read_site_slots(elsewhere), daemon=True)
+    other.start()
     waiter = threading.Thread(target=lambda: _read_site_slots(database), daemon=True)
-    waiter.start()
     try:
-        wait_for(lambda: _waiting(database) > 0, timeout=60, what="a session waiting on the lock")
+        wait_for(lambda: _waiting(database) == 1, timeout=60, what="another process's session waiting on the lock")
+        [stall] = stalls(database, now, 900, 600, sources=["pg-stall"])
+        assert not any("database lock" in wait for wait in stall.waits_on), stall.waits_on
+        waiter.start()  # this process's session: the run's (its progress report's owner)
+        wait_for(lambda: _waiting(database) == 2, timeout=60, what="the run's session waiting on the lock")
         [stall] = stalls(database, now, 900, 600, sources=["pg-stall"])
         assert stall.kind == NOTHING_FETCHED
-        assert any(wait.startswith("the database lock: ") and "wait on a lock" in wait for wait in stall.waits_on), stall.waits_on
+        assert "the database lock: 1 session(s) of its processes wait on a lock" in stall.waits_on, stall.waits_on
         registry = CollectorRegistry(auto_describe=False)
         registry.register(ProjectCollector(database, lambda: ["pg-stall"], cache_seconds=0))
         families = {f.name: f for f in text_string_to_metric_families(generate_latest(registry).decode())}
@@ -78,7 +86,10 @@ def test_a_session_waiting_on_a_lock_is_named_and_metrics_parse(schema_url: tupl
     finally:
         holder.rollback()
         holder.close()
-        waiter.join(timeout=60)
+        other.join(timeout=60)
+        if waiter.is_alive() or waiter.ident is not None:
+            waiter.join(timeout=60)
+        elsewhere.close()
         with database.engine.begin() as connection:
             connection.execute(update(runs).values(state="stopped"))
         database.close()
