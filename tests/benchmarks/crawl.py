@@ -74,7 +74,7 @@ from tests.benchmarks.measure import (
     run_measured,
     solr_updates,
 )
-from tests.benchmarks.real_sites import SITES, RealSite
+from tests.benchmarks.real_sites import SITES, RealSite, build_site, site_seed
 from tests.benchmarks.stages import profile_file, scaled_to
 from tests.benchmarks.synthetic import Nginx, SyntheticSite, nginx, page_path
 from tests.conftest import ROOT, not_found_probe
@@ -345,10 +345,6 @@ def run_label(run: dict[str, Any]) -> str:
     return f"{run['pages']:,}" if run.get("site", "synthetic") == "synthetic" else f"{run['site']} ({run['pages']:,} HTML)"
 
 
-def site_seed(site: SyntheticSite | RealSite) -> str:
-    return page_path(0) if isinstance(site, SyntheticSite) else site.seed
-
-
 def site_pages(site: SyntheticSite | RealSite, count: int) -> list[str]:
     """The paths of ``count`` of the site's HTML pages."""
     return site.html_pages()[:count] if isinstance(site, RealSite) else [page_path(number) for number in range(count)]
@@ -558,11 +554,8 @@ def main() -> None:
         sizes = [int(n) for n in args.pages.split(",")] if args.site == "synthetic" else [0]
         for pages in sizes:
             started = time.monotonic()
-            if args.site == "synthetic":
-                site: SyntheticSite | RealSite = SyntheticSite(work / f"site{pages}", pages).build()
-                label = str(pages)
-            else:
-                site, label = RealSite.unpack(args.site, work / "site"), args.site
+            label = str(pages) if args.site == "synthetic" else args.site
+            site = build_site(args.site, work / (f"site{pages}" if args.site == "synthetic" else "site"), pages)
             print(f"built the {label} site ({site.pages:,} pages) in {time.monotonic() - started:.0f}s", file=sys.stderr)
             with nginx(site.root, work / f"nginx{label}") as server:
                 capacity = capacity or server.capacity(site_pages(site, 2)[-1])

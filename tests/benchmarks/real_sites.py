@@ -27,6 +27,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.benchmarks.synthetic import SyntheticSite, page_path
 from tests.conftest import ROOT
 
 CORPORA = ROOT.parent / "shared" / "corpora"
@@ -95,6 +96,17 @@ class RealSite:
             paragraph = f"<p>Changed for the maintenance benchmark: revision 1 of page {number}.</p>".encode()
             path.write_bytes(body[:at] + paragraph + body[at:])
         return len(chosen)
+
+
+def build_site(name: str, work: Path, pages: int) -> SyntheticSite | RealSite:
+    """The benchmark's site ``name`` under ``work``: the synthetic site of ``pages`` pages, or a
+    real site of SITES unpacked (``pages`` ignored: the site is what it is)."""
+    return SyntheticSite(work, pages).build() if name == "synthetic" else RealSite.unpack(name, work)
+
+
+def site_seed(site: SyntheticSite | RealSite) -> str:
+    """The path of the page a crawl of ``site`` starts from."""
+    return page_path(0) if isinstance(site, SyntheticSite) else site.seed
 
 
 def releases(api: Path, root: Path, count: int) -> Path:
