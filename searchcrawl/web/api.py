@@ -65,8 +65,34 @@ CONCURRENT_CHECKS = 4
 VERDICT_SECONDS = 30.0
 MAX_VERDICTS = 4096
 REFUSALS_LOGGED_EVERY = 60.0  # seconds: refused tokens are logged once a minute at most, counted
+REFUSED_TOKEN = "API: %d request(s) refused for an invalid token, the last from %s (%s)"
+OVER_RATE = "API: %d request(s) refused over the rate limit, the last for token %s %r"
 # Rate limits: at most this many tokens' buckets kept (the least recently used dropped first)
 MAX_BUCKETS = 4096
+
+
+class Refusals:
+    """Refusals counted (``total``: since the start, for /metrics) and logged at WARNING at most
+    once every ``every`` seconds, with how many since the last line: anyone may send junk, and
+    one line per request would let them fill the log. Thread-safe."""
+
+    def __init__(self, message: str, clock: Callable[[], float] = time.monotonic, every: float = REFUSALS_LOGGED_EVERY):
+        self.message, self.clock, self.every = message, clock, every
+        self.total = 0
+        self._since_logged = 0
+        self._logged_at: float | None = None
+        self._lock = threading.Lock()
+
+    def count(self, *args: object) -> None:
+        """One more refusal; logged (``message`` % (count, *args)) unless one was within ``every``."""
+        with self._lock:
+            self._since_logged += 1
+            self.total += 1
+            moment = self.clock()
+            if self._logged_at is not None and moment - self._logged_at < self.every:
+                return
+            count, self._since_logged, self._logged_at = self._since_logged, 0, moment
+        logger.warning(self.message, count, *args)
 
 
 class TokenGate:
@@ -87,9 +113,7 @@ class TokenGate:
         self._checking = threading.BoundedSemaphore(concurrent)
         self._verdicts: OrderedDict[str, tuple[float, TokenCheck]] = OrderedDict()
         self._lock = threading.Lock()
-        self._refused = 0
-        self.refused_total = 0  # since the start (/metrics)
-        self._logged_at: float | None = None
+        self.refusals = Refusals(REFUSED_TOKEN, clock)
 
     def verdict(self, token: str) -> TokenCheck | None:
         """The token's verdict (kept, or asked of the database now); None: too many checks wait."""
@@ -118,14 +142,7 @@ class TokenGate:
 
     def refused(self, client: str, reason: str) -> None:
         """Logs a refused token (never the token itself), once every REFUSALS_LOGGED_EVERY at most."""
-        with self._lock:
-            self._refused += 1
-            self.refused_total += 1
-            moment = self.clock()
-            if self._logged_at is not None and moment - self._logged_at < REFUSALS_LOGGED_EVERY:
-                return
-            count, self._refused, self._logged_at = self._refused, 0, moment
-        logger.warning("API: %d request(s) refused for an invalid token, the last from %s (%s)", count, client, reason)
+        self.refusals.count(client, reason)
 
 
 class RateLimit:
@@ -148,9 +165,7 @@ class RateLimit:
         self.per_second, self.burst, self.clock, self.size = rate / 60.0, float(burst), clock, size
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key: (tokens, when counted)
         self._lock = threading.Lock()
-        self._refused = 0
-        self.refused_total = 0  # since the start (/metrics)
-        self._logged_at: float | None = None
+        self.refusals = Refusals(OVER_RATE, clock)
 
     @property
     def enabled(self) -> bool:
@@ -185,16 +200,7 @@ class RateLimit:
     def refused(self, check: TokenCheck) -> None:
         """Logs a request refused for the rate (the token's id and name, never the token), once
         every REFUSALS_LOGGED_EVERY at most, with the count since the last line."""
-        with self._lock:
-            self._refused += 1
-            self.refused_total += 1
-            moment = self.clock()
-            if self._logged_at is not None and moment - self._logged_at < REFUSALS_LOGGED_EVERY:
-                return
-            count, self._refused, self._logged_at = self._refused, 0, moment
-        logger.warning(
-            "API: %d request(s) refused over the rate limit, the last for token %s %r", count, check.token_id, check.name
-        )
+        self.refusals.count(check.token_id, check.name)
 
 
 class ApiRefusals(Collector):
@@ -209,8 +215,8 @@ class ApiRefusals(Collector):
         family = CounterMetricFamily(
             "searchcrawl_web_api_refused", "JSON API requests refused since the start, by reason", labels=["reason"]
         )
-        family.add_metric(["rate"], self.limit.refused_total)
-        family.add_metric(["invalid_token"], self.gate.refused_total)
+        family.add_metric(["rate"], self.limit.refusals.total)
+        family.add_metric(["invalid_token"], self.gate.refusals.total)
         yield family
 
 

@@ -544,7 +544,7 @@ def test_requests_over_the_rate_are_logged_once_a_minute_with_their_count_never_
         limit.refused(TokenCheck("valid", "intranet", token_id=5))
     lines = [record.getMessage() for record in caplog.records]
     assert len(lines) == 2 and lines[1].startswith("API: 30 request(s) refused over the rate limit")
-    assert "5 'intranet'" in lines[1] and limit.refused_total == 31
+    assert "5 'intranet'" in lines[1] and limit.refusals.total == 31
 
 
 def test_a_token_over_its_rate_is_answered_429_with_retry_after_and_cors(tmp_path: Path, caplog) -> None:
