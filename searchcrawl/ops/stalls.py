@@ -34,7 +34,6 @@ URLs grouped by owner, and the queued URLs counted up to TO_FETCH_CAP.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -44,7 +43,7 @@ from sqlalchemy import func, select, text
 
 from searchcrawl.ops.health import Health
 from searchcrawl.ops.processes import process_alive, process_state
-from searchcrawl.store.database import APPLICATION, Database, application_name, as_utc
+from searchcrawl.store.database import APPLICATION, Database, application_name, as_utc, this_host
 from searchcrawl.store.models import FrontierState, RunState, crawl_nodes, documents, frontier, runs
 from searchcrawl.store.progress import Report, RunProgress, Wait
 
@@ -273,7 +272,7 @@ def stalls(
         return []
     reports = RunProgress(database).of_runs(run["id"] for run in running)
     beats = check.node_heartbeats(run["id"] for run in running)
-    here = socket.gethostname()
+    here = this_host()
     found = []
     for run in running:
         started, updated = as_utc(run["started_at"]), as_utc(run["updated_at"])
@@ -308,7 +307,7 @@ def waits_on(
     check: StallCheck, facts: RunFacts, kind: str, now: datetime, stale_after: float, health: Health | None
 ) -> list[str]:
     """What a stalled run waits on, in words (module docstring: how each is known)."""
-    here = socket.gethostname()
+    here = this_host()
     waits: list[str] = []
     waiters = check.lock_waiters()
     if kind == NOT_REPORTING:

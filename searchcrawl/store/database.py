@@ -105,9 +105,27 @@ def _no_sqlite_file(url: str) -> bool:
     return not path.exists() or path.stat().st_size == 0
 
 
+INIT_PID_NAMESPACE = 0xEFFFFFFC  # the inode of a Linux machine's first process-id namespace (PROC_PID_INIT_INO)
+
+
+def this_host() -> str:
+    """This machine as runs, leases and progress reports name it, where a process id is
+    checked: its host name, and, in a process-id namespace of its own (a container), that
+    namespace (``name~inode``). Containers that share a host name (host networking) but not
+    their process ids are then different hosts, whose pids are never looked up here: a live
+    crawl in one was taken for gone by another, its leases taken, its run called dead."""
+    name = socket.gethostname()
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:  # not Linux, or no /proc: the host name alone
+        return name
+    return name if namespace == INIT_PID_NAMESPACE else f"{name}~{namespace}"
+
+
 def process_owner() -> str:
-    """This process in leases and node rows: ``host:pid`` (not cached: a forked process is another)."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """This process in leases and node rows: ``host:pid`` (``this_host``; not cached: a forked
+    process is another)."""
+    return f"{this_host()}:{os.getpid()}"
 
 
 def application_name(owner: str) -> str:

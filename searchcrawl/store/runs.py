@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, Result, RowMapping, delete, or_, select, text, update
 
 from searchcrawl.ops.processes import process_alive
-from searchcrawl.store.database import Database, as_utc, now
+from searchcrawl.store.database import Database, as_utc, now, this_host
 from searchcrawl.store.models import FrontierState, RunState, crawl_nodes, runs, source_states
 
 RESUMABLE = (RunState.RUNNING, RunState.SUSPENDED)
@@ -70,7 +69,7 @@ def _alive(host: str | None, pid: int | None) -> bool:
     """Is the process that owns a run still alive? (Only knowable on the same host.)"""
     if not pid:  # none recorded
         return False
-    return host == socket.gethostname() and process_alive(pid)
+    return host == this_host() and process_alive(pid)
 
 
 def _recent(moment: datetime | None, seconds: float) -> bool:
@@ -155,7 +154,7 @@ class Runs:
         run = self.latest(source)
         if run is None or run["state"] != RunState.RUNNING:
             return False
-        if run["host"] == socket.gethostname():
+        if run["host"] == this_host():
             return _alive(run["host"], run["pid"])
         return _recent(run["updated_at"], stale_after)
 
@@ -168,7 +167,7 @@ class Runs:
         with self.engine.connect() as connection:
             if self._live_nodes(connection, run["id"], stale_after):
                 return False
-        if run["host"] == socket.gethostname():
+        if run["host"] == this_host():
             return not _alive(run["host"], run["pid"])
         return not _recent(run["updated_at"], stale_after)
 
@@ -201,7 +200,7 @@ class Runs:
         took the run for an abandoned one and gave back the leases of a node already at work.
         """
         when = now()
-        host, pid = socket.gethostname(), os.getpid()
+        host, pid = this_host(), os.getpid()
         with self.engine.begin() as connection:
             self._lock_source(connection, source)
             row = self._latest(connection, source)
@@ -256,7 +255,7 @@ class Runs:
                 crawl_nodes.c.run_id == run_id, crawl_nodes.c.heartbeat >= since
             )
         )
-        here = socket.gethostname()
+        here = this_host()
         return [owner for owner, host, pid in rows if owner != but and (host != here or _alive(host, pid))]
 
     def _join(self, connection: Connection, run_id: int, owner: str | None, within: float) -> tuple[str, ...]:
@@ -269,7 +268,7 @@ class Runs:
         connection.execute(delete(crawl_nodes).where(crawl_nodes.c.run_id == run_id, crawl_nodes.c.owner == owner))
         connection.execute(
             crawl_nodes.insert().values(
-                run_id=run_id, owner=owner, host=socket.gethostname(), pid=os.getpid(), started_at=when, heartbeat=when
+                run_id=run_id, owner=owner, host=this_host(), pid=os.getpid(), started_at=when, heartbeat=when
             )
         )
         return others

@@ -6,7 +6,6 @@ sessions (their application_name), not another searchcrawl process's."""
 from __future__ import annotations
 
 import os
-import socket
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -17,7 +16,7 @@ from sqlalchemy import Engine, inspect, text, update
 from searchcrawl.ops.metrics import ProjectCollector
 from searchcrawl.ops.stalls import NOTHING_FETCHED, stalls
 from searchcrawl.store import Database
-from searchcrawl.store.database import SCHEMA_REVISION, current_revision, upgrade_schema
+from searchcrawl.store.database import SCHEMA_REVISION, current_revision, this_host, upgrade_schema
 from searchcrawl.store.models import run_progress, runs
 from searchcrawl.store.progress import RunProgress
 from searchcrawl.store.runs import Runs
@@ -59,9 +58,7 @@ def test_a_session_waiting_on_a_lock_is_named_and_metrics_parse(schema_url: tupl
     now = datetime.now(UTC)
     run = Runs(database).start("pg-stall")
     queue(database, "pg-stall", run.id, 2)
-    RunProgress(database).report(
-        run.id, f"{socket.gethostname()}:{os.getpid()}", "pg-stall", now, now - timedelta(hours=1), 0, []
-    )
+    RunProgress(database).report(run.id, f"{this_host()}:{os.getpid()}", "pg-stall", now, now - timedelta(hours=1), 0, [])
     # another searchcrawl process's session (another run's, the web's): not this run's wait
     elsewhere = Database(f"{schema_url[1]}{'&' if '?' in schema_url[1] else '?'}application_name=searchcrawl%20elsewhere:1")
     holder = database.engine.connect()

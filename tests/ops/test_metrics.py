@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import sys
 import threading
 from datetime import UTC, datetime, timedelta
@@ -24,7 +23,7 @@ from searchcrawl.crawl.run import failure_counts
 from searchcrawl.ops.health import HealthCheck
 from searchcrawl.ops.metrics import ProjectCollector
 from searchcrawl.rules.status_codes import status_class
-from searchcrawl.store.database import Database
+from searchcrawl.store.database import Database, this_host
 from searchcrawl.store.models import FrontierState, RunState, documents, frontier, runs
 from searchcrawl.store.progress import RunProgress
 from searchcrawl.store.runs import Runs
@@ -77,7 +76,7 @@ def project(tmp_path: Path) -> Database:
                 for n in range(2)
             ],
         )
-    RunProgress(database).report(running.id, f"{socket.gethostname()}:1", "files", moment, moment - timedelta(minutes=20), 3, [])
+    RunProgress(database).report(running.id, f"{this_host()}:1", "files", moment, moment - timedelta(minutes=20), 3, [])
     return database
 
 

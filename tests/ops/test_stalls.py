@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ from sqlalchemy import insert, update
 from searchcrawl.ops.health import Health
 from searchcrawl.ops.processes import process_state
 from searchcrawl.ops.stalls import NOT_REPORTING, NOTHING_FETCHED, RunFacts, judge, silent_process, stalls
-from searchcrawl.store.database import Database
+from searchcrawl.store.database import Database, this_host
 from searchcrawl.store.models import FrontierState, frontier, runs
 from searchcrawl.store.progress import Report, RunProgress, Wait
 from searchcrawl.store.runs import Runs
@@ -91,7 +90,7 @@ def test_a_run_with_urls_and_no_answer_for_the_stall_time_is_stalled_with_its_wa
         Wait("in-flight", "hangs.example", since=since, count=2),
         Wait("retry-after", "busy.example", until=NOW + timedelta(minutes=1)),
     ]
-    RunProgress(database).report(run.id, f"{socket.gethostname()}:{os.getpid()}", "intranet", NOW, since, 12, waits)
+    RunProgress(database).report(run.id, f"{this_host()}:{os.getpid()}", "intranet", NOW, since, 12, waits)
     with database.engine.begin() as connection:
         connection.execute(update(runs).values(updated_at=NOW))
     [stall] = stalls(database, NOW, stall_after=900, stale_after=600)
@@ -121,12 +120,10 @@ def dead_pid() -> int:
 
 def test_a_lease_of_a_process_gone_and_solr_and_tika_down_are_named(database: Database) -> None:
     run = Runs(database).start("intranet")
-    gone = f"{socket.gethostname()}:{dead_pid()}"
+    gone = f"{this_host()}:{dead_pid()}"
     expires = NOW + timedelta(minutes=5)
     queue(database, "intranet", run.id, 4, FrontierState.LEASED, lease_owner=gone, lease_expires=expires)
-    RunProgress(database).report(
-        run.id, f"{socket.gethostname()}:{os.getpid()}", "intranet", NOW, NOW - timedelta(hours=1), 0, []
-    )
+    RunProgress(database).report(run.id, f"{this_host()}:{os.getpid()}", "intranet", NOW, NOW - timedelta(hours=1), 0, [])
     with database.engine.begin() as connection:
         connection.execute(update(runs).values(updated_at=NOW))
     [stall] = stalls(database, NOW, 900, 600, Health(False, False, 0))
@@ -146,9 +143,7 @@ def test_a_run_whose_process_is_gone_or_silent_is_not_reporting(database: Databa
     # alive but silent for longer than the heartbeat's stale time: waits on the database
     with database.engine.begin() as connection:
         connection.execute(update(runs).values(pid=os.getpid(), updated_at=NOW - timedelta(minutes=12)))
-    RunProgress(database).report(
-        run.id, f"{socket.gethostname()}:{os.getpid()}", "intranet", NOW - timedelta(minutes=11), NOW, 1, []
-    )
+    RunProgress(database).report(run.id, f"{this_host()}:{os.getpid()}", "intranet", NOW - timedelta(minutes=11), NOW, 1, [])
     [stall] = stalls(database, NOW, 900, 600)
     assert stall.kind == NOT_REPORTING and stall.since == NOW - timedelta(minutes=11)
     # SQLite: a lock wait cannot be told from a long synchronous task
@@ -174,7 +169,7 @@ def test_a_stopped_process_is_named_stopped(database: Database) -> None:
         run = Runs(database).start("intranet")
         with database.engine.begin() as connection:
             connection.execute(update(runs).values(pid=child.pid, updated_at=NOW - timedelta(minutes=12)))
-        owner = f"{socket.gethostname()}:{child.pid}"
+        owner = f"{this_host()}:{child.pid}"
         RunProgress(database).report(run.id, owner, "intranet", NOW - timedelta(minutes=11), NOW, 1, [])
         [stall] = stalls(database, NOW, 900, 600)
         assert stall.kind == NOT_REPORTING
