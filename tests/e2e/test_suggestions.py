@@ -202,3 +202,14 @@ def test_a_huge_title_is_indexed_and_offered_cut(solr_url: str, solr: pysolr.Sol
     solr.add([{"id": f"huge!{url}", "url": url, "source": "huge", "title": huge, **Access.public("test").fields()}])
     shown = suggest(SolrIndex(solr_url, timeout=30), Principals.anonymous(), word[:6])
     assert [(item.text, item.kind) for item in shown] == [(f"{word} " + "q" * (150 - len(word) - 1), "title")]
+
+
+def test_two_corpora_of_one_core_never_share_the_prefix_the_tests_type(
+    solr: pysolr.Solr, directory_server: DirectoryServer
+) -> None:
+    """The tests above type a corpus's first five letters and expect its titles alone: a second
+    corpus in the same core gets another five (its prefix is looked up in title_words first)."""
+    first = Corpus(solr, directory_server)
+    assert solr.search(f"title_words:{first.word[:5]}", rows=0).hits == len(first.access)  # the look-up finds them
+    second = Corpus(solr, directory_server)
+    assert second.word[:5] != first.word[:5]

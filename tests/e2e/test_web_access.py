@@ -40,6 +40,19 @@ def letters(count: int) -> str:
     return "".join(random.choices(string.ascii_lowercase, k=count))
 
 
+def unique_word(solr: pysolr.Solr) -> str:
+    """ "quay" and ten letters, whose first five letters (else six, seven) begin no word of a title
+    in the Solr core yet. The suggestion tests type those prefixes, and every corpus of a
+    worker's tests stays in its core: two corpora whose words began alike ("quayrn...") offered
+    each other's titles, and a test failed one run in a few hundred."""
+    for length in (5, 6, 7):
+        for _ in range(100):
+            word = "quay" + letters(10)
+            if solr.search(f"title_words:{word[:length]}", rows=0).hits == 0:
+                return word
+    raise AssertionError("every prefix of seven letters is taken in this Solr core")
+
+
 class Corpus:
     """Documents of a source of their own, all holding ``word`` (a word no other test's
     documents hold), each readable by whom its name says; ``secret`` is a word only alice's own
@@ -47,7 +60,7 @@ class Corpus:
 
     def __init__(self, solr: pysolr.Solr, server: DirectoryServer) -> None:
         self.source = f"access-{uuid.uuid4().hex[:8]}"
-        self.word = "quay" + letters(10)
+        self.word = unique_word(solr)
         self.secret = "brigantine" + letters(6)
         self.typo = self.secret[:-1] + ("a" if self.secret[-1] != "a" else "b")
         finance, accounting = server.group_dn("finance"), server.group_dn("accounting")
