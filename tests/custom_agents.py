@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from searchcrawl.access.tokens import Access, AccessUnreadable
+from searchcrawl.access.tokens import Access, AccessUnreadable, Grant
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import FilesAgent
 
@@ -86,7 +86,15 @@ class JsonRepositoryAgent(Agent):
 
     @staticmethod
     def _content(document: dict) -> Content:
-        return Content(document["body"].encode("utf-8"), document.get("type", "text/html; charset=utf-8"))
+        """Its body; ``readers`` (tokens) or ``readers_unreadable`` (why not): the access read
+        with it, as the files agent reads a file's (``Content.access``)."""
+        readers = document.get("readers")
+        return Content(
+            document["body"].encode("utf-8"),
+            document.get("type", "text/html; charset=utf-8"),
+            access=None if readers is None else Access.of([Grant.of(token, "the repository, when read") for token in readers]),
+            access_unreadable=document.get("readers_unreadable"),
+        )
 
 
 class IncrementalJsonRepositoryAgent(JsonRepositoryAgent):
