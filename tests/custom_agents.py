@@ -10,7 +10,6 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -114,10 +113,10 @@ def now_iso() -> str:
 class BrokenAclFilesAgent(FilesAgent):
     """The files agent, whose ACL reading fails (an I/O error) for every file with a sibling
     ``<name>.broken-acl``: root reads every real ACL, so the test breaks it here, at the one call
-    the listing makes (``FilesAgent._access``), the rest of the agent as it is."""
+    the listing and the fetch make for a file's own ACL (``FilesAgent._own_access``), the rest of
+    the agent as it is."""
 
-    @staticmethod
-    def _access(path: str, info: os.stat_result, root: str, stack: list[Any]) -> Access:
-        if os.path.exists(f"{path}.broken-acl"):
-            raise AccessUnreadable(f"the ACL of {path} cannot be read: [Errno 5] Input/output error")
-        return FilesAgent._access(path, info, root, stack)
+    def _own_access(self, file: str | int, info: os.stat_result, shown: str) -> Access:
+        if os.path.exists(f"{shown}.broken-acl"):
+            raise AccessUnreadable(f"the ACL of {shown} cannot be read: [Errno 5] Input/output error")
+        return super()._own_access(file, info, shown)
