@@ -120,3 +120,17 @@ class BrokenAclFilesAgent(FilesAgent):
         if os.path.exists(f"{shown}.broken-acl"):
             raise AccessUnreadable(f"the ACL of {shown} cannot be read: [Errno 5] Input/output error")
         return super()._own_access(file, info, shown)
+
+
+class RacingFilesAgent(FilesAgent):
+    """The files agent, for which a file with a sibling ``<name>.race`` changes between its
+    listing and its fetch, every time (issue 72's race, made certain): just before the fetch
+    reads it, it is made 0600 and the sibling's text written into it (the sibling removed)."""
+
+    def fetch(self, key: str, max_bytes: int) -> Content | None:
+        race = Path(f"{key}.race")
+        if race.exists():
+            os.chmod(key, 0o600)
+            Path(key).write_text(race.read_text(encoding="utf-8"), encoding="utf-8")
+            race.unlink()
+        return super().fetch(key, max_bytes)

@@ -9,10 +9,7 @@ import errno
 import os
 import random
 import re
-import shutil
 import subprocess
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -199,21 +196,10 @@ def listed_twice(uid: int, paths: list[Path]) -> bool:
     return False
 
 
-@pytest.fixture
-def base() -> Iterator[Path]:
-    """A folder every reader may pass (tmp_path's parents are 0700: the kernel would refuse all)."""
-    folder = Path(tempfile.mkdtemp(prefix="searchcrawl-posix-"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-def test_a_followed_link_is_read_behind_the_folders_of_its_path_and_of_its_target(base: Path) -> None:
-    """Issue 72: a link in an open folder to a file, or to a folder, inside a folder only root may
-    enter was indexed as public (the folders of the link's path alone). A reader must pass the
-    folders of both paths (the URL shown is the link's): as the kernel decides for the link's
-    path, and the same access when the fetch reads it again with the content."""
-    root = base / "root"
+def linked_tree(root: Path) -> list[Path]:
+    """A tree of links into folders few may enter; returns the links' paths (as listed): a link
+    in an open folder to a file inside a folder only root may enter, one to a folder in it, and
+    a link in a folder of group 2001 (bob's) to an open file."""
     for folder, mode, gid in [
         ("", 0o755, 0),
         ("open", 0o755, 0),
@@ -223,12 +209,26 @@ def test_a_followed_link_is_read_behind_the_folders_of_its_path_and_of_its_targe
     ]:
         (root / folder).mkdir(exist_ok=True)
         made(root / folder, mode, uid=0, gid=gid)
-    for file in ("locked/pay.txt", "locked/inner/memo.txt", "open/doc.txt"):
+    for file, text in (
+        ("locked/pay.txt", "the salary scale"),
+        ("locked/inner/memo.txt", "the board memo"),
+        ("open/doc.txt", "the handbook"),
+    ):
+        (root / file).write_text(text)
         made(root / file, 0o644)
     (root / "open" / "pay-link.txt").symlink_to(root / "locked" / "pay.txt")
     (root / "open" / "inner-link").symlink_to(root / "locked" / "inner")
-    (root / "team" / "doc-link.txt").symlink_to(root / "open" / "doc.txt")  # the link's folder: bob's group only
-    links = [root / "open" / "pay-link.txt", root / "open" / "inner-link" / "memo.txt", root / "team" / "doc-link.txt"]
+    (root / "team" / "doc-link.txt").symlink_to(root / "open" / "doc.txt")
+    return [root / "open" / "pay-link.txt", root / "open" / "inner-link" / "memo.txt", root / "team" / "doc-link.txt"]
+
+
+def test_a_followed_link_is_read_behind_the_folders_of_its_path_and_of_its_target(passable: Path) -> None:
+    """Issue 72: a link in an open folder to a file, or to a folder, inside a folder only root may
+    enter was indexed as public (the folders of the link's path alone). A reader must pass the
+    folders of both paths (the URL shown is the link's): as the kernel decides for the link's
+    path, and the same access when the fetch reads it again with the content."""
+    root = passable / "root"
+    links = linked_tree(root)
     files = FilesAgent("docs", FilesOptions(roots=[str(root)], follow_links=True))
     found = {reference.key: reference.access for reference in files.references(None)}
     assert not any(kernel_reads(uid, link) for uid in READERS for link in links[:2])
@@ -243,14 +243,14 @@ def test_a_followed_link_is_read_behind_the_folders_of_its_path_and_of_its_targe
     assert found[str(root / "open" / "doc.txt")].is_public  # type: ignore[union-attr]
 
 
-def test_random_trees_as_the_kernel_decides(base: Path) -> None:
+def test_random_trees_as_the_kernel_decides(passable: Path) -> None:
     """Random modes, owners, named entries and masks on a file and its folders: the file's tokens
     admit a reader exactly when the kernel lets them read it (``setpriv``, ``test -r``), except in
     the documented corner, where they may refuse, never admit."""
     chooser = random.Random(55)
     outcomes: dict[object, int] = {}
     for case in range(60):
-        root = base / f"case{case}"
+        root = passable / f"case{case}"
         (root / "a" / "b").mkdir(parents=True)
         root.chmod(0o755)
         paths = [root / "a", root / "a" / "b", root / "a" / "b" / "f.txt", root / "a" / "g.txt"]
