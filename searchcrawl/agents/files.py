@@ -31,7 +31,14 @@ permission of every folder from its root down, from their POSIX permissions and 
 (searchcrawl/access/posix.py), each folder's read once a listing; a file or folder whose ACL
 cannot be read gives ``access_unreadable`` (the document is not indexed: status 927). A change of
 permissions alone keeps the token: the crawl compares the access, and updates it in Solr without
-reading the file again.
+reading the file again. Through a followed link, the folders of the link's path AND those its
+target lies in (from the root that holds its real path down): a reader must pass both, as the
+URL shown is the link's and the kernel passes the target's folders (a link in an open folder
+into a 0700 folder is no way in). When a file is read, its access is read again, after the
+text, from the descriptor the text was read from and from its folders then
+(``Content.access``): that is the one indexed, not the listing's (a file made private and
+rewritten in between is indexed private); the size and time indexed are the listing's until
+the next crawl.
 
 Changes: a file's token is its size and modification time (nanoseconds): a maintenance crawl reads
 again only the files whose size or modification time changed. Deletions: every crawl lists the
@@ -52,7 +59,9 @@ after the listing is never read; whatever it follows, a fetch first names the fi
 opening it (``O_PATH``), and opens it for reading (through /proc/self/fd) only when it is a
 regular file whose real path is inside a root's real path and that passes the same rules as the
 listing: a device, FIFO or socket swapped in is never opened. It reads at most the size limit
-(plus one byte).
+(plus one byte). A file put in place of another after the listing is indexed with its own
+access (read from it); one put in its place while it is read (another file at its path when
+the access is read) is answered gone, and the next crawl reads what is there.
 """
 
 from __future__ import annotations
