@@ -51,6 +51,16 @@ def chowned(path: Path, mode: int, uid: int, gid: int) -> Path:
     return path
 
 
+def agent_source(agent: str, root: Path, exclude: str, more: str = "") -> str:
+    """A files source read by one of the tests' files agents (tests/custom_agents.py)."""
+    return f'type = "agent"\nagent = "tests.custom_agents.{agent}"\n{more}[agent_options]\nroots = ["{root}"]\nexclude = ["{exclude}"]\n'
+
+
+def written(path: Path, text: str, mode: int, uid: int = 1001, gid: int = 2001) -> Path:
+    path.write_text(text)
+    return chowned(path, mode, uid, gid)
+
+
 def test_a_file_share_carries_its_posix_access_and_follows_its_changes(project: Project, solr, tmp_path: Path) -> None:
     root = tmp_path / "share"
     root.mkdir()
@@ -59,20 +69,12 @@ def test_a_file_share_carries_its_posix_access_and_follows_its_changes(project: 
     (root / "hr").mkdir()
     chowned(root / "team", 0o755, 0, 0)
     chowned(root / "hr", 0o750, 0, 2002)  # root and group 2002 may pass: one more level
-    (root / "open.txt").write_text("a memo everyone may read")
-    (root / "team" / "finance.txt").write_text("the finance forecast, old text")
-    (root / "hr" / "pay.txt").write_text("the salary scale")
-    (root / "gone.txt").write_text("a file whose ACL will not read")
-    chowned(root / "open.txt", 0o644, 1001, 2001)
-    chowned(root / "team" / "finance.txt", 0o040, 1001, 2001)  # its group only: the owner is refused
-    chowned(root / "hr" / "pay.txt", 0o644, 1001, 2001)
-    chowned(root / "gone.txt", 0o644, 1001, 2001)
+    written(root / "open.txt", "a memo everyone may read", 0o644)
+    written(root / "team" / "finance.txt", "the finance forecast, old text", 0o040)  # its group only: the owner is refused
+    written(root / "hr" / "pay.txt", "the salary scale", 0o644)
+    written(root / "gone.txt", "a file whose ACL will not read", 0o644)
     name = "share-access"
-    project.source(
-        name,
-        f'type = "agent"\nagent = "tests.custom_agents.BrokenAclFilesAgent"\nmax_delete_share = 1.0\n'
-        f'[agent_options]\nroots = ["{root}"]\nexclude = ["*.broken-acl"]\n',
-    )
+    project.source(name, agent_source("BrokenAclFilesAgent", root, "*.broken-acl", "max_delete_share = 1.0\n"))
     url = {path: (root / path).as_uri() for path in ("open.txt", "team/finance.txt", "hr/pay.txt", "gone.txt")}
 
     report = crawl(project, name)
@@ -339,17 +341,11 @@ def test_a_file_made_private_and_rewritten_after_the_listing_is_indexed_with_the
     root = tmp_path / "share"
     root.mkdir()
     chowned(root, 0o755, 0, 0)
-    (root / "memo.txt").write_text("the public memo")
+    memo = written(root / "memo.txt", "the public memo", 0o644)
     (root / "memo.txt.race").write_text("the secret memo, for its owner alone")
-    (root / "open.txt").write_text("a memo everyone may read")
-    memo = chowned(root / "memo.txt", 0o644, 1001, 2001)
-    chowned(root / "open.txt", 0o644, 1001, 2001)
+    written(root / "open.txt", "a memo everyone may read", 0o644)
     name = "share-race"
-    project.source(
-        name,
-        f'type = "agent"\nagent = "tests.custom_agents.RacingFilesAgent"\n'
-        f'[agent_options]\nroots = ["{root}"]\nexclude = ["*.race"]\n',
-    )
+    project.source(name, agent_source("RacingFilesAgent", root, "*.race"))
     report = crawl(project, name)
     assert sorted(report["new"]) == sorted([memo.as_uri(), (root / "open.txt").as_uri()]), report
     indexed = by_url(solr, name)[memo.as_uri()]
