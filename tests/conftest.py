@@ -374,6 +374,16 @@ def not_found_probe(path: str) -> bool:
 
 
 @pytest.fixture
+def passable() -> Iterator[Path]:
+    """A folder every user may pass (pytest's tmp_path is below a 0700 folder: the kernel would
+    refuse every reader but root), for trees whose access is checked against the kernel's."""
+    folder = Path(tempfile.mkdtemp(prefix="searchcrawl-passable-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
 def serve() -> Iterator:
     """serve(folder) starts a Site for the test; all are stopped afterwards."""
     started: list[Site] = []

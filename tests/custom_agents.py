@@ -10,11 +10,10 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from searchcrawl.access.tokens import Access, AccessUnreadable
+from searchcrawl.access.tokens import Access, AccessUnreadable, Grant
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import FilesAgent
 
@@ -86,7 +85,15 @@ class JsonRepositoryAgent(Agent):
 
     @staticmethod
     def _content(document: dict) -> Content:
-        return Content(document["body"].encode("utf-8"), document.get("type", "text/html; charset=utf-8"))
+        """Its body; ``readers`` (tokens) or ``readers_unreadable`` (why not): the access read
+        with it, as the files agent reads a file's (``Content.access``)."""
+        readers = document.get("readers")
+        return Content(
+            document["body"].encode("utf-8"),
+            document.get("type", "text/html; charset=utf-8"),
+            access=None if readers is None else Access.of([Grant.of(token, "the repository, when read") for token in readers]),
+            access_unreadable=document.get("readers_unreadable"),
+        )
 
 
 class IncrementalJsonRepositoryAgent(JsonRepositoryAgent):
@@ -106,10 +113,24 @@ def now_iso() -> str:
 class BrokenAclFilesAgent(FilesAgent):
     """The files agent, whose ACL reading fails (an I/O error) for every file with a sibling
     ``<name>.broken-acl``: root reads every real ACL, so the test breaks it here, at the one call
-    the listing makes (``FilesAgent._access``), the rest of the agent as it is."""
+    the listing and the fetch make for a file's own ACL (``FilesAgent._own_access``), the rest of
+    the agent as it is."""
 
-    @staticmethod
-    def _access(path: str, info: os.stat_result, root: str, stack: list[Any]) -> Access:
-        if os.path.exists(f"{path}.broken-acl"):
-            raise AccessUnreadable(f"the ACL of {path} cannot be read: [Errno 5] Input/output error")
-        return FilesAgent._access(path, info, root, stack)
+    def _own_access(self, file: str | int, info: os.stat_result, shown: str) -> Access:
+        if os.path.exists(f"{shown}.broken-acl"):
+            raise AccessUnreadable(f"the ACL of {shown} cannot be read: [Errno 5] Input/output error")
+        return super()._own_access(file, info, shown)
+
+
+class RacingFilesAgent(FilesAgent):
+    """The files agent, for which a file with a sibling ``<name>.race`` changes between its
+    listing and its fetch, every time (issue 72's race, made certain): just before the fetch
+    reads it, it is made 0600 and the sibling's text written into it (the sibling removed)."""
+
+    def fetch(self, key: str, max_bytes: int) -> Content | None:
+        race = Path(f"{key}.race")
+        if race.exists():
+            os.chmod(key, 0o600)
+            Path(key).write_text(race.read_text(encoding="utf-8"), encoding="utf-8")
+            race.unlink()
+        return super().fetch(key, max_bytes)

@@ -111,8 +111,9 @@ def gate_of(entries: list[tuple[int, int | None, bool]], owner: int, group: int,
     return Gate(tuple(allow), tuple(grant for grant in deny if not (grant.token.startswith("gid:") and grant.token in granting)))
 
 
-def file_access(path: str, info: os.stat_result, shown: str) -> Access:
-    """A file's own level (read permission), with its deny tokens."""
+def file_access(path: str | int, info: os.stat_result, shown: str) -> Access:
+    """A file's own level (read permission), with its deny tokens: ``path`` a path, or the
+    descriptor its content is read from (what it says when read, not when listed)."""
     own = gate(path, info, READ, shown)
     return Access.of(own.allow, own.deny, name=f"file {shown}")
 

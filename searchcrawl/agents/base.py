@@ -57,6 +57,11 @@ class Content:
     body: bytes
     content_type: str  # "text/html; charset=utf-8", "application/pdf", ...
     name: str | None = None
+    # who may read it, read with it (``gives_access``): when given, it wins over the reference's,
+    # which was read when listed (a file made private and rewritten since is indexed with the
+    # access it has when read); ``access_unreadable``: why it could not be read then (927)
+    access: Access | None = None
+    access_unreadable: str | None = None
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,14 @@ permission of every folder from its root down, from their POSIX permissions and 
 (searchcrawl/access/posix.py), each folder's read once a listing; a file or folder whose ACL
 cannot be read gives ``access_unreadable`` (the document is not indexed: status 927). A change of
 permissions alone keeps the token: the crawl compares the access, and updates it in Solr without
-reading the file again.
+reading the file again. Through a followed link, the folders of the link's path AND those its
+target lies in (from the root that holds its real path down): a reader must pass both, as the
+URL shown is the link's and the kernel passes the target's folders (a link in an open folder
+into a 0700 folder is no way in). When a file is read, its access is read again, after the
+text, from the descriptor the text was read from and from its folders then
+(``Content.access``): that is the one indexed, not the listing's (a file made private and
+rewritten in between is indexed private); the size and time indexed are the listing's until
+the next crawl.
 
 Changes: a file's token is its size and modification time (nanoseconds): a maintenance crawl reads
 again only the files whose size or modification time changed. Deletions: every crawl lists the
@@ -52,7 +59,9 @@ after the listing is never read; whatever it follows, a fetch first names the fi
 opening it (``O_PATH``), and opens it for reading (through /proc/self/fd) only when it is a
 regular file whose real path is inside a root's real path and that passes the same rules as the
 listing: a device, FIFO or socket swapped in is never opened. It reads at most the size limit
-(plus one byte).
+(plus one byte). A file put in place of another after the listing is indexed with its own
+access (read from it); one put in its place while it is read (another file at its path when
+the access is read) is answered gone, and the next crawl reads what is there.
 """
 
 from __future__ import annotations
@@ -68,7 +77,7 @@ import posixpath
 import pwd
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -319,6 +328,93 @@ def _reopen(fd: int, real: str, info: os.stat_result) -> int:
     return reader
 
 
+@dataclass(frozen=True)
+class _Pass:
+    """A folder a reader passes to reach a file: its real path (one folder is one level, however
+    often a file's paths pass it), its name as shown, and its search permission (``gate``), or
+    why that cannot be read (``unreadable``)."""
+
+    real: str
+    shown: str
+    gate: Gate | None
+    unreadable: str | None = None
+
+
+def _pass_of(fd: int, real: str, shown: str) -> _Pass:
+    """The search permission of the open folder ``fd``, read now."""
+    try:
+        return _Pass(real, shown, gate(fd, os.fstat(fd), SEARCH, shown))
+    except AccessUnreadable as exc:
+        return _Pass(real, shown, None, str(exc))
+    except OSError as exc:
+        return _Pass(real, shown, None, f"the ACL of {shown} cannot be read: {exc}")
+
+
+def _real_passes(real: str, reals: list[str]) -> tuple[_Pass, ...]:
+    """The folders a followed link's target lies in (``real``, its real path): from the root
+    whose real path holds it down to its own folder, each opened relative to its parent without
+    following a link, and its search permission read now. The target is reached through them
+    too, so a link cannot open a folder nobody may enter. One that cannot be opened (gone since,
+    a link now, refused) is unreadable: the files below the link are not indexed (927)."""
+    root = next(root for root in reals if _inside(real, root))
+    if real == root:
+        return ()
+    names = real[len(root.rstrip("/")) + 1 :].split("/")[:-1]
+    path = root
+    try:
+        fd = os.open(root, _DIRECTORY)
+    except OSError as exc:
+        return (_Pass(root, _shown(root), None, f"the folder {_shown(root)} cannot be read: {exc.strerror}"),)
+    passes = [_pass_of(fd, root, _shown(root))]
+    try:
+        for name in names:
+            path = f"{path.rstrip('/')}/{name}"
+            try:
+                child = os.open(name, _DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                passes.append(_Pass(path, _shown(path), None, f"the folder {_shown(path)} cannot be read: {exc.strerror}"))
+                break
+            os.close(fd)
+            fd = child
+            passes.append(_pass_of(fd, path, _shown(path)))
+    finally:
+        os.close(fd)
+    return tuple(passes)
+
+
+def _passes_of(stack: list[_Folder]) -> list[_Pass]:
+    """The folders passed to reach a file in the last folder of ``stack``, from the root down."""
+    return [passed for folder in stack for passed in (*folder.above, folder.own)]
+
+
+def _passed(fd: int, expected: str, reals: list[str], passes: list[_Pass]) -> str:
+    """The real path of the folder or file ``fd``, reached at ``expected`` (its folder's real
+    path and its name); when it is elsewhere (a followed link), the folders its target lies in
+    are added to ``passes``, as the listing adds them (a target outside the roots: unreadable)."""
+    real = _fd_path(fd) or expected
+    if real != expected:
+        if any(_inside(real, root) for root in reals):
+            passes.extend(_real_passes(real, reals))
+        else:
+            passes.append(_Pass(real, _shown(real), None, f"{_shown(real)} is outside the roots"))
+    return real
+
+
+def _behind(own: Access, passes: Iterable[_Pass]) -> Access:
+    """A file's own access behind the folders it is reached through (``passes``, from the root
+    down; a folder passed twice, on a link's path and on its target's, counts once), nearest
+    first. AccessUnreadable when one's permission could not be read."""
+    unique: dict[str, _Pass] = {}
+    for passed in passes:
+        unique.setdefault(passed.real, passed)
+    access = own
+    for passed in reversed(unique.values()):
+        if passed.gate is None:
+            raise AccessUnreadable(passed.unreadable or f"the ACL of {passed.shown} cannot be read")
+        access = within_folder(access, passed.gate, passed.shown)
+    return access
+
+
 @dataclass
 class _Folder:
     """A folder on the current descent path: its open descriptor and its names still to visit."""
@@ -328,15 +424,9 @@ class _Folder:
     real: str
     names: Iterator[str]
     linked: bool  # reached through a followed link: its real path is judged too
-    # who may pass through it (its search permission, read once a listing), or why it is unknown
-    gate: Gate | None = None
-    unreadable: str | None = None
-
-    def read_gate(self, shown: str) -> None:
-        try:
-            self.gate = gate(self.fd, os.fstat(self.fd), SEARCH, shown)
-        except (AccessUnreadable, OSError) as exc:
-            self.unreadable = str(exc) if isinstance(exc, AccessUnreadable) else f"the ACL of {shown} cannot be read: {exc}"
+    own: _Pass  # who may pass through it (its search permission, read once a listing)
+    # reached through a followed link: the folders its target lies in, from a root down (read then)
+    above: tuple[_Pass, ...] = ()
 
 
 class FilesAgent(Agent):
@@ -436,8 +526,7 @@ class FilesAgent(Agent):
         if names is None:
             os.close(fd)
             raise AgentError(f"root {root!r} cannot be read: permission denied")
-        stack = [_Folder(fd, "", root_real, names, False)]
-        stack[0].read_gate(_shown(root))
+        stack = [_Folder(fd, "", root_real, names, False, _pass_of(fd, root_real, _shown(root)))]
         try:
             while stack:
                 folder = stack[-1]
@@ -460,14 +549,15 @@ class FilesAgent(Agent):
                 if stat.S_ISDIR(info.st_mode):
                     child = self._descend(folder, name, rel, path, link, reals, stack)
                     if child is not None:
-                        child.read_gate(_shown(path))
                         stack.append(child)
                 elif not stat.S_ISREG(info.st_mode):
                     logger.debug("files %s: %r skipped: not a regular file", self.source, _shown(path))
                 elif reason := out_of_scope(rel, False, self.files):
                     logger.debug("files %s: %r skipped: %s", self.source, _shown(path), reason)
                 else:
-                    yield self._reference(path, info, root, stack)
+                    # a followed link to a file: the folders its target lies in are passed too
+                    above = _real_passes(real, reals) if link and real else ()
+                    yield self._reference(path, info, [*_passes_of(stack), *above])
         finally:
             for folder in stack:  # the consumer stopped early, or the listing failed
                 os.close(folder.fd)
@@ -533,31 +623,29 @@ class FilesAgent(Agent):
         if names is None:
             os.close(fd)
             return None
-        return _Folder(fd, rel, real, names, link or parent.linked)
+        above = _real_passes(real, reals) if link else ()
+        return _Folder(fd, rel, real, names, link or parent.linked, _pass_of(fd, real, _shown(path)), above)
 
-    @staticmethod
-    def _access(path: str, info: os.stat_result, root: str, stack: list[_Folder]) -> Access:
-        """Who may read the file: its own read permission, and the search permission of every
-        folder from its root down to it, nearest first (searchcrawl/access/posix.py); each
-        folder's read once a listing (``_Folder.read_gate``). AccessUnreadable."""
-        access = file_access(path, info, _shown(path))
-        for folder in reversed(stack):
-            if folder.unreadable is not None:
-                raise AccessUnreadable(folder.unreadable)
-            assert folder.gate is not None
-            shown = _shown(f"{root.rstrip('/')}/{folder.rel}" if folder.rel else root)
-            access = within_folder(access, folder.gate, shown)
-        return access
+    def _own_access(self, file: str | int, info: os.stat_result, shown: str) -> Access:
+        """A file's own level (its read permission: searchcrawl/access/posix.py), by its path
+        when listed, by the descriptor its content is read from when fetched. AccessUnreadable."""
+        return file_access(file, info, shown)
 
-    def _reference(self, path: str, info: os.stat_result, root: str, stack: list[_Folder]) -> Reference:
-        access: Access | None = None
-        unreadable: str | None = None
+    def _access(
+        self, file: str | int, info: os.stat_result, shown: str, passes: Iterable[_Pass]
+    ) -> tuple[Access | None, str | None]:
+        """Who may read the file: its own read permission behind the search permission of every
+        folder it is reached through (``passes``: from its root down, and, through a followed
+        link, the folders of the link's target too), or why that cannot be read."""
         try:
-            access = self._access(path, info, root, stack)
+            return _behind(self._own_access(file, info, shown), passes), None
         except AccessUnreadable as exc:
-            unreadable = str(exc)
-            logger.debug("files %s: %r not indexed: %s", self.source, _shown(path), unreadable)
+            logger.debug("files %s: %r not indexed: %s", self.source, shown, exc)
+            return None, str(exc)
+
+    def _reference(self, path: str, info: os.stat_result, passes: list[_Pass]) -> Reference:
         shown = _shown(path)
+        access, unreadable = self._access(path, info, shown, passes)
         folder, name = shown.rsplit("/", 1)
         return file_reference(
             key=path,
@@ -589,7 +677,7 @@ class FilesAgent(Agent):
         try:
             fd = self._open(root, rel)
             try:
-                return self._read(fd, key, max_bytes)
+                return self._read(fd, root, rel, key, max_bytes)
             finally:
                 os.close(fd)
         except OSError as error:
@@ -598,25 +686,38 @@ class FilesAgent(Agent):
                 return None
             raise AgentError(f"{_shown(key)!r} cannot be read: {error.strerror}") from None
 
-    def _open(self, root: str, rel: str) -> int:
+    def _open(self, root: str, rel: str, reals: list[str] | None = None, passes: list[_Pass] | None = None) -> int:
         """The file named by an ``O_PATH`` descriptor: nothing is opened for reading before its
-        type and real path are checked (opening a device may have effects). With
-        ``follow_links`` false, every folder from the root down is opened without following a
-        link (ELOOP if one is), and the file itself is not followed (a link is then no regular file)."""
-        if self.files.follow_links:
-            return os.open(f"{root.rstrip('/')}/{rel}", _PATH)
+        type and real path are checked (opening a device may have effects). Every folder from
+        the root down is opened relative to its parent, and so is the file, without following a
+        link unless ``follow_links`` is true (ELOOP if one is; a link is then no regular file).
+        With ``passes`` (and the roots' real paths), each folder's search permission is read on
+        the way and added to it, as the listing reads them: a folder reached through a followed
+        link, and a file that is one, add the folders their target lies in (``_real_passes``)."""
+        nofollow = 0 if self.files.follow_links else os.O_NOFOLLOW
         *folders, name = rel.split("/")
         fd = os.open(root, _DIRECTORY)
         try:
+            path = real = root
+            if passes is not None:
+                real = os.path.realpath(root)
+                passes.append(_pass_of(fd, real, _shown(root)))
             for folder in folders:
-                child = os.open(folder, _DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                child = os.open(folder, _DIRECTORY | nofollow, dir_fd=fd)
                 os.close(fd)
                 fd = child
-            return os.open(name, _PATH | os.O_NOFOLLOW, dir_fd=fd)
+                path = f"{path.rstrip('/')}/{folder}"
+                if passes is not None:
+                    real = _passed(fd, f"{real.rstrip('/')}/{folder}", reals or [], passes)
+                    passes.append(_pass_of(fd, real, _shown(path)))
+            file = os.open(name, _PATH | nofollow, dir_fd=fd)
+            if passes is not None:
+                _passed(file, f"{real.rstrip('/')}/{name}", reals or [], passes)
+            return file
         finally:
             os.close(fd)
 
-    def _read(self, fd: int, key: str, max_bytes: int) -> Content | None:
+    def _read(self, fd: int, root: str, rel: str, key: str, max_bytes: int) -> Content | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             logger.debug("files %s: %r refused: not a regular file", self.source, _shown(key))
@@ -631,20 +732,39 @@ class FilesAgent(Agent):
             return None
         if max_bytes and info.st_size > max_bytes:
             raise DocumentTooLarge(f"{_shown(key)!r} has {info.st_size} bytes, more than {max_bytes}")
-        chunks: list[bytes] = []
-        size = 0
         reader = _reopen(fd, real, info)
         try:
-            while not max_bytes or size <= max_bytes:  # the file may grow after fstat: read one byte more at most
-                chunk = os.read(reader, READ_CHUNK if not max_bytes else min(READ_CHUNK, max_bytes + 1 - size))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
+            body = _read_bytes(reader, key, max_bytes)
+            # who may read it now that it is read (not when listed: it may have been made private
+            # and rewritten since): from the descriptor read, and the folders that hold it now
+            read = os.fstat(reader)
+            passes: list[_Pass] = []
+            named = self._open(root, rel, reals, passes)
+            try:
+                now = os.fstat(named)
+            finally:
+                os.close(named)
+            if (now.st_dev, now.st_ino) != (read.st_dev, read.st_ino):
+                logger.debug("files %s: %r refused: replaced while it was read", self.source, _shown(key))
+                return None
+            access, unreadable = self._access(reader, read, _shown(key), passes)
         finally:
             os.close(reader)
-        if max_bytes and size > max_bytes:
-            raise DocumentTooLarge(f"{_shown(key)!r} grew past {max_bytes} bytes while read")
         name = _shown(key).rsplit("/", 1)[-1]
         content_type = mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
-        return Content(body=b"".join(chunks), content_type=content_type, name=name)
+        return Content(body=body, content_type=content_type, name=name, access=access, access_unreadable=unreadable)
+
+
+def _read_bytes(reader: int, key: str, max_bytes: int) -> bytes:
+    """A file's bytes: ``max_bytes`` at most (0: no limit); DocumentTooLarge when it has more."""
+    chunks: list[bytes] = []
+    size = 0
+    while not max_bytes or size <= max_bytes:  # the file may grow after fstat: read one byte more at most
+        chunk = os.read(reader, READ_CHUNK if not max_bytes else min(READ_CHUNK, max_bytes + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    if max_bytes and size > max_bytes:
+        raise DocumentTooLarge(f"{_shown(key)!r} grew past {max_bytes} bytes while read")
+    return b"".join(chunks)

@@ -9,9 +9,7 @@ import errno
 import os
 import random
 import re
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -198,46 +196,88 @@ def listed_twice(uid: int, paths: list[Path]) -> bool:
     return False
 
 
-def test_random_trees_as_the_kernel_decides(tmp_path: Path) -> None:
+def linked_tree(root: Path) -> list[Path]:
+    """A tree of links into folders few may enter; returns the links' paths (as listed): a link
+    in an open folder to a file inside a folder only root may enter, one to a folder in it, and
+    a link in a folder of group 2001 (bob's) to an open file."""
+    for folder, mode, gid in [
+        ("", 0o755, 0),
+        ("open", 0o755, 0),
+        ("locked", 0o700, 0),
+        ("locked/inner", 0o755, 0),
+        ("team", 0o750, 2001),
+    ]:
+        (root / folder).mkdir(exist_ok=True)
+        made(root / folder, mode, uid=0, gid=gid)
+    for file, text in (
+        ("locked/pay.txt", "the salary scale"),
+        ("locked/inner/memo.txt", "the board memo"),
+        ("open/doc.txt", "the handbook"),
+    ):
+        (root / file).write_text(text)
+        made(root / file, 0o644)
+    (root / "open" / "pay-link.txt").symlink_to(root / "locked" / "pay.txt")
+    (root / "open" / "inner-link").symlink_to(root / "locked" / "inner")
+    (root / "team" / "doc-link.txt").symlink_to(root / "open" / "doc.txt")
+    return [root / "open" / "pay-link.txt", root / "open" / "inner-link" / "memo.txt", root / "team" / "doc-link.txt"]
+
+
+def test_a_followed_link_is_read_behind_the_folders_of_its_path_and_of_its_target(passable: Path) -> None:
+    """Issue 72: a link in an open folder to a file, or to a folder, inside a folder only root may
+    enter was indexed as public (the folders of the link's path alone). A reader must pass the
+    folders of both paths (the URL shown is the link's): as the kernel decides for the link's
+    path, and the same access when the fetch reads it again with the content."""
+    root = passable / "root"
+    links = linked_tree(root)
+    files = FilesAgent("docs", FilesOptions(roots=[str(root)], follow_links=True))
+    found = {reference.key: reference.access for reference in files.references(None)}
+    assert not any(kernel_reads(uid, link) for uid in READERS for link in links[:2])
+    assert [uid for uid in READERS if kernel_reads(uid, links[2])] == [1002]
+    for link in links:
+        listed = found[str(link)]
+        assert listed is not None
+        for uid in READERS:
+            assert decide(listed, principals_of(uid)).granted == kernel_reads(uid, link), (link, uid, listed.fields())
+        content = files.fetch(str(link), 0)
+        assert content is not None and content.access == listed, link  # the next crawl finds it unchanged
+    assert found[str(root / "open" / "doc.txt")].is_public  # type: ignore[union-attr]
+
+
+def test_random_trees_as_the_kernel_decides(passable: Path) -> None:
     """Random modes, owners, named entries and masks on a file and its folders: the file's tokens
     admit a reader exactly when the kernel lets them read it (``setpriv``, ``test -r``), except in
     the documented corner, where they may refuse, never admit."""
     chooser = random.Random(55)
-    base = Path(tempfile.mkdtemp(prefix="searchcrawl-posix-"))  # every reader may pass (tmp_path: 0700)
-    base.chmod(0o755)
     outcomes: dict[object, int] = {}
-    try:
-        for case in range(60):
-            root = base / f"case{case}"
-            (root / "a" / "b").mkdir(parents=True)
-            root.chmod(0o755)
-            paths = [root / "a", root / "a" / "b", root / "a" / "b" / "f.txt", root / "a" / "g.txt"]
-            for path in paths:
-                if path.suffix:
-                    path.write_text("text")
-                os.chown(path, chooser.choice([0, 1001, 1002, 1003]), chooser.choice([0, 2000, 2001, 2002]))
-                path.chmod(chooser.randrange(0o1000))
-                named = chooser.sample(["u:1001", "u:1002", "u:1003", "g:2000", "g:2001", "g:2002"], chooser.randint(0, 3))
-                if named:
-                    entries = ",".join(f"{entry}:{chooser.choice(['r', 'x', 'rx', '-'])}" for entry in named)
-                    subprocess.run(["setfacl", "-m", entries, str(path)], check=True)
-                    mask = chooser.choice([None, "-", "r", "x", "rx"])
-                    if mask:
-                        subprocess.run(["setfacl", "-m", f"m::{mask}", str(path)], check=True)
-            found = references(root)
-            for path in (paths[2], paths[3]):
-                above = [folder for folder in paths[:2] if folder in path.parents]
-                for uid in READERS:
-                    granted = path.name in found and decide(found[path.name].access, principals_of(uid)).granted  # type: ignore[attr-defined]
-                    kernel = kernel_reads(uid, path)
-                    assert kernel or not granted, (case, path, uid)  # never admits whom the kernel refuses
-                    if kernel and not granted and uid != 65534 and listed_twice(uid, [*above, path]):
-                        outcomes["the corner"] = outcomes.get("the corner", 0) + 1
-                        continue
-                    outcomes[(granted, kernel)] = outcomes.get((granted, kernel), 0) + 1
-                    assert granted == kernel, (case, path, uid, found.get(path.name))
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    for case in range(60):
+        root = passable / f"case{case}"
+        (root / "a" / "b").mkdir(parents=True)
+        root.chmod(0o755)
+        paths = [root / "a", root / "a" / "b", root / "a" / "b" / "f.txt", root / "a" / "g.txt"]
+        for path in paths:
+            if path.suffix:
+                path.write_text("text")
+            os.chown(path, chooser.choice([0, 1001, 1002, 1003]), chooser.choice([0, 2000, 2001, 2002]))
+            path.chmod(chooser.randrange(0o1000))
+            named = chooser.sample(["u:1001", "u:1002", "u:1003", "g:2000", "g:2001", "g:2002"], chooser.randint(0, 3))
+            if named:
+                entries = ",".join(f"{entry}:{chooser.choice(['r', 'x', 'rx', '-'])}" for entry in named)
+                subprocess.run(["setfacl", "-m", entries, str(path)], check=True)
+                mask = chooser.choice([None, "-", "r", "x", "rx"])
+                if mask:
+                    subprocess.run(["setfacl", "-m", f"m::{mask}", str(path)], check=True)
+        found = references(root)
+        for path in (paths[2], paths[3]):
+            above = [folder for folder in paths[:2] if folder in path.parents]
+            for uid in READERS:
+                granted = path.name in found and decide(found[path.name].access, principals_of(uid)).granted  # type: ignore[attr-defined]
+                kernel = kernel_reads(uid, path)
+                assert kernel or not granted, (case, path, uid)  # never admits whom the kernel refuses
+                if kernel and not granted and uid != 65534 and listed_twice(uid, [*above, path]):
+                    outcomes["the corner"] = outcomes.get("the corner", 0) + 1
+                    continue
+                outcomes[(granted, kernel)] = outcomes.get((granted, kernel), 0) + 1
+                assert granted == kernel, (case, path, uid, found.get(path.name))
     # the trees are not trivial: readers admitted and refused, and the corner rare
     assert outcomes[(True, True)] > 50 and outcomes[(False, False)] > 50, outcomes
     assert outcomes.get("the corner", 0) < outcomes[(True, True)] / 5, outcomes

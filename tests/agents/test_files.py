@@ -3,6 +3,7 @@ written here, links, FIFOs, files swapped between listing and fetch, a 20,000-fi
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import inspect
 import json
@@ -22,6 +23,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from searchcrawl.access import posix
+from searchcrawl.access.tokens import Access
+from searchcrawl.agents import files as files_module
 from searchcrawl.agents.base import AgentError, DocumentTooLarge
 from searchcrawl.agents.files import FilesAgent, FilesOptions, out_of_scope, owner_name, path_out_of_scope
 from tests.conftest import unpack
@@ -543,3 +547,92 @@ def test_explain_judges_a_path_through_a_followed_link_on_its_real_path(tmp_path
     reason = agent.refusal(str(root / "public" / "hrlink" / "salaries.txt"))
     assert reason is not None and "excluded by 'HR'" in reason
     assert agent.refusal(str(root / "public" / "x.txt")) is None
+
+
+def listed_access(files: FilesAgent) -> dict[str, Access | None]:
+    return {reference.key: reference.access for reference in files.references(None)}
+
+
+def test_the_access_given_with_the_content_is_read_when_it_is_read_not_when_listed(tmp_path: Path) -> None:
+    """Issue 72: a file listed as 0644, then made 0600 and rewritten before its turn, was indexed
+    with its new text and its old, public, access; so was one whose folder was closed. The fetch
+    gives the access read from the descriptor the text was read from, and the folders' read
+    after it: the access a listing now gives."""
+    root = tmp_path / "root"
+    memo, plan = write(root / "memo.txt", "public memo"), write(root / "sub" / "plan.txt", "public plan")
+    for path, mode in ((root, 0o755), (root / "sub", 0o755), (memo, 0o644), (plan, 0o644)):
+        path.chmod(mode)
+    files = agent(root)
+    assert all(access is not None and access.is_public for access in listed_access(files).values())
+    memo.chmod(0o600)
+    memo.write_text("the secret memo")
+    (root / "sub").chmod(0o700)
+    plan.write_text("the secret plan")
+    now = listed_access(files)
+    for path, text in ((memo, b"the secret memo"), (plan, b"the secret plan")):
+        content = files.fetch(str(path), 0)
+        assert content is not None and content.body == text
+        assert content.access is not None and not content.access.is_public, path
+        assert content.access == now[str(path)] and content.access_unreadable is None
+    assert now[str(memo)].fields()["access_allow"] == [f"uid:{os.getuid()}"]  # type: ignore[union-attr]
+    assert now[str(plan)].fields()["access_allow_1"] == [f"uid:{os.getuid()}"]  # type: ignore[union-attr]
+
+
+def test_a_file_replaced_or_swapped_for_a_link_since_the_listing_is_given_the_access_of_what_is_read(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    for path in (write(root / "a.txt", "a"), write(root / "b.txt", "b"), write(root / "locked" / "secret.txt", "secret")):
+        path.chmod(0o644)
+    (root / "locked").chmod(0o700)
+    root.chmod(0o755)
+    files = agent(root, follow_links=True)
+    listed = listed_access(files)
+    assert listed[str(root / "a.txt")].is_public and listed[str(root / "b.txt")].is_public  # type: ignore[union-attr]
+    # a.txt renamed over by a private file; b.txt swapped for a link into the locked folder
+    private = write(root / "new.tmp", "private")
+    private.chmod(0o600)
+    private.rename(root / "a.txt")
+    (root / "b.txt").unlink()
+    (root / "b.txt").symlink_to(root / "locked" / "secret.txt")
+    now = listed_access(files)
+    replaced, swapped = files.fetch(str(root / "a.txt"), 0), files.fetch(str(root / "b.txt"), 0)
+    assert replaced is not None and replaced.body == b"private" and replaced.access == now[str(root / "a.txt")]
+    assert swapped is not None and swapped.body == b"secret" and swapped.access == now[str(root / "b.txt")]
+    assert not replaced.access.is_public and not swapped.access.is_public  # type: ignore[union-attr]
+    assert [level.name for level in swapped.access.levels] == [f"file {root / 'b.txt'}", f"folder {root / 'locked'}"]  # type: ignore[union-attr]
+
+
+def test_a_file_replaced_while_it_is_read_is_not_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The access is read after the text, from the descriptor read; a file put in its place
+    meanwhile is another file: the text read is not given with the access of either."""
+    root = tmp_path / "root"
+    write(root / "a.txt", "old")
+    files = agent(root)
+    read = files_module._read_bytes
+
+    def replaced_while_read(reader: int, key: str, max_bytes: int) -> bytes:
+        body = read(reader, key, max_bytes)
+        write(root / "other.tmp", "new").rename(root / "a.txt")
+        return body
+
+    monkeypatch.setattr(files_module, "_read_bytes", replaced_while_read)
+    assert files.fetch(str(root / "a.txt"), 0) is None
+
+
+def test_an_acl_unreadable_when_the_file_is_read_is_said_with_the_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "root"
+    write(root / "a.txt", "text")
+    files = agent(root)
+    assert listed_access(files)[str(root / "a.txt")] is not None
+    real = posix.read_acl
+
+    def broken(path: str | int) -> object:
+        if isinstance(path, int) and os.readlink(f"/proc/self/fd/{path}").endswith("a.txt"):
+            raise OSError(errno.EIO, "Input/output error")
+        return real(path)
+
+    monkeypatch.setattr(posix, "read_acl", broken)
+    content = files.fetch(str(root / "a.txt"), 0)
+    assert content is not None and content.access is None
+    assert content.access_unreadable is not None and "cannot be read" in content.access_unreadable

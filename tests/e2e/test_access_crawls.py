@@ -27,6 +27,7 @@ import pytest
 from searchcrawl.access.decision import Principal, Principals, decide
 from searchcrawl.access.explanation import access_of_fields
 from searchcrawl.access.tokens import Access
+from tests.access.test_posix import READERS, kernel_reads, linked_tree, principals_of
 from tests.conftest import Project, run_scrapy, solr_docs
 
 PASSWORD = "pw-access-Zq81"  # noqa: S105 - the test's own secret
@@ -50,6 +51,16 @@ def chowned(path: Path, mode: int, uid: int, gid: int) -> Path:
     return path
 
 
+def agent_source(agent: str, root: Path, exclude: str, more: str = "") -> str:
+    """A files source read by one of the tests' files agents (tests/custom_agents.py)."""
+    return f'type = "agent"\nagent = "tests.custom_agents.{agent}"\n{more}[agent_options]\nroots = ["{root}"]\nexclude = ["{exclude}"]\n'
+
+
+def written(path: Path, text: str, mode: int, uid: int = 1001, gid: int = 2001) -> Path:
+    path.write_text(text)
+    return chowned(path, mode, uid, gid)
+
+
 def test_a_file_share_carries_its_posix_access_and_follows_its_changes(project: Project, solr, tmp_path: Path) -> None:
     root = tmp_path / "share"
     root.mkdir()
@@ -58,20 +69,12 @@ def test_a_file_share_carries_its_posix_access_and_follows_its_changes(project: 
     (root / "hr").mkdir()
     chowned(root / "team", 0o755, 0, 0)
     chowned(root / "hr", 0o750, 0, 2002)  # root and group 2002 may pass: one more level
-    (root / "open.txt").write_text("a memo everyone may read")
-    (root / "team" / "finance.txt").write_text("the finance forecast, old text")
-    (root / "hr" / "pay.txt").write_text("the salary scale")
-    (root / "gone.txt").write_text("a file whose ACL will not read")
-    chowned(root / "open.txt", 0o644, 1001, 2001)
-    chowned(root / "team" / "finance.txt", 0o040, 1001, 2001)  # its group only: the owner is refused
-    chowned(root / "hr" / "pay.txt", 0o644, 1001, 2001)
-    chowned(root / "gone.txt", 0o644, 1001, 2001)
+    written(root / "open.txt", "a memo everyone may read", 0o644)
+    written(root / "team" / "finance.txt", "the finance forecast, old text", 0o040)  # its group only: the owner is refused
+    written(root / "hr" / "pay.txt", "the salary scale", 0o644)
+    written(root / "gone.txt", "a file whose ACL will not read", 0o644)
     name = "share-access"
-    project.source(
-        name,
-        f'type = "agent"\nagent = "tests.custom_agents.BrokenAclFilesAgent"\nmax_delete_share = 1.0\n'
-        f'[agent_options]\nroots = ["{root}"]\nexclude = ["*.broken-acl"]\n',
-    )
+    project.source(name, agent_source("BrokenAclFilesAgent", root, "*.broken-acl", "max_delete_share = 1.0\n"))
     url = {path: (root / path).as_uri() for path in ("open.txt", "team/finance.txt", "hr/pay.txt", "gone.txt")}
 
     report = crawl(project, name)
@@ -326,3 +329,56 @@ def test_a_redirect_from_a_public_path_to_a_restricted_one_indexes_the_target_wi
         assert docs[f"{site.url}hr/back"]["access_allow"] == ["group:hr"]
     finally:
         site.stop()
+
+
+def test_a_file_made_private_and_rewritten_after_the_listing_is_indexed_with_the_access_it_had_when_read(
+    project: Project, solr, tmp_path: Path
+) -> None:
+    """Issue 72: a file listed as 0644, then made 0600 and rewritten before its turn, was indexed
+    with its new text and its old public access. The race is made certain: the test agent
+    changes the file between the listing and the fetch. Indexed with what was read: the new
+    text, readable by its owner only."""
+    root = tmp_path / "share"
+    root.mkdir()
+    chowned(root, 0o755, 0, 0)
+    memo = written(root / "memo.txt", "the public memo", 0o644)
+    (root / "memo.txt.race").write_text("the secret memo, for its owner alone")
+    written(root / "open.txt", "a memo everyone may read", 0o644)
+    name = "share-race"
+    project.source(name, agent_source("RacingFilesAgent", root, "*.race"))
+    report = crawl(project, name)
+    assert sorted(report["new"]) == sorted([memo.as_uri(), (root / "open.txt").as_uri()]), report
+    indexed = by_url(solr, name)[memo.as_uri()]
+    assert "secret memo" in indexed["content"]
+    assert indexed["access_allow"] == ["uid:1001"] and "access_deny" not in indexed
+    assert not decide(access_of_fields(indexed), Principals.anonymous()).granted  # type: ignore[arg-type]
+    assert by_url(solr, name)[(root / "open.txt").as_uri()]["access_allow"] == ["gid:2001", "public", "uid:1001"]
+    # the next crawls: the listing says what the fetch read; the size and time the first crawl
+    # indexed were the listing's (before the change): corrected once, the access as it was
+    crawl(project, name)
+    again = by_url(solr, name)[memo.as_uri()]
+    assert again["access_allow"] == ["uid:1001"] and again["content"] == indexed["content"] and again["size_l"] == 36
+    report = crawl(project, name)
+    assert sorted(report["not_modified"]) == sorted([memo.as_uri(), (root / "open.txt").as_uri()]), report
+    assert by_url(solr, name)[memo.as_uri()]["_version_"] == again["_version_"]
+
+
+def test_a_followed_link_into_a_folder_nobody_may_enter_is_indexed_for_no_one(project: Project, solr, passable: Path) -> None:
+    """Issue 72: with follow_links, a link in an open folder to a file inside a 0700 folder was
+    indexed as public. Every document indexed admits exactly the readers the kernel lets read
+    its path (``setpriv``), links included; a visitor finds the open file alone."""
+    root = passable / "share"
+    links = linked_tree(root)
+    name = "share-links"
+    project.source(name, f'type = "files"\n[files]\nroots = ["{root}"]\nfollow_links = true\n')
+    crawl(project, name)
+    docs = by_url(solr, name)
+    assert links[2].as_uri() in docs  # a link bob's group may pass: other readers than its target's
+    for url, doc in docs.items():
+        held = access_of_fields(doc)
+        assert held is not None, url
+        path = Path(unquote(url.removeprefix("file://")))
+        for uid in READERS:
+            assert decide(held, principals_of(uid)).granted == kernel_reads(uid, path), (url, uid, doc)
+    visitor = {url for url, doc in docs.items() if decide(access_of_fields(doc), Principals.anonymous()).granted}  # type: ignore[arg-type]
+    assert visitor == {(root / "open" / "doc.txt").as_uri()}

@@ -12,6 +12,9 @@ treat them as pages.
 - 404 when the agent says the document is gone;
 - a reference whose access list could not be read (``Reference.access_unreadable``) is refused
   before anything, status 927: never read, never indexed, not even as public;
+- an access the agent read with the content (``Content.access``) replaces the listing's in the
+  request's reference, so the document is indexed with the access its content had when read
+  (``Content.access_unreadable``: 927, as above);
 - a document larger than DOWNLOAD_MAXSIZE is not read (status 922), and a repository that cannot
   be read now fails the request (933, counted toward ``max_failures``; the indexed version stays).
 
@@ -101,6 +104,14 @@ class AgentDownloadHandler(BaseDownloadHandler):
         if content is None:
             logger.debug("Gone from the repository: %s", request.url)
             return Response(request.url, status=404, headers=headers, request=request)
+        if content.access_unreadable:  # read with the content: never indexed, not even as public
+            raise RequestRefused(Status.ACCESS_UNREADABLE, content.access_unreadable, event=Event.GONE)
+        if content.access is not None:
+            # read with the content, it is the one indexed (every step after reads REFERENCE)
+            access = content.access.to_data()
+            if access != data.get("access"):
+                logger.debug("Access read with the content differs from the listing's, indexed as read: %s", request.url)
+            request.meta[REFERENCE] = {**data, "access": access}
         headers["Content-Type"] = content.content_type
         response_class = responsetypes.from_args(headers=Headers(headers), url=request.url, body=content.body)
         return response_class(url=request.url, status=200, headers=headers, body=content.body, request=request)

@@ -40,6 +40,8 @@ def repository(tmp_path: Path) -> Path:
             {
                 "a": {"title": "A", "body": "<html><body><p>Document a.</p></body></html>", "version": 3},
                 "big": {"title": "Big", "body": "x" * 5000, "type": "text/plain"},
+                "hr": {"title": "HR", "body": "<p>Pay.</p>", "readers": ["group:hr"]},
+                "broken": {"title": "B", "body": "<p>B.</p>", "readers_unreadable": "the ACL of /b cannot be read"},
             }
         )
     )
@@ -127,6 +129,22 @@ def test_a_reference_whose_access_cannot_be_read_is_refused_unread_927(handler, 
     refused = refusal(handler, f"repo://{NAME}/a", **{REFERENCE: reference})
     assert refused.status == Status.ACCESS_UNREADABLE and refused.outcome.event == Event.GONE
     assert "cannot be read" in refused.reason and fetched(repository) == []
+
+
+def test_the_access_read_with_the_content_replaces_the_listings(handler, repository: Path) -> None:
+    """Issue 72: a file listed public, made private and rewritten before its turn, was indexed
+    with its new text and the listing's access. What the agent read with the content is in the
+    request's reference (what the spider and every pipeline read): 927 when it could not be read."""
+    listed = {"token": "3", "access": Access.public("the listing").to_data()}
+    response = answer(handler, "hr", **{REFERENCE: listed})
+    assert response.status == 200 and b"Pay." in response.body
+    assert Access.from_data(response.meta[REFERENCE]["access"]) == Access.of([Grant("group:hr", "the repository, when read")])
+    assert response.meta[REFERENCE]["token"] == "3"
+    refused = refusal(handler, f"repo://{NAME}/broken", **{REFERENCE: listed})
+    assert refused.status == Status.ACCESS_UNREADABLE and refused.outcome.event == Event.GONE
+    assert "cannot be read" in refused.reason and fetched(repository) == ["hr", "broken"]
+    # an agent that reads none with the content: the listing's stays
+    assert answer(handler, "a", **{REFERENCE: listed}).meta[REFERENCE]["access"] == listed["access"]
 
 
 def test_a_document_gone_from_the_repository_is_a_404(handler) -> None:
