@@ -156,6 +156,9 @@ def test_the_query_module_collapses_and_drops_a_url_shown() -> None:
     assert params["access_tokens"] == "public" and trimming_params.items() <= params.items()
     assert params["start"] == 20
     assert params["timeAllowed"] == TIME_ALLOWED_MS  # a visitor's costly query gets what Solr found by then
+    # no score is returned: it is computed with the whole index's statistics, hidden documents
+    # included (docs/secure-search.md, "What the ranking can tell")
+    assert "score" not in params["fl"].split(",")
     docs = [{"id": "a!u", "url": "u"}, {"id": "b!u", "url": "u"}, {"id": "c!v", "url": "v"}]
     assert [doc["id"] for doc in unique_hits(docs)] == ["a!u", "c!v"]
     assert snippet_of({"id": "a!u", "description": "d"}, {"a!u": {"content": ["one\n  two"]}}) == "one two"
