@@ -11,11 +11,15 @@ typed: the /select handler's edismax defaults (solrconfig.xml) are the index's s
 Every search is trimmed to its searcher (``search_params`` takes their Principals, and has no
 default): Solr's filters (access/decision.py ``solr_trimming``) drop what they may not read before
 hits are counted, faceted, paged or spell-checked, so a count or a suggestion shows nothing of it.
+A text shown to a searcher that someone or something else wrote (a spelling correction, a past
+search) is checked word by word as well (``every_word_query``): finding a readable document is
+not enough when the text holds a word that document need not hold (``word -secret``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from searchcrawl.access.decision import Principals, solr_trimming
@@ -76,6 +80,57 @@ def search_params(
         # they hold (Solr's default already; said here so no configset can change it)
         "uf": UF,
     }
+
+
+ASCII_SPACE = re.compile(r"[ \t\n\r\f\v]+")
+SPELL_FIELD = "spell"  # the spellcheck's dictionary (schema.xml): the words of title and content as written
+
+
+def every_word(text: str) -> str:
+    """``text`` as a query of every word in it as Solr's analysis finds them (for
+    ``every_word_query``): each run of characters between ASCII white space (which every
+    tokenizer breaks at; another space may not be a break, and stays inside) one quoted phrase, its
+    ``"`` and ``\\`` escaped, so nothing of ``text`` is query syntax. The words under a
+    negation (``-w``, ``!w``, ``NOT w``), in a group, after a field name (``title:w``, one
+    word or two as the tokenizer reads it), before ``*`` or ``~`` are required like any other,
+    and a piece the analysis makes several words of (``wi-fi``, ``中文``) needs them all, in
+    order. A piece with no word in it (``&&``, a stopword of the fields) asks nothing."""
+    pieces = (piece for piece in ASCII_SPACE.split(text) if piece)
+    return " ".join('"' + piece.replace("\\", "\\\\").replace('"', '\\"') + '"' for piece in pieces)
+
+
+def every_word_query(param: str, fields: str | None = None, local: str = "") -> str:
+    """The query that matches a document holding every word of request parameter ``param`` (a
+    text made by ``every_word``) in ``fields`` (edismax's qf; None: /select's own, the fields a
+    search reads), ``local`` (local parameters such as ``key=``) added. Under the searcher's
+    trimming, a text it finds a document for spells no word of a document they may not read:
+    how a spelling suggestion and a past search are checked before they are shown. A text with
+    no word at all finds nothing."""
+    parts = [local] if local else []
+    parts += [f"qf='{fields}'"] if fields else []
+    return "{!edismax " + " ".join([*parts, "mm=100%", "uf=-*", "v=$" + param]) + "}"
+
+
+def every_word_counts(texts: Sequence[str], name: str, fields: str | None = None, local: str = "") -> dict[str, Any]:
+    """The request parameters that count, for each of ``texts``, the documents holding every
+    word of it (``every_word_query`` in ``fields``, ``local`` added): a facet query keyed
+    ``<name><number>`` each, reading the text from the parameter of that name, never spliced
+    into query syntax. ``counted`` reads the answer."""
+    params: dict[str, Any] = {"facet": "true", "facet.query": []}
+    for number, text in enumerate(texts):
+        key = f"{name}{number}"
+        params[key] = every_word(text)
+        params["facet.query"].append(every_word_query(key, fields, f"key={key} {local}".strip()))
+    return params
+
+
+def counted(facets: dict[str, Any] | None, key: str) -> bool:
+    """Whether Solr's facet query ``key`` counted a document (not when its count is missing:
+    a check that did not run passes nothing)."""
+    try:
+        return int((facets or {}).get("facet_queries", {}).get(key)) > 0
+    except (TypeError, ValueError):
+        return False
 
 
 def matching(total: int) -> str:

@@ -27,7 +27,17 @@ from markupsafe import Markup, escape
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.index.query import ONE_URL_TAG, search_params, snippet_of, term_filter, unique_hits
+from searchcrawl.index.query import (
+    ONE_URL_TAG,
+    SPELL_FIELD,
+    UF,
+    counted,
+    every_word_counts,
+    search_params,
+    snippet_of,
+    term_filter,
+    unique_hits,
+)
 from searchcrawl.web.labels import facet_label, type_label
 from searchcrawl.web.relevance import URL_SCHEMES, Rules, boost_params, boosted_search, pinned_filter
 
@@ -451,19 +461,7 @@ def run_search(
             page.hits.append(hit)
     page.facets = facets(request, results.facets or {})
     if not page.total and spellcheck:  # asked only then: the component costs every query time
-        # collations are tried against the index with the filters, the searcher's trimming among
-        # them: a suggestion is one that finds something they may read
-        _filters, trimming = solr_trimming(principals)  # every parameter the trimming needs (macros off too)
-        checked = client.search(
-            request.q,
-            rows=0,
-            fq=params["fq"],
-            **filter_params,
-            spellcheck="true",
-            **trimming,
-            **{"spellcheck.collate": "true", "spellcheck.count": 10, "spellcheck.maxCollationTries": 10},
-        )
-        page.suggestions = suggestions(request, checked.spellcheck or {})
+        page.suggestions = spelling(client, request, principals, params["fq"], filter_params)
     return page
 
 
@@ -493,15 +491,58 @@ def facets(request: SearchRequest, solr_facets: dict[str, Any]) -> dict[str, lis
     return {name: values for name, values in shown.items() if values}
 
 
-def suggestions(request: SearchRequest, spellcheck: dict[str, Any]) -> list[tuple[str, str]]:
-    """The collations (whole corrected queries), each tried by Solr with the search's filters
-    (maxCollationTries) and kept only if it finds something. Never a word's own suggestions: they
-    come from every document's words, those the searcher may not read too, unchecked."""
+SPELLCHECK_PARAMS = {
+    "spellcheck": "true",
+    "spellcheck.collate": "true",
+    "spellcheck.count": 10,
+    "spellcheck.maxCollationTries": 10,
+    # a collation is tried with every word required: with /select's own mm a collation of two
+    # words passed on one of them, and the other could be anything the index holds
+    "spellcheck.collateParam.mm": "100%",
+}
+MAX_SPELLINGS = 3
+
+
+def spelling(
+    client: SolrIndex, request: SearchRequest, principals: Principals, fq: list[str], filter_params: dict[str, str]
+) -> list[tuple[str, str]]:
+    """The corrected queries (text, URL) offered for ``request``, which found nothing: Solr's
+    collations, tried by Solr with the search's filters (the trimming among them), then kept only
+    if every word of each, under a negation or in a group too, is a word as written of one
+    document ``principals`` may read with those filters (``every_word_query`` on the dictionary's
+    own field). A collation's corrected word comes from any document's words, and Solr's own try
+    counts a document whatever the query's operators say of that word (``-w``) or however many
+    of its words it needs. None when Solr fails (the page goes on without them)."""
+    _filters, trimming = solr_trimming(principals)  # every parameter the trimming needs (macros off too)
+    asked = {**trimming, **filter_params, "rows": 0, "fq": fq, "uf": UF}  # the search's own fields, no nested query
+    try:
+        corrected = collations(client.search(request.q, **asked, **SPELLCHECK_PARAMS).spellcheck or {})
+        if not corrected:
+            return []
+        checks = {
+            **every_word_counts(corrected, "spelling_", SPELL_FIELD),
+            "defType": "lucene",
+            "hl": "false",
+            "spellcheck": "false",
+        }
+        found = client.search("*:*", **asked, **checks).facets
+    except IndexingError as exc:
+        logger.warning("Spelling suggestions not shown: %s", exc.reason)
+        return []
+    readable = [text for number, text in enumerate(corrected) if counted(found, f"spelling_{number}")]
+    logger.debug("Spelling: %d of %d collations spell only words the searcher may read", len(readable), len(corrected))
+    return [(text, request.url(q=text)) for text in readable[:MAX_SPELLINGS]]
+
+
+def collations(spellcheck: dict[str, Any]) -> list[str]:
+    """The collations (whole corrected queries) of Solr's spellcheck answer, each once. Never a
+    word's own suggestions: they come from every document's words, those the searcher may not
+    read too."""
     found: list[str] = []
-    collations = spellcheck.get("collations", [])
-    for i in range(0, len(collations) - 1, 2):  # ["collation", value, ...]; value a string or a dict
-        value = collations[i + 1]
+    collated = spellcheck.get("collations", [])
+    for i in range(0, len(collated) - 1, 2):  # ["collation", value, ...]; value a string or a dict
+        value = collated[i + 1]
         text = value.get("collationQuery") if isinstance(value, dict) else value
         if isinstance(text, str) and text and text not in found:
             found.append(text)
-    return [(text, request.url(q=text)) for text in found[:3]]
+    return found

@@ -26,11 +26,16 @@ fast enough (tests/benchmarks/README.md, "The web search page"): correctness fir
 
 Queries that found documents are given by the caller (the query log's popular queries that begin
 with the text typed, most frequent first). A query typed by someone else may hold words of
-documents only they may read: a candidate is shown only if every one of its words is in one
-document this searcher may read now, the query asked by the search page's own edismax (its
-fields, ``uf`` without nested queries or functions) with ``mm=100%`` as a facet query of the
-same request, counted under the trimming (and never shown). The candidate text is a request
-parameter of its own (``v=$name``), never spliced into query syntax.
+documents only they may read: a candidate is shown only if, counted under the trimming as two
+facet queries of the same request (and never shown), it finds a document this searcher may read
+now as the search page asks it (edismax, its fields, ``uf`` without nested queries or functions,
+``mm=100%``), and every word of it, as the analysis finds them, is in one such document
+(index/query.py ``every_word_query``). The second is what makes operators no way round: ``mm``
+counts only top-level optional clauses, so ``word -secret``, ``word NOT secret`` and ``word
+(secret or word)`` passed the first on ``word`` alone; the second requires ``secret`` too, and
+so a past search with operators is offered only when every word under them is one the searcher
+could find themselves. The candidate text is a request parameter of its own (``v=$name``),
+never spliced into query syntax.
 
 One Solr request answers both, bounded: at most ``MAX_PREFIX_CHARS`` of the text typed and
 ``MAX_WORDS`` words of it, ``MAX_CANDIDATES`` past queries checked, ``MAX_SUGGESTIONS`` shown,
@@ -48,7 +53,7 @@ from typing import Any
 
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.index.query import UF
+from searchcrawl.index.query import UF, counted, every_word_counts
 
 logger = logging.getLogger(__name__)
 
@@ -142,13 +147,13 @@ def suggest_params(principals: Principals, prefix: str, candidates: Sequence[str
         params["sort"] = "if(exists(query($suggest_start)),0,1) asc,title_sort asc"
         params["rows"] = rows
     if candidates:
-        params["facet"] = "true"
-        params["facet.query"] = []
+        # each candidate twice: as the search page asks it (it finds a document), and as every
+        # word of it, those under an operator too (each is one they may read)
+        untitled = "ex=" + TITLES_TAG + "," + ONE_TITLE_TAG
+        params.update(every_word_counts(candidates, "suggest_t", local=untitled))
         for number, candidate in enumerate(candidates):
             params[f"suggest_q{number}"] = candidate
-            params["facet.query"].append(
-                "{!edismax ex=" + TITLES_TAG + "," + ONE_TITLE_TAG + f" key=suggest_q{number} mm=100% v=$suggest_q{number}}}"
-            )
+            params["facet.query"].append("{!edismax " + untitled + f" key=suggest_q{number} mm=100% v=$suggest_q{number}}}")
     return params
 
 
@@ -184,8 +189,12 @@ def suggest(
         if params["rows"] == 0:
             return []
         results = solr.search("*:*", **params)
-    counts = (results.facets or {}).get("facet_queries", {}) if candidates else {}
-    queries = [candidate for number, candidate in enumerate(candidates) if _positive(counts.get(f"suggest_q{number}"))]
+    queries = [
+        candidate
+        for number, candidate in enumerate(candidates)
+        if counted(results.facets, f"suggest_q{number}") and counted(results.facets, f"suggest_t{number}")
+    ]
+    logger.debug("Suggestions: %d of %d past searches find documents the searcher may read", len(queries), len(candidates))
     titles: list[str] = []
     for doc in results.docs:
         title = doc.get("title")
@@ -208,10 +217,3 @@ def suggest(
             seen.add(text.casefold())
             shown.append(Suggestion(text, TITLE))
     return shown[:limit]
-
-
-def _positive(count: Any) -> bool:
-    try:
-        return int(count) > 0
-    except (TypeError, ValueError):
-        return False

@@ -24,6 +24,7 @@ import requests
 from tests.conftest import Project, free_port, wait_for
 from tests.directory_server import DirectoryServer
 from tests.e2e.test_web_access import Corpus as AccessCorpus
+from tests.e2e.test_web_access import misspelt
 from tests.web_site import PASSWORD, Corpus, serve_web
 
 
@@ -169,9 +170,12 @@ def test_a_token_sees_public_documents_and_a_named_users_for_a_token_acting_for_
         assert answer.json()["total"] == len(corpus.readers[user])
     # alice's own document, by its one word: hers only
     assert names(corpus, api(base, acting, q=corpus.secret, user="alice")) == {"alice-own"}
+    two = f"{misspelt(corpus.word)} {corpus.typo}"  # a near miss of a word they may read, and of hers
+    assert api(base, acting, q=two, user="alice").json()["spelling"] == [f"{corpus.word} {corpus.secret}"]
     for token, user in ((visitor, {}), (acting, {"user": "bob"})):
-        data = api(base, token, q=corpus.secret, **user).json()
-        assert data.pop("q") == corpus.secret and data["total"] == 0 and corpus.secret not in json.dumps(data)
+        for query in (corpus.secret, corpus.typo, two):  # nor spelt for them (issue 72 (1))
+            data = api(base, token, q=query, **user).json()
+            assert data.pop("q") == query and data["total"] == 0 and corpus.secret not in json.dumps(data), query
     # a user the directory does not know: their name alone, no group: public documents
     assert names(corpus, api(base, acting, **params, user="nobody-here")) == {"public"}
 

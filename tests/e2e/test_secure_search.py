@@ -21,6 +21,7 @@ from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.index.query import matching, search_params
 from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.directory_server import DirectoryServer
+from tests.e2e.test_web_access import misspelt
 
 GROUPS = "ou=groups,dc=example,dc=org"
 
@@ -118,7 +119,7 @@ def test_a_suggestion_only_from_what_the_searcher_may_read(
             }
         ]
     )
-    typo = word[:-3] + ("a" if word[-3] != "a" else "e") + word[-2:]
+    typo = misspelt(word)
     client = SolrIndex(solr_url, timeout=30)
     visitor = run_search(client, SearchRequest(typo), Principals.anonymous())
     assert visitor.total == 0 and visitor.suggestions == []  # the word exists, in what they may not read
@@ -275,6 +276,54 @@ def test_hostile_tokens_and_a_searcher_of_thousands_of_groups_are_matched_litera
     assert f"{source}!id-token" in found(Principals.of("id", [Principal("group:id", "test")]))
 
 
+def test_a_spelling_suggestion_spells_no_word_of_a_document_the_searcher_may_not_read(
+    solr_url: str, solr: pysolr.Solr, directory_server: DirectoryServer
+) -> None:
+    """Issue 72 (1): a two-word query that finds nothing, one word a near miss of a word of a
+    public page, the other of a word only finance's document holds, was answered "Did you mean
+    <word> <secret>?": Solr tried the collation with /select's own mm, and it found the public page
+    by its one word. Every word of a suggestion, under an operator, in a group or a phrase too,
+    must be in a document the searcher may read."""
+    source = f"spelt-{uuid.uuid4().hex[:8]}"
+    word, secret = "harbour" + letters(8, uuid.uuid4().hex), "wombat" + letters(8, uuid.uuid4().hex)
+    docs = []
+    for name, held, text in (
+        ("public", Access.public("test"), f"The {word} office."),
+        ("finance", access("group:finance"), f"The {word} {secret} plan."),
+    ):
+        url = f"http://secure.test/{source}/{name}"
+        docs.append({"id": f"{source}!{url}", "url": url, "source": source, "title": name, "content": text, **held.fields()})
+    solr.add(docs)
+    near, hidden = misspelt(word), misspelt(secret)
+    client = SolrIndex(solr_url, timeout=30)
+    directory = directory_of_server(directory_server)
+    searchers = {None: Principals.anonymous(), **{user: directory.principals(user) for user in ("alice", "bob")}}
+    queries = [
+        f"{near} {hidden}",
+        f"{near} -{hidden}",
+        f"{near} NOT {hidden}",
+        f"{near} !{hidden}",
+        f"{near} ({hidden} OR {near})",
+        f"{near} {hidden}~",
+        f'"{near} {hidden}"',
+        f"{near} content:{hidden}",
+    ]
+    offered: dict[str | None, list[str]] = {user: [] for user in searchers}
+    for query in queries:
+        for user, principals in searchers.items():
+            page = run_search(client, SearchRequest(query), principals)
+            assert page.total == 0 or user == "alice", (user, query)  # her fuzzy query finds her word
+            spelt = [text for text, _url in page.suggestions]
+            assert user == "alice" or not any(secret in text for text in spelt), (user, query, spelt)
+            offered[user] += spelt
+    assert offered[None] == offered["bob"] == []  # a suggestion without the hidden word finds nothing
+    # alice (through accounting, in finance) may read both words: her suggestions spell them
+    assert f"{word} {secret}" in offered["alice"] and f"{word} -{secret}" in offered["alice"]
+    # the readable word alone is still corrected, for everyone
+    for principals in searchers.values():
+        assert [text for text, _url in run_search(client, SearchRequest(near), principals).suggestions] == [word]
+
+
 def test_a_macro_principal_reads_no_suggestion_either(solr_url: str, solr: pysolr.Solr) -> None:
     """The spelling suggestions' query is trimmed as the search is, Solr's macros off too: a
     principal group:${spellcheck.count} would read the suggestions of group:10's documents."""
@@ -282,7 +331,7 @@ def test_a_macro_principal_reads_no_suggestion_either(solr_url: str, solr: pysol
     url = f"http://secure.test/{source}/secret"
     held = access("group:10").fields()
     solr.add([{"id": f"{source}!{url}", "url": url, "source": source, "title": "S", "content": f"The {word} plan.", **held}])
-    typo = word[:-3] + ("a" if word[-3] != "a" else "e") + word[-2:]
+    typo = misspelt(word)
     client = SolrIndex(solr_url, timeout=30)
     eve = Principals.of("eve", [Principal("group:${spellcheck.count}", "a hostile cn")])
     found = run_search(client, SearchRequest(typo), eve)

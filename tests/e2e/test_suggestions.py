@@ -111,6 +111,32 @@ def test_a_past_query_is_offered_only_when_it_finds_a_document_the_searcher_may_
         assert all(kind == "title" for _text, kind in suggested(web, corpus.word[:7]))
 
 
+def test_a_past_query_with_operators_is_offered_only_when_every_word_of_it_is_readable(
+    project: Project, settings: Settings, corpus: Corpus, directory_server: DirectoryServer
+) -> None:
+    """Issue 72 (2): alice's past searches ``<word> -<secret>`` and ``<word> (<secret> or
+    harbour)`` were offered to everyone typing the word: the check's ``mm=100%`` counts top-level
+    optional clauses, and a negated word or a group is not one. Every word of a past search is
+    checked, those under an operator, in a group, a phrase or after a field name too."""
+    word, secret = corpus.word, corpus.secret
+    public = f"{word} harbour office"
+    rounds = [
+        [f"{word} -{secret}", f"{word} ({secret} or harbour)", f"{word} NOT {secret}", f"{word} !{secret}", public],
+        [f"{word} +{secret}", f"{word} {secret}*", f"{word} {secret}~", f"{word} && {secret}", public],
+        [f'{word} "harbour {secret}"', f"{word} content:{secret}", f"{word} harbour-{secret}", f"{word} {secret}.x", public],
+    ]
+    for user in (None, "bob", "alice"):
+        web = searcher(project, settings, directory_server, user)
+        offered: list[str] = []
+        for candidates in rounds:
+            web.app.state.web.query_candidates = lambda prefix, given=candidates: given  # type: ignore[attr-defined]
+            offered += [text for text, kind in suggested(web, word[:7]) if kind == "query"]
+        if user == "alice":  # every word of these is in her own document: offered to her
+            assert {f"{word} -{secret}", f"{word} ({secret} or harbour)", f"{word} NOT {secret}"} <= set(offered)
+        else:
+            assert offered == [public] * len(rounds), user
+
+
 def test_past_searches_come_from_the_query_log_and_each_searcher_sees_only_those_they_could_find(
     project: Project, settings: Settings, corpus: Corpus, directory_server: DirectoryServer
 ) -> None:

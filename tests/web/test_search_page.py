@@ -11,7 +11,19 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.datastructures import QueryParams
 
 from searchcrawl.access.decision import Principals, solr_trimming
-from searchcrawl.index.query import TIME_ALLOWED_MS, matching, search_params, snippet_of, term_filter, unique_hits
+from searchcrawl.index.query import (
+    SPELL_FIELD,
+    TIME_ALLOWED_MS,
+    counted,
+    every_word,
+    every_word_counts,
+    every_word_query,
+    matching,
+    search_params,
+    snippet_of,
+    term_filter,
+    unique_hits,
+)
 from searchcrawl.web.labels import LANGUAGE_NAMES, TYPE_LABELS, facet_label, language_label, type_label
 from searchcrawl.web.search_page import (
     FACET_PARAMS,
@@ -25,13 +37,13 @@ from searchcrawl.web.search_page import (
     Hit,
     SearchPage,
     SearchRequest,
+    collations,
     date_range_label,
     display_url,
     facets,
     highlighted,
     run_search,
     search_back,
-    suggestions,
 )
 
 
@@ -95,13 +107,41 @@ def test_facets_from_solr_with_the_chosen_value_as_its_removal() -> None:
 
 
 def test_suggestions_are_collations_never_a_words_own() -> None:
-    request = SearchRequest("lighthuose keepers")
-    assert suggestions(request, {"collations": ["collation", "lighthouse keepers"]})[0][0] == "lighthouse keepers"
+    assert collations({"collations": ["collation", "lighthouse keepers", "collation", {"collationQuery": "x y"}]}) == [
+        "lighthouse keepers",
+        "x y",
+    ]
     # a word's suggestions come from every document, those the searcher may not read too: unchecked,
-    # never shown (a collation is checked by Solr against the searcher's filters)
+    # never shown (a collation is checked against the searcher's filters, every word of it)
     words = {"suggestions": ["lighthuose", {"numFound": 1, "suggestion": [{"word": "lighthouse", "freq": 3}]}]}
-    assert suggestions(request, words) == []
-    assert suggestions(request, {}) == []
+    assert collations(words) == []
+    assert collations({}) == []
+
+
+def test_every_word_of_a_text_is_a_quoted_phrase_whatever_its_operators() -> None:
+    """Nothing of the text is query syntax: each piece between white space is one phrase, its
+    quote and backslash escaped, so a negated word, a group's, a field's, a wildcard's or a
+    fuzzy word are required like any other."""
+    assert every_word('harbour -secret (a OR w) title:x "p q" w* w~2 +w && !w') == (
+        '"harbour" "-secret" "(a" "OR" "w)" "title:x" "\\"p" "q\\"" "w*" "w~2" "+w" "&&" "!w"'
+    )
+    assert every_word('a\\" OR "*:*') == '"a\\\\\\"" "OR" "\\"*:*"'
+    assert every_word("  a\tb\u00a0c\n") == '"a" "b\u00a0c"'  # only ASCII white space splits
+    assert every_word("") == ""
+    query = every_word_query("p", "spell", "key=k")
+    assert query == "{!edismax key=k qf='spell' mm=100% uf=-* v=$p}"
+    assert every_word_query("p") == "{!edismax mm=100% uf=-* v=$p}"  # /select's own fields
+    params = every_word_counts(["a b", "c"], "t")
+    assert params == {
+        "facet": "true",
+        "facet.query": ["{!edismax key=t0 mm=100% uf=-* v=$t0}", "{!edismax key=t1 mm=100% uf=-* v=$t1}"],
+        "t0": '"a" "b"',
+        "t1": '"c"',
+    }
+    assert counted({"facet_queries": {"t0": 2, "t1": 0}}, "t0") and not counted({"facet_queries": {"t1": 0}}, "t1")
+    assert (
+        not counted({"facet_queries": {}}, "t0") and not counted(None, "t0") and not counted({"facet_queries": {"t0": "x"}}, "t0")
+    )
 
 
 def test_the_query_module_collapses_and_drops_a_url_shown() -> None:
@@ -116,6 +156,9 @@ def test_the_query_module_collapses_and_drops_a_url_shown() -> None:
     assert params["access_tokens"] == "public" and trimming_params.items() <= params.items()
     assert params["start"] == 20
     assert params["timeAllowed"] == TIME_ALLOWED_MS  # a visitor's costly query gets what Solr found by then
+    # no score is returned: it is computed with the whole index's statistics, hidden documents
+    # included (docs/secure-search.md, "What the ranking can tell")
+    assert "score" not in params["fl"].split(",")
     docs = [{"id": "a!u", "url": "u"}, {"id": "b!u", "url": "u"}, {"id": "c!v", "url": "v"}]
     assert [doc["id"] for doc in unique_hits(docs)] == ["a!u", "c!v"]
     assert snippet_of({"id": "a!u", "description": "d"}, {"a!u": {"content": ["one\n  two"]}}) == "one two"
@@ -382,10 +425,19 @@ def test_run_search_sends_the_sort_the_page_size_and_the_facets_values_with_thei
     assert asked["facet.field"] == FACET_PARAMS["facet.field"]
     assert (page.rows, page.pages, page.hits[0].type_label) == (20, 3, "PDF")
     # nothing found: the spelling suggestions are tried with the same filters, which need their parameters
-    solr = AskedSolr(answer(0), answer(0, spellcheck={"collations": ["collation", "harbor"]}))
+    spelt = {"collations": ["collation", "harbor", "collation", "harbor -secret"]}
+    counts = SimpleNamespace(facets={"facet_queries": {"spelling_0": 2, "spelling_1": 0}})
+    solr = AskedSolr(answer(0), answer(0, spellcheck=spelt), counts)
     page = run_search(solr, request, Principals.anonymous())  # type: ignore[arg-type]
-    checked = solr.asked[1]
+    checked, words = solr.asked[1], solr.asked[2]
     assert checked["fq"] == solr.asked[0]["fq"] and checked["filter_type_1"] == "{!term f=mimetype}application/pdf"
+    assert checked["spellcheck.collateParam.mm"] == "100%" and checked["uf"] == solr.asked[0]["uf"]
+    # then every word of each collation, on the dictionary's own field, with the same filters
+    assert words["q"] == "*:*" and words["fq"] == solr.asked[0]["fq"] and words["filter_type_1"] == checked["filter_type_1"]
+    assert words["expandMacros"] == "false" and words["rows"] == 0
+    assert (words["spelling_0"], words["spelling_1"]) == ('"harbor"', '"harbor" "-secret"')
+    assert words["facet.query"][1] == every_word_query("spelling_1", SPELL_FIELD, "key=spelling_1")
+    assert [text for text, _url in page.suggestions] == ["harbor"]  # "secret" is no word they may read
     assert parse_qs(page.suggestions[0][1][1:]) == {
         "q": ["harbor"],
         "type": ["text/html", "application/pdf"],

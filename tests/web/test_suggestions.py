@@ -33,22 +33,30 @@ from tests.web.test_app import unit_config
 
 class FakeSolr:
     """Answers with ``titles`` as the documents and ``counts`` (candidate text -> count) as the
-    facet queries' counts; keeps every request."""
+    facet queries' counts: the candidate's as typed, and ``words`` (candidate text -> count;
+    ``counts`` when not given) every word's; keeps every request."""
 
-    def __init__(self, titles: list[Any] = (), counts: dict[str, int] | None = None) -> None:  # type: ignore[assignment]
+    def __init__(
+        self,
+        titles: list[Any] = (),  # type: ignore[assignment]
+        counts: dict[str, int] | None = None,
+        words: dict[str, int] | None = None,
+    ) -> None:
         self.titles, self.counts = list(titles), counts or {}
+        self.words = self.counts if words is None else words
         self.asked: list[tuple[str, dict[str, Any]]] = []
 
     def search(self, query: str, **params: Any) -> Any:
         self.asked.append((query, params))
         solr = self
+        candidates = [params[name] for name in params if re.fullmatch(r"suggest_q[0-9]+", name)]
 
         class Results:
             docs = [{"title": title} for title in solr.titles[: params["rows"]]] if params["rows"] else []
             facets = {
                 "facet_queries": {
-                    f"suggest_q{number}": solr.counts.get(params[f"suggest_q{number}"], 0)
-                    for number in range(len(params.get("facet.query", [])))
+                    **{f"suggest_q{number}": solr.counts.get(text, 0) for number, text in enumerate(candidates)},
+                    **{f"suggest_t{number}": solr.words.get(text, 0) for number, text in enumerate(candidates)},
                 }
             }
 
@@ -97,9 +105,22 @@ def test_past_queries_only_when_solr_counted_a_readable_document_for_them() -> N
     params = solr.asked[0][1]
     assert params["uf"] == UF
     assert params["suggest_q0"] == "harbour master" and "harbour" not in syntax(params)
+    assert params["suggest_t0"] == '"harbour" "master"'  # every word, each a phrase of its own
+    assert len(params["facet.query"]) == 2 * 3
     for facet_query in params["facet.query"]:
-        assert facet_query.startswith("{!edismax ") and "mm=100%" in facet_query and "v=$suggest_q" in facet_query
+        assert facet_query.startswith("{!edismax ") and "mm=100%" in facet_query
+        assert "v=$suggest_q" in facet_query or ("v=$suggest_t" in facet_query and "uf=-*" in facet_query)
         assert "ex=suggest_titles,suggest_one_title" in facet_query  # counted under the trimming alone
+
+
+def test_a_past_query_is_offered_only_when_every_word_of_it_finds_a_readable_document() -> None:
+    """A past query that finds a readable document as typed, but with a word under an operator
+    that no readable document holds (``-merger``), is not offered."""
+    typed = ["harbour -merger", "harbour (merger OR master)", "harbour master"]
+    solr = FakeSolr([], {text: 2 for text in typed}, {"harbour master": 1})
+    assert suggest(solr, Principals.anonymous(), "harb", typed) == [Suggestion("harbour master", QUERY)]
+    params = solr.asked[0][1]
+    assert (params["suggest_t0"], params["suggest_t1"]) == ('"harbour" "-merger"', '"harbour" "(merger" "OR" "master)"')
 
 
 def test_a_hostile_candidate_or_prefix_stays_a_parameter() -> None:
