@@ -11,10 +11,18 @@ followed breadth-first (``walk_groups``: at most MAX_GROUP_DEPTH steps up and MA
 each group once, so a cycle ends). Each principal keeps where it came from, shown by `scrapy
 explain-access`.
 
+Who the searcher is: the one entry the user filter finds whose compared attribute equals the name
+asked for under the tokens' case folding (``named``: the directory's own matching folds more), and
+``user:<name>`` is that entry's own name (``own_name``), never the name typed. The principals are
+read by the service account (anonymous without one), never through the user's own bind, which
+only checks a password; a reader that sees no group at all makes a user without groups partial.
+
 Fail closed: a directory that does not answer gives a searcher only ``public`` (with the reason,
 logged at ERROR once until it answers again), never an error page and never the last principals
-seen long ago. Answers are cached for SEARCHCRAWL_PRINCIPALS_CACHE_SECONDS: a user taken out of a
-group still finds its documents until then.
+seen long ago. A lookup or a sign-in has one deadline, LOOKUP_TIMEOUTS timeouts over everything
+it asks; a failed lookup is remembered FAILED_LOOKUP_SECONDS. Answers are cached for
+SEARCHCRAWL_PRINCIPALS_CACHE_SECONDS: a user taken out of a group still finds its documents until
+then.
 
 Active Directory (``SEARCHCRAWL_LDAP_KIND = "active_directory"``): a user's principals are
 ``user:<sAMAccountName>``, ``user:<DN>``, ``sid:<objectSid>`` and a ``sid:`` for each SID of its
@@ -50,7 +58,7 @@ logger = logging.getLogger(__name__)
 
 MAX_GROUP_DEPTH = 8  # groups in groups followed this many steps up from the user's own
 MAX_GROUPS = 1000  # and this many groups at most (a searcher in more gets the first found)
-LOOKUP_TIMEOUTS = 3  # a user's whole group walk takes at most this many SEARCHCRAWL_LDAP_TIMEOUTs
+LOOKUP_TIMEOUTS = 3  # a whole lookup or sign-in takes at most this many SEARCHCRAWL_LDAP_TIMEOUTs
 MAX_CACHED = 10_000  # searchers whose principals are cached at once
 USER_ATTRIBUTES = ["uid", "uidNumber", "gidNumber"]
 GROUP_ATTRIBUTES = ["cn", "gidNumber", "objectClass"]
