@@ -236,7 +236,7 @@ SEARCHCRAWL_LDAP_START_TLS = False  # StartTLS on an ldap:// URL (certificates a
 SEARCHCRAWL_LDAP_CA_FILE = os.environ.get(
     "SEARCHCRAWL_LDAP_CA_FILE", ""
 )  # the CA bundle the directory's certificate is checked with ("": the system's)
-SEARCHCRAWL_LDAP_TIMEOUT = 5.0  # seconds to connect and per answer; then: public only
+SEARCHCRAWL_LDAP_TIMEOUT = 5.0  # seconds to connect and per answer, three for a whole lookup; then: public only
 # "posix" (uid, groupOfNames, posixGroup) or "active_directory" (sAMAccountName, objectSid and
 # tokenGroups: the sid: tokens of Windows shares' permissions)
 SEARCHCRAWL_LDAP_KIND = os.environ.get("SEARCHCRAWL_LDAP_KIND", "posix")

@@ -12,8 +12,16 @@ installation. What tests may rely on:
 - ``settings()``: the SEARCHCRAWL_LDAP_* settings (and the bind password's variable) of a
   searchcrawl pointed at it;
 - ``remove_member(group, uid)`` / ``add_member(group, uid)``: change a groupOfNames' members;
+- ``added_person(uid, password)``: a context in which one more person (inetOrgPerson, in no
+  group, no numbers) is in the directory, such as ``bob@partner.example``;
 - ``DirectoryServer(folder, tls=True)``: also ``ldaps_url`` and StartTLS on ``url``, with a
-  certificate of a CA of its own (``ca_file``).
+  certificate of a CA of its own (``ca_file``);
+- ``DirectoryServer(folder, private_groups=True)``: a directory hardened as some are: a user may
+  read only their own entry, groups only the service account; an anonymous client may find
+  people (so that a sign-in works without a service account) but sees no group.
+
+``SlowProxy(url, delay)`` stands in front of a directory on a loopback port of its own and
+passes each of its answers on ``delay`` seconds late (``delay`` None: never): a slow directory.
 
 The users and groups (``USERS``, ``GROUPS``): alice (uidNumber 1001, primary group staff 2000)
 is a member of accounting, which is a member of finance, which is a uniqueMember of all-staff;
@@ -27,11 +35,15 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import ldap3
 import pytest
@@ -63,9 +75,10 @@ GROUPS: dict[str, tuple[str, tuple[tuple[str, str], ...], int | None]] = {
 class DirectoryServer:
     """One slapd in ``folder`` (see the module docstring)."""
 
-    def __init__(self, folder: Path, tls: bool = False) -> None:
+    def __init__(self, folder: Path, tls: bool = False, private_groups: bool = False) -> None:
         self.folder = folder
         self.tls = tls  # also ldaps:// (``ldaps_url``) and StartTLS, a certificate of ``ca_file``'s CA
+        self.private_groups = private_groups  # users read their own entry only, groups the service account only
         self.ca_file = ""
         self.port = self.tls_port = 0
         self.process: subprocess.Popen[bytes] | None = None
@@ -149,10 +162,29 @@ class DirectoryServer:
         """Put user ``uid`` into the groupOfNames ``group``."""
         self._modify(group, {"member": [(ldap3.MODIFY_ADD, [self.user_dn(uid)])]})
 
+    @contextmanager
+    def added_person(self, uid: str, password: str) -> Iterator[str]:
+        """One more person, ``uid`` with ``password``, in no group and without numbers, while the
+        block runs; yields its DN."""
+        dn = self.user_dn(uid)
+        attributes = {"uid": uid, "cn": uid, "sn": uid, "userPassword": password}
+        with self._as_root() as connection:
+            assert connection.add(dn, ["inetOrgPerson"], attributes), connection.result
+        try:
+            yield dn
+        finally:
+            with self._as_root() as connection:
+                assert connection.delete(dn), connection.result
+
     def _modify(self, group: str, changes: dict[str, list[tuple[str, list[str]]]]) -> None:
+        with self._as_root() as connection:
+            assert connection.modify(self.group_dn(group), changes), connection.result
+
+    @contextmanager
+    def _as_root(self) -> Iterator[ldap3.Connection]:
         connection = ldap3.Connection(ldap3.Server(self.url), self.root_dn, ROOT_PASSWORD, auto_bind=True)
         try:
-            assert connection.modify(self.group_dn(group), changes), connection.result
+            yield connection
         finally:
             connection.unbind()
 
@@ -184,8 +216,20 @@ rootpw {ROOT_PASSWORD}
 directory {data}
 index objectClass,uid,cn,member,uniqueMember,memberUid,gidNumber eq
 access to attrs=userPassword by self write by anonymous auth by * none
-access to * by users read by * none
+{self._access()}
 """
+
+    def _access(self) -> str:
+        """Who reads what: the service account and every signed-in user everything (but
+        passwords); with ``private_groups``, groups the service account alone, a user their own
+        entry, an anonymous client the people (no group)."""
+        if not self.private_groups:
+            return "access to * by users read by * none"
+        service = f'dn.exact="{self.bind_dn}"'
+        return (
+            f'access to dn.subtree="{self.group_base}" by {service} read by * none\n'
+            f"access to * by {service} read by self read by anonymous read by * none"
+        )
 
     def _certificates(self) -> str:
         """A CA of its own (trustme) and slapd's certificate for 127.0.0.1: the TLS lines."""
@@ -251,3 +295,57 @@ if __name__ == "__main__":  # start one by hand: python -m tests.directory_serve
         signal.pause()
     finally:
         server.stop()
+
+
+class SlowProxy:
+    """A directory's slow twin: a loopback port that passes each connection on to ``url``'s
+    server and each of its answers back ``delay`` seconds late (None: never); ``connections``
+    counts the connections it took. ``delay`` may be changed while it runs."""
+
+    def __init__(self, url: str, delay: float | None) -> None:
+        target = urlsplit(url)
+        self.target = (target.hostname or "127.0.0.1", target.port or 389)
+        self.delay = delay
+        self.connections = 0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"ldap://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._closed = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._listener.close()
+
+    def __enter__(self) -> SlowProxy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                client, _address = self._listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            server = socket.create_connection(self.target)
+            threading.Thread(target=self._pump, args=(client, server, False), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, True), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, late: bool) -> None:
+        try:
+            while data := source.recv(65536):
+                if late:  # an answer: held back as a slow directory holds it
+                    if self._closed.wait(self.delay):
+                        return
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                try:
+                    end.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                end.close()

@@ -11,10 +11,18 @@ followed breadth-first (``walk_groups``: at most MAX_GROUP_DEPTH steps up and MA
 each group once, so a cycle ends). Each principal keeps where it came from, shown by `scrapy
 explain-access`.
 
+Who the searcher is: the one entry the user filter finds whose compared attribute equals the name
+asked for under the tokens' case folding (``named``: the directory's own matching folds more), and
+``user:<name>`` is that entry's own name (``own_name``), never the name typed. The principals are
+read by the service account (anonymous without one), never through the user's own bind, which
+only checks a password; a reader that sees no group at all makes a user without groups partial.
+
 Fail closed: a directory that does not answer gives a searcher only ``public`` (with the reason,
 logged at ERROR once until it answers again), never an error page and never the last principals
-seen long ago. Answers are cached for SEARCHCRAWL_PRINCIPALS_CACHE_SECONDS: a user taken out of a
-group still finds its documents until then.
+seen long ago. A lookup or a sign-in has one deadline, LOOKUP_TIMEOUTS timeouts over everything
+it asks; a failed lookup is remembered FAILED_LOOKUP_SECONDS. Answers are cached for
+SEARCHCRAWL_PRINCIPALS_CACHE_SECONDS: a user taken out of a group still finds its documents until
+then.
 
 Active Directory (``SEARCHCRAWL_LDAP_KIND = "active_directory"``): a user's principals are
 ``user:<sAMAccountName>``, ``user:<DN>``, ``sid:<objectSid>`` and a ``sid:`` for each SID of its
@@ -33,6 +41,7 @@ The walk and the principals of entries are plain functions (``user_principals``,
 from __future__ import annotations
 
 import logging
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -49,7 +58,7 @@ logger = logging.getLogger(__name__)
 
 MAX_GROUP_DEPTH = 8  # groups in groups followed this many steps up from the user's own
 MAX_GROUPS = 1000  # and this many groups at most (a searcher in more gets the first found)
-LOOKUP_TIMEOUTS = 3  # a user's whole group walk takes at most this many SEARCHCRAWL_LDAP_TIMEOUTs
+LOOKUP_TIMEOUTS = 3  # a whole lookup or sign-in takes at most this many SEARCHCRAWL_LDAP_TIMEOUTs
 MAX_CACHED = 10_000  # searchers whose principals are cached at once
 USER_ATTRIBUTES = ["uid", "uidNumber", "gidNumber"]
 GROUP_ATTRIBUTES = ["cn", "gidNumber", "objectClass"]
@@ -57,6 +66,8 @@ AD_USER_ATTRIBUTES = ["sAMAccountName"]
 AD_GROUP_ATTRIBUTES = ["cn", "sAMAccountName", "objectSid"]
 AD_USER_FILTER = "(&(objectClass=user)(|(sAMAccountName={user})(userPrincipalName={user})))"
 SIDS_PER_SEARCH = 100  # a group search names this many SIDs at most
+FAILED_LOOKUP_SECONDS = 10.0  # a lookup that failed is not tried again for a user within this
+_COMPARED = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9;.-]*)\s*=\{user\}\s*\)")
 
 
 class DirectoryUnavailable(Exception):
@@ -118,6 +129,37 @@ class Membership:
     how: str
 
 
+def compared_attributes(user_filter: str) -> tuple[str, ...]:
+    """The attributes a user filter compares with the name asked for (``(uid={user})``: uid);
+    ValueError when it compares none for equality (``(uid={user}*)``): an entry found by it
+    could not be checked to bear the name (``named``)."""
+    found = tuple(dict.fromkeys(name.lower() for name in _COMPARED.findall(user_filter)))
+    if not found:
+        raise ValueError(f"SEARCHCRAWL_LDAP_USER_FILTER: {user_filter!r} compares no attribute with {{user}}: (uid={{user}})")
+    return found
+
+
+def named(entry: Entry, name: str, attributes: Iterable[str], domain_prefix: bool = False) -> bool:
+    """Whether ``entry`` bears the name asked for: one of ``attributes`` (the user filter's,
+    ``compared_attributes``) equals ``name`` under the tokens' case folding (``str.lower``),
+    nothing more. The directory's own matching folds more (OpenLDAP matches a fullwidth ``ｂob``
+    to ``uid=bob``, and ignores spaces): its answer alone would name another user. With
+    ``domain_prefix`` (Active Directory) a ``DOMAIN\\name`` names the entry only when DOMAIN is
+    its domain's (the first ``dc=`` of its DN, as NetBIOS names it by default)."""
+    if domain_prefix and "\\" in name:
+        domain, name = name.rsplit("\\", 1)
+        first_dc = next((part[3:] for part in dn_parts(entry.dn) if part.startswith("dc=")), "")
+        if domain.lower() != first_dc:
+            return False
+    wanted = name.lower()
+    return any(value.lower() == wanted for attribute in attributes for value in entry.values(attribute))
+
+
+def dn_parts(dn: str) -> list[str]:
+    """A DN's parts, lower-cased, spaces around them dropped (``cn=a, DC=x`` -> cn=a, dc=x)."""
+    return [part.strip().lower() for part in dn.split(",")]
+
+
 def rdn(dn: str) -> str:
     """The first part of a DN (``cn=finance`` of ``cn=finance,ou=groups,...``), for origins."""
     return dn.split(",", 1)[0]
@@ -129,11 +171,32 @@ def path_text(membership: Membership, user_dn: str) -> str:
     return f"memberOf path: {' <- '.join(steps)} ({membership.how})"
 
 
+def own_name(attribute: str, value: str, dn: str) -> list[Principal]:
+    """``user:<value>``, the entry's name as stored (``attribute``): none when the entry has no
+    such name, or when the tokens' folding would make it another user's (an entry
+    ``uid=bob@partner.example`` is not ``user:bob``: tokens.py reads ``name@realm`` and
+    ``DOMAIN\\name`` as ``name``, right for a document's token, wrong for a second entry; a
+    name with ``=`` would read as a DN)."""
+    if not value:
+        return []
+    token = f"user:{value}"
+    try:
+        # a name with "=" reads as a DN, which may be another entry's
+        other = "=" in value or normal_token(token) != f"user:{value.lower()}"
+    except AccessError:
+        return []  # not a token (tokens_only would leave it out)
+    if other:
+        logger.debug("directory: %s's %s %r reads as another name: no user:<name> principal, its DN only", dn, attribute, value)
+        return []
+    return [Principal(token, f"{attribute} of {dn}")]
+
+
 def user_principals(user: Entry, name: str) -> list[Principal]:
-    """The principals of the user's own entry: its uid (else the name signed in with), its DN,
-    its uidNumber and its primary gidNumber."""
+    """The principals of the user's own entry: its uid (``own_name``: never the name signed in
+    with, which the directory may have matched to another spelling), its DN, its uidNumber and its
+    primary gidNumber."""
     found = [
-        Principal(f"user:{user.first('uid') or name}", f"uid of {user.dn}"),
+        *own_name("uid", user.first("uid"), user.dn),
         Principal(f"user:{user.dn}", f"DN of the directory entry of {name}"),
     ]
     if user.first("uidNumber"):
@@ -227,7 +290,7 @@ def windows_principals(name: str, user: Entry, sids: list[str], groups: Mapping[
     first, then its tokenGroups; ``groups`` the group entries found for them, by SID."""
     account = user.first("sAMAccountName") or name
     entries = [
-        Principal(f"user:{account}", f"sAMAccountName of {user.dn}"),
+        *own_name("sAMAccountName", user.first("sAMAccountName"), user.dn),
         Principal(f"user:{user.dn}", f"DN of the directory entry of {name}"),
     ]
     for number, sid in enumerate(sids):
@@ -290,12 +353,17 @@ class DirectoryConfig:
         """The user filter: the setting's, else the kind's."""
         return self.user_filter or (AD_USER_FILTER if self.active_directory else "(uid={user})")
 
+    @property
+    def compared(self) -> tuple[str, ...]:
+        """The attributes of the user filter that must bear the name asked for (``named``)."""
+        return compared_attributes(self.filter)
+
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> DirectoryConfig:
         kind = settings.get("SEARCHCRAWL_LDAP_KIND") or "posix"
         if kind not in ("posix", "active_directory"):
             raise ValueError(f"SEARCHCRAWL_LDAP_KIND: expected 'posix' or 'active_directory', got {kind!r}")
-        return cls(
+        config = cls(
             url=settings.get("SEARCHCRAWL_LDAP_URL", ""),
             user_base=settings.get("SEARCHCRAWL_LDAP_USER_BASE", ""),
             group_base=settings.get("SEARCHCRAWL_LDAP_GROUP_BASE", "") or settings.get("SEARCHCRAWL_LDAP_USER_BASE", ""),
@@ -308,6 +376,8 @@ class DirectoryConfig:
             ca_file=settings.get("SEARCHCRAWL_LDAP_CA_FILE", ""),
             kind=kind,
         )
+        config.compared  # noqa: B018 - a filter comparing no attribute with {user} stops here
+        return config
 
 
 def directory_of(settings: BaseSettings) -> Directory | None:

@@ -9,7 +9,8 @@ import math
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 import ldap3
@@ -20,6 +21,7 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import (
     AD_GROUP_ATTRIBUTES,
     AD_USER_ATTRIBUTES,
+    FAILED_LOOKUP_SECONDS,
     GROUP_ATTRIBUTES,
     LOOKUP_TIMEOUTS,
     MAX_CACHED,
@@ -30,6 +32,7 @@ from searchcrawl.access.directory import (
     DirectoryUnavailable,
     Entry,
     binary_sids,
+    named,
     principals_of,
     sid_label,
     walk_groups,
@@ -42,7 +45,10 @@ logger = logging.getLogger("searchcrawl.access.directory")  # one logger for the
 
 class LdapDirectory:
     """The directory over LDAP (ldap3), a connection per question (thread-safe: the web pages
-    ask from threads), principals cached per user for ``cache_seconds`` of ``clock``."""
+    ask from threads, each question on its own connection, no lock held while the directory
+    answers), principals cached per user for ``cache_seconds`` of ``clock`` (a failed lookup for
+    FAILED_LOOKUP_SECONDS). Each question (a sign-in, a user's lookup) has one deadline over all
+    it asks, LOOKUP_TIMEOUTS times the timeout (``_asking``)."""
 
     def __init__(self, config: DirectoryConfig, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
@@ -50,6 +56,7 @@ class LdapDirectory:
         self._cache: dict[str, tuple[float, Principals]] = {}
         self._lock = threading.Lock()
         self._failing = False
+        self._local = threading.local()  # the deadline of the question this thread asks
 
     # --- the Directory protocol ---
 
@@ -57,31 +64,32 @@ class LdapDirectory:
         if not user or not password:  # an empty password would be an anonymous bind: refused
             logger.debug("directory: a sign-in refused: no user name or no password")
             return False
-        try:
-            with self._bound(self.config.bind_dn, self.config.bind_password, "the service account") as service:
-                entry = self._find_user(service, user)
-            if entry is None:
-                logger.debug("directory: a sign-in refused: no such user")  # never the name: it may be a password
-                return False
-            connection = self._connection(entry.dn, password)
+        with self._asking():
             try:
-                if not self._user_bind(connection):
-                    logger.debug(
-                        "directory: a sign-in as %s refused: %s",
-                        entry.dn,
-                        (connection.result or {}).get("description", "no bind"),
-                    )
+                with self._bound(self.config.bind_dn, self.config.bind_password, "the service account") as service:
+                    entry = self._find_user(service, user)
+                if entry is None:
+                    logger.debug("directory: a sign-in refused: no such user")  # never the name: it may be a password
                     return False
-                logger.debug("directory: %r authenticated as %s", user, entry.dn)
-                try:  # their principals, asked as them now: the search that follows needs them
-                    self._remember(user, self._lookup_with(connection, user, entry))
-                except LDAPException as exc:
-                    logger.debug("directory: %r's principals not read as them (%s): asked later", user, exc)
-                return True
-            finally:
-                connection.unbind()
-        except LDAPException as exc:
-            raise self._unavailable(exc) from None
+                connection = self._open(self._connection(entry.dn, password))
+                try:
+                    if not self._user_bind(connection):
+                        logger.debug(
+                            "directory: a sign-in as %s refused: %s",
+                            entry.dn,
+                            (connection.result or {}).get("description", "no bind"),
+                        )
+                        return False
+                finally:
+                    connection.unbind()
+            except LDAPException as exc:
+                raise self._unavailable(exc) from None
+        # the bind checked the password, nothing more: the principals are read as the service
+        # account reads them (a user who may read only their own entry would see no group, and
+        # no deny of one), afresh at their next search
+        logger.debug("directory: %r authenticated as %s", user, entry.dn)
+        self._forget(user)
+        return True
 
     def principals(self, user: str) -> Principals:
         key = user.lower()
@@ -103,53 +111,54 @@ class LdapDirectory:
         self._remember(user, found)
         return found
 
-    @staticmethod
-    def _user_bind(connection: ldap3.Connection) -> bool:
+    def _user_bind(self, connection: ldap3.Connection) -> bool:
         """Bind as the user; a password that ldap3 cannot send (SASLprep refuses control
         characters such as NUL) is a wrong password, not a directory that does not answer."""
+        self._clamp(connection)
         try:
             return bool(connection.bind())
         except LDAPSASLPrepError:
             return False
 
     def _public_only(self, user: str, error: str) -> Principals:
+        """Public only, with ``error``; remembered FAILED_LOOKUP_SECONDS (never longer than the
+        cache keeps answers): a directory that does not answer is not asked again for ``user``
+        at each search, each waiting out the deadline."""
         if not self._failing:
             logger.error("directory: %s; searchers see public documents only until it answers", error)
         else:
             logger.debug("directory: still unavailable (%s): %r gets public only", error, user)
         self._failing = True
-        return Principals(user, Principals.anonymous().entries, error=error)
+        found = Principals(user, Principals.anonymous().entries, error=error)
+        self._remember(user, found, min(FAILED_LOOKUP_SECONDS, self.config.cache_seconds))
+        return found
 
     # --- uncached ---
 
     def lookup(self, user: str) -> Principals:
         """``user``'s principals asked now, through the service account; DirectoryUnavailable."""
-        try:
-            with self._bound(self.config.bind_dn, self.config.bind_password, "the service account") as service:
-                entry = self._find_user(service, user)
-                if entry is None:
-                    logger.debug("directory: %r is no user of it: public only", user)
-                    return Principals(user, Principals.anonymous().entries, error=f"{user!r} is not in the directory")
-                return self._lookup_with(service, user, entry)
-        except LDAPException as exc:
-            raise self._unavailable(exc) from None
+        with self._asking():
+            try:
+                with self._bound(self.config.bind_dn, self.config.bind_password, "the service account") as service:
+                    entry = self._find_user(service, user)
+                    if entry is None:
+                        logger.debug("directory: %r is no user of it: public only", user)
+                        return Principals(user, Principals.anonymous().entries, error=f"{user!r} is not in the directory")
+                    return self._lookup_with(service, user, entry)
+            except LDAPException as exc:
+                raise self._unavailable(exc) from None
 
     def _lookup_with(self, connection: ldap3.Connection, user: str, entry: Entry) -> Principals:
         if self.config.active_directory:
             return self._windows_lookup(connection, user, entry)
-        # a directory that answers each search just within the timeout would hold a search page
-        # for hours over a large group graph: the whole walk has LOOKUP_TIMEOUTS timeouts
-        budget = LOOKUP_TIMEOUTS * self.config.timeout
-        deadline = self.clock() + budget
         cut: list[str] = []
         direct = self._direct_groups(connection, entry, cut)
-
-        def parents_of(group: Entry) -> list[Entry]:
-            if self.clock() > deadline:
-                raise DirectoryUnavailableLdap(f"the directory at {self.config.url} took over {budget:g} s for {user!r}'s groups")
-            return self._parents(connection, group, cut)
-
-        memberships = walk_groups(direct, parents_of, cut=cut)
+        memberships = walk_groups(direct, lambda group: self._parents(connection, group, cut), cut=cut)
+        if not memberships and not self._search(connection, self.config.group_base, ANY_GROUP, ["cn"], size_limit=1):
+            # no group, and none to see: the reader may not read groups (a directory where users
+            # read only their own entry, and no service account): a deny of theirs unseen
+            reader = "the service account" if self.config.bind_dn else "an anonymous bind"
+            cut.append(f"the directory shows {reader} no group under {self.config.group_base}")
         found = principals_of(user, entry, memberships)
         if cut:
             found = replace(found, partial=cut[0])
@@ -160,6 +169,7 @@ class LdapDirectory:
     def _windows_lookup(self, connection: ldap3.Connection, user: str, entry: Entry) -> Principals:
         """An Active Directory user's principals: its objectSid and tokenGroups (one base search
         on its entry: the directory computes the closure), and the groups they name."""
+        self._clamp(connection)
         ok = connection.search(
             entry.dn,
             "(objectClass=*)",
@@ -196,7 +206,7 @@ class LdapDirectory:
         if not asked or not self.config.active_directory:
             return names
         try:
-            with self._bound(self.config.bind_dn, self.config.bind_password, "the service account") as service:
+            with self._asking(), self._bound(self.config.bind_dn, self.config.bind_password, "the service account") as service:
                 for start in range(0, len(asked), SIDS_PER_SEARCH):
                     query = (
                         "(|" + "".join(f"(objectSid={_sid_filter(sid)})" for sid in asked[start : start + SIDS_PER_SEARCH]) + ")"
@@ -208,18 +218,49 @@ class LdapDirectory:
             logger.debug("directory: SIDs not named (%s)", type(exc).__name__)
         return names
 
-    def _remember(self, user: str, principals: Principals) -> None:
+    def _remember(self, user: str, principals: Principals, seconds: float | None = None) -> None:
         with self._lock:
             if len(self._cache) >= MAX_CACHED:
                 now = self.clock()
                 for key in [key for key, (expires, _p) in self._cache.items() if expires <= now] or list(self._cache)[:1]:
                     del self._cache[key]
-            self._cache[user.lower()] = (self.clock() + self.config.cache_seconds, principals)
+            lifetime = self.config.cache_seconds if seconds is None else seconds
+            self._cache[user.lower()] = (self.clock() + lifetime, principals)
+
+    def _forget(self, user: str) -> None:
+        with self._lock:
+            self._cache.pop(user.lower(), None)
 
     def _unavailable(self, exc: LDAPException) -> DirectoryUnavailable:
         if isinstance(exc, DirectoryUnavailableLdap):
             return DirectoryUnavailable(str(exc))
+        deadline = getattr(self._local, "deadline", None)
+        if deadline is not None and deadline.passed:
+            return DirectoryUnavailable(f"the directory at {self.config.url} did not answer within {deadline.seconds:g} s")
         return DirectoryUnavailable(f"the directory at {self.config.url} did not answer ({type(exc).__name__})")
+
+    # --- the deadline ---
+
+    @contextmanager
+    def _asking(self) -> Iterator[None]:
+        """One deadline over everything this thread asks in the block (the binds, the user's
+        entry, the groups, the nested groups): a directory that answers each question just within
+        the timeout would otherwise hold a search for as many timeouts as it asks questions."""
+        self._local.deadline = _Deadline(LOOKUP_TIMEOUTS * self.config.timeout, self.config.url, self.clock)
+        try:
+            yield
+        finally:
+            self._local.deadline = None
+
+    def _clamp(self, connection: ldap3.Connection | None = None) -> float:
+        """Seconds the next answer may take: the timeout, or what is left of the deadline (the
+        connection's socket waits that long); DirectoryUnavailableLdap once it has passed."""
+        deadline = getattr(self._local, "deadline", None)
+        seconds = self.config.timeout if deadline is None else min(self.config.timeout, deadline.left())
+        socket = getattr(connection, "socket", None) if connection is not None else None
+        if socket is not None:
+            socket.settimeout(seconds)
+        return seconds
 
     # --- LDAP ---
 
@@ -229,9 +270,10 @@ class LdapDirectory:
 
     def _server(self) -> ldap3.Server:
         tls = ldap3.Tls(validate=ssl.CERT_REQUIRED, ca_certs_file=self.config.ca_file or None)
-        return ldap3.Server(self.config.url, connect_timeout=self._seconds, tls=tls, get_info=ldap3.NONE)
+        return ldap3.Server(self.config.url, connect_timeout=self._clamp(), tls=tls, get_info=ldap3.NONE)
 
     def _connection(self, dn: str, password: str) -> ldap3.Connection:
+        """A connection for ``dn`` (``_open`` opens it)."""
         connection = ldap3.Connection(
             self._server(),
             user=dn or None,
@@ -244,22 +286,38 @@ class LdapDirectory:
             # the user's password); the search result 10 (referral) is then a refused search
             auto_referrals=False,
         )
+        return connection
+
+    def _open(self, connection: ldap3.Connection) -> ldap3.Connection:
+        """``connection`` open, StartTLS done where set, within the deadline; not bound yet."""
+        connection.open()
         if self.config.start_tls:
-            connection.open()
+            self._clamp(connection)
             if not connection.start_tls():
                 raise DirectoryUnavailableLdap(f"the directory at {self.config.url} refused StartTLS")
         return connection
 
     def _bound(self, dn: str, password: str, who: str) -> _Bound:
-        return _Bound(self._connection(dn, password), who, self.config.url)
+        connection = self._open(self._connection(dn, password))
+        self._clamp(connection)
+        return _Bound(connection, who, self.config.url)
 
     def _find_user(self, connection: ldap3.Connection, user: str) -> Entry | None:
-        if self.config.active_directory:
-            user = user.rsplit("\\", 1)[-1]  # DOMAIN\\alice: one domain per installation
-        query = self.config.filter.replace("{user}", escape_filter_chars(user))
+        """The one entry named ``user`` (``named``: the directory's match is not enough), or None."""
+        asked = user.rsplit("\\", 1)[-1] if self.config.active_directory else user  # DOMAIN\\alice: named() checks DOMAIN
+        query = self.config.filter.replace("{user}", escape_filter_chars(asked))
         attributes = AD_USER_ATTRIBUTES if self.config.active_directory else USER_ATTRIBUTES
-        found = self._search(connection, self.config.user_base, query, attributes)
-        return found[0] if len(found) == 1 else None  # two entries for one name: neither
+        found = self._search(connection, self.config.user_base, query, [*dict.fromkeys([*attributes, *self.config.compared])])
+        if len(found) != 1:  # two entries for one name: neither
+            return None
+        if not named(found[0], user, self.config.compared, self.config.active_directory):
+            logger.debug(
+                "directory: %s was found for another name (no %s equal to it): no one",
+                found[0].dn,
+                "/".join(self.config.compared),
+            )
+            return None
+        return found[0]
 
     def _direct_groups(self, connection: ldap3.Connection, user: Entry, cut: list[str]) -> list[tuple[Entry, str]]:
         dn = escape_filter_chars(user.dn)
@@ -283,9 +341,16 @@ class LdapDirectory:
         return self._search(connection, self.config.group_base, f"(|(member={dn})(uniqueMember={dn}))", GROUP_ATTRIBUTES, cut)
 
     def _search(
-        self, connection: ldap3.Connection, base: str, query: str, attributes: list[str], cut: list[str] | None = None
+        self,
+        connection: ldap3.Connection,
+        base: str,
+        query: str,
+        attributes: list[str],
+        cut: list[str] | None = None,
+        size_limit: int = MAX_GROUPS,
     ) -> list[Entry]:
-        if not connection.search(base, query, attributes=attributes, size_limit=MAX_GROUPS, time_limit=self._seconds):
+        seconds = max(1, math.ceil(self._clamp(connection)))  # the server's own limit: whole seconds
+        if not connection.search(base, query, attributes=attributes, size_limit=size_limit, time_limit=seconds):
             if connection.result.get("result") in (0, 4, 32):  # none found, size limit, no such base
                 if connection.result.get("result") == 4 and cut is not None:
                     cut.append(f"a search of groups stopped at its size limit ({MAX_GROUPS})")
@@ -309,8 +374,30 @@ def _sid_filter(sid: str) -> str:
     return "".join(f"\\{byte:02x}" for byte in sid_bytes(sid))
 
 
+ANY_GROUP = "(|(objectClass=groupOfNames)(objectClass=groupOfUniqueNames)(objectClass=posixGroup))"
+
+
 class DirectoryUnavailableLdap(LDAPException):
     """An answer that is no answer (a refused service bind or search): its message is shown."""
+
+
+class _Deadline:
+    """The end of one question to the directory, ``seconds`` of ``clock`` from now."""
+
+    def __init__(self, seconds: float, url: str, clock: Callable[[], float]) -> None:
+        self.seconds, self.url, self.clock = seconds, url, clock
+        self.end = clock() + seconds
+
+    @property
+    def passed(self) -> bool:
+        return self.clock() >= self.end
+
+    def left(self) -> float:
+        """Seconds left; DirectoryUnavailableLdap when none are."""
+        left = self.end - self.clock()
+        if left <= 0:
+            raise DirectoryUnavailableLdap(f"the directory at {self.url} did not answer within {self.seconds:g} s")
+        return left
 
 
 class _Bound:

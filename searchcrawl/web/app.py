@@ -46,6 +46,8 @@ from secrets import token_urlsafe
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
+import anyio.to_thread
+from anyio import CapacityLimiter
 from jinja2 import Environment, PackageLoader, select_autoescape
 from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
@@ -101,6 +103,9 @@ PEER = "searchcrawl.peer"  # the scope's key for the connection's own peer addre
 FORM_TYPE = "application/x-www-form-urlencoded"
 MAX_FORM_BYTES = 16_384
 DOCUMENT_ROWS = 50
+# questions to the directory at once (searchers' lookups and sign-ins), in threads apart from
+# the ones pages share: more wait for one of these, never for a visitor's search
+DIRECTORY_THREADS = 64
 EMBEDDABLE = "/static/searchbox.js"  # the portals' search box (static/searchbox.js)
 # No script from anywhere, no plugin, no frame; styles and images from this application only.
 SECURITY_HEADERS = {
@@ -259,6 +264,7 @@ class WebApp:
         # administrator's login down, and no searcher session opens the administration)
         self.searchers = SearcherSessions(self.config.directory is not None, self.config.session_lifetime)
         self.signin_throttle = LoginThrottle()
+        self.directory_threads = CapacityLimiter(DIRECTORY_THREADS)  # _in_directory_thread
         self.proxies = Proxies(self.config.proxies)
         self.templates = Environment(
             loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True)
@@ -562,7 +568,7 @@ class WebApp:
                 return _api_error(403, "insufficient_scope", "This token may not search on behalf of users.", cors, challenge)
             if not user:
                 return _api_error(400, "invalid_request", "user= is not one user name.", cors)
-            principals = await _in_thread(self._principals, user)
+            principals = await self._in_directory_thread(self._principals, user)
             if principals.error:
                 logger.warning("API search by token %r for %s: public documents only: %s", check.name, user, principals.error)
         return cors, principals, check.name, user
@@ -638,11 +644,18 @@ class WebApp:
                 user, known_by, csrf = session.user, "session", session.csrf
         if user is None:
             return Searcher(Principals.anonymous())
-        principals = await _in_thread(self._principals, user)
+        principals = await self._in_directory_thread(self._principals, user)
         if principals.error:
             logger.warning("Search by %s: public documents only: %s", user, principals.error)
         logger.debug("Search by %s (%s): %d principals", user, known_by, len(principals.tokens))
         return Searcher(principals, known_by, csrf)
+
+    async def _in_directory_thread(self, function: Callable[..., Any], *args: Any) -> Any:
+        """A question to the directory, off the event loop in threads of its own
+        (``directory_threads``): a slow directory holds those, never the threads every search
+        and page shares (``_in_thread``), so a visitor's search, which asks no directory, is not
+        kept waiting behind signed-in searchers' lookups (each bounded by its deadline)."""
+        return await anyio.to_thread.run_sync(lambda: function(*args), limiter=self.directory_threads)
 
     def _principals(self, user: str) -> Principals:
         if self.config.directory is not None:
@@ -684,7 +697,7 @@ class WebApp:
         if not user or not password or len(user) > 256:  # an empty password would be an anonymous bind
             return self.render(request, "signin.html", 403, signin_token=expected, searcher=anonymous, error="failed", back=back)
         try:
-            ok = await _in_thread(self.config.directory.authenticate, user, password)
+            ok = await self._in_directory_thread(self.config.directory.authenticate, user, password)
         except DirectoryUnavailable as exc:
             self.signin_throttle.forgive(client)
             logger.warning("Search sign-in from %s: the directory does not answer: %s", client, exc)  # not the name typed
@@ -960,7 +973,9 @@ class WebApp:
         if not user or not url.lower().startswith(("http://", "https://", "file:", "ftp://")) or len(url) > 8192:
             ok, text = False, "Give a user name and an absolute URL (http://, https://, ftp:// or file:)."
         else:
-            ok, text = await _in_thread(lambda: admin.explain_access(self.config.directory, self.solr, self.database, user, url))
+            ok, text = await self._in_directory_thread(
+                lambda: admin.explain_access(self.config.directory, self.solr, self.database, user, url)
+            )
         logger.info("Web administration: explain-access %s %s", user, url)
         return self.render(request, "explain_access.html", user=user, url=url, ok=ok, text=text)
 

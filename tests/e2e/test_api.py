@@ -154,7 +154,9 @@ def names(corpus: AccessCorpus, answer: requests.Response) -> set[str]:
     return {corpus.name_of(hit["url"]) for hit in answer.json()["hits"]}
 
 
-def test_a_token_sees_public_documents_and_a_named_users_for_a_token_acting_for_users(access_web) -> None:
+def test_a_token_sees_public_documents_and_a_named_users_for_a_token_acting_for_users(
+    access_web, directory_server: DirectoryServer
+) -> None:
     base, corpus = access_web
     visitor, acting = make_token(base, "visitor"), make_token(base, "intranet", on_behalf=True)
     params = {"q": corpus.word, "source": corpus.source, "rows": "20"}
@@ -178,6 +180,11 @@ def test_a_token_sees_public_documents_and_a_named_users_for_a_token_acting_for_
             assert data.pop("q") == query and data["total"] == 0 and corpus.secret not in json.dumps(data), query
     # a user the directory does not know: their name alone, no group: public documents
     assert names(corpus, api(base, acting, **params, user="nobody-here")) == {"public"}
+    # another entry, named bob@realm, and a name the directory matches to bob (fullwidth): none
+    # of bob's documents (they were: the name folded to user:bob, the entry found was bob's)
+    with directory_server.added_person("bob@partner.example", "partner-password"):
+        for name in ("bob@partner.example", "\uff42ob"):
+            assert names(corpus, api(base, acting, **params, user=name)) == {"public"}, name
 
 
 class Portal(http.server.ThreadingHTTPServer):

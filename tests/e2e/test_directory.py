@@ -4,14 +4,16 @@ with nested groups and numbers, the cache's lifetime, and a directory that does 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Iterator
 
 import pytest
 from scrapy.settings import Settings
 
-from searchcrawl.access.directory import DirectoryConfig, DirectoryUnavailable, directory_of
+from searchcrawl.access.directory import FAILED_LOOKUP_SECONDS, DirectoryConfig, DirectoryUnavailable, directory_of
 from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.dev.jvm_server import free_port
-from tests.directory_server import DirectoryServer
+from tests.directory_server import DirectoryServer, SlowProxy
 
 BASE = "ou=groups,dc=example,dc=org"
 
@@ -187,3 +189,90 @@ def test_ldaps_and_start_tls_verify_the_directorys_certificate(tmp_path) -> None
                 unknown_ca.authenticate("alice", server.passwords["alice"])
     finally:
         server.stop()
+
+
+PARTNER = "bob@partner.example"
+
+
+def test_an_entry_named_name_at_realm_is_its_own_user_not_the_name(directory_server: DirectoryServer) -> None:
+    """An entry uid=bob@partner.example (its own password, no group) signed in and got
+    user:bob, bob's documents: the tokens' folding of name@realm to name was applied to a second
+    entry. The user token comes from the entry found, and a name that folds to another is none."""
+    directory = LdapDirectory(config_of(directory_server))
+    with directory_server.added_person(PARTNER, "partner-password") as dn:
+        assert directory.authenticate(PARTNER, "partner-password")
+        assert not directory.authenticate(PARTNER, directory_server.passwords["bob"])
+        found = directory.principals(PARTNER)
+        assert found.user == PARTNER and not found.error
+        assert found.tokens == {"public", f"user:{dn}"}  # its DN; never user:bob
+    assert "user:bob" in directory.principals("bob").tokens
+
+
+def test_a_name_the_directory_folds_to_another_finds_no_one(directory_server: DirectoryServer) -> None:
+    """OpenLDAP matches a fullwidth ｂob (and 'bob ') to uid=bob: the entry is taken only when its
+    uid equals the name asked for, case aside, as the tokens fold names."""
+    directory = LdapDirectory(config_of(directory_server))
+    password = directory_server.passwords["bob"]
+    for name in ("\uff42ob", "bob ", " bob", "\uff22\uff2f\uff22"):
+        assert not directory.authenticate(name, password), repr(name)
+        found = directory.principals(name)
+        assert found.tokens == {"public"} and "not in the directory" in found.error, repr(name)
+    assert directory.authenticate("BOB", password)  # case is no other name
+    assert "user:bob" in directory.principals("BOB").tokens
+
+
+@pytest.fixture
+def hardened(tmp_path) -> Iterator[DirectoryServer]:
+    """A slapd of its own where a user reads only their own entry, groups the service account alone."""
+    server = DirectoryServer(tmp_path / "slapd", private_groups=True).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_sign_in_reads_the_principals_as_the_service_account(hardened: DirectoryServer) -> None:
+    """The sign-in read alice's principals through her own bind: no group came back, nothing was
+    partial, and for the cache's lifetime a deny of her groups passed her by."""
+    directory = LdapDirectory(config_of(hardened))
+    assert directory.authenticate("alice", hardened.passwords["alice"])
+    found = directory.principals("alice")
+    assert {"group:accounting", "group:finance", "group:all-staff", "group:staff"} <= found.tokens
+    assert not found.incomplete
+
+
+def test_without_a_service_account_principals_without_any_group_are_partial(hardened: DirectoryServer) -> None:
+    """No service account, and an anonymous client sees no group: the groups are unknown, not
+    none, so every document with a deny token is refused (Principals.partial)."""
+    directory = LdapDirectory(config_of(hardened, bind_dn="", bind_password=""))
+    assert directory.authenticate("alice", hardened.passwords["alice"])  # anonymous finds her entry
+    found = directory.principals("alice")
+    assert "user:alice" in found.tokens and not found.error
+    assert "shows an anonymous bind no group" in found.partial and found.incomplete
+
+
+def test_a_slow_directory_gets_one_deadline_and_a_failure_is_remembered(directory_server: DirectoryServer) -> None:
+    """A directory answering each question just within the timeout held a lookup for as many
+    timeouts as it asked questions (36-40 s at 5 s). Now the whole lookup (binds, the user's
+    entry, groups, nested groups) has three timeouts, and a failed one is not asked again for
+    a few seconds."""
+    ahead = [0.0]
+
+    def now() -> float:  # real time (the deadline's), moved on by the test (the cache's)
+        return time.monotonic() + ahead[0]
+
+    with SlowProxy(directory_server.url, delay=1.6) as slow:
+        directory = LdapDirectory(config_of(directory_server, url=slow.url, timeout=2), clock=now)
+        began = time.monotonic()
+        found = directory.principals("alice")
+        took = time.monotonic() - began
+        assert took < 6 + 2, took  # three timeouts of 2 s, and some slack for a busy machine
+        assert found.tokens == {"public"} and "did not answer within 6 s" in found.error
+        asked = slow.connections
+        began = time.monotonic()
+        assert directory.principals("alice").error == found.error  # remembered: not asked again
+        assert time.monotonic() - began < 1 and slow.connections == asked
+        slow.delay = 0
+        ahead[0] += FAILED_LOOKUP_SECONDS + 1
+        assert "group:finance" in directory.principals("alice").tokens  # asked again: answers
+        assert slow.connections > asked

@@ -11,7 +11,10 @@ import html
 import random
 import re
 import string
+import time
 import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pysolr
@@ -27,8 +30,8 @@ from searchcrawl.ops.secrets import LDAP_BIND_PASSWORD
 from searchcrawl.web.app import create_app
 from searchcrawl.web.labels import type_label
 from searchcrawl.web.sessions import FREE_FAILURES
-from tests.conftest import Project
-from tests.directory_server import DirectoryServer
+from tests.conftest import Project, wait_for
+from tests.directory_server import DirectoryServer, SlowProxy
 from tests.e2e.test_web import login, web_config
 from tests.e2e.test_web_proxies import served
 from tests.web.test_searchers import csrf_of, sign_in, signed_in
@@ -73,6 +76,10 @@ class Corpus:
         self.access: dict[str, tuple[str, list[list[str]], list[str]]] = {
             "public": ("text/html", [[PUBLIC]], []),
             "alice-own": ("application/pdf", [["user:alice"]], []),
+            "bob-own": ("text/plain", [["user:bob"]], []),
+            # hers, were it not for her group accounting: a searcher whose groups were not read
+            # would be shown it
+            "alice-not-accounting": ("text/plain", [["user:alice"]], [f"group:{accounting}"]),
             "finance": ("application/pdf", [[f"group:{finance}"]], []),  # alice: accounting is in finance
             "all-staff": ("text/html", [["group:all-staff"]], []),  # alice (through finance) and bob
             "uid-1002": ("text/plain", [["uid:1002"]], []),  # bob's uidNumber
@@ -85,7 +92,7 @@ class Corpus:
         self.readers = {
             None: {"public"},
             "alice": {"public", "alice-own", "finance", "all-staff", "gid-2000", "staff-not-bob", "folder-of-accounting"},
-            "bob": {"public", "all-staff", "uid-1002"},
+            "bob": {"public", "all-staff", "uid-1002", "bob-own"},
             "carol": {"public", "carol-own"},
         }
         documents = []
@@ -244,6 +251,90 @@ def test_the_single_sign_on_header_through_a_real_server(project: Project, setti
         spoofed = {HEADER: "bob", "x-forwarded-for": "10.0.0.2"}
         page = requests.get(site + "/", params=params, headers=spoofed, timeout=30)
         assert signed_in(page.text) is None and shown(page.text) == {"public"}
+
+
+PARTNER = "bob@partner.example"
+
+
+def test_another_entry_and_a_name_the_directory_folds_are_not_bob(
+    project: Project, settings: Settings, corpus: Corpus, server: DirectoryServer
+) -> None:
+    """uid=bob@partner.example (its own password, no group) signed in as user:bob, and a fullwidth
+    'ｂob' as bob himself, both with bob's documents: now each is the entry of exactly its name."""
+    params = {"q": corpus.word, "source": corpus.source}
+    with server.added_person(PARTNER, "partner-password"):
+        web = web_of(project, settings)
+        assert sign_in(web, PARTNER, "partner-password") == 303
+        page = web.get("/", params=params)
+        assert signed_in(page.text) == PARTNER and shown(page.text) == {"public"}
+        assert sign_in(web_of(project, settings), "\uff42ob", server.passwords["bob"]) == 403
+        trusted = app_of(project, settings, user_header=HEADER, proxies=("127.0.0.1",))
+        with served(trusted) as site:
+            partner = requests.get(site + "/", params=params, headers={HEADER: PARTNER}, timeout=30)
+            assert shown(partner.text) == {"public"}
+            bob = requests.get(site + "/", params=params, headers={HEADER: "bob"}, timeout=30)
+            assert shown(bob.text) == corpus.readers["bob"]
+
+
+@pytest.fixture
+def hardened(tmp_path: Path) -> Iterator[DirectoryServer]:
+    """A slapd where a user reads only their own entry, and groups only the service account."""
+    server = DirectoryServer(tmp_path / "slapd", private_groups=True).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("service_account", [True, False])
+def test_a_sign_in_where_users_read_only_their_own_entry_keeps_the_denies_of_their_groups(
+    project: Project, corpus: Corpus, hardened: DirectoryServer, monkeypatch: pytest.MonkeyPatch, service_account: bool
+) -> None:
+    """The sign-in read alice's principals through her own bind: no group, and a document denying
+    her group accounting was shown for the cache's lifetime. With a service account her groups
+    are read as it reads them; without one, none to see makes her principals partial: no
+    document with a deny token is shown."""
+    settings = settings_of(hardened, monkeypatch)
+    if not service_account:
+        settings.set("SEARCHCRAWL_LDAP_BIND_DN", "")
+    web = web_of(project, settings)
+    assert sign_in(web, "alice", hardened.passwords["alice"]) == 303
+    seen = shown(web.get("/", params={"q": corpus.word, "source": corpus.source}).text)
+    assert "alice-not-accounting" not in seen
+    if service_account:
+        assert seen == corpus.readers["alice"]
+    else:  # her own document, not her groups' (unknown), nothing that denies anyone
+        assert seen == {"public", "alice-own", "gid-2000"}  # her entry's own gidNumber
+
+
+def test_a_slow_directory_holds_neither_a_visitors_search_nor_a_searcher_past_the_deadline(
+    project: Project, settings: Settings, corpus: Corpus, server: DirectoryServer
+) -> None:
+    """Each lookup through a directory answering just within the timeout took 36-40 s and held
+    one of the threads every page shares: a visitor's search waited 22 s. Now each lookup has
+    one deadline (three timeouts) and runs in threads of the directory's own."""
+    params = {"q": corpus.word, "source": corpus.source}
+    with SlowProxy(server.url, delay=1.6) as slow:
+        settings.set("SEARCHCRAWL_LDAP_URL", slow.url)
+        settings.set("SEARCHCRAWL_LDAP_TIMEOUT", 2)  # the deadline: 6 s
+        trusted = app_of(project, settings, user_header=HEADER, proxies=("127.0.0.1",))
+        with served(trusted) as site, ThreadPoolExecutor(50) as pool:
+
+            def signed_in_search(_n: int) -> tuple[float, str]:
+                began = time.monotonic()
+                page = requests.get(site + "/", params=params, headers={HEADER: "alice"}, timeout=120)
+                return time.monotonic() - began, page.text
+
+            searches = [pool.submit(signed_in_search, n) for n in range(50)]
+            wait_for(lambda: slow.connections >= 30, timeout=30, what="the searchers' lookups to be under way")
+            began = time.monotonic()
+            visitor = requests.get(site + "/", params=params, timeout=120)
+            assert time.monotonic() - began < 4, "a visitor's search waited for searchers' lookups"
+            assert shown(visitor.text) == {"public"}
+            for search in searches:
+                took, page = search.result()
+                assert took < 6 + 6, took  # the deadline, and slack for fifty at once on a busy machine
+                assert "Only public documents are shown" in page and shown(page) == {"public"}
 
 
 def test_a_directory_that_does_not_answer_fails_closed(
