@@ -113,9 +113,10 @@ SEARCHCRAWL_AGENT_BATCH_BYTES = 33_554_432
 # answers 401/403 to a source's credentials from one origin (or failed form logins), in a row,
 # before the crawl stops asking it
 SEARCHCRAWL_AUTH_REFUSED_LIMIT = 3
-# logins of one form login in one crawl (process), whatever their outcome, before it stops asking
-# the login's origins (936, one ERROR): sessions that keep expiring do not send the password without end
-# (a wrong password a site takes, two processes sharing a user the site allows one session); 0: no limit
+# logins of one form login in one crawl (process) that follow a session which served no page, before
+# it stops asking the login's origins (936, one ERROR): sessions that keep ending at once do not send
+# the password without end (two processes sharing a user the site allows one session); a session that
+# serves pages before it expires is renewed as often as the site ends it; 0: no limit
 SEARCHCRAWL_AUTH_LOGIN_LIMIT = 100
 # Only http and https reach the network; a file source's own file: seeds switch "file" back on
 # (searchcrawl/config/spiderloader.py). A redirect or link never reaches a local file, FTP, S3 or data URL.

@@ -25,7 +25,7 @@ from typing import Any
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.run import CrawlArguments, Run
 from searchcrawl.index.indexer import IndexingError, SolrIndex, found_documents
-from searchcrawl.rules.maintenance import recrawl_reasons, settings_fingerprint
+from searchcrawl.rules.maintenance import INDEXING_RULES, recrawl_reasons, settings_fingerprint
 from searchcrawl.store import DocumentTable
 from searchcrawl.store.database import now, process_owner
 from searchcrawl.store.ledger import Ledger
@@ -46,7 +46,8 @@ def fingerprint(source: Source) -> dict[str, Any]:
             # an incremental listing would not name a document a new scope filter excludes
             "filters": settings.filters.model_dump(mode="json"),
         }
-    return settings_fingerprint(settings.index_dynamic_pages, settings.attributes, agent)
+    indexing = settings.model_dump(mode="json", include=set(INDEXING_RULES))
+    return settings_fingerprint(settings.index_dynamic_pages, settings.attributes, agent, indexing)
 
 
 def take_over_index(source: Source, documents: DocumentTable, index: SolrIndex, ledger: Ledger) -> bool:

@@ -20,8 +20,9 @@ from searchcrawl.rules.credentials import FormLogin, origin_of
 MAX_LOGIN_REDIRECTS = 5
 # The form picked when the table names none: the one with a password input
 PASSWORD_FORM_XPATH = '//form[.//input[translate(@type, "PASSWORD", "password") = "password"]]'
-# A page is sent again at most this many times after finding its session expired (each time in a
-# session that served other pages): a page that always answers with the login page gets 936
+# A page is sent again at most this many times after finding its session expired while the site
+# served no page since (no progress: a session that ends right after each login); a page that
+# expires in sessions serving pages is sent again as often as the site ends them
 MAX_RESENDS = 5
 
 
@@ -94,9 +95,10 @@ def login_failure(form: FormLogin, status: int, text: str | None, password_form:
 @dataclass(frozen=True)
 class Expiry:
     """What a page that found its session expired gets: ``log_in``, a new login is to start now
-    (none runs, none newer exists); ``refusal``, why the page gets 936 instead of being sent
-    again after the login (None: sent again); ``gives_up``, this expiry gives the origin up (the
-    failure in a row at the limit, or the login that would pass the crawl's cap)."""
+    (none runs, none newer exists) and the page is its proof (fetched first in the new session);
+    ``refusal``, why the page gets 936 instead of being sent again after the login (None: sent
+    again); ``gives_up``, this expiry gives the origin up (the failure in a row at the limit,
+    or the login that would pass the crawl's cap)."""
 
     log_in: bool
     refusal: str | None = None
@@ -105,28 +107,34 @@ class Expiry:
 
 class Sessions:
     """Each origin's session, numbered (0: never logged in; each successful login makes a new
-    one), its failures in a row and its logins in the crawl.
+    one), its failures in a row and its logins that followed a session serving no page.
 
-    A failure is a failed login, or a session that expires before serving a page known to need
-    a session (one that found a session expired once: a page anyone may see, or an error, proves
-    nothing of the login): so a site that takes a wrong password (a redirect elsewhere than the
-    login page, no ``success_text``) and then sends every page that needs the session to the
-    login page counts a failure per session, however many public pages it serves. A session that
-    serves such a page ends the failures in a row; at ``limit`` failures in a row the origin is
-    given up. ``login_limit`` (0: none) caps the logins of an origin in the crawl, whatever
-    their outcome (sessions ended by someone else's login, as two processes sharing a user on a
-    site that allows one session per user do): the one that would pass it gives the origin up."""
+    A session that expires after serving pages is no failure: the page that found it expired
+    proves the next login (the middleware fetches it first in the new session, before any other
+    page, ``proved``/``disproved``): served, the login works; expired again, the login gives no
+    session that serves it (a wrong password the site takes with a redirect home, a session that
+    ends at once) or the page alone expires. A failure is a failed login, a login its proof
+    disproves, or a session that expires before anything proved it (the first login's, which
+    has no proof) and before it served a page known to need a session (one that found a session
+    expired once: a page anyone may see, or an error, proves nothing of the login); each session
+    counts once at most. A proof, or a page known to need a session served in the newest
+    session, ends the failures in a row; at ``limit`` failures in a row the origin is given up.
+    ``login_limit`` (0: none) caps the logins of an origin that follow a session which served no
+    page (a loop of logins serving nothing, as two processes sharing a user on a site that
+    allows one session per user may make): the one that would pass it gives the origin up."""
 
     def __init__(self, limit: int, login_limit: int = 0) -> None:
         self.limit = max(1, limit)
         self.login_limit = max(0, login_limit)
         self.current: Counter[str] = Counter()
-        self.working: Counter[str] = Counter()  # the newest session that served a page known to need it
-        self.answered: Counter[str] = Counter()  # the newest session that answered any page (2xx or 3xx)
+        self.working: Counter[str] = Counter()  # the newest session proved to work
+        self.answered: Counter[str] = Counter()  # the newest session that answered a page (2xx or 3xx)
+        self.blamed: Counter[str] = Counter()  # the newest session counted as a failure
         self.failures: Counter[str] = Counter()
-        self.logins: Counter[str] = Counter()  # logins started (successful or not)
+        self.fruitless: Counter[str] = Counter()  # logins after a session that answered no page
         self.capped: set[str] = set()
         self.needs_session: dict[str, set[str]] = {}  # the URLs that found a session expired once
+        self.proven: dict[str, str] = {}  # the newest URL served that needs a session: a second proof
 
     def session(self, origin: str) -> int:
         return self.current[origin]
@@ -139,10 +147,6 @@ class Sessions:
         self.current[origin] += 1
         return self.current[origin]
 
-    def started(self, origin: str) -> None:
-        """A login of ``origin`` starts (counted toward ``login_limit``)."""
-        self.logins[origin] += 1
-
     def served(self, origin: str, seen: int, url: str, status: int) -> None:
         """``url`` was answered ``status`` in session ``seen``, no expiry: the newest session
         answers pages, and works if ``url`` is known to need one (an error proves nothing)."""
@@ -150,8 +154,23 @@ class Sessions:
             return
         self.answered[origin] = seen
         if url in self.needs_session.get(origin, ()):
-            self.working[origin] = seen
-            self.failures[origin] = 0
+            self.proved(origin, seen, url)
+
+    def proved(self, origin: str, seen: int, url: str) -> None:
+        """``url``, known to need a session, was served in session ``seen``: it works."""
+        if seen == self.current[origin] and not self.given_up(origin):
+            self.working[origin], self.failures[origin], self.proven[origin] = seen, 0, url
+
+    def disproved(self, origin: str, seen: int) -> bool:
+        """The proof of session ``seen`` found it expired: a failure (once per session); True
+        when it is the one that gives the origin up."""
+        return self._blame(origin, seen)
+
+    def _blame(self, origin: str, seen: int) -> bool:
+        if self.blamed[origin] >= seen:
+            return False
+        self.blamed[origin] = seen
+        return self.failed(origin)
 
     def failed(self, origin: str) -> bool:
         """Count a failure; True when it is the one that gives the origin up."""
@@ -164,24 +183,27 @@ class Sessions:
     def expired(self, origin: str, seen: int, resends: int, renewing: bool, url: str) -> Expiry:
         """``url``, sent with session ``seen``, already sent again ``resends`` times for expiries,
         found it expired; ``renewing``: a login of the origin runs. A page of an older session,
-        or found during the login, waits for it (at most MAX_RESENDS times). The first page to
-        find the newest session expired starts a login, and counts a failure if that session
-        served no page known to need it; unless it was sent again into a session that answers
-        other pages: that page alone expires (a page the crawler's user may not see, a help page
-        showing ``expired_text``), 936 without a login."""
+        or found during the login, waits for it. The first page to find the newest session
+        expired starts a login and is its proof; the session counts a failure if nothing proved
+        it. A page is sent again at most MAX_RESENDS times while the site serves no page in its
+        session or a later one (no progress): then 936."""
         if self.given_up(origin):
             return Expiry(log_in=False, refusal="not asked again in this crawl: its form login failed")
         self.needs_session.setdefault(origin, set()).add(url)
+        if resends >= MAX_RESENDS and self.answered[origin] < seen:
+            return Expiry(log_in=False, refusal=f"the page found its session expired {resends + 1} times, no page served since")
         if renewing or self.stale(origin, seen):
-            too_often = f"the page found its session expired {resends + 1} times" if resends >= MAX_RESENDS else None
-            return Expiry(log_in=False, refusal=too_often)
-        if resends and self.answered[origin] >= seen:
-            return Expiry(log_in=False, refusal="the page found expired a fresh session that serves other pages")
-        if self.working[origin] < seen and self.failed(origin):
+            return Expiry(log_in=False)
+        if self.working[origin] < seen and self._blame(origin, seen):
             why = f"the session expired before serving a page that needs one; the form login failed {self.limit} times in a row"
             return Expiry(log_in=False, refusal=why, gives_up=True)
-        if self.login_limit and self.logins[origin] >= self.login_limit:
-            self.capped.add(origin)
-            why = f"its session expired after {self.login_limit} logins in this crawl (SEARCHCRAWL_AUTH_LOGIN_LIMIT)"
-            return Expiry(log_in=False, refusal=why, gives_up=True)
-        return Expiry(log_in=True, refusal="the session expired again right after a fresh login" if resends else None)
+        if self.answered[origin] < seen:
+            self.fruitless[origin] += 1
+            if self.login_limit and self.fruitless[origin] >= self.login_limit:
+                self.capped.add(origin)
+                why = (
+                    f"its session expired without serving a page {self.login_limit} times in this crawl "
+                    "(SEARCHCRAWL_AUTH_LOGIN_LIMIT)"
+                )
+                return Expiry(log_in=False, refusal=why, gives_up=True)
+        return Expiry(log_in=True)

@@ -62,12 +62,38 @@ def original_of(a: Mapping[str, Any], b: Mapping[str, Any]) -> Mapping[str, Any]
 # recrawled in full once, or its documents (without them) would be shown to no one
 ACCESS_FIELDS_VERSION = 1
 
+# The source settings that make what is indexed of a page that has not changed (a 304, or the
+# same checksum): a change of one forces a recrawl, or the pages unchanged since would keep
+# what the old rule made of them, crawl after crawl. Each with the name its reason gives it.
+INDEXING_RULES: dict[str, str] = {
+    "regions": "the [regions] rules",
+    "fields": "the [[fields]] rules",
+    "display_urls": "the [[display_urls]] rules",
+    "search_attributes": "the [search_attributes] types",
+    "main_text": "main_text",
+    "description_fallback": "description_fallback",
+    "detect_language": "detect_language",
+    "default_charset": "default_charset",
+    "checksum_of": "checksum_of",
+    "soft_errors": "the [soft_errors] rules",
+    "obey_robots_meta": "obey_robots_meta",
+    "index_without_text": "index_without_text",
+    "ocr": "ocr",
+    "ocr_languages": "ocr_languages",
+    "render_js": "render_js",
+    "render_rules": "the [[render_rules]]",
+}
+
 
 def settings_fingerprint(
-    index_dynamic_pages: bool, attributes: dict[str, str], agent: dict[str, Any] | None = None
+    index_dynamic_pages: bool,
+    attributes: dict[str, str],
+    agent: dict[str, Any] | None = None,
+    indexing: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The settings whose change can make indexed documents wrong: with an agent, its options
-    too (a new title column, another list name: every document is read again)."""
+    too (a new title column, another list name: every document is read again); ``indexing``,
+    the values of INDEXING_RULES (as JSON)."""
     fingerprint: dict[str, Any] = {
         "index_dynamic_pages": index_dynamic_pages,
         "attributes": dict(sorted(attributes.items())),
@@ -75,11 +101,15 @@ def settings_fingerprint(
     }
     if agent is not None:
         fingerprint["agent"] = agent
+    if indexing is not None:
+        fingerprint["indexing"] = indexing
     return fingerprint
 
 
 def recrawl_reasons(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
-    """Why the source must be recrawled in full (empty: it need not)."""
+    """Why the source must be recrawled in full (empty: it need not). A rule the old fingerprint
+    does not hold (kept by a version that did not record it) is no reason: it is recorded at
+    the end of this run, and its next change forces the recrawl."""
     if old is None:
         return []
     reasons = []
@@ -89,12 +119,18 @@ def recrawl_reasons(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str
             reasons.append(f"attribute {name!r} was removed from the attribute mapping")
         elif new_attributes[name] != target:
             reasons.append(f"attribute {name!r} was remapped from {target!r} to {new_attributes[name]!r}")
+    for name in new_attributes.keys() - old_attributes.keys():
+        reasons.append(f"attribute {name!r} was added to the attribute mapping")
     if not old.get("index_dynamic_pages") and new.get("index_dynamic_pages"):
         reasons.append("index_dynamic_pages went from false to true")
     if old.get("access_fields") != new.get("access_fields"):
         reasons.append("its documents were indexed without the access fields (who may read them)")
     if "agent" in new and old.get("agent") != new["agent"]:
         reasons.append("the agent or its options changed")
+    old_rules, new_rules = old.get("indexing", {}), new.get("indexing", {})
+    for name, label in INDEXING_RULES.items():
+        if name in old_rules and name in new_rules and old_rules[name] != new_rules[name]:
+            reasons.append(f"{label} changed (pages not changed since would keep what the old rule made of them)")
     return reasons
 
 

@@ -4,6 +4,7 @@ table started or resumed, as a ``Run`` value, over in-memory stores and the stor
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -132,6 +133,23 @@ def test_a_plan_cut_short_is_made_again_by_the_resumed_run_not_by_a_node_that_jo
         known=rule_chain(source, 2048).refusal,
     )
     assert shared.others and not joined.plan_pending
+
+
+def test_a_changed_indexing_rule_forces_one_recrawl_saying_why(crawler_of, table: DocumentTable, caplog) -> None:
+    """Issue 72: a changed [regions] never reached the pages answered 304. Its change forces a
+    recrawl with an INFO line saying why; the run after it (its fingerprint kept) does not."""
+    source = crawler_of().spidercls.source
+    first, _ = start(source, table)
+    finish(table, first, source, ["http://h.test/"])
+    changed = crawler_of(SOURCE + '[regions]\ndrop = ["div.share"]\n').spidercls.source
+    assert changed.name == source.name
+    with caplog.at_level(logging.INFO, logger="searchcrawl.crawl.run_start"):
+        run, _ = start(changed, table)
+    assert (run.mode, run.forced) == ("forced", True)
+    assert f"Forced recrawl of {source.name}: the [regions] rules changed" in caplog.text
+    finish(table, run, changed, ["http://h.test/"])
+    run, _ = start(changed, table)
+    assert (run.mode, run.forced) == ("maintenance", False)
 
 
 def test_arguments_make_a_forced_or_a_test_run(source: Source, table: DocumentTable) -> None:

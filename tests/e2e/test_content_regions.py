@@ -66,3 +66,49 @@ def test_the_menu_is_not_the_text_and_a_changed_menu_changes_no_page(project: Pr
     now = {doc["url"].rsplit("/", 1)[1]: doc for doc in solr_docs(solr, name)}
     assert now["tides.html"]["_version_"] == docs["tides.html"]["_version_"]
     assert now["berths.html"]["content"] == "berths Berth four is open again. Notice HB-6 x"
+
+
+def test_a_changed_rule_reaches_the_pages_answered_304_once(project: Project, serve, tmp_path: Path, solr) -> None:
+    """Issue 72: a changed [regions], a new [[fields]] rule and a new [[display_urls]] rule never
+    reached the pages the site answered 304, crawl after crawl (only -a recrawl=force applied
+    them). A change of a rule that makes what is indexed of an unchanged page forces a recrawl,
+    saying why: every page is indexed again with the new rule; the crawl after it is a
+    maintenance crawl that re-indexes nothing."""
+    root = tmp_path / "site"
+    root.mkdir()
+    write_site(root, "Ferry times", {"tides": "High water at noon.", "berths": "Berth four is closed."})
+    site = serve(root)
+    name = f"rules-{uuid.uuid4().hex[:8]}"
+    base = f'seeds = ["{site.url}index.html"]\nmax_depth = 2\n'
+    project.source(name, base)
+    assert len(crawl(project, name)["new"]) == 3
+    before = {doc["url"]: doc for doc in solr_docs(solr, name)}
+    assert all("Share this page" in doc["content"] and "notice_s" not in doc for doc in before.values())
+    assert_not_modified(project, name)  # the site answers 304 to every page
+
+    rules = '[regions]\ndrop = ["div.share"]\n[[fields]]\nname = "notice"\ncss = "span.docno"\n'
+    rules += f'[[display_urls]]\nprefix = "{site.url}"\nreplace = "https://harbour.example/"\n'
+    project.source(name, base + rules)
+    result = project.scrapy("crawl", name, "-s", "LOG_LEVEL=INFO")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for why in ("the [regions] rules changed", "the [[fields]] rules changed", "the [[display_urls]] rules changed"):
+        assert f"Forced recrawl of {name}:" in result.stderr and why in result.stderr, result.stderr[-3000:]
+    after = {doc["url"]: doc for doc in solr_docs(solr, name)}
+    assert set(after) == set(before) and all(after[url]["_version_"] != before[url]["_version_"] for url in after)
+    tides = after[f"{site.url}tides.html"]
+    assert "Share this page" not in tides["content"] and tides["notice_s"] == "HB-5"
+    assert tides["display_url"] == "https://harbour.example/tides.html"
+
+    assert_not_modified(project, name)  # the site and the rules as they were: nothing to do
+    assert {doc["url"]: doc["_version_"] for doc in solr_docs(solr, name)} == {
+        url: doc["_version_"] for url, doc in after.items()
+    }
+
+
+def assert_not_modified(project: Project, name: str) -> None:
+    """A crawl of ``name`` is a maintenance crawl whose three pages are answered 304, no recrawl forced."""
+    result = project.scrapy("crawl", name)
+    assert result.returncode == 0 and "Forced recrawl" not in result.stderr, result.stderr[-3000:]
+    delta = json.loads(project.scrapy("report", name, "--json").stdout)
+    counts = delta["counts"]
+    assert delta["mode"] == "maintenance" and (counts["not_modified"], counts["new"], counts["changed"]) == (3, 0, 0), counts

@@ -131,100 +131,112 @@ def test_a_session_that_expires_after_serving_pages_is_no_failure() -> None:
     assert not sessions.given_up(SITE) and sessions.failures[SITE] == 0
 
 
-def test_a_session_that_serves_nothing_is_a_failed_login_and_a_page_is_resent_a_few_times() -> None:
+def test_a_session_that_ends_at_once_is_a_failed_login_and_a_page_is_resent_while_pages_are_served() -> None:
+    """Issue 72: the page that found a session expired proves the next login (fetched first in
+    the new session): found expired again, the login failed; a session counts once. A page
+    whose session another page's expiry replaced is sent again as long as the site serves
+    pages, MAX_RESENDS times when it serves none."""
     page = f"{SITE}/a.html"
     sessions = Sessions(limit=2)
     sessions.logged_in(SITE)
-    # the site took the login but its session works for nothing: a failure; the page is sent
-    # again once, then 936 if it finds the next fresh session expired too
-    assert sessions.expired(SITE, 1, 0, False, page) == Expiry(log_in=True)
+    # the first session expired before anything proved it (the first login has no proof): a failure
+    assert sessions.expired(SITE, 1, 0, False, page) == Expiry(log_in=True) and sessions.failures[SITE] == 1
     sessions.logged_in(SITE)
-    expiry = sessions.expired(SITE, 2, 1, False, page)
-    assert expiry.gives_up and not expiry.log_in and "failed 2 times in a row" in (expiry.refusal or "")
-    assert sessions.expired(SITE, 2, 0, False, page).refusal == "not asked again in this crawl: its form login failed"
+    assert sessions.disproved(SITE, 2)  # its proof found the fresh session expired: the second in a row gives up
+    assert not sessions.disproved(SITE, 2) and sessions.failures[SITE] == 2  # a session counts once
+    assert sessions.expired(SITE, 2, 1, False, page).refusal == "not asked again in this crawl: its form login failed"
 
     sessions = Sessions(limit=3)
     sessions.logged_in(SITE)
     sessions.logged_in(SITE)
-    assert sessions.expired(SITE, 2, 1, False, page).refusal == "the session expired again right after a fresh login"
-    # a page whose session someone else's expiry replaced, again and again: sent again
-    # MAX_RESENDS times, then 936
     assert sessions.expired(SITE, 1, MAX_RESENDS - 1, False, page) == Expiry(log_in=False)
     too_often = sessions.expired(SITE, 1, MAX_RESENDS, False, page)
-    assert not too_often.log_in and too_often.refusal == f"the page found its session expired {MAX_RESENDS + 1} times"
+    assert (
+        not too_often.log_in
+        and too_often.refusal == f"the page found its session expired {MAX_RESENDS + 1} times, no page served since"
+    )
     assert sessions.expired(SITE, 2, MAX_RESENDS, True, page).refusal == too_often.refusal
+    sessions.served(SITE, 2, f"{SITE}/b.html", 200)  # the site serves pages: the page is sent again, however often
+    assert sessions.expired(SITE, 1, 10 * MAX_RESENDS, False, page) == Expiry(log_in=False)
+
+
+def test_sessions_of_a_few_pages_renew_without_end_and_no_failure() -> None:
+    """Issue 72: a site whose session serves five pages, sixteen requests waiting for each login
+    going out before the page that found the last session expired: a session that served no
+    page *known to need one* counted a failure, and the third gave the site up. Each login is
+    proved by that page, fetched first: however many sessions, no failure, no cap."""
+    sessions = Sessions(limit=3, login_limit=4)
+    sessions.logged_in(SITE)
+    for session in range(1, 100):
+        for n in range(5):  # pages that never found a session expired
+            sessions.served(SITE, session, f"{SITE}/s{session}-{n}.html", 200)
+        assert sessions.expired(SITE, session, 0, False, f"{SITE}/s{session}-5.html") == Expiry(log_in=True)
+        sessions.proved(SITE, sessions.logged_in(SITE), f"{SITE}/s{session}-5.html")
+    assert not sessions.given_up(SITE) and sessions.failures[SITE] == 0
 
 
 def test_a_wrong_password_the_site_takes_gives_up_though_public_pages_answer() -> None:
     """Issue 53 review: a site that takes a wrong password with a redirect elsewhere (no
     success_text) and sends every protected page to the login page, while a public page (or a
     404, or a 500) answers in each session. Any answer ended the failures in a row: 20 protected
-    pages made 121 logins with the wrong password and never gave up (an account lockout)."""
+    pages made 121 logins with the wrong password and never gave up (an account lockout). The
+    first session's expiry (nothing proved it) and each proof that finds the fresh session
+    expired count: three logins."""
     sessions = Sessions(limit=3)
     logins = 0
 
-    def log_in() -> None:
+    def log_in() -> int:
         nonlocal logins
         logins += 1
-        sessions.started(SITE)
-        sessions.logged_in(SITE)
+        return sessions.logged_in(SITE)
 
     log_in()
     for n in range(20):
-        resends = 0
-        while not sessions.given_up(SITE):
-            seen = sessions.session(SITE)
-            for url, status in ((f"{SITE}/", 200), (f"{SITE}/missing", 404), (f"{SITE}/broken", 500)):
-                sessions.served(SITE, seen, url, status)
-            expiry = sessions.expired(SITE, seen, resends, False, f"{SITE}/p{n}.html")
-            if expiry.log_in:
-                log_in()
-            if expiry.refusal is not None:
-                break
-            resends += 1
+        if sessions.given_up(SITE):
+            break
+        seen = sessions.session(SITE)
+        for url, status in ((f"{SITE}/", 200), (f"{SITE}/missing", 404), (f"{SITE}/broken", 500)):
+            sessions.served(SITE, seen, url, status)
+        expiry = sessions.expired(SITE, seen, 0, False, f"{SITE}/p{n}.html")
+        assert expiry.log_in
+        sessions.disproved(SITE, log_in())  # the proof: the page expires in the new session too (936)
     assert sessions.given_up(SITE) and logins == 3
 
 
 def test_a_page_that_always_expires_costs_one_login_and_no_failure() -> None:
     """Issue 53 review: a page a working session cannot see (Django's permission_required sends
     a logged-in user without the right to the login page; a help page shows expired_text) was
-    sent again 5 times, each with a new login: 6 logins per page with a correct password. Sent
-    again into a session that serves other pages, it now gets 936 without a login."""
+    sent again 5 times, each with a new login. Its proof finds the new session expired, and the
+    page proved before is served there: the page expires alone, 936, no failure."""
     sessions = Sessions(limit=3)
-    sessions.started(SITE)
     sessions.logged_in(SITE)
     sessions.needs_session[SITE] = {f"{SITE}/a.html"}
+    sessions.served(SITE, 1, f"{SITE}/a.html", 200)
     logins = 1
     for n in range(10):
-        denied, resends = f"{SITE}/admin{n}.html", 0
-        while True:
-            seen = sessions.session(SITE)
-            sessions.served(SITE, seen, f"{SITE}/a.html", 200)  # the session works for the other pages
-            expiry = sessions.expired(SITE, seen, resends, False, denied)
-            if expiry.log_in:
-                logins += 1
-                sessions.started(SITE)
-                sessions.logged_in(SITE)
-            if expiry.refusal is not None:
-                assert expiry.refusal == "the page found expired a fresh session that serves other pages"
-                break
-            resends += 1
+        seen = sessions.session(SITE)
+        assert sessions.expired(SITE, seen, 0, False, f"{SITE}/admin{n}.html") == Expiry(log_in=True)
+        logins += 1
+        session = sessions.logged_in(SITE)
+        assert sessions.proven[SITE] == f"{SITE}/a.html"  # the second proof (the middleware's)
+        sessions.proved(SITE, session, f"{SITE}/a.html")
     assert logins == 1 + 10 and not sessions.given_up(SITE) and sessions.failures[SITE] == 0
 
 
-def test_logins_of_an_origin_are_capped_in_a_crawl() -> None:
-    """Issue 53 review: sessions that keep expiring after serving pages (two processes sharing
-    a user on a site that allows one session per user) logged in without end."""
+def test_logins_after_sessions_that_served_no_page_are_capped_in_a_crawl() -> None:
+    """Issue 53 review: sessions that keep ending (two processes sharing a user on a site that
+    allows one session per user) logged in without end. Issue 72: a cap on every login stopped
+    a site whose sessions serve a few pages each; it counts the logins after a session that
+    served no page (each proved, so no failure)."""
     sessions = Sessions(limit=3, login_limit=4)
+    sessions.logged_in(SITE)
     for session in range(1, 5):
-        sessions.started(SITE)
-        sessions.logged_in(SITE)
-        sessions.needs_session[SITE] = {f"{SITE}/a.html"}
-        sessions.served(SITE, session, f"{SITE}/a.html", 200)
+        sessions.proved(SITE, session, f"{SITE}/a.html")
         expiry = sessions.expired(SITE, session, 0, False, f"{SITE}/b.html")
         if session < 4:
             assert expiry == Expiry(log_in=True)
-    assert expiry.gives_up and not expiry.log_in and "after 4 logins" in (expiry.refusal or "")
+            sessions.logged_in(SITE)
+    assert expiry.gives_up and not expiry.log_in and "without serving a page 4 times" in (expiry.refusal or "")
     assert sessions.given_up(SITE) and not Sessions(limit=3).given_up(SITE)
 
 

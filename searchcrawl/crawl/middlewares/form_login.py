@@ -28,15 +28,19 @@ passed it already and waited for the site's turn (site_concurrency, fleet) are s
 FormLoginGateMiddleware, the last downloader middleware before the network, and sent again after
 the login (so are those sent with a session older than the newest). The gate also reads each
 answer before the site's turn is given back, so that the next request already finds the login
-under way. A failed login, or a session that expires before serving a page known to need one
-(a login the site took without giving a session that works), counts toward
-SEARCHCRAWL_AUTH_REFUSED_LIMIT failures in a row, which such a page served ends; a session that
-expires after serving them counts nothing (searchcrawl/rules/login_forms.py, Sessions). The URL
-gets status 936 (a transient failure of the source, not counted, nothing removed) when its login
-failed, when it found expired a session fresh from a login after being sent again, or after
-MAX_RESENDS resends; at the limit, or at SEARCHCRAWL_AUTH_LOGIN_LIMIT logins in the crawl, the
-crawl logs an ERROR and stops asking the login's origins (their URLs get 936 without a request),
-rather than walking a site of login pages. The login page itself is never requested as a page
+under way. The page whose expiry starts a login proves it: fetched first in the new session, as
+a request of the login's own, before any page waiting for the login (which would use a session
+of a few pages up before it). A failed login, a login whose proof finds the fresh session
+expired (a login the site took without giving a session that works, a session that ends at
+once), or a first session that expires before serving a page known to need one, counts toward
+SEARCHCRAWL_AUTH_REFUSED_LIMIT failures in a row, which a proof served ends; a session that
+expires after serving pages counts nothing, however often (searchcrawl/rules/login_forms.py,
+Sessions). The URL gets status 936 (a transient failure of the source, not counted, nothing
+removed) when its login failed, when its proof found the fresh session expired (alone, if a page
+proved before is served there), or after MAX_RESENDS resends while the site served no page; at
+the limit, or at the SEARCHCRAWL_AUTH_LOGIN_LIMITth login after a session that served no page,
+the crawl logs an ERROR and stops asking the login's origins (their URLs get 936 without a
+request), rather than walking a site of login pages. The login page itself is never requested as a page
 (status 903), nor indexed when another name of the same server leads to it (its path and port
 on another host answered from the address the login page came from, showing the login form:
 936, which removes nothing).
@@ -93,6 +97,9 @@ from searchcrawl.rules.status_codes import Status
 logger = logging.getLogger(__name__)
 
 RESEND_PAUSE = 0.1  # seconds before a login request that got no answer is sent again (_fetch)
+# A login's outcome: why it failed (None: logged in), and why its proof gets 936 (None: sent again)
+Outcome = tuple[str | None, str | None]
+_VERDICTS = {True: "expired too", False: "served", None: "proves nothing"}
 # Each crawl's FormLoginMiddleware, for its gate (built after it: a higher order)
 _MIDDLEWARES: WeakKeyDictionary[Crawler, FormLoginMiddleware] = WeakKeyDictionary()
 
@@ -154,7 +161,7 @@ class FormLoginMiddleware:
         self.logins = logins
         self.by_origin = {origin: login for login in logins for origin in login.origins}
         self.sessions = Sessions(refused_limit, login_limit)
-        self.logging_in: dict[str, asyncio.Future[str | None]] = {}  # login key -> the login under way
+        self.logging_in: dict[str, asyncio.Future[Outcome]] = {}  # login key -> the login under way
         self.login_addresses: dict[str, set[str]] = {}  # login key -> the addresses its login page came from
         _MIDDLEWARES[crawler] = self
 
@@ -212,7 +219,7 @@ class FormLoginMiddleware:
         first page to find the newest session expired starts the new login here."""
         return self._expiry(request, response)[0]
 
-    def _expiry(self, request: Request, response: Response) -> tuple[Expiry | None, asyncio.Future[str | None] | None]:
+    def _expiry(self, request: Request, response: Response) -> tuple[Expiry | None, asyncio.Future[Outcome] | None]:
         """``expiry``'s answer and the login the page then waits for (the one under way)."""
         login = self._page_login(request)
         if login is None:
@@ -238,7 +245,7 @@ class FormLoginMiddleware:
         )
         if expiry.gives_up:
             self._give_up(login, expiry.refusal or "")
-        waits_for = self._start_login(login) if expiry.log_in else self.logging_in.get(login.key)
+        waits_for = self._start_login(login, proof=request.url) if expiry.log_in else self.logging_in.get(login.key)
         request.meta[LOGIN_EXPIRY] = expiry, waits_for
         return expiry, waits_for
 
@@ -254,7 +261,9 @@ class FormLoginMiddleware:
         if expiry.refusal is not None:
             raise self._refused(login, expiry.refusal)
         if waits_for is not None:  # else a newer session exists already
-            await self._outcome(login, waits_for)
+            disproof = await self._outcome(login, waits_for)
+            if expiry.log_in and disproof is not None:  # this page was the login's proof
+                raise self._refused(login, disproof)
         resends = int(request.meta.get(LOGIN_RETRIED, 0)) + 1
         return request.replace(dont_filter=True, meta={**request.meta, LOGIN_RETRIED: resends})
 
@@ -305,37 +314,76 @@ class FormLoginMiddleware:
 
     # --- the login --------------------------------------------------------------------------
 
-    async def _outcome(self, login: Login, running: asyncio.Future[str | None]) -> None:
-        """Wait for the login ``running``; RequestRefused (936) if it failed."""
-        failure = await asyncio.shield(running)
+    async def _outcome(self, login: Login, running: asyncio.Future[Outcome]) -> str | None:
+        """Wait for the login ``running``; RequestRefused (936) if it failed, else why its proof
+        gets 936 (None: served, or no proof)."""
+        failure, disproof = await asyncio.shield(running)
         if failure is not None:
             raise self._refused(login, f"the form login failed: {failure}")
+        return disproof
 
-    def _start_login(self, login: Login) -> asyncio.Future[str | None]:
-        """The login under way, started now if none is (one for all the requests that ask together)."""
+    def _start_login(self, login: Login, proof: str | None = None) -> asyncio.Future[Outcome]:
+        """The login under way, started now if none is (one for all the requests that ask
+        together); ``proof``, the page that found the last session expired."""
         running = self.logging_in.get(login.key)
         if running is None:
-            self.sessions.started(login.key)
-            running = self.logging_in[login.key] = asyncio.ensure_future(self._login(login))
+            running = self.logging_in[login.key] = asyncio.ensure_future(self._login(login, proof))
             running.add_done_callback(lambda _done: self.logging_in.pop(login.key, None))
         return running
 
-    async def _login(self, login: Login) -> str | None:
-        """Log in once: None on success, else why it failed (counted toward giving up)."""
+    async def _login(self, login: Login, proof: str | None) -> Outcome:
+        """Log in once, then fetch ``proof`` first in the new session (no page of the origin goes
+        out meanwhile): why the login failed (counted toward giving up), and why the proof gets 936."""
         logger.info("Logging in to %s at %s", login.key, login.form.url)
         try:
             failure = await self._submit(login)
         except Exception as exc:  # the login page or the form unreachable, refused by a rule, ...
             failure = f"{type(exc).__name__}: {exc}"
         self.crawler.stats.inc_value("searchcrawl/logins" if failure is None else "searchcrawl/logins_failed")
-        if failure is None:
-            logger.info("Logged in to %s (session %d)", login.key, self.sessions.logged_in(login.key))
-        elif self.sessions.failed(login.key):
+        if failure is not None:
             logger.warning("The form login of %s failed: %s", login.form.url, failure)
-            self._give_up(login, f"failed {self.sessions.limit} times in a row")
-        else:
-            logger.warning("The form login of %s failed: %s", login.form.url, failure)
-        return failure
+            if self.sessions.failed(login.key):
+                self._give_up(login, f"failed {self.sessions.limit} times in a row")
+            return failure, None
+        session = self.sessions.logged_in(login.key)
+        logger.info("Logged in to %s (session %d)", login.key, session)
+        return None, None if proof is None else await self._prove(login, session, proof)
+
+    async def _prove(self, login: Login, session: int, url: str) -> str | None:
+        """The page that found the last session expired, fetched first in the new one: served,
+        the login works; expired again, the page alone expires if a page proved before is served
+        (a page the crawler's user may not see), else the login failed (a wrong password the site
+        takes, a session that ends at once). Why the page gets 936 (None: it is sent again)."""
+        key = login.key
+        answer = await self._expires(login, url)
+        logger.debug("The proof of session %d of %s at %s: %s", session, key, url, _VERDICTS[answer])
+        if answer is not True:
+            if answer is False:
+                self.sessions.proved(key, session, url)
+            return None
+        known = self.sessions.proven.get(key)
+        if known is not None and known != url and await self._expires(login, known) is False:
+            self.sessions.proved(key, session, known)
+            logger.debug("%s expires alone: %s, which needs a session too, is served in session %d", url, known, session)
+            return "the page alone found expired a fresh session that serves other pages needing one"
+        if self.sessions.disproved(key, session):
+            self._give_up(
+                login, f"the session of a fresh login expired at once; the form login failed {self.sessions.limit} times in a row"
+            )
+        return "the page found expired the session of a fresh login too"
+
+    async def _expires(self, login: Login, url: str) -> bool | None:
+        """Whether ``url``, fetched as a login request (no redirect followed, nothing recorded),
+        says the session expired (None: it proves nothing: an error, a redirect elsewhere, no answer)."""
+        try:
+            response = await self._fetch(self._request(login, url), f"The page {url} proving the login of {login.key}")
+        except Exception as exc:  # unreachable, refused by a rule, ...
+            logger.debug("The proof %s of the login of %s got no answer: %s", url, login.key, exc)
+            return None
+        text = response.text if login.form.expired_text is not None and isinstance(response, TextResponse) else None
+        if session_expired(login.form, url, response.status, _location(response), text) is not None:
+            return True
+        return False if 200 <= response.status < 300 else None
 
     async def _submit(self, login: Login) -> str | None:
         form = login.form
