@@ -499,6 +499,11 @@ SPELLCHECK_PARAMS = {
     # a collation is tried with every word required: with /select's own mm a collation of two
     # words passed on one of them, and the other could be anything the index holds
     "spellcheck.collateParam.mm": "100%",
+    # every word typed is corrected, those the index holds too (the word itself its first
+    # correction): by default Solr corrects only a word no document holds, counting the
+    # documents the searcher may not read, so whether "Did you mean" came told them whether a
+    # hidden document holds the word they typed
+    "spellcheck.alternativeTermCount": 10,
 }
 MAX_SPELLINGS = 3
 
