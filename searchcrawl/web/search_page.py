@@ -30,6 +30,7 @@ from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import (
     ONE_URL_TAG,
     SPELL_FIELD,
+    TIME_ALLOWED_MS,
     UF,
     counted,
     every_word_counts,
@@ -499,6 +500,11 @@ SPELLCHECK_PARAMS = {
     # a collation is tried with every word required: with /select's own mm a collation of two
     # words passed on one of them, and the other could be anything the index holds
     "spellcheck.collateParam.mm": "100%",
+    # every word typed is corrected, those the index holds too (the word itself its first
+    # correction): by default Solr corrects only a word no document holds, counting the
+    # documents the searcher may not read, so whether "Did you mean" came told them whether a
+    # hidden document holds the word they typed
+    "spellcheck.alternativeTermCount": 10,
 }
 MAX_SPELLINGS = 3
 
@@ -514,7 +520,9 @@ def spelling(
     counts a document whatever the query's operators say of that word (``-w``) or however many
     of its words it needs. None when Solr fails (the page goes on without them)."""
     _filters, trimming = solr_trimming(principals)  # every parameter the trimming needs (macros off too)
-    asked = {**trimming, **filter_params, "rows": 0, "fq": fq, "uf": UF}  # the search's own fields, no nested query
+    # the search's own fields, no nested query, and its bound: the query (and each collation Solr
+    # tries) is asked again, and one that found nothing may have been cut short by the bound
+    asked = {**trimming, **filter_params, "rows": 0, "fq": fq, "uf": UF, "timeAllowed": TIME_ALLOWED_MS}
     try:
         corrected = collations(client.search(request.q, **asked, **SPELLCHECK_PARAMS).spellcheck or {})
         if not corrected:

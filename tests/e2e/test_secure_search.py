@@ -324,6 +324,37 @@ def test_a_spelling_suggestion_spells_no_word_of_a_document_the_searcher_may_not
         assert [text for text, _url in run_search(client, SearchRequest(near), principals).suggestions] == [word]
 
 
+def test_whether_a_word_is_in_a_document_the_searcher_may_not_read_changes_no_spelling_suggestion(
+    solr_url: str, solr: pysolr.Solr
+) -> None:
+    """Review of issue 72 (1): Solr corrects only words the index does not hold (its default
+    suggest mode), and it counts every document's words, those the searcher may not read too. A
+    word held only by finance's document was therefore never corrected, while a word held by no
+    document was: a visitor typing a guessed word next to a public one ("layoff" next to
+    "layout") learnt from "Did you mean" whether a hidden document holds it. Whether a hidden
+    document holds the word typed must change nothing the searcher sees."""
+    source = f"oracle-{uuid.uuid4().hex[:8]}"
+    word = "harbour" + letters(8, uuid.uuid4().hex)  # public
+    hidden = word[:-1] + ("q" if word[-1] != "q" else "x")  # one letter off, held by finance's document alone
+    absent = word[:-1] + ("z" if word[-1] != "z" else "y")  # one letter off, held by no document
+    docs = []
+    for name, held, text in (
+        ("public", Access.public("test"), f"The {word} office."),
+        ("finance", access("group:finance"), f"The {hidden} plan."),
+    ):
+        url = f"http://secure.test/{source}/{name}"
+        docs.append({"id": f"{source}!{url}", "url": url, "source": source, "title": name, "content": text, **held.fields()})
+    solr.add(docs)
+    client = SolrIndex(solr_url, timeout=30)
+    visitor = Principals.anonymous()
+    spelt = {
+        typed: [text for text, _url in run_search(client, SearchRequest(typed), visitor).suggestions]
+        for typed in (hidden, absent)
+    }
+    assert spelt[absent] == [word]  # a word no document holds is corrected to the public one
+    assert spelt[hidden] == spelt[absent], "a word only a hidden document holds is told apart"
+
+
 def test_a_macro_principal_reads_no_suggestion_either(solr_url: str, solr: pysolr.Solr) -> None:
     """The spelling suggestions' query is trimmed as the search is, Solr's macros off too: a
     principal group:${spellcheck.count} would read the suggestions of group:10's documents."""

@@ -432,6 +432,8 @@ def test_run_search_sends_the_sort_the_page_size_and_the_facets_values_with_thei
     checked, words = solr.asked[1], solr.asked[2]
     assert checked["fq"] == solr.asked[0]["fq"] and checked["filter_type_1"] == "{!term f=mimetype}application/pdf"
     assert checked["spellcheck.collateParam.mm"] == "100%" and checked["uf"] == solr.asked[0]["uf"]
+    # a word the index holds is corrected as one it does not (a hidden document may hold it)
+    assert checked["spellcheck.alternativeTermCount"] == checked["spellcheck.count"]
     # then every word of each collation, on the dictionary's own field, with the same filters
     assert words["q"] == "*:*" and words["fq"] == solr.asked[0]["fq"] and words["filter_type_1"] == checked["filter_type_1"]
     assert words["expandMacros"] == "false" and words["rows"] == 0
@@ -444,3 +446,19 @@ def test_run_search_sends_the_sort_the_page_size_and_the_facets_values_with_thei
         "sort": ["date"],
         "rows": ["20"],
     }
+
+
+def test_every_request_of_a_search_that_found_nothing_is_bounded_in_time_as_the_search_is() -> None:
+    """Review of issue 72 (1): the search is bounded (``timeAllowed``: a visitor's
+    ``content:/.*a.*b.*/`` or ``*e*`` gets what was found by then), but when it found nothing
+    (as such a query cut short may), the spelling suggestions asked the same query again without
+    the bound, Solr's collation tries asking it up to 10 times more: any visitor could keep Solr
+    busy for as long as the query takes, with one request of the search page."""
+    request = SearchRequest.from_params([("q", "content:/.*a.*b.*c.*/ harbor")])
+    spelt = {"collations": ["collation", "harbour"]}
+    counts = SimpleNamespace(facets={"facet_queries": {"spelling_0": 1}})
+    solr = AskedSolr(answer(0), answer(0, spellcheck=spelt), counts)
+    run_search(solr, request, Principals.anonymous())  # type: ignore[arg-type]
+    assert len(solr.asked) == 3
+    bound = solr.asked[0]["timeAllowed"]
+    assert [asked.get("timeAllowed") for asked in solr.asked] == [bound] * 3
