@@ -10,7 +10,7 @@ import os
 
 from scrapy.settings import default_settings as _scrapy_defaults
 
-from searchcrawl.ops.secrets import install_log_redaction
+from searchcrawl.system.secrets import install_log_redaction
 
 # Secrets (Solr and scrapyd passwords, database password) come from the environment or files,
 # never from settings; they, and any URL's password, are masked in every log line.

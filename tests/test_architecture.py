@@ -22,6 +22,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "searchcrawl"
 LEVELS: tuple[frozenset[str], ...] = tuple(
     frozenset(level.split())
     for level in (
+        "system",  # the floor: what every level needs of the machine it runs on (secrets, processes, paths, package files)
         "sources",  # the packaged example source: data, no code
         "rules",
         "access",
@@ -41,19 +42,11 @@ TOP = "(top)"
 # (importing module, imported module): an import that runs upward, and why it still does
 UPWARD: dict[tuple[str, str], str] = {
     ("searchcrawl.access.explanation", "searchcrawl.index.indexer"): "issue 73: to move",
-    ("searchcrawl.access.directory", "searchcrawl.ops.secrets"): "issue 73: to move",
-    ("searchcrawl.agents.smb", "searchcrawl.ops.secrets"): "issue 73: to move",
-    ("searchcrawl.agents.sql", "searchcrawl.ops.secrets"): "issue 73: to move",
     ("searchcrawl.config.spiderloader", "searchcrawl.crawl.agent_spider"): "issue 73: to move",
     ("searchcrawl.config.spiderloader", "searchcrawl.crawl.middlewares.address_guard"): "issue 73: to move",
     ("searchcrawl.config.spiderloader", "searchcrawl.crawl.spider"): "issue 73: to move",
-    ("searchcrawl.config.paths", "searchcrawl.ops"): "issue 73: to move",
     ("searchcrawl.config.source", "searchcrawl.ops.notify_events"): "issue 73: to move",
     ("searchcrawl.crawl.extensions.run_notify", "searchcrawl.commands.crawl"): "issue 73: to move",
-    ("searchcrawl.dev.solr_runner", "searchcrawl.config.resources"): "issue 73: to move",
-    ("searchcrawl.dev.jvm_server", "searchcrawl.ops.processes"): "issue 73: to move",
-    ("searchcrawl.index.solrcloud", "searchcrawl.ops"): "issue 73: to move",
-    ("searchcrawl.store.runs", "searchcrawl.ops.processes"): "issue 73: to move",
     ("searchcrawl.store.relevance_rules", "searchcrawl.web.relevance"): "issue 73: to move",
     ("searchcrawl.store.searches", "searchcrawl.web.relevance"): "issue 73: to move",
     ("searchcrawl.web.app", "searchcrawl.commands.report"): "issue 73: to move",

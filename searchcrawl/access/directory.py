@@ -52,7 +52,7 @@ from scrapy.settings import BaseSettings
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.ntfs import NETWORK_LOGON_SIDS, WELL_KNOWN, sid_text
 from searchcrawl.access.tokens import AccessError, normal_token
-from searchcrawl.ops.secrets import LDAP_BIND_PASSWORD, secret
+from searchcrawl.system.secrets import LDAP_BIND_PASSWORD, secret
 
 logger = logging.getLogger(__name__)
 

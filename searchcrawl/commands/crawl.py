@@ -19,7 +19,6 @@ from scrapy.spiderloader import get_spider_loader
 from scrapy.spiders import Spider
 
 from searchcrawl.commands import is_setup_error, on_failure
-from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_started
@@ -36,6 +35,7 @@ from searchcrawl.ops.local_fleet import (
 )
 from searchcrawl.store import Database
 from searchcrawl.store.runs import ALREADY_RUNNING, Runs
+from searchcrawl.system import paths
 
 logger = logging.getLogger(__name__)
 

@@ -18,11 +18,11 @@ from scrapy.commands import ScrapyCommand
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.commands.search import format_hits, search
-from searchcrawl.config import paths
-from searchcrawl.config.resources import package_dir
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrError
 from searchcrawl.index.query import matching
 from searchcrawl.ops.launchers import scrapy_command
+from searchcrawl.system import paths
+from searchcrawl.system.resources import package_dir
 
 SITE_PORT = 8765  # the example source's seeds point here
 QUERIES = ("travel expenses", '"oracle on demand"', "solr")

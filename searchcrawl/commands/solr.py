@@ -15,11 +15,11 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from searchcrawl.commands import open_database
-from searchcrawl.config import paths
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrCloud, DevSolrError
 from searchcrawl.index import solrcloud
 from searchcrawl.index.indexer import IndexingError, SolrIndex, migrate_ids
 from searchcrawl.store import DocumentTable
+from searchcrawl.system import paths
 
 ACTIONS = ("start", "stop", "status", "collection", "migrate-ids")
 DEFAULT_CLOUD_NODES = 2

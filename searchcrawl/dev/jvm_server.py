@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from searchcrawl.ops.processes import process_alive
+from searchcrawl.system.processes import process_alive
 
 try:  # Serialises concurrent builds/starts on POSIX; without it we simply do not lock.
     import fcntl

@@ -4,7 +4,7 @@ Maven Central has no Solr server distribution, so the launcher (the Maven projec
 ``solr/launcher``, package data ``searchcrawl.dev.solr_launcher``) runs Solr through
 ``JettySolrRunner`` (solr-test-framework) in its own JVM, with one core, ``searchcrawl``, built
 from the configset (``solr/configset/conf``, package data ``searchcrawl.index.configset``). Both
-are read through :func:`searchcrawl.config.resources.package_dir`, so this works the same from
+are read through :func:`searchcrawl.system.resources.package_dir`, so this works the same from
 the checkout, from an installed wheel and from a zipped egg. This module builds that launcher with
 Maven, starts it detached, waits until the core answers its ping, and stops it again.
 
@@ -44,7 +44,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from searchcrawl.config.resources import CONFIGSET_PACKAGE, package_dir
 from searchcrawl.dev.jvm_server import (
     HOST,
     JvmServer,
@@ -55,6 +54,7 @@ from searchcrawl.dev.jvm_server import (
     locked,
     run_maven,
 )
+from searchcrawl.system.resources import CONFIGSET_PACKAGE, package_dir
 
 __all__ = [
     "CONFIGSET_PACKAGE",

@@ -25,8 +25,8 @@ from searchcrawl.ops.notify_events import (
     check_address,
     detect_events,
 )
-from searchcrawl.ops.secrets import redact, remember, secret
 from searchcrawl.store.notifications import Notifications, run_key
+from searchcrawl.system.secrets import redact, remember, secret
 
 logger = logging.getLogger(__name__)
 

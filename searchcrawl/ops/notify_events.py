@@ -35,9 +35,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, field_validator
 
-from searchcrawl.ops.secrets import redact
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.tables import RuleTable
+from searchcrawl.system.secrets import redact
 
 
 class EventKind(StrEnum):

@@ -33,10 +33,10 @@ from searchcrawl.ops.notify_events import (
     dropped_share,
     safe_url,
 )
-from searchcrawl.ops.secrets import remember
 from searchcrawl.ops.stalls import Stall
 from searchcrawl.store.database import Database
 from searchcrawl.store.notifications import Notifications, run_key
+from searchcrawl.system.secrets import remember
 
 SEEDED_SECRET = "s3cr3t-Pa55word-never-shown"
 

@@ -25,9 +25,9 @@ from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_ended
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
 from searchcrawl.ops.notify_events import LOGIN_STATUSES, TIKA_STATUSES, TLS_STATUSES, RunFacts
-from searchcrawl.ops.secrets import SecretError
 from searchcrawl.store.database import now
 from searchcrawl.store.notifications import Notifications, run_examples, run_statuses
+from searchcrawl.system.secrets import SecretError
 
 logger = logging.getLogger(__name__)
 

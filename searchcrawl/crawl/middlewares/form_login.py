@@ -77,7 +77,6 @@ from searchcrawl.crawl.meta import (
     ROBOTS_REQUEST,
 )
 from searchcrawl.crawl.middlewares.site_auth import SiteAuthError, read_credentials
-from searchcrawl.ops.secrets import SecretError, required_secret
 from searchcrawl.rules.credentials import Credentials, FormLogin, origin_of, safe_header_value
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.login_forms import (
@@ -93,6 +92,7 @@ from searchcrawl.rules.login_forms import (
     session_expired,
 )
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.system.secrets import SecretError, required_secret
 
 logger = logging.getLogger(__name__)
 

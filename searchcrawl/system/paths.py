@@ -8,7 +8,7 @@ from pathlib import Path
 from scrapy.settings import BaseSettings
 from sqlalchemy.engine import make_url
 
-from searchcrawl.ops import secrets
+from searchcrawl.system import secrets
 
 
 def data_dir(settings: BaseSettings) -> Path:
