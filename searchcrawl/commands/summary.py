@@ -21,7 +21,7 @@ from scrapy.exceptions import UsageError
 
 from searchcrawl.commands import open_database
 from searchcrawl.config.source import SourceError
-from searchcrawl.config.spiderloader import SourceSpiderLoader
+from searchcrawl.crawl.spiderloader import SourceSpiderLoader
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.ops.daily_summary import (
     build_summary,

@@ -23,7 +23,7 @@ from scrapy.utils.conf import closest_scrapy_cfg
 
 from searchcrawl.access.directory import directory_of
 from searchcrawl.config.source import SourceError
-from searchcrawl.config.spiderloader import SourceSpiderLoader
+from searchcrawl.crawl.spiderloader import SourceSpiderLoader
 from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.system import paths, secrets
