@@ -42,8 +42,6 @@ TOP = "(top)"
 # (importing module, imported module): an import that runs upward, and why it still does
 UPWARD: dict[tuple[str, str], str] = {
     ("searchcrawl.access.explanation", "searchcrawl.index.indexer"): "issue 73: to move",
-    ("searchcrawl.config.source", "searchcrawl.ops.notify_events"): "issue 73: to move",
-    ("searchcrawl.crawl.extensions.run_notify", "searchcrawl.commands.crawl"): "issue 73: to move",
     ("searchcrawl.store.relevance_rules", "searchcrawl.web.relevance"): "issue 73: to move",
     ("searchcrawl.store.searches", "searchcrawl.web.relevance"): "issue 73: to move",
     ("searchcrawl.web.app", "searchcrawl.commands.report"): "issue 73: to move",

@@ -30,8 +30,8 @@ from sqlalchemy import func, or_, select
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.ops.dispatcher import ScheduleMarks
 from searchcrawl.ops.notifier import Notifier
-from searchcrawl.ops.notify_events import EventKind, Message, failure_statuses, run_link, safe_url, status_text
 from searchcrawl.ops.stalls import Stall
+from searchcrawl.rules.notify_events import EventKind, Message, failure_statuses, run_link, safe_url, status_text
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.store.database import Database, as_utc
 from searchcrawl.store.models import RunState, runs

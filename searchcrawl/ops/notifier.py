@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from searchcrawl.ops.notify_channels import Channel, ChannelError, MailChannel, WebhookChannel
-from searchcrawl.ops.notify_events import (
+from searchcrawl.rules.notify_events import (
     Message,
     NotifyTable,
     RunFacts,

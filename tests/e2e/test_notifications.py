@@ -28,7 +28,7 @@ from searchcrawl.ops.notify_channels import (
     WebhookChannel,
     verify_signature,
 )
-from searchcrawl.ops.notify_events import Event, EventKind, Message, RunFacts, build_message
+from searchcrawl.rules.notify_events import Event, EventKind, Message, RunFacts, build_message
 from searchcrawl.store.database import Database
 from searchcrawl.store.notifications import Notifications, run_key
 from searchcrawl.store.runs import Runs

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from searchcrawl.ops.daily_summary import build_summary, send_summary, summary_message
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
-from searchcrawl.ops.notify_events import Message
+from searchcrawl.rules.notify_events import Message
 from searchcrawl.store.database import Database, now
 from searchcrawl.store.models import RunState, documents, frontier
 from searchcrawl.store.notifications import Notifications

@@ -23,7 +23,8 @@ from searchcrawl.ops.notify_channels import (
     verify_signature,
     webhook_label,
 )
-from searchcrawl.ops.notify_events import (
+from searchcrawl.ops.stalls import Stall
+from searchcrawl.rules.notify_events import (
     EventKind,
     Message,
     NotifyTable,
@@ -33,7 +34,6 @@ from searchcrawl.ops.notify_events import (
     dropped_share,
     safe_url,
 )
-from searchcrawl.ops.stalls import Stall
 from searchcrawl.store.database import Database
 from searchcrawl.store.notifications import Notifications, run_key
 from searchcrawl.system.secrets import remember

@@ -18,13 +18,12 @@ from typing import Any
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from searchcrawl.commands.crawl import REQUESTED_ENDS
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.extensions.stores import Stores, source_of
-from searchcrawl.crawl.run import Run
+from searchcrawl.crawl.run import REQUESTED_ENDS, Run
 from searchcrawl.crawl.signals import run_ended
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
-from searchcrawl.ops.notify_events import LOGIN_STATUSES, TIKA_STATUSES, TLS_STATUSES, RunFacts
+from searchcrawl.rules.notify_events import LOGIN_STATUSES, TIKA_STATUSES, TLS_STATUSES, RunFacts
 from searchcrawl.store.database import now
 from searchcrawl.store.notifications import Notifications, run_examples, run_statuses
 from searchcrawl.system.secrets import SecretError

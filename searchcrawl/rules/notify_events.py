@@ -4,7 +4,7 @@ Plain functions, no I/O: ``detect_events`` reads a run's facts (``RunFacts``: wh
 records of it, its state and reason, its counters, its delta report, the status of every URL it
 fetched, the deletions the mass-deletion guard held, the documents it could not get into Solr)
 and names the events in it; ``build_message`` writes one event as a plain-text mail and a JSON
-document. The notifier (ops/notifier.py) sends them.
+document. The notifier (searchcrawl/ops/notifier.py) sends them.
 
 The events (``EventKind``), each at most once per run and channel:
 
