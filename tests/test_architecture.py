@@ -44,7 +44,6 @@ UPWARD: dict[tuple[str, str], str] = {
     ("searchcrawl.access.explanation", "searchcrawl.index.indexer"): "issue 73: to move",
     ("searchcrawl.store.relevance_rules", "searchcrawl.web.relevance"): "issue 73: to move",
     ("searchcrawl.store.searches", "searchcrawl.web.relevance"): "issue 73: to move",
-    ("searchcrawl.web.app", "searchcrawl.commands.report"): "issue 73: to move",
 }
 
 

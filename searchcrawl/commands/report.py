@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 from datetime import datetime
-from typing import Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -15,8 +14,7 @@ from scrapy.exceptions import UsageError
 from searchcrawl.commands import open_database
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.lifecycle import Delta
-from searchcrawl.store import Database, Deltas
-from searchcrawl.store.runs import Runs
+from searchcrawl.store.deltas import run_report
 
 
 class Command(ScrapyCommand):
@@ -56,27 +54,3 @@ class Command(ScrapyCommand):
                 print(f"               {printable(url)}")
         if report["skipped"]:
             print(f"{'skipped':>13}: {report['skipped']} (listed, but no document: a row without a key, a key listed before)")
-
-
-def run_report(database: Database, source: str, run_id: int | None = None) -> dict[str, Any] | None:
-    """The delta report of one run of ``source`` (the last by default) as ``--json`` prints it:
-    the run's id, state, mode and start, each kind of change with its count and URLs, and how
-    many entries the listing skipped; None when there is no such run."""
-    runs = {run["id"]: run for run in Runs(database).recent(source, limit=1000)}
-    run_id = run_id or (max(runs) if runs else None)
-    if run_id is None or run_id not in runs:
-        return None
-    deltas = Deltas(database).report(source, run_id)
-    run = runs[run_id]
-    return {
-        "source": source,
-        "run": run_id,
-        "state": run["state"],
-        "mode": run["mode"],
-        "started_at": run["started_at"].isoformat(),
-        "counts": {kind.value: len(deltas.get(kind, [])) for kind in Delta},
-        "urls": {kind.value: deltas.get(kind, []) for kind in Delta},
-        # entries of the repository that have no URL of their own (a database row without a key,
-        # a second row of a key): the agent's listing passed them over
-        "skipped": json.loads(run["counters"] or "{}").get("skipped", 0),
-    }

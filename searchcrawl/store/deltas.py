@@ -7,12 +7,16 @@ DocumentTable.record, in the same statement); when the run ends they are copied 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import func, literal, select
 
+from searchcrawl.rules.lifecycle import Delta
 from searchcrawl.store.database import Database
 from searchcrawl.store.models import documents, run_deltas
+from searchcrawl.store.runs import Runs
 
 
 class Deltas:
@@ -67,3 +71,27 @@ class Deltas:
                     ),
                 )
             )
+
+
+def run_report(database: Database, source: str, run_id: int | None = None) -> dict[str, Any] | None:
+    """The delta report of one run of ``source`` (the last by default) as ``--json`` prints it:
+    the run's id, state, mode and start, each kind of change with its count and URLs, and how
+    many entries the listing skipped; None when there is no such run."""
+    runs = {run["id"]: run for run in Runs(database).recent(source, limit=1000)}
+    run_id = run_id or (max(runs) if runs else None)
+    if run_id is None or run_id not in runs:
+        return None
+    deltas = Deltas(database).report(source, run_id)
+    run = runs[run_id]
+    return {
+        "source": source,
+        "run": run_id,
+        "state": run["state"],
+        "mode": run["mode"],
+        "started_at": run["started_at"].isoformat(),
+        "counts": {kind.value: len(deltas.get(kind, [])) for kind in Delta},
+        "urls": {kind.value: deltas.get(kind, []) for kind in Delta},
+        # entries of the repository that have no URL of their own (a database row without a key,
+        # a second row of a key): the agent's listing passed them over
+        "skipped": json.loads(run["counters"] or "{}").get("skipped", 0),
+    }
