@@ -41,7 +41,6 @@ TOP = "(top)"
 
 # (importing module, imported module): an import that runs upward, and why it still does
 UPWARD: dict[tuple[str, str], str] = {
-    ("searchcrawl.access.explanation", "searchcrawl.index.indexer"): "issue 73: to move",
     ("searchcrawl.store.relevance_rules", "searchcrawl.web.relevance"): "issue 73: to move",
     ("searchcrawl.store.searches", "searchcrawl.web.relevance"): "issue 73: to move",
 }
