@@ -25,10 +25,10 @@ from searchcrawl.ops.notify_channels import (
 )
 from searchcrawl.ops.stalls import Stall
 from searchcrawl.rules.notify_events import (
+    EndedRun,
     EventKind,
     Message,
     NotifyTable,
-    RunFacts,
     build_message,
     detect_events,
     dropped_share,
@@ -41,9 +41,9 @@ from searchcrawl.system.secrets import remember
 SEEDED_SECRET = "s3cr3t-Pa55word-never-shown"
 
 
-def facts(**values: object) -> RunFacts:
+def facts(**values: object) -> EndedRun:
     base: dict[str, object] = {"source": "intranet", "run_id": 7, "state": "finished", "reason": "finished"}
-    return RunFacts(**{**base, **values})  # type: ignore[arg-type]
+    return EndedRun(**{**base, **values})  # type: ignore[arg-type]
 
 
 def kinds(found: list) -> list[str]:
