@@ -15,6 +15,7 @@ The other two owners of issue 73 are held beside it: one writer of a URL's state
 from __future__ import annotations
 
 import ast
+import graphlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -128,6 +129,21 @@ def test_every_named_upward_import_still_happens() -> None:
     assert not gone, "named in UPWARD but no longer imported (remove them from the list):\n" + "\n".join(
         f"  {importer} imports {imported}" for importer, imported in gone
     )
+
+
+def test_packages_form_no_cycle() -> None:
+    """Packages of one level may import each other, but not in a circle (crawl/ and web/ do not
+    import each other at all): with the imports of UPWARD left out, the packages form no cycle."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        importer = module_name(path)
+        for imported in imports(path):
+            if package_of(imported) != package_of(importer) and (importer, imported) not in UPWARD:
+                graph.setdefault(package_of(importer), set()).add(package_of(imported))
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as error:
+        raise AssertionError(f"packages import each other in a circle: {' -> '.join(error.args[1])}") from None
 
 
 def test_module_and_package_names() -> None:
