@@ -86,13 +86,15 @@ class JsonRepositoryAgent(Agent):
     @staticmethod
     def _content(document: dict) -> Content:
         """Its body; ``readers`` (tokens) or ``readers_unreadable`` (why not): the access read
-        with it, as the files agent reads a file's (``Content.access``)."""
+        with it, as the files agent reads a file's (``Content.access``); ``token_read``: the
+        change token read with it (``Content.token``)."""
         readers = document.get("readers")
         return Content(
             document["body"].encode("utf-8"),
             document.get("type", "text/html; charset=utf-8"),
             access=None if readers is None else Access.of([Grant.of(token, "the repository, when read") for token in readers]),
             access_unreadable=document.get("readers_unreadable"),
+            token=document.get("token_read"),
         )
 
 

@@ -38,7 +38,9 @@ into a 0700 folder is no way in). When a file is read, its access is read again,
 text, from the descriptor the text was read from and from its folders then
 (``Content.access``): that is the one indexed, not the listing's (a file made private and
 rewritten in between is indexed private); the size and time indexed are the listing's until
-the next crawl.
+the next crawl, which reads it again: when what is read is not what was listed (its token,
+``Content.token``, another), no token is indexed (a 304 on the listing's token would put the
+listed file's access on the text read: a link repointed between listing and fetch, and back).
 
 Changes: a file's token is its size and modification time (nanoseconds): a maintenance crawl reads
 again only the files whose size or modification time changed. Deletions: every crawl lists the
@@ -302,6 +304,11 @@ def _modified(mtime_ns: int) -> datetime | None:
         return datetime.fromtimestamp(mtime_ns / 1e9, UTC)
     except (OverflowError, OSError, ValueError):  # a hostile or broken timestamp
         return None
+
+
+def _token(info: os.stat_result) -> str:
+    """A file's change token: its size and modification time (nanoseconds)."""
+    return f"{info.st_size}:{info.st_mtime_ns}"
 
 
 def _fd_path(fd: int) -> str | None:
@@ -649,7 +656,7 @@ class FilesAgent(Agent):
         folder, name = shown.rsplit("/", 1)
         return file_reference(
             key=path,
-            token=f"{info.st_size}:{info.st_mtime_ns}",
+            token=_token(info),
             path=shown,
             folder=folder or "/",
             name=name,
@@ -752,7 +759,12 @@ class FilesAgent(Agent):
             os.close(reader)
         name = _shown(key).rsplit("/", 1)[-1]
         content_type = mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
-        return Content(body=body, content_type=content_type, name=name, access=access, access_unreadable=unreadable)
+        # the token of what was read (its size and time before it was read: a write since is
+        # a change the next crawl sees): when not the listing's, none is indexed (the next crawl
+        # reads it again), as the listing's may be another file's
+        return Content(
+            body=body, content_type=content_type, name=name, access=access, access_unreadable=unreadable, token=_token(info)
+        )
 
 
 def _read_bytes(reader: int, key: str, max_bytes: int) -> bytes:

@@ -718,3 +718,21 @@ def test_review_a_followed_link_gives_the_token_and_the_access_of_one_target(
     monkeypatch.setattr(files_module.os.path, "realpath", repointing)
     then = {reference.key: reference for reference in files.references(None)}[str(link)]
     assert then.token != first.token or (then.access is not None and not then.access.is_public)
+
+
+def test_review_a_fetch_gives_the_token_of_what_it_read(tmp_path: Path) -> None:
+    """The token read with the content: the listing's when the file is the one listed, another
+    when a followed link points elsewhere now (the handler indexes no ETag then)."""
+    root = tmp_path / "root"
+    secret = write(root / "locked" / "pay.txt", "the salary scale")
+    mine = write(root / "open" / "mine.txt", "my notes")
+    link = root / "open" / "notes.txt"
+    link.symlink_to(mine)
+    files = agent(root, follow_links=True)
+    listed = {reference.key: reference.token for reference in files.references(None)}
+    content = files.fetch(str(link), 0)
+    assert content is not None and content.token == listed[str(link)]
+    link.unlink()
+    link.symlink_to(secret)
+    content = files.fetch(str(link), 0)
+    assert content is not None and content.body == b"the salary scale" and content.token != listed[str(link)]
