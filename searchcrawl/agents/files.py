@@ -42,9 +42,10 @@ the next crawl, which reads it again: when what is read is not what was listed (
 ``Content.token``, another), no token is indexed (a 304 on the listing's token would put the
 listed file's access on the text read: a link repointed between listing and fetch, and back).
 
-Changes: a file's token is its size and modification time (nanoseconds): a maintenance crawl reads
-again only the files whose size or modification time changed. Deletions: every crawl lists the
-roots completely; a file it does not list (deleted, moved, renamed, newly excluded or hidden) leaves
+Changes: a file's token is its size, modification time (nanoseconds) and inode number: a
+maintenance crawl reads again only the files whose size or modification time changed, or that are
+another file (renamed over, a link repointed: size and time alone can be set to another file's).
+Deletions: every crawl lists the roots completely; a file it does not list (deleted, moved, renamed, newly excluded or hidden) leaves
 the index. A root that is missing, not a folder or unreadable fails the crawl and nothing is removed,
 so a share that is not mounted does not empty the index. But an EMPTY mount point (the share not
 mounted, its mount point folder still there) cannot be told from an empty folder: its documents
@@ -307,8 +308,11 @@ def _modified(mtime_ns: int) -> datetime | None:
 
 
 def _token(info: os.stat_result) -> str:
-    """A file's change token: its size and modification time (nanoseconds)."""
-    return f"{info.st_size}:{info.st_mtime_ns}"
+    """A file's change token: its size, modification time (nanoseconds) and inode number. Size
+    and time are the owner's to set (utime): without the inode, another file given them, put at
+    the path (renamed over it, or a link repointed to it), would be a 304 that puts its access
+    on the text indexed for the first."""
+    return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}"
 
 
 def _fd_path(fd: int) -> str | None:

@@ -142,7 +142,7 @@ def test_lists_the_office_documents_with_their_fields_and_fetches_them(office: P
     assert {Path(r.key).suffix for r in references} == {".pdf", ".docx", ".xlsx", ".odt"}
     docx = next(r for r in references if r.key.endswith("docx/raw_text.docx"))
     info = os.stat(docx.key)
-    assert docx.token == f"{info.st_size}:{info.st_mtime_ns}"
+    assert docx.token == f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}"
     assert docx.modified == datetime.fromtimestamp(info.st_mtime_ns / 1e9, UTC)
     assert docx.content is None
     assert docx.fields == {
