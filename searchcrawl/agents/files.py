@@ -565,10 +565,8 @@ class FilesAgent(Agent):
                     logger.debug("files %s: %r skipped: not a regular file", self.source, _shown(path))
                 elif reason := out_of_scope(rel, False, self.files):
                     logger.debug("files %s: %r skipped: %s", self.source, _shown(path), reason)
-                else:
-                    # a followed link to a file: the folders its target lies in are passed too
-                    above = _real_passes(real, reals) if link and real else ()
-                    yield self._reference(path, info, [*_passes_of(stack), *above])
+                elif (reference := self._listed(folder, name, path, info, link, real, reals, stack)) is not None:
+                    yield reference
         finally:
             for folder in stack:  # the consumer stopped early, or the listing failed
                 os.close(folder.fd)
@@ -654,9 +652,52 @@ class FilesAgent(Agent):
             logger.debug("files %s: %r not indexed: %s", self.source, shown, exc)
             return None, str(exc)
 
-    def _reference(self, path: str, info: os.stat_result, passes: list[_Pass]) -> Reference:
+    def _listed(
+        self,
+        folder: _Folder,
+        name: str,
+        path: str,
+        info: os.stat_result,
+        link: bool,
+        real: str | None,
+        reals: list[str],
+        stack: list[_Folder],
+    ) -> Reference | None:
+        """A regular file's reference: its token and its own access read from one file, named by
+        an ``O_PATH`` descriptor (its ACL through /proc), not by its path again: a file renamed
+        over it, or a link repointed, between the stat and the ACL read gave one file's token
+        with another's access (a private file's token with a public one's access: a 304 that
+        puts the public access on the private text). A followed link repointed since is judged
+        on where it points now. None when it is gone, or no longer a file in scope."""
+        try:
+            fd = os.open(name, _PATH if link else _PATH | os.O_NOFOLLOW, dir_fd=folder.fd)
+        except OSError as error:
+            if error.errno not in _GONE and not isinstance(error, PermissionError):
+                raise AgentError(f"{_shown(path)!r} cannot be read: {error.strerror}") from None
+            logger.debug("files %s: %r skipped: %s", self.source, _shown(path), error.strerror)
+            return None
+        try:
+            now = os.fstat(fd)
+            if not stat.S_ISREG(now.st_mode):
+                logger.debug("files %s: %r skipped: not a regular file", self.source, _shown(path))
+                return None
+            if link and (target := _fd_path(fd) or real) != real:  # repointed since: judged again
+                reason = target_out_of_scope(target, False, reals, self.files) if target else "its target is unknown"
+                if reason:
+                    logger.debug("files %s: %r skipped: %s", self.source, _shown(path), reason)
+                    return None
+                real = target
+            # a followed link to a file: the folders its target lies in are passed too
+            above = _real_passes(real, reals) if link and real else ()
+            named = f"/proc/self/fd/{fd}" if os.path.isdir("/proc/self/fd") else path
+            return self._reference(path, now, [*_passes_of(stack), *above], named)
+        finally:
+            os.close(fd)
+
+    def _reference(self, path: str, info: os.stat_result, passes: list[_Pass], named: str | None = None) -> Reference:
+        """``named``: the path its ACL is read by (the file's /proc descriptor), else ``path``."""
         shown = _shown(path)
-        access, unreadable = self._access(path, info, shown, passes)
+        access, unreadable = self._access(named or path, info, shown, passes)
         folder, name = shown.rsplit("/", 1)
         return file_reference(
             key=path,
