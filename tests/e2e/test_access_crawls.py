@@ -427,9 +427,7 @@ def test_review_a_link_repointed_between_the_listing_and_the_fetch_cannot_make_a
     assert granted_to_a_reader_the_kernel_refuses(docs, "salary", secret) == [], docs[link.as_uri()]
 
 
-def test_review_another_file_with_the_same_size_and_time_at_a_path_is_read_again(
-    project: Project, solr, passable: Path
-) -> None:
+def test_review_another_file_with_the_same_size_and_time_at_a_path_is_read_again(project: Project, solr, passable: Path) -> None:
     """Review of issue 72: the token is the size and time alone, and both are the owner's to set
     (utime). A local user's link to another user's 0600 file (in a folder they may pass: they
     may stat it), then to a public file of their own given its size and time: the crawl finds
