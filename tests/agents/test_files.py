@@ -737,3 +737,37 @@ def test_review_a_fetch_gives_the_token_of_what_it_read(tmp_path: Path) -> None:
     link.symlink_to(secret)
     content = files.fetch(str(link), 0)
     assert content is not None and content.body == b"the salary scale" and content.token != listed[str(link)]
+
+
+def test_review_a_folder_renamed_while_a_links_target_folders_are_read_is_not_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A followed link's target's folders are read down from the root by name, after its real
+    path was read: a folder on that path renamed meanwhile (a user who may write its parent
+    moves a 0700 folder away and puts an open one of theirs in its place) had the open folder's
+    search permission judged for a file that lies in the 0700 one."""
+    root = tmp_path / "root"
+    secret = write(root / "shared" / "locked" / "pay.txt", "the salary scale")
+    write(root / "open" / "doc.txt", "the handbook")
+    for path, mode in ((root, 0o755), (root / "shared", 0o777), (root / "shared" / "locked", 0o700), (root / "open", 0o755)):
+        path.chmod(mode)
+    secret.chmod(0o644)
+    link = root / "open" / "notes.txt"
+    link.symlink_to(secret)
+    files = agent(root, follow_links=True)
+    pass_of = files_module._pass_of
+    moved = []
+
+    def moving(fd: int, real: str, shown: str) -> object:
+        if real == str(root / "shared") and not moved:  # the target's folders read down, by name
+            moved.append(real)
+            (root / "shared" / "locked").rename(root / "shared" / "moved")
+            (root / "shared" / "locked").mkdir(mode=0o755)
+            (root / "shared" / "locked").chmod(0o755)
+        return pass_of(fd, real, shown)
+
+    monkeypatch.setattr(files_module, "_pass_of", moving)
+    listed = {reference.key: reference for reference in files.references(None)}
+    assert moved
+    notes = listed.get(str(link))
+    assert notes is None or notes.access is None or not notes.access.is_public, notes
