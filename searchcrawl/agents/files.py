@@ -361,12 +361,14 @@ def _pass_of(fd: int, real: str, shown: str) -> _Pass:
         return _Pass(real, shown, None, f"the ACL of {shown} cannot be read: {exc}")
 
 
-def _real_passes(real: str, reals: list[str]) -> tuple[_Pass, ...]:
+def _real_passes(real: str, reals: list[str], identity: os.stat_result) -> tuple[_Pass, ...]:
     """The folders a followed link's target lies in (``real``, its real path): from the root
     whose real path holds it down to its own folder, each opened relative to its parent without
     following a link, and its search permission read now. The target is reached through them
     too, so a link cannot open a folder nobody may enter. One that cannot be opened (gone since,
-    a link now, refused) is unreadable: the files below the link are not indexed (927)."""
+    a link now, refused) is unreadable: the files below the link are not indexed (927), and so
+    is a target no longer found in the last folder opened (``identity``: its ``stat``): a folder
+    on its path renamed meanwhile, and another put in its place, is not the one it lies in."""
     root = next(root for root in reals if _inside(real, root))
     if real == root:
         return ()
@@ -388,6 +390,13 @@ def _real_passes(real: str, reals: list[str]) -> tuple[_Pass, ...]:
             os.close(fd)
             fd = child
             passes.append(_pass_of(fd, path, _shown(path)))
+        else:
+            try:
+                found = os.stat(real.rsplit("/", 1)[1], dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                found = None
+            if found is None or (found.st_dev, found.st_ino) != (identity.st_dev, identity.st_ino):
+                passes.append(_Pass(real, _shown(real), None, f"{_shown(real)} was moved while its folders were read"))
     finally:
         os.close(fd)
     return tuple(passes)
@@ -405,7 +414,7 @@ def _passed(fd: int, expected: str, reals: list[str], passes: list[_Pass]) -> st
     real = _fd_path(fd) or expected
     if real != expected:
         if any(_inside(real, root) for root in reals):
-            passes.extend(_real_passes(real, reals))
+            passes.extend(_real_passes(real, reals, os.fstat(fd)))
         else:
             passes.append(_Pass(real, _shown(real), None, f"{_shown(real)} is outside the roots"))
     return real
@@ -632,7 +641,7 @@ class FilesAgent(Agent):
         if names is None:
             os.close(fd)
             return None
-        above = _real_passes(real, reals) if link else ()
+        above = _real_passes(real, reals, os.fstat(fd)) if link else ()
         return _Folder(fd, rel, real, names, link or parent.linked, _pass_of(fd, real, _shown(path)), above)
 
     def _own_access(self, file: str | int, info: os.stat_result, shown: str) -> Access:
@@ -688,7 +697,7 @@ class FilesAgent(Agent):
                     return None
                 real = target
             # a followed link to a file: the folders its target lies in are passed too
-            above = _real_passes(real, reals) if link and real else ()
+            above = _real_passes(real, reals, now) if link and real else ()
             named = f"/proc/self/fd/{fd}" if os.path.isdir("/proc/self/fd") else path
             return self._reference(path, now, [*_passes_of(stack), *above], named)
         finally:
