@@ -328,6 +328,9 @@ def test_scrapy_summary_check_tells_once_a_day_that_solr_and_tika_are_out_of_rea
 
     assert first.returncode == second.returncode == 1, first.stderr[-3000:]
     assert "Solr does not answer its ping" in first.stdout and "the Tika server does not answer" in first.stdout
+    # issue 72: cron mails what it writes on stderr; the told problems go to stdout and the
+    # notifications, so nothing goes to stderr (Scrapy's INFO banner did, each time)
+    assert first.stderr == second.stderr == ""
     assert sorted(str(message["Subject"]) for message in mail_server.messages) == [
         "[searchcrawl] Solr out of reach",
         "[searchcrawl] Tika out of reach",
@@ -335,6 +338,27 @@ def test_scrapy_summary_check_tells_once_a_day_that_solr_and_tika_are_out_of_rea
     assert sorted(hook["event"] for hook in webhook_receiver.received) == ["solr_unreachable", "tika_unreachable"]
     for seeded in SECRETS:
         assert seeded not in first.stdout + first.stderr + "".join(m.as_string() for m in mail_server.messages)
+
+
+def test_scrapy_summary_check_writes_on_stderr_only_what_went_wrong(offline_project, tmp_path, webhook_receiver) -> None:
+    """Issue 72: quiet on stderr (a cron line mails it), but a channel that failed is said there."""
+    closed = f"http://127.0.0.1:{free_port()}/hook?token={WEBHOOK_TOKEN}"
+    env = {
+        "SEARCHCRAWL_NOTIFY_WEBHOOK_URL": closed,
+        "SEARCHCRAWL_NOTIFY_WEBHOOK_SECRET": WEBHOOK_SECRET,
+        "SEARCHCRAWL_NOTIFY_EVENTS": "solr_unreachable",
+        "SEARCHCRAWL_NOTIFY_ATTEMPTS": "1",
+    }
+
+    check = offline_project.scrapy("summary", "--check", **env)
+    verbose = offline_project.scrapy("summary", "--check", "-L", "INFO", **env)
+
+    assert check.returncode == 1, check.stderr[-3000:]
+    assert "Notification solr_unreachable" in check.stderr and "failed" in check.stderr, check.stderr[-3000:]
+    assert " INFO: " not in check.stderr and "Scrapy 2." not in check.stderr, check.stderr[-3000:]
+    assert "INFO: Scrapy" in verbose.stderr  # the command line still chooses
+    for seeded in SECRETS:
+        assert seeded not in check.stdout + check.stderr
 
 
 def test_a_crawl_that_fails_as_it_starts_is_told_though_its_run_waits_to_resume(
