@@ -273,9 +273,15 @@ class Message:
         return json.dumps(self.data, sort_keys=True, default=str).encode()
 
 
+def admin_link(base_url: str, path: str = "") -> str:
+    """The administration page ``/admin<path>``, when a base URL is configured (its credentials
+    and query dropped); "" otherwise."""
+    return f"{safe_url(base_url).rstrip('/')}/admin{path}" if base_url else ""
+
+
 def run_link(base_url: str, run_id: int) -> str:
     """The admin page of the run, when a base URL is configured (its credentials and query dropped)."""
-    return f"{safe_url(base_url).rstrip('/')}/admin/runs/{run_id}" if base_url else ""
+    return admin_link(base_url, f"/runs/{run_id}")
 
 
 def build_message(facts: RunFacts, event: Event, base_url: str = "", installation: str = "searchcrawl") -> Message:

@@ -336,6 +336,10 @@ def test_scrapy_summary_check_tells_once_a_day_that_solr_and_tika_are_out_of_rea
         "[searchcrawl] Tika out of reach",
     ]
     assert sorted(hook["event"] for hook in webhook_receiver.received) == ["solr_unreachable", "tika_unreachable"]
+    # SEARCHCRAWL_NOTIFY_BASE_URL is set: the mail links the overview, without its credentials and query
+    for message in mail_server.messages:
+        assert "The overview: https://search.example/admin\r\n" in message.get_payload()[0].get_payload(decode=True).decode()
+    assert [hook["link"] for hook in webhook_receiver.received] == ["https://search.example/admin"] * 2
     for seeded in SECRETS:
         assert seeded not in first.stdout + first.stderr + "".join(m.as_string() for m in mail_server.messages)
 
