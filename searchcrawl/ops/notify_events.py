@@ -143,6 +143,8 @@ class RunFacts:
     # the crawl failed whatever the run's state (a start error leaves its run to resume): its
     # close reason is none a crawl is asked to end with (`scrapy crawl` exits 1 for it)
     crawl_failed: bool = False
+    error: str = ""  # the first ERROR line the crawl logged (ErrorLines), masked; "" when none
+    errors: int = 0  # how many ERROR lines it logged
 
 
 @dataclass(frozen=True)
@@ -171,10 +173,11 @@ def detect_events(facts: RunFacts, drop_share: float) -> list[Event]:
     if facts.state in TERMINAL_STATES:
         events.append(Event(EventKind.RUN_ENDED, f"run {facts.run_id} of {facts.source} is {facts.state} ({facts.reason})"))
     if facts.state == "failed" or facts.crawl_failed:
+        why = f": {facts.error}" if facts.error else "; the log says why"
         events.append(
             Event(
                 EventKind.RUN_FAILED,
-                f"the crawl of {facts.source} failed ({facts.reason}) in run {facts.run_id}, now {facts.state}; the log says why",
+                f"the crawl of {facts.source} failed ({facts.reason}) in run {facts.run_id}, now {facts.state}{why}",
             )
         )
     if facts.held:
@@ -310,6 +313,8 @@ def build_message(facts: RunFacts, event: Event, base_url: str = "", installatio
         "failures": failures,
         "examples": examples,
         "link": link or None,
+        "error": redact(facts.error) or None,
+        "errors": facts.errors,
     }
     lines = [
         redact(event.summary)[:1].upper() + redact(event.summary)[1:] + ".",
@@ -321,6 +326,9 @@ def build_message(facts: RunFacts, event: Event, base_url: str = "", installatio
         lines.append(f"Started:  {facts.started:%Y-%m-%d %H:%M:%S %Z}")
     if facts.ended:
         lines.append(f"Ended:    {facts.ended:%Y-%m-%d %H:%M:%S %Z}")
+    if facts.error:
+        more = facts.errors - 1
+        lines.append(f"Error:    {redact(facts.error)}" + (f" (and {more} more ERROR lines in the log)" if more > 0 else ""))
     if counters:
         lines.append("Counts:   " + ", ".join(f"{key} {value}" for key, value in sorted(counters.items())))
     if facts.delta:
