@@ -62,7 +62,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.directory import Directory, DirectoryUnavailable
 from searchcrawl.access.tokens import AccessError
-from searchcrawl.commands.report import run_report
+from searchcrawl.commands.report import reason_text, run_report
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import matching
@@ -264,7 +264,12 @@ class WebApp:
             loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True)
         )
         self.templates.globals.update(
-            base=self.config.prefix, facet_titles=FACET_TITLES, describe=describe, actions=ACTIONS, matching=matching
+            base=self.config.prefix,
+            facet_titles=FACET_TITLES,
+            describe=describe,
+            actions=ACTIONS,
+            matching=matching,
+            reason_text=reason_text,
         )
         # as a crawl reaches Solr: SOLR_URL may list a SolrCloud collection on several nodes
         self.solr = SolrIndex(self.config.solr_url, timeout=self.config.solr_timeout, auth=self.config.solr_auth)
