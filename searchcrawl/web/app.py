@@ -84,6 +84,7 @@ from searchcrawl.store.samples import RunSamples
 from searchcrawl.store.searches import Searches
 from searchcrawl.web import admin, analytics, api, pictures, relevance, suggestions, why
 from searchcrawl.web.metrics_endpoint import metrics_response
+from searchcrawl.web.origins import SameOriginPosts
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -171,6 +172,9 @@ class WebConfig:
     metrics_cache: float = 60
     health_cache: float = 30
     tika_url: str = ""
+    # issue 72: the public URL's origin (SEARCHCRAWL_WEB_PUBLIC_URL): forms may be posted from its
+    # pages as from the origin a request came to; from no other (origins.py)
+    public_origins: tuple[str, ...] = ()
 
 
 class PeerAddress:
@@ -1322,6 +1326,8 @@ def create_app(config: WebConfig) -> Starlette:
     if config.proxies:  # X-Forwarded-For and -Proto from these only, after PeerAddress kept the peer
         middleware.append(Middleware(ProxyHeadersMiddleware, trusted_hosts=list(config.proxies)))
     middleware.append(Middleware(SecurityHeaders))
+    # after the proxy headers: the scheme judged is the browser's (origins.py)
+    middleware.append(Middleware(SameOriginPosts, public=config.public_origins))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.web = web
     return app
