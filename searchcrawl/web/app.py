@@ -61,6 +61,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.directory import Directory, DirectoryUnavailable
+from searchcrawl.access.explanation import URL_WANTED, explainable_url
 from searchcrawl.access.tokens import AccessError
 from searchcrawl.commands.report import reason_text, run_report
 from searchcrawl.index import managed
@@ -966,8 +967,8 @@ class WebApp:
             return denied
         form = await small_form(request) or FormData()
         user, url = str(form.get("user", "")).strip()[:256], str(form.get("url", "")).strip()
-        if not user or not url.lower().startswith(("http://", "https://", "file:", "ftp://")) or len(url) > 8192:
-            ok, text = False, "Give a user name and an absolute URL (http://, https://, ftp:// or file:)."
+        if not user or not explainable_url(url):  # the URLs the command takes
+            ok, text = False, f"Give a user name and {URL_WANTED}."
         else:
             ok, text = await _in_thread(lambda: admin.explain_access(self.config.directory, self.solr, self.database, user, url))
         logger.info("Web administration: explain-access %s %s", user, url)
