@@ -12,6 +12,7 @@ import os
 import random
 import shutil
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,21 @@ def test_a_touched_file_is_read_once_then_answered_not_modified(project: Project
     assert {doc["url"]: doc["_version_"] for doc in solr_docs(solr, "touched")}[url] == version
     urls = crawl()
     assert url in urls["not_modified"] and (root / "other.txt").as_uri() in urls["not_modified"], urls
+
+
+def test_a_file_name_that_is_not_utf8_is_indexed_with_one_reading(project: Project, solr, tmp_path: Path) -> None:
+    """Issue 72: a Latin-1 file name got a good title ("café.txt") but a mangled file_name_s
+    ("caf\ufffd.txt"); both now read the name alike (content/extract.py's decode_name)."""
+    root = tmp_path / "share"
+    root.mkdir()
+    with open(os.fsencode(root) + b"/caf\xe9 menu.txt", "wb") as handle:
+        handle.write(b"The cafeteria menu of the week.")
+    name = f"latin-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'type = "files"\n[files]\nroots = ["{root}"]\n')
+
+    result = project.scrapy("crawl", name)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    [doc] = solr_docs(solr, name)
+    assert doc["title"] == doc["file_name_s"] == "café menu.txt", doc
+    assert doc["path_s"] == f"{root}/café menu.txt" and doc["url"].endswith("/caf%E9%20menu.txt")
