@@ -26,33 +26,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
 from starlette.responses import HTMLResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from searchcrawl.rules.credentials import origin_of  # scheme://host:port, the port always written
+
 logger = logging.getLogger(__name__)
 
-DEFAULT_PORTS = {"http": 80, "https": 443}
 REFUSED = (
     "<!doctype html><title>Refused</title><h1>Refused</h1>"
     "<p>This form was sent from a page of another address. Open this application's own page and send it from there.</p>"
 )
-
-
-def origin_of(url: str) -> str | None:
-    """``scheme://host:port`` of an http(s) URL or origin, lower-cased, the port always written;
-    None for anything else (``null``, another scheme, an unreadable port)."""
-    try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError:
-        return None
-    scheme = parts.scheme.lower()
-    if scheme not in DEFAULT_PORTS or not parts.hostname:
-        return None
-    return f"{scheme}://{parts.hostname.lower()}:{port or DEFAULT_PORTS[scheme]}"
 
 
 def public_origins(urls: Iterable[str]) -> tuple[str, ...]:
@@ -62,7 +48,7 @@ def public_origins(urls: Iterable[str]) -> tuple[str, ...]:
     for url in urls:
         if not url.strip():
             continue
-        origin = origin_of(url)
+        origin = origin_of(url.strip())
         if origin is None:
             raise ValueError(f"SEARCHCRAWL_WEB_PUBLIC_URL: {url!r} is not an http(s) URL")
         found.append(origin)
@@ -80,7 +66,7 @@ def foreign_post(headers: Headers, scheme: str, host: str, public: Iterable[str]
     if sent is None:
         return None
     own = {origin for origin in (origin_of(f"{scheme}://{host}"), *public) if origin}
-    if origin_of(sent) not in own:
+    if origin_of(sent.strip()) not in own:
         return f"Origin: {sent[:200]}"
     return None
 
