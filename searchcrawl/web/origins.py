@@ -13,10 +13,12 @@ So every POST is also judged by what the browser says of where it was sent from 
 application's own origin: the scheme, host and port the request came to (the scheme as a
 trusted proxy's X-Forwarded-Proto gives it, the host from the request's Host header, which a
 page cannot choose), or the public URL's (SEARCHCRAWL_WEB_PUBLIC_URL, for a proxy that sends
-another Host). ``Origin: null`` (a sandboxed page, a redirect across origins) is refused. A
-request with neither header was not sent by a browser of the last years (they send Origin with
-every POST): the form's token decides, as before; such a client cannot be made to send a
-victim's cookies by a page.
+another Host). ``Origin: null`` is what a browser sends from this application's own pages (they
+carry ``Referrer-Policy: no-referrer``) and from a sandboxed page alike: it passes only with
+``Sec-Fetch-Site: same-origin`` (Chromium, Firefox, Safari since 16.4). A request with neither
+header was not sent by a browser of the last years (they send Origin with every POST): the
+form's token decides, as before; such a client cannot be made to send a victim's cookies by a
+page.
 
 Binding the form's token to a server-side pre-session would add nothing here: the attacker can
 ask the application for a pre-session and its token and plant both, as they plant the cookie.
@@ -65,6 +67,11 @@ def foreign_post(headers: Headers, scheme: str, host: str, public: Iterable[str]
     sent = headers.get("origin")
     if sent is None:
         return None
+    if sent.strip() == "null":
+        # the application's pages are sent with Referrer-Policy: no-referrer, under which a
+        # browser's form POST says Origin: null even to its own origin; Sec-Fetch-Site then
+        # tells (a sandboxed page says it too); a browser too old to send it is refused
+        return None if fetch_site is not None else "Origin: null, and no Sec-Fetch-Site"
     own = {origin for origin in (origin_of(f"{scheme}://{host}"), *public) if origin}
     if origin_of(sent.strip()) not in own:
         return f"Origin: {sent[:200]}"

@@ -29,7 +29,11 @@ def test_an_origin_is_its_scheme_host_and_port() -> None:
         ({"origin": "http://search.example:8081"}, True),  # another port of this host: same site
         ({"origin": "http://wiki.search.example:8080"}, True),  # a sibling host: same site
         ({"origin": "https://search.example:8080"}, True),  # another scheme
-        ({"origin": "null"}, True),
+        ({"origin": "null"}, True),  # a sandboxed page, or a browser too old to say more
+        # this application's own pages carry Referrer-Policy: no-referrer: a browser's form says null
+        ({"origin": "null", "sec-fetch-site": "same-origin"}, False),
+        ({"origin": "null", "sec-fetch-site": "same-site"}, True),
+        ({"origin": "http://evil.example", "sec-fetch-site": "same-origin"}, True),
         ({"sec-fetch-site": "same-site"}, True),
         ({"sec-fetch-site": "cross-site"}, True),
         ({"origin": "http://search.example:8080", "sec-fetch-site": "same-site"}, True),
