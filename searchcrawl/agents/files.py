@@ -91,6 +91,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from searchcrawl.access.posix import SEARCH, Gate, file_access, gate, within_folder
 from searchcrawl.access.tokens import Access, AccessUnreadable
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
+from searchcrawl.content.extract import decode_path
 from searchcrawl.rules.tables import RuleTable
 
 logger = logging.getLogger(__name__)
@@ -248,9 +249,9 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def _shown(path: str) -> str:
-    """A path as text for Solr and logs: bytes that are not UTF-8 become U+FFFD (the key keeps
-    them, so the file is still found)."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    """A path as text for Solr and logs, decoded name by name as the title is (content/extract.py's
+    ``decode_path``: UTF-8, else windows-1252); the key keeps the bytes, so the file is still found."""
+    return decode_path(os.fsencode(path))
 
 
 def file_reference(

@@ -2,12 +2,14 @@
 
 While a run goes, a URL's delta lives in its document row (written with its state by
 DocumentTable.record, in the same statement); when the run ends they are copied into
-``run_deltas``, so a run's report survives later runs.
+``run_deltas`` with the row's status and reason, so a run's report, and why each URL failed or
+left, survive later runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from sqlalchemy import func, literal, select
 
@@ -15,28 +17,43 @@ from searchcrawl.store.database import Database
 from searchcrawl.store.models import documents, run_deltas
 
 
+class DeltaEntry(NamedTuple):
+    """One URL of a run's delta report: its kind, and its status and reason in that run."""
+
+    kind: str
+    url: str
+    status: int | None
+    reason: str | None
+
+
 class Deltas:
     def __init__(self, database: Database) -> None:
         self.engine = database.engine
 
-    def report(self, source: str, run_id: int) -> dict[str, list[str]]:
-        """What a run found, by kind: kept per run once the run has ended, else read live."""
-        report: dict[str, list[str]] = {}
+    def entries(self, source: str, run_id: int) -> list[DeltaEntry]:
+        """What a run found, URL by URL (sorted): kept per run once the run has ended, else read
+        live from the document table."""
         with self.engine.connect() as connection:
-            rows: Sequence[tuple[str | None, str]] = connection.execute(
-                select(run_deltas.c.kind, run_deltas.c.url).where(run_deltas.c.run_id == run_id)
+            rows: Sequence[tuple[str | None, str, int | None, str | None]] = connection.execute(
+                select(run_deltas.c.kind, run_deltas.c.url, run_deltas.c.status, run_deltas.c.reason).where(
+                    run_deltas.c.run_id == run_id
+                )
             ).all()
             if not rows:
                 rows = connection.execute(
-                    select(documents.c.delta, documents.c.url).where(
+                    select(documents.c.delta, documents.c.url, documents.c.status, documents.c.reason).where(
                         documents.c.source == source, documents.c.delta_run == run_id
                     )
                 ).all()
-        for kind, url in rows:
-            if kind is not None:  # as ``keep`` copies them (a run's rows always have one)
-                report.setdefault(kind, []).append(url)
-        for urls in report.values():
-            urls.sort()
+        # a row without a kind is skipped, as ``keep`` skips it (a run's rows always have one)
+        found = [DeltaEntry(kind, url, status, reason) for kind, url, status, reason in rows if kind is not None]
+        return sorted(found, key=lambda entry: (entry.kind, entry.url))
+
+    def report(self, source: str, run_id: int) -> dict[str, list[str]]:
+        """What a run found, by kind: its URLs, sorted (``entries``)."""
+        report: dict[str, list[str]] = {}
+        for entry in self.entries(source, run_id):
+            report.setdefault(entry.kind, []).append(entry.url)
         return report
 
     def counts(self, source: str, run_id: int) -> dict[str, int]:
@@ -61,8 +78,8 @@ class Deltas:
             connection.execute(run_deltas.delete().where(run_deltas.c.run_id == run_id))
             connection.execute(
                 run_deltas.insert().from_select(
-                    ["run_id", "url", "kind"],
-                    select(literal(run_id), documents.c.url, documents.c.delta).where(
+                    ["run_id", "url", "kind", "status", "reason"],
+                    select(literal(run_id), documents.c.url, documents.c.delta, documents.c.status, documents.c.reason).where(
                         documents.c.source == source, documents.c.delta_run == run_id, documents.c.delta.is_not(None)
                     ),
                 )

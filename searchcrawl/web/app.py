@@ -63,8 +63,9 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.directory import Directory, DirectoryUnavailable
+from searchcrawl.access.explanation import URL_WANTED, explainable_url
 from searchcrawl.access.tokens import AccessError
-from searchcrawl.commands.report import run_report
+from searchcrawl.commands.report import reason_text, run_report
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import matching
@@ -86,6 +87,7 @@ from searchcrawl.store.samples import RunSamples
 from searchcrawl.store.searches import Searches
 from searchcrawl.web import admin, analytics, api, pictures, relevance, suggestions, why
 from searchcrawl.web.metrics_endpoint import metrics_response
+from searchcrawl.web.origins import SameOriginPosts
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -176,6 +178,9 @@ class WebConfig:
     metrics_cache: float = 60
     health_cache: float = 30
     tika_url: str = ""
+    # issue 72: the public URL's origin (SEARCHCRAWL_WEB_PUBLIC_URL): forms may be posted from its
+    # pages as from the origin a request came to; from no other (origins.py)
+    public_origins: tuple[str, ...] = ()
 
 
 class PeerAddress:
@@ -270,7 +275,12 @@ class WebApp:
             loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True)
         )
         self.templates.globals.update(
-            base=self.config.prefix, facet_titles=FACET_TITLES, describe=describe, actions=ACTIONS, matching=matching
+            base=self.config.prefix,
+            facet_titles=FACET_TITLES,
+            describe=describe,
+            actions=ACTIONS,
+            matching=matching,
+            reason_text=reason_text,
         )
         # as a crawl reaches Solr: SOLR_URL may list a SolrCloud collection on several nodes
         self.solr = SolrIndex(self.config.solr_url, timeout=self.config.solr_timeout, auth=self.config.solr_auth)
@@ -970,8 +980,8 @@ class WebApp:
             return denied
         form = await small_form(request) or FormData()
         user, url = str(form.get("user", "")).strip()[:256], str(form.get("url", "")).strip()
-        if not user or not url.lower().startswith(("http://", "https://", "file:", "ftp://")) or len(url) > 8192:
-            ok, text = False, "Give a user name and an absolute URL (http://, https://, ftp:// or file:)."
+        if not user or not explainable_url(url):  # the URLs the command takes
+            ok, text = False, f"Give a user name and {URL_WANTED}."
         else:
             ok, text = await self._in_directory_thread(
                 lambda: admin.explain_access(self.config.directory, self.solr, self.database, user, url)
@@ -1332,6 +1342,8 @@ def create_app(config: WebConfig) -> Starlette:
     if config.proxies:  # X-Forwarded-For and -Proto from these only, after PeerAddress kept the peer
         middleware.append(Middleware(ProxyHeadersMiddleware, trusted_hosts=list(config.proxies)))
     middleware.append(Middleware(SecurityHeaders))
+    # after the proxy headers: the scheme judged is the browser's (origins.py)
+    middleware.append(Middleware(SameOriginPosts, public=config.public_origins))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.web = web
     return app

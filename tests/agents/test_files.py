@@ -28,6 +28,7 @@ from searchcrawl.access.tokens import Access
 from searchcrawl.agents import files as files_module
 from searchcrawl.agents.base import AgentError, DocumentTooLarge
 from searchcrawl.agents.files import FilesAgent, FilesOptions, out_of_scope, owner_name, path_out_of_scope
+from searchcrawl.content.extract import file_name
 from tests.conftest import unpack
 
 
@@ -262,9 +263,26 @@ def test_file_names_that_are_not_utf8_are_listed_fetched_and_shown(tmp_path: Pat
     url = files.url_for(reference.key)
     assert url == pathlib_uri(raw) and url.isascii() and url.endswith("/caf%E9%20%231%3F.txt")
     assert files.key_of(url) == reference.key
-    assert reference.fields["file_name_s"] == "caf\ufffd #1?.txt"
+    # issue 72: decoded as the title is (content/extract.py's file_name: UTF-8, else windows-1252)
+    assert reference.fields["file_name_s"] == file_name(url) == "café #1?.txt"
+    assert reference.fields["path_s"].endswith("/café #1?.txt")
     json.dumps(dict(reference.fields))  # Solr-ready: no lone surrogate
     assert files.fetch(reference.key, 0).body == b"latin-1 name"  # type: ignore[union-attr]
+
+
+def test_a_latin1_name_in_a_utf8_folder_keeps_both_and_undefined_bytes_are_replaced(tmp_path: Path) -> None:
+    """Issue 72: each name of a path is decoded on its own; the bytes windows-1252 leaves
+    undefined become U+FFFD, as in the title."""
+    folder = os.fsencode(tmp_path) + "/Übersicht".encode()
+    os.mkdir(folder)
+    for raw in (b"/r\xe9sum\xe9.txt", b"/odd\x81\x9d.txt"):
+        with open(folder + raw, "wb") as handle:
+            handle.write(b"x")
+    shown = {reference.fields["file_name_s"]: reference for reference in agent(tmp_path).references(None)}
+    assert sorted(shown) == ["odd\ufffd\ufffd.txt", "résumé.txt"]
+    resume = shown["résumé.txt"]
+    assert resume.fields["folder_s"].endswith("/Übersicht") and resume.fields["path_s"].endswith("/Übersicht/résumé.txt")
+    assert file_name(agent(tmp_path).url_for(resume.key)) == "résumé.txt"
 
 
 def pathlib_uri(raw: bytes) -> str:

@@ -12,6 +12,7 @@ import os
 import random
 import shutil
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -210,3 +211,21 @@ def test_one_and_two_word_files_are_found_by_their_words(project: Project, solr,
     assert found("text") == {"test-text.odt"}
     assert {"test-text.odt"} <= found("Test text")
     assert found("test") == {"test-text.odt", "a/test.rtf", "b/test.rtf"}
+
+
+def test_a_file_name_that_is_not_utf8_is_indexed_with_one_reading(project: Project, solr, tmp_path: Path) -> None:
+    """Issue 72: a Latin-1 file name got a good title ("café.txt") but a mangled file_name_s
+    ("caf\ufffd.txt"); both now read the name alike (content/extract.py's decode_name)."""
+    root = tmp_path / "share"
+    root.mkdir()
+    with open(os.fsencode(root) + b"/caf\xe9 menu.txt", "wb") as handle:
+        handle.write(b"The cafeteria menu of the week.")
+    name = f"latin-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'type = "files"\n[files]\nroots = ["{root}"]\n')
+
+    result = project.scrapy("crawl", name)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    [doc] = solr_docs(solr, name)
+    assert doc["title"] == doc["file_name_s"] == "café menu.txt", doc
+    assert doc["path_s"] == f"{root}/café menu.txt" and doc["url"].endswith("/caf%E9%20menu.txt")
