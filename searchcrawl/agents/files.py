@@ -30,8 +30,8 @@ Who may read a file (``Reference.access``, ``gives_access``): its read permissio
 permission of every folder from its root down, from their POSIX permissions and access ACLs
 (searchcrawl/access/posix.py), each folder's read once a listing; a file or folder whose ACL
 cannot be read gives ``access_unreadable`` (the document is not indexed: status 927). A change of
-permissions alone keeps the token: the crawl compares the access, and updates it in Solr without
-reading the file again. Through a followed link, the folders of the link's path AND those its
+permissions alone changes the token (its inode change time): the file is read again and its new
+access indexed. Through a followed link, the folders of the link's path AND those its
 target lies in (from the root that holds its real path down): a reader must pass both, as the
 URL shown is the link's and the kernel passes the target's folders (a link in an open folder
 into a 0700 folder is no way in). When a file is read, its access is read again, after the
@@ -42,9 +42,10 @@ the next crawl, which reads it again: when what is read is not what was listed (
 ``Content.token``, another), no token is indexed (a 304 on the listing's token would put the
 listed file's access on the text read: a link repointed between listing and fetch, and back).
 
-Changes: a file's token is its size, modification time (nanoseconds) and inode number: a
-maintenance crawl reads again only the files whose size or modification time changed, or that are
-another file (renamed over, a link repointed: size and time alone can be set to another file's).
+Changes: a file's token is its size, modification time (nanoseconds), inode number and inode
+change time: a maintenance crawl reads again only the files whose size, modification time or
+permissions changed, or that are another file (renamed over, a link repointed, a new file in a
+freed inode: size and time alone can be set to another file's, the change time cannot).
 Deletions: every crawl lists the roots completely; a file it does not list (deleted, moved, renamed, newly excluded or hidden) leaves
 the index. A root that is missing, not a folder or unreadable fails the crawl and nothing is removed,
 so a share that is not mounted does not empty the index. But an EMPTY mount point (the share not
@@ -309,11 +310,14 @@ def _modified(mtime_ns: int) -> datetime | None:
 
 
 def _token(info: os.stat_result) -> str:
-    """A file's change token: its size, modification time (nanoseconds) and inode number. Size
-    and time are the owner's to set (utime): without the inode, another file given them, put at
-    the path (renamed over it, or a link repointed to it), would be a 304 that puts its access
-    on the text indexed for the first."""
-    return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}"
+    """A file's change token: its size, modification time (nanoseconds), inode number and inode
+    change time. Size and time are the owner's to set (utime): without the inode, another file
+    given them, put at the path (renamed over it, or a link repointed to it), would be a 304 that
+    puts its access on the text indexed for the first. Without the change time, which nobody can
+    set, the same holds for another file given the inode number a deleted one freed (the file
+    system reuses them). A change of permissions alone changes the change time too: such a file is
+    read again, and its access re-indexed with it (its text's checksum decides nothing more)."""
+    return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}:{info.st_ctime_ns}"
 
 
 def _fd_path(fd: int) -> str | None:

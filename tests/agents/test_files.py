@@ -19,6 +19,8 @@ import time
 import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from pydantic import ValidationError
@@ -143,7 +145,7 @@ def test_lists_the_office_documents_with_their_fields_and_fetches_them(office: P
     assert {Path(r.key).suffix for r in references} == {".pdf", ".docx", ".xlsx", ".odt"}
     docx = next(r for r in references if r.key.endswith("docx/raw_text.docx"))
     info = os.stat(docx.key)
-    assert docx.token == f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}"
+    assert docx.token == f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}:{info.st_ctime_ns}"
     assert docx.modified == datetime.fromtimestamp(info.st_mtime_ns / 1e9, UTC)
     assert docx.content is None
     assert docx.fields == {
@@ -676,6 +678,29 @@ def test_review_another_file_at_a_path_with_the_same_size_and_time_has_another_t
     forged.rename(root / "a.txt")
     [then] = list(files.references(None))
     assert then.access is not None and then.access.is_public
+    assert then.token != first.token
+
+
+def test_a_new_file_in_a_freed_inode_with_the_same_size_and_time_has_another_token(tmp_path: Path) -> None:
+    """A file deleted and another made in its place by someone who may write the folder can get
+    the inode number it freed (file systems reuse them), and its size and time (utime): only the
+    inode change time, which nobody sets, tells it apart. Without it the token matched, and the
+    next crawl's 304 put the new file's (public) access on the private text indexed before."""
+    path = write(tmp_path / "a.txt", "a private text")
+    before = os.stat(path)
+    fields = {name: getattr(before, name) for name in ("st_size", "st_mtime_ns", "st_ino")}
+    later = SimpleNamespace(**fields, st_ctime_ns=before.st_ctime_ns + 1)  # the new file, in the freed inode
+    assert files_module._token(cast(os.stat_result, later)) != files_module._token(before)
+
+
+def test_a_change_of_permissions_alone_changes_the_token(tmp_path: Path) -> None:
+    path = write(tmp_path / "a.txt", "text")
+    files = agent(tmp_path)
+    (first,) = files.references(None)
+    mtime = os.stat(path).st_mtime_ns
+    path.chmod(0o600)
+    os.utime(path, ns=(0, mtime))
+    (then,) = files.references(None)
     assert then.token != first.token
 
 
