@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from scrapy.settings import Settings
@@ -345,3 +346,39 @@ def test_a_referral_among_the_groups_makes_the_principals_partial(own_server: Di
     found = LdapDirectory(config_of(own_server)).principals("alice")
     assert "group:finance" in found.tokens and not found.error
     assert found.incomplete and "referr" in found.partial
+
+
+def test_one_searchers_requests_on_a_slow_directory_do_not_hold_another_whose_principals_are_cached(
+    directory_server: DirectoryServer, tmp_path
+) -> None:
+    """The manual: "one searcher's lookup does not hold another's". The web application asks the
+    directory in 64 threads of its own, and a searcher whose principals are cached asked for a
+    thread too, to read the cache. One signed-in searcher's 64 requests at once, on a directory
+    that answers each question just within the timeout (each waits out the deadline: a searcher's requests before their
+    first answer each ask), held alice's search, her principals cached, for the whole deadline."""
+    import requests
+
+    from searchcrawl.web.app import DIRECTORY_THREADS, create_app
+    from tests.conftest import wait_for
+    from tests.e2e.test_web_proxies import served
+    from tests.web.test_app import unit_config
+
+    with SlowProxy(directory_server.url, delay=0) as slow, ThreadPoolExecutor(DIRECTORY_THREADS) as pool:
+        directory = LdapDirectory(config_of(directory_server, url=slow.url, timeout=2))  # deadline: 6 s
+        assert "group:finance" in directory.principals("alice").tokens  # cached
+        slow.delay = 1.6  # each answer just within the timeout: a lookup waits out its deadline
+        app = create_app(unit_config(tmp_path, directory=directory, user_header="x-remote-user", proxies=("127.0.0.1",)))
+        with served(app) as site:
+
+            def page(user: str) -> float:
+                began = time.monotonic()
+                requests.get(site + "/", headers={"x-remote-user": user}, timeout=60)
+                return time.monotonic() - began
+
+            asked = slow.connections
+            held = [pool.submit(page, "bob") for _ in range(DIRECTORY_THREADS)]
+            wait_for(lambda: slow.connections >= asked + DIRECTORY_THREADS, timeout=30, what="bob's lookups")
+            took = page("alice")
+            assert took < 3, f"alice, her principals cached, waited {took:.1f} s behind bob's lookups"
+            for search in held:
+                search.result()
