@@ -195,6 +195,10 @@ SEARCHCRAWL_WEB_PREFIX = os.environ.get("SEARCHCRAWL_WEB_PREFIX", "")  # path be
 # own, is a proxy on this machine. With no proxy in front, set it empty so that a local client
 # cannot choose the address it is counted under; never "*" (anyone would choose).
 SEARCHCRAWL_WEB_PROXIES = ["127.0.0.1", "::1"]
+# The address people open the web application at (https://search.example/; "" for none, then
+# SEARCHCRAWL_NOTIFY_BASE_URL's): a form posted from a page of another origin is refused
+# (web/origins.py), and behind a proxy that sends another Host header this is the origin allowed.
+SEARCHCRAWL_WEB_PUBLIC_URL = os.environ.get("SEARCHCRAWL_WEB_PUBLIC_URL", "")
 # Single sign-on: the header in which those proxies name the signed-in searcher (e.g.
 # X-Remote-User; empty: none). Believed only on a connection from one of the proxies, which must
 # set it, or remove a client's, on every request; the principals come from the directory.

@@ -86,13 +86,15 @@ class JsonRepositoryAgent(Agent):
     @staticmethod
     def _content(document: dict) -> Content:
         """Its body; ``readers`` (tokens) or ``readers_unreadable`` (why not): the access read
-        with it, as the files agent reads a file's (``Content.access``)."""
+        with it, as the files agent reads a file's (``Content.access``); ``token_read``: the
+        change token read with it (``Content.token``)."""
         readers = document.get("readers")
         return Content(
             document["body"].encode("utf-8"),
             document.get("type", "text/html; charset=utf-8"),
             access=None if readers is None else Access.of([Grant.of(token, "the repository, when read") for token in readers]),
             access_unreadable=document.get("readers_unreadable"),
+            token=document.get("token_read"),
         )
 
 
@@ -134,3 +136,28 @@ class RacingFilesAgent(FilesAgent):
             Path(key).write_text(race.read_text(encoding="utf-8"), encoding="utf-8")
             race.unlink()
         return super().fetch(key, max_bytes)
+
+
+class SwappingFilesAgent(FilesAgent):
+    """The files agent, for which a link with a sibling ``<name>.swap`` points elsewhere while it
+    is fetched, every time, and back after (a local user repointing their own link between the
+    listing and the fetch, and back before the next crawl): the sibling names the target the
+    fetch finds (the sibling removed: once)."""
+
+    def fetch(self, key: str, max_bytes: int) -> Content | None:
+        swap = Path(f"{key}.swap")
+        if not swap.exists():
+            return super().fetch(key, max_bytes)
+        listed = os.readlink(key)
+        target = swap.read_text(encoding="utf-8")
+        swap.unlink()
+        _repoint(key, target)
+        try:
+            return super().fetch(key, max_bytes)
+        finally:
+            _repoint(key, listed)
+
+
+def _repoint(link: str, target: str) -> None:
+    os.symlink(target, f"{link}.tmp")
+    os.rename(f"{link}.tmp", link)

@@ -26,7 +26,9 @@ failed start. What tests may rely on:
   decide (``acl_xattr:ignore system acls``);
 - ``set_acl(share, path, sddl)``, ``set_acl_entries(...)``, ``get_sddl(share, path)``: a file's
   or folder's NTFS ACL; ``set_share_acl(share, sddl)``, ``reset_share_acl(share)``: the share's
-  permissions;
+  permissions; ``share_descriptor(share, user)``: what srvsvc answers that user of them;
+  ``restart_rpc_workers()``: Samba's srvsvc worker starts over; ``without_rpc_helpers()``: a
+  server without a srvsvc pipe, for a ``with`` block;
 - ``can_read(user, share, path)``: the oracle, Samba's own decision whether that user may read;
 - ``stop()`` / ``start()``: samba ends (connections refused) / comes back (an unreachable server).
 
@@ -83,6 +85,7 @@ FILE_READ_DATA = 0x1
 NETNS_PREFIX = "scsmb-"  # + the pid of the process that made it (stale ones are swept)
 SUBNET = "10.232"  # /30 subnets of 10.232.0.0/16, one per process
 SAMBA = "/usr/sbin/samba"
+RPC_WORKER = "/usr/libexec/samba/rpcd_classic"  # the worker samba-dcerpcd runs srvsvc in
 
 # Run by Debian's python3 (python3-samba): the users and groups, added offline before samba starts,
 # and what the fixture needs to know of them.
@@ -514,9 +517,54 @@ class SambaDomain:
         """Replace the share's permissions (checked at tree connect), e.g. ``D:(A;;FA;;;<sid>)``."""
         _run(["sharesec", share, f"--setsddl={sddl}", "-s", str(self.config)])
 
+    def share_descriptor(self, share: str, user: str = "Administrator") -> bytes | None:
+        """The share's security descriptor as srvsvc (NetrShareGetInfo, level 502) answers ``user``
+        over a new SMB session (None: answered without one; ShareSecurityUnreadable: refused)."""
+        from searchcrawl.agents.smb_share_security import share_security_descriptor
+
+        smbclient = _smbclient()
+        cache: dict[str, object] = {}
+        password = self.admin_password if user == "Administrator" else self.passwords[user]
+        try:
+            return share_security_descriptor(
+                self.address, share, username=f"{DOMAIN}\\{user}", password=password, connection_cache=cache
+            )
+        finally:
+            with contextlib.suppress(Exception):
+                smbclient.reset_connection_cache(connection_cache=cache)
+
+    def restart_rpc_workers(self) -> None:
+        """End the srvsvc worker (samba-dcerpcd's rpcd_classic, which it starts again for the next
+        pipe opened): what it learnt (its share database opened for root, or not) starts over."""
+        workers = [pid for pid in self._namespace_pids() if _command_line(pid).startswith(RPC_WORKER)]
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while any(process_alive(pid) for pid in workers):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"samba's RPC workers {workers} did not end")
+            time.sleep(0.05)
+
+    @contextlib.contextmanager
+    def without_rpc_helpers(self) -> Iterator[None]:
+        """Samba restarted without its RPC helpers (``rpc start on demand helpers = no``, and no
+        samba-dcerpcd started otherwise): no srvsvc pipe, as on a server that offers none, while
+        LDAP and the shares' files are served as before; restarted as it was afterwards."""
+        original = self.config.read_text(encoding="utf-8")
+        self.stop()
+        self.config.write_text(original.replace("[global]\n", "[global]\n\trpc start on demand helpers = no\n", 1))
+        try:
+            self.start()
+            yield
+        finally:
+            self.stop()
+            self.config.write_text(original, encoding="utf-8")
+            self.start()
+
     def reset_share_acl(self, share: str) -> None:
         """The share's permissions back to Samba's default, everyone: full control, written out
-        (once deleted, Samba answers srvsvc with no descriptor at all: "unreadable" to a crawl)."""
+        (the same descriptor srvsvc gives for a share without permissions of its own)."""
         self.set_share_acl(share, "D:(A;;0x1f01ff;;;WD)")
 
     # -- the oracle ------------------------------------------------------------------------
@@ -551,6 +599,13 @@ class SambaDomain:
         finally:
             with contextlib.suppress(Exception):
                 smbclient.reset_connection_cache(connection_cache=cache)
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:  # gone meanwhile
+        return ""
 
 
 def skip_reason() -> str | None:

@@ -38,3 +38,13 @@ def test_no_command_lists_them_and_an_unknown_one_is_an_error(capsys: pytest.Cap
     with pytest.raises(SystemExit) as unknown:
         cli.main(["startproject", "x"])
     assert unknown.value.code == 2 and "unknown command 'startproject'" in capsys.readouterr().err
+
+
+def test_hints_name_the_command_that_works_where_they_are_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 72: `scrapy` knows searchcrawl's commands in a Scrapy project only."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    assert cli.hint_program() == "searchcrawl"
+    (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = searchcrawl.settings\n")
+    assert cli.hint_program() == "scrapy"

@@ -191,12 +191,23 @@ def own_name(attribute: str, value: str, dn: str) -> list[Principal]:
     return [Principal(token, f"{attribute} of {dn}")]
 
 
+def own_uid(user: DirectoryEntry, name: str) -> str:
+    """The entry's uid: its one value, or of several the one equal to ``name``, the name asked
+    (case aside), which the directory found it by and no other entry bears; "" otherwise. Never
+    merely the first of several: an entry uid=mallory whose uid values are (alice, mallory) is
+    not alice, whose own entry the search for mallory did not meet."""
+    values = user.values("uid")
+    if len(values) <= 1:
+        return next(iter(values), "")
+    return next((value for value in values if value.lower() == name.lower()), "")
+
+
 def user_principals(user: DirectoryEntry, name: str) -> list[Principal]:
-    """The principals of the user's own entry: its uid (``own_name``: never the name signed in
-    with, which the directory may have matched to another spelling), its DN, its uidNumber and its
-    primary gidNumber."""
+    """The principals of the user's own entry: its uid (``own_uid`` and ``own_name``: never the
+    name signed in with, which the directory may have matched to another spelling), its DN, its
+    uidNumber and its primary gidNumber."""
     found = [
-        *own_name("uid", user.first("uid"), user.dn),
+        *own_name("uid", own_uid(user, name), user.dn),
         Principal(f"user:{user.dn}", f"DN of the directory entry of {name}"),
     ]
     if user.first("uidNumber"):
@@ -210,10 +221,22 @@ def group_principals(membership: Membership, user_dn: str) -> list[Principal]:
     """A group's principals: its DN, each cn, and a posixGroup's gidNumber, with the path."""
     group, path = membership.group, path_text(membership, user_dn)
     found = [Principal(f"group:{group.dn}", path)]
-    found.extend(Principal(f"group:{cn}", f"cn of {group.dn}; {path}") for cn in group.values("cn"))
+    found.extend(Principal(f"group:{cn}", f"cn of {group.dn}; {path}") for cn in group_names(group, "cn"))
     if "posixgroup" in {kind.lower() for kind in group.values("objectClass")} and group.first("gidNumber"):
         found.append(Principal(f"gid:{group.first('gidNumber')}", f"gidNumber of posixGroup {group.dn}; {path}"))
     return found
+
+
+def group_names(group: DirectoryEntry, attribute: str) -> tuple[str, ...]:
+    """A group's names (``cn``, ``sAMAccountName``) for ``group:<name>`` principals, leaving out a
+    name with ``=``: it reads as a DN, perhaps another group's (a group a department created
+    with the cn ``cn=finance,ou=groups,...`` would give its members that group's DN token,
+    which the manual says matches that one group)."""
+    names = group.values(attribute)
+    for value in names:
+        if "=" in value:
+            logger.debug("directory: %s's %s %r reads as a DN: no group:<name> principal", group.dn, attribute, value)
+    return tuple(value for value in names if "=" not in value)
 
 
 def _dn_key(dn: str) -> str:
@@ -269,7 +292,7 @@ def principals_of(name: str, user: DirectoryEntry, memberships: Iterable[Members
     entries = user_principals(user, name)
     for membership in memberships:
         entries.extend(group_principals(membership, user.dn))
-    return Principals.of(user.first("uid") or name, tokens_only(entries, name))
+    return Principals.of(own_uid(user, name) or name, tokens_only(entries, name))
 
 
 def tokens_only(entries: Iterable[Principal], name: str) -> list[Principal]:
@@ -300,7 +323,7 @@ def windows_principals(name: str, user: DirectoryEntry, sids: list[str], groups:
         entries.append(Principal(f"sid:{sid}", origin))
         if group is not None:
             entries.append(Principal(f"group:{group.dn}", f"tokenGroups of {rdn(user.dn)}: {sid}"))
-            for cn in (*group.values("sAMAccountName"), *group.values("cn")):
+            for cn in (*group_names(group, "sAMAccountName"), *group_names(group, "cn")):
                 entries.append(Principal(f"group:{cn}", f"name of {group.dn} ({sid})"))
     for sid in NETWORK_LOGON_SIDS:
         entries.append(Principal(f"sid:{sid}", f"{WELL_KNOWN[sid]}: every domain user's network logon"))

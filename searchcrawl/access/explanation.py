@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -47,6 +47,12 @@ class DocumentRows(Protocol):
     """What is read of the document table (``DocumentTable.get``): a URL's row of a source."""
 
     def get(self, source: str, url: str) -> dict[str, Any] | None: ...
+
+
+class SidNames(Protocol):
+    """What is asked of the directory (``Directory.sid_names``): the names of Windows SIDs."""
+
+    def sid_names(self, sids: Iterable[str]) -> dict[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,34 @@ def held_documents(index: IndexedDocuments, table: DocumentRows | None, url: str
         else:
             held.append(HeldDocument(source, url, access_of_fields(doc), FROM_INDEX))
     return held
+
+
+MAX_URL_CHARS = 8192
+# The URLs documents are indexed under: http(s) and ftp, file: URLs, and every agent's
+# ``scheme://source/key`` (sql://, mail://, smb://, a custom agent's: agents/base.py). The URL is
+# only compared with the index's, never opened; ``javascript:`` and the like are no document's.
+_DOCUMENT_URL = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|file:)\S")
+URL_WANTED = (
+    "an absolute URL as its document is indexed (http://, https://, ftp://, file:, smb://, sql://, mail://, an agent's scheme://)"
+)
+
+
+def explainable_url(url: str) -> bool:
+    """Whether ``url`` can be a document's URL: `scrapy explain-access` and the administration
+    page take the same URLs."""
+    return 0 < len(url) <= MAX_URL_CHARS and _DOCUMENT_URL.match(url) is not None
+
+
+def access_lines(
+    principals: Principals, directory: SidNames | None, index: IndexedDocuments, table: DocumentRows | None, url: str
+) -> list[str]:
+    """The whole report of ``url`` for ``principals``: each source's document of it
+    (``held_documents``), the SIDs named by ``directory`` when there is one, the decision; what
+    `scrapy explain-access` prints and the administration page shows. IndexingError when Solr
+    does not answer."""
+    documents = held_documents(index, table, url)
+    names = directory.sid_names(sids_of(documents)) if directory is not None else {}
+    return explain_access(principals, documents, url, names)
 
 
 def sids_of(documents: Sequence[HeldDocument]) -> set[str]:

@@ -33,6 +33,7 @@ from searchcrawl.access.directory import (
     DirectoryUnavailable,
     binary_sids,
     named,
+    own_uid,
     principals_of,
     sid_label,
     walk_groups,
@@ -91,13 +92,17 @@ class LdapDirectory:
         self._forget(user)
         return True
 
-    def principals(self, user: str) -> Principals:
-        key = user.lower()
-        now = self.clock()
+    def cached(self, user: str) -> Principals | None:
+        """``user``'s principals while the cache keeps them (a failed lookup's too), else None:
+        never asks the directory, so the web application reads it without a directory thread."""
         with self._lock:
-            cached = self._cache.get(key)
-        if cached is not None and cached[0] > now:
-            return cached[1]
+            cached = self._cache.get(user.lower())
+        return cached[1] if cached is not None and cached[0] > self.clock() else None
+
+    def principals(self, user: str) -> Principals:
+        cached = self.cached(user)
+        if cached is not None:
+            return cached
         try:
             found = self.lookup(user)
         except DirectoryUnavailable as exc:
@@ -152,7 +157,7 @@ class LdapDirectory:
         if self.config.active_directory:
             return self._windows_lookup(connection, user, entry)
         cut: list[str] = []
-        direct = self._direct_groups(connection, entry, cut)
+        direct = self._direct_groups(connection, entry, user, cut)
         memberships = walk_groups(direct, lambda group: self._parents(connection, group, cut), cut=cut)
         if not memberships and not self._search(connection, self.config.group_base, ANY_GROUP, ["cn"], size_limit=1):
             # no group, and none to see: the reader may not read groups (a directory where users
@@ -320,15 +325,18 @@ class LdapDirectory:
         return found[0]
 
     def _direct_groups(
-        self, connection: ldap3.Connection, user: DirectoryEntry, cut: list[str]
+        self, connection: ldap3.Connection, user: DirectoryEntry, name: str, cut: list[str]
     ) -> list[tuple[DirectoryEntry, str]]:
         dn = escape_filter_chars(user.dn)
         asks = [
             ("member", f"(member={dn})"),
             ("uniqueMember", f"(uniqueMember={dn})"),
         ]
-        if user.first("uid"):
-            asks.append(("memberUid", f"(&(objectClass=posixGroup)(memberUid={escape_filter_chars(user.first('uid'))}))"))
+        uid = own_uid(user, name)  # of several uids the one asked: the others may be other users'
+        if uid:
+            asks.append(("memberUid", f"(&(objectClass=posixGroup)(memberUid={escape_filter_chars(uid)}))"))
+        elif user.first("uid"):
+            cut.append(f"{user.dn} has several uids, none the name asked: its posixGroups by memberUid not read")
         if user.first("gidNumber"):
             asks.append(
                 ("primary group", f"(&(objectClass=posixGroup)(gidNumber={escape_filter_chars(user.first('gidNumber'))}))")
@@ -353,13 +361,16 @@ class LdapDirectory:
     ) -> list[DirectoryEntry]:
         seconds = max(1, math.ceil(self._clamp(connection)))  # the server's own limit: whole seconds
         if not connection.search(base, query, attributes=attributes, size_limit=size_limit, time_limit=seconds):
-            if connection.result.get("result") in (0, 4, 32):  # none found, size limit, no such base
-                if connection.result.get("result") == 4 and cut is not None:
-                    cut.append(f"a search of groups stopped at its size limit ({MAX_GROUPS})")
-                return self._entries(connection)
-            raise DirectoryUnavailableLdap(
-                f"the directory at {self.config.url} refused a search ({connection.result.get('description')})"
-            )
+            if connection.result.get("result") not in (0, 4, 32):  # none found, size limit, no such base
+                raise DirectoryUnavailableLdap(
+                    f"the directory at {self.config.url} refused a search ({connection.result.get('description')})"
+                )
+            if connection.result.get("result") == 4 and cut is not None:
+                cut.append(f"a search of groups stopped at its size limit ({MAX_GROUPS})")
+        if cut is not None and any(item.get("type") == "searchResRef" for item in connection.response or []):
+            # a continuation reference: part of the answer is held by another server, not asked
+            # (a referral is never followed): the groups held there are not read
+            cut.append(f"a search of groups under {base} was referred to another server (referrals are not followed)")
         return self._entries(connection)
 
     @staticmethod

@@ -62,6 +62,10 @@ class Content:
     # access it has when read); ``access_unreadable``: why it could not be read then (927)
     access: Access | None = None
     access_unreadable: str | None = None
+    # the change token of what was read: when it is not the reference's (the file changed since
+    # it was listed, or is another one), no token is indexed, so the next crawl reads it again
+    # (a 304 on the listing's token would put the listed file's access on this text)
+    token: str | None = None
 
 
 @dataclass(frozen=True)

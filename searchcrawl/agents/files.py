@@ -30,19 +30,23 @@ Who may read a file (``Reference.access``, ``gives_access``): its read permissio
 permission of every folder from its root down, from their POSIX permissions and access ACLs
 (searchcrawl/access/posix.py), each folder's read once a listing; a file or folder whose ACL
 cannot be read gives ``access_unreadable`` (the document is not indexed: status 927). A change of
-permissions alone keeps the token: the crawl compares the access, and updates it in Solr without
-reading the file again. Through a followed link, the folders of the link's path AND those its
+permissions alone changes the token (its inode change time): the file is read again and its new
+access indexed. Through a followed link, the folders of the link's path AND those its
 target lies in (from the root that holds its real path down): a reader must pass both, as the
 URL shown is the link's and the kernel passes the target's folders (a link in an open folder
 into a 0700 folder is no way in). When a file is read, its access is read again, after the
 text, from the descriptor the text was read from and from its folders then
 (``Content.access``): that is the one indexed, not the listing's (a file made private and
 rewritten in between is indexed private); the size and time indexed are the listing's until
-the next crawl.
+the next crawl, which reads it again: when what is read is not what was listed (its token,
+``Content.token``, another), no token is indexed (a 304 on the listing's token would put the
+listed file's access on the text read: a link repointed between listing and fetch, and back).
 
-Changes: a file's token is its size and modification time (nanoseconds): a maintenance crawl reads
-again only the files whose size or modification time changed. Deletions: every crawl lists the
-roots completely; a file it does not list (deleted, moved, renamed, newly excluded or hidden) leaves
+Changes: a file's token is its size, modification time (nanoseconds), inode number and inode
+change time: a maintenance crawl reads again only the files whose size, modification time or
+permissions changed, or that are another file (renamed over, a link repointed, a new file in a
+freed inode: size and time alone can be set to another file's, the change time cannot).
+Deletions: every crawl lists the roots completely; a file it does not list (deleted, moved, renamed, newly excluded or hidden) leaves
 the index. A root that is missing, not a folder or unreadable fails the crawl and nothing is removed,
 so a share that is not mounted does not empty the index. But an EMPTY mount point (the share not
 mounted, its mount point folder still there) cannot be told from an empty folder: its documents
@@ -88,6 +92,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from searchcrawl.access.posix import SEARCH, Gate, file_access, gate, within_folder
 from searchcrawl.access.tokens import Access, AccessUnreadable
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
+from searchcrawl.content.extract import decode_path
 from searchcrawl.rules.tables import RuleTable
 
 logger = logging.getLogger(__name__)
@@ -245,9 +250,9 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def _shown(path: str) -> str:
-    """A path as text for Solr and logs: bytes that are not UTF-8 become U+FFFD (the key keeps
-    them, so the file is still found)."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    """A path as text for Solr and logs, decoded name by name as the title is (content/extract.py's
+    ``decode_path``: UTF-8, else windows-1252); the key keeps the bytes, so the file is still found."""
+    return decode_path(os.fsencode(path))
 
 
 def file_reference(
@@ -304,6 +309,17 @@ def _modified(mtime_ns: int) -> datetime | None:
         return None
 
 
+def _token(info: os.stat_result) -> str:
+    """A file's change token: its size, modification time (nanoseconds), inode number and inode
+    change time. Size and time are the owner's to set (utime): without the inode, another file
+    given them, put at the path (renamed over it, or a link repointed to it), would be a 304 that
+    puts its access on the text indexed for the first. Without the change time, which nobody can
+    set, the same holds for another file given the inode number a deleted one freed (the file
+    system reuses them). A change of permissions alone changes the change time too: such a file is
+    read again, and its access re-indexed with it (its text's checksum decides nothing more)."""
+    return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}:{info.st_ctime_ns}"
+
+
 def _fd_path(fd: int) -> str | None:
     """The real path of an open file or folder (Linux' /proc), or None when unknown."""
     try:
@@ -350,12 +366,14 @@ def _pass_of(fd: int, real: str, shown: str) -> _Pass:
         return _Pass(real, shown, None, f"the ACL of {shown} cannot be read: {exc}")
 
 
-def _real_passes(real: str, reals: list[str]) -> tuple[_Pass, ...]:
+def _real_passes(real: str, reals: list[str], identity: os.stat_result) -> tuple[_Pass, ...]:
     """The folders a followed link's target lies in (``real``, its real path): from the root
     whose real path holds it down to its own folder, each opened relative to its parent without
     following a link, and its search permission read now. The target is reached through them
     too, so a link cannot open a folder nobody may enter. One that cannot be opened (gone since,
-    a link now, refused) is unreadable: the files below the link are not indexed (927)."""
+    a link now, refused) is unreadable: the files below the link are not indexed (927), and so
+    is a target no longer found in the last folder opened (``identity``: its ``stat``): a folder
+    on its path renamed meanwhile, and another put in its place, is not the one it lies in."""
     root = next(root for root in reals if _inside(real, root))
     if real == root:
         return ()
@@ -377,6 +395,13 @@ def _real_passes(real: str, reals: list[str]) -> tuple[_Pass, ...]:
             os.close(fd)
             fd = child
             passes.append(_pass_of(fd, path, _shown(path)))
+        else:
+            try:
+                found = os.stat(real.rsplit("/", 1)[1], dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                found = None
+            if found is None or (found.st_dev, found.st_ino) != (identity.st_dev, identity.st_ino):
+                passes.append(_Pass(real, _shown(real), None, f"{_shown(real)} was moved while its folders were read"))
     finally:
         os.close(fd)
     return tuple(passes)
@@ -394,7 +419,7 @@ def _passed(fd: int, expected: str, reals: list[str], passes: list[_Pass]) -> st
     real = _fd_path(fd) or expected
     if real != expected:
         if any(_inside(real, root) for root in reals):
-            passes.extend(_real_passes(real, reals))
+            passes.extend(_real_passes(real, reals, os.fstat(fd)))
         else:
             passes.append(_Pass(real, _shown(real), None, f"{_shown(real)} is outside the roots"))
     return real
@@ -554,10 +579,8 @@ class FilesAgent(Agent):
                     logger.debug("files %s: %r skipped: not a regular file", self.source, _shown(path))
                 elif reason := out_of_scope(rel, False, self.files):
                     logger.debug("files %s: %r skipped: %s", self.source, _shown(path), reason)
-                else:
-                    # a followed link to a file: the folders its target lies in are passed too
-                    above = _real_passes(real, reals) if link and real else ()
-                    yield self._reference(path, info, [*_passes_of(stack), *above])
+                elif (reference := self._listed(folder, name, path, info, link, real, reals, stack)) is not None:
+                    yield reference
         finally:
             for folder in stack:  # the consumer stopped early, or the listing failed
                 os.close(folder.fd)
@@ -623,7 +646,7 @@ class FilesAgent(Agent):
         if names is None:
             os.close(fd)
             return None
-        above = _real_passes(real, reals) if link else ()
+        above = _real_passes(real, reals, os.fstat(fd)) if link else ()
         return _Folder(fd, rel, real, names, link or parent.linked, _pass_of(fd, real, _shown(path)), above)
 
     def _own_access(self, file: str | int, info: os.stat_result, shown: str) -> Access:
@@ -643,13 +666,56 @@ class FilesAgent(Agent):
             logger.debug("files %s: %r not indexed: %s", self.source, shown, exc)
             return None, str(exc)
 
-    def _reference(self, path: str, info: os.stat_result, passes: list[_Pass]) -> Reference:
+    def _listed(
+        self,
+        folder: _Folder,
+        name: str,
+        path: str,
+        info: os.stat_result,
+        link: bool,
+        real: str | None,
+        reals: list[str],
+        stack: list[_Folder],
+    ) -> Reference | None:
+        """A regular file's reference: its token and its own access read from one file, named by
+        an ``O_PATH`` descriptor (its ACL through /proc), not by its path again: a file renamed
+        over it, or a link repointed, between the stat and the ACL read gave one file's token
+        with another's access (a private file's token with a public one's access: a 304 that
+        puts the public access on the private text). A followed link repointed since is judged
+        on where it points now. None when it is gone, or no longer a file in scope."""
+        try:
+            fd = os.open(name, _PATH if link else _PATH | os.O_NOFOLLOW, dir_fd=folder.fd)
+        except OSError as error:
+            if error.errno not in _GONE and not isinstance(error, PermissionError):
+                raise AgentError(f"{_shown(path)!r} cannot be read: {error.strerror}") from None
+            logger.debug("files %s: %r skipped: %s", self.source, _shown(path), error.strerror)
+            return None
+        try:
+            now = os.fstat(fd)
+            if not stat.S_ISREG(now.st_mode):
+                logger.debug("files %s: %r skipped: not a regular file", self.source, _shown(path))
+                return None
+            if link and (target := _fd_path(fd) or real) != real:  # repointed since: judged again
+                reason = target_out_of_scope(target, False, reals, self.files) if target else "its target is unknown"
+                if reason:
+                    logger.debug("files %s: %r skipped: %s", self.source, _shown(path), reason)
+                    return None
+                real = target
+            # a followed link to a file: the folders its target lies in are passed too
+            above = _real_passes(real, reals, now) if link and real else ()
+            named = f"/proc/self/fd/{fd}" if os.path.isdir("/proc/self/fd") else path
+            return self._reference(path, now, [*_passes_of(stack), *above], named)
+        finally:
+            os.close(fd)
+
+    def _reference(self, path: str, info: os.stat_result, passes: list[_Pass], named: str | None = None) -> Reference:
+        """``named``: the path its ACL is read by (the file's /proc descriptor), else ``path``."""
         shown = _shown(path)
-        access, unreadable = self._access(path, info, shown, passes)
+        access, unreadable = self._access(named or path, info, shown, passes)
         folder, name = shown.rsplit("/", 1)
         return file_reference(
             key=path,
-            token=f"{info.st_size}:{info.st_mtime_ns}",
+            token=_token(info),
             path=shown,
             folder=folder or "/",
             name=name,
@@ -752,7 +818,12 @@ class FilesAgent(Agent):
             os.close(reader)
         name = _shown(key).rsplit("/", 1)[-1]
         content_type = mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
-        return Content(body=body, content_type=content_type, name=name, access=access, access_unreadable=unreadable)
+        # the token of what was read (its size and time before it was read: a write since is
+        # a change the next crawl sees): when not the listing's, none is indexed (the next crawl
+        # reads it again), as the listing's may be another file's
+        return Content(
+            body=body, content_type=content_type, name=name, access=access, access_unreadable=unreadable, token=_token(info)
+        )
 
 
 def _read_bytes(reader: int, key: str, max_bytes: int) -> bytes:

@@ -36,13 +36,18 @@ as ``sid:`` tokens, behind the share's own permissions (``share_permissions = "r
 share's descriptor, asked of the server's srvsvc once a listing, smb_share_security.py).
 Windows lets anyone pass through folders (the "bypass traverse checking" right every user has):
 a folder's permissions restrict its files only through the entries the files inherit. A file
-whose descriptor cannot be read (refused, malformed), or a share whose permissions cannot be
-read, gives ``access_unreadable``: the file is not indexed (status 927), never shown to all.
-The crawl's account needs to read the descriptors (READ_CONTROL: any user who can list the
-folder, on most shares) and, for the share's permissions, to be an administrator of the file
-server (Windows refuses srvsvc's level 502 to others; Samba answers them without a descriptor,
-which is read as unreadable: fail closed): else set ``share_permissions = "ignore"`` where the
-shares give everyone full control and NTFS decides.
+whose descriptor cannot be read (refused, malformed), or whose share's descriptor holds an entry
+of an unknown kind, gives ``access_unreadable``: the file is not indexed (status 927), never
+shown to all. The crawl's account needs to read the descriptors (READ_CONTROL: any user who can
+list the folder, on most shares) and the shares' permissions: a share whose permissions cannot be
+asked (refused, answered without a descriptor, no srvsvc pipe) fails the crawl, which removes
+nothing, and the error says what to set (SHARE_PERMISSIONS_ADVICE): an account that reads them
+(Windows: an administrator of the file server; Samba: the domain's Administrator, the one account
+it maps to root, since it answers any other without a descriptor until the Administrator has asked
+through the same worker: smb_share_security.py), or ``share_permissions = "ignore"`` where the
+shares let everyone read and NTFS decides. A descriptor the server gives is the share's
+permissions (Samba's Everyone: full control for a share without its own is what it enforces); a
+missing one is never "everyone" (NO_DESCRIPTOR), so the index never depends on who asked before.
 
 Changes: a file's token is its size and last write time: a maintenance crawl reads again only
 the files whose size or time changed (then, ``modified_when = ["checksum"]``, re-indexes only
@@ -107,6 +112,23 @@ ACCESS_DENIED = 0xC0000022
 BUFFER_TOO_SMALL = 0xC0000023
 SHARING_VIOLATION = 0xC0000043
 GONE_STATUSES = frozenset({0xC0000034, 0xC000003A, 0xC0000056, 0xC0000225})  # name, path not found; delete pending; not found
+#: A share answered without a security descriptor (a NULL pointer at level 502) is never read as
+#: "everyone may read". Samba (4.17, measured) answers so to every account but the one it maps to
+#: root (the domain's Administrator), for every share whatever its permissions, until the srvsvc
+#: worker answering has opened its share database for root; Windows, for a share without a
+#: descriptor of its own, such as its administrative shares, which admit administrators only.
+NO_DESCRIPTOR = (
+    "the server answered without a descriptor (Samba does to an account other than its Administrator, "
+    "Windows for an administrative share)"
+)
+#: What an admin can do when a share's permissions cannot be read (said with the crawl's error).
+SHARE_PERMISSIONS_ADVICE = (
+    "the crawl's account must be able to read a share's permissions (srvsvc, level 502: on Windows "
+    "an administrator of the file server; on Samba the domain's Administrator, the one account it "
+    'maps to root), or set share_permissions = "ignore" in the source\'s [smb] table: then the '
+    "shares' own permissions restrict no one and the files' NTFS permissions alone decide who finds "
+    "a file (right only where every share lets everyone read)"
+)
 _SERVER = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\]")
 _SHARE = re.compile(r"[^\x00-\x1f\"/\\\[\]:|<>+=;,*?]{1,80}")
 _BAD_NAME = re.compile(r"[\x00-\x1f/\\]")
@@ -279,12 +301,12 @@ class SmbAgent(Agent):
     def close(self) -> None:
         smbclient.reset_connection_cache(fail_on_error=False, connection_cache=self.connections)
 
-    def _failure(self, what: str, error: Exception) -> AgentError:
-        """An error of the server as AgentError naming what failed, never a secret."""
+    def _failure(self, what: str, error: Exception, advice: str = "") -> AgentError:
+        """An error of the server as AgentError naming what failed (and what to do), never a secret."""
         text = str(error)
         if self._password:
             text = text.replace(self._password, "***")
-        return AgentError(f"{what}: {type(error).__name__}: {text[:300]}")
+        return AgentError(f"{what}: {type(error).__name__}: {text[:300]}" + (f"; {advice}" if advice else ""))
 
     # -- URLs -----------------------------------------------------------------------------------
 
@@ -345,17 +367,17 @@ class SmbAgent(Agent):
         try:
             with self._io:
                 descriptor = share_security_descriptor(root.server, root.share, **self._kwargs())
-            if descriptor is None:
-                # no descriptor: a share without permissions (everyone: full control), or one
-                # whose server hides them from an account that does not administer it (Samba
-                # does): they cannot be told apart, so its files are not indexed (fail closed)
-                raise ShareSecurityUnreadable("the server gave no descriptor (the account may not administer it)")
+            if descriptor is None:  # never "everyone": see NO_DESCRIPTOR
+                raise ShareSecurityUnreadable(NO_DESCRIPTOR)
             found = read_access(parse_descriptor(descriptor), f"permissions of share \\\\{root.server}\\{root.share}")
+            logger.debug("smb %s: the permissions of share \\\\%s\\%s read", self.source, root.server, root.share)
         except ShareSecurityUnreadable as exc:
-            if exc.status not in (None, 5, ACCESS_DENIED):  # a busy pipe, a fault: transient, nothing is removed
-                raise self._failure(f"share {root.server}\\{root.share} did not give its permissions", exc) from None
-            found = f"the permissions of share \\\\{root.server}\\{root.share} cannot be read: {exc}"
-            logger.warning("smb %s: %s; its files are not indexed", self.source, found)
+            # refused, no descriptor, no srvsvc pipe, a fault: the crawl fails, removes nothing and
+            # says what to set; so a server that answers now with, now without a descriptor
+            # (Samba) never moves the share's files out of the index and back, nor guesses
+            raise self._failure(
+                f"the permissions of share \\\\{root.server}\\{root.share} cannot be read", exc, SHARE_PERMISSIONS_ADVICE
+            ) from None
         except AccessUnreadable as exc:
             found = f"the permissions of share \\\\{root.server}\\{root.share} cannot be read: {exc}"
             logger.warning("smb %s: %s; its files are not indexed", self.source, found)

@@ -9,16 +9,24 @@ RPC itself carries no authentication of its own): a bind (MS-RPCE, PDU type 11) 
 interface with the NDR transfer syntax, then the request (type 0), and its response (type 2,
 possibly in several fragments) or a fault (type 3).
 
-What servers answer (verified against Samba 4.17 as an AD DC): any authenticated user (not only
-an administrator; even an anonymous session) gets level 502 on Samba, also a user whom the share's
-own ACL denies; a share without a ``sharesec`` ACL comes back with a descriptor Samba makes up,
-``D:(A;;0x1f01ff;;;WD)`` (Everyone: full control, no owner or group), never a NULL pointer; an
-unknown share is ERROR_INVALID_NAME (123). Windows asks more (Microsoft's NetShareGetInfo page: at
-levels 2, 502 and 503 a remote caller must be in Administrators, Power Users, Print Operators or
-Server Operators; others get ERROR_ACCESS_DENIED, here ShareSecurityUnreadable with status 5;
-levels 0 and 1 need no membership), answers NERR_NetNameNotFound (2310) for an unknown share, and
-a NULL descriptor (``None`` here) means Everyone: full control, as for a share whose permissions
-were never set.
+What servers answer, measured against Samba 4.17 as an AD DC (tests/e2e/test_smb_share_security.py):
+Samba refuses level 502 to no authenticated account, but answers it from a worker process
+(samba-dcerpcd's rpcd_classic) that opens its share database (share_info.tdb, root's) on first
+need with the asking account's identity: a fresh worker answers every account but the one Samba
+maps to root (the domain's Administrator; not other Domain Admins) with a NULL descriptor
+(``None`` here), for every share, whether it has permissions of its own or not; once the
+Administrator has asked through that worker, it answers everyone with the share's stored
+descriptor, or, for a share that has none (never set, or deleted), the one Samba enforces then,
+``D:(A;;0x1f01ff;;;WD)`` (Everyone: full control, no owner or group). The Administrator always
+gets the descriptor. An unknown share is ERROR_INVALID_NAME (123); a server without its RPC helpers
+has no srvsvc pipe (its opening is refused: STATUS_OBJECT_NAME_NOT_FOUND, or
+STATUS_CONNECTION_REFUSED). Windows (not measured here; Microsoft's NetShareGetInfo page): at levels
+2, 502 and 503 a remote caller must be in Administrators, Power Users, Print Operators or Server
+Operators (others get ERROR_ACCESS_DENIED, here ShareSecurityUnreadable with status 5; levels 0
+and 1 need no membership); NERR_NetNameNotFound (2310) for an unknown share; a new share's
+default is Everyone: read, stored; a NULL descriptor for a share without one of its own, as the
+administrative shares, which admit administrators only. So a None never means "everyone":
+agents/smb.py fails the crawl on it, as on a refusal, and removes nothing.
 
 Everything from the server is hostile: the NDR is read with every length checked against the
 buffer and against a bound (the descriptor at most 64 KiB, each string at most 4 KiB characters,
@@ -385,7 +393,7 @@ def share_security_descriptor(
     connection_cache: dict[str, Any] | None = None,
     connection_timeout: int = 60,
 ) -> bytes | None:
-    """The self-relative security descriptor of ``\\\\server\\share`` (None: the share has none, Everyone: full control).
+    """The self-relative security descriptor of ``\\\\server\\share`` (None: the server gave none: see the module's docstring).
 
     Connects (or reuses the connection of ``connection_cache``, smbclient's pool) to the server's
     ``IPC$``, opens the ``srvsvc`` pipe and calls NetrShareGetInfo at level 502. Raises
@@ -428,7 +436,10 @@ def share_security_descriptor(
             CreateOptions.FILE_NON_DIRECTORY_FILE,
         )
     except SMBResponseException as err:
-        raise ShareSecurityUnreadable(f"{where}: the srvsvc pipe could not be opened: {err.message}", status=err.status) from None
+        raise ShareSecurityUnreadable(
+            f"{where}: the srvsvc pipe could not be opened (the server offers none, or not to this account): {err.message}",
+            status=err.status,
+        ) from None
     read_size = min(64 * 1024, int(tree.session.connection.max_read_size))
     try:
         return call_share_info(lambda pdu: pipe.write(pdu, 0), lambda: bytes(pipe.read(0, read_size)), server, share)

@@ -1,36 +1,31 @@
-"""`scrapy demo`: the quickstart in one command.
+"""`searchcrawl demo` (`scrapy demo` in a project): the quickstart in one command.
 
-Starts the development Solr, serves the packaged example intranet on 127.0.0.1:8765, crawls the
-`example` source into Solr with `scrapy crawl` and prints search results. Solr keeps running
-afterwards, so that `scrapy search` can be tried; `scrapy solr stop` stops it.
+Starts the development Solr, serves the packaged example intranet on 127.0.0.1:8765
+(dev/example_site.py), crawls the `example` source into Solr and prints search results. Solr
+keeps running afterwards, so that searches can be tried; `solr stop` stops it. The hints it
+prints name the command that works where it runs (cli.hint_program): `scrapy` in a Scrapy
+project, `searchcrawl` anywhere else.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
+import contextlib
 import os
 import subprocess
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 from scrapy.commands import ScrapyCommand
 
 from searchcrawl.access.decision import Principals
+from searchcrawl.cli import hint_program
 from searchcrawl.commands.search import format_hits, search
+from searchcrawl.dev import example_site
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrError
 from searchcrawl.index.query import matching
 from searchcrawl.ops.launchers import scrapy_command
 from searchcrawl.system import paths
-from searchcrawl.system.resources import package_dir
 
-SITE_PORT = 8765  # the example source's seeds point here
 QUERIES = ("travel expenses", '"oracle on demand"', "solr")
-
-
-class QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's name
-        pass
 
 
 class Command(ScrapyCommand):
@@ -46,38 +41,36 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
-        with package_dir("searchcrawl.dev", "demo_site") as site:
+        program = hint_program()  # what the hints name: the command that works here
+        with contextlib.ExitStack() as served:
             # The site's port first: the example source's seeds name it, so no other will do, and a
             # busy port is better told before Solr starts than after.
-            handler = functools.partial(QuietHandler, directory=str(site))
             try:
-                server = ThreadingHTTPServer(("127.0.0.1", SITE_PORT), handler)
+                site_url = served.enter_context(example_site.serving())
             except OSError as exc:
                 print(
-                    f"searchcrawl: cannot serve the example intranet on 127.0.0.1:{SITE_PORT} ({exc.strerror}); "
-                    "stop what uses that port and run `scrapy demo` again"
+                    f"searchcrawl: cannot serve the example intranet on {example_site.HOST}:{example_site.PORT} "
+                    f"({exc.strerror}); stop what uses that port and run `{program} demo` again"
                 )
                 self.exitcode = 1
                 return
-            threading.Thread(target=server.serve_forever, daemon=True).start()
-            try:
-                solr_url = self._start_solr(opts.port)
-                if solr_url is None:
-                    return
-                print(f"Serving the example intranet at http://127.0.0.1:{SITE_PORT}/ and crawling it...", flush=True)
-                env = dict(os.environ, SOLR_URL=solr_url, SEARCHCRAWL_DATA_DIR=str(paths.data_dir(self.settings)))
-                crawl = subprocess.run(scrapy_command("crawl", "example", "-s", "LOG_LEVEL=WARNING"), env=env)
-            finally:
-                server.shutdown()
-                server.server_close()
+            solr_url = self._start_solr(opts.port)
+            if solr_url is None:
+                return
+            print(f"Serving the example intranet at {site_url} and crawling it...", flush=True)
+            env = dict(os.environ, SOLR_URL=solr_url, SEARCHCRAWL_DATA_DIR=str(paths.data_dir(self.settings)))
+            crawl = subprocess.run(scrapy_command("crawl", "example", "-s", "LOG_LEVEL=WARNING"), env=env)
         if crawl.returncode != 0:
             self.exitcode = crawl.returncode
             return
         for query in QUERIES:
             results = search(solr_url, query, Principals.anonymous(), rows=3)  # the example site is public
-            print(f"\n$ scrapy search {query!r}\n{matching(results.hits)}")
+            print(f"\n$ {program} search {query!r}\n{matching(results.hits)}")
             print("\n".join(format_hits(results)))
-        print(f'\nSolr keeps running at {solr_url}: try `scrapy search "<query>"`; stop it with `scrapy solr stop`.')
+        print(
+            f'\nSolr keeps running at {solr_url}: try `{program} search "<query>"` and `{program} crawl example` '
+            f"(it serves the example intranet itself); stop Solr with `{program} solr stop`."
+        )
 
     def _start_solr(self, port: int) -> str | None:
         assert self.settings is not None

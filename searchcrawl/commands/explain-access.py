@@ -17,7 +17,7 @@ from scrapy.exceptions import UsageError
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import directory_of
-from searchcrawl.access.explanation import explain_access, held_documents, sids_of
+from searchcrawl.access.explanation import URL_WANTED, access_lines, explainable_url
 from searchcrawl.commands import open_database
 from searchcrawl.commands.search import principals_of
 from searchcrawl.index.indexer import IndexingError, SolrIndex
@@ -41,6 +41,8 @@ class Command(ScrapyCommand):
             raise UsageError("a user and a URL are needed")
         assert self.settings is not None
         user, url = args
+        if not explainable_url(url):  # the URLs the administration page takes
+            raise UsageError(f"expected {URL_WANTED}, got {url[:200]!r}")
         directory = None
         if user == "-":
             principals = Principals.anonymous()
@@ -51,13 +53,12 @@ class Command(ScrapyCommand):
         try:
             try:
                 with open_database(self.settings) as database:
-                    documents = held_documents(index, DocumentTable(database), url)
+                    lines = access_lines(principals, directory, index, DocumentTable(database), url)
             except SchemaOutdated:  # no crawl has made the document table here: the index alone
-                documents = held_documents(index, None, url)
+                lines = access_lines(principals, directory, index, None, url)
         except IndexingError as exc:
             print(f"searchcrawl: Solr at {solr_url} did not answer: {exc.reason}", file=sys.stderr)
             self.exitcode = 1
             return
-        names = directory.sid_names(sids_of(documents)) if directory is not None else {}
-        for line in explain_access(principals, documents, url, names):
+        for line in lines:
             print(printable(line))  # tokens and origins come from the sources

@@ -1,6 +1,7 @@
 """`scrapy report <source> [--run N] [--json]`: the delta report of a run (the last by default):
 new, changed, unchanged, not modified (304), deleted, held, refused, failed, excluded, redirected
-and duplicate URLs."""
+and duplicate URLs; each URL that did not simply enter or stay in the index with its status and
+reason in that run (a soft error's marker, the rule that excluded it, why it left)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from scrapy.exceptions import UsageError
 from searchcrawl.commands import open_database
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.lifecycle import Delta
-from searchcrawl.store.deltas import run_report
+from searchcrawl.store.deltas import reason_text, run_report
 
 
 class Command(ScrapyCommand):
@@ -52,5 +53,8 @@ class Command(ScrapyCommand):
             print(f"{kind:>13}: {len(urls)}")
             for url in urls:
                 print(f"               {printable(url)}")
+                why = report["reasons"].get(url)
+                if why:
+                    print(f"                 {printable(reason_text(why))}")
         if report["skipped"]:
             print(f"{'skipped':>13}: {report['skipped']} (listed, but no document: a row without a key, a key listed before)")

@@ -14,6 +14,7 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from searchcrawl.cli import hint_program
 from searchcrawl.commands import open_database
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrCloud, DevSolrError
 from searchcrawl.index import solrcloud
@@ -149,7 +150,7 @@ class Command(ScrapyCommand):
             f"SolrCloud is up: {len(nodes)} nodes at {','.join(nodes)} "
             f"(started in {cloud.start_seconds:.1f}s; log: {cloud.log_path})"
         )
-        print(f"Create a collection with: scrapy solr collection NAME --port {opts.port}")
+        print(f"Create a collection with: {hint_program()} solr collection NAME --port {opts.port}")
 
     def _status(self, data_dir: Path, opts: argparse.Namespace) -> None:
         cloud = DevSolrCloud(data_dir, opts.port).status()
@@ -171,7 +172,9 @@ class Command(ScrapyCommand):
         else:
             local = DevSolrCloud(data_dir, opts.port).status()
             if not local["running"]:
-                raise UsageError(f"give --nodes, or start a local SolrCloud: scrapy solr start --cloud --port {opts.port}")
+                raise UsageError(
+                    f"give --nodes, or start a local SolrCloud: {hint_program()} solr start --cloud --port {opts.port}"
+                )
             nodes = local["nodes"]
         auth = paths.solr_auth(self.settings)
         node = solrcloud.live_node(nodes, auth)

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
+from scrapy.settings import SETTINGS_PRIORITIES
 
 from searchcrawl.commands import open_database
 from searchcrawl.config.source import SourceError
@@ -57,6 +58,17 @@ class Command(ScrapyCommand):
         parser.add_argument("--hours", type=float, default=24.0, help="the period, in hours before now (default 24)")
         parser.add_argument("--json", action="store_true", help="print JSON")
         parser.add_argument("--check", action="store_true", help="ask Solr and Tika; tell (once a day) when one is out of reach")
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        """WARNING and above only, over the project's LOG_LEVEL (INFO): run from cron every few
+        minutes, whatever this writes on stderr is mailed, so Scrapy's INFO banner would be mailed
+        each time; warnings and errors (a channel that failed) still are. ``-L`` or ``-s
+        LOG_LEVEL=`` on the command line still choose (the default settings' priority is below the
+        project's, so ``default_settings`` alone cannot)."""
+        super().process_options(args, opts)
+        assert self.settings is not None
+        if (self.settings.getpriority("LOG_LEVEL") or 0) <= SETTINGS_PRIORITIES["project"]:
+            self.settings.set("LOG_LEVEL", "WARNING", priority="project")
 
     def schedules(self) -> dict[str, Schedule]:
         assert self.crawler_process is not None

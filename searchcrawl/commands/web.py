@@ -16,6 +16,7 @@ import logging
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -62,6 +63,18 @@ def api_origins(values: list[str]) -> tuple[str, ...]:
 
     try:
         return normal_origins(values)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def public_origins_of(settings: Any) -> tuple[str, ...]:
+    """The origin of SEARCHCRAWL_WEB_PUBLIC_URL (else SEARCHCRAWL_NOTIFY_BASE_URL's), checked
+    (web/origins.py): the forms may be posted from its pages too."""
+    from searchcrawl.web.origins import public_origins
+
+    url = settings.get("SEARCHCRAWL_WEB_PUBLIC_URL") or settings.get("SEARCHCRAWL_NOTIFY_BASE_URL") or ""
+    try:
+        return public_origins([url])
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -169,6 +182,7 @@ class Command(ScrapyCommand):
             metrics_cache=settings.getfloat("SEARCHCRAWL_METRICS_CACHE_SECONDS"),
             health_cache=settings.getfloat("SEARCHCRAWL_HEALTH_CACHE_SECONDS"),
             tika_url=settings.get("SEARCHCRAWL_TIKA_URL") or "",
+            public_origins=public_origins_of(settings),
         )
         host = opts.host or settings.get("SEARCHCRAWL_WEB_HOST")
         port = opts.port if opts.port is not None else settings.getint("SEARCHCRAWL_WEB_PORT")

@@ -255,11 +255,25 @@ def file_name(url: str) -> str:
     """The last segment of ``url``'s path as a reader names the file: percent-decoded
     (``meeting%20notes.txt`` is "meeting notes.txt"), as UTF-8, else as windows-1252 (an old
     server's Latin-1 name, ``%FCbersicht.txt``); "" when the path ends in "/"."""
-    raw = unquote_to_bytes(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1])
+    return decode_name(unquote_to_bytes(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]))
+
+
+def decode_name(raw: bytes) -> str:
+    """A file or folder name's bytes as a reader names them, the one rule for a document's title
+    and for the files agent's ``file_name_s``, ``path_s`` and ``folder_s``: UTF-8; a name that is
+    not UTF-8 as windows-1252 (the legacy encoding such names come in from old Windows, Samba and
+    Latin-1 systems: ``caf\xe9`` is "café"), the five bytes windows-1252 leaves undefined (0x81,
+    0x8D, 0x8F, 0x90, 0x9D) as U+FFFD. A path is decoded name by name (``decode_path``)."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw.decode("cp1252", "replace")
+
+
+def decode_path(raw: bytes) -> str:
+    """A path's bytes, each of its names decoded by ``decode_name``: a Latin-1 file name in a
+    folder named in UTF-8 keeps both right."""
+    return "/".join(decode_name(part) for part in raw.split(b"/"))
 
 
 def text_attributes(text: str, url: str, headers: dict[str, str]) -> dict[str, Any]:

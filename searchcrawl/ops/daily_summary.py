@@ -31,7 +31,7 @@ from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.ops.dispatcher import ScheduleMarks
 from searchcrawl.ops.notifier import Notifier
 from searchcrawl.ops.stalls import Stall
-from searchcrawl.rules.notify_events import EventKind, Message, failure_statuses, run_link, safe_url, status_text
+from searchcrawl.rules.notify_events import EventKind, Message, admin_link, failure_statuses, run_link, status_text
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.store.database import Database, as_utc
 from searchcrawl.store.models import RunState, runs
@@ -212,7 +212,7 @@ def summary_message(summary: DailySummary, base_url: str = "") -> Message:
     if summary.truncated:
         lines += ["", f"(only the newest {MAX_RUNS} runs are counted)"]
     if base_url:
-        lines += ["", f"The summary: {safe_url(base_url).rstrip('/')}/admin/summary"]
+        lines += ["", f"The summary: {admin_link(base_url, '/summary')}"]
     subject = (
         f"[{summary.installation}] daily summary: {len(crawled)} sources crawled, {failures} failures, {len(waiting)} waiting"
     )
@@ -255,15 +255,26 @@ def service_problems(solr: SolrIndex | None, tika_url: str, timeout: float) -> d
     return problems
 
 
-def check_message(service: str, problem: str, moment: datetime, installation: str) -> Message:
+def check_message(service: str, problem: str, moment: datetime, installation: str, base_url: str = "") -> Message:
+    """A service out of reach as a mail and a webhook's JSON; with a base URL, the link of the
+    administration overview (it shows Solr's health and the stalled runs)."""
     event = CHECK_EVENTS[service]
     title = "Solr out of reach" if service == "solr" else "Tika out of reach"
+    link = admin_link(base_url)
     text = (
         f"{problem}, checked at {moment:%Y-%m-%d %H:%M %Z}.\n\n"
         "Crawls keep their documents cached and pending (Solr) or try them again next time (Tika, status 926).\n\n"
-        f"-- {installation}, `scrapy solr status` or `scrapy tika status` ask again\n"
+        + (f"The overview: {link}\n\n" if link else "")
+        + f"-- {installation}, `scrapy solr status` or `scrapy tika status` ask again\n"
     )
-    data = {"installation": installation, "event": event, "title": title, "summary": problem, "checked": moment.isoformat()}
+    data = {
+        "installation": installation,
+        "event": event,
+        "title": title,
+        "summary": problem,
+        "checked": moment.isoformat(),
+        "link": link or None,
+    }
     return Message(redact(f"[{installation}] {title}"), redact(text), data)
 
 
@@ -276,7 +287,7 @@ def send_problems(problems: Mapping[str, str], notifier: Notifier, moment: datet
         event = CHECK_EVENTS[service]
         if event not in config.events:
             continue
-        message = check_message(service, problem, moment, config.installation)
+        message = check_message(service, problem, moment, config.installation, config.base_url)
         for channel in config.channels():
             if notifier.send_once(f"check:{moment:%Y-%m-%d}", event, channel, message):
                 sent.append(event)

@@ -143,6 +143,8 @@ class EndedRun:
     # the crawl failed whatever the run's state (a start error leaves its run to resume): its
     # close reason is none a crawl is asked to end with (`scrapy crawl` exits 1 for it)
     crawl_failed: bool = False
+    error: str = ""  # the first ERROR line the crawl logged (ErrorLines), masked; "" when none
+    errors: int = 0  # how many ERROR lines it logged
 
 
 @dataclass(frozen=True)
@@ -171,10 +173,11 @@ def detect_events(facts: EndedRun, drop_share: float) -> list[RunEvent]:
     if facts.state in TERMINAL_STATES:
         events.append(RunEvent(EventKind.RUN_ENDED, f"run {facts.run_id} of {facts.source} is {facts.state} ({facts.reason})"))
     if facts.state == "failed" or facts.crawl_failed:
+        why = f": {facts.error}" if facts.error else "; the log says why"
         events.append(
             RunEvent(
                 EventKind.RUN_FAILED,
-                f"the crawl of {facts.source} failed ({facts.reason}) in run {facts.run_id}, now {facts.state}; the log says why",
+                f"the crawl of {facts.source} failed ({facts.reason}) in run {facts.run_id}, now {facts.state}{why}",
             )
         )
     if facts.held:
@@ -273,9 +276,15 @@ class Message:
         return json.dumps(self.data, sort_keys=True, default=str).encode()
 
 
+def admin_link(base_url: str, path: str = "") -> str:
+    """The administration page ``/admin<path>``, when a base URL is configured (its credentials
+    and query dropped); "" otherwise."""
+    return f"{safe_url(base_url).rstrip('/')}/admin{path}" if base_url else ""
+
+
 def run_link(base_url: str, run_id: int) -> str:
     """The admin page of the run, when a base URL is configured (its credentials and query dropped)."""
-    return f"{safe_url(base_url).rstrip('/')}/admin/runs/{run_id}" if base_url else ""
+    return admin_link(base_url, f"/runs/{run_id}")
 
 
 def build_message(facts: EndedRun, event: RunEvent, base_url: str = "", installation: str = "searchcrawl") -> Message:
@@ -304,6 +313,8 @@ def build_message(facts: EndedRun, event: RunEvent, base_url: str = "", installa
         "failures": failures,
         "examples": examples,
         "link": link or None,
+        "error": redact(facts.error) or None,
+        "errors": facts.errors,
     }
     lines = [
         redact(event.summary)[:1].upper() + redact(event.summary)[1:] + ".",
@@ -315,6 +326,9 @@ def build_message(facts: EndedRun, event: RunEvent, base_url: str = "", installa
         lines.append(f"Started:  {facts.started:%Y-%m-%d %H:%M:%S %Z}")
     if facts.ended:
         lines.append(f"Ended:    {facts.ended:%Y-%m-%d %H:%M:%S %Z}")
+    if facts.error:
+        more = facts.errors - 1
+        lines.append(f"Error:    {redact(facts.error)}" + (f" (and {more} more ERROR lines in the log)" if more > 0 else ""))
     if counters:
         lines.append("Counts:   " + ", ".join(f"{key} {value}" for key, value in sorted(counters.items())))
     if facts.delta:

@@ -158,6 +158,8 @@ run_deltas = Table(
     Column("run_id", Integer, nullable=False),
     Column("url", Text, nullable=False),
     Column("kind", String(20), nullable=False),
+    Column("status", Integer),  # the URL's status and reason in that run (migration 0023)
+    Column("reason", Text),
     Index("ix_run_deltas_run", "run_id", "kind"),
 )
 

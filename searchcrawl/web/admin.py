@@ -17,8 +17,7 @@ from typing import Any
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import Directory
-from searchcrawl.access.explanation import explain_access as access_report
-from searchcrawl.access.explanation import held_documents, sids_of
+from searchcrawl.access.explanation import access_lines
 from searchcrawl.index.cache import spool_fill
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.ops.dispatcher import ScheduleMarks
@@ -212,8 +211,6 @@ def explain_access(directory: Directory | None, index: SolrIndex, database: Data
     else:
         principals = directory.principals(user)
     try:
-        documents = held_documents(index, DocumentTable(database), url)
+        return True, "\n".join(access_lines(principals, directory, index, DocumentTable(database), url))
     except IndexingError as exc:
         return False, f"Solr did not answer: {exc.reason}"
-    names = directory.sid_names(sids_of(documents)) if directory is not None else {}
-    return True, "\n".join(access_report(principals, documents, url, names))

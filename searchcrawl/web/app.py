@@ -63,6 +63,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.directory import Directory, DirectoryUnavailable
+from searchcrawl.access.explanation import URL_WANTED, explainable_url
 from searchcrawl.access.tokens import AccessError
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
@@ -78,7 +79,7 @@ from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.api_tokens import ApiTokens
-from searchcrawl.store.deltas import run_report
+from searchcrawl.store.deltas import reason_text, run_report
 from searchcrawl.store.notifications import Notifications, run_key
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.runs import Runs
@@ -86,6 +87,7 @@ from searchcrawl.store.samples import RunSamples
 from searchcrawl.store.searches import Searches
 from searchcrawl.web import admin, analytics, api, pictures, relevance, suggestions, why
 from searchcrawl.web.metrics_endpoint import metrics_response
+from searchcrawl.web.origins import SameOriginPosts
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back
 from searchcrawl.web.searchers import Proxies, Searcher, header_user
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -176,6 +178,9 @@ class WebConfig:
     metrics_cache: float = 60
     health_cache: float = 30
     tika_url: str = ""
+    # issue 72: the public URL's origin (SEARCHCRAWL_WEB_PUBLIC_URL): forms may be posted from its
+    # pages as from the origin a request came to; from no other (origins.py)
+    public_origins: tuple[str, ...] = ()
 
 
 class PeerAddress:
@@ -270,7 +275,12 @@ class WebApp:
             loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True)
         )
         self.templates.globals.update(
-            base=self.config.prefix, facet_titles=FACET_TITLES, describe=describe, actions=ACTIONS, matching=matching
+            base=self.config.prefix,
+            facet_titles=FACET_TITLES,
+            describe=describe,
+            actions=ACTIONS,
+            matching=matching,
+            reason_text=reason_text,
         )
         # as a crawl reaches Solr: SOLR_URL may list a SolrCloud collection on several nodes
         self.solr = SolrIndex(self.config.solr_url, timeout=self.config.solr_timeout, auth=self.config.solr_auth)
@@ -568,7 +578,7 @@ class WebApp:
                 return _api_error(403, "insufficient_scope", "This token may not search on behalf of users.", cors, challenge)
             if not user:
                 return _api_error(400, "invalid_request", "user= is not one user name.", cors)
-            principals = await self._in_directory_thread(self._principals, user)
+            principals = await self._searcher_principals(user)
             if principals.error:
                 logger.warning("API search by token %r for %s: public documents only: %s", check.name, user, principals.error)
         return cors, principals, check.name, user
@@ -644,11 +654,20 @@ class WebApp:
                 user, known_by, csrf = session.user, "session", session.csrf
         if user is None:
             return Searcher(Principals.anonymous())
-        principals = await self._in_directory_thread(self._principals, user)
+        principals = await self._searcher_principals(user)
         if principals.error:
             logger.warning("Search by %s: public documents only: %s", user, principals.error)
         logger.debug("Search by %s (%s): %d principals", user, known_by, len(principals.tokens))
         return Searcher(principals, known_by, csrf)
+
+    async def _searcher_principals(self, user: str) -> Principals:
+        """``user``'s principals: from the directory's cache at once where it keeps them (a dict
+        read, no directory thread: 64 lookups held by a slow directory, one searcher's requests
+        at once say, must not hold a searcher whose principals are cached), else asked in a
+        directory thread."""
+        cached = getattr(self.config.directory, "cached", None)
+        found = cached(user) if cached is not None else None
+        return found if found is not None else await self._in_directory_thread(self._principals, user)
 
     async def _in_directory_thread(self, function: Callable[..., Any], *args: Any) -> Any:
         """A question to the directory, off the event loop in threads of its own
@@ -970,8 +989,8 @@ class WebApp:
             return denied
         form = await small_form(request) or FormData()
         user, url = str(form.get("user", "")).strip()[:256], str(form.get("url", "")).strip()
-        if not user or not url.lower().startswith(("http://", "https://", "file:", "ftp://")) or len(url) > 8192:
-            ok, text = False, "Give a user name and an absolute URL (http://, https://, ftp:// or file:)."
+        if not user or not explainable_url(url):  # the URLs the command takes
+            ok, text = False, f"Give a user name and {URL_WANTED}."
         else:
             ok, text = await self._in_directory_thread(
                 lambda: admin.explain_access(self.config.directory, self.solr, self.database, user, url)
@@ -1332,6 +1351,8 @@ def create_app(config: WebConfig) -> Starlette:
     if config.proxies:  # X-Forwarded-For and -Proto from these only, after PeerAddress kept the peer
         middleware.append(Middleware(ProxyHeadersMiddleware, trusted_hosts=list(config.proxies)))
     middleware.append(Middleware(SecurityHeaders))
+    # after the proxy headers: the scheme judged is the browser's (origins.py)
+    middleware.append(Middleware(SameOriginPosts, public=config.public_origins))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.web = web
     return app

@@ -319,6 +319,7 @@ class SearchPage:
     suggestions: list[tuple[str, str]] = field(default_factory=list)  # (text, url)
     error: str = ""
     bets: list[Hit] = field(default_factory=list)  # best bets above the hits (relevance.py)
+    repeated: int = 0  # hits of this page left out of the list: best bets, shown above
 
     @property
     def pages(self) -> int:
@@ -332,6 +333,21 @@ class SearchPage:
     @property
     def first(self) -> int:
         return (self.request.page - 1) * self.rows + 1
+
+    def showing(self) -> Markup:
+        """What the page shows of the matches, after "N documents match; ": the range of this
+        page's matches, counting those shown above as best bets (a bet is not repeated in the
+        list, so "showing 1-3" of 4 matches read as a document lost), and the best bets that
+        are not among them."""
+        shown = f"showing {self.first}&ndash;{self.first + len(self.hits) + self.repeated - 1}"  # numbers and words only
+        if self.repeated:
+            shown += (
+                ", the best bet above among them" if self.repeated == 1 else f", the {self.repeated} best bets above among them"
+            )
+        others = len(self.bets) - self.repeated
+        if others:
+            shown += f", and {others}{' more' if self.repeated else ''} best bet{'s' if others > 1 else ''} above"
+        return Markup(shown)  # noqa: S704 - built here of numbers and fixed words
 
 
 def highlighted(snippet: str) -> Markup:
@@ -460,6 +476,8 @@ def run_search(
         hit = hit_of(doc, results.highlighting)
         if hit.url not in shown or not hit.url:  # a best bet is not repeated below
             page.hits.append(hit)
+        else:
+            page.repeated += 1
     page.facets = facets(request, results.facets or {})
     if not page.total and spellcheck:  # asked only then: the component costs every query time
         page.suggestions = spelling(client, request, principals, params["fq"], filter_params)

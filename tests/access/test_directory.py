@@ -311,3 +311,17 @@ def test_a_windows_users_principals_are_its_sids_its_groups_and_the_network_logo
 def test_binary_sids_that_do_not_parse_are_left_out() -> None:
     good = sid_bytes("S-1-5-21-1-2-3-500")
     assert binary_sids([good, b"\x01\x05", good + b"x", b""]) == ["S-1-5-21-1-2-3-500"]
+
+
+def test_a_windows_group_whose_name_reads_as_a_dn_gives_no_such_principal() -> None:
+    """As on OpenLDAP (tests/e2e/test_directory.py): a group's cn or sAMAccountName that reads as
+    another group's DN is no group:<DN> principal; its own DN and plain name are."""
+    user = DirectoryEntry.of("CN=Mallory,CN=Users,DC=sc,DC=test", {"sAMAccountName": ["mallory"]})
+    sid = "S-1-5-21-1-2-3-1200"
+    fake = DirectoryEntry.of(
+        "CN=p-team,OU=Partner,DC=sc,DC=test",
+        {"cn": ["p-team", "CN=Finance,CN=Users,DC=sc,DC=test"], "sAMAccountName": ["cn=finance,cn=users,dc=sc,dc=test"]},
+    )
+    tokens = windows_principals("mallory", user, ["S-1-5-21-1-2-3-1105", sid], {sid: fake}).tokens
+    assert "group:cn=finance,cn=users,dc=sc,dc=test" not in tokens
+    assert {"group:cn=p-team,ou=partner,dc=sc,dc=test", "group:p-team"} <= tokens

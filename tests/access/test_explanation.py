@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 
 from searchcrawl.access.decision import Principal, Principals
-from searchcrawl.access.explanation import FROM_INDEX, FROM_TABLE, HeldDocument, access_of_fields, access_of_row, explain_access
+from searchcrawl.access.explanation import (
+    FROM_INDEX,
+    FROM_TABLE,
+    HeldDocument,
+    access_of_fields,
+    access_of_row,
+    explain_access,
+    explainable_url,
+)
 from searchcrawl.access.tokens import Access, Grant, Level
 
 URL = "file:///srv/hr/pay.txt"
@@ -100,3 +108,20 @@ def test_a_hostile_origin_reaches_no_terminal_as_escapes_and_partial_groups_are_
     assert "\\x1b]0;pwned\\x07\\x1b[2Jpay\\x0d\\x0a.txt" in text
     assert "(groups not all read: more than 1000 groups; no document with a deny token is shown)" in text
     assert "decision: REFUSED: refused: it denies some readers" in text
+
+
+def test_every_sources_urls_can_be_explained_and_nothing_else() -> None:
+    """Issue 72: the command and the administration page take the same URLs, every agent's too."""
+    for url in (
+        "https://intranet.example/a",
+        "ftp://files.example/x",
+        URL,
+        "file:/srv/x",
+        "sql://notes/42",
+        "mail://inbox/INBOX/%3Cid%40mail.example%3E",
+        "smb://files.example/share/plan.txt",
+        "agent://custom/key",
+    ):
+        assert explainable_url(url), url
+    for url in ("", "javascript:alert(1)", "data:text/html,x", "/relative/path", "intranet.example/a", "https://" + "x" * 8200):
+        assert not explainable_url(url), url

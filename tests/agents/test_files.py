@@ -19,6 +19,8 @@ import time
 import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from pydantic import ValidationError
@@ -28,6 +30,7 @@ from searchcrawl.access.tokens import Access
 from searchcrawl.agents import files as files_module
 from searchcrawl.agents.base import AgentError, DocumentTooLarge
 from searchcrawl.agents.files import FilesAgent, FilesOptions, out_of_scope, owner_name, path_out_of_scope
+from searchcrawl.content.extract import file_name
 from tests.conftest import unpack
 
 
@@ -142,7 +145,7 @@ def test_lists_the_office_documents_with_their_fields_and_fetches_them(office: P
     assert {Path(r.key).suffix for r in references} == {".pdf", ".docx", ".xlsx", ".odt"}
     docx = next(r for r in references if r.key.endswith("docx/raw_text.docx"))
     info = os.stat(docx.key)
-    assert docx.token == f"{info.st_size}:{info.st_mtime_ns}"
+    assert docx.token == f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}:{info.st_ctime_ns}"
     assert docx.modified == datetime.fromtimestamp(info.st_mtime_ns / 1e9, UTC)
     assert docx.content is None
     assert docx.fields == {
@@ -262,9 +265,26 @@ def test_file_names_that_are_not_utf8_are_listed_fetched_and_shown(tmp_path: Pat
     url = files.url_for(reference.key)
     assert url == pathlib_uri(raw) and url.isascii() and url.endswith("/caf%E9%20%231%3F.txt")
     assert files.key_of(url) == reference.key
-    assert reference.fields["file_name_s"] == "caf\ufffd #1?.txt"
+    # issue 72: decoded as the title is (content/extract.py's file_name: UTF-8, else windows-1252)
+    assert reference.fields["file_name_s"] == file_name(url) == "café #1?.txt"
+    assert reference.fields["path_s"].endswith("/café #1?.txt")
     json.dumps(dict(reference.fields))  # Solr-ready: no lone surrogate
     assert files.fetch(reference.key, 0).body == b"latin-1 name"  # type: ignore[union-attr]
+
+
+def test_a_latin1_name_in_a_utf8_folder_keeps_both_and_undefined_bytes_are_replaced(tmp_path: Path) -> None:
+    """Issue 72: each name of a path is decoded on its own; the bytes windows-1252 leaves
+    undefined become U+FFFD, as in the title."""
+    folder = os.fsencode(tmp_path) + "/Übersicht".encode()
+    os.mkdir(folder)
+    for raw in (b"/r\xe9sum\xe9.txt", b"/odd\x81\x9d.txt"):
+        with open(folder + raw, "wb") as handle:
+            handle.write(b"x")
+    shown = {reference.fields["file_name_s"]: reference for reference in agent(tmp_path).references(None)}
+    assert sorted(shown) == ["odd\ufffd\ufffd.txt", "résumé.txt"]
+    resume = shown["résumé.txt"]
+    assert resume.fields["folder_s"].endswith("/Übersicht") and resume.fields["path_s"].endswith("/Übersicht/résumé.txt")
+    assert file_name(agent(tmp_path).url_for(resume.key)) == "résumé.txt"
 
 
 def pathlib_uri(raw: bytes) -> str:
@@ -636,3 +656,161 @@ def test_an_acl_unreadable_when_the_file_is_read_is_said_with_the_content(
     content = files.fetch(str(root / "a.txt"), 0)
     assert content is not None and content.access is None
     assert content.access_unreadable is not None and "cannot be read" in content.access_unreadable
+
+
+# --- review of issue 72 points 5 and 6 ---------------------------------------------------------
+
+
+def test_review_another_file_at_a_path_with_the_same_size_and_time_has_another_token(tmp_path: Path) -> None:
+    """The token decides whether a file is read again (304: its access alone updated). Size and
+    time are the owner's to set (utime): another file put at the path, given the same size and
+    time, is another file, and must be read again, not given the text indexed for the first."""
+    root = tmp_path / "root"
+    private = write(root / "a.txt", "a private text")
+    private.chmod(0o600)
+    files = agent(root)
+    [first] = list(files.references(None))
+    info = os.stat(private)
+    forged = write(tmp_path / "forged.txt", "x" * info.st_size)
+    forged.chmod(0o644)
+    os.utime(forged, ns=(info.st_atime_ns, info.st_mtime_ns))
+    private.rename(tmp_path / "aside.txt")
+    forged.rename(root / "a.txt")
+    [then] = list(files.references(None))
+    assert then.access is not None and then.access.is_public
+    assert then.token != first.token
+
+
+def test_a_new_file_in_a_freed_inode_with_the_same_size_and_time_has_another_token(tmp_path: Path) -> None:
+    """A file deleted and another made in its place by someone who may write the folder can get
+    the inode number it freed (file systems reuse them), and its size and time (utime): only the
+    inode change time, which nobody sets, tells it apart. Without it the token matched, and the
+    next crawl's 304 put the new file's (public) access on the private text indexed before."""
+    path = write(tmp_path / "a.txt", "a private text")
+    before = os.stat(path)
+    fields = {name: getattr(before, name) for name in ("st_size", "st_mtime_ns", "st_ino")}
+    later = SimpleNamespace(**fields, st_ctime_ns=before.st_ctime_ns + 1)  # the new file, in the freed inode
+    assert files_module._token(cast(os.stat_result, later)) != files_module._token(before)
+
+
+def test_a_change_of_permissions_alone_changes_the_token(tmp_path: Path) -> None:
+    path = write(tmp_path / "a.txt", "text")
+    files = agent(tmp_path)
+    (first,) = files.references(None)
+    mtime = os.stat(path).st_mtime_ns
+    path.chmod(0o600)
+    os.utime(path, ns=(0, mtime))
+    (then,) = files.references(None)
+    assert then.token != first.token
+
+
+def test_review_the_listing_gives_the_token_and_the_access_of_one_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file renamed over between the listing's stat (the token) and its ACL read (by path):
+    the token of one file and the access of the other. A private file's token with a public
+    file's access is a 304 that makes the private text indexed public."""
+    root = tmp_path / "root"
+    private = write(root / "a.txt", "a private text")
+    private.chmod(0o600)
+    files = agent(root)
+    [first] = list(files.references(None))
+    assert first.access is not None and not first.access.is_public
+    read_acl = posix.read_acl
+    swapped = []
+
+    def swapping(path: str | int) -> object:
+        named = os.path.realpath(f"/proc/self/fd/{path}" if isinstance(path, int) else path)
+        if not swapped and named.endswith("a.txt"):  # the stat is done: the ACL read next
+            swapped.append(path)
+            public = write(tmp_path / "public.txt", "a public text, another size")
+            public.chmod(0o644)
+            private.rename(tmp_path / "aside.txt")
+            public.rename(root / "a.txt")
+        return read_acl(path)
+
+    monkeypatch.setattr(posix, "read_acl", swapping)
+    [then] = list(files.references(None))
+    assert swapped
+    assert then.token != first.token or (then.access is not None and not then.access.is_public)
+
+
+def test_review_a_followed_link_gives_the_token_and_the_access_of_one_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link repointed between the listing's realpath (the folders judged) and its stat (the
+    token): the token of the file in the locked folder with the folders of the open one."""
+    root = tmp_path / "root"
+    secret = write(root / "locked" / "pay.txt", "the salary scale")
+    mine = write(root / "open" / "mine.txt", "my notes")
+    for path, mode in ((root, 0o755), (root / "locked", 0o700), (root / "open", 0o755), (secret, 0o644), (mine, 0o644)):
+        path.chmod(mode)
+    link = root / "open" / "notes.txt"
+    link.symlink_to(secret)
+    files = agent(root, follow_links=True)
+    first = {reference.key: reference for reference in files.references(None)}[str(link)]
+    assert first.access is not None and not first.access.is_public
+    link.unlink()
+    link.symlink_to(mine)
+    realpath = os.path.realpath
+
+    def repointing(path: str, *args: object, **kwargs: object) -> str:
+        real = realpath(path, *args, **kwargs)  # type: ignore[arg-type]
+        if path == str(link) and real == str(mine):
+            (root / "open" / "notes.tmp").symlink_to(secret)
+            (root / "open" / "notes.tmp").rename(link)
+        return real
+
+    monkeypatch.setattr(files_module.os.path, "realpath", repointing)
+    then = {reference.key: reference for reference in files.references(None)}[str(link)]
+    assert then.token != first.token or (then.access is not None and not then.access.is_public)
+
+
+def test_review_a_fetch_gives_the_token_of_what_it_read(tmp_path: Path) -> None:
+    """The token read with the content: the listing's when the file is the one listed, another
+    when a followed link points elsewhere now (the handler indexes no ETag then)."""
+    root = tmp_path / "root"
+    secret = write(root / "locked" / "pay.txt", "the salary scale")
+    mine = write(root / "open" / "mine.txt", "my notes")
+    link = root / "open" / "notes.txt"
+    link.symlink_to(mine)
+    files = agent(root, follow_links=True)
+    listed = {reference.key: reference.token for reference in files.references(None)}
+    content = files.fetch(str(link), 0)
+    assert content is not None and content.token == listed[str(link)]
+    link.unlink()
+    link.symlink_to(secret)
+    content = files.fetch(str(link), 0)
+    assert content is not None and content.body == b"the salary scale" and content.token != listed[str(link)]
+
+
+def test_review_a_folder_renamed_while_a_links_target_folders_are_read_is_not_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A followed link's target's folders are read down from the root by name, after its real
+    path was read: a folder on that path renamed meanwhile (a user who may write its parent
+    moves a 0700 folder away and puts an open one of theirs in its place) had the open folder's
+    search permission judged for a file that lies in the 0700 one."""
+    root = tmp_path / "root"
+    secret = write(root / "shared" / "locked" / "pay.txt", "the salary scale")
+    write(root / "open" / "doc.txt", "the handbook")
+    for path, mode in ((root, 0o755), (root / "shared", 0o777), (root / "shared" / "locked", 0o700), (root / "open", 0o755)):
+        path.chmod(mode)
+    secret.chmod(0o644)
+    link = root / "open" / "notes.txt"
+    link.symlink_to(secret)
+    files = agent(root, follow_links=True)
+    pass_of = files_module._pass_of
+    moved = []
+
+    def moving(fd: int, real: str, shown: str) -> object:
+        if real == str(root / "shared") and not moved:  # the target's folders read down, by name
+            moved.append(real)
+            (root / "shared" / "locked").rename(root / "shared" / "moved")
+            (root / "shared" / "locked").mkdir(mode=0o755)
+            (root / "shared" / "locked").chmod(0o755)
+        return pass_of(fd, real, shown)
+
+    monkeypatch.setattr(files_module, "_pass_of", moving)
+    listed = {reference.key: reference for reference in files.references(None)}
+    assert moved
+    notes = listed.get(str(link))
+    assert notes is None or notes.access is None or not notes.access.is_public, notes

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from searchcrawl.agents.base import AgentError
 from searchcrawl.agents.smb import (
     DFS_TAG,
     DIRECTORY,
@@ -18,6 +19,7 @@ from searchcrawl.agents.smb import (
     SmbOptions,
     parse_root,
 )
+from searchcrawl.agents.smb_share_security import ShareSecurityUnreadable
 
 CREDENTIALS = {"username": "EXAMPLE\\crawler", "password_secret": "SMB_PASSWORD"}
 
@@ -120,14 +122,41 @@ def test_only_the_sources_servers_are_connected_to() -> None:
         agent.connections.get("127.0.0.1:445")
 
 
-def test_a_share_answered_without_a_descriptor_is_unreadable_never_open(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Samba answers srvsvc without a descriptor to an account that does not administer it, as
-    for a share without permissions: the two cannot be told apart, so the files are not indexed."""
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (None, "answered without a descriptor"),  # Samba, to an account it does not map to root
+        (ShareSecurityUnreadable("access denied (ERROR_ACCESS_DENIED)", status=5), "access denied"),  # Windows
+        (ShareSecurityUnreadable("the srvsvc pipe could not be opened", status=0xC0000034), "srvsvc pipe"),  # none
+        (ShareSecurityUnreadable("fault 0x1c010003 (unknown interface)", status=0x1C010003), "unknown interface"),
+    ],
+)
+def test_a_share_whose_permissions_cannot_be_read_fails_the_crawl_saying_what_to_set(
+    monkeypatch: pytest.MonkeyPatch, answer: ShareSecurityUnreadable | None, reason: str
+) -> None:
+    """Issue 72 point 13: a share answered without a descriptor is never "everyone", and its files
+    were 927 (they left the index, to come back when Samba answered with one: the index followed
+    the server's history); a refused call or a server without srvsvc failed the crawl without
+    naming the way out. Each now fails the crawl (nothing is removed), naming the share, the
+    reason, the account it takes and share_permissions = "ignore" with what it means; never the
+    password. With "ignore", the server is not asked."""
     from searchcrawl.agents import smb
 
+    def asked(*args: object, **kwargs: object) -> bytes | None:
+        assert kwargs["password"] == "pw-smb-unit-Zx81"
+        if isinstance(answer, Exception):
+            raise ShareSecurityUnreadable(f"{answer} (password pw-smb-unit-Zx81)", status=answer.status)
+        return answer
+
     monkeypatch.setenv("SMB_PASSWORD", "pw-smb-unit-Zx81")
-    monkeypatch.setattr(smb, "share_security_descriptor", lambda *args, **kwargs: None)
+    monkeypatch.setattr(smb, "share_security_descriptor", asked)
     agent = SmbAgent("shares", options())
-    found = agent._share_access(agent.roots[0])
-    assert isinstance(found, str) and "no descriptor" in found
+    with pytest.raises(AgentError) as failed:
+        agent._share_access(agent.roots[0])
+    message = str(failed.value)
+    assert message.startswith("the permissions of share \\\\fs1.example.org\\Docs cannot be read: ShareSecurityUnreadable: ")
+    assert reason in message and "on Samba the domain's Administrator" in message
+    assert 'set share_permissions = "ignore"' in message and "NTFS permissions alone decide" in message
+    assert "pw-smb-unit-Zx81" not in message
+    monkeypatch.setattr(smb, "share_security_descriptor", None)  # not called at all
     assert SmbAgent("shares", options(share_permissions="ignore"))._share_access(agent.roots[0]) is None

@@ -237,6 +237,17 @@ def test_a_text_identifies_a_document_from_ten_letters_or_digits():
         assert identifies(text), text[:20]
 
 
+def test_a_text_without_a_letter_or_digit_is_no_text():
+    """Issue 72 point 12: what a search can find is a letter or a digit: whitespace and stray
+    bullets are no text (a document without text), "1" and "Test" are."""
+    from searchcrawl.content.convert.core import has_words
+
+    for text in ("", " \u00a0\t\n", "\u2022 \u2022 \u2022", "\u2039#\u203a", "-- _ --"):
+        assert not has_words(text), text
+    for text in ("1", "Test", "\u00dcbersicht", "\u4f1a", "\u2039#\u203a 1"):
+        assert has_words(text), text
+
+
 def test_garbled_text_is_not_text():
     """Issue 53: text that is mostly U+FFFD is binary data read as text: status 'not_text', by the
     same rule (core.garbled) as Tika's answers; a few replaced characters in real text are kept."""

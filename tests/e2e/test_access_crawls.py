@@ -95,7 +95,8 @@ def test_a_file_share_carries_its_posix_access_and_follows_its_changes(project: 
     ]
 
     # The ACL changes, and so does the content, on disk, with the same size and modification
-    # time: the listing's token is the same, so the file is not read again; its access is.
+    # time: the token's inode change time, which nobody sets, differs, so the file is read again,
+    # with its new access (size and time alone once hid the new text: the old one stayed indexed).
     stat = (root / "team" / "finance.txt").stat()
     (root / "team" / "finance.txt").write_text("the finance forecast, NEW text")
     os.utime(root / "team" / "finance.txt", ns=(stat.st_atime_ns, stat.st_mtime_ns))
@@ -110,14 +111,14 @@ def test_a_file_share_carries_its_posix_access_and_follows_its_changes(project: 
     updated = now[url["team/finance.txt"]]
     assert updated["access_allow"] == ["gid:2001", "gid:3000"] and updated["access_deny"] == ["uid:1001"]
     assert updated["_version_"] != finance["_version_"]
-    assert updated["content"] == finance["content"] and "old text" in updated["content"]  # not read again
+    assert "NEW text" in updated["content"]  # read again
     assert updated["title"] == finance["title"] and updated["size_l"] == finance["size_l"]
     assert now[url["open.txt"]]["_version_"] == opened["_version_"]
     assert now[url["hr/pay.txt"]]["_version_"] == pay["_version_"]
     gone = project.table().get(name, url["gone.txt"])
     assert gone is not None and gone["status"] == 927 and "cannot be read" in gone["reason"]
-    # the text is still found, under the new access only
-    assert [doc["url"] for doc in solr.search('content:"old text"', fq=f'source:"{name}" AND access_allow:"gid:3000"')] == [
+    # the new text is found, under the new access only
+    assert [doc["url"] for doc in solr.search('content:"NEW text"', fq=f'source:"{name}" AND access_allow:"gid:3000"')] == [
         url["team/finance.txt"]
     ]
 
@@ -382,3 +383,75 @@ def test_a_followed_link_into_a_folder_nobody_may_enter_is_indexed_for_no_one(pr
             assert decide(held, principals_of(uid)).granted == kernel_reads(uid, path), (url, uid, doc)
     visitor = {url for url, doc in docs.items() if decide(access_of_fields(doc), Principals.anonymous()).granted}  # type: ignore[arg-type]
     assert visitor == {(root / "open" / "doc.txt").as_uri()}
+
+
+def granted_to_a_reader_the_kernel_refuses(docs: dict[str, dict], secret: str, source: Path) -> list[tuple[str, int]]:
+    """The (url, uid) pairs whose document holds ``secret`` (the text of the file ``source``)
+    while its access admits a reader the kernel refuses ``source`` to."""
+    leaks = []
+    for url, doc in docs.items():
+        if secret not in doc.get("content", ""):
+            continue
+        held = access_of_fields(doc)
+        for uid in READERS:
+            if held is not None and decide(held, principals_of(uid)).granted and not kernel_reads(uid, source):
+                leaks.append((url, uid))
+    return leaks
+
+
+def test_review_a_link_repointed_between_the_listing_and_the_fetch_cannot_make_a_locked_file_public(
+    project: Project, solr, passable: Path
+) -> None:
+    """Review of issue 72: the ETag indexed is the listing's token, the content the fetch's. A
+    local user's link to their open file, repointed into a folder only root may enter while it is
+    fetched and back after, gets the locked file's text indexed (rightly, for root alone) under
+    the open file's token: the next crawl finds that token unchanged (304) and puts the open
+    file's access, public, on the locked text."""
+    root = passable / "share"
+    for folder, mode in (("", 0o755), ("open", 0o777), ("locked", 0o700)):
+        (root / folder).mkdir(exist_ok=True)
+        chowned(root / folder, mode, 0, 0)
+    secret = written(root / "locked" / "pay.txt", "the salary scale of the board", 0o644, 0, 0)
+    written(root / "open" / "mine.txt", "my open notes", 0o644, 1002, 2001)
+    link = root / "open" / "notes.txt"
+    link.symlink_to("mine.txt")
+    os.lchown(link, 1002, 2001)
+    (root / "open" / "notes.txt.swap").write_text(str(secret))
+    name = "share-swap"
+    project.source(name, agent_source("SwappingFilesAgent", root, "*.swap", "max_delete_share = 1.0\n") + "follow_links = true\n")
+    crawl(project, name)
+    docs = by_url(solr, name)
+    assert "salary" in docs[link.as_uri()]["content"]  # read through the link while it pointed there
+    assert granted_to_a_reader_the_kernel_refuses(docs, "salary", secret) == []  # so far, root alone
+    crawl(project, name)  # the link is back on mine.txt: its token, the one indexed
+    docs = by_url(solr, name)
+    assert granted_to_a_reader_the_kernel_refuses(docs, "salary", secret) == [], docs[link.as_uri()]
+
+
+def test_review_another_file_with_the_same_size_and_time_at_a_path_is_read_again(project: Project, solr, passable: Path) -> None:
+    """Review of issue 72: the token is the size and time alone, and both are the owner's to set
+    (utime). A local user's link to another user's 0600 file (in a folder they may pass: they
+    may stat it), then to a public file of their own given its size and time: the crawl finds
+    the token unchanged (304) and puts the public access on the private text."""
+    root = passable / "share"
+    (root / "open").mkdir(parents=True)
+    chowned(root, 0o755, 0, 0)
+    chowned(root / "open", 0o777, 0, 0)
+    private = written(root / "open" / "diary.txt", "alice private diary entry", 0o600, 1001, 2000)
+    link = root / "open" / "notes.txt"
+    link.symlink_to("diary.txt")
+    name = "share-forged"
+    project.source(name, f'type = "files"\nmax_delete_share = 1.0\n[files]\nroots = ["{root}"]\nfollow_links = true\n')
+    crawl(project, name)
+    docs = by_url(solr, name)
+    assert "diary" in docs[link.as_uri()]["content"]
+    assert granted_to_a_reader_the_kernel_refuses(docs, "diary", private) == []
+    # user 1002 stats the diary through the folder they may pass, and forges their own file
+    info = os.stat(private)
+    forged = written(root / "open" / "forged.txt", "x" * info.st_size, 0o644, 1002, 2001)
+    os.utime(forged, ns=(info.st_atime_ns, info.st_mtime_ns))
+    (root / "open" / "notes.tmp").symlink_to("forged.txt")
+    (root / "open" / "notes.tmp").rename(link)
+    crawl(project, name)
+    docs = by_url(solr, name)
+    assert granted_to_a_reader_the_kernel_refuses(docs, "diary", private) == [], docs[link.as_uri()]

@@ -21,6 +21,7 @@ from searchcrawl.crawl.pipelines.attributes import AttributesPipeline, page_coun
 from searchcrawl.crawl.pipelines.checksum import text_checksum
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
+from tests.content.test_convert import _odf
 from tests.crawl.conftest import crawler_of  # noqa: F401 - the fixture
 from tests.e2e.test_tika_client import fake_tika, zip_of  # noqa: F401,F811 - a fixture
 
@@ -329,8 +330,9 @@ def picture_files(text: str) -> tuple[bytes, bytes]:
 def test_files_of_pictures_with_a_few_characters_are_not_duplicates_through_tika(crawler_of, tika_url, text) -> None:
     """Issue 53: with Tika, a Word file of one picture was "duplicate of" an unrelated deck of two
     (the same title, a text of whitespace or a few characters, the same checksum). A text of
-    fewer than MIN_TEXT_CHARS letters or digits names no document: both are documents without
-    text, their checksums over their bytes; the same bytes are still duplicates."""
+    fewer than MIN_TEXT_CHARS letters or digits does not tell one document from another: their
+    checksums are over their bytes; the same bytes are still duplicates. Such a text is indexed
+    (issue 72 point 12); whitespace alone is none: documents without text."""
     pipeline = build_from_crawler(AttributesPipeline, crawler_of(SEARCHCRAWL_TIKA_URL=tika_url))
     word, deck = picture_files(text)
     items = [
@@ -342,8 +344,9 @@ def test_files_of_pictures_with_a_few_characters_are_not_duplicates_through_tika
         )
     ]
     assert [item.fields["title"] for item in items] == ["Presentation"] * 3
-    assert all("content" not in item.fields for item in items), [item.fields.get("content") for item in items]
-    assert all(item.note == "indexed without text: its metadata and file name" for item in items)
+    kept = text.strip() or None
+    assert [item.fields.get("content") for item in items] == [kept] * 3
+    assert [item.note for item in items] == [None if kept else "indexed without text: its metadata and file name"] * 3
     checksums = [text_checksum(item.checksum_basis) for item in items]
     assert checksums[0] != checksums[1] and checksums[1] == checksums[2]  # the same bytes are duplicates
 
@@ -355,6 +358,50 @@ def test_a_short_text_that_names_a_document_is_its_text(crawler_of, tika_url) ->
     item = run(pipeline, CrawledDocument("unit", "http://h.test/a/pic.docx", 1, {}, body=word))
     assert item.fields["content"] == "Budget 2025" and item.note is None
     assert item.checksum_basis == "Presentation\nBudget 2025"
+
+
+def rtf(text: str, font: str = "Arial") -> bytes:
+    """An RTF file of ``text`` as WordPad writes one (cp1252, its other characters escaped)."""
+    escaped = "".join(char if char.isascii() else f"\\'{char.encode('cp1252')[0]:02x}" for char in text)
+    head = "{\\rtf1\\ansi\\ansicpg1252\\deff0{\\fonttbl{\\f0\\fswiss " + font + ";}}"
+    return (head + "\\pard\\f0\\fs22 " + escaped + "\\par}").encode("ascii")
+
+
+def odt(text: str) -> bytes:
+    """An OpenDocument text of one paragraph (titled "Deck" by its metadata)."""
+    return _odf("application/vnd.oasis.opendocument.text", f"<office:text><text:p>{text}</text:p></office:text>")
+
+
+SHORT_FILES = {  # name: (bytes, the text indexed, or None: a document without text)
+    "uebersicht.rtf": (rtf("\u00dcbersicht"), "\u00dcbersicht"),
+    "test-text.odt": (odt("Test text"), "Test text"),
+    "a/test.rtf": (rtf("Test"), "Test"),
+    "b/test.rtf": (rtf("Test", font="Calibri"), "Test"),  # the same word, other bytes: another document
+    "c/test.rtf": (rtf("Test"), "Test"),  # a's bytes: a duplicate of it
+    "bullets.rtf": (rtf("\u2022 \u2022 \u2022"), None),  # no letter or digit: no text
+}
+
+
+@pytest.mark.parametrize("tika", [False, True], ids=["python", "tika"])
+def test_a_one_word_file_is_its_text_and_its_bytes_are_its_identity(crawler_of, request, tika: bool) -> None:
+    """Issue 72 point 12: a converted text of fewer than MIN_TEXT_CHARS letters or digits was
+    dropped (a one-word RTF, "\u00dcbersicht", or a two-word ODT, "Test text", was indexed without
+    text and could not be found by its words). It is indexed now, by either converter; only its
+    checksum is over its bytes, so two files that both say "Test" are two documents and a copy is
+    a duplicate. A text without a letter or digit is still no text."""
+    settings = {"SEARCHCRAWL_TIKA_URL": request.getfixturevalue("tika_url")} if tika else {"SEARCHCRAWL_CONVERT_WORKERS": 1}
+    pipeline = build_from_crawler(AttributesPipeline, crawler_of(**settings))
+    items = {
+        name: run(pipeline, CrawledDocument("unit", f"http://h.test/{name}", 1, {}, body=body))
+        for name, (body, _text) in SHORT_FILES.items()
+    }
+    for name, (body, text) in SHORT_FILES.items():
+        item = items[name]
+        assert item.fields.get("content") == text, name
+        assert item.checksum_basis == body, name  # a short text, or none: the bytes
+        assert item.note == (None if text else "indexed without text: its metadata and file name"), name
+    checksums = {name: text_checksum(item.checksum_basis) for name, item in items.items()}
+    assert checksums["a/test.rtf"] != checksums["b/test.rtf"] and checksums["a/test.rtf"] == checksums["c/test.rtf"]
 
 
 def test_a_zip_bomb_through_tika_gets_a_status_not_an_index_entry(crawler_of, tika_url) -> None:

@@ -1,7 +1,10 @@
 """`scrapy search`, `scrapy solr status` and the quickstart's `scrapy demo`."""
 
 import socket
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -40,30 +43,62 @@ def test_search_reports_an_unreachable_solr(offline_project) -> None:
 
 
 @pytest.mark.xdist_group("demo-site")  # `scrapy demo` serves the example intranet on its one port, 8765
-def test_solr_status_and_demo(project, dev_solr: DevSolr) -> None:
+def test_solr_status_and_demo(project, dev_solr: DevSolr, tmp_path: Path) -> None:
     port, solr_data = str(dev_solr.port), dev_solr.data_dir
     status = project.scrapy("solr", "status", "--port", port, SEARCHCRAWL_DATA_DIR=str(solr_data))
     assert status.returncode == 0 and "Solr is running" in status.stdout
     missing = project.scrapy("solr", "status", "--port", "1")
     assert missing.returncode == 3 and "not running" in missing.stdout
-    # The quickstart: reuses the running dev Solr (same data dir and port), crawls, searches.
-    demo = project.scrapy("demo", "--port", port, SEARCHCRAWL_DATA_DIR=str(solr_data))
+    # The quickstart as a newcomer runs it, in a folder that is no Scrapy project: reuses the
+    # running dev Solr (same data dir and port), crawls, searches.
+    demo = searchcrawl_outside_a_project(project, tmp_path, "demo", "--port", port, SEARCHCRAWL_DATA_DIR=str(solr_data))
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert "1. Travel policy" in demo.stdout
     assert "Oracle on demand" in demo.stdout
+    # issue 72: its hints are commands that work there (`scrapy` knows no searchcrawl command there)
+    assert "$ searchcrawl search 'travel expenses'" in demo.stdout and "`searchcrawl solr stop`" in demo.stdout
+    assert "scrapy " not in demo.stdout, demo.stdout
+
+
+def searchcrawl_outside_a_project(project, folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:  # noqa: ANN001
+    """`searchcrawl ARGS` (the console command, searchcrawl/cli.py) run in ``folder``, no project there."""
+    folder.mkdir(exist_ok=True)
+    assert not (folder / "scrapy.cfg").exists()
+    command = [sys.executable, "-c", "from searchcrawl.cli import main; main()", *args]
+    return subprocess.run(command, cwd=folder, env=project.env(**env), capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.xdist_group("demo-site")
-def test_demo_tells_a_busy_site_port_before_starting_solr(offline_project) -> None:
+def test_the_example_source_serves_its_own_site_when_crawled_alone(offline_project, tmp_path: Path) -> None:
+    """Issue 72: `searchcrawl crawl example` without the demo ended every URL with 935 (its site
+    was served by the demo only); its spider now serves the packaged site while it crawls."""
+    crawl = searchcrawl_outside_a_project(offline_project, tmp_path / "elsewhere", "crawl", "example")
+    assert crawl.returncode == 4, crawl.stderr[-3000:]  # Solr is out of reach here: documents pending
+    table = offline_project.table()
+    try:
+        statuses = table.count_by("example", "status")
+    finally:
+        table.database.close()
+    assert statuses.get(935, 0) == 0 and statuses.get(200, 0) == 8, statuses  # the eight pages of dev/demo_site
+    with socket.socket() as free:  # and the port is given back
+        free.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        free.bind(("127.0.0.1", 8765))
+
+
+@pytest.mark.xdist_group("demo-site")
+def test_demo_tells_a_busy_site_port_before_starting_solr(offline_project, tmp_path: Path) -> None:
     """Regression: a busy 8765 ended the demo in a traceback, after Solr had started."""
     with socket.socket() as taken:
         taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the last demo's TIME_WAIT
         taken.bind(("127.0.0.1", 8765))
         taken.listen()
         demo = offline_project.scrapy("demo", "--port", "1")
-    assert demo.returncode == 1
+        elsewhere = searchcrawl_outside_a_project(offline_project, tmp_path / "elsewhere", "demo", "--port", "1")
+    assert demo.returncode == elsewhere.returncode == 1
     assert "cannot serve the example intranet on 127.0.0.1:8765" in demo.stdout
     assert "Traceback" not in demo.stderr and "Starting the development Solr" not in demo.stdout
+    # the hint names the command that works where it was run
+    assert "run `scrapy demo` again" in demo.stdout and "run `searchcrawl demo` again" in elsewhere.stdout
 
 
 def test_status_of_an_unknown_source_is_an_error(offline_project) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from scrapy.settings import Settings
@@ -276,3 +277,108 @@ def test_a_slow_directory_gets_one_deadline_and_a_failure_is_remembered(director
         ahead[0] += FAILED_LOOKUP_SECONDS + 1
         assert "group:finance" in directory.principals("alice").tokens  # asked again: answers
         assert slow.connections > asked
+
+
+# --- review of issue 72 points 3, 4, 7 and 8 (a hostile insider) ---
+
+MANAGE_DSA_IT = ("2.16.840.1.113730.3.4.2", False, None)  # add a referral object as an entry
+
+
+@pytest.fixture
+def own_server(tmp_path) -> Iterator[DirectoryServer]:
+    """A slapd of this test's own: the test adds entries the others must not see."""
+    server = DirectoryServer(tmp_path / "slapd").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def as_root(server: DirectoryServer):  # noqa: ANN201 - an ldap3 Connection
+    import ldap3
+
+    from tests.directory_server import ROOT_PASSWORD
+
+    return ldap3.Connection(ldap3.Server(server.url), server.root_dn, ROOT_PASSWORD, auto_bind=True)
+
+
+def test_a_group_whose_cn_reads_as_another_groups_dn_gives_no_such_principal(own_server: DirectoryServer) -> None:
+    """The manual: group:<DN> "matches that one group", the way out of group:<cn> matching any
+    group of that name in any branch. A group a department or a partner created for itself, with
+    a cn (cn takes several values) spelling the DN of cn=finance, gave its members
+    group:cn=finance,ou=groups,...: finance's documents. A cn with '=' reads as a DN: none."""
+    finance = own_server.group_dn("finance")
+    root = as_root(own_server)
+    assert root.add(f"ou=partner,{own_server.group_base}", ["organizationalUnit"], {"ou": "partner"}), root.result
+    team = f"cn=p-team,ou=partner,{own_server.group_base}"
+    cns = ["p-team", finance, f"CN = Finance , OU=groups,{own_server.suffix}"]
+    assert root.add(team, ["groupOfNames"], {"cn": cns, "member": [own_server.user_dn("carol")]}), root.result
+    found = LdapDirectory(config_of(own_server)).principals("carol")
+    assert f"group:{finance}" not in found.tokens
+    assert {f"group:{team}", "group:p-team"} <= found.tokens  # its own DN and its plain name stay
+    assert f"group:{finance}" in LdapDirectory(config_of(own_server)).principals("alice").tokens
+
+
+def test_an_entry_with_several_uids_is_the_user_of_the_name_asked_only(own_server: DirectoryServer) -> None:
+    """uid takes several values, and user:<name> was the entry's first: an entry uid=mallory
+    whose uid values are (alice, mallory) signed in as mallory (her own password) and got
+    user:alice and alice's posixGroup staff (memberUid alice) with its gid:2000. The name that
+    found the entry (one entry: the directory has no other of that name) is its user name."""
+    root = as_root(own_server)
+    attributes = {"uid": ["alice", "mallory"], "cn": "M", "sn": "M", "userPassword": "mallory-password"}
+    assert root.add(own_server.user_dn("mallory"), ["inetOrgPerson"], attributes), root.result
+    directory = LdapDirectory(config_of(own_server))
+    assert directory.authenticate("mallory", "mallory-password")
+    found = directory.principals("mallory")
+    assert found.user == "mallory" and not found.error
+    assert found.tokens == {"public", "user:mallory", f"user:{own_server.user_dn('mallory')}"}
+
+
+def test_a_referral_among_the_groups_makes_the_principals_partial(own_server: DirectoryServer) -> None:
+    """Referrals are not followed (right: ldap3 would bind to any host with the service account's
+    password). But a group search whose answer refers part of the group base to another server
+    (a continuation reference, result 0) was taken as the whole answer: the groups held there
+    were not read, and a document denying one of them was shown. Those groups are not all read."""
+    root = as_root(own_server)
+    remote = f"ou=remote,{own_server.group_base}"
+    attributes = {"ou": "remote", "ref": f"ldap://127.0.0.9:389/{remote}"}
+    assert root.add(remote, ["referral", "extensibleObject"], attributes, controls=[MANAGE_DSA_IT]), root.result
+    found = LdapDirectory(config_of(own_server)).principals("alice")
+    assert "group:finance" in found.tokens and not found.error
+    assert found.incomplete and "referr" in found.partial
+
+
+def test_one_searchers_requests_on_a_slow_directory_do_not_hold_another_whose_principals_are_cached(
+    directory_server: DirectoryServer, tmp_path
+) -> None:
+    """The manual: "one searcher's lookup does not hold another's". The web application asks the
+    directory in 64 threads of its own, and a searcher whose principals are cached asked for a
+    thread too, to read the cache. One signed-in searcher's 64 requests at once, on a directory
+    that answers each question just within the timeout (each waits out the deadline: a searcher's requests before their
+    first answer each ask), held alice's search, her principals cached, for the whole deadline."""
+    import requests
+
+    from searchcrawl.web.app import DIRECTORY_THREADS, create_app
+    from tests.conftest import wait_for
+    from tests.e2e.test_web_proxies import served
+    from tests.web.test_app import unit_config
+
+    with SlowProxy(directory_server.url, delay=0) as slow, ThreadPoolExecutor(DIRECTORY_THREADS) as pool:
+        directory = LdapDirectory(config_of(directory_server, url=slow.url, timeout=2))  # deadline: 6 s
+        assert "group:finance" in directory.principals("alice").tokens  # cached
+        slow.delay = 1.6  # each answer just within the timeout: a lookup waits out its deadline
+        app = create_app(unit_config(tmp_path, directory=directory, user_header="x-remote-user", proxies=("127.0.0.1",)))
+        with served(app) as site:
+
+            def page(user: str) -> float:
+                began = time.monotonic()
+                requests.get(site + "/", headers={"x-remote-user": user}, timeout=60)
+                return time.monotonic() - began
+
+            asked = slow.connections
+            held = [pool.submit(page, "bob") for _ in range(DIRECTORY_THREADS)]
+            wait_for(lambda: slow.connections >= asked + DIRECTORY_THREADS, timeout=30, what="bob's lookups")
+            took = page("alice")
+            assert took < 3, f"alice, her principals cached, waited {took:.1f} s behind bob's lookups"
+            for search in held:
+                search.result()

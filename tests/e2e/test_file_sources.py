@@ -12,11 +12,13 @@ import os
 import random
 import shutil
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import CORPORA, Project, solr_docs, unpack
+from tests.e2e.test_attributes import SHORT_FILES
 
 OFFICE = ("pdf", "docx", "odt", "xlsx", "pptx", "doc")
 WORDS = ("budget", "meeting", "roadmap", "archive", "invoice", "policy", "travel", "safety", "intranet")
@@ -176,3 +178,54 @@ def test_a_touched_file_is_read_once_then_answered_not_modified(project: Project
     assert {doc["url"]: doc["_version_"] for doc in solr_docs(solr, "touched")}[url] == version
     urls = crawl()
     assert url in urls["not_modified"] and (root / "other.txt").as_uri() in urls["not_modified"], urls
+
+
+def test_one_and_two_word_files_are_found_by_their_words(project: Project, solr, tmp_path: Path) -> None:
+    """Issue 72 point 12: a one-word RTF ("Übersicht") and a two-word ODT ("Test text") were
+    indexed without their text (fewer than MIN_TEXT_CHARS letters or digits) and could not be
+    found by their words. Crawled into the real Solr they are found by a search now; two different
+    files that both say "Test" are two documents, a copy of one is its duplicate (the identity of a
+    short text is its bytes), and a file of bullets alone is a document without text."""
+    root = tmp_path / "share"
+    for name, (body, _text) in SHORT_FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        (root / name).write_bytes(body)
+    for folder in (root, *(path for path in root.rglob("*") if path.is_dir())):
+        folder.chmod(0o755)  # every reader passes: the files are public
+    project.source("short", f'type = "files"\n[files]\nroots = ["{root}"]\n')
+    result = project.scrapy("crawl", "short")
+    assert result.returncode == 0, result.stderr[-3000:]
+    docs = {doc["url"]: doc for doc in solr_docs(solr, "short")}
+    url = {name: (root / name).as_uri() for name in SHORT_FILES}
+    assert set(docs) == set(url.values()) - {url["c/test.rtf"]}
+    copy = project.table().get("short", url["c/test.rtf"])
+    assert copy is not None and copy["duplicate_of"] == url["a/test.rtf"], copy
+    assert "content" not in docs[url["bullets.rtf"]]
+
+    def found(*words: str) -> set[str]:
+        searched = project.scrapy("search", *words, "--source", "short")
+        assert searched.returncode == 0, searched.stderr
+        return {name for name, address in url.items() if address in searched.stdout.split()}
+
+    assert found("Übersicht") == {"uebersicht.rtf"}
+    assert found("text") == {"test-text.odt"}
+    assert {"test-text.odt"} <= found("Test text")
+    assert found("test") == {"test-text.odt", "a/test.rtf", "b/test.rtf"}
+
+
+def test_a_file_name_that_is_not_utf8_is_indexed_with_one_reading(project: Project, solr, tmp_path: Path) -> None:
+    """Issue 72: a Latin-1 file name got a good title ("café.txt") but a mangled file_name_s
+    ("caf\ufffd.txt"); both now read the name alike (content/extract.py's decode_name)."""
+    root = tmp_path / "share"
+    root.mkdir()
+    with open(os.fsencode(root) + b"/caf\xe9 menu.txt", "wb") as handle:
+        handle.write(b"The cafeteria menu of the week.")
+    name = f"latin-{uuid.uuid4().hex[:8]}"
+    project.source(name, f'type = "files"\n[files]\nroots = ["{root}"]\n')
+
+    result = project.scrapy("crawl", name)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    [doc] = solr_docs(solr, name)
+    assert doc["title"] == doc["file_name_s"] == "café menu.txt", doc
+    assert doc["path_s"] == f"{root}/café menu.txt" and doc["url"].endswith("/caf%E9%20menu.txt")

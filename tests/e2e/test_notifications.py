@@ -7,6 +7,7 @@ from __future__ import annotations
 import email
 import email.policy
 import json
+import os
 import ssl
 import threading
 import uuid
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from searchcrawl.crawl.spider import SourceSpider
 from searchcrawl.dev.jvm_server import free_port
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
 from searchcrawl.ops.notify_channels import (
@@ -328,22 +330,61 @@ def test_scrapy_summary_check_tells_once_a_day_that_solr_and_tika_are_out_of_rea
 
     assert first.returncode == second.returncode == 1, first.stderr[-3000:]
     assert "Solr does not answer its ping" in first.stdout and "the Tika server does not answer" in first.stdout
+    # issue 72: cron mails what it writes on stderr; the told problems go to stdout and the
+    # notifications, so nothing goes to stderr (Scrapy's INFO banner did, each time)
+    assert first.stderr == second.stderr == ""
     assert sorted(str(message["Subject"]) for message in mail_server.messages) == [
         "[searchcrawl] Solr out of reach",
         "[searchcrawl] Tika out of reach",
     ]
     assert sorted(hook["event"] for hook in webhook_receiver.received) == ["solr_unreachable", "tika_unreachable"]
+    # SEARCHCRAWL_NOTIFY_BASE_URL is set: the mail links the overview, without its credentials and query
+    for message in mail_server.messages:
+        assert "The overview: https://search.example/admin\r\n" in message.get_payload()[0].get_payload(decode=True).decode()
+    assert [hook["link"] for hook in webhook_receiver.received] == ["https://search.example/admin"] * 2
     for seeded in SECRETS:
         assert seeded not in first.stdout + first.stderr + "".join(m.as_string() for m in mail_server.messages)
 
 
-def test_a_crawl_that_fails_as_it_starts_is_told_though_its_run_waits_to_resume(
+def test_scrapy_summary_check_writes_on_stderr_only_what_went_wrong(offline_project, tmp_path, webhook_receiver) -> None:
+    """Issue 72: quiet on stderr (a cron line mails it), but a channel that failed is said there."""
+    closed = f"http://127.0.0.1:{free_port()}/hook?token={WEBHOOK_TOKEN}"
+    env = {
+        "SEARCHCRAWL_NOTIFY_WEBHOOK_URL": closed,
+        "SEARCHCRAWL_NOTIFY_WEBHOOK_SECRET": WEBHOOK_SECRET,
+        "SEARCHCRAWL_NOTIFY_EVENTS": "solr_unreachable",
+        "SEARCHCRAWL_NOTIFY_ATTEMPTS": "1",
+    }
+
+    check = offline_project.scrapy("summary", "--check", **env)
+    verbose = offline_project.scrapy("summary", "--check", "-L", "INFO", **env)
+
+    assert check.returncode == 1, check.stderr[-3000:]
+    assert "Notification solr_unreachable" in check.stderr and "failed" in check.stderr, check.stderr[-3000:]
+    assert " INFO: " not in check.stderr and "Scrapy 2." not in check.stderr, check.stderr[-3000:]
+    assert "INFO: Scrapy" in verbose.stderr  # the command line still chooses
+    for seeded in SECRETS:
+        assert seeded not in check.stdout + check.stderr
+
+
+class SecretFailingStartSpider(SourceSpider):
+    """A source's own spider whose start fails with an error that holds a secret (the SMTP
+    password, read from the environment as the crawl's notifications read it)."""
+
+    async def start(self):  # noqa: ANN201
+        password = Path(os.environ["SEARCHCRAWL_SMTP_PASSWORD_FILE"]).read_text().strip()
+        raise RuntimeError(f"the seed list at https://reader:{password}@seeds.example/list answered {password}")
+        yield  # an async generator, as Scrapy expects
+
+
+def test_a_crawl_that_fails_as_it_starts_is_told_with_its_error_though_its_run_waits_to_resume(
     offline_project, serve, tmp_path, mail_server, webhook_receiver
 ) -> None:
     (tmp_path / "site").mkdir()
     site = serve(tmp_path / "site")
     name = f"start-error-{uuid.uuid4().hex[:8]}"
-    offline_project.source(name, f'seeds = ["{site.url}"]\nspider_class = "tests.e2e.test_exit_codes.FailingStartSpider"\n')
+    spider = "tests.e2e.test_notifications.SecretFailingStartSpider"
+    offline_project.source(name, f'seeds = ["{site.url}"]\nspider_class = "{spider}"\n')
     env = notify_env(mail_server, webhook_receiver, tmp_path, "run_failed,run_ended")
 
     crawl = offline_project.scrapy("crawl", name, **env)
@@ -352,6 +393,14 @@ def test_a_crawl_that_fails_as_it_starts_is_told_though_its_run_waits_to_resume(
     assert [str(message["Subject"]) for message in mail_server.messages] == [f"[searchcrawl] {name}: run failed (run 1)"]
     text = mail_server.messages[0].get_payload()[0].get_payload(decode=True).decode()
     assert f"The crawl of {name} failed" in text and "now suspended" in text
+    # issue 72: the run's ERROR line, not "the log says why"; the secret in it masked
+    error = "the seed list at https://reader:***@seeds.example/list answered ***"
+    assert "the log says why" not in text and "now suspended: [scrapy.core.engine] " in text, text
+    assert "Error:    [scrapy.core.engine] " in text and error in text, text
+    [hook] = webhook_receiver.received
+    assert hook["event"] == "run_failed" and error in hook["error"]
+    for seeded in SECRETS:
+        assert seeded not in crawl.stderr + mail_server.messages[0].as_string() + json.dumps(webhook_receiver.received)
 
 
 def test_mail_over_implicit_tls_and_a_certificate_that_is_not_trusted(tmp_path) -> None:

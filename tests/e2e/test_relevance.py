@@ -8,6 +8,7 @@ page and in the JSON API alike."""
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,6 +108,8 @@ def test_a_best_bet_is_shown_above_the_hits_and_not_repeated(index: SolrIndex) -
     page = run_search(index, SearchRequest(q="Tide  Harbour"), Principals.anonymous(), rules=rules)
     assert [hit.url for hit in page.bets] == [f"{BASE}/docs/new", f"{BASE}/wiki/parking"]
     assert [hit.url for hit in page.hits] == [f"{BASE}/wiki/old"] and page.total == 2
+    # issue 72: "2 documents match; showing 1-1" read as a document lost; the bet among them is counted
+    assert page.showing() == "showing 1&ndash;2, the best bet above among them, and 1 more best bet above"
 
 
 def test_a_best_bet_the_searcher_may_not_read_shows_nothing(index: SolrIndex) -> None:
@@ -169,6 +172,26 @@ def test_the_search_page_hints_at_no_best_bet_the_searcher_may_not_read(index: S
     shown = web.get("/", params={"q": "Parking"}).text
     bets = shown[shown.index('class="bestbets"') : shown.index("</section>", shown.index('class="bestbets"'))]
     assert "Best bet" in bets and f"{BASE}/docs/new" in bets and "secret" not in shown
+
+
+def test_the_count_line_counts_a_best_bet_among_the_matches(index: SolrIndex, tmp_path: Path) -> None:
+    """Issue 72: with a best bet, "2 documents match; showing 1-1" read as a bug: the bet, one of
+    the matches, is shown above the list and not repeated in it. The range counts it now."""
+    db_url = f"sqlite:///{tmp_path / 'documents.sqlite3'}"
+    database = Database(db_url)
+    RelevanceStore(database).add_bet(BestBet(("tide harbour",), (f"{BASE}/docs/new",)))
+    RelevanceStore(database).add_bet(BestBet(("parking",), (f"{BASE}/wiki/old",)))
+    database.close()
+    web = web_app(index, tmp_path, db_url)
+
+    def summary(query: str) -> str:
+        found = re.search(r'<p class="summary">([^<]*)</p>', web.get("/", params={"q": query}).text)
+        assert found is not None, query
+        return found[1]
+
+    assert summary("tide harbour") == "2 documents match; showing 1&ndash;2, the best bet above among them."
+    assert summary("parking") == "1 document matches; showing 1&ndash;1, and 1 best bet above."  # a bet not matching
+    assert summary("automobile") == "1 document matches; showing 1&ndash;1."  # no bet: as before
 
 
 def test_a_database_that_cannot_be_read_leaves_search_working(

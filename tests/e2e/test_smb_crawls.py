@@ -391,3 +391,68 @@ def test_a_descriptor_the_crawler_may_not_read_keeps_the_file_out_of_the_index(
     assert {doc["url"] for doc in solr_docs(solr, name)} == {closed}
     row = project.table().get(name, ok)
     assert row is not None and row["status"] == 927
+
+
+def failed_crawl(project: Project, name: str, password: str) -> str:
+    """A crawl that must fail: its stderr (the run is failed, and no secret is in it)."""
+    result = run_scrapy(["crawl", name], project.env(**{SECRET: password}))
+    assert password not in result.stderr + result.stdout
+    database = project.table().database
+    try:
+        assert Runs(database).latest(name)["state"] == "failed", result.stderr[-3000:]
+    finally:
+        database.close()
+    return result.stderr
+
+
+def test_share_permissions_samba_withholds_fail_the_crawl_and_never_move_files(
+    project: Project, solr: pysolr.Solr, samba_domain: SambaDomain, tree: Tree
+) -> None:
+    """Issue 72 point 13: Samba answers srvsvc for an account other than its Administrator
+    without the share's descriptor until Administrator has asked through its worker, and with it
+    after. Its files were 927 (out of the index) or indexed, by the server's history. Now an
+    answer without one fails the crawl, naming share_permissions = "ignore", and removes nothing:
+    the index holds the files as the share's read permissions allow them, whoever asked before."""
+    base = f"{tree.base}/withheld"
+    samba_domain.mkdir("docs", base)
+    samba_domain.set_acl_entries("docs", base, [("allow", "Domain Users")], protected=True, inherit=True)
+    files = {tree.write("docs", f"{base}/{word}.txt", f"the {word} note") for word in ("first", "second")}
+    name = f"withheld-{tree.base}"
+    password = samba_domain.passwords["crawler"]
+    smb_source(project, name, samba_domain, [f"smb://{samba_domain.address}/docs/{base}"], user="crawler")
+
+    samba_domain.restart_rpc_workers()  # a worker the Administrator has not asked through
+    stderr = failed_crawl(project, name, password)
+    assert "the permissions of share \\\\" + samba_domain.address + "\\docs cannot be read" in stderr, stderr[-3000:]
+    assert 'set share_permissions = "ignore"' in stderr and "nothing is removed" in stderr
+    assert not solr_docs(solr, name)
+    assert all(project.table().get(name, url) is None for url in files)  # not listed: nothing judged
+
+    assert samba_domain.share_descriptor("docs") is not None  # the Administrator asks: the worker learns
+    report = crawl(project, name, samba_domain, password)
+    assert sorted(report["new"]) == sorted(files), report
+    indexed = {doc["url"]: doc["_version_"] for doc in solr_docs(solr, name)}
+    assert set(indexed) == files
+
+    samba_domain.restart_rpc_workers()  # withheld again: the files stay as they are
+    failed_crawl(project, name, password)
+    assert {doc["url"]: doc["_version_"] for doc in solr_docs(solr, name)} == indexed
+
+
+def test_a_server_without_srvsvc_fails_the_crawl_naming_the_setting(
+    project: Project, solr: pysolr.Solr, samba_domain: SambaDomain, tree: Tree
+) -> None:
+    """Issue 72 point 13: a server without a srvsvc pipe failed the whole crawl with an error that
+    did not say share_permissions = "ignore" would crawl it; now it says so and what it means
+    (the files' NTFS permissions alone decide), and with it the share's files are indexed."""
+    root = f"smb://{samba_domain.address}/docs/{tree.base}"
+    smb_source(project, f"nosrvsvc-{tree.base}", samba_domain, [root])
+    smb_source(project, f"ignored-{tree.base}", samba_domain, [root], share_permissions='"ignore"')
+    docs_files = {url for url, (share, _path) in tree.files.items() if share == "docs"}
+    with samba_domain.without_rpc_helpers():
+        stderr = failed_crawl(project, f"nosrvsvc-{tree.base}", samba_domain.admin_password)
+        assert "the srvsvc pipe could not be opened" in stderr, stderr[-3000:]
+        assert 'set share_permissions = "ignore"' in stderr and "NTFS permissions alone decide" in stderr
+        report = crawl(project, f"ignored-{tree.base}", samba_domain)
+    assert sorted(report["new"]) == sorted(docs_files), report
+    assert {doc["url"] for doc in solr_docs(solr, f"ignored-{tree.base}")} == docs_files

@@ -195,3 +195,36 @@ def test_a_page_behind_a_login_where_the_source_has_no_session_leaves_after_max_
     assert names(report["deleted"]) == ["a.html", "b.html"], report
     assert "a.html" not in contents(solr, name) and "b.html" not in contents(solr, name)
     assert contents(solr, name)["c.html"] == "Gamma minutes."
+
+
+def test_the_delta_report_says_why_a_soft_error_failed_and_keeps_it_after_the_next_run(
+    offline_project: Project, serve, tmp_path: Path
+) -> None:
+    """Issue 72: `scrapy report` (text and --json) names each failed URL's status and reason, as
+    its row had them in that run, also once a later run has changed the row. Solr is out of
+    reach here: the report is the document table's."""
+    root = tmp_path / "site"
+    root.mkdir()
+    write_pages(root, {"a": "Alpha policy.", "b": "Beta rota."})
+    site = serve(root)
+    name = f"soft-report-{uuid.uuid4().hex[:8]}"
+    offline_project.source(name, f'seeds = ["{site.url}index.html"]\nmax_depth = 1\n')
+    site.responses["/a.html"] = (200, HTML, LOGIN)
+    first = offline_project.scrapy("crawl", name)
+    assert first.returncode == 4, first.stderr[-3000:]  # Solr out of reach: documents pending
+    site.responses.clear()
+    (root / "a.html").unlink()  # now a plain 404
+    assert offline_project.scrapy("crawl", name).returncode == 4
+
+    text = offline_project.scrapy("report", name, "--run", "1")
+    data = json.loads(offline_project.scrapy("report", name, "--run", "1", "--json").stdout)
+    latest = json.loads(offline_project.scrapy("report", name, "--json").stdout)
+
+    assert names(data["urls"]["failed"]) == ["a.html"], data
+    why = data["reasons"][f"{site.url}a.html"]
+    assert why["status"] == 928 and why["reason"].startswith("a login page (a default marker: title 'Sign in'"), why
+    lines = text.stdout.splitlines()
+    at = lines.index(f"               {site.url}a.html")
+    assert lines[at + 1].startswith("                 928 soft_error: a login page (a default marker"), lines
+    assert f"{site.url}index.html" not in data["reasons"]  # what entered the index needs no reason
+    assert latest["reasons"][f"{site.url}a.html"]["status"] == 404, latest

@@ -377,6 +377,48 @@ def test_the_explain_access_page_shows_the_commands_report(project: Project, set
     assert "No source holds" in nowhere.text
 
 
+def test_the_explain_access_page_answers_the_urls_of_every_source_as_the_command_does(
+    project: Project, settings: Settings, solr: pysolr.Solr, server: DirectoryServer
+) -> None:
+    """Issue 72: the page refused sql://, mail:// and smb:// URLs the command answered; both now
+    take the same URLs (access/explanation.py's explainable_url) and print the same report."""
+    project.data_dir.mkdir(parents=True, exist_ok=True)
+    source = f"agents-{uuid.uuid4().hex[:8]}"
+    urls = {
+        "sql": f"sql://{source}/notes/42",
+        "mail": f"mail://{source}/INBOX/%3Cmessage-1%40mail.example%3E",
+        "smb": "smb://files.example/share/finance/plan.txt",
+    }
+    solr.add(
+        [
+            {
+                "id": f"{source}!{url}",
+                "url": url,
+                "source": source,
+                "title": kind,
+                LEVEL_FIELDS[0]: ["user:alice"],
+                "access_deny": [],
+            }
+            for kind, url in urls.items()
+        ]
+    )
+    web = web_of(project, settings)
+    csrf = login(web)
+    for url in urls.values():
+        page = web.post("/admin/explain-access", data={"csrf": csrf, "user": "alice", "url": url})
+        assert page.status_code == 200
+        found = re.search(r'<pre class="explanation">(.*?)</pre>', page.text, re.DOTALL)
+        assert found is not None, page.text
+        command = project.scrapy("explain-access", "alice", url, **server.settings())
+        assert command.returncode == 0, command.stderr[-2000:]
+        assert html.unescape(found[1]).strip() == command.stdout.strip()
+        assert f"Source {source}: {url}" in command.stdout and "decision: GRANTED" in command.stdout
+    junk = web.post("/admin/explain-access", data={"csrf": csrf, "user": "alice", "url": "javascript:alert(1)"})
+    refused = project.scrapy("explain-access", "alice", "javascript:alert(1)", **server.settings())
+    assert "Give a user name and an absolute URL as its document is indexed" in junk.text
+    assert refused.returncode == 2 and "expected an absolute URL as its document is indexed" in refused.stderr
+
+
 def test_the_why_page_runs_under_the_viewers_trimming(
     project: Project, settings: Settings, corpus: Corpus, server: DirectoryServer
 ) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
-from searchcrawl.ops.daily_summary import build_summary, send_summary, summary_message
+from searchcrawl.ops.daily_summary import build_summary, send_problems, send_summary, summary_message
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
 from searchcrawl.rules.notify_events import Message
 from searchcrawl.store.database import Database, now
@@ -118,6 +118,26 @@ def test_the_summary_is_sent_once_a_day_per_channel(tmp_path: Path) -> None:
     assert send_summary(summary, notifier) == ["mail"]
     assert send_summary(summary, notifier) == []  # a second --send the same day
     assert len(channel.sent) == 1 and channel.sent[0].data["event"] == "daily_summary"
+
+
+def test_a_service_out_of_reach_is_told_with_the_overview_s_link(tmp_path: Path) -> None:
+    """Issue 72: `scrapy summary --check`'s mail links the administration overview (Solr's health,
+    the stalled runs) when SEARCHCRAWL_NOTIFY_BASE_URL is set; its credentials and query never."""
+    remember(SEEDED)
+    database = Database(f"sqlite:///{tmp_path / 'documents.sqlite3'}")
+    channel = Catching()
+    base_url = f"https://admin:{SEEDED}@search.example/search/?token={SEEDED}"
+    config = NotifyConfig(frozenset({"solr_unreachable"}), 0.2, None, (), base_url=base_url)
+    object.__setattr__(config, "channels", lambda: [channel])
+    notifier = Notifier(config, Notifications(database), sleep=lambda seconds: None)
+
+    assert send_problems({"solr": "Solr does not answer its ping (SOLR_URL)"}, notifier, now()) == ["solr_unreachable"]
+
+    [message] = channel.sent
+    assert "The overview: https://search.example/search/admin\n" in message.text
+    assert message.data["link"] == "https://search.example/search/admin"
+    for text in (message.subject, message.text, message.json().decode()):
+        assert SEEDED not in text
 
 
 def test_the_admin_page_shows_the_same_summary(tmp_path: Path) -> None:

@@ -66,6 +66,44 @@ def test_a_crawl_that_failed_is_told_though_its_run_is_suspended() -> None:
     assert kinds(found) == ["run_failed"] and "now suspended" in found[0].summary
 
 
+def test_a_failed_run_is_told_with_its_first_error_line_masked() -> None:
+    """Issue 72: the crawl's first ERROR line (ErrorLines), not "the log says why"; masked."""
+    import logging
+
+    from searchcrawl.crawl.extensions.run_notify import ErrorLines
+
+    remember(SEEDED_SECRET)
+    lines = ErrorLines()
+    log = logging.getLogger("tests.run_notify")
+    log.addHandler(lines)
+    try:
+        log.warning("a warning is not an error")
+        try:
+            raise RuntimeError(f"seed list https://reader:{SEEDED_SECRET}@seeds.example/ refused")
+        except RuntimeError:
+            log.exception("Error while reading start items and requests")
+        log.error("Solr unavailable: 2 documents stay cached")
+    finally:
+        log.removeHandler(lines)
+    assert lines.count == 2
+    assert lines.first == (
+        "[tests.run_notify] Error while reading start items and requests "
+        "(RuntimeError: seed list https://reader:***@seeds.example/ refused)"
+    )
+
+    run = facts(state="failed", reason="start_error", crawl_failed=True, error=lines.first, errors=lines.count)
+    [event] = [event for event in detect_events(run, 0.2) if event.kind == EventKind.RUN_FAILED]
+    message = build_message(run, event)
+    assert "the log says why" not in message.text
+    assert "failed (start_error) in run 7, now failed: [tests.run_notify] Error while reading" in message.text
+    assert "Error:    [tests.run_notify] Error while reading start items" in message.text
+    assert "(and 1 more ERROR lines in the log)" in message.text
+    assert message.data["error"] == lines.first and message.data["errors"] == 2
+    assert SEEDED_SECRET not in message.text + message.json().decode()
+    quiet = facts(state="failed", reason="start_error")  # nothing logged at ERROR: the log is all there is
+    assert detect_events(quiet, 0.2)[1].summary.endswith("; the log says why")
+
+
 def test_each_recorded_trouble_is_its_event() -> None:
     found = detect_events(
         facts(

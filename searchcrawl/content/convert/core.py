@@ -299,11 +299,12 @@ def clean_metadata(raw: dict) -> dict[str, str | list[str]]:
     return out
 
 
-#: A converted document's text identifies it only when it holds at least this many letters or
-#: digits (of any script): fewer (a slide number, "Figure 1", a stray bullet, whitespace) name
-#: nothing, and two unrelated files of pictures with such a text and one default title would be
-#: duplicates of each other. Such a document counts as one without text (docs/indexing.md: "Documents
-#: without text"): indexed by its metadata and file name, its checksum over its bytes.
+#: A converted document's text identifies it (is its checksum: what change and duplicate detection
+#: compare) only when it holds at least this many letters or digits (of any script): fewer (a
+#: one-word file, "Test text", a slide number, "Figure 1") are indexed and found like any text, but
+#: two unrelated files saying "Test", or two files of pictures with one default title and "1", would
+#: be duplicates of each other: such a document's checksum is over its bytes (docs/indexing.md:
+#: "Short texts"). A text without any letter or digit (whitespace, a stray bullet) is no text.
 MIN_TEXT_CHARS = 10
 _LETTER_OR_DIGIT = re.compile(r"[^\W_]")
 
@@ -312,6 +313,11 @@ def identifies(text: str) -> bool:
     """Whether ``text`` holds MIN_TEXT_CHARS letters or digits (counted up to that many only)."""
     found = _LETTER_OR_DIGIT.finditer(text)
     return sum(1 for _ in zip(found, range(MIN_TEXT_CHARS), strict=False)) >= MIN_TEXT_CHARS
+
+
+def has_words(text: str) -> bool:
+    """Whether ``text`` holds a letter or a digit: something a search can find (else: no text)."""
+    return _LETTER_OR_DIGIT.search(text) is not None
 
 
 #: A text of which more than this share of the characters (whitespace aside) are U+FFFD is

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
@@ -26,9 +27,37 @@ from searchcrawl.ops.notifier import Notifier, NotifyConfig
 from searchcrawl.rules.notify_events import LOGIN_STATUSES, TIKA_STATUSES, TLS_STATUSES, EndedRun
 from searchcrawl.store.database import now
 from searchcrawl.store.notifications import Notifications, run_examples, run_statuses
-from searchcrawl.system.secrets import SecretError
+from searchcrawl.system.secrets import SecretError, redact
 
 logger = logging.getLogger(__name__)
+MAX_ERROR = 500  # characters of the ERROR line told
+
+
+class ErrorLines(logging.Handler):
+    """The crawl's ERROR lines, counted, and the first one kept (masked: ``redact``): what a
+    failed run's message says instead of "the log says why". The first, because what follows a
+    failure (a push that cannot go, a commit) is mostly its consequence."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.first = ""
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
+        if self.first:
+            return
+        try:
+            message = record.getMessage().strip()
+        except Exception:  # noqa: BLE001 - a broken format string is logging's business
+            message = str(record.msg)
+        line = message.splitlines()[0] if message else ""
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            described = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+            if str(exc) not in line:
+                line = f"{line} ({described})" if line else described
+        self.first = redact(f"[{record.name}] {line}")[:MAX_ERROR]
 
 
 class RunNotify:
@@ -36,7 +65,13 @@ class RunNotify:
         self.crawler = crawler
         self.source = source
         self.config = config
+        self.errors = ErrorLines()
+        logging.getLogger().addHandler(self.errors)  # from the crawl's start to its end
         crawler.signals.connect(self.ended, signal=run_ended)
+        crawler.signals.connect(self.closed, signal=signals.spider_closed)
+
+    def closed(self) -> None:
+        logging.getLogger().removeHandler(self.errors)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RunNotify:
@@ -84,4 +119,6 @@ class RunNotify:
             in_index=stores.documents.count_in_index(run.source),
             test_mode=run.test_mode,
             crawl_failed=reason not in REQUESTED_ENDS,
+            error=self.errors.first,
+            errors=self.errors.count,
         )

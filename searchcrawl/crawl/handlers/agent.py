@@ -14,7 +14,9 @@ treat them as pages.
   before anything, status 927: never read, never indexed, not even as public;
 - an access the agent read with the content (``Content.access``) replaces the listing's in the
   request's reference, so the document is indexed with the access its content had when read
-  (``Content.access_unreadable``: 927, as above);
+  (``Content.access_unreadable``: 927, as above); when the token read with it
+  (``Content.token``) is not the listing's, no ETag is indexed: the next crawl reads it again (a
+  304 on the listing's token would put the listed file's access on another text);
 - a document larger than DOWNLOAD_MAXSIZE is not read (status 922), and a repository that cannot
   be read now fails the request (933, counted toward ``max_failures``; the indexed version stays).
 
@@ -112,6 +114,12 @@ class AgentDownloadHandler(BaseDownloadHandler):
             if access != data.get("access"):
                 logger.debug("Access read with the content differs from the listing's, indexed as read: %s", request.url)
             request.meta[REFERENCE] = {**data, "access": access}
+        if content.token is not None and content.token != data.get("token"):
+            # what was read is not what was listed (changed since, or another file a link points
+            # to now): no ETag is indexed, so the next crawl reads it again. The listing's would
+            # make that crawl's 304 put the listed file's access on this text
+            logger.debug("Token read with the content differs from the listing's, no ETag indexed: %s", request.url)
+            headers.pop("ETag", None)
         headers["Content-Type"] = content.content_type
         response_class = responsetypes.from_args(headers=Headers(headers), url=request.url, body=content.body)
         return response_class(url=request.url, status=200, headers=headers, body=content.body, request=request)

@@ -20,7 +20,7 @@ from scrapy.crawler import Crawler
 from searchcrawl.config.source import SourceSettings
 from searchcrawl.content.clean_text import clean_fields, clean_text
 from searchcrawl.content.convert import ConversionError, ConverterUnavailable, DocumentConverter
-from searchcrawl.content.convert.core import TRANSIENT_STATUSES, identifies
+from searchcrawl.content.convert.core import TRANSIENT_STATUSES, has_words, identifies
 from searchcrawl.content.extract import (
     file_name,
     html_attributes,
@@ -58,6 +58,18 @@ def page_count(pages: object) -> int | None:
     except ValueError as exc:
         logger.debug("Page count %r left out: %s", pages[:50], exc)
         return None
+
+
+def checksum_basis(title: str, text: str, body: bytes | None, raw: bool) -> str | bytes:
+    """What a document's checksum (what change and duplicate detection compare) is taken over:
+    what is indexed about it, its title and text (two pages are duplicates only if both are the
+    same); for a converted file (``body``), its bytes when the source says ``checksum_of = "raw"``
+    or when its text is too short to tell it from another (``identifies``: no text, or fewer than
+    MIN_TEXT_CHARS letters or digits): two files that both say "Test" are two documents, and only
+    the same bytes make a duplicate. The short text itself is indexed and found all the same."""
+    if body is not None and (raw or not identifies(text)):
+        return body
+    return f"{title}\n{text}"
 
 
 class AttributesPipeline:
@@ -110,8 +122,8 @@ class AttributesPipeline:
         attributes = clean_fields(attributes)  # before anything reads it: the checksum, Solr
         basis = clean_text(basis) if basis else basis
         content = attributes.get("content") or ""
-        if item.body is not None and content and not identifies(content):
-            logger.debug("Text too short to identify %s (%d characters): a document without text", item.url, len(content))
+        if item.body is not None and content and not has_words(content):
+            logger.debug("No letter or digit in the text of %s (%d characters): a document without text", item.url, len(content))
             content = attributes["content"] = ""
         if not content and not attributes.get("title"):
             self.drop(item, Status.EMPTY, "no text to index")
@@ -126,11 +138,15 @@ class AttributesPipeline:
         if settings.description_fallback and not attributes.get("description") and content:
             attributes["description"] = content[:DESCRIPTION_FALLBACK_CHARS].rsplit(" ", 1)[0]
         item.detect_language = settings.detect_language and not attributes.get("language")
-        if (settings.checksum_of == "raw" or without_text) and item.body is not None:
-            # without text, only the same bytes make a duplicate: never two files of one empty text
-            item.checksum_basis = item.body
-        else:  # what is indexed about it: two pages are duplicates only if title and text are the same
-            item.checksum_basis = f"{attributes.get('title') or ''}\n{basis or content}"
+        if item.body is not None and content and not identifies(content):
+            logger.debug(
+                "Text of %s too short to identify it (%d characters): indexed, its checksum over its bytes",
+                item.url,
+                len(content),
+            )
+        item.checksum_basis = checksum_basis(
+            attributes.get("title") or "", basis or content, item.body, settings.checksum_of == "raw"
+        )
         item.body = None
         item.fields = solr_document(item.source, item.url, attributes, item.headers)
         item.fields["display_url"] = item.given.get("display_url") or self.display_urls.display_url(item.url)

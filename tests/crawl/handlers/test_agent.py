@@ -42,6 +42,7 @@ def repository(tmp_path: Path) -> Path:
                 "big": {"title": "Big", "body": "x" * 5000, "type": "text/plain"},
                 "hr": {"title": "HR", "body": "<p>Pay.</p>", "readers": ["group:hr"]},
                 "broken": {"title": "B", "body": "<p>B.</p>", "readers_unreadable": "the ACL of /b cannot be read"},
+                "moved": {"title": "M", "body": "<p>Locked text.</p>", "readers": ["uid:0"], "token_read": "9"},
             }
         )
     )
@@ -145,6 +146,18 @@ def test_the_access_read_with_the_content_replaces_the_listings(handler, reposit
     assert "cannot be read" in refused.reason and fetched(repository) == ["hr", "broken"]
     # an agent that reads none with the content: the listing's stays
     assert answer(handler, "a", **{REFERENCE: listed}).meta[REFERENCE]["access"] == listed["access"]
+
+
+def test_review_a_content_read_with_another_token_than_the_listings_is_answered_without_an_etag(handler) -> None:
+    """Review of issue 72: a link listed on an open file and read on a locked one (repointed
+    between): indexed with the listing's token, the next crawl's 304 on that token would put the
+    open file's access on the locked text. No ETag: the next crawl reads it again."""
+    response = answer(handler, "moved", **{REFERENCE: {"token": "3", "access": Access.public("the listing").to_data()}})
+    assert response.status == 200 and b"Locked text." in response.body
+    assert b"ETag" not in response.headers
+    assert Access.from_data(response.meta[REFERENCE]["access"]) == Access.of([Grant("uid:0", "the repository, when read")])
+    # the token read is the listing's: indexed as ever
+    assert answer(handler, "moved", **{REFERENCE: {"token": "9"}}).headers[b"ETag"] == b"9"
 
 
 def test_a_document_gone_from_the_repository_is_a_404(handler) -> None:

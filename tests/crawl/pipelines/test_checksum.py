@@ -13,6 +13,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.pipelines.attributes import checksum_basis
 from searchcrawl.crawl.pipelines.checksum import ChecksumPipeline, access_update, content_of, versioned
 from tests.components import close_stores, source_crawler
 
@@ -51,6 +52,26 @@ def test_without_a_basis_the_content_or_nothing(pipeline: ChecksumPipeline) -> N
 def test_same_basis_same_checksum_different_basis_different(pipeline: ChecksumPipeline) -> None:
     first, again, changed = (pipeline.process_item(item(text)).fields["checksum"] for text in ("a\nb", "a\nb", "a\nc"))
     assert first == again != changed
+
+
+def test_a_short_text_is_indexed_but_only_the_same_bytes_make_a_duplicate(pipeline: ChecksumPipeline) -> None:
+    """Issue 72 point 12: a converted file of fewer than MIN_TEXT_CHARS letters or digits keeps its
+    text (AttributesPipeline), and its identity is its bytes: two different files that both say
+    "Test" (and are titled by their one name) are two documents; the same file twice is one."""
+    one, other = rb"{\rtf1\ansi Test\par}", rb"{\rtf1\ansi\deff0 Test\par}"
+    checksums = [
+        pipeline.process_item(item(checksum_basis("Test", "Test", body, raw=False))).fields["checksum"]
+        for body in (one, other, one)
+    ]
+    assert checksums[0] != checksums[1] and checksums[0] == checksums[2] == sha256(one)
+    assert checksum_basis("Overview", "\u00dcbersicht", one, raw=False) == one
+    assert checksum_basis("Scan", "", one, raw=False) == one  # no text at all: the bytes too
+    # ten letters or digits identify a file: its title and text, whatever its bytes
+    assert checksum_basis("Budget", "Budget 2025", one, raw=False) == "Budget\nBudget 2025"
+    assert checksum_basis("Budget", "Budget 2025", other, raw=False) == "Budget\nBudget 2025"
+    assert checksum_basis("Budget", "Budget 2025", one, raw=True) == one  # checksum_of = "raw"
+    # a page or an agent's text (no bytes converted): its title and text, however short
+    assert checksum_basis("Home", "Test", None, raw=False) == "Home\nTest"
 
 
 def test_a_restricted_documents_checksum_holds_its_readers_and_its_fields_are_added(pipeline) -> None:
