@@ -30,7 +30,6 @@ LEVELS: tuple[frozenset[str], ...] = tuple(
         "sources",  # the packaged example source: data, no code
         "rules",
         "access",
-        "dev",
         "content",
         "agents",
         "config",
@@ -38,6 +37,7 @@ LEVELS: tuple[frozenset[str], ...] = tuple(
         "index",
         "ops",
         "crawl web",
+        "dev",  # development servers, the example site and its spider (a SourceSpider): for commands and tests
         "commands",
     )
 )

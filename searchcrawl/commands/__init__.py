@@ -59,3 +59,12 @@ def is_setup_error(error: BaseException) -> bool:
     from searchcrawl.system.secrets import SecretError
 
     return isinstance(error, SecretError | SiteAuthError | ProxyError | TlsFileError)
+
+
+def hint_program() -> str:
+    """The program a printed hint names (``scrapy search ...``): ``scrapy`` in a Scrapy project (a
+    scrapy.cfg here or above), where it knows searchcrawl's commands; ``searchcrawl`` anywhere
+    else, where ``scrapy`` answers "Unknown command"."""
+    from scrapy.utils.conf import closest_scrapy_cfg
+
+    return "scrapy" if closest_scrapy_cfg() else "searchcrawl"

@@ -84,13 +84,6 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def cache_dir() -> Path:
-    """``~/.cache/searchcrawl`` ($XDG_CACHE_HOME honoured): builds and downloads shared by every
-    data dir and installation, never beside the sources (they may be installed read-only)."""
-    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache) / "searchcrawl"
-
-
 def default_java() -> str:
     java_home = os.environ.get("JAVA_HOME")
     if java_home and (Path(java_home) / "bin" / "java").exists():

@@ -48,12 +48,12 @@ from searchcrawl.dev.jvm_server import (
     HOST,
     JvmServer,
     JvmServerError,
-    cache_dir,
     free_port,
     free_port_range,
     locked,
     run_maven,
 )
+from searchcrawl.system.paths import user_cache_dir
 from searchcrawl.system.resources import CONFIGSET_PACKAGE, package_dir
 
 __all__ = [
@@ -102,7 +102,7 @@ def default_build_dir() -> Path:
     """Where Maven builds the launcher: under a cache directory, one build per version of the
     launcher sources (see :meth:`DevSolr.build`); never beside the sources, which may be installed
     read-only."""
-    return cache_dir() / "solr-build"
+    return user_cache_dir() / "solr-build"
 
 
 class DevSolr(JvmServer):
