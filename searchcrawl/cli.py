@@ -42,15 +42,6 @@ def use_settings(environ: dict[str, str] | os._Environ[str] = os.environ) -> Non
         environ["SCRAPY_SETTINGS_MODULE"] = SETTINGS_MODULE
 
 
-def hint_program() -> str:
-    """The program a printed hint names (``scrapy search ...``): ``scrapy`` in a Scrapy project (a
-    scrapy.cfg here or above), where it knows searchcrawl's commands; ``searchcrawl`` anywhere
-    else, where ``scrapy`` answers "Unknown command"."""
-    from scrapy.utils.conf import closest_scrapy_cfg
-
-    return "scrapy" if closest_scrapy_cfg() else "searchcrawl"
-
-
 def usage(names: Sequence[str]) -> str:
     return (
         "Usage: searchcrawl <command> [options] [args]\n\n"

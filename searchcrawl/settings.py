@@ -10,7 +10,7 @@ import os
 
 from scrapy.settings import default_settings as _scrapy_defaults
 
-from searchcrawl.ops.secrets import install_log_redaction
+from searchcrawl.system.secrets import install_log_redaction
 
 # Secrets (Solr and scrapyd passwords, database password) come from the environment or files,
 # never from settings; they, and any URL's password, are masked in every log line.
@@ -18,7 +18,7 @@ install_log_redaction()
 
 BOT_NAME = "searchcrawl"
 
-SPIDER_LOADER_CLASS = "searchcrawl.config.spiderloader.SourceSpiderLoader"
+SPIDER_LOADER_CLASS = "searchcrawl.crawl.spiderloader.SourceSpiderLoader"
 COMMANDS_MODULE = "searchcrawl.commands"
 
 # --- Places -------------------------------------------------------------------------------
@@ -119,8 +119,8 @@ SEARCHCRAWL_AUTH_REFUSED_LIMIT = 3
 # serves pages before it expires is renewed as often as the site ends it; 0: no limit
 SEARCHCRAWL_AUTH_LOGIN_LIMIT = 100
 # Only http and https reach the network; a file source's own file: seeds switch "file" back on
-# (searchcrawl/config/spiderloader.py). A redirect or link never reaches a local file, FTP, S3 or data URL.
-# (a source's own: searchcrawl/config/spiderloader.py, with the TLS handler for a [tls] table)
+# (searchcrawl/crawl/spiderloader.py). A redirect or link never reaches a local file, FTP, S3 or data URL.
+# (a source's own: searchcrawl/crawl/spiderloader.py, with the TLS handler for a [tls] table)
 DOWNLOAD_HANDLERS = {"file": None, "ftp": None, "s3": None, "data": None}
 # https certificates are verified (Scrapy's default is not to): against the system's CAs, or a
 # source's [tls] ca_bundle; a source turns it off only with [tls] verify = false (a WARNING says so)

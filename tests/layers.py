@@ -27,7 +27,7 @@ SERVER_FIXTURES = frozenset(
         "serve",
         "project",
         "harbour_corpus",
-        "auth_solr",  # tests/ops/test_secrets.py: a Solr with basic auth
+        "auth_solr",  # tests/system/test_secrets.py: a Solr with basic auth
         "fake_tika",  # tests/e2e/test_tika_client.py: an HTTP server answering as Tika
         "ntlm_sites",  # tests/ntlm_site.py: sites behind NTLM
         "directory_server",  # tests/directory_server.py: an OpenLDAP slapd

@@ -57,7 +57,7 @@ from typing import Any
 import ldap3
 import pytest
 
-from searchcrawl.ops.processes import process_alive
+from searchcrawl.system.processes import process_alive
 
 REALM = "SC.TEST"
 DOMAIN = "SC"

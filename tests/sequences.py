@@ -154,8 +154,8 @@ from pathlib import Path
 
 import pysolr
 
-from searchcrawl.commands.report import run_report
-from searchcrawl.ops.processes import process_alive
+from searchcrawl.store.deltas import run_report
+from searchcrawl.system.processes import process_alive
 from tests.conftest import InFlight, Project, Site, children, free_port, popen_scrapy, wait_for
 
 MAX_FAILURES = 3  # the sources' default max_failures

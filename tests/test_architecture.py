@@ -5,6 +5,9 @@ down (or hand it in from above) rather than import upward. The imports that stil
 named in ``UPWARD``, each with its reason; a new one fails this test, and so does an entry of
 ``UPWARD`` that no longer happens (the list only shrinks).
 
+One name per concept: no class or type alias is defined in two modules of searchcrawl (which
+``Outcome`` would a reader, or an import, mean?), but for the exceptions named in ``DEFINED_TWICE``.
+
 The other two owners of issue 73 are held beside it: one writer of a URL's state
 (tests/store/test_one_writer.py) and components built from what they use
 (tests/crawl/test_built_from_what_they_use.py)."""
@@ -12,6 +15,7 @@ The other two owners of issue 73 are held beside it: one writer of a URL's state
 from __future__ import annotations
 
 import ast
+import graphlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,10 +26,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "searchcrawl"
 LEVELS: tuple[frozenset[str], ...] = tuple(
     frozenset(level.split())
     for level in (
+        "system",  # the floor: what every level needs of the machine it runs on (secrets, processes, paths, package files)
         "sources",  # the packaged example source: data, no code
         "rules",
         "access",
-        "dev",
         "content",
         "agents",
         "config",
@@ -33,6 +37,7 @@ LEVELS: tuple[frozenset[str], ...] = tuple(
         "index",
         "ops",
         "crawl web",
+        "dev",  # development servers, the example site and its spider (a SourceSpider): for commands and tests
         "commands",
     )
 )
@@ -40,23 +45,14 @@ TOP = "(top)"
 
 # (importing module, imported module): an import that runs upward, and why it still does
 UPWARD: dict[tuple[str, str], str] = {
-    ("searchcrawl.access.explanation", "searchcrawl.index.indexer"): "issue 73: to move",
-    ("searchcrawl.access.directory", "searchcrawl.ops.secrets"): "issue 73: to move",
-    ("searchcrawl.agents.smb", "searchcrawl.ops.secrets"): "issue 73: to move",
-    ("searchcrawl.agents.sql", "searchcrawl.ops.secrets"): "issue 73: to move",
-    ("searchcrawl.config.spiderloader", "searchcrawl.crawl.agent_spider"): "issue 73: to move",
-    ("searchcrawl.config.spiderloader", "searchcrawl.crawl.middlewares.address_guard"): "issue 73: to move",
-    ("searchcrawl.config.spiderloader", "searchcrawl.crawl.spider"): "issue 73: to move",
-    ("searchcrawl.config.paths", "searchcrawl.ops"): "issue 73: to move",
-    ("searchcrawl.config.source", "searchcrawl.ops.notify_events"): "issue 73: to move",
-    ("searchcrawl.crawl.extensions.run_notify", "searchcrawl.commands.crawl"): "issue 73: to move",
-    ("searchcrawl.dev.solr_runner", "searchcrawl.config.resources"): "issue 73: to move",
-    ("searchcrawl.dev.jvm_server", "searchcrawl.ops.processes"): "issue 73: to move",
-    ("searchcrawl.index.solrcloud", "searchcrawl.ops"): "issue 73: to move",
-    ("searchcrawl.store.runs", "searchcrawl.ops.processes"): "issue 73: to move",
     ("searchcrawl.store.relevance_rules", "searchcrawl.web.relevance"): "issue 73: to move",
     ("searchcrawl.store.searches", "searchcrawl.web.relevance"): "issue 73: to move",
-    ("searchcrawl.web.app", "searchcrawl.commands.report"): "issue 73: to move",
+}
+
+
+# A class or type name that more than one module defines: the modules' prefix it is allowed under, and why
+DEFINED_TWICE: dict[str, tuple[str, str]] = {
+    "Command": ("searchcrawl.commands.", "Scrapy finds each command as the class named Command of its module"),
 }
 
 
@@ -135,7 +131,60 @@ def test_every_named_upward_import_still_happens() -> None:
     )
 
 
+def test_packages_form_no_cycle() -> None:
+    """Packages of one level may import each other, but not in a circle (crawl/ and web/ do not
+    import each other at all): with the imports of UPWARD left out, the packages form no cycle."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        importer = module_name(path)
+        for imported in imports(path):
+            if package_of(imported) != package_of(importer) and (importer, imported) not in UPWARD:
+                graph.setdefault(package_of(importer), set()).add(package_of(imported))
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as error:
+        raise AssertionError(f"packages import each other in a circle: {' -> '.join(error.args[1])}") from None
+
+
 def test_module_and_package_names() -> None:
     assert module_name(PACKAGE / "store" / "__init__.py") == "searchcrawl.store"
     assert module_name(PACKAGE / "store" / "runs.py") == "searchcrawl.store.runs"
     assert package_of("searchcrawl.cli") == TOP and package_of("searchcrawl.store.runs") == "store"
+
+
+def defined_names(path: Path) -> Iterator[str]:
+    """The classes and type aliases ``path`` defines at its top level: a class, or a capitalised
+    name that is not a constant (``LoginOutcome = tuple[...]``; constants are upper case)."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ClassDef):
+            yield node.name
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            yield from (
+                target.id
+                for target in targets
+                if isinstance(target, ast.Name) and target.id[:1].isupper() and not target.id.isupper()
+            )
+
+
+def test_no_name_is_defined_in_two_modules() -> None:
+    where: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for name in defined_names(path):
+            where.setdefault(name, []).append(module_name(path))
+    twice = {
+        name: modules
+        for name, modules in where.items()
+        if len(modules) > 1
+        and not (name in DEFINED_TWICE and all(module.startswith(DEFINED_TWICE[name][0]) for module in modules))
+    }
+    assert not twice, "names defined in more than one module (give each concept one name):\n" + "\n".join(
+        f"  {name}: {', '.join(modules)}" for name, modules in sorted(twice.items())
+    )
+    unused = [name for name in DEFINED_TWICE if len(where.get(name, [])) < 2]
+    assert not unused, f"named in DEFINED_TWICE but defined once at most (remove them from the list): {unused}"
+
+
+def test_defined_names() -> None:
+    assert set(defined_names(PACKAGE / "crawl" / "middlewares" / "form_login.py")) >= {"LoginOutcome", "FormLoginMiddleware"}
+    assert "RESEND_PAUSE" not in set(defined_names(PACKAGE / "crawl" / "middlewares" / "form_login.py"))

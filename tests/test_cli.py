@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from searchcrawl import cli
+from searchcrawl import cli, commands
 
 
 def test_it_offers_searchcrawls_commands_and_scrapys_list_only() -> None:
@@ -45,6 +45,6 @@ def test_hints_name_the_command_that_works_where_they_are_printed(tmp_path: Path
     outside = tmp_path / "outside"
     outside.mkdir()
     monkeypatch.chdir(outside)
-    assert cli.hint_program() == "searchcrawl"
+    assert commands.hint_program() == "searchcrawl"
     (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = searchcrawl.settings\n")
-    assert cli.hint_program() == "scrapy"
+    assert commands.hint_program() == "scrapy"

@@ -52,7 +52,7 @@ from scrapy.settings import BaseSettings
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.ntfs import NETWORK_LOGON_SIDS, WELL_KNOWN, sid_text
 from searchcrawl.access.tokens import AccessError, normal_token
-from searchcrawl.ops.secrets import LDAP_BIND_PASSWORD, secret
+from searchcrawl.system.secrets import LDAP_BIND_PASSWORD, secret
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class Directory(Protocol):
 
 
 @dataclass(frozen=True)
-class Entry:
+class DirectoryEntry:
     """A directory entry: its DN and attributes (names lower-cased, values as strings)."""
 
     dn: str
@@ -102,7 +102,7 @@ class Entry:
     raw_sids: tuple[bytes, ...] = ()  # its objectSid as the directory sent it (Active Directory)
 
     @classmethod
-    def of(cls, dn: str, attributes: Mapping[str, Any], raw: Mapping[str, Any] | None = None) -> Entry:
+    def of(cls, dn: str, attributes: Mapping[str, Any], raw: Mapping[str, Any] | None = None) -> DirectoryEntry:
         values: dict[str, tuple[str, ...]] = {}
         for name, value in attributes.items():
             if name.lower() == "objectsid":
@@ -124,7 +124,7 @@ class Membership:
     """A group the user is in: ``path`` the DNs from this group down to the user's own group,
     ``how`` the user is in that one ("member", "uniqueMember", "memberUid", "primary group")."""
 
-    group: Entry
+    group: DirectoryEntry
     path: tuple[str, ...]
     how: str
 
@@ -139,7 +139,7 @@ def compared_attributes(user_filter: str) -> tuple[str, ...]:
     return found
 
 
-def named(entry: Entry, name: str, attributes: Iterable[str], domain_prefix: bool = False) -> bool:
+def named(entry: DirectoryEntry, name: str, attributes: Iterable[str], domain_prefix: bool = False) -> bool:
     """Whether ``entry`` bears the name asked for: one of ``attributes`` (the user filter's,
     ``compared_attributes``) equals ``name`` under the tokens' case folding (``str.lower``),
     nothing more. The directory's own matching folds more (OpenLDAP matches a fullwidth ``ｂob``
@@ -191,7 +191,7 @@ def own_name(attribute: str, value: str, dn: str) -> list[Principal]:
     return [Principal(token, f"{attribute} of {dn}")]
 
 
-def own_uid(user: Entry, name: str) -> str:
+def own_uid(user: DirectoryEntry, name: str) -> str:
     """The entry's uid: its one value, or of several the one equal to ``name``, the name asked
     (case aside), which the directory found it by and no other entry bears; "" otherwise. Never
     merely the first of several: an entry uid=mallory whose uid values are (alice, mallory) is
@@ -202,7 +202,7 @@ def own_uid(user: Entry, name: str) -> str:
     return next((value for value in values if value.lower() == name.lower()), "")
 
 
-def user_principals(user: Entry, name: str) -> list[Principal]:
+def user_principals(user: DirectoryEntry, name: str) -> list[Principal]:
     """The principals of the user's own entry: its uid (``own_uid`` and ``own_name``: never the
     name signed in with, which the directory may have matched to another spelling), its DN, its
     uidNumber and its primary gidNumber."""
@@ -227,7 +227,7 @@ def group_principals(membership: Membership, user_dn: str) -> list[Principal]:
     return found
 
 
-def group_names(group: Entry, attribute: str) -> tuple[str, ...]:
+def group_names(group: DirectoryEntry, attribute: str) -> tuple[str, ...]:
     """A group's names (``cn``, ``sAMAccountName``) for ``group:<name>`` principals, leaving out a
     name with ``=``: it reads as a DN, perhaps another group's (a group a department created
     with the cn ``cn=finance,ou=groups,...`` would give its members that group's DN token,
@@ -244,8 +244,8 @@ def _dn_key(dn: str) -> str:
 
 
 def walk_groups(
-    direct: Iterable[tuple[Entry, str]],
-    parents_of: Callable[[Entry], list[Entry]],
+    direct: Iterable[tuple[DirectoryEntry, str]],
+    parents_of: Callable[[DirectoryEntry], list[DirectoryEntry]],
     max_depth: int = MAX_GROUP_DEPTH,
     max_groups: int = MAX_GROUPS,
     cut: list[str] | None = None,
@@ -286,7 +286,7 @@ def walk_groups(
     return found
 
 
-def principals_of(name: str, user: Entry, memberships: Iterable[Membership]) -> Principals:
+def principals_of(name: str, user: DirectoryEntry, memberships: Iterable[Membership]) -> Principals:
     """The searcher ``name``'s principals from their entry and groups (a value that is no token,
     an empty cn say, is left out: DEBUG)."""
     entries = user_principals(user, name)
@@ -308,7 +308,7 @@ def tokens_only(entries: Iterable[Principal], name: str) -> list[Principal]:
     return kept
 
 
-def windows_principals(name: str, user: Entry, sids: list[str], groups: Mapping[str, Entry]) -> Principals:
+def windows_principals(name: str, user: DirectoryEntry, sids: list[str], groups: Mapping[str, DirectoryEntry]) -> Principals:
     """An Active Directory user's principals (the module's docstring): ``sids`` its own SID
     first, then its tokenGroups; ``groups`` the group entries found for them, by SID."""
     account = user.first("sAMAccountName") or name
@@ -330,7 +330,7 @@ def windows_principals(name: str, user: Entry, sids: list[str], groups: Mapping[
     return Principals.of(account, tokens_only(entries, name))
 
 
-def sid_label(sid: str, group: Entry | None) -> str:
+def sid_label(sid: str, group: DirectoryEntry | None) -> str:
     """A SID's name for origins and explanations: the group's name, a well-known name, or the SID."""
     if group is not None:
         return group.first("sAMAccountName") or group.first("cn") or rdn(group.dn)

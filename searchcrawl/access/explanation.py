@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from searchcrawl.access.decision import Principals, decide
 from searchcrawl.access.ntfs import sid_name
@@ -30,13 +30,17 @@ from searchcrawl.access.tokens import (
     Level,
 )
 
-if TYPE_CHECKING:
-    from searchcrawl.index.indexer import SolrIndex
-
 ACCESS_COLUMN = "access"  # the document table's column of a document's Access.to_data() (JSON)
 FROM_TABLE = "the document table"
 FROM_INDEX = "the index (Solr's stored fields; the crawl's origins are not there)"
 LEVEL_NAMES = ("document", "level 1 above it", "level 2 above it", "level 3 above it")
+
+
+class IndexedDocuments(Protocol):
+    """What is asked of the index (``SolrIndex.search`` of index/indexer.py, handed in from above):
+    its stored documents of a URL, untrimmed; an answer with their ``docs``."""
+
+    def search(self, query: str, **params: Any) -> Any: ...
 
 
 class DocumentRows(Protocol):
@@ -91,7 +95,7 @@ def access_of_row(value: Any) -> Access | None:
         return None
 
 
-def held_documents(index: SolrIndex, table: DocumentRows | None, url: str) -> list[HeldDocument]:
+def held_documents(index: IndexedDocuments, table: DocumentRows | None, url: str) -> list[HeldDocument]:
     """Each source's document of ``url`` in the index (all of them: what an administrator asks
     about, untrimmed), its access from the document table when it records one, else from the
     index's fields; IndexingError when Solr does not answer."""
@@ -126,7 +130,7 @@ def explainable_url(url: str) -> bool:
 
 
 def access_lines(
-    principals: Principals, directory: SidNames | None, index: SolrIndex, table: DocumentRows | None, url: str
+    principals: Principals, directory: SidNames | None, index: IndexedDocuments, table: DocumentRows | None, url: str
 ) -> list[str]:
     """The whole report of ``url`` for ``principals``: each source's document of it
     (``held_documents``), the SIDs named by ``directory`` when there is one, the decision; what

@@ -29,8 +29,8 @@ from searchcrawl.access.directory import (
     SIDS_PER_SEARCH,
     USER_ATTRIBUTES,
     DirectoryConfig,
+    DirectoryEntry,
     DirectoryUnavailable,
-    Entry,
     binary_sids,
     named,
     own_uid,
@@ -153,7 +153,7 @@ class LdapDirectory:
             except LDAPException as exc:
                 raise self._unavailable(exc) from None
 
-    def _lookup_with(self, connection: ldap3.Connection, user: str, entry: Entry) -> Principals:
+    def _lookup_with(self, connection: ldap3.Connection, user: str, entry: DirectoryEntry) -> Principals:
         if self.config.active_directory:
             return self._windows_lookup(connection, user, entry)
         cut: list[str] = []
@@ -171,7 +171,7 @@ class LdapDirectory:
         logger.debug("directory: %r has %d principals (%d groups)", user, len(found.entries), len(memberships))
         return found
 
-    def _windows_lookup(self, connection: ldap3.Connection, user: str, entry: Entry) -> Principals:
+    def _windows_lookup(self, connection: ldap3.Connection, user: str, entry: DirectoryEntry) -> Principals:
         """An Active Directory user's principals: its objectSid and tokenGroups (one base search
         on its entry: the directory computes the closure), and the groups they name."""
         self._clamp(connection)
@@ -189,7 +189,7 @@ class LdapDirectory:
         groups = binary_sids(raw.get("tokenGroups") or []) + binary_sids(raw.get("sIDHistory") or [])
         if not own or not groups:  # every user has a primary group: none means none readable
             raise DirectoryUnavailableLdap(f"the directory at {self.config.url} gave no objectSid or tokenGroups for {user!r}")
-        named: dict[str, Entry] = {}
+        named: dict[str, DirectoryEntry] = {}
         for start in range(0, len(groups), SIDS_PER_SEARCH):
             chunk = groups[start : start + SIDS_PER_SEARCH]
             query = "(|" + "".join(f"(objectSid={_sid_filter(sid)})" for sid in chunk) + ")"
@@ -307,7 +307,7 @@ class LdapDirectory:
         self._clamp(connection)
         return _Bound(connection, who, self.config.url)
 
-    def _find_user(self, connection: ldap3.Connection, user: str) -> Entry | None:
+    def _find_user(self, connection: ldap3.Connection, user: str) -> DirectoryEntry | None:
         """The one entry named ``user`` (``named``: the directory's match is not enough), or None."""
         asked = user.rsplit("\\", 1)[-1] if self.config.active_directory else user  # DOMAIN\\alice: named() checks DOMAIN
         query = self.config.filter.replace("{user}", escape_filter_chars(asked))
@@ -324,7 +324,9 @@ class LdapDirectory:
             return None
         return found[0]
 
-    def _direct_groups(self, connection: ldap3.Connection, user: Entry, name: str, cut: list[str]) -> list[tuple[Entry, str]]:
+    def _direct_groups(
+        self, connection: ldap3.Connection, user: DirectoryEntry, name: str, cut: list[str]
+    ) -> list[tuple[DirectoryEntry, str]]:
         dn = escape_filter_chars(user.dn)
         asks = [
             ("member", f"(member={dn})"),
@@ -339,12 +341,12 @@ class LdapDirectory:
             asks.append(
                 ("primary group", f"(&(objectClass=posixGroup)(gidNumber={escape_filter_chars(user.first('gidNumber'))}))")
             )
-        found: list[tuple[Entry, str]] = []
+        found: list[tuple[DirectoryEntry, str]] = []
         for how, query in asks:
             found.extend((group, how) for group in self._search(connection, self.config.group_base, query, GROUP_ATTRIBUTES, cut))
         return found
 
-    def _parents(self, connection: ldap3.Connection, group: Entry, cut: list[str]) -> list[Entry]:
+    def _parents(self, connection: ldap3.Connection, group: DirectoryEntry, cut: list[str]) -> list[DirectoryEntry]:
         dn = escape_filter_chars(group.dn)
         return self._search(connection, self.config.group_base, f"(|(member={dn})(uniqueMember={dn}))", GROUP_ATTRIBUTES, cut)
 
@@ -356,7 +358,7 @@ class LdapDirectory:
         attributes: list[str],
         cut: list[str] | None = None,
         size_limit: int = MAX_GROUPS,
-    ) -> list[Entry]:
+    ) -> list[DirectoryEntry]:
         seconds = max(1, math.ceil(self._clamp(connection)))  # the server's own limit: whole seconds
         if not connection.search(base, query, attributes=attributes, size_limit=size_limit, time_limit=seconds):
             if connection.result.get("result") not in (0, 4, 32):  # none found, size limit, no such base
@@ -372,9 +374,9 @@ class LdapDirectory:
         return self._entries(connection)
 
     @staticmethod
-    def _entries(connection: ldap3.Connection) -> list[Entry]:
+    def _entries(connection: ldap3.Connection) -> list[DirectoryEntry]:
         return [
-            Entry.of(item["dn"], item.get("attributes", {}), item.get("raw_attributes", {}))
+            DirectoryEntry.of(item["dn"], item.get("attributes", {}), item.get("raw_attributes", {}))
             for item in connection.response or []
             if item.get("type") == "searchResEntry"
         ]

@@ -90,7 +90,7 @@ from searchcrawl.access.tokens import Access, AccessUnreadable
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import MAX_FOLDER_DEPTH, TreeRules, file_reference, out_of_scope, path_out_of_scope
 from searchcrawl.agents.smb_share_security import ShareSecurityUnreadable, share_security_descriptor
-from searchcrawl.ops.secrets import SecretError, required_secret
+from searchcrawl.system.secrets import SecretError, required_secret
 
 logger = logging.getLogger(__name__)
 

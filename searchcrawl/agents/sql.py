@@ -97,7 +97,7 @@ from searchcrawl.access.tokens import Access, AccessError, Grant
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.grants import grants_of, split_tokens, unreadable, unreadable_reason
 from searchcrawl.content.extract import INT_RANGES, TYPE_SUFFIXES, typed_value
-from searchcrawl.ops.secrets import URL_PASSWORD, SecretError, redact, remember, required_secret
+from searchcrawl.system.secrets import URL_PASSWORD, SecretError, redact, remember, required_secret
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from scrapy.settings import BaseSettings
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from searchcrawl.config import paths
 from searchcrawl.store import Database
+from searchcrawl.system import paths
 
 
 @contextmanager
@@ -55,7 +55,16 @@ def is_setup_error(error: BaseException) -> bool:
     value: one line says it all, without a traceback."""
     from searchcrawl.crawl.middlewares.proxy import ProxyError  # the crawl's components, loaded by then
     from searchcrawl.crawl.middlewares.site_auth import SiteAuthError
-    from searchcrawl.ops.secrets import SecretError
     from searchcrawl.rules.tls_settings import TlsFileError
+    from searchcrawl.system.secrets import SecretError
 
     return isinstance(error, SecretError | SiteAuthError | ProxyError | TlsFileError)
+
+
+def hint_program() -> str:
+    """The program a printed hint names (``scrapy search ...``): ``scrapy`` in a Scrapy project (a
+    scrapy.cfg here or above), where it knows searchcrawl's commands; ``searchcrawl`` anywhere
+    else, where ``scrapy`` answers "Unknown command"."""
+    from scrapy.utils.conf import closest_scrapy_cfg
+
+    return "scrapy" if closest_scrapy_cfg() else "searchcrawl"

@@ -19,9 +19,8 @@ from scrapy.spiderloader import get_spider_loader
 from scrapy.spiders import Spider
 
 from searchcrawl.commands import is_setup_error, on_failure
-from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
-from searchcrawl.crawl.run import Run
+from searchcrawl.crawl.run import REQUESTED_ENDS, Run
 from searchcrawl.crawl.signals import run_started
 from searchcrawl.ops.local_fleet import (
     PARENT_SETTING,
@@ -36,6 +35,7 @@ from searchcrawl.ops.local_fleet import (
 )
 from searchcrawl.store import Database
 from searchcrawl.store.runs import ALREADY_RUNNING, Runs
+from searchcrawl.system import paths
 
 logger = logging.getLogger(__name__)
 
@@ -46,22 +46,6 @@ class ExitCode(IntEnum):
     BROKEN_SOURCE = 2  # no such source, or its file is broken: nothing crawled
     ALREADY_RUNNING = 3  # another live process crawls the source: nothing crawled
     NOT_INDEXED = 4  # crawled, but documents are left cached and pending (Solr was down or refused them)
-
-
-# Close reasons of a crawl that ended as asked: its end, a suspend or stop (scrapy control, Ctrl-C,
-# SIGTERM), or a limit the user set (Scrapy's CloseSpider extension).
-REQUESTED_ENDS = frozenset(
-    {
-        "finished",
-        "suspended",
-        "stopped",
-        "shutdown",
-        "closespider_timeout",
-        "closespider_timeout_no_item",
-        "closespider_itemcount",
-        "closespider_pagecount",
-    }
-)
 
 
 # Close reasons every process of a crawl learns by itself (a control request read from the run):

@@ -3,7 +3,7 @@
 Starts the development Solr, serves the packaged example intranet on 127.0.0.1:8765
 (dev/example_site.py), crawls the `example` source into Solr and prints search results. Solr
 keeps running afterwards, so that searches can be tried; `solr stop` stops it. The hints it
-prints name the command that works where it runs (cli.hint_program): `scrapy` in a Scrapy
+prints name the command that works where it runs (commands.hint_program): `scrapy` in a Scrapy
 project, `searchcrawl` anywhere else.
 """
 
@@ -17,13 +17,13 @@ import subprocess
 from scrapy.commands import ScrapyCommand
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.cli import hint_program
+from searchcrawl.commands import hint_program
 from searchcrawl.commands.search import format_hits, search
-from searchcrawl.config import paths
 from searchcrawl.dev import example_site
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrError
 from searchcrawl.index.query import matching
 from searchcrawl.ops.launchers import scrapy_command
+from searchcrawl.system import paths
 
 QUERIES = ("travel expenses", '"oracle on demand"', "solr")
 

@@ -128,7 +128,7 @@ class Chain:
 
 
 @dataclass(frozen=True)
-class Rules:
+class ExplainedCrawl:
     """What explain reads of its crawl: the source, the crawl's rule chain (its admission's) and
     the document table."""
 
@@ -137,11 +137,11 @@ class Rules:
     documents: DocumentTable
 
     @classmethod
-    def of(cls, crawler: Crawler) -> Rules:
+    def of(cls, crawler: Crawler) -> ExplainedCrawl:
         return cls(source_of(crawler), admission_of(crawler).chain, stores_of(crawler).documents)
 
 
-def rule_chain(state: Rules, url: str, depth: int | None) -> Chain:
+def rule_chain(state: ExplainedCrawl, url: str, depth: int | None) -> Chain:
     """The rule chain as the crawl applies it (``RuleChain.steps``, every step): to a seed as
     written, at depth 0 (the spider's start); to any other URL as to a link: the rewriter first,
     then the rules on what it makes of it, at ``depth`` (else as the document table records)."""
@@ -225,7 +225,9 @@ async def robots_verdict(robots: RobotsMiddleware, site: str, url: str, lines: l
     return "allowed by robots.txt"
 
 
-def crawled_lines(state: Rules, url: str, row: dict[str, Any] | None, redirect: str | None, robots_said: str) -> list[str]:
+def crawled_lines(
+    state: ExplainedCrawl, url: str, row: dict[str, Any] | None, redirect: str | None, robots_said: str
+) -> list[str]:
     """The report's last lines on a URL the crawl fetches: its display URL, its row, the verdict."""
     lines = [f"display URL:   {DisplayUrls(state.source.settings.display_urls).display_url(url)}"]
     if row:
@@ -254,7 +256,7 @@ async def explain(
     """The report's lines on ``url``, and whether it would be crawled, from a (running) crawl of
     its source: its rule chain, address guard and robots middleware decide; for a URL it would
     crawl, its content regions (``fetch``: on the page, fetched now)."""
-    state = Rules.of(crawler)
+    state = ExplainedCrawl.of(crawler)
     source = state.source
     lines = [f"source:        {source.name} ({source.origin})", f"URL:           {url}"]
     try:
@@ -291,7 +293,9 @@ async def explain(
     return lines, True
 
 
-def as_redirect_target(state: Rules, url: str, refusal: ScopeDecision, lines: list[str]) -> tuple[str | None, ScopeDecision]:
+def as_redirect_target(
+    state: ExplainedCrawl, url: str, refusal: ScopeDecision, lines: list[str]
+) -> tuple[str | None, ScopeDecision]:
     """A URL the rules refuse may still be fetched: as the target of a temporary redirect that
     leads out of the boundary (``redirect_target``). Then the redirect policy decides, and the
     scope filter's URL rules, which apply to its document. Returns the URL whose redirect is
@@ -310,7 +314,7 @@ def as_redirect_target(state: Rules, url: str, refusal: ScopeDecision, lines: li
     return origin, ScopeDecision(True, redirect.reason)
 
 
-def redirect_target(state: Rules, url: str) -> tuple[str, RedirectVerdict] | None:
+def redirect_target(state: ExplainedCrawl, url: str) -> tuple[str, RedirectVerdict] | None:
     """The URL whose temporary redirect the document table says led the crawl out of the boundary
     to ``url`` (the row's ``via``, whose last answer was that redirect), and the redirect policy's
     verdict on it (``decide_redirect``, the crawl's own); None when no such redirect stands."""

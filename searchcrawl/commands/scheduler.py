@@ -18,7 +18,7 @@ from scrapy.commands import ScrapyCommand
 
 from searchcrawl.commands import open_database
 from searchcrawl.config.source import SourceError
-from searchcrawl.config.spiderloader import SourceSpiderLoader
+from searchcrawl.crawl.spiderloader import SourceSpiderLoader
 from searchcrawl.ops.dispatcher import Dispatcher
 from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule

@@ -27,13 +27,13 @@ from scrapy.settings import BaseSettings
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import directory_of
-from searchcrawl.config import paths
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import matching, search_params, snippet_of, unique_hits
-from searchcrawl.ops.secrets import SecretError
 from searchcrawl.ops.terminal import printable
 from searchcrawl.store import Database
 from searchcrawl.store.relevance_rules import RelevanceStore
+from searchcrawl.system import paths
+from searchcrawl.system.secrets import SecretError
 from searchcrawl.web.relevance import Boost, Rules, boost_params, boosted_search
 from searchcrawl.web.search_page import Hit, best_bets
 

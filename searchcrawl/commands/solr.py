@@ -14,13 +14,12 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from searchcrawl.cli import hint_program
-from searchcrawl.commands import open_database
-from searchcrawl.config import paths
+from searchcrawl.commands import hint_program, open_database
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrCloud, DevSolrError
 from searchcrawl.index import solrcloud
 from searchcrawl.index.indexer import IndexingError, SolrIndex, migrate_ids
 from searchcrawl.store import DocumentTable
+from searchcrawl.system import paths
 
 ACTIONS = ("start", "stop", "status", "collection", "migrate-ids")
 DEFAULT_CLOUD_NODES = 2

@@ -12,7 +12,6 @@ from scrapy.commands import ScrapyCommand
 from scrapy.settings import BaseSettings
 
 from searchcrawl.commands import open_database
-from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
 from searchcrawl.index.cache import spool_fill
 from searchcrawl.ops.health import HealthCheck
@@ -22,6 +21,7 @@ from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable, State
 from searchcrawl.store.models import RunState
 from searchcrawl.store.runs import Runs, counters_of, shown_counters
+from searchcrawl.system import paths
 
 
 def source_report(table: DocumentTable, name: str, cache_bytes: int, cache_spools: int, lease_seconds: float = 600) -> list[str]:

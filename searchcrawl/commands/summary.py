@@ -21,9 +21,8 @@ from scrapy.exceptions import UsageError
 from scrapy.settings import SETTINGS_PRIORITIES
 
 from searchcrawl.commands import open_database
-from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
-from searchcrawl.config.spiderloader import SourceSpiderLoader
+from searchcrawl.crawl.spiderloader import SourceSpiderLoader
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.ops.daily_summary import (
     build_summary,
@@ -34,12 +33,13 @@ from searchcrawl.ops.daily_summary import (
     summary_message,
 )
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
-from searchcrawl.ops.secrets import SecretError
 from searchcrawl.ops.stalls import stalls
 from searchcrawl.ops.terminal import printable
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.store.database import SchemaOutdated
 from searchcrawl.store.notifications import Notifications
+from searchcrawl.system import paths
+from searchcrawl.system.secrets import SecretError
 
 
 class Command(ScrapyCommand):

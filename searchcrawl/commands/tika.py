@@ -8,8 +8,8 @@ import argparse
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from searchcrawl.config import paths
 from searchcrawl.dev.tika_runner import DEFAULT_PORT, DevTika, DevTikaError
+from searchcrawl.system import paths
 
 ACTIONS = ("start", "stop", "status")
 

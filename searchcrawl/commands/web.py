@@ -23,12 +23,11 @@ from scrapy.exceptions import UsageError
 from scrapy.utils.conf import closest_scrapy_cfg
 
 from searchcrawl.access.directory import directory_of
-from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError
-from searchcrawl.config.spiderloader import SourceSpiderLoader
-from searchcrawl.ops import secrets
+from searchcrawl.crawl.spiderloader import SourceSpiderLoader
 from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule
+from searchcrawl.system import paths, secrets
 
 logger = logging.getLogger(__name__)
 METRICS_TOKEN = "SEARCHCRAWL_WEB_METRICS_TOKEN"  # web/metrics_endpoint.py's TOKEN (not imported: loaded by every command)

@@ -31,11 +31,11 @@ from searchcrawl.agents.base import Agent
 from searchcrawl.content.field_rules import FieldRule
 from searchcrawl.content.regions import RegionsTable
 from searchcrawl.content.soft_errors import SoftErrorsTable
-from searchcrawl.ops.notify_events import NotifyTable
 from searchcrawl.rules.boundary import EVERY_HOST, normalize_host
 from searchcrawl.rules.credentials import SiteAuth, origin_of
 from searchcrawl.rules.display_urls import DisplayUrlRule
 from searchcrawl.rules.filters import Filters
+from searchcrawl.rules.notify_events import NotifyTable
 from searchcrawl.rules.politeness import DelayRule
 from searchcrawl.rules.proxies import ProxyRule
 from searchcrawl.rules.rendering import RenderMode, RenderRule
@@ -477,7 +477,7 @@ class SourceSettings(ScopeRules):
     shared: bool = False
     # several processes on this machine crawl it together, as a shared crawl (searchcrawl/ops/local_fleet.py)
     processes: int | Literal["auto"] = 1
-    # issue 60: which of its run's events are sent, on which channels, to whom (searchcrawl/ops/notify_events.py)
+    # issue 60: which of its run's events are sent, on which channels, to whom (searchcrawl/rules/notify_events.py)
     notify: NotifyTable | None = None
 
     @field_validator("processes", mode="before")

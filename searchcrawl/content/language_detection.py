@@ -159,10 +159,10 @@ def model_cache_path() -> Path:
     import py3langid
     from py3langid import langid
 
-    from searchcrawl.dev.jvm_server import cache_dir
+    from searchcrawl.system.paths import user_cache_dir
 
     packed = langid.MODEL_DIR / langid.MODEL_FILE
-    return cache_dir() / f"py3langid-{py3langid.__version__}-{packed.stat().st_size}"
+    return user_cache_dir() / f"py3langid-{py3langid.__version__}-{packed.stat().st_size}"
 
 
 def load_model() -> LanguageModel:

@@ -25,6 +25,21 @@ from searchcrawl.store.models import FrontierState
 SKIPPED_STAT = "searchcrawl/skipped"
 _YES = ("1", "true", "yes", "force")
 
+# Close reasons of a crawl that ended as asked: its end, a suspend or stop (scrapy control, Ctrl-C,
+# SIGTERM), or a limit the user set (Scrapy's CloseSpider extension).
+REQUESTED_ENDS = frozenset(
+    {
+        "finished",
+        "suspended",
+        "stopped",
+        "shutdown",
+        "closespider_timeout",
+        "closespider_timeout_no_item",
+        "closespider_itemcount",
+        "closespider_pagecount",
+    }
+)
+
 
 @dataclass(frozen=True)
 class CrawlArguments:

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
-from searchcrawl.config.resources import package_dir
+from searchcrawl.system.resources import package_dir
 
 HOST, PORT = "127.0.0.1", 8765  # the example source's seeds point here
 

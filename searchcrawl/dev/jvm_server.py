@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from searchcrawl.ops.processes import process_alive
+from searchcrawl.system.processes import process_alive
 
 try:  # Serialises concurrent builds/starts on POSIX; without it we simply do not lock.
     import fcntl
@@ -82,13 +82,6 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def cache_dir() -> Path:
-    """``~/.cache/searchcrawl`` ($XDG_CACHE_HOME honoured): builds and downloads shared by every
-    data dir and installation, never beside the sources (they may be installed read-only)."""
-    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache) / "searchcrawl"
 
 
 def default_java() -> str:

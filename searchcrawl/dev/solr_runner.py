@@ -4,7 +4,7 @@ Maven Central has no Solr server distribution, so the launcher (the Maven projec
 ``solr/launcher``, package data ``searchcrawl.dev.solr_launcher``) runs Solr through
 ``JettySolrRunner`` (solr-test-framework) in its own JVM, with one core, ``searchcrawl``, built
 from the configset (``solr/configset/conf``, package data ``searchcrawl.index.configset``). Both
-are read through :func:`searchcrawl.config.resources.package_dir`, so this works the same from
+are read through :func:`searchcrawl.system.resources.package_dir`, so this works the same from
 the checkout, from an installed wheel and from a zipped egg. This module builds that launcher with
 Maven, starts it detached, waits until the core answers its ping, and stops it again.
 
@@ -44,17 +44,17 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from searchcrawl.config.resources import CONFIGSET_PACKAGE, package_dir
 from searchcrawl.dev.jvm_server import (
     HOST,
     JvmServer,
     JvmServerError,
-    cache_dir,
     free_port,
     free_port_range,
     locked,
     run_maven,
 )
+from searchcrawl.system.paths import user_cache_dir
+from searchcrawl.system.resources import CONFIGSET_PACKAGE, package_dir
 
 __all__ = [
     "CONFIGSET_PACKAGE",
@@ -102,7 +102,7 @@ def default_build_dir() -> Path:
     """Where Maven builds the launcher: under a cache directory, one build per version of the
     launcher sources (see :meth:`DevSolr.build`); never beside the sources, which may be installed
     read-only."""
-    return cache_dir() / "solr-build"
+    return user_cache_dir() / "solr-build"
 
 
 class DevSolr(JvmServer):

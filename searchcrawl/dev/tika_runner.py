@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-from searchcrawl.dev.jvm_server import HOST, JvmServer, JvmServerError, cache_dir, locked, run_maven
+from searchcrawl.dev.jvm_server import HOST, JvmServer, JvmServerError, locked, run_maven
+from searchcrawl.system.paths import user_cache_dir
 
 __all__ = ["DEFAULT_PORT", "TIKA_VERSION", "DevTika", "DevTikaError"]
 
@@ -71,7 +72,7 @@ class DevTikaError(JvmServerError):
 
 
 def jar_path(version: str = TIKA_VERSION) -> Path:
-    return cache_dir() / "tika" / f"tika-server-standard-{version}.jar"
+    return user_cache_dir() / "tika" / f"tika-server-standard-{version}.jar"
 
 
 def fetch_jar(version: str = TIKA_VERSION) -> Path:

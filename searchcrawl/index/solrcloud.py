@@ -25,8 +25,8 @@ from typing import Any
 
 import requests
 
-from searchcrawl.config.resources import CONFIGSET_PACKAGE, package_dir
-from searchcrawl.ops import secrets
+from searchcrawl.system import secrets
+from searchcrawl.system.resources import CONFIGSET_PACKAGE, package_dir
 
 __all__ = [
     "CONFIGSET_PACKAGE",

@@ -30,13 +30,13 @@ from sqlalchemy import func, or_, select
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.ops.dispatcher import ScheduleMarks
 from searchcrawl.ops.notifier import Notifier
-from searchcrawl.ops.notify_events import EventKind, Message, admin_link, failure_statuses, run_link, status_text
-from searchcrawl.ops.secrets import redact
 from searchcrawl.ops.stalls import Stall
+from searchcrawl.rules.notify_events import EventKind, Message, admin_link, failure_statuses, run_link, status_text
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.store.database import Database, as_utc
 from searchcrawl.store.models import RunState, runs
 from searchcrawl.store.notifications import FAILED, SENDING, Notifications, run_key, runs_statuses
+from searchcrawl.system.secrets import redact
 
 MAX_RUNS = 2000  # runs of the period read, at most (newest first)
 SUMMARY_EVENT = "daily_summary"

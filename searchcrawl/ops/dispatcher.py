@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Decision:
+class Dispatch:
     source: str
     action: str  # started, skipped, failed, waiting
     detail: str
@@ -72,8 +72,8 @@ class Dispatcher:
             return "a crawl of it is running"
         return None
 
-    def tick(self, schedules: dict[str, Schedule], now: datetime) -> list[Decision]:
-        """Start every due source that is not running; one Decision per source acted on."""
+    def tick(self, schedules: dict[str, Schedule], now: datetime) -> list[Dispatch]:
+        """Start every due source that is not running; one Dispatch per source acted on."""
         decisions = []
         for source, schedule in sorted(schedules.items()):
             row = self.marks.get(source)
@@ -88,23 +88,23 @@ class Dispatcher:
             try:
                 busy = self.running(source)
             except LaunchError as exc:
-                decisions.append(Decision(source, "failed", str(exc)))
+                decisions.append(Dispatch(source, "failed", str(exc)))
                 logger.error("Schedule of %s: cannot check its jobs: %s", source, exc)
                 continue
             if busy:
                 if schedule.cron is not None:
                     self.marks.save(source, mark=slot, outcome=f"skipped slot {slot:%Y-%m-%d %H:%M}: {busy}")
-                decisions.append(Decision(source, "skipped", busy))
+                decisions.append(Dispatch(source, "skipped", busy))
                 logger.info("Schedule of %s (%s): due, not started: %s", source, schedule.describe(), busy)
                 continue
             try:
                 job = self.launcher.start(source)
             except LaunchError as exc:
-                decisions.append(Decision(source, "failed", str(exc)))
+                decisions.append(Dispatch(source, "failed", str(exc)))
                 logger.error("Schedule of %s: could not start a crawl (next tick tries again): %s", source, exc)
                 continue
             self.marks.save(source, mark=slot, started_at=now, job=job, outcome="started")
-            decisions.append(Decision(source, "started", job))
+            decisions.append(Dispatch(source, "started", job))
             logger.info("Schedule of %s (%s): started crawl %s", source, schedule.describe(), job)
         return decisions
 

@@ -20,8 +20,7 @@ import requests
 from scrapy.settings import BaseSettings
 from scrapy.utils.conf import closest_scrapy_cfg
 
-from searchcrawl.config import paths
-from searchcrawl.ops import secrets
+from searchcrawl.system import paths, secrets
 
 logger = logging.getLogger(__name__)
 

@@ -17,16 +17,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from searchcrawl.ops.notify_channels import Channel, ChannelError, MailChannel, WebhookChannel
-from searchcrawl.ops.notify_events import (
+from searchcrawl.rules.notify_events import (
+    EndedRun,
     Message,
     NotifyTable,
-    RunFacts,
     build_message,
     check_address,
     detect_events,
 )
-from searchcrawl.ops.secrets import redact, remember, secret
 from searchcrawl.store.notifications import Notifications, run_key
+from searchcrawl.system.secrets import redact, remember, secret
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ class Notifier:
         self.store = store
         self.sleep = sleep
 
-    def notify_run(self, facts: RunFacts) -> dict[str, list[str]]:
+    def notify_run(self, facts: EndedRun) -> dict[str, list[str]]:
         """Send the run's configured events on every channel, each once; returns, per event,
         the channels it went out on now."""
         config = self.config

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from searchcrawl.ops.notify_events import Message
+from searchcrawl.rules.notify_events import Message
 
 if TYPE_CHECKING:
     from email.message import EmailMessage

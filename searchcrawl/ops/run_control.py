@@ -19,14 +19,14 @@ ACTIONS = (*CONTROLS, "resume", "start")
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ControlResult:
     """What an action did: ``ok`` false when it did nothing (the command's exit code 1)."""
 
     ok: bool
     message: str
 
 
-def control(database: Database, launcher: Launcher, source: str, action: str, stale_after: float = 600) -> Outcome:
+def control(database: Database, launcher: Launcher, source: str, action: str, stale_after: float = 600) -> ControlResult:
     """Do ``action`` (suspend, stop, resume, start) on the crawl of ``source``."""
     if action not in ACTIONS:
         raise ValueError(f"expected one of {', '.join(ACTIONS)}")
@@ -34,26 +34,26 @@ def control(database: Database, launcher: Launcher, source: str, action: str, st
     if action in CONTROLS:
         run = runs.control(source, action)
         if run is None:
-            return Outcome(False, f"{source}: no running or suspended crawl")
+            return ControlResult(False, f"{source}: no running or suspended crawl")
         if run["control"]:
-            return Outcome(
+            return ControlResult(
                 True,
                 f"{source}: run {run['id']} asked to {action}; the crawl will close within SEARCHCRAWL_PROGRESS_INTERVAL seconds",
             )
-        return Outcome(True, f"{source}: run {run['id']} is {run['state']}")
+        return ControlResult(True, f"{source}: run {run['id']} is {run['state']}")
     run = runs.latest(source)
     if action == "resume" and (run is None or run["state"] not in RESUMABLE):
-        return Outcome(False, f"{source}: no suspended crawl to resume")
+        return ControlResult(False, f"{source}: no suspended crawl to resume")
     if runs.live(source, stale_after):
         assert run is not None
-        return Outcome(False, f"{source}: run {run['id']} is running already")
+        return ControlResult(False, f"{source}: run {run['id']} is running already")
     if action == "start" and launcher.active(source):  # started, its run not yet begun
-        return Outcome(False, f"{source}: a crawl started before is still pending or running")
+        return ControlResult(False, f"{source}: a crawl started before is still pending or running")
     try:
         job = launcher.start(source)
     except LaunchError as exc:
-        return Outcome(False, f"searchcrawl: {exc}")
+        return ControlResult(False, f"searchcrawl: {exc}")
     if action == "resume":
         assert run is not None
-        return Outcome(True, f"{source}: resuming run {run['id']} as job {job}")
-    return Outcome(True, f"{source}: crawl started as job {job}")
+        return ControlResult(True, f"{source}: resuming run {run['id']} as job {job}")
+    return ControlResult(True, f"{source}: crawl started as job {job}")

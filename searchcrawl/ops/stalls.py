@@ -42,10 +42,10 @@ from typing import Any
 from sqlalchemy import func, select, text
 
 from searchcrawl.ops.health import Health
-from searchcrawl.ops.processes import process_alive, process_state
 from searchcrawl.store.database import APPLICATION, Database, application_name, as_utc, this_host
 from searchcrawl.store.models import FrontierState, RunState, crawl_nodes, documents, frontier, runs
 from searchcrawl.store.progress import Report, RunProgress, Wait
+from searchcrawl.system.processes import process_alive, process_state
 
 STALL_AFTER = 900.0  # SEARCHCRAWL_STALL_AFTER's default: seconds without an answer
 DOWNLOAD_TIMEOUT = 30.0  # the settings' DOWNLOAD_TIMEOUT, for a delay reported without one

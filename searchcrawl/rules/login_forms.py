@@ -105,7 +105,7 @@ class Expiry:
     gives_up: bool = False
 
 
-class Sessions:
+class LoginSessions:
     """Each origin's session, numbered (0: never logged in; each successful login makes a new
     one), its failures in a row and its logins that followed a session serving no page.
 

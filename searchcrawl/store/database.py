@@ -34,7 +34,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url, text
 from sqlalchemy.pool import StaticPool
 
-from searchcrawl.config.resources import package_dir
+from searchcrawl.system.resources import package_dir
 
 _migrate_lock = threading.Lock()
 logger = logging.getLogger(__name__)

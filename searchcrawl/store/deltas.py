@@ -8,13 +8,18 @@ left, survive later runs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import func, literal, select
 
+from searchcrawl.rules.lifecycle import Delta
+from searchcrawl.rules.notify_events import status_text
 from searchcrawl.store.database import Database
 from searchcrawl.store.models import documents, run_deltas
+from searchcrawl.store.runs import Runs
+from searchcrawl.system.secrets import redact
 
 
 class DeltaEntry(NamedTuple):
@@ -84,3 +89,53 @@ class Deltas:
                     ),
                 )
             )
+
+
+# the kinds of URLs that entered or stayed in the index: their status and reason say nothing more
+ROUTINE = frozenset({Delta.NEW, Delta.CHANGED, Delta.UNCHANGED, Delta.NOT_MODIFIED})
+
+
+def reason_of(entry: DeltaEntry) -> dict[str, Any] | None:
+    """Why a URL of the report is where it is (its status and reason in that run, masked), when
+    it did not simply enter or stay in the index and its row says."""
+    if entry.kind in ROUTINE or (entry.status is None and not entry.reason):
+        return None
+    return {"status": entry.status, "reason": redact(entry.reason or "") or None}
+
+
+def reason_text(why: dict[str, Any]) -> str:
+    status = status_text(why["status"]) if why["status"] is not None else ""
+    return ": ".join(part for part in (status, why["reason"] or "") if part)
+
+
+def run_report(database: Database, source: str, run_id: int | None = None) -> dict[str, Any] | None:
+    """The delta report of one run of ``source`` (the last by default) as ``--json`` prints it:
+    the run's id, state, mode and start, each kind of change with its count and URLs, why each
+    URL that did not simply enter or stay in the index is there (``reasons``: its status and
+    reason in that run, by URL), and how many entries the listing skipped; None when there is
+    no such run."""
+    runs = {run["id"]: run for run in Runs(database).recent(source, limit=1000)}
+    run_id = run_id or (max(runs) if runs else None)
+    if run_id is None or run_id not in runs:
+        return None
+    deltas: dict[str, list[str]] = {}
+    reasons: dict[str, dict[str, Any]] = {}
+    for entry in Deltas(database).entries(source, run_id):
+        deltas.setdefault(entry.kind, []).append(entry.url)
+        why = reason_of(entry)
+        if why is not None:
+            reasons[entry.url] = why
+    run = runs[run_id]
+    return {
+        "source": source,
+        "run": run_id,
+        "state": run["state"],
+        "mode": run["mode"],
+        "started_at": run["started_at"].isoformat(),
+        "counts": {kind.value: len(deltas.get(kind, [])) for kind in Delta},
+        "urls": {kind.value: deltas.get(kind, []) for kind in Delta},
+        "reasons": reasons,
+        # entries of the repository that have no URL of their own (a database row without a key,
+        # a second row of a key): the agent's listing passed them over
+        "skipped": json.loads(run["counters"] or "{}").get("skipped", 0),
+    }

@@ -16,9 +16,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Result, RowMapping, delete, or_, select, text, update
 
-from searchcrawl.ops.processes import process_alive
 from searchcrawl.store.database import Database, as_utc, now, this_host
 from searchcrawl.store.models import FrontierState, RunState, crawl_nodes, runs, source_states
+from searchcrawl.system.processes import process_alive
 
 RESUMABLE = (RunState.RUNNING, RunState.SUSPENDED)
 CONTROLS = ("suspend", "stop")

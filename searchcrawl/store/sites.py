@@ -28,7 +28,7 @@ FULL_RETRY = 0.1  # seconds before asking again when a site is at its concurrenc
 
 
 @dataclass
-class Grant:
+class SiteGrant:
     """The answer to a reservation: a lease to release after the download and how long to wait
     before starting it; or, with no lease, how long to wait before asking again."""
 
@@ -65,7 +65,7 @@ class SitePoliteness:
             "SELECT lease_id, wait FROM searchcrawl_site_acquire(:site, :delay, :concurrency, :hold, :owner)"
         )
 
-    def acquire(self, site: str, delay: float, concurrency: int, hold: float) -> Grant:
+    def acquire(self, site: str, delay: float, concurrency: int, hold: float) -> SiteGrant:
         """Reserve the site's next start (``delay`` after the previous one, fleet-wide) and one of
         its ``concurrency`` in-flight slots, kept for at most ``hold`` seconds after the start.
         The site's row lock serialises the fleet."""
@@ -76,7 +76,7 @@ class SitePoliteness:
                     {"site": site, "delay": delay, "concurrency": concurrency, "hold": hold, "owner": self.owner},
                 ).one()
             lease_id, wait = row
-            return Grant(lease_id, FULL_RETRY if lease_id is None else max(0.0, wait))
+            return SiteGrant(lease_id, FULL_RETRY if lease_id is None else max(0.0, wait))
         with self.engine.begin() as connection:
             if site not in self.known:
                 connection.execute(
@@ -87,14 +87,14 @@ class SitePoliteness:
             clock = now()  # one machine: its clock (SQLite's has whole seconds only)
             if connection.execute(self.in_flight, {"key": site, "clock": clock}).scalar_one() >= concurrency:
                 connection.execute(self.expire, {"key": site, "clock": clock})
-                return Grant(None, FULL_RETRY)
+                return SiteGrant(None, FULL_RETRY)
             start = max(as_utc(next_at) or clock, clock)
             connection.execute(self.advance, {"key": site, "next_at": start + timedelta(seconds=delay)})
             key = connection.execute(
                 self.take, {"key": site, "owner": self.owner, "expires": start + timedelta(seconds=hold)}
             ).inserted_primary_key
             assert key is not None  # one row inserted (not executemany): its key is known
-        return Grant(key[0], (start - clock).total_seconds())
+        return SiteGrant(key[0], (start - clock).total_seconds())
 
     def release(self, lease_id: int) -> None:
         with self.database.single.connect() as connection:  # one statement: autocommit

@@ -22,7 +22,6 @@ from searchcrawl.index.cache import spool_fill
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.ops.dispatcher import ScheduleMarks
 from searchcrawl.ops.launchers import scrapy_command
-from searchcrawl.ops.secrets import redact
 from searchcrawl.rules.lifecycle import State
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
@@ -30,6 +29,7 @@ from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import as_utc
 from searchcrawl.store.models import RunState
 from searchcrawl.store.runs import Runs, counter_text, counters_of, shown_counters
+from searchcrawl.system.secrets import redact
 
 EXPLAIN_TIMEOUT = 120  # seconds: robots.txt and the page are fetched, with the crawl's own timeouts
 

@@ -65,7 +65,6 @@ from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.directory import Directory, DirectoryUnavailable
 from searchcrawl.access.explanation import URL_WANTED, explainable_url
 from searchcrawl.access.tokens import AccessError
-from searchcrawl.commands.report import reason_text, run_report
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.index.query import matching
@@ -80,6 +79,7 @@ from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.api_tokens import ApiTokens
+from searchcrawl.store.deltas import reason_text, run_report
 from searchcrawl.store.notifications import Notifications, run_key
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.runs import Runs

@@ -30,7 +30,7 @@ from starlette.responses import PlainTextResponse, Response
 
 from searchcrawl.web.searchers import Proxies
 
-TOKEN = "SEARCHCRAWL_WEB_METRICS_TOKEN"  # the secret's name (ops/secrets.py: environment or _FILE)
+TOKEN = "SEARCHCRAWL_WEB_METRICS_TOKEN"  # the secret's name (system/secrets.py: environment or _FILE)
 
 
 FORWARDING = ("x-forwarded-for", "forwarded", "x-real-ip")

@@ -12,8 +12,8 @@ from scrapy.settings import Settings
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import (
     DirectoryConfig,
+    DirectoryEntry,
     DirectoryUnavailable,
-    Entry,
     Membership,
     binary_sids,
     compared_attributes,
@@ -29,14 +29,14 @@ from searchcrawl.access.directory import (
 from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.access.ntfs import sid_bytes
 
-ALICE = Entry.of("uid=alice,ou=people,dc=example,dc=org", {"uid": ["alice"], "uidNumber": 1001, "gidNumber": ["2000"]})
+ALICE = DirectoryEntry.of("uid=alice,ou=people,dc=example,dc=org", {"uid": ["alice"], "uidNumber": 1001, "gidNumber": ["2000"]})
 
 
-def group(cn: str, *classes: str, gid: str | None = None) -> Entry:
+def group(cn: str, *classes: str, gid: str | None = None) -> DirectoryEntry:
     attributes: dict[str, object] = {"cn": [cn], "objectClass": list(classes) or ["groupOfNames"]}
     if gid is not None:
         attributes["gidNumber"] = [gid]
-    return Entry.of(f"cn={cn},ou=groups,dc=example,dc=org", attributes)
+    return DirectoryEntry.of(f"cn={cn},ou=groups,dc=example,dc=org", attributes)
 
 
 def test_a_users_own_principals_and_where_they_come_from() -> None:
@@ -50,31 +50,33 @@ def test_a_users_own_principals_and_where_they_come_from() -> None:
 
 
 def test_an_entry_without_numbers_gives_its_names_only() -> None:
-    plain = Entry.of("cn=Bob Smith,ou=people,dc=example,dc=org", {"uid": ["bob"]})
+    plain = DirectoryEntry.of("cn=Bob Smith,ou=people,dc=example,dc=org", {"uid": ["bob"]})
     assert [p.token for p in user_principals(plain, "bob")] == ["user:bob", "user:cn=Bob Smith,ou=people,dc=example,dc=org"]
     # no uid: the name signed in with is no principal (the directory may have matched it to
     # another spelling), the entry's DN is
-    nameless = Entry.of("cn=Bob Smith,ou=people,dc=example,dc=org", {"uid": []})
+    nameless = DirectoryEntry.of("cn=Bob Smith,ou=people,dc=example,dc=org", {"uid": []})
     assert [p.token for p in user_principals(nameless, "bob")] == ["user:cn=Bob Smith,ou=people,dc=example,dc=org"]
 
 
 def test_a_stored_name_that_folds_to_another_gives_no_user_name_principal() -> None:
     """uid=bob@partner.example is not bob, nor is a name that reads as a DN another entry's DN."""
     for uid in ("bob@partner.example", "PARTNER\\bob", "uid=bob,ou=people,dc=example,dc=org", " bob"):
-        entry = Entry.of(f"cn=x{len(uid)},ou=people,dc=example,dc=org", {"uid": [uid]})
+        entry = DirectoryEntry.of(f"cn=x{len(uid)},ou=people,dc=example,dc=org", {"uid": [uid]})
         assert [p.token for p in user_principals(entry, uid)] == [f"user:{entry.dn}"], uid
-    account = Entry.of("CN=Bob,CN=Users,DC=sc,DC=test", {"sAMAccountName": ["Bob"]})
+    account = DirectoryEntry.of("CN=Bob,CN=Users,DC=sc,DC=test", {"sAMAccountName": ["Bob"]})
     assert "user:bob" in windows_principals("SC\\bob", account, [], {}).tokens
 
 
 def test_an_entry_is_named_by_a_compared_attribute_equal_under_the_tokens_folding() -> None:
-    bob = Entry.of("uid=bob,ou=people,dc=example,dc=org", {"uid": ["bob"], "mail": ["bob@example.org"]})
+    bob = DirectoryEntry.of("uid=bob,ou=people,dc=example,dc=org", {"uid": ["bob"], "mail": ["bob@example.org"]})
     assert named(bob, "bob", ["uid"]) and named(bob, "BOB", ["uid"])
     # what OpenLDAP's matching folds besides case is another name here
     for other in ("\uff42ob", "bob ", " bob", "bo\u0301b", "bob@example.org"):
         assert not named(bob, other, ["uid"]), repr(other)
     assert named(bob, "bob@example.org", ["uid", "mail"])
-    account = Entry.of("CN=Bob,CN=Users,DC=sc,DC=test", {"samaccountname": ["bob"], "userprincipalname": ["bob@sc.test"]})
+    account = DirectoryEntry.of(
+        "CN=Bob,CN=Users,DC=sc,DC=test", {"samaccountname": ["bob"], "userprincipalname": ["bob@sc.test"]}
+    )
     ad = ["samaccountname", "userprincipalname"]
     assert named(account, "bob", ad, True) and named(account, "SC\\bob", ad, True) and named(account, "bob@SC.TEST", ad, True)
     assert not named(account, "PARTNER\\bob", ad, True)  # another domain's bob is not this one
@@ -112,11 +114,11 @@ def test_a_group_of_names_gives_no_gid_even_with_a_number() -> None:
     assert tokens == ["group:cn=finance,ou=groups,dc=example,dc=org", "group:finance"]
 
 
-def tree(parents: dict[str, list[str]]) -> tuple[Callable[[Entry], list[Entry]], list[str]]:
+def tree(parents: dict[str, list[str]]) -> tuple[Callable[[DirectoryEntry], list[DirectoryEntry]], list[str]]:
     """parents_of over a dict: group cn -> the cns of the groups it is a member of; counts calls."""
     asked: list[str] = []
 
-    def parents_of(entry: Entry) -> list[Entry]:
+    def parents_of(entry: DirectoryEntry) -> list[DirectoryEntry]:
         cn = entry.first("cn")
         asked.append(cn)
         return [group(name) for name in parents.get(cn, [])]
@@ -176,7 +178,7 @@ def test_principals_of_a_user_normalised_once_each_with_public() -> None:
 
 
 def test_a_value_that_is_no_token_is_left_out() -> None:
-    odd = Entry.of("uid=x,dc=org", {"uid": ["x"], "uidNumber": ["not-a-number"]})
+    odd = DirectoryEntry.of("uid=x,dc=org", {"uid": ["x"], "uidNumber": ["not-a-number"]})
     assert "uid:not-a-number" not in principals_of("x", odd, []).tokens
 
 
@@ -293,8 +295,8 @@ def test_active_directory_settings_and_its_user_filter() -> None:
 
 def test_a_windows_users_principals_are_its_sids_its_groups_and_the_network_logons() -> None:
     domain = "S-1-5-21-7-8-9"
-    user = Entry.of("CN=alice,CN=Users,DC=sc,DC=test", {"sAMAccountName": ["alice"]})
-    managers = Entry("CN=managers,CN=Users,DC=sc,DC=test", {"cn": ("managers",), "samaccountname": ("managers",)})
+    user = DirectoryEntry.of("CN=alice,CN=Users,DC=sc,DC=test", {"sAMAccountName": ["alice"]})
+    managers = DirectoryEntry("CN=managers,CN=Users,DC=sc,DC=test", {"cn": ("managers",), "samaccountname": ("managers",)})
     principals = windows_principals(
         "SC\\alice", user, [f"{domain}-1102", f"{domain}-1105", "S-1-5-32-545"], {f"{domain}-1105": managers}
     )
@@ -314,9 +316,9 @@ def test_binary_sids_that_do_not_parse_are_left_out() -> None:
 def test_a_windows_group_whose_name_reads_as_a_dn_gives_no_such_principal() -> None:
     """As on OpenLDAP (tests/e2e/test_directory.py): a group's cn or sAMAccountName that reads as
     another group's DN is no group:<DN> principal; its own DN and plain name are."""
-    user = Entry.of("CN=Mallory,CN=Users,DC=sc,DC=test", {"sAMAccountName": ["mallory"]})
+    user = DirectoryEntry.of("CN=Mallory,CN=Users,DC=sc,DC=test", {"sAMAccountName": ["mallory"]})
     sid = "S-1-5-21-1-2-3-1200"
-    fake = Entry.of(
+    fake = DirectoryEntry.of(
         "CN=p-team,OU=Partner,DC=sc,DC=test",
         {"cn": ["p-team", "CN=Finance,CN=Users,DC=sc,DC=test"], "sAMAccountName": ["cn=finance,cn=users,dc=sc,dc=test"]},
     )

@@ -18,7 +18,7 @@ import pysolr
 import pytest
 from sqlalchemy import text
 
-from searchcrawl.commands.report import run_report
+from searchcrawl.store.deltas import run_report
 from searchcrawl.store.runs import Runs
 from tests.conftest import CORPORA, Project, solr_docs, unpack
 

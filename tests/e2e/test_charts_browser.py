@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page
 
-from searchcrawl.ops.processes import process_alive
 from searchcrawl.store import Database
 from searchcrawl.store.runs import Runs
 from searchcrawl.store.samples import RunSamples
+from searchcrawl.system.processes import process_alive
 from searchcrawl.web.app import SECURITY_HEADERS
 from tests.conftest import wait_for
 from tests.e2e.test_web_browser import CHROMIUM, browser, web  # noqa: F401 - the module's browser and server

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from searchcrawl.ops.processes import process_alive
 from searchcrawl.store.runs import Runs
+from searchcrawl.system.processes import process_alive
 from tests.conftest import InFlight, Project, Site, assert_spaced, children, wait_for
 from tests.e2e.test_scale_out import fetched, solr_ids
 from tests.sites import build_intranet

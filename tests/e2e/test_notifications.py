@@ -30,7 +30,7 @@ from searchcrawl.ops.notify_channels import (
     WebhookChannel,
     verify_signature,
 )
-from searchcrawl.ops.notify_events import Event, EventKind, Message, RunFacts, build_message
+from searchcrawl.rules.notify_events import EndedRun, EventKind, Message, RunEvent, build_message
 from searchcrawl.store.database import Database
 from searchcrawl.store.notifications import Notifications, run_key
 from searchcrawl.store.runs import Runs
@@ -220,7 +220,7 @@ def test_a_crawl_whose_solr_is_out_of_reach_mails_and_posts_each_event_once(
         ca_file=mail_server.ca_file,
     )
     config = NotifyConfig(frozenset(["run_ended", "solr_unreachable"]), 0.2, mail, ())
-    again = Notifier(config, store).notify_run(RunFacts(name, 1, "finished", "finished", not_indexed=2))
+    again = Notifier(config, store).notify_run(EndedRun(name, 1, "finished", "finished", not_indexed=2))
     assert again == {} and len(mail_server.messages) == 2
 
     # the next run is another run: its events are its own
@@ -424,7 +424,7 @@ def test_mail_over_implicit_tls_and_a_certificate_that_is_not_trusted(tmp_path) 
     controller = Controller(Handler(), hostname="127.0.0.1", port=port, ssl_context=server_context)
     controller.start()
     try:
-        message = build_message(RunFacts("intranet", 5, "failed", "failed"), Event(EventKind.RUN_FAILED, "run 5 failed"))
+        message = build_message(EndedRun("intranet", 5, "failed", "failed"), RunEvent(EventKind.RUN_FAILED, "run 5 failed"))
         MailChannel("127.0.0.1", port, "ssl", "a@search.example", ("b@search.example",), ca_file=str(ca_file)).send(message)
         assert len(received) == 1 and b"Subject: [searchcrawl] intranet: run failed (run 5)" in received[0]
         with pytest.raises(ChannelError, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):

@@ -22,9 +22,9 @@ import pytest
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.config.source import SourceFile, load_source
-from searchcrawl.config.spiderloader import download_handlers
 from searchcrawl.crawl.handlers.ntlm import NtlmDownloadHandler
 from searchcrawl.crawl.middlewares.site_auth import SiteAuthError
+from searchcrawl.crawl.spiderloader import download_handlers
 from tests.components import source_crawler
 from tests.ntlm_site import PASSWORD, NtlmSite, ntlm_sites  # noqa: F401 - the fixture
 

@@ -1,4 +1,4 @@
-"""End-to-end crawls for: Secrets: Solr basic auth and the database password come from the environment or files, work (the components alone: tests.ops.test_secrets)."""
+"""End-to-end crawls for: Secrets: Solr basic auth and the database password come from the environment or files, work (the components alone: tests.system.test_secrets)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pysolr
 
 from searchcrawl.dev.solr_runner import DevSolr
 from tests.conftest import Project
-from tests.ops.test_secrets import DB_PASSWORD, SOLR_PASSWORD, SOLR_USER, auth_solr  # noqa: F401 - helpers and fixtures
 from tests.sites import build_intranet
+from tests.system.test_secrets import DB_PASSWORD, SOLR_PASSWORD, SOLR_USER, auth_solr  # noqa: F401 - helpers and fixtures
 
 
 def test_crawl_with_solr_basic_auth_logs_no_secret(tmp_path: Path, serve, auth_solr: DevSolr, postgres_url: str) -> None:

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 from scrapy.settings import Settings
 from starlette.testclient import TestClient
 
-from searchcrawl.config.spiderloader import SourceSpiderLoader
+from searchcrawl.crawl.spiderloader import SourceSpiderLoader
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.index.query import term_filter
 from searchcrawl.ops.launchers import LocalLauncher

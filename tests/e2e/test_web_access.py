@@ -26,7 +26,7 @@ from starlette.testclient import TestClient
 
 from searchcrawl.access.directory import directory_of
 from searchcrawl.access.tokens import LEVEL_FIELDS, PUBLIC
-from searchcrawl.ops.secrets import LDAP_BIND_PASSWORD
+from searchcrawl.system.secrets import LDAP_BIND_PASSWORD
 from searchcrawl.web.app import create_app
 from searchcrawl.web.labels import type_label
 from searchcrawl.web.sessions import FREE_FAILURES

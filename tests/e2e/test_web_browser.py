@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from searchcrawl.ops.processes import process_alive
 from searchcrawl.store import Database
 from searchcrawl.store.runs import Runs
+from searchcrawl.system.processes import process_alive
 from tests.conftest import Project, wait_for
 from tests.sites import build_intranet
 from tests.web_site import PASSWORD, SCRIPT_TITLE, browser_login, web_served

@@ -13,12 +13,12 @@ from starlette.testclient import TestClient
 
 from searchcrawl.ops.daily_summary import build_summary, send_problems, send_summary, summary_message
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
-from searchcrawl.ops.notify_events import Message
-from searchcrawl.ops.secrets import remember
+from searchcrawl.rules.notify_events import Message
 from searchcrawl.store.database import Database, now
 from searchcrawl.store.models import RunState, documents, frontier
 from searchcrawl.store.notifications import Notifications
 from searchcrawl.store.runs import Runs
+from searchcrawl.system.secrets import remember
 from searchcrawl.web.app import create_app
 from tests.web.test_analytics import login
 from tests.web.test_app import unit_config

@@ -23,27 +23,27 @@ from searchcrawl.ops.notify_channels import (
     verify_signature,
     webhook_label,
 )
-from searchcrawl.ops.notify_events import (
+from searchcrawl.ops.stalls import Stall
+from searchcrawl.rules.notify_events import (
+    EndedRun,
     EventKind,
     Message,
     NotifyTable,
-    RunFacts,
     build_message,
     detect_events,
     dropped_share,
     safe_url,
 )
-from searchcrawl.ops.secrets import remember
-from searchcrawl.ops.stalls import Stall
 from searchcrawl.store.database import Database
 from searchcrawl.store.notifications import Notifications, run_key
+from searchcrawl.system.secrets import remember
 
 SEEDED_SECRET = "s3cr3t-Pa55word-never-shown"
 
 
-def facts(**values: object) -> RunFacts:
+def facts(**values: object) -> EndedRun:
     base: dict[str, object] = {"source": "intranet", "run_id": 7, "state": "finished", "reason": "finished"}
-    return RunFacts(**{**base, **values})  # type: ignore[arg-type]
+    return EndedRun(**{**base, **values})  # type: ignore[arg-type]
 
 
 def kinds(found: list) -> list[str]:

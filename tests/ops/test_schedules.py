@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from searchcrawl.config.source import SourceError, SourceFile, load_source
-from searchcrawl.config.spiderloader import spider_class_for
+from searchcrawl.crawl.spiderloader import spider_class_for
 from searchcrawl.ops.dispatcher import Dispatcher
 from searchcrawl.ops.launchers import LaunchError
 from searchcrawl.rules.politeness import DelayRule, delay_at

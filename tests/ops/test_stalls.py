@@ -17,12 +17,12 @@ import pytest
 from sqlalchemy import insert, update
 
 from searchcrawl.ops.health import Health
-from searchcrawl.ops.processes import process_state
 from searchcrawl.ops.stalls import NOT_REPORTING, NOTHING_FETCHED, RunFacts, judge, silent_process, stalls
 from searchcrawl.store.database import Database, this_host
 from searchcrawl.store.models import FrontierState, frontier, runs
 from searchcrawl.store.progress import Report, RunProgress, Wait
 from searchcrawl.store.runs import Runs
+from searchcrawl.system.processes import process_state
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 

@@ -11,7 +11,7 @@ from searchcrawl.rules.credentials import FormLogin, SiteAuth
 from searchcrawl.rules.login_forms import (
     MAX_RESENDS,
     Expiry,
-    Sessions,
+    LoginSessions,
     at_login_path,
     is_login_page,
     login_failure,
@@ -96,7 +96,7 @@ def test_what_says_a_login_failed() -> None:
 
 
 def test_sessions_are_numbered_and_failures_in_a_row_give_an_origin_up() -> None:
-    sessions = Sessions(limit=2)
+    sessions = LoginSessions(limit=2)
     assert sessions.session(SITE) == 0 and not sessions.stale(SITE, 0)
     assert sessions.logged_in(SITE) == 1
     assert sessions.stale(SITE, 0) and not sessions.stale(SITE, 1)  # a request of session 0 just tries again
@@ -119,7 +119,7 @@ def test_a_session_that_expires_after_serving_pages_is_no_failure() -> None:
     newest session expired starts a login; the others (an older session, or a login under way)
     wait for it; none of it counts toward giving up, however often it happens, once the pages
     sent again are served."""
-    sessions = Sessions(limit=3)
+    sessions = LoginSessions(limit=3)
     for session in range(1, 10):
         assert sessions.logged_in(SITE) == session
         sessions.served(SITE, session, f"{SITE}/{session - 1}.html", 200)  # the page that found the last one expired
@@ -137,7 +137,7 @@ def test_a_session_that_ends_at_once_is_a_failed_login_and_a_page_is_resent_whil
     whose session another page's expiry replaced is sent again as long as the site serves
     pages, MAX_RESENDS times when it serves none."""
     page = f"{SITE}/a.html"
-    sessions = Sessions(limit=2)
+    sessions = LoginSessions(limit=2)
     sessions.logged_in(SITE)
     # the first session expired before anything proved it (the first login has no proof): a failure
     assert sessions.expired(SITE, 1, 0, False, page) == Expiry(log_in=True) and sessions.failures[SITE] == 1
@@ -146,7 +146,7 @@ def test_a_session_that_ends_at_once_is_a_failed_login_and_a_page_is_resent_whil
     assert not sessions.disproved(SITE, 2) and sessions.failures[SITE] == 2  # a session counts once
     assert sessions.expired(SITE, 2, 1, False, page).refusal == "not asked again in this crawl: its form login failed"
 
-    sessions = Sessions(limit=3)
+    sessions = LoginSessions(limit=3)
     sessions.logged_in(SITE)
     sessions.logged_in(SITE)
     assert sessions.expired(SITE, 1, MAX_RESENDS - 1, False, page) == Expiry(log_in=False)
@@ -165,7 +165,7 @@ def test_sessions_of_a_few_pages_renew_without_end_and_no_failure() -> None:
     going out before the page that found the last session expired: a session that served no
     page *known to need one* counted a failure, and the third gave the site up. Each login is
     proved by that page, fetched first: however many sessions, no failure, no cap."""
-    sessions = Sessions(limit=3, login_limit=4)
+    sessions = LoginSessions(limit=3, login_limit=4)
     sessions.logged_in(SITE)
     for session in range(1, 100):
         for n in range(5):  # pages that never found a session expired
@@ -182,7 +182,7 @@ def test_a_wrong_password_the_site_takes_gives_up_though_public_pages_answer() -
     pages made 121 logins with the wrong password and never gave up (an account lockout). The
     first session's expiry (nothing proved it) and each proof that finds the fresh session
     expired count: three logins."""
-    sessions = Sessions(limit=3)
+    sessions = LoginSessions(limit=3)
     logins = 0
 
     def log_in() -> int:
@@ -208,7 +208,7 @@ def test_a_page_that_always_expires_costs_one_login_and_no_failure() -> None:
     a logged-in user without the right to the login page; a help page shows expired_text) was
     sent again 5 times, each with a new login. Its proof finds the new session expired, and the
     page proved before is served there: the page expires alone, 936, no failure."""
-    sessions = Sessions(limit=3)
+    sessions = LoginSessions(limit=3)
     sessions.logged_in(SITE)
     sessions.needs_session[SITE] = {f"{SITE}/a.html"}
     sessions.served(SITE, 1, f"{SITE}/a.html", 200)
@@ -228,7 +228,7 @@ def test_logins_after_sessions_that_served_no_page_are_capped_in_a_crawl() -> No
     allows one session per user) logged in without end. Issue 72: a cap on every login stopped
     a site whose sessions serve a few pages each; it counts the logins after a session that
     served no page (each proved, so no failure)."""
-    sessions = Sessions(limit=3, login_limit=4)
+    sessions = LoginSessions(limit=3, login_limit=4)
     sessions.logged_in(SITE)
     for session in range(1, 5):
         sessions.proved(SITE, session, f"{SITE}/a.html")
@@ -237,7 +237,7 @@ def test_logins_after_sessions_that_served_no_page_are_capped_in_a_crawl() -> No
             assert expiry == Expiry(log_in=True)
             sessions.logged_in(SITE)
     assert expiry.gives_up and not expiry.log_in and "without serving a page 4 times" in (expiry.refusal or "")
-    assert sessions.given_up(SITE) and not Sessions(limit=3).given_up(SITE)
+    assert sessions.given_up(SITE) and not LoginSessions(limit=3).given_up(SITE)
 
 
 def test_the_login_page_on_another_name_of_its_server_is_its_path_and_port() -> None:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
-from searchcrawl.commands.report import run_report
-from searchcrawl.ops.secrets import remember
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, Deltas, DocumentTable
+from searchcrawl.store.deltas import run_report
 from searchcrawl.store.models import RunState
 from searchcrawl.store.runs import Runs
+from searchcrawl.system.secrets import remember
 from searchcrawl.web.app import create_app
 from tests.web.test_analytics import login
 from tests.web.test_app import unit_config

@@ -19,16 +19,15 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from searchcrawl.commands.crawl import REQUESTED_ENDS
 from searchcrawl.config.source import Source
 from searchcrawl.crawl.extensions.stores import Stores, source_of
-from searchcrawl.crawl.run import Run
+from searchcrawl.crawl.run import REQUESTED_ENDS, Run
 from searchcrawl.crawl.signals import run_ended
 from searchcrawl.ops.notifier import Notifier, NotifyConfig
-from searchcrawl.ops.notify_events import LOGIN_STATUSES, TIKA_STATUSES, TLS_STATUSES, RunFacts
-from searchcrawl.ops.secrets import SecretError, redact
+from searchcrawl.rules.notify_events import LOGIN_STATUSES, TIKA_STATUSES, TLS_STATUSES, EndedRun
 from searchcrawl.store.database import now
 from searchcrawl.store.notifications import Notifications, run_examples, run_statuses
+from searchcrawl.system.secrets import SecretError, redact
 
 logger = logging.getLogger(__name__)
 MAX_ERROR = 500  # characters of the ERROR line told
@@ -97,12 +96,12 @@ class RunNotify:
         except Exception:
             logger.exception("The notifications of run %d of %s failed", run.id, run.source)
 
-    def run_facts(self, run: Run, state: str, reason: str, counters: dict[str, Any], stores: Stores) -> RunFacts:
+    def run_facts(self, run: Run, state: str, reason: str, counters: dict[str, Any], stores: Stores) -> EndedRun:
         database = stores.documents.database
         stats = self.crawler.stats
         statuses = run_statuses(database, run.id)
         delta = counters.get("delta") or {}
-        return RunFacts(
+        return EndedRun(
             source=run.source,
             run_id=run.id,
             state=state,

@@ -13,7 +13,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import SETTINGS_PRIORITIES
 
-from searchcrawl.ops.secrets import remember_settings
+from searchcrawl.system.secrets import remember_settings
 
 
 class SecretSettings:

@@ -25,13 +25,13 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 
-from searchcrawl.config import paths
 from searchcrawl.config.source import Source
 from searchcrawl.content.convert import Converter, DocumentConverter, TikaConverter
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.runs import Runs
+from searchcrawl.system import paths
 
 logger = logging.getLogger(__name__)
 

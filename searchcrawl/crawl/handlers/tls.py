@@ -35,10 +35,10 @@ from scrapy.http import Response
 from twisted.internet.ssl import Certificate, optionsForClientTLS, trustRootFromCertificates
 
 from searchcrawl.crawl.exceptions import RequestRefused
-from searchcrawl.ops.secrets import SecretError, required_secret
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.tls_settings import TlsFileError, TlsFiles, load_client_key
+from searchcrawl.system.secrets import SecretError, required_secret
 
 if TYPE_CHECKING:
     from twisted.internet._sslverify import ClientTLSOptions

@@ -35,7 +35,7 @@ expired (a login the site took without giving a session that works, a session th
 once), or a first session that expires before serving a page known to need one, counts toward
 SEARCHCRAWL_AUTH_REFUSED_LIMIT failures in a row, which a proof served ends; a session that
 expires after serving pages counts nothing, however often (searchcrawl/rules/login_forms.py,
-Sessions). The URL gets status 936 (a transient failure of the source, not counted, nothing
+LoginSessions). The URL gets status 936 (a transient failure of the source, not counted, nothing
 removed) when its login failed, when its proof found the fresh session expired (alone, if a page
 proved before is served there), or after MAX_RESENDS resends while the site served no page; at
 the limit, or at the SEARCHCRAWL_AUTH_LOGIN_LIMITth login after a session that served no page,
@@ -77,14 +77,13 @@ from searchcrawl.crawl.meta import (
     ROBOTS_REQUEST,
 )
 from searchcrawl.crawl.middlewares.site_auth import SiteAuthError, read_credentials
-from searchcrawl.ops.secrets import SecretError, required_secret
 from searchcrawl.rules.credentials import Credentials, FormLogin, origin_of, safe_header_value
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.login_forms import (
     MAX_LOGIN_REDIRECTS,
     PASSWORD_FORM_XPATH,
     Expiry,
-    Sessions,
+    LoginSessions,
     at_login_path,
     is_login_form,
     is_login_page,
@@ -93,12 +92,13 @@ from searchcrawl.rules.login_forms import (
     session_expired,
 )
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.system.secrets import SecretError, required_secret
 
 logger = logging.getLogger(__name__)
 
 RESEND_PAUSE = 0.1  # seconds before a login request that got no answer is sent again (_fetch)
 # A login's outcome: why it failed (None: logged in), and why its proof gets 936 (None: sent again)
-Outcome = tuple[str | None, str | None]
+LoginOutcome = tuple[str | None, str | None]
 _VERDICTS = {True: "expired too", False: "served", None: "proves nothing"}
 # Each crawl's FormLoginMiddleware, for its gate (built after it: a higher order)
 _MIDDLEWARES: WeakKeyDictionary[Crawler, FormLoginMiddleware] = WeakKeyDictionary()
@@ -160,8 +160,8 @@ class FormLoginMiddleware:
         self.crawler = crawler
         self.logins = logins
         self.by_origin = {origin: login for login in logins for origin in login.origins}
-        self.sessions = Sessions(refused_limit, login_limit)
-        self.logging_in: dict[str, asyncio.Future[Outcome]] = {}  # login key -> the login under way
+        self.sessions = LoginSessions(refused_limit, login_limit)
+        self.logging_in: dict[str, asyncio.Future[LoginOutcome]] = {}  # login key -> the login under way
         self.login_addresses: dict[str, set[str]] = {}  # login key -> the addresses its login page came from
         _MIDDLEWARES[crawler] = self
 
@@ -219,7 +219,7 @@ class FormLoginMiddleware:
         first page to find the newest session expired starts the new login here."""
         return self._expiry(request, response)[0]
 
-    def _expiry(self, request: Request, response: Response) -> tuple[Expiry | None, asyncio.Future[Outcome] | None]:
+    def _expiry(self, request: Request, response: Response) -> tuple[Expiry | None, asyncio.Future[LoginOutcome] | None]:
         """``expiry``'s answer and the login the page then waits for (the one under way)."""
         login = self._page_login(request)
         if login is None:
@@ -314,7 +314,7 @@ class FormLoginMiddleware:
 
     # --- the login --------------------------------------------------------------------------
 
-    async def _outcome(self, login: Login, running: asyncio.Future[Outcome]) -> str | None:
+    async def _outcome(self, login: Login, running: asyncio.Future[LoginOutcome]) -> str | None:
         """Wait for the login ``running``; RequestRefused (936) if it failed, else why its proof
         gets 936 (None: served, or no proof)."""
         failure, disproof = await asyncio.shield(running)
@@ -322,7 +322,7 @@ class FormLoginMiddleware:
             raise self._refused(login, f"the form login failed: {failure}")
         return disproof
 
-    def _start_login(self, login: Login, proof: str | None = None) -> asyncio.Future[Outcome]:
+    def _start_login(self, login: Login, proof: str | None = None) -> asyncio.Future[LoginOutcome]:
         """The login under way, started now if none is (one for all the requests that ask
         together); ``proof``, the page that found the last session expired."""
         running = self.logging_in.get(login.key)
@@ -331,7 +331,7 @@ class FormLoginMiddleware:
             running.add_done_callback(lambda _done: self.logging_in.pop(login.key, None))
         return running
 
-    async def _login(self, login: Login, proof: str | None) -> Outcome:
+    async def _login(self, login: Login, proof: str | None) -> LoginOutcome:
         """Log in once, then fetch ``proof`` first in the new session (no page of the origin goes
         out meanwhile): why the login failed (counted toward giving up), and why the proof gets 936."""
         logger.info("Logging in to %s at %s", login.key, login.form.url)

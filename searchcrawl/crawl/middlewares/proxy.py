@@ -27,10 +27,10 @@ from scrapy.http import Response
 
 from searchcrawl.crawl.exceptions import RequestRefused
 from searchcrawl.crawl.meta import PROXY, PROXY_KEYS
-from searchcrawl.ops.secrets import SecretError, required_secret
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.proxies import ProxyRule, goes_direct
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.system.secrets import SecretError, required_secret
 
 logger = logging.getLogger(__name__)
 

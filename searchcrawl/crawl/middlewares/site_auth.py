@@ -40,7 +40,6 @@ from scrapy.http import Response
 from searchcrawl.crawl.exceptions import RequestRefused, not_needed
 from searchcrawl.crawl.extensions.stores import source_of
 from searchcrawl.crawl.meta import AUTH_ANSWERED, AUTH_SENT, ROBOTS_REQUEST
-from searchcrawl.ops.secrets import SecretError, required_secret
 from searchcrawl.rules.credentials import (
     Credentials,
     basic_authorization,
@@ -51,6 +50,7 @@ from searchcrawl.rules.credentials import (
 )
 from searchcrawl.rules.lifecycle import Event
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.system.secrets import SecretError, required_secret
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import build_from_crawler
 
 from searchcrawl.crawl.extensions.secret_settings import SecretSettings
-from searchcrawl.ops.secrets import MASK
+from searchcrawl.system.secrets import MASK
 from tests.components import close_stores, source_crawler
 
 
@@ -68,7 +68,7 @@ def test_built_again_it_only_remembers_and_is_not_configured(tmp_path: Path, clo
 def test_switches_and_short_values_are_no_secrets(tmp_path: Path, closing: list[Crawler], caplog) -> None:
     # (Scrapy's defaults, FTP_PASSWORD's "guest", are no secrets either; but source_crawler gives
     # every default to get_crawler at project priority, so through it "guest" is masked: see
-    # tests/ops/test_secrets.py, with a crawler of plain get_crawler.)
+    # tests/system/test_secrets.py, with a crawler of plain get_crawler.)
     crawler = source_crawler(tmp_path, CACHE_KEY_ENABLED=True, FTP_PASSIVE_MODE=False, SHORT_KEY="abc")
     closing.append(crawler)
     with caplog.at_level(logging.INFO):

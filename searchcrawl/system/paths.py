@@ -8,7 +8,7 @@ from pathlib import Path
 from scrapy.settings import BaseSettings
 from sqlalchemy.engine import make_url
 
-from searchcrawl.ops import secrets
+from searchcrawl.system import secrets
 
 
 def data_dir(settings: BaseSettings) -> Path:
@@ -70,3 +70,10 @@ def solr_auth(settings: BaseSettings) -> tuple[str, str] | None:
 def sources_dir(settings: BaseSettings) -> Path | None:
     configured = settings.get("SEARCHCRAWL_SOURCES_DIR") or os.environ.get("SEARCHCRAWL_SOURCES_DIR")
     return Path(configured).expanduser() if configured else None
+
+
+def user_cache_dir() -> Path:
+    """``~/.cache/searchcrawl`` ($XDG_CACHE_HOME honoured): builds and downloads shared by every
+    data dir and installation, never beside the sources (they may be installed read-only)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "searchcrawl"

@@ -9,7 +9,6 @@ from scrapy import Request
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
-from searchcrawl.config import paths
 from searchcrawl.config.source import Source, SourceError, SourceFile, find_source_files, load_source
 from searchcrawl.crawl.agent_spider import AgentSpider
 from searchcrawl.crawl.middlewares.address_guard import BrowserRequestGuard
@@ -17,6 +16,7 @@ from searchcrawl.crawl.spider import SourceSpider
 from searchcrawl.rules.addresses import AddressPolicy
 from searchcrawl.rules.boundary import Boundary
 from searchcrawl.rules.url_rewriter import load_rewriter
+from searchcrawl.system import paths
 
 logger = logging.getLogger(__name__)
 

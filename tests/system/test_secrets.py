@@ -16,12 +16,11 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-from searchcrawl.config import paths
 from searchcrawl.config.source import SourceError, SourceFile, check_seed_url, load_source
 from searchcrawl.crawl.extensions.secret_settings import SecretSettings
 from searchcrawl.dev.solr_runner import DevSolr
-from searchcrawl.ops import secrets
 from searchcrawl.rules.urls import canonical
+from searchcrawl.system import paths, secrets
 from tests.conftest import free_port
 
 SOLR_USER, SOLR_PASSWORD = "crawler", "Solr-pw-7f3a9c"
@@ -273,7 +272,7 @@ def test_every_node_of_a_comma_separated_solr_url_loses_its_credentials() -> Non
     and `scrapy search`'s output."""
     from scrapy.settings import Settings
 
-    from searchcrawl.config.paths import solr_auth, solr_url
+    from searchcrawl.system.paths import solr_auth, solr_url
 
     settings = Settings({"SOLR_URL": "http://solr:s3cret@127.0.0.1:1/solr/c/,http://solr:s3cret@127.0.0.1:2/solr/c"})
     assert solr_url(settings) == "http://127.0.0.1:1/solr/c,http://127.0.0.1:2/solr/c"

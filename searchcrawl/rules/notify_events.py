@@ -1,10 +1,10 @@
 """What a run's end tells the person on call (issue 60): its events, and their messages.
 
-Plain functions, no I/O: ``detect_events`` reads a run's facts (``RunFacts``: what the project
+Plain functions, no I/O: ``detect_events`` reads a run's facts (``EndedRun``: what the project
 records of it, its state and reason, its counters, its delta report, the status of every URL it
 fetched, the deletions the mass-deletion guard held, the documents it could not get into Solr)
 and names the events in it; ``build_message`` writes one event as a plain-text mail and a JSON
-document. The notifier (ops/notifier.py) sends them.
+document. The notifier (searchcrawl/ops/notifier.py) sends them.
 
 The events (``EventKind``), each at most once per run and channel:
 
@@ -35,9 +35,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, field_validator
 
-from searchcrawl.ops.secrets import redact
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.tables import RuleTable
+from searchcrawl.system.secrets import redact
 
 
 class EventKind(StrEnum):
@@ -121,7 +121,7 @@ def check_address(address: str) -> str:
 
 
 @dataclass(frozen=True)
-class RunFacts:
+class EndedRun:
     """What the project records of a run, at its end."""
 
     source: str
@@ -148,7 +148,7 @@ class RunFacts:
 
 
 @dataclass(frozen=True)
-class Event:
+class RunEvent:
     kind: EventKind
     summary: str  # one sentence, no secret
     count: int = 0
@@ -159,7 +159,7 @@ def _count(statuses: Mapping[int, int], codes: Sequence[int]) -> int:
     return sum(statuses.get(code, 0) for code in codes)
 
 
-def dropped_share(facts: RunFacts) -> float:
+def dropped_share(facts: EndedRun) -> float:
     """The share of the source's documents the run took out of the index, net of what entered:
     (before - after) / before, where before = after + deleted - new."""
     new, deleted = facts.delta.get("new", 0), facts.delta.get("deleted", 0)
@@ -167,22 +167,22 @@ def dropped_share(facts: RunFacts) -> float:
     return (before - facts.in_index) / before if before > 0 else 0.0
 
 
-def detect_events(facts: RunFacts, drop_share: float) -> list[Event]:
+def detect_events(facts: EndedRun, drop_share: float) -> list[RunEvent]:
     """The events of a run that ended (every kind; the caller keeps those configured)."""
-    events: list[Event] = []
+    events: list[RunEvent] = []
     if facts.state in TERMINAL_STATES:
-        events.append(Event(EventKind.RUN_ENDED, f"run {facts.run_id} of {facts.source} is {facts.state} ({facts.reason})"))
+        events.append(RunEvent(EventKind.RUN_ENDED, f"run {facts.run_id} of {facts.source} is {facts.state} ({facts.reason})"))
     if facts.state == "failed" or facts.crawl_failed:
         why = f": {facts.error}" if facts.error else "; the log says why"
         events.append(
-            Event(
+            RunEvent(
                 EventKind.RUN_FAILED,
                 f"the crawl of {facts.source} failed ({facts.reason}) in run {facts.run_id}, now {facts.state}{why}",
             )
         )
     if facts.held:
         events.append(
-            Event(
+            RunEvent(
                 EventKind.DELETIONS_HELD,
                 f"the mass-deletion guard held {facts.held} deletions of {facts.source}: they stay in the index until "
                 f"a crawl with -a delete=force confirms them",
@@ -192,7 +192,7 @@ def detect_events(facts: RunFacts, drop_share: float) -> list[Event]:
     refused = _count(facts.statuses, LOGIN_STATUSES)
     if refused:
         events.append(
-            Event(
+            RunEvent(
                 EventKind.LOGIN_REFUSED,
                 f"sites refused the credentials of {facts.source} for {refused} URLs (status 936): "
                 "their documents stay as indexed",
@@ -203,7 +203,7 @@ def detect_events(facts: RunFacts, drop_share: float) -> list[Event]:
     tls = _count(facts.statuses, TLS_STATUSES)
     if tls:
         events.append(
-            Event(
+            RunEvent(
                 EventKind.TLS_FAILED,
                 f"{tls} URLs of {facts.source} failed in the TLS handshake or at the proxy (status 937, 938)",
                 tls,
@@ -212,7 +212,7 @@ def detect_events(facts: RunFacts, drop_share: float) -> list[Event]:
         )
     if (facts.not_indexed or facts.solr_failures) and not facts.test_mode:
         events.append(
-            Event(
+            RunEvent(
                 EventKind.SOLR_UNREACHABLE,
                 f"Solr failed during run {facts.run_id} of {facts.source}: {facts.not_indexed} documents stay "
                 "cached and pending; the next crawl pushes them first",
@@ -222,7 +222,7 @@ def detect_events(facts: RunFacts, drop_share: float) -> list[Event]:
     tika = _count(facts.statuses, TIKA_STATUSES)
     if tika:
         events.append(
-            Event(
+            RunEvent(
                 EventKind.TIKA_UNREACHABLE,
                 f"the document converter (Tika) could not be reached for {tika} documents of {facts.source} "
                 "(status 926): tried again in the next crawl",
@@ -233,7 +233,7 @@ def detect_events(facts: RunFacts, drop_share: float) -> list[Event]:
     share = dropped_share(facts)
     if share > drop_share and not facts.test_mode:
         events.append(
-            Event(
+            RunEvent(
                 EventKind.DOCUMENTS_DROPPED,
                 f"the documents of {facts.source} in the index fell by {share:.0%} in run {facts.run_id} "
                 f"(more than {drop_share:.0%}): {facts.in_index} now",
@@ -287,7 +287,7 @@ def run_link(base_url: str, run_id: int) -> str:
     return admin_link(base_url, f"/runs/{run_id}")
 
 
-def build_message(facts: RunFacts, event: Event, base_url: str = "", installation: str = "searchcrawl") -> Message:
+def build_message(facts: EndedRun, event: RunEvent, base_url: str = "", installation: str = "searchcrawl") -> Message:
     """One event of a run as a mail's subject and text, and a webhook's JSON."""
     title = TITLES[event.kind]
     reason = redact(facts.reason)
