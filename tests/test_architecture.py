@@ -56,7 +56,8 @@ UPWARD: dict[tuple[str, str], str] = {
     ("searchcrawl.store.runs", "searchcrawl.ops.processes"): "issue 73: to move",
     ("searchcrawl.store.relevance_rules", "searchcrawl.web.relevance"): "issue 73: to move",
     ("searchcrawl.store.searches", "searchcrawl.web.relevance"): "issue 73: to move",
-    ("searchcrawl.web.app", "searchcrawl.commands.report"): "issue 73: to move",
+    ("searchcrawl.web.admin_views", "searchcrawl.commands.report"): "issue 73: to move",
+    ("searchcrawl.web.context", "searchcrawl.commands.report"): "issue 73: to move",
 }
 
 
