@@ -50,13 +50,10 @@ async def signin(ctx: WebContext, request: Request) -> Response:
     if not ctx.searchers.enabled:
         return ctx.render(request, "forbidden.html", 404, reason="Signing in is off: no directory is configured.")
     assert ctx.config.directory is not None
-    form = await small_form(request)
-    if form is None:
-        return ctx.render(request, "forbidden.html", 413, reason="Not a sign-in form.")
-    checked = _password_form(ctx, request, form, ctx.signin_throttle, (SIGNIN_COOKIE, "signin_token"), "sign-in")
+    checked = await _password_form(ctx, request, ctx.signin_throttle, (SIGNIN_COOKIE, "signin_token"), "sign-in")
     if isinstance(checked, Response):
         return checked
-    client, expected = checked
+    form, client, expected = checked
     user, password = str(form.get("username", "")).strip(), str(form.get("password", ""))
     back = search_back(str(form.get("back", "")))  # the search signed in from: shown again
     anonymous = Searcher(Principals.anonymous())
@@ -115,13 +112,10 @@ async def login_form(ctx: WebContext, request: Request) -> Response:
 async def login(ctx: WebContext, request: Request) -> Response:
     if not ctx.sessions.enabled:
         return ctx.render(request, "admin_off.html", 404)
-    form = await small_form(request)
-    if form is None:
-        return ctx.render(request, "forbidden.html", 413, reason="Not a login form.")
-    checked = _password_form(ctx, request, form, ctx.throttle, (LOGIN_COOKIE, "login_token"), "login")
+    checked = await _password_form(ctx, request, ctx.throttle, (LOGIN_COOKIE, "login_token"), "login")
     if isinstance(checked, Response):
         return checked
-    client, expected = checked
+    form, client, expected = checked
     user, password = str(form.get("username", "")), str(form.get("password", ""))
     if not ctx.sessions.check(user, password):
         ctx.throttle.failed(client)
@@ -135,14 +129,18 @@ async def login(ctx: WebContext, request: Request) -> Response:
     return response
 
 
-def _password_form(
-    ctx: WebContext, request: Request, form: FormData, throttle: LoginThrottle, token: tuple[str, str], what: str
-) -> Response | tuple[str, str]:
-    """The client's address and the form's own token (double submit: ``token`` names the
-    cookie and the form's field that must hold the same value), or the refusal to send: the client waits out
-    its ``throttle`` (guessing is slowed down, whatever the form holds), or the form has
-    expired. The caller records the attempt with no await in between: concurrent attempts of
-    one address cannot all pass while its count is still low."""
+async def _password_form(
+    ctx: WebContext, request: Request, throttle: LoginThrottle, token: tuple[str, str], what: str
+) -> Response | tuple[FormData, str, str]:
+    """The password form (a sign-in's or a login's), the client's address and the form's own token
+    (double submit: ``token`` names the cookie and the form's field that must hold the same
+    value), or the refusal to send: not a small form, the client waits out its ``throttle``
+    (guessing is slowed down, whatever the form holds), or the form has expired. The caller
+    records the attempt with no await in between: concurrent attempts of one address cannot all
+    pass while its count is still low."""
+    form = await small_form(request)
+    if form is None:
+        return ctx.render(request, "forbidden.html", 413, reason=f"Not a {what} form.")
     client = request.client.host if request.client is not None else "-"
     wait = throttle.wait(client)
     if wait > 0:
@@ -154,7 +152,7 @@ def _password_form(
     sent = str(form.get(field_name, ""))
     if not expected or not hmac.compare_digest(expected.encode(), sent.encode()):
         return ctx.render(request, "forbidden.html", 403, reason=f"The {what} form has expired; load it again.")
-    return client, expected
+    return form, client, expected
 
 
 async def logout(ctx: WebContext, request: Request) -> Response:
