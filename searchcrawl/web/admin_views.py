@@ -211,7 +211,7 @@ async def metrics(ctx: WebContext, request: Request) -> Response:
 
 async def _admin_source(ctx: WebContext, request: Request, post: bool = False) -> str | Response:
     """The source an administration page is about, or the answer to send instead (not
-    allowed: ``_denied``; no such source: 404)."""
+    allowed: ``shared.admin_gate``; no such source: 404)."""
     denied = await admin_gate(ctx, request, post=post)
     if denied is not None:
         return denied
