@@ -17,7 +17,7 @@ refused (403 ``insufficient_scope``), never quietly answered as public.
 Snippets are plain text in ``snippet``; ``snippet_parts`` holds the same text as a list of
 ``{"text", "match"}`` pieces (``match``: Solr highlighted it), so a client marks the matches
 without parsing markup. ``suggestions`` holds the completions of the query as the search box
-offers them (WebApp.completions: readable titles and past queries, ``{"text", "kind"}``), as
+offers them (WebContext.completions: readable titles and past queries, ``{"text", "kind"}``), as
 ``GET /api/suggest?q=`` gives them alone; ``spelling`` holds the spellcheck's corrected queries (the page's "Did you
 mean").
 

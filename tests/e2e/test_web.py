@@ -20,7 +20,8 @@ from searchcrawl.index.query import term_filter
 from searchcrawl.ops.launchers import LocalLauncher
 from searchcrawl.store import Database
 from searchcrawl.store.runs import Runs
-from searchcrawl.web.app import SESSION_COOKIE, WebConfig, create_app
+from searchcrawl.web.app import WebConfig, create_app
+from searchcrawl.web.shared import SESSION_COOKIE
 from searchcrawl.web.why import explain_lines
 from tests.conftest import ROOT, Project
 from tests.web_site import OLD, SCRIPT_TITLE

@@ -388,7 +388,7 @@ def test_migrating_the_database_is_tried_once_a_process(tmp_path: Path, monkeypa
             raise PermissionError("permission denied for schema public")
         return Database(f"sqlite:///{tmp_path / 'made.sqlite3'}")
 
-    monkeypatch.setattr("searchcrawl.web.app.Database", database)
+    monkeypatch.setattr("searchcrawl.web.context.Database", database)
     web = create_app(unit_config(tmp_path, analytics_days=90)).state.web
     with pytest.raises(PermissionError):
         web.database  # noqa: B018 - the property opens it

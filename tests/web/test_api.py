@@ -197,7 +197,7 @@ def test_a_token_searches_public_documents_unless_it_acts_for_a_user(app: Simple
 
 
 def test_the_api_gives_the_search_boxs_suggestions_trimmed_and_never_breaks_for_them(app: SimpleNamespace) -> None:
-    """/api/search's suggestions and /api/suggest are WebApp.completions, for the token's
+    """/api/search's suggestions and /api/suggest are WebContext.completions, for the token's
     searcher (a named user's when it may act for users); a failure costs the search nothing."""
     seen: list[Principals] = []
 
@@ -224,7 +224,7 @@ def test_the_api_gives_the_search_boxs_suggestions_trimmed_and_never_breaks_for_
 
 def test_the_api_suggests_from_the_index_under_the_tokens_trimming(app: SimpleNamespace) -> None:
     """No stand-in: the real completions ask the (fake) Solr with the trimming of a visitor."""
-    del app.web.completions  # the fixture's stand-in: WebApp.completions again
+    del app.web.completions  # the fixture's stand-in: WebContext.completions again
     answer = app.client.get("/api/suggest", params={"q": "Tug"}, headers=auth(app.public))
     assert answer.status_code == 200 and answer.json()["q"] == "Tug"
     assert app.solr.asked and all("public" in trimmed_for(asked) for asked in app.solr.asked)

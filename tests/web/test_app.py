@@ -13,8 +13,9 @@ from scrapy.settings import Settings
 from starlette.testclient import TestClient
 
 from searchcrawl.commands.web import trusted_proxies
-from searchcrawl.web.app import MAX_FORM_BYTES, WebConfig, create_app
+from searchcrawl.web.app import WebConfig, create_app
 from searchcrawl.web.sessions import FREE_FAILURES
+from searchcrawl.web.shared import MAX_FORM_BYTES
 from tests.web_site import attempts_at_once
 
 PASSWORD = "unit-password-1"

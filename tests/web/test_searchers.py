@@ -21,9 +21,10 @@ from starlette.testclient import TestClient
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.directory import Directory, DirectoryUnavailable
 from searchcrawl.commands.web import trusted_proxies, user_header
-from searchcrawl.web.app import SEARCHER_COOKIE, SESSION_COOKIE, create_app
+from searchcrawl.web.app import create_app
 from searchcrawl.web.searchers import Proxies, header_user
 from searchcrawl.web.sessions import FREE_FAILURES
+from searchcrawl.web.shared import SEARCHER_COOKIE, SESSION_COOKIE, who_searches
 from tests.web.test_app import PASSWORD, attempt, unit_config
 from tests.web_site import attempts_at_once
 
@@ -169,7 +170,7 @@ def test_a_directory_that_does_not_answer(web: TestClient, directory: StandInDir
     assert signed_in(page.text) == "alice"
     assert "Only public documents are shown: the directory at ldap://127.0.0.1:9 does not answer" in page.text
     web.cookies.clear()
-    with caplog.at_level(logging.WARNING, logger="searchcrawl.web.app"):
+    with caplog.at_level(logging.WARNING, logger="searchcrawl.web.signin_views"):
         token = re.search(r'name="signin_token" value="([^"]+)"', web.get("/login").text)
         assert token is not None
         down = web.post("/login", data={"signin_token": token[1], "username": "bob", "password": "bob-secret"})
@@ -228,7 +229,7 @@ def test_the_user_header_wins_over_a_session_and_needs_the_setting(tmp_path: Pat
 
 def test_the_user_header_without_a_directory_is_the_user_name_alone(tmp_path: Path) -> None:
     web = web_client(tmp_path, None, PROXY, user_header=HEADER, proxies=(PROXY,))
-    searcher = asyncio.run(web.app.state.web.searcher(_request(web, {HEADER: "EXAMPLE\\Alice"})))  # type: ignore[attr-defined]
+    searcher = asyncio.run(who_searches(web.app.state.web, _request(web, {HEADER: "EXAMPLE\\Alice"})))  # type: ignore[attr-defined]
     assert searcher.user == "EXAMPLE\\Alice" and searcher.known_by == "header" and not searcher.error
     assert searcher.principals.tokens == {"public", "user:alice"}
 
@@ -304,7 +305,7 @@ def test_two_user_headers_are_neither_believed(tmp_path: Path, directory: StandI
     for values in (["admin", "alice"], ["alice", "alice"]):
         raw = [(HEADER.encode(), value.encode()) for value in values]
         scope = {"type": "http", "method": "GET", "path": "/", "headers": raw, "client": (PROXY, 1), "searchcrawl.peer": PROXY}
-        searcher = asyncio.run(web.app.state.web.searcher(Request(scope)))  # type: ignore[attr-defined]
+        searcher = asyncio.run(who_searches(web.app.state.web, Request(scope)))  # type: ignore[attr-defined]
         assert searcher.user is None and searcher.principals.tokens == {"public"}
     page = web.get("/", headers=[(HEADER, "admin"), (HEADER, "alice")])
     assert signed_in(page.text) is None and directory.asked == []

@@ -14,7 +14,8 @@ from starlette.testclient import TestClient
 from searchcrawl.access.decision import Principal, Principals, solr_trimming
 from searchcrawl.index.indexer import IndexingError
 from searchcrawl.index.query import UF
-from searchcrawl.web.app import SEARCH_PAGE_CSP, SECURITY_HEADERS, create_app
+from searchcrawl.web.app import SECURITY_HEADERS, create_app
+from searchcrawl.web.search_views import SEARCH_PAGE_CSP
 from searchcrawl.web.suggestions import (
     MAX_CANDIDATES,
     MAX_PREFIX_CHARS,

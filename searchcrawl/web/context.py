@@ -1,0 +1,317 @@
+"""The web application's context: the services every view is handed, built once when the
+application starts (create_app in app.py) and passed explicitly to each view (the views:
+search_views.py, api_views.py, signin_views.py, admin_views.py, relevance_views.py,
+analytics_views.py, token_views.py). It holds the configuration, the administrators' and the
+searchers' sessions and login throttles, the templates, the Solr client, the database (opened at
+its first use), the JSON API's token gate and rate limit, the relevance rules' cache, the query
+analytics' writer, Solr's and Tika's health and the metrics' registry; and the search side the
+search page and the JSON API share (completions, the query log, the hits' links)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from anyio import CapacityLimiter
+from jinja2 import Environment, PackageLoader, select_autoescape
+from prometheus_client import CollectorRegistry
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from searchcrawl.access.decision import Principals
+from searchcrawl.access.directory import Directory
+from searchcrawl.index import managed
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.index.query import matching
+from searchcrawl.ops.health import HealthCheck
+from searchcrawl.ops.launchers import Launcher
+from searchcrawl.ops.metrics import ProjectCollector
+from searchcrawl.ops.run_control import ACTIONS
+from searchcrawl.ops.stalls import stalls
+from searchcrawl.rules.schedules import Schedule
+from searchcrawl.rules.status_codes import describe
+from searchcrawl.store import Database
+from searchcrawl.store.api_tokens import ApiTokens
+from searchcrawl.store.deltas import reason_text
+from searchcrawl.store.relevance_rules import RelevanceStore
+from searchcrawl.store.searches import Searches
+from searchcrawl.web import analytics, api, relevance, suggestions
+from searchcrawl.web.search_page import FACET_TITLES, SearchRequest
+from searchcrawl.web.searchers import Proxies
+from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
+from searchcrawl.web.shared import SESSION_COOKIE
+
+logger = logging.getLogger(__name__)
+
+# questions to the directory at once (searchers' lookups and sign-ins), in threads apart from
+# the ones pages share: more wait for one of these, never for a visitor's search
+DIRECTORY_THREADS = 64
+
+
+@dataclass
+class WebConfig:
+    """What the application needs, resolved by `scrapy web` from the project's settings."""
+
+    solr_url: str
+    db_url: str
+    cache_root: Path
+    project_dir: Path
+    source_names: Callable[[], list[str]]
+    schedule_of: Callable[[str], Schedule | None]
+    launcher: Launcher
+    solr_auth: tuple[str, str] | None = None
+    credentials: tuple[str, str] | None = None
+    prefix: str = ""
+    rows: int = 10
+    suggestions: bool = True  # SEARCHCRAWL_WEB_SUGGESTIONS: the search box's, while typing
+    stale_after: float = 600
+    session_lifetime: float = 8 * 3600
+    explain_environ: dict[str, str] | None = None
+    solr_timeout: float = 30
+    # who searches: the directory that checks searchers' passwords and gives their principals
+    # (None: no sign-in, everyone sees public documents only), a trusted proxy's user header
+    # (SEARCHCRAWL_WEB_USER_HEADER, "" for none) and the proxies believed (SEARCHCRAWL_WEB_PROXIES)
+    directory: Directory | None = None
+    user_header: str = ""
+    proxies: tuple[str, ...] = ()
+    # the relevance rules a search applies are read again after this many seconds (changes made
+    # by another process); synonyms and stopwords are pushed to Solr when the application starts
+    relevance_ttl: float = 30
+    relevance_sync_at_start: bool = True
+    # query analytics (analytics.py): days kept (0: nothing logged), the searcher's name logged
+    # too, and the key signing click links (None: a random one for this process)
+    analytics_days: int = 0
+    log_users: bool = False
+    click_key: bytes | None = None
+    # browser origins whose pages may call the JSON API (SEARCHCRAWL_WEB_API_ORIGINS; none: CORS off)
+    api_origins: tuple[str, ...] = ()
+    # each API token's rate (api.py's RateLimit): requests a minute (0: no limit) and burst
+    # (SEARCHCRAWL_WEB_API_RATE, SEARCHCRAWL_WEB_API_BURST)
+    api_rate: float = 600
+    api_burst: int = 60
+    # issue 60: /metrics (off unless ``metrics``; web/metrics_endpoint.py says who may read it), stall
+    # detection's threshold, the metrics' and the Solr/Tika pings' caches, Tika's URL (pinged)
+    metrics: bool = False
+    metrics_token: str | None = field(default=None, repr=False)
+    stall_after: float = 900
+    metrics_cache: float = 60
+    health_cache: float = 30
+    tika_url: str = ""
+    # issue 72: the public URL's origin (SEARCHCRAWL_WEB_PUBLIC_URL): forms may be posted from its
+    # pages as from the origin a request came to; from no other (origins.py)
+    public_origins: tuple[str, ...] = ()
+
+
+@dataclass
+class WebContext:
+    """The services of one web application (see the module's docstring)."""
+
+    config: WebConfig
+    sessions: Sessions = field(init=False)
+    throttle: LoginThrottle = field(default_factory=LoginThrottle, init=False)
+    templates: Environment = field(init=False)
+    _database: Database | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _migrate_failed: bool = field(default=False, init=False)  # migrating is tried once a process
+    # an API token just made, by administrator session, until the page it is redirected to shows it
+    made: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
+    _health: HealthCheck | None = field(default=None, init=False)
+    _registry: CollectorRegistry | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.sessions = Sessions(self.config.credentials, self.config.session_lifetime)
+        # searchers: sessions and a throttle of their own (a searcher's typos never slow an
+        # administrator's login down, and no searcher session opens the administration)
+        self.searchers = SearcherSessions(self.config.directory is not None, self.config.session_lifetime)
+        self.signin_throttle = LoginThrottle()
+        self.directory_threads = CapacityLimiter(DIRECTORY_THREADS)  # shared.in_directory_thread
+        self.proxies = Proxies(self.config.proxies)
+        self.templates = Environment(
+            loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True)
+        )
+        self.templates.globals.update(
+            base=self.config.prefix,
+            facet_titles=FACET_TITLES,
+            describe=describe,
+            actions=ACTIONS,
+            matching=matching,
+            reason_text=reason_text,
+        )
+        # as a crawl reaches Solr: SOLR_URL may list a SolrCloud collection on several nodes
+        self.solr = SolrIndex(self.config.solr_url, timeout=self.config.solr_timeout, auth=self.config.solr_auth)
+        # the JSON API's token checks (api.py): bounded, each verdict kept a while; the database
+        # is opened in the check's own thread, never on the event loop
+        self.token_gate = api.TokenGate(lambda token: ApiTokens(self.database).check(token))
+        # and each valid token's rate: checked on the event loop (a lock held for a few
+        # arithmetic operations, nothing that waits)
+        self.rate_limit = api.RateLimit(self.config.api_rate, self.config.api_burst)
+        # the relevance rules every search applies (relevance.py): cached, failing open
+        self.relevance = relevance.RuleCache(self._read_rules, self.config.relevance_ttl)
+        self._sync_lock = threading.Lock()  # one push of synonyms and stopwords to Solr at a time
+        self._reader: Database | None = None
+        # query analytics: a background writer, so a search never waits for the database
+        self.analytics = analytics.Analytics(
+            lambda: Searches(self.database), self.config.analytics_days, self.config.log_users, self.config.click_key
+        )  # its writer started by the application's lifespan (create_app): building one touches no database
+
+    @property
+    def database(self) -> Database:
+        """The document table, opened at the first administration page or by the analytics
+        writer's thread (at the start, when analytics is on): created or brought up to date as a
+        crawl does (the buttons and the writer write to it), so `scrapy web` needs the database
+        rights a crawl has. Migrating is tried once a process: when it fails (a database user
+        without the right to change the schema), the next openings only check the schema
+        (a schema a crawl brought up to date is used; another is refused) and say why."""
+        with self._lock:
+            if self._database is None:
+                if not self._migrate_failed:
+                    try:
+                        self._database = Database(self.config.db_url, migrate=True)
+                    except Exception as exc:
+                        self._migrate_failed = True
+                        logger.warning(
+                            "Web application: the database could not be created or brought up to date (%s);"
+                            " not tried again by this process: run a crawl, or give `scrapy web` the rights a crawl has",
+                            analytics.short_error(exc),
+                        )
+                        raise
+                else:
+                    self._database = Database(self.config.db_url, migrate=False)
+            return self._database
+
+    def _rules_database(self) -> Database:
+        """The administration's database when it is open, else one opened read-only for the
+        search page (which never migrates nor creates it: a database not made yet holds no rules)."""
+        with self._lock:
+            database = self._database or self._reader
+            if database is None:
+                database = Database(self.config.db_url, migrate=False)
+                if database.engine.url.database not in (None, "", ":memory:"):
+                    self._reader = database
+            return database
+
+    def _read_rules(self) -> relevance.Rules:
+        return RelevanceStore(self._rules_database()).rules()
+
+    def sync_relevance(self) -> bool:
+        """Push the database's synonyms and stopwords to Solr (managed.py); True if Solr changed.
+        One at a time (the start-up's and the relevance page's may come together), each reading
+        the database once the one before has finished: a later push never puts back what an
+        earlier one, having read the database after it, deleted."""
+        with self._sync_lock:
+            store = RelevanceStore(self._rules_database())
+            synonyms = relevance.synonym_map(terms for _id, terms in store.synonyms())
+            return managed.sync(self.solr, synonyms, store.stopwords())
+
+    @property
+    def health(self) -> HealthCheck:
+        """Solr's and Tika's pings, cached (ops/health.py): the overview's stalls and /metrics."""
+        with self._lock:
+            if self._health is None:
+                # pings of their own, bounded at 5 s: a Solr that hangs never holds a scrape for
+                # the search's SOLR timeout
+                self._health = HealthCheck.of(
+                    self.config.solr_url, self.config.tika_url, self.config.health_cache, 5, self.config.solr_auth
+                )
+            return self._health
+
+    @property
+    def registry(self) -> CollectorRegistry | None:
+        """/metrics' registry of its own (ops/metrics.py), None while metrics are off."""
+        if not self.config.metrics:
+            return None
+        health, database = self.health, self.database  # (each takes the lock)
+        with self._lock:
+            if self._registry is None:
+                self._registry = CollectorRegistry(auto_describe=False)
+                self._registry.register(
+                    ProjectCollector(
+                        database,
+                        self.config.source_names,
+                        health,
+                        self.config.stall_after,
+                        self.config.stale_after,
+                        self.config.metrics_cache,
+                    )
+                )
+                self._registry.register(api.ApiRefusals(self.token_gate, self.rate_limit))
+            return self._registry
+
+    def stalls(self, names: list[str] | None = None) -> list[Any]:
+        """The stalled runs (ops/stalls.py), for the overview and the run page."""
+        return stalls(
+            self.database, datetime.now(UTC), self.config.stall_after, self.config.stale_after, self.health.now(), names
+        )
+
+    def close(self) -> None:
+        self.analytics.close()
+        if self._database is not None:
+            self._database.close()
+        if self._reader is not None:
+            self._reader.close()
+
+    def render(self, request: Request, template: str, code: int = 200, **context: Any) -> HTMLResponse:
+        session = self.sessions.get(request.cookies.get(SESSION_COOKIE))
+        html = self.templates.get_template(template).render(
+            session=session, admin_enabled=self.sessions.enabled, signin_enabled=self.searchers.enabled, **context
+        )
+        return HTMLResponse(html, status_code=code)
+
+    def url(self, path: str) -> str:
+        return self.config.prefix + path
+
+    def completions(self, text: str, principals: Principals) -> list[suggestions.Suggestion]:
+        """The completions of ``text`` that ``principals`` may see (suggestions.py): readable
+        titles, and past queries (the query log's) that find a readable document; the search
+        box's (/suggest) and the JSON API's alike. Raises IndexingError when Solr fails."""
+        prefix = suggestions.clean(text, suggestions.MAX_PREFIX_CHARS)
+        if not prefix.strip():
+            return []
+        try:
+            candidates = self.query_candidates(prefix)
+        except Exception as exc:  # noqa: BLE001 (the query log failing costs the titles nothing)
+            logger.warning("Suggestions: no past queries: %s", type(exc).__name__)
+            candidates = []
+        return suggestions.suggest(self.solr, principals, prefix, candidates)
+
+    def query_candidates(self, prefix: str) -> list[str]:
+        """Past queries that found documents and begin with ``prefix``, most frequent first (the
+        query log's, analytics.py, from memory); suggestions.suggest shows only those the
+        searcher's own documents answer."""
+        return self.analytics.completions(prefix, suggestions.MAX_CANDIDATES)
+
+    def record_search(self, query: SearchRequest, hits: int, seconds: float, client: str, user: str | None) -> str:
+        """Logs a search (analytics.py: queued, never waited for) and returns its id, for its
+        hits' click links (``analytics.click_url``). The JSON API calls it with client "api"."""
+        filters = [*query.filters, ("from", query.date_from), ("to", query.date_to)]
+        return self.analytics.record(
+            query.q,
+            [(name, value) for name, value in filters if value],
+            query.sort,
+            query.page,
+            hits,
+            seconds * 1000,
+            client,
+            user,
+        )
+
+    def click_link(self, search_id: str, position: int, url: str) -> str:
+        """The link of the hit at rank ``position`` of search ``search_id`` (``record_search``'s
+        id): through ``/click`` while analytics is on, else ``url`` itself (the JSON API's too)."""
+        return self.hit_link(search_id)(position, url)
+
+    def hit_link(self, search_id: str) -> Callable[[int, str], str]:
+        """A hit's link on a result page: through ``/click`` (its rank recorded, then redirected)
+        while analytics is on, else the document's URL itself."""
+
+        def link(position: int, url: str) -> str:
+            if not search_id or not self.analytics.enabled or not url:
+                return url
+            return self.url("/click?" + self.analytics.click_url(search_id, position, url))
+
+        return link

@@ -1,0 +1,93 @@
+"""The search page's views (the searchers' audience): the page itself, trimmed by Solr to what
+the searcher may read, and the search box's suggestions while typing (/suggest). A hit's link
+goes through analytics_views.click while query analytics is on (context.hit_link)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from searchcrawl.index.indexer import IndexingError
+from searchcrawl.web import suggestions
+from searchcrawl.web.context import WebContext
+from searchcrawl.web.search_page import SearchRequest, run_search
+from searchcrawl.web.shared import in_thread, personal, who_searches
+
+logger = logging.getLogger(__name__)
+
+# The search page alone runs a script: this application's own suggest.js (static/, no inline
+# script, no eval), which asks /suggest (connect-src) for suggestions while the searcher types.
+# Every other page, the administration's included, keeps script-src 'none'; JSON from /suggest
+# is never a script (nosniff, application/json), and nothing else this origin serves is one.
+SEARCH_PAGE_CSP = (
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+async def search(ctx: WebContext, request: Request) -> Response:
+    """The search page, trimmed by Solr to what the searcher may read (hits, counts, facets,
+    suggestions and pages alike)."""
+    started = time.perf_counter()
+    query = SearchRequest.from_params(request.query_params)  # every value of a repeated facet parameter
+    searcher = await who_searches(ctx, request)
+    try:
+        rules = await in_thread(ctx.relevance.get)
+        page = await in_thread(run_search, ctx.solr, query, searcher.principals, ctx.config.rows, True, rules)
+    except IndexingError as exc:
+        logger.warning("Search %r failed: %s", query.q, exc.reason)
+        failed = render_search(
+            ctx, request, 503, page=None, query=query, searcher=searcher, error="The index cannot be searched now."
+        )
+        return personal(ctx, failed)
+    search_id = ctx.record_search(query, page.total, time.perf_counter() - started, "web", searcher.user) if query.q else ""
+    return personal(
+        ctx,
+        render_search(
+            ctx,
+            request,
+            page=page,
+            query=query,
+            searcher=searcher,
+            error="",
+            default_rows=ctx.config.rows,
+            hit_link=ctx.hit_link(search_id),
+        ),
+    )
+
+
+def render_search(ctx: WebContext, request: Request, code: int = 200, **context: Any) -> HTMLResponse:
+    """The search page, with the policy that lets its own script run (SEARCH_PAGE_CSP) when it
+    has suggestions; without them it is a page like any other, with no script."""
+    response = ctx.render(request, "search.html", code, suggestions_enabled=ctx.config.suggestions, **context)
+    if ctx.config.suggestions:
+        response.headers["content-security-policy"] = SEARCH_PAGE_CSP
+    return response
+
+
+async def suggest(ctx: WebContext, request: Request) -> Response:
+    """Suggestions while typing (suggestions.py) as JSON, for the searcher of the request
+    (as the search page knows them): ``{"q": ..., "suggestions": [{"text", "kind"}]}``.
+    An empty list when Solr fails (the search box works without them); 404 when they are off."""
+    if not ctx.config.suggestions:
+        return personal(ctx, JSONResponse({"error": "Suggestions are off."}, status_code=404))
+    prefix = suggestions.clean(request.query_params.get("q", ""), suggestions.MAX_PREFIX_CHARS)
+    searcher = await who_searches(ctx, request)
+    found: list[suggestions.Suggestion] = []
+    code = 200
+    try:
+        found = await in_thread(ctx.completions, prefix, searcher.principals)
+    except IndexingError as exc:
+        logger.warning("Suggestions (%d characters typed) failed: %s", len(prefix), exc.reason)
+        code = 503
+    answer = JSONResponse({"q": prefix, "suggestions": [item.as_json() for item in found]}, status_code=code)
+    return personal(ctx, answer)
+
+
+async def to_prefix(ctx: WebContext, request: Request) -> Response:
+    """The server's root when the application is served under a prefix: to the search page."""
+    return RedirectResponse(ctx.url("/"))

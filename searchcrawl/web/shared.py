@@ -1,0 +1,183 @@
+"""What the views share (the views: search_views.py, api_views.py, signin_views.py, admin_views.py,
+relevance_views.py, analytics_views.py, token_views.py): who searches, forms read small and once,
+blocking work off the event loop, cookies, and the administration's gate. Each function takes
+the context (context.py) or only what it uses."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
+
+import anyio.to_thread
+from anyio import CapacityLimiter
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData, UploadFile
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from searchcrawl.access.decision import Principal, Principals
+from searchcrawl.access.tokens import AccessError
+from searchcrawl.web.searchers import Searcher, header_user
+from searchcrawl.web.sessions import Sessions
+
+if TYPE_CHECKING:
+    from searchcrawl.web.context import WebConfig, WebContext
+
+logger = logging.getLogger(__name__)
+
+SESSION_COOKIE = "searchcrawl_session"
+LOGIN_COOKIE = "searchcrawl_login"  # the login form's own CSRF token (double submit)
+# a searcher's session and sign-in form: names of their own, on the search page's path
+SEARCHER_COOKIE = "searchcrawl_searcher"
+SIGNIN_COOKIE = "searchcrawl_signin"
+PEER = "searchcrawl.peer"  # the scope's key for the connection's own peer address (app.PeerAddress)
+# The application's forms are small and URL-encoded: anything else is refused before it is read
+# (Starlette reads any form whole: a login POST could hold a gigabyte before its token was checked)
+FORM_TYPE = "application/x-www-form-urlencoded"
+MAX_FORM_BYTES = 16_384
+
+
+# --- who searches -----------------------------------------------------------------------------
+
+
+async def who_searches(ctx: WebContext, request: Request) -> Searcher:
+    """Who searches: the trusted proxy's user header, else the sign-in session, else nobody
+    (public documents only). The principals come from the directory (which caches them); when
+    it cannot give them, the searcher sees public documents only, and is told why."""
+    user, known_by, csrf = None, "anonymous", ""
+    if ctx.config.user_header:
+        values = request.headers.getlist(ctx.config.user_header)
+        peer = request.scope.get(PEER)
+        if len(values) > 1:
+            # two of them: one may be the client's own, passed on by a proxy that adds its
+            # header instead of replacing it; which is the proxy's is unknown: neither
+            logger.warning("Search: %d %s headers from %s: none believed", len(values), ctx.config.user_header, peer)
+        elif peer in ctx.proxies:
+            user, known_by = header_user(values[0] if values else None), "header"
+        elif values:
+            logger.warning("Search: %s header from %s ignored (not one of SEARCHCRAWL_WEB_PROXIES)", ctx.config.user_header, peer)
+    if user is None:
+        session = ctx.searchers.get(request.cookies.get(SEARCHER_COOKIE))
+        if session is not None:
+            user, known_by, csrf = session.user, "session", session.csrf
+    if user is None:
+        return Searcher(Principals.anonymous())
+    principals = await searcher_principals(ctx, user)
+    if principals.error:
+        logger.warning("Search by %s: public documents only: %s", user, principals.error)
+    logger.debug("Search by %s (%s): %d principals", user, known_by, len(principals.tokens))
+    return Searcher(principals, known_by, csrf)
+
+
+async def searcher_principals(ctx: WebContext, user: str) -> Principals:
+    """``user``'s principals: from the directory's cache at once where it keeps them (a dict
+    read, no directory thread: 64 lookups held by a slow directory, one searcher's requests
+    at once say, must not hold a searcher whose principals are cached), else asked in a
+    directory thread."""
+    cached = getattr(ctx.config.directory, "cached", None)
+    found = cached(user) if cached is not None else None
+    return found if found is not None else await in_directory_thread(ctx.directory_threads, principals_of, ctx.config, user)
+
+
+async def in_directory_thread(threads: CapacityLimiter, function: Callable[..., Any], *args: Any) -> Any:
+    """A question to the directory, off the event loop in threads of its own
+    (the context's ``directory_threads``): a slow directory holds those, never the threads every
+    search and page shares (``in_thread``), so a visitor's search, which asks no directory, is
+    not kept waiting behind signed-in searchers' lookups (each bounded by its deadline)."""
+    return await anyio.to_thread.run_sync(lambda: function(*args), limiter=threads)
+
+
+def principals_of(config: WebConfig, user: str) -> Principals:
+    """``user``'s principals: the directory's, else (single sign-on without a directory) the
+    user name alone."""
+    if config.directory is not None:
+        return config.directory.principals(user)
+    # single sign-on without a directory: the user name alone (no group is known)
+    try:
+        return Principals.of(user, [Principal(f"user:{user}", f"{config.user_header} header")])
+    except AccessError as exc:
+        return Principals(user, Principals.anonymous().entries, f"the user name cannot be a principal: {exc}")
+
+
+def personal(ctx: WebContext, response: Response) -> Response:
+    """A page that depends on who asks is kept by no cache (a shared proxy's included)."""
+    if ctx.searchers.enabled or ctx.config.user_header:
+        response.headers["cache-control"] = "private, no-store"
+    return response
+
+
+# --- requests and answers ---------------------------------------------------------------------
+
+
+def set_cookie(request: Request, response: Response, name: str, value: str, max_age: int, path: str) -> None:
+    """Every cookie of the application: HttpOnly, SameSite=Strict, Secure over HTTPS."""
+    response.set_cookie(
+        name,
+        value,
+        max_age=max_age,
+        path=path,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+
+
+async def admin_gate(ctx: WebContext, request: Request, post: bool = False) -> Response | None:
+    """The administration's gate: None when the request may proceed (administration on, a
+    session, and for a POST its CSRF token); otherwise the answer to send."""
+    if not ctx.sessions.enabled:
+        return ctx.render(request, "admin_off.html", 404)
+    session = ctx.sessions.get(request.cookies.get(SESSION_COOKIE))
+    if session is None:
+        if post:
+            return ctx.render(request, "forbidden.html", 403, reason="Not logged in.")
+        return RedirectResponse(ctx.url("/admin/login"), status_code=303)
+    if post:
+        form = await small_form(request)
+        if form is None:
+            return ctx.render(request, "forbidden.html", 413, reason="Not a form of this application.")
+        if not Sessions.csrf_ok(session, str(form.get("csrf", "")) or None):
+            logger.warning("Web administration: POST to %s without its CSRF token refused", request.url.path)
+            return ctx.render(request, "forbidden.html", 403, reason="The form's token is missing or stale.")
+    return None
+
+
+def flash(ctx: WebContext, request: Request) -> str:
+    """The administration session's message (of the POST that led here), taken once."""
+    return ctx.sessions.take_flash(request.cookies.get(SESSION_COOKIE))
+
+
+def int_param(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None and value != "" else None
+    except ValueError:
+        return None
+
+
+async def small_form(request: Request) -> FormData | None:
+    """The request's URL-encoded form, read once (kept on the request) and at most
+    ``MAX_FORM_BYTES``; None for another content type or a larger body, which is not read on."""
+    if hasattr(request.state, "form"):
+        return request.state.form
+    form: FormData | None = None
+    if request.headers.get("content-type", "").split(";", 1)[0].strip().lower() == FORM_TYPE:
+        body = bytearray()
+        async with aclosing(request.stream()) as chunks:
+            async for chunk in chunks:
+                body += chunk
+                if len(body) > MAX_FORM_BYTES:
+                    break
+        if len(body) <= MAX_FORM_BYTES:
+            pairs = parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True, encoding="utf-8", errors="replace")
+            form = FormData(list[tuple[str, str | UploadFile]](pairs))
+    request.state.form = form
+    return form
+
+
+async def in_thread(function: Callable[..., Any], *args: Any) -> Any:
+    """Blocking work (Solr, the database, a process) off the event loop. Opening the database
+    (``WebContext.database``) is such work too: pass a function that reads it, never its value."""
+    return await run_in_threadpool(function, *args)

@@ -1,0 +1,166 @@
+"""Signing in and out: searchers on the search page (/login, /logout: the password checked by a
+bind to the directory) and administrators (/admin/login, /admin/logout: the configured
+credentials), each with sessions, cookies and a login throttle of their own (sessions.py)."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from secrets import token_urlsafe
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from searchcrawl.access.decision import Principals
+from searchcrawl.access.directory import DirectoryUnavailable
+from searchcrawl.web.context import WebContext
+from searchcrawl.web.search_page import search_back
+from searchcrawl.web.searchers import Searcher
+from searchcrawl.web.sessions import LoginThrottle, Sessions
+from searchcrawl.web.shared import (
+    LOGIN_COOKIE,
+    SEARCHER_COOKIE,
+    SESSION_COOKIE,
+    SIGNIN_COOKIE,
+    admin_gate,
+    in_directory_thread,
+    personal,
+    set_cookie,
+    small_form,
+    who_searches,
+)
+
+logger = logging.getLogger(__name__)
+
+
+async def signin_form(ctx: WebContext, request: Request) -> Response:
+    if not ctx.searchers.enabled:
+        return ctx.render(request, "forbidden.html", 404, reason="Signing in is off: no directory is configured.")
+    token = request.cookies.get(SIGNIN_COOKIE) or token_urlsafe(32)
+    searcher = await who_searches(ctx, request)
+    back = search_back(request.query_params.get("back"))
+    response = ctx.render(request, "signin.html", signin_token=token, searcher=searcher, error="", back=back)
+    set_cookie(request, response, SIGNIN_COOKIE, token, 600, ctx.url("/"))
+    return personal(ctx, response)
+
+
+async def signin(ctx: WebContext, request: Request) -> Response:
+    """A searcher's sign-in: the password checked by binding to the directory as the user."""
+    if not ctx.searchers.enabled:
+        return ctx.render(request, "forbidden.html", 404, reason="Signing in is off: no directory is configured.")
+    assert ctx.config.directory is not None
+    checked = await _password_form(ctx, request, ctx.signin_throttle, (SIGNIN_COOKIE, "signin_token"), "sign-in")
+    if isinstance(checked, Response):
+        return checked
+    form, client, expected = checked
+    user, password = str(form.get("username", "")).strip(), str(form.get("password", ""))
+    back = search_back(str(form.get("back", "")))  # the search signed in from: shown again
+    anonymous = Searcher(Principals.anonymous())
+    # counted before the directory is asked (off the event loop), taken back on success:
+    # attempts sent at once cannot all pass while the count is still low
+    ctx.signin_throttle.failed(client)
+    if not user or not password or len(user) > 256:  # an empty password would be an anonymous bind
+        return ctx.render(request, "signin.html", 403, signin_token=expected, searcher=anonymous, error="failed", back=back)
+    try:
+        ok = await in_directory_thread(ctx.directory_threads, ctx.config.directory.authenticate, user, password)
+    except DirectoryUnavailable as exc:
+        ctx.signin_throttle.forgive(client)
+        logger.warning("Search sign-in from %s: the directory does not answer: %s", client, exc)  # not the name typed
+        return ctx.render(
+            request,
+            "signin.html",
+            503,
+            signin_token=expected,
+            searcher=anonymous,
+            error=f"The directory does not answer: {exc}",
+            back=back,
+        )
+    if not ok:
+        logger.warning("Search sign-in: failed sign-in from %s", client)
+        return ctx.render(request, "signin.html", 403, signin_token=expected, searcher=anonymous, error="failed", back=back)
+    ctx.signin_throttle.succeeded(client)
+    logger.info("Search sign-in: %s signed in", user)
+    ctx.searchers.logout(request.cookies.get(SEARCHER_COOKIE))  # a new session, never the old one's token
+    response = RedirectResponse(ctx.url("/") + back, status_code=303)
+    set_cookie(request, response, SEARCHER_COOKIE, ctx.searchers.login(user), int(ctx.config.session_lifetime), ctx.url("/"))
+    response.delete_cookie(SIGNIN_COOKIE, path=ctx.url("/"))
+    return response
+
+
+async def signout(ctx: WebContext, request: Request) -> Response:
+    session = ctx.searchers.get(request.cookies.get(SEARCHER_COOKIE))
+    form = await small_form(request)
+    if session is None or form is None or not Sessions.csrf_ok(session, str(form.get("csrf", "")) or None):
+        return ctx.render(request, "forbidden.html", 403, reason="Not signed in, or the form's token is missing or stale.")
+    ctx.searchers.logout(request.cookies.get(SEARCHER_COOKIE))
+    logger.info("Search sign-in: %s signed out", session.user)
+    response = RedirectResponse(ctx.url("/"), status_code=303)
+    response.delete_cookie(SEARCHER_COOKIE, path=ctx.url("/"))
+    return response
+
+
+async def login_form(ctx: WebContext, request: Request) -> Response:
+    if not ctx.sessions.enabled:
+        return ctx.render(request, "admin_off.html", 404)
+    token = request.cookies.get(LOGIN_COOKIE) or token_urlsafe(32)
+    response = ctx.render(request, "login.html", login_token=token, failed=False)
+    set_cookie(request, response, LOGIN_COOKIE, token, 600, ctx.url("/admin"))
+    return response
+
+
+async def login(ctx: WebContext, request: Request) -> Response:
+    if not ctx.sessions.enabled:
+        return ctx.render(request, "admin_off.html", 404)
+    checked = await _password_form(ctx, request, ctx.throttle, (LOGIN_COOKIE, "login_token"), "login")
+    if isinstance(checked, Response):
+        return checked
+    form, client, expected = checked
+    user, password = str(form.get("username", "")), str(form.get("password", ""))
+    if not ctx.sessions.check(user, password):
+        ctx.throttle.failed(client)
+        logger.warning("Web administration: failed login from %s", client)
+        return ctx.render(request, "login.html", 403, login_token=expected, failed=True)
+    ctx.throttle.succeeded(client)
+    logger.info("Web administration: login")
+    response = RedirectResponse(ctx.url("/admin"), status_code=303)
+    set_cookie(request, response, SESSION_COOKIE, ctx.sessions.login(user), int(ctx.config.session_lifetime), ctx.url("/admin"))
+    response.delete_cookie(LOGIN_COOKIE, path=ctx.url("/admin") or "/")
+    return response
+
+
+async def _password_form(
+    ctx: WebContext, request: Request, throttle: LoginThrottle, token: tuple[str, str], what: str
+) -> Response | tuple[FormData, str, str]:
+    """The password form (a sign-in's or a login's), the client's address and the form's own token
+    (double submit: ``token`` names the cookie and the form's field that must hold the same
+    value), or the refusal to send: not a small form, the client waits out its ``throttle``
+    (guessing is slowed down, whatever the form holds), or the form has expired. The caller
+    records the attempt with no await in between: concurrent attempts of one address cannot all
+    pass while its count is still low."""
+    form = await small_form(request)
+    if form is None:
+        return ctx.render(request, "forbidden.html", 413, reason=f"Not a {what} form.")
+    client = request.client.host if request.client is not None else "-"
+    wait = throttle.wait(client)
+    if wait > 0:
+        refused = ctx.render(request, "forbidden.html", 429, reason=f"Too many failed {what}s: try again in {wait:.0f} s.")
+        refused.headers["retry-after"] = str(int(wait) + 1)
+        return refused
+    cookie, field_name = token
+    expected = request.cookies.get(cookie)
+    sent = str(form.get(field_name, ""))
+    if not expected or not hmac.compare_digest(expected.encode(), sent.encode()):
+        return ctx.render(request, "forbidden.html", 403, reason=f"The {what} form has expired; load it again.")
+    return form, client, expected
+
+
+async def logout(ctx: WebContext, request: Request) -> Response:
+    denied = await admin_gate(ctx, request, post=True)
+    if denied is not None:
+        return denied
+    ctx.sessions.logout(request.cookies.get(SESSION_COOKIE))
+    ctx.made.pop(str(request.cookies.get(SESSION_COOKIE)), None)  # a token made and never shown
+    response = RedirectResponse(ctx.url("/"), status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path=ctx.url("/admin"))
+    return response

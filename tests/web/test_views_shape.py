@@ -1,0 +1,126 @@
+"""The web application's shape (issue 73), read from its syntax trees: app.py builds the context and
+the route table and holds the middlewares, and no view; each audience's views are a module of
+their own (``VIEWS``), handed the context (context.py) by the route table, never looking it up;
+no view module reaches into another's (what they share is in shared.py and context.py); no class
+of web/ grows into a container of everything again (``MAX_METHODS``). Exceptions are named here
+with their reasons; there are none yet."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+WEB = Path(__file__).resolve().parents[2] / "searchcrawl" / "web"
+# the views of each audience
+VIEWS = {
+    "search_views",  # searchers: the search page, suggestions while typing
+    "api_views",  # other applications: the JSON API
+    "signin_views",  # searchers' and administrators' sign-in
+    "admin_views",  # the administration's pages, /metrics
+    "relevance_views",  # the relevance rules, why a document is a hit
+    "analytics_views",  # query analytics, hits opened
+    "token_views",  # the JSON API's tokens
+}
+# what every view may use beside its own module: the context and the shared helpers
+SHARED = {"context", "shared"}
+MAX_METHODS = 20
+# (module, class): a class of web/ with more methods than MAX_METHODS, and why
+LARGE_CLASSES: dict[tuple[str, str], str] = {}
+# (importing view module, imported view module): one audience's views using another's, and why
+VIEW_TO_VIEW: dict[tuple[str, str], str] = {}
+
+
+def tree(name: str) -> ast.Module:
+    return ast.parse((WEB / f"{name}.py").read_text(encoding="utf-8"))
+
+
+def modules() -> list[str]:
+    return sorted(path.stem for path in WEB.glob("*.py"))
+
+
+def functions(node: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]:
+    return [child for child in ast.walk(node) if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+
+
+def takes_a_request(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
+    return any(argument.arg == "request" for argument in function.args.args)
+
+
+def web_imports(node: ast.AST) -> list[tuple[str, list[str]]]:
+    """(web module imported, the names taken from it) for every import of a searchcrawl.web module."""
+    found = []
+    for child in ast.walk(node):
+        if isinstance(child, ast.ImportFrom) and child.module == "searchcrawl.web":
+            found += [(alias.name, []) for alias in child.names]
+        elif isinstance(child, ast.ImportFrom) and (child.module or "").startswith("searchcrawl.web."):
+            found.append(((child.module or "").split(".")[2], [alias.name for alias in child.names]))
+        elif isinstance(child, ast.Import):
+            found += [(alias.name.split(".")[2], []) for alias in child.names if alias.name.startswith("searchcrawl.web.")]
+    return found
+
+
+def test_every_audience_has_its_views_module() -> None:
+    assert VIEWS <= set(modules()), f"missing: {VIEWS - set(modules())}"
+    assert {name for name in modules() if name.endswith("_views")} == VIEWS, "a views module not declared in VIEWS"
+
+
+def test_app_holds_the_route_table_and_the_middlewares_and_no_view() -> None:
+    app = tree("app")
+    handlers = [getattr(function, "name", "lambda") for function in functions(app) if takes_a_request(function)]
+    assert handlers == [], f"app.py answers requests itself ({handlers}): a view of its audience's module does"
+    for node in app.body:
+        if isinstance(node, ast.ClassDef):  # an ASGI middleware: built on the app, called with scope/receive/send
+            methods = {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            assert methods == {"__init__", "__call__"}, f"app.py's {node.name} is not a middleware"
+    endpoints = []  # route(path, view, methods) in the table, partial(view, ctx) beside it
+    for call in ast.walk(app):
+        if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "route":
+            endpoints.append(call.args[1])
+        elif isinstance(call, ast.Call) and getattr(call.func, "id", "") == "partial" and not isinstance(call.args[0], ast.Name):
+            endpoints.append(call.args[0])  # (route's own partial(view, ctx) is checked through route's calls)
+    assert endpoints, "no route found in app.py's table"
+    for endpoint in endpoints:
+        assert isinstance(endpoint, ast.Attribute) and isinstance(endpoint.value, ast.Name), ast.unparse(endpoint)
+        assert endpoint.value.id in VIEWS, f"the route table names {ast.unparse(endpoint)}, not a view of VIEWS"
+
+
+def test_the_views_are_handed_the_context_and_never_look_it_up() -> None:
+    """No service locator: a view is handed the context (its first parameter, from the route
+    table), never finds it on the application, a global or the request."""
+    for name in modules():
+        module = tree(name)
+        for node in ast.walk(module):
+            if isinstance(node, ast.Attribute) and node.attr == "app" and ast.unparse(node.value) == "request":
+                raise AssertionError(f"{name}.py finds the application from {ast.unparse(node)}")
+            if isinstance(node, ast.Attribute) and node.attr == "state" and ast.unparse(node.value) == "app":
+                assert name == "app", f"{name}.py finds the context on the application's state"
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "WebContext":
+                assert name == "app", f"{name}.py builds a WebContext: app.py builds the one of the application"
+        if name in VIEWS:
+            for node in module.body:
+                if isinstance(node, ast.AsyncFunctionDef) and not node.name.startswith("_") and takes_a_request(node):
+                    assert node.args.args[0].arg == "ctx", f"{name}.{node.name} is not handed the context first"
+
+
+def test_no_view_module_reaches_into_another() -> None:
+    """An audience's views use the context, shared.py and the pages' logic, never another
+    audience's views; and no module of web/ takes another's private names."""
+    for name in modules():
+        for imported, names in web_imports(tree(name)):
+            private = [item for item in names if item.startswith("_")]
+            assert not private, f"{name}.py imports {imported}'s private {private}"
+            if name in VIEWS and imported in VIEWS and imported != name:
+                assert (name, imported) in VIEW_TO_VIEW, f"{name}.py imports {imported}: move what both use to shared.py"
+            assert name not in SHARED or imported not in VIEWS, f"{name}.py imports {imported}: it stands below the views"
+
+
+def test_no_class_of_web_is_a_container_of_everything() -> None:
+    large = {}
+    for name in modules():
+        for node in ast.walk(tree(name)):
+            if isinstance(node, ast.ClassDef):
+                count = sum(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) for item in node.body)
+                if count > MAX_METHODS:
+                    large[(name, node.name)] = count
+    assert large.keys() <= LARGE_CLASSES.keys(), f"classes of more than {MAX_METHODS} methods: {large}"
+    assert LARGE_CLASSES.keys() <= large.keys(), "named in LARGE_CLASSES but no longer large: remove them"
