@@ -31,6 +31,7 @@ LEVELS: tuple[frozenset[str], ...] = tuple(
         "config",
         "store",
         "index",
+        "search",
         "ops",
         "crawl web",
         "commands",
@@ -54,8 +55,6 @@ UPWARD: dict[tuple[str, str], str] = {
     ("searchcrawl.dev.jvm_server", "searchcrawl.ops.processes"): "issue 73: to move",
     ("searchcrawl.index.solrcloud", "searchcrawl.ops"): "issue 73: to move",
     ("searchcrawl.store.runs", "searchcrawl.ops.processes"): "issue 73: to move",
-    ("searchcrawl.store.relevance_rules", "searchcrawl.web.relevance"): "issue 73: to move",
-    ("searchcrawl.store.searches", "searchcrawl.web.relevance"): "issue 73: to move",
     ("searchcrawl.web.app", "searchcrawl.commands.report"): "issue 73: to move",
 }
 

@@ -22,8 +22,8 @@ from searchcrawl.commands.search import format_hits, search
 from searchcrawl.config import paths
 from searchcrawl.dev import example_site
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrError
-from searchcrawl.index.query import matching
 from searchcrawl.ops.launchers import scrapy_command
+from searchcrawl.search.query import matching
 
 QUERIES = ("travel expenses", '"oracle on demand"', "solr")
 

@@ -1,6 +1,6 @@
 """`scrapy search "<query>"`: query the index from the shell (title, URL and a snippet a hit).
 
-One hit per URL, as on the web search page: both ask Solr through searchcrawl/index/query.py, and
+One hit per URL, as on the web search page: both ask Solr through searchcrawl/search/query.py, and
 reach it as a crawl does (``SolrIndex``: SOLR_URL may list a SolrCloud collection on several
 nodes, comma-separated; a node that is down is passed over).
 
@@ -10,7 +10,7 @@ password of theirs is asked). A directory that does not answer leaves the public
 and says so on stderr.
 
 As on the web search page: the administrator's best bets, boosts and demotions (the relevance
-page, searchcrawl/web/relevance.py) are read from the project's database, the best bets printed
+page, searchcrawl/rules/relevance.py) are read from the project's database, the best bets printed
 above the hits (those the searcher may read: ``best_bets``, trimmed as every search), the
 boosts applied (``boost_params``), and Solr applies the synonyms and stopwords itself. A
 database that cannot be read leaves the order Solr's own, said on stderr."""
@@ -29,12 +29,12 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import directory_of
 from searchcrawl.config import paths
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.index.query import matching, search_params, snippet_of, unique_hits
 from searchcrawl.ops.secrets import SecretError
 from searchcrawl.ops.terminal import printable
+from searchcrawl.rules.relevance import Boost, Rules, boost_params, boosted_search
+from searchcrawl.search.query import matching, search_params, snippet_of, unique_hits
 from searchcrawl.store import Database
 from searchcrawl.store.relevance_rules import RelevanceStore
-from searchcrawl.web.relevance import Boost, Rules, boost_params, boosted_search
 from searchcrawl.web.search_page import Hit, best_bets
 
 

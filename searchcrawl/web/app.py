@@ -68,16 +68,18 @@ from searchcrawl.access.tokens import AccessError
 from searchcrawl.commands.report import reason_text, run_report
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.index.query import matching
 from searchcrawl.ops import daily_summary
 from searchcrawl.ops.health import HealthCheck
 from searchcrawl.ops.launchers import Launcher
 from searchcrawl.ops.metrics import ProjectCollector
 from searchcrawl.ops.run_control import ACTIONS, control
 from searchcrawl.ops.stalls import stalls
+from searchcrawl.rules import relevance
 from searchcrawl.rules.lifecycle import Delta, State
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
+from searchcrawl.search import suggestions, why
+from searchcrawl.search.query import matching
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.notifications import Notifications, run_key
@@ -85,7 +87,7 @@ from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.runs import Runs
 from searchcrawl.store.samples import RunSamples
 from searchcrawl.store.searches import Searches
-from searchcrawl.web import admin, analytics, api, pictures, relevance, suggestions, why
+from searchcrawl.web import admin, analytics, api, pictures
 from searchcrawl.web.metrics_endpoint import metrics_response
 from searchcrawl.web.origins import SameOriginPosts
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest, run_search, search_back

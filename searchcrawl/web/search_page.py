@@ -2,7 +2,7 @@
 
 The page's state lives in its URL (``q``, ``page``, ``sort``, ``rows``, ``from``, ``to`` and the
 facets' parameters, each repeatable), so every result page can be bookmarked and shared. Solr is
-asked through searchcrawl/index/query.py, as `scrapy search` asks it: one hit per URL, the /select
+asked through searchcrawl/search/query.py, as `scrapy search` asks it: one hit per URL, the /select
 handler's edismax semantics. Filters from facet links are exact-term filters (nothing a visitor
 types becomes filter syntax): several values of one facet are OR'ed, facets AND'ed, and each
 facet's own filter is tagged and left out of its own counts (Solr's multi-select faceting), so
@@ -27,7 +27,8 @@ from markupsafe import Markup, escape
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.index.query import (
+from searchcrawl.rules.relevance import URL_SCHEMES, Rules, boost_params, boosted_search, pinned_filter
+from searchcrawl.search.query import (
     ONE_URL_TAG,
     SPELL_FIELD,
     TIME_ALLOWED_MS,
@@ -40,7 +41,6 @@ from searchcrawl.index.query import (
     unique_hits,
 )
 from searchcrawl.web.labels import facet_label, type_label
-from searchcrawl.web.relevance import URL_SCHEMES, Rules, boost_params, boosted_search, pinned_filter
 
 logger = logging.getLogger(__name__)
 

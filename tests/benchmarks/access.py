@@ -37,7 +37,7 @@ import pysolr
 from searchcrawl.access.decision import Principal, Principals, solr_trimming
 from searchcrawl.access.tokens import Access, Grant, Level
 from searchcrawl.dev.solr_runner import DevSolr, free_port
-from searchcrawl.index.query import search_params
+from searchcrawl.search.query import search_params
 from searchcrawl.web.search_page import FACET_PARAMS
 
 GROUPS = 2000

@@ -33,7 +33,7 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.access.tokens import Access
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.web.relevance import BestBet, Boost, Rules
+from searchcrawl.rules.relevance import BestBet, Boost, Rules
 from searchcrawl.web.search_page import SearchRequest, run_search
 
 WORDS = [f"w{number}" for number in range(5000)]

@@ -54,7 +54,7 @@ import tests.conftest  # noqa: F401  # its CheckoutConfigset: the dev Solr gets 
 from searchcrawl.access.decision import Principals
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.web.suggestions import suggest
+from searchcrawl.search.suggestions import suggest
 from tests.benchmarks.measure import process_tree_cpu
 from tests.benchmarks.real_sites import SITES, build_site, site_seed
 from tests.benchmarks.synthetic import WORDS as SITE_WORDS

@@ -23,13 +23,13 @@ from searchcrawl.commands.search import rules_of
 from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.rules.relevance import BestBet, Boost, Rules, boost_params, parse_boost, synonym_map
+from searchcrawl.search.why import why
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.web.app import WebConfig, create_app
-from searchcrawl.web.relevance import BestBet, Boost, Rules, boost_params, parse_boost, synonym_map
 from searchcrawl.web.search_page import SearchRequest, run_search
-from searchcrawl.web.why import why
 from tests.conftest import Project, add_core, wait_for
 from tests.web.test_relevance import admin_client
 

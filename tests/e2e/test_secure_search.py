@@ -18,7 +18,7 @@ from searchcrawl.access.explanation import ACCESS_COLUMN, FROM_INDEX, FROM_TABLE
 from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.access.tokens import Access, Grant, Level
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.index.query import matching, search_params
+from searchcrawl.search.query import matching, search_params
 from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.directory_server import DirectoryServer
 from tests.e2e.test_web_access import misspelt

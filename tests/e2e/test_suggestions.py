@@ -19,7 +19,7 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import directory_of
 from searchcrawl.access.tokens import Access
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.web.suggestions import MAX_SUGGESTIONS, suggest
+from searchcrawl.search.suggestions import MAX_SUGGESTIONS, suggest
 from tests.conftest import Project, wait_for
 from tests.directory_server import DirectoryServer
 from tests.e2e.test_web_access import Corpus, settings_of, web_of

@@ -16,12 +16,12 @@ from starlette.testclient import TestClient
 
 from searchcrawl.config.spiderloader import SourceSpiderLoader
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.index.query import term_filter
 from searchcrawl.ops.launchers import LocalLauncher
+from searchcrawl.search.query import term_filter
+from searchcrawl.search.why import explain_lines
 from searchcrawl.store import Database
 from searchcrawl.store.runs import Runs
 from searchcrawl.web.app import SESSION_COOKIE, WebConfig, create_app
-from searchcrawl.web.why import explain_lines
 from tests.conftest import ROOT, Project
 from tests.web_site import OLD, SCRIPT_TITLE
 

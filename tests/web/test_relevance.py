@@ -21,10 +21,8 @@ from starlette.testclient import TestClient
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.store.relevance_rules import RelevanceStore
-from searchcrawl.web import relevance as relevance_module
-from searchcrawl.web.app import create_app
-from searchcrawl.web.relevance import (
+from searchcrawl.rules import relevance as relevance_module
+from searchcrawl.rules.relevance import (
     MAX_PINNED,
     BestBet,
     Boost,
@@ -45,6 +43,8 @@ from searchcrawl.web.relevance import (
     synonym_map,
     wildcard_term,
 )
+from searchcrawl.store.relevance_rules import RelevanceStore
+from searchcrawl.web.app import create_app
 from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.web.test_app import PASSWORD, unit_config
 

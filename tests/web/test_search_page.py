@@ -11,7 +11,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.datastructures import QueryParams
 
 from searchcrawl.access.decision import Principals, solr_trimming
-from searchcrawl.index.query import (
+from searchcrawl.search.query import (
     SPELL_FIELD,
     TIME_ALLOWED_MS,
     counted,

@@ -13,9 +13,8 @@ from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principal, Principals, solr_trimming
 from searchcrawl.index.indexer import IndexingError
-from searchcrawl.index.query import UF
-from searchcrawl.web.app import SEARCH_PAGE_CSP, SECURITY_HEADERS, create_app
-from searchcrawl.web.suggestions import (
+from searchcrawl.search.query import UF
+from searchcrawl.search.suggestions import (
     MAX_CANDIDATES,
     MAX_PREFIX_CHARS,
     MAX_SUGGESTIONS,
@@ -28,6 +27,7 @@ from searchcrawl.web.suggestions import (
     folded,
     suggest,
 )
+from searchcrawl.web.app import SEARCH_PAGE_CSP, SECURITY_HEADERS, create_app
 from tests.web.test_app import unit_config
 
 

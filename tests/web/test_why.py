@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.web.why import MAX_QUERY_CHARS, NOT_SHOWN, explain_lines, why
+from searchcrawl.search.why import MAX_QUERY_CHARS, NOT_SHOWN, explain_lines, why
 
 # Solr 9's [explain style=nl] of "tugboat" for a harbour log (tests/e2e/test_web.py captures one)
 SAMPLE: dict[str, Any] = json.loads(

@@ -56,7 +56,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from searchcrawl.index.indexer import IndexingError
-from searchcrawl.index.query import term_filter
+from searchcrawl.search.query import term_filter
 
 logger = logging.getLogger(__name__)
 

@@ -53,7 +53,7 @@ from typing import Any
 
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.index.query import UF, counted, every_word_counts
+from searchcrawl.search.query import UF, counted, every_word_counts
 
 logger = logging.getLogger(__name__)
 

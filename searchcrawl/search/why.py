@@ -20,9 +20,9 @@ from typing import Any
 
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.index.query import TIME_ALLOWED_MS, UF, search_params, term_filter, unique_hits
-from searchcrawl.web import relevance
-from searchcrawl.web.relevance import Boost, boost_params, boosted_search
+from searchcrawl.rules import relevance
+from searchcrawl.rules.relevance import Boost, boost_params, boosted_search
+from searchcrawl.search.query import TIME_ALLOWED_MS, UF, search_params, term_filter, unique_hits
 from searchcrawl.web.search_page import MAX_QUERY_CHARS
 
 RANK_LIMIT = 500  # hits looked through for the document's rank
