@@ -80,6 +80,7 @@ from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.search import suggestions, why
 from searchcrawl.search.query import matching
+from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.notifications import Notifications, run_key
@@ -417,7 +418,9 @@ class WebApp:
         searcher = await self.searcher(request)
         try:
             rules = await _in_thread(self.relevance.get)
-            page = await _in_thread(run_search, self.solr, query, searcher.principals, self.config.rows, True, rules)
+            page = await _in_thread(
+                run_search, TrimmedIndex(self.solr, searcher.principals), query, self.config.rows, True, rules
+            )
         except IndexingError as exc:
             logger.warning("Search %r failed: %s", query.q, exc.reason)
             failed = self.render_search(
@@ -475,7 +478,7 @@ class WebApp:
         except Exception as exc:  # noqa: BLE001 (the query log failing costs the titles nothing)
             logger.warning("Suggestions: no past queries: %s", type(exc).__name__)
             candidates = []
-        return suggestions.suggest(self.solr, principals, prefix, candidates)
+        return suggestions.suggest(TrimmedIndex(self.solr, principals), prefix, candidates)
 
     def query_candidates(self, prefix: str) -> list[str]:
         """Past queries that found documents and begin with ``prefix``, most frequent first (the
@@ -596,7 +599,7 @@ class WebApp:
         query = SearchRequest.from_params(request.query_params)
         try:
             rules = await _in_thread(self.relevance.get)  # the page's boosts and best bets too
-            page = await _in_thread(run_search, self.solr, query, principals, self.config.rows, True, rules)
+            page = await _in_thread(run_search, TrimmedIndex(self.solr, principals), query, self.config.rows, True, rules)
         except IndexingError as exc:
             logger.warning("API search %r failed: %s", query.q[:100], exc.reason)
             return _api_error(503, "unavailable", "The index cannot be searched now.", cors)
@@ -1003,7 +1006,7 @@ class WebApp:
         viewer = await self.searcher(request)
         try:
             rules = await _in_thread(self.relevance.get)
-            page = await _in_thread(why.why, self.solr, query, target, viewer.principals, rules.boosts)
+            page = await _in_thread(why.why, TrimmedIndex(self.solr, viewer.principals), query, target, rules.boosts)
         except IndexingError as exc:
             logger.warning("Web administration: why %r failed: %s", query[:100], exc.reason)
             page = why.WhyPage(query=query.strip()[: why.MAX_QUERY_CHARS], target=target.strip()[: why.MAX_TARGET_CHARS])

@@ -49,6 +49,9 @@ class FakeSolr:
     def ping(self) -> bool:
         return True
 
+    def document_count(self) -> int:
+        return self.total
+
     def search(self, query: str, **params: Any) -> SimpleNamespace:
         self.asked.append({"q": query, **params})
         return SimpleNamespace(
