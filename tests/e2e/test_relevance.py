@@ -23,7 +23,8 @@ from searchcrawl.commands.search import rules_of
 from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.rules.relevance import BestBet, Boost, Rules, boost_params, parse_boost, synonym_map
+from searchcrawl.rules.relevance import BestBet, Boost, Rules, parse_boost, synonym_map
+from searchcrawl.search.relevance_params import boost_params
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.why import why
 from searchcrawl.store import Database

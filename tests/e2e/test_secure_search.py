@@ -200,9 +200,9 @@ def index_random_accesses(solr: pysolr.Solr, chooser: random.Random, name: str, 
 
 def found_by(client: SolrIndex, principals: Principals, source: str) -> set[str]:
     """The ids of ``source``'s documents a trimmed search finds for ``principals``."""
-    params = search_params(principals, rows=1000, source=source)
+    params = search_params(rows=1000, source=source)
     params["fl"] = "id"
-    return {doc["id"] for doc in client.search("*:*", **params).docs}
+    return {doc["id"] for doc in TrimmedIndex(client, principals).search("*:*", params).docs}
 
 
 def test_solrs_filters_agree_with_decide_on_random_accesses(solr_url: str, solr: pysolr.Solr) -> None:
@@ -260,9 +260,9 @@ def test_hostile_tokens_and_a_searcher_of_thousands_of_groups_are_matched_litera
     client = SolrIndex(solr_url, timeout=30)
 
     def found(principals: Principals) -> set[str]:
-        params = search_params(principals, rows=1000, source=source)
+        params = search_params(rows=1000, source=source)
         params["fl"] = "id"
-        return {doc["id"] for doc in client.search("*:*", **params).docs}
+        return {doc["id"] for doc in TrimmedIndex(client, principals).search("*:*", params).docs}
 
     for number, token in enumerate(HOSTILE):  # each hostile principal finds its own document only
         principals = Principals.of("eve", [Principal(token, "a hostile cn")])
@@ -400,7 +400,7 @@ def test_the_tables_access_with_its_origins_wins_over_the_index(solr_url: str, s
     assert lines.count("  decision: GRANTED: granted: group:finance (POSIX ACL of /srv/hr/pay.txt: group:finance r--)") == 1
 
 
-def test_a_query_computes_nothing_over_documents_the_searcher_may_not_read(solr: pysolr.Solr) -> None:
+def test_a_query_computes_nothing_over_documents_the_searcher_may_not_read(solr_url: str, solr: pysolr.Solr) -> None:
     """A function in the query (edismax's ``_val_`` field, or a nested query) is computed over the
     whole index, whatever the trimming filters: ``_val_:"docfreq(content,'merger')"`` would add to
     a readable hit's score how many documents hold the word, hidden ones too. Searches allow neither."""
@@ -410,10 +410,11 @@ def test_a_query_computes_nothing_over_documents_the_searcher_may_not_read(solr:
         url = f"http://secure.test/{source}/{name}"
         docs.append({"id": f"{source}!{url}", "url": url, "source": source, "title": name, "content": text, **held.fields()})
     solr.add(docs)
-    params = search_params(Principals.anonymous(), source=source) | {"fl": "id,score", "hl": "false"}
+    params = search_params(source=source) | {"fl": "id,score", "hl": "false"}
+    index = TrimmedIndex(SolrIndex(solr_url, timeout=30), Principals.anonymous())
 
     def score(query: str, **changes: str) -> float:
-        found = solr.search(query, **(params | changes))
+        found = index.search(query, params | changes)
         assert [doc["id"] for doc in found.docs] == [docs[0]["id"]]  # only the public document, always
         return float(found.docs[0]["score"])
 
