@@ -418,7 +418,7 @@ def test_why_page_explains_a_hit_in_words_and_needs_an_administrator(harbour_cor
 
 
 def test_solrs_explanation_has_the_shape_the_why_page_reads(harbour_corpus) -> None:
-    """A real explanation (tests/web/test_why.py's sample has this shape) read into words."""
+    """A real explanation (tests/search/test_why.py's sample has this shape) read into words."""
     project, harbour = harbour_corpus
     solr = SolrIndex(project.solr_url)
     found = solr.search("tugboat", fq=term_filter("source", harbour.main), fl="id,score,[explain style=nl]", rows=1)
