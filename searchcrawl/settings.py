@@ -221,7 +221,7 @@ SEARCHCRAWL_WEB_API_ORIGINS = os.environ.get("SEARCHCRAWL_WEB_API_ORIGINS", "")
 SEARCHCRAWL_WEB_API_RATE = 600
 SEARCHCRAWL_WEB_API_BURST = 60
 # Suggestions while typing in the search box (titles and past searches the searcher may read,
-# searchcrawl/web/suggestions.py); False: the search page loads no script and /suggest is 404.
+# searchcrawl/search/suggestions.py); False: the search page loads no script and /suggest is 404.
 SEARCHCRAWL_WEB_SUGGESTIONS = True
 
 # --- Secure search: the searchers' directory (searchcrawl/access/directory.py) -------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,6 +36,7 @@ LEVELS: tuple[frozenset[str], ...] = tuple(
         "config",
         "store",
         "index",
+        "search",
         "ops",
         "crawl web",
         "dev",  # development servers, the example site and its spider (a SourceSpider): for commands and tests
@@ -45,8 +47,7 @@ TOP = "(top)"
 
 # (importing module, imported module): an import that runs upward, and why it still does
 UPWARD: dict[tuple[str, str], str] = {
-    ("searchcrawl.store.relevance_rules", "searchcrawl.web.relevance"): "issue 73: to move",
-    ("searchcrawl.store.searches", "searchcrawl.web.relevance"): "issue 73: to move",
+    # none: each package imports only its own level or lower
 }
 
 
@@ -188,3 +189,289 @@ def test_no_name_is_defined_in_two_modules() -> None:
 def test_defined_names() -> None:
     assert set(defined_names(PACKAGE / "crawl" / "middlewares" / "form_login.py")) >= {"LoginOutcome", "FormLoginMiddleware"}
     assert "RESEND_PAUSE" not in set(defined_names(PACKAGE / "crawl" / "middlewares" / "form_login.py"))
+
+
+# --- The Searcher trims ----------------------------------------------------------------------------
+# Only search/searcher.py's TrimmedIndex sends a searcher's query to Solr, and it adds the searcher's
+# trimming (access/decision.py ``solr_trimming``) to every request itself; the code that builds a
+# searcher's query is handed a TrimmedIndex, never the raw client. Read from the syntax trees:
+#   * a call of ``.search`` on a Solr client happens only in the functions named in UNTRIMMED: the
+#     TrimmedIndex's own, and the operators' untrimmed paths, each with its reason. A call counts as
+#     Solr's when its receiver is not known to be something else (annotated TrimmedIndex: the
+#     trimmed door; annotated another type, an LDAP connection say: not Solr) and it passes keyword
+#     arguments (Solr's parameters; a regular expression's search takes the text alone) or its
+#     receiver is named like a client (solr, index, client);
+#   * ``solr_trimming`` is named in searcher.py alone (and defined in access/decision.py);
+#   * in web/, commands/ and search/, the raw client (a parameter annotated SolrIndex or
+#     pysolr.Solr, a name or ``self.`` attribute built from one) is handed only to the callees named
+#     in RAW_CLIENT_TAKERS, and taken as a parameter only by the functions named in
+#     RAW_CLIENT_PARAMETERS.
+
+SEARCHER = "searchcrawl.search.searcher"
+TRIMMING = "solr_trimming"
+SOLR_TYPES = frozenset(
+    {"SolrIndex", "pysolr.Solr", "SolrIndex | None", "IndexedDocuments"}
+)  # and explain-access's Protocol of it
+CLIENT_ATTRIBUTE = "solr"  # the web context's client (ctx.solr), as any object's
+TRIMMED_TYPE = "TrimmedIndex"
+UNKNOWN_TYPES = frozenset({"", "Any", "typing.Any", "object"})  # a receiver that could be a Solr client
+CLIENT_NAME = re.compile(r"solr|index|client", re.IGNORECASE)
+
+# (module, function): a ``.search`` of Solr without a searcher's trimming, and why
+UNTRIMMED: dict[tuple[str, str], str] = {
+    (SEARCHER, "TrimmedIndex._trimmed"): "the door itself: it adds the searcher's trimming to every request it sends",
+    ("searchcrawl.index.indexer", "SolrIndex.search"): "the client's one query method (pysolr's, failing over between nodes)",
+    (
+        "searchcrawl.index.indexer",
+        "SolrIndex.sources",
+    ): "operators: the sources the index holds (status, the admin page), names only",
+    ("searchcrawl.index.indexer", "SolrIndex.document_count"): "operators: the admin page's Solr health, the whole index's count",
+    ("searchcrawl.index.indexer", "cursor_pages"): (
+        "operators and the crawl: every document of a source, for the id migration (`scrapy solr migrate-ids`) and a"
+        " new document table taking the index over"
+    ),
+    ("searchcrawl.access.explanation", "held_documents"): (
+        "operators: explain-access shows every source's copy of a URL with its access, untrimmed by design"
+    ),
+}
+
+# (module, callee as written): where web/, commands/ or search/ hand on the raw client, and why
+RAW_CLIENT_TAKERS: dict[tuple[str, str], str] = {
+    ("searchcrawl.web.search_views", "TrimmedIndex"): "the search page's searcher's query",
+    ("searchcrawl.web.api_views", "TrimmedIndex"): "the JSON API's searcher's query",
+    ("searchcrawl.web.relevance_views", "TrimmedIndex"): "why this hit is here, as the searcher sees it",
+    ("searchcrawl.web.context", "TrimmedIndex"): "suggestions of titles and past searches, as the searcher may read",
+    ("searchcrawl.commands.search", "TrimmedIndex"): "`scrapy search [--as USER]`: the searcher's query",
+    ("searchcrawl.commands.demo", "TrimmedIndex"): "`scrapy demo`'s searches of the example site, as the public",
+    (
+        "searchcrawl.web.context",
+        "managed.sync",
+    ): "operators: the relevance page's synonyms and stopwords into Solr's managed resources",
+    ("searchcrawl.web.admin_views", "admin.solr_health"): "operators: Solr's health on the admin page",
+    ("searchcrawl.web.admin_views", "admin.explain_access"): "operators: explain-access on the admin page",
+    ("searchcrawl.web.admin", "index.document_count"): "operators: Solr's health, the whole index's count",
+    ("searchcrawl.web.admin", "index.ping"): "operators: Solr's health",
+    ("searchcrawl.web.admin", "access_lines"): "operators: explain-access (access/explanation.py's held_documents)",
+    ("searchcrawl.commands.explain-access", "access_lines"): "operators: `scrapy explain-access`",
+    ("searchcrawl.commands.solr", "index.sources"): "operators: `scrapy solr migrate-ids` of every source the index holds",
+    ("searchcrawl.commands.solr", "migrate_ids"): "operators: `scrapy solr migrate-ids`",
+    ("searchcrawl.commands.summary", "service_problems"): "operators: the daily summary's check that Solr answers",
+}
+# (module, function): a function of web/, commands/ or search/ that takes the raw client, and why
+RAW_CLIENT_PARAMETERS: dict[tuple[str, str], str] = {
+    (SEARCHER, "TrimmedIndex.__init__"): "the door: the client shared by every request, and one searcher's principals",
+    ("searchcrawl.web.admin", "solr_health"): "operators: Solr's health on the admin page",
+    ("searchcrawl.web.admin", "explain_access"): "operators: explain-access on the admin page",
+}
+HANDED_ON = ("searchcrawl.web.", "searchcrawl.commands.", "searchcrawl.search.")
+
+
+def _annotation(node: ast.arg) -> str:
+    return ast.unparse(node.annotation) if node.annotation is not None else ""
+
+
+class _Scopes(ast.NodeVisitor):
+    """Walks a module keeping the qualified name of the function (or class) around each node, the
+    names each function knows the type of (its annotated parameters, ``name = Type(...)``), and
+    the ``self.`` attributes the module builds from a Solr client."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.path: list[str] = []
+        self.known: list[dict[str, str]] = [{}]
+        self.raw_attributes = {
+            ast.unparse(target)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            if ast.unparse(node.value.func) in SOLR_TYPES
+            for target in node.targets
+            if isinstance(target, ast.Attribute)
+        }
+
+    @property
+    def where(self) -> str:
+        return ".".join(self.path) or "(module)"
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.path.append(node.name)
+        self.generic_visit(node)
+        self.path.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.path.append(node.name)
+        arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+        known = {**self.known[-1], **{argument.arg: _annotation(argument) for argument in arguments}}
+        for child in ast.walk(node):
+            if isinstance(child, ast.Assign) and isinstance(child.value, ast.Call):
+                for target in child.targets:
+                    if isinstance(target, ast.Name):
+                        known[target.id] = ast.unparse(child.value.func)
+        self.known.append(known)
+        self.function(node, arguments)
+        self.generic_visit(node)
+        self.known.pop()
+        self.path.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815 - ast.NodeVisitor's name
+
+    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, arguments: list[ast.arg]) -> None:
+        """Called for each function, its arguments given."""
+
+    def type_of(self, node: ast.expr) -> str:
+        """The type known of ``node`` ("" when none): a name's, or a Solr client's for a
+        ``self.`` attribute built from one."""
+        if isinstance(node, ast.Name):
+            return self.known[-1].get(node.id, "")
+        if isinstance(node, ast.Call):
+            return ast.unparse(node.func)
+        if ast.unparse(node) in self.raw_attributes:
+            return "SolrIndex"
+        if isinstance(node, ast.Attribute) and node.attr == CLIENT_ATTRIBUTE:
+            return "SolrIndex"
+        return ""
+
+
+class _SolrQueries(_Scopes):
+    def __init__(self, tree: ast.Module) -> None:
+        super().__init__(tree)
+        self.found: list[str] = []
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "search":
+            known = self.type_of(func.value)
+            if known == TRIMMED_TYPE or known not in {*SOLR_TYPES, *UNKNOWN_TYPES}:
+                pass  # the trimmed door, or an object of another kind (an LDAP connection)
+            elif node.keywords or known in SOLR_TYPES or CLIENT_NAME.search(ast.unparse(func.value)):
+                self.found.append(self.where)
+        self.generic_visit(node)
+
+
+class _RawClientHandedOn(_Scopes):
+    def __init__(self, tree: ast.Module) -> None:
+        super().__init__(tree)
+        self.found: list[str] = []
+
+    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, arguments: list[ast.arg]) -> None:
+        if any(_annotation(argument) in SOLR_TYPES for argument in arguments):
+            self.found.append(self.where)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        given = [*node.args, *(keyword.value for keyword in node.keywords)]
+        if isinstance(node.func, ast.Attribute):
+            given.append(node.func.value)  # a method of the raw client
+        raw = [argument for argument in given if self.type_of(argument) in SOLR_TYPES]
+        if raw and not (isinstance(node.func, ast.Attribute) and node.func.attr == "search"):  # a query: _SolrQueries'
+            self.found.append(ast.unparse(node.func))
+        self.generic_visit(node)
+
+
+def solr_queries(module: str, source: str) -> set[tuple[str, str]]:
+    """The (module, function) pairs of ``source`` that call ``.search`` on a Solr client."""
+    tree = ast.parse(source)
+    visitor = _SolrQueries(tree)
+    visitor.visit(tree)
+    return {(module, where) for where in visitor.found}
+
+
+def trimming_named(module: str, source: str) -> bool:
+    """Whether ``source`` names ``solr_trimming`` (imports, calls or passes it)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and node.id == TRIMMING or isinstance(node, ast.Attribute) and node.attr == TRIMMING:
+            return True
+        if isinstance(node, ast.ImportFrom) and any(alias.name == TRIMMING for alias in node.names):
+            return True
+    return False
+
+
+def raw_client_handed_on(module: str, source: str) -> set[tuple[str, str]]:
+    """The (module, callee) pairs of ``source`` that are handed the raw Solr client, and the
+    (module, function) pairs that take it as a parameter (in web/, commands/ and search/)."""
+    if not module.startswith(HANDED_ON):
+        return set()
+    tree = ast.parse(source)
+    visitor = _RawClientHandedOn(tree)
+    visitor.visit(tree)
+    return {(module, where) for where in visitor.found}
+
+
+def _sources() -> Iterator[tuple[str, str]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield module_name(path), path.read_text(encoding="utf-8")
+
+
+def test_only_the_searcher_and_the_named_operator_paths_query_solr() -> None:
+    found = {pair for module, source in _sources() for pair in solr_queries(module, source)}
+    new = sorted(found - UNTRIMMED.keys())
+    assert not new, "Solr asked outside search/searcher.py (hand the code a TrimmedIndex, or name an operator's path):\n" + (
+        "\n".join(f"  {module}: {where}" for module, where in new)
+    )
+    gone = sorted(UNTRIMMED.keys() - found)
+    assert not gone, "named in UNTRIMMED but no longer asking Solr (remove them):\n" + "\n".join(
+        f"  {module}: {where}" for module, where in gone
+    )
+
+
+def test_only_the_searcher_builds_the_trimming() -> None:
+    named = sorted(module for module, source in _sources() if trimming_named(module, source))
+    assert named == [SEARCHER], "solr_trimming named outside search/searcher.py (ask through a TrimmedIndex)"
+
+
+def test_web_and_the_commands_never_hand_the_raw_client_to_a_searchers_query() -> None:
+    found = {pair for module, source in _sources() for pair in raw_client_handed_on(module, source)}
+    named = RAW_CLIENT_TAKERS.keys() | RAW_CLIENT_PARAMETERS.keys()
+    new = sorted(found - named)
+    assert not new, "the raw Solr client handed on (a searcher's query takes a TrimmedIndex):\n" + "\n".join(
+        f"  {module}: {where}" for module, where in new
+    )
+    gone = sorted(named - found)
+    assert not gone, (
+        "named in RAW_CLIENT_TAKERS or RAW_CLIENT_PARAMETERS but no longer handed the client (remove them):\n"
+        + "\n".join(f"  {module}: {where}" for module, where in gone)
+    )
+
+
+RAW_CALLS = """
+import re
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.search.searcher import TrimmedIndex
+
+WORD = re.compile(r"\\w")
+
+class Page:
+    def __init__(self, url):
+        self.solr = SolrIndex(url)
+
+    def count(self, principals):
+        return self.solr.search("*:*", rows=0).hits  # a ninth raw call: no trimming
+
+    def page(self, principals, query):
+        return run_search(self.solr, query, principals)  # the raw client handed to a searcher's query
+
+def spelled(client, text):
+    return client.search(text)
+
+def readable(index: TrimmedIndex, text):
+    return index.search(text, {"rows": 0}) if WORD.search(text) else None
+
+def listed(connection: "ldap3.Connection"):
+    return connection.search("dc=x", "(cn=*)", attributes=["cn"])
+
+def boosted(client: Any, query, params):
+    return client.search(query, **params)
+"""
+
+
+def test_the_searchers_rule_finds_a_raw_call_a_raw_client_handed_on_and_the_trimming_built() -> None:
+    module = "searchcrawl.web.page"
+    assert solr_queries(module, RAW_CALLS) == {(module, "Page.count"), (module, "spelled"), (module, "boosted")}
+    assert raw_client_handed_on(module, RAW_CALLS) == {(module, "run_search")}
+    assert not trimming_named(module, RAW_CALLS)
+    assert trimming_named(module, "from searchcrawl.access.decision import solr_trimming\n")
+    assert trimming_named(module, "import searchcrawl.access.decision as d\nfilters = d.solr_trimming(p)\n")
+    taking = "def count(index: SolrIndex) -> int:\n    return index.document_count()\n"
+    assert raw_client_handed_on(module, taking) == {(module, "count"), (module, "index.document_count")}
+    # a view handed the web context hands on its client as ctx.solr: found as well
+    view = "async def search(ctx: WebContext, request: Request) -> Response:\n    return run_search(ctx.solr, query)\n"
+    assert raw_client_handed_on("searchcrawl.web.search_views", view) == {("searchcrawl.web.search_views", "run_search")}
+    asked = "def count(ctx: WebContext) -> int:\n    return ctx.solr.search('*:*', rows=0).hits\n"
+    assert solr_queries(module, asked) == {(module, "count")}

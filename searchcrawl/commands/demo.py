@@ -21,8 +21,10 @@ from searchcrawl.commands import hint_program
 from searchcrawl.commands.search import format_hits, search
 from searchcrawl.dev import example_site
 from searchcrawl.dev.solr_runner import DevSolr, DevSolrError
-from searchcrawl.index.query import matching
+from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.ops.launchers import scrapy_command
+from searchcrawl.search.query import matching
+from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.system import paths
 
 QUERIES = ("travel expenses", '"oracle on demand"', "solr")
@@ -63,8 +65,9 @@ class Command(ScrapyCommand):
         if crawl.returncode != 0:
             self.exitcode = crawl.returncode
             return
+        index = TrimmedIndex(SolrIndex(solr_url, timeout=30), Principals.anonymous())  # the example site is public
         for query in QUERIES:
-            results = search(solr_url, query, Principals.anonymous(), rows=3)  # the example site is public
+            results = search(index, query, rows=3)
             print(f"\n$ {program} search {query!r}\n{matching(results.hits)}")
             print("\n".join(format_hits(results)))
         print(

@@ -1,7 +1,8 @@
 """`scrapy search "<query>"`: query the index from the shell (title, URL and a snippet a hit).
 
-One hit per URL, as on the web search page: both ask Solr through searchcrawl/index/query.py, and
-reach it as a crawl does (``SolrIndex``: SOLR_URL may list a SolrCloud collection on several
+One hit per URL, as on the web search page: both ask Solr through searchcrawl/search/ (query.py's
+parameters, sent by searcher.py's ``TrimmedIndex``, which trims every request), and reach it as a
+crawl does (``SolrIndex``: SOLR_URL may list a SolrCloud collection on several
 nodes, comma-separated; a node that is down is passed over).
 
 Trimmed as every search is: to the public documents, or with ``--as USER`` to what USER may read,
@@ -10,10 +11,10 @@ password of theirs is asked). A directory that does not answer leaves the public
 and says so on stderr.
 
 As on the web search page: the administrator's best bets, boosts and demotions (the relevance
-page, searchcrawl/web/relevance.py) are read from the project's database, the best bets printed
+page, searchcrawl/rules/relevance.py) are read from the project's database, the best bets printed
 above the hits (those the searcher may read: ``best_bets``, trimmed as every search), the
-boosts applied (``boost_params``), and Solr applies the synonyms and stopwords itself. A
-database that cannot be read leaves the order Solr's own, said on stderr."""
+boosts applied (search/relevance_params.py ``boost_params``), and Solr applies the synonyms and
+stopwords itself. A database that cannot be read leaves the order Solr's own, said on stderr."""
 
 from __future__ import annotations
 
@@ -28,13 +29,15 @@ from scrapy.settings import BaseSettings
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import directory_of
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.index.query import matching, search_params, snippet_of, unique_hits
 from searchcrawl.ops.terminal import printable
+from searchcrawl.rules.relevance import Boost, Rules
+from searchcrawl.search.query import matching, search_params, snippet_of, unique_hits
+from searchcrawl.search.relevance_params import boost_params
+from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.store import Database
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.system import paths
 from searchcrawl.system.secrets import SecretError
-from searchcrawl.web.relevance import Boost, Rules, boost_params, boosted_search
 from searchcrawl.web.search_page import Hit, best_bets
 
 
@@ -51,19 +54,12 @@ def format_hits(results: pysolr.Results) -> list[str]:
 
 
 def search(
-    solr_url: str,
-    query: str,
-    principals: Principals,
-    rows: int = 10,
-    source: str | None = None,
-    auth: tuple[str, str] | None = None,
-    boosts: tuple[Boost, ...] = (),
+    index: TrimmedIndex, query: str, rows: int = 10, source: str | None = None, boosts: tuple[Boost, ...] = ()
 ) -> pysolr.Results:
-    """One hit per URL (``search_params``) that ``principals`` may read, ``rows`` of them, of
-    ``source`` only if given, ordered with ``boosts``. ``solr_url``: one URL, or a collection's
-    URLs on several nodes, comma-separated (SOLR_URL); IndexingError when no node answers."""
-    index = SolrIndex(solr_url, timeout=30, auth=auth)
-    return boosted_search(index, query, search_params(principals, rows, source=source), boost_params(boosts))
+    """One hit per URL (``search_params``) that the searcher of ``index`` may read, ``rows`` of
+    them, of ``source`` only if given, ordered with ``boosts``; IndexingError when no node of
+    Solr answers."""
+    return index.search(query, search_params(rows, source=source), boost_params(boosts))
 
 
 def rules_of(db_url: str) -> Rules:
@@ -125,15 +121,17 @@ class Command(ScrapyCommand):
         principals = principals_of(self.settings, opts.user)
         if principals.error:
             print(f"searchcrawl: {principals.error}: public documents only", file=sys.stderr)
+        # SOLR_URL: one URL, or a collection's URLs on several nodes, comma-separated
+        index = TrimmedIndex(SolrIndex(url, timeout=30, auth=paths.solr_auth(self.settings)), principals)
         try:
             rules = rules_of(paths.db_url(self.settings))
-            query, auth = " ".join(args), paths.solr_auth(self.settings)
-            results = search(url, query, principals, opts.rows, opts.source, auth, rules.boosts)
+            query = " ".join(args)
+            results = search(index, query, opts.rows, opts.source, rules.boosts)
         except IndexingError as exc:
             print(f"searchcrawl: Solr at {url} did not answer: {exc.reason}")
             self.exitcode = 1
             return
-        bets = best_bets(SolrIndex(url, timeout=30, auth=auth), rules.pinned(query), principals)
+        bets = best_bets(index, rules.pinned(query))
         for line in format_bets(bets):  # above the hits, as on the search page (trimmed alike)
             print(printable(line))
         print(f"{matching(results.hits)} {' '.join(args)!r}")

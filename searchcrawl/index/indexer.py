@@ -289,6 +289,11 @@ class SolrIndex:
         )
         return sorted({rule["dest"] for rule in json.loads(answer).get("copyFields", [])})
 
+    def document_count(self) -> int:
+        """How many documents the whole index holds (every source's, untrimmed): for operators
+        (the admin page's Solr health), never shown to a searcher."""
+        return int(self.search("*:*", rows=0).hits)
+
     def sources(self) -> list[str]:
         """The sources that have documents in the index."""
         results = self.search("*:*", rows=0, facet="true", **{"facet.field": "source", "facet.limit": -1, "facet.mincount": 1})

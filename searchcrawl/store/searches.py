@@ -25,9 +25,9 @@ from typing import Any
 
 from sqlalchemy import and_, bindparam, case, delete, func, insert, literal_column, select, update
 
+from searchcrawl.rules.relevance import normal_query, printable
 from searchcrawl.store.database import Database, as_utc, now
 from searchcrawl.store.models import search_clicks, searches
-from searchcrawl.web.relevance import normal_query, printable
 
 MAX_NORMALIZED_CHARS = 200
 MAX_QUERY_CHARS = 1000

@@ -59,6 +59,7 @@ from urllib.parse import urlencode, urlsplit
 
 from sqlalchemy.exc import OperationalError
 
+from searchcrawl.rules.relevance import URL_SCHEMES, printable
 from searchcrawl.store.database import now
 from searchcrawl.store.searches import (
     MAX_COMPLETIONS,
@@ -70,7 +71,6 @@ from searchcrawl.store.searches import (
     filters_json,
     normalize,
 )
-from searchcrawl.web.relevance import URL_SCHEMES, printable
 from searchcrawl.web.search_page import day
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,9 @@ from starlette.responses import JSONResponse, Response
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.index.indexer import IndexingError
-from searchcrawl.web import api, suggestions
+from searchcrawl.search import suggestions
+from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.web import api
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.search_page import SearchRequest, run_search
 from searchcrawl.web.shared import in_thread, searcher_principals
@@ -75,7 +77,7 @@ async def api_search(ctx: WebContext, request: Request) -> Response:
     query = SearchRequest.from_params(request.query_params)
     try:
         rules = await in_thread(ctx.relevance.get)  # the page's boosts and best bets too
-        page = await in_thread(run_search, ctx.solr, query, principals, ctx.config.rows, True, rules)
+        page = await in_thread(run_search, TrimmedIndex(ctx.solr, principals), query, ctx.config.rows, True, rules)
     except IndexingError as exc:
         logger.warning("API search %r failed: %s", query.q[:100], exc.reason)
         return _api_error(503, "unavailable", "The index cannot be searched now.", cors)

@@ -27,20 +27,23 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import Directory
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.index.query import matching
 from searchcrawl.ops.health import HealthCheck
 from searchcrawl.ops.launchers import Launcher
 from searchcrawl.ops.metrics import ProjectCollector
 from searchcrawl.ops.run_control import ACTIONS
 from searchcrawl.ops.stalls import stalls
+from searchcrawl.rules import relevance
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
+from searchcrawl.search import suggestions
+from searchcrawl.search.query import matching
+from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.deltas import reason_text
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.searches import Searches
-from searchcrawl.web import analytics, api, relevance, suggestions
+from searchcrawl.web import analytics, api
 from searchcrawl.web.search_page import FACET_TITLES, SearchRequest
 from searchcrawl.web.searchers import Proxies
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -277,7 +280,7 @@ class WebContext:
         except Exception as exc:  # noqa: BLE001 (the query log failing costs the titles nothing)
             logger.warning("Suggestions: no past queries: %s", type(exc).__name__)
             candidates = []
-        return suggestions.suggest(self.solr, principals, prefix, candidates)
+        return suggestions.suggest(TrimmedIndex(self.solr, principals), prefix, candidates)
 
     def query_candidates(self, prefix: str) -> list[str]:
         """Past queries that found documents and begin with ``prefix``, most frequent first (the

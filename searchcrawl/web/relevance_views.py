@@ -14,8 +14,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.index.indexer import IndexingError
+from searchcrawl.rules import relevance
+from searchcrawl.search import why
+from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.store.relevance_rules import RelevanceStore
-from searchcrawl.web import relevance, why
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, flash, in_thread, small_form, who_searches
 
@@ -34,7 +36,7 @@ async def why_page(ctx: WebContext, request: Request) -> Response:
     viewer = await who_searches(ctx, request)
     try:
         rules = await in_thread(ctx.relevance.get)
-        page = await in_thread(why.why, ctx.solr, query, target, viewer.principals, rules.boosts)
+        page = await in_thread(why.why, TrimmedIndex(ctx.solr, viewer.principals), query, target, rules.boosts)
     except IndexingError as exc:
         logger.warning("Web administration: why %r failed: %s", query[:100], exc.reason)
         page = why.WhyPage(query=query.strip()[: why.MAX_QUERY_CHARS], target=target.strip()[: why.MAX_TARGET_CHARS])

@@ -2,7 +2,8 @@
 
 The page's state lives in its URL (``q``, ``page``, ``sort``, ``rows``, ``from``, ``to`` and the
 facets' parameters, each repeatable), so every result page can be bookmarked and shared. Solr is
-asked through searchcrawl/index/query.py, as `scrapy search` asks it: one hit per URL, the /select
+asked through searchcrawl/search/ (query.py's parameters, sent by searcher.py's ``TrimmedIndex``,
+which trims every request to the searcher), as `scrapy search` asks it: one hit per URL, the /select
 handler's edismax semantics. Filters from facet links are exact-term filters (nothing a visitor
 types becomes filter syntax): several values of one facet are OR'ed, facets AND'ed, and each
 facet's own filter is tagged and left out of its own counts (Solr's multi-select faceting), so
@@ -24,23 +25,14 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from markupsafe import Markup, escape
 
-from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
-from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.index.query import (
-    ONE_URL_TAG,
-    SPELL_FIELD,
-    TIME_ALLOWED_MS,
-    UF,
-    counted,
-    every_word_counts,
-    search_params,
-    snippet_of,
-    term_filter,
-    unique_hits,
-)
+from searchcrawl.index.indexer import IndexingError
+from searchcrawl.rules.relevance import URL_SCHEMES, Rules
+from searchcrawl.search.query import MAX_QUERY_CHARS, ONE_URL_TAG, search_params, snippet_of, term_filter, unique_hits
+from searchcrawl.search.relevance_params import boost_params, pinned_filter
+from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.spelling import spelling
 from searchcrawl.web.labels import facet_label, type_label
-from searchcrawl.web.relevance import URL_SCHEMES, Rules, boost_params, boosted_search, pinned_filter
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +62,6 @@ SORTS = {
     "title": ("Title (A-Z)", "title_sort asc,score desc"),
 }
 ROWS = (10, 20, 50)  # hits a page a searcher may choose (besides the application's default)
-MAX_QUERY_CHARS = 1000
 MAX_PAGE = 100  # deeper pages cost Solr more than they serve anyone
 MAX_FACET_VALUES = 20  # values of one facet chosen at once
 MAX_VALUE_CHARS = 500
@@ -78,6 +69,7 @@ MAX_CHOSEN_CHARS = 2000  # the values chosen of all facets together: each facet 
 # the longest search URL a sign-in leads back to: the query and the values chosen, each character
 # percent-encoded in up to 12 (four bytes of UTF-8), and the other parameters
 MAX_BACK_CHARS = 12 * (MAX_QUERY_CHARS + MAX_CHOSEN_CHARS) + 1000
+MAX_SPELLINGS = 3  # spelling suggestions shown (search/spelling.py)
 FACET_LIMIT = 10
 DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 # the parameters of a search page's URL, in the order its URLs name them
@@ -410,16 +402,16 @@ def hit_of(doc: dict[str, Any], highlighting: dict[str, Any] | None) -> Hit:
     )
 
 
-def best_bets(client: SolrIndex, urls: list[str], principals: Principals) -> list[Hit]:
-    """The documents pinned at ``urls`` that ``principals`` may read, in ``urls``' order: asked
-    of Solr with the searcher's trimming like every search (``search_params``), so one they may
-    not read is neither shown nor hinted at (relevance.py)."""
+def best_bets(index: TrimmedIndex, urls: list[str]) -> list[Hit]:
+    """The documents pinned at ``urls`` that the searcher of ``index`` may read, in ``urls``'
+    order: asked of Solr with the searcher's trimming like every search (searcher.py), so one
+    they may not read is neither shown nor hinted at (rules/relevance.py)."""
     if not urls:
         return []
     wanted, params = pinned_filter(urls)
-    asked = {**search_params(principals, 2 * len(urls), 0, filters=[wanted]), **params, "hl": "false"}  # no words to mark
+    asked = {**search_params(2 * len(urls), 0, filters=[wanted]), **params, "hl": "false"}  # no words to mark
     try:
-        found = client.search("*:*", **asked)
+        found = index.search("*:*", asked)
     except IndexingError as exc:  # the hits are there: the page goes on without its best bets
         logger.warning("Best bets not shown: %s", exc.reason)
         return []
@@ -439,18 +431,17 @@ def best_bets(client: SolrIndex, urls: list[str], principals: Principals) -> lis
 
 
 def run_search(
-    client: SolrIndex,
+    index: TrimmedIndex,
     request: SearchRequest,
-    principals: Principals,
     rows: int = 10,
     spellcheck: bool = True,
     rules: Rules | None = None,
 ) -> SearchPage:
-    """Ask Solr for ``request``'s page of hits with its facets, of what ``principals`` may read;
-    when nothing matches, for spelling suggestions (Solr's spellcheck component, if the configset
-    has it) that find something they may read. ``rows`` is the application's page size, unless
-    the request chose one. ``rules`` (relevance.py): boosts applied to the hits, and on the first
-    page the best bets of the query, above them."""
+    """Ask Solr for ``request``'s page of hits with its facets, of what the searcher of ``index``
+    may read; when nothing matches, for spelling suggestions (Solr's spellcheck component, if the
+    configset has it, search/spelling.py) that find something they may read. ``rows`` is the
+    application's page size, unless the request chose one. ``rules`` (rules/relevance.py): boosts
+    applied to the hits, and on the first page the best bets of the query, above them."""
     rules = rules or Rules()
     rows = request.rows or rows
     page = SearchPage(request, rows=rows)
@@ -458,7 +449,6 @@ def run_search(
         return page
     filters, filter_params = request.solr_filters()
     params = search_params(
-        principals,
         rows,
         (request.page - 1) * rows,
         filters=filters,
@@ -467,10 +457,10 @@ def run_search(
     )
     params.update(filter_params)
     params.update(FACET_PARAMS)
-    results = boosted_search(client, request.q, params, boost_params(rules.boosts))
+    results = index.search(request.q, params, boost_params(rules.boosts))
     page.total = results.hits
     if request.page == 1:
-        page.bets = best_bets(client, rules.pinned(request.q), principals)
+        page.bets = best_bets(index, rules.pinned(request.q))
     shown = {hit.url for hit in page.bets}
     for doc in unique_hits(results.docs):
         hit = hit_of(doc, results.highlighting)
@@ -480,7 +470,8 @@ def run_search(
             page.repeated += 1
     page.facets = facets(request, results.facets or {})
     if not page.total and spellcheck:  # asked only then: the component costs every query time
-        page.suggestions = spelling(client, request, principals, params["fq"], filter_params)
+        corrected = spelling(index, request.q, params["fq"], filter_params)
+        page.suggestions = [(text, request.url(q=text)) for text in corrected[:MAX_SPELLINGS]]
     return page
 
 
@@ -508,67 +499,3 @@ def facets(request: SearchRequest, solr_facets: dict[str, Any]) -> dict[str, lis
         if queries.get(f"modified_{key}", 0) or key in chosen
     ]
     return {name: values for name, values in shown.items() if values}
-
-
-SPELLCHECK_PARAMS = {
-    "spellcheck": "true",
-    "spellcheck.collate": "true",
-    "spellcheck.count": 10,
-    "spellcheck.maxCollationTries": 10,
-    # a collation is tried with every word required: with /select's own mm a collation of two
-    # words passed on one of them, and the other could be anything the index holds
-    "spellcheck.collateParam.mm": "100%",
-    # every word typed is corrected, those the index holds too (the word itself its first
-    # correction): by default Solr corrects only a word no document holds, counting the
-    # documents the searcher may not read, so whether "Did you mean" came told them whether a
-    # hidden document holds the word they typed
-    "spellcheck.alternativeTermCount": 10,
-}
-MAX_SPELLINGS = 3
-
-
-def spelling(
-    client: SolrIndex, request: SearchRequest, principals: Principals, fq: list[str], filter_params: dict[str, str]
-) -> list[tuple[str, str]]:
-    """The corrected queries (text, URL) offered for ``request``, which found nothing: Solr's
-    collations, tried by Solr with the search's filters (the trimming among them), then kept only
-    if every word of each, under a negation or in a group too, is a word as written of one
-    document ``principals`` may read with those filters (``every_word_query`` on the dictionary's
-    own field). A collation's corrected word comes from any document's words, and Solr's own try
-    counts a document whatever the query's operators say of that word (``-w``) or however many
-    of its words it needs. None when Solr fails (the page goes on without them)."""
-    _filters, trimming = solr_trimming(principals)  # every parameter the trimming needs (macros off too)
-    # the search's own fields, no nested query, and its bound: the query (and each collation Solr
-    # tries) is asked again, and one that found nothing may have been cut short by the bound
-    asked = {**trimming, **filter_params, "rows": 0, "fq": fq, "uf": UF, "timeAllowed": TIME_ALLOWED_MS}
-    try:
-        corrected = collations(client.search(request.q, **asked, **SPELLCHECK_PARAMS).spellcheck or {})
-        if not corrected:
-            return []
-        checks = {
-            **every_word_counts(corrected, "spelling_", SPELL_FIELD),
-            "defType": "lucene",
-            "hl": "false",
-            "spellcheck": "false",
-        }
-        found = client.search("*:*", **asked, **checks).facets
-    except IndexingError as exc:
-        logger.warning("Spelling suggestions not shown: %s", exc.reason)
-        return []
-    readable = [text for number, text in enumerate(corrected) if counted(found, f"spelling_{number}")]
-    logger.debug("Spelling: %d of %d collations spell only words the searcher may read", len(readable), len(corrected))
-    return [(text, request.url(q=text)) for text in readable[:MAX_SPELLINGS]]
-
-
-def collations(spellcheck: dict[str, Any]) -> list[str]:
-    """The collations (whole corrected queries) of Solr's spellcheck answer, each once. Never a
-    word's own suggestions: they come from every document's words, those the searcher may not
-    read too."""
-    found: list[str] = []
-    collated = spellcheck.get("collations", [])
-    for i in range(0, len(collated) - 1, 2):  # ["collation", value, ...]; value a string or a dict
-        value = collated[i + 1]
-        text = value.get("collationQuery") if isinstance(value, dict) else value
-        if isinstance(text, str) and text and text not in found:
-            found.append(text)
-    return found

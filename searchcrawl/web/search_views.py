@@ -12,7 +12,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from searchcrawl.index.indexer import IndexingError
-from searchcrawl.web import suggestions
+from searchcrawl.search import suggestions
+from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.search_page import SearchRequest, run_search
 from searchcrawl.web.shared import in_thread, personal, who_searches
@@ -37,7 +38,7 @@ async def search(ctx: WebContext, request: Request) -> Response:
     searcher = await who_searches(ctx, request)
     try:
         rules = await in_thread(ctx.relevance.get)
-        page = await in_thread(run_search, ctx.solr, query, searcher.principals, ctx.config.rows, True, rules)
+        page = await in_thread(run_search, TrimmedIndex(ctx.solr, searcher.principals), query, ctx.config.rows, True, rules)
     except IndexingError as exc:
         logger.warning("Search %r failed: %s", query.q, exc.reason)
         failed = render_search(

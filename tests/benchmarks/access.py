@@ -37,7 +37,7 @@ import pysolr
 from searchcrawl.access.decision import Principal, Principals, solr_trimming
 from searchcrawl.access.tokens import Access, Grant, Level
 from searchcrawl.dev.solr_runner import DevSolr, free_port
-from searchcrawl.index.query import search_params
+from searchcrawl.search.query import search_params
 from searchcrawl.web.search_page import FACET_PARAMS
 
 GROUPS = 2000
@@ -151,13 +151,11 @@ def searcher(rng: random.Random, name: str) -> Principals:
 
 def page_params(principals: Principals, trimmed: bool) -> dict[str, Any]:
     """The web search page's request (run_search), with or without the trimming."""
-    params = search_params(principals, 10, 0, highlight=("\ue000", "\ue001"))
+    params = search_params(10, 0, highlight=("\ue000", "\ue001"))
     params.update(FACET_PARAMS)
-    if not trimmed:
+    if trimmed:  # as TrimmedIndex sends it (search/searcher.py): its filters first, its parameters over
         trimming, trimming_params = solr_trimming(principals)
-        params["fq"] = [f for f in params["fq"] if f not in trimming]
-        for name in trimming_params:
-            del params[name]
+        params = {**params, **trimming_params, "fq": [*trimming, *params["fq"]]}
     return params
 
 

@@ -54,7 +54,8 @@ import tests.conftest  # noqa: F401  # its CheckoutConfigset: the dev Solr gets 
 from searchcrawl.access.decision import Principals
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.web.suggestions import suggest
+from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.suggestions import suggest
 from tests.benchmarks.measure import process_tree_cpu
 from tests.benchmarks.real_sites import SITES, build_site, site_seed
 from tests.benchmarks.synthetic import WORDS as SITE_WORDS
@@ -233,7 +234,7 @@ def suggestion_latency(
         candidates = [word for word in vocabulary if word.startswith(prefix)][:5]
         candidates += [f"{word} page" for word in candidates][: 10 - len(candidates)]
         started = time.perf_counter()
-        suggest(solr, visitor, prefix, candidates)
+        suggest(TrimmedIndex(solr, visitor), prefix, candidates)
         with_queries.append(time.perf_counter() - started)
     return {
         "suggest_all_prefixes": percentiles([sample for samples in by_length.values() for sample in samples]),

@@ -18,7 +18,8 @@ from searchcrawl.access.explanation import ACCESS_COLUMN, FROM_INDEX, FROM_TABLE
 from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.access.tokens import Access, Grant, Level
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.index.query import matching, search_params
+from searchcrawl.search.query import matching, search_params
+from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.directory_server import DirectoryServer
 from tests.e2e.test_web_access import misspelt
@@ -88,7 +89,7 @@ def test_each_searcher_finds_exactly_their_documents_with_their_counts(
     client = SolrIndex(solr_url, timeout=30)
     for user, expected in SEES.items():
         principals = directory.principals(user) if user else Principals.anonymous()
-        page = run_search(client, SearchRequest(word, 1, (("source", source),)), principals, rows=20)
+        page = run_search(TrimmedIndex(client, principals), SearchRequest(word, 1, (("source", source),)), rows=20)
         assert {hit.title for hit in page.hits} == expected, user
         assert page.total == len(expected)
         counts = {value.value: value.count for value in page.facets["type"]}
@@ -98,7 +99,7 @@ def test_each_searcher_finds_exactly_their_documents_with_their_counts(
         assert counts == wanted, user
         assert {value.value: value.count for value in page.facets["source"]} == {source: len(expected)}
         # paging follows: one a page, each page full, as many pages as documents
-        second = run_search(client, SearchRequest(word, 2, (("source", source),)), principals, rows=1)
+        second = run_search(TrimmedIndex(client, principals), SearchRequest(word, 2, (("source", source),)), rows=1)
         assert second.pages == len(expected) and len(second.hits) == (1 if len(expected) > 1 else 0)
 
 
@@ -121,9 +122,9 @@ def test_a_suggestion_only_from_what_the_searcher_may_read(
     )
     typo = misspelt(word)
     client = SolrIndex(solr_url, timeout=30)
-    visitor = run_search(client, SearchRequest(typo), Principals.anonymous())
+    visitor = run_search(TrimmedIndex(client, Principals.anonymous()), SearchRequest(typo))
     assert visitor.total == 0 and visitor.suggestions == []  # the word exists, in what they may not read
-    alice = run_search(client, SearchRequest(typo), directory_of_server(directory_server).principals("alice"))
+    alice = run_search(TrimmedIndex(client, directory_of_server(directory_server).principals("alice")), SearchRequest(typo))
     assert alice.total == 0 and [text for text, _url in alice.suggestions] == [word]
 
 
@@ -199,9 +200,9 @@ def index_random_accesses(solr: pysolr.Solr, chooser: random.Random, name: str, 
 
 def found_by(client: SolrIndex, principals: Principals, source: str) -> set[str]:
     """The ids of ``source``'s documents a trimmed search finds for ``principals``."""
-    params = search_params(principals, rows=1000, source=source)
+    params = search_params(rows=1000, source=source)
     params["fl"] = "id"
-    return {doc["id"] for doc in client.search("*:*", **params).docs}
+    return {doc["id"] for doc in TrimmedIndex(client, principals).search("*:*", params).docs}
 
 
 def test_solrs_filters_agree_with_decide_on_random_accesses(solr_url: str, solr: pysolr.Solr) -> None:
@@ -259,9 +260,9 @@ def test_hostile_tokens_and_a_searcher_of_thousands_of_groups_are_matched_litera
     client = SolrIndex(solr_url, timeout=30)
 
     def found(principals: Principals) -> set[str]:
-        params = search_params(principals, rows=1000, source=source)
+        params = search_params(rows=1000, source=source)
         params["fl"] = "id"
-        return {doc["id"] for doc in client.search("*:*", **params).docs}
+        return {doc["id"] for doc in TrimmedIndex(client, principals).search("*:*", params).docs}
 
     for number, token in enumerate(HOSTILE):  # each hostile principal finds its own document only
         principals = Principals.of("eve", [Principal(token, "a hostile cn")])
@@ -311,7 +312,7 @@ def test_a_spelling_suggestion_spells_no_word_of_a_document_the_searcher_may_not
     offered: dict[str | None, list[str]] = {user: [] for user in searchers}
     for query in queries:
         for user, principals in searchers.items():
-            page = run_search(client, SearchRequest(query), principals)
+            page = run_search(TrimmedIndex(client, principals), SearchRequest(query))
             assert page.total == 0 or user == "alice", (user, query)  # her fuzzy query finds her word
             spelt = [text for text, _url in page.suggestions]
             assert user == "alice" or not any(secret in text for text in spelt), (user, query, spelt)
@@ -321,7 +322,7 @@ def test_a_spelling_suggestion_spells_no_word_of_a_document_the_searcher_may_not
     assert f"{word} {secret}" in offered["alice"] and f"{word} -{secret}" in offered["alice"]
     # the readable word alone is still corrected, for everyone
     for principals in searchers.values():
-        assert [text for text, _url in run_search(client, SearchRequest(near), principals).suggestions] == [word]
+        assert [text for text, _url in run_search(TrimmedIndex(client, principals), SearchRequest(near)).suggestions] == [word]
 
 
 def test_whether_a_word_is_in_a_document_the_searcher_may_not_read_changes_no_spelling_suggestion(
@@ -348,7 +349,7 @@ def test_whether_a_word_is_in_a_document_the_searcher_may_not_read_changes_no_sp
     client = SolrIndex(solr_url, timeout=30)
     visitor = Principals.anonymous()
     spelt = {
-        typed: [text for text, _url in run_search(client, SearchRequest(typed), visitor).suggestions]
+        typed: [text for text, _url in run_search(TrimmedIndex(client, visitor), SearchRequest(typed)).suggestions]
         for typed in (hidden, absent)
     }
     assert spelt[absent] == [word]  # a word no document holds is corrected to the public one
@@ -365,9 +366,9 @@ def test_a_macro_principal_reads_no_suggestion_either(solr_url: str, solr: pysol
     typo = misspelt(word)
     client = SolrIndex(solr_url, timeout=30)
     eve = Principals.of("eve", [Principal("group:${spellcheck.count}", "a hostile cn")])
-    found = run_search(client, SearchRequest(typo), eve)
+    found = run_search(TrimmedIndex(client, eve), SearchRequest(typo))
     assert found.total == 0 and found.suggestions == []
-    ten = run_search(client, SearchRequest(typo), Principals.of("ten", [Principal("group:10", "test")]))
+    ten = run_search(TrimmedIndex(client, Principals.of("ten", [Principal("group:10", "test")])), SearchRequest(typo))
     assert [text for text, _url in ten.suggestions] == [word]  # the suggestion is there for its readers
 
 
@@ -399,7 +400,7 @@ def test_the_tables_access_with_its_origins_wins_over_the_index(solr_url: str, s
     assert lines.count("  decision: GRANTED: granted: group:finance (POSIX ACL of /srv/hr/pay.txt: group:finance r--)") == 1
 
 
-def test_a_query_computes_nothing_over_documents_the_searcher_may_not_read(solr: pysolr.Solr) -> None:
+def test_a_query_computes_nothing_over_documents_the_searcher_may_not_read(solr_url: str, solr: pysolr.Solr) -> None:
     """A function in the query (edismax's ``_val_`` field, or a nested query) is computed over the
     whole index, whatever the trimming filters: ``_val_:"docfreq(content,'merger')"`` would add to
     a readable hit's score how many documents hold the word, hidden ones too. Searches allow neither."""
@@ -409,10 +410,11 @@ def test_a_query_computes_nothing_over_documents_the_searcher_may_not_read(solr:
         url = f"http://secure.test/{source}/{name}"
         docs.append({"id": f"{source}!{url}", "url": url, "source": source, "title": name, "content": text, **held.fields()})
     solr.add(docs)
-    params = search_params(Principals.anonymous(), source=source) | {"fl": "id,score", "hl": "false"}
+    params = search_params(source=source) | {"fl": "id,score", "hl": "false"}
+    index = TrimmedIndex(SolrIndex(solr_url, timeout=30), Principals.anonymous())
 
     def score(query: str, **changes: str) -> float:
-        found = solr.search(query, **(params | changes))
+        found = index.search(query, params | changes)
         assert [doc["id"] for doc in found.docs] == [docs[0]["id"]]  # only the public document, always
         return float(found.docs[0]["score"])
 

@@ -48,6 +48,7 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import DirectoryConfig, directory_of
 from searchcrawl.access.ldap_directory import LdapDirectory
 from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.conftest import Project, Site, free_port, run_scrapy, solr_docs, wait_for
 from tests.directory_server import GROUPS, USERS, DirectoryServer
@@ -431,7 +432,7 @@ def principals_of(corpus: Corpus, user: str | None, directory: LdapDirectory | N
 
 def page_hits(corpus: Corpus, principals: Principals) -> tuple[set[str], dict[str, int], int]:
     """The search page's path: the hits' URLs, the source facet's counts and the total."""
-    page = run_search(SolrIndex(corpus.solr_url, timeout=30), SearchRequest(corpus.word), principals, rows=100)
+    page = run_search(TrimmedIndex(SolrIndex(corpus.solr_url, timeout=30), principals), SearchRequest(corpus.word), rows=100)
     counts = {value.value: value.count for value in page.facets.get("source", [])}
     hits = {corpus.display.get(hit.url, hit.url) if hit.url else corpus.titled[(hit.source, hit.title)] for hit in page.hits}
     assert len(hits) == len(page.hits)
@@ -463,7 +464,7 @@ def check_searches(corpus: Corpus, suggestions: bool = True) -> None:
         if not suggestions:
             continue
         for url, document in corpus.documents.items():
-            page = run_search(client, SearchRequest(typo(document.word)), principals)
+            page = run_search(TrimmedIndex(client, principals), SearchRequest(typo(document.word)))
             assert page.total == 0, (user, url)
             offered = [text for text, _link in page.suggestions]
             assert offered == ([document.word] if url in expected else []), (user, url, offered)
@@ -551,7 +552,10 @@ def test_a_changed_acl_and_an_unreadable_acl_between_two_crawls(corpus: Corpus) 
     for user in SEARCHERS:  # the unreadable file is found by no one, though the kernel lets all read it
         assert kernel_reads(broken.path, user, GROUPS)
         assert (
-            run_search(SolrIndex(corpus.solr_url, timeout=30), SearchRequest(broken.word), principals_of(corpus, user)).total == 0
+            run_search(
+                TrimmedIndex(SolrIndex(corpus.solr_url, timeout=30), principals_of(corpus, user)), SearchRequest(broken.word)
+            ).total
+            == 0
         )
 
 

@@ -16,6 +16,7 @@ from searchcrawl.content.extract import solr_document, solr_id
 from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex, found_documents, migrate_ids, push_pending
 from searchcrawl.rules.lifecycle import Event, Outcome
+from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.store import Database, DocumentTable
 from tests.conftest import solr_docs
 from tests.index.test_indexer import cache_pending
@@ -64,13 +65,14 @@ def test_search_collapses_the_copies_of_a_url_and_keeps_their_snippets(solr_url:
             for source in sources
         ]
     )
-    results = search(solr_url, "okapi census", Principals.anonymous())
+    index = TrimmedIndex(SolrIndex(solr_url), Principals.anonymous())
+    results = search(index, "okapi census")
     mine = [doc for doc in results.docs if doc["url"] == url]
     assert len(mine) == 1 and mine[0]["id"] in {solr_id(source, url) for source in sources}
     lines = format_hits(results)
     assert lines.count(f"   {url}") == 1
     assert any("*okapi*" in line for line in lines[lines.index(f"   {url}") :][:2])  # highlighting found by the Solr id
-    assert search(solr_url, "okapi census", Principals.anonymous(), source=sources[1]).docs[0]["id"] == solr_id(sources[1], url)
+    assert search(index, "okapi census", source=sources[1]).docs[0]["id"] == solr_id(sources[1], url)
 
 
 def old_documents(source: str, count: int, host: str = "old.test") -> list[dict]:

@@ -21,6 +21,7 @@ from searchcrawl.commands.search import format_hits, search
 from searchcrawl.content.extract import solr_id
 from searchcrawl.index import solrcloud
 from searchcrawl.index.indexer import SolrIndex, migrate_ids
+from searchcrawl.search.searcher import TrimmedIndex
 from tests.conftest import ROOT, LocalSolrCloud, wait_for
 
 # With the session's one SolrCloud, on one pytest-xdist worker (--dist loadgroup): a cluster
@@ -144,7 +145,7 @@ def test_a_sources_documents_lie_on_one_shard_and_search_shows_a_url_once(cloud:
     assert set(shards) == set(sources)
     assert all(len(placed) == 1 for placed in shards.values()), shards
     assert set().union(*shards.values()) == {"shard1", "shard2"}
-    results = search(urls[0], "capybara", Principals.anonymous(), rows=100)
+    results = search(TrimmedIndex(SolrIndex(urls[0]), Principals.anonymous()), "capybara", rows=100)
     assert len(results.docs) == 2 * len(pages)  # one copy per shard
     assert sorted(line.strip() for line in format_hits(results) if line.startswith("   http")) == sorted(pages)
 
@@ -308,25 +309,28 @@ def test_the_search_pages_facets_sorts_and_date_range_across_shards(cloud: Local
     anyone = Principals.anonymous()
 
     either = run_search(
-        index, SearchRequest("quokka", filters=(("type", "text/html"), ("type", "application/pdf"))), anyone, rows=50
+        TrimmedIndex(index, anyone),
+        SearchRequest("quokka", filters=(("type", "text/html"), ("type", "application/pdf"))),
+        rows=50,
     )
     assert either.total == 24 and {hit.mimetype for hit in either.hits} == {"text/html", "application/pdf"}
     counts = {value.value: (value.count, value.selected) for value in either.facets["type"]}
     assert counts == {"text/html": (12, True), "application/pdf": (12, True), "text/plain": (12, False)}
     both = run_search(
-        index,
+        TrimmedIndex(index, anyone),
         SearchRequest("quokka", filters=(("type", "text/html"), ("type", "application/pdf"), ("source", sources[5]))),
-        anyone,
         rows=50,
     )
     assert both.total == 2 and {hit.source for hit in both.hits} == {sources[5]}
     assert {value.value: value.count for value in both.facets["type"]}["text/plain"] == 1  # within the source
 
-    newest = run_search(index, SearchRequest("quokka", sort="date"), anyone, rows=50)
+    newest = run_search(TrimmedIndex(index, anyone), SearchRequest("quokka", sort="date"), rows=50)
     assert [hit.date for hit in newest.hits] == sorted((hit.date for hit in newest.hits), reverse=True)
     assert len(newest.hits) == 36
-    titled = run_search(index, SearchRequest("quokka", sort="title"), anyone, rows=50)
+    titled = run_search(TrimmedIndex(index, anyone), SearchRequest("quokka", sort="title"), rows=50)
     assert [hit.title for hit in titled.hits] == sorted(doc["title"] for doc in documents)
-    march = run_search(index, SearchRequest("quokka", date_from="2026-03-01", date_to="2026-03-31"), anyone, rows=50)
+    march = run_search(
+        TrimmedIndex(index, anyone), SearchRequest("quokka", date_from="2026-03-01", date_to="2026-03-31"), rows=50
+    )
     expected = sorted(doc["url"] for doc in documents if doc["last_modified"].startswith("2026-03"))
     assert expected and sorted(hit.url for hit in march.hits) == expected

@@ -19,7 +19,8 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import directory_of
 from searchcrawl.access.tokens import Access
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.web.suggestions import MAX_SUGGESTIONS, suggest
+from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.suggestions import MAX_SUGGESTIONS, suggest
 from tests.conftest import Project, wait_for
 from tests.directory_server import DirectoryServer
 from tests.e2e.test_web_access import Corpus, settings_of, web_of
@@ -79,8 +80,8 @@ def test_a_searcher_whose_principals_are_incomplete_is_offered_no_title_that_den
     alice = directory.principals("alice")
     cut = dataclasses.replace(alice, partial="the group walk stopped at its bound")
     solr = SolrIndex(solr_url, timeout=30)
-    complete = {item.text for item in suggest(solr, alice, corpus.word[:8])}
-    incomplete = {item.text for item in suggest(solr, cut, corpus.word[:8])}
+    complete = {item.text for item in suggest(TrimmedIndex(solr, alice), corpus.word[:8])}
+    incomplete = {item.text for item in suggest(TrimmedIndex(solr, cut), corpus.word[:8])}
     assert complete == {title(corpus, name) for name in corpus.readers["alice"]}
     assert incomplete == complete - {title(corpus, "staff-not-bob")}  # the only one with a deny token
 
@@ -226,7 +227,7 @@ def test_a_huge_title_is_indexed_and_offered_cut(solr_url: str, solr: pysolr.Sol
     url = f"http://huge.test/{word}"
     huge = f"{word} " + "q" * 50_000 + " tail" * 10_000
     solr.add([{"id": f"huge!{url}", "url": url, "source": "huge", "title": huge, **Access.public("test").fields()}])
-    shown = suggest(SolrIndex(solr_url, timeout=30), Principals.anonymous(), word[:6])
+    shown = suggest(TrimmedIndex(SolrIndex(solr_url, timeout=30), Principals.anonymous()), word[:6])
     assert [(item.text, item.kind) for item in shown] == [(f"{word} " + "q" * (150 - len(word) - 1), "title")]
 
 

@@ -16,13 +16,13 @@ from starlette.testclient import TestClient
 
 from searchcrawl.crawl.spiderloader import SourceSpiderLoader
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.index.query import term_filter
 from searchcrawl.ops.launchers import LocalLauncher
+from searchcrawl.search.query import term_filter
+from searchcrawl.search.why import explain_lines
 from searchcrawl.store import Database
 from searchcrawl.store.runs import Runs
 from searchcrawl.web.app import WebConfig, create_app
 from searchcrawl.web.shared import SESSION_COOKIE
-from searchcrawl.web.why import explain_lines
 from tests.conftest import ROOT, Project
 from tests.web_site import OLD, SCRIPT_TITLE
 
@@ -419,7 +419,7 @@ def test_why_page_explains_a_hit_in_words_and_needs_an_administrator(harbour_cor
 
 
 def test_solrs_explanation_has_the_shape_the_why_page_reads(harbour_corpus) -> None:
-    """A real explanation (tests/web/test_why.py's sample has this shape) read into words."""
+    """A real explanation (tests/search/test_why.py's sample has this shape) read into words."""
     project, harbour = harbour_corpus
     solr = SolrIndex(project.solr_url)
     found = solr.search("tugboat", fq=term_filter("source", harbour.main), fl="id,score,[explain style=nl]", rows=1)

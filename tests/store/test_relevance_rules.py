@@ -10,13 +10,13 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import Engine, inspect
 
+from searchcrawl.rules.relevance import BestBet, Boost, RelevanceError, parse_bet
 from searchcrawl.store import Database
 from searchcrawl.store import relevance_rules as store_module
 from searchcrawl.store.database import SCHEMA_REVISION, create_db_engine, current_revision, upgrade_schema
 from searchcrawl.store.models import relevance_bets
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.system.resources import package_dir
-from searchcrawl.web.relevance import BestBet, Boost, RelevanceError, parse_bet
 
 TABLES = {"relevance_bets", "relevance_boosts", "relevance_synonyms", "relevance_stopwords"}
 

@@ -151,8 +151,9 @@ def test_control_characters_are_spaces_in_what_is_logged() -> None:
 
 
 def test_one_normalization_and_one_list_of_link_schemes_for_analytics_best_bets_and_the_page() -> None:
+    from searchcrawl.rules import relevance
     from searchcrawl.store.searches import normalize
-    from searchcrawl.web import relevance, search_page
+    from searchcrawl.web import search_page
 
     for query in ("  Harbour\x00 MASTER\x7f", "harbour\tmaster", "HARBOUR \x1f\x01 master"):
         assert normalize(query) == relevance.normal_query(query) == "harbour master", repr(query)

@@ -21,17 +21,13 @@ from starlette.testclient import TestClient
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.store.relevance_rules import RelevanceStore
-from searchcrawl.web import relevance as relevance_module
-from searchcrawl.web.app import create_app
-from searchcrawl.web.relevance import (
+from searchcrawl.rules.relevance import (
     MAX_PINNED,
     BestBet,
     Boost,
     RelevanceError,
     RuleCache,
     Rules,
-    boost_params,
     edit_form,
     format_end,
     format_start,
@@ -43,8 +39,12 @@ from searchcrawl.web.relevance import (
     parse_when,
     rule_forms,
     synonym_map,
-    wildcard_term,
 )
+from searchcrawl.search import searcher as searcher_module
+from searchcrawl.search.relevance_params import boost_params, wildcard_term
+from searchcrawl.search.searcher import OncePer, TrimmedIndex
+from searchcrawl.store.relevance_rules import RelevanceStore
+from searchcrawl.web.app import create_app
 from searchcrawl.web.search_page import SearchRequest, run_search
 from tests.web.test_app import PASSWORD, unit_config
 
@@ -166,7 +166,7 @@ def test_run_search_boosts_and_asks_the_pinned_documents_under_the_searchers_tri
     pinned = {"id": "s!https://h/pinned", "url": "https://h/pinned", "title": "Pinned"}
     solr = AskedSolr(answer(2, [pinned, hit]), answer(1, [pinned]))
     principals = Principals.anonymous()
-    page = run_search(solr, SearchRequest(q="Harbour"), principals, rules=rules)  # type: ignore[arg-type]
+    page = run_search(TrimmedIndex(solr, principals), SearchRequest(q="Harbour"), rules=rules)  # type: ignore[arg-type]
     search, bets = solr.asked
     assert search["boost"] == ["if(exists(query($relevance_0)),2.0,1)"] and search["relevance_0"] == "{!term f=source}wiki"
     trimming, trimming_params = solr_trimming(principals)
@@ -178,11 +178,11 @@ def test_run_search_boosts_and_asks_the_pinned_documents_under_the_searchers_tri
     # the pinned documents' request fails: the hits are shown without best bets
     failing = AskedSolr(answer(2, [pinned, hit]))
     failing.answers.append(IndexingError("Solr did not answer a query", reason="timed out"))  # type: ignore[arg-type]
-    page = run_search(failing, SearchRequest(q="harbour"), principals, rules=rules)  # type: ignore[arg-type]
+    page = run_search(TrimmedIndex(failing, principals), SearchRequest(q="harbour"), rules=rules)  # type: ignore[arg-type]
     assert page.bets == [] and len(page.hits) == 2
     # page 2: no best bets, and no request for them
     solr = AskedSolr(answer(12, [hit]))
-    page = run_search(solr, SearchRequest(q="harbour", page=2), principals, rules=rules)  # type: ignore[arg-type]
+    page = run_search(TrimmedIndex(solr, principals), SearchRequest(q="harbour", page=2), rules=rules)  # type: ignore[arg-type]
     assert len(solr.asked) == 1 and page.bets == []
 
 
@@ -337,7 +337,7 @@ def test_a_boost_solr_refuses_is_dropped_and_the_search_goes_on(
     breaks the search: asked again without the boosts, logged at most once a minute; a Solr that
     does not answer is not asked again."""
     now = [0.0]
-    monkeypatch.setattr(relevance_module, "BOOSTS_REFUSED_LOG", relevance_module.OncePer(60, clock=lambda: now[0]))
+    monkeypatch.setattr(searcher_module, "BOOSTS_REFUSED_LOG", OncePer(60, clock=lambda: now[0]))
     rules = Rules(boosts=(Boost("glob", "*a" + "?" * 15, 2.0),))
     hit = {"id": "s!https://h/a", "url": "https://h/a", "title": "A"}
 
@@ -349,7 +349,7 @@ def test_a_boost_solr_refuses_is_dropped_and_the_search_goes_on(
         for minute in (0, 30, 61):
             now[0] = minute
             solr = AskedSolr(refused(500 if minute == 30 else 400), answer(1, [hit]))  # type: ignore[arg-type]
-            page = run_search(solr, SearchRequest(q="harbour", page=2), Principals.anonymous(), rules=rules)  # type: ignore[arg-type]
+            page = run_search(TrimmedIndex(solr, Principals.anonymous()), SearchRequest(q="harbour", page=2), rules=rules)  # type: ignore[arg-type]
             boosted, plain = solr.asked
             assert "boost" in boosted and "boost" not in plain and "relevance_0" not in plain
             assert {k: v for k, v in boosted.items() if k != "boost" and not k.startswith("relevance_")} == plain
@@ -360,7 +360,7 @@ def test_a_boost_solr_refuses_is_dropped_and_the_search_goes_on(
     for asked_rules, error in ((Rules(), refused()), (rules, IndexingError("Solr did not answer a query", reason="timed out"))):
         failing = AskedSolr(error)  # type: ignore[arg-type]
         with pytest.raises(IndexingError):
-            run_search(failing, SearchRequest(q="harbour", page=2), Principals.anonymous(), rules=asked_rules)  # type: ignore[arg-type]
+            run_search(TrimmedIndex(failing, Principals.anonymous()), SearchRequest(q="harbour", page=2), rules=asked_rules)  # type: ignore[arg-type]
         assert len(failing.asked) == 1
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from searchcrawl.index.query import matching
+from searchcrawl.search.query import matching
 from searchcrawl.store.runs import counter_text, shown_counters
 from searchcrawl.web.admin import run_counts
 

@@ -11,7 +11,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.datastructures import QueryParams
 
 from searchcrawl.access.decision import Principals, solr_trimming
-from searchcrawl.index.query import (
+from searchcrawl.search.query import (
     SPELL_FIELD,
     TIME_ALLOWED_MS,
     counted,
@@ -24,6 +24,8 @@ from searchcrawl.index.query import (
     term_filter,
     unique_hits,
 )
+from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.spelling import collations
 from searchcrawl.web.labels import LANGUAGE_NAMES, TYPE_LABELS, facet_label, language_label, type_label
 from searchcrawl.web.search_page import (
     FACET_PARAMS,
@@ -37,7 +39,6 @@ from searchcrawl.web.search_page import (
     Hit,
     SearchPage,
     SearchRequest,
-    collations,
     date_range_label,
     display_url,
     facets,
@@ -145,15 +146,16 @@ def test_every_word_of_a_text_is_a_quoted_phrase_whatever_its_operators() -> Non
 
 
 def test_the_query_module_collapses_and_drops_a_url_shown() -> None:
-    params = search_params(Principals.anonymous(), 10, 20, source="docs", filters=["x:y"])
+    params = search_params(10, 20, source="docs", filters=["x:y"])
+    wanted = ["{!collapse tag=one_url field=url nullPolicy=expand}", term_filter("source", "docs"), "x:y"]
+    assert params["fq"] == wanted
+    # the trimming is the TrimmedIndex's to add, to every request: its filters first
+    solr = AskedSolr(answer())
+    TrimmedIndex(solr, Principals.anonymous()).search("harbour", params)  # type: ignore[arg-type]
     trimming, trimming_params = solr_trimming(Principals.anonymous())
-    assert params["fq"] == [
-        *trimming,
-        "{!collapse tag=one_url field=url nullPolicy=expand}",
-        term_filter("source", "docs"),
-        "x:y",
-    ]
-    assert params["access_tokens"] == "public" and trimming_params.items() <= params.items()
+    sent = solr.asked[0]
+    assert sent["fq"] == [*trimming, *wanted] and params["fq"] == wanted  # the caller's parameters are left as they were
+    assert sent["access_tokens"] == "public" and trimming_params.items() <= sent.items()
     assert params["start"] == 20
     assert params["timeAllowed"] == TIME_ALLOWED_MS  # a visitor's costly query gets what Solr found by then
     # no score is returned: it is computed with the whole index's statistics, hidden documents
@@ -244,8 +246,9 @@ def test_hostile_values_of_several_facets_stay_literal_terms() -> None:
     }
     assert all("$" not in name for name in params)  # nothing a visitor types names a parameter
     # the parameters reach Solr with the filters, and macros stay off (the trimming's expandMacros)
-    sent = search_params(Principals.anonymous(), filters=filters)
-    assert sent["expandMacros"] == "false" and sent["fq"][-2:] == filters
+    solr = AskedSolr(answer())
+    TrimmedIndex(solr, Principals.anonymous()).search("x", search_params(filters=filters))  # type: ignore[arg-type]
+    assert solr.asked[0]["expandMacros"] == "false" and solr.asked[0]["fq"][-2:] == filters
 
 
 def test_facets_count_without_their_own_filter_and_the_trimming_is_never_left_out() -> None:
@@ -415,7 +418,7 @@ def test_run_search_sends_the_sort_the_page_size_and_the_facets_values_with_thei
     )
     doc = {"id": "s!u", "url": "https://a.example/u", "title": "T", "mimetype": "application/pdf"}
     solr = AskedSolr(answer(45, [doc]))
-    page = run_search(solr, request, Principals.anonymous(), rows=10)  # type: ignore[arg-type]
+    page = run_search(TrimmedIndex(solr, Principals.anonymous()), request, rows=10)  # type: ignore[arg-type]
     asked = solr.asked[0]
     assert (asked["rows"], asked["start"], asked["sort"]) == (20, 40, "last_modified desc,score desc")
     assert (
@@ -428,7 +431,7 @@ def test_run_search_sends_the_sort_the_page_size_and_the_facets_values_with_thei
     spelt = {"collations": ["collation", "harbor", "collation", "harbor -secret"]}
     counts = SimpleNamespace(facets={"facet_queries": {"spelling_0": 2, "spelling_1": 0}})
     solr = AskedSolr(answer(0), answer(0, spellcheck=spelt), counts)
-    page = run_search(solr, request, Principals.anonymous())  # type: ignore[arg-type]
+    page = run_search(TrimmedIndex(solr, Principals.anonymous()), request)  # type: ignore[arg-type]
     checked, words = solr.asked[1], solr.asked[2]
     assert checked["fq"] == solr.asked[0]["fq"] and checked["filter_type_1"] == "{!term f=mimetype}application/pdf"
     assert checked["spellcheck.collateParam.mm"] == "100%" and checked["uf"] == solr.asked[0]["uf"]
@@ -458,7 +461,7 @@ def test_every_request_of_a_search_that_found_nothing_is_bounded_in_time_as_the_
     spelt = {"collations": ["collation", "harbour"]}
     counts = SimpleNamespace(facets={"facet_queries": {"spelling_0": 1}})
     solr = AskedSolr(answer(0), answer(0, spellcheck=spelt), counts)
-    run_search(solr, request, Principals.anonymous())  # type: ignore[arg-type]
+    run_search(TrimmedIndex(solr, Principals.anonymous()), request)  # type: ignore[arg-type]
     assert len(solr.asked) == 3
     bound = solr.asked[0]["timeAllowed"]
     assert [asked.get("timeAllowed") for asked in solr.asked] == [bound] * 3

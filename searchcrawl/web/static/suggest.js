@@ -1,4 +1,4 @@
-// Suggestions while typing on the search page (searchcrawl/web/suggestions.py, GET /suggest).
+// Suggestions while typing on the search page (searchcrawl/search/suggestions.py, GET /suggest).
 // No framework, no inline script, no eval, no innerHTML: every suggestion is text put into the
 // page with textContent. The search box is an ARIA combobox with a listbox of options: up and
 // down move through them, Enter searches the one chosen, Escape closes the list. Without this

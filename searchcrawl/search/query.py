@@ -8,9 +8,10 @@ shards: ``unique_hits`` also drops a URL already shown. The query text itself go
 typed: the /select handler's edismax defaults (solrconfig.xml) are the index's semantics
 (phrases, stopword gaps, ``field:value``), the same for every client.
 
-Every search is trimmed to its searcher (``search_params`` takes their Principals, and has no
-default): Solr's filters (access/decision.py ``solr_trimming``) drop what they may not read before
-hits are counted, faceted, paged or spell-checked, so a count or a suggestion shows nothing of it.
+Every search is trimmed to its searcher: the parameters built here are sent by searcher.py's
+``TrimmedIndex``, which adds Solr's filters of what they may read (access/decision.py
+``solr_trimming``) to each request, so they drop what the searcher may not read before hits are
+counted, faceted, paged or spell-checked, and a count or a suggestion shows nothing of it.
 A text shown to a searcher that someone or something else wrote (a spelling correction, a past
 search) is checked word by word as well (``every_word_query``): finding a readable document is
 not enough when the text holds a word that document need not hold (``word -secret``).
@@ -21,8 +22,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
-
-from searchcrawl.access.decision import Principals, solr_trimming
 
 # one hit per URL; tagged, so that a count by source can leave it out (a URL that two sources
 # hold is a hit of each: the search page's source facet)
@@ -39,10 +38,10 @@ def term_filter(field: str, value: str) -> str:
 
 UF = "* -_query_ -_val_"  # edismax's user fields: see search_params
 TIME_ALLOWED_MS = 5000  # a search's bound in Solr (not /select's default: cursorMark refuses it)
+MAX_QUERY_CHARS = 1000  # of a searcher's query (a longer one is cut)
 
 
 def search_params(
-    principals: Principals,
     rows: int = 10,
     start: int = 0,
     source: str | None = None,
@@ -50,21 +49,19 @@ def search_params(
     highlight: tuple[str, str] = ("*", "*"),
     sort: str | None = None,
 ) -> dict[str, Any]:
-    """The parameters of a search (besides ``q``) by ``principals``: what they may read (the
-    module's docstring), one hit per URL, the hit fields, a highlighted snippet from ``content``
+    """The parameters of a search (besides ``q`` and the searcher's trimming, which
+    ``TrimmedIndex`` adds): one hit per URL, the hit fields, a highlighted snippet from ``content``
     between ``highlight``'s two markers, and at most ``TIME_ALLOWED_MS`` of Solr's time (a
     visitor's ``content:/.*a.*b.*/`` or ``*e*`` gets what was found by then). ``sort`` is Solr's
     (None: by relevance); the copy of a URL that stands for it is its best-scoring one whatever
     the sort."""
-    trimming, trimming_params = solr_trimming(principals)
-    fq = [*trimming, COLLAPSE]
+    fq = [COLLAPSE]
     if source:
         fq.append(term_filter("source", source))
     fq.extend(filters)
     sorting = {"sort": sort} if sort else {}
     return {
         **sorting,
-        **trimming_params,
         "rows": rows,
         "start": start,
         "fl": HIT_FIELDS,

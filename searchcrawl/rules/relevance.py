@@ -1,5 +1,6 @@
 """Relevance administration's rules, without HTTP: best bets, boosts and demotions, synonyms and
-stopwords, validated, matched against a query and turned into Solr request parameters.
+stopwords, validated and matched against a query: plain types and functions that the store keeps
+and the search applies (their Solr parameters are searchcrawl/search/relevance_params.py's).
 
 The rules are set on the web application's relevance page (/admin/relevance), kept in the
 project's database (searchcrawl/store/relevance_rules.py) and applied at query time, as an
@@ -11,7 +12,7 @@ administrator of Fess or SharePoint search expects:
   whitespace one space), is one of its queries: a bet on "holiday form" is not shown for
   "holiday" nor for "holiday form 2024" (a bet on a single common word would otherwise follow
   every query holding it). The pinned documents are asked of Solr in a request of their own,
-  under the searcher's trimming (``solr_trimming``, through ``search_params``): a document the
+  under the searcher's trimming (search/searcher.py adds it to every request): a document the
   searcher may not read is not shown, nor hinted at (a bet without a readable document shows
   nothing at all). Solr's QueryElevationComponent was not used: elevated documents are exempt
   from the collapse on url and from filters that are not tagged, and one mistake in its setup
@@ -23,13 +24,13 @@ administrator of Fess or SharePoint search expects:
 * **Boosts and demotions**: a rule matches documents by URL prefix or URL pattern (``*`` and
   ``?`` wildcards; the ``url`` field), source, type (``mimetype``) or age (``last_modified``),
   and multiplies their score by its factor (>1 boosts, <1 demotes). Rules become edismax
-  ``boost`` parameters (multiplied together), each a function built here from a validated factor
+  ``boost`` parameters (multiplied together), each a function built from a validated factor
   and a query parameter of its own holding the administrator's value after ``{!prefix f=url}``
   or ``{!term f=...}`` (taken literally), or a pattern's every character but letters, digits and
-  the wildcards escaped (``wildcard_term``): nothing typed on the page becomes query syntax. An
-  age rule's factor is given to the newest documents and fades with age (half of it at the
-  half-life given, in days: ``1 + (factor - 1) / (1 + age / half-life)``); a document without a
-  date gets none of it. The web search page, its "why is this hit here" page and `scrapy search`
+  the wildcards escaped (search/relevance_params.py ``wildcard_term``): nothing typed on the
+  page becomes query syntax. An age rule's factor is given to the newest documents and fades
+  with age (half of it at the half-life given, in days: ``1 + (factor - 1) / (1 + age /
+  half-life)``); a document without a date gets none of it. The web search page, its "why is this hit here" page and `scrapy search`
   all apply them (one rule, one implementation); `scrapy search` prints the best bets too.
 * **Synonyms and stopwords**: kept in Solr's managed resources (searchcrawl/index/managed.py),
   applied at query time only (so a change needs no reindex); a synonym line is a set of
@@ -52,11 +53,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 from urllib.parse import urlsplit
-
-from searchcrawl.index.indexer import IndexingError
-from searchcrawl.index.query import term_filter
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +84,6 @@ TERM = re.compile(r"[^\W_](?:[\w' .\-]*[^\W_])?")
 URL_SCHEMES = ("http", "https", "file", "ftp")
 # C0 control characters and DEL: none is anything a searcher means (and PostgreSQL refuses NUL)
 CONTROLS = dict.fromkeys([*range(32), 127], " ")
-DAY_MS = 86_400_000
 # a best bet's start and end as typed (parse_when): a date, or a date and a time (and an offset)
 MAX_WHEN_CHARS = 40
 FIRST_YEAR, LAST_YEAR = 1970, 9998  # a start or end outside these years is refused
@@ -375,106 +371,6 @@ def rule_forms(values: dict[str, str]) -> dict[str, dict[str, str]]:
     elif action in ("add-boost", "edit-boost"):
         boost = {"action": action} | {name: values.get(name, "") for name in BOOST_FIELDS}
     return {"bet_form": bet, "boost_form": boost}
-
-
-# --- Solr parameters --------------------------------------------------------------------------------
-
-
-def _number(value: float) -> str:
-    return repr(float(value))
-
-
-def wildcard_term(glob: str) -> str:
-    """``glob`` as one term of Lucene's query syntax: ``*`` and ``?`` its wildcards, every other
-    character but letters and digits escaped with a backslash (so none is an operator, a space
-    or the end of the term: Lucene's parser takes any escaped character literally)."""
-    return "".join(char if char.isascii() and (char.isalnum() or char in "*?") else "\\" + char for char in glob)
-
-
-def boost_params(boosts: Iterable[Boost]) -> dict[str, Any]:
-    """edismax's ``boost`` functions of ``boosts`` (multiplied together by Solr) and the query
-    parameters they read: every value the administrator typed is a parameter of its own after
-    ``{!prefix f=url}`` or ``{!term f=...}`` (taken literally), every number is formatted here."""
-    functions: list[str] = []
-    params: dict[str, Any] = {}
-    for number, boost in enumerate(boosts):
-        factor = _number(boost.factor)
-        if boost.kind == "age":
-            half_life_ms = int(boost.value) * DAY_MS
-            # 1/(1 + age/half-life): 1 today (or a date to come), 1/2 at the half-life; NOW/HOUR
-            # lets Solr cache it
-            fade = f"recip(max(ms(NOW/HOUR,last_modified),0),{_number(1 / half_life_ms)},1,1)"
-            functions.append(f"if(exists(last_modified),sum(1,product({_number(boost.factor - 1)},{fade})),1)")
-            continue
-        name = f"relevance_{number}"
-        if boost.kind == "url":
-            params[name] = "{!prefix f=url}" + boost.value
-        elif boost.kind == "glob":
-            params[name] = "{!lucene}url:" + wildcard_term(boost.value)
-        else:
-            params[name] = term_filter("source" if boost.kind == "source" else "mimetype", boost.value)
-        functions.append(f"if(exists(query(${name})),{factor},1)")
-    if functions:
-        params["boost"] = functions
-    return params
-
-
-class OncePer:
-    """Whether to log now: True at most once every ``seconds`` (a warning repeated by every
-    search would flood the log)."""
-
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.seconds, self.clock = seconds, clock
-        self._last: float | None = None
-        self._lock = threading.Lock()
-
-    def __call__(self) -> bool:
-        with self._lock:
-            now = self.clock()
-            if self._last is not None and now - self._last < self.seconds:
-                return False
-            self._last = now
-            return True
-
-
-BOOSTS_REFUSED_LOG = OncePer(60)
-
-
-def boosted_search(client: Any, query: str, params: dict[str, Any], boosting: dict[str, Any]) -> Any:
-    """``client.search(query)`` with ``params`` and the boosts' parameters ``boosting``
-    (``boost_params``). When Solr answers a request that carried boosts with an error (HTTP 4xx
-    or 5xx: a rule Solr cannot run, such as a URL pattern too complex for Lucene's wildcard
-    automaton, which Solr 9 answers with a 500, put in the database before patterns were bounded
-    or by hand), it is asked again once without them and a warning logged (at most once a
-    minute): a bad rule never breaks a search, it only goes unapplied. A Solr that does not
-    answer (unreachable, timed out) is not asked again: the failure is raised as it is."""
-    if not boosting:
-        return client.search(query, **params)
-    try:
-        return client.search(query, **{**params, **boosting})
-    except IndexingError as exc:
-        if exc.status is None:
-            raise
-        if BOOSTS_REFUSED_LOG():
-            logger.warning(
-                "Solr refused the boosts and demotions of the relevance page (searches go on without them;"
-                " delete or correct the rule): %s",
-                exc.reason,
-            )
-    return client.search(query, **params)
-
-
-def pinned_filter(urls: list[str]) -> tuple[str, dict[str, str]]:
-    """The filter of the documents pinned at ``urls`` (their ``url`` or ``display_url``), and
-    its parameters: term queries, each URL taken literally."""
-    clauses: list[str] = []
-    params: dict[str, str] = {}
-    for number, url in enumerate(urls):
-        for field_name in ("url", "display_url"):
-            name = f"pinned_{field_name}_{number}"
-            params[name] = term_filter(field_name, url)
-            clauses.append(f"should=${name}")
-    return "{!bool " + " ".join(clauses) + "}", params
 
 
 # --- the search page's view of the rules ------------------------------------------------------------

@@ -1,8 +1,9 @@
 """The "why is this hit here" administration page's logic, without HTTP: a query and a document
 (its Solr id or its URL) in, the hit's rank, score and Solr's explanation in words out.
 
-Solr is asked the search page's own search (index/query.py ``search_params``: the /select
-handler's edismax fields and boosts, one hit per URL) under the viewer's trimming, and the
+Solr is asked the search page's own search (query.py ``search_params``: the /select
+handler's edismax fields and boosts, one hit per URL) under the viewer's trimming (searcher.py
+adds it to every request), and the
 document's explanation comes from the ``[explain style=nl]`` transformer on that same query,
 restricted to the document by a term filter (the term parser: the id or URL is taken literally).
 A document the viewer may not read and one not in the index get one answer, so the page never
@@ -18,12 +19,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from searchcrawl.access.decision import Principals, solr_trimming
-from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.index.query import TIME_ALLOWED_MS, UF, search_params, term_filter, unique_hits
-from searchcrawl.web import relevance
-from searchcrawl.web.relevance import Boost, boost_params, boosted_search
-from searchcrawl.web.search_page import MAX_QUERY_CHARS
+from searchcrawl.rules import relevance
+from searchcrawl.rules.relevance import Boost
+from searchcrawl.search.query import MAX_QUERY_CHARS, TIME_ALLOWED_MS, UF, search_params, term_filter, unique_hits
+from searchcrawl.search.relevance_params import boost_params
+from searchcrawl.search.searcher import TrimmedIndex
 
 RANK_LIMIT = 500  # hits looked through for the document's rank
 MAX_DEPTH = 10  # explanation levels read
@@ -196,10 +196,10 @@ def _partial(results: Any) -> bool:
     return bool(isinstance(header, dict) and header.get("partialResults"))
 
 
-def why(client: SolrIndex, query: str, target: str, principals: Principals, boosts: Iterable[Boost] = ()) -> WhyPage:
-    """Why the document ``target`` (a Solr id or a URL) is a hit of ``query`` for ``principals``
-    (what they may read: the same trimming as their search), or that it is not; scored with the
-    relevance page's ``boosts``, as the search page scores it (relevance.py)."""
+def why(index: TrimmedIndex, query: str, target: str, boosts: Iterable[Boost] = ()) -> WhyPage:
+    """Why the document ``target`` (a Solr id or a URL) is a hit of ``query`` for the searcher of
+    ``index`` (what they may read: the same trimming as their search), or that it is not; scored
+    with the relevance page's ``boosts``, as the search page scores it (rules/relevance.py)."""
     boosting = boost_params(boosts)
     query, target = query.strip()[:MAX_QUERY_CHARS], target.strip()
     page = WhyPage(query=query, target=target[:MAX_TARGET_CHARS])
@@ -208,18 +208,15 @@ def why(client: SolrIndex, query: str, target: str, principals: Principals, boos
     if len(target) > MAX_TARGET_CHARS:
         page.message = NOT_SHOWN
         return page
-    trimming, trimming_params = solr_trimming(principals)
     wanted = _target_filter(target)
     # the document under the viewer's trimming, scored and explained by the search's query; of a
     # URL two sources hold, the best-scoring copy (the one the collapse would keep)
-    explained = boosted_search(
-        client,
+    explained = index.search(
         query,
         {
-            **trimming_params,
-            "fq": [*trimming, wanted],
+            "fq": [wanted],
             "fl": "id,url,title,score,[explain style=nl]",
-            "uf": UF,  # no query nested in the viewer's text: the search's own rule (index/query.py)
+            "uf": UF,  # no query nested in the viewer's text: the search's own rule (query.py)
             "rows": 1,
             "sort": "score desc,id asc",
             "timeAllowed": TIME_ALLOWED_MS,
@@ -230,7 +227,7 @@ def why(client: SolrIndex, query: str, target: str, principals: Principals, boos
         if _partial(explained):
             page.message = "Solr's time ran out before it found the document: try a simpler query."
             return page
-        readable = client.search("*:*", **trimming_params, fq=[*trimming, wanted], rows=0, timeAllowed=TIME_ALLOWED_MS)
+        readable = index.search("*:*", {"fq": [wanted], "rows": 0, "timeAllowed": TIME_ALLOWED_MS})
         page.message = "This document does not match the query: it is not a hit." if readable.hits else NOT_SHOWN
         return page
     doc = explained.docs[0]
@@ -239,9 +236,9 @@ def why(client: SolrIndex, query: str, target: str, principals: Principals, boos
     page.title = str(doc.get("title") or "")
     page.score = float(doc["score"]) if isinstance(doc.get("score"), int | float) else None
     page.lines, page.truncated = explain_lines(doc.get("[explain]"))
-    params = search_params(principals, rows=RANK_LIMIT)
+    params = search_params(rows=RANK_LIMIT)
     params.update(fl="id,url", hl="false")
-    ranked = boosted_search(client, query, params, boosting)
+    ranked = index.search(query, params, boosting)
     page.partial = _partial(ranked)
     for position, hit in enumerate(unique_hits(ranked.docs), start=1):
         if hit.get("id") == page.doc_id or (page.url and hit.get("url") == page.url):

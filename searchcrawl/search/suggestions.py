@@ -4,7 +4,7 @@ of a document the searcher may not read.
 
 Titles come from the index's own ``title`` as an ordinary search: each word typed must begin a
 word of the title (schema.xml's ``title_words``: the first 1-20 letters of each word, case and
-accents folded), under the same access filters as every search (access/decision.py
+accents folded), under the same access filters as every search (searcher.py adds access/decision.py
 ``solr_trimming``, the one implementation: allow levels, deny and late deny, incomplete
 principals), one suggestion per title (collapsed on ``title_key``), those whose whole title
 begins with the text typed first (``title_start``), then in title order (``title_sort``). Every
@@ -30,7 +30,7 @@ documents only they may read: a candidate is shown only if, counted under the tr
 facet queries of the same request (and never shown), it finds a document this searcher may read
 now as the search page asks it (edismax, its fields, ``uf`` without nested queries or functions,
 ``mm=100%``), and every word of it, as the analysis finds them, is in one such document
-(index/query.py ``every_word_query``). The second is what makes operators no way round: ``mm``
+(query.py ``every_word_query``). The second is what makes operators no way round: ``mm``
 counts only top-level optional clauses, so ``word -secret``, ``word NOT secret`` and ``word
 (secret or word)`` passed the first on ``word`` alone; the second requires ``secret`` too, and
 so a past search with operators is offered only when every word under them is one the searcher
@@ -51,9 +51,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from searchcrawl.access.decision import Principals, solr_trimming
-from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.index.query import UF, counted, every_word_counts
+from searchcrawl.index.indexer import IndexingError
+from searchcrawl.search.query import UF, counted, every_word_counts
+from searchcrawl.search.searcher import TrimmedIndex
 
 logger = logging.getLogger(__name__)
 
@@ -116,20 +116,19 @@ def candidates_of(prefix: str, query_candidates: Sequence[str]) -> list[str]:
     return kept
 
 
-def suggest_params(principals: Principals, prefix: str, candidates: Sequence[str], rows: int) -> dict[str, Any]:
-    """The request (besides ``q=*:*``) that finds titles for ``prefix`` and counts each candidate's
-    readable documents, trimmed to ``principals``. Every text typed is a parameter of its own."""
-    trimming, trimming_params = solr_trimming(principals)
+def suggest_params(prefix: str, candidates: Sequence[str], rows: int) -> dict[str, Any]:
+    """The request (besides ``q=*:*`` and the searcher's trimming, which ``TrimmedIndex`` adds)
+    that finds titles for ``prefix`` and counts each candidate's readable documents. Every text
+    typed is a parameter of its own."""
     params: dict[str, Any] = {
-        **trimming_params,
         "defType": "lucene",
         "rows": 0,
         "fl": "title",
-        "fq": list(trimming),
+        "fq": [],
         "hl": "false",
         "spellcheck": "false",
         "timeAllowed": TIME_ALLOWED_MS,
-        "uf": UF,  # the candidates' edismax: no nested query or function (index/query.py)
+        "uf": UF,  # the candidates' edismax: no nested query or function (query.py)
     }
     words = [word for word in prefix.split()[:MAX_WORDS] if WORD.search(word)]
     if words:
@@ -158,13 +157,12 @@ def suggest_params(principals: Principals, prefix: str, candidates: Sequence[str
 
 
 def suggest(
-    solr: SolrIndex,
-    principals: Principals,
+    index: TrimmedIndex,
     prefix: str,
     query_candidates: Sequence[str] = (),
     limit: int = MAX_SUGGESTIONS,
 ) -> list[Suggestion]:
-    """Up to ``limit`` completions of ``prefix`` for ``principals``: the past queries among
+    """Up to ``limit`` completions of ``prefix`` for the searcher of ``index``: the past queries among
     ``query_candidates`` that find a document they may read (most frequent first, at most half
     the list when titles are there to fill it), then readable documents' titles. Raises
     IndexingError when Solr fails (the caller answers with none)."""
@@ -173,11 +171,11 @@ def suggest(
     if not prefix.strip() or not limit:
         return []
     candidates = candidates_of(prefix, query_candidates)
-    params = suggest_params(principals, prefix, candidates, limit + 4)
+    params = suggest_params(prefix, candidates, limit + 4)
     if params["rows"] == 0 and not candidates:
         return []  # nothing a title could begin with (punctuation alone), no past query
     try:
-        results = solr.search("*:*", **params)
+        results = index.search("*:*", params)
     except IndexingError as exc:
         if not (candidates and exc.refused):
             raise
@@ -185,10 +183,10 @@ def suggest(
         # (not logged: Solr's reason may quote someone's query)
         logger.warning("Suggestions: Solr refused the past queries checked (HTTP %s); titles only", exc.status)
         candidates = []
-        params = suggest_params(principals, prefix, candidates, limit + 4)
+        params = suggest_params(prefix, candidates, limit + 4)
         if params["rows"] == 0:
             return []
-        results = solr.search("*:*", **params)
+        results = index.search("*:*", params)
     queries = [
         candidate
         for number, candidate in enumerate(candidates)

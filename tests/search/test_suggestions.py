@@ -13,10 +13,9 @@ from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principal, Principals, solr_trimming
 from searchcrawl.index.indexer import IndexingError
-from searchcrawl.index.query import UF
-from searchcrawl.web.app import SECURITY_HEADERS, create_app
-from searchcrawl.web.search_views import SEARCH_PAGE_CSP
-from searchcrawl.web.suggestions import (
+from searchcrawl.search.query import UF
+from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.suggestions import (
     MAX_CANDIDATES,
     MAX_PREFIX_CHARS,
     MAX_SUGGESTIONS,
@@ -29,6 +28,8 @@ from searchcrawl.web.suggestions import (
     folded,
     suggest,
 )
+from searchcrawl.web.app import SEARCH_PAGE_CSP, SECURITY_HEADERS, create_app
+from searchcrawl.web.search_views import SEARCH_PAGE_CSP
 from tests.web.test_app import unit_config
 
 
@@ -76,7 +77,7 @@ def syntax(params: dict[str, Any]) -> str:
 
 def test_titles_under_the_searchs_whole_trimming_with_the_text_as_parameters() -> None:
     solr = FakeSolr(["Harbour master's log", "Harbour tides"])
-    found = suggest(solr, ALICE, "harb ma")
+    found = suggest(TrimmedIndex(solr, ALICE), "harb ma")
     assert found == [Suggestion("Harbour master's log", TITLE), Suggestion("Harbour tides", TITLE)]
     ((query, params),) = solr.asked
     trimming, trimming_params = solr_trimming(ALICE)
@@ -93,7 +94,7 @@ def test_titles_under_the_searchs_whole_trimming_with_the_text_as_parameters() -
 def test_incomplete_principals_see_no_title_of_a_document_that_denies() -> None:
     solr = FakeSolr(["Harbour"])
     incomplete = Principals.of("alice", [], error="the directory did not answer")
-    suggest(solr, incomplete, "harb")
+    suggest(TrimmedIndex(solr, incomplete), "harb")
     trimming, _params = solr_trimming(incomplete)
     assert any("access_deny:[* TO *]" in fq for fq in trimming)
     assert all(fq in solr.asked[0][1]["fq"] for fq in trimming)
@@ -101,7 +102,7 @@ def test_incomplete_principals_see_no_title_of_a_document_that_denies() -> None:
 
 def test_past_queries_only_when_solr_counted_a_readable_document_for_them() -> None:
     solr = FakeSolr(["Harbour master's log"], {"harbour master": 3, "harbour merger": 0})
-    found = suggest(solr, Principals.anonymous(), "harb", ["harbour master", "harbour merger", "harbour nothing"])
+    found = suggest(TrimmedIndex(solr, Principals.anonymous()), "harb", ["harbour master", "harbour merger", "harbour nothing"])
     assert found == [Suggestion("harbour master", QUERY), Suggestion("Harbour master's log", TITLE)]
     params = solr.asked[0][1]
     assert params["uf"] == UF
@@ -119,7 +120,7 @@ def test_a_past_query_is_offered_only_when_every_word_of_it_finds_a_readable_doc
     that no readable document holds (``-merger``), is not offered."""
     typed = ["harbour -merger", "harbour (merger OR master)", "harbour master"]
     solr = FakeSolr([], {text: 2 for text in typed}, {"harbour master": 1})
-    assert suggest(solr, Principals.anonymous(), "harb", typed) == [Suggestion("harbour master", QUERY)]
+    assert suggest(TrimmedIndex(solr, Principals.anonymous()), "harb", typed) == [Suggestion("harbour master", QUERY)]
     params = solr.asked[0][1]
     assert (params["suggest_t0"], params["suggest_t1"]) == ('"harbour" "-merger"', '"harbour" "(merger" "OR" "master)"')
 
@@ -128,7 +129,7 @@ def test_a_hostile_candidate_or_prefix_stays_a_parameter() -> None:
     hostile = ["{!func}docfreq(content,'merger')", '_query_:"{!lucene}x"', "${access_tokens}", "a\\", 'a"']
     for prefix in ["{", "_", "$", "a", '"', "\\"]:
         solr = FakeSolr([], {text: 1 for text in hostile})
-        found = suggest(solr, Principals.anonymous(), prefix, hostile)
+        found = suggest(TrimmedIndex(solr, Principals.anonymous()), prefix, hostile)
         params = solr.asked[0][1] if solr.asked else None
         if params is not None:
             assert params["expandMacros"] == "false"
@@ -148,17 +149,19 @@ def test_candidates_begin_with_the_prefix_once_each_and_bounded() -> None:
 def test_queries_take_at_most_half_when_titles_fill_the_list() -> None:
     queries = [f"harbour {n}" for n in range(MAX_CANDIDATES)]
     titles = [f"Harbour title {n}" for n in range(20)]
-    found = suggest(FakeSolr(titles, {text: 1 for text in queries}), Principals.anonymous(), "harb", queries)
+    found = suggest(TrimmedIndex(FakeSolr(titles, {text: 1 for text in queries}), Principals.anonymous()), "harb", queries)
     assert len(found) == MAX_SUGGESTIONS
     assert [item.kind for item in found] == [QUERY] * (MAX_SUGGESTIONS // 2) + [TITLE] * (MAX_SUGGESTIONS // 2)
-    few = suggest(FakeSolr(["Harbour"], {text: 1 for text in queries}), Principals.anonymous(), "harb", queries)
+    few = suggest(TrimmedIndex(FakeSolr(["Harbour"], {text: 1 for text in queries}), Principals.anonymous()), "harb", queries)
     assert [item.kind for item in few] == [QUERY] * (MAX_SUGGESTIONS - 1) + [TITLE]
 
 
 def test_one_suggestion_per_text_case_ignored_titles_cleaned_and_cut() -> None:
     found = suggest(
-        FakeSolr(["Harbour Master", "harbour master", ["Harbour\tlog\x07 x"], "H" * 1000, None, ""], {"harbour master": 1}),
-        Principals.anonymous(),
+        TrimmedIndex(
+            FakeSolr(["Harbour Master", "harbour master", ["Harbour\tlog\x07 x"], "H" * 1000, None, ""], {"harbour master": 1}),
+            Principals.anonymous(),
+        ),
         "h",
         ["harbour master"],
     )
@@ -167,10 +170,13 @@ def test_one_suggestion_per_text_case_ignored_titles_cleaned_and_cut() -> None:
 
 def test_nothing_asked_for_nothing_typed_and_the_text_bounded() -> None:
     solr = FakeSolr(["x"])
-    assert suggest(solr, Principals.anonymous(), "") == [] and suggest(solr, Principals.anonymous(), "  \x00 ") == []
-    assert suggest(solr, Principals.anonymous(), "...") == []  # no word, no past query: no request
+    assert (
+        suggest(TrimmedIndex(solr, Principals.anonymous()), "") == []
+        and suggest(TrimmedIndex(solr, Principals.anonymous()), "  \x00 ") == []
+    )
+    assert suggest(TrimmedIndex(solr, Principals.anonymous()), "...") == []  # no word, no past query: no request
     assert solr.asked == []
-    suggest(solr, Principals.anonymous(), "harbour " * 5000)
+    suggest(TrimmedIndex(solr, Principals.anonymous()), "harbour " * 5000)
     params = solr.asked[0][1]
     assert len(params["suggest_prefix"]) <= MAX_PREFIX_CHARS and sum(name.startswith("suggest_w") for name in params) <= 8
     assert clean(" harbour\x00  master ", 100) == "harbour master " and folded("Café  DÉJÀ") == "cafe deja"
@@ -185,14 +191,14 @@ def test_a_refused_candidate_costs_the_titles_nothing_and_a_failure_is_raised() 
             return super().search(query, **params)
 
     solr = Refusing(["Harbour"])
-    assert suggest(solr, Principals.anonymous(), "harb", ["harbour x"]) == [Suggestion("Harbour", TITLE)]
+    assert suggest(TrimmedIndex(solr, Principals.anonymous()), "harb", ["harbour x"]) == [Suggestion("Harbour", TITLE)]
 
     class Down(FakeSolr):
         def search(self, query: str, **params: Any) -> Any:
             raise IndexingError("down")
 
     with pytest.raises(IndexingError):
-        suggest(Down(), Principals.anonymous(), "harb", ["harbour x"])
+        suggest(TrimmedIndex(Down(), Principals.anonymous()), "harb", ["harbour x"])
 
 
 def test_the_suggest_endpoint_and_the_search_pages_own_script_policy(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from searchcrawl.access.decision import Principals
-from searchcrawl.web.why import MAX_QUERY_CHARS, NOT_SHOWN, explain_lines, why
+from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.why import MAX_QUERY_CHARS, NOT_SHOWN, explain_lines, why
 
 # Solr 9's [explain style=nl] of "tugboat" for a harbour log (tests/e2e/test_web.py captures one)
 SAMPLE: dict[str, Any] = json.loads(
@@ -240,7 +241,7 @@ def test_a_hit_its_rank_and_the_searchs_own_trimming_and_collapse() -> None:
         {"id": "x!https://h.example/a", "url": "https://h.example/a"},
     ]
     solr = FakeSolr([DOC], 1, ranked)
-    page = why(solr, " tugboat ", "https://h.example/a", Principals.anonymous())  # type: ignore[arg-type]
+    page = why(TrimmedIndex(solr, Principals.anonymous()), " tugboat ", "https://h.example/a")  # type: ignore[arg-type]
     assert page.found and page.rank == 2 and page.shown_by == "x!https://h.example/a" and page.score == 4.42
     assert page.lines[1].text.startswith("‘tugboat’ in content")
     (query, explained), (_query, rank) = solr.asked
@@ -248,18 +249,18 @@ def test_a_hit_its_rank_and_the_searchs_own_trimming_and_collapse() -> None:
     assert "{!term f=url}https://h.example/a" in explained["fq"]
     assert any("access" in str(fq) for fq in explained["fq"])  # the trimming
     assert any("collapse" in str(fq) for fq in rank["fq"]) and any("access" in str(fq) for fq in rank["fq"])
-    by_id = why(FakeSolr([DOC], 1, []), "tugboat", "main!https://h.example/a", Principals.anonymous())  # type: ignore[arg-type]
+    by_id = why(TrimmedIndex(FakeSolr([DOC], 1, []), Principals.anonymous()), "tugboat", "main!https://h.example/a")  # type: ignore[arg-type]
     assert by_id.rank is None
-    assert len(why(FakeSolr([DOC], 1, []), "q" * 5000, "x", Principals.anonymous()).query) == MAX_QUERY_CHARS  # type: ignore[arg-type]
+    assert len(why(TrimmedIndex(FakeSolr([DOC], 1, []), Principals.anonymous()), "q" * 5000, "x").query) == MAX_QUERY_CHARS  # type: ignore[arg-type]
 
 
 def test_hidden_and_missing_get_one_answer_a_readable_non_match_another() -> None:
-    hidden = why(FakeSolr([], 0, []), "tugboat", "main!https://h.example/secret", Principals.anonymous())  # type: ignore[arg-type]
+    hidden = why(TrimmedIndex(FakeSolr([], 0, []), Principals.anonymous()), "tugboat", "main!https://h.example/secret")  # type: ignore[arg-type]
     assert not hidden.found and hidden.message == NOT_SHOWN
-    other = why(FakeSolr([], 1, []), "tugboat", "main!https://h.example/a", Principals.anonymous())  # type: ignore[arg-type]
+    other = why(TrimmedIndex(FakeSolr([], 1, []), Principals.anonymous()), "tugboat", "main!https://h.example/a")  # type: ignore[arg-type]
     assert not other.found and "does not match the query" in other.message
     empty = FakeSolr([DOC], 1, [])
-    assert not why(empty, "", "x", Principals.anonymous()).found and not empty.asked  # type: ignore[arg-type]
+    assert not why(TrimmedIndex(empty, Principals.anonymous()), "", "x").found and not empty.asked  # type: ignore[arg-type]
 
 
 def test_solrs_time_running_out_is_said_not_taken_for_no_match() -> None:
@@ -269,7 +270,7 @@ def test_solrs_time_running_out_is_said_not_taken_for_no_match() -> None:
             results.raw_response = {"responseHeader": {"partialResults": True}}
             return results
 
-    stopped = why(Partial([], 1, []), "tugboat", "main!https://h.example/a", Principals.anonymous())  # type: ignore[arg-type]
+    stopped = why(TrimmedIndex(Partial([], 1, []), Principals.anonymous()), "tugboat", "main!https://h.example/a")  # type: ignore[arg-type]
     assert not stopped.found and "time ran out" in stopped.message
-    unranked = why(Partial([DOC], 1, []), "tugboat", "main!https://h.example/a", Principals.anonymous())  # type: ignore[arg-type]
+    unranked = why(TrimmedIndex(Partial([DOC], 1, []), Principals.anonymous()), "tugboat", "main!https://h.example/a")  # type: ignore[arg-type]
     assert unranked.found and unranked.rank is None and unranked.partial

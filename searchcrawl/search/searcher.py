@@ -1,0 +1,97 @@
+"""The Searcher trims: the one door through which a searcher's query reaches Solr.
+
+Every query asked on a searcher's behalf (the search page's and the JSON API's hits and facets,
+`scrapy search`'s, the best bets pinned above them, the spelling checks, the suggestions while
+typing, the "why is this hit here" page) is sent by ``TrimmedIndex.search``, which adds the
+searcher's trimming (access/decision.py ``solr_trimming``, built once per searcher) to every
+request itself: its filters before the caller's, its parameters (the principals, the deny
+queries, macros off) after the caller's, so that no parameter a caller sets can replace them.
+There is no parameter to leave it out. The code that builds a searcher's query (query.py,
+spelling.py, suggestions.py, why.py, the search page) is handed a ``TrimmedIndex``, never the
+raw Solr client, and nothing else in searchcrawl sends a searcher's query to Solr: the rule
+"The Searcher trims" of tests/test_architecture.py reads it from the syntax tree, and names the
+operators' untrimmed paths (Solr's health and the document count, the sources in the index,
+explain-access, the id migration, the managed resources' sync) with a reason each. Datasette's
+model: one permission question every view asks, its filter built once.
+
+The relevance page's boosts are applied here too (``search``'s ``boosting``): a rule Solr cannot
+run is dropped for the request and logged, never breaking the search.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pysolr
+
+from searchcrawl.access.decision import Principals, solr_trimming
+from searchcrawl.index.indexer import IndexingError, SolrIndex
+
+logger = logging.getLogger(__name__)
+
+
+class OncePer:
+    """Whether to log now: True at most once every ``seconds`` (a warning repeated by every
+    search would flood the log)."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds, self.clock = seconds, clock
+        self._last: float | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> bool:
+        with self._lock:
+            now = self.clock()
+            if self._last is not None and now - self._last < self.seconds:
+                return False
+            self._last = now
+            return True
+
+
+BOOSTS_REFUSED_LOG = OncePer(60)
+
+
+class TrimmedIndex:
+    """The index as one searcher may read it: Solr (``index``, shared by every request) and the
+    searcher's ``principals``, whose trimming every query sent through ``search`` carries."""
+
+    def __init__(self, index: SolrIndex, principals: Principals) -> None:
+        self._index = index
+        self.principals = principals
+        self._filters, self._params = solr_trimming(principals)
+
+    def search(self, query: str, params: Mapping[str, Any], boosting: Mapping[str, Any] | None = None) -> pysolr.Results:
+        """Solr's answer to ``query`` with ``params`` (besides the trimming, which is always
+        added) and the relevance page's boosts ``boosting`` (search/relevance_params.py
+        ``boost_params``). When Solr answers a request that carried boosts with an error (HTTP
+        4xx or 5xx: a rule Solr cannot run, such as a URL pattern too complex for Lucene's
+        wildcard automaton, which Solr 9 answers with a 500, put in the database before
+        patterns were bounded or by hand), it is asked again once without them and a warning
+        logged (at most once a minute): a bad rule never breaks a search, it only goes
+        unapplied. A Solr that does not answer (unreachable, timed out) is not asked again: the
+        failure is raised as it is (IndexingError)."""
+        if not boosting:
+            return self._trimmed(query, params)
+        try:
+            return self._trimmed(query, {**params, **boosting})
+        except IndexingError as exc:
+            if exc.status is None:
+                raise
+            if BOOSTS_REFUSED_LOG():
+                logger.warning(
+                    "Solr refused the boosts and demotions of the relevance page (searches go on without them;"
+                    " delete or correct the rule): %s",
+                    exc.reason,
+                )
+        return self._trimmed(query, params)
+
+    def _trimmed(self, query: str, params: Mapping[str, Any]) -> pysolr.Results:
+        """The one call of Solr for a searcher: the trimming's filters first, then the caller's
+        (``fq``: one or a list), and the trimming's parameters over the caller's."""
+        filters = params.get("fq", [])
+        filters = [filters] if isinstance(filters, str) else list(filters)
+        return self._index.search(query, **{**params, **self._params, "fq": [*self._filters, *filters]})

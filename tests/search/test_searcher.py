@@ -1,0 +1,61 @@
+"""The Searcher trims (search/searcher.py): every request a TrimmedIndex sends carries the
+searcher's trimming, which no parameter of the caller's replaces."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from searchcrawl.access.decision import Principal, Principals, solr_trimming
+from searchcrawl.search.searcher import TrimmedIndex
+
+ALICE = Principals.of("alice", [Principal("group:finance", "test")])
+
+
+class Recording:
+    """A SolrIndex that records what it is asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[dict[str, Any]] = []
+
+    def search(self, query: str, **params: Any) -> SimpleNamespace:
+        self.asked.append({"q": query, **params})
+        return SimpleNamespace(hits=0, docs=[])
+
+
+def test_every_request_carries_the_trimming_first_and_whole() -> None:
+    solr = Recording()
+    index = TrimmedIndex(solr, ALICE)  # type: ignore[arg-type]
+    index.search("harbour", {"fq": "source:docs", "rows": 5})
+    index.search("*:*", {})
+    filters, params = solr_trimming(ALICE)
+    (first, second) = solr.asked
+    assert first["fq"] == [*filters, "source:docs"] and first["rows"] == 5 and params.items() <= first.items()
+    assert second["fq"] == filters and params.items() <= second.items()
+
+
+def test_no_parameter_of_the_callers_replaces_the_trimming() -> None:
+    """A caller's ``access_tokens`` (another searcher's principals) or ``expandMacros`` (macros
+    on: ``${...}`` in a principal's name read as parameters) never reaches Solr."""
+    solr = Recording()
+    hostile = {"access_tokens": "group:board", "expandMacros": "true", "access_denied": "*:*"}
+    TrimmedIndex(solr, ALICE).search("harbour", hostile, {"access_separator": ","})  # type: ignore[arg-type]
+    _filters, params = solr_trimming(ALICE)
+    asked = solr.asked[0]
+    assert {name: asked[name] for name in params} == params
+
+
+def test_a_refused_boost_is_asked_again_without_it_and_still_trimmed() -> None:
+    from searchcrawl.index.indexer import IndexingError
+
+    class Refusing(Recording):
+        def search(self, query: str, **params: Any) -> SimpleNamespace:
+            answer = super().search(query, **params)
+            if "boost" in params:
+                raise IndexingError("refused", refused=True, status=400)
+            return answer
+
+    solr = Refusing()
+    TrimmedIndex(solr, Principals.anonymous()).search("harbour", {"rows": 1}, {"boost": ["x"]})  # type: ignore[arg-type]
+    filters, _params = solr_trimming(Principals.anonymous())
+    assert [("boost" in asked, asked["fq"]) for asked in solr.asked] == [(True, filters), (False, filters)]
