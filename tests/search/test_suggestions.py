@@ -28,7 +28,7 @@ from searchcrawl.search.suggestions import (
     folded,
     suggest,
 )
-from searchcrawl.web.app import SEARCH_PAGE_CSP, SECURITY_HEADERS, create_app
+from searchcrawl.web.app import SECURITY_HEADERS, create_app
 from searchcrawl.web.search_views import SEARCH_PAGE_CSP
 from tests.web.test_app import unit_config
 
