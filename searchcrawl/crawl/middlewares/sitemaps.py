@@ -87,8 +87,9 @@ from searchcrawl.rules.sitemap_files import (
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical, location_target
 from searchcrawl.store.database import as_utc
-from searchcrawl.store.documents import DocumentTable, Spared
+from searchcrawl.store.documents import DocumentTable
 from searchcrawl.store.frontier import Entry, Frontier, Known
+from searchcrawl.store.ledger import Spared
 
 logger = logging.getLogger(__name__)
 
