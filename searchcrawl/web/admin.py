@@ -21,7 +21,6 @@ from searchcrawl.access.explanation import explain_access as access_report
 from searchcrawl.access.explanation import held_documents, sids_of
 from searchcrawl.index.cache import spool_fill
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.ops.dispatcher import ScheduleMarks
 from searchcrawl.ops.launchers import scrapy_command
 from searchcrawl.ops.secrets import redact
 from searchcrawl.rules.lifecycle import State
@@ -31,6 +30,7 @@ from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import as_utc
 from searchcrawl.store.models import RunState
 from searchcrawl.store.runs import Runs, counter_text, counters_of, shown_counters
+from searchcrawl.store.schedule_marks import ScheduleMarks
 
 EXPLAIN_TIMEOUT = 120  # seconds: robots.txt and the page are fetched, with the crawl's own timeouts
 

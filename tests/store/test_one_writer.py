@@ -51,6 +51,7 @@ READS = {
     "display_url_owner",
     "get",
     "count_by",
+    "not_indexed_statuses",
     "rows",
     "find_duplicate",
     "orphans",
@@ -327,3 +328,100 @@ connection.execute(text("UPDATE documents SET state = 'removed'"))
     harmless = "robots.record(site)\nledger.record(url, outcome)\nself.ledger.mark_linked(urls)\nupdate(frontier)\n"
     assert table_writes(ast.parse(harmless)) == sql_writes(ast.parse(harmless)) == []
     assert ledger_writes(ast.parse(harmless)) == {"record", "mark_linked"}
+
+
+# --- only the stores run SQL -----------------------------------------------------------------
+
+# Outside searchcrawl/store/, no module imports SQLAlchemy or runs a statement (``execute``,
+# ``exec_driver_sql``): the reports, the scheduler and the web read and write through the stores'
+# functions. The exceptions, each with its reason:
+SQL_ELSEWHERE = {
+    "searchcrawl/agents/sql.py": "a SQL source's own database, read by its agent: a repository crawled, not the store",
+    "searchcrawl/config/paths.py": "sqlalchemy.engine.make_url: the database URL setting parsed; nothing run",
+    "searchcrawl/web/analytics.py": "sqlalchemy.exc.OperationalError: a failed analytics write caught; nothing run",
+}
+SQL_CALLS = {"execute", "exec_driver_sql", "executemany"}
+
+
+def sql_of(tree: ast.AST) -> list[str]:
+    """SQLAlchemy imported, or a statement run, in ``tree``, as "line: what"."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"{node.lineno}: import {alias.name}" for alias in node.names if alias.name.split(".")[0] == "sqlalchemy"]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "sqlalchemy" and not node.level:
+            found.append(f"{node.lineno}: from {node.module} import")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SQL_CALLS:
+            found.append(f"{node.lineno}: {node.func.attr}()")
+    return found
+
+
+def test_only_the_stores_run_sql() -> None:
+    offenders = {}
+    for path in _modules():
+        name = str(path.relative_to(PACKAGE.parent))
+        found = sql_of(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        if found and name not in SQL_ELSEWHERE:
+            offenders[name] = found
+    assert offenders == {}, "move the SQL into a store module (searchcrawl/store/) and call its function"
+    for name in SQL_ELSEWHERE:  # each named exception still needs its SQLAlchemy (the list only shrinks)
+        assert sql_of(ast.parse((PACKAGE.parent / name).read_text(encoding="utf-8"))), f"{name}: remove it from SQL_ELSEWHERE"
+
+
+def test_the_scan_finds_sql() -> None:
+    old = """
+from sqlalchemy import select
+import sqlalchemy.exc
+with database.engine.connect() as connection:
+    connection.execute(select(runs))
+    connection.exec_driver_sql("SET LOCAL enable_sort = off")
+"""
+    assert len(sql_of(ast.parse(old))) == 4
+    assert sql_of(ast.parse("from .sqlalchemy_helpers import x\nrules.execute_later()\n")) == []
+
+
+# --- one door into the frontier --------------------------------------------------------------
+
+DOOR = PACKAGE / "crawl" / "requests.py"  # Admission.queue: every URL put in a run's frontier
+FRONTIER_MAKERS = {PACKAGE / "crawl" / "frontier_scheduler.py"}  # the run's frontier, made as the run starts
+
+
+def frontier_additions(tree: ast.AST) -> list[str]:
+    """Calls of a frontier's ``add`` (on ``frontier``, ``....frontier``, ``*_frontier``) and
+    frontiers made (``Frontier(...)``) in ``tree``, as "line: what"."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "add":
+            owner = func.value
+            named = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
+            if named == "frontier" or named.endswith("_frontier"):
+                found.append(f"{node.lineno}: {named}.add")
+        elif isinstance(func, ast.Name) and func.id == "Frontier":
+            found.append(f"{node.lineno}: Frontier()")
+    return found
+
+
+def test_one_door_into_the_frontier() -> None:
+    """Outside the stores, only the crawl's Admission (crawl/requests.py ``queue``) adds to a run's
+    frontier, and only the frontier scheduler makes it (as the run starts)."""
+    offenders = {}
+    for path in _modules():
+        found = frontier_additions(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        if path == DOOR:
+            found = [what for what in found if not what.endswith("frontier.add")]
+        if path in FRONTIER_MAKERS:
+            found = [what for what in found if not what.endswith("Frontier()")]
+        if found:
+            offenders[str(path.relative_to(PACKAGE.parent))] = found
+    assert offenders == {}, "queue URLs through the crawl's Admission (searchcrawl/crawl/requests.py ``queue``)"
+    assert any(what.endswith("frontier.add") for what in frontier_additions(ast.parse(DOOR.read_text(encoding="utf-8"))))
+
+
+def test_the_scan_finds_additions_to_a_frontier() -> None:
+    old = (
+        "frontier.add(links)\nself.frontier.add(seeds, again=True)\nrun_frontier.add([e])\nFrontier(db, s, 1, o)\nseen.add(url)\n"
+    )
+    assert len(frontier_additions(ast.parse(old))) == 4

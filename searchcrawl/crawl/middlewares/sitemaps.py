@@ -391,7 +391,7 @@ class SitemapMiddleware:
         spared = self.spare(lastmods) if lastmods and self.spares else set()
         if spared:
             seeds = [entry for entry in seeds if entry.url not in spared]
-        added = self.frontier.add(seeds) if seeds and self.frontier is not None else 0
+        added = self.admission.queue(seeds) if self.frontier is not None else 0
         logger.info(
             "Sitemap %s: %d URLs, %d new to this crawl%s%s",
             sitemap_url,
