@@ -232,7 +232,7 @@ class AgentSpider(SourceSpider):
             ]
             self.admission.flush()
             if entries:
-                frontier.add(entries)
+                self.admission.queue(entries)
                 ledger.mark_linked([entry.url for entry in entries])
             listed += len(batch)
             logger.debug("Listed %d references of %s (%d queued)", listed, self.source.name, len(entries))
@@ -245,7 +245,7 @@ class AgentSpider(SourceSpider):
             ]
             self.admission.flush()
             if failing:
-                frontier.add(failing)
+                self.admission.queue(failing)
                 ledger.mark_linked([entry.url for entry in failing])
                 logger.info("%d documents of %s that failed before are read again", len(failing), self.source.name)
                 yield Request(WAKE_URL, dont_filter=True, meta={WAKE: True})

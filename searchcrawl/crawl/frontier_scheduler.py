@@ -339,7 +339,7 @@ class FrontierScheduler(BaseScheduler):
             return True
         assert self.frontier is not None
         # dont_filter: a retry (RetryMiddleware) of a URL this run has leased already
-        stored = bool(self.frontier.add([entry_of(request)], again=request.dont_filter))
+        stored = bool(self.admission.queue([entry_of(request)], again=request.dont_filter))
         if stored:
             self.crawler.stats.inc_value("scheduler/enqueued")
         return stored

@@ -40,8 +40,8 @@ from searchcrawl.store.ledger import Ledger
 if TYPE_CHECKING:
     from searchcrawl.crawl.run import Run
     from searchcrawl.store import DocumentTable
-    from searchcrawl.store.documents import Spared
     from searchcrawl.store.frontier import Frontier, Known
+    from searchcrawl.store.ledger import Spared
 
 logger = logging.getLogger(__name__)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
@@ -166,6 +167,18 @@ class Admission:
     def queued(self, url: str) -> bool:
         frontier = self.frontier
         return self.skip_queued and frontier is not None and frontier.in_run(url)
+
+    # --- the one door into the run's frontier ---
+
+    def queue(self, entries: Sequence[Entry], again: bool = False) -> int:
+        """Put admitted ``entries`` in the run's frontier: the links of a page (the scope
+        middleware), a sitemap's URLs, an agent's listing, a request the engine schedules (the
+        frontier scheduler). ``again``: the same URL once more in this run (a retry, a render
+        after a static fetch). Returns how many were stored (0 before the run started, or in a
+        read-only crawl, which has none). The one caller of the frontier's ``add``
+        (tests/store/test_one_writer.py)."""
+        frontier = self.frontier
+        return frontier.add(entries, again=again) if frontier is not None and entries else 0
 
     # --- what it remembers ---
 

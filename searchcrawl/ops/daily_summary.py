@@ -25,17 +25,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select
-
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.ops.dispatcher import ScheduleMarks
 from searchcrawl.ops.notifier import Notifier
 from searchcrawl.ops.stalls import Stall
 from searchcrawl.rules.notify_events import EventKind, Message, admin_link, failure_statuses, run_link, status_text
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.store.database import Database, as_utc
-from searchcrawl.store.models import RunState, runs
+from searchcrawl.store.models import RunState
 from searchcrawl.store.notifications import FAILED, SENDING, Notifications, run_key, runs_statuses
+from searchcrawl.store.runs import Runs
+from searchcrawl.store.schedule_marks import ScheduleMarks
 from searchcrawl.system.secrets import redact
 
 MAX_RUNS = 2000  # runs of the period read, at most (newest first)
@@ -127,18 +126,7 @@ def build_summary(
     """The summary of the ``hours`` before ``now``. ``schedules``: the scheduled sources; one
     due now by the scheduler's mark (ops/dispatcher.py) is named as waiting."""
     since = now - timedelta(hours=hours)
-    with database.engine.connect() as connection:
-        rows = list(
-            connection.execute(
-                select(runs)
-                .where(or_(runs.c.started_at >= since, runs.c.ended_at >= since, runs.c.state == RunState.RUNNING))
-                .order_by(runs.c.id.desc())
-                .limit(MAX_RUNS + 1)
-            ).mappings()
-        )
-        latest_ids: dict[str, int] = dict(
-            connection.execute(select(runs.c.source, func.max(runs.c.id)).group_by(runs.c.source)).all()
-        )
+    rows, latest_ids = Runs(database).of_period(since, MAX_RUNS + 1)
     truncated = len(rows) > MAX_RUNS
     rows = rows[:MAX_RUNS]
     statuses = runs_statuses(database, [row["id"] for row in rows])

@@ -18,13 +18,11 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
-
 from searchcrawl.ops.launchers import Launcher, LaunchError
 from searchcrawl.rules.schedules import Schedule
-from searchcrawl.store.database import Database, as_utc
-from searchcrawl.store.models import schedule_marks
+from searchcrawl.store.database import Database
 from searchcrawl.store.runs import Runs
+from searchcrawl.store.schedule_marks import ScheduleMarks
 
 logger = logging.getLogger(__name__)
 
@@ -34,27 +32,6 @@ class Dispatch:
     source: str
     action: str  # started, skipped, failed, waiting
     detail: str
-
-
-class ScheduleMarks:
-    """The ``schedule_marks`` table: one row per scheduled source."""
-
-    def __init__(self, database: Database) -> None:
-        self.engine = database.engine
-
-    def get(self, source: str) -> dict | None:
-        with self.engine.connect() as connection:
-            row = connection.execute(select(schedule_marks).where(schedule_marks.c.source == source)).mappings().first()
-        if row is None:
-            return None
-        return {**row, "mark": as_utc(row["mark"]), "started_at": as_utc(row["started_at"])}
-
-    def save(self, source: str, **values: object) -> None:
-        with self.engine.begin() as connection:
-            if connection.execute(select(schedule_marks.c.source).where(schedule_marks.c.source == source)).first() is None:
-                connection.execute(schedule_marks.insert().values(source=source, **values))
-            else:
-                connection.execute(schedule_marks.update().where(schedule_marks.c.source == source).values(**values))
 
 
 class Dispatcher:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Result, RowMapping, delete, or_, select, text, update
+from sqlalchemy import Connection, Result, RowMapping, delete, func, or_, select, text, update
 
 from searchcrawl.store.database import Database, as_utc, now, this_host
 from searchcrawl.store.models import FrontierState, RunState, crawl_nodes, runs, source_states
@@ -115,6 +115,25 @@ class Runs:
             query = query.where(runs.c.source == source)
         with self.engine.connect() as connection:
             return [dict(row) for row in connection.execute(query).mappings()]
+
+    def of_period(self, since: datetime, limit: int) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """The runs started or ended since ``since``, or running, newest first (``limit`` of
+        them), and the latest run's id of every source: the daily summary's (ops/daily_summary.py),
+        read together."""
+        with self.engine.connect() as connection:
+            rows = [
+                dict(row)
+                for row in connection.execute(
+                    select(runs)
+                    .where(or_(runs.c.started_at >= since, runs.c.ended_at >= since, runs.c.state == RunState.RUNNING))
+                    .order_by(runs.c.id.desc())
+                    .limit(limit)
+                ).mappings()
+            ]
+            latest: dict[str, int] = dict(
+                connection.execute(select(runs.c.source, func.max(runs.c.id)).group_by(runs.c.source)).tuples().all()
+            )
+        return rows, latest
 
     def conflict(self, source: str, allow_shared: bool = False, stale_after: float = 600) -> str | None:
         """Why a crawl of ``source`` would be refused now (``start``'s rule), or None. Read-only:

@@ -20,7 +20,6 @@ from searchcrawl.access.directory import Directory
 from searchcrawl.access.explanation import access_lines
 from searchcrawl.index.cache import spool_fill
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.ops.dispatcher import ScheduleMarks
 from searchcrawl.ops.launchers import scrapy_command
 from searchcrawl.rules.lifecycle import State
 from searchcrawl.rules.schedules import Schedule
@@ -29,6 +28,7 @@ from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import as_utc
 from searchcrawl.store.models import RunState
 from searchcrawl.store.runs import Runs, counter_text, counters_of, shown_counters
+from searchcrawl.store.schedule_marks import ScheduleMarks
 from searchcrawl.system.secrets import redact
 
 EXPLAIN_TIMEOUT = 120  # seconds: robots.txt and the page are fetched, with the crawl's own timeouts

@@ -65,6 +65,7 @@ from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import SolrIndex, push_pending
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.ledger import Ledger
 from tests.benchmarks.measure import (
     as_installed,
     compile_searchcrawl,
@@ -270,7 +271,9 @@ class Bench:
                 # they would be settled as duplicates before the push (DocumentTable.settle_pending)
                 checksum = document["checksum"] = hashlib.sha256(f"{number}:{document['content']}".encode()).hexdigest()
                 cache.put(document)
-                table.record(source, url, Outcome(Event.CACHED, 200, columns={"checksum": checksum, "cached_by": cache.id}))
+                Ledger(table, source).record(
+                    url, Outcome(Event.CACHED, 200, columns={"checksum": checksum, "cached_by": cache.id})
+                )
             index.client.commit(waitSearcher=True)
             time.sleep(min(PUSH_SETTLE_SECONDS, self.pages / 1000))
             solr_before = jvm_cpu(self.solr_pid) if self.solr_pid else None

@@ -24,6 +24,7 @@ from searchcrawl.config.source import SourceFile, load_source
 from searchcrawl.crawl.requests import rule_chain
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import url_hash
+from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.models import documents
 from searchcrawl.store.runs import Runs
 
@@ -79,7 +80,7 @@ def measure(count: int, folder: Path, memory: bool = False) -> dict[str, float]:
     if memory:  # tracemalloc slows every allocation: a run of its own
         tracemalloc.start()
     started = time.perf_counter()
-    queued, excluded = table.plan_maintenance(source.name, chain.refusal)
+    queued, excluded = Ledger(table, source.name).plan_maintenance(chain.refusal)
     seconds = time.perf_counter() - started
     _current, peak = tracemalloc.get_traced_memory() if memory else (0, 0)
     tracemalloc.stop()

@@ -50,7 +50,7 @@ def test_standard_library_frames_go_to_their_caller() -> None:
 
 def test_sqlalchemy_belongs_to_its_caller_frontier_or_document_table() -> None:
     execute = "Session.execute (sqlalchemy/orm/session.py:2300);Connection.execute (sqlite3/dbapi2.py:10)"
-    table = f"{SCRAPER};DocumentTable.record (searchcrawl/store/documents.py:200);{execute}"
+    table = f"{SCRAPER};Ledger.record (searchcrawl/store/ledger.py:200);{execute}"
     frontier = f"{ENGINE};FrontierScheduler.next_request (searchcrawl/crawl/frontier_scheduler.py:80);{execute}"
     assert stage(table) == "document table (SQLAlchemy/SQLite)"
     assert stage(frontier) == "scheduler/frontier"

@@ -614,7 +614,7 @@ def test_a_maintenance_crawl_starts_while_its_plan_is_made(crawler_of, monkeypat
     (run_start.plan_run), batch by batch. The crawl leases the first batch while the others are
     planned; it does not end while the plan is being made (has_pending_requests), and the run
     ends complete once the plan and its URLs are done."""
-    monkeypatch.setattr("searchcrawl.store.documents.PLAN_BATCH", 2)
+    monkeypatch.setattr("searchcrawl.store.ledger.PLAN_BATCH", 2)
     pages = [f"http://h.test/{number}.html" for number in range(6)]
     crawler, scheduler = unplanned_maintenance(crawler_of, pages)
     assert scheduler.started is not None and scheduler.started.plan_pending
@@ -657,7 +657,7 @@ def test_a_maintenance_crawl_starts_while_its_plan_is_made(crawler_of, monkeypat
 def test_a_crawl_closed_while_its_plan_is_made_is_suspended(crawler_of, monkeypatch) -> None:
     """A stop during the plan: the plan stops after its batch and stays pending, and the run is
     suspended (RunEnd), never finished with known URLs unchecked: the next crawl makes it again."""
-    monkeypatch.setattr("searchcrawl.store.documents.PLAN_BATCH", 1)
+    monkeypatch.setattr("searchcrawl.store.ledger.PLAN_BATCH", 1)
     crawler, scheduler = unplanned_maintenance(crawler_of, ["http://h.test/a.html", "http://h.test/b.html"])
     admission = admission_of(crawler)
     decide = admission.known
@@ -682,7 +682,7 @@ def test_a_node_takes_over_a_plan_whose_maker_is_gone_and_exactly_one_does(crawl
     """A shared crawl of three: the node making the plan dies (or its plan fails). Taking it over
     when one is *alone* would leave two waiting for each other forever: a node takes it over
     once its maker is not among the live nodes, and the runs table lets exactly one win."""
-    monkeypatch.setattr("searchcrawl.store.documents.PLAN_BATCH", 2)
+    monkeypatch.setattr("searchcrawl.store.ledger.PLAN_BATCH", 2)
     crawler, first = unplanned_maintenance(crawler_of, ["http://h.test/a.html", "http://h.test/b.html"])
     runs = first.runs
     assert first.run is not None and runs.plan_owner(first.run.id) == first.owner

@@ -21,6 +21,7 @@ from searchcrawl.crawl.ledger_writer import MAX_REASON, LedgerWriter
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.ledger import Ledger
 from tests.components import ledger_of, stores_of
 
 SOURCE = 'seeds = ["http://h.test/"]\nmax_failures = 2\n'
@@ -66,7 +67,7 @@ def test_a_processing_error_keeps_the_runs_document_until_max_failures(crawler_o
     crawler = crawler_of()
     url = "http://h.test/a.html"
     crawler.signals.send_catch_log(url_outcome, url=url, outcome=Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
-    ledger_of(crawler).table.mark_indexed("unit", [(url, "c")])
+    Ledger(ledger_of(crawler).table, "unit").mark_indexed([(url, "c")])
     item = CrawledDocument("unit", url, 1, {})
     error = Failure(RuntimeError("boom " * 200))
     crawler.signals.send_catch_log(signals.item_error, item=item, response=None, spider=None, failure=error)

@@ -33,6 +33,7 @@ from searchcrawl.rules.chain import RuleChain
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Entry
+from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.models import RunState
 from tests.components import close_stores, ledger_of, source_crawler, start_run, stores_of
 
@@ -132,8 +133,8 @@ def test_a_sitemap_entry_is_admitted_once(crawler: Crawler, asked: Counter[str])
 def test_a_known_url_of_a_maintenance_crawl_is_admitted_once(crawler: Crawler, asked: Counter[str]) -> None:
     table = ledger_of(crawler).table
     url = "http://h.test/known.html"
-    table.record("unit", url, Outcome(Event.CACHED, 200, "fetched", 3, columns={"checksum": "c0ffee"}))
-    assert table.mark_indexed("unit", [(url, "c0ffee")]) == [url]
+    Ledger(table, "unit").record(url, Outcome(Event.CACHED, 200, "fetched", 3, columns={"checksum": "c0ffee"}))
+    assert Ledger(table, "unit").mark_indexed([(url, "c0ffee")]) == [url]
     scheduler = scheduler_of(crawler)  # a new run: the maintenance plan queues every known URL
     assert stores_of(crawler).runs.latest("unit")["mode"] == "maintenance"  # type: ignore[index]
     assert sent(crawler, scheduler) == {url: 3}

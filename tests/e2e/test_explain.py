@@ -31,6 +31,7 @@ from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import create_db_engine, schema_revisions, upgrade_schema
+from searchcrawl.store.ledger import Ledger
 from tests.components import close_stores, ledger_of, source_crawler, stores_of
 from tests.conftest import Project, Site, solr_docs
 
@@ -296,8 +297,8 @@ def test_explain_writes_nothing(offline_project: Project, serve, tmp_path: Path)
     )
     offline_project.data_dir.mkdir(parents=True)
     table = DocumentTable(Database(f"sqlite:///{db_path(offline_project)}"))  # a crawled source's table
-    table.record(name, f"{site.url}failed.html", Outcome(Event.FAILED, 503, "answered 503", depth=1))
-    table.record_excluded(name, [(f"{site.url}internal/x.html", int(Status.EXCLUDED_PATH), 1, "path rule")])
+    Ledger(table, name).record(f"{site.url}failed.html", Outcome(Event.FAILED, 503, "answered 503", depth=1))
+    Ledger(table, name).record_excluded([(f"{site.url}internal/x.html", int(Status.EXCLUDED_PATH), 1, "path rule")])
     table.database.close()
     before = dump(offline_project)
 

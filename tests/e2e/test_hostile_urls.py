@@ -21,6 +21,7 @@ from searchcrawl.rules.status_codes import Status
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import create_db_engine, upgrade_schema, url_hash
 from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.runs import Runs
 
 LONG = 12_000
@@ -88,18 +89,18 @@ def table(request, tmp_path) -> Iterator[DocumentTable]:
 
 def test_a_12000_character_url_gets_its_row(table) -> None:
     url = url_of_length("http://h/", LONG)
-    table.record_excluded("s", [(url, int(Status.URL_TOO_LONG), 1, "URL is 12000 characters long")])
+    Ledger(table, "s").record_excluded([(url, int(Status.URL_TOO_LONG), 1, "URL is 12000 characters long")])
     row = table.get("s", url)
     assert row is not None and row["url"] == url  # the whole URL is kept, and found by it
     assert (row["state"], row["status"], row["depth"]) == ("excluded", 942, 1)
-    table.record_excluded("s", [(url, int(Status.URL_TOO_LONG), 2, "again")])  # met again: the same row
+    Ledger(table, "s").record_excluded([(url, int(Status.URL_TOO_LONG), 2, "again")])  # met again: the same row
     assert table.count_by("s", "status") == {942: 1}
 
 
 def test_long_urls_with_a_common_start_are_different_rows(table) -> None:
     start = url_of_length("http://h/", 5000)
     urls = [start + "/a", start + "/b"]
-    table.record_excluded("s", [(url, 942, 1, "long") for url in urls])
+    Ledger(table, "s").record_excluded([(url, 942, 1, "long") for url in urls])
     assert table.count_by("s", "state") == {"excluded": 2}
     assert [table.get("s", url)["url"] for url in urls] == urls
 
@@ -115,15 +116,15 @@ def test_a_long_url_through_a_documents_whole_life(table) -> None:
     frontier.add([Entry(url, 1)])  # the same URL again: the same row
     assert table.count_by("life", "state") == {"queued": 1}
     assert [entry.url for entry in frontier.lease(5)] == [url]
-    table.record("life", url, Outcome(Event.CACHED, 200, depth=1, columns={"checksum": "sum1"}))
+    Ledger(table, "life").record(url, Outcome(Event.CACHED, 200, depth=1, columns={"checksum": "sum1"}))
     assert table.pending("life") == [(url, "sum1")]
-    assert table.mark_indexed("life", [(url, "sum1")]) == [url]
+    assert Ledger(table, "life").mark_indexed([(url, "sum1")]) == [url]
     assert table.find_duplicate("life", "sum1", url) is None
-    table.mark_linked("life", [url])
-    table.record("life", url, Outcome(Event.FAILED, 500, "HTTP 500", 1))
-    table.record("life", url, Outcome(Event.GONE, 404, "gone"))
+    Ledger(table, "life").mark_linked([url])
+    Ledger(table, "life").record(url, Outcome(Event.FAILED, 500, "HTTP 500", 1))
+    Ledger(table, "life").record(url, Outcome(Event.GONE, 404, "gone"))
     assert table.removals("life") == [url]
-    table.mark_removed("life", [url])
+    Ledger(table, "life").mark_removed([url])
     row = table.get("life", url)
     assert (row["state"], row["status"], row["frontier"]) == ("removed", 404, "done")
     assert table.count_by("life", "state") == {"removed": 1}
@@ -148,7 +149,7 @@ def test_an_existing_database_migrates_and_its_rows_are_found(backend, request, 
         for known in ("http://h/a", "http://h/caf%C3%A9?q=%E2%82%AC"):
             row = table.get("old", known)
             assert row is not None and row["url_hash"] == url_hash(known)
-        table.record_excluded("old", [("http://h/a", 901, 1, "known: the row stays")])
+        Ledger(table, "old").record_excluded([("http://h/a", 901, 1, "known: the row stays")])
         assert table.count_by("old", "state") == {"indexed": 1, "excluded": 1}
     finally:
         table.database.close()

@@ -22,6 +22,7 @@ from searchcrawl.rules.maintenance import original_of
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import POOL_SIZE
 from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.runs import RunConflict, Runs
 from searchcrawl.store.sites import SitePoliteness
 from tests.conftest import InFlight, Project, Site, assert_spaced, not_found_probe, wait_for
@@ -228,12 +229,12 @@ def test_two_nodes_caching_the_same_content_at_once_keep_one(postgres_url: str) 
     source = "settle"
     node_a, node_b = DocumentTable(Database(postgres_url)), DocumentTable(Database(postgres_url))
     for url in ("http://h/first", "http://h/second"):  # discovered in this order
-        node_a.record(source, url, Outcome(Event.FAILED, 503, "HTTP 503"))
+        Ledger(node_a, source).record(url, Outcome(Event.FAILED, 503, "HTTP 503"))
     # each checked for a duplicate before the other wrote its row: both went on to cache
-    node_b.record(source, "http://h/second", Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "b"}))
-    node_a.record(source, "http://h/first", Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "a"}))
-    assert node_b.settle_pending(source, "b") == ["http://h/second"]  # b's push comes first
-    assert node_a.settle_pending(source, "a") == []
+    Ledger(node_b, source).record("http://h/second", Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "b"}))
+    Ledger(node_a, source).record("http://h/first", Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "a"}))
+    assert Ledger(node_b, source).settle_pending("b") == ["http://h/second"]  # b's push comes first
+    assert Ledger(node_a, source).settle_pending("a") == []
     assert node_a.get(source, "http://h/second")["duplicate_of"] == "http://h/first"
     assert node_a.pending(source, "a") == [("http://h/first", "same")] and node_a.pending(source, "b") == []
 
@@ -317,7 +318,7 @@ def test_threads_share_pooled_connections_without_reopening_them(postgres_url: s
     def work(thread: int, burst: int) -> None:
         with table.engine.connect() as connection:  # held a moment, so that all overlap
             connection.execute(text("SELECT pg_sleep(0.05)"))
-        table.record("pool", f"http://pool.test/{burst}/{thread}", Outcome(Event.GONE, 404, "gone"))
+        Ledger(table, "pool").record(f"http://pool.test/{burst}/{thread}", Outcome(Event.GONE, 404, "gone"))
 
     for burst in range(4):
         with ThreadPoolExecutor(POOL_SIZE) as threads:

@@ -18,6 +18,7 @@ from searchcrawl.index.indexer import SolrIndex, found_documents, migrate_ids, p
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store.ledger import Ledger
 from tests.conftest import solr_docs
 from tests.index.test_indexer import cache_pending
 
@@ -136,9 +137,9 @@ def test_migration_follows_the_document_table(tmp_path, solr_url: str, solr: pys
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
     shared, removed, kept = (document["url"] for document in old)
     for holder, url in ((source, shared), (other, shared), (source, kept)):
-        table.record(holder, url, Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
-        table.mark_indexed(holder, [(url, "c")])
-    table.record(source, removed, Outcome(Event.GONE, 404, "gone"))
+        Ledger(table, holder).record(url, Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+        Ledger(table, holder).mark_indexed([(url, "c")])
+    Ledger(table, source).record(removed, Outcome(Event.GONE, 404, "gone"))
     assert migrate_ids(SolrIndex(solr_url), source, holders=table.holders) == 3
     assert {doc["id"] for doc in solr_docs(solr, source)} == {solr_id(source, shared), solr_id(source, kept)}
     assert [doc["id"] for doc in solr_docs(solr, other)] == [solr_id(other, shared)]

@@ -31,6 +31,7 @@ from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.runs import FINISHING
 from tests.components import close_stores, ledger_of, source_crawler, start_run, stores_of
 from tests.conftest import solr_docs, wait_for
@@ -324,8 +325,8 @@ def test_the_node_that_ends_a_shared_run_waits_for_the_others_to_leave_it(crawle
 
     def the_other_node_finishes() -> None:  # once this node has claimed the run's end, and waits
         wait_for(lambda: (runs.get(run.id) or {}).get("control") == FINISHING, timeout=30, what="the claim of the run's end")
-        ledger_of(crawler).table.record(
-            name, "http://h.test/b.html", Outcome(Event.GONE, 911, "duplicate of http://h.test/a.html")
+        Ledger(ledger_of(crawler).table, name).record(
+            "http://h.test/b.html", Outcome(Event.GONE, 911, "duplicate of http://h.test/a.html")
         )
         runs.leave(run.id, "other-host:1")
 

@@ -13,6 +13,7 @@ from searchcrawl.rules.status_codes import Status
 from searchcrawl.store import Database, DocumentTable, SchemaOutdated
 from searchcrawl.store.database import create_db_engine, run_migrations
 from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.models import RunState, documents
 from searchcrawl.store.runs import Runs
 from tests.benchmarks.plan import fill
@@ -166,12 +167,12 @@ def test_a_maintenance_run_reads_a_handful_of_rows_a_url_while_the_statistics_ar
 
     before = read()
     table = DocumentTable(database).for_run(runs.start("s").id)
-    assert table.plan_maintenance("s", lambda url, depth: None) == (count, 0)  # its count right on PostgreSQL too
+    assert Ledger(table, "s").plan_maintenance(lambda url, depth: None) == (count, 0)  # its count right on PostgreSQL too
     urls = [f"http://127.0.0.1:8080/section{number % 100}/page{number}.html" for number in range(count)]
-    table.record("s", urls[0], Outcome(Event.CACHED, 200, columns={"checksum": "new", "display_url": urls[0]}))
-    table.record("s", urls[1], Outcome(Event.UNCHANGED, 304, "304"))
-    spared = table.record_spared(
-        "s", urls, lambda url, known: Outcome(Event.UNCHANGED, int(Status.SITEMAP_UNCHANGED), "sitemap", fetched=False)
+    Ledger(table, "s").record(urls[0], Outcome(Event.CACHED, 200, columns={"checksum": "new", "display_url": urls[0]}))
+    Ledger(table, "s").record(urls[1], Outcome(Event.UNCHANGED, 304, "304"))
+    spared = Ledger(table, "s").record_spared(
+        urls, lambda url, known: Outcome(Event.UNCHANGED, int(Status.SITEMAP_UNCHANGED), "sitemap", fetched=False)
     )
     assert len(spared.urls) == count - 2
     # a first crawl's sitemap: new URLs queued in bulk while the table's statistics say nothing
@@ -203,11 +204,11 @@ def test_settling_a_pushs_copies_reads_the_rows_waiting_and_their_copies_by_key(
         for number in range(20):
             checksum = f"{number:064x}" if number == 0 else f"push{push}-{number}"  # the first: page 0's content
             new = f"http://127.0.0.1:8080/new/{push}/{number}.html"
-            table.record(
-                "s", new, Outcome(Event.CACHED, 200, columns={"checksum": checksum, "display_url": new, "cached_by": "n"})
+            Ledger(table, "s").record(
+                new, Outcome(Event.CACHED, 200, columns={"checksum": checksum, "display_url": new, "cached_by": "n"})
             )
-        marked += table.settle_pending("s", "n")
-        table.mark_indexed("s", [(url, checksum) for url, checksum in table.pending("s", "n")])
+        marked += Ledger(table, "s").settle_pending("n")
+        Ledger(table, "s").mark_indexed([(url, checksum) for url, checksum in table.pending("s", "n")])
     after = rows_read(engine, database, schema)
     assert marked == [f"http://127.0.0.1:8080/new/{push}/0.html" for push in range(10)]  # page 0 came first
     read_by = rows_read_since(before, after)

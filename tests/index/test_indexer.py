@@ -6,11 +6,12 @@ from searchcrawl.index.cache import DocumentCache
 from searchcrawl.index.indexer import PushResult, batches, describe, push_with_retries
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import DocumentTable
+from searchcrawl.store.ledger import Ledger
 
 
 def cache_pending(table: DocumentTable, source: str, url: str, checksum: str) -> None:
     """Mark ``url`` cached and pending with ``checksum``, as the cache pipeline does."""
-    table.record(source, url, Outcome(Event.CACHED, 200, columns={"checksum": checksum}))
+    Ledger(table, source).record(url, Outcome(Event.CACHED, 200, columns={"checksum": checksum}))
 
 
 def test_batches_bounded_by_count_and_bytes() -> None:

@@ -18,6 +18,7 @@ from searchcrawl.rules.lifecycle import (
     decide,
     sources_of,
 )
+from searchcrawl.store.ledger import Ledger
 
 STATES: list[State | None] = [None, *State]
 OUT = [None, State.QUEUED, State.EXCLUDED, State.FETCHED, State.FAILED, State.REMOVED]
@@ -237,12 +238,12 @@ def test_a_deletion_stays_the_runs_word_whatever_comes_after_it_in_the_run(tmp_p
 
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
     table = table.for_run(Runs(table.database).start("run").id)
-    table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
-    table.mark_indexed("run", [("http://h/a", "c")])
+    Ledger(table, "run").record("http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+    Ledger(table, "run").mark_indexed([("http://h/a", "c")])
     table = table.for_run(table.run_id + 100)  # a later run
-    table.record("run", "http://h/a", Outcome(Event.GONE, 410, "gone", kind="failed"))
-    table.mark_removed("run", ["http://h/a"])
-    table.record("run", "http://h/a", Outcome(Event.FAILED, 503, "HTTP 503"))
+    Ledger(table, "run").record("http://h/a", Outcome(Event.GONE, 410, "gone", kind="failed"))
+    Ledger(table, "run").mark_removed(["http://h/a"])
+    Ledger(table, "run").record("http://h/a", Outcome(Event.FAILED, 503, "HTTP 503"))
     assert Deltas(table.database).report("run", table.run_id) == {"deleted": ["http://h/a"]}
 
 
@@ -256,16 +257,16 @@ def test_a_url_that_entered_the_index_in_this_run_stays_new_whatever_comes_after
 
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
     table = table.for_run(Runs(table.database).start("run").id)
-    table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
-    table.mark_indexed("run", [("http://h/a", "c")])  # pushed during the run
-    table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "d"}))
+    Ledger(table, "run").record("http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+    Ledger(table, "run").mark_indexed([("http://h/a", "c")])  # pushed during the run
+    Ledger(table, "run").record("http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "d"}))
     assert Deltas(table.database).report("run", table.run_id) == {"new": ["http://h/a"]}
-    table.mark_indexed("run", [("http://h/a", "d")])
-    table.record("run", "http://h/a", Outcome(Event.UNCHANGED, 200, kind="unchanged"))
+    Ledger(table, "run").mark_indexed([("http://h/a", "d")])
+    Ledger(table, "run").record("http://h/a", Outcome(Event.UNCHANGED, 200, kind="unchanged"))
     assert Deltas(table.database).report("run", table.run_id) == {"new": ["http://h/a"]}
     # a later run: changed is news again
     table = table.for_run(table.run_id + 100)
-    table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "e"}))
+    Ledger(table, "run").record("http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "e"}))
     assert Deltas(table.database).report("run", table.run_id) == {"changed": ["http://h/a"]}
 
 
@@ -288,15 +289,15 @@ def test_a_url_that_entered_the_index_and_left_it_in_one_run_is_neither_new_nor_
     report = lambda: Deltas(table.database).report("run", table.run_id)  # noqa: E731
     duplicate = Outcome(Event.GONE, 200, "duplicate", kind="duplicate", columns={"duplicate_of": "http://h/b"})
     for url in ("http://h/a", "http://h/c", "http://h/d"):
-        table.record("run", url, Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
-        table.mark_indexed("run", [(url, "c")])  # pushed during the run
-        table.record("run", url, duplicate)
+        Ledger(table, "run").record(url, Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+        Ledger(table, "run").mark_indexed([(url, "c")])  # pushed during the run
+        Ledger(table, "run").record(url, duplicate)
     assert table.get("run", "http://h/a")["state"] == "removing"  # in Solr: it must still leave
     assert report() == {"duplicate": ["http://h/a", "http://h/c", "http://h/d"]}
-    table.record("run", "http://h/c", Outcome(Event.GONE, 404, "gone", kind="failed"))  # queued again: 404
-    table.record("run", "http://h/d", Outcome(Event.CACHED, 200, columns={"checksum": "d"}))  # queued again: back
+    Ledger(table, "run").record("http://h/c", Outcome(Event.GONE, 404, "gone", kind="failed"))  # queued again: 404
+    Ledger(table, "run").record("http://h/d", Outcome(Event.CACHED, 200, columns={"checksum": "d"}))  # queued again: back
     assert report() == {"duplicate": ["http://h/a"], "failed": ["http://h/c"], "new": ["http://h/d"]}
-    table.hold_removals("run")  # the guard keeps them in Solr: the report says so
+    Ledger(table, "run").hold_removals()  # the guard keeps them in Solr: the report says so
     assert report() == {"held": ["http://h/a", "http://h/c"], "new": ["http://h/d"]}
 
 
@@ -309,12 +310,12 @@ def test_a_url_deleted_in_the_run_and_pushed_again_with_its_content_is_unchanged
 
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
     table = table.for_run(Runs(table.database).start("run").id)
-    table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
-    table.mark_indexed("run", [("http://h/a", "c")])
+    Ledger(table, "run").record("http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+    Ledger(table, "run").mark_indexed([("http://h/a", "c")])
     table = table.for_run(table.run_id + 100)  # a later run
-    table.record("run", "http://h/a", Outcome(Event.GONE, 404, "gone", kind="failed"))
+    Ledger(table, "run").record("http://h/a", Outcome(Event.GONE, 404, "gone", kind="failed"))
     assert Deltas(table.database).report("run", table.run_id) == {"deleted": ["http://h/a"]}
-    table.record("run", "http://h/a", Outcome(Event.CACHED, 200, kind=Delta.UNCHANGED, columns={"checksum": "c"}))
+    Ledger(table, "run").record("http://h/a", Outcome(Event.CACHED, 200, kind=Delta.UNCHANGED, columns={"checksum": "c"}))
     assert Deltas(table.database).report("run", table.run_id) == {"unchanged": ["http://h/a"]}
 
 
@@ -328,14 +329,14 @@ def test_a_url_that_left_the_index_and_came_back_in_one_run_is_changed(tmp_path)
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
     runs = Runs(table.database)
     table = table.for_run(runs.start("run").id)
-    table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
-    table.mark_indexed("run", [("http://h/a", "c")])
+    Ledger(table, "run").record("http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+    Ledger(table, "run").mark_indexed([("http://h/a", "c")])
     table = table.for_run(table.run_id + 100)  # a later run
-    table.record("run", "http://h/a", Outcome(Event.GONE, 404, "gone", kind="failed"))
-    table.mark_removed("run", ["http://h/a"])
+    Ledger(table, "run").record("http://h/a", Outcome(Event.GONE, 404, "gone", kind="failed"))
+    Ledger(table, "run").mark_removed(["http://h/a"])
     assert Deltas(table.database).report("run", table.run_id) == {"deleted": ["http://h/a"]}
-    table.record("run", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "d"}))
+    Ledger(table, "run").record("http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "d"}))
     assert Deltas(table.database).report("run", table.run_id) == {"changed": ["http://h/a"]}
-    table.mark_indexed("run", [("http://h/a", "d")])
-    table.record("run", "http://h/a", Outcome(Event.GONE, 200, "duplicate", kind="duplicate"))  # and leaves again
+    Ledger(table, "run").mark_indexed([("http://h/a", "d")])
+    Ledger(table, "run").record("http://h/a", Outcome(Event.GONE, 200, "duplicate", kind="duplicate"))  # and leaves again
     assert Deltas(table.database).report("run", table.run_id) == {"deleted": ["http://h/a"]}

@@ -16,7 +16,7 @@ from sqlalchemy import inspect, select, text, update
 from searchcrawl.crawl.meta import REFERENCE
 from searchcrawl.rules.lifecycle import Delta, Event, Outcome
 from searchcrawl.rules.status_codes import Status
-from searchcrawl.store import Database, DocumentTable
+from searchcrawl.store import Database, DocumentTable, duplicates
 from searchcrawl.store.database import (
     SCHEMA_REVISION,
     alembic_head,
@@ -26,6 +26,7 @@ from searchcrawl.store.database import (
     upgrade_schema,
 )
 from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.models import FrontierState, RunState, documents, frontier, metadata
 from searchcrawl.store.runs import Runs
 from tests.conftest import fresh_python
@@ -39,8 +40,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 def exercise(table: DocumentTable) -> None:
-    table.record(
-        "s",
+    Ledger(table, "s").record(
         "http://h/a",
         Outcome(
             Event.CACHED,
@@ -49,11 +49,11 @@ def exercise(table: DocumentTable) -> None:
             columns={"last_modified": "Wed, 21 Oct 2015 07:28:00 GMT", "etag": '"x"', "content_length": 10, "checksum": "sum1"},
         ),
     )
-    table.record_excluded("s", [("http://h/a", 901, 1, "ignored: row exists"), ("http://other/", 901, 1, "off-site")])
+    Ledger(table, "s").record_excluded([("http://h/a", 901, 1, "ignored: row exists"), ("http://other/", 901, 1, "off-site")])
     assert table.pending("s") == [("http://h/a", "sum1")]
     assert (table.pending_count("s"), table.pending_count("t")) == (1, 0)
-    assert table.mark_indexed("s", [("http://h/a", "stale")]) == []
-    assert table.mark_indexed("s", [("http://h/a", "sum1")]) == ["http://h/a"]
+    assert Ledger(table, "s").mark_indexed([("http://h/a", "stale")]) == []
+    assert Ledger(table, "s").mark_indexed([("http://h/a", "sum1")]) == ["http://h/a"]
     assert table.pending_count("s") == 0
     row = table.get("s", "http://h/a")
     assert row is not None
@@ -78,20 +78,20 @@ def test_an_unchanged_outcomes_validators_are_kept_only_over_the_content_compare
     validators are kept only while the row holds the checksum compared with."""
     url = f"sqlite:///{tmp_path / 'd.sqlite3'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
     table, source, page = DocumentTable(Database(url)), f"stale-{backend}-{tmp_path.name}", "http://h/a"
-    table.record(source, page, Outcome(Event.CACHED, 200, columns={"checksum": "C1", "etag": '"E1"'}))
-    table.mark_indexed(source, [(page, "C1")])
+    Ledger(table, source).record(page, Outcome(Event.CACHED, 200, columns={"checksum": "C1", "etag": '"E1"'}))
+    Ledger(table, source).mark_indexed([(page, "C1")])
     # another node caches new content while this one's lease still says C1
-    table.record(source, page, Outcome(Event.CACHED, 200, columns={"checksum": "C2", "etag": '"E2"'}))
+    Ledger(table, source).record(page, Outcome(Event.CACHED, 200, columns={"checksum": "C2", "etag": '"E2"'}))
     validators = {"etag": '"E3"', "last_modified": "Thu, 02 May 2024 10:00:00 GMT"}
     stale = Outcome(
         Event.UNCHANGED, int(Status.UNCHANGED), "same content as indexed", 0, validators=validators, compared_checksum="C1"
     )
-    table.record(source, page, stale)
+    Ledger(table, source).record(page, stale)
     row = table.get(source, page)
     assert (row["state"], row["checksum"], row["etag"], row["last_modified"]) == ("pending", "C2", '"E2"', None)
     # compared with what the row holds: the validators are kept (the next crawl's 304)
-    table.record(
-        source, page, Outcome(Event.UNCHANGED, int(Status.UNCHANGED), "same", 0, validators=validators, compared_checksum="C2")
+    Ledger(table, source).record(
+        page, Outcome(Event.UNCHANGED, int(Status.UNCHANGED), "same", 0, validators=validators, compared_checksum="C2")
     )
     row = table.get(source, page)
     assert (row["checksum"], row["etag"], row["last_modified"]) == ("C2", '"E3"', validators["last_modified"])
@@ -268,7 +268,7 @@ def test_the_frontier_says_which_states_its_run_has_urls_in_as_its_counts_do(tmp
     assert agrees() == {"queued"}
     [leased] = frontier.lease(1)
     assert agrees() == {"queued", "leased"}
-    table.mark_done("states", leased.url)
+    Ledger(table, "states").record(leased.url, Outcome(Event.FAILED, 503, "HTTP 503"))  # its outcome finishes it
     assert agrees() == {"queued", "done"}
     frontier.lease(1)
     assert agrees() == {"leased", "done"}
@@ -286,7 +286,7 @@ def test_the_per_page_look_ups_send_sqlite_one_statement_each_as_compiled(tmp_pa
     sent: list[str] = []
     for engine in {table.engine, table.single.engine}:
         event.listen(engine, "before_cursor_execute", lambda _c, _cur, statement, *_rest: sent.append(statement))
-    table.record("s", "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c", "display_url": "http://h/a"}))
+    Ledger(table, "s").record("http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": "c", "display_url": "http://h/a"}))
     sent.clear()
     assert table.display_url_owner("s", "http://h/a") == "http://h/a"
     assert table.find_duplicate("s", "c", "http://h/b") == {
@@ -296,7 +296,7 @@ def test_the_per_page_look_ups_send_sqlite_one_statement_each_as_compiled(tmp_pa
         "first_seen_id": None,
         "copies": [{"id": 1, "url": "http://h/a", "canonical_url": None, "holds": True, "done": True}],
     }
-    assert table.settle_pending("s", "node") == []
+    assert Ledger(table, "s").settle_pending("node") == []
     assert len(sent) == 4 and not any("PRAGMA" in statement for statement in sent), sent
     assert all("POSTCOMPILE" not in statement and "IN (?, ?)" in statement for statement in sent[:3] if "state" in statement)
 
@@ -309,8 +309,8 @@ def test_settling_a_pushs_copies_reads_by_key_on_sqlite(tmp_path) -> None:
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'db.sqlite3'}"))
     for number in range(30):
         columns = {"checksum": f"c{number % 25}", "display_url": f"http://h/{number}", "cached_by": "n"}
-        table.record("s", f"http://h/{number}", Outcome(Event.CACHED, 200, columns=columns))
-    statement = table._same_content_as_pending()
+        Ledger(table, "s").record(f"http://h/{number}", Outcome(Event.CACHED, 200, columns=columns))
+    statement = duplicates.same_content_as_pending()
     with table.engine.connect() as connection:
         compiled = statement.compile(connection)
         values = {**compiled.params, "source": "s", "cached_by": "n"}
@@ -327,7 +327,7 @@ def test_settling_a_pushs_copies_reads_by_key_on_sqlite(tmp_path) -> None:
         "ix_documents_source_state",  # the rows waiting
         "ix_documents_source_checksum",  # their copies
     }, plan
-    assert table.settle_pending("s", "n") == [f"http://h/{number}" for number in range(25, 30)]  # the later copies
+    assert Ledger(table, "s").settle_pending("n") == [f"http://h/{number}" for number in range(25, 30)]  # the later copies
 
 
 def test_a_read_only_open_creates_and_changes_nothing(tmp_path) -> None:
@@ -371,20 +371,20 @@ def test_a_duplicate_whose_original_left_meanwhile_is_fetched_again_not_marked(b
     a, b, x, y = (f"http://h/{name}" for name in "abxy")
     table = table.for_run(Runs(table.database).start(source).id)
     for page in (a, x, y):
-        table.record(source, page, Outcome(Event.CACHED, 200, columns={"checksum": f"sum-{page[-1]}"}))
-    table.mark_indexed(source, [(a, "sum-a"), (x, "sum-x"), (y, "sum-y")])
-    table.mark_duplicate(source, b, of=a)
-    table.record(source, x, Outcome(Event.GONE, 404, "HTTP 404"))  # x leaves in that first run
-    table.mark_removed(source, [x])
+        Ledger(table, source).record(page, Outcome(Event.CACHED, 200, columns={"checksum": f"sum-{page[-1]}"}))
+    Ledger(table, source).mark_indexed([(a, "sum-a"), (x, "sum-x"), (y, "sum-y")])
+    Ledger(table, source).mark_duplicate(b, of=a)
+    Ledger(table, source).record(x, Outcome(Event.GONE, 404, "HTTP 404"))  # x leaves in that first run
+    Ledger(table, source).mark_removed([x])
 
     table = table.for_run(table.run_id + 1)  # the next crawl: the pipeline compares b with a (indexed), then a answers 404
-    table.record(source, a, Outcome(Event.GONE, 404, "HTTP 404"))
-    table.mark_duplicate(source, b, of=a)
+    Ledger(table, source).record(a, Outcome(Event.GONE, 404, "HTTP 404"))
+    Ledger(table, source).mark_duplicate(b, of=a)
     row = table.get(source, b)
     assert row is not None
     assert (row["duplicate_of"], row["frontier"], row["run_id"]) == (None, "queued", table.run_id)
     # an original that left in an earlier run and comes back (a canonical copy) is no such case
-    table.mark_duplicate(source, y, of=x)
+    Ledger(table, source).mark_duplicate(y, of=x)
     row = table.get(source, y)
     assert row is not None
     assert (row["duplicate_of"], row["frontier"], row["status"]) == (x, "done", 911)
@@ -403,14 +403,14 @@ def test_a_duplicate_fetched_again_in_its_run_keeps_its_request_data(tmp_path) -
     data = {REFERENCE: {"token": "t-b", "fields": {"attachment_of_s": "mail://dups/m"}}}
     frontier.add([Entry(a, 0, {}), Entry(b, 0, data), Entry(c, 0, {})])
     assert {entry.url: entry.data for entry in frontier.lease(3)}[b] == data
-    table.record(source, a, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
-    table.mark_duplicate(source, b, of=a)
-    table.record(source, c, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
-    table.mark_duplicate(source, a, of=c)  # the canonical copy c replaces a: a's duplicates go again
+    Ledger(table, source).record(a, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
+    Ledger(table, source).mark_duplicate(b, of=a)
+    Ledger(table, source).record(c, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
+    Ledger(table, source).mark_duplicate(a, of=c)  # the canonical copy c replaces a: a's duplicates go again
     row = table.get(source, b)
     assert row is not None and (row["duplicate_of"], row["frontier"]) == (None, "queued")
     assert [(entry.url, entry.data) for entry in frontier.lease(3)] == [(b, data)]
-    table.record(source, b, Outcome(Event.CACHED, 200, columns={"checksum": "other"}))
+    Ledger(table, source).record(b, Outcome(Event.CACHED, 200, columns={"checksum": "other"}))
     row = table.get(source, b)
     assert row is not None and row["request"] is None  # finished otherwise: the data goes
 
@@ -420,10 +420,10 @@ def test_documents_found_in_solr_become_indexed_rows_and_known_rows_stay(backend
     table = DocumentTable(Database(url))
     source = f"found-{backend}-{tmp_path.name}"
     assert not table.knows(source)
-    table.record(source, "http://h/known", Outcome(Event.GONE, 404, "HTTP 404"))
+    Ledger(table, source).record("http://h/known", Outcome(Event.GONE, 404, "HTTP 404"))
     assert table.knows(source) and not table.knows(f"{source}-other")
     pages = [[("http://h/a", "http://h/shown-a", "sum-a"), ("http://h/b", None, None)], [("http://h/known", None, "x")]]
-    assert table.record_found(source, iter(pages)) == 3  # read; the known URL keeps its row
+    assert Ledger(table, source).record_found(iter(pages)) == 3  # read; the known URL keeps its row
     a, b, known = (table.get(source, f"http://h/{name}") for name in ("a", "b", "known"))
     assert a is not None and b is not None and known is not None
     assert (a["state"], a["status"], a["checksum"], a["display_url"], a["delta"]) == (
@@ -447,30 +447,30 @@ def test_the_maintenance_plan_leaves_what_a_node_that_joined_did_in_the_run(tmp_
     a, b = "http://h/a", "http://h/b"
     table = table.for_run(Runs(table.database).start(source).id)
     for url in (a, b):
-        table.record(source, url, Outcome(Event.CACHED, 200, columns={"checksum": url}))
-    table.mark_indexed(source, [(a, a), (b, b)])
+        Ledger(table, source).record(url, Outcome(Event.CACHED, 200, columns={"checksum": url}))
+    Ledger(table, source).mark_indexed([(a, a), (b, b)])
     table = table.for_run(table.run_id + 1)  # the next run: another node joins and fetches a before the plan is made
     frontier = Frontier(table.database, source, table.run_id, "joined")
     frontier.add([Entry(a, 0, {})])
     assert [entry.url for entry in frontier.lease(5)] == [a]
-    table.record(source, a, Outcome(Event.UNCHANGED, 912, "same content as indexed"))
-    assert table.plan_maintenance(source, lambda url, depth: None) == (1, 0)
+    Ledger(table, source).record(a, Outcome(Event.UNCHANGED, 912, "same content as indexed"))
+    assert Ledger(table, source).plan_maintenance(lambda url, depth: None) == (1, 0)
     assert [table.get(source, url)["frontier"] for url in (a, b)] == ["done", "queued"]  # type: ignore[index]
 
 
 def test_the_maintenance_plan_reads_a_large_source_in_batches_and_decides_every_row(tmp_path, monkeypatch) -> None:
     """A million rows are not held at once (issue 58): the plan reads them a batch at a time, by
     id; every row is decided once, across the batches' edges, other sources' rows untouched."""
-    monkeypatch.setattr("searchcrawl.store.documents.PLAN_BATCH", 7)
+    monkeypatch.setattr("searchcrawl.store.ledger.PLAN_BATCH", 7)
     table = DocumentTable(Database(f"sqlite:///{tmp_path / 'b.sqlite3'}"))
     source = "big"
     table = table.for_run(Runs(table.database).start(source).id)
     urls = [f"http://h/{number}" for number in range(40)]
     for number, url in enumerate(urls):
-        table.record(source, url, Outcome(Event.CACHED, 200, columns={"checksum": url}))
+        Ledger(table, source).record(url, Outcome(Event.CACHED, 200, columns={"checksum": url}))
         if number % 5 == 0:
-            table.record("other", url, Outcome(Event.CACHED, 200, columns={"checksum": url}))
-    table.mark_indexed(source, [(url, url) for url in urls])
+            Ledger(table, "other").record(url, Outcome(Event.CACHED, 200, columns={"checksum": url}))
+    Ledger(table, source).mark_indexed([(url, url) for url in urls])
     table = table.for_run(table.run_id + 1)
     asked: list[str] = []
 
@@ -478,7 +478,7 @@ def test_the_maintenance_plan_reads_a_large_source_in_batches_and_decides_every_
         asked.append(url)
         return (904, "pattern") if url.endswith("3") else None
 
-    assert table.plan_maintenance(source, excluding) == (36, 4)
+    assert Ledger(table, source).plan_maintenance(excluding) == (36, 4)
     assert sorted(asked) == sorted(urls)  # each once
     assert {table.get(source, url)["status"] for url in urls if url.endswith("3")} == {904}  # type: ignore[index]
     assert {table.get(source, url)["frontier"] for url in urls if not url.endswith("3")} == {"queued"}  # type: ignore[index]
@@ -494,14 +494,14 @@ def test_the_plan_spaces_out_the_recheck_of_urls_without_a_document(tmp_path) ->
     table = table.for_run(Runs(table.database).start(source).id)
     old, recent, moved, page = (f"http://h/{name}" for name in ("old", "recent", "moved", "page"))
     for gone in (old, recent):
-        table.record(source, gone, Outcome(Event.GONE, 404, "HTTP 404"))
-    table.record(source, moved, Outcome(Event.GONE, 301, "moved to http://h/page"))
-    table.record(source, page, Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+        Ledger(table, source).record(gone, Outcome(Event.GONE, 404, "HTTP 404"))
+    Ledger(table, source).record(moved, Outcome(Event.GONE, 301, "moved to http://h/page"))
+    Ledger(table, source).record(page, Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
     long_ago = datetime.now(UTC) - timedelta(days=30)
     with table.engine.begin() as connection:
         connection.execute(update(documents).where(documents.c.url == old).values(last_fetched=long_ago))
     table = table.for_run(table.run_id + 1)
-    assert table.plan_maintenance(source, lambda url, depth: None, datetime.now(UTC) - timedelta(days=7)) == (2, 0)
+    assert Ledger(table, source).plan_maintenance(lambda url, depth: None, datetime.now(UTC) - timedelta(days=7)) == (2, 0)
     queued = {u for u in (old, recent, moved, page) if table.get(source, u)["run_id"] == table.run_id}  # type: ignore[index]
     assert queued == {old, page}
 
@@ -624,13 +624,13 @@ def test_a_copy_named_canonical_after_it_was_compared_is_fetched_again_to_hold(t
     frontier = Frontier(table.database, source, table.run_id, "me")
     frontier.add([Entry(b, 1), Entry(a, 1), Entry(c, 1), Entry(d, 1)])  # discovered in this order
     assert len(frontier.lease(4)) == 4
-    table.record(source, b, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
-    table.mark_indexed(source, [(b, "same")])
-    table.record(source, d, duplicate(b, "same"))
+    Ledger(table, source).record(b, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
+    Ledger(table, source).mark_indexed([(b, "same")])
+    Ledger(table, source).record(d, duplicate(b, "same"))
     assert table.get(source, a)["frontier"] == "leased"
     outcomes = {"A": (a, duplicate(b, "same")), "C": (c, duplicate(b, "same", canonical=a))}
     for name in (first, "C" if first == "A" else "A"):
-        table.record(source, *outcomes[name])
+        Ledger(table, source).record(*outcomes[name])
         if name == first == "A":  # nothing names it canonical yet: it is B's duplicate, done
             assert table.get(source, a)["frontier"] == "done"
     row = table.get(source, a)
@@ -648,15 +648,15 @@ def test_a_copy_come_back_to_hold_the_content_replaces_the_copy_holding_it(tmp_p
     a, b = "http://h/a", "http://h/b"
     table = table.for_run(Runs(table.database).start(source).id)
     for url in (a, b):
-        table.record(source, url, Outcome(Event.CACHED, 200, columns={"checksum": f"old-{url[-1]}"}))
-    table.mark_indexed(source, [(a, "old-a"), (b, "old-b")])
+        Ledger(table, source).record(url, Outcome(Event.CACHED, 200, columns={"checksum": f"old-{url[-1]}"}))
+    Ledger(table, source).mark_indexed([(a, "old-a"), (b, "old-b")])
     table = table.for_run(table.run_id + 1)
     replaced = Outcome(Event.GONE, 911, "duplicate of", kind=Delta.DUPLICATE, columns={"duplicate_of": b}, finishes=False)
-    table.record(source, a, replace(replaced, reason=f"duplicate of {b}"))  # B, changed, replaces A
-    table.record(source, b, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
+    Ledger(table, source).record(a, replace(replaced, reason=f"duplicate of {b}"))  # B, changed, replaces A
+    Ledger(table, source).record(b, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
     assert table.get(source, a)["state"] == "removing"
-    table.record(source, b, replace(replaced, reason=f"duplicate of {a}", columns={"duplicate_of": a}))  # A comes back
-    table.record(source, a, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
+    Ledger(table, source).record(b, replace(replaced, reason=f"duplicate of {a}", columns={"duplicate_of": a}))  # A comes back
+    Ledger(table, source).record(a, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
     row = table.get(source, b)
     assert (row["state"], row["status"], row["duplicate_of"]) == ("removing", 911, a)
     assert table.get(source, a)["state"] == "pending"
@@ -673,17 +673,17 @@ def test_a_copy_back_with_the_content_solr_holds_is_unchanged_not_changed(tmp_pa
     b, a, c = (f"http://h/{name}" for name in "bac")  # discovered in this order
     table = table.for_run(Runs(table.database).start(source).id)
     for url in (b, a, c):
-        table.record(source, url, Outcome(Event.CACHED, 200, columns={"checksum": f"sum-{url[-1]}"}))
-    table.mark_indexed(source, [(b, "sum-b"), (a, "sum-a"), (c, "sum-c")])
+        Ledger(table, source).record(url, Outcome(Event.CACHED, 200, columns={"checksum": f"sum-{url[-1]}"}))
+    Ledger(table, source).mark_indexed([(b, "sum-b"), (a, "sum-a"), (c, "sum-c")])
     table = table.for_run(table.run_id + 1)
     replaced = Outcome(Event.GONE, 911, f"duplicate of {b}", kind=Delta.DUPLICATE, columns={"duplicate_of": b}, finishes=False)
-    table.record(source, a, replaced)  # B, now a copy of A's content, takes its place
-    table.record(source, b, Outcome(Event.CACHED, 200, columns={"checksum": "sum-a"}))
-    table.record(source, c, duplicate(b, "sum-a"))  # C too is a copy now
+    Ledger(table, source).record(a, replaced)  # B, now a copy of A's content, takes its place
+    Ledger(table, source).record(b, Outcome(Event.CACHED, 200, columns={"checksum": "sum-a"}))
+    Ledger(table, source).record(c, duplicate(b, "sum-a"))  # C too is a copy now
     assert [table.get(source, url)["delta"] for url in (a, c)] == ["deleted", "deleted"]
-    table.record(source, b, replace(replaced, reason=f"duplicate of {a}", columns={"duplicate_of": a}))  # A comes back
-    table.record(source, a, Outcome(Event.CACHED, 200, columns={"checksum": "sum-a"}))
-    table.record(source, c, Outcome(Event.CACHED, 200, columns={"checksum": "sum-a"}))  # say, C holds it in the end
+    Ledger(table, source).record(b, replace(replaced, reason=f"duplicate of {a}", columns={"duplicate_of": a}))  # A comes back
+    Ledger(table, source).record(a, Outcome(Event.CACHED, 200, columns={"checksum": "sum-a"}))
+    Ledger(table, source).record(c, Outcome(Event.CACHED, 200, columns={"checksum": "sum-a"}))  # say, C holds it in the end
     assert [table.get(source, url)["delta"] for url in (a, c)] == ["unchanged", "changed"]
 
 
@@ -693,17 +693,17 @@ def test_pages_spared_in_bulk_are_recorded_as_record_would_and_only_while_queued
     same outcome (one rule: the ledger's ``decide``), row by row, column by column; only an
     indexed page queued in this run without a redirect is spared; one leased meanwhile is in
     flight (its request decides)."""
-    monkeypatch.setattr("searchcrawl.store.documents.SPARE_BATCH", 3)  # the batches' edges too
+    monkeypatch.setattr("searchcrawl.store.ledger.SPARE_BATCH", 3)  # the batches' edges too
 
     def indexed_source(name: str, urls: list[str]) -> tuple[DocumentTable, Frontier]:
         table = DocumentTable(Database(f"sqlite:///{tmp_path / f'{name}.sqlite3'}"))
         table = table.for_run(Runs(table.database).start(name).id)
         for url in urls:
-            table.record(name, url, Outcome(Event.CACHED, 200, columns={"checksum": f"sum-{url}"}))
-        table.mark_indexed(name, [(url, f"sum-{url}") for url in urls])
-        table.record(name, urls[0], Outcome(Event.FAILED, 503, "HTTP 503"))  # indexed, one failure counted
+            Ledger(table, name).record(url, Outcome(Event.CACHED, 200, columns={"checksum": f"sum-{url}"}))
+        Ledger(table, name).mark_indexed([(url, f"sum-{url}") for url in urls])
+        Ledger(table, name).record(urls[0], Outcome(Event.FAILED, 503, "HTTP 503"))  # indexed, one failure counted
         table = table.for_run(table.run_id + 1)
-        assert table.plan_maintenance(name, lambda url, depth: None) == (len(urls), 0)
+        assert Ledger(table, name).plan_maintenance(lambda url, depth: None) == (len(urls), 0)
         return table, Frontier(table.database, name, table.run_id, "me")
 
     urls = [f"http://h/{number}" for number in range(8)]
@@ -721,19 +721,19 @@ def test_pages_spared_in_bulk_are_recorded_as_record_would_and_only_while_queued
         return None if url == urls[6] else outcome  # the rule says: request it
 
     fetched_before = {url: bulk.get("bulk", url)["last_fetched"] for url in urls}  # type: ignore[index]
-    spared = bulk.record_spared("bulk", [*urls, "http://h/unknown"], spare)
+    spared = Ledger(bulk, "bulk").record_spared([*urls, "http://h/unknown"], spare)
     assert spared.in_flight == [leased]
     assert sorted(spared.urls) == sorted(set(urls) - {leased, urls[5], urls[6]})
     assert sorted(asked) == sorted(set(urls) - {leased, urls[5]})
     for url in spared.urls:
-        one.record("one", url, outcome)  # the same outcome, one at a time
+        Ledger(one, "one").record(url, outcome)  # the same outcome, one at a time
         compared = ("state", "status", "reason", "failures", "delta", "delta_run", "frontier", "request")
         mine, theirs = bulk.get("bulk", url), one.get("one", url)
         assert mine is not None and theirs is not None
         assert {column: mine[column] for column in compared} == {column: theirs[column] for column in compared}, url
         assert mine["last_fetched"] == fetched_before[url]  # not fetched: its last fetch stays
     assert {bulk.get("bulk", url)["frontier"] for url in urls if url not in spared.urls} == {"queued", "leased"}  # type: ignore[index]
-    assert bulk.record_spared("bulk", urls, spare).urls == []  # done already: nothing twice
+    assert Ledger(bulk, "bulk").record_spared(urls, spare).urls == []  # done already: nothing twice
 
 
 def test_a_known_url_met_deeper_before_its_plan_keeps_its_depth(tmp_path) -> None:
@@ -767,14 +767,16 @@ def test_a_copy_settled_before_its_fetch_in_the_run_is_still_fetched(tmp_path) -
     b, a = "http://h/b", "http://h/a"
     runs = Runs(table.database)
     first = table.for_run(runs.start(source).id)
-    first.record(source, b, Outcome(Event.FAILED, 503, "HTTP 503"))  # b found first
-    first.record(source, a, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
-    first.mark_indexed(source, [(a, "same")])
+    Ledger(first, source).record(b, Outcome(Event.FAILED, 503, "HTTP 503"))  # b found first
+    Ledger(first, source).record(a, Outcome(Event.CACHED, 200, columns={"checksum": "same"}))
+    Ledger(first, source).mark_indexed([(a, "same")])
     fetched = first.get(source, a)["last_fetched"]
     runs.end(first.run_id, RunState.FINISHED, {}, "finished")
     table = table.for_run(runs.start(source).id)
     Frontier(table.database, source, table.run_id, "me").add([Entry(a, 0), Entry(b, 0)])
-    table.record(source, b, Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "n"}))  # a 304's access update
-    assert table.settle_pending(source, "n") == [a]  # b, found first, keeps the content
+    Ledger(table, source).record(
+        b, Outcome(Event.CACHED, 200, columns={"checksum": "same", "cached_by": "n"})
+    )  # a 304's access update
+    assert Ledger(table, source).settle_pending("n") == [a]  # b, found first, keeps the content
     row = table.get(source, a)
     assert (row["status"], row["duplicate_of"], row["frontier"], row["last_fetched"]) == (911, b, "queued", fetched)

@@ -17,6 +17,7 @@ from searchcrawl.crawl.pipelines.checksum import versioned
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import SCHEMA_REVISION, create_db_engine, current_revision, upgrade_schema, url_hash
+from searchcrawl.store.ledger import Ledger
 
 CONTENT = "a" * 64
 
@@ -48,7 +49,7 @@ def check_keeps_rows_and_holds_access(engine: Engine, url: str, source: str) -> 
     checksum = versioned(CONTENT, access)
     assert len(checksum) == 97
     data = json.dumps(access.to_data())
-    table.record(source, "http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": checksum, "access": data}))
+    Ledger(table, source).record("http://h/a", Outcome(Event.CACHED, 200, columns={"checksum": checksum, "access": data}))
     row = table.get(source, "http://h/a")
     assert row is not None and row["checksum"] == checksum and Access.from_data(json.loads(row["access"])) == access
     database.close()

@@ -1,10 +1,17 @@
-"""One writer of a URL's state (issue 54): outside the stores (searchcrawl/store/), no module calls
-the document table's writes, and none issues an INSERT or UPDATE on the documents table. They
-call the ledger (searchcrawl/store/ledger.py; in a crawl the LedgerWriter extension,
-crawl/ledger_writer.py, which records the outcomes and exclusions the components signal), whose
-rules (rules/lifecycle.py) decide every change. The modules that call the ledger's writes are
-named (``LEDGER_WRITERS``): the run's start and end, the agent spider's listing, the scope
-middleware and the Solr push. Read from the code's syntax trees."""
+"""The Ledger decides (issue 54, issue 73): only the Ledger (searchcrawl/store/ledger.py) applies
+a URL's state changes, reading the row, deciding (rules/lifecycle.py, rules/ledger_rules.py) and
+applying the decision in one transaction. Outside the stores (searchcrawl/store/), no module
+calls a write of a URL's row nor issues an INSERT or UPDATE on the documents table; inside them,
+the SQL of those writes (records.py, duplicates.py, plans.py, redirects.py, the frontier's
+writes made for the ledger) is called by the Ledger alone, and the document table
+(documents.py) only reads. The modules that call the ledger's writes are named
+(``LEDGER_WRITERS``): the run's start and end, the agent spider's listing, the scope middleware
+and the Solr push (in a crawl the LedgerWriter extension, crawl/ledger_writer.py, records the
+outcomes and exclusions the components signal). Read from the code's syntax trees.
+
+The rule's other two parts are here too: only searchcrawl/store/ runs SQL, and one door into a
+run's frontier (``test_only_the_stores_run_sql``, ``test_one_door_into_the_frontier``).
+"""
 
 from __future__ import annotations
 
@@ -19,13 +26,13 @@ from searchcrawl.store.documents import DocumentTable
 PACKAGE = Path(__file__).resolve().parents[2] / "searchcrawl"
 STORES = PACKAGE / "store"
 
-# DocumentTable's public methods, each classified: a new one must be added to one of these lists
+# The ledger's writes (a table has none: a name here called on a table outside the stores is a write
+# around the ledger)
 WRITES = {
     "record",
     "record_excluded",
     "record_found",
     "mark_duplicate",
-    "mark_done",
     "mark_indexed",
     "mark_removed",
     "mark_linked",
@@ -35,6 +42,7 @@ WRITES = {
     "record_spared",
     "drop_stale_targets",
 }
+# DocumentTable's public methods: reads (a new one must be added here, or be a write of the Ledger's)
 READS = {
     "pending",
     "pending_count",
@@ -43,6 +51,7 @@ READS = {
     "display_url_owner",
     "get",
     "count_by",
+    "not_indexed_statuses",
     "rows",
     "find_duplicate",
     "orphans",
@@ -50,7 +59,6 @@ READS = {
     "count_in_index",
     "knows",
 }
-# The Ledger's writes beyond the table's (its own check of a refusal)
 LEDGER_WRITES = WRITES | {"mark_refused"}
 # The modules outside the stores that call the ledger's writes, and what they write
 LEDGER_WRITERS = {
@@ -140,12 +148,38 @@ def sql_writes(tree: ast.AST) -> list[str]:
 
 
 # The tables split off the documents (issue 54 point 3, migration 0012) have one owner each: the
-# frontier table is written by store/frontier.py alone (the ledger's document table finishes a URL's
-# entry and queues it again through frontier.py's ``place`` and ``queue_documents``), the redirects
-# table by the ledger's document table (store/documents.py) alone.
-SPLIT_OWNERS = {"frontier": STORES / "frontier.py", "redirects": STORES / "documents.py"}
-FRONTIER_WRITES = {"place", "queue_documents", "finish_queued"}  # frontier.py's writes for the ledger's document table
+# frontier table is written by store/frontier.py alone (the Ledger finishes a URL's entry and queues
+# it again through frontier.py's ``place`` and ``queue_documents``), the redirects table by
+# store/redirects.py alone.
+SPLIT_OWNERS = {"frontier": STORES / "frontier.py", "redirects": STORES / "redirects.py"}
+FRONTIER_WRITES = {"place", "queue_documents", "finish_queued"}  # frontier.py's writes for the ledger
 MIGRATIONS = STORES / "migrations"
+# The SQL of the Ledger's writes, each in the store module that holds it: called by the Ledger
+# (store/ledger.py) alone, and by no module but its own and the Ledger (``LEDGER_ONLY``)
+STORE_WRITES = {
+    STORES / "records.py": {
+        "insert_row",
+        "insert_new",
+        "update_row",
+        "set_indexed",
+        "set_removed",
+        "set_held",
+        "set_linked",
+        "write_spared",
+    },
+    STORES / "duplicates.py": {"release_duplicates", "queue_copy"},
+    STORES / "plans.py": {"queue_planned"},
+    STORES / "redirects.py": {"write_redirect"},
+}
+LEDGER = STORES / "ledger.py"
+# The modules that may call the frontier's writes made for the ledger, besides frontier.py itself
+LEDGER_ONLY = {LEDGER, STORES / "records.py", STORES / "duplicates.py", STORES / "plans.py"}
+# The modules that write the documents table, and why
+DOCUMENT_WRITERS = {
+    STORES / "records.py": "a URL's row, as the Ledger decided it",
+    STORES / "duplicates.py": "the duplicates of a document that left, released (the Ledger's _make_way)",
+    STORES / "frontier.py": "Frontier.add: a URL new to the table gets its row (queued), in the statement of its entry",
+}
 
 
 def writes_of(tree: ast.AST, table: str) -> list[str]:
@@ -181,7 +215,7 @@ def test_the_frontier_and_the_redirects_are_written_by_their_owner_alone() -> No
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         found = [write for table, owner in SPLIT_OWNERS.items() if path != owner for write in writes_of(tree, table)]
-        if path not in (SPLIT_OWNERS["frontier"], STORES / "documents.py"):
+        if path not in (SPLIT_OWNERS["frontier"], *LEDGER_ONLY):
             found += [
                 f"{node.lineno}: {node.func.id}"
                 for node in ast.walk(tree)
@@ -210,9 +244,45 @@ connection.execute(text('INSERT INTO "redirects" (document_id) VALUES (1)'))
     assert writes_of(ast.parse(SPLIT_OWNERS["redirects"].read_text(encoding="utf-8")), "redirects")
 
 
-def test_every_public_method_of_the_document_table_is_a_read_or_a_write() -> None:
+def test_the_document_table_only_reads() -> None:
+    """The document table is the reads (issue 73): every write of a URL's row is the Ledger's."""
     public = {name for name, _ in inspect.getmembers(DocumentTable, inspect.isfunction) if not name.startswith("_")}
-    assert public == WRITES | READS | OTHER_TABLES, "classify the new method: a write goes through the ledger"
+    assert public == READS | OTHER_TABLES, "a new read goes to READS; a write is the Ledger's (store/ledger.py)"
+
+
+def calls_of(tree: ast.AST, names: Collection[str]) -> list[str]:
+    """Calls in ``tree`` of a function or method named one of ``names``, as "line: name"."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            named = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if named in names:
+                found.append(f"{node.lineno}: {named}")
+    return found
+
+
+def test_only_the_ledger_applies_a_urls_state_changes() -> None:
+    """The SQL of a URL's writes (``STORE_WRITES``) is called by the Ledger alone: no other module,
+    in the stores or outside them, writes a URL's row, its copies or its redirect; and the
+    documents table is written by the modules named in ``DOCUMENT_WRITERS`` alone."""
+    every = {name for names in STORE_WRITES.values() for name in names}
+    offenders = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if MIGRATIONS in path.parents:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        found = [] if path == LEDGER else calls_of(tree, every - STORE_WRITES.get(path, set()))
+        if path not in DOCUMENT_WRITERS:
+            found += writes_of(tree, "documents")
+        if found:
+            offenders[str(path.relative_to(PACKAGE.parent))] = found
+    assert offenders == {}, "apply a URL's change through the Ledger (searchcrawl/store/ledger.py)"
+    # each named write is the Ledger's, and is defined where it is named
+    for path, names in STORE_WRITES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assert names <= {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}, path
+    assert every <= {call.split(": ")[1] for call in calls_of(ast.parse(LEDGER.read_text(encoding="utf-8")), every)}
 
 
 def test_no_module_outside_the_stores_writes_a_urls_row_but_through_the_ledger() -> None:
@@ -258,3 +328,100 @@ connection.execute(text("UPDATE documents SET state = 'removed'"))
     harmless = "robots.record(site)\nledger.record(url, outcome)\nself.ledger.mark_linked(urls)\nupdate(frontier)\n"
     assert table_writes(ast.parse(harmless)) == sql_writes(ast.parse(harmless)) == []
     assert ledger_writes(ast.parse(harmless)) == {"record", "mark_linked"}
+
+
+# --- only the stores run SQL -----------------------------------------------------------------
+
+# Outside searchcrawl/store/, no module imports SQLAlchemy or runs a statement (``execute``,
+# ``exec_driver_sql``): the reports, the scheduler and the web read and write through the stores'
+# functions. The exceptions, each with its reason:
+SQL_ELSEWHERE = {
+    "searchcrawl/agents/sql.py": "a SQL source's own database, read by its agent: a repository crawled, not the store",
+    "searchcrawl/system/paths.py": "sqlalchemy.engine.make_url: the database URL setting parsed; nothing run",
+    "searchcrawl/web/analytics.py": "sqlalchemy.exc.OperationalError: a failed analytics write caught; nothing run",
+}
+SQL_CALLS = {"execute", "exec_driver_sql", "executemany"}
+
+
+def sql_of(tree: ast.AST) -> list[str]:
+    """SQLAlchemy imported, or a statement run, in ``tree``, as "line: what"."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"{node.lineno}: import {alias.name}" for alias in node.names if alias.name.split(".")[0] == "sqlalchemy"]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "sqlalchemy" and not node.level:
+            found.append(f"{node.lineno}: from {node.module} import")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SQL_CALLS:
+            found.append(f"{node.lineno}: {node.func.attr}()")
+    return found
+
+
+def test_only_the_stores_run_sql() -> None:
+    offenders = {}
+    for path in _modules():
+        name = str(path.relative_to(PACKAGE.parent))
+        found = sql_of(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        if found and name not in SQL_ELSEWHERE:
+            offenders[name] = found
+    assert offenders == {}, "move the SQL into a store module (searchcrawl/store/) and call its function"
+    for name in SQL_ELSEWHERE:  # each named exception still needs its SQLAlchemy (the list only shrinks)
+        assert sql_of(ast.parse((PACKAGE.parent / name).read_text(encoding="utf-8"))), f"{name}: remove it from SQL_ELSEWHERE"
+
+
+def test_the_scan_finds_sql() -> None:
+    old = """
+from sqlalchemy import select
+import sqlalchemy.exc
+with database.engine.connect() as connection:
+    connection.execute(select(runs))
+    connection.exec_driver_sql("SET LOCAL enable_sort = off")
+"""
+    assert len(sql_of(ast.parse(old))) == 4
+    assert sql_of(ast.parse("from .sqlalchemy_helpers import x\nrules.execute_later()\n")) == []
+
+
+# --- one door into the frontier --------------------------------------------------------------
+
+DOOR = PACKAGE / "crawl" / "requests.py"  # Admission.queue: every URL put in a run's frontier
+FRONTIER_MAKERS = {PACKAGE / "crawl" / "frontier_scheduler.py"}  # the run's frontier, made as the run starts
+
+
+def frontier_additions(tree: ast.AST) -> list[str]:
+    """Calls of a frontier's ``add`` (on ``frontier``, ``....frontier``, ``*_frontier``) and
+    frontiers made (``Frontier(...)``) in ``tree``, as "line: what"."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "add":
+            owner = func.value
+            named = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
+            if named == "frontier" or named.endswith("_frontier"):
+                found.append(f"{node.lineno}: {named}.add")
+        elif isinstance(func, ast.Name) and func.id == "Frontier":
+            found.append(f"{node.lineno}: Frontier()")
+    return found
+
+
+def test_one_door_into_the_frontier() -> None:
+    """Outside the stores, only the crawl's Admission (crawl/requests.py ``queue``) adds to a run's
+    frontier, and only the frontier scheduler makes it (as the run starts)."""
+    offenders = {}
+    for path in _modules():
+        found = frontier_additions(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        if path == DOOR:
+            found = [what for what in found if not what.endswith("frontier.add")]
+        if path in FRONTIER_MAKERS:
+            found = [what for what in found if not what.endswith("Frontier()")]
+        if found:
+            offenders[str(path.relative_to(PACKAGE.parent))] = found
+    assert offenders == {}, "queue URLs through the crawl's Admission (searchcrawl/crawl/requests.py ``queue``)"
+    assert any(what.endswith("frontier.add") for what in frontier_additions(ast.parse(DOOR.read_text(encoding="utf-8"))))
+
+
+def test_the_scan_finds_additions_to_a_frontier() -> None:
+    old = (
+        "frontier.add(links)\nself.frontier.add(seeds, again=True)\nrun_frontier.add([e])\nFrontier(db, s, 1, o)\nseen.add(url)\n"
+    )
+    assert len(frontier_additions(ast.parse(old))) == 4

@@ -70,11 +70,9 @@ class ScopeMiddleware:
             held.append(output)
         self.admission.flush()
         if again:
-            assert frontier is not None
-            frontier.add(again, again=True)
+            self.admission.queue(again, again=True)
         if links:
-            assert frontier is not None
-            frontier.add(links)
+            self.admission.queue(links)
             if self.marks_linked:
                 assert self.ledger is not None
                 self.ledger.mark_linked([link.url for link in links])

@@ -87,8 +87,9 @@ from searchcrawl.rules.sitemap_files import (
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.urls import canonical, location_target
 from searchcrawl.store.database import as_utc
-from searchcrawl.store.documents import DocumentTable, Spared
+from searchcrawl.store.documents import DocumentTable
 from searchcrawl.store.frontier import Entry, Frontier, Known
+from searchcrawl.store.ledger import Spared
 
 logger = logging.getLogger(__name__)
 
@@ -390,7 +391,7 @@ class SitemapMiddleware:
         spared = self.spare(lastmods) if lastmods and self.spares else set()
         if spared:
             seeds = [entry for entry in seeds if entry.url not in spared]
-        added = self.frontier.add(seeds) if seeds and self.frontier is not None else 0
+        added = self.admission.queue(seeds) if self.frontier is not None else 0
         logger.info(
             "Sitemap %s: %d URLs, %d new to this crawl%s%s",
             sitemap_url,

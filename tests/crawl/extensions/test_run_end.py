@@ -37,6 +37,7 @@ from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.database import now
 from searchcrawl.store.frontier import Entry, Frontier
+from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.models import FrontierState, RunState
 from searchcrawl.store.runs import Runs
 from tests.components import engine_of, ledger_of, start_run, stores_of
@@ -153,7 +154,7 @@ def test_the_mass_deletion_guard_holds_removals_beyond_the_share(crawler_of) -> 
     crawler = crawler_of()  # max_delete_share: 30 % by default
     start_run(crawler)  # the run whose delta report says "held"
     source, ledger = crawler.spidercls.source, ledger_of(crawler)
-    ledger.table.record_found("unit", [[(f"http://h.test/{n}.html", None, f"sum-{n}") for n in range(10)]])
+    Ledger(ledger.table, "unit").record_found([[(f"http://h.test/{n}.html", None, f"sum-{n}") for n in range(10)]])
     gone(crawler, "http://h.test/0.html")
     assert guard_removals(source, ledger, force_delete=False) == 0  # 1 of 10: they go
     for n in range(1, 5):

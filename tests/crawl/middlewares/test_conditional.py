@@ -20,6 +20,7 @@ from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import MEMORY
 from searchcrawl.store.frontier import Known
+from searchcrawl.store.ledger import Ledger
 from tests.components import start_run
 
 URL = "http://h.test/doc.html"
@@ -52,8 +53,8 @@ def middleware(documents: DocumentTable) -> ConditionalGetMiddleware:
 def index_document(documents: DocumentTable, url: str, last_modified: str | None, etag: str | None) -> None:
     """Put ``url`` in the index as a crawl does: cached (pending), then acknowledged by Solr."""
     columns = {"checksum": "c0ffee", "last_modified": last_modified, "etag": etag}
-    documents.record("unit", url, Outcome(Event.CACHED, 200, "fetched", 0, columns=columns))
-    assert documents.mark_indexed("unit", [(url, "c0ffee")]) == [url]
+    Ledger(documents, "unit").record(url, Outcome(Event.CACHED, 200, "fetched", 0, columns=columns))
+    assert Ledger(documents, "unit").mark_indexed([(url, "c0ffee")]) == [url]
 
 
 def test_the_row_the_request_carries_gives_the_validators(middleware: ConditionalGetMiddleware) -> None:

@@ -18,6 +18,7 @@ from searchcrawl.crawl.pipelines.cache_writer import CachePipeline
 from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.store.ledger import Ledger
 from tests.components import start_run
 
 
@@ -126,11 +127,11 @@ def test_in_a_shared_crawl_the_same_content_cached_at_once_is_settled_before_the
     pipeline.process_item(document("http://h.test/b.html", "same"))
     assert crawler.stats.get_value("searchcrawl/cached") == 2
     assert stores.documents.pending("unit") == [("http://h.test/a.html", "same"), ("http://h.test/b.html", "same")]
-    assert stores.documents.settle_pending("unit", stores.cache.id) == ["http://h.test/b.html"]
+    assert Ledger(stores.documents, "unit").settle_pending(stores.cache.id) == ["http://h.test/b.html"]
     row = stores.documents.get("unit", "http://h.test/b.html")
     assert (row["status"], row["duplicate_of"]) == (Status.DUPLICATE, "http://h.test/a.html")
     assert stores.documents.pending("unit") == [("http://h.test/a.html", "same")]
-    assert stores.documents.settle_pending("unit", stores.cache.id) == []  # settled once
+    assert Ledger(stores.documents, "unit").settle_pending(stores.cache.id) == []  # settled once
 
 
 def test_a_forced_recrawl_reports_the_same_content_unchanged(crawler_of) -> None:

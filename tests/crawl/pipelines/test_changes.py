@@ -24,6 +24,7 @@ from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.frontier import Entry
+from searchcrawl.store.ledger import Ledger
 from tests.components import ledger_of, start_run
 
 SOURCE = 'seeds = ["http://h.test/"]\n'
@@ -218,7 +219,7 @@ def test_a_document_a_canonical_copy_replaces_is_still_fetched_in_the_run(crawle
     _run, frontier = start_run(crawler)
     table = ledger_of(crawler).table  # the run's: its writes finish the run's frontier entries
     cached(crawler, "http://h.test/b.html", "same")
-    table.mark_indexed("unit", [("http://h.test/b.html", "same")])
+    Ledger(table, "unit").mark_indexed([("http://h.test/b.html", "same")])
     fetched_before = table.get("unit", "http://h.test/b.html")["last_fetched"]
     frontier.add([Entry("http://h.test/b.html", 1)], again=True)  # the maintenance crawl queued it
     canonical = item("http://h.test/canonical.html", "same", canonical_url="http://h.test/canonical.html")
@@ -245,7 +246,7 @@ def test_a_copy_named_canonical_by_a_late_copy_takes_the_place_whatever_the_orde
     frontier.add([Entry(b, 1), Entry(a, 1), Entry(c, 1)])
     assert len(frontier.lease(3)) == 3
     cached(crawler, b, "same")
-    table.mark_indexed("unit", [(b, "same")])
+    Ledger(table, "unit").mark_indexed([(b, "same")])
 
     def dropped(document: CrawledDocument) -> Outcome:
         with pytest.raises(NotIndexed) as raised:
