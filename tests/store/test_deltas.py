@@ -10,6 +10,7 @@ from starlette.testclient import TestClient
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.store import Database, Deltas, DocumentTable
 from searchcrawl.store.deltas import run_report
+from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.models import RunState
 from searchcrawl.store.runs import Runs
 from searchcrawl.system.secrets import remember
@@ -26,13 +27,13 @@ def test_a_kept_report_says_why_each_url_failed_after_the_row_changed(tmp_path: 
     table = DocumentTable(Database(config.db_url))
     runs = Runs(table.database)
     first = table.for_run(runs.start("intranet").id)
-    first.record("intranet", "http://h.test/", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
+    Ledger(first, "intranet").record("http://h.test/", Outcome(Event.CACHED, 200, columns={"checksum": "c"}))
     marker = f"a login page (<b>Sign in</b>, from https://u:{SEEDED}@sso.test/)"
-    first.record("intranet", "http://h.test/a", Outcome(Event.FAILED, 928, marker))
+    Ledger(first, "intranet").record("http://h.test/a", Outcome(Event.FAILED, 928, marker))
     Deltas(table.database).keep("intranet", first.run_id)
     runs.end(first.run_id, RunState.FINISHED, {}, "finished")
     second = table.for_run(runs.start("intranet").id)
-    second.record("intranet", "http://h.test/a", Outcome(Event.FAILED, 503, "HTTP 503"))
+    Ledger(second, "intranet").record("http://h.test/a", Outcome(Event.FAILED, 503, "HTTP 503"))
     Deltas(table.database).keep("intranet", second.run_id)
     runs.end(second.run_id, RunState.FINISHED, {}, "finished")
     table.database.close()
