@@ -358,7 +358,8 @@ def test_one_searchers_requests_on_a_slow_directory_do_not_hold_another_whose_pr
     first answer each ask), held alice's search, her principals cached, for the whole deadline."""
     import requests
 
-    from searchcrawl.web.app import DIRECTORY_THREADS, create_app
+    from searchcrawl.web.app import create_app
+    from searchcrawl.web.context import DIRECTORY_THREADS
     from tests.conftest import wait_for
     from tests.e2e.test_web_proxies import served
     from tests.web.test_app import unit_config
