@@ -28,11 +28,11 @@ from markupsafe import Markup, escape
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.index.indexer import IndexingError
 from searchcrawl.rules.relevance import URL_SCHEMES, Rules
+from searchcrawl.search.labels import facet_label, type_label
 from searchcrawl.search.query import MAX_QUERY_CHARS, ONE_URL_TAG, search_params, snippet_of, term_filter, unique_hits
 from searchcrawl.search.relevance_params import boost_params, pinned_filter
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.spelling import spelling
-from searchcrawl.web.labels import facet_label, type_label
 
 logger = logging.getLogger(__name__)
 

@@ -26,9 +26,9 @@ from starlette.testclient import TestClient
 
 from searchcrawl.access.directory import directory_of
 from searchcrawl.access.tokens import LEVEL_FIELDS, PUBLIC
+from searchcrawl.search.labels import type_label
 from searchcrawl.system.secrets import LDAP_BIND_PASSWORD
 from searchcrawl.web.app import create_app
-from searchcrawl.web.labels import type_label
 from searchcrawl.web.sessions import FREE_FAILURES
 from tests.conftest import Project, wait_for
 from tests.directory_server import DirectoryServer, SlowProxy

@@ -11,6 +11,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.datastructures import QueryParams
 
 from searchcrawl.access.decision import Principals, solr_trimming
+from searchcrawl.search.labels import LANGUAGE_NAMES, TYPE_LABELS, facet_label, language_label, type_label
 from searchcrawl.search.query import (
     SPELL_FIELD,
     TIME_ALLOWED_MS,
@@ -26,7 +27,6 @@ from searchcrawl.search.query import (
 )
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.spelling import collations
-from searchcrawl.web.labels import LANGUAGE_NAMES, TYPE_LABELS, facet_label, language_label, type_label
 from searchcrawl.web.search_page import (
     FACET_PARAMS,
     FACET_TITLES,
