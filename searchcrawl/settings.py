@@ -132,6 +132,10 @@ TWISTED_DNS_RESOLVER = "searchcrawl.crawl.resolver.GuardedHostnameResolver"
 SCHEDULER = "searchcrawl.crawl.frontier_scheduler.FrontierScheduler"  # the durable frontier in the document table
 SEARCHCRAWL_FRONTIER_BATCH = 0  # URLs leased at a time (0: twice CONCURRENT_REQUESTS)
 SEARCHCRAWL_LEASE_SECONDS = 600  # leases are renewed every third of this; a dead node's expire after it
+# Pages' outcomes are written in batches, one transaction each, on a thread of their own: at most
+# this many (1: each at once, on the reactor thread, as before issue 74) ...
+SEARCHCRAWL_OUTCOME_BATCH = 100
+SEARCHCRAWL_OUTCOME_INTERVAL = 0.5  # ... and at least every this many seconds. A kill loses no page: its URL stays leased
 # Several processes or machines crawl one source together (one run, over PostgreSQL); per source:
 # shared = true. Per-site delay and concurrency then hold for the whole fleet.
 SEARCHCRAWL_SHARED_CRAWL = False

@@ -43,6 +43,12 @@ DEFAULT_SOURCE = 'seeds = ["http://h.test/"]\n'
 BARE_DOWNLOADER = {"DOWNLOADER_MIDDLEWARES_BASE": {}, "DOWNLOADER_MIDDLEWARES": {}, "MEMUSAGE_ENABLED": False}
 
 
+# A component tested alone reads the document table right after a signal: its outcomes are written
+# at once. Batching (issue 74) is tested alone (tests/store/test_outcome_batcher.py), with the
+# components that flush it (tests/crawl/test_batched_outcomes.py, which passes its own setting),
+# and by every end-to-end crawl, which runs with the default batches.
+UNBATCHED = {"SEARCHCRAWL_OUTCOME_BATCH": 1}
+
 _TEMPLATE: list[Path] = []  # the process's migrated, empty document table
 
 
@@ -74,7 +80,7 @@ def source_crawler(tmp_path: Path, source: str = DEFAULT_SOURCE, name: str = "un
     spidercls = spider_class_for(load_source(SourceFile(name, str(path), path)))
     # the project's own settings module, as `scrapy crawl` gives it (Scrapy's defaults stay defaults)
     values = {key: getattr(project_settings, key) for key in dir(project_settings) if key.isupper()}
-    values.update({"SEARCHCRAWL_DATA_DIR": str(tmp_path), "SOLR_URL": UNREACHABLE_SOLR, **settings})
+    values.update({"SEARCHCRAWL_DATA_DIR": str(tmp_path), "SOLR_URL": UNREACHABLE_SOLR, **UNBATCHED, **settings})
     for key in get_reactor_settings():  # the reactor the test runs on, as get_crawler chooses it
         values.pop(key, None)
     return get_crawler(spidercls, settings_dict=values)

@@ -291,6 +291,7 @@ class FrontierScheduler(BaseScheduler):
             self.plan_stop.set()
             self.planner.join(timeout=30)
             self._planning()
+        self.ledger.flush()  # the outcomes of what was fetched are written: those URLs are done
         self.frontier.requeue_leased(owner=self.owner)  # what was leased but not fetched
         self.buffer.clear()
         self.held.clear()
@@ -303,12 +304,16 @@ class FrontierScheduler(BaseScheduler):
         "suspended" and every later crawl would resume it."""
         if self.frontier is None or self.buffer or self.held:
             return
+        # the outcomes waiting for their batch first: their URLs are not lost, and what they
+        # queue (a duplicate to take a place) is work still to do
+        written = self.ledger.flush()
         lost = self.frontier.leased_by(self.owner)
         for url, depth in lost:
             logger.warning("No outcome was recorded for %s; it gets status 925 and is fetched again next crawl", url)
             outcome = Outcome(Event.FAILED, int(Status.PROCESSING_ERROR), "processing ended without an outcome", depth)
             self.crawler.signals.send_catch_log(url_outcome, url=url, outcome=outcome)
-        if lost and self.frontier.counts()[FrontierState.QUEUED]:
+        written += self.ledger.flush()
+        if (written or lost) and self.frontier.counts()[FrontierState.QUEUED]:
             raise DontCloseSpider  # an outcome queued work (a duplicate to take a place)
 
     def _wake(self) -> None:

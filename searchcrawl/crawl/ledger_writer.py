@@ -16,6 +16,14 @@ Scrapy's signals, and the ledger's rules (searchcrawl/rules/lifecycle.py) decide
 - ``item_error`` and ``spider_error``: processing raised. The URL gets status 925 with the
   error, counted like a transient failure (its document, if any, stays until ``max_failures``),
   and the run goes on and finishes.
+
+Outcomes are written in batches (issue 74), on a thread of their own (store/outcome_batcher.py):
+at most ``SEARCHCRAWL_OUTCOME_BATCH`` in one transaction, at least every
+``SEARCHCRAWL_OUTCOME_INTERVAL`` seconds. An outcome not yet written is one of a URL the process
+still holds leased, so a kill -9 loses none: the URL is fetched again. ``flush`` writes what waits,
+and whatever reads the table for what an outcome writes calls it first: the ledger's ``closing``
+and ``settle_pending`` (each Solr push) here, the scheduler's idle check and close, the cache
+before it seals a spool, the pipelines' look-ups of a checksum or display URL (``flush_for``).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from searchcrawl.crawl.signals import run_started, url_outcome, urls_excluded
 from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.ledger import Ledger
+from searchcrawl.store.outcome_batcher import OutcomeBatcher
 
 if TYPE_CHECKING:
     from searchcrawl.crawl.run import Run
@@ -73,12 +82,20 @@ class LedgerWriter(Ledger):
         self.crawler = crawler
         self.test_mode = test_mode
         self.stats = crawler.stats
+        settings = crawler.settings
+        self.outcomes = OutcomeBatcher(
+            self.record_batch,
+            size=settings.getint("SEARCHCRAWL_OUTCOME_BATCH", 100),
+            interval=settings.getfloat("SEARCHCRAWL_OUTCOME_INTERVAL", 0.5),
+            name=f"searchcrawl-outcomes-{source}",
+        )
         crawler.signals.connect(self.run_started, signal=run_started)
         crawler.signals.connect(self.url_outcome, signal=url_outcome)
         crawler.signals.connect(self.urls_excluded, signal=urls_excluded)
         crawler.signals.connect(self.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(self.item_error, signal=signals.item_error)
         crawler.signals.connect(self.spider_error, signal=signals.spider_error)
+        crawler.signals.connect(self.outcomes.close, signal=signals.engine_stopped)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LedgerWriter:
@@ -99,7 +116,25 @@ class LedgerWriter(Ledger):
 
     def run_started(self, run: Run, frontier: Frontier) -> None:
         """The run started: writes are now its own (they finish its frontier entries)."""
+        self.flush()
         self.in_run(run.id, run.test_mode)
+
+    def flush(self) -> int:
+        """Write every outcome reported so far (store/outcome_batcher.py); returns how many waited."""
+        return self.outcomes.flush()
+
+    def flush_for(self, column: str, value: Any) -> int:
+        """Before a pipeline looks up ``value`` in ``column`` of the table (a checksum, a display
+        URL): the outcomes waiting are written first when one of them carries it."""
+        return self.outcomes.flush_for(column, value)
+
+    def closing(self) -> None:
+        self.flush()  # what was reported while this process fetched is written as such
+        super().closing()
+
+    def settle_pending(self, cached_by: str) -> list[str]:
+        self.flush()  # a push (or the run's end) reads what is pending: every outcome written first
+        return super().settle_pending(cached_by)
 
     def urls_excluded(self, rows: list[tuple[str, int, int, str]]) -> None:
         self.record_excluded(rows)
@@ -111,7 +146,7 @@ class LedgerWriter(Ledger):
         return spared
 
     def url_outcome(self, url: str, outcome: Outcome) -> None:
-        self.record(url, outcome)
+        self.outcomes.add(url, outcome)
         self.stats.inc_value(f"searchcrawl/outcome/{outcome.event.value}")
 
     def item_dropped(self, item: Any, response: Any, exception: BaseException, spider: Any = None) -> None:

@@ -233,6 +233,12 @@ class DocumentCache:
             self.bytes_put += len(record)
         return len(data)
 
+    @property
+    def seals_next(self) -> bool:
+        """Whether the next ``put`` seals this cache's spool first (it is full): whoever marks
+        documents pending in batches writes them first (store/outcome_batcher.py)."""
+        return self._spool is not None and self._spool_size >= self.spool_bytes
+
     def _begin_spool(self) -> None:
         self._seal()
         name = f"{time.time_ns():019d}-{os.getpid()}-{uuid.uuid4().hex[:8]}{SPOOL_SUFFIX}"

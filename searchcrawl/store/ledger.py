@@ -12,8 +12,9 @@ duplicates.py, plans.py, redirects.py, frontier.py for its entry). As StormCrawl
 updater holds the policy over its storage. Plain code, no Scrapy: a component gets the ledger
 and calls it; none calls the stores' writes (tests/store/test_one_writer.py).
 
-A URL's outcome is applied in one place (``_apply``, over the transaction ``record`` holds), so
-that the outcomes of a page can later be applied together.
+A URL's outcome is applied in one place (``_apply``, over the transaction ``record`` holds), and
+a crawl's outcomes are applied in batches, many in one transaction (``record_batch``, fed by
+store/outcome_batcher.py: issue 74).
 """
 
 from __future__ import annotations
@@ -204,6 +205,40 @@ class Ledger:
         for _attempt in range(ATTEMPTS):
             with self.table.engine.begin() as connection:
                 written = self._record(connection, url, outcome)
+            if written is not False:
+                return written
+        logger.warning("Not recorded for %s: its row kept changing under the write", url)
+        return None
+
+    def record_batch(self, outcomes: Sequence[tuple[str, Outcome]]) -> list[State | None]:
+        """Record several URLs' outcomes, in order, in one transaction (the ledger writer's
+        batches, store/outcome_batcher.py): each read, decided and applied as ``record`` does;
+        a row that changed under its write is read and decided again in the same transaction
+        (on SQLite the transaction holds the write lock from its first write; on PostgreSQL each
+        read sees what committed). A batch that fails as a whole (a lock wait that timed out, a
+        deadlock between two nodes' batches, a bad value) is rolled back and recorded again one
+        outcome at a time, so that one outcome never holds back the others."""
+        if len(outcomes) == 1:
+            url, outcome = outcomes[0]
+            return [self.record(url, outcome)]
+        try:
+            with self.table.engine.begin() as connection:
+                return [self._record_within(connection, url, outcome) for url, outcome in outcomes]
+        except Exception as exc:  # noqa: BLE001 - each outcome again alone, below
+            logger.warning("A batch of %d outcomes failed (%s): recorded one at a time", len(outcomes), exc)
+        states: list[State | None] = []
+        for url, outcome in outcomes:
+            try:
+                states.append(self.record(url, outcome))
+            except Exception:  # its URL stays leased: fetched again (or 925 at the crawl's idle check)
+                logger.exception("Not recorded for %s", url)
+                states.append(None)
+        return states
+
+    def _record_within(self, connection: Connection, url: str, outcome: Outcome) -> State | None:
+        """``record``'s attempts inside the caller's transaction (``record_batch``)."""
+        for _attempt in range(ATTEMPTS):
+            written = self._record(connection, url, outcome)
             if written is not False:
                 return written
         logger.warning("Not recorded for %s: its row kept changing under the write", url)

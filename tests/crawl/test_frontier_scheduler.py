@@ -694,3 +694,39 @@ def test_a_node_takes_over_a_plan_whose_maker_is_gone_and_exactly_one_does(crawl
     wait_for(lambda: not first._planning(), what="the plan made")
     assert runs.plan_owner(first.run.id) is None
     assert not runs.take_over_plan(first.run.id, "gone-node", "node-c")  # made: nobody takes it over
+
+
+# --- outcomes written in batches (issue 74) ------------------------------------------------------------
+
+BATCHED = {"SEARCHCRAWL_OUTCOME_BATCH": 100, "SEARCHCRAWL_OUTCOME_INTERVAL": 3600}  # written by a flush only
+
+
+def test_an_outcome_waiting_for_its_batch_is_not_lost_at_the_idle_check(crawler_of) -> None:
+    """spider_idle: a URL leased whose outcome waits for its batch is written as reported, not
+    given 925 as if it had none; what its outcome queues keeps the spider open."""
+    crawler = crawler_of(**BATCHED)
+    scheduler = opened(crawler)
+    for path in ("a.html", "b.html"):
+        scheduler.enqueue_request(link(scheduler, f"http://h.test/{path}"))
+    assert drain(scheduler) == ["http://h.test/a.html", "http://h.test/b.html"]
+    fetched(crawler, "http://h.test/a.html")
+    fetched(crawler, "http://h.test/b.html")
+    assert counts(scheduler)["leased"] == 2  # their outcomes wait
+    scheduler._finish_lost()
+    rows = [ledger_of(crawler).table.get("unit", url) for url in ("http://h.test/a.html", "http://h.test/b.html")]
+    assert [(row["status"], row["state"], row["frontier"]) for row in rows if row] == [(200, "pending", "done")] * 2
+
+
+def test_a_closing_scheduler_writes_the_outcomes_waiting_before_it_gives_back_its_leases(crawler_of) -> None:
+    """A stop: what was fetched is done (its outcome written), only what was not goes back to
+    the queue. Without the flush, the fetched URL went back too, and was fetched again."""
+    crawler = crawler_of(**BATCHED)
+    scheduler = opened(crawler)
+    for path in ("a.html", "b.html"):
+        scheduler.enqueue_request(link(scheduler, f"http://h.test/{path}"))
+    drain(scheduler)
+    fetched(crawler, "http://h.test/a.html")
+    scheduler.close("shutdown")
+    assert counts(scheduler) == {"queued": 1, "leased": 0, "done": 1}
+    row = ledger_of(crawler).table.get("unit", "http://h.test/a.html")
+    assert row is not None and row["state"] == "pending"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
@@ -31,9 +32,9 @@ class CachePipeline:
     (``run_started``); a crawl without one (a source crawled with Scrapy's own SCHEDULER) caches
     as a plain run does: not in test mode, not forced."""
 
-    def __init__(self, crawler: Crawler, documents: DocumentTable, cache: DocumentCache) -> None:
+    def __init__(self, crawler: Crawler, documents: DocumentTable, cache: DocumentCache, ledger: LedgerWriter) -> None:
         self.crawler = crawler
-        self.documents, self.cache = documents, cache
+        self.documents, self.cache, self.ledger = documents, cache, ledger
         self.stats = crawler.stats
         self.test_mode = self.forced = False
         crawler.signals.connect(self.run_started, signal=run_started)
@@ -41,9 +42,10 @@ class CachePipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CachePipeline:
         stores = stores_of(crawler)
-        if crawler.get_extension(LedgerWriter) is None:  # nothing records its outcomes
+        ledger = crawler.get_extension(LedgerWriter)
+        if ledger is None:  # nothing records its outcomes
             raise NotConfigured("a read-only crawl (SEARCHCRAWL_READ_ONLY) caches nothing")
-        return cls(crawler, stores.documents, stores.cache)
+        return cls(crawler, stores.documents, stores.cache, ledger)
 
     def run_started(self, run: Run, frontier: Frontier) -> None:
         self.test_mode, self.forced = run.test_mode, run.forced
@@ -53,6 +55,7 @@ class CachePipeline:
             return self.cache_access_update(item)
         table = self.documents
         display_url = item.fields["display_url"]
+        self.ledger.flush_for("display_url", display_url)  # an owner waiting for its batch is one
         owner = table.display_url_owner(item.source, display_url)
         if owner is not None and owner != item.url:
             reason = f"display URL {display_url} is already {owner}'s"
@@ -62,7 +65,7 @@ class CachePipeline:
                 f"Display URL conflict, not indexed: {item.url}: {reason}",
                 log_level="WARNING",
             )
-        size = 0 if self.test_mode else self.cache.put(item.fields)
+        size = self.put(item.fields)
         # pushed again by a forced recrawl with the title and text it was indexed with: unchanged
         # for the delta report (a searcher finds what was there)
         same = self.forced and item.previous is not None and item.previous.get("checksum") == item.fields["checksum"]
@@ -89,11 +92,21 @@ class CachePipeline:
         self.stats.inc_value("searchcrawl/cached_bytes", size)
         return item
 
+    def put(self, fields: dict[str, Any]) -> int:
+        """Append a document to the cache (not in a test run); returns its size. Before the
+        cache seals a full spool, the outcomes waiting for their batch are written: a push
+        deletes a sealed spool whose records the table does not expect pending."""
+        if self.test_mode:
+            return 0
+        if self.cache.seals_next:
+            self.ledger.flush()
+        return self.cache.put(fields)
+
     def cache_access_update(self, item: CrawledDocument) -> CrawledDocument:
         """A document whose access alone changed (a 304: its content not read again): the Solr
         atomic update of its access fields is cached and pushed as any document is, and its row
         takes the new checksum and access (the content's columns stay)."""
-        size = 0 if self.test_mode else self.cache.put(item.fields)
+        size = self.put(item.fields)
         columns = {
             **item.record,
             "checksum": item.fields["checksum"],

@@ -23,6 +23,7 @@ from searchcrawl.config.source import SourceSettings
 from searchcrawl.crawl.exceptions import NotIndexed
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.crawl.items import CrawledDocument
+from searchcrawl.crawl.ledger_writer import LedgerWriter
 from searchcrawl.crawl.pipelines.checksum import ACCESS_PART
 from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import run_started, url_outcome
@@ -65,15 +66,17 @@ class ChangePipeline:
     """Unchanged documents and duplicates (see the module's docstring), from what the document
     table knows; a forced run (``run_started``) takes every document as changed."""
 
-    def __init__(self, crawler: Crawler, documents: DocumentTable, settings: SourceSettings) -> None:
+    def __init__(
+        self, crawler: Crawler, documents: DocumentTable, settings: SourceSettings, ledger: LedgerWriter | None = None
+    ) -> None:
         self.crawler = crawler
-        self.documents, self.settings = documents, settings
+        self.documents, self.settings, self.ledger = documents, settings, ledger
         self.forced = False
         crawler.signals.connect(self.run_started, signal=run_started)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ChangePipeline:
-        return cls(crawler, stores_of(crawler).documents, source_of(crawler).settings)
+        return cls(crawler, stores_of(crawler).documents, source_of(crawler).settings, crawler.get_extension(LedgerWriter))
 
     def run_started(self, run: Run, frontier: Frontier) -> None:
         self.forced = run.forced
@@ -109,6 +112,8 @@ class ChangePipeline:
                     f"Unchanged ({why}): {item.url}",
                 )
             logger.debug("Changed (%s): %s", why, item.url)
+        if self.ledger is not None:  # a copy whose outcome waits for its batch is one
+            self.ledger.flush_for("checksum", checksum)
         duplicate = table.find_duplicate(item.source, checksum, item.url)
         if duplicate is not None:
             self.settle_group(item, duplicate)

@@ -160,3 +160,35 @@ def test_a_crawl_without_a_run_caches_as_a_plain_run(crawler_of) -> None:
     item = document("http://h.test/a.html")
     assert pipeline.process_item(item) is item
     assert stores_of(crawler).cache.documents() == {"http://h.test/a.html": item.fields}
+
+
+# --- outcomes written in batches (issue 74) ------------------------------------------------------------
+
+BATCHED = {"SEARCHCRAWL_OUTCOME_BATCH": 100, "SEARCHCRAWL_OUTCOME_INTERVAL": 3600}  # written by a flush only
+
+
+def test_a_display_url_whose_owner_waits_for_its_batch_is_refused_all_the_same(crawler_of) -> None:
+    crawler = crawler_of(**BATCHED)
+    pipeline = build_from_crawler(CachePipeline, crawler)
+    start_run(crawler)
+    pipeline.process_item(document("http://h.test/a.html", "c1", display_url="https://www.h.test/a"))
+    assert stores_of(crawler).documents.get("unit", "http://h.test/a.html") is None  # waits for its batch
+    with pytest.raises(NotIndexed, match="already http://h.test/a.html's"):
+        pipeline.process_item(document("http://h.test/b.html", "c2", display_url="https://www.h.test/a"))
+
+
+def test_a_full_spool_is_sealed_only_once_its_documents_are_pending(crawler_of) -> None:
+    """A push deletes a sealed spool none of whose records the table expects: before the cache
+    seals a full spool, the outcomes waiting for their batch are written. Without it, a push
+    between the seal and the batch deleted documents the table then called pending."""
+    crawler = crawler_of(**BATCHED)
+    stores = stores_of(crawler)
+    stores.cache.spool_bytes = 1  # every document fills a spool
+    pipeline = build_from_crawler(CachePipeline, crawler)
+    start_run(crawler)
+    pipeline.process_item(document("http://h.test/a.html", "c1"))
+    assert stores.documents.pending("unit", stores.cache.id) == []  # waits for its batch; its spool open
+    pipeline.process_item(document("http://h.test/b.html", "c2"))  # seals a.html's spool: written first
+    assert stores.documents.pending("unit", stores.cache.id) == [("http://h.test/a.html", "c1")]
+    scan = stores.cache.scan()
+    assert scan.select(dict(stores.documents.pending("unit", stores.cache.id))) == {"http://h.test/a.html"}

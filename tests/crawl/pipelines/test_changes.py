@@ -264,3 +264,22 @@ def test_a_copy_named_canonical_by_a_late_copy_takes_the_place_whatever_the_orde
     assert [(url, outcome.columns["duplicate_of"]) for url, outcome in reported] == [(b, a)]
     cached(crawler, a, "same")
     assert dropped(item(b, "same")).columns["duplicate_of"] == a  # B, fetched again: A's duplicate
+
+
+# --- outcomes written in batches (issue 74) ------------------------------------------------------------
+
+BATCHED = {"SEARCHCRAWL_OUTCOME_BATCH": 100, "SEARCHCRAWL_OUTCOME_INTERVAL": 3600}  # written by a flush only
+
+
+def test_a_copy_whose_original_waits_for_its_batch_is_still_a_duplicate(crawler_of) -> None:
+    """With outcomes written in batches, the original's outcome may still wait in memory when
+    its copy is compared: the pipeline writes it first (``flush_for``), and finds the copy a
+    duplicate as it would without batches. Without the flush the copy went on, to be indexed twice."""
+    crawler = crawler_of(**BATCHED)
+    pipeline = build_from_crawler(ChangePipeline, crawler)
+    cached(crawler, "http://h.test/a.html", "same")
+    cached(crawler, "http://h.test/other.html", "other")
+    assert stores_of(crawler).documents.get("unit", "http://h.test/a.html") is None  # waits for its batch
+    with pytest.raises(NotIndexed, match="Duplicate of http://h.test/a.html"):
+        pipeline.process_item(item("http://h.test/copy.html", "same"))
+    assert pipeline.process_item(item("http://h.test/new.html", "new")) is not None  # no wait where none carries it
