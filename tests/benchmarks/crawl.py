@@ -72,6 +72,7 @@ from tests.benchmarks.measure import (
     forget_source,
     jvm_cpu,
     process_tree_cpu,
+    python_path,
     run_measured,
     solr_updates,
 )
@@ -135,7 +136,7 @@ class Bench:
             SEARCHCRAWL_SOURCES_DIR=str(self.sources),
             SEARCHCRAWL_DATA_DIR=str(work / "data"),
             SOLR_URL=solr_url,
-            PYTHONPATH=str(ROOT),
+            PYTHONPATH=python_path(ROOT),
             SEARCHCRAWL_DB_URL="",
         )
         self.env = as_installed(env)  # every phase from compiled modules

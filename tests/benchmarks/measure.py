@@ -44,6 +44,13 @@ def as_installed(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
+def python_path(root: Path) -> str:
+    """PYTHONPATH for a benchmark's child process: the checkout first, then what this process was
+    given (on a machine whose packages come as carried wheels in a folder of their own)."""
+    inherited = os.environ.get("PYTHONPATH", "")
+    return os.pathsep.join(part for part in (str(root), inherited) if part)
+
+
 def compile_searchcrawl(env: dict[str, str]) -> None:
     """Compile searchcrawl's modules (``env``: ``as_installed``'s) before any process is measured."""
     package = Path(__file__).resolve().parents[2] / "searchcrawl"
