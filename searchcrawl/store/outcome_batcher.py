@@ -85,8 +85,9 @@ class OutcomeBatcher:
                 self._condition.wait()
             queued = not self._closed  # closed meanwhile: written at once, below
             if queued:
-                if not self._pending:
+                if not self._pending:  # the writer, asleep without a deadline, sets one now
                     self._first_at = time.monotonic()
+                    self._condition.notify_all()
                 self._pending.append((url, outcome))
                 self._added += 1
                 self._keys.update(keys_of(outcome))

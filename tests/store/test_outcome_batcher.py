@@ -75,6 +75,20 @@ def test_a_batch_is_written_once_its_interval_has_passed_without_a_flush() -> No
     batcher.close()
 
 
+def test_an_outcome_added_while_the_writer_sleeps_is_written_after_its_interval() -> None:
+    """The writer, asleep with nothing waiting, is woken by the next outcome to time its batch.
+    Without it, a node of a shared crawl that never went idle kept 391 outcomes unwritten (their
+    URLs leased, the run stalled) until its close (tests/e2e/test_local_processes.py, sixteen)."""
+    writes = Writes()
+    batcher = OutcomeBatcher(writes, size=1000, interval=0.05)
+    batcher.add("a", cached("c"))
+    writes.wait_for(1)  # the writer has nothing left: it sleeps
+    batcher.add("b", cached("c"))
+    writes.wait_for(2)
+    assert writes.urls == ["a", "b"]
+    batcher.close()
+
+
 def test_flush_waits_for_what_was_added_and_returns_how_many() -> None:
     writes = Writes()
     batcher = OutcomeBatcher(writes, size=100, interval=60)
