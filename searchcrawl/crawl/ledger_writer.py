@@ -17,9 +17,9 @@ Scrapy's signals, and the ledger's rules (searchcrawl/rules/lifecycle.py) decide
   error, counted like a transient failure (its document, if any, stays until ``max_failures``),
   and the run goes on and finishes.
 
-Outcomes are written in batches (issue 74), on a thread of their own (store/outcome_batcher.py):
-at most ``SEARCHCRAWL_OUTCOME_BATCH`` in one transaction, at least every
-``SEARCHCRAWL_OUTCOME_INTERVAL`` seconds. An outcome not yet written is one of a URL the process
+Outcomes are written in batches (issue 74, store/outcome_batcher.py): at most
+``SEARCHCRAWL_OUTCOME_BATCH`` in one transaction, at least every ``SEARCHCRAWL_OUTCOME_INTERVAL``
+seconds (a timer), on the crawl's thread (``SEARCHCRAWL_OUTCOME_THREAD``: on one of their own). An outcome not yet written is one of a URL the process
 still holds leased, so a kill -9 loses none: the URL is fetched again. ``flush`` writes what waits,
 and whatever reads the table for what an outcome writes calls it first: the ledger's ``closing``
 and ``settle_pending`` (each Solr push) here, the scheduler's idle check and close, the cache
@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import AsyncioLoopingCall, create_looping_call
+from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
@@ -88,14 +90,17 @@ class LedgerWriter(Ledger):
             size=settings.getint("SEARCHCRAWL_OUTCOME_BATCH", 100),
             interval=settings.getfloat("SEARCHCRAWL_OUTCOME_INTERVAL", 0.5),
             name=f"searchcrawl-outcomes-{source}",
+            threaded=settings.getbool("SEARCHCRAWL_OUTCOME_THREAD", False),
         )
+        self.timer: AsyncioLoopingCall | LoopingCall | None = None
         crawler.signals.connect(self.run_started, signal=run_started)
         crawler.signals.connect(self.url_outcome, signal=url_outcome)
         crawler.signals.connect(self.urls_excluded, signal=urls_excluded)
         crawler.signals.connect(self.item_dropped, signal=signals.item_dropped)
         crawler.signals.connect(self.item_error, signal=signals.item_error)
         crawler.signals.connect(self.spider_error, signal=signals.spider_error)
-        crawler.signals.connect(self.outcomes.close, signal=signals.engine_stopped)
+        crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LedgerWriter:
@@ -118,6 +123,16 @@ class LedgerWriter(Ledger):
         """The run started: writes are now its own (they finish its frontier entries)."""
         self.flush()
         self.in_run(run.id, run.test_mode)
+
+    def spider_opened(self) -> None:
+        if not self.outcomes.threaded and self.outcomes.batching:  # the batches whose interval passed
+            self.timer = create_looping_call(self.outcomes.write_due)
+            self.timer.start(max(0.05, self.outcomes.interval / 2), now=False)
+
+    def engine_stopped(self) -> None:
+        if self.timer is not None and self.timer.running:
+            self.timer.stop()
+        self.outcomes.close()
 
     def flush(self) -> int:
         """Write every outcome reported so far (store/outcome_batcher.py); returns how many waited."""

@@ -5,8 +5,12 @@ on the 2-core machine, SQLite), and SQLite serialises those of every process on 
 16 cores, ``processes = 8`` ran at 3.9 times one process, and one process below bare Scrapy on
 the short Sphinx crawl (issue 74). Here the outcomes a crawl reports wait in memory until
 ``size`` of them are there or ``interval`` seconds have passed since the first (whichever comes
-first), and are then written in order, in one transaction, by one writer thread (the ledger's
-``record_batch``), so the reactor never waits on the database but when the backlog is full.
+first), and are then written in order, in one transaction (the ledger's ``record_batch``): by the
+``add`` that fills a batch and by the owner's timer (``write_due``), on the crawl's own thread, or
+with ``threaded`` by a writer thread of its own, so that the reactor waits on the database only
+when the backlog is full. Measured on SQLite (issue 74, tests/benchmarks/README.md): the thread's
+hand-over of Python's lock, at every statement SQLite releases it for, cost more CPU than the
+batch saved, and the crawl's own thread is the default.
 
 Why nothing is lost (issue 74's terms): an outcome not yet written is one of a URL still leased
 in the frontier by this process. A kill -9 loses the outcome, not the URL: the resumed run (or,
@@ -54,11 +58,22 @@ class OutcomeBatcher:
     """Outcomes written by ``write`` in batches of at most ``size``, at least every ``interval``
     seconds, in the order they were added (see the module's docstring)."""
 
-    def __init__(self, write: Callable[[OutcomeList], object], size: int = 100, interval: float = 0.5, name: str = "") -> None:
+    def __init__(
+        self,
+        write: Callable[[OutcomeList], object],
+        size: int = 100,
+        interval: float = 0.5,
+        name: str = "",
+        threaded: bool = True,
+    ) -> None:
         self._write = write
         self.size = max(1, size)
         self.interval = max(0.0, interval)
         self.name = name or "searchcrawl-outcomes"
+        # Without a thread of its own, a full batch is written by the ``add`` that fills it, and
+        # one whose interval passed by ``write_due`` (the owner's timer): no thread hand-over
+        self.threaded = threaded
+        self._write_lock = threading.Lock()  # inline: one batch written at a time, in order
         self._condition = threading.Condition()
         self._pending: list[tuple[str, Outcome]] = []
         self._keys: Counter[Hashable] = Counter()  # of every outcome added and not yet written
@@ -80,6 +95,9 @@ class OutcomeBatcher:
         if not self.batching:
             self._write([(url, outcome)])
             return
+        if not self.threaded:
+            self._add_inline(url, outcome)
+            return
         with self._condition:
             while len(self._pending) >= BACKLOG * self.size and not self._closed:
                 self._condition.wait()
@@ -99,6 +117,42 @@ class OutcomeBatcher:
         if not queued:
             self._write([(url, outcome)])
 
+    def _add_inline(self, url: str, outcome: Outcome) -> None:
+        with self._condition:
+            if not self._pending:
+                self._first_at = time.monotonic()
+            self._pending.append((url, outcome))
+            self._added += 1
+            self._keys.update(keys_of(outcome))
+            full = len(self._pending) >= self.size
+        if full:
+            self._write_inline()
+
+    def write_due(self) -> int:
+        """Without a thread: write what waits if its interval has passed (the owner's timer)."""
+        with self._condition:
+            due = bool(self._pending) and time.monotonic() - self._first_at >= self.interval
+        return self._write_inline() if due else 0
+
+    def _write_inline(self) -> int:
+        with self._write_lock:
+            with self._condition:
+                batch, self._pending = self._pending, []
+                self._first_at = 0.0
+            if not batch:
+                return 0
+            try:
+                self._write(batch)
+            except Exception:  # written one by one already where the batch failed (Ledger.record_batch)
+                logger.exception("Writing a batch of %d outcomes failed: their URLs stay leased, fetched again", len(batch))
+            with self._condition:
+                self._written += len(batch)
+                self.batches += 1
+                for _url, outcome in batch:
+                    self._keys.subtract(keys_of(outcome))
+                self._keys += Counter()
+        return len(batch)
+
     def holds(self, column: str, value: Any) -> bool:
         """Whether an outcome not yet written carries ``value`` in ``column`` (``KEY_COLUMNS``)."""
         with self._condition:
@@ -113,6 +167,8 @@ class OutcomeBatcher:
     def flush(self) -> int:
         """Write every outcome added so far, and wait until it is written. Returns how many
         waited (0: none, and no wait)."""
+        if not self.threaded:
+            return self._write_inline()
         with self._condition:
             target = self._added
             waiting = target - self._written

@@ -231,3 +231,42 @@ def test_a_failing_outcome_in_a_batch_does_not_hold_back_the_others(tmp_path, mo
     assert "recorded one at a time" in caplog.text and "Not recorded for http://h/bad" in caplog.text
     bad = ledger.table.get("s", "http://h/bad")
     assert bad is not None and bad["frontier"] != "done" and bad["state"] != "pending"  # still to do: fetched again
+
+
+# --- without a thread: the crawl's own (the default) ---------------------------------------------------
+
+
+def test_without_a_thread_the_add_that_fills_a_batch_writes_it_on_the_callers_thread() -> None:
+    writes = Writes()
+    batcher = OutcomeBatcher(writes, size=3, interval=60, threaded=False)
+    for url in ("a", "b", "c", "d"):
+        batcher.add(url, cached("c"))
+    assert writes.batches == [["a", "b", "c"]] and writes.threads == {threading.current_thread().name}
+    assert batcher.write_due() == 0  # d's interval has not passed
+    assert batcher.holds("checksum", "c") and batcher.flush_for("checksum", "c") == 1
+    assert writes.batches == [["a", "b", "c"], ["d"]]
+    batcher.close()
+    batcher.add("e", cached("c"))
+    assert writes.urls[-1] == "e"
+
+
+def test_without_a_thread_the_timer_writes_a_batch_whose_interval_passed() -> None:
+    writes = Writes()
+    batcher = OutcomeBatcher(writes, size=100, interval=0.0, threaded=False)
+    batcher.add("a", cached("c"))
+    assert writes.urls == []  # the timer writes it, not the add
+    assert batcher.write_due() == 1 and writes.urls == ["a"]
+    assert batcher.write_due() == 0
+
+
+def test_without_a_thread_a_flush_from_another_thread_keeps_the_order() -> None:
+    """The Solr push flushes from its worker thread while the crawl adds: batches in order."""
+    writes = Writes()
+    batcher = OutcomeBatcher(writes, size=7, interval=60, threaded=False)
+    pusher = threading.Thread(target=lambda: [batcher.flush() for _ in range(200)])
+    pusher.start()
+    for number in range(500):
+        batcher.add(f"u{number}", cached("c"))
+    pusher.join(WAIT)
+    batcher.flush()
+    assert writes.urls == [f"u{number}" for number in range(500)]
