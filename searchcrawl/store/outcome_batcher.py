@@ -141,17 +141,22 @@ class OutcomeBatcher:
                 self._first_at = 0.0
             if not batch:
                 return 0
-            try:
-                self._write(batch)
-            except Exception:  # written one by one already where the batch failed (Ledger.record_batch)
-                logger.exception("Writing a batch of %d outcomes failed: their URLs stay leased, fetched again", len(batch))
-            with self._condition:
-                self._written += len(batch)
-                self.batches += 1
-                for _url, outcome in batch:
-                    self._keys.subtract(keys_of(outcome))
-                self._keys += Counter()
+            self._write_batch(batch)
         return len(batch)
+
+    def _write_batch(self, batch: OutcomeList) -> None:
+        """Write ``batch``, then count it written (its keys forgotten, whoever waits told)."""
+        try:
+            self._write(batch)
+        except Exception:  # written one by one already where the batch failed (Ledger.record_batch)
+            logger.exception("Writing a batch of %d outcomes failed: their URLs stay leased, fetched again", len(batch))
+        with self._condition:
+            self._written += len(batch)
+            self.batches += 1
+            for _url, outcome in batch:
+                self._keys.subtract(keys_of(outcome))
+            self._keys += Counter()  # drops the keys at zero
+            self._condition.notify_all()
 
     def holds(self, column: str, value: Any) -> bool:
         """Whether an outcome not yet written carries ``value`` in ``column`` (``KEY_COLUMNS``)."""
@@ -213,14 +218,4 @@ class OutcomeBatcher:
                 if not self._pending:
                     self._first_at = 0.0  # else the oldest left is older still: due at once, or soon
                 self._condition.notify_all()  # an ``add`` waiting for room
-            try:
-                self._write(batch)
-            except Exception:  # written one by one already where the batch failed (Ledger.record_batch)
-                logger.exception("Writing a batch of %d outcomes failed: their URLs stay leased, fetched again", len(batch))
-            with self._condition:
-                self._written += len(batch)
-                self.batches += 1
-                for _url, outcome in batch:
-                    self._keys.subtract(keys_of(outcome))
-                self._keys += Counter()  # drops the keys at zero
-                self._condition.notify_all()
+            self._write_batch(batch)

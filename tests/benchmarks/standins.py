@@ -151,22 +151,6 @@ class StaticSite(Nginx):
             lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
         return lines
 
-    def arrivals(self, since: float = 0.0) -> list[tuple[float, int]]:
-        entries = []
-        for line in self._lines():
-            parts = line.split(" ", 2)
-            if len(parts) >= 2 and float(parts[0]) >= since:
-                entries.append((float(parts[0]), int(parts[1])))
-        return entries
-
-    def paths(self, since: float = 0.0) -> set[str]:
-        found = set()
-        for line in self._lines():
-            parts = line.split(" ", 3)
-            if len(parts) == 4 and float(parts[0]) >= since:
-                found.add(parts[3])
-        return found
-
 
 def _wait_until_up(url: str, process: subprocess.Popen[bytes], what: str) -> None:
     deadline = time.monotonic() + 30

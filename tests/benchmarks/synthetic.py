@@ -255,10 +255,14 @@ class Nginx:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/"
 
+    def _lines(self) -> list[str]:
+        """The access log's lines: ``<epoch> <status> <bytes> <path>``."""
+        return self.access_log.read_text(encoding="utf-8", errors="replace").splitlines()
+
     def arrivals(self, since: float = 0.0) -> list[tuple[float, int]]:
         """(time, status) of each request logged after ``since`` (epoch seconds)."""
         entries = []
-        for line in self.access_log.read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in self._lines():
             parts = line.split(" ", 2)
             if len(parts) >= 2 and float(parts[0]) >= since:
                 entries.append((float(parts[0]), int(parts[1])))
@@ -267,7 +271,7 @@ class Nginx:
     def paths(self, since: float = 0.0) -> set[str]:
         """The distinct paths requested after ``since`` (a retried request counts once)."""
         found = set()
-        for line in self.access_log.read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in self._lines():
             parts = line.split(" ", 3)
             if len(parts) == 4 and float(parts[0]) >= since:
                 found.add(parts[3])
