@@ -136,9 +136,10 @@ SEARCHCRAWL_LEASE_SECONDS = 600  # leases are renewed every third of this; a dea
 # this many (1: each at once, on the reactor thread, as before issue 74) ...
 SEARCHCRAWL_OUTCOME_BATCH = 100
 SEARCHCRAWL_OUTCOME_INTERVAL = 0.5  # ... and at least every this many seconds. A kill loses no page: its URL stays leased
-# Written by the crawl's own thread (the add that fills a batch, a timer for the interval), or with
-# True by a thread of its own: on SQLite the hand-over of the GIL cost more than it saved (issue 74)
-SEARCHCRAWL_OUTCOME_THREAD = False
+# Written on a thread of their own (True), or by the crawl's (False: the outcome that fills a batch,
+# a timer for the interval); "auto": a thread over PostgreSQL, whose round trips the crawl would wait
+# on, none over SQLite, where a thread only hands Python's lock over (measured: issue 74)
+SEARCHCRAWL_OUTCOME_THREAD = "auto"
 # Several processes or machines crawl one source together (one run, over PostgreSQL); per source:
 # shared = true. Per-site delay and concurrency then hold for the whole fleet.
 SEARCHCRAWL_SHARED_CRAWL = False

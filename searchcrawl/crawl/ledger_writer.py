@@ -19,7 +19,8 @@ Scrapy's signals, and the ledger's rules (searchcrawl/rules/lifecycle.py) decide
 
 Outcomes are written in batches (issue 74, store/outcome_batcher.py): at most
 ``SEARCHCRAWL_OUTCOME_BATCH`` in one transaction, at least every ``SEARCHCRAWL_OUTCOME_INTERVAL``
-seconds (a timer), on the crawl's thread (``SEARCHCRAWL_OUTCOME_THREAD``: on one of their own). An outcome not yet written is one of a URL the process
+seconds (a timer), on the crawl's thread over SQLite and on one of their own over PostgreSQL
+(``SEARCHCRAWL_OUTCOME_THREAD``, ``outcome_thread``). An outcome not yet written is one of a URL the process
 still holds leased, so a kill -9 loses none: the URL is fetched again. ``flush`` writes what waits,
 and whatever reads the table for what an outcome writes calls it first: the ledger's ``closing``
 and ``settle_pending`` (each Solr push) here, the scheduler's idle check and close, the cache
@@ -47,6 +48,7 @@ from searchcrawl.rules.lifecycle import Event, Outcome
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.store.ledger import Ledger
 from searchcrawl.store.outcome_batcher import OutcomeBatcher
+from searchcrawl.system.paths import db_url
 
 if TYPE_CHECKING:
     from searchcrawl.crawl.run import Run
@@ -57,6 +59,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_REASON = 500  # characters of an error message kept in a row's reason
+
+
+def outcome_thread(setting: object, database_url: str) -> bool:
+    """Whether outcome batches are written on a thread of their own (``SEARCHCRAWL_OUTCOME_THREAD``):
+    ``"auto"`` where the database is a server (PostgreSQL: each statement a round trip the crawl
+    would wait on), not on SQLite (its statements are the process's own work: a thread only
+    hands Python's lock over). Measured both ways: tests/benchmarks/README.md (issue 74)."""
+    if isinstance(setting, str) and setting.strip().lower() == "auto":
+        return not database_url.startswith("sqlite")
+    return str(setting).strip().lower() in ("1", "true", "yes", "on")
 
 
 def processing_error(error: BaseException, depth: int | None = None) -> Outcome:
@@ -90,7 +102,7 @@ class LedgerWriter(Ledger):
             size=settings.getint("SEARCHCRAWL_OUTCOME_BATCH", 100),
             interval=settings.getfloat("SEARCHCRAWL_OUTCOME_INTERVAL", 0.5),
             name=f"searchcrawl-outcomes-{source}",
-            threaded=settings.getbool("SEARCHCRAWL_OUTCOME_THREAD", False),
+            threaded=outcome_thread(settings.get("SEARCHCRAWL_OUTCOME_THREAD", "auto"), db_url(settings)),
         )
         self.timer: AsyncioLoopingCall | LoopingCall | None = None
         crawler.signals.connect(self.run_started, signal=run_started)

@@ -106,3 +106,13 @@ def test_each_outcome_is_counted_by_event(crawler_of) -> None:
     assert crawler.stats.get_value("searchcrawl/outcome/excluded") == 2
     assert crawler.stats.get_value("searchcrawl/outcome/gone") == 1
     assert row(crawler, "http://h.test/c")["status"] == Status.DROPPED
+
+
+def test_outcome_batches_have_a_thread_of_their_own_over_postgresql_only() -> None:
+    """Issue 74, measured: over PostgreSQL each statement is a round trip the crawl would wait on;
+    over SQLite a thread only hands Python's lock over."""
+    from searchcrawl.crawl.ledger_writer import outcome_thread
+
+    assert outcome_thread("auto", "postgresql+psycopg://u@h/db") is True
+    assert outcome_thread("auto", "sqlite:////data/documents.sqlite3") is False
+    assert outcome_thread(True, "sqlite:///x") is True and outcome_thread("false", "postgresql://h/db") is False
