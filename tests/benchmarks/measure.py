@@ -74,10 +74,10 @@ def run_measured(args: list[str], cwd: Path, env: dict[str, str], stop_file: Pat
                 except subprocess.TimeoutExpired:
                     if stop_file is not None and not interrupted and stop_file.exists():
                         interrupted = True
-                        for child in _children(process.pid):  # the runner waits for its child and reports its rusage
+                        for child in children_of(process.pid):  # the runner waits for its child and reports its rusage
                             os.kill(child, signal.SIGINT)
         except BaseException:  # the benchmark itself stopped (Ctrl-C, SIGTERM): so does what it measured
-            for child in _children(process.pid):
+            for child in children_of(process.pid):
                 os.kill(child, signal.SIGKILL)
             process.kill()
             raise
@@ -90,11 +90,19 @@ def run_measured(args: list[str], cwd: Path, env: dict[str, str], stop_file: Pat
     return Measured(seconds, cpu, rss_kb * 1024, interrupted)
 
 
-def _children(pid: int) -> list[int]:
+def children_of(pid: int) -> list[int]:
+    """The children of every thread of ``pid`` (a JVM forks from a thread other than its main one)."""
+    found = []
     try:
-        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
         return []
+    for task in tasks:
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:  # the thread ended meanwhile
+            continue
+    return found
 
 
 def solr_updates(core_url: str) -> int:
@@ -157,7 +165,7 @@ def process_tree_cpu(pid: int, reaped: bool = False) -> float:
             total += _cpu_seconds(Path(f"/proc/{current}/stat").read_text(), reaped)
         except OSError:  # ended meanwhile
             continue
-        pending += _children(current)
+        pending += children_of(current)
     return total
 
 

@@ -125,22 +125,7 @@ class TikaConverter:
         if len(body) > self.max_bytes:
             raise ConversionError("too_large", f"{len(body)} bytes is over the {self.max_bytes} limit")
         limit = self.ocr_timeout if self.ocr else self.timeout
-        headers = {
-            "Accept": "application/json",
-            "Content-Type": "application/octet-stream",
-            "writeLimit": str(self.write_limit),
-            "maxEmbeddedResources": str(self.max_embedded),
-            # no X-Tika-Timeout-Millis: Tika refuses one over its taskTimeoutMillis (answering an
-            # empty list), so the server's own setting bounds a document there, and ``limit`` here
-        }
-        if filename:
-            headers["Content-Disposition"] = f'attachment; filename="{_header_safe(filename)}"'
-        if self.ocr:  # images, and PDF pages without a text layer
-            headers["X-Tika-OCRLanguage"] = "+".join(self.ocr_languages)
-            headers["X-Tika-OCRtimeoutSeconds"] = str(int(limit))
-            headers["X-Tika-PDFocrStrategy"] = "auto"
-        else:
-            headers["X-Tika-OCRskipOcr"] = "true"
+        headers = self.request_headers(filename)
         with self._slots:
             parts = self._attempt(body, headers, limit)
             if isinstance(parts, str):
@@ -158,6 +143,28 @@ class TikaConverter:
                 parts = again
         self._crashes = 0
         return converted_from_rmeta(parts)
+
+    def request_headers(self, filename: str | None = None) -> dict[str, str]:
+        """The headers of a document's request: the limits, the file name Tika detects the type
+        by, and OCR asked for or skipped (the benchmark's "Tika alone" sends the same)."""
+        limit = self.ocr_timeout if self.ocr else self.timeout
+        headers = {
+            "Accept": "application/json",
+            "Content-Type": "application/octet-stream",
+            "writeLimit": str(self.write_limit),
+            "maxEmbeddedResources": str(self.max_embedded),
+            # no X-Tika-Timeout-Millis: Tika refuses one over its taskTimeoutMillis (answering an
+            # empty list), so the server's own setting bounds a document there, and ``limit`` here
+        }
+        if filename:
+            headers["Content-Disposition"] = f'attachment; filename="{_header_safe(filename)}"'
+        if self.ocr:  # images, and PDF pages without a text layer
+            headers["X-Tika-OCRLanguage"] = "+".join(self.ocr_languages)
+            headers["X-Tika-OCRtimeoutSeconds"] = str(int(limit))
+            headers["X-Tika-PDFocrStrategy"] = "auto"
+        else:
+            headers["X-Tika-OCRskipOcr"] = "true"
+        return headers
 
     def _attempt(self, body: bytes, headers: dict[str, str], limit: float) -> list[dict[str, Any]] | str:
         """Tika's answer, or what went wrong on the server's side (worth one more try)."""
