@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 # one hit per URL; tagged, so that a count by source can leave it out (a URL that two sources
@@ -35,6 +36,29 @@ def term_filter(field: str, value: str) -> str:
     (no query syntax, nothing to escape), so a facet value from the index is safe to send back."""
     return "{!term f=" + field + "}" + value
 
+
+@dataclass(frozen=True)
+class Ranking:
+    """A way of ordering the hits, for measuring one against another (`scrapy relevance`):
+    Solr parameters over the /select handler's defaults, and whether the relevance page's rules
+    (boosts, best bets) apply."""
+
+    params: dict[str, str]
+    rules: bool
+    description: str
+
+
+#: ``page``: the search page's own ranking. ``plain``: one field, the content, with no field
+#: weights, phrase or other boosts, and no rules: the baseline that the page's design must beat
+#: on every kind of query (each empty parameter clears the handler's default)
+RANKINGS = {
+    "page": Ranking({}, True, "the search page's ranking: the /select handler's defaults and the relevance rules"),
+    "plain": Ranking(
+        {"qf": "content", "pf": "", "pf2": "", "pf3": "", "bq": "", "bf": "", "boost": ""},
+        False,
+        "the content field alone, no field weights, no boosts, no rules",
+    ),
+}
 
 UF = "* -_query_ -_val_"  # edismax's user fields: see search_params
 TIME_ALLOWED_MS = 5000  # a search's bound in Solr (not /select's default: cursorMark refuses it)

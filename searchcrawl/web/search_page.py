@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
@@ -28,8 +28,9 @@ from markupsafe import Markup, escape
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.index.indexer import IndexingError
 from searchcrawl.rules.relevance import URL_SCHEMES, Rules
+from searchcrawl.search.evaluation import JudgedQuery
 from searchcrawl.search.labels import facet_label, type_label
-from searchcrawl.search.query import MAX_QUERY_CHARS, ONE_URL_TAG, search_params, snippet_of, term_filter, unique_hits
+from searchcrawl.search.query import MAX_QUERY_CHARS, ONE_URL_TAG, RANKINGS, search_params, snippet_of, term_filter, unique_hits
 from searchcrawl.search.relevance_params import boost_params, pinned_filter
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.spelling import spelling
@@ -436,12 +437,15 @@ def run_search(
     rows: int = 10,
     spellcheck: bool = True,
     rules: Rules | None = None,
+    ranking: Mapping[str, Any] | None = None,
 ) -> SearchPage:
     """Ask Solr for ``request``'s page of hits with its facets, of what the searcher of ``index``
     may read; when nothing matches, for spelling suggestions (Solr's spellcheck component, if the
     configset has it, search/spelling.py) that find something they may read. ``rows`` is the
     application's page size, unless the request chose one. ``rules`` (rules/relevance.py): boosts
-    applied to the hits, and on the first page the best bets of the query, above them."""
+    applied to the hits, and on the first page the best bets of the query, above them.
+    ``ranking``: Solr parameters over the /select handler's ranking defaults (search/query.py
+    ``RANKINGS``: the judged sets' baseline, `scrapy relevance --ranking`)."""
     rules = rules or Rules()
     rows = request.rows or rows
     page = SearchPage(request, rows=rows)
@@ -457,6 +461,7 @@ def run_search(
     )
     params.update(filter_params)
     params.update(FACET_PARAMS)
+    params.update(ranking or {})
     results = index.search(request.q, params, boost_params(rules.boosts))
     page.total = results.hits
     if request.page == 1:
@@ -473,6 +478,33 @@ def run_search(
         corrected = spelling(index, request.q, params["fq"], filter_params)
         page.suggestions = [(text, request.url(q=text)) for text in corrected[:MAX_SPELLINGS]]
     return page
+
+
+def judged_hits(
+    index: TrimmedIndex, text: str, source: str | None, rules: Rules | None, ranking: str = "page", depth: int = 50
+) -> list[Hit]:
+    """The hits a searcher sees for ``text`` on the search page, best bets first, ``depth`` of
+    them, of ``source`` only if given: what a judged query measures (search/evaluation.py), asked
+    exactly as the page asks (``run_search``, trimmed) under the ranking ``ranking`` of
+    search/query.py's ``RANKINGS`` (its rules applied only where the ranking says so)."""
+    chosen = RANKINGS[ranking]
+    request = SearchRequest(q=text[:MAX_QUERY_CHARS], filters=(("source", source),) if source else ())
+    page = run_search(index, request, rows=depth, spellcheck=False, rules=rules if chosen.rules else None, ranking=chosen.params)
+    return [*page.bets, *page.hits]
+
+
+def judged_run(
+    index: TrimmedIndex, queries: Sequence[JudgedQuery], source: str | None, rules: Rules | None, ranking: str = "page"
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(qid -> hit URLs, qid -> each hit's source) of every judged query (``judged_hits``): a
+    run of `scrapy relevance` and of the relevance page's measure."""
+    ranked: dict[str, list[str]] = {}
+    sources: dict[str, list[str]] = {}
+    for query in queries:
+        hits = judged_hits(index, query.text, source, rules, ranking)
+        ranked[query.qid] = [hit.url for hit in hits]
+        sources[query.qid] = [hit.source for hit in hits]
+    return ranked, sources
 
 
 def facets(request: SearchRequest, solr_facets: dict[str, Any]) -> dict[str, list[FacetValue]]:

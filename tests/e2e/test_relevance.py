@@ -7,6 +7,7 @@ page and in the JSON API alike."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import uuid
@@ -24,6 +25,7 @@ from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.rules.relevance import BestBet, Boost, Rules, parse_boost, synonym_map
+from searchcrawl.search.evaluation import JudgedQuery
 from searchcrawl.search.relevance_params import boost_params
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.why import why
@@ -31,7 +33,7 @@ from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.web.app import WebConfig, create_app
-from searchcrawl.web.search_page import SearchRequest, run_search
+from searchcrawl.web.search_page import SearchRequest, judged_run, run_search
 from tests.conftest import Project, add_core, wait_for
 from tests.web.test_relevance import admin_client
 
@@ -296,3 +298,81 @@ def test_an_edited_bet_pins_its_new_url_and_a_scheduled_one_only_while_active(in
     assert f'<tr id="bet-{bet.id}" class="bet active">' in states and f'<tr id="bet-{later.id}" class="bet expired">' in states
     post(action="edit-bet", key=str(later.id), queries="parking", urls=f"{BASE}/wiki/old", start="2020-01-01")
     assert pinned("parking") == ["wiki/old"]
+
+
+def judged_set(folder: Path) -> tuple[str, str]:
+    """A query file and its judgments over DOCS (paths, matched on any host)."""
+    queries, qrels = folder / "queries.tsv", folder / "qrels.txt"
+    queries.write_text("t1\tkeyword\ttide harbour\np1\tquestion\tautomobile parking\nb1\tkeyword\tboard minutes\n")
+    qrels.write_text("t1 0 /docs/new 2\nt1 0 /wiki/old 1\np1 0 /wiki/parking 2\nb1 0 /secret/board 2\n")
+    return str(queries), str(qrels)
+
+
+def test_scrapy_relevance_measures_the_search_page_and_compares_two_rankings(index: SolrIndex, tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    project = Project(tmp_path / "data", tmp_path / "sources", index.url)
+    database = Database(f"sqlite:///{tmp_path / 'data' / 'documents.sqlite3'}")
+    RelevanceStore(database).add_boost(Boost("source", "wiki", 0.5))  # the page's rule: the answer first
+    database.close()
+    queries, qrels = judged_set(tmp_path)
+    saved = tmp_path / "page.run"
+    measured = project.scrapy(
+        "relevance", "all", "--queries", queries, "--judgments", qrels, "--save", str(saved), "--against", "plain"
+    )
+    assert measured.returncode == 0, measured.stdout + measured.stderr
+    lines = measured.stdout.splitlines()
+    assert lines[0].startswith("3 judged queries over all sources, ranking 'page'")
+    # each query's first answer: first under the page's boost; the secret page, not readable, nowhere
+    assert [line.split()[:3] for line in lines if line.split()[:1] in (["t1"], ["p1"], ["b1"])] == [
+        ["t1", "keyword", "1"],
+        ["p1", "question", "1"],
+        ["b1", "keyword", "-"],
+    ]
+    assert any(line.split()[:1] == ["wiki"] for line in lines)  # per source: the judged pages' source
+    mrr = next(line.split() for line in lines if line.startswith("mrr@10") and len(line.split()) == 7)
+    assert mrr[1:4] == ["0.500", "0.667", "+0.167"]  # plain (the answer second) against the page
+    assert saved.read_text().splitlines()[0] == f"t1 Q0 {BASE}/docs/new 1 2 page"
+    # the saved run compared with a plain run now, as JSON
+    again = project.scrapy(
+        "relevance", "all", "--queries", queries, "--judgments", qrels, "--ranking", "plain", "--compare", str(saved), "--json"
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    found = json.loads(again.stdout)
+    assert found["by_kind"]["all"]["queries"] == 3 and found["by_kind"]["keyword"]["queries"] == 2
+    row = next(row for row in found["comparison"] if row["metric"] == "mrr@10")
+    assert (round(row["before"], 3), round(row["after"], 3), row["better"], row["worse"]) == (0.667, 0.5, 0, 1)
+
+
+def test_a_judged_set_is_trimmed_to_its_searcher(index: SolrIndex) -> None:
+    """Run as Alice, the finance page is found; as the public, never (judged_run, as the command)."""
+    queries = [JudgedQuery("b1", "keyword", "board minutes")]
+    as_alice = judged_run(TrimmedIndex(index, ALICE), queries, None, Rules(), "page")[0]
+    as_public = judged_run(TrimmedIndex(index, Principals.anonymous()), queries, None, Rules(), "page")[0]
+    assert as_alice == {"b1": [f"{BASE}/secret/board"]} and as_public == {"b1": []}
+
+
+def test_a_bad_judgments_file_is_a_usage_error_naming_its_line(index: SolrIndex, tmp_path: Path) -> None:
+    project = Project(tmp_path / "data", tmp_path / "sources", index.url)
+    queries, qrels = judged_set(tmp_path)
+    Path(qrels).write_text("t1 0 /docs/new 5\n")
+    result = project.scrapy("relevance", "all", "--queries", queries, "--judgments", qrels)
+    assert result.returncode == 2 and f"{qrels}:1: grade 5 is not one of 0, 1, 2" in result.stderr
+
+
+def test_the_relevance_page_measures_a_judged_set_as_the_command_does(index: SolrIndex, tmp_path: Path) -> None:
+    judged = tmp_path / "judged" / "harbour"
+    judged.mkdir(parents=True)
+    judged_set(judged)
+    web, _csrf = admin_client(tmp_path, solr_url=index.url, judged_dir=tmp_path / "judged")
+    page = web.get("/admin/relevance/measure", params={"set": "harbour", "ranking": "page", "against": "plain"})
+    assert page.status_code == 200, page.text
+    rows = re.findall(
+        r'<tr class="query"><td>(\w+)</td><td>(\w+)</td><td><a [^>]*>([^<]*)</a></td><td class="number">([^<]*)</td>', page.text
+    )
+    # a visitor's view: Solr's own order puts the old wiki page first; the finance page is never found
+    assert rows == [
+        ("t1", "keyword", "tide harbour", "2"),
+        ("p1", "question", "automobile parking", "1"),
+        ("b1", "keyword", "board minutes", "-"),
+    ]
+    assert "page against plain" in page.text and "finance" not in page.text
