@@ -218,6 +218,10 @@ SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this lon
 # their documents). The searcher's user name is logged only with LOG_USERS on.
 SEARCHCRAWL_WEB_ANALYTICS_DAYS = 90
 SEARCHCRAWL_WEB_LOG_USERS = False
+# Judged query sets (issue 75; docs/relevance.md): one folder a set, with its queries.tsv and
+# qrels.txt, measured by `scrapy relevance` and the administration's relevance page; "": the
+# folder "judged" in the data directory (where `scrapy relevance --from-clicks` writes by default)
+SEARCHCRAWL_JUDGED_DIR = ""
 # A file holding the key (32 bytes or more) that signs the hits' click links; "" = a random key
 # per process: a result page's links then stop working when `scrapy web` restarts.
 SEARCHCRAWL_WEB_CLICK_KEY_FILE = ""

@@ -171,6 +171,7 @@ class Command(ScrapyCommand):
             user_header=user_header(settings.get("SEARCHCRAWL_WEB_USER_HEADER") or "", proxies),
             proxies=proxies,
             analytics_days=settings.getint("SEARCHCRAWL_WEB_ANALYTICS_DAYS"),
+            judged_dir=paths.judged_dir(settings),
             log_users=settings.getbool("SEARCHCRAWL_WEB_LOG_USERS"),
             click_key=_click_key(settings.get("SEARCHCRAWL_WEB_CLICK_KEY_FILE") or ""),
             api_origins=api_origins(settings.getlist("SEARCHCRAWL_WEB_API_ORIGINS")),

@@ -237,6 +237,8 @@ searches = Table(
     # hits opened from it (search_clicks' rows of it, counted as they are written): the reports
     # of a period read the searches alone, never joining every click
     Column("clicks", Integer, nullable=False, server_default="0"),
+    # the hits its page showed, for its clicks read as judgments: JSON {"first": rank, "urls": [...]}
+    Column("shown", Text),
     # the reports read a period's rows by it (and group them in memory: no index by query, which
     # would lead the planner to walk every row in query order)
     Index("ix_searches_at", "at"),

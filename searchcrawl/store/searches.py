@@ -32,6 +32,8 @@ from searchcrawl.store.models import search_clicks, searches
 MAX_NORMALIZED_CHARS = 200
 MAX_QUERY_CHARS = 1000
 MAX_FILTER_CHARS = 2000
+MAX_SHOWN_CHARS = 64 * 1024  # the hits a search showed (shown_json)
+MAX_IMPRESSIONS = 200_000  # searches read for click judgments at most (the newest)
 MAX_URL_CHARS = 8192
 MAX_PREFIX_CHARS = 100  # a completion's prefix
 MAX_COMPLETIONS = 20
@@ -57,6 +59,41 @@ def filters_json(filters: Iterable[tuple[str, str]]) -> str:
             break
         kept.append(pair)
     return json.dumps(kept)
+
+
+def shown_json(first: int, urls: Iterable[str]) -> str:
+    """The hits a page showed from rank ``first`` on, as JSON, the whole cut to MAX_SHOWN_CHARS
+    (whole URLs only, each cut to MAX_URL_CHARS): what its clicks skipped (search/click_judgments.py)."""
+    kept: list[str] = []
+    size = 30
+    for url in urls:
+        url = printable(str(url)[:MAX_URL_CHARS])
+        size += len(json.dumps(url)) + 1
+        if size > MAX_SHOWN_CHARS:
+            break
+        kept.append(url)
+    return json.dumps({"first": max(int(first), 1), "urls": kept})
+
+
+def _utc(moment: datetime) -> datetime:
+    found = as_utc(moment)
+    assert found is not None  # a NOT NULL column
+    return found
+
+
+@dataclass(frozen=True)
+class Impression:
+    """A search with its clicks, as click judgments read it: the query, the hits shown (``first``:
+    the rank of ``shown[0]``; none known for searches logged before they were kept), and each
+    click's (rank, URL, moment), in the order they were made."""
+
+    normalized: str
+    query: str
+    at: datetime
+    user: str | None
+    first: int
+    shown: list[str]
+    clicks: list[tuple[int, str, datetime]]
 
 
 @dataclass(frozen=True)
@@ -135,7 +172,7 @@ class Searches:
         searches first: a click comes after its search in the writer's queue)."""
         with self.engine.begin() as connection:
             if rows:
-                connection.execute(insert(searches), [{"clicks": 0, **row} for row in rows])
+                connection.execute(insert(searches), [{"clicks": 0, "shown": None, **row} for row in rows])
             if clicks:
                 connection.execute(insert(search_clicks), clicks)
                 opened: dict[str, int] = {}
@@ -169,6 +206,50 @@ class Searches:
     @staticmethod
     def _in(period: Period) -> Any:
         return and_(searches.c.at >= period.since, searches.c.at < period.until)
+
+    def impressions(self, period: Period, limit: int = MAX_IMPRESSIONS) -> list[Impression]:
+        """The period's searches on the first page of results, each with its clicks (the newest
+        ``limit``), and with the user's every search of the period when users are logged (their
+        next search ends a click's dwell): for click judgments. Later pages are left out as
+        queries: a searcher who turned a page was not satisfied by the first, which its skips say."""
+        chosen = (
+            select(
+                searches.c.id,
+                searches.c.normalized,
+                searches.c.query,
+                searches.c.at,
+                searches.c.user_name,
+                searches.c.shown,
+                searches.c.clicks,
+            )
+            .where(self._in(period), searches.c.page == 1)
+            .order_by(searches.c.at.desc())
+            .limit(limit)
+        )
+        with self.engine.connect() as connection:
+            rows = connection.execute(chosen).all()
+            ids = [row.id for row in rows if row.clicks]
+            opened: dict[str, list[tuple[int, str, datetime]]] = {}
+            for start in range(0, len(ids), 500):
+                found = connection.execute(
+                    select(search_clicks.c.search_id, search_clicks.c.position, search_clicks.c.url, search_clicks.c.at)
+                    .where(search_clicks.c.search_id.in_(ids[start : start + 500]))
+                    .order_by(search_clicks.c.at, search_clicks.c.id)
+                )
+                for click in found:
+                    opened.setdefault(click.search_id, []).append((click.position, click.url, _utc(click.at)))
+        impressions = []
+        for row in reversed(rows):  # oldest first
+            first, shown = 1, []
+            try:
+                kept = json.loads(row.shown) if row.shown else {}
+                first, shown = int(kept.get("first", 1)), [str(url) for url in kept.get("urls", [])]
+            except (ValueError, TypeError, AttributeError):
+                pass  # a row written by hand: its clicks still count
+            impressions.append(
+                Impression(row.normalized, row.query, _utc(row.at), row.user_name, first, shown, opened.get(row.id, []))
+            )
+        return impressions
 
     def top_queries(self, period: Period, limit: int = 100) -> list[TopQuery]:
         """The queries searched most often in ``period``: how often, their average hit count,

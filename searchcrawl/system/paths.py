@@ -37,6 +37,13 @@ def db_url(settings: BaseSettings) -> str:
     return configured
 
 
+def judged_dir(settings: BaseSettings) -> Path:
+    """The judged query sets' folder (SEARCHCRAWL_JUDGED_DIR, else ``judged`` in the data
+    directory): one folder a set, with its queries.tsv and qrels.txt (search/evaluation.py)."""
+    configured = settings.get("SEARCHCRAWL_JUDGED_DIR")
+    return Path(configured).expanduser().resolve() if configured else data_dir(settings) / "judged"
+
+
 def cache_dir(settings: BaseSettings, source: str) -> Path:
     """The document cache of one source."""
     path = data_dir(settings) / "cache" / source

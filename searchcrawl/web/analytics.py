@@ -50,7 +50,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -70,6 +70,7 @@ from searchcrawl.store.searches import (
     Searches,
     filters_json,
     normalize,
+    shown_json,
 )
 from searchcrawl.web.search_page import day
 
@@ -220,9 +221,12 @@ class Analytics:
         client: str = "web",
         user: str | None = None,
         search_id: str | None = None,
+        shown: tuple[int, Sequence[str]] = (1, ()),
     ) -> str:
         """Logs a search (a page of results found) and returns its id (``search_id`` when given,
-        else a new one), whether it was logged or not. Never raises, never waits."""
+        else a new one), whether it was logged or not. ``shown``: the rank of the page's first
+        hit, and the hits' URLs in order (what its clicks skipped, search/click_judgments.py).
+        Never raises, never waits."""
         search_id = search_id or new_search_id()
         if not self.enabled:
             return search_id
@@ -239,6 +243,7 @@ class Analytics:
                 "took_ms": max(int(round(took_ms)), 0),
                 "client": client if client in CLIENTS else "web",
                 "user_name": (user or None) and printable(str(user)[:256]) if self.log_users else None,
+                "shown": shown_json(*shown),
             }
         except (TypeError, ValueError) as exc:  # a caller's mistake must not break its search
             logger.warning("Query analytics: a search not logged: %s", exc)

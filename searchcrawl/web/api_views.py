@@ -88,7 +88,7 @@ async def api_search(ctx: WebContext, request: Request) -> Response:
         except Exception as exc:  # noqa: BLE001 - suggestions never break a search
             logger.warning("API suggestions (%d characters) failed: %s", len(query.q), type(exc).__name__)
     if query.q:  # logged as the page's searches are (analytics.py), as client "api"
-        ctx.record_search(query, page.total, time.perf_counter() - started, "api", user or None)
+        ctx.record_search(page, time.perf_counter() - started, "api", user or None)
     logger.debug("API search by token %r (%s): %d hits", token_name, user or "public", page.total)
     answer = api.page_json(page, api.searcher_json(principals), [item.as_json() for item in completions])
     return JSONResponse(answer, headers={**cors, "cache-control": "private, no-store"})

@@ -44,7 +44,7 @@ from searchcrawl.store.deltas import reason_text
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.searches import Searches
 from searchcrawl.web import analytics, api
-from searchcrawl.web.search_page import FACET_TITLES, SearchRequest
+from searchcrawl.web.search_page import FACET_TITLES, SearchPage
 from searchcrawl.web.searchers import Proxies
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
 from searchcrawl.web.shared import SESSION_COOKIE
@@ -85,6 +85,7 @@ class WebConfig:
     # the relevance rules a search applies are read again after this many seconds (changes made
     # by another process); synonyms and stopwords are pushed to Solr when the application starts
     relevance_ttl: float = 30
+    judged_dir: Path | None = None  # the judged query sets measured on the relevance page (paths.judged_dir)
     relevance_sync_at_start: bool = True
     # query analytics (analytics.py): days kept (0: nothing logged), the searcher's name logged
     # too, and the key signing click links (None: a random one for this process)
@@ -288,19 +289,22 @@ class WebContext:
         searcher's own documents answer."""
         return self.analytics.completions(prefix, suggestions.MAX_CANDIDATES)
 
-    def record_search(self, query: SearchRequest, hits: int, seconds: float, client: str, user: str | None) -> str:
+    def record_search(self, page: SearchPage, seconds: float, client: str, user: str | None) -> str:
         """Logs a search (analytics.py: queued, never waited for) and returns its id, for its
-        hits' click links (``analytics.click_url``). The JSON API calls it with client "api"."""
+        hits' click links (``analytics.click_url``), with the hits it showed (what a click on
+        one skipped: search/click_judgments.py). The JSON API calls it with client "api"."""
+        query = page.request
         filters = [*query.filters, ("from", query.date_from), ("to", query.date_to)]
         return self.analytics.record(
             query.q,
             [(name, value) for name, value in filters if value],
             query.sort,
             query.page,
-            hits,
+            page.total,
             seconds * 1000,
             client,
             user,
+            shown=(page.first, [hit.url for hit in page.hits]),
         )
 
     def click_link(self, search_id: str, position: int, url: str) -> str:

@@ -45,7 +45,7 @@ async def search(ctx: WebContext, request: Request) -> Response:
             ctx, request, 503, page=None, query=query, searcher=searcher, error="The index cannot be searched now."
         )
         return personal(ctx, failed)
-    search_id = ctx.record_search(query, page.total, time.perf_counter() - started, "web", searcher.user) if query.q else ""
+    search_id = ctx.record_search(page, time.perf_counter() - started, "web", searcher.user) if query.q else ""
     return personal(
         ctx,
         render_search(
