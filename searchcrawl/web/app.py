@@ -148,6 +148,7 @@ def route_table(ctx: WebContext) -> list[Route]:
         route("/admin/why", relevance_views.why_page, ["GET"]),
         route("/admin/relevance", relevance_views.relevance_page, ["GET"]),
         route("/admin/relevance", relevance_views.relevance_change, ["POST"]),
+        route("/admin/relevance/measure", relevance_views.measure_page, ["GET"]),
         route("/click", analytics_views.click, ["GET"]),
         route("/admin/analytics", analytics_views.analytics_page, ["GET"]),
         route("/admin/analytics.csv", analytics_views.analytics_csv, ["GET"]),

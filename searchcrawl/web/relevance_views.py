@@ -1,12 +1,16 @@
 """The relevance views of the administration: the rules (best bets, boosts, synonyms, stopwords:
-relevance.py, store/relevance_rules.py) with their forms, and why a document is a hit (why.py).
+relevance.py, store/relevance_rules.py) with their forms, why a document is a hit (why.py), and
+the search's quality measured on judged query sets (search/evaluation.py, as `scrapy relevance`).
 Synonyms and stopwords are pushed to Solr when they change and when the application starts."""
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from starlette.datastructures import FormData
@@ -15,10 +19,12 @@ from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.index.indexer import IndexingError
 from searchcrawl.rules import relevance
-from searchcrawl.search import why
+from searchcrawl.search import evaluation, why
+from searchcrawl.search.query import RANKINGS
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.web.context import WebContext
+from searchcrawl.web.search_page import judged_run
 from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, flash, in_thread, small_form, who_searches
 
 logger = logging.getLogger(__name__)
@@ -134,6 +140,113 @@ async def relevance_change(ctx: WebContext, request: Request) -> Response:
     logger.info("Web administration: relevance %s: %s", action, message)
     ctx.sessions.flash(request.cookies.get(SESSION_COOKIE), message)
     return RedirectResponse(ctx.url("/admin/relevance"), status_code=303)
+
+
+JUDGED_SET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+MAX_JUDGED_BYTES = 4 * 2**20  # of a judged set's file
+MAX_JUDGED_QUERIES = 2000  # each a search: a larger set is for `scrapy relevance`
+
+
+def judged_sets(folder: Path | None) -> list[str]:
+    """The judged sets in ``folder`` (SEARCHCRAWL_JUDGED_DIR): its subfolders with both
+    queries.tsv and qrels.txt, by name. Only these names are ever opened."""
+    if folder is None or not folder.is_dir():
+        return []
+    return sorted(
+        entry.name
+        for entry in folder.iterdir()
+        if JUDGED_SET_NAME.fullmatch(entry.name) and (entry / "queries.tsv").is_file() and (entry / "qrels.txt").is_file()
+    )
+
+
+def _judged_text(path: Path) -> str:
+    with path.open("rb") as stream:
+        data = stream.read(MAX_JUDGED_BYTES + 1)
+    if len(data) > MAX_JUDGED_BYTES:
+        raise evaluation.JudgmentError(f"{path.name} is over {MAX_JUDGED_BYTES >> 20} MiB")
+    return data.decode("utf-8", "replace")
+
+
+@dataclass
+class Measured:
+    """A judged set measured: the figures per kind and per source, each query's, and another
+    ranking's beside them (``compared``)."""
+
+    scores: list[evaluation.QueryScore]
+    per_kind: dict[str, list[evaluation.QueryScore]]
+    per_source: dict[str, list[evaluation.QueryScore]]
+    compared: list[evaluation.Comparison] = field(default_factory=list)
+    unjudged: int = 0
+
+
+async def measure_page(ctx: WebContext, request: Request) -> Response:
+    """Search quality on a judged set, as `scrapy relevance` measures it (search/evaluation.py):
+    its queries searched as the search page searches them (``judged_run``: best bets, boosts),
+    under the viewer's own trimming (their searcher principals on this request, else a
+    visitor's), and another ranking beside it with the paired test. A GET: it changes nothing."""
+    denied = await admin_gate(ctx, request)
+    if denied is not None:
+        return denied
+    params = request.query_params
+    sets = await in_thread(judged_sets, ctx.config.judged_dir)
+    chosen = params.get("set", "")
+    source = params.get("source", "") or "all"
+    ranking = params.get("ranking", "page") if params.get("ranking", "page") in RANKINGS else "page"
+    against = params.get("against", "") if params.get("against", "") in RANKINGS else ""
+    viewer = await who_searches(ctx, request)
+    measured, error, code = None, "", 200
+    if chosen and chosen not in sets:
+        error, code = "No such judged set.", 404
+    elif chosen:
+        folder = ctx.config.judged_dir
+        assert folder is not None  # a set was found in it
+
+        def measure() -> Measured:
+            queries = evaluation.read_queries(_judged_text(folder / chosen / "queries.tsv"), "queries.tsv")
+            judgments = evaluation.read_qrels(_judged_text(folder / chosen / "qrels.txt"), "qrels.txt")
+            if len(queries) > MAX_JUDGED_QUERIES:
+                raise evaluation.JudgmentError(f"over {MAX_JUDGED_QUERIES} queries: measure it with `scrapy relevance`")
+            index = TrimmedIndex(ctx.solr, viewer.principals)
+            rules = ctx.relevance.get()
+            wanted = None if source == "all" else source
+            ranked, hit_sources = judged_run(index, queries, wanted, rules, ranking)
+            scores = evaluation.score_run(queries, judgments, ranked)
+            found = Measured(
+                scores,
+                evaluation.by_kind(scores),
+                evaluation.by_source(scores, judgments, hit_sources),
+                unjudged=len(queries) - len(scores),
+            )
+            if against:
+                other = evaluation.score_run(queries, judgments, judged_run(index, queries, wanted, rules, against)[0])
+                found.compared = evaluation.compare(other, scores)
+            return found
+
+        try:
+            measured = await in_thread(measure)
+        except evaluation.JudgmentError as exc:
+            error, code = str(exc), 400
+        except IndexingError as exc:
+            logger.warning("Web administration: judged set %s not measured: %s", chosen, exc.reason)
+            error, code = "The index cannot be searched now.", 503
+    return ctx.render(
+        request,
+        "measure.html",
+        code,
+        sets=sets,
+        folder=ctx.config.judged_dir,
+        sources=["all", *ctx.config.source_names()],
+        rankings=RANKINGS,
+        chosen=chosen,
+        source=source,
+        ranking=ranking,
+        against=against,
+        metrics=evaluation.METRICS,
+        measured=measured,
+        means=evaluation.means,
+        viewer=viewer,
+        error=error,
+    )
 
 
 def _save_rule(store: RelevanceStore, action: str, key: str, text: Callable[[str], str]) -> str:

@@ -604,3 +604,27 @@ def test_the_relevance_page_edits_a_boost_in_place(tmp_path: Path) -> None:
     assert cache.get().boosts == (Boost("source", "wiki", 0.5, boost.id),)
     refused = web.post("/admin/relevance", data={**edit, "factor": "1"})
     assert refused.status_code == 400 and "The factor" in refused.text and cache.get().boosts[0].factor == 0.5
+
+
+def test_the_measure_page_lists_the_judged_sets_and_opens_no_other_path(tmp_path: Path) -> None:
+    judged = tmp_path / "judged"
+    (judged / "intranet").mkdir(parents=True)
+    (judged / "intranet" / "queries.tsv").write_text("q1\tkeyword\tholiday form\n")
+    (judged / "intranet" / "qrels.txt").write_text("q1 0 /holiday.html 2\n")
+    (judged / "half").mkdir()  # no judgments: not a set
+    (judged / "half" / "queries.tsv").write_text("q1\tkeyword\tx\n")
+    web, _csrf = admin_client(tmp_path, judged_dir=judged)
+    page = web.get("/admin/relevance/measure")
+    assert page.status_code == 200 and "<option selected>intranet</option>" not in page.text
+    assert re.findall(r'<select name="set">(.*?)</select>', page.text) == ["<option>intranet</option>"]
+    for name in ("half", "../judged/intranet", "nothing"):
+        assert web.get("/admin/relevance/measure", params={"set": name}).status_code == 404
+    (tmp_path / "other").mkdir()
+    empty = admin_client(tmp_path / "other", judged_dir=tmp_path / "none")[0].get("/admin/relevance/measure")
+    assert "No judged sets yet." in empty.text
+
+
+def test_the_measure_page_is_the_administrations() -> None:
+    app = create_app(unit_config(Path("/nonexistent"), relevance_sync_at_start=False))
+    answer = TestClient(app, base_url="http://127.0.0.1").get("/admin/relevance/measure", follow_redirects=False)
+    assert answer.status_code in (303, 404)  # to the sign-in, or the administration is off
