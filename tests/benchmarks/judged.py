@@ -1,0 +1,147 @@
+"""Search quality on the judged sets (issue 75): the shared corpora's Sphinx site (Scipy Lecture
+Notes) and the Nutch Javadoc crawled into a development Solr, then each judged set of
+tests/search/judged/ searched as the search page searches (`scrapy relevance`'s code) under the
+page's ranking and under the plain baseline (the content field alone), with the figures per kind
+of query and the paired test between them.
+
+    .venv/bin/python -m tests.benchmarks.judged --out bench-judged
+    .venv/bin/python -m tests.benchmarks.judged --out bench-after --before bench-judged   # after a change
+
+``--before DIR``: a previous run's folder; its saved runs (``<set>-page.run``) are scored beside
+this one's page ranking, with the paired test (before/after a change of the configset, the
+schema or the crawl). Each run starts a new Solr core from the repository's configset and crawls
+both sites from an empty data folder, so a change of either is measured whole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pysolr
+
+from searchcrawl.access.decision import Principals
+from searchcrawl.dev.solr_runner import DevSolr, free_port
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.rules.relevance import Rules
+from searchcrawl.search.evaluation import (
+    QueryScore,
+    by_kind,
+    compare,
+    means,
+    read_qrels,
+    read_queries,
+    read_run,
+    score_run,
+    write_run,
+)
+from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.web.search_page import judged_run
+from tests.benchmarks.measure import python_path, run_measured
+from tests.benchmarks.real_sites import RealSite
+from tests.benchmarks.synthetic import nginx
+from tests.conftest import ROOT
+
+JUDGED = ROOT / "tests" / "search" / "judged"
+# judged set: (real site, source name)
+SETS = {"scipy-lectures": ("sphinx", "scipy"), "nutch": ("nutch", "nutch")}
+RANKINGS = ("page", "plain")
+TARGET_OVER_BEFORE = 1.15  # nDCG@10 over today's (issue 75)
+
+
+def crawl(site: RealSite, source: str, work: Path, solr_url: str) -> dict[str, Any]:
+    """One `scrapy crawl` of ``site`` (served by nginx) as source ``source``."""
+    with nginx(site.root, work / f"nginx-{source}") as server:
+        sources = work / "sources"
+        sources.mkdir(parents=True, exist_ok=True)
+        (sources / f"{source}.toml").write_text(f'seeds = ["{server.url}{site.seed}"]\nmax_depth = 20\n', encoding="utf-8")
+        env = dict(
+            os.environ,
+            SEARCHCRAWL_SOURCES_DIR=str(sources),
+            SEARCHCRAWL_DATA_DIR=str(work / "data"),
+            SOLR_URL=solr_url,
+            SEARCHCRAWL_DB_URL="",
+            PYTHONPATH=python_path(ROOT),
+        )
+        measured = run_measured([sys.executable, "-m", "scrapy", "crawl", source, "-s", "LOG_LEVEL=WARNING"], ROOT, env)
+        return {"seconds": round(measured.seconds, 1), "requests": len(server.arrivals())}
+
+
+def figures(scores: list[QueryScore]) -> dict[str, dict[str, float]]:
+    return {
+        kind: {"queries": len(group), **{k: round(v, 4) for k, v in means(group).items()}}
+        for kind, group in by_kind(scores).items()
+    }
+
+
+def print_table(title: str, found: dict[str, dict[str, dict[str, float]]]) -> None:
+    print(f"\n{title}")
+    print(
+        f"{'kind':<14} {'queries':>7} " + " ".join(f"{ranking + ' nDCG@10':>15} {ranking + ' MRR@10':>14}" for ranking in found)
+    )
+    kinds = next(iter(found.values()))
+    for kind in kinds:
+        cells = " ".join(f"{found[r][kind]['ndcg@10']:>15.3f} {found[r][kind]['mrr@10']:>14.3f}" for r in found)
+        print(f"{kind:<14} {int(kinds[kind]['queries']):>7} {cells}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="")
+    parser.add_argument("--before", default="", help="a previous run's folder, compared with this one")
+    parser.add_argument("--sets", default=",".join(SETS))
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="searchcrawl-judged-"))
+    out = Path(args.out or work / "results")
+    out.mkdir(parents=True, exist_ok=True)
+    solr = DevSolr(work / "solr", free_port(), heap="1g")
+    core = solr.start(timeout=600)
+    report: dict[str, Any] = {"sets": {}}
+    try:
+        index = TrimmedIndex(SolrIndex(core, timeout=60), Principals.anonymous())
+        for name in args.sets.split(","):
+            site_name, source = SETS[name]
+            site = RealSite.unpack(site_name, work / f"site-{name}")
+            crawled = crawl(site, source, work, core)
+            pysolr.Solr(core, timeout=120).commit()  # the last pushes searchable now
+            queries = read_queries((JUDGED / name / "queries.tsv").read_text(encoding="utf-8"))
+            judgments = read_qrels((JUDGED / name / "qrels.txt").read_text(encoding="utf-8"))
+            scores = {}
+            for ranking in RANKINGS:
+                ranked, _sources = judged_run(index, queries, source, Rules(), ranking)
+                (out / f"{name}-{ranking}.run").write_text(write_run(ranked, ranking), encoding="utf-8")
+                scores[ranking] = score_run(queries, judgments, ranked)
+            entry: dict[str, Any] = {
+                "crawl": crawled,
+                "figures": {ranking: figures(found) for ranking, found in scores.items()},
+                "page_vs_plain": [row.__dict__ for row in compare(scores["plain"], scores["page"])],
+                "first_answers": {item.query.qid: item.first_answer for item in scores["page"]},
+            }
+            print_table(f"{name}: {crawled['requests']} requests crawled in {crawled['seconds']} s", entry["figures"])
+            if args.before:
+                earlier = Path(args.before) / f"{name}-page.run"
+                before = score_run(queries, judgments, read_run(earlier.read_text(encoding="utf-8")))
+                entry["before"] = figures(before)
+                entry["page_vs_before"] = [row.__dict__ for row in compare(before, scores["page"])]
+                print_table(
+                    f"{name}: before ({args.before}) and now", {"before": entry["before"], "now": entry["figures"]["page"]}
+                )
+                ratio = means(scores["page"])["ndcg@10"] / max(means(before)["ndcg@10"], 1e-9)
+                entry["ndcg_over_before"] = round(ratio, 3)
+                print(f"nDCG@10 now / before: {ratio:.3f} (target {TARGET_OVER_BEFORE})")
+            for row in entry["page_vs_plain"]:
+                print(f"  page vs plain {row['metric']}: {row['before']:.3f} -> {row['after']:.3f}, p = {row['p']:.4f}")
+            report["sets"][name] = entry
+            (out / "results.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    finally:
+        solr.stop()
+    print(f"results in {out}")
+
+
+if __name__ == "__main__":
+    main()
