@@ -60,6 +60,7 @@ from searchcrawl.rules.boundary import ScopeDecision
 from searchcrawl.rules.chain import RuleChain, RuleStep
 from searchcrawl.rules.display_urls import DisplayUrls
 from searchcrawl.rules.lifecycle import Event
+from searchcrawl.rules.navigation_pages import navigation_pattern
 from searchcrawl.rules.redirect_policy import TEMPORARY, RedirectVerdict, decide_redirect
 from searchcrawl.rules.status_codes import Status, describe, describe_failure, status_for_exception
 from searchcrawl.rules.urls import canonical
@@ -406,6 +407,11 @@ async def page_lines(crawler: Crawler, url: str, depth: int, leaves_boundary: bo
     if soft is not None:  # the crawl reads no further: not indexed, no links followed
         return [*lines, soft]
     lines.append(f"soft error:    none{not_found_note(response)}")
+    navigation = navigation_pattern(response.url, spider.source.settings.navigation_pages)
+    if navigation is not None:
+        lines.append(
+            f"navigation:    a navigation page or a copy ({navigation!r} of navigation_pages): the crawl follows its links and does not index it (917)"
+        )
     if "noindex" in spider.robots_directives(response):
         lines.append("robots meta:   noindex: the crawl follows its links and does not index it")
     if spider.source.settings.main_text:

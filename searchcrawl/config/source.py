@@ -53,7 +53,7 @@ BUILT_IN_AGENTS = {
 }
 # keys about web sites only: refused in a source of another type, where they would do nothing
 WEB_ONLY_KEYS = (
-    *("seeds", "seed_files", "spider_class", "obey_robots_meta", "url_rewriter"),
+    *("seeds", "seed_files", "spider_class", "obey_robots_meta", "navigation_pages", "url_rewriter"),
     *("auth", "proxy", "tls", "render_js", "render_rules", "render_wait", "render_selector", "render_delay_ms"),
     *("render_timeout", "render_min_text", "render_pages", "orphans", "recheck_gone_days", "sitemaps"),
     *("sitemaps_from_robots", "trust_sitemap_lastmod", "sitemap_trust_days", "delay", "delay_rules"),
@@ -405,6 +405,11 @@ class SourceSettings(ScopeRules):
     obey_robots: bool = True
     robots_agent: str = "searchcrawl"
     obey_robots_meta: bool = True
+    # URL path patterns of pages kept out of the index, their links followed (None: the
+    # generators' recognisable ones, rules/navigation_pages.py DEFAULT; []: none)
+    navigation_pages: (
+        Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=500)]], Field(max_length=200)] | None
+    ) = None
     url_rewriter: str | None = None
     display_urls: list[DisplayUrlRule] = Field(default_factory=list)
     auth: list[SiteAuth] = Field(default_factory=list)

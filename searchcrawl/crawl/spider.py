@@ -51,6 +51,7 @@ from searchcrawl.crawl.signals import url_outcome
 from searchcrawl.rules.chain import RuleStep
 from searchcrawl.rules.filters import FilterSet
 from searchcrawl.rules.lifecycle import REDIRECT_STATUSES, Delta, Event, Outcome
+from searchcrawl.rules.navigation_pages import navigation_pattern
 from searchcrawl.rules.rendering import empty_shell
 from searchcrawl.rules.robots_meta import robots_directives
 from searchcrawl.rules.status_codes import UNCOUNTED_FAILURES, Status, describe_failure, status_for_exception, status_for_ignored
@@ -338,6 +339,8 @@ class SourceSpider(Spider):
         modified. Another: an atomic update of its access fields alone, cached and pushed as any
         document, its content not read again (changed). Unknown: it leaves the index (927)."""
         url = response.url
+        if self.kept_out_as_navigation(url, depth, via):  # a rule newer than its indexing
+            return
         try:
             access = self.access_of(url, response.meta)
         except AccessUnreadable as exc:
@@ -497,6 +500,8 @@ class SourceSpider(Spider):
         """A PDF, office or other file: its document for the converters (AttributesPipeline), no
         links followed out of it; or, of a type not read, its outcome."""
         file_name = urlsplit(response.url).path.rsplit("/", 1)[-1]
+        if self.kept_out_as_navigation(response.url, depth, record.get("via")):
+            return
         if tika_configured(self.crawler.settings) or detect_kind(response.body, mimetype, file_name) is not None:
             yield self.document(response, depth, headers, record, body=response.body)
             return
@@ -507,11 +512,15 @@ class SourceSpider(Spider):
     def parse_document(self, response: TextResponse, depth: int, headers: dict[str, str]) -> Iterator[Any]:
         """Yield the document's item and the requests for its links, as its robots directives allow."""
         previous = response.meta.get(PREVIOUS)
+        navigation = self.kept_out_as_navigation(response.url, depth, redirected_from(response.meta, response.url))
         if mimetype_of(headers.get("content-type")) == "text/plain":
-            yield CrawledDocument(self.source.name, response.url, depth, headers, text=response.text, previous=previous)
+            if not navigation:
+                yield CrawledDocument(self.source.name, response.url, depth, headers, text=response.text, previous=previous)
             return
         directives = self.robots_directives(response)
-        if "noindex" in directives:
+        if navigation:
+            pass  # its links are followed below
+        elif "noindex" in directives:
             via = redirected_from(response.meta, response.url)
             self.report(response.url, Event.GONE, Status.NOINDEX, "robots noindex", depth, via=via)
         else:
@@ -532,6 +541,18 @@ class SourceSpider(Spider):
             request = self.link_request(url, depth + 1)
             if request is not None:
                 yield request
+
+    def kept_out_as_navigation(self, url: str, depth: int, via: str | None) -> bool:
+        """Whether ``url`` is a navigation page or a copy (the source's ``navigation_pages``,
+        rules/navigation_pages.py): then reported as kept out of the index (917)."""
+        pattern = navigation_pattern(url, self.source.settings.navigation_pages)
+        if pattern is None:
+            return False
+        self.report(
+            url, Event.GONE, Status.NAVIGATION_PAGE, f"navigation page or copy (navigation_pages: {pattern})", depth, via=via
+        )
+        logger.debug("Not indexed (navigation page, %s): %s", pattern, url)
+        return True
 
     def robots_directives(self, response: TextResponse) -> frozenset[str]:
         if not self.source.settings.obey_robots_meta:

@@ -77,6 +77,7 @@ INDEXING_RULES: dict[str, str] = {
     "checksum_of": "checksum_of",
     "soft_errors": "the [soft_errors] rules",
     "obey_robots_meta": "obey_robots_meta",
+    "navigation_pages": "navigation_pages",
     "index_without_text": "index_without_text",
     "ocr": "ocr",
     "ocr_languages": "ocr_languages",

@@ -31,6 +31,7 @@ class Status(IntEnum):
     ORPHAN = 914
     SITEMAP_UNCHANGED = 915
     LEFT_REPOSITORY = 916
+    NAVIGATION_PAGE = 917
 
     UNSUPPORTED_TYPE = 920
     CONVERSION_FAILED = 921
@@ -71,6 +72,8 @@ CRAWLER_CODES: dict[Status, str] = {
     Status.EXCLUDED_FILTER: "excluded by a scope filter",
     Status.EXCLUDED_REWRITER: "dropped by the source's URL rewriter",
     Status.NOINDEX: "fetched, kept out of the index by robots noindex",
+    Status.NAVIGATION_PAGE: "fetched, kept out of the index as a navigation page or a copy (navigation_pages; its links "
+    "are followed)",
     Status.DUPLICATE: "same content as another URL of the source, indexed there",
     Status.UNCHANGED: "unchanged since the last crawl (304 or same checksum)",
     Status.DISPLAY_URL_CONFLICT: "its display URL belongs to another URL of the source, indexed there",

@@ -182,6 +182,35 @@ def test_robots_meta_noindex_and_nofollow(crawler_of) -> None:
     assert len(documents) == 1 and requests == []
 
 
+def test_a_navigation_page_is_kept_out_with_its_links_followed_and_a_copy_too(crawler_of) -> None:
+    crawler = crawler_of()
+    spider = spider_of(crawler)
+    reports = Reports(crawler)
+    documents, requests = split(list(spider.parse(html("http://h.test/api/class-use/Injector.html"))))
+    assert documents == [] and len(requests) == 6  # the site is reached through them
+    copy = "http://h.test/_sources/index.rst.txt"
+    text = TextResponse(copy, body=b"Home\n====\n", headers={"Content-Type": "text/plain"}, request=request(copy))
+    assert list(spider.parse(text)) == []
+    # a 304 of a page indexed before the rule: it leaves the index
+    old = "http://h.test/api/index-all.html"
+    unchanged = HtmlResponse(
+        old, status=304, body=b"", request=request(old, 1, **{PREVIOUS: {"checksum": "c", "state": "indexed"}})
+    )
+    assert list(spider.parse(unchanged)) == []
+    assert [(url, o.event, o.status, o.reason) for url, o in reports.seen] == [
+        (
+            "http://h.test/api/class-use/Injector.html",
+            Event.GONE,
+            Status.NAVIGATION_PAGE,
+            "navigation page or copy (navigation_pages: */class-use/*)",
+        ),
+        (copy, Event.GONE, Status.NAVIGATION_PAGE, "navigation page or copy (navigation_pages: */_sources/*)"),
+        (old, Event.GONE, Status.NAVIGATION_PAGE, "navigation page or copy (navigation_pages: */index-all.html)"),
+    ]
+    everything = spider_of(crawler_of(SOURCE + "navigation_pages = []\n"))
+    assert len(split(list(everything.parse(html("http://h.test/api/class-use/Injector.html"))))[0]) == 1
+
+
 def test_a_plain_text_document(crawler_of) -> None:
     spider = spider_of(crawler_of())
     url = "http://h.test/notes.txt"

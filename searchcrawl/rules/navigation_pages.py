@@ -1,0 +1,54 @@
+"""Navigation pages and copies, kept out of the index by rule (issue 75): pages a documentation
+generator makes to move around its pages, or copies of them, which answer no question yet match
+every word of the pages they list or copy, and crowd the hits (measured on the judged sets,
+tests/benchmarks/README.md "Search quality").
+
+A source's ``navigation_pages`` is a list of URL path patterns (fnmatch: ``*`` crosses ``/``),
+matched against the path of a page; by default the ones recognisable by their generator's fixed
+names (``DEFAULT``): Javadoc's lists and indexes (``class-use/``, ``allclasses``, ``index-all``,
+``index-files/``, the trees, ``package-use``, the deprecated, constant and serialized lists, its
+help page) and Sphinx's (the ``_sources/`` copies of every page's source text, the general and
+module indexes). ``navigation_pages = []`` indexes them all. A matching page is fetched, its links
+followed (a Javadoc site is reached through them), and it is not indexed: status 917, as a robots
+``noindex`` page. The crawl and `scrapy explain` decide it here alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
+from urllib.parse import urlsplit
+
+DEFAULT: tuple[str, ...] = (
+    # Javadoc
+    "*/class-use/*",
+    "*/allclasses.html",
+    "*/allclasses-*.html",
+    "*/allclasses-index.html",
+    "*/allpackages-index.html",
+    "*/index-all.html",
+    "*/index-files/index-*.html",
+    "*/overview-tree.html",
+    "*/package-tree.html",
+    "*/package-use.html",
+    "*/deprecated-list.html",
+    "*/constant-values.html",
+    "*/serialized-form.html",
+    "*/help-doc.html",
+    # Sphinx
+    "*/_sources/*",
+    "*/genindex.html",
+    "*/py-modindex.html",
+)
+MAX_PATTERNS = 200
+MAX_PATTERN_CHARS = 500
+
+
+def navigation_pattern(url: str, patterns: Sequence[str] | None) -> str | None:
+    """The first of ``patterns`` (None: DEFAULT) that ``url``'s path matches, or None: the page
+    is indexed."""
+    path = urlsplit(url).path or "/"
+    for pattern in DEFAULT if patterns is None else patterns:
+        if fnmatchcase(path, pattern):
+            return pattern
+    return None
