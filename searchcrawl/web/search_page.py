@@ -30,7 +30,16 @@ from searchcrawl.index.indexer import IndexingError
 from searchcrawl.rules.relevance import URL_SCHEMES, Rules
 from searchcrawl.search.evaluation import JudgedQuery
 from searchcrawl.search.labels import facet_label, type_label
-from searchcrawl.search.query import MAX_QUERY_CHARS, ONE_URL_TAG, RANKINGS, search_params, snippet_of, term_filter, unique_hits
+from searchcrawl.search.query import (
+    MAX_QUERY_CHARS,
+    ONE_URL_TAG,
+    RANKINGS,
+    Ranking,
+    search_params,
+    snippet_of,
+    term_filter,
+    unique_hits,
+)
 from searchcrawl.search.relevance_params import boost_params, pinned_filter
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.spelling import spelling
@@ -481,20 +490,25 @@ def run_search(
 
 
 def judged_hits(
-    index: TrimmedIndex, text: str, source: str | None, rules: Rules | None, ranking: str = "page", depth: int = 50
+    index: TrimmedIndex, text: str, source: str | None, rules: Rules | None, ranking: str | Ranking = "page", depth: int = 50
 ) -> list[Hit]:
     """The hits a searcher sees for ``text`` on the search page, best bets first, ``depth`` of
     them, of ``source`` only if given: what a judged query measures (search/evaluation.py), asked
-    exactly as the page asks (``run_search``, trimmed) under the ranking ``ranking`` of
-    search/query.py's ``RANKINGS`` (its rules applied only where the ranking says so)."""
-    chosen = RANKINGS[ranking]
+    exactly as the page asks (``run_search``, trimmed) under the ranking ``ranking`` (a name of
+    search/query.py's ``RANKINGS``, or one of a benchmark's own; its rules applied only where the
+    ranking says so)."""
+    chosen = RANKINGS[ranking] if isinstance(ranking, str) else ranking
     request = SearchRequest(q=text[:MAX_QUERY_CHARS], filters=(("source", source),) if source else ())
     page = run_search(index, request, rows=depth, spellcheck=False, rules=rules if chosen.rules else None, ranking=chosen.params)
     return [*page.bets, *page.hits]
 
 
 def judged_run(
-    index: TrimmedIndex, queries: Sequence[JudgedQuery], source: str | None, rules: Rules | None, ranking: str = "page"
+    index: TrimmedIndex,
+    queries: Sequence[JudgedQuery],
+    source: str | None,
+    rules: Rules | None,
+    ranking: str | Ranking = "page",
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """(qid -> hit URLs, qid -> each hit's source) of every judged query (``judged_hits``): a
     run of `scrapy relevance` and of the relevance page's measure."""

@@ -22,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 import pysolr
 
@@ -40,6 +41,7 @@ from searchcrawl.search.evaluation import (
     score_run,
     write_run,
 )
+from searchcrawl.search.query import Ranking
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web.search_page import judged_run
 from tests.benchmarks.measure import python_path, run_measured
@@ -51,15 +53,27 @@ JUDGED = ROOT / "tests" / "search" / "judged"
 # judged set: (real site, source name)
 SETS = {"scipy-lectures": ("sphinx", "scipy"), "nutch": ("nutch", "nutch")}
 RANKINGS = ("page", "plain")
+
+
+def own_rankings(given: list[str]) -> dict[str, Ranking]:
+    """``NAME=PARAMS`` (a query string of Solr parameters) as rankings without rules."""
+    found = {}
+    for text in given:
+        name, _, params = text.partition("=")
+        found[name] = Ranking(dict(parse_qsl(params, keep_blank_values=True)), False, params)
+    return found
+
+
 TARGET_OVER_BEFORE = 1.15  # nDCG@10 over today's (issue 75)
 
 
-def crawl(site: RealSite, source: str, work: Path, solr_url: str) -> dict[str, Any]:
-    """One `scrapy crawl` of ``site`` (served by nginx) as source ``source``."""
+def crawl(site: RealSite, source: str, work: Path, solr_url: str, extra: str = "") -> dict[str, Any]:
+    """One `scrapy crawl` of ``site`` (served by nginx) as source ``source`` (``extra``: more
+    lines of its source file)."""
     with nginx(site.root, work / f"nginx-{source}") as server:
         sources = work / "sources"
         sources.mkdir(parents=True, exist_ok=True)
-        (sources / f"{source}.toml").write_text(f'seeds = ["{server.url}{site.seed}"]\nmax_depth = 20\n', encoding="utf-8")
+        (sources / f"{source}.toml").write_text(f'seeds = ["{server.url}{site.seed}"]\nmax_depth = 20\n{extra}', encoding="utf-8")
         env = dict(
             os.environ,
             SEARCHCRAWL_SOURCES_DIR=str(sources),
@@ -95,6 +109,10 @@ def main() -> None:
     parser.add_argument("--out", default="")
     parser.add_argument("--before", default="", help="a previous run's folder, compared with this one")
     parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--source-lines", default="", help="more lines of each source file, e.g. 'navigation_pages = []'")
+    parser.add_argument(
+        "--ranking", action="append", default=[], metavar="NAME=PARAMS", help="another ranking: Solr parameters as a query string"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="searchcrawl-judged-"))
     out = Path(args.out or work / "results")
@@ -107,13 +125,15 @@ def main() -> None:
         for name in args.sets.split(","):
             site_name, source = SETS[name]
             site = RealSite.unpack(site_name, work / f"site-{name}")
-            crawled = crawl(site, source, work, core)
+            crawled = crawl(site, source, work, core, args.source_lines.replace("\\n", "\n") + "\n")
             pysolr.Solr(core, timeout=120).commit()  # the last pushes searchable now
             queries = read_queries((JUDGED / name / "queries.tsv").read_text(encoding="utf-8"))
             judgments = read_qrels((JUDGED / name / "qrels.txt").read_text(encoding="utf-8"))
             scores = {}
-            for ranking in RANKINGS:
-                ranked, _sources = judged_run(index, queries, source, Rules(), ranking)
+            rankings: dict[str, str | Ranking] = {known: known for known in RANKINGS}
+            rankings.update(own_rankings(args.ranking))
+            for ranking, chosen in rankings.items():
+                ranked, _sources = judged_run(index, queries, source, Rules(), chosen)
                 (out / f"{name}-{ranking}.run").write_text(write_run(ranked, ranking), encoding="utf-8")
                 scores[ranking] = score_run(queries, judgments, ranked)
             entry: dict[str, Any] = {
