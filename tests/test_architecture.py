@@ -242,6 +242,10 @@ RAW_CLIENT_TAKERS: dict[tuple[str, str], str] = {
     ("searchcrawl.web.relevance_views", "TrimmedIndex"): "why this hit is here, as the searcher sees it",
     ("searchcrawl.web.context", "TrimmedIndex"): "suggestions of titles and past searches, as the searcher may read",
     ("searchcrawl.commands.search", "TrimmedIndex"): "`scrapy search [--as USER]`: the searcher's query",
+    (
+        "searchcrawl.commands.relevance",
+        "TrimmedIndex",
+    ): "`scrapy relevance [--as USER]`: judged queries, as the searcher searches",
     ("searchcrawl.commands.demo", "TrimmedIndex"): "`scrapy demo`'s searches of the example site, as the public",
     (
         "searchcrawl.web.context",

@@ -11,7 +11,7 @@ password of theirs is asked). A directory that does not answer leaves the public
 and says so on stderr.
 
 As on the web search page: the administrator's best bets, boosts and demotions (the relevance
-page, searchcrawl/rules/relevance.py) are read from the project's database, the best bets printed
+page, searchcrawl/rules/ranking_rules.py) are read from the project's database, the best bets printed
 above the hits (those the searcher may read: ``best_bets``, trimmed as every search), the
 boosts applied (search/relevance_params.py ``boost_params``), and Solr applies the synonyms and
 stopwords itself. A database that cannot be read leaves the order Solr's own, said on stderr."""
@@ -30,7 +30,7 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import directory_of
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.ops.terminal import printable
-from searchcrawl.rules.relevance import Boost, Rules
+from searchcrawl.rules.ranking_rules import Boost, Rules
 from searchcrawl.search.query import matching, search_params, snippet_of, unique_hits
 from searchcrawl.search.relevance_params import boost_params
 from searchcrawl.search.searcher import TrimmedIndex

@@ -1,6 +1,6 @@
 """The relevance rules' query side: the administrator's boosts and demotions as edismax ``boost``
 functions, and a best bet's pinned URLs as a filter (the rules themselves, validated, are
-searchcrawl/rules/relevance.py's; searcher.py asks Solr with them, under the searcher's trimming).
+searchcrawl/rules/ranking_rules.py's; searcher.py asks Solr with them, under the searcher's trimming).
 Nothing typed on the relevance page becomes query syntax: each value is a request parameter of its
 own after ``{!prefix f=url}`` or ``{!term f=...}`` (taken literally), or a URL pattern's every
 character but letters, digits and the wildcards escaped (``wildcard_term``); every number is
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from searchcrawl.rules.relevance import Boost
+from searchcrawl.rules.ranking_rules import Boost
 from searchcrawl.search.query import term_filter
 
 DAY_MS = 86_400_000

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from searchcrawl.rules import relevance
-from searchcrawl.rules.relevance import Boost
+from searchcrawl.rules import ranking_rules
+from searchcrawl.rules.ranking_rules import Boost
 from searchcrawl.search.query import MAX_QUERY_CHARS, TIME_ALLOWED_MS, UF, search_params, term_filter, unique_hits
 from searchcrawl.search.relevance_params import boost_params
 from searchcrawl.search.searcher import TrimmedIndex
@@ -30,7 +30,7 @@ MAX_DEPTH = 10  # explanation levels read
 MAX_LINES = 200  # lines shown
 MAX_TARGET_CHARS = 8192
 NOT_SHOWN = "This document is not among the hits this search can show."
-URL_SCHEMES = tuple(f"{scheme}:" for scheme in relevance.URL_SCHEMES)  # a target that is a URL
+URL_SCHEMES = tuple(f"{scheme}:" for scheme in ranking_rules.URL_SCHEMES)  # a target that is a URL
 # "weight(title:harbour in 12) [SchemaSimilarity], result of:"; a phrase: weight(content:"a b" in 3)
 WEIGHT = re.compile(r"weight\((?P<field>[^:()\s]+):(?P<term>.*) in \d+\)(?: \[[^\]]*\])?, result of:", re.DOTALL)
 MAX_PLUS = re.compile(r"max plus (?P<tie>[0-9.eE+-]+) times others of:")
@@ -199,7 +199,7 @@ def _partial(results: Any) -> bool:
 def why(index: TrimmedIndex, query: str, target: str, boosts: Iterable[Boost] = ()) -> WhyPage:
     """Why the document ``target`` (a Solr id or a URL) is a hit of ``query`` for the searcher of
     ``index`` (what they may read: the same trimming as their search), or that it is not; scored
-    with the relevance page's ``boosts``, as the search page scores it (rules/relevance.py)."""
+    with the relevance page's ``boosts``, as the search page scores it (rules/ranking_rules.py)."""
     boosting = boost_params(boosts)
     query, target = query.strip()[:MAX_QUERY_CHARS], target.strip()
     page = WhyPage(query=query, target=target[:MAX_TARGET_CHARS])

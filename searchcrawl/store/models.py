@@ -293,7 +293,7 @@ api_tokens = Table(
 
 
 # --- Relevance administration (issue 59; searchcrawl/store/relevance_rules.py) ----------------------------
-# Set on the web application's relevance page, read by every search (searchcrawl/rules/relevance.py).
+# Set on the web application's relevance page, read by every search (searchcrawl/rules/ranking_rules.py).
 
 # A best bet: queries (one a line, normalised: case- and whitespace-folded) -> URLs pinned above the
 # hits, in order (one a line); shown from starts_at (None: at once) until ends_at (None: for ever,

@@ -1,13 +1,13 @@
 """The relevance rules in the project's database: best bets, boosts and demotions, synonyms and
 stopwords (tables relevance_*, migration 0016; a best bet's start and end, 0022). The rules are validated before they get here
-(searchcrawl/rules/relevance.py); each kind is bounded (``LIMITS``), so a search reads a bounded
+(searchcrawl/rules/ranking_rules.py); each kind is bounded (``LIMITS``), so a search reads a bounded
 set, and an administrator who reaches a limit is told so."""
 
 from __future__ import annotations
 
 from sqlalchemy import Table, delete, func, insert, select, update
 
-from searchcrawl.rules.relevance import BestBet, Boost, RelevanceError, Rules
+from searchcrawl.rules.ranking_rules import BestBet, Boost, RelevanceError, Rules
 from searchcrawl.store.database import Database, as_utc, now
 from searchcrawl.store.models import relevance_bets, relevance_boosts, relevance_stopwords, relevance_synonyms
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy import and_, bindparam, case, delete, func, insert, literal_column, select, update
 
-from searchcrawl.rules.relevance import normal_query, printable
+from searchcrawl.rules.ranking_rules import normal_query, printable
 from searchcrawl.store.database import Database, as_utc, now
 from searchcrawl.store.models import search_clicks, searches
 

@@ -59,7 +59,7 @@ from urllib.parse import urlencode, urlsplit
 
 from sqlalchemy.exc import OperationalError
 
-from searchcrawl.rules.relevance import URL_SCHEMES, printable
+from searchcrawl.rules.ranking_rules import URL_SCHEMES, printable
 from searchcrawl.store.database import now
 from searchcrawl.store.searches import (
     MAX_COMPLETIONS,

@@ -32,7 +32,7 @@ from searchcrawl.ops.launchers import Launcher
 from searchcrawl.ops.metrics import ProjectCollector
 from searchcrawl.ops.run_control import ACTIONS
 from searchcrawl.ops.stalls import stalls
-from searchcrawl.rules import relevance
+from searchcrawl.rules import ranking_rules
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.search import suggestions
@@ -154,8 +154,8 @@ class WebContext:
         # and each valid token's rate: checked on the event loop (a lock held for a few
         # arithmetic operations, nothing that waits)
         self.rate_limit = api.RateLimit(self.config.api_rate, self.config.api_burst)
-        # the relevance rules every search applies (relevance.py): cached, failing open
-        self.relevance = relevance.RuleCache(self._read_rules, self.config.relevance_ttl)
+        # the relevance rules every search applies (ranking_rules.py): cached, failing open
+        self.relevance = ranking_rules.RuleCache(self._read_rules, self.config.relevance_ttl)
         self._sync_lock = threading.Lock()  # one push of synonyms and stopwords to Solr at a time
         self._reader: Database | None = None
         # query analytics: a background writer, so a search never waits for the database
@@ -199,7 +199,7 @@ class WebContext:
                     self._reader = database
             return database
 
-    def _read_rules(self) -> relevance.Rules:
+    def _read_rules(self) -> ranking_rules.Rules:
         return RelevanceStore(self._rules_database()).rules()
 
     def sync_relevance(self) -> bool:
@@ -209,7 +209,7 @@ class WebContext:
         earlier one, having read the database after it, deleted."""
         with self._sync_lock:
             store = RelevanceStore(self._rules_database())
-            synonyms = relevance.synonym_map(terms for _id, terms in store.synonyms())
+            synonyms = ranking_rules.synonym_map(terms for _id, terms in store.synonyms())
             return managed.sync(self.solr, synonyms, store.stopwords())
 
     @property

@@ -1,5 +1,5 @@
 """The relevance views of the administration: the rules (best bets, boosts, synonyms, stopwords:
-relevance.py, store/relevance_rules.py) with their forms, why a document is a hit (why.py), and
+ranking_rules.py, store/relevance_rules.py) with their forms, why a document is a hit (why.py), and
 the search's quality measured on judged query sets (search/evaluation.py, as `scrapy relevance`).
 Synonyms and stopwords are pushed to Solr when they change and when the application starts."""
 
@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.index.indexer import IndexingError
-from searchcrawl.rules import relevance
+from searchcrawl.rules import ranking_rules
 from searchcrawl.search import evaluation, why
 from searchcrawl.search.query import RANKINGS
 from searchcrawl.search.searcher import TrimmedIndex
@@ -53,7 +53,7 @@ async def why_page(ctx: WebContext, request: Request) -> Response:
 async def relevance_page(
     ctx: WebContext, request: Request, error: str = "", code: int = 200, posted: dict[str, str] | None = None
 ) -> Response:
-    """The relevance rules (relevance.py) with forms to add, edit and delete them: ``?edit=bets``
+    """The relevance rules (ranking_rules.py) with forms to add, edit and delete them: ``?edit=bets``
     (or ``boosts``) ``&key=ID`` fills a rule's form with it, to be saved in place; a form
     refused (``error``) comes back filled with what was ``posted``."""
     denied = await admin_gate(ctx, request)
@@ -65,7 +65,7 @@ async def relevance_page(
         return {"bets": store.bets(), "boosts": store.boosts(), "synonyms": store.synonyms(), "stopwords": store.stopwords()}
 
     rules = await in_thread(gather)
-    forms = relevance.rule_forms(posted or {})
+    forms = ranking_rules.rule_forms(posted or {})
     if posted is None and request.query_params.get("edit"):
         edit, key = request.query_params.get("edit", ""), request.query_params.get("key", "")
         found = {("bets", str(bet.id)): bet for bet in rules["bets"]} | {("boosts", str(b.id)): b for b in rules["boosts"]}
@@ -73,7 +73,7 @@ async def relevance_page(
         if rule is None:
             error, code = "No such rule (deleted already?).", 404
         else:
-            forms = relevance.rule_forms(relevance.edit_form(rule))
+            forms = ranking_rules.rule_forms(ranking_rules.edit_form(rule))
     return ctx.render(
         request,
         "relevance.html",
@@ -81,7 +81,7 @@ async def relevance_page(
         **rules,
         **forms,
         now=datetime.now(UTC),
-        kinds=relevance.BOOST_KINDS,
+        kinds=ranking_rules.BOOST_KINDS,
         ttl=ctx.config.relevance_ttl,
         error=error,
         flash=flash(ctx, request),
@@ -89,7 +89,7 @@ async def relevance_page(
 
 
 async def relevance_change(ctx: WebContext, request: Request) -> Response:
-    """Add, edit (in place: same rule) or delete a rule (validated by relevance.py); synonyms
+    """Add, edit (in place: same rule) or delete a rule (validated by ranking_rules.py); synonyms
     and stopwords are then pushed to Solr, which applies them at once."""
     denied = await admin_gate(ctx, request, post=True)
     if denied is not None:
@@ -107,20 +107,20 @@ async def relevance_change(ctx: WebContext, request: Request) -> Response:
         if action in ("add-bet", "edit-bet", "add-boost", "edit-boost"):
             message = _save_rule(store, action, key, text)
         elif action == "add-synonyms":
-            store.add_synonyms(relevance.parse_synonyms(text("terms")))
+            store.add_synonyms(ranking_rules.parse_synonyms(text("terms")))
             message, solr_side = "Synonyms added.", True
         elif action == "add-stopword":
-            store.add_stopword(relevance.parse_stopword(text("word")))
+            store.add_stopword(ranking_rules.parse_stopword(text("word")))
             message, solr_side = "Stopword added.", True
         elif action == "delete":
             kind = text("kind")
             if not store.delete(kind, key):
-                raise relevance.RelevanceError("No such rule (deleted already?).")
+                raise ranking_rules.RelevanceError("No such rule (deleted already?).")
             message, solr_side = "Deleted.", kind in ("synonyms", "stopwords")
         elif action == "push":
             message, solr_side = "Synonyms and stopwords checked.", True
         else:
-            raise relevance.RelevanceError("Not an action of this page.")
+            raise ranking_rules.RelevanceError("Not an action of this page.")
         ctx.relevance.changed()
         if solr_side:
             try:
@@ -134,7 +134,7 @@ async def relevance_change(ctx: WebContext, request: Request) -> Response:
 
     try:
         message = await in_thread(change)
-    except relevance.RelevanceError as exc:
+    except ranking_rules.RelevanceError as exc:
         posted = {name: str(value) for name, value in form.items() if name != "csrf"}
         return await relevance_page(ctx, request, error=str(exc), code=400, posted=posted)
     logger.info("Web administration: relevance %s: %s", action, message)
@@ -254,19 +254,19 @@ def _save_rule(store: RelevanceStore, action: str, key: str, text: Callable[[str
     (``edit-bet``, ``edit-boost``: the same rule, never deleted and added again), from the
     relevance page's form ``text``, validated alike; the message for the administrator."""
     if action.endswith("-bet"):
-        bet = relevance.parse_bet(text("queries"), text("urls"), text("start"), text("end"))
+        bet = ranking_rules.parse_bet(text("queries"), text("urls"), text("start"), text("end"))
         if action == "add-bet":
             store.add_bet(bet)
             return "Best bet added."
         saved, noun = store.update_bet(key, bet), "Best bet"
     else:
-        boost = relevance.parse_boost(text("kind"), text("value"), text("factor"))
+        boost = ranking_rules.parse_boost(text("kind"), text("value"), text("factor"))
         if action == "add-boost":
             store.add_boost(boost)
             return "Rule added."
         saved, noun = store.update_boost(key, boost), "Rule"
     if not saved:
-        raise relevance.RelevanceError("No such rule (deleted already?).")
+        raise ranking_rules.RelevanceError("No such rule (deleted already?).")
     return f"{noun} {key} saved."
 
 

@@ -27,7 +27,7 @@ from markupsafe import Markup, escape
 
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.index.indexer import IndexingError
-from searchcrawl.rules.relevance import URL_SCHEMES, Rules
+from searchcrawl.rules.ranking_rules import URL_SCHEMES, Rules
 from searchcrawl.search.evaluation import JudgedQuery
 from searchcrawl.search.labels import facet_label, type_label
 from searchcrawl.search.query import (
@@ -320,7 +320,7 @@ class SearchPage:
     facets: dict[str, list[FacetValue]] = field(default_factory=dict)
     suggestions: list[tuple[str, str]] = field(default_factory=list)  # (text, url)
     error: str = ""
-    bets: list[Hit] = field(default_factory=list)  # best bets above the hits (relevance.py)
+    bets: list[Hit] = field(default_factory=list)  # best bets above the hits (rules/ranking_rules.py)
     repeated: int = 0  # hits of this page left out of the list: best bets, shown above
 
     @property
@@ -415,7 +415,7 @@ def hit_of(doc: dict[str, Any], highlighting: dict[str, Any] | None) -> Hit:
 def best_bets(index: TrimmedIndex, urls: list[str]) -> list[Hit]:
     """The documents pinned at ``urls`` that the searcher of ``index`` may read, in ``urls``'
     order: asked of Solr with the searcher's trimming like every search (searcher.py), so one
-    they may not read is neither shown nor hinted at (rules/relevance.py)."""
+    they may not read is neither shown nor hinted at (rules/ranking_rules.py)."""
     if not urls:
         return []
     wanted, params = pinned_filter(urls)
@@ -451,7 +451,7 @@ def run_search(
     """Ask Solr for ``request``'s page of hits with its facets, of what the searcher of ``index``
     may read; when nothing matches, for spelling suggestions (Solr's spellcheck component, if the
     configset has it, search/spelling.py) that find something they may read. ``rows`` is the
-    application's page size, unless the request chose one. ``rules`` (rules/relevance.py): boosts
+    application's page size, unless the request chose one. ``rules`` (rules/ranking_rules.py): boosts
     applied to the hits, and on the first page the best bets of the query, above them.
     ``ranking``: Solr parameters over the /select handler's ranking defaults (search/query.py
     ``RANKINGS``: the judged sets' baseline, `scrapy relevance --ranking`)."""

@@ -24,7 +24,7 @@ from searchcrawl.commands.search import rules_of
 from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.rules.relevance import BestBet, Boost, Rules, parse_boost, synonym_map
+from searchcrawl.rules.ranking_rules import BestBet, Boost, Rules, parse_boost, synonym_map
 from searchcrawl.search.evaluation import JudgedQuery
 from searchcrawl.search.relevance_params import boost_params
 from searchcrawl.search.searcher import TrimmedIndex

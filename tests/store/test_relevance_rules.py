@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import Engine, inspect
 
-from searchcrawl.rules.relevance import BestBet, Boost, RelevanceError, parse_bet
+from searchcrawl.rules.ranking_rules import BestBet, Boost, RelevanceError, parse_bet
 from searchcrawl.store import Database
 from searchcrawl.store import relevance_rules as store_module
 from searchcrawl.store.database import SCHEMA_REVISION, create_db_engine, current_revision, upgrade_schema

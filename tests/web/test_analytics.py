@@ -151,19 +151,19 @@ def test_control_characters_are_spaces_in_what_is_logged() -> None:
 
 
 def test_one_normalization_and_one_list_of_link_schemes_for_analytics_best_bets_and_the_page() -> None:
-    from searchcrawl.rules import relevance
+    from searchcrawl.rules import ranking_rules
     from searchcrawl.store.searches import normalize
     from searchcrawl.web import search_page
 
     for query in ("  Harbour\x00 MASTER\x7f", "harbour\tmaster", "HARBOUR \x1f\x01 master"):
-        assert normalize(query) == relevance.normal_query(query) == "harbour master", repr(query)
+        assert normalize(query) == ranking_rules.normal_query(query) == "harbour master", repr(query)
     assert not hasattr(analytics, "CLICK_SCHEMES")
     signer = ClickSigner(b"k" * 32)
     for scheme in ("http", "https", "file", "ftp", "gopher", "mailto"):
         url = f"{scheme}://h.example/x"
         signed = {key: values[0] for key, values in parse_qs(signer.query("a" * 32, 1, url)).items()}
         shown = search_page.display_url({"url": url}) == url
-        assert (signer.check(signed) is not None) == shown == (scheme in relevance.URL_SCHEMES), scheme
+        assert (signer.check(signed) is not None) == shown == (scheme in ranking_rules.URL_SCHEMES), scheme
 
 
 def test_completions_come_from_memory_most_searched_first() -> None:

@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
-from searchcrawl.rules.relevance import BestBet, Boost, Rules
+from searchcrawl.rules.ranking_rules import BestBet, Boost, Rules
 from searchcrawl.search.suggestions import Suggestion
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens, TokenCheck
@@ -379,7 +379,7 @@ def test_api_searches_are_logged_as_the_pages_are_with_client_api(tmp_path: Path
 
 
 def test_the_api_applies_the_relevance_pages_boosts_and_best_bets(app: SimpleNamespace) -> None:
-    """One search, two clients: the page's boosts and best bets (relevance.py) reach the JSON
+    """One search, two clients: the page's boosts and best bets (ranking_rules.py) reach the JSON
     answer too, the best bet apart from the hits and not repeated among them."""
     rules = Rules(bets=(BestBet(("tugboat",), (DOC["url"],)),), boosts=(Boost("source", "harbour", 2.0),))
     app.web.relevance.get = lambda: rules

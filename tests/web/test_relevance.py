@@ -21,7 +21,7 @@ from starlette.testclient import TestClient
 from searchcrawl.access.decision import Principals, solr_trimming
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.rules.relevance import (
+from searchcrawl.rules.ranking_rules import (
     MAX_PINNED,
     BestBet,
     Boost,

@@ -1,5 +1,5 @@
 """``relevance_bets.starts_at`` and ``ends_at``: a best bet shown from a start until an end (both
-optional, UTC; searchcrawl/rules/relevance.py decides at query time whether a bet is active).
+optional, UTC; searchcrawl/rules/ranking_rules.py decides at query time whether a bet is active).
 
 Revision ID: 0022
 Revises: 0021
