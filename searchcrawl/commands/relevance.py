@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from scrapy.exceptions import UsageError
 
 from searchcrawl.commands.search import principals_of, rules_of
 from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.ops.terminal import printable
 from searchcrawl.search.click_judgments import judged_from_clicks, qrels_text, queries_text
 from searchcrawl.search.evaluation import (
     METRICS,
@@ -71,7 +73,10 @@ def report(scores: list[QueryScore], per_source: dict[str, list[QueryScore]]) ->
     lines += ["", f"{'query':<8} {'kind':<13} {'answer at':>9} {'nDCG@10':>8}  text"]
     for item in scores:
         rank = str(item.first_answer) if item.first_answer else "-"
-        lines.append(f"{item.query.qid:<8} {item.query.kind:<13} {rank:>9} {item.figures['ndcg@10']:>8.3f}  {item.query.text}")
+        text = printable(item.query.text)  # a query from the clicks is a searcher's: no terminal escape
+        lines.append(
+            f"{printable(item.query.qid):<8} {printable(item.query.kind):<13} {rank:>9} {item.figures['ndcg@10']:>8.3f}  {text}"
+        )
     return lines
 
 
@@ -86,7 +91,7 @@ def comparison_lines(before: list[QueryScore], after: list[QueryScore], before_n
 
 def read_text(path: str, what: str) -> str:
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8-sig")  # a byte order mark is no part of the first id
     except OSError as exc:
         raise UsageError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
 
@@ -133,9 +138,12 @@ class Command(ScrapyCommand):
         finally:
             database.close()
         found = judged_from_clicks(impressions, min_searches=min_searches)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "queries.tsv").write_text(queries_text(found.queries), encoding="utf-8")
-        (folder / "qrels.txt").write_text(qrels_text(found.judgments), encoding="utf-8")
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # the searchers' queries and the URLs they opened: readable by this user alone
+        for name, text in (("queries.tsv", queries_text(found.queries)), ("qrels.txt", qrels_text(found.judgments))):
+            descriptor = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+                stream.write(text)
         judged = sum(len(grades) for grades in found.judgments.values())
         print(
             f"{len(found.queries)} queries, {judged} judgments from {found.impressions} searches with a click "

@@ -22,7 +22,16 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 from scrapy.utils.misc import load_object
 
@@ -35,6 +44,7 @@ from searchcrawl.rules.boundary import EVERY_HOST, normalize_host
 from searchcrawl.rules.credentials import SiteAuth, origin_of
 from searchcrawl.rules.display_urls import DisplayUrlRule
 from searchcrawl.rules.filters import Filters
+from searchcrawl.rules.navigation_pages import check_pattern
 from searchcrawl.rules.notify_events import NotifyTable
 from searchcrawl.rules.politeness import DelayRule
 from searchcrawl.rules.proxies import ProxyRule
@@ -408,7 +418,11 @@ class SourceSettings(ScopeRules):
     # URL path patterns of pages kept out of the index, their links followed (None: the
     # generators' recognisable ones, rules/navigation_pages.py DEFAULT; []: none)
     navigation_pages: (
-        Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=500)]], Field(max_length=200)] | None
+        Annotated[
+            list[Annotated[str, StringConstraints(min_length=1, max_length=500), AfterValidator(check_pattern)]],
+            Field(max_length=200),
+        ]
+        | None
     ) = None
     url_rewriter: str | None = None
     display_urls: list[DisplayUrlRule] = Field(default_factory=list)

@@ -26,6 +26,7 @@ from searchcrawl.config.source import Source
 from searchcrawl.crawl.run import CrawlArguments, Run
 from searchcrawl.index.indexer import IndexingError, SolrIndex, found_documents
 from searchcrawl.rules.maintenance import INDEXING_RULES, recrawl_reasons, settings_fingerprint
+from searchcrawl.rules.navigation_pages import effective_patterns
 from searchcrawl.store import DocumentTable
 from searchcrawl.store.database import now, process_owner
 from searchcrawl.store.ledger import Ledger
@@ -47,6 +48,8 @@ def fingerprint(source: Source) -> dict[str, Any]:
             "filters": settings.filters.model_dump(mode="json"),
         }
     indexing = settings.model_dump(mode="json", include=set(INDEXING_RULES))
+    # the patterns in force, the default's too: a later version's new default is a changed rule
+    indexing["navigation_pages"] = effective_patterns(settings.navigation_pages)
     return settings_fingerprint(settings.index_dynamic_pages, settings.attributes, agent, indexing)
 
 

@@ -44,6 +44,19 @@ MAX_PATTERNS = 200
 MAX_PATTERN_CHARS = 500
 
 
+def effective_patterns(patterns: Sequence[str] | None) -> list[str]:
+    """The patterns in force: the source's, or DEFAULT."""
+    return list(DEFAULT if patterns is None else patterns)
+
+
+def check_pattern(pattern: str) -> str:
+    """A pattern as a source gives it, or ValueError: it is matched against a path, which starts
+    with ``/``, so one that starts with neither ``/`` nor ``*`` would never match."""
+    if not pattern.startswith(("/", "*")):
+        raise ValueError(f"{pattern!r} matches a URL's path: start it with / or *")
+    return pattern
+
+
 def navigation_pattern(url: str, patterns: Sequence[str] | None) -> str | None:
     """The first of ``patterns`` (None: DEFAULT) that ``url``'s path matches, or None: the page
     is indexed."""

@@ -49,22 +49,27 @@ class ClickSet:
     impressions: int  # searches with a click read
 
 
-def labels(impression: Impression, next_action: datetime | None) -> dict[str, int]:
-    """Each hit's label in one impression (see the module's docstring): URL -> 0, 1 or 2."""
-    found: dict[str, int] = {}
-    if not impression.clicks:
+def labels(impression: Impression, next_action: datetime | None) -> dict[str, tuple[str, int]]:
+    """Each page's label in one impression (see the module's docstring): its key (page_key) ->
+    (its URL, 0, 1 or 2); a page shown or opened twice is labelled once, its best label; a hit
+    without a URL says nothing."""
+    found: dict[str, tuple[str, int]] = {}
+    clicks = [(position, url, at) for position, url, at in impression.clicks if url]
+    if not clicks:
         return found
-    lowest = max(position for position, _url, _at in impression.clicks)
-    opened = {url for _position, url, _at in impression.clicks}
+    lowest = max(position for position, _url, _at in clicks)
+    opened = {page_key(url) for _position, url, _at in clicks}
     for offset, url in enumerate(impression.shown):
-        if impression.first + offset < lowest and url not in opened:
-            found[url] = 0
-    for number, (_position, url, at) in enumerate(impression.clicks):
-        ended = impression.clicks[number + 1][2] if number + 1 < len(impression.clicks) else next_action
-        if ended is None or ended - at >= timedelta(seconds=SATISFIED_SECONDS):
-            found[url] = 2
-        else:
-            found[url] = max(found.get(url, 0), 1)
+        key = page_key(url) if url else ""
+        if url and impression.first + offset < lowest and key not in opened:
+            found.setdefault(key, (url, 0))
+    for number, (_position, url, at) in enumerate(clicks):
+        ended = clicks[number + 1][2] if number + 1 < len(clicks) else next_action
+        if ended is not None and ended <= at:  # a search in another tab before it: unknown
+            ended = None
+        label = 2 if ended is None or ended - at >= timedelta(seconds=SATISFIED_SECONDS) else 1
+        key = page_key(url)
+        found[key] = (found[key][0] if key in found else url, max(label, found[key][1] if key in found else 0))
     return found
 
 
@@ -98,8 +103,7 @@ def judged_from_clicks(impressions: Sequence[Impression], min_searches: int = 3,
         searched[impression.normalized] = searched.get(impression.normalized, 0) + 1
         texts.setdefault(impression.normalized, impression.query)
         found = per_query.setdefault(impression.normalized, {})
-        for url, label in labels(impression, moment).items():
-            key = page_key(url)
+        for key, (url, label) in labels(impression, moment).items():
             urls.setdefault(key, url)
             found.setdefault(key, []).append(label)
     kept = sorted((query for query, count in searched.items() if count >= min_searches), key=lambda q: (-searched[q], q))

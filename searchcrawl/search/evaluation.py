@@ -28,16 +28,20 @@ Nothing here knows Solr or Scrapy: commands/relevance.py runs the searches.
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from w3lib.url import safe_url_string
+
+from searchcrawl.content.language_detection import import_numpy
+
 DEPTH = 10
 ANSWER = 2  # the grade of a page that answers the query
 GRADES = (0, 1, 2)
 TRIALS = 10_000
+ALL_KINDS = "all"  # the row of every query (no query's kind)
 METRICS = ("ndcg@10", "mrr@10", "recall@10", "success@1", "success@3")
 
 
@@ -67,13 +71,15 @@ def read_queries(text: str, origin: str = "queries") -> list[JudgedQuery]:
             qid, kind, query = parts
         else:
             raise JudgmentError(f"{origin}:{number}: expected qid<TAB>kind<TAB>text, got {len(parts)} fields")
-        qid, query = qid.strip(), query.strip()
+        qid, query, kind = qid.strip(), query.strip(), kind.strip()
         if not qid or not query:
             raise JudgmentError(f"{origin}:{number}: a query needs an id and a text")
+        if kind == ALL_KINDS or any(char.isspace() for char in qid):
+            raise JudgmentError(f"{origin}:{number}: {kind!r} is the name of every kind, and an id has no space")
         if qid in seen:
             raise JudgmentError(f"{origin}:{number}: query {qid} is given twice")
         seen.add(qid)
-        queries.append(JudgedQuery(qid, kind.strip(), query))
+        queries.append(JudgedQuery(qid, kind, query))
     return queries
 
 
@@ -103,22 +109,33 @@ def read_qrels(text: str, origin: str = "judgments") -> dict[str, dict[str, int]
 def page_key(docno_or_url: str) -> str:
     """What a judgment and a hit are matched by: a URL's host (lower-cased, port kept) with its
     path and query, or a path alone for a docno that is a path; ``/`` at the end read as
-    ``/index.html`` (a site's folder page is served under both names). The scheme is left out."""
-    parts = urlsplit(docno_or_url)
+    ``/index.html`` (a site's folder page is served under both names). The scheme is left out;
+    both sides percent-encoded alike (w3lib's ``safe_url_string``: a space, an accent, an IDN
+    host written either way match)."""
+    parts = urlsplit(safe_url_string(docno_or_url.strip()))
     path = parts.path or "/"
     if path.endswith("/"):
         path += "index.html"
     return parts.netloc.lower() + path + (f"?{parts.query}" if parts.query else "")
 
 
-def grade_of(url: str, judged: Mapping[str, int]) -> int | None:
-    """A hit's grade: its judgment by URL, else by path alone (a judged set of paths follows a
-    site to another host or port); None when not judged."""
+def judged_key(url: str, judged: Mapping[str, int]) -> str | None:
+    """The judgment a hit matches: by its URL, else by its path alone (a judged set of paths
+    follows a site to another host or port); None when not judged."""
     key = page_key(url)
-    found = judged.get(key)
-    if found is None and not key.startswith("/"):
-        found = judged.get(key[key.find("/") :] if "/" in key else "/index.html")
-    return found
+    if key in judged:
+        return key
+    if not key.startswith("/"):
+        path = key[key.find("/") :] if "/" in key else "/index.html"
+        if path in judged:
+            return path
+    return None
+
+
+def grade_of(url: str, judged: Mapping[str, int]) -> int | None:
+    """A hit's grade (``judged_key``'s judgment), None when not judged."""
+    key = judged_key(url, judged)
+    return None if key is None else judged[key]
 
 
 def write_run(ranked: Mapping[str, Sequence[str]], tag: str) -> str:
@@ -151,12 +168,14 @@ def read_run(text: str, origin: str = "run") -> dict[str, list[str]]:
 
 
 def grades_of(hits: Sequence[str], judged: Mapping[str, int]) -> list[int]:
-    """Each hit's grade (0 when not judged), a page counted once: a second hit of it gains nothing."""
+    """Each hit's grade (0 when not judged), a judgment counted once: a second hit matching it
+    (the same page again, or one path on two hosts) gains nothing."""
     found, seen = [], set()
     for hit in hits:
-        key = page_key(hit)
-        found.append(0 if key in seen else grade_of(hit, judged) or 0)
-        seen.add(key)
+        key = judged_key(hit, judged)
+        found.append(0 if key is None or key in seen else judged[key])
+        if key is not None:
+            seen.add(key)
     return found
 
 
@@ -212,7 +231,7 @@ def means(scores: Sequence[QueryScore]) -> dict[str, float]:
 
 def by_kind(scores: Sequence[QueryScore]) -> dict[str, list[QueryScore]]:
     """The scores of each kind of query, "all" first."""
-    groups: dict[str, list[QueryScore]] = {"all": list(scores)}
+    groups: dict[str, list[QueryScore]] = {ALL_KINDS: list(scores)}
     for item in scores:
         groups.setdefault(item.query.kind or "(none)", []).append(item)
     return groups
@@ -243,12 +262,14 @@ def by_source(
 
 def randomization_p(differences: Sequence[float], trials: int = TRIALS, seed: int = 0) -> float:
     """Two-sided p-value of the mean of paired ``differences`` being 0: the share of random sign
-    flips whose mean is at least as far from 0 (the observed arrangement counted, so never 0)."""
+    flips whose mean is at least as far from 0 (the observed arrangement counted, so never 0).
+    The flips are one seeded matrix (numpy): 10,000 trials of 2,000 queries take milliseconds."""
     if not differences:
         return 1.0
-    observed = abs(sum(differences))
-    rng = random.Random(seed)
-    as_far = sum(1 for _ in range(trials) if abs(sum(d if rng.random() < 0.5 else -d for d in differences)) >= observed - 1e-12)
+    np = import_numpy()
+    values = np.asarray(differences, dtype=float)
+    signs = np.random.default_rng(seed).choice(np.array([-1.0, 1.0]), size=(trials, len(values)))
+    as_far = int(np.count_nonzero(np.abs(signs @ values) >= abs(values.sum()) - 1e-12))
     return (as_far + 1) / (trials + 1)
 
 

@@ -32,7 +32,8 @@ from searchcrawl.store.models import search_clicks, searches
 MAX_NORMALIZED_CHARS = 200
 MAX_QUERY_CHARS = 1000
 MAX_FILTER_CHARS = 2000
-MAX_SHOWN_CHARS = 64 * 1024  # the hits a search showed (shown_json)
+MAX_SHOWN_CHARS = 16 * 1024  # the hits a search showed (shown_json)
+MAX_SHOWN = 50  # of them (a page shows 10, 20 or 50)
 MAX_IMPRESSIONS = 200_000  # searches read for click judgments at most (the newest)
 MAX_URL_CHARS = 8192
 MAX_PREFIX_CHARS = 100  # a completion's prefix
@@ -67,6 +68,8 @@ def shown_json(first: int, urls: Iterable[str]) -> str:
     kept: list[str] = []
     size = 30
     for url in urls:
+        if len(kept) >= MAX_SHOWN:
+            break
         url = printable(str(url)[:MAX_URL_CHARS])
         size += len(json.dumps(url)) + 1
         if size > MAX_SHOWN_CHARS:
@@ -219,7 +222,7 @@ class Searches:
                 searches.c.query,
                 searches.c.at,
                 searches.c.user_name,
-                searches.c.shown,
+                case((searches.c.clicks > 0, searches.c.shown), else_=None).label("shown"),
                 searches.c.clicks,
             )
             .where(self._in(period), searches.c.page == 1)

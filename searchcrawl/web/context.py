@@ -304,7 +304,8 @@ class WebContext:
             seconds * 1000,
             client,
             user,
-            shown=(page.first, [hit.url for hit in page.hits]),
+            # the first page's hits only: its clicks are what click judgments read
+            shown=(page.first, [hit.url for hit in page.hits]) if query.page == 1 else (1, ()),
         )
 
     def click_link(self, search_id: str, position: int, url: str) -> str:

@@ -6,7 +6,9 @@ Synonyms and stopwords are pushed to Solr when they change and when the applicat
 from __future__ import annotations
 
 import logging
+import os
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -144,7 +146,8 @@ async def relevance_change(ctx: WebContext, request: Request) -> Response:
 
 JUDGED_SET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 MAX_JUDGED_BYTES = 4 * 2**20  # of a judged set's file
-MAX_JUDGED_QUERIES = 2000  # each a search: a larger set is for `scrapy relevance`
+MAX_JUDGED_QUERIES = 500  # each a search (two with another ranking): a larger set is for `scrapy relevance`
+MEASURING = threading.Lock()  # one measure at a time: the searches share Solr and the threads with the search page
 
 
 def judged_sets(folder: Path | None) -> list[str]:
@@ -155,16 +158,19 @@ def judged_sets(folder: Path | None) -> list[str]:
     return sorted(
         entry.name
         for entry in folder.iterdir()
-        if JUDGED_SET_NAME.fullmatch(entry.name) and (entry / "queries.tsv").is_file() and (entry / "qrels.txt").is_file()
+        if JUDGED_SET_NAME.fullmatch(entry.name)
+        and not entry.is_symlink()
+        and all((entry / name).is_file() and not (entry / name).is_symlink() for name in ("queries.tsv", "qrels.txt"))
     )
 
 
 def _judged_text(path: Path) -> str:
-    with path.open("rb") as stream:
+    """A judged set's file, never through a link (a set is what its folder holds), bounded."""
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as stream:
         data = stream.read(MAX_JUDGED_BYTES + 1)
     if len(data) > MAX_JUDGED_BYTES:
         raise evaluation.JudgmentError(f"{path.name} is over {MAX_JUDGED_BYTES >> 20} MiB")
-    return data.decode("utf-8", "replace")
+    return data.decode("utf-8-sig", "replace")
 
 
 @dataclass
@@ -222,8 +228,18 @@ async def measure_page(ctx: WebContext, request: Request) -> Response:
                 found.compared = evaluation.compare(other, scores)
             return found
 
+        def measure_alone() -> Measured | None:
+            if not MEASURING.acquire(blocking=False):
+                return None
+            try:
+                return measure()
+            finally:
+                MEASURING.release()
+
         try:
-            measured = await in_thread(measure)
+            measured = await in_thread(measure_alone)
+            if measured is None:
+                error, code = "Another measure is running: try again when it is done.", 429
         except evaluation.JudgmentError as exc:
             error, code = str(exc), 400
         except IndexingError as exc:

@@ -499,7 +499,10 @@ def judged_hits(
     ranking says so)."""
     chosen = RANKINGS[ranking] if isinstance(ranking, str) else ranking
     request = SearchRequest(q=text[:MAX_QUERY_CHARS], filters=(("source", source),) if source else ())
-    page = run_search(index, request, rows=depth, spellcheck=False, rules=rules if chosen.rules else None, ranking=chosen.params)
+    unread = {"facet": "false", "hl": "false"}  # what the order never depends on: not computed
+    page = run_search(
+        index, request, rows=depth, spellcheck=False, rules=rules if chosen.rules else None, ranking={**chosen.params, **unread}
+    )
     return [*page.bets, *page.hits]
 
 
@@ -516,7 +519,8 @@ def judged_run(
     sources: dict[str, list[str]] = {}
     for query in queries:
         hits = judged_hits(index, query.text, source, rules, ranking)
-        ranked[query.qid] = [hit.url for hit in hits]
+        # a hit without a URL (display_url's refusal of a scheme) holds its rank and matches nothing
+        ranked[query.qid] = [hit.url or f"urn:searchcrawl:no-url:{rank}" for rank, hit in enumerate(hits, 1)]
         sources[query.qid] = [hit.source for hit in hits]
     return ranked, sources
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from searchcrawl.rules.navigation_pages import navigation_pattern
+from searchcrawl.rules.navigation_pages import DEFAULT, check_pattern, effective_patterns, navigation_pattern
 
 API = "http://h.test/docs/api/org/apache/nutch"
 
@@ -34,3 +34,10 @@ def test_a_sources_own_patterns_replace_the_default_and_none_keeps_every_page() 
     assert navigation_pattern("http://h.test/wiki/Special:AllPages", ["*/Special:*"]) == "*/Special:*"
     assert navigation_pattern("http://h.test/docs/api/index-all.html", ["*/Special:*"]) is None
     assert navigation_pattern("http://h.test/docs/api/index-all.html", []) is None
+
+
+def test_a_pattern_that_could_never_match_is_refused_and_the_default_is_recorded_in_force() -> None:
+    assert check_pattern("*/Special:*") == "*/Special:*" and check_pattern("/wiki/Special:*") == "/wiki/Special:*"
+    with pytest.raises(ValueError, match="start it with / or"):
+        check_pattern("Special:*")
+    assert effective_patterns(None) == list(DEFAULT) and effective_patterns([]) == []

@@ -3,6 +3,7 @@ grades pooled per query; read from the analytics store's searches (SQLite) as th
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 from searchcrawl.search.click_judgments import judged_from_clicks, labels, next_actions, qrels_text, queries_text
@@ -23,12 +24,20 @@ def impression(clicks: list[tuple[int, float]], user: str | None = None, at: dat
 
 def test_skips_above_a_click_short_and_long_dwell_and_the_last_click() -> None:
     # rank 2 opened for 5 s, then rank 4 opened and nothing after it: 1 and 3 skipped, 5 unseen
-    found = labels(impression([(2, 3), (4, 8)]), None)
+    found = {url: label for url, label in labels(impression([(2, 3), (4, 8)]), None).values()}
     assert found == {SHOWN[0]: 0, SHOWN[1]: 1, SHOWN[2]: 0, SHOWN[3]: 2}
     # the same, but the searcher searched again 10 s after the last click: it was no answer either
-    assert labels(impression([(2, 3), (4, 8)]), T0 + timedelta(seconds=18))[SHOWN[3]] == 1
+    assert labels(impression([(2, 3), (4, 8)]), T0 + timedelta(seconds=18))["h/p4.html"] == (SHOWN[3], 1)
     # a click kept for a minute before the next one answered
-    assert labels(impression([(1, 1), (3, 61)]), None)[SHOWN[0]] == 2
+    assert labels(impression([(1, 1), (3, 61)]), None)["h/p1.html"] == (SHOWN[0], 2)
+    # a next search before the click (another tab): its dwell is unknown, not negative
+    assert labels(impression([(1, 5)]), T0)["h/p1.html"] == (SHOWN[0], 2)
+
+
+def test_a_hit_without_a_url_says_nothing_and_a_page_shown_twice_counts_once() -> None:
+    shown = ["", "http://h/a.html", "http://h/a.html#top", "http://h/b.html"]
+    item = Impression("q", "q", T0, None, 1, shown, [(4, "http://h/b.html", T0), (1, "", T0)])
+    assert labels(item, None) == {"h/a.html": ("http://h/a.html", 0), "h/b.html": ("http://h/b.html", 2)}
 
 
 def test_a_users_next_search_ends_the_dwell_within_a_session_only() -> None:
@@ -78,4 +87,5 @@ def test_the_store_gives_first_pages_with_their_clicks_and_what_they_showed(tmp_
 
 def test_what_a_page_showed_is_bounded() -> None:
     kept = shown_json(1, ["http://h/" + "x" * 8000] * 20)
-    assert len(kept) <= 64 * 1024 and kept.count("http://h/") == 8
+    assert len(kept) <= 16 * 1024 and kept.count("http://h/") == 2
+    assert json.loads(shown_json(3, [f"http://h/{n}" for n in range(80)]))["urls"][-1] == "http://h/49"

@@ -613,11 +613,15 @@ def test_the_measure_page_lists_the_judged_sets_and_opens_no_other_path(tmp_path
     (judged / "intranet" / "qrels.txt").write_text("q1 0 /holiday.html 2\n")
     (judged / "half").mkdir()  # no judgments: not a set
     (judged / "half" / "queries.tsv").write_text("q1\tkeyword\tx\n")
+    (judged / "linked").symlink_to(judged / "intranet")  # never through a link: a set is what its folder holds
+    (judged / "leak").mkdir()
+    (judged / "leak" / "queries.tsv").write_text("q1\tkeyword\tx\n")
+    (judged / "leak" / "qrels.txt").symlink_to("/etc/passwd")
     web, _csrf = admin_client(tmp_path, judged_dir=judged)
     page = web.get("/admin/relevance/measure")
     assert page.status_code == 200 and "<option selected>intranet</option>" not in page.text
     assert re.findall(r'<select name="set">(.*?)</select>', page.text) == ["<option>intranet</option>"]
-    for name in ("half", "../judged/intranet", "nothing"):
+    for name in ("half", "../judged/intranet", "nothing", "linked", "leak"):
         assert web.get("/admin/relevance/measure", params={"set": name}).status_code == 404
     (tmp_path / "other").mkdir()
     empty = admin_client(tmp_path / "other", judged_dir=tmp_path / "none")[0].get("/admin/relevance/measure")

@@ -74,6 +74,7 @@ from searchcrawl.crawl.run import Run
 from searchcrawl.crawl.signals import robots_txt_read, run_started
 from searchcrawl.crawl.spider import same_readers
 from searchcrawl.rules.lifecycle import Event, Outcome, State
+from searchcrawl.rules.navigation_pages import navigation_pattern
 from searchcrawl.rules.robots_txt import RobotsTxt
 from searchcrawl.rules.sitemap_files import (
     LastmodHints,
@@ -122,6 +123,7 @@ class SitemapMiddleware:
         self.configured = list(settings.sitemaps)
         self.from_robots = settings.sitemaps_from_robots and settings.obey_robots
         self.trust = settings.trust_sitemap_lastmod and settings.orphans != "delete"
+        self.navigation_pages = settings.navigation_pages
         self.trust_for = timedelta(days=settings.sitemap_trust_days)
         self.max_files = crawler.settings.getint("SEARCHCRAWL_SITEMAP_MAX_FILES")
         self.max_bytes = crawler.settings.getint("SEARCHCRAWL_SITEMAP_MAX_BYTES")
@@ -448,6 +450,8 @@ class SitemapMiddleware:
         in its place) would stay searchable for as long as its sitemap is trusted."""
         if known.state != State.INDEXED or known.failures:
             return None
+        if navigation_pattern(url, self.navigation_pages) is not None:
+            return None  # indexed before the rule kept such pages out: fetched, it leaves the index
         last_fetched = as_utc(known.last_fetched)
         if not unchanged_since_fetch(lastmod, last_fetched, datetime.now(UTC), self.trust_for):
             return None

@@ -82,6 +82,17 @@ def test_only_a_known_indexed_page_not_newer_than_its_fetch_is_spared(crawler_of
     middleware.refuse_if_unchanged(known(f"{SITE}/old.html"))
 
 
+def test_a_navigation_page_indexed_before_the_rule_is_never_spared(crawler_of: CrawlerOf) -> None:
+    """Requested, it leaves the index (917): spared, it would stay as long as its sitemap is trusted."""
+    middleware = build(crawler_of)
+    middleware.hints.add(f"{SITE}/genindex.html", FETCHED - timedelta(days=3))
+    middleware.refuse_if_unchanged(known(f"{SITE}/genindex.html"))
+    indexing_them = build(crawler_of, "navigation_pages = []\n")
+    indexing_them.hints.add(f"{SITE}/genindex.html", FETCHED - timedelta(days=3))
+    with pytest.raises(RequestRefused):  # a source that indexes them spares it as any page
+        indexing_them.refuse_if_unchanged(known(f"{SITE}/genindex.html"))
+
+
 def test_no_sparing_when_told_not_to_trust_lastmod_or_when_orphans_need_every_page(crawler_of: CrawlerOf) -> None:
     for extra in ("trust_sitemap_lastmod = false\n", 'orphans = "delete"\n'):
         middleware = build(crawler_of, extra)
