@@ -54,7 +54,7 @@ class Ranking:
 RANKINGS = {
     "page": Ranking({}, True, "the search page's ranking: the /select handler's defaults and the relevance rules"),
     "plain": Ranking(
-        {"qf": "content", "pf": "", "pf2": "", "pf3": "", "bq": "", "bf": "", "boost": ""},
+        {"qf": "content", "pf": "", "pf2": "", "pf3": "", "bq": "", "bf": "", "boost": "", "tie": "0"},
         False,
         "the content field alone, no field weights, no boosts, no rules",
     ),
