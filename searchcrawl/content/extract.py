@@ -101,7 +101,9 @@ _TEXT_NODES_CAREFUL = etree.XPath(
 )
 _SEP = "\ue000"  # a private-use character between text nodes (taken out of the nodes first)
 _GAP_AFTER_OPENING = re.compile(rf"\({_SEP}[\s{_SEP}]*")  # "(" then the gap: no space
-_GAP_BEFORE_CLOSING = re.compile(rf'{_SEP}[\s{_SEP}]*(?=[,:;.!?")])')  # the gap, then closing punctuation: none
+# the gap, then closing punctuation: none; but not before a dot that begins a word or a path
+# (".NET", "../index.html", "..."): a link text "security.html" then "../index.html" stays two
+_GAP_BEFORE_CLOSING = re.compile(rf'{_SEP}[\s{_SEP}]*(?=[,:;!?")]|\.(?![\w./]))')
 
 
 def visible_text(element: Any) -> str:
