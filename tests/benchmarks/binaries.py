@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
 import resource
 import shutil
@@ -66,6 +65,7 @@ from tests.benchmarks.measure import (
     python_path,
     run_measured,
     solr_updates,
+    write_results,
 )
 from tests.benchmarks.synthetic import Nginx, nginx
 from tests.conftest import CORPORA, ROOT, unpack
@@ -445,21 +445,15 @@ def main() -> None:
                                 flush=True,
                             )
                             runs.append(run)
-                            report = write(out, {**report, "summary": summary(runs), "runs": runs})
+                            report = write_results(out, {**report, "summary": summary(runs), "runs": runs}, markdown)
             if args.ocr:
                 report["ocr"] = ocr_share(tika_url, corpus_dir, documents)
-                report = write(out, report)
+                report = write_results(out, report, markdown)
             tika.close()
     finally:
         shutil.rmtree(work / "site", ignore_errors=True)
     print(markdown(report))
     print(f"results in {out}")
-
-
-def write(out: Path, report: dict[str, Any]) -> dict[str, Any]:
-    (out / "results.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
-    (out / "results.md").write_text(markdown(report), encoding="utf-8")
-    return report
 
 
 if __name__ == "__main__":

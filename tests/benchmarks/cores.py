@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import statistics
 import sys
@@ -43,6 +42,7 @@ from typing import Any
 
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from tests.benchmarks.crawl import Bench
+from tests.benchmarks.measure import write_results
 from tests.benchmarks.real_sites import SITES, build_site
 from tests.benchmarks.standins import solr_stand_in, static_site
 from tests.benchmarks.synthetic import Nginx, nginx
@@ -199,15 +199,9 @@ def main() -> None:
                 flush=True,
             )
             runs.append(run)
-            report = write(out, {**about, "summary": summary(runs), "runs": runs})  # after each: a cut-short run keeps them
+            report = write_results(out, {**about, "summary": summary(runs), "runs": runs}, markdown)  # after each run
     print(markdown(report))
     print(f"results in {out}")
-
-
-def write(out: Path, report: dict[str, Any]) -> dict[str, Any]:
-    (out / "results.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
-    (out / "results.md").write_text(markdown(report), encoding="utf-8")
-    return report
 
 
 def fresh_database(server_url: str, name: str) -> str:

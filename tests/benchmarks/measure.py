@@ -10,8 +10,18 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+
+def write_results(out: Path, report: dict[str, Any], markdown: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
+    """A benchmark's report as results.json and results.md in ``out`` (written after each run:
+    a run cut short keeps what it measured); the report itself."""
+    (out / "results.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    (out / "results.md").write_text(markdown(report), encoding="utf-8")
+    return report
 
 
 @dataclass
