@@ -76,8 +76,10 @@ def test_benchmark_smoke_run_on_the_real_sphinx_site(tmp_path, solr_url) -> None
     # saw 670 requests against the crawler's 653)
     assert run["b"]["urls"] > 600 and run["a"]["urls"] == run["b"]["urls"]
     assert run["b"]["statuses"] == run["p"]["statuses"]
-    assert run["b"]["solr_updates"] == run["p"]["solr_updates"] > 400
-    assert run["c"]["solr_updates"] == 0 and run["c"]["statuses"]["304"] > 400
+    # the pages and downloads; the _sources copies of the pages are kept out (navigation_pages, 917)
+    assert run["b"]["solr_updates"] == run["p"]["solr_updates"] > 200
+    # the indexed pages answer 304; the _sources copies, kept out, are fetched whole (their links: none)
+    assert run["c"]["solr_updates"] == 0 and run["c"]["statuses"]["304"] > 200
     assert 0 < run["d"]["solr_updates"] <= run["changed_pages"] == 13  # 5% of 255 (a changed orphan is not fetched)
     stages = run["p"]["stages"]["cpu_ms_per_page"]
     assert stages["total"] == run["b"]["cpu_s_per_1000_pages"]

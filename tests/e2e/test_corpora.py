@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from searchcrawl.rules.navigation_pages import navigation_pattern
 from searchcrawl.store import Database, DocumentTable
 from tests.conftest import solr_docs, unpack
 
@@ -61,8 +62,13 @@ def test_nutch_site_with_its_robots_txt(project, serve, tmp_path, solr) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert site.paths().count("/robots.txt") == 1  # fetched once, cached for the crawl
     docs = solr_docs(solr, "nutch")
-    html = {p for p in (root / NUTCH_API).rglob("*.html")}
+    # the Javadoc's lists and indexes are fetched for their links and kept out of the index (917)
+    html = {
+        p for p in (root / NUTCH_API).rglob("*.html") if navigation_pattern(f"/{p.relative_to(root).as_posix()}", None) is None
+    }
     assert len(docs) >= 0.9 * len(html), (len(docs), len(html))
+    assert not [doc["url"] for doc in docs if navigation_pattern(doc["url"], None)]
+    assert project.table().get("nutch", f"{site.url}{NUTCH_API}index-all.html")["status"] == 917
     assert len({doc["url"] for doc in docs}) == len(docs)
     print(f"\nnutch javadoc: {len(docs)} documents of {len(html)} HTML files in {elapsed:.1f}s")
 
@@ -99,5 +105,6 @@ def test_nutch_site_robots_group_for_our_agent_and_override(project, serve, tmp_
     project.source("nutch-override", scope + "obey_robots = false\n")
     assert project.scrapy("crawl", "nutch-override").returncode == 0
     overridden = {doc["url"] for doc in solr_docs(solr, "nutch-override")}
-    assert crawl_pages <= overridden | {u for u in crawl_pages if "class-use" in u or "-tree" in u}
+    kept_out = {u for u in crawl_pages if "class-use" in u or "-tree" in u or navigation_pattern(u, None)}
+    assert crawl_pages <= overridden | kept_out
     assert len(overridden & crawl_pages) > 10

@@ -406,8 +406,9 @@ def test_a_query_computes_nothing_over_documents_the_searcher_may_not_read(solr_
     a readable hit's score how many documents hold the word, hidden ones too. Searches allow neither."""
     source, word, secret = f"val-{uuid.uuid4().hex[:8]}", "harbour" + letters(8, uuid.uuid4().hex), "merger" + letters(8, "s")
     docs = []
+    folder = letters(8, uuid.uuid4().hex)  # a path without a word of the probes (its words are searched: url_words)
     for name, held, text in (("public", Access.public("test"), word), ("hidden", access("group:board"), f"{word} {secret}")):
-        url = f"http://secure.test/{source}/{name}"
+        url = f"http://secure.test/{folder}/{name}"
         docs.append({"id": f"{source}!{url}", "url": url, "source": source, "title": name, "content": text, **held.fields()})
     solr.add(docs)
     params = search_params(source=source) | {"fl": "id,score", "hl": "false"}
