@@ -22,9 +22,10 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urldefrag, urljoin
 
 import pysolr
+from lxml import etree, html
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.dev.solr_runner import DevSolr, free_port
@@ -83,7 +84,37 @@ def crawl(site: RealSite, source: str, work: Path, solr_url: str, extra: str = "
             PYTHONPATH=python_path(ROOT),
         )
         measured = run_measured([sys.executable, "-m", "scrapy", "crawl", source, "-s", "LOG_LEVEL=WARNING"], ROOT, env)
-        return {"seconds": round(measured.seconds, 1), "requests": len(server.arrivals())}
+        return {"seconds": round(measured.seconds, 1), "requests": len(server.arrivals()), "base": server.url}
+
+
+def add_anchor_texts(site: RealSite, base: str, core: str, source: str) -> int:
+    """An experiment (``--anchors``): the text of every link to a page, from every page of the
+    site, set on the page's Solr document as ``anchor_t`` (an atomic update), as Nutch's LinkDb
+    gives a page its inlinks' anchors. Returns the documents updated."""
+    anchors: dict[str, list[str]] = {}
+    for path in site.root.rglob("*.html"):
+        page = base + path.relative_to(site.root).as_posix()
+        try:
+            tree = html.fromstring(path.read_bytes())
+        except (etree.ParserError, ValueError):
+            continue
+        for link in tree.iter("a"):
+            href = link.get("href")
+            text = " ".join(link.text_content().split())
+            if not href or not text:
+                continue
+            target = urldefrag(urljoin(page, href))[0]
+            if target != page:
+                anchors.setdefault(target, []).append(text)
+    client = pysolr.Solr(core, timeout=120)
+    docs = client.search(f'source:"{source}"', fl="id,url", rows=100_000).docs
+    updates = [
+        {"id": doc["id"], "anchor_t": {"set": "\n".join(anchors[doc["url"]][:200])}} for doc in docs if doc["url"] in anchors
+    ]
+    for start in range(0, len(updates), 500):
+        client.add(updates[start : start + 500])
+    client.commit()
+    return len(updates)
 
 
 def figures(scores: list[QueryScore]) -> dict[str, dict[str, float]]:
@@ -110,6 +141,7 @@ def main() -> None:
     parser.add_argument("--before", default="", help="a previous run's folder, compared with this one")
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--source-lines", default="", help="more lines of each source file, e.g. 'navigation_pages = []'")
+    parser.add_argument("--anchors", action="store_true", help="experiment: the inlinks' anchor texts as a field, anchor_t")
     parser.add_argument(
         "--ranking", action="append", default=[], metavar="NAME=PARAMS", help="another ranking: Solr parameters as a query string"
     )
@@ -127,6 +159,10 @@ def main() -> None:
             site = RealSite.unpack(site_name, work / f"site-{name}")
             crawled = crawl(site, source, work, core, args.source_lines.replace("\\n", "\n") + "\n")
             pysolr.Solr(core, timeout=120).commit()  # the last pushes searchable now
+            if args.anchors:
+                crawled["anchored"] = add_anchor_texts(site, crawled.pop("base"), core, source)
+            else:
+                crawled.pop("base")
             queries = read_queries((JUDGED / name / "queries.tsv").read_text(encoding="utf-8"))
             judgments = read_qrels((JUDGED / name / "qrels.txt").read_text(encoding="utf-8"))
             scores = {}
