@@ -107,7 +107,7 @@ def html_texts_text(body: Any) -> str:
             if value and re.match(r"\s*\.[\w./]", value):
                 setattr(element, attribute, DOT_MARK + value.lstrip())
     text = html_text.extract_text(marked, guess_layout=False)
-    text = re.sub(rf"\(\s*{DOT_MARK}", "(", text)  # after an opening bracket: no space, as always
+    text = re.sub(rf"\({DOT_MARK}", "(", text)  # right after an opening bracket: no space, as always
     return re.sub(rf"\s*{DOT_MARK}", " ", text).strip()
 
 
@@ -138,6 +138,7 @@ def test_visible_text_is_html_texts_text(archive: str) -> None:
         # issue 75: link texts that are paths stay apart (html-text glued them: "security.html../index.html")
         ('<li><a href="s">security.html</a></li><li><a href="i">../index.html</a></li>', "security.html ../index.html"),
         ("<p>Built on <b>Java</b>.</p><p>Not <i>C#</i> <b>.NET</b></p>", "Built on Java. Not C# .NET"),
+        ("<p><span>( </span>.a (<b>.b</b>)</p>", "( .a (.b)"),
     ],
 )
 def test_visible_text(markup: str, text: str) -> None:
