@@ -24,7 +24,7 @@ CONCURRENT = 8
 # Outcomes written in batches of at most this many (issue 74): a kill loses those not yet written,
 # whose URLs stay leased and are fetched again, with what was in flight; at most BACKLOG batches wait
 OUTCOME_BATCH = 10
-FETCHED_AGAIN_PER_KILL = CONCURRENT + BACKLOG * OUTCOME_BATCH
+FETCHED_AGAIN_PER_KILL = CONCURRENT + (BACKLOG + 1) * OUTCOME_BATCH  # BACKLOG waiting, one being written
 
 
 @pytest.fixture(scope="module")
