@@ -12,6 +12,7 @@ import logging
 import re
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pysolr
@@ -25,13 +26,14 @@ from searchcrawl.dev.solr_runner import DevSolr
 from searchcrawl.index import managed
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.rules.ranking_rules import BestBet, Boost, Rules, parse_boost, synonym_map
-from searchcrawl.search.evaluation import JudgedQuery
+from searchcrawl.search.evaluation import JudgedQuery, read_qrels
 from searchcrawl.search.relevance_params import boost_params
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.why import why
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.relevance_rules import RelevanceStore
+from searchcrawl.store.searches import Searches, shown_json
 from searchcrawl.web.app import WebConfig, create_app
 from searchcrawl.web.search_page import SearchRequest, judged_run, run_search
 from tests.conftest import Project, add_core, wait_for
@@ -376,3 +378,31 @@ def test_the_relevance_page_measures_a_judged_set_as_the_command_does(index: Sol
         ("b1", "keyword", "board minutes", "-"),
     ]
     assert "page against plain" in page.text and "finance" not in page.text
+
+
+def test_scrapy_relevance_writes_a_judged_set_from_the_logged_clicks(tmp_path: Path) -> None:
+    """The query analytics' searches and clicks (as the web application logs them) read as
+    judgments: written where the relevance page finds them, readable by their owner alone, and
+    read back by the command itself."""
+    (tmp_path / "data").mkdir()
+    project = Project(tmp_path / "data", tmp_path / "sources", "http://127.0.0.1:9/solr/none")  # no search is run
+    database = Database(f"sqlite:///{tmp_path / 'data' / 'documents.sqlite3'}")
+    shown = [f"{BASE}/wiki/old", f"{BASE}/docs/new", f"{BASE}/wiki/parking"]
+    at = datetime.now(UTC) - timedelta(hours=1)
+    row = {"query": "Tide  harbour", "normalized": "tide harbour", "filters": "[]", "sort": "", "hits": 3, "took_ms": 5}
+    searches, clicks = [], []
+    for number in range(3):  # the first hit passed over, the second opened and stayed on, three times
+        search_id = f"s{number}"
+        searches.append({**row, "id": search_id, "at": at, "page": 1, "client": "web", "shown": shown_json(1, shown)})
+        clicks.append({"search_id": search_id, "position": 2, "url": shown[1], "at": at + timedelta(seconds=3)})
+    Searches(database).write(searches, clicks)
+    database.close()
+    made = project.scrapy("relevance", "--from-clicks")
+    assert made.returncode == 0, made.stdout + made.stderr
+    folder = tmp_path / "data" / "judged" / "clicks"
+    assert "1 queries, 2 judgments from 3 searches with a click" in made.stdout and str(folder) in made.stdout
+    assert (folder / "queries.tsv").read_text() == "c001\tclicks\tTide harbour\n"
+    assert read_qrels((folder / "qrels.txt").read_text()) == {
+        "c001": {"relevance.test/docs/new": 2, "relevance.test/wiki/old": 0}
+    }
+    assert {oct((folder / name).stat().st_mode & 0o777) for name in ("queries.tsv", "qrels.txt")} == {"0o600"}
