@@ -74,8 +74,10 @@ def read_queries(text: str, origin: str = "queries") -> list[JudgedQuery]:
         qid, query, kind = qid.strip(), query.strip(), kind.strip()
         if not qid or not query:
             raise JudgmentError(f"{origin}:{number}: a query needs an id and a text")
-        if kind == ALL_KINDS or any(char.isspace() for char in qid):
-            raise JudgmentError(f"{origin}:{number}: {kind!r} is the name of every kind, and an id has no space")
+        if kind == ALL_KINDS:
+            raise JudgmentError(f"{origin}:{number}: {ALL_KINDS!r} is the row of every query, not a kind")
+        if any(char.isspace() for char in qid):
+            raise JudgmentError(f"{origin}:{number}: a query id has no space in it (a qrels line splits at spaces)")
         if qid in seen:
             raise JudgmentError(f"{origin}:{number}: query {qid} is given twice")
         seen.add(qid)

@@ -31,7 +31,13 @@ def test_query_files_with_and_without_kinds() -> None:
 
 @pytest.mark.parametrize(
     ("text", "says"),
-    [("q1 no tabs\n", "expected qid<TAB>kind<TAB>text"), ("q1\tk\ta\nq1\tk\tb\n", "given twice"), ("\tk\ttext\n", "needs an id")],
+    [
+        ("q1 no tabs\n", "expected qid<TAB>kind<TAB>text"),
+        ("q1\tk\ta\nq1\tk\tb\n", "given twice"),
+        ("\tk\ttext\n", "needs an id"),
+        ("q1\tall\ttext\n", "the row of every query"),  # would be counted twice in the 'all' row
+        ("q 1\tk\ttext\n", "no space"),
+    ],
 )
 def test_a_bad_query_file_names_its_line(text: str, says: str) -> None:
     with pytest.raises(JudgmentError, match=says):
@@ -97,3 +103,25 @@ def test_two_runs_compared_query_by_query() -> None:
     mrr = next(row for row in compare(before, after) if row.metric == "mrr@10")
     assert (mrr.before, mrr.after, mrr.better, mrr.worse) == (0.75, 1.0, 1, 0)
     assert mrr.change == 0.25 and 0 < mrr.p <= 1
+
+
+def test_a_judged_url_and_a_hit_match_however_each_is_encoded() -> None:
+    """Review: a qrels docno is written percent-encoded, a hit's URL may not be."""
+    judged = read_qrels("q1 0 http://h/meeting%20notes.html 2\nq1 0 /caf%C3%A9.html 1\n")
+    assert grade_of("http://h/meeting notes.html", judged["q1"]) == 2
+    assert grade_of("http://other/café.html", judged["q1"]) == 1
+
+
+def test_one_path_judged_on_two_hosts_counts_once() -> None:
+    """Review: a path judgment matched by the same path on two hosts gained twice (recall 2.0)."""
+    found = score(Q, ["http://x.test/a.html", "http://y.test/a.html"], {"/a.html": 2})
+    assert found.figures["recall@10"] == 1.0 and found.figures["ndcg@10"] == 1.0
+
+
+def test_a_byte_order_mark_is_no_part_of_the_first_id(tmp_path) -> None:
+    """Review: a file saved with a BOM made its first query 'unjudged' (qid '\\ufeffq1')."""
+    from searchcrawl.commands.relevance import read_text
+
+    path = tmp_path / "queries.tsv"
+    path.write_bytes("q1\tkeyword\tnumpy\n".encode("utf-8-sig"))
+    assert read_queries(read_text(str(path), "query file"))[0].qid == "q1"
