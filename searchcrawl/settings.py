@@ -222,6 +222,17 @@ SEARCHCRAWL_WEB_LOG_USERS = False
 # qrels.txt, measured by `scrapy relevance` and the administration's relevance page; "": the
 # folder "judged" in the data directory (where `scrapy relevance --from-clicks` writes by default)
 SEARCHCRAWL_JUDGED_DIR = ""
+# Semantic search (issue 76; docs/semantic-search.md): the embedding model ("" = off): "wordllama"
+# (the static model the wordllama package ships), "onnx:<file.onnx or .jar>[?tokenizer=<file>]"
+# or "openai:<base URL>?model=<name>&dimension=<n>" (key: SEARCHCRAWL_EMBEDDINGS_API_KEY). With a
+# new model, name the old one in PREVIOUS: searches use it until every document has the new one's
+# passages. A crawl embeds its source's passages every INTERVAL seconds on a thread of its own and
+# for at most FINAL_SECONDS after its last push; TIMEOUT bounds one request to a remote model.
+SEARCHCRAWL_EMBEDDINGS = os.environ.get("SEARCHCRAWL_EMBEDDINGS", "")
+SEARCHCRAWL_EMBEDDINGS_PREVIOUS = os.environ.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS", "")
+SEARCHCRAWL_EMBED_INTERVAL = 30.0
+SEARCHCRAWL_EMBED_FINAL_SECONDS = 600.0
+SEARCHCRAWL_EMBED_TIMEOUT = 30.0
 # A file holding the key (32 bytes or more) that signs the hits' click links; "" = a random key
 # per process: a result page's links then stop working when `scrapy web` restarts.
 SEARCHCRAWL_WEB_CLICK_KEY_FILE = ""
@@ -292,6 +303,8 @@ EXTENSIONS = {
     "searchcrawl.crawl.extensions.crawl_metrics.CrawlMetrics": 540,
     # issue 60: the run's events mailed and posted once its end is recorded (run_ended signal)
     "searchcrawl.crawl.extensions.run_notify.RunNotify": 610,
+    # issue 76: the source's passages embedded off the hot path, during the crawl and after it
+    "searchcrawl.crawl.extensions.passage_sync.PassageSync": 620,
 }
 
 # --- Crawling -------------------------------------------------------------------------------

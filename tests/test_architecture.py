@@ -36,6 +36,7 @@ LEVELS: tuple[frozenset[str], ...] = tuple(
         "config",
         "store",
         "index",
+        "semantic",  # passages, their vectors and the models that make them (issue 76)
         "search",
         "ops",
         "crawl web",

@@ -50,6 +50,7 @@ from searchcrawl.search.evaluation import (
     score_run,
     write_run,
 )
+from searchcrawl.search.hybrid import semantic_search
 from searchcrawl.search.query import RANKINGS
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.store import Database
@@ -171,11 +172,18 @@ class Command(ScrapyCommand):
         if principals.error:
             print(f"searchcrawl: {principals.error}: public documents only", file=sys.stderr)
         url = paths.solr_url(self.settings)
-        index = TrimmedIndex(SolrIndex(url, timeout=30, auth=paths.solr_auth(self.settings)), principals)
+        solr = SolrIndex(url, timeout=30, auth=paths.solr_auth(self.settings))
+        index = TrimmedIndex(solr, principals)
         rules = rules_of(paths.db_url(self.settings))
+        semantic = semantic_search(
+            self.settings.get("SEARCHCRAWL_EMBEDDINGS") or "",
+            self.settings.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS") or "",
+            solr,
+            self.settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
+        )
         try:
-            ranked, hit_sources = judged_run(index, queries, source, rules, opts.ranking)
-            other = judged_run(index, queries, source, rules, opts.against)[0] if opts.against else saved
+            ranked, hit_sources = judged_run(index, queries, source, rules, opts.ranking, semantic)
+            other = judged_run(index, queries, source, rules, opts.against, semantic)[0] if opts.against else saved
         except IndexingError as exc:
             print(f"searchcrawl: Solr at {url} did not answer: {exc.reason}")
             self.exitcode = 1

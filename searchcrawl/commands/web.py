@@ -184,6 +184,9 @@ class Command(ScrapyCommand):
             health_cache=settings.getfloat("SEARCHCRAWL_HEALTH_CACHE_SECONDS"),
             tika_url=settings.get("SEARCHCRAWL_TIKA_URL") or "",
             public_origins=public_origins_of(settings),
+            embeddings=settings.get("SEARCHCRAWL_EMBEDDINGS") or "",
+            embeddings_previous=settings.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS") or "",
+            embed_timeout=settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
         )
         host = opts.host or settings.get("SEARCHCRAWL_WEB_HOST")
         port = opts.port if opts.port is not None else settings.getint("SEARCHCRAWL_WEB_PORT")

@@ -147,14 +147,33 @@ def html_attributes(root: Any, headers: dict[str, str], text: Callable[[Any], st
     subjects: list[str] = []
     for name in META_ATTRIBUTES["subject"]:
         subjects.extend(s for s in split_keywords(tags.get(name)) if s not in subjects)
+    body = body_of(root)
     return {
         "title": title,
         "description": first(META_ATTRIBUTES["description"]),
         "subject": subjects,
         "author": first(META_ATTRIBUTES["author"]),
         "language": language.split(",")[0].strip().lower() if language else None,
-        "content": text(body_of(root)),
+        "content": text(body),
+        "outline": outline(body),
     }
+
+
+_HEADINGS = etree.XPath("descendant::*[self::h1 or self::h2 or self::h3]", smart_strings=False)
+MAX_HEADINGS, MAX_HEADING_CHARS = 200, 200
+
+
+def outline(body: Any) -> list[str]:
+    """The page's headings (h1-h3, in order, at most MAX_HEADINGS of MAX_HEADING_CHARS each):
+    where its passages begin (semantic/passages.py), stored with the document, never searched."""
+    headings: list[str] = []
+    for element in _HEADINGS(body):
+        heading = visible_text(element)[:MAX_HEADING_CHARS]
+        if heading:
+            headings.append(heading)
+            if len(headings) >= MAX_HEADINGS:
+                break
+    return headings
 
 
 DEFAULT_ATTRIBUTES = frozenset({"title", "author", "description", "subject", "language"})

@@ -120,6 +120,20 @@ def describe(error: Exception) -> str:
     return readable(text)
 
 
+# Semantic search's passages are documents of the core too (doc_type "passage", schema.xml): every
+# query of documents (a searcher's, through search/searcher.py, and the operators' below) filters
+# on DOCUMENTS, every query of passages on PASSAGES
+DOCUMENTS = "-doc_type:passage"
+PASSAGES = "{!term f=doc_type}passage"
+PASSAGE_DELETE_CHUNK = 500  # parent ids in one delete-by-query of their passages
+
+
+def passages_of(ids: list[str]) -> str:
+    """The query of the passages of the documents ``ids`` (a Solr id holds no white space: a URL
+    is percent-encoded where it is made, rules/urls.py)."""
+    return '{!terms f=parent_id method=termsFilter separator=" "}' + " ".join(ids)
+
+
 def escape_query(text: str) -> str:
     """``text`` as one term of Solr's standard query syntax (every special character escaped)."""
     return re.sub(r'([+\-&|!(){}\[\]^"~*?:\\/\s])', r"\\\1", text)
@@ -276,8 +290,36 @@ class SolrIndex:
         self._call(f"did not take {len(documents)} documents", lambda client: self._request(client, "post", path, body))
 
     def delete(self, ids: list[str]) -> None:
-        """Delete documents by Solr id (``extract.solr_id``: a source's id of a URL)."""
-        self._call(f"did not delete {len(ids)} documents", lambda client: client.delete(id=ids, commit=False))
+        """Delete documents by Solr id (``extract.solr_id``: a source's id of a URL) and their
+        passages (semantic search's: ``parent_id``), in one request: a gone document takes its
+        passages with it."""
+        if not ids:
+            return
+        # Solr's JSON update API takes one command a key, a key repeated for several commands
+        commands = ['"delete":' + json.dumps(ids, ensure_ascii=False)]
+        for start in range(0, len(ids), PASSAGE_DELETE_CHUNK):
+            query = passages_of(ids[start : start + PASSAGE_DELETE_CHUNK])
+            commands.append('"delete":' + json.dumps({"query": query}, ensure_ascii=False))
+        body = ("{" + ",".join(commands) + "}").encode("utf-8")
+        self._call(f"did not delete {len(ids)} documents", lambda client: self._request(client, "post", "update/?wt=json", body))
+
+    def update_existing(self, updates: list[dict[str, Any]]) -> None:
+        """Apply atomic updates (``{"set": ...}``) to documents Solr holds, each on the condition
+        of its ``_version_`` (1: that it exists; a number: that it is that version); one whose
+        condition fails is skipped, silently (``failOnVersionConflicts=false``)."""
+        body = json.dumps(updates, ensure_ascii=False).encode("utf-8")
+        path = f"update?commitWithin={int(self.commit_within_ms)}&failOnVersionConflicts=false&wt=json"
+        self._call(f"did not update {len(updates)} documents", lambda client: self._request(client, "post", path, body))
+
+    def delete_query(self, query: str) -> None:
+        """Delete the documents matching ``query`` (operators' and the passages' upkeep)."""
+        body = json.dumps({"delete": {"query": query}}).encode("utf-8")
+        self._call("did not delete by query", lambda client: self._request(client, "post", "update?wt=json", body))
+
+    def delete_passages(self, ids: list[str]) -> None:
+        """Delete passages (or any documents) by id alone."""
+        if ids:
+            self._call(f"did not delete {len(ids)} passages", lambda client: client.delete(id=ids, commit=False))
 
     def search(self, query: str, **params: Any) -> pysolr.Results:
         return self._call("did not answer a query", lambda client: client.search(query, **params))
@@ -290,9 +332,9 @@ class SolrIndex:
         return sorted({rule["dest"] for rule in json.loads(answer).get("copyFields", [])})
 
     def document_count(self) -> int:
-        """How many documents the whole index holds (every source's, untrimmed): for operators
-        (the admin page's Solr health), never shown to a searcher."""
-        return int(self.search("*:*", rows=0).hits)
+        """How many documents the whole index holds (every source's, untrimmed, not counting
+        passages): for operators (the admin page's Solr health), never shown to a searcher."""
+        return int(self.search("*:*", fq=DOCUMENTS, rows=0).hits)
 
     def sources(self) -> list[str]:
         """The sources that have documents in the index."""
@@ -659,7 +701,7 @@ def found_documents(index: SolrIndex, source: str, rows: int = 1000) -> Iterator
     """What Solr holds of ``source`` (its ``source`` field), a page at a time, as (url, display
     URL, checksum): what a new document table takes over (DocumentTable.record_found). Documents
     without a URL (not written by searchcrawl) are left out."""
-    for page in cursor_pages(index, [f"{{!term f=source}}{source}"], "id,url,display_url,checksum", rows):
+    for page in cursor_pages(index, [f"{{!term f=source}}{source}", DOCUMENTS], "id,url,display_url,checksum", rows):
         found = [
             (document["url"], document.get("display_url"), document.get("checksum")) for document in page if document.get("url")
         ]
@@ -692,7 +734,7 @@ def migrate_ids(
     source holds any more (removed, but under the new id only) is deleted, not migrated. Without
     ``holders`` every document is migrated to its own source.
     """
-    filters = [f"{{!term f=source}}{source}", f"-id:{escape_query(solr_id(source, ''))}*"]
+    filters = [f"{{!term f=source}}{source}", f"-id:{escape_query(solr_id(source, ''))}*", DOCUMENTS]
     targets = index.copy_field_targets()
     migrated = 0
     for old in cursor_pages(index, filters, "*", max_docs):

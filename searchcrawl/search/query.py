@@ -46,13 +46,16 @@ class Ranking:
     params: dict[str, str]
     rules: bool
     description: str
+    semantic: bool = False  # fused with the kNN query of passages where semantic search is on
 
 
-#: ``page``: the search page's own ranking. ``plain``: one field, the content, with no field
-#: weights, phrase or other boosts, and no rules: the baseline that the page's design must beat
-#: on every kind of query (each empty parameter clears the handler's default)
+#: ``page``: the search page's own ranking (hybrid where semantic search is on: search/hybrid.py).
+#: ``words``: the page's words query alone, the baseline of semantic search. ``plain``: one field,
+#: the content, with no field weights, phrase or other boosts, and no rules: the baseline that the
+#: page's design must beat on every kind of query (each empty parameter clears the handler's default)
 RANKINGS = {
-    "page": Ranking({}, True, "the search page's ranking: the /select handler's defaults and the relevance rules"),
+    "page": Ranking({}, True, "the search page's ranking: the /select handler's defaults and the relevance rules", True),
+    "words": Ranking({}, True, "the search page's words query alone (no semantic search)"),
     "plain": Ranking(
         {"qf": "content", "pf": "", "pf2": "", "pf3": "", "bq": "", "bf": "", "boost": "", "tie": "0"},
         False,

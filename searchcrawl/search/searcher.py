@@ -14,6 +14,12 @@ operators' untrimmed paths (Solr's health and the document count, the sources in
 explain-access, the id migration, the managed resources' sync) with a reason each. Datasette's
 model: one permission question every view asks, its filter built once.
 
+Semantic search's passages (issue 76) are documents of the same core: ``search`` asks for documents
+only, ``nearest`` for passages only, by a kNN query that is the request's main query, so that the
+trimming's filters pre-filter it: its top k is chosen among what the searcher may read (a kNN
+query nested in another, or a filter applied after it, would pick the top k of the whole index,
+and trim them after).
+
 The relevance page's boosts are applied here too (``search``'s ``boosting``): a rule Solr cannot
 run is dropped for the request and logged, never breaking the search.
 """
@@ -21,15 +27,16 @@ run is dropped for the request and logged, never breaking the search.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pysolr
 
 from searchcrawl.access.decision import Principals, solr_trimming
-from searchcrawl.index.indexer import IndexingError, SolrIndex
+from searchcrawl.index.indexer import DOCUMENTS, PASSAGES, IndexingError, SolrIndex
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +60,7 @@ class OncePer:
 
 
 BOOSTS_REFUSED_LOG = OncePer(60)
+VECTOR_FIELD = re.compile(r"m[0-9a-f]{10}_v[0-9]{1,4}")  # embedders.field_name's
 
 
 class TrimmedIndex:
@@ -89,9 +97,20 @@ class TrimmedIndex:
                 )
         return self._trimmed(query, params)
 
-    def _trimmed(self, query: str, params: Mapping[str, Any]) -> pysolr.Results:
-        """The one call of Solr for a searcher: the trimming's filters first, then the caller's
-        (``fq``: one or a list), and the trimming's parameters over the caller's."""
+    def nearest(self, field: str, vector: Sequence[float], top_k: int, params: Mapping[str, Any]) -> pysolr.Results:
+        """The ``top_k`` passages nearest ``vector`` in ``field`` (a model's vector field) that
+        the searcher may read, with ``params`` (the caller's filters, ``fl``, ``rows``): a kNN
+        query as the main query, pre-filtered by the trimming and the caller's filters. On
+        SolrCloud each shard finds its top k and the merge keeps the best ``rows``."""
+        if not VECTOR_FIELD.fullmatch(field):
+            raise ValueError(f"not a vector field: {field!r}")
+        query = "{!knn f=" + field + f" topK={int(top_k)}}}[" + ",".join(f"{float(value):.6g}" for value in vector) + "]"
+        return self._trimmed(query, {**params, "defType": "lucene"}, PASSAGES)
+
+    def _trimmed(self, query: str, params: Mapping[str, Any], kind: str = DOCUMENTS) -> pysolr.Results:
+        """The one call of Solr for a searcher: the trimming's filters first, then what is
+        searched (``kind``: documents, or passages), then the caller's (``fq``: one or a list),
+        and the trimming's parameters over the caller's."""
         filters = params.get("fq", [])
         filters = [filters] if isinstance(filters, str) else list(filters)
-        return self._index.search(query, **{**params, **self._params, "fq": [*self._filters, *filters]})
+        return self._index.search(query, **{**params, **self._params, "fq": [*self._filters, kind, *filters]})

@@ -77,7 +77,9 @@ async def api_search(ctx: WebContext, request: Request) -> Response:
     query = SearchRequest.from_params(request.query_params)
     try:
         rules = await in_thread(ctx.relevance.get)  # the page's boosts and best bets too
-        page = await in_thread(run_search, TrimmedIndex(ctx.solr, principals), query, ctx.config.rows, True, rules)
+        page = await in_thread(
+            run_search, TrimmedIndex(ctx.solr, principals), query, ctx.config.rows, True, rules, None, ctx.semantic
+        )
     except IndexingError as exc:
         logger.warning("API search %r failed: %s", query.q[:100], exc.reason)
         return _api_error(503, "unavailable", "The index cannot be searched now.", cors)

@@ -36,6 +36,7 @@ from searchcrawl.rules import ranking_rules
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.search import suggestions
+from searchcrawl.search.hybrid import semantic_search
 from searchcrawl.search.query import matching
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.store import Database
@@ -109,6 +110,11 @@ class WebConfig:
     # issue 72: the public URL's origin (SEARCHCRAWL_WEB_PUBLIC_URL): forms may be posted from its
     # pages as from the origin a request came to; from no other (origins.py)
     public_origins: tuple[str, ...] = ()
+    # issue 76: semantic search's models (SEARCHCRAWL_EMBEDDINGS, _PREVIOUS; "": off) and the
+    # bound of one request to a remote model (SEARCHCRAWL_EMBED_TIMEOUT)
+    embeddings: str = ""
+    embeddings_previous: str = ""
+    embed_timeout: float = 30
 
 
 @dataclass
@@ -148,6 +154,10 @@ class WebContext:
         )
         # as a crawl reaches Solr: SOLR_URL may list a SolrCloud collection on several nodes
         self.solr = SolrIndex(self.config.solr_url, timeout=self.config.solr_timeout, auth=self.config.solr_auth)
+        # semantic search (search/hybrid.py): a model of the wrong dimension is refused here, at start
+        self.semantic = semantic_search(
+            self.config.embeddings, self.config.embeddings_previous, self.solr, self.config.embed_timeout
+        )
         # the JSON API's token checks (api.py): bounded, each verdict kept a while; the database
         # is opened in the check's own thread, never on the event loop
         self.token_gate = api.TokenGate(lambda token: ApiTokens(self.database).check(token))

@@ -215,7 +215,7 @@ async def measure_page(ctx: WebContext, request: Request) -> Response:
             index = TrimmedIndex(ctx.solr, viewer.principals)
             rules = ctx.relevance.get()
             wanted = None if source == "all" else source
-            ranked, hit_sources = judged_run(index, queries, wanted, rules, ranking)
+            ranked, hit_sources = judged_run(index, queries, wanted, rules, ranking, ctx.semantic)
             scores = evaluation.score_run(queries, judgments, ranked)
             found = Measured(
                 scores,
@@ -224,7 +224,9 @@ async def measure_page(ctx: WebContext, request: Request) -> Response:
                 unjudged=len(queries) - len(scores),
             )
             if against:
-                other = evaluation.score_run(queries, judgments, judged_run(index, queries, wanted, rules, against)[0])
+                other = evaluation.score_run(
+                    queries, judgments, judged_run(index, queries, wanted, rules, against, ctx.semantic)[0]
+                )
                 found.compared = evaluation.compare(other, scores)
             return found
 

@@ -29,8 +29,10 @@ from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
 from searchcrawl.index.indexer import IndexingError
 from searchcrawl.rules.ranking_rules import URL_SCHEMES, Rules
 from searchcrawl.search.evaluation import JudgedQuery
+from searchcrawl.search.hybrid import SemanticSearch, fuse
 from searchcrawl.search.labels import facet_label, type_label
 from searchcrawl.search.query import (
+    HIT_FIELDS,
     MAX_QUERY_CHARS,
     ONE_URL_TAG,
     RANKINGS,
@@ -397,12 +399,15 @@ FACET_PARAMS: dict[str, Any] = {
 }
 
 
-def hit_of(doc: dict[str, Any], highlighting: dict[str, Any] | None) -> Hit:
+def hit_of(doc: dict[str, Any], highlighting: dict[str, Any] | None, passage: str = "") -> Hit:
+    """A hit as the page shows it; its snippet the words' highlight, else ``passage`` (its best
+    passage, where semantic search found it), else its description."""
     modified = str(doc.get("last_modified") or "")
+    marked = (highlighting or {}).get(doc["id"], {}).get("content")
     return Hit(
         title=str(doc.get("title") or "") or "(no title)",
         url=display_url(doc),
-        snippet=highlighted(snippet_of(doc, highlighting)),
+        snippet=highlighted(snippet_of(doc, highlighting) if marked or not passage else passage),
         source=str(doc.get("source") or ""),
         mimetype=str(doc.get("mimetype") or ""),
         type_label=type_label(str(doc.get("mimetype") or "")),
@@ -447,6 +452,7 @@ def run_search(
     spellcheck: bool = True,
     rules: Rules | None = None,
     ranking: Mapping[str, Any] | None = None,
+    semantic: SemanticSearch | None = None,
 ) -> SearchPage:
     """Ask Solr for ``request``'s page of hits with its facets, of what the searcher of ``index``
     may read; when nothing matches, for spelling suggestions (Solr's spellcheck component, if the
@@ -454,7 +460,9 @@ def run_search(
     application's page size, unless the request chose one. ``rules`` (rules/ranking_rules.py): boosts
     applied to the hits, and on the first page the best bets of the query, above them.
     ``ranking``: Solr parameters over the /select handler's ranking defaults (search/query.py
-    ``RANKINGS``: the judged sets' baseline, `scrapy relevance --ranking`)."""
+    ``RANKINGS``: the judged sets' baseline, `scrapy relevance --ranking`). ``semantic``: the
+    installation's semantic search, whose kNN query of passages is fused with the words query's
+    hits on a page sorted by relevance within the fused window (search/hybrid.py)."""
     rules = rules or Rules()
     rows = request.rows or rows
     page = SearchPage(request, rows=rows)
@@ -471,13 +479,23 @@ def run_search(
     params.update(filter_params)
     params.update(FACET_PARAMS)
     params.update(ranking or {})
+    start = (request.page - 1) * rows
+    if semantic is not None and (request.sort not in ("", "relevance") or start + rows > semantic.window):
+        semantic = None  # sorted otherwise, or beyond the fused window: the words query's order
+    if semantic is not None:  # the words query read to the window, fused with the kNN query's (search/hybrid.py)
+        params.update({"rows": semantic.window, "start": 0, "fl": HIT_FIELDS + ",checksum"})
     results = index.search(request.q, params, boost_params(rules.boosts))
     page.total = results.hits
+    docs, passages = list(results.docs), {}
+    if semantic is not None:
+        fused = fuse(index, semantic, request.q, docs, params["fq"], filter_params, start, rows)
+        docs, passages = fused.docs, fused.snippets
+        page.total += fused.meaning_only
     if request.page == 1:
         page.bets = best_bets(index, rules.pinned(request.q))
     shown = {hit.url for hit in page.bets}
-    for doc in unique_hits(results.docs):
-        hit = hit_of(doc, results.highlighting)
+    for doc in unique_hits(docs):
+        hit = hit_of(doc, results.highlighting, passages.get(str(doc["id"]), ""))
         if hit.url not in shown or not hit.url:  # a best bet is not repeated below
             page.hits.append(hit)
         else:
@@ -490,7 +508,13 @@ def run_search(
 
 
 def judged_hits(
-    index: TrimmedIndex, text: str, source: str | None, rules: Rules | None, ranking: str | Ranking = "page", depth: int = 50
+    index: TrimmedIndex,
+    text: str,
+    source: str | None,
+    rules: Rules | None,
+    ranking: str | Ranking = "page",
+    depth: int = 50,
+    semantic: SemanticSearch | None = None,
 ) -> list[Hit]:
     """The hits a searcher sees for ``text`` on the search page, best bets first, ``depth`` of
     them, of ``source`` only if given: what a judged query measures (search/evaluation.py), asked
@@ -501,7 +525,13 @@ def judged_hits(
     request = SearchRequest(q=text[:MAX_QUERY_CHARS], filters=(("source", source),) if source else ())
     unread = {"facet": "false", "hl": "false"}  # what the order never depends on: not computed
     page = run_search(
-        index, request, rows=depth, spellcheck=False, rules=rules if chosen.rules else None, ranking={**chosen.params, **unread}
+        index,
+        request,
+        rows=depth,
+        spellcheck=False,
+        rules=rules if chosen.rules else None,
+        ranking={**chosen.params, **unread},
+        semantic=semantic if chosen.semantic else None,
     )
     return [*page.bets, *page.hits]
 
@@ -512,13 +542,14 @@ def judged_run(
     source: str | None,
     rules: Rules | None,
     ranking: str | Ranking = "page",
+    semantic: SemanticSearch | None = None,
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """(qid -> hit URLs, qid -> each hit's source) of every judged query (``judged_hits``): a
     run of `scrapy relevance` and of the relevance page's measure."""
     ranked: dict[str, list[str]] = {}
     sources: dict[str, list[str]] = {}
     for query in queries:
-        hits = judged_hits(index, query.text, source, rules, ranking)
+        hits = judged_hits(index, query.text, source, rules, ranking, semantic=semantic)
         # a hit without a URL (display_url's refusal of a scheme) holds its rank and matches nothing
         ranked[query.qid] = [hit.url or f"urn:searchcrawl:no-url:{rank}" for rank, hit in enumerate(hits, 1)]
         sources[query.qid] = [hit.source for hit in hits]

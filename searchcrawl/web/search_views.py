@@ -38,7 +38,9 @@ async def search(ctx: WebContext, request: Request) -> Response:
     searcher = await who_searches(ctx, request)
     try:
         rules = await in_thread(ctx.relevance.get)
-        page = await in_thread(run_search, TrimmedIndex(ctx.solr, searcher.principals), query, ctx.config.rows, True, rules)
+        page = await in_thread(
+            run_search, TrimmedIndex(ctx.solr, searcher.principals), query, ctx.config.rows, True, rules, None, ctx.semantic
+        )
     except IndexingError as exc:
         logger.warning("Search %r failed: %s", query.q, exc.reason)
         failed = render_search(

@@ -59,5 +59,7 @@ def access_update(source: str, url: str, checksum: str, access: Access) -> dict[
     creating a document of these fields alone."""
     document: dict[str, Any] = {"id": solr_id(source, url), "url": url, "checksum": checksum}
     document.update({name: {"set": values} for name, values in access.fields().items()})
+    # its passages' copies of the access are now stale: semantic/passage_index.py sets them anew
+    document["passages_model"] = {"set": None}
     document["_version_"] = 1
     return document

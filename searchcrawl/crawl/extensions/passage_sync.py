@@ -1,0 +1,104 @@
+"""PassageSync: a crawl's source's passages brought up to date, off the crawl's hot path.
+
+With semantic search on (SEARCHCRAWL_EMBEDDINGS), the crawl pushes its documents to Solr as ever,
+searchable by words at once, and this extension embeds their passages (semantic/passage_index.py)
+on a thread of its own: every ``SEARCHCRAWL_EMBED_INTERVAL`` seconds while the crawl runs (the
+documents Solr holds by then), and once more when the engine has stopped, after the run's last
+push, for at most ``SEARCHCRAWL_EMBED_FINAL_SECONDS`` (what is left then is done by the next crawl
+or `scrapy embed`). Nothing in the item pipeline waits for a model; a model that fails leaves the
+documents to the next pass, said once a pass. A model whose vectors are not of the dimension it
+declares, or of one the schema has no field for, is refused at start: the crawl does not run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from typing import Self
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+
+from searchcrawl.crawl.extensions.stores import source_of, stores_of
+from searchcrawl.index.indexer import IndexingError
+from searchcrawl.semantic.embedders import EmbeddingFailed, checked, embedder_from
+from searchcrawl.semantic.passage_index import PassageIndex, SyncResult
+
+logger = logging.getLogger(__name__)
+
+
+class PassageSync:
+    def __init__(self, passages: PassageIndex, source: str, interval: float, final_seconds: float) -> None:
+        self.passages, self.source = passages, source
+        self.interval, self.final_seconds = interval, final_seconds
+        self.stopping = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.totals = SyncResult()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        settings = crawler.settings
+        embedder = embedder_from(settings.get("SEARCHCRAWL_EMBEDDINGS") or "", settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"))
+        if embedder is None:
+            raise NotConfigured("semantic search is off (SEARCHCRAWL_EMBEDDINGS)")
+        try:
+            checked(embedder)  # DimensionMismatch: refused, the crawl does not run
+        except EmbeddingFailed as exc:  # it may answer later: the passes will try
+            logger.warning("The embedding model does not answer now (%s); passages are left for later passes", exc)
+        source = source_of(crawler)
+        extension = cls(
+            PassageIndex(stores_of(crawler).index, embedder),
+            source.name,
+            settings.getfloat("SEARCHCRAWL_EMBED_INTERVAL"),
+            settings.getfloat("SEARCHCRAWL_EMBED_FINAL_SECONDS"),
+        )
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.engine_stopped, signal=signals.engine_stopped)
+        return extension
+
+    def spider_opened(self) -> None:
+        if self.interval > 0:
+            self.thread = threading.Thread(target=self._during_the_crawl, name="passages", daemon=True)
+            self.thread.start()
+
+    def _during_the_crawl(self) -> None:
+        while not self.stopping.wait(self.interval):
+            self._pass(None)
+
+    def _pass(self, deadline: float | None) -> None:
+        try:
+            result = self.passages.sync(self.source, self.stopping.is_set if deadline is None else lambda: False, deadline)
+        except (IndexingError, EmbeddingFailed) as exc:  # sync catches these; a pending count may not
+            logger.warning("Passages not brought up to date: %s", exc)
+            return
+        for name in ("documents", "embedded", "reused", "updated", "deleted"):
+            setattr(self.totals, name, getattr(self.totals, name) + getattr(result, name))
+        if result.documents:
+            logger.info(
+                "Passages of %d documents up to date: %d embedded, %d kept their vectors, %d updated in place (%.1f s)",
+                result.documents,
+                result.embedded,
+                result.reused,
+                result.updated,
+                result.seconds,
+            )
+
+    async def engine_stopped(self) -> None:
+        """The last pass, after the run's last push: the documents it pushed have passages
+        when the crawl ends (within ``final_seconds``)."""
+        self.stopping.set()
+        if self.thread is not None:
+            await asyncio.to_thread(self.thread.join)
+        if self.final_seconds > 0:
+            await asyncio.to_thread(self._final)
+
+    def _final(self) -> None:
+        try:
+            self.passages.index.commit()  # the run's last documents, readable
+        except IndexingError as exc:
+            logger.warning("Passages not brought up to date: %s", exc)
+            return
+        self._pass(time.monotonic() + self.final_seconds)

@@ -1,0 +1,209 @@
+"""Hybrid retrieval: the words query and a kNN query of passages, fused by rank (issue 76).
+
+Both are asked through the searcher's ``TrimmedIndex`` (searcher.py): the words query as every
+search is; the kNN query as its own main query (``TrimmedIndex.nearest``), so that the trimming
+and the search's own filters (facets, dates: each passage holds a copy of its document's fields)
+pre-filter it, and its top k are passages the searcher may read, however little of the index that
+is. The passages are collapsed to their documents (a document ranks by its best passage), and the
+two lists fused by reciprocal rank fusion (semantic/fusion.py: k = 60, each list read to
+``WINDOW`` = 100 documents) in the application. The fused order covers the first ``WINDOW`` hits
+(10 pages of 10); a page beyond it, and a search sorted by date or title, is the words query's
+own. A document found by meaning alone is fetched like a best bet: trimmed, with the search's
+filters, one hit per URL. Its snippet is its best passage (the words query's highlight where the
+words found it too), shown only while the passage was made from the document's current text.
+
+A model that fails or a Solr that refuses the kNN query leaves the words query's hits as they are
+(logged at most once a minute): a search never fails for its semantic half.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from searchcrawl.index.indexer import PASSAGES, IndexingError, SolrIndex
+from searchcrawl.search.query import COLLAPSE, HIT_FIELDS, unique_hits
+from searchcrawl.search.searcher import OncePer, TrimmedIndex
+from searchcrawl.semantic.embedders import Embedder, EmbeddingFailed, checked, embedder_from, field_name
+from searchcrawl.semantic.fusion import WINDOW, K, best_per_parent, reciprocal_rank_fusion
+from searchcrawl.semantic.passage_index import complete
+
+logger = logging.getLogger(__name__)
+
+SEMANTIC_FAILED_LOG = OncePer(60)
+PASSAGES_A_DOCUMENT = 3  # the kNN query's k: this many passages a document of the window
+SNIPPET_CHARS = 300
+
+
+@dataclass(frozen=True)
+class SemanticModel:
+    """A model a search embeds its query with, and the field of its passages' vectors."""
+
+    embedder: Embedder
+
+    @property
+    def model_id(self) -> str:
+        return self.embedder.model_id
+
+    @property
+    def field(self) -> str:
+        return field_name(self.embedder.model_id, self.embedder.dimension)
+
+
+@dataclass
+class SemanticSearch:
+    """The installation's semantic search: its model (SEARCHCRAWL_EMBEDDINGS) and, while that
+    model's passages are being filled in, the previous one (SEARCHCRAWL_EMBEDDINGS_PREVIOUS),
+    which searches use until the new one is complete (``complete``: semantic/passage_index.py,
+    asked at most every ``recheck`` seconds), or the previous one has no passages left."""
+
+    current: SemanticModel
+    previous: SemanticModel | None = None
+    complete: Callable[[str], bool] = lambda _model: True
+    has_passages: Callable[[str], bool] = lambda _model: True
+    k: int = K
+    window: int = WINDOW
+    recheck: float = 60.0
+    _switched: bool = field(default=False, init=False)
+    _checked: float = field(default=-1e18, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def active(self) -> SemanticModel:
+        """The model searches use now; once switched to the current one, for good."""
+        if self.previous is None or self._switched:
+            return self.current
+        with self._lock:
+            if time.monotonic() - self._checked >= self.recheck:
+                self._checked = time.monotonic()
+                try:
+                    if self.complete(self.current.model_id) or not self.has_passages(self.previous.model_id):
+                        self._switched = True
+                        logger.info("Semantic search switched to %s: its passages are complete", self.current.model_id)
+                except IndexingError as exc:
+                    logger.debug("Whether %s is complete is not known (%s)", self.current.model_id, exc.reason)
+        return self.current if self._switched else self.previous
+
+
+@dataclass
+class Fused:
+    docs: list[dict[str, Any]]  # the page's hits, in the fused order
+    snippets: dict[str, str]  # document id -> its best passage (documents found by meaning)
+    meaning_only: int  # documents of the window that the words query did not find
+
+
+def passage_filters(model: SemanticModel, filters: Sequence[str]) -> list[str]:
+    """The kNN query's filters: the model's passages, and the search's own (facets and dates,
+    on the passages' copies of their document's fields; never the collapse on url, a documents'
+    thing)."""
+    return ["{!term f=passage_model}" + model.model_id, *(f for f in filters if f != COLLAPSE)]
+
+
+def nearest_documents(
+    index: TrimmedIndex, model: SemanticModel, query: str, filters: Sequence[str], params: Mapping[str, Any], window: int
+) -> list[tuple[str, dict[str, Any]]]:
+    """(document id, its best passage) of the ``window`` documents whose passages are nearest
+    ``query``'s meaning, among those the searcher of ``index`` may read, best first."""
+    vector = np.asarray(model.embedder.embed([query])[0], dtype=np.float32)
+    top_k = window * PASSAGES_A_DOCUMENT
+    asked = {
+        **params,
+        "fq": passage_filters(model, filters),
+        "fl": "id,parent_id,passage_text,parent_checksum,score",
+        "rows": top_k,
+        "timeAllowed": 5000,
+    }
+    found = index.nearest(model.field, [float(value) for value in vector], top_k, asked)
+    return best_per_parent([(str(doc["parent_id"]), doc) for doc in found.docs if doc.get("parent_id")])[:window]
+
+
+def fuse(
+    index: TrimmedIndex,
+    semantic: SemanticSearch,
+    query: str,
+    words: Sequence[dict[str, Any]],
+    filters: Sequence[str],
+    params: Mapping[str, Any],
+    start: int,
+    rows: int,
+) -> Fused:
+    """The page ``start``..``start + rows`` of the fused order of ``words`` (the words query's
+    hits, best first, read to the window) and the nearest documents of ``query``; the documents
+    the words query did not return are fetched, trimmed, with ``filters`` and ``params`` (the
+    search's)."""
+    words = list(unique_hits(words))
+    by_id = {str(doc["id"]): doc for doc in words}
+    try:
+        nearest = nearest_documents(index, semantic.active(), query, filters, params, semantic.window)
+    except (EmbeddingFailed, IndexingError, ValueError) as exc:
+        if SEMANTIC_FAILED_LOG():
+            logger.warning("Semantic search not applied (the words' hits are shown): %s", exc)
+        return Fused(words[start : start + rows], {}, 0)
+    passages = dict(nearest)
+    order = [
+        item
+        for item, _score in reciprocal_rank_fusion([list(by_id), [parent for parent, _ in nearest]], semantic.k, semantic.window)
+    ]
+    meaning_only = sum(1 for item in order if item not in by_id)
+    page = order[start : start + rows]
+    wanted = [item for item in page if item not in by_id]
+    if wanted:
+        fetched = index.search(
+            "*:*",
+            {
+                **params,
+                "fq": [*filters, '{!terms f=id separator=" "}' + " ".join(wanted)],
+                "fl": HIT_FIELDS + ",checksum",
+                "rows": len(wanted),
+                "hl": "false",
+                "facet": "false",
+            },
+        )
+        by_id.update({str(doc["id"]): doc for doc in fetched.docs})
+    docs = list(unique_hits(by_id[item] for item in page if item in by_id))
+    snippets: dict[str, str] = {}
+    for doc in docs:
+        passage = passages.get(str(doc["id"]))
+        if passage is not None and passage.get("parent_checksum") == doc.get("checksum"):
+            snippets[str(doc["id"])] = cut(str(passage.get("passage_text") or ""))
+    return Fused(docs, snippets, meaning_only)
+
+
+def cut(text: str, limit: int = SNIPPET_CHARS) -> str:
+    """``text`` to ``limit`` characters, at a word's end, with an ellipsis when cut."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def semantic_search(current: str, previous: str, index: SolrIndex, timeout: float = 30) -> SemanticSearch | None:
+    """The installation's semantic search from SEARCHCRAWL_EMBEDDINGS (``current``) and
+    SEARCHCRAWL_EMBEDDINGS_PREVIOUS (``previous``); None when it is off. A model whose
+    dimension does not match is refused here, at start (``DimensionMismatch``); one that does
+    not answer now is not: searches are then words alone until it does."""
+    embedder = embedder_from(current, timeout)
+    if embedder is None:
+        return None
+    models = [embedder]
+    old = embedder_from(previous, timeout) if previous.strip() else None
+    if old is not None:
+        models.append(old)
+    for model in models:
+        try:
+            checked(model)
+        except EmbeddingFailed as exc:
+            logger.warning("The embedding model %s does not answer now: %s", model.model_id, exc)
+    return SemanticSearch(
+        SemanticModel(embedder),
+        SemanticModel(old) if old is not None else None,
+        complete=lambda model_id: complete(index, model_id),
+        has_passages=lambda model_id: bool(
+            int(index.search("*:*", fq=[PASSAGES, "{!term f=passage_model}" + model_id], rows=0).hits)
+        ),
+    )

@@ -1,0 +1,246 @@
+"""The passages of the index kept in step with its documents: the one writer of passages.
+
+Solr holds the state, so that any process may do the work and none holds it in memory: a document
+whose passages are current for the model carries ``passages_model`` (its id); one pushed by a crawl
+(new, changed, or re-pushed) carries none, nor does one whose access alone changed (the crawl's
+atomic update clears it: crawl/pipelines/checksum.py ``access_update``). ``PassageIndex.sync``
+reads the documents without it, a page at a time, and for each:
+
+* cuts its text into passages (passages.py) and reads the passages it has for the model;
+* a passage whose embedded text is unchanged keeps its vector (found by checksum, whatever its
+  ordinal: a paragraph added at the top re-embeds that paragraph only); a passage whose copies
+  of the document's fields (its access, and what a search filters on) differ is updated in place
+  by an atomic update; new and changed passages are embedded, a batch for the page, and written
+  whole; passages beyond the new last are deleted;
+* then marks the document (``passages_model``), on the condition that it is still the version it
+  read (``_version_``): a document the crawl pushed again meanwhile is left unmarked, and the next
+  pass does it again.
+
+Embedding runs here, never in the crawl's item pipeline: the crawl pushes documents searchable by
+words at once, and a model that fails (``EmbeddingFailed``) leaves them unmarked for the next pass
+(the crawl's own, crawl/extensions/passage_sync.py, or `scrapy embed`). A document's passages are
+deleted with it (index/indexer.py ``SolrIndex.delete``).
+
+A change of model (SEARCHCRAWL_EMBEDDINGS) is a backfill: the new model's passages are written
+beside the old one's (their own ids and vector field) while searches go on with the old one
+(SEARCHCRAWL_EMBEDDINGS_PREVIOUS); when no document is left without the new model's passages,
+``retire_others`` deletes the other models' passages, and searches switch (``active_model``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from searchcrawl.access.tokens import DENY_FIELD, LATE_DENY_FIELD, LEVEL_FIELDS, OVERRIDING_FIELD
+from searchcrawl.index.indexer import DOCUMENTS, PASSAGES, IndexingError, SolrIndex, cursor_pages, escape_query
+from searchcrawl.semantic.embedders import Embedder, EmbeddingFailed, as_list, field_name, model_tag, read_vector
+from searchcrawl.semantic.passages import Passage, split_passages
+
+logger = logging.getLogger(__name__)
+
+# the document's fields each passage carries a copy of: who may read it, and what a search page
+# filters on (web/search_page.py FACETS, MODIFIED): a kNN query filtered by them picks its top k
+# among the passages the searcher may read and asked for
+ACCESS_FIELDS = (*LEVEL_FIELDS, DENY_FIELD, LATE_DENY_FIELD, OVERRIDING_FIELD)
+COPIED_FIELDS = (*ACCESS_FIELDS, "source", "host", "mimetype", "language", "last_modified")
+PAGE = 50  # documents read and done a batch
+EMBED_BATCH = 256  # texts the model is given at once
+
+
+@dataclass
+class SyncResult:
+    documents: int = 0  # marked current
+    embedded: int = 0  # passages embedded
+    reused: int = 0  # passages that kept their vector (unchanged text, or moved)
+    updated: int = 0  # passages whose copied fields were set in place (no embedding)
+    deleted: int = 0
+    seconds: float = 0.0
+    error: str = ""  # why the pass stopped (the model or Solr failed)
+    by_source: dict[str, int] = field(default_factory=dict)
+
+
+def passage_id(parent: str, model_id: str, ordinal: int) -> str:
+    """``<parent id>#<model tag>#<ordinal>``: beginning with the parent's ``<source>!``, so
+    SolrCloud's router places it on its parent's shard."""
+    return f"{parent}#{model_tag(model_id)}#{ordinal}"
+
+
+def _same(one: Any, other: Any) -> bool:
+    """Two stored values equal as Solr returns them (a missing field, an empty list alike)."""
+    if one in (None, []) and other in (None, []):
+        return True
+    if isinstance(one, list) and isinstance(other, list):
+        return sorted(map(str, one)) == sorted(map(str, other))
+    return one == other
+
+
+class PassageIndex:
+    """Passages of ``index``'s documents for ``embedder``'s model (see the module's docstring)."""
+
+    def __init__(self, index: SolrIndex, embedder: Embedder, page: int = PAGE) -> None:
+        self.index, self.embedder, self.page = index, embedder, page
+        self.model_id = embedder.model_id
+        self.field = field_name(embedder.model_id, embedder.dimension)
+
+    def pending_filters(self, source: str | None = None) -> list[str]:
+        """The documents whose passages are not current for the model."""
+        filters = [DOCUMENTS, f"-passages_model:{escape_query(self.model_id)}"]
+        return [*filters, "{!term f=source}" + source] if source else filters
+
+    def pending(self, source: str | None = None) -> int:
+        return int(self.index.search("*:*", fq=self.pending_filters(source), rows=0).hits)
+
+    def sync(
+        self, source: str | None = None, should_stop: Callable[[], bool] = lambda: False, deadline: float | None = None
+    ) -> SyncResult:
+        """One pass over the documents pending (of ``source``, or all), until ``should_stop``
+        or ``deadline`` (time.monotonic()). A failure of the model or of Solr ends the pass,
+        said in ``error``: what was done stays done, the rest waits for the next pass."""
+        result = SyncResult()
+        started = time.monotonic()
+        fields = ",".join(["id", "title", "content", "outline", "_version_", "checksum", *COPIED_FIELDS])
+        try:
+            for parents in cursor_pages(self.index, self.pending_filters(source), fields, self.page):
+                self._sync_parents(parents, result)
+                if should_stop() or (deadline is not None and time.monotonic() >= deadline):
+                    break
+        except (EmbeddingFailed, IndexingError) as exc:
+            result.error = str(exc)
+            logger.warning("Passages: a pass stopped, the rest is left for the next one: %s", exc)
+        result.seconds = time.monotonic() - started
+        if result.documents:
+            self.index.commit()
+        return result
+
+    def _existing(self, parents: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """The passages the model has of ``parents`` (parent id -> passages)."""
+        found: dict[str, list[dict[str, Any]]] = {parent: [] for parent in parents}
+        filters = [
+            PASSAGES,
+            '{!terms f=parent_id separator=" "}' + " ".join(parents),
+            "{!term f=passage_model}" + self.model_id,
+        ]
+        fields = ",".join(
+            ["id", "parent_id", "passage_ordinal", "passage_checksum", "parent_checksum", self.field, *COPIED_FIELDS]
+        )
+        for page in cursor_pages(self.index, filters, fields, 1000):
+            for passage in page:
+                found.setdefault(str(passage.get("parent_id")), []).append(passage)
+        return found
+
+    def _sync_parents(self, parents: list[dict[str, Any]], result: SyncResult) -> None:
+        existing = self._existing([str(parent["id"]) for parent in parents])
+        writes: list[dict[str, Any]] = []  # passages written whole
+        updates: list[dict[str, Any]] = []  # passages set in place
+        deletes: list[str] = []
+        to_embed: list[tuple[dict[str, Any], str]] = []  # (passage document, text)
+        for parent in parents:
+            parent_id = str(parent["id"])
+            wanted = split_passages(str(parent.get("content") or ""), str(parent.get("title") or ""), parent.get("outline") or ())
+            had = existing.get(parent_id, [])
+            vectors = {
+                str(p.get("passage_checksum")): p.get(self.field) for p in had if read_vector(p.get(self.field)) is not None
+            }
+            by_ordinal = {int(p.get("passage_ordinal", -1)): p for p in had}
+            copies = {name: parent.get(name) for name in COPIED_FIELDS}
+            for passage in wanted:
+                checksum = passage.checksum(self.model_id)
+                old = by_ordinal.get(passage.ordinal)
+                if old is not None and old.get("passage_checksum") == checksum and old.get(self.field) is not None:
+                    changed = {name: value for name, value in copies.items() if not _same(old.get(name), value)}
+                    if not _same(old.get("parent_checksum"), parent.get("checksum")):
+                        changed["parent_checksum"] = parent.get("checksum")
+                    if changed:
+                        updates.append(
+                            {"id": old["id"], "_version_": 1, **{name: {"set": value} for name, value in changed.items()}}
+                        )
+                        result.updated += 1
+                    continue
+                document = self._passage_document(parent, passage, checksum, copies)
+                vector = vectors.get(checksum)
+                if vector is not None:
+                    document[self.field] = vector
+                    writes.append(document)
+                    result.reused += 1
+                else:
+                    to_embed.append((document, passage.embedded))
+            deletes.extend(str(p["id"]) for ordinal, p in by_ordinal.items() if ordinal >= len(wanted))
+            source = str(parent.get("source") or "")
+            result.by_source[source] = result.by_source.get(source, 0) + 1
+        for start in range(0, len(to_embed), EMBED_BATCH):
+            chunk = to_embed[start : start + EMBED_BATCH]
+            embedded = self.embedder.embed([text for _document, text in chunk])
+            for (document, _text), vector in zip(chunk, embedded, strict=True):
+                document[self.field] = as_list(np.asarray(vector))
+                writes.append(document)
+        result.embedded += len(to_embed)
+        if writes:
+            self.index.add(writes)
+        if updates:
+            self.index.update_existing(updates)
+        if deletes:
+            self.index.delete_passages(deletes)
+            result.deleted += len(deletes)
+        marks = [
+            {"id": parent["id"], "passages_model": {"set": self.model_id}, "_version_": parent["_version_"]} for parent in parents
+        ]
+        self.index.update_existing(marks)  # a document changed meanwhile is skipped: the next pass
+        result.documents += len(parents)
+        logger.debug(
+            "Passages of %d documents: %d embedded, %d kept their vectors, %d updated in place, %d deleted",
+            len(parents),
+            len(to_embed),
+            result.reused,
+            len(updates),
+            len(deletes),
+        )
+
+    def _passage_document(
+        self, parent: dict[str, Any], passage: Passage, checksum: str, copies: dict[str, Any]
+    ) -> dict[str, Any]:
+        document = {
+            "id": passage_id(str(parent["id"]), self.model_id, passage.ordinal),
+            "doc_type": "passage",
+            "parent_id": parent["id"],
+            "passage_ordinal": passage.ordinal,
+            "passage_text": passage.text,
+            "passage_heading": passage.heading,
+            "passage_checksum": checksum,
+            "parent_checksum": parent.get("checksum"),
+            "passage_model": self.model_id,
+            "passage_dimension": self.embedder.dimension,
+        }
+        document.update({name: value for name, value in copies.items() if value not in (None, [])})
+        return document
+
+    def models(self) -> dict[str, int]:
+        """Passages a model (id -> count) in the index."""
+        results = self.index.search(
+            "*:*", fq=PASSAGES, rows=0, facet="true", **{"facet.field": "passage_model", "facet.limit": -1, "facet.mincount": 1}
+        )
+        counts = results.facets.get("facet_fields", {}).get("passage_model", [])
+        return {str(name): int(count) for name, count in zip(counts[::2], counts[1::2], strict=False)}
+
+    def retire_others(self) -> int:
+        """Delete the passages of every other model once no document is left without this
+        model's: the switch of a backfill. Returns how many were deleted (0: not yet, or none)."""
+        if self.pending():
+            return 0
+        others = {name: count for name, count in self.models().items() if name != self.model_id}
+        for name in others:
+            self.index.delete_query(f"doc_type:passage AND passage_model:{escape_query(name)}")
+        if others:
+            self.index.commit()
+            logger.info("Passages of %s deleted: every document has passages of %s now", ", ".join(sorted(others)), self.model_id)
+        return sum(others.values())
+
+
+def complete(index: SolrIndex, model_id: str) -> bool:
+    """Whether every document has passages of ``model_id`` (a search may switch to it)."""
+    return not int(index.search("*:*", fq=[DOCUMENTS, f"-passages_model:{escape_query(model_id)}"], rows=0).hits)
