@@ -234,6 +234,10 @@ UNTRIMMED: dict[tuple[str, str], str] = {
     ("searchcrawl.access.explanation", "held_documents"): (
         "operators: explain-access shows every source's copy of a URL with its access, untrimmed by design"
     ),
+    ("searchcrawl.semantic.passage_index", "PassageIndex.pending"): "the passages' upkeep: documents waiting (a count)",
+    ("searchcrawl.semantic.passage_index", "PassageIndex.models"): "the passages' upkeep: passages a model (counts)",
+    ("searchcrawl.semantic.passage_index", "complete"): "a backfill's switch: documents without the new model's (a count)",
+    ("searchcrawl.semantic.passage_index", "has_passages"): "a backfill's switch: the old model's passages (a count)",
 }
 
 # (module, callee as written): where web/, commands/ or search/ hand on the raw client, and why
@@ -261,12 +265,18 @@ RAW_CLIENT_TAKERS: dict[tuple[str, str], str] = {
     ("searchcrawl.commands.solr", "index.sources"): "operators: `scrapy solr migrate-ids` of every source the index holds",
     ("searchcrawl.commands.solr", "migrate_ids"): "operators: `scrapy solr migrate-ids`",
     ("searchcrawl.commands.summary", "service_problems"): "operators: the daily summary's check that Solr answers",
+    ("searchcrawl.commands.embed", "PassageIndex"): "operators: `scrapy embed`, the passages' upkeep",
+    ("searchcrawl.commands.relevance", "semantic_search"): "semantic search's backfill switch: counts of passages",
+    ("searchcrawl.web.context", "semantic_search"): "semantic search's backfill switch: counts of passages",
+    ("searchcrawl.search.hybrid", "complete"): "semantic search's backfill switch: a count of documents",
+    ("searchcrawl.search.hybrid", "has_passages"): "semantic search's backfill switch: a count of passages",
 }
 # (module, function): a function of web/, commands/ or search/ that takes the raw client, and why
 RAW_CLIENT_PARAMETERS: dict[tuple[str, str], str] = {
     (SEARCHER, "TrimmedIndex.__init__"): "the door: the client shared by every request, and one searcher's principals",
     ("searchcrawl.web.admin", "solr_health"): "operators: Solr's health on the admin page",
     ("searchcrawl.web.admin", "explain_access"): "operators: explain-access on the admin page",
+    ("searchcrawl.search.hybrid", "semantic_search"): "semantic search's backfill switch: counts, never a searcher's query",
 }
 HANDED_ON = ("searchcrawl.web.", "searchcrawl.commands.", "searchcrawl.search.")
 

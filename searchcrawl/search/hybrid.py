@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from searchcrawl.index.indexer import PASSAGES, IndexingError, SolrIndex
+from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.search.query import COLLAPSE, HIT_FIELDS, unique_hits
 from searchcrawl.search.searcher import OncePer, TrimmedIndex
 from searchcrawl.semantic.embedders import Embedder, EmbeddingFailed, checked, embedder_from, field_name
 from searchcrawl.semantic.fusion import WINDOW, K, best_per_parent, reciprocal_rank_fusion
-from searchcrawl.semantic.passage_index import complete
+from searchcrawl.semantic.passage_index import complete, has_passages
 
 logger = logging.getLogger(__name__)
 
@@ -203,7 +203,5 @@ def semantic_search(current: str, previous: str, index: SolrIndex, timeout: floa
         SemanticModel(embedder),
         SemanticModel(old) if old is not None else None,
         complete=lambda model_id: complete(index, model_id),
-        has_passages=lambda model_id: bool(
-            int(index.search("*:*", fq=[PASSAGES, "{!term f=passage_model}" + model_id], rows=0).hits)
-        ),
+        has_passages=lambda model_id: has_passages(index, model_id),
     )

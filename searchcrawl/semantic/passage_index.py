@@ -244,3 +244,8 @@ class PassageIndex:
 def complete(index: SolrIndex, model_id: str) -> bool:
     """Whether every document has passages of ``model_id`` (a search may switch to it)."""
     return not int(index.search("*:*", fq=[DOCUMENTS, f"-passages_model:{escape_query(model_id)}"], rows=0).hits)
+
+
+def has_passages(index: SolrIndex, model_id: str) -> bool:
+    """Whether the index holds passages of ``model_id``."""
+    return bool(int(index.search("*:*", fq=[PASSAGES, "{!term f=passage_model}" + model_id], rows=0).hits))

@@ -42,8 +42,11 @@ from searchcrawl.search.evaluation import (
     score_run,
     write_run,
 )
+from searchcrawl.search.hybrid import SemanticModel, SemanticSearch
 from searchcrawl.search.query import Ranking
 from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.semantic.embedders import embedder_from
+from searchcrawl.semantic.passage_index import PassageIndex
 from searchcrawl.web.search_page import judged_run
 from tests.benchmarks.measure import python_path, run_measured
 from tests.benchmarks.real_sites import RealSite
@@ -54,6 +57,7 @@ JUDGED = ROOT / "tests" / "search" / "judged"
 # judged set: (real site, source name)
 SETS = {"scipy-lectures": ("sphinx", "scipy"), "nutch": ("nutch", "nutch")}
 RANKINGS = ("page", "plain")
+TARGET_HYBRID_OVER_WORDS = 1.3  # nDCG@10, hybrid over the words query alone (issue 76)
 
 
 def own_rankings(given: list[str]) -> dict[str, Ranking]:
@@ -145,6 +149,13 @@ def main() -> None:
     parser.add_argument(
         "--ranking", action="append", default=[], metavar="NAME=PARAMS", help="another ranking: Solr parameters as a query string"
     )
+    parser.add_argument(
+        "--embeddings",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a model (SEARCHCRAWL_EMBEDDINGS' form): its passages embedded after the crawl, timed, and the hybrid ranking measured",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="searchcrawl-judged-"))
     out = Path(args.out or work / "results")
@@ -168,11 +179,40 @@ def main() -> None:
             scores = {}
             rankings: dict[str, str | Ranking] = {known: known for known in RANKINGS}
             rankings.update(own_rankings(args.ranking))
+            semantic: dict[str, SemanticSearch | None] = {ranking: None for ranking in rankings}
+            embedded: dict[str, dict[str, Any]] = {}
+            for spec in args.embeddings:
+                embedder = embedder_from(spec)
+                assert embedder is not None
+                result = PassageIndex(SolrIndex(core, timeout=120), embedder, page=100).sync(source)
+                assert not result.error, result.error
+                kind = spec.split(":")[0]
+                embedded[kind] = {
+                    "model": embedder.model_id,
+                    "documents": result.documents,
+                    "passages": result.embedded,
+                    "seconds": round(result.seconds, 1),
+                    "passages_a_second": round(result.embedded / max(result.seconds, 1e-9), 1),
+                }
+                print(f"{name}: {kind}: {embedded[kind]}")
+                rankings[f"hybrid-{kind}"] = "page"
+                semantic[f"hybrid-{kind}"] = SemanticSearch(SemanticModel(embedder))
+            if args.embeddings:
+                rankings["words"] = "words"
             for ranking, chosen in rankings.items():
-                ranked, _sources = judged_run(index, queries, source, Rules(), chosen)
+                ranked, _sources = judged_run(index, queries, source, Rules(), chosen, semantic.get(ranking))
                 (out / f"{name}-{ranking}.run").write_text(write_run(ranked, ranking), encoding="utf-8")
                 scores[ranking] = score_run(queries, judgments, ranked)
             entry: dict[str, Any] = {
+                "embedded": embedded,
+                "hybrid_vs_words": {
+                    ranking: {
+                        "ndcg_ratio": round(means(scores[ranking])["ndcg@10"] / max(means(scores["words"])["ndcg@10"], 1e-9), 3),
+                        "rows": [row.__dict__ for row in compare(scores["words"], scores[ranking])],
+                    }
+                    for ranking in rankings
+                    if ranking.startswith("hybrid-")
+                },
                 "crawl": crawled,
                 "figures": {ranking: figures(found) for ranking, found in scores.items()},
                 "page_vs_plain": [row.__dict__ for row in compare(scores["plain"], scores["page"])],
@@ -190,6 +230,10 @@ def main() -> None:
                 ratio = means(scores["page"])["ndcg@10"] / max(means(before)["ndcg@10"], 1e-9)
                 entry["ndcg_over_before"] = round(ratio, 3)
                 print(f"nDCG@10 now / before: {ratio:.3f} (target {TARGET_OVER_BEFORE})")
+            for ranking, found in entry["hybrid_vs_words"].items():
+                print(f"  {ranking} / words nDCG@10: {found['ndcg_ratio']:.3f} (target {TARGET_HYBRID_OVER_WORDS})")
+                for row in found["rows"]:
+                    print(f"    {row['metric']}: {row['before']:.3f} -> {row['after']:.3f}, p = {row['p']:.4f}")
             for row in entry["page_vs_plain"]:
                 print(f"  page vs plain {row['metric']}: {row['before']:.3f} -> {row['after']:.3f}, p = {row['p']:.4f}")
             report["sets"][name] = entry

@@ -1,0 +1,54 @@
+"""The embedders' setting and checks (semantic/embedders.py), without a model or a server."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from searchcrawl.semantic.embedders import (
+    DimensionMismatch,
+    ModelSpec,
+    OpenAIEmbedder,
+    checked,
+    embedder_from,
+    field_name,
+    normalised,
+)
+
+
+def test_the_setting_names_one_of_three_kinds() -> None:
+    assert ModelSpec.parse("") is None and embedder_from("  ") is None
+    assert ModelSpec.parse("wordllama") == ModelSpec("wordllama")
+    spec = ModelSpec.parse("onnx:/m/model.onnx?tokenizer=/m/t.json&threads=2")
+    assert spec is not None and spec.location == "/m/model.onnx" and spec.option("tokenizer") == "/m/t.json"
+    spec = ModelSpec.parse("openai:http://127.0.0.1:8080/v1?model=nomic&dimension=768")
+    assert spec is not None and spec.location == "http://127.0.0.1:8080/v1" and spec.option("dimension") == "768"
+    for wrong in ("bert", "onnx", "openai:"):
+        with pytest.raises(DimensionMismatch):
+            ModelSpec.parse(wrong)
+
+
+def test_a_remote_model_needs_a_dimension_the_schema_has_and_an_http_url() -> None:
+    with pytest.raises(DimensionMismatch):
+        embedder_from("openai:http://127.0.0.1:1/v1?model=m", environ={})
+    with pytest.raises(DimensionMismatch):
+        embedder_from("openai:http://127.0.0.1:1/v1?model=m&dimension=300", environ={})
+    with pytest.raises(DimensionMismatch):
+        OpenAIEmbedder("file:///etc/passwd", "m", 256)
+
+
+def test_a_model_whose_vectors_are_of_another_dimension_is_refused() -> None:
+    class Liar:
+        model_id, dimension = "liar", 256
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.ones((len(texts), 128), dtype=np.float32)
+
+    with pytest.raises(DimensionMismatch):
+        checked(Liar())
+
+
+def test_each_model_has_a_field_of_its_own_and_vectors_are_normalised() -> None:
+    assert field_name("a", 256) != field_name("b", 256) and field_name("a", 384).endswith("_v384")
+    vectors = normalised(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    assert np.allclose(vectors, [[0.6, 0.8], [0.0, 0.0]])
