@@ -154,6 +154,8 @@ from pathlib import Path
 
 import pysolr
 
+from searchcrawl.semantic.passage_index import ACCESS_FIELDS
+from searchcrawl.semantic.passages import split_passages
 from searchcrawl.store.deltas import run_report
 from searchcrawl.system.processes import process_alive
 from tests.conftest import InFlight, Project, Site, children, free_port, popen_scrapy, wait_for
@@ -937,8 +939,10 @@ class Sequence:
         progress: Callable[[str], None] | None = None,
         processes: int = 1,
         sitemap: bool = False,
+        embeddings: str = "",
     ) -> None:
         self.seed = seed
+        self.embeddings = embeddings
         self.crawls = crawls
         self.project = project
         self.site = site
@@ -960,6 +964,8 @@ class Sequence:
         ]
         self.oracles = {spec.label: SourceOracle(spec) for spec in self.specs}
         self.crawl_args = PUSHING + (SHARING if processes > 1 else ())
+        if embeddings:  # semantic search: passages embedded during each crawl (every second) and after it
+            self.crawl_args += ("-s", f"SEARCHCRAWL_EMBEDDINGS={embeddings}", "-s", "SEARCHCRAWL_EMBED_INTERVAL=1")
         self.slow = site.slow = SHARED_SLOW if processes > 1 else 0.0
         self.loose_next: dict[str, list[dict[str, Key]]] = {}  # after an outage: the indexes to compare with
         self.result = Result(seed)
@@ -975,7 +981,9 @@ class Sequence:
 
     def snapshot(self, spec: SourceSpec) -> tuple[dict[str, Key], list[dict]]:
         self.solr.commit(softCommit=True)
-        docs = list(self.solr.search(f'source:"{spec.name}"', rows=100000, fl="id,url,source,title,content"))
+        docs = list(
+            self.solr.search(f'source:"{spec.name}"', fq="-doc_type:passage", rows=100000, fl="id,url,source,title,content")
+        )
         index: dict[str, Key] = {}
         for doc in docs:
             url = doc.get("url") or doc.get("id")
@@ -990,6 +998,33 @@ class Sequence:
 
             index[path] = (text(doc.get("title")), text(doc.get("content")))
         return index, docs
+
+    def check_passages(self, spec: SourceSpec, check: Callable) -> None:
+        """Semantic search's oracle (issue 76): after a finished crawl, every document of the source
+        has exactly the passages its text gives (semantic/passages.py), current for the model and
+        carrying the document's access; no passage outlives its document."""
+        self.solr.commit(softCommit=True)
+        fields = "id,title,content,outline,passages_model," + ",".join(ACCESS_FIELDS)
+        parents = {d["id"]: d for d in self.solr.search(f'source:"{spec.name}"', fq="-doc_type:passage", rows=100000, fl=fields)}
+        passages = list(self.solr.search(f'source:"{spec.name}"', fq="doc_type:passage", rows=100000, fl="*"))
+        orphans = sorted(p["id"] for p in passages if p["parent_id"] not in parents)
+        check(not orphans, "passage without its document", lambda: f"passages outlived their documents: {orphans}")
+        for parent_id, parent in parents.items():
+            mine = sorted((p for p in passages if p["parent_id"] == parent_id), key=lambda p: p["passage_ordinal"])
+            wanted = [
+                w.text for w in split_passages(parent.get("content", ""), parent.get("title", ""), parent.get("outline", []))
+            ]
+            got = [p["passage_text"] for p in mine]
+            check(
+                got == wanted, "passages not the document's", lambda: f"{parent_id}: passages {got!r}, its text gives {wanted!r}"
+            )
+            check(
+                bool(parent.get("passages_model")) and all(p["passage_model"] == parent["passages_model"] for p in mine),
+                "passages not current",
+                lambda: f"{parent_id}: marked {parent.get('passages_model')!r}, passages of {[p['passage_model'] for p in mine]}",
+            )
+            stale = [p["id"] for p in mine if any(sorted(p.get(f) or []) != sorted(parent.get(f) or []) for f in ACCESS_FIELDS)]
+            check(not stale, "passage access not its document's", lambda: f"{parent_id}: {stale}")
 
     def plan(self, crawl: int) -> tuple[str, str]:
         """This crawl's event ("", "kill", "outage", "robots503") and the source it concerns."""
@@ -1117,6 +1152,8 @@ class Sequence:
             return
 
         self.check_index(spec, expectation, after, docs, check)
+        if self.embeddings:
+            self.check_passages(spec, check)
         every_state = ("queued", "excluded", "fetched", "failed", "pending", "indexed", "removing", "removed")
         known = self.intended(spec, every_state) or set()
         traps = sorted(p for p in known if p.startswith(("/trap/", "/sso/")))
@@ -1458,6 +1495,7 @@ def run_seed(
     progress: Callable[[str], None] | None = None,
     processes: int = 1,
     sitemap: bool = False,
+    embeddings: str = "",
 ) -> Result:
     """One sequence in its own folders under ``base``: site, data dir, sources, logs."""
     work = base / f"seed-{seed}"
@@ -1478,6 +1516,7 @@ def run_seed(
             progress=progress,
             processes=processes,
             sitemap=sitemap,
+            embeddings=embeddings,
         )
         return sequence.run()
     finally:
@@ -1493,6 +1532,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sitemap", action="store_true", help="the site has an honest sitemap (DECISION D16)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, sites, data)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--embeddings", default="", help="semantic search's model (e.g. wordllama): passages checked too")
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     base = Path(tempfile.mkdtemp(prefix="searchcrawl-sequences-"))
@@ -1504,7 +1544,16 @@ def main(argv: list[str] | None = None) -> int:
             solr_url = args.solr_url or stack.enter_context(dev_solr(base))
             for seed in seeds:
                 results.append(
-                    run_seed(seed, args.crawls, base, solr_url, progress=progress, processes=args.processes, sitemap=args.sitemap)
+                    run_seed(
+                        seed,
+                        args.crawls,
+                        base,
+                        solr_url,
+                        progress=progress,
+                        processes=args.processes,
+                        sitemap=args.sitemap,
+                        embeddings=args.embeddings,
+                    )
                 )
     finally:
         print()

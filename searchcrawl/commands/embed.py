@@ -60,7 +60,8 @@ class Command(ScrapyCommand):
         passages = PassageIndex(index, embedder)
         deadline = time.monotonic() + opts.seconds if opts.seconds > 0 else None
         try:
-            for source in args or [None]:
+            sources: list[str | None] = list(args) or [None]
+            for source in sources:
                 waiting = passages.pending(source)
                 print(f"{source or 'all sources'}: {waiting} documents without passages of {embedder.model_id}")
                 if opts.status or not waiting:

@@ -2,8 +2,9 @@
 crawls, two overlapping sources, a crawl killed with SIGKILL and resumed, a crawl while Solr is
 down, robots.txt answering 503 for one crawl; after every crawl Solr and the delta report must
 agree with the oracle. The same sequence again with each crawl run by two local processes
-(`processes = 2`, SQLite), the killed crawl's other process ending with it; and with one process
-and an honest sitemap, whose lastmod spares unchanged pages their requests (DECISION D16). The
+(`processes = 2`, SQLite), the killed crawl's other process ending with it; with one process
+and an honest sitemap, whose lastmod spares unchanged pages their requests (DECISION D16); and with
+semantic search on (wordllama), each document's passages checked too (issue 76). The
 long version: ``python -m tests.sequences --seeds 1,2,3 --crawls 300 [--processes 2] [--sitemap]``."""
 
 from __future__ import annotations
@@ -25,9 +26,13 @@ SPARED = re.compile(r"'searchcrawl/sitemap_spared': [1-9]")  # in a process's st
 
 
 @pytest.mark.parametrize(
-    ("processes", "sitemap"), [(1, False), (2, False), (1, True)], ids=["one process", "two processes", "a sitemap"]
+    ("processes", "sitemap", "embeddings"),
+    [(1, False, ""), (2, False, ""), (1, True, ""), (1, False, "wordllama")],
+    ids=["one process", "two processes", "a sitemap", "semantic search"],
 )
-def test_short_sequence_matches_the_oracle(project, serve, tmp_path, solr_url, processes: int, sitemap: bool) -> None:
+def test_short_sequence_matches_the_oracle(
+    project, serve, tmp_path, solr_url, processes: int, sitemap: bool, embeddings: str
+) -> None:
     root = tmp_path / "site"
     root.mkdir()
     site = serve(root)
@@ -44,6 +49,7 @@ def test_short_sequence_matches_the_oracle(project, serve, tmp_path, solr_url, p
         progress=lines.append,
         processes=processes,
         sitemap=sitemap,
+        embeddings=embeddings,
     )
     result = sequence.run()
     assert result.crawls == CRAWLS
@@ -57,6 +63,10 @@ def test_short_sequence_matches_the_oracle(project, serve, tmp_path, solr_url, p
     if sitemap:  # the sitemap spared unchanged pages their requests in many of the crawls
         spared = [log for log in (tmp_path / "logs").glob("*.log") if SPARED.search(log.read_text())]
         assert len(spared) >= CRAWLS // 2, [log.name for log in spared]
+    if embeddings:  # the oracle of passages ran on documents that had them, after every finished crawl
+        assert result.checks > 0 and sequence.solr.search("doc_type:passage", rows=0).hits >= 10
+        checked = [log for log in (tmp_path / "logs").glob("*.log") if "Passages of " in log.read_text()]
+        assert len(checked) >= CRAWLS // 2, [log.name for log in checked]
     if processes > 1:  # both processes fetched pages in most crawls of source A
         shared = [log for log in (tmp_path / "logs").glob("*-A.log") if len(FETCHED.findall(log.read_text())) >= 2]
         assert len(shared) >= CRAWLS // 2, [log.name for log in shared]

@@ -24,16 +24,17 @@ from scrapy.exceptions import NotConfigured
 
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.index.indexer import IndexingError
-from searchcrawl.semantic.embedders import EmbeddingFailed, checked, embedder_from
+from searchcrawl.semantic.embedders import Embedder, EmbeddingFailed, checked, embedder_from
 from searchcrawl.semantic.passage_index import PassageIndex, SyncResult
 
 logger = logging.getLogger(__name__)
 
 
 class PassageSync:
-    def __init__(self, passages: PassageIndex, source: str, interval: float, final_seconds: float) -> None:
-        self.passages, self.source = passages, source
+    def __init__(self, crawler: Crawler, embedder: Embedder, source: str, interval: float, final_seconds: float) -> None:
+        self.crawler, self.embedder, self.source = crawler, embedder, source
         self.interval, self.final_seconds = interval, final_seconds
+        self.passages: PassageIndex | None = None  # the crawl's Solr index: its Stores, once the engine opens
         self.stopping = threading.Event()
         self.thread: threading.Thread | None = None
         self.totals = SyncResult()
@@ -48,10 +49,10 @@ class PassageSync:
             checked(embedder)  # DimensionMismatch: refused, the crawl does not run
         except EmbeddingFailed as exc:  # it may answer later: the passes will try
             logger.warning("The embedding model does not answer now (%s); passages are left for later passes", exc)
-        source = source_of(crawler)
         extension = cls(
-            PassageIndex(stores_of(crawler).index, embedder),
-            source.name,
+            crawler,
+            embedder,
+            source_of(crawler).name,
             settings.getfloat("SEARCHCRAWL_EMBED_INTERVAL"),
             settings.getfloat("SEARCHCRAWL_EMBED_FINAL_SECONDS"),
         )
@@ -60,6 +61,7 @@ class PassageSync:
         return extension
 
     def spider_opened(self) -> None:
+        self.passages = PassageIndex(stores_of(self.crawler).index, self.embedder)
         if self.interval > 0:
             self.thread = threading.Thread(target=self._during_the_crawl, name="passages", daemon=True)
             self.thread.start()
@@ -69,6 +71,8 @@ class PassageSync:
             self._pass(None)
 
     def _pass(self, deadline: float | None) -> None:
+        if self.passages is None:
+            return
         try:
             result = self.passages.sync(self.source, self.stopping.is_set if deadline is None else lambda: False, deadline)
         except (IndexingError, EmbeddingFailed) as exc:  # sync catches these; a pending count may not
@@ -96,6 +100,8 @@ class PassageSync:
             await asyncio.to_thread(self._final)
 
     def _final(self) -> None:
+        if self.passages is None:
+            return
         try:
             self.passages.index.commit()  # the run's last documents, readable
         except IndexingError as exc:
