@@ -95,6 +95,7 @@ class Fused:
     docs: list[dict[str, Any]]  # the page's hits, in the fused order
     snippets: dict[str, str]  # document id -> its best passage (documents found by meaning)
     meaning_only: int  # documents of the window that the words query did not find
+    highlighting: dict[str, Any]  # Solr's highlights of the page's documents
 
 
 def passage_filters(model: SemanticModel, filters: Sequence[str]) -> list[str]:
@@ -131,47 +132,50 @@ def fuse(
     params: Mapping[str, Any],
     start: int,
     rows: int,
+    highlight: Mapping[str, Any] | None = None,
 ) -> Fused:
     """The page ``start``..``start + rows`` of the fused order of ``words`` (the words query's
-    hits, best first, read to the window) and the nearest documents of ``query``; the documents
-    the words query did not return are fetched, trimmed, with ``filters`` and ``params`` (the
-    search's)."""
+    hits, ids and URLs, best first, read to the window) and the nearest documents of ``query``.
+    The page's documents are then fetched, trimmed, with ``filters`` and ``params`` (the
+    search's), and highlighted for ``query`` with ``highlight`` (Solr's hl parameters; None:
+    not highlighted): a highlight of ten documents, not of the window's hundred."""
     words = list(unique_hits(words))
-    by_id = {str(doc["id"]): doc for doc in words}
+    order = [str(doc["id"]) for doc in words]
+    nearest: list[tuple[str, dict[str, Any]]] = []
     try:
         nearest = nearest_documents(index, semantic.active(), query, filters, params, semantic.window)
     except (EmbeddingFailed, IndexingError, ValueError) as exc:
         if SEMANTIC_FAILED_LOG():
             logger.warning("Semantic search not applied (the words' hits are shown): %s", exc)
-        return Fused(words[start : start + rows], {}, 0)
     passages = dict(nearest)
-    order = [
-        item
-        for item, _score in reciprocal_rank_fusion([list(by_id), [parent for parent, _ in nearest]], semantic.k, semantic.window)
-    ]
-    meaning_only = sum(1 for item in order if item not in by_id)
+    if nearest:
+        order = [
+            item for item, _ in reciprocal_rank_fusion([order, [parent for parent, _ in nearest]], semantic.k, semantic.window)
+        ]
+    found_by_words = {str(doc["id"]) for doc in words}
+    meaning_only = sum(1 for item in order if item not in found_by_words)
     page = order[start : start + rows]
-    wanted = [item for item in page if item not in by_id]
-    if wanted:
-        fetched = index.search(
-            "*:*",
-            {
-                **params,
-                "fq": [*filters, '{!terms f=id separator=" "}' + " ".join(wanted)],
-                "fl": HIT_FIELDS + ",checksum",
-                "rows": len(wanted),
-                "hl": "false",
-                "facet": "false",
-            },
-        )
-        by_id.update({str(doc["id"]): doc for doc in fetched.docs})
+    if not page:
+        return Fused([], {}, meaning_only, {})
+    asked: dict[str, Any] = {
+        **params,
+        "fq": [*filters, '{!terms f=id separator=" "}' + " ".join(page)],
+        "fl": HIT_FIELDS + ",checksum",
+        "rows": len(page),
+        "facet": "false",
+        "hl": "false",
+    }
+    if highlight and str(highlight.get("hl", "false")) == "true":
+        asked.update({**highlight, "hl.q": query})
+    fetched = index.search("*:*", asked)
+    by_id = {str(doc["id"]): doc for doc in fetched.docs}
     docs = list(unique_hits(by_id[item] for item in page if item in by_id))
     snippets: dict[str, str] = {}
     for doc in docs:
         passage = passages.get(str(doc["id"]))
         if passage is not None and passage.get("parent_checksum") == doc.get("checksum"):
             snippets[str(doc["id"])] = cut(str(passage.get("passage_text") or ""))
-    return Fused(docs, snippets, meaning_only)
+    return Fused(docs, snippets, meaning_only, dict(fetched.highlighting or {}))
 
 
 def cut(text: str, limit: int = SNIPPET_CHARS) -> str:

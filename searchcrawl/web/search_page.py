@@ -32,7 +32,6 @@ from searchcrawl.search.evaluation import JudgedQuery
 from searchcrawl.search.hybrid import SemanticSearch, fuse
 from searchcrawl.search.labels import facet_label, type_label
 from searchcrawl.search.query import (
-    HIT_FIELDS,
     MAX_QUERY_CHARS,
     ONE_URL_TAG,
     RANKINGS,
@@ -482,20 +481,23 @@ def run_search(
     start = (request.page - 1) * rows
     if semantic is not None and (request.sort not in ("", "relevance") or start + rows > semantic.window):
         semantic = None  # sorted otherwise, or beyond the fused window: the words query's order
-    if semantic is not None:  # the words query read to the window, fused with the kNN query's (search/hybrid.py)
-        params.update({"rows": semantic.window, "start": 0, "fl": HIT_FIELDS + ",checksum"})
+    highlight = {name: params.pop(name) for name in list(params) if name == "hl" or name.startswith("hl.")}
+    if semantic is None:
+        params.update(highlight)
+    else:  # the words query's ids read to the window, fused with the kNN query's (search/hybrid.py)
+        params.update({"rows": semantic.window, "start": 0, "fl": "id,url", "hl": "false"})
     results = index.search(request.q, params, boost_params(rules.boosts))
     page.total = results.hits
-    docs, passages = list(results.docs), {}
+    docs, passages, highlighting = list(results.docs), {}, results.highlighting
     if semantic is not None:
-        fused = fuse(index, semantic, request.q, docs, params["fq"], filter_params, start, rows)
-        docs, passages = fused.docs, fused.snippets
+        fused = fuse(index, semantic, request.q, docs, params["fq"], filter_params, start, rows, highlight)
+        docs, passages, highlighting = fused.docs, fused.snippets, fused.highlighting
         page.total += fused.meaning_only
     if request.page == 1:
         page.bets = best_bets(index, rules.pinned(request.q))
     shown = {hit.url for hit in page.bets}
     for doc in unique_hits(docs):
-        hit = hit_of(doc, results.highlighting, passages.get(str(doc["id"]), ""))
+        hit = hit_of(doc, highlighting, passages.get(str(doc["id"]), ""))
         if hit.url not in shown or not hit.url:  # a best bet is not repeated below
             page.hits.append(hit)
         else:

@@ -132,6 +132,17 @@ def test_passages_stay_exact_through_change_and_reuse_their_vectors(solr_url, so
     assert {p["passage_heading"] for p in a_passages} == {"Installing", "Upgrading"}  # heading-aware
     assert not any("Upgrading" in p["passage_text"] and "installation" in p["passage_text"] for p in a_passages)
 
+    # a hybrid page: the words' hits highlighted (asked for the page's documents only), the others
+    # shown with their best passage
+    page = run_search(
+        TrimmedIndex(index, ALICE),
+        SearchRequest(q="upgrade", filters=(("source", source),)),
+        semantic=SemanticSearch(SemanticModel(model)),
+    )
+    assert page.hits[0].url == "http://h.test/a" and "<mark>upgrade</mark>" in str(page.hits[0].snippet)
+    assert {hit.url for hit in page.hits} == {"http://h.test/a", "http://h.test/b", "http://h.test/c"}  # alice reads all three
+    assert all(hit.snippet for hit in page.hits)
+
     # nothing changed: nothing to do, nothing embedded
     model.texts.clear()
     assert passages.pending(source) == 0 and passages.sync(source).documents == 0 and not model.texts
