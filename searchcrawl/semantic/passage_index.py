@@ -60,6 +60,7 @@ class SyncResult:
     reused: int = 0  # passages that kept their vector (unchanged text, or moved)
     updated: int = 0  # passages whose copied fields were set in place (no embedding)
     deleted: int = 0
+    skipped: int = 0  # passages left out: no vector (a zero one), or refused by Solr
     seconds: float = 0.0
     error: str = ""  # why the pass stopped (the model or Solr failed)
     by_source: dict[str, int] = field(default_factory=dict)
@@ -177,11 +178,17 @@ class PassageIndex:
             chunk = to_embed[start : start + EMBED_BATCH]
             embedded = self.embedder.embed([text for _document, text in chunk])
             for (document, _text), vector in zip(chunk, embedded, strict=True):
-                document[self.field] = as_list(np.asarray(vector))
+                vector = np.asarray(vector, dtype=np.float32)
+                if not np.all(np.isfinite(vector)) or float(np.linalg.norm(vector)) < 1e-6:
+                    # no direction (a text of nothing the model knows): Lucene refuses a zero vector
+                    # for cosine, and one such passage would refuse its whole batch: left out
+                    result.skipped += 1
+                    continue
+                document[self.field] = as_list(vector)
                 writes.append(document)
         result.embedded += len(to_embed)
         if writes:
-            self.index.add(writes)
+            self._write(writes, result)
         if updates:
             self.index.update_existing(updates)
         if deletes:
@@ -200,6 +207,26 @@ class PassageIndex:
             len(updates),
             len(deletes),
         )
+
+    def _write(self, documents: list[dict[str, Any]], result: SyncResult) -> None:
+        """Write ``documents``; a batch Solr refuses (HTTP 4xx: a passage it will not take) is
+        written one by one, the refused ones left out and logged: a bad passage never blocks the
+        others, and its document is still marked (searchable by words, without that passage)."""
+        try:
+            self.index.add(documents)
+            return
+        except IndexingError as exc:
+            # Solr 9 answers a field it cannot make of a value (a vector it will not take) with
+            # HTTP 500 naming the document: a refusal of that document, as a 400 is
+            refused = exc.documents_refused or (exc.status == 500 and "[doc=" in exc.reason)
+            if not refused:
+                raise
+            if len(documents) == 1:
+                result.skipped += 1
+                logger.warning("Solr refused passage %s: %s", documents[0]["id"], exc.reason)
+                return
+        for document in documents:
+            self._write([document], result)
 
     def _passage_document(
         self, parent: dict[str, Any], passage: Passage, checksum: str, copies: dict[str, Any]

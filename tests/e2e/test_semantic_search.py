@@ -327,3 +327,37 @@ def test_an_openai_compatible_server_embeds_and_a_wrong_dimension_is_refused_at_
         embedder_from(f"openai:{embeddings_server.url}?model=test&dimension=300")
     with pytest.raises(DimensionMismatch):
         semantic_search(f"openai:{embeddings_server.url}?model=test&dimension=256", "", index)
+
+
+def test_a_passage_without_a_vector_or_refused_by_solr_never_blocks_the_others(solr_url, solr, wordllama) -> None:
+    """A text the model gives no direction (a zero vector, which Lucene refuses for cosine) and a
+    vector Solr refuses (here: of another dimension) are left out; the other passages of the
+    batch are written and every document is marked (searchable by words, as before)."""
+
+    class Odd(Counting):
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            vectors = self.inner.embed(texts)
+            vectors[[("zeroes" in text) for text in texts]] = 0
+            return vectors
+
+    source = f"sem-{uuid.uuid4().hex[:8]}"
+    index = SolrIndex(solr_url, timeout=30)
+    index.add(
+        [
+            document(source, "http://h.test/z", "Zeroes", paragraph("zeroes", 3), Access.public("t")),
+            document(source, "http://h.test/ok", "Tea", paragraph("green tea", 3), Access.public("t")),
+        ]
+    )
+    index.commit()
+    odd = Odd(wordllama)
+    passages = PassageIndex(index, odd)
+    result = passages.sync(source)
+    assert not result.error and result.documents == 2 and result.skipped == 1
+    assert passages.pending(source) == 0
+    assert not passages_of(solr, solr_id(source, "http://h.test/z")) and passages_of(solr, solr_id(source, "http://h.test/ok"))
+    good = {"id": f"{source}!refused#x#0", "doc_type": "passage", "parent_id": "x", "source": source}
+    passages._write(
+        [dict(good, id=f"{source}!ok#x#0", **{passages.field: [0.1] * 256}), dict(good, **{passages.field: [0.1] * 3})], result
+    )
+    solr.commit(softCommit=True)
+    assert solr.search("*:*", fq=f"{{!term f=id}}{source}!ok#x#0").hits == 1 and result.skipped == 2

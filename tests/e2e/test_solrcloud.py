@@ -334,3 +334,56 @@ def test_the_search_pages_facets_sorts_and_date_range_across_shards(cloud: Local
     )
     expected = sorted(doc["url"] for doc in documents if doc["last_modified"].startswith("2026-03"))
     assert expected and sorted(hit.url for hit in march.hits) == expected
+
+
+def test_semantic_passages_lie_with_their_documents_and_the_top_k_is_cut_after_merging(cloud: LocalSolrCloud) -> None:
+    """Issue 76 on SolrCloud: a passage's id begins with its document's ``<source>!``, so the
+    router places it on its document's shard; the kNN query asks each shard for its top k and the
+    merge keeps the best ``rows`` of all shards, trimmed."""
+    from searchcrawl.search.hybrid import SemanticModel, nearest_documents
+    from searchcrawl.semantic.embedders import WordLlamaEmbedder, field_name
+    from searchcrawl.semantic.passage_index import PassageIndex
+
+    urls = cloud.create_collection("semantic")
+    sources = [f"sem-{number}" for number in range(8)]  # fixed names: documents on both shards
+    topics = ["boiling pasta in salted water", "tuning the garbage collector", "booking a meeting room", "rotating passwords"]
+    index = SolrIndex(",".join(urls), timeout=60)
+    index.add(
+        [
+            {
+                "id": solr_id(source, f"http://sem.test/{n}"),
+                "url": f"http://sem.test/{n}",
+                "source": source,
+                "title": f"Note {n}",
+                "content": f"This note is about {topics[(n + i) % len(topics)]}. " * 5,
+                **Access.public("test").fields(),
+            }
+            for i, source in enumerate(sources)
+            for n in range(6)
+        ]
+    )
+    index.commit()
+    model = WordLlamaEmbedder()
+    assert PassageIndex(index, model).sync().documents == len(sources) * 6
+    field = field_name(model.model_id, model.dimension)
+    client = pysolr.Solr(urls[1], timeout=30)
+    placed: dict[str, set[str]] = {}
+    for shard in ("shard1", "shard2"):
+        for doc in client.search("*:*", fq="doc_type:passage", fl="parent_id", rows=1000, shards=shard):
+            placed.setdefault(doc["parent_id"], set()).add(shard)
+        for doc in client.search("*:*", fq="-doc_type:passage", fl="id", rows=1000, shards=shard):
+            assert placed.get(doc["id"], {shard}) == {shard}  # with their document
+    assert len(placed) == len(sources) * 6 and all(len(shards) == 1 for shards in placed.values())
+    vector = [float(value) for value in model.embed(["how long to cook spaghetti"])[0]]
+    trimmed = TrimmedIndex(SolrIndex(urls[0]), Principals.anonymous())
+    merged = trimmed.nearest(field, vector, 5, {"rows": 5, "fl": "id,parent_id,score"})
+    per_shard = [
+        doc
+        for shard in ("shard1", "shard2")
+        for doc in trimmed.nearest(field, vector, 5, {"rows": 5, "fl": "id,parent_id,score", "shards": shard}).docs
+    ]
+    best = sorted(per_shard, key=lambda doc: -doc["score"])[:5]
+    assert [doc["id"] for doc in merged.docs] == [doc["id"] for doc in best]
+    assert {placed[doc["parent_id"]].pop() for doc in per_shard} == {"shard1", "shard2"}
+    nearest = nearest_documents(trimmed, SemanticModel(model), "how long to cook spaghetti", [], {}, 10)
+    assert len(nearest) == 10 and all("pasta" in passage["passage_text"] for _, passage in nearest[:5])
