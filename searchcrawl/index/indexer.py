@@ -338,7 +338,9 @@ class SolrIndex:
 
     def sources(self) -> list[str]:
         """The sources that have documents in the index."""
-        results = self.search("*:*", rows=0, facet="true", **{"facet.field": "source", "facet.limit": -1, "facet.mincount": 1})
+        results = self.search(
+            "*:*", fq=DOCUMENTS, rows=0, facet="true", **{"facet.field": "source", "facet.limit": -1, "facet.mincount": 1}
+        )
         counts = results.facets.get("facet_fields", {}).get("source", [])
         return sorted(counts[::2])
 
@@ -688,7 +690,7 @@ def cursor_pages(index: SolrIndex, filters: list[str], fields: str, rows: int) -
     it read) make it skip nothing it had not read yet. Raises IndexingError when Solr fails."""
     cursor = "*"
     while True:
-        page = index.search("*:*", fq=filters, fl=fields, sort="id asc", rows=rows, cursorMark=cursor)
+        page = index.search("*:*", fq=filters, fl=fields, sort="id asc", rows=rows, cursorMark=cursor, hl="false", facet="false")
         documents = list(page.docs)
         if documents:
             yield documents
@@ -745,7 +747,9 @@ def migrate_ids(
             fields = {
                 name: value
                 for name, value in document.items()
-                if name != "_version_" and not any(fnmatch.fnmatchcase(name, target) for target in targets)
+                # passages_model: the old id's passages go with it (delete), the new id gets its own
+                if name not in ("_version_", "passages_model")
+                and not any(fnmatch.fnmatchcase(name, target) for target in targets)
             }
             for holder in sorted(owners.get(url, ())):
                 copy = {**fields, "id": solr_id(holder, url), "source": holder}

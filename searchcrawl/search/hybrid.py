@@ -25,8 +25,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.search.query import COLLAPSE, HIT_FIELDS, unique_hits
 from searchcrawl.search.searcher import OncePer, TrimmedIndex
@@ -110,7 +108,7 @@ def nearest_documents(
 ) -> list[tuple[str, dict[str, Any]]]:
     """(document id, its best passage) of the ``window`` documents whose passages are nearest
     ``query``'s meaning, among those the searcher of ``index`` may read, best first."""
-    vector = np.asarray(model.embedder.embed([query])[0], dtype=np.float32)
+    vector = model.embedder.embed([query])[0]
     top_k = window * PASSAGES_A_DOCUMENT
     asked = {
         **params,
@@ -119,8 +117,32 @@ def nearest_documents(
         "rows": top_k,
         "timeAllowed": 5000,
     }
-    found = index.nearest(model.field, [float(value) for value in vector], top_k, asked)
-    return best_per_parent([(str(doc["parent_id"]), doc) for doc in found.docs if doc.get("parent_id")])[:window]
+    found = index.nearest(model.field, [float(value) for value in vector], top_k, {**asked, "hl": "false", "facet": "false"})
+    nearest = best_per_parent([(str(doc["parent_id"]), doc) for doc in found.docs if doc.get("parent_id")])[:window]
+    return confirmed(index, nearest, filters, params)
+
+
+def confirmed(
+    index: TrimmedIndex, nearest: list[tuple[str, dict[str, Any]]], filters: Sequence[str], params: Mapping[str, Any]
+) -> list[tuple[str, dict[str, Any]]]:
+    """``nearest`` but the documents the searcher may not read now, or that are gone: a passage's
+    copy of its document's access is stale between a change and the writer's next pass, and a
+    passage may outlive its document for a moment. Asked of the documents themselves, trimmed,
+    with the search's filters, before anything is ranked or counted: a stale passage neither
+    shows, nor counts, nor leaves a gap on a page."""
+    if not nearest:
+        return []
+    ids = [parent for parent, _ in nearest]
+    asked = {
+        **params,
+        "fq": [*(f for f in filters if f != COLLAPSE), '{!terms f=id separator=" "}' + " ".join(ids)],
+        "fl": "id",
+        "rows": len(ids),
+        "hl": "false",
+        "facet": "false",
+    }
+    readable = {str(doc["id"]) for doc in index.search("*:*", asked).docs}
+    return [(parent, passage) for parent, passage in nearest if parent in readable]
 
 
 def fuse(
@@ -144,9 +166,9 @@ def fuse(
     nearest: list[tuple[str, dict[str, Any]]] = []
     try:
         nearest = nearest_documents(index, semantic.active(), query, filters, params, semantic.window)
-    except (EmbeddingFailed, IndexingError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - the model or Solr failing: the words' hits, never an error page
         if SEMANTIC_FAILED_LOG():
-            logger.warning("Semantic search not applied (the words' hits are shown): %s", exc)
+            logger.warning("Semantic search not applied (the words' hits are shown): %s: %s", type(exc).__name__, exc)
     passages = dict(nearest)
     if nearest:
         order = [

@@ -29,11 +29,13 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-import numpy as np
 import requests
+
+if TYPE_CHECKING:  # numpy is imported where vectors are made: every command module imports this one
+    import numpy as np
 
 from searchcrawl.system.secrets import secret
 
@@ -51,6 +53,14 @@ class EmbeddingFailed(Exception):
     """The model did not embed (unreachable, timed out, an error answered): retried later."""
 
 
+class EmbeddingRefused(EmbeddingFailed):
+    """The model refused these texts (HTTP 400, 413, 422: too long, malformed): the others of the
+    batch are embedded one by one, the refused left out (semantic/passage_index.py)."""
+
+
+REFUSED_INPUT = frozenset({400, 413, 422})
+
+
 class DimensionMismatch(ValueError):
     """The model's vectors are not of the dimension declared, or the schema has no field for it:
     refused at start, before anything is embedded or searched."""
@@ -65,10 +75,18 @@ class Embedder(Protocol):
         ...
 
 
+def numpy() -> Any:
+    """numpy, imported on first use (the search page's and every command's modules import this
+    one; a crawl without semantic search never needs numpy)."""
+    import numpy as np
+
+    return np
+
+
 def normalised(vectors: np.ndarray) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms == 0, 1, norms)
+    vectors = numpy().asarray(vectors, dtype=numpy().float32)
+    norms = numpy().linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / numpy().where(norms == 0, 1, norms)
 
 
 def field_name(model_id: str, dimension: int) -> str:
@@ -103,7 +121,7 @@ class WordLlamaEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
+            return numpy().zeros((0, self.dimension), dtype=numpy().float32)
         return normalised(self._model.embed(list(texts), norm=True))
 
 
@@ -158,18 +176,18 @@ class OnnxEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
-            return np.zeros((0, getattr(self, "dimension", 0)), dtype=np.float32)
+            return numpy().zeros((0, getattr(self, "dimension", 0)), dtype=numpy().float32)
         encoded = self._tokenizer.encode_batch(list(texts))
-        ids = np.array([item.ids for item in encoded], dtype=np.int64)
-        mask = np.array([item.attention_mask for item in encoded], dtype=np.int64)
+        ids = numpy().array([item.ids for item in encoded], dtype=numpy().int64)
+        mask = numpy().array([item.attention_mask for item in encoded], dtype=numpy().int64)
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
-            feed["token_type_ids"] = np.zeros_like(ids)
+            feed["token_type_ids"] = numpy().zeros_like(ids)
         hidden = self._session.run(None, {name: value for name, value in feed.items() if name in self._inputs})[0]
         if hidden.ndim == 2:  # a model that pools itself
             return normalised(hidden)
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        weights = mask[:, :, None].astype(numpy().float32)
+        pooled = (hidden * weights).sum(axis=1) / numpy().maximum(weights.sum(axis=1), 1e-9)
         return normalised(pooled)
 
 
@@ -193,22 +211,26 @@ class OpenAIEmbedder:
         rows: list[np.ndarray] = []
         for start in range(0, len(texts), self.BATCH):
             rows.append(self._request(list(texts[start : start + self.BATCH])))
-        return np.concatenate(rows) if rows else np.zeros((0, self.dimension), dtype=np.float32)
+        return numpy().concatenate(rows) if rows else numpy().zeros((0, self.dimension), dtype=numpy().float32)
 
     def _request(self, texts: list[str]) -> np.ndarray:
         body: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
         try:
             with self._session.post(self.url, json=body, timeout=self.timeout, stream=True, allow_redirects=False) as answer:
+                if answer.status_code in REFUSED_INPUT:
+                    raise EmbeddingRefused(f"the embeddings server refused the input: HTTP {answer.status_code}")
                 if answer.status_code != 200:
                     raise EmbeddingFailed(f"the embeddings server answered HTTP {answer.status_code}")
                 data = answer.raw.read(MAX_ANSWER_BYTES + 1, decode_content=True)
-        except requests.RequestException as exc:
+        except EmbeddingFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001 - requests' and urllib3's (a read timed out, a broken stream) alike
             raise EmbeddingFailed(f"the embeddings server did not answer: {type(exc).__name__}") from None
         if len(data) > MAX_ANSWER_BYTES:
             raise EmbeddingFailed("the embeddings server's answer is too large")
         try:
             items = sorted(json.loads(data)["data"], key=lambda item: int(item["index"]))
-            vectors = np.array([item["embedding"] for item in items], dtype=np.float32)
+            vectors = numpy().array([item["embedding"] for item in items], dtype=numpy().float32)
         except (ValueError, KeyError, TypeError) as exc:
             raise EmbeddingFailed(f"the embeddings server's answer is not one: {type(exc).__name__}") from None
         if vectors.shape != (len(texts), self.dimension):
@@ -298,6 +320,6 @@ def read_vector(value: Any) -> np.ndarray | None:
     if not isinstance(value, list) or not value:
         return None
     try:
-        return np.asarray(value, dtype=np.float32)
+        return numpy().asarray(value, dtype=numpy().float32)
     except (TypeError, ValueError):
         return None

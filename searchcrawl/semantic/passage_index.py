@@ -35,11 +35,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from searchcrawl.access.tokens import DENY_FIELD, LATE_DENY_FIELD, LEVEL_FIELDS, OVERRIDING_FIELD
 from searchcrawl.index.indexer import DOCUMENTS, PASSAGES, IndexingError, SolrIndex, cursor_pages, escape_query
-from searchcrawl.semantic.embedders import Embedder, EmbeddingFailed, as_list, field_name, model_tag, read_vector
+from searchcrawl.semantic.embedders import (
+    Embedder,
+    EmbeddingFailed,
+    EmbeddingRefused,
+    as_list,
+    field_name,
+    model_tag,
+    numpy,
+    read_vector,
+)
 from searchcrawl.semantic.passages import Passage, split_passages
 
 logger = logging.getLogger(__name__)
@@ -174,23 +181,28 @@ class PassageIndex:
             deletes.extend(str(p["id"]) for ordinal, p in by_ordinal.items() if ordinal >= len(wanted))
             source = str(parent.get("source") or "")
             result.by_source[source] = result.by_source.get(source, 0) + 1
+        if updates:  # first: an access revoked reaches the passages whatever the model does
+            self.index.update_existing(updates)
         for start in range(0, len(to_embed), EMBED_BATCH):
             chunk = to_embed[start : start + EMBED_BATCH]
-            embedded = self.embedder.embed([text for _document, text in chunk])
-            for (document, _text), vector in zip(chunk, embedded, strict=True):
+            for (document, _text), vector in self._embedded(chunk):
+                if vector is None:  # refused by the model: left out, as a zero vector is
+                    result.skipped += 1
+                    deletes.append(str(document["id"]))
+                    continue
+                np = numpy()
                 vector = np.asarray(vector, dtype=np.float32)
                 if not np.all(np.isfinite(vector)) or float(np.linalg.norm(vector)) < 1e-6:
                     # no direction (a text of nothing the model knows): Lucene refuses a zero vector
                     # for cosine, and one such passage would refuse its whole batch: left out
                     result.skipped += 1
+                    deletes.append(str(document["id"]))  # the passage it would have replaced goes
                     continue
                 document[self.field] = as_list(vector)
                 writes.append(document)
         result.embedded += len(to_embed)
         if writes:
             self._write(writes, result)
-        if updates:
-            self.index.update_existing(updates)
         if deletes:
             self.index.delete_passages(deletes)
             result.deleted += len(deletes)
@@ -207,6 +219,18 @@ class PassageIndex:
             len(updates),
             len(deletes),
         )
+
+    def _embedded(self, chunk: list[tuple[dict[str, Any], str]]) -> list[tuple[tuple[dict[str, Any], str], Any]]:
+        """Each (passage document, text) of ``chunk`` with its vector; None for a text the model
+        refuses (``EmbeddingRefused``: the others embedded one by one). A model that fails
+        otherwise raises: the pass stops, the documents wait."""
+        try:
+            return list(zip(chunk, self.embedder.embed([text for _document, text in chunk]), strict=True))
+        except EmbeddingRefused:
+            if len(chunk) == 1:
+                logger.warning("The model refused passage %s; it is left out", chunk[0][0]["id"])
+                return [(chunk[0], None)]
+        return [pair for item in chunk for pair in self._embedded([item])]
 
     def _write(self, documents: list[dict[str, Any]], result: SyncResult) -> None:
         """Write ``documents``; a batch Solr refuses (HTTP 4xx: a passage it will not take) is

@@ -25,6 +25,8 @@ MIN_WORDS = 24  # a shorter section (a heading alone, a one-line intro) joins th
 MAX_PASSAGES = 400  # a document's
 MAX_HEADING_CHARS = 200
 MAX_OUTLINE = 200  # headings a document keeps (extract's outline)
+MAX_WORD_CHARS = 64  # a longer "word" (base64, a URL, a language written without spaces) is cut
+MAX_TEXT_CHARS = MAX_PASSAGES * PASSAGE_WORDS * 16  # of a document's text read at all
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^\s])")
 
 
@@ -68,11 +70,20 @@ def sections(text: str, headings: Sequence[str]) -> list[tuple[str, str]]:
     return parts
 
 
+def _words(sentence: str) -> list[str]:
+    """The words of ``sentence``, one longer than MAX_WORD_CHARS cut into pieces of that length:
+    a passage is at most PASSAGE_WORDS * MAX_WORD_CHARS characters, whatever the text."""
+    found: list[str] = []
+    for word in sentence.split():
+        found.extend(word[start : start + MAX_WORD_CHARS] for start in range(0, len(word), MAX_WORD_CHARS))
+    return found
+
+
 def _pieces(body: str) -> list[list[str]]:
     """The sentences of ``body`` as word lists, a sentence longer than a passage cut in pieces."""
     pieces: list[list[str]] = []
     for sentence in _SENTENCE_END.split(body):
-        words = sentence.split()
+        words = _words(sentence)
         for start in range(0, len(words), PASSAGE_WORDS):
             if words[start : start + PASSAGE_WORDS]:
                 pieces.append(words[start : start + PASSAGE_WORDS])
@@ -84,12 +95,12 @@ def split_passages(text: str, title: str = "", headings: Sequence[str] = ()) -> 
     grouped: list[tuple[str, list[str]]] = []
     carried: list[str] = []  # a short section, joined to the next
     carried_heading = ""
-    for heading, body in sections(" ".join(text.split()), headings):
-        words_in = len(body.split())
+    for heading, body in sections(" ".join(text[:MAX_TEXT_CHARS].split()), headings):
+        words_in = len(_words(body))
         if carried:
             heading = carried_heading or heading
         if words_in + len(carried) < MIN_WORDS:
-            carried, carried_heading = carried + body.split(), heading
+            carried, carried_heading = carried + _words(body), heading
             continue
         current: list[str] = list(carried)
         carried, carried_heading = [], ""

@@ -6,7 +6,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from searchcrawl.access.decision import Principal, Principals, solr_trimming
+from searchcrawl.index.indexer import DOCUMENTS, PASSAGES
 from searchcrawl.search.searcher import TrimmedIndex
 
 ALICE = Principals.of("alice", [Principal("group:finance", "test")])
@@ -30,8 +33,21 @@ def test_every_request_carries_the_trimming_first_and_whole() -> None:
     index.search("*:*", {})
     filters, params = solr_trimming(ALICE)
     (first, second) = solr.asked
-    assert first["fq"] == [*filters, "source:docs"] and first["rows"] == 5 and params.items() <= first.items()
-    assert second["fq"] == filters and params.items() <= second.items()
+    # the trimming, then documents only (semantic search's passages are documents of the core too)
+    assert first["fq"] == [*filters, DOCUMENTS, "source:docs"] and first["rows"] == 5 and params.items() <= first.items()
+    assert second["fq"] == [*filters, DOCUMENTS] and params.items() <= second.items()
+
+
+def test_a_knn_query_of_passages_is_the_main_query_and_trimmed_first() -> None:
+    """Issue 76: the trimming pre-filters a kNN query only as the request's main query."""
+    solr = Recording()
+    TrimmedIndex(solr, ALICE).nearest("m0123456789_v3", [0.5, -0.25, 1.0], 30, {"fq": ["x:y"], "rows": 30})  # type: ignore[arg-type]
+    filters, params = solr_trimming(ALICE)
+    asked = solr.asked[0]
+    assert asked["q"] == "{!knn f=m0123456789_v3 topK=30}[0.5,-0.25,1]" and asked["defType"] == "lucene"
+    assert asked["fq"] == [*filters, PASSAGES, "x:y"] and params.items() <= asked.items()
+    with pytest.raises(ValueError):  # a field name is never spliced into the query unchecked
+        TrimmedIndex(solr, ALICE).nearest("content} OR {!", [0.5], 1, {})  # type: ignore[arg-type]
 
 
 def test_no_parameter_of_the_callers_replaces_the_trimming() -> None:
@@ -58,4 +74,7 @@ def test_a_refused_boost_is_asked_again_without_it_and_still_trimmed() -> None:
     solr = Refusing()
     TrimmedIndex(solr, Principals.anonymous()).search("harbour", {"rows": 1}, {"boost": ["x"]})  # type: ignore[arg-type]
     filters, _params = solr_trimming(Principals.anonymous())
-    assert [("boost" in asked, asked["fq"]) for asked in solr.asked] == [(True, filters), (False, filters)]
+    assert [("boost" in asked, asked["fq"]) for asked in solr.asked] == [
+        (True, [*filters, DOCUMENTS]),
+        (False, [*filters, DOCUMENTS]),
+    ]

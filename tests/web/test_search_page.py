@@ -11,6 +11,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.datastructures import QueryParams
 
 from searchcrawl.access.decision import Principals, solr_trimming
+from searchcrawl.index.indexer import DOCUMENTS
 from searchcrawl.search.labels import LANGUAGE_NAMES, TYPE_LABELS, facet_label, language_label, type_label
 from searchcrawl.search.query import (
     SPELL_FIELD,
@@ -154,7 +155,9 @@ def test_the_query_module_collapses_and_drops_a_url_shown() -> None:
     TrimmedIndex(solr, Principals.anonymous()).search("harbour", params)  # type: ignore[arg-type]
     trimming, trimming_params = solr_trimming(Principals.anonymous())
     sent = solr.asked[0]
-    assert sent["fq"] == [*trimming, *wanted] and params["fq"] == wanted  # the caller's parameters are left as they were
+    assert (
+        sent["fq"] == [*trimming, DOCUMENTS, *wanted] and params["fq"] == wanted
+    )  # the caller's parameters are left as they were
     assert sent["access_tokens"] == "public" and trimming_params.items() <= sent.items()
     assert params["start"] == 20
     assert params["timeAllowed"] == TIME_ALLOWED_MS  # a visitor's costly query gets what Solr found by then

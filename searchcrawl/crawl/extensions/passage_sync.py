@@ -16,7 +16,7 @@ import asyncio
 import logging
 import threading
 import time
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -24,8 +24,10 @@ from scrapy.exceptions import NotConfigured
 
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.index.indexer import IndexingError
-from searchcrawl.semantic.embedders import Embedder, EmbeddingFailed, checked, embedder_from
-from searchcrawl.semantic.passage_index import PassageIndex, SyncResult
+
+if TYPE_CHECKING:  # numpy and the models are imported only where semantic search is on
+    from searchcrawl.semantic.embedders import Embedder
+    from searchcrawl.semantic.passage_index import PassageIndex
 
 logger = logging.getLogger(__name__)
 
@@ -37,14 +39,18 @@ class PassageSync:
         self.passages: PassageIndex | None = None  # the crawl's Solr index: its Stores, once the engine opens
         self.stopping = threading.Event()
         self.thread: threading.Thread | None = None
-        self.totals = SyncResult()
+        self.totals: dict[str, int] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         settings = crawler.settings
+        if not (settings.get("SEARCHCRAWL_EMBEDDINGS") or "").strip():
+            raise NotConfigured  # semantic search is off (SEARCHCRAWL_EMBEDDINGS): said by nothing, as Scrapy's own
+        from searchcrawl.semantic.embedders import EmbeddingFailed, checked, embedder_from
+
         embedder = embedder_from(settings.get("SEARCHCRAWL_EMBEDDINGS") or "", settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"))
         if embedder is None:
-            raise NotConfigured("semantic search is off (SEARCHCRAWL_EMBEDDINGS)")
+            raise NotConfigured
         try:
             checked(embedder)  # DimensionMismatch: refused, the crawl does not run
         except EmbeddingFailed as exc:  # it may answer later: the passes will try
@@ -61,6 +67,8 @@ class PassageSync:
         return extension
 
     def spider_opened(self) -> None:
+        from searchcrawl.semantic.passage_index import PassageIndex
+
         self.passages = PassageIndex(stores_of(self.crawler).index, self.embedder)
         if self.interval > 0:
             self.thread = threading.Thread(target=self._during_the_crawl, name="passages", daemon=True)
@@ -75,11 +83,11 @@ class PassageSync:
             return
         try:
             result = self.passages.sync(self.source, self.stopping.is_set if deadline is None else lambda: False, deadline)
-        except (IndexingError, EmbeddingFailed) as exc:  # sync catches these; a pending count may not
-            logger.warning("Passages not brought up to date: %s", exc)
+        except Exception as exc:  # noqa: BLE001 - whatever the model or Solr did, the crawl and the next passes go on
+            logger.warning("Passages not brought up to date: %s: %s", type(exc).__name__, exc)
             return
-        for name in ("documents", "embedded", "reused", "updated", "deleted"):
-            setattr(self.totals, name, getattr(self.totals, name) + getattr(result, name))
+        for name in ("documents", "embedded", "reused", "updated", "deleted", "skipped"):
+            self.totals[name] = self.totals.get(name, 0) + getattr(result, name)
         if result.documents:
             logger.info(
                 "Passages of %d documents up to date: %d embedded, %d kept their vectors, %d updated in place (%.1f s)",
