@@ -206,6 +206,9 @@ class OpenAIEmbedder:
         self._session.trust_env = False  # no proxy or .netrc of the environment: the URL the admin named
         if api_key:
             self._session.headers["Authorization"] = f"Bearer {api_key}"
+            host = urlsplit(base_url).hostname or ""
+            if urlsplit(base_url).scheme == "http" and host not in ("127.0.0.1", "::1", "localhost"):
+                logger.warning("The embeddings server's key goes over plain http to %s: use https", host)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         rows: list[np.ndarray] = []

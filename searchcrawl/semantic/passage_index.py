@@ -56,7 +56,7 @@ logger = logging.getLogger(__name__)
 # among the passages the searcher may read and asked for
 ACCESS_FIELDS = (*LEVEL_FIELDS, DENY_FIELD, LATE_DENY_FIELD, OVERRIDING_FIELD)
 COPIED_FIELDS = (*ACCESS_FIELDS, "source", "host", "mimetype", "language", "last_modified")
-PAGE = 50  # documents read and done a batch
+PAGE = 20  # documents read and done a batch (their whole stored text each)
 EMBED_BATCH = 256  # texts the model is given at once
 
 

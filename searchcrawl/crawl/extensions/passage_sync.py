@@ -5,7 +5,8 @@ searchable by words at once, and this extension embeds their passages (semantic/
 on a thread of its own: every ``SEARCHCRAWL_EMBED_INTERVAL`` seconds while the crawl runs (the
 documents Solr holds by then), and once more when the engine has stopped, after the run's last
 push, for at most ``SEARCHCRAWL_EMBED_FINAL_SECONDS`` (what is left then is done by the next crawl
-or `scrapy embed`). Nothing in the item pipeline waits for a model; a model that fails leaves the
+or `scrapy embed`). Of a crawl's local processes (``processes = N``) the first one alone writes
+passages. Nothing in the item pipeline waits for a model; a model that fails leaves the
 documents to the next pass, said once a pass. A model whose vectors are not of the dimension it
 declares, or of one the schema has no field for, is refused at start: the crawl does not run.
 """
@@ -24,6 +25,7 @@ from scrapy.exceptions import NotConfigured
 
 from searchcrawl.crawl.extensions.stores import source_of, stores_of
 from searchcrawl.index.indexer import IndexingError
+from searchcrawl.ops.local_fleet import started_by_a_crawl
 
 if TYPE_CHECKING:  # numpy and the models are imported only where semantic search is on
     from searchcrawl.semantic.embedders import Embedder
@@ -46,6 +48,8 @@ class PassageSync:
         settings = crawler.settings
         if not (settings.get("SEARCHCRAWL_EMBEDDINGS") or "").strip():
             raise NotConfigured  # semantic search is off (SEARCHCRAWL_EMBEDDINGS): said by nothing, as Scrapy's own
+        if started_by_a_crawl(settings):
+            raise NotConfigured  # of a crawl's local processes, the first one writes the source's passages
         from searchcrawl.semantic.embedders import EmbeddingFailed, checked, embedder_from
 
         embedder = embedder_from(settings.get("SEARCHCRAWL_EMBEDDINGS") or "", settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"))
