@@ -233,6 +233,17 @@ SEARCHCRAWL_EMBEDDINGS_PREVIOUS = os.environ.get("SEARCHCRAWL_EMBEDDINGS_PREVIOU
 SEARCHCRAWL_EMBED_INTERVAL = 30.0
 SEARCHCRAWL_EMBED_FINAL_SECONDS = 600.0
 SEARCHCRAWL_EMBED_TIMEOUT = 30.0
+# Answers with citations (issue 77; docs/answers.md): an OpenAI-compatible chat server's base URL
+# ("" = off; semantic search must be on), its model, the passages sent (at most PASSAGES, each cut
+# to PASSAGE_CHARS, BUDGET_CHARS in all, each of a kNN score of THRESHOLD or more) and the time a
+# model has (TIMEOUT seconds). Its key: SEARCHCRAWL_ANSWERS_API_KEY (or _FILE), never logged.
+SEARCHCRAWL_ANSWERS_URL = os.environ.get("SEARCHCRAWL_ANSWERS_URL", "")
+SEARCHCRAWL_ANSWERS_MODEL = os.environ.get("SEARCHCRAWL_ANSWERS_MODEL", "")
+SEARCHCRAWL_ANSWERS_PASSAGES = 6
+SEARCHCRAWL_ANSWERS_PASSAGE_CHARS = 1200
+SEARCHCRAWL_ANSWERS_BUDGET_CHARS = 6000
+SEARCHCRAWL_ANSWERS_THRESHOLD = 0.6
+SEARCHCRAWL_ANSWERS_TIMEOUT = 30.0
 # A file holding the key (32 bytes or more) that signs the hits' click links; "" = a random key
 # per process: a result page's links then stop working when `scrapy web` restarts.
 SEARCHCRAWL_WEB_CLICK_KEY_FILE = ""

@@ -11,7 +11,7 @@ from searchcrawl import cli, commands
 
 
 def test_it_offers_searchcrawls_commands_and_scrapys_list_only() -> None:
-    own = "control crawl demo embed explain explain-access relevance report scheduler search solr status summary tika web".split()
+    own = "control crawl demo embed explain explain-access explain-answer relevance report scheduler search solr status summary tika web".split()
     assert cli.command_names() == sorted([*own, "list"])
 
 

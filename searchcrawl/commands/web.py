@@ -27,6 +27,7 @@ from searchcrawl.config.source import SourceError
 from searchcrawl.crawl.spiderloader import SourceSpiderLoader
 from searchcrawl.ops.launchers import launcher_for
 from searchcrawl.rules.schedules import Schedule
+from searchcrawl.search.answers import ANSWERS_API_KEY, answer_config
 from searchcrawl.system import paths, secrets
 
 logger = logging.getLogger(__name__)
@@ -187,6 +188,7 @@ class Command(ScrapyCommand):
             embeddings=settings.get("SEARCHCRAWL_EMBEDDINGS") or "",
             embeddings_previous=settings.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS") or "",
             embed_timeout=settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
+            answers=answer_config(settings.get, secrets.secret(ANSWERS_API_KEY)),
         )
         host = opts.host or settings.get("SEARCHCRAWL_WEB_HOST")
         port = opts.port if opts.port is not None else settings.getint("SEARCHCRAWL_WEB_PORT")

@@ -113,7 +113,7 @@ def nearest_documents(
     asked = {
         **params,
         "fq": passage_filters(model, filters),
-        "fl": "id,parent_id,passage_text,parent_checksum,score",
+        "fl": "id,parent_id,passage_text,passage_heading,parent_checksum,score",
         "rows": top_k,
         "timeAllowed": 5000,
     }

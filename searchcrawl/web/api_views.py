@@ -12,10 +12,12 @@ from starlette.responses import JSONResponse, Response
 from searchcrawl.access.decision import Principals
 from searchcrawl.index.indexer import IndexingError
 from searchcrawl.search import suggestions
+from searchcrawl.search.answers import answer_json
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web import api
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.search_page import SearchRequest, run_search
+from searchcrawl.web.search_views import answer_of
 from searchcrawl.web.shared import in_thread, searcher_principals
 
 logger = logging.getLogger(__name__)
@@ -93,6 +95,13 @@ async def api_search(ctx: WebContext, request: Request) -> Response:
         ctx.record_search(page, time.perf_counter() - started, "api", user or None)
     logger.debug("API search by token %r (%s): %d hits", token_name, user or "public", page.total)
     answer = api.page_json(page, api.searcher_json(principals), [item.as_json() for item in completions])
+    try:
+        found = await answer_of(ctx, request, query, principals)
+    except IndexingError as exc:
+        logger.warning("API answer failed: %s", exc.reason)
+        found = None
+    if found is not None:  # asked for (answer=1) and given: issue 77
+        answer["answer"] = answer_json(found)
     return JSONResponse(answer, headers={**cors, "cache-control": "private, no-store"})
 
 

@@ -35,10 +35,11 @@ from searchcrawl.ops.stalls import stalls
 from searchcrawl.rules import ranking_rules
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
-from searchcrawl.search import suggestions
+from searchcrawl.search import answers, suggestions
+from searchcrawl.search.answers import Answer, AnswerConfig
 from searchcrawl.search.hybrid import semantic_search
 from searchcrawl.search.query import matching
-from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.search.searcher import OncePer, TrimmedIndex
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.deltas import reason_text
@@ -53,6 +54,7 @@ from searchcrawl.web.shared import SESSION_COOKIE
 logger = logging.getLogger(__name__)
 
 # questions to the directory at once (searchers' lookups and sign-ins), in threads apart from
+ANSWER_FAILED_LOG = OncePer(60)
 # the ones pages share: more wait for one of these, never for a visitor's search
 DIRECTORY_THREADS = 64
 
@@ -115,6 +117,8 @@ class WebConfig:
     embeddings: str = ""
     embeddings_previous: str = ""
     embed_timeout: float = 30
+    # issue 77: answers with citations (SEARCHCRAWL_ANSWERS_*; None: off)
+    answers: AnswerConfig | None = None
 
 
 @dataclass
@@ -278,6 +282,21 @@ class WebContext:
 
     def url(self, path: str) -> str:
         return self.config.prefix + path
+
+    def answer(self, question: str, principals: Principals, filters: list[str], params: dict[str, Any]) -> Answer | None:
+        """The answer to ``question`` from what ``principals`` may read (search/answers.py), or
+        None when answers are off, or the model or Solr failed (logged at most once a minute:
+        the hits are shown alone). Never cached: each searcher's own."""
+        if self.config.answers is None or self.semantic is None or not question.strip():
+            return None
+        try:
+            return answers.answer(
+                TrimmedIndex(self.solr, principals), self.semantic.active(), question, self.config.answers, filters, params
+            )
+        except Exception as exc:  # noqa: BLE001 - a model that fails or answers junk: the hits alone
+            if ANSWER_FAILED_LOG():
+                logger.warning("No answer (the hits are shown alone): %s: %s", type(exc).__name__, exc)
+            return None
 
     def completions(self, text: str, principals: Principals) -> list[suggestions.Suggestion]:
         """The completions of ``text`` that ``principals`` may see (suggestions.py): readable

@@ -11,8 +11,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from searchcrawl.access.decision import Principals
 from searchcrawl.index.indexer import IndexingError
 from searchcrawl.search import suggestions
+from searchcrawl.search.answers import Answer
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.search_page import SearchRequest, run_search
@@ -41,6 +43,7 @@ async def search(ctx: WebContext, request: Request) -> Response:
         page = await in_thread(
             run_search, TrimmedIndex(ctx.solr, searcher.principals), query, ctx.config.rows, True, rules, None, ctx.semantic
         )
+        found = await answer_of(ctx, request, query, searcher.principals)
     except IndexingError as exc:
         logger.warning("Search %r failed: %s", query.q, exc.reason)
         failed = render_search(
@@ -59,8 +62,21 @@ async def search(ctx: WebContext, request: Request) -> Response:
             error="",
             default_rows=ctx.config.rows,
             hit_link=ctx.hit_link(search_id),
+            answer=found,
+            answer_url=str(request.url.include_query_params(answer="1"))
+            if ctx.config.answers and ctx.semantic and query.q and not found
+            else "",
         ),
     )
+
+
+async def answer_of(ctx: WebContext, request: Request, query: SearchRequest, principals: Principals) -> Answer | None:
+    """The answer to the search's query when the request asks for one (``answer=1``: the page's
+    link, the API's parameter) and answers are on; filtered as the search is."""
+    if request.query_params.get("answer") != "1" or not query.q:
+        return None
+    filters, params = query.solr_filters()
+    return await in_thread(ctx.answer, query.q, principals, filters, params)
 
 
 def render_search(ctx: WebContext, request: Request, code: int = 200, **context: Any) -> HTMLResponse:

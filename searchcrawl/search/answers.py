@@ -1,0 +1,279 @@
+"""Answers with citations, only from what the searcher may read (issue 77).
+
+The question is searched through the one Searcher: the kNN query of passages, trimmed before its
+top k and each document confirmed readable (hybrid.py ``nearest_documents``). Of the passages
+found, those similar enough (``AnswerConfig.threshold``, on Solr's kNN score, which for cosine is
+(1 + cos) / 2) are sent, best first, at most ``passages`` of them and ``budget_chars`` characters
+in all, each cut to ``passage_chars``, numbered [1], [2], ... to a model behind an
+OpenAI-compatible chat URL (``/chat/completions``, plain HTTP, no vendor SDK). No passage similar
+enough: no model call, and the answer says so.
+
+The model's answer is checked sentence by sentence (``checked_answer``): a sentence keeps its
+place only with a citation of a passage that was sent; a sentence without one is dropped; a
+citation of a number that was never sent refuses the whole answer (the model confused its
+sources: nothing it says can be trusted to be where it points). The answer is text, shown
+escaped, never markup. Nothing is cached: each searcher's answer is asked for them alone. A model
+that does not answer in time, or answers junk, leaves the hits alone (``AnswerFailed``, logged at
+most once a minute by the caller).
+
+Every decision is kept in the ``Answer`` (``considered``: each passage found, sent or left out and
+why), which `scrapy explain-answer` prints with the grant that admitted each document.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import requests
+
+from searchcrawl.search.hybrid import SemanticModel, nearest_documents
+from searchcrawl.search.searcher import TrimmedIndex
+
+MAX_ANSWER_BYTES = 1 << 20  # a chat server's answer read at most
+ANSWERS_API_KEY = "SEARCHCRAWL_ANSWERS_API_KEY"  # the chat server's key: environment or _FILE
+MAX_QUESTION_CHARS = 500
+SYSTEM_PROMPT = (
+    "You answer questions from the numbered sources given, and from nothing else. "
+    "After every sentence, cite the sources that say it, as [1] or [2][3]. "
+    "If the sources do not answer the question, say only: I cannot answer this from the sources. "
+    "Write plain sentences, no lists, no markup."
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_CITATION = re.compile(r"\[(\d{1,3})\]")
+NO_ANSWER = "No answer in what you may read."
+
+
+class AnswerFailed(Exception):
+    """The model did not answer (unreachable, timed out, an error, junk): the hits alone."""
+
+
+@dataclass(frozen=True)
+class AnswerConfig:
+    """SEARCHCRAWL_ANSWERS_*: the chat server and the budgets (docs/answers.md)."""
+
+    url: str  # the server's base URL: <url>/chat/completions
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    passages: int = 6
+    passage_chars: int = 1200
+    budget_chars: int = 6000
+    threshold: float = 0.6
+    timeout: float = 30.0
+    max_tokens: int = 300
+
+
+@dataclass(frozen=True)
+class AnswerSource:
+    number: int
+    document: str  # the Solr id
+    url: str  # the document's display URL, with a text fragment of the heading where known
+    title: str
+    heading: str
+    text: str  # what was sent
+    score: float
+
+
+@dataclass(frozen=True)
+class Considered:
+    document: str
+    url: str
+    title: str
+    score: float
+    verdict: str  # "sent as [n]", "below the threshold", "over the budget"
+
+
+@dataclass
+class Answer:
+    question: str
+    sentences: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)  # text, sources cited
+    sources: list[AnswerSource] = field(default_factory=list)  # those sent, numbered
+    refused: str = ""  # why there is no answer ("" when there is one)
+    considered: list[Considered] = field(default_factory=list)
+    prompt_chars: int = 0
+    model: str = ""
+    seconds: float = 0.0
+    raw: str = field(default="", repr=False)  # the model's text as it came (explain-answer only)
+
+    @property
+    def cited(self) -> list[AnswerSource]:
+        """The sources the kept sentences cite, in their numbers' order."""
+        numbers = sorted({number for _text, cites in self.sentences for number in cites})
+        return [source for source in self.sources if source.number in numbers]
+
+
+def answer_config(get: Callable[[str], Any], api_key: str | None) -> AnswerConfig | None:
+    """The answers' configuration from the SEARCHCRAWL_ANSWERS_* settings (``get``: a settings
+    object's get), None when they are off (no URL)."""
+    url = str(get("SEARCHCRAWL_ANSWERS_URL") or "").strip()
+    if not url:
+        return None
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise ValueError(f"SEARCHCRAWL_ANSWERS_URL is http(s), not {url!r}")
+    return AnswerConfig(
+        url=url,
+        model=str(get("SEARCHCRAWL_ANSWERS_MODEL") or ""),
+        api_key=api_key,
+        passages=int(get("SEARCHCRAWL_ANSWERS_PASSAGES") or 6),
+        passage_chars=int(get("SEARCHCRAWL_ANSWERS_PASSAGE_CHARS") or 1200),
+        budget_chars=int(get("SEARCHCRAWL_ANSWERS_BUDGET_CHARS") or 6000),
+        threshold=float(get("SEARCHCRAWL_ANSWERS_THRESHOLD") or 0.6),
+        timeout=float(get("SEARCHCRAWL_ANSWERS_TIMEOUT") or 30),
+    )
+
+
+def answer_json(result: Answer) -> dict[str, Any]:
+    """An answer as the JSON API gives it: the kept sentences with their citations' numbers,
+    the sources cited, or why there is none."""
+    return {
+        "sentences": [{"text": text, "sources": list(cites)} for text, cites in result.sentences],
+        "sources": [{"number": s.number, "title": s.title, "url": s.url} for s in result.cited],
+        "refused": result.refused or None,
+        "model": result.model,
+    }
+
+
+def anchored(url: str, heading: str) -> str:
+    """``url`` with a text fragment of ``heading`` (browsers scroll to it), when it has none."""
+    if not heading or "#" in url or urlsplit(url).scheme not in ("http", "https"):
+        return url
+    return f"{url}#:~:text={quote(heading[:80], safe='')}"
+
+
+def select_sources(
+    nearest: Sequence[tuple[str, dict[str, Any]]], documents: dict[str, dict[str, Any]], config: AnswerConfig
+) -> tuple[list[AnswerSource], list[Considered]]:
+    """The passages sent (numbered from 1) and every one found with its verdict. ``nearest``:
+    (document id, its best passage with ``score``), best first; ``documents``: their display
+    fields (the confirmed, readable ones)."""
+    sources: list[AnswerSource] = []
+    considered: list[Considered] = []
+    spent = 0
+    for parent, passage in nearest:
+        doc = documents.get(parent)
+        if doc is None:
+            continue  # not readable now: never considered, never named
+        score = float(passage.get("score") or 0.0)
+        url = str(doc.get("display_url") or doc.get("url") or "")
+        title = str(doc.get("title") or "") or url
+        text = " ".join(str(passage.get("passage_text") or "").split())[: config.passage_chars]
+        if score < config.threshold:
+            considered.append(Considered(parent, url, title, score, "below the threshold"))
+            continue
+        if len(sources) >= config.passages or spent + len(text) > config.budget_chars:
+            considered.append(Considered(parent, url, title, score, "over the budget"))
+            continue
+        heading = str(passage.get("passage_heading") or "")
+        number = len(sources) + 1
+        sources.append(AnswerSource(number, parent, anchored(url, heading), title, heading, text, score))
+        considered.append(Considered(parent, url, title, score, f"sent as [{number}]"))
+        spent += len(text)
+    return sources, considered
+
+
+def messages(question: str, sources: Sequence[AnswerSource]) -> list[dict[str, str]]:
+    """The chat's messages: the rules, then the numbered sources and the question."""
+    numbered = "\n\n".join(f"[{source.number}] {source.title}\n{source.text}" for source in sources)
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": f"Sources:\n\n{numbered}\n\nQuestion: {question}"},
+    ]
+
+
+def checked_answer(text: str, sent: int) -> tuple[list[tuple[str, tuple[int, ...]]], str]:
+    """(sentences kept with the sources each cites, why the answer is refused or ""): see the
+    module's docstring. ``sent``: how many sources were numbered."""
+    kept: list[tuple[str, tuple[int, ...]]] = []
+    for sentence in _SENTENCE.split(" ".join(text.split())):
+        numbers = tuple(int(found) for found in _CITATION.findall(sentence))
+        if any(not 1 <= number <= sent for number in numbers):
+            return [], "the model cited a source it was not given"
+        plain = " ".join(_CITATION.sub(" ", sentence).split())
+        plain = re.sub(r"\s+([.,;:!?])", r"\1", plain)
+        if numbers and plain and "cannot answer" not in plain.lower():
+            kept.append((plain, tuple(dict.fromkeys(numbers))))
+    if not kept:
+        return [], "the model's answer cited none of the sources"
+    return kept, ""
+
+
+def ask_model(config: AnswerConfig, chat: list[dict[str, str]]) -> str:
+    """The model's answer to ``chat`` (``AnswerFailed`` when there is none)."""
+    headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+    body: dict[str, Any] = {
+        "model": config.model,
+        "messages": chat,
+        "temperature": 0,
+        "max_tokens": config.max_tokens,
+        "stream": False,
+    }
+    url = config.url.rstrip("/") + "/chat/completions"
+    try:
+        with requests.Session() as session:
+            session.trust_env = False
+            with session.post(url, json=body, headers=headers, timeout=config.timeout, stream=True, allow_redirects=False) as got:
+                if got.status_code != 200:
+                    raise AnswerFailed(f"the chat server answered HTTP {got.status_code}")
+                data = got.raw.read(MAX_ANSWER_BYTES + 1, decode_content=True)
+    except AnswerFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - requests' and urllib3's alike
+        raise AnswerFailed(f"the chat server did not answer: {type(exc).__name__}") from None
+    if len(data) > MAX_ANSWER_BYTES:
+        raise AnswerFailed("the chat server's answer is too large")
+    try:
+        content = json.loads(data)["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise AnswerFailed(f"the chat server's answer is not one: {type(exc).__name__}") from None
+    if not isinstance(content, str):
+        raise AnswerFailed("the chat server's answer holds no text")
+    return content
+
+
+def answer(
+    index: TrimmedIndex,
+    model: SemanticModel,
+    question: str,
+    config: AnswerConfig,
+    filters: Sequence[str] = (),
+    params: dict[str, Any] | None = None,
+    window: int = 20,
+) -> Answer:
+    """The answer to ``question`` from what the searcher of ``index`` may read (see the module's
+    docstring). Raises ``AnswerFailed`` when the model fails; IndexingError when Solr does."""
+    started = time.monotonic()
+    question = " ".join(question.split())[:MAX_QUESTION_CHARS]
+    result = Answer(question, model=config.model)
+    nearest = nearest_documents(index, model, question, filters, params or {}, window)
+    documents: dict[str, dict[str, Any]] = {}
+    if nearest:
+        ids = [parent for parent, _ in nearest]
+        found = index.search(
+            "*:*",
+            {
+                **(params or {}),
+                "fq": [*filters, '{!terms f=id separator=" "}' + " ".join(ids)],
+                "fl": "id,url,display_url,title",
+                "rows": len(ids),
+                "hl": "false",
+                "facet": "false",
+            },
+        )
+        documents = {str(doc["id"]): doc for doc in found.docs}
+    result.sources, result.considered = select_sources(nearest, documents, config)
+    if not result.sources:
+        result.refused = NO_ANSWER
+        result.seconds = time.monotonic() - started
+        return result
+    chat = messages(question, result.sources)
+    result.prompt_chars = sum(len(message["content"]) for message in chat)
+    result.raw = ask_model(config, chat)
+    result.sentences, refused = checked_answer(result.raw, len(result.sources))
+    result.refused = refused and f"No answer: {refused}."
+    result.seconds = time.monotonic() - started
+    return result

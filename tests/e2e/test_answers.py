@@ -1,0 +1,223 @@
+"""Answers with citations against the real dev Solr (issue 77): the passages a searcher may read and
+nothing else reach the model; the model's citations checked; no withheld word, title or URL in an
+answer, a citation, an error, the prompt or a log; `scrapy explain-answer`; the search page and
+the JSON API.
+
+The model here is ``CitingStandIn``: a deterministic stand-in speaking the OpenAI chat API on
+127.0.0.1 (it answers with the first sentence of the source that shares most words with the
+question, cited), which can also cite a source it was not given, answer junk or too late. A real
+small model's end-to-end test is not here yet (issue 77 stays open for it)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import logging
+import re
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from searchcrawl.access.decision import Principal, Principals
+from searchcrawl.access.tokens import Access, Grant
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.search.answers import NO_ANSWER, AnswerConfig, AnswerFailed, answer
+from searchcrawl.search.hybrid import SemanticModel
+from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.semantic.embedders import WordLlamaEmbedder
+from searchcrawl.semantic.passage_index import PassageIndex
+from tests.conftest import free_port
+from tests.e2e.test_api import api, make_token
+from tests.e2e.test_semantic_search import document
+from tests.web_site import serve_web
+
+SECRET_WORDS = ("BLUEHERON", "4.2 million", "Bonus pool 2027", "h.test/bonus")
+FINANCE = Principals.of("fiona", [Principal("group:finance", "test")])
+
+
+class CitingStandIn(http.server.BaseHTTPRequestHandler):
+    """A deterministic stand-in for a chat model (not a model): see the module's docstring."""
+
+    prompts: list[str] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        prompt = body["messages"][-1]["content"]
+        self.prompts.append(prompt)
+        mode = body.get("model", "")
+        if mode == "slow":
+            time.sleep(3)
+        if mode == "junk":
+            self._send(b"<html>not json</html>")
+            return
+        sources = re.findall(r"^\[(\d+)\] [^\n]*\n([^\n]*)", prompt, re.MULTILINE)
+        question = set(re.findall(r"\w+", prompt.rsplit("Question:", 1)[-1].lower()))
+        number, text = max(sources, key=lambda item: len(question & set(re.findall(r"\w+", item[1].lower()))))
+        first = re.split(r"(?<=[.!?])\s", text)[0].rstrip(".")
+        cite = "9" if mode == "bad-cite" else number
+        content = f"{first} [{cite}]. This sentence cites nothing."
+        self._send(json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode())
+
+    def _send(self, data: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def stand_in() -> Iterator[tuple[str, list[str]]]:
+    handler = type("Handler", (CitingStandIn,), {"prompts": []})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", handler.prompts
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def wordllama() -> WordLlamaEmbedder:
+    return WordLlamaEmbedder()
+
+
+@pytest.fixture
+def corpus(solr_url: str, wordllama: WordLlamaEmbedder) -> tuple[str, SolrIndex]:
+    source = f"ans-{uuid.uuid4().hex[:8]}"
+    index = SolrIndex(solr_url, timeout=30)
+    public, finance = Access.public("t"), Access.of([Grant.of("group:finance", "t")])
+    index.add(
+        [
+            document(
+                source, "http://h.test/parking", "Parking", "Parking permits are free at the gate office. Ask the guard.", public
+            ),
+            document(
+                source,
+                "http://h.test/leave",
+                "Leave",
+                "Annual leave is booked in the HR portal before the first of March.",
+                public,
+            ),
+            document(
+                source,
+                "http://h.test/bonus",
+                "Bonus pool 2027",
+                "The bonus pool for 2027 is 4.2 million euros under codename BLUEHERON. It is paid in April.",
+                finance,
+            ),
+        ]
+    )
+    index.commit()
+    assert PassageIndex(index, wordllama).sync(source).documents == 3
+    return source, index
+
+
+def config(url: str, model: str = "standin", **changes: Any) -> AnswerConfig:
+    return AnswerConfig(url=url, model=model, **{"threshold": 0.55, "timeout": 2.0, **changes})
+
+
+def test_an_answer_cites_only_passages_the_searcher_may_read(corpus, stand_in, wordllama, caplog) -> None:
+    source, index = corpus
+    url, prompts = stand_in
+    model = SemanticModel(wordllama)
+    filters = ["{!term f=source}" + source]
+    caplog.set_level(logging.DEBUG)
+    fiona = answer(TrimmedIndex(index, FINANCE), model, "How big is the bonus pool for 2027?", config(url), filters)
+    assert [text for text, _ in fiona.sentences] == ["The bonus pool for 2027 is 4.2 million euros under codename BLUEHERON."]
+    assert fiona.cited[0].title == "Bonus pool 2027" and fiona.sentences[0][1] == (fiona.cited[0].number,)
+    # a visitor asks the same: the withheld document never reaches the model, the answer, the log
+    prompts.clear()
+    visitor = answer(
+        TrimmedIndex(index, Principals.anonymous()), model, "How big is the bonus pool for 2027?", config(url), filters
+    )
+    shown = json.dumps(
+        [
+            visitor.sentences,
+            [s.__dict__ for s in visitor.sources],
+            [c.__dict__ for c in visitor.considered],
+            visitor.refused,
+            visitor.raw,
+        ]
+    )
+    for secret in SECRET_WORDS:
+        assert secret not in shown and all(secret not in prompt for prompt in prompts) and secret not in caplog.text
+    # a sentence without a citation is dropped; the answer's sources are those sent
+    assert all(cites for _text, cites in fiona.sentences) and "cites nothing" not in json.dumps(fiona.sentences)
+
+
+def test_no_passage_similar_enough_no_model_call(corpus, stand_in, wordllama) -> None:
+    source, index = corpus
+    url, prompts = stand_in
+    strict = config(url, threshold=0.99)
+    result = answer(TrimmedIndex(index, FINANCE), SemanticModel(wordllama), "bonus pool", strict, ["{!term f=source}" + source])
+    assert result.refused == NO_ANSWER and not prompts and not result.sources
+    assert {c.verdict for c in result.considered} == {"below the threshold"}
+
+
+def test_a_citation_never_sent_refuses_junk_and_slowness_fail(corpus, stand_in, wordllama) -> None:
+    source, index = corpus
+    url, _prompts = stand_in
+    ask = lambda model: answer(  # noqa: E731
+        TrimmedIndex(index, FINANCE),
+        SemanticModel(wordllama),
+        "When is parking free?",
+        config(url, model),
+        ["{!term f=source}" + source],
+    )
+    refused = ask("bad-cite")
+    assert not refused.sentences and refused.refused == "No answer: the model cited a source it was not given."
+    for failing in ("junk", "slow"):
+        with pytest.raises(AnswerFailed):
+            ask(failing)
+
+
+def test_explain_answer_shows_sent_left_out_and_withheld_with_their_grants(project, corpus, stand_in) -> None:
+    source, _index = corpus
+    url, _prompts = stand_in
+    env = {"SEARCHCRAWL_EMBEDDINGS": "wordllama", "SEARCHCRAWL_ANSWERS_URL": url, "SEARCHCRAWL_ANSWERS_MODEL": "standin"}
+    shown = project.scrapy("explain-answer", "public", "How big is the bonus pool for 2027?", **env)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "Searcher: public: public" in shown.stdout and "granted: public" in shown.stdout
+    assert "not permitted: " + f"{source}!http://h.test/bonus" in shown.stdout  # the administrator's view
+    assert "no principal of the searcher is allowed" in shown.stdout
+    off = project.scrapy("explain-answer", "public", "anything")
+    assert off.returncode == 2 and "answers are off" in off.stdout
+
+
+def test_the_search_page_and_api_answer_and_never_leak(project, corpus, stand_in) -> None:
+    source, _index = corpus
+    url, prompts = stand_in
+    port = free_port()
+    web = serve_web(
+        project, port, SEARCHCRAWL_EMBEDDINGS="wordllama", SEARCHCRAWL_ANSWERS_URL=url, SEARCHCRAWL_ANSWERS_MODEL="standin"
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        page = requests.get(base + "/", params={"q": "When is parking free?", "source": source}, timeout=30).text
+        assert "Answer this from what I may read" in page
+        answered = requests.get(
+            base + "/", params={"q": "When is parking free?", "source": source, "answer": "1"}, timeout=30
+        ).text
+        assert "Parking permits are free at the gate office" in answered and 'href="#source-1"' in answered
+        withheld = requests.get(
+            base + "/", params={"q": "bonus pool 2027 BLUEHERON", "source": source, "answer": "1"}, timeout=30
+        )
+        for secret in SECRET_WORDS[1:]:
+            assert secret not in withheld.text and all(secret not in prompt for prompt in prompts)
+        token = make_token(base, "answers")
+        found = api(base, token, q="When is parking free?", source=source, answer="1").json()["answer"]
+        assert found["sentences"][0]["text"].startswith("Parking permits are free") and found["sources"][0]["number"] == 1
+        assert "answer" not in api(base, token, q="When is parking free?", source=source).json()  # asked for only
+    finally:
+        web.send_signal(signal.SIGTERM)
+        web.wait(timeout=30)
+    log = (project.data_dir.parent / f"web-{port}.log").read_text()
+    assert not any(secret in log for secret in SECRET_WORDS[1:])
