@@ -52,6 +52,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from searchcrawl.web import (
     admin_views,
+    agent_views,
     analytics_views,
     api_views,
     relevance_views,
@@ -166,9 +167,11 @@ def create_app(config: WebConfig) -> Starlette:
     X-Forwarded-For itself (from ``config.proxies``): serve it with the server's own proxy headers
     off (uvicorn's ``proxy_headers=False``), or the peer address would already be rewritten."""
     ctx = WebContext(config)
+    agents, agents_running = agent_views.agent_app(ctx)  # the Model Context Protocol (issue 77)
     routes: list[BaseRoute] = [
         *route_table(ctx),
         Mount("/static", StaticFiles(packages=[("searchcrawl.web", "static")]), name="static"),
+        Mount("/mcp", app=agents, name="mcp"),
     ]
     if config.prefix:
         routes = [Mount(config.prefix, routes=routes), Route("/", partial(search_views.to_prefix, ctx))]
@@ -178,7 +181,8 @@ def create_app(config: WebConfig) -> Starlette:
         ctx.analytics.start()
         if config.relevance_sync_at_start:  # Solr may have lost them (a new configset, a dev Solr restarted)
             threading.Thread(target=relevance_views.sync_at_start, args=(ctx,), name="relevance-sync", daemon=True).start()
-        yield
+        async with agents_running():
+            yield
         ctx.close()
 
     middleware = [Middleware(PeerAddress)]

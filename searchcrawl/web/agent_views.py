@@ -1,0 +1,149 @@
+"""The agent endpoint (issue 77): the Model Context Protocol at ``/mcp/``, for AI agents and assistants.
+
+Built with the official Python SDK (``mcp``'s FastMCP, Streamable HTTP, stateless, JSON answers).
+Three tools, each acting as the API token's searcher, exactly as the JSON API does (api_views.py
+``api_caller``, run before the protocol sees the request): the token checked (unknown, revoked
+or expired: 401), its rate limit applied (429), and the principals it searches with: public
+documents, or, for a token made to search on behalf of users, those of the user named by
+``?user=`` in the endpoint's URL; a token scoped to a visitor that names a user is refused (403)
+and never acts as one.
+
+- ``search(query, source?, rows?)``: the search page's search (run_search: hybrid where semantic
+  search is on, trimmed), its hits as the JSON API gives them;
+- ``fetch_document(url)``: one document's title, URL and text (its first ``FETCH_CHARS``
+  characters) when the searcher may read it; "not found" alike when it does not exist and when it
+  is withheld;
+- ``answer(question, source?)``: an answer with citations (search/answers.py), when answers are on.
+
+The endpoint holds no session (stateless): nothing of one searcher is kept for another. DNS
+rebinding protection (a browser page of another origin calling a server on the user's machine) is
+the token's: every request needs one, and no origin is granted CORS here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from searchcrawl.access.decision import Principals
+from searchcrawl.search.answers import answer_json
+from searchcrawl.search.query import MAX_QUERY_CHARS, term_filter
+from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.web import api
+from searchcrawl.web.api_views import api_caller
+from searchcrawl.web.context import WebContext
+from searchcrawl.web.search_page import SearchRequest, run_search
+from searchcrawl.web.shared import in_thread
+
+FETCH_CHARS = 20_000
+MAX_ROWS = 50
+CALLER = "searchcrawl.caller"  # the scope key of the checked caller: (principals, token name, user)
+INSTRUCTIONS = (
+    "Search the organisation's intranet, file shares and databases as the token's user may read them. "
+    "Use search to find documents, fetch_document to read one, answer for a cited answer."
+)
+
+
+class TokenCheck:
+    """The API's caller check before the protocol: a refusal is answered here; an accepted
+    caller's principals go with the request's scope to the tools."""
+
+    def __init__(self, ctx: WebContext, app: ASGIApp) -> None:
+        self.ctx, self.app = ctx, app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        caller = await api_caller(self.ctx, Request(scope, receive))
+        if isinstance(caller, Response):
+            await caller(scope, receive, send)
+            return
+        _cors, principals, token_name, user = caller
+        scope[CALLER] = (principals, token_name, user)
+        await self.app(scope, receive, send)
+
+
+def _principals(context: Context[Any, Any, Any]) -> Principals:
+    """The checked caller's principals (TokenCheck put them in the request's scope): a tool
+    called without them finds nothing."""
+    request = context.request_context.request
+    found = request.scope.get(CALLER) if isinstance(request, Request) else None
+    return found[0] if found else Principals(None, (), "no API token checked")
+
+
+def agent_server(ctx: WebContext) -> FastMCP:
+    """The MCP server of the web application (see the module's docstring)."""
+    server = FastMCP(
+        "searchcrawl",
+        instructions=INSTRUCTIONS,
+        stateless_http=True,
+        json_response=True,
+        streamable_http_path="/",
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+
+    @server.tool()
+    async def search(query: str, context: Context[Any, Any, Any], source: str | None = None, rows: int = 10) -> dict[str, Any]:
+        """Search the index as the token's user may read it; the best hits first."""
+        principals = _principals(context)
+        request = SearchRequest(q=query[:MAX_QUERY_CHARS], filters=(("source", source),) if source else ())
+        rules = await in_thread(ctx.relevance.get)
+        page = await in_thread(
+            run_search, TrimmedIndex(ctx.solr, principals), request, max(1, min(rows, MAX_ROWS)), False, rules, None, ctx.semantic
+        )
+        return {"total": page.total, "hits": [api.hit_json(hit) for hit in [*page.bets, *page.hits]]}
+
+    @server.tool()
+    async def fetch_document(url: str, context: Context[Any, Any, Any]) -> dict[str, Any]:
+        """One document's title, URL and text, if the token's user may read it."""
+        principals = _principals(context)
+        asked = {"fq": [term_filter("url", url)], "fl": "url,display_url,title,source,content", "rows": 1, "hl": "false"}
+        found = await in_thread(TrimmedIndex(ctx.solr, principals).search, "*:*", asked)
+        if not found.docs:
+            return {"found": False, "error": "not found"}  # absent and withheld alike
+        doc = found.docs[0]
+        text = str(doc.get("content") or "")
+        return {
+            "found": True,
+            "url": str(doc.get("display_url") or doc.get("url") or ""),
+            "title": str(doc.get("title") or ""),
+            "source": str(doc.get("source") or ""),
+            "text": text[:FETCH_CHARS],
+            "truncated": len(text) > FETCH_CHARS,
+        }
+
+    @server.tool()
+    async def answer(question: str, context: Context[Any, Any, Any], source: str | None = None) -> dict[str, Any]:
+        """An answer with numbered citations, from what the token's user may read only."""
+        if ctx.config.answers is None or ctx.semantic is None:
+            return {"answer": None, "error": "answers are off"}
+        principals = _principals(context)
+        filters, params = SearchRequest(q=question, filters=(("source", source),) if source else ()).solr_filters()
+        found = await in_thread(ctx.answer, question, principals, filters, params)
+        if found is None:
+            return {"answer": None, "error": "no answer now"}
+        return {"answer": answer_json(found)}
+
+    return server
+
+
+def agent_app(ctx: WebContext) -> tuple[ASGIApp, Any]:
+    """The endpoint's ASGI application (the token check around the protocol) and the context
+    manager that runs its session manager for the application's lifespan."""
+    server = agent_server(ctx)
+    app = TokenCheck(ctx, server.streamable_http_app())
+
+    @asynccontextmanager
+    async def running() -> AsyncIterator[None]:
+        async with server.session_manager.run():
+            yield
+
+    return app, running
