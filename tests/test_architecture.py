@@ -250,6 +250,7 @@ UNTRIMMED: dict[tuple[str, str], str] = {
 RAW_CLIENT_TAKERS: dict[tuple[str, str], str] = {
     ("searchcrawl.web.search_views", "TrimmedIndex"): "the search page's searcher's query",
     ("searchcrawl.web.api_views", "TrimmedIndex"): "the JSON API's searcher's query",
+    ("searchcrawl.web.agent_views", "TrimmedIndex"): "the agent endpoint's tools: the API token's searcher's query",
     ("searchcrawl.web.relevance_views", "TrimmedIndex"): "why this hit is here, as the searcher sees it",
     ("searchcrawl.web.context", "TrimmedIndex"): "suggestions of titles and past searches, as the searcher may read",
     ("searchcrawl.commands.search", "TrimmedIndex"): "`scrapy search [--as USER]`: the searcher's query",

@@ -51,7 +51,7 @@ INSTRUCTIONS = (
 )
 
 
-class TokenCheck:
+class AgentCallerCheck:
     """The API's caller check before the protocol: a refusal is answered here; an accepted
     caller's principals go with the request's scope to the tools."""
 
@@ -72,7 +72,7 @@ class TokenCheck:
 
 
 def _principals(context: Context[Any, Any, Any]) -> Principals:
-    """The checked caller's principals (TokenCheck put them in the request's scope): a tool
+    """The checked caller's principals (AgentCallerCheck put them in the request's scope): a tool
     called without them finds nothing."""
     request = context.request_context.request
     found = request.scope.get(CALLER) if isinstance(request, Request) else None
@@ -139,7 +139,7 @@ def agent_app(ctx: WebContext) -> tuple[ASGIApp, Any]:
     """The endpoint's ASGI application (the token check around the protocol) and the context
     manager that runs its session manager for the application's lifespan."""
     server = agent_server(ctx)
-    app = TokenCheck(ctx, server.streamable_http_app())
+    app = AgentCallerCheck(ctx, server.streamable_http_app())
 
     @asynccontextmanager
     async def running() -> AsyncIterator[None]:
