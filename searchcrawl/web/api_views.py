@@ -17,8 +17,7 @@ from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web import api
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.search_page import SearchRequest, run_search
-from searchcrawl.web.search_views import answer_of
-from searchcrawl.web.shared import in_thread, searcher_principals
+from searchcrawl.web.shared import answer_of, in_thread, searcher_principals
 
 logger = logging.getLogger(__name__)
 

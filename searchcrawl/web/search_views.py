@@ -11,14 +11,12 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from searchcrawl.access.decision import Principals
 from searchcrawl.index.indexer import IndexingError
 from searchcrawl.search import suggestions
-from searchcrawl.search.answers import Answer
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.search_page import SearchRequest, run_search
-from searchcrawl.web.shared import in_thread, personal, who_searches
+from searchcrawl.web.shared import answer_of, in_thread, personal, who_searches
 
 logger = logging.getLogger(__name__)
 
@@ -68,15 +66,6 @@ async def search(ctx: WebContext, request: Request) -> Response:
             else "",
         ),
     )
-
-
-async def answer_of(ctx: WebContext, request: Request, query: SearchRequest, principals: Principals) -> Answer | None:
-    """The answer to the search's query when the request asks for one (``answer=1``: the page's
-    link, the API's parameter) and answers are on; filtered as the search is."""
-    if request.query_params.get("answer") != "1" or not query.q:
-        return None
-    filters, params = query.solr_filters()
-    return await in_thread(ctx.answer, query.q, principals, filters, params)
 
 
 def render_search(ctx: WebContext, request: Request, code: int = 200, **context: Any) -> HTMLResponse:

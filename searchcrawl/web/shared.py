@@ -24,7 +24,9 @@ from searchcrawl.web.searchers import Searcher, header_user
 from searchcrawl.web.sessions import Sessions
 
 if TYPE_CHECKING:
+    from searchcrawl.search.answers import Answer
     from searchcrawl.web.context import WebConfig, WebContext
+    from searchcrawl.web.search_page import SearchRequest
 
 logger = logging.getLogger(__name__)
 
@@ -181,3 +183,12 @@ async def in_thread(function: Callable[..., Any], *args: Any) -> Any:
     """Blocking work (Solr, the database, a process) off the event loop. Opening the database
     (``WebContext.database``) is such work too: pass a function that reads it, never its value."""
     return await run_in_threadpool(function, *args)
+
+
+async def answer_of(ctx: WebContext, request: Request, query: SearchRequest, principals: Principals) -> Answer | None:
+    """The answer to the search's query when the request asks for one (``answer=1``: the page's
+    link, the API's parameter) and answers are on; filtered as the search is."""
+    if request.query_params.get("answer") != "1" or not query.q:
+        return None
+    filters, params = query.solr_filters()
+    return await in_thread(ctx.answer, query.q, principals, filters, params)

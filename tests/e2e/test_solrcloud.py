@@ -383,7 +383,9 @@ def test_semantic_passages_lie_with_their_documents_and_the_top_k_is_cut_after_m
         for doc in trimmed.nearest(field, vector, 5, {"rows": 5, "fl": "id,parent_id,score", "shards": shard}).docs
     ]
     best = sorted(per_shard, key=lambda doc: -doc["score"])[:5]
-    assert [doc["id"] for doc in merged.docs] == [doc["id"] for doc in best]
+    # the best 5 of both shards' (copies of one text in two sources tie: compared by score)
+    assert [round(doc["score"], 5) for doc in merged.docs] == [round(doc["score"], 5) for doc in best]
+    assert len(merged.docs) == 5 and {doc["id"] for doc in merged.docs} <= {doc["id"] for doc in per_shard}
     assert {placed[doc["parent_id"]].pop() for doc in per_shard} == {"shard1", "shard2"}
     nearest = nearest_documents(trimmed, SemanticModel(model), "how long to cook spaghetti", [], {}, 10)
     assert len(nearest) == 10 and all("pasta" in passage["passage_text"] for _, passage in nearest[:5])

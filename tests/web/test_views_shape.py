@@ -3,7 +3,7 @@ the route table and holds the middlewares, and no view; each audience's views ar
 their own (``VIEWS``), handed the context (context.py) by the route table, never looking it up;
 no view module reaches into another's (what they share is in shared.py and context.py); no class
 of web/ grows into a container of everything again (``MAX_METHODS``). Exceptions are named here
-with their reasons; there are none yet."""
+with their reasons."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ VIEWS = {
     "relevance_views",  # the relevance rules, why a document is a hit
     "analytics_views",  # query analytics, hits opened
     "token_views",  # the JSON API's tokens
+    "agent_views",  # AI agents: the Model Context Protocol (issue 77)
 }
 # what every view may use beside its own module: the context and the shared helpers
 SHARED = {"context", "shared"}
@@ -27,7 +28,9 @@ MAX_METHODS = 20
 # (module, class): a class of web/ with more methods than MAX_METHODS, and why
 LARGE_CLASSES: dict[tuple[str, str], str] = {}
 # (importing view module, imported view module): one audience's views using another's, and why
-VIEW_TO_VIEW: dict[tuple[str, str], str] = {}
+VIEW_TO_VIEW: dict[tuple[str, str], str] = {
+    ("agent_views", "api_views"): "agents call with the JSON API's tokens: its caller check (api_caller), one for both",
+}
 
 
 def tree(name: str) -> ast.Module:

