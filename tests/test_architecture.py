@@ -234,11 +234,11 @@ UNTRIMMED: dict[tuple[str, str], str] = {
     ("searchcrawl.access.explanation", "held_documents"): (
         "operators: explain-access shows every source's copy of a URL with its access, untrimmed by design"
     ),
-    ("searchcrawl.commands.explain-answer", "Command.run"): (
-        "operators: `scrapy explain-answer` shows the access of the documents an answer considered, untrimmed by design"
+    ("searchcrawl.search.answer_explanation", "explain_answer"): (
+        "operators: explain-answer shows the access of the documents an answer considered, untrimmed by design"
     ),
-    ("searchcrawl.commands.explain-answer", "Command.withheld"): (
-        "operators: `scrapy explain-answer` lists the nearest passages the user may not read, with why (an administrator's view)"
+    ("searchcrawl.search.answer_explanation", "withheld"): (
+        "operators: explain-answer lists the nearest passages the user may not read, with why (an administrator's view)"
     ),
     ("searchcrawl.semantic.passage_index", "PassageIndex.pending"): "the passages' upkeep: documents waiting (a count)",
     ("searchcrawl.semantic.passage_index", "PassageIndex.models"): "the passages' upkeep: passages a model (counts)",
@@ -273,9 +273,10 @@ RAW_CLIENT_TAKERS: dict[tuple[str, str], str] = {
     ("searchcrawl.commands.solr", "migrate_ids"): "operators: `scrapy solr migrate-ids`",
     ("searchcrawl.commands.summary", "service_problems"): "operators: the daily summary's check that Solr answers",
     ("searchcrawl.commands.embed", "PassageIndex"): "operators: `scrapy embed`, the passages' upkeep",
-    ("searchcrawl.commands.explain-answer", "TrimmedIndex"): "`scrapy explain-answer USER`: the answer as USER gets it",
     ("searchcrawl.commands.explain-answer", "semantic_search"): "semantic search's backfill switch: counts of passages",
-    ("searchcrawl.commands.explain-answer", "self.withheld"): "operators: `scrapy explain-answer`'s untrimmed view",
+    ("searchcrawl.commands.explain-answer", "explain_answer"): "operators: `scrapy explain-answer`'s untrimmed view",
+    ("searchcrawl.web.admin_views", "in_thread"): "operators: the explain-answer page's untrimmed view, off the event loop",
+    ("searchcrawl.search.answer_explanation", "TrimmedIndex"): "explain-answer: the answer as the user gets it, trimmed",
     ("searchcrawl.commands.relevance", "semantic_search"): "semantic search's backfill switch: counts of passages",
     ("searchcrawl.web.context", "semantic_search"): "semantic search's backfill switch: counts of passages",
     ("searchcrawl.search.hybrid", "complete"): "semantic search's backfill switch: a count of documents",
@@ -287,7 +288,8 @@ RAW_CLIENT_PARAMETERS: dict[tuple[str, str], str] = {
     ("searchcrawl.web.admin", "solr_health"): "operators: Solr's health on the admin page",
     ("searchcrawl.web.admin", "explain_access"): "operators: explain-access on the admin page",
     ("searchcrawl.search.hybrid", "semantic_search"): "semantic search's backfill switch: counts, never a searcher's query",
-    ("searchcrawl.commands.explain-answer", "Command.withheld"): "operators: `scrapy explain-answer`'s untrimmed view",
+    ("searchcrawl.search.answer_explanation", "explain_answer"): "operators: explain-answer's untrimmed view",
+    ("searchcrawl.search.answer_explanation", "withheld"): "operators: explain-answer's untrimmed view",
 }
 HANDED_ON = ("searchcrawl.web.", "searchcrawl.commands.", "searchcrawl.search.")
 

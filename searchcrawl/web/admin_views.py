@@ -12,11 +12,15 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from searchcrawl.access.decision import Principals
 from searchcrawl.access.explanation import URL_WANTED, explainable_url
+from searchcrawl.index.indexer import IndexingError
 from searchcrawl.ops import daily_summary
 from searchcrawl.ops.run_control import ACTIONS, control
 from searchcrawl.rules.lifecycle import Delta, State
 from searchcrawl.rules.status_codes import describe
+from searchcrawl.search.answer_explanation import explain_answer as explain_answer_lines
+from searchcrawl.search.answers import MAX_QUESTION_CHARS, AnswerFailed
 from searchcrawl.store import DocumentTable
 from searchcrawl.store.deltas import run_report
 from searchcrawl.store.notifications import Notifications, run_key
@@ -25,7 +29,17 @@ from searchcrawl.store.samples import RunSamples
 from searchcrawl.web import admin, pictures
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.metrics_endpoint import metrics_response
-from searchcrawl.web.shared import PEER, SESSION_COOKIE, admin_gate, flash, in_directory_thread, in_thread, int_param, small_form
+from searchcrawl.web.shared import (
+    PEER,
+    SESSION_COOKIE,
+    admin_gate,
+    flash,
+    in_directory_thread,
+    in_thread,
+    int_param,
+    searcher_principals,
+    small_form,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +177,40 @@ async def explain_access(ctx: WebContext, request: Request) -> Response:
         )
     logger.info("Web administration: explain-access %s %s", user, url)
     return ctx.render(request, "explain_access.html", user=user, url=url, ok=ok, text=text)
+
+
+async def explain_answer_form(ctx: WebContext, request: Request) -> Response:
+    denied = await admin_gate(ctx, request)
+    if denied is not None:
+        return denied
+    return ctx.render(request, "explain_answer.html", user="", question="", ok=True, text="")
+
+
+async def explain_answer(ctx: WebContext, request: Request) -> Response:
+    """`scrapy explain-answer USER QUESTION`'s report (search/answer_explanation.py), for the
+    user's principals from the directory (``public``: a visitor)."""
+    denied = await admin_gate(ctx, request, post=True)
+    if denied is not None:
+        return denied
+    form = await small_form(request) or FormData()
+    user, question = str(form.get("user", "")).strip()[:256], str(form.get("question", "")).strip()[:MAX_QUESTION_CHARS]
+    if not user or not question:
+        ok, text = False, "Give a user name (or public) and a question."
+    elif ctx.config.answers is None or ctx.semantic is None:
+        ok, text = False, "Answers are off: SEARCHCRAWL_ANSWERS_URL and SEARCHCRAWL_EMBEDDINGS must both be set."
+    else:
+        principals = Principals.anonymous() if user == "public" else await searcher_principals(ctx, user)
+        try:
+            lines = await in_thread(
+                explain_answer_lines, ctx.solr, ctx.semantic.active(), principals, question, ctx.config.answers
+            )
+            ok, text = True, "\n".join(lines)
+        except IndexingError as exc:
+            ok, text = False, f"Solr did not answer: {exc.reason}"
+        except AnswerFailed as exc:
+            ok, text = False, f"The model did not answer: {exc}"
+    logger.info("Web administration: explain-answer for %s", user)
+    return ctx.render(request, "explain_answer.html", user=user, question=question, ok=ok, text=text)
 
 
 async def control_source(ctx: WebContext, request: Request) -> Response:

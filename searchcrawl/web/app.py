@@ -146,6 +146,8 @@ def route_table(ctx: WebContext) -> list[Route]:
         route("/admin/sources/{name}/control", admin_views.control_source, ["POST"]),
         route("/admin/explain-access", admin_views.explain_access_form, ["GET"]),
         route("/admin/explain-access", admin_views.explain_access, ["POST"]),
+        route("/admin/explain-answer", admin_views.explain_answer_form, ["GET"]),
+        route("/admin/explain-answer", admin_views.explain_answer, ["POST"]),
         route("/admin/why", relevance_views.why_page, ["GET"]),
         route("/admin/relevance", relevance_views.relevance_page, ["GET"]),
         route("/admin/relevance", relevance_views.relevance_change, ["POST"]),

@@ -10,6 +10,7 @@ small model's end-to-end test is not here yet (issue 77 stays open for it)."""
 
 from __future__ import annotations
 
+import html
 import http.server
 import json
 import logging
@@ -35,7 +36,7 @@ from searchcrawl.semantic.passage_index import PassageIndex
 from tests.conftest import free_port
 from tests.e2e.test_api import api, make_token
 from tests.e2e.test_semantic_search import document
-from tests.web_site import serve_web
+from tests.web_site import PASSWORD, serve_web
 
 SECRET_WORDS = ("BLUEHERON", "4.2 million", "Bonus pool 2027", "h.test/bonus")
 FINANCE = Principals.of("fiona", [Principal("group:finance", "test")])
@@ -212,6 +213,17 @@ def test_the_search_page_and_api_answer_and_never_leak(project, corpus, stand_in
         )
         for secret in SECRET_WORDS[1:]:
             assert secret not in withheld.text and all(secret not in prompt for prompt in prompts)
+        with requests.Session() as admin:  # the administration's explain-answer page
+            form = admin.get(base + "/admin/login", timeout=30)
+            login = re.search(r'name="login_token" value="([^"]+)"', form.text)
+            assert login is not None
+            data = {"login_token": login[1], "username": "admin", "password": PASSWORD}
+            admin.post(base + "/admin/login", data=data, timeout=30).raise_for_status()
+            csrf = re.search(r'name="csrf" value="([^"]+)"', admin.get(base + "/admin/explain-answer", timeout=30).text)
+            assert csrf is not None
+            asked = {"csrf": csrf[1], "user": "public", "question": "How big is the bonus pool for 2027?"}
+            report = html.unescape(admin.post(base + "/admin/explain-answer", data=asked, timeout=30).text)
+            assert "Searcher: public: public" in report and f"not permitted: {source}!http://h.test/bonus" in report
         token = make_token(base, "answers")
         found = api(base, token, q="When is parking free?", source=source, answer="1").json()["answer"]
         assert found["sentences"][0]["text"].startswith("Parking permits are free") and found["sources"][0]["number"] == 1
