@@ -32,6 +32,7 @@ from urllib.parse import quote, urlsplit
 
 import requests
 
+from searchcrawl.rules.ranking_rules import URL_SCHEMES
 from searchcrawl.search.hybrid import SemanticModel, nearest_documents
 from searchcrawl.search.searcher import TrimmedIndex
 
@@ -46,6 +47,10 @@ SYSTEM_PROMPT = (
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CITATION = re.compile(r"\[(\d{1,3})\]")
+# what is left of a citation the check did not read ([7 ], [7,8], [^7], a full-width bracket): the
+# answer is refused rather than shown with a mark that points nowhere it was checked
+_CITATION_LIKE = re.compile(r"[\[［【]\s*\^?\s*[0-9０-９]|[¹²³⁴⁵⁶⁷⁸⁹⁰]")
+MAX_ANSWER_CHARS = 4000  # of the model's text read
 NO_ANSWER = "No answer in what you may read."
 
 
@@ -139,10 +144,14 @@ def answer_json(result: Answer) -> dict[str, Any]:
 
 
 def anchored(url: str, heading: str) -> str:
-    """``url`` with a text fragment of ``heading`` (browsers scroll to it), when it has none."""
-    if not heading or "#" in url or urlsplit(url).scheme not in ("http", "https"):
+    """``url`` with a text fragment of ``heading`` (browsers scroll to it), when it has none; ""
+    for a URL of a scheme no hit links to (javascript:, data:)."""
+    if urlsplit(url).scheme.lower() not in URL_SCHEMES:
+        return ""
+    if not heading or "#" in url or urlsplit(url).scheme.lower() not in ("http", "https"):
         return url
-    return f"{url}#:~:text={quote(heading[:80], safe='')}"
+    words = heading[:80].rsplit(" ", 1)[0] if len(heading) > 80 else heading
+    return f"{url}#:~:text={quote(words, safe='').replace('-', '%2D')}"
 
 
 def select_sources(
@@ -189,12 +198,14 @@ def checked_answer(text: str, sent: int) -> tuple[list[tuple[str, tuple[int, ...
     """(sentences kept with the sources each cites, why the answer is refused or ""): see the
     module's docstring. ``sent``: how many sources were numbered."""
     kept: list[tuple[str, tuple[int, ...]]] = []
-    for sentence in _SENTENCE.split(" ".join(text.split())):
+    for sentence in _SENTENCE.split(" ".join(text[:MAX_ANSWER_CHARS].split())):
         numbers = tuple(int(found) for found in _CITATION.findall(sentence))
         if any(not 1 <= number <= sent for number in numbers):
             return [], "the model cited a source it was not given"
         plain = " ".join(_CITATION.sub(" ", sentence).split())
         plain = re.sub(r"\s+([.,;:!?])", r"\1", plain)
+        if _CITATION_LIKE.search(plain):
+            return [], "the model cited in a form the check cannot read"
         if numbers and plain and "cannot answer" not in plain.lower():
             kept.append((plain, tuple(dict.fromkeys(numbers))))
     if not kept:
@@ -203,7 +214,8 @@ def checked_answer(text: str, sent: int) -> tuple[list[tuple[str, tuple[int, ...
 
 
 def ask_model(config: AnswerConfig, chat: list[dict[str, str]]) -> str:
-    """The model's answer to ``chat`` (``AnswerFailed`` when there is none)."""
+    """The model's answer to ``chat`` (``AnswerFailed`` when there is none), within
+    ``config.timeout`` in all (a server that trickles its answer is not waited for longer)."""
     headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
     body: dict[str, Any] = {
         "model": config.model,
@@ -213,22 +225,27 @@ def ask_model(config: AnswerConfig, chat: list[dict[str, str]]) -> str:
         "stream": False,
     }
     url = config.url.rstrip("/") + "/chat/completions"
+    deadline = time.monotonic() + config.timeout
     try:
         with requests.Session() as session:
             session.trust_env = False
             with session.post(url, json=body, headers=headers, timeout=config.timeout, stream=True, allow_redirects=False) as got:
                 if got.status_code != 200:
                     raise AnswerFailed(f"the chat server answered HTTP {got.status_code}")
-                data = got.raw.read(MAX_ANSWER_BYTES + 1, decode_content=True)
+                data = b""
+                for chunk in got.iter_content(65536):
+                    data += chunk
+                    if len(data) > MAX_ANSWER_BYTES:
+                        raise AnswerFailed("the chat server's answer is too large")
+                    if time.monotonic() > deadline:
+                        raise AnswerFailed("the chat server took too long")
     except AnswerFailed:
         raise
     except Exception as exc:  # noqa: BLE001 - requests' and urllib3's alike
         raise AnswerFailed(f"the chat server did not answer: {type(exc).__name__}") from None
-    if len(data) > MAX_ANSWER_BYTES:
-        raise AnswerFailed("the chat server's answer is too large")
     try:
         content = json.loads(data)["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - junk of any shape (nesting too deep included)
         raise AnswerFailed(f"the chat server's answer is not one: {type(exc).__name__}") from None
     if not isinstance(content, str):
         raise AnswerFailed("the chat server's answer holds no text")

@@ -17,11 +17,15 @@ and never acts as one.
 
 The endpoint holds no session (stateless): nothing of one searcher is kept for another. DNS
 rebinding protection (a browser page of another origin calling a server on the user's machine) is
-the token's: every request needs one, and no origin is granted CORS here.
+the token's: every request needs one. A request's body is 64 KB at most and of a declared length;
+each tool call is logged with its token and user (never its text) and a search recorded by query
+analytics as client "mcp".
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -33,6 +37,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from searchcrawl.access.decision import Principals
+from searchcrawl.index.indexer import IndexingError
 from searchcrawl.search.answers import answer_json
 from searchcrawl.search.query import MAX_QUERY_CHARS, term_filter
 from searchcrawl.search.searcher import TrimmedIndex
@@ -43,8 +48,10 @@ from searchcrawl.web.search_page import SearchRequest, run_search
 from searchcrawl.web.shared import in_thread
 
 FETCH_CHARS = 20_000
+MAX_BODY_BYTES = 64 * 1024  # a tool call's JSON-RPC request (a body without a length, or chunked, is refused)
 MAX_ROWS = 50
 CALLER = "searchcrawl.caller"  # the scope key of the checked caller: (principals, token name, user)
+logger = logging.getLogger(__name__)
 INSTRUCTIONS = (
     "Search the organisation's intranet, file shares and databases as the token's user may read them. "
     "Use search to find documents, fetch_document to read one, answer for a cited answer."
@@ -59,10 +66,17 @@ class AgentCallerCheck:
         self.ctx, self.app = ctx, app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
             return
-        caller = await api_caller(self.ctx, Request(scope, receive))
+        if scope["type"] != "http":  # a websocket: not a transport of this endpoint
+            return
+        request = Request(scope, receive)
+        length = request.headers.get("content-length", "0" if request.method in ("GET", "DELETE", "OPTIONS") else "")
+        if not length.isdigit() or int(length) > MAX_BODY_BYTES or "transfer-encoding" in request.headers:
+            await Response("A request of the agent endpoint is 64 KB at most.", 413)(scope, receive, send)
+            return
+        caller = await api_caller(self.ctx, request)
         if isinstance(caller, Response):
             await caller(scope, receive, send)
             return
@@ -71,12 +85,18 @@ class AgentCallerCheck:
         await self.app(scope, receive, send)
 
 
-def _principals(context: Context[Any, Any, Any]) -> Principals:
-    """The checked caller's principals (AgentCallerCheck put them in the request's scope): a tool
-    called without them finds nothing."""
+def _caller(context: Context[Any, Any, Any]) -> tuple[Principals, str, str | None]:
+    """The checked caller (AgentCallerCheck put it in the request's scope): its principals, its
+    token's name, the user it acts for. A tool called without one is refused."""
     request = context.request_context.request
     found = request.scope.get(CALLER) if isinstance(request, Request) else None
-    return found[0] if found else Principals(None, (), "no API token checked")
+    if not found:
+        raise PermissionError("no API token checked")
+    return found
+
+
+def _principals(context: Context[Any, Any, Any]) -> Principals:
+    return _caller(context)[0]
 
 
 def agent_server(ctx: WebContext) -> FastMCP:
@@ -93,20 +113,37 @@ def agent_server(ctx: WebContext) -> FastMCP:
     @server.tool()
     async def search(query: str, context: Context[Any, Any, Any], source: str | None = None, rows: int = 10) -> dict[str, Any]:
         """Search the index as the token's user may read it; the best hits first."""
-        principals = _principals(context)
+        principals, token_name, user = _caller(context)
         request = SearchRequest(q=query[:MAX_QUERY_CHARS], filters=(("source", source),) if source else ())
-        rules = await in_thread(ctx.relevance.get)
-        page = await in_thread(
-            run_search, TrimmedIndex(ctx.solr, principals), request, max(1, min(rows, MAX_ROWS)), False, rules, None, ctx.semantic
-        )
+        started = time.perf_counter()
+        try:
+            rules = await in_thread(ctx.relevance.get)
+            page = await in_thread(
+                run_search,
+                TrimmedIndex(ctx.solr, principals),
+                request,
+                max(1, min(rows, MAX_ROWS)),
+                False,
+                rules,
+                None,
+                ctx.semantic,
+            )
+        except IndexingError:
+            return {"error": "unavailable"}
+        ctx.record_search(page, time.perf_counter() - started, "mcp", user)  # query analytics, as the API's
+        logger.info("Agent search by token %r (%s): %d hits", token_name, user or "public", page.total)
         return {"total": page.total, "hits": [api.hit_json(hit) for hit in [*page.bets, *page.hits]]}
 
     @server.tool()
     async def fetch_document(url: str, context: Context[Any, Any, Any]) -> dict[str, Any]:
         """One document's title, URL and text, if the token's user may read it."""
-        principals = _principals(context)
-        asked = {"fq": [term_filter("url", url)], "fl": "url,display_url,title,source,content", "rows": 1, "hl": "false"}
-        found = await in_thread(TrimmedIndex(ctx.solr, principals).search, "*:*", asked)
+        principals, token_name, user = _caller(context)
+        asked = {"fq": [term_filter("url", url[:8192])], "fl": "url,display_url,title,source,content", "rows": 1, "hl": "false"}
+        try:
+            found = await in_thread(TrimmedIndex(ctx.solr, principals).search, "*:*", asked)
+        except IndexingError:
+            return {"found": False, "error": "unavailable"}
+        logger.info("Agent fetch by token %r (%s): %s", token_name, user or "public", "found" if found.docs else "not found")
         if not found.docs:
             return {"found": False, "error": "not found"}  # absent and withheld alike
         doc = found.docs[0]

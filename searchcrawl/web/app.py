@@ -183,9 +183,11 @@ def create_app(config: WebConfig) -> Starlette:
         ctx.analytics.start()
         if config.relevance_sync_at_start:  # Solr may have lost them (a new configset, a dev Solr restarted)
             threading.Thread(target=relevance_views.sync_at_start, args=(ctx,), name="relevance-sync", daemon=True).start()
-        async with agents_running():
-            yield
-        ctx.close()
+        try:
+            async with agents_running():
+                yield
+        finally:
+            ctx.close()
 
     middleware = [Middleware(PeerAddress)]
     if config.proxies:  # X-Forwarded-For and -Proto from these only, after PeerAddress kept the peer

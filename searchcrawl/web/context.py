@@ -55,6 +55,9 @@ logger = logging.getLogger(__name__)
 
 # questions to the directory at once (searchers' lookups and sign-ins), in threads apart from
 ANSWER_FAILED_LOG = OncePer(60)
+# answers asked of the model at once (each holds one of the pages' threads until it answers): more
+# get the hits alone, never a page that waits for a thread
+ANSWERS_AT_ONCE = 4
 # the ones pages share: more wait for one of these, never for a visitor's search
 DIRECTORY_THREADS = 64
 
@@ -171,6 +174,7 @@ class WebContext:
         # the relevance rules every search applies (ranking_rules.py): cached, failing open
         self.relevance = ranking_rules.RuleCache(self._read_rules, self.config.relevance_ttl)
         self._sync_lock = threading.Lock()  # one push of synonyms and stopwords to Solr at a time
+        self.answer_slots = threading.BoundedSemaphore(ANSWERS_AT_ONCE)
         self._reader: Database | None = None
         # query analytics: a background writer, so a search never waits for the database
         self.analytics = analytics.Analytics(
@@ -289,14 +293,20 @@ class WebContext:
         the hits are shown alone). Never cached: each searcher's own."""
         if self.config.answers is None or self.semantic is None or not question.strip():
             return None
+        if not self.answer_slots.acquire(blocking=False):  # as many answers as allowed wait on the model
+            if ANSWER_FAILED_LOG():
+                logger.warning("No answer: %d answers are waiting for the model already", ANSWERS_AT_ONCE)
+            return None
         try:
             return answers.answer(
                 TrimmedIndex(self.solr, principals), self.semantic.active(), question, self.config.answers, filters, params
             )
         except Exception as exc:  # noqa: BLE001 - a model that fails or answers junk: the hits alone
             if ANSWER_FAILED_LOG():
-                logger.warning("No answer (the hits are shown alone): %s: %s", type(exc).__name__, exc)
+                logger.warning("No answer (the hits are shown alone): %s", type(exc).__name__)
             return None
+        finally:
+            self.answer_slots.release()
 
     def completions(self, text: str, principals: Principals) -> list[suggestions.Suggestion]:
         """The completions of ``text`` that ``principals`` may see (suggestions.py): readable

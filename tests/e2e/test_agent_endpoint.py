@@ -63,3 +63,9 @@ def test_the_tools_act_as_the_tokens_searcher_and_nothing_more(access_web) -> No
     )
     assert refused.status_code == 403 and "insufficient_scope" in refused.headers["www-authenticate"]
     assert requests.post(endpoint, json=body, headers=headers, timeout=30).status_code == 401
+    # a request's body is bounded and of a declared length, checked before the token or the protocol
+    large = {**body, "params": {"padding": "x" * 70_000}}
+    authorized = {**headers, "Authorization": f"Bearer {visitor}"}
+    assert requests.post(endpoint, json=large, headers=authorized, timeout=30).status_code == 413
+    chunked = requests.post(endpoint, data=iter([json.dumps(body).encode()]), headers=authorized, timeout=30)
+    assert chunked.status_code == 413

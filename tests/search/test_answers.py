@@ -60,4 +60,11 @@ def test_the_models_markup_stays_text_and_anchors_only_where_they_can_be() -> No
     kept, _ = checked_answer("<script>alert(1)</script> is what [1] says.", 1)
     assert kept == [("<script>alert(1)</script> is what says.", (1,))]  # escaped where it is shown
     assert anchored("https://h.test/a#top", "X") == "https://h.test/a#top"
-    assert anchored("smb://share/a.doc", "X") == "smb://share/a.doc"
+    assert anchored("smb://share/a.doc", "X") == ""  # as the hits: no link of a scheme a browser is not given
+    assert anchored("javascript:alert(1)", "X") == ""
+    assert anchored("https://h.test/a", "Re-install " + "x" * 90).endswith("#:~:text=Re%2Dinstall")
+
+
+def test_a_citation_in_a_form_the_check_cannot_read_refuses_the_answer() -> None:
+    for odd in ("Leave is booked [1]. Pay is secret [7 ].", "Booked [1]. Also [7,8].", "Booked [1] and ［7］."):
+        assert checked_answer(odd, 2) == ([], "the model cited in a form the check cannot read"), odd
