@@ -69,6 +69,21 @@ def model_server(port: int, threads: int, log: Path) -> subprocess.Popen[bytes]:
     return process
 
 
+def set_access(
+    index: SolrIndex, embedder: WordLlamaEmbedder, source: str, documents: list[dict[str, Any]], access: Access
+) -> None:
+    """``documents``' access changed in place, as a crawl changes it (an atomic update that clears
+    their passages' mark), and their passages brought up to date."""
+    fields = access.fields()
+    updates = [
+        {"id": doc["id"], "_version_": 1, "passages_model": {"set": None}, **{k: {"set": v} for k, v in fields.items()}}
+        for doc in documents
+    ]
+    index.update_existing(updates)
+    index.commit()
+    PassageIndex(index, embedder, page=100).sync(source)
+
+
 def percentiles(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     return {"median_s": round(statistics.median(ordered), 2), "p95_s": round(ordered[int(0.95 * (len(ordered) - 1))], 2)}
@@ -130,20 +145,7 @@ def main() -> None:
                 withheld = [doc for doc in found if grade_of(str(doc["url"]), {k: 2 for k in best}) == 2]
                 if not withheld:
                     continue
-                secret = Access.of([Grant.of("group:board", "benchmark")]).fields()
-                index.update_existing(
-                    [
-                        {
-                            "id": doc["id"],
-                            "_version_": 1,
-                            "passages_model": {"set": None},
-                            **{k: {"set": v} for k, v in secret.items()},
-                        }
-                        for doc in withheld
-                    ]
-                )
-                index.commit()
-                PassageIndex(index, embedder, page=100).sync(source)
+                set_access(index, embedder, source, withheld, Access.of([Grant.of("group:board", "benchmark")]))
                 asked += 1
                 try:
                     result = answer(visitor, model, query.text, config, filters)
@@ -152,20 +154,7 @@ def main() -> None:
                     refused += not result.sentences
                 except AnswerFailed:
                     refused += 1
-                public = Access.public("benchmark").fields()
-                index.update_existing(
-                    [
-                        {
-                            "id": doc["id"],
-                            "_version_": 1,
-                            "passages_model": {"set": None},
-                            **{k: {"set": v} for k, v in public.items()},
-                        }
-                        for doc in withheld
-                    ]
-                )
-                index.commit()
-                PassageIndex(index, embedder, page=100).sync(source)
+                set_access(index, embedder, source, withheld, Access.public("benchmark"))
             report[name] = {
                 "queries": len(queries),
                 "latency": percentiles(seconds) if seconds else {},

@@ -34,9 +34,9 @@ from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.embedders import WordLlamaEmbedder
 from searchcrawl.semantic.passage_index import PassageIndex
 from tests.conftest import free_port
-from tests.e2e.test_api import api, make_token
+from tests.e2e.test_api import admin_session, api, make_token
 from tests.e2e.test_semantic_search import document
-from tests.web_site import PASSWORD, serve_web
+from tests.web_site import serve_web
 
 SECRET_WORDS = ("BLUEHERON", "4.2 million", "Bonus pool 2027", "h.test/bonus")
 FINANCE = Principals.of("fiona", [Principal("group:finance", "test")])
@@ -213,12 +213,7 @@ def test_the_search_page_and_api_answer_and_never_leak(project, corpus, stand_in
         )
         for secret in SECRET_WORDS[1:]:
             assert secret not in withheld.text and all(secret not in prompt for prompt in prompts)
-        with requests.Session() as admin:  # the administration's explain-answer page
-            form = admin.get(base + "/admin/login", timeout=30)
-            login = re.search(r'name="login_token" value="([^"]+)"', form.text)
-            assert login is not None
-            data = {"login_token": login[1], "username": "admin", "password": PASSWORD}
-            admin.post(base + "/admin/login", data=data, timeout=30).raise_for_status()
+        with admin_session(base) as admin:  # the administration's explain-answer page
             csrf = re.search(r'name="csrf" value="([^"]+)"', admin.get(base + "/admin/explain-answer", timeout=30).text)
             assert csrf is not None
             asked = {"csrf": csrf[1], "user": "public", "question": "How big is the bonus pool for 2027?"}

@@ -49,14 +49,20 @@ def harbour_web(harbour_corpus) -> Iterator[tuple[str, Corpus]]:
     process.wait(timeout=30)
 
 
+def admin_session(base: str) -> requests.Session:
+    """A session logged in as the administrator, as one logs in on /admin/login."""
+    admin = requests.Session()
+    form = admin.get(base + "/admin/login", timeout=30)
+    login = re.search(r'name="login_token" value="([^"]+)"', form.text)
+    assert login is not None
+    data = {"login_token": login[1], "username": "admin", "password": PASSWORD}
+    admin.post(base + "/admin/login", data=data, timeout=30).raise_for_status()
+    return admin
+
+
 def make_token(base: str, name: str, on_behalf: bool = False) -> str:
     """A token made as an administrator makes one: logged in, on /admin/api."""
-    with requests.Session() as admin:
-        form = admin.get(base + "/admin/login", timeout=30)
-        login = re.search(r'name="login_token" value="([^"]+)"', form.text)
-        assert login is not None
-        data = {"login_token": login[1], "username": "admin", "password": PASSWORD}
-        admin.post(base + "/admin/login", data=data, timeout=30).raise_for_status()
+    with admin_session(base) as admin:
         csrf = re.search(r'name="csrf" value="([^"]+)"', admin.get(base + "/admin/api", timeout=30).text)
         assert csrf is not None
         made = admin.post(
