@@ -140,6 +140,8 @@ def test_a_tick_counts_the_frontier_only_when_the_count_is_due(
     """The count reads every row of the run's frontier: a line between counts shows the last
     count and its age, the pages and the rest as they are."""
     monkeypatch.setattr(run_monitor, "ROWS_PER_INTERVAL", 1)  # 2 rows: a count every 2 intervals
+    clock = [1000.0]  # the monitor's own clock: ages exact however slow the machine
+    monkeypatch.setattr(run_monitor, "time", SimpleNamespace(monotonic=lambda: clock[0]))
     crawler = crawler_of(SEARCHCRAWL_PROGRESS_INTERVAL=30.0)
     crawler.engine = Engine()  # type: ignore[assignment]
     monitor, frontier, runs = with_run(crawler)
@@ -148,8 +150,7 @@ def test_a_tick_counts_the_frontier_only_when_the_count_is_due(
     monkeypatch.setattr(frontier, "counts", lambda counts=frontier.counts: counted.append(1) or counts())
 
     def tick(pages: int, earlier: float = 0.0) -> str:
-        if monitor.counted_at is not None:
-            monitor.counted_at -= earlier  # as if counted that much earlier
+        clock[0] += earlier
         crawler.stats.set_value("response_received_count", pages)
         caplog.clear()
         with caplog.at_level(logging.INFO, logger=LOGGER):
