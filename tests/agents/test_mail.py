@@ -15,7 +15,8 @@ import pytest
 from pydantic import ValidationError
 
 from searchcrawl.agents.base import AgentError, DocumentTooLarge, Reference
-from searchcrawl.agents.mail import MAX_PARTS, MailAgent, MailOptions, box_name
+from searchcrawl.agents.mail import MailAgent, MailOptions, box_name
+from searchcrawl.agents.messages import MAX_PARTS
 from tests.conftest import unpack
 
 
@@ -422,7 +423,7 @@ def test_ten_thousand_parts_are_bounded(tmp_path: Path, caplog: pytest.LogCaptur
         for i in range(10_000)
     )
     raw = b"From: a@x\nMessage-ID: <parts@x>\nContent-Type: multipart/mixed; boundary=B\n\n" + parts + b"--B--\n"
-    with caplog.at_level(logging.DEBUG, logger="searchcrawl.agents.mail"):
+    with caplog.at_level(logging.DEBUG, logger="searchcrawl.agents"):
         refs = listed(agent(mbox(tmp_path / "a.mbox", raw)))
     assert len(refs) == MAX_PARTS  # the message walked (1) and 999 attachments
     assert "more than 1000 MIME parts" in caplog.text
