@@ -15,12 +15,14 @@ cd "$(dirname "$0")/.."
 # OpenLDAP's slapd (with ldap-utils) is the directory the access tests start on 127.0.0.1;
 # Samba (samba, samba-ad-dc, samba-ad-provision, python3-samba: an Active Directory domain
 # controller and SMB file server; smbclient's smbcacls and sharesec set ACLs; winbind) is the
-# domain the SMB tests start in a network namespace of their own (iproute2's ip)
+# domain the SMB tests start in a network namespace of their own (iproute2's ip); Dovecot
+# (dovecot-imapd, with its ACL plugin) the IMAP server the imap source's tests start on 127.0.0.1
 packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc libreoffice-impress-nogui chromium
           tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
           nginx-light wrk
           libacl1-dev acl slapd ldap-utils
-          samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2)
+          samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
+          dovecot-imapd)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -36,6 +38,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   if [[ " ${missing[*]} " == *" samba"* || " ${missing[*]} " == *" winbind "* ]]; then
     for service in samba-ad-dc smbd nmbd winbind; do $SUDO service "$service" stop >/dev/null 2>&1 || true; done
   fi
+  if [[ " ${missing[*]} " == *" dovecot-imapd "* ]]; then $SUDO service dovecot stop >/dev/null 2>&1 || true; fi
 fi
 
 PYTHON=${PYTHON:-python3}

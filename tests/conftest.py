@@ -902,6 +902,9 @@ def solr_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSolrCl
 # LDAP directory (tests/directory_server.py: OpenLDAP's slapd with searchers and nested groups),
 # and its Active Directory domain with SMB shares (tests/samba_domain.py: Samba in a namespace).
 from tests.directory_server import directory_server  # noqa: E402, F401
+
+# An IMAP server with access lists (tests/mail_server.py: Debian's Dovecot with its ACL plugin).
+from tests.mail_server import mail_server  # noqa: E402, F401
 from tests.samba_domain import samba_domain  # noqa: E402, F401
 from tests.web_site import harbour_corpus  # noqa: E402, F401
 

@@ -53,13 +53,14 @@ from searchcrawl.rules.schedules import Schedule, check_cron, parse_interval
 from searchcrawl.rules.tables import RuleTable
 from searchcrawl.rules.tls_settings import TlsFileError, TlsFiles, TlsRules, check_client_files, split_certificates
 
-SourceType = Literal["web", "files", "smb", "database", "mail", "agent"]
+SourceType = Literal["web", "files", "smb", "database", "mail", "imap", "agent"]
 # the agents of the built-in types; type = "agent" names its own class (key 'agent')
 BUILT_IN_AGENTS = {
     "files": "searchcrawl.agents.files.FilesAgent",
     "smb": "searchcrawl.agents.smb.SmbAgent",
     "database": "searchcrawl.agents.sql.DatabaseAgent",
     "mail": "searchcrawl.agents.mail.MailAgent",
+    "imap": "searchcrawl.agents.imap.ImapAgent",
 }
 # keys about web sites only: refused in a source of another type, where they would do nothing
 WEB_ONLY_KEYS = (
@@ -404,6 +405,7 @@ class SourceSettings(ScopeRules):
     smb: dict[str, Any] | None = None
     database: dict[str, Any] | None = None
     mail: dict[str, Any] | None = None
+    imap: dict[str, Any] | None = None
     agent_options: dict[str, Any] | None = None
     # a source with an agent: the origins (scheme://host:port) its references' locations may be
     # downloaded from (searchcrawl/crawl/handlers/agent.py); none: an agent hands over content
@@ -557,7 +559,14 @@ class SourceSettings(ScopeRules):
 
     @model_validator(mode="after")
     def _keys_of_its_type(self) -> SourceSettings:
-        tables = {"files": self.files, "smb": self.smb, "database": self.database, "mail": self.mail, "agent": self.agent_options}
+        tables = {
+            "files": self.files,
+            "smb": self.smb,
+            "database": self.database,
+            "mail": self.mail,
+            "imap": self.imap,
+            "agent": self.agent_options,
+        }
         for kind, table in tables.items():
             if table is not None and kind != self.type:
                 name = "agent_options" if kind == "agent" else kind

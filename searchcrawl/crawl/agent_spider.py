@@ -85,7 +85,7 @@ INTEGER_KINDS = {TYPE_SUFFIXES[kind]: kind for kind in INT_RANGES}  # "_i" -> "i
 
 def given_fields(reference: Reference) -> dict[str, Any]:
     """A reference's Solr fields the crawl takes (JSON-able): others are left out, with a
-    DEBUG line; a display URL only when it is http(s), file or smb (never ``javascript:``)."""
+    DEBUG line; a display URL only when it is http(s), file, smb or imap (never ``javascript:``)."""
     fields: dict[str, Any] = {}
     for name, value in reference.fields.items():
         value = _jsonable(value)
@@ -94,9 +94,9 @@ def given_fields(reference: Reference) -> dict[str, Any]:
         elif not (isinstance(value, SCALARS) or (isinstance(value, list) and all(isinstance(v, SCALARS) for v in value))):
             logger.debug("Field %r of %s left out: not a value or a list of values", name, reference.key)
         elif name == "display_url" and not (
-            isinstance(value, str) and urlsplit(value).scheme in ("http", "https", "file", "smb")
+            isinstance(value, str) and urlsplit(value).scheme in ("http", "https", "file", "smb", "imap")
         ):
-            logger.debug("Display URL of %s left out: not an http(s), file or smb URL", reference.key)
+            logger.debug("Display URL of %s left out: not an http(s), file, smb or imap URL", reference.key)
         elif (beyond := _beyond_range(name, value)) is not None:
             logger.debug("Field %r of %s left out: %s", name, reference.key, beyond)
         else:

@@ -1,0 +1,145 @@
+"""The imap source's logic alone (no server): its options, RFC 4314 access lists as access
+tokens, keys, and attachments found in a BODYSTRUCTURE as they are found in the message.
+tests/e2e/test_imap_sources.py crawls a real Dovecot."""
+
+from __future__ import annotations
+
+from email.message import EmailMessage
+from typing import Any
+
+import pytest
+from imapclient.response_parser import parse_fetch_response
+from pydantic import ValidationError
+
+from searchcrawl.access.decision import Principal, Principals, decide
+from searchcrawl.agents.imap import _KEY, ImapAgent, ImapOptions, folder_access, skeleton
+from searchcrawl.agents.messages import attachments, contents
+
+OPTIONS = {"server": "mail.example.org", "username": "crawler", "password_secret": "IMAP_PASSWORD", "users": ["alice"]}
+
+# what Dovecot 2.3 answered for the message of nested_message() (its boundaries aside)
+BODYSTRUCTURE = (
+    b'2 (UID 2 BODYSTRUCTURE ((("text" "plain" ("charset" "utf-8") NIL NIL "7bit" 12 1 NIL NIL NIL NIL)'
+    b'("text" "html" ("charset" "utf-8") NIL NIL "7bit" 18 1 NIL NIL NIL NIL) "alternative" ("boundary" "b1") NIL NIL NIL)'
+    b'("application" "pdf" NIL NIL NIL "base64" 18 NIL ("attachment" ("filename*" "utf-8\'\'r%C3%A9port.pdf")) NIL NIL)'
+    b'("message" "rfc822" NIL NIL NIL "8bit" 118 (NIL "fwd" NIL NIL NIL NIL NIL NIL NIL NIL) '
+    b'("text" "plain" ("charset" "utf-8") NIL NIL "7bit" 7 1 NIL NIL NIL NIL) 6 NIL ("attachment" NIL) NIL NIL)'
+    b'("text" "csv" ("charset" "us-ascii") NIL NIL "base64" 14 1 NIL ("attachment" ("filename" "data.csv")) NIL NIL)'
+    b' "mixed" ("boundary" "b2") NIL NIL NIL))'
+)
+
+
+def options(**changes: Any) -> ImapOptions:
+    return ImapOptions.model_validate({**OPTIONS, **changes})
+
+
+def nested_message() -> bytes:
+    message = EmailMessage()
+    message["Subject"], message["Message-ID"] = "nested", "<n1@x>"
+    message.set_content("plain body")
+    message.add_alternative("<p>html body</p>", subtype="html")
+    message.add_attachment(b"%PDF-1.4 x", maintype="application", subtype="pdf", filename="r\u00e9port.pdf")
+    inner = EmailMessage()
+    inner["Subject"] = "fwd"
+    inner.set_content("inner")
+    message.add_attachment(inner)
+    message.add_attachment(b"a,b\n1,2\n", maintype="text", subtype="csv", filename="data.csv")
+    return message.as_bytes()
+
+
+def test_the_attachments_of_a_bodystructure_are_the_messages_own_numbered_alike() -> None:
+    structure = parse_fetch_response([BODYSTRUCTURE])[2][b"BODYSTRUCTURE"]
+    sections: dict[int, str] = {}
+    listed = list(attachments(skeleton(structure, sections)))
+    _body, read = contents(nested_message(), "k")
+    assert [(a.number, a.filename) for a in listed] == [(a.number, a.filename) for a in read]
+    assert [a.filename for a in listed] == ["r\u00e9port.pdf", "message-2.eml", "data.csv"]
+    assert [sections[id(a.part)] for a in listed] == ["2", "3", "4"]  # RFC 3501 section numbers
+
+
+@pytest.mark.parametrize("structure", [None, (), (b"text",), ([], b"mixed"), ((((((b"text",),),),),),), b"junk"])
+def test_a_hostile_structure_lists_no_attachment_and_raises_nothing(structure: Any) -> None:
+    assert list(attachments(skeleton(structure))) == []
+
+
+def searcher(user: str, *groups: str) -> Principals:
+    return Principals.of(user, [Principal(f"user:{user}", "t"), *(Principal(f"group:{g}", "t") for g in groups)])
+
+
+def test_rights_to_tokens_as_rfc_4314_says() -> None:
+    entries = [("$sales", "lr"), ("bob", "lr"), ("-carol", "r"), ("dave", "l"), ("#crawler", "alr"), ("erin", "lrs")]
+    access, why = folder_access(entries, options(), "alice", "alice/Projects")
+    assert why is None and access is not None
+    granted = {
+        user
+        for user, groups in [
+            ("alice", ()),
+            ("bob", ()),
+            ("carol", ("sales",)),
+            ("dave", ()),
+            ("frank", ("sales",)),
+            ("erin", ()),
+            ("crawler", ()),
+        ]
+        if decide(access, searcher(user, *groups)).granted
+    }
+    # the owner implicitly; a negative right wins over the group; lookup alone reads nothing; the crawler is no reader
+    assert granted == {"alice", "bob", "frank", "erin"}
+    assert any("IMAP ACL of alice/Projects: -carol r" in grant.origin for grant in access.deny)
+
+
+def test_an_owner_listed_without_read_and_the_special_identifiers() -> None:
+    access, _ = folder_access([("alice", "l"), ("anyone", "lr"), ("authenticated", "lr")], options(), "alice", "alice/Inbox")
+    assert access is not None and access.is_public  # anyone: public by default
+    access, _ = folder_access([("owner", "l"), ("authenticated", "lr")], options(), "alice", "alice/Inbox")
+    assert (
+        access is not None and not decide(access, searcher("alice")).granted
+    )  # authenticated: left out by default; owner not reading
+    staff = options(authenticated_token="group:staff", group_token="group:cn={id},ou=groups,dc=example,dc=org")
+    access, _ = folder_access([("authenticated", "lr"), ("$sales", "r")], staff, None, "public folder Notices")
+    assert access is not None and decide(access, searcher("x", "staff")).granted
+    assert decide(access, searcher("y", "cn=sales,ou=groups,dc=example,dc=org")).granted
+    assert not decide(access, searcher("alice")).granted  # a public folder has no owner
+
+
+def test_an_identifier_that_is_no_token_keeps_the_folder_from_everyone() -> None:
+    access, why = folder_access([("bob", "lr"), ("-", "r")], options(user_token="user:{id}"), "alice", "alice/x")
+    assert access is None and why is not None and "no token" in why
+
+
+@pytest.mark.parametrize(
+    ("changes", "error"),
+    [
+        ({"tls": "none"}, "password in clear"),
+        ({"users": []}, "name the 'users'"),
+        ({"users": ["a/b"]}, "no user name"),
+        ({"users": ["#public"]}, "no user name"),
+        ({"group_token": "group:sales"}, "one {id}"),
+        ({"password_secret": "not a name"}, "NAME of an environment variable"),
+        ({"server": "mail.example.org/x"}, "host name"),
+    ],
+)
+def test_options_refused_with_one_line_each(changes: dict[str, Any], error: str) -> None:
+    with pytest.raises(ValidationError, match=error.replace("{", r"\{").replace("}", r"\}")):
+        options(**changes)
+
+
+def test_plain_imap_only_to_this_machine_and_ports_by_tls() -> None:
+    assert options(tls="none", server="127.0.0.1").port_number == 143
+    assert options().port_number == 993 and options(tls="starttls").port_number == 143
+    assert options(include=["Archive/*"], exclude=["Archive/Old"]).takes("Archive/2026")
+    assert not options(include=["Archive/*"], exclude=["Archive/Old"]).takes("Archive/Old")
+
+
+def test_keys_name_their_folder_whatever_its_name() -> None:
+    agent = ImapAgent("mail", options())
+    for key, parts in [
+        ("alice/INBOX/17/4", ("alice", "INBOX", "17", "4", None)),
+        ("alice/a/1/2/attachment/3-y/7/9", ("alice", "a/1/2/attachment/3-y", "7", "9", None)),
+        ("alice/F/7/9/attachment/1-a.pdf", ("alice", "F", "7", "9", "1")),
+    ]:
+        match = _KEY.fullmatch(key)
+        assert match is not None and (match["user"], match["folder"], match["validity"], match["uid"], match["number"]) == parts
+        assert agent.key_of(agent.url_for(key)) == key
+    assert _KEY.fullmatch("alice/INBOX/x/4") is None
+    assert agent.fetch("mallory/INBOX/1/1", 0) is None  # a user the source does not name: never logged in as
