@@ -2,7 +2,8 @@
 
 The oracle is the server's own answer: after every crawl of a changing server (messages added,
 some with attachments, expunged, moved; rights granted, taken, denied through a negative right or
-a group; a folder deleted and made again under a new UIDVALIDITY), each user's trimmed search
+a group; a folder deleted and made again under a new UIDVALIDITY; one crawl killed with SIGKILL
+and resumed by the next), each user's trimmed search
 finds exactly the messages (and their attachments) of the folders where Dovecot's MYRIGHTS
 gives them ``r``; an unchanged message is never read again, and a change of rights alone
 updates the access without reading a body. TLS (implicit and StartTLS with the server's CA),
@@ -185,7 +186,7 @@ def as_messages(docs: dict[str, dict]) -> dict[str, str]:
 
 
 def test_each_user_finds_exactly_what_dovecot_lets_them_read_crawl_after_crawl(
-    project: Project, solr: pysolr.Solr, mail_server: MailServer
+    project: Project, solr: pysolr.Solr, mail_server: MailServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(78)
     mailboxes = Mailboxes(mail_server, rng, "seq")
@@ -199,6 +200,10 @@ def test_each_user_finds_exactly_what_dovecot_lets_them_read_crawl_after_crawl(
     before: dict[str, dict] = {}
     for number in range(7):
         step = mailboxes.step() if number else ["first crawl"]
+        if number == 3:  # killed part-way: the next crawl resumes it, losing nothing
+            monkeypatch.setenv(SECRET, mail_server.crawler_password)
+            project.killed_crawl(name, 2.0, delay=0.4)
+            monkeypatch.delenv(SECRET)
         result = crawl(project, name, mail_server)
         assert result.returncode == 0, result.stderr[-3000:]
         docs = {doc["id"]: doc for doc in solr_docs(solr, name)}
