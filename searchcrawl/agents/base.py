@@ -9,8 +9,10 @@ too. A source file names an agent of one's own with ``type = "agent"`` and
 ``agent = "package.module.Class"``; its ``[agent_options]`` table is validated by the agent's
 ``Options`` model and handed to its constructor.
 
-Threads: the crawl lists references in a worker thread, and fetches (``fetch``) in other worker
-threads at the same time, so an agent protects what its listing and its fetches share.
+Threads: the crawl resumes the listing's generator in worker threads (``asyncio.to_thread``, not
+always the same one from batch to batch) and calls ``fetch`` in worker threads of the same pool
+at the same time, so an agent protects what its listing and its fetches share, and keeps the
+listing's connection to itself (thread-local state is not the listing's own).
 
 Changes and deletions:
 

@@ -1,5 +1,5 @@
-"""The ``imap`` source type: the folders of mail servers (Dovecot, Cyrus, Exchange's IMAP), with
-each folder's RFC 4314 access list as who may read its messages.
+"""The ``imap`` source type: the folders of mail servers with RFC 4314 access lists and proxy
+authorization (Dovecot, Cyrus), each folder's access list as who may read its messages.
 
 ```toml
 type = "imap"
@@ -37,9 +37,11 @@ read from the message when fetched. The display URL is the RFC 5092 IMAP URL of 
 Who may read (``gives_access``): the folder's access list (GETACL), read at every listing and
 again with every message read. An identifier with the ``r`` right reads; one with a negative
 ``r`` (``-bob``) is denied, whatever the groups grant; the crawl's account is nobody's reader.
-``$name`` (a Dovecot group) is ``group_token``, ``anyone`` ``anyone_token``, ``authenticated``
-``authenticated_token`` (none by default: such a grant is left out), ``owner`` and every other
-identifier ``user_token``. In a user's own mailbox the user reads unless the list says otherwise
+``$name`` (a Dovecot group) and ``group:name`` (Cyrus) are ``group_token``, ``anyone`` and
+``anonymous`` ``anyone_token``, ``authenticated`` ``authenticated_token`` (none by default: such
+a grant is left out), ``owner`` and every other identifier ``user_token``; an entry whose
+meaning as tokens is not certain (``_entry_token``, ``folder_access``) keeps the folder from
+everyone. In a user's own mailbox the user reads unless the list says otherwise
 (Dovecot hides the owner's implicit entry from other logins). A folder whose list cannot be read
 (the crawl account lacks ``a``, or an identifier is no token) keeps its messages out of the
 index (status 927): never shown to all.
@@ -51,11 +53,15 @@ every agent). Every crawl lists every folder completely (UIDs, sizes, structures
 headers: about a kilobyte a message, from the server's index): an expunged or moved message
 leaves the index, a folder whose UIDVALIDITY changed is read again under new keys, a folder that
 was deleted takes its messages. A server that cannot be reached, a login refused, or a folder
-that fails to list fails the crawl: nothing is removed.
+that fails to list fails the crawl: nothing is removed; a fetch that fails for any other reason
+than "no such folder" keeps its document as it was.
 
-Limits (hostile mail): a message larger than ``max_message_bytes`` is indexed by its headers with
-a note; header fields are read from at most HEADER_BYTES bytes; everything a message holds is
-read as in a mail archive. Passwords never reach a log or an error message.
+Limits (hostile mail and servers): a message larger than ``max_message_bytes`` is indexed by its
+headers with a note, and no more than that is read of any message whatever size the server
+states; an attachment is read alone (its section); structures are cut (MAX_PARTS, MAX_DEPTH,
+MAX_PARAMETERS); header fields are read from at most HEADER_BYTES bytes; everything a message
+holds is read as in a mail archive. Connections: the listing logs in on its own; fetches share
+``Connections`` (at most PER_USER per user, MAX_IDLE idle). Passwords never reach a log or an error message.
 """
 
 from __future__ import annotations
@@ -63,12 +69,13 @@ from __future__ import annotations
 import contextlib
 import email.policy
 import fnmatch
+import imaplib
 import ipaddress
 import logging
 import re
 import ssl
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from email.message import Message
@@ -81,6 +88,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from searchcrawl.access.tokens import Access, AccessError, Grant
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.messages import (
+    MAX_DEPTH,
+    MAX_PARTS,
     Attachment,
     attachment_content,
     attachment_fields,
@@ -104,6 +113,7 @@ PUBLIC_FOLDERS = "#public"  # the user part of public folders' keys (no user nam
 HEADERS = "SUBJECT FROM TO CC DATE MESSAGE-ID LIST-ID REFERENCES IN-REPLY-TO"
 HEADER_BYTES = 64 * 1024  # of a message's header fields, read at listing
 FETCH_BATCH = 100  # messages described per FETCH at listing
+MAX_PARAMETERS = 64  # of a part's type or disposition, taken from its BODYSTRUCTURE
 _HEADER_ITEM = f"BODY.PEEK[HEADER.FIELDS ({HEADERS})]<0.{HEADER_BYTES}>"
 _KEY = re.compile(r"(?P<user>[^/]+)/(?P<folder>.+)/(?P<validity>\d+)/(?P<uid>\d+)(?:/attachment/(?P<number>\d+)-[^/]*)?")
 _USER = re.compile(r"[^/#\s\x00-\x1f][^/\s\x00-\x1f]{0,254}")
@@ -214,12 +224,19 @@ def _loopback(server: str) -> bool:
 # -- access lists ------------------------------------------------------------------------------
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z0-9._-]{1,128}")  # a name as a token keeps its meaning (no @, \\, DN syntax)
+
+
+class Unmappable(Exception):
+    """An access list entry whose meaning as tokens is not certain: the folder is shown to no one."""
+
+
 def folder_access(
     entries: Sequence[tuple[str, str]], options: ImapOptions, owner: str | None, where: str
 ) -> tuple[Access | None, str | None]:
     """The access of a folder's messages from its RFC 4314 entries (identifier, rights): its
     readers and those denied; ``owner``: the user whose own mailbox it is. (None, why) when an
-    identifier cannot be a token: the folder's messages are shown to no one."""
+    entry's meaning is not certain (see ``_entry_token``): the folder's messages are shown to no one."""
     allow: list[Grant] = []
     deny: list[Grant] = []
     owner_listed = False
@@ -228,64 +245,94 @@ def folder_access(
             negative = identifier.startswith("-")
             name = identifier[1:] if negative else identifier
             name = name[1:] if name.startswith("#") else name  # Dovecot: an entry of its global ACL file
+            if name.startswith("!"):  # Dovecot's group-override (even one taking rights away) beats user entries
+                raise Unmappable(f"{identifier} {rights}: a group-override, which tokens cannot say")
             if name == options.username:
-                continue  # the crawl's own account reads everything it indexes: nobody's reader
+                # the crawl's own account is nobody's reader; an entry that denies it or does not let it
+                # read may be Dovecot's rewriting of "owner" for another login: not certain
+                if negative or "r" not in rights:
+                    raise Unmappable(f"{identifier} {rights}: an entry of the crawl's own account that does not read")
+                continue
             if owner is not None and name in ("owner", owner):
                 owner_listed = owner_listed or not negative
             if "r" not in rights:
                 continue
-            token = _identifier_token(name, options, owner)
+            token = _entry_token(name, options, owner)
             if token is None:
+                if negative:  # a deny that cannot be written would show what it hides
+                    raise Unmappable(f"{identifier} {rights}: a negative right of no token (authenticated_token is not set)")
                 logger.debug("imap: %s: %r reads, and is no one's token (authenticated_token is not set): left out", where, name)
                 continue
             grant = Grant.of(token, f"IMAP ACL of {where}: {identifier} {rights}")
             (deny if negative else allow).append(grant)
         if owner is not None and not owner_listed:
             allow.append(Grant.of(options.user_token.replace("{id}", owner), f"IMAP: {where} is {owner}'s own mailbox"))
-    except AccessError as error:
-        return None, f"the IMAP access list of {where} holds an identifier that is no token ({error})"
+    except (AccessError, Unmappable) as error:
+        return None, f"the IMAP access list of {where} holds an entry that is no token ({error})"
     return Access.of(allow, deny, name=f"IMAP folder {where}"), None
 
 
-def _identifier_token(name: str, options: ImapOptions, owner: str | None) -> str | None:
-    if name == "anyone":
+def _entry_token(name: str, options: ImapOptions, owner: str | None) -> str | None:
+    """An identifier as a token: RFC 4314's ``anyone`` (and Cyrus's ``anonymous``), Dovecot's
+    ``authenticated``, ``owner``, a group (Dovecot ``$name``, Cyrus ``group:name``), a user.
+    Unmappable for what could change meaning as a token: Dovecot's group-override ``!$name`` (it
+    beats user entries, which tokens cannot say), a name with ``@`` or ``\\`` (a token drops
+    domains) or with characters of DN syntax."""
+    if name in ("anyone", "anonymous"):
         return options.anyone_token
     if name == "authenticated":
         return options.authenticated_token
     if name == "owner":
-        return options.user_token.replace("{id}", owner) if owner else None
+        if owner is None:
+            raise Unmappable("'owner' of a folder that is no one's own mailbox")
+        return options.user_token.replace("{id}", owner)
+    template = options.user_token
     if name.startswith("$"):
-        return options.group_token.replace("{id}", name[1:])
-    return options.user_token.replace("{id}", name)
+        template, name = options.group_token, name[1:]
+    elif name.lower().startswith("group:"):
+        template, name = options.group_token, name[6:]
+    if not _IDENTIFIER.fullmatch(name):
+        raise Unmappable(f"{name[:80]!r} is not a plain name (letters, digits, '.', '_', '-')")
+    return template.replace("{id}", name)
 
 
 # -- message structures ------------------------------------------------------------------------
 
 
-def skeleton(structure: Any, sections: dict[int, str] | None = None, section: str = "", depth: int = 0) -> Message:
+def skeleton(
+    structure: Any, sections: dict[int, str] | None = None, section: str = "", budget: list[int] | None = None
+) -> Message:
     """A message of headers only, built from the server's BODYSTRUCTURE: the attachments found in
     it (``messages.attachments``) are those found in the message itself, numbered alike.
-    ``sections``: filled with each part's IMAP section number (RFC 3501), by ``id`` of the part."""
+    ``sections``: filled with each part's IMAP section number (RFC 3501), by ``id`` of the part.
+    At most MAX_PARTS parts in all, MAX_DEPTH deep, MAX_PARAMETERS parameters each (a hostile
+    structure costs no more than a hostile message)."""
+    budget = budget if budget is not None else [MAX_PARTS]
+    budget[0] -= 1
     part = Message()
     if sections is not None:
         sections[id(part)] = section or "1"
-    if depth > 20 or not isinstance(structure, tuple | list) or not structure:
+    if budget[0] < 0 or section.count(".") >= MAX_DEPTH or not isinstance(structure, tuple | list) or not structure:
         part["Content-Type"] = "text/plain"
         return part
     if isinstance(structure[0], list | tuple):  # multipart: [parts...] subtype params disposition ...
-        children, rest = [], list(structure)
-        while rest and isinstance(rest[0], list | tuple):
+        children: list[Any] = []
+        rest = list(structure)
+        while rest and isinstance(rest[0], list | tuple) and len(children) <= MAX_PARTS:
             head = rest.pop(0)
             if isinstance(head, list):
-                children.extend(head)
+                children.extend(head[:MAX_PARTS])
             else:
                 children.append(head)
         subtype = _text(rest[0]) if rest else "mixed"
         part["Content-Type"] = f"multipart/{subtype or 'mixed'}"
         prefix = f"{section}." if section else ""
-        part.set_payload(
-            [skeleton(child, sections, f"{prefix}{number}", depth + 1) for number, child in enumerate(children[:1000], 1)]
-        )
+        payload: list[Message | str] = []
+        for number, child in enumerate(children[:MAX_PARTS], 1):
+            if budget[0] <= 0:
+                break
+            payload.append(skeleton(child, sections, f"{prefix}{number}", budget))
+        part.set_payload(payload)
         return part
     maintype, subtype = _text(structure[0]) or "application", _text(structure[1]) if len(structure) > 1 else "octet-stream"
     part["Content-Type"] = f"{maintype}/{subtype}" + _parameters(structure[2] if len(structure) > 2 else None)
@@ -310,7 +357,7 @@ def _parameters(parameters: Any) -> str:
     if not isinstance(parameters, tuple | list):
         return ""
     text = ""
-    for index in range(0, len(parameters) - 1, 2):
+    for index in range(0, min(len(parameters) - 1, 2 * MAX_PARAMETERS), 2):
         name, value = _text(parameters[index]), _text(parameters[index + 1])
         if not re.fullmatch(r"[A-Za-z0-9*_.-]{1,64}", name):
             continue
@@ -348,57 +395,55 @@ class ImapAgent(Agent):
         super().__init__(source, options)
         self.imap = ImapOptions.model_validate(options)
         self._password: str | None = None
-        self._local = threading.local()  # each thread's connections, by user: imapclient's are not thread-safe
-        self._open: list[Any] = []
-        self._lock = threading.Lock()
+        self._skipped = 0
+        # the fetches' connections (the listing logs in on one of its own: a fetch's SELECT
+        # must never move the folder a listing reads)
+        self.connections = Connections(self._login)
 
     # -- the Agent interface ----------------------------------------------------------------
 
     def references(self, since: datetime | None) -> Iterator[Reference]:
         """Every message (and attachment) of every folder crawled (``since`` is ignored)."""
+        self._skipped = 0
         for user in [*self.imap.users, *([PUBLIC_FOLDERS] if self.imap.public_folders else [])]:
-            client = self._client(user)
-            for folder in self._folders(client, user):
-                count = 0
-                for reference in self._folder_references(client, folder):
-                    count += reference.parent is None
-                    yield reference
-                logger.info("imap: %d messages listed in %s of %s", count, folder.name, user)
+            listing = _Listing(self, user)
+            try:
+                for folder in self._folders(listing.client, user):
+                    count = 0
+                    for reference in self._folder_references(listing, folder):
+                        count += reference.parent is None
+                        yield reference
+                    logger.info("imap: %d messages listed in %s of %s", count, folder.name, user)
+            finally:
+                listing.close()
+
+    def skipped(self) -> int:
+        return self._skipped
 
     def fetch(self, key: str, max_bytes: int) -> Content | None:
         """The message, or one of its attachments, read with the folder's access list now."""
         match = _KEY.fullmatch(key)
-        if match is None:
+        if match is None or self.refusal(key) is not None:
             return None
         user, name, uid = match["user"], match["folder"], int(match["uid"])
-        if user not in self.imap.users and not (user == PUBLIC_FOLDERS and self.imap.public_folders):
-            return None
-        client = self._client(user)
         folder = ImapFolder(user, name, None if user == PUBLIC_FOLDERS else user)
-        with self._errors(f"folder {name} of {user}"):
+        with self.connections.use(user) as client, self._errors(f"folder {name} of {user}"):
             try:
                 selected = client.select_folder(name, readonly=True)
-            except client.Error:
+            except imaplib.IMAP4.abort:
+                raise
+            except imaplib.IMAP4.error as error:
+                if not _nonexistent(error):
+                    raise
                 logger.debug("imap: folder %s of %s is gone", name, user)
                 return None
             if int(selected.get(b"UIDVALIDITY", 0)) != int(match["validity"]):
                 return None  # renumbered: listed again under new keys
             access, unreadable = self._access(client, folder)
-            found = client.fetch([uid], ["RFC822.SIZE"])
-            if uid not in found:
-                return None  # expunged
-            size = int(found[uid].get(b"RFC822.SIZE", 0))
-            parts: list[Attachment] = []
-            if size > self.imap.max_message_bytes:
-                body, parts = too_large(size, self.imap.max_message_bytes), []
+            if match["number"] is not None:
+                content = self._attachment(client, key, uid, int(match["number"]))
             else:
-                raw = client.fetch([uid], ["BODY.PEEK[]"]).get(uid, {}).get(b"BODY[]")
-                if not isinstance(raw, bytes):
-                    return None
-                body, parts = contents(raw, key)
-        content: Content | None = body
-        if match["number"] is not None:
-            content = self._attachment(key, parts, int(match["number"]))
+                content = self._message(client, key, uid)
         if content is None:
             return None
         if max_bytes and len(content.body) > max_bytes:
@@ -422,24 +467,12 @@ class ImapAgent(Agent):
         return None
 
     def close(self) -> None:
-        with self._lock:
-            clients, self._open = self._open, []
-        for client in clients:
-            with contextlib.suppress(Exception):
-                client.logout()
+        self.connections.close()
 
     # -- connections ------------------------------------------------------------------------
 
-    def _client(self, user: str) -> IMAPClient:
-        """This thread's connection logged in as ``user`` (the crawl's account for public folders)."""
-        clients: dict[str, Any] = self._local.__dict__.setdefault("clients", {})
-        if user not in clients:
-            clients[user] = self._login(user)
-            with self._lock:
-                self._open.append(clients[user])
-        return clients[user]
-
     def _login(self, user: str) -> IMAPClient:
+        """A new connection logged in as ``user`` (the crawl's account itself for public folders)."""
         import imapclient  # only a crawl of an imap source needs it
 
         options = self.imap
@@ -460,19 +493,20 @@ class ImapAgent(Agent):
             )
             if options.tls == "starttls":
                 client.starttls(context)
-        except (OSError, ssl.SSLError, imapclient.exceptions.IMAPClientError) as error:
+        except (OSError, ssl.SSLError, imaplib.IMAP4.error) as error:
             raise AgentError(f"{where} cannot be reached: {self._scrubbed(error)}") from None
         try:
             if user == PUBLIC_FOLDERS:
                 client.plain_login(options.username, self._password)
             else:
                 client.plain_login(options.username, self._password, authorization_identity=user)
-        except (OSError, imapclient.exceptions.IMAPClientError) as error:
+        except (OSError, imaplib.IMAP4.error) as error:
             with contextlib.suppress(Exception):
                 client.shutdown()
             who = "the crawl's account" if user == PUBLIC_FOLDERS else f"the crawl's account for the mailbox of {user!r}"
             raise AgentError(
-                f"{where} refused {who} ({self._scrubbed(error)}): check username, password_secret and proxy rights"
+                f"{where} refused {who} ({self._scrubbed(error)}): check username, password_secret and proxy rights,"
+                " and the server's limit of connections per user"
             ) from None
         logger.debug("imap: logged in to %s as %s", where, options.username if user == PUBLIC_FOLDERS else f"{user} (proxy)")
         return client
@@ -483,12 +517,12 @@ class ImapAgent(Agent):
 
     @contextlib.contextmanager
     def _errors(self, what: str) -> Iterator[None]:
-        """A connection's failure as AgentError (the crawl fails, nothing removed); the
-        connection is dropped, the next use logs in again."""
+        """A connection's or a command's failure (a timeout, a BYE, an answer the client cannot
+        read) as AgentError: the crawl fails or the document keeps its state, nothing is
+        removed. The connection is given up (Connections.use), the next use logs in again."""
         try:
             yield
-        except (TimeoutError, OSError, ssl.SSLError) as error:
-            self._local.__dict__.get("clients", {}).clear()
+        except (OSError, ssl.SSLError, imaplib.IMAP4.error) as error:
             raise AgentError(f"the IMAP server failed while reading {what}: {self._scrubbed(error)}") from None
 
     # -- listing ----------------------------------------------------------------------------
@@ -522,30 +556,50 @@ class ImapAgent(Agent):
         return sorted(folders, key=lambda folder: folder.name)
 
     def _access(self, client: IMAPClient, folder: ImapFolder) -> tuple[Access | None, str | None]:
+        """The folder's access; (None, why) when the server refuses its list (a NO: the crawl's
+        account lacks ``a``). A connection that fails raises (the caller's ``_errors``)."""
         where = f"{folder.user}/{folder.name}" if folder.user != PUBLIC_FOLDERS else f"public folder {folder.name}"
         try:
             entries = client.getacl(folder.name)
-        except client.Error as error:
+        except imaplib.IMAP4.abort:
+            raise
+        except imaplib.IMAP4.error as error:
             logger.debug("imap: the access list of %s cannot be read: %s", where, self._scrubbed(error))
             return None, f"the crawl's account may not read the IMAP access list of {where} (it needs the right 'a')"
         return folder_access([(_text(who), _text(rights)) for who, rights in entries], self.imap, folder.owner, where)
 
-    def _folder_references(self, client: IMAPClient, folder: ImapFolder) -> Iterator[Reference]:
-        with self._errors(f"folder {folder.name} of {folder.user}"):
-            try:
-                selected = client.select_folder(folder.name, readonly=True)
-            except client.Error as error:
-                raise AgentError(f"folder {folder.name} of {folder.user} cannot be opened: {self._scrubbed(error)}") from None
-            validity = int(selected.get(b"UIDVALIDITY", 0))
-            access, unreadable = self._access(client, folder)
-            uids = sorted(client.search("ALL"))
+    def _folder_references(self, listing: _Listing, folder: ImapFolder) -> Iterator[Reference]:
+        """A folder's messages, described FETCH_BATCH at a time; a batch the client cannot read
+        (a hostile message's structure longer than imaplib's line limit) is described again one
+        message at a time on a new connection, and a message that still cannot be is skipped."""
+        what = f"folder {folder.name} of {folder.user}"
+        with self._errors(what):
+            validity, exists = listing.select(folder.name)
+            access, unreadable = self._access(listing.client, folder)
+        uids = listing.uids(folder.name, validity) if exists else []
+        failures = 0
         for start in range(0, len(uids), FETCH_BATCH):
             batch = uids[start : start + FETCH_BATCH]
-            with self._errors(f"folder {folder.name} of {folder.user}"):
-                described = client.fetch(batch, ["RFC822.SIZE", "BODYSTRUCTURE", _HEADER_ITEM])
+            try:
+                with self._errors(what):
+                    described = listing.client.fetch(batch, [*DESCRIBE])
+            except AgentError:
+                described = {}
+                for uid in batch:
+                    listing.renew(folder.name, validity)
+                    try:
+                        with self._errors(what):
+                            described.update(listing.client.fetch([uid], [*DESCRIBE]))
+                    except AgentError as error:
+                        failures += 1
+                        self._skipped += 1
+                        logger.warning("imap: message %d of %s cannot be described: skipped (%s)", uid, what, error)
+                        if failures > MAX_FAILURES:
+                            raise AgentError(f"more than {MAX_FAILURES} messages of {what} cannot be described") from None
+                listing.renew(folder.name, validity)
             for uid in batch:
                 data = described.get(uid)
-                if data is not None:  # expunged since the search
+                if data is not None:  # expunged since listed, or skipped
                     yield from self._message_references(folder, validity, uid, data, access, unreadable)
 
     def _message_references(
@@ -556,34 +610,61 @@ class ImapAgent(Agent):
         head = BytesHeaderParser(policy=email.policy.compat32).parsebytes(head_bytes if isinstance(head_bytes, bytes) else b"")
         own_id = clean_message_id(raw_header(head, "message-id")) or f"{folder.name}/{validity}/{uid}"
         fields, metadata, modified = header_fields(head, own_id, None)
-        size = int(data.get(b"RFC822.SIZE", 0))
-        found: list[Attachment] = []
-        sections: dict[int, str] = {}
+        size = _size(data)
+        found: list[tuple[Attachment, str]] = []
         if size <= self.imap.max_message_bytes:
-            try:
-                found = list(attachments(skeleton(data.get(b"BODYSTRUCTURE"), sections)))
-            except Exception as error:  # noqa: BLE001 - a structure the skeleton cannot take: no attachments
-                logger.debug("imap: the structure of %s cannot be read (%s): no attachments listed", key, type(error).__name__)
+            found = _attachments_of(data.get(b"BODYSTRUCTURE"), key)
         link = self._imap_url(folder, validity, uid)
         fields.update(folder_s=folder.name, mailbox_s=folder.user, has_attachments_b=bool(found), display_url=link)
         token = f"{validity}.{uid}"
         yield Reference(key, token, modified, fields, metadata, access=access, access_unreadable=unreadable)
         if not self.imap.attachments:
             return
-        for attachment in found:
+        for attachment, section in found:
             own = attachment_fields(fields, attachment, self.url_for(key))
-            own["display_url"] = f"{link}/;SECTION={sections.get(id(attachment.part), '1')}"
+            own["display_url"] = f"{link}/;SECTION={section}"
             yield Reference(
                 attachment_key(key, attachment), token, modified, own, {}, parent=key, access=access, access_unreadable=unreadable
             )
 
-    def _attachment(self, key: str, parts: list[Attachment], number: int) -> Content | None:
-        if not self.imap.attachments:
+    # -- reading ----------------------------------------------------------------------------
+
+    def _message(self, client: IMAPClient, key: str, uid: int) -> Content | None:
+        """The message's body: its size asked first, then at most max_message_bytes + 1 bytes
+        read (a server that states a smaller size than it sends is not believed)."""
+        limit = self.imap.max_message_bytes
+        found = client.fetch([uid], ["RFC822.SIZE"])
+        if uid not in found:
+            return None  # expunged
+        size = _size(found[uid])
+        if size > limit:
+            return too_large(size, limit)
+        raw = _item(client.fetch([uid], [f"BODY.PEEK[]<0.{limit + 1}>"]).get(uid, {}), b"BODY[]")
+        if raw is None:
             return None
-        for attachment in parts:
-            if attachment.number == number:
-                return attachment_content(key, attachment, self.imap.max_message_bytes)
-        return None
+        if len(raw) > limit:
+            return too_large(len(raw), limit)
+        return contents(raw, key)[0]
+
+    def _attachment(self, client: IMAPClient, key: str, uid: int, number: int) -> Content | None:
+        """One attachment: its part found in the message's structure, its header and at most
+        max_message_bytes (encoded: a third more) of its bytes read, not the whole message."""
+        found = client.fetch([uid], ["RFC822.SIZE", "BODYSTRUCTURE"])
+        if uid not in found or _size(found[uid]) > self.imap.max_message_bytes:
+            return None
+        wanted = [(attachment, section) for attachment, section in _attachments_of(found[uid].get(b"BODYSTRUCTURE"), key)]
+        match = next(((attachment, section) for attachment, section in wanted if attachment.number == number), None)
+        if match is None:
+            return None
+        attachment, section = match
+        bound = self.imap.max_message_bytes * 4 // 3 + 4096
+        read = client.fetch([uid], [f"BODY.PEEK[{section}.MIME]", f"BODY.PEEK[{section}]<0.{bound + 1}>"]).get(uid, {})
+        head, body = _item(read, f"BODY[{section}.MIME]".encode()), _item(read, f"BODY[{section}]".encode())
+        if head is None or body is None or len(body) > bound:
+            logger.debug("imap: attachment %d of %s cannot be read or is too large: skipped", number, key)
+            return None
+        part = email.message_from_bytes(head + body, policy=email.policy.compat32)
+        return attachment_content(key, Attachment(attachment.number, attachment.filename, part), self.imap.max_message_bytes)
 
     def _imap_url(self, folder: ImapFolder, validity: int, uid: int) -> str:
         """RFC 5092: imap://[user@]server[:port]/<folder>;UIDVALIDITY=<n>/;UID=<uid> (the user of
@@ -592,3 +673,166 @@ class ImapAgent(Agent):
         host = f"[{self.imap.server}]" if ":" in self.imap.server else self.imap.server
         user = "" if folder.user == PUBLIC_FOLDERS else quote(folder.user, safe="") + "@"
         return f"imap://{user}{host}{port}/{quote(folder.name, safe='/')};UIDVALIDITY={validity}/;UID={uid}"
+
+
+DESCRIBE = ("RFC822.SIZE", "BODYSTRUCTURE", _HEADER_ITEM)
+UID_PAGE = 50_000  # UIDs searched at once when a folder's whole answer is too long
+MAX_FAILURES = 20  # messages of a folder that cannot be described before the listing fails
+
+
+def _size(data: dict[bytes, Any]) -> int:
+    """RFC822.SIZE; a message without one counts as too large to trust (never as 0)."""
+    value = data.get(b"RFC822.SIZE")
+    return int(value) if isinstance(value, int) else 1 << 62
+
+
+def _item(data: dict[bytes, Any], name: bytes) -> bytes | None:
+    """A FETCH item by its name, whatever partial range the server appends (``BODY[]<0>``)."""
+    for item, value in data.items():
+        if (item == name or item.startswith(name + b"<")) and isinstance(value, bytes):
+            return value
+    return None
+
+
+def _nonexistent(error: BaseException) -> bool:
+    """Whether a NO says the folder does not exist (RFC 5530's NONEXISTENT, or Dovecot's and
+    Cyrus's words), and nothing else: any other failure must not read as "gone"."""
+    text = str(error).lower()
+    return "nonexistent" in text or "doesn't exist" in text or "does not exist" in text
+
+
+def _attachments_of(structure: Any, key: str) -> list[tuple[Attachment, str]]:
+    """The attachments a BODYSTRUCTURE shows, each with its IMAP section number."""
+    sections: dict[int, str] = {}
+    try:
+        found = list(attachments(skeleton(structure, sections)))
+    except Exception as error:  # noqa: BLE001 - a structure the skeleton cannot take: no attachments
+        logger.debug("imap: the structure of %s cannot be read (%s): no attachments listed", key, type(error).__name__)
+        return []
+    return [(attachment, sections.get(id(attachment.part), "1")) for attachment in found]
+
+
+class _Listing:
+    """The listing's own connection (never a fetch's): a fetch's SELECT must not move the folder
+    it reads. ``renew`` logs in again after a command the client could not read, and selects
+    the folder again, which must still have its UIDVALIDITY."""
+
+    def __init__(self, agent: ImapAgent, user: str) -> None:
+        self.agent, self.user = agent, user
+        self.client = agent._login(user)  # noqa: SLF001 - the agent's own helper
+
+    def select(self, folder: str) -> tuple[int, int]:
+        try:
+            selected = self.client.select_folder(folder, readonly=True)
+        except imaplib.IMAP4.abort:
+            raise
+        except imaplib.IMAP4.error as error:
+            raise AgentError(f"folder {folder} of {self.user} cannot be opened: {self.agent._scrubbed(error)}") from None  # noqa: SLF001
+        return int(selected.get(b"UIDVALIDITY", 0)), int(selected.get(b"EXISTS", 0))
+
+    def uids(self, folder: str, validity: int) -> list[int]:
+        """The folder's UIDs: one SEARCH, or, when its answer is longer than the client reads
+        (imaplib's line limit: a folder of some 150,000 messages), UID ranges of UID_PAGE."""
+        what = f"folder {folder} of {self.user}"
+        try:
+            with self.agent._errors(what):  # noqa: SLF001
+                return sorted(self.client.search("ALL"))
+        except AgentError:
+            self.renew(folder, validity)
+        with self.agent._errors(what):  # noqa: SLF001
+            following = int(self.client.folder_status(folder, ["UIDNEXT"]).get(b"UIDNEXT", 0))
+            found: list[int] = []
+            for start in range(1, following, UID_PAGE):
+                found.extend(self.client.search(["UID", f"{start}:{min(start + UID_PAGE, following) - 1}"]))
+        return sorted(set(found))
+
+    def renew(self, folder: str, validity: int) -> None:
+        self.close()
+        self.client = self.agent._login(self.user)  # noqa: SLF001
+        with self.agent._errors(f"folder {folder} of {self.user}"):  # noqa: SLF001
+            if self.select(folder)[0] != validity:
+                raise AgentError(f"folder {folder} of {self.user} was renumbered while it was listed")
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.logout()
+
+
+class Connections:
+    """Logged-in connections by user, each used by one thread at a time (imapclient's are not
+    thread-safe): at most PER_USER per user (a fetch waits for one: servers limit connections
+    per user, Dovecot to 10), at most MAX_IDLE kept idle in all (the oldest logged out). A
+    connection whose use raised is logged out, never used again."""
+
+    PER_USER = 4
+    MAX_IDLE = 8
+
+    def __init__(self, login: Callable[[str], IMAPClient]) -> None:
+        self.login = login
+        self.condition = threading.Condition()
+        self.idle: list[tuple[str, IMAPClient]] = []  # oldest first
+        self.count: dict[str, int] = {}
+        self.closed = False
+
+    @contextlib.contextmanager
+    def use(self, user: str) -> Iterator[IMAPClient]:
+        client = self._take(user)
+        try:
+            yield client
+        except BaseException:
+            self._drop(user, client)
+            raise
+        self._give_back(user, client)
+
+    def _take(self, user: str) -> IMAPClient:
+        with self.condition:
+            while True:
+                for index, (owner, client) in enumerate(self.idle):
+                    if owner == user:
+                        del self.idle[index]
+                        return client
+                if self.count.get(user, 0) < self.PER_USER:
+                    self.count[user] = self.count.get(user, 0) + 1
+                    break
+                self.condition.wait()
+        try:
+            return self.login(user)
+        except BaseException:
+            with self.condition:
+                self.count[user] -= 1
+                self.condition.notify_all()
+            raise
+
+    def _give_back(self, user: str, client: IMAPClient) -> None:
+        surplus: list[tuple[str, IMAPClient]] = []
+        with self.condition:
+            if self.closed:
+                surplus.append((user, client))
+            else:
+                self.idle.append((user, client))
+                while len(self.idle) > self.MAX_IDLE:
+                    surplus.append(self.idle.pop(0))
+            for owner, _ in surplus:
+                self.count[owner] -= 1
+            self.condition.notify_all()
+        for _, idle in surplus:
+            with contextlib.suppress(Exception):
+                idle.logout()
+
+    def _drop(self, user: str, client: IMAPClient) -> None:
+        with self.condition:
+            self.count[user] -= 1
+            self.condition.notify_all()
+        with contextlib.suppress(Exception):
+            client.shutdown()
+
+    def close(self) -> None:
+        with self.condition:
+            self.closed = True
+            idle, self.idle = self.idle, []
+            for owner, _ in idle:
+                self.count[owner] -= 1
+            self.condition.notify_all()
+        for _, client in idle:
+            with contextlib.suppress(Exception):
+                client.logout()

@@ -4,6 +4,8 @@ tests/e2e/test_imap_sources.py crawls a real Dovecot."""
 
 from __future__ import annotations
 
+import imaplib
+import threading
 from email.message import EmailMessage
 from typing import Any
 
@@ -12,7 +14,8 @@ from imapclient.response_parser import parse_fetch_response
 from pydantic import ValidationError
 
 from searchcrawl.access.decision import Principal, Principals, decide
-from searchcrawl.agents.imap import _KEY, ImapAgent, ImapOptions, folder_access, skeleton
+from searchcrawl.agents.base import AgentError
+from searchcrawl.agents.imap import _KEY, Connections, ImapAgent, ImapOptions, folder_access, skeleton
 from searchcrawl.agents.messages import attachments, contents
 
 OPTIONS = {"server": "mail.example.org", "username": "crawler", "password_secret": "IMAP_PASSWORD", "users": ["alice"]}
@@ -143,3 +146,109 @@ def test_keys_name_their_folder_whatever_its_name() -> None:
         assert agent.key_of(agent.url_for(key)) == key
     assert _KEY.fullmatch("alice/INBOX/x/4") is None
     assert agent.fetch("mallory/INBOX/1/1", 0) is None  # a user the source does not name: never logged in as
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        [("anyone", "lr"), ("-authenticated", "r")],  # a deny that has no token
+        [("bob", "lr"), ("!$tempdisabled", "")],  # Dovecot's group-override beats user entries
+        [("bob", "lr"), ("-crawler", "r")],  # the crawl's own account, denied: Dovecot's rewritten "owner"?
+        [("bob", "lr"), ("crawler", "l")],
+        [("bob@partner.example", "lr")],  # a token drops domains: another bob
+        [("$cn=x,ou=groups", "lr")],  # DN syntax in a group's name
+    ],
+)
+def test_an_entry_whose_meaning_as_tokens_is_uncertain_keeps_the_folder_from_everyone(entries: list[tuple[str, str]]) -> None:
+    access, why = folder_access(entries, options(), "alice", "alice/x")
+    assert access is None and why is not None
+
+
+def test_cyrus_identifiers_and_a_public_folders_owner() -> None:
+    access, _ = folder_access([("group:sales", "lr"), ("-group:temps", "r"), ("anonymous", "lr")], options(), None, "f")
+    assert access is not None and {grant.token for grant in access.deny} == {"group:temps"}
+    assert {grant.token for level in access.levels for grant in level.allow} == {"group:sales", "public"}
+    access, why = folder_access([("-owner", "r")], options(), None, "public folder f")
+    assert access is None and why is not None  # no owner to deny
+
+
+def test_a_hostile_structure_costs_what_a_hostile_message_costs() -> None:
+    wide = (
+        [(b"application", b"pdf", None, None, None, b"base64", 1, None, (b"attachment", (b"filename", b"x.pdf")))] * 5000,
+        b"mixed",
+    )
+    assert len(list(attachments(skeleton(wide)))) < 1000
+    many = (b"application", b"pdf", tuple(b"p%d" % (n // 2) for n in range(20000)), None, None, b"base64", 1)
+    assert skeleton(many)["Content-Type"].count(";") == 64
+
+
+class FakeClient:
+    """Answers as a server would, or fails as one does."""
+
+    def __init__(self, select: BaseException | None = None, size: int = 10, body: bytes = b"") -> None:
+        self.select, self.size, self.body, self.closed = select, size, body, False
+
+    def select_folder(self, name: str, readonly: bool) -> dict[bytes, Any]:
+        if self.select is not None:
+            raise self.select
+        return {b"UIDVALIDITY": 7, b"EXISTS": 1}
+
+    def getacl(self, name: str) -> list[tuple[bytes, bytes]]:
+        return [(b"bob", b"lr")]
+
+    def fetch(self, uids: list[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
+        if items == ["RFC822.SIZE"]:
+            return {uids[0]: {b"RFC822.SIZE": self.size}}
+        (item,) = items
+        return {uids[0]: {b"BODY[]<0>": self.body}}
+
+    def logout(self) -> None:
+        self.closed = True
+
+    shutdown = logout
+
+
+def agent_with(client: FakeClient) -> ImapAgent:
+    agent = ImapAgent("mail", options(max_message_bytes=100))
+    agent.connections = Connections(lambda user: client)  # type: ignore[arg-type,return-value]
+    return agent
+
+
+def test_only_a_folder_that_does_not_exist_is_gone_any_other_failure_keeps_the_document() -> None:
+    gone = agent_with(FakeClient(select=imaplib.IMAP4.error("select failed: [NONEXISTENT] Mailbox doesn't exist")))
+    assert gone.fetch("alice/INBOX/7/1", 0) is None
+    for failure in (imaplib.IMAP4.abort("socket error: EOF"), imaplib.IMAP4.error("[UNAVAILABLE] busy"), TimeoutError()):
+        client = FakeClient(select=failure)
+        with pytest.raises(AgentError):
+            agent_with(client).fetch("alice/INBOX/7/1", 0)
+        assert client.closed  # a connection that failed is never used again
+
+
+def test_a_server_that_sends_more_than_it_said_is_not_believed() -> None:
+    content = agent_with(FakeClient(size=10, body=b"x" * 101)).fetch("alice/INBOX/7/1", 0)
+    assert content is not None and b"larger than the crawl's limit" in content.body
+    content = agent_with(FakeClient(size=10, body=b"Subject: s\r\n\r\nhello")).fetch("alice/INBOX/7/1", 0)
+    assert content is not None and content.body == b"hello" and content.access is not None
+
+
+def test_connections_per_user_are_bounded_and_a_failed_one_is_dropped() -> None:
+    made: list[FakeClient] = []
+
+    def login(user: str) -> FakeClient:
+        made.append(FakeClient())
+        return made[-1]
+
+    pool = Connections(login)  # type: ignore[arg-type]
+    held = [pool._take("alice") for _ in range(Connections.PER_USER)]  # noqa: SLF001
+    waiting = threading.Thread(target=lambda: pool._give_back("alice", pool._take("alice")))  # noqa: SLF001
+    waiting.start()
+    waiting.join(0.2)
+    assert waiting.is_alive() and len(made) == Connections.PER_USER  # the fifth waits for one
+    pool._give_back("alice", held.pop())  # noqa: SLF001
+    waiting.join(10)
+    assert not waiting.is_alive() and len(made) == Connections.PER_USER
+    with pytest.raises(RuntimeError), pool.use("bob"):
+        raise RuntimeError("a command failed")
+    assert made[-1].closed and pool.count["bob"] == 0
+    pool.close()
+    assert all(client.closed for client in made if client not in held)

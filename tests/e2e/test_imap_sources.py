@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pysolr
+import pytest
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.index.indexer import SolrIndex
@@ -70,7 +71,7 @@ class Mailboxes:
         self.messages: dict[str, tuple[str, str, str | None]] = {}
         # folders of this test's own (the server is the session's): the source includes "<tag>-*"
         self.folders = {owner: [f"{tag}-inbox", f"{tag}-projects", f"{tag}-board"] for owner in OWNERS}
-        self.number = 0
+        self.number = self.steps = 0
         for owner in OWNERS:
             with server.client(owner) as client:
                 for folder in [*self.folders[owner], f"{tag}-trash"]:
@@ -155,11 +156,11 @@ class Mailboxes:
         return f"{owner}/{folder} renumbered"
 
     def step(self) -> list[str]:
-        done = []
-        for _ in range(self.rng.randint(1, 3)):
-            action = self.rng.choice([self.add, self.add, self.expunge, self.move, self.regrant, self.regrant, self.renumber])
-            done.append(f"{action.__name__}: {action()}")
-        return done
+        """Each kind of change in turn, and up to two more chosen at random."""
+        kinds = [self.add, self.expunge, self.move, self.regrant, self.renumber]
+        actions = [kinds[self.steps % len(kinds)], *self.rng.choices([*kinds, self.add, self.regrant], k=self.rng.randint(0, 2))]
+        self.steps += 1
+        return [f"{action.__name__}: {action()}" for action in actions]
 
     def readable(self, user: str) -> set[str]:
         """The message ids the server lets ``user`` read (MYRIGHTS with r)."""
@@ -198,8 +199,10 @@ def test_each_user_finds_exactly_what_dovecot_lets_them_read_crawl_after_crawl(
     imap_source(project, name, mail_server, include="seq-*")
     client = SolrIndex(project.solr_url, timeout=30)
     before: dict[str, dict] = {}
+    done: list[str] = []
     for number in range(7):
         step = mailboxes.step() if number else ["first crawl"]
+        done += step
         if number == 3:  # killed part-way: the next crawl resumes it, losing nothing
             monkeypatch.setenv(SECRET, mail_server.crawler_password)
             project.killed_crawl(name, 2.0, delay=0.4)
@@ -229,6 +232,7 @@ def test_each_user_finds_exactly_what_dovecot_lets_them_read_crawl_after_crawl(
             found = {named[key] for key in found_by(client, principals(user), name)}
             assert found == oracle, (number, step, user, sorted(found ^ oracle))
         before = docs
+    assert {line.split(":")[0] for line in done[1:]} == {"add", "expunge", "move", "regrant", "renumber"}, done
     assert any(mailboxes.readable(user) - {m for m, e in mailboxes.messages.items() if e[0] == user} for user in USERS)
 
     # a change of rights alone: the access is updated in Solr, no body read again
