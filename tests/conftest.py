@@ -908,6 +908,9 @@ from tests.mail_server import mail_server  # noqa: E402, F401
 from tests.samba_domain import samba_domain  # noqa: E402, F401
 from tests.web_site import harbour_corpus  # noqa: E402, F401
 
+# A WebDAV server with Require rules (tests/webdav_server.py: Debian's Apache httpd with mod_dav).
+from tests.webdav_server import webdav_server  # noqa: E402, F401
+
 
 @pytest.fixture(scope="session")
 def minilm() -> object:

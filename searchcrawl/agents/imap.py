@@ -408,7 +408,7 @@ class ImapAgent(Agent):
         for user in [*self.imap.users, *([PUBLIC_FOLDERS] if self.imap.public_folders else [])]:
             listing = _Listing(self, user)
             try:
-                for folder in self._folders(listing.client, user):
+                for folder in self._folders(listing.connection, user):
                     count = 0
                     for reference in self._folder_references(listing, folder):
                         count += reference.parent is None
@@ -575,21 +575,21 @@ class ImapAgent(Agent):
         what = f"folder {folder.name} of {folder.user}"
         with self._errors(what):
             validity, exists = listing.select(folder.name)
-            access, unreadable = self._access(listing.client, folder)
+            access, unreadable = self._access(listing.connection, folder)
         uids = listing.uids(folder.name, validity) if exists else []
         failures = 0
         for start in range(0, len(uids), FETCH_BATCH):
             batch = uids[start : start + FETCH_BATCH]
             try:
                 with self._errors(what):
-                    described = listing.client.fetch(batch, [*DESCRIBE])
+                    described = listing.connection.fetch(batch, [*DESCRIBE])
             except AgentError:
                 described = {}
                 for uid in batch:
                     listing.renew(folder.name, validity)
                     try:
                         with self._errors(what):
-                            described.update(listing.client.fetch([uid], [*DESCRIBE]))
+                            described.update(listing.connection.fetch([uid], [*DESCRIBE]))
                     except AgentError as error:
                         failures += 1
                         self._skipped += 1
@@ -719,11 +719,11 @@ class _Listing:
 
     def __init__(self, agent: ImapAgent, user: str) -> None:
         self.agent, self.user = agent, user
-        self.client = agent._login(user)  # noqa: SLF001 - the agent's own helper
+        self.connection: IMAPClient = agent._login(user)  # noqa: SLF001 - the agent's own helper
 
     def select(self, folder: str) -> tuple[int, int]:
         try:
-            selected = self.client.select_folder(folder, readonly=True)
+            selected = self.connection.select_folder(folder, readonly=True)
         except imaplib.IMAP4.abort:
             raise
         except imaplib.IMAP4.error as error:
@@ -736,26 +736,26 @@ class _Listing:
         what = f"folder {folder} of {self.user}"
         try:
             with self.agent._errors(what):  # noqa: SLF001
-                return sorted(self.client.search("ALL"))
+                return sorted(self.connection.search("ALL"))
         except AgentError:
             self.renew(folder, validity)
         with self.agent._errors(what):  # noqa: SLF001
-            following = int(self.client.folder_status(folder, ["UIDNEXT"]).get(b"UIDNEXT", 0))
+            following = int(self.connection.folder_status(folder, ["UIDNEXT"]).get(b"UIDNEXT", 0))
             found: list[int] = []
             for start in range(1, following, UID_PAGE):
-                found.extend(self.client.search(["UID", f"{start}:{min(start + UID_PAGE, following) - 1}"]))
+                found.extend(self.connection.search(["UID", f"{start}:{min(start + UID_PAGE, following) - 1}"]))
         return sorted(set(found))
 
     def renew(self, folder: str, validity: int) -> None:
         self.close()
-        self.client = self.agent._login(self.user)  # noqa: SLF001
+        self.connection = self.agent._login(self.user)  # noqa: SLF001
         with self.agent._errors(f"folder {folder} of {self.user}"):  # noqa: SLF001
             if self.select(folder)[0] != validity:
                 raise AgentError(f"folder {folder} of {self.user} was renumbered while it was listed")
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
-            self.client.logout()
+            self.connection.logout()
 
 
 class Connections:

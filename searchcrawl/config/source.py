@@ -53,7 +53,7 @@ from searchcrawl.rules.schedules import Schedule, check_cron, parse_interval
 from searchcrawl.rules.tables import RuleTable
 from searchcrawl.rules.tls_settings import TlsFileError, TlsFiles, TlsRules, check_client_files, split_certificates
 
-SourceType = Literal["web", "files", "smb", "database", "mail", "imap", "agent"]
+SourceType = Literal["web", "files", "smb", "database", "mail", "imap", "webdav", "agent"]
 # the agents of the built-in types; type = "agent" names its own class (key 'agent')
 BUILT_IN_AGENTS = {
     "files": "searchcrawl.agents.files.FilesAgent",
@@ -61,6 +61,7 @@ BUILT_IN_AGENTS = {
     "database": "searchcrawl.agents.sql.DatabaseAgent",
     "mail": "searchcrawl.agents.mail.MailAgent",
     "imap": "searchcrawl.agents.imap.ImapAgent",
+    "webdav": "searchcrawl.agents.webdav.WebdavAgent",
 }
 # keys about web sites only: refused in a source of another type, where they would do nothing
 WEB_ONLY_KEYS = (
@@ -406,6 +407,7 @@ class SourceSettings(ScopeRules):
     database: dict[str, Any] | None = None
     mail: dict[str, Any] | None = None
     imap: dict[str, Any] | None = None
+    webdav: dict[str, Any] | None = None
     agent_options: dict[str, Any] | None = None
     # a source with an agent: the origins (scheme://host:port) its references' locations may be
     # downloaded from (searchcrawl/crawl/handlers/agent.py); none: an agent hands over content
@@ -553,7 +555,7 @@ class SourceSettings(ScopeRules):
         # a file's modification time moves without its content (a copy, a touch, a restore):
         # a files source reads a file again when its size or time changes, and re-indexes it
         # only when its content did (modified_when = ["checksum"], unless the file says otherwise)
-        if isinstance(data, dict) and data.get("type") in ("files", "smb") and "modified_when" not in data:
+        if isinstance(data, dict) and data.get("type") in ("files", "smb", "webdav") and "modified_when" not in data:
             return {**data, "modified_when": ["checksum"]}
         return data
 
@@ -565,6 +567,7 @@ class SourceSettings(ScopeRules):
             "database": self.database,
             "mail": self.mail,
             "imap": self.imap,
+            "webdav": self.webdav,
             "agent": self.agent_options,
         }
         for kind, table in tables.items():

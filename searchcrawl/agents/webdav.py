@@ -1,0 +1,364 @@
+"""The ``webdav`` source type: the files of a WebDAV server (Apache httpd's mod_dav, Nextcloud,
+SharePoint's WebDAV, a NAS), listed with PROPFIND, read with GET, and, where Apache serves them,
+Apache's own ``Require`` rules as who may read each.
+
+```toml
+type = "webdav"
+
+[webdav]
+root = "https://files.example.org/dav/projects/"   # a collection: everything below is crawled
+username = "crawler"
+password_secret = "DAV_CRAWLER_PASSWORD"           # HTTP basic auth; over http:// only to loopback
+ca_file = "/etc/ssl/certs/corp-ca.pem"              # a private CA; else the system's
+apache_config = ["/etc/apache2/sites-enabled/dav.conf"]  # who may read: Apache's rules (else [access])
+group_token = "group:{id}"                          # a group file's group; user_token likewise
+authenticated_token = "group:cn=staff,ou=groups,dc=example,dc=org"  # Require valid-user
+include = ["*.pdf", "*.docx"]                       # exclude, max_depth and hidden as in a files source
+```
+
+Listing: collection by collection from ``root`` (PROPFIND, Depth 1: servers refuse Depth
+infinity), with the rules of a files source on the path below the root. Only entries below the
+root on the root's own origin are taken (a server's answer naming another host, port, scheme or
+a path outside the root is left out), each answer is read to at most MAX_LISTING_BYTES, without
+DTDs or entities. A document's URL is ``webdav://<source>/<path below the root>``, its display
+URL the file's http(s) URL; its fields those of a files source (``path_s`` the URL path,
+``folder_s``, ``file_name_s``, ``size_l``, ``last_modified``).
+
+Changes: a file's token is its ETag (else its size and Last-Modified): a maintenance crawl reads
+only files whose token changed. Every crawl lists the tree whole: a file deleted or moved leaves
+the index (a moved one comes back under its new path, found a duplicate of its old self first,
+and takes its place). A server that does not answer, refuses the crawl's account, or fails a
+collection's listing fails the crawl: nothing is removed; a file that fails to read keeps its
+document (status 933).
+
+Who may read (``gives_access`` with ``apache_config``): the Require rules of the Apache files
+named, decided as Apache decides for each file's URL path (searchcrawl/access/apache_rules.py;
+what it cannot read for certain keeps the documents out of the index, status 927). The crawl's
+account (``username``) is nobody's reader. Without ``apache_config``, the source's ``[access]``
+table says (its rules match ``/<path below the root>``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import mimetypes
+import posixpath
+import re
+import threading
+from collections import deque
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import quote, unquote, urljoin, urlsplit
+
+import requests
+from lxml import etree
+from pydantic import Field, field_validator, model_validator
+
+from searchcrawl.access.apache_rules import ApacheRules, TokenNames, read_rules
+from searchcrawl.access.tokens import Access, AccessError, Grant
+from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
+from searchcrawl.agents.files import TreeRules, file_reference, out_of_scope, path_out_of_scope
+from searchcrawl.system.secrets import SecretError, required_secret
+
+logger = logging.getLogger(__name__)
+
+TABLE = "webdav"
+MAX_LISTING_BYTES = 64 * 1024 * 1024  # of one collection's PROPFIND answer
+CHUNK = 64 * 1024
+DAV = "{DAV:}"
+PROPFIND = b"""<?xml version="1.0" encoding="utf-8"?>
+<propfind xmlns="DAV:"><prop><resourcetype/><getetag/><getlastmodified/><getcontentlength/><getcontenttype/></prop></propfind>"""
+_SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
+
+
+class WebdavOptions(TreeRules):
+    """The ``[webdav]`` table of a source of type ``webdav``."""
+
+    root: str
+    username: str | None = None
+    password_secret: str | None = None
+    ca_file: str | None = None
+    timeout: float = Field(default=60.0, gt=0, le=600)
+    apache_config: list[str] = Field(default_factory=list)
+    user_token: str = "user:{id}"
+    group_token: str = "group:{id}"
+    authenticated_token: str | None = None
+
+    @field_validator("root")
+    @classmethod
+    def _root(cls, value: str) -> str:
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.query or parts.fragment:
+            raise ValueError(f"expected an http(s) URL of a collection, without user, query or fragment, got {value!r}")
+        path = parts.path if parts.path.endswith("/") else parts.path + "/"
+        return f"{parts.scheme}://{parts.netloc.lower()}{path}"
+
+    @field_validator("password_secret")
+    @classmethod
+    def _secret_name(cls, value: str | None) -> str | None:
+        if value is not None and not _SECRET_NAME.fullmatch(value):
+            raise ValueError("expected the NAME of an environment variable holding the password (letters, digits, '_')")
+        return value
+
+    @field_validator("apache_config")
+    @classmethod
+    def _absolute(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not value.startswith("/") or "\x00" in value:
+                raise ValueError(f"{value!r} is not an absolute path")
+        return values
+
+    @field_validator("user_token", "group_token")
+    @classmethod
+    def _template(cls, value: str) -> str:
+        if value.count("{id}") != 1:
+            raise ValueError(f"expected a token with one {{id}}, got {value!r}")
+        try:
+            Grant.of(value.replace("{id}", "x"), "check")
+        except AccessError as error:
+            raise ValueError(str(error)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _credentials(self) -> WebdavOptions:
+        if bool(self.username) != bool(self.password_secret):
+            raise ValueError("'username' and 'password_secret' go together")
+        host = urlsplit(self.root).hostname or ""
+        if self.password_secret and self.root.startswith("http://") and not _loopback(host):
+            raise ValueError("http:// sends the password in clear: use https://, or a server on this machine")
+        return self
+
+    @property
+    def gives_access(self) -> bool:
+        """Whether Apache's rules say who may read (else the source's [access] table)."""
+        return bool(self.apache_config)
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class WebdavAgent(Agent):
+    """Lists the files below a WebDAV collection, with Apache's rules as their readers."""
+
+    scheme: ClassVar[str] = "webdav"
+    Options = WebdavOptions
+
+    def __init__(self, source: str, options: Any) -> None:
+        super().__init__(source, options)
+        self.dav = WebdavOptions.model_validate(options)
+        self.root = urlsplit(self.dav.root)
+        self._password: str | None = None
+        self._local = threading.local()  # each thread's HTTP session
+        self._rules: ApacheRules | None = None
+        self.names = TokenNames(
+            self.dav.user_token,
+            self.dav.group_token,
+            self.dav.authenticated_token,
+            frozenset([self.dav.username] if self.dav.username else []),
+        )
+
+    # -- the Agent interface ----------------------------------------------------------------
+
+    def references(self, since: datetime | None) -> Iterator[Reference]:
+        """Every file below the root (``since`` is ignored: every crawl lists the tree)."""
+        self._rules = self._read_rules()
+        pending = deque([""])
+        listed = 0
+        while pending:
+            folder = pending.popleft()
+            for rel, is_collection, props in self._propfind(folder):
+                if is_collection:
+                    reason = out_of_scope(rel, True, self.dav)
+                    if reason is None:
+                        pending.append(rel)
+                    else:
+                        logger.debug("webdav: collection %s not listed: %s", rel, reason)
+                    continue
+                reason = out_of_scope(rel, False, self.dav)
+                if reason is not None:
+                    logger.debug("webdav: %s not listed: %s", rel, reason)
+                    continue
+                listed += 1
+                yield self._reference(rel, props)
+        logger.info("webdav: %d files listed below %s", listed, self.dav.root)
+
+    def fetch(self, key: str, max_bytes: int) -> Content | None:
+        """The file, by GET (no redirect followed); None when the server says it is gone."""
+        url = self.http_url(key)
+        try:
+            response = self._session().get(url, stream=True, allow_redirects=False, timeout=self.dav.timeout)
+        except requests.RequestException as error:
+            raise AgentError(f"{self._where()} failed reading {key}: {type(error).__name__}") from None
+        with response:
+            if response.status_code in (404, 410):
+                return None
+            if response.status_code != 200:
+                raise AgentError(f"{self._where()} answered HTTP {response.status_code} for {key}")
+            body = bytearray()
+            for chunk in response.iter_content(CHUNK):
+                body += chunk
+                if max_bytes and len(body) > max_bytes:
+                    raise DocumentTooLarge(key)
+            name = key.rsplit("/", 1)[-1]
+            kind = (
+                response.headers.get("Content-Type") or mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
+            )
+            access, unreadable = self._access(key) if self.dav.gives_access else (None, None)
+            return Content(
+                bytes(body), kind, name, access=access, access_unreadable=unreadable, token=_etag(response.headers.get("ETag"))
+            )
+
+    def refusal(self, key: str) -> str | None:
+        return path_out_of_scope(key, self.dav) if key and not key.startswith("/") else "not a path below the root"
+
+    # -- HTTP -------------------------------------------------------------------------------
+
+    def http_url(self, key: str) -> str:
+        return self.dav.root + quote(key, safe="/")
+
+    def _where(self) -> str:
+        return f"the WebDAV server {self.root.scheme}://{self.root.netloc}"
+
+    def _session(self) -> requests.Session:
+        session: requests.Session | None = getattr(self._local, "session", None)
+        if session is None:
+            session = requests.Session()
+            session.trust_env = False  # no proxy or netrc from the environment: the source says
+            if self.dav.username:
+                if self._password is None:
+                    try:
+                        self._password = required_secret(self.dav.password_secret or "", TABLE)
+                    except SecretError as error:
+                        raise AgentError(str(error)) from None
+                session.auth = (self.dav.username, self._password)
+            session.verify = self.dav.ca_file or True
+            self._local.session = session
+        return session
+
+    def _propfind(self, folder: str) -> Iterator[tuple[str, bool, dict[str, str]]]:
+        """A collection's entries: (path below the root, is a collection, properties)."""
+        url = self.http_url(folder + "/" if folder else "")
+        try:
+            response = self._session().request(
+                "PROPFIND",
+                url,
+                data=PROPFIND,
+                headers={"Depth": "1", "Content-Type": "application/xml; charset=utf-8"},
+                stream=True,
+                allow_redirects=False,
+                timeout=self.dav.timeout,
+            )
+        except requests.RequestException as error:
+            raise AgentError(f"{self._where()} cannot be reached: {type(error).__name__}") from None
+        with response:
+            if response.status_code in (401, 403):
+                raise AgentError(f"{self._where()} refused the crawl's account (HTTP {response.status_code}) listing /{folder}")
+            if response.status_code != 207:
+                raise AgentError(f"{self._where()} answered HTTP {response.status_code} listing /{folder}")
+            body = bytearray()
+            for chunk in response.iter_content(CHUNK):
+                body += chunk
+                if len(body) > MAX_LISTING_BYTES:
+                    raise AgentError(f"the listing of /{folder} is larger than {MAX_LISTING_BYTES} bytes")
+        try:
+            tree = etree.fromstring(bytes(body), _PARSER)
+        except etree.XMLSyntaxError as error:
+            raise AgentError(f"the listing of /{folder} is not XML ({error})") from None
+        for answer in tree.iter(f"{DAV}response"):
+            rel = self._relative(url, answer.findtext(f"{DAV}href") or "")
+            if rel is None or rel.rstrip("/") == folder.rstrip("/"):
+                continue
+            props: dict[str, str] = {}
+            collection = False
+            for propstat in answer.iter(f"{DAV}propstat"):
+                if " 200 " not in (propstat.findtext(f"{DAV}status") or "") + " ":
+                    continue
+                for prop in propstat.iter(f"{DAV}prop"):
+                    collection = collection or prop.find(f"{DAV}resourcetype/{DAV}collection") is not None
+                    for name in ("getetag", "getlastmodified", "getcontentlength", "getcontenttype"):
+                        value = prop.findtext(f"{DAV}{name}")
+                        if value:
+                            props[name] = value.strip()[:1000]
+            yield rel.rstrip("/"), collection, props
+
+    def _relative(self, base: str, href: str) -> str | None:
+        """An href as a path below the root; None for anything elsewhere (another origin, a path
+        outside the root, ``..``, control characters)."""
+        target = urlsplit(urljoin(base, href.strip()))
+        if (target.scheme, target.netloc.lower()) != (self.root.scheme, self.root.netloc):
+            logger.debug("webdav: an entry of another origin is left out: %s", href[:200])
+            return None
+        path = unquote(target.path)
+        if not path.startswith(unquote(self.root.path)) or re.search(r"[\x00-\x1f\x7f]", path):
+            logger.debug("webdav: an entry outside the root is left out: %s", href[:200])
+            return None
+        rel = path[len(unquote(self.root.path)) :]
+        if posixpath.normpath("/" + rel) != "/" + rel.rstrip("/") and rel:
+            return None
+        return rel
+
+    # -- references and access --------------------------------------------------------------
+
+    def _reference(self, rel: str, props: dict[str, str]) -> Reference:
+        modified = _http_date(props.get("getlastmodified"))
+        size = int(props["getcontentlength"]) if props.get("getcontentlength", "").isdigit() else 0
+        token = _etag(props.get("getetag")) or (f"{props.get('getlastmodified', '')}|{size}" if modified else None)
+        access, unreadable = self._access(rel) if self.dav.gives_access else (None, None)
+        url_path = urlsplit(self.http_url(rel)).path
+        folder, _, name = url_path.rpartition("/")
+        return file_reference(
+            key=rel,
+            token=token or "",
+            path=url_path,
+            folder=folder or "/",
+            name=name,
+            size=size,
+            modified=modified,
+            access=access,
+            unreadable=unreadable,
+            display_url=self.http_url(rel),
+        )
+
+    def _access(self, rel: str) -> tuple[Access | None, str | None]:
+        rules = self._rules if self._rules is not None else self._read_rules()
+        self._rules = rules
+        return rules.access_of(urlsplit(self.http_url(rel)).path, self.names)
+
+    def _read_rules(self) -> ApacheRules:
+        """The Apache files named, read at each listing (a change of rules is seen by the next crawl)."""
+        files = []
+        for path in self.dav.apache_config:
+            try:
+                files.append((path, Path(path).read_text(encoding="utf-8", errors="replace")))
+            except OSError as error:
+                raise AgentError(f"Apache's configuration {path} cannot be read: {error.strerror}") from None
+        return read_rules(files)
+
+
+def _etag(value: str | None) -> str | None:
+    """An ETag as a change token: weak and strong alike (Apache calls a file's ETag weak in the
+    second it was written, and strong after: the same version)."""
+    value = (value or "").strip()
+    value = value[2:] if value.startswith("W/") else value
+    return value[:200] or None
+
+
+def _http_date(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        moment = parsedate_to_datetime(value[:100])
+    except (TypeError, ValueError, IndexError):
+        return None
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)

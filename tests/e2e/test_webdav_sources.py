@@ -1,0 +1,178 @@
+"""WebDAV sources against a real Apache httpd with mod_dav (tests/webdav_server.py), its users
+signed in against the tests' LDAP directory, issue 78 point 2.
+
+The oracle is Apache's own answer: after every crawl of a changing tree (files written, edited,
+deleted, moved across folders of other rules; a Location's rule changed and Apache reloaded),
+each directory user's trimmed search finds exactly the files Apache lets them GET: a nested
+LDAP group, a user, a Location without a slash (which governs ``board/`` and not its sibling
+``boardroom/``: Apache matches whole segments), the Directory's own rule elsewhere. An unchanged file is never read again; a change of
+rules alone updates the access without a GET; `scrapy explain-access` names the rule.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pysolr
+import pytest
+
+from searchcrawl.index.indexer import SolrIndex
+from tests.conftest import Project, run_scrapy, solr_docs
+from tests.directory_server import DirectoryServer
+from tests.e2e.test_secure_search import directory_of_server, found_by
+from tests.webdav_server import ALL_STAFF, CRAWLER, WebdavServer
+
+SECRET = "DAV_CRAWL_PASSWORD_TEST"
+USERS = ("alice", "bob", "carol")
+FOLDERS = ("open", "open/deep", "finance", "private", "board", "boardroom")
+WORDS = ("quay", "ledger", "tender", "pilot", "berth", "invoice", "audit", "ferry")
+
+
+def webdav_source(project: Project, name: str, server: WebdavServer) -> None:
+    project.source(
+        name,
+        f"""type = "webdav"
+max_delete_share = 1.0
+[webdav]
+root = "{server.url}"
+username = "{CRAWLER}"
+password_secret = "{SECRET}"
+apache_config = ["{server.config_file}"]
+exclude = ["*.tmp"]
+""",
+    )
+
+
+def crawl(project: Project, name: str, server: WebdavServer) -> str:
+    result = run_scrapy(["crawl", name], project.env(**{SECRET: server.crawler_password}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert server.crawler_password not in result.stderr + result.stdout
+    return result.stderr
+
+
+class Tree:
+    """The server's files as the test changes them: path -> text."""
+
+    def __init__(self, server: WebdavServer, rng: random.Random) -> None:
+        self.server, self.rng = server, rng
+        self.number = 0
+        for _ in range(12):
+            self.add()
+        server.write("open/scratch.tmp", "excluded zebrafinch")
+
+    def text(self) -> str:
+        self.number += 1
+        return f"zebrafinch note {self.number}: " + " ".join(self.rng.choice(WORDS) for _ in range(20))
+
+    def add(self) -> str:
+        path = f"{self.rng.choice(FOLDERS)}/file-{self.number + 1}.txt"
+        self.server.write(path, self.text())
+        return path
+
+    def edit(self) -> str:
+        path = self.rng.choice(self.files())
+        self.server.write(path, self.text())
+        return path
+
+    def delete(self) -> str:
+        path = self.rng.choice(self.files())
+        self.server.remove(path)
+        return path
+
+    def move(self) -> str:
+        path = self.rng.choice(self.files())
+        target = f"{self.rng.choice(FOLDERS)}/moved-{self.number}-{path.rsplit('/', 1)[1]}"
+        self.number += 1
+        self.server.move(path, target)
+        return f"{path} -> {target}"
+
+    def files(self) -> list[str]:
+        return [path for path in self.server.paths() if not path.endswith(".tmp")]
+
+    def step(self, number: int) -> list[str]:
+        kinds = [self.add, self.edit, self.delete, self.move]
+        actions = [kinds[number % len(kinds)], *self.rng.choices(kinds, k=self.rng.randint(0, 2))]
+        return [f"{action.__name__}: {action()}" for action in actions]
+
+
+def test_each_directory_user_finds_exactly_the_files_apache_lets_them_read(
+    project: Project, solr: pysolr.Solr, webdav_server: WebdavServer, directory_server: DirectoryServer
+) -> None:
+    rng = random.Random(782)
+    tree = Tree(webdav_server, rng)
+    name = "file-server"
+    webdav_source(project, name, webdav_server)
+    client = SolrIndex(project.solr_url, timeout=30)
+    directory = directory_of_server(directory_server)
+    before: dict[str, dict] = {}
+    for number in range(6):
+        step = tree.step(number) if number else ["first crawl"]
+        crawl(project, name, webdav_server)
+        docs = {doc["url"]: doc for doc in solr_docs(solr, name)}
+        by_path = {doc["display_url"][len(webdav_server.url) :]: doc for doc in docs.values()}
+        assert sorted(by_path) == tree.files(), (number, step)
+        for path, doc in by_path.items():
+            assert doc["content"].startswith("zebrafinch note") and doc["path_s"] == f"/dav/{path}"
+            old = before.get(path)
+            if old is not None and old["content"] == doc["content"]:
+                assert old["_version_"] == doc["_version_"], (
+                    number,
+                    step,
+                    path,
+                    {k: (old.get(k), doc.get(k)) for k in set(old) | set(doc) if old.get(k) != doc.get(k)},
+                )  # unchanged: not pushed again
+        for user in USERS:
+            oracle = {path for path in by_path if webdav_server.can_read(user, path)}
+            found = {path for path, doc in by_path.items() if doc["id"] in found_by(client, directory.principals(user), name)}
+            assert found == oracle, (number, step, user, sorted(found ^ oracle))
+        before = by_path
+    assert any(webdav_server.can_read("carol", path) for path in before)  # the board rule names her
+    room = [path for path in before if path.startswith("boardroom/")]
+    assert room and not any(webdav_server.can_read("carol", path) for path in room)  # /dav/board is not /dav/boardroom
+
+    # a rule changed, and nothing else: the access is updated without a GET
+    webdav_server.set_rule("private/", ["user bob", "user alice"])
+    log = crawl(project, name, webdav_server)
+    assert "'downloader/response_status_count/200'" not in log and "'searchcrawl/access_updates'" in log, log[-3000:]
+    private = {doc["id"] for path, doc in before.items() if path.startswith("private/")}
+    assert private and private <= found_by(client, directory.principals("alice"), name)
+
+    # explain-access names the rule that decided
+    url = next(doc["url"] for path, doc in before.items() if path.startswith("finance/"))
+    explained = run_scrapy(["explain-access", "alice", url], project.env(**directory_server.settings()))
+    assert explained.returncode == 0, explained.stderr
+    assert "<Location /dav/finance/> Require ldap-group cn=finance" in explained.stdout
+    assert explained.stdout.splitlines()[-1].startswith("  decision: GRANTED")
+
+
+def test_a_listing_outside_the_root_or_refused_removes_nothing(
+    project: Project, solr: pysolr.Solr, webdav_server: WebdavServer
+) -> None:
+    webdav_server.write("lone/one.txt", "zebrafinch lone")
+    name = "file-server-refused"
+    project.source(
+        name,
+        f"""type = "webdav"
+max_delete_share = 1.0
+[access]
+public = true
+[webdav]
+root = "{webdav_server.url}lone/"
+username = "{CRAWLER}"
+password_secret = "{SECRET}"
+""",
+    )
+    crawl(project, name, webdav_server)
+    assert [doc["file_name_s"] for doc in solr_docs(solr, name)] == ["one.txt"]
+    refused = run_scrapy(["crawl", name], project.env(**{SECRET: "not-the-password-42"}))
+    assert refused.returncode != 0 and "refused the crawl's account (HTTP 401)" in refused.stderr
+    assert "not-the-password-42" not in refused.stderr
+    assert [doc["file_name_s"] for doc in solr_docs(solr, name)] == ["one.txt"]
+
+
+@pytest.fixture(autouse=True)
+def _rules_as_they_were(webdav_server: WebdavServer) -> None:
+    """Each test starts from the server's first rules."""
+    if webdav_server.rules.get("private/") != ["user bob"]:
+        webdav_server.set_rule("private/", ["user bob"])
+    assert webdav_server.rules["board"] == [f"ldap-group {ALL_STAFF}", "user carol"]
