@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import ssl
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +34,7 @@ from typing import Any
 import pytest
 
 from searchcrawl.dev.jvm_server import free_port
+from tests.local_servers import stop, wait_listening
 
 CRAWLER = "crawler"
 # user -> (password, Dovecot groups)
@@ -90,23 +89,11 @@ class MailServer:
         config.write_text(self._config())
         log = (self.folder / "dovecot.log").open("wb")
         self.process = subprocess.Popen(["/usr/sbin/dovecot", "-F", "-c", str(config)], stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.imap_port), timeout=2) as sock:
-                if sock.recv(100).startswith(b"* OK"):
-                    break
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("dovecot did not start: " + (self.folder / "dovecot.log").read_text()[-2000:])
-            time.sleep(0.05)
+        wait_listening(self.process, self.imap_port, self.folder / "dovecot.log", greeting=b"* OK")
         return self
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        stop(self.process)
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def _config(self) -> str:

@@ -21,11 +21,9 @@ tests may rely on:
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -37,6 +35,7 @@ import requests
 
 from searchcrawl.dev.jvm_server import free_port
 from tests.directory_server import SUFFIX, DirectoryServer
+from tests.local_servers import stop, wait_listening
 
 CRAWLER = "crawler"
 MODULES = (
@@ -79,22 +78,11 @@ class WebdavServer:
         self.process = subprocess.Popen(
             ["/usr/sbin/apache2", "-DFOREGROUND", "-f", str(self.folder / "httpd.conf")], stdout=log, stderr=subprocess.STDOUT
         )
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=2):
-                break
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("apache2 did not start: " + (self.folder / "apache.log").read_text()[-2000:])
-            time.sleep(0.05)
+        wait_listening(self.process, self.port, self.folder / "apache.log")
         return self
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        stop(self.process)
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def _write_config(self) -> None:

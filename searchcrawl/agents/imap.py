@@ -70,7 +70,6 @@ import contextlib
 import email.policy
 import fnmatch
 import imaplib
-import ipaddress
 import logging
 import re
 import ssl
@@ -101,7 +100,8 @@ from searchcrawl.agents.messages import (
     raw_header,
     too_large,
 )
-from searchcrawl.system.secrets import SecretError, required_secret
+from searchcrawl.rules.addresses import is_loopback
+from searchcrawl.system.secrets import SecretError, checked_secret_name, required_secret
 
 if TYPE_CHECKING:
     from imapclient import IMAPClient
@@ -117,7 +117,6 @@ MAX_PARAMETERS = 64  # of a part's type or disposition, taken from its BODYSTRUC
 _HEADER_ITEM = f"BODY.PEEK[HEADER.FIELDS ({HEADERS})]<0.{HEADER_BYTES}>"
 _KEY = re.compile(r"(?P<user>[^/]+)/(?P<folder>.+)/(?P<validity>\d+)/(?P<uid>\d+)(?:/attachment/(?P<number>\d+)-[^/]*)?")
 _USER = re.compile(r"[^/#\s\x00-\x1f][^/\s\x00-\x1f]{0,254}")
-_SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class ImapOptions(BaseModel):
@@ -153,9 +152,7 @@ class ImapOptions(BaseModel):
     @field_validator("password_secret")
     @classmethod
     def _secret_name(cls, value: str) -> str:
-        if not _SECRET_NAME.fullmatch(value):
-            raise ValueError("expected the NAME of an environment variable holding the password (letters, digits, '_')")
-        return value
+        return checked_secret_name(value) or ""
 
     @field_validator("users")
     @classmethod
@@ -188,7 +185,7 @@ class ImapOptions(BaseModel):
     def _something_to_crawl(self) -> ImapOptions:
         if not self.users and not self.public_folders:
             raise ValueError("name the 'users' whose mailboxes are crawled, or set public_folders = true")
-        if self.tls == "none" and not _loopback(self.server):
+        if self.tls == "none" and not is_loopback(self.server):
             raise ValueError("tls = 'none' sends the password in clear: only to a server on this machine (127.0.0.1, ::1)")
         return self
 
@@ -210,15 +207,6 @@ def _token_of(template: str, identifier: str | None) -> str:
         return Grant.of(text, "check").token
     except AccessError as error:
         raise ValueError(str(error)) from None
-
-
-def _loopback(server: str) -> bool:
-    if server == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(server).is_loopback
-    except ValueError:
-        return False
 
 
 # -- access lists ------------------------------------------------------------------------------

@@ -90,7 +90,7 @@ from searchcrawl.access.tokens import Access, AccessUnreadable
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import MAX_FOLDER_DEPTH, TreeRules, file_reference, out_of_scope, path_out_of_scope
 from searchcrawl.agents.smb_share_security import ShareSecurityUnreadable, share_security_descriptor
-from searchcrawl.system.secrets import SecretError, required_secret
+from searchcrawl.system.secrets import SecretError, checked_secret_name, required_secret
 
 logger = logging.getLogger(__name__)
 
@@ -212,9 +212,7 @@ class SmbOptions(TreeRules):
     @field_validator("password_secret")
     @classmethod
     def _secret_name(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-            raise ValueError("expected the NAME of an environment variable holding the password (letters, digits, '_')")
-        return value
+        return checked_secret_name(value)
 
     @model_validator(mode="after")
     def _credentials(self) -> SmbOptions:

@@ -97,7 +97,7 @@ from searchcrawl.access.tokens import Access, AccessError, Grant
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.grants import grants_of, split_tokens, unreadable, unreadable_reason
 from searchcrawl.content.extract import INT_RANGES, TYPE_SUFFIXES, typed_value
-from searchcrawl.system.secrets import URL_PASSWORD, SecretError, redact, remember, required_secret
+from searchcrawl.system.secrets import URL_PASSWORD, SecretError, checked_secret_name, redact, remember, required_secret
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +107,6 @@ CREDENTIALS_IN_URL = (
     "committed to a repository (name the secret holding the password in 'password_secret')"
 )
 SOLR_FIELD = re.compile(r"[a-z][a-z0-9_]*_(s|ss|t|i|l|d|dt|b)")
-SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A display URL's scheme and host are the template's own: a column's value cannot choose them.
 DISPLAY_URL_HEAD = re.compile(r"https?://[^/?#{}\s]+[/?#]")
@@ -184,9 +183,7 @@ class DatabaseOptions(BaseModel):
     @field_validator("password_secret")
     @classmethod
     def _secret_name(cls, value: str | None) -> str | None:
-        if value is not None and not SECRET_NAME.fullmatch(value):
-            raise ValueError("expected the NAME of an environment variable holding the password (letters, digits, '_')")
-        return value
+        return checked_secret_name(value)
 
     @field_validator("query", "keys_query", "access_query")
     @classmethod

@@ -40,7 +40,6 @@ table says (its rules match ``/<path below the root>``).
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import mimetypes
 import posixpath
@@ -62,7 +61,8 @@ from searchcrawl.access.apache_rules import ApacheRules, TokenNames, read_rules
 from searchcrawl.access.tokens import Access, AccessError, Grant
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import TreeRules, file_reference, out_of_scope, path_out_of_scope
-from searchcrawl.system.secrets import SecretError, required_secret
+from searchcrawl.rules.addresses import is_loopback
+from searchcrawl.system.secrets import SecretError, checked_secret_name, required_secret
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,6 @@ CHUNK = 64 * 1024
 DAV = "{DAV:}"
 PROPFIND = b"""<?xml version="1.0" encoding="utf-8"?>
 <propfind xmlns="DAV:"><prop><resourcetype/><getetag/><getlastmodified/><getcontentlength/><getcontenttype/></prop></propfind>"""
-_SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 
 
@@ -101,9 +100,7 @@ class WebdavOptions(TreeRules):
     @field_validator("password_secret")
     @classmethod
     def _secret_name(cls, value: str | None) -> str | None:
-        if value is not None and not _SECRET_NAME.fullmatch(value):
-            raise ValueError("expected the NAME of an environment variable holding the password (letters, digits, '_')")
-        return value
+        return checked_secret_name(value)
 
     @field_validator("apache_config")
     @classmethod
@@ -129,7 +126,7 @@ class WebdavOptions(TreeRules):
         if bool(self.username) != bool(self.password_secret):
             raise ValueError("'username' and 'password_secret' go together")
         host = urlsplit(self.root).hostname or ""
-        if self.password_secret and self.root.startswith("http://") and not _loopback(host):
+        if self.password_secret and self.root.startswith("http://") and not is_loopback(host):
             raise ValueError("http:// sends the password in clear: use https://, or a server on this machine")
         return self
 
@@ -137,15 +134,6 @@ class WebdavOptions(TreeRules):
     def gives_access(self) -> bool:
         """Whether Apache's rules say who may read (else the source's [access] table)."""
         return bool(self.apache_config)
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class WebdavAgent(Agent):

@@ -45,6 +45,15 @@ def ip_of(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     return ip
 
 
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address: where a password may travel without TLS (it never
+    leaves the machine)."""
+    if host.lower() == "localhost":
+        return True
+    ip = ip_of(host)
+    return ip is not None and ip.is_loopback
+
+
 def is_link_local(address: str) -> bool:
     """169.254.0.0/16 or fe80::/10: where cloud metadata services answer (169.254.169.254)."""
     ip = ip_of(address)

@@ -82,6 +82,17 @@ def is_secret_name(name: str) -> bool:
     return SECRET_NAME.search(name) is not None
 
 
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def checked_secret_name(value: str | None) -> str | None:
+    """A source's ``..._secret`` key: the NAME of the environment variable holding the secret,
+    never the secret itself; ValueError saying so."""
+    if value is not None and not VARIABLE_NAME.fullmatch(value):
+        raise ValueError("expected the NAME of an environment variable holding the password (letters, digits, '_')")
+    return value
+
+
 def required_secret(name: str, needed_by: str) -> str:
     """The secret ``name``, which ``needed_by`` (a source's table, for the message) cannot do
     without: SecretError, naming it (never a value), when it cannot be read or is not set."""
