@@ -11,7 +11,7 @@ username = "crawler"
 password_secret = "DAV_CRAWLER_PASSWORD"           # HTTP basic auth; over http:// only to loopback
 ca_file = "/etc/ssl/certs/corp-ca.pem"              # a private CA; else the system's
 apache_config = ["/etc/apache2/sites-enabled/dav.conf"]  # who may read: Apache's rules (else [access])
-group_token = "group:{id}"                          # a group file's group; user_token likewise
+group_token = "group:files-{id}"                    # a group file's group (unset: not read)
 authenticated_token = "group:cn=staff,ou=groups,dc=example,dc=org"  # Require valid-user
 include = ["*.pdf", "*.docx"]                       # exclude, max_depth and hidden as in a files source
 ```
@@ -24,8 +24,8 @@ DTDs or entities. A document's URL is ``webdav://<source>/<path below the root>`
 URL the file's http(s) URL; its fields those of a files source (``path_s`` the URL path,
 ``folder_s``, ``file_name_s``, ``size_l``, ``last_modified``).
 
-Changes: a file's token is its ETag (else its size and Last-Modified): a maintenance crawl reads
-only files whose token changed. Every crawl lists the tree whole: a file deleted or moved leaves
+Changes: a file's token is its strong ETag (else its size and Last-Modified; a weak ETag is no
+token): a maintenance crawl reads only files whose token changed. Every crawl lists the tree whole: a file deleted or moved leaves
 the index (a moved one comes back under its new path, found a duplicate of its old self first,
 and takes its place). A server that does not answer, refuses the crawl's account, or fails a
 collection's listing fails the crawl: nothing is removed; a file that fails to read keeps its
@@ -45,11 +45,11 @@ import mimetypes
 import posixpath
 import re
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote, unquote, urljoin, urlsplit
 
@@ -57,7 +57,7 @@ import requests
 from lxml import etree
 from pydantic import Field, field_validator, model_validator
 
-from searchcrawl.access.apache_rules import ApacheRules, TokenNames, read_rules
+from searchcrawl.access.apache_rules import MAX_FILE_BYTES, ApacheRules, TokenNames, read_rules
 from searchcrawl.access.tokens import Access, AccessError, Grant
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import TreeRules, file_reference, out_of_scope, path_out_of_scope
@@ -72,6 +72,7 @@ CHUNK = 64 * 1024
 DAV = "{DAV:}"
 PROPFIND = b"""<?xml version="1.0" encoding="utf-8"?>
 <propfind xmlns="DAV:"><prop><resourcetype/><getetag/><getlastmodified/><getcontentlength/><getcontenttype/></prop></propfind>"""
+IDENTITY = {"Accept-Encoding": "identity"}  # a compressed answer's ETag is another (mod_deflate's -gzip)
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 
 
@@ -85,7 +86,7 @@ class WebdavOptions(TreeRules):
     timeout: float = Field(default=60.0, gt=0, le=600)
     apache_config: list[str] = Field(default_factory=list)
     user_token: str = "user:{id}"
-    group_token: str = "group:{id}"
+    group_token: str | None = None
     authenticated_token: str | None = None
 
     @field_validator("root")
@@ -112,7 +113,9 @@ class WebdavOptions(TreeRules):
 
     @field_validator("user_token", "group_token")
     @classmethod
-    def _template(cls, value: str) -> str:
+    def _template(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         if value.count("{id}") != 1:
             raise ValueError(f"expected a token with one {{id}}, got {value!r}")
         try:
@@ -146,6 +149,7 @@ class WebdavAgent(Agent):
         super().__init__(source, options)
         self.dav = WebdavOptions.model_validate(options)
         self.root = urlsplit(self.dav.root)
+        self.port = self.root.port or (443 if self.root.scheme == "https" else 80)
         self._password: str | None = None
         self._local = threading.local()  # each thread's HTTP session
         self._rules: ApacheRules | None = None
@@ -159,33 +163,35 @@ class WebdavAgent(Agent):
     # -- the Agent interface ----------------------------------------------------------------
 
     def references(self, since: datetime | None) -> Iterator[Reference]:
-        """Every file below the root (``since`` is ignored: every crawl lists the tree)."""
+        """Every file below the root (``since`` is ignored: every crawl lists the tree). A
+        collection's answer is taken for its own entries only (a server naming another folder's
+        files, or a collection twice, is not followed)."""
         self._rules = self._read_rules()
         pending = deque([""])
+        seen = {""}
         listed = 0
         while pending:
             folder = pending.popleft()
             for rel, is_collection, props in self._propfind(folder):
-                if is_collection:
-                    reason = out_of_scope(rel, True, self.dav)
-                    if reason is None:
-                        pending.append(rel)
-                    else:
-                        logger.debug("webdav: collection %s not listed: %s", rel, reason)
+                if posixpath.dirname(rel) != folder or rel in seen:
+                    logger.debug("webdav: %s is not an entry of /%s: left out", rel[:200], folder[:200])
                     continue
-                reason = out_of_scope(rel, False, self.dav)
+                seen.add(rel)
+                reason = out_of_scope(rel, is_collection, self.dav)
                 if reason is not None:
                     logger.debug("webdav: %s not listed: %s", rel, reason)
-                    continue
-                listed += 1
-                yield self._reference(rel, props)
+                elif is_collection:
+                    pending.append(rel)
+                else:
+                    listed += 1
+                    yield self._reference(rel, props)
         logger.info("webdav: %d files listed below %s", listed, self.dav.root)
 
     def fetch(self, key: str, max_bytes: int) -> Content | None:
         """The file, by GET (no redirect followed); None when the server says it is gone."""
         url = self.http_url(key)
         try:
-            response = self._session().get(url, stream=True, allow_redirects=False, timeout=self.dav.timeout)
+            response = self._session().get(url, stream=True, allow_redirects=False, timeout=self.dav.timeout, headers=IDENTITY)
         except requests.RequestException as error:
             raise AgentError(f"{self._where()} failed reading {key}: {type(error).__name__}") from None
         with response:
@@ -193,19 +199,27 @@ class WebdavAgent(Agent):
                 return None
             if response.status_code != 200:
                 raise AgentError(f"{self._where()} answered HTTP {response.status_code} for {key}")
-            body = bytearray()
-            for chunk in response.iter_content(CHUNK):
-                body += chunk
-                if max_bytes and len(body) > max_bytes:
-                    raise DocumentTooLarge(key)
+            body = self._read(response, max_bytes, key)
+            if body is None:
+                raise DocumentTooLarge(key)
             name = key.rsplit("/", 1)[-1]
-            kind = (
-                response.headers.get("Content-Type") or mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"
-            )
+            kind = mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"  # as files and shares
             access, unreadable = self._access(key) if self.dav.gives_access else (None, None)
-            return Content(
-                bytes(body), kind, name, access=access, access_unreadable=unreadable, token=_etag(response.headers.get("ETag"))
-            )
+            token = _etag(response.headers.get("ETag"))
+            return Content(body, kind, name, access=access, access_unreadable=unreadable, token=token)
+
+    def _read(self, response: requests.Response, limit: int, what: str) -> bytes | None:
+        """An answer's body, at most ``limit`` bytes (None beyond), within the source's timeout
+        for each read and ten times it in all (a server that drips is cut off)."""
+        deadline = time.monotonic() + self.dav.timeout * 10
+        body = bytearray()
+        for chunk in response.iter_content(CHUNK):
+            body += chunk
+            if limit and len(body) > limit:
+                return None
+            if time.monotonic() > deadline:
+                raise AgentError(f"{self._where()} took longer than {self.dav.timeout * 10:.0f} s sending {what}")
+        return bytes(body)
 
     def refusal(self, key: str) -> str | None:
         return path_out_of_scope(key, self.dav) if key and not key.startswith("/") else "not a path below the root"
@@ -242,7 +256,7 @@ class WebdavAgent(Agent):
                 "PROPFIND",
                 url,
                 data=PROPFIND,
-                headers={"Depth": "1", "Content-Type": "application/xml; charset=utf-8"},
+                headers={"Depth": "1", "Content-Type": "application/xml; charset=utf-8", **IDENTITY},
                 stream=True,
                 allow_redirects=False,
                 timeout=self.dav.timeout,
@@ -254,13 +268,11 @@ class WebdavAgent(Agent):
                 raise AgentError(f"{self._where()} refused the crawl's account (HTTP {response.status_code}) listing /{folder}")
             if response.status_code != 207:
                 raise AgentError(f"{self._where()} answered HTTP {response.status_code} listing /{folder}")
-            body = bytearray()
-            for chunk in response.iter_content(CHUNK):
-                body += chunk
-                if len(body) > MAX_LISTING_BYTES:
-                    raise AgentError(f"the listing of /{folder} is larger than {MAX_LISTING_BYTES} bytes")
+            body = self._read(response, MAX_LISTING_BYTES, f"the listing of /{folder}")
+            if body is None:
+                raise AgentError(f"the listing of /{folder} is larger than {MAX_LISTING_BYTES} bytes")
         try:
-            tree = etree.fromstring(bytes(body), _PARSER)
+            tree = etree.fromstring(body, _PARSER)
         except etree.XMLSyntaxError as error:
             raise AgentError(f"the listing of /{folder} is not XML ({error})") from None
         for answer in tree.iter(f"{DAV}response"):
@@ -301,7 +313,9 @@ class WebdavAgent(Agent):
     def _reference(self, rel: str, props: dict[str, str]) -> Reference:
         modified = _http_date(props.get("getlastmodified"))
         size = int(props["getcontentlength"]) if props.get("getcontentlength", "").isdigit() else 0
-        token = _etag(props.get("getetag")) or (f"{props.get('getlastmodified', '')}|{size}" if modified else None)
+        etag = props.get("getetag", "")
+        weak = etag.startswith("W/")
+        token = _etag(etag) or (f"{props.get('getlastmodified', '')}|{size}" if modified and not weak else None)
         access, unreadable = self._access(rel) if self.dav.gives_access else (None, None)
         url_path = urlsplit(self.http_url(rel)).path
         folder, _, name = url_path.rpartition("/")
@@ -321,25 +335,28 @@ class WebdavAgent(Agent):
     def _access(self, rel: str) -> tuple[Access | None, str | None]:
         rules = self._rules if self._rules is not None else self._read_rules()
         self._rules = rules
-        return rules.access_of(urlsplit(self.http_url(rel)).path, self.names)
+        return rules.access_of(urlsplit(self.http_url(rel)).path, self.names, self.root.hostname or "", self.port)
 
     def _read_rules(self) -> ApacheRules:
         """The Apache files named, read at each listing (a change of rules is seen by the next crawl)."""
         files = []
         for path in self.dav.apache_config:
             try:
-                files.append((path, Path(path).read_text(encoding="utf-8", errors="replace")))
+                with open(path, "rb") as file:
+                    data = file.read(MAX_FILE_BYTES + 1)
             except OSError as error:
                 raise AgentError(f"Apache's configuration {path} cannot be read: {error.strerror}") from None
+            if len(data) > MAX_FILE_BYTES:
+                raise AgentError(f"Apache's configuration {path} is larger than {MAX_FILE_BYTES} bytes")
+            files.append((path, data.decode("utf-8-sig", errors="replace")))
         return read_rules(files)
 
 
 def _etag(value: str | None) -> str | None:
-    """An ETag as a change token: weak and strong alike (Apache calls a file's ETag weak in the
-    second it was written, and strong after: the same version)."""
+    """A strong ETag as a change token; a weak one is none (Apache calls an ETag weak while the
+    file may still change within the second: the file is read again next time)."""
     value = (value or "").strip()
-    value = value[2:] if value.startswith("W/") else value
-    return value[:200] or None
+    return None if not value or value.startswith("W/") else value[:200]
 
 
 def _http_date(value: str | None) -> datetime | None:

@@ -35,7 +35,7 @@ Alias /dav /srv/dav
   Require all denied
 </Location>
 """
-NAMES = TokenNames(skip=frozenset({"crawler"}))
+NAMES = TokenNames(group_token="group:{id}", skip=frozenset({"crawler"}))
 
 
 def readers(url_path: str, config: str = SITE, names: TokenNames = NAMES) -> set[str] | str:
@@ -84,6 +84,16 @@ def test_decided_for_searchers() -> None:
         "<FilesMatch \\.pdf$>\nRequire group pdf-readers\n</FilesMatch>",
         "<LocationMatch ^/dav/x>\nRequire all granted\n</LocationMatch>",
         "AliasMatch ^/files/(.*) /srv/dav/$1",
+        "<Location ~ ^/dav/x>\nRequire all granted\n</Location>",  # a regular expression
+        "<Location /dav/*/x>\nRequire all granted\n</Location>",  # a wildcard
+        "<IfDefine NEVER>\n<Location /dav>\nRequire all granted\n</Location>\n</IfDefine>",  # a condition not modelled
+        "<Proxy *>\nRequire all granted\n</Proxy>",
+        "Require all granted",  # outside any section (not even valid in httpd 2.4)
+        "RewriteRule ^/dav/secret - [F]",
+        "Include /etc/apache2/more.conf",
+        "AuthLDAPMaxSubGroupDepth 0",
+        'AuthLDAPURL "ldap://h/ou=people,dc=example,dc=org?uid?sub?(employeeType=staff)"',
+        "<Location /dav>\n</Directory>",  # a section closed by another's name
     ],
 )
 def test_what_cannot_be_read_for_certain_keeps_the_file_out(extra: str) -> None:
@@ -107,3 +117,46 @@ def test_continued_lines_comments_and_write_rules() -> None:
 def test_normal_paths() -> None:
     assert normal_path("/dav//a/./b/../c%20d") == "/dav/a/c d"
     assert normal_path("/dav/x/") == "/dav/x/"
+
+
+def test_the_virtual_host_that_serves_the_root_and_no_other() -> None:
+    config = (
+        "<Location /dav>\nRequire group staff\n</Location>\n"
+        "<VirtualHost *:443>\nServerName files.example.org\n<Location /dav>\nRequire user bob\n</Location>\n</VirtualHost>\n"
+        "<VirtualHost *:443>\nServerName other.example.org\n<Location /dav>\nRequire all granted\n</Location>\n</VirtualHost>\n"
+    )
+    rules = read_rules([("sites.conf", config)])
+    access, _ = rules.access_of("/dav/x", NAMES, "files.example.org", 443)
+    assert access is not None and {g.token for g in access.levels[0].allow} == {"user:bob"}  # the vhost's after the main's
+    access, _ = rules.access_of("/dav/x", NAMES, "unnamed.example.org", 443)
+    assert access is not None and {g.token for g in access.levels[0].allow} == {"user:bob"}  # the first for the port
+    access, _ = rules.access_of("/dav/x", NAMES, "files.example.org", 80)
+    assert access is not None and {g.token for g in access.levels[0].allow} == {"group:staff"}  # no vhost on 80
+
+
+def test_lines_as_httpd_reads_them() -> None:
+    assert readers("/dav/x", "\ufeff<Location /dav>\nRequire\tuser bob\n</Location>") == {"user:bob"}  # a BOM, a tab
+    assert readers("/dav/x", "<Location /dav>\nRequire user al\\\nice\n</Location>") == {"user:alice"}  # joined as is
+    # a backslash followed by a space continues nothing: the comment ends on its own line
+    assert readers("/dav/x", "<Location /dav>\n# bob only \\ \nRequire user bob\n</Location>") == {"user:bob"}
+    assert "no Require" in str(readers("/dav/a b", "<Location /dav/a%20b>\nRequire all granted\n</Location>"))  # verbatim
+
+
+def test_uncertainty_anywhere_on_the_way_and_rules_of_writes_only() -> None:
+    config = (
+        "Alias /dav /srv/dav\n<Directory /srv/dav>\nAllowOverride AuthConfig\nRequire all granted\n</Directory>\n"
+        "<Directory /srv/dav/hr>\nRequire user bob\n</Directory>\n"
+    )
+    assert "for certain" in str(readers("/dav/hr/x", config))  # an .htaccess above may refuse
+    writes = (
+        "<Location /dav>\nRequire user bob\n</Location>\n<Location /dav/in>\n<Limit PUT>\nRequire user bob\n</Limit>\n</Location>"
+    )
+    assert "writes only" in str(readers("/dav/in/x", writes))  # httpd then lets everyone read: not modelled
+    assert readers("/dav/x", writes) == {"user:bob"}
+
+
+def test_a_deny_only_pattern_refuses_what_it_matches() -> None:
+    config = SITE + '<FilesMatch "^\\.ht">\nRequire all denied\n</FilesMatch>\n<Files "*.bak">\nRequire all denied\n</Files>\n'
+    assert readers("/dav/.htaccess", config) == set() and readers("/dav/x.bak", config) == set()
+    assert readers("/dav/a.txt", config) == {"group:cn=all-staff,ou=groups,dc=example,dc=org"}
+    assert "for certain" in str(readers("/dav/hr/pay.txt", "Require group hr", TokenNames()))  # a group file's group, unnamed
