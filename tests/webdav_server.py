@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import shutil
 import signal
 import subprocess
@@ -56,6 +57,7 @@ class WebdavServer:
         self.crawler_password = "crawler-dav-secret-0815"
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
+        self.clock = time.time() - 86400
         # Location (below /dav) -> its Require lines besides the crawler's
         self.rules: dict[str, list[str]] = {
             "finance/": [f"ldap-group {FINANCE}"],
@@ -154,6 +156,10 @@ Alias /dav {self.files}
         target = self.files / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
+        # a modification time of its own, a day back: Apache's ETag is strong (not "W/", as it is
+        # in the second a file changed) and differs from every earlier version's
+        self.clock += 1
+        os.utime(target, (self.clock, self.clock))
         for part in [target, *target.relative_to(self.files).parents]:
             shutil.chown(self.files / part, "www-data", "www-data")
 
