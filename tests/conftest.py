@@ -911,6 +911,9 @@ from tests.web_site import harbour_corpus  # noqa: E402, F401
 # A WebDAV server with Require rules (tests/webdav_server.py: Debian's Apache httpd with mod_dav).
 from tests.webdav_server import webdav_server  # noqa: E402, F401
 
+# A CMIS repository (tests/cmis_server.py: Apache Chemistry's InMemory server, from Maven Central).
+from tests.cmis_server import cmis_repository  # noqa: E402, F401
+
 
 @pytest.fixture(scope="session")
 def minilm() -> object:

@@ -53,7 +53,7 @@ from searchcrawl.rules.schedules import Schedule, check_cron, parse_interval
 from searchcrawl.rules.tables import RuleTable
 from searchcrawl.rules.tls_settings import TlsFileError, TlsFiles, TlsRules, check_client_files, split_certificates
 
-SourceType = Literal["web", "files", "smb", "database", "mail", "imap", "webdav", "agent"]
+SourceType = Literal["web", "files", "smb", "database", "mail", "imap", "webdav", "cmis", "agent"]
 # the agents of the built-in types; type = "agent" names its own class (key 'agent')
 BUILT_IN_AGENTS = {
     "files": "searchcrawl.agents.files.FilesAgent",
@@ -62,6 +62,7 @@ BUILT_IN_AGENTS = {
     "mail": "searchcrawl.agents.mail.MailAgent",
     "imap": "searchcrawl.agents.imap.ImapAgent",
     "webdav": "searchcrawl.agents.webdav.WebdavAgent",
+    "cmis": "searchcrawl.agents.cmis.CmisAgent",
 }
 # keys about web sites only: refused in a source of another type, where they would do nothing
 WEB_ONLY_KEYS = (
@@ -408,6 +409,7 @@ class SourceSettings(ScopeRules):
     mail: dict[str, Any] | None = None
     imap: dict[str, Any] | None = None
     webdav: dict[str, Any] | None = None
+    cmis: dict[str, Any] | None = None
     agent_options: dict[str, Any] | None = None
     # a source with an agent: the origins (scheme://host:port) its references' locations may be
     # downloaded from (searchcrawl/crawl/handlers/agent.py); none: an agent hands over content
@@ -568,6 +570,7 @@ class SourceSettings(ScopeRules):
             "mail": self.mail,
             "imap": self.imap,
             "webdav": self.webdav,
+            "cmis": self.cmis,
             "agent": self.agent_options,
         }
         for kind, table in tables.items():
