@@ -901,6 +901,8 @@ def solr_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSolrCl
 # (tests/web_site.py), shared by its test modules (one crawl per pytest process), and this worker's
 # LDAP directory (tests/directory_server.py: OpenLDAP's slapd with searchers and nested groups),
 # and its Active Directory domain with SMB shares (tests/samba_domain.py: Samba in a namespace).
+# A CMIS repository (tests/cmis_server.py: Apache Chemistry's InMemory server, from Maven Central).
+from tests.cmis_server import cmis_repository  # noqa: E402, F401
 from tests.directory_server import directory_server  # noqa: E402, F401
 
 # An IMAP server with access lists (tests/mail_server.py: Debian's Dovecot with its ACL plugin).
@@ -910,9 +912,6 @@ from tests.web_site import harbour_corpus  # noqa: E402, F401
 
 # A WebDAV server with Require rules (tests/webdav_server.py: Debian's Apache httpd with mod_dav).
 from tests.webdav_server import webdav_server  # noqa: E402, F401
-
-# A CMIS repository (tests/cmis_server.py: Apache Chemistry's InMemory server, from Maven Central).
-from tests.cmis_server import cmis_repository  # noqa: E402, F401
 
 
 @pytest.fixture(scope="session")

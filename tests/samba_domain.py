@@ -407,7 +407,7 @@ class SambaDomain:
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         deadline = time.monotonic() + timeout
-        while not self._answers():
+        while not (self._answers() and self._opens_files()):
             if self.process.poll() is not None:
                 tail = (self.folder / "samba.log").read_text(errors="replace")[-3000:]
                 raise RuntimeError(f"samba ended ({self.process.returncode}): {tail}")
@@ -427,6 +427,28 @@ class SambaDomain:
         except ldap3.core.exceptions.LDAPException:
             return False
         connection.unbind()
+        return True
+
+    def _opens_files(self) -> bool:
+        """Whether a new SMB session opens a file of a share: the ports and the directory answer
+        before the file server maps a domain user to its own ids (until then an open fails with
+        STATUS_INTERNAL_ERROR; a loaded machine showed it after a restart)."""
+        if not self.share_path("docs").is_dir():
+            return True  # before the shares are made, nothing to open yet
+        smbclient = _smbclient()
+        cache: dict[str, object] = {}
+        user = next(iter(self.passwords), None)  # a domain user's session too: mapped by winbind
+        sessions = [self._admin()] + (
+            [{**self._admin(), "username": f"{DOMAIN}\\{user}", "password": self.passwords[user]}] if user else []
+        )
+        try:
+            for session in sessions:
+                smbclient.listdir(self.unc("docs", ""), **{**session, "connection_cache": cache})
+        except Exception:  # noqa: BLE001 - any failure of a server still starting: asked again
+            return False
+        finally:
+            with contextlib.suppress(Exception):
+                smbclient.reset_connection_cache(connection_cache=cache)
         return True
 
     # -- files over SMB, as Administrator --------------------------------------------------
