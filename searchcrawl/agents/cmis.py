@@ -12,30 +12,30 @@ folder = "/Sites/harbour/documentLibrary"  # the folder crawled, and everything 
 username = "crawler"
 password_secret = "CMIS_CRAWLER_PASSWORD"  # HTTP basic auth; over http:// only to loopback
 group_prefix = "GROUP_"                    # a principal that is a group (Alfresco's GROUP_sales)
-group_token = "group:{id}"                 # that group as a token (the prefix left out)
+group_token = "group:alfresco-{id}"        # that group as a token (the prefix left out)
+anyone_token = "group:cn=staff,ou=groups,dc=example,dc=org"  # the repository's "anyone" (unset: no one)
 include = ["*.pdf", "*.docx"]              # exclude, max_depth and hidden as in a files source
 ```
 
-Listing: the repository's information (its root folder's URL, its ``anyone`` and ``anonymous``
-principals, the permissions that let a principal read), then folder by folder from ``folder``
-(``cmisselector=children``, 500 at a time), with a files source's rules on the path below it. A
-document filed in several folders is listed once (by object id). Each document's ACL is asked
-(``cmisselector=acl``): a principal reads when one of its permissions is ``cmis:read``,
-``cmis:write``, ``cmis:all`` or one the repository maps to reading properties or content;
-``anyone`` and ``anonymous`` are ``anyone_token``; a principal starting with ``group_prefix`` is
-``group_token``, any other ``user_token``; the crawl's own account is nobody's reader. CMIS has
-no denies. An ACL that cannot be read, or a principal that is no token, keeps the document out of
-the index (status 927). Only what the crawl's account may read is listed.
+Listing: the repository's information, then folder by folder from ``folder`` by object id
+(``cmisselector=children``, 500 at a time, ordered by name where the repository can), with a
+files source's rules on the path below it; working copies and older versions are not
+documents; a document filed in several folders is listed once. Each document's ACL is asked at
+every listing and, with its change token, before and after its content is read: a principal
+reads when a permission of its is one the repository maps to reading content (``READ_KEYS``,
+``reading_permissions``) or ``cmis:all``; ``anyone`` is ``anyone_token`` and ``anonymous``
+``anonymous_token`` (both unset by default: no one); a principal starting with ``group_prefix``
+is ``group_token``, any other ``user_token``; the crawl's own account is nobody's reader. An ACL
+that cannot be read or is not exact, a role, or a principal that is no plain name keeps the
+document out of the index (status 927). Only what the crawl's account may read is listed.
 
 Documents: ``cmis://<source>/<object id>``, displayed at the repository's content URL of the
 object (``display_urls`` rules may rewrite it to the repository's own page), with a files
-source's fields (``path_s`` the repository path, ``folder_s``, ``file_name_s``, ``size_l``,
-``last_modified``) and ``author`` (``cmis:createdBy``). Changes: a document's token is its
+source's fields and ``author`` (``cmis:createdBy``). Changes: a document's token is its
 ``cmis:changeToken`` (else its last modification date) and its path (a move changes no change
-token): only changed or moved documents are read again,
-and a changed ACL alone updates the access in Solr without reading the content. Every crawl
-lists the folder whole (the repository's change log is not used yet: the InMemory server's is
-incomplete, and an incremental listing must still see ACL changes, which change no token): a
+token): only changed or moved documents are read again, and a changed ACL alone updates the
+access in Solr without reading the content. Every crawl lists the folder whole (the change log
+is not used yet: the InMemory server's is incomplete, and ACL changes move no change token): a
 deleted or moved-out document leaves the index. A repository that does not answer, refuses the
 crawl's account, or fails a folder's listing fails the crawl: nothing is removed.
 """
@@ -69,12 +69,20 @@ logger = logging.getLogger(__name__)
 
 TABLE = "cmis"
 PAGE = 500  # children asked at once
+MAX_PAGES = 2000  # of one folder: a million objects
+PROPERTIES = ",".join(
+    (
+        "cmis:objectId", "cmis:name", "cmis:baseTypeId", "cmis:changeToken", "cmis:lastModificationDate",
+        "cmis:contentStreamLength", "cmis:createdBy", "cmis:isPrivateWorkingCopy", "cmis:isLatestVersion",
+    )
+)  # fmt: skip
 MAX_ANSWER_BYTES = 32 * 1024 * 1024  # of one JSON answer
 CHUNK = 64 * 1024
-READING = frozenset({"cmis:read", "cmis:write", "cmis:all"})
-READ_KEYS = ("canGetProperties.Object", "canGetContentStream.Document")  # permission mappings that read
+READING = frozenset({"cmis:read", "cmis:all"})  # without a mapping: what reads by CMIS's basic permissions
+READ_KEYS = ("canGetContentStream.Document", "canGetProperties.Object")  # the mapping that says, in this order
 IDENTITY = {"Accept-Encoding": "identity"}
 _OBJECT_ID = re.compile(r"[^\x00-\x1f\x7f]{1,500}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class CmisOptions(TreeRules):
@@ -90,7 +98,8 @@ class CmisOptions(TreeRules):
     user_token: str = "user:{id}"
     group_prefix: str | None = None
     group_token: str = "group:{id}"
-    anyone_token: str | None = "public"
+    anyone_token: str | None = None
+    anonymous_token: str | None = None
 
     @field_validator("url")
     @classmethod
@@ -111,6 +120,16 @@ class CmisOptions(TreeRules):
     @classmethod
     def _secret_name(cls, value: str | None) -> str | None:
         return checked_secret_name(value)
+
+    @field_validator("anyone_token", "anonymous_token")
+    @classmethod
+    def _token(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                Grant.of(value, "check")
+            except AccessError as error:
+                raise ValueError(str(error)) from None
+        return value
 
     @field_validator("user_token", "group_token")
     @classmethod
@@ -145,49 +164,57 @@ class CmisAgent(Agent):
         self._password: str | None = None
         self._local = threading.local()
         self._repository: dict[str, Any] | None = None
-        self._paths: dict[str, str] = {}  # object id -> its path, as listed (for explain)
 
     # -- the Agent interface ----------------------------------------------------------------
 
     def references(self, since: datetime | None) -> Iterator[Reference]:
-        """Every document below the folder (``since`` is ignored: every crawl lists it whole)."""
-        repository = self.repository()
-        root = repository["rootFolderUrl"]
-        pending = deque([self.cmis.folder])
-        seen: set[str] = set()
+        """Every document below the folder (``since`` is ignored: every crawl lists it whole).
+        Folders are walked by object id (two folders of one name stay two); private working
+        copies and versions that are not the latest are not documents."""
+        folder_url = str(self.repository()["rootFolderUrl"]).rstrip("/") + quote(self.cmis.folder, safe="/")
+        top = self._json(folder_url, {"cmisselector": "object", "succinct": "true"}, "the folder")
+        top_id = (top.get("succinctProperties") or {}).get("cmis:objectId") if isinstance(top, dict) else None
+        if not isinstance(top_id, str):
+            raise AgentError(f"{self._where()} has no folder {self.cmis.folder}")
+        pending = deque([(top_id, self.cmis.folder)])
+        seen: set[str] = {top_id}
         listed = 0
         while pending:
-            folder = pending.popleft()
-            for item in self._children(root, folder):
+            folder_id, folder = pending.popleft()
+            for item in self._children(folder_id, folder):
                 properties = item.get("succinctProperties") or {}
                 object_id = properties.get("cmis:objectId")
                 name = properties.get("cmis:name")
                 if not isinstance(object_id, str) or not _OBJECT_ID.fullmatch(object_id) or not isinstance(name, str):
                     continue
-                if "/" in name or name in (".", "..") or not name:
+                if "/" in name or name in (".", "..") or not name or _CONTROL.search(name):
                     logger.debug("cmis: %r in %s is no file name: left out", name[:200], folder)
                     continue
                 path = posixpath.join(folder, name)
                 rel = path[len(self.cmis.folder) :].lstrip("/")
                 kind = properties.get("cmis:baseTypeId")
-                if kind == "cmis:folder":
-                    if object_id not in seen and out_of_scope(rel, True, self.cmis) is None:
-                        seen.add(object_id)
-                        pending.append(path)
-                    continue
-                if kind != "cmis:document" or object_id in seen:
+                if object_id in seen or kind not in ("cmis:folder", "cmis:document"):
                     continue
                 seen.add(object_id)
-                reason = out_of_scope(rel, False, self.cmis)
+                reason = out_of_scope(rel, kind == "cmis:folder", self.cmis)
                 if reason is not None:
                     logger.debug("cmis: %s not listed: %s", path, reason)
-                    continue
-                listed += 1
-                yield self._reference(object_id, path, properties)
+                elif kind == "cmis:folder":
+                    pending.append((object_id, path))
+                elif properties.get("cmis:isPrivateWorkingCopy") is True or properties.get("cmis:isLatestVersion") is False:
+                    logger.debug("cmis: %s is a working copy or an older version: not a document", path)
+                else:
+                    listed += 1
+                    yield self._reference(object_id, path, properties, item.get("exactACL"))
         logger.info("cmis: %d documents listed below %s", listed, self.cmis.folder)
 
     def fetch(self, key: str, max_bytes: int) -> Content | None:
-        """The document's content stream, read with its ACL now; None when it is gone."""
+        """The document's content stream, with its ACL and change token asked before and after:
+        a document changed while it was read fails this read (its indexed version stays, the next
+        crawl reads it again), so no content is indexed with another version's readers."""
+        before = self._state(key)
+        if before is None:
+            return None
         response = self._get(self._object_root(), {"objectId": key, "cmisselector": "content"})
         with response:
             if response.status_code == 404:
@@ -197,10 +224,27 @@ class CmisAgent(Agent):
             body = self._read(response, max_bytes, f"object {key}")
             if body is None:
                 raise DocumentTooLarge(key)
-        name = posixpath.basename(self._paths.get(key, "")) or self._name(key)
+        if self._state(key) != before:
+            raise AgentError(f"object {key} changed while it was read: read again next time")
+        name, exact = before[0], before[2]
         kind = mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"  # as files and shares
-        access, unreadable = self._access(key)
+        access, unreadable = self._access(key, exact)
         return Content(body, kind, name, access=access, access_unreadable=unreadable)
+
+    def _state(self, object_id: str) -> tuple[str, str, Any, Any] | None:
+        """The object's name, change token, exactness and ACL as the repository says now (None: gone)."""
+        params = {"objectId": object_id, "cmisselector": "object", "succinct": "true", "includeACL": "true"}
+        response = self._get(self._object_root(), params)
+        with response:
+            if response.status_code == 404:
+                return None
+        answer = self._json(self._object_root(), params, f"object {object_id}")
+        if not isinstance(answer, dict):
+            raise AgentError(f"{self._where()} answered object {object_id} with no object")
+        properties = answer.get("succinctProperties") or {}
+        name = properties.get("cmis:name")
+        name = name if isinstance(name, str) and "/" not in name else object_id
+        return name, str(properties.get("cmis:changeToken")), answer.get("exactACL"), self._acl(object_id)
 
     def refusal(self, key: str) -> str | None:
         return None if _OBJECT_ID.fullmatch(key) else "not an object id"
@@ -224,26 +268,37 @@ class CmisAgent(Agent):
         return self._repository
 
     def reading_permissions(self) -> frozenset[str]:
-        """The permissions that let a principal read: the basic ones, and those the repository
-        maps to reading properties or content."""
+        """The permissions that let a principal read the content: those the repository maps to
+        ``canGetContentStream.Document`` (else, a repository that maps no such key, to
+        ``canGetProperties.Object``; else ``cmis:read``), and ``cmis:all``. ``cmis:write`` reads
+        only where the repository maps it so (CMIS lets it not include reading)."""
         mapping = (self.repository().get("aclCapabilities") or {}).get("permissionMapping") or []
-        mapped = {
-            permission
-            for entry in mapping
-            if isinstance(entry, dict) and entry.get("key") in READ_KEYS
-            for permission in entry.get("permission") or []
-            if isinstance(permission, str)
-        }
-        return READING | mapped
+        keys = {entry.get("key"): entry.get("permission") for entry in mapping if isinstance(entry, dict)}
+        for key in READ_KEYS:
+            mapped = keys.get(key)
+            if isinstance(mapped, list) and mapped:
+                return frozenset(p for p in mapped if isinstance(p, str)) | {"cmis:all"}
+        return READING
 
-    def _children(self, root: str, folder: str) -> Iterator[dict[str, Any]]:
-        """A folder's objects, PAGE at a time; a repository whose pages bring nothing new (a
-        hostile or broken paging) fails the listing rather than loop."""
+    def _children(self, folder_id: str, folder: str) -> Iterator[dict[str, Any]]:
+        """A folder's objects, PAGE at a time, in the order of their names where the repository
+        can order (pages shift less while it changes); a repository whose pages bring nothing
+        new, or more than MAX_PAGES of them, fails the listing rather than loop."""
         skip = 0
         ids: set[str] = set()
-        while True:
-            params = {"cmisselector": "children", "succinct": "true", "maxItems": str(PAGE), "skipCount": str(skip)}
-            answer = self._json(root + quote(folder, safe="/"), params, f"folder {folder}")
+        ordered = (self.repository().get("capabilities") or {}).get("capabilityOrderBy") not in (None, "none")
+        for _page in range(MAX_PAGES):
+            params = {
+                "objectId": folder_id,
+                "cmisselector": "children",
+                "succinct": "true",
+                "includeACL": "true",
+                "filter": PROPERTIES,
+                "maxItems": str(PAGE),
+                "skipCount": str(skip),
+                **({"orderBy": "cmis:name ASC"} if ordered else {}),
+            }
+            answer = self._json(self._object_root(), params, f"folder {folder}")
             items = answer.get("objects") if isinstance(answer, dict) else None
             if not isinstance(items, list):
                 raise AgentError(f"{self._where()} answered folder {folder} without its objects")
@@ -259,16 +314,16 @@ class CmisAgent(Agent):
             if not fresh:
                 raise AgentError(f"{self._where()} pages folder {folder} without end (a page brought nothing new)")
             skip += len(items)
+        raise AgentError(f"folder {folder} has more than {MAX_PAGES * PAGE} objects: not listed whole")
 
-    def _reference(self, object_id: str, path: str, properties: dict[str, Any]) -> Reference:
-        self._paths[object_id] = path
+    def _reference(self, object_id: str, path: str, properties: dict[str, Any], exact: Any) -> Reference:
         modified = _date(properties.get("cmis:lastModificationDate"))
         change = properties.get("cmis:changeToken")
         version = str(change)[:200] if change not in (None, "") else (modified.isoformat() if modified else None)
         # its path too: a move changes no change token, and the path is a field the listing gives
         token = f"{version}|{path}" if version else None
         size = properties.get("cmis:contentStreamLength")
-        access, unreadable = self._access(object_id)
+        access, unreadable = self._access(object_id, exact)
         folder, _, name = path.rpartition("/")
         reference = file_reference(
             key=object_id,
@@ -287,17 +342,27 @@ class CmisAgent(Agent):
             reference = replace(reference, fields={**reference.fields, "author": author[:200]})
         return reference
 
-    def _access(self, object_id: str) -> tuple[Access | None, str | None]:
-        """The document's ACL as its access; (None, why) when it cannot be read for certain."""
-        where = f"object {object_id}"
+    def _acl(self, object_id: str) -> Any:
+        """The object's ACL answer, or the reason it cannot be read (a string)."""
+        params = {"objectId": object_id, "cmisselector": "acl", "onlyBasicPermissions": "false"}
         try:
-            params = {"objectId": object_id, "cmisselector": "acl", "onlyBasicPermissions": "false"}
-            answer = self._json(self._object_root(), params, where)
+            return self._json(self._object_root(), params, f"the ACL of object {object_id}")
         except AgentError as error:
-            return None, f"the repository's ACL of {where} cannot be read ({error})"
+            return str(error)
+
+    def _access(self, object_id: str, exact: Any) -> tuple[Access | None, str | None]:
+        """The document's ACL as its access; (None, why) when it cannot be read for certain: an
+        ACL the repository does not call exact (``exactACL``, ``isExact``) may hide denies,
+        blocked inheritance or other constraints."""
+        where = f"object {object_id}"
+        answer = self._acl(object_id)
+        if isinstance(answer, str):
+            return None, f"the repository's ACL of {where} cannot be read ({answer})"
         aces = answer.get("aces") if isinstance(answer, dict) else None
         if not isinstance(aces, list):
             return None, f"the repository answered no ACL for {where}"
+        if exact is not True or answer.get("isExact", True) is not True:
+            return None, f"the repository does not call the ACL of {where} exact: other rules may apply"
         return ace_access(aces, self.cmis, self.repository(), self.reading_permissions(), where)
 
     # -- HTTP -------------------------------------------------------------------------------
@@ -308,14 +373,6 @@ class CmisAgent(Agent):
 
     def display_url(self, object_id: str) -> str:
         return self._object_root() + "?objectId=" + quote(object_id, safe="") + "&cmisselector=content"
-
-    def _name(self, object_id: str) -> str:
-        """The object's name, asked (a fetch after a resume, before any listing of this process)."""
-        answer = self._json(
-            self._object_root(), {"objectId": object_id, "cmisselector": "object", "succinct": "true"}, "an object"
-        )
-        name = (answer.get("succinctProperties") or {}).get("cmis:name") if isinstance(answer, dict) else None
-        return name if isinstance(name, str) and "/" not in name else object_id
 
     def _where(self) -> str:
         parts = urlsplit(self.cmis.url)
@@ -357,7 +414,7 @@ class CmisAgent(Agent):
             raise AgentError(f"{self._where()} answered more than {MAX_ANSWER_BYTES} bytes for {what}")
         try:
             return json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise AgentError(f"{self._where()} answered {what} with no JSON") from None
 
     def _read(self, response: requests.Response, limit: int, what: str) -> bytes | None:
@@ -376,23 +433,32 @@ def ace_access(
     aces: list[Any], options: CmisOptions, repository: dict[str, Any], reading: frozenset[str], where: str
 ) -> tuple[Access | None, str | None]:
     """A CMIS ACL as an access: each principal whose permissions read; (None, why) when an entry
-    cannot be read for certain."""
-    anyone = {repository.get("principalIdAnyone") or "anyone", repository.get("principalIdAnonymous") or "anonymous"}
+    cannot be read for certain (a malformed entry, a role such as Alfresco's ROLE_OWNER, a name
+    that is no plain name)."""
+    special = {
+        repository.get("principalIdAnyone"): options.anyone_token,
+        repository.get("principalIdAnonymous"): options.anonymous_token,
+    }
+    special.pop(None, None)
     allow: list[Grant] = []
     try:
         for ace in aces:
-            principal = ace.get("principal", {}).get("principalId") if isinstance(ace, dict) else None
+            principal_data = ace.get("principal") if isinstance(ace, dict) else None
+            principal = principal_data.get("principalId") if isinstance(principal_data, dict) else None
             permissions = ace.get("permissions") if isinstance(ace, dict) else None
             if not isinstance(principal, str) or not principal or not isinstance(permissions, list):
                 return None, f"the ACL of {where} holds an entry that cannot be read"
             if not reading.intersection(p for p in permissions if isinstance(p, str)):
                 continue
             origin = f"CMIS ACL of {where}: {principal[:100]} {', '.join(str(p) for p in permissions)[:200]}"
-            if principal in anyone:
-                if options.anyone_token:
-                    allow.append(Grant.of(options.anyone_token, origin))
-            elif principal == options.username:
+            if principal in special:
+                token = special[principal]
+                if token:
+                    allow.append(Grant.of(token, origin))
+            elif options.username and principal.lower() == options.username.lower():
                 continue  # the crawl's own account is nobody's reader
+            elif principal.startswith("ROLE_"):
+                return None, f"the ACL of {where} grants a role ({principal[:80]}), which is no searcher's token"
             elif options.group_prefix and principal.startswith(options.group_prefix):
                 allow.append(Grant.of(_token(options.group_token, principal[len(options.group_prefix) :]), origin))
             else:

@@ -116,6 +116,7 @@ url = "{cmis_repository.url}"
 folder = "/harbour"
 username = "{CRAWLER}"
 password_secret = "{SECRET}"
+anyone_token = "public"
 exclude = ["projects/old/**"]
 """,
     )
