@@ -47,8 +47,6 @@ import logging
 import mimetypes
 import posixpath
 import re
-import threading
-import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import replace
@@ -57,13 +55,12 @@ from typing import Any, ClassVar
 from urllib.parse import quote, urlsplit
 
 import requests
-from pydantic import Field, field_validator, model_validator
+from pydantic import field_validator, model_validator
 
 from searchcrawl.access.tokens import Access, AccessError, Grant
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
-from searchcrawl.agents.files import TreeRules, file_reference, out_of_scope
-from searchcrawl.rules.addresses import is_loopback
-from searchcrawl.system.secrets import SecretError, checked_secret_name, required_secret
+from searchcrawl.agents.files import file_reference, out_of_scope
+from searchcrawl.agents.http_repository import HttpClient, HttpRepositoryOptions, token_template
 
 logger = logging.getLogger(__name__)
 
@@ -77,25 +74,18 @@ PROPERTIES = ",".join(
     )
 )  # fmt: skip
 MAX_ANSWER_BYTES = 32 * 1024 * 1024  # of one JSON answer
-CHUNK = 64 * 1024
 READING = frozenset({"cmis:read", "cmis:all"})  # without a mapping: what reads by CMIS's basic permissions
 READ_KEYS = ("canGetContentStream.Document", "canGetProperties.Object")  # the mapping that says, in this order
-IDENTITY = {"Accept-Encoding": "identity"}
 _OBJECT_ID = re.compile(r"[^\x00-\x1f\x7f]{1,500}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class CmisOptions(TreeRules):
+class CmisOptions(HttpRepositoryOptions):
     """The ``[cmis]`` table of a source of type ``cmis``."""
 
     url: str
     repository: str | None = None
     folder: str = "/"
-    username: str | None = None
-    password_secret: str | None = None
-    ca_file: str | None = None
-    timeout: float = Field(default=60.0, gt=0, le=600)
-    user_token: str = "user:{id}"
     group_prefix: str | None = None
     group_token: str = "group:{id}"
     anyone_token: str | None = None
@@ -116,11 +106,6 @@ class CmisOptions(TreeRules):
             raise ValueError(f"expected a repository path such as /Sites/harbour, got {value!r}")
         return value.rstrip("/") or "/"
 
-    @field_validator("password_secret")
-    @classmethod
-    def _secret_name(cls, value: str | None) -> str | None:
-        return checked_secret_name(value)
-
     @field_validator("anyone_token", "anonymous_token")
     @classmethod
     def _token(cls, value: str | None) -> str | None:
@@ -131,23 +116,14 @@ class CmisOptions(TreeRules):
                 raise ValueError(str(error)) from None
         return value
 
-    @field_validator("user_token", "group_token")
+    @field_validator("group_token")
     @classmethod
     def _template(cls, value: str) -> str:
-        if value.count("{id}") != 1:
-            raise ValueError(f"expected a token with one {{id}}, got {value!r}")
-        try:
-            Grant.of(value.replace("{id}", "x"), "check")
-        except AccessError as error:
-            raise ValueError(str(error)) from None
-        return value
+        return token_template(value) or value
 
     @model_validator(mode="after")
     def _credentials(self) -> CmisOptions:
-        if bool(self.username) != bool(self.password_secret):
-            raise ValueError("'username' and 'password_secret' go together")
-        if self.password_secret and self.url.startswith("http://") and not is_loopback(urlsplit(self.url).hostname or ""):
-            raise ValueError("http:// sends the password in clear: use https://, or a repository on this machine")
+        self.check_credentials(self.url)
         return self
 
 
@@ -161,8 +137,8 @@ class CmisAgent(Agent):
     def __init__(self, source: str, options: Any) -> None:
         super().__init__(source, options)
         self.cmis = CmisOptions.model_validate(options)
-        self._password: str | None = None
-        self._local = threading.local()
+        parts = urlsplit(self.cmis.url)
+        self.http = HttpClient(self.cmis, TABLE, f"the CMIS repository {parts.scheme}://{parts.netloc}")
         self._repository: dict[str, Any] | None = None
 
     # -- the Agent interface ----------------------------------------------------------------
@@ -175,7 +151,7 @@ class CmisAgent(Agent):
         top = self._json(folder_url, {"cmisselector": "object", "succinct": "true"}, "the folder")
         top_id = (top.get("succinctProperties") or {}).get("cmis:objectId") if isinstance(top, dict) else None
         if not isinstance(top_id, str):
-            raise AgentError(f"{self._where()} has no folder {self.cmis.folder}")
+            raise AgentError(f"{self.http.where} has no folder {self.cmis.folder}")
         pending = deque([(top_id, self.cmis.folder)])
         seen: set[str] = {top_id}
         listed = 0
@@ -220,8 +196,8 @@ class CmisAgent(Agent):
             if response.status_code == 404:
                 return None
             if response.status_code != 200:
-                raise AgentError(f"{self._where()} answered HTTP {response.status_code} for object {key}")
-            body = self._read(response, max_bytes, f"object {key}")
+                raise AgentError(f"{self.http.where} answered HTTP {response.status_code} for object {key}")
+            body = self.http.read(response, max_bytes, f"object {key}")
             if body is None:
                 raise DocumentTooLarge(key)
         if self._state(key) != before:
@@ -240,7 +216,7 @@ class CmisAgent(Agent):
                 return None
         answer = self._json(self._object_root(), params, f"object {object_id}")
         if not isinstance(answer, dict):
-            raise AgentError(f"{self._where()} answered object {object_id} with no object")
+            raise AgentError(f"{self.http.where} answered object {object_id} with no object")
         properties = answer.get("succinctProperties") or {}
         name = properties.get("cmis:name")
         name = name if isinstance(name, str) and "/" not in name else object_id
@@ -256,14 +232,14 @@ class CmisAgent(Agent):
         if self._repository is None:
             answer = self._json(self.cmis.url, {}, "the repository's information")
             if not isinstance(answer, dict) or not answer:
-                raise AgentError(f"{self._where()} names no repository")
+                raise AgentError(f"{self.http.where} names no repository")
             wanted = self.cmis.repository or next(iter(answer))
             info = answer.get(wanted)
             if not isinstance(info, dict) or not isinstance(info.get("rootFolderUrl"), str):
-                raise AgentError(f"{self._where()} has no repository {wanted!r}")
+                raise AgentError(f"{self.http.where} has no repository {wanted!r}")
             for field in ("rootFolderUrl", "repositoryUrl"):
                 if not _same_origin(info.get(field, ""), self.cmis.url):
-                    raise AgentError(f"{self._where()} names its {field} on another origin: not followed")
+                    raise AgentError(f"{self.http.where} names its {field} on another origin: not followed")
             self._repository = info
         return self._repository
 
@@ -301,7 +277,7 @@ class CmisAgent(Agent):
             answer = self._json(self._object_root(), params, f"folder {folder}")
             items = answer.get("objects") if isinstance(answer, dict) else None
             if not isinstance(items, list):
-                raise AgentError(f"{self._where()} answered folder {folder} without its objects")
+                raise AgentError(f"{self.http.where} answered folder {folder} without its objects")
             fresh = 0
             for entry in items:
                 if isinstance(entry, dict) and isinstance(entry.get("object"), dict):
@@ -312,7 +288,7 @@ class CmisAgent(Agent):
             if not answer.get("hasMoreItems") or not items:
                 return
             if not fresh:
-                raise AgentError(f"{self._where()} pages folder {folder} without end (a page brought nothing new)")
+                raise AgentError(f"{self.http.where} pages folder {folder} without end (a page brought nothing new)")
             skip += len(items)
         raise AgentError(f"folder {folder} has more than {MAX_PAGES * PAGE} objects: not listed whole")
 
@@ -374,59 +350,23 @@ class CmisAgent(Agent):
     def display_url(self, object_id: str) -> str:
         return self._object_root() + "?objectId=" + quote(object_id, safe="") + "&cmisselector=content"
 
-    def _where(self) -> str:
-        parts = urlsplit(self.cmis.url)
-        return f"the CMIS repository {parts.scheme}://{parts.netloc}"
-
-    def _session(self) -> requests.Session:
-        session: requests.Session | None = getattr(self._local, "session", None)
-        if session is None:
-            session = requests.Session()
-            session.trust_env = False
-            if self.cmis.username:
-                if self._password is None:
-                    try:
-                        self._password = required_secret(self.cmis.password_secret or "", TABLE)
-                    except SecretError as error:
-                        raise AgentError(str(error)) from None
-                session.auth = (self.cmis.username, self._password)
-            session.verify = self.cmis.ca_file or True
-            self._local.session = session
-        return session
-
     def _get(self, url: str, params: dict[str, str]) -> requests.Response:
-        try:
-            return self._session().get(
-                url, params=params, stream=True, allow_redirects=False, timeout=self.cmis.timeout, headers=IDENTITY
-            )
-        except requests.RequestException as error:
-            raise AgentError(f"{self._where()} cannot be reached: {type(error).__name__}") from None
+        return self.http.request("GET", url, params=params)
 
     def _json(self, url: str, params: dict[str, str], what: str) -> Any:
         response = self._get(url, params)
         with response:
             if response.status_code in (401, 403):
-                raise AgentError(f"{self._where()} refused the crawl's account (HTTP {response.status_code}) for {what}")
+                raise AgentError(f"{self.http.where} refused the crawl's account (HTTP {response.status_code}) for {what}")
             if response.status_code != 200:
-                raise AgentError(f"{self._where()} answered HTTP {response.status_code} for {what}")
-            body = self._read(response, MAX_ANSWER_BYTES, what)
+                raise AgentError(f"{self.http.where} answered HTTP {response.status_code} for {what}")
+            body = self.http.read(response, MAX_ANSWER_BYTES, what)
         if body is None:
-            raise AgentError(f"{self._where()} answered more than {MAX_ANSWER_BYTES} bytes for {what}")
+            raise AgentError(f"{self.http.where} answered more than {MAX_ANSWER_BYTES} bytes for {what}")
         try:
             return json.loads(body)
         except (ValueError, RecursionError):
-            raise AgentError(f"{self._where()} answered {what} with no JSON") from None
-
-    def _read(self, response: requests.Response, limit: int, what: str) -> bytes | None:
-        deadline = time.monotonic() + self.cmis.timeout * 10
-        body = bytearray()
-        for chunk in response.iter_content(CHUNK):
-            body += chunk
-            if limit and len(body) > limit:
-                return None
-            if time.monotonic() > deadline:
-                raise AgentError(f"{self._where()} took longer than {self.cmis.timeout * 10:.0f} s sending {what}")
-        return bytes(body)
+            raise AgentError(f"{self.http.where} answered {what} with no JSON") from None
 
 
 def ace_access(

@@ -44,8 +44,6 @@ import logging
 import mimetypes
 import posixpath
 import re
-import threading
-import time
 from collections import deque
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -53,39 +51,30 @@ from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar
 from urllib.parse import quote, unquote, urljoin, urlsplit
 
-import requests
 from lxml import etree
 from pydantic import Field, field_validator, model_validator
 
 from searchcrawl.access.apache_rules import MAX_FILE_BYTES, ApacheRules, TokenNames, read_rules
-from searchcrawl.access.tokens import Access, AccessError, Grant
+from searchcrawl.access.tokens import Access
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
-from searchcrawl.agents.files import TreeRules, file_reference, out_of_scope, path_out_of_scope
-from searchcrawl.rules.addresses import is_loopback
-from searchcrawl.system.secrets import SecretError, checked_secret_name, required_secret
+from searchcrawl.agents.files import file_reference, out_of_scope, path_out_of_scope
+from searchcrawl.agents.http_repository import HttpClient, HttpRepositoryOptions, token_template
 
 logger = logging.getLogger(__name__)
 
 TABLE = "webdav"
 MAX_LISTING_BYTES = 64 * 1024 * 1024  # of one collection's PROPFIND answer
-CHUNK = 64 * 1024
 DAV = "{DAV:}"
 PROPFIND = b"""<?xml version="1.0" encoding="utf-8"?>
 <propfind xmlns="DAV:"><prop><resourcetype/><getetag/><getlastmodified/><getcontentlength/><getcontenttype/></prop></propfind>"""
-IDENTITY = {"Accept-Encoding": "identity"}  # a compressed answer's ETag is another (mod_deflate's -gzip)
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 
 
-class WebdavOptions(TreeRules):
+class WebdavOptions(HttpRepositoryOptions):
     """The ``[webdav]`` table of a source of type ``webdav``."""
 
     root: str
-    username: str | None = None
-    password_secret: str | None = None
-    ca_file: str | None = None
-    timeout: float = Field(default=60.0, gt=0, le=600)
     apache_config: list[str] = Field(default_factory=list)
-    user_token: str = "user:{id}"
     group_token: str | None = None
     authenticated_token: str | None = None
 
@@ -98,11 +87,6 @@ class WebdavOptions(TreeRules):
         path = parts.path if parts.path.endswith("/") else parts.path + "/"
         return f"{parts.scheme}://{parts.netloc.lower()}{path}"
 
-    @field_validator("password_secret")
-    @classmethod
-    def _secret_name(cls, value: str | None) -> str | None:
-        return checked_secret_name(value)
-
     @field_validator("apache_config")
     @classmethod
     def _absolute(cls, values: list[str]) -> list[str]:
@@ -111,26 +95,14 @@ class WebdavOptions(TreeRules):
                 raise ValueError(f"{value!r} is not an absolute path")
         return values
 
-    @field_validator("user_token", "group_token")
+    @field_validator("group_token")
     @classmethod
     def _template(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if value.count("{id}") != 1:
-            raise ValueError(f"expected a token with one {{id}}, got {value!r}")
-        try:
-            Grant.of(value.replace("{id}", "x"), "check")
-        except AccessError as error:
-            raise ValueError(str(error)) from None
-        return value
+        return token_template(value)
 
     @model_validator(mode="after")
     def _credentials(self) -> WebdavOptions:
-        if bool(self.username) != bool(self.password_secret):
-            raise ValueError("'username' and 'password_secret' go together")
-        host = urlsplit(self.root).hostname or ""
-        if self.password_secret and self.root.startswith("http://") and not is_loopback(host):
-            raise ValueError("http:// sends the password in clear: use https://, or a server on this machine")
+        self.check_credentials(self.root)
         return self
 
     @property
@@ -150,8 +122,7 @@ class WebdavAgent(Agent):
         self.dav = WebdavOptions.model_validate(options)
         self.root = urlsplit(self.dav.root)
         self.port = self.root.port or (443 if self.root.scheme == "https" else 80)
-        self._password: str | None = None
-        self._local = threading.local()  # each thread's HTTP session
+        self.http = HttpClient(self.dav, TABLE, f"the WebDAV server {self.root.scheme}://{self.root.netloc}")
         self._rules: ApacheRules | None = None
         self.names = TokenNames(
             self.dav.user_token,
@@ -190,16 +161,13 @@ class WebdavAgent(Agent):
     def fetch(self, key: str, max_bytes: int) -> Content | None:
         """The file, by GET (no redirect followed); None when the server says it is gone."""
         url = self.http_url(key)
-        try:
-            response = self._session().get(url, stream=True, allow_redirects=False, timeout=self.dav.timeout, headers=IDENTITY)
-        except requests.RequestException as error:
-            raise AgentError(f"{self._where()} failed reading {key}: {type(error).__name__}") from None
+        response = self.http.request("GET", url)
         with response:
             if response.status_code in (404, 410):
                 return None
             if response.status_code != 200:
-                raise AgentError(f"{self._where()} answered HTTP {response.status_code} for {key}")
-            body = self._read(response, max_bytes, key)
+                raise AgentError(f"{self.http.where} answered HTTP {response.status_code} for {key}")
+            body = self.http.read(response, max_bytes, key)
             if body is None:
                 raise DocumentTooLarge(key)
             name = key.rsplit("/", 1)[-1]
@@ -207,19 +175,6 @@ class WebdavAgent(Agent):
             access, unreadable = self._access(key) if self.dav.gives_access else (None, None)
             token = _etag(response.headers.get("ETag"))
             return Content(body, kind, name, access=access, access_unreadable=unreadable, token=token)
-
-    def _read(self, response: requests.Response, limit: int, what: str) -> bytes | None:
-        """An answer's body, at most ``limit`` bytes (None beyond), within the source's timeout
-        for each read and ten times it in all (a server that drips is cut off)."""
-        deadline = time.monotonic() + self.dav.timeout * 10
-        body = bytearray()
-        for chunk in response.iter_content(CHUNK):
-            body += chunk
-            if limit and len(body) > limit:
-                return None
-            if time.monotonic() > deadline:
-                raise AgentError(f"{self._where()} took longer than {self.dav.timeout * 10:.0f} s sending {what}")
-        return bytes(body)
 
     def refusal(self, key: str) -> str | None:
         return path_out_of_scope(key, self.dav) if key and not key.startswith("/") else "not a path below the root"
@@ -229,46 +184,17 @@ class WebdavAgent(Agent):
     def http_url(self, key: str) -> str:
         return self.dav.root + quote(key, safe="/")
 
-    def _where(self) -> str:
-        return f"the WebDAV server {self.root.scheme}://{self.root.netloc}"
-
-    def _session(self) -> requests.Session:
-        session: requests.Session | None = getattr(self._local, "session", None)
-        if session is None:
-            session = requests.Session()
-            session.trust_env = False  # no proxy or netrc from the environment: the source says
-            if self.dav.username:
-                if self._password is None:
-                    try:
-                        self._password = required_secret(self.dav.password_secret or "", TABLE)
-                    except SecretError as error:
-                        raise AgentError(str(error)) from None
-                session.auth = (self.dav.username, self._password)
-            session.verify = self.dav.ca_file or True
-            self._local.session = session
-        return session
-
     def _propfind(self, folder: str) -> Iterator[tuple[str, bool, dict[str, str]]]:
         """A collection's entries: (path below the root, is a collection, properties)."""
         url = self.http_url(folder + "/" if folder else "")
-        try:
-            response = self._session().request(
-                "PROPFIND",
-                url,
-                data=PROPFIND,
-                headers={"Depth": "1", "Content-Type": "application/xml; charset=utf-8", **IDENTITY},
-                stream=True,
-                allow_redirects=False,
-                timeout=self.dav.timeout,
-            )
-        except requests.RequestException as error:
-            raise AgentError(f"{self._where()} cannot be reached: {type(error).__name__}") from None
+        headers = {"Depth": "1", "Content-Type": "application/xml; charset=utf-8"}
+        response = self.http.request("PROPFIND", url, data=PROPFIND, headers=headers)
         with response:
             if response.status_code in (401, 403):
-                raise AgentError(f"{self._where()} refused the crawl's account (HTTP {response.status_code}) listing /{folder}")
+                raise AgentError(f"{self.http.where} refused the crawl's account (HTTP {response.status_code}) listing /{folder}")
             if response.status_code != 207:
-                raise AgentError(f"{self._where()} answered HTTP {response.status_code} listing /{folder}")
-            body = self._read(response, MAX_LISTING_BYTES, f"the listing of /{folder}")
+                raise AgentError(f"{self.http.where} answered HTTP {response.status_code} listing /{folder}")
+            body = self.http.read(response, MAX_LISTING_BYTES, f"the listing of /{folder}")
             if body is None:
                 raise AgentError(f"the listing of /{folder} is larger than {MAX_LISTING_BYTES} bytes")
         try:

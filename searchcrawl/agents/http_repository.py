@@ -1,0 +1,118 @@
+"""What the agents of repositories spoken to over HTTP (``webdav``, ``cmis``) share: their
+credentials and TLS options, the check of a token template, and a client that reads answers
+within bounds.
+
+- Credentials: ``username`` and ``password_secret`` (the NAME of the variable holding the
+  password) go together, sent as HTTP basic auth, over ``http://`` only to this machine.
+- The client (``HttpClient``): one ``requests`` session a thread, no proxy or netrc from the
+  environment (the source says), no redirect followed, answers asked uncompressed (a compressed
+  answer's ETag is another), each read within ``timeout`` and a whole answer within ten times
+  it, and never more than the caller's limit held.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+from pydantic import Field, field_validator
+
+from searchcrawl.access.tokens import AccessError, Grant
+from searchcrawl.agents.base import AgentError
+from searchcrawl.agents.files import TreeRules
+from searchcrawl.rules.addresses import is_loopback
+from searchcrawl.system.secrets import SecretError, checked_secret_name, required_secret
+
+CHUNK = 64 * 1024
+IDENTITY = {"Accept-Encoding": "identity"}
+
+
+def token_template(value: str | None) -> str | None:
+    """A token with one ``{id}`` (``group:cn={id},ou=groups,dc=example,dc=org``); ValueError."""
+    if value is None:
+        return None
+    if value.count("{id}") != 1:
+        raise ValueError(f"expected a token with one {{id}}, got {value!r}")
+    try:
+        Grant.of(value.replace("{id}", "x"), "check")
+    except AccessError as error:
+        raise ValueError(str(error)) from None
+    return value
+
+
+class HttpRepositoryOptions(TreeRules):
+    """The options an HTTP repository's table shares (a files source's rules on paths too)."""
+
+    username: str | None = None
+    password_secret: str | None = None
+    ca_file: str | None = None
+    timeout: float = Field(default=60.0, gt=0, le=600)
+    user_token: str = "user:{id}"
+
+    @field_validator("password_secret")
+    @classmethod
+    def _secret_name(cls, value: str | None) -> str | None:
+        return checked_secret_name(value)
+
+    @field_validator("user_token")
+    @classmethod
+    def _user_template(cls, value: str) -> str:
+        return token_template(value) or value
+
+    def check_credentials(self, url: str) -> None:
+        """ValueError when the credentials are half given, or would travel in clear."""
+        if bool(self.username) != bool(self.password_secret):
+            raise ValueError("'username' and 'password_secret' go together")
+        if self.password_secret and url.startswith("http://") and not is_loopback(urlsplit(url).hostname or ""):
+            raise ValueError("http:// sends the password in clear: use https://, or a server on this machine")
+
+
+class HttpClient:
+    """Requests to one repository (``where`` names it in errors), by threads of their own."""
+
+    def __init__(self, options: HttpRepositoryOptions, table: str, where: str) -> None:
+        self.options, self.table, self.where = options, table, where
+        self._password: str | None = None
+        self._local = threading.local()
+
+    def session(self) -> requests.Session:
+        session: requests.Session | None = getattr(self._local, "session", None)
+        if session is None:
+            session = requests.Session()
+            session.trust_env = False  # no proxy or netrc from the environment: the source says
+            if self.options.username:
+                if self._password is None:
+                    try:
+                        self._password = required_secret(self.options.password_secret or "", self.table)
+                    except SecretError as error:
+                        raise AgentError(str(error)) from None
+                session.auth = (self.options.username, self._password)
+            session.verify = self.options.ca_file or True
+            self._local.session = session
+        return session
+
+    def request(self, method: str, url: str, **arguments: Any) -> requests.Response:
+        """A streamed answer (the caller closes it); AgentError when the server cannot be reached."""
+        headers = {**IDENTITY, **arguments.pop("headers", {})}
+        try:
+            return self.session().request(
+                method, url, stream=True, allow_redirects=False, timeout=self.options.timeout, headers=headers, **arguments
+            )
+        except requests.RequestException as error:
+            raise AgentError(f"{self.where} cannot be reached: {type(error).__name__}") from None
+
+    def read(self, response: requests.Response, limit: int, what: str) -> bytes | None:
+        """An answer's body, at most ``limit`` bytes (None beyond; 0: no limit), within ten
+        times the timeout in all (a server that drips is cut off)."""
+        deadline = time.monotonic() + self.options.timeout * 10
+        body = bytearray()
+        for chunk in response.iter_content(CHUNK):
+            body += chunk
+            if limit and len(body) > limit:
+                return None
+            if time.monotonic() > deadline:
+                raise AgentError(f"{self.where} took longer than {self.options.timeout * 10:.0f} s sending {what}")
+        return bytes(body)
