@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from searchcrawl.dev.jvm_server import HOST, JvmServer, JvmServerError, locked, run_maven
+from searchcrawl.dev.jvm_server import HOST, JvmServer, JvmServerError, locked, maven_artifact, run_maven
 from searchcrawl.system.paths import user_cache_dir
 
 WAR = ("org.apache.chemistry.opencmis", "chemistry-opencmis-server-inmemory", "1.1.0")
@@ -44,16 +44,9 @@ def fetch() -> tuple[Path, Path, Path]:
     war = folder / f"{WAR[1]}-{WAR[2]}.war"
     runner = folder / f"{RUNNER[1]}-{RUNNER[2]}.jar"
     libraries = folder / "lib"
-    folder.mkdir(parents=True, exist_ok=True)
+    maven_artifact(":".join(WAR) + ":war", war, DevCmisError)
+    maven_artifact(":".join(RUNNER), runner, DevCmisError)
     with locked(folder / ".fetch.lock"):
-        for (group, artifact, version), path, packaging in ((WAR, war, "war"), (RUNNER, runner, "jar")):
-            if not path.is_file():
-                run_maven(
-                    ["dependency:copy", f"-Dartifact={group}:{artifact}:{version}:{packaging}", f"-DoutputDirectory={folder}"],
-                    folder,
-                    f"downloading {group}:{artifact}:{version}",
-                    DevCmisError,
-                )
         if not (libraries / f"{JAXWS[1]}-{JAXWS[2]}.jar").is_file():
             (folder / "pom.xml").write_text(POM, encoding="utf-8")
             run_maven(
@@ -62,9 +55,8 @@ def fetch() -> tuple[Path, Path, Path]:
                 f"downloading {JAXWS[0]}:{JAXWS[1]}:{JAXWS[2]} and its dependencies",
                 DevCmisError,
             )
-    for path in (war, runner, libraries / f"{JAXWS[1]}-{JAXWS[2]}.jar"):
-        if not path.is_file():
-            raise DevCmisError(f"Maven reported success but {path} is missing")
+    if not (libraries / f"{JAXWS[1]}-{JAXWS[2]}.jar").is_file():
+        raise DevCmisError(f"Maven reported success but {libraries} lacks {JAXWS[1]}")
     return war, runner, libraries
 
 

