@@ -139,7 +139,8 @@ def test_a_process_killed_with_sigkill_has_its_urls_taken_back_by_the_others(
 ) -> None:
     site, pages = intranet(project, serve, tmp_path, "killone", "delay = 0.02\n")
     started = time.monotonic()
-    crawl = project.popen("crawl", "killone", "-s", "CONCURRENT_REQUESTS=4")
+    # outcomes written 8 at a time (issue 74's batches; 100 by default), so that the bound below is tight
+    crawl = project.popen("crawl", "killone", "-s", "CONCURRENT_REQUESTS=4", "-s", "SEARCHCRAWL_OUTCOME_BATCH=8")
     wait_for(lambda: len(site.requests) > 150, timeout=300, what="the crawl to get going")
     (other,) = children(crawl.pid)
     os.kill(other, signal.SIGKILL)
@@ -151,7 +152,11 @@ def test_a_process_killed_with_sigkill_has_its_urls_taken_back_by_the_others(
     counts = fetched(site)
     assert set(counts) == {"/" + path for path in pages}
     twice = {path: n for path, n in counts.items() if n > 1}
-    assert len(twice) <= 2 * 8, twice  # at most what the killed process had leased
+    # at most what the killed process had leased: its buffer (twice CONCURRENT_REQUESTS), what it
+    # had in flight, and the pages fetched whose outcomes were not yet written (one batch: a kill
+    # loses none of them, they are fetched again). CI once saw 17 against the bound of 16 that
+    # this test kept from before outcomes were batched.
+    assert len(twice) <= 8 + 4 + 8, twice
     ids = solr_ids(solr_url, "killone")
     assert len(ids) == len(set(ids)) == len(pages)
     table = project.table()
