@@ -31,10 +31,9 @@ Everything here is plain data, tested without a server; the SMB agent reads the 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from searchcrawl.access.tokens import PUBLIC, Access, AccessUnreadable, Grant, Level
+from searchcrawl.access.tokens import PUBLIC, Access, AccessUnreadable, Grant, Level, unique_grants
 
 # access mask bits that let a reader read a file's contents
 FILE_READ_DATA = 0x00000001
@@ -226,20 +225,13 @@ def read_access(descriptor: Descriptor, where: str, level: str = "NTFS ACL") -> 
             deny_first.append(grant)
     access = Access.of(allow, deny_first, name=level)
     if late:
-        return Access(access.levels, access.deny, late_deny=_unique(late), overriding=_unique(early))
+        return Access(access.levels, access.deny, late_deny=unique_grants(late), overriding=unique_grants(early))
     return access
 
 
 def _kind(ace: Ace) -> str:
     shown = "allow" if ace.allows else "deny"
     return shown if ace.kind in (ALLOWED, DENIED) else f"{shown} (type {ace.kind:#x}, as unconditional)"
-
-
-def _unique(grants: Iterable[Grant]) -> tuple[Grant, ...]:
-    seen: dict[str, Grant] = {}
-    for grant in grants:
-        seen.setdefault(grant.token, grant)
-    return tuple(seen.values())
 
 
 def share_access(file_access: Access, share: Access) -> Access:

@@ -136,7 +136,7 @@ class Access:
     @classmethod
     def of(cls, allow: Iterable[Grant], deny: Iterable[Grant] = (), name: str = "document") -> Access:
         """One level (``name``) with ``allow``, and ``deny``; tokens once each, in order."""
-        return cls((Level(name, _unique(allow)),), _unique(deny))
+        return cls((Level(name, unique_grants(allow)),), unique_grants(deny))
 
     @property
     def is_public(self) -> bool:
@@ -147,7 +147,7 @@ class Access:
         """This access behind ``level`` too (a folder above a file), with its ``deny``. An open
         level adds nothing and is left out; a level with the same tokens as one already there
         adds nothing either."""
-        denied = _unique((*self.deny, *deny))
+        denied = unique_grants((*self.deny, *deny))
         if level.open or any(kept.tokens == level.tokens for kept in self.levels):
             return replace(self, deny=denied)
         return replace(self, levels=(*self.levels, level), deny=denied)
@@ -211,7 +211,8 @@ class Access:
         return cls(levels, grants("deny"), late_deny=grants("late_deny"), overriding=grants("overriding"))
 
 
-def _unique(grants: Iterable[Grant]) -> tuple[Grant, ...]:
+def unique_grants(grants: Iterable[Grant]) -> tuple[Grant, ...]:
+    """Each token once, with the first origin given for it, in order."""
     seen: dict[str, Grant] = {}
     for grant in grants:
         seen.setdefault(grant.token, grant)

@@ -60,7 +60,7 @@ from pydantic import field_validator, model_validator
 from searchcrawl.access.tokens import Access, AccessError, Grant
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import file_reference, out_of_scope
-from searchcrawl.agents.http_repository import HttpClient, HttpRepositoryOptions, token_template
+from searchcrawl.agents.http_repository import HttpClient, HttpRepositoryOptions, server_url, token_template
 
 logger = logging.getLogger(__name__)
 
@@ -94,9 +94,7 @@ class CmisOptions(HttpRepositoryOptions):
     @field_validator("url")
     @classmethod
     def _url(cls, value: str) -> str:
-        parts = urlsplit(value.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.query or parts.fragment:
-            raise ValueError(f"expected the http(s) URL of a browser binding, without user, query or fragment, got {value!r}")
+        server_url(value, "a browser binding")
         return value.strip().rstrip("/")
 
     @field_validator("folder")
@@ -354,13 +352,7 @@ class CmisAgent(Agent):
         return self.http.request("GET", url, params=params)
 
     def _json(self, url: str, params: dict[str, str], what: str) -> Any:
-        response = self._get(url, params)
-        with response:
-            if response.status_code in (401, 403):
-                raise AgentError(f"{self.http.where} refused the crawl's account (HTTP {response.status_code}) for {what}")
-            if response.status_code != 200:
-                raise AgentError(f"{self.http.where} answered HTTP {response.status_code} for {what}")
-            body = self.http.read(response, MAX_ANSWER_BYTES, what)
+        body = self.http.answer("GET", url, what, MAX_ANSWER_BYTES, params=params)
         if body is None:
             raise AgentError(f"{self.http.where} answered more than {MAX_ANSWER_BYTES} bytes for {what}")
         try:

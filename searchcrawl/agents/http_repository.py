@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import requests
 from pydantic import Field, field_validator
@@ -28,6 +28,34 @@ from searchcrawl.system.secrets import SecretError, checked_secret_name, require
 
 CHUNK = 64 * 1024
 IDENTITY = {"Accept-Encoding": "identity"}
+
+
+def server_url(value: str, what: str) -> SplitResult:
+    """``value``, an http(s) URL without user, query or fragment; ValueError naming ``what``."""
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.query or parts.fragment:
+        raise ValueError(f"expected the http(s) URL of {what}, without user, query or fragment, got {value!r}")
+    return parts
+
+
+def folder_url(value: str, what: str) -> str:
+    """``value`` as ``server_url`` checks it, its host lower-case and its path ending in ``/``."""
+    parts = server_url(value, what)
+    path = parts.path if parts.path.endswith("/") else parts.path + "/"
+    return f"{parts.scheme}://{parts.netloc.lower()}{path}"
+
+
+def server_file(path: str, what: str, limit: int) -> str:
+    """A file of the server's configuration the agent reads (Apache's, the wiki's rules), read
+    again at each listing; AgentError when it cannot be read or is larger than ``limit`` bytes."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read(limit + 1)
+    except OSError as error:
+        raise AgentError(f"{what} {path} cannot be read: {error.strerror}") from None
+    if len(data) > limit:
+        raise AgentError(f"{what} {path} is larger than {limit} bytes")
+    return data.decode("utf-8-sig", errors="replace")
 
 
 def token_template(value: str | None) -> str | None:
@@ -103,6 +131,17 @@ class HttpClient:
             )
         except requests.RequestException as error:
             raise AgentError(f"{self.where} cannot be reached: {type(error).__name__}") from None
+
+    def answer(self, method: str, url: str, what: str, limit: int, expected: int = 200, **arguments: Any) -> bytes | None:
+        """The body of an answer with status ``expected`` (None when it is larger than
+        ``limit``); AgentError for another status, saying when the account was refused."""
+        response = self.request(method, url, **arguments)
+        with response:
+            if response.status_code in (401, 403):
+                raise AgentError(f"{self.where} refused the crawl's account (HTTP {response.status_code}) for {what}")
+            if response.status_code != expected:
+                raise AgentError(f"{self.where} answered HTTP {response.status_code} for {what}")
+            return self.read(response, limit, what)
 
     def read(self, response: requests.Response, limit: int, what: str) -> bytes | None:
         """An answer's body, at most ``limit`` bytes (None beyond; 0: no limit), within ten

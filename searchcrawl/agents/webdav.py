@@ -58,7 +58,13 @@ from searchcrawl.access.apache_rules import MAX_FILE_BYTES, ApacheRules, TokenNa
 from searchcrawl.access.tokens import Access
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import file_reference, out_of_scope, path_out_of_scope
-from searchcrawl.agents.http_repository import HttpClient, HttpRepositoryOptions, token_template
+from searchcrawl.agents.http_repository import (
+    HttpClient,
+    HttpRepositoryOptions,
+    folder_url,
+    server_file,
+    token_template,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -81,11 +87,7 @@ class WebdavOptions(HttpRepositoryOptions):
     @field_validator("root")
     @classmethod
     def _root(cls, value: str) -> str:
-        parts = urlsplit(value.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.query or parts.fragment:
-            raise ValueError(f"expected an http(s) URL of a collection, without user, query or fragment, got {value!r}")
-        path = parts.path if parts.path.endswith("/") else parts.path + "/"
-        return f"{parts.scheme}://{parts.netloc.lower()}{path}"
+        return folder_url(value, "a collection")
 
     @field_validator("apache_config")
     @classmethod
@@ -188,15 +190,11 @@ class WebdavAgent(Agent):
         """A collection's entries: (path below the root, is a collection, properties)."""
         url = self.http_url(folder + "/" if folder else "")
         headers = {"Depth": "1", "Content-Type": "application/xml; charset=utf-8"}
-        response = self.http.request("PROPFIND", url, data=PROPFIND, headers=headers)
-        with response:
-            if response.status_code in (401, 403):
-                raise AgentError(f"{self.http.where} refused the crawl's account (HTTP {response.status_code}) listing /{folder}")
-            if response.status_code != 207:
-                raise AgentError(f"{self.http.where} answered HTTP {response.status_code} listing /{folder}")
-            body = self.http.read(response, MAX_LISTING_BYTES, f"the listing of /{folder}")
-            if body is None:
-                raise AgentError(f"the listing of /{folder} is larger than {MAX_LISTING_BYTES} bytes")
+        body = self.http.answer(
+            "PROPFIND", url, f"the listing of /{folder}", MAX_LISTING_BYTES, 207, data=PROPFIND, headers=headers
+        )
+        if body is None:
+            raise AgentError(f"the listing of /{folder} is larger than {MAX_LISTING_BYTES} bytes")
         try:
             tree = etree.fromstring(body, _PARSER)
         except etree.XMLSyntaxError as error:
@@ -265,16 +263,7 @@ class WebdavAgent(Agent):
 
     def _read_rules(self) -> ApacheRules:
         """The Apache files named, read at each listing (a change of rules is seen by the next crawl)."""
-        files = []
-        for path in self.dav.apache_config:
-            try:
-                with open(path, "rb") as file:
-                    data = file.read(MAX_FILE_BYTES + 1)
-            except OSError as error:
-                raise AgentError(f"Apache's configuration {path} cannot be read: {error.strerror}") from None
-            if len(data) > MAX_FILE_BYTES:
-                raise AgentError(f"Apache's configuration {path} is larger than {MAX_FILE_BYTES} bytes")
-            files.append((path, data.decode("utf-8-sig", errors="replace")))
+        files = [(path, server_file(path, "Apache's configuration", MAX_FILE_BYTES)) for path in self.dav.apache_config]
         return read_rules(files)
 
 
