@@ -913,6 +913,9 @@ from tests.web_site import harbour_corpus  # noqa: E402, F401
 # A WebDAV server with Require rules (tests/webdav_server.py: Debian's Apache httpd with mod_dav).
 from tests.webdav_server import webdav_server  # noqa: E402, F401
 
+# A DokuWiki with namespace rules (tests/wiki_server.py: Debian's dokuwiki under PHP's web server).
+from tests.wiki_server import wiki_server  # noqa: E402, F401
+
 
 @pytest.fixture(scope="session")
 def minilm() -> object:

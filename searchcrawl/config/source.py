@@ -53,7 +53,7 @@ from searchcrawl.rules.schedules import Schedule, check_cron, parse_interval
 from searchcrawl.rules.tables import RuleTable
 from searchcrawl.rules.tls_settings import TlsFileError, TlsFiles, TlsRules, check_client_files, split_certificates
 
-SourceType = Literal["web", "files", "smb", "database", "mail", "imap", "webdav", "cmis", "agent"]
+SourceType = Literal["web", "files", "smb", "database", "mail", "imap", "webdav", "cmis", "dokuwiki", "agent"]
 # the agents of the built-in types; type = "agent" names its own class (key 'agent')
 BUILT_IN_AGENTS = {
     "files": "searchcrawl.agents.files.FilesAgent",
@@ -63,6 +63,7 @@ BUILT_IN_AGENTS = {
     "imap": "searchcrawl.agents.imap.ImapAgent",
     "webdav": "searchcrawl.agents.webdav.WebdavAgent",
     "cmis": "searchcrawl.agents.cmis.CmisAgent",
+    "dokuwiki": "searchcrawl.agents.dokuwiki.DokuwikiAgent",
 }
 # keys about web sites only: refused in a source of another type, where they would do nothing
 WEB_ONLY_KEYS = (
@@ -410,6 +411,7 @@ class SourceSettings(ScopeRules):
     imap: dict[str, Any] | None = None
     webdav: dict[str, Any] | None = None
     cmis: dict[str, Any] | None = None
+    dokuwiki: dict[str, Any] | None = None
     agent_options: dict[str, Any] | None = None
     # a source with an agent: the origins (scheme://host:port) its references' locations may be
     # downloaded from (searchcrawl/crawl/handlers/agent.py); none: an agent hands over content
@@ -571,6 +573,7 @@ class SourceSettings(ScopeRules):
             "imap": self.imap,
             "webdav": self.webdav,
             "cmis": self.cmis,
+            "dokuwiki": self.dokuwiki,
             "agent": self.agent_options,
         }
         for kind, table in tables.items():

@@ -1,0 +1,284 @@
+"""DokuWiki's access rules (``conf/acl.auth.php``) as who may read each page: what a ``dokuwiki``
+source is indexed with (agents/dokuwiki.py), decided as DokuWiki decides (``auth_aclcheck``).
+
+DokuWiki asks, for a page ``ns:sub:page``, the rules of ``ns:sub:page`` first, then ``ns:sub:*``,
+``ns:*`` and ``*``: the first of these levels that names one of the reader's names (their user
+name, ``@`` one of their groups, ``@ALL``) decides, and decides with the highest permission it
+gives any of them (1, read, or more reads; 0 does not). A superuser (DokuWiki's ``superuser``
+setting) reads everything.
+
+As tokens (access/tokens.py), exact for the rules admins write:
+
+- every name a level gives read is an allow token (``@ALL``: ``public``; ``@user``, the default
+  group of every signed-in user: ``authenticated_token``; ``@group``: ``group_token``; a user:
+  ``user_token``); a name no token stands for is left out (its readers are refused: fail closed);
+- a name denied at a level above the first that gives read is a deny token; a name denied at
+  that level or below is a late deny, and the names read from the first reading level to the
+  first such deny's level are the overriding tokens: a reader denied there is refused unless a
+  name of theirs reads at that level or above it. A name named at a level is not read again at
+  the levels below it (it was decided), and nothing below a level naming ``@ALL`` is read.
+  Conservative (``Access.notes`` says so): denies at two levels with a read between them (a
+  reader the lower level decides, holding a name denied there and one reading between, is
+  refused), and a superuser holding a name denied above every read when reads follow below;
+- the superusers are allow and overriding tokens.
+
+What cannot be read for certain keeps the page out of the index (status 927): a deny of a name no
+token stands for, a permission that is not a number, a ``%USER%`` or ``%GROUP%`` rule other than
+a user's (a group's) own namespace given to that user (group), or a deny of one. The rules are
+read from the file, not from DokuWiki's XML-RPC ``plugin.acl.listAcls``: that answer has the
+``%USER%`` and ``%GROUP%`` rules already filled in for the caller, the crawl's account.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from searchcrawl.access.tokens import PUBLIC, Access, AccessError, Grant, Level, unique_grants
+
+READ = 1
+MAX_FILE_BYTES = 4 * 1024 * 1024
+EVERYONE = "@ALL"
+USER_WILDCARD = "%USER%"
+GROUP_WILDCARD = "%GROUP%"
+# a name that keeps its meaning in a token template (no DN syntax, no @, no control characters)
+_PLAIN_NAME = re.compile(r"[\w.\-]+(?: [\w.\-]+)*")
+_NUMBER = re.compile(r"-?[0-9]{1,4}")
+_ENCODED = re.compile(r"%([0-9a-f]{1,2})")
+
+
+@dataclass(frozen=True)
+class AclEntry:
+    """One line of the rules: a scope (``ns:*``, a page id), a name and a permission (None: no
+    number DokuWiki reads for certain)."""
+
+    scope: str
+    subject: str  # as written ("@sales", "alice", "@all%2dstaff", "@ALL", "%USER%")
+    permission: int | None
+    origin: str  # "acl.auth.php line 3: secret:* @sales 1"
+
+    @property
+    def template(self) -> str | None:
+        """The wildcard of a scope that holds one (``users:%USER%:*``), else None."""
+        for wildcard in (USER_WILDCARD, GROUP_WILDCARD):
+            if wildcard in self.scope:
+                return wildcard
+        return None
+
+
+@dataclass(frozen=True)
+class WikiNames:
+    """How the wiki's names become tokens, and who DokuWiki lets read everything."""
+
+    user_token: str = "user:{id}"
+    group_token: str | None = None  # "group:{id}"; unset: a group is no one's token
+    authenticated_token: str | None = None  # every signed-in user (@user, %USER%)
+    default_group: str = "user"  # DokuWiki's defaultgroup
+    superusers: tuple[str, ...] = ()  # DokuWiki's superuser setting: names and @groups
+    crawler: str | None = None  # the crawl's account: nobody's reader
+
+
+class Uncertain(Exception):
+    """A rule that cannot be read as tokens for certain: the page is not indexed (927)."""
+
+
+@dataclass
+class _Level:
+    scope: str
+    reads: dict[str, Grant | None] = field(default_factory=dict)  # name -> its token, None: none
+    denies: dict[str, Grant] = field(default_factory=dict)
+
+
+class WikiAcl:
+    """The rules of one acl.auth.php; ``access_of`` a page id."""
+
+    def __init__(self, entries: Sequence[AclEntry]) -> None:
+        self.by_scope: dict[str, list[AclEntry]] = {}
+        self.templates: list[tuple[re.Pattern[str], AclEntry]] = []
+        for entry in entries:
+            if entry.template is None:
+                self.by_scope.setdefault(entry.scope, []).append(entry)
+            else:
+                pattern = re.escape(entry.scope).replace(re.escape(entry.template), "(.+)")
+                self.templates.append((re.compile(pattern), entry))
+
+    def access_of(self, page: str, names: WikiNames) -> tuple[Access | None, str | None]:
+        """Who may read ``page`` (see the module's docstring); (None, why) when the rules that
+        decide it cannot be read for certain."""
+        try:
+            levels = self._levels(page, names)
+        except Uncertain as error:
+            return None, str(error)
+        superusers = [grant for name in names.superusers if (grant := _superuser(name, names)) is not None]
+        allow = [*superusers, *(grant for level in levels for grant in level.reads.values() if grant is not None)]
+        name = f"DokuWiki ACL of {page}"
+        first_read = next((i for i, level in enumerate(levels) if level.reads), len(levels))
+        # denied before any level reads: refused, whatever reads below
+        deny = [grant for level in levels[:first_read] for grant in level.denies.values()]
+        first_deny = next((i for i in range(first_read, len(levels)) if levels[i].denies), None)
+        if first_deny is None:
+            if deny and superusers:  # a superuser reads what names of theirs are denied
+                return Access(
+                    (Level(name, unique_grants(allow)),), late_deny=unique_grants(deny), overriding=unique_grants(superusers)
+                ), None
+            return Access.of(allow, deny, name=name), None
+        notes: list[str] = []
+        if deny and superusers:
+            notes.append(f"{name}: a superuser holding a name denied before any read is refused")
+        late = [grant for level in levels[first_deny:] for grant in level.denies.values()]
+        reads_above = [g for level in levels[first_read : first_deny + 1] for g in level.reads.values() if g is not None]
+        if any(level.denies and any(other.reads for other in levels[first_deny + 1 : i + 1]) for i, level in enumerate(levels)):
+            notes.append(
+                f"{name}: denies at more than one level below a read, read conservatively (a reader the lower "
+                f"level decides may be refused what it gives)"
+            )
+        level = Level(name, unique_grants(allow))
+        return Access(
+            (level,),
+            unique_grants(deny),
+            tuple(notes),
+            late_deny=unique_grants(late),
+            overriding=unique_grants([*superusers, *reads_above]),
+        ), None
+
+    def _levels(self, page: str, names: WikiNames) -> list[_Level]:
+        """The levels DokuWiki asks for ``page``, each with the names first named there."""
+        decided: set[str] = set()
+        levels = []
+        for scope in scopes_of(page):
+            highest: dict[str, tuple[int, AclEntry, Grant | None]] = {}  # name -> its permission here
+            for entry, value in self._entries_at(scope):
+                key, token = _name_of(entry, value, names)
+                if key is None or key in decided:
+                    continue  # the crawl's account, or a name a level above decided
+                if entry.permission is None:
+                    raise Uncertain(f"{entry.origin}: the permission is not a number")
+                held = highest.get(key)
+                if held is None or entry.permission > held[0] or entry.permission == held[0] and held[2] is None:
+                    highest[key] = (entry.permission, entry, token)
+            level = _Level(scope)
+            for key, (permission, entry, token) in highest.items():
+                if permission >= READ:
+                    level.reads[key] = token
+                elif token is None:
+                    raise Uncertain(f"{entry.origin}: denies a name no token stands for")
+                else:
+                    level.denies[key] = token
+            decided.update(highest)
+            if highest:
+                levels.append(level)
+            if EVERYONE in highest:
+                break  # everyone is decided here
+        return levels
+
+    def _entries_at(self, scope: str) -> Iterator[tuple[AclEntry, str | None]]:
+        """The entries of ``scope``: its own lines, and the wildcard lines it fills in (with the
+        value the wildcard takes)."""
+        for entry in self.by_scope.get(scope, ()):
+            yield entry, None
+        for pattern, entry in self.templates:
+            match = pattern.fullmatch(scope)
+            if match is None:
+                continue
+            if len(set(match.groups())) != 1 or USER_WILDCARD in entry.scope and GROUP_WILDCARD in entry.scope:
+                raise Uncertain(f"{entry.origin}: a scope with more than one wildcard")
+            yield entry, match.group(1)
+
+
+def scopes_of(page: str) -> list[str]:
+    """The scopes DokuWiki asks for a page id, the page's own first."""
+    scopes = [page]
+    namespace = page.rpartition(":")[0]
+    while namespace:
+        scopes.append(namespace + ":*")
+        namespace = namespace.rpartition(":")[0]
+    scopes.append("*")
+    return scopes
+
+
+def read_acl(text: str, path: str) -> WikiAcl:
+    """The rules of an acl.auth.php (``path`` names it in origins), read as DokuWiki reads them:
+    a line's first field the scope, its second the name (url-decoded), its third the permission;
+    ``#`` begins a comment; a line of fewer fields never matches."""
+    entries = []
+    label = path.rsplit("/", 1)[-1]
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields = re.split(r"[ \t]+", re.sub(r"#.*$", "", line).rstrip(), maxsplit=3)
+        if len(re.split(r"[ \t]+", line)) < 3:
+            continue  # DokuWiki's match needs a blank after the name: such a line is ignored
+        permission = int(fields[2]) if len(fields) > 2 and _NUMBER.fullmatch(fields[2]) else None
+        origin = f"{label} line {number}: {' '.join(line.split())[:200]}"
+        entries.append(AclEntry(fields[0], fields[1], permission, origin))
+    return WikiAcl(entries)
+
+
+def _name_of(entry: AclEntry, value: str | None, names: WikiNames) -> tuple[str | None, Grant | None]:
+    """The name ``entry`` gives its permission to, as a key of a level (None: the crawl's own
+    account, nobody's reader, or a name written as DokuWiki never writes one), and its token (None: no token stands for it). Uncertain when a
+    wildcard rule gives it to another name than the wildcard's own, or denies it."""
+    subject = entry.subject
+    reads = entry.permission is not None and entry.permission >= READ
+    if entry.template is not None:
+        if subject != entry.template:
+            raise Uncertain(f"{entry.origin}: a wildcard rule for a name other than the wildcard's own")
+        if not reads:
+            raise Uncertain(f"{entry.origin}: a wildcard rule that denies")
+        subject = ("@" if entry.template == GROUP_WILDCARD else "") + (value or "")
+    elif subject == USER_WILDCARD:
+        subject = "@" + names.default_group  # every signed-in user
+    elif subject == GROUP_WILDCARD:
+        if not reads:
+            raise Uncertain(f"{entry.origin}: denies each group of each reader")
+        return "%group", None
+    elif subject != EVERYONE:
+        name = subject.removeprefix("@")
+        if any(ord(c) < 0x80 and not c.isalnum() and c != "%" for c in name):
+            return None, None  # DokuWiki compares encoded names: one written otherwise matches no one
+        decoded = _ENCODED.sub(_decoded, name)
+        if name_encoded(decoded) != name:
+            if reads:
+                return None, None  # a read left out: its readers are refused (fail closed)
+            raise Uncertain(f"{entry.origin}: a name DokuWiki would not write this way")
+        subject = subject[: len(subject) - len(name)] + decoded
+    if names.crawler and subject.lower() == names.crawler.lower():
+        return None, None
+    return subject.lower() if subject != EVERYONE else EVERYONE, _token_of(subject, names, entry.origin)
+
+
+def name_encoded(name: str) -> str:
+    """A name as DokuWiki writes it in its rules (``auth_nameencode``): every ASCII character but
+    letters and digits as ``%`` and its code in lower-case hex, without a leading zero (``_`` is
+    ``%5f``); other characters as they are."""
+    return "".join(f"%{ord(c):x}" if ord(c) < 0x80 and not c.isalnum() else c for c in name)
+
+
+def _decoded(match: re.Match[str]) -> str:
+    value = int(match.group(1), 16)
+    return chr(value) if value < 0x80 else chr(int(match.group(1)[0], 16)) + match.group(1)[1]
+
+
+def _token_of(subject: str, names: WikiNames, origin: str) -> Grant | None:
+    if subject == EVERYONE:
+        return Grant(PUBLIC, origin)
+    if subject.lower() == "@" + names.default_group.lower():
+        template: str | None = names.authenticated_token
+        name = "x"
+    elif subject.startswith("@"):
+        template, name = names.group_token, subject[1:]
+    else:
+        template, name = names.user_token, subject
+    if template is None or not _PLAIN_NAME.fullmatch(name) or len(name) > 128:
+        return None
+    try:
+        return Grant.of(template.replace("{id}", name), origin)
+    except AccessError:
+        return None
+
+
+def _superuser(name: str, names: WikiNames) -> Grant | None:
+    name = name.strip()
+    return _token_of(name, names, f"DokuWiki superuser (option superuser): {name}") if name else None

@@ -1,0 +1,148 @@
+"""A real DokuWiki for tests: Debian's ``dokuwiki`` package (2022-07-31 "Igor") under PHP's own
+web server on 127.0.0.1, with a configuration and pages of its own, its users and groups those of
+the tests' LDAP directory (tests/directory_server.py), kept in its plain user file.
+
+``WikiServer().start()`` copies the package's code into a temporary folder (its ``inc/preload.php``
+pointing at a ``conf/`` of its own), writes the configuration (ACLs on, the XML-RPC interface open
+to every user, ``@admin`` the superusers), and starts ``php -S`` with four workers. What tests may
+rely on:
+
+- ``url``: ``http://127.0.0.1:<port>/``; ``CRAWLER`` (in ``@admin``) and ``password(user)``;
+- ``acl_file``: the rules' file (the one a source's ``acl_file`` names); ``set_rules(lines)``
+  rewrites it (DokuWiki reads it at every request);
+- ``put(page, text)``: save a page as the crawler (an empty text deletes it, as in DokuWiki);
+  ``pages()``: the ids of the pages there are;
+- ``can_read(user, page)``: the wiki's own answer for that user, signed in as them
+  (``wiki.aclCheck``: their ``%USER%`` rules filled in; ``""`` not signed in), the oracle.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import xmlrpc.client
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from searchcrawl.dev.jvm_server import free_port
+from tests.local_servers import stop, wait_listening
+
+PACKAGE = Path("/usr/share/dokuwiki")
+CRAWLER = "crawler"
+# user -> the wiki's groups: the directory's memberships (nested ones flattened, as its LDAP
+# backend would give them), "user" DokuWiki's default group
+GROUPS = {
+    CRAWLER: ("admin", "user"),
+    "alice": ("user", "accounting", "finance", "all-staff", "staff", "loop-a", "loop-b"),
+    "bob": ("user", "all-staff"),
+    "carol": ("user",),
+}
+DATA_FOLDERS = ("attic", "cache", "index", "locks", "log", "media", "media_attic", "media_meta", "meta", "pages", "tmp")
+
+
+class WikiServer:
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="sc-dokuwiki-"))
+        self.app, self.conf, self.data = self.folder / "app", self.folder / "conf", self.folder / "data"
+        self.acl_file = self.conf / "acl.auth.php"
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    @staticmethod
+    def password(user: str) -> str:
+        return f"wiki-{user}-password-4711"
+
+    def start(self) -> WikiServer:
+        shutil.copytree(PACKAGE, self.app, symlinks=False, ignore=shutil.ignore_patterns(".htaccess*"))
+        (self.app / "inc" / "preload.php").write_text(f"<?php\nif(!defined('DOKU_CONF')) define('DOKU_CONF', '{self.conf}/');\n")
+        self.conf.mkdir()
+        for item in Path("/etc/dokuwiki").iterdir():
+            if (
+                item.is_file()
+                and item.suffix in (".php", ".conf", ".css", ".json")
+                and not item.name.startswith(("acl.", "users."))
+            ):
+                shutil.copy(item, self.conf / item.name)
+        for name in DATA_FOLDERS:
+            (self.data / name).mkdir(parents=True)
+        (self.conf / "local.php").write_text(
+            f"""<?php
+$conf['savedir'] = '{self.data}';
+$conf['title'] = 'Tests wiki';
+$conf['useacl'] = 1;
+$conf['superuser'] = '@admin';
+$conf['remote'] = 1;
+$conf['remoteuser'] = '';
+$conf['userewrite'] = 0;
+"""
+        )
+        lines = []
+        for user, groups in GROUPS.items():
+            digest = subprocess.run(
+                ["php", "-r", "echo password_hash($argv[1], PASSWORD_BCRYPT);", self.password(user)],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            lines.append(f"{user}:{digest}:{user.title()}:{user}@example.org:{','.join(groups)}\n")
+        (self.conf / "users.auth.php").write_text("".join(lines))
+        self.set_rules(["*  @ALL  1"])
+        self.port = free_port()
+        log = (self.folder / "php.log").open("wb")
+        self.process = subprocess.Popen(
+            ["php", "-S", f"127.0.0.1:{self.port}", "-t", str(self.app)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.app,
+            env={**os.environ, "PHP_CLI_SERVER_WORKERS": "4"},
+        )
+        wait_listening(self.process, self.port, self.folder / "php.log")
+        return self
+
+    def stop(self) -> None:
+        stop(self.process)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def set_rules(self, lines: list[str]) -> None:
+        self.acl_file.write_text("# the intranet wiki's rules\n" + "".join(f"{line}\n" for line in lines))
+
+    def call(self, user: str, method: str, *params: Any) -> Any:
+        body = xmlrpc.client.dumps(params, method, encoding="utf-8").encode()
+        answer = requests.post(
+            self.url + "lib/exe/xmlrpc.php", data=body, auth=(user, self.password(user)) if user else None, timeout=60,
+            headers={"Content-Type": "text/xml"},
+        )  # fmt: skip
+        answer.raise_for_status()
+        return xmlrpc.client.loads(answer.content, use_builtin_types=True)[0][0]
+
+    def put(self, page: str, text: str) -> None:
+        assert self.call(CRAWLER, "wiki.putPage", page, text, {"sum": "tests"}) is True
+
+    def pages(self) -> list[str]:
+        return sorted(page["id"] for page in self.call(CRAWLER, "dokuwiki.getPagelist", "", {"depth": 0}))
+
+    def can_read(self, user: str, page: str) -> bool:
+        """The wiki's own answer, signed in as ``user`` ("": not signed in)."""
+        return int(self.call(user, "wiki.aclCheck", page)) >= 1
+
+
+@pytest.fixture(scope="session")
+def wiki_server() -> Iterator[WikiServer]:
+    """This worker's DokuWiki (deploy/bootstrap.sh installs dokuwiki and php-cli)."""
+    if not PACKAGE.is_dir() or shutil.which("php") is None:
+        pytest.fail("Debian's dokuwiki and php-cli are missing: run deploy/bootstrap.sh")
+    server = WikiServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
