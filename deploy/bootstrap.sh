@@ -18,13 +18,14 @@ cd "$(dirname "$0")/.."
 # domain the SMB tests start in a network namespace of their own (iproute2's ip); Dovecot
 # (dovecot-imapd, with its ACL plugin) the IMAP server the imap source's tests start on 127.0.0.1,
 # Apache httpd (apache2: mod_dav, mod_authnz_ldap) the WebDAV server of the webdav source's tests,
-# DokuWiki (dokuwiki, under php-cli's own web server) the wiki of the dokuwiki source's tests
+# DokuWiki (dokuwiki, under php-cli's own web server) the wiki of the dokuwiki source's tests,
+# Redmine (redmine on SQLite, served by thin) the issue tracker of the redmine source's tests
 packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc libreoffice-impress-nogui chromium
           tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
           nginx-light wrk
           libacl1-dev acl slapd ldap-utils
           samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
-          dovecot-imapd apache2 dokuwiki php-cli)
+          dovecot-imapd apache2 dokuwiki php-cli redmine redmine-sqlite thin)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

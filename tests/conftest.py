@@ -916,6 +916,9 @@ from tests.webdav_server import webdav_server  # noqa: E402, F401
 # A DokuWiki with namespace rules (tests/wiki_server.py: Debian's dokuwiki under PHP's web server).
 from tests.wiki_server import wiki_server  # noqa: E402, F401
 
+# A Redmine with roles and memberships (tests/redmine_server.py: Debian's redmine on SQLite).
+from tests.redmine_server import redmine_server  # noqa: E402, F401
+
 
 @pytest.fixture(scope="session")
 def minilm() -> object:

@@ -10,8 +10,13 @@ setting) reads everything.
 As tokens (access/tokens.py), exact for the rules admins write:
 
 - every name a level gives read is an allow token (``@ALL``: ``public``; ``@user``, the default
-  group of every signed-in user: ``authenticated_token``; ``@group``: ``group_token``; a user:
-  ``user_token``); a name no token stands for is left out (its readers are refused: fail closed);
+  group: ``authenticated_token`` where the admin says every signed-in user is in it (LDAP and
+  Active Directory put everyone there; the plain backend only whom it was given to), else a group
+  like any other; ``@group``: ``group_token``; a user: ``user_token``); a name no token stands
+  for is left out (its readers are refused: fail closed). In a wiki that tells ``Bob`` from
+  ``bob`` (``case_sensitive``, the default: the plain backend, which stores names lower-case, so
+  that a rule naming ``Bob`` matches no one), a name with capitals gives no read and denies as
+  its lower-case token;
 - a name denied at a level above the first that gives read is a deny token; a name denied at
   that level or below is a late deny, and the names read from the first reading level to the
   first such deny's level are the overriding tokens: a reader denied there is refused unless a
@@ -23,8 +28,10 @@ As tokens (access/tokens.py), exact for the rules admins write:
 - the superusers are allow and overriding tokens.
 
 What cannot be read for certain keeps the page out of the index (status 927): a deny of a name no
-token stands for, a permission that is not a number, a ``%USER%`` or ``%GROUP%`` rule other than
-a user's (a group's) own namespace given to that user (group), or a deny of one. The rules are
+token stands for, a permission that is not a number, a ``%USER%`` or ``%GROUP%`` anywhere (a
+comment too: DokuWiki fills them in wherever they are) other than in a user's (a group's) own
+namespace given to that user (group) or ``%USER%`` as a rule's name, or a deny of one. A
+negative permission decides nothing, as in DokuWiki. The rules are
 read from the file, not from DokuWiki's XML-RPC ``plugin.acl.listAcls``: that answer has the
 ``%USER%`` and ``%GROUP%`` rules already filled in for the caller, the crawl's account.
 """
@@ -45,6 +52,7 @@ GROUP_WILDCARD = "%GROUP%"
 # a name that keeps its meaning in a token template (no DN syntax, no @, no control characters)
 _PLAIN_NAME = re.compile(r"[\w.\-]+(?: [\w.\-]+)*")
 _NUMBER = re.compile(r"-?[0-9]{1,4}")
+PHP_BLANKS = " \t\n\r\x00\x0b"  # what PHP's trim() takes away
 _ENCODED = re.compile(r"%([0-9a-f]{1,2})")
 
 
@@ -57,6 +65,7 @@ class AclEntry:
     subject: str  # as written ("@sales", "alice", "@all%2dstaff", "@ALL", "%USER%")
     permission: int | None
     origin: str  # "acl.auth.php line 3: secret:* @sales 1"
+    uncertain: str | None = None  # why the line cannot be read for certain, where it applies
 
     @property
     def template(self) -> str | None:
@@ -77,6 +86,9 @@ class WikiNames:
     default_group: str = "user"  # DokuWiki's defaultgroup
     superusers: tuple[str, ...] = ()  # DokuWiki's superuser setting: names and @groups
     crawler: str | None = None  # the crawl's account: nobody's reader
+    # the wiki's authentication tells "Bob" from "bob" (its isCaseSensitive(): plain, pdo): a
+    # name with capitals gives no read (its token would be bob's too) and denies as bob's
+    case_sensitive: bool = True
 
 
 class Uncertain(Exception):
@@ -100,7 +112,9 @@ class WikiAcl:
             if entry.template is None:
                 self.by_scope.setdefault(entry.scope, []).append(entry)
             else:
-                pattern = re.escape(entry.scope).replace(re.escape(entry.template), "(.+)")
+                pattern = re.escape(entry.scope)
+                for wildcard in (USER_WILDCARD, GROUP_WILDCARD):
+                    pattern = pattern.replace(re.escape(wildcard), "(.+)")
                 self.templates.append((re.compile(pattern), entry))
 
     def access_of(self, page: str, names: WikiNames) -> tuple[Access | None, str | None]:
@@ -149,6 +163,10 @@ class WikiAcl:
         for scope in scopes_of(page):
             highest: dict[str, tuple[int, AclEntry, Grant | None]] = {}  # name -> its permission here
             for entry, value in self._entries_at(scope):
+                if entry.uncertain is not None:
+                    raise Uncertain(f"{entry.origin}: {entry.uncertain}")
+                if entry.permission is not None and entry.permission < 0:
+                    continue  # never above DokuWiki's -1: it decides nothing
                 key, token = _name_of(entry, value, names)
                 if key is None or key in decided:
                     continue  # the crawl's account, or a name a level above decided
@@ -181,8 +199,6 @@ class WikiAcl:
             match = pattern.fullmatch(scope)
             if match is None:
                 continue
-            if len(set(match.groups())) != 1 or USER_WILDCARD in entry.scope and GROUP_WILDCARD in entry.scope:
-                raise Uncertain(f"{entry.origin}: a scope with more than one wildcard")
             yield entry, match.group(1)
 
 
@@ -198,22 +214,44 @@ def scopes_of(page: str) -> list[str]:
 
 
 def read_acl(text: str, path: str) -> WikiAcl:
-    """The rules of an acl.auth.php (``path`` names it in origins), read as DokuWiki reads them:
-    a line's first field the scope, its second the name (url-decoded), its third the permission;
-    ``#`` begins a comment; a line of fewer fields never matches."""
+    """The rules of an acl.auth.php (``path`` names it in origins), read as DokuWiki reads them
+    (``auth_loadACL``, ``auth_aclcheck_cb``): lines end at ``\\n`` alone and are trimmed of
+    PHP's blanks; a line beginning with ``#`` is a comment; a line applies to the scope of its
+    first field when a blank, a second field and a blank follow; ``#`` then begins a comment, and
+    the second and third fields, what is left, are the name and the permission."""
     entries = []
     label = path.rsplit("/", 1)[-1]
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw.strip(PHP_BLANKS)
         if not line or line.startswith("#"):
             continue
-        fields = re.split(r"[ \t]+", re.sub(r"#.*$", "", line).rstrip(), maxsplit=3)
-        if len(re.split(r"[ \t]+", line)) < 3:
+        scope = re.match(r"([^ \t]+)[ \t]+[^ \t]+[ \t]+", line)
+        if scope is None:
             continue  # DokuWiki's match needs a blank after the name: such a line is ignored
+        fields = re.split(r"[ \t]+", re.sub(r"#.*$", "", line))
+        subject = fields[1] if len(fields) > 1 else ""
+        if not subject:
+            continue  # the name was a comment: the line matches no one
         permission = int(fields[2]) if len(fields) > 2 and _NUMBER.fullmatch(fields[2]) else None
         origin = f"{label} line {number}: {' '.join(line.split())[:200]}"
-        entries.append(AclEntry(fields[0], fields[1], permission, origin))
+        entries.append(AclEntry(scope.group(1), subject, permission, origin, _wildcards(line, scope.group(1), subject)))
     return WikiAcl(entries)
+
+
+def _wildcards(line: str, scope: str, subject: str) -> str | None:
+    """Why a line's wildcards cannot be read for certain (DokuWiki fills them in wherever the
+    line holds them, a comment too): None for a line without, a user's (a group's) own
+    namespace given to them (``users:%USER%:* %USER% 8``), and ``%USER%`` as the name alone."""
+    counts = {wildcard: line.count(wildcard) for wildcard in (USER_WILDCARD, GROUP_WILDCARD)}
+    if not any(counts.values()):
+        return None
+    for wildcard, count in counts.items():
+        others = sum(counts.values()) - count
+        if count == 2 and not others and wildcard in scope and subject == wildcard and scope.count(wildcard) == 1:
+            return None
+    if counts[USER_WILDCARD] == 1 and not counts[GROUP_WILDCARD] and subject == USER_WILDCARD:
+        return None
+    return "a wildcard DokuWiki fills in other than in a user's (a group's) own namespace"
 
 
 def _name_of(entry: AclEntry, value: str | None, names: WikiNames) -> tuple[str | None, Grant | None]:
@@ -246,6 +284,8 @@ def _name_of(entry: AclEntry, value: str | None, names: WikiNames) -> tuple[str 
         subject = subject[: len(subject) - len(name)] + decoded
     if names.crawler and subject.lower() == names.crawler.lower():
         return None, None
+    if names.case_sensitive and subject != EVERYONE and subject != subject.lower() and reads:
+        return None, None  # "Bob" is not bob, whose token it would be: a read left out (fail closed)
     return subject.lower() if subject != EVERYONE else EVERYONE, _token_of(subject, names, entry.origin)
 
 
@@ -264,8 +304,8 @@ def _decoded(match: re.Match[str]) -> str:
 def _token_of(subject: str, names: WikiNames, origin: str) -> Grant | None:
     if subject == EVERYONE:
         return Grant(PUBLIC, origin)
-    if subject.lower() == "@" + names.default_group.lower():
-        template: str | None = names.authenticated_token
+    if subject.lower() == "@" + names.default_group.lower() and names.authenticated_token:
+        template: str | None = names.authenticated_token  # the admin says every signed-in user is in it
         name = "x"
     elif subject.startswith("@"):
         template, name = names.group_token, subject[1:]

@@ -12,7 +12,8 @@ namespace = ""                                    # only the pages below a names
 acl_file = "/var/lib/dokuwiki/acl/acl.auth.php"   # who may read: the wiki's rules (else [access])
 superuser = ["@admin"]                            # the wiki's 'superuser': they read every page
 group_token = "group:{id}"                        # a wiki group's token (unset: groups read nothing)
-authenticated_token = "group:cn=staff,ou=groups,dc=example,dc=org"  # @user: every signed-in user
+authenticated_token = "group:cn=staff,ou=groups,dc=example,dc=org"  # @user, if every signed-in user is in it
+case_sensitive = false                            # the wiki's names compare without case (LDAP, AD)
 exclude = ["playground/*"]                        # include, exclude and max_depth on ns/sub/page
 ```
 
@@ -35,10 +36,12 @@ Who may read (``gives_access`` with ``acl_file``): the rules of that file, read 
 decided as DokuWiki decides (searchcrawl/access/dokuwiki_acl.py: what cannot be read for certain
 keeps the page out of the index, status 927). The file is read rather than the rules the XML-RPC
 ``plugin.acl.listAcls`` answers: DokuWiki fills their ``%USER%`` wildcards in for the caller. A
-change of rules alone updates the pages' access without reading them. Names compare without case
-(the index's tokens are lower-case): a wiki whose authentication tells ``Bob`` from ``bob`` must
-not give them different rights. Without ``acl_file``, the source's ``[access]`` table says (its
-rules match ``/<id>``). Media files are not crawled.
+change of rules alone updates the pages' access without reading them. ``case_sensitive`` (the
+default, as the plain backend) says the wiki tells ``Bob`` from ``bob``: the index's tokens are
+lower-case, so a rule naming ``Bob`` gives no read and denies as ``bob``'s; set it false for
+LDAP or Active Directory, which compare without case. A page DokuWiki reads under another id
+than the one it lists (an id its cleaning changes) is not a page. Without ``acl_file``, the
+source's ``[access]`` table says (its rules match ``/<id>``). Media files are not crawled.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ logger = logging.getLogger(__name__)
 TABLE = "dokuwiki"
 MAX_ANSWER_BYTES = 256 * 1024 * 1024  # of the page list (a wiki of a million pages answers ~150 MB)
 MAX_PAGE_BYTES = 64 * 1024 * 1024  # of one page's text or HTML, when the crawl sets no limit
+SMALL_ANSWER_BYTES = 64 * 1024  # of a page's information, of the sign-in
 # a page id as DokuWiki's cleanID leaves it: lower-case words, dots, dashes, colons
 _PAGE_ID = re.compile(r"[\w.\-]+(?::[\w.\-]+)*")
 _NAMESPACE = re.compile(r"(?:[\w.\-]+(?::[\w.\-]+)*)?")
@@ -98,6 +102,7 @@ class DokuwikiOptions(HttpRepositoryOptions):
     group_token: str | None = None
     authenticated_token: str | None = None
     default_group: str = "user"
+    case_sensitive: bool = True
 
     @field_validator("url")
     @classmethod
@@ -163,6 +168,7 @@ class DokuwikiAgent(Agent):
             default_group=self.wiki.default_group,
             superusers=tuple(self.wiki.superuser),
             crawler=self.wiki.username,
+            case_sensitive=self.wiki.case_sensitive,
         )
         self._rules: WikiAcl | None = None
 
@@ -178,8 +184,11 @@ class DokuwikiAgent(Agent):
         listed, seen = 0, set()
         for page in pages:
             page_id = page.get("id") if isinstance(page, dict) else None
-            reason = "listed twice" if page_id in seen else self.refusal(page_id) if isinstance(page_id, str) else "no id"
-            if reason is not None or not isinstance(page_id, str):
+            if not isinstance(page_id, str):
+                logger.debug("dokuwiki: an entry without an id left out")
+                continue
+            reason = "listed twice" if page_id in seen else self.refusal(page_id)
+            if reason is not None:
                 logger.debug("dokuwiki: %r not listed: %s", str(page_id)[:200], reason)
                 continue
             seen.add(page_id)
@@ -194,8 +203,8 @@ class DokuwikiAgent(Agent):
         if before is None:
             return None
         limit = max_bytes or MAX_PAGE_BYTES
-        text = self.call("wiki.getPage", key, what=f"page {key}", limit=limit)
-        rendered = self.call("wiki.getPageHTML", key, what=f"page {key}", limit=limit)
+        text = self.call("wiki.getPage", key, what=f"page {key}", limit=limit, document=key)
+        rendered = self.call("wiki.getPageHTML", key, what=f"page {key}", limit=limit, document=key)
         if self._revision(key) != before:
             raise AgentError(f"page {key} changed while it was read: read again next time")
         if not isinstance(text, str) or not isinstance(rendered, str):
@@ -217,13 +226,15 @@ class DokuwikiAgent(Agent):
 
     # -- XML-RPC ----------------------------------------------------------------------------
 
-    def call(self, method: str, *params: Any, what: str, limit: int = MAX_ANSWER_BYTES) -> Any:
-        """One XML-RPC call's answer; WikiFault for a fault, AgentError when it cannot be had."""
+    def call(self, method: str, *params: Any, what: str, limit: int = MAX_ANSWER_BYTES, document: str | None = None) -> Any:
+        """One XML-RPC call's answer, read to at most ``limit`` bytes (beyond: DocumentTooLarge
+        for a ``document``'s call, else AgentError); WikiFault for a fault, AgentError when it
+        cannot be had."""
         request = xmlrpc.client.dumps(params, method, encoding="utf-8").encode("utf-8")
         headers = {"Content-Type": "text/xml; charset=utf-8"}
         body = self.http.answer("POST", self.endpoint, what, limit, data=request, headers=headers)
         if body is None:
-            raise DocumentTooLarge(what) if limit != MAX_ANSWER_BYTES else AgentError(f"{what} is larger than {limit} bytes")
+            raise DocumentTooLarge(document) if document else AgentError(f"{what} is larger than {limit} bytes")
         return answer_of(body, f"{self.http.where} answered {what}")
 
     def _signed_in(self) -> None:
@@ -234,13 +245,13 @@ class DokuwikiAgent(Agent):
             return
         auth = self.http.session().auth
         password = auth[1] if isinstance(auth, tuple) else ""
-        if self.call("dokuwiki.login", self.wiki.username, password, what="the sign-in") is not True:
+        if self.call("dokuwiki.login", self.wiki.username, password, what="the sign-in", limit=SMALL_ANSWER_BYTES) is not True:
             raise AgentError(f"{self.http.where} refused the crawl's account {self.wiki.username!r}")
 
     def _revision(self, key: str) -> int | None:
         """The page's current revision; None when there is no such page (any more)."""
         try:
-            info = self.call("wiki.getPageInfo", key, what=f"page {key}")
+            info = self.call("wiki.getPageInfo", key, what=f"page {key}", limit=SMALL_ANSWER_BYTES)
         except WikiFault as fault:
             if fault.code == FAULT_MISSING:
                 return None
@@ -248,6 +259,11 @@ class DokuwikiAgent(Agent):
         if not isinstance(info, dict):
             raise AgentError(f"{self.http.where} answered page {key} with no page information")
         version = info.get("version")  # DokuWiki answers an empty struct for a page there is not
+        if info.get("name") != key:
+            # DokuWiki cleans the id it is asked (pages/_/secret/x.txt is listed as _:secret:x,
+            # and read as secret:x): a page listed under an id it does not answer to is none
+            logger.debug("dokuwiki: %r answers as %r: not a page of its own", key, str(info.get("name"))[:200])
+            return None
         return version if isinstance(version, int) else None
 
     # -- references and access --------------------------------------------------------------
@@ -283,7 +299,8 @@ class DokuwikiAgent(Agent):
     def _read_rules(self) -> WikiAcl:
         """The wiki's rules, read at each listing (a change of rules is seen by the next crawl)."""
         path = self.wiki.acl_file or ""
-        return read_acl(server_file(path, "the wiki's rules", MAX_FILE_BYTES), path)
+        # as PHP reads it: bytes, a byte order mark a scope's first bytes
+        return read_acl(server_file(path, "the wiki's rules", MAX_FILE_BYTES).decode("utf-8", errors="replace"), path)
 
 
 def answer_of(body: bytes, where: str) -> Any:
@@ -296,7 +313,8 @@ def answer_of(body: bytes, where: str) -> Any:
         # dates stay DateTime: DokuWiki writes them in ISO 8601, which the builtin type refuses
         return xmlrpc.client.loads(body)[0][0]
     except xmlrpc.client.Fault as fault:
-        raise WikiFault(int(fault.faultCode), str(fault.faultString)) from None
+        code = fault.faultCode if isinstance(fault.faultCode, int) else 0
+        raise WikiFault(code, str(fault.faultString)) from None
     except (ExpatError, xmlrpc.client.ResponseError, ValueError, TypeError, IndexError, OverflowError):
         raise AgentError(f"{where} with no XML-RPC answer") from None
 

@@ -45,9 +45,10 @@ def folder_url(value: str, what: str) -> str:
     return f"{parts.scheme}://{parts.netloc.lower()}{path}"
 
 
-def server_file(path: str, what: str, limit: int) -> str:
+def server_file(path: str, what: str, limit: int) -> bytes:
     """A file of the server's configuration the agent reads (Apache's, the wiki's rules), read
-    again at each listing; AgentError when it cannot be read or is larger than ``limit`` bytes."""
+    again at each listing, as its server reads it (the caller decodes); AgentError when it
+    cannot be read or is larger than ``limit`` bytes."""
     try:
         with open(path, "rb") as file:
             data = file.read(limit + 1)
@@ -55,7 +56,7 @@ def server_file(path: str, what: str, limit: int) -> str:
         raise AgentError(f"{what} {path} cannot be read: {error.strerror}") from None
     if len(data) > limit:
         raise AgentError(f"{what} {path} is larger than {limit} bytes")
-    return data.decode("utf-8-sig", errors="replace")
+    return data
 
 
 def token_template(value: str | None) -> str | None:
@@ -132,11 +133,16 @@ class HttpClient:
         except requests.RequestException as error:
             raise AgentError(f"{self.where} cannot be reached: {type(error).__name__}") from None
 
-    def answer(self, method: str, url: str, what: str, limit: int, expected: int = 200, **arguments: Any) -> bytes | None:
+    def answer(
+        self, method: str, url: str, what: str, limit: int, expected: int = 200, absent: tuple[int, ...] = (), **arguments: Any
+    ) -> bytes | None:
         """The body of an answer with status ``expected`` (None when it is larger than
-        ``limit``); AgentError for another status, saying when the account was refused."""
+        ``limit``; empty for a status in ``absent``); AgentError for another status, saying when
+        the account was refused."""
         response = self.request(method, url, **arguments)
         with response:
+            if response.status_code in absent:
+                return b""
             if response.status_code in (401, 403):
                 raise AgentError(f"{self.where} refused the crawl's account (HTTP {response.status_code}) for {what}")
             if response.status_code != expected:

@@ -263,7 +263,10 @@ class WebdavAgent(Agent):
 
     def _read_rules(self) -> ApacheRules:
         """The Apache files named, read at each listing (a change of rules is seen by the next crawl)."""
-        files = [(path, server_file(path, "Apache's configuration", MAX_FILE_BYTES)) for path in self.dav.apache_config]
+        files = [
+            (path, server_file(path, "Apache's configuration", MAX_FILE_BYTES).decode("utf-8-sig", errors="replace"))
+            for path in self.dav.apache_config
+        ]
         return read_rules(files)
 
 

@@ -53,7 +53,7 @@ from searchcrawl.rules.schedules import Schedule, check_cron, parse_interval
 from searchcrawl.rules.tables import RuleTable
 from searchcrawl.rules.tls_settings import TlsFileError, TlsFiles, TlsRules, check_client_files, split_certificates
 
-SourceType = Literal["web", "files", "smb", "database", "mail", "imap", "webdav", "cmis", "dokuwiki", "agent"]
+SourceType = Literal["web", "files", "smb", "database", "mail", "imap", "webdav", "cmis", "dokuwiki", "redmine", "agent"]
 # the agents of the built-in types; type = "agent" names its own class (key 'agent')
 BUILT_IN_AGENTS = {
     "files": "searchcrawl.agents.files.FilesAgent",
@@ -64,6 +64,7 @@ BUILT_IN_AGENTS = {
     "webdav": "searchcrawl.agents.webdav.WebdavAgent",
     "cmis": "searchcrawl.agents.cmis.CmisAgent",
     "dokuwiki": "searchcrawl.agents.dokuwiki.DokuwikiAgent",
+    "redmine": "searchcrawl.agents.redmine.RedmineAgent",
 }
 # keys about web sites only: refused in a source of another type, where they would do nothing
 WEB_ONLY_KEYS = (
@@ -412,6 +413,7 @@ class SourceSettings(ScopeRules):
     webdav: dict[str, Any] | None = None
     cmis: dict[str, Any] | None = None
     dokuwiki: dict[str, Any] | None = None
+    redmine: dict[str, Any] | None = None
     agent_options: dict[str, Any] | None = None
     # a source with an agent: the origins (scheme://host:port) its references' locations may be
     # downloaded from (searchcrawl/crawl/handlers/agent.py); none: an agent hands over content
@@ -574,6 +576,7 @@ class SourceSettings(ScopeRules):
             "webdav": self.webdav,
             "cmis": self.cmis,
             "dokuwiki": self.dokuwiki,
+            "redmine": self.redmine,
             "agent": self.agent_options,
         }
         for kind, table in tables.items():

@@ -114,7 +114,8 @@ def test_a_deny_is_overridden_only_by_a_read_at_its_level_or_above() -> None:
     ("rules", "page", "why"),
     [
         ("*  @ALL  1\nusers:%USER%:*  %USER%  0", "users:bob:todo", "a wildcard rule that denies"),
-        ("*  @ALL  1\nusers:%USER%:*  @sales  8", "users:bob:todo", "a name other than the wildcard's own"),
+        ("*  @ALL  1\nusers:%USER%:*  @sales  8", "users:bob:todo", "a wildcard DokuWiki fills in other than"),
+        ("*  @ALL  1\nstart  @ALL  0 # ask %USER%", "start", "a wildcard DokuWiki fills in other than"),
         ("*  @ALL  1\n*  @unnamed%2cgroup  0", "start", "denies a name no token stands for"),
         ("*  @ALL  1\nstart  bob  read", "start", "the permission is not a number"),
     ],
@@ -148,3 +149,35 @@ def test_a_name_written_unencoded_matches_no_one_as_in_dokuwiki() -> None:
     assert access is not None and access.is_public
     access, why = read_acl("*  @ALL  1\nstart  @%41b  0\n", "acl.auth.php").access_of("start", NAMES)
     assert access is None and why is not None and "would not write" in why
+
+
+@pytest.mark.parametrize(
+    ("rules", "public"),
+    [
+        # found by a hostile review, each against DokuWiki's own auth_loadACL and auth_aclcheck_cb
+        ("*  @ALL  0\n# old\r*  @ALL  1\n", False),  # a line ends at \n alone: one comment line to PHP
+        ("*  @ALL  0\n\u00a0*  @ALL  1\n", False),  # not a PHP blank: the scope is "\xa0*"
+        ("*  @ALL  1\n\x00start  @ALL  0\n", False),  # PHP trims NUL
+        ("\ufeff*  @ALL  1\n*  @ALL  0\n", False),  # a byte order mark is part of the first scope
+        ("*  @ALL  1\nstart  @ALL  -1\n", True),  # a negative permission decides nothing
+        ("*  @ALL  1\nstart*#x  @ALL  0\nstart  #x  0\n", True),  # no name, or a scope with a comment
+    ],
+)
+def test_lines_are_read_as_php_reads_them(rules: str, public: bool) -> None:
+    access, why = read_acl(rules, "acl.auth.php").access_of("start", NAMES)
+    assert access is not None, why
+    assert access.is_public == public and decide(access, principals_of("")).granted == public
+
+
+def test_names_with_capitals_and_the_default_group_without_a_token() -> None:
+    # the plain backend stores names lower-case and compares case-sensitively: "@Sales" is no one
+    access, _ = read_acl("*  @ALL  0\n*  @Sales  1\n*  Bob  0\n", "acl.auth.php").access_of("start", NAMES)
+    assert access is not None and not decide(access, principals_of("alice")).granted
+    assert {g.token for g in access.late_deny} == {"user:bob", "public"}  # a deny with capitals: fail closed
+    insensitive = WikiNames(group_token="group:{id}", case_sensitive=False)
+    access, _ = read_acl("*  @ALL  0\n*  @Sales  1\n", "acl.auth.php").access_of("start", insensitive)
+    assert access is not None and decide(access, principals_of("alice")).granted
+    # @user without authenticated_token is a group like any other (the plain backend's users are
+    # in it only when given it)
+    access, _ = read_acl("*  @ALL  0\n*  @user  1\n", "acl.auth.php").access_of("start", WikiNames(group_token="group:{id}"))
+    assert access is not None and [g.token for g in access.levels[0].allow] == ["group:user"]

@@ -80,6 +80,9 @@ def test_a_hostile_answer_is_refused_and_a_fault_kept_apart() -> None:
     with pytest.raises(WikiFault, match="fault 121") as raised:
         answer_of(fault.encode(), where)
     assert raised.value.code == 121
+    odd = xmlrpc.client.dumps(xmlrpc.client.Fault("1e999", "odd"), methodresponse=True)  # type: ignore[arg-type]
+    with pytest.raises(WikiFault, match="fault 0"):
+        answer_of(odd.encode(), where)
 
 
 def test_a_page_is_titled_by_its_first_heading_else_its_id() -> None:

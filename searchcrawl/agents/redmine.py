@@ -1,0 +1,466 @@
+"""The ``redmine`` source type: the issues of a Redmine (5.x), with their comments, and their
+attachments, read through its REST API, with Redmine's own issue visibility as who may read each.
+
+```toml
+type = "redmine"
+
+[redmine]
+url = "https://redmine.example.org/"                 # the Redmine's base URL
+username = "crawler"                                 # an administrator (users and roles are asked)
+password_secret = "REDMINE_CRAWLER_PASSWORD"         # HTTP basic auth; over http:// only to loopback
+projects = ["harbour", "finance"]                    # their identifiers (default: every project)
+authenticated_token = "group:cn=staff,ou=groups,dc=example,dc=org"  # what public projects show non-members
+anonymous_token = "public"                           # what they show anonymous users (unset: no one)
+include = ["*.pdf", "*.docx"]                        # attachments, on <project>/<file name>; exclude too
+```
+
+The crawl's account must be an administrator: Redmine shows users, groups and role rights to
+administrators only, and the issues of every project to them. It signs in to Redmine's
+pages as well, to read each role's tracker rights from the role's form (the REST API does not
+show them). The REST API must be on (Administration › Settings › API).
+
+**Issues**: ``redmine://<source>/issues/<id>``, displayed at ``<url>issues/<id>``: the subject
+(the title, ``#<id> <subject>``), the description and every comment that is not a private note
+(private notes are for roles with their own right: they are left out), with ``project_s``,
+``tracker_s``, ``status_s``, ``author`` and ``last_modified``. **Attachments**:
+``redmine://<source>/attachments/<id>``, each a document of its own (the issue's access), read
+from ``attachments/download/<id>``. Archived projects and projects without issue tracking are not
+crawled.
+
+**Changes**: an issue's token is its ``updated_on`` (a comment, an attachment or any change moves
+it), an attachment's its id and size (attachments do not change): only what changed is read.
+Every crawl lists the projects' issues whole (100 a page, by id; a listing whose count changed
+while it was read is read again, then fails): a deleted issue, or one moved to a project not
+crawled, leaves the index, and a change of memberships or roles, which moves no issue's
+``updated_on``, updates the access of the issues it concerns without reading them.
+
+**Who may read** (searchcrawl/access/redmine_roles.py): Redmine's rule, from its users, groups,
+roles (their ``view_issues`` right, issues visibility and trackers) and each project's
+memberships, asked at every listing. A Redmine that does not answer or refuses the account fails
+the crawl: nothing is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import mimetypes
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+from lxml import html as lxml_html
+from pydantic import Field, field_validator, model_validator
+
+from searchcrawl.access.redmine_roles import Directory, Issue, Project, Role, TokenNames, issue_access
+from searchcrawl.access.tokens import Access, AccessError, Grant
+from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
+from searchcrawl.agents.files import out_of_scope
+from searchcrawl.agents.http_repository import HttpClient, HttpRepositoryOptions, folder_url
+
+logger = logging.getLogger(__name__)
+
+TABLE = "redmine"
+PAGE = 100  # Redmine's largest page
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+MAX_PAGES = 100_000  # of one listing: a Redmine whose pages never end fails it
+ARCHIVED = 9
+_KEY = re.compile(r"(issues|attachments)/([1-9][0-9]{0,11})")
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9_-]{0,99}")
+
+
+class RedmineOptions(HttpRepositoryOptions):
+    """The ``[redmine]`` table of a source of type ``redmine``."""
+
+    url: str
+    projects: list[str] = Field(default_factory=list)
+    authenticated_token: str | None = None
+    anonymous_token: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return folder_url(value, "the Redmine")
+
+    @field_validator("projects")
+    @classmethod
+    def _projects(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not _IDENTIFIER.fullmatch(value):
+                raise ValueError(f"expected a project identifier such as 'harbour', got {value!r}")
+        return list(dict.fromkeys(values))
+
+    @field_validator("authenticated_token", "anonymous_token")
+    @classmethod
+    def _token(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                Grant.of(value, "check")
+            except AccessError as error:
+                raise ValueError(str(error)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _credentials(self) -> RedmineOptions:
+        if not self.username:
+            raise ValueError("'username' and 'password_secret' are needed: an administrator's")
+        self.check_credentials(self.url)
+        return self
+
+
+class ListingChanged(AgentError):
+    """A paged list's count changed between its pages: what it lists may have shifted."""
+
+
+@dataclass(frozen=True)
+class State:
+    """What decides who sees what, read at each listing."""
+
+    users: Directory
+    roles: dict[int, Role]
+    projects: dict[int, Project]
+
+
+class RedmineAgent(Agent):
+    """Lists a Redmine's issues and attachments, with Redmine's visibility as their readers."""
+
+    scheme: ClassVar[str] = "redmine"
+    Options = RedmineOptions
+    gives_access: ClassVar[bool] = True
+
+    def __init__(self, source: str, options: Any) -> None:
+        super().__init__(source, options)
+        self.redmine = RedmineOptions.model_validate(options)
+        parts = urlsplit(self.redmine.url)
+        self.http = HttpClient(self.redmine, TABLE, f"the Redmine {parts.scheme}://{parts.netloc}")
+        self.names = TokenNames(self.redmine.user_token, self.redmine.authenticated_token, self.redmine.anonymous_token)
+        self._state: State | None = None
+        self._projects: dict[int, dict[str, Any]] = {}
+
+    # -- the Agent interface ----------------------------------------------------------------
+
+    def references(self, since: datetime | None) -> Iterator[Reference]:
+        """Every issue of the projects crawled, and its attachments (``since`` is ignored)."""
+        state = self._state = self.read_state()
+        listed = 0
+        for project in state.projects.values():
+            for item in self._issues(project):
+                issue = issue_facts(item, project.id)
+                if issue is None:
+                    continue
+                access = issue_access(issue, project, state.roles, state.users, self.names)
+                listed += 1
+                yield self._issue_reference(item, project, access)
+                for attachment in item.get("attachments") or ():
+                    reference = self._attachment_reference(attachment, item, project, access)
+                    if reference is not None:
+                        yield reference
+        logger.info("redmine: %d issues listed in %d projects", listed, len(state.projects))
+
+    def fetch(self, key: str, max_bytes: int) -> Content | None:
+        """An issue with its comments (as HTML), or an attachment's bytes; None when it is gone."""
+        match = _KEY.fullmatch(key)
+        if match is None:
+            return None
+        kind, number = match.groups()
+        if kind == "attachments":
+            return self._attachment(number, max_bytes)
+        body = self._get_json(f"issues/{number}.json", {"include": "journals"}, f"issue #{number}", missing_ok=True)
+        item = body.get("issue") if isinstance(body, dict) else None
+        if not isinstance(item, dict):
+            return None
+        state = self._state or self.read_state()
+        self._state = state
+        project_id = (item.get("project") or {}).get("id")
+        project = state.projects.get(project_id) if isinstance(project_id, int) else None
+        issue = issue_facts(item, project_id if isinstance(project_id, int) else 0)
+        if project is None or issue is None:
+            return None  # moved to a project not crawled
+        page = issue_html(item).encode("utf-8")
+        if max_bytes and len(page) > max_bytes:
+            raise DocumentTooLarge(key)
+        access = issue_access(issue, project, state.roles, state.users, self.names)
+        return Content(page, "text/html; charset=utf-8", f"issue-{number}.html", access=access, token=str(item.get("updated_on")))
+
+    def refusal(self, key: str) -> str | None:
+        return None if _KEY.fullmatch(key) else "not an issue or an attachment"
+
+    def display_url(self, key: str) -> str:
+        return self.redmine.url + key
+
+    # -- what decides who sees what ---------------------------------------------------------
+
+    def read_state(self) -> State:
+        """Users, groups, roles and projects with their memberships, as Redmine says now."""
+        current = self._get_json("users/current.json", {}, "the crawl's account").get("user") or {}
+        if current.get("admin") is not True:
+            raise AgentError(f"{self.http.where}: the crawl's account {self.redmine.username!r} is no administrator")
+        users = {u["id"]: u for u in self._pages("users.json", "users", {"status": "1"}) if _has_id(u)}
+        logins = {uid: str(u.get("login") or "") for uid, u in users.items() if u.get("login")}
+        admins = frozenset(uid for uid, u in users.items() if u.get("admin") is True)
+        groups: dict[int, frozenset[int]] = {}
+        builtin: dict[str, int] = {}
+        for group in self._pages("groups.json", "groups", {"builtin": "1"}):
+            if not _has_id(group):
+                continue
+            if group.get("builtin"):
+                builtin[str(group["builtin"])] = group["id"]
+                continue
+            detail = self._get_json(f"groups/{group['id']}.json", {"include": "users"}, f"group {group['id']}").get("group") or {}
+            groups[group["id"]] = frozenset(u["id"] for u in detail.get("users") or () if _has_id(u))
+        directory = Directory(logins, admins, groups)
+        roles = self._roles()
+        projects = {}
+        for item in self._pages("projects.json", "projects", {"include": "enabled_modules"}):
+            project = self._project(item, builtin)
+            if project is not None:
+                projects[project.id] = project
+        missing = set(self.redmine.projects) - {p.identifier for p in projects.values()}
+        if missing:
+            raise AgentError(f"{self.http.where} has no project {sorted(missing)[0]!r} with issue tracking for the crawl")
+        return State(directory, roles, projects)
+
+    def _project(self, item: dict[str, Any], builtin: dict[str, int]) -> Project | None:
+        identifier = item.get("identifier")
+        modules = {m.get("name") for m in item.get("enabled_modules") or () if isinstance(m, dict)}
+        if not _has_id(item) or not isinstance(identifier, str) or item.get("status") == ARCHIVED:
+            return None
+        if "issue_tracking" not in modules or self.redmine.projects and identifier not in self.redmine.projects:
+            logger.debug("redmine: project %s not crawled (not named, or no issue tracking)", identifier[:100])
+            return None
+        members: dict[int, tuple[int, ...]] = {}
+        overrides: dict[str, tuple[int, ...]] = {}
+        what = f"the members of {identifier}"
+        for membership in self._pages(f"projects/{item['id']}/memberships.json", "memberships", {}, what):
+            role_ids = tuple(r["id"] for r in membership.get("roles") or () if _has_id(r))
+            user, group = membership.get("user"), membership.get("group")
+            if isinstance(user, dict) and _has_id(user):
+                members[user["id"]] = tuple(dict.fromkeys((*members.get(user["id"], ()), *role_ids)))
+            elif isinstance(group, dict) and _has_id(group):
+                for kind, group_id in builtin.items():
+                    if group["id"] == group_id:
+                        overrides[kind] = role_ids
+        return Project(
+            item["id"],
+            identifier,
+            item.get("is_public") is True,
+            members,
+            overrides.get("non_member", (BUILTIN_NON_MEMBER,)),
+            overrides.get("anonymous", (BUILTIN_ANONYMOUS,)),
+        )
+
+    def _roles(self) -> dict[int, Role]:
+        """Every role, the built-in ones too, with its trackers read from its form."""
+        ids = [r["id"] for r in self._get_json("roles.json", {}, "the roles").get("roles") or () if _has_id(r)]
+        roles = {}
+        self._sign_in()
+        for role_id in dict.fromkeys([BUILTIN_NON_MEMBER, BUILTIN_ANONYMOUS, *ids]):
+            item = self._get_json(f"roles/{role_id}.json", {}, f"role {role_id}").get("role") or {}
+            permissions = item.get("permissions") or ()
+            views = "view_issues" in permissions
+            visibility = str(item.get("issues_visibility") or "")
+            trackers = self._role_trackers(role_id) if views else None
+            roles[role_id] = Role(
+                role_id, str(item.get("name") or role_id)[:100], views, visibility, role_id in BUILTIN, trackers
+            )
+        return roles
+
+    def _role_trackers(self, role_id: int) -> frozenset[int] | None:
+        """The trackers a role's ``view_issues`` covers (None: all), from the role's form."""
+        what = f"the form of role {role_id}"
+        body = self.http.answer("GET", f"{self.redmine.url}roles/{role_id}/edit", what, MAX_ANSWER_BYTES)
+        if body is None:
+            raise AgentError(f"{what} is larger than {MAX_ANSWER_BYTES} bytes")
+        page = lxml_html.document_fromstring(body or b"<html/>")
+        every = page.xpath('//input[@type="checkbox"][@name="role[permissions_all_trackers][view_issues]"]')
+        if len(every) != 1:
+            raise AgentError(f"{self.http.where}: {what} has no tracker rights for viewing issues")
+        if every[0].get("checked") is not None:
+            return None
+        chosen = page.xpath('//input[@type="checkbox"][@name="role[permissions_tracker_ids][view_issues][]"][@checked]')
+        return frozenset(int(box.get("value")) for box in chosen if str(box.get("value") or "").isdigit())
+
+    def _sign_in(self) -> None:
+        """A session on Redmine's pages for this thread's client: the roles' forms are no REST
+        resource. AgentError when Redmine does not take the account there."""
+        body = self.http.answer("GET", f"{self.redmine.url}login", "the sign-in page", MAX_ANSWER_BYTES) or b"<html/>"
+        tokens = lxml_html.document_fromstring(body).xpath('//input[@name="authenticity_token"]/@value')
+        auth = self.http.session().auth
+        password = auth[1] if isinstance(auth, tuple) else ""
+        data = {"username": self.redmine.username, "password": password, "authenticity_token": tokens[0] if tokens else ""}
+        answer = self.http.request("POST", f"{self.redmine.url}login", data=data)
+        with answer:
+            if answer.status_code != 302:
+                raise AgentError(f"{self.http.where} refused the crawl's account on its sign-in page")
+
+    # -- listing ----------------------------------------------------------------------------
+
+    def _issues(self, project: Project) -> list[dict[str, Any]]:
+        """A project's issues (not its subprojects'), by id; a listing whose count changed while
+        it was read (an issue deleted meanwhile shifts the pages) is read again once."""
+        params = {"project_id": str(project.id), "subproject_id": "!*", "status_id": "*", "include": "attachments", "sort": "id"}
+        what = f"the issues of {project.identifier}"
+        try:
+            return list(self._pages("issues.json", "issues", params, what))
+        except ListingChanged:
+            logger.debug("redmine: %s changed while listed: read again", what)
+            return list(self._pages("issues.json", "issues", params, what))
+
+    def _pages(self, path: str, name: str, params: dict[str, str], what: str = "") -> Iterator[dict[str, Any]]:
+        """Every item of a paged list; AgentError when its total changes between pages."""
+        offset, total = 0, None
+        for _ in range(MAX_PAGES):
+            body = self._get_json(path, {**params, "limit": str(PAGE), "offset": str(offset)}, what or name)
+            items = body.get(name)
+            count = body.get("total_count", 0)
+            if not isinstance(items, list) or not isinstance(count, int):
+                raise AgentError(f"{self.http.where} answered {what or name} with no list")
+            if total is not None and count != total:
+                raise ListingChanged(f"{what or name} changed while listed: read again next time")
+            total = count
+            yield from (item for item in items if isinstance(item, dict))
+            offset += len(items)
+            if not items or offset >= total:
+                return
+        raise AgentError(f"{what or name}: more than {MAX_PAGES} pages")
+
+    def _issue_reference(self, item: dict[str, Any], project: Project, access: Access) -> Reference:
+        key = f"issues/{item['id']}"
+        modified = _date(item.get("updated_on"))
+        fields = {
+            "display_url": self.display_url(key),
+            "project_s": project.identifier,
+            "tracker_s": _name(item.get("tracker")),
+            "status_s": _name(item.get("status")),
+            "issue_id_l": item["id"],
+            "private_b": item.get("is_private") is True,
+            "author": _name(item.get("author")),
+        }
+        if modified is not None:
+            fields["last_modified"] = modified.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return Reference(key=key, token=str(item.get("updated_on")), modified=modified, fields=fields, access=access)
+
+    def _attachment_reference(self, attachment: Any, item: dict[str, Any], project: Project, access: Access) -> Reference | None:
+        if not isinstance(attachment, dict) or not _has_id(attachment):
+            return None
+        name = str(attachment.get("filename") or attachment["id"])
+        if "/" in name or re.search(r"[\x00-\x1f\x7f]", name):
+            return None
+        reason = out_of_scope(f"{project.identifier}/{name}", False, self.redmine)
+        if reason is not None:
+            logger.debug("redmine: attachment %s of issue #%s not listed: %s", attachment["id"], item["id"], reason)
+            return None
+        key = f"attachments/{attachment['id']}"
+        size = attachment.get("filesize") if isinstance(attachment.get("filesize"), int) else 0
+        fields = {
+            "display_url": self.display_url(key),
+            "project_s": project.identifier,
+            "file_name_s": name[:500],
+            "size_l": size,
+        }
+        return Reference(
+            key=key,
+            token=f"{attachment['id']}|{size}",
+            modified=_date(attachment.get("created_on")),
+            fields=fields,
+            metadata={"file_name": name[:500]},
+            parent=f"issues/{item['id']}",
+            access=access,
+        )
+
+    # -- HTTP -------------------------------------------------------------------------------
+
+    def _attachment(self, number: str, max_bytes: int) -> Content | None:
+        body = self._get_json(f"attachments/{number}.json", {}, f"attachment {number}", missing_ok=True)
+        item = body.get("attachment") if isinstance(body, dict) else None
+        if not isinstance(item, dict):
+            return None
+        name = str(item.get("filename") or number).replace("/", "_")
+        limit = max_bytes or MAX_ANSWER_BYTES
+        response = self.http.request("GET", f"{self.redmine.url}attachments/download/{number}")
+        with response:
+            if response.status_code == 404:
+                return None
+            if response.status_code != 200:
+                raise AgentError(f"{self.http.where} answered HTTP {response.status_code} for attachment {number}")
+            data = self.http.read(response, limit, f"attachment {number}")
+        if data is None:
+            raise DocumentTooLarge(f"attachments/{number}")
+        kind = mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"  # as files and shares
+        return Content(data, kind, name)
+
+    def _get_json(self, path: str, params: dict[str, str], what: str, missing_ok: bool = False) -> dict[str, Any]:
+        """A JSON object Redmine answers; {} for one it says is not there (``missing_ok``)."""
+        absent = (403, 404) if missing_ok else ()
+        body = self.http.answer("GET", self.redmine.url + path, what, MAX_ANSWER_BYTES, absent=absent, params=params)
+        if body is None:
+            raise AgentError(f"{self.http.where} answered more than {MAX_ANSWER_BYTES} bytes for {what}")
+        if not body and missing_ok:
+            return {}
+        try:
+            answer = json.loads(body)
+        except (ValueError, RecursionError):
+            raise AgentError(f"{self.http.where} answered {what} with no JSON") from None
+        if not isinstance(answer, dict):
+            raise AgentError(f"{self.http.where} answered {what} with no object")
+        return answer
+
+
+BUILTIN_NON_MEMBER, BUILTIN_ANONYMOUS = 1, 2  # Redmine's built-in roles' ids
+BUILTIN = (BUILTIN_NON_MEMBER, BUILTIN_ANONYMOUS)
+
+
+def issue_facts(item: dict[str, Any], project: int) -> Issue | None:
+    """What decides who sees an issue, from its JSON; None for an issue without an id."""
+    if not _has_id(item):
+        return None
+
+    def principal(name: str) -> int | None:
+        value = item.get(name)
+        return value["id"] if isinstance(value, dict) and _has_id(value) else None
+
+    tracker = principal("tracker")
+    return Issue(
+        item["id"], project, tracker or 0, item.get("is_private") is not False, principal("author"), principal("assigned_to")
+    )
+
+
+def issue_html(item: dict[str, Any]) -> str:
+    """An issue as a page: its subject, description and every comment that is no private note."""
+    subject = str(item.get("subject") or "")
+    title = f"#{item.get('id')} {subject}"
+    parts = [f"<h1>{escape(title)}</h1>", f"<div>{_text(item.get('description'))}</div>"]
+    for journal in item.get("journals") or ():
+        if not isinstance(journal, dict) or journal.get("private_notes") is not False or not journal.get("notes"):
+            continue
+        parts.append(f"<h2>{escape(_name(journal.get('user')))}</h2><div>{_text(journal.get('notes'))}</div>")
+    author = escape(_name(item.get("author")))
+    head = f'<meta charset="utf-8"><title>{escape(title)}</title><meta name="author" content="{author}">'
+    return f"<!DOCTYPE html><html><head>{head}</head><body>{''.join(parts)}</body></html>"
+
+
+def _text(value: Any) -> str:
+    """Redmine's text (Textile or Markdown, as written) as paragraphs of escaped text."""
+    return "".join(f"<p>{escape(paragraph)}</p>" for paragraph in re.split(r"\n\s*\n", str(value or "")) if paragraph.strip())
+
+
+def _name(value: Any) -> str:
+    return str(value.get("name") or "")[:200] if isinstance(value, dict) else ""
+
+
+def _has_id(value: Any) -> bool:
+    return (
+        isinstance(value, dict) and isinstance(value.get("id"), int) and not isinstance(value.get("id"), bool) and value["id"] > 0
+    )
+
+
+def _date(value: Any) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -1,0 +1,215 @@
+"""Redmine sources against a real Redmine (tests/redmine_server.py: Debian's package on SQLite),
+its users those of the tests' LDAP directory, issue 78 point 5.
+
+The oracle is Redmine's own answer: after every crawl of a changing tracker (issues opened,
+edited, commented, given attachments, made private, reassigned, deleted; memberships, a project's
+visibility and the built-in roles' rights changed), each directory user's trimmed search, and an
+anonymous one, finds exactly the issues Redmine shows them (asked of Redmine as that user): a
+private project's members, roles that see all, public or only their own issues, a group's role
+limited to one tracker, a public project's non-members, private issues to their authors and
+assignees. Private notes are never indexed; an unchanged issue is never read again; a change of
+memberships alone updates the access without a read; `scrapy explain-access` names the role.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pysolr
+
+from searchcrawl.access.decision import Principals
+from searchcrawl.index.indexer import SolrIndex
+from tests.conftest import Project, run_scrapy, solr_docs
+from tests.directory_server import DirectoryServer
+from tests.e2e.test_secure_search import directory_of_server, found_by
+from tests.redmine_server import CRAWLER, RedmineServer
+
+SECRET = "REDMINE_CRAWL_PASSWORD_TEST"
+USERS = ("alice", "bob", "carol", "")  # "": not signed in
+ACCESS_FIELDS = ("access_allow", "access_deny")
+FIELDS = ("tracker_s", "status_s", "private_b", "last_modified")
+WORDS = ("quay", "ledger", "tender", "pilot", "berth", "invoice", "audit", "ferry")
+TRACKERS = (1, 2, 3)  # Bug, Feature, Support
+
+
+def redmine_source(project: Project, name: str, server: RedmineServer) -> None:
+    project.source(
+        name,
+        f"""type = "redmine"
+max_delete_share = 1.0
+[redmine]
+url = "{server.url}"
+username = "{CRAWLER}"
+password_secret = "{SECRET}"
+projects = ["harbour", "finance"]
+anonymous_token = "public"
+exclude = ["*.tmp"]
+""",
+    )
+
+
+def crawl(project: Project, name: str, server: RedmineServer) -> str:
+    result = run_scrapy(["crawl", name], project.env(**{SECRET: server.password(CRAWLER)}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert server.password(CRAWLER) not in result.stderr + result.stdout
+    return result.stderr
+
+
+class Tracker:
+    """The issues as the test changes them: id -> (subject, texts indexed, private notes)."""
+
+    def __init__(self, server: RedmineServer, rng: random.Random) -> None:
+        self.server, self.rng = server, rng
+        self.number = 0
+        self.texts: dict[int, list[str]] = {}
+        self.secrets: dict[int, list[str]] = {}
+        self.attachments: dict[int, list[str]] = {}
+        for _ in range(8):
+            self.open()
+
+    def words(self) -> str:
+        self.number += 1
+        return f"zebrafinch {self.number} " + " ".join(self.rng.choice(WORDS) for _ in range(12))
+
+    def people(self) -> dict[str, int]:
+        return {user["login"]: user["id"] for user in self.server.api("GET", "users.json").json()["users"]}
+
+    def open(self) -> str:
+        text = self.words()
+        fields = {"tracker_id": self.rng.choice(TRACKERS), "is_private": self.rng.random() < 0.3}
+        if self.rng.random() < 0.5:
+            fields["assigned_to_id"] = self.people()[self.rng.choice(("alice", "bob"))]
+        issue = self.server.issue(self.rng.choice(("harbour", "finance")), f"Issue {self.number}", text, **fields)
+        self.texts[issue] = [text]
+        self.secrets[issue] = []
+        return f"#{issue} {fields}"
+
+    def comment(self) -> str:
+        issue = self.rng.choice(sorted(self.texts))
+        text = self.words()
+        private = self.rng.random() < 0.3
+        self.server.comment(issue, text, private=private)
+        (self.secrets if private else self.texts)[issue].append(text)
+        return f"#{issue} private={private}"
+
+    def attach(self) -> str:
+        issue = self.rng.choice(sorted(self.texts))
+        text = self.words()
+        self.server.attach(issue, f"note-{self.number}.txt", text.encode())
+        self.attachments.setdefault(issue, []).append(text)
+        return f"#{issue}"
+
+    def change(self) -> str:
+        issue = self.rng.choice(sorted(self.texts))
+        fields = self.rng.choice(
+            [{"is_private": True}, {"is_private": False}, {"assigned_to_id": self.people()["bob"]}, {"tracker_id": 3}]
+        )
+        self.server.update(issue, **fields)
+        return f"#{issue} {fields}"
+
+    def delete(self) -> str:
+        issue = self.rng.choice(sorted(self.texts))
+        self.server.delete(issue)
+        del self.texts[issue], self.secrets[issue]
+        self.attachments.pop(issue, None)
+        return f"#{issue}"
+
+    def step(self, number: int) -> list[str]:
+        kinds = [self.open, self.comment, self.attach, self.change, self.delete]
+        actions = [kinds[number % len(kinds)], *self.rng.choices(kinds, k=self.rng.randint(1, 2))]
+        return [f"{action.__name__}: {action()}" for action in actions]
+
+
+def rights_change(server: RedmineServer, number: int) -> str:
+    """Memberships, a project's visibility or a built-in role's rights changed (no issue moves)."""
+    if number == 2:
+        answer = server.api(
+            "POST", "projects/finance/memberships.json", membership={"user_id": user_id(server, "carol"), "role_ids": [4]}
+        )
+        assert answer.status_code == 201, answer.text
+        return "carol Developer in finance"
+    if number == 4:
+        assert server.api("PUT", "projects/harbour.json", project={"is_public": False}).status_code == 204
+        return "harbour private"
+    if number == 6:
+        server.runner("Role.anonymous.add_permission!(:view_issues)")
+        assert server.api("PUT", "projects/harbour.json", project={"is_public": True}).status_code == 204
+        return "harbour public again, anonymous users see its public issues"
+    return ""
+
+
+def user_id(server: RedmineServer, login: str) -> int:
+    return next(user["id"] for user in server.api("GET", "users.json").json()["users"] if user["login"] == login)
+
+
+def test_each_directory_user_finds_exactly_the_issues_redmine_shows_them(
+    project: Project, solr: pysolr.Solr, redmine_server: RedmineServer, directory_server: DirectoryServer
+) -> None:
+    rng = random.Random(785)
+    tracker = Tracker(redmine_server, rng)
+    name = "issue-tracker"
+    redmine_source(project, name, redmine_server)
+    client = SolrIndex(project.solr_url, timeout=30)
+    directory = directory_of_server(directory_server)
+    before: dict[str, dict] = {}
+    for number in range(8):
+        step = tracker.step(number) if number else ["first crawl"]
+        changed = rights_change(redmine_server, number)
+        step += [changed] if changed else []
+        crawl(project, name, redmine_server)
+        docs = {doc["url"].rsplit("/", 1)[1].replace("%2F", "/"): doc for doc in solr_docs(solr, name)}
+        issues = {int(key.split("/")[1]): doc for key, doc in docs.items() if key.startswith("issues/")}
+        assert sorted(issues) == sorted(tracker.texts) == redmine_server.issues(), (number, step)
+        for issue, doc in issues.items():
+            assert all(text in doc["content"] for text in tracker.texts[issue]), (number, step, issue)
+            assert not any(text in doc["content"] for text in tracker.secrets[issue]), (number, step, issue)  # private notes
+            assert doc["display_url"] == f"{redmine_server.url}issues/{issue}" and doc["title"].startswith(f"#{issue} Issue ")
+        attached = sorted(text for texts in tracker.attachments.values() for text in texts)
+        assert sorted(doc["content"].strip() for key, doc in docs.items() if key.startswith("attachments/")) == attached
+        for key, doc in docs.items():
+            old = before.get(key)
+            if old is not None and all(
+                old.get(field) == doc.get(field) for field in ("content", "title", *FIELDS, *ACCESS_FIELDS)
+            ):
+                assert old["_version_"] == doc["_version_"], (number, step, key)  # unchanged: not pushed again
+        for user in USERS:
+            oracle = {issue for issue in issues if redmine_server.can_read(user, issue)}
+            principals = directory.principals(user) if user else Principals.anonymous()
+            visible = found_by(client, principals, name)
+            found = {issue for issue, doc in issues.items() if doc["id"] in visible}
+            assert found == oracle, (number, step, user or "anonymous", sorted(found ^ oracle))
+            for key, doc in docs.items():  # an attachment is shown with its issue
+                if key.startswith("attachments/"):
+                    parent = next(i for i, texts in tracker.attachments.items() if doc["content"].strip() in texts)
+                    assert (doc["id"] in visible) == (parent in oracle), (number, step, user, key)
+        before = docs
+
+    # a membership changed, and nothing else: the access is updated without a read
+    membership = next(
+        m["id"] for m in redmine_server.api("GET", "projects/finance/memberships.json").json()["memberships"]
+        if m.get("user", {}).get("name", "").startswith("Carol")
+    )  # fmt: skip
+    assert redmine_server.api("DELETE", f"memberships/{membership}.json").status_code == 204
+    log = crawl(project, name, redmine_server)
+    assert "'searchcrawl/access_updates'" in log and "'downloader/response_status_count/200'" not in log, log[-3000:]
+    finance = [i for i, doc in issues.items() if doc["project_s"] == "finance"]
+    assert finance and not any(issues[i]["id"] in found_by(client, directory.principals("carol"), name) for i in finance)
+
+    # explain-access names the role that decided
+    issue = next(i for i, doc in issues.items() if doc["project_s"] == "finance" and redmine_server.can_read("alice", i))
+    explained = run_scrapy(["explain-access", "alice", issues[issue]["url"]], project.env(**directory_server.settings()))
+    assert explained.returncode == 0, explained.stderr
+    assert "member, role Reporter" in explained.stdout, explained.stdout
+    assert explained.stdout.splitlines()[-1].startswith("  decision: GRANTED")
+
+
+def test_a_refused_account_removes_nothing(project: Project, solr: pysolr.Solr, redmine_server: RedmineServer) -> None:
+    redmine_server.issue("harbour", "Lone issue", "zebrafinch lone")
+    name = "issue-tracker-refused"
+    redmine_source(project, name, redmine_server)
+    crawl(project, name, redmine_server)
+    count = len(solr_docs(solr, name))
+    refused = run_scrapy(["crawl", name], project.env(**{SECRET: "not-the-password-42"}))
+    assert refused.returncode != 0 and "not-the-password-42" not in refused.stderr
+    assert "refused the crawl's account" in refused.stderr
+    assert len(solr_docs(solr, name)) == count
