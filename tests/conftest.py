@@ -900,24 +900,20 @@ def solr_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSolrCl
 # Fixtures of other test modules, kept with what they serve: the web application's crawled corpus
 # (tests/web_site.py), shared by its test modules (one crawl per pytest process), and this worker's
 # LDAP directory (tests/directory_server.py: OpenLDAP's slapd with searchers and nested groups),
-# and its Active Directory domain with SMB shares (tests/samba_domain.py: Samba in a namespace).
-# A CMIS repository (tests/cmis_server.py: Apache Chemistry's InMemory server, from Maven Central).
+# its Active Directory domain with SMB shares (tests/samba_domain.py: Samba in a namespace), a CMIS
+# repository (tests/cmis_server.py: Apache Chemistry's InMemory server, from Maven Central), an
+# IMAP server with access lists (tests/mail_server.py: Debian's Dovecot with its ACL plugin), a
+# WebDAV server with Require rules (tests/webdav_server.py: Debian's Apache httpd with mod_dav), a
+# DokuWiki with namespace rules (tests/wiki_server.py: Debian's dokuwiki under PHP's web server)
+# and a Redmine with roles and memberships (tests/redmine_server.py: Debian's redmine on SQLite).
 from tests.cmis_server import cmis_repository  # noqa: E402, F401
 from tests.directory_server import directory_server  # noqa: E402, F401
-
-# An IMAP server with access lists (tests/mail_server.py: Debian's Dovecot with its ACL plugin).
 from tests.mail_server import mail_server  # noqa: E402, F401
+from tests.redmine_server import redmine_server  # noqa: E402, F401
 from tests.samba_domain import samba_domain  # noqa: E402, F401
 from tests.web_site import harbour_corpus  # noqa: E402, F401
-
-# A WebDAV server with Require rules (tests/webdav_server.py: Debian's Apache httpd with mod_dav).
 from tests.webdav_server import webdav_server  # noqa: E402, F401
-
-# A DokuWiki with namespace rules (tests/wiki_server.py: Debian's dokuwiki under PHP's web server).
 from tests.wiki_server import wiki_server  # noqa: E402, F401
-
-# A Redmine with roles and memberships (tests/redmine_server.py: Debian's redmine on SQLite).
-from tests.redmine_server import redmine_server  # noqa: E402, F401
 
 
 @pytest.fixture(scope="session")

@@ -14,8 +14,10 @@ assigned (themselves or a group of theirs), ``own`` only those they wrote or are
 As tokens (access/tokens.py): each administrator and each member who sees the issue is a
 ``user_token``; what a public project shows non-members is ``authenticated_token`` (unset: each
 active user who is no member, as a user token), with the members who do not see it as deny
-tokens; what it shows anonymous users is ``anonymous_token`` (unset: no one). Exact for the
-users Redmine has when the crawl reads them: a user added later is found by the next crawl.
+tokens; what it shows anonymous users is ``anonymous_token`` (unset: no one), with each user who
+does not see it signed in as a deny token (Redmine shows some issues to anonymous users and not
+to signed-in non-members, if its roles say so). Exact for the users Redmine has when the crawl
+reads them: a user added later is found by the next crawl.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ VISIBILITIES = ("all", "default", "own")
 
 
 @dataclass(frozen=True)
-class Role:
+class RedmineRole:
     """A role as Redmine keeps it: ``trackers`` None when its ``view_issues`` covers every tracker."""
 
     id: int
@@ -41,7 +43,7 @@ class Role:
 
 
 @dataclass(frozen=True)
-class Project:
+class RedmineProject:
     """A project: public or not, its members' roles (user id -> role ids, groups' copied in) and
     what its non-members and anonymous users have (Redmine's built-in roles, or the roles the
     project gives "Non member users" and "Anonymous users")."""
@@ -55,7 +57,7 @@ class Project:
 
 
 @dataclass(frozen=True)
-class Issue:
+class RedmineIssue:
     id: int
     project: int
     tracker: int
@@ -65,7 +67,7 @@ class Issue:
 
 
 @dataclass(frozen=True)
-class Directory:
+class RedmineUsers:
     """Redmine's active users (id -> login), its administrators, and its groups' members."""
 
     logins: Mapping[int, str]
@@ -74,61 +76,94 @@ class Directory:
 
 
 @dataclass(frozen=True)
-class TokenNames:
+class RedmineTokens:
     user_token: str = "user:{id}"
     authenticated_token: str | None = None
     anonymous_token: str | None = None
 
 
-def issue_access(issue: Issue, project: Project, roles: Mapping[int, Role], users: Directory, names: TokenNames) -> Access:
+def issue_access(
+    issue: RedmineIssue, project: RedmineProject, roles: Mapping[int, RedmineRole], users: RedmineUsers, names: RedmineTokens
+) -> Access:
     """Who may read ``issue`` (see the module's docstring)."""
-    where = f"Redmine issue #{issue.id} of {project.identifier}"
-
-    def user(user_id: int, why: str) -> Grant:
-        return Grant.of(names.user_token.replace("{id}", users.logins[user_id]), f"{where}: {why}")
-
-    def sees(role_ids: tuple[int, ...], user_id: int | None, signed_in: bool = True) -> Role | None:
-        for role_id in role_ids:
-            role = roles.get(role_id)
-            if role is not None and role_sees(role, issue, project, user_id, users, signed_in):
-                return role
-        return None
-
-    allow = [user(admin, "an administrator") for admin in sorted(users.admins) if admin in users.logins]
+    asked = _Asked(issue, project, roles, users, names)
+    allow = [asked.user(admin, "an administrator") for admin in sorted(users.admins) if admin in users.logins]
     members = {member: ids for member, ids in project.members.items() if member in users.logins and member not in users.admins}
     blind = []
     for member, role_ids in sorted(members.items()):
-        role = sees(role_ids, member)
+        role = asked.sees(role_ids, member)
         if role is not None:
-            allow.append(user(member, f"member, role {role.name}"))
+            allow.append(asked.user(member, f"member, role {role.name}"))
         else:
             blind.append(member)
-    shown_to_others = False
-    if project.public:
-        role = sees(project.non_member_roles, None)
-        if role is not None:
-            shown_to_others = True
-            origin = f"{where}: public project, role {role.name} (every signed-in user who is no member)"
-            if names.authenticated_token:
-                allow.append(Grant.of(names.authenticated_token, origin))
-            else:
-                others = sorted(set(users.logins) - set(members) - users.admins)
-                allow.extend(user(other, f"public project, role {role.name}, no member") for other in others)
-        else:  # what a non-member sees of their own issues (a private issue they wrote)
-            for other in (issue.author, *assignees(issue, users)):
-                if other is not None and other in users.logins and other not in members and other not in users.admins:
-                    own = sees(project.non_member_roles, other)
-                    if own is not None:
-                        allow.append(user(other, f"public project, role {own.name}, their own issue"))
-        anonymous = sees(project.anonymous_roles, None, signed_in=False)
-        if anonymous is not None and names.anonymous_token:
-            shown_to_others = True
-            allow.append(Grant.of(names.anonymous_token, f"{where}: public project, role {anonymous.name} (anonymous users)"))
-    deny = [user(member, "member, no role of theirs shows it") for member in blind] if shown_to_others else []
-    return Access.of(unique_grants(allow), deny, name=where)
+    if not project.public:
+        return Access.of(unique_grants(allow), name=asked.where)
+    others = sorted(set(users.logins) - set(members) - users.admins)
+    shown = _non_members(asked, others, allow)
+    anonymous = asked.sees(project.anonymous_roles, None, signed_in=False)
+    if anonymous is not None and names.anonymous_token:
+        allow.append(Grant.of(names.anonymous_token, f"{asked.where}: public project, role {anonymous.name} (anonymous users)"))
+        if not shown:  # shown to anonymous users, not to signed-in ones who are no member
+            readers = {grant.token for grant in allow}
+            blind.extend(other for other in others if asked.user(other, "").token not in readers)
+        shown = True
+    deny = [asked.user(user_id, "no role of theirs shows it to them signed in") for user_id in blind] if shown else []
+    return Access.of(unique_grants(allow), deny, name=asked.where)
 
 
-def role_sees(role: Role, issue: Issue, project: Project, user_id: int | None, users: Directory, signed_in: bool = True) -> bool:
+@dataclass(frozen=True)
+class _Asked:
+    """One issue's question, and what answers it."""
+
+    issue: RedmineIssue
+    project: RedmineProject
+    roles: Mapping[int, RedmineRole]
+    users: RedmineUsers
+    names: RedmineTokens
+
+    @property
+    def where(self) -> str:
+        return f"Redmine issue #{self.issue.id} of {self.project.identifier}"
+
+    def user(self, user_id: int, why: str) -> Grant:
+        return Grant.of(self.names.user_token.replace("{id}", self.users.logins[user_id]), f"{self.where}: {why}")
+
+    def sees(self, role_ids: tuple[int, ...], user_id: int | None, signed_in: bool = True) -> RedmineRole | None:
+        """The first of these roles that shows the issue to the user (None: to any user)."""
+        for role_id in role_ids:
+            role = self.roles.get(role_id)
+            if role is not None and role_sees(role, self.issue, self.project, user_id, self.users, signed_in):
+                return role
+        return None
+
+
+def _non_members(asked: _Asked, others: list[int], allow: list[Grant]) -> bool:
+    """What a public project shows the signed-in users who are no member, added to ``allow``;
+    whether it shows the issue to any of them whoever they are."""
+    role = asked.sees(asked.project.non_member_roles, None)
+    if role is not None:
+        origin = f"{asked.where}: public project, role {role.name} (every signed-in user who is no member)"
+        if asked.names.authenticated_token:
+            allow.append(Grant.of(asked.names.authenticated_token, origin))
+        else:
+            allow.extend(asked.user(other, f"public project, role {role.name}, no member") for other in others)
+        return True
+    for other in (asked.issue.author, *assignees(asked.issue, asked.users)):  # a private issue of theirs
+        if other in others:
+            own = asked.sees(asked.project.non_member_roles, other)
+            if own is not None:
+                allow.append(asked.user(other, f"public project, role {own.name}, their own issue"))
+    return False
+
+
+def role_sees(
+    role: RedmineRole,
+    issue: RedmineIssue,
+    project: RedmineProject,
+    user_id: int | None,
+    users: RedmineUsers,
+    signed_in: bool = True,
+) -> bool:
     """Whether ``role`` shows ``issue`` to the user ``user_id`` (None: any user, for a role that
     shows it whoever they are), as Redmine's ``Issue#visible?`` asks it."""
     if not role.views_issues or (role.builtin and not project.public):
@@ -145,7 +180,7 @@ def role_sees(role: Role, issue: Issue, project: Project, user_id: int | None, u
     return role.visibility == "own" and own
 
 
-def assignees(issue: Issue, users: Directory) -> tuple[int, ...]:
+def assignees(issue: RedmineIssue, users: RedmineUsers) -> tuple[int, ...]:
     """The users an issue is assigned to: the user, or the members of the group."""
     if issue.assignee is None:
         return ()

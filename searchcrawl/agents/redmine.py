@@ -56,7 +56,7 @@ from urllib.parse import urlsplit
 from lxml import html as lxml_html
 from pydantic import Field, field_validator, model_validator
 
-from searchcrawl.access.redmine_roles import Directory, Issue, Project, Role, TokenNames, issue_access
+from searchcrawl.access.redmine_roles import RedmineIssue, RedmineProject, RedmineRole, RedmineTokens, RedmineUsers, issue_access
 from searchcrawl.access.tokens import Access, AccessError, Grant
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import out_of_scope
@@ -117,12 +117,12 @@ class ListingChanged(AgentError):
 
 
 @dataclass(frozen=True)
-class State:
+class RedmineState:
     """What decides who sees what, read at each listing."""
 
-    users: Directory
-    roles: dict[int, Role]
-    projects: dict[int, Project]
+    users: RedmineUsers
+    roles: dict[int, RedmineRole]
+    projects: dict[int, RedmineProject]
 
 
 class RedmineAgent(Agent):
@@ -137,8 +137,8 @@ class RedmineAgent(Agent):
         self.redmine = RedmineOptions.model_validate(options)
         parts = urlsplit(self.redmine.url)
         self.http = HttpClient(self.redmine, TABLE, f"the Redmine {parts.scheme}://{parts.netloc}")
-        self.names = TokenNames(self.redmine.user_token, self.redmine.authenticated_token, self.redmine.anonymous_token)
-        self._state: State | None = None
+        self.names = RedmineTokens(self.redmine.user_token, self.redmine.authenticated_token, self.redmine.anonymous_token)
+        self._state: RedmineState | None = None
         self._projects: dict[int, dict[str, Any]] = {}
 
     # -- the Agent interface ----------------------------------------------------------------
@@ -194,7 +194,7 @@ class RedmineAgent(Agent):
 
     # -- what decides who sees what ---------------------------------------------------------
 
-    def read_state(self) -> State:
+    def read_state(self) -> RedmineState:
         """Users, groups, roles and projects with their memberships, as Redmine says now."""
         current = self._get_json("users/current.json", {}, "the crawl's account").get("user") or {}
         if current.get("admin") is not True:
@@ -212,7 +212,7 @@ class RedmineAgent(Agent):
                 continue
             detail = self._get_json(f"groups/{group['id']}.json", {"include": "users"}, f"group {group['id']}").get("group") or {}
             groups[group["id"]] = frozenset(u["id"] for u in detail.get("users") or () if _has_id(u))
-        directory = Directory(logins, admins, groups)
+        directory = RedmineUsers(logins, admins, groups)
         roles = self._roles()
         projects = {}
         for item in self._pages("projects.json", "projects", {"include": "enabled_modules"}):
@@ -222,9 +222,9 @@ class RedmineAgent(Agent):
         missing = set(self.redmine.projects) - {p.identifier for p in projects.values()}
         if missing:
             raise AgentError(f"{self.http.where} has no project {sorted(missing)[0]!r} with issue tracking for the crawl")
-        return State(directory, roles, projects)
+        return RedmineState(directory, roles, projects)
 
-    def _project(self, item: dict[str, Any], builtin: dict[str, int]) -> Project | None:
+    def _project(self, item: dict[str, Any], builtin: dict[str, int]) -> RedmineProject | None:
         identifier = item.get("identifier")
         modules = {m.get("name") for m in item.get("enabled_modules") or () if isinstance(m, dict)}
         if not _has_id(item) or not isinstance(identifier, str) or item.get("status") == ARCHIVED:
@@ -244,7 +244,7 @@ class RedmineAgent(Agent):
                 for kind, group_id in builtin.items():
                     if group["id"] == group_id:
                         overrides[kind] = role_ids
-        return Project(
+        return RedmineProject(
             item["id"],
             identifier,
             item.get("is_public") is True,
@@ -253,7 +253,7 @@ class RedmineAgent(Agent):
             overrides.get("anonymous", (BUILTIN_ANONYMOUS,)),
         )
 
-    def _roles(self) -> dict[int, Role]:
+    def _roles(self) -> dict[int, RedmineRole]:
         """Every role, the built-in ones too, with its trackers read from its form."""
         ids = [r["id"] for r in self._get_json("roles.json", {}, "the roles").get("roles") or () if _has_id(r)]
         roles = {}
@@ -264,7 +264,7 @@ class RedmineAgent(Agent):
             views = "view_issues" in permissions
             visibility = str(item.get("issues_visibility") or "")
             trackers = self._role_trackers(role_id) if views else None
-            roles[role_id] = Role(
+            roles[role_id] = RedmineRole(
                 role_id, str(item.get("name") or role_id)[:100], views, visibility, role_id in BUILTIN, trackers
             )
         return roles
@@ -299,7 +299,7 @@ class RedmineAgent(Agent):
 
     # -- listing ----------------------------------------------------------------------------
 
-    def _issues(self, project: Project) -> list[dict[str, Any]]:
+    def _issues(self, project: RedmineProject) -> list[dict[str, Any]]:
         """A project's issues (not its subprojects'), by id; a listing whose count changed while
         it was read (an issue deleted meanwhile shifts the pages) is read again once."""
         params = {"project_id": str(project.id), "subproject_id": "!*", "status_id": "*", "include": "attachments", "sort": "id"}
@@ -328,7 +328,7 @@ class RedmineAgent(Agent):
                 return
         raise AgentError(f"{what or name}: more than {MAX_PAGES} pages")
 
-    def _issue_reference(self, item: dict[str, Any], project: Project, access: Access) -> Reference:
+    def _issue_reference(self, item: dict[str, Any], project: RedmineProject, access: Access) -> Reference:
         key = f"issues/{item['id']}"
         modified = _date(item.get("updated_on"))
         fields = {
@@ -344,7 +344,9 @@ class RedmineAgent(Agent):
             fields["last_modified"] = modified.strftime("%Y-%m-%dT%H:%M:%SZ")
         return Reference(key=key, token=str(item.get("updated_on")), modified=modified, fields=fields, access=access)
 
-    def _attachment_reference(self, attachment: Any, item: dict[str, Any], project: Project, access: Access) -> Reference | None:
+    def _attachment_reference(
+        self, attachment: Any, item: dict[str, Any], project: RedmineProject, access: Access
+    ) -> Reference | None:
         if not isinstance(attachment, dict) or not _has_id(attachment):
             return None
         name = str(attachment.get("filename") or attachment["id"])
@@ -414,7 +416,7 @@ BUILTIN_NON_MEMBER, BUILTIN_ANONYMOUS = 1, 2  # Redmine's built-in roles' ids
 BUILTIN = (BUILTIN_NON_MEMBER, BUILTIN_ANONYMOUS)
 
 
-def issue_facts(item: dict[str, Any], project: int) -> Issue | None:
+def issue_facts(item: dict[str, Any], project: int) -> RedmineIssue | None:
     """What decides who sees an issue, from its JSON; None for an issue without an id."""
     if not _has_id(item):
         return None
@@ -424,7 +426,7 @@ def issue_facts(item: dict[str, Any], project: int) -> Issue | None:
         return value["id"] if isinstance(value, dict) and _has_id(value) else None
 
     tracker = principal("tracker")
-    return Issue(
+    return RedmineIssue(
         item["id"], project, tracker or 0, item.get("is_private") is not False, principal("author"), principal("assigned_to")
     )
 
