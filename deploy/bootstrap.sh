@@ -19,13 +19,14 @@ cd "$(dirname "$0")/.."
 # (dovecot-imapd, with its ACL plugin) the IMAP server the imap source's tests start on 127.0.0.1,
 # Apache httpd (apache2: mod_dav, mod_authnz_ldap) the WebDAV server of the webdav source's tests,
 # DokuWiki (dokuwiki, under php-cli's own web server) the wiki of the dokuwiki source's tests,
-# Redmine (redmine on SQLite, served by thin) the issue tracker of the redmine source's tests
+# Redmine (redmine on SQLite, served by thin) the issue tracker of the redmine source's tests,
+# gitolite (gitolite3; its openssh-server is not started) the rules of the git source's tests
 packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc libreoffice-impress-nogui chromium
           tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
           nginx-light wrk
           libacl1-dev acl slapd ldap-utils
           samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
-          dovecot-imapd apache2 dokuwiki php-cli redmine redmine-sqlite thin)
+          dovecot-imapd apache2 dokuwiki php-cli redmine redmine-sqlite thin gitolite3)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -42,6 +43,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
     for service in samba-ad-dc smbd nmbd winbind; do $SUDO service "$service" stop >/dev/null 2>&1 || true; done
   fi
   if [[ " ${missing[*]} " == *" dovecot-imapd "* ]]; then $SUDO service dovecot stop >/dev/null 2>&1 || true; fi
+  if [[ " ${missing[*]} " == *" gitolite3 "* ]]; then $SUDO service ssh stop >/dev/null 2>&1 || true; fi
   if [[ " ${missing[*]} " == *" apache2 "* || " ${missing[*]} " == *" dokuwiki "* ]]; then $SUDO service apache2 stop >/dev/null 2>&1 || true; fi
 fi
 

@@ -904,10 +904,12 @@ def solr_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSolrCl
 # repository (tests/cmis_server.py: Apache Chemistry's InMemory server, from Maven Central), an
 # IMAP server with access lists (tests/mail_server.py: Debian's Dovecot with its ACL plugin), a
 # WebDAV server with Require rules (tests/webdav_server.py: Debian's Apache httpd with mod_dav), a
-# DokuWiki with namespace rules (tests/wiki_server.py: Debian's dokuwiki under PHP's web server)
-# and a Redmine with roles and memberships (tests/redmine_server.py: Debian's redmine on SQLite).
+# DokuWiki with namespace rules (tests/wiki_server.py: Debian's dokuwiki under PHP's web server),
+# a Redmine with roles and memberships (tests/redmine_server.py: Debian's redmine on SQLite) and
+# gitolite's repositories, also over HTTP (tests/git_server.py: gitolite3, Apache, git-http-backend).
 from tests.cmis_server import cmis_repository  # noqa: E402, F401
 from tests.directory_server import directory_server  # noqa: E402, F401
+from tests.git_server import git_server  # noqa: E402, F401
 from tests.mail_server import mail_server  # noqa: E402, F401
 from tests.redmine_server import redmine_server  # noqa: E402, F401
 from tests.samba_domain import samba_domain  # noqa: E402, F401

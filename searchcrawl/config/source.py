@@ -53,7 +53,7 @@ from searchcrawl.rules.schedules import Schedule, check_cron, parse_interval
 from searchcrawl.rules.tables import RuleTable
 from searchcrawl.rules.tls_settings import TlsFileError, TlsFiles, TlsRules, check_client_files, split_certificates
 
-SourceType = Literal["web", "files", "smb", "database", "mail", "imap", "webdav", "cmis", "dokuwiki", "redmine", "agent"]
+SourceType = Literal["web", "files", "smb", "database", "mail", "imap", "webdav", "cmis", "dokuwiki", "redmine", "git", "agent"]
 # the agents of the built-in types; type = "agent" names its own class (key 'agent')
 BUILT_IN_AGENTS = {
     "files": "searchcrawl.agents.files.FilesAgent",
@@ -65,6 +65,7 @@ BUILT_IN_AGENTS = {
     "cmis": "searchcrawl.agents.cmis.CmisAgent",
     "dokuwiki": "searchcrawl.agents.dokuwiki.DokuwikiAgent",
     "redmine": "searchcrawl.agents.redmine.RedmineAgent",
+    "git": "searchcrawl.agents.git.GitAgent",
 }
 # keys about web sites only: refused in a source of another type, where they would do nothing
 WEB_ONLY_KEYS = (
@@ -414,6 +415,7 @@ class SourceSettings(ScopeRules):
     cmis: dict[str, Any] | None = None
     dokuwiki: dict[str, Any] | None = None
     redmine: dict[str, Any] | None = None
+    git: dict[str, Any] | None = None
     agent_options: dict[str, Any] | None = None
     # a source with an agent: the origins (scheme://host:port) its references' locations may be
     # downloaded from (searchcrawl/crawl/handlers/agent.py); none: an agent hands over content
@@ -577,6 +579,7 @@ class SourceSettings(ScopeRules):
             "cmis": self.cmis,
             "dokuwiki": self.dokuwiki,
             "redmine": self.redmine,
+            "git": self.git,
             "agent": self.agent_options,
         }
         for kind, table in tables.items():

@@ -1,0 +1,94 @@
+"""gitolite's rules as tokens (searchcrawl/access/gitolite_rules.py), case by case; the e2e test
+(tests/e2e/test_git_sources.py) checks them against ``gitolite access`` itself."""
+
+from __future__ import annotations
+
+import pytest
+
+from searchcrawl.access.decision import Principal, Principals, decide
+from searchcrawl.access.gitolite_rules import GitoliteNames, read_gitolite
+
+NAMES = GitoliteNames(group_token="group:{id}", authenticated_token="group:staff")
+CONF = """@devs = alice @leads
+@leads = bob
+@docs = handbook wiki
+repo @docs
+    R = @devs            # a group the file defines: its members
+    RW+ master = carol   # a refex: reading is any ref
+repo secret
+    C = dave             # creating is no reading
+    R = @finance         # a group the file does not define: the directory's
+repo open
+    R = @all
+repo h.*
+    R = erin
+"""
+
+
+def readers(repo: str, conf: str = CONF, names: GitoliteNames = NAMES) -> set[str]:
+    access, why = read_gitolite(conf, "/srv/gitolite/conf/gitolite.conf").access_of(repo, names)
+    assert access is not None, why
+    return {grant.token for grant in access.levels[0].allow}
+
+
+def principals(*tokens: str) -> Principals:
+    return Principals.of("someone", [Principal(token, "test") for token in tokens])
+
+
+def test_groups_repository_groups_patterns_and_all() -> None:
+    assert readers("handbook") == {"user:alice", "user:bob", "user:carol", "user:erin"}  # h.* names it too
+    assert readers("wiki") == {"user:alice", "user:bob", "user:carol"}
+    assert readers("secret") == {"group:finance"}
+    assert readers("open") == {"group:staff"}
+    assert readers("open", names=GitoliteNames()) == set()  # @all without a token: no one
+    assert readers("nothing") == set()
+
+
+def test_deny_rules_decide_in_order_only_where_the_option_says() -> None:
+    conf = """repo pay
+    R = alice
+    - = @all-staff
+    R = bob
+repo board
+    option deny-rules = 1
+    - = carol
+    R = alice carol
+repo hr
+    option deny-rules = 1
+    R = alice
+    - = @all-staff
+    R = bob
+"""
+    rules = read_gitolite(conf, "gitolite.conf")
+    pay, _ = rules.access_of("pay", NAMES)
+    assert pay is not None and not pay.deny and not pay.late_deny  # no option: denies do not count for reading
+    board, _ = rules.access_of("board", NAMES)
+    assert board is not None and [g.token for g in board.deny] == ["user:carol"]
+    hr, _ = rules.access_of("hr", NAMES)
+    assert hr is not None and [g.token for g in hr.late_deny] == ["group:all-staff"]
+    assert [g.token for g in hr.overriding] == ["user:alice"]
+    in_staff = ("group:all-staff",)
+    assert decide(hr, principals("user:alice", *in_staff)).granted  # her rule comes first
+    assert not decide(hr, principals("user:bob", *in_staff)).granted  # the deny comes before his
+    assert decide(hr, principals("user:bob")).granted
+
+
+@pytest.mark.parametrize(
+    ("conf", "why"),
+    [
+        ('include "more.conf"\nrepo a\n    R = alice\n', "rules in another file"),
+        ("repo a\n    R = CREATOR\n", "a role"),
+        ("repo a\n    option deny-rules = 1\n    - = @all\n    R = bob\n", "which no token stands for"),
+        ("repo a\n    R = cn=admins,dc=example\n", "no plain name"),
+        ("repo a\n    RX = alice\n", "a line gitolite's rules do not read"),
+        ("repo a[\n    R = alice\n", "cannot be read"),
+    ],
+)
+def test_what_cannot_be_read_for_certain_keeps_the_files_out(conf: str, why: str) -> None:
+    access, reason = read_gitolite(conf, "gitolite.conf").access_of("a", GitoliteNames())
+    assert access is None and reason is not None and why in reason
+
+
+def test_origins_name_the_line() -> None:
+    access, _ = read_gitolite(CONF, "/srv/gitolite/conf/gitolite.conf").access_of("secret", NAMES)
+    assert access is not None and access.levels[0].allow[0].origin == "gitolite.conf line 9: R = @finance"

@@ -1,0 +1,64 @@
+"""The git source's logic alone (no repository): its options, git's tree records as a hostile
+repository may write them, keys and content types. tests/e2e/test_git_sources.py crawls real
+repositories, local and over HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from searchcrawl.agents.git import GitAgent, GitOptions, _entry, content_type
+
+REPOSITORIES = {"handbook": "/srv/git/handbook.git", "tools/deploy": "https://git.example.org/git/tools/deploy.git"}
+SHA = "7e74e68b2a782a3aead46d987a63ca1c91091c13"
+
+
+@pytest.mark.parametrize(
+    ("changes", "error"),
+    [
+        ({"repositories": {}}, "at least 1"),
+        ({"repositories": {"../etc": "/srv/git/x.git"}}, "not a repository name"),
+        ({"repositories": {"x.git": "/srv/git/x.git"}}, "not a repository name"),
+        ({"repositories": {"x": "srv/git/x.git"}}, "absolute path or an http"),
+        ({"repositories": {"x": "ssh://git@example.org/x.git"}}, "absolute path or an http"),
+        ({"repositories": {"x": "http://git.example.org/x.git"}, "username": "c", "password_secret": "P"}, "in clear"),
+        ({"branch": "../main"}, "not a branch name"),
+        ({"branch": "-c"}, "not a branch name"),
+        ({"display_url": "javascript:alert(1)//{path}"}, "http"),
+        ({"gitolite_conf": "gitolite.conf"}, "absolute"),
+    ],
+)
+def test_options_refused_with_one_line_each(changes: dict[str, Any], error: str) -> None:
+    with pytest.raises(ValidationError, match=error):
+        GitOptions.model_validate({"repositories": REPOSITORIES, **changes})
+
+
+@pytest.mark.parametrize(
+    ("record", "entry"),
+    [
+        (f"100644 blob {SHA}      12\tdocs/a.md".encode(), ("100644", SHA, 12, "docs/a.md")),
+        (f"120000 blob {SHA}      11\tlink".encode(), ("120000", SHA, 11, "link")),  # listed, then left out: no file
+        (f"160000 commit {SHA}       -\tvendor/lib".encode(), None),  # a submodule
+        (f"100644 blob {SHA}      12\tname\nwith a newline".encode(), None),
+        (f"100644 blob {SHA}      12\t".encode() + b"\xff\xfe.txt", None),  # no UTF-8
+        (b"100644 blob nothex      12\tx", None),
+        (b"garbage", None),
+    ],
+)
+def test_tree_records_as_git_writes_them(record: bytes, entry: tuple[str, str, int, str] | None) -> None:
+    assert _entry(record) == entry
+
+
+def test_keys_and_content_types() -> None:
+    agent = GitAgent("code", GitOptions.model_validate({"repositories": REPOSITORIES, "exclude": ["vendor/**"]}))
+    assert agent.refusal("handbook:docs/a.md") is None and agent.refusal("tools/deploy:run.sh") is None
+    assert agent.refusal("other:a.md") == "not a repository of the source"
+    assert agent.refusal("handbook:vendor/x/y.js")
+    assert content_type("README.md", b"# Title\n") == "text/plain; charset=utf-8"  # Markdown, code: their text
+    assert content_type("Makefile", b"all:\n\ttrue\n") == "text/plain; charset=utf-8"
+    assert content_type("report.pdf", b"%PDF-1.7") == "application/pdf"
+    assert content_type("logo.png", b"\x89PNG\r\n") == "image/png"
+    assert content_type("data.bin", b"\x00\x01") == "application/octet-stream"
+    assert content_type("index.html", b"<html>") == "text/html"

@@ -1,0 +1,232 @@
+"""Git sources against real repositories (tests/git_server.py: gitolite, and the same repositories
+over smart HTTP from Apache and git-http-backend), issue 78 point 6.
+
+The oracle is gitolite's own answer (``gitolite access <repo> <user> R any``, the users'
+directory groups given to it as a site's GROUPLIST_PGM gives them): after every crawl of
+changing repositories (files written, edited, deleted, moved; the rules rewritten: groups the
+file defines, groups from the directory, a repository group, ``deny-rules``), each directory
+user's trimmed search finds exactly the files of the repositories gitolite lets them read, and
+the index holds exactly the regular files at each branch's head. Only changed files are read
+again; a change of rules alone updates the access without a read; symbolic links are no files;
+`scrapy explain-access` names the rule.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pysolr
+
+from searchcrawl.access.decision import Principals
+from searchcrawl.index.indexer import SolrIndex
+from tests.conftest import Project, run_scrapy, solr_docs
+from tests.directory_server import DirectoryServer
+from tests.e2e.test_secure_search import directory_of_server, found_by
+from tests.git_server import CRAWLER, GitServer
+
+SECRET = "GIT_CRAWL_PASSWORD_TEST"
+USERS = ("alice", "bob", "carol", "")
+REPOSITORIES = ("handbook", "secret", "hr/pay", "tools")
+WORDS = ("quay", "ledger", "tender", "pilot", "berth", "invoice", "audit", "ferry")
+RULES = [
+    # the first rules, then those of later crawls: each a whole gitolite.conf (its admin repository aside)
+    """@staff = alice bob
+@docs = handbook tools
+repo @docs
+    R = @staff
+    RW+ = carol
+repo secret
+    RW = bob
+repo hr/pay
+    R = @finance
+""",
+    """@staff = alice bob
+@docs = handbook tools
+repo @docs
+    R = @all-staff
+repo secret
+    RW = bob carol
+repo hr/pay
+    R = @finance
+    R = carol
+""",
+    """@staff = alice bob
+@docs = handbook tools
+repo @all
+    R = carol
+repo @docs
+    option deny-rules = 1
+    - = bob
+    R = @staff
+repo secret
+    RW+ = @staff
+repo hr/pay
+    option deny-rules = 1
+    R = alice
+    - = @all-staff
+    R = bob
+""",
+]
+
+
+def git_source(project: Project, name: str, server: GitServer) -> None:
+    repositories = "\n".join(
+        f'"{repo}" = "{server.url(repo) if repo == "secret" else server.repositories / (repo + ".git")}"' for repo in REPOSITORIES
+    )
+    project.source(
+        name,
+        f"""type = "git"
+max_delete_share = 1.0
+[git]
+branch = "main"
+username = "{CRAWLER}"
+password_secret = "{SECRET}"
+cache_dir = "{project.data_dir / "git-cache"}"
+gitolite_conf = "{server.conf}"
+group_token = "group:{{id}}"
+display_url = "https://git.example.org/{{repository}}/blob/{{branch}}/{{path}}"
+exclude = ["*.tmp"]
+[git.repositories]
+{repositories}
+""",
+    )
+
+
+def crawl(project: Project, name: str, server: GitServer) -> str:
+    result = run_scrapy(["crawl", name], project.env(**{SECRET: server.crawler_password}))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert server.crawler_password not in result.stderr + result.stdout
+    return result.stderr
+
+
+class Trees:
+    """The repositories' files as the test changes them: (repository, path) -> text."""
+
+    def __init__(self, server: GitServer, rng: random.Random) -> None:
+        self.server, self.rng = server, rng
+        self.number = 0
+        self.files: dict[tuple[str, str], str] = {}
+        for repo in REPOSITORIES:
+            path = f"docs/start-{repo.replace('/', '-')}.md"
+            self.server.commit(repo, {path: self.text(repo, path)})
+        for _ in range(6):
+            self.add()
+        self.server.commit("handbook", {"scratch.tmp": "excluded zebrafinch"})
+
+    def text(self, repo: str, path: str) -> str:
+        self.number += 1
+        text = f"zebrafinch {self.number} " + " ".join(self.rng.choice(WORDS) for _ in range(10))
+        self.files[(repo, path)] = text
+        return text
+
+    def add(self) -> str:
+        repo = self.rng.choice(REPOSITORIES)
+        path = f"{self.rng.choice(('docs', 'notes', 'docs/deep'))}/file-{self.number + 1}.txt"
+        self.server.commit(repo, {path: self.text(repo, path)})
+        return f"{repo}:{path}"
+
+    def edit(self) -> str:
+        repo, path = self.rng.choice(sorted(self.files))
+        self.server.commit(repo, {path: self.text(repo, path)})
+        return f"{repo}:{path}"
+
+    def delete(self) -> str:
+        repo, path = self.rng.choice(sorted(self.files))
+        self.server.commit(repo, {path: None})
+        del self.files[(repo, path)]
+        return f"{repo}:{path}"
+
+    def move(self) -> str:
+        repo, path = self.rng.choice(sorted(self.files))
+        target = f"moved/{self.number}-{path.rsplit('/', 1)[1]}"
+        text = self.files.pop((repo, path))
+        self.files[(repo, target)] = text
+        self.server.commit(repo, {path: None, target: text})
+        return f"{repo}:{path} -> {target}"
+
+    def step(self, number: int) -> list[str]:
+        kinds = [self.add, self.edit, self.delete, self.move]
+        actions = [kinds[number % len(kinds)], *self.rng.choices(kinds, k=self.rng.randint(0, 2))]
+        return [f"{action.__name__}: {action()}" for action in actions]
+
+
+def test_each_directory_user_finds_exactly_the_files_gitolite_lets_them_read(
+    project: Project, solr: pysolr.Solr, git_server: GitServer, directory_server: DirectoryServer
+) -> None:
+    rng = random.Random(786)
+    git_server.set_rules(RULES[0])
+    trees = Trees(git_server, rng)
+    link = git_server.work / "handbook" / "link-to-passwd"
+    os.symlink("/etc/passwd", link)  # a symbolic link: no file of the repository's to index
+    git_server.commit("handbook", {})
+    name = "code"
+    git_source(project, name, git_server)
+    client = SolrIndex(project.solr_url, timeout=30)
+    directory = directory_of_server(directory_server)
+    before: dict[tuple[str, str], dict] = {}
+    for number in range(6):
+        step = trees.step(number) if number else ["first crawl"]
+        if number in (2, 4):
+            git_server.set_rules(RULES[number // 2])
+            step.append(f"rules {number // 2}")
+        crawl(project, name, git_server)
+        docs = {(doc["repository_s"], doc["path_s"][1:]): doc for doc in solr_docs(solr, name)}
+        assert sorted(docs) == sorted(trees.files), (number, step)
+        for (repo, path), doc in docs.items():
+            assert doc["content"].strip() == trees.files[(repo, path)], (number, step, repo, path)
+            assert doc["display_url"] == f"https://git.example.org/{repo}/blob/main/{path}"
+            old = before.get((repo, path))
+            if old is not None and all(
+                old.get(f) == doc.get(f) for f in ("content", "access_allow", "access_deny", "access_deny_late")
+            ):
+                assert old["_version_"] == doc["_version_"], (number, step, repo, path)  # unchanged: not pushed again
+        for user in USERS:
+            readable = {repo for repo in REPOSITORIES if user and git_server.can_read(user, repo)}
+            oracle = {key for key in docs if key[0] in readable}
+            principals = directory.principals(user) if user else Principals.anonymous()
+            visible = found_by(client, principals, name)
+            found = {key for key, doc in docs.items() if doc["id"] in visible}
+            assert found == oracle, (number, step, user or "anonymous", sorted(found ^ oracle))
+        before = docs
+
+    # the rules changed, and nothing else: the access is updated without reading a file
+    git_server.set_rules(RULES[0])
+    log = crawl(project, name, git_server)
+    assert "'searchcrawl/access_updates'" in log and "'downloader/response_status_count/200'" not in log, log[-3000:]
+    assert {key for key, doc in docs.items() if doc["id"] in found_by(client, directory.principals("carol"), name)} == {
+        key for key in docs if key[0] in ("handbook", "tools")
+    }
+
+    # explain-access names the rule that decided
+    url = next(doc["url"] for key, doc in docs.items() if key[0] == "hr/pay")
+    explained = run_scrapy(["explain-access", "alice", url], project.env(**directory_server.settings()))
+    assert explained.returncode == 0, explained.stderr
+    assert "gitolite.conf line 11: R = @finance" in explained.stdout, explained.stdout
+    assert explained.stdout.splitlines()[-1].startswith("  decision: GRANTED")
+
+
+def test_a_refused_fetch_removes_nothing(project: Project, solr: pysolr.Solr, git_server: GitServer) -> None:
+    git_server.set_rules(RULES[0])
+    git_server.commit("secret", {"lone.txt": "zebrafinch lone"})
+    name = "code-refused"
+    project.source(
+        name,
+        f"""type = "git"
+max_delete_share = 1.0
+[access]
+public = true
+[git]
+username = "{CRAWLER}"
+password_secret = "{SECRET}"
+cache_dir = "{project.data_dir / "git-cache"}"
+[git.repositories]
+secret = "{git_server.url("secret")}"
+""",
+    )
+    crawl(project, name, git_server)
+    count = len(solr_docs(solr, name))
+    assert count >= 1
+    refused = run_scrapy(["crawl", name], project.env(**{SECRET: "not-the-password-42"}))
+    assert refused.returncode != 0 and "not-the-password-42" not in refused.stderr
+    assert len(solr_docs(solr, name)) == count
