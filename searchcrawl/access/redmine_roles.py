@@ -13,11 +13,15 @@ assigned (themselves or a group of theirs), ``own`` only those they wrote or are
 
 As tokens (access/tokens.py): each administrator and each member who sees the issue is a
 ``user_token``; what a public project shows non-members is ``authenticated_token`` (unset: each
-active user who is no member, as a user token), with the members who do not see it as deny
-tokens; what it shows anonymous users is ``anonymous_token`` (unset: no one), with each user who
-does not see it signed in as a deny token (Redmine shows some issues to anonymous users and not
-to signed-in non-members, if its roles say so). Exact for the users Redmine has when the crawl
-reads them: a user added later is found by the next crawl.
+active user who is no member, as a user token), with the members who do not see it, and the
+users who may not sign in (locked, not yet activated), as deny tokens; what it shows anonymous
+users (where Redmine lets them in) is ``anonymous_token`` (unset: no one), with each user who
+does not see it signed in as a deny token (Redmine may show an issue to anonymous users and not
+to signed-in non-members, if its roles say so). A user Redmine refuses must have a token of
+their own: a login that is no token, or would be another's (``bob@partner`` is ``user:bob``),
+keeps the issue out of the index (status 927) where that user would have to be refused, and
+gives no read where they would be shown it. Exact for the users Redmine has when the crawl reads
+them: a user added later is found by the next crawl.
 """
 
 from __future__ import annotations
@@ -68,10 +72,13 @@ class RedmineIssue:
 
 @dataclass(frozen=True)
 class RedmineUsers:
-    """Redmine's active users (id -> login), its administrators, and its groups' members."""
+    """Redmine's users: the logins that are tokens of their own (id -> login), who may sign in
+    (``active``), its administrators (active ones), every user's id, and its groups' members."""
 
     logins: Mapping[int, str]
+    active: frozenset[int]
     admins: frozenset[int]
+    known: frozenset[int] = frozenset()
     groups: Mapping[int, frozenset[int]] = field(default_factory=dict)
 
 
@@ -80,35 +87,46 @@ class RedmineTokens:
     user_token: str = "user:{id}"
     authenticated_token: str | None = None
     anonymous_token: str | None = None
+    anonymous_open: bool = True  # Redmine lets anonymous users in (no login_required)
+
+
+class _NoToken(Exception):
+    """A user who must be denied has no token of their own."""
 
 
 def issue_access(
     issue: RedmineIssue, project: RedmineProject, roles: Mapping[int, RedmineRole], users: RedmineUsers, names: RedmineTokens
-) -> Access:
-    """Who may read ``issue`` (see the module's docstring)."""
+) -> tuple[Access | None, str | None]:
+    """Who may read ``issue`` (see the module's docstring); (None, why) when a user who must be
+    refused has no token of their own (a login that is no token, or another's)."""
     asked = _Asked(issue, project, roles, users, names)
     allow = [asked.user(admin, "an administrator") for admin in sorted(users.admins) if admin in users.logins]
-    members = {member: ids for member, ids in project.members.items() if member in users.logins and member not in users.admins}
-    blind = []
+    members = {m: ids for m, ids in project.members.items() if m in users.active and m not in users.admins}
+    blind = set()
     for member, role_ids in sorted(members.items()):
         role = asked.sees(role_ids, member)
-        if role is not None:
+        if role is None:
+            blind.add(member)
+        elif member in users.logins:
             allow.append(asked.user(member, f"member, role {role.name}"))
-        else:
-            blind.append(member)
-    if not project.public:
-        return Access.of(unique_grants(allow), name=asked.where)
-    others = sorted(set(users.logins) - set(members) - users.admins)
-    shown = _non_members(asked, others, allow)
-    anonymous = asked.sees(project.anonymous_roles, None, signed_in=False)
-    if anonymous is not None and names.anonymous_token:
+    others = sorted(users.active - set(members) - users.admins) if project.public else []
+    broad = project.public and _non_members(asked, others, allow)
+    anonymous = asked.sees(project.anonymous_roles, None, signed_in=False) if project.public else None
+    if anonymous is not None and names.anonymous_token and names.anonymous_open:
         allow.append(Grant.of(names.anonymous_token, f"{asked.where}: public project, role {anonymous.name} (anonymous users)"))
-        if not shown:  # shown to anonymous users, not to signed-in ones who are no member
-            readers = {grant.token for grant in allow}
-            blind.extend(other for other in others if asked.user(other, "").token not in readers)
-        shown = True
-    deny = [asked.user(user_id, "no role of theirs shows it to them signed in") for user_id in blind] if shown else []
-    return Access.of(unique_grants(allow), deny, name=asked.where)
+        readers = {grant.token for grant in allow}
+        # shown to anonymous users: each signed-in user it is not shown to is refused
+        if not broad:
+            blind.update(o for o in others if o not in users.logins or asked.user(o, "").token not in readers)
+    elif broad and names.authenticated_token:
+        blind.update(users.known - users.active)  # who cannot sign in sees nothing a signed-in user sees
+    else:
+        blind = set()  # nothing is shown to all: who is not named is not shown it
+    try:
+        deny = [asked.denied(user_id) for user_id in sorted(blind)]
+    except _NoToken as error:
+        return None, str(error)
+    return Access.of(unique_grants(allow), deny, name=asked.where), None
 
 
 @dataclass(frozen=True)
@@ -128,6 +146,12 @@ class _Asked:
     def user(self, user_id: int, why: str) -> Grant:
         return Grant.of(self.names.user_token.replace("{id}", self.users.logins[user_id]), f"{self.where}: {why}")
 
+    def denied(self, user_id: int) -> Grant:
+        if user_id not in self.users.logins:
+            raise _NoToken(f"{self.where}: user #{user_id}, who may not read it, has a login that is no token of their own")
+        why = "no role of theirs shows it to them" if user_id in self.users.active else "may not sign in"
+        return self.user(user_id, why)
+
     def sees(self, role_ids: tuple[int, ...], user_id: int | None, signed_in: bool = True) -> RedmineRole | None:
         """The first of these roles that shows the issue to the user (None: to any user)."""
         for role_id in role_ids:
@@ -139,17 +163,17 @@ class _Asked:
 
 def _non_members(asked: _Asked, others: list[int], allow: list[Grant]) -> bool:
     """What a public project shows the signed-in users who are no member, added to ``allow``;
-    whether it shows the issue to any of them whoever they are."""
+    whether it shows the issue to all of them (the token of every signed-in user, or each)."""
     role = asked.sees(asked.project.non_member_roles, None)
     if role is not None:
         origin = f"{asked.where}: public project, role {role.name} (every signed-in user who is no member)"
         if asked.names.authenticated_token:
             allow.append(Grant.of(asked.names.authenticated_token, origin))
         else:
-            allow.extend(asked.user(other, f"public project, role {role.name}, no member") for other in others)
+            allow.extend(asked.user(o, f"public project, role {role.name}, no member") for o in others if o in asked.users.logins)
         return True
     for other in (asked.issue.author, *assignees(asked.issue, asked.users)):  # a private issue of theirs
-        if other in others:
+        if other in others and other in asked.users.logins:
             own = asked.sees(asked.project.non_member_roles, other)
             if own is not None:
                 allow.append(asked.user(other, f"public project, role {own.name}, their own issue"))

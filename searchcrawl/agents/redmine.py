@@ -24,20 +24,21 @@ show them). The REST API must be on (Administration › Settings › API).
 (private notes are for roles with their own right: they are left out), with ``project_s``,
 ``tracker_s``, ``status_s``, ``author`` and ``last_modified``. **Attachments**:
 ``redmine://<source>/attachments/<id>``, each a document of its own (the issue's access), read
-from ``attachments/download/<id>``. Archived projects and projects without issue tracking are not
-crawled.
+from ``attachments/download/<id>``. Active and closed projects are crawled; archived ones and
+projects without issue tracking are not.
 
 **Changes**: an issue's token is its ``updated_on`` (a comment, an attachment or any change moves
 it), an attachment's its id and size (attachments do not change): only what changed is read.
-Every crawl lists the projects' issues whole (100 a page, by id; a listing whose count changed
-while it was read is read again, then fails): a deleted issue, or one moved to a project not
+Every crawl lists the projects' issues whole (100 a page, each page the ids above the last one
+seen, so that a deletion meanwhile shifts nothing): a deleted issue, or one moved to a project not
 crawled, leaves the index, and a change of memberships or roles, which moves no issue's
 ``updated_on``, updates the access of the issues it concerns without reading them.
 
 **Who may read** (searchcrawl/access/redmine_roles.py): Redmine's rule, from its users, groups,
-roles (their ``view_issues`` right, issues visibility and trackers) and each project's
-memberships, asked at every listing. A Redmine that does not answer or refuses the account fails
-the crawl: nothing is removed.
+roles (their ``view_issues`` right, issues visibility and trackers; the built-in ones found on
+the roles' page), each project's memberships (its own roles for "Non member users" and
+"Anonymous users" too), and whether Redmine lets anonymous users in, asked at every listing. A
+Redmine that does not answer or refuses the account fails the crawl: nothing is removed.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ import logging
 import mimetypes
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from html import escape
 from typing import Any, ClassVar
@@ -68,7 +69,8 @@ TABLE = "redmine"
 PAGE = 100  # Redmine's largest page
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 MAX_PAGES = 100_000  # of one listing: a Redmine whose pages never end fails it
-ARCHIVED = 9
+ACTIVE, CLOSED = 1, 5  # projects' statuses: archived (9) and scheduled for deletion (10) are not crawled
+EVERY_STATUS = {"f[]": "status", "op[status]": "*"}  # projects.json lists only active ones unless asked
 _KEY = re.compile(r"(issues|attachments)/([1-9][0-9]{0,11})")
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9_-]{0,99}")
 
@@ -112,10 +114,6 @@ class RedmineOptions(HttpRepositoryOptions):
         return self
 
 
-class ListingChanged(AgentError):
-    """A paged list's count changed between its pages: what it lists may have shifted."""
-
-
 @dataclass(frozen=True)
 class RedmineState:
     """What decides who sees what, read at each listing."""
@@ -123,6 +121,7 @@ class RedmineState:
     users: RedmineUsers
     roles: dict[int, RedmineRole]
     projects: dict[int, RedmineProject]
+    anonymous_open: bool
 
 
 class RedmineAgent(Agent):
@@ -146,17 +145,18 @@ class RedmineAgent(Agent):
     def references(self, since: datetime | None) -> Iterator[Reference]:
         """Every issue of the projects crawled, and its attachments (``since`` is ignored)."""
         state = self._state = self.read_state()
+        self.names = replace(self.names, anonymous_open=state.anonymous_open)
         listed = 0
         for project in state.projects.values():
             for item in self._issues(project):
                 issue = issue_facts(item, project.id)
                 if issue is None:
                     continue
-                access = issue_access(issue, project, state.roles, state.users, self.names)
+                access, unreadable = issue_access(issue, project, state.roles, state.users, self.names)
                 listed += 1
-                yield self._issue_reference(item, project, access)
+                yield self._issue_reference(item, project, access, unreadable)
                 for attachment in item.get("attachments") or ():
-                    reference = self._attachment_reference(attachment, item, project, access)
+                    reference = self._attachment_reference(attachment, item, project, access, unreadable)
                     if reference is not None:
                         yield reference
         logger.info("redmine: %d issues listed in %d projects", listed, len(state.projects))
@@ -173,9 +173,12 @@ class RedmineAgent(Agent):
         item = body.get("issue") if isinstance(body, dict) else None
         if not isinstance(item, dict):
             return None
-        state = self._state or self.read_state()
-        self._state = state
-        project_id = (item.get("project") or {}).get("id")
+        if self._state is None:
+            self._state = self.read_state()
+            self.names = replace(self.names, anonymous_open=self._state.anonymous_open)
+        state = self._state
+        project_data = item.get("project")
+        project_id = project_data.get("id") if isinstance(project_data, dict) else None
         project = state.projects.get(project_id) if isinstance(project_id, int) else None
         issue = issue_facts(item, project_id if isinstance(project_id, int) else 0)
         if project is None or issue is None:
@@ -183,8 +186,11 @@ class RedmineAgent(Agent):
         page = issue_html(item).encode("utf-8")
         if max_bytes and len(page) > max_bytes:
             raise DocumentTooLarge(key)
-        access = issue_access(issue, project, state.roles, state.users, self.names)
-        return Content(page, "text/html; charset=utf-8", f"issue-{number}.html", access=access, token=str(item.get("updated_on")))
+        access, unreadable = issue_access(issue, project, state.roles, state.users, self.names)
+        token = str(item.get("updated_on"))
+        return Content(
+            page, "text/html; charset=utf-8", f"issue-{number}.html", access=access, access_unreadable=unreadable, token=token
+        )
 
     def refusal(self, key: str) -> str | None:
         return None if _KEY.fullmatch(key) else "not an issue or an attachment"
@@ -196,38 +202,57 @@ class RedmineAgent(Agent):
 
     def read_state(self) -> RedmineState:
         """Users, groups, roles and projects with their memberships, as Redmine says now."""
-        current = self._get_json("users/current.json", {}, "the crawl's account").get("user") or {}
-        if current.get("admin") is not True:
+        current = self._get_json("users/current.json", {}, "the crawl's account").get("user")
+        if not isinstance(current, dict) or current.get("admin") is not True:
             raise AgentError(f"{self.http.where}: the crawl's account {self.redmine.username!r} is no administrator")
-        users = {u["id"]: u for u in self._pages("users.json", "users", {"status": "1"}) if _has_id(u)}
-        logins = {uid: str(u.get("login") or "") for uid, u in users.items() if u.get("login")}
-        admins = frozenset(uid for uid, u in users.items() if u.get("admin") is True)
+        self._sign_in()
+        users: dict[int, dict[str, Any]] = {}
+        for status in ("1", "2", "3"):  # active, registered (not yet activated), locked
+            users.update(
+                (u["id"], {**u, "status": status}) for u in self._pages("users.json", "users", {"status": status}) if _has_id(u)
+            )
+        logins = {uid: str(u["login"]) for uid, u in users.items() if own_token(self.redmine.user_token, u.get("login"))}
+        active = frozenset(uid for uid, u in users.items() if u["status"] == "1")
+        admins = frozenset(uid for uid in active if users[uid].get("admin") is True)
         groups: dict[int, frozenset[int]] = {}
-        builtin: dict[str, int] = {}
+        builtin: dict[int, str] = {}
         for group in self._pages("groups.json", "groups", {"builtin": "1"}):
             if not _has_id(group):
                 continue
             if group.get("builtin"):
-                builtin[str(group["builtin"])] = group["id"]
+                builtin[group["id"]] = str(group["builtin"])
                 continue
-            detail = self._get_json(f"groups/{group['id']}.json", {"include": "users"}, f"group {group['id']}").get("group") or {}
-            groups[group["id"]] = frozenset(u["id"] for u in detail.get("users") or () if _has_id(u))
-        directory = RedmineUsers(logins, admins, groups)
-        roles = self._roles()
+            detail = self._get_json(f"groups/{group['id']}.json", {"include": "users"}, f"group {group['id']}").get("group")
+            members = detail.get("users") if isinstance(detail, dict) else None
+            groups[group["id"]] = frozenset(u["id"] for u in members or () if _has_id(u))
+        directory = RedmineUsers(logins, active, admins, frozenset(users), groups)
+        non_member, anonymous = self._builtin_roles()
+        roles = self._roles(non_member, anonymous)
         projects = {}
-        for item in self._pages("projects.json", "projects", {"include": "enabled_modules"}):
-            project = self._project(item, builtin)
+        for item in self._pages("projects.json", "projects", {"include": "enabled_modules", **EVERY_STATUS}):
+            project = self._project(item, builtin, non_member, anonymous)
             if project is not None:
                 projects[project.id] = project
         missing = set(self.redmine.projects) - {p.identifier for p in projects.values()}
         if missing:
             raise AgentError(f"{self.http.where} has no project {sorted(missing)[0]!r} with issue tracking for the crawl")
-        return RedmineState(directory, roles, projects)
+        return RedmineState(directory, roles, projects, self._anonymous_open())
 
-    def _project(self, item: dict[str, Any], builtin: dict[str, int]) -> RedmineProject | None:
+    def _anonymous_open(self) -> bool:
+        """Whether Redmine lets anonymous users in (its login_required off): asked without the
+        account, at each listing (the setting may change)."""
+        response = self.http.request("GET", self.redmine.url + "projects.json", params={"limit": "1"}, auth=_NO_AUTH)
+        with response:
+            if response.status_code in (401, 403):
+                return False
+            if response.status_code != 200:
+                raise AgentError(f"{self.http.where} answered HTTP {response.status_code} to an anonymous user")
+        return True
+
+    def _project(self, item: dict[str, Any], builtin: dict[int, str], non_member: int, anonymous: int) -> RedmineProject | None:
         identifier = item.get("identifier")
         modules = {m.get("name") for m in item.get("enabled_modules") or () if isinstance(m, dict)}
-        if not _has_id(item) or not isinstance(identifier, str) or item.get("status") == ARCHIVED:
+        if not _has_id(item) or not isinstance(identifier, str) or item.get("status") not in (ACTIVE, CLOSED):
             return None
         if "issue_tracking" not in modules or self.redmine.projects and identifier not in self.redmine.projects:
             logger.debug("redmine: project %s not crawled (not named, or no issue tracking)", identifier[:100])
@@ -237,35 +262,53 @@ class RedmineAgent(Agent):
         what = f"the members of {identifier}"
         for membership in self._pages(f"projects/{item['id']}/memberships.json", "memberships", {}, what):
             role_ids = tuple(r["id"] for r in membership.get("roles") or () if _has_id(r))
-            user, group = membership.get("user"), membership.get("group")
-            if isinstance(user, dict) and _has_id(user):
-                members[user["id"]] = tuple(dict.fromkeys((*members.get(user["id"], ()), *role_ids)))
-            elif isinstance(group, dict) and _has_id(group):
-                for kind, group_id in builtin.items():
-                    if group["id"] == group_id:
-                        overrides[kind] = role_ids
+            # a membership names its principal under the principal's kind: user, group,
+            # group_non_member, group_anonymous (the built-in groups a project gives roles to)
+            principals = [(kind, value) for kind, value in membership.items() if kind not in ("id", "project", "roles")]
+            if len(principals) != 1 or not _has_id(principals[0][1]):
+                raise AgentError(f"{self.http.where}: a membership of {identifier} names no principal the crawl knows")
+            kind, principal = principals[0]
+            if kind == "user":
+                members[principal["id"]] = tuple(dict.fromkeys((*members.get(principal["id"], ()), *role_ids)))
+            elif principal["id"] in builtin:
+                overrides[builtin[principal["id"]]] = role_ids
+            elif kind != "group":
+                raise AgentError(
+                    f"{self.http.where}: a membership of {identifier} names a {kind[:40]!r}, which the crawl does not know"
+                )
         return RedmineProject(
             item["id"],
             identifier,
             item.get("is_public") is True,
             members,
-            overrides.get("non_member", (BUILTIN_NON_MEMBER,)),
-            overrides.get("anonymous", (BUILTIN_ANONYMOUS,)),
+            overrides.get("non_member", (non_member,)),
+            overrides.get("anonymous", (anonymous,)),
         )
 
-    def _roles(self) -> dict[int, RedmineRole]:
+    def _builtin_roles(self) -> tuple[int, int]:
+        """The ids of the Non member and Anonymous roles: the two built-in roles of the roles'
+        page, in Redmine's order (the REST API does not say which roles are built in)."""
+        body = self.http.answer("GET", f"{self.redmine.url}roles", "the roles' page", MAX_ANSWER_BYTES) or b"<html/>"
+        links = lxml_html.document_fromstring(body).xpath('//tr[contains(concat(" ", @class, " "), " builtin ")]//a/@href')
+        ids = list(dict.fromkeys(int(m.group(1)) for link in links if (m := re.search(r"/roles/([0-9]+)/edit$", str(link)))))
+        if len(ids) != 2:
+            raise AgentError(f"{self.http.where}: the roles' page names {len(ids)} built-in roles, not the 2 Redmine has")
+        return ids[0], ids[1]
+
+    def _roles(self, non_member: int, anonymous: int) -> dict[int, RedmineRole]:
         """Every role, the built-in ones too, with its trackers read from its form."""
-        ids = [r["id"] for r in self._get_json("roles.json", {}, "the roles").get("roles") or () if _has_id(r)]
+        listed = self._get_json("roles.json", {}, "the roles").get("roles")
+        ids = [r["id"] for r in listed if _has_id(r)] if isinstance(listed, list) else []
         roles = {}
-        self._sign_in()
-        for role_id in dict.fromkeys([BUILTIN_NON_MEMBER, BUILTIN_ANONYMOUS, *ids]):
-            item = self._get_json(f"roles/{role_id}.json", {}, f"role {role_id}").get("role") or {}
-            permissions = item.get("permissions") or ()
-            views = "view_issues" in permissions
+        for role_id in dict.fromkeys([non_member, anonymous, *ids]):
+            item = self._get_json(f"roles/{role_id}.json", {}, f"role {role_id}").get("role")
+            item = item if isinstance(item, dict) else {}
+            permissions = item.get("permissions")
+            views = isinstance(permissions, list) and "view_issues" in permissions
             visibility = str(item.get("issues_visibility") or "")
             trackers = self._role_trackers(role_id) if views else None
             roles[role_id] = RedmineRole(
-                role_id, str(item.get("name") or role_id)[:100], views, visibility, role_id in BUILTIN, trackers
+                role_id, str(item.get("name") or role_id)[:100], views, visibility, role_id in (non_member, anonymous), trackers
             )
         return roles
 
@@ -299,18 +342,29 @@ class RedmineAgent(Agent):
 
     # -- listing ----------------------------------------------------------------------------
 
-    def _issues(self, project: RedmineProject) -> list[dict[str, Any]]:
-        """A project's issues (not its subprojects'), by id; a listing whose count changed while
-        it was read (an issue deleted meanwhile shifts the pages) is read again once."""
-        params = {"project_id": str(project.id), "subproject_id": "!*", "status_id": "*", "include": "attachments", "sort": "id"}
-        what = f"the issues of {project.identifier}"
-        try:
-            return list(self._pages("issues.json", "issues", params, what))
-        except ListingChanged:
-            logger.debug("redmine: %s changed while listed: read again", what)
-            return list(self._pages("issues.json", "issues", params, what))
+    def _issues(self, project: RedmineProject) -> Iterator[dict[str, Any]]:
+        """A project's issues (not its subprojects'), 100 at a time by id: each page asks the
+        ids above the last one seen (an issue deleted or created meanwhile shifts nothing)."""
+        last = 0
+        for _ in range(MAX_PAGES):
+            params = {
+                "project_id": str(project.id), "include": "attachments", "sort": "id", "limit": str(PAGE),
+                "f[]": ["status_id", "subproject_id", "issue_id"], "op[status_id]": "*", "op[subproject_id]": "!*",
+                "op[issue_id]": ">=", "v[issue_id][]": str(last + 1),
+            }  # fmt: skip
+            items = self._get_json("issues.json", params, f"the issues of {project.identifier}").get("issues")
+            if not isinstance(items, list):
+                raise AgentError(f"{self.http.where} answered the issues of {project.identifier} with no list")
+            ids = [item["id"] for item in items if _has_id(item)]
+            if any(number <= last for number in ids) or ids != sorted(ids):
+                raise AgentError(f"{self.http.where} answered the issues of {project.identifier} out of order")
+            yield from (item for item in items if _has_id(item))
+            if len(items) < PAGE or not ids:
+                return
+            last = ids[-1]
+        raise AgentError(f"the issues of {project.identifier}: more than {MAX_PAGES} pages")
 
-    def _pages(self, path: str, name: str, params: dict[str, str], what: str = "") -> Iterator[dict[str, Any]]:
+    def _pages(self, path: str, name: str, params: dict[str, Any], what: str = "") -> Iterator[dict[str, Any]]:
         """Every item of a paged list; AgentError when its total changes between pages."""
         offset, total = 0, None
         for _ in range(MAX_PAGES):
@@ -320,7 +374,7 @@ class RedmineAgent(Agent):
             if not isinstance(items, list) or not isinstance(count, int):
                 raise AgentError(f"{self.http.where} answered {what or name} with no list")
             if total is not None and count != total:
-                raise ListingChanged(f"{what or name} changed while listed: read again next time")
+                raise AgentError(f"{what or name} changed while listed: read again next time")
             total = count
             yield from (item for item in items if isinstance(item, dict))
             offset += len(items)
@@ -328,7 +382,9 @@ class RedmineAgent(Agent):
                 return
         raise AgentError(f"{what or name}: more than {MAX_PAGES} pages")
 
-    def _issue_reference(self, item: dict[str, Any], project: RedmineProject, access: Access) -> Reference:
+    def _issue_reference(
+        self, item: dict[str, Any], project: RedmineProject, access: Access | None, unreadable: str | None
+    ) -> Reference:
         key = f"issues/{item['id']}"
         modified = _date(item.get("updated_on"))
         fields = {
@@ -342,10 +398,11 @@ class RedmineAgent(Agent):
         }
         if modified is not None:
             fields["last_modified"] = modified.strftime("%Y-%m-%dT%H:%M:%SZ")
-        return Reference(key=key, token=str(item.get("updated_on")), modified=modified, fields=fields, access=access)
+        token = str(item.get("updated_on"))
+        return Reference(key=key, token=token, modified=modified, fields=fields, access=access, access_unreadable=unreadable)
 
     def _attachment_reference(
-        self, attachment: Any, item: dict[str, Any], project: RedmineProject, access: Access
+        self, attachment: Any, item: dict[str, Any], project: RedmineProject, access: Access | None, unreadable: str | None
     ) -> Reference | None:
         if not isinstance(attachment, dict) or not _has_id(attachment):
             return None
@@ -372,6 +429,7 @@ class RedmineAgent(Agent):
             metadata={"file_name": name[:500]},
             parent=f"issues/{item['id']}",
             access=access,
+            access_unreadable=unreadable,
         )
 
     # -- HTTP -------------------------------------------------------------------------------
@@ -395,7 +453,7 @@ class RedmineAgent(Agent):
         kind = mimetypes.guess_type(name, strict=False)[0] or "application/octet-stream"  # as files and shares
         return Content(data, kind, name)
 
-    def _get_json(self, path: str, params: dict[str, str], what: str, missing_ok: bool = False) -> dict[str, Any]:
+    def _get_json(self, path: str, params: dict[str, Any], what: str, missing_ok: bool = False) -> dict[str, Any]:
         """A JSON object Redmine answers; {} for one it says is not there (``missing_ok``)."""
         absent = (403, 404) if missing_ok else ()
         body = self.http.answer("GET", self.redmine.url + path, what, MAX_ANSWER_BYTES, absent=absent, params=params)
@@ -412,8 +470,24 @@ class RedmineAgent(Agent):
         return answer
 
 
-BUILTIN_NON_MEMBER, BUILTIN_ANONYMOUS = 1, 2  # Redmine's built-in roles' ids
-BUILTIN = (BUILTIN_NON_MEMBER, BUILTIN_ANONYMOUS)
+def own_token(template: str, login: Any) -> bool:
+    """Whether a login is a token of its own in ``template``: letters, digits, ``.``, ``_``, ``-``
+    (``bob@partner`` would be ``bob``'s token, ``a,ou=x`` another DN)."""
+    if not isinstance(login, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", login):
+        return False
+    try:
+        Grant.of(template.replace("{id}", login), "check")
+    except AccessError:
+        return False
+    return True
+
+
+def _no_auth(request: Any) -> Any:
+    """No authorization on a request (not the session's account): an anonymous user's."""
+    return request
+
+
+_NO_AUTH = _no_auth
 
 
 def issue_facts(item: dict[str, Any], project: int) -> RedmineIssue | None:

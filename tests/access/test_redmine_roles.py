@@ -26,7 +26,9 @@ NON_MEMBER, ANONYMOUS = 1, 2
 def redmine_sees(
     user: int | None, issue: RedmineIssue, project: RedmineProject, roles: dict[int, RedmineRole], users: RedmineUsers
 ) -> bool:
-    """Redmine's own rule for one user (None: anonymous)."""
+    """Redmine's own rule for one user (None: anonymous); a locked user sees what an anonymous one does."""
+    if user is not None and user not in users.active:
+        user = None
     if user is not None and user in users.admins:
         return True
     if user is not None and user in project.members:
@@ -49,7 +51,9 @@ def random_world(rng: random.Random) -> tuple[dict[int, RedmineRole], RedminePro
         7, "p", rng.random() < 0.6, members,
         (rng.choice((NON_MEMBER, 3)),), (rng.choice((ANONYMOUS, 4)),),
     )  # fmt: skip
-    users = RedmineUsers(USERS, frozenset({6}) if rng.random() < 0.7 else frozenset(), GROUPS)
+    active = frozenset(user for user in USERS if rng.random() < 0.9)  # the others locked
+    admins = frozenset({6} & active) if rng.random() < 0.7 else frozenset()
+    users = RedmineUsers(USERS, active, admins, frozenset(USERS), GROUPS)
     return roles, project, users
 
 
@@ -70,11 +74,14 @@ def test_each_user_is_granted_exactly_what_redmine_shows_them() -> None:
             rng.choice((None, *USERS)), rng.choice((None, *USERS, 10, 11)),
         )  # fmt: skip
         for names in (RedmineTokens(), RedmineTokens(authenticated_token="group:staff", anonymous_token="public")):
-            access = issue_access(issue, project, roles, users, names)
+            access, why = issue_access(issue, project, roles, users, names)
+            assert access is not None, why
             for user in (None, *USERS):
                 expected = redmine_sees(user, issue, project, roles, users)
                 if user is None and not names.anonymous_token:
                     expected = False  # what Redmine shows anonymous users is no one's, unset
+                if user is not None and user not in users.active and not names.anonymous_token:
+                    expected = False
                 granted = decide(access, principals_of(user, names.authenticated_token)).granted
                 assert granted == expected, (USERS.get(user or 0), issue, project, roles, access)
                 shown += granted
@@ -90,17 +97,41 @@ def test_a_group_assignee_a_tracker_and_a_private_issue() -> None:
         4: RedmineRole(4, "Auditor", True, "all", trackers=frozenset({3})),
     }
     project = RedmineProject(7, "harbour", True, {1: (3,), 3: (4,)}, (NON_MEMBER,), (ANONYMOUS,))
-    users = RedmineUsers(USERS, frozenset({6}), GROUPS)
+    users = RedmineUsers(USERS, frozenset(USERS), frozenset({6}), frozenset(USERS), GROUPS)
     private = RedmineIssue(5, 7, 1, True, author=4, assignee=10)  # assigned to a group of ann and ben
-    access = issue_access(private, project, roles, users, RedmineTokens())
+    access, _ = issue_access(private, project, roles, users, RedmineTokens())
+    assert access is not None
     readers = {grant.token: grant.origin for grant in access.levels[0].allow}
     assert set(readers) == {"user:root", "user:ann", "user:ben", "user:dee"}
     assert readers["user:ann"] == "Redmine issue #5 of harbour: member, role Reporter"
     assert readers["user:ben"].endswith("public project, role Non member, their own issue")
     support = RedmineIssue(6, 7, 3, False, author=None, assignee=None)
-    access = issue_access(support, project, roles, users, RedmineTokens(authenticated_token="group:staff"))
+    access, _ = issue_access(support, project, roles, users, RedmineTokens(authenticated_token="group:staff"))
+    assert access is not None
     assert {g.token for g in access.levels[0].allow} == {"user:root", "user:ann", "user:cid", "group:staff"}
     assert not access.deny
     bug = RedmineIssue(8, 7, 1, False, author=None, assignee=None)
-    access = issue_access(bug, project, roles, users, RedmineTokens(authenticated_token="group:staff"))
+    access, _ = issue_access(bug, project, roles, users, RedmineTokens(authenticated_token="group:staff"))
+    assert access is not None
     assert [g.token for g in access.deny] == ["user:cid"]  # a member whose roles do not cover the tracker
+
+
+def test_a_login_that_is_no_token_of_its_own_refuses_rather_than_shows() -> None:
+    roles = {
+        NON_MEMBER: RedmineRole(NON_MEMBER, "Non member", True, "all", True),
+        ANONYMOUS: RedmineRole(ANONYMOUS, "Anonymous", False, "default", True),
+        3: RedmineRole(3, "Watcher", True, "own"),
+    }
+    logins = {uid: login for uid, login in USERS.items() if uid != 2}  # ben's login is "ben@partner"
+    users = RedmineUsers(logins, frozenset(USERS), frozenset(), frozenset(USERS), GROUPS)
+    project = RedmineProject(7, "harbour", True, {2: (3,)}, (NON_MEMBER,), (ANONYMOUS,))
+    issue = RedmineIssue(9, 7, 1, False, author=1, assignee=None)
+    access, why = issue_access(issue, project, roles, users, RedmineTokens(authenticated_token="group:staff"))
+    assert access is None and why is not None and "user #2" in why  # ben must be refused: no token says so
+    private = RedmineProject(7, "harbour", False, {2: (3,), 3: (3,)}, (NON_MEMBER,), (ANONYMOUS,))
+    own = RedmineIssue(10, 7, 1, False, author=2, assignee=3)
+    access, _ = issue_access(own, private, roles, users, RedmineTokens())
+    assert access is not None and {g.token for g in access.levels[0].allow} == {"user:cid"}  # ben's read left out
+    locked = RedmineUsers(USERS, frozenset(USERS) - {4}, frozenset(), frozenset(USERS), GROUPS)
+    access, _ = issue_access(issue, project, roles, locked, RedmineTokens(authenticated_token="group:staff"))
+    assert access is not None and "user:dee" in {g.token for g in access.deny}  # may not sign in
