@@ -10,14 +10,19 @@ for reading only where the repository's ``option deny-rules = 1``: then the firs
 user, a deny or one with ``R``, decides.
 
 As tokens (access/tokens.py): a group the file defines (``@staff = alice bob @admins``) is its
-members, each a ``user_token``; a group it does not define (one gitolite's ``GROUPLIST_PGM``
-gives, from a directory) ``group_token`` (unset: no one); ``@all`` ``authenticated_token`` (unset:
-no one). With ``deny-rules``: the denies before any read are deny tokens, the later ones late
+members, each a ``user_token`` (a group is expanded where it is defined, with the members its
+groups have then; ``@all`` in a group is no one, as in gitolite); with ``group_token`` (set it
+where gitolite's ``GROUPLIST_PGM`` gives users their directory groups), a group is also that
+token, gitolite joining both; ``@all`` is ``authenticated_token`` (unset: no one). Repository
+patterns match as Perl's ``/^pattern$/``; ``.git`` ends no repository's name; ``deny-rules`` is
+on where ``option deny-rules`` or ``config gitolite-options.deny-rules`` is true as Perl reads it. With ``deny-rules``: the denies before any read are deny tokens, the later ones late
 denies overridden by the reads before them (read conservatively beyond: ``Access.notes`` says
 so). What cannot be read for certain keeps a repository's files out of the index (status 927): an
-``include`` or ``subconf`` (the rules are elsewhere), a line gitolite would refuse, a pattern
-Python's regular expressions do not read, a role (``CREATOR``, ``READERS``, ``WRITERS``: wild
-repositories' own), or a deny of a name no token stands for.
+``include`` or ``subconf`` (the rules are elsewhere), a line gitolite would refuse, a character
+other than ASCII's or a control character outside a comment (Perl and Python see blanks
+differently), a pattern Python's regular expressions do not read, a role (``CREATOR``,
+``READERS``, ``WRITERS``: wild repositories' own), a deny of a name no token stands for, and
+(agents/git.py) a gitolite.conf newer than what gitolite compiled from it.
 """
 
 from __future__ import annotations
@@ -35,8 +40,11 @@ ROLES = ("CREATOR", "READERS", "WRITERS")
 _PLAIN = re.compile(r"@?[0-9a-zA-Z][-0-9a-zA-Z._@/+]*")
 _RULE = re.compile(r"(-|C|R|RW\+?(?:C?D?|D?C?)M?) (.* )?= (.+)")  # gitolite's own, on a line of single blanks
 _GROUP = re.compile(r"(@[0-9a-zA-Z][-0-9a-zA-Z._@/+]*)\s*=\s*(.*)")
-_IGNORED = re.compile(r"(?:config|option(?!\s+deny-rules\b))\s.*|(?:desc|owner|category)\s*=.*")
-_DENY_RULES = re.compile(r"option\s+deny-rules\s*=\s*(\S+)")
+_IGNORED = re.compile(r"(?:config|option)\s.*|(?:desc|owner|category)\s*=.*")
+# deny-rules, as the option or the config line the option stands for
+_DENY_RULES = re.compile(r"(?:option deny-rules|config gitolite-options\.deny-rules) ?= ?(.*)")
+_BLANKS = re.compile(r"[ \t\n\x0b\f\r]+")  # Perl's \s on bytes
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -114,8 +122,10 @@ class GitoliteRules:
             grants.extend(tokens)
         return grants
 
-    def _tokens(self, who: str, rule: GitoliteRule, names: GitoliteNames, seen: frozenset[str] = frozenset()) -> Iterator[Grant]:
-        """The tokens of a name a rule gives (a group's members, each once)."""
+    def _tokens(self, who: str, rule: GitoliteRule, names: GitoliteNames) -> Iterator[Grant]:
+        """The tokens of a name a rule gives: a group's members as the file defined it (each
+        group is expanded where it is defined, as gitolite does), and, with ``group_token``, the
+        group as GROUPLIST_PGM gives it (gitolite joins both)."""
         if who == EVERYONE:
             if names.authenticated_token:
                 yield Grant.of(names.authenticated_token, rule.origin)
@@ -123,30 +133,35 @@ class GitoliteRules:
         if not who.startswith("@"):
             yield _grant(names.user_token, who, rule.origin)
             return
-        members = self.groups.get(who)
-        if members is None:  # a group gitolite gets elsewhere (GROUPLIST_PGM)
-            if names.group_token:
-                yield _grant(names.group_token, who[1:], rule.origin)
-            return
-        for member in members:
-            if member not in seen:
-                yield from self._tokens(member, rule, names, seen | {who})
+        for member in self.groups.get(who, ()):
+            if not member.startswith("@"):  # a group in a group is the users it had then, already here
+                yield _grant(names.user_token, member, rule.origin)
+        if names.group_token:
+            yield _grant(names.group_token, who[1:], rule.origin)
 
-    def _names_repo(self, specs: tuple[str, ...], repo: str, seen: frozenset[str] = frozenset()) -> bool:
-        """Whether a repo line's names, groups or patterns name ``repo``."""
+    def _names_repo(self, specs: tuple[str, ...], repo: str) -> bool:
+        """Whether a repo line's names, groups or patterns name ``repo`` (a pattern matched as
+        Perl's ``/^$pattern$/``)."""
         for spec in specs:
             if spec in (repo, EVERYONE):
                 return True
             if spec.startswith("@") and _PLAIN.fullmatch(spec):
-                if spec not in seen and self._names_repo(tuple(self.groups.get(spec, ())), repo, seen | {spec}):
+                if any(_matches(member, repo) for member in self.groups.get(spec, ())):
                     return True
-            elif not _PLAIN.fullmatch(spec):
-                try:
-                    if re.fullmatch(spec, repo):
-                        return True
-                except re.error:
-                    raise _Uncertain(f"the repository pattern {spec[:80]!r} cannot be read") from None
+            elif _matches(spec, repo):
+                return True
         return False
+
+
+def _matches(spec: str, repo: str) -> bool:
+    if spec == repo:
+        return True
+    if _PLAIN.fullmatch(spec):
+        return False
+    try:
+        return re.search("^" + spec + "$", repo) is not None
+    except re.error:
+        raise _Uncertain(f"the repository pattern {spec[:80]!r} cannot be read") from None
 
 
 class _Uncertain(Exception):
@@ -164,28 +179,38 @@ def _grant(template: str, name: str, origin: str) -> Grant:
 
 
 def read_gitolite(text: str, path: str) -> GitoliteRules:
-    """The rules of a gitolite.conf (``path`` names it in origins)."""
+    """The rules of a gitolite.conf (``path`` names it in origins), read as gitolite reads it:
+    ``#`` begins a comment, blanks are ASCII's; a group is expanded where it is defined (its
+    groups' members then; ``@all`` in a group is no one); ``.git`` ends no repository's name."""
     rules = GitoliteRules()
     label = path.rsplit("/", 1)[-1]
     repos: tuple[str, ...] = ()
     for number, raw in enumerate(text.split("\n"), start=1):
-        line = " ".join(raw.split("#", 1)[0].split())
-        if not line:
+        content = raw.split("#", 1)[0]
+        words = [word for word in _BLANKS.split(content) if word]
+        if not words:
             continue
+        line = " ".join(words)
         origin = f"{label} line {number}: {line[:200]}"
-        words = line.split()
-        if words[0] == "repo":
-            repos = tuple(words[1:])
+        if not line.isascii() or _CONTROL.search(line):
+            rules.uncertain = rules.uncertain or f"{origin}: a character gitolite reads otherwise"
+        elif words[0] == "repo":
+            repos = tuple(word.removesuffix(".git") for word in words[1:])
         elif words[0] in ("include", "subconf"):
-            rules.uncertain = f"{origin}: rules in another file are not read"
+            rules.uncertain = rules.uncertain or f"{origin}: rules in another file are not read"
         elif group := _GROUP.fullmatch(line):
-            rules.groups.setdefault(group.group(1), []).extend(group.group(2).split())
+            members = rules.groups.setdefault(group.group(1), [])
+            for member in group.group(2).split():
+                if member == EVERYONE:
+                    continue  # gitolite looks a user's groups up by the user: @all in a group is no one
+                members.extend(rules.groups.get(member, [member]) if member.startswith("@") else [member])
         elif rule := _RULE.fullmatch(line):
             if not repos:
-                rules.uncertain = f"{origin}: a rule before any repo line"
+                rules.uncertain = rules.uncertain or f"{origin}: a rule before any repo line"
             rules.rules.append(GitoliteRule(repos, rule.group(1), tuple(rule.group(3).split()), origin))
         elif deny := _DENY_RULES.fullmatch(line):
-            rules.deny_rules.append((repos, deny.group(1) == "1"))
+            value = deny.group(1).strip().strip("'\"")
+            rules.deny_rules.append((repos, value not in ("", "0")))  # Perl's truth
         elif not _IGNORED.fullmatch(line):
             rules.uncertain = rules.uncertain or f"{origin}: a line gitolite's rules do not read"
     return rules

@@ -15,7 +15,7 @@ username = "crawler"                                 # HTTP basic auth for the U
 password_secret = "GIT_CRAWLER_PASSWORD"
 cache_dir = "/var/cache/searchcrawl/git"             # where the URLs' copies are kept
 gitolite_conf = "/srv/gitolite/.gitolite/conf/gitolite.conf"   # who may read (else [access])
-group_token = "group:{id}"                           # a gitolite group no line defines
+group_token = "group:{id}"                           # a group as GROUPLIST_PGM gives it (the directory's)
 authenticated_token = "group:developers"             # gitolite's @all
 display_url = "https://git.example.org/{repository}/blob/{branch}/{path}"
 exclude = ["vendor/**", "*.min.js"]                  # include, exclude, max_depth and hidden on paths
@@ -24,12 +24,14 @@ exclude = ["vendor/**", "*.min.js"]                  # include, exclude, max_dep
 A repository's name (the table's key) is its name in gitolite and the first part of its
 documents' keys: ``git://<source>/<name>:<path>``. A local repository is read where it is; a URL
 is copied (a bare, shallow copy of the branch alone, in ``cache_dir``: default
-``~/.cache/searchcrawl/git/<source>``) and fetched again at each listing. Git runs without the
-machine's or the user's configuration, with no credential helper and no prompt (the password
-comes from the secret, through an askpass program that reads it from the environment of that one
-command), HTTP(S) the only protocol, no redirect followed, and a ``safe.directory`` for the
-repository alone; reading a repository runs only git's plumbing (``rev-parse``, ``ls-tree``,
-``cat-file``), which runs no hook and no program the repository's configuration names.
+``~/.cache/searchcrawl/git/<source>``) and fetched again at each listing (``max_repository_bytes``
+bounds the copy; a fetch beyond it, or beyond ten times ``timeout``, is killed with its process
+group). Git runs without the machine's or the user's configuration, with no credential helper
+and no prompt (the password comes from the secret, through an askpass program that reads it from
+the environment of a fetch alone), HTTP(S) the only protocol of a fetch and none of a read
+(``GIT_ALLOW_PROTOCOL``, which a repository's ``protocol.*.allow`` cannot widen), no missing
+object fetched, no redirect followed, and a ``safe.directory`` for the repository alone; reading
+runs only git's plumbing (``rev-parse``, ``ls-tree``, ``cat-file``).
 
 Files: each regular file of the branch's head tree (symbolic links and submodules are not
 files), with the rules of a files source on its path; ``repository_s``, ``branch_s``, ``path_s``,
@@ -47,7 +49,9 @@ import os
 import posixpath
 import re
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
@@ -86,6 +90,7 @@ class GitOptions(HttpRepositoryOptions):
     gitolite_conf: str | None = None
     group_token: str | None = None
     authenticated_token: str | None = None
+    max_repository_bytes: int = Field(default=4 << 30, gt=0)  # a URL's copy: a fetch beyond it is cut off
 
     @field_validator("repositories")
     @classmethod
@@ -259,7 +264,10 @@ class GitAgent(Agent):
                 pending += chunk
                 *records, pending = pending.split(b"\0")
                 for record in records:
-                    entry = _entry(record)
+                    try:
+                        entry = _entry(record)
+                    except ValueError as error:
+                        raise AgentError(f"git: {name} cannot be read whole: {error}") from None
                     if entry is not None:
                         yield entry
             if process.wait() != 0:
@@ -275,10 +283,18 @@ class GitAgent(Agent):
         return rules.access_of(name, self.names)
 
     def _read_rules(self) -> GitoliteRules:
-        path = self.git.gitolite_conf or ""
-        return read_gitolite(
-            server_file(path, "gitolite's configuration", MAX_FILE_BYTES).decode("utf-8", errors="replace"), path
-        )
+        """gitolite.conf, read at each listing; uncertain while it is newer than what gitolite
+        compiled from it (a change gitolite refused keeps the rules before it in force)."""
+        path = Path(self.git.gitolite_conf or "")
+        text = server_file(str(path), "gitolite's configuration", MAX_FILE_BYTES).decode("utf-8", errors="replace")
+        rules = read_gitolite(text, str(path))
+        try:
+            stale = path.with_name(path.name + "-compiled.pm").stat().st_mtime_ns < path.stat().st_mtime_ns
+        except OSError:
+            stale = True
+        if stale:
+            rules.uncertain = f"{path.name} is newer than what gitolite compiled from it (refused, or not compiled yet)"
+        return rules
 
     def _reference(
         self, name: str, branch: str, path: str, sha: str, size: int, access: Access | None, unreadable: str | None
@@ -308,8 +324,11 @@ class GitAgent(Agent):
 
     # -- running git ------------------------------------------------------------------------
 
-    def _environment(self) -> dict[str, str]:
-        """Git without the machine's or the user's configuration, prompts or helpers."""
+    def _environment(self, network: bool = False) -> dict[str, str]:
+        """Git without the machine's or the user's configuration, prompts or helpers; HTTP(S) the
+        only protocol, and none when it reads (``GIT_ALLOW_PROTOCOL`` wins over any
+        ``protocol.*.allow`` a repository's configuration holds); the password only for a
+        command that goes to the network."""
         environment = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.cache),
@@ -318,9 +337,12 @@ class GitAgent(Agent):
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_OPTIONAL_LOCKS": "0",
             "GIT_PROTOCOL_FROM_USER": "0",
+            "GIT_ALLOW_PROTOCOL": "http:https" if network else "none",
+            "GIT_NO_LAZY_FETCH": "1",  # git 2.44 and later: a missing object is never fetched
+            "GIT_NO_REPLACE_OBJECTS": "1",
             "LC_ALL": "C",
         }
-        if self.git.username:
+        if network and self.git.username:
             try:
                 environment[PASSWORD_VARIABLE] = required_secret(self.git.password_secret or "", TABLE)
             except SecretError as error:
@@ -370,25 +392,73 @@ class GitAgent(Agent):
 
     def _run(self, arguments: list[str], git_dir: Path | None, network: bool = False, limit: int = 1 << 20) -> bytes:
         """What git writes (at most ``limit`` bytes); AgentError when it fails (its own message,
-        which names no secret: the password never is in a command line or a URL)."""
+        which names no secret: the password never is in a command line or a URL), takes longer
+        than ten times the timeout, or, fetching, grows the copy beyond ``max_repository_bytes``:
+        then git and every process it started are killed."""
         self.cache.mkdir(parents=True, exist_ok=True)
-        try:
-            done = subprocess.run(
-                self._command(arguments, git_dir, network),
-                capture_output=True,
-                env=self._environment(),
-                cwd=self.cache,
-                timeout=self.git.timeout * 10,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise AgentError(f"git {arguments[0]} took longer than {self.git.timeout * 10:.0f} s") from None
-        if done.returncode != 0:
-            message = " ".join(done.stderr.decode(errors="replace").split())[:300]
+        process = subprocess.Popen(
+            self._command(arguments, git_dir, network),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self._environment(network),
+            cwd=self.cache,
+            start_new_session=True,  # its own process group: killed whole
+        )
+        deadline = time.monotonic() + self.git.timeout * 10
+        while True:
+            try:
+                out, err = process.communicate(timeout=1)
+                break
+            except subprocess.TimeoutExpired:
+                why = None
+                if time.monotonic() > deadline:
+                    why = f"took longer than {self.git.timeout * 10:.0f} s"
+                elif network and git_dir is not None and _size(git_dir) > self.git.max_repository_bytes:
+                    why = f"grew the copy beyond {self.git.max_repository_bytes} bytes"
+                if why is not None:
+                    _kill(process)
+                    if git_dir is not None:
+                        _remove_partial_objects(git_dir)
+                    raise AgentError(f"git {arguments[0]} {why}") from None
+        if process.returncode != 0:
+            if network and git_dir is not None:
+                _remove_partial_objects(git_dir)
+            message = " ".join(err.decode(errors="replace").split())[:300]
             raise AgentError(f"git {arguments[0]} failed: {message}")
-        if len(done.stdout) > limit:
+        if len(out) > limit:
             raise AgentError(f"git {arguments[0]} wrote more than {limit} bytes")
-        return done.stdout
+        return out
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """Git and what it started (remote-http, fetch-pack, index-pack)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.communicate()
+
+
+def _size(folder: Path) -> int:
+    """The bytes of the files below ``folder``."""
+    total = 0
+    for root, _folders, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                continue
+    return total
+
+
+def _remove_partial_objects(git_dir: Path) -> None:
+    """What a fetch cut off left behind (``objects/pack/tmp_*``, ``objects/tmp_obj_*``)."""
+    for pattern in ("objects/pack/tmp_*", "objects/tmp_obj_*", "objects/incoming-*"):
+        for leftover in git_dir.glob(pattern):
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
 
 
 def content_type(path: str, body: bytes) -> str:
@@ -408,11 +478,14 @@ def content_type(path: str, body: bytes) -> str:
 
 def _entry(record: bytes) -> tuple[str, str, int, str] | None:
     """One ``ls-tree -l -z`` record: ``<mode> <type> <id> <size>\\t<path>``; None for one that is
-    not a blob with a size, or whose path is no UTF-8 without control characters."""
+    not a blob, or whose path is no UTF-8 without control characters; ValueError for a blob
+    that is missing."""
     head, tab, raw_path = record.partition(b"\t")
     fields = head.split()
-    if not tab or len(fields) != 4 or fields[1] != b"blob" or not fields[3].isdigit():
+    if not tab or len(fields) != 4 or fields[1] != b"blob":
         return None
+    if not fields[3].isdigit():  # "BAD": the blob is missing (a partial clone, a broken repository)
+        raise ValueError(f"the blob {fields[2][:64].decode(errors='replace')} is missing")
     try:
         path = raw_path.decode("utf-8")
     except UnicodeDecodeError:

@@ -9,8 +9,8 @@ from searchcrawl.access.decision import Principal, Principals, decide
 from searchcrawl.access.gitolite_rules import GitoliteNames, read_gitolite
 
 NAMES = GitoliteNames(group_token="group:{id}", authenticated_token="group:staff")
-CONF = """@devs = alice @leads
-@leads = bob
+CONF = """@leads = bob
+@devs = alice @leads
 @docs = handbook wiki
 repo @docs
     R = @devs            # a group the file defines: its members
@@ -36,8 +36,10 @@ def principals(*tokens: str) -> Principals:
 
 
 def test_groups_repository_groups_patterns_and_all() -> None:
-    assert readers("handbook") == {"user:alice", "user:bob", "user:carol", "user:erin"}  # h.* names it too
-    assert readers("wiki") == {"user:alice", "user:bob", "user:carol"}
+    # a group is its members, and with group_token the directory's group as gitolite's GROUPLIST_PGM gives it
+    assert readers("handbook") == {"user:alice", "user:bob", "user:carol", "user:erin", "group:devs"}  # h.* too
+    assert readers("wiki") == {"user:alice", "user:bob", "user:carol", "group:devs"}
+    assert readers("wiki", names=GitoliteNames()) == {"user:alice", "user:bob", "user:carol"}
     assert readers("secret") == {"group:finance"}
     assert readers("open") == {"group:staff"}
     assert readers("open", names=GitoliteNames()) == set()  # @all without a token: no one
@@ -92,3 +94,26 @@ def test_what_cannot_be_read_for_certain_keeps_the_files_out(conf: str, why: str
 def test_origins_name_the_line() -> None:
     access, _ = read_gitolite(CONF, "/srv/gitolite/conf/gitolite.conf").access_of("secret", NAMES)
     assert access is not None and access.levels[0].allow[0].origin == "gitolite.conf line 9: R = @finance"
+
+
+@pytest.mark.parametrize(
+    ("conf", "repo", "readers_of"),
+    [
+        # found by a hostile review, each against gitolite's own answer
+        ("@a = alice\n@b = @a\n@a = mallory\nrepo r\n    R = @b\n", "r", {"user:alice"}),  # expanded where defined
+        ("@g = @all\nrepo r\n    R = @g\n", "r", set()),  # @all in a group is no one
+        ("@r1 = pub\n@r2 = @r1\n@r1 = sec\nrepo @r2\n    R = alice\n", "sec", set()),
+        ("repo sec.git\n    R = alice\n", "sec", {"user:alice"}),  # .git ends no name
+        ("repo secret-x|zzz\n    R = alice\n", "secret-xy", {"user:alice"}),  # Perl's /^secret-x|zzz$/
+    ],
+)
+def test_groups_names_and_patterns_as_gitolite_reads_them(conf: str, repo: str, readers_of: set[str]) -> None:
+    assert readers(repo, conf, GitoliteNames()) == readers_of
+
+
+def test_deny_rules_as_config_and_perl_truth_and_odd_blanks() -> None:
+    for switch in ("config gitolite-options.deny-rules = 1", "option deny-rules = yes"):
+        access, _ = read_gitolite(f"repo r\n    {switch}\n    - = mallory\n    R = alice mallory\n", "c").access_of("r", NAMES)
+        assert access is not None and [g.token for g in access.deny] == ["user:mallory"], switch
+    access, why = read_gitolite("repo r\n    R = alice\n    R\x1c= mallory\n", "c").access_of("r", NAMES)
+    assert access is None and why is not None and "a character gitolite reads otherwise" in why

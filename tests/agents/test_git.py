@@ -4,11 +4,14 @@ repositories, local and over HTTP."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from searchcrawl.agents.base import AgentError
 from searchcrawl.agents.git import GitAgent, GitOptions, _entry, content_type
 
 REPOSITORIES = {"handbook": "/srv/git/handbook.git", "tools/deploy": "https://git.example.org/git/tools/deploy.git"}
@@ -62,3 +65,35 @@ def test_keys_and_content_types() -> None:
     assert content_type("logo.png", b"\x89PNG\r\n") == "image/png"
     assert content_type("data.bin", b"\x00\x01") == "application/octet-stream"
     assert content_type("index.html", b"<html>") == "text/html"
+
+
+def test_a_hostile_repositorys_configuration_runs_no_program(tmp_path: Path) -> None:
+    """A partial clone whose promisor remote is an ``ext::`` command (and another through
+    ``core.sshCommand``): listing its tree must not run them (a hostile review found both ran)."""
+    repo, marker = tmp_path / "evil.git", tmp_path / "PWNED"
+    work = tmp_path / "work"
+
+    def git(*arguments: str, cwd: Path = tmp_path) -> str:
+        command = ["git", "-c", "user.name=T", "-c", "user.email=t@example.org", "-c", "init.defaultBranch=main", *arguments]
+        return subprocess.run(command, cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+    git("init", "--quiet", str(work))
+    (work / "a.txt").write_text("hello")
+    git("add", "a.txt", cwd=work)
+    git("commit", "--quiet", "-m", "one", cwd=work)
+    git("clone", "--quiet", "--bare", str(work), str(repo))
+    blob = git("--git-dir", str(repo), "rev-parse", "HEAD:a.txt").strip()
+    (repo / "objects" / blob[:2] / blob[2:]).unlink()  # missing: a lazy fetch would fetch it
+    for key, value in [
+        ("core.repositoryformatversion", "1"), ("extensions.partialClone", "origin"),
+        ("remote.origin.promisor", "true"), ("remote.origin.url", f"ext::sh -c touch% {marker}"),
+        ("protocol.ext.allow", "always"), ("protocol.ssh.allow", "always"), ("core.sshCommand", f"touch {marker} #"),
+    ]:  # fmt: skip
+        git("--git-dir", str(repo), "config", key, value)
+    agent = GitAgent("code", GitOptions.model_validate({"repositories": {"evil": str(repo)}, "cache_dir": str(tmp_path / "c")}))
+    with pytest.raises(AgentError):
+        list(agent.references(None))
+    git("--git-dir", str(repo), "config", "remote.origin.url", "ssh://example.invalid/x")
+    with pytest.raises(AgentError):
+        list(agent.references(None))
+    assert not marker.exists()
