@@ -109,13 +109,16 @@ ScriptAlias /git/ /usr/lib/git-core/git-http-backend/
             ["gitolite", *arguments], env=self.env(), cwd=self.home, capture_output=True, text=True, timeout=120
         )
 
-    def set_rules(self, text: str) -> None:
+    def set_rules(self, text: str, check: bool = True) -> bool:
         """gitolite.conf rewritten (the admin repository's rules kept) and compiled: the
-        repositories it names are created."""
+        repositories it names are created. Whether gitolite took it (``check``: it must)."""
         self.conf.write_text("repo gitolite-admin\n    RW+ = admin\n" + text)
         for step in (("compile",), ("setup",)):
             done = self.gitolite(*step)
-            assert done.returncode == 0, done.stderr
+            if done.returncode != 0:
+                assert not check, done.stderr
+                return False
+        return True
 
     def git(self, *arguments: str, cwd: Path | None = None) -> str:
         done = subprocess.run(
@@ -142,6 +145,14 @@ ScriptAlias /git/ /usr/lib/git-core/git-http-backend/
         self.git("commit", "--quiet", "--allow-empty", "-m", "tests", cwd=clone)
         self.git("push", "--quiet", "origin", "main", cwd=clone)
         self.git("--git-dir", str(self.repositories / f"{name}.git"), "symbolic-ref", "HEAD", "refs/heads/main")
+
+    def readable(self, user: str, names: list[str]) -> set[str]:
+        """Of ``names``, those gitolite lets ``user`` read (its batch mode: names on stdin)."""
+        done = subprocess.run(
+            ["gitolite", "access", "%", user, "R", "any"], input="\n".join(names) + "\n", env=self.env(),
+            cwd=self.home, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        return {line.split("\t")[0] for line in done.stdout.splitlines() if "DENIED" not in line}
 
     def can_read(self, user: str, name: str) -> bool:
         """gitolite's own answer."""

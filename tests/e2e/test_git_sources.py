@@ -18,12 +18,13 @@ import random
 
 import pysolr
 
-from searchcrawl.access.decision import Principals
+from searchcrawl.access.decision import Principal, Principals, decide
+from searchcrawl.access.gitolite_rules import GitoliteNames, read_gitolite
 from searchcrawl.index.indexer import SolrIndex
 from tests.conftest import Project, run_scrapy, solr_docs
 from tests.directory_server import DirectoryServer
 from tests.e2e.test_secure_search import directory_of_server, found_by
-from tests.git_server import CRAWLER, GitServer
+from tests.git_server import CRAWLER, DIRECTORY_GROUPS, GitServer
 
 SECRET = "GIT_CRAWL_PASSWORD_TEST"
 USERS = ("alice", "bob", "carol", "")
@@ -230,3 +231,49 @@ secret = "{git_server.url("secret")}"
     refused = run_scrapy(["crawl", name], project.env(**{SECRET: "not-the-password-42"}))
     assert refused.returncode != 0 and "not-the-password-42" not in refused.stderr
     assert len(solr_docs(solr, name)) == count
+
+
+def test_random_rules_are_decided_as_gitolite_decides_them(git_server: GitServer) -> None:
+    """Random gitolite.conf files (groups defined, redefined and nested, repository groups,
+    patterns, @all on both sides, deny-rules, C and RW rules), each repository's access against
+    ``gitolite access`` for each user: the same, but never more where read conservatively."""
+    rng = random.Random(7861)
+    repos = ["r1", "r2", "r3", "docs-a"]
+    users = {"alice": DIRECTORY_GROUPS["alice"], "bob": DIRECTORY_GROUPS["bob"], "carol": (), "mallory": ()}
+    names = GitoliteNames(group_token="group:{id}", authenticated_token="group:gitolite-users")
+    who = ("alice", "bob", "carol", "mallory", "@all", "@g1", "@g2", "@finance", "@all-staff")
+    checked = conservative = 0
+    for _ in range(30):
+        lines = [f"repo {' '.join(repos)}", "    C = nobody"]
+        for group in ("@g1", "@g2", "@g1"):
+            if rng.random() < 0.6:
+                lines.append(f"{group} = {' '.join(rng.sample(('alice', 'bob', 'carol', 'mallory', '@g1', '@all'), 2))}")
+        lines = [line for line in lines if not line.startswith("@g1 = ") or "@g1" not in line.split("=", 1)[1]]
+        if rng.random() < 0.5:
+            lines.append("@rg = r1 docs-a")
+        for _ in range(rng.randint(1, 4)):
+            target = rng.choice(
+                ("r1", "r2 r3", "@rg" if "@rg = r1 docs-a" in lines else "r3", "r[0-9]", "@all", "docs-.*", "r2.git")
+            )
+            lines.append(f"repo {target}")
+            if rng.random() < 0.3:
+                lines.append(f"    option deny-rules = {rng.choice(('1', '0', 'yes'))}")
+            for _ in range(rng.randint(1, 3)):
+                lines.append(f"    {rng.choice(('R', 'RW', 'RW+', '-', 'C'))} = {' '.join(rng.sample(who, rng.randint(1, 2)))}")
+        text = "\n".join(lines) + "\n"
+        if not git_server.set_rules(text, check=False):
+            continue  # gitolite refused it (an undefined group, say): its last rules stay, and so does the oracle
+        rules = read_gitolite(git_server.conf.read_text(), str(git_server.conf))
+        for user, groups in users.items():
+            oracle = git_server.readable(user, repos)
+            tokens = [f"user:{user}", "group:gitolite-users", *(f"group:{group}" for group in groups)]
+            principals = Principals.of(user, [Principal(token, "test") for token in tokens])
+            for repo in repos:
+                access, why = rules.access_of(repo, names)
+                if access is None:
+                    continue  # fail closed: shown to no one
+                granted = decide(access, principals).granted
+                assert granted == (repo in oracle) or (access.notes and not granted), (text, repo, user, access)
+                checked += 1
+                conservative += granted != (repo in oracle)
+    assert checked > 200 and conservative < checked / 20
