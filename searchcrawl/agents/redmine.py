@@ -329,7 +329,9 @@ class RedmineAgent(Agent):
 
     def _sign_in(self) -> None:
         """A session on Redmine's pages for this thread's client: the roles' forms are no REST
-        resource. AgentError when Redmine does not take the account there."""
+        resource. A new one at each listing (Redmine sends a signed-in session from its sign-in
+        page elsewhere); AgentError when Redmine does not take the account there."""
+        self.http.session().cookies.clear()
         body = self.http.answer("GET", f"{self.redmine.url}login", "the sign-in page", MAX_ANSWER_BYTES) or b"<html/>"
         tokens = lxml_html.document_fromstring(body).xpath('//input[@name="authenticity_token"]/@value')
         auth = self.http.session().auth

@@ -13,11 +13,15 @@ memberships alone updates the access without a read; `scrapy explain-access` nam
 
 from __future__ import annotations
 
+import os
 import random
+from dataclasses import replace
 
 import pysolr
 
-from searchcrawl.access.decision import Principals
+from searchcrawl.access.decision import Principals, decide
+from searchcrawl.access.redmine_roles import issue_access
+from searchcrawl.agents.redmine import RedmineAgent, issue_facts
 from searchcrawl.index.indexer import SolrIndex
 from tests.conftest import Project, run_scrapy, solr_docs
 from tests.directory_server import DirectoryServer
@@ -230,3 +234,76 @@ def test_a_refused_account_removes_nothing(project: Project, solr: pysolr.Solr, 
     assert refused.returncode != 0 and "not-the-password-42" not in refused.stderr
     assert "refused the crawl's account" in refused.stderr
     assert len(solr_docs(solr, name)) == count
+
+
+WORLD = """
+rng = Random.new({seed})
+roles = [Role.find_by(name: 'Developer'), Role.find_by(name: 'Reporter'), Role.find_by(name: 'Watcher'), Role.find_by(name: 'Auditor')]
+roles.each do |role|
+  role.update!(issues_visibility: %w[all default own].sample(random: rng))
+  rng.rand < 0.2 ? role.remove_permission!(:view_issues) : role.add_permission!(:view_issues)
+end
+[Role.non_member, Role.anonymous].each do |role|
+  role.update!(issues_visibility: %w[all default own].sample(random: rng))
+  rng.rand < 0.5 ? role.remove_permission!(:view_issues) : role.add_permission!(:view_issues)
+end
+people = User.where(login: %w[alice bob carol]).to_a
+Project.where(identifier: %w[harbour finance]).each do |project|
+  project.update!(is_public: rng.rand < 0.5)
+  Member.where(project: project).destroy_all
+  people.each do |person|
+    next if rng.rand < 0.4
+    Member.create!(project: project, principal: person, roles: roles.sample(rng.rand(1..2), random: rng))
+  end
+  Member.create!(project: project, principal: Group.find_by(lastname: 'auditors'), roles: [roles[3]]) if rng.rand < 0.5
+  if rng.rand < 0.3
+    Member.create!(project: project, principal: GroupNonMember.first, roles: [roles.sample(random: rng)])
+  end
+end
+"""
+
+
+def test_random_roles_and_memberships_are_decided_as_redmine_decides_them(
+    redmine_server: RedmineServer, directory_server: DirectoryServer
+) -> None:
+    """Random roles (their visibility and view_issues), memberships (users, a group, the
+    non-members' override) and projects' visibility: each issue's access against Redmine's own
+    answer for each directory user and an anonymous one."""
+    people = {user["login"]: user["id"] for user in redmine_server.api("GET", "users.json").json()["users"]}
+    issues = [
+        redmine_server.issue(project, f"World {n}", "zebrafinch", is_private=private, tracker_id=tracker, **assignee)
+        for n, (project, private, tracker, assignee) in enumerate(
+            [
+                ("harbour", False, 1, {}), ("harbour", True, 3, {"assigned_to_id": people["bob"]}),
+                ("finance", False, 3, {}), ("finance", True, 1, {"assigned_to_id": people["alice"]}),
+                ("harbour", False, 2, {}),
+            ]
+        )
+    ]  # fmt: skip
+    directory = directory_of_server(directory_server)
+    agent = RedmineAgent(
+        "worlds",
+        {"url": redmine_server.url, "username": CRAWLER, "password_secret": SECRET, "anonymous_token": "public"},
+    )
+    os.environ[SECRET] = redmine_server.password(CRAWLER)
+    checked = 0
+    try:
+        for seed in range(8):
+            redmine_server.runner(WORLD.format(seed=seed))
+            state = agent.read_state()
+            names = replace(agent.names, anonymous_open=state.anonymous_open)
+            for number in issues:
+                item = redmine_server.api("GET", f"issues/{number}.json").json()["issue"]
+                project = state.projects[item["project"]["id"]]
+                facts = issue_facts(item, project.id)
+                assert facts is not None
+                access, why = issue_access(facts, project, state.roles, state.users, names)
+                assert access is not None, why
+                for user in USERS:
+                    principals = directory.principals(user) if user else Principals.anonymous()
+                    granted = decide(access, principals).granted
+                    assert granted == redmine_server.can_read(user, number), (seed, number, user or "anonymous", access)
+                    checked += 1
+    finally:
+        os.environ.pop(SECRET, None)
+    assert checked == 8 * len(issues) * len(USERS)
