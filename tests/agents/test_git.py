@@ -4,7 +4,10 @@ repositories, local and over HTTP."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +100,36 @@ def test_a_hostile_repositorys_configuration_runs_no_program(tmp_path: Path) -> 
     with pytest.raises(AgentError):
         list(agent.references(None))
     assert not marker.exists()
+
+
+@pytest.mark.listens("a silent server for git's fetch to wait on")
+def test_a_fetch_from_a_server_that_never_answers_is_killed_whole(tmp_path: Path) -> None:
+    """A server that takes the connection and says nothing: the fetch ends after ten times the
+    timeout with every process git started (remote-http), none left behind holding the password."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                held.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}/silent.git"
+    options = {"repositories": {"silent": url}, "branch": "main", "cache_dir": str(tmp_path / "c"), "timeout": 0.3}
+    agent = GitAgent("code", GitOptions.model_validate(options))
+    try:
+        with pytest.raises(AgentError, match="took longer than 3 s"):
+            list(agent.references(None))
+        left = subprocess.run(["pgrep", "-f", f"127.0.0.1:{port}"], capture_output=True, text=True).stdout.split()
+        assert left == []
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+        for connection in held:
+            connection.close()
