@@ -55,12 +55,12 @@ from typing import Any, ClassVar
 from urllib.parse import quote, urlsplit
 
 import requests
-from pydantic import field_validator, model_validator
+from pydantic import field_validator
 
 from searchcrawl.access.tokens import Access, AccessError, Grant
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import file_reference, out_of_scope
-from searchcrawl.agents.http_repository import HttpClient, HttpRepositoryOptions, server_url, token_template
+from searchcrawl.agents.http_repository import HttpClient, HttpRepositoryOptions, checked_token, server_url, token_template
 
 logger = logging.getLogger(__name__)
 
@@ -107,22 +107,15 @@ class CmisOptions(HttpRepositoryOptions):
     @field_validator("anyone_token", "anonymous_token")
     @classmethod
     def _token(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                Grant.of(value, "check")
-            except AccessError as error:
-                raise ValueError(str(error)) from None
-        return value
+        return checked_token(value)
 
     @field_validator("group_token")
     @classmethod
     def _template(cls, value: str) -> str:
         return token_template(value) or value
 
-    @model_validator(mode="after")
-    def _credentials(self) -> CmisOptions:
-        self.check_credentials(self.url)
-        return self
+    def server_urls(self) -> list[str]:
+        return [self.url]
 
 
 class CmisAgent(Agent):

@@ -58,7 +58,7 @@ from urllib.parse import quote, urlsplit
 from xml.parsers.expat import ExpatError
 
 from lxml import html as lxml_html
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from searchcrawl.access.dokuwiki_acl import MAX_FILE_BYTES, WikiAcl, WikiNames, read_acl
 from searchcrawl.access.tokens import Access
@@ -67,6 +67,7 @@ from searchcrawl.agents.files import path_out_of_scope
 from searchcrawl.agents.http_repository import (
     HttpClient,
     HttpRepositoryOptions,
+    checked_token,
     folder_url,
     server_file,
     token_template,
@@ -138,10 +139,13 @@ class DokuwikiOptions(HttpRepositoryOptions):
                 raise ValueError(f"expected a user name or an @group, got {name!r}")
         return names
 
-    @model_validator(mode="after")
-    def _credentials(self) -> DokuwikiOptions:
-        self.check_credentials(self.url)
-        return self
+    @field_validator("authenticated_token")
+    @classmethod
+    def _token(cls, value: str | None) -> str | None:
+        return checked_token(value)
+
+    def server_urls(self) -> list[str]:
+        return [self.url]
 
     @property
     def gives_access(self) -> bool:

@@ -59,13 +59,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from searchcrawl.access.gitolite_rules import MAX_FILE_BYTES, GitoliteNames, GitoliteRules, read_gitolite
 from searchcrawl.access.tokens import Access
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import file_reference, out_of_scope, path_out_of_scope
-from searchcrawl.agents.http_repository import HttpRepositoryOptions, server_file, server_url, token_template
+from searchcrawl.agents.http_repository import HttpRepositoryOptions, checked_token, server_file, server_url, token_template
 from searchcrawl.system.paths import user_cache_dir
 from searchcrawl.system.secrets import SecretError, required_secret
 
@@ -130,12 +130,13 @@ class GitOptions(HttpRepositoryOptions):
     def _template(cls, value: str | None) -> str | None:
         return token_template(value)
 
-    @model_validator(mode="after")
-    def _credentials(self) -> GitOptions:
-        for location in self.repositories.values():
-            if location.startswith(("http://", "https://")):
-                self.check_credentials(location)
-        return self
+    @field_validator("authenticated_token")
+    @classmethod
+    def _token(cls, value: str | None) -> str | None:
+        return checked_token(value)
+
+    def server_urls(self) -> list[str]:
+        return [location for location in self.repositories.values() if location.startswith(("http://", "https://"))]
 
     @property
     def gives_access(self) -> bool:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, Self
 from urllib.parse import SplitResult, urlsplit
 
 import requests
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from searchcrawl.access.tokens import AccessError, Grant
 from searchcrawl.agents.base import AgentError
@@ -59,6 +59,16 @@ def server_file(path: str, what: str, limit: int) -> bytes:
     return data
 
 
+def checked_token(value: str | None) -> str | None:
+    """A token as a source names it (``group:cn=staff,...``, ``public``); ValueError."""
+    if value is not None:
+        try:
+            Grant.of(value, "check")
+        except AccessError as error:
+            raise ValueError(str(error)) from None
+    return value
+
+
 def token_template(value: str | None) -> str | None:
     """A token with one ``{id}`` (``group:cn={id},ou=groups,dc=example,dc=org``); ValueError."""
     if value is None:
@@ -91,12 +101,19 @@ class HttpRepositoryOptions(TreeRules):
     def _user_template(cls, value: str) -> str:
         return token_template(value) or value
 
-    def check_credentials(self, url: str) -> None:
+    def server_urls(self) -> list[str]:
+        """The URLs the credentials are sent to (each source type names its own)."""
+        return []
+
+    @model_validator(mode="after")
+    def _credentials(self) -> Self:
         """ValueError when the credentials are half given, or would travel in clear."""
         if bool(self.username) != bool(self.password_secret):
             raise ValueError("'username' and 'password_secret' go together")
-        if self.password_secret and url.startswith("http://") and not is_loopback(urlsplit(url).hostname or ""):
-            raise ValueError("http:// sends the password in clear: use https://, or a server on this machine")
+        for url in self.server_urls():
+            if self.password_secret and url.startswith("http://") and not is_loopback(urlsplit(url).hostname or ""):
+                raise ValueError("http:// sends the password in clear: use https://, or a server on this machine")
+        return self
 
 
 class HttpClient:

@@ -61,7 +61,7 @@ from searchcrawl.access.redmine_roles import RedmineIssue, RedmineProject, Redmi
 from searchcrawl.access.tokens import Access, AccessError, Grant
 from searchcrawl.agents.base import Agent, AgentError, Content, DocumentTooLarge, Reference
 from searchcrawl.agents.files import out_of_scope
-from searchcrawl.agents.http_repository import HttpClient, HttpRepositoryOptions, folder_url
+from searchcrawl.agents.http_repository import HttpClient, HttpRepositoryOptions, checked_token, folder_url
 
 logger = logging.getLogger(__name__)
 
@@ -99,19 +99,16 @@ class RedmineOptions(HttpRepositoryOptions):
     @field_validator("authenticated_token", "anonymous_token")
     @classmethod
     def _token(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                Grant.of(value, "check")
-            except AccessError as error:
-                raise ValueError(str(error)) from None
-        return value
+        return checked_token(value)
 
     @model_validator(mode="after")
-    def _credentials(self) -> RedmineOptions:
+    def _administrator(self) -> RedmineOptions:
         if not self.username:
             raise ValueError("'username' and 'password_secret' are needed: an administrator's")
-        self.check_credentials(self.url)
         return self
+
+    def server_urls(self) -> list[str]:
+        return [self.url]
 
 
 @dataclass(frozen=True)

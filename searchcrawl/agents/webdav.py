@@ -52,7 +52,7 @@ from typing import Any, ClassVar
 from urllib.parse import quote, unquote, urljoin, urlsplit
 
 from lxml import etree
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from searchcrawl.access.apache_rules import MAX_FILE_BYTES, ApacheRules, TokenNames, read_rules
 from searchcrawl.access.tokens import Access
@@ -61,6 +61,7 @@ from searchcrawl.agents.files import file_reference, out_of_scope, path_out_of_s
 from searchcrawl.agents.http_repository import (
     HttpClient,
     HttpRepositoryOptions,
+    checked_token,
     folder_url,
     server_file,
     token_template,
@@ -102,10 +103,13 @@ class WebdavOptions(HttpRepositoryOptions):
     def _template(cls, value: str | None) -> str | None:
         return token_template(value)
 
-    @model_validator(mode="after")
-    def _credentials(self) -> WebdavOptions:
-        self.check_credentials(self.root)
-        return self
+    @field_validator("authenticated_token")
+    @classmethod
+    def _token(cls, value: str | None) -> str | None:
+        return checked_token(value)
+
+    def server_urls(self) -> list[str]:
+        return [self.root]
 
     @property
     def gives_access(self) -> bool:

@@ -31,6 +31,7 @@ def agent(**changes: Any) -> DokuwikiAgent:
         ({"namespace": "Projects"}, "namespace"),
         ({"namespace": "a/b"}, "namespace"),
         ({"superuser": ["@admin,cn=x"]}, "an @group"),
+        ({"authenticated_token": "staff"}, "not an access token"),
     ],
 )
 def test_options_refused_with_one_line_each(changes: dict[str, Any], error: str) -> None:

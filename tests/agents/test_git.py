@@ -5,6 +5,7 @@ repositories, local and over HTTP."""
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import threading
@@ -34,6 +35,8 @@ SHA = "7e74e68b2a782a3aead46d987a63ca1c91091c13"
         ({"branch": "-c"}, "not a branch name"),
         ({"display_url": "javascript:alert(1)//{path}"}, "http"),
         ({"gitolite_conf": "gitolite.conf"}, "absolute"),
+        ({"authenticated_token": "developers"}, "not an access token"),
+        ({"repositories": {"x": "/srv/git/x.git"}, "username": "c"}, "go together"),  # no URL: still half given
     ],
 )
 def test_options_refused_with_one_line_each(changes: dict[str, Any], error: str) -> None:
@@ -133,3 +136,25 @@ def test_a_fetch_from_a_server_that_never_answers_is_killed_whole(tmp_path: Path
         listener.close()
         for connection in held:
             connection.close()
+
+
+def test_a_gitolite_conf_newer_than_its_compiled_rules_reads_nothing(tmp_path: Path) -> None:
+    """gitolite keeps the rules it compiled when it refuses a change (the admin repository's hook
+    checks the new file out first): a conf newer than them is not what is in force (927)."""
+    conf = tmp_path / "gitolite.conf"
+    compiled = tmp_path / "gitolite.conf-compiled.pm"
+    conf.write_text("repo handbook\n    R = alice\n")
+    compiled.write_text("# compiled\n")
+    os.utime(conf, ns=(1_000_000_000_000, 1_000_000_000_000))
+    os.utime(compiled, ns=(2_000_000_000_000, 2_000_000_000_000))
+    options = {"repositories": {"handbook": "/srv/git/handbook.git"}, "gitolite_conf": str(conf)}
+    agent = GitAgent("code", GitOptions.model_validate(options))
+    access, why = agent._access("handbook")  # noqa: SLF001
+    assert access is not None and why is None
+    os.utime(conf, ns=(3_000_000_000_000, 3_000_000_000_000))
+    agent = GitAgent("code", GitOptions.model_validate(options))
+    access, why = agent._access("handbook")  # noqa: SLF001
+    assert access is None and why is not None and "newer than what gitolite compiled" in why
+    compiled.unlink()
+    agent = GitAgent("code", GitOptions.model_validate(options))
+    assert agent._access("handbook")[0] is None  # noqa: SLF001

@@ -45,6 +45,7 @@ def test_a_listing_names_only_what_is_below_the_root_on_its_origin(href: str, ex
         ({"username": "c"}, "go together"),
         ({"apache_config": ["dav.conf"]}, "absolute"),
         ({"group_token": "group:x"}, "one {id}"),
+        ({"authenticated_token": "staff"}, "not an access token"),
     ],
 )
 def test_options_refused_with_one_line_each(changes: dict[str, Any], error: str) -> None:

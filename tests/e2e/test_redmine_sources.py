@@ -316,6 +316,22 @@ def test_random_roles_and_memberships_are_decided_as_redmine_decides_them(
                     granted = decide(access, principals).granted
                     assert granted == redmine_server.can_read(user, number), (seed, number, user or "anonymous", access)
                     checked += 1
+        # Redmine requiring a sign-in: what its Anonymous role sees is shown to no anonymous searcher
+        redmine_server.runner(
+            "Setting.login_required = '1'; Role.anonymous.add_permission!(:view_issues); "
+            "Project.where(identifier: %w[harbour finance]).update_all(is_public: true)"
+        )
+        state = agent.read_state()
+        assert not state.anonymous_open
+        names = replace(agent.names, anonymous_open=state.anonymous_open)
+        for number in issues:
+            item = redmine_server.api("GET", f"issues/{number}.json").json()["issue"]
+            facts = issue_facts(item, item["project"]["id"])
+            assert facts is not None
+            access, _ = issue_access(facts, state.projects[facts.project], state.roles, state.users, names)
+            assert access is not None and not decide(access, Principals.anonymous()).granted
+            assert not redmine_server.can_read("", number)
     finally:
+        redmine_server.runner("Setting.login_required = '0'")
         os.environ.pop(SECRET, None)
     assert checked == 8 * len(issues) * len(USERS)
