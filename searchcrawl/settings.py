@@ -1,15 +1,19 @@
 """Scrapy settings for searchcrawl.
 
 Every searchcrawl setting has a documented default here (see the settings table in docs/operations.md).
-The ones that name places (data directory, database, Solr, sources folder) can also come from
-environment variables of the same name, so that a scrapyd server or a CI job can set them
-without editing files; ``-s NAME=value`` on the command line wins over both.
+Each of them (``SEARCHCRAWL_*``, ``SOLR_URL``) can also be set as an environment variable of the
+same name, read as ``-s NAME=value`` reads it (system/environment_settings.py, applied at the end of
+this module): so a scrapyd server, a systemd unit or a CI job sets them without editing files.
+``-s NAME=value`` on the command line wins over both, and a source's own key wins over both for
+its crawl. Secrets are not settings: they come from the environment or files (system/secrets.py).
 """
 
+import logging
 import os
 
 from scrapy.settings import default_settings as _scrapy_defaults
 
+from searchcrawl.system.environment_settings import from_environment, ignored_variables, ignored_warning
 from searchcrawl.system.secrets import install_log_redaction
 
 # Secrets (Solr and scrapyd passwords, database password) come from the environment or files,
@@ -23,12 +27,12 @@ COMMANDS_MODULE = "searchcrawl.commands"
 
 # --- Places -------------------------------------------------------------------------------
 # Document table, document cache and dev Solr data live here; never inside the repository.
-SEARCHCRAWL_DATA_DIR = os.environ.get("SEARCHCRAWL_DATA_DIR", "")  # "" = ~/.local/share/searchcrawl
+SEARCHCRAWL_DATA_DIR = ""  # "" = ~/.local/share/searchcrawl
 # Any SQLAlchemy URL; "" = SQLite file documents.sqlite3 in the data directory.
-SEARCHCRAWL_DB_URL = os.environ.get("SEARCHCRAWL_DB_URL", "")
+SEARCHCRAWL_DB_URL = ""
 # Extra source files (*.toml), beside the ones packaged in searchcrawl/sources/.
-SEARCHCRAWL_SOURCES_DIR = os.environ.get("SEARCHCRAWL_SOURCES_DIR", "")
-SOLR_URL = os.environ.get("SOLR_URL", "http://127.0.0.1:8983/solr/searchcrawl")
+SEARCHCRAWL_SOURCES_DIR = ""
+SOLR_URL = "http://127.0.0.1:8983/solr/searchcrawl"
 
 # --- Document cache and indexing ------------------------------------------------------------
 SEARCHCRAWL_CACHE_MAX_BYTES = 20 * 1024 * 1024  # push to Solr when the cache holds this much
@@ -44,7 +48,7 @@ SEARCHCRAWL_SOLR_RETRY_BACKOFF = 1.0  # seconds before the first retry, doubled 
 # --- Conversion of PDF, office and other files ---------------------------------------------------
 # An Apache Tika server converts them when this is set (`scrapy tika start` starts one and prints
 # its URL); without it, the project's Python converters do, in worker processes (below).
-SEARCHCRAWL_TIKA_URL = os.environ.get("SEARCHCRAWL_TIKA_URL", "")
+SEARCHCRAWL_TIKA_URL = ""
 SEARCHCRAWL_TIKA_CONCURRENCY = 2  # documents in Tika at once, per crawl process
 SEARCHCRAWL_TIKA_TIMEOUT = 120  # seconds per document; a slower one gets status 921
 SEARCHCRAWL_TIKA_WRITE_LIMIT = 5_000_000  # characters of text kept per document, embedded ones included
@@ -56,7 +60,7 @@ SEARCHCRAWL_CONVERT_MEMORY_MB = 1024  # address-space limit of a worker; a docum
 
 # --- JavaScript rendering (sources with render_js or render_rules) ------------------------------
 # Debian's Chromium; Playwright never downloads a browser. /usr/bin/chromium is a noisy wrapper.
-SEARCHCRAWL_CHROMIUM_PATH = os.environ.get("SEARCHCRAWL_CHROMIUM_PATH", "/usr/lib/chromium/chromium")
+SEARCHCRAWL_CHROMIUM_PATH = "/usr/lib/chromium/chromium"
 PLAYWRIGHT_BROWSER_TYPE = "chromium"
 PLAYWRIGHT_LAUNCH_OPTIONS = {
     "executable_path": SEARCHCRAWL_CHROMIUM_PATH,
@@ -157,7 +161,7 @@ SEARCHCRAWL_READ_ONLY = False
 # scrapyd that `scrapy scheduler` and `scrapy control <source> resume` start crawls on
 # ("": local `scrapy crawl` processes). Its credentials: SEARCHCRAWL_SCRAPYD_USERNAME and
 # SEARCHCRAWL_SCRAPYD_PASSWORD(_FILE) in the environment.
-SEARCHCRAWL_SCRAPYD_URL = os.environ.get("SEARCHCRAWL_SCRAPYD_URL", "")
+SEARCHCRAWL_SCRAPYD_URL = ""
 SEARCHCRAWL_SCRAPYD_PROJECT = "searchcrawl"  # the project name the egg was deployed under
 SEARCHCRAWL_SCHEDULER_TICK = 30.0  # seconds between the scheduler's checks for due sources
 
@@ -166,21 +170,20 @@ SEARCHCRAWL_SCHEDULER_TICK = 30.0  # seconds between the scheduler's checks for 
 # tls_failed, solr_unreachable, tika_unreachable, documents_dropped, and run_stalled: told by
 # `scrapy summary --check`; a list or a comma-separated string); a source's [notify] table may
 # choose its own. Each is sent once per run and channel.
-SEARCHCRAWL_NOTIFY_EVENTS = os.environ.get(
-    "SEARCHCRAWL_NOTIFY_EVENTS",
-    "run_failed,deletions_held,login_refused,tls_failed,solr_unreachable,tika_unreachable,documents_dropped,run_stalled",
+SEARCHCRAWL_NOTIFY_EVENTS = (
+    "run_failed,deletions_held,login_refused,tls_failed,solr_unreachable,tika_unreachable,documents_dropped,run_stalled"
 )
 SEARCHCRAWL_NOTIFY_DROP_SHARE = 0.2  # documents_dropped: the source's documents in the index fell by more than this share
 # Mail: the SMTP server ("": no mail), its port, starttls (587), ssl (465) or none, the login's
 # user name (its password: SEARCHCRAWL_SMTP_PASSWORD(_FILE) in the environment), a CA file for
 # the server's certificate ("": the system's), the sender and the recipients (comma-separated).
-SEARCHCRAWL_SMTP_HOST = os.environ.get("SEARCHCRAWL_SMTP_HOST", "")
-SEARCHCRAWL_SMTP_PORT = os.environ.get("SEARCHCRAWL_SMTP_PORT", "587")  # a number (read with getint)
-SEARCHCRAWL_SMTP_SECURITY = os.environ.get("SEARCHCRAWL_SMTP_SECURITY", "starttls")
-SEARCHCRAWL_SMTP_USERNAME = os.environ.get("SEARCHCRAWL_SMTP_USERNAME", "")
-SEARCHCRAWL_SMTP_CA_FILE = os.environ.get("SEARCHCRAWL_SMTP_CA_FILE", "")
-SEARCHCRAWL_NOTIFY_MAIL_FROM = os.environ.get("SEARCHCRAWL_NOTIFY_MAIL_FROM", "searchcrawl@localhost")
-SEARCHCRAWL_NOTIFY_MAIL_TO = os.environ.get("SEARCHCRAWL_NOTIFY_MAIL_TO", "")
+SEARCHCRAWL_SMTP_HOST = ""
+SEARCHCRAWL_SMTP_PORT = 587
+SEARCHCRAWL_SMTP_SECURITY = "starttls"
+SEARCHCRAWL_SMTP_USERNAME = ""
+SEARCHCRAWL_SMTP_CA_FILE = ""
+SEARCHCRAWL_NOTIFY_MAIL_FROM = "searchcrawl@localhost"
+SEARCHCRAWL_NOTIFY_MAIL_TO = ""
 # Webhooks: SEARCHCRAWL_NOTIFY_WEBHOOK_URL(_FILE) (URLs separated by white space) and the shared
 # secret that signs their bodies, SEARCHCRAWL_NOTIFY_WEBHOOK_SECRET(_FILE), in the environment.
 SEARCHCRAWL_NOTIFY_TIMEOUT = 10.0  # seconds per attempt to send (SMTP or webhook)
@@ -188,15 +191,15 @@ SEARCHCRAWL_NOTIFY_ATTEMPTS = 3  # attempts per notification and channel, then i
 SEARCHCRAWL_NOTIFY_BACKOFF = 2.0  # seconds before the second attempt (times the attempt's number)
 # The web application's address as people open it (https://search.example/; "": no link), for a
 # link to the run's page in a message; the name of this installation in subjects
-SEARCHCRAWL_NOTIFY_BASE_URL = os.environ.get("SEARCHCRAWL_NOTIFY_BASE_URL", "")
-SEARCHCRAWL_NOTIFY_INSTALLATION = os.environ.get("SEARCHCRAWL_NOTIFY_INSTALLATION", "searchcrawl")
+SEARCHCRAWL_NOTIFY_BASE_URL = ""
+SEARCHCRAWL_NOTIFY_INSTALLATION = "searchcrawl"
 
 # --- The web application (`scrapy web`) ---------------------------------------------------------
 # Its administration login: SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE) in the
 # environment (without them the administration pages are off).
 SEARCHCRAWL_WEB_HOST = "127.0.0.1"  # the address it listens on (--host); loopback unless told otherwise
 SEARCHCRAWL_WEB_PORT = 8080  # --port
-SEARCHCRAWL_WEB_PREFIX = os.environ.get("SEARCHCRAWL_WEB_PREFIX", "")  # path behind a reverse proxy, e.g. /search (--prefix)
+SEARCHCRAWL_WEB_PREFIX = ""  # path behind a reverse proxy, e.g. /search (--prefix)
 # The reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (addresses or
 # networks, a list or a comma-separated string; empty for none): the login throttle counts the
 # client they name, and a session cookie is Secure when they say https. The default, uvicorn's
@@ -206,7 +209,7 @@ SEARCHCRAWL_WEB_PROXIES = ["127.0.0.1", "::1"]
 # The address people open the web application at (https://search.example/; "" for none, then
 # SEARCHCRAWL_NOTIFY_BASE_URL's): a form posted from a page of another origin is refused
 # (web/origins.py), and behind a proxy that sends another Host header this is the origin allowed.
-SEARCHCRAWL_WEB_PUBLIC_URL = os.environ.get("SEARCHCRAWL_WEB_PUBLIC_URL", "")
+SEARCHCRAWL_WEB_PUBLIC_URL = ""
 # Single sign-on: the header in which those proxies name the signed-in searcher (e.g.
 # X-Remote-User; empty: none). Believed only on a connection from one of the proxies, which must
 # set it, or remove a client's, on every request; the principals come from the directory.
@@ -228,8 +231,8 @@ SEARCHCRAWL_JUDGED_DIR = ""
 # new model, name the old one in PREVIOUS: searches use it until every document has the new one's
 # passages. A crawl embeds its source's passages every INTERVAL seconds on a thread of its own and
 # for at most FINAL_SECONDS after its last push; TIMEOUT bounds one request to a remote model.
-SEARCHCRAWL_EMBEDDINGS = os.environ.get("SEARCHCRAWL_EMBEDDINGS", "")
-SEARCHCRAWL_EMBEDDINGS_PREVIOUS = os.environ.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS", "")
+SEARCHCRAWL_EMBEDDINGS = ""
+SEARCHCRAWL_EMBEDDINGS_PREVIOUS = ""
 SEARCHCRAWL_EMBED_INTERVAL = 30.0
 SEARCHCRAWL_EMBED_FINAL_SECONDS = 600.0
 SEARCHCRAWL_EMBED_TIMEOUT = 30.0
@@ -237,8 +240,8 @@ SEARCHCRAWL_EMBED_TIMEOUT = 30.0
 # ("" = off; semantic search must be on), its model, the passages sent (at most PASSAGES, each cut
 # to PASSAGE_CHARS, BUDGET_CHARS in all, each of a kNN score of THRESHOLD or more) and the time a
 # model has (TIMEOUT seconds). Its key: SEARCHCRAWL_ANSWERS_API_KEY (or _FILE), never logged.
-SEARCHCRAWL_ANSWERS_URL = os.environ.get("SEARCHCRAWL_ANSWERS_URL", "")
-SEARCHCRAWL_ANSWERS_MODEL = os.environ.get("SEARCHCRAWL_ANSWERS_MODEL", "")
+SEARCHCRAWL_ANSWERS_URL = ""
+SEARCHCRAWL_ANSWERS_MODEL = ""
 SEARCHCRAWL_ANSWERS_PASSAGES = 6
 SEARCHCRAWL_ANSWERS_PASSAGE_CHARS = 1200
 SEARCHCRAWL_ANSWERS_BUDGET_CHARS = 6000
@@ -249,7 +252,7 @@ SEARCHCRAWL_ANSWERS_TIMEOUT = 30.0
 SEARCHCRAWL_WEB_CLICK_KEY_FILE = ""
 # The JSON API (/api/search): the browser origins (scheme://host[:port], a list or a comma-separated
 # string) whose pages may call it with their token (CORS); empty: none, only servers call it.
-SEARCHCRAWL_WEB_API_ORIGINS = os.environ.get("SEARCHCRAWL_WEB_API_ORIGINS", "")
+SEARCHCRAWL_WEB_API_ORIGINS = ""
 # Each API token's rate (searchcrawl/web/api.py's RateLimit): requests a minute, /api/search and
 # /api/suggest together (0: no limit), after a burst of BURST at once; over it: 429 with Retry-After.
 SEARCHCRAWL_WEB_API_RATE = 600
@@ -265,20 +268,18 @@ SEARCHCRAWL_WEB_SUGGESTIONS = True
 # (a service account; "": anonymously), whose password is SEARCHCRAWL_LDAP_BIND_PASSWORD(_FILE)
 # in the environment. A searcher's principals are cached PRINCIPALS_CACHE_SECONDS: a user taken
 # out of a group may still find its documents that long.
-SEARCHCRAWL_LDAP_URL = os.environ.get("SEARCHCRAWL_LDAP_URL", "")
-SEARCHCRAWL_LDAP_USER_BASE = os.environ.get("SEARCHCRAWL_LDAP_USER_BASE", "")
+SEARCHCRAWL_LDAP_URL = ""
+SEARCHCRAWL_LDAP_USER_BASE = ""
 # "": (uid={user}), or on Active Directory (&(objectClass=user)(|(sAMAccountName={user})(userPrincipalName={user})))
-SEARCHCRAWL_LDAP_USER_FILTER = os.environ.get("SEARCHCRAWL_LDAP_USER_FILTER", "")
-SEARCHCRAWL_LDAP_GROUP_BASE = os.environ.get("SEARCHCRAWL_LDAP_GROUP_BASE", "")
-SEARCHCRAWL_LDAP_BIND_DN = os.environ.get("SEARCHCRAWL_LDAP_BIND_DN", "")
+SEARCHCRAWL_LDAP_USER_FILTER = ""
+SEARCHCRAWL_LDAP_GROUP_BASE = ""
+SEARCHCRAWL_LDAP_BIND_DN = ""
 SEARCHCRAWL_LDAP_START_TLS = False  # StartTLS on an ldap:// URL (certificates always verified)
-SEARCHCRAWL_LDAP_CA_FILE = os.environ.get(
-    "SEARCHCRAWL_LDAP_CA_FILE", ""
-)  # the CA bundle the directory's certificate is checked with ("": the system's)
+SEARCHCRAWL_LDAP_CA_FILE = ""  # the CA bundle the directory's certificate is checked with ("": the system's)
 SEARCHCRAWL_LDAP_TIMEOUT = 5.0  # seconds to connect and per answer, three for a whole lookup; then: public only
 # "posix" (uid, groupOfNames, posixGroup) or "active_directory" (sAMAccountName, objectSid and
 # tokenGroups: the sid: tokens of Windows shares' permissions)
-SEARCHCRAWL_LDAP_KIND = os.environ.get("SEARCHCRAWL_LDAP_KIND", "posix")
+SEARCHCRAWL_LDAP_KIND = "posix"
 SEARCHCRAWL_PRINCIPALS_CACHE_SECONDS = 300
 
 # Scrapy's default extensions, with its RemoteControl behind a stand-in that imports it only when
@@ -448,3 +449,13 @@ SEARCHCRAWL_METRICS_CLIENT_CAFILE = ""
 SEARCHCRAWL_WEB_METRICS = False
 SEARCHCRAWL_METRICS_CACHE_SECONDS = 60.0  # the web's metrics are read from the database at most this often
 SEARCHCRAWL_HEALTH_CACHE_SECONDS = 30.0  # Solr's and Tika's pings are kept this long
+
+
+# --- The environment ------------------------------------------------------------------------------
+# Last: every setting above named SEARCHCRAWL_* (and SOLR_URL) that the environment sets takes the
+# environment's text, as `-s NAME=value` would give it; a SEARCHCRAWL_ variable that is neither a
+# setting nor a secret is named in a WARNING rather than ignored silently. A settings module of
+# your own that imports this one and assigns a setting after the import wins over the environment.
+globals().update(from_environment(globals(), os.environ))
+for _name in ignored_variables(globals(), os.environ):
+    logging.getLogger(__name__).warning(ignored_warning(_name, globals()))

@@ -16,6 +16,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.linkextractors import IGNORED_EXTENSIONS
+from scrapy.settings import BaseSettings
 from scrapy.utils.response import get_base_url, get_meta_refresh
 from twisted.python.failure import Failure
 
@@ -176,6 +177,20 @@ class SourceSpider(Spider):
     renders: ClassVar[bool] = True  # its requests follow the source's render rules
     page_links: DocumentLinks  # a page's links (content/links.py), with its cache of resolved links
     agent: Agent | None = None  # a source of another type than web sites: its agent (crawl/agent_spider.py)
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        """The source's settings (custom_settings), and Chromium's path into Playwright's launch
+        options: SEARCHCRAWL_CHROMIUM_PATH is a setting like any other (``-s``, the environment),
+        not a value the settings module copied when it was imported."""
+        super().update_settings(settings)
+        options = settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS")
+        path = settings.get("SEARCHCRAWL_CHROMIUM_PATH")
+        if path and options.get("executable_path") != path:
+            priority = max(
+                settings.getpriority("PLAYWRIGHT_LAUNCH_OPTIONS") or 0, settings.getpriority("SEARCHCRAWL_CHROMIUM_PATH") or 0
+            )
+            settings.set("PLAYWRIGHT_LAUNCH_OPTIONS", {**options, "executable_path": path}, priority=priority)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SourceSpider:

@@ -9,7 +9,6 @@ was suspended.
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
 import sys
 import time
@@ -131,7 +130,7 @@ class LocalLauncher:
 
 def launcher_for(settings: BaseSettings) -> ScrapydLauncher | LocalLauncher:
     """scrapyd when SEARCHCRAWL_SCRAPYD_URL is configured, else local processes."""
-    url = settings.get("SEARCHCRAWL_SCRAPYD_URL") or os.environ.get("SEARCHCRAWL_SCRAPYD_URL")
+    url = settings.get("SEARCHCRAWL_SCRAPYD_URL")
     if url:
         url, auth = secrets.split_credentials(url)
         auth = secrets.credentials(secrets.SCRAPYD_USERNAME, secrets.SCRAPYD_PASSWORD) or auth

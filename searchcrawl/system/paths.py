@@ -13,7 +13,7 @@ from searchcrawl.system import secrets
 
 def data_dir(settings: BaseSettings) -> Path:
     """The data directory (document table, cache, dev Solr); created on first use."""
-    configured = settings.get("SEARCHCRAWL_DATA_DIR") or os.environ.get("SEARCHCRAWL_DATA_DIR")
+    configured = settings.get("SEARCHCRAWL_DATA_DIR")
     if configured:
         path = Path(configured).expanduser()
     else:
@@ -26,7 +26,7 @@ def data_dir(settings: BaseSettings) -> Path:
 def db_url(settings: BaseSettings) -> str:
     """The document table's SQLAlchemy URL; SQLite in the data directory unless configured.
     The password comes from SEARCHCRAWL_DB_PASSWORD(_FILE) unless the URL holds one."""
-    configured = settings.get("SEARCHCRAWL_DB_URL") or os.environ.get("SEARCHCRAWL_DB_URL")
+    configured = settings.get("SEARCHCRAWL_DB_URL")
     if not configured:
         return f"sqlite:///{data_dir(settings) / 'documents.sqlite3'}"
     password = secrets.secret(secrets.DB_PASSWORD)
@@ -54,7 +54,7 @@ def cache_dir(settings: BaseSettings, source: str) -> Path:
 def _solr_nodes(settings: BaseSettings) -> list[tuple[str, tuple[str, str] | None]]:
     """Each URL of SOLR_URL (a SolrCloud's nodes are comma-separated) split from the credentials
     written into it: every node's, not the first one's only."""
-    configured = settings.get("SOLR_URL") or os.environ.get("SOLR_URL") or ""
+    configured = settings.get("SOLR_URL") or ""
     return [secrets.split_credentials(url.strip().rstrip("/")) for url in configured.split(",")]
 
 
@@ -75,7 +75,7 @@ def solr_auth(settings: BaseSettings) -> tuple[str, str] | None:
 
 
 def sources_dir(settings: BaseSettings) -> Path | None:
-    configured = settings.get("SEARCHCRAWL_SOURCES_DIR") or os.environ.get("SEARCHCRAWL_SOURCES_DIR")
+    configured = settings.get("SEARCHCRAWL_SOURCES_DIR")
     return Path(configured).expanduser() if configured else None
 
 

@@ -181,10 +181,9 @@ def test_signed_in_searchers_names_show_only_when_logged(harbour_corpus, tmp_pat
     process = serve_web(
         project,
         port,
-        "-s",
-        "SEARCHCRAWL_WEB_LOG_USERS=True",
-        "-s",
-        "SEARCHCRAWL_WEB_USER_HEADER=X-Remote-User",
+        # from the environment, as a systemd unit sets them (issue 79: they were ignored there)
+        SEARCHCRAWL_WEB_LOG_USERS="True",
+        SEARCHCRAWL_WEB_USER_HEADER="X-Remote-User",
         SEARCHCRAWL_DB_URL=f"sqlite:///{tmp_path / 'analytics.sqlite3'}",
     )
     try:

@@ -212,7 +212,7 @@ def test_scrapy_web_serves_metrics_to_the_token_only_behind_a_local_proxy(offlin
     for name in ("wiki", "files"):  # the sources the database holds runs of
         offline_project.source(name, 'seeds = ["http://127.0.0.1:9/"]\n')
     process = serve_web(
-        offline_project, port, "-s", "SEARCHCRAWL_WEB_METRICS=1", SEARCHCRAWL_DB_URL=url, SEARCHCRAWL_WEB_METRICS_TOKEN=token
+        offline_project, port, SEARCHCRAWL_WEB_METRICS="1", SEARCHCRAWL_DB_URL=url, SEARCHCRAWL_WEB_METRICS_TOKEN=token
     )
     try:
         base = f"http://127.0.0.1:{port}/metrics"
