@@ -39,7 +39,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from searchcrawl.access.decision import Principals
 from searchcrawl.index.indexer import IndexingError
 from searchcrawl.search.answers import answer_json
-from searchcrawl.search.query import MAX_QUERY_CHARS, term_filter
+from searchcrawl.search.cached_copy import by_url, cached_copy
+from searchcrawl.search.query import MAX_QUERY_CHARS
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web import api
 from searchcrawl.web.api_views import api_caller
@@ -138,23 +139,20 @@ def agent_server(ctx: WebContext) -> FastMCP:
     async def fetch_document(url: str, context: Context[Any, Any, Any]) -> dict[str, Any]:
         """One document's title, URL and text, if the token's user may read it."""
         principals, token_name, user = _caller(context)
-        asked = {"fq": [term_filter("url", url[:8192])], "fl": "url,display_url,title,source,content", "rows": 1, "hl": "false"}
         try:
-            found = await in_thread(TrimmedIndex(ctx.solr, principals).search, "*:*", asked)
+            found = await in_thread(cached_copy, TrimmedIndex(ctx.solr, principals), by_url(url[:8192]), "", FETCH_CHARS)
         except IndexingError:
             return {"found": False, "error": "unavailable"}
-        logger.info("Agent fetch by token %r (%s): %s", token_name, user or "public", "found" if found.docs else "not found")
-        if not found.docs:
+        logger.info("Agent fetch by token %r (%s): %s", token_name, user or "public", "found" if found else "not found")
+        if found is None:
             return {"found": False, "error": "not found"}  # absent and withheld alike
-        doc = found.docs[0]
-        text = str(doc.get("content") or "")
         return {
             "found": True,
-            "url": str(doc.get("display_url") or doc.get("url") or ""),
-            "title": str(doc.get("title") or ""),
-            "source": str(doc.get("source") or ""),
-            "text": text[:FETCH_CHARS],
-            "truncated": len(text) > FETCH_CHARS,
+            "url": str(found.doc.get("display_url") or found.url),
+            "title": str(found.doc.get("title") or ""),
+            "source": str(found.doc.get("source") or ""),
+            "text": found.text,
+            "truncated": found.length > FETCH_CHARS,
         }
 
     @server.tool()

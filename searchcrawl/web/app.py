@@ -132,6 +132,7 @@ def route_table(ctx: WebContext) -> list[Route]:
     return [
         route("/", search_views.search),
         route("/suggest", search_views.suggest, ["GET"]),
+        route("/cached", search_views.cached, ["GET"]),
         route("/login", signin_views.signin_form, ["GET"]),
         route("/login", signin_views.signin, ["POST"]),
         route("/logout", signin_views.signout, ["POST"]),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from anyio import CapacityLimiter
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -158,6 +159,7 @@ class WebContext:
             actions=ACTIONS,
             matching=matching,
             reason_text=reason_text,
+            cached_link=self.cached_link,
         )
         # as a crawl reaches Solr: SOLR_URL may list a SolrCloud collection on several nodes
         self.solr = SolrIndex(self.config.solr_url, timeout=self.config.solr_timeout, auth=self.config.solr_auth)
@@ -286,6 +288,10 @@ class WebContext:
 
     def url(self, path: str) -> str:
         return self.config.prefix + path
+
+    def cached_link(self, doc_id: str, query: str = "") -> str:
+        """The link of a hit's cached copy (search_views.cached), the search's words to mark."""
+        return self.url("/cached?" + urlencode({"id": doc_id, **({"q": query} if query else {})}))
 
     def answer(self, question: str, principals: Principals, filters: list[str], params: dict[str, Any]) -> Answer | None:
         """The answer to ``question`` from what ``principals`` may read (search/answers.py), or

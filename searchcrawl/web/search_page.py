@@ -301,6 +301,7 @@ class Hit:
     date: str  # the last-modified day, YYYY-MM-DD ("" when unknown)
     host: str
     language: str = ""  # the language detected (the JSON API's)
+    id: str = ""  # its Solr document's: the cached copy's (search/cached_copy.py)
 
 
 @dataclass
@@ -413,6 +414,7 @@ def hit_of(doc: dict[str, Any], highlighting: dict[str, Any] | None, passage: st
         date=modified[:10],
         host=str(doc.get("host") or ""),
         language=str(doc.get("language") or ""),
+        id=str(doc.get("id") or ""),
     )
 
 

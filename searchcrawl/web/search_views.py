@@ -13,12 +13,15 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 
 from searchcrawl.index.indexer import IndexingError
 from searchcrawl.search import suggestions
+from searchcrawl.search.cached_copy import by_id, cached_copy
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web.context import WebContext
-from searchcrawl.web.search_page import SearchRequest, run_search
+from searchcrawl.web.search_page import SearchRequest, display_url, highlighted, run_search
 from searchcrawl.web.shared import answer_of, in_thread, personal, who_searches
 
 logger = logging.getLogger(__name__)
+
+MAX_ID_CHARS = 10_000  # a document id is its source's name and its URL (SEARCHCRAWL_MAX_URL_LENGTH)
 
 # The search page alone runs a script: this application's own suggest.js (static/, no inline
 # script, no eval), which asks /suggest (connect-src) for suggestions while the searcher types.
@@ -94,6 +97,37 @@ async def suggest(ctx: WebContext, request: Request) -> Response:
         code = 503
     answer = JSONResponse({"q": prefix, "suggestions": [item.as_json() for item in found]}, status_code=code)
     return personal(ctx, answer)
+
+
+async def cached(ctx: WebContext, request: Request) -> Response:
+    """A hit's cached copy (search/cached_copy.py): the text indexed for document ``id``, with the
+    words of ``q`` marked, if the searcher may read it; 404 alike when it is absent or withheld."""
+    doc_id = request.query_params.get("id", "")[:MAX_ID_CHARS]
+    query = request.query_params.get("q", "")
+    searcher = await who_searches(ctx, request)
+    if not doc_id:
+        return personal(ctx, ctx.render(request, "cached.html", 404, copy=None, searcher=searcher, q=query))
+    try:
+        copy = await in_thread(cached_copy, TrimmedIndex(ctx.solr, searcher.principals), by_id(doc_id), query)
+    except IndexingError as exc:
+        logger.warning("Cached copy failed: %s", exc.reason)
+        return personal(ctx, ctx.render(request, "cached.html", 503, copy=None, searcher=searcher, q=query, error=True))
+    logger.debug("Cached copy of %r for %s: %s", doc_id, searcher.user or "a visitor", "shown" if copy else "not found")
+    if copy is None:
+        return personal(ctx, ctx.render(request, "cached.html", 404, copy=None, searcher=searcher, q=query))
+    return personal(
+        ctx,
+        ctx.render(
+            request,
+            "cached.html",
+            copy=copy,
+            text=highlighted(copy.text),
+            link=display_url(copy.doc),
+            searcher=searcher,
+            q=query,
+            back=SearchRequest(q=query).url() if query else "",
+        ),
+    )
 
 
 async def to_prefix(ctx: WebContext, request: Request) -> Response:
