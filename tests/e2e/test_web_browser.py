@@ -74,6 +74,27 @@ def test_search_facets_and_pages_in_a_browser(web, browser: Browser) -> None:
     page.close()
 
 
+def test_a_hits_cached_copy_in_a_browser(web, browser: Browser) -> None:
+    """Issue 79: a searcher opens a hit's cached copy from the results: its indexed text, the
+    search's words marked, and back to the results."""
+    url, _project = web
+    page = browser.new_page()
+    seen = dialogs_and_errors(page)
+    page.goto(url + "/")
+    page.fill("input[name=q]", '"harbour master"')
+    page.press("input[name=q]", "Enter")
+    page.wait_for_selector(".hit")
+    title = page.locator(".hit h2").first.inner_text()
+    page.locator(".hit a.cached").first.click()
+    page.wait_for_url(re.compile(r"/cached\?id="))
+    assert page.locator("h1").inner_text() == title
+    assert "harbour master" in {text.lower() for text in page.locator(".cached-text mark").all_inner_texts()}  # the phrase
+    page.click("text=Back to the results")
+    page.wait_for_selector(".hit")
+    assert page.locator(".hit h2").first.inner_text() == title and seen == []
+    page.close()
+
+
 def test_several_types_and_a_sort_by_date_in_a_browser(web, harbour_corpus, browser: Browser) -> None:
     """Issue 59: two values of the type facet clicked one after the other, then a sort chosen:
     links only, no script; the state stays in the URL."""
