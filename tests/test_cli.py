@@ -11,7 +11,7 @@ from searchcrawl import cli, commands
 
 
 def test_it_offers_searchcrawls_commands_and_scrapys_list_only() -> None:
-    own = "control crawl demo embed explain explain-access explain-answer relevance report scheduler search solr status summary tika web".split()
+    own = "backup control crawl demo embed explain explain-access explain-answer relevance report scheduler search solr status summary tika web".split()
     assert cli.command_names() == sorted([*own, "list"])
 
 
@@ -34,7 +34,7 @@ def test_outside_a_project_the_packages_settings_inside_the_projects(tmp_path: P
 def test_no_command_lists_them_and_an_unknown_one_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as listed:
         cli.main([])
-    assert listed.value.code == 0 and "Commands: control, crawl, demo" in capsys.readouterr().out
+    assert listed.value.code == 0 and "Commands: backup, control, crawl, demo" in capsys.readouterr().out
     with pytest.raises(SystemExit) as unknown:
         cli.main(["startproject", "x"])
     assert unknown.value.code == 2 and "unknown command 'startproject'" in capsys.readouterr().err

@@ -189,6 +189,8 @@ class Command(ScrapyCommand):
             embeddings_previous=settings.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS") or "",
             embed_timeout=settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
             answers=answer_config(settings.get, secrets.secret(ANSWERS_API_KEY)),
+            sources_dir=paths.sources_dir(settings),
+            settings=settings.copy_to_dict(),
         )
         host = opts.host or settings.get("SEARCHCRAWL_WEB_HOST")
         port = opts.port if opts.port is not None else settings.getint("SEARCHCRAWL_WEB_PORT")

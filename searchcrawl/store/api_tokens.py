@@ -10,13 +10,14 @@ database writes.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from secrets import token_urlsafe
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Connection, bindparam, func, select, update
 
 from searchcrawl.store.database import Database, as_utc, now
 from searchcrawl.store.models import api_tokens
@@ -25,6 +26,7 @@ PREFIX = "sct_"  # searchcrawl token: recognisable in a leaked file, by secret s
 MAX_TOKEN_CHARS = 200  # longer than any token made here: not hashed, not looked up
 MAX_NAME_CHARS = 200
 LAST_USED_EVERY = timedelta(minutes=1)
+EXPORTED_COLUMNS = ("name", "token_hash", "on_behalf", "created_at", "expires_at", "last_used", "revoked_at")
 
 
 def token_hash(token: str) -> str:
@@ -93,6 +95,28 @@ class ApiTokens:
             item["status"] = token_status(item, moment)
             listed.append(item)
         return listed
+
+    def exported(self) -> builtins.list[dict[str, Any]]:
+        """Every token's row as a backup holds it (ops/configuration_backup.py): its hash, never a token (none is
+        kept), name, scope and dates, oldest first."""
+        columns = [column for column in api_tokens.c if column.name != "id"]
+        with self.engine.connect() as connection:
+            rows = connection.execute(select(*columns).order_by(api_tokens.c.id)).mappings().all()
+        return [{key: as_utc(value) if isinstance(value, datetime) else value for key, value in row.items()} for row in rows]
+
+    def count(self, connection: Connection | None = None) -> int:
+        statement = select(func.count()).select_from(api_tokens)
+        if connection is not None:
+            return int(connection.execute(statement).scalar_one())
+        with self.engine.connect() as own:
+            return int(own.execute(statement).scalar_one())
+
+    @staticmethod
+    def restore(connection: Connection, rows: builtins.list[dict[str, Any]]) -> None:
+        """Insert ``rows`` (``exported``'s, checked by the caller) in the caller's transaction: the
+        same hashes, so the restored installation accepts the same tokens."""
+        for row in rows:
+            connection.execute(api_tokens.insert().values(**{key: row.get(key) for key in EXPORTED_COLUMNS}))
 
     def revoke(self, token_id: int) -> bool:
         """Revoke a token (kept on the list as revoked); False when there is no such valid token."""

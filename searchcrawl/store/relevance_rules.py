@@ -5,7 +5,7 @@ set, and an administrator who reaches a limit is told so."""
 
 from __future__ import annotations
 
-from sqlalchemy import Table, delete, func, insert, select, update
+from sqlalchemy import Connection, Table, delete, func, insert, select, update
 
 from searchcrawl.rules.ranking_rules import BestBet, Boost, RelevanceError, Rules
 from searchcrawl.store.database import Database, as_utc, now
@@ -105,3 +105,44 @@ class RelevanceStore:
             statement = delete(table).where(table.c.id == int(key))
         with self.engine.begin() as connection:
             return bool(connection.execute(statement).rowcount)
+
+    def count(self, connection: Connection | None = None) -> int:
+        """The rules of every kind together (0: an installation with none, as a restore needs)."""
+        tables = (relevance_bets, relevance_boosts, relevance_synonyms, relevance_stopwords)
+
+        def counted(connection: Connection) -> int:
+            return sum(int(connection.execute(select(func.count()).select_from(table)).scalar_one()) for table in tables)
+
+        if connection is not None:
+            return counted(connection)
+        with self.engine.connect() as own:
+            return counted(own)
+
+    @classmethod
+    def restore(
+        cls,
+        connection: Connection,
+        bets: list[BestBet],
+        boosts: list[Boost],
+        synonyms: list[tuple[str, ...]],
+        stopwords: list[str],
+    ) -> None:
+        """Insert rules (parsed by the relevance page's own parsers: ops/configuration_backup.py) in the caller's
+        transaction, in their order, within ``LIMITS``."""
+        for kind, count in (
+            ("bets", len(bets)),
+            ("boosts", len(boosts)),
+            ("synonyms", len(synonyms)),
+            ("stopwords", len(stopwords)),
+        ):
+            if count > LIMITS[kind]:
+                raise RelevanceError(f"{count} {kind}: at most {LIMITS[kind]} are kept.")
+        moment = now()
+        for bet in bets:
+            connection.execute(insert(relevance_bets).values(created_at=moment, **cls._bet_values(bet)))
+        for boost in boosts:
+            connection.execute(insert(relevance_boosts).values(created_at=moment, **cls._boost_values(boost)))
+        for terms in synonyms:
+            connection.execute(insert(relevance_synonyms).values(created_at=moment, terms=",".join(terms)))
+        for word in dict.fromkeys(stopwords):
+            connection.execute(insert(relevance_stopwords).values(created_at=moment, word=word))

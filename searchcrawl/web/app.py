@@ -29,7 +29,7 @@ search page.
 
 This module builds the application: the context (context.py: the services, built once), the
 route table over the views of each audience (search_views.py, api_views.py, signin_views.py,
-admin_views.py, relevance_views.py, analytics_views.py, token_views.py; what they share:
+admin_views.py, relevance_views.py, analytics_views.py, token_views.py, backup_views.py; what they share:
 shared.py) and the middlewares every request passes. The logic behind the pages, without HTTP,
 is in search_page.py, admin.py, sessions.py, searchers.py, api.py and their neighbours.
 """
@@ -55,6 +55,7 @@ from searchcrawl.web import (
     agent_views,
     analytics_views,
     api_views,
+    backup_views,
     relevance_views,
     search_views,
     signin_views,
@@ -158,6 +159,10 @@ def route_table(ctx: WebContext) -> list[Route]:
         route("/admin/analytics.csv", analytics_views.analytics_csv, ["GET"]),
         route("/admin/summary", admin_views.summary_page, ["GET"]),  # issue 60
         route("/admin/api", token_views.api_tokens, ["GET", "POST"]),
+        route("/admin/backup", backup_views.backup_page, ["GET"]),
+        route("/admin/backup/export", backup_views.backup_export, ["GET"]),
+        route("/admin/backup/import", backup_views.backup_import, ["POST"]),
+        route("/admin/backup/restore", backup_views.backup_restore, ["POST"]),
         route("/admin/api/{token:int}/revoke", token_views.api_token_revoke, ["POST"]),
         route("/api/search", api_views.api_search, ["GET", "OPTIONS"]),
         route("/api/suggest", api_views.api_suggest, ["GET", "OPTIONS"]),

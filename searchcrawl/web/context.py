@@ -107,6 +107,10 @@ class WebConfig:
     api_burst: int = 60
     # issue 60: /metrics (off unless ``metrics``; web/metrics_endpoint.py says who may read it), stall
     # detection's threshold, the metrics' and the Solr/Tika pings' caches, Tika's URL (pinged)
+    # issue 79: the sources folder (SEARCHCRAWL_SOURCES_DIR) and the settings in effect, for the
+    # backup page (ops/configuration_backup.py: sources and notification settings)
+    sources_dir: Path | None = None
+    settings: dict[str, Any] = field(default_factory=dict, repr=False)
     metrics: bool = False
     metrics_token: str | None = field(default=None, repr=False)
     stall_after: float = 900
@@ -138,6 +142,8 @@ class WebContext:
     _migrate_failed: bool = field(default=False, init=False)  # migrating is tried once a process
     # an API token just made, by administrator session, until the page it is redirected to shows it
     made: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
+    # a backup uploaded and planned on the backup page, by administrator session, until restored
+    restores: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
     _health: HealthCheck | None = field(default=None, init=False)
     _registry: CollectorRegistry | None = field(default=None, init=False)
 

@@ -1,0 +1,451 @@
+"""Backup and restore of an installation's configuration (issue 79): one JSON file, exported and
+imported by `scrapy backup` and the administration's backup page alike.
+
+What a backup holds:
+
+* **sources**: every source file of the sources folder (SEARCHCRAWL_SOURCES_DIR), its text as it
+  is (comments and key order kept; schedules and per-source notifications are keys of it), and
+  the files it names beside it: its seed files and its ``[tls]`` CA bundle and client certificate.
+  Never a private key (``[tls] client_key``, or a certificate file that holds one): a backup is no
+  place for secrets, and a source names its secrets, never holds them. A file named by an absolute
+  path is not copied either; both are listed as left out, for the restore to say so. The packaged
+  sources come with the package.
+* **relevance**: best bets, boosts and demotions, synonyms and stopwords, each as the relevance
+  page's form holds it, so that a restore parses it with the page's own parsers.
+* **api_tokens**: each token's SHA-256 (the only thing kept of a token), name, scope and dates:
+  the restored installation accepts the same tokens.
+* **settings**: the notification settings in effect (SEARCHCRAWL_NOTIFY_*, SEARCHCRAWL_SMTP_*),
+  and the names of the notification secrets that were set, never their values. Settings live in
+  the environment, not in a file searchcrawl writes: a restore lists those that differ from the
+  target's, as lines for its environment file.
+
+A restore goes into an empty installation only (no source file in the sources folder, no
+relevance rule, no API token) and is planned first (``plan_restore``: every source validated by
+the crawl's own loader in a scratch folder, every rule by the page's parsers, every path checked
+to stay inside the sources folder); nothing is written unless the plan has no problem, and then
+the database rows in one transaction and each file atomically, the source files last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from searchcrawl.config.source import SOURCE_NAME, SourceError, SourceFile, load_source
+from searchcrawl.rules import ranking_rules
+from searchcrawl.rules.ranking_rules import BestBet, Boost, RelevanceError
+from searchcrawl.store import Database
+from searchcrawl.store.api_tokens import EXPORTED_COLUMNS, ApiTokens
+from searchcrawl.store.relevance_rules import RelevanceStore
+
+FORMAT = "searchcrawl-backup"
+VERSION = 1
+MAX_BACKUP_BYTES = 16 * 1024 * 1024  # a backup read (an upload too); sources and rules are small
+MAX_FILE_BYTES = 4 * 1024 * 1024  # one file a source names (a seed list)
+MAX_PATH_CHARS = 255
+NOTIFY_SETTING = re.compile(r"SEARCHCRAWL_(?:NOTIFY|SMTP)_[A-Z_]+")
+# the secrets of notifications: a backup says whether each was set, never its value
+NOTIFY_SECRET_NAMES = ("SEARCHCRAWL_SMTP_PASSWORD", "SEARCHCRAWL_NOTIFY_WEBHOOK_URL", "SEARCHCRAWL_NOTIFY_WEBHOOK_SECRET")
+TOKEN_HASH = re.compile(r"[0-9a-f]{64}")
+PRIVATE_KEY = b"PRIVATE KEY-----"
+
+
+class BackupError(Exception):
+    """A backup that cannot be read, or written where asked; the message says what, in one line."""
+
+
+# --- export ---------------------------------------------------------------------------------------
+
+
+def named_files(text: str) -> tuple[list[str], list[str]]:
+    """The files a source file's ``text`` names beside it, to copy (seed files, ``[tls]`` CA bundle
+    and client certificate) and to leave out (``[tls]`` client key; absolute paths)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return [], []
+    named = [name for name in data.get("seed_files", []) if isinstance(name, str)]
+    tls: dict[str, Any] = data["tls"] if isinstance(data.get("tls"), dict) else {}
+    named += [tls[key] for key in ("ca_bundle", "client_cert") if isinstance(tls.get(key), str)]
+    left_out = [tls["client_key"]] if isinstance(tls.get("client_key"), str) else []
+    left_out += [name for name in named if PurePosixPath(name).is_absolute() or name.startswith("~")]
+    return [name for name in named if name not in left_out], left_out
+
+
+def export_sources(sources_dir: Path | None) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """Each source file of ``sources_dir`` with the files it names (path -> text), and what was
+    left out (``source: file: why``)."""
+    sources: dict[str, dict[str, str]] = {}
+    left_out: list[str] = []
+    if sources_dir is None:
+        return sources, left_out
+    for path in sorted(sources_dir.glob("*.toml")):
+        text = path.read_text(encoding="utf-8")
+        files = {path.name: text}
+        copied, skipped = named_files(text)
+        left_out += [f"{path.stem}: {name}: a private key or a file outside the sources folder" for name in skipped]
+        for name in copied:
+            target = (sources_dir / name).resolve()
+            try:
+                if not target.is_relative_to(sources_dir.resolve()):
+                    left_out.append(f"{path.stem}: {name}: outside the sources folder")
+                    continue
+                data = target.read_bytes()
+            except OSError as exc:
+                left_out.append(f"{path.stem}: {name}: cannot be read ({exc.strerror or exc})")
+                continue
+            if PRIVATE_KEY in data:
+                left_out.append(f"{path.stem}: {name}: holds a private key")
+                continue
+            try:
+                files[name] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                left_out.append(f"{path.stem}: {name}: not UTF-8 text")
+        sources[path.stem] = files
+    return sources, left_out
+
+
+def form_of(rule: BestBet | Boost) -> dict[str, str]:
+    """A rule as the relevance page's edit form holds it, without the form's action and key."""
+    return {key: value for key, value in ranking_rules.edit_form(rule).items() if key not in ("action", "key")}
+
+
+def iso(moment: datetime | None) -> str | None:
+    return moment.astimezone(UTC).isoformat() if moment is not None else None
+
+
+def export_backup(
+    database: Database, sources_dir: Path | None, settings: Mapping[str, Any], environ: Mapping[str, str], installation: str
+) -> dict[str, Any]:
+    """The installation's backup (see the module's docstring) as a JSON-ready dict."""
+    sources, left_out = export_sources(sources_dir)
+    relevance = RelevanceStore(database)
+    tokens = [
+        {key: iso(value) if isinstance(value, datetime) else value for key, value in row.items()}
+        for row in ApiTokens(database).exported()
+    ]
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "created_at": iso(datetime.now(UTC)),
+        "installation": installation,
+        "sources": sources,
+        "left_out": left_out,
+        "relevance": {
+            "bets": [form_of(bet) for bet in relevance.bets()],
+            "boosts": [form_of(boost) for boost in relevance.boosts()],
+            "synonyms": [", ".join(terms) for _id, terms in relevance.synonyms()],
+            "stopwords": relevance.stopwords(),
+        },
+        "api_tokens": tokens,
+        "settings": {name: str(settings[name]) for name in sorted(settings) if NOTIFY_SETTING.fullmatch(name)},
+        "secrets_set": [name for name in NOTIFY_SECRET_NAMES if environ.get(name) or environ.get(f"{name}_FILE")],
+    }
+
+
+def dumps(backup: Mapping[str, Any]) -> str:
+    return json.dumps(backup, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+# --- restore ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Parsed:
+    """What a backup restores, parsed: the sources' files, the rules as objects, the token rows."""
+
+    files: dict[str, dict[str, str]] = field(default_factory=dict)
+    bets: list[BestBet] = field(default_factory=list)
+    boosts: list[Boost] = field(default_factory=list)
+    synonyms: list[tuple[str, ...]] = field(default_factory=list)
+    stopwords: list[str] = field(default_factory=list)
+    tokens: list[dict[str, Any]] = field(default_factory=list)
+    settings: dict[str, str] = field(default_factory=dict)
+    secrets_set: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RestorePlan:
+    """What a restore would do, and why it cannot (``problems``: nothing is written then)."""
+
+    parsed: Parsed
+    sources: list[str] = field(default_factory=list)  # "name (type; schedule)"
+    settings: list[str] = field(default_factory=list)  # NAME=value lines that differ from the target's
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def lines(self) -> list[str]:
+        """The plan in words, a line each (the command prints them, the page lists them)."""
+        parsed = self.parsed
+        lines = [f"source {source}" for source in self.sources]
+        lines += [f"file {source}/{name}" for source, files in sorted(parsed.files.items()) for name in sorted(files)]
+        lines.append(
+            f"relevance: {len(parsed.bets)} best bets, {len(parsed.boosts)} boosts, "
+            f"{len(parsed.synonyms)} synonym sets, {len(parsed.stopwords)} stopwords"
+        )
+        lines.append(f"API tokens: {len(parsed.tokens)} (their hashes)")
+        lines += [f"left out of the backup: {item}" for item in parsed.left_out]
+        lines += [f"setting for the environment: {line}" for line in self.settings]
+        lines += [f"secret to set in the environment: {name}" for name in parsed.secrets_set]
+        return lines
+
+
+def read_backup(data: bytes) -> dict[str, Any]:
+    """A backup's JSON, checked to be one of ours (format and version) and bounded."""
+    if len(data) > MAX_BACKUP_BYTES:
+        raise BackupError(f"the file is larger than a backup may be ({MAX_BACKUP_BYTES // (1024 * 1024)} MiB)")
+    try:
+        backup = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise BackupError("not a searchcrawl backup: not JSON") from None
+    if not isinstance(backup, dict) or backup.get("format") != FORMAT:
+        raise BackupError("not a searchcrawl backup: its format is not searchcrawl-backup")
+    if backup.get("version") != VERSION:
+        raise BackupError(f"a searchcrawl backup of version {backup.get('version')!r}: this searchcrawl reads version {VERSION}")
+    return backup
+
+
+def _strings(value: Any, what: str, problems: list[str]) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        problems.append(f"{what}: expected a list of texts")
+        return []
+    return value
+
+
+def _forms(value: Any, what: str, problems: list[str]) -> list[dict[str, str]]:
+    if not isinstance(value, list) or not all(
+        isinstance(item, dict) and all(isinstance(text, str) for text in item.values()) for item in value
+    ):
+        problems.append(f"{what}: expected a list of forms")
+        return []
+    return value
+
+
+def safe_file_name(name: str) -> bool:
+    """A relative path that stays inside the folder it is written to: no absolute path, no ``..``,
+    no empty or hidden part, no backslash or control character, bounded."""
+    if not name or len(name) > MAX_PATH_CHARS or "\\" in name or any(ord(char) < 32 or ord(char) == 127 for char in name):
+        return False
+    path = PurePosixPath(name)
+    return not path.is_absolute() and all(part not in ("", ".", "..") and not part.startswith(".") for part in path.parts)
+
+
+def parse_backup(backup: Mapping[str, Any], problems: list[str]) -> Parsed:
+    """The backup's parts parsed and checked, each problem added to ``problems`` in one line."""
+    parsed = Parsed()
+    _parse_sources(backup.get("sources", {}), parsed, problems)
+    relevance = backup.get("relevance", {})
+    _parse_relevance(relevance if isinstance(relevance, dict) else {}, parsed, problems)
+    parsed.tokens = _tokens(backup.get("api_tokens", []), problems)
+    settings = backup.get("settings", {})
+    if not isinstance(settings, dict) or not all(isinstance(value, str) for value in settings.values()):
+        problems.append("settings: expected a table of texts")
+        settings = {}
+    parsed.settings = {name: value for name, value in settings.items() if NOTIFY_SETTING.fullmatch(str(name))}
+    if len(parsed.settings) != len(settings):
+        problems.append("settings: only notification settings (SEARCHCRAWL_NOTIFY_*, SEARCHCRAWL_SMTP_*) are restored")
+    secrets_set = _strings(backup.get("secrets_set", []), "secrets_set", problems)
+    parsed.secrets_set = [name for name in secrets_set if name in NOTIFY_SECRET_NAMES]
+    parsed.left_out = [item[:300] for item in _strings(backup.get("left_out", []), "left_out", problems)]
+    return parsed
+
+
+def _parse_sources(sources: Any, parsed: Parsed, problems: list[str]) -> None:
+    if not isinstance(sources, dict):
+        problems.append("sources: expected a table of sources")
+        return
+    written: dict[str, str] = {}  # every file the sources name, by path: one content each
+    for name, files in sources.items():
+        if not isinstance(name, str) or not SOURCE_NAME.match(name) or len(name) > 200:
+            problems.append(f"source {str(name)[:80]!r}: not a source name")
+            continue
+        if not isinstance(files, dict) or not all(isinstance(key, str) and isinstance(text, str) for key, text in files.items()):
+            problems.append(f"source {name}: expected its files as texts")
+            continue
+        if f"{name}.toml" not in files:
+            problems.append(f"source {name}: its file {name}.toml is missing")
+        for file_name, text in files.items():
+            if not safe_file_name(file_name):
+                problems.append(f"source {name}: {file_name[:80]!r} is not a file name inside the sources folder")
+            elif file_name != f"{name}.toml" and "/" not in file_name and file_name.endswith(".toml"):
+                # a .toml file in the sources folder is a source: only the source's own may be one
+                problems.append(f"source {name}: {file_name} would be a source file of its own")
+            elif len(text.encode("utf-8")) > MAX_FILE_BYTES:
+                problems.append(f"source {name}: {file_name} is larger than {MAX_FILE_BYTES} bytes")
+            elif written.setdefault(file_name, text) != text:
+                problems.append(f"source {name}: {file_name} differs from the file of that name another source names")
+        parsed.files[name] = files
+
+
+def _parse_relevance(relevance: Mapping[str, Any], parsed: Parsed, problems: list[str]) -> None:
+    """The rules, each parsed by the relevance page's own parser of its form."""
+    for number, form in enumerate(_forms(relevance.get("bets", []), "relevance bets", problems), start=1):
+        try:
+            parsed.bets.append(
+                ranking_rules.parse_bet(form.get("queries", ""), form.get("urls", ""), form.get("start", ""), form.get("end", ""))
+            )
+        except RelevanceError as exc:
+            problems.append(f"best bet {number}: {exc}")
+    for number, form in enumerate(_forms(relevance.get("boosts", []), "relevance boosts", problems), start=1):
+        try:
+            parsed.boosts.append(ranking_rules.parse_boost(form.get("kind", ""), form.get("value", ""), form.get("factor", "")))
+        except RelevanceError as exc:
+            problems.append(f"boost {number}: {exc}")
+    for number, text in enumerate(_strings(relevance.get("synonyms", []), "relevance synonyms", problems), start=1):
+        try:
+            parsed.synonyms.append(ranking_rules.parse_synonyms(text))
+        except RelevanceError as exc:
+            problems.append(f"synonym set {number}: {exc}")
+    for word in _strings(relevance.get("stopwords", []), "relevance stopwords", problems):
+        try:
+            parsed.stopwords.append(ranking_rules.parse_stopword(word))
+        except RelevanceError as exc:
+            problems.append(f"stopword: {exc}")
+
+
+def _tokens(value: Any, problems: list[str]) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        problems.append("api_tokens: expected a list")
+        return []
+    rows: list[dict[str, Any]] = []
+    for number, item in enumerate(value, start=1):
+        if not isinstance(item, dict) or not TOKEN_HASH.fullmatch(str(item.get("token_hash", ""))):
+            problems.append(f"API token {number}: no SHA-256 hash")
+            continue
+        name = item.get("name")
+        if not isinstance(name, str) or not name.strip() or len(name) > 200:
+            problems.append(f"API token {number}: no name")
+            continue
+        row: dict[str, Any] = {"name": name, "token_hash": item["token_hash"], "on_behalf": item.get("on_behalf") is True}
+        try:
+            for key in ("created_at", "expires_at", "last_used", "revoked_at"):
+                moment = item.get(key)
+                row[key] = datetime.fromisoformat(moment).astimezone(UTC) if isinstance(moment, str) else None
+        except ValueError:
+            problems.append(f"API token {number}: a date is not an ISO date")
+            continue
+        if row["created_at"] is None:
+            row["created_at"] = datetime.now(UTC)
+        if row["token_hash"] in {seen["token_hash"] for seen in rows}:
+            problems.append(f"API token {number}: the same hash as another")
+            continue
+        rows.append({key: row[key] for key in EXPORTED_COLUMNS})
+    return rows
+
+
+def plan_restore(
+    backup: Mapping[str, Any], database: Database, sources_dir: Path | None, settings: Mapping[str, Any]
+) -> RestorePlan:
+    """What restoring ``backup`` into this installation would do, with every problem that stops it."""
+    problems: list[str] = []
+    parsed = parse_backup(backup, problems)
+    plan = RestorePlan(parsed, problems=problems)
+    if sources_dir is None:
+        if parsed.files:
+            problems.append("no sources folder to restore the sources into: set SEARCHCRAWL_SOURCES_DIR")
+    elif sources_dir.is_dir() and any(sources_dir.glob("*.toml")):
+        problems.append(
+            f"the installation is not empty: {sources_dir} holds source files (a backup is restored into an empty one)"
+        )
+    if RelevanceStore(database).count():
+        problems.append("the installation is not empty: it has relevance rules")
+    if ApiTokens(database).count():
+        problems.append("the installation is not empty: it has API tokens")
+    plan.sources = _validated_sources(parsed.files, sources_dir, problems)
+    plan.settings = [f"{name}={value}" for name, value in sorted(parsed.settings.items()) if str(settings.get(name, "")) != value]
+    return plan
+
+
+def _validated_sources(files: Mapping[str, Mapping[str, str]], sources_dir: Path | None, problems: list[str]) -> list[str]:
+    """Each source loaded by the crawl's own loader from a scratch folder holding the backup's
+    files (so a seed file or certificate it names is checked too), and the files left out of the
+    backup (a private key) where the target's sources folder has them already (put there by hand
+    before the restore); its problem in one line."""
+    described = []
+    with tempfile.TemporaryDirectory(prefix="searchcrawl-restore-") as scratch:
+        folder = Path(scratch)
+        for name, texts in files.items():
+            if not all(safe_file_name(file_name) for file_name in texts):
+                continue
+            for file_name, text in texts.items():
+                target = folder / file_name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+            copied, left_out = named_files(texts.get(f"{name}.toml", ""))
+            for file_name in [*copied, *left_out]:
+                placed = sources_dir / file_name if sources_dir is not None and safe_file_name(file_name) else None
+                if file_name not in texts and placed is not None and placed.is_file():
+                    (folder / file_name).parent.mkdir(parents=True, exist_ok=True)
+                    (folder / file_name).write_bytes(placed.read_bytes()[:MAX_FILE_BYTES])
+        for name in sorted(files):
+            path = folder / f"{name}.toml"
+            if not path.is_file():
+                continue
+            try:
+                source = load_source(SourceFile(name, f"{name}.toml", path))
+            except (SourceError, OSError, ValueError) as exc:
+                problems.append(str(exc).replace(str(folder) + os.sep, ""))  # the loader's line, "<name>.toml: ..."
+                continue
+            schedule = source.settings.schedule or (
+                f"every {source.settings.refresh_interval}" if source.settings.refresh_interval else "by hand"
+            )
+            described.append(f"{name} ({source.settings.type}; {schedule})")
+    return described
+
+
+def apply_restore(plan: RestorePlan, database: Database, sources_dir: Path | None) -> None:
+    """Carry ``plan`` out: the rules and tokens in one transaction (refused if the installation
+    is no longer empty), then each file atomically (written beside, then renamed), the source
+    files last, so that no source appears before the files it names."""
+    if not plan.ok:
+        raise BackupError("the restore has problems: " + "; ".join(plan.problems))
+    parsed = plan.parsed
+    with database.engine.begin() as connection:
+        if RelevanceStore(database).count(connection) or ApiTokens(database).count(connection):
+            raise BackupError("the installation is no longer empty")
+        RelevanceStore.restore(connection, parsed.bets, parsed.boosts, parsed.synonyms, parsed.stopwords)
+        ApiTokens.restore(connection, parsed.tokens)
+    if not parsed.files:
+        return
+    assert sources_dir is not None  # a problem of the plan otherwise
+    sources_dir.mkdir(parents=True, exist_ok=True)
+    named = [(file_name, text) for files in parsed.files.values() for file_name, text in files.items()]
+    for file_name, text in sorted(named, key=lambda item: item[0].endswith(".toml") and "/" not in item[0]):
+        write_atomically(sources_dir / file_name, text)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """``text`` into ``path``: written to a file beside it, flushed, then renamed over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as written:
+            written.write(text)
+            written.flush()
+            os.fsync(written.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def plan_text(plan: RestorePlan, applied: bool) -> Iterable[str]:
+    """The plan's report: what was (or would be) restored, and the problems that stop it."""
+    if plan.problems:
+        yield "Nothing was restored: the backup cannot be restored here:"
+        yield from (f"  problem: {problem}" for problem in plan.problems)
+        return
+    yield "Restored:" if applied else "Dry run: this would be restored (run again with --apply to restore it):"
+    yield from (f"  {line}" for line in plan.lines())

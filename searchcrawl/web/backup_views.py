@@ -1,0 +1,131 @@
+"""The administration's backup page (/admin/backup, issue 79): the configuration downloaded as one
+file, and a backup uploaded into an empty installation, planned first (a dry run shown) and
+restored only when the administrator confirms it (ops/configuration_backup.py does both; `scrapy backup` the
+same from the command line).
+
+The upload is the one form of the application that is not URL-encoded (a file is sent as
+multipart): its size is bounded by its declared length before anything is read, its CSRF token
+is checked like every form's, and the planned backup is kept for the administrator's session
+only, until restored, replaced or ``PENDING_SECONDS`` old."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from searchcrawl.ops import configuration_backup as backup
+from searchcrawl.web.context import WebContext
+from searchcrawl.web.sessions import Sessions
+from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, flash, in_thread
+
+logger = logging.getLogger(__name__)
+
+PENDING_SECONDS = 900  # a planned restore waits this long for its confirmation
+MULTIPART_OVERHEAD = 65_536  # the form's boundaries and its other fields, over the backup itself
+
+
+def export(ctx: WebContext) -> dict[str, Any]:
+    return backup.export_backup(
+        ctx.database,
+        ctx.config.sources_dir,
+        ctx.config.settings,
+        os.environ,
+        str(ctx.config.settings.get("SEARCHCRAWL_NOTIFY_INSTALLATION") or "searchcrawl"),
+    )
+
+
+async def backup_page(ctx: WebContext, request: Request) -> Response:
+    denied = await admin_gate(ctx, request)
+    if denied is not None:
+        return denied
+    pending = ctx.restores.get(str(request.cookies.get(SESSION_COOKIE)))
+    if pending is not None and time.monotonic() - pending["at"] > PENDING_SECONDS:
+        pending = None
+    return ctx.render(request, "backup.html", plan=pending["plan"] if pending else None, flash=flash(ctx, request))
+
+
+async def backup_export(ctx: WebContext, request: Request) -> Response:
+    """The backup as a file to download (no secret in it: hashes of tokens, names of secrets)."""
+    denied = await admin_gate(ctx, request)
+    if denied is not None:
+        return denied
+    exported = await in_thread(export, ctx)
+    logger.info("Web administration: backup exported (%d sources)", len(exported["sources"]))
+    name = f"searchcrawl-backup-{datetime.now(UTC):%Y%m%d-%H%M%S}.json"
+    return Response(
+        backup.dumps(exported),
+        media_type="application/json",
+        headers={"content-disposition": f'attachment; filename="{name}"'},
+    )
+
+
+async def backup_import(ctx: WebContext, request: Request) -> Response:
+    """An uploaded backup, planned (nothing written): the page shows the plan, and a button that
+    restores it when it has no problem."""
+    denied = await admin_gate(ctx, request)  # the session; the CSRF token is in the multipart form
+    if denied is not None:
+        return denied
+    session = ctx.sessions.get(request.cookies.get(SESSION_COOKIE))
+    assert session is not None  # admin_gate let a session through
+    declared = request.headers.get("content-length", "")
+    if not declared.isdigit() or int(declared) > backup.MAX_BACKUP_BYTES + MULTIPART_OVERHEAD:
+        return ctx.render(request, "forbidden.html", 413, reason="Send a backup file of at most 16 MiB, with its length.")
+    if not request.headers.get("content-type", "").lower().startswith("multipart/form-data"):
+        return ctx.render(request, "forbidden.html", 415, reason="Not a form of this application.")
+    form = await request.form(max_files=1, max_fields=2, max_part_size=MULTIPART_OVERHEAD)
+    try:
+        if not Sessions.csrf_ok(session, str(form.get("csrf", "")) or None):
+            logger.warning("Web administration: backup upload without its CSRF token refused")
+            return ctx.render(request, "forbidden.html", 403, reason="The form's token is missing or stale.")
+        upload = form.get("backup")
+        if not isinstance(upload, UploadFile):
+            return ctx.render(request, "backup.html", 400, plan=None, error="Choose a backup file.")
+        data = await upload.read(backup.MAX_BACKUP_BYTES + 1)
+    finally:
+        await form.close()
+    try:
+        read = backup.read_backup(data)
+    except backup.BackupError as exc:
+        return ctx.render(request, "backup.html", 400, plan=None, error=str(exc))
+    plan = await in_thread(backup.plan_restore, read, ctx.database, ctx.config.sources_dir, ctx.config.settings)
+    logger.info("Web administration: backup planned (%d problems)", len(plan.problems))
+    ctx.restores[str(request.cookies.get(SESSION_COOKIE))] = {"backup": read, "plan": plan, "at": time.monotonic()}
+    return ctx.render(request, "backup.html", 200 if plan.ok else 400, plan=plan)
+
+
+async def backup_restore(ctx: WebContext, request: Request) -> Response:
+    """The session's planned backup restored, planned again first (the installation may have
+    changed since): nothing is written when the new plan has a problem."""
+    denied = await admin_gate(ctx, request, post=True)
+    if denied is not None:
+        return denied
+    pending = ctx.restores.pop(str(request.cookies.get(SESSION_COOKIE)), None)
+    if pending is None or time.monotonic() - pending["at"] > PENDING_SECONDS:
+        return ctx.render(request, "backup.html", 400, plan=None, error="No backup is waiting: upload it again.")
+
+    def restore() -> backup.RestorePlan:
+        plan = backup.plan_restore(pending["backup"], ctx.database, ctx.config.sources_dir, ctx.config.settings)
+        if plan.ok:
+            backup.apply_restore(plan, ctx.database, ctx.config.sources_dir)
+        return plan
+
+    plan = await in_thread(restore)
+    if not plan.ok:
+        return ctx.render(request, "backup.html", 400, plan=plan)
+    ctx.relevance.changed()
+    ctx.token_gate.forget()
+    message = f"Backup restored: {len(plan.sources)} sources."
+    try:  # the synonyms and stopwords restored, to Solr (else the next start of the application sends them)
+        await in_thread(ctx.sync_relevance)
+    except Exception as exc:  # noqa: BLE001 - Solr down: restored all the same, said on the page
+        message += f" Synonyms and stopwords not sent to Solr yet ({getattr(exc, 'reason', '') or type(exc).__name__})."
+    logger.info("Web administration: backup restored (%d sources)", len(plan.sources))
+    ctx.sessions.flash(request.cookies.get(SESSION_COOKIE), message)
+    return RedirectResponse(ctx.url("/admin/backup"), status_code=303)

@@ -1,0 +1,217 @@
+"""Backup and restore of the configuration (issue 79 point 4: searchcrawl/ops/configuration_backup.py), on real
+SQLite files: an installation exported and restored into an empty one is the same installation
+(source files byte for byte, rules, tokens that still open the API); a dry run writes nothing; a
+non-empty installation, a hostile or broken backup is refused with every problem named, and
+nothing is written. tests/e2e/test_backup.py runs the command and the page, on PostgreSQL too."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+
+from searchcrawl.ops import configuration_backup as backup
+from searchcrawl.rules import ranking_rules
+from searchcrawl.store import Database
+from searchcrawl.store.api_tokens import ApiTokens
+from searchcrawl.store.relevance_rules import RelevanceStore
+
+INTRANET = """# The intranet, crawled nightly: its seeds beside it
+seeds = ["https://intranet.example/"]
+seed_files = ["lists/extra-seeds.txt"]
+schedule = "0 2 * * *"   # cron: 02:00 every day
+
+[notify]
+events = ["run_failed", "deletions_held"]
+mail_to = ["intranet-team@example.org"]
+"""
+PARTNER = """seeds = ["https://partner.example/"]
+refresh_interval = "12h"
+
+[tls]
+ca_bundle = "certs/ca.pem"
+client_cert = "certs/client.pem"
+"""
+SETTINGS = {"SEARCHCRAWL_NOTIFY_MAIL_TO": "ops@example.org", "SEARCHCRAWL_SMTP_HOST": "mail.example.org", "SOLR_URL": "x"}
+
+
+def installation(root: Path) -> tuple[Database, Path]:
+    (root / "sources").mkdir(parents=True)
+    return Database(f"sqlite:///{root / 'documents.sqlite3'}"), root / "sources"
+
+
+@pytest.fixture
+def filled(tmp_path: Path) -> tuple[Database, Path, dict[str, Any]]:
+    """An installation with two sources (a seed file, a CA and a client certificate holding its
+    key), rules of every kind and two API tokens (one revoked); what it holds."""
+    database, sources = installation(tmp_path / "a")
+    (sources / "intranet.toml").write_text(INTRANET)
+    (sources / "lists").mkdir()
+    (sources / "lists" / "extra-seeds.txt").write_text("https://intranet.example/news/\n# and\nhttps://intranet.example/hr/\n")
+    (sources / "partner.toml").write_text(PARTNER)
+    ca = trustme.CA()
+    (sources / "certs").mkdir()
+    ca.cert_pem.write_to_path(str(sources / "certs" / "ca.pem"))
+    ca.issue_cert("crawler@example.test").private_key_and_cert_chain_pem.write_to_path(str(sources / "certs" / "client.pem"))
+    store = RelevanceStore(database)
+    start = datetime(2026, 12, 1, tzinfo=UTC)
+    store.add_bet(ranking_rules.parse_bet("holiday form\nleave", "https://intranet.example/hr/leave", "2026-12-01", ""))
+    store.add_boost(ranking_rules.parse_boost("source", "intranet", "2.5"))
+    store.add_boost(ranking_rules.parse_boost("age", "365", "0.5"))
+    store.add_synonyms(ranking_rules.parse_synonyms("leave, holiday, vacation"))
+    store.add_stopword(ranking_rules.parse_stopword("intranet"))
+    tokens = ApiTokens(database)
+    _id, portal = tokens.create("portal", on_behalf=True, expires_at=datetime.now(UTC) + timedelta(days=30))
+    old_id, old = tokens.create("old")
+    tokens.revoke(old_id)
+    return database, sources, {"portal": portal, "old": old, "start": start, "client": sources / "certs" / "client.pem"}
+
+
+def export(database: Database, sources: Path, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    return json.loads(backup.dumps(backup.export_backup(database, sources, SETTINGS, environ or {}, "test")))
+
+
+def test_a_backup_restored_into_an_empty_installation_is_the_same_installation(filled, tmp_path: Path) -> None:
+    database, sources, held = filled
+    exported = export(database, sources, {"SEARCHCRAWL_SMTP_PASSWORD_FILE": "/run/smtp", "SEARCHCRAWL_SMTP_PASSWORD": ""})
+    text = json.dumps(exported)
+    assert held["portal"] not in text and held["old"] not in text and "PRIVATE KEY" not in text  # hashes only, no key
+    assert exported["left_out"] == ["partner: certs/client.pem: holds a private key"]
+    assert exported["secrets_set"] == ["SEARCHCRAWL_SMTP_PASSWORD"]
+    assert exported["settings"] == {"SEARCHCRAWL_NOTIFY_MAIL_TO": "ops@example.org", "SEARCHCRAWL_SMTP_HOST": "mail.example.org"}
+
+    target_db, target = installation(tmp_path / "b")
+    plan = backup.plan_restore(exported, target_db, target, {"SEARCHCRAWL_SMTP_HOST": "mail.example.org"})
+    # the client certificate was left out: its source cannot be loaded until it is put in place
+    assert plan.problems == ["partner.toml: [tls]: key 'client_cert': cannot read certs/client.pem: No such file or directory"]
+    (target / "certs").mkdir()
+    (target / "certs" / "client.pem").write_bytes(held["client"].read_bytes())
+    plan = backup.plan_restore(exported, target_db, target, {"SEARCHCRAWL_SMTP_HOST": "mail.example.org"})
+    assert plan.ok, plan.problems
+    assert plan.sources == ["intranet (web; 0 2 * * *)", "partner (web; every 12h)"]
+    assert plan.settings == ["SEARCHCRAWL_NOTIFY_MAIL_TO=ops@example.org"]  # the one the target lacks
+    lines = list(backup.plan_text(plan, applied=False))
+    assert lines[0].startswith("Dry run") and "  relevance: 1 best bets, 2 boosts, 1 synonym sets, 1 stopwords" in lines
+    assert "  secret to set in the environment: SEARCHCRAWL_SMTP_PASSWORD" in lines
+    assert sorted(path.name for path in target.rglob("*") if path.is_file()) == ["client.pem"]  # a dry run writes nothing
+    assert RelevanceStore(target_db).count() == 0 == ApiTokens(target_db).count()
+
+    backup.apply_restore(plan, target_db, target)
+    for name in ("intranet.toml", "partner.toml", "lists/extra-seeds.txt", "certs/ca.pem"):
+        assert (target / name).read_bytes() == (sources / name).read_bytes(), name  # comments and order kept
+    assert not list(target.glob(".*.tmp")) and not list(target.rglob(".*.tmp"))
+    restored, original = RelevanceStore(target_db), RelevanceStore(database)
+    assert [(b.queries, b.urls, b.start, b.end) for b in restored.bets()] == [
+        (b.queries, b.urls, b.start, b.end) for b in original.bets()
+    ]
+    assert [(b.kind, b.value, b.factor) for b in restored.boosts()] == [(b.kind, b.value, b.factor) for b in original.boosts()]
+    assert [terms for _id, terms in restored.synonyms()] == [terms for _id, terms in original.synonyms()]
+    assert restored.stopwords() == original.stopwords() == ["intranet"]
+    tokens = ApiTokens(target_db)
+    portal, old = tokens.check(held["portal"]), tokens.check(held["old"])
+    assert (portal.valid, portal.name, portal.on_behalf) == (True, "portal", True)
+    assert old.reason == "revoked"
+    assert [(row["name"], row["expires_at"]) for row in tokens.exported()] == [
+        (row["name"], row["expires_at"]) for row in ApiTokens(database).exported()
+    ]
+    # the restored installation exports the same backup (but the time it was made)
+    again = export(target_db, target, {"SEARCHCRAWL_SMTP_PASSWORD_FILE": "/run/smtp"})
+
+    def unused(made: dict[str, Any]) -> dict[str, Any]:  # the checks above noted the tokens' use
+        return {**made, "created_at": None, "api_tokens": [{**row, "last_used": None} for row in made["api_tokens"]]}
+
+    assert unused(again) == unused(exported)
+    # and it is not empty any more: a second restore is refused
+    refused = backup.plan_restore(exported, target_db, target, {})
+    assert set(refused.problems) >= {
+        f"the installation is not empty: {target} holds source files (a backup is restored into an empty one)",
+        "the installation is not empty: it has relevance rules",
+        "the installation is not empty: it has API tokens",
+    }
+    with pytest.raises(backup.BackupError, match="has problems"):
+        backup.apply_restore(refused, target_db, target)
+
+
+def hostile(exported: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    return {**exported, **changes}
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"sources": {"x": {"x.toml": 'seeds = ["https://x.example/"]', "../escape.txt": "a"}}}, "not a file name inside"),
+        ({"sources": {"x": {"x.toml": 'seeds = ["https://x.example/"]', "/etc/cron.d/x": "a"}}}, "not a file name inside"),
+        ({"sources": {"x": {"x.toml": 'seeds = ["https://x.example/"]', ".hidden": "a"}}}, "not a file name inside"),
+        (
+            {"sources": {"x": {"x.toml": 'seeds = ["https://x.example/"]', "y.toml": 'seeds = ["https://y/"]'}}},
+            "would be a source",
+        ),
+        ({"sources": {"../x": {"../x.toml": "a"}}}, "not a source name"),
+        ({"sources": {"x": {"x.toml": 'seeds = ["https://x.example/"]\nsurname = 1\n'}}}, "x.toml: key 'surname': unknown key"),
+        ({"sources": {"x": {"x.toml": "seeds = [\n"}}}, "x.toml: not valid TOML"),
+        ({"sources": {"x": {"x.toml": 'seeds = ["javascript:alert(1)"]\n'}}}, "x.toml: key 'seeds'"),
+        ({"sources": {"x": {"other.txt": "a"}}}, "its file x.toml is missing"),
+        (
+            {
+                "sources": {
+                    "a": {"a.toml": 'seeds = ["https://a/"]', "s.txt": "1"},
+                    "b": {"b.toml": 'seeds = ["https://b/"]', "s.txt": "2"},
+                }
+            },
+            "differs from the file of that name",
+        ),
+        ({"relevance": {"bets": [{"queries": "", "urls": "https://a/"}]}}, "best bet 1: Give from 1 to"),
+        ({"relevance": {"boosts": [{"kind": "glob", "value": "*a*b*c*d*e*", "factor": "2"}]}}, "boost 1: A URL pattern"),
+        ({"relevance": {"synonyms": ["<script>, x"]}}, "synonym set 1: "),
+        ({"relevance": {"stopwords": ["two words"]}}, "stopword: A stopword is one word."),
+        ({"relevance": {"bets": "all"}}, "relevance bets: expected a list of forms"),
+        ({"api_tokens": [{"name": "x", "token_hash": "sct_plain-token"}]}, "API token 1: no SHA-256 hash"),
+        ({"api_tokens": [{"name": "x", "token_hash": "a" * 64, "created_at": "yesterday"}]}, "API token 1: a date is not"),
+        ({"settings": {"SEARCHCRAWL_DB_URL": "postgresql://evil/"}}, "only notification settings"),
+    ],
+)
+def test_a_hostile_or_broken_backup_is_refused_whole_and_nothing_is_written(tmp_path: Path, change, problem: str) -> None:
+    database, sources = installation(tmp_path / "a")
+    exported = hostile(export(database, sources), **change)
+    target_db, target = installation(tmp_path / "b")
+    plan = backup.plan_restore(json.loads(json.dumps(exported)), target_db, target, {})
+    assert any(problem in line for line in plan.problems), plan.problems
+    assert list(backup.plan_text(plan, applied=False))[0] == "Nothing was restored: the backup cannot be restored here:"
+    with pytest.raises(backup.BackupError):
+        backup.apply_restore(plan, target_db, target)
+    assert not any(target.rglob("*")) and not (tmp_path / "escape.txt").exists()
+    assert RelevanceStore(target_db).count() == 0 == ApiTokens(target_db).count()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"\xff\xfe", "not JSON"),
+        (b"[]", "format is not searchcrawl-backup"),
+        (b'{"format": "searchcrawl-backup", "version": 9}', "of version 9"),
+        (b"[" * 100_000, "not JSON"),
+        (b" " * (backup.MAX_BACKUP_BYTES + 1), "larger than a backup may be"),
+    ],
+)
+def test_a_file_that_is_not_a_backup_is_refused_in_one_line(data: bytes, message: str) -> None:
+    with pytest.raises(backup.BackupError, match=message):
+        backup.read_backup(data)
+
+
+def test_files_outside_the_sources_folder_and_keys_are_left_out(tmp_path: Path) -> None:
+    database, sources = installation(tmp_path / "a")
+    (tmp_path / "outside.txt").write_text("https://x.example/\n")
+    (sources / "x.toml").write_text(
+        'seeds = ["https://x.example/"]\nseed_files = ["../outside.txt", "/etc/hosts"]\n[tls]\nclient_key = "k.pem"\n'
+    )
+    exported = export(database, sources)
+    assert exported["sources"] == {"x": {"x.toml": (sources / "x.toml").read_text()}}
+    assert sorted(exported["left_out"]) == [
+        "x: ../outside.txt: outside the sources folder",
+        "x: /etc/hosts: a private key or a file outside the sources folder",
+        "x: k.pem: a private key or a file outside the sources folder",
+    ]
