@@ -214,6 +214,14 @@ SEARCHCRAWL_WEB_PUBLIC_URL = ""
 # X-Remote-User; empty: none). Believed only on a connection from one of the proxies, which must
 # set it, or remove a client's, on every request; the principals come from the directory.
 SEARCHCRAWL_WEB_USER_HEADER = ""
+# Administration roles (issue 79; searchcrawl/web/roles.py, docs/web-application.md): the principals
+# (user:NAME, group:NAME or group:DN, as `scrapy explain-access` shows them; a list or a
+# comma-separated string) of the directory users who may log in as administrators, operators
+# (crawls, reports, notifications) and relevance editors (best bets, boosts, synonyms). The account
+# of SEARCHCRAWL_WEB_USERNAME / SEARCHCRAWL_WEB_PASSWORD(_FILE) is an administrator too.
+SEARCHCRAWL_WEB_ADMINISTRATORS = ""
+SEARCHCRAWL_WEB_OPERATORS = ""
+SEARCHCRAWL_WEB_RELEVANCE_EDITORS = ""
 SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page, unless a searcher chooses 10, 20 or 50 (search_page.ROWS)
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
 # Query analytics (searchcrawl/web/analytics.py): every search and every hit opened is logged in

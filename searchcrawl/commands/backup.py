@@ -68,7 +68,12 @@ class Command(ScrapyCommand):
         with open_database(self.settings, migrate=True) as database:
             plan = backup.plan_restore(read, database, sources_dir, self.settings.copy_to_dict())
             if plan.ok and opts.apply:
-                backup.apply_restore(plan, database, sources_dir)
+                try:
+                    backup.apply_restore(plan, database, sources_dir)
+                except (backup.BackupError, OSError) as exc:  # the installation changed meanwhile: nothing kept
+                    print(f"Nothing was restored: {printable(str(exc))}", file=sys.stderr)
+                    self.exitcode = 1
+                    return
         for line in backup.plan_text(plan, applied=opts.apply):
             print(printable(line))
         self.exitcode = 0 if plan.ok else 1

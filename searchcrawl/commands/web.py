@@ -126,6 +126,7 @@ class Command(ScrapyCommand):
         import uvicorn
 
         from searchcrawl.web.app import WebConfig, create_app
+        from searchcrawl.web.roles import ROLE_SETTINGS, RoleError, RoleMap
 
         assert self.settings is not None and self.crawler_process is not None
         settings = self.settings
@@ -151,6 +152,12 @@ class Command(ScrapyCommand):
         project_cfg = closest_scrapy_cfg()
         proxies = trusted_proxies(settings.getlist("SEARCHCRAWL_WEB_PROXIES"))
         directory = directory_of(settings)
+        try:
+            roles = RoleMap.parse({role: settings.getlist(name) for role, name in ROLE_SETTINGS.items()})
+        except RoleError as exc:
+            raise UsageError(str(exc)) from None
+        if roles.any and directory is None:
+            logger.warning("Administration roles are set but no directory (SEARCHCRAWL_LDAP_URL): nobody can log in with them")
         rate, burst = api_rate(settings.getfloat("SEARCHCRAWL_WEB_API_RATE"), settings.getint("SEARCHCRAWL_WEB_API_BURST"))
         config = WebConfig(
             solr_url=paths.solr_url(settings),
@@ -189,14 +196,16 @@ class Command(ScrapyCommand):
             embeddings_previous=settings.get("SEARCHCRAWL_EMBEDDINGS_PREVIOUS") or "",
             embed_timeout=settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
             answers=answer_config(settings.get, secrets.secret(ANSWERS_API_KEY)),
+            roles=roles,
             sources_dir=paths.sources_dir(settings),
             settings=settings.copy_to_dict(),
         )
         host = opts.host or settings.get("SEARCHCRAWL_WEB_HOST")
         port = opts.port if opts.port is not None else settings.getint("SEARCHCRAWL_WEB_PORT")
-        if config.credentials is None:
+        if config.credentials is None and not (roles.any and directory is not None):
             logger.warning(
-                "Administration pages are off: set SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE) to enable them"
+                "Administration pages are off: set SEARCHCRAWL_WEB_USERNAME and SEARCHCRAWL_WEB_PASSWORD(_FILE), or roles"
+                " for directory users (SEARCHCRAWL_WEB_ADMINISTRATORS, ...), to enable them"
             )
         if directory is None:
             logger.info("Search sign-in is off (no SEARCHCRAWL_LDAP_URL): searchers see public documents only")

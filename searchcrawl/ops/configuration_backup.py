@@ -33,7 +33,7 @@ import os
 import re
 import tempfile
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -44,7 +44,8 @@ from searchcrawl.rules import ranking_rules
 from searchcrawl.rules.ranking_rules import BestBet, Boost, RelevanceError
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import EXPORTED_COLUMNS, ApiTokens
-from searchcrawl.store.relevance_rules import RelevanceStore
+from searchcrawl.store.relevance_rules import LIMITS, RelevanceStore
+from searchcrawl.system.secrets import SECRET_NAME
 
 FORMAT = "searchcrawl-backup"
 VERSION = 1
@@ -52,10 +53,19 @@ MAX_BACKUP_BYTES = 16 * 1024 * 1024  # a backup read (an upload too); sources an
 MAX_FILE_BYTES = 4 * 1024 * 1024  # one file a source names (a seed list)
 MAX_PATH_CHARS = 255
 NOTIFY_SETTING = re.compile(r"SEARCHCRAWL_(?:NOTIFY|SMTP)_[A-Z_]+")
+MAX_PROBLEMS = 100  # named in a plan; past them, how many more
 # the secrets of notifications: a backup says whether each was set, never its value
 NOTIFY_SECRET_NAMES = ("SEARCHCRAWL_SMTP_PASSWORD", "SEARCHCRAWL_NOTIFY_WEBHOOK_URL", "SEARCHCRAWL_NOTIFY_WEBHOOK_SECRET")
 TOKEN_HASH = re.compile(r"[0-9a-f]{64}")
+# a source's keys that load code or write files: shown in a restore's plan, to be read before it is confirmed
+NOTABLE_KEYS = ("spider_class", "url_rewriter", "agent", "log_file", "temp_dir")
 PRIVATE_KEY = b"PRIVATE KEY-----"
+
+
+def notification_setting(name: str) -> bool:
+    """A notification setting a backup carries: never a secret (an SMTP password or a webhook URL
+    given as a setting by mistake stays out, and none is taken from a backup)."""
+    return bool(NOTIFY_SETTING.fullmatch(name)) and name not in NOTIFY_SECRET_NAMES and not SECRET_NAME.search(name)
 
 
 class BackupError(Exception):
@@ -146,7 +156,7 @@ def export_backup(
             "stopwords": relevance.stopwords(),
         },
         "api_tokens": tokens,
-        "settings": {name: str(settings[name]) for name in sorted(settings) if NOTIFY_SETTING.fullmatch(name)},
+        "settings": {name: str(settings[name]) for name in sorted(settings) if notification_setting(name)},
         "secrets_set": [name for name in NOTIFY_SECRET_NAMES if environ.get(name) or environ.get(f"{name}_FILE")],
     }
 
@@ -239,7 +249,10 @@ def safe_file_name(name: str) -> bool:
     if not name or len(name) > MAX_PATH_CHARS or "\\" in name or any(ord(char) < 32 or ord(char) == 127 for char in name):
         return False
     path = PurePosixPath(name)
-    return not path.is_absolute() and all(part not in ("", ".", "..") and not part.startswith(".") for part in path.parts)
+    if path.is_absolute() or "/".join(path.parts) != name:  # "./a", "a/", "a//b": not their normal form
+        return False
+    # no hidden part, and none the loader would expand ("~": a home folder)
+    return all(part not in ("", ".", "..") and not part.startswith((".", "~")) for part in path.parts)
 
 
 def parse_backup(backup: Mapping[str, Any], problems: list[str]) -> Parsed:
@@ -253,9 +266,16 @@ def parse_backup(backup: Mapping[str, Any], problems: list[str]) -> Parsed:
     if not isinstance(settings, dict) or not all(isinstance(value, str) for value in settings.values()):
         problems.append("settings: expected a table of texts")
         settings = {}
-    parsed.settings = {name: value for name, value in settings.items() if NOTIFY_SETTING.fullmatch(str(name))}
+    parsed.settings = {
+        name: value
+        for name, value in settings.items()
+        if notification_setting(str(name)) and not any(ord(char) < 32 or ord(char) == 127 for char in value)
+    }
     if len(parsed.settings) != len(settings):
-        problems.append("settings: only notification settings (SEARCHCRAWL_NOTIFY_*, SEARCHCRAWL_SMTP_*) are restored")
+        problems.append(
+            "settings: only notification settings (SEARCHCRAWL_NOTIFY_*, SEARCHCRAWL_SMTP_*), no secret, each one line,"
+            " are restored"
+        )
     secrets_set = _strings(backup.get("secrets_set", []), "secrets_set", problems)
     parsed.secrets_set = [name for name in secrets_set if name in NOTIFY_SECRET_NAMES]
     parsed.left_out = [item[:300] for item in _strings(backup.get("left_out", []), "left_out", problems)]
@@ -276,17 +296,32 @@ def _parse_sources(sources: Any, parsed: Parsed, problems: list[str]) -> None:
             continue
         if f"{name}.toml" not in files:
             problems.append(f"source {name}: its file {name}.toml is missing")
-        for file_name, text in files.items():
-            if not safe_file_name(file_name):
-                problems.append(f"source {name}: {file_name[:80]!r} is not a file name inside the sources folder")
-            elif file_name != f"{name}.toml" and "/" not in file_name and file_name.endswith(".toml"):
-                # a .toml file in the sources folder is a source: only the source's own may be one
-                problems.append(f"source {name}: {file_name} would be a source file of its own")
-            elif len(text.encode("utf-8")) > MAX_FILE_BYTES:
-                problems.append(f"source {name}: {file_name} is larger than {MAX_FILE_BYTES} bytes")
-            elif written.setdefault(file_name, text) != text:
-                problems.append(f"source {name}: {file_name} differs from the file of that name another source names")
+        problems.extend(_file_problems(name, files, written))
+        copied, left_out = named_files(files.get(f"{name}.toml", ""))
+        for named in [*copied, *left_out]:
+            if not safe_file_name(named):  # read by the loader in the dry run, and by every crawl
+                problems.append(f"source {name}: it names {named[:80]!r}, not a file inside the sources folder")
         parsed.files[name] = files
+    for file_name in written:
+        parents = PurePosixPath(file_name).parents
+        for parent in list(parents)[:-1]:  # "a" of "a/b": a file and a folder of one name
+            if str(parent) in written:
+                problems.append(f"{parent} is a file and a folder of files in the backup")
+
+
+def _file_problems(name: str, files: Mapping[str, str], written: dict[str, str]) -> Iterator[str]:
+    """The problems of source ``name``'s ``files`` (path -> text); ``written`` collects every
+    source's, one content a path."""
+    for file_name, text in files.items():
+        if not safe_file_name(file_name):
+            yield f"source {name}: {file_name[:80]!r} is not a file name inside the sources folder"
+        elif file_name != f"{name}.toml" and "/" not in file_name and file_name.endswith(".toml"):
+            # a .toml file in the sources folder is a source: only the source's own may be one
+            yield f"source {name}: {file_name} would be a source file of its own"
+        elif len(text.encode("utf-8")) > MAX_FILE_BYTES:
+            yield f"source {name}: {file_name} is larger than {MAX_FILE_BYTES} bytes"
+        elif written.setdefault(file_name, text) != text:
+            yield f"source {name}: {file_name} differs from the file of that name another source names"
 
 
 def _parse_relevance(relevance: Mapping[str, Any], parsed: Parsed, problems: list[str]) -> None:
@@ -313,6 +348,15 @@ def _parse_relevance(relevance: Mapping[str, Any], parsed: Parsed, problems: lis
             parsed.stopwords.append(ranking_rules.parse_stopword(word))
         except RelevanceError as exc:
             problems.append(f"stopword: {exc}")
+    counts = {
+        "bets": len(parsed.bets),
+        "boosts": len(parsed.boosts),
+        "synonyms": len(parsed.synonyms),
+        "stopwords": len(parsed.stopwords),
+    }
+    for kind, count in counts.items():
+        if count > LIMITS[kind]:
+            problems.append(f"relevance: {count} {kind}, at most {LIMITS[kind]} are kept")
 
 
 def _tokens(value: Any, problems: list[str]) -> list[dict[str, Any]]:
@@ -363,7 +407,21 @@ def plan_restore(
         problems.append("the installation is not empty: it has relevance rules")
     if ApiTokens(database).count():
         problems.append("the installation is not empty: it has API tokens")
-    plan.sources = _validated_sources(parsed.files, sources_dir, problems)
+    if sources_dir is not None:
+        for files in parsed.files.values():
+            for file_name in files:
+                if not safe_file_name(file_name):
+                    continue
+                target = sources_dir / file_name
+                blocked = [parent for parent in target.parents if parent != sources_dir and sources_dir in parent.parents]
+                if target.exists() or target.is_symlink() or any(p.exists() and not p.is_dir() for p in blocked):
+                    problems.append(f"{file_name} is in the sources folder already (a restore replaces no file)")
+    try:
+        plan.sources = _validated_sources(parsed.files, sources_dir, problems)
+    except OSError as exc:
+        problems.append(f"the sources could not be checked: {exc.strerror or exc}")
+    if len(problems) > MAX_PROBLEMS:
+        problems[MAX_PROBLEMS:] = [f"and {len(problems) - MAX_PROBLEMS} more problems"]
     plan.settings = [f"{name}={value}" for name, value in sorted(parsed.settings.items()) if str(settings.get(name, "")) != value]
     return plan
 
@@ -377,13 +435,13 @@ def _validated_sources(files: Mapping[str, Mapping[str, str]], sources_dir: Path
     with tempfile.TemporaryDirectory(prefix="searchcrawl-restore-") as scratch:
         folder = Path(scratch)
         for name, texts in files.items():
-            if not all(safe_file_name(file_name) for file_name in texts):
-                continue
+            copied, left_out = named_files(texts.get(f"{name}.toml", ""))
+            if not all(safe_file_name(file_name) for file_name in [*texts, *copied, *left_out]):
+                continue  # a problem already; never loaded: its loader would read outside the folder
             for file_name, text in texts.items():
                 target = folder / file_name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, encoding="utf-8")
-            copied, left_out = named_files(texts.get(f"{name}.toml", ""))
             for file_name in [*copied, *left_out]:
                 placed = sources_dir / file_name if sources_dir is not None and safe_file_name(file_name) else None
                 if file_name not in texts and placed is not None and placed.is_file():
@@ -391,7 +449,7 @@ def _validated_sources(files: Mapping[str, Mapping[str, str]], sources_dir: Path
                     (folder / file_name).write_bytes(placed.read_bytes()[:MAX_FILE_BYTES])
         for name in sorted(files):
             path = folder / f"{name}.toml"
-            if not path.is_file():
+            if not path.is_file():  # absent, or a source with a problem already (not written above)
                 continue
             try:
                 source = load_source(SourceFile(name, f"{name}.toml", path))
@@ -401,7 +459,8 @@ def _validated_sources(files: Mapping[str, Mapping[str, str]], sources_dir: Path
             schedule = source.settings.schedule or (
                 f"every {source.settings.refresh_interval}" if source.settings.refresh_interval else "by hand"
             )
-            described.append(f"{name} ({source.settings.type}; {schedule})")
+            notable = [f"{key} = {getattr(source.settings, key)}" for key in NOTABLE_KEYS if getattr(source.settings, key, None)]
+            described.append(f"{name} ({source.settings.type}; {schedule})" + "".join(f"; {item}" for item in notable))
     return described
 
 
@@ -412,18 +471,27 @@ def apply_restore(plan: RestorePlan, database: Database, sources_dir: Path | Non
     if not plan.ok:
         raise BackupError("the restore has problems: " + "; ".join(plan.problems))
     parsed = plan.parsed
-    with database.engine.begin() as connection:
-        if RelevanceStore(database).count(connection) or ApiTokens(database).count(connection):
-            raise BackupError("the installation is no longer empty")
-        RelevanceStore.restore(connection, parsed.bets, parsed.boosts, parsed.synonyms, parsed.stopwords)
-        ApiTokens.restore(connection, parsed.tokens)
-    if not parsed.files:
-        return
-    assert sources_dir is not None  # a problem of the plan otherwise
-    sources_dir.mkdir(parents=True, exist_ok=True)
     named = [(file_name, text) for files in parsed.files.values() for file_name, text in files.items()]
-    for file_name, text in sorted(named, key=lambda item: item[0].endswith(".toml") and "/" not in item[0]):
-        write_atomically(sources_dir / file_name, text)
+    assert sources_dir is not None or not named  # a problem of the plan otherwise
+    written: list[Path] = []
+    try:
+        with database.engine.begin() as connection:
+            if RelevanceStore(database).count(connection) or ApiTokens(database).count(connection):
+                raise BackupError("the installation is no longer empty")
+            RelevanceStore.restore(connection, parsed.bets, parsed.boosts, parsed.synonyms, parsed.stopwords)
+            ApiTokens.restore(connection, parsed.tokens)
+            # the files before the rows are committed: a file that cannot be written undoes both
+            for file_name, text in sorted(named, key=lambda item: item[0].endswith(".toml") and "/" not in item[0]):
+                assert sources_dir is not None
+                target = sources_dir / file_name
+                if target.exists() or target.is_symlink():
+                    raise BackupError(f"{file_name} is in the sources folder already")
+                write_atomically(target, text)
+                written.append(target)
+    except BaseException:
+        for path in reversed(written):  # the source files first (written last): no source without its files
+            path.unlink(missing_ok=True)
+        raise
 
 
 def write_atomically(path: Path, text: str) -> None:

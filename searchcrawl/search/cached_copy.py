@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
-from searchcrawl.search.query import MAX_QUERY_CHARS, UF, term_filter
+from searchcrawl.search.query import MAX_QUERY_CHARS, TIME_ALLOWED_MS, UF, term_filter
 from searchcrawl.search.searcher import TrimmedIndex
 
 CACHED_CHARS = 200_000  # characters of a document's text that its cached copy shows
@@ -58,7 +58,14 @@ def cached_params(document: str, query: str, max_chars: int = CACHED_CHARS) -> d
     """The request for the document of filter ``document`` (``by_id``, ``by_url``) with the words of ``query`` marked in its first
     ``max_chars`` characters (Solr's unified highlighter over the whole field: one passage, the
     text itself where no word matched)."""
-    params: dict[str, Any] = {"fq": [document], "fl": FIELDS, "rows": 1, "facet": "false", "spellcheck": "false"}
+    params: dict[str, Any] = {
+        "fq": [document],
+        "fl": FIELDS,
+        "rows": 1,
+        "facet": "false",
+        "spellcheck": "false",
+        "timeAllowed": TIME_ALLOWED_MS,
+    }
     query = query.strip()[:MAX_QUERY_CHARS]
     if not query:
         return {**params, "hl": "false"}

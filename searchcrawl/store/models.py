@@ -397,3 +397,22 @@ notifications = Table(
     UniqueConstraint("key", "event", "channel", name="uq_notifications_key_event_channel"),
     Index("ix_notifications_created_at", "created_at"),
 )
+
+
+# --- issue 79: the administration's audit log (searchcrawl/store/audit_log.py) ----------------------
+# One change made on the administration pages (or a login, a logout, a backup downloaded): who
+# (``user``: the directory user's name, or the configured account's) with which roles, what
+# (``action``, e.g. "control:suspend", "relevance:add-bet"), on what (``target``: a source, a rule,
+# a token) and how (``detail``), and when.
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("user", String(256), nullable=False),
+    Column("roles", String(200), nullable=False),
+    Column("action", String(60), nullable=False),
+    Column("target", String(2000), nullable=False),
+    Column("detail", Text, nullable=False),
+    Index("ix_audit_log_at", "at"),
+)

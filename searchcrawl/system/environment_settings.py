@@ -23,7 +23,7 @@ import difflib
 import re
 from collections.abc import Mapping
 
-from searchcrawl.system.secrets import SECRET_NAME
+from searchcrawl.system.secrets import SECRET_NAME, SECRET_NAMES
 
 # The names of searchcrawl's settings: what the environment may set
 SETTING_NAME = re.compile(r"SEARCHCRAWL_[A-Z0-9_]+|SOLR_URL")
@@ -54,6 +54,7 @@ def ignored_variables(defaults: Mapping[str, object], environ: Mapping[str, str]
         if name.startswith("SEARCHCRAWL_")
         and name not in names
         and not SECRET_NAME.search(name)
+        and name.removesuffix("_FILE") not in SECRET_NAMES
         and not NOT_SETTINGS.fullmatch(name)
     )
 

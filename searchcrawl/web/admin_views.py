@@ -22,6 +22,7 @@ from searchcrawl.rules.status_codes import describe
 from searchcrawl.search.answer_explanation import explain_answer as explain_answer_lines
 from searchcrawl.search.answers import MAX_QUESTION_CHARS, AnswerFailed
 from searchcrawl.store import DocumentTable
+from searchcrawl.store.audit_log import AuditLog
 from searchcrawl.store.deltas import run_report
 from searchcrawl.store.notifications import Notifications, run_key
 from searchcrawl.store.runs import Runs
@@ -29,12 +30,14 @@ from searchcrawl.store.samples import RunSamples
 from searchcrawl.web import admin, pictures
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.metrics_endpoint import metrics_response
+from searchcrawl.web.roles import Permission
 from searchcrawl.web.shared import (
     PEER,
     SESSION_COOKIE,
     admin_gate,
+    audited,
     flash,
-    in_directory_thread,
+    in_limited_thread,
     in_thread,
     int_param,
     searcher_principals,
@@ -44,10 +47,11 @@ from searchcrawl.web.shared import (
 logger = logging.getLogger(__name__)
 
 DOCUMENT_ROWS = 50
+AUDIT_ROWS = 100  # entries of the audit log a page
 
 
 async def overview(ctx: WebContext, request: Request) -> Response:
-    denied = await admin_gate(ctx, request)
+    denied = await admin_gate(ctx, request, permission=Permission.VIEW)
     if denied is not None:
         return denied
 
@@ -88,7 +92,7 @@ async def source(ctx: WebContext, request: Request) -> Response:
 
 
 async def run(ctx: WebContext, request: Request) -> Response:
-    denied = await admin_gate(ctx, request)
+    denied = await admin_gate(ctx, request, permission=Permission.OPERATE)
     if denied is not None:
         return denied
     view = await in_thread(
@@ -155,7 +159,7 @@ async def explain(ctx: WebContext, request: Request) -> Response:
 
 
 async def explain_access_form(ctx: WebContext, request: Request) -> Response:
-    denied = await admin_gate(ctx, request)
+    denied = await admin_gate(ctx, request, permission=Permission.ADMINISTER)
     if denied is not None:
         return denied
     return ctx.render(request, "explain_access.html", user="", url="", ok=True, text="")
@@ -164,7 +168,7 @@ async def explain_access_form(ctx: WebContext, request: Request) -> Response:
 async def explain_access(ctx: WebContext, request: Request) -> Response:
     """`scrapy explain-access USER URL`'s report: the user's principals, the document's
     tokens, the decision and why (access/explanation.py, through admin.explain_access)."""
-    denied = await admin_gate(ctx, request, post=True)
+    denied = await admin_gate(ctx, request, permission=Permission.ADMINISTER, post=True)
     if denied is not None:
         return denied
     form = await small_form(request) or FormData()
@@ -172,7 +176,7 @@ async def explain_access(ctx: WebContext, request: Request) -> Response:
     if not user or not explainable_url(url):  # the URLs the command takes
         ok, text = False, f"Give a user name and {URL_WANTED}."
     else:
-        ok, text = await in_directory_thread(
+        ok, text = await in_limited_thread(
             ctx.directory_threads, lambda: admin.explain_access(ctx.config.directory, ctx.solr, ctx.database, user, url)
         )
     logger.info("Web administration: explain-access %s %s", user, url)
@@ -180,7 +184,7 @@ async def explain_access(ctx: WebContext, request: Request) -> Response:
 
 
 async def explain_answer_form(ctx: WebContext, request: Request) -> Response:
-    denied = await admin_gate(ctx, request)
+    denied = await admin_gate(ctx, request, permission=Permission.ADMINISTER)
     if denied is not None:
         return denied
     return ctx.render(request, "explain_answer.html", user="", question="", ok=True, text="")
@@ -189,7 +193,7 @@ async def explain_answer_form(ctx: WebContext, request: Request) -> Response:
 async def explain_answer(ctx: WebContext, request: Request) -> Response:
     """`scrapy explain-answer USER QUESTION`'s report (search/answer_explanation.py), for the
     user's principals from the directory (``public``: a visitor)."""
-    denied = await admin_gate(ctx, request, post=True)
+    denied = await admin_gate(ctx, request, permission=Permission.ADMINISTER, post=True)
     if denied is not None:
         return denied
     form = await small_form(request) or FormData()
@@ -214,7 +218,7 @@ async def explain_answer(ctx: WebContext, request: Request) -> Response:
 
 
 async def control_source(ctx: WebContext, request: Request) -> Response:
-    denied = await admin_gate(ctx, request, post=True)
+    denied = await admin_gate(ctx, request, permission=Permission.OPERATE, post=True)
     if denied is not None:
         return denied
     name = _source(ctx, request)
@@ -224,6 +228,7 @@ async def control_source(ctx: WebContext, request: Request) -> Response:
         return ctx.render(request, "forbidden.html", 404, reason="No such source or action.")
     outcome = await in_thread(lambda: control(ctx.database, ctx.config.launcher, name, action, ctx.config.stale_after))
     logger.info("Web administration: %s %s: %s", action, name, outcome.message)
+    await audited(ctx, request, f"control:{action}", name, outcome.message)
     ctx.sessions.flash(request.cookies.get(SESSION_COOKIE), outcome.message)
     back = str(form.get("back", ""))
     target = back if back.startswith("/admin") and "//" not in back else f"/admin/sources/{name}"
@@ -233,7 +238,7 @@ async def control_source(ctx: WebContext, request: Request) -> Response:
 async def summary_page(ctx: WebContext, request: Request) -> Response:
     """The daily summary (issue 60, ops/daily_summary.py: the one `scrapy summary` prints and
     sends): sources crawled in the last 24 hours (?hours=), changes, failures, what waits."""
-    denied = await admin_gate(ctx, request)
+    denied = await admin_gate(ctx, request, permission=Permission.OPERATE)
     if denied is not None:
         return denied
     try:
@@ -251,6 +256,23 @@ async def summary_page(ctx: WebContext, request: Request) -> Response:
     return ctx.render(request, "summary.html", summary=await in_thread(gather), hours=hours)
 
 
+async def audit_page(ctx: WebContext, request: Request) -> Response:
+    """The audit log (store/audit_log.py): every change made here, who made it and when, newest
+    first, a page of AUDIT_ROWS at a time (?page=), one user's only with ?user=."""
+    denied = await admin_gate(ctx, request, permission=Permission.ADMINISTER)
+    if denied is not None:
+        return denied
+    page = max(1, min(int_param(request.query_params.get("page")) or 1, 100_000))
+    user = request.query_params.get("user", "")[:256]
+
+    def gather() -> tuple[list[dict[str, Any]], int]:
+        log = AuditLog(ctx.database)
+        return log.recent(AUDIT_ROWS, (page - 1) * AUDIT_ROWS, user), log.count(user)
+
+    entries, total = await in_thread(gather)
+    return ctx.render(request, "audit.html", entries=entries, total=total, page=page, rows=AUDIT_ROWS, user=user)
+
+
 async def metrics(ctx: WebContext, request: Request) -> Response:
     """Prometheus' /metrics (web/metrics_endpoint.py: off unless SEARCHCRAWL_WEB_METRICS; loopback or token)."""
     registry = await in_thread(lambda: ctx.registry)
@@ -260,7 +282,7 @@ async def metrics(ctx: WebContext, request: Request) -> Response:
 async def _admin_source(ctx: WebContext, request: Request, post: bool = False) -> str | Response:
     """The source an administration page is about, or the answer to send instead (not
     allowed: ``shared.admin_gate``; no such source: 404)."""
-    denied = await admin_gate(ctx, request, post=post)
+    denied = await admin_gate(ctx, request, permission=Permission.OPERATE, post=post)
     if denied is not None:
         return denied
     name = _source(ctx, request)

@@ -13,6 +13,7 @@ from starlette.responses import RedirectResponse, Response
 from searchcrawl.store.searches import Searches
 from searchcrawl.web import analytics
 from searchcrawl.web.context import WebContext
+from searchcrawl.web.roles import Permission
 from searchcrawl.web.shared import admin_gate, in_thread
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ async def click(ctx: WebContext, request: Request) -> Response:
 async def analytics_page(ctx: WebContext, request: Request) -> Response:
     """Query analytics over a chosen period: totals, top queries, queries with no hits and
     click-through by position (store/searches.py)."""
-    denied = await admin_gate(ctx, request)
+    denied = await admin_gate(ctx, request, permission=Permission.RELEVANCE)
     if denied is not None:
         return denied
     period, chosen = analytics.period_of(request.query_params)
@@ -79,7 +80,7 @@ async def analytics_page(ctx: WebContext, request: Request) -> Response:
 
 async def analytics_csv(ctx: WebContext, request: Request) -> Response:
     """One report of the analytics page as CSV (analytics.csv_text: safe to open in a spreadsheet)."""
-    denied = await admin_gate(ctx, request)
+    denied = await admin_gate(ctx, request, permission=Permission.RELEVANCE)
     if denied is not None:
         return denied
     report = request.query_params.get("report", "")

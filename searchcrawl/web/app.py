@@ -158,6 +158,7 @@ def route_table(ctx: WebContext) -> list[Route]:
         route("/admin/analytics", analytics_views.analytics_page, ["GET"]),
         route("/admin/analytics.csv", analytics_views.analytics_csv, ["GET"]),
         route("/admin/summary", admin_views.summary_page, ["GET"]),  # issue 60
+        route("/admin/audit", admin_views.audit_page, ["GET"]),  # issue 79
         route("/admin/api", token_views.api_tokens, ["GET", "POST"]),
         route("/admin/backup", backup_views.backup_page, ["GET"]),
         route("/admin/backup/export", backup_views.backup_export, ["GET"]),

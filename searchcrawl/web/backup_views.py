@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,13 +23,39 @@ from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.ops import configuration_backup as backup
 from searchcrawl.web.context import WebContext
+from searchcrawl.web.roles import Permission
 from searchcrawl.web.sessions import Sessions
-from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, flash, in_thread
+from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_thread
 
 logger = logging.getLogger(__name__)
 
 PENDING_SECONDS = 900  # a planned restore waits this long for its confirmation
+MAX_PENDING = 20  # planned restores kept at once (administrators' sessions), the oldest dropped first
 MULTIPART_OVERHEAD = 65_536  # the form's boundaries and its other fields, over the backup itself
+
+
+@dataclass(frozen=True)
+class ShownPlan:
+    """A restore's plan as the page shows it: the problems, or what would be restored."""
+
+    problems: list[str]
+    lines: list[str]
+
+    @classmethod
+    def of(cls, plan: backup.RestorePlan) -> ShownPlan:
+        return cls(list(plan.problems), [] if plan.problems else plan.lines())
+
+
+def keep_pending(ctx: WebContext, session: str, data: bytes, plan: ShownPlan) -> None:
+    """The uploaded file (its bytes: bounded, never the parsed objects) and its plan, for the
+    session's confirmation; expired ones and the oldest past MAX_PENDING go."""
+    moment = time.monotonic()
+    for key in [key for key, pending in ctx.restores.items() if moment - pending["at"] > PENDING_SECONDS]:
+        del ctx.restores[key]
+    ctx.restores.pop(session, None)
+    ctx.restores[session] = {"data": data, "plan": plan, "at": moment}
+    while len(ctx.restores) > MAX_PENDING:
+        del ctx.restores[next(iter(ctx.restores))]
 
 
 def export(ctx: WebContext) -> dict[str, Any]:
@@ -42,10 +69,10 @@ def export(ctx: WebContext) -> dict[str, Any]:
 
 
 async def backup_page(ctx: WebContext, request: Request) -> Response:
-    denied = await admin_gate(ctx, request)
+    denied = await admin_gate(ctx, request, permission=Permission.ADMINISTER)
     if denied is not None:
         return denied
-    pending = ctx.restores.get(str(request.cookies.get(SESSION_COOKIE)))
+    pending = ctx.restores.get(str(request.cookies.get(SESSION_COOKIE)))  # the plan shown again
     if pending is not None and time.monotonic() - pending["at"] > PENDING_SECONDS:
         pending = None
     return ctx.render(request, "backup.html", plan=pending["plan"] if pending else None, flash=flash(ctx, request))
@@ -53,11 +80,14 @@ async def backup_page(ctx: WebContext, request: Request) -> Response:
 
 async def backup_export(ctx: WebContext, request: Request) -> Response:
     """The backup as a file to download (no secret in it: hashes of tokens, names of secrets)."""
-    denied = await admin_gate(ctx, request)
+    denied = await admin_gate(ctx, request, permission=Permission.ADMINISTER)
     if denied is not None:
         return denied
     exported = await in_thread(export, ctx)
     logger.info("Web administration: backup exported (%d sources)", len(exported["sources"]))
+    await audited(
+        ctx, request, "backup:export", "", f"{len(exported['sources'])} sources, {len(exported['api_tokens'])} API tokens"
+    )
     name = f"searchcrawl-backup-{datetime.now(UTC):%Y%m%d-%H%M%S}.json"
     return Response(
         backup.dumps(exported),
@@ -69,7 +99,9 @@ async def backup_export(ctx: WebContext, request: Request) -> Response:
 async def backup_import(ctx: WebContext, request: Request) -> Response:
     """An uploaded backup, planned (nothing written): the page shows the plan, and a button that
     restores it when it has no problem."""
-    denied = await admin_gate(ctx, request)  # the session; the CSRF token is in the multipart form
+    denied = await admin_gate(
+        ctx, request, permission=Permission.ADMINISTER
+    )  # the session; the CSRF token is in the multipart form
     if denied is not None:
         return denied
     session = ctx.sessions.get(request.cookies.get(SESSION_COOKIE))
@@ -96,14 +128,17 @@ async def backup_import(ctx: WebContext, request: Request) -> Response:
         return ctx.render(request, "backup.html", 400, plan=None, error=str(exc))
     plan = await in_thread(backup.plan_restore, read, ctx.database, ctx.config.sources_dir, ctx.config.settings)
     logger.info("Web administration: backup planned (%d problems)", len(plan.problems))
-    ctx.restores[str(request.cookies.get(SESSION_COOKIE))] = {"backup": read, "plan": plan, "at": time.monotonic()}
-    return ctx.render(request, "backup.html", 200 if plan.ok else 400, plan=plan)
+    shown = ShownPlan.of(plan)
+    del read, plan  # a large backup's objects are not kept: its bytes are, for the confirmation
+    if not shown.problems:
+        keep_pending(ctx, str(request.cookies.get(SESSION_COOKIE)), data, shown)
+    return ctx.render(request, "backup.html", 400 if shown.problems else 200, plan=shown)
 
 
 async def backup_restore(ctx: WebContext, request: Request) -> Response:
     """The session's planned backup restored, planned again first (the installation may have
     changed since): nothing is written when the new plan has a problem."""
-    denied = await admin_gate(ctx, request, post=True)
+    denied = await admin_gate(ctx, request, permission=Permission.ADMINISTER, post=True)
     if denied is not None:
         return denied
     pending = ctx.restores.pop(str(request.cookies.get(SESSION_COOKIE)), None)
@@ -111,14 +146,18 @@ async def backup_restore(ctx: WebContext, request: Request) -> Response:
         return ctx.render(request, "backup.html", 400, plan=None, error="No backup is waiting: upload it again.")
 
     def restore() -> backup.RestorePlan:
-        plan = backup.plan_restore(pending["backup"], ctx.database, ctx.config.sources_dir, ctx.config.settings)
+        plan = backup.plan_restore(backup.read_backup(pending["data"]), ctx.database, ctx.config.sources_dir, ctx.config.settings)
         if plan.ok:
             backup.apply_restore(plan, ctx.database, ctx.config.sources_dir)
         return plan
 
-    plan = await in_thread(restore)
+    try:
+        plan = await in_thread(restore)
+    except (backup.BackupError, OSError) as exc:  # the installation changed under the restore: nothing kept
+        logger.warning("Web administration: backup not restored: %s", exc)
+        return ctx.render(request, "backup.html", 409, plan=None, error=f"Nothing was restored: {exc}")
     if not plan.ok:
-        return ctx.render(request, "backup.html", 400, plan=plan)
+        return ctx.render(request, "backup.html", 400, plan=ShownPlan.of(plan))
     ctx.relevance.changed()
     ctx.token_gate.forget()
     message = f"Backup restored: {len(plan.sources)} sources."
@@ -127,5 +166,6 @@ async def backup_restore(ctx: WebContext, request: Request) -> Response:
     except Exception as exc:  # noqa: BLE001 - Solr down: restored all the same, said on the page
         message += f" Synonyms and stopwords not sent to Solr yet ({getattr(exc, 'reason', '') or type(exc).__name__})."
     logger.info("Web administration: backup restored (%d sources)", len(plan.sources))
+    await audited(ctx, request, "backup:restore", "", "; ".join(plan.sources)[:2000])
     ctx.sessions.flash(request.cookies.get(SESSION_COOKIE), message)
     return RedirectResponse(ctx.url("/admin/backup"), status_code=303)

@@ -43,10 +43,12 @@ from searchcrawl.search.query import matching
 from searchcrawl.search.searcher import OncePer, TrimmedIndex
 from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
+from searchcrawl.store.audit_log import AuditLog
 from searchcrawl.store.deltas import reason_text
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.searches import Searches
 from searchcrawl.web import analytics, api
+from searchcrawl.web.roles import AdminUser, RoleMap
 from searchcrawl.web.search_page import FACET_TITLES, SearchPage
 from searchcrawl.web.searchers import Proxies
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -61,6 +63,7 @@ ANSWER_FAILED_LOG = OncePer(60)
 ANSWERS_AT_ONCE = 4
 # the ones pages share: more wait for one of these, never for a visitor's search
 DIRECTORY_THREADS = 64
+CACHED_COPIES_AT_ONCE = 4  # cached copies read at once (search_views.cached)
 
 
 @dataclass
@@ -107,8 +110,10 @@ class WebConfig:
     api_burst: int = 60
     # issue 60: /metrics (off unless ``metrics``; web/metrics_endpoint.py says who may read it), stall
     # detection's threshold, the metrics' and the Solr/Tika pings' caches, Tika's URL (pinged)
-    # issue 79: the sources folder (SEARCHCRAWL_SOURCES_DIR) and the settings in effect, for the
+    # issue 79: the administration's roles (web/roles.py: SEARCHCRAWL_WEB_ADMINISTRATORS, _OPERATORS,
+    # _RELEVANCE_EDITORS), for directory users; the sources folder (SEARCHCRAWL_SOURCES_DIR) and the settings in effect, for the
     # backup page (ops/configuration_backup.py: sources and notification settings)
+    roles: RoleMap = field(default_factory=lambda: RoleMap({}))
     sources_dir: Path | None = None
     settings: dict[str, Any] = field(default_factory=dict, repr=False)
     metrics: bool = False
@@ -148,12 +153,19 @@ class WebContext:
     _registry: CollectorRegistry | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        self.sessions = Sessions(self.config.credentials, self.config.session_lifetime)
+        self.sessions = Sessions(
+            self.config.credentials,
+            self.config.session_lifetime,
+            directory_logins=self.config.directory is not None and self.config.roles.any,
+        )
         # searchers: sessions and a throttle of their own (a searcher's typos never slow an
         # administrator's login down, and no searcher session opens the administration)
         self.searchers = SearcherSessions(self.config.directory is not None, self.config.session_lifetime)
         self.signin_throttle = LoginThrottle()
-        self.directory_threads = CapacityLimiter(DIRECTORY_THREADS)  # shared.in_directory_thread
+        self.directory_threads = CapacityLimiter(DIRECTORY_THREADS)  # shared.in_limited_thread
+        # cached copies read a document's whole stored text (megabytes at most): a few at once, the
+        # others wait for one of these, never for the threads every search shares
+        self.cached_copies = CapacityLimiter(CACHED_COPIES_AT_ONCE)
         self.proxies = Proxies(self.config.proxies)
         self.templates = Environment(
             loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True)
@@ -288,12 +300,24 @@ class WebContext:
     def render(self, request: Request, template: str, code: int = 200, **context: Any) -> HTMLResponse:
         session = self.sessions.get(request.cookies.get(SESSION_COOKIE))
         html = self.templates.get_template(template).render(
-            session=session, admin_enabled=self.sessions.enabled, signin_enabled=self.searchers.enabled, **context
+            session=session,
+            admin=getattr(request.state, "admin", None),  # who, and their roles (shared.admin_gate's)
+            admin_enabled=self.sessions.enabled,
+            signin_enabled=self.searchers.enabled,
+            **context,
         )
         return HTMLResponse(html, status_code=code)
 
     def url(self, path: str) -> str:
         return self.config.prefix + path
+
+    def audit(self, admin: AdminUser, action: str, target: str = "", detail: str = "") -> None:
+        """Record a change an administrator made (store/audit_log.py); blocking (call it in a
+        thread). A log that cannot be written is said in the log, never the change's failure."""
+        try:
+            AuditLog(self.database).record(admin.name, admin.role_names, action, target, detail)
+        except Exception as exc:  # noqa: BLE001 - the change is made; the log's failure is said
+            logger.error("Audit log: %s %s %s not recorded: %s", admin.name, action, target, type(exc).__name__)
 
     def cached_link(self, doc_id: str, query: str = "") -> str:
         """The link of a hit's cached copy (search_views.cached), the search's words to mark."""

@@ -26,8 +26,9 @@ from searchcrawl.search.query import RANKINGS
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.web.context import WebContext
+from searchcrawl.web.roles import Permission
 from searchcrawl.web.search_page import judged_run
-from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, flash, in_thread, small_form, who_searches
+from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_thread, small_form, who_searches
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ async def why_page(ctx: WebContext, request: Request) -> Response:
     """Why a document is a hit of a query (why.py): its rank, score and Solr's explanation in
     words, computed under the viewer's own trimming (their searcher principals on this
     request, else a visitor's), so a document they may not read is answered as a missing one."""
-    denied = await admin_gate(ctx, request)
+    denied = await admin_gate(ctx, request, permission=Permission.RELEVANCE)
     if denied is not None:
         return denied
     query = request.query_params.get("q", "")
@@ -58,7 +59,7 @@ async def relevance_page(
     """The relevance rules (ranking_rules.py) with forms to add, edit and delete them: ``?edit=bets``
     (or ``boosts``) ``&key=ID`` fills a rule's form with it, to be saved in place; a form
     refused (``error``) comes back filled with what was ``posted``."""
-    denied = await admin_gate(ctx, request)
+    denied = await admin_gate(ctx, request, permission=Permission.RELEVANCE)
     if denied is not None:
         return denied
 
@@ -93,7 +94,7 @@ async def relevance_page(
 async def relevance_change(ctx: WebContext, request: Request) -> Response:
     """Add, edit (in place: same rule) or delete a rule (validated by ranking_rules.py); synonyms
     and stopwords are then pushed to Solr, which applies them at once."""
-    denied = await admin_gate(ctx, request, post=True)
+    denied = await admin_gate(ctx, request, permission=Permission.RELEVANCE, post=True)
     if denied is not None:
         return denied
     form = await small_form(request) or FormData()
@@ -140,6 +141,8 @@ async def relevance_change(ctx: WebContext, request: Request) -> Response:
         posted = {name: str(value) for name, value in form.items() if name != "csrf"}
         return await relevance_page(ctx, request, error=str(exc), code=400, posted=posted)
     logger.info("Web administration: relevance %s: %s", action, message)
+    what = " ".join(f"{name}={str(value)[:300]!r}" for name, value in form.items() if name not in ("csrf", "action"))
+    await audited(ctx, request, f"relevance:{action}", text("kind") or action.split("-")[-1], what)
     ctx.sessions.flash(request.cookies.get(SESSION_COOKIE), message)
     return RedirectResponse(ctx.url("/admin/relevance"), status_code=303)
 
@@ -190,7 +193,7 @@ async def measure_page(ctx: WebContext, request: Request) -> Response:
     its queries searched as the search page searches them (``judged_run``: best bets, boosts),
     under the viewer's own trimming (their searcher principals on this request, else a
     visitor's), and another ranking beside it with the paired test. A GET: it changes nothing."""
-    denied = await admin_gate(ctx, request)
+    denied = await admin_gate(ctx, request, permission=Permission.RELEVANCE)
     if denied is not None:
         return denied
     params = request.query_params

@@ -17,7 +17,7 @@ from searchcrawl.search.cached_copy import by_id, cached_copy
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.search_page import SearchRequest, display_url, highlighted, run_search
-from searchcrawl.web.shared import answer_of, in_thread, personal, who_searches
+from searchcrawl.web.shared import answer_of, in_limited_thread, in_thread, personal, who_searches
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +108,9 @@ async def cached(ctx: WebContext, request: Request) -> Response:
     if not doc_id:
         return personal(ctx, ctx.render(request, "cached.html", 404, copy=None, searcher=searcher, q=query))
     try:
-        copy = await in_thread(cached_copy, TrimmedIndex(ctx.solr, searcher.principals), by_id(doc_id), query)
+        copy = await in_limited_thread(
+            ctx.cached_copies, cached_copy, TrimmedIndex(ctx.solr, searcher.principals), by_id(doc_id), query
+        )
     except IndexingError as exc:
         logger.warning("Cached copy failed: %s", exc.reason)
         return personal(ctx, ctx.render(request, "cached.html", 503, copy=None, searcher=searcher, q=query, error=True))

@@ -38,11 +38,19 @@ class Session:
     user: str
     csrf: str  # sent back in every form; a POST without it is refused
     expires: float
+    kind: str = "local"  # the configured account's, or "directory": a directory user's (web/roles.py)
 
 
 class Sessions:
-    def __init__(self, credentials: tuple[str, str] | None, lifetime: float = 8 * 3600, max_sessions: int | None = None) -> None:
+    def __init__(
+        self,
+        credentials: tuple[str, str] | None,
+        lifetime: float = 8 * 3600,
+        max_sessions: int | None = None,
+        directory_logins: bool = False,
+    ) -> None:
         self.credentials = credentials
+        self.directory_logins = directory_logins  # directory users with a role may log in (web/roles.py)
         self.lifetime = lifetime
         self.max_sessions = max_sessions  # None: MAX_SESSIONS
         self._sessions: OrderedDict[str, Session] = OrderedDict()
@@ -51,11 +59,17 @@ class Sessions:
 
     @property
     def enabled(self) -> bool:
-        """Administration is off without configured credentials (a password is required)."""
+        """Administration is off without configured credentials (a password is required) or a
+        directory whose users the roles name."""
+        return self.local_account or self.directory_logins
+
+    @property
+    def local_account(self) -> bool:
         return self.credentials is not None and bool(self.credentials[1])
 
     def check(self, user: str, password: str) -> bool:
-        if not self.enabled:
+        """Whether ``user`` and ``password`` are the configured account's (constant time)."""
+        if not self.local_account:
             return False
         assert self.credentials is not None
         expected_user, expected_password = self.credentials
@@ -63,11 +77,12 @@ class Sessions:
         same_password = hmac.compare_digest(password.encode(), expected_password.encode())
         return same_user and same_password
 
-    def login(self, user: str) -> str:
-        """A new session for ``user``; returns its token (the cookie's value)."""
+    def login(self, user: str, kind: str = "local") -> str:
+        """A new session for ``user`` (``kind``: the configured account's, or "directory");
+        returns its token (the cookie's value)."""
         token = random_tokens.token_urlsafe(32)
         with self._lock:
-            self._sessions[token] = Session(user, random_tokens.token_urlsafe(32), time.monotonic() + self.lifetime)
+            self._sessions[token] = Session(user, random_tokens.token_urlsafe(32), time.monotonic() + self.lifetime, kind)
             while len(self._sessions) > (self.max_sessions or MAX_SESSIONS):
                 self._sessions.popitem(last=False)
         return token

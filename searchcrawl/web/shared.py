@@ -20,8 +20,9 @@ from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import AccessError
+from searchcrawl.web.roles import AdminUser, Permission, Role
 from searchcrawl.web.searchers import Searcher, header_user
-from searchcrawl.web.sessions import Sessions
+from searchcrawl.web.sessions import Session, Sessions
 
 if TYPE_CHECKING:
     from searchcrawl.search.answers import Answer
@@ -81,14 +82,15 @@ async def searcher_principals(ctx: WebContext, user: str) -> Principals:
     directory thread."""
     cached = getattr(ctx.config.directory, "cached", None)
     found = cached(user) if cached is not None else None
-    return found if found is not None else await in_directory_thread(ctx.directory_threads, principals_of, ctx.config, user)
+    return found if found is not None else await in_limited_thread(ctx.directory_threads, principals_of, ctx.config, user)
 
 
-async def in_directory_thread(threads: CapacityLimiter, function: Callable[..., Any], *args: Any) -> Any:
-    """A question to the directory, off the event loop in threads of its own
-    (the context's ``directory_threads``): a slow directory holds those, never the threads every
-    search and page shares (``in_thread``), so a visitor's search, which asks no directory, is
-    not kept waiting behind signed-in searchers' lookups (each bounded by its deadline)."""
+async def in_limited_thread(threads: CapacityLimiter, function: Callable[..., Any], *args: Any) -> Any:
+    """Work off the event loop in ``threads`` of its own: a question to the directory (the
+    context's ``directory_threads``: a slow directory holds those, never the threads every search
+    and page shares, ``in_thread``, so a visitor's search, which asks no directory, is not kept
+    waiting behind signed-in searchers' lookups, each bounded by its deadline), a cached copy's
+    read (``cached_copies``)."""
     return await anyio.to_thread.run_sync(lambda: function(*args), limiter=threads)
 
 
@@ -127,9 +129,12 @@ def set_cookie(request: Request, response: Response, name: str, value: str, max_
     )
 
 
-async def admin_gate(ctx: WebContext, request: Request, post: bool = False) -> Response | None:
+async def admin_gate(ctx: WebContext, request: Request, *, permission: Permission | None, post: bool = False) -> Response | None:
     """The administration's gate: None when the request may proceed (administration on, a
-    session, and for a POST its CSRF token); otherwise the answer to send."""
+    session, a role that grants ``permission`` now, and for a POST its CSRF token); otherwise
+    the answer to send. Who it let through is ``request.state.admin`` (``admin_user``).
+    ``permission`` is required, and None only where any session may (logging out: a user whose
+    roles were taken away still ends their session)."""
     if not ctx.sessions.enabled:
         return ctx.render(request, "admin_off.html", 404)
     session = ctx.sessions.get(request.cookies.get(SESSION_COOKIE))
@@ -137,6 +142,13 @@ async def admin_gate(ctx: WebContext, request: Request, post: bool = False) -> R
         if post:
             return ctx.render(request, "forbidden.html", 403, reason="Not logged in.")
         return RedirectResponse(ctx.url("/admin/login"), status_code=303)
+    admin = await admin_of(ctx, session)
+    request.state.admin = admin
+    if permission is not None and not admin.may(permission):
+        logger.warning(
+            "Web administration: %s (roles: %s) refused %s %s", admin.name, admin.role_names, request.method, request.url.path
+        )
+        return ctx.render(request, "forbidden.html", 403, reason=f"Your roles ({admin.role_names}) do not allow this page.")
     if post:
         form = await small_form(request)
         if form is None:
@@ -145,6 +157,28 @@ async def admin_gate(ctx: WebContext, request: Request, post: bool = False) -> R
             logger.warning("Web administration: POST to %s without its CSRF token refused", request.url.path)
             return ctx.render(request, "forbidden.html", 403, reason="The form's token is missing or stale.")
     return None
+
+
+async def admin_of(ctx: WebContext, session: Session) -> AdminUser:
+    """Who holds ``session`` and their roles now: the configured account is an administrator; a
+    directory user's roles are read from their principals at every request (the directory's
+    cache), none when the directory cannot give them."""
+    if session.kind != "directory":
+        return AdminUser(session.user, session.kind, frozenset({Role.ADMINISTRATOR}))
+    principals = await searcher_principals(ctx, session.user)
+    return AdminUser(session.user, session.kind, ctx.config.roles.roles_of(principals))
+
+
+async def audited(ctx: WebContext, request: Request, action: str, target: str = "", detail: str = "") -> None:
+    """Record the change the gate's administrator just made (the audit page's), off the event loop."""
+    await in_thread(ctx.audit, admin_user(request), action, target, detail)
+
+
+def admin_user(request: Request) -> AdminUser:
+    """Who the gate let through on this request (for the audit log)."""
+    admin = getattr(request.state, "admin", None)
+    assert isinstance(admin, AdminUser), "admin_user before admin_gate"
+    return admin
 
 
 def flash(ctx: WebContext, request: Request) -> str:

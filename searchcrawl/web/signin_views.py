@@ -1,6 +1,6 @@
 """Signing in and out: searchers on the search page (/login, /logout: the password checked by a
 bind to the directory) and administrators (/admin/login, /admin/logout: the configured
-credentials), each with sessions, cookies and a login throttle of their own (sessions.py)."""
+account, or a directory user with a role of web/roles.py), each with sessions, cookies and a login throttle of their own (sessions.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from starlette.responses import RedirectResponse, Response
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import DirectoryUnavailable
 from searchcrawl.web.context import WebContext
+from searchcrawl.web.roles import AdminUser, Role
 from searchcrawl.web.search_page import search_back
 from searchcrawl.web.searchers import Searcher
 from searchcrawl.web.sessions import LoginThrottle, Sessions
@@ -24,8 +25,11 @@ from searchcrawl.web.shared import (
     SESSION_COOKIE,
     SIGNIN_COOKIE,
     admin_gate,
-    in_directory_thread,
+    audited,
+    in_limited_thread,
+    in_thread,
     personal,
+    searcher_principals,
     set_cookie,
     small_form,
     who_searches,
@@ -63,7 +67,7 @@ async def signin(ctx: WebContext, request: Request) -> Response:
     if not user or not password or len(user) > 256:  # an empty password would be an anonymous bind
         return ctx.render(request, "signin.html", 403, signin_token=expected, searcher=anonymous, error="failed", back=back)
     try:
-        ok = await in_directory_thread(ctx.directory_threads, ctx.config.directory.authenticate, user, password)
+        ok = await in_limited_thread(ctx.directory_threads, ctx.config.directory.authenticate, user, password)
     except DirectoryUnavailable as exc:
         ctx.signin_throttle.forgive(client)
         logger.warning("Search sign-in from %s: the directory does not answer: %s", client, exc)  # not the name typed
@@ -117,16 +121,53 @@ async def login(ctx: WebContext, request: Request) -> Response:
         return checked
     form, client, expected = checked
     user, password = str(form.get("username", "")), str(form.get("password", ""))
-    if not ctx.sessions.check(user, password):
-        ctx.throttle.failed(client)
-        logger.warning("Web administration: failed login from %s", client)
-        return ctx.render(request, "login.html", 403, login_token=expected, failed=True)
+    # counted before anything is checked (the directory off the event loop), taken back on success
+    ctx.throttle.failed(client)
+    if ctx.sessions.check(user, password):
+        admin = AdminUser(user, "local", frozenset({Role.ADMINISTRATOR}))
+    else:
+        found = await _directory_login(ctx, request, client, expected, user.strip(), password)
+        if isinstance(found, Response):
+            return found
+        admin = found
     ctx.throttle.succeeded(client)
-    logger.info("Web administration: login")
+    logger.info(
+        "Web administration: login of %s (%s)", admin.name if admin.kind == "directory" else "the configured account", admin.kind
+    )
+    await in_thread(ctx.audit, admin, "login", "", admin.kind)
+    kind = admin.kind
+    ctx.sessions.logout(request.cookies.get(SESSION_COOKIE))  # a new session, never the old one's token
     response = RedirectResponse(ctx.url("/admin"), status_code=303)
-    set_cookie(request, response, SESSION_COOKIE, ctx.sessions.login(user), int(ctx.config.session_lifetime), ctx.url("/admin"))
+    token = ctx.sessions.login(admin.name, kind)
+    set_cookie(request, response, SESSION_COOKIE, token, int(ctx.config.session_lifetime), ctx.url("/admin"))
     response.delete_cookie(LOGIN_COOKIE, path=ctx.url("/admin") or "/")
     return response
+
+
+async def _directory_login(
+    ctx: WebContext, request: Request, client: str, expected: str, user: str, password: str
+) -> Response | AdminUser:
+    """A directory user's administration login (web/roles.py): the password checked by a bind as
+    the user, then a role from their principals; who logs in, or the refusal."""
+    failed = ctx.render(request, "login.html", 403, login_token=expected, failed=True)
+    directory = ctx.config.directory
+    if not ctx.sessions.directory_logins or directory is None or not user or not password or len(user) > 256:
+        logger.warning("Web administration: failed login from %s", client)
+        return failed
+    try:
+        ok = await in_limited_thread(ctx.directory_threads, directory.authenticate, user, password)
+    except DirectoryUnavailable as exc:
+        ctx.throttle.forgive(client)
+        logger.warning("Web administration: login from %s: the directory does not answer: %s", client, exc)
+        return ctx.render(request, "login.html", 503, login_token=expected, failed=True, unavailable=str(exc))
+    if not ok:
+        logger.warning("Web administration: failed login from %s", client)
+        return failed
+    roles = ctx.config.roles.roles_of(await searcher_principals(ctx, user))
+    if not roles:
+        logger.warning("Web administration: %s has no administration role: login refused", user)
+        return ctx.render(request, "login.html", 403, login_token=expected, failed=True, no_role=True)
+    return AdminUser(user, "directory", roles)
 
 
 async def _password_form(
@@ -156,11 +197,13 @@ async def _password_form(
 
 
 async def logout(ctx: WebContext, request: Request) -> Response:
-    denied = await admin_gate(ctx, request, post=True)
+    denied = await admin_gate(ctx, request, permission=None, post=True)
     if denied is not None:
         return denied
+    await audited(ctx, request, "logout")
     ctx.sessions.logout(request.cookies.get(SESSION_COOKIE))
     ctx.made.pop(str(request.cookies.get(SESSION_COOKIE)), None)  # a token made and never shown
+    ctx.restores.pop(str(request.cookies.get(SESSION_COOKIE)), None)
     response = RedirectResponse(ctx.url("/"), status_code=303)
     response.delete_cookie(SESSION_COOKIE, path=ctx.url("/admin"))
     return response

@@ -12,7 +12,8 @@ from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.web.context import WebContext
-from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, flash, in_thread, int_param, small_form
+from searchcrawl.web.roles import Permission
+from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_thread, int_param, small_form
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +22,7 @@ async def api_tokens(ctx: WebContext, request: Request) -> Response:
     """The API's tokens (store/api_tokens.py); a POST makes one and leads to this page, which
     shows it once (reloading the page makes no second token)."""
     post = request.method == "POST"
-    denied = await admin_gate(ctx, request, post=post)
+    denied = await admin_gate(ctx, request, permission=Permission.ADMINISTER, post=post)
     if denied is not None:
         return denied
     tokens = await in_thread(lambda: ApiTokens(ctx.database))  # opening it may wait: not on the event loop
@@ -43,6 +44,8 @@ async def api_tokens(ctx: WebContext, request: Request) -> Response:
             on_behalf = form.get("on_behalf") == "1"
             token_id, token = await in_thread(tokens.create, name, on_behalf, expires)
             logger.info("Web administration: API token %d %r made (on behalf of users: %s)", token_id, name, on_behalf)
+            detail = f"on behalf of users: {on_behalf}; expires: {expires.isoformat() if expires else 'never'}"
+            await audited(ctx, request, "token:make", f"{token_id} {name}", detail)
             ctx.made[session] = {"id": token_id, "name": name, "token": token}  # one a session
             return RedirectResponse(ctx.url("/admin/api"), status_code=303)
     listed = await in_thread(tokens.list)
@@ -51,12 +54,14 @@ async def api_tokens(ctx: WebContext, request: Request) -> Response:
 
 
 async def api_token_revoke(ctx: WebContext, request: Request) -> Response:
-    denied = await admin_gate(ctx, request, post=True)
+    denied = await admin_gate(ctx, request, permission=Permission.ADMINISTER, post=True)
     if denied is not None:
         return denied
     token_id = int(request.path_params["token"])
     revoked = await in_thread(lambda: ApiTokens(ctx.database).revoke(token_id))
     ctx.token_gate.forget()  # its kept verdict too: revoked at once
+    if revoked:
+        await audited(ctx, request, "token:revoke", str(token_id))
     message = f"API token {token_id} revoked." if revoked else f"No valid API token {token_id}."
     logger.info("Web administration: %s", message)
     ctx.sessions.flash(request.cookies.get(SESSION_COOKIE), message)

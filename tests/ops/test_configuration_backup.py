@@ -215,3 +215,103 @@ def test_files_outside_the_sources_folder_and_keys_are_left_out(tmp_path: Path) 
         "x: /etc/hosts: a private key or a file outside the sources folder",
         "x: k.pem: a private key or a file outside the sources folder",
     ]
+
+
+# --- the hostile review's findings (each failed on the first version) ----------------------------
+
+
+def plan_of(tmp_path: Path, sources: dict[str, Any], **changes: Any) -> tuple[backup.RestorePlan, Database, Path]:
+    database, folder = installation(tmp_path / "a")
+    exported = {**export(database, folder), "sources": sources, **changes}
+    target_db, target = installation(tmp_path / "b")
+    return backup.plan_restore(json.loads(json.dumps(exported)), target_db, target, {}), target_db, target
+
+
+SEEDS = 'seeds = ["https://a.example/"]\n'
+
+
+@pytest.mark.parametrize("name", ["./evil.toml", "evil.toml/", "lists//seeds.txt", "lists/./seeds.txt"])
+def test_a_file_name_not_in_its_normal_form_is_refused(tmp_path: Path, name: str) -> None:
+    """``./evil.toml`` passed as a relative name and was written as sources/evil.toml: a source
+    nobody validated."""
+    plan, _db, target = plan_of(tmp_path, {"a": {"a.toml": SEEDS, name: "not [toml"}})
+    assert any("is not a file name inside the sources folder" in problem for problem in plan.problems), plan.problems
+    assert not any(target.iterdir())
+
+
+def test_a_file_and_a_folder_of_one_name_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    plan, _db, _target = plan_of(tmp_path, {"a": {"a.toml": SEEDS, "x": "1", "x/y": "2"}})
+    assert "x is a file and a folder of files in the backup" in plan.problems
+
+
+def test_a_file_the_sources_folder_holds_already_is_never_replaced(tmp_path: Path) -> None:
+    """A key put in place by hand was overwritten by the backup's file of that name; a file where
+    a folder was needed left the rules restored and the files not (half an installation)."""
+    database, folder = installation(tmp_path / "a")
+    exported = {**export(database, folder), "sources": {"a": {"a.toml": SEEDS, "client.key": "x", "certs/ca.pem": "y"}}}
+    exported["api_tokens"] = [{"name": "t", "token_hash": "b" * 64}]
+    target_db, target = installation(tmp_path / "b")
+    (target / "client.key").write_text("the real key")
+    (target / "certs").write_text("a file, not a folder")
+    plan = backup.plan_restore(exported, target_db, target, {})
+    assert "client.key is in the sources folder already (a restore replaces no file)" in plan.problems
+    assert "certs/ca.pem is in the sources folder already (a restore replaces no file)" in plan.problems
+    assert (target / "client.key").read_text() == "the real key"
+
+
+def test_a_file_that_cannot_be_written_undoes_the_whole_restore(tmp_path: Path) -> None:
+    database, folder = installation(tmp_path / "a")
+    exported = {**export(database, folder), "sources": {"a": {"a.toml": SEEDS, "lists/s.txt": "x"}}}
+    exported["api_tokens"] = [{"name": "t", "token_hash": "c" * 64}]
+    exported["relevance"] = {"stopwords": ["harbour"]}
+    target_db, target = installation(tmp_path / "b")
+    plan = backup.plan_restore(exported, target_db, target, {})
+    assert plan.ok, plan.problems
+    (target / "a.toml").mkdir()  # made after the plan: the source file cannot be written
+    with pytest.raises(backup.BackupError, match="a.toml is in the sources folder already"):
+        backup.apply_restore(plan, target_db, target)
+    assert RelevanceStore(target_db).count() == 0 == ApiTokens(target_db).count()
+    assert sorted(str(path.relative_to(target)) for path in target.rglob("*")) == ["a.toml", "lists"]  # its own, empty
+
+
+def test_more_rules_than_are_kept_is_a_problem_of_the_plan(tmp_path: Path) -> None:
+    boosts = [{"kind": "source", "value": f"s{number}", "factor": "2"} for number in range(60)]
+    plan, _db, _target = plan_of(tmp_path, {}, relevance={"boosts": boosts})
+    assert plan.problems == ["relevance: 60 boosts, at most 50 are kept"]
+
+
+def test_notification_secrets_are_never_exported_nor_restored(tmp_path: Path) -> None:
+    database, folder = installation(tmp_path / "a")
+    given = {**SETTINGS, "SEARCHCRAWL_SMTP_PASSWORD": "hunter22", "SEARCHCRAWL_NOTIFY_WEBHOOK_URL": "https://hook.example/t0k3n"}
+    exported = backup.export_backup(database, folder, given, {}, "test")
+    assert "hunter22" not in backup.dumps(exported) and "t0k3n" not in backup.dumps(exported)
+    for settings in (
+        {"SEARCHCRAWL_NOTIFY_WEBHOOK_URL": "https://attacker.example/hook"},
+        {"SEARCHCRAWL_NOTIFY_MAIL_TO": "ops@example.org\nSEARCHCRAWL_DB_URL=postgresql://evil/"},
+    ):
+        plan, _db, _target = plan_of(tmp_path / str(len(settings)) / str(hash(str(settings)) % 1000), {}, settings=settings)
+        assert any(problem.startswith("settings: only notification settings") for problem in plan.problems), plan.problems
+        assert plan.settings == []
+
+
+def test_a_plans_problems_are_bounded(tmp_path: Path) -> None:
+    plan, _db, _target = plan_of(tmp_path, {}, relevance={"stopwords": ["two words"] * 5000})
+    assert len(plan.problems) == backup.MAX_PROBLEMS + 1 and plan.problems[-1] == "and 4900 more problems"
+
+
+@pytest.mark.parametrize("named", ["sub/../../../../../../etc/hostname", "/etc/hostname", "~/seeds.txt"])
+def test_a_source_naming_a_file_outside_the_sources_folder_is_refused(tmp_path: Path, named: str) -> None:
+    """The dry run's loader read /etc/hostname through the scratch folder, its problem line an
+    oracle of the file's lines."""
+    text = f'seeds = ["https://a.example/"]\nseed_files = ["{named}"]\n'
+    plan, _db, _target = plan_of(tmp_path, {"a": {"a.toml": text, "sub/k": "x"}})
+    assert f"source a: it names {named!r}, not a file inside the sources folder" in plan.problems
+    assert not any("line 1" in problem for problem in plan.problems)
+
+
+def test_the_plan_shows_the_keys_that_load_code_or_write_files(tmp_path: Path) -> None:
+    text = SEEDS + 'url_rewriter = "tests.rewriters.lowercase"\nlog_file = "/var/log/a.log"\n'
+    plan, _db, _target = plan_of(tmp_path, {"a": {"a.toml": text}})
+    assert plan.sources == ["a (web; by hand); url_rewriter = tests.rewriters.lowercase; log_file = /var/log/a.log"], (
+        plan.problems
+    )

@@ -64,6 +64,8 @@ def test_a_variable_that_is_no_setting_nor_secret_is_named_with_the_likely_setti
         "SEARCHCRAWL_WIKI_PASSWORD": "a source's secret",  # a source may name secrets of its own
         "SEARCHCRAWL_ANSWERS_API_KEY_FILE": "/run/key",
         "SEARCHCRAWL_SCRAPYD_USERNAME": "deployer",
+        "SEARCHCRAWL_NOTIFY_WEBHOOK_URL": "https://hook.example/",  # secrets whose names do not say so
+        "SEARCHCRAWL_NOTIFY_WEBHOOK_URL_FILE": "/run/hook",
         "SEARCHCRAWL_TEST_WORKERS": "3",
         "SEARCHCRAWL_STALL_AFTER": "60",
         "OTHER_TOOL_SETTING": "x",

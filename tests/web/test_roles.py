@@ -1,0 +1,74 @@
+"""Administration roles without HTTP (issue 79: searchcrawl/web/roles.py): the roles' permissions,
+a role map read from the settings' lists, fail closed when the directory cannot give principals;
+and, from the syntax tree, every administration view asks its gate for a permission."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from searchcrawl.access.decision import Principal, Principals
+from searchcrawl.web.roles import AdminUser, Permission, Role, RoleError, RoleMap, may
+from tests.conftest import ROOT
+
+
+def test_each_role_grants_its_permissions() -> None:
+    assert may([Role.ADMINISTRATOR], Permission.ADMINISTER) and may([Role.ADMINISTRATOR], Permission.OPERATE)
+    assert may([Role.OPERATOR], Permission.OPERATE) and not may([Role.OPERATOR], Permission.RELEVANCE)
+    assert may([Role.RELEVANCE_EDITOR], Permission.RELEVANCE) and not may([Role.RELEVANCE_EDITOR], Permission.OPERATE)
+    assert all(may([role], Permission.VIEW) for role in Role)
+    assert not may([Role.OPERATOR, Role.RELEVANCE_EDITOR], Permission.ADMINISTER)
+    assert not may([], Permission.VIEW)
+    assert AdminUser("x", "directory", frozenset()).role_names == "none"
+
+
+def principals(user: str, *tokens: str, error: str = "") -> Principals:
+    return Principals.of(user, [Principal(token, "test") for token in tokens], error)
+
+
+def test_roles_come_from_principals_and_a_directory_that_fails_gives_none() -> None:
+    mapped = RoleMap.parse(
+        {
+            Role.ADMINISTRATOR: ["user:carol", " "],
+            Role.OPERATOR: ["group:cn=finance,ou=groups,dc=example,dc=org", "GROUP:ops"],
+            Role.RELEVANCE_EDITOR: [],
+        }
+    )
+    assert mapped.any
+    assert mapped.roles_of(principals("carol", "user:carol")) == {Role.ADMINISTRATOR}
+    assert mapped.roles_of(principals("alice", "user:alice", "group:cn=finance,ou=groups,dc=example,dc=org")) == {Role.OPERATOR}
+    assert mapped.roles_of(principals("dave", "user:dave", "group:ops")) == {Role.OPERATOR}  # tokens are normalised alike
+    assert mapped.roles_of(principals("carol", "user:carol", error="the directory does not answer")) == frozenset()
+    assert mapped.roles_of(Principals.anonymous()) == frozenset()
+    assert mapped.roles_of(principals("bob", "user:bob")) == frozenset()
+    assert not RoleMap.parse({}).any
+
+
+@pytest.mark.parametrize("value", ["public", "PUBLIC", "nobody", "user:"])
+def test_a_role_list_holding_no_principal_or_everyone_is_refused(value: str) -> None:
+    with pytest.raises(RoleError, match="SEARCHCRAWL_WEB_OPERATORS"):
+        RoleMap.parse({Role.OPERATOR: [value]})
+
+
+def test_every_gate_asks_for_a_permission_by_name() -> None:
+    """Syntax tree: every call of shared.admin_gate names the permission it asks (mypy holds that
+    one is given); None, any session, only where logging out."""
+    found = []
+    for path in sorted((ROOT / "searchcrawl" / "web").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.AsyncFunctionDef | ast.FunctionDef):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "admin_gate":
+                    given = {keyword.arg: keyword.value for keyword in node.keywords}
+                    assert "permission" in given, f"{path.name}:{node.lineno}"
+                    value = given["permission"]
+                    if isinstance(value, ast.Constant) and value.value is None:
+                        found.append(f"{path.name}:{function.name}")
+                    else:
+                        assert isinstance(value, ast.Attribute) and getattr(value.value, "id", None) == "Permission", ast.unparse(
+                            value
+                        )
+    assert found == ["signin_views.py:logout"]
