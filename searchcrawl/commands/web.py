@@ -126,7 +126,7 @@ class Command(ScrapyCommand):
         import uvicorn
 
         from searchcrawl.web.app import WebConfig, create_app
-        from searchcrawl.web.roles import ROLE_SETTINGS, RoleError, RoleMap
+        from searchcrawl.web.roles import ROLE_SETTINGS, RoleError, RoleMap, principal_list
 
         assert self.settings is not None and self.crawler_process is not None
         settings = self.settings
@@ -153,7 +153,7 @@ class Command(ScrapyCommand):
         proxies = trusted_proxies(settings.getlist("SEARCHCRAWL_WEB_PROXIES"))
         directory = directory_of(settings)
         try:
-            roles = RoleMap.parse({role: settings.getlist(name) for role, name in ROLE_SETTINGS.items()})
+            roles = RoleMap.parse({role: principal_list(settings.get(name)) for role, name in ROLE_SETTINGS.items()})
         except RoleError as exc:
             raise UsageError(str(exc)) from None
         if roles.any and directory is None:

@@ -25,6 +25,7 @@ account that works when the directory does not.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -57,6 +58,20 @@ ROLE_SETTINGS = {
     Role.OPERATOR: "SEARCHCRAWL_WEB_OPERATORS",
     Role.RELEVANCE_EDITOR: "SEARCHCRAWL_WEB_RELEVANCE_EDITORS",
 }
+
+
+# a comma that begins the next principal: a group's DN holds commas of its own (cn=ops,ou=groups,...)
+NEXT_PRINCIPAL = re.compile(r",\s*(?=(?:user|group|uid|gid|sid)\s*:)", re.IGNORECASE)
+
+
+def principal_list(value: str | Iterable[str] | None) -> list[str]:
+    """A role setting's principals: a list as it is, or a text split at the commas that begin a
+    principal (``user:carol, group:cn=ops,ou=groups,dc=example,dc=org`` is two)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [part.strip() for part in NEXT_PRINCIPAL.split(value) if part.strip()]
+    return [str(part).strip() for part in value if str(part).strip()]
 
 
 class RoleError(ValueError):

@@ -9,7 +9,7 @@ import ast
 import pytest
 
 from searchcrawl.access.decision import Principal, Principals
-from searchcrawl.web.roles import AdminUser, Permission, Role, RoleError, RoleMap, may
+from searchcrawl.web.roles import AdminUser, Permission, Role, RoleError, RoleMap, may, principal_list
 from tests.conftest import ROOT
 
 
@@ -72,3 +72,10 @@ def test_every_gate_asks_for_a_permission_by_name() -> None:
                             value
                         )
     assert found == ["signin_views.py:logout"]
+
+
+def test_a_role_setting_splits_at_the_commas_that_begin_a_principal() -> None:
+    """A group's DN holds commas: `scrapy web` refused group:cn=finance,ou=groups,... as "ou=groups"."""
+    given = "user:carol, group:cn=ops,ou=groups,dc=example,dc=org,GROUP:editors ,uid:1002"
+    assert principal_list(given) == ["user:carol", "group:cn=ops,ou=groups,dc=example,dc=org", "GROUP:editors", "uid:1002"]
+    assert principal_list(["user:a", " "]) == ["user:a"] and principal_list(None) == principal_list("") == []
