@@ -177,6 +177,14 @@ def solr_health(index: SolrIndex) -> dict[str, Any]:
     return {"ok": True, "status": "OK", "documents": documents}
 
 
+EXPLAIN_URL = "an absolute URL (http://, https://, ftp:// or file:)"  # what `scrapy explain` is given here
+
+
+def explainable(url: str) -> bool:
+    """Whether ``url`` is one the administration's explain runs `scrapy explain` on (bounded)."""
+    return url.lower().startswith(("http://", "https://", "file:", "ftp://")) and len(url) <= 8192
+
+
 def explain(project_dir: Path, source: str, url: str, environ: dict[str, str] | None = None) -> tuple[bool, str]:
     """`scrapy explain <source> <url>`'s answer: the command itself, in a process of its own.
 

@@ -151,8 +151,8 @@ async def explain(ctx: WebContext, request: Request) -> Response:
     if isinstance(name, Response):
         return name
     url = str((await small_form(request) or FormData()).get("url", "")).strip()
-    if not url.lower().startswith(("http://", "https://", "file:", "ftp://")) or len(url) > 8192:
-        ok, text = False, "Give an absolute URL (http://, https://, ftp:// or file:)."
+    if not admin.explainable(url):
+        ok, text = False, f"Give {admin.EXPLAIN_URL}."
     else:
         ok, text = await in_thread(admin.explain, ctx.config.project_dir, name, url, ctx.config.explain_environ)
     return ctx.render(request, "explain.html", name=name, url=url, ok=ok, text=text)

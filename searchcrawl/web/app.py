@@ -29,7 +29,7 @@ search page.
 
 This module builds the application: the context (context.py: the services, built once), the
 route table over the views of each audience (search_views.py, api_views.py, signin_views.py,
-admin_views.py, relevance_views.py, analytics_views.py, token_views.py, backup_views.py; what they share:
+admin_views.py, relevance_views.py, analytics_views.py, token_views.py, backup_views.py, source_views.py; what they share:
 shared.py) and the middlewares every request passes. The logic behind the pages, without HTTP,
 is in search_page.py, admin.py, sessions.py, searchers.py, api.py and their neighbours.
 """
@@ -59,6 +59,7 @@ from searchcrawl.web import (
     relevance_views,
     search_views,
     signin_views,
+    source_views,
     token_views,
 )
 from searchcrawl.web.context import WebConfig, WebContext
@@ -160,6 +161,12 @@ def route_table(ctx: WebContext) -> list[Route]:
         route("/admin/summary", admin_views.summary_page, ["GET"]),  # issue 60
         route("/admin/audit", admin_views.audit_page, ["GET"]),  # issue 79
         route("/admin/api", token_views.api_tokens, ["GET", "POST"]),
+        route("/admin/source-files", source_views.source_files, ["GET"]),
+        route("/admin/new-source", source_views.source_editor, ["GET"]),
+        route("/admin/new-source", source_views.source_change, ["POST"]),
+        route("/admin/source-files/{name}", source_views.source_editor, ["GET"]),
+        route("/admin/source-files/{name}", source_views.source_change, ["POST"]),
+        route("/admin/source-files/{name}/{action}", source_views.source_file_action, ["POST"]),
         route("/admin/backup", backup_views.backup_page, ["GET"]),
         route("/admin/backup/export", backup_views.backup_export, ["GET"]),
         route("/admin/backup/import", backup_views.backup_import, ["POST"]),

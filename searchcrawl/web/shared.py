@@ -129,12 +129,15 @@ def set_cookie(request: Request, response: Response, name: str, value: str, max_
     )
 
 
-async def admin_gate(ctx: WebContext, request: Request, *, permission: Permission | None, post: bool = False) -> Response | None:
+async def admin_gate(
+    ctx: WebContext, request: Request, *, permission: Permission | None, post: bool = False, form_bytes: int = 0
+) -> Response | None:
     """The administration's gate: None when the request may proceed (administration on, a
     session, a role that grants ``permission`` now, and for a POST its CSRF token); otherwise
     the answer to send. Who it let through is ``request.state.admin`` (``admin_user``).
     ``permission`` is required, and None only where any session may (logging out: a user whose
-    roles were taken away still ends their session)."""
+    roles were taken away still ends their session). ``form_bytes``: a POST's form may be this
+    large (the source editor's file; default ``MAX_FORM_BYTES``)."""
     if not ctx.sessions.enabled:
         return ctx.render(request, "admin_off.html", 404)
     session = ctx.sessions.get(request.cookies.get(SESSION_COOKIE))
@@ -150,7 +153,7 @@ async def admin_gate(ctx: WebContext, request: Request, *, permission: Permissio
         )
         return ctx.render(request, "forbidden.html", 403, reason=f"Your roles ({admin.role_names}) do not allow this page.")
     if post:
-        form = await small_form(request)
+        form = await small_form(request, form_bytes or MAX_FORM_BYTES)
         if form is None:
             return ctx.render(request, "forbidden.html", 413, reason="Not a form of this application.")
         if not Sessions.csrf_ok(session, str(form.get("csrf", "")) or None):
@@ -193,9 +196,9 @@ def int_param(value: str | None) -> int | None:
         return None
 
 
-async def small_form(request: Request) -> FormData | None:
+async def small_form(request: Request, max_bytes: int = MAX_FORM_BYTES) -> FormData | None:
     """The request's URL-encoded form, read once (kept on the request) and at most
-    ``MAX_FORM_BYTES``; None for another content type or a larger body, which is not read on."""
+    ``max_bytes``; None for another content type or a larger body, which is not read on."""
     if hasattr(request.state, "form"):
         return request.state.form
     form: FormData | None = None
@@ -204,9 +207,9 @@ async def small_form(request: Request) -> FormData | None:
         async with aclosing(request.stream()) as chunks:
             async for chunk in chunks:
                 body += chunk
-                if len(body) > MAX_FORM_BYTES:
+                if len(body) > max_bytes:
                     break
-        if len(body) <= MAX_FORM_BYTES:
+        if len(body) <= max_bytes:
             pairs = parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True, encoding="utf-8", errors="replace")
             form = FormData(list[tuple[str, str | UploadFile]](pairs))
     request.state.form = form

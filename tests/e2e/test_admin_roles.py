@@ -49,6 +49,10 @@ PAGES = {
     "/admin/backup/import": ADMINISTER,
     "/admin/backup/restore": ADMINISTER,
     "/admin/audit": ADMINISTER,
+    "/admin/source-files": ADMINISTER,
+    "/admin/new-source": ADMINISTER,
+    "/admin/source-files/{name}": ADMINISTER,
+    "/admin/source-files/{name}/{action}": ADMINISTER,
 }
 OPEN = {"/admin/login", "/admin/logout"}  # the login form, and logging out (any session)
 GRANTS = {
@@ -108,7 +112,7 @@ def admin_routes(app: Any) -> list[tuple[str, set[str]]]:
 
 
 def concrete(path: str) -> str:
-    return path.replace("{name}", SOURCE).replace("{run:int}", "1").replace("{token:int}", "1")
+    return path.replace("{name}", SOURCE).replace("{run:int}", "1").replace("{token:int}", "1").replace("{action}", "nothing")
 
 
 def test_each_role_gets_its_pages_and_a_403_on_every_other_admin_route(

@@ -22,6 +22,7 @@ VIEWS = {
     "token_views",  # the JSON API's tokens
     "agent_views",  # AI agents: the Model Context Protocol (issue 77)
     "backup_views",  # the configuration backed up and restored (issue 79)
+    "source_views",  # source files edited in the browser (issue 79)
 }
 # what every view may use beside its own module: the context and the shared helpers
 SHARED = {"context", "shared"}

@@ -1,0 +1,319 @@
+"""Source files edited in the browser (issue 79), without HTTP: the sources folder's files listed,
+checked, compared, saved, copied, disabled and deleted for the administration's source editor
+(source_views.py).
+
+The TOML files stay the truth: the editor edits a file's text as it is, so its comments and key
+order stay as written, and nothing but the administrator's own text is ever written into it (no
+value is spliced into TOML, so there is nothing to inject). A text is checked by the crawl's own
+loader (config/source.py ``load_source``), from a scratch file beside the saved one, so the files
+it names (seed files, certificates) are found as the crawl finds them, and its one-line error is
+the crawl's. Before a save the page shows the change (a unified diff) and what it does to the
+index: a change of a setting that documents depend on forces a full recrawl (the reasons
+crawl/run_start.py's fingerprint gives), and a narrower scope takes the documents it now keeps
+out from the index at the next crawl (the source's indexed URLs run through the new rule chain,
+crawl/requests.py ``rule_chain``, as the maintenance crawl will). A save writes the file
+atomically (a file beside it, then renamed) after copying the version it replaces into the
+folder's ``.history``; it is refused when the file changed since the editor read it. A disabled
+source is its file renamed ``<name>.toml.disabled`` (listed, not loaded, not scheduled; its
+documents stay); a deleted one is moved to ``.history`` (its documents stay in the index until
+removed). Secrets never appear: a source file names them, and the loader refuses a password in
+a URL.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import secrets as random_names
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from searchcrawl.config.source import SOURCE_NAME, Source, SourceError, SourceFile, load_source
+from searchcrawl.crawl.requests import rule_chain
+from searchcrawl.crawl.run_start import fingerprint
+from searchcrawl.ops.launchers import scrapy_command
+from searchcrawl.rules.maintenance import recrawl_reasons
+from searchcrawl.store import Database
+from searchcrawl.store.plans import plan_batch
+from searchcrawl.store.runs import Runs
+
+DISABLED = ".toml.disabled"
+HISTORY = ".history"
+MAX_SOURCE_BYTES = 1024 * 1024  # a source file's text as the editor takes it
+MAX_CHECKED_URLS = 200_000  # indexed URLs run through a new scope before a save (then: "at least")
+SAMPLES = 5  # URLs named of those a change would take out
+MAX_URL_LENGTH = 2083  # SEARCHCRAWL_MAX_URL_LENGTH's default: the chain's own bound
+TEST_PAGES = 5  # pages a test crawl fetches
+TEST_TIMEOUT = 180  # seconds a test crawl and its report may take
+TEMPLATE = """# A web site: where the crawl starts, and what it follows (docs/sources.md has every key)
+seeds = ["https://intranet.example.com/"]
+max_depth = 10
+"""
+
+
+class SourceFileError(Exception):
+    """A source file that cannot be read, saved, copied or moved as asked: one line."""
+
+
+def text_digest(text: str) -> str:
+    """The version of a file's text the editor read (a save is refused if the file has another)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def valid_name(name: str) -> bool:
+    return len(name) <= 200 and bool(SOURCE_NAME.match(name)) and not name.endswith(".disabled")
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A text checked by the crawl's loader: the source it makes, or the loader's one-line error."""
+
+    source: Source | None
+    error: str = ""
+
+
+@dataclass
+class Changes:
+    """What saving a text would do: the diff, and what it does to the index."""
+
+    diff: list[str]
+    recrawl: list[str] = field(default_factory=list)  # why every document would be fetched again
+    leaving: int = 0  # indexed documents the new scope keeps out (taken out at the next crawl)
+    leaving_samples: list[str] = field(default_factory=list)
+    checked_all: bool = True  # False: more indexed URLs than MAX_CHECKED_URLS (``leaving`` at least)
+    agent: bool = False  # a source with an agent: its listing decides what leaves
+
+    @property
+    def warnings(self) -> list[str]:
+        said = [f"Every document will be fetched and indexed again: {reason}." for reason in self.recrawl]
+        if self.leaving:
+            more = "" if self.checked_all else " at least"
+            said.append(
+                f"{more.strip().capitalize() + ' ' if more else ''}{self.leaving} indexed documents are outside the new rules:"
+                " the next crawl takes them out of the index."
+            )
+        return said
+
+
+class SourceFolder:
+    """The sources folder (SEARCHCRAWL_SOURCES_DIR) as the editor changes it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def file(self, name: str) -> Path:
+        if not valid_name(name):
+            raise SourceFileError(f"{name[:80]!r} is not a source name (letters, digits, '_', '-', '.')")
+        return self.path / f"{name}.toml"
+
+    def disabled_file(self, name: str) -> Path:
+        return self.file(name).with_name(f"{name}{DISABLED}")
+
+    def listing(self) -> list[tuple[str, bool]]:
+        """Each source file's name and whether it is enabled, by name."""
+        if not self.path.is_dir():
+            return []
+        found = {path.name.removesuffix(".toml"): True for path in self.path.glob("*.toml") if valid_name(path.stem)}
+        for path in self.path.glob(f"*{DISABLED}"):
+            name = path.name.removesuffix(DISABLED)
+            if valid_name(name) and name not in found:
+                found[name] = False
+        return sorted(found.items())
+
+    def read(self, name: str) -> str:
+        """The text of source ``name``'s file, enabled or disabled."""
+        for path in (self.file(name), self.disabled_file(name)):
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                if len(data) > MAX_SOURCE_BYTES:
+                    raise SourceFileError(f"{path.name} is larger than the editor takes ({MAX_SOURCE_BYTES} bytes)")
+                return data.decode("utf-8", "replace")
+        raise SourceFileError(f"no source file {name}.toml in {self.path}")
+
+    def exists(self, name: str) -> bool:
+        return self.file(name).exists() or self.disabled_file(name).exists()
+
+    def check(self, name: str, text: str) -> Checked:
+        """``text`` loaded as source ``name``'s file by the crawl's own loader, from a scratch
+        file beside the saved one (its seed files and certificates found where the crawl finds
+        them); the loader's one-line error names the key."""
+        if len(text.encode("utf-8")) > MAX_SOURCE_BYTES:
+            return Checked(None, f"{name}.toml: larger than {MAX_SOURCE_BYTES} bytes")
+        self.path.mkdir(parents=True, exist_ok=True)
+        scratch = self.path / f".{name}.{random_names.token_hex(8)}.checking"  # never a *.toml: no source
+        try:
+            scratch.write_text(text, encoding="utf-8")
+            return Checked(load_source(SourceFile(name, f"{name}.toml", scratch)))
+        except SourceError as exc:
+            return Checked(None, str(exc))
+        finally:
+            scratch.unlink(missing_ok=True)
+
+    def save(self, name: str, text: str, read_digest: str | None, moment: datetime | None = None) -> Path | None:
+        """Write ``text`` as source ``name``'s file (a new one when ``read_digest`` is None),
+        atomically, after copying the version it replaces into ``.history`` (returned); refused
+        when the file is not the version the editor read."""
+        path = self.file(name)
+        if not path.exists() and self.disabled_file(name).exists():
+            path = self.disabled_file(name)  # a disabled source stays disabled
+        kept = None
+        if read_digest is None:
+            if self.exists(name):
+                raise SourceFileError(f"a source named {name} exists already")
+        else:
+            current = self.read(name)
+            if text_digest(current) != read_digest:
+                raise SourceFileError(f"{path.name} was changed by someone else since you opened it: open it again")
+            kept = self.keep(path, "edited", moment)
+        write_atomically(path, text)
+        return kept
+
+    def keep(self, path: Path, why: str, moment: datetime | None = None) -> Path:
+        """A copy of ``path`` in ``.history`` (``<file>.<UTC time>.<why>``)."""
+        history = self.path / HISTORY
+        history.mkdir(exist_ok=True)
+        stamp = (moment or datetime.now(UTC)).strftime("%Y%m%dT%H%M%S%fZ")
+        target = history / f"{path.name}.{stamp}.{why}"
+        shutil.copy2(path, target)
+        return target
+
+    def copy(self, name: str, new_name: str) -> None:
+        if self.exists(new_name):
+            raise SourceFileError(f"a source named {new_name} exists already")
+        write_atomically(self.file(new_name), self.read(name))
+
+    def enable(self, name: str, enabled: bool) -> None:
+        """Disable (the file renamed ``<name>.toml.disabled``) or enable source ``name``."""
+        source, target = (self.disabled_file(name), self.file(name)) if enabled else (self.file(name), self.disabled_file(name))
+        if not source.is_file():
+            raise SourceFileError(f"{name} is {'enabled' if enabled else 'disabled'} already, or has no file")
+        if target.exists():
+            raise SourceFileError(f"{target.name} exists already")
+        os.replace(source, target)
+
+    def delete(self, name: str, moment: datetime | None = None) -> Path:
+        """Source ``name``'s file moved into ``.history``; returns where it went."""
+        path = self.file(name) if self.file(name).is_file() else self.disabled_file(name)
+        if not path.is_file():
+            raise SourceFileError(f"no source file {name}.toml")
+        kept = self.keep(path, "deleted", moment)
+        path.unlink()
+        return kept
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """``text`` into ``path``: written to a file beside it, flushed, then renamed over it."""
+    handle = path.with_name(f".{path.name}.{random_names.token_hex(8)}.saving")
+    try:
+        with open(handle, "x", encoding="utf-8") as written:
+            written.write(text)
+            written.flush()
+            os.fsync(written.fileno())
+        os.replace(handle, path)
+    finally:
+        handle.unlink(missing_ok=True)
+
+
+def unified_diff(name: str, old: str, new: str) -> list[str]:
+    return list(
+        difflib.unified_diff(old.splitlines(), new.splitlines(), f"{name}.toml (saved)", f"{name}.toml (edited)", lineterm="")
+    )
+
+
+def changes(database: Database | None, name: str, old_text: str, new_text: str, new: Source) -> Changes:
+    """What saving ``new_text`` (loaded as ``new``) as source ``name`` (whose saved text is
+    ``old_text``: "" for a new source) does: the diff,
+    the recrawl it forces (against the fingerprint of its last finished run), and the indexed
+    documents its rules keep out now (at most MAX_CHECKED_URLS checked)."""
+    found = Changes(unified_diff(name, old_text, new_text))
+    if database is None:
+        return found
+    found.recrawl = recrawl_reasons(Runs(database).fingerprint(name), fingerprint(new))
+    if new.agent_class is not None:
+        found.agent = True
+        return found
+    chain = rule_chain(new, MAX_URL_LENGTH)
+    for checked, (url, depth) in enumerate(indexed_urls(database, name)):
+        if checked >= MAX_CHECKED_URLS:
+            found.checked_all = False
+            break
+        if chain.refusal(url, depth) is not None:
+            found.leaving += 1
+            if len(found.leaving_samples) < SAMPLES:
+                found.leaving_samples.append(url)
+    return found
+
+
+def indexed_urls(database: Database, name: str, batch: int = 5000) -> Iterator[tuple[str, int]]:
+    """The source's indexed URLs and their depths, in id order, a batch at a time."""
+    after = 0
+    while True:
+        rows = plan_batch(database, name, after, batch)
+        if not rows:
+            return
+        after = rows[-1].id
+        for row in rows:
+            if row.state == "indexed":
+                yield row.url, int(row.depth or 0)
+
+
+@contextmanager
+def scratch_sources(folder: Path, name: str, text: str) -> Iterator[Path]:
+    """A sources folder of its own holding ``text`` as source ``name``'s file, and the files the
+    real folder holds beside its sources (seed files, certificates: linked, not copied), for
+    `scrapy explain` and a test crawl of the edited, unsaved source; removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="searchcrawl-editing-") as scratch:
+        scratch_path = Path(scratch)
+        if folder.is_dir():
+            for entry in folder.iterdir():
+                if entry.name.endswith((".toml", DISABLED)) or entry.name.startswith("."):
+                    continue  # other sources are not this one's
+                (scratch_path / entry.name).symlink_to(entry.resolve())
+        (scratch_path / f"{name}.toml").write_text(text, encoding="utf-8")
+        yield scratch_path
+
+
+def test_crawl(project_dir: Path, environ: dict[str, str], sources: Path, name: str, pages: int = TEST_PAGES) -> tuple[bool, str]:
+    """A crawl of ``pages`` pages of source ``name`` (from ``sources``) in test mode, in a data
+    folder and database of its own (the installation's table, cache and index are never
+    touched; nothing is sent to Solr), then its report: (whether it ran, what it says)."""
+    with tempfile.TemporaryDirectory(prefix="searchcrawl-test-crawl-") as data:
+        env = {
+            **environ,
+            "SEARCHCRAWL_SOURCES_DIR": str(sources),
+            "SEARCHCRAWL_DATA_DIR": data,
+            "SEARCHCRAWL_DB_URL": f"sqlite:///{Path(data) / 'test-crawl.sqlite3'}",
+        }
+        crawl = [
+            *scrapy_command("crawl", name, "-a", "test_mode=1"),
+            "-s",
+            f"CLOSESPIDER_PAGECOUNT={pages}",
+            "-s",
+            "LOG_LEVEL=WARNING",
+        ]
+        try:
+            ran = subprocess.run(
+                crawl, cwd=project_dir, env=env, capture_output=True, text=True, timeout=TEST_TIMEOUT, stdin=subprocess.DEVNULL
+            )
+            report = subprocess.run(
+                scrapy_command("report", name),
+                cwd=project_dir,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=TEST_TIMEOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired:
+            return False, f"the test crawl took longer than {TEST_TIMEOUT} s"
+    said = (report.stdout + report.stderr).strip()
+    if ran.returncode not in (0,) and not report.stdout.strip():
+        said = (ran.stdout + ran.stderr).strip()
+    return report.returncode == 0, said[-20000:]

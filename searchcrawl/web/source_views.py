@@ -1,0 +1,189 @@
+"""The administration's source editor (/admin/source-files, issue 79): source files listed,
+created, edited, copied, disabled, enabled and deleted in the browser; administrators only
+(web/roles.py). The logic is source_files.py: checked by the crawl's loader, the change and what
+it does to the index shown before a save, saved atomically with the previous version kept.
+
+The editor's form is one: its ``action`` says what to do with the text (``check``; ``explain`` a
+URL against it, unsaved; a ``test`` crawl of a few pages; ``review`` the change; ``save`` it,
+which needs the review of this very text: a save without a diff seen is refused)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from searchcrawl.config.source_reference import reference
+from searchcrawl.web import admin
+from searchcrawl.web.context import WebContext
+from searchcrawl.web.roles import Permission
+from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_thread, small_form
+from searchcrawl.web.source_files import (
+    MAX_SOURCE_BYTES,
+    TEMPLATE,
+    Changes,
+    SourceFileError,
+    SourceFolder,
+    changes,
+    scratch_sources,
+    test_crawl,
+    text_digest,
+    valid_name,
+)
+
+logger = logging.getLogger(__name__)
+
+EDITOR_FORM_BYTES = 3 * MAX_SOURCE_BYTES + 16_384  # the text, URL-encoded (at most 3 bytes a byte), and the rest
+NEW = ""  # the name of the editor's page for a new source
+
+
+def folder_of(ctx: WebContext) -> SourceFolder | None:
+    return SourceFolder(ctx.config.sources_dir) if ctx.config.sources_dir is not None else None
+
+
+async def source_files(ctx: WebContext, request: Request) -> Response:
+    """The source files of the sources folder: enabled and disabled, with their actions."""
+    denied = await admin_gate(ctx, request, permission=Permission.ADMINISTER)
+    if denied is not None:
+        return denied
+    folder = folder_of(ctx)
+    listing = await in_thread(folder.listing) if folder is not None else []
+    return ctx.render(request, "source_files.html", folder=folder, listing=listing, flash=flash(ctx, request))
+
+
+async def source_editor(ctx: WebContext, request: Request) -> Response:
+    """The editor of a source file (``name``; a new one without), with its text as saved."""
+    denied = await admin_gate(ctx, request, permission=Permission.ADMINISTER)
+    if denied is not None:
+        return denied
+    folder = folder_of(ctx)
+    name = str(request.path_params.get("name", NEW))
+    if folder is None:
+        return ctx.render(request, "forbidden.html", 404, reason="No sources folder: set SEARCHCRAWL_SOURCES_DIR.")
+    if name == NEW:
+        return editor(ctx, request, name="", text=TEMPLATE, read="")
+    try:
+        text = await in_thread(folder.read, name)
+    except SourceFileError as exc:
+        return ctx.render(request, "forbidden.html", 404, reason=str(exc))
+    return editor(ctx, request, name=name, text=text, read=text_digest(text))
+
+
+def editor(ctx: WebContext, request: Request, code: int = 200, **page: Any) -> Response:
+    page.setdefault("error", "")
+    page.setdefault("output", "")
+    page.setdefault("url", "")
+    page.setdefault("changes", None)
+    page.setdefault("reviewed", "")
+    return ctx.render(request, "source_edit.html", code, keys=reference(), flash=flash(ctx, request), **page)
+
+
+async def source_change(ctx: WebContext, request: Request) -> Response:
+    """The editor's form: check, explain, test, review or save the edited text."""
+    denied = await admin_gate(ctx, request, permission=Permission.ADMINISTER, post=True, form_bytes=EDITOR_FORM_BYTES)
+    if denied is not None:
+        return denied
+    folder = folder_of(ctx)
+    if folder is None:
+        return ctx.render(request, "forbidden.html", 404, reason="No sources folder: set SEARCHCRAWL_SOURCES_DIR.")
+    form = await small_form(request, EDITOR_FORM_BYTES) or FormData()
+    existing = str(request.path_params.get("name", NEW))
+    name = existing or str(form.get("name", "")).strip()
+    text = str(form.get("text", "")).replace("\r\n", "\n")
+    read = str(form.get("read", ""))
+    action = str(form.get("action", "check"))
+    page: dict[str, Any] = {"name": existing or name, "text": text, "read": read, "url": str(form.get("url", "")).strip()}
+    if not valid_name(name):
+        return editor(
+            ctx, request, 400, **page, error="Give the source a name: letters, digits, '_', '-' and '.', first a letter or digit."
+        )
+    if not existing and await in_thread(folder.exists, name):
+        return editor(ctx, request, 400, **page, error=f"A source named {name} exists already: choose another name.")
+    checked = await in_thread(folder.check, name, text)
+    if checked.source is None:
+        return editor(ctx, request, 400, **page, error=checked.error)
+    if action == "check":
+        return editor(ctx, request, **page, output="The source is valid: the crawl would take it as it is.")
+    if action in ("explain", "test"):
+        return await _try(ctx, request, folder, name, text, action, page)
+    old = await in_thread(folder.read, existing) if existing else ""
+    found: Changes = await in_thread(changes, ctx.database if existing else None, name, old, text, checked.source)
+    if action == "review":
+        return editor(ctx, request, **page, changes=found, reviewed=text_digest(text))
+    if action != "save":
+        return editor(ctx, request, 400, **page, error="Not an action of this page.")
+    if str(form.get("reviewed", "")) != text_digest(text):
+        return editor(
+            ctx, request, 400, **page, changes=found, reviewed=text_digest(text), error="Review the change before it is saved."
+        )
+    try:
+        kept = await in_thread(folder.save, name, text, read or None, datetime.now(UTC))
+    except SourceFileError as exc:
+        return editor(ctx, request, 409, **page, error=str(exc))
+    detail = "; ".join([f"{len(found.diff)} diff lines", *found.warnings])
+    await audited(ctx, request, "source:save" if existing else "source:create", name, detail[:2000])
+    logger.info("Web administration: source %s saved (previous version: %s)", name, kept.name if kept else "none")
+    ctx.sessions.flash(
+        request.cookies.get(SESSION_COOKIE),
+        f"{name} saved." + (f" The previous version is {kept.name} in .history." if kept else ""),
+    )
+    return RedirectResponse(ctx.url(f"/admin/source-files/{name}"), status_code=303)
+
+
+async def _try(
+    ctx: WebContext, request: Request, folder: SourceFolder, name: str, text: str, action: str, page: dict[str, Any]
+) -> Response:
+    """`scrapy explain` of a URL, or a test crawl, against the edited text (unsaved), in a
+    scratch sources folder."""
+    url = page["url"]
+    if action == "explain" and not admin.explainable(url):
+        return editor(ctx, request, 400, **page, error=f"Give {admin.EXPLAIN_URL} to explain.")
+    environ = dict(ctx.config.explain_environ or {})
+
+    def run() -> tuple[bool, str]:
+        with scratch_sources(folder.path, name, text) as scratch:
+            if action == "explain":
+                return admin.explain(ctx.config.project_dir, name, url, {**environ, "SEARCHCRAWL_SOURCES_DIR": str(scratch)})
+            return test_crawl(ctx.config.project_dir, environ, scratch, name)
+
+    ok, output = await in_thread(run)
+    logger.info("Web administration: %s of the edited source %s", action, name)
+    return editor(ctx, request, 200 if ok else 400, **page, output=output, output_ok=ok, ran=action)
+
+
+async def source_file_action(ctx: WebContext, request: Request) -> Response:
+    """Copy, disable, enable or delete a source file (``action`` in the path)."""
+    denied = await admin_gate(ctx, request, permission=Permission.ADMINISTER, post=True)
+    if denied is not None:
+        return denied
+    folder = folder_of(ctx)
+    name, action = str(request.path_params["name"]), str(request.path_params["action"])
+    form = await small_form(request) or FormData()
+    if folder is None or action not in ("copy", "disable", "enable", "delete"):
+        return ctx.render(request, "forbidden.html", 404, reason="No such source file or action.")
+    new_name = str(form.get("new_name", "")).strip()
+    try:
+        if action == "copy":
+            if not valid_name(new_name):
+                raise SourceFileError("give the copy a source name: letters, digits, '_', '-' and '.'")
+            await in_thread(folder.copy, name, new_name)
+            message = f"{name} copied to {new_name}: edit it now (two sources with the same seeds crawl the same site twice)."
+        elif action == "delete":
+            kept = await in_thread(folder.delete, name, datetime.now(UTC))
+            message = f"{name} deleted (its file is {kept.name} in .history; its documents stay in the index until removed)."
+        else:
+            await in_thread(folder.enable, name, action == "enable")
+            message = f"{name} {action}d." + (
+                "" if action == "enable" else " It is not crawled nor scheduled; its documents stay."
+            )
+    except SourceFileError as exc:
+        return ctx.render(request, "forbidden.html", 409, reason=str(exc))
+    await audited(ctx, request, f"source:{action}", name, new_name)
+    logger.info("Web administration: source %s: %s", name, action)
+    ctx.sessions.flash(request.cookies.get(SESSION_COOKIE), message)
+    target = f"/admin/source-files/{new_name}" if action == "copy" else "/admin/source-files"
+    return RedirectResponse(ctx.url(target), status_code=303)

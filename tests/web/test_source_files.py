@@ -1,0 +1,96 @@
+"""Source files edited in the browser, without HTTP (issue 79: searchcrawl/web/source_files.py),
+in a real folder: a text checked by the crawl's own loader (its seed files found beside it), saved
+atomically with the previous version kept, refused when changed meanwhile; copy, disable, enable,
+delete; hostile names; the scratch folder of an unsaved source."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from searchcrawl.web.source_files import SourceFileError, SourceFolder, changes, scratch_sources, text_digest, unified_diff
+
+GOOD = '# the intranet\nseeds = ["https://intranet.example/"]\nseed_files = ["lists/more.txt"]\nmax_depth = 3\n'
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> SourceFolder:
+    sources = tmp_path / "sources"
+    (sources / "lists").mkdir(parents=True)
+    (sources / "lists" / "more.txt").write_text("https://intranet.example/hr/\n")
+    (sources / "intranet.toml").write_text(GOOD)
+    return SourceFolder(sources)
+
+
+def test_a_text_is_checked_by_the_crawls_loader_beside_the_saved_file(folder: SourceFolder) -> None:
+    checked = folder.check("intranet", GOOD)
+    assert checked.source is not None and checked.source.seed_urls[-1] == "https://intranet.example/hr/"
+    broken = folder.check("intranet", GOOD + "max_dept = 4\n")
+    assert broken.source is None and broken.error.startswith("intranet.toml: key 'max_dept': unknown key")
+    assert folder.check("intranet", "seeds = [\n").error.startswith("intranet.toml: not valid TOML")
+    assert "cannot read lists/none.txt" in folder.check("intranet", GOOD.replace("more.txt", "none.txt")).error
+    assert sorted(path.name for path in folder.path.iterdir()) == ["intranet.toml", "lists"]  # no scratch left
+
+
+def test_a_save_keeps_the_previous_version_and_refuses_a_file_changed_meanwhile(folder: SourceFolder) -> None:
+    edited = GOOD.replace("max_depth = 3", "max_depth = 5  # deeper")
+    moment = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+    kept = folder.save("intranet", edited, text_digest(GOOD), moment)
+    assert kept is not None and kept.read_text() == GOOD and kept.parent.name == ".history"
+    assert kept.name == "intranet.toml.20261127T120000000000Z.edited"
+    assert folder.read("intranet") == edited
+    with pytest.raises(SourceFileError, match="changed by someone else"):
+        folder.save("intranet", GOOD, text_digest(GOOD))  # the digest of the text read before the other save
+    with pytest.raises(SourceFileError, match="exists already"):
+        folder.save("intranet", GOOD, None)  # "new" over an existing one
+    assert folder.save("wiki", GOOD, None) is None and folder.read("wiki") == GOOD
+    assert not [path for path in folder.path.iterdir() if path.name.startswith(".") and path.name != ".history"]
+
+
+def test_copy_disable_enable_and_delete(folder: SourceFolder) -> None:
+    folder.copy("intranet", "intranet-copy")
+    assert folder.listing() == [("intranet", True), ("intranet-copy", True)]
+    folder.enable("intranet-copy", False)
+    assert folder.listing() == [("intranet", True), ("intranet-copy", False)]
+    assert (folder.path / "intranet-copy.toml.disabled").is_file() and not (folder.path / "intranet-copy.toml").exists()
+    assert folder.read("intranet-copy") == GOOD  # a disabled source is still edited
+    kept = folder.save("intranet-copy", GOOD + "\n", text_digest(GOOD))
+    assert kept is not None and (folder.path / "intranet-copy.toml.disabled").read_text() == GOOD + "\n"  # stays disabled
+    with pytest.raises(SourceFileError, match="disabled already"):
+        folder.enable("intranet-copy", False)
+    folder.enable("intranet-copy", True)
+    with pytest.raises(SourceFileError, match="exists already"):
+        folder.copy("intranet", "intranet-copy")
+    kept = folder.delete("intranet-copy")
+    assert folder.listing() == [("intranet", True)] and kept.read_text() == GOOD + "\n" and kept.name.endswith(".deleted")
+
+
+@pytest.mark.parametrize("name", ["../evil", "a/b", ".hidden", "", "x" * 201, "evil.toml.disabled", "-x"])
+def test_a_name_that_is_no_source_name_is_refused(folder: SourceFolder, name: str) -> None:
+    with pytest.raises(SourceFileError, match="is not a source name"):
+        folder.save(name, GOOD, None)
+    with pytest.raises(SourceFileError):
+        folder.copy("intranet", name)
+    assert sorted(path.name for path in folder.path.parent.iterdir()) == [folder.path.name]
+
+
+def test_the_scratch_folder_holds_the_unsaved_text_and_links_the_files_beside(folder: SourceFolder) -> None:
+    (folder.path / "other.toml").write_text(GOOD)
+    with scratch_sources(folder.path, "intranet", "seeds = []\n") as scratch:
+        assert sorted(path.name for path in scratch.iterdir()) == ["intranet.toml", "lists"]
+        assert (scratch / "intranet.toml").read_text() == "seeds = []\n" and (scratch / "lists" / "more.txt").is_file()
+    assert not scratch.exists() and folder.read("intranet") == GOOD
+
+
+def test_the_change_of_a_new_source_is_its_whole_text() -> None:
+    diff = unified_diff("wiki", "", "a = 1\n")
+    assert diff[-1] == "+a = 1" and diff[0] == "--- wiki.toml (saved)"
+
+
+def test_changes_without_a_database_are_the_diff_alone(folder: SourceFolder) -> None:
+    checked = folder.check("intranet", GOOD.replace("3", "4"))
+    assert checked.source is not None
+    found = changes(None, "intranet", GOOD, GOOD.replace("3", "4"), checked.source)
+    assert "-max_depth = 3" in found.diff and "+max_depth = 4" in found.diff and found.warnings == []
