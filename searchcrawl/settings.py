@@ -222,6 +222,19 @@ SEARCHCRAWL_WEB_USER_HEADER = ""
 SEARCHCRAWL_WEB_ADMINISTRATORS = ""
 SEARCHCRAWL_WEB_OPERATORS = ""
 SEARCHCRAWL_WEB_RELEVANCE_EDITORS = ""
+# Single sign-on with OpenID Connect (issue 79; searchcrawl/web/oidc.py, docs/web-application.md):
+# the provider's issuer URL ("": off), this application's client id (its secret:
+# SEARCHCRAWL_OIDC_CLIENT_SECRET(_FILE) in the environment), the scopes asked, the ID token's claims
+# naming the user and their groups, where the principals come from ("auto": the directory when
+# SEARCHCRAWL_LDAP_URL is set, else the token; "token"; "directory") and the sign-in button's words.
+# Register <public URL>/login/oidc/callback as the client's redirect URI.
+SEARCHCRAWL_OIDC_ISSUER = ""
+SEARCHCRAWL_OIDC_CLIENT_ID = ""
+SEARCHCRAWL_OIDC_SCOPES = "openid profile email"
+SEARCHCRAWL_OIDC_USER_CLAIM = "preferred_username"
+SEARCHCRAWL_OIDC_GROUPS_CLAIM = "groups"
+SEARCHCRAWL_OIDC_PRINCIPALS = "auto"
+SEARCHCRAWL_OIDC_NAME = "single sign-on"
 SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page, unless a searcher chooses 10, 20 or 50 (search_page.ROWS)
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
 # Query analytics (searchcrawl/web/analytics.py): every search and every hit opened is logged in

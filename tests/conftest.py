@@ -911,6 +911,7 @@ from tests.cmis_server import cmis_repository  # noqa: E402, F401
 from tests.directory_server import directory_server  # noqa: E402, F401
 from tests.git_server import git_server  # noqa: E402, F401
 from tests.mail_server import mail_server  # noqa: E402, F401
+from tests.oidc_server import oidc_provider  # noqa: E402, F401
 from tests.redmine_server import redmine_server  # noqa: E402, F401
 from tests.samba_domain import samba_domain  # noqa: E402, F401
 from tests.web_site import harbour_corpus  # noqa: E402, F401

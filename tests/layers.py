@@ -32,6 +32,7 @@ SERVER_FIXTURES = frozenset(
         "ntlm_sites",  # tests/ntlm_site.py: sites behind NTLM
         "directory_server",  # tests/directory_server.py: an OpenLDAP slapd
         "samba_domain",  # tests/samba_domain.py: a Samba AD domain controller and SMB server
+        "oidc_provider",  # tests/oidc_server.py: an OpenID Connect provider under Node.js
     }
 )
 E2E_LAYER = "tests/e2e/"

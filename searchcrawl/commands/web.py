@@ -17,9 +17,11 @@ import os
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
+from scrapy.settings import BaseSettings
 from scrapy.utils.conf import closest_scrapy_cfg
 
 from searchcrawl.access.directory import directory_of
@@ -33,6 +35,36 @@ from searchcrawl.system import paths, secrets
 logger = logging.getLogger(__name__)
 METRICS_TOKEN = "SEARCHCRAWL_WEB_METRICS_TOKEN"  # web/metrics_endpoint.py's TOKEN (not imported: loaded by every command)
 PREFIX = re.compile(r"^(/[A-Za-z0-9._~-]+)*$")
+
+
+def oidc_config(settings: BaseSettings) -> Any:
+    """Single sign-on's configuration (web/oidc.py) from SEARCHCRAWL_OIDC_*, or None when off."""
+    from searchcrawl.web.oidc import OidcConfig
+
+    issuer = (settings.get("SEARCHCRAWL_OIDC_ISSUER") or "").strip()
+    if not issuer:
+        return None
+    client_id = (settings.get("SEARCHCRAWL_OIDC_CLIENT_ID") or "").strip()
+    secret = secrets.secret(secrets.OIDC_CLIENT_SECRET)
+    if not client_id or not secret:
+        raise UsageError(
+            f"SEARCHCRAWL_OIDC_ISSUER is set: set SEARCHCRAWL_OIDC_CLIENT_ID and {secrets.OIDC_CLIENT_SECRET}(_FILE) too"
+        )
+    if not issuer.lower().startswith("https://") and urlsplit(issuer).hostname not in ("127.0.0.1", "localhost", "::1"):
+        raise UsageError("SEARCHCRAWL_OIDC_ISSUER must be an https:// URL (http only for a provider on this machine)")
+    principals = (settings.get("SEARCHCRAWL_OIDC_PRINCIPALS") or "auto").strip()
+    if principals not in ("auto", "token", "directory"):
+        raise UsageError("SEARCHCRAWL_OIDC_PRINCIPALS must be auto, token or directory")
+    return OidcConfig(
+        issuer=issuer,
+        client_id=client_id,
+        client_secret=secret,
+        scopes=settings.get("SEARCHCRAWL_OIDC_SCOPES") or "openid profile email",
+        user_claim=settings.get("SEARCHCRAWL_OIDC_USER_CLAIM") or "preferred_username",
+        groups_claim=settings.get("SEARCHCRAWL_OIDC_GROUPS_CLAIM") or "groups",
+        principals=principals,
+        name=settings.get("SEARCHCRAWL_OIDC_NAME") or "single sign-on",
+    )
 
 
 def trusted_proxies(proxies: list[str]) -> tuple[str, ...]:
@@ -156,7 +188,8 @@ class Command(ScrapyCommand):
             roles = RoleMap.parse({role: principal_list(settings.get(name)) for role, name in ROLE_SETTINGS.items()})
         except RoleError as exc:
             raise UsageError(str(exc)) from None
-        if roles.any and directory is None:
+        oidc = oidc_config(settings)
+        if roles.any and directory is None and oidc is None:
             logger.warning("Administration roles are set but no directory (SEARCHCRAWL_LDAP_URL): nobody can log in with them")
         rate, burst = api_rate(settings.getfloat("SEARCHCRAWL_WEB_API_RATE"), settings.getint("SEARCHCRAWL_WEB_API_BURST"))
         config = WebConfig(
@@ -197,6 +230,7 @@ class Command(ScrapyCommand):
             embed_timeout=settings.getfloat("SEARCHCRAWL_EMBED_TIMEOUT"),
             answers=answer_config(settings.get, secrets.secret(ANSWERS_API_KEY)),
             roles=roles,
+            oidc=oidc,
             sources_dir=paths.sources_dir(settings),
             settings=settings.copy_to_dict(),
         )

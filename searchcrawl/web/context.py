@@ -48,6 +48,7 @@ from searchcrawl.store.deltas import reason_text
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.searches import Searches
 from searchcrawl.web import analytics, api
+from searchcrawl.web.oidc import OidcClient, OidcConfig
 from searchcrawl.web.roles import AdminUser, RoleMap
 from searchcrawl.web.search_page import FACET_TITLES, SearchPage
 from searchcrawl.web.searchers import Proxies
@@ -114,6 +115,7 @@ class WebConfig:
     # _RELEVANCE_EDITORS), for directory users; the sources folder (SEARCHCRAWL_SOURCES_DIR) and the settings in effect, for the
     # backup page (ops/configuration_backup.py: sources and notification settings)
     roles: RoleMap = field(default_factory=lambda: RoleMap({}))
+    oidc: OidcConfig | None = None  # single sign-on with OpenID Connect (SEARCHCRAWL_OIDC_*: oidc.py)
     sources_dir: Path | None = None
     settings: dict[str, Any] = field(default_factory=dict, repr=False)
     metrics: bool = False
@@ -156,11 +158,15 @@ class WebContext:
         self.sessions = Sessions(
             self.config.credentials,
             self.config.session_lifetime,
-            directory_logins=self.config.directory is not None and self.config.roles.any,
+            role_logins=(self.config.directory is not None or self.config.oidc is not None) and self.config.roles.any,
         )
+        # single sign-on (oidc.py): the provider's client and its pending sign-ins
+        self.oidc = OidcClient(self.config.oidc) if self.config.oidc is not None else None
         # searchers: sessions and a throttle of their own (a searcher's typos never slow an
         # administrator's login down, and no searcher session opens the administration)
-        self.searchers = SearcherSessions(self.config.directory is not None, self.config.session_lifetime)
+        self.searchers = SearcherSessions(
+            self.config.directory is not None or self.config.oidc is not None, self.config.session_lifetime
+        )
         self.signin_throttle = LoginThrottle()
         self.directory_threads = CapacityLimiter(DIRECTORY_THREADS)  # shared.in_limited_thread
         # cached copies read a document's whole stored text (megabytes at most): a few at once, the
@@ -304,6 +310,8 @@ class WebContext:
             admin=getattr(request.state, "admin", None),  # who, and their roles (shared.admin_gate's)
             admin_enabled=self.sessions.enabled,
             signin_enabled=self.searchers.enabled,
+            oidc_name=self.config.oidc.name if self.config.oidc is not None else "",
+            password_signin=self.config.directory is not None,
             **context,
         )
         return HTMLResponse(html, status_code=code)

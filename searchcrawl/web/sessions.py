@@ -38,7 +38,8 @@ class Session:
     user: str
     csrf: str  # sent back in every form; a POST without it is refused
     expires: float
-    kind: str = "local"  # the configured account's, or "directory": a directory user's (web/roles.py)
+    kind: str = "local"  # the configured account's, "directory" (web/roles.py) or "oidc" (web/oidc.py)
+    groups: tuple[str, ...] = ()  # a single sign-on's: the groups its ID token gave
 
 
 class Sessions:
@@ -47,10 +48,10 @@ class Sessions:
         credentials: tuple[str, str] | None,
         lifetime: float = 8 * 3600,
         max_sessions: int | None = None,
-        directory_logins: bool = False,
+        role_logins: bool = False,
     ) -> None:
         self.credentials = credentials
-        self.directory_logins = directory_logins  # directory users with a role may log in (web/roles.py)
+        self.role_logins = role_logins  # users with a role may log in: the directory's, single sign-on's (web/roles.py)
         self.lifetime = lifetime
         self.max_sessions = max_sessions  # None: MAX_SESSIONS
         self._sessions: OrderedDict[str, Session] = OrderedDict()
@@ -61,7 +62,7 @@ class Sessions:
     def enabled(self) -> bool:
         """Administration is off without configured credentials (a password is required) or a
         directory whose users the roles name."""
-        return self.local_account or self.directory_logins
+        return self.local_account or self.role_logins
 
     @property
     def local_account(self) -> bool:
@@ -77,12 +78,12 @@ class Sessions:
         same_password = hmac.compare_digest(password.encode(), expected_password.encode())
         return same_user and same_password
 
-    def login(self, user: str, kind: str = "local") -> str:
-        """A new session for ``user`` (``kind``: the configured account's, or "directory");
-        returns its token (the cookie's value)."""
+    def login(self, user: str, kind: str = "local", groups: tuple[str, ...] = ()) -> str:
+        """A new session for ``user`` (``kind``: the configured account's, "directory" or "oidc",
+        with the ``groups`` its token gave); returns its token (the cookie's value)."""
         token = random_tokens.token_urlsafe(32)
         with self._lock:
-            self._sessions[token] = Session(user, random_tokens.token_urlsafe(32), time.monotonic() + self.lifetime, kind)
+            self._sessions[token] = Session(user, random_tokens.token_urlsafe(32), time.monotonic() + self.lifetime, kind, groups)
             while len(self._sessions) > (self.max_sessions or MAX_SESSIONS):
                 self._sessions.popitem(last=False)
         return token

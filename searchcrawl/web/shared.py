@@ -20,6 +20,7 @@ from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import AccessError
+from searchcrawl.web.oidc import token_principals
 from searchcrawl.web.roles import AdminUser, Permission, Role
 from searchcrawl.web.searchers import Searcher, header_user
 from searchcrawl.web.sessions import Session, Sessions
@@ -62,17 +63,29 @@ async def who_searches(ctx: WebContext, request: Request) -> Searcher:
             user, known_by = header_user(values[0] if values else None), "header"
         elif values:
             logger.warning("Search: %s header from %s ignored (not one of SEARCHCRAWL_WEB_PROXIES)", ctx.config.user_header, peer)
+    session = None
     if user is None:
         session = ctx.searchers.get(request.cookies.get(SEARCHER_COOKIE))
         if session is not None:
             user, known_by, csrf = session.user, "session", session.csrf
     if user is None:
         return Searcher(Principals.anonymous())
-    principals = await searcher_principals(ctx, user)
+    principals = await session_principals(ctx, session) if session is not None else await searcher_principals(ctx, user)
     if principals.error:
         logger.warning("Search by %s: public documents only: %s", user, principals.error)
     logger.debug("Search by %s (%s): %d principals", user, known_by, len(principals.tokens))
     return Searcher(principals, known_by, csrf)
+
+
+async def session_principals(ctx: WebContext, session: Session) -> Principals:
+    """The principals of a session's user: a single sign-on's from its ID token's groups where
+    that is where they come from (oidc.py: ``principals`` "token", or "auto" without a
+    directory), else the directory's."""
+    config = ctx.config.oidc
+    if session.kind == "oidc" and config is not None:
+        if config.principals == "token" or (config.principals == "auto" and ctx.config.directory is None):
+            return token_principals(session.user, session.groups, "single sign-on")
+    return await searcher_principals(ctx, session.user)
 
 
 async def searcher_principals(ctx: WebContext, user: str) -> Principals:
@@ -116,15 +129,18 @@ def personal(ctx: WebContext, response: Response) -> Response:
 # --- requests and answers ---------------------------------------------------------------------
 
 
-def set_cookie(request: Request, response: Response, name: str, value: str, max_age: int, path: str) -> None:
-    """Every cookie of the application: HttpOnly, SameSite=Strict, Secure over HTTPS."""
+def set_cookie(
+    request: Request, response: Response, name: str, value: str, max_age: int, path: str, same_site: str = "strict"
+) -> None:
+    """Every cookie of the application: HttpOnly, SameSite=Strict (Lax only for a single sign-on's
+    pending login, which the provider's redirect must bring back), Secure over HTTPS."""
     response.set_cookie(
         name,
         value,
         max_age=max_age,
         path=path,
         httponly=True,
-        samesite="strict",
+        samesite=same_site,  # type: ignore[arg-type]
         secure=request.url.scheme == "https",
     )
 
@@ -166,9 +182,9 @@ async def admin_of(ctx: WebContext, session: Session) -> AdminUser:
     """Who holds ``session`` and their roles now: the configured account is an administrator; a
     directory user's roles are read from their principals at every request (the directory's
     cache), none when the directory cannot give them."""
-    if session.kind != "directory":
+    if session.kind == "local":
         return AdminUser(session.user, session.kind, frozenset({Role.ADMINISTRATOR}))
-    principals = await searcher_principals(ctx, session.user)
+    principals = await session_principals(ctx, session)
     return AdminUser(session.user, session.kind, ctx.config.roles.roles_of(principals))
 
 

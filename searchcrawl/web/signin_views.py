@@ -15,10 +15,11 @@ from starlette.responses import RedirectResponse, Response
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import DirectoryUnavailable
 from searchcrawl.web.context import WebContext
+from searchcrawl.web.oidc import OIDC_COOKIE, PENDING_SECONDS, SignOnError
 from searchcrawl.web.roles import AdminUser, Role
 from searchcrawl.web.search_page import search_back
 from searchcrawl.web.searchers import Searcher
-from searchcrawl.web.sessions import LoginThrottle, Sessions
+from searchcrawl.web.sessions import LoginThrottle, Session, Sessions
 from searchcrawl.web.shared import (
     LOGIN_COOKIE,
     SEARCHER_COOKIE,
@@ -30,12 +31,15 @@ from searchcrawl.web.shared import (
     in_thread,
     personal,
     searcher_principals,
+    session_principals,
     set_cookie,
     small_form,
     who_searches,
 )
 
 logger = logging.getLogger(__name__)
+
+OIDC_CALLBACK = "/login/oidc/callback"  # the redirect URI to register at the provider (under the prefix)
 
 
 async def signin_form(ctx: WebContext, request: Request) -> Response:
@@ -51,9 +55,8 @@ async def signin_form(ctx: WebContext, request: Request) -> Response:
 
 async def signin(ctx: WebContext, request: Request) -> Response:
     """A searcher's sign-in: the password checked by binding to the directory as the user."""
-    if not ctx.searchers.enabled:
-        return ctx.render(request, "forbidden.html", 404, reason="Signing in is off: no directory is configured.")
-    assert ctx.config.directory is not None
+    if ctx.config.directory is None:
+        return ctx.render(request, "forbidden.html", 404, reason="Signing in with a password is off: no directory is configured.")
     checked = await _password_form(ctx, request, ctx.signin_throttle, (SIGNIN_COOKIE, "signin_token"), "sign-in")
     if isinstance(checked, Response):
         return checked
@@ -151,7 +154,7 @@ async def _directory_login(
     the user, then a role from their principals; who logs in, or the refusal."""
     failed = ctx.render(request, "login.html", 403, login_token=expected, failed=True)
     directory = ctx.config.directory
-    if not ctx.sessions.directory_logins or directory is None or not user or not password or len(user) > 256:
+    if not ctx.sessions.role_logins or directory is None or not user or not password or len(user) > 256:
         logger.warning("Web administration: failed login from %s", client)
         return failed
     try:
@@ -168,6 +171,74 @@ async def _directory_login(
         logger.warning("Web administration: %s has no administration role: login refused", user)
         return ctx.render(request, "login.html", 403, login_token=expected, failed=True, no_role=True)
     return AdminUser(user, "directory", roles)
+
+
+async def oidc_signin(ctx: WebContext, request: Request) -> Response:
+    """A searcher's single sign-on (oidc.py): to the provider, the search to come back to kept."""
+    return await _oidc_start(ctx, request, "search", search_back(request.query_params.get("back")))
+
+
+async def oidc_login(ctx: WebContext, request: Request) -> Response:
+    """An administrator's single sign-on: to the provider; a role is needed when it answers."""
+    return await _oidc_start(ctx, request, "admin", "")
+
+
+async def _oidc_start(ctx: WebContext, request: Request, purpose: str, back: str) -> Response:
+    if ctx.oidc is None or (purpose == "admin" and not ctx.sessions.role_logins):
+        return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
+    origin = ctx.config.public_origins[0] if ctx.config.public_origins else f"{request.url.scheme}://{request.url.netloc}"
+    try:
+        key, url = await in_thread(ctx.oidc.start, purpose, origin + ctx.url(OIDC_CALLBACK), back)
+    except SignOnError as exc:
+        logger.warning("Single sign-on: %s", exc)
+        return ctx.render(request, "forbidden.html", 503, reason=f"Single sign-on does not answer: {exc}")
+    response = RedirectResponse(url, status_code=303)
+    set_cookie(request, response, OIDC_COOKIE, key, PENDING_SECONDS, ctx.url(OIDC_CALLBACK), same_site="lax")
+    return response
+
+
+async def oidc_callback(ctx: WebContext, request: Request) -> Response:
+    """The provider's answer: the code exchanged, the ID token checked (oidc.py), then a searcher's
+    session, or an administrator's when they have a role. The page that follows is reached by a
+    link of this site's own (a meta refresh): the provider's redirect is another site's
+    navigation, on which the SameSite=Strict session cookie would not be sent."""
+    if ctx.oidc is None:
+        return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
+    params = {key: value[:4096] for key, value in request.query_params.items()}
+    try:
+        signed = await in_thread(ctx.oidc.finish, request.cookies.get(OIDC_COOKIE), params)
+    except SignOnError as exc:
+        logger.warning("Single sign-on refused: %s", exc)
+        return ctx.render(request, "forbidden.html", 403, reason=f"Single sign-on failed: {exc}")
+    if signed.purpose == "admin":
+        session = Session(signed.user, "", 0.0, "oidc", signed.groups)
+        roles = ctx.config.roles.roles_of(await session_principals(ctx, session))
+        if not roles:
+            logger.warning("Web administration: %s (single sign-on) has no administration role: login refused", signed.user)
+            return ctx.render(request, "forbidden.html", 403, reason="You have no administration role.")
+        admin = AdminUser(signed.user, "oidc", roles)
+        await in_thread(ctx.audit, admin, "login", "", "oidc")
+        logger.info("Web administration: login of %s (single sign-on)", signed.user)
+        ctx.sessions.logout(request.cookies.get(SESSION_COOKIE))
+        token, cookie, path, target = (
+            ctx.sessions.login(signed.user, "oidc", signed.groups),
+            SESSION_COOKIE,
+            ctx.url("/admin"),
+            ctx.url("/admin"),
+        )
+    else:
+        logger.info("Search sign-in: %s signed in (single sign-on)", signed.user)
+        ctx.searchers.logout(request.cookies.get(SEARCHER_COOKIE))
+        token, cookie, path, target = (
+            ctx.searchers.login(signed.user, "oidc", signed.groups),
+            SEARCHER_COOKIE,
+            ctx.url("/"),
+            ctx.url("/") + signed.back,
+        )
+    response = ctx.render(request, "signed_on.html", target=target)
+    set_cookie(request, response, cookie, token, int(ctx.config.session_lifetime), path)
+    response.delete_cookie(OIDC_COOKIE, path=ctx.url(OIDC_CALLBACK))
+    return response
 
 
 async def _password_form(
