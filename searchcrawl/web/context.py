@@ -172,6 +172,8 @@ class WebContext:
         # cached copies read a document's whole stored text (megabytes at most): a few at once, the
         # others wait for one of these, never for the threads every search shares
         self.cached_copies = CapacityLimiter(CACHED_COPIES_AT_ONCE)
+        # the source editor's explains and test crawls (processes of minutes): two at once
+        self.source_trials = CapacityLimiter(2)
         self.proxies = Proxies(self.config.proxies)
         self.templates = Environment(
             loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True)
@@ -323,7 +325,7 @@ class WebContext:
         """Record a change an administrator made (store/audit_log.py); blocking (call it in a
         thread). A log that cannot be written is said in the log, never the change's failure."""
         try:
-            AuditLog(self.database).record(admin.name, admin.role_names, action, target, detail)
+            AuditLog(self.database).record(admin.name, f"{admin.role_names} ({admin.kind})", action, target, detail)
         except Exception as exc:  # noqa: BLE001 - the change is made; the log's failure is said
             logger.error("Audit log: %s %s %s not recorded: %s", admin.name, action, target, type(exc).__name__)
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from searchcrawl.access.decision import Principals
+from searchcrawl.access.ntfs import NETWORK_LOGON_SIDS
 from searchcrawl.access.tokens import PUBLIC, AccessError, normal_token
 
 
@@ -103,8 +104,9 @@ class RoleMap:
                     token = normal_token(value.strip())
                 except AccessError as exc:
                     raise RoleError(f"{ROLE_SETTINGS[role]}: {value.strip()!r} is not a principal: {exc}") from None
-                if token == PUBLIC:
-                    raise RoleError(f"{ROLE_SETTINGS[role]}: 'public' would give the role to everyone")
+                if token == PUBLIC or token.removeprefix("sid:").upper() in NETWORK_LOGON_SIDS:
+                    # public, and the SIDs every Windows user holds (Everyone, Authenticated Users, ...)
+                    raise RoleError(f"{ROLE_SETTINGS[role]}: {value.strip()!r} would give the role to everyone")
                 tokens.add(token)
             members[role] = frozenset(tokens)
         return cls(members)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 MAX_SESSIONS = 1000
+MAX_SESSIONS_PER_USER = 20  # one user's sessions at once: their own oldest goes first, never another's
 MAX_SEARCHER_SESSIONS = 50_000  # an organisation's searchers (a few hundred bytes each)
 FREE_FAILURES = 5  # failed logins from one address before its attempts are slowed down
 MAX_DELAY = 900.0  # seconds: the longest wait between two attempts of one address
@@ -83,6 +84,9 @@ class Sessions:
         with the ``groups`` its token gave); returns its token (the cookie's value)."""
         token = random_tokens.token_urlsafe(32)
         with self._lock:
+            own = [key for key, session in self._sessions.items() if session.user == user]
+            for key in own[: max(0, len(own) - MAX_SESSIONS_PER_USER + 1)]:
+                del self._sessions[key]
             self._sessions[token] = Session(user, random_tokens.token_urlsafe(32), time.monotonic() + self.lifetime, kind, groups)
             while len(self._sessions) > (self.max_sessions or MAX_SESSIONS):
                 self._sessions.popitem(last=False)

@@ -4,6 +4,7 @@ account, or a directory user with a role of web/roles.py), each with sessions, c
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
 from secrets import token_urlsafe
@@ -124,16 +125,26 @@ async def login(ctx: WebContext, request: Request) -> Response:
         return checked
     form, client, expected = checked
     user, password = str(form.get("username", "")), str(form.get("password", ""))
-    # counted before anything is checked (the directory off the event loop), taken back on success
+    # counted by address and by address and name, before anything is checked (the directory off
+    # the event loop): a login of one's own clears that name's failures only, never the guesses at
+    # another's; both must have waited their delay
+    named = throttle_key(client, user)
+    wait = ctx.throttle.wait(named)
+    if wait > 0:
+        refused = ctx.render(request, "forbidden.html", 429, reason=f"Too many failed logins: try again in {wait:.0f} s.")
+        refused.headers["retry-after"] = str(int(wait) + 1)
+        return refused
     ctx.throttle.failed(client)
+    ctx.throttle.failed(named)
     if ctx.sessions.check(user, password):
         admin = AdminUser(user, "local", frozenset({Role.ADMINISTRATOR}))
     else:
-        found = await _directory_login(ctx, request, client, expected, user.strip(), password)
+        found = await _directory_login(ctx, request, client, named, expected, user.strip(), password)
         if isinstance(found, Response):
             return found
         admin = found
-    ctx.throttle.succeeded(client)
+    ctx.throttle.succeeded(named)
+    ctx.throttle.forgive(client)  # this attempt's count by address alone: the others stay
     logger.info(
         "Web administration: login of %s (%s)", admin.name if admin.kind == "directory" else "the configured account", admin.kind
     )
@@ -147,8 +158,14 @@ async def login(ctx: WebContext, request: Request) -> Response:
     return response
 
 
+def throttle_key(client: str, user: str) -> str:
+    """The login throttle's count of guesses at ``user`` from ``client`` (the name hashed: no name
+    typed, a password typed in its place say, is kept in memory)."""
+    return f"{client} {hashlib.sha256(user.strip().casefold().encode()).hexdigest()[:16]}"
+
+
 async def _directory_login(
-    ctx: WebContext, request: Request, client: str, expected: str, user: str, password: str
+    ctx: WebContext, request: Request, client: str, named: str, expected: str, user: str, password: str
 ) -> Response | AdminUser:
     """A directory user's administration login (web/roles.py): the password checked by a bind as
     the user, then a role from their principals; who logs in, or the refusal."""
@@ -159,18 +176,20 @@ async def _directory_login(
         return failed
     try:
         ok = await in_limited_thread(ctx.directory_threads, directory.authenticate, user, password)
-    except DirectoryUnavailable as exc:
+    except DirectoryUnavailable as exc:  # no guess: both counts taken back
         ctx.throttle.forgive(client)
+        ctx.throttle.forgive(named)
         logger.warning("Web administration: login from %s: the directory does not answer: %s", client, exc)
-        return ctx.render(request, "login.html", 503, login_token=expected, failed=True, unavailable=str(exc))
+        return ctx.render(request, "login.html", 503, login_token=expected, failed=True, unavailable=True)
     if not ok:
         logger.warning("Web administration: failed login from %s", client)
         return failed
-    roles = ctx.config.roles.roles_of(await searcher_principals(ctx, user))
-    if not roles:
+    principals = await searcher_principals(ctx, user)
+    roles = ctx.config.roles.roles_of(principals)
+    if not roles:  # said as a failed login: the page tells no one that the password was right
         logger.warning("Web administration: %s has no administration role: login refused", user)
-        return ctx.render(request, "login.html", 403, login_token=expected, failed=True, no_role=True)
-    return AdminUser(user, "directory", roles)
+        return failed
+    return AdminUser(principals.user or user, "directory", roles)  # the directory's own name (case and all)
 
 
 async def oidc_signin(ctx: WebContext, request: Request) -> Response:

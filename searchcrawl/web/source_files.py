@@ -29,9 +29,11 @@ import secrets as random_names
 import shutil
 import subprocess
 import tempfile
+import threading
+import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -50,12 +52,47 @@ MAX_SOURCE_BYTES = 1024 * 1024  # a source file's text as the editor takes it
 MAX_CHECKED_URLS = 200_000  # indexed URLs run through a new scope before a save (then: "at least")
 SAMPLES = 5  # URLs named of those a change would take out
 MAX_URL_LENGTH = 2083  # SEARCHCRAWL_MAX_URL_LENGTH's default: the chain's own bound
+SAVING = threading.Lock()  # saves, copies, moves of source files: one at a time in this process
 TEST_PAGES = 5  # pages a test crawl fetches
 TEST_TIMEOUT = 180  # seconds a test crawl and its report may take
 TEMPLATE = """# A web site: where the crawl starts, and what it follows (docs/sources.md has every key)
 seeds = ["https://intranet.example.com/"]
 max_depth = 10
 """
+
+
+# Keys the browser does not change (issue 79's hostile review): they load code into the crawl or this
+# server (spider_class, url_rewriter, agent), write files where they say (log_file, temp_dir), start
+# processes (processes, shared), read this server's files or repositories (type and the agents'
+# tables: [files] roots, [database] URLs, ...), or send secrets to the hosts they name ([[auth]],
+# [proxy], [tls]). An administrator on the pages is not the server's administrator: these stay as the
+# saved file has them, and are changed in the file on the server.
+GUARDED_KEYS = (
+    "spider_class",
+    "url_rewriter",
+    "agent",
+    "log_file",
+    "temp_dir",
+    "processes",
+    "shared",
+    "type",
+    "files",
+    "smb",
+    "database",
+    "mail",
+    "imap",
+    "webdav",
+    "cmis",
+    "dokuwiki",
+    "redmine",
+    "git",
+    "agent_options",
+    "auth",
+    "proxy",
+    "tls",
+    "fetch_origins",
+    "seed_files",
+)
 
 
 class SourceFileError(Exception):
@@ -68,7 +105,30 @@ def text_digest(text: str) -> str:
 
 
 def valid_name(name: str) -> bool:
-    return len(name) <= 200 and bool(SOURCE_NAME.match(name)) and not name.endswith(".disabled")
+    return len(name) <= 200 and bool(SOURCE_NAME.fullmatch(name)) and not name.endswith(".disabled")
+
+
+def guarded_change(saved: str, edited: str) -> str:
+    """Why ``edited`` may not be saved from the browser ("" when it may): a GUARDED_KEYS value
+    added, removed or changed from the ``saved`` text (""), or a seed of this server's files
+    (``file:``) that the saved text does not have. Read as TOML: a text that is none is the
+    loader's to refuse."""
+    try:
+        old, new = tomllib.loads(saved) if saved else {}, tomllib.loads(edited)
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return ""
+    changed = [key for key in GUARDED_KEYS if old.get(key) != new.get(key)]
+    if changed:
+        return (
+            f"{', '.join(changed)}: changed in the browser; these keys load code, write or read this server's files,"
+            " or send secrets, and are changed in the source file on the server"
+        )
+    old_seeds = {str(seed) for seed in old.get("seeds", []) or []} if isinstance(old.get("seeds"), list) else set()
+    seeds = new.get("seeds", []) if isinstance(new.get("seeds"), list) else []
+    local = [str(seed) for seed in seeds if str(seed).strip().lower().startswith("file:") and str(seed) not in old_seeds]
+    if local:
+        return f"seeds: {local[0][:100]!r} reads this server's files: add file: seeds in the source file on the server"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -160,6 +220,10 @@ class SourceFolder:
         """Write ``text`` as source ``name``'s file (a new one when ``read_digest`` is None),
         atomically, after copying the version it replaces into ``.history`` (returned); refused
         when the file is not the version the editor read."""
+        with SAVING:  # the version compared is the version replaced: one save at a time
+            return self._save(name, text, read_digest, moment)
+
+    def _save(self, name: str, text: str, read_digest: str | None, moment: datetime | None) -> Path | None:
         path = self.file(name)
         if not path.exists() and self.disabled_file(name).exists():
             path = self.disabled_file(name)  # a disabled source stays disabled
@@ -239,7 +303,10 @@ def changes(database: Database | None, name: str, old_text: str, new_text: str, 
     if new.agent_class is not None:
         found.agent = True
         return found
-    chain = rule_chain(new, MAX_URL_LENGTH)
+    # without the source's url_rewriter: no code a source names runs in this server (the maintenance
+    # crawl applies it; a rewriter that moves URLs in or out of scope is not counted here)
+    unrewritten = replace(new, settings=new.settings.model_copy(update={"url_rewriter": None}))
+    chain = rule_chain(unrewritten, MAX_URL_LENGTH)
     for checked, (url, depth) in enumerate(indexed_urls(database, name)):
         if checked >= MAX_CHECKED_URLS:
             found.checked_all = False
@@ -295,6 +362,8 @@ def test_crawl(project_dir: Path, environ: dict[str, str], sources: Path, name: 
             *scrapy_command("crawl", name, "-a", "test_mode=1"),
             "-s",
             f"CLOSESPIDER_PAGECOUNT={pages}",
+            "-s",
+            "LOG_FILE=",  # not a source's log_file: the output comes back to the page
             "-s",
             "LOG_LEVEL=WARNING",
         ]

@@ -21,7 +21,7 @@ from searchcrawl.config.source_reference import reference
 from searchcrawl.web import admin
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.roles import Permission
-from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_thread, small_form
+from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_limited_thread, in_thread, small_form
 from searchcrawl.web.source_files import (
     MAX_SOURCE_BYTES,
     TEMPLATE,
@@ -29,6 +29,7 @@ from searchcrawl.web.source_files import (
     SourceFileError,
     SourceFolder,
     changes,
+    guarded_change,
     scratch_sources,
     test_crawl,
     text_digest,
@@ -103,14 +104,23 @@ async def source_change(ctx: WebContext, request: Request) -> Response:
         )
     if not existing and await in_thread(folder.exists, name):
         return editor(ctx, request, 400, **page, error=f"A source named {name} exists already: choose another name.")
-    checked = await in_thread(folder.check, name, text)
+    try:
+        old = await in_thread(folder.read, existing) if existing else ""
+    except SourceFileError as exc:
+        return ctx.render(request, "forbidden.html", 404, reason=str(exc))
+    guarded = guarded_change(old, text)  # before the loader: it imports what a source names
+    if guarded:
+        return editor(ctx, request, 400, **page, error=f"{name}.toml: {guarded}")
+    try:
+        checked = await in_thread(folder.check, name, text)
+    except OSError as exc:
+        return editor(ctx, request, 503, **page, error=f"The sources folder cannot be written: {exc.strerror or exc}")
     if checked.source is None:
         return editor(ctx, request, 400, **page, error=checked.error)
     if action == "check":
         return editor(ctx, request, **page, output="The source is valid: the crawl would take it as it is.")
     if action in ("explain", "test"):
         return await _try(ctx, request, folder, name, text, action, page)
-    old = await in_thread(folder.read, existing) if existing else ""
     found: Changes = await in_thread(changes, ctx.database if existing else None, name, old, text, checked.source)
     if action == "review":
         return editor(ctx, request, **page, changes=found, reviewed=text_digest(text))
@@ -150,7 +160,7 @@ async def _try(
                 return admin.explain(ctx.config.project_dir, name, url, {**environ, "SEARCHCRAWL_SOURCES_DIR": str(scratch)})
             return test_crawl(ctx.config.project_dir, environ, scratch, name)
 
-    ok, output = await in_thread(run)
+    ok, output = await in_limited_thread(ctx.source_trials, run)  # a few at once: each may take minutes
     logger.info("Web administration: %s of the edited source %s", action, name)
     return editor(ctx, request, 200 if ok else 400, **page, output=output, output_ok=ok, ran=action)
 

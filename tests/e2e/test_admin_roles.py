@@ -54,7 +54,7 @@ PAGES = {
     "/admin/source-files/{name}": ADMINISTER,
     "/admin/source-files/{name}/{action}": ADMINISTER,
 }
-OPEN = {"/admin/login", "/admin/logout"}  # the login form, and logging out (any session)
+OPEN = {"/admin/login", "/admin/logout", "/admin/login/oidc"}  # the login forms, and logging out (any session)
 GRANTS = {
     "alice": {VIEW, OPERATE},  # an operator through accounting, which is in finance
     "bob": {VIEW, RELEVANCE},
@@ -150,11 +150,11 @@ def test_a_directory_user_with_no_role_cannot_log_in_and_a_role_taken_away_is_go
     app = app_of(project, settings, directory_server)
     web = TestClient(app, base_url="http://127.0.0.1")
     status, text = log_in(web, "alice", "wrong-password")
-    assert status == 403 and "Wrong user name or password." in text
+    assert status == 403 and "Wrong user name or password, or no administration role." in text
     # carol's password is right; without a role she is told so, and no session is made
     app.state.web.config.roles = RoleMap.parse({Role.OPERATOR: ["user:alice"]})
     status, text = log_in(web, "carol", directory_server.passwords["carol"])
-    assert status == 403 and "You have no administration role." in text
+    assert status == 403 and "Wrong user name or password, or no administration role." in text  # no word that it was right
     assert web.get("/admin", follow_redirects=False).status_code == 303  # to the login form
     status, _csrf = log_in(web, "alice", directory_server.passwords["alice"])
     assert status == 303 and web.get("/admin/summary").status_code == 200
@@ -187,10 +187,11 @@ def test_every_change_is_on_the_audit_page_who_with_which_roles_what_and_when(
         page,
     )
     actions = [(user, roles, action, target) for _at, user, roles, action, target in rows]
-    assert ("alice", "operator", "control:start", SOURCE) in actions
-    assert ("bob", "relevance editor", "relevance:add-stopword", "stopword") in actions
+    assert ("alice", "operator (directory)", "control:start", SOURCE) in actions
+    assert ("bob", "relevance editor (directory)", "relevance:add-stopword", "stopword") in actions
     assert any(
-        (user, roles, action) == ("carol", "administrator", "token:make") and target.endswith(" portal &lt;b&gt;x&lt;/b&gt;")
+        (user, roles, action) == ("carol", "administrator (directory)", "token:make")
+        and target.endswith(" portal &lt;b&gt;x&lt;/b&gt;")
         for user, roles, action, target in actions
     )
     assert {("alice", "login"), ("bob", "login"), ("carol", "login")} <= {(user, action) for user, _r, action, _t in actions}

@@ -131,7 +131,7 @@ def test_an_administrator_signs_on_with_a_role_and_a_user_without_one_gets_no_se
     assert refused.status_code == 403 and "You have no administration role." in refused.text
     assert carol.get("/admin", follow_redirects=False).status_code == 303  # to the login form: no session
     audit = alice.get("/admin/audit").text
-    assert re.search(r"alice</a></td>\s*<td>administrator</td>\s*<td class=\"action\">login</td>", audit)
+    assert re.search(r"alice</a></td>\s*<td>administrator \(oidc\)</td>\s*<td class=\"action\">login</td>", audit)
 
 
 def test_a_forged_replayed_or_stray_answer_is_refused(project: Project, oidc_provider: OidcProvider) -> None:

@@ -106,6 +106,13 @@ def test_an_administrator_edits_a_crawled_source_and_sees_what_the_change_does(c
     assert "Every document will be fetched and indexed again: main_text changed" in html.unescape(recrawl.text), re.findall(
         r"<p class=\"warning\">[^<]*", recrawl.text
     )
+    # a key that runs code is not changed here (a hostile review ran os.system through it)
+    pwned = project.data_dir / "pwned"
+    evil = f'url_rewriter = "os.system"\nlog_file = "{pwned}"\n' + current["text"]
+    for action in ("check", "review", "test", "explain"):
+        refused = web.post(path, data={**current, "text": evil, "action": action, "url": site + "index.html;touch " + str(pwned)})
+        assert refused.status_code == 400 and "url_rewriter, log_file: changed in the browser" in html.unescape(refused.text)
+    assert not pwned.exists()
     audit = web.get("/admin/audit").text
     assert "source:save" in audit and name in audit
     assert csrf

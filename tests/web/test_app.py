@@ -16,6 +16,7 @@ from searchcrawl.commands.web import trusted_proxies
 from searchcrawl.web.app import WebConfig, create_app
 from searchcrawl.web.sessions import FREE_FAILURES
 from searchcrawl.web.shared import MAX_FORM_BYTES
+from searchcrawl.web.signin_views import throttle_key
 from tests.web_site import attempts_at_once
 
 PASSWORD = "unit-password-1"
@@ -58,8 +59,23 @@ def test_failed_logins_slow_the_next_attempts_down(web: TestClient) -> None:
     assert int(refused.headers["retry-after"]) >= 1
     assert attempt(web, PASSWORD) == 429  # even the right password waits: guessing gains nothing
     throttle = web.app.state.web.throttle  # type: ignore[attr-defined]
-    throttle.succeeded("testclient")  # what a successful login does: the count starts again
+    throttle.succeeded("testclient")  # the delay waited out: the count starts again
+    throttle.succeeded(throttle_key("testclient", "admin"))
     assert attempt(web, PASSWORD) == 303
+
+
+def test_a_login_of_ones_own_clears_no_guesses_at_another_name(web: TestClient) -> None:
+    """A hostile review: every failure of an address was cleared by any success from it, so a
+    user with a role guessed at an administrator's password, logged in as themselves, and again."""
+    for number in range(FREE_FAILURES):
+        token = re.search(r'name="login_token" value="([^"]+)"', web.get("/admin/login").text)[1]
+        web.post("/admin/login", data={"login_token": token, "username": "victim", "password": f"guess{number}"})
+    throttle = web.app.state.web.throttle  # type: ignore[attr-defined]
+    throttle.succeeded("testclient")  # as if the address's delay were waited out
+    assert attempt(web, PASSWORD) == 303  # the attacker's own account
+    token = re.search(r'name="login_token" value="([^"]+)"', web.get("/admin/login").text)[1]
+    again = web.post("/admin/login", data={"login_token": token, "username": "victim", "password": "guess-again"})
+    assert again.status_code == 429  # the guesses at victim still count
 
 
 @pytest.mark.parametrize(

@@ -45,7 +45,9 @@ def test_roles_come_from_principals_and_a_directory_that_fails_gives_none() -> N
     assert not RoleMap.parse({}).any
 
 
-@pytest.mark.parametrize("value", ["public", "PUBLIC", "nobody", "user:"])
+@pytest.mark.parametrize(
+    "value", ["public", "PUBLIC", "nobody", "user:", "sid:S-1-1-0", "sid:s-1-5-11", "sid:S-1-5-2", "sid:S-1-5-15"]
+)
 def test_a_role_list_holding_no_principal_or_everyone_is_refused(value: str) -> None:
     with pytest.raises(RoleError, match="SEARCHCRAWL_WEB_OPERATORS"):
         RoleMap.parse({Role.OPERATOR: [value]})
@@ -79,3 +81,14 @@ def test_a_role_setting_splits_at_the_commas_that_begin_a_principal() -> None:
     given = "user:carol, group:cn=ops,ou=groups,dc=example,dc=org,GROUP:editors ,uid:1002"
     assert principal_list(given) == ["user:carol", "group:cn=ops,ou=groups,dc=example,dc=org", "GROUP:editors", "uid:1002"]
     assert principal_list(["user:a", " "]) == ["user:a"] and principal_list(None) == principal_list("") == []
+
+
+def test_one_users_logins_end_their_own_oldest_sessions_never_anothers() -> None:
+    """A hostile review: 1,000 logins of one user ended every other administrator's session."""
+    from searchcrawl.web.sessions import MAX_SESSIONS_PER_USER, Sessions
+
+    sessions = Sessions(("admin", "pw"), max_sessions=1000)
+    other = sessions.login("carol", "directory")
+    tokens = [sessions.login("bob", "directory") for _ in range(MAX_SESSIONS_PER_USER + 5)]
+    assert sessions.get(other) is not None
+    assert [sessions.get(token) is not None for token in tokens] == [False] * 5 + [True] * MAX_SESSIONS_PER_USER

@@ -10,7 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from searchcrawl.web.source_files import SourceFileError, SourceFolder, changes, scratch_sources, text_digest, unified_diff
+from searchcrawl.web.source_files import (
+    SourceFileError,
+    SourceFolder,
+    changes,
+    guarded_change,
+    scratch_sources,
+    text_digest,
+    unified_diff,
+    valid_name,
+)
 
 GOOD = '# the intranet\nseeds = ["https://intranet.example/"]\nseed_files = ["lists/more.txt"]\nmax_depth = 3\n'
 
@@ -94,3 +103,39 @@ def test_changes_without_a_database_are_the_diff_alone(folder: SourceFolder) -> 
     assert checked.source is not None
     found = changes(None, "intranet", GOOD, GOOD.replace("3", "4"), checked.source)
     assert "-max_depth = 3" in found.diff and "+max_depth = 4" in found.diff and found.warnings == []
+
+
+# --- the hostile review's findings: what the browser may not change ----------------------------
+
+
+@pytest.mark.parametrize(
+    "added",
+    [
+        'url_rewriter = "os.system"',
+        'spider_class = "tests.custom_spiders.Anything"',
+        'log_file = "/etc/cron.d/x"',
+        'temp_dir = "/root"',
+        "processes = 500",
+        'type = "files"\n[files]\nroots = ["/etc"]',
+        '[[auth]]\ntype = "basic"\norigins = ["https://attacker.example"]\nuser = "x"\nsecret = "SEARCHCRAWL_DB_PASSWORD"',
+        '[tls]\nca_bundle = "/etc/ssl/private/key.pem"',
+    ],
+)
+def test_a_key_that_runs_code_writes_files_or_sends_secrets_is_not_changed_in_the_browser(added: str) -> None:
+    """A hostile review ran `url_rewriter = "os.system"` in the web server (review) and in a test
+    crawl, before anything was saved; a directory group is not the server's administrator."""
+    assert guarded_change(GOOD, GOOD + added + "\n") != ""
+    assert guarded_change("", GOOD + added + "\n") != ""  # a new source neither
+    assert (
+        guarded_change(GOOD + added + "\n", GOOD.replace("max_depth = 3", "max_depth = 4") + added + "\n") == ""
+    )  # kept as it is
+
+
+def test_a_seed_of_this_servers_files_is_not_added_in_the_browser() -> None:
+    local = GOOD.replace('seeds = ["https://intranet.example/"]', 'seeds = ["https://intranet.example/", "file:///etc/"]')
+    assert "reads this server's files" in guarded_change(GOOD, local)
+    assert guarded_change(local, local.replace("max_depth = 3", "max_depth = 2")) == ""
+
+
+def test_a_name_with_a_trailing_newline_is_no_source_name() -> None:
+    assert not valid_name("intranet\n") and valid_name("intranet")
