@@ -20,13 +20,15 @@ cd "$(dirname "$0")/.."
 # Apache httpd (apache2: mod_dav, mod_authnz_ldap) the WebDAV server of the webdav source's tests,
 # DokuWiki (dokuwiki, under php-cli's own web server) the wiki of the dokuwiki source's tests,
 # Redmine (redmine on SQLite, served by thin) the issue tracker of the redmine source's tests,
-# gitolite (gitolite3; its openssh-server is not started) the rules of the git source's tests
+# gitolite (gitolite3; its openssh-server is not started) the rules of the git source's tests,
+# SimpleSAMLphp (simplesamlphp, under php-cli's web server) the SAML identity provider of the single
+# sign-on tests, and xmlsec1 what pysaml2 checks SAML signatures with
 packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc libreoffice-impress-nogui chromium
           tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
           nginx-light wrk
           libacl1-dev acl slapd ldap-utils
           samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
-          dovecot-imapd apache2 dokuwiki php-cli redmine redmine-sqlite thin gitolite3)
+          dovecot-imapd apache2 dokuwiki php-cli redmine redmine-sqlite thin gitolite3 simplesamlphp xmlsec1)
 # Node.js and npm run the OpenID Connect provider of the single sign-on tests (oidc-provider, from
 # the npm registry): Debian's packages, unless a Node.js with npm is installed already
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

@@ -235,6 +235,17 @@ SEARCHCRAWL_OIDC_USER_CLAIM = "preferred_username"
 SEARCHCRAWL_OIDC_GROUPS_CLAIM = "groups"
 SEARCHCRAWL_OIDC_PRINCIPALS = "auto"
 SEARCHCRAWL_OIDC_NAME = "single sign-on"
+# Single sign-on with SAML 2.0 (searchcrawl/web/saml.py): the IdP's metadata (an https:// URL or a
+# file; "": off), this service provider's entity id ("": <public URL>/login/saml/metadata), the
+# assertion's attributes naming the user and their groups, where principals come from (as OIDC's)
+# and the button's words. Register <public URL>/login/saml/acs (HTTP-POST) at the IdP, or give it
+# the metadata /login/saml/metadata serves. Needs the web application served over HTTPS.
+SEARCHCRAWL_SAML_IDP_METADATA = ""
+SEARCHCRAWL_SAML_ENTITY_ID = ""
+SEARCHCRAWL_SAML_USER_ATTRIBUTE = "uid"
+SEARCHCRAWL_SAML_GROUPS_ATTRIBUTE = "groups"
+SEARCHCRAWL_SAML_PRINCIPALS = "auto"
+SEARCHCRAWL_SAML_NAME = "single sign-on (SAML)"
 SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page, unless a searcher chooses 10, 20 or 50 (search_page.ROWS)
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
 # Query analytics (searchcrawl/web/analytics.py): every search and every hit opened is logged in

@@ -914,6 +914,7 @@ from tests.mail_server import mail_server  # noqa: E402, F401
 from tests.oidc_server import oidc_provider  # noqa: E402, F401
 from tests.redmine_server import redmine_server  # noqa: E402, F401
 from tests.samba_domain import samba_domain  # noqa: E402, F401
+from tests.saml_server import saml_idp  # noqa: E402, F401
 from tests.web_site import harbour_corpus  # noqa: E402, F401
 from tests.webdav_server import webdav_server  # noqa: E402, F401
 from tests.wiki_server import wiki_server  # noqa: E402, F401

@@ -33,6 +33,7 @@ SERVER_FIXTURES = frozenset(
         "directory_server",  # tests/directory_server.py: an OpenLDAP slapd
         "samba_domain",  # tests/samba_domain.py: a Samba AD domain controller and SMB server
         "oidc_provider",  # tests/oidc_server.py: an OpenID Connect provider under Node.js
+        "saml_idp",  # tests/saml_server.py: a SAML 2.0 identity provider (SimpleSAMLphp)
     }
 )
 E2E_LAYER = "tests/e2e/"

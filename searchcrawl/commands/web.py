@@ -52,9 +52,7 @@ def oidc_config(settings: BaseSettings) -> Any:
         )
     if not issuer.lower().startswith("https://") and urlsplit(issuer).hostname not in ("127.0.0.1", "localhost", "::1"):
         raise UsageError("SEARCHCRAWL_OIDC_ISSUER must be an https:// URL (http only for a provider on this machine)")
-    principals = (settings.get("SEARCHCRAWL_OIDC_PRINCIPALS") or "auto").strip()
-    if principals not in ("auto", "token", "directory"):
-        raise UsageError("SEARCHCRAWL_OIDC_PRINCIPALS must be auto, token or directory")
+    principals = principals_mode(settings, "SEARCHCRAWL_OIDC_PRINCIPALS")
     return OidcConfig(
         issuer=issuer,
         client_id=client_id,
@@ -64,6 +62,35 @@ def oidc_config(settings: BaseSettings) -> Any:
         groups_claim=settings.get("SEARCHCRAWL_OIDC_GROUPS_CLAIM") or "groups",
         principals=principals,
         name=settings.get("SEARCHCRAWL_OIDC_NAME") or "single sign-on",
+    )
+
+
+def principals_mode(settings: BaseSettings, name: str) -> str:
+    """A single sign-on's SEARCHCRAWL_*_PRINCIPALS: auto, token or directory (which needs one)."""
+    mode = (settings.get(name) or "auto").strip()
+    if mode not in ("auto", "token", "directory"):
+        raise UsageError(f"{name} must be auto, token or directory")
+    if mode == "directory" and not settings.get("SEARCHCRAWL_LDAP_URL"):
+        raise UsageError(f"{name} = directory needs a directory (SEARCHCRAWL_LDAP_URL)")
+    return mode
+
+
+def saml_config(settings: BaseSettings) -> Any:
+    """SAML single sign-on's configuration (web/saml.py) from SEARCHCRAWL_SAML_*, or None when off."""
+    from searchcrawl.web.saml import SamlConfig
+
+    metadata = (settings.get("SEARCHCRAWL_SAML_IDP_METADATA") or "").strip()
+    if not metadata:
+        return None
+    if metadata.lower().startswith("http://") and urlsplit(metadata).hostname not in ("127.0.0.1", "localhost", "::1"):
+        raise UsageError("SEARCHCRAWL_SAML_IDP_METADATA must be an https:// URL or a file (http only for an IdP on this machine)")
+    return SamlConfig(
+        idp_metadata=metadata,
+        entity_id=(settings.get("SEARCHCRAWL_SAML_ENTITY_ID") or "").strip(),
+        user_attribute=settings.get("SEARCHCRAWL_SAML_USER_ATTRIBUTE") or "uid",
+        groups_attribute=settings.get("SEARCHCRAWL_SAML_GROUPS_ATTRIBUTE") or "groups",
+        principals=principals_mode(settings, "SEARCHCRAWL_SAML_PRINCIPALS"),
+        name=settings.get("SEARCHCRAWL_SAML_NAME") or "single sign-on (SAML)",
     )
 
 
@@ -188,8 +215,8 @@ class Command(ScrapyCommand):
             roles = RoleMap.parse({role: principal_list(settings.get(name)) for role, name in ROLE_SETTINGS.items()})
         except RoleError as exc:
             raise UsageError(str(exc)) from None
-        oidc = oidc_config(settings)
-        if roles.any and directory is None and oidc is None:
+        oidc, saml = oidc_config(settings), saml_config(settings)
+        if roles.any and directory is None and oidc is None and saml is None:
             logger.warning("Administration roles are set but no directory (SEARCHCRAWL_LDAP_URL): nobody can log in with them")
         rate, burst = api_rate(settings.getfloat("SEARCHCRAWL_WEB_API_RATE"), settings.getint("SEARCHCRAWL_WEB_API_BURST"))
         config = WebConfig(
@@ -231,6 +258,7 @@ class Command(ScrapyCommand):
             answers=answer_config(settings.get, secrets.secret(ANSWERS_API_KEY)),
             roles=roles,
             oidc=oidc,
+            saml=saml,
             sources_dir=paths.sources_dir(settings),
             settings=settings.copy_to_dict(),
         )

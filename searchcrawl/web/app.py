@@ -141,6 +141,10 @@ def route_table(ctx: WebContext) -> list[Route]:
         route("/login/oidc", signin_views.oidc_signin, ["GET"]),
         route("/login/oidc/callback", signin_views.oidc_callback, ["GET"]),
         route("/admin/login/oidc", signin_views.oidc_login, ["GET"]),
+        route("/login/saml", signin_views.saml_signin, ["GET"]),
+        route(signin_views.SAML_ACS, signin_views.saml_acs, ["POST"]),
+        route(signin_views.SAML_METADATA, signin_views.saml_metadata, ["GET"]),
+        route("/admin/login/saml", signin_views.saml_login, ["GET"]),
         route("/admin", admin_views.overview),
         route("/admin/login", signin_views.login_form, ["GET"]),
         route("/admin/login", signin_views.login, ["POST"]),
@@ -211,7 +215,8 @@ def create_app(config: WebConfig) -> Starlette:
         middleware.append(Middleware(ProxyHeadersMiddleware, trusted_hosts=list(config.proxies)))
     middleware.append(Middleware(SecurityHeaders))
     # after the proxy headers: the scheme judged is the browser's (origins.py)
-    middleware.append(Middleware(SameOriginPosts, public=config.public_origins))
+    # the SAML IdP's answer is a POST from its own page by design (believed for its signature)
+    middleware.append(Middleware(SameOriginPosts, public=config.public_origins, exempt=(config.prefix + signin_views.SAML_ACS,)))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.web = ctx  # the context, for tests and tools that look inside
     return app

@@ -50,6 +50,7 @@ from searchcrawl.store.searches import Searches
 from searchcrawl.web import analytics, api
 from searchcrawl.web.oidc import OidcClient, OidcConfig
 from searchcrawl.web.roles import AdminUser, RoleMap
+from searchcrawl.web.saml import SamlClient, SamlConfig
 from searchcrawl.web.search_page import FACET_TITLES, SearchPage
 from searchcrawl.web.searchers import Proxies
 from searchcrawl.web.sessions import LoginThrottle, SearcherSessions, Sessions
@@ -116,6 +117,7 @@ class WebConfig:
     # backup page (ops/configuration_backup.py: sources and notification settings)
     roles: RoleMap = field(default_factory=lambda: RoleMap({}))
     oidc: OidcConfig | None = None  # single sign-on with OpenID Connect (SEARCHCRAWL_OIDC_*: oidc.py)
+    saml: SamlConfig | None = None  # single sign-on with SAML 2.0 (SEARCHCRAWL_SAML_*: saml.py)
     sources_dir: Path | None = None
     settings: dict[str, Any] = field(default_factory=dict, repr=False)
     metrics: bool = False
@@ -158,14 +160,17 @@ class WebContext:
         self.sessions = Sessions(
             self.config.credentials,
             self.config.session_lifetime,
-            role_logins=(self.config.directory is not None or self.config.oidc is not None) and self.config.roles.any,
+            role_logins=self.config.roles.any
+            and (self.config.directory is not None or self.config.oidc is not None or self.config.saml is not None),
         )
         # single sign-on (oidc.py): the provider's client and its pending sign-ins
         self.oidc = OidcClient(self.config.oidc) if self.config.oidc is not None else None
+        self.saml = SamlClient(self.config.saml) if self.config.saml is not None else None
         # searchers: sessions and a throttle of their own (a searcher's typos never slow an
         # administrator's login down, and no searcher session opens the administration)
         self.searchers = SearcherSessions(
-            self.config.directory is not None or self.config.oidc is not None, self.config.session_lifetime
+            self.config.directory is not None or self.config.oidc is not None or self.config.saml is not None,
+            self.config.session_lifetime,
         )
         self.signin_throttle = LoginThrottle()
         self.directory_threads = CapacityLimiter(DIRECTORY_THREADS)  # shared.in_limited_thread
@@ -174,6 +179,8 @@ class WebContext:
         self.cached_copies = CapacityLimiter(CACHED_COPIES_AT_ONCE)
         # the source editor's explains and test crawls (processes of minutes): two at once
         self.source_trials = CapacityLimiter(2)
+        # single sign-on's requests to its provider (bounded by their timeouts): threads of their own
+        self.sign_on_threads = CapacityLimiter(16)
         self.proxies = Proxies(self.config.proxies)
         self.templates = Environment(
             loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True)
@@ -313,6 +320,7 @@ class WebContext:
             admin_enabled=self.sessions.enabled,
             signin_enabled=self.searchers.enabled,
             oidc_name=self.config.oidc.name if self.config.oidc is not None else "",
+            saml_name=self.config.saml.name if self.config.saml is not None else "",
             password_signin=self.config.directory is not None,
             **context,
         )

@@ -1,4 +1,5 @@
-"""Single sign-on with OpenID Connect (issue 79), without HTTP routing: the authorization code flow
+"""Single sign-on with OpenID Connect (issue 79), without HTTP routing (what the protocols share:
+sign_on.py): the authorization code flow
 with PKCE, for searchers and administrators alike (signin_views.py routes it).
 
 The provider is found by its issuer's discovery document (``/.well-known/openid-configuration``,
@@ -16,11 +17,12 @@ of the token's ``groups_claim``: the same principals as every other sign-in.
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import secrets as random_tokens
-import threading
 import time
-from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,21 +32,16 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from searchcrawl.access.decision import Principal, Principals
-from searchcrawl.access.tokens import AccessError, normal_token
+from searchcrawl.web.sign_on import PendingSignIns, SignedOn, SignOnError, check_user, group_names
 
 logger = logging.getLogger(__name__)
 
 OIDC_COOKIE = "searchcrawl_oidc"  # the pending login's id, SameSite=Lax: sent back by the provider's redirect
-PENDING_SECONDS = 600  # a sign-in the provider did not answer in this long is forgotten
-MAX_PENDING = 10_000  # pending sign-ins kept at once (the oldest dropped first)
 TIMEOUT = 10.0  # seconds per request to the provider
-MAX_GROUPS = 500  # of one token
+MAX_DOCUMENT_BYTES = 1024 * 1024  # of its discovery document, its keys
+KEYS_SECONDS = 3600  # its keys are kept this long (read again at once for a key not among them)
+ERROR_CODE = re.compile(r"[a-z_]{1,60}")  # an OAuth error code, as it is logged
 LEEWAY = 60  # seconds of clock difference allowed on the token's times
-
-
-class SignOnError(Exception):
-    """The provider's answer cannot be believed, or the provider cannot be reached: one line, never a token."""
 
 
 @dataclass(frozen=True)
@@ -62,35 +59,23 @@ class OidcConfig:
 
 
 @dataclass(frozen=True)
-class Pending:
+class OidcPending:
     purpose: str  # "search" or "admin"
     state: str
     nonce: str
     verifier: str
     redirect_uri: str
     back: str
-    created: float
-
-
-@dataclass(frozen=True)
-class SignedOn:
-    """Who the provider signed in: the user's name and the groups its token gives."""
-
-    user: str
-    groups: tuple[str, ...]
-    purpose: str
-    back: str
 
 
 class OidcClient:
     """The relying party of one provider (``config``), with its pending sign-ins."""
 
-    def __init__(self, config: OidcConfig, clock: Any = time.monotonic) -> None:
+    def __init__(self, config: OidcConfig, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
-        self.clock = clock
         self._discovery: dict[str, Any] | None = None
-        self._pending: OrderedDict[str, Pending] = OrderedDict()
-        self._lock = threading.Lock()
+        self._keys: tuple[float, KeySet] | None = None
+        self.pending: PendingSignIns[OidcPending] = PendingSignIns(clock)
 
     def discovery(self) -> dict[str, Any]:
         """The provider's discovery document (read once; its issuer must be the configured one)."""
@@ -106,27 +91,36 @@ class OidcClient:
         return self._discovery
 
     def _get_json(self, url: str) -> dict[str, Any]:
+        """A JSON document of the provider's, bounded (MAX_DOCUMENT_BYTES), no redirect."""
         try:
-            answer = requests.get(url, timeout=TIMEOUT, allow_redirects=False)
-            answer.raise_for_status()
-            document = answer.json()
-        except (requests.RequestException, ValueError) as exc:
+            with requests.get(url, timeout=TIMEOUT, allow_redirects=False, stream=True) as answer:
+                answer.raise_for_status()
+                data = answer.raw.read(MAX_DOCUMENT_BYTES + 1, decode_content=True)
+            if len(data) > MAX_DOCUMENT_BYTES:
+                raise ValueError("too large")
+            document = json.loads(data)
+        except (requests.RequestException, ValueError, RecursionError) as exc:
             raise SignOnError(f"the provider does not answer as it should: {type(exc).__name__}") from None
         if not isinstance(document, dict):
             raise SignOnError("the provider's answer is no JSON object")
         return document
 
-    def start(self, purpose: str, redirect_uri: str, back: str = "") -> tuple[str, str]:
+    def _decode(self, id_token: str, fresh: bool) -> Any:
+        """The token decoded with the provider's keys (kept an hour; read again when ``fresh``)."""
+        if fresh or self._keys is None or time.monotonic() - self._keys[0] > KEYS_SECONDS:
+            self._keys = (time.monotonic(), KeySet.import_key_set(self._get_json(self.discovery()["jwks_uri"])))  # type: ignore[arg-type]
+        return jwt.decode(id_token, self._keys[1], algorithms=["RS256", "PS256", "ES256", "EdDSA"])
+
+    def start(self, purpose: str, redirect_uri: str, back: str = "", owner: str = "") -> tuple[str, str]:
         """A new sign-in: (the pending login's id, for OIDC_COOKIE; the provider's URL to go to)."""
         endpoint = self.discovery()["authorization_endpoint"]
-        pending = Pending(
+        pending = OidcPending(
             purpose,
             random_tokens.token_urlsafe(32),
             random_tokens.token_urlsafe(32),
             random_tokens.token_urlsafe(48),
             redirect_uri,
             back,
-            self.clock(),
         )
         session = OAuth2Session(
             self.config.client_id, scope=self.config.scopes, redirect_uri=redirect_uri, code_challenge_method="S256"
@@ -134,32 +128,18 @@ class OidcClient:
         url, _state = session.create_authorization_url(
             endpoint, state=pending.state, nonce=pending.nonce, code_verifier=pending.verifier
         )
-        key = random_tokens.token_urlsafe(32)
-        with self._lock:
-            self._forget_old()
-            self._pending[key] = pending
-            while len(self._pending) > MAX_PENDING:
-                self._pending.popitem(last=False)
-        return key, url
-
-    def _forget_old(self) -> None:
-        moment = self.clock()
-        for key in [key for key, pending in self._pending.items() if moment - pending.created > PENDING_SECONDS]:
-            del self._pending[key]
+        return self.pending.add(pending, owner=owner), url
 
     def finish(self, key: str | None, params: dict[str, str]) -> SignedOn:
         """The provider's answer (``params``: the callback's query) to the pending login ``key``
         (the browser's cookie): its code exchanged and its ID token checked. Each pending login
         is taken once, whatever the answer."""
-        with self._lock:
-            self._forget_old()
-            pending = self._pending.pop(key or "", None)
-        if pending is None:
-            raise SignOnError("no sign-in of this browser is waiting (it took too long, or was not started here)")
-        if not random_tokens.compare_digest(params.get("state", ""), pending.state):
+        pending = self.pending.take(key)
+        if not random_tokens.compare_digest(params.get("state", "").encode(), pending.state.encode()):
             raise SignOnError("the provider's answer is not to this sign-in (its state differs)")
         if "error" in params:
-            raise SignOnError(f"the provider refused: {params.get('error', '')[:100]}")
+            error = params.get("error", "")
+            raise SignOnError(f"the provider refused: {error if ERROR_CODE.fullmatch(error) else 'an error'}")
         code = params.get("code", "")
         if not code or len(code) > 4096:
             raise SignOnError("the provider's answer has no code")
@@ -178,23 +158,21 @@ class OidcClient:
         except Exception as exc:  # noqa: BLE001 - authlib raises its own and requests' errors
             raise SignOnError(f"the code was not exchanged: {type(exc).__name__}") from None
         claims = self.id_token_claims(str(token.get("id_token") or ""), pending.nonce)
-        user = claims.get(self.config.user_claim)
-        if not isinstance(user, str) or not user.strip() or len(user) > 256:
-            raise SignOnError(f"the ID token has no {self.config.user_claim}")
-        groups = claims.get(self.config.groups_claim) or []
-        if not isinstance(groups, list):
-            groups = []
-        names = tuple(dict.fromkeys(str(group) for group in groups[:MAX_GROUPS] if isinstance(group, str) and group))
-        return SignedOn(user.strip(), names, pending.purpose, pending.back)
+        user = check_user(claims.get(self.config.user_claim), self.config.user_claim)
+        groups, partial = group_names(claims.get(self.config.groups_claim))
+        return SignedOn(user, groups, pending.purpose, pending.back, partial)
 
     def id_token_claims(self, id_token: str, nonce: str) -> dict[str, Any]:
         """The ID token's claims, once its signature (the provider's published keys), issuer,
         audience (this client), nonce and times are checked."""
         if not id_token:
             raise SignOnError("the provider gave no ID token")
-        keys = KeySet.import_key_set(self._get_json(self.discovery()["jwks_uri"]))  # type: ignore[arg-type]
         try:
-            decoded = jwt.decode(id_token, keys, algorithms=["RS256", "PS256", "ES256", "EdDSA"])
+            decoded = self._decode(id_token, fresh=False)
+        except (JoseError, ValueError, KeyError, TypeError):  # a key rotated since it was kept: once more
+            decoded = None
+        try:
+            decoded = decoded or self._decode(id_token, fresh=True)
             registry = jwt.JWTClaimsRegistry(
                 leeway=LEEWAY,
                 iss={"essential": True, "value": self.discovery()["issuer"]},
@@ -205,25 +183,9 @@ class OidcClient:
                 nonce={"essential": True, "value": nonce},
             )
             registry.validate(decoded.claims)
-        except (JoseError, ValueError) as exc:
+        except (JoseError, ValueError, KeyError, TypeError) as exc:
             raise SignOnError(f"the ID token cannot be believed: {type(exc).__name__}") from None
         audience = decoded.claims.get("aud")
         if isinstance(audience, list) and len(audience) > 1 and decoded.claims.get("azp") != self.config.client_id:
             raise SignOnError("the ID token is for several clients and was not issued to this one")
         return dict(decoded.claims)
-
-
-def token_principals(user: str, groups: tuple[str, ...], source: str) -> Principals:
-    """``user``'s principals from the token alone: ``user:NAME`` and a ``group:`` per group (those
-    that are no token, left out)."""
-    entries = [Principal(f"user:{user}", f"{source}: the signed-in user")]
-    for group in groups:
-        entries.append(Principal(f"group:{group}", f"{source}: a group of the ID token"))
-    kept = []
-    for entry in entries:
-        try:
-            normal_token(entry.token)
-        except AccessError:
-            continue
-        kept.append(entry)
-    return Principals.of(user, kept)

@@ -83,12 +83,13 @@ class SameOriginPosts:
     application reads it. Placed after the proxy headers' middleware: the scheme is the one the
     browser used."""
 
-    def __init__(self, app: ASGIApp, public: Iterable[str] = ()) -> None:
+    def __init__(self, app: ASGIApp, public: Iterable[str] = (), exempt: Iterable[str] = ()) -> None:
         self.app = app
         self.public = tuple(public)
+        self.exempt = frozenset(exempt)  # paths whose POSTs come from another site by design (a SAML IdP's)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope.get("method") == "POST":
+        if scope["type"] == "http" and scope.get("method") == "POST" and scope.get("path", "") not in self.exempt:
             headers = Headers(scope=scope)
             why = foreign_post(headers, scope.get("scheme", "http"), headers.get("host", ""), self.public)
             if why is not None:

@@ -40,7 +40,8 @@ class Session:
     csrf: str  # sent back in every form; a POST without it is refused
     expires: float
     kind: str = "local"  # the configured account's, "directory" (web/roles.py) or "oidc" (web/oidc.py)
-    groups: tuple[str, ...] = ()  # a single sign-on's: the groups its ID token gave
+    groups: tuple[str, ...] = ()  # a single sign-on's: the groups its provider gave
+    partial: str = ""  # and why they may be fewer than the provider's (a deny then refuses: fail closed)
 
 
 class Sessions:
@@ -79,15 +80,19 @@ class Sessions:
         same_password = hmac.compare_digest(password.encode(), expected_password.encode())
         return same_user and same_password
 
-    def login(self, user: str, kind: str = "local", groups: tuple[str, ...] = ()) -> str:
-        """A new session for ``user`` (``kind``: the configured account's, "directory" or "oidc",
-        with the ``groups`` its token gave); returns its token (the cookie's value)."""
+    def login(
+        self, user: str, kind: str = "local", groups: tuple[str, ...] = (), partial: str = "", lifetime: float | None = None
+    ) -> str:
+        """A new session for ``user`` (``kind``: the configured account's, "directory", "oidc" or
+        "saml", with the ``groups`` its provider gave), for ``lifetime`` seconds (default: the
+        store's); returns its token (the cookie's value)."""
         token = random_tokens.token_urlsafe(32)
         with self._lock:
             own = [key for key, session in self._sessions.items() if session.user == user]
             for key in own[: max(0, len(own) - MAX_SESSIONS_PER_USER + 1)]:
                 del self._sessions[key]
-            self._sessions[token] = Session(user, random_tokens.token_urlsafe(32), time.monotonic() + self.lifetime, kind, groups)
+            expires = time.monotonic() + min(self.lifetime, lifetime or self.lifetime)
+            self._sessions[token] = Session(user, random_tokens.token_urlsafe(32), expires, kind, groups, partial)
             while len(self._sessions) > (self.max_sessions or MAX_SESSIONS):
                 self._sessions.popitem(last=False)
         return token

@@ -20,10 +20,10 @@ from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import AccessError
-from searchcrawl.web.oidc import token_principals
 from searchcrawl.web.roles import AdminUser, Permission, Role
 from searchcrawl.web.searchers import Searcher, header_user
 from searchcrawl.web.sessions import Session, Sessions
+from searchcrawl.web.sign_on import provider_principals
 
 if TYPE_CHECKING:
     from searchcrawl.search.answers import Answer
@@ -77,14 +77,19 @@ async def who_searches(ctx: WebContext, request: Request) -> Searcher:
     return Searcher(principals, known_by, csrf)
 
 
+def session_principals_from_provider(ctx: WebContext, kind: str) -> bool:
+    """Whether a single sign-on session of ``kind`` takes its principals from its provider's groups
+    (``principals`` "token", or "auto" without a directory) rather than the directory."""
+    config = {"oidc": ctx.config.oidc, "saml": ctx.config.saml}.get(kind)
+    return config is not None and (config.principals == "token" or (config.principals == "auto" and ctx.config.directory is None))
+
+
 async def session_principals(ctx: WebContext, session: Session) -> Principals:
-    """The principals of a session's user: a single sign-on's from its ID token's groups where
-    that is where they come from (oidc.py: ``principals`` "token", or "auto" without a
-    directory), else the directory's."""
-    config = ctx.config.oidc
-    if session.kind == "oidc" and config is not None:
-        if config.principals == "token" or (config.principals == "auto" and ctx.config.directory is None):
-            return token_principals(session.user, session.groups, "single sign-on")
+    """The principals of a session's user: a single sign-on's from the groups its provider gave
+    where that is where they come from (oidc.py, saml.py: ``principals`` "token", or "auto"
+    without a directory), else the directory's."""
+    if session_principals_from_provider(ctx, session.kind):
+        return provider_principals(session.user, session.groups, f"single sign-on ({session.kind})", session.partial)
     return await searcher_principals(ctx, session.user)
 
 

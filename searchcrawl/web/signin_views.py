@@ -16,8 +16,9 @@ from starlette.responses import RedirectResponse, Response
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import DirectoryUnavailable
 from searchcrawl.web.context import WebContext
-from searchcrawl.web.oidc import OIDC_COOKIE, PENDING_SECONDS, SignOnError
+from searchcrawl.web.oidc import OIDC_COOKIE
 from searchcrawl.web.roles import AdminUser, Role
+from searchcrawl.web.saml import SAML_COOKIE
 from searchcrawl.web.search_page import search_back
 from searchcrawl.web.searchers import Searcher
 from searchcrawl.web.sessions import LoginThrottle, Session, Sessions
@@ -33,14 +34,20 @@ from searchcrawl.web.shared import (
     personal,
     searcher_principals,
     session_principals,
+    session_principals_from_provider,
     set_cookie,
     small_form,
     who_searches,
 )
+from searchcrawl.web.sign_on import PENDING_SECONDS, SignedOn, SignOnError
 
 logger = logging.getLogger(__name__)
 
 OIDC_CALLBACK = "/login/oidc/callback"  # the redirect URI to register at the provider (under the prefix)
+SAML_ACS = "/login/saml/acs"  # the assertion consumer service (HTTP-POST) to register at the IdP
+SAML_METADATA = "/login/saml/metadata"  # this service provider's metadata, and its entity id by default
+MAX_SAML_FORM_BYTES = 1024 * 1024  # the IdP's POST: a signed assertion, base64, with its groups
+SIGN_ON_ADMIN_SECONDS = 3600  # an administrator's session whose roles came from the provider's groups
 
 
 async def signin_form(ctx: WebContext, request: Request) -> Response:
@@ -205,9 +212,11 @@ async def oidc_login(ctx: WebContext, request: Request) -> Response:
 async def _oidc_start(ctx: WebContext, request: Request, purpose: str, back: str) -> Response:
     if ctx.oidc is None or (purpose == "admin" and not ctx.sessions.role_logins):
         return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
-    origin = ctx.config.public_origins[0] if ctx.config.public_origins else f"{request.url.scheme}://{request.url.netloc}"
+    origin = _origin(ctx, request)
     try:
-        key, url = await in_thread(ctx.oidc.start, purpose, origin + ctx.url(OIDC_CALLBACK), back)
+        key, url = await in_limited_thread(
+            ctx.sign_on_threads, ctx.oidc.start, purpose, origin + ctx.url(OIDC_CALLBACK), back, _owner(request)
+        )
     except SignOnError as exc:
         logger.warning("Single sign-on: %s", exc)
         return ctx.render(request, "forbidden.html", 503, reason=f"Single sign-on does not answer: {exc}")
@@ -225,38 +234,127 @@ async def oidc_callback(ctx: WebContext, request: Request) -> Response:
         return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
     params = {key: value[:4096] for key, value in request.query_params.items()}
     try:
-        signed = await in_thread(ctx.oidc.finish, request.cookies.get(OIDC_COOKIE), params)
+        signed = await in_limited_thread(ctx.sign_on_threads, ctx.oidc.finish, request.cookies.get(OIDC_COOKIE), params)
     except SignOnError as exc:
         logger.warning("Single sign-on refused: %s", exc)
         return ctx.render(request, "forbidden.html", 403, reason=f"Single sign-on failed: {exc}")
+    response = await _signed_on(ctx, request, signed, "oidc")
+    response.delete_cookie(OIDC_COOKIE, path=ctx.url(OIDC_CALLBACK))
+    return response
+
+
+async def saml_signin(ctx: WebContext, request: Request) -> Response:
+    """A searcher's single sign-on with SAML (saml.py): an AuthnRequest to the IdP."""
+    return await _saml_start(ctx, request, "search", search_back(request.query_params.get("back")))
+
+
+async def saml_login(ctx: WebContext, request: Request) -> Response:
+    """An administrator's single sign-on with SAML; a role is needed when the IdP answers."""
+    return await _saml_start(ctx, request, "admin", "")
+
+
+def _owner(request: Request) -> str:
+    """Whose pending sign-ins a new one counts among (sign_on.py): the client's address."""
+    return request.client.host if request.client is not None else "-"
+
+
+def _origin(ctx: WebContext, request: Request) -> str:
+    """This application's origin as the provider must send the browser back to it: the public
+    URL's, else the one the request came to (bounded: it is kept with each pending sign-in)."""
+    return ctx.config.public_origins[0] if ctx.config.public_origins else f"{request.url.scheme}://{request.url.netloc[:300]}"
+
+
+def _saml_endpoints(ctx: WebContext, request: Request) -> tuple[str, str]:
+    """This service provider's entity id and assertion consumer service URL."""
+    origin = _origin(ctx, request)
+    assert ctx.config.saml is not None
+    return ctx.config.saml.entity_id or origin + ctx.url(SAML_METADATA), origin + ctx.url(SAML_ACS)
+
+
+async def _saml_start(ctx: WebContext, request: Request, purpose: str, back: str) -> Response:
+    if ctx.saml is None or (purpose == "admin" and not ctx.sessions.role_logins):
+        return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
+    try:
+        key, url = await in_limited_thread(
+            ctx.sign_on_threads, ctx.saml.start, purpose, *_saml_endpoints(ctx, request), back, _owner(request)
+        )
+    except SignOnError as exc:
+        logger.warning("Single sign-on (SAML): %s", exc)
+        return ctx.render(request, "forbidden.html", 503, reason=f"Single sign-on does not answer: {exc}")
+    response = RedirectResponse(url, status_code=303)
+    # the IdP's answer is a POST from its site: a SameSite=Lax cookie would not come with it
+    same_site = "none" if request.url.scheme == "https" else "lax"
+    set_cookie(request, response, SAML_COOKIE, key, PENDING_SECONDS, ctx.url(SAML_ACS), same_site=same_site)
+    return response
+
+
+async def saml_acs(ctx: WebContext, request: Request) -> Response:
+    """The IdP's answer (HTTP-POST binding), checked by pysaml2 (saml.py), then a session as for
+    OpenID Connect. Exempt from the same-origin check of forms (app.py): it comes from the IdP's
+    page by design, and is believed for its signature, its request and this browser's cookie."""
+    if ctx.saml is None:
+        return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
+    form = await small_form(request, MAX_SAML_FORM_BYTES)
+    if form is None:
+        return ctx.render(request, "forbidden.html", 413, reason="Not a SAML answer.")
+    try:
+        signed = await in_limited_thread(
+            ctx.sign_on_threads,
+            ctx.saml.finish,
+            request.cookies.get(SAML_COOKIE),
+            str(form.get("RelayState", "")),
+            str(form.get("SAMLResponse", "")),
+            *_saml_endpoints(ctx, request),
+        )
+    except SignOnError as exc:
+        logger.warning("Single sign-on (SAML) refused: %s", exc)
+        return ctx.render(request, "forbidden.html", 403, reason=f"Single sign-on failed: {exc}")
+    response = await _signed_on(ctx, request, signed, "saml")
+    response.delete_cookie(SAML_COOKIE, path=ctx.url(SAML_ACS))
+    return response
+
+
+async def saml_metadata(ctx: WebContext, request: Request) -> Response:
+    """This service provider's SAML metadata, for the IdP's administrator to register it."""
+    if ctx.saml is None:
+        return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
+    entity_id, acs = _saml_endpoints(ctx, request)
+    try:
+        xml = await in_thread(ctx.saml.sp_metadata, entity_id, acs)
+    except SignOnError as exc:
+        return ctx.render(request, "forbidden.html", 503, reason=f"Single sign-on does not answer: {exc}")
+    return Response(xml, media_type="application/samlmetadata+xml")
+
+
+async def _signed_on(ctx: WebContext, request: Request, signed: SignedOn, kind: str) -> Response:
+    """A session for whom a single sign-on (``kind``: oidc, saml) signed in: a searcher's, or an
+    administrator's when they have a role. The page that follows is reached by a link of this
+    site's own (a meta refresh): the provider's redirect or POST is another site's navigation, on
+    which the SameSite=Strict session cookie would not be sent."""
     if signed.purpose == "admin":
-        session = Session(signed.user, "", 0.0, "oidc", signed.groups)
+        session = Session(signed.user, "", 0.0, kind, signed.groups, signed.partial)
         roles = ctx.config.roles.roles_of(await session_principals(ctx, session))
         if not roles:
-            logger.warning("Web administration: %s (single sign-on) has no administration role: login refused", signed.user)
+            logger.warning(
+                "Web administration: %s (single sign-on, %s) has no administration role: login refused", signed.user, kind
+            )
             return ctx.render(request, "forbidden.html", 403, reason="You have no administration role.")
-        admin = AdminUser(signed.user, "oidc", roles)
-        await in_thread(ctx.audit, admin, "login", "", "oidc")
-        logger.info("Web administration: login of %s (single sign-on)", signed.user)
+        admin = AdminUser(signed.user, kind, roles)
+        await in_thread(ctx.audit, admin, "login", "", kind)
+        logger.info("Web administration: login of %s (single sign-on, %s)", signed.user, kind)
         ctx.sessions.logout(request.cookies.get(SESSION_COOKIE))
-        token, cookie, path, target = (
-            ctx.sessions.login(signed.user, "oidc", signed.groups),
-            SESSION_COOKIE,
-            ctx.url("/admin"),
-            ctx.url("/admin"),
-        )
+        # roles from the provider's groups are those of the sign-in: an hour, then signed in again
+        lifetime = SIGN_ON_ADMIN_SECONDS if session_principals_from_provider(ctx, kind) else None
+        token = ctx.sessions.login(signed.user, kind, signed.groups, signed.partial, lifetime)
+        cookie, path, target = SESSION_COOKIE, ctx.url("/admin"), ctx.url("/admin")
     else:
-        logger.info("Search sign-in: %s signed in (single sign-on)", signed.user)
+        logger.info("Search sign-in: %s signed in (single sign-on, %s)", signed.user, kind)
         ctx.searchers.logout(request.cookies.get(SEARCHER_COOKIE))
-        token, cookie, path, target = (
-            ctx.searchers.login(signed.user, "oidc", signed.groups),
-            SEARCHER_COOKIE,
-            ctx.url("/"),
-            ctx.url("/") + signed.back,
-        )
+        token = ctx.searchers.login(signed.user, kind, signed.groups, signed.partial)
+        cookie, path = SEARCHER_COOKIE, ctx.url("/")
+        target = ctx.url("/") + signed.back
     response = ctx.render(request, "signed_on.html", target=target)
     set_cookie(request, response, cookie, token, int(ctx.config.session_lifetime), path)
-    response.delete_cookie(OIDC_COOKIE, path=ctx.url(OIDC_CALLBACK))
     return response
 
 

@@ -1,0 +1,72 @@
+"""What single sign-on's protocols share (issue 79: searchcrawl/web/sign_on.py), without HTTP:
+pending sign-ins bound to a key and taken once, bounded per client; user names and groups from a
+provider checked; their principals, partial when groups were left out (fail closed). Each case of
+the hostile review of the OpenID Connect sign-in is here."""
+
+from __future__ import annotations
+
+import pytest
+
+from searchcrawl.access.decision import decide
+from searchcrawl.access.tokens import Access, Grant
+from searchcrawl.web.sign_on import (
+    MAX_GROUPS,
+    MAX_PER_OWNER,
+    PENDING_SECONDS,
+    PendingSignIns,
+    SignOnError,
+    check_user,
+    group_names,
+    provider_principals,
+)
+
+
+def test_a_pending_sign_in_is_taken_once_and_forgotten_when_old() -> None:
+    now = [0.0]
+    pending: PendingSignIns[str] = PendingSignIns(lambda: now[0])
+    key = pending.add("first")
+    assert pending.take(key) == "first"
+    with pytest.raises(SignOnError, match="no sign-in of this browser is waiting"):
+        pending.take(key)
+    old = pending.add("old")
+    now[0] = PENDING_SECONDS + 1
+    with pytest.raises(SignOnError):
+        pending.take(old)
+    with pytest.raises(SignOnError):
+        pending.take(None)
+
+
+def test_one_client_cannot_push_the_others_sign_ins_out() -> None:
+    """A hostile review flushed a real user's pending sign-in with 10,000 anonymous starts."""
+    pending: PendingSignIns[str] = PendingSignIns()
+    theirs = pending.add("a user's", owner="192.0.2.1")
+    flood = [pending.add(f"flood {number}", owner="198.51.100.9") for number in range(1000)]
+    assert len(pending) == 1 + MAX_PER_OWNER
+    assert pending.take(theirs) == "a user's" and pending.take(flood[-1]) == "flood 999"
+
+
+@pytest.mark.parametrize("name", ["alice@evil.example", "EVIL\\alice", "al\x00ice", "", "  ", None, 42, ["alice"], "a" * 300])
+def test_a_user_name_the_index_would_read_as_another_is_refused(name: object) -> None:
+    """alice@evil.example became user:alice, and alice's role and documents."""
+    with pytest.raises(SignOnError):
+        check_user(name, "preferred_username")
+
+
+def test_a_plain_user_name_is_taken() -> None:
+    assert check_user(" Alice ", "preferred_username") == "Alice" and check_user("j.doe", "uid") == "j.doe"
+
+
+def test_groups_left_out_make_the_principals_partial_and_a_deny_refuses() -> None:
+    """499 other groups, then staff, then contractors: the deny of contractors was lost."""
+    many = [f"team{number}" for number in range(MAX_GROUPS - 1)] + ["staff", "contractors"]
+    groups, partial = group_names(many)
+    assert "staff" in groups and "contractors" not in groups and partial
+    principals = provider_principals("alice", groups, "test", partial)
+    access = Access.of([Grant("group:staff", "test")], [Grant("group:contractors", "test")])
+    assert not decide(access, principals).granted  # partial: a deny it may lack refuses
+    assert group_names("finance")[1] == "the provider's groups are not a list"
+    assert group_names(None) == ((), "")
+    assert group_names(["finance", "finance", "sales"]) == (("finance", "sales"), "")
+    assert group_names(["ok", "bad\x00name"])[1]  # a value that is no token, left out: partial
+    complete = provider_principals("alice", ("staff",), "test")
+    assert decide(access, complete).granted and complete.tokens >= {"user:alice", "group:staff"}
