@@ -4,6 +4,8 @@ one to listen, and stopping it."""
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import socket
 import subprocess
 import time
@@ -23,11 +25,25 @@ def wait_listening(process: subprocess.Popen[bytes], port: int, log: Path, greet
         time.sleep(0.05)
 
 
-def stop(process: subprocess.Popen[bytes] | None) -> None:
-    """Terminate, then kill after 20 s."""
-    if process is not None and process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+def stop(process: subprocess.Popen[bytes] | None, group: bool = False) -> None:
+    """Terminate, then kill after 20 s; with ``group`` (a process started with
+    ``start_new_session``), its whole process group: PHP's web server leaves its workers running
+    when only it is terminated."""
+    if process is None:
+        return
+
+    def signal_all(sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if group:
+                os.killpg(process.pid, sig)
+            elif process.poll() is None:
+                process.send_signal(sig)
+
+    signal_all(signal.SIGTERM)
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        signal_all(signal.SIGKILL)
+        process.wait(20)
+    if group:
+        signal_all(signal.SIGKILL)  # a worker that outlived its parent

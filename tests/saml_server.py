@@ -136,12 +136,13 @@ class SamlIdp:
                 env=env,
                 stdout=output,
                 stderr=subprocess.STDOUT,
+                start_new_session=True,  # its workers with it: stopped as a group
             )
         wait_listening(self.process, self.port, log)
         return self
 
     def stop(self) -> None:
-        stop(self.process)
+        stop(self.process, group=True)
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def sign_in(self, browser: requests.Session, url: str, user: str, password: str) -> tuple[str, dict[str, str]]:

@@ -101,6 +101,7 @@ $conf['userewrite'] = 0;
         log = (self.folder / "php.log").open("wb")
         self.process = subprocess.Popen(
             ["php", "-S", f"127.0.0.1:{self.port}", "-t", str(self.app)],
+            start_new_session=True,  # its workers with it: stopped as a group
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=self.app,
@@ -110,7 +111,7 @@ $conf['userewrite'] = 0;
         return self
 
     def stop(self) -> None:
-        stop(self.process)
+        stop(self.process, group=True)
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def set_rules(self, lines: list[str]) -> None:
