@@ -33,6 +33,21 @@ def scrapy_command(*args: str) -> list[str]:
     return [sys.executable, "-P", "-m", "scrapy", *args]
 
 
+def run_command(project_dir: Path, environ: dict[str, str], timeout: float, *args: str) -> subprocess.CompletedProcess[str]:
+    """`scrapy ARGS` in ``project_dir`` with ``environ``, waited for (at most ``timeout`` seconds:
+    subprocess.TimeoutExpired), its output captured as text, nothing on its standard input: the
+    administration's explain and test crawl."""
+    return subprocess.run(
+        scrapy_command(*args),
+        cwd=project_dir,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 class LaunchError(Exception):
     """The crawl could not be started (scrapyd unreachable or refusing, a process not starting)."""
 

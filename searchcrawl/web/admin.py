@@ -20,7 +20,7 @@ from searchcrawl.access.directory import Directory
 from searchcrawl.access.explanation import access_lines
 from searchcrawl.index.cache import spool_fill
 from searchcrawl.index.indexer import IndexingError, SolrIndex
-from searchcrawl.ops.launchers import scrapy_command
+from searchcrawl.ops.launchers import run_command
 from searchcrawl.rules.lifecycle import State
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
@@ -193,14 +193,8 @@ def explain(project_dir: Path, source: str, url: str, environ: dict[str, str] | 
     (nor be started twice in one process). So its own command runs, as a list of arguments (no
     shell), bounded by EXPLAIN_TIMEOUT; its output is the same lines the shell would show."""
     try:
-        answer = subprocess.run(
-            scrapy_command("explain", source, url),
-            cwd=project_dir,
-            env=environ if environ is not None else dict(os.environ),
-            capture_output=True,
-            text=True,
-            timeout=EXPLAIN_TIMEOUT,
-            stdin=subprocess.DEVNULL,
+        answer = run_command(
+            project_dir, environ if environ is not None else dict(os.environ), EXPLAIN_TIMEOUT, "explain", source, url
         )
     except subprocess.TimeoutExpired:
         return False, f"explain took longer than {EXPLAIN_TIMEOUT} s"

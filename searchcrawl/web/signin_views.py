@@ -7,7 +7,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+from collections.abc import Callable
 from secrets import token_urlsafe
+from typing import Any
 
 from starlette.datastructures import FormData
 from starlette.requests import Request
@@ -233,14 +235,8 @@ async def oidc_callback(ctx: WebContext, request: Request) -> Response:
     if ctx.oidc is None:
         return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
     params = {key: value[:4096] for key, value in request.query_params.items()}
-    try:
-        signed = await in_limited_thread(ctx.sign_on_threads, ctx.oidc.finish, request.cookies.get(OIDC_COOKIE), params)
-    except SignOnError as exc:
-        logger.warning("Single sign-on refused: %s", exc)
-        return ctx.render(request, "forbidden.html", 403, reason=f"Single sign-on failed: {exc}")
-    response = await _signed_on(ctx, request, signed, "oidc")
-    response.delete_cookie(OIDC_COOKIE, path=ctx.url(OIDC_CALLBACK))
-    return response
+    finish = ctx.oidc.finish
+    return await _finish(ctx, request, "oidc", (OIDC_COOKIE, OIDC_CALLBACK), finish, request.cookies.get(OIDC_COOKIE), params)
 
 
 async def saml_signin(ctx: WebContext, request: Request) -> Response:
@@ -297,20 +293,28 @@ async def saml_acs(ctx: WebContext, request: Request) -> Response:
     form = await small_form(request, MAX_SAML_FORM_BYTES)
     if form is None:
         return ctx.render(request, "forbidden.html", 413, reason="Not a SAML answer.")
+    answer = (str(form.get("RelayState", "")), str(form.get("SAMLResponse", "")))
+    cookie = request.cookies.get(SAML_COOKIE)
+    return await _finish(
+        ctx, request, "saml", (SAML_COOKIE, SAML_ACS), ctx.saml.finish, cookie, *answer, *_saml_endpoints(ctx, request)
+    )
+
+
+async def _finish(
+    ctx: WebContext, request: Request, kind: str, pending: tuple[str, str], finish: Callable[..., SignedOn], *args: Any
+) -> Response:
+    """A provider's answer (``kind``: oidc, saml) checked by ``finish(*args)`` on single sign-on's
+    threads, then its session (``_signed_on``); the pending sign-in's cookie (its name and path)
+    removed either way."""
+    response: Response
     try:
-        signed = await in_limited_thread(
-            ctx.sign_on_threads,
-            ctx.saml.finish,
-            request.cookies.get(SAML_COOKIE),
-            str(form.get("RelayState", "")),
-            str(form.get("SAMLResponse", "")),
-            *_saml_endpoints(ctx, request),
-        )
+        signed = await in_limited_thread(ctx.sign_on_threads, finish, *args)
     except SignOnError as exc:
-        logger.warning("Single sign-on (SAML) refused: %s", exc)
-        return ctx.render(request, "forbidden.html", 403, reason=f"Single sign-on failed: {exc}")
-    response = await _signed_on(ctx, request, signed, "saml")
-    response.delete_cookie(SAML_COOKIE, path=ctx.url(SAML_ACS))
+        logger.warning("Single sign-on (%s) refused: %s", kind, exc)
+        response = ctx.render(request, "forbidden.html", 403, reason=f"Single sign-on failed: {exc}")
+    else:
+        response = await _signed_on(ctx, request, signed, kind)
+    response.delete_cookie(pending[0], path=ctx.url(pending[1]))
     return response
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from searchcrawl.config.source import SOURCE_NAME, Source, SourceError, SourceFile, load_source
 from searchcrawl.crawl.requests import rule_chain
 from searchcrawl.crawl.run_start import fingerprint
-from searchcrawl.ops.launchers import scrapy_command
+from searchcrawl.ops.launchers import run_command
 from searchcrawl.rules.maintenance import recrawl_reasons
 from searchcrawl.store import Database
 from searchcrawl.store.plans import plan_batch
@@ -359,7 +359,10 @@ def test_crawl(project_dir: Path, environ: dict[str, str], sources: Path, name: 
             "SEARCHCRAWL_DB_URL": f"sqlite:///{Path(data) / 'test-crawl.sqlite3'}",
         }
         crawl = [
-            *scrapy_command("crawl", name, "-a", "test_mode=1"),
+            "crawl",
+            name,
+            "-a",
+            "test_mode=1",
             "-s",
             f"CLOSESPIDER_PAGECOUNT={pages}",
             "-s",
@@ -368,18 +371,8 @@ def test_crawl(project_dir: Path, environ: dict[str, str], sources: Path, name: 
             "LOG_LEVEL=WARNING",
         ]
         try:
-            ran = subprocess.run(
-                crawl, cwd=project_dir, env=env, capture_output=True, text=True, timeout=TEST_TIMEOUT, stdin=subprocess.DEVNULL
-            )
-            report = subprocess.run(
-                scrapy_command("report", name),
-                cwd=project_dir,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=TEST_TIMEOUT,
-                stdin=subprocess.DEVNULL,
-            )
+            ran = run_command(project_dir, env, TEST_TIMEOUT, *crawl)
+            report = run_command(project_dir, env, TEST_TIMEOUT, "report", name)
         except subprocess.TimeoutExpired:
             return False, f"the test crawl took longer than {TEST_TIMEOUT} s"
     said = (report.stdout + report.stderr).strip()
