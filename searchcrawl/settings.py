@@ -246,6 +246,14 @@ SEARCHCRAWL_SAML_USER_ATTRIBUTE = "uid"
 SEARCHCRAWL_SAML_GROUPS_ATTRIBUTE = "groups"
 SEARCHCRAWL_SAML_PRINCIPALS = "auto"
 SEARCHCRAWL_SAML_NAME = "single sign-on (SAML)"
+# Single sign-on with Kerberos (SPNEGO; searchcrawl/web/kerberos.py): the keytab of this service's
+# principal ("": off; made by the domain's administrator), the realm whose users are believed, the
+# service principal (HTTP/search.example.org; "": any the keytab holds) and the button's words.
+# Needs python-gssapi: pip install searchcrawl[kerberos] (Debian's libkrb5-dev to build it).
+SEARCHCRAWL_KERBEROS_KEYTAB = ""
+SEARCHCRAWL_KERBEROS_REALM = ""
+SEARCHCRAWL_KERBEROS_SERVICE = ""
+SEARCHCRAWL_KERBEROS_NAME = "Windows sign-in (Kerberos)"
 SEARCHCRAWL_WEB_ROWS = 10  # hits per search result page, unless a searcher chooses 10, 20 or 50 (search_page.ROWS)
 SEARCHCRAWL_WEB_SESSION_HOURS = 8.0  # an administrator's session lasts this long
 # Query analytics (searchcrawl/web/analytics.py): every search and every hit opened is logged in

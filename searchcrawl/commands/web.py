@@ -94,6 +94,30 @@ def saml_config(settings: BaseSettings) -> Any:
     )
 
 
+def kerberos_config(settings: BaseSettings) -> Any:
+    """Kerberos single sign-on's configuration (web/kerberos.py), or None when off."""
+    from searchcrawl.web.kerberos import KerberosConfig
+
+    keytab = (settings.get("SEARCHCRAWL_KERBEROS_KEYTAB") or "").strip()
+    if not keytab:
+        return None
+    realm = (settings.get("SEARCHCRAWL_KERBEROS_REALM") or "").strip()
+    if not realm:
+        raise UsageError("SEARCHCRAWL_KERBEROS_KEYTAB is set: set SEARCHCRAWL_KERBEROS_REALM, the realm whose users are believed")
+    if not os.access(keytab, os.R_OK):
+        raise UsageError(f"SEARCHCRAWL_KERBEROS_KEYTAB: {keytab} cannot be read")
+    try:
+        import gssapi  # noqa: F401 - present, or the sign-in could not accept a ticket
+    except ImportError:
+        raise UsageError("Kerberos sign-in needs python-gssapi: pip install 'searchcrawl[kerberos]'") from None
+    return KerberosConfig(
+        keytab=keytab,
+        realm=realm,
+        service=(settings.get("SEARCHCRAWL_KERBEROS_SERVICE") or "").strip(),
+        name=settings.get("SEARCHCRAWL_KERBEROS_NAME") or "Windows sign-in (Kerberos)",
+    )
+
+
 def trusted_proxies(proxies: list[str]) -> tuple[str, ...]:
     """SEARCHCRAWL_WEB_PROXIES: the addresses whose X-Forwarded-For, X-Forwarded-Proto and user
     header (SEARCHCRAWL_WEB_USER_HEADER) are believed; none when it is empty. The application
@@ -215,8 +239,8 @@ class Command(ScrapyCommand):
             roles = RoleMap.parse({role: principal_list(settings.get(name)) for role, name in ROLE_SETTINGS.items()})
         except RoleError as exc:
             raise UsageError(str(exc)) from None
-        oidc, saml = oidc_config(settings), saml_config(settings)
-        if roles.any and directory is None and oidc is None and saml is None:
+        oidc, saml, kerberos = oidc_config(settings), saml_config(settings), kerberos_config(settings)
+        if roles.any and directory is None and oidc is None and saml is None and kerberos is None:
             logger.warning("Administration roles are set but no directory (SEARCHCRAWL_LDAP_URL): nobody can log in with them")
         rate, burst = api_rate(settings.getfloat("SEARCHCRAWL_WEB_API_RATE"), settings.getint("SEARCHCRAWL_WEB_API_BURST"))
         config = WebConfig(
@@ -259,6 +283,7 @@ class Command(ScrapyCommand):
             roles=roles,
             oidc=oidc,
             saml=saml,
+            kerberos=kerberos,
             sources_dir=paths.sources_dir(settings),
             settings=settings.copy_to_dict(),
         )

@@ -145,6 +145,8 @@ def route_table(ctx: WebContext) -> list[Route]:
         route(signin_views.SAML_ACS, signin_views.saml_acs, ["POST"]),
         route(signin_views.SAML_METADATA, signin_views.saml_metadata, ["GET"]),
         route("/admin/login/saml", signin_views.saml_login, ["GET"]),
+        route("/login/kerberos", signin_views.kerberos_signin, ["GET"]),
+        route("/admin/login/kerberos", signin_views.kerberos_login, ["GET"]),
         route("/admin", admin_views.overview),
         route("/admin/login", signin_views.login_form, ["GET"]),
         route("/admin/login", signin_views.login, ["POST"]),

@@ -48,6 +48,7 @@ from searchcrawl.store.deltas import reason_text
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.searches import Searches
 from searchcrawl.web import analytics, api
+from searchcrawl.web.kerberos import KerberosAcceptor, KerberosConfig
 from searchcrawl.web.oidc import OidcClient, OidcConfig
 from searchcrawl.web.roles import AdminUser, RoleMap
 from searchcrawl.web.saml import SamlClient, SamlConfig
@@ -118,6 +119,7 @@ class WebConfig:
     roles: RoleMap = field(default_factory=lambda: RoleMap({}))
     oidc: OidcConfig | None = None  # single sign-on with OpenID Connect (SEARCHCRAWL_OIDC_*: oidc.py)
     saml: SamlConfig | None = None  # single sign-on with SAML 2.0 (SEARCHCRAWL_SAML_*: saml.py)
+    kerberos: KerberosConfig | None = None  # single sign-on with Kerberos (SEARCHCRAWL_KERBEROS_*: kerberos.py)
     sources_dir: Path | None = None
     settings: dict[str, Any] = field(default_factory=dict, repr=False)
     metrics: bool = False
@@ -136,6 +138,10 @@ class WebConfig:
     embed_timeout: float = 30
     # issue 77: answers with citations (SEARCHCRAWL_ANSWERS_*; None: off)
     answers: AnswerConfig | None = None
+
+    def sign_ins(self) -> bool:
+        """Whether anyone can sign in but the configured account: a directory, or a single sign-on."""
+        return any(way is not None for way in (self.directory, self.oidc, self.saml, self.kerberos))
 
 
 @dataclass
@@ -160,18 +166,15 @@ class WebContext:
         self.sessions = Sessions(
             self.config.credentials,
             self.config.session_lifetime,
-            role_logins=self.config.roles.any
-            and (self.config.directory is not None or self.config.oidc is not None or self.config.saml is not None),
+            role_logins=self.config.roles.any and self.config.sign_ins(),
         )
         # single sign-on (oidc.py): the provider's client and its pending sign-ins
         self.oidc = OidcClient(self.config.oidc) if self.config.oidc is not None else None
         self.saml = SamlClient(self.config.saml) if self.config.saml is not None else None
+        self.kerberos = KerberosAcceptor(self.config.kerberos) if self.config.kerberos is not None else None
         # searchers: sessions and a throttle of their own (a searcher's typos never slow an
         # administrator's login down, and no searcher session opens the administration)
-        self.searchers = SearcherSessions(
-            self.config.directory is not None or self.config.oidc is not None or self.config.saml is not None,
-            self.config.session_lifetime,
-        )
+        self.searchers = SearcherSessions(self.config.sign_ins(), self.config.session_lifetime)
         self.signin_throttle = LoginThrottle()
         self.directory_threads = CapacityLimiter(DIRECTORY_THREADS)  # shared.in_limited_thread
         # cached copies read a document's whole stored text (megabytes at most): a few at once, the
@@ -321,6 +324,7 @@ class WebContext:
             signin_enabled=self.searchers.enabled,
             oidc_name=self.config.oidc.name if self.config.oidc is not None else "",
             saml_name=self.config.saml.name if self.config.saml is not None else "",
+            kerberos_name=self.config.kerberos.name if self.config.kerberos is not None else "",
             password_signin=self.config.directory is not None,
             **context,
         )

@@ -4,6 +4,7 @@ account, or a directory user with a role of web/roles.py), each with sessions, c
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import logging
@@ -18,6 +19,7 @@ from starlette.responses import RedirectResponse, Response
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import DirectoryUnavailable
 from searchcrawl.web.context import WebContext
+from searchcrawl.web.kerberos import negotiate_token
 from searchcrawl.web.oidc import OIDC_COOKIE
 from searchcrawl.web.roles import AdminUser, Role
 from searchcrawl.web.saml import SAML_COOKIE
@@ -298,6 +300,43 @@ async def saml_acs(ctx: WebContext, request: Request) -> Response:
     return await _finish(
         ctx, request, "saml", (SAML_COOKIE, SAML_ACS), ctx.saml.finish, cookie, *answer, *_saml_endpoints(ctx, request)
     )
+
+
+async def kerberos_signin(ctx: WebContext, request: Request) -> Response:
+    """A searcher's single sign-on with Kerberos (kerberos.py): the browser's ticket, asked for."""
+    return await _kerberos(ctx, request, "search", search_back(request.query_params.get("back")))
+
+
+async def kerberos_login(ctx: WebContext, request: Request) -> Response:
+    """An administrator's single sign-on with Kerberos; a role (from the directory) is needed."""
+    return await _kerberos(ctx, request, "admin", "")
+
+
+async def _kerberos(ctx: WebContext, request: Request, purpose: str, back: str) -> Response:
+    """SPNEGO: without a Negotiate header, a 401 that asks the browser for its ticket (a page
+    saying what to do when it has none); with one, the ticket accepted and a session made."""
+    if ctx.kerberos is None or (purpose == "admin" and not ctx.sessions.role_logins):
+        return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
+    try:
+        token = negotiate_token(request.headers.get("authorization"))
+        if token is None:
+            asked = ctx.render(
+                request,
+                "forbidden.html",
+                401,
+                reason="Your browser did not sign in with Kerberos: sign in to the domain on this computer, and allow this"
+                " site for Windows sign-in in the browser, or sign in another way.",
+            )
+            asked.headers["www-authenticate"] = "Negotiate"
+            return asked
+        user, answer = await in_limited_thread(ctx.sign_on_threads, ctx.kerberos.accept, token)
+    except SignOnError as exc:
+        logger.warning("Single sign-on (kerberos) refused: %s", exc)
+        return ctx.render(request, "forbidden.html", 403, reason=f"Single sign-on failed: {exc}")
+    response = await _signed_on(ctx, request, SignedOn(user, (), purpose, back), "kerberos")
+    if answer:  # mutual authentication: the service's own proof, for the browser
+        response.headers["www-authenticate"] = "Negotiate " + base64.b64encode(answer).decode()
+    return response
 
 
 async def _finish(

@@ -1,0 +1,84 @@
+"""Single sign-on with Kerberos (SPNEGO, "Negotiate"; issue 79), without HTTP routing: a browser
+on a machine of the domain signs in with the user's Windows or MIT Kerberos ticket, no password
+typed (signin_views.py routes it; what the protocols share: sign_on.py).
+
+The browser sends ``Authorization: Negotiate <token>`` when asked (a 401 with
+``WWW-Authenticate: Negotiate``) and when the site is one it trusts for it (Chrome's
+AuthServerAllowlist, Firefox's network.negotiate-auth.trusted-uris, the intranet zone on
+Windows). The token is accepted with GSS-API (python-gssapi over MIT Kerberos) and the keytab of
+this service's principal (``HTTP/<host>``: SEARCHCRAWL_KERBEROS_KEYTAB, made by the domain's
+administrator: ``samba-tool domain exportkeytab`` or Windows' ``ktpass``). The user is the
+initiator's principal, believed only in the configured realm (SEARCHCRAWL_KERBEROS_REALM); their
+principals are the directory's (SEARCHCRAWL_LDAP_*, the domain's: their groups and SIDs), or their
+name alone without one, as for a trusted proxy's header. A token is accepted once: GSS-API's replay
+cache refuses it again.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import re
+from dataclasses import dataclass
+
+from searchcrawl.web.sign_on import SignOnError, check_user
+
+logger = logging.getLogger(__name__)
+
+NEGOTIATE = re.compile(r"Negotiate\s+([A-Za-z0-9+/=]{1,65536})\s*", re.IGNORECASE)
+SPNEGO = "1.3.6.1.5.5.2"  # the mechanism browsers negotiate Kerberos in
+MAX_TOKEN_BYTES = 48 * 1024  # a Kerberos ticket with a large PAC (many groups) stays well under it
+
+
+@dataclass(frozen=True)
+class KerberosConfig:
+    """SEARCHCRAWL_KERBEROS_*: the service's keytab, its principal (None: any in the keytab), the realm believed."""
+
+    keytab: str
+    realm: str
+    service: str = ""  # HTTP/search.example.org; "": whichever the token names and the keytab holds
+    name: str = "Windows sign-in (Kerberos)"
+
+
+def negotiate_token(header: str | None) -> bytes | None:
+    """The SPNEGO token of an ``Authorization: Negotiate ...`` header (None: no such header)."""
+    found = NEGOTIATE.fullmatch(header or "")
+    if found is None:
+        return None
+    try:
+        token = base64.b64decode(found[1], validate=True)
+    except (binascii.Error, ValueError):
+        raise SignOnError("the Negotiate token is not base64") from None
+    if not token or len(token) > MAX_TOKEN_BYTES:
+        raise SignOnError("the Negotiate token is empty or too large")
+    return token
+
+
+class KerberosAcceptor:
+    """Accepts SPNEGO tokens for this service, with its keytab."""
+
+    def __init__(self, config: KerberosConfig) -> None:
+        self.config = config
+
+    def accept(self, token: bytes) -> tuple[str, bytes | None]:
+        """The user a token signs in (their name, without the realm) and the answer token for the
+        browser (mutual authentication), or SignOnError."""
+        import gssapi  # python-gssapi: imported only where Kerberos is configured
+
+        try:
+            name = gssapi.Name(self.config.service, gssapi.NameType.kerberos_principal) if self.config.service else None
+            # SPNEGO (what browsers send) over Kerberos, from this service's keytab alone
+            mechs = [gssapi.OID.from_int_seq(SPNEGO), gssapi.MechType.kerberos]
+            credentials = gssapi.Credentials(name=name, usage="accept", mechs=mechs, store={"keytab": self.config.keytab})
+            context = gssapi.SecurityContext(creds=credentials, usage="accept")
+            answer = context.step(token)
+            if not context.complete:  # SPNEGO turned down what was offered (NTLM alone, say)
+                raise SignOnError("the browser offered no Kerberos ticket this service accepts")
+            principal = str(context.initiator_name)
+        except gssapi.raw.misc.GSSError as exc:  # every GSS-API failure: a replay, a foreign or forged ticket
+            raise SignOnError(f"the Kerberos ticket was not accepted: {type(exc).__name__}") from None
+        user, _at, realm = principal.rpartition("@")
+        if not user or realm.upper() != self.config.realm.upper():
+            raise SignOnError("the ticket is of another realm")
+        return check_user(user, "Kerberos principal"), answer
