@@ -84,6 +84,8 @@ def saml_config(settings: BaseSettings) -> Any:
         return None
     if metadata.lower().startswith("http://") and urlsplit(metadata).hostname not in ("127.0.0.1", "localhost", "::1"):
         raise UsageError("SEARCHCRAWL_SAML_IDP_METADATA must be an https:// URL or a file (http only for an IdP on this machine)")
+    if not public_origins_of(settings):
+        raise UsageError("SAML sign-in needs the application's public URL: set SEARCHCRAWL_WEB_PUBLIC_URL (https://...)")
     return SamlConfig(
         idp_metadata=metadata,
         entity_id=(settings.get("SEARCHCRAWL_SAML_ENTITY_ID") or "").strip(),

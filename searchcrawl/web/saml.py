@@ -21,9 +21,13 @@ it with the IdP's POST: SAML sign-in needs the application served over HTTPS.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
+import secrets as random_tokens
 import shutil
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +47,8 @@ MAX_METADATA_BYTES = 1024 * 1024
 MAX_RESPONSE_CHARS = 512 * 1024  # a SAMLResponse (base64) taken at most
 TIMEOUT = 10.0
 CLOCK_SKEW = 60  # seconds allowed between the IdP's clock and this one
+RETRY_SECONDS = 30  # the IdP's metadata, not read, is not asked again for this long
+MAX_XML_BYTES = 1024 * 1024  # a SAMLResponse's XML, once decoded (and inflated, if it was deflated)
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,37 @@ class SamlPending:
     request_id: str
     purpose: str
     back: str
+    entity_id: str
+    acs_url: str
+
+
+def plain_response(saml_response: str) -> str:
+    """A SAMLResponse as pysaml2 is given it: base64 of the XML itself. pysaml2 inflates whatever
+    inflates, without a bound (a 500 KB answer inflated to 400 MB); here a deflated answer is
+    inflated up to MAX_XML_BYTES, and an answer whose bytes inflate anyway is refused."""
+    if not saml_response or len(saml_response) > MAX_RESPONSE_CHARS:
+        raise SignOnError("the IdP's answer holds no SAMLResponse")
+    try:
+        raw = base64.b64decode(saml_response, validate=False)
+    except (binascii.Error, ValueError):
+        raise SignOnError("the IdP's SAMLResponse is not base64") from None
+    inflated = _inflated(raw)
+    xml = raw if inflated is None else inflated
+    if _inflated(xml) is not None:  # pysaml2 would inflate it again
+        raise SignOnError("the IdP's SAMLResponse is no XML")
+    return base64.b64encode(xml).decode()
+
+
+def _inflated(data: bytes) -> bytes | None:
+    """``data`` inflated (raw deflate), at most MAX_XML_BYTES; None when it is no deflate stream."""
+    inflater = zlib.decompressobj(-15)
+    try:
+        out = inflater.decompress(data, MAX_XML_BYTES + 1)
+    except zlib.error:
+        return None
+    if len(out) > MAX_XML_BYTES or inflater.unconsumed_tail:
+        raise SignOnError("the IdP's SAMLResponse inflates to more than an answer may be")
+    return out if inflater.eof else None
 
 
 class SamlClient:
@@ -72,17 +109,21 @@ class SamlClient:
         self.pending: PendingSignIns[SamlPending] = PendingSignIns(clock)
         self._clients: dict[tuple[str, str], Saml2Client] = {}
         self._metadata: str | None = None
+        self._failed_until = 0.0
 
     def metadata(self) -> str:
         """The IdP's metadata XML (read once, bounded)."""
         if self._metadata is None:
+            if time.monotonic() < self._failed_until:  # a failure is remembered a while: no fetch per request
+                raise SignOnError("the IdP's metadata cannot be read now")
             source = self.config.idp_metadata
             if source.lower().startswith(("http://", "https://")):
                 try:
-                    answer = requests.get(source, timeout=TIMEOUT, allow_redirects=False, stream=True)
-                    answer.raise_for_status()
-                    data = answer.raw.read(MAX_METADATA_BYTES + 1, decode_content=True)
-                except requests.RequestException as exc:
+                    with requests.get(source, timeout=TIMEOUT, allow_redirects=False, stream=True) as answer:
+                        answer.raise_for_status()
+                        data = answer.raw.read(MAX_METADATA_BYTES + 1, decode_content=True)
+                except Exception as exc:  # noqa: BLE001 - requests' and urllib3's own (a read timeout, bad gzip)
+                    self._failed_until = time.monotonic() + RETRY_SECONDS
                     raise SignOnError(f"the IdP's metadata cannot be read: {type(exc).__name__}") from None
             else:
                 try:
@@ -134,7 +175,7 @@ class SamlClient:
             request_id, info = client.prepare_for_authenticate(relay_state=key, binding=BINDING_HTTP_REDIRECT)
         except Exception as exc:  # noqa: BLE001 - pysaml2's kinds
             raise SignOnError(f"no request could be made to the IdP: {type(exc).__name__}") from None
-        self.pending.add(SamlPending(str(request_id), purpose, back), key, owner)
+        self.pending.add(SamlPending(str(request_id), purpose, back, entity_id, acs_url), key, owner)
         return key, dict(info["headers"])["Location"]
 
     def sp_metadata(self, entity_id: str, acs_url: str) -> str:
@@ -146,21 +187,30 @@ class SamlClient:
     def finish(self, key: str | None, relay_state: str, saml_response: str, entity_id: str, acs_url: str) -> SignedOn:
         """The IdP's answer to the pending sign-in ``key`` (the browser's cookie, which the
         RelayState must name too), checked by pysaml2."""
-        if not key or relay_state != key:
-            self.pending.take(key)  # spent
+        if not key or not random_tokens.compare_digest(relay_state.encode(), key.encode()):
+            # not taken: a page of another site posting a wrong RelayState cancels no sign-in
             raise SignOnError("the IdP's answer is not to a sign-in of this browser")
         pending = self.pending.take(key)
-        if not saml_response or len(saml_response) > MAX_RESPONSE_CHARS:
-            raise SignOnError("the IdP's answer holds no SAMLResponse")
+        if (pending.entity_id, pending.acs_url) != (entity_id, acs_url):
+            raise SignOnError("the IdP's answer came to another service provider than the request")
         client = self.client(entity_id, acs_url)
         try:
             response = client.parse_authn_request_response(
-                saml_response, BINDING_HTTP_POST, outstanding={pending.request_id: "/"}
+                plain_response(saml_response), BINDING_HTTP_POST, outstanding={pending.request_id: "/"}
             )
+        except SignOnError:
+            raise
         except Exception as exc:  # noqa: BLE001 - pysaml2 raises a kind for each way an answer is wrong
             raise SignOnError(f"the IdP's answer cannot be believed: {type(exc).__name__}") from None
         if response is None:
             raise SignOnError("the IdP's answer cannot be believed")
+        idps = list(client.metadata.identity_providers())
+        issuers = {
+            response.issuer(),
+            *(assertion.issuer.text for assertion in response.assertions if assertion.issuer is not None),
+        }
+        if len(idps) != 1 or issuers != {idps[0]}:  # signed by the IdP of the metadata, as itself
+            raise SignOnError("the IdP's answer is issued by another entity than the IdP")
         identity = response.get_identity() or {}
         users = identity.get(self.config.user_attribute) or []
         user = check_user(users[0] if isinstance(users, list) and len(users) == 1 else None, self.config.user_attribute)

@@ -238,7 +238,8 @@ async def oidc_callback(ctx: WebContext, request: Request) -> Response:
         return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
     params = {key: value[:4096] for key, value in request.query_params.items()}
     finish = ctx.oidc.finish
-    return await _finish(ctx, request, "oidc", (OIDC_COOKIE, OIDC_CALLBACK), finish, request.cookies.get(OIDC_COOKIE), params)
+    cookie = (OIDC_COOKIE, ctx.url(OIDC_CALLBACK))
+    return await _finish(ctx, request, "oidc", cookie, finish, request.cookies.get(OIDC_COOKIE), params)
 
 
 async def saml_signin(ctx: WebContext, request: Request) -> Response:
@@ -262,11 +263,23 @@ def _origin(ctx: WebContext, request: Request) -> str:
     return ctx.config.public_origins[0] if ctx.config.public_origins else f"{request.url.scheme}://{request.url.netloc[:300]}"
 
 
-def _saml_endpoints(ctx: WebContext, request: Request) -> tuple[str, str]:
-    """This service provider's entity id and assertion consumer service URL."""
-    origin = _origin(ctx, request)
+def _saml_endpoints(ctx: WebContext) -> tuple[str, str]:
+    """This service provider's entity id and assertion consumer service URL: from the public URL
+    alone, never from a request's Host header (an attacker's Host made the answers of another
+    service provider of the same IdP acceptable here); SignOnError without one."""
     assert ctx.config.saml is not None
+    if not ctx.config.public_origins:
+        raise SignOnError("SAML sign-in needs the application's public URL (SEARCHCRAWL_WEB_PUBLIC_URL)")
+    origin = ctx.config.public_origins[0]
     return ctx.config.saml.entity_id or origin + ctx.url(SAML_METADATA), origin + ctx.url(SAML_ACS)
+
+
+def _saml_cookie(ctx: WebContext, request: Request) -> tuple[str, str]:
+    """The pending sign-in cookie's name and path: over HTTPS a ``__Host-`` cookie (Secure, for the
+    whole site, no Domain: no sibling host can set it), else a plain one on the ACS's path."""
+    if request.url.scheme == "https":
+        return f"__Host-{SAML_COOKIE}", "/"
+    return SAML_COOKIE, ctx.url(SAML_ACS)
 
 
 async def _saml_start(ctx: WebContext, request: Request, purpose: str, back: str) -> Response:
@@ -274,7 +287,7 @@ async def _saml_start(ctx: WebContext, request: Request, purpose: str, back: str
         return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
     try:
         key, url = await in_limited_thread(
-            ctx.sign_on_threads, ctx.saml.start, purpose, *_saml_endpoints(ctx, request), back, _owner(request)
+            ctx.sign_on_threads, ctx.saml.start, purpose, *_saml_endpoints(ctx), back, _owner(request)
         )
     except SignOnError as exc:
         logger.warning("Single sign-on (SAML): %s", exc)
@@ -282,7 +295,8 @@ async def _saml_start(ctx: WebContext, request: Request, purpose: str, back: str
     response = RedirectResponse(url, status_code=303)
     # the IdP's answer is a POST from its site: a SameSite=Lax cookie would not come with it
     same_site = "none" if request.url.scheme == "https" else "lax"
-    set_cookie(request, response, SAML_COOKIE, key, PENDING_SECONDS, ctx.url(SAML_ACS), same_site=same_site)
+    name, path = _saml_cookie(ctx, request)
+    set_cookie(request, response, name, key, PENDING_SECONDS, path, same_site=same_site)
     return response
 
 
@@ -296,10 +310,13 @@ async def saml_acs(ctx: WebContext, request: Request) -> Response:
     if form is None:
         return ctx.render(request, "forbidden.html", 413, reason="Not a SAML answer.")
     answer = (str(form.get("RelayState", "")), str(form.get("SAMLResponse", "")))
-    cookie = request.cookies.get(SAML_COOKIE)
-    return await _finish(
-        ctx, request, "saml", (SAML_COOKIE, SAML_ACS), ctx.saml.finish, cookie, *answer, *_saml_endpoints(ctx, request)
-    )
+    name, path = _saml_cookie(ctx, request)
+    try:
+        endpoints = _saml_endpoints(ctx)
+    except SignOnError as exc:
+        return ctx.render(request, "forbidden.html", 503, reason=f"Single sign-on does not answer: {exc}")
+    finish = ctx.saml.finish
+    return await _finish(ctx, request, "saml", (name, path), finish, request.cookies.get(name), *answer, *endpoints)
 
 
 async def kerberos_signin(ctx: WebContext, request: Request) -> Response:
@@ -343,8 +360,8 @@ async def _finish(
     ctx: WebContext, request: Request, kind: str, pending: tuple[str, str], finish: Callable[..., SignedOn], *args: Any
 ) -> Response:
     """A provider's answer (``kind``: oidc, saml) checked by ``finish(*args)`` on single sign-on's
-    threads, then its session (``_signed_on``); the pending sign-in's cookie (its name and path)
-    removed either way."""
+    threads, then its session (``_signed_on``) and the pending sign-in's cookie (its name and
+    path) removed."""
     response: Response
     try:
         signed = await in_limited_thread(ctx.sign_on_threads, finish, *args)
@@ -353,7 +370,7 @@ async def _finish(
         response = ctx.render(request, "forbidden.html", 403, reason=f"Single sign-on failed: {exc}")
     else:
         response = await _signed_on(ctx, request, signed, kind)
-    response.delete_cookie(pending[0], path=ctx.url(pending[1]))
+        response.delete_cookie(pending[0], path=pending[1])  # kept on a refusal: another site's post cancels nothing
     return response
 
 
@@ -361,9 +378,9 @@ async def saml_metadata(ctx: WebContext, request: Request) -> Response:
     """This service provider's SAML metadata, for the IdP's administrator to register it."""
     if ctx.saml is None:
         return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
-    entity_id, acs = _saml_endpoints(ctx, request)
     try:
-        xml = await in_thread(ctx.saml.sp_metadata, entity_id, acs)
+        entity_id, acs = _saml_endpoints(ctx)
+        xml = await in_limited_thread(ctx.sign_on_threads, ctx.saml.sp_metadata, entity_id, acs)
     except SignOnError as exc:
         return ctx.render(request, "forbidden.html", 503, reason=f"Single sign-on does not answer: {exc}")
     return Response(xml, media_type="application/samlmetadata+xml")

@@ -23,6 +23,9 @@ from tests.e2e.test_web import web_config
 from tests.saml_server import USERS, SamlIdp
 
 
+PUBLIC_ORIGIN = ("http://127.0.0.1",)  # SEARCHCRAWL_WEB_PUBLIC_URL's: SAML's endpoints come from it alone
+
+
 def config(idp: SamlIdp) -> SamlConfig:
     return SamlConfig(idp_metadata=idp.metadata_url, name="the test IdP")
 
@@ -44,7 +47,7 @@ def test_a_searcher_signs_on_with_saml_and_sees_what_their_groups_may_read(
     project: Project, solr: pysolr.Solr, saml_idp: SamlIdp
 ) -> None:
     source, word = corpus(solr, {"public": [PUBLIC], "finance": ["group:finance"], "bobs": ["user:bob"], "hidden": ["group:hr"]})
-    app = create_app(web_config(project, saml=config(saml_idp)))
+    app = create_app(web_config(project, saml=config(saml_idp), public_origins=PUBLIC_ORIGIN))
     for user, readable in (("alice", {"public", "finance"}), ("bob", {"public", "bobs"}), ("carol", {"public"})):
         web = TestClient(app, base_url="http://127.0.0.1")
         assert "Sign in with the test IdP" in web.get("/login").text
@@ -62,7 +65,7 @@ def test_an_administrator_signs_on_with_saml_and_a_user_without_a_role_gets_no_s
 ) -> None:
     project.data_dir.mkdir(parents=True, exist_ok=True)
     roles = RoleMap.parse({Role.ADMINISTRATOR: ["group:search-admins"]})
-    app = create_app(web_config(project, credentials=None, saml=config(saml_idp), roles=roles))
+    app = create_app(web_config(project, credentials=None, saml=config(saml_idp), roles=roles, public_origins=PUBLIC_ORIGIN))
     alice = TestClient(app, base_url="http://127.0.0.1")
     assert sign_on(alice, saml_idp, "alice", "/admin/login/saml").status_code == 200
     assert alice.get("/admin/api").status_code == 200
@@ -72,7 +75,7 @@ def test_an_administrator_signs_on_with_saml_and_a_user_without_a_role_gets_no_s
 
 
 def test_a_forged_replayed_or_stray_saml_answer_is_refused(project: Project, saml_idp: SamlIdp) -> None:
-    app = create_app(web_config(project, saml=config(saml_idp)))
+    app = create_app(web_config(project, saml=config(saml_idp), public_origins=PUBLIC_ORIGIN))
     web = TestClient(app, base_url="http://127.0.0.1")
     fields = answer_of(web, saml_idp, "alice")
     # the assertion changed after the IdP signed it: another user
@@ -95,3 +98,30 @@ def test_a_forged_replayed_or_stray_saml_answer_is_refused(project: Project, sam
     assert web.post("/login/saml/acs", data=fields).status_code == 200
     assert web.post("/login/saml/acs", data=fields).status_code == 403
     assert re.search(r"Signed in as <strong>alice</strong>", web.get("/").text)
+
+
+def test_the_hostile_reviews_saml_answers_are_refused(project: Project, saml_idp: SamlIdp) -> None:
+    """A Host header chose the service provider the answer had to be for (an answer to another
+    service provider of the same IdP was taken); a 500 KB answer inflated to 400 MB; a page of
+    another site posting a wrong RelayState cancelled the sign-in in progress."""
+    import zlib
+
+    app = create_app(web_config(project, saml=config(saml_idp), public_origins=PUBLIC_ORIGIN))
+    web = TestClient(app, base_url="http://127.0.0.1")
+    started = web.get("/login/saml", headers={"host": "evil.example"}, follow_redirects=False)
+    assert started.status_code == 303 and "evil.example" not in started.headers["location"]
+    # a deflate bomb: refused before pysaml2 sees it
+    deflater = zlib.compressobj(9, zlib.DEFLATED, -15)
+    bomb = deflater.compress(b"<" + b" " * 50_000_000) + deflater.flush()
+    answer = {"RelayState": web.cookies.get("searchcrawl_saml"), "SAMLResponse": base64.b64encode(bomb).decode()}
+    refused = web.post("/login/saml/acs", data=answer)
+    assert refused.status_code == 403 and "inflates to more than an answer may be" in refused.text
+    # a wrong RelayState (a page of another site) cancels nothing: the real answer is still taken
+    fields = answer_of(web, saml_idp, "alice")
+    assert web.post("/login/saml/acs", data={**fields, "RelayState": "x"}).status_code == 403
+    assert web.post("/login/saml/acs", data=fields).status_code == 200
+    assert "Signed in as <strong>alice</strong>" in web.get("/").text
+    # no public URL: no SAML at all (never endpoints from the request)
+    bare = TestClient(create_app(web_config(project, saml=config(saml_idp))), base_url="http://127.0.0.1")
+    assert bare.get("/login/saml", follow_redirects=False).status_code == 503
+    assert bare.get("/login/saml/metadata").status_code == 503
