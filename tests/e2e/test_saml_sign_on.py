@@ -22,7 +22,6 @@ from tests.e2e.test_single_sign_on import corpus, titles
 from tests.e2e.test_web import web_config
 from tests.saml_server import USERS, SamlIdp
 
-
 PUBLIC_ORIGIN = ("http://127.0.0.1",)  # SEARCHCRAWL_WEB_PUBLIC_URL's: SAML's endpoints come from it alone
 
 
