@@ -104,8 +104,12 @@ def kerberos_config(settings: BaseSettings) -> Any:
     if not keytab:
         return None
     realm = (settings.get("SEARCHCRAWL_KERBEROS_REALM") or "").strip()
-    if not realm:
-        raise UsageError("SEARCHCRAWL_KERBEROS_KEYTAB is set: set SEARCHCRAWL_KERBEROS_REALM, the realm whose users are believed")
+    service = (settings.get("SEARCHCRAWL_KERBEROS_SERVICE") or "").strip()
+    if not realm or not service:
+        raise UsageError(
+            "SEARCHCRAWL_KERBEROS_KEYTAB is set: set SEARCHCRAWL_KERBEROS_REALM (the realm whose users are believed) and"
+            " SEARCHCRAWL_KERBEROS_SERVICE (this service's principal, HTTP/<host>)"
+        )
     if not os.access(keytab, os.R_OK):
         raise UsageError(f"SEARCHCRAWL_KERBEROS_KEYTAB: {keytab} cannot be read")
     try:
@@ -115,7 +119,7 @@ def kerberos_config(settings: BaseSettings) -> Any:
     return KerberosConfig(
         keytab=keytab,
         realm=realm,
-        service=(settings.get("SEARCHCRAWL_KERBEROS_SERVICE") or "").strip(),
+        service=service,
         name=settings.get("SEARCHCRAWL_KERBEROS_NAME") or "Windows sign-in (Kerberos)",
     )
 

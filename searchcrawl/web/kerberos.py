@@ -26,7 +26,7 @@ from searchcrawl.web.sign_on import SignOnError, check_user
 
 logger = logging.getLogger(__name__)
 
-NEGOTIATE = re.compile(r"Negotiate\s+([A-Za-z0-9+/=]{1,65536})\s*", re.IGNORECASE)
+NEGOTIATE = re.compile(r"Negotiate\s+([A-Za-z0-9+/=]{1,70000})\s*", re.IGNORECASE)
 SPNEGO = "1.3.6.1.5.5.2"  # the mechanism browsers negotiate Kerberos in
 MAX_TOKEN_BYTES = 48 * 1024  # a Kerberos ticket with a large PAC (many groups) stays well under it
 
@@ -37,7 +37,7 @@ class KerberosConfig:
 
     keytab: str
     realm: str
-    service: str = ""  # HTTP/search.example.org; "": whichever the token names and the keytab holds
+    service: str  # HTTP/search.example.org: the one principal whose tickets are taken
     name: str = "Windows sign-in (Kerberos)"
 
 
@@ -55,6 +55,19 @@ def negotiate_token(header: str | None) -> bytes | None:
     return token
 
 
+def kerberos_user(principal: str, realm: str) -> str:
+    """The user name of ``principal`` (``name@REALM``), or SignOnError: the realm exactly the
+    configured one (Kerberos' realms are case-sensitive), and the name one part as it is, with
+    nothing a directory lookup or an access token would read otherwise (no instance ``/``, no
+    escaped ``@``, no ``\\``, ``=`` or ``,``, no white space around it): refused, never rewritten."""
+    user, _at, found = principal.rpartition("@")
+    if not user or found != realm:
+        raise SignOnError("the ticket is of another realm")
+    if user != user.strip() or any(char in user for char in "/\\=,@") or any(ord(char) < 33 or ord(char) == 127 for char in user):
+        raise SignOnError("the ticket's principal is no plain user name")
+    return check_user(user, "Kerberos principal")
+
+
 class KerberosAcceptor:
     """Accepts SPNEGO tokens for this service, with its keytab."""
 
@@ -66,8 +79,9 @@ class KerberosAcceptor:
         browser (mutual authentication), or SignOnError."""
         import gssapi  # python-gssapi: imported only where Kerberos is configured
 
+        service = f"{self.config.service}@{self.config.realm}"
         try:
-            name = gssapi.Name(self.config.service, gssapi.NameType.kerberos_principal) if self.config.service else None
+            name = gssapi.Name(service, gssapi.NameType.kerberos_principal)
             # SPNEGO (what browsers send) over Kerberos, from this service's keytab alone
             mechs = [gssapi.OID.from_int_seq(SPNEGO), gssapi.MechType.kerberos]
             credentials = gssapi.Credentials(name=name, usage="accept", mechs=mechs, store={"keytab": self.config.keytab})
@@ -75,10 +89,13 @@ class KerberosAcceptor:
             answer = context.step(token)
             if not context.complete:  # SPNEGO turned down what was offered (NTLM alone, say)
                 raise SignOnError("the browser offered no Kerberos ticket this service accepts")
-            principal = str(context.initiator_name)
+            # a ticket to another service of the same account (its key in the keytab too) is not ours
+            target = bytes(context.target_name).decode("utf-8") if context.target_name is not None else ""
+            principal = bytes(context.initiator_name).decode("utf-8")
         except gssapi.raw.misc.GSSError as exc:  # every GSS-API failure: a replay, a foreign or forged ticket
             raise SignOnError(f"the Kerberos ticket was not accepted: {type(exc).__name__}") from None
-        user, _at, realm = principal.rpartition("@")
-        if not user or realm.upper() != self.config.realm.upper():
-            raise SignOnError("the ticket is of another realm")
-        return check_user(user, "Kerberos principal"), answer
+        except UnicodeDecodeError:
+            raise SignOnError("the ticket's names are not UTF-8") from None
+        if target and target != service:
+            raise SignOnError("the ticket is for another service")
+        return kerberos_user(principal, self.config.realm), answer

@@ -336,6 +336,10 @@ async def _kerberos(ctx: WebContext, request: Request, purpose: str, back: str) 
         return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
     try:
         token = negotiate_token(request.headers.get("authorization"))
+        site = request.headers.get("sec-fetch-site", "none").strip().lower()
+        if token is None and site not in ("same-origin", "none"):
+            # another site's link or image: no ticket asked for (a browser would answer silently)
+            return ctx.render(request, "forbidden.html", 403, reason="Sign in from this site's own pages.")
         if token is None:
             asked = ctx.render(
                 request,
