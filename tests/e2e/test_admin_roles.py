@@ -54,7 +54,8 @@ PAGES = {
     "/admin/source-files/{name}": ADMINISTER,
     "/admin/source-files/{name}/{action}": ADMINISTER,
 }
-OPEN = {"/admin/login", "/admin/logout", "/admin/login/oidc"}  # the login forms, and logging out (any session)
+# the login forms, single sign-on's starts, and logging out (any session)
+OPEN = {"/admin/login", "/admin/logout", "/admin/login/oidc", "/admin/login/saml", "/admin/login/kerberos"}
 GRANTS = {
     "alice": {VIEW, OPERATE},  # an operator through accounting, which is in finance
     "bob": {VIEW, RELEVANCE},
