@@ -68,6 +68,85 @@ def kerberos_user(principal: str, realm: str) -> str:
     return check_user(user, "Kerberos principal")
 
 
+class DerError(ValueError):
+    """Bytes that are not the DER a Kerberos or SPNEGO token is made of."""
+
+
+def _element(data: bytes, position: int) -> tuple[int, int, int]:
+    """The DER element at ``position``: (its tag byte, where its content starts, where it ends)."""
+    if position + 2 > len(data):
+        raise DerError("truncated")
+    tag, length = data[position], data[position + 1]
+    position += 2
+    if length & 0x80:
+        count = length & 0x7F
+        if not 1 <= count <= 4 or position + count > len(data):
+            raise DerError("a length of an unexpected form")
+        length = int.from_bytes(data[position : position + count], "big")
+        position += count
+    if position + length > len(data):
+        raise DerError("truncated")
+    return tag, position, position + length
+
+
+def _children(data: bytes, start: int, end: int) -> dict[int, tuple[int, int]]:
+    """The elements of a constructed element's content, by tag byte: (content start, end)."""
+    found: dict[int, tuple[int, int]] = {}
+    while start < end:
+        tag, content, after = _element(data, start)
+        found.setdefault(tag, (content, after))
+        start = after
+    return found
+
+
+def _inside(data: bytes, span: tuple[int, int], *tags: int) -> tuple[int, int]:
+    """Down the path of ``tags`` from the constructed element whose content is ``span``."""
+    start, end = span
+    for tag in tags:
+        children = _children(data, start, end)
+        if tag not in children:
+            raise DerError(f"no element {tag:#x}")
+        start, end = children[tag]
+    return start, end
+
+
+def ticket_service(token: bytes) -> str:
+    """The service principal (``HTTP/host@REALM``) a browser's first token holds a ticket for, read
+    from the ticket's clear part (RFC 4120's Ticket: its realm and sname), in SPNEGO's NegTokenInit
+    or a bare Kerberos token. GSS-API does not tell it, and MIT Kerberos accepts a ticket for any
+    name of the account whose key the keytab holds. DerError when the token is neither."""
+    tag, start, end = _element(token, 0)
+    if tag != 0x60:  # [APPLICATION 0]: the GSS-API initial token
+        raise DerError("not a GSS-API initial token")
+    children = _children(token, start, end)
+    if 0xA0 in children:  # SPNEGO: [0] NegTokenInit { [2] mechToken OCTET STRING }
+        inner = _inside(token, children[0xA0], 0x30, 0xA2, 0x04)
+        token = token[inner[0] : inner[1]]
+        tag, start, end = _element(token, 0)
+        if tag != 0x60:
+            raise DerError("the mechanism's token is no GSS-API token")
+    oid_tag, oid_start, oid_end = _element(token, start)  # the Kerberos mechanism's OID, then TOK_ID 01 00
+    if oid_tag != 0x06 or token[oid_end : oid_end + 2] != b"\x01\x00":
+        raise DerError("not a Kerberos AP-REQ")
+    ap_tag, ap_start, ap_end = _element(token, oid_end + 2)
+    if ap_tag != 0x6E:  # [APPLICATION 14] AP-REQ
+        raise DerError("not a Kerberos AP-REQ")
+    ticket = _inside(token, (ap_start, ap_end), 0x30, 0xA3, 0x61, 0x30)
+    fields = _children(token, *ticket)
+    if 0xA1 not in fields or 0xA2 not in fields:
+        raise DerError("a ticket without its realm or server name")
+    realm = _inside(token, fields[0xA1], 0x1B)
+    names = _inside(token, fields[0xA2], 0x30, 0xA1, 0x30)
+    parts, position = [], names[0]
+    while position < names[1]:
+        tag, content, after = _element(token, position)
+        if tag != 0x1B:
+            raise DerError("a name part that is no GeneralString")
+        parts.append(token[content:after].decode("utf-8"))
+        position = after
+    return "/".join(parts) + "@" + token[realm[0] : realm[1]].decode("utf-8")
+
+
 class KerberosAcceptor:
     """Accepts SPNEGO tokens for this service, with its keytab."""
 
@@ -80,6 +159,12 @@ class KerberosAcceptor:
         import gssapi  # python-gssapi: imported only where Kerberos is configured
 
         service = f"{self.config.service}@{self.config.realm}"
+        try:
+            # Active Directory's service names are case-insensitive: the browser's spelling of the host may differ
+            if ticket_service(token).casefold() != service.casefold():
+                raise SignOnError("the ticket is for another service")
+        except (DerError, UnicodeDecodeError):
+            raise SignOnError("the Negotiate token holds no Kerberos ticket") from None
         try:
             name = gssapi.Name(service, gssapi.NameType.kerberos_principal)
             # SPNEGO (what browsers send) over Kerberos, from this service's keytab alone

@@ -30,6 +30,7 @@ from tests.e2e.test_web import web_config
 from tests.samba_domain import REALM, USERS, SambaDomain, _run
 
 SERVICE_HOST = "search.sc.test"
+SIBLING_HOST = "wiki.sc.test"
 KERBEROS = "1.2.840.113554.1.2.2"
 
 
@@ -39,8 +40,9 @@ def kerberos(samba_domain: SambaDomain, tmp_path: Path, monkeypatch: pytest.Monk
     (the environment's, for this process: the acceptor and the tests' client alike)."""
     principal = f"HTTP/{SERVICE_HOST}"
     listed = _run(["samba-tool", "spn", "list", "crawler", "-s", str(samba_domain.config)]).stdout
-    if principal not in listed:
-        _run(["samba-tool", "spn", "add", principal, "crawler", "-s", str(samba_domain.config)])
+    for name in (principal, f"HTTP/{SIBLING_HOST}"):  # a sibling service of the same account: the same key
+        if name not in listed:
+            _run(["samba-tool", "spn", "add", name, "crawler", "-s", str(samba_domain.config)])
     keytab = tmp_path / "search.keytab"
     _run(["samba-tool", "domain", "exportkeytab", str(keytab), f"--principal={principal}", "-s", str(samba_domain.config)])
     conf = tmp_path / "krb5.conf"
@@ -120,6 +122,10 @@ def test_an_administrator_signs_on_with_a_ticket_and_a_bad_one_is_refused(
     bob = TestClient(app, base_url="http://127.0.0.1")
     assert bob.get("/admin/login/kerberos", headers={"authorization": negotiate("bob", USERS["bob"])}).status_code == 403
     assert bob.get("/admin", follow_redirects=False).status_code == 303
+    # a ticket a browser sent to a sibling service of the same account (MIT accepts it with the key)
+    sibling = negotiate("alice", USERS["alice"], host=SIBLING_HOST)
+    refused = TestClient(app, base_url="http://127.0.0.1").get("/admin/login/kerberos", headers={"authorization": sibling})
+    assert refused.status_code == 403 and "another service" in refused.text
     cross_site = bob.get("/admin/login/kerberos", headers={"sec-fetch-site": "cross-site"})
     assert cross_site.status_code == 403 and "www-authenticate" not in cross_site.headers  # no ticket asked for
     other = negotiate("bob", USERS["bob"], host="dc1.sc.test")  # a service this keytab does not hold

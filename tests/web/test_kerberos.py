@@ -41,3 +41,11 @@ def test_a_principal_read_as_another_user_is_refused(principal: str) -> None:
 
 def test_a_plain_principal_is_its_user() -> None:
     assert kerberos_user("alice@SC.TEST", "SC.TEST") == "alice" and kerberos_user("j.doe@SC.TEST", "SC.TEST") == "j.doe"
+
+
+def test_a_token_that_holds_no_kerberos_ticket_is_no_service() -> None:
+    from searchcrawl.web.kerberos import DerError, ticket_service
+
+    for token in (b"", b"\x60", b"\x60\x03\x06\x01\x00", b"NTLMSSP\x00\x01", b"\x60\x84\xff\xff\xff\xff"):
+        with pytest.raises(DerError):
+            ticket_service(token)
