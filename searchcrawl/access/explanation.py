@@ -29,6 +29,7 @@ from searchcrawl.access.tokens import (
     Grant,
     Level,
 )
+from searchcrawl.system.translations import N_
 
 ACCESS_COLUMN = "access"  # the document table's column of a document's Access.to_data() (JSON)
 FROM_TABLE = "the document table"
@@ -118,7 +119,7 @@ MAX_URL_CHARS = 8192
 # ``scheme://source/key`` (sql://, mail://, smb://, a custom agent's: agents/base.py). The URL is
 # only compared with the index's, never opened; ``javascript:`` and the like are no document's.
 _DOCUMENT_URL = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|file:)\S")
-URL_WANTED = (
+URL_WANTED = N_(
     "an absolute URL as its document is indexed (http://, https://, ftp://, file:, smb://, sql://, mail://, an agent's scheme://)"
 )
 

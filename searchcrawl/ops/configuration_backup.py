@@ -46,6 +46,8 @@ from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import EXPORTED_COLUMNS, ApiTokens
 from searchcrawl.store.relevance_rules import LIMITS, RelevanceStore
 from searchcrawl.system.secrets import SECRET_NAME
+from searchcrawl.system.translations import gettext as _
+from searchcrawl.system.translations import ngettext
 
 FORMAT = "searchcrawl-backup"
 VERSION = 1
@@ -188,7 +190,8 @@ class RestorePlan:
     """What a restore would do, and why it cannot (``problems``: nothing is written then)."""
 
     parsed: Parsed
-    sources: list[str] = field(default_factory=list)  # "name (type; schedule)"
+    sources: list[str] = field(default_factory=list)  # "name (type; schedule)", in English (the audit log's)
+    shown_sources: list[str] = field(default_factory=list)  # the same in the current language (``lines``)
     settings: list[str] = field(default_factory=list)  # NAME=value lines that differ from the target's
     problems: list[str] = field(default_factory=list)
 
@@ -197,39 +200,55 @@ class RestorePlan:
         return not self.problems
 
     def lines(self) -> list[str]:
-        """The plan in words, a line each (the command prints them, the page lists them)."""
+        """The plan in words, a line each (the command prints them, the page lists them), in the
+        current language (English outside a request: the command's)."""
         parsed = self.parsed
-        lines = [f"source {source}" for source in self.sources]
-        lines += [f"file {source}/{name}" for source, files in sorted(parsed.files.items()) for name in sorted(files)]
+        lines = [_("source %(source)s", source=source) for source in self.shown_sources or self.sources]
+        lines += [
+            _("file %(file)s", file=source + "/" + name)
+            for source, files in sorted(parsed.files.items())
+            for name in sorted(files)
+        ]
         lines.append(
-            f"relevance: {len(parsed.bets)} best bets, {len(parsed.boosts)} boosts, "
-            f"{len(parsed.synonyms)} synonym sets, {len(parsed.stopwords)} stopwords"
+            _(
+                "relevance: %(bets)s best bets, %(boosts)s boosts, %(synonyms)s synonym sets, %(stopwords)s stopwords",
+                bets=len(parsed.bets),
+                boosts=len(parsed.boosts),
+                synonyms=len(parsed.synonyms),
+                stopwords=len(parsed.stopwords),
+            )
         )
-        lines.append(f"API tokens: {len(parsed.tokens)} (their hashes)")
-        lines += [f"left out of the backup: {item}" for item in parsed.left_out]
-        lines += [f"setting for the environment: {line}" for line in self.settings]
-        lines += [f"secret to set in the environment: {name}" for name in parsed.secrets_set]
+        lines.append(_("API tokens: %(count)s (their hashes)", count=len(parsed.tokens)))
+        lines += [_("left out of the backup: %(item)s", item=item) for item in parsed.left_out]
+        lines += [_("setting for the environment: %(line)s", line=line) for line in self.settings]
+        lines += [_("secret to set in the environment: %(name)s", name=name) for name in parsed.secrets_set]
         return lines
 
 
 def read_backup(data: bytes) -> dict[str, Any]:
     """A backup's JSON, checked to be one of ours (format and version) and bounded."""
     if len(data) > MAX_BACKUP_BYTES:
-        raise BackupError(f"the file is larger than a backup may be ({MAX_BACKUP_BYTES // (1024 * 1024)} MiB)")
+        raise BackupError(_("the file is larger than a backup may be (%(mib)s MiB)", mib=MAX_BACKUP_BYTES // (1024 * 1024)))
     try:
         backup = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise BackupError("not a searchcrawl backup: not JSON") from None
+        raise BackupError(_("not a searchcrawl backup: not JSON")) from None
     if not isinstance(backup, dict) or backup.get("format") != FORMAT:
-        raise BackupError("not a searchcrawl backup: its format is not searchcrawl-backup")
+        raise BackupError(_("not a searchcrawl backup: its format is not %(format)s", format=FORMAT))
     if backup.get("version") != VERSION:
-        raise BackupError(f"a searchcrawl backup of version {backup.get('version')!r}: this searchcrawl reads version {VERSION}")
+        raise BackupError(
+            _(
+                "a searchcrawl backup of version %(version)s: this searchcrawl reads version %(read)s",
+                version=repr(backup.get("version")),
+                read=VERSION,
+            )
+        )
     return backup
 
 
 def _strings(value: Any, what: str, problems: list[str]) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        problems.append(f"{what}: expected a list of texts")
+        problems.append(_("%(what)s: expected a list of texts", what=what))
         return []
     return value
 
@@ -238,7 +257,7 @@ def _forms(value: Any, what: str, problems: list[str]) -> list[dict[str, str]]:
     if not isinstance(value, list) or not all(
         isinstance(item, dict) and all(isinstance(text, str) for text in item.values()) for item in value
     ):
-        problems.append(f"{what}: expected a list of forms")
+        problems.append(_("%(what)s: expected a list of forms", what=what))
         return []
     return value
 
@@ -264,7 +283,7 @@ def parse_backup(backup: Mapping[str, Any], problems: list[str]) -> Parsed:
     parsed.tokens = _tokens(backup.get("api_tokens", []), problems)
     settings = backup.get("settings", {})
     if not isinstance(settings, dict) or not all(isinstance(value, str) for value in settings.values()):
-        problems.append("settings: expected a table of texts")
+        problems.append(_("settings: expected a table of texts"))
         settings = {}
     parsed.settings = {
         name: value
@@ -273,8 +292,10 @@ def parse_backup(backup: Mapping[str, Any], problems: list[str]) -> Parsed:
     }
     if len(parsed.settings) != len(settings):
         problems.append(
-            "settings: only notification settings (SEARCHCRAWL_NOTIFY_*, SEARCHCRAWL_SMTP_*), no secret, each one line,"
-            " are restored"
+            _(
+                "settings: only notification settings (SEARCHCRAWL_NOTIFY_*, SEARCHCRAWL_SMTP_*), no secret, each one line,"
+                " are restored"
+            )
         )
     secrets_set = _strings(backup.get("secrets_set", []), "secrets_set", problems)
     parsed.secrets_set = [name for name in secrets_set if name in NOTIFY_SECRET_NAMES]
@@ -284,29 +305,35 @@ def parse_backup(backup: Mapping[str, Any], problems: list[str]) -> Parsed:
 
 def _parse_sources(sources: Any, parsed: Parsed, problems: list[str]) -> None:
     if not isinstance(sources, dict):
-        problems.append("sources: expected a table of sources")
+        problems.append(_("sources: expected a table of sources"))
         return
     written: dict[str, str] = {}  # every file the sources name, by path: one content each
     for name, files in sources.items():
         if not isinstance(name, str) or not SOURCE_NAME.match(name) or len(name) > 200:
-            problems.append(f"source {str(name)[:80]!r}: not a source name")
+            problems.append(_("source %(name)s: not a source name", name=repr(str(name)[:80])))
             continue
         if not isinstance(files, dict) or not all(isinstance(key, str) and isinstance(text, str) for key, text in files.items()):
-            problems.append(f"source {name}: expected its files as texts")
+            problems.append(_("source %(name)s: expected its files as texts", name=name))
             continue
         if f"{name}.toml" not in files:
-            problems.append(f"source {name}: its file {name}.toml is missing")
+            problems.append(_("source %(name)s: its file %(file)s is missing", name=name, file=name + ".toml"))
         problems.extend(_file_problems(name, files, written))
         copied, left_out = named_files(files.get(f"{name}.toml", ""))
         for named in [*copied, *left_out]:
             if not safe_file_name(named):  # read by the loader in the dry run, and by every crawl
-                problems.append(f"source {name}: it names {named[:80]!r}, not a file inside the sources folder")
+                problems.append(
+                    _(
+                        "source %(name)s: it names %(file)s, not a file inside the sources folder",
+                        name=name,
+                        file=repr(named[:80]),
+                    )
+                )
         parsed.files[name] = files
     for file_name in written:
         parents = PurePosixPath(file_name).parents
         for parent in list(parents)[:-1]:  # "a" of "a/b": a file and a folder of one name
             if str(parent) in written:
-                problems.append(f"{parent} is a file and a folder of files in the backup")
+                problems.append(_("%(path)s is a file and a folder of files in the backup", path=parent))
 
 
 def _file_problems(name: str, files: Mapping[str, str], written: dict[str, str]) -> Iterator[str]:
@@ -314,14 +341,18 @@ def _file_problems(name: str, files: Mapping[str, str], written: dict[str, str])
     source's, one content a path."""
     for file_name, text in files.items():
         if not safe_file_name(file_name):
-            yield f"source {name}: {file_name[:80]!r} is not a file name inside the sources folder"
+            yield _(
+                "source %(name)s: %(file)s is not a file name inside the sources folder", name=name, file=repr(file_name[:80])
+            )
         elif file_name != f"{name}.toml" and "/" not in file_name and file_name.endswith(".toml"):
             # a .toml file in the sources folder is a source: only the source's own may be one
-            yield f"source {name}: {file_name} would be a source file of its own"
+            yield _("source %(name)s: %(file)s would be a source file of its own", name=name, file=file_name)
         elif len(text.encode("utf-8")) > MAX_FILE_BYTES:
-            yield f"source {name}: {file_name} is larger than {MAX_FILE_BYTES} bytes"
+            yield _("source %(name)s: %(file)s is larger than %(bytes)s bytes", name=name, file=file_name, bytes=MAX_FILE_BYTES)
         elif written.setdefault(file_name, text) != text:
-            yield f"source {name}: {file_name} differs from the file of that name another source names"
+            yield _(
+                "source %(name)s: %(file)s differs from the file of that name another source names", name=name, file=file_name
+            )
 
 
 def _parse_relevance(relevance: Mapping[str, Any], parsed: Parsed, problems: list[str]) -> None:
@@ -332,22 +363,22 @@ def _parse_relevance(relevance: Mapping[str, Any], parsed: Parsed, problems: lis
                 ranking_rules.parse_bet(form.get("queries", ""), form.get("urls", ""), form.get("start", ""), form.get("end", ""))
             )
         except RelevanceError as exc:
-            problems.append(f"best bet {number}: {exc}")
+            problems.append(_("best bet %(number)s: %(problem)s", number=number, problem=exc))
     for number, form in enumerate(_forms(relevance.get("boosts", []), "relevance boosts", problems), start=1):
         try:
             parsed.boosts.append(ranking_rules.parse_boost(form.get("kind", ""), form.get("value", ""), form.get("factor", "")))
         except RelevanceError as exc:
-            problems.append(f"boost {number}: {exc}")
+            problems.append(_("boost %(number)s: %(problem)s", number=number, problem=exc))
     for number, text in enumerate(_strings(relevance.get("synonyms", []), "relevance synonyms", problems), start=1):
         try:
             parsed.synonyms.append(ranking_rules.parse_synonyms(text))
         except RelevanceError as exc:
-            problems.append(f"synonym set {number}: {exc}")
+            problems.append(_("synonym set %(number)s: %(problem)s", number=number, problem=exc))
     for word in _strings(relevance.get("stopwords", []), "relevance stopwords", problems):
         try:
             parsed.stopwords.append(ranking_rules.parse_stopword(word))
         except RelevanceError as exc:
-            problems.append(f"stopword: {exc}")
+            problems.append(_("stopword: %(problem)s", problem=exc))
     counts = {
         "bets": len(parsed.bets),
         "boosts": len(parsed.boosts),
@@ -356,21 +387,23 @@ def _parse_relevance(relevance: Mapping[str, Any], parsed: Parsed, problems: lis
     }
     for kind, count in counts.items():
         if count > LIMITS[kind]:
-            problems.append(f"relevance: {count} {kind}, at most {LIMITS[kind]} are kept")
+            problems.append(
+                _("relevance: %(count)s %(kind)s, at most %(most)s are kept", count=count, kind=kind, most=LIMITS[kind])
+            )
 
 
 def _tokens(value: Any, problems: list[str]) -> list[dict[str, Any]]:
     if not isinstance(value, list):
-        problems.append("api_tokens: expected a list")
+        problems.append(_("api_tokens: expected a list"))
         return []
     rows: list[dict[str, Any]] = []
     for number, item in enumerate(value, start=1):
         if not isinstance(item, dict) or not TOKEN_HASH.fullmatch(str(item.get("token_hash", ""))):
-            problems.append(f"API token {number}: no SHA-256 hash")
+            problems.append(_("API token %(number)s: no SHA-256 hash", number=number))
             continue
         name = item.get("name")
         if not isinstance(name, str) or not name.strip() or len(name) > 200:
-            problems.append(f"API token {number}: no name")
+            problems.append(_("API token %(number)s: no name", number=number))
             continue
         row: dict[str, Any] = {"name": name, "token_hash": item["token_hash"], "on_behalf": item.get("on_behalf") is True}
         try:
@@ -378,12 +411,12 @@ def _tokens(value: Any, problems: list[str]) -> list[dict[str, Any]]:
                 moment = item.get(key)
                 row[key] = datetime.fromisoformat(moment).astimezone(UTC) if isinstance(moment, str) else None
         except ValueError:
-            problems.append(f"API token {number}: a date is not an ISO date")
+            problems.append(_("API token %(number)s: a date is not an ISO date", number=number))
             continue
         if row["created_at"] is None:
             row["created_at"] = datetime.now(UTC)
         if row["token_hash"] in {seen["token_hash"] for seen in rows}:
-            problems.append(f"API token {number}: the same hash as another")
+            problems.append(_("API token %(number)s: the same hash as another", number=number))
             continue
         rows.append({key: row[key] for key in EXPORTED_COLUMNS})
     return rows
@@ -398,15 +431,18 @@ def plan_restore(
     plan = RestorePlan(parsed, problems=problems)
     if sources_dir is None:
         if parsed.files:
-            problems.append("no sources folder to restore the sources into: set SEARCHCRAWL_SOURCES_DIR")
+            problems.append(_("no sources folder to restore the sources into: set SEARCHCRAWL_SOURCES_DIR"))
     elif sources_dir.is_dir() and any(sources_dir.glob("*.toml")):
         problems.append(
-            f"the installation is not empty: {sources_dir} holds source files (a backup is restored into an empty one)"
+            _(
+                "the installation is not empty: %(folder)s holds source files (a backup is restored into an empty one)",
+                folder=sources_dir,
+            )
         )
     if RelevanceStore(database).count():
-        problems.append("the installation is not empty: it has relevance rules")
+        problems.append(_("the installation is not empty: it has relevance rules"))
     if ApiTokens(database).count():
-        problems.append("the installation is not empty: it has API tokens")
+        problems.append(_("the installation is not empty: it has API tokens"))
     if sources_dir is not None:
         for files in parsed.files.values():
             for file_name in files:
@@ -415,22 +451,27 @@ def plan_restore(
                 target = sources_dir / file_name
                 blocked = [parent for parent in target.parents if parent != sources_dir and sources_dir in parent.parents]
                 if target.exists() or target.is_symlink() or any(p.exists() and not p.is_dir() for p in blocked):
-                    problems.append(f"{file_name} is in the sources folder already (a restore replaces no file)")
+                    problems.append(_("%(file)s is in the sources folder already (a restore replaces no file)", file=file_name))
     try:
-        plan.sources = _validated_sources(parsed.files, sources_dir, problems)
+        described = _validated_sources(parsed.files, sources_dir, problems)
+        plan.sources, plan.shown_sources = [english for english, _shown in described], [shown for _english, shown in described]
     except OSError as exc:
-        problems.append(f"the sources could not be checked: {exc.strerror or exc}")
+        problems.append(_("the sources could not be checked: %(reason)s", reason=exc.strerror or exc))
     if len(problems) > MAX_PROBLEMS:
-        problems[MAX_PROBLEMS:] = [f"and {len(problems) - MAX_PROBLEMS} more problems"]
+        more = len(problems) - MAX_PROBLEMS
+        problems[MAX_PROBLEMS:] = [ngettext("and %(num)s more problem", "and %(num)s more problems", more)]
     plan.settings = [f"{name}={value}" for name, value in sorted(parsed.settings.items()) if str(settings.get(name, "")) != value]
     return plan
 
 
-def _validated_sources(files: Mapping[str, Mapping[str, str]], sources_dir: Path | None, problems: list[str]) -> list[str]:
+def _validated_sources(
+    files: Mapping[str, Mapping[str, str]], sources_dir: Path | None, problems: list[str]
+) -> list[tuple[str, str]]:
     """Each source loaded by the crawl's own loader from a scratch folder holding the backup's
     files (so a seed file or certificate it names is checked too), and the files left out of the
     backup (a private key) where the target's sources folder has them already (put there by hand
-    before the restore); its problem in one line."""
+    before the restore); its problem in one line. Each is described in English (the audit log's)
+    and in the current language (the plan's)."""
     described = []
     with tempfile.TemporaryDirectory(prefix="searchcrawl-restore-") as scratch:
         folder = Path(scratch)
@@ -456,11 +497,18 @@ def _validated_sources(files: Mapping[str, Mapping[str, str]], sources_dir: Path
             except (SourceError, OSError, ValueError) as exc:
                 problems.append(str(exc).replace(str(folder) + os.sep, ""))  # the loader's line, "<name>.toml: ..."
                 continue
-            schedule = source.settings.schedule or (
-                f"every {source.settings.refresh_interval}" if source.settings.refresh_interval else "by hand"
+            interval = source.settings.refresh_interval
+            schedule = source.settings.schedule or (f"every {interval}" if interval else "by hand")
+            shown = source.settings.schedule or (_("every %(interval)s", interval=interval) if interval else _("by hand"))
+            notable = "".join(
+                f"; {key} = {getattr(source.settings, key)}" for key in NOTABLE_KEYS if getattr(source.settings, key, None)
             )
-            notable = [f"{key} = {getattr(source.settings, key)}" for key in NOTABLE_KEYS if getattr(source.settings, key, None)]
-            described.append(f"{name} ({source.settings.type}; {schedule})" + "".join(f"; {item}" for item in notable))
+            described.append(
+                (
+                    f"{name} ({source.settings.type}; {schedule})" + notable,
+                    _("%(name)s (%(type)s; %(schedule)s)", name=name, type=source.settings.type, schedule=shown) + notable,
+                )
+            )
     return described
 
 
@@ -469,7 +517,7 @@ def apply_restore(plan: RestorePlan, database: Database, sources_dir: Path | Non
     is no longer empty), then each file atomically (written beside, then renamed), the source
     files last, so that no source appears before the files it names."""
     if not plan.ok:
-        raise BackupError("the restore has problems: " + "; ".join(plan.problems))
+        raise BackupError(_("the restore has problems: %(problems)s", problems="; ".join(plan.problems)))
     parsed = plan.parsed
     named = [(file_name, text) for files in parsed.files.values() for file_name, text in files.items()]
     assert sources_dir is not None or not named  # a problem of the plan otherwise
@@ -477,7 +525,7 @@ def apply_restore(plan: RestorePlan, database: Database, sources_dir: Path | Non
     try:
         with database.engine.begin() as connection:
             if RelevanceStore(database).count(connection) or ApiTokens(database).count(connection):
-                raise BackupError("the installation is no longer empty")
+                raise BackupError(_("the installation is no longer empty"))
             RelevanceStore.restore(connection, parsed.bets, parsed.boosts, parsed.synonyms, parsed.stopwords)
             ApiTokens.restore(connection, parsed.tokens)
             # the files before the rows are committed: a file that cannot be written undoes both
@@ -485,7 +533,7 @@ def apply_restore(plan: RestorePlan, database: Database, sources_dir: Path | Non
                 assert sources_dir is not None
                 target = sources_dir / file_name
                 if target.exists() or target.is_symlink():
-                    raise BackupError(f"{file_name} is in the sources folder already")
+                    raise BackupError(_("%(file)s is in the sources folder already", file=file_name))
                 write_atomically(target, text)
                 written.append(target)
     except BaseException:

@@ -36,6 +36,8 @@ from searchcrawl.store.notifications import FAILED, SENDING, Notifications, run_
 from searchcrawl.store.runs import Runs
 from searchcrawl.store.schedule_marks import ScheduleMarks
 from searchcrawl.system.secrets import redact
+from searchcrawl.system.translations import gettext as _
+from searchcrawl.system.translations import ngettext
 
 MAX_RUNS = 2000  # runs of the period read, at most (newest first)
 SUMMARY_EVENT = "daily_summary"
@@ -145,23 +147,36 @@ def build_summary(
             source.failures[key] = source.failures.get(key, 0) + number
         if row["id"] == latest_ids.get(row["source"]):
             held = delta.get("held", 0) if isinstance(delta, dict) else 0
+            # in the current language: the page's (built for a page); English for the mail and its JSON
             if held:
                 source.waits.append(
-                    f"{held} deletions held by the mass-deletion guard in run {row['id']} (confirm: scrapy crawl {row['source']} -a delete=force)"
+                    ngettext(
+                        "%(num)s deletions held by the mass-deletion guard in run %(run)s (confirm: scrapy crawl %(source)s -a delete=force)",
+                        "%(num)s deletions held by the mass-deletion guard in run %(run)s (confirm: scrapy crawl %(source)s -a delete=force)",
+                        held,
+                        run=row["id"],
+                        source=row["source"],
+                    )
                 )
             if row["state"] == RunState.SUSPENDED:
-                source.waits.append(f"run {row['id']} is suspended: the next crawl resumes it")
+                source.waits.append(_("run %(run)s is suspended: the next crawl resumes it", run=row["id"]))
             elif row["state"] == RunState.RUNNING:
-                source.waits.append(f"run {row['id']} is running")
+                source.waits.append(_("run %(run)s is running", run=row["id"]))
     due: list[str] = []
     marks = ScheduleMarks(database)
     for name, schedule in sorted((schedules or {}).items()):
         mark = marks.get(name)
         if mark is not None and mark["mark"] is not None and schedule.due(now, mark["mark"]) is not None:
             due.append(name)
-            by_source.setdefault(name, SourceDay(name)).waits.append("due now by its schedule")
+            by_source.setdefault(name, SourceDay(name)).waits.append(_("due now by its schedule"))
     failed = [
-        f"{row['event']} of {row['key']} on {row['channel'].split(':')[0]}: {row['error'] or 'never finished'}"
+        _(
+            "%(event)s of %(key)s on %(channel)s: %(error)s",
+            event=row["event"],
+            key=row["key"],
+            channel=row["channel"].split(":")[0],
+            error=row["error"] or _("never finished"),
+        )
         for row in Notifications(database).since(since)
         if row["state"] in (FAILED, SENDING)
     ]

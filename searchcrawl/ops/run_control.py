@@ -9,21 +9,40 @@ process), and the crawl itself resumes a suspended run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from searchcrawl.ops.launchers import Launcher, LaunchError
 from searchcrawl.store.database import Database
 from searchcrawl.store.runs import CONTROLS, RESUMABLE, Runs
+from searchcrawl.system.translations import N_
+from searchcrawl.system.translations import gettext as _
 
-ACTIONS = (*CONTROLS, "resume", "start")
+# the actions, each with its button's label (worded where the button is shown)
+ACTIONS: dict[str, str] = {"suspend": N_("Suspend"), "stop": N_("Stop"), "resume": N_("Resume"), "start": N_("Start")}
+assert set(CONTROLS) <= set(ACTIONS)  # the runs table's controls, and the launcher's two
 
 
 @dataclass(frozen=True)
 class ControlResult:
-    """What an action did: ``ok`` false when it did nothing (the command's exit code 1)."""
+    """What an action did: ``ok`` false when it did nothing (the command's exit code 1).
+
+    Its words are kept with their values (``wording``: English with named placeholders, each one a
+    message of the catalogues), so that the command, the log and the audit log say it in English
+    (``message``) and a page in its reader's language (``shown``)."""
 
     ok: bool
-    message: str
+    wording: str
+    values: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def message(self) -> str:
+        """What the action did, in English: `scrapy control`'s output, the log, the audit log."""
+        return self.wording % self.values
+
+    def shown(self) -> str:
+        """What the action did in the current language (a page's flash message)."""
+        return _(self.wording, **self.values)
 
 
 def control(database: Database, launcher: Launcher, source: str, action: str, stale_after: float = 600) -> ControlResult:
@@ -34,26 +53,34 @@ def control(database: Database, launcher: Launcher, source: str, action: str, st
     if action in CONTROLS:
         run = runs.control(source, action)
         if run is None:
-            return ControlResult(False, f"{source}: no running or suspended crawl")
+            return ControlResult(False, N_("%(source)s: no running or suspended crawl"), {"source": source})
         if run["control"]:
             return ControlResult(
                 True,
-                f"{source}: run {run['id']} asked to {action}; the crawl will close within SEARCHCRAWL_PROGRESS_INTERVAL seconds",
+                N_(
+                    "%(source)s: run %(run)s asked to %(action)s; the crawl will close within "
+                    "SEARCHCRAWL_PROGRESS_INTERVAL seconds"
+                ),
+                {"source": source, "run": run["id"], "action": action},
             )
-        return ControlResult(True, f"{source}: run {run['id']} is {run['state']}")
+        return ControlResult(
+            True, N_("%(source)s: run %(run)s is %(state)s"), {"source": source, "run": run["id"], "state": run["state"]}
+        )
     run = runs.latest(source)
     if action == "resume" and (run is None or run["state"] not in RESUMABLE):
-        return ControlResult(False, f"{source}: no suspended crawl to resume")
+        return ControlResult(False, N_("%(source)s: no suspended crawl to resume"), {"source": source})
     if runs.live(source, stale_after):
         assert run is not None
-        return ControlResult(False, f"{source}: run {run['id']} is running already")
+        return ControlResult(False, N_("%(source)s: run %(run)s is running already"), {"source": source, "run": run["id"]})
     if action == "start" and launcher.active(source):  # started, its run not yet begun
-        return ControlResult(False, f"{source}: a crawl started before is still pending or running")
+        return ControlResult(False, N_("%(source)s: a crawl started before is still pending or running"), {"source": source})
     try:
         job = launcher.start(source)
     except LaunchError as exc:
-        return ControlResult(False, f"searchcrawl: {exc}")
+        return ControlResult(False, "searchcrawl: %(error)s", {"error": str(exc)})  # the launcher's words
     if action == "resume":
         assert run is not None
-        return ControlResult(True, f"{source}: resuming run {run['id']} as job {job}")
-    return ControlResult(True, f"{source}: crawl started as job {job}")
+        return ControlResult(
+            True, N_("%(source)s: resuming run %(run)s as job %(job)s"), {"source": source, "run": run["id"], "job": job}
+        )
+    return ControlResult(True, N_("%(source)s: crawl started as job %(job)s"), {"source": source, "job": job})

@@ -43,6 +43,8 @@ from searchcrawl.store.database import Database, application_name, as_utc, this_
 from searchcrawl.store.liveness import TO_FETCH_CAP, StallCheck
 from searchcrawl.store.progress import Report, RunProgress, Wait
 from searchcrawl.system.processes import process_alive, process_state
+from searchcrawl.system.translations import gettext as _
+from searchcrawl.system.translations import moment, ngettext, number
 
 STALL_AFTER = 900.0  # SEARCHCRAWL_STALL_AFTER's default: seconds without an answer
 DOWNLOAD_TIMEOUT = 30.0  # the settings' DOWNLOAD_TIMEOUT, for a delay reported without one
@@ -87,10 +89,42 @@ class Stall:
     waits_on: tuple[str, ...] = field(default_factory=tuple)
 
     def text(self, now: datetime) -> str:
-        fetch = f"{self.to_fetch}{'+' if self.to_fetch >= TO_FETCH_CAP else ''} URLs to fetch"
-        what = "nothing fetched" if self.kind == NOTHING_FETCHED else "no report from its process"
-        line = f"run {self.run_id} of {self.source} stalled: {what} for {duration((now - self.since).total_seconds())} (since {self.since:%Y-%m-%d %H:%M:%S} UTC), {fetch}"
-        return line + ("; waits on: " + "; ".join(self.waits_on) if self.waits_on else "; waits on nothing recorded")
+        """The stall in a line, as `scrapy status`, `scrapy summary` and the mail say it (its time
+        as ``2026-11-27 17:42:41``)."""
+        return self._line(now, f"{self.since:%Y-%m-%d %H:%M:%S}", str(self.to_fetch))
+
+    def shown(self, now: datetime) -> str:
+        """The same line on a page: its time and count as the page's language writes them."""
+        return self._line(now, moment(self.since), number(self.to_fetch))
+
+    def _line(self, now: datetime, since: str, to_fetch: str) -> str:
+        """The line in the current language (English outside a page), with ``since`` and ``to_fetch`` written."""
+        values = {
+            "run": self.run_id,
+            "source": self.source,
+            "duration": duration((now - self.since).total_seconds()),
+            "since": since,
+            "to_fetch": to_fetch + ("+" if self.to_fetch >= TO_FETCH_CAP else ""),
+        }
+        if self.kind == NOTHING_FETCHED:
+            line = ngettext(
+                "run %(run)s of %(source)s stalled: nothing fetched for %(duration)s (since %(since)s UTC), %(to_fetch)s URLs to fetch",
+                "run %(run)s of %(source)s stalled: nothing fetched for %(duration)s (since %(since)s UTC), %(to_fetch)s URLs to fetch",
+                self.to_fetch,
+                **values,
+            )
+        else:
+            line = ngettext(
+                "run %(run)s of %(source)s stalled: no report from its process for %(duration)s (since %(since)s UTC), "
+                "%(to_fetch)s URLs to fetch",
+                "run %(run)s of %(source)s stalled: no report from its process for %(duration)s (since %(since)s UTC), "
+                "%(to_fetch)s URLs to fetch",
+                self.to_fetch,
+                **values,
+            )
+        if self.waits_on:
+            return _("%(stall)s; waits on: %(waits)s", stall=line, waits="; ".join(self.waits_on))
+        return _("%(stall)s; waits on nothing recorded", stall=line)
 
 
 def judge(facts: RunFacts, now: datetime, stall_after: float, stale_after: float) -> tuple[str, datetime] | None:
@@ -124,19 +158,35 @@ def duration(seconds: float) -> str:
     """``45 s``, ``20 min``, ``3 h 5 min``."""
     seconds = max(0.0, seconds)
     if seconds < 60:
-        return f"{seconds:.0f} s"
+        return _("%(seconds)s s", seconds=round(seconds))
     if seconds < 3600:
-        return f"{seconds // 60:.0f} min"
-    return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:.0f} min"
+        return _("%(minutes)s min", minutes=int(seconds // 60))
+    return _("%(hours)s h %(minutes)s min", hours=int(seconds // 3600), minutes=int(seconds % 3600 // 60))
 
 
 def describe_wait(wait: Wait, now: datetime) -> str:
+    """What a process waits on at a site, in words (the current language's; English outside a page)."""
     if wait.kind == "retry-after" and wait.until is not None:
-        return f"site {wait.site}: a Retry-After pause until {wait.until:%H:%M:%S} UTC"
+        until = f"{wait.until:%H:%M:%S}"  # a time of day, as the command line has always written it
+        return _("site %(site)s: a Retry-After pause until %(until)s UTC", site=wait.site, until=until)
     if wait.kind == "delay":
-        return f"site {wait.site}: a download delay of {duration(wait.seconds or 0)} between requests"
-    since = f" for {duration((now - wait.since).total_seconds())}" if wait.since is not None else ""
-    return f"site {wait.site}: {wait.count} request(s) without an answer{since} (the site does not answer, or its delay)"
+        return _(
+            "site %(site)s: a download delay of %(delay)s between requests", site=wait.site, delay=duration(wait.seconds or 0)
+        )
+    if wait.since is not None:
+        return ngettext(
+            "site %(site)s: %(num)s request(s) without an answer for %(duration)s (the site does not answer, or its delay)",
+            "site %(site)s: %(num)s request(s) without an answer for %(duration)s (the site does not answer, or its delay)",
+            wait.count,
+            site=wait.site,
+            duration=duration((now - wait.since).total_seconds()),
+        )
+    return ngettext(
+        "site %(site)s: %(num)s request(s) without an answer (the site does not answer, or its delay)",
+        "site %(site)s: %(num)s request(s) without an answer (the site does not answer, or its delay)",
+        wait.count,
+        site=wait.site,
+    )
 
 
 def silent_process(owner: str, lock_waiters: int) -> str:
@@ -146,10 +196,13 @@ def silent_process(owner: str, lock_waiters: int) -> str:
     from outside."""
     pid = owner.rpartition(":")[2]
     if pid.isdigit() and process_state(int(pid)) in ("T", "t"):
-        return f"its process {pid} is stopped (SIGSTOP or Ctrl-Z): kill -CONT {pid} resumes it"
+        return _("its process %(pid)s is stopped (SIGSTOP or Ctrl-Z): kill -CONT %(pid)s resumes it", pid=pid)
     if lock_waiters:
-        return f"the database lock: its process {pid} is alive but has not saved its heartbeat"
-    return f"its process {pid} is alive but has not saved its heartbeat: blocked (a database lock or a long synchronous task)"
+        return _("the database lock: its process %(pid)s is alive but has not saved its heartbeat", pid=pid)
+    return _(
+        "its process %(pid)s is alive but has not saved its heartbeat: blocked (a database lock or a long synchronous task)",
+        pid=pid,
+    )
 
 
 def _owner_gone(owner: str, live: set[str], here: str) -> bool:
@@ -224,7 +277,7 @@ def waits_on(
     waiters = check.lock_waiters()
     if kind == NOT_REPORTING:
         if facts.gone:
-            waits.append("its process is gone (killed or crashed): the next crawl resumes the run")
+            waits.append(_("its process is gone (killed or crashed): the next crawl resumes the run"))
         else:
             silent = {
                 report.owner
@@ -238,17 +291,55 @@ def waits_on(
     live = check.live_owners(facts.run_id, now, stale_after, facts.reports)
     for owner, count, expires in check.leases(facts.source, facts.run_id):
         if _owner_gone(owner, live, here):
-            until = f" (the lease expires at {expires:%H:%M:%S} UTC)" if expires is not None else ""
-            waits.append(f"{count} URL(s) leased by {owner or 'nobody'}, a process gone{until}")
+            holder = owner or _("nobody")
+            if expires is not None:
+                expiry = f"{expires:%H:%M:%S}"
+                waits.append(
+                    ngettext(
+                        "%(num)s URL(s) leased by %(owner)s, a process gone (the lease expires at %(expires)s UTC)",
+                        "%(num)s URL(s) leased by %(owner)s, a process gone (the lease expires at %(expires)s UTC)",
+                        count,
+                        owner=holder,
+                        expires=expiry,
+                    )
+                )
+            else:
+                waits.append(
+                    ngettext(
+                        "%(num)s URL(s) leased by %(owner)s, a process gone",
+                        "%(num)s URL(s) leased by %(owner)s, a process gone",
+                        count,
+                        owner=holder,
+                    )
+                )
     if health is not None and health.solr is False:
-        waits.append(f"Solr: out of reach, {check.pending(facts.source)} document(s) waiting to be pushed")
+        pending = check.pending(facts.source)
+        waits.append(
+            ngettext(
+                "Solr: out of reach, %(num)s document(s) waiting to be pushed",
+                "Solr: out of reach, %(num)s document(s) waiting to be pushed",
+                pending,
+            )
+        )
     if health is not None and health.tika is False:
-        waits.append("Tika: out of reach")
+        waits.append(_("Tika: out of reach"))
     own = _waiting(waiters, {report.owner for report in facts.reports}) - waiters.get("", 0)
     if own:
-        waits.append(f"the database lock: {own} session(s) of its processes wait on a lock")
+        waits.append(
+            ngettext(
+                "the database lock: %(num)s session(s) of its processes wait on a lock",
+                "the database lock: %(num)s session(s) of its processes wait on a lock",
+                own,
+            )
+        )
     elif waiters.get(""):  # sessions that are not a searchcrawl process's (or renamed): perhaps
-        waits.append(f"the database lock: {waiters['']} session(s) of the database wait on a lock (not its processes')")
+        waits.append(
+            ngettext(
+                "the database lock: %(num)s session(s) of the database wait on a lock (not its processes')",
+                "the database lock: %(num)s session(s) of the database wait on a lock (not its processes')",
+                waiters[""],
+            )
+        )
     return waits
 
 

@@ -55,6 +55,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from urllib.parse import urlsplit
 
+from searchcrawl.system.translations import N_, number
+from searchcrawl.system.translations import gettext as _
+
 logger = logging.getLogger(__name__)
 
 MAX_QUERIES = 20  # queries of one best bet
@@ -62,12 +65,12 @@ MAX_QUERY_CHARS = 200
 MAX_URLS = 10  # documents one best bet pins
 MAX_URL_CHARS = 2000
 MAX_PINNED = 10  # best-bet documents shown above a page's hits (several bets may match)
-BOOST_KINDS = {
-    "url": "URL starts with",
-    "glob": "URL matches (* and ? wildcards)",
-    "source": "Source is",
-    "type": "Type (MIME type) is",
-    "age": "Newer first (half-life in days)",
+BOOST_KINDS = {  # what a rule matches, as the relevance page says it (translated where shown)
+    "url": N_("URL starts with"),
+    "glob": N_("URL matches (* and ? wildcards)"),
+    "source": N_("Source is"),
+    "type": N_("Type (MIME type) is"),
+    "age": N_("Newer first (half-life in days)"),
 }
 MAX_WILDCARDS = 4  # * and ? of one URL pattern together (see parse_boost)
 MIN_FACTOR, MAX_FACTOR = 0.01, 100.0
@@ -94,7 +97,8 @@ UTC_SUFFIX = re.compile(r"\s*(?:UTC|Z)\Z", re.IGNORECASE)
 
 
 class RelevanceError(ValueError):
-    """A rule the administrator gave is not valid: the message says why, in words for them."""
+    """A rule the administrator gave is not valid: the message says why, in words for them (in the
+    language of the page they sent it from; English outside a request)."""
 
 
 def printable(text: str) -> str:
@@ -205,11 +209,17 @@ def parse_when(text: str, end: bool = False) -> datetime | None:
         if not FIRST_YEAR <= year <= LAST_YEAR:  # the form gives back four digits, and no overflow
             raise ValueError(text)
     except (ValueError, OverflowError):
-        which = "end" if end else "start"
-        raise RelevanceError(
-            f"The {which} is a date (2026-12-01) or a date and time (2026-12-01 09:30), in UTC, "
-            f"between {FIRST_YEAR} and {LAST_YEAR}, or left empty."
-        ) from None
+        if end:
+            message = N_(
+                "The end is a date (2026-12-01) or a date and time (2026-12-01 09:30), in UTC, "
+                "between %(first)s and %(last)s, or left empty."
+            )
+        else:
+            message = N_(
+                "The start is a date (2026-12-01) or a date and time (2026-12-01 09:30), in UTC, "
+                "between %(first)s and %(last)s, or left empty."
+            )
+        raise RelevanceError(_(message, first=FIRST_YEAR, last=LAST_YEAR)) from None  # years: never grouped
     return moment
 
 
@@ -247,28 +257,30 @@ def parse_bet(queries: str, urls: str, start: str = "", end: str = "") -> BestBe
     for line in _lines(queries):
         query = normal_query(line)
         if len(query) > MAX_QUERY_CHARS:
-            raise RelevanceError(f"A query of a best bet is longer than {MAX_QUERY_CHARS} characters.")
+            raise RelevanceError(_("A query of a best bet is longer than %(chars)s characters.", chars=number(MAX_QUERY_CHARS)))
         if query not in found:
             found.append(query)
     if not found or len(found) > MAX_QUERIES:
-        raise RelevanceError(f"Give from 1 to {MAX_QUERIES} queries, one a line.")
+        raise RelevanceError(_("Give from 1 to %(most)s queries, one a line.", most=number(MAX_QUERIES)))
     pinned: list[str] = []
     for url in _lines(urls):
         if len(url) > MAX_URL_CHARS or any(ord(char) < 33 or ord(char) == 127 for char in url):
-            raise RelevanceError(f"A URL is longer than {MAX_URL_CHARS} characters or holds spaces or control characters.")
+            raise RelevanceError(
+                _("A URL is longer than %(chars)s characters or holds spaces or control characters.", chars=number(MAX_URL_CHARS))
+            )
         try:
             scheme = urlsplit(url).scheme.lower()
         except ValueError:
             scheme = ""
         if scheme not in URL_SCHEMES:
-            raise RelevanceError("Give absolute URLs (http://, https://, ftp:// or file:), one a line.")
+            raise RelevanceError(_("Give absolute URLs (http://, https://, ftp:// or file:), one a line."))
         if url not in pinned:
             pinned.append(url)
     if not pinned or len(pinned) > MAX_URLS:
-        raise RelevanceError(f"Give from 1 to {MAX_URLS} URLs, one a line.")
+        raise RelevanceError(_("Give from 1 to %(most)s URLs, one a line.", most=number(MAX_URLS)))
     starts, ends = parse_when(start), parse_when(end, end=True)
     if starts is not None and ends is not None and ends <= starts:
-        raise RelevanceError("The end is before the start: the best bet would never be shown.")
+        raise RelevanceError(_("The end is before the start: the best bet would never be shown."))
     return BestBet(tuple(found), tuple(pinned), start=starts, end=ends)
 
 
@@ -278,23 +290,33 @@ def parse_factor(text: str) -> float:
     except ValueError:
         factor = math.nan
     if not math.isfinite(factor) or not MIN_FACTOR <= factor <= MAX_FACTOR or factor == 1:
-        raise RelevanceError(f"The factor is a number from {MIN_FACTOR} to {MAX_FACTOR:g}, not 1 (>1 boosts, <1 demotes).")
+        least, most = f"{MIN_FACTOR:g}", f"{MAX_FACTOR:g}"  # as the field takes them: not the page's number format
+        raise RelevanceError(
+            _("The factor is a number from %(least)s to %(most)s, not 1 (>1 boosts, <1 demotes).", least=least, most=most)
+        )
     return round(factor, 4)
 
 
 def parse_boost(kind: str, value: str, factor: str) -> Boost:
     """A boost or demotion from the relevance page's form."""
     if kind not in BOOST_KINDS:
-        raise RelevanceError("Choose what the rule matches.")
+        raise RelevanceError(_("Choose what the rule matches."))
     value = value.strip()
     if kind == "age":
         if not value.isascii() or not value.isdigit() or not 1 <= int(value) <= MAX_HALF_LIFE_DAYS:
-            raise RelevanceError(f"The half-life is a whole number of days from 1 to {MAX_HALF_LIFE_DAYS}.")
+            raise RelevanceError(
+                _("The half-life is a whole number of days from 1 to %(most)s.", most=MAX_HALF_LIFE_DAYS)  # as typed: no grouping
+            )
         value = str(int(value))
     elif not value or len(value) > MAX_VALUE_CHARS or any(ord(char) < 32 or ord(char) == 127 for char in value):
-        raise RelevanceError(f"Give the value the rule matches (at most {MAX_VALUE_CHARS} characters, no control characters).")
+        raise RelevanceError(
+            _(
+                "Give the value the rule matches (at most %(chars)s characters, no control characters).",
+                chars=number(MAX_VALUE_CHARS),
+            )
+        )
     elif kind == "glob" and sum(value.count(char) for char in "*?") > MAX_WILDCARDS:
-        raise RelevanceError(f"A URL pattern holds at most {MAX_WILDCARDS} wildcards (* and ? together).")
+        raise RelevanceError(_("A URL pattern holds at most %(most)s wildcards (* and ? together).", most=number(MAX_WILDCARDS)))
     return Boost(kind, value, parse_factor(factor))
 
 
@@ -302,8 +324,12 @@ def parse_term(text: str) -> str:
     term = " ".join(text.casefold().split())
     if len(term) > MAX_TERM_CHARS or not TERM.fullmatch(term):
         raise RelevanceError(
-            f"{text.strip()[:MAX_TERM_CHARS]!r} is not a word or phrase (letters and digits, with spaces, hyphens,"
-            f" apostrophes or dots between; at most {MAX_TERM_CHARS} characters)."
+            _(
+                "%(given)s is not a word or phrase (letters and digits, with spaces, hyphens, apostrophes or dots between;"
+                " at most %(chars)s characters).",
+                given=repr(text.strip()[:MAX_TERM_CHARS]),
+                chars=number(MAX_TERM_CHARS),
+            )
         )
     return term
 
@@ -317,14 +343,14 @@ def parse_synonyms(text: str) -> tuple[str, ...]:
             if term not in terms:
                 terms.append(term)
     if not 2 <= len(terms) <= MAX_TERMS:
-        raise RelevanceError(f"Give from 2 to {MAX_TERMS} different words or phrases, comma-separated.")
+        raise RelevanceError(_("Give from 2 to %(most)s different words or phrases, comma-separated.", most=number(MAX_TERMS)))
     return tuple(terms)
 
 
 def parse_stopword(text: str) -> str:
     word = parse_term(text)
     if " " in word:
-        raise RelevanceError("A stopword is one word.")
+        raise RelevanceError(_("A stopword is one word."))
     return word
 
 

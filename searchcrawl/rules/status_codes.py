@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from searchcrawl.system.translations import N_
+from searchcrawl.system.translations import gettext as _
+
 
 class Status(IntEnum):
     OK = 200
@@ -61,70 +64,98 @@ class Status(IntEnum):
 
 
 CRAWLER_CODES: dict[Status, str] = {
-    Status.EXCLUDED_SCHEME: "excluded: not an http(s) URL (file URLs only in a source with file seeds)",
-    Status.EXCLUDED_DOMAIN: "excluded: the host is outside the source's domains (default: the seeds' hosts)",
-    Status.EXCLUDED_PORT: "excluded: the port is not allowed for this host",
-    Status.EXCLUDED_PATH: "excluded: the path is outside the host's path rules (file URLs: outside the seeds' folders)",
-    Status.EXCLUDED_PATTERN: "excluded by a URL pattern rule",
-    Status.EXCLUDED_DEPTH: "excluded: more than max_depth links from a seed",
-    Status.EXCLUDED_DYNAMIC: "excluded: a query-string URL and index_dynamic_pages is false",
-    Status.EXCLUDED_ROBOTS: "excluded by robots.txt",
-    Status.EXCLUDED_FILTER: "excluded by a scope filter",
-    Status.EXCLUDED_REWRITER: "dropped by the source's URL rewriter",
-    Status.NOINDEX: "fetched, kept out of the index by robots noindex",
-    Status.NAVIGATION_PAGE: "fetched, kept out of the index as a navigation page or a copy (navigation_pages; its links "
-    "are followed)",
-    Status.DUPLICATE: "same content as another URL of the source, indexed there",
-    Status.UNCHANGED: "unchanged since the last crawl (304 or same checksum)",
-    Status.DISPLAY_URL_CONFLICT: "its display URL belongs to another URL of the source, indexed there",
-    Status.ORPHAN: "no page links to it any more (and the source deletes orphans)",
-    Status.SITEMAP_UNCHANGED: "unchanged by its sitemap's word: its lastmod is not newer than its last fetch, so it was "
-    "not requested (trust_sitemap_lastmod)",
-    Status.LEFT_REPOSITORY: "no longer in its repository (a source of files, a database, mail or an agent): its "
-    "listing did not name it, or its incremental agent says it is gone",
-    Status.UNSUPPORTED_TYPE: "fetched, but its content type is not indexed",
-    Status.CONVERSION_FAILED: "the document could not be converted to text",
-    Status.TOO_LARGE: "larger than the source's maximum download size",
-    Status.EMPTY: "fetched, but there is no text to index (a converted document: only with index_without_text = false)",
-    Status.SOLR_REFUSED: "Solr refused the document (the reason quotes Solr); the source's other documents are indexed",
-    Status.PROCESSING_ERROR: "processing the response raised an error (the reason names it); counted like a transient "
-    "failure, tried again in the next crawl",
-    Status.CONVERTER_UNAVAILABLE: "the document converter (the Tika server) could not be reached or failed: "
-    "tried again in the next crawl; the indexed version stays, and it does not count toward max_failures",
-    Status.ACCESS_UNREADABLE: "its access list cannot be read (a file's ACL, an agent that gave none), or no rule of "
-    "the source's [access] table covers it: never indexed as public; an indexed version leaves the index",
-    Status.SOFT_ERROR: "answered, but not with the page: a login page, a bot challenge or a maintenance page "
-    "(the reason names the marker, [soft_errors]): not indexed, its links not followed, the indexed version kept; "
-    "a transient failure, not counted toward max_failures, but for a login page on an origin the source does not "
-    "sign in to (the page went private: it leaves after max_failures)",
-    Status.SOFT_NOT_FOUND: "answered, but with a not-found page (a soft 404: a marker, or as like the site's answer "
-    "to a URL that cannot exist as [soft_errors] similarity): not indexed, its links not followed, the indexed "
-    "version kept; a transient failure, counted toward max_failures",
-    Status.TIMEOUT: "the server did not answer in time",
-    Status.DNS_FAILURE: "the host name does not resolve",
-    Status.CONNECTION_REFUSED: "the server refused the connection",
-    Status.CONNECTION_FAILED: "the connection failed (reset, aborted)",
-    Status.DROPPED: "the response was dropped by one of Scrapy's safety middlewares, or by a pipeline of a "
-    "custom spider (the reason says which)",
-    Status.ROBOTS_UNAVAILABLE: "the site's robots.txt could not be fetched (5xx, 429, no answer), or its rules are "
-    "too costly to match against this URL: a transient failure, counted toward max_failures; nothing is removed "
-    "for it alone",
-    Status.AUTH_REFUSED: "the site refused the source's credentials (401 or 403 to an authenticated request, a "
-    "failed form login, a session that expired again right after a login, a page that expires alone in a working "
-    "session, the login page reached through another name of its server): a "
-    "transient failure of the source, not counted toward max_failures; nothing is removed for it",
-    Status.TLS_FAILED: "the TLS handshake failed: the site's certificate could not be verified (an unknown CA: "
-    "[tls] ca_bundle; a wrong host name; expired), or the site wants a client certificate ([tls] client_cert): a "
-    "failure of the source's configuration, not counted toward max_failures; nothing is removed for it",
-    Status.PROXY_FAILED: "the source's proxy could not be reached, refused its credentials (407) or could not open a "
-    "tunnel to the site: a failure of the source's configuration, not counted toward max_failures; nothing is "
-    "removed for it",
-    Status.REDIRECT_LOOP: "redirect loop, or chain longer than allowed",
-    Status.INTERNAL_ADDRESS: "refused: the host is (or resolves to) a loopback, private or link-local address "
-    "that the source's domain and port rules do not admit",
-    Status.URL_TOO_LONG: "the URL is longer than SEARCHCRAWL_MAX_URL_LENGTH; never requested",
-    Status.REDIRECT_UNREADABLE: "a redirect to a URL that cannot be read (a port that is no number, a broken "
-    "address); not followed",
+    Status.EXCLUDED_SCHEME: N_("excluded: not an http(s) URL (file URLs only in a source with file seeds)"),
+    Status.EXCLUDED_DOMAIN: N_("excluded: the host is outside the source's domains (default: the seeds' hosts)"),
+    Status.EXCLUDED_PORT: N_("excluded: the port is not allowed for this host"),
+    Status.EXCLUDED_PATH: N_("excluded: the path is outside the host's path rules (file URLs: outside the seeds' folders)"),
+    Status.EXCLUDED_PATTERN: N_("excluded by a URL pattern rule"),
+    Status.EXCLUDED_DEPTH: N_("excluded: more than max_depth links from a seed"),
+    Status.EXCLUDED_DYNAMIC: N_("excluded: a query-string URL and index_dynamic_pages is false"),
+    Status.EXCLUDED_ROBOTS: N_("excluded by robots.txt"),
+    Status.EXCLUDED_FILTER: N_("excluded by a scope filter"),
+    Status.EXCLUDED_REWRITER: N_("dropped by the source's URL rewriter"),
+    Status.NOINDEX: N_("fetched, kept out of the index by robots noindex"),
+    Status.NAVIGATION_PAGE: N_(
+        "fetched, kept out of the index as a navigation page or a copy (navigation_pages; its links are followed)"
+    ),
+    Status.DUPLICATE: N_("same content as another URL of the source, indexed there"),
+    Status.UNCHANGED: N_("unchanged since the last crawl (304 or same checksum)"),
+    Status.DISPLAY_URL_CONFLICT: N_("its display URL belongs to another URL of the source, indexed there"),
+    Status.ORPHAN: N_("no page links to it any more (and the source deletes orphans)"),
+    Status.SITEMAP_UNCHANGED: N_(
+        "unchanged by its sitemap's word: its lastmod is not newer than its last fetch, so it was "
+        "not requested (trust_sitemap_lastmod)"
+    ),
+    Status.LEFT_REPOSITORY: N_(
+        "no longer in its repository (a source of files, a database, mail or an agent): its "
+        "listing did not name it, or its incremental agent says it is gone"
+    ),
+    Status.UNSUPPORTED_TYPE: N_("fetched, but its content type is not indexed"),
+    Status.CONVERSION_FAILED: N_("the document could not be converted to text"),
+    Status.TOO_LARGE: N_("larger than the source's maximum download size"),
+    Status.EMPTY: N_("fetched, but there is no text to index (a converted document: only with index_without_text = false)"),
+    Status.SOLR_REFUSED: N_("Solr refused the document (the reason quotes Solr); the source's other documents are indexed"),
+    Status.PROCESSING_ERROR: N_(
+        "processing the response raised an error (the reason names it); counted like a transient "
+        "failure, tried again in the next crawl"
+    ),
+    Status.CONVERTER_UNAVAILABLE: N_(
+        "the document converter (the Tika server) could not be reached or failed: "
+        "tried again in the next crawl; the indexed version stays, and it does not count toward max_failures"
+    ),
+    Status.ACCESS_UNREADABLE: N_(
+        "its access list cannot be read (a file's ACL, an agent that gave none), or no rule of "
+        "the source's [access] table covers it: never indexed as public; an indexed version leaves the index"
+    ),
+    Status.SOFT_ERROR: N_(
+        "answered, but not with the page: a login page, a bot challenge or a maintenance page "
+        "(the reason names the marker, [soft_errors]): not indexed, its links not followed, the indexed version kept; "
+        "a transient failure, not counted toward max_failures, but for a login page on an origin the source does not "
+        "sign in to (the page went private: it leaves after max_failures)"
+    ),
+    Status.SOFT_NOT_FOUND: N_(
+        "answered, but with a not-found page (a soft 404: a marker, or as like the site's answer "
+        "to a URL that cannot exist as [soft_errors] similarity): not indexed, its links not followed, the indexed "
+        "version kept; a transient failure, counted toward max_failures"
+    ),
+    Status.TIMEOUT: N_("the server did not answer in time"),
+    Status.DNS_FAILURE: N_("the host name does not resolve"),
+    Status.CONNECTION_REFUSED: N_("the server refused the connection"),
+    Status.CONNECTION_FAILED: N_("the connection failed (reset, aborted)"),
+    Status.DROPPED: N_(
+        "the response was dropped by one of Scrapy's safety middlewares, or by a pipeline of a "
+        "custom spider (the reason says which)"
+    ),
+    Status.ROBOTS_UNAVAILABLE: N_(
+        "the site's robots.txt could not be fetched (5xx, 429, no answer), or its rules are "
+        "too costly to match against this URL: a transient failure, counted toward max_failures; nothing is removed "
+        "for it alone"
+    ),
+    Status.AUTH_REFUSED: N_(
+        "the site refused the source's credentials (401 or 403 to an authenticated request, a "
+        "failed form login, a session that expired again right after a login, a page that expires alone in a working "
+        "session, the login page reached through another name of its server): a "
+        "transient failure of the source, not counted toward max_failures; nothing is removed for it"
+    ),
+    Status.TLS_FAILED: N_(
+        "the TLS handshake failed: the site's certificate could not be verified (an unknown CA: "
+        "[tls] ca_bundle; a wrong host name; expired), or the site wants a client certificate ([tls] client_cert): a "
+        "failure of the source's configuration, not counted toward max_failures; nothing is removed for it"
+    ),
+    Status.PROXY_FAILED: N_(
+        "the source's proxy could not be reached, refused its credentials (407) or could not open a "
+        "tunnel to the site: a failure of the source's configuration, not counted toward max_failures; nothing is "
+        "removed for it"
+    ),
+    Status.REDIRECT_LOOP: N_("redirect loop, or chain longer than allowed"),
+    Status.INTERNAL_ADDRESS: N_(
+        "refused: the host is (or resolves to) a loopback, private or link-local address "
+        "that the source's domain and port rules do not admit"
+    ),
+    Status.URL_TOO_LONG: N_("the URL is longer than SEARCHCRAWL_MAX_URL_LENGTH; never requested"),
+    Status.REDIRECT_UNREADABLE: N_(
+        "a redirect to a URL that cannot be read (a port that is no number, a broken address); not followed"
+    ),
 }
 
 
@@ -149,11 +180,12 @@ def status_class(status: int | None, own: bool = True) -> str:
 
 
 def describe(code: int | None) -> str:
-    """A short human description of any status code, HTTP or crawler."""
+    """A short human description of any status code, HTTP or crawler, in the current language (a
+    page's; English on the command line). HTTP's reason phrases are HTTP's own words."""
     if code is None:
-        return "not fetched yet"
+        return _("not fetched yet")
     try:
-        return CRAWLER_CODES[Status(code)]
+        return _(CRAWLER_CODES[Status(code)])
     except (ValueError, KeyError):
         from http import HTTPStatus
 

@@ -35,6 +35,8 @@ import requests
 from searchcrawl.rules.ranking_rules import URL_SCHEMES
 from searchcrawl.search.hybrid import SemanticModel, nearest_documents
 from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.system.translations import N_, translated
+from searchcrawl.system.translations import gettext as _
 
 MAX_ANSWER_BYTES = 1 << 20  # a chat server's answer read at most
 ANSWERS_API_KEY = "SEARCHCRAWL_ANSWERS_API_KEY"  # the chat server's key: environment or _FILE
@@ -51,7 +53,12 @@ _CITATION = re.compile(r"\[(\d{1,3})\]")
 # answer is refused rather than shown with a mark that points nowhere it was checked
 _CITATION_LIKE = re.compile(r"[\[［【]\s*\^?\s*[0-9０-９]|[¹²³⁴⁵⁶⁷⁸⁹⁰]")
 MAX_ANSWER_CHARS = 4000  # of the model's text read
-NO_ANSWER = "No answer in what you may read."
+NO_ANSWER = N_("No answer in what you may read.")
+# why a model's answer is refused (``checked_answer``): English in ``Answer.refused`` (the JSON API's,
+# explain-answer's), the page's language on the search page (``Answer.refusal``)
+CITED_UNSENT = N_("the model cited a source it was not given")
+CITED_UNREADABLE = N_("the model cited in a form the check cannot read")
+CITED_NONE = N_("the model's answer cited none of the sources")
 
 
 class AnswerFailed(Exception):
@@ -98,12 +105,22 @@ class Answer:
     question: str
     sentences: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)  # text, sources cited
     sources: list[AnswerSource] = field(default_factory=list)  # those sent, numbered
-    refused: str = ""  # why there is no answer ("" when there is one)
+    refused: str = ""  # why there is no answer ("" when there is one), in English (the JSON API's)
+    reason: str = ""  # the check's reason within ``refused`` ("" for NO_ANSWER or an answer)
     considered: list[Considered] = field(default_factory=list)
     prompt_chars: int = 0
     model: str = ""
     seconds: float = 0.0
     raw: str = field(default="", repr=False)  # the model's text as it came (explain-answer only)
+
+    def refusal(self) -> str:
+        """Why there is no answer in the page's language ("" when there is one): ``refused`` is
+        NO_ANSWER, or "No answer: " and one of ``checked_answer``'s reasons."""
+        if not self.refused:
+            return ""
+        if self.reason:
+            return _("No answer: %(reason)s.", reason=translated(self.reason))
+        return translated(self.refused)
 
     @property
     def cited(self) -> list[AnswerSource]:
@@ -201,15 +218,15 @@ def checked_answer(text: str, sent: int) -> tuple[list[tuple[str, tuple[int, ...
     for sentence in _SENTENCE.split(" ".join(text[:MAX_ANSWER_CHARS].split())):
         numbers = tuple(int(found) for found in _CITATION.findall(sentence))
         if any(not 1 <= number <= sent for number in numbers):
-            return [], "the model cited a source it was not given"
+            return [], CITED_UNSENT
         plain = " ".join(_CITATION.sub(" ", sentence).split())
         plain = re.sub(r"\s+([.,;:!?])", r"\1", plain)
         if _CITATION_LIKE.search(plain):
-            return [], "the model cited in a form the check cannot read"
+            return [], CITED_UNREADABLE
         if numbers and plain and "cannot answer" not in plain.lower():
             kept.append((plain, tuple(dict.fromkeys(numbers))))
     if not kept:
-        return [], "the model's answer cited none of the sources"
+        return [], CITED_NONE
     return kept, ""
 
 
@@ -291,6 +308,7 @@ def answer(
     result.prompt_chars = sum(len(message["content"]) for message in chat)
     result.raw = ask_model(config, chat)
     result.sentences, refused = checked_answer(result.raw, len(result.sources))
+    result.reason = refused
     result.refused = refused and f"No answer: {refused}."
     result.seconds = time.monotonic() - started
     return result

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from searchcrawl.system.translations import N_, ngettext
+
 # one hit per URL; tagged, so that a count by source can leave it out (a URL that two sources
 # hold is a hit of each: the search page's source facet)
 ONE_URL_TAG = "one_url"
@@ -54,12 +56,12 @@ class Ranking:
 #: the content, with no field weights, phrase or other boosts, and no rules: the baseline that the
 #: page's design must beat on every kind of query (each empty parameter clears the handler's default)
 RANKINGS = {
-    "page": Ranking({}, True, "the search page's ranking: the /select handler's defaults and the relevance rules", True),
-    "words": Ranking({}, True, "the search page's words query alone (no semantic search)"),
+    "page": Ranking({}, True, N_("the search page's ranking: the /select handler's defaults and the relevance rules"), True),
+    "words": Ranking({}, True, N_("the search page's words query alone (no semantic search)")),
     "plain": Ranking(
         {"qf": "content", "pf": "", "pf2": "", "pf3": "", "bq": "", "bf": "", "boost": "", "tie": "0"},
         False,
-        "the content field alone, no field weights, no boosts, no rules",
+        N_("the content field alone, no field weights, no boosts, no rules"),
     ),
 }
 
@@ -157,9 +159,11 @@ def counted(facets: dict[str, Any] | None, key: str) -> bool:
         return False
 
 
-def matching(total: int) -> str:
-    """How many documents match, in words: "1 document matches", "0 documents match"."""
-    return "1 document matches" if total == 1 else f"{total} documents match"
+def matching(total: int, shown: str | None = None) -> str:
+    """How many documents match, in words: "1 document matches", "0 documents match"; in the page's
+    language on a page (English outside one: the command line's), with the number as ``shown``
+    (the page's, written by its language: ``number(total)``), else as it is."""
+    return ngettext("%(count)s document matches", "%(count)s documents match", total, count=total if shown is None else shown)
 
 
 def unique_hits(docs: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:

@@ -24,12 +24,13 @@ from searchcrawl.rules.ranking_rules import Boost
 from searchcrawl.search.query import MAX_QUERY_CHARS, TIME_ALLOWED_MS, UF, search_params, term_filter, unique_hits
 from searchcrawl.search.relevance_params import boost_params
 from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.system.translations import N_
 
 RANK_LIMIT = 500  # hits looked through for the document's rank
 MAX_DEPTH = 10  # explanation levels read
 MAX_LINES = 200  # lines shown
 MAX_TARGET_CHARS = 8192
-NOT_SHOWN = "This document is not among the hits this search can show."
+NOT_SHOWN = N_("This document is not among the hits this search can show.")
 URL_SCHEMES = tuple(f"{scheme}:" for scheme in ranking_rules.URL_SCHEMES)  # a target that is a URL
 # "weight(title:harbour in 12) [SchemaSimilarity], result of:"; a phrase: weight(content:"a b" in 3)
 WEIGHT = re.compile(r"weight\((?P<field>[^:()\s]+):(?P<term>.*) in \d+\)(?: \[[^\]]*\])?, result of:", re.DOTALL)
@@ -225,10 +226,10 @@ def why(index: TrimmedIndex, query: str, target: str, boosts: Iterable[Boost] = 
     )
     if not explained.docs:
         if _partial(explained):
-            page.message = "Solr's time ran out before it found the document: try a simpler query."
+            page.message = N_("Solr's time ran out before it found the document: try a simpler query.")
             return page
         readable = index.search("*:*", {"fq": [wanted], "rows": 0, "timeAllowed": TIME_ALLOWED_MS})
-        page.message = "This document does not match the query: it is not a hit." if readable.hits else NOT_SHOWN
+        page.message = N_("This document does not match the query: it is not a hit.") if readable.hits else NOT_SHOWN
         return page
     doc = explained.docs[0]
     page.found = True

@@ -20,6 +20,7 @@ from searchcrawl.store.database import Database
 from searchcrawl.store.models import documents, run_deltas
 from searchcrawl.store.runs import Runs
 from searchcrawl.system.secrets import redact
+from searchcrawl.system.translations import gettext as _
 
 
 class DeltaEntry(NamedTuple):
@@ -104,8 +105,14 @@ def reason_of(entry: DeltaEntry) -> dict[str, Any] | None:
 
 
 def reason_text(why: dict[str, Any]) -> str:
+    """Why a URL of the report is where it is, in a line: its status (``936 auth_refused``, the
+    code's own name) and its recorded reason (the crawl's words, as stored), joined in the current
+    language (a page's; English in `scrapy report`)."""
     status = status_text(why["status"]) if why["status"] is not None else ""
-    return ": ".join(part for part in (status, why["reason"] or "") if part)
+    reason = why["reason"] or ""
+    if status and reason:
+        return _("%(status)s: %(reason)s", status=status, reason=reason)
+    return status or reason
 
 
 def run_report(database: Database, source: str, run_id: int | None = None) -> dict[str, Any] | None:

@@ -10,8 +10,17 @@ from sqlalchemy import Connection, Table, delete, func, insert, select, update
 from searchcrawl.rules.ranking_rules import BestBet, Boost, RelevanceError, Rules
 from searchcrawl.store.database import Database, as_utc, now
 from searchcrawl.store.models import relevance_bets, relevance_boosts, relevance_stopwords, relevance_synonyms
+from searchcrawl.system.translations import N_, number
+from searchcrawl.system.translations import gettext as _
 
 LIMITS = {"bets": 1000, "boosts": 50, "synonyms": 2000, "stopwords": 2000}
+# an administrator who reaches a limit on the relevance page is told so (in the page's language)
+LIMIT_REACHED = {
+    "bets": N_("There are %(count)s bets already, the most kept: delete one first."),
+    "boosts": N_("There are %(count)s boosts already, the most kept: delete one first."),
+    "synonyms": N_("There are %(count)s synonyms already, the most kept: delete one first."),
+    "stopwords": N_("There are %(count)s stopwords already, the most kept: delete one first."),
+}
 
 
 class RelevanceStore:
@@ -55,7 +64,7 @@ class RelevanceStore:
         with self.engine.begin() as connection:
             count = connection.execute(select(func.count()).select_from(table)).scalar_one()
             if count >= LIMITS[kind]:
-                raise RelevanceError(f"There are {count} {kind} already, the most kept: delete one first.")
+                raise RelevanceError(_(LIMIT_REACHED[kind], count=number(count)))
             connection.execute(insert(table).values(created_at=now(), **values))
 
     def _update(self, table: Table, key: str, values: dict[str, object]) -> bool:

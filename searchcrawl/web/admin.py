@@ -27,11 +27,16 @@ from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import as_utc
 from searchcrawl.store.models import RunState
-from searchcrawl.store.runs import Runs, counter_text, counters_of, shown_counters
+from searchcrawl.store.runs import Runs, counter_text, counters_of
 from searchcrawl.store.schedule_marks import ScheduleMarks
 from searchcrawl.system.secrets import redact
+from searchcrawl.system.translations import N_, moment, number, percent
+from searchcrawl.system.translations import gettext as _
 
 EXPLAIN_TIMEOUT = 120  # seconds: robots.txt and the page are fetched, with the crawl's own timeouts
+NEVER_CRAWLED, DEAD = "never crawled", "dead"  # the overview's states that are no run's (runs.state)
+# those two as the page words them (a run's own state is shown as the runs table holds it)
+SOURCE_STATES = {NEVER_CRAWLED: N_("never crawled"), DEAD: N_("dead")}
 
 
 @dataclass
@@ -44,6 +49,11 @@ class SourceRow:
     cache_bytes: int
     cache_files: int
     error: str = ""  # a broken source file
+
+    @property
+    def state_text(self) -> str:
+        """The state as the page shows it: ``never crawled`` and ``dead`` in the page's language."""
+        return _(SOURCE_STATES[self.state]) if self.state in SOURCE_STATES else self.state
 
     @property
     def indexed(self) -> int:
@@ -59,13 +69,14 @@ class SourceRow:
 
 
 def next_run(marks: ScheduleMarks, source: str, schedule: Schedule | None, now: datetime) -> str:
-    """When the scheduler will next start ``source`` (as `scrapy scheduler --list` says it)."""
+    """When the scheduler will next start ``source`` (as `scrapy scheduler --list` says it), in the
+    page's language."""
     if schedule is None:
-        return "not scheduled"
+        return _("not scheduled")
     row = marks.get(source)
     mark = row["mark"] if row else schedule.initial_mark(now)
     due = schedule.next_due(now, mark)
-    return "due now" if due <= now else f"{due.astimezone():%Y-%m-%d %H:%M:%S}"
+    return _("due now") if due <= now else moment(due.astimezone())
 
 
 def overview(
@@ -86,9 +97,9 @@ def overview(
         except Exception as exc:  # a broken source file: shown, not fatal to the page
             schedule, error = None, str(exc)
         run = runs.latest(name)
-        state = "never crawled" if run is None else run["state"]
+        state = NEVER_CRAWLED if run is None else run["state"]
         if run is not None and runs.dead(run, stale_after):
-            state = "dead"
+            state = DEAD
         size, files = spool_fill(cache_root / name)
         rows.append(
             SourceRow(name, state, run, next_run(marks, name, schedule, now), table.count_by(name, "state"), size, files, error)
@@ -101,13 +112,18 @@ RUN_COUNTS = ("pages", "indexed", "removed", "excluded")  # the counters the run
 
 def run_counts(run: dict[str, Any]) -> dict[str, str]:
     """What the runs list shows of ``run``: its pages, indexed, removed and excluded counters
-    ("-" before its first save), and ``changes``: its delta report's counts that are not 0, once
-    it has ended ("-" until then)."""
+    ("-" before its first save; a count as the page's language writes numbers), and ``changes``:
+    its delta report's counts that are not 0, once it has ended ("-" until then)."""
     counters = counters_of(run)
-    shown = {key: counter_text(counters[key]) if key in counters else "-" for key in RUN_COUNTS}
+    shown = {key: _count_text(counters[key]) if key in counters else "-" for key in RUN_COUNTS}
     delta = counters.get("delta")
     shown["changes"] = counter_text({kind: count for kind, count in delta.items() if count}) if isinstance(delta, dict) else "-"
     return shown
+
+
+def _count_text(value: Any) -> str:
+    """A counter as a page shows it: a count as its language writes numbers, else ``counter_text``."""
+    return number(value) if isinstance(value, int) and not isinstance(value, bool) else counter_text(value)
 
 
 @dataclass
@@ -125,8 +141,9 @@ class RunView:
 
     @property
     def shown_counters(self) -> list[tuple[str, str]]:
-        """The counters as the page shows them (the delta report's as ``new 3, changed 1``)."""
-        return shown_counters(self.counters)
+        """The counters as the page shows them (the delta report's as ``new 3, changed 1``; a count
+        as the page's language writes numbers)."""
+        return [(key, _count_text(value)) for key, value in sorted(self.counters.items())]
 
     @property
     def progress(self) -> str:
@@ -134,7 +151,7 @@ class RunView:
         done, queued, leased = (self.counters.get(key) for key in ("done", "queued", "leased"))
         if not isinstance(done, int) or not isinstance(queued, int) or not isinstance(leased, int) or not done + queued + leased:
             return ""
-        return f"{100 * done / (done + queued + leased):.0f} %"
+        return percent(done / (done + queued + leased))
 
 
 def run_view(database: Database, run_id: int, cache_root: Path, stale_after: float = 600) -> RunView | None:
@@ -173,11 +190,11 @@ def solr_health(index: SolrIndex) -> dict[str, Any]:
     except IndexingError as exc:
         return {"ok": False, "status": redact(exc.reason), "documents": None}
     if not index.ping():
-        return {"ok": False, "status": "its ping handler does not answer OK", "documents": documents}
+        return {"ok": False, "status": _("its ping handler does not answer OK"), "documents": documents}
     return {"ok": True, "status": "OK", "documents": documents}
 
 
-EXPLAIN_URL = "an absolute URL (http://, https://, ftp:// or file:)"  # what `scrapy explain` is given here
+EXPLAIN_URL = N_("an absolute URL (http://, https://, ftp:// or file:)")  # what `scrapy explain` is given here
 
 
 def explainable(url: str) -> bool:
@@ -197,7 +214,7 @@ def explain(project_dir: Path, source: str, url: str, environ: dict[str, str] | 
             project_dir, environ if environ is not None else dict(os.environ), EXPLAIN_TIMEOUT, "explain", source, url
         )
     except subprocess.TimeoutExpired:
-        return False, f"explain took longer than {EXPLAIN_TIMEOUT} s"
+        return False, _("explain took longer than %(seconds)s s", seconds=EXPLAIN_TIMEOUT)
     return answer.returncode == 0, (answer.stdout + answer.stderr).strip()[-20000:]
 
 
@@ -209,10 +226,10 @@ def explain_access(directory: Directory | None, index: SolrIndex, database: Data
     if user == "-":
         principals = Principals.anonymous()
     elif directory is None:
-        return False, "The searchers' directory is not configured (SEARCHCRAWL_LDAP_URL): only - (a visitor) can be explained."
+        return False, _("The searchers' directory is not configured (SEARCHCRAWL_LDAP_URL): only - (a visitor) can be explained.")
     else:
         principals = directory.principals(user)
     try:
         return True, "\n".join(access_lines(principals, directory, index, DocumentTable(database), url))
     except IndexingError as exc:
-        return False, f"Solr did not answer: {exc.reason}"
+        return False, _("Solr did not answer: %(reason)s", reason=exc.reason)

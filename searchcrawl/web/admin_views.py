@@ -27,6 +27,7 @@ from searchcrawl.store.deltas import run_report
 from searchcrawl.store.notifications import Notifications, run_key
 from searchcrawl.store.runs import Runs
 from searchcrawl.store.samples import RunSamples
+from searchcrawl.system.translations import gettext as _
 from searchcrawl.web import admin, pictures
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.metrics_endpoint import metrics_response
@@ -99,7 +100,7 @@ async def run(ctx: WebContext, request: Request) -> Response:
         lambda: admin.run_view(ctx.database, int(request.path_params["run"]), ctx.config.cache_root, ctx.config.stale_after)
     )
     if view is None:
-        return ctx.render(request, "forbidden.html", 404, reason="No such run.")
+        return ctx.render(request, "forbidden.html", 404, reason=_("No such run."))
     report = None
     if not view.live:
         report = await in_thread(lambda: run_report(ctx.database, view.run["source"], view.run["id"]))
@@ -152,7 +153,7 @@ async def explain(ctx: WebContext, request: Request) -> Response:
         return name
     url = str((await small_form(request) or FormData()).get("url", "")).strip()
     if not admin.explainable(url):
-        ok, text = False, f"Give {admin.EXPLAIN_URL}."
+        ok, text = False, _("Give %(wanted)s.", wanted=_(admin.EXPLAIN_URL))
     else:
         ok, text = await in_thread(admin.explain, ctx.config.project_dir, name, url, ctx.config.explain_environ)
     return ctx.render(request, "explain.html", name=name, url=url, ok=ok, text=text)
@@ -174,7 +175,8 @@ async def explain_access(ctx: WebContext, request: Request) -> Response:
     form = await small_form(request) or FormData()
     user, url = str(form.get("user", "")).strip()[:256], str(form.get("url", "")).strip()
     if not user or not explainable_url(url):  # the URLs the command takes
-        ok, text = False, f"Give a user name and {URL_WANTED}."
+        # URL_WANTED: the command's own words (access/explanation.py), worded if its catalogue has them
+        ok, text = False, _("Give a user name and %(wanted)s.", wanted=_(URL_WANTED))
     else:
         ok, text = await in_limited_thread(
             ctx.directory_threads, lambda: admin.explain_access(ctx.config.directory, ctx.solr, ctx.database, user, url)
@@ -199,9 +201,9 @@ async def explain_answer(ctx: WebContext, request: Request) -> Response:
     form = await small_form(request) or FormData()
     user, question = str(form.get("user", "")).strip()[:256], str(form.get("question", "")).strip()[:MAX_QUESTION_CHARS]
     if not user or not question:
-        ok, text = False, "Give a user name (or public) and a question."
+        ok, text = False, _("Give a user name (or public) and a question.")
     elif ctx.config.answers is None or ctx.semantic is None:
-        ok, text = False, "Answers are off: SEARCHCRAWL_ANSWERS_URL and SEARCHCRAWL_EMBEDDINGS must both be set."
+        ok, text = False, _("Answers are off: SEARCHCRAWL_ANSWERS_URL and SEARCHCRAWL_EMBEDDINGS must both be set.")
     else:
         principals = Principals.anonymous() if user == "public" else await searcher_principals(ctx, user)
         try:
@@ -210,9 +212,9 @@ async def explain_answer(ctx: WebContext, request: Request) -> Response:
             )
             ok, text = True, "\n".join(lines)
         except IndexingError as exc:
-            ok, text = False, f"Solr did not answer: {exc.reason}"
+            ok, text = False, _("Solr did not answer: %(reason)s", reason=exc.reason)
         except AnswerFailed as exc:
-            ok, text = False, f"The model did not answer: {exc}"
+            ok, text = False, _("The model did not answer: %(error)s", error=str(exc))
     logger.info("Web administration: explain-answer for %s", user)
     return ctx.render(request, "explain_answer.html", user=user, question=question, ok=ok, text=text)
 
@@ -225,11 +227,12 @@ async def control_source(ctx: WebContext, request: Request) -> Response:
     form = await small_form(request) or FormData()
     action = str(form.get("action", ""))
     if name is None or action not in ACTIONS:
-        return ctx.render(request, "forbidden.html", 404, reason="No such source or action.")
+        return ctx.render(request, "forbidden.html", 404, reason=_("No such source or action."))
     outcome = await in_thread(lambda: control(ctx.database, ctx.config.launcher, name, action, ctx.config.stale_after))
+    # the log and the audit log in English (the outcome's message), the flash in the page's language
     logger.info("Web administration: %s %s: %s", action, name, outcome.message)
     await audited(ctx, request, f"control:{action}", name, outcome.message)
-    ctx.sessions.flash(request.cookies.get(SESSION_COOKIE), outcome.message)
+    ctx.sessions.flash(request.cookies.get(SESSION_COOKIE), outcome.shown())
     back = str(form.get("back", ""))
     target = back if back.startswith("/admin") and "//" not in back else f"/admin/sources/{name}"
     return RedirectResponse(ctx.url(target), status_code=303)
@@ -287,7 +290,7 @@ async def _admin_source(ctx: WebContext, request: Request, post: bool = False) -
         return denied
     name = _source(ctx, request)
     if name is None:
-        return ctx.render(request, "forbidden.html", 404, reason="No such source.")
+        return ctx.render(request, "forbidden.html", 404, reason=_("No such source."))
     return name
 
 

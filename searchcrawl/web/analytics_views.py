@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.store.searches import Searches
+from searchcrawl.system.translations import gettext as _
 from searchcrawl.web import analytics
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.roles import Permission
@@ -29,7 +30,7 @@ async def click(ctx: WebContext, request: Request) -> Response:
             request,
             "forbidden.html",
             404,
-            reason="This link is not valid (it may be older than the server's restart): search again.",
+            reason=_("This link is not valid (it may be older than the server's restart): search again."),
         )
     # a link checker's HEAD opens nothing; a stale or replayed link is followed, not counted
     if request.method == "GET" and ctx.analytics.counts(click):
@@ -85,13 +86,13 @@ async def analytics_csv(ctx: WebContext, request: Request) -> Response:
         return denied
     report = request.query_params.get("report", "")
     if report not in analytics.REPORTS:
-        return ctx.render(request, "forbidden.html", 404, reason="No such report.")
+        return ctx.render(request, "forbidden.html", 404, reason=_("No such report."))
     period, _chosen = analytics.period_of(request.query_params)
     try:
         header, rows = await in_thread(lambda: analytics.report_rows(Searches(ctx.database), report, period))
     except Exception as exc:  # noqa: BLE001 - said on a page, as the analytics page does
         logger.warning("Web administration: analytics not read: %s", analytics.short_error(exc))
-        return ctx.render(request, "forbidden.html", 503, reason="The analytics cannot be read from the database now.")
+        return ctx.render(request, "forbidden.html", 503, reason=_("The analytics cannot be read from the database now."))
     name = analytics.csv_filename(report, period)
     return Response(
         analytics.csv_text(header, rows),

@@ -50,6 +50,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
+from searchcrawl.system import translations
 from searchcrawl.web import (
     admin_views,
     agent_views,
@@ -64,7 +65,7 @@ from searchcrawl.web import (
 )
 from searchcrawl.web.context import WebConfig, WebContext
 from searchcrawl.web.origins import SameOriginPosts
-from searchcrawl.web.shared import PEER
+from searchcrawl.web.shared import LANGUAGE_COOKIE, PEER
 
 EMBEDDABLE = "/static/searchbox.js"  # the portals' search box (static/searchbox.js)
 # No script from anywhere, no plugin, no frame; styles and images from this application only.
@@ -124,6 +125,35 @@ class SecurityHeaders:
         await self.app(scope, receive, sending)
 
 
+class InterfaceLanguage:
+    """Chooses each page's language (system/translations.py: the searcher's choice, kept in the
+    LANGUAGE_COOKIE, else the browser's Accept-Language, else English) and makes it current while the
+    request is answered, its threads included; says it in Content-Language. The JSON API, the agents'
+    endpoint and /metrics are machine interfaces: they stay in English, whatever the client accepts."""
+
+    def __init__(self, app: ASGIApp, prefix: str = "") -> None:
+        self.app = app
+        self.english = tuple(prefix + path for path in ("/api/", "/mcp", "/metrics", "/static/"))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path", "").startswith(self.english):
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        tag = translations.negotiate(request.cookies.get(LANGUAGE_COOKIE), request.headers.get("accept-language"))
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers.append((b"content-language", chosen.code.encode()))
+                headers.append((b"vary", b"Accept-Language, Cookie"))
+                message["headers"] = headers
+            await send(message)
+
+        with translations.speaking(tag) as chosen:
+            await self.app(scope, receive, sending)
+
+
 def route_table(ctx: WebContext) -> list[Route]:
     """Every URL of the application (under the prefix), the methods it answers and its view, each
     view handed the context ``ctx``."""
@@ -135,6 +165,7 @@ def route_table(ctx: WebContext) -> list[Route]:
         route("/", search_views.search),
         route("/suggest", search_views.suggest, ["GET"]),
         route("/cached", search_views.cached, ["GET"]),
+        route("/language", search_views.choose_language, ["POST"]),
         route("/login", signin_views.signin_form, ["GET"]),
         route("/login", signin_views.signin, ["POST"]),
         route("/logout", signin_views.signout, ["POST"]),
@@ -216,6 +247,7 @@ def create_app(config: WebConfig) -> Starlette:
     if config.proxies:  # X-Forwarded-For and -Proto from these only, after PeerAddress kept the peer
         middleware.append(Middleware(ProxyHeadersMiddleware, trusted_hosts=list(config.proxies)))
     middleware.append(Middleware(SecurityHeaders))
+    middleware.append(Middleware(InterfaceLanguage, prefix=config.prefix))
     # after the proxy headers: the scheme judged is the browser's (origins.py)
     # the SAML IdP's answer is a POST from its own page by design (believed for its signature)
     middleware.append(Middleware(SameOriginPosts, public=config.public_origins, exempt=(config.prefix + signin_views.SAML_ACS,)))

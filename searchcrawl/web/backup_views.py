@@ -22,6 +22,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.ops import configuration_backup as backup
+from searchcrawl.system.translations import gettext as _
+from searchcrawl.system.translations import ngettext, number
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.roles import Permission
 from searchcrawl.web.sessions import Sessions
@@ -108,17 +110,22 @@ async def backup_import(ctx: WebContext, request: Request) -> Response:
     assert session is not None  # admin_gate let a session through
     declared = request.headers.get("content-length", "")
     if not declared.isdigit() or int(declared) > backup.MAX_BACKUP_BYTES + MULTIPART_OVERHEAD:
-        return ctx.render(request, "forbidden.html", 413, reason="Send a backup file of at most 16 MiB, with its length.")
+        return ctx.render(
+            request,
+            "forbidden.html",
+            413,
+            reason=_("Send a backup file of at most %(mib)s MiB, with its length.", mib=number(16)),
+        )
     if not request.headers.get("content-type", "").lower().startswith("multipart/form-data"):
-        return ctx.render(request, "forbidden.html", 415, reason="Not a form of this application.")
+        return ctx.render(request, "forbidden.html", 415, reason=_("Not a form of this application."))
     form = await request.form(max_files=1, max_fields=2, max_part_size=MULTIPART_OVERHEAD)
     try:
         if not Sessions.csrf_ok(session, str(form.get("csrf", "")) or None):
             logger.warning("Web administration: backup upload without its CSRF token refused")
-            return ctx.render(request, "forbidden.html", 403, reason="The form's token is missing or stale.")
+            return ctx.render(request, "forbidden.html", 403, reason=_("The form's token is missing or stale."))
         upload = form.get("backup")
         if not isinstance(upload, UploadFile):
-            return ctx.render(request, "backup.html", 400, plan=None, error="Choose a backup file.")
+            return ctx.render(request, "backup.html", 400, plan=None, error=_("Choose a backup file."))
         data = await upload.read(backup.MAX_BACKUP_BYTES + 1)
     finally:
         await form.close()
@@ -143,7 +150,7 @@ async def backup_restore(ctx: WebContext, request: Request) -> Response:
         return denied
     pending = ctx.restores.pop(str(request.cookies.get(SESSION_COOKIE)), None)
     if pending is None or time.monotonic() - pending["at"] > PENDING_SECONDS:
-        return ctx.render(request, "backup.html", 400, plan=None, error="No backup is waiting: upload it again.")
+        return ctx.render(request, "backup.html", 400, plan=None, error=_("No backup is waiting: upload it again."))
 
     def restore() -> backup.RestorePlan:
         plan = backup.plan_restore(backup.read_backup(pending["data"]), ctx.database, ctx.config.sources_dir, ctx.config.settings)
@@ -155,16 +162,25 @@ async def backup_restore(ctx: WebContext, request: Request) -> Response:
         plan = await in_thread(restore)
     except (backup.BackupError, OSError) as exc:  # the installation changed under the restore: nothing kept
         logger.warning("Web administration: backup not restored: %s", exc)
-        return ctx.render(request, "backup.html", 409, plan=None, error=f"Nothing was restored: {exc}")
+        return ctx.render(request, "backup.html", 409, plan=None, error=_("Nothing was restored: %(reason)s", reason=exc))
     if not plan.ok:
         return ctx.render(request, "backup.html", 400, plan=ShownPlan.of(plan))
     ctx.relevance.changed()
     ctx.token_gate.forget()
-    message = f"Backup restored: {len(plan.sources)} sources."
+    restored = len(plan.sources)
+    message = ngettext(
+        "Backup restored: %(count)s source.", "Backup restored: %(count)s sources.", restored, count=number(restored)
+    )
     try:  # the synonyms and stopwords restored, to Solr (else the next start of the application sends them)
         await in_thread(ctx.sync_relevance)
     except Exception as exc:  # noqa: BLE001 - Solr down: restored all the same, said on the page
-        message += f" Synonyms and stopwords not sent to Solr yet ({getattr(exc, 'reason', '') or type(exc).__name__})."
+        message = ngettext(
+            "Backup restored: %(count)s source. Synonyms and stopwords not sent to Solr yet (%(reason)s).",
+            "Backup restored: %(count)s sources. Synonyms and stopwords not sent to Solr yet (%(reason)s).",
+            restored,
+            count=number(restored),
+            reason=getattr(exc, "reason", "") or type(exc).__name__,
+        )
     logger.info("Web administration: backup restored (%d sources)", len(plan.sources))
     await audited(ctx, request, "backup:restore", "", "; ".join(plan.sources)[:2000])
     ctx.sessions.flash(request.cookies.get(SESSION_COOKIE), message)

@@ -19,6 +19,10 @@ Readable in a screenshot and by people who do not tell red from green: the Okabe
 (dark enough on white), each line its own dash pattern and a label at its end, each stack its
 own hatch pattern, a legend, 13 px text; and for screen readers ``role="img"``, a ``<title>``
 and a ``<desc>`` saying the latest values.
+
+The words the charts say themselves ("No data yet", the description) are in the page's language,
+and their numbers and times are written its way (system/translations.py: the request's language,
+English outside one); the titles and labels come translated from the caller (pictures.py).
 """
 
 from __future__ import annotations
@@ -29,8 +33,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import count
+from unicodedata import east_asian_width
 
+from babel.dates import format_skeleton, format_time, get_datetime_format
+from babel.numbers import format_compact_decimal, format_decimal
 from markupsafe import Markup
+
+from searchcrawl.system import translations
+from searchcrawl.system.translations import gettext as _
+from searchcrawl.system.translations import ngettext
 
 MAX_POINTS = 240  # points drawn per line: a longer series is thinned (``downsample``)
 MAX_BARS = 60  # bars drawn: the latest are kept
@@ -72,15 +83,17 @@ def text(value: object, limit: int = LABEL_CHARS) -> str:
 
 
 def number(value: float) -> str:
-    """A count or rate as a label: 1,234, 12.5k, 3.4M; a fraction with one decimal."""
+    """A count or rate as a label, as the page's language writes numbers: 1,234; from 10,000 on its
+    short form where it has one (12.5K, 3.4M; 3,4 Mio.; 1.2万), else the whole number (12.500); a
+    rate with one decimal, a fraction with two significant digits."""
+    locale = translations.current().locale
     size = abs(value)
-    if size >= 1e6:
-        return f"{value / 1e6:.1f}M".replace(".0M", "M")
     if size >= 1e4:
-        return f"{value / 1e3:.1f}k".replace(".0k", "k")
+        short = format_compact_decimal(value, format_type="short", fraction_digits=1, locale=locale)
+        return short if any(char.isalpha() for char in short) else translations.number(round(value))
     if value == int(value):
-        return f"{int(value):,}"
-    return f"{value:.1f}" if size >= 1 else f"{value:.2g}"
+        return translations.number(int(value))
+    return translations.number(value, 1) if size >= 1 else format_decimal(value, format="@#", locale=locale)
 
 
 def nice_ticks(low: float, high: float, ticks: int = 5, integer: bool = False) -> list[float]:
@@ -107,7 +120,8 @@ def nice_ticks(low: float, high: float, ticks: int = 5, integer: bool = False) -
 
 
 def time_ticks(low: float, high: float, ticks: int = 6) -> tuple[list[float], str]:
-    """Ticks of a time axis (seconds since the epoch) at a round step, and their strftime format."""
+    """Ticks of a time axis (seconds since the epoch) at a round step, and what their labels show,
+    as a strftime format names it (``time_label`` writes it the page's language's way)."""
     span = max(high - low, 1)
     step = next((step for step in TIME_STEPS if span / step <= ticks), TIME_STEPS[-1])
     first = math.ceil(low / step) * step  # round in UTC: whole minutes, hours, days
@@ -121,9 +135,21 @@ def time_ticks(low: float, high: float, ticks: int = 6) -> tuple[list[float], st
     return values or [low], format_
 
 
-def utc(moment: float, format_: str) -> str:
-    """A time axis' label: in UTC, as the runs table keeps times and the pages show them."""
-    return datetime.fromtimestamp(moment, UTC).strftime(format_)
+def time_label(moment: float, format_: str) -> str:
+    """A time axis' label: in UTC, as the runs table keeps times and the pages show them, with what
+    ``format_`` (time_ticks') shows, in the page language's order, separators and clock: the time
+    with its seconds, without them, the day (month and day) and time, or the date."""
+    when = datetime.fromtimestamp(moment, UTC)
+    locale = translations.current().locale
+    if format_ == "%H:%M:%S":
+        return format_time(when, "medium", tzinfo=UTC, locale=locale)
+    if format_ == "%H:%M":
+        return format_time(when, "short", tzinfo=UTC, locale=locale)
+    if format_ == "%Y-%m-%d":
+        return format_skeleton("yMd", when, tzinfo=UTC, locale=locale)
+    day = format_skeleton("Md", when, tzinfo=UTC, locale=locale)
+    time = format_time(when, "short", tzinfo=UTC, locale=locale)
+    return str(get_datetime_format("short", locale=locale)).replace("{1}", day).replace("{0}", time)
 
 
 def downsample(points: Sequence[tuple[float, float]], limit: int = MAX_POINTS) -> list[tuple[float, float]]:
@@ -161,7 +187,8 @@ def _open(title: str, desc: str, width: int, height: int) -> tuple[str, list[str
 
 
 def _empty(parts: list[str], width: int, height: int) -> Markup:
-    parts.append(f'<text x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle" fill="{AXIS}">No data yet</text></svg>')
+    said = text(_("No data yet"))
+    parts.append(f'<text x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle" fill="{AXIS}">{said}</text></svg>')
     return Markup("".join(parts))
 
 
@@ -182,6 +209,11 @@ def _legend(parts: list[str], labels: Sequence[str], x: float, y: float, swatch:
         shown = text(label, 28)
         parts.append(f'<text x="{x + 30:.1f}" y="{y:.1f}">{shown}</text>')
         x += 44 + 7.5 * len(label[:28])
+
+
+def _width(label: str) -> float:
+    """About how wide ``label`` is drawn, in pixels: a wide (CJK) character a font size, another 0.6 of it."""
+    return sum(FONT_SIZE if east_asian_width(char) in "WF" else FONT_SIZE * 0.6 for char in label)
 
 
 def _fill(key: str, index: int) -> str:
@@ -217,7 +249,9 @@ def line_chart(
     (whole ticks for counts: ``integer``)."""
     lines = [(item.label, downsample(item.points, max_points)) for item in series[: len(COLOURS)]]
     lines = [(label, points) for label, points in lines if points]
-    desc = "; ".join(f"{label}: {number(points[-1][1])} at the latest" for label, points in lines) or "no data yet"
+    desc = "; ".join(
+        _("%(label)s: %(value)s at the latest", label=label, value=number(points[-1][1])) for label, points in lines
+    ) or _("no data yet")
     key, parts = _open(title, desc, width, height)
     if not lines:
         return _empty(parts, width, height)
@@ -240,12 +274,18 @@ def line_chart(
     _y_axis(parts, y_ticks, left, right, y_of, y_label)
     if time_axis:
         x_ticks, format_ = time_ticks(x_low, x_high)
-        labels = [(x, utc(x, format_)) for x in x_ticks if x_low <= x <= x_high]
+        labels = [(x, time_label(x, format_)) for x in x_ticks if x_low <= x <= x_high]
     else:
         labels = [(x, number(x)) for x in nice_ticks(x_low, x_high, 6) if x_low <= x <= x_high]
-    for x, label in labels:
+    if len(labels) > 1:  # every tick a line; a label at every tick whose label fits (a language's may be long)
+        gap = abs(x_of(labels[1][0]) - x_of(labels[0][0]))
+        every = max(1, math.ceil((max(_width(label) for _x, label in labels) + 8) / max(gap, 1.0)))
+    else:
+        every = 1
+    for index, (x, label) in enumerate(labels):
         parts.append(f'<line x1="{x_of(x):.1f}" y1="{bottom}" x2="{x_of(x):.1f}" y2="{bottom + 5}" stroke="{AXIS}"/>')
-        parts.append(f'<text x="{x_of(x):.1f}" y="{bottom + 19}" text-anchor="middle">{text(label)}</text>')
+        if index % every == 0:
+            parts.append(f'<text x="{x_of(x):.1f}" y="{bottom + 19}" text-anchor="middle">{text(label)}</text>')
     parts.append(f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="{AXIS}"/>')
     parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" stroke="{AXIS}"/>')
     ends: list[float] = []
@@ -286,7 +326,18 @@ def stacked_bars(
     ]
     totals = [sum(values[i] for _label, values in stacks if i < len(values)) for i in range(len(categories))]
     latest = ", ".join(f"{label} {number(values[-1])}" for label, values in stacks if values)
-    desc = f"{len(categories)} bars; the latest ({categories[-1]}): {latest}" if categories and latest else "no data yet"
+    desc = (
+        ngettext(
+            "%(count)s bar; the latest (%(category)s): %(values)s",
+            "%(count)s bars; the latest (%(category)s): %(values)s",
+            len(categories),
+            count=translations.number(len(categories)),
+            category=categories[-1],
+            values=latest,
+        )
+        if categories and latest
+        else _("no data yet")
+    )
     key, parts = _open(title, desc, width, height)
     if not categories:
         return _empty(parts, width, height)

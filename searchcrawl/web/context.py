@@ -47,6 +47,7 @@ from searchcrawl.store.audit_log import AuditLog
 from searchcrawl.store.deltas import reason_text
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.searches import Searches
+from searchcrawl.system import translations
 from searchcrawl.web import analytics, api
 from searchcrawl.web.kerberos import KerberosAcceptor, KerberosConfig
 from searchcrawl.web.oidc import OidcClient, OidcConfig
@@ -67,6 +68,25 @@ ANSWERS_AT_ONCE = 4
 # the ones pages share: more wait for one of these, never for a visitor's search
 DIRECTORY_THREADS = 64
 CACHED_COPIES_AT_ONCE = 4  # cached copies read at once (search_views.cached)
+
+
+def page_templates() -> Environment:
+    """The pages' templates: autoescaped, their words in the request's language (system/translations.py:
+    Jinja's "newstyle" gettext, which escapes the variables it formats in), numbers and dates by the
+    language's locale (filters ``number``, ``percent``, ``moment``, ``day``)."""
+    templates = Environment(
+        loader=PackageLoader("searchcrawl.web", "templates"),
+        autoescape=select_autoescape(default=True),
+        extensions=["jinja2.ext.i18n"],
+    )
+    templates.install_gettext_callables(  # type: ignore[attr-defined]
+        translations.translated, translations.translated_plural, newstyle=True
+    )
+    templates.filters.update(
+        number=translations.number, percent=translations.percent, moment=translations.moment, day=translations.day
+    )
+    templates.globals.update(current_language=translations.current, languages=translations.LANGUAGES)
+    return templates
 
 
 @dataclass
@@ -185,9 +205,7 @@ class WebContext:
         # single sign-on's requests to its provider (bounded by their timeouts): threads of their own
         self.sign_on_threads = CapacityLimiter(16)
         self.proxies = Proxies(self.config.proxies)
-        self.templates = Environment(
-            loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True)
-        )
+        self.templates = page_templates()
         self.templates.globals.update(
             base=self.config.prefix,
             facet_titles=FACET_TITLES,
@@ -322,10 +340,12 @@ class WebContext:
             admin=getattr(request.state, "admin", None),  # who, and their roles (shared.admin_gate's)
             admin_enabled=self.sessions.enabled,
             signin_enabled=self.searchers.enabled,
-            oidc_name=self.config.oidc.name if self.config.oidc is not None else "",
-            saml_name=self.config.saml.name if self.config.saml is not None else "",
-            kerberos_name=self.config.kerberos.name if self.config.kerberos is not None else "",
+            # a provider's name as the admin set it, or its default name (N_ in oidc.py...) translated
+            oidc_name=translations.translated(self.config.oidc.name) if self.config.oidc is not None else "",
+            saml_name=translations.translated(self.config.saml.name) if self.config.saml is not None else "",
+            kerberos_name=translations.translated(self.config.kerberos.name) if self.config.kerberos is not None else "",
             password_signin=self.config.directory is not None,
+            here=request.url.path + (f"?{request.url.query}" if request.url.query else ""),  # the language selector's way back
             **context,
         )
         return HTMLResponse(html, status_code=code)

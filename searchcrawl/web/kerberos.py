@@ -22,6 +22,7 @@ import logging
 import re
 from dataclasses import dataclass
 
+from searchcrawl.system.translations import N_
 from searchcrawl.web.sign_on import SignOnError, check_user
 
 logger = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ class KerberosConfig:
     keytab: str
     realm: str
     service: str  # HTTP/search.example.org: the one principal whose tickets are taken
-    name: str = "Windows sign-in (Kerberos)"
+    name: str = N_("Windows sign-in (Kerberos)")  # the sign-in button's words (the default in the page's language)
 
 
 def negotiate_token(header: str | None) -> bytes | None:
@@ -49,9 +50,9 @@ def negotiate_token(header: str | None) -> bytes | None:
     try:
         token = base64.b64decode(found[1], validate=True)
     except (binascii.Error, ValueError):
-        raise SignOnError("the Negotiate token is not base64") from None
+        raise SignOnError(N_("the Negotiate token is not base64")) from None
     if not token or len(token) > MAX_TOKEN_BYTES:
-        raise SignOnError("the Negotiate token is empty or too large")
+        raise SignOnError(N_("the Negotiate token is empty or too large"))
     return token
 
 
@@ -62,9 +63,9 @@ def kerberos_user(principal: str, realm: str) -> str:
     escaped ``@``, no ``\\``, ``=`` or ``,``, no white space around it): refused, never rewritten."""
     user, _at, found = principal.rpartition("@")
     if not user or found != realm:
-        raise SignOnError("the ticket is of another realm")
+        raise SignOnError(N_("the ticket is of another realm"))
     if user != user.strip() or any(char in user for char in "/\\=,@") or any(ord(char) < 33 or ord(char) == 127 for char in user):
-        raise SignOnError("the ticket's principal is no plain user name")
+        raise SignOnError(N_("the ticket's principal is no plain user name"))
     return check_user(user, "Kerberos principal")
 
 
@@ -162,9 +163,9 @@ class KerberosAcceptor:
         try:
             # Active Directory's service names are case-insensitive: the browser's spelling of the host may differ
             if ticket_service(token).casefold() != service.casefold():
-                raise SignOnError("the ticket is for another service")
+                raise SignOnError(N_("the ticket is for another service"))
         except (DerError, UnicodeDecodeError):
-            raise SignOnError("the Negotiate token holds no Kerberos ticket") from None
+            raise SignOnError(N_("the Negotiate token holds no Kerberos ticket")) from None
         try:
             name = gssapi.Name(service, gssapi.NameType.kerberos_principal)
             # SPNEGO (what browsers send) over Kerberos, from this service's keytab alone
@@ -173,10 +174,10 @@ class KerberosAcceptor:
             context = gssapi.SecurityContext(creds=credentials, usage="accept")
             answer = context.step(token)
             if not context.complete:  # SPNEGO turned down what was offered (NTLM alone, say)
-                raise SignOnError("the browser offered no Kerberos ticket this service accepts")
+                raise SignOnError(N_("the browser offered no Kerberos ticket this service accepts"))
             principal = bytes(context.initiator_name).decode("utf-8")
         except gssapi.raw.misc.GSSError as exc:  # every GSS-API failure: a replay, a foreign or forged ticket
-            raise SignOnError(f"the Kerberos ticket was not accepted: {type(exc).__name__}") from None
+            raise SignOnError(N_("the Kerberos ticket was not accepted: %(error)s"), error=type(exc).__name__) from None
         except UnicodeDecodeError:
-            raise SignOnError("the ticket's names are not UTF-8") from None
+            raise SignOnError(N_("the ticket's names are not UTF-8")) from None
         return kerberos_user(principal, self.config.realm), answer

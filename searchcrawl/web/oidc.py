@@ -32,6 +32,7 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
+from searchcrawl.system.translations import N_
 from searchcrawl.web.sign_on import PendingSignIns, SignedOn, SignOnError, check_user, group_names
 
 logger = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ class OidcConfig:
     user_claim: str = "preferred_username"
     groups_claim: str = "groups"
     principals: str = "auto"  # "auto": the directory's when there is one; "token"; "directory"
-    name: str = "single sign-on"  # the sign-in button's words
+    name: str = N_("single sign-on")  # the sign-in button's words (the default in the page's language)
 
 
 @dataclass(frozen=True)
@@ -83,10 +84,10 @@ class OidcClient:
             url = self.config.issuer.rstrip("/") + "/.well-known/openid-configuration"
             document = self._get_json(url)
             if document.get("issuer") != self.config.issuer.rstrip("/") and document.get("issuer") != self.config.issuer:
-                raise SignOnError("the provider's discovery document names another issuer")
+                raise SignOnError(N_("the provider's discovery document names another issuer"))
             for key in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
                 if not isinstance(document.get(key), str):
-                    raise SignOnError(f"the provider's discovery document has no {key}")
+                    raise SignOnError(N_("the provider's discovery document has no %(key)s"), key=key)
             self._discovery = document
         return self._discovery
 
@@ -100,9 +101,9 @@ class OidcClient:
                 raise ValueError("too large")
             document = json.loads(data)
         except (requests.RequestException, ValueError, RecursionError) as exc:
-            raise SignOnError(f"the provider does not answer as it should: {type(exc).__name__}") from None
+            raise SignOnError(N_("the provider does not answer as it should: %(error)s"), error=type(exc).__name__) from None
         if not isinstance(document, dict):
-            raise SignOnError("the provider's answer is no JSON object")
+            raise SignOnError(N_("the provider's answer is no JSON object"))
         return document
 
     def _decode(self, id_token: str, fresh: bool) -> Any:
@@ -136,13 +137,15 @@ class OidcClient:
         is taken once, whatever the answer."""
         pending = self.pending.take(key)
         if not random_tokens.compare_digest(params.get("state", "").encode(), pending.state.encode()):
-            raise SignOnError("the provider's answer is not to this sign-in (its state differs)")
+            raise SignOnError(N_("the provider's answer is not to this sign-in (its state differs)"))
         if "error" in params:
             error = params.get("error", "")
-            raise SignOnError(f"the provider refused: {error if ERROR_CODE.fullmatch(error) else 'an error'}")
+            if ERROR_CODE.fullmatch(error):
+                raise SignOnError(N_("the provider refused: %(error)s"), error=error)
+            raise SignOnError(N_("the provider refused: an error"))
         code = params.get("code", "")
         if not code or len(code) > 4096:
-            raise SignOnError("the provider's answer has no code")
+            raise SignOnError(N_("the provider's answer has no code"))
         document = self.discovery()
         session = OAuth2Session(
             self.config.client_id,
@@ -156,7 +159,7 @@ class OidcClient:
                 document["token_endpoint"], code=code, code_verifier=pending.verifier, timeout=TIMEOUT, allow_redirects=False
             )
         except Exception as exc:  # noqa: BLE001 - authlib raises its own and requests' errors
-            raise SignOnError(f"the code was not exchanged: {type(exc).__name__}") from None
+            raise SignOnError(N_("the code was not exchanged: %(error)s"), error=type(exc).__name__) from None
         claims = self.id_token_claims(str(token.get("id_token") or ""), pending.nonce)
         user = check_user(claims.get(self.config.user_claim), self.config.user_claim)
         groups, partial = group_names(claims.get(self.config.groups_claim))
@@ -166,7 +169,7 @@ class OidcClient:
         """The ID token's claims, once its signature (the provider's published keys), issuer,
         audience (this client), nonce and times are checked."""
         if not id_token:
-            raise SignOnError("the provider gave no ID token")
+            raise SignOnError(N_("the provider gave no ID token"))
         try:
             decoded = self._decode(id_token, fresh=False)
         except (JoseError, ValueError, KeyError, TypeError):  # a key rotated since it was kept: once more
@@ -184,8 +187,8 @@ class OidcClient:
             )
             registry.validate(decoded.claims)
         except (JoseError, ValueError, KeyError, TypeError) as exc:
-            raise SignOnError(f"the ID token cannot be believed: {type(exc).__name__}") from None
+            raise SignOnError(N_("the ID token cannot be believed: %(error)s"), error=type(exc).__name__) from None
         audience = decoded.claims.get("aud")
         if isinstance(audience, list) and len(audience) > 1 and decoded.claims.get("azp") != self.config.client_id:
-            raise SignOnError("the ID token is for several clients and was not issued to this one")
+            raise SignOnError(N_("the ID token is for several clients and was not issued to this one"))
         return dict(decoded.claims)

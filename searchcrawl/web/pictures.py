@@ -10,6 +10,9 @@ Data from the project's own stores, drawn by charts.py (SVG on the server, inlin
 - a run's page: its samples (store/samples.py: one per RunMonitor tick, SEARCHCRAWL_PROGRESS_INTERVAL)
   of pages fetched, URLs done and to fetch (queued and in flight), documents waiting for Solr;
   an ended run's last point is its final counters.
+
+Titles, axis and series labels are in the page's language (system/translations.py); the failure
+kinds the crawl names in words are too, its status classes (4xx, 5xx) are shown as they are.
 """
 
 from __future__ import annotations
@@ -22,10 +25,22 @@ from markupsafe import Markup
 from searchcrawl.rules.lifecycle import Delta
 from searchcrawl.store.database import as_utc
 from searchcrawl.store.runs import counters_of
+from searchcrawl.system.translations import N_
+from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.charts import Series, line_chart, stacked_bars
 
 SOURCE_RUNS = 30  # the runs a source's page plots (the latest)
 CHANGES = (Delta.NEW, Delta.CHANGED, Delta.DELETED)
+CHANGE_LABELS = {Delta.NEW: N_("new"), Delta.CHANGED: N_("changed"), Delta.DELETED: N_("deleted")}
+# the failure kinds of crawl/run.py's failure_counts said in words (its FAILURE_STATS), as the chart names them
+FAILURE_LABELS = {"network": N_("network"), "login refused": N_("login refused"), "Solr refused": N_("Solr refused")}
+# the run page's lines: the samples' counters (translated where drawn)
+PROGRESS_LABELS = {
+    "pages": N_("pages"),
+    "done": N_("done"),
+    "to fetch": N_("to fetch"),
+    "waiting for Solr": N_("waiting for Solr"),
+}
 
 
 def _seconds(moment: datetime | None) -> float | None:
@@ -58,7 +73,7 @@ def source_charts(runs: list[dict[str, Any]]) -> list[Markup]:
         started, rate = _seconds(run.get("started_at")), pages_per_minute(run)
         if started is not None and rate is not None:
             rates.append((started, rate))
-    names = [f"run {run['id']}" for run in runs]
+    names = [_("run %(id)s", id=run["id"]) for run in runs]
 
     def per_run(key: str, kind: str) -> list[tuple[float, float]]:
         values = [counters_of(run).get(key) for run in runs]
@@ -71,26 +86,31 @@ def source_charts(runs: list[dict[str, Any]]) -> list[Markup]:
             kinds[str(kind)] = kinds.get(str(kind), 0.0) + (_count(count) or 0.0)
     failure_kinds = sorted(kinds, key=lambda kind: -kinds[kind])
     return [
-        line_chart("Documents in the index after each run", [Series("documents", documents)], y_label="documents", integer=True),
-        stacked_bars(
-            "New, changed and deleted documents per run",
-            names,
-            [Series(kind.value, per_run("delta", kind.value)) for kind in CHANGES],
-            y_label="documents",
+        line_chart(
+            _("Documents in the index after each run"), [Series(_("documents"), documents)], y_label=_("documents"), integer=True
         ),
-        line_chart("Pages per minute of each run", [Series("pages/min", rates)], y_label="pages/min"),
         stacked_bars(
-            "Failed fetches per run, by kind",
+            _("New, changed and deleted documents per run"),
+            names,
+            [Series(_(CHANGE_LABELS[kind]), per_run("delta", kind.value)) for kind in CHANGES],
+            y_label=_("documents"),
+        ),
+        line_chart(_("Pages per minute of each run"), [Series(_("pages/min"), rates)], y_label=_("pages/min")),
+        stacked_bars(
+            _("Failed fetches per run, by kind"),
             names if failure_kinds else [],
-            [Series(kind, per_run("failures", kind)) for kind in failure_kinds],
-            y_label="fetches",
+            [
+                Series(_(FAILURE_LABELS[kind]) if kind in FAILURE_LABELS else kind, per_run("failures", kind))
+                for kind in failure_kinds
+            ],
+            y_label=_("fetches"),
         ),
     ]
 
 
 def run_chart(run: dict[str, Any], samples: list[dict[str, Any]]) -> Markup:
     """The run page's progress chart: its samples, and an ended run's final counters."""
-    lines: dict[str, list[tuple[float, float]]] = {"pages": [], "done": [], "to fetch": [], "waiting for Solr": []}
+    lines: dict[str, list[tuple[float, float]]] = {label: [] for label in PROGRESS_LABELS}
 
     def add(at: float, values: dict[str, Any]) -> None:
         queued, leased = _count(values.get("queued")), _count(values.get("leased"))
@@ -109,5 +129,5 @@ def run_chart(run: dict[str, Any], samples: list[dict[str, Any]]) -> Markup:
     ended = _seconds(run.get("ended_at"))
     if ended is not None and samples:
         add(ended, counters_of(run))
-    series = [Series(label, points) for label, points in lines.items()]
-    return line_chart(f"Progress of run {run['id']}", series, y_label="count", integer=True)
+    series = [Series(_(PROGRESS_LABELS[label]), points) for label, points in lines.items()]
+    return line_chart(_("Progress of run %(id)s", id=run["id"]), series, y_label=_("count"), integer=True)

@@ -11,26 +11,36 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from babel.numbers import format_decimal
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.index.indexer import IndexingError
 from searchcrawl.rules import ranking_rules
+from searchcrawl.rules.ranking_rules import DATE_ONLY
 from searchcrawl.search import evaluation, why
 from searchcrawl.search.query import RANKINGS
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.store.relevance_rules import RelevanceStore
+from searchcrawl.system import translations
+from searchcrawl.system.translations import N_, number
+from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.roles import Permission
 from searchcrawl.web.search_page import judged_run
 from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_thread, small_form, who_searches
 
 logger = logging.getLogger(__name__)
+# what the relevance page says to its administrator after a change: messages (marked N_, each with its
+# variables), in English in the log and in the administrator's language in the page's flash
+Said = list[tuple[str, dict[str, Any]]]
+SCORE_DIGITS = "@@@@"  # a score's significant digits (CLDR's pattern of them), as "%.4g" had them
+FACTOR_DIGITS = "#,##0.####"  # a rule's factor, as parse_factor rounds it
 
 
 async def why_page(ctx: WebContext, request: Request) -> Response:
@@ -49,8 +59,38 @@ async def why_page(ctx: WebContext, request: Request) -> Response:
     except IndexingError as exc:
         logger.warning("Web administration: why %r failed: %s", query[:100], exc.reason)
         page = why.WhyPage(query=query.strip()[: why.MAX_QUERY_CHARS], target=target.strip()[: why.MAX_TARGET_CHARS])
-        page.message = "The index cannot be searched now."
-    return ctx.render(request, "why.html", page=page, viewer=viewer, rank_limit=why.RANK_LIMIT)
+        page.message = N_("The index cannot be searched now.")
+    if page.message:  # why.py's fixed sentences, in the page's language where the catalogue has them
+        page.message = translations.translated(page.message)
+    return ctx.render(request, "why.html", page=page, viewer=viewer, rank_limit=why.RANK_LIMIT, score=score_text(page.score))
+
+
+def score_text(score: float | None) -> str:
+    """A score as the page's language writes numbers, four significant digits ("" when unknown)."""
+    if score is None:
+        return ""
+    return format_decimal(score, format=SCORE_DIGITS, locale=translations.current().locale)
+
+
+def factor_text(factor: float) -> str:
+    """A boost's factor as the page's language writes numbers (all four decimals it may have)."""
+    return format_decimal(factor, format=FACTOR_DIGITS, locale=translations.current().locale)
+
+
+def bet_when(bet: ranking_rules.BestBet) -> dict[str, Any]:
+    """When a best bet is shown, in the page's language (UTC): its start and end, a date alone where
+    the form takes one (``start_text``, ``end_text``: an end date is shown ``through`` that day)."""
+
+    def shown(moment: datetime | None, typed: str) -> str:
+        if moment is None:
+            return ""
+        if DATE_ONLY.fullmatch(typed):
+            return translations.day(date.fromisoformat(typed))
+        moment = moment.astimezone(UTC)
+        return translations.moment(moment, seconds=bool(moment.second))
+
+    through = bool(DATE_ONLY.fullmatch(bet.end_text))
+    return {"start": shown(bet.start, bet.start_text), "end": shown(bet.end, bet.end_text), "through": through}
 
 
 async def relevance_page(
@@ -74,7 +114,7 @@ async def relevance_page(
         found = {("bets", str(bet.id)): bet for bet in rules["bets"]} | {("boosts", str(b.id)): b for b in rules["boosts"]}
         rule = found.get((edit, key))
         if rule is None:
-            error, code = "No such rule (deleted already?).", 404
+            error, code = _("No such rule (deleted already?)."), 404
         else:
             forms = ranking_rules.rule_forms(ranking_rules.edit_form(rule))
     return ctx.render(
@@ -85,6 +125,8 @@ async def relevance_page(
         **forms,
         now=datetime.now(UTC),
         kinds=ranking_rules.BOOST_KINDS,
+        when=bet_when,
+        factor=factor_text,
         ttl=ctx.config.relevance_ttl,
         error=error,
         flash=flash(ctx, request),
@@ -103,53 +145,57 @@ async def relevance_change(ctx: WebContext, request: Request) -> Response:
     def text(name: str) -> str:
         return str(form.get(name, ""))
 
-    def change() -> str:
+    def change() -> Said:
         store = RelevanceStore(ctx.database)
         solr_side = False
         key = text("key")[:200]
         if action in ("add-bet", "edit-bet", "add-boost", "edit-boost"):
-            message = _save_rule(store, action, key, text)
+            said = _save_rule(store, action, key, text)
         elif action == "add-synonyms":
             store.add_synonyms(ranking_rules.parse_synonyms(text("terms")))
-            message, solr_side = "Synonyms added.", True
+            said, solr_side = [(N_("Synonyms added."), {})], True
         elif action == "add-stopword":
             store.add_stopword(ranking_rules.parse_stopword(text("word")))
-            message, solr_side = "Stopword added.", True
+            said, solr_side = [(N_("Stopword added."), {})], True
         elif action == "delete":
             kind = text("kind")
             if not store.delete(kind, key):
-                raise ranking_rules.RelevanceError("No such rule (deleted already?).")
-            message, solr_side = "Deleted.", kind in ("synonyms", "stopwords")
+                raise ranking_rules.RelevanceError(_("No such rule (deleted already?)."))
+            said, solr_side = [(N_("Deleted."), {})], kind in ("synonyms", "stopwords")
         elif action == "push":
-            message, solr_side = "Synonyms and stopwords checked.", True
+            said, solr_side = [(N_("Synonyms and stopwords checked."), {})], True
         else:
-            raise ranking_rules.RelevanceError("Not an action of this page.")
+            raise ranking_rules.RelevanceError(_("Not an action of this page."))
         ctx.relevance.changed()
         if solr_side:
             try:
                 changed = ctx.sync_relevance()
             except IndexingError as exc:
                 logger.warning("Web administration: synonyms and stopwords not sent to Solr: %s", exc.reason)
-                return f"{message} Solr did not take them now ({exc.reason}): send them again later."
+                return [*said, (N_("Solr did not take them now (%(reason)s): send them again later."), {"reason": exc.reason})]
             if action == "push":
-                message = "Solr was sent the synonyms and stopwords and reloaded." if changed else "Solr holds them already."
-        return message
+                pushed = N_("Solr was sent the synonyms and stopwords and reloaded.")
+                said = [(pushed if changed else N_("Solr holds them already."), {})]
+        return said
 
     try:
-        message = await in_thread(change)
+        said = await in_thread(change)
     except ranking_rules.RelevanceError as exc:
         posted = {name: str(value) for name, value in form.items() if name != "csrf"}
         return await relevance_page(ctx, request, error=str(exc), code=400, posted=posted)
-    logger.info("Web administration: relevance %s: %s", action, message)
+    logger.info("Web administration: relevance %s: %s", action, " ".join(message % values for message, values in said))
     what = " ".join(f"{name}={str(value)[:300]!r}" for name, value in form.items() if name not in ("csrf", "action"))
     await audited(ctx, request, f"relevance:{action}", text("kind") or action.split("-")[-1], what)
-    ctx.sessions.flash(request.cookies.get(SESSION_COOKIE), message)
+    ctx.sessions.flash(request.cookies.get(SESSION_COOKIE), " ".join(_(message, **values) for message, values in said))
     return RedirectResponse(ctx.url("/admin/relevance"), status_code=303)
 
 
 JUDGED_SET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 MAX_JUDGED_BYTES = 4 * 2**20  # of a judged set's file
 MAX_JUDGED_QUERIES = 500  # each a search (two with another ranking): a larger set is for `scrapy relevance`
+# the measure page's groups named by search/evaluation.py (the rest are the judged set's kinds, the sources)
+KIND_NAMES = {evaluation.ALL_KINDS: N_("all"), "(none)": N_("(none)")}
+SOURCE_NAMES = {evaluation.NO_SOURCE: N_("(no judged page found)")}
 MEASURING = threading.Lock()  # one measure at a time: the searches share Solr and the threads with the search page
 
 
@@ -172,7 +218,7 @@ def _judged_text(path: Path) -> str:
     with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as stream:
         data = stream.read(MAX_JUDGED_BYTES + 1)
     if len(data) > MAX_JUDGED_BYTES:
-        raise evaluation.JudgmentError(f"{path.name} is over {MAX_JUDGED_BYTES >> 20} MiB")
+        raise evaluation.JudgmentError(_("%(name)s is over %(size)s MiB", name=path.name, size=number(MAX_JUDGED_BYTES >> 20)))
     return data.decode("utf-8-sig", "replace")
 
 
@@ -205,7 +251,7 @@ async def measure_page(ctx: WebContext, request: Request) -> Response:
     viewer = await who_searches(ctx, request)
     measured, error, code = None, "", 200
     if chosen and chosen not in sets:
-        error, code = "No such judged set.", 404
+        error, code = _("No such judged set."), 404
     elif chosen:
         folder = ctx.config.judged_dir
         assert folder is not None  # a set was found in it
@@ -214,7 +260,9 @@ async def measure_page(ctx: WebContext, request: Request) -> Response:
             queries = evaluation.read_queries(_judged_text(folder / chosen / "queries.tsv"), "queries.tsv")
             judgments = evaluation.read_qrels(_judged_text(folder / chosen / "qrels.txt"), "qrels.txt")
             if len(queries) > MAX_JUDGED_QUERIES:
-                raise evaluation.JudgmentError(f"over {MAX_JUDGED_QUERIES} queries: measure it with `scrapy relevance`")
+                raise evaluation.JudgmentError(
+                    _("over %(most)s queries: measure it with `scrapy relevance`", most=number(MAX_JUDGED_QUERIES))
+                )
             index = TrimmedIndex(ctx.solr, viewer.principals)
             rules = ctx.relevance.get()
             wanted = None if source == "all" else source
@@ -244,12 +292,12 @@ async def measure_page(ctx: WebContext, request: Request) -> Response:
         try:
             measured = await in_thread(measure_alone)
             if measured is None:
-                error, code = "Another measure is running: try again when it is done.", 429
+                error, code = _("Another measure is running: try again when it is done."), 429
         except evaluation.JudgmentError as exc:
             error, code = str(exc), 400
         except IndexingError as exc:
             logger.warning("Web administration: judged set %s not measured: %s", chosen, exc.reason)
-            error, code = "The index cannot be searched now.", 503
+            error, code = _("The index cannot be searched now."), 503
     return ctx.render(
         request,
         "measure.html",
@@ -265,12 +313,14 @@ async def measure_page(ctx: WebContext, request: Request) -> Response:
         metrics=evaluation.METRICS,
         measured=measured,
         means=evaluation.means,
+        kind_names=KIND_NAMES,
+        source_names=SOURCE_NAMES,
         viewer=viewer,
         error=error,
     )
 
 
-def _save_rule(store: RelevanceStore, action: str, key: str, text: Callable[[str], str]) -> str:
+def _save_rule(store: RelevanceStore, action: str, key: str, text: Callable[[str], str]) -> Said:
     """Add a best bet or a boost (``add-bet``, ``add-boost``) or change rule ``key`` in place
     (``edit-bet``, ``edit-boost``: the same rule, never deleted and added again), from the
     relevance page's form ``text``, validated alike; the message for the administrator."""
@@ -278,17 +328,17 @@ def _save_rule(store: RelevanceStore, action: str, key: str, text: Callable[[str
         bet = ranking_rules.parse_bet(text("queries"), text("urls"), text("start"), text("end"))
         if action == "add-bet":
             store.add_bet(bet)
-            return "Best bet added."
-        saved, noun = store.update_bet(key, bet), "Best bet"
+            return [(N_("Best bet added."), {})]
+        saved, message = store.update_bet(key, bet), N_("Best bet %(key)s saved.")
     else:
         boost = ranking_rules.parse_boost(text("kind"), text("value"), text("factor"))
         if action == "add-boost":
             store.add_boost(boost)
-            return "Rule added."
-        saved, noun = store.update_boost(key, boost), "Rule"
+            return [(N_("Rule added."), {})]
+        saved, message = store.update_boost(key, boost), N_("Rule %(key)s saved.")
     if not saved:
-        raise ranking_rules.RelevanceError("No such rule (deleted already?).")
-    return f"{noun} {key} saved."
+        raise ranking_rules.RelevanceError(_("No such rule (deleted already?)."))
+    return [(message, {"key": key})]
 
 
 def sync_at_start(ctx: WebContext) -> None:

@@ -33,6 +33,8 @@ from enum import StrEnum
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.ntfs import NETWORK_LOGON_SIDS
 from searchcrawl.access.tokens import PUBLIC, AccessError, normal_token
+from searchcrawl.system.translations import N_
+from searchcrawl.system.translations import gettext as _
 
 
 class Role(StrEnum):
@@ -52,6 +54,13 @@ GRANTS: dict[Role, frozenset[Permission]] = {
     Role.ADMINISTRATOR: frozenset(Permission),
     Role.OPERATOR: frozenset({Permission.VIEW, Permission.OPERATE}),
     Role.RELEVANCE_EDITOR: frozenset({Permission.VIEW, Permission.RELEVANCE}),
+}
+# each role as people read it on a page (worded where shown); the role's own value is what the
+# settings, the log and the audit log name
+ROLE_TITLES: dict[Role, str] = {
+    Role.ADMINISTRATOR: N_("administrator"),
+    Role.OPERATOR: N_("operator"),
+    Role.RELEVANCE_EDITOR: N_("relevance editor"),
 }
 # the settings that list each role's principals
 ROLE_SETTINGS = {
@@ -140,4 +149,11 @@ class AdminUser:
 
     @property
     def role_names(self) -> str:
+        """The roles by their own names (``operator, relevance editor``): for the log and the audit
+        log, in English whatever a page's language."""
         return ", ".join(sorted(self.roles)) or "none"
+
+    @property
+    def shown_roles(self) -> str:
+        """The roles as a page shows them, in its language (``role_names`` in English)."""
+        return ", ".join(_(ROLE_TITLES[role]) for role in sorted(self.roles)) or _("none")

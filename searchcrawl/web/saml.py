@@ -38,6 +38,7 @@ from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
 from saml2.client import Saml2Client
 from saml2.config import SPConfig
 
+from searchcrawl.system.translations import N_
 from searchcrawl.web.sign_on import PendingSignIns, SignedOn, SignOnError, check_user, group_names, new_key
 
 logger = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ class SamlConfig:
     user_attribute: str = "uid"
     groups_attribute: str = "groups"
     principals: str = "auto"  # as OidcConfig's
-    name: str = "single sign-on (SAML)"
+    name: str = N_("single sign-on (SAML)")  # the sign-in button's words (the default in the page's language)
 
 
 @dataclass(frozen=True)
@@ -77,15 +78,15 @@ def plain_response(saml_response: str) -> str:
     inflates, without a bound (a 500 KB answer inflated to 400 MB); here a deflated answer is
     inflated up to MAX_XML_BYTES, and an answer whose bytes inflate anyway is refused."""
     if not saml_response or len(saml_response) > MAX_RESPONSE_CHARS:
-        raise SignOnError("the IdP's answer holds no SAMLResponse")
+        raise SignOnError(N_("the IdP's answer holds no SAMLResponse"))
     try:
         raw = base64.b64decode(saml_response, validate=False)
     except (binascii.Error, ValueError):
-        raise SignOnError("the IdP's SAMLResponse is not base64") from None
+        raise SignOnError(N_("the IdP's SAMLResponse is not base64")) from None
     inflated = _inflated(raw)
     xml = raw if inflated is None else inflated
     if _inflated(xml) is not None:  # pysaml2 would inflate it again
-        raise SignOnError("the IdP's SAMLResponse is no XML")
+        raise SignOnError(N_("the IdP's SAMLResponse is no XML"))
     return base64.b64encode(xml).decode()
 
 
@@ -97,7 +98,7 @@ def _inflated(data: bytes) -> bytes | None:
     except zlib.error:
         return None
     if len(out) > MAX_XML_BYTES or inflater.unconsumed_tail:
-        raise SignOnError("the IdP's SAMLResponse inflates to more than an answer may be")
+        raise SignOnError(N_("the IdP's SAMLResponse inflates to more than an answer may be"))
     return out if inflater.eof else None
 
 
@@ -115,7 +116,7 @@ class SamlClient:
         """The IdP's metadata XML (read once, bounded)."""
         if self._metadata is None:
             if time.monotonic() < self._failed_until:  # a failure is remembered a while: no fetch per request
-                raise SignOnError("the IdP's metadata cannot be read now")
+                raise SignOnError(N_("the IdP's metadata cannot be read now"))
             source = self.config.idp_metadata
             if source.lower().startswith(("http://", "https://")):
                 try:
@@ -124,14 +125,16 @@ class SamlClient:
                         data = answer.raw.read(MAX_METADATA_BYTES + 1, decode_content=True)
                 except Exception as exc:  # noqa: BLE001 - requests' and urllib3's own (a read timeout, bad gzip)
                     self._failed_until = time.monotonic() + RETRY_SECONDS
-                    raise SignOnError(f"the IdP's metadata cannot be read: {type(exc).__name__}") from None
+                    raise SignOnError(N_("the IdP's metadata cannot be read: %(error)s"), error=type(exc).__name__) from None
             else:
                 try:
                     data = Path(source).read_bytes()[: MAX_METADATA_BYTES + 1]
                 except OSError as exc:
-                    raise SignOnError(f"the IdP's metadata cannot be read: {exc.strerror or exc}") from None
+                    raise SignOnError(
+                        N_("the IdP's metadata cannot be read: %(error)s"), error=str(exc.strerror or exc)
+                    ) from None
             if len(data) > MAX_METADATA_BYTES:
-                raise SignOnError("the IdP's metadata is larger than a metadata file may be")
+                raise SignOnError(N_("the IdP's metadata is larger than a metadata file may be"))
             self._metadata = data.decode("utf-8", "replace")
         return self._metadata
 
@@ -141,7 +144,7 @@ class SamlClient:
         if key not in self._clients:
             xmlsec = shutil.which("xmlsec1")
             if xmlsec is None:
-                raise SignOnError("xmlsec1 is missing (Debian's xmlsec1): SAML answers cannot be checked")
+                raise SignOnError(N_("xmlsec1 is missing (Debian's xmlsec1): SAML answers cannot be checked"))
             settings: dict[str, Any] = {
                 "entityid": entity_id,
                 "service": {
@@ -164,7 +167,7 @@ class SamlClient:
                 config.load(settings)
                 self._clients[key] = Saml2Client(config=config)
             except Exception as exc:  # noqa: BLE001 - pysaml2 raises many kinds on bad metadata
-                raise SignOnError(f"the IdP's metadata cannot be used: {type(exc).__name__}") from None
+                raise SignOnError(N_("the IdP's metadata cannot be used: %(error)s"), error=type(exc).__name__) from None
         return self._clients[key]
 
     def start(self, purpose: str, entity_id: str, acs_url: str, back: str = "", owner: str = "") -> tuple[str, str]:
@@ -174,7 +177,7 @@ class SamlClient:
         try:
             request_id, info = client.prepare_for_authenticate(relay_state=key, binding=BINDING_HTTP_REDIRECT)
         except Exception as exc:  # noqa: BLE001 - pysaml2's kinds
-            raise SignOnError(f"no request could be made to the IdP: {type(exc).__name__}") from None
+            raise SignOnError(N_("no request could be made to the IdP: %(error)s"), error=type(exc).__name__) from None
         self.pending.add(SamlPending(str(request_id), purpose, back, entity_id, acs_url), key, owner)
         return key, dict(info["headers"])["Location"]
 
@@ -189,10 +192,10 @@ class SamlClient:
         RelayState must name too), checked by pysaml2."""
         if not key or not random_tokens.compare_digest(relay_state.encode(), key.encode()):
             # not taken: a page of another site posting a wrong RelayState cancels no sign-in
-            raise SignOnError("the IdP's answer is not to a sign-in of this browser")
+            raise SignOnError(N_("the IdP's answer is not to a sign-in of this browser"))
         pending = self.pending.take(key)
         if (pending.entity_id, pending.acs_url) != (entity_id, acs_url):
-            raise SignOnError("the IdP's answer came to another service provider than the request")
+            raise SignOnError(N_("the IdP's answer came to another service provider than the request"))
         client = self.client(entity_id, acs_url)
         try:
             response = client.parse_authn_request_response(
@@ -201,16 +204,16 @@ class SamlClient:
         except SignOnError:
             raise
         except Exception as exc:  # noqa: BLE001 - pysaml2 raises a kind for each way an answer is wrong
-            raise SignOnError(f"the IdP's answer cannot be believed: {type(exc).__name__}") from None
+            raise SignOnError(N_("the IdP's answer cannot be believed: %(error)s"), error=type(exc).__name__) from None
         if response is None:
-            raise SignOnError("the IdP's answer cannot be believed")
+            raise SignOnError(N_("the IdP's answer cannot be believed"))
         idps = list(client.metadata.identity_providers())
         issuers = {
             response.issuer(),
             *(assertion.issuer.text for assertion in response.assertions if assertion.issuer is not None),
         }
         if len(idps) != 1 or issuers != {idps[0]}:  # signed by the IdP of the metadata, as itself
-            raise SignOnError("the IdP's answer is issued by another entity than the IdP")
+            raise SignOnError(N_("the IdP's answer is issued by another entity than the IdP"))
         identity = response.get_identity() or {}
         users = identity.get(self.config.user_attribute) or []
         user = check_user(users[0] if isinstance(users, list) and len(users) == 1 else None, self.config.user_attribute)

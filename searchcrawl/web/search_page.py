@@ -23,6 +23,7 @@ from datetime import date, timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from babel import Locale, UnknownLocaleError
 from markupsafe import Markup, escape
 
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
@@ -30,7 +31,7 @@ from searchcrawl.index.indexer import IndexingError
 from searchcrawl.rules.ranking_rules import URL_SCHEMES, Rules
 from searchcrawl.search.evaluation import JudgedQuery
 from searchcrawl.search.hybrid import SemanticSearch, fuse
-from searchcrawl.search.labels import facet_label, type_label
+from searchcrawl.search.labels import TYPE_LABELS, facet_label, language_label, type_label
 from searchcrawl.search.query import (
     MAX_QUERY_CHARS,
     ONE_URL_TAG,
@@ -44,33 +45,37 @@ from searchcrawl.search.query import (
 from searchcrawl.search.relevance_params import boost_params, pinned_filter
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.spelling import spelling
+from searchcrawl.system import translations
+from searchcrawl.system.translations import N_, ngettext
+from searchcrawl.system.translations import gettext as _
 
 logger = logging.getLogger(__name__)
 
 MARK_OPEN, MARK_CLOSE = HIGHLIGHT_MARKS  # removed from every text indexed: only Solr makes them
 # URL parameter -> Solr field, in the order the facets are shown
 FACETS = {"source": "source", "host": "host", "type": "mimetype", "lang": "language"}
+# the facets' titles (in English: the JSON API's; the page shows them in its language, _())
 FACET_TITLES = {
-    "source": "Source",
-    "host": "Host",
-    "type": "Type",
-    "lang": "Language",
-    "modified": "Last modified",
-    "range": "Date range",
+    "source": N_("Source"),
+    "host": N_("Host"),
+    "type": N_("Type"),
+    "lang": N_("Language"),
+    "modified": N_("Last modified"),
+    "range": N_("Date range"),
 }
 # the last-modified ranges: URL value -> (label, Solr range)
 MODIFIED = {
-    "day": ("past day", "[NOW-1DAY TO *]"),
-    "week": ("past week", "[NOW-7DAYS TO *]"),
-    "month": ("past month", "[NOW-1MONTH TO *]"),
-    "year": ("past year", "[NOW-1YEAR TO *]"),
-    "older": ("over a year ago", "[* TO NOW-1YEAR]"),
+    "day": (N_("past day"), "[NOW-1DAY TO *]"),
+    "week": (N_("past week"), "[NOW-7DAYS TO *]"),
+    "month": (N_("past month"), "[NOW-1MONTH TO *]"),
+    "year": (N_("past year"), "[NOW-1YEAR TO *]"),
+    "older": (N_("over a year ago"), "[* TO NOW-1YEAR]"),
 }
 # the sorts: URL value -> (label, Solr sort; None: by relevance, Solr's own). Ties go by relevance.
 SORTS = {
-    "relevance": ("Relevance", None),
-    "date": ("Date (newest first)", "last_modified desc,score desc"),
-    "title": ("Title (A-Z)", "title_sort asc,score desc"),
+    "relevance": (N_("Relevance"), None),
+    "date": (N_("Date (newest first)"), "last_modified desc,score desc"),
+    "title": (N_("Title (A-Z)"), "title_sort asc,score desc"),
 }
 ROWS = (10, 20, 50)  # hits a page a searcher may choose (besides the application's default)
 MAX_PAGE = 100  # deeper pages cost Solr more than they serve anyone
@@ -85,6 +90,7 @@ FACET_LIMIT = 10
 DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 # the parameters of a search page's URL, in the order its URLs name them
 PARAMETERS = ("q", *FACETS, "modified", "from", "to", "sort", "rows", "page")
+HitDay = date  # a calendar day (where a field named ``date`` hides the type: Hit's)
 
 
 def tag(name: str) -> str:
@@ -219,24 +225,24 @@ class SearchRequest:
         return [(name, value) for name, value in self.params() if name not in left_out]
 
     def chosen(self) -> list[tuple[str, str, str]]:
-        """Every filter chosen as (facet title, value's label, URL without it)."""
+        """Every filter chosen as (facet title, value's label, URL without it), in the page's language."""
         shown = [
             (
-                FACET_TITLES[name],
-                MODIFIED[value][0] if name == "modified" else facet_label(name, value),
+                _(FACET_TITLES[name]),
+                _(MODIFIED[value][0]) if name == "modified" else shown_label(name, value),
                 self.toggle_url(name, value),
             )
             for name, value in self.filters
         ]
         if self.date_from or self.date_to:
             shown.append(
-                (FACET_TITLES["range"], date_range_label(self.date_from, self.date_to), self.url(to=None, **{"from": None}))
+                (_(FACET_TITLES["range"]), date_range_label(self.date_from, self.date_to), self.url(to=None, **{"from": None}))
             )
         return shown
 
     def sort_links(self) -> list[tuple[str, str, bool]]:
-        """(label, URL, chosen) of each sort."""
-        return [(label, self.url(sort=key), key == self.sort) for key, (label, _solr) in SORTS.items()]
+        """(label, URL, chosen) of each sort, its label in the page's language."""
+        return [(_(label), self.url(sort=key), key == self.sort) for key, (label, _solr) in SORTS.items()]
 
     def rows_links(self, default: int) -> list[tuple[int, str, bool]]:
         """(hits a page, URL, chosen) of each page size: ROWS and the application's default."""
@@ -275,9 +281,42 @@ def date_range_filter(start: str, end: str) -> str:
 
 
 def date_range_label(start: str, end: str) -> str:
+    """A date range chosen (two YYYY-MM-DD days, "" for an open side) in words, its days written as
+    the page's language writes them."""
+    first, last = translations.day(day(start)) or start, translations.day(day(end)) or end
     if start and end:
-        return start if start == end else f"{start} to {end}"
-    return f"from {start}" if start else f"until {end}"
+        return first if start == end else _("%(start)s to %(end)s", start=first, end=last)
+    return _("from %(start)s", start=first) if start else _("until %(end)s", end=last)
+
+
+def shown_type(mimetype: str) -> str:
+    """A document type by name in the page's language (labels.py's label translated); a type the
+    table does not name, as indexed (never through the catalogue: it may hold any character)."""
+    label = type_label(mimetype)
+    return translations.translated(label) if mimetype.lower() in TYPE_LABELS else label
+
+
+def language_name(code: str) -> str:
+    """A language by name in the page's language: in English labels.py's; in another language CLDR's
+    name (Babel's) of a code labels.py names, else labels.py's; a code it does not name, as indexed."""
+    label = language_label(code)
+    shown = translations.current()
+    if shown.code == translations.ENGLISH or label == code:
+        return label
+    try:
+        name = Locale.parse(code, sep="-").get_display_name(shown.locale)
+    except (ValueError, TypeError, UnknownLocaleError):
+        return label
+    return name or label
+
+
+def shown_label(name: str, value: str) -> str:
+    """How the search page shows ``value`` of facet ``name`` (labels.py's facet_label) in its language."""
+    if name == "type":
+        return shown_type(value)
+    if name == "lang":
+        return language_name(value)
+    return facet_label(name, value)
 
 
 def search_back(text: str | None) -> str:
@@ -297,11 +336,16 @@ class Hit:
     snippet: Markup
     source: str
     mimetype: str
-    type_label: str  # the type by name ("PDF"), labels.py
-    date: str  # the last-modified day, YYYY-MM-DD ("" when unknown)
+    type_label: str  # the type by name ("PDF"), labels.py, in the page's language (shown_type)
+    date: str  # the last-modified day, YYYY-MM-DD ("" when unknown): the JSON API's, the page's datetime
     host: str
     language: str = ""  # the language detected (the JSON API's)
     id: str = ""  # its Solr document's: the cached copy's (search/cached_copy.py)
+
+    @property
+    def day(self) -> HitDay | None:
+        """The last-modified day as a date (the page writes it in its language), None when unknown."""
+        return day(self.date)
 
 
 @dataclass
@@ -342,16 +386,41 @@ class SearchPage:
         """What the page shows of the matches, after "N documents match; ": the range of this
         page's matches, counting those shown above as best bets (a bet is not repeated in the
         list, so "showing 1-3" of 4 matches read as a document lost), and the best bets that
-        are not among them."""
-        shown = f"showing {self.first}&ndash;{self.first + len(self.hits) + self.repeated - 1}"  # numbers and words only
-        if self.repeated:
-            shown += (
-                ", the best bet above among them" if self.repeated == 1 else f", the {self.repeated} best bets above among them"
-            )
+        are not among them; in the page's language, its numbers too."""
+        last = self.first + len(self.hits) + self.repeated - 1
+        shown = _(
+            "showing %(first)s&ndash;%(last)s",
+            first=escape(translations.number(self.first)),
+            last=escape(translations.number(last)),
+        )
         others = len(self.bets) - self.repeated
-        if others:
-            shown += f", and {others}{' more' if self.repeated else ''} best bet{'s' if others > 1 else ''} above"
-        return Markup(shown)  # noqa: S704 - built here of numbers and fixed words
+        among = more = ""
+        if self.repeated:
+            among = ngettext(
+                "the best bet above among them",
+                "the %(count)s best bets above among them",
+                self.repeated,
+                count=escape(translations.number(self.repeated)),
+            )
+        if others and self.repeated:
+            more = ngettext(
+                "and %(count)s more best bet above",
+                "and %(count)s more best bets above",
+                others,
+                count=escape(translations.number(others)),
+            )
+        elif others:
+            more = ngettext(
+                "and %(count)s best bet above", "and %(count)s best bets above", others, count=escape(translations.number(others))
+            )
+        # the clauses joined as the language joins them (a translator may order them otherwise)
+        if among and more:
+            shown = _("%(showing)s, %(among)s, %(more)s", showing=shown, among=among, more=more)
+        elif among:
+            shown = _("%(showing)s, %(among)s", showing=shown, among=among)
+        elif more:
+            shown = _("%(showing)s, %(more)s", showing=shown, more=more)
+        return Markup(shown)  # noqa: S704 - the catalogue's words and escaped numbers
 
 
 def highlighted(snippet: str) -> Markup:
@@ -405,12 +474,12 @@ def hit_of(doc: dict[str, Any], highlighting: dict[str, Any] | None, passage: st
     modified = str(doc.get("last_modified") or "")
     marked = (highlighting or {}).get(doc["id"], {}).get("content")
     return Hit(
-        title=str(doc.get("title") or "") or "(no title)",
+        title=str(doc.get("title") or "") or _("(no title)"),
         url=display_url(doc),
         snippet=highlighted(snippet_of(doc, highlighting) if marked or not passage else passage),
         source=str(doc.get("source") or ""),
         mimetype=str(doc.get("mimetype") or ""),
-        type_label=type_label(str(doc.get("mimetype") or "")),
+        type_label=shown_type(str(doc.get("mimetype") or "")),
         date=modified[:10],
         host=str(doc.get("host") or ""),
         language=str(doc.get("language") or ""),
@@ -573,13 +642,13 @@ def facets(request: SearchRequest, solr_facets: dict[str, Any]) -> dict[str, lis
         for value in chosen:
             counts.setdefault(value, None)
         shown[name] = [
-            FacetValue(value, facet_label(name, value), count, request.toggle_url(name, value), value in chosen)
+            FacetValue(value, shown_label(name, value), count, request.toggle_url(name, value), value in chosen)
             for value, count in counts.items()
         ]
     queries = solr_facets.get("facet_queries", {})
     chosen = request.values("modified")
     shown["modified"] = [
-        FacetValue(key, label, int(queries.get(f"modified_{key}", 0)), request.toggle_url("modified", key), key in chosen)
+        FacetValue(key, _(label), int(queries.get(f"modified_{key}", 0)), request.toggle_url("modified", key), key in chosen)
         for key, (label, _solr_range) in MODIFIED.items()
         if queries.get(f"modified_{key}", 0) or key in chosen
     ]

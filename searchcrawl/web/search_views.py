@@ -15,9 +15,22 @@ from searchcrawl.index.indexer import IndexingError
 from searchcrawl.search import suggestions
 from searchcrawl.search.cached_copy import by_id, cached_copy
 from searchcrawl.search.searcher import TrimmedIndex
+from searchcrawl.system import translations
+from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.context import WebContext
-from searchcrawl.web.search_page import SearchRequest, display_url, highlighted, run_search
-from searchcrawl.web.shared import answer_of, in_limited_thread, in_thread, personal, who_searches
+from searchcrawl.web.search_page import SearchRequest, day, display_url, highlighted, run_search
+from searchcrawl.web.shared import (
+    LANGUAGE_COOKIE,
+    LANGUAGE_COOKIE_SECONDS,
+    MAX_BACK_PATH_CHARS,
+    answer_of,
+    in_limited_thread,
+    in_thread,
+    local_back,
+    personal,
+    set_cookie,
+    who_searches,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +44,20 @@ SEARCH_PAGE_CSP = (
     "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
+
+
+async def choose_language(ctx: WebContext, request: Request) -> Response:
+    """The searcher's choice of the interface's language (the selector on every page): kept in a
+    cookie for a year, then back to the page it was made on (a page of this application only).
+    A language not offered clears the choice: the browser's languages decide again."""
+    form = await request.form(max_files=0, max_fields=4, max_part_size=MAX_BACK_PATH_CHARS * 2)
+    chosen = str(form.get("language", ""))
+    response = RedirectResponse(local_back(str(form.get("here", "")), ctx.config.prefix), status_code=303)
+    if chosen in translations.LANGUAGES:
+        set_cookie(request, response, LANGUAGE_COOKIE, chosen, LANGUAGE_COOKIE_SECONDS, ctx.config.prefix + "/", "lax")
+    else:
+        response.delete_cookie(LANGUAGE_COOKIE, path=ctx.config.prefix + "/")
+    return response
 
 
 async def search(ctx: WebContext, request: Request) -> Response:
@@ -48,7 +75,7 @@ async def search(ctx: WebContext, request: Request) -> Response:
     except IndexingError as exc:
         logger.warning("Search %r failed: %s", query.q, exc.reason)
         failed = render_search(
-            ctx, request, 503, page=None, query=query, searcher=searcher, error="The index cannot be searched now."
+            ctx, request, 503, page=None, query=query, searcher=searcher, error=_("The index cannot be searched now.")
         )
         return personal(ctx, failed)
     search_id = ctx.record_search(page, time.perf_counter() - started, "web", searcher.user) if query.q else ""
@@ -125,6 +152,7 @@ async def cached(ctx: WebContext, request: Request) -> Response:
             copy=copy,
             text=highlighted(copy.text),
             link=display_url(copy.doc),
+            crawled=day(str(copy.doc.get("crawled_at") or "")[:10]),  # shown by the page's language
             searcher=searcher,
             q=query,
             back=SearchRequest(q=query).url() if query else "",

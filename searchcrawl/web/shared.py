@@ -20,6 +20,7 @@ from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import AccessError
+from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.roles import AdminUser, Permission, Role
 from searchcrawl.web.searchers import Searcher, header_user
 from searchcrawl.web.sessions import Session, Sessions
@@ -37,6 +38,10 @@ LOGIN_COOKIE = "searchcrawl_login"  # the login form's own CSRF token (double su
 # a searcher's session and sign-in form: names of their own, on the search page's path
 SEARCHER_COOKIE = "searchcrawl_searcher"
 SIGNIN_COOKIE = "searchcrawl_signin"
+# the searcher's choice of the interface's language (system/translations.py), a preference, no credential
+LANGUAGE_COOKIE = "searchcrawl_language"
+LANGUAGE_COOKIE_SECONDS = 365 * 24 * 3600
+MAX_BACK_PATH_CHARS = 4000  # the page a form leads back to (local_back): longer ones lead home
 PEER = "searchcrawl.peer"  # the scope's key for the connection's own peer address (app.PeerAddress)
 # The application's forms are small and URL-encoded: anything else is refused before it is read
 # (Starlette reads any form whole: a login POST could hold a gigabyte before its token was checked)
@@ -134,6 +139,18 @@ def personal(ctx: WebContext, response: Response) -> Response:
 # --- requests and answers ---------------------------------------------------------------------
 
 
+def local_back(text: str | None, prefix: str) -> str:
+    """The page of this application a form leads back to (``/admin/runs/3?x=1``, under ``prefix``):
+    a path of its own, never another site's (``//host``, ``/\\host``, a scheme) nor a long one;
+    the search page for anything else."""
+    home = prefix + "/"
+    if not text or len(text) > MAX_BACK_PATH_CHARS or not text.startswith(home) or text.startswith("//"):
+        return home
+    if any(character in text for character in "\\\r\n\t") or not text.isprintable():
+        return home
+    return text
+
+
 def set_cookie(
     request: Request, response: Response, name: str, value: str, max_age: int, path: str, same_site: str = "strict"
 ) -> None:
@@ -164,7 +181,7 @@ async def admin_gate(
     session = ctx.sessions.get(request.cookies.get(SESSION_COOKIE))
     if session is None:
         if post:
-            return ctx.render(request, "forbidden.html", 403, reason="Not logged in.")
+            return ctx.render(request, "forbidden.html", 403, reason=_("Not logged in."))
         return RedirectResponse(ctx.url("/admin/login"), status_code=303)
     admin = await admin_of(ctx, session)
     request.state.admin = admin
@@ -172,14 +189,16 @@ async def admin_gate(
         logger.warning(
             "Web administration: %s (roles: %s) refused %s %s", admin.name, admin.role_names, request.method, request.url.path
         )
-        return ctx.render(request, "forbidden.html", 403, reason=f"Your roles ({admin.role_names}) do not allow this page.")
+        return ctx.render(
+            request, "forbidden.html", 403, reason=_("Your roles (%(roles)s) do not allow this page.", roles=admin.shown_roles)
+        )
     if post:
         form = await small_form(request, form_bytes or MAX_FORM_BYTES)
         if form is None:
-            return ctx.render(request, "forbidden.html", 413, reason="Not a form of this application.")
+            return ctx.render(request, "forbidden.html", 413, reason=_("Not a form of this application."))
         if not Sessions.csrf_ok(session, str(form.get("csrf", "")) or None):
             logger.warning("Web administration: POST to %s without its CSRF token refused", request.url.path)
-            return ctx.render(request, "forbidden.html", 403, reason="The form's token is missing or stale.")
+            return ctx.render(request, "forbidden.html", 403, reason=_("The form's token is missing or stale."))
     return None
 
 

@@ -17,10 +17,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from searchcrawl.access.decision import Principal, Principals
 from searchcrawl.access.tokens import AccessError, normal_token
+from searchcrawl.system.translations import N_, gettext
 
 PENDING_SECONDS = 600  # a sign-in the provider did not answer in this long is forgotten
 MAX_PENDING = 10_000  # pending sign-ins kept at once, per protocol
@@ -28,7 +29,20 @@ MAX_GROUPS = 500  # of one sign-in
 
 
 class SignOnError(Exception):
-    """The provider's answer cannot be believed, or the provider cannot be reached: one line, never a token."""
+    """The provider's answer cannot be believed, or the provider cannot be reached: one line, never a token.
+
+    ``message`` is a message of the catalogues (marked ``N_`` where raised) and ``variables`` the
+    values in it (a claim's name, a library's exception's name: never translated): ``str()`` is the
+    English line (the logs'), ``shown()`` the line in the page's language."""
+
+    def __init__(self, message: str, **variables: Any) -> None:
+        super().__init__(message % variables)
+        self.message = message
+        self.variables = variables
+
+    def shown(self) -> str:
+        """The line in the current language (the page's)."""
+        return gettext(self.message, **self.variables)
 
 
 @dataclass(frozen=True)
@@ -84,7 +98,7 @@ class PendingSignIns(Generic[T]):
             self._forget_old()
             found = self._pending.pop(key or "", None)
         if found is None:
-            raise SignOnError("no sign-in of this browser is waiting (it took too long, or was not started here)")
+            raise SignOnError(N_("no sign-in of this browser is waiting (it took too long, or was not started here)"))
         return found[1]
 
     def _forget_old(self) -> None:
@@ -125,14 +139,16 @@ def check_user(user: object, what: str) -> str:
     index would read as another user's (``alice@evil.example`` and ``EVIL\\alice`` are read as
     ``alice``)."""
     if not isinstance(user, str) or not user.strip() or len(user) > 256:
-        raise SignOnError(f"the provider's answer has no {what}")
+        raise SignOnError(N_("the provider's answer has no %(what)s"), what=what)
     name = user.strip()
     try:
         same = normal_token(f"user:{name}") == f"user:{name.lower()}"
     except AccessError:
         same = False
     if not same:
-        raise SignOnError(f"the provider's {what} is no plain user name (a domain or realm in it, a control character)")
+        raise SignOnError(
+            N_("the provider's %(what)s is no plain user name (a domain or realm in it, a control character)"), what=what
+        )
     return name
 
 

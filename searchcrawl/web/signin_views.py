@@ -18,6 +18,8 @@ from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.access.directory import DirectoryUnavailable
+from searchcrawl.system.translations import N_, number
+from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.kerberos import negotiate_token
 from searchcrawl.web.oidc import OIDC_COOKIE
@@ -52,11 +54,25 @@ SAML_ACS = "/login/saml/acs"  # the assertion consumer service (HTTP-POST) to re
 SAML_METADATA = "/login/saml/metadata"  # this service provider's metadata, and its entity id by default
 MAX_SAML_FORM_BYTES = 1024 * 1024  # the IdP's POST: a signed assertion, base64, with its groups
 SIGN_ON_ADMIN_SECONDS = 3600  # an administrator's session whose roles came from the provider's groups
+# the password forms' refusals (``_password_form``), by form: a searcher's sign-in, an administrator's
+# login: not such a form, too many failures, the form expired
+FORM_REFUSALS = {
+    "sign-in": (
+        N_("Not a sign-in form."),
+        N_("Too many failed sign-ins: try again in %(seconds)s s."),
+        N_("The sign-in form has expired; load it again."),
+    ),
+    "login": (
+        N_("Not a login form."),
+        N_("Too many failed logins: try again in %(seconds)s s."),
+        N_("The login form has expired; load it again."),
+    ),
+}
 
 
 async def signin_form(ctx: WebContext, request: Request) -> Response:
     if not ctx.searchers.enabled:
-        return ctx.render(request, "forbidden.html", 404, reason="Signing in is off: no directory is configured.")
+        return ctx.render(request, "forbidden.html", 404, reason=_("Signing in is off: no directory is configured."))
     token = request.cookies.get(SIGNIN_COOKIE) or token_urlsafe(32)
     searcher = await who_searches(ctx, request)
     back = search_back(request.query_params.get("back"))
@@ -68,7 +84,9 @@ async def signin_form(ctx: WebContext, request: Request) -> Response:
 async def signin(ctx: WebContext, request: Request) -> Response:
     """A searcher's sign-in: the password checked by binding to the directory as the user."""
     if ctx.config.directory is None:
-        return ctx.render(request, "forbidden.html", 404, reason="Signing in with a password is off: no directory is configured.")
+        return ctx.render(
+            request, "forbidden.html", 404, reason=_("Signing in with a password is off: no directory is configured.")
+        )
     checked = await _password_form(ctx, request, ctx.signin_throttle, (SIGNIN_COOKIE, "signin_token"), "sign-in")
     if isinstance(checked, Response):
         return checked
@@ -92,7 +110,7 @@ async def signin(ctx: WebContext, request: Request) -> Response:
             503,
             signin_token=expected,
             searcher=anonymous,
-            error=f"The directory does not answer: {exc}",
+            error=_("The directory does not answer: %(reason)s", reason=str(exc)),
             back=back,
         )
     if not ok:
@@ -111,7 +129,7 @@ async def signout(ctx: WebContext, request: Request) -> Response:
     session = ctx.searchers.get(request.cookies.get(SEARCHER_COOKIE))
     form = await small_form(request)
     if session is None or form is None or not Sessions.csrf_ok(session, str(form.get("csrf", "")) or None):
-        return ctx.render(request, "forbidden.html", 403, reason="Not signed in, or the form's token is missing or stale.")
+        return ctx.render(request, "forbidden.html", 403, reason=_("Not signed in, or the form's token is missing or stale."))
     ctx.searchers.logout(request.cookies.get(SEARCHER_COOKIE))
     logger.info("Search sign-in: %s signed out", session.user)
     response = RedirectResponse(ctx.url("/"), status_code=303)
@@ -142,7 +160,12 @@ async def login(ctx: WebContext, request: Request) -> Response:
     named = throttle_key(client, user)
     wait = ctx.throttle.wait(named)
     if wait > 0:
-        refused = ctx.render(request, "forbidden.html", 429, reason=f"Too many failed logins: try again in {wait:.0f} s.")
+        refused = ctx.render(
+            request,
+            "forbidden.html",
+            429,
+            reason=_("Too many failed logins: try again in %(seconds)s s.", seconds=number(round(wait))),
+        )
         refused.headers["retry-after"] = str(int(wait) + 1)
         return refused
     ctx.throttle.failed(client)
@@ -215,7 +238,7 @@ async def oidc_login(ctx: WebContext, request: Request) -> Response:
 
 async def _oidc_start(ctx: WebContext, request: Request, purpose: str, back: str) -> Response:
     if ctx.oidc is None or (purpose == "admin" and not ctx.sessions.role_logins):
-        return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
+        return ctx.render(request, "forbidden.html", 404, reason=_("Single sign-on is off."))
     origin = _origin(ctx, request)
     try:
         key, url = await in_limited_thread(
@@ -223,7 +246,9 @@ async def _oidc_start(ctx: WebContext, request: Request, purpose: str, back: str
         )
     except SignOnError as exc:
         logger.warning("Single sign-on: %s", exc)
-        return ctx.render(request, "forbidden.html", 503, reason=f"Single sign-on does not answer: {exc}")
+        return ctx.render(
+            request, "forbidden.html", 503, reason=_("Single sign-on does not answer: %(reason)s", reason=exc.shown())
+        )
     response = RedirectResponse(url, status_code=303)
     set_cookie(request, response, OIDC_COOKIE, key, PENDING_SECONDS, ctx.url(OIDC_CALLBACK), same_site="lax")
     return response
@@ -235,7 +260,7 @@ async def oidc_callback(ctx: WebContext, request: Request) -> Response:
     link of this site's own (a meta refresh): the provider's redirect is another site's
     navigation, on which the SameSite=Strict session cookie would not be sent."""
     if ctx.oidc is None:
-        return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
+        return ctx.render(request, "forbidden.html", 404, reason=_("Single sign-on is off."))
     params = {key: value[:4096] for key, value in request.query_params.items()}
     finish = ctx.oidc.finish
     cookie = (OIDC_COOKIE, ctx.url(OIDC_CALLBACK))
@@ -269,7 +294,7 @@ def _saml_endpoints(ctx: WebContext) -> tuple[str, str]:
     service provider of the same IdP acceptable here); SignOnError without one."""
     assert ctx.config.saml is not None
     if not ctx.config.public_origins:
-        raise SignOnError("SAML sign-in needs the application's public URL (SEARCHCRAWL_WEB_PUBLIC_URL)")
+        raise SignOnError(N_("SAML sign-in needs the application's public URL (SEARCHCRAWL_WEB_PUBLIC_URL)"))
     origin = ctx.config.public_origins[0]
     return ctx.config.saml.entity_id or origin + ctx.url(SAML_METADATA), origin + ctx.url(SAML_ACS)
 
@@ -284,14 +309,16 @@ def _saml_cookie(ctx: WebContext, request: Request) -> tuple[str, str]:
 
 async def _saml_start(ctx: WebContext, request: Request, purpose: str, back: str) -> Response:
     if ctx.saml is None or (purpose == "admin" and not ctx.sessions.role_logins):
-        return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
+        return ctx.render(request, "forbidden.html", 404, reason=_("Single sign-on is off."))
     try:
         key, url = await in_limited_thread(
             ctx.sign_on_threads, ctx.saml.start, purpose, *_saml_endpoints(ctx), back, _owner(request)
         )
     except SignOnError as exc:
         logger.warning("Single sign-on (SAML): %s", exc)
-        return ctx.render(request, "forbidden.html", 503, reason=f"Single sign-on does not answer: {exc}")
+        return ctx.render(
+            request, "forbidden.html", 503, reason=_("Single sign-on does not answer: %(reason)s", reason=exc.shown())
+        )
     response = RedirectResponse(url, status_code=303)
     # the IdP's answer is a POST from its site: a SameSite=Lax cookie would not come with it
     same_site = "none" if request.url.scheme == "https" else "lax"
@@ -305,16 +332,18 @@ async def saml_acs(ctx: WebContext, request: Request) -> Response:
     OpenID Connect. Exempt from the same-origin check of forms (app.py): it comes from the IdP's
     page by design, and is believed for its signature, its request and this browser's cookie."""
     if ctx.saml is None:
-        return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
+        return ctx.render(request, "forbidden.html", 404, reason=_("Single sign-on is off."))
     form = await small_form(request, MAX_SAML_FORM_BYTES)
     if form is None:
-        return ctx.render(request, "forbidden.html", 413, reason="Not a SAML answer.")
+        return ctx.render(request, "forbidden.html", 413, reason=_("Not a SAML answer."))
     answer = (str(form.get("RelayState", "")), str(form.get("SAMLResponse", "")))
     name, path = _saml_cookie(ctx, request)
     try:
         endpoints = _saml_endpoints(ctx)
     except SignOnError as exc:
-        return ctx.render(request, "forbidden.html", 503, reason=f"Single sign-on does not answer: {exc}")
+        return ctx.render(
+            request, "forbidden.html", 503, reason=_("Single sign-on does not answer: %(reason)s", reason=exc.shown())
+        )
     finish = ctx.saml.finish
     return await _finish(ctx, request, "saml", (name, path), finish, request.cookies.get(name), *answer, *endpoints)
 
@@ -333,27 +362,29 @@ async def _kerberos(ctx: WebContext, request: Request, purpose: str, back: str) 
     """SPNEGO: without a Negotiate header, a 401 that asks the browser for its ticket (a page
     saying what to do when it has none); with one, the ticket accepted and a session made."""
     if ctx.kerberos is None or (purpose == "admin" and not ctx.sessions.role_logins):
-        return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
+        return ctx.render(request, "forbidden.html", 404, reason=_("Single sign-on is off."))
     try:
         token = negotiate_token(request.headers.get("authorization"))
         site = request.headers.get("sec-fetch-site", "none").strip().lower()
         if token is None and site not in ("same-origin", "none"):
             # another site's link or image: no ticket asked for (a browser would answer silently)
-            return ctx.render(request, "forbidden.html", 403, reason="Sign in from this site's own pages.")
+            return ctx.render(request, "forbidden.html", 403, reason=_("Sign in from this site's own pages."))
         if token is None:
             asked = ctx.render(
                 request,
                 "forbidden.html",
                 401,
-                reason="Your browser did not sign in with Kerberos: sign in to the domain on this computer, and allow this"
-                " site for Windows sign-in in the browser, or sign in another way.",
+                reason=_(
+                    "Your browser did not sign in with Kerberos: sign in to the domain on this computer, and allow this"
+                    " site for Windows sign-in in the browser, or sign in another way."
+                ),
             )
             asked.headers["www-authenticate"] = "Negotiate"
             return asked
         user, answer = await in_limited_thread(ctx.sign_on_threads, ctx.kerberos.accept, token)
     except SignOnError as exc:
         logger.warning("Single sign-on (kerberos) refused: %s", exc)
-        return ctx.render(request, "forbidden.html", 403, reason=f"Single sign-on failed: {exc}")
+        return ctx.render(request, "forbidden.html", 403, reason=_("Single sign-on failed: %(reason)s", reason=exc.shown()))
     response = await _signed_on(ctx, request, SignedOn(user, (), purpose, back), "kerberos")
     if answer:  # mutual authentication: the service's own proof, for the browser
         response.headers["www-authenticate"] = "Negotiate " + base64.b64encode(answer).decode()
@@ -371,7 +402,7 @@ async def _finish(
         signed = await in_limited_thread(ctx.sign_on_threads, finish, *args)
     except SignOnError as exc:
         logger.warning("Single sign-on (%s) refused: %s", kind, exc)
-        response = ctx.render(request, "forbidden.html", 403, reason=f"Single sign-on failed: {exc}")
+        response = ctx.render(request, "forbidden.html", 403, reason=_("Single sign-on failed: %(reason)s", reason=exc.shown()))
     else:
         response = await _signed_on(ctx, request, signed, kind)
         response.delete_cookie(pending[0], path=pending[1])  # kept on a refusal: another site's post cancels nothing
@@ -381,12 +412,14 @@ async def _finish(
 async def saml_metadata(ctx: WebContext, request: Request) -> Response:
     """This service provider's SAML metadata, for the IdP's administrator to register it."""
     if ctx.saml is None:
-        return ctx.render(request, "forbidden.html", 404, reason="Single sign-on is off.")
+        return ctx.render(request, "forbidden.html", 404, reason=_("Single sign-on is off."))
     try:
         entity_id, acs = _saml_endpoints(ctx)
         xml = await in_limited_thread(ctx.sign_on_threads, ctx.saml.sp_metadata, entity_id, acs)
     except SignOnError as exc:
-        return ctx.render(request, "forbidden.html", 503, reason=f"Single sign-on does not answer: {exc}")
+        return ctx.render(
+            request, "forbidden.html", 503, reason=_("Single sign-on does not answer: %(reason)s", reason=exc.shown())
+        )
     return Response(xml, media_type="application/samlmetadata+xml")
 
 
@@ -402,7 +435,7 @@ async def _signed_on(ctx: WebContext, request: Request, signed: SignedOn, kind: 
             logger.warning(
                 "Web administration: %s (single sign-on, %s) has no administration role: login refused", signed.user, kind
             )
-            return ctx.render(request, "forbidden.html", 403, reason="You have no administration role.")
+            return ctx.render(request, "forbidden.html", 403, reason=_("You have no administration role."))
         admin = AdminUser(signed.user, kind, roles)
         await in_thread(ctx.audit, admin, "login", "", kind)
         logger.info("Web administration: login of %s (single sign-on, %s)", signed.user, kind)
@@ -431,20 +464,21 @@ async def _password_form(
     (guessing is slowed down, whatever the form holds), or the form has expired. The caller
     records the attempt with no await in between: concurrent attempts of one address cannot all
     pass while its count is still low."""
+    not_a_form, too_many, expired = FORM_REFUSALS[what]
     form = await small_form(request)
     if form is None:
-        return ctx.render(request, "forbidden.html", 413, reason=f"Not a {what} form.")
+        return ctx.render(request, "forbidden.html", 413, reason=_(not_a_form))
     client = request.client.host if request.client is not None else "-"
     wait = throttle.wait(client)
     if wait > 0:
-        refused = ctx.render(request, "forbidden.html", 429, reason=f"Too many failed {what}s: try again in {wait:.0f} s.")
+        refused = ctx.render(request, "forbidden.html", 429, reason=_(too_many, seconds=number(round(wait))))
         refused.headers["retry-after"] = str(int(wait) + 1)
         return refused
     cookie, field_name = token
     expected = request.cookies.get(cookie)
     sent = str(form.get(field_name, ""))
     if not expected or not hmac.compare_digest(expected.encode(), sent.encode()):
-        return ctx.render(request, "forbidden.html", 403, reason=f"The {what} form has expired; load it again.")
+        return ctx.render(request, "forbidden.html", 403, reason=_(expired))
     return form, client, expected
 
 

@@ -45,6 +45,8 @@ from searchcrawl.rules.maintenance import recrawl_reasons
 from searchcrawl.store import Database
 from searchcrawl.store.plans import plan_batch
 from searchcrawl.store.runs import Runs
+from searchcrawl.system.translations import gettext as _
+from searchcrawl.system.translations import ngettext, number
 
 DISABLED = ".toml.disabled"
 HISTORY = ".history"
@@ -119,15 +121,19 @@ def guarded_change(saved: str, edited: str) -> str:
         return ""
     changed = [key for key in GUARDED_KEYS if old.get(key) != new.get(key)]
     if changed:
-        return (
-            f"{', '.join(changed)}: changed in the browser; these keys load code, write or read this server's files,"
-            " or send secrets, and are changed in the source file on the server"
+        return _(
+            "%(keys)s: changed in the browser; these keys load code, write or read this server's files,"
+            " or send secrets, and are changed in the source file on the server",
+            keys=", ".join(changed),
         )
     old_seeds = {str(seed) for seed in old.get("seeds", []) or []} if isinstance(old.get("seeds"), list) else set()
     seeds = new.get("seeds", []) if isinstance(new.get("seeds"), list) else []
     local = [str(seed) for seed in seeds if str(seed).strip().lower().startswith("file:") and str(seed) not in old_seeds]
     if local:
-        return f"seeds: {local[0][:100]!r} reads this server's files: add file: seeds in the source file on the server"
+        return _(
+            "seeds: %(seed)s reads this server's files: add file: seeds in the source file on the server",
+            seed=repr(local[0][:100]),
+        )
     return ""
 
 
@@ -152,12 +158,26 @@ class Changes:
 
     @property
     def warnings(self) -> list[str]:
-        said = [f"Every document will be fetched and indexed again: {reason}." for reason in self.recrawl]
-        if self.leaving:
-            more = "" if self.checked_all else " at least"
+        """What the change does to the index, in the current language (the recrawl's reasons are the
+        crawl's own words, rules/maintenance.py)."""
+        said = [_("Every document will be fetched and indexed again: %(reason)s.", reason=reason) for reason in self.recrawl]
+        if self.leaving and self.checked_all:
             said.append(
-                f"{more.strip().capitalize() + ' ' if more else ''}{self.leaving} indexed documents are outside the new rules:"
-                " the next crawl takes them out of the index."
+                ngettext(
+                    "%(count)s indexed document is outside the new rules: the next crawl takes it out of the index.",
+                    "%(count)s indexed documents are outside the new rules: the next crawl takes them out of the index.",
+                    self.leaving,
+                    count=number(self.leaving),
+                )
+            )
+        elif self.leaving:
+            said.append(
+                ngettext(
+                    "At least %(count)s indexed document is outside the new rules: the next crawl takes it out of the index.",
+                    "At least %(count)s indexed documents are outside the new rules: the next crawl takes them out of the index.",
+                    self.leaving,
+                    count=number(self.leaving),
+                )
             )
         return said
 
@@ -170,7 +190,7 @@ class SourceFolder:
 
     def file(self, name: str) -> Path:
         if not valid_name(name):
-            raise SourceFileError(f"{name[:80]!r} is not a source name (letters, digits, '_', '-', '.')")
+            raise SourceFileError(_("%(name)s is not a source name (letters, digits, '_', '-', '.')", name=repr(name[:80])))
         return self.path / f"{name}.toml"
 
     def disabled_file(self, name: str) -> Path:
@@ -193,9 +213,15 @@ class SourceFolder:
             if path.is_file() and not path.is_symlink():
                 data = path.read_bytes()
                 if len(data) > MAX_SOURCE_BYTES:
-                    raise SourceFileError(f"{path.name} is larger than the editor takes ({MAX_SOURCE_BYTES} bytes)")
+                    raise SourceFileError(
+                        _(
+                            "%(file)s is larger than the editor takes (%(bytes)s bytes)",
+                            file=path.name,
+                            bytes=number(MAX_SOURCE_BYTES),
+                        )
+                    )
                 return data.decode("utf-8", "replace")
-        raise SourceFileError(f"no source file {name}.toml in {self.path}")
+        raise SourceFileError(_("no source file %(file)s in %(folder)s", file=name + ".toml", folder=self.path))
 
     def exists(self, name: str) -> bool:
         return self.file(name).exists() or self.disabled_file(name).exists()
@@ -205,7 +231,7 @@ class SourceFolder:
         file beside the saved one (its seed files and certificates found where the crawl finds
         them); the loader's one-line error names the key."""
         if len(text.encode("utf-8")) > MAX_SOURCE_BYTES:
-            return Checked(None, f"{name}.toml: larger than {MAX_SOURCE_BYTES} bytes")
+            return Checked(None, _("%(file)s: larger than %(bytes)s bytes", file=name + ".toml", bytes=number(MAX_SOURCE_BYTES)))
         self.path.mkdir(parents=True, exist_ok=True)
         scratch = self.path / f".{name}.{random_names.token_hex(8)}.checking"  # never a *.toml: no source
         try:
@@ -230,11 +256,13 @@ class SourceFolder:
         kept = None
         if read_digest is None:
             if self.exists(name):
-                raise SourceFileError(f"a source named {name} exists already")
+                raise SourceFileError(_("a source named %(name)s exists already", name=name))
         else:
             current = self.read(name)
             if text_digest(current) != read_digest:
-                raise SourceFileError(f"{path.name} was changed by someone else since you opened it: open it again")
+                raise SourceFileError(
+                    _("%(file)s was changed by someone else since you opened it: open it again", file=path.name)
+                )
             kept = self.keep(path, "edited", moment)
         write_atomically(path, text)
         return kept
@@ -250,23 +278,27 @@ class SourceFolder:
 
     def copy(self, name: str, new_name: str) -> None:
         if self.exists(new_name):
-            raise SourceFileError(f"a source named {new_name} exists already")
+            raise SourceFileError(_("a source named %(name)s exists already", name=new_name))
         write_atomically(self.file(new_name), self.read(name))
 
     def enable(self, name: str, enabled: bool) -> None:
         """Disable (the file renamed ``<name>.toml.disabled``) or enable source ``name``."""
         source, target = (self.disabled_file(name), self.file(name)) if enabled else (self.file(name), self.disabled_file(name))
         if not source.is_file():
-            raise SourceFileError(f"{name} is {'enabled' if enabled else 'disabled'} already, or has no file")
+            raise SourceFileError(
+                _("%(name)s is enabled already, or has no file", name=name)
+                if enabled
+                else _("%(name)s is disabled already, or has no file", name=name)
+            )
         if target.exists():
-            raise SourceFileError(f"{target.name} exists already")
+            raise SourceFileError(_("%(file)s exists already", file=target.name))
         os.replace(source, target)
 
     def delete(self, name: str, moment: datetime | None = None) -> Path:
         """Source ``name``'s file moved into ``.history``; returns where it went."""
         path = self.file(name) if self.file(name).is_file() else self.disabled_file(name)
         if not path.is_file():
-            raise SourceFileError(f"no source file {name}.toml")
+            raise SourceFileError(_("no source file %(file)s", file=name + ".toml"))
         kept = self.keep(path, "deleted", moment)
         path.unlink()
         return kept
@@ -287,7 +319,13 @@ def write_atomically(path: Path, text: str) -> None:
 
 def unified_diff(name: str, old: str, new: str) -> list[str]:
     return list(
-        difflib.unified_diff(old.splitlines(), new.splitlines(), f"{name}.toml (saved)", f"{name}.toml (edited)", lineterm="")
+        difflib.unified_diff(
+            old.splitlines(),
+            new.splitlines(),
+            _("%(file)s (saved)", file=name + ".toml"),
+            _("%(file)s (edited)", file=name + ".toml"),
+            lineterm="",
+        )
     )
 
 
@@ -374,7 +412,7 @@ def test_crawl(project_dir: Path, environ: dict[str, str], sources: Path, name: 
             ran = run_command(project_dir, env, TEST_TIMEOUT, *crawl)
             report = run_command(project_dir, env, TEST_TIMEOUT, "report", name)
         except subprocess.TimeoutExpired:
-            return False, f"the test crawl took longer than {TEST_TIMEOUT} s"
+            return False, _("the test crawl took longer than %(seconds)s s", seconds=number(TEST_TIMEOUT))
     said = (report.stdout + report.stderr).strip()
     if ran.returncode not in (0,) and not report.stdout.strip():
         said = (ran.stdout + ran.stderr).strip()

@@ -18,6 +18,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.config.source_reference import reference
+from searchcrawl.system.translations import ENGLISH, speaking
+from searchcrawl.system.translations import gettext as _
 from searchcrawl.web import admin
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.roles import Permission
@@ -64,7 +66,7 @@ async def source_editor(ctx: WebContext, request: Request) -> Response:
     folder = folder_of(ctx)
     name = str(request.path_params.get("name", NEW))
     if folder is None:
-        return ctx.render(request, "forbidden.html", 404, reason="No sources folder: set SEARCHCRAWL_SOURCES_DIR.")
+        return ctx.render(request, "forbidden.html", 404, reason=_("No sources folder: set SEARCHCRAWL_SOURCES_DIR."))
     if name == NEW:
         return editor(ctx, request, name="", text=TEMPLATE, read="")
     try:
@@ -90,7 +92,7 @@ async def source_change(ctx: WebContext, request: Request) -> Response:
         return denied
     folder = folder_of(ctx)
     if folder is None:
-        return ctx.render(request, "forbidden.html", 404, reason="No sources folder: set SEARCHCRAWL_SOURCES_DIR.")
+        return ctx.render(request, "forbidden.html", 404, reason=_("No sources folder: set SEARCHCRAWL_SOURCES_DIR."))
     form = await small_form(request, EDITOR_FORM_BYTES) or FormData()
     existing = str(request.path_params.get("name", NEW))
     name = existing or str(form.get("name", "")).strip()
@@ -100,46 +102,57 @@ async def source_change(ctx: WebContext, request: Request) -> Response:
     page: dict[str, Any] = {"name": existing or name, "text": text, "read": read, "url": str(form.get("url", "")).strip()}
     if not valid_name(name):
         return editor(
-            ctx, request, 400, **page, error="Give the source a name: letters, digits, '_', '-' and '.', first a letter or digit."
+            ctx,
+            request,
+            400,
+            **page,
+            error=_("Give the source a name: letters, digits, '_', '-' and '.', first a letter or digit."),
         )
     if not existing and await in_thread(folder.exists, name):
-        return editor(ctx, request, 400, **page, error=f"A source named {name} exists already: choose another name.")
+        return editor(
+            ctx, request, 400, **page, error=_("A source named %(name)s exists already: choose another name.", name=name)
+        )
     try:
         old = await in_thread(folder.read, existing) if existing else ""
     except SourceFileError as exc:
         return ctx.render(request, "forbidden.html", 404, reason=str(exc))
     guarded = guarded_change(old, text)  # before the loader: it imports what a source names
     if guarded:
-        return editor(ctx, request, 400, **page, error=f"{name}.toml: {guarded}")
+        return editor(ctx, request, 400, **page, error=_("%(file)s: %(problem)s", file=name + ".toml", problem=guarded))
     try:
         checked = await in_thread(folder.check, name, text)
     except OSError as exc:
-        return editor(ctx, request, 503, **page, error=f"The sources folder cannot be written: {exc.strerror or exc}")
+        return editor(
+            ctx, request, 503, **page, error=_("The sources folder cannot be written: %(reason)s", reason=exc.strerror or exc)
+        )
     if checked.source is None:
         return editor(ctx, request, 400, **page, error=checked.error)
     if action == "check":
-        return editor(ctx, request, **page, output="The source is valid: the crawl would take it as it is.")
+        return editor(ctx, request, **page, output=_("The source is valid: the crawl would take it as it is."))
     if action in ("explain", "test"):
         return await _try(ctx, request, folder, name, text, action, page)
     found: Changes = await in_thread(changes, ctx.database if existing else None, name, old, text, checked.source)
     if action == "review":
         return editor(ctx, request, **page, changes=found, reviewed=text_digest(text))
     if action != "save":
-        return editor(ctx, request, 400, **page, error="Not an action of this page.")
+        return editor(ctx, request, 400, **page, error=_("Not an action of this page."))
     if str(form.get("reviewed", "")) != text_digest(text):
         return editor(
-            ctx, request, 400, **page, changes=found, reviewed=text_digest(text), error="Review the change before it is saved."
+            ctx, request, 400, **page, changes=found, reviewed=text_digest(text), error=_("Review the change before it is saved.")
         )
     try:
         kept = await in_thread(folder.save, name, text, read or None, datetime.now(UTC))
     except SourceFileError as exc:
         return editor(ctx, request, 409, **page, error=str(exc))
-    detail = "; ".join([f"{len(found.diff)} diff lines", *found.warnings])
+    with speaking(ENGLISH):  # the audit log's words are English, whatever the page's language
+        detail = "; ".join([f"{len(found.diff)} diff lines", *found.warnings])
     await audited(ctx, request, "source:save" if existing else "source:create", name, detail[:2000])
     logger.info("Web administration: source %s saved (previous version: %s)", name, kept.name if kept else "none")
     ctx.sessions.flash(
         request.cookies.get(SESSION_COOKIE),
-        f"{name} saved." + (f" The previous version is {kept.name} in .history." if kept else ""),
+        _("%(name)s saved. The previous version is %(file)s in .history.", name=name, file=kept.name)
+        if kept
+        else _("%(name)s saved.", name=name),
     )
     return RedirectResponse(ctx.url(f"/admin/source-files/{name}"), status_code=303)
 
@@ -151,7 +164,7 @@ async def _try(
     scratch sources folder."""
     url = page["url"]
     if action == "explain" and not admin.explainable(url):
-        return editor(ctx, request, 400, **page, error=f"Give {admin.EXPLAIN_URL} to explain.")
+        return editor(ctx, request, 400, **page, error=_("Give an absolute URL (http://, https://, ftp:// or file:) to explain."))
     environ = dict(ctx.config.explain_environ or {})
 
     def run() -> tuple[bool, str]:
@@ -174,21 +187,31 @@ async def source_file_action(ctx: WebContext, request: Request) -> Response:
     name, action = str(request.path_params["name"]), str(request.path_params["action"])
     form = await small_form(request) or FormData()
     if folder is None or action not in ("copy", "disable", "enable", "delete"):
-        return ctx.render(request, "forbidden.html", 404, reason="No such source file or action.")
+        return ctx.render(request, "forbidden.html", 404, reason=_("No such source file or action."))
     new_name = str(form.get("new_name", "")).strip()
     try:
         if action == "copy":
             if not valid_name(new_name):
-                raise SourceFileError("give the copy a source name: letters, digits, '_', '-' and '.'")
+                raise SourceFileError(_("give the copy a source name: letters, digits, '_', '-' and '.'"))
             await in_thread(folder.copy, name, new_name)
-            message = f"{name} copied to {new_name}: edit it now (two sources with the same seeds crawl the same site twice)."
+            message = _(
+                "%(name)s copied to %(copy)s: edit it now (two sources with the same seeds crawl the same site twice).",
+                name=name,
+                copy=new_name,
+            )
         elif action == "delete":
             kept = await in_thread(folder.delete, name, datetime.now(UTC))
-            message = f"{name} deleted (its file is {kept.name} in .history; its documents stay in the index until removed)."
+            message = _(
+                "%(name)s deleted (its file is %(file)s in .history; its documents stay in the index until removed).",
+                name=name,
+                file=kept.name,
+            )
         else:
             await in_thread(folder.enable, name, action == "enable")
-            message = f"{name} {action}d." + (
-                "" if action == "enable" else " It is not crawled nor scheduled; its documents stay."
+            message = (
+                _("%(name)s enabled.", name=name)
+                if action == "enable"
+                else _("%(name)s disabled. It is not crawled nor scheduled; its documents stay.", name=name)
             )
     except SourceFileError as exc:
         return ctx.render(request, "forbidden.html", 409, reason=str(exc))

@@ -11,6 +11,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from searchcrawl.store.api_tokens import ApiTokens
+from searchcrawl.system.translations import gettext as _
+from searchcrawl.system.translations import number
 from searchcrawl.web.context import WebContext
 from searchcrawl.web.roles import Permission
 from searchcrawl.web.shared import SESSION_COOKIE, admin_gate, audited, flash, in_thread, int_param, small_form
@@ -36,9 +38,9 @@ async def api_tokens(ctx: WebContext, request: Request) -> Response:
         typed = str(form.get("days", "")).strip()
         days = int_param(typed)
         if not name or len(name) > 200:
-            error = "Give the token a name (at most 200 characters)."
+            error = _("Give the token a name (at most %(chars)s characters).", chars=number(200))
         elif (typed and days is None) or (days is not None and not 1 <= days <= 3650):
-            error = "A token expires after 1 to 3650 days, or never."
+            error = _("A token expires after %(least)s to %(most)s days, or never.", least=number(1), most=number(3650))
         else:
             expires = datetime.now(UTC) + timedelta(days=days) if days else None
             on_behalf = form.get("on_behalf") == "1"
@@ -62,7 +64,11 @@ async def api_token_revoke(ctx: WebContext, request: Request) -> Response:
     ctx.token_gate.forget()  # its kept verdict too: revoked at once
     if revoked:
         await audited(ctx, request, "token:revoke", str(token_id))
-    message = f"API token {token_id} revoked." if revoked else f"No valid API token {token_id}."
-    logger.info("Web administration: %s", message)
+    if revoked:
+        logger.info("Web administration: API token %d revoked.", token_id)
+        message = _("API token %(id)s revoked.", id=token_id)
+    else:
+        logger.info("Web administration: No valid API token %d.", token_id)
+        message = _("No valid API token %(id)s.", id=token_id)
     ctx.sessions.flash(request.cookies.get(SESSION_COOKIE), message)
     return RedirectResponse(ctx.url("/admin/api"), status_code=303)

@@ -183,7 +183,7 @@ def test_every_change_is_on_the_audit_page_who_with_which_roles_what_and_when(
     carol.post("/admin/api", data={"csrf": carol_csrf, "name": "portal <b>x</b>"}, follow_redirects=False)
     page = carol.get("/admin/audit").text
     rows = re.findall(
-        r"<tr>\s*<td><time>([^<]+)</time></td>\s*<td><a [^>]*>([^<]+)</a></td>\s*<td>([^<]*)</td>\s*"
+        r"<tr>\s*<td><time datetime=\"[^\"]+\">([^<]+)</time></td>\s*<td><a [^>]*>([^<]+)</a></td>\s*<td>([^<]*)</td>\s*"
         r'<td class="action">([^<]+)</td>\s*<td>([^<]*)</td>',
         page,
     )
@@ -197,6 +197,7 @@ def test_every_change_is_on_the_audit_page_who_with_which_roles_what_and_when(
     )
     assert {("alice", "login"), ("bob", "login"), ("carol", "login")} <= {(user, action) for user, _r, action, _t in actions}
     assert not any(user == "bob" and action.startswith("control") for user, _r, action, _t in actions)
-    assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", at) for at, *_rest in rows)
+    english = r"[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d\d:\d\d\u202f[AP]M"  # CLDR English: Nov 27, 2026, 5:42:41 PM
+    assert all(re.fullmatch(english, at) for at, *_rest in rows)
     assert carol.get("/admin/audit", params={"user": "bob"}).text.count('<td class="action">') == 2  # login, stopword
     assert bob.get("/admin/audit").status_code == 403

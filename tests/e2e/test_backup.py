@@ -114,7 +114,7 @@ def test_the_backup_page_downloads_checks_and_restores(project: Project, tmp_pat
     assert "source intranet (web; 30 1 * * *)" in checked.text and not any(empty.sources_dir.iterdir())
     restored = web.post("/admin/backup/restore", data={"csrf": csrf}, follow_redirects=False)
     assert restored.status_code == 303
-    assert "Backup restored: 1 sources." in web.get("/admin/backup").text
+    assert "Backup restored: 1 source." in web.get("/admin/backup").text
     assert (empty.sources_dir / "intranet.toml").read_text() == SOURCE
     database = Database(empty.db_url)
     try:

@@ -116,6 +116,8 @@ def test_the_wheel_holds_the_package_data(wheel: Path) -> None:
         "searchcrawl/index/configset/conf/schema.xml",
         "searchcrawl/dev/solr_launcher/pom.xml",
         "searchcrawl/dev/demo_site/index.html",
+        "searchcrawl/system/locales/de/LC_MESSAGES/messages.po",  # the interface's languages (issue 79)
+        "searchcrawl/system/locales/ja/LC_MESSAGES/messages.po",
     ):
         assert name in names
     with zipfile.ZipFile(wheel) as archive:

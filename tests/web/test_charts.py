@@ -98,7 +98,7 @@ def test_scales() -> None:
     assert ticks[1] - ticks[0] == 600 and format_ == "%H:%M"
     ticks, format_ = time_ticks(T0.timestamp(), (T0 + timedelta(days=20)).timestamp())
     assert format_ == "%Y-%m-%d" and all(datetime.fromtimestamp(t, UTC).hour == 0 for t in ticks)
-    assert charts.number(1234) == "1,234" and charts.number(12_500) == "12.5k" and charts.number(3_400_000) == "3.4M"
+    assert charts.number(1234) == "1,234" and charts.number(12_500) == "12.5K" and charts.number(3_400_000) == "3.4M"
 
 
 def test_stacked_bars_stack_with_a_hatch_each() -> None:

@@ -583,7 +583,8 @@ def test_the_relevance_page_edits_and_schedules_a_bet_in_place(tmp_path: Path, c
     page = web.get("/admin/relevance").text
     states = re.findall(r'<tr id="bet-\d+" class="bet (\w+)">', page)
     assert states == ["active", "scheduled", "expired"]
-    assert "from 2999-01-01" in page and "from 2020-01-01 until 2020-12-31 18:00" in page and "UTC" in page
+    # shown as the page's language writes dates (English here), still in UTC; the forms keep them as typed
+    assert "from Jan 1, 2999" in page and "from Jan 1, 2020 until Dec 31, 2020, 6:00\u202fPM" in page and "UTC" in page
     rules = cache.get()
     assert rules.pinned("later", now) == [] and rules.pinned("over", now) == [] and rules.pinned("leave", now)
     later = rules.bets[1]

@@ -7,7 +7,6 @@ from typing import Any
 from urllib.parse import parse_qs, parse_qsl
 
 import pytest
-from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.datastructures import QueryParams
 
 from searchcrawl.access.decision import Principals, solr_trimming
@@ -28,6 +27,8 @@ from searchcrawl.search.query import (
 )
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.search.spelling import collations
+from searchcrawl.system.translations import speaking
+from searchcrawl.web.context import page_templates
 from searchcrawl.web.search_page import (
     FACET_PARAMS,
     FACET_TITLES,
@@ -44,6 +45,7 @@ from searchcrawl.web.search_page import (
     display_url,
     facets,
     highlighted,
+    language_name,
     run_search,
     search_back,
 )
@@ -331,14 +333,15 @@ def test_a_date_range_includes_both_days_and_junk_days_are_ignored() -> None:
     ]
     assert [(title, label) for title, label, _url in both.chosen()] == [
         ("Last modified", "past year"),
-        ("Date range", "from 2024-01-01"),
+        ("Date range", "from Jan 1, 2024"),  # its days written by the language (English: CLDR's)
     ]
     assert parse_qs(both.chosen()[1][2][1:]) == {"q": ["a"], "modified": ["year"]}
     assert SearchRequest("a", date_from="* TO *] OR (*:*", date_to="2024-01-01").solr_filters()[0] == [
         "last_modified:[* TO 2024-01-02T00:00:00Z}"  # a request made in code is checked too
     ]
-    assert date_range_label("2024-01-01", "2024-01-01") == "2024-01-01"
-    assert date_range_label("", "2024-01-01") == "until 2024-01-01"
+    assert date_range_label("2024-01-01", "2024-01-01") == "Jan 1, 2024"
+    assert date_range_label("", "2024-01-01") == "until Jan 1, 2024"
+    assert date_range_label("2024-01-01", "2024-02-29") == "Jan 1, 2024 to Feb 29, 2024"
 
 
 def test_forms_carry_the_state_they_do_not_set() -> None:
@@ -381,7 +384,7 @@ def test_language_names_cover_every_language_py3langid_detects() -> None:
 
 
 def test_the_page_escapes_every_value_and_shows_the_types_by_name() -> None:
-    templates = Environment(loader=PackageLoader("searchcrawl.web", "templates"), autoescape=select_autoescape(default=True))
+    templates = page_templates()
     templates.globals.update(base="", facet_titles=FACET_TITLES, matching=matching)
     hostile = '"><script>alert(1)</script>'
     request = SearchRequest.from_params([("q", hostile), ("type", hostile), ("lang", hostile), ("sort", "date")])
@@ -397,6 +400,32 @@ def test_the_page_escapes_every_value_and_shows_the_types_by_name() -> None:
     assert '<span class="type" title="application/pdf">PDF</span>' in html
     assert '<strong aria-current="true">Date (newest first)</strong>' in html
     assert 'name="from" value=""' in html and '<input type="hidden" name="sort" value="date">' in html
+
+
+def test_the_page_writes_its_days_numbers_and_language_names_in_its_language() -> None:
+    """Issue 79: a hit's day and the counts by the page's locale, its datetime ISO (the JSON API's
+    date stays ISO: Hit.date); languages named by CLDR in another language than English."""
+    templates = page_templates()
+    templates.globals.update(base="", facet_titles=FACET_TITLES, matching=matching)
+    request = SearchRequest.from_params([("q", "a"), ("from", "2024-01-01")])
+    page = SearchPage(request, total=12_345, rows=10)
+    page.hits.append(Hit("t", "https://a.example/x", highlighted("s"), "src", "application/pdf", "PDF", "2024-05-06", ""))
+    shown = {}
+    for tag in ("en", "de", "ja"):
+        with speaking(tag):
+            shown[tag] = templates.get_template("search.html").render(
+                page=page, query=request, searcher=None, error="", default_rows=10, here="/"
+            )
+    assert '<time datetime="2024-05-06">May 6, 2024</time>' in shown["en"] and "12,345 documents match" in shown["en"]
+    assert '<time datetime="2024-05-06">06.05.2024</time>' in shown["de"] and "12.345" in shown["de"]
+    assert '<time datetime="2024-05-06">2024/05/06</time>' in shown["ja"]
+    assert page.hits[0].date == "2024-05-06"  # as the JSON API gives it
+    assert language_name("de") == "German" and language_name("zz") == "zz"
+    with speaking("de"):
+        assert language_name("de") == "Deutsch" and language_name("en-us") == "Englisch (Vereinigte Staaten)"
+        assert language_name("<b>") == "<b>" and language_name("zxx") == "No linguistic content"  # unknown to CLDR
+        assert date_range_label("2024-01-01", "") == "ab 01.01.2024"
+    assert matching(1234) == "1234 documents match" and matching(1, "1") == "1 document matches"  # the command line's
 
 
 class AskedSolr:

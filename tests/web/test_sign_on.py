@@ -70,3 +70,11 @@ def test_groups_left_out_make_the_principals_partial_and_a_deny_refuses() -> Non
     assert group_names(["ok", "bad\x00name"])[1]  # a value that is no token, left out: partial
     complete = provider_principals("alice", ("staff",), "test")
     assert decide(access, complete).granted and complete.tokens >= {"user:alice", "group:staff"}
+
+
+def test_a_refusal_is_one_english_line_for_the_logs_and_a_message_for_the_page() -> None:
+    """Issue 79: str() is the English line the logs keep; ``shown()`` words it in the page's language
+    (the message is the catalogue's, the provider's or library's words a variable, never translated)."""
+    refused = SignOnError("the code was not exchanged: %(error)s", error="HTTPError")
+    assert str(refused) == "the code was not exchanged: HTTPError" == refused.shown()
+    assert str(SignOnError("the provider gave no ID token")) == "the provider gave no ID token"
