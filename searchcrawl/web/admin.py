@@ -154,6 +154,12 @@ class RunView:
         return percent(done / (done + queued + leased))
 
 
+def shown_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Document rows as the pages show them: their reasons redacted (system/secrets.py), as the daily
+    summary's are: a crawl's reason may quote a URL's credentials or a login's secret."""
+    return [{**row, "reason": redact(row["reason"] or "")} for row in rows]
+
+
 def run_view(database: Database, run_id: int, cache_root: Path, stale_after: float = 600) -> RunView | None:
     """A run as the live page shows it: its counters (saved by RunMonitor every
     SEARCHCRAWL_PROGRESS_INTERVAL seconds), rate, nodes, and its source's documents and errors."""
@@ -168,6 +174,10 @@ def run_view(database: Database, run_id: int, cache_root: Path, stale_after: flo
     rate = pages * 60 / elapsed if elapsed > 0 and isinstance(pages, int) else 0.0
     dead = runs.dead(run, stale_after)
     statuses = sorted(table.count_by(run["source"], "status").items(), key=lambda item: (item[0] is None, item[0] or 0))
+    # the reasons as the daily summary shows them (ops/daily_summary.py): a login's password in a
+    # crawl's failure, a URL's credentials, never on a page
+    run = {**run, "reason": redact(run["reason"] or "")}
+    failed = shown_rows(table.rows(run["source"], state=State.FAILED.value, limit=20))
     return RunView(
         run,
         counters,
@@ -177,7 +187,7 @@ def run_view(database: Database, run_id: int, cache_root: Path, stale_after: flo
         runs.nodes(run_id, within=stale_after) if run["state"] == RunState.RUNNING else [],
         table.count_by(run["source"], "state"),
         [(status, count, describe(status)) for status, count in statuses],
-        table.rows(run["source"], state=State.FAILED.value, limit=20),
+        failed,
         spool_fill(cache_root / run["source"]),
     )
 

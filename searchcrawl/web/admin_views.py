@@ -132,7 +132,9 @@ async def documents(ctx: WebContext, request: Request) -> Response:
     state = state if state in {item.value for item in State} else None
     page = max(int_param(request.query_params.get("page")) or 1, 1)
     rows = await in_thread(
-        lambda: DocumentTable(ctx.database).rows(name, status, state, DOCUMENT_ROWS + 1, (page - 1) * DOCUMENT_ROWS)
+        lambda: admin.shown_rows(
+            DocumentTable(ctx.database).rows(name, status, state, DOCUMENT_ROWS + 1, (page - 1) * DOCUMENT_ROWS)
+        )
     )
     return ctx.render(
         request,
