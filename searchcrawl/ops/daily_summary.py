@@ -151,7 +151,7 @@ def build_summary(
             if held:
                 source.waits.append(
                     ngettext(
-                        "%(num)s deletions held by the mass-deletion guard in run %(run)s (confirm: scrapy crawl %(source)s -a delete=force)",
+                        "%(num)s deletion held by the mass-deletion guard in run %(run)s (confirm: scrapy crawl %(source)s -a delete=force)",
                         "%(num)s deletions held by the mass-deletion guard in run %(run)s (confirm: scrapy crawl %(source)s -a delete=force)",
                         held,
                         run=row["id"],

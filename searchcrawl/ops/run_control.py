@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from searchcrawl.ops.launchers import Launcher, LaunchError
 from searchcrawl.store.database import Database
+from searchcrawl.store.models import RunState
 from searchcrawl.store.runs import CONTROLS, RESUMABLE, Runs
 from searchcrawl.system.translations import N_
 from searchcrawl.system.translations import gettext as _
@@ -21,6 +22,20 @@ from searchcrawl.system.translations import gettext as _
 # the actions, each with its button's label (worded where the button is shown)
 ACTIONS: dict[str, str] = {"suspend": N_("Suspend"), "stop": N_("Stop"), "resume": N_("Resume"), "start": N_("Start")}
 assert set(CONTROLS) <= set(ACTIONS)  # the runs table's controls, and the launcher's two
+# what suspend and stop say, each a whole sentence (no action or state worded apart and put in):
+# the running crawl asked, or the run ended by the runs table (Runs.control), in the state it is in
+ASKED = {
+    "suspend": N_("%(source)s: run %(run)s asked to suspend; the crawl will close within SEARCHCRAWL_PROGRESS_INTERVAL seconds"),
+    "stop": N_("%(source)s: run %(run)s asked to stop; the crawl will close within SEARCHCRAWL_PROGRESS_INTERVAL seconds"),
+}
+assert set(ASKED) == set(CONTROLS)
+ENDED = {
+    RunState.RUNNING: N_("%(source)s: run %(run)s is running"),
+    RunState.SUSPENDED: N_("%(source)s: run %(run)s is suspended"),
+    RunState.FINISHED: N_("%(source)s: run %(run)s is finished"),
+    RunState.STOPPED: N_("%(source)s: run %(run)s is stopped"),
+    RunState.FAILED: N_("%(source)s: run %(run)s is failed"),
+}
 
 
 @dataclass(frozen=True)
@@ -55,15 +70,10 @@ def control(database: Database, launcher: Launcher, source: str, action: str, st
         if run is None:
             return ControlResult(False, N_("%(source)s: no running or suspended crawl"), {"source": source})
         if run["control"]:
-            return ControlResult(
-                True,
-                N_(
-                    "%(source)s: run %(run)s asked to %(action)s; the crawl will close within "
-                    "SEARCHCRAWL_PROGRESS_INTERVAL seconds"
-                ),
-                {"source": source, "run": run["id"], "action": action},
-            )
-        return ControlResult(
+            return ControlResult(True, ASKED[action], {"source": source, "run": run["id"]})
+        if run["state"] in ENDED:
+            return ControlResult(True, ENDED[run["state"]], {"source": source, "run": run["id"]})
+        return ControlResult(  # a state of no RunState: said as it is
             True, N_("%(source)s: run %(run)s is %(state)s"), {"source": source, "run": run["id"], "state": run["state"]}
         )
     run = runs.latest(source)

@@ -40,6 +40,8 @@ from enum import StrEnum
 from typing import Any
 
 from searchcrawl.rules.status_codes import Status
+from searchcrawl.system.translations import N_
+from searchcrawl.system.translations import gettext as _
 
 
 class State(StrEnum):
@@ -53,6 +55,25 @@ class State(StrEnum):
     INDEXED = "indexed"  # in Solr
     REMOVING = "removing"  # in Solr, but must leave it (moved, excluded by changed rules, ...)
     REMOVED = "removed"  # was in Solr and has been removed; status says why
+
+
+# a document's state as the pages word it (worded where shown: ``state_label``)
+STATE_LABELS: dict[str, str] = {
+    State.QUEUED: N_("queued"),
+    State.EXCLUDED: N_("excluded"),
+    State.FETCHED: N_("fetched"),
+    State.FAILED: N_("failed"),
+    State.PENDING: N_("pending"),
+    State.INDEXED: N_("indexed"),
+    State.REMOVING: N_("removing"),
+    State.REMOVED: N_("removed"),
+}
+
+
+def state_label(state: str) -> str:
+    """A document's state (``documents.state``) as a page shows it, in the current language; a value
+    of no State as it is. The table, the ``?state=`` filter and the command line keep the value."""
+    return _(STATE_LABELS[state]) if state in STATE_LABELS else state
 
 
 class Event(StrEnum):
@@ -89,6 +110,29 @@ class Delta(StrEnum):
     EXCLUDED = "excluded"  # kept out by a rule, gone, noindex (a change of state or status)
     REDIRECTED = "redirected"  # answers with a redirect (301, 302, 303, 307, 308), out of the index
     DUPLICATE = "duplicate"  # the same content as another document of the source
+
+
+# a delta report's kind as the pages and charts word it (worded where shown: ``delta_label``);
+# not_modified keeps its own spelling in English, as the report and `scrapy report` have it
+DELTA_LABELS: dict[str, str] = {
+    Delta.NEW: N_("new"),
+    Delta.CHANGED: N_("changed"),
+    Delta.UNCHANGED: N_("unchanged"),
+    Delta.NOT_MODIFIED: N_("not_modified"),
+    Delta.DELETED: N_("deleted"),
+    Delta.HELD: N_("held"),
+    Delta.REFUSED: N_("refused"),
+    Delta.FAILED: N_("failed"),
+    Delta.EXCLUDED: N_("excluded"),
+    Delta.REDIRECTED: N_("redirected"),
+    Delta.DUPLICATE: N_("duplicate"),
+}
+
+
+def delta_label(kind: str) -> str:
+    """A delta report's kind (``documents.delta``, a run's ``delta`` counter) as a page shows it, in
+    the current language; a value of no Delta as it is. The report's data keep the value."""
+    return _(DELTA_LABELS[kind]) if kind in DELTA_LABELS else kind
 
 
 IN_INDEX = frozenset({State.PENDING, State.INDEXED})

@@ -14,9 +14,11 @@ describes it (the template escapes everything).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from searchcrawl.rules import ranking_rules
@@ -24,7 +26,9 @@ from searchcrawl.rules.ranking_rules import Boost
 from searchcrawl.search.query import MAX_QUERY_CHARS, TIME_ALLOWED_MS, UF, search_params, term_filter, unique_hits
 from searchcrawl.search.relevance_params import boost_params
 from searchcrawl.search.searcher import TrimmedIndex
-from searchcrawl.system.translations import N_
+from searchcrawl.system import translations
+from searchcrawl.system.translations import N_, ngettext
+from searchcrawl.system.translations import gettext as _
 
 RANK_LIMIT = 500  # hits looked through for the document's rank
 MAX_DEPTH = 10  # explanation levels read
@@ -60,12 +64,35 @@ class WhyPage:
     truncated: bool = False
 
 
+def figure(value: float, digits: int | None = None) -> str:
+    """A figure of Solr's explanation as the page's language writes numbers (``digits`` after the
+    decimal sign, else up to three); one beyond what reads as a number (NaN, 1e30) as Python writes it."""
+    if not math.isfinite(value) or abs(value) >= 1e15:
+        return f"{value:g}"
+    return translations.number(value, digits)
+
+
 def number(value: Any) -> str:
-    """A score or weight, short."""
+    """A score or weight, short: three significant digits, as the page's language writes numbers
+    (English: 4.42, 6, 0.1; German: 4,42). A value that is not a number is shown as it is."""
     try:
-        return f"{float(value):.3g}"
+        short = float(f"{float(value):.3g}")
     except (TypeError, ValueError):
         return str(value)
+    if not math.isfinite(short):
+        return f"{short:g}"
+    return figure(short, len(format(Decimal(f"{short:.3g}"), "f").partition(".")[2].rstrip("0")))
+
+
+def plural(value: float) -> int:
+    """The number that chooses a message's singular or plural: ``value`` when whole, else 2 (the
+    plural: "1.5 times")."""
+    return int(value) if math.isfinite(value) and value.is_integer() and abs(value) < 1e15 else 2
+
+
+def whole(value: float) -> float:
+    """``value`` rounded as ``figure(value, 0)`` shows it (for its plural)."""
+    return float(f"{value:.0f}")
 
 
 def _details(node: Any) -> list[Any]:
@@ -95,50 +122,92 @@ def _values(node: dict[str, Any]) -> dict[str, float]:
 
 
 def rarity(n: float, total: float) -> str:
+    """How rare a term is in a field (a message, in English: ``term_line`` translates it), "" unknown."""
     if total <= 0:
         return ""
     share = n / total
     if share <= 0.01:
-        return "very rare"
+        return N_("very rare")
     if share <= 0.1:
-        return "rare"
+        return N_("rare")
     if share <= 0.5:
-        return "common"
-    return "very common"
+        return N_("common")
+    return N_("very common")
 
 
 def length(dl: float, avgdl: float) -> str:
+    """How long a field is against its average (a message, in English: ``term_line`` translates it), "" unknown."""
     if avgdl <= 0:
         return ""
     if dl < 0.75 * avgdl:
-        return "short"
+        return N_("short")
     if dl > 1.5 * avgdl:
-        return "long"
-    return "of average length"
+        return N_("long")
+    return N_("of average length")
 
 
 def term_line(node: dict[str, Any], match: re.Match[str]) -> str:
     """One BM25 term (or phrase) weight in words: its contribution, how rare it is in the field,
-    how often the document holds it, how long the field is, and a field boost."""
+    how often the document holds it, how long the field is, and a field boost (in the current
+    language: the page's, English outside a request)."""
     solr_field, term = match["field"], match["term"]
     term = term[1:-1] if len(term) > 1 and term.startswith('"') and term.endswith('"') else term
-    what = "phrase" if " " in term else "word"
     values = _values(node)
     reasons = []
-    if "n" in values and "N" in values:
-        rare = rarity(values["n"], values["N"])
-        reasons.append(f"the {what} is {rare} in {solr_field} ({values['n']:.0f} of {values['N']:.0f} documents)")
+    if "n" in values and "N" in values and (rare := rarity(values["n"], values["N"])):
+        n, total = values["n"], values["N"]
+        variables = {
+            "rarity": _(rare),
+            "field": solr_field,
+            "n": figure(n, 0),
+            "total": figure(total, 0),
+        }
+        if " " in term:
+            reasons.append(
+                ngettext(
+                    "the phrase is %(rarity)s in %(field)s (%(n)s of %(total)s document)",
+                    "the phrase is %(rarity)s in %(field)s (%(n)s of %(total)s documents)",
+                    plural(whole(total)),
+                    **variables,
+                )
+            )
+        else:
+            reasons.append(
+                ngettext(
+                    "the word is %(rarity)s in %(field)s (%(n)s of %(total)s document)",
+                    "the word is %(rarity)s in %(field)s (%(n)s of %(total)s documents)",
+                    plural(whole(total)),
+                    **variables,
+                )
+            )
     freq = values.get("freq", values.get("phraseFreq"))
     if freq is not None:
-        reasons.append(f"it occurs {freq:g} time{'s' if freq != 1 else ''} here")
-    if "dl" in values and "avgdl" in values:
-        long = length(values["dl"], values["avgdl"])
-        reasons.append(f"the {solr_field} is {long} ({values['dl']:.0f} words, average {values['avgdl']:.0f})")
+        reasons.append(
+            ngettext("it occurs %(count)s time here", "it occurs %(count)s times here", plural(freq), count=figure(freq))
+        )
+    if "dl" in values and "avgdl" in values and (long := length(values["dl"], values["avgdl"])):
+        dl, avgdl = values["dl"], values["avgdl"]
+        reasons.append(
+            ngettext(
+                "the %(field)s is %(length)s (%(words)s word, average %(average)s)",
+                "the %(field)s is %(length)s (%(words)s words, average %(average)s)",
+                plural(whole(dl)),
+                field=solr_field,
+                length=_(long),
+                words=figure(dl, 0),
+                average=figure(avgdl, 0),
+            )
+        )
     boost = values.get("boost")
     if boost is not None and abs(boost - 1) > 1e-6:
-        reasons.append(f"{solr_field} is boosted ×{boost:g}")
-    why = f" ({'; '.join(reasons)})" if reasons else ""
-    return f"‘{term}’ in {solr_field}: {number(node.get('value'))}{why}"
+        reasons.append(_("%(field)s is boosted ×%(boost)s", field=solr_field, boost=figure(boost)))
+    score = number(node.get("value"))
+    if not reasons:
+        return _("‘%(term)s’ in %(field)s: %(score)s", term=term, field=solr_field, score=score)
+    said = reasons[0]
+    for reason in reasons[1:]:  # a list of the reasons, joined as the language joins clauses
+        said = _("%(reasons)s; %(reason)s", reasons=said, reason=reason)
+    return _("‘%(term)s’ in %(field)s: %(score)s (%(reasons)s)", term=term, field=solr_field, score=score, reasons=said)
 
 
 def explain_lines(tree: Any, max_depth: int = MAX_DEPTH, max_lines: int = MAX_LINES) -> tuple[list[Line], bool]:
@@ -158,21 +227,23 @@ def explain_lines(tree: Any, max_depth: int = MAX_DEPTH, max_lines: int = MAX_LI
         value = number(node.get("value"))
         children = _details(node)
         follow = True
-        if node.get("match") is False:
-            text, follow = f"no match: {description}", False
+        if node.get("match") is False:  # Solr's own words (not translated) after ours
+            text, follow = _("no match: %(description)s", description=description), False
         elif weight := WEIGHT.fullmatch(description):
             text, follow = term_line(node, weight), False
         elif description == "sum of:":
-            text = f"{value}: the sum of"
+            text = _("%(value)s: the sum of", value=value)
         elif description == "max of:":
-            text = f"{value}: the best-matching field alone counts, of"
+            text = _("%(value)s: the best-matching field alone counts, of", value=value)
         elif tie := MAX_PLUS.fullmatch(description):
-            text = f"{value}: the best-matching field, plus {tie['tie']} × each other field, of"
+            text = _(
+                "%(value)s: the best-matching field, plus %(tie)s × each other field, of", value=value, tie=number(tie["tie"])
+            )
         elif description == "product of:":
-            text = f"{value}: the product of"
+            text = _("%(value)s: the product of", value=value)
         elif description == "boost":
-            text = f"boost ×{value}"
-        else:
+            text = _("boost ×%(value)s", value=value)
+        else:  # a node not understood: Solr's description as it is
             text = f"{value}: {description}"
         lines.append(Line(depth, text))
         if follow and children:

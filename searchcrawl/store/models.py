@@ -24,6 +24,9 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from searchcrawl.system.translations import N_
+from searchcrawl.system.translations import gettext as _
+
 metadata = MetaData()
 
 
@@ -35,6 +38,22 @@ class RunState(StrEnum):
     FINISHED = "finished"  # its frontier is done
     STOPPED = "stopped"  # ended with work left, not to be resumed (by hand, or for a fresh run)
     FAILED = "failed"  # the crawl failed; the next crawl starts a new run
+
+
+# a run's state as the pages word it (worded where shown: ``run_state_label``)
+RUN_STATE_LABELS: dict[str, str] = {
+    RunState.RUNNING: N_("running"),
+    RunState.SUSPENDED: N_("suspended"),
+    RunState.FINISHED: N_("finished"),
+    RunState.STOPPED: N_("stopped"),
+    RunState.FAILED: N_("failed"),
+}
+
+
+def run_state_label(state: str) -> str:
+    """A run's state (``runs.state``) as a page shows it, in the current language; a value of no
+    RunState as it is. The runs table, the command line and the logs keep the value itself."""
+    return _(RUN_STATE_LABELS[state]) if state in RUN_STATE_LABELS else state
 
 
 class FrontierState(StrEnum):

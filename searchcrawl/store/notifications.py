@@ -17,9 +17,19 @@ from sqlalchemy import exc, func, select, update
 
 from searchcrawl.store.database import Database, now
 from searchcrawl.store.models import documents, frontier, notifications
+from searchcrawl.system.translations import N_
+from searchcrawl.system.translations import gettext as _
 
 SENDING, SENT, FAILED = "sending", "sent", "failed"
+# a notification's state as the pages word it (worded where shown: ``notification_state_label``)
+NOTIFICATION_STATE_LABELS = {SENDING: N_("sending"), SENT: N_("sent"), FAILED: N_("failed")}
 MAX_ERROR_CHARS = 500
+
+
+def notification_state_label(state: str) -> str:
+    """A notification's state (``notifications.state``) as a page shows it, in the current language;
+    another value as it is."""
+    return _(NOTIFICATION_STATE_LABELS[state]) if state in NOTIFICATION_STATE_LABELS else state
 
 
 def run_key(run_id: int) -> str:

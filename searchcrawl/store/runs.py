@@ -19,6 +19,8 @@ from sqlalchemy import Connection, Result, RowMapping, delete, func, or_, select
 from searchcrawl.store.database import Database, as_utc, now, this_host
 from searchcrawl.store.models import FrontierState, RunState, crawl_nodes, runs, source_states
 from searchcrawl.system.processes import process_alive
+from searchcrawl.system.translations import N_
+from searchcrawl.system.translations import gettext as _
 
 RESUMABLE = (RunState.RUNNING, RunState.SUSPENDED)
 CONTROLS = ("suspend", "stop")
@@ -26,6 +28,24 @@ UPDATE_ATTEMPTS = 5  # Runs.update's compare-and-set, when other nodes write the
 FRONTIER_COUNTS = frozenset(state.value for state in FrontierState)  # kept by Runs.update when not given
 FINISHING = "finishing"  # runs.control: a node of a shared crawl has claimed the run's end
 ALREADY_RUNNING = "already_running"  # the close reason of a crawl refused by RunConflict
+# a run's control as its page says it after its state, whole (worded where shown: ``control_text``)
+CONTROL_TEXTS = {"suspend": N_(", asked to suspend"), "stop": N_(", asked to stop"), FINISHING: N_(", finishing")}
+# the counters a run saves (crawl/run.py's run_counters, the frontier's counts, the delta report
+# and the documents in the index at its end) as the pages name them (worded where shown: ``counter_label``)
+COUNTER_LABELS: dict[str, str] = {
+    "pages": N_("pages"),
+    "cached": N_("cached"),
+    "indexed": N_("indexed"),
+    "removed": N_("removed"),
+    "excluded": N_("excluded"),
+    "skipped": N_("skipped"),
+    "failures": N_("failures"),
+    FrontierState.QUEUED: N_("queued"),
+    FrontierState.LEASED: N_("leased"),
+    FrontierState.DONE: N_("done"),
+    "delta": N_("delta"),
+    "documents": N_("documents"),
+}
 
 
 def counters_of(run: dict[str, Any]) -> dict[str, Any]:
@@ -45,6 +65,18 @@ def counter_text(value: Any) -> str:
 def shown_counters(counters: dict[str, Any]) -> list[tuple[str, str]]:
     """The counters of a run (``counters_of``), each with its text (``counter_text``), by name."""
     return [(key, counter_text(value)) for key, value in sorted(counters.items())]
+
+
+def counter_label(key: str) -> str:
+    """A counter's name as a page shows it, in the current language; a name of none of the
+    COUNTER_LABELS as it is. The saved counters and `scrapy status` keep the name."""
+    return _(COUNTER_LABELS[key]) if key in COUNTER_LABELS else key
+
+
+def control_text(control: str) -> str:
+    """What a run was asked from outside (``runs.control``) as its page says it after its state, in
+    the current language: ``, asked to suspend``."""
+    return _(CONTROL_TEXTS[control]) if control in CONTROL_TEXTS else _(", asked to %(action)s", action=control)
 
 
 class RunEnded(Exception):

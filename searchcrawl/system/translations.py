@@ -155,6 +155,12 @@ def translated_plural(singular: str, plural: str, num: int) -> str:
     return current().translations.ngettext(singular, plural, num)
 
 
+def translated_in_context(context: str, message: str) -> str:
+    """``message`` as meant in ``context`` (a word with two senses: "title" as a kind of suggestion),
+    in the current language, unformatted."""
+    return current().translations.pgettext(context, message)
+
+
 def gettext(message: str, **variables: Any) -> str:
     """``message`` in the current language, formatted with ``variables`` (always: ``%%`` is a per cent sign)."""
     return translated(message) % variables

@@ -21,21 +21,22 @@ from searchcrawl.access.explanation import access_lines
 from searchcrawl.index.cache import spool_fill
 from searchcrawl.index.indexer import IndexingError, SolrIndex
 from searchcrawl.ops.launchers import run_command
-from searchcrawl.rules.lifecycle import State
+from searchcrawl.rules.lifecycle import State, delta_label
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.store import Database, DocumentTable
 from searchcrawl.store.database import as_utc
-from searchcrawl.store.models import RunState
-from searchcrawl.store.runs import Runs, counter_text, counters_of
+from searchcrawl.store.models import RunState, run_state_label
+from searchcrawl.store.runs import Runs, control_text, counter_label, counters_of
 from searchcrawl.store.schedule_marks import ScheduleMarks
 from searchcrawl.system.secrets import redact
 from searchcrawl.system.translations import N_, moment, number, percent
 from searchcrawl.system.translations import gettext as _
+from searchcrawl.web.pictures import failure_label
 
 EXPLAIN_TIMEOUT = 120  # seconds: robots.txt and the page are fetched, with the crawl's own timeouts
 NEVER_CRAWLED, DEAD = "never crawled", "dead"  # the overview's states that are no run's (runs.state)
-# those two as the page words them (a run's own state is shown as the runs table holds it)
+# those two as the page words them (a run's own state by its label: store/models.py)
 SOURCE_STATES = {NEVER_CRAWLED: N_("never crawled"), DEAD: N_("dead")}
 
 
@@ -52,8 +53,8 @@ class SourceRow:
 
     @property
     def state_text(self) -> str:
-        """The state as the page shows it: ``never crawled`` and ``dead`` in the page's language."""
-        return _(SOURCE_STATES[self.state]) if self.state in SOURCE_STATES else self.state
+        """The state as the page shows it, in the page's language: ``never crawled``, ``dead`` or the run's."""
+        return _(SOURCE_STATES[self.state]) if self.state in SOURCE_STATES else run_state_label(self.state)
 
     @property
     def indexed(self) -> int:
@@ -115,15 +116,27 @@ def run_counts(run: dict[str, Any]) -> dict[str, str]:
     ("-" before its first save; a count as the page's language writes numbers), and ``changes``:
     its delta report's counts that are not 0, once it has ended ("-" until then)."""
     counters = counters_of(run)
-    shown = {key: _count_text(counters[key]) if key in counters else "-" for key in RUN_COUNTS}
+    shown = {key: counter_shown(key, counters[key]) if key in counters else "-" for key in RUN_COUNTS}
     delta = counters.get("delta")
-    shown["changes"] = counter_text({kind: count for kind, count in delta.items() if count}) if isinstance(delta, dict) else "-"
+    shown["changes"] = (
+        counter_shown("delta", {kind: count for kind, count in delta.items() if count}) if isinstance(delta, dict) else "-"
+    )
     return shown
 
 
-def _count_text(value: Any) -> str:
-    """A counter as a page shows it: a count as its language writes numbers, else ``counter_text``."""
-    return number(value) if isinstance(value, int) and not isinstance(value, bool) else counter_text(value)
+# the kinds of a nested counter (a dict) as a page names them: the delta report's, the failures'
+NESTED_LABELS: dict[str, Callable[[str], str]] = {"delta": delta_label, "failures": failure_label}
+
+
+def counter_shown(key: str, value: Any) -> str:
+    """The counter ``key`` as a page shows it, in the page's language (store/runs.py's ``counter_text``
+    words it for the command line): a count as the language writes numbers, a nested count (the
+    delta report's ``{"changed": 1, "new": 3}``) as ``changed 1, new 3`` with its kinds' labels, or
+    ``none``."""
+    if isinstance(value, dict):
+        label = NESTED_LABELS.get(key, str)
+        return ", ".join(f"{label(kind)} {counter_shown(kind, count)}" for kind, count in value.items()) or _("none")
+    return number(value) if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
 @dataclass
@@ -140,10 +153,16 @@ class RunView:
     cache: tuple[int, int] = (0, 0)  # (bytes, spool files) of the source's document cache
 
     @property
-    def shown_counters(self) -> list[tuple[str, str]]:
-        """The counters as the page shows them (the delta report's as ``new 3, changed 1``; a count
-        as the page's language writes numbers)."""
-        return [(key, _count_text(value)) for key, value in sorted(self.counters.items())]
+    def shown_counters(self) -> list[tuple[str, str, str]]:
+        """The counters as the page shows them, by name: each name, its label and its value in the
+        page's language (the delta report's as ``new 3, changed 1``; a count as the language writes
+        numbers)."""
+        return [(key, counter_label(key), counter_shown(key, value)) for key, value in sorted(self.counters.items())]
+
+    @property
+    def control_text(self) -> str:
+        """What the run was asked from outside, after its state (``, asked to suspend``), or ""."""
+        return control_text(self.run["control"]) if self.run.get("control") else ""
 
     @property
     def progress(self) -> str:

@@ -34,6 +34,7 @@ from searchcrawl.ops.metrics import ProjectCollector
 from searchcrawl.ops.run_control import ACTIONS
 from searchcrawl.ops.stalls import stalls
 from searchcrawl.rules import ranking_rules
+from searchcrawl.rules.lifecycle import delta_label, state_label
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.search import answers, suggestions
@@ -45,6 +46,8 @@ from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.audit_log import AuditLog
 from searchcrawl.store.deltas import reason_text
+from searchcrawl.store.models import run_state_label
+from searchcrawl.store.notifications import notification_state_label
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.searches import Searches
 from searchcrawl.system import translations
@@ -80,12 +83,19 @@ def page_templates() -> Environment:
         extensions=["jinja2.ext.i18n"],
     )
     templates.install_gettext_callables(  # type: ignore[attr-defined]
-        translations.translated, translations.translated_plural, newstyle=True
+        translations.translated, translations.translated_plural, newstyle=True, pgettext=translations.translated_in_context
     )
     templates.filters.update(
         number=translations.number, percent=translations.percent, moment=translations.moment, day=translations.day
     )
     templates.globals.update(current_language=translations.current, languages=translations.LANGUAGES)
+    # the fixed vocabularies' values in the page's language (each one's labels beside its values)
+    templates.globals.update(
+        run_state_label=run_state_label,
+        document_state_label=state_label,
+        delta_label=delta_label,
+        notification_state_label=notification_state_label,
+    )
     return templates
 
 

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 from searchcrawl.system.translations import N_
-from searchcrawl.web.sign_on import SignOnError, check_user
+from searchcrawl.web.sign_on import SignOnError, Wording, check_user
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def kerberos_user(principal: str, realm: str) -> str:
         raise SignOnError(N_("the ticket is of another realm"))
     if user != user.strip() or any(char in user for char in "/\\=,@") or any(ord(char) < 33 or ord(char) == 127 for char in user):
         raise SignOnError(N_("the ticket's principal is no plain user name"))
-    return check_user(user, "Kerberos principal")
+    return check_user(user, Wording(N_("Kerberos principal")))
 
 
 class DerError(ValueError):

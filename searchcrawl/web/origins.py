@@ -26,6 +26,7 @@ ask the application for a pre-session and its token and plant both, as they plan
 
 from __future__ import annotations
 
+import html
 import logging
 from collections.abc import Iterable
 
@@ -34,13 +35,22 @@ from starlette.responses import HTMLResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from searchcrawl.rules.credentials import origin_of  # scheme://host:port, the port always written
+from searchcrawl.system import translations
 
 logger = logging.getLogger(__name__)
 
-REFUSED = (
-    "<!doctype html><title>Refused</title><h1>Refused</h1>"
-    "<p>This form was sent from a page of another address. Open this application's own page and send it from there.</p>"
-)
+
+def refused_page() -> str:
+    """The refusal's page, in the request's language (app.InterfaceLanguage chose it, outside this
+    middleware): no template, as nothing of the application runs for a refused form."""
+    language = translations.current()
+    title = html.escape(translations.gettext("Refused"))
+    text = html.escape(
+        translations.gettext(
+            "This form was sent from a page of another address. Open this application's own page and send it from there."
+        )
+    )
+    return f'<!doctype html><html lang="{language.code}"><title>{title}</title><h1>{title}</h1><p>{text}</p></html>'
 
 
 def public_origins(urls: Iterable[str]) -> tuple[str, ...]:
@@ -94,7 +104,7 @@ class SameOriginPosts:
             why = foreign_post(headers, scope.get("scheme", "http"), headers.get("host", ""), self.public)
             if why is not None:
                 logger.warning("A form sent to %s from another origin refused (%s)", scope.get("path", ""), why)
-                await HTMLResponse(REFUSED, status_code=403)(scope, receive, send)
+                await HTMLResponse(refused_page(), status_code=403)(scope, receive, send)
                 return
             logger.debug("A POST to %s judged same-origin", scope.get("path", ""))
         await self.app(scope, receive, send)

@@ -22,25 +22,31 @@ from typing import Any
 
 from markupsafe import Markup
 
-from searchcrawl.rules.lifecycle import Delta
+from searchcrawl.rules.lifecycle import Delta, delta_label
 from searchcrawl.store.database import as_utc
-from searchcrawl.store.runs import counters_of
+from searchcrawl.store.runs import COUNTER_LABELS, counters_of
 from searchcrawl.system.translations import N_
 from searchcrawl.system.translations import gettext as _
 from searchcrawl.web.charts import Series, line_chart, stacked_bars
 
 SOURCE_RUNS = 30  # the runs a source's page plots (the latest)
-CHANGES = (Delta.NEW, Delta.CHANGED, Delta.DELETED)
-CHANGE_LABELS = {Delta.NEW: N_("new"), Delta.CHANGED: N_("changed"), Delta.DELETED: N_("deleted")}
-# the failure kinds of crawl/run.py's failure_counts said in words (its FAILURE_STATS), as the chart names them
+CHANGES = (Delta.NEW, Delta.CHANGED, Delta.DELETED)  # named by their delta labels (rules/lifecycle.py)
+# the failure kinds of crawl/run.py's failure_counts said in words (its FAILURE_STATS), as the chart
+# and the run page's failures counter name them
 FAILURE_LABELS = {"network": N_("network"), "login refused": N_("login refused"), "Solr refused": N_("Solr refused")}
-# the run page's lines: the samples' counters (translated where drawn)
+# the run page's lines: the samples' counters (their names as store/runs.py's COUNTER_LABELS), translated where drawn
 PROGRESS_LABELS = {
-    "pages": N_("pages"),
-    "done": N_("done"),
+    "pages": COUNTER_LABELS["pages"],
+    "done": COUNTER_LABELS["done"],
     "to fetch": N_("to fetch"),
     "waiting for Solr": N_("waiting for Solr"),
 }
+
+
+def failure_label(kind: str) -> str:
+    """A failure kind of a run's ``failures`` counter as a page names it: the crawl's words in the
+    current language, a status class (4xx, 5xx) as it is."""
+    return _(FAILURE_LABELS[kind]) if kind in FAILURE_LABELS else kind
 
 
 def _seconds(moment: datetime | None) -> float | None:
@@ -92,17 +98,14 @@ def source_charts(runs: list[dict[str, Any]]) -> list[Markup]:
         stacked_bars(
             _("New, changed and deleted documents per run"),
             names,
-            [Series(_(CHANGE_LABELS[kind]), per_run("delta", kind.value)) for kind in CHANGES],
+            [Series(delta_label(kind), per_run("delta", kind.value)) for kind in CHANGES],
             y_label=_("documents"),
         ),
         line_chart(_("Pages per minute of each run"), [Series(_("pages/min"), rates)], y_label=_("pages/min")),
         stacked_bars(
             _("Failed fetches per run, by kind"),
             names if failure_kinds else [],
-            [
-                Series(_(FAILURE_LABELS[kind]) if kind in FAILURE_LABELS else kind, per_run("failures", kind))
-                for kind in failure_kinds
-            ],
+            [Series(failure_label(kind), per_run("failures", kind)) for kind in failure_kinds],
             y_label=_("fetches"),
         ),
     ]

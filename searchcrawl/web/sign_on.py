@@ -41,8 +41,18 @@ class SignOnError(Exception):
         self.variables = variables
 
     def shown(self) -> str:
-        """The line in the current language (the page's)."""
-        return gettext(self.message, **self.variables)
+        """The line in the current language (the page's): a ``Wording`` among the values with it."""
+        return gettext(
+            self.message,
+            **{name: gettext(value) if isinstance(value, Wording) else value for name, value in self.variables.items()},
+        )
+
+
+class Wording(str):
+    """A word of ours put into a SignOnError's message (``Wording(N_("Kerberos principal"))``),
+    translated with it; a claim's or an attribute's name is a value and stays as configured."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True)

@@ -175,3 +175,24 @@ def test_the_run_page_lists_what_was_told_of_the_run(tmp_path: Path) -> None:
     assert re.search(r"login_refused\s+mail\s+sent\s+1", text)
     assert re.search(r"login_refused\s+webhook:0123456789ab\s+failed\s+3\s+webhook https://hooks.example answered 500", text)
     assert "Notifications" not in re.sub(r"<[^>]+>", " ", web.get("/admin/runs/3").text)
+
+
+def test_one_source_crawled_and_one_deletion_held_read_in_the_singular(tmp_path: Path) -> None:
+    """Issue 79: "1 source crawled", "1 deletion held" (the mail's subject stays as it was); the
+    delta report's kinds and the runs' states in the page's language, their CSS classes the values."""
+    database = Database(unit_config(tmp_path).db_url)
+    runs = Runs(database)
+    run = runs.start("intranet")
+    runs.end(run.id, RunState.FINISHED, {"delta": {"new": 3, "held": 1}}, "finished")
+    summary = build_summary(database, now(), 24)
+    assert summary.crawled[0].waits[0].startswith(f"1 deletion held by the mass-deletion guard in run {run.id} ")
+    assert "1 sources crawled" in summary_message(summary).subject  # the mail: unchanged
+    database.close()
+    web = TestClient(create_app(unit_config(tmp_path)), base_url="http://127.0.0.1")
+    login(web)
+
+    text = re.sub(r"<[^>]+>", "", web.get("/admin/summary").text)
+    assert "1 source crawled, 1 waiting" in text and "held 1, new 3" in text
+
+    german = web.get("/admin/summary", headers={"accept-language": "de"}).text
+    assert 'class="state state-finished"' in german and "neu 3" in german

@@ -66,6 +66,7 @@ def test_start_resume_and_stop_a_suspended_run(database) -> None:
     assert not failed.ok and "refused" in failed.message
     stopped = control(database, launcher, "docs", "stop")
     assert stopped.ok and stopped.message == f"docs: run {run.id} is stopped"
+    assert "%(state)s" not in stopped.wording  # a whole sentence to translate (issue 79), no word put in
     assert runs.latest("docs")["state"] == "stopped"
 
 
@@ -75,4 +76,5 @@ def test_a_live_run_is_asked_and_not_started_twice(database) -> None:
     assert control(database, Recorder(), "docs", "start").message == f"docs: run {run.id} is running already"
     asked = control(database, Recorder(), "docs", "suspend")
     assert asked.message.startswith(f"docs: run {run.id} asked to suspend")
+    assert "%(action)s" not in asked.wording and asked.shown() == asked.message  # whole; English outside a page
     assert runs.latest("docs")["control"] == "suspend"

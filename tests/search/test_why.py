@@ -3,12 +3,18 @@ gives without revealing a document the viewer may not read (a fake Solr client).
 
 from __future__ import annotations
 
+import gettext
 import json
+import re
 from typing import Any
+
+import pytest
+from babel import Locale
 
 from searchcrawl.access.decision import Principals
 from searchcrawl.search.searcher import TrimmedIndex
-from searchcrawl.search.why import MAX_QUERY_CHARS, NOT_SHOWN, explain_lines, why
+from searchcrawl.search.why import MAX_QUERY_CHARS, NOT_SHOWN, explain_lines, number, why
+from searchcrawl.system import translations
 
 # Solr 9's [explain style=nl] of "tugboat" for a harbour log (tests/e2e/test_web.py captures one)
 SAMPLE: dict[str, Any] = json.loads(
@@ -205,6 +211,58 @@ def test_the_explanation_is_bounded_in_depth_and_lines() -> None:
     lines, truncated = explain_lines(wide)
     assert truncated and len(lines) == 200
     assert explain_lines(None) == ([], False) and explain_lines({"details": "junk"})[0][0].text == "None: "
+
+
+def test_counts_plurals_and_numbers() -> None:
+    one = json.loads(json.dumps(SAMPLE["details"][1]))
+    leaves = one["details"][0]["details"]
+    leaves[1]["details"][1]["value"] = 1  # N: one document with the field
+    leaves[1]["details"][0]["value"] = 1
+    leaves[2]["details"][0]["value"] = 1.5  # a sloppy phrase's frequency
+    leaves[2]["details"][3]["value"] = 1.0  # dl
+    leaves[2]["details"][4]["value"] = 1.2  # avgdl
+    (line,), _ = explain_lines(one)
+    assert "(1 of 1 document)" in line.text and "it occurs 1.5 times here" in line.text
+    assert "the title is of average length (1 word, average 1)" in line.text
+    assert [number(v) for v in (4.4193974, 6.0, 0.1, 12345.6, 0.000123456, "junk", None)] == [
+        "4.42",
+        "6",
+        "0.1",
+        "12,300",
+        "0.000123",
+        "junk",
+        "None",
+    ]
+    assert number(float("nan")) == "nan" and number(1e30) == "1e+30"
+
+
+class Marking(gettext.NullTranslations):
+    """A catalogue that brackets every message it translates (singular and plural)."""
+
+    def gettext(self, message: str) -> str:
+        return f"[{message}]"
+
+    def ngettext(self, msgid1: str, msgid2: str, n: int) -> str:
+        return f"[{msgid1 if n == 1 else msgid2}]"
+
+
+def test_the_lines_are_whole_messages_in_the_pages_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every line's words come from the catalogue as whole sentences; its numbers are the language's."""
+    marked = translations.Language("de", Locale.parse("de"), Marking())
+    english = translations.language("en")
+    monkeypatch.setattr(translations, "language", lambda tag: marked if tag == "de" else english)
+    tree = node("sum of:", 6.5, node("max plus 0.1 times others of:", 4.5, *SAMPLE["details"]), node("boost", 2.0))
+    with translations.speaking("de"):
+        texts = [line.text for line in explain_lines(tree)[0]]
+    assert texts[0] == "[6,5: the sum of]"
+    assert texts[1] == "[4,5: the best-matching field, plus 0,1 × each other field, of]"
+    assert texts[3] == (
+        "[‘tugboat’ in title: 4,42 ([[[[the word is [rare] in title (2 of 29 documents)]; [it occurs 1 time here]]; "
+        "[the title is [of average length] (4 words, average 4)]]; [title is boosted ×4]])]"
+    )
+    assert texts[4] == "[boost ×2]"
+    assert all(re.fullmatch(r"\[.*\]", text) for text in texts)
+    assert explain_lines(tree)[0][0].text == "6.5: the sum of"  # outside the block: English
 
 
 class FakeSolr:

@@ -65,3 +65,9 @@ def test_the_source_and_run_pages_show_their_charts_with_the_security_headers(tm
     assert "pages: 63 at the latest" in (chart.find(f"{SVG}desc").text or "")  # type: ignore[union-attr]
     ended = web.get(f"/admin/runs/{live.id - 1}")  # ended before samples were kept: no chart
     assert ended.status_code == 200 and "<svg" not in ended.text
+    # issue 79: the counters' names and the delta report's kinds in the page's language, their values
+    # by its locale; the CSS classes, the anchors and the state's class keep the values
+    german = web.get(f"/admin/runs/{live.id - 1}", headers={"accept-language": "de"}).text
+    assert '<dt>Seiten</dt><dd class="counter-pages">200</dd>' in german and 'class="state state-finished"' in german
+    assert '<dd class="counter-delta">neu 5, geändert 2, gelöscht 1</dd>' in german
+    assert '<dd class="counter-failures">4xx 2, &lt;/svg&gt;&lt;script&gt;x 1</dd>' in german

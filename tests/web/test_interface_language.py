@@ -73,6 +73,10 @@ def test_a_choice_from_another_site_is_refused(web: TestClient) -> None:
         "/language", data={"language": "de", "here": "/"}, headers={"origin": "https://evil.example"}, follow_redirects=False
     )
     assert answer.status_code == 403 and "set-cookie" not in answer.headers
+    german = web.post(
+        "/admin/login", data={"x": "1"}, headers={"origin": "https://evil.example", "accept-language": "de"}
+    )  # the refusal itself in the page's language
+    assert german.status_code == 403 and '<html lang="de">' in german.text and "<h1>Abgelehnt</h1>" in german.text
 
 
 def test_under_a_prefix_the_way_back_stays_under_it(tmp_path: Path) -> None:

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from searchcrawl.rules.lifecycle import DELTA_LABELS, STATE_LABELS, Delta, State, delta_label, state_label
 from searchcrawl.search.query import matching
 from searchcrawl.store import Database
-from searchcrawl.store.models import RunState
-from searchcrawl.store.runs import Runs, counter_text, shown_counters
+from searchcrawl.store.models import RUN_STATE_LABELS, FrontierState, RunState, run_state_label
+from searchcrawl.store.notifications import FAILED, NOTIFICATION_STATE_LABELS, SENDING, SENT, notification_state_label
+from searchcrawl.store.runs import COUNTER_LABELS, Runs, control_text, counter_label, counter_text, shown_counters
 from searchcrawl.system.secrets import remember
-from searchcrawl.web.admin import run_counts, run_view, shown_rows
+from searchcrawl.system.translations import speaking
+from searchcrawl.web.admin import RUN_COUNTS, counter_shown, run_counts, run_view, shown_rows
 
 ENDED = {"pages": 30, "indexed": 28, "removed": 1, "excluded": 2, "done": 30, "delta": {"changed": 1, "new": 27, "unchanged": 0}}
 
@@ -31,6 +34,29 @@ def test_the_runs_list_counts_pages_documents_and_changes() -> None:
     assert running == {"pages": "5", "indexed": "0", "removed": "-", "excluded": "-", "changes": "-"}
     assert run_counts({"counters": None})["pages"] == "-"
     assert run_counts({"counters": json.dumps({**ENDED, "delta": {"unchanged": 0}})})["changes"] == "none"
+
+
+def test_the_pages_word_states_kinds_and_counters_in_their_language() -> None:
+    """Issue 79: a run's and a document's state, the delta report's kinds, the counters' names and a
+    notification's state are each worded by one table beside their values, in the page's language;
+    the values themselves (stored, CSS classes, ?state=) and the command line's text stay as they are."""
+    assert set(RUN_STATE_LABELS) == set(RunState) and set(STATE_LABELS) == set(State) and set(DELTA_LABELS) == set(Delta)
+    assert set(FrontierState) | set(RUN_COUNTS) | set(ENDED) <= set(COUNTER_LABELS)
+    assert set(NOTIFICATION_STATE_LABELS) == {SENDING, SENT, FAILED}
+    english = (run_state_label("finished"), state_label("indexed"), delta_label("not_modified"), counter_label("pages"))
+    assert english == ("finished", "indexed", "not_modified", "pages")  # English pages read as before
+    assert control_text("suspend") == ", asked to suspend" and control_text("other") == ", asked to other"
+    unknown = (run_state_label("x"), state_label("x"), delta_label("x"), counter_label("x"), notification_state_label("x"))
+    assert unknown == ("x",) * 5  # a value of no table: as it is
+    with speaking("de-DE"):
+        assert (delta_label("new"), counter_label("pages"), delta_label(Delta.CHANGED)) == ("neu", "Seiten", "geändert")
+        ended = run_counts({"counters": json.dumps({**ENDED, "pages": 1234})})
+        assert ended == {"pages": "1.234", "indexed": "28", "removed": "1", "excluded": "2", "changes": "geändert 1, neu 27"}
+        assert run_counts({"counters": json.dumps({**ENDED, "delta": {"unchanged": 0}})})["changes"] == "keine"
+        assert counter_shown("failures", {"4xx": 2, "network": 1}) == "4xx 2, Netzwerk 1"
+        assert (
+            counter_text({}) == "none" and counter_text(ENDED["delta"]) == "changed 1, new 27, unchanged 0"
+        )  # the command line's
 
 
 def test_how_many_documents_match() -> None:

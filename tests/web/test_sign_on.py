@@ -9,12 +9,14 @@ import pytest
 
 from searchcrawl.access.decision import decide
 from searchcrawl.access.tokens import Access, Grant
+from searchcrawl.system.translations import speaking
 from searchcrawl.web.sign_on import (
     MAX_GROUPS,
     MAX_PER_OWNER,
     PENDING_SECONDS,
     PendingSignIns,
     SignOnError,
+    Wording,
     check_user,
     group_names,
     provider_principals,
@@ -78,3 +80,9 @@ def test_a_refusal_is_one_english_line_for_the_logs_and_a_message_for_the_page()
     refused = SignOnError("the code was not exchanged: %(error)s", error="HTTPError")
     assert str(refused) == "the code was not exchanged: HTTPError" == refused.shown()
     assert str(SignOnError("the provider gave no ID token")) == "the provider gave no ID token"
+    kerberos = SignOnError("the provider's answer has no %(what)s", what=Wording("Kerberos principal"))
+    claim = SignOnError("the provider's answer has no %(what)s", what="preferred_username")
+    with speaking("de"):
+        assert "Kerberos" in kerberos.shown() and "principal" not in kerberos.shown()  # our word, translated
+        assert "preferred_username" in claim.shown() and claim.shown() != str(claim)  # a claim's name, as configured
+    assert str(kerberos) == "the provider's answer has no Kerberos principal"

@@ -12,12 +12,16 @@
   }
   const endpoint = form.getAttribute("data-suggest");
   const WAIT_MS = 150; // typing pauses this long before asking
-  const KINDS = { title: "title", query: "search" };
+  // the words are the page's, in its language (search.html's data-suggest-* attributes)
+  const KINDS = {
+    title: form.getAttribute("data-suggest-title") || "title",
+    query: form.getAttribute("data-suggest-search") || "search",
+  };
   const list = document.createElement("ul");
   list.id = "suggestions";
   list.className = "suggestions";
   list.setAttribute("role", "listbox");
-  list.setAttribute("aria-label", "Suggestions");
+  list.setAttribute("aria-label", form.getAttribute("data-suggest-label") || "Suggestions");
   list.hidden = true;
   input.insertAdjacentElement("afterend", list);
   input.setAttribute("role", "combobox");
