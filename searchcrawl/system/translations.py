@@ -31,7 +31,7 @@ from datetime import date, datetime
 from functools import cache, lru_cache
 from typing import Any, Literal
 
-from babel import Locale, UnknownLocaleError, dates, numbers
+from babel import Locale, dates, localedata, numbers
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.support import Translations
@@ -78,6 +78,20 @@ def catalogue(code: str) -> gettext_module.NullTranslations:
     return Translations(compiled, domain=DOMAIN)
 
 
+@cache
+def known_locales() -> dict[str, str]:
+    """CLDR's locale identifiers (``de_CH``), by their lower-case form with ``_``: a tag from a
+    request is looked up here before Babel parses it, so no tag CLDR lacks reaches Babel (whose
+    ``localedata.exists`` remembers every identifier it is asked, without bound)."""
+    return {identifier.lower(): identifier for identifier in localedata.locale_identifiers()}
+
+
+def known_locale(tag: str) -> Locale | None:
+    """The CLDR locale of a language tag (``de-CH``, ``ja``), or None when CLDR has none."""
+    identifier = known_locales().get(tag.replace("-", "_").lower())
+    return Locale.parse(identifier) if identifier is not None else None
+
+
 @lru_cache(maxsize=256)
 def language(tag: str) -> Language:
     """The language of ``tag``: ``de`` or a regional one, ``de-CH``, whose numbers and dates are the
@@ -85,11 +99,8 @@ def language(tag: str) -> Language:
     language's own."""
     code = tag.split("-")[0].lower()
     translations = catalogue(code)
-    try:
-        locale = Locale.parse(tag, sep="-")
-    except (ValueError, TypeError, UnknownLocaleError):
-        locale = Locale.parse(code)
-    if locale.language != code:
+    locale = known_locale(tag)
+    if locale is None or locale.language != code:
         locale = Locale.parse(code)
     return Language(code, locale, translations)
 
@@ -141,8 +152,10 @@ def negotiate(choice: str | None, accept_language: str | None) -> str:
     ranges = accepted(accept_language)
     if choice not in LANGUAGES:
         choice = next((tag.split("-")[0].lower() for tag in ranges if tag.split("-")[0].lower() in LANGUAGES), ENGLISH)
-    regional = next((tag for tag in ranges if tag.split("-")[0].lower() == choice and "-" in tag), None)
-    return regional or choice
+    regional = next(
+        (tag for tag in ranges if tag.split("-")[0].lower() == choice and "-" in tag and known_locale(tag) is not None), None
+    )
+    return regional or choice  # a tag CLDR knows, or a language's code: a bounded set
 
 
 def translated(message: str) -> str:

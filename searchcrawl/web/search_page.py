@@ -23,7 +23,6 @@ from datetime import date, timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from babel import Locale, UnknownLocaleError
 from markupsafe import Markup, escape
 
 from searchcrawl.content.clean_text import HIGHLIGHT_MARKS
@@ -303,10 +302,8 @@ def language_name(code: str) -> str:
     shown = translations.current()
     if shown.code == translations.ENGLISH or label == code:
         return label
-    try:
-        name = Locale.parse(code, sep="-").get_display_name(shown.locale)
-    except (ValueError, TypeError, UnknownLocaleError):
-        return label
+    locale = translations.known_locale(code)  # a code CLDR lacks never reaches Babel's parser
+    name = locale.get_display_name(shown.locale) if locale is not None else None
     return name or label
 
 

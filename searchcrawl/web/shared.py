@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote
 
 import anyio.to_thread
 from anyio import CapacityLimiter
@@ -147,6 +147,9 @@ def local_back(text: str | None, prefix: str) -> str:
     if not text or len(text) > MAX_BACK_PATH_CHARS or not text.startswith(home) or text.startswith("//"):
         return home
     if any(character in text for character in "\\\r\n\t") or not text.isprintable():
+        return home
+    # no dot segment (``/search/../other``, ``%2e%2e``, which browsers resolve alike): the path stays under the prefix
+    if any(unquote(segment) in (".", "..") for segment in text.split("?")[0].split("#")[0].split("/")):
         return home
     return text
 

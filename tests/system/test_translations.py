@@ -56,6 +56,21 @@ def test_accept_language_is_read_within_bounds() -> None:
     assert accepted("de-" + "a" * 9 + ", ja") == ["ja"]
 
 
+def test_tags_from_requests_never_grow_a_cache_without_bound() -> None:
+    """A hostile review sent 20,000 Accept-Language headers, each a new tag: Babel's
+    ``localedata.exists`` remembered every one (8 MB, never freed). Only tags CLDR has reach it now,
+    and the tags ``negotiate`` gives are CLDR's or a language's code."""
+    from babel import localedata
+
+    negotiate(None, "de-CH")
+    before = localedata.exists.cache_info().currsize
+    tags = {negotiate(None, f"de-x{number}-y{number}, ja") for number in range(5000)}
+    for number in range(5000):
+        language(f"de-q{number}")
+    assert tags == {"de"} and localedata.exists.cache_info().currsize - before < 10
+    assert language.cache_info().currsize <= 256
+
+
 def test_a_region_gives_numbers_and_dates_and_its_language_the_words() -> None:
     swiss = language("de-CH")
     assert swiss.code == "de" and str(swiss.locale) == "de_CH"

@@ -61,7 +61,17 @@ def test_the_searchers_choice_is_kept_and_wins_over_the_browser(web: TestClient)
 
 @pytest.mark.parametrize(
     "here",
-    ["//evil.example/", "https://evil.example/", "/\\evil.example", "evil", "", "/x\r\nSet-Cookie: a=b", "/" + "a" * 5000],
+    [
+        "//evil.example/",
+        "https://evil.example/",
+        "/\\evil.example",
+        "evil",
+        "",
+        "/x\r\nSet-Cookie: a=b",
+        "/" + "a" * 5000,
+        "/admin/../../other",
+        "/%2e%2e/other",
+    ],
 )
 def test_the_selector_leads_back_to_this_application_only(web: TestClient, here: str) -> None:
     answer = web.post("/language", data={"language": "de", "here": here}, follow_redirects=False)
@@ -83,8 +93,9 @@ def test_under_a_prefix_the_way_back_stays_under_it(tmp_path: Path) -> None:
     web = TestClient(create_app(unit_config(tmp_path, prefix="/search")), base_url="http://127.0.0.1")
     answer = web.post("/search/language", data={"language": "de", "here": "/search/admin/login"}, follow_redirects=False)
     assert answer.headers["location"] == "/search/admin/login" and "Path=/search/" in answer.headers["set-cookie"]
-    outside = web.post("/search/language", data={"language": "de", "here": "/other/"}, follow_redirects=False)
-    assert outside.headers["location"] == "/search/"
+    for outside in ("/other/", "/search/../other/", "/search/%2E%2e/other/", "/search/./."):
+        answer = web.post("/search/language", data={"language": "de", "here": outside}, follow_redirects=False)
+        assert answer.headers["location"] == "/search/", outside
     assert '<html lang="de">' in web.get("/search/admin/login").text
 
 
