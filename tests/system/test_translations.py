@@ -64,9 +64,9 @@ def test_tags_from_requests_never_grow_a_cache_without_bound() -> None:
 
     negotiate(None, "de-CH")
     before = localedata.exists.cache_info().currsize
-    tags = {negotiate(None, f"de-x{number}-y{number}, ja") for number in range(5000)}
-    for number in range(5000):
-        language(f"de-q{number}")
+    tags = {negotiate(None, f"de-x{count}-y{count}, ja") for count in range(5000)}
+    for count in range(5000):
+        language(f"de-q{count}")
     assert tags == {"de"} and localedata.exists.cache_info().currsize - before < 10
     assert language.cache_info().currsize <= 256
 
