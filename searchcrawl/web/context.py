@@ -355,10 +355,18 @@ class WebContext:
             saml_name=translations.translated(self.config.saml.name) if self.config.saml is not None else "",
             kerberos_name=translations.translated(self.config.kerberos.name) if self.config.kerberos is not None else "",
             password_signin=self.config.directory is not None,
-            here=request.url.path + (f"?{request.url.query}" if request.url.query else ""),  # the language selector's way back
+            here=self.here(request, code),
             **context,
         )
         return HTMLResponse(html, status_code=code)
+
+    @staticmethod
+    def here(request: Request, code: int) -> str:
+        """The page the language selector leads back to: a page shown (GET, 200) with its query; a
+        refusal or a form's answer by its path alone (a refused link's target is never echoed)."""
+        if request.method == "GET" and code == 200 and request.url.query:
+            return f"{request.url.path}?{request.url.query}"
+        return request.url.path
 
     def url(self, path: str) -> str:
         return self.config.prefix + path

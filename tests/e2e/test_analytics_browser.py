@@ -60,7 +60,7 @@ def test_searches_and_clicks_in_a_browser_show_on_the_analytics_pages(web: str, 
     admin.goto(url + "/admin/login")
     admin.fill("input[name=username]", "admin")
     admin.fill("input[name=password]", PASSWORD)
-    admin.click("button[type=submit]")
+    admin.click("main button[type=submit]")
     admin.wait_for_url(url + "/admin")
     admin.click("text=What is searched")
     admin.wait_for_url(re.compile(r"/admin/analytics$"))

@@ -114,7 +114,7 @@ def test_an_administrator_adds_a_best_bet_a_boost_and_a_synonym_in_a_browser(web
     page.wait_for_selector("form.edit-bet")
     add(page, "edit-bet", {"start": "2020-01-01", "end": "2020-12-31 18:00"}, "Save best bet")
     assert page.inner_text("table.bets tr.bet td.state") == "expired"
-    assert "from 2020-01-01 until 2020-12-31 18:00" in page.inner_text("table.bets tr.bet td.when")
+    assert "from Jan 1, 2020 until Dec 31, 2020, 6:00\u202fPM" in page.inner_text("table.bets tr.bet td.when")
     assert titles(page, web, "tide+harbour") == ["New tide tables", "Old tide tables"]
     assert page.locator(".bestbets").count() == 0
     assert seen == []
