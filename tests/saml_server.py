@@ -69,8 +69,9 @@ def php_string(text: str) -> str:
 
 
 class SamlIdp:
-    def __init__(self, sp_entity_id: str, acs_url: str) -> None:
+    def __init__(self, sp_entity_id: str, acs_url: str, signature_algorithm: str = "") -> None:
         self.sp_entity_id = sp_entity_id
+        self.signature_algorithm = signature_algorithm  # "": SimpleSAMLphp's default (RSA with SHA-256)
         self.acs_url = acs_url
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}/"
@@ -119,7 +120,9 @@ class SamlIdp:
         )
         (metadata / "saml20-idp-hosted.php").write_text(
             "<?php\n$metadata['__DYNAMIC:1__'] = ['host' => '__DEFAULT__', 'privatekey' => 'idp.key', 'certificate' => 'idp.crt',"
-            " 'auth' => 'users'];\n"
+            " 'auth' => 'users'"
+            + (f", 'signature.algorithm' => {php_string(self.signature_algorithm)}" if self.signature_algorithm else "")
+            + "];\n"
         )
         (metadata / "saml20-sp-remote.php").write_text(
             f"<?php\n$metadata[{php_string(self.sp_entity_id)}] = ['AssertionConsumerService' => {php_string(self.acs_url)}];\n"

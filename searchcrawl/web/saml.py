@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import requests
+from defusedxml import DefusedXmlException
+from defusedxml import ElementTree as defused_tree
 from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
 from saml2.client import Saml2Client
 from saml2.config import SPConfig
@@ -50,6 +52,20 @@ TIMEOUT = 10.0
 CLOCK_SKEW = 60  # seconds allowed between the IdP's clock and this one
 RETRY_SECONDS = 30  # the IdP's metadata, not read, is not asked again for this long
 MAX_XML_BYTES = 1024 * 1024  # a SAMLResponse's XML, once decoded (and inflated, if it was deflated)
+# XML Signature's algorithms whose collisions are practical or near: an answer signed or digested with
+# one is refused (pysaml2 accepts whatever the IdP signed with, SHA-1 included)
+WEAK_ALGORITHMS = frozenset(
+    {
+        "http://www.w3.org/2000/09/xmldsig#rsa-sha1",
+        "http://www.w3.org/2000/09/xmldsig#dsa-sha1",
+        "http://www.w3.org/2000/09/xmldsig#hmac-sha1",
+        "http://www.w3.org/2000/09/xmldsig#sha1",
+        "http://www.w3.org/2001/04/xmldsig-more#rsa-md5",
+        "http://www.w3.org/2001/04/xmldsig-more#hmac-md5",
+        "http://www.w3.org/2001/04/xmldsig-more#md5",
+        "http://www.w3.org/2009/xmldsig11#dsa-sha1",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -87,7 +103,29 @@ def plain_response(saml_response: str) -> str:
     xml = raw if inflated is None else inflated
     if _inflated(xml) is not None:  # pysaml2 would inflate it again
         raise SignOnError(N_("the IdP's SAMLResponse is no XML"))
+    weak = weak_algorithm(xml)
+    if weak:
+        raise SignOnError(
+            N_("the IdP signed its answer with %(algorithm)s, which is too weak: have it sign with SHA-256"), algorithm=weak
+        )
     return base64.b64encode(xml).decode()
+
+
+def weak_algorithm(xml: bytes) -> str:
+    """The first weak signature or digest algorithm (WEAK_ALGORITHMS) an answer's signatures name, or
+    "". Read with defusedxml (no DTD, no entity); an answer that is no XML is refused here. An
+    encrypted assertion's own signature is out of sight until pysaml2 decrypts it: the IdP's
+    configuration decides that one (docs/web-application.md)."""
+    try:
+        root = defused_tree.fromstring(xml, forbid_dtd=True)
+    except (defused_tree.ParseError, DefusedXmlException, ValueError):
+        raise SignOnError(N_("the IdP's SAMLResponse is no XML")) from None
+    for element in root.iter():
+        if isinstance(element.tag, str) and element.tag.endswith(("}SignatureMethod", "}DigestMethod")):
+            algorithm = (element.get("Algorithm") or "").strip()
+            if algorithm in WEAK_ALGORITHMS:
+                return algorithm
+    return ""
 
 
 def _inflated(data: bytes) -> bytes | None:

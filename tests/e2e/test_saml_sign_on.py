@@ -73,6 +73,27 @@ def test_an_administrator_signs_on_with_saml_and_a_user_without_a_role_gets_no_s
     assert refused.status_code == 403 and bob.get("/admin", follow_redirects=False).status_code == 303
 
 
+def test_an_idp_that_signs_with_sha1_is_refused(project: Project, saml_idp: SamlIdp) -> None:
+    """pysaml2 accepts an answer signed with RSA-SHA1 (SHA-1 collisions are practical): such an IdP's
+    answers are refused, saying why; the same IdP signing with SHA-256 (saml_idp's) is believed."""
+    weak = SamlIdp(saml_idp.sp_entity_id, saml_idp.acs_url, "http://www.w3.org/2000/09/xmldsig#rsa-sha1").start()
+    try:
+        web = TestClient(
+            create_app(web_config(project, saml=config(weak), public_origins=PUBLIC_ORIGIN)), base_url="http://127.0.0.1"
+        )
+        fields = answer_of(web, weak, "alice")
+        assert b"xmldsig#rsa-sha1" in base64.b64decode(fields["SAMLResponse"])  # the IdP did sign with SHA-1
+        refused = web.post("/login/saml/acs", data=fields, headers={"origin": weak.base.rstrip("/")})
+        assert refused.status_code == 403 and "rsa-sha1, which is too weak" in refused.text
+        assert "Signed in as" not in web.get("/").text
+    finally:
+        weak.stop()
+    strong = TestClient(
+        create_app(web_config(project, saml=config(saml_idp), public_origins=PUBLIC_ORIGIN)), base_url="http://127.0.0.1"
+    )
+    assert sign_on(strong, saml_idp, "alice").status_code == 200
+
+
 def test_a_forged_replayed_or_stray_saml_answer_is_refused(project: Project, saml_idp: SamlIdp) -> None:
     app = create_app(web_config(project, saml=config(saml_idp), public_origins=PUBLIC_ORIGIN))
     web = TestClient(app, base_url="http://127.0.0.1")
