@@ -38,6 +38,7 @@ from pydantic import Field, field_validator
 from searchcrawl.rules.status_codes import Status
 from searchcrawl.rules.tables import RuleTable
 from searchcrawl.system.secrets import redact
+from searchcrawl.system.translations import N_, gettext
 
 
 class EventKind(StrEnum):
@@ -50,6 +51,26 @@ class EventKind(StrEnum):
     TIKA_UNREACHABLE = "tika_unreachable"
     DOCUMENTS_DROPPED = "documents_dropped"
     RUN_STALLED = "run_stalled"  # told by `scrapy summary --check` (ops/stalls.py), not by a run's end
+
+
+# the events as the pages name them (worded where shown: ``event_label``); the settings, the
+# webhook's X-Searchcrawl-Event header and the logs keep the names themselves
+EVENT_LABELS: dict[str, str] = {
+    EventKind.RUN_ENDED: N_("run ended"),
+    EventKind.RUN_FAILED: N_("run failed"),
+    EventKind.DELETIONS_HELD: N_("deletions held"),
+    EventKind.LOGIN_REFUSED: N_("login refused"),
+    EventKind.TLS_FAILED: N_("TLS failed"),
+    EventKind.SOLR_UNREACHABLE: N_("Solr unreachable"),
+    EventKind.TIKA_UNREACHABLE: N_("Tika unreachable"),
+    EventKind.DOCUMENTS_DROPPED: N_("documents dropped"),
+    EventKind.RUN_STALLED: N_("run stalled"),
+}
+
+
+def event_label(event: str) -> str:
+    """A notification's event as a page shows it, in the current language; an unknown one as it is."""
+    return gettext(EVENT_LABELS[event]) if event in EVENT_LABELS else event
 
 
 # a source file's names of them (the TOML's strings: the tables are strict)

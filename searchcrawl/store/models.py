@@ -56,6 +56,17 @@ def run_state_label(state: str) -> str:
     return _(RUN_STATE_LABELS[state]) if state in RUN_STATE_LABELS else state
 
 
+# a run's mode (``runs.mode``, crawl/run_start.py's) as the pages name it (worded where shown: ``run_mode_label``)
+RUN_MODE_LABELS: dict[str, str] = {"initial": N_("initial"), "maintenance": N_("maintenance")}
+
+
+def run_mode_label(mode: str | None) -> str:
+    """A run's mode as a page shows it, in the current language; "" for none, an unknown one as it is."""
+    if not mode:
+        return ""
+    return _(RUN_MODE_LABELS[mode]) if mode in RUN_MODE_LABELS else mode
+
+
 class FrontierState(StrEnum):
     """Where a URL is in its run's frontier: ``frontier.state`` (for the run in ``frontier.run_id``)."""
 

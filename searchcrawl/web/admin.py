@@ -173,6 +173,11 @@ class RunView:
         return percent(done / (done + queued + leased))
 
 
+def shown_run(run: dict[str, Any]) -> dict[str, Any]:
+    """A run as the pages show it: its reason redacted (as ``shown_rows``'s)."""
+    return {**run, "reason": redact(run.get("reason") or "")}
+
+
 def shown_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Document rows as the pages show them: their reasons redacted (system/secrets.py), as the daily
     summary's are: a crawl's reason may quote a URL's credentials or a login's secret."""
@@ -195,7 +200,7 @@ def run_view(database: Database, run_id: int, cache_root: Path, stale_after: flo
     statuses = sorted(table.count_by(run["source"], "status").items(), key=lambda item: (item[0] is None, item[0] or 0))
     # the reasons as the daily summary shows them (ops/daily_summary.py): a login's password in a
     # crawl's failure, a URL's credentials, never on a page
-    run = {**run, "reason": redact(run["reason"] or "")}
+    run = shown_run(run)
     failed = shown_rows(table.rows(run["source"], state=State.FAILED.value, limit=20))
     return RunView(
         run,

@@ -83,7 +83,7 @@ async def source(ctx: WebContext, request: Request) -> Response:
         statuses = sorted(table.count_by(name, "status").items(), key=lambda item: (item[0] is None, item[0] or 0))
         recent = Runs(ctx.database).recent(name, limit=max(20, pictures.SOURCE_RUNS))
         return {
-            "runs": [{**run, "counts": admin.run_counts(run)} for run in recent[:20]],
+            "runs": [{**admin.shown_run(run), "counts": admin.run_counts(run)} for run in recent[:20]],
             "charts": pictures.source_charts(recent),  # issue 60: drawn here, inline SVG
             "states": table.count_by(name, "state"),
             "statuses": [(status, count, describe(status)) for status, count in statuses],

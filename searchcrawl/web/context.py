@@ -35,6 +35,7 @@ from searchcrawl.ops.run_control import ACTIONS
 from searchcrawl.ops.stalls import stalls
 from searchcrawl.rules import ranking_rules
 from searchcrawl.rules.lifecycle import delta_label, state_label
+from searchcrawl.rules.notify_events import event_label
 from searchcrawl.rules.schedules import Schedule
 from searchcrawl.rules.status_codes import describe
 from searchcrawl.search import answers, suggestions
@@ -46,7 +47,7 @@ from searchcrawl.store import Database
 from searchcrawl.store.api_tokens import ApiTokens
 from searchcrawl.store.audit_log import AuditLog
 from searchcrawl.store.deltas import reason_text
-from searchcrawl.store.models import run_state_label
+from searchcrawl.store.models import run_mode_label, run_state_label
 from searchcrawl.store.notifications import notification_state_label
 from searchcrawl.store.relevance_rules import RelevanceStore
 from searchcrawl.store.searches import Searches
@@ -95,6 +96,8 @@ def page_templates() -> Environment:
         document_state_label=state_label,
         delta_label=delta_label,
         notification_state_label=notification_state_label,
+        run_mode_label=run_mode_label,
+        event_label=event_label,
     )
     return templates
 

@@ -7,14 +7,15 @@ import json
 from pathlib import Path
 
 from searchcrawl.rules.lifecycle import DELTA_LABELS, STATE_LABELS, Delta, State, delta_label, state_label
+from searchcrawl.rules.notify_events import EVENT_LABELS, EventKind, event_label
 from searchcrawl.search.query import matching
 from searchcrawl.store import Database
-from searchcrawl.store.models import RUN_STATE_LABELS, FrontierState, RunState, run_state_label
+from searchcrawl.store.models import RUN_MODE_LABELS, RUN_STATE_LABELS, FrontierState, RunState, run_mode_label, run_state_label
 from searchcrawl.store.notifications import FAILED, NOTIFICATION_STATE_LABELS, SENDING, SENT, notification_state_label
 from searchcrawl.store.runs import COUNTER_LABELS, Runs, control_text, counter_label, counter_text, shown_counters
 from searchcrawl.system.secrets import remember
 from searchcrawl.system.translations import speaking
-from searchcrawl.web.admin import RUN_COUNTS, counter_shown, run_counts, run_view, shown_rows
+from searchcrawl.web.admin import RUN_COUNTS, counter_shown, run_counts, run_view, shown_rows, shown_run
 
 ENDED = {"pages": 30, "indexed": 28, "removed": 1, "excluded": 2, "done": 30, "delta": {"changed": 1, "new": 27, "unchanged": 0}}
 
@@ -78,3 +79,22 @@ def test_the_run_page_and_the_document_browser_show_reasons_redacted(tmp_path: P
     assert shown is not None and secret not in shown.run["reason"] and "refused" in shown.run["reason"]
     assert [secret in value["reason"] for value in shown_rows([row])] == [False]
     database.close()
+
+
+def test_a_runs_mode_and_a_notifications_event_are_worded_by_their_tables() -> None:
+    assert set(EVENT_LABELS) == set(EventKind) and set(RUN_MODE_LABELS) == {"initial", "maintenance"}
+    assert (run_mode_label("maintenance"), run_mode_label(None), event_label("run_failed"), event_label("x")) == (
+        "maintenance",
+        "",
+        "run failed",
+        "x",
+    )
+    with speaking("ja"):
+        assert run_mode_label("initial") == "初回" and event_label("solr_unreachable") == "Solr に接続不可"
+
+
+def test_the_source_pages_runs_show_their_reasons_redacted() -> None:
+    secret = "source-page-secret-91c2"
+    remember(secret)
+    run = {"id": 1, "state": "failed", "reason": f"failed: login as bob:{secret} refused"}
+    assert secret not in shown_run(run)["reason"] and shown_run({"id": 2, "reason": None})["reason"] == ""
