@@ -172,8 +172,8 @@ def test_the_run_page_lists_what_was_told_of_the_run(tmp_path: Path) -> None:
 
     assert page.status_code == 200
     text = re.sub(r"<[^>]+>", " ", page.text)
-    assert re.search(r"login_refused\s+mail\s+sent\s+1", text)
-    assert re.search(r"login_refused\s+webhook:0123456789ab\s+failed\s+3\s+webhook https://hooks.example answered 500", text)
+    assert re.search(r"login refused\s+mail\s+sent\s+1", text)
+    assert re.search(r"login refused\s+webhook:0123456789ab\s+failed\s+3\s+webhook https://hooks.example answered 500", text)
     assert "Notifications" not in re.sub(r"<[^>]+>", " ", web.get("/admin/runs/3").text)
 
 
