@@ -121,6 +121,40 @@ def add_anchor_texts(site: RealSite, base: str, core: str, source: str) -> int:
     return len(updates)
 
 
+def shingles(text: str, width: int = 5) -> frozenset[int]:
+    """The hashes of a text's runs of ``width`` words (lower-cased), for ``near_duplicates_collapsed``."""
+    words = text.lower().split()
+    return frozenset(hash(" ".join(words[start : start + width])) for start in range(max(len(words) - width + 1, 1)))
+
+
+def near_duplicates_collapsed(
+    ranked: dict[str, list[str]], texts: dict[str, frozenset[int]], measure: str, threshold: float
+) -> dict[str, list[str]]:
+    """An experiment (``--near-duplicates``): each query's hits without those that repeat a hit
+    above them: ``jaccard`` (their 5-word runs alike, at least ``threshold`` of both), or
+    ``contained`` (at least ``threshold`` of the lower hit's runs in the higher one: the Scipy
+    preface holding its AUTHORS page whole), as a results page that collapses them would show."""
+    collapsed = {}
+    for qid, urls in ranked.items():
+        kept: list[str] = []
+        held: list[frozenset[int]] = []
+        for url in urls:
+            runs = texts.get(url)
+            if runs:
+                for other in held:
+                    common = len(runs & other)
+                    share = common / len(runs | other) if measure == "jaccard" else common / len(runs)
+                    if share >= threshold:
+                        break
+                else:
+                    held.append(runs)
+                    kept.append(url)
+                continue
+            kept.append(url)
+        collapsed[qid] = kept
+    return collapsed
+
+
 def figures(scores: list[QueryScore]) -> dict[str, dict[str, float]]:
     return {
         kind: {"queries": len(group), **{k: round(v, 4) for k, v in means(group).items()}}
@@ -155,6 +189,13 @@ def main() -> None:
         default=[],
         metavar="SPEC",
         help="a model (SEARCHCRAWL_EMBEDDINGS' form): its passages embedded after the crawl, timed, and the hybrid ranking measured",
+    )
+    parser.add_argument(
+        "--near-duplicates",
+        action="append",
+        default=[],
+        metavar="MEASURE:THRESHOLD",
+        help="experiment: the page's hits with near-duplicates of a hit above collapsed (jaccard:0.9, contained:0.8)",
     )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="searchcrawl-judged-"))
@@ -199,10 +240,21 @@ def main() -> None:
                 semantic[f"hybrid-{kind}"] = SemanticSearch(SemanticModel(embedder))
             if args.embeddings:
                 rankings["words"] = "words"
+            runs: dict[str, dict[str, list[str]]] = {}
             for ranking, chosen in rankings.items():
                 ranked, _sources = judged_run(index, queries, source, Rules(), chosen, semantic.get(ranking))
                 (out / f"{name}-{ranking}.run").write_text(write_run(ranked, ranking), encoding="utf-8")
                 scores[ranking] = score_run(queries, judgments, ranked)
+                runs[ranking] = ranked
+            if args.near_duplicates:
+                found = pysolr.Solr(core, timeout=120).search(f'source:"{source}"', fl="url,content", rows=100_000).docs
+                texts = {doc["url"]: shingles(str(doc.get("content") or "")) for doc in found}
+                for spec in args.near_duplicates:
+                    measure, _, threshold = spec.partition(":")
+                    ranked = near_duplicates_collapsed(runs["page"], texts, measure, float(threshold))
+                    scores[f"page-{measure}-{threshold}"] = score_run(queries, judgments, ranked)
+                    dropped = sum(len(set(runs["page"][qid][:10]) - set(ranked[qid][:10])) for qid in ranked)
+                    print(f"{name}: {spec}: {dropped} hits of the first tens collapsed into a hit above them")
             entry: dict[str, Any] = {
                 "embedded": embedded,
                 "hybrid_vs_words": {
