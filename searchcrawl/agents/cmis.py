@@ -34,9 +34,12 @@ object (``display_urls`` rules may rewrite it to the repository's own page), wit
 source's fields and ``author`` (``cmis:createdBy``). Changes: a document's token is its
 ``cmis:changeToken`` (else its last modification date) and its path (a move changes no change
 token): only changed or moved documents are read again, and a changed ACL alone updates the
-access in Solr without reading the content. Every crawl lists the folder whole (the change log
-is not used yet: the InMemory server's is incomplete, and ACL changes move no change token): a
-deleted or moved-out document leaves the index. A repository that does not answer, refuses the
+access in Solr without reading the content. Every crawl lists the folder whole, each document's
+ACL asked (one request a document): a deleted or moved-out document leaves the index. The change
+log is not read: CMIS leaves logging ACL changes (``security`` events) optional, and they move no
+change token, so a crawl from the log alone could go on showing a document to a reader taken off
+its ACL; and the one server the tests can run, OpenCMIS InMemory, answers a hard-coded dummy log
+(docs/non-web-sources.md). A repository that does not answer, refuses the
 crawl's account, or fails a folder's listing fails the crawl: nothing is removed.
 """
 
