@@ -12,6 +12,13 @@ a kept sentence cites a page judged 2 for that query. Last, for each query, its 
 made readable by a group the visitor is not in (an atomic update of their access fields, and the
 passages brought up to date) and the query asked again: it must not cite any of them (a refusal,
 or an answer from other pages); counted as refusals where it gives no answer.
+
+``--withhold-grade 1`` withholds every page judged related (1 or 2), not only the answers, so that
+nothing the judges found related stays readable; ``--withheld-only`` skips the open round. Each
+withheld question also records the gate before the model: the best passage score of an answering
+page while it was readable, and of what is left when it is not (``gate``: how many a threshold
+would refuse, and how many answerable questions it would still send an answering passage), and
+the answers given from other pages, with what they cite.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.indexer import SolrIndex
 from searchcrawl.search.answers import AnswerConfig, AnswerFailed, answer
 from searchcrawl.search.evaluation import grade_of, read_qrels, read_queries
-from searchcrawl.search.hybrid import SemanticModel
+from searchcrawl.search.hybrid import SemanticModel, nearest_documents
 from searchcrawl.search.searcher import TrimmedIndex
 from searchcrawl.semantic.embedders import WordLlamaEmbedder
 from searchcrawl.semantic.passage_index import PassageIndex
@@ -89,12 +96,40 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     return {"median_s": round(statistics.median(ordered), 2), "p95_s": round(ordered[int(0.95 * (len(ordered) - 1))], 2)}
 
 
+def gate_table(answering: list[float], left: list[float]) -> dict[str, Any]:
+    """For thresholds of the gate before the model (``AnswerConfig.threshold``): of the questions
+    with every related page withheld, how many the gate alone would refuse (their best readable
+    passage below it), and of the open round's questions, how many would still send a passage of
+    an answering page (theirs at or above it)."""
+    spread = {
+        "withheld_best": [round(min(left), 3), round(statistics.median(left), 3), round(max(left), 3)] if left else [],
+        "answering_best": [round(min(answering), 3), round(statistics.median(answering), 3), round(max(answering), 3)]
+        if answering
+        else [],
+    }
+    rows = {
+        f"{threshold:.2f}": {
+            "refused_by_the_gate": sum(score < threshold for score in left),
+            "answering_still_sent": sum(score >= threshold for score in answering),
+        }
+        for threshold in (0.6, 0.65, 0.7, 0.75, 0.8, 0.85)
+    }
+    return {"questions_withheld": len(left), "questions_answerable": len(answering), **spread, "thresholds": rows}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--limit", type=int, default=0, help="queries a set (0: all)")
     parser.add_argument("--out", default="")
+    parser.add_argument(
+        "--withhold-grade",
+        type=int,
+        default=2,
+        help="the pages withheld for a query: those judged this grade or above (1: every page that says any of its answer)",
+    )
+    parser.add_argument("--withheld-only", action="store_true", help="ask only the withheld round (no latency figures)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="searchcrawl-answers-"))
     out = Path(args.out or work / "results")
@@ -125,7 +160,7 @@ def main() -> None:
             filters = ["{!term f=source}" + source]
             seconds: list[float] = []
             answered = cited_right = failed = 0
-            for query in queries:
+            for query in [] if args.withheld_only else queries:
                 began = time.monotonic()
                 try:
                     result = answer(visitor, model, query.text, config, filters)
@@ -139,19 +174,39 @@ def main() -> None:
                     cited_right += any(grade == 2 for grade in grades)
             # the answering pages withheld from the visitor, one query at a time
             refused = leaked = asked = 0
+            answered_anyway: list[dict[str, Any]] = []
+            # the gate before the model: the best passage's score of an answering page (open) and
+            # of what is left readable (withheld), to see whether any threshold tells them apart
+            best_answering: list[float] = []
+            best_left: list[float] = []
             for query in queries:
-                best = [docno for docno, grade in judgments[query.qid].items() if grade == 2]
+                best = [docno for docno, grade in judgments[query.qid].items() if grade >= args.withhold_grade]
                 found = index.search("*:*", fq=filters + ["-doc_type:passage"], fl="id,url", rows=10000).docs
                 withheld = [doc for doc in found if grade_of(str(doc["url"]), {k: 2 for k in best}) == 2]
                 if not withheld:
                     continue
+                answering = {str(doc["id"]) for doc in withheld if grade_of(str(doc["url"]), judgments[query.qid]) == 2}
+                scores = [float(p.get("score") or 0) for d, p in nearest_documents(visitor, model, query.text, filters, {}, 20)
+                          if d in answering]  # fmt: skip
+                best_answering += scores[:1]
                 set_access(index, embedder, source, withheld, Access.of([Grant.of("group:board", "benchmark")]))
+                left = nearest_documents(visitor, model, query.text, filters, {}, 20)
+                best_left += [float(left[0][1].get("score") or 0)] if left else []
                 asked += 1
                 try:
                     result = answer(visitor, model, query.text, config, filters)
                     cited = {source_.url.split("#", 1)[0] for source_ in result.cited}
                     leaked += any(str(doc["url"]) in cited for doc in withheld)
                     refused += not result.sentences
+                    if result.sentences:  # answered from other pages: which, and what it said
+                        answered_anyway.append(
+                            {
+                                "qid": query.qid,
+                                "question": query.text,
+                                "cited": sorted(cited),
+                                "answer": " ".join(text for text, _cites in result.sentences)[:1000],
+                            }
+                        )
                 except AnswerFailed:
                     refused += 1
                 set_access(index, embedder, source, withheld, Access.public("benchmark"))
@@ -165,6 +220,9 @@ def main() -> None:
                 "withheld_asked": asked,
                 "withheld_cited": leaked,
                 "withheld_refused": refused,
+                "withheld_grade": args.withhold_grade,
+                "withheld_answered_from_other_pages": answered_anyway,
+                "gate": gate_table(best_answering, best_left),
             }
             print(name, json.dumps(report[name]), flush=True)
     finally:
