@@ -9,7 +9,8 @@ OpenAI-compatible chat URL (``/chat/completions``, plain HTTP, no vendor SDK). N
 enough: no model call, and the answer says so.
 
 The model's answer is checked sentence by sentence (``checked_answer``): a sentence keeps its
-place only with a citation of a passage that was sent; a sentence without one is dropped; a
+place only with a citation of a passage that was sent and a word (two letters in a row: a
+model's "[2] 4.2." says nothing); a sentence without one is dropped; a
 citation of a number that was never sent refuses the whole answer (the model confused its
 sources: nothing it says can be trusted to be where it points). The answer is text, shown
 escaped, never markup. Nothing is cached: each searcher's answer is asked for them alone. A model
@@ -59,6 +60,8 @@ NO_ANSWER = N_("No answer in what you may read.")
 CITED_UNSENT = N_("the model cited a source it was not given")
 CITED_UNREADABLE = N_("the model cited in a form the check cannot read")
 CITED_NONE = N_("the model's answer cited none of the sources")
+CITED_WORDLESS = N_("the model's answer holds no words, only numbers and citations")
+_WORD = re.compile(r"[^\W\d_]{2,}")  # two letters in a row: a word, in any script
 
 
 class AnswerFailed(Exception):
@@ -215,6 +218,7 @@ def checked_answer(text: str, sent: int) -> tuple[list[tuple[str, tuple[int, ...
     """(sentences kept with the sources each cites, why the answer is refused or ""): see the
     module's docstring. ``sent``: how many sources were numbered."""
     kept: list[tuple[str, tuple[int, ...]]] = []
+    wordless = False
     for sentence in _SENTENCE.split(" ".join(text[:MAX_ANSWER_CHARS].split())):
         numbers = tuple(int(found) for found in _CITATION.findall(sentence))
         if any(not 1 <= number <= sent for number in numbers):
@@ -224,9 +228,12 @@ def checked_answer(text: str, sent: int) -> tuple[list[tuple[str, tuple[int, ...
         if _CITATION_LIKE.search(plain):
             return [], CITED_UNREADABLE
         if numbers and plain and "cannot answer" not in plain.lower():
-            kept.append((plain, tuple(dict.fromkeys(numbers))))
+            if _WORD.search(plain):
+                kept.append((plain, tuple(dict.fromkeys(numbers))))
+            else:  # "[2] 4.2." says nothing: dropped as an uncited sentence is
+                wordless = True
     if not kept:
-        return [], CITED_NONE
+        return [], CITED_WORDLESS if wordless else CITED_NONE
     return kept, ""
 
 

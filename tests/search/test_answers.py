@@ -56,6 +56,13 @@ def test_a_citation_of_a_source_never_sent_refuses_the_whole_answer() -> None:
     assert checked_answer("I cannot answer this from the sources [1].", 2)[1] == "the model's answer cited none of the sources"
 
 
+def test_a_cited_sentence_without_a_word_is_no_answer() -> None:
+    """A small model's junk seen in the answers benchmark (stop 88): numbers and citations alone."""
+    assert checked_answer("[1] 2. [2] 3. [3] 4. 5.", 3) == ([], "the model's answer holds no words, only numbers and citations")
+    assert checked_answer("4.2 [1]. Leave is booked online [1].", 1) == ([("Leave is booked online.", (1,))], "")
+    assert checked_answer("休暇はオンラインで予約します [1]。", 1)[0] == [("休暇はオンラインで予約します 。", (1,))]
+
+
 def test_the_models_markup_stays_text_and_anchors_only_where_they_can_be() -> None:
     kept, _ = checked_answer("<script>alert(1)</script> is what [1] says.", 1)
     assert kept == [("<script>alert(1)</script> is what says.", (1,))]  # escaped where it is shown
