@@ -279,13 +279,16 @@ SEARCHCRAWL_EMBED_TIMEOUT = 30.0
 # Answers with citations (issue 77; docs/answers.md): an OpenAI-compatible chat server's base URL
 # ("" = off; semantic search must be on), its model, the passages sent (at most PASSAGES, each cut
 # to PASSAGE_CHARS, BUDGET_CHARS in all, each of a kNN score of THRESHOLD or more) and the time a
-# model has (TIMEOUT seconds). Its key: SEARCHCRAWL_ANSWERS_API_KEY (or _FILE), never logged.
+# model has (TIMEOUT seconds). Its key: SEARCHCRAWL_ANSWERS_API_KEY (or _FILE), never logged. A
+# cited sentence is kept where at least SUPPORT of its content words are in the passages it cites
+# (0 keeps every cited sentence with a word; docs/answers.md, "What is checked").
 SEARCHCRAWL_ANSWERS_URL = ""
 SEARCHCRAWL_ANSWERS_MODEL = ""
 SEARCHCRAWL_ANSWERS_PASSAGES = 6
 SEARCHCRAWL_ANSWERS_PASSAGE_CHARS = 1200
 SEARCHCRAWL_ANSWERS_BUDGET_CHARS = 6000
 SEARCHCRAWL_ANSWERS_THRESHOLD = 0.6
+SEARCHCRAWL_ANSWERS_SUPPORT = 0.5
 SEARCHCRAWL_ANSWERS_TIMEOUT = 30.0
 # A file holding the key (32 bytes or more) that signs the hits' click links; "" = a random key
 # per process: a result page's links then stop working when `scrapy web` restarts.

