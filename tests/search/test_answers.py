@@ -139,3 +139,53 @@ def test_the_support_setting_is_a_share_and_zero_turns_the_check_off() -> None:
         answer_config({**settings, "SEARCHCRAWL_ANSWERS_SUPPORT": 1.5}.get, None)
     code = "Here is an example: import torch from torch import nn [1]."
     assert checked_answer(code, [LEAVE], "", support=0.0)[0] == [("Here is an example: import torch from torch import nn.", (1,))]
+
+
+# Passages of the Scipy lecture notes (the judged set's grade-2 pages, as the answers benchmark sent
+# them) and answers as a capable model words them: paraphrased, with words the passage does not use
+REAL = [
+    (
+        "numpy broadcasting",
+        "1.4.2. Numerical operations on arrays\nBasic operations on numpy arrays (addition, etc.) are elementwise This"
+        " works on arrays of the same size. Nevertheless, It's also possible to do operations on arrays of different"
+        " sizes if NumPy can transform these arrays so that they all have the same size: this conversion is called"
+        " broadcasting.",
+        "Broadcasting lets NumPy operate elementwise on arrays of different sizes by transforming them to the same size [1].",
+    ),
+    (
+        "changing a slice of my array also changes the original array",
+        "1.4.1. The NumPy array object\nA slicing operation creates a view on the original array, which is just a way"
+        " of accessing array data. Thus the original array is not copied in memory. You can use np.may_share_memory()"
+        " to check if two arrays share the same memory block. When modifying the view, the original array is modified"
+        " as well.",
+        "Slicing returns a view, not a copy, so modifying the slice modifies the original array as well [1]. Use"
+        " np.may_share_memory() to check whether two arrays share memory [1].",
+    ),
+    (
+        "how can I find where a function reaches its lowest value",
+        "2.7. Mathematical optimization: finding minima of functions\nBrute force: a grid search"
+        " scipy.optimize.brute() evaluates the function on a given grid of parameters and returns the parameters"
+        " corresponding to the minimum value.",
+        "Use scipy.optimize.brute(), which evaluates the function on a grid of parameters and returns those of the minimum value [1].",
+    ),
+    (
+        "python crashes with a segmentation fault",
+        "2.3. Debugging code\n(gdb) run segfault.py Starting program: /usr/bin/python segfault.py Program received"
+        " signal SIGSEGV, Segmentation fault. We get a segfault, and gdb captures it for post-mortem debugging in the"
+        " C level stack (not the Python call stack). We can debug the C call stack using gdb's commands.",
+        "Run the script under gdb: it captures the segmentation fault and lets you debug the C call stack [1].",
+    ),
+    (
+        "mathematical morphology",
+        "3.3. Scikit-image: image processing\nOpening removes small objects and smoothes corners. Grayscale"
+        " mathematical morphology Mathematical morphology operations are also available for (non-binary) grayscale"
+        " images (int or float type). Erosion and dilation correspond to minimum (resp. maximum) filters.",
+        "Scikit-image provides mathematical morphology operations such as erosion, dilation and opening, for grayscale images too [1].",
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "source", "said_as"), REAL, ids=[question for question, _, _ in REAL])
+def test_a_paraphrase_of_a_real_passage_is_kept_whole(question: str, source: str, said_as: str) -> None:
+    kept, refused = checked_answer(said_as, [source], question)
+    assert refused == "" and len(kept) == said_as.count("[1]")
